@@ -1,0 +1,592 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Admin queue: the driver's commands that create and destroy the NIC's
+// objects. Every field is checked before anything changes; a refused
+// command changes nothing and is counted.
+#include <cstring>
+
+#include "engine/engine_impl.h"
+
+namespace rhinet::fw {
+namespace {
+
+constexpr uint32_t kMaxWqLog = 15;
+constexpr uint32_t kMaxCqLog = 16;
+constexpr uint32_t kMaxEqLog = 16;
+constexpr uint32_t kKnownAccess = RHN_ACCESS_LOCAL_WRITE |
+                                  RHN_ACCESS_REMOTE_WRITE |
+                                  RHN_ACCESS_REMOTE_READ |
+                                  RHN_ACCESS_REMOTE_ATOMIC;
+
+template <typename T>
+uint32_t find_free(const std::vector<T>& table, uint32_t first) {
+  for (uint32_t i = first; i < table.size(); i++)
+    if (!table[i].valid) return i;
+  return kNone;
+}
+
+HostRef to_ref(const rhn_host_ref& r) { return HostRef{r.addr, r.lkey}; }
+
+}  // namespace
+
+void Engine::Impl::admin_process() {
+  if (!(status_reg.load() & RHN_STATUS_ADMIN_ON)) return;
+  const uint32_t log = admin_log_depth.load();
+  const uint32_t depth = 1u << log;
+  const uint64_t sq = admin_sq_base.load(), cq = admin_cq_base.load();
+  if (admin_tail - admin_consumer > depth) {
+    // A tail beyond the ring: the driver is confused; skip to it.
+    counters.add(RHN_CNT_BAD_ADMIN_CMDS);
+    admin_consumer = admin_tail;
+    return;
+  }
+  bool any = false;
+  while (admin_consumer != admin_tail) {
+    rhn_admin_cmd cmd;
+    rhn_admin_cpl cpl;
+    std::memset(&cpl, 0, sizeof(cpl));
+    uint32_t result = 0, detail = 0;
+    rhn_admin_status st;
+    if (!bus.dma_read(sq + (admin_consumer & (depth - 1)) * sizeof(cmd), &cmd,
+                      sizeof(cmd))) {
+      counters.add(RHN_CNT_DMA_ERRORS);
+      std::memset(&cmd, 0, sizeof(cmd));
+      st = RHN_ADMIN_DMA_ERROR;
+    } else {
+      st = admin_execute(cmd, result, detail);
+    }
+    if (st != RHN_ADMIN_OK) counters.add(RHN_CNT_BAD_ADMIN_CMDS);
+    cpl.result = result;
+    cpl.cmd_id = cmd.hdr.cmd_id;
+    cpl.status = static_cast<uint8_t>(st);
+    cpl.detail = detail;
+    const uint64_t at = cq + (admin_cq_producer & (depth - 1)) * sizeof(cpl);
+    const uint8_t owner = ((admin_cq_producer >> log) & 1) ^ 1;
+    // Body first, owner byte last: the driver polls the owner byte.
+    bool ok = bus.dma_write(at, &cpl, sizeof(cpl) - 1);
+    ok = ok && bus.dma_write(at + sizeof(cpl) - 1, &owner, 1);
+    if (!ok) counters.add(RHN_CNT_DMA_ERRORS);
+    admin_consumer++;
+    admin_cq_producer++;
+    any = true;
+  }
+  if (any && (control.load() & RHN_CONTROL_INTR_ENABLE))
+    bus.raise_msix(RHN_MSIX_ADMIN);
+}
+
+void Engine::Impl::destroy_qp_state(uint32_t qpn) {
+  QpObj& qp = qps[qpn];
+  unlink_waiter(qpn);
+  if (qp.tx_active && qp.tx_peer < peers.size() &&
+      peers[qp.tx_peer]->send_owner == qpn) {
+    peers[qp.tx_peer]->send_owner = kNone;
+    wake_peer_waiters(qp.tx_peer);
+  }
+  for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
+    Inflight& e = entry(qpn, i);
+    if (e.read_ctx != 0xffff) read_ctxs[e.read_ctx].used = false;
+    e.read_ctx = 0xffff;
+  }
+  qp.inflight_head = qp.inflight_tail = 0;
+  qp.tx_active = false;
+  qp.outstanding_reads = 0;
+  qp.has_resend = false;
+  qp.wake_at = 0;
+  qp.prefetched_slot = kNone;
+}
+
+rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
+                                             uint32_t& result,
+                                             uint32_t& detail) {
+  const uint32_t ctx = cmd.hdr.context;
+  const auto& u = cmd.u;
+  if (ctx >= contexts.size()) return RHN_ADMIN_BAD_HANDLE;
+  if (cmd.hdr.opcode != RHN_ADMIN_CREATE_CONTEXT && !contexts[ctx].valid)
+    return RHN_ADMIN_BAD_HANDLE;
+
+  auto pd_ok = [&](uint32_t pdn) {
+    return pdn < pds.size() && pds[pdn].valid && pds[pdn].context == ctx;
+  };
+  auto cq_ok = [&](uint32_t cqn) {
+    return cqn < cqs.size() && cqs[cqn].valid && cqs[cqn].context == ctx;
+  };
+  auto mr_of_key = [&](uint32_t key) -> MrObj* {
+    const uint32_t idx = key >> RHN_KEY_INDEX_SHIFT;
+    if (idx == 0 || idx >= mrs.size()) return nullptr;
+    MrObj& mr = mrs[idx];
+    if (!mr.valid || mr.variant != (key & RHN_KEY_VARIANT_MASK) ||
+        mr.context != ctx)
+      return nullptr;
+    return &mr;
+  };
+  // Host references of a new queue: checked, then pinned by a reference.
+  auto ref_check = [&](const rhn_host_ref& r, uint64_t len, bool nic_writes,
+                       uint32_t which) -> rhn_admin_status {
+    detail = which;
+    if (r.addr & 7) return RHN_ADMIN_BAD_PARAM;
+    const rhn_syndrome s = check_host_ref(to_ref(r), ctx, len, nic_writes);
+    if (s == RHN_SYN_NONE) return RHN_ADMIN_OK;
+    if (r.lkey == RHN_LKEY_PHYSICAL) return RHN_ADMIN_NOT_PERMITTED;
+    return RHN_ADMIN_BAD_PARAM;
+  };
+  auto ref_get = [&](const HostRef& r, int delta) {
+    if (r.lkey != RHN_LKEY_PHYSICAL) mrs[r.lkey >> RHN_KEY_INDEX_SHIFT].refs += delta;
+  };
+
+  switch (cmd.hdr.opcode) {
+    case RHN_ADMIN_QUERY_DEVICE: {
+      if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
+      if (u.query.out_len < sizeof(rhn_device_attr)) return RHN_ADMIN_BAD_PARAM;
+      rhn_device_attr a;
+      std::memset(&a, 0, sizeof(a));
+      a.max_contexts = cfg.db_pages;
+      a.max_pds = cfg.max_pds;
+      a.max_mrs = cfg.max_mrs - 1;
+      a.max_cqs = cfg.max_cqs;
+      a.max_qps = cfg.max_qps - 1;
+      a.max_srqs = cfg.max_srqs;
+      a.max_eqs = cfg.max_eqs;
+      a.max_areas = cfg.max_areas;
+      a.max_cq_log_depth = kMaxCqLog;
+      a.max_wq_log_depth = kMaxWqLog;
+      a.max_send_sges = RHN_WQE_MAX_SGES;
+      a.max_recv_sges = RHN_RQ_MAX_SGES;
+      a.max_inline = RHN_WQE_MAX_INLINE;
+      a.max_rd_atomic = cfg.max_rd_atomic;
+      a.max_msg_size = 1u << 31;
+      a.mtu = RHN_WIRE_MTU;
+      a.tlb_entries = cfg.tlb_entries;
+      a.page_size_cap = 0x7ffff000u;  // 4 KiB .. 1 GiB
+      a.max_mr_size = 1ull << 39;
+      a.max_peers = cfg.max_peers;
+      a.node_id = cfg.node_id;
+      if (!bus.dma_write(u.query.out_addr, &a, sizeof(a)))
+        return RHN_ADMIN_DMA_ERROR;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_QUERY_COUNTERS: {
+      if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
+      uint64_t v[RHN_CNT_COUNT];
+      if (u.query.out_len < sizeof(v)) return RHN_ADMIN_BAD_PARAM;
+      for (unsigned i = 0; i < RHN_CNT_COUNT; i++) v[i] = counters.get(i);
+      if (!bus.dma_write(u.query.out_addr, v, sizeof(v)))
+        return RHN_ADMIN_DMA_ERROR;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_CREATE_CONTEXT:
+      if (ctx == 0) return RHN_ADMIN_BAD_PARAM;
+      if (contexts[ctx].valid) return RHN_ADMIN_EXISTS;
+      contexts[ctx] = ContextObj{true, 0};
+      result = ctx;
+      return RHN_ADMIN_OK;
+    case RHN_ADMIN_DESTROY_CONTEXT:
+      if (ctx == 0) return RHN_ADMIN_BAD_PARAM;
+      if (contexts[ctx].refs) return RHN_ADMIN_BUSY;
+      contexts[ctx].valid = false;
+      return RHN_ADMIN_OK;
+    case RHN_ADMIN_CREATE_PD: {
+      const uint32_t pdn = find_free(pds, 0);
+      if (pdn == kNone) return RHN_ADMIN_NO_RESOURCES;
+      pds[pdn] = PdObj{true, ctx, 0};
+      contexts[ctx].refs++;
+      result = pdn;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_DESTROY_PD: {
+      const uint32_t pdn = u.handle.handle;
+      if (!pd_ok(pdn)) return RHN_ADMIN_BAD_HANDLE;
+      if (pds[pdn].refs) return RHN_ADMIN_BUSY;
+      pds[pdn].valid = false;
+      contexts[ctx].refs--;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_CREATE_MR: {
+      const auto& c = u.create_mr;
+      if (!pd_ok(c.pdn)) return detail = 1, RHN_ADMIN_BAD_HANDLE;
+      if (c.access & ~kKnownAccess) return detail = 2, RHN_ADMIN_BAD_PARAM;
+      if (c.length == 0 || c.iova + c.length < c.iova)
+        return detail = 3, RHN_ADMIN_BAD_PARAM;
+      if (c.length > (1ull << 39)) return detail = 3, RHN_ADMIN_BAD_PARAM;
+      if (c.levels > 3) return detail = 4, RHN_ADMIN_BAD_PARAM;
+      if (c.levels == 0) {
+        if (ctx != 0) return detail = 4, RHN_ADMIN_NOT_PERMITTED;
+      } else {
+        if (c.page_shift < 12 || c.page_shift > 30)
+          return detail = 5, RHN_ADMIN_BAD_PARAM;
+        const uint64_t first = c.iova >> c.page_shift;
+        const uint64_t last = (c.iova + c.length - 1) >> c.page_shift;
+        const uint64_t pages = last - first + 1;
+        const uint64_t cap = 1ull << (RHN_VPT_LEVEL_SHIFT * c.levels);
+        if (pages != c.num_pages || pages > cap)
+          return detail = 6, RHN_ADMIN_BAD_PARAM;
+        if (c.table_addr == 0 || (c.table_addr & 7))
+          return detail = 7, RHN_ADMIN_BAD_PARAM;
+      }
+      const uint32_t idx = find_free(mrs, 1);  // index 0: RHN_LKEY_PHYSICAL
+      if (idx == kNone) return RHN_ADMIN_NO_RESOURCES;
+      MrObj& mr = mrs[idx];
+      mr = MrObj{};
+      mr.valid = true;
+      mr.variant = c.key_variant;
+      mr.page_shift = c.levels ? c.page_shift : 12;
+      mr.levels = c.levels;
+      mr.context = ctx;
+      mr.pdn = c.pdn;
+      mr.access = c.access;
+      mr.iova = c.iova;
+      mr.length = c.length;
+      mr.table = c.table_addr;
+      mr.num_pages = c.num_pages;
+      pds[c.pdn].refs++;
+      tlb.invalidate_region(idx);  // nothing stale may survive reuse
+      result = (idx << RHN_KEY_INDEX_SHIFT) | c.key_variant;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_DESTROY_MR: {
+      MrObj* mr = mr_of_key(u.handle.handle);
+      if (!mr) return RHN_ADMIN_BAD_HANDLE;
+      if (mr->refs) return RHN_ADMIN_BUSY;
+      mr->valid = false;
+      pds[mr->pdn].refs--;
+      tlb.invalidate_region(u.handle.handle >> RHN_KEY_INDEX_SHIFT);
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_INVALIDATE_TLB:
+      if (u.handle.handle == kNone) {
+        if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
+        tlb.invalidate_all();
+        return RHN_ADMIN_OK;
+      }
+      if (!mr_of_key(u.handle.handle)) return RHN_ADMIN_BAD_HANDLE;
+      tlb.invalidate_region(u.handle.handle >> RHN_KEY_INDEX_SHIFT);
+      return RHN_ADMIN_OK;
+    case RHN_ADMIN_CREATE_EQ: {
+      const auto& c = u.create_eq;
+      if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
+      if (c.ring_addr == 0 || (c.ring_addr & 0xf) || c.log_depth < 1 ||
+          c.log_depth > kMaxEqLog || c.vector >= cfg.msix_vectors)
+        return RHN_ADMIN_BAD_PARAM;
+      const uint32_t eqn = find_free(eqs, 0);
+      if (eqn == kNone) return RHN_ADMIN_NO_RESOURCES;
+      eqs[eqn] = EqObj{};
+      eqs[eqn].valid = true;
+      eqs[eqn].armed = true;
+      eqs[eqn].vector = c.vector;
+      eqs[eqn].log_depth = c.log_depth;
+      eqs[eqn].ring = c.ring_addr;
+      result = eqn;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_DESTROY_EQ: {
+      const uint32_t eqn = u.handle.handle;
+      if (ctx != 0 || eqn >= eqs.size() || !eqs[eqn].valid)
+        return RHN_ADMIN_BAD_HANDLE;
+      if (eqs[eqn].refs) return RHN_ADMIN_BUSY;
+      eqs[eqn].valid = false;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_CREATE_CQ: {
+      const auto& c = u.create_cq;
+      if (c.eqn >= eqs.size() || !eqs[c.eqn].valid)
+        return detail = 1, RHN_ADMIN_BAD_HANDLE;
+      if (c.log_depth < 1 || c.log_depth > kMaxCqLog)
+        return detail = 2, RHN_ADMIN_BAD_PARAM;
+      rhn_admin_status st =
+          ref_check(c.ring, uint64_t{RHN_CQE_SIZE} << c.log_depth, true, 3);
+      if (st == RHN_ADMIN_OK)
+        st = ref_check(c.record, sizeof(rhn_cq_record), false, 4);
+      if (st != RHN_ADMIN_OK) return st;
+      const uint32_t cqn = find_free(cqs, 0);
+      if (cqn == kNone) return RHN_ADMIN_NO_RESOURCES;
+      CqObj& cq = cqs[cqn];
+      cq = CqObj{};
+      cq.valid = true;
+      cq.context = ctx;
+      cq.log_depth = c.log_depth;
+      cq.ring = to_ref(c.ring);
+      cq.record = to_ref(c.record);
+      cq.eqn = c.eqn;
+      ref_get(cq.ring, 1);
+      ref_get(cq.record, 1);
+      eqs[c.eqn].refs++;
+      contexts[ctx].refs++;
+      result = cqn;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_DESTROY_CQ: {
+      const uint32_t cqn = u.handle.handle;
+      if (!cq_ok(cqn)) return RHN_ADMIN_BAD_HANDLE;
+      CqObj& cq = cqs[cqn];
+      if (cq.refs) return RHN_ADMIN_BUSY;
+      ref_get(cq.ring, -1);
+      ref_get(cq.record, -1);
+      eqs[cq.eqn].refs--;
+      contexts[ctx].refs--;
+      cq.valid = false;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_CREATE_SRQ: {
+      const auto& c = u.create_srq;
+      if (!pd_ok(c.pdn)) return detail = 1, RHN_ADMIN_BAD_HANDLE;
+      if (c.log_depth < 1 || c.log_depth > kMaxWqLog)
+        return detail = 2, RHN_ADMIN_BAD_PARAM;
+      rhn_admin_status st =
+          ref_check(c.ring, uint64_t{RHN_RQ_WQE_SIZE} << c.log_depth, false, 3);
+      if (st == RHN_ADMIN_OK)
+        st = ref_check(c.record, sizeof(rhn_queue_record), false, 4);
+      if (st != RHN_ADMIN_OK) return st;
+      const uint32_t srqn = find_free(srqs, 0);
+      if (srqn == kNone) return RHN_ADMIN_NO_RESOURCES;
+      SrqObj& s = srqs[srqn];
+      s = SrqObj{};
+      s.valid = true;
+      s.context = ctx;
+      s.pdn = c.pdn;
+      s.log_depth = c.log_depth;
+      s.ring = to_ref(c.ring);
+      s.record = to_ref(c.record);
+      s.limit = c.limit;
+      ref_get(s.ring, 1);
+      ref_get(s.record, 1);
+      pds[c.pdn].refs++;
+      result = srqn;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_MODIFY_SRQ: {
+      const uint32_t srqn = u.modify_srq.srqn;
+      if (srqn >= srqs.size() || !srqs[srqn].valid || srqs[srqn].context != ctx)
+        return RHN_ADMIN_BAD_HANDLE;
+      if (u.modify_srq.limit >= (1u << srqs[srqn].log_depth))
+        return RHN_ADMIN_BAD_PARAM;
+      srqs[srqn].limit = u.modify_srq.limit;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_DESTROY_SRQ: {
+      const uint32_t srqn = u.handle.handle;
+      if (srqn >= srqs.size() || !srqs[srqn].valid || srqs[srqn].context != ctx)
+        return RHN_ADMIN_BAD_HANDLE;
+      SrqObj& s = srqs[srqn];
+      if (s.refs) return RHN_ADMIN_BUSY;
+      ref_get(s.ring, -1);
+      ref_get(s.record, -1);
+      pds[s.pdn].refs--;
+      s.valid = false;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_CREATE_QP: {
+      const auto& c = u.create_qp;
+      if (!pd_ok(c.pdn)) return detail = 1, RHN_ADMIN_BAD_HANDLE;
+      if (c.type != RHN_QP_RC && c.type != RHN_QP_UD &&
+          c.type != RHN_QP_ENDPOINT)
+        return detail = 2, RHN_ADMIN_BAD_PARAM;
+      if (!cq_ok(c.send_cqn) || !cq_ok(c.recv_cqn))
+        return detail = 3, RHN_ADMIN_BAD_HANDLE;
+      const bool has_srq = c.srqn != RHN_NO_SRQ;
+      if (has_srq && (c.srqn >= srqs.size() || !srqs[c.srqn].valid ||
+                      srqs[c.srqn].context != ctx))
+        return detail = 4, RHN_ADMIN_BAD_HANDLE;
+      if (c.sq_log_depth < 1 || c.sq_log_depth > kMaxWqLog)
+        return detail = 5, RHN_ADMIN_BAD_PARAM;
+      if (!has_srq && (c.rq_log_depth < 1 || c.rq_log_depth > kMaxWqLog))
+        return detail = 6, RHN_ADMIN_BAD_PARAM;
+      rhn_admin_status st = ref_check(
+          c.sq_ring, uint64_t{RHN_SQ_SLOT_SIZE} << c.sq_log_depth, false, 7);
+      if (st == RHN_ADMIN_OK)
+        st = ref_check(c.sq_record, sizeof(rhn_queue_record), false, 8);
+      if (st == RHN_ADMIN_OK && !has_srq)
+        st = ref_check(c.rq_ring, uint64_t{RHN_RQ_WQE_SIZE} << c.rq_log_depth,
+                       false, 9);
+      if (st == RHN_ADMIN_OK && !has_srq)
+        st = ref_check(c.rq_record, sizeof(rhn_queue_record), false, 10);
+      if (st != RHN_ADMIN_OK) return st;
+      const uint32_t qpn = find_free(qps, 1);  // QPN 0 is never valid
+      if (qpn == kNone) return RHN_ADMIN_NO_RESOURCES;
+      QpObj& qp = qps[qpn];
+      const uint32_t gen = ++qp_gen_counter;
+      qp = QpObj{};
+      qp.valid = true;
+      qp.gen = gen;
+      qp.type = c.type;
+      qp.context = ctx;
+      qp.pdn = c.pdn;
+      qp.send_cqn = c.send_cqn;
+      qp.recv_cqn = c.recv_cqn;
+      qp.srqn = has_srq ? c.srqn : kNone;
+      qp.sq_log = c.sq_log_depth;
+      qp.rq_log = has_srq ? 0 : c.rq_log_depth;
+      qp.sq_ring = to_ref(c.sq_ring);
+      qp.sq_record = to_ref(c.sq_record);
+      ref_get(qp.sq_ring, 1);
+      ref_get(qp.sq_record, 1);
+      if (!has_srq) {
+        qp.rq_ring = to_ref(c.rq_ring);
+        qp.rq_record = to_ref(c.rq_record);
+        ref_get(qp.rq_ring, 1);
+        ref_get(qp.rq_record, 1);
+      } else {
+        srqs[c.srqn].refs++;
+      }
+      cqs[c.send_cqn].refs++;
+      cqs[c.recv_cqn].refs++;
+      pds[c.pdn].refs++;
+      result = qpn;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_MODIFY_QP: {
+      const auto& c = u.modify_qp;
+      const uint32_t qpn = c.qpn;
+      if (qpn == 0 || qpn >= qps.size() || !qps[qpn].valid ||
+          qps[qpn].context != ctx)
+        return RHN_ADMIN_BAD_HANDLE;
+      QpObj& qp = qps[qpn];
+      const uint32_t mask = c.attr_mask;
+      if (mask & ~0x3fu) return detail = 1, RHN_ADMIN_BAD_PARAM;
+      uint8_t next = qp.state;
+      if (mask & RHN_QP_ATTR_STATE) {
+        next = c.state;
+        const uint8_t cur = qp.state;
+        bool legal = next == RHN_QPS_RESET || next == RHN_QPS_ERR ||
+                     (cur == RHN_QPS_RESET && next == RHN_QPS_INIT) ||
+                     (cur == RHN_QPS_INIT &&
+                      (next == RHN_QPS_INIT || next == RHN_QPS_RTR)) ||
+                     (cur == RHN_QPS_RTR && next == RHN_QPS_RTS) ||
+                     (cur == RHN_QPS_RTS &&
+                      (next == RHN_QPS_RTS || next == RHN_QPS_SQD)) ||
+                     (cur == RHN_QPS_SQD &&
+                      (next == RHN_QPS_RTS || next == RHN_QPS_SQD));
+        if (next > RHN_QPS_ERR || next == RHN_QPS_SQE) legal = false;
+        if (!legal) return RHN_ADMIN_BAD_STATE;
+        if (qp.type == RHN_QP_RC && next == RHN_QPS_RTR &&
+            cur == RHN_QPS_INIT && !(mask & RHN_QP_ATTR_DEST))
+          return detail = 2, RHN_ADMIN_BAD_PARAM;
+      }
+      if (mask & RHN_QP_ATTR_ACCESS) {
+        if (c.access & ~kKnownAccess) return detail = 3, RHN_ADMIN_BAD_PARAM;
+      }
+      if (mask & RHN_QP_ATTR_DEST) {
+        if (qp.type != RHN_QP_RC || c.dest_node >= RHN_MAX_NODES ||
+            c.dest_qpn == 0 || c.dest_qpn > RHN_DB_QN_MASK)
+          return detail = 4, RHN_ADMIN_BAD_PARAM;
+      }
+      if ((mask & RHN_QP_ATTR_RETRY) && c.rnr_retry > 7)
+        return detail = 5, RHN_ADMIN_BAD_PARAM;
+      if ((mask & RHN_QP_ATTR_MAX_RD_ATOMIC) &&
+          (c.max_rd_atomic == 0 || c.max_rd_atomic > cfg.max_rd_atomic))
+        return detail = 6, RHN_ADMIN_BAD_PARAM;
+      // All checked: apply.
+      if (mask & RHN_QP_ATTR_ACCESS) qp.access = c.access;
+      if (mask & RHN_QP_ATTR_DEST) {
+        qp.dest_node = c.dest_node;
+        qp.dest_qpn = c.dest_qpn;
+      }
+      if (mask & RHN_QP_ATTR_QKEY) qp.qkey = c.qkey;
+      if (mask & RHN_QP_ATTR_RETRY) {
+        qp.rnr_retry = c.rnr_retry;
+        qp.min_rnr_timer = c.min_rnr_timer;
+      }
+      if (mask & RHN_QP_ATTR_MAX_RD_ATOMIC) qp.max_rd_atomic = c.max_rd_atomic;
+      if (mask & RHN_QP_ATTR_STATE) {
+        if (next == RHN_QPS_RESET) {
+          destroy_qp_state(qpn);
+          qp.sq_producer = qp.sq_fetch = qp.sq_complete = 0;
+          qp.msn_next = 0;
+          qp.rq_consumer = qp.rq_producer = 0;
+          qp.rnr_blocked = false;
+          qp.rnr_count = 0;
+          qp.flushing = false;
+          qp.state = RHN_QPS_RESET;
+        } else if (next == RHN_QPS_ERR) {
+          qp_to_error(qpn);
+        } else {
+          qp.state = next;
+          if (next == RHN_QPS_RTS) schedule(qpn);
+        }
+      }
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_QUERY_QP: {
+      const uint32_t qpn = u.query.handle;
+      if (qpn == 0 || qpn >= qps.size() || !qps[qpn].valid ||
+          qps[qpn].context != ctx)
+        return RHN_ADMIN_BAD_HANDLE;
+      if (u.query.out_len < sizeof(rhn_qp_attr)) return RHN_ADMIN_BAD_PARAM;
+      const QpObj& qp = qps[qpn];
+      rhn_qp_attr a;
+      std::memset(&a, 0, sizeof(a));
+      a.qpn = qpn;
+      a.state = qp.state;
+      a.type = qp.type;
+      a.dest_node = qp.dest_node;
+      a.dest_qpn = qp.dest_qpn;
+      a.sq_consumer = qp.sq_complete;
+      a.rq_consumer = qp.rq_consumer;
+      if (!bus.dma_write(u.query.out_addr, &a, sizeof(a)))
+        return RHN_ADMIN_DMA_ERROR;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_DESTROY_QP: {
+      const uint32_t qpn = u.handle.handle;
+      if (qpn == 0 || qpn >= qps.size() || !qps[qpn].valid ||
+          qps[qpn].context != ctx)
+        return RHN_ADMIN_BAD_HANDLE;
+      destroy_qp_state(qpn);
+      QpObj& qp = qps[qpn];
+      ref_get(qp.sq_ring, -1);
+      ref_get(qp.sq_record, -1);
+      if (qp.srqn == kNone) {
+        ref_get(qp.rq_ring, -1);
+        ref_get(qp.rq_record, -1);
+      } else {
+        srqs[qp.srqn].refs--;
+      }
+      cqs[qp.send_cqn].refs--;
+      cqs[qp.recv_cqn].refs--;
+      pds[qp.pdn].refs--;
+      qp.valid = false;
+      qp.in_ready = false;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_REGISTER_AREA: {
+      const auto& c = u.register_area;
+      MrObj* mr = mr_of_key(c.key);
+      if (!mr) return detail = 1, RHN_ADMIN_BAD_HANDLE;
+      if (c.length == 0 || c.iova < mr->iova ||
+          c.iova + c.length < c.iova ||
+          c.iova + c.length > mr->iova + mr->length)
+        return detail = 2, RHN_ADMIN_BAD_PARAM;
+      if (find_area(ctx, c.area_id)) return RHN_ADMIN_EXISTS;
+      AreaObj* slot = nullptr;
+      for (uint32_t probe = 0; probe < kAreaProbes && !slot; probe++) {
+        AreaObj& a = areas[area_slot(ctx, c.area_id, probe)];
+        if (!a.valid) slot = &a;
+      }
+      if (!slot) return RHN_ADMIN_NO_RESOURCES;
+      AreaObj& a = *slot;
+      a.valid = true;
+      a.context = ctx;
+      a.area_id = c.area_id;
+      a.mr_index = c.key >> RHN_KEY_INDEX_SHIFT;
+      a.iova = c.iova;
+      a.length = c.length;
+      mr->refs++;
+      contexts[ctx].refs++;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_UNREGISTER_AREA: {
+      AreaObj* a = find_area(ctx, u.handle.handle);
+      if (!a) return RHN_ADMIN_BAD_HANDLE;
+      a->valid = false;
+      mrs[a->mr_index].refs--;
+      contexts[ctx].refs--;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_SET_LINK:
+      if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
+      link_up.store(u.set_link.up != 0);
+      report_link();
+      return RHN_ADMIN_OK;
+    default:
+      return RHN_ADMIN_BAD_OPCODE;
+  }
+}
+
+}  // namespace rhinet::fw

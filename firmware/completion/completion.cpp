@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Completion: CQEs into completion queues, status words into the issuing
+// process's memory, events into event queues and MSI-X interrupts.
+#include <cstring>
+
+#include "engine/engine_impl.h"
+
+namespace rhinet::fw {
+
+void Engine::Impl::cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited) {
+  CqObj& cq = cqs[cqn];
+  if (!cq.valid || cq.error) return;
+  const uint32_t depth = 1u << cq.log_depth;
+  if (cq.producer - cq.consumer_seen >= depth) {
+    // Looks full: read the consumer index software last wrote.
+    rhn_cq_record rec;
+    if (host_dma(cq.record, 0, &rec, sizeof(rec), false) &&
+        cq.producer - rec.consumer_index <= depth)
+      cq.consumer_seen = rec.consumer_index;
+    if (cq.producer - cq.consumer_seen >= depth) {
+      cq.error = true;
+      counters.add(RHN_CNT_CQ_OVERFLOWS);
+      eq_push(cq.eqn, RHN_EQE_CQ_ERROR, cqn, 0);
+      return;
+    }
+  }
+  const uint8_t owner = ((cq.producer >> cq.log_depth) & 1) ^ 1;
+  cqe.flags = static_cast<uint8_t>((cqe.flags & ~RHN_CQE_F_OWNER) |
+                                   (owner ? RHN_CQE_F_OWNER : 0));
+  const uint64_t at = uint64_t{cq.producer & (depth - 1)} * RHN_CQE_SIZE;
+  // Body, then the last 8 bytes holding the owner bit.
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&cqe);
+  host_dma(cq.ring, at, const_cast<uint8_t*>(bytes), 24, true);
+  host_dma(cq.ring, at + 24, const_cast<uint8_t*>(bytes + 24), 8, true);
+  cq.producer++;
+  const bool failed = cqe.status != RHN_CQE_SUCCESS;
+  if (cq.arm == 1 || (cq.arm == 2 && (solicited || failed))) {
+    cq.arm = 0;
+    eq_push(cq.eqn, RHN_EQE_COMPLETION, cqn, 0);
+  }
+}
+
+void Engine::Impl::cq_arm(uint32_t cqn, bool solicited_only) {
+  CqObj& cq = cqs[cqn];
+  cq.arm = solicited_only ? 2 : 1;
+  rhn_cq_record rec;
+  // CQEs the software has not consumed yet: the event fires at once, so an
+  // arm never misses a completion that raced with it.
+  if (!solicited_only && host_dma(cq.record, 0, &rec, sizeof(rec), false) &&
+      rec.consumer_index != cq.producer) {
+    cq.arm = 0;
+    eq_push(cq.eqn, RHN_EQE_COMPLETION, cqn, 0);
+  }
+}
+
+void Engine::Impl::eq_push(uint32_t eqn, uint8_t type, uint32_t object,
+                           uint64_t data) {
+  if (eqn >= eqs.size() || !eqs[eqn].valid) return;
+  EqObj& eq = eqs[eqn];
+  const uint32_t depth = 1u << eq.log_depth;
+  if (eq.producer - eq.consumer >= depth) {
+    counters.add(RHN_CNT_CQ_OVERFLOWS);  // the driver stopped consuming
+    return;
+  }
+  rhn_eqe e{};
+  e.data = data;
+  e.object = object;
+  e.type = type;
+  e.owner = ((eq.producer >> eq.log_depth) & 1) ^ 1;
+  const uint64_t at = eq.ring + uint64_t{eq.producer & (depth - 1)} * sizeof(e);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&e);
+  if (!bus.dma_write(at, bytes, 8) || !bus.dma_write(at + 8, bytes + 8, 8))
+    counters.add(RHN_CNT_DMA_ERRORS);
+  eq.producer++;
+  if (eq.armed && (control.load() & RHN_CONTROL_INTR_ENABLE)) {
+    eq.armed = false;
+    bus.raise_msix(eq.vector);
+  }
+}
+
+void Engine::Impl::write_status_word(const QpObj& qp, const Inflight& e) {
+  uint64_t word = RHN_STATUS_WORD_DONE |
+                  (uint64_t{e.status} << RHN_STATUS_WORD_STATUS_SHIFT) |
+                  (uint64_t{e.syndrome} << RHN_STATUS_WORD_SYNDROME_SHIFT) |
+                  (e.status == RHN_CQE_SUCCESS ? e.length : 0);
+  uint32_t mr_index;
+  if (check_key(e.status_lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE,
+                e.status_addr, sizeof(word), &mr_index) != RHN_SYN_NONE) {
+    counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+    return;
+  }
+  mr_dma(mr_index, e.status_addr, &word, sizeof(word), true);
+}
+
+}  // namespace rhinet::fw

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// CRC32C (Castagnoli), the wire checksum. Hardware computes it in the MAC;
+// the software engine uses the CPU's crc32 instruction when present.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rhinet::fw {
+
+// Continue a CRC32C over data. Start with crc = 0; the result is final
+// (pre- and post-inversion are handled inside).
+uint32_t crc32c(uint32_t crc, const void* data, size_t len);
+
+}  // namespace rhinet::fw

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The engine shell: registers, ingress FIFOs and the poll loop that runs
+// every module for a bounded amount of work.
+#include "engine/engine_impl.h"
+
+#include <cstring>
+
+namespace rhinet::fw {
+
+Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
+                   Wire& host_wire)
+    : cfg(config),
+      bus(host_bus),
+      wire(host_wire),
+      tlb(config.tlb_entries, counters),
+      kicks(config.kick_fifo_entries),
+      rx(config.rx_fifo_frames),
+      free_read_ctxs(config.max_qps),
+      free_responder_reads(config.responder_reads),
+      free_slots(config.send_packet_slots),
+      ready(config.max_qps) {
+  inline_staging = std::make_unique<RawWqe[]>(cfg.db_pages);
+  contexts.resize(cfg.db_pages);
+  pds.resize(cfg.max_pds);
+  mrs.resize(cfg.max_mrs);
+  eqs.resize(cfg.max_eqs);
+  cqs.resize(cfg.max_cqs);
+  srqs.resize(cfg.max_srqs);
+  qps.resize(cfg.max_qps);
+  areas.resize(cfg.max_areas);
+  inflight = std::make_unique<Inflight[]>(size_t{cfg.max_qps} *
+                                          cfg.max_inflight_per_qp);
+  read_ctxs.resize(cfg.max_qps);
+  responder_reads.resize(cfg.responder_reads);
+  for (uint32_t i = 0; i < cfg.max_peers; i++)
+    peers.push_back(std::make_unique<Peer>(cfg.channel_window));
+  peer_of_node.assign(RHN_MAX_NODES, 0);
+  slots = std::make_unique<SendSlot[]>(cfg.send_packet_slots);
+  response_reserve = cfg.send_packet_slots / 8;
+  reset();
+}
+
+void Engine::Impl::reset() {
+  // Everything back to power-on state; the doorbell pages stay mapped.
+  for (auto& c : contexts) c = ContextObj{};
+  for (auto& o : pds) o = PdObj{};
+  for (auto& o : mrs) o = MrObj{};
+  for (auto& o : eqs) o = EqObj{};
+  for (auto& o : cqs) o = CqObj{};
+  for (auto& o : srqs) o = SrqObj{};
+  for (auto& o : qps) {
+    const uint32_t gen = o.gen;
+    o = QpObj{};
+    o.gen = gen;
+  }
+  for (auto& o : areas) o = AreaObj{};
+  for (auto& o : read_ctxs) o = ReadCtx{};
+  free_read_ctxs.clear();
+  for (uint32_t i = 0; i < read_ctxs.size(); i++)
+    free_read_ctxs.push(static_cast<uint16_t>(i));
+  for (auto& o : responder_reads) o = ResponderRead{};
+  free_responder_reads.clear();
+  for (uint32_t i = 0; i < responder_reads.size(); i++)
+    free_responder_reads.push(static_cast<uint16_t>(i));
+  for (uint32_t i = 0; i < peers.size(); i++) {
+    *peers[i] = Peer(cfg.channel_window);
+    peers[i]->index = i;
+  }
+  std::fill(peer_of_node.begin(), peer_of_node.end(), 0);
+  active_peers.clear();
+  free_slots.clear();
+  for (uint32_t i = 0; i < cfg.send_packet_slots; i++) free_slots.push(i);
+  ready.clear();
+  tlb.invalidate_all();
+  counters.reset();
+  admin_consumer = admin_tail = admin_cq_producer = 0;
+  // A new session base so peers notice we lost our channel state.
+  session_seed = static_cast<uint16_t>(session_seed * 31 + bus.now_ns() + 7);
+  if (session_seed == 0) session_seed = 1;
+  contexts[0].valid = true;  // the kernel's context always exists
+  status_reg.store(RHN_STATUS_READY | (link_up.load() ? RHN_STATUS_LINK_UP : 0));
+  control.store(0);
+}
+
+uint64_t Engine::Impl::rto(const Peer& p) const {
+  const uint32_t shift = p.retries < 7 ? p.retries : 7;
+  return cfg.retransmit_timeout_ns << shift;
+}
+
+void Engine::Impl::schedule(uint32_t qpn) {
+  QpObj& qp = qps[qpn];
+  if (qp.in_ready || qp.waiting_peer != kNone) return;
+  qp.in_ready = ready.push(qpn);
+}
+
+void Engine::Impl::report_link() {
+  const bool up = link_up.load();
+  if (up == link_reported) return;
+  link_reported = up;
+  uint32_t s = status_reg.load();
+  status_reg.store(up ? (s | RHN_STATUS_LINK_UP) : (s & ~RHN_STATUS_LINK_UP));
+  for (uint32_t e = 0; e < eqs.size(); e++)
+    if (eqs[e].valid) {
+      eq_push(e, RHN_EQE_PORT_CHANGE, 0, up ? 1 : 0);
+      break;  // the async EQ is the first one created
+    }
+}
+
+bool Engine::Impl::drain_kicks() {
+  bool did = false;
+  for (uint32_t n = 0; n < 256; n++) {
+    Kick* k = kicks.peek();
+    if (!k) break;
+    handle_kick(*k);
+    kicks.release();
+    did = true;
+  }
+  if (kick_overflow.exchange(false)) {
+    // Lost kicks: look at every queue, as if each had been kicked.
+    counters.add(RHN_CNT_KICK_OVERFLOWS);
+    for (uint32_t q = 0; q < qps.size(); q++)
+      if (qps[q].valid) schedule(q);
+    admin_process();
+    did = true;
+  }
+  return did;
+}
+
+void Engine::Impl::handle_kick(Kick& k) {
+  switch (k.kind) {
+    case KickKind::kControl:
+      if (k.value & RHN_CONTROL_RESET) {
+        reset();
+        return;
+      }
+      control.store(static_cast<uint32_t>(k.value));
+      if (k.value & RHN_CONTROL_ENABLE) {
+        const uint32_t log = admin_log_depth.load();
+        const uint64_t sq = admin_sq_base.load(), cq = admin_cq_base.load();
+        if (log >= 1 && log <= RHN_ADMIN_MAX_LOG_DEPTH && sq && cq &&
+            !(sq & 0xfff) && !(cq & 0xfff))
+          status_reg.fetch_or(RHN_STATUS_ADMIN_ON);
+        else
+          counters.add(RHN_CNT_BAD_ADMIN_CMDS);
+      } else {
+        status_reg.fetch_and(~RHN_STATUS_ADMIN_ON);
+      }
+      return;
+    case KickKind::kAdmin:
+      admin_tail = static_cast<uint32_t>(k.value);
+      admin_process();
+      return;
+    case KickKind::kEqDoorbell: {
+      const uint32_t eqn =
+          static_cast<uint32_t>((k.value >> RHN_EQ_DB_EQN_SHIFT) &
+                                RHN_EQ_DB_EQN_MASK);
+      if (eqn >= eqs.size() || !eqs[eqn].valid) {
+        counters.add(RHN_CNT_BAD_DOORBELLS);
+        return;
+      }
+      EqObj& eq = eqs[eqn];
+      const uint32_t ci = static_cast<uint32_t>(k.value & RHN_EQ_DB_CI_MASK);
+      if (ci - eq.consumer <= eq.producer - eq.consumer) eq.consumer = ci;
+      if (k.value & RHN_EQ_DB_ARM) {
+        eq.armed = true;
+        // Entries the driver has not consumed yet: interrupt right away.
+        if (eq.producer != eq.consumer &&
+            (control.load() & RHN_CONTROL_INTR_ENABLE)) {
+          eq.armed = false;
+          bus.raise_msix(eq.vector);
+        }
+      }
+      return;
+    }
+    case KickKind::kLink:
+      report_link();
+      return;
+    default:
+      break;
+  }
+  // Queue kicks: the queue must belong to the context of the page written.
+  const uint32_t qn = static_cast<uint32_t>(k.value) & RHN_DB_QN_MASK;
+  const uint32_t ctx = k.page;
+  switch (k.kind) {
+    case KickKind::kSq:
+    case KickKind::kRq: {
+      if (qn >= qps.size() || !qps[qn].valid || qps[qn].context != ctx) {
+        counters.add(RHN_CNT_BAD_DOORBELLS);
+        return;
+      }
+      QpObj& qp = qps[qn];
+      if (k.kind == KickKind::kSq && k.has_inline &&
+          qp.state == RHN_QPS_RTS && !qp.tx_active) {
+        // Doorbell-page WQE: use it if it is the next one to fetch.
+        uint16_t idx;
+        std::memcpy(&idx, k.inline_wqe.bytes + 4, sizeof(idx));
+        if (idx == static_cast<uint16_t>(qp.sq_fetch)) {
+          std::memcpy(&qp.tx_raw, &k.inline_wqe, sizeof(RawWqe));
+          qp.prefetched_slot = qp.sq_fetch;
+        }
+      }
+      if (k.kind == KickKind::kRq && qp.state == RHN_QPS_ERR)
+        qp.flushing = true;
+      schedule(qn);
+      return;
+    }
+    case KickKind::kSrq:
+      if (qn >= srqs.size() || !srqs[qn].valid || srqs[qn].context != ctx)
+        counters.add(RHN_CNT_BAD_DOORBELLS);
+      // Nothing else to do: receives read the SRQ record when needed.
+      return;
+    case KickKind::kCqArm:
+      if (qn >= cqs.size() || !cqs[qn].valid || cqs[qn].context != ctx) {
+        counters.add(RHN_CNT_BAD_DOORBELLS);
+        return;
+      }
+      cq_arm(qn, (k.value & RHN_DB_CQ_SOLICITED) != 0);
+      return;
+    default:
+      return;
+  }
+}
+
+void Engine::Impl::wake_later(uint32_t qpn, uint64_t at) {
+  qps[qpn].wake_at = at;
+  if (at < next_qp_wake) next_qp_wake = at;
+}
+
+bool Engine::Impl::run_timers() {
+  bool did = false;
+  for (size_t i = 0; i < active_peers.size(); i++)
+    did |= service_peer(active_peers[i]);
+  if (now >= next_qp_wake) {
+    // Rare (RNR waits): a scan of the QP table is fine here.
+    next_qp_wake = UINT64_MAX;
+    for (uint32_t q = 0; q < qps.size(); q++) {
+      QpObj& qp = qps[q];
+      if (!qp.valid || !qp.wake_at) continue;
+      if (qp.wake_at <= now) {
+        qp.wake_at = 0;
+        schedule(q);
+        did = true;
+      } else if (qp.wake_at < next_qp_wake) {
+        next_qp_wake = qp.wake_at;
+      }
+    }
+  }
+  return did;
+}
+
+// ---- Engine (public) ---------------------------------------------------
+
+Engine::Engine(const EngineConfig& config, HostBus& bus, Wire& wire)
+    : impl_(std::make_unique<Impl>(config, bus, wire)) {}
+
+Engine::~Engine() = default;
+
+uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
+  Impl& m = *impl_;
+  if (offset >= RHN_REG_COUNTERS && offset < RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT) {
+    const uint64_t v = m.counters.get((offset - RHN_REG_COUNTERS) / 8);
+    return (offset & 4) ? v >> 32 : (size == 8 ? v : v & 0xffffffffu);
+  }
+  uint64_t v = 0;
+  switch (offset) {
+    case RHN_REG_VERSION: v = RHN_VERSION; break;
+    case RHN_REG_CAPS:
+      v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
+          RHN_CAP_ATOMIC | RHN_CAP_AREA | RHN_CAP_INLINE_DB |
+          RHN_CAP_STATUS_WORD;
+      break;
+    case RHN_REG_NODE_ID: v = m.cfg.node_id; break;
+    case RHN_REG_STATUS: v = m.status_reg.load(); break;
+    case RHN_REG_CONTROL: v = m.control.load(); break;
+    case RHN_REG_DB_PAGES: v = m.cfg.db_pages; break;
+    case RHN_REG_MSIX_VECTORS: v = m.cfg.msix_vectors; break;
+    case RHN_REG_MTU: v = RHN_WIRE_MTU; break;
+    case RHN_REG_MAC_LO:
+      v = m.cfg.mac[0] | (m.cfg.mac[1] << 8) | (m.cfg.mac[2] << 16) |
+          (uint32_t{m.cfg.mac[3]} << 24);
+      break;
+    case RHN_REG_MAC_HI: v = m.cfg.mac[4] | (m.cfg.mac[5] << 8); break;
+    case RHN_REG_ADMIN_SQ_BASE: v = m.admin_sq_base.load(); break;
+    case RHN_REG_ADMIN_SQ_BASE + 4: v = m.admin_sq_base.load() >> 32; break;
+    case RHN_REG_ADMIN_CQ_BASE: v = m.admin_cq_base.load(); break;
+    case RHN_REG_ADMIN_CQ_BASE + 4: v = m.admin_cq_base.load() >> 32; break;
+    case RHN_REG_ADMIN_LOG_DEPTH: v = m.admin_log_depth.load(); break;
+    default: v = 0; break;
+  }
+  return size == 8 ? v : v & 0xffffffffu;
+}
+
+namespace {
+void write_half(std::atomic<uint64_t>& reg, uint32_t offset_in_reg,
+                uint64_t value, unsigned size) {
+  if (size == 8) {
+    reg.store(value);
+  } else if (offset_in_reg == 0) {
+    reg.store((reg.load() & ~0xffffffffull) | (value & 0xffffffffu));
+  } else {
+    reg.store((reg.load() & 0xffffffffull) | (value << 32));
+  }
+}
+}  // namespace
+
+void Engine::reg_write(uint32_t offset, uint64_t value, unsigned size) {
+  Impl& m = *impl_;
+  KickKind kind;
+  switch (offset) {
+    case RHN_REG_CONTROL: kind = KickKind::kControl; break;
+    case RHN_REG_ADMIN_SQ_TAIL: kind = KickKind::kAdmin; break;
+    case RHN_REG_EQ_DOORBELL: kind = KickKind::kEqDoorbell; break;
+    case RHN_REG_ADMIN_SQ_BASE:
+    case RHN_REG_ADMIN_SQ_BASE + 4:
+      write_half(m.admin_sq_base, offset - RHN_REG_ADMIN_SQ_BASE, value, size);
+      return;
+    case RHN_REG_ADMIN_CQ_BASE:
+    case RHN_REG_ADMIN_CQ_BASE + 4:
+      write_half(m.admin_cq_base, offset - RHN_REG_ADMIN_CQ_BASE, value, size);
+      return;
+    case RHN_REG_ADMIN_LOG_DEPTH:
+      m.admin_log_depth.store(static_cast<uint32_t>(value));
+      return;
+    default:
+      return;  // read-only or unknown: ignored
+  }
+  if (kind == KickKind::kEqDoorbell && size != 8) return;
+  if (!m.kicks.push_with([&](Kick& k) {
+        k.kind = kind;
+        k.has_inline = false;
+        k.page = 0;
+        k.value = value;
+      }))
+    m.kick_overflow.store(true);
+}
+
+void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
+                            unsigned size) {
+  Impl& m = *impl_;
+  if (page >= m.cfg.db_pages || offset >= RHN_DB_PAGE_SIZE) return;
+  if (offset >= RHN_DB_INLINE_WQE &&
+      offset + size <= RHN_DB_INLINE_WQE + RHN_DB_INLINE_WQE_SIZE) {
+    std::memcpy(m.inline_staging[page].bytes + (offset - RHN_DB_INLINE_WQE),
+                &value, size);
+    return;
+  }
+  KickKind kind;
+  switch (offset) {
+    case RHN_DB_SQ: kind = KickKind::kSq; break;
+    case RHN_DB_RQ: kind = KickKind::kRq; break;
+    case RHN_DB_SRQ: kind = KickKind::kSrq; break;
+    case RHN_DB_CQ_ARM: kind = KickKind::kCqArm; break;
+    default: return;
+  }
+  const bool with_inline =
+      kind == KickKind::kSq && (value & RHN_DB_SQ_INLINE) != 0;
+  if (!m.kicks.push_with([&](Kick& k) {
+        k.kind = kind;
+        k.page = page;
+        k.value = value;
+        k.has_inline = with_inline;
+        if (with_inline) {
+          const uint32_t n = wqe_slot_count(m.inline_staging[page].bytes);
+          std::memcpy(k.inline_wqe.bytes, m.inline_staging[page].bytes,
+                      (n ? n : 1) * RHN_SQ_SLOT_SIZE);
+        }
+      }))
+    m.kick_overflow.store(true);
+}
+
+bool Engine::frame_arrived(std::span<const uint8_t> frame) {
+  Impl& m = *impl_;
+  if (frame.size() > sizeof(RxFrame::data)) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    return true;  // consumed: it can never be valid
+  }
+  if (!m.link_up.load()) return false;
+  const bool ok = m.rx.push_with([&](RxFrame& f) {
+    f.len = static_cast<uint16_t>(frame.size());
+    std::memcpy(f.data, frame.data(), frame.size());
+  });
+  if (!ok) m.counters.add(RHN_CNT_RX_DROPS);
+  return ok;
+}
+
+bool Engine::poll() {
+  Impl& m = *impl_;
+  m.now = m.bus.now_ns();
+  bool did = m.drain_kicks();
+  for (uint32_t n = 0; n < 64; n++) {
+    RxFrame* f = m.rx.peek();
+    if (!f) break;
+    m.receive_frame({f->data, f->len});
+    m.rx.release();
+    did = true;
+  }
+  did |= m.run_timers();
+  did |= m.requester_run(64);
+  return did;
+}
+
+uint64_t Engine::next_deadline_ns() const {
+  const Impl& m = *impl_;
+  uint64_t t = UINT64_MAX;
+  for (uint32_t pi : m.active_peers) {
+    const Peer& p = *m.peers[pi];
+    if (!p.unacked.empty() && p.rto_deadline < t) t = p.rto_deadline;
+    if (p.ack_deadline && p.ack_deadline < t) t = p.ack_deadline;
+  }
+  return m.next_qp_wake < t ? m.next_qp_wake : t;
+}
+
+void Engine::set_link_up(bool up) {
+  Impl& m = *impl_;
+  m.link_up.store(up);
+  if (!m.kicks.push_with([&](Kick& k) {
+        k.kind = KickKind::kLink;
+        k.has_inline = false;
+        k.value = up;
+      }))
+    m.kick_overflow.store(true);
+}
+
+uint64_t Engine::counter(unsigned index) const {
+  return impl_->counters.get(index);
+}
+
+}  // namespace rhinet::fw

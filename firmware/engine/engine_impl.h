@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Engine internals shared by the modules. The life of a WQE follows the
+// folders: doorbell/ (kick FIFO) -> requester/ (fetch, decode, packetize)
+// -> transport/ (serial numbers, send-packet memory, ACK/NAK, resend) ->
+// wire -> transport/ on the remote engine -> responder/ (checks, DMA into
+// memory, responses) -> completion/ (CQEs, status words, events).
+// translation/ turns keys and addresses into bus addresses for all of them;
+// admin/ creates the objects in the tables below.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/bounded.h"
+#include "core/counters.h"
+#include "requester/wqe_decoder.h"
+#include "rhinet/fw/engine.h"
+#include "rhinet/hw.h"
+#include "transport/packet.h"
+#include "translation/tlb.h"
+
+namespace rhinet::fw {
+
+constexpr uint32_t kNone = 0xffffffffu;
+
+// ---- Objects (admin/) ------------------------------------------------------
+
+struct HostRef {
+  uint64_t addr = 0;
+  uint32_t lkey = 0;
+};
+
+struct ContextObj {
+  bool valid = false;
+  uint32_t refs = 0;
+};
+
+struct PdObj {
+  bool valid = false;
+  uint32_t context = 0;
+  uint32_t refs = 0;
+};
+
+struct MrObj {
+  bool valid = false;
+  uint8_t variant = 0;
+  uint8_t page_shift = 12;
+  uint8_t levels = 0;  // 0: iova is the bus address
+  uint32_t context = 0;
+  uint32_t pdn = 0;
+  uint32_t access = 0;
+  uint64_t iova = 0;
+  uint64_t length = 0;
+  uint64_t table = 0;
+  uint32_t num_pages = 0;
+  uint32_t refs = 0;  // queues, areas using it
+};
+
+struct EqObj {
+  bool valid = false;
+  bool armed = false;
+  uint16_t vector = 0;
+  uint32_t log_depth = 0;
+  uint64_t ring = 0;
+  uint32_t producer = 0;
+  uint32_t consumer = 0;
+  uint32_t refs = 0;
+};
+
+struct CqObj {
+  bool valid = false;
+  bool error = false;
+  uint8_t arm = 0;  // 0 off, 1 next completion, 2 next solicited
+  uint32_t context = 0;
+  uint32_t log_depth = 0;
+  HostRef ring, record;
+  uint32_t producer = 0;
+  uint32_t consumer_seen = 0;
+  uint32_t eqn = 0;
+  uint32_t refs = 0;
+};
+
+struct SrqObj {
+  bool valid = false;
+  uint32_t context = 0;
+  uint32_t pdn = 0;
+  uint32_t log_depth = 0;
+  HostRef ring, record;
+  uint32_t consumer = 0;
+  uint32_t producer_seen = 0;
+  uint32_t limit = 0;
+  uint32_t refs = 0;
+};
+
+struct AreaObj {
+  bool valid = false;
+  uint32_t context = 0;
+  uint32_t area_id = 0;
+  uint32_t mr_index = 0;
+  uint64_t iova = 0;
+  uint64_t length = 0;
+};
+
+// ---- Requester state (requester/) ------------------------------------------
+
+enum class MsgState : uint8_t {
+  kSending,        // packets still to go
+  kAwaitAck,       // all sent; success = transport ACK passing its gate
+  kAwaitResponse,  // READ/atomic: waits for the response packets
+  kResendPending,  // RNR: send again at resend_at
+  kDone,
+};
+
+// One message of a QP between its first packet and its completion.
+struct Inflight {
+  uint32_t slot = 0;  // first SQ slot of the WQE
+  uint8_t slots = 1;
+  uint8_t opcode = 0;
+  uint8_t wqe_flags = 0;
+  MsgState state = MsgState::kDone;
+  uint8_t status = RHN_CQE_SUCCESS;
+  uint8_t syndrome = RHN_SYN_NONE;
+  uint16_t peer = 0;
+  uint16_t read_ctx = 0xffff;
+  uint32_t msn = 0;
+  uint32_t last_serial = 0;
+  uint32_t length = 0;
+  uint64_t resend_at = 0;
+  uint64_t status_addr = 0;
+  uint32_t status_lkey = 0;
+};
+
+// Local destination of a READ or atomic result, kept until the response.
+struct ReadCtx {
+  bool used = false;
+  uint32_t num_sge = 0;
+  rhn_sge sge[RHN_WQE_MAX_SGES];
+};
+
+// Responder side of a READ: data still to send back.
+struct ResponderRead {
+  bool used = false;
+  uint32_t requester_qpn = 0;
+  uint32_t responder_qpn = 0;
+  uint32_t msn = 0;
+  uint32_t mr_index = 0;
+  uint64_t va = 0;
+  uint32_t length = 0;
+  uint32_t sent = 0;
+};
+
+struct QpObj {
+  bool valid = false;
+  uint8_t type = 0;
+  uint8_t state = RHN_QPS_RESET;
+  uint8_t access = 0;
+  uint8_t rnr_retry = 7;
+  uint8_t min_rnr_timer = 0;
+  uint8_t max_rd_atomic = 1;
+  uint8_t sq_log = 0;
+  uint8_t rq_log = 0;
+  uint32_t gen = 0;  // bumps on create: stale references are ignored
+  uint32_t context = 0;
+  uint32_t pdn = 0;
+  uint32_t send_cqn = 0;
+  uint32_t recv_cqn = 0;
+  uint32_t srqn = kNone;
+  uint16_t dest_node = 0;
+  uint32_t dest_qpn = 0;
+  uint32_t qkey = 0;
+  HostRef sq_ring, rq_ring, sq_record, rq_record;
+
+  // Requester.
+  uint32_t sq_producer = 0;  // last value read from the SQ record
+  uint32_t sq_fetch = 0;     // next slot to fetch
+  uint32_t sq_complete = 0;  // oldest slot not completed
+  uint32_t msn_next = 0;
+  uint32_t inflight_head = 0, inflight_tail = 0;  // into inflight_ pool
+  uint32_t outstanding_reads = 0;
+  uint32_t rnr_count = 0;
+  bool has_resend = false;
+  bool flushing = false;
+  // The message being packetized.
+  bool tx_active = false;
+  uint32_t tx_entry = 0;  // inflight index (absolute counter)
+  uint64_t tx_offset = 0;
+  uint16_t tx_peer = 0;
+  uint32_t tx_dst_qpn = 0;
+  DecodedWqe tx_wqe;
+  RawWqe tx_raw;
+  uint32_t prefetched_slot = kNone;  // tx_raw holds this slot's WQE
+
+  // Responder.
+  uint32_t rq_consumer = 0;
+  uint32_t rq_producer = 0;
+  bool rnr_blocked = false;
+  uint32_t rnr_msn = 0;
+
+  // Scheduling.
+  bool in_ready = false;
+  uint32_t waiting_peer = kNone;
+  uint32_t wait_prev = kNone, wait_next = kNone;
+  uint64_t wake_at = 0;
+};
+
+// ---- Transport state (transport/) ------------------------------------------
+
+struct SendSlot {
+  uint16_t len = 0;
+  bool completes_message = false;  // last packet of a request
+  uint32_t serial = 0;
+  uint32_t qpn = kNone;
+  uint32_t qp_gen = 0;
+  alignas(64) uint8_t frame[RHN_MAX_FRAME];
+};
+
+struct Gate {
+  uint32_t ack_seq;
+  uint16_t session;  // the acknowledging side's stream
+  uint32_t seq;      // its next serial when it acknowledged
+};
+
+// A SEND being received from one peer (messages to a peer never interleave).
+struct RxMessage {
+  bool active = false;
+  bool discard = false;  // NAKed: drop the rest
+  bool from_srq = false;
+  uint8_t status = RHN_CQE_SUCCESS;
+  uint32_t qpn = 0;
+  uint32_t qp_gen = 0;
+  uint32_t msn = 0;
+  uint32_t wqe_index = 0;
+  uint32_t num_sge = 0;
+  rhn_sge sge[RHN_RQ_MAX_SGES];
+  uint32_t capacity = 0;
+  uint32_t length = 0;
+};
+
+struct Peer {
+  explicit Peer(uint32_t window)
+      : unacked(window * 2), gates(16), reads(256) {}
+  bool valid = false;
+  uint16_t node = 0;
+  uint32_t index = 0;
+  // Transmit side.
+  uint16_t tx_session = 0;
+  bool tx_syn = true;  // until the first ACK of this session
+  uint32_t tx_next = 0;
+  uint32_t acked_seen = 0;  // highest ack_seq seen (gated or not)
+  Fifo<uint32_t> unacked;   // slot ids in serial order
+  uint32_t resend_pos = 0;  // index in unacked; == size: nothing to resend
+  uint64_t rto_deadline = 0;
+  uint32_t retries = 0;
+  Fifo<Gate> gates;
+  uint32_t send_owner = kNone;  // QP sending a multi-packet SEND here
+  uint32_t wait_head = kNone, wait_tail = kNone;  // QPs waiting for us
+  Fifo<uint16_t> reads;  // responder reads to stream back, in order
+  // Receive side.
+  bool rx_synced = false;
+  uint16_t rx_session = 0;
+  uint32_t rx_expected = 0;
+  uint32_t rx_unacked = 0;
+  uint64_t ack_deadline = 0;
+  bool nak_sent = false;
+  RxMessage rx_msg;
+  // Last request NAKed, so a multi-packet message is NAKed once.
+  uint32_t nak_qpn = kNone;
+  uint32_t nak_msn = 0;
+};
+
+// ---- Ingress FIFOs (doorbell/) ------------------------------------------------
+
+enum class KickKind : uint8_t {
+  kControl,
+  kAdmin,
+  kEqDoorbell,
+  kSq,
+  kRq,
+  kSrq,
+  kCqArm,
+  kLink,
+};
+
+struct Kick {
+  KickKind kind;
+  bool has_inline = false;
+  uint32_t page = 0;
+  uint64_t value = 0;
+  RawWqe inline_wqe;
+};
+
+struct RxFrame {
+  uint16_t len = 0;
+  alignas(64) uint8_t data[RHN_MAX_FRAME + 64];
+};
+
+// ---- The engine ---------------------------------------------------------
+
+struct Engine::Impl {
+  Impl(const EngineConfig& config, HostBus& bus, Wire& wire);
+
+  EngineConfig cfg;
+  HostBus& bus;
+  Wire& wire;
+  Counters counters;
+  Tlb tlb;
+  uint64_t now = 0;
+
+  // Registers.
+  std::atomic<uint32_t> status_reg{0};
+  std::atomic<uint32_t> control{0};
+  std::atomic<uint64_t> admin_sq_base{0}, admin_cq_base{0};
+  std::atomic<uint32_t> admin_log_depth{0};
+  std::atomic<bool> link_up{true};
+  bool link_reported = true;
+
+  // Ingress.
+  MpscQueue<Kick> kicks;
+  MpscQueue<RxFrame> rx;
+  std::atomic<bool> kick_overflow{false};
+  std::unique_ptr<RawWqe[]> inline_staging;  // per doorbell page
+
+  // Admin queue.
+  uint32_t admin_consumer = 0;
+  uint32_t admin_tail = 0;
+  uint32_t admin_cq_producer = 0;
+
+  // Tables.
+  std::vector<ContextObj> contexts;
+  std::vector<PdObj> pds;
+  std::vector<MrObj> mrs;
+  std::vector<EqObj> eqs;
+  std::vector<CqObj> cqs;
+  std::vector<SrqObj> srqs;
+  std::vector<QpObj> qps;
+  std::vector<AreaObj> areas;
+  std::unique_ptr<Inflight[]> inflight;  // max_inflight_per_qp per QP
+  std::vector<ReadCtx> read_ctxs;
+  Fifo<uint16_t> free_read_ctxs;
+  std::vector<ResponderRead> responder_reads;
+  Fifo<uint16_t> free_responder_reads;
+  uint32_t qp_gen_counter = 0;
+
+  // Transport.
+  std::vector<std::unique_ptr<Peer>> peers;
+  std::vector<uint16_t> peer_of_node;  // node -> peer index + 1 (0: none)
+  std::vector<uint32_t> active_peers;
+  std::unique_ptr<SendSlot[]> slots;
+  Fifo<uint32_t> free_slots;
+  uint32_t response_reserve = 0;  // slots only responses may take
+  uint16_t session_seed = 1;
+  Fifo<uint32_t> ready;  // QPs with requester work
+  uint64_t next_qp_wake = UINT64_MAX;  // earliest QpObj::wake_at
+
+  // ---- engine/engine.cpp
+  void reset();
+  bool drain_kicks();
+  void handle_kick(Kick& k);
+  bool run_timers();
+  void schedule(uint32_t qpn);
+  void wake_later(uint32_t qpn, uint64_t at);
+  void report_link();
+
+  // ---- admin/admin.cpp
+  void admin_process();
+  rhn_admin_status admin_execute(const rhn_admin_cmd& cmd, uint32_t& result,
+                                 uint32_t& detail);
+  void destroy_qp_state(uint32_t qpn);
+
+  // ---- translation/access.cpp
+  // Translate and DMA through a key: checks owner context (or PD), rights
+  // and bounds. Returns RHN_SYN_NONE or the reason.
+  rhn_syndrome check_key(uint32_t key, uint32_t context, uint32_t pdn,
+                         uint32_t access, uint64_t va, uint64_t len,
+                         uint32_t* mr_index);
+  bool mr_dma(uint32_t mr_index, uint64_t va, void* buf, uint64_t len,
+              bool write);
+  bool translate(uint32_t mr_index, uint64_t va, uint64_t& bus_addr);
+  // Areas live in a hash table probed at most kAreaProbes times.
+  static constexpr uint32_t kAreaProbes = 16;
+  uint32_t area_slot(uint32_t context, uint32_t area_id, uint32_t probe) const;
+  AreaObj* find_area(uint32_t context, uint32_t area_id);
+  // Queue memory (rings, records, status words) owned by a context.
+  rhn_syndrome check_host_ref(const HostRef& ref, uint32_t context,
+                              uint64_t len, bool nic_writes);
+  bool host_dma(const HostRef& ref, uint64_t offset, void* buf, uint64_t len,
+                bool write);
+
+  // ---- requester/requester.cpp
+  bool requester_run(uint32_t budget);
+  bool requester_step(uint32_t qpn, uint32_t budget);
+  bool start_message(QpObj& qp, uint32_t qpn);
+  bool fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw, uint32_t& nslots);
+  enum class TxResult { kSent, kBlocked, kFinished, kAborted };
+  TxResult send_packet(QpObj& qp, uint32_t qpn);
+  Inflight& entry(uint32_t qpn, uint32_t idx);
+  void finish_entry(uint32_t qpn, Inflight& e, uint8_t status,
+                    uint8_t syndrome);
+  void complete_in_order(uint32_t qpn);
+  void qp_to_error(uint32_t qpn);
+  void flush_qp(uint32_t qpn);
+  void message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,
+                     uint16_t peer);
+  void handle_response(Peer& p, const Packet& pkt);
+  void handle_rnr(uint32_t qpn, uint32_t idx);
+  void abort_tx(QpObj& qp, uint32_t qpn);
+  void wait_on_peer(uint32_t qpn, uint32_t peer);
+  void wake_peer_waiters(uint32_t peer);
+  void unlink_waiter(uint32_t qpn);
+
+  // ---- transport/channel.cpp
+  uint32_t peer_for(uint16_t node, bool create);
+  bool can_send(const Peer& p, bool response) const;
+  uint32_t send_data(Peer& p, const rhn_op_hdr& op,
+                     std::span<const uint8_t> payload, bool ack_req,
+                     uint32_t qpn, uint32_t qp_gen, bool completes_message);
+  // Takes a free send-packet slot (after can_send); the caller writes the
+  // payload at RHN_DATA_HDR_LEN of its frame, then calls commit_data.
+  uint32_t begin_data();
+  uint32_t commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
+                       uint32_t payload_len, bool ack_req, uint32_t qpn,
+                       uint32_t qp_gen, bool completes_message);
+  void transmit(uint16_t node, std::span<const uint8_t> frame);
+  void send_ack(Peer& p, uint8_t type, uint16_t flags, uint16_t ack_session);
+  void receive_frame(std::span<const uint8_t> frame);
+  void accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
+                   uint16_t session, uint32_t seq);
+  void release_gated(Peer& p);
+  void adopt_session(Peer& p, uint16_t session);
+  bool service_peer(uint32_t peer_index);
+  void peer_failed(uint32_t peer_index);
+  uint64_t rto(const Peer& p) const;
+
+  // ---- responder/responder.cpp
+  void handle_request(Peer& p, uint32_t peer_index, const Packet& pkt);
+  bool responder_has_room(const Peer& p, const rhn_op_hdr& op) const;
+  void respond(Peer& p, uint8_t wop, uint8_t syndrome, const rhn_op_hdr& req,
+               std::span<const uint8_t> payload);
+  bool take_recv_wqe(QpObj& qp, uint32_t qpn, RxMessage& m);
+  void complete_receive(Peer& p, RxMessage& m, uint16_t src_node,
+                        uint32_t src_qpn, uint8_t cqe_opcode, uint32_t imm,
+                        uint8_t flags);
+  bool stream_reads(Peer& p);
+
+  // ---- completion/completion.cpp
+  void cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited);
+  void eq_push(uint32_t eqn, uint8_t type, uint32_t object, uint64_t data);
+  void cq_arm(uint32_t cqn, bool solicited_only);
+  void write_status_word(const QpObj& qp, const Inflight& e);
+};
+
+}  // namespace rhinet::fw

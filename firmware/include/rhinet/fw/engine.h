@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The RHiNET-NG NIC engine: the public face a host (QEMU device, test bench,
+// FPGA soft core) sees. The engine owns no threads and no global state; a
+// host wires it to memory (HostBus) and to the fabric (Wire) and calls
+// poll() from one engine thread. Register, doorbell and frame ingress calls
+// may come from other threads; they only enqueue into bounded FIFOs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+namespace rhinet::fw {
+
+// The engine's view of the host: DMA to host memory, MSI-X, a clock.
+class HostBus {
+ public:
+  virtual ~HostBus() = default;
+  // False on a bus error (address outside host memory, IOMMU fault).
+  virtual bool dma_read(uint64_t bus_addr, void* dst, size_t len) = 0;
+  virtual bool dma_write(uint64_t bus_addr, const void* src, size_t len) = 0;
+  virtual void raise_msix(uint16_t vector) = 0;
+  // Monotonic nanoseconds; timers (retransmission, RNR) use it.
+  virtual uint64_t now_ns() = 0;
+};
+
+// The engine's link to the fabric switch. The frame is only valid during
+// the call; the wire may drop it (the transport recovers).
+class Wire {
+ public:
+  virtual ~Wire() = default;
+  virtual void transmit(std::span<const uint8_t> frame) = 0;
+};
+
+struct EngineConfig {
+  uint16_t node_id = 0;
+  uint8_t mac[6] = {0x02, 0x52, 0x4e, 0x00, 0x00, 0x00};  // low 2 = node
+  // Table sizes (bounded; allocated once at construction).
+  uint32_t db_pages = 256;
+  uint32_t max_pds = 1024;
+  uint32_t max_mrs = 4096;
+  uint32_t max_cqs = 1024;
+  uint32_t max_qps = 1024;
+  uint32_t max_srqs = 256;
+  uint32_t max_eqs = 32;
+  uint32_t max_areas = 4096;
+  uint32_t max_peers = 64;  // nodes with channel state at once
+  uint32_t msix_vectors = 32;
+  uint32_t tlb_entries = 256;  // 4-way set associative
+  uint32_t send_packet_slots = 1024;  // send-packet memory, shared
+  uint32_t channel_window = 128;  // unacked packets per peer
+  uint32_t rx_fifo_frames = 256;
+  uint32_t kick_fifo_entries = 1024;
+  uint32_t max_inflight_per_qp = 64;  // messages awaiting ACK/response
+  uint32_t max_rd_atomic = 16;
+  uint32_t responder_reads = 256;  // READ responses queued as responder
+  // Timers.
+  uint64_t retransmit_timeout_ns = 2'000'000;
+  uint32_t max_retries = 8;  // then the peer is declared dead
+  uint32_t ack_coalesce = 16;  // ACK at least every N received packets
+  uint64_t ack_delay_ns = 20'000;  // or this long after the first unacked
+};
+
+class Engine {
+ public:
+  Engine(const EngineConfig& config, HostBus& bus, Wire& wire);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // BAR0 access (offset within BAR0, size 4 or 8). Any thread.
+  uint64_t reg_read(uint32_t offset, unsigned size);
+  void reg_write(uint32_t offset, uint64_t value, unsigned size);
+
+  // Doorbell BAR access: page = context, offset within the page. Any thread,
+  // but writes to one page must not race each other (one process per page).
+  void doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
+                      unsigned size);
+
+  // A frame from the wire. Any thread. Returns false when the receive FIFO
+  // was full and the frame was dropped (counted; the sender retransmits).
+  bool frame_arrived(std::span<const uint8_t> frame);
+
+  // Does a bounded amount of work on the engine thread. Returns true if
+  // anything happened; a host may sleep until next_deadline_ns() or new
+  // ingress when it returns false.
+  bool poll();
+  // Earliest time a timer needs poll(), or UINT64_MAX.
+  uint64_t next_deadline_ns() const;
+
+  // Link state as seen by the host (the QEMU device maps its netdev state).
+  void set_link_up(bool up);
+
+  uint64_t counter(unsigned index) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rhinet::fw

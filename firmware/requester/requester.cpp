@@ -1,0 +1,700 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The requester: fetches WQEs from send queues, checks them, cuts messages
+// into packets for the channel and completes WQEs in order when their ACK
+// or response arrives.
+#include <cstring>
+
+#include "engine/engine_impl.h"
+
+namespace rhinet::fw {
+namespace {
+
+uint8_t wire_op(uint8_t op) {
+  switch (op) {
+    case RHN_OP_SEND:
+    case RHN_OP_SEND_IMM: return RHN_WOP_SEND;
+    case RHN_OP_WRITE:
+    case RHN_OP_WRITE_IMM: return RHN_WOP_WRITE;
+    case RHN_OP_READ: return RHN_WOP_READ_REQ;
+    case RHN_OP_FETCH_ADD: return RHN_WOP_FETCH_ADD;
+    default: return RHN_WOP_CMP_SWAP;
+  }
+}
+
+uint8_t cqe_op(uint8_t op) {
+  switch (op) {
+    case RHN_OP_WRITE:
+    case RHN_OP_WRITE_IMM: return RHN_CQE_OP_WRITE;
+    case RHN_OP_READ: return RHN_CQE_OP_READ;
+    case RHN_OP_FETCH_ADD: return RHN_CQE_OP_FETCH_ADD;
+    case RHN_OP_CMP_SWAP: return RHN_CQE_OP_CMP_SWAP;
+    default: return RHN_CQE_OP_SEND;
+  }
+}
+
+bool has_imm(uint8_t op) {
+  return op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE_IMM;
+}
+
+bool awaits_response(uint8_t op) {
+  return op == RHN_OP_READ || is_atomic(op);
+}
+
+bool local_error(uint8_t status) {
+  return status == RHN_CQE_LOC_LEN_ERR || status == RHN_CQE_LOC_QP_OP_ERR ||
+         status == RHN_CQE_LOC_PROT_ERR || status == RHN_CQE_LOC_ACCESS_ERR;
+}
+
+uint8_t status_of_nak(uint8_t syndrome) {
+  switch (syndrome) {
+    case RHN_SYN_BAD_KEY:
+    case RHN_SYN_PD_MISMATCH:
+    case RHN_SYN_ACCESS_RIGHTS:
+    case RHN_SYN_BOUNDS:
+    case RHN_SYN_BAD_AREA:
+    case RHN_SYN_ALIGNMENT: return RHN_CQE_REM_ACCESS_ERR;
+    case RHN_SYN_BAD_QP:
+    case RHN_SYN_BAD_OPCODE:
+    case RHN_SYN_LENGTH:
+    case RHN_SYN_BAD_QKEY: return RHN_CQE_REM_INV_REQ_ERR;
+    default: return RHN_CQE_REM_OP_ERR;
+  }
+}
+
+}  // namespace
+
+Inflight& Engine::Impl::entry(uint32_t qpn, uint32_t idx) {
+  return inflight[size_t{qpn} * cfg.max_inflight_per_qp +
+                  idx % cfg.max_inflight_per_qp];
+}
+
+bool Engine::Impl::requester_run(uint32_t budget) {
+  bool did = false;
+  const uint32_t n = ready.size();
+  for (uint32_t i = 0; i < n && budget; i++, budget--) {
+    const uint32_t qpn = ready.front();
+    ready.pop();
+    qps[qpn].in_ready = false;
+    if (qps[qpn].valid) did |= requester_step(qpn, 16);
+  }
+  return did;
+}
+
+bool Engine::Impl::requester_step(uint32_t qpn, uint32_t budget) {
+  QpObj& qp = qps[qpn];
+  if (qp.state == RHN_QPS_ERR) {
+    if (!qp.flushing) return false;
+    flush_qp(qpn);
+    return true;
+  }
+  if (qp.state != RHN_QPS_RTS && qp.state != RHN_QPS_SQD) return false;
+  bool did = false;
+  for (uint32_t n = 0; n < budget; n++) {
+    if (!qp.tx_active) {
+      if (qp.state == RHN_QPS_SQD) return did;  // drained: no new WQEs
+      if (!start_message(qp, qpn)) return did;
+      did = true;
+      if (!qp.tx_active) continue;  // completed without packets
+    }
+    if (send_packet(qp, qpn) == TxResult::kBlocked) return did;
+    did = true;
+    if (qp.state == RHN_QPS_ERR) return did;
+  }
+  schedule(qpn);  // budget used up: let other QPs run, then continue
+  return did;
+}
+
+bool Engine::Impl::fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw,
+                             uint32_t& nslots) {
+  if (qp.prefetched_slot == slot && &raw == &qp.tx_raw) {
+    qp.prefetched_slot = kNone;
+    nslots = wqe_slot_count(raw.bytes);
+    return true;
+  }
+  qp.prefetched_slot = kNone;
+  const uint32_t depth = 1u << qp.sq_log;
+  const uint32_t first = slot & (depth - 1);
+  if (!host_dma(qp.sq_ring, uint64_t{first} * RHN_SQ_SLOT_SIZE, raw.bytes,
+                RHN_SQ_SLOT_SIZE, false))
+    return false;
+  nslots = wqe_slot_count(raw.bytes);
+  if (nslots <= 1) return true;
+  // The rest, in up to two pieces when the WQE wraps around the ring.
+  const uint32_t rest = nslots - 1;
+  const uint32_t before_wrap = std::min(rest, depth - first - 1);
+  if (before_wrap &&
+      !host_dma(qp.sq_ring, uint64_t{first + 1} * RHN_SQ_SLOT_SIZE,
+                raw.bytes + RHN_SQ_SLOT_SIZE,
+                uint64_t{before_wrap} * RHN_SQ_SLOT_SIZE, false))
+    return false;
+  if (rest > before_wrap &&
+      !host_dma(qp.sq_ring, 0,
+                raw.bytes + (1 + before_wrap) * RHN_SQ_SLOT_SIZE,
+                uint64_t{rest - before_wrap} * RHN_SQ_SLOT_SIZE, false))
+    return false;
+  return true;
+}
+
+bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
+  // RNR resends go first, in order, before any new WQE.
+  if (qp.has_resend) {
+    uint32_t idx = qp.inflight_head;
+    while (idx != qp.inflight_tail &&
+           entry(qpn, idx).state != MsgState::kResendPending)
+      idx++;
+    if (idx == qp.inflight_tail) {
+      qp.has_resend = false;
+    } else {
+      Inflight& e = entry(qpn, idx);
+      if (e.resend_at > now) {
+        wake_later(qpn, e.resend_at);
+        return false;
+      }
+      uint32_t nslots = 0;
+      if (!fetch_wqe(qp, e.slot, qp.tx_raw, nslots) || nslots != e.slots ||
+          decode_send_wqe(qp.tx_raw, nslots, 1u << 31, qp.tx_wqe) !=
+              RHN_SYN_NONE) {
+        // The software overwrote a WQE it had not got back.
+        counters.add(RHN_CNT_BAD_WQES);
+        finish_entry(qpn, e, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
+        return true;
+      }
+      e.state = MsgState::kSending;
+      qp.tx_active = true;
+      qp.tx_entry = idx;
+      qp.tx_offset = 0;
+      qp.tx_peer = e.peer;
+      qp.tx_dst_qpn =
+          qp.type == RHN_QP_RC ? qp.dest_qpn : qp.tx_wqe.dst_qpn;
+      return true;
+    }
+  }
+
+  if (qp.inflight_tail - qp.inflight_head >= cfg.max_inflight_per_qp)
+    return false;  // woken when the head completes
+  if (qp.sq_fetch == qp.sq_producer) {
+    rhn_queue_record rec;
+    if (!host_dma(qp.sq_record, 0, &rec, sizeof(rec), false)) {
+      qp_to_error(qpn);
+      return true;
+    }
+    qp.sq_producer = rec.producer_index;
+    if (qp.sq_fetch == qp.sq_producer) return false;
+  }
+  const uint32_t depth = 1u << qp.sq_log;
+  const uint32_t posted = qp.sq_producer - qp.sq_fetch;
+  if (qp.sq_producer - qp.sq_complete > depth) {
+    // A producer index beyond the ring: the software broke the contract.
+    counters.add(RHN_CNT_BAD_WQES);
+    qp.sq_producer = qp.sq_fetch;
+    qp_to_error(qpn);
+    return true;
+  }
+
+  uint32_t nslots = 0;
+  const bool fetched = fetch_wqe(qp, qp.sq_fetch, qp.tx_raw, nslots);
+  DecodedWqe& w = qp.tx_wqe;
+  uint8_t result = RHN_CQE_SUCCESS;
+  uint8_t syndrome = RHN_SYN_NONE;
+  if (!fetched) {
+    result = RHN_CQE_LOC_QP_OP_ERR;
+    syndrome = RHN_SYN_DMA;
+    nslots = 1;
+  } else if (nslots == 0 || nslots > posted) {
+    counters.add(RHN_CNT_BAD_WQES);
+    result = RHN_CQE_LOC_QP_OP_ERR;
+    syndrome = RHN_SYN_BAD_WQE;
+    nslots = 1;
+  } else {
+    const rhn_syndrome s = decode_send_wqe(qp.tx_raw, nslots, 1u << 31, w);
+    if (s != RHN_SYN_NONE) {
+      counters.add(RHN_CNT_BAD_WQES);
+      result = s == RHN_SYN_LENGTH ? RHN_CQE_LOC_LEN_ERR
+                                   : RHN_CQE_LOC_QP_OP_ERR;
+      syndrome = s;
+    }
+  }
+  const bool reads = result == RHN_CQE_SUCCESS && awaits_response(w.opcode);
+  if (result == RHN_CQE_SUCCESS) {
+    // Waiting for earlier READ/atomics keeps the WQE fetched.
+    if ((reads && qp.outstanding_reads >= qp.max_rd_atomic) ||
+        ((w.flags & RHN_WQE_F_FENCE) && qp.outstanding_reads > 0) ||
+        (reads && free_read_ctxs.empty())) {
+      qp.prefetched_slot = qp.sq_fetch;
+      if (reads && free_read_ctxs.empty()) wake_later(qpn, now + 10'000);
+      return false;
+    }
+  }
+  const uint16_t dst_node = qp.type == RHN_QP_RC ? qp.dest_node : w.dst_node;
+  const uint32_t dst_qpn = qp.type == RHN_QP_RC ? qp.dest_qpn : w.dst_qpn;
+  if (result == RHN_CQE_SUCCESS) {
+    if (qp.type == RHN_QP_UD &&
+        ((w.opcode != RHN_OP_SEND && w.opcode != RHN_OP_SEND_IMM &&
+          w.opcode != RHN_OP_NOP) ||
+         (w.flags & RHN_WQE_F_AREA))) {
+      result = RHN_CQE_LOC_QP_OP_ERR;
+      syndrome = RHN_SYN_BAD_OPCODE;
+    } else if (qp.type == RHN_QP_UD && w.length > RHN_WIRE_MTU) {
+      result = RHN_CQE_LOC_LEN_ERR;
+      syndrome = RHN_SYN_LENGTH;
+    } else if (dst_node >= RHN_MAX_NODES) {
+      result = RHN_CQE_LOC_QP_OP_ERR;
+      syndrome = RHN_SYN_BAD_QP;
+    }
+  }
+  if (result == RHN_CQE_SUCCESS && !(w.flags & RHN_WQE_F_INLINE)) {
+    const uint32_t need = reads ? RHN_ACCESS_LOCAL_WRITE : 0;
+    for (uint32_t i = 0; i < w.num_sge && result == RHN_CQE_SUCCESS; i++) {
+      const rhn_sge sge = wqe_sge(qp.tx_raw, i);
+      if (sge.length == 0) continue;
+      const rhn_syndrome s =
+          check_key(sge.lkey, kNone, qp.pdn, need, sge.addr, sge.length,
+                    nullptr);
+      if (s != RHN_SYN_NONE) {
+        result = RHN_CQE_LOC_PROT_ERR;
+        syndrome = s;
+      }
+    }
+  }
+  if (result == RHN_CQE_SUCCESS && (w.flags & RHN_WQE_F_STATUS_WORD)) {
+    const rhn_syndrome s = check_key(w.status_lkey, kNone, qp.pdn,
+                                     RHN_ACCESS_LOCAL_WRITE, w.status_addr,
+                                     sizeof(uint64_t), nullptr);
+    if (s != RHN_SYN_NONE || (w.status_addr & 7)) {
+      result = RHN_CQE_LOC_PROT_ERR;
+      syndrome = s != RHN_SYN_NONE ? s : RHN_SYN_ALIGNMENT;
+    }
+  }
+  uint32_t pi = kNone;
+  if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP) {
+    pi = peer_for(dst_node, true);
+    if (pi == kNone) {
+      result = RHN_CQE_GENERAL_ERR;  // no channel resources for a new node
+      syndrome = RHN_SYN_RETRY_EXCEEDED;
+    }
+  }
+  if (result == RHN_CQE_LOC_PROT_ERR) counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+
+  const uint32_t idx = qp.inflight_tail++;
+  Inflight& e = entry(qpn, idx);
+  e = Inflight{};
+  e.slot = qp.sq_fetch;
+  e.slots = static_cast<uint8_t>(nslots);
+  e.opcode = fetched ? qp.tx_raw.bytes[0] : uint8_t{RHN_OP_NOP};
+  e.wqe_flags = fetched ? qp.tx_raw.bytes[1] : 0;
+  e.msn = qp.msn_next++;
+  e.peer = static_cast<uint16_t>(pi == kNone ? 0 : pi);
+  e.length = static_cast<uint32_t>(w.length);
+  e.status_addr = w.status_addr;
+  e.status_lkey = w.status_lkey;
+  e.state = MsgState::kSending;
+  qp.sq_fetch += nslots;
+  if (result != RHN_CQE_SUCCESS) {
+    e.wqe_flags &= static_cast<uint8_t>(~RHN_WQE_F_STATUS_WORD);
+    finish_entry(qpn, e, result, syndrome);
+    return true;
+  }
+  if (w.opcode == RHN_OP_NOP) {
+    finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+    return true;
+  }
+  if (reads) {
+    e.read_ctx = free_read_ctxs.front();
+    free_read_ctxs.pop();
+    ReadCtx& rc = read_ctxs[e.read_ctx];
+    rc.used = true;
+    rc.num_sge = w.num_sge;
+    for (uint32_t i = 0; i < w.num_sge; i++) rc.sge[i] = wqe_sge(qp.tx_raw, i);
+    qp.outstanding_reads++;
+  }
+  qp.tx_active = true;
+  qp.tx_entry = idx;
+  qp.tx_offset = 0;
+  qp.tx_peer = static_cast<uint16_t>(pi);
+  qp.tx_dst_qpn = dst_qpn;
+  return true;
+}
+
+void Engine::Impl::abort_tx(QpObj& qp, uint32_t qpn) {
+  if (!qp.tx_active) return;
+  qp.tx_active = false;
+  Peer& p = *peers[qp.tx_peer];
+  if (p.send_owner == qpn) {
+    p.send_owner = kNone;
+    wake_peer_waiters(qp.tx_peer);
+  }
+}
+
+Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
+  Inflight& e = entry(qpn, qp.tx_entry);
+  if (e.state != MsgState::kSending) {
+    abort_tx(qp, qpn);  // a NAK or a failure ended it meanwhile
+    return TxResult::kAborted;
+  }
+  Peer& p = *peers[qp.tx_peer];
+  const DecodedWqe& w = qp.tx_wqe;
+  const bool is_send = w.opcode == RHN_OP_SEND || w.opcode == RHN_OP_SEND_IMM;
+  if (is_send && w.length > RHN_WIRE_MTU && p.send_owner != qpn) {
+    // Multi-packet SENDs to one node go one at a time: the responder keeps
+    // a single receive in progress per node.
+    if (p.send_owner != kNone) {
+      wait_on_peer(qpn, qp.tx_peer);
+      return TxResult::kBlocked;
+    }
+    p.send_owner = qpn;
+  }
+  if (!can_send(p, false)) {
+    wait_on_peer(qpn, qp.tx_peer);
+    return TxResult::kBlocked;
+  }
+  const bool reads = awaits_response(w.opcode);
+  uint32_t chunk = 0;
+  if (is_atomic(w.opcode))
+    chunk = 16;
+  else if (!reads)
+    chunk = static_cast<uint32_t>(
+        std::min<uint64_t>(RHN_WIRE_MTU, w.length - qp.tx_offset));
+  const bool first = qp.tx_offset == 0;
+  const bool last = reads || qp.tx_offset + chunk >= w.length;
+
+  const uint32_t slot = begin_data();
+  uint8_t* payload = slots[slot].frame + RHN_DATA_HDR_LEN;
+  bool ok = true;
+  if (is_atomic(w.opcode)) {
+    std::memcpy(payload, &w.compare_add, 8);
+    std::memcpy(payload + 8, &w.swap, 8);
+  } else if (w.flags & RHN_WQE_F_INLINE) {
+    std::memcpy(payload, wqe_inline(qp.tx_raw, w).data() + qp.tx_offset,
+                chunk);
+  } else if (chunk) {
+    // Gather this packet's bytes from the SGEs.
+    uint64_t skip = qp.tx_offset;
+    uint32_t done = 0;
+    for (uint32_t i = 0; i < w.num_sge && done < chunk && ok; i++) {
+      const rhn_sge sge = wqe_sge(qp.tx_raw, i);
+      if (skip >= sge.length) {
+        skip -= sge.length;
+        continue;
+      }
+      const uint32_t take = static_cast<uint32_t>(
+          std::min<uint64_t>(sge.length - skip, chunk - done));
+      uint32_t mr_index;
+      ok = check_key(sge.lkey, kNone, qp.pdn, 0, sge.addr + skip, take,
+                     &mr_index) == RHN_SYN_NONE &&
+           mr_dma(mr_index, sge.addr + skip, payload + done, take, false);
+      done += take;
+      skip = 0;
+    }
+  }
+  if (!ok) {
+    free_slots.push(slot);
+    counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+    abort_tx(qp, qpn);
+    finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
+    return TxResult::kAborted;
+  }
+
+  rhn_op_hdr op{};
+  op.opcode = wire_op(w.opcode);
+  op.flags = (first ? RHN_WOP_F_FIRST : 0) | (last ? RHN_WOP_F_LAST : 0) |
+             (has_imm(w.opcode) ? RHN_WOP_F_IMM : 0) |
+             ((w.flags & (RHN_WQE_F_SOLICITED | RHN_WQE_F_SIGNAL_REMOTE))
+                  ? RHN_WOP_F_SOLICITED
+                  : 0) |
+             ((w.flags & RHN_WQE_F_AREA) ? RHN_WOP_F_AREA : 0);
+  op.qp_type = qp.type;
+  op.dst_qpn = qp.tx_dst_qpn;
+  op.src_qpn = qpn;
+  op.msn = e.msn;
+  // UD SENDs carry the queue key where other requests carry the rkey.
+  op.rkey = qp.type == RHN_QP_UD ? w.qkey : w.remote_key;
+  op.imm_data = w.imm_data;
+  op.remote_addr = w.remote_addr + qp.tx_offset;
+  op.msg_len = static_cast<uint32_t>(w.length);
+  op.msg_offset = static_cast<uint32_t>(qp.tx_offset);
+  const bool wants_ack =
+      last && !reads &&
+      ((w.flags & (RHN_WQE_F_SIGNALED | RHN_WQE_F_STATUS_WORD)) ||
+       p.unacked.size() + 1 >= cfg.channel_window / 2);
+  const uint32_t serial = commit_data(p, slot, op, chunk, wants_ack, qpn,
+                                      qp.gen, last && !reads);
+  qp.tx_offset += chunk;
+  if (!last) return TxResult::kSent;
+  e.last_serial = serial;
+  e.state = reads ? MsgState::kAwaitResponse : MsgState::kAwaitAck;
+  abort_tx(qp, qpn);  // the message is out: release the SEND lock
+  return TxResult::kFinished;
+}
+
+void Engine::Impl::finish_entry(uint32_t qpn, Inflight& e, uint8_t result,
+                                uint8_t syndrome) {
+  QpObj& qp = qps[qpn];
+  if (e.read_ctx != 0xffff) {
+    read_ctxs[e.read_ctx].used = false;
+    free_read_ctxs.push(e.read_ctx);
+    e.read_ctx = 0xffff;
+    qp.outstanding_reads--;
+  }
+  e.state = MsgState::kDone;
+  e.status = result;
+  e.syndrome = syndrome;
+  if (result == RHN_CQE_SUCCESS) qp.rnr_count = 0;
+  complete_in_order(qpn);
+}
+
+void Engine::Impl::complete_in_order(uint32_t qpn) {
+  QpObj& qp = qps[qpn];
+  bool freed = false;
+  bool to_error = false;
+  while (qp.inflight_head != qp.inflight_tail) {
+    Inflight& e = entry(qpn, qp.inflight_head);
+    if (e.state != MsgState::kDone) break;
+    const bool err = e.status != RHN_CQE_SUCCESS;
+    if (err || (e.wqe_flags & RHN_WQE_F_SIGNALED)) {
+      rhn_cqe c{};
+      c.qpn = qpn;
+      c.byte_len = e.length;
+      c.wqe_index = static_cast<uint16_t>(e.slot);
+      c.vendor_err = e.syndrome;
+      c.opcode = cqe_op(e.opcode);
+      c.status = e.status;
+      c.flags = RHN_CQE_F_SQ;
+      cq_push(qp.send_cqn, c, false);
+    }
+    if (e.wqe_flags & RHN_WQE_F_STATUS_WORD) write_status_word(qp, e);
+    if (err) {
+      counters.add(RHN_CNT_ERROR_CQES);
+      if (qp.type == RHN_QP_RC || local_error(e.status)) to_error = true;
+    }
+    counters.add(RHN_CNT_COMPLETIONS);
+    qp.sq_complete = e.slot + e.slots;
+    qp.inflight_head++;
+    freed = true;
+  }
+  if (to_error && qp.state != RHN_QPS_ERR) qp_to_error(qpn);
+  if (freed && qp.state != RHN_QPS_ERR) schedule(qpn);
+}
+
+void Engine::Impl::qp_to_error(uint32_t qpn) {
+  QpObj& qp = qps[qpn];
+  qp.state = RHN_QPS_ERR;
+  unlink_waiter(qpn);
+  abort_tx(qp, qpn);
+  qp.has_resend = false;
+  qp.wake_at = 0;
+  qp.prefetched_slot = kNone;
+  // Outstanding messages complete as flushed (late ACKs find them done).
+  for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
+    Inflight& e = entry(qpn, i);
+    if (e.state == MsgState::kDone) continue;
+    if (e.read_ctx != 0xffff) {
+      read_ctxs[e.read_ctx].used = false;
+      free_read_ctxs.push(e.read_ctx);
+      e.read_ctx = 0xffff;
+    }
+    e.state = MsgState::kDone;
+    e.status = RHN_CQE_WR_FLUSH_ERR;
+    e.syndrome = RHN_SYN_FLUSHED;
+  }
+  qp.outstanding_reads = 0;
+  complete_in_order(qpn);
+  qp.flushing = true;
+  flush_qp(qpn);
+}
+
+void Engine::Impl::flush_qp(uint32_t qpn) {
+  QpObj& qp = qps[qpn];
+  qp.flushing = false;
+  // Every posted WQE completes with WR_FLUSH_ERR, as ibverbs expects.
+  rhn_queue_record rec;
+  if (host_dma(qp.sq_record, 0, &rec, sizeof(rec), false)) {
+    const uint32_t depth = 1u << qp.sq_log;
+    uint32_t budget = depth;
+    while (qp.sq_fetch != rec.producer_index && budget--) {
+      RawWqe raw;
+      uint32_t n = 1;
+      const uint32_t left = rec.producer_index - qp.sq_fetch;
+      if (host_dma(qp.sq_ring,
+                   uint64_t{qp.sq_fetch & (depth - 1)} * RHN_SQ_SLOT_SIZE,
+                   raw.bytes, RHN_SQ_SLOT_SIZE, false)) {
+        n = wqe_slot_count(raw.bytes);
+        if (n == 0 || n > left) n = 1;
+      }
+      rhn_cqe c{};
+      c.qpn = qpn;
+      c.wqe_index = static_cast<uint16_t>(qp.sq_fetch);
+      c.vendor_err = RHN_SYN_FLUSHED;
+      c.opcode = cqe_op(raw.bytes[0]);
+      c.status = RHN_CQE_WR_FLUSH_ERR;
+      c.flags = RHN_CQE_F_SQ;
+      cq_push(qp.send_cqn, c, false);
+      counters.add(RHN_CNT_ERROR_CQES);
+      qp.sq_fetch += n;
+      qp.sq_complete = qp.sq_fetch;
+    }
+  }
+  if (qp.srqn == kNone &&
+      host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) {
+    uint32_t budget = 1u << qp.rq_log;
+    while (qp.rq_consumer != rec.producer_index && budget--) {
+      rhn_cqe c{};
+      c.qpn = qpn;
+      c.wqe_index = static_cast<uint16_t>(qp.rq_consumer);
+      c.vendor_err = RHN_SYN_FLUSHED;
+      c.opcode = RHN_CQE_OP_RECV;
+      c.status = RHN_CQE_WR_FLUSH_ERR;
+      cq_push(qp.recv_cqn, c, false);
+      counters.add(RHN_CNT_ERROR_CQES);
+      qp.rq_consumer++;
+    }
+  }
+}
+
+void Engine::Impl::message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,
+                                 uint16_t peer) {
+  if (qpn >= qps.size() || !qps[qpn].valid || qps[qpn].gen != gen) return;
+  QpObj& qp = qps[qpn];
+  for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
+    Inflight& e = entry(qpn, i);
+    if (e.state == MsgState::kAwaitAck && e.last_serial == serial &&
+        e.peer == peer) {
+      finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+      return;
+    }
+  }
+}
+
+void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx) {
+  QpObj& qp = qps[qpn];
+  Inflight& e = entry(qpn, idx);
+  counters.add(RHN_CNT_RNR_RETRIES);
+  if (qp.rnr_retry != 7 && qp.rnr_count >= qp.rnr_retry) {
+    finish_entry(qpn, e, RHN_CQE_RNR_RETRY_EXC_ERR, RHN_SYN_RNR);
+    return;
+  }
+  qp.rnr_count++;
+  const uint64_t at = now + (uint64_t{qp.min_rnr_timer} + 1) * 10'000;
+  // RC: this message and every later one go again, in order (the
+  // responder drops them until it sees this one). Endpoints: just this one.
+  const uint32_t end = qp.type == RHN_QP_RC ? qp.inflight_tail : idx + 1;
+  for (uint32_t i = idx; i != end; i++) {
+    Inflight& r = entry(qpn, i);
+    if (r.state == MsgState::kDone) continue;
+    if (qp.tx_active && qp.tx_entry == i) abort_tx(qp, qpn);
+    r.state = MsgState::kResendPending;
+    r.resend_at = at;
+  }
+  qp.has_resend = true;
+  wake_later(qpn, at);
+}
+
+void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
+  const rhn_op_hdr& op = pkt.op;
+  const uint32_t qpn = op.dst_qpn;
+  if (qpn == 0 || qpn >= qps.size() || !qps[qpn].valid) return;  // gone
+  QpObj& qp = qps[qpn];
+  uint32_t idx = qp.inflight_head;
+  for (; idx != qp.inflight_tail; idx++) {
+    const Inflight& e = entry(qpn, idx);
+    if (e.msn == op.msn && e.peer == p.index && e.state != MsgState::kDone)
+      break;
+  }
+  if (idx == qp.inflight_tail) return;  // flushed or finished meanwhile
+  Inflight& e = entry(qpn, idx);
+  switch (op.opcode) {
+    case RHN_WOP_NAK:
+      if (op.syndrome == RHN_SYN_RNR) {
+        handle_rnr(qpn, idx);
+      } else {
+        if (qp.tx_active && qp.tx_entry == idx) abort_tx(qp, qpn);
+        finish_entry(qpn, e, status_of_nak(op.syndrome), op.syndrome);
+      }
+      return;
+    case RHN_WOP_READ_RESP:
+    case RHN_WOP_ATOMIC_RESP: {
+      const bool atomic = op.opcode == RHN_WOP_ATOMIC_RESP;
+      if (e.state != MsgState::kAwaitResponse || e.read_ctx == 0xffff ||
+          atomic != is_atomic(e.opcode) ||
+          (atomic && pkt.payload.size() != 8) ||
+          uint64_t{op.msg_offset} + pkt.payload.size() > e.length) {
+        counters.add(RHN_CNT_MALFORMED_PACKETS);
+        finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
+        return;
+      }
+      // Scatter into the local SGEs kept since the request.
+      const ReadCtx& rc = read_ctxs[e.read_ctx];
+      uint64_t skip = op.msg_offset;
+      size_t done = 0;
+      bool ok = true;
+      for (uint32_t i = 0; i < rc.num_sge && done < pkt.payload.size() && ok;
+           i++) {
+        const rhn_sge& sge = rc.sge[i];
+        if (skip >= sge.length) {
+          skip -= sge.length;
+          continue;
+        }
+        const uint64_t take =
+            std::min<uint64_t>(sge.length - skip, pkt.payload.size() - done);
+        uint32_t mr_index;
+        ok = check_key(sge.lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE,
+                       sge.addr + skip, take, &mr_index) == RHN_SYN_NONE &&
+             mr_dma(mr_index, sge.addr + skip,
+                    const_cast<uint8_t*>(pkt.payload.data()) + done, take,
+                    true);
+        done += take;
+        skip = 0;
+      }
+      if (!ok) {
+        counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+        finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
+        return;
+      }
+      if (atomic || (op.flags & RHN_WOP_F_LAST))
+        finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+      return;
+    }
+    default:
+      counters.add(RHN_CNT_MALFORMED_PACKETS);
+      return;
+  }
+}
+
+void Engine::Impl::wait_on_peer(uint32_t qpn, uint32_t peer) {
+  QpObj& qp = qps[qpn];
+  if (qp.waiting_peer != kNone) return;
+  Peer& p = *peers[peer];
+  qp.waiting_peer = peer;
+  qp.wait_prev = p.wait_tail;
+  qp.wait_next = kNone;
+  if (p.wait_tail != kNone)
+    qps[p.wait_tail].wait_next = qpn;
+  else
+    p.wait_head = qpn;
+  p.wait_tail = qpn;
+}
+
+void Engine::Impl::unlink_waiter(uint32_t qpn) {
+  QpObj& qp = qps[qpn];
+  if (qp.waiting_peer == kNone) return;
+  Peer& p = *peers[qp.waiting_peer];
+  if (qp.wait_prev != kNone)
+    qps[qp.wait_prev].wait_next = qp.wait_next;
+  else
+    p.wait_head = qp.wait_next;
+  if (qp.wait_next != kNone)
+    qps[qp.wait_next].wait_prev = qp.wait_prev;
+  else
+    p.wait_tail = qp.wait_prev;
+  qp.waiting_peer = qp.wait_prev = qp.wait_next = kNone;
+}
+
+void Engine::Impl::wake_peer_waiters(uint32_t peer) {
+  Peer& p = *peers[peer];
+  while (p.wait_head != kNone) {
+    const uint32_t q = p.wait_head;
+    unlink_waiter(q);
+    schedule(q);
+  }
+}
+
+}  // namespace rhinet::fw

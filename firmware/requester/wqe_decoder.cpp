@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "requester/wqe_decoder.h"
+
+#include <cstring>
+
+namespace rhinet::fw {
+namespace {
+
+constexpr uint8_t kKnownFlags =
+    RHN_WQE_F_SIGNALED | RHN_WQE_F_SOLICITED | RHN_WQE_F_FENCE |
+    RHN_WQE_F_INLINE | RHN_WQE_F_STATUS_WORD | RHN_WQE_F_AREA |
+    RHN_WQE_F_SIGNAL_REMOTE;
+
+bool opcode_supported(uint8_t op) {
+  switch (op) {
+    case RHN_OP_NOP:
+    case RHN_OP_SEND:
+    case RHN_OP_SEND_IMM:
+    case RHN_OP_WRITE:
+    case RHN_OP_WRITE_IMM:
+    case RHN_OP_READ:
+    case RHN_OP_FETCH_ADD:
+    case RHN_OP_CMP_SWAP:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool carries_payload(uint8_t op) {
+  return op == RHN_OP_SEND || op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE ||
+         op == RHN_OP_WRITE_IMM;
+}
+
+}  // namespace
+
+uint32_t wqe_slot_count(const uint8_t* first_slot) {
+  const uint8_t ext = first_slot[RHN_OFFSETOF(rhn_send_wqe, ext_units)];
+  return ext > RHN_WQE_MAX_EXT_UNITS ? 0 : 1u + ext;
+}
+
+rhn_sge wqe_sge(const RawWqe& raw, uint32_t i) {
+  rhn_sge s;
+  std::memcpy(&s, raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d) + i * sizeof(s),
+              sizeof(s));
+  return s;
+}
+
+rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
+                             uint32_t max_msg_size, DecodedWqe& out) {
+  rhn_send_wqe w;
+  std::memcpy(&w, raw.bytes, sizeof(w));
+  out = DecodedWqe{};
+  if (!opcode_supported(w.opcode)) return RHN_SYN_BAD_OPCODE;
+  if (wqe_slot_count(raw.bytes) != slots || slots == 0) return RHN_SYN_BAD_WQE;
+  if (w.flags & ~kKnownFlags) return RHN_SYN_BAD_WQE;
+  if (w.xfer_mode != RHN_XFER_BASIC) return RHN_SYN_BAD_WQE;
+  if (w.reserved0 != 0) return RHN_SYN_BAD_WQE;
+  out.opcode = w.opcode;
+  out.flags = w.flags;
+  out.slots = static_cast<uint8_t>(slots);
+  out.wqe_index = w.wqe_index;
+  out.dst_node = w.dst_node;
+  out.dst_qpn = w.dst_qpn;
+  out.imm_data = w.imm_data;
+  out.remote_key = w.remote_key;
+  out.remote_addr = w.remote_addr;
+  const uint32_t ext = slots - 1;
+
+  if (is_atomic(w.opcode)) {
+    // Operands share the union with the status word reference.
+    if (w.flags & (RHN_WQE_F_STATUS_WORD | RHN_WQE_F_INLINE))
+      return RHN_SYN_BAD_WQE;
+    out.compare_add = w.u.atomic.compare_add;
+    out.swap = w.u.atomic.swap;
+  } else {
+    out.status_addr = w.u.status.addr;
+    out.status_lkey = w.u.status.lkey;
+    out.qkey = w.u.status.qkey;
+  }
+
+  if (w.flags & RHN_WQE_F_INLINE) {
+    if (!carries_payload(w.opcode)) return RHN_SYN_BAD_WQE;
+    if (w.num_sge > RHN_WQE_BASE_INLINE + ext * RHN_SQ_SLOT_SIZE)
+      return RHN_SYN_BAD_WQE;
+    out.inline_len = w.num_sge;
+    out.length = w.num_sge;
+  } else {
+    if (w.num_sge > RHN_WQE_BASE_SGES + ext * RHN_SGES_PER_EXT_UNIT)
+      return RHN_SYN_BAD_WQE;
+    out.num_sge = w.num_sge;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < out.num_sge; i++)
+      total += wqe_sge(raw, i).length;  // 32-bit lengths cannot overflow
+    out.length = total;
+  }
+  if (w.opcode == RHN_OP_NOP && out.length != 0) return RHN_SYN_BAD_WQE;
+  if (is_atomic(w.opcode) && (out.num_sge != 1 || out.length != 8))
+    return RHN_SYN_LENGTH;
+  if (out.length > max_msg_size) return RHN_SYN_LENGTH;
+  return RHN_SYN_NONE;
+}
+
+}  // namespace rhinet::fw

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Send WQE decoder: turns the bytes the NIC fetched from a send queue (or
+// took from the doorbell page) into a checked description of the work.
+// Pure: no state, no host access, so it can be fuzzed alone.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "rhinet/hw.h"
+
+namespace rhinet::fw {
+
+// A WQE's raw bytes, its slots laid out contiguously.
+struct RawWqe {
+  alignas(8) uint8_t bytes[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
+};
+
+struct DecodedWqe {
+  uint8_t opcode = 0;
+  uint8_t flags = 0;
+  uint8_t slots = 1;
+  uint16_t wqe_index = 0;
+  uint16_t dst_node = 0;
+  uint32_t dst_qpn = 0;
+  uint32_t imm_data = 0;
+  uint32_t remote_key = 0;
+  uint64_t remote_addr = 0;
+  uint64_t status_addr = 0;
+  uint32_t status_lkey = 0;
+  uint32_t qkey = 0;
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
+  uint32_t num_sge = 0;  // SGEs in the raw WQE at offset 48
+  uint32_t inline_len = 0;  // inline bytes in the raw WQE at offset 48
+  uint64_t length = 0;  // message length in bytes
+};
+
+// Slots the WQE beginning with this slot occupies (1..8), or 0 if the
+// first slot is already invalid (ext_units out of range).
+uint32_t wqe_slot_count(const uint8_t* first_slot);
+
+// Validates and decodes. Returns RHN_SYN_NONE or the reason it is refused
+// (RHN_SYN_BAD_OPCODE, RHN_SYN_BAD_WQE, RHN_SYN_LENGTH).
+rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
+                             uint32_t max_msg_size, DecodedWqe& out);
+
+// The i-th SGE of a decoded WQE (i < num_sge).
+rhn_sge wqe_sge(const RawWqe& raw, uint32_t i);
+
+// The inline payload of a decoded WQE.
+inline std::span<const uint8_t> wqe_inline(const RawWqe& raw,
+                                           const DecodedWqe& w) {
+  return {raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d), w.inline_len};
+}
+
+inline bool is_atomic(uint8_t opcode) {
+  return opcode == RHN_OP_FETCH_ADD || opcode == RHN_OP_CMP_SWAP;
+}
+
+}  // namespace rhinet::fw

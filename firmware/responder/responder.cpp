@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The responder: requests that arrived in order on a node channel are
+// checked against the target QP, keys or areas, and rights, then placed in
+// host memory; failures are answered with a NAK naming the reason.
+#include <cstring>
+
+#include "engine/engine_impl.h"
+
+namespace rhinet::fw {
+
+bool Engine::Impl::responder_has_room(const Peer& p,
+                                      const rhn_op_hdr& op) const {
+  if (!can_send(p, true)) return false;  // room for a NAK or atomic reply
+  if (op.opcode == RHN_WOP_READ_REQ)
+    return !free_responder_reads.empty() && !p.reads.full();
+  return true;
+}
+
+void Engine::Impl::respond(Peer& p, uint8_t wop, uint8_t syndrome,
+                           const rhn_op_hdr& req,
+                           std::span<const uint8_t> payload) {
+  if (wop == RHN_WOP_NAK) {
+    if (p.nak_qpn == req.src_qpn && p.nak_msn == req.msn) return;  // once
+    p.nak_qpn = req.src_qpn;
+    p.nak_msn = req.msn;
+  }
+  rhn_op_hdr op{};
+  op.opcode = wop;
+  op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
+  op.syndrome = syndrome;
+  op.qp_type = req.qp_type;
+  op.dst_qpn = req.src_qpn;
+  op.src_qpn = req.dst_qpn;
+  op.msn = req.msn;
+  op.msg_len = static_cast<uint32_t>(payload.size());
+  send_data(p, op, payload, false, kNone, 0, false);
+}
+
+bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxMessage& m) {
+  HostRef ring;
+  uint32_t* consumer;
+  uint32_t* producer;
+  HostRef record;
+  uint32_t log;
+  uint32_t pdn = qp.pdn;
+  SrqObj* srq = nullptr;
+  if (qp.srqn != kNone) {
+    srq = &srqs[qp.srqn];
+    ring = srq->ring;
+    record = srq->record;
+    consumer = &srq->consumer;
+    producer = &srq->producer_seen;
+    log = srq->log_depth;
+    pdn = srq->pdn;
+  } else {
+    ring = qp.rq_ring;
+    record = qp.rq_record;
+    consumer = &qp.rq_consumer;
+    producer = &qp.rq_producer;
+    log = qp.rq_log;
+  }
+  if (*consumer == *producer) {
+    rhn_queue_record rec;
+    if (!host_dma(record, 0, &rec, sizeof(rec), false)) return false;
+    if (rec.producer_index - *consumer > (1u << log)) {
+      counters.add(RHN_CNT_BAD_WQES);  // a producer beyond the ring
+      return false;
+    }
+    *producer = rec.producer_index;
+    if (*consumer == *producer) return false;
+  }
+  rhn_recv_wqe w;
+  const uint32_t index = *consumer;
+  const bool fetched =
+      host_dma(ring, uint64_t{index & ((1u << log) - 1)} * RHN_RQ_WQE_SIZE, &w,
+               sizeof(w), false);
+  (*consumer)++;
+  m.qpn = qpn;
+  m.qp_gen = qp.gen;
+  m.wqe_index = index;
+  m.from_srq = srq != nullptr;
+  m.status = RHN_CQE_SUCCESS;
+  m.capacity = 0;
+  m.length = 0;
+  m.num_sge = 0;
+  if (!fetched || w.num_sge > RHN_RQ_MAX_SGES) {
+    counters.add(RHN_CNT_BAD_WQES);
+    m.status = RHN_CQE_LOC_QP_OP_ERR;
+  } else {
+    m.num_sge = w.num_sge;
+    for (uint32_t i = 0; i < w.num_sge; i++) {
+      m.sge[i] = w.sge[i];
+      if (w.sge[i].length &&
+          check_key(w.sge[i].lkey, kNone, pdn, RHN_ACCESS_LOCAL_WRITE,
+                    w.sge[i].addr, w.sge[i].length, nullptr) != RHN_SYN_NONE) {
+        counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+        m.status = RHN_CQE_LOC_PROT_ERR;
+      }
+      m.capacity += w.sge[i].length;
+    }
+  }
+  if (srq && srq->limit && *producer - *consumer < srq->limit) {
+    srq->limit = 0;  // one event per arm (MODIFY_SRQ re-arms)
+    for (uint32_t e = 0; e < eqs.size(); e++)
+      if (eqs[e].valid) {
+        eq_push(e, RHN_EQE_SRQ_LIMIT, qp.srqn, 0);
+        break;
+      }
+  }
+  return true;
+}
+
+void Engine::Impl::complete_receive(Peer& p, RxMessage& m, uint16_t src_node,
+                                    uint32_t src_qpn, uint8_t cqe_opcode,
+                                    uint32_t imm, uint8_t flags) {
+  (void)p;
+  m.active = false;
+  if (m.qpn >= qps.size() || !qps[m.qpn].valid || qps[m.qpn].gen != m.qp_gen)
+    return;
+  QpObj& qp = qps[m.qpn];
+  rhn_cqe c{};
+  c.qpn = m.qpn;
+  c.byte_len = m.length;
+  c.imm_data = imm;
+  c.src_qpn = src_qpn;
+  c.src_node = src_node;
+  c.wqe_index = static_cast<uint16_t>(m.wqe_index);
+  c.vendor_err = m.status == RHN_CQE_SUCCESS ? 0 : RHN_SYN_BAD_WQE;
+  c.opcode = cqe_opcode;
+  c.status = m.status;
+  c.flags = flags;
+  if (m.status != RHN_CQE_SUCCESS) counters.add(RHN_CNT_ERROR_CQES);
+  counters.add(RHN_CNT_COMPLETIONS);
+  cq_push(qp.recv_cqn, c, (flags & RHN_CQE_F_SOLICITED) != 0);
+}
+
+void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
+                                  const Packet& pkt) {
+  (void)peer_index;
+  const rhn_op_hdr& op = pkt.op;
+  const std::span<const uint8_t> data = pkt.payload;
+  const bool first = op.flags & RHN_WOP_F_FIRST;
+  const bool last = op.flags & RHN_WOP_F_LAST;
+  auto nak = [&](rhn_syndrome syn) {
+    if (op.qp_type == RHN_QP_UD) {
+      counters.add(RHN_CNT_UD_DROPS);  // UD is unacknowledged
+      return;
+    }
+    respond(p, RHN_WOP_NAK, syn, op, {});
+  };
+
+  const uint32_t qpn = op.dst_qpn;
+  QpObj* qp = qpn && qpn < qps.size() && qps[qpn].valid ? &qps[qpn] : nullptr;
+  if (!qp || qp->type != op.qp_type || qp->state < RHN_QPS_RTR ||
+      qp->state == RHN_QPS_ERR ||
+      (qp->type == RHN_QP_RC &&
+       (qp->dest_node != p.node || qp->dest_qpn != op.src_qpn))) {
+    counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+    nak(RHN_SYN_BAD_QP);
+    return;
+  }
+  if (qp->rnr_blocked) {
+    // After an RNR NAK, everything up to the resent message is dropped.
+    if (!(first && op.msn == qp->rnr_msn)) return;
+    qp->rnr_blocked = false;
+    if (p.nak_qpn == op.src_qpn) p.nak_qpn = kNone;
+  }
+  auto rnr = [&](RxMessage* m) {
+    counters.add(RHN_CNT_RNR_NAKS_SENT);
+    if (qp->type == RHN_QP_RC) {
+      qp->rnr_blocked = true;
+      qp->rnr_msn = op.msn;
+    }
+    respond(p, RHN_WOP_NAK, RHN_SYN_RNR, op, {});
+    p.nak_qpn = kNone;  // an RNR may repeat for the resent message
+    if (m) {
+      m->active = !last;
+      m->discard = true;
+      m->qpn = qpn;
+      m->msn = op.msn;
+    }
+  };
+
+  switch (op.opcode) {
+    case RHN_WOP_SEND: {
+      RxMessage& m = p.rx_msg;
+      if (qp->type == RHN_QP_UD) {
+        if (!first || !last) {
+          counters.add(RHN_CNT_MALFORMED_PACKETS);
+          return;
+        }
+        if (op.rkey != qp->qkey) {
+          counters.add(RHN_CNT_UD_DROPS);
+          return;
+        }
+      }
+      if (first) {
+        if (m.active && !m.discard) {
+          // The sender abandoned the previous SEND half-way.
+          m.status = RHN_CQE_GENERAL_ERR;
+          complete_receive(p, m, p.node, 0, RHN_CQE_OP_RECV, 0, 0);
+        }
+        m.active = false;
+        m.discard = false;
+        if (!take_recv_wqe(*qp, qpn, m)) {
+          if (qp->type == RHN_QP_UD) {
+            counters.add(RHN_CNT_UD_DROPS);
+            return;
+          }
+          rnr(&m);
+          return;
+        }
+        m.active = true;
+        m.msn = op.msn;
+        if (m.status == RHN_CQE_SUCCESS && op.msg_len > m.capacity)
+          m.status = RHN_CQE_LOC_LEN_ERR;
+        if (m.status != RHN_CQE_SUCCESS) {
+          nak(m.status == RHN_CQE_LOC_LEN_ERR ? RHN_SYN_LENGTH
+                                              : RHN_SYN_BAD_WQE);
+          complete_receive(p, m, p.node, op.src_qpn, RHN_CQE_OP_RECV, 0, 0);
+          m.active = !last;
+          m.discard = true;
+          return;
+        }
+      } else if (!m.active || m.qpn != qpn || m.msn != op.msn) {
+        counters.add(RHN_CNT_MALFORMED_PACKETS);
+        return;
+      }
+      if (m.discard) {
+        if (last) m.active = false;
+        return;
+      }
+      if (op.msg_offset != m.length ||
+          uint64_t{m.length} + data.size() > m.capacity) {
+        counters.add(RHN_CNT_MALFORMED_PACKETS);
+        return;
+      }
+      // Scatter into the receive WQE's SGEs.
+      uint64_t skip = m.length;
+      size_t done = 0;
+      bool ok = true;
+      for (uint32_t i = 0; i < m.num_sge && done < data.size() && ok; i++) {
+        if (skip >= m.sge[i].length) {
+          skip -= m.sge[i].length;
+          continue;
+        }
+        const uint64_t take =
+            std::min<uint64_t>(m.sge[i].length - skip, data.size() - done);
+        uint32_t mr_index;
+        ok = check_key(m.sge[i].lkey, kNone, kNone, RHN_ACCESS_LOCAL_WRITE,
+                       m.sge[i].addr + skip, take,
+                       &mr_index) == RHN_SYN_NONE &&
+             mr_dma(mr_index, m.sge[i].addr + skip,
+                    const_cast<uint8_t*>(data.data()) + done, take, true);
+        done += take;
+        skip = 0;
+      }
+      if (!ok) {
+        m.status = RHN_CQE_LOC_PROT_ERR;
+        nak(RHN_SYN_DMA);
+        complete_receive(p, m, p.node, op.src_qpn, RHN_CQE_OP_RECV, 0, 0);
+        m.active = !last;
+        m.discard = true;
+        return;
+      }
+      m.length += static_cast<uint32_t>(data.size());
+      if (last) {
+        const bool imm = op.flags & RHN_WOP_F_IMM;
+        complete_receive(
+            p, m, p.node, op.src_qpn, RHN_CQE_OP_RECV, imm ? op.imm_data : 0,
+            static_cast<uint8_t>(
+                (imm ? RHN_CQE_F_IMM : 0) |
+                ((op.flags & RHN_WOP_F_SOLICITED) ? RHN_CQE_F_SOLICITED : 0)));
+      }
+      return;
+    }
+    case RHN_WOP_WRITE:
+    case RHN_WOP_READ_REQ:
+    case RHN_WOP_FETCH_ADD:
+    case RHN_WOP_CMP_SWAP: {
+      if (qp->type == RHN_QP_UD) {
+        counters.add(RHN_CNT_UD_DROPS);
+        return;
+      }
+      const bool atomic =
+          op.opcode == RHN_WOP_FETCH_ADD || op.opcode == RHN_WOP_CMP_SWAP;
+      const uint32_t right = op.opcode == RHN_WOP_WRITE ? RHN_ACCESS_REMOTE_WRITE
+                             : atomic ? RHN_ACCESS_REMOTE_ATOMIC
+                                      : RHN_ACCESS_REMOTE_READ;
+      const uint64_t len = op.opcode == RHN_WOP_WRITE ? data.size()
+                           : atomic                  ? 8
+                                                     : op.msg_len;
+      if (p.nak_qpn == op.src_qpn && p.nak_msn == op.msn) return;  // NAKed
+      if (atomic && data.size() != 16) {
+        counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+        nak(RHN_SYN_LENGTH);
+        return;
+      }
+      // Resolve the target: rkey + VA, or the area of the target's context.
+      uint64_t va = op.remote_addr;
+      uint32_t key = op.rkey;
+      rhn_syndrome syn = RHN_SYN_NONE;
+      if (op.flags & RHN_WOP_F_AREA) {
+        const AreaObj* a = find_area(qp->context, op.rkey);
+        if (!a || op.remote_addr > a->length || len > a->length - op.remote_addr) {
+          syn = RHN_SYN_BAD_AREA;
+        } else {
+          va = a->iova + op.remote_addr;
+          const MrObj& mr = mrs[a->mr_index];
+          key = (a->mr_index << RHN_KEY_INDEX_SHIFT) | mr.variant;
+        }
+      }
+      if (!(qp->access & right)) syn = RHN_SYN_ACCESS_RIGHTS;
+      uint32_t mr_index = 0;
+      if (syn == RHN_SYN_NONE)
+        syn = check_key(key, kNone, qp->pdn, right, va, len, &mr_index);
+      if (syn == RHN_SYN_NONE && atomic && (va & 7)) syn = RHN_SYN_ALIGNMENT;
+      if (syn != RHN_SYN_NONE) {
+        counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
+        nak(syn);
+        return;
+      }
+      if (op.opcode == RHN_WOP_WRITE) {
+        if (!data.empty() &&
+            !mr_dma(mr_index, va, const_cast<uint8_t*>(data.data()),
+                    data.size(), true)) {
+          nak(RHN_SYN_DMA);
+          return;
+        }
+        if (last && (op.flags & RHN_WOP_F_IMM)) {
+          RxMessage m;
+          if (!take_recv_wqe(*qp, qpn, m)) {
+            rnr(nullptr);
+            return;
+          }
+          m.length = op.msg_len;
+          complete_receive(
+              p, m, p.node, op.src_qpn, RHN_CQE_OP_RECV_WRITE_IMM,
+              op.imm_data,
+              static_cast<uint8_t>(
+                  RHN_CQE_F_IMM |
+                  ((op.flags & RHN_WOP_F_SOLICITED) ? RHN_CQE_F_SOLICITED
+                                                    : 0)));
+        }
+        return;
+      }
+      if (atomic) {
+        uint64_t operand[2], old;
+        std::memcpy(operand, data.data(), sizeof(operand));
+        if (!mr_dma(mr_index, va, &old, 8, false)) {
+          nak(RHN_SYN_DMA);
+          return;
+        }
+        uint64_t next = old;
+        if (op.opcode == RHN_WOP_FETCH_ADD)
+          next = old + operand[0];
+        else if (old == operand[0])
+          next = operand[1];
+        if (next != old && !mr_dma(mr_index, va, &next, 8, true)) {
+          nak(RHN_SYN_DMA);
+          return;
+        }
+        respond(p, RHN_WOP_ATOMIC_RESP, RHN_SYN_NONE, op,
+                {reinterpret_cast<const uint8_t*>(&old), 8});
+        return;
+      }
+      // READ: queue the data stream back to the requester.
+      const uint16_t r = free_responder_reads.front();
+      free_responder_reads.pop();
+      ResponderRead& rr = responder_reads[r];
+      rr.used = true;
+      rr.requester_qpn = op.src_qpn;
+      rr.responder_qpn = qpn;
+      rr.msn = op.msn;
+      rr.mr_index = mr_index;
+      rr.va = va;
+      rr.length = op.msg_len;
+      rr.sent = 0;
+      p.reads.push(r);
+      return;
+    }
+    default:
+      counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+      nak(RHN_SYN_BAD_OPCODE);
+      return;
+  }
+}
+
+bool Engine::Impl::stream_reads(Peer& p) {
+  bool did = false;
+  for (uint32_t n = 0; n < 16 && !p.reads.empty(); n++) {
+    ResponderRead& r = responder_reads[p.reads.front()];
+    if (!can_send(p, false)) return did;
+    const uint32_t chunk = std::min<uint32_t>(RHN_WIRE_MTU, r.length - r.sent);
+    const uint32_t slot = begin_data();
+    rhn_op_hdr op{};
+    op.opcode = RHN_WOP_READ_RESP;
+    op.flags = (r.sent == 0 ? RHN_WOP_F_FIRST : 0) |
+               (r.sent + chunk == r.length ? RHN_WOP_F_LAST : 0);
+    op.qp_type = qps[r.responder_qpn].type;
+    op.dst_qpn = r.requester_qpn;
+    op.src_qpn = r.responder_qpn;
+    op.msn = r.msn;
+    op.msg_len = r.length;
+    op.msg_offset = r.sent;
+    if (chunk && (!mrs[r.mr_index].valid ||
+                  !mr_dma(r.mr_index, r.va + r.sent,
+                          slots[slot].frame + RHN_DATA_HDR_LEN, chunk,
+                          false))) {
+      // The region vanished under the READ: answer with a NAK instead.
+      free_slots.push(slot);
+      op.opcode = RHN_WOP_NAK;
+      op.syndrome = RHN_SYN_DMA;
+      op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
+      send_data(p, op, {}, false, kNone, 0, false);
+      r.sent = r.length;
+    } else {
+      commit_data(p, slot, op, chunk, false, kNone, 0, false);
+      r.sent += chunk;
+    }
+    did = true;
+    if (r.sent == r.length) {
+      r.used = false;
+      free_responder_reads.push(p.reads.front());
+      p.reads.pop();
+    }
+  }
+  return did;
+}
+
+}  // namespace rhinet::fw

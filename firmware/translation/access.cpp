@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Protection and address translation: every host access the engine makes
+// on behalf of a context goes through a key, is checked here and is then
+// translated page by page through the TLB and the VP translation tables.
+#include <cstring>
+
+#include "engine/engine_impl.h"
+
+namespace rhinet::fw {
+
+rhn_syndrome Engine::Impl::check_key(uint32_t key, uint32_t context,
+                                     uint32_t pdn, uint32_t access,
+                                     uint64_t va, uint64_t len,
+                                     uint32_t* mr_index) {
+  const uint32_t idx = key >> RHN_KEY_INDEX_SHIFT;
+  if (idx == 0 || idx >= mrs.size()) return RHN_SYN_BAD_KEY;
+  const MrObj& mr = mrs[idx];
+  if (!mr.valid || mr.variant != (key & RHN_KEY_VARIANT_MASK))
+    return RHN_SYN_BAD_KEY;
+  if (pdn != kNone && mr.pdn != pdn) return RHN_SYN_PD_MISMATCH;
+  if (context != kNone && mr.context != context) return RHN_SYN_PD_MISMATCH;
+  if ((mr.access & access) != access) return RHN_SYN_ACCESS_RIGHTS;
+  if (len != 0 &&
+      (va < mr.iova || va - mr.iova > mr.length || len > mr.length ||
+       va - mr.iova + len > mr.length))
+    return RHN_SYN_BOUNDS;
+  if (mr_index) *mr_index = idx;
+  return RHN_SYN_NONE;
+}
+
+bool Engine::Impl::translate(uint32_t mr_index, uint64_t va,
+                             uint64_t& bus_addr) {
+  const MrObj& mr = mrs[mr_index];
+  if (mr.levels == 0) {
+    bus_addr = va;
+    return true;
+  }
+  const uint64_t page_size = 1ull << mr.page_shift;
+  const uint64_t page = (va >> mr.page_shift) - (mr.iova >> mr.page_shift);
+  if (page >= mr.num_pages) return false;
+  uint64_t page_bus;
+  if (!tlb.lookup(mr_index, page, page_bus)) {
+    // Walk the VP table: one DMA read per level, top level first.
+    uint64_t table = mr.table;
+    for (int level = mr.levels - 1; level >= 0; level--) {
+      const uint64_t index =
+          level == mr.levels - 1 && mr.levels == 1
+              ? page
+              : (page >> (RHN_VPT_LEVEL_SHIFT * level)) &
+                    (RHN_VPT_ENTRIES_PER_PAGE - 1);
+      uint64_t pte;
+      if (!bus.dma_read(table + index * sizeof(pte), &pte, sizeof(pte))) {
+        counters.add(RHN_CNT_DMA_ERRORS);
+        return false;
+      }
+      if (!(pte & RHN_VPTE_VALID)) return false;
+      table = pte & RHN_VPTE_ADDR_MASK;
+    }
+    page_bus = table & ~(page_size - 1);
+    tlb.insert(mr_index, page, page_bus);
+  }
+  bus_addr = page_bus + (va & (page_size - 1));
+  return true;
+}
+
+bool Engine::Impl::mr_dma(uint32_t mr_index, uint64_t va, void* buf,
+                          uint64_t len, bool write) {
+  auto* p = static_cast<uint8_t*>(buf);
+  const MrObj& mr = mrs[mr_index];
+  const uint64_t page_size =
+      mr.levels == 0 ? UINT64_MAX : (1ull << mr.page_shift);
+  while (len) {
+    uint64_t chunk = page_size == UINT64_MAX
+                         ? len
+                         : page_size - (va & (page_size - 1));
+    if (chunk > len) chunk = len;
+    uint64_t addr;
+    if (!translate(mr_index, va, addr)) {
+      counters.add(RHN_CNT_DMA_ERRORS);
+      return false;
+    }
+    const bool ok = write ? bus.dma_write(addr, p, chunk)
+                          : bus.dma_read(addr, p, chunk);
+    if (!ok) {
+      counters.add(RHN_CNT_DMA_ERRORS);
+      return false;
+    }
+    p += chunk;
+    va += chunk;
+    len -= chunk;
+  }
+  return true;
+}
+
+rhn_syndrome Engine::Impl::check_host_ref(const HostRef& ref, uint32_t context,
+                                          uint64_t len, bool nic_writes) {
+  if (ref.lkey == RHN_LKEY_PHYSICAL)
+    return context == 0 && ref.addr != 0 ? RHN_SYN_NONE : RHN_SYN_BAD_KEY;
+  return check_key(ref.lkey, context, kNone,
+                   nic_writes ? RHN_ACCESS_LOCAL_WRITE : 0, ref.addr, len,
+                   nullptr);
+}
+
+bool Engine::Impl::host_dma(const HostRef& ref, uint64_t offset, void* buf,
+                            uint64_t len, bool write) {
+  if (ref.lkey == RHN_LKEY_PHYSICAL) {
+    const bool ok = write ? bus.dma_write(ref.addr + offset, buf, len)
+                          : bus.dma_read(ref.addr + offset, buf, len);
+    if (!ok) counters.add(RHN_CNT_DMA_ERRORS);
+    return ok;
+  }
+  // The queue holds a reference on its MR, so the key stays valid.
+  return mr_dma(ref.lkey >> RHN_KEY_INDEX_SHIFT, ref.addr + offset, buf, len,
+                write);
+}
+
+uint32_t Engine::Impl::area_slot(uint32_t context, uint32_t area_id,
+                                 uint32_t probe) const {
+  const uint32_t h = (area_id * 0x9e3779b1u) ^ (context * 0x85ebca6bu);
+  return (h + probe) % static_cast<uint32_t>(areas.size());
+}
+
+AreaObj* Engine::Impl::find_area(uint32_t context, uint32_t area_id) {
+  for (uint32_t probe = 0; probe < kAreaProbes; probe++) {
+    AreaObj& a = areas[area_slot(context, area_id, probe)];
+    if (a.valid && a.context == context && a.area_id == area_id) return &a;
+  }
+  return nullptr;
+}
+
+}  // namespace rhinet::fw

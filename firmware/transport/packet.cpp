@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "transport/packet.h"
+
+#include <cstring>
+
+#include "core/crc32c.h"
+
+namespace rhinet::fw {
+namespace {
+
+constexpr size_t kCrcOffset = RHN_OFFSETOF(rhn_pkt_hdr, hdr_crc);
+
+uint32_t header_crc(const uint8_t* frame, size_t hdr_len) {
+  // CRC of the headers with the hdr_crc field taken as zero.
+  static constexpr uint8_t kZero[4] = {};
+  uint32_t c = crc32c(0, frame, kCrcOffset);
+  c = crc32c(c, kZero, sizeof(kZero));
+  return crc32c(c, frame + kCrcOffset + 4, hdr_len - kCrcOffset - 4);
+}
+
+}  // namespace
+
+ParseStatus parse_packet(std::span<const uint8_t> frame, Packet& out) {
+  if (frame.size() < RHN_PKT_HDR_LEN) return ParseStatus::kMalformed;
+  std::memcpy(&out.hdr, frame.data(), sizeof(out.hdr));
+  const rhn_pkt_hdr& h = out.hdr;
+  if (h.magic != RHN_WIRE_MAGIC || h.version != RHN_WIRE_VERSION)
+    return ParseStatus::kMalformed;
+  if (h.type < RHN_PKT_DATA || h.type > RHN_PKT_RAW)
+    return ParseStatus::kMalformed;
+  const size_t hdr_len = header_length(h.type);
+  if (frame.size() < hdr_len) return ParseStatus::kMalformed;
+  if (h.type == RHN_PKT_ACK || h.type == RHN_PKT_NAK) {
+    if (h.payload_len != 0) return ParseStatus::kMalformed;
+  } else if (h.payload_len > RHN_WIRE_MTU + (h.type == RHN_PKT_RAW ? 64 : 0)) {
+    return ParseStatus::kMalformed;
+  }
+  if (frame.size() != hdr_len + h.payload_len) return ParseStatus::kMalformed;
+  if (header_crc(frame.data(), hdr_len) != h.hdr_crc)
+    return ParseStatus::kBadCrc;
+  out.payload = frame.subspan(hdr_len, h.payload_len);
+  const uint32_t pcrc =
+      h.payload_len ? crc32c(0, out.payload.data(), h.payload_len) : 0;
+  if (pcrc != h.payload_crc) return ParseStatus::kBadCrc;
+  if (h.type == RHN_PKT_DATA) {
+    std::memcpy(&out.op, frame.data() + RHN_PKT_HDR_LEN, sizeof(out.op));
+  } else {
+    std::memset(&out.op, 0, sizeof(out.op));
+  }
+  return ParseStatus::kOk;
+}
+
+size_t seal_packet(uint8_t* frame, const rhn_pkt_hdr& hdr,
+                   const rhn_op_hdr* op, uint32_t payload_crc) {
+  const size_t hdr_len = header_length(hdr.type);
+  rhn_pkt_hdr h = hdr;
+  h.magic = RHN_WIRE_MAGIC;
+  h.version = RHN_WIRE_VERSION;
+  h.payload_crc = payload_crc;
+  std::memcpy(frame, &h, sizeof(h));
+  if (hdr.type == RHN_PKT_DATA)
+    std::memcpy(frame + RHN_PKT_HDR_LEN, op, sizeof(rhn_op_hdr));
+  reseal_header(frame);
+  return hdr_len + hdr.payload_len;
+}
+
+void reseal_header(uint8_t* frame) {
+  const uint32_t crc =
+      header_crc(frame, header_length(frame[RHN_OFFSETOF(rhn_pkt_hdr, type)]));
+  std::memcpy(frame + kCrcOffset, &crc, sizeof(crc));
+}
+
+}  // namespace rhinet::fw

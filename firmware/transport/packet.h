@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Wire packet codec: validates and decodes frames, builds headers. Pure
+// functions on bytes, so the fuzzer and the bench can drive them alone.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <span>
+
+#include "rhinet/hw.h"
+
+namespace rhinet::fw {
+
+static_assert(std::endian::native == std::endian::little,
+              "the contract is little-endian; a big-endian port needs "
+              "byte swaps in the codecs");
+
+enum class ParseStatus { kOk, kMalformed, kBadCrc };
+
+struct Packet {
+  rhn_pkt_hdr hdr;
+  rhn_op_hdr op;  // valid for RHN_PKT_DATA
+  std::span<const uint8_t> payload;
+};
+
+// Checks magic, version, type, lengths and both CRCs. Nothing in `frame`
+// is trusted before this returns kOk.
+ParseStatus parse_packet(std::span<const uint8_t> frame, Packet& out);
+
+// Header length implied by the packet type.
+inline size_t header_length(uint8_t type) {
+  return type == RHN_PKT_DATA ? RHN_DATA_HDR_LEN : RHN_PKT_HDR_LEN;
+}
+
+// Writes hdr (and op for DATA) in front of a payload already in place at
+// frame + header_length(type), filling payload_crc and hdr_crc. Returns the
+// frame length.
+size_t seal_packet(uint8_t* frame, const rhn_pkt_hdr& hdr,
+                   const rhn_op_hdr* op, uint32_t payload_crc);
+
+// Recomputes hdr_crc after header fields changed (retransmission refreshes
+// the piggybacked acknowledgement).
+void reseal_header(uint8_t* frame);
+
+}  // namespace rhinet::fw

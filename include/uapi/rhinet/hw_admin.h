@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause */
+/*
+ * RHiNET-NG hardware contract: admin queue (driver -> NIC commands).
+ * Described in Documentation/hardware/admin.md.
+ *
+ * The driver places 128-byte commands in the admin SQ ring, writes the new
+ * producer index to RHN_REG_ADMIN_SQ_TAIL, and the NIC answers each command
+ * in order with a 16-byte completion in the admin CQ ring (owner bit as for
+ * CQEs), raising MSI-X vector RHN_MSIX_ADMIN when interrupts are enabled.
+ */
+#ifndef RHINET_HW_ADMIN_H
+#define RHINET_HW_ADMIN_H
+
+#include "hw_common.h"
+
+#define RHN_ADMIN_CMD_SIZE 128
+#define RHN_ADMIN_CPL_SIZE 16
+#define RHN_ADMIN_MAX_LOG_DEPTH 8
+
+enum rhn_admin_opcode {
+	RHN_ADMIN_QUERY_DEVICE = 0x01, /* writes struct rhn_device_attr */
+	RHN_ADMIN_QUERY_COUNTERS = 0x02, /* writes u64[RHN_CNT_COUNT] */
+	RHN_ADMIN_CREATE_CONTEXT = 0x10,
+	RHN_ADMIN_DESTROY_CONTEXT = 0x11,
+	RHN_ADMIN_CREATE_PD = 0x12,
+	RHN_ADMIN_DESTROY_PD = 0x13,
+	RHN_ADMIN_CREATE_MR = 0x14,
+	RHN_ADMIN_DESTROY_MR = 0x15, /* also drops its TLB entries */
+	RHN_ADMIN_INVALIDATE_TLB = 0x16,
+	RHN_ADMIN_CREATE_EQ = 0x18,
+	RHN_ADMIN_DESTROY_EQ = 0x19,
+	RHN_ADMIN_CREATE_CQ = 0x1a,
+	RHN_ADMIN_DESTROY_CQ = 0x1b,
+	RHN_ADMIN_CREATE_SRQ = 0x1c,
+	RHN_ADMIN_MODIFY_SRQ = 0x1d,
+	RHN_ADMIN_DESTROY_SRQ = 0x1e,
+	RHN_ADMIN_CREATE_QP = 0x20,
+	RHN_ADMIN_MODIFY_QP = 0x21,
+	RHN_ADMIN_QUERY_QP = 0x22, /* writes struct rhn_qp_attr */
+	RHN_ADMIN_DESTROY_QP = 0x23,
+	RHN_ADMIN_REGISTER_AREA = 0x28,
+	RHN_ADMIN_UNREGISTER_AREA = 0x29,
+	RHN_ADMIN_SET_LINK = 0x30, /* administrative link up/down */
+};
+
+enum rhn_admin_status {
+	RHN_ADMIN_OK = 0,
+	RHN_ADMIN_BAD_OPCODE = 1,
+	RHN_ADMIN_BAD_PARAM = 2,
+	RHN_ADMIN_NO_RESOURCES = 3,
+	RHN_ADMIN_BAD_HANDLE = 4, /* no such object in this context */
+	RHN_ADMIN_BUSY = 5, /* object still referenced */
+	RHN_ADMIN_BAD_STATE = 6, /* illegal QP transition */
+	RHN_ADMIN_DMA_ERROR = 7,
+	RHN_ADMIN_NOT_PERMITTED = 8, /* e.g. physical lkey from a user ctx */
+	RHN_ADMIN_EXISTS = 9,
+};
+
+/* Host memory reference, see RHN_LKEY_PHYSICAL in hw_queues.h. */
+struct rhn_host_ref {
+	__le64 addr;
+	__le32 lkey;
+	__le32 reserved;
+};
+RHN_ASSERT_SIZE(struct rhn_host_ref, 16);
+
+enum rhn_access {
+	RHN_ACCESS_LOCAL_WRITE = 1u << 0,
+	RHN_ACCESS_REMOTE_WRITE = 1u << 1,
+	RHN_ACCESS_REMOTE_READ = 1u << 2,
+	RHN_ACCESS_REMOTE_ATOMIC = 1u << 3,
+};
+
+enum rhn_qp_type {
+	RHN_QP_RC = 1,
+	RHN_QP_UD = 2,
+	RHN_QP_ENDPOINT = 3, /* reliable connectionless (PRODUCT.md) */
+	RHN_QP_RAW_ETH = 4, /* kernel only: frames for the net_device */
+};
+
+/* Standard QP states, values as enum ibv_qp_state. */
+enum rhn_qp_state {
+	RHN_QPS_RESET = 0,
+	RHN_QPS_INIT = 1,
+	RHN_QPS_RTR = 2,
+	RHN_QPS_RTS = 3,
+	RHN_QPS_SQD = 4,
+	RHN_QPS_SQE = 5,
+	RHN_QPS_ERR = 6,
+};
+
+enum rhn_qp_attr_mask {
+	RHN_QP_ATTR_STATE = 1u << 0,
+	RHN_QP_ATTR_ACCESS = 1u << 1,
+	RHN_QP_ATTR_DEST = 1u << 2, /* dest_node + dest_qpn (RC) */
+	RHN_QP_ATTR_QKEY = 1u << 3,
+	RHN_QP_ATTR_RETRY = 1u << 4, /* rnr_retry, min_rnr_timer */
+	RHN_QP_ATTR_MAX_RD_ATOMIC = 1u << 5,
+};
+
+#define RHN_NO_SRQ 0xffffffffu
+
+struct rhn_admin_cmd_hdr {
+	__u8 opcode; /* enum rhn_admin_opcode */
+	__u8 reserved;
+	__le16 cmd_id; /* echoed in the completion */
+	__le32 context; /* owning context (= doorbell page index) */
+};
+RHN_ASSERT_SIZE(struct rhn_admin_cmd_hdr, 8);
+
+struct rhn_admin_query {
+	__le64 out_addr; /* bus address the NIC writes the result to */
+	__le32 out_len; /* bytes available there */
+	__le32 handle; /* QUERY_QP: qpn */
+};
+
+struct rhn_admin_handle { /* DESTROY_*, UNREGISTER_AREA, INVALIDATE_TLB */
+	__le32 handle; /* pdn/key/cqn/...; area ID; key or ~0 for all */
+};
+
+struct rhn_admin_create_mr {
+	__le32 pdn;
+	__le32 access; /* enum rhn_access */
+	__le64 iova; /* first byte */
+	__le64 length;
+	__le64 table_addr; /* bus address of the top VP translation table */
+	__le32 num_pages; /* translated pages */
+	__u8 page_shift; /* 12..30 */
+	__u8 levels; /* 1..3; 0: iova is the bus address (kernel only) */
+	__u8 key_variant; /* low 8 bits of the returned key */
+	__u8 reserved;
+};
+
+struct rhn_admin_create_eq {
+	__le64 ring_addr; /* bus address, contiguous */
+	__le16 vector; /* MSI-X vector */
+	__u8 log_depth;
+	__u8 reserved[5];
+};
+
+struct rhn_admin_create_cq {
+	struct rhn_host_ref ring;
+	struct rhn_host_ref record; /* struct rhn_cq_record */
+	__le32 eqn;
+	__u8 log_depth;
+	__u8 reserved[3];
+};
+
+struct rhn_admin_create_srq {
+	struct rhn_host_ref ring;
+	struct rhn_host_ref record; /* struct rhn_queue_record */
+	__le32 pdn;
+	__le32 limit; /* SRQ limit event when fewer WQEs remain; 0 = off */
+	__u8 log_depth;
+	__u8 reserved[7];
+};
+
+struct rhn_admin_modify_srq {
+	__le32 srqn;
+	__le32 limit; /* re-arm the limit event */
+};
+
+struct rhn_admin_create_qp {
+	__le32 pdn;
+	__le32 send_cqn;
+	__le32 recv_cqn;
+	__le32 srqn; /* RHN_NO_SRQ: own receive queue */
+	__u8 type; /* enum rhn_qp_type */
+	__u8 sq_log_depth; /* SQ slots */
+	__u8 rq_log_depth;
+	__u8 reserved0;
+	__le32 reserved1;
+	struct rhn_host_ref sq_ring;
+	struct rhn_host_ref rq_ring;
+	struct rhn_host_ref sq_record;
+	struct rhn_host_ref rq_record;
+};
+
+struct rhn_admin_modify_qp {
+	__le32 qpn;
+	__le32 attr_mask; /* enum rhn_qp_attr_mask */
+	__u8 state; /* enum rhn_qp_state */
+	__u8 access; /* RHN_ACCESS_REMOTE_* the QP accepts as responder */
+	__u8 retry_cnt; /* kept for ibverbs; node channel retries apply */
+	__u8 rnr_retry; /* 7 = infinite */
+	__u8 min_rnr_timer; /* in units of 10 us, 0 = 10 us */
+	__u8 max_rd_atomic;
+	__le16 dest_node;
+	__le32 dest_qpn;
+	__le32 qkey;
+};
+
+struct rhn_admin_register_area {
+	__le32 area_id; /* group-wide area ID */
+	__le32 key; /* memory region holding the area */
+	__le64 iova; /* area base */
+	__le64 length;
+};
+
+struct rhn_admin_set_link {
+	__le32 up;
+};
+
+struct rhn_admin_cmd {
+	struct rhn_admin_cmd_hdr hdr;
+	union {
+		struct rhn_admin_query query;
+		struct rhn_admin_handle handle;
+		struct rhn_admin_create_mr create_mr;
+		struct rhn_admin_create_eq create_eq;
+		struct rhn_admin_create_cq create_cq;
+		struct rhn_admin_create_srq create_srq;
+		struct rhn_admin_modify_srq modify_srq;
+		struct rhn_admin_create_qp create_qp;
+		struct rhn_admin_modify_qp modify_qp;
+		struct rhn_admin_register_area register_area;
+		struct rhn_admin_set_link set_link;
+		__u8 raw[RHN_ADMIN_CMD_SIZE - 8];
+	} u;
+};
+RHN_ASSERT_SIZE(struct rhn_admin_cmd, RHN_ADMIN_CMD_SIZE);
+RHN_ASSERT_SIZE(struct rhn_admin_create_mr, 40);
+RHN_ASSERT_SIZE(struct rhn_admin_create_cq, 40);
+RHN_ASSERT_SIZE(struct rhn_admin_create_srq, 48);
+RHN_ASSERT_SIZE(struct rhn_admin_create_qp, 88);
+RHN_ASSERT_SIZE(struct rhn_admin_modify_qp, 24);
+RHN_ASSERT_OFFSET(struct rhn_admin_create_qp, sq_ring, 24);
+
+struct rhn_admin_cpl {
+	__le32 result; /* created handle or key */
+	__le16 cmd_id;
+	__u8 status; /* enum rhn_admin_status */
+	__u8 reserved0;
+	__le32 detail; /* diagnostic: which parameter was refused */
+	__u8 reserved1[3];
+	__u8 owner; /* bit 0: phase, written last */
+};
+RHN_ASSERT_SIZE(struct rhn_admin_cpl, RHN_ADMIN_CPL_SIZE);
+
+struct rhn_device_attr {
+	__le32 max_contexts;
+	__le32 max_pds;
+	__le32 max_mrs;
+	__le32 max_cqs;
+	__le32 max_qps;
+	__le32 max_srqs;
+	__le32 max_eqs;
+	__le32 max_areas;
+	__le32 max_cq_log_depth;
+	__le32 max_wq_log_depth; /* SQ slots, RQ and SRQ WQEs */
+	__le32 max_send_sges;
+	__le32 max_recv_sges;
+	__le32 max_inline;
+	__le32 max_rd_atomic; /* outstanding READ/atomics per QP */
+	__le32 max_msg_size;
+	__le32 mtu;
+	__le32 tlb_entries;
+	__le32 page_size_cap; /* bit n set: 2^n page size supported */
+	__le64 max_mr_size;
+	__le32 max_peers; /* nodes with reliable channel state */
+	__le32 node_id;
+	__le32 reserved[10];
+};
+RHN_ASSERT_SIZE(struct rhn_device_attr, 128);
+
+struct rhn_qp_attr {
+	__le32 qpn;
+	__u8 state;
+	__u8 type;
+	__le16 dest_node;
+	__le32 dest_qpn;
+	__le32 sq_consumer; /* next SQ slot the NIC will complete */
+	__le32 rq_consumer;
+	__le32 reserved[3];
+};
+RHN_ASSERT_SIZE(struct rhn_qp_attr, 32);
+
+/* VP translation table entry: bus address of a page, bit 0 = valid. */
+#define RHN_VPTE_VALID 1ull
+#define RHN_VPTE_ADDR_MASK (~0xfffull)
+#define RHN_VPT_ENTRIES_PER_PAGE 512 /* 4 KiB table pages */
+#define RHN_VPT_LEVEL_SHIFT 9
+
+#endif /* RHINET_HW_ADMIN_H */

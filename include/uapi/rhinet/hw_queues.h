@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause */
+/*
+ * RHiNET-NG hardware contract: work queue entries, completion queue entries,
+ * event queue entries, doorbell records and status words. Described in
+ * Documentation/hardware/queues.md.
+ *
+ * All rings have a power-of-two number of entries. Producer and consumer
+ * indices are free-running 32-bit counters; the slot is index & (depth - 1).
+ */
+#ifndef RHINET_HW_QUEUES_H
+#define RHINET_HW_QUEUES_H
+
+#include "hw_common.h"
+
+/*
+ * Reference to host memory used by the NIC for queues, records and status
+ * words. lkey == RHN_LKEY_PHYSICAL means addr is a bus address; only objects
+ * of the kernel context (context 0) may use it. Otherwise addr is an I/O
+ * virtual address inside the memory region lkey of the same context.
+ */
+#define RHN_LKEY_PHYSICAL 0u
+
+/* Keys: memory region table index << 8 | 8-bit variant chosen by the driver. */
+#define RHN_KEY_INDEX_SHIFT 8
+#define RHN_KEY_VARIANT_MASK 0xffu
+
+/* ---- Send queue ------------------------------------------------------- */
+
+/* The SQ is an array of 64-byte slots; a WQE takes 1 + ext_units slots. */
+#define RHN_SQ_SLOT_SIZE 64
+#define RHN_WQE_MAX_EXT_UNITS 7
+#define RHN_WQE_MAX_SLOTS (1 + RHN_WQE_MAX_EXT_UNITS)
+#define RHN_WQE_BASE_SGES 1
+#define RHN_SGES_PER_EXT_UNIT 4
+#define RHN_WQE_MAX_SGES \
+	(RHN_WQE_BASE_SGES + RHN_WQE_MAX_EXT_UNITS * RHN_SGES_PER_EXT_UNIT)
+#define RHN_WQE_BASE_INLINE 16
+#define RHN_WQE_MAX_INLINE \
+	(RHN_WQE_BASE_INLINE + RHN_WQE_MAX_EXT_UNITS * RHN_SQ_SLOT_SIZE)
+
+enum rhn_wqe_opcode {
+	RHN_OP_NOP = 0x00,
+	RHN_OP_SEND = 0x01,
+	RHN_OP_SEND_IMM = 0x02,
+	RHN_OP_WRITE = 0x03, /* PUSH */
+	RHN_OP_WRITE_IMM = 0x04,
+	RHN_OP_READ = 0x05, /* PULL */
+	RHN_OP_FETCH_ADD = 0x06,
+	RHN_OP_CMP_SWAP = 0x07,
+	/* Reserved for the capabilities built on top (PRODUCT.md). */
+	RHN_OP_RAW_ETH = 0x10, /* Ethernet frame for the net_device */
+	RHN_OP_ISEND = 0x20, /* key-matched send (004 2.6) */
+	RHN_OP_IRECV = 0x21,
+	RHN_OP_IPROBE = 0x22,
+	RHN_OP_MCAST_SWITCH = 0x28, /* simultaneous multicast (004 2.8) */
+	RHN_OP_MCAST_LIST = 0x29, /* sequential multicast */
+	RHN_OP_SUBSCRIBE = 0x30, /* shared regions (004 2.9) */
+	RHN_OP_UNSUBSCRIBE = 0x31,
+	RHN_OP_LOCK = 0x38, /* distributed queue lock (004 2.10) */
+	RHN_OP_UNLOCK = 0x39,
+	RHN_OP_BARRIER = 0x3a,
+	RHN_OP_PD_REQUEST = 0x40, /* remote pin-down (004 2.5) */
+	RHN_OP_PD_RELEASE = 0x41,
+	RHN_OP_COLLECTIVE = 0x48, /* NIC-offloaded collectives (003, 000) */
+	RHN_OP_MAX = 0x7f
+};
+
+enum rhn_wqe_flags {
+	RHN_WQE_F_SIGNALED = 1u << 0, /* CQE on success too */
+	RHN_WQE_F_SOLICITED = 1u << 1,
+	RHN_WQE_F_FENCE = 1u << 2, /* wait for earlier READ/atomics */
+	RHN_WQE_F_INLINE = 1u << 3, /* payload in the WQE, not SGEs */
+	RHN_WQE_F_STATUS_WORD = 1u << 4, /* write a status word at the end */
+	RHN_WQE_F_AREA = 1u << 5, /* remote_key is an area ID */
+	RHN_WQE_F_SIGNAL_REMOTE = 1u << 6, /* interrupt the target (004 2.11) */
+};
+
+/* Partial-transfer mode (004 table 1). Only RHN_XFER_BASIC is accepted yet. */
+enum rhn_xfer_mode {
+	RHN_XFER_BASIC = 0,
+	RHN_XFER_TWIN = 1,
+	RHN_XFER_DIFF = 2,
+	RHN_XFER_BITMAP = 3,
+	RHN_XFER_STRIDE = 4,
+};
+
+struct rhn_sge {
+	__le64 addr;
+	__le32 length;
+	__le32 lkey;
+};
+RHN_ASSERT_SIZE(struct rhn_sge, 16);
+
+/*
+ * Base slot of a send WQE. The operand area at offset 32 is interpreted by
+ * opcode: status word reference (any opcode with RHN_WQE_F_STATUS_WORD),
+ * or atomic operands (atomics report through the CQE only). The last 16
+ * bytes hold the first SGE or the first inline bytes; extension slots hold
+ * four more SGEs each, or more inline bytes.
+ */
+struct rhn_send_wqe {
+	__u8 opcode; /* enum rhn_wqe_opcode */
+	__u8 flags; /* enum rhn_wqe_flags */
+	__u8 ext_units; /* 64-byte slots following this one, 0..7 */
+	__u8 xfer_mode; /* enum rhn_xfer_mode */
+	__le16 wqe_index; /* low 16 bits of this WQE's first slot index */
+	__le16 dst_node; /* UD and endpoint: destination node */
+	__le32 dst_qpn; /* UD and endpoint: destination QPN/endpoint */
+	__le32 imm_data; /* _IMM opcodes */
+	__le32 remote_key; /* rkey, or area ID with RHN_WQE_F_AREA */
+	__le16 num_sge; /* SGEs, or inline byte count with F_INLINE */
+	__le16 reserved0;
+	__le64 remote_addr; /* remote I/O VA, or offset in the area */
+	union {
+		struct {
+			__le64 addr; /* where the status word goes */
+			__le32 lkey;
+			__le32 qkey; /* UD: queue key */
+		} status;
+		struct {
+			__le64 compare_add; /* CMP_SWAP: compare; FETCH_ADD: add */
+			__le64 swap;
+		} atomic;
+	} u;
+	union {
+		struct rhn_sge sge; /* first SGE (atomics: 8-byte result) */
+		__u8 inline_data[RHN_WQE_BASE_INLINE];
+	} d;
+};
+RHN_ASSERT_SIZE(struct rhn_send_wqe, RHN_SQ_SLOT_SIZE);
+RHN_ASSERT_OFFSET(struct rhn_send_wqe, wqe_index, 4);
+RHN_ASSERT_OFFSET(struct rhn_send_wqe, remote_key, 16);
+RHN_ASSERT_OFFSET(struct rhn_send_wqe, remote_addr, 24);
+RHN_ASSERT_OFFSET(struct rhn_send_wqe, u, 32);
+RHN_ASSERT_OFFSET(struct rhn_send_wqe, d, 48);
+
+/* ---- Receive queue and SRQ -------------------------------------------- */
+
+#define RHN_RQ_WQE_SIZE 64
+#define RHN_RQ_MAX_SGES 3
+
+struct rhn_recv_wqe {
+	__le16 wqe_index; /* low 16 bits of this WQE's index */
+	__le16 num_sge; /* 0..3 */
+	__le32 reserved0;
+	__le64 reserved1;
+	struct rhn_sge sge[RHN_RQ_MAX_SGES];
+};
+RHN_ASSERT_SIZE(struct rhn_recv_wqe, RHN_RQ_WQE_SIZE);
+
+/* ---- Doorbell records (host memory, written by software) --------------- */
+
+/* SQ: producer index in slots. RQ/SRQ: producer index in WQEs. */
+struct rhn_queue_record {
+	__le32 producer_index;
+	__le32 reserved;
+};
+RHN_ASSERT_SIZE(struct rhn_queue_record, 8);
+
+/* CQ: consumer index, read by the NIC only when the ring looks full or on
+ * an arm kick.
+ */
+struct rhn_cq_record {
+	__le32 consumer_index;
+	__le32 reserved;
+};
+RHN_ASSERT_SIZE(struct rhn_cq_record, 8);
+
+/* ---- Completion queue --------------------------------------------------- */
+
+#define RHN_CQE_SIZE 32
+
+enum rhn_cqe_opcode {
+	RHN_CQE_OP_SEND = 0,
+	RHN_CQE_OP_WRITE = 1,
+	RHN_CQE_OP_READ = 2,
+	RHN_CQE_OP_CMP_SWAP = 3,
+	RHN_CQE_OP_FETCH_ADD = 4,
+	RHN_CQE_OP_RAW_ETH = 5,
+	RHN_CQE_OP_RECV = 0x80,
+	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
+	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
+};
+
+/* Values match enum ibv_wc_status so the provider passes them through. */
+enum rhn_cqe_status {
+	RHN_CQE_SUCCESS = 0,
+	RHN_CQE_LOC_LEN_ERR = 1,
+	RHN_CQE_LOC_QP_OP_ERR = 2,
+	RHN_CQE_LOC_PROT_ERR = 4,
+	RHN_CQE_WR_FLUSH_ERR = 5,
+	RHN_CQE_BAD_RESP_ERR = 7,
+	RHN_CQE_LOC_ACCESS_ERR = 8,
+	RHN_CQE_REM_INV_REQ_ERR = 9,
+	RHN_CQE_REM_ACCESS_ERR = 10,
+	RHN_CQE_REM_OP_ERR = 11,
+	RHN_CQE_RETRY_EXC_ERR = 12,
+	RHN_CQE_RNR_RETRY_EXC_ERR = 13,
+	RHN_CQE_FATAL_ERR = 19,
+	RHN_CQE_GENERAL_ERR = 21,
+};
+
+enum rhn_cqe_flags {
+	RHN_CQE_F_IMM = 1u << 0,
+	RHN_CQE_F_SOLICITED = 1u << 1,
+	RHN_CQE_F_SQ = 1u << 2, /* from the send queue */
+	RHN_CQE_F_OWNER = 1u << 7, /* phase bit, flips on every wrap */
+};
+
+/*
+ * The NIC writes the first 24 bytes, then the last 8 (owner bit last), so
+ * software that sees the owner bit flip (then dma_rmb) sees a whole CQE.
+ * The owner bit of lap k (index / depth) is (k & 1) ^ 1: a zeroed ring is
+ * empty.
+ */
+struct rhn_cqe {
+	__le32 qpn;
+	__le32 byte_len;
+	__le32 imm_data;
+	__le32 src_qpn; /* UD/endpoint receives */
+	__le16 src_node;
+	__le16 wqe_index; /* SQ slot index or RQ/SRQ WQE index */
+	__le32 vendor_err; /* enum rhn_syndrome for errors */
+	__u8 opcode; /* enum rhn_cqe_opcode */
+	__u8 status; /* enum rhn_cqe_status */
+	__le16 reserved0;
+	__le16 reserved1;
+	__u8 reserved2;
+	__u8 flags; /* enum rhn_cqe_flags, owner bit last */
+};
+RHN_ASSERT_SIZE(struct rhn_cqe, RHN_CQE_SIZE);
+RHN_ASSERT_OFFSET(struct rhn_cqe, opcode, 24);
+RHN_ASSERT_OFFSET(struct rhn_cqe, flags, 31);
+
+/* Why an operation failed; carried in CQE vendor_err and NAK syndromes. */
+enum rhn_syndrome {
+	RHN_SYN_NONE = 0,
+	RHN_SYN_BAD_KEY = 1, /* no such key or stale variant */
+	RHN_SYN_PD_MISMATCH = 2,
+	RHN_SYN_ACCESS_RIGHTS = 3,
+	RHN_SYN_BOUNDS = 4,
+	RHN_SYN_BAD_AREA = 5,
+	RHN_SYN_BAD_QP = 6, /* no such QP, wrong type or state */
+	RHN_SYN_RNR = 7, /* no receive WQE */
+	RHN_SYN_LENGTH = 8, /* message longer than the receive WQE */
+	RHN_SYN_BAD_OPCODE = 9,
+	RHN_SYN_BAD_WQE = 10, /* malformed WQE */
+	RHN_SYN_DMA = 11, /* host bus error */
+	RHN_SYN_RETRY_EXCEEDED = 12, /* peer node unreachable */
+	RHN_SYN_BAD_QKEY = 13,
+	RHN_SYN_ALIGNMENT = 14, /* atomics need 8-byte alignment */
+	RHN_SYN_BUSY = 15, /* responder resources full, retried */
+	RHN_SYN_FLUSHED = 16,
+};
+
+/* ---- Status words (004 2.3) --------------------------------------------- */
+
+/* Software clears the word before posting; the NIC writes it once. */
+#define RHN_STATUS_WORD_DONE (1ull << 63)
+#define RHN_STATUS_WORD_STATUS_SHIFT 32 /* enum rhn_cqe_status, 8 bits */
+#define RHN_STATUS_WORD_SYNDROME_SHIFT 40 /* enum rhn_syndrome, 8 bits */
+#define RHN_STATUS_WORD_LEN_MASK 0xffffffffull /* bytes transferred */
+
+/* ---- Event queue -------------------------------------------------------- */
+
+#define RHN_EQE_SIZE 16
+
+enum rhn_eqe_type {
+	RHN_EQE_COMPLETION = 1, /* object = cqn */
+	RHN_EQE_CQ_ERROR = 2, /* object = cqn (overflow) */
+	RHN_EQE_QP_FATAL = 3, /* object = qpn, data = syndrome */
+	RHN_EQE_SRQ_LIMIT = 4, /* object = srqn */
+	RHN_EQE_PORT_CHANGE = 5, /* data = 1 link up, 0 down */
+	RHN_EQE_PD_REQUEST = 6, /* reserved: remote pin-down request */
+};
+
+/* Written like a CQE: the first 8 bytes, then the last 8 (owner last). */
+struct rhn_eqe {
+	__le64 data;
+	__le32 object;
+	__u8 type; /* enum rhn_eqe_type */
+	__u8 reserved0[2];
+	__u8 owner; /* bit 0: phase, as for CQEs */
+};
+RHN_ASSERT_SIZE(struct rhn_eqe, RHN_EQE_SIZE);
+RHN_ASSERT_OFFSET(struct rhn_eqe, owner, 15);
+
+#endif /* RHINET_HW_QUEUES_H */

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause */
+/*
+ * RHiNET-NG hardware contract: wire packet format between NICs and through
+ * the fabric switch. Described in Documentation/hardware/wire.md.
+ *
+ * Every frame starts with the 32-byte transport header. Reliability is per
+ * ordered pair of nodes (004 section 4): each sequenced packet carries the
+ * sender's per-destination serial number; the receiver accepts only the next
+ * one in order, acknowledges cumulatively and asks for a retransmission (NAK)
+ * on a gap. DATA frames add the 40-byte operation header, then the payload.
+ */
+#ifndef RHINET_HW_WIRE_H
+#define RHINET_HW_WIRE_H
+
+#include "hw_common.h"
+
+#define RHN_WIRE_MAGIC 0x4e52 /* "RN" in memory order */
+#define RHN_WIRE_VERSION 1
+#define RHN_WIRE_MTU 4096 /* max payload bytes of one DATA frame */
+#define RHN_NODE_BROADCAST 0xffffu
+#define RHN_NODE_MCAST_FIRST 0xf000u /* 0xf000..0xfffe: switch groups */
+#define RHN_MAX_NODES 0xf000u
+
+enum rhn_pkt_type {
+	RHN_PKT_DATA = 1, /* sequenced: carries an operation */
+	RHN_PKT_ACK = 2, /* unsequenced: cumulative ack */
+	RHN_PKT_NAK = 3, /* unsequenced: gap seen, resend from ack_seq */
+	RHN_PKT_RAW = 4, /* unsequenced: Ethernet frame for the net_device */
+};
+
+enum rhn_pkt_flags {
+	/* First packet of a new session: the receiver adopts seq. */
+	RHN_PKT_F_SYN = 1u << 0,
+	/* The sender wants an ACK soon (window filling or idle). */
+	RHN_PKT_F_ACK_REQ = 1u << 1,
+	/* DATA: ack_session/ack_seq carry a piggybacked acknowledgement. */
+	RHN_PKT_F_ACK_VALID = 1u << 2,
+	/* NAK: the receiver has no state for the sender's session (it was
+	 * reset); the sender must fail what is outstanding and resync.
+	 */
+	RHN_PKT_F_RESYNC = 1u << 3,
+};
+
+/*
+ * Transport header. Header length follows from the type: DATA frames are
+ * RHN_DATA_HDR_LEN bytes of headers, all others RHN_PKT_HDR_LEN.
+ * session/seq: DATA = the sender's session and this packet's serial;
+ * ACK/NAK = the sender's session and next serial towards the receiver, so
+ * the receiver knows which reverse-direction packets were sent before this
+ * ACK (responses such as NAKs must be seen before the operations they
+ * answer complete). ack_session/ack_seq: every serial below ack_seq of the
+ * receiver's stream ack_session arrived in order (valid on ACK, NAK and on
+ * DATA with RHN_PKT_F_ACK_VALID).
+ */
+struct rhn_pkt_hdr {
+	__le16 magic;
+	__u8 version;
+	__u8 type; /* enum rhn_pkt_type */
+	__le16 dst_node;
+	__le16 src_node;
+	__le32 seq;
+	__le32 ack_seq;
+	__le16 session; /* sender's session, changes on channel reset */
+	__le16 flags; /* enum rhn_pkt_flags */
+	__le16 payload_len; /* bytes after the headers (DATA, RAW only) */
+	__le16 ack_session; /* session of the stream ack_seq refers to */
+	__le32 payload_crc; /* CRC32C of the payload, 0 if empty */
+	__le32 hdr_crc; /* CRC32C of all headers with this field zero */
+};
+RHN_ASSERT_SIZE(struct rhn_pkt_hdr, 32);
+RHN_ASSERT_OFFSET(struct rhn_pkt_hdr, dst_node, 4);
+RHN_ASSERT_OFFSET(struct rhn_pkt_hdr, hdr_crc, 28);
+
+enum rhn_wire_op {
+	/* Requests, requester -> responder */
+	RHN_WOP_SEND = 1,
+	RHN_WOP_WRITE = 2,
+	RHN_WOP_READ_REQ = 3,
+	RHN_WOP_FETCH_ADD = 4,
+	RHN_WOP_CMP_SWAP = 5,
+	/* Responses, responder -> requester */
+	RHN_WOP_READ_RESP = 16,
+	RHN_WOP_ATOMIC_RESP = 17, /* payload: 8-byte original value */
+	RHN_WOP_NAK = 18, /* syndrome says why; RHN_SYN_RNR: retry later */
+};
+
+enum rhn_wire_op_flags {
+	RHN_WOP_F_FIRST = 1u << 0, /* first packet of the message */
+	RHN_WOP_F_LAST = 1u << 1, /* last packet of the message */
+	RHN_WOP_F_IMM = 1u << 2,
+	RHN_WOP_F_SOLICITED = 1u << 3,
+	RHN_WOP_F_AREA = 1u << 4, /* rkey is an area ID */
+	RHN_WOP_F_SIGNAL = 1u << 5, /* interrupt the receiving host */
+};
+
+/*
+ * Operation header. For requests dst_qpn is the responder's QP/endpoint and
+ * src_qpn the requester's; responses swap them. msn numbers the requester
+ * QP's messages, so responses and NAKs name the message they answer.
+ * remote_addr is the address (or area offset) of this packet's first byte;
+ * READ_REQ and atomics carry the whole request in one packet (atomic
+ * operands in the payload: compare_add, swap).
+ */
+struct rhn_op_hdr {
+	__u8 opcode; /* enum rhn_wire_op */
+	__u8 flags; /* enum rhn_wire_op_flags */
+	__u8 syndrome; /* NAK: enum rhn_syndrome */
+	__u8 qp_type; /* requester's enum rhn_qp_type */
+	__le32 dst_qpn;
+	__le32 src_qpn;
+	__le32 msn;
+	__le32 rkey; /* rkey or area ID */
+	__le32 imm_data; /* or UD qkey for SEND on UD QPs */
+	__le64 remote_addr;
+	__le32 msg_len; /* total message (READ: requested) length */
+	__le32 msg_offset; /* offset of this packet's payload */
+};
+RHN_ASSERT_SIZE(struct rhn_op_hdr, 40);
+
+#define RHN_PKT_HDR_LEN 32
+#define RHN_DATA_HDR_LEN (RHN_PKT_HDR_LEN + 40)
+#define RHN_MAX_FRAME (RHN_DATA_HDR_LEN + RHN_WIRE_MTU)
+
+#endif /* RHINET_HW_WIRE_H */

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Install what a fresh Debian 12 (bookworm) machine lacks to build and test
+# RHiNET-NG. Idempotent: packages already installed are left alone, and the
+# package lists are refreshed only when something is actually missing.
+# Uses apt only; the archive comes from the machine's own apt configuration.
+set -euo pipefail
+
+PACKAGES=(
+	build-essential
+	cmake
+	ninja-build
+	pkg-config
+	clang
+	clang-14
+	libclang-rt-14-dev # libFuzzer, ASan and UBSan runtimes for clang-14
+	clang-format
+	libgtest-dev
+	googletest
+	linux-libc-dev # <linux/types.h> used by include/uapi/rhinet
+)
+
+is_installed() {
+	local status
+	status=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) || return 1
+	[[ "$status" == "install ok installed" ]]
+}
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+	if ! is_installed "$pkg"; then
+		missing+=("$pkg")
+	fi
+done
+
+if ((${#missing[@]} == 0)); then
+	echo "setup-deps: all ${#PACKAGES[@]} packages present"
+	exit 0
+fi
+
+echo "setup-deps: installing ${missing[*]}"
+
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO=(sudo)
+	else
+		echo "setup-deps: not root and no sudo; install as root: ${missing[*]}" >&2
+		exit 1
+	fi
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update
+"${SUDO[@]}" apt-get install -y "${missing[@]}"
+
+# Confirm: fail loudly rather than leave a half-set-up machine behind.
+for pkg in "${missing[@]}"; do
+	if ! is_installed "$pkg"; then
+		echo "setup-deps: $pkg did not install" >&2
+		exit 1
+	fi
+done
+echo "setup-deps: done"
