@@ -199,8 +199,7 @@ void Engine::Impl::handle_kick(Kick& k) {
           qp.prefetched_slot = qp.sq_fetch;
         }
       }
-      if (k.kind == KickKind::kRq && qp.state == RHN_QPS_ERR)
-        qp.flushing = true;
+      if (qp.state == RHN_QPS_ERR) qp.flushing = true;  // flush new posts
       schedule(qn);
       return;
     }
@@ -370,7 +369,7 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
 
 bool Engine::frame_arrived(std::span<const uint8_t> frame) {
   Impl& m = *impl_;
-  if (frame.size() > sizeof(RxFrame::data)) {
+  if (frame.empty() || frame.size() > sizeof(RxFrame::data)) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return true;  // consumed: it can never be valid
   }

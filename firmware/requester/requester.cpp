@@ -51,8 +51,8 @@ uint8_t status_of_nak(uint8_t syndrome) {
     case RHN_SYN_PD_MISMATCH:
     case RHN_SYN_ACCESS_RIGHTS:
     case RHN_SYN_BOUNDS:
-    case RHN_SYN_BAD_AREA:
-    case RHN_SYN_ALIGNMENT: return RHN_CQE_REM_ACCESS_ERR;
+    case RHN_SYN_BAD_AREA: return RHN_CQE_REM_ACCESS_ERR;
+    case RHN_SYN_ALIGNMENT:  // a misaligned atomic is an invalid request
     case RHN_SYN_BAD_QP:
     case RHN_SYN_BAD_OPCODE:
     case RHN_SYN_LENGTH:

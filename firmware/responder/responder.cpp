@@ -215,6 +215,8 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
         if (m.status == RHN_CQE_SUCCESS && op.msg_len > m.capacity)
           m.status = RHN_CQE_LOC_LEN_ERR;
         if (m.status != RHN_CQE_SUCCESS) {
+          if (m.status == RHN_CQE_LOC_LEN_ERR)
+            counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
           nak(m.status == RHN_CQE_LOC_LEN_ERR ? RHN_SYN_LENGTH
                                               : RHN_SYN_BAD_WQE);
           complete_receive(p, m, p.node, op.src_qpn, RHN_CQE_OP_RECV, 0, 0);
@@ -302,8 +304,11 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
       rhn_syndrome syn = RHN_SYN_NONE;
       if (op.flags & RHN_WOP_F_AREA) {
         const AreaObj* a = find_area(qp->context, op.rkey);
-        if (!a || op.remote_addr > a->length || len > a->length - op.remote_addr) {
+        if (!a) {
           syn = RHN_SYN_BAD_AREA;
+        } else if (op.remote_addr > a->length ||
+                   len > a->length - op.remote_addr) {
+          syn = RHN_SYN_BOUNDS;
         } else {
           va = a->iova + op.remote_addr;
           const MrObj& mr = mrs[a->mr_index];
