@@ -12,10 +12,9 @@ namespace {
 constexpr uint32_t kMaxWqLog = 15;
 constexpr uint32_t kMaxCqLog = 16;
 constexpr uint32_t kMaxEqLog = 16;
-constexpr uint32_t kKnownAccess = RHN_ACCESS_LOCAL_WRITE |
-                                  RHN_ACCESS_REMOTE_WRITE |
-                                  RHN_ACCESS_REMOTE_READ |
-                                  RHN_ACCESS_REMOTE_ATOMIC;
+constexpr uint32_t kKnownAccess =
+    RHN_ACCESS_LOCAL_WRITE | RHN_ACCESS_REMOTE_WRITE | RHN_ACCESS_REMOTE_READ |
+    RHN_ACCESS_REMOTE_ATOMIC;
 
 template <typename T>
 uint32_t find_free(const std::vector<T>& table, uint32_t first) {
@@ -129,7 +128,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     return RHN_ADMIN_BAD_PARAM;
   };
   auto ref_get = [&](const HostRef& r, int delta) {
-    if (r.lkey != RHN_LKEY_PHYSICAL) mrs[r.lkey >> RHN_KEY_INDEX_SHIFT].refs += delta;
+    if (r.lkey != RHN_LKEY_PHYSICAL)
+      mrs[r.lkey >> RHN_KEY_INDEX_SHIFT].refs += delta;
   };
 
   switch (cmd.hdr.opcode) {
@@ -549,8 +549,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       const auto& c = u.register_area;
       MrObj* mr = mr_of_key(c.key);
       if (!mr) return detail = 1, RHN_ADMIN_BAD_HANDLE;
-      if (c.length == 0 || c.iova < mr->iova ||
-          c.iova + c.length < c.iova ||
+      if (c.length == 0 || c.iova < mr->iova || c.iova + c.length < c.iova ||
           c.iova + c.length > mr->iova + mr->length)
         return detail = 2, RHN_ADMIN_BAD_PARAM;
       if (find_area(ctx, c.area_id)) return RHN_ADMIN_EXISTS;

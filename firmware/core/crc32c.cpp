@@ -42,8 +42,8 @@ uint32_t crc32c_portable(uint32_t crc, const uint8_t* p, size_t len) {
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t crc,
-                                                         const uint8_t* p,
-                                                         size_t len) {
+                                                        const uint8_t* p,
+                                                        size_t len) {
   uint64_t c = crc;
   while (len >= 8) {
     uint64_t v;

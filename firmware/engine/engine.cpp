@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The engine shell: registers, ingress FIFOs and the poll loop that runs
 // every module for a bounded amount of work.
-#include "engine/engine_impl.h"
-
 #include <cstring>
+
+#include "engine/engine_impl.h"
 
 namespace rhinet::fw {
 
@@ -78,7 +78,8 @@ void Engine::Impl::reset() {
   session_seed = static_cast<uint16_t>(session_seed * 31 + bus.now_ns() + 7);
   if (session_seed == 0) session_seed = 1;
   contexts[0].valid = true;  // the kernel's context always exists
-  status_reg.store(RHN_STATUS_READY | (link_up.load() ? RHN_STATUS_LINK_UP : 0));
+  status_reg.store(RHN_STATUS_READY |
+                   (link_up.load() ? RHN_STATUS_LINK_UP : 0));
   control.store(0);
 }
 
@@ -151,9 +152,8 @@ void Engine::Impl::handle_kick(Kick& k) {
       admin_process();
       return;
     case KickKind::kEqDoorbell: {
-      const uint32_t eqn =
-          static_cast<uint32_t>((k.value >> RHN_EQ_DB_EQN_SHIFT) &
-                                RHN_EQ_DB_EQN_MASK);
+      const uint32_t eqn = static_cast<uint32_t>(
+          (k.value >> RHN_EQ_DB_EQN_SHIFT) & RHN_EQ_DB_EQN_MASK);
       if (eqn >= eqs.size() || !eqs[eqn].valid) {
         counters.add(RHN_CNT_BAD_DOORBELLS);
         return;
@@ -189,8 +189,8 @@ void Engine::Impl::handle_kick(Kick& k) {
         return;
       }
       QpObj& qp = qps[qn];
-      if (k.kind == KickKind::kSq && k.has_inline &&
-          qp.state == RHN_QPS_RTS && !qp.tx_active) {
+      if (k.kind == KickKind::kSq && k.has_inline && qp.state == RHN_QPS_RTS &&
+          !qp.tx_active) {
         // Doorbell-page WQE: use it if it is the next one to fetch.
         uint16_t idx;
         std::memcpy(&idx, k.inline_wqe.bytes + 4, sizeof(idx));
@@ -256,35 +256,64 @@ Engine::~Engine() = default;
 
 uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
   Impl& m = *impl_;
-  if (offset >= RHN_REG_COUNTERS && offset < RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT) {
+  if (offset >= RHN_REG_COUNTERS &&
+      offset < RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT) {
     const uint64_t v = m.counters.get((offset - RHN_REG_COUNTERS) / 8);
     return (offset & 4) ? v >> 32 : (size == 8 ? v : v & 0xffffffffu);
   }
   uint64_t v = 0;
   switch (offset) {
-    case RHN_REG_VERSION: v = RHN_VERSION; break;
+    case RHN_REG_VERSION:
+      v = RHN_VERSION;
+      break;
     case RHN_REG_CAPS:
       v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
           RHN_CAP_ATOMIC | RHN_CAP_AREA | RHN_CAP_INLINE_DB |
           RHN_CAP_STATUS_WORD;
       break;
-    case RHN_REG_NODE_ID: v = m.cfg.node_id; break;
-    case RHN_REG_STATUS: v = m.status_reg.load(); break;
-    case RHN_REG_CONTROL: v = m.control.load(); break;
-    case RHN_REG_DB_PAGES: v = m.cfg.db_pages; break;
-    case RHN_REG_MSIX_VECTORS: v = m.cfg.msix_vectors; break;
-    case RHN_REG_MTU: v = RHN_WIRE_MTU; break;
+    case RHN_REG_NODE_ID:
+      v = m.cfg.node_id;
+      break;
+    case RHN_REG_STATUS:
+      v = m.status_reg.load();
+      break;
+    case RHN_REG_CONTROL:
+      v = m.control.load();
+      break;
+    case RHN_REG_DB_PAGES:
+      v = m.cfg.db_pages;
+      break;
+    case RHN_REG_MSIX_VECTORS:
+      v = m.cfg.msix_vectors;
+      break;
+    case RHN_REG_MTU:
+      v = RHN_WIRE_MTU;
+      break;
     case RHN_REG_MAC_LO:
       v = m.cfg.mac[0] | (m.cfg.mac[1] << 8) | (m.cfg.mac[2] << 16) |
           (uint32_t{m.cfg.mac[3]} << 24);
       break;
-    case RHN_REG_MAC_HI: v = m.cfg.mac[4] | (m.cfg.mac[5] << 8); break;
-    case RHN_REG_ADMIN_SQ_BASE: v = m.admin_sq_base.load(); break;
-    case RHN_REG_ADMIN_SQ_BASE + 4: v = m.admin_sq_base.load() >> 32; break;
-    case RHN_REG_ADMIN_CQ_BASE: v = m.admin_cq_base.load(); break;
-    case RHN_REG_ADMIN_CQ_BASE + 4: v = m.admin_cq_base.load() >> 32; break;
-    case RHN_REG_ADMIN_LOG_DEPTH: v = m.admin_log_depth.load(); break;
-    default: v = 0; break;
+    case RHN_REG_MAC_HI:
+      v = m.cfg.mac[4] | (m.cfg.mac[5] << 8);
+      break;
+    case RHN_REG_ADMIN_SQ_BASE:
+      v = m.admin_sq_base.load();
+      break;
+    case RHN_REG_ADMIN_SQ_BASE + 4:
+      v = m.admin_sq_base.load() >> 32;
+      break;
+    case RHN_REG_ADMIN_CQ_BASE:
+      v = m.admin_cq_base.load();
+      break;
+    case RHN_REG_ADMIN_CQ_BASE + 4:
+      v = m.admin_cq_base.load() >> 32;
+      break;
+    case RHN_REG_ADMIN_LOG_DEPTH:
+      v = m.admin_log_depth.load();
+      break;
+    default:
+      v = 0;
+      break;
   }
   return size == 8 ? v : v & 0xffffffffu;
 }
@@ -306,9 +335,15 @@ void Engine::reg_write(uint32_t offset, uint64_t value, unsigned size) {
   Impl& m = *impl_;
   KickKind kind;
   switch (offset) {
-    case RHN_REG_CONTROL: kind = KickKind::kControl; break;
-    case RHN_REG_ADMIN_SQ_TAIL: kind = KickKind::kAdmin; break;
-    case RHN_REG_EQ_DOORBELL: kind = KickKind::kEqDoorbell; break;
+    case RHN_REG_CONTROL:
+      kind = KickKind::kControl;
+      break;
+    case RHN_REG_ADMIN_SQ_TAIL:
+      kind = KickKind::kAdmin;
+      break;
+    case RHN_REG_EQ_DOORBELL:
+      kind = KickKind::kEqDoorbell;
+      break;
     case RHN_REG_ADMIN_SQ_BASE:
     case RHN_REG_ADMIN_SQ_BASE + 4:
       write_half(m.admin_sq_base, offset - RHN_REG_ADMIN_SQ_BASE, value, size);
@@ -345,11 +380,20 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
   }
   KickKind kind;
   switch (offset) {
-    case RHN_DB_SQ: kind = KickKind::kSq; break;
-    case RHN_DB_RQ: kind = KickKind::kRq; break;
-    case RHN_DB_SRQ: kind = KickKind::kSrq; break;
-    case RHN_DB_CQ_ARM: kind = KickKind::kCqArm; break;
-    default: return;
+    case RHN_DB_SQ:
+      kind = KickKind::kSq;
+      break;
+    case RHN_DB_RQ:
+      kind = KickKind::kRq;
+      break;
+    case RHN_DB_SRQ:
+      kind = KickKind::kSrq;
+      break;
+    case RHN_DB_CQ_ARM:
+      kind = KickKind::kCqArm;
+      break;
+    default:
+      return;
   }
   const bool with_inline =
       kind == KickKind::kSq && (value & RHN_DB_SQ_INLINE) != 0;

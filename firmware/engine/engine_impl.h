@@ -20,8 +20,8 @@
 #include "requester/wqe_decoder.h"
 #include "rhinet/fw/engine.h"
 #include "rhinet/hw.h"
-#include "transport/packet.h"
 #include "translation/tlb.h"
+#include "transport/packet.h"
 
 namespace rhinet::fw {
 
@@ -241,8 +241,7 @@ struct RxMessage {
 };
 
 struct Peer {
-  explicit Peer(uint32_t window)
-      : unacked(window * 2), gates(16), reads(256) {}
+  explicit Peer(uint32_t window) : unacked(window * 2), gates(16), reads(256) {}
   bool valid = false;
   uint16_t node = 0;
   uint32_t index = 0;
@@ -272,7 +271,8 @@ struct Peer {
   uint32_t nak_msn = 0;
 };
 
-// ---- Ingress FIFOs (doorbell/) ------------------------------------------------
+// ---- Ingress FIFOs (doorbell/)
+// ------------------------------------------------
 
 enum class KickKind : uint8_t {
   kControl,
@@ -353,7 +353,7 @@ struct Engine::Impl {
   Fifo<uint32_t> free_slots;
   uint32_t response_reserve = 0;  // slots only responses may take
   uint16_t session_seed = 1;
-  Fifo<uint32_t> ready;  // QPs with requester work
+  Fifo<uint32_t> ready;                // QPs with requester work
   uint64_t next_qp_wake = UINT64_MAX;  // earliest QpObj::wake_at
 
   // ---- engine/engine.cpp

@@ -12,23 +12,33 @@ namespace {
 uint8_t wire_op(uint8_t op) {
   switch (op) {
     case RHN_OP_SEND:
-    case RHN_OP_SEND_IMM: return RHN_WOP_SEND;
+    case RHN_OP_SEND_IMM:
+      return RHN_WOP_SEND;
     case RHN_OP_WRITE:
-    case RHN_OP_WRITE_IMM: return RHN_WOP_WRITE;
-    case RHN_OP_READ: return RHN_WOP_READ_REQ;
-    case RHN_OP_FETCH_ADD: return RHN_WOP_FETCH_ADD;
-    default: return RHN_WOP_CMP_SWAP;
+    case RHN_OP_WRITE_IMM:
+      return RHN_WOP_WRITE;
+    case RHN_OP_READ:
+      return RHN_WOP_READ_REQ;
+    case RHN_OP_FETCH_ADD:
+      return RHN_WOP_FETCH_ADD;
+    default:
+      return RHN_WOP_CMP_SWAP;
   }
 }
 
 uint8_t cqe_op(uint8_t op) {
   switch (op) {
     case RHN_OP_WRITE:
-    case RHN_OP_WRITE_IMM: return RHN_CQE_OP_WRITE;
-    case RHN_OP_READ: return RHN_CQE_OP_READ;
-    case RHN_OP_FETCH_ADD: return RHN_CQE_OP_FETCH_ADD;
-    case RHN_OP_CMP_SWAP: return RHN_CQE_OP_CMP_SWAP;
-    default: return RHN_CQE_OP_SEND;
+    case RHN_OP_WRITE_IMM:
+      return RHN_CQE_OP_WRITE;
+    case RHN_OP_READ:
+      return RHN_CQE_OP_READ;
+    case RHN_OP_FETCH_ADD:
+      return RHN_CQE_OP_FETCH_ADD;
+    case RHN_OP_CMP_SWAP:
+      return RHN_CQE_OP_CMP_SWAP;
+    default:
+      return RHN_CQE_OP_SEND;
   }
 }
 
@@ -36,9 +46,7 @@ bool has_imm(uint8_t op) {
   return op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE_IMM;
 }
 
-bool awaits_response(uint8_t op) {
-  return op == RHN_OP_READ || is_atomic(op);
-}
+bool awaits_response(uint8_t op) { return op == RHN_OP_READ || is_atomic(op); }
 
 bool local_error(uint8_t status) {
   return status == RHN_CQE_LOC_LEN_ERR || status == RHN_CQE_LOC_QP_OP_ERR ||
@@ -51,13 +59,16 @@ uint8_t status_of_nak(uint8_t syndrome) {
     case RHN_SYN_PD_MISMATCH:
     case RHN_SYN_ACCESS_RIGHTS:
     case RHN_SYN_BOUNDS:
-    case RHN_SYN_BAD_AREA: return RHN_CQE_REM_ACCESS_ERR;
+    case RHN_SYN_BAD_AREA:
+      return RHN_CQE_REM_ACCESS_ERR;
     case RHN_SYN_ALIGNMENT:  // a misaligned atomic is an invalid request
     case RHN_SYN_BAD_QP:
     case RHN_SYN_BAD_OPCODE:
     case RHN_SYN_LENGTH:
-    case RHN_SYN_BAD_QKEY: return RHN_CQE_REM_INV_REQ_ERR;
-    default: return RHN_CQE_REM_OP_ERR;
+    case RHN_SYN_BAD_QKEY:
+      return RHN_CQE_REM_INV_REQ_ERR;
+    default:
+      return RHN_CQE_REM_OP_ERR;
   }
 }
 
@@ -128,8 +139,7 @@ bool Engine::Impl::fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw,
                 uint64_t{before_wrap} * RHN_SQ_SLOT_SIZE, false))
     return false;
   if (rest > before_wrap &&
-      !host_dma(qp.sq_ring, 0,
-                raw.bytes + (1 + before_wrap) * RHN_SQ_SLOT_SIZE,
+      !host_dma(qp.sq_ring, 0, raw.bytes + (1 + before_wrap) * RHN_SQ_SLOT_SIZE,
                 uint64_t{rest - before_wrap} * RHN_SQ_SLOT_SIZE, false))
     return false;
   return true;
@@ -164,8 +174,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
       qp.tx_entry = idx;
       qp.tx_offset = 0;
       qp.tx_peer = e.peer;
-      qp.tx_dst_qpn =
-          qp.type == RHN_QP_RC ? qp.dest_qpn : qp.tx_wqe.dst_qpn;
+      qp.tx_dst_qpn = qp.type == RHN_QP_RC ? qp.dest_qpn : qp.tx_wqe.dst_qpn;
       return true;
     }
   }
@@ -209,8 +218,8 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     const rhn_syndrome s = decode_send_wqe(qp.tx_raw, nslots, 1u << 31, w);
     if (s != RHN_SYN_NONE) {
       counters.add(RHN_CNT_BAD_WQES);
-      result = s == RHN_SYN_LENGTH ? RHN_CQE_LOC_LEN_ERR
-                                   : RHN_CQE_LOC_QP_OP_ERR;
+      result =
+          s == RHN_SYN_LENGTH ? RHN_CQE_LOC_LEN_ERR : RHN_CQE_LOC_QP_OP_ERR;
       syndrome = s;
     }
   }
@@ -247,9 +256,8 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     for (uint32_t i = 0; i < w.num_sge && result == RHN_CQE_SUCCESS; i++) {
       const rhn_sge sge = wqe_sge(qp.tx_raw, i);
       if (sge.length == 0) continue;
-      const rhn_syndrome s =
-          check_key(sge.lkey, kNone, qp.pdn, need, sge.addr, sge.length,
-                    nullptr);
+      const rhn_syndrome s = check_key(sge.lkey, kNone, qp.pdn, need, sge.addr,
+                                       sge.length, nullptr);
       if (s != RHN_SYN_NONE) {
         result = RHN_CQE_LOC_PROT_ERR;
         syndrome = s;
@@ -257,9 +265,9 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     }
   }
   if (result == RHN_CQE_SUCCESS && (w.flags & RHN_WQE_F_STATUS_WORD)) {
-    const rhn_syndrome s = check_key(w.status_lkey, kNone, qp.pdn,
-                                     RHN_ACCESS_LOCAL_WRITE, w.status_addr,
-                                     sizeof(uint64_t), nullptr);
+    const rhn_syndrome s =
+        check_key(w.status_lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE,
+                  w.status_addr, sizeof(uint64_t), nullptr);
     if (s != RHN_SYN_NONE || (w.status_addr & 7)) {
       result = RHN_CQE_LOC_PROT_ERR;
       syndrome = s != RHN_SYN_NONE ? s : RHN_SYN_ALIGNMENT;
@@ -364,8 +372,7 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
     std::memcpy(payload, &w.compare_add, 8);
     std::memcpy(payload + 8, &w.swap, 8);
   } else if (w.flags & RHN_WQE_F_INLINE) {
-    std::memcpy(payload, wqe_inline(qp.tx_raw, w).data() + qp.tx_offset,
-                chunk);
+    std::memcpy(payload, wqe_inline(qp.tx_raw, w).data() + qp.tx_offset, chunk);
   } else if (chunk) {
     // Gather this packet's bytes from the SGEs.
     uint64_t skip = qp.tx_offset;
@@ -416,8 +423,8 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
       last && !reads &&
       ((w.flags & (RHN_WQE_F_SIGNALED | RHN_WQE_F_STATUS_WORD)) ||
        p.unacked.size() + 1 >= cfg.channel_window / 2);
-  const uint32_t serial = commit_data(p, slot, op, chunk, wants_ack, qpn,
-                                      qp.gen, last && !reads);
+  const uint32_t serial =
+      commit_data(p, slot, op, chunk, wants_ack, qpn, qp.gen, last && !reads);
   qp.tx_offset += chunk;
   if (!last) return TxResult::kSent;
   e.last_serial = serial;
@@ -533,8 +540,7 @@ void Engine::Impl::flush_qp(uint32_t qpn) {
       qp.sq_complete = qp.sq_fetch;
     }
   }
-  if (qp.srqn == kNone &&
-      host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) {
+  if (qp.srqn == kNone && host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) {
     uint32_t budget = 1u << qp.rq_log;
     while (qp.rq_consumer != rec.producer_index && budget--) {
       rhn_cqe c{};
@@ -636,11 +642,11 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
         const uint64_t take =
             std::min<uint64_t>(sge.length - skip, pkt.payload.size() - done);
         uint32_t mr_index;
-        ok = check_key(sge.lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE,
-                       sge.addr + skip, take, &mr_index) == RHN_SYN_NONE &&
-             mr_dma(mr_index, sge.addr + skip,
-                    const_cast<uint8_t*>(pkt.payload.data()) + done, take,
-                    true);
+        ok =
+            check_key(sge.lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE,
+                      sge.addr + skip, take, &mr_index) == RHN_SYN_NONE &&
+            mr_dma(mr_index, sge.addr + skip,
+                   const_cast<uint8_t*>(pkt.payload.data()) + done, take, true);
         done += take;
         skip = 0;
       }

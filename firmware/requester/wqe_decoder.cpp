@@ -6,10 +6,10 @@
 namespace rhinet::fw {
 namespace {
 
-constexpr uint8_t kKnownFlags =
-    RHN_WQE_F_SIGNALED | RHN_WQE_F_SOLICITED | RHN_WQE_F_FENCE |
-    RHN_WQE_F_INLINE | RHN_WQE_F_STATUS_WORD | RHN_WQE_F_AREA |
-    RHN_WQE_F_SIGNAL_REMOTE;
+constexpr uint8_t kKnownFlags = RHN_WQE_F_SIGNALED | RHN_WQE_F_SOLICITED |
+                                RHN_WQE_F_FENCE | RHN_WQE_F_INLINE |
+                                RHN_WQE_F_STATUS_WORD | RHN_WQE_F_AREA |
+                                RHN_WQE_F_SIGNAL_REMOTE;
 
 bool opcode_supported(uint8_t op) {
   switch (op) {

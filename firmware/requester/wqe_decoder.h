@@ -31,9 +31,9 @@ struct DecodedWqe {
   uint32_t qkey = 0;
   uint64_t compare_add = 0;
   uint64_t swap = 0;
-  uint32_t num_sge = 0;  // SGEs in the raw WQE at offset 48
+  uint32_t num_sge = 0;     // SGEs in the raw WQE at offset 48
   uint32_t inline_len = 0;  // inline bytes in the raw WQE at offset 48
-  uint64_t length = 0;  // message length in bytes
+  uint64_t length = 0;      // message length in bytes
 };
 
 // Slots the WQE beginning with this slot occupies (1..8), or 0 if the

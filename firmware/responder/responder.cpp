@@ -250,8 +250,7 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
             std::min<uint64_t>(m.sge[i].length - skip, data.size() - done);
         uint32_t mr_index;
         ok = check_key(m.sge[i].lkey, kNone, kNone, RHN_ACCESS_LOCAL_WRITE,
-                       m.sge[i].addr + skip, take,
-                       &mr_index) == RHN_SYN_NONE &&
+                       m.sge[i].addr + skip, take, &mr_index) == RHN_SYN_NONE &&
              mr_dma(mr_index, m.sge[i].addr + skip,
                     const_cast<uint8_t*>(data.data()) + done, take, true);
         done += take;
@@ -286,12 +285,13 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
       }
       const bool atomic =
           op.opcode == RHN_WOP_FETCH_ADD || op.opcode == RHN_WOP_CMP_SWAP;
-      const uint32_t right = op.opcode == RHN_WOP_WRITE ? RHN_ACCESS_REMOTE_WRITE
+      const uint32_t right = op.opcode == RHN_WOP_WRITE
+                                 ? RHN_ACCESS_REMOTE_WRITE
                              : atomic ? RHN_ACCESS_REMOTE_ATOMIC
                                       : RHN_ACCESS_REMOTE_READ;
       const uint64_t len = op.opcode == RHN_WOP_WRITE ? data.size()
-                           : atomic                  ? 8
-                                                     : op.msg_len;
+                           : atomic                   ? 8
+                                                      : op.msg_len;
       if (p.nak_qpn == op.src_qpn && p.nak_msn == op.msn) return;  // NAKed
       if (atomic && data.size() != 16) {
         counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
@@ -339,12 +339,11 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
             return;
           }
           m.length = op.msg_len;
-          complete_receive(
-              p, m, p.node, op.src_qpn, RHN_CQE_OP_RECV_WRITE_IMM,
-              op.imm_data,
-              static_cast<uint8_t>(
-                  RHN_CQE_F_IMM |
-                  ((op.flags & RHN_WOP_F_SOLICITED) ? RHN_CQE_F_SOLICITED
+          complete_receive(p, m, p.node, op.src_qpn, RHN_CQE_OP_RECV_WRITE_IMM,
+                           op.imm_data,
+                           static_cast<uint8_t>(
+                               RHN_CQE_F_IMM | ((op.flags & RHN_WOP_F_SOLICITED)
+                                                    ? RHN_CQE_F_SOLICITED
                                                     : 0)));
         }
         return;
@@ -408,10 +407,10 @@ bool Engine::Impl::stream_reads(Peer& p) {
     op.msn = r.msn;
     op.msg_len = r.length;
     op.msg_offset = r.sent;
-    if (chunk && (!mrs[r.mr_index].valid ||
-                  !mr_dma(r.mr_index, r.va + r.sent,
-                          slots[slot].frame + RHN_DATA_HDR_LEN, chunk,
-                          false))) {
+    if (chunk &&
+        (!mrs[r.mr_index].valid ||
+         !mr_dma(r.mr_index, r.va + r.sent,
+                 slots[slot].frame + RHN_DATA_HDR_LEN, chunk, false))) {
       // The region vanished under the READ: answer with a NAK instead.
       free_slots.push(slot);
       op.opcode = RHN_WOP_NAK;

@@ -9,9 +9,8 @@
 namespace rhinet::fw {
 
 rhn_syndrome Engine::Impl::check_key(uint32_t key, uint32_t context,
-                                     uint32_t pdn, uint32_t access,
-                                     uint64_t va, uint64_t len,
-                                     uint32_t* mr_index) {
+                                     uint32_t pdn, uint32_t access, uint64_t va,
+                                     uint64_t len, uint32_t* mr_index) {
   const uint32_t idx = key >> RHN_KEY_INDEX_SHIFT;
   if (idx == 0 || idx >= mrs.size()) return RHN_SYN_BAD_KEY;
   const MrObj& mr = mrs[idx];
@@ -20,9 +19,8 @@ rhn_syndrome Engine::Impl::check_key(uint32_t key, uint32_t context,
   if (pdn != kNone && mr.pdn != pdn) return RHN_SYN_PD_MISMATCH;
   if (context != kNone && mr.context != context) return RHN_SYN_PD_MISMATCH;
   if ((mr.access & access) != access) return RHN_SYN_ACCESS_RIGHTS;
-  if (len != 0 &&
-      (va < mr.iova || va - mr.iova > mr.length || len > mr.length ||
-       va - mr.iova + len > mr.length))
+  if (len != 0 && (va < mr.iova || va - mr.iova > mr.length ||
+                   len > mr.length || va - mr.iova + len > mr.length))
     return RHN_SYN_BOUNDS;
   if (mr_index) *mr_index = idx;
   return RHN_SYN_NONE;
@@ -43,11 +41,10 @@ bool Engine::Impl::translate(uint32_t mr_index, uint64_t va,
     // Walk the VP table: one DMA read per level, top level first.
     uint64_t table = mr.table;
     for (int level = mr.levels - 1; level >= 0; level--) {
-      const uint64_t index =
-          level == mr.levels - 1 && mr.levels == 1
-              ? page
-              : (page >> (RHN_VPT_LEVEL_SHIFT * level)) &
-                    (RHN_VPT_ENTRIES_PER_PAGE - 1);
+      const uint64_t index = level == mr.levels - 1 && mr.levels == 1
+                                 ? page
+                                 : (page >> (RHN_VPT_LEVEL_SHIFT * level)) &
+                                       (RHN_VPT_ENTRIES_PER_PAGE - 1);
       uint64_t pte;
       if (!bus.dma_read(table + index * sizeof(pte), &pte, sizeof(pte))) {
         counters.add(RHN_CNT_DMA_ERRORS);
@@ -70,17 +67,16 @@ bool Engine::Impl::mr_dma(uint32_t mr_index, uint64_t va, void* buf,
   const uint64_t page_size =
       mr.levels == 0 ? UINT64_MAX : (1ull << mr.page_shift);
   while (len) {
-    uint64_t chunk = page_size == UINT64_MAX
-                         ? len
-                         : page_size - (va & (page_size - 1));
+    uint64_t chunk =
+        page_size == UINT64_MAX ? len : page_size - (va & (page_size - 1));
     if (chunk > len) chunk = len;
     uint64_t addr;
     if (!translate(mr_index, va, addr)) {
       counters.add(RHN_CNT_DMA_ERRORS);
       return false;
     }
-    const bool ok = write ? bus.dma_write(addr, p, chunk)
-                          : bus.dma_read(addr, p, chunk);
+    const bool ok =
+        write ? bus.dma_write(addr, p, chunk) : bus.dma_read(addr, p, chunk);
     if (!ok) {
       counters.add(RHN_CNT_DMA_ERRORS);
       return false;

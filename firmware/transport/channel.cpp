@@ -44,9 +44,9 @@ uint32_t Engine::Impl::begin_data() {
   return slot;
 }
 
-uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot,
-                                   const rhn_op_hdr& op, uint32_t payload_len,
-                                   bool ack_req, uint32_t qpn, uint32_t qp_gen,
+uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
+                                   uint32_t payload_len, bool ack_req,
+                                   uint32_t qpn, uint32_t qp_gen,
                                    bool completes_message) {
   SendSlot& s = slots[slot];
   const uint32_t pcrc =
@@ -80,8 +80,8 @@ uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot,
 }
 
 uint32_t Engine::Impl::send_data(Peer& p, const rhn_op_hdr& op,
-                                 std::span<const uint8_t> payload,
-                                 bool ack_req, uint32_t qpn, uint32_t qp_gen,
+                                 std::span<const uint8_t> payload, bool ack_req,
+                                 uint32_t qpn, uint32_t qp_gen,
                                  bool completes_message) {
   const uint32_t slot = begin_data();
   if (!payload.empty())
@@ -150,7 +150,8 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
 void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
   Packet pkt;
   switch (parse_packet(frame, pkt)) {
-    case ParseStatus::kOk: break;
+    case ParseStatus::kOk:
+      break;
     case ParseStatus::kMalformed:
       counters.add(RHN_CNT_MALFORMED_PACKETS);
       return;
@@ -246,9 +247,8 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
     p.ack_deadline = now + cfg.ack_delay_ns;
 }
 
-void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq,
-                               uint16_t ack_session, uint16_t session,
-                               uint32_t seq) {
+void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
+                               uint16_t session, uint32_t seq) {
   if (ack_session != p.tx_session) return;
   if (seq_before(p.tx_next, ack_seq)) {
     counters.add(RHN_CNT_MALFORMED_PACKETS);  // acks what we never sent

@@ -50,8 +50,8 @@ ParseStatus parse_packet(std::span<const uint8_t> frame, Packet& out) {
   return ParseStatus::kOk;
 }
 
-size_t seal_packet(uint8_t* frame, const rhn_pkt_hdr& hdr,
-                   const rhn_op_hdr* op, uint32_t payload_crc) {
+size_t seal_packet(uint8_t* frame, const rhn_pkt_hdr& hdr, const rhn_op_hdr* op,
+                   uint32_t payload_crc) {
   const size_t hdr_len = header_length(hdr.type);
   rhn_pkt_hdr h = hdr;
   h.magic = RHN_WIRE_MAGIC;

@@ -35,8 +35,8 @@ inline size_t header_length(uint8_t type) {
 // Writes hdr (and op for DATA) in front of a payload already in place at
 // frame + header_length(type), filling payload_crc and hdr_crc. Returns the
 // frame length.
-size_t seal_packet(uint8_t* frame, const rhn_pkt_hdr& hdr,
-                   const rhn_op_hdr* op, uint32_t payload_crc);
+size_t seal_packet(uint8_t* frame, const rhn_pkt_hdr& hdr, const rhn_op_hdr* op,
+                   uint32_t payload_crc);
 
 // Recomputes hdr_crc after header fields changed (retransmission refreshes
 // the piggybacked acknowledgement).

@@ -35,8 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (frame.size() >= hl) {
         const uint16_t plen = static_cast<uint16_t>(frame.size() - hl);
         std::memcpy(&frame[20], &plen, 2);
-        const uint32_t pcrc =
-            plen ? fw::crc32c(0, frame.data() + hl, plen) : 0;
+        const uint32_t pcrc = plen ? fw::crc32c(0, frame.data() + hl, plen) : 0;
         std::memcpy(&frame[24], &pcrc, 4);
         fw::reseal_header(frame.data());
       }

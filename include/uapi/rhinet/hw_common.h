@@ -36,7 +36,7 @@ typedef uint64_t __le64;
 /* Guard a structure's size and one field's offset in one line. */
 #define RHN_ASSERT_SIZE(type, size) \
 	RHN_STATIC_ASSERT(sizeof(type) == (size), #type " size")
-#define RHN_ASSERT_OFFSET(type, member, off)              \
+#define RHN_ASSERT_OFFSET(type, member, off)                   \
 	RHN_STATIC_ASSERT(RHN_OFFSETOF(type, member) == (off), \
 			  #type "." #member " offset")
 

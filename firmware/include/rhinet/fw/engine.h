@@ -47,9 +47,9 @@ struct EngineConfig {
   uint32_t max_areas = 4096;
   uint32_t max_peers = 64;  // nodes with channel state at once
   uint32_t msix_vectors = 32;
-  uint32_t tlb_entries = 256;  // 4-way set associative
+  uint32_t tlb_entries = 256;         // 4-way set associative
   uint32_t send_packet_slots = 1024;  // send-packet memory, shared
-  uint32_t channel_window = 128;  // unacked packets per peer
+  uint32_t channel_window = 128;      // unacked packets per peer
   uint32_t rx_fifo_frames = 256;
   uint32_t kick_fifo_entries = 1024;
   uint32_t max_inflight_per_qp = 64;  // messages awaiting ACK/response
@@ -57,8 +57,8 @@ struct EngineConfig {
   uint32_t responder_reads = 256;  // READ responses queued as responder
   // Timers.
   uint64_t retransmit_timeout_ns = 2'000'000;
-  uint32_t max_retries = 8;  // then the peer is declared dead
-  uint32_t ack_coalesce = 16;  // ACK at least every N received packets
+  uint32_t max_retries = 8;        // then the peer is declared dead
+  uint32_t ack_coalesce = 16;      // ACK at least every N received packets
   uint64_t ack_delay_ns = 20'000;  // or this long after the first unacked
 };
 

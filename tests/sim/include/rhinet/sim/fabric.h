@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Simulated fabric switch. Each node's engine transmits into its port's Wire;
+// the switch queues the frame (never calling back into an engine from inside
+// transmit) and delivers it later from deliver(), routed by the transport
+// header's dst_node. Seeded fault injection: loss, duplication, reordering,
+// corruption, link down; globally or per port.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "rhinet/fw/engine.h"
+#include "rhinet/sim/host.h"
+
+namespace rhinet::sim {
+
+struct FaultConfig {
+  double loss = 0.0;                  // probability a frame is dropped
+  double duplicate = 0.0;             // probability a second copy is delivered
+  double reorder = 0.0;               // probability a frame is held back
+  double corrupt = 0.0;               // probability one random bit is flipped
+  uint64_t reorder_delay_ns = 5'000;  // how long a held-back frame waits
+};
+
+struct SwitchCounters {
+  uint64_t transmitted = 0;  // frames handed to the switch by engines
+  uint64_t delivered = 0;    // frame_arrived() calls made
+  uint64_t rx_refused = 0;   // frame_arrived() returned false
+  uint64_t lost = 0;         // dropped by the loss fault
+  uint64_t link_drops = 0;   // dropped because a port's link is down
+  uint64_t unroutable = 0;   // too short, or no such destination port
+  uint64_t duplicated = 0;
+  uint64_t reordered = 0;
+  uint64_t corrupted = 0;
+};
+
+class SimSwitch {
+ public:
+  SimSwitch(SimClock& clock, size_t ports, uint64_t seed);
+  ~SimSwitch();
+
+  size_t ports() const { return ports_.size(); }
+  // The Wire a node's engine transmits into.
+  fw::Wire& wire(size_t port);
+  // Where frames for `port` are delivered. Must be set before deliver().
+  void attach(size_t port, fw::Engine* engine) {
+    ports_.at(port).engine = engine;
+  }
+
+  void set_seed(uint64_t seed) { rng_.seed(seed); }
+  void set_faults(const FaultConfig& f) { global_ = f; }
+  // Per-port faults apply to frames to or from that port (the destination
+  // port's setting wins over the source port's, both over the global one).
+  void set_port_faults(size_t port, const FaultConfig& f) {
+    ports_.at(port).faults = f;
+  }
+  void clear_port_faults(size_t port) { ports_.at(port).faults.reset(); }
+  void clear_faults();
+  void set_link(size_t port, bool up) { ports_.at(port).link_up = up; }
+  bool link(size_t port) const { return ports_.at(port).link_up; }
+  // Virtual time a frame spends in the switch.
+  void set_hop_delay(uint64_t ns) { hop_delay_ns_ = ns; }
+
+  // Delivers every queued frame that is due by now. Returns true if any was.
+  bool deliver();
+  // Earliest time a queued frame becomes due, or UINT64_MAX.
+  uint64_t next_delivery_ns() const;
+  size_t queued() const { return queue_.size(); }
+
+  const SwitchCounters& counters() const { return counters_; }
+  // Observes every frame as transmitted (before faults): src port, bytes.
+  std::function<void(size_t, std::span<const uint8_t>)> tap;
+
+ private:
+  class PortWire;
+  struct Port {
+    std::unique_ptr<PortWire> wire;
+    fw::Engine* engine = nullptr;
+    bool link_up = true;
+    std::optional<FaultConfig> faults;
+  };
+  struct Key {
+    uint64_t due;
+    uint64_t order;
+    bool operator<(const Key& o) const {
+      return due != o.due ? due < o.due : order < o.order;
+    }
+  };
+  struct Queued {
+    size_t dst;
+    std::vector<uint8_t> frame;
+  };
+
+  void transmit(size_t src, std::span<const uint8_t> frame);
+  void route(size_t src, size_t dst, std::span<const uint8_t> frame);
+  const FaultConfig& faults_for(size_t src, size_t dst) const;
+  bool chance(double p);
+
+  SimClock& clock_;
+  std::vector<Port> ports_;
+  FaultConfig global_;
+  uint64_t hop_delay_ns_ = 500;
+  std::mt19937_64 rng_;
+  std::map<Key, Queued> queue_;
+  uint64_t order_ = 0;
+  SwitchCounters counters_;
+};
+
+}  // namespace rhinet::sim

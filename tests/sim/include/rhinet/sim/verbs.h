@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// A verbs-like user library (the "provider") over the simulated driver: a
+// context = one process's doorbell page, its PD, CQs, SRQs and QPs, with all
+// rings and doorbell records in the process's own registered memory.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "rhinet/fw/engine.h"
+#include "rhinet/hw.h"
+#include "rhinet/sim/driver.h"
+#include "rhinet/sim/host.h"
+
+namespace rhinet::sim {
+
+class SimQp;
+class SimContext;
+
+struct Sge {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
+struct Completion {
+  uint64_t wr_id = 0;
+  uint32_t qpn = 0;
+  uint32_t byte_len = 0;
+  uint32_t imm_data = 0;
+  uint32_t src_qpn = 0;
+  uint16_t src_node = 0;
+  uint16_t wqe_index = 0;
+  uint32_t vendor_err = 0;
+  uint8_t opcode = 0;
+  uint8_t status = 0;
+  uint8_t flags = 0;
+  bool ok() const { return status == RHN_CQE_SUCCESS; }
+  bool is_send() const { return (flags & RHN_CQE_F_SQ) != 0; }
+};
+
+// A send work request as the application states it.
+struct SendWr {
+  uint64_t wr_id = 0;
+  uint8_t opcode = RHN_OP_SEND;
+  uint8_t flags = RHN_WQE_F_SIGNALED;
+  std::vector<Sge> sges;
+  std::vector<uint8_t> inline_data;  // with RHN_WQE_F_INLINE
+  uint64_t remote_addr = 0;          // VA, or offset with RHN_WQE_F_AREA
+  uint32_t remote_key = 0;           // rkey, or area ID
+  uint32_t imm_data = 0;
+  uint16_t dst_node = 0;  // UD / endpoint
+  uint32_t dst_qpn = 0;   // UD / endpoint
+  uint32_t qkey = 0;      // UD
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
+  uint64_t status_addr = 0;  // with RHN_WQE_F_STATUS_WORD
+  uint32_t status_lkey = 0;
+  bool inline_doorbell = false;  // write the WQE into the doorbell page too
+};
+
+// Ring memory plus its doorbell record, in one buffer of the owning context:
+// registered (lkey + VA) for user contexts, physical for context 0.
+struct QueueMemory {
+  SimBuffer buf;
+  SimMr mr;
+  uint32_t lkey = RHN_LKEY_PHYSICAL;
+  size_t record_offset = 0;
+  rhn_host_ref ref(size_t offset) const;
+  rhn_host_ref record_ref() const { return ref(record_offset); }
+  void set_record(uint32_t index);  // producer or consumer index
+};
+
+class SimCq {
+ public:
+  SimCq() = default;
+  ~SimCq();  // detaches its QPs, so destruction order does not matter
+  SimCq(const SimCq&) = delete;
+  SimCq& operator=(const SimCq&) = delete;
+  uint32_t cqn() const { return cqn_; }
+  uint32_t depth() const { return depth_; }
+  // Takes up to `max` completions off the ring (owner-bit rule) and writes
+  // the new consumer index into the CQ record.
+  std::vector<Completion> poll(size_t max = 64);
+  bool poll_one(Completion* out);
+  // Arms the CQ so the next completion raises an event.
+  void arm(bool solicited_only = false);
+  uint32_t consumer_index() const { return ci_; }
+  const QueueMemory& memory() const { return mem_; }
+
+ private:
+  friend class SimContext;
+  friend class SimQp;
+  SimContext* ctx_ = nullptr;
+  uint32_t cqn_ = 0;
+  uint32_t depth_ = 0;
+  uint32_t ci_ = 0;
+  QueueMemory mem_;
+  std::unordered_map<uint32_t, SimQp*> qps_;
+};
+
+class SimSrq {
+ public:
+  uint32_t srqn() const { return srqn_; }
+  bool post_recv(uint64_t wr_id, const std::vector<Sge>& sges);
+  uint32_t posted() const { return pi_; }
+
+ private:
+  friend class SimContext;
+  friend class SimQp;
+  SimContext* ctx_ = nullptr;
+  uint32_t srqn_ = 0;
+  uint32_t depth_ = 0;
+  uint32_t pi_ = 0;
+  uint32_t ci_ = 0;  // receives completed
+  QueueMemory mem_;
+  std::vector<uint64_t> shadow_;
+};
+
+struct QpInit {
+  uint8_t type = RHN_QP_RC;
+  SimCq* send_cq = nullptr;
+  SimCq* recv_cq = nullptr;  // defaults to send_cq
+  SimSrq* srq = nullptr;
+  uint8_t sq_log_depth = 8;     // slots
+  uint8_t rq_log_depth = 7;     // WQEs
+  std::optional<uint32_t> pdn;  // default: the context's PD
+};
+
+class SimQp {
+ public:
+  ~SimQp();
+  uint32_t qpn() const { return qpn_; }
+  uint8_t type() const { return type_; }
+  SimContext& context() { return *ctx_; }
+
+  // Builds the WQE (base slot + extension slots) and posts it. False if the
+  // SQ has no room or the request cannot be encoded.
+  bool post_send(const SendWr& wr);
+  // Posts pre-built slots verbatim (malformed-WQE tests); only wqe_index is
+  // filled in. `slots` holds whole 64-byte slots.
+  bool post_send_raw(std::vector<uint8_t> slots, uint64_t wr_id,
+                     bool inline_doorbell = false);
+  bool post_recv(uint64_t wr_id, const std::vector<Sge>& sges);
+  // Kicks without posting anything (re-kick, or a kick from a foreign page).
+  void kick_sq();
+  void kick_rq();
+
+  AdminResult modify(const rhn_admin_modify_qp& m);
+  AdminResult to_init(uint8_t access = RHN_ACCESS_REMOTE_WRITE |
+                                       RHN_ACCESS_REMOTE_READ |
+                                       RHN_ACCESS_REMOTE_ATOMIC,
+                      uint32_t qkey = 0);
+  AdminResult to_rtr(uint16_t dest_node = 0, uint32_t dest_qpn = 0,
+                     uint8_t max_rd_atomic = 16);
+  AdminResult to_rts(uint8_t rnr_retry = 7, uint8_t min_rnr_timer = 1);
+  AdminResult to_err();
+  AdminResult query(rhn_qp_attr* out);
+
+  // When false, post_* update ring and record but do not kick (tests kick
+  // by hand, e.g. from a foreign doorbell page).
+  bool auto_kick = true;
+
+  uint32_t sq_posted_slots() const { return sq_pi_; }
+  uint32_t sq_outstanding() const { return uint32_t(pending_.size()); }
+  uint32_t sq_depth() const { return sq_depth_; }
+
+  // Encodes a send WQE into 64-byte slots (wqe_index left 0).
+  static bool encode(const SendWr& wr, std::vector<uint8_t>* slots);
+
+ private:
+  friend class SimContext;
+  friend class SimCq;
+  struct PendingSend {
+    uint32_t first_slot;
+    uint32_t slots;
+    uint64_t wr_id;
+  };
+  bool write_and_kick(std::vector<uint8_t>& slots, uint64_t wr_id,
+                      bool inline_doorbell);
+  uint64_t complete_send(uint16_t wqe_index);
+  uint64_t complete_recv(uint16_t wqe_index);
+
+  SimContext* ctx_ = nullptr;
+  uint32_t qpn_ = 0;
+  uint8_t type_ = 0;
+  SimCq* send_cq_ = nullptr;
+  SimCq* recv_cq_ = nullptr;
+  SimSrq* srq_ = nullptr;
+  uint32_t sq_depth_ = 0, rq_depth_ = 0;
+  uint32_t sq_pi_ = 0, sq_ci_ = 0;
+  uint32_t rq_pi_ = 0, rq_ci_ = 0;
+  QueueMemory sq_, rq_;
+  std::vector<PendingSend> pending_;  // oldest first
+  std::vector<uint64_t> rq_shadow_;
+};
+
+class SimContext {
+ public:
+  // Opens context `index` (CREATE_CONTEXT unless 0) and allocates its PD.
+  // Check ok() afterwards.
+  SimContext(SimDriver& driver, SimAddressSpace& as, uint32_t index,
+             uint16_t node_id);
+  bool ok() const { return ok_; }
+  uint32_t index() const { return index_; }
+  uint32_t pdn() const { return pdn_; }
+  uint16_t node_id() const { return node_id_; }
+  SimDriver& driver() { return driver_; }
+  fw::Engine& engine() { return driver_.engine(); }
+  SimAddressSpace& address_space() { return as_; }
+
+  SimBuffer alloc(size_t length, size_t page_offset = 0) {
+    return as_.alloc(length, page_offset);
+  }
+  SimMr reg_mr(const SimBuffer& buf, uint32_t access,
+               std::optional<uint32_t> pdn = {}, const MrOptions& opt = {});
+  // Registers only [offset, offset + length) of buf.
+  SimMr reg_mr_range(const SimBuffer& buf, size_t offset, size_t length,
+                     uint32_t access, std::optional<uint32_t> pdn = {});
+  AdminResult dereg_mr(SimMr& mr) { return driver_.destroy_mr(mr); }
+  AdminResult alloc_pd(uint32_t* pdn);
+  AdminResult register_area(uint32_t area_id, const SimMr& mr, uint64_t iova,
+                            uint64_t length) {
+    return driver_.register_area(index_, area_id, mr.key, iova, length);
+  }
+
+  std::unique_ptr<SimCq> create_cq(uint8_t log_depth = 8);
+  std::unique_ptr<SimSrq> create_srq(uint8_t log_depth = 7, uint32_t limit = 0);
+  std::unique_ptr<SimQp> create_qp(const QpInit& init);
+  // Result of the last create_* call (for tests of refused commands).
+  AdminResult last;
+
+  // A write to this context's doorbell page.
+  void doorbell(uint32_t offset, uint64_t value, unsigned size = 4) {
+    engine().doorbell_write(index_, offset, value, size);
+  }
+
+ private:
+  bool make_queue_memory(size_t ring_bytes, QueueMemory* out);
+
+  SimDriver& driver_;
+  SimAddressSpace& as_;
+  uint32_t index_;
+  uint16_t node_id_;
+  uint32_t pdn_ = 0;
+  bool ok_ = false;
+};
+
+// Status word helpers (004 2.3).
+inline bool status_word_done(uint64_t w) {
+  return (w & RHN_STATUS_WORD_DONE) != 0;
+}
+inline uint8_t status_word_status(uint64_t w) {
+  return uint8_t(w >> RHN_STATUS_WORD_STATUS_SHIFT);
+}
+inline uint8_t status_word_syndrome(uint64_t w) {
+  return uint8_t(w >> RHN_STATUS_WORD_SYNDROME_SHIFT);
+}
+inline uint32_t status_word_length(uint64_t w) {
+  return uint32_t(w & RHN_STATUS_WORD_LEN_MASK);
+}
+
+}  // namespace rhinet::sim

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "rhinet/sim/fabric.h"
+
+#include <cstring>
+
+#include "rhinet/hw.h"
+
+namespace rhinet::sim {
+
+class SimSwitch::PortWire : public fw::Wire {
+ public:
+  PortWire(SimSwitch& sw, size_t port) : sw_(sw), port_(port) {}
+  void transmit(std::span<const uint8_t> frame) override {
+    sw_.transmit(port_, frame);
+  }
+
+ private:
+  SimSwitch& sw_;
+  size_t port_;
+};
+
+SimSwitch::SimSwitch(SimClock& clock, size_t ports, uint64_t seed)
+    : clock_(clock), ports_(ports), rng_(seed) {
+  for (size_t i = 0; i < ports; ++i)
+    ports_[i].wire = std::make_unique<PortWire>(*this, i);
+}
+
+SimSwitch::~SimSwitch() = default;
+
+fw::Wire& SimSwitch::wire(size_t port) { return *ports_.at(port).wire; }
+
+void SimSwitch::clear_faults() {
+  global_ = FaultConfig{};
+  for (auto& p : ports_) p.faults.reset();
+}
+
+bool SimSwitch::chance(double p) {
+  if (p <= 0.0) return false;
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < p;
+}
+
+const FaultConfig& SimSwitch::faults_for(size_t src, size_t dst) const {
+  if (ports_[dst].faults) return *ports_[dst].faults;
+  if (ports_[src].faults) return *ports_[src].faults;
+  return global_;
+}
+
+void SimSwitch::transmit(size_t src, std::span<const uint8_t> frame) {
+  ++counters_.transmitted;
+  if (tap) tap(src, frame);
+  if (frame.size() < RHN_PKT_HDR_LEN) {
+    ++counters_.unroutable;
+    return;
+  }
+  // dst_node: bytes 4..5, little-endian.
+  const uint16_t dst = uint16_t(frame[4] | (frame[5] << 8));
+  if (dst == RHN_NODE_BROADCAST) {
+    for (size_t d = 0; d < ports_.size(); ++d)
+      if (d != src) route(src, d, frame);
+    return;
+  }
+  if (dst >= ports_.size()) {
+    ++counters_.unroutable;
+    return;
+  }
+  route(src, dst, frame);
+}
+
+void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame) {
+  if (!ports_[src].link_up || !ports_[dst].link_up) {
+    ++counters_.link_drops;
+    return;
+  }
+  const FaultConfig& f = faults_for(src, dst);
+  if (chance(f.loss)) {
+    ++counters_.lost;
+    return;
+  }
+  const int copies = chance(f.duplicate) ? 2 : 1;
+  if (copies == 2) ++counters_.duplicated;
+  for (int c = 0; c < copies; ++c) {
+    Queued q{dst, std::vector<uint8_t>(frame.begin(), frame.end())};
+    if (chance(f.corrupt)) {
+      const size_t bit = std::uniform_int_distribution<size_t>(
+          0, q.frame.size() * 8 - 1)(rng_);
+      q.frame[bit / 8] ^= uint8_t(1u << (bit % 8));
+      ++counters_.corrupted;
+    }
+    uint64_t due = clock_.now() + hop_delay_ns_;
+    // A held-back frame is overtaken by whatever follows it.
+    if (chance(f.reorder)) {
+      due += f.reorder_delay_ns;
+      ++counters_.reordered;
+    }
+    // The duplicate trails the original a little.
+    if (c == 1) due += hop_delay_ns_ + 1;
+    queue_.emplace(Key{due, order_++}, std::move(q));
+  }
+}
+
+bool SimSwitch::deliver() {
+  bool any = false;
+  const uint64_t now = clock_.now();
+  // Bounded: only frames already queued and due; frames the engines emit in
+  // response are queued with a later due time or picked up next call.
+  size_t budget = queue_.size();
+  while (budget-- > 0 && !queue_.empty()) {
+    auto it = queue_.begin();
+    if (it->first.due > now) break;
+    Queued q = std::move(it->second);
+    queue_.erase(it);
+    Port& p = ports_[q.dst];
+    if (!p.link_up) {
+      ++counters_.link_drops;
+      continue;
+    }
+    if (p.engine == nullptr) {
+      ++counters_.unroutable;
+      continue;
+    }
+    ++counters_.delivered;
+    if (!p.engine->frame_arrived(q.frame)) ++counters_.rx_refused;
+    any = true;
+  }
+  return any;
+}
+
+uint64_t SimSwitch::next_delivery_ns() const {
+  return queue_.empty() ? UINT64_MAX : queue_.begin()->first.due;
+}
+
+}  // namespace rhinet::sim

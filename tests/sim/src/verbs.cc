@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "rhinet/sim/verbs.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rhinet::sim {
+
+namespace {
+
+constexpr uint32_t kQueueAccess = RHN_ACCESS_LOCAL_WRITE;
+
+size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+bool is_atomic(uint8_t op) {
+  return op == RHN_OP_FETCH_ADD || op == RHN_OP_CMP_SWAP;
+}
+
+}  // namespace
+
+// ---- QueueMemory
+// -------------------------------------------------------------
+
+rhn_host_ref QueueMemory::ref(size_t offset) const {
+  rhn_host_ref r;
+  std::memset(&r, 0, sizeof r);
+  r.addr = buf.va() + offset;
+  r.lkey = lkey;
+  return r;
+}
+
+void QueueMemory::set_record(uint32_t index) {
+  rhn_queue_record rec{};
+  rec.producer_index = index;  // same layout as rhn_cq_record
+  buf.write(record_offset, &rec, sizeof rec);
+}
+
+// ---- SimCq
+// ---------------------------------------------------------------------
+
+SimCq::~SimCq() {
+  for (auto& [qpn, qp] : qps_) {
+    if (qp->send_cq_ == this) qp->send_cq_ = nullptr;
+    if (qp->recv_cq_ == this) qp->recv_cq_ = nullptr;
+  }
+}
+
+std::vector<Completion> SimCq::poll(size_t max) {
+  std::vector<Completion> out;
+  Completion c;
+  while (out.size() < max && poll_one(&c)) out.push_back(c);
+  return out;
+}
+
+bool SimCq::poll_one(Completion* out) {
+  rhn_cqe cqe;
+  mem_.buf.read(size_t(ci_ & (depth_ - 1)) * RHN_CQE_SIZE, &cqe, sizeof cqe);
+  // Owner bit of lap k is (k & 1) ^ 1; anything else is last lap's entry.
+  const uint8_t want = uint8_t(((ci_ / depth_) & 1) ^ 1);
+  if (((cqe.flags & RHN_CQE_F_OWNER) ? 1 : 0) != want) return false;
+
+  Completion c;
+  c.qpn = cqe.qpn;
+  c.byte_len = cqe.byte_len;
+  c.imm_data = cqe.imm_data;
+  c.src_qpn = cqe.src_qpn;
+  c.src_node = cqe.src_node;
+  c.wqe_index = cqe.wqe_index;
+  c.vendor_err = cqe.vendor_err;
+  c.opcode = cqe.opcode;
+  c.status = cqe.status;
+  c.flags = cqe.flags;
+  c.wr_id = UINT64_MAX;  // unknown QP or WQE
+  auto it = qps_.find(cqe.qpn);
+  if (it != qps_.end()) {
+    SimQp* qp = it->second;
+    c.wr_id = c.is_send() ? qp->complete_send(c.wqe_index)
+                          : qp->complete_recv(c.wqe_index);
+  }
+  ++ci_;
+  mem_.set_record(ci_);
+  *out = c;
+  return true;
+}
+
+void SimCq::arm(bool solicited_only) {
+  ctx_->doorbell(RHN_DB_CQ_ARM,
+                 cqn_ | (solicited_only ? RHN_DB_CQ_SOLICITED : 0));
+}
+
+// ---- SimSrq
+// --------------------------------------------------------------------
+
+bool SimSrq::post_recv(uint64_t wr_id, const std::vector<Sge>& sges) {
+  if (sges.size() > RHN_RQ_MAX_SGES || pi_ - ci_ >= depth_) return false;
+  rhn_recv_wqe w;
+  std::memset(&w, 0, sizeof w);
+  w.wqe_index = uint16_t(pi_);
+  w.num_sge = uint16_t(sges.size());
+  for (size_t i = 0; i < sges.size(); ++i) {
+    w.sge[i].addr = sges[i].addr;
+    w.sge[i].length = sges[i].length;
+    w.sge[i].lkey = sges[i].lkey;
+  }
+  mem_.buf.write(size_t(pi_ & (depth_ - 1)) * RHN_RQ_WQE_SIZE, &w, sizeof w);
+  shadow_[pi_ & (depth_ - 1)] = wr_id;
+  ++pi_;
+  mem_.set_record(pi_);
+  ctx_->doorbell(RHN_DB_SRQ, srqn_);
+  return true;
+}
+
+// ---- SimQp
+// ---------------------------------------------------------------------
+
+SimQp::~SimQp() {
+  if (send_cq_) send_cq_->qps_.erase(qpn_);
+  if (recv_cq_ && recv_cq_ != send_cq_) recv_cq_->qps_.erase(qpn_);
+}
+
+bool SimQp::encode(const SendWr& wr, std::vector<uint8_t>* slots) {
+  rhn_send_wqe base;
+  std::memset(&base, 0, sizeof base);
+  base.opcode = wr.opcode;
+  base.flags = wr.flags;
+  base.xfer_mode = RHN_XFER_BASIC;
+  base.dst_node = wr.dst_node;
+  base.dst_qpn = wr.dst_qpn;
+  base.imm_data = wr.imm_data;
+  base.remote_key = wr.remote_key;
+  base.remote_addr = wr.remote_addr;
+  if (is_atomic(wr.opcode)) {
+    base.u.atomic.compare_add = wr.compare_add;
+    base.u.atomic.swap = wr.swap;
+  } else {
+    if (wr.flags & RHN_WQE_F_STATUS_WORD) {
+      base.u.status.addr = wr.status_addr;
+      base.u.status.lkey = wr.status_lkey;
+    }
+    base.u.status.qkey = wr.qkey;
+  }
+
+  std::vector<uint8_t> ext;  // bytes of the extension slots
+  if (wr.flags & RHN_WQE_F_INLINE) {
+    const size_t n = wr.inline_data.size();
+    if (n > RHN_WQE_MAX_INLINE) return false;
+    base.num_sge = uint16_t(n);
+    const size_t head = std::min<size_t>(n, RHN_WQE_BASE_INLINE);
+    std::memcpy(base.d.inline_data, wr.inline_data.data(), head);
+    ext.assign(wr.inline_data.begin() + head, wr.inline_data.end());
+  } else {
+    const size_t n = wr.sges.size();
+    if (n > RHN_WQE_MAX_SGES) return false;
+    base.num_sge = uint16_t(n);
+    for (size_t i = 0; i < n; ++i) {
+      rhn_sge s;
+      s.addr = wr.sges[i].addr;
+      s.length = wr.sges[i].length;
+      s.lkey = wr.sges[i].lkey;
+      if (i == 0) {
+        base.d.sge = s;
+      } else {
+        const auto* p = reinterpret_cast<const uint8_t*>(&s);
+        ext.insert(ext.end(), p, p + sizeof s);
+      }
+    }
+  }
+  const size_t ext_units =
+      (ext.size() + RHN_SQ_SLOT_SIZE - 1) / RHN_SQ_SLOT_SIZE;
+  if (ext_units > RHN_WQE_MAX_EXT_UNITS) return false;
+  base.ext_units = uint8_t(ext_units);
+  slots->assign((1 + ext_units) * RHN_SQ_SLOT_SIZE, 0);
+  std::memcpy(slots->data(), &base, sizeof base);
+  std::copy(ext.begin(), ext.end(), slots->begin() + RHN_SQ_SLOT_SIZE);
+  return true;
+}
+
+bool SimQp::post_send(const SendWr& wr) {
+  std::vector<uint8_t> slots;
+  if (!encode(wr, &slots)) return false;
+  return write_and_kick(slots, wr.wr_id, wr.inline_doorbell);
+}
+
+bool SimQp::post_send_raw(std::vector<uint8_t> slots, uint64_t wr_id,
+                          bool inline_doorbell) {
+  if (slots.empty() || slots.size() % RHN_SQ_SLOT_SIZE != 0) return false;
+  return write_and_kick(slots, wr_id, inline_doorbell);
+}
+
+bool SimQp::write_and_kick(std::vector<uint8_t>& slots, uint64_t wr_id,
+                           bool inline_doorbell) {
+  const uint32_t n = uint32_t(slots.size() / RHN_SQ_SLOT_SIZE);
+  if (n == 0 || n > RHN_WQE_MAX_SLOTS || n > sq_depth_) return false;
+  if (sq_pi_ - sq_ci_ + n > sq_depth_) return false;
+  const uint32_t first = sq_pi_;
+  const uint16_t wqe_index = uint16_t(first);
+  std::memcpy(slots.data() + RHN_OFFSETOF(rhn_send_wqe, wqe_index), &wqe_index,
+              2);
+  // Slots follow the ring index, wrapping at the end of the ring.
+  for (uint32_t i = 0; i < n; ++i)
+    sq_.buf.write(size_t((first + i) & (sq_depth_ - 1)) * RHN_SQ_SLOT_SIZE,
+                  slots.data() + size_t(i) * RHN_SQ_SLOT_SIZE,
+                  RHN_SQ_SLOT_SIZE);
+  sq_pi_ += n;
+  pending_.push_back({first, n, wr_id});
+  sq_.set_record(sq_pi_);
+  if (!auto_kick) return true;
+  if (inline_doorbell && slots.size() <= RHN_DB_INLINE_WQE_SIZE) {
+    for (size_t off = 0; off < slots.size(); off += 8) {
+      uint64_t v;
+      std::memcpy(&v, slots.data() + off, 8);
+      ctx_->doorbell(RHN_DB_INLINE_WQE + uint32_t(off), v, 8);
+    }
+    ctx_->doorbell(RHN_DB_SQ, qpn_ | RHN_DB_SQ_INLINE);
+  } else {
+    ctx_->doorbell(RHN_DB_SQ, qpn_);
+  }
+  return true;
+}
+
+bool SimQp::post_recv(uint64_t wr_id, const std::vector<Sge>& sges) {
+  if (srq_ != nullptr) return srq_->post_recv(wr_id, sges);
+  if (sges.size() > RHN_RQ_MAX_SGES || rq_depth_ == 0) return false;
+  if (rq_pi_ - rq_ci_ >= rq_depth_) return false;
+  rhn_recv_wqe w;
+  std::memset(&w, 0, sizeof w);
+  w.wqe_index = uint16_t(rq_pi_);
+  w.num_sge = uint16_t(sges.size());
+  for (size_t i = 0; i < sges.size(); ++i) {
+    w.sge[i].addr = sges[i].addr;
+    w.sge[i].length = sges[i].length;
+    w.sge[i].lkey = sges[i].lkey;
+  }
+  rq_.buf.write(size_t(rq_pi_ & (rq_depth_ - 1)) * RHN_RQ_WQE_SIZE, &w,
+                sizeof w);
+  rq_shadow_[rq_pi_ & (rq_depth_ - 1)] = wr_id;
+  ++rq_pi_;
+  rq_.set_record(rq_pi_);
+  if (auto_kick) ctx_->doorbell(RHN_DB_RQ, qpn_);
+  return true;
+}
+
+void SimQp::kick_sq() { ctx_->doorbell(RHN_DB_SQ, qpn_); }
+void SimQp::kick_rq() { ctx_->doorbell(RHN_DB_RQ, qpn_); }
+
+uint64_t SimQp::complete_send(uint16_t wqe_index) {
+  // A CQE also retires every unsignalled WQE posted before it.
+  for (size_t k = 0; k < pending_.size(); ++k) {
+    if (uint16_t(pending_[k].first_slot) != wqe_index) continue;
+    const uint64_t wr_id = pending_[k].wr_id;
+    sq_ci_ = pending_[k].first_slot + pending_[k].slots;
+    pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(k) + 1);
+    return wr_id;
+  }
+  return UINT64_MAX;
+}
+
+uint64_t SimQp::complete_recv(uint16_t wqe_index) {
+  if (srq_ != nullptr) {
+    ++srq_->ci_;
+    return srq_->shadow_[wqe_index & (srq_->depth_ - 1)];
+  }
+  if (rq_depth_ == 0) return UINT64_MAX;
+  ++rq_ci_;
+  return rq_shadow_[wqe_index & (rq_depth_ - 1)];
+}
+
+AdminResult SimQp::modify(const rhn_admin_modify_qp& m) {
+  rhn_admin_modify_qp c = m;
+  c.qpn = qpn_;
+  return ctx_->driver().modify_qp(ctx_->index(), c);
+}
+
+AdminResult SimQp::to_init(uint8_t access, uint32_t qkey) {
+  rhn_admin_modify_qp m;
+  std::memset(&m, 0, sizeof m);
+  m.attr_mask = RHN_QP_ATTR_STATE | RHN_QP_ATTR_ACCESS;
+  if (type_ != RHN_QP_RC) m.attr_mask |= RHN_QP_ATTR_QKEY;
+  m.state = RHN_QPS_INIT;
+  m.access = access;
+  m.qkey = qkey;
+  return modify(m);
+}
+
+AdminResult SimQp::to_rtr(uint16_t dest_node, uint32_t dest_qpn,
+                          uint8_t max_rd_atomic) {
+  rhn_admin_modify_qp m;
+  std::memset(&m, 0, sizeof m);
+  m.attr_mask = RHN_QP_ATTR_STATE | RHN_QP_ATTR_MAX_RD_ATOMIC;
+  if (type_ == RHN_QP_RC) m.attr_mask |= RHN_QP_ATTR_DEST;
+  m.state = RHN_QPS_RTR;
+  m.dest_node = dest_node;
+  m.dest_qpn = dest_qpn;
+  m.max_rd_atomic = max_rd_atomic;
+  return modify(m);
+}
+
+AdminResult SimQp::to_rts(uint8_t rnr_retry, uint8_t min_rnr_timer) {
+  rhn_admin_modify_qp m;
+  std::memset(&m, 0, sizeof m);
+  m.attr_mask = RHN_QP_ATTR_STATE | RHN_QP_ATTR_RETRY;
+  m.state = RHN_QPS_RTS;
+  m.retry_cnt = 7;
+  m.rnr_retry = rnr_retry;
+  m.min_rnr_timer = min_rnr_timer;
+  return modify(m);
+}
+
+AdminResult SimQp::to_err() {
+  rhn_admin_modify_qp m;
+  std::memset(&m, 0, sizeof m);
+  m.attr_mask = RHN_QP_ATTR_STATE;
+  m.state = RHN_QPS_ERR;
+  return modify(m);
+}
+
+AdminResult SimQp::query(rhn_qp_attr* out) {
+  return ctx_->driver().query_qp(ctx_->index(), qpn_, out);
+}
+
+// ---- SimContext
+// ------------------------------------------------------------------
+
+SimContext::SimContext(SimDriver& driver, SimAddressSpace& as, uint32_t index,
+                       uint16_t node_id)
+    : driver_(driver), as_(as), index_(index), node_id_(node_id) {
+  if (index != 0) {
+    last = driver_.create_context(index);
+    if (!last.ok()) return;
+  }
+  last = driver_.create_pd(index);
+  if (!last.ok()) return;
+  pdn_ = last.result;
+  ok_ = true;
+}
+
+AdminResult SimContext::alloc_pd(uint32_t* pdn) {
+  AdminResult r = driver_.create_pd(index_);
+  if (r.ok() && pdn) *pdn = r.result;
+  return r;
+}
+
+SimMr SimContext::reg_mr(const SimBuffer& buf, uint32_t access,
+                         std::optional<uint32_t> pdn, const MrOptions& opt) {
+  return driver_.register_mr(index_, pdn.value_or(pdn_), buf.va(), buf.size(),
+                             buf.pages(), access, opt);
+}
+
+SimMr SimContext::reg_mr_range(const SimBuffer& buf, size_t offset,
+                               size_t length, uint32_t access,
+                               std::optional<uint32_t> pdn) {
+  const size_t first = ((buf.va() & kPageMask) + offset) >> kPageShift;
+  const size_t last_page =
+      ((buf.va() & kPageMask) + offset + length - 1) >> kPageShift;
+  std::vector<uint64_t> pages(buf.pages().begin() + ptrdiff_t(first),
+                              buf.pages().begin() + ptrdiff_t(last_page) + 1);
+  return driver_.register_mr(index_, pdn.value_or(pdn_), buf.va() + offset,
+                             length, pages, access);
+}
+
+bool SimContext::make_queue_memory(size_t ring_bytes, QueueMemory* out) {
+  const size_t ring = round_up(std::max<size_t>(ring_bytes, 64), 64);
+  const size_t total = ring + 64;  // doorbell record after the ring
+  out->record_offset = ring;
+  if (index_ == 0) {
+    // The kernel's own queues use bus addresses directly.
+    out->buf = as_.alloc_physical(total);
+    out->lkey = RHN_LKEY_PHYSICAL;
+    return out->buf.valid();
+  }
+  out->buf = as_.alloc(total);
+  if (!out->buf.valid()) return false;
+  out->mr = reg_mr(out->buf, kQueueAccess);
+  last = out->mr.res;
+  out->lkey = out->mr.key;
+  return out->mr.ok();
+}
+
+std::unique_ptr<SimCq> SimContext::create_cq(uint8_t log_depth) {
+  auto cq = std::make_unique<SimCq>();
+  cq->ctx_ = this;
+  cq->depth_ = 1u << log_depth;
+  if (!make_queue_memory(size_t(RHN_CQE_SIZE) << log_depth, &cq->mem_))
+    return nullptr;
+  last = driver_.create_cq(index_, cq->mem_.ref(0), cq->mem_.record_ref(),
+                           driver_.kernel_eqn(), log_depth);
+  if (!last.ok()) return nullptr;
+  cq->cqn_ = last.result;
+  return cq;
+}
+
+std::unique_ptr<SimSrq> SimContext::create_srq(uint8_t log_depth,
+                                               uint32_t limit) {
+  auto srq = std::make_unique<SimSrq>();
+  srq->ctx_ = this;
+  srq->depth_ = 1u << log_depth;
+  srq->shadow_.assign(srq->depth_, UINT64_MAX);
+  if (!make_queue_memory(size_t(RHN_RQ_WQE_SIZE) << log_depth, &srq->mem_))
+    return nullptr;
+  rhn_admin_create_srq c;
+  std::memset(&c, 0, sizeof c);
+  c.ring = srq->mem_.ref(0);
+  c.record = srq->mem_.record_ref();
+  c.pdn = pdn_;
+  c.limit = limit;
+  c.log_depth = log_depth;
+  last = driver_.create_srq(index_, c);
+  if (!last.ok()) return nullptr;
+  srq->srqn_ = last.result;
+  return srq;
+}
+
+std::unique_ptr<SimQp> SimContext::create_qp(const QpInit& init) {
+  auto qp = std::make_unique<SimQp>();
+  qp->ctx_ = this;
+  qp->type_ = init.type;
+  qp->send_cq_ = init.send_cq;
+  qp->recv_cq_ = init.recv_cq ? init.recv_cq : init.send_cq;
+  qp->srq_ = init.srq;
+  qp->sq_depth_ = 1u << init.sq_log_depth;
+  qp->rq_depth_ = init.srq ? 0 : 1u << init.rq_log_depth;
+  if (qp->send_cq_ == nullptr) return nullptr;
+  if (!make_queue_memory(size_t(RHN_SQ_SLOT_SIZE) << init.sq_log_depth,
+                         &qp->sq_))
+    return nullptr;
+  rhn_admin_create_qp c;
+  std::memset(&c, 0, sizeof c);
+  c.pdn = init.pdn.value_or(pdn_);
+  c.send_cqn = qp->send_cq_->cqn();
+  c.recv_cqn = qp->recv_cq_->cqn();
+  c.srqn = init.srq ? init.srq->srqn() : RHN_NO_SRQ;
+  c.type = init.type;
+  c.sq_log_depth = init.sq_log_depth;
+  c.sq_ring = qp->sq_.ref(0);
+  c.sq_record = qp->sq_.record_ref();
+  if (init.srq == nullptr) {
+    if (!make_queue_memory(size_t(RHN_RQ_WQE_SIZE) << init.rq_log_depth,
+                           &qp->rq_))
+      return nullptr;
+    qp->rq_shadow_.assign(qp->rq_depth_, UINT64_MAX);
+    c.rq_log_depth = init.rq_log_depth;
+    c.rq_ring = qp->rq_.ref(0);
+    c.rq_record = qp->rq_.record_ref();
+  }
+  last = driver_.create_qp(index_, c);
+  if (!last.ok()) return nullptr;
+  qp->qpn_ = last.result;
+  qp->send_cq_->qps_[qp->qpn_] = qp.get();
+  qp->recv_cq_->qps_[qp->qpn_] = qp.get();
+  return qp;
+}
+
+}  // namespace rhinet::sim

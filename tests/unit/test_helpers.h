@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Small helpers shared by the unit tests: registered regions, SGEs, and
+// waiting for completions with readable failure messages.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rhinet/hw.h"
+#include "rhinet/sim/sim.h"
+
+namespace rhinet::test {
+
+using namespace rhinet::sim;
+
+inline constexpr uint32_t kAllAccess =
+    RHN_ACCESS_LOCAL_WRITE | RHN_ACCESS_REMOTE_WRITE | RHN_ACCESS_REMOTE_READ |
+    RHN_ACCESS_REMOTE_ATOMIC;
+
+// A buffer of one context together with its memory region.
+struct Region {
+  SimBuffer buf;
+  SimMr mr;
+  uint64_t va(size_t off = 0) const { return buf.va() + off; }
+  uint32_t key() const { return mr.key; }
+  Sge sge(size_t off, size_t len) const {
+    return Sge{va(off), uint32_t(len), mr.key};
+  }
+};
+
+// fill: < 0 leaves zeros; 0..255 fills with that byte; pattern_seed != 0
+// fills with the deterministic pattern instead.
+inline Region make_region(SimContext& ctx, size_t len,
+                          uint32_t access = kAllAccess,
+                          uint64_t pattern_seed = 0, int fill = -1,
+                          size_t page_offset = 0) {
+  Region r;
+  r.buf = ctx.alloc(len, page_offset);
+  if (!r.buf.valid()) return r;
+  if (pattern_seed != 0)
+    r.buf.fill_pattern(pattern_seed);
+  else if (fill >= 0)
+    r.buf.fill(uint8_t(fill));
+  r.mr = ctx.reg_mr(r.buf, access);
+  return r;
+}
+
+inline std::vector<uint8_t> pattern(uint64_t seed, size_t len) {
+  return SimBuffer::pattern(seed, len);
+}
+
+inline SendWr send_wr(uint64_t wr_id, std::vector<Sge> sges,
+                      uint8_t opcode = RHN_OP_SEND,
+                      uint8_t flags = RHN_WQE_F_SIGNALED) {
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = opcode;
+  wr.flags = flags;
+  wr.sges = std::move(sges);
+  return wr;
+}
+
+inline SendWr rdma_wr(uint64_t wr_id, uint8_t opcode, std::vector<Sge> sges,
+                      uint64_t remote_addr, uint32_t rkey,
+                      uint8_t flags = RHN_WQE_F_SIGNALED) {
+  SendWr wr = send_wr(wr_id, std::move(sges), opcode, flags);
+  wr.remote_addr = remote_addr;
+  wr.remote_key = rkey;
+  return wr;
+}
+
+inline std::string describe(const Completion& c) {
+  return "cqe{qpn=" + std::to_string(c.qpn) +
+         " wr_id=" + std::to_string(c.wr_id) +
+         " op=" + std::to_string(c.opcode) +
+         " status=" + std::to_string(c.status) +
+         " syndrome=" + std::to_string(c.vendor_err) +
+         " len=" + std::to_string(c.byte_len) +
+         " idx=" + std::to_string(c.wqe_index) +
+         " flags=" + std::to_string(c.flags) + "}";
+}
+
+inline std::string describe(const std::vector<Completion>& v) {
+  std::string s;
+  for (const auto& c : v) s += describe(c) + " ";
+  return s;
+}
+
+// Waits for exactly one completion and returns it (status 0xff if none).
+inline Completion wait_one(SimCluster& c, SimCq& cq,
+                           uint64_t timeout_ns = 50'000'000) {
+  auto v = c.wait_cqes(cq, 1, timeout_ns);
+  if (v.empty()) {
+    Completion none;
+    none.status = 0xff;
+    none.wr_id = UINT64_MAX;
+    return none;
+  }
+  return v.front();
+}
+
+// Counter delta helper: snapshot now, read the difference later.
+struct CounterSnap {
+  SimNode& node;
+  std::vector<uint64_t> base;
+  explicit CounterSnap(SimNode& n) : node(n), base(RHN_CNT_COUNT) {
+    for (unsigned i = 0; i < RHN_CNT_COUNT; ++i) base[i] = n.counter(i);
+  }
+  uint64_t delta(unsigned idx) const { return node.counter(idx) - base[idx]; }
+};
+
+}  // namespace rhinet::test

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The per-node-pair reliable channel under seeded fabric faults: loss,
+// duplication, reordering, corruption, a link that goes down for a while,
+// and a peer that never comes back.
+#include <string>
+
+#include "test_helpers.h"
+
+namespace rhinet::test {
+namespace {
+
+struct FaultCase {
+  const char* name;
+  FaultConfig faults;
+  uint64_t seed;
+};
+
+void PrintTo(const FaultCase& f, std::ostream* os) {
+  *os << f.name << " seed " << f.seed;
+}
+
+std::string case_name(const ::testing::TestParamInfo<FaultCase>& info) {
+  return std::string(info.param.name) + "_seed" +
+         std::to_string(info.param.seed);
+}
+
+FaultConfig make_faults(double loss, double dup, double reorder,
+                        double corrupt) {
+  FaultConfig f;
+  f.loss = loss;
+  f.duplicate = dup;
+  f.reorder = reorder;
+  f.corrupt = corrupt;
+  f.reorder_delay_ns = 3'000;
+  return f;
+}
+
+class Faults : public ::testing::TestWithParam<FaultCase> {};
+
+// A mixed workload over one RC pair: SENDs of varying size (FIFO order
+// checked), WRITEs into distinct slots, READs back, and fetch-adds.
+TEST_P(Faults, MixedWorkloadSurvives) {
+  const FaultCase& fc = GetParam();
+  ClusterConfig cfg;
+  cfg.nodes = 2;
+  cfg.seed = fc.seed;
+  cfg.memory_bytes = 16u << 20;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  c.fabric().set_seed(fc.seed);
+  c.fabric().set_faults(fc.faults);
+
+  constexpr int kSends = 30, kWrites = 10, kReads = 10, kAtomics = 10;
+  constexpr size_t kSlot = 9000;  // > 2 MTU: multi-packet messages
+  Region src =
+      make_region(*p.ctx_a, kSends * kSlot, kAllAccess, fc.seed * 7 + 1);
+  Region inbox = make_region(*p.ctx_b, kSends * kSlot);
+  Region wsrc =
+      make_region(*p.ctx_a, kWrites * kSlot, kAllAccess, fc.seed * 7 + 2);
+  Region wdst = make_region(*p.ctx_b, kWrites * kSlot);
+  Region rsrc =
+      make_region(*p.ctx_b, kReads * kSlot, kAllAccess, fc.seed * 7 + 3);
+  Region rdst = make_region(*p.ctx_a, kReads * kSlot);
+  Region counter = make_region(*p.ctx_b, 8);
+  Region fetched = make_region(*p.ctx_a, kAtomics * 8);
+
+  for (int i = 0; i < kSends; ++i)
+    ASSERT_TRUE(
+        p.qp_b->post_recv(uint64_t(i), {inbox.sge(size_t(i) * kSlot, kSlot)}));
+  uint64_t id = 0;
+  for (int i = 0; i < kSends; ++i) {
+    const size_t len = 1 + (size_t(i) * 2777) % kSlot;
+    ASSERT_TRUE(
+        p.qp_a->post_send(send_wr(id++, {src.sge(size_t(i) * kSlot, len)})));
+    if (i < kWrites) {
+      ASSERT_TRUE(p.qp_a->post_send(
+          rdma_wr(id++, RHN_OP_WRITE, {wsrc.sge(size_t(i) * kSlot, kSlot)},
+                  wdst.va(size_t(i) * kSlot), wdst.key())));
+    }
+    if (i < kReads) {
+      ASSERT_TRUE(p.qp_a->post_send(
+          rdma_wr(id++, RHN_OP_READ, {rdst.sge(size_t(i) * kSlot, kSlot)},
+                  rsrc.va(size_t(i) * kSlot), rsrc.key())));
+    }
+    if (i < kAtomics) {
+      SendWr fa =
+          rdma_wr(id++, RHN_OP_FETCH_ADD, {fetched.sge(size_t(i) * 8, 8)},
+                  counter.va(), counter.key());
+      fa.compare_add = 1;
+      ASSERT_TRUE(p.qp_a->post_send(fa));
+    }
+  }
+  auto sc = c.wait_cqes(*p.cq_a, id, 5'000'000'000);
+  ASSERT_EQ(sc.size(), id) << "requester completions missing under " << fc.name;
+  for (size_t k = 0; k < sc.size(); ++k) {
+    EXPECT_TRUE(sc[k].ok()) << describe(sc[k]);
+    EXPECT_EQ(sc[k].wr_id, k) << "send queue completions out of order";
+  }
+  auto rc = c.wait_cqes(*p.cq_b, kSends, 5'000'000'000);
+  ASSERT_EQ(rc.size(), size_t(kSends));
+  for (int i = 0; i < kSends; ++i) {
+    const Completion& r = rc[size_t(i)];
+    ASSERT_TRUE(r.ok()) << describe(r);
+    EXPECT_EQ(r.wr_id, uint64_t(i)) << "SENDs delivered out of FIFO order";
+    const size_t len = 1 + (size_t(i) * 2777) % kSlot;
+    EXPECT_EQ(r.byte_len, len);
+    EXPECT_TRUE(inbox.buf.bytes(size_t(i) * kSlot, len) ==
+                src.buf.bytes(size_t(i) * kSlot, len))
+        << "SEND " << i << " data corrupted";
+  }
+  EXPECT_TRUE(wdst.buf.bytes() == wsrc.buf.bytes()) << "WRITE data corrupted";
+  EXPECT_TRUE(rdst.buf.bytes() == rsrc.buf.bytes()) << "READ data corrupted";
+  // Each fetch-add executed exactly once, despite duplicates and retries.
+  EXPECT_EQ(counter.buf.load64(0), uint64_t(kAtomics));
+  std::vector<bool> seen(kAtomics, false);
+  for (int i = 0; i < kAtomics; ++i) {
+    const uint64_t v = fetched.buf.load64(size_t(i) * 8);
+    ASSERT_LT(v, uint64_t(kAtomics));
+    EXPECT_FALSE(seen[v]) << "fetch-add result " << v << " seen twice";
+    seen[v] = true;
+  }
+
+  // The transport noticed and repaired what the fabric did.
+  auto sum = [&](unsigned idx) {
+    return c.node(0).counter(idx) + c.node(1).counter(idx);
+  };
+  const SwitchCounters& sw = c.fabric().counters();
+  // The faults really happened (otherwise this test proves nothing).
+  if (fc.faults.loss > 0) {
+    EXPECT_GT(sw.lost, 0u);
+  }
+  if (fc.faults.duplicate > 0) {
+    EXPECT_GT(sw.duplicated, 0u);
+  }
+  if (fc.faults.reorder > 0) {
+    EXPECT_GT(sw.reordered, 0u);
+  }
+  if (fc.faults.corrupt > 0) {
+    EXPECT_GT(sw.corrupted, 0u);
+  }
+  if (sw.lost > 0) {
+    EXPECT_GT(sum(RHN_CNT_RETRANSMITS), 0u);
+  }
+  if (sw.duplicated > 0) {
+    EXPECT_GT(sum(RHN_CNT_DUPLICATES), 0u);
+  }
+  if (sw.corrupted > 0) {
+    EXPECT_GT(sum(RHN_CNT_CRC_ERRORS) + sum(RHN_CNT_MALFORMED_PACKETS), 0u);
+  }
+  if (sw.reordered > 0) {
+    EXPECT_GT(sum(RHN_CNT_OUT_OF_ORDER) + sum(RHN_CNT_DUPLICATES), 0u);
+  }
+  EXPECT_EQ(sum(RHN_CNT_PEER_DEAD), 0u);
+}
+
+std::vector<FaultCase> fault_cases() {
+  std::vector<FaultCase> v;
+  for (uint64_t seed : {1, 2, 3}) {
+    v.push_back({"loss20", make_faults(0.2, 0, 0, 0), seed});
+    v.push_back({"dup20", make_faults(0, 0.2, 0, 0), seed});
+    v.push_back({"reorder20", make_faults(0, 0, 0.2, 0), seed});
+    v.push_back({"corrupt20", make_faults(0, 0, 0, 0.2), seed});
+    v.push_back({"all10", make_faults(0.1, 0.1, 0.1, 0.1), seed});
+  }
+  v.push_back({"all5", make_faults(0.05, 0.05, 0.05, 0.05), 4});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, Faults, ::testing::ValuesIn(fault_cases()),
+                         case_name);
+
+TEST(LinkFaults, LinkDownForAWhileThenUp) {
+  ClusterConfig cfg;
+  cfg.nodes = 2;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, 40000, kAllAccess, 301);
+  Region dst = make_region(*p.ctx_b, 40000);
+  Region inbox = make_region(*p.ctx_b, 4096);
+  ASSERT_TRUE(p.qp_b->post_recv(1, {inbox.sge(0, 4096)}));
+
+  c.fabric().set_link(1, false);
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 40000)}, dst.va(), dst.key())));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(2, {src.sge(0, 4096)})));
+  // Shorter than the retry budget (8 retries of >= 2 ms).
+  c.run_for(3'000'000);
+  EXPECT_TRUE(p.cq_a->poll().empty());
+  EXPECT_GT(c.node(0).counter(RHN_CNT_TIMEOUTS), 0u);
+  c.fabric().set_link(1, true);
+  auto v = c.wait_cqes(*p.cq_a, 2, 1'000'000'000);
+  ASSERT_EQ(v.size(), 2u);
+  for (const auto& x : v) EXPECT_TRUE(x.ok()) << describe(x);
+  EXPECT_TRUE(dst.buf.bytes() == src.buf.bytes());
+  Completion r = wait_one(c, *p.cq_b);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(inbox.buf.bytes(), src.buf.bytes(0, 4096));
+  EXPECT_GT(c.node(0).counter(RHN_CNT_RETRANSMITS), 0u);
+  EXPECT_EQ(c.node(0).counter(RHN_CNT_PEER_DEAD), 0u);
+}
+
+TEST(LinkFaults, DeadPeerGivesRetryExceededInBoundedTime) {
+  ClusterConfig cfg;
+  cfg.nodes = 3;
+  cfg.engine.retransmit_timeout_ns = 100'000;
+  cfg.engine.max_retries = 4;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, 8192, kAllAccess, 311);
+  Region dst = make_region(*p.ctx_b, 8192, kAllAccess, 0, 0x3c);
+
+  c.fabric().set_link(1, false);  // forever
+  const uint64_t start = c.clock().now();
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 8192)}, dst.va(), dst.key())));
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(2, RHN_OP_READ, {src.sge(0, 100)}, dst.va(), dst.key())));
+  auto v = c.wait_cqes(*p.cq_a, 2, 2'000'000'000);
+  ASSERT_GE(v.size(), 1u) << "no error completion for a dead peer";
+  EXPECT_EQ(v[0].status, RHN_CQE_RETRY_EXC_ERR) << describe(v[0]);
+  EXPECT_EQ(v[0].wr_id, 1u);
+  if (v.size() > 1) {
+    // The second one is reported as retry-exceeded or flushed.
+    EXPECT_TRUE(v[1].status == RHN_CQE_RETRY_EXC_ERR ||
+                v[1].status == RHN_CQE_WR_FLUSH_ERR)
+        << describe(v[1]);
+  }
+  EXPECT_LT(c.clock().now() - start, 1'000'000'000u)
+      << "took too long to give up";
+  EXPECT_GE(c.node(0).counter(RHN_CNT_PEER_DEAD), 1u);
+  EXPECT_EQ(dst.buf.bytes(), std::vector<uint8_t>(8192, 0x3c));
+
+  // Other peers are unaffected.
+  RcPair q = make_rc_pair(c, 0, 2);
+  ASSERT_TRUE(q.ok);
+  Region d2 = make_region(*q.ctx_b, 8192);
+  Region s2 = make_region(*q.ctx_a, 8192, kAllAccess, 312);
+  ASSERT_TRUE(q.qp_a->post_send(
+      rdma_wr(2, RHN_OP_WRITE, {s2.sge(0, 8192)}, d2.va(), d2.key())));
+  Completion w = wait_one(c, *q.cq_a);
+  EXPECT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(d2.buf.bytes(), s2.buf.bytes());
+
+  // The dead peer comes back: a new session carries new traffic.
+  c.fabric().set_link(1, true);
+  RcPair r = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(r.ok);
+  Region s3 = make_region(*r.ctx_a, 8192, kAllAccess, 313);
+  Region d3 = make_region(*r.ctx_b, 8192);
+  ASSERT_TRUE(r.qp_a->post_send(
+      rdma_wr(3, RHN_OP_WRITE, {s3.sge(0, 8192)}, d3.va(), d3.key())));
+  Completion z = wait_one(c, *r.cq_a, 1'000'000'000);
+  EXPECT_TRUE(z.ok()) << describe(z);
+  EXPECT_EQ(d3.buf.bytes(), s3.buf.bytes());
+}
+
+}  // namespace
+}  // namespace rhinet::test
