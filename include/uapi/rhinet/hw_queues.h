@@ -20,7 +20,10 @@
  */
 #define RHN_LKEY_PHYSICAL 0u
 
-/* Keys: memory region table index << 8 | 8-bit variant chosen by the driver. */
+/*
+ * Keys: memory region table index << 8 | 8-bit variant chosen by the driver.
+ * Index 0 is never issued, so no key equals RHN_LKEY_PHYSICAL.
+ */
 #define RHN_KEY_INDEX_SHIFT 8
 #define RHN_KEY_VARIANT_MASK 0xffu
 

@@ -109,8 +109,8 @@ struct rhn_op_hdr {
 	__le32 dst_qpn;
 	__le32 src_qpn;
 	__le32 msn;
-	__le32 rkey; /* rkey or area ID */
-	__le32 imm_data; /* or UD qkey for SEND on UD QPs */
+	__le32 rkey; /* rkey, area ID, or the Q_Key of a UD SEND */
+	__le32 imm_data;
 	__le64 remote_addr;
 	__le32 msg_len; /* total message (READ: requested) length */
 	__le32 msg_offset; /* offset of this packet's payload */
