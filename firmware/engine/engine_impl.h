@@ -235,6 +235,7 @@ struct RxMessage {
   uint32_t msn = 0;
   uint32_t wqe_index = 0;
   uint32_t num_sge = 0;
+  uint32_t pdn = 0;  // the receive WQE's PD (the QP's or the SRQ's)
   rhn_sge sge[RHN_RQ_MAX_SGES];
   uint32_t capacity = 0;
   uint32_t length = 0;
@@ -380,6 +381,10 @@ struct Engine::Impl {
   bool mr_dma(uint32_t mr_index, uint64_t va, void* buf, uint64_t len,
               bool write);
   bool translate(uint32_t mr_index, uint64_t va, uint64_t& bus_addr);
+  // Moves len bytes between buf and an SGE list, starting offset bytes
+  // into the list; each piece is checked against pdn and rights first.
+  bool sge_dma(const rhn_sge* sges, uint32_t num_sge, uint64_t offset,
+               uint8_t* buf, uint64_t len, uint32_t pdn, bool to_host);
   // Areas live in a hash table probed at most kAreaProbes times.
   static constexpr uint32_t kAreaProbes = 16;
   uint32_t area_slot(uint32_t context, uint32_t area_id, uint32_t probe) const;

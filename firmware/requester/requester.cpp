@@ -374,24 +374,9 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
   } else if (w.flags & RHN_WQE_F_INLINE) {
     std::memcpy(payload, wqe_inline(qp.tx_raw, w).data() + qp.tx_offset, chunk);
   } else if (chunk) {
-    // Gather this packet's bytes from the SGEs.
-    uint64_t skip = qp.tx_offset;
-    uint32_t done = 0;
-    for (uint32_t i = 0; i < w.num_sge && done < chunk && ok; i++) {
-      const rhn_sge sge = wqe_sge(qp.tx_raw, i);
-      if (skip >= sge.length) {
-        skip -= sge.length;
-        continue;
-      }
-      const uint32_t take = static_cast<uint32_t>(
-          std::min<uint64_t>(sge.length - skip, chunk - done));
-      uint32_t mr_index;
-      ok = check_key(sge.lkey, kNone, qp.pdn, 0, sge.addr + skip, take,
-                     &mr_index) == RHN_SYN_NONE &&
-           mr_dma(mr_index, sge.addr + skip, payload + done, take, false);
-      done += take;
-      skip = 0;
-    }
+    rhn_sge sges[RHN_WQE_MAX_SGES];
+    for (uint32_t i = 0; i < w.num_sge; i++) sges[i] = wqe_sge(qp.tx_raw, i);
+    ok = sge_dma(sges, w.num_sge, qp.tx_offset, payload, chunk, qp.pdn, false);
   }
   if (!ok) {
     free_slots.push(slot);
@@ -629,27 +614,9 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
       }
       // Scatter into the local SGEs kept since the request.
       const ReadCtx& rc = read_ctxs[e.read_ctx];
-      uint64_t skip = op.msg_offset;
-      size_t done = 0;
-      bool ok = true;
-      for (uint32_t i = 0; i < rc.num_sge && done < pkt.payload.size() && ok;
-           i++) {
-        const rhn_sge& sge = rc.sge[i];
-        if (skip >= sge.length) {
-          skip -= sge.length;
-          continue;
-        }
-        const uint64_t take =
-            std::min<uint64_t>(sge.length - skip, pkt.payload.size() - done);
-        uint32_t mr_index;
-        ok =
-            check_key(sge.lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE,
-                      sge.addr + skip, take, &mr_index) == RHN_SYN_NONE &&
-            mr_dma(mr_index, sge.addr + skip,
-                   const_cast<uint8_t*>(pkt.payload.data()) + done, take, true);
-        done += take;
-        skip = 0;
-      }
+      const bool ok = sge_dma(rc.sge, rc.num_sge, op.msg_offset,
+                              const_cast<uint8_t*>(pkt.payload.data()),
+                              pkt.payload.size(), qp.pdn, true);
       if (!ok) {
         counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
         finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);

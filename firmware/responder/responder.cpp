@@ -83,6 +83,7 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxMessage& m) {
   m.capacity = 0;
   m.length = 0;
   m.num_sge = 0;
+  m.pdn = pdn;
   if (!fetched || w.num_sge > RHN_RQ_MAX_SGES) {
     counters.add(RHN_CNT_BAD_WQES);
     m.status = RHN_CQE_LOC_QP_OP_ERR;
@@ -238,24 +239,9 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
         return;
       }
       // Scatter into the receive WQE's SGEs.
-      uint64_t skip = m.length;
-      size_t done = 0;
-      bool ok = true;
-      for (uint32_t i = 0; i < m.num_sge && done < data.size() && ok; i++) {
-        if (skip >= m.sge[i].length) {
-          skip -= m.sge[i].length;
-          continue;
-        }
-        const uint64_t take =
-            std::min<uint64_t>(m.sge[i].length - skip, data.size() - done);
-        uint32_t mr_index;
-        ok = check_key(m.sge[i].lkey, kNone, kNone, RHN_ACCESS_LOCAL_WRITE,
-                       m.sge[i].addr + skip, take, &mr_index) == RHN_SYN_NONE &&
-             mr_dma(mr_index, m.sge[i].addr + skip,
-                    const_cast<uint8_t*>(data.data()) + done, take, true);
-        done += take;
-        skip = 0;
-      }
+      const bool ok =
+          sge_dma(m.sge, m.num_sge, m.length, const_cast<uint8_t*>(data.data()),
+                  data.size(), m.pdn, true);
       if (!ok) {
         m.status = RHN_CQE_LOC_PROT_ERR;
         nak(RHN_SYN_DMA);

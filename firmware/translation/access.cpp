@@ -2,6 +2,7 @@
 // Protection and address translation: every host access the engine makes
 // on behalf of a context goes through a key, is checked here and is then
 // translated page by page through the TLB and the VP translation tables.
+#include <algorithm>
 #include <cstring>
 
 #include "engine/engine_impl.h"
@@ -86,6 +87,28 @@ bool Engine::Impl::mr_dma(uint32_t mr_index, uint64_t va, void* buf,
     len -= chunk;
   }
   return true;
+}
+
+bool Engine::Impl::sge_dma(const rhn_sge* sges, uint32_t num_sge,
+                           uint64_t offset, uint8_t* buf, uint64_t len,
+                           uint32_t pdn, bool to_host) {
+  const uint32_t right = to_host ? RHN_ACCESS_LOCAL_WRITE : 0;
+  for (uint32_t i = 0; i < num_sge && len; i++) {
+    if (offset >= sges[i].length) {
+      offset -= sges[i].length;
+      continue;
+    }
+    const uint64_t take = std::min<uint64_t>(sges[i].length - offset, len);
+    uint32_t mr_index;
+    if (check_key(sges[i].lkey, kNone, pdn, right, sges[i].addr + offset, take,
+                  &mr_index) != RHN_SYN_NONE ||
+        !mr_dma(mr_index, sges[i].addr + offset, buf, take, to_host))
+      return false;
+    buf += take;
+    len -= take;
+    offset = 0;
+  }
+  return len == 0;
 }
 
 rhn_syndrome Engine::Impl::check_host_ref(const HostRef& ref, uint32_t context,
