@@ -81,9 +81,7 @@ void Engine::Impl::destroy_qp_state(uint32_t qpn) {
     wake_peer_waiters(qp.tx_peer);
   }
   for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
-    Inflight& e = entry(qpn, i);
-    if (e.read_ctx != 0xffff) read_ctxs[e.read_ctx].used = false;
-    e.read_ctx = 0xffff;
+    release_read_ctx(entry(qpn, i));
   }
   qp.inflight_head = qp.inflight_tail = 0;
   qp.tx_active = false;

@@ -405,6 +405,8 @@ struct Engine::Impl {
   Inflight& entry(uint32_t qpn, uint32_t idx);
   void finish_entry(uint32_t qpn, Inflight& e, uint8_t status,
                     uint8_t syndrome);
+  // Returns the entry's READ context (if any) to the free list.
+  void release_read_ctx(Inflight& e);
   void complete_in_order(uint32_t qpn);
   void qp_to_error(uint32_t qpn);
   void flush_qp(uint32_t qpn);

@@ -422,9 +422,7 @@ void Engine::Impl::finish_entry(uint32_t qpn, Inflight& e, uint8_t result,
                                 uint8_t syndrome) {
   QpObj& qp = qps[qpn];
   if (e.read_ctx != 0xffff) {
-    read_ctxs[e.read_ctx].used = false;
-    free_read_ctxs.push(e.read_ctx);
-    e.read_ctx = 0xffff;
+    release_read_ctx(e);
     qp.outstanding_reads--;
   }
   e.state = MsgState::kDone;
@@ -432,6 +430,13 @@ void Engine::Impl::finish_entry(uint32_t qpn, Inflight& e, uint8_t result,
   e.syndrome = syndrome;
   if (result == RHN_CQE_SUCCESS) qp.rnr_count = 0;
   complete_in_order(qpn);
+}
+
+void Engine::Impl::release_read_ctx(Inflight& e) {
+  if (e.read_ctx == 0xffff) return;
+  read_ctxs[e.read_ctx].used = false;
+  free_read_ctxs.push(e.read_ctx);
+  e.read_ctx = 0xffff;
 }
 
 void Engine::Impl::complete_in_order(uint32_t qpn) {
@@ -479,11 +484,7 @@ void Engine::Impl::qp_to_error(uint32_t qpn) {
   for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
     Inflight& e = entry(qpn, i);
     if (e.state == MsgState::kDone) continue;
-    if (e.read_ctx != 0xffff) {
-      read_ctxs[e.read_ctx].used = false;
-      free_read_ctxs.push(e.read_ctx);
-      e.read_ctx = 0xffff;
-    }
+    release_read_ctx(e);
     e.state = MsgState::kDone;
     e.status = RHN_CQE_WR_FLUSH_ERR;
     e.syndrome = RHN_SYN_FLUSHED;

@@ -376,11 +376,7 @@ void Engine::Impl::peer_failed(uint32_t pi) {
       e.state = MsgState::kDone;
       e.status = RHN_CQE_RETRY_EXC_ERR;
       e.syndrome = RHN_SYN_RETRY_EXCEEDED;
-      if (e.read_ctx != 0xffff) {
-        read_ctxs[e.read_ctx].used = false;
-        free_read_ctxs.push(e.read_ctx);
-        e.read_ctx = 0xffff;
-      }
+      release_read_ctx(e);
       if (e.opcode == RHN_OP_READ || is_atomic(e.opcode))
         qp.outstanding_reads--;
       hit = true;
