@@ -17,6 +17,24 @@ PACKAGES=(
 	libgtest-dev
 	googletest
 	linux-libc-dev # <linux/types.h> used by include/uapi/rhinet
+	# QEMU 7.2 built from Debian's source package with our device
+	dpkg-dev # dpkg-source
+	meson
+	python3
+	libglib2.0-dev
+	libpixman-1-dev
+	libfdt-dev
+	zlib1g-dev
+	seabios
+	qemu-system-data
+	# Guests of the VM harness: Debian's own kernel and a busybox userland
+	linux-image-amd64
+	linux-headers-amd64
+	busybox-static
+	cpio
+	xz-utils
+	zstd
+	kmod
 )
 
 is_installed() {

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "switch_core.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "rhinet/hw_wire.h"
+
+namespace rhinet::fabric {
+
+namespace {
+
+uint16_t le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
+
+// Header sanity a switch can afford: magic, version, a known type and a
+// length that matches the header's payload_len. CRCs are the NICs' job.
+bool well_formed(std::span<const uint8_t> f) {
+  if (f.size() < RHN_PKT_HDR_LEN || f.size() > RHN_MAX_FRAME) return false;
+  if (le16(&f[offsetof(rhn_pkt_hdr, magic)]) != RHN_WIRE_MAGIC) return false;
+  if (f[offsetof(rhn_pkt_hdr, version)] != RHN_WIRE_VERSION) return false;
+  const uint8_t type = f[offsetof(rhn_pkt_hdr, type)];
+  size_t hdr_len;
+  switch (type) {
+    case RHN_PKT_DATA:
+      hdr_len = RHN_DATA_HDR_LEN;
+      break;
+    case RHN_PKT_ACK:
+    case RHN_PKT_NAK:
+    case RHN_PKT_RAW:
+      hdr_len = RHN_PKT_HDR_LEN;
+      break;
+    default:
+      return false;
+  }
+  const size_t payload = le16(&f[offsetof(rhn_pkt_hdr, payload_len)]);
+  return f.size() == hdr_len + payload;
+}
+
+void put32(std::FILE* f, uint32_t v) { std::fwrite(&v, 4, 1, f); }
+
+}  // namespace
+
+Capture::~Capture() { close(); }
+
+bool Capture::open(const std::string& path) {
+  close();
+  file_ = std::fopen(path.c_str(), "wb");
+  if (!file_) return false;
+  // pcap global header: magic, v2.4, tz 0, sigfigs 0, snaplen, LINKTYPE_USER0.
+  put32(file_, 0xa1b2c3d4);
+  const uint16_t ver[2] = {2, 4};
+  std::fwrite(ver, 2, 2, file_);
+  put32(file_, 0);
+  put32(file_, 0);
+  put32(file_, 65535);
+  put32(file_, 147);
+  return true;
+}
+
+void Capture::close() {
+  if (file_) std::fclose(file_);
+  file_ = nullptr;
+}
+
+void Capture::record(std::span<const uint8_t> frame, uint64_t now_ns) {
+  if (!file_) return;
+  put32(file_, uint32_t(now_ns / 1'000'000'000));
+  put32(file_, uint32_t(now_ns / 1000 % 1'000'000));
+  put32(file_, uint32_t(frame.size()));
+  put32(file_, uint32_t(frame.size()));
+  std::fwrite(frame.data(), 1, frame.size(), file_);
+  std::fflush(file_);
+}
+
+SwitchCore::SwitchCore(unsigned ports, uint64_t seed, Egress egress)
+    : ports_(ports),
+      node_port_(RHN_MAX_NODES, -1),
+      groups_(RHN_NODE_BROADCAST - RHN_NODE_MCAST_FIRST),
+      seed_(seed),
+      egress_(std::move(egress)) {
+  // Node i sits on port i until a frame from it shows otherwise.
+  for (unsigned i = 0; i < ports; i++) node_port_[i] = int32_t(i);
+  reseed(seed);
+  scratch_.reserve(RHN_MAX_FRAME);
+}
+
+void SwitchCore::reseed(uint64_t seed) {
+  seed_ = seed;
+  for (size_t i = 0; i < ports_.size(); i++)
+    ports_[i].rng.seed(seed * 0x9e3779b97f4a7c15ull + i);
+}
+
+void SwitchCore::set_fault(int port, const FaultSpec& spec) {
+  for (size_t i = 0; i < ports_.size(); i++)
+    if (port < 0 || size_t(port) == i) ports_[i].fault = spec;
+}
+
+void SwitchCore::set_link(unsigned port, bool up, uint64_t down_ns,
+                          uint64_t now_ns) {
+  Port& p = ports_[port];
+  p.up = up;
+  p.up_at_ns = (!up && down_ns) ? now_ns + down_ns : 0;
+  if (!up) p.holding = false;  // a held frame dies with the link
+}
+
+bool SwitchCore::set_group(uint16_t group,
+                           const std::vector<unsigned>& members) {
+  if (group < RHN_NODE_MCAST_FIRST || group >= RHN_NODE_BROADCAST)
+    return false;
+  for (unsigned m : members)
+    if (m >= ports_.size()) return false;
+  groups_[group - RHN_NODE_MCAST_FIRST] = members;
+  return true;
+}
+
+bool SwitchCore::map_node(uint16_t node, unsigned port) {
+  if (node >= RHN_MAX_NODES || port >= ports_.size()) return false;
+  node_port_[node] = int32_t(port);
+  return true;
+}
+
+bool SwitchCore::chance(Port& p, double probability) {
+  if (probability <= 0) return false;
+  return std::uniform_real_distribution<double>(0, 1)(p.rng) < probability;
+}
+
+void SwitchCore::ingress(unsigned port, std::span<const uint8_t> frame,
+                         uint64_t now_ns) {
+  Port& in = ports_[port];
+  capture_.record(frame, now_ns);
+  in.cnt.rx_frames++;
+  in.cnt.rx_bytes += frame.size();
+  if (!well_formed(frame)) {
+    in.cnt.malformed++;
+    return;
+  }
+  if (!in.up) {
+    in.cnt.link_down_drops++;
+    return;
+  }
+  const uint16_t src = le16(&frame[offsetof(rhn_pkt_hdr, src_node)]);
+  const uint16_t dst = le16(&frame[offsetof(rhn_pkt_hdr, dst_node)]);
+  if (src < RHN_MAX_NODES) node_port_[src] = int32_t(port);
+
+  if (dst == RHN_NODE_BROADCAST) {
+    for (unsigned out = 0; out < ports_.size(); out++)
+      if (out != port) egress(out, frame, now_ns);
+    return;
+  }
+  if (dst >= RHN_NODE_MCAST_FIRST) {
+    const auto& members = groups_[dst - RHN_NODE_MCAST_FIRST];
+    if (members.empty()) in.cnt.unroutable++;
+    for (unsigned out : members)
+      if (out != port) egress(out, frame, now_ns);
+    return;
+  }
+  const int32_t out = node_port_[dst];
+  if (out < 0 || unsigned(out) == port) {
+    in.cnt.unroutable++;
+    return;
+  }
+  egress(unsigned(out), frame, now_ns);
+}
+
+void SwitchCore::egress(unsigned port, std::span<const uint8_t> frame,
+                        uint64_t now_ns) {
+  Port& p = ports_[port];
+  if (!p.up) {
+    p.cnt.link_down_drops++;
+    return;
+  }
+  if (chance(p, p.fault.loss)) {
+    p.cnt.loss_drops++;
+    return;
+  }
+  std::span<const uint8_t> out = frame;
+  if (chance(p, p.fault.corrupt)) {
+    scratch_.assign(frame.begin(), frame.end());
+    const size_t bit = std::uniform_int_distribution<size_t>(
+        0, frame.size() * 8 - 1)(p.rng);
+    scratch_[bit / 8] ^= uint8_t(1u << (bit % 8));
+    out = scratch_;
+    p.cnt.corrupted++;
+  }
+  if (!p.holding && chance(p, p.fault.reorder)) {
+    p.held.assign(out.begin(), out.end());
+    p.holding = true;
+    p.held_until_ns = now_ns + kReorderHoldNs;
+    p.cnt.reordered++;
+    return;
+  }
+  const int copies = chance(p, p.fault.duplicate) ? 2 : 1;
+  if (copies == 2) p.cnt.duplicated++;
+  for (int i = 0; i < copies; i++) deliver(port, out);
+  if (p.holding) {  // the held frame goes out after its successor
+    p.holding = false;
+    deliver(port, p.held);
+  }
+}
+
+void SwitchCore::deliver(unsigned port, std::span<const uint8_t> frame) {
+  ports_[port].cnt.tx_frames++;
+  ports_[port].cnt.tx_bytes += frame.size();
+  egress_(port, frame);
+}
+
+void SwitchCore::tick(uint64_t now_ns) {
+  for (unsigned i = 0; i < ports_.size(); i++) {
+    Port& p = ports_[i];
+    if (!p.up && p.up_at_ns && now_ns >= p.up_at_ns) {
+      p.up = true;
+      p.up_at_ns = 0;
+    }
+    if (p.holding && now_ns >= p.held_until_ns) {
+      p.holding = false;
+      deliver(i, p.held);
+    }
+  }
+}
+
+uint64_t SwitchCore::next_deadline_ns() const {
+  uint64_t next = UINT64_MAX;
+  for (const Port& p : ports_) {
+    if (!p.up && p.up_at_ns) next = std::min(next, p.up_at_ns);
+    if (p.holding) next = std::min(next, p.held_until_ns);
+  }
+  return next;
+}
+
+std::string SwitchCore::stats_text() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < ports_.size(); i++) {
+    const PortCounters& c = ports_[i].cnt;
+    os << "port " << i << " link=" << (ports_[i].up ? "up" : "down")
+       << " rx_frames=" << c.rx_frames << " rx_bytes=" << c.rx_bytes
+       << " tx_frames=" << c.tx_frames << " tx_bytes=" << c.tx_bytes
+       << " malformed=" << c.malformed << " unroutable=" << c.unroutable
+       << " link_down_drops=" << c.link_down_drops
+       << " loss_drops=" << c.loss_drops << " duplicated=" << c.duplicated
+       << " reordered=" << c.reordered << " corrupted=" << c.corrupted
+       << " overflow_drops=" << c.overflow_drops << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace rhinet::fabric

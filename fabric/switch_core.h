@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The RHiNET-NG fabric switch, without sockets: frames come in on a port,
+// are routed by destination node (unicast, broadcast, multicast group), pass
+// the egress port's fault injector and leave through a callback. The socket
+// program (rhinet_switch.cc) and the unit tests drive the same core.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace rhinet::fabric {
+
+// Probabilities per frame leaving a port, each in [0, 1].
+struct FaultSpec {
+  double loss = 0;
+  double duplicate = 0;
+  double reorder = 0;  // held back and sent after the next frame
+  double corrupt = 0;  // one random bit flipped
+};
+
+struct PortCounters {
+  uint64_t rx_frames = 0, rx_bytes = 0;
+  uint64_t tx_frames = 0, tx_bytes = 0;
+  uint64_t malformed = 0;   // dropped at ingress: not a RHiNET frame
+  uint64_t unroutable = 0;  // dropped at ingress: no port for the node
+  uint64_t link_down_drops = 0;
+  uint64_t loss_drops = 0;
+  uint64_t duplicated = 0;
+  uint64_t reordered = 0;
+  uint64_t corrupted = 0;
+  uint64_t overflow_drops = 0;  // egress buffer full (counted by the owner)
+};
+
+// pcap writer (LINKTYPE_USER0): every frame as it entered the switch.
+class Capture {
+ public:
+  ~Capture();
+  bool open(const std::string& path);
+  void close();
+  bool is_open() const { return file_ != nullptr; }
+  void record(std::span<const uint8_t> frame, uint64_t now_ns);
+
+ private:
+  std::FILE* file_ = nullptr;
+};
+
+class SwitchCore {
+ public:
+  static constexpr uint64_t kReorderHoldNs = 1'000'000;
+  using Egress = std::function<void(unsigned port, std::span<const uint8_t>)>;
+
+  SwitchCore(unsigned ports, uint64_t seed, Egress egress);
+
+  unsigned ports() const { return unsigned(ports_.size()); }
+  void ingress(unsigned port, std::span<const uint8_t> frame, uint64_t now_ns);
+  // Releases held (reordered) frames and ends timed link-downs.
+  void tick(uint64_t now_ns);
+  uint64_t next_deadline_ns() const;
+
+  void reseed(uint64_t seed);
+  // port < 0: every port.
+  void set_fault(int port, const FaultSpec& spec);
+  // Down for `down_ns` (0: until set up again).
+  void set_link(unsigned port, bool up, uint64_t down_ns, uint64_t now_ns);
+  bool link_up(unsigned port) const { return ports_[port].up; }
+  // Group IDs are RHN_NODE_MCAST_FIRST..RHN_NODE_BROADCAST-1; an empty
+  // member list removes the group. False on a bad ID or port.
+  bool set_group(uint16_t group, const std::vector<unsigned>& members);
+  bool map_node(uint16_t node, unsigned port);
+
+  PortCounters& counters(unsigned port) { return ports_[port].cnt; }
+  const PortCounters& counters(unsigned port) const {
+    return ports_[port].cnt;
+  }
+  std::string stats_text() const;
+  Capture& capture() { return capture_; }
+
+ private:
+  struct Port {
+    FaultSpec fault;
+    PortCounters cnt;
+    std::mt19937_64 rng;
+    bool up = true;
+    uint64_t up_at_ns = 0;  // 0: no timed link-down
+    std::vector<uint8_t> held;
+    bool holding = false;
+    uint64_t held_until_ns = 0;
+  };
+
+  void egress(unsigned port, std::span<const uint8_t> frame, uint64_t now_ns);
+  void deliver(unsigned port, std::span<const uint8_t> frame);
+  bool chance(Port& p, double probability);
+
+  std::vector<Port> ports_;
+  std::vector<int32_t> node_port_;  // node ID -> port, -1 unknown
+  std::vector<std::vector<unsigned>> groups_;
+  uint64_t seed_;
+  Egress egress_;
+  Capture capture_;
+  std::vector<uint8_t> scratch_;
+};
+
+}  // namespace rhinet::fabric

@@ -1,0 +1,495 @@
+/*
+ * RHiNET-NG RDMA NIC: the PCI face of the NIC engine.
+ *
+ * This file is glue only. All protocol logic lives in the engine (firmware/),
+ * reached through its C binding. The glue maps
+ *   BAR0 (registers)      -> rhn_fw_reg_read/write
+ *   BAR2 (doorbell pages) -> rhn_fw_doorbell_write
+ *   BAR4 (MSI-X)          <- engine interrupts, raised from a bottom half
+ *   netdev (NICState)     <-> engine frames
+ * and runs the engine on its own thread, so a guest MMIO write returns at
+ * once and the engine picks the work up.
+ *
+ * The engine thread never takes the BQL: it touches guest RAM directly
+ * (DMA to anything that is not RAM is refused and counted by the engine as a
+ * DMA error), and hands frames and interrupts to the main loop through a
+ * bounded ring and a bottom half. So a reset may join it while holding the
+ * BQL.
+ *
+ * Copyright (c) 2026 RHiNET-NG developers
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/atomic.h"
+#include "qemu/event_notifier.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qemu/module.h"
+#include "qemu/rcu.h"
+#include "qemu/thread.h"
+#include "qemu/timer.h"
+#include "qemu/units.h"
+#include "qapi/error.h"
+#include "exec/memory.h"
+#include "hw/pci/msix.h"
+#include "hw/pci/pci.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "net/net.h"
+#include "qom/object.h"
+
+#include "rhinet/fw/engine_c.h"
+#include "rhinet/hw_regs.h"
+#include "rhinet/hw_wire.h"
+
+#define TYPE_RHINET "rhinet"
+OBJECT_DECLARE_SIMPLE_TYPE(RhinetState, RHINET)
+
+#define RHINET_MSIX_VECTORS 32
+#define RHINET_TX_RING 256 /* frames between engine thread and main loop */
+#define RHINET_FRAME_MAX 9216 /* RHN_MAX_FRAME, or a jumbo raw frame */
+
+typedef struct RhinetTxSlot {
+    uint32_t len;
+    uint8_t data[RHINET_FRAME_MAX];
+} RhinetTxSlot;
+
+struct RhinetState {
+    PCIDevice parent_obj;
+
+    MemoryRegion regs;
+    MemoryRegion doorbells;
+    NICState *nic;
+    NICConf conf;
+    uint16_t node_id;
+    uint32_t db_pages;
+
+    struct rhn_fw_engine *engine;
+    QemuThread thread;
+    EventNotifier wake;
+    bool thread_running;
+    bool stop;     /* atomic: engine thread exits */
+    bool sleeping; /* atomic: engine thread waits on @wake */
+
+    /* Engine thread -> main loop. Single producer, single consumer. */
+    QEMUBH *bh;
+    RhinetTxSlot *tx_ring;
+    uint32_t tx_head; /* atomic: next slot the main loop sends */
+    uint32_t tx_tail; /* atomic: next slot the engine fills */
+    uint64_t tx_ring_drops;
+    uint32_t msix_pending; /* atomic bitmap of vectors to raise */
+};
+
+/* ---- Engine thread ------------------------------------------------------ */
+
+static void rhinet_kick_engine(RhinetState *s)
+{
+    /* Pairs with the barrier in the engine thread before it sleeps. */
+    smp_mb();
+    if (qatomic_read(&s->sleeping)) {
+        event_notifier_set(&s->wake);
+    }
+}
+
+static void *rhinet_engine_thread(void *opaque)
+{
+    RhinetState *s = opaque;
+    GPollFD pfd = {
+        .fd = event_notifier_get_fd(&s->wake),
+        .events = G_IO_IN,
+    };
+
+    rcu_register_thread();
+    while (!qatomic_read(&s->stop)) {
+        if (rhn_fw_poll(s->engine)) {
+            continue;
+        }
+        qatomic_set(&s->sleeping, true);
+        smp_mb();
+        /* Look once more: a producer may have missed the sleeping flag. */
+        if (!qatomic_read(&s->stop) && !rhn_fw_poll(s->engine)) {
+            uint64_t deadline = rhn_fw_next_deadline_ns(s->engine);
+            uint64_t now = get_clock();
+            int64_t timeout = -1;
+
+            if (deadline != UINT64_MAX) {
+                timeout = deadline > now ? deadline - now : 0;
+            }
+            qemu_poll_ns(&pfd, 1, timeout);
+        }
+        qatomic_set(&s->sleeping, false);
+        event_notifier_test_and_clear(&s->wake);
+    }
+    rcu_unregister_thread();
+    return NULL;
+}
+
+/* ---- Host bus: DMA, interrupts, clock (engine thread) ------------------- */
+
+/*
+ * Only guest RAM is reachable: a DMA address that hits MMIO, ROM (for writes)
+ * or nothing at all fails the whole transfer. Bus mastering off disables the
+ * address space, so nothing is reachable then.
+ */
+static bool rhinet_dma(RhinetState *s, uint64_t addr, void *buf, size_t len,
+                       bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    uint8_t *p = buf;
+
+    if (addr + len < addr) {
+        return false;
+    }
+    RCU_READ_LOCK_GUARD();
+    while (len) {
+        hwaddr xlat, plen = len;
+        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen,
+                                                   is_write,
+                                                   MEMTXATTRS_UNSPECIFIED);
+        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+            (is_write && mr->readonly) || plen == 0) {
+            return false;
+        }
+        if (address_space_rw(as, addr, MEMTXATTRS_UNSPECIFIED, p, plen,
+                             is_write) != MEMTX_OK) {
+            return false;
+        }
+        addr += plen;
+        p += plen;
+        len -= plen;
+    }
+    return true;
+}
+
+static bool rhinet_dma_read(void *opaque, uint64_t addr, void *dst, size_t len)
+{
+    return rhinet_dma(opaque, addr, dst, len, false);
+}
+
+static bool rhinet_dma_write(void *opaque, uint64_t addr, const void *src,
+                             size_t len)
+{
+    return rhinet_dma(opaque, addr, (void *)src, len, true);
+}
+
+static void rhinet_raise_msix(void *opaque, uint16_t vector)
+{
+    RhinetState *s = opaque;
+
+    if (vector < RHINET_MSIX_VECTORS) {
+        qatomic_or(&s->msix_pending, 1u << vector);
+        qemu_bh_schedule(s->bh);
+    }
+}
+
+static uint64_t rhinet_now_ns(void *opaque)
+{
+    return get_clock();
+}
+
+/* ---- Wire --------------------------------------------------------------- */
+
+static void rhinet_transmit(void *opaque, const uint8_t *frame, size_t len)
+{
+    RhinetState *s = opaque;
+    uint32_t tail = qatomic_read(&s->tx_tail);
+    uint32_t head = qatomic_load_acquire(&s->tx_head);
+    RhinetTxSlot *slot;
+
+    if (len > RHINET_FRAME_MAX || tail - head >= RHINET_TX_RING) {
+        /* A lossy link: the engine's transport retransmits. */
+        s->tx_ring_drops++;
+        return;
+    }
+    slot = &s->tx_ring[tail % RHINET_TX_RING];
+    memcpy(slot->data, frame, len);
+    slot->len = len;
+    qatomic_store_release(&s->tx_tail, tail + 1);
+    qemu_bh_schedule(s->bh);
+}
+
+/* Main loop, BQL held: send queued frames, raise queued interrupts. */
+static void rhinet_bh(void *opaque)
+{
+    RhinetState *s = opaque;
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint32_t head = qatomic_read(&s->tx_head);
+    uint32_t tail = qatomic_load_acquire(&s->tx_tail);
+    uint32_t pending;
+
+    for (; head != tail; head++) {
+        RhinetTxSlot *slot = &s->tx_ring[head % RHINET_TX_RING];
+
+        qemu_send_packet(qemu_get_queue(s->nic), slot->data, slot->len);
+        qatomic_store_release(&s->tx_head, head + 1);
+    }
+
+    pending = qatomic_xchg(&s->msix_pending, 0);
+    while (pending) {
+        unsigned vector = ctz32(pending);
+
+        pending &= pending - 1;
+        if (msix_enabled(pdev)) {
+            msix_notify(pdev, vector);
+        }
+    }
+}
+
+static ssize_t rhinet_receive(NetClientState *nc, const uint8_t *buf,
+                              size_t size)
+{
+    RhinetState *s = qemu_get_nic_opaque(nc);
+
+    /* A full receive FIFO drops the frame and counts it (RX_DROPS). */
+    rhn_fw_frame_arrived(s->engine, buf, size);
+    rhinet_kick_engine(s);
+    return size;
+}
+
+static void rhinet_link_status_changed(NetClientState *nc)
+{
+    RhinetState *s = qemu_get_nic_opaque(nc);
+
+    rhn_fw_set_link_up(s->engine, !nc->link_down);
+    rhinet_kick_engine(s);
+}
+
+static NetClientInfo rhinet_net_info = {
+    .type = NET_CLIENT_DRIVER_NIC,
+    .size = sizeof(NICState),
+    .receive = rhinet_receive,
+    .link_status_changed = rhinet_link_status_changed,
+};
+
+/* ---- BARs --------------------------------------------------------------- */
+
+static uint64_t rhinet_regs_read(void *opaque, hwaddr addr, unsigned size)
+{
+    RhinetState *s = opaque;
+
+    return rhn_fw_reg_read(s->engine, addr, size);
+}
+
+static void rhinet_regs_write(void *opaque, hwaddr addr, uint64_t val,
+                              unsigned size)
+{
+    RhinetState *s = opaque;
+
+    rhn_fw_reg_write(s->engine, addr, val, size);
+    rhinet_kick_engine(s);
+}
+
+static const MemoryRegionOps rhinet_regs_ops = {
+    .read = rhinet_regs_read,
+    .write = rhinet_regs_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 4, .max_access_size = 8 },
+    .impl = { .min_access_size = 4, .max_access_size = 8 },
+};
+
+/* Doorbells are write-only; reads return zero. */
+static uint64_t rhinet_doorbell_read(void *opaque, hwaddr addr, unsigned size)
+{
+    return 0;
+}
+
+static void rhinet_doorbell_write(void *opaque, hwaddr addr, uint64_t val,
+                                  unsigned size)
+{
+    RhinetState *s = opaque;
+
+    rhn_fw_doorbell_write(s->engine, addr >> RHN_DB_PAGE_SHIFT,
+                          addr & (RHN_DB_PAGE_SIZE - 1), val, size);
+    rhinet_kick_engine(s);
+}
+
+static const MemoryRegionOps rhinet_doorbell_ops = {
+    .read = rhinet_doorbell_read,
+    .write = rhinet_doorbell_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 4, .max_access_size = 8 },
+    .impl = { .min_access_size = 4, .max_access_size = 8 },
+};
+
+/* ---- Engine lifetime ---------------------------------------------------- */
+
+static void rhinet_engine_start(RhinetState *s)
+{
+    static const struct rhn_fw_host_ops ops_template = {
+        .dma_read = rhinet_dma_read,
+        .dma_write = rhinet_dma_write,
+        .raise_msix = rhinet_raise_msix,
+        .now_ns = rhinet_now_ns,
+        .transmit = rhinet_transmit,
+    };
+    struct rhn_fw_host_ops ops = ops_template;
+    struct rhn_fw_config cfg = {
+        .node_id = s->node_id,
+        .db_pages = s->db_pages,
+        .msix_vectors = RHINET_MSIX_VECTORS,
+    };
+    char name[32];
+
+    ops.opaque = s;
+    memcpy(cfg.mac, s->conf.macaddr.a, sizeof(cfg.mac));
+    s->engine = rhn_fw_engine_new(&cfg, &ops);
+    rhn_fw_set_link_up(s->engine, !qemu_get_queue(s->nic)->link_down);
+
+    qatomic_set(&s->stop, false);
+    snprintf(name, sizeof(name), "rhinet-engine-%u", s->node_id);
+    qemu_thread_create(&s->thread, name, rhinet_engine_thread, s,
+                       QEMU_THREAD_JOINABLE);
+    s->thread_running = true;
+}
+
+static void rhinet_engine_stop(RhinetState *s)
+{
+    if (s->thread_running) {
+        qatomic_set(&s->stop, true);
+        event_notifier_set(&s->wake);
+        qemu_thread_join(&s->thread);
+        s->thread_running = false;
+    }
+    if (s->engine) {
+        rhn_fw_engine_free(s->engine);
+        s->engine = NULL;
+    }
+    /* Frames and interrupts of the old engine die with it. */
+    qatomic_set(&s->tx_head, qatomic_read(&s->tx_tail));
+    qatomic_set(&s->msix_pending, 0);
+}
+
+/* A device reset (system reset, FLR) starts a fresh engine: nothing of the
+ * old state survives. */
+static void rhinet_reset(DeviceState *dev)
+{
+    RhinetState *s = RHINET(dev);
+
+    rhinet_engine_stop(s);
+    rhinet_engine_start(s);
+}
+
+static void rhinet_realize(PCIDevice *pdev, Error **errp)
+{
+    RhinetState *s = RHINET(pdev);
+    uint64_t db_size;
+    unsigned i;
+
+    if (s->db_pages < 2 || !is_power_of_2(s->db_pages) ||
+        s->db_pages > 65536) {
+        error_setg(errp, "rhinet: db-pages must be a power of two in 2..65536");
+        return;
+    }
+    if (s->node_id >= RHN_MAX_NODES) {
+        error_setg(errp, "rhinet: node-id must be below 0x%x", RHN_MAX_NODES);
+        return;
+    }
+    /* A MAC derived from the node ID unless one is given. */
+    if (!memcmp(s->conf.macaddr.a, "\0\0\0\0\0\0", 6)) {
+        const uint8_t mac[6] = { 0x02, 0x52, 0x4e, 0x00, s->node_id >> 8,
+                                 s->node_id & 0xff };
+        memcpy(s->conf.macaddr.a, mac, 6);
+    }
+
+    pci_config_set_interrupt_pin(pdev->config, 1);
+
+    memory_region_init_io(&s->regs, OBJECT(s), &rhinet_regs_ops, s,
+                          "rhinet-regs", RHN_BAR_REGS_SIZE);
+    pci_register_bar(pdev, RHN_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->regs);
+
+    db_size = (uint64_t)s->db_pages * RHN_DB_PAGE_SIZE;
+    memory_region_init_io(&s->doorbells, OBJECT(s), &rhinet_doorbell_ops, s,
+                          "rhinet-doorbells", db_size);
+    pci_register_bar(pdev, RHN_BAR_DOORBELL,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                     PCI_BASE_ADDRESS_MEM_PREFETCH,
+                     &s->doorbells);
+
+    if (msix_init_exclusive_bar(pdev, RHINET_MSIX_VECTORS, RHN_BAR_MSIX,
+                                errp)) {
+        return;
+    }
+    for (i = 0; i < RHINET_MSIX_VECTORS; i++) {
+        msix_vector_use(pdev, i);
+    }
+
+    if (event_notifier_init(&s->wake, false) < 0) {
+        error_setg(errp, "rhinet: cannot create the engine wake-up event");
+        msix_uninit_exclusive_bar(pdev);
+        return;
+    }
+    s->tx_ring = g_new0(RhinetTxSlot, RHINET_TX_RING);
+    s->bh = qemu_bh_new(rhinet_bh, s);
+
+    s->nic = qemu_new_nic(&rhinet_net_info, &s->conf,
+                          object_get_typename(OBJECT(s)), DEVICE(s)->id,
+                          &DEVICE(s)->mem_reentrancy_guard, s);
+    qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+
+    rhinet_engine_start(s);
+}
+
+static void rhinet_exit(PCIDevice *pdev)
+{
+    RhinetState *s = RHINET(pdev);
+
+    rhinet_engine_stop(s);
+    qemu_del_nic(s->nic);
+    qemu_bh_delete(s->bh);
+    g_free(s->tx_ring);
+    event_notifier_cleanup(&s->wake);
+    msix_uninit_exclusive_bar(pdev);
+}
+
+static Property rhinet_properties[] = {
+    DEFINE_NIC_PROPERTIES(RhinetState, conf),
+    DEFINE_PROP_UINT16("node-id", RhinetState, node_id, 0),
+    DEFINE_PROP_UINT32("db-pages", RhinetState, db_pages, 256),
+    DEFINE_PROP_END_OF_LIST(),
+};
+
+/* Engine state (queues in flight, peer channels) is not migrated. */
+static const VMStateDescription vmstate_rhinet = {
+    .name = "rhinet",
+    .unmigratable = 1,
+};
+
+static void rhinet_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = rhinet_realize;
+    k->exit = rhinet_exit;
+    k->vendor_id = RHN_PCI_VENDOR_ID;
+    k->device_id = RHN_PCI_DEVICE_ID;
+    k->revision = RHN_PCI_REVISION;
+    k->class_id = RHN_PCI_CLASS;
+    dc->desc = "RHiNET-NG RDMA NIC";
+    dc->reset = rhinet_reset;
+    dc->vmsd = &vmstate_rhinet;
+    device_class_set_props(dc, rhinet_properties);
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+}
+
+static const TypeInfo rhinet_info = {
+    .name = TYPE_RHINET,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(RhinetState),
+    .class_init = rhinet_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_PCIE_DEVICE },
+        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+        { },
+    },
+};
+
+static void rhinet_register_types(void)
+{
+    type_register_static(&rhinet_info);
+}
+
+type_init(rhinet_register_types)

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Builds qemu-system-x86_64 with the RHiNET-NG device from Debian's QEMU 7.2
+# source package and prints the path of the binary on stdout.
+#
+# The QEMU tree lives outside the repository, in
+#   $RHINET_CACHE_DIR (default ~/.cache/rhinet)/qemu-<key>/
+# where <key> hashes everything that shapes the configured tree: this script,
+# the device list, the Kconfig entry and the source package version. A new key
+# means a new cold build (about 10 minutes on 2 cores); the same key reuses the
+# tree. Our device and engine sources are copied in on every run, only when
+# their content changed, so ninja rebuilds just what we touched (seconds).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${RHINET_CACHE_DIR:-$HOME/.cache/rhinet}
+QEMU_PKG_VERSION_PREFIX="1:7.2" # the QEMU our device glue is written for
+log() { echo "build-qemu: $*" >&2; }
+
+# --- Debian source package -------------------------------------------------
+
+# The machine's apt configuration names the archive; a deb-src twin of the
+# main entry is added if no source entry exists yet.
+ensure_deb_src() {
+	if apt-cache showsrc qemu 2>/dev/null | grep -q '^Version:'; then
+		return
+	fi
+	local main=/etc/apt/sources.list.d/debian.sources
+	local twin=/etc/apt/sources.list.d/rhinet-deb-src.sources
+	if [[ -f $main ]]; then
+		sed -e 's/^Types:.*/Types: deb-src/' "$main" >"$twin"
+	elif [[ -f /etc/apt/sources.list ]]; then
+		grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' \
+			>/etc/apt/sources.list.d/rhinet-deb-src.list
+	else
+		log "no apt sources found to derive a deb-src entry from"
+		exit 1
+	fi
+	log "added deb-src entries; refreshing package lists"
+	apt-get update -qq
+}
+
+source_version() {
+	apt-cache showsrc qemu | awk '/^Version:/ {print $2}' | sort -V | tail -1
+}
+
+ensure_deb_src
+VERSION=$(source_version)
+if [[ $VERSION != "$QEMU_PKG_VERSION_PREFIX"* ]]; then
+	log "Debian offers qemu $VERSION; the device is written for ${QEMU_PKG_VERSION_PREFIX}.x"
+	exit 1
+fi
+
+KEY=$( {
+	echo "$VERSION"
+	cat "$REPO/scripts/build-qemu.sh" "$REPO/qemu_device/rhinet.mak" \
+		"$REPO/qemu_device/Kconfig"
+} | sha256sum | cut -c1-16)
+WORK="$CACHE/qemu-$KEY"
+SRC="$WORK/src"
+BUILD="$SRC/build"
+mkdir -p "$WORK"
+
+if [[ ! -f $SRC/.rhinet-unpacked ]]; then
+	log "fetching and unpacking qemu $VERSION into $WORK"
+	rm -rf "$SRC" "$WORK/dl"
+	mkdir -p "$WORK/dl"
+	(cd "$WORK/dl" && apt-get source --download-only -qq "qemu=$VERSION" >&2)
+	dpkg-source --no-check -x "$WORK"/dl/qemu_*.dsc "$SRC" >&2
+	rm -rf "$WORK/dl"
+	# Register the device once, before the first configure: adding a Kconfig
+	# symbol later regenerates a header nearly every file includes.
+	cat "$REPO/qemu_device/Kconfig" >>"$SRC/hw/net/Kconfig"
+	echo "subdir('rhinet')" >>"$SRC/hw/net/meson.build"
+	cp "$REPO/qemu_device/rhinet.mak" \
+		"$SRC/configs/devices/x86_64-softmmu/rhinet.mak"
+	touch "$SRC/.rhinet-unpacked"
+fi
+
+# --- Our sources: copied only when changed, so timestamps stay stable -------
+
+sync_file() { # src dst
+	if ! cmp -s "$1" "$2"; then
+		mkdir -p "$(dirname "$2")"
+		cp "$1" "$2"
+	fi
+}
+sync_tree() { # src_dir dst_dir; also removes files gone from src
+	local src=$1 dst=$2 f
+	(cd "$src" && find . -type f \( -name '*.c' -o -name '*.h' \
+		-o -name '*.cpp' \) -print) |
+		while read -r f; do sync_file "$src/$f" "$dst/$f"; done
+	if [[ -d $dst ]]; then
+		(cd "$dst" && find . -type f ! -name meson.build -print) |
+			while read -r f; do
+				[[ -f "$src/$f" ]] || rm -f "$dst/$f"
+		done
+	fi
+}
+DEV="$SRC/hw/net/rhinet"
+mkdir -p "$DEV"
+sync_file "$REPO/qemu_device/rhinet.c" "$DEV/rhinet.c"
+sync_file "$REPO/qemu_device/meson.build" "$DEV/meson.build"
+sync_tree "$REPO/firmware" "$DEV/firmware"
+sync_tree "$REPO/include/uapi/rhinet" "$DEV/contract/rhinet"
+# The engine's source list, for qemu_device/meson.build. Rewritten only when
+# the list changes (a change makes ninja re-run meson).
+fw_list=$(cd "$DEV/firmware" && find . -name '*.cpp' | sed 's|^\./||' | sort |
+	sed "s|.*|  '&',|")
+printf "rhinet_fw_sources = files(\n%s\n)\n" "$fw_list" >"$WORK/fw-meson.build"
+sync_file "$WORK/fw-meson.build" "$DEV/firmware/meson.build"
+
+# --- Configure once, then build only the system emulator -------------------
+
+if [[ ! -f $BUILD/build.ninja ]]; then
+	log "configuring (minimal x86_64 system emulator)"
+	mkdir -p "$BUILD"
+	(cd "$BUILD" && PATH=/usr/bin:$PATH ../configure \
+		--meson=/usr/bin/meson \
+		--target-list=x86_64-softmmu \
+		--without-default-features \
+		--without-default-devices \
+		--with-devices-x86_64=rhinet \
+		--enable-fdt=system \
+		--disable-docs --disable-tools --disable-guest-agent \
+		--disable-werror >&2)
+fi
+
+JOBS=${RHINET_QEMU_JOBS:-$(nproc)}
+start=$(date +%s)
+log "ninja qemu-system-x86_64 (-j$JOBS)"
+ninja -C "$BUILD" -j"$JOBS" qemu-system-x86_64 >&2
+log "built in $(($(date +%s) - start)) s"
+echo "$BUILD/qemu-system-x86_64"

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The fabric switch core alone: routing, broadcast, multicast groups, node
+// learning, malformed frames, and each seeded fault.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "rhinet/hw_wire.h"
+#include "switch_core.h"
+
+namespace {
+
+using rhinet::fabric::FaultSpec;
+using rhinet::fabric::SwitchCore;
+
+std::vector<uint8_t> frame(uint16_t src, uint16_t dst, uint8_t type,
+                           size_t payload, uint8_t fill = 0xab) {
+  const size_t hdr = type == RHN_PKT_DATA ? RHN_DATA_HDR_LEN : RHN_PKT_HDR_LEN;
+  std::vector<uint8_t> f(hdr + payload, fill);
+  rhn_pkt_hdr h{};
+  h.magic = RHN_WIRE_MAGIC;
+  h.version = RHN_WIRE_VERSION;
+  h.type = type;
+  h.dst_node = dst;
+  h.src_node = src;
+  h.payload_len = uint16_t(payload);
+  std::memcpy(f.data(), &h, sizeof(h));
+  return f;
+}
+
+struct Rig {
+  explicit Rig(unsigned ports, uint64_t seed = 1)
+      : sw(ports, seed, [this](unsigned port, std::span<const uint8_t> f) {
+          out[port].emplace_back(f.begin(), f.end());
+        }) {}
+  size_t got(unsigned port) const {
+    auto it = out.find(port);
+    return it == out.end() ? 0 : it->second.size();
+  }
+  std::map<unsigned, std::vector<std::vector<uint8_t>>> out;
+  SwitchCore sw;
+};
+
+TEST(Switch, RoutesByDestinationNode) {
+  Rig r(4);
+  r.sw.ingress(0, frame(0, 2, RHN_PKT_DATA, 100), 0);
+  r.sw.ingress(3, frame(3, 1, RHN_PKT_ACK, 0), 0);
+  EXPECT_EQ(r.got(2), 1u);
+  EXPECT_EQ(r.got(1), 1u);
+  EXPECT_EQ(r.got(0) + r.got(3), 0u);
+  EXPECT_EQ(r.out[2][0], frame(0, 2, RHN_PKT_DATA, 100));
+  EXPECT_EQ(r.sw.counters(2).tx_frames, 1u);
+  EXPECT_EQ(r.sw.counters(0).rx_bytes, RHN_DATA_HDR_LEN + 100u);
+}
+
+TEST(Switch, LearnsWhereANodeLives) {
+  Rig r(3);
+  r.sw.ingress(2, frame(7, 0, RHN_PKT_ACK, 0), 0);  // node 7 is on port 2
+  r.sw.ingress(0, frame(0, 7, RHN_PKT_ACK, 0), 0);
+  EXPECT_EQ(r.got(2), 1u);
+  r.sw.ingress(0, frame(0, 9, RHN_PKT_ACK, 0), 0);  // nobody
+  EXPECT_EQ(r.sw.counters(0).unroutable, 1u);
+}
+
+TEST(Switch, BroadcastReachesEveryOtherPort) {
+  Rig r(4);
+  r.sw.ingress(1, frame(1, RHN_NODE_BROADCAST, RHN_PKT_RAW, 60), 0);
+  EXPECT_EQ(r.got(0), 1u);
+  EXPECT_EQ(r.got(1), 0u);
+  EXPECT_EQ(r.got(2), 1u);
+  EXPECT_EQ(r.got(3), 1u);
+}
+
+TEST(Switch, MulticastGroupsReachTheirMembers) {
+  Rig r(4);
+  const uint16_t g = RHN_NODE_MCAST_FIRST + 5;
+  ASSERT_TRUE(r.sw.set_group(g, {0, 2, 3}));
+  r.sw.ingress(0, frame(0, g, RHN_PKT_DATA, 8), 0);
+  EXPECT_EQ(r.got(0), 0u);  // not back to the sender
+  EXPECT_EQ(r.got(1), 0u);
+  EXPECT_EQ(r.got(2), 1u);
+  EXPECT_EQ(r.got(3), 1u);
+  ASSERT_TRUE(r.sw.set_group(g, {}));
+  r.sw.ingress(0, frame(0, g, RHN_PKT_DATA, 8), 0);
+  EXPECT_EQ(r.sw.counters(0).unroutable, 1u);
+  EXPECT_FALSE(r.sw.set_group(5, {0}));                     // not a group ID
+  EXPECT_FALSE(r.sw.set_group(RHN_NODE_MCAST_FIRST, {4}));  // no port 4
+}
+
+TEST(Switch, DropsAndCountsMalformedFrames) {
+  Rig r(2);
+  auto good = frame(0, 1, RHN_PKT_DATA, 16);
+  auto bad_magic = good;
+  bad_magic[0] ^= 1;
+  auto bad_version = good;
+  bad_version[2] = 9;
+  auto bad_type = good;
+  bad_type[3] = 0x77;
+  auto short_len = good;
+  short_len.pop_back();
+  std::vector<uint8_t> tiny(5, 0);
+  std::vector<uint8_t> huge(RHN_MAX_FRAME + 1, 0);
+  for (auto* f : {&bad_magic, &bad_version, &bad_type, &short_len, &tiny,
+                  &huge})
+    r.sw.ingress(0, *f, 0);
+  r.sw.ingress(0, std::span<const uint8_t>(), 0);
+  EXPECT_EQ(r.sw.counters(0).malformed, 7u);
+  EXPECT_EQ(r.got(1), 0u);
+  r.sw.ingress(0, good, 0);
+  EXPECT_EQ(r.got(1), 1u);
+}
+
+TEST(Switch, LossIsSeededAndCounted) {
+  auto run = [](uint64_t seed) {
+    Rig r(2, seed);
+    r.sw.set_fault(1, FaultSpec{.loss = 0.3});
+    for (int i = 0; i < 1000; i++)
+      r.sw.ingress(0, frame(0, 1, RHN_PKT_ACK, 0), 0);
+    EXPECT_EQ(r.got(1) + r.sw.counters(1).loss_drops, 1000u);
+    return r.got(1);
+  };
+  const size_t a = run(42), b = run(42), c = run(43);
+  EXPECT_EQ(a, b);  // same seed, same losses
+  EXPECT_NE(a, c);
+  EXPECT_GT(a, 600u);
+  EXPECT_LT(a, 800u);
+}
+
+TEST(Switch, DuplicatesCorruptsAndReorders) {
+  Rig r(2, 7);
+  r.sw.set_fault(-1, FaultSpec{.duplicate = 1.0});
+  r.sw.ingress(0, frame(0, 1, RHN_PKT_ACK, 0), 0);
+  EXPECT_EQ(r.got(1), 2u);
+  EXPECT_EQ(r.sw.counters(1).duplicated, 1u);
+
+  r.out.clear();
+  r.sw.set_fault(-1, FaultSpec{.corrupt = 1.0});
+  const auto sent = frame(0, 1, RHN_PKT_DATA, 64, 0);
+  r.sw.ingress(0, sent, 0);
+  ASSERT_EQ(r.got(1), 1u);
+  int bits = 0;
+  for (size_t i = 0; i < sent.size(); i++)
+    bits += __builtin_popcount(sent[i] ^ r.out[1][0][i]);
+  EXPECT_EQ(bits, 1);
+
+  // Reorder: the first frame is held and leaves after the second.
+  r.out.clear();
+  r.sw.set_fault(-1, FaultSpec{.reorder = 1.0});
+  r.sw.ingress(0, frame(0, 1, RHN_PKT_DATA, 1, 1), 0);
+  EXPECT_EQ(r.got(1), 0u);
+  r.sw.set_fault(-1, FaultSpec{});
+  r.sw.ingress(0, frame(0, 1, RHN_PKT_DATA, 1, 2), 0);
+  ASSERT_EQ(r.got(1), 2u);
+  EXPECT_EQ(r.out[1][0].back(), 2);
+  EXPECT_EQ(r.out[1][1].back(), 1);
+
+  // A held frame with no successor leaves when its hold time runs out.
+  r.out.clear();
+  r.sw.set_fault(-1, FaultSpec{.reorder = 1.0});
+  r.sw.ingress(0, frame(0, 1, RHN_PKT_DATA, 1, 3), 100);
+  EXPECT_EQ(r.sw.next_deadline_ns(), 100 + SwitchCore::kReorderHoldNs);
+  r.sw.tick(100 + SwitchCore::kReorderHoldNs);
+  EXPECT_EQ(r.got(1), 1u);
+  EXPECT_EQ(r.sw.next_deadline_ns(), UINT64_MAX);
+}
+
+TEST(Switch, LinkDownForAPeriod) {
+  Rig r(2);
+  r.sw.set_link(1, false, 1000, 0);
+  r.sw.ingress(0, frame(0, 1, RHN_PKT_ACK, 0), 10);  // to a down port
+  r.sw.ingress(1, frame(1, 0, RHN_PKT_ACK, 0), 10);  // from a down port
+  EXPECT_EQ(r.got(0) + r.got(1), 0u);
+  EXPECT_EQ(r.sw.counters(1).link_down_drops, 2u);
+  EXPECT_EQ(r.sw.next_deadline_ns(), 1000u);
+  r.sw.tick(1000);
+  EXPECT_TRUE(r.sw.link_up(1));
+  r.sw.ingress(0, frame(0, 1, RHN_PKT_ACK, 0), 1001);
+  EXPECT_EQ(r.got(1), 1u);
+}
+
+}  // namespace
