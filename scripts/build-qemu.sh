@@ -4,8 +4,9 @@
 #
 # The QEMU tree lives outside the repository, in
 #   $RHINET_CACHE_DIR (default ~/.cache/rhinet)/qemu-<key>/
-# where <key> hashes everything that shapes the configured tree: this script,
-# the device list, the Kconfig entry and the source package version. A new key
+# where <key> hashes everything that shapes the configured tree: the source
+# package version, the configure flags, the device list, the Kconfig entry and
+# TREE_RECIPE. A new key
 # means a new cold build (about 10 minutes on 2 cores); the same key reuses the
 # tree. Our device and engine sources are copied in on every run, only when
 # their content changed, so ninja rebuilds just what we touched (seconds).
@@ -21,7 +22,9 @@ log() { echo "build-qemu: $*" >&2; }
 # The machine's apt configuration names the archive; a deb-src twin of the
 # main entry is added if no source entry exists yet.
 ensure_deb_src() {
-	if apt-cache showsrc qemu 2>/dev/null | grep -q '^Version:'; then
+	local offered
+	offered=$(apt-cache showsrc qemu 2>/dev/null || true)
+	if grep -q '^Version:' <<<"$offered"; then
 		return
 	fi
 	local main=/etc/apt/sources.list.d/debian.sources
@@ -50,12 +53,28 @@ if [[ $VERSION != "$QEMU_PKG_VERSION_PREFIX"* ]]; then
 	exit 1
 fi
 
+# How the tree is unpacked, patched and configured. Bump TREE_RECIPE when the
+# unpack/patch steps below change; the configure flags are hashed as they are.
+TREE_RECIPE=1
+CONFIGURE_ARGS=(
+	--meson=/usr/bin/meson
+	--target-list=x86_64-softmmu
+	--without-default-features
+	--without-default-devices
+	--with-devices-x86_64=rhinet
+	--enable-fdt=system
+	--disable-docs --disable-tools --disable-guest-agent
+	--disable-werror
+)
 KEY=$( {
-	echo "$VERSION"
-	cat "$REPO/scripts/build-qemu.sh" "$REPO/qemu_device/rhinet.mak" \
-		"$REPO/qemu_device/Kconfig"
+	echo "$VERSION $TREE_RECIPE ${CONFIGURE_ARGS[*]}"
+	cat "$REPO/qemu_device/rhinet.mak" "$REPO/qemu_device/Kconfig"
 } | sha256sum | cut -c1-16)
 WORK="$CACHE/qemu-$KEY"
+if [[ ${1:-} == --print-dir ]]; then
+	echo "$WORK"
+	exit 0
+fi
 SRC="$WORK/src"
 BUILD="$SRC/build"
 mkdir -p "$WORK"
@@ -114,15 +133,7 @@ sync_file "$WORK/fw-meson.build" "$DEV/firmware/meson.build"
 if [[ ! -f $BUILD/build.ninja ]]; then
 	log "configuring (minimal x86_64 system emulator)"
 	mkdir -p "$BUILD"
-	(cd "$BUILD" && PATH=/usr/bin:$PATH ../configure \
-		--meson=/usr/bin/meson \
-		--target-list=x86_64-softmmu \
-		--without-default-features \
-		--without-default-devices \
-		--with-devices-x86_64=rhinet \
-		--enable-fdt=system \
-		--disable-docs --disable-tools --disable-guest-agent \
-		--disable-werror >&2)
+	(cd "$BUILD" && PATH=/usr/bin:$PATH ../configure "${CONFIGURE_ARGS[@]}" >&2)
 fi
 
 JOBS=${RHINET_QEMU_JOBS:-$(nproc)}
