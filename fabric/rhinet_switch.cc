@@ -241,7 +241,11 @@ class SwitchProgram {
 
   void queue_frame(unsigned i, std::span<const uint8_t> frame) {
     Port& p = ports_[i];
-    if (p.fd < 0 || p.out.size() + 4 + frame.size() > kMaxEgressBuffer) {
+    if (p.fd < 0) {  // no node attached: as good as a dead link
+      core_.counters(i).link_down_drops++;
+      return;
+    }
+    if (p.out.size() + 4 + frame.size() > kMaxEgressBuffer) {
       core_.counters(i).overflow_drops++;
       return;
     }

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the shared part of every test node's initramfs (an uncompressed
+# newc cpio: the kernel unpacks it faster than it decompresses under TCG):
+# busybox, /init, the kernel modules asked for with their dependencies, and
+# programs with the shared libraries they need.
+#   build-initramfs.sh OUT.cpio [--module NAME]... [--bin FILE]...
+# A test's own script goes into a second, tiny cpio appended by the launcher.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+OUT=$1
+shift
+KVER=$(bash "$HERE/kernel.sh" version)
+modules=() bins=()
+while (($#)); do
+	case $1 in
+	--module) modules+=("$2"); shift 2 ;;
+	--bin) bins+=("$2"); shift 2 ;;
+	*) echo "build-initramfs: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,run,test,opt/rhinet/bin}
+cp /bin/busybox "$root/bin/busybox"
+install -m 0755 "$HERE/guest/init.sh" "$root/init"
+
+# Programs and the libraries ldd names for them (none for static ones).
+for b in "${bins[@]}"; do
+	install -m 0755 "$b" "$root/opt/rhinet/bin/"
+	while read -r lib; do
+		[[ -n $lib && -e $lib ]] || continue
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done < <(ldd "$b" 2>/dev/null | grep -o '/[^ ]*' || true)
+done
+
+# Kernel modules with their dependencies, from the installed kernel.
+if ((${#modules[@]})); then
+	moddir=/lib/modules/$KVER
+	declare -A seen=()
+	add_module() {
+		local path dep
+		path=$(modinfo -k "$KVER" -n "$1") || exit 1
+		[[ -n ${seen[$path]:-} ]] && return
+		seen[$path]=1
+		for dep in $(modinfo -k "$KVER" -F depends "$1" | tr ',' ' '); do
+			add_module "$dep"
+		done
+		mkdir -p "$root$(dirname "$path")"
+		cp "$path" "$root$path"
+	}
+	for m in "${modules[@]}"; do add_module "$m"; done
+	cp "$moddir"/modules.{order,builtin,builtin.modinfo} "$root$moddir/" 2>/dev/null || true
+	depmod -b "$root" "$KVER"
+fi
+
+(cd "$root" && find . -print0 | LC_ALL=C sort -z |
+	cpio --null -o -H newc --owner=0:0 --quiet) >"$OUT.tmp"
+mv "$OUT.tmp" "$OUT"
+echo "build-initramfs: $OUT ($(du -h "$OUT" | cut -f1))" >&2

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Boots a RHiNET-NG cluster: the fabric switch and N QEMU guests, each with
+# one rhinet NIC on its own switch port (node ID = port = index).
+#
+#   run-cluster.sh [options]
+#     -n N             nodes (default 2)
+#     --script FILE    batch mode: every node runs FILE NODE NODES; the run
+#                      passes when every node exits 0
+#     --shell K        interactive: a shell on node K's console (others idle,
+#                      or running --script); ends when that shell exits
+#     --timeout S      batch deadline in seconds (default 120)
+#     --switch ARG     pass ARG to rhinet-switch (repeatable), e.g.
+#                      --switch --loss --switch 0.1
+#     --out DIR        keep logs here (default: a fresh temporary directory)
+#     --env FILE       artifact paths (default: build/vm/env, written by
+#                      tests/vm/prepare.sh)
+#
+# While it runs, `rhinet-switch --ctl SOCKDIR CMD` changes faults; the socket
+# directory is printed at start. Each node's serial log is OUT/nodeK.log; the
+# switch's counters end in OUT/switch.stats.
+set -uo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+
+nodes=2 script="" shell_node="" timeout=120 out="" env_file="$REPO/build/vm/env"
+switch_args=()
+while (($#)); do
+	case $1 in
+	-n) nodes=$2; shift 2 ;;
+	--script) script=$2; shift 2 ;;
+	--shell) shell_node=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--switch) switch_args+=("$2"); shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--env) env_file=$2; shift 2 ;;
+	-h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+	*) echo "run-cluster: unknown argument '$1'" >&2; exit 2 ;;
+	esac
+done
+die() { echo "run-cluster: $*" >&2; exit 2; }
+[[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 1 && nodes <= 64)) || die "-n must be 1..64"
+[[ -z $script && -z $shell_node ]] && die "give --script FILE or --shell K"
+[[ -z $script || -r $script ]] || die "cannot read script $script"
+[[ -z $shell_node ]] || ((shell_node < nodes)) || die "--shell must name a node below $nodes"
+[[ -r $env_file ]] || die "no $env_file: run tests/vm/prepare.sh (or make build) first"
+# shellcheck source=/dev/null
+source "$env_file" # QEMU VMLINUX INITRAMFS SWITCH
+for f in "$QEMU" "$VMLINUX" "$INITRAMFS" "$SWITCH"; do
+	[[ -e $f ]] || die "missing artifact $f (re-run tests/vm/prepare.sh)"
+done
+
+[[ -n $out ]] || out=$(mktemp -d /tmp/rhinet-run.XXXXXX)
+mkdir -p "$out"
+sockdir=$(mktemp -d /tmp/rhn-fabric.XXXXXX) # short: unix paths are limited
+pids=()
+switch_pid=""
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	if [[ -n $switch_pid ]]; then
+		kill "$switch_pid" 2>/dev/null
+		wait "$switch_pid" 2>/dev/null
+	fi
+	rm -rf "$sockdir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The test script rides in a second cpio appended to the shared one.
+stage=$(mktemp -d)
+mkdir -p "$stage/test"
+if [[ -n $script ]]; then
+	cp "$script" "$stage/test/run.sh"
+fi
+(cd "$stage" && find . | cpio -o -H newc --owner=0:0 --quiet) >"$out/run.cpio"
+rm -rf "$stage"
+cat "$INITRAMFS" "$out/run.cpio" >"$out/initrd.cpio"
+
+"$SWITCH" --dir "$sockdir" --ports "$nodes" --stats "$out/switch.stats" \
+	"${switch_args[@]}" >"$out/switch.log" 2>&1 &
+switch_pid=$!
+for _ in $(seq 100); do
+	[[ -S $sockdir/control.sock ]] && break
+	kill -0 "$switch_pid" 2>/dev/null || break
+	sleep 0.05
+done
+[[ -S $sockdir/control.sock ]] || { cat "$out/switch.log" >&2; die "switch did not start"; }
+echo "run-cluster: $nodes nodes, fabric control: $SWITCH --ctl $sockdir CMD, logs in $out" >&2
+
+qemu_cmd() { # node mode serial
+	echo "$QEMU" -M q35 -cpu max -m 256M -smp 1 -nodefaults -no-user-config \
+		-display none -no-reboot -L /usr/share/seabios -L /usr/share/qemu \
+		-kernel "$VMLINUX" -initrd "$out/initrd.cpio" \
+		-append "'console=ttyS0 quiet panic=-1 rhinet.node=$1 rhinet.nodes=$nodes rhinet.mode=$2'" \
+		-serial "$3" -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+		-netdev "stream,id=fabric,server=off,addr.type=unix,addr.path=$sockdir/port$1.sock" \
+		-device "rhinet,netdev=fabric,node-id=$1"
+}
+
+start_ms=$(($(date +%s%N) / 1000000))
+for ((i = 0; i < nodes; i++)); do
+	[[ $i == "$shell_node" ]] && { pids+=(""); continue; }
+	mode=batch
+	[[ -z $script ]] && mode=idle
+	eval "$(qemu_cmd "$i" "$mode" "file:$out/node$i.log")" &
+	pids+=($!)
+done
+
+if [[ -n $shell_node ]]; then
+	eval "$(qemu_cmd "$shell_node" shell mon:stdio)"
+	exit 0
+fi
+
+# Batch: wait for every node, up to the deadline.
+declare -A status=()
+deadline=$(($(date +%s) + timeout))
+while ((${#status[@]} < nodes)); do
+	for ((i = 0; i < nodes; i++)); do
+		[[ -n ${status[$i]:-} ]] && continue
+		if ! kill -0 "${pids[$i]}" 2>/dev/null; then
+			wait "${pids[$i]}"
+			status[$i]=$?
+		fi
+	done
+	if (($(date +%s) >= deadline)); then
+		for ((i = 0; i < nodes; i++)); do
+			[[ -n ${status[$i]:-} ]] && continue
+			kill "${pids[$i]}" 2>/dev/null
+			wait "${pids[$i]}" 2>/dev/null
+			status[$i]=timeout
+		done
+	fi
+	sleep 0.1
+done
+elapsed_ms=$(($(date +%s%N) / 1000000 - start_ms))
+"$SWITCH" --ctl "$sockdir" stats >"$out/switch.stats.live" 2>&1
+
+failed=0
+for ((i = 0; i < nodes; i++)); do
+	st=${status[$i]}
+	if [[ $st == timeout ]]; then
+		verdict="TIMEOUT after ${timeout}s"
+	elif ((st % 2 == 1)); then
+		rc=$(((st - 1) / 2))
+		verdict="rc=$rc"
+		((rc == 0)) && { echo "node $i: PASS" >&2; continue; }
+	else
+		verdict="QEMU exited with $st (no result from the guest)"
+	fi
+	failed=1
+	echo "node $i: FAIL ($verdict); last lines of $out/node$i.log:" >&2
+	tail -n 40 "$out/node$i.log" | sed 's/^/  | /' >&2
+done
+echo "run-cluster: done in $((elapsed_ms / 1000)).$(printf %03d $((elapsed_ms % 1000)))s; switch counters:" >&2
+sed 's/^/  /' "$out/switch.stats.live" >&2
+exit $failed
