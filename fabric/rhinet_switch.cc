@@ -399,7 +399,7 @@ int main(int argc, char** argv) {
   unsigned ports = 2;
   uint64_t seed = 1;
   FaultSpec fault;
-  std::vector<std::string_view> fault_words;
+  std::vector<std::string> fault_args;  // "loss=0.1" from --loss 0.1
   for (int i = 1; i < argc; i++) {
     const std::string_view a = argv[i];
     auto value = [&]() -> std::string_view {
@@ -426,9 +426,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--loss" || a == "--dup" || a == "--reorder" ||
                a == "--corrupt") {
-      static std::vector<std::string> keep;
-      keep.push_back(std::string(a.substr(2)) + "=" + std::string(value()));
-      fault_words.push_back(keep.back());
+      fault_args.push_back(std::string(a.substr(2)) + "=" +
+                           std::string(value()));
     } else if (a == "--pcap") {
       pcap = value();
     } else if (a == "--stats") {
@@ -443,6 +442,8 @@ int main(int argc, char** argv) {
     usage();
     return 2;
   }
+  const std::vector<std::string_view> fault_words(fault_args.begin(),
+                                                  fault_args.end());
   const std::string err = apply_fault_words(fault_words, &fault);
   if (!err.empty()) {
     std::fprintf(stderr, "rhinet-switch: %s\n", err.c_str());

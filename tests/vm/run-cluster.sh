@@ -8,6 +8,7 @@
 #                      passes when every node exits 0
 #     --shell K        interactive: a shell on node K's console (others idle,
 #                      or running --script); ends when that shell exits
+#     --arg X          extra argument for the script (repeatable)
 #     --timeout S      batch deadline in seconds (default 120)
 #     --switch ARG     pass ARG to rhinet-switch (repeatable), e.g.
 #                      --switch --loss --switch 0.1
@@ -23,17 +24,18 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 nodes=2 script="" shell_node="" timeout=120 out="" env_file="$REPO/build/vm/env"
-switch_args=()
+switch_args=() script_args=()
 while (($#)); do
 	case $1 in
 	-n) nodes=$2; shift 2 ;;
 	--script) script=$2; shift 2 ;;
+	--arg) script_args+=("$2"); shift 2 ;;
 	--shell) shell_node=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--switch) switch_args+=("$2"); shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--env) env_file=$2; shift 2 ;;
-	-h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,23p' "$0"; exit 0 ;;
 	*) echo "run-cluster: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -70,6 +72,7 @@ stage=$(mktemp -d)
 mkdir -p "$stage/test"
 if [[ -n $script ]]; then
 	cp "$script" "$stage/test/run.sh"
+	printf '%s\n' "${script_args[@]}" >"$stage/test/args"
 fi
 (cd "$stage" && find . | cpio -o -H newc --owner=0:0 --quiet) >"$out/run.cpio"
 rm -rf "$stage"

@@ -1,7 +1,7 @@
 #!/bin/busybox sh
 # /init of a RHiNET-NG test node. Kernel command line:
 #   rhinet.node=N rhinet.nodes=M rhinet.mode=batch|shell|idle
-# batch: runs /test/run.sh NODE NODES, prints its status and ends the VM with
+# batch: runs /test/run.sh NODE NODES [ARGS from /test/args], prints its status and ends the VM with
 #        it (isa-debug-exit); shell: a shell on the console; idle: waits.
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin:/opt/rhinet/bin
@@ -22,7 +22,8 @@ echo "rhinet-init: node $NODE of $NODES, mode $MODE, kernel $(uname -r)"
 
 case "$MODE" in
 batch)
-	sh /test/run.sh "$NODE" "$NODES"
+	# shellcheck disable=SC2046 # one argument per line of /test/args
+	sh /test/run.sh "$NODE" "$NODES" $(cat /test/args 2>/dev/null)
 	rc=$?
 	echo "RHINET-RESULT node=$NODE rc=$rc"
 	rhinet-vm-exit "$rc"

@@ -381,13 +381,11 @@ static void post_recv(unsigned i)
 	ring(RHN_DB_RQ, qpn);
 }
 
-static void post_send(uint16_t dst_node, uint32_t dst_qpn, const char *msg)
+static void post_send(uint16_t dst_node, uint32_t dst_qpn, size_t len)
 {
 	const uint32_t depth = 1u << WQ_LOG_DEPTH;
 	struct rhn_send_wqe w;
-	size_t len = strlen(msg) + 1;
 
-	memcpy(out_buf.va, msg, len);
 	memset(&w, 0, sizeof(w));
 	w.opcode = RHN_OP_SEND;
 	w.flags = RHN_WQE_F_SIGNALED;
@@ -435,19 +433,97 @@ static void print_counters(void)
 	fflush(stdout);
 }
 
+/*
+ * Message of round R from node N: "hello R from node N" (or "reply"), NUL,
+ * then a pattern up to a length that varies with R (up to 3 KiB).
+ */
+static size_t make_message(uint8_t *buf, const char *kind, unsigned round,
+			   int from)
+{
+	size_t len = 64 + (round * 997u) % 3000;
+	int n = snprintf((char *)buf, 48, "%s %u from node %d", kind, round,
+			 from);
+
+	for (size_t i = n + 1; i < len; i++)
+		buf[i] = (uint8_t)(i * 7 + round + from);
+	return len;
+}
+
+/* Checks a received message; returns its round or -1 if it is stale. */
+static int check_message(const struct rhn_cqe *cqe, const char *kind)
+{
+	static uint8_t want[PAGE];
+	const uint8_t *got = bufs[cqe->wqe_index % RECV_BUFS].va;
+	unsigned round;
+	char fmt[32];
+	size_t len;
+
+	if (cqe->src_node != peer || cqe->src_qpn != 1)
+		fail("datagram from node %u QP %u, expected node %d QP 1",
+		     cqe->src_node, cqe->src_qpn, peer);
+	snprintf(fmt, sizeof(fmt), "%s %%u from node", kind);
+	if (sscanf((const char *)got, fmt, &round) != 1)
+		fail("received '%.40s', expected a %s", got, kind);
+	len = make_message(want, kind, round, peer);
+	if (cqe->byte_len != len || memcmp(got, want, len))
+		fail("%s %u: %u bytes, expected %zu, or the content differs",
+		     kind, round, cqe->byte_len, len);
+	return (int)round;
+}
+
+/* Waits for the next completion, up to @ms; false on timeout. */
+static bool wait_cq(struct rhn_cqe *cqe, unsigned ms)
+{
+	for (uint64_t t0 = now_ms(); !poll_cq(cqe); usleep(100))
+		if (now_ms() - t0 > ms)
+			return false;
+	return true;
+}
+
+/*
+ * Responder: answer every hello (a resent one again); done when the last
+ * round is answered and every reply has left.
+ */
+static void respond(unsigned rounds)
+{
+	unsigned next = 0, replies_done = 0;
+	struct rhn_cqe cqe;
+
+	while (next < rounds || replies_done < sq_pi) {
+		if (!wait_cq(&cqe, 30000))
+			fail("no hello %u from node %d in 30 s", next, peer);
+		if (cqe.status != RHN_CQE_SUCCESS)
+			fail("%s completion status %u syndrome %u",
+			     cqe.flags & RHN_CQE_F_SQ ? "reply" : "receive",
+			     cqe.status, cqe.vendor_err);
+		if (cqe.flags & RHN_CQE_F_SQ) {
+			replies_done++;
+			continue;
+		}
+		unsigned got = (unsigned)check_message(&cqe, "hello");
+
+		post_recv(cqe.wqe_index % RECV_BUFS);
+		if (sq_pi - replies_done >= (1u << WQ_LOG_DEPTH))
+			fail("send queue full of unanswered replies");
+		post_send(peer, 1, make_message(out_buf.va, "reply", got, node));
+		if (got + 1 > next)
+			next = got + 1;
+	}
+}
+
 int main(int argc, char **argv)
 {
-	char expect[64], msg[64];
 	size_t size;
 	uint32_t mac_lo, mac_hi;
 	bool initiator;
-	uint64_t t0, last_send = 0;
-	unsigned sends = 0, i;
+	unsigned rounds, round, i, resends = 0, sends_done = 0;
+	uint64_t t0;
 
-	if (argc != 3)
-		fail("usage: rhinet-smoke NODE PEER");
+	if (argc != 3 && argc != 4)
+		fail("usage: rhinet-smoke NODE PEER [ROUNDS]");
 	node = atoi(argv[1]);
 	peer = atoi(argv[2]);
+	rounds = argc == 4 ? (unsigned)atoi(argv[3]) : 1;
 	initiator = node < peer;
 
 	find_device();
@@ -485,70 +561,67 @@ int main(int argc, char **argv)
 	out_buf = dma_alloc();
 	printf("rhinet-smoke[node %d]: engine up, UD QP %u ready\n", node, qpn);
 
-	snprintf(expect, sizeof(expect), "%s from node %d",
-		 initiator ? "reply" : "hello", peer);
-	for (t0 = now_ms(); now_ms() - t0 < 20000;) {
+	t0 = now_ms();
+	if (!initiator)
+		respond(rounds);
+	for (round = 0; initiator && round < rounds;) {
+		struct rhn_cqe cqe;
+		bool replied = false;
+
+		/*
+		 * Initiator: send hello ROUND until its reply arrives. A hello
+		 * can be lost for good when the peer's NIC is reset after it
+		 * arrived (UD promises nothing more), so it is sent again when
+		 * no reply came within 200 ms.
+		 */
+		post_send(peer, 1, make_message(out_buf.va, "hello", round,
+						node));
+		for (uint64_t sent = now_ms(); !replied;) {
+			if (!wait_cq(&cqe, 200)) {
+				if (sends_done < sq_pi)
+					continue; /* still in flight */
+				if (now_ms() - t0 > 30000)
+					fail("no reply %u from node %d in 30 s",
+					     round, peer);
+				if (now_ms() - sent >= 200)
+					break;
+				continue;
+			}
+			if (cqe.flags & RHN_CQE_F_SQ) {
+				sends_done++;
+				/* RETRY_EXC: the peer's NIC was reset while
+				 * our hello was in flight. */
+				if (cqe.status != RHN_CQE_SUCCESS &&
+				    cqe.status != RHN_CQE_RETRY_EXC_ERR)
+					fail("send status %u syndrome %u",
+					     cqe.status, cqe.vendor_err);
+				continue;
+			}
+			if (cqe.status != RHN_CQE_SUCCESS)
+				fail("receive status %u", cqe.status);
+			int got = check_message(&cqe, "reply");
+
+			post_recv(cqe.wqe_index % RECV_BUFS);
+			replied = got == (int)round;
+		}
+		if (replied)
+			round++;
+		else
+			resends++;
+	}
+	/* Every send completes before the VM ends. */
+	while (initiator && sends_done < sq_pi) {
 		struct rhn_cqe cqe;
 
-		if (initiator && now_ms() - last_send >= 20 &&
-		    sq_pi - sends == 0) {
-			snprintf(msg, sizeof(msg), "hello from node %d", node);
-			post_send(peer, 1, msg);
-			last_send = now_ms();
-		}
-		if (!poll_cq(&cqe)) {
-			usleep(200);
-			continue;
-		}
-		if ((cqe.flags & RHN_CQE_F_SQ) && initiator &&
-		    cqe.status == RHN_CQE_RETRY_EXC_ERR) {
-			/* The peer's driver reset its NIC after our first
-			 * datagram reached it: the channel restarts, try again. */
-			printf("rhinet-smoke[node %d]: peer reset under send %u; "
-			       "resending\n", node, sends);
-			sends++;
-			continue;
-		}
-		if (cqe.status != RHN_CQE_SUCCESS)
-			fail("CQE status %u syndrome %u opcode 0x%x", cqe.status,
-			     cqe.vendor_err, cqe.opcode);
-		if (cqe.flags & RHN_CQE_F_SQ) {
-			sends++;
-			continue;
-		}
-		const char *got = (const char *)bufs[cqe.wqe_index % RECV_BUFS].va;
-
-		if (cqe.src_node != peer || cqe.src_qpn != 1)
-			fail("datagram from node %u QP %u, expected node %d QP 1",
-			     cqe.src_node, cqe.src_qpn, peer);
-		if (cqe.byte_len != strlen(expect) + 1 || strcmp(got, expect))
-			fail("received '%.40s' (%u bytes), expected '%s'", got,
-			     cqe.byte_len, expect);
-		printf("rhinet-smoke[node %d]: received '%s' from node %u\n",
-		       node, got, cqe.src_node);
-		if (initiator) {
-			printf("rhinet-smoke[node %d]: PASS after %u sends\n",
-			       node, sends);
-			print_counters();
-			return 0;
-		}
-		/* Answer, and wait until the answer has left. */
-		snprintf(msg, sizeof(msg), "reply from node %d", node);
-		post_send(cqe.src_node, cqe.src_qpn, msg);
-		for (uint64_t t1 = now_ms();; usleep(200)) {
-			if (now_ms() - t1 > 5000)
-				fail("reply never completed");
-			if (!poll_cq(&cqe) || !(cqe.flags & RHN_CQE_F_SQ))
-				continue; /* later hellos need no answer */
-			if (cqe.status != RHN_CQE_SUCCESS)
-				fail("reply completion status %u", cqe.status);
-			break;
-		}
-		printf("rhinet-smoke[node %d]: PASS\n", node);
-		print_counters();
-		return 0;
+		if (!wait_cq(&cqe, 5000))
+			fail("a send never completed");
+		if (cqe.flags & RHN_CQE_F_SQ)
+			sends_done++;
 	}
+	printf("rhinet-smoke[node %d]: PASS: %u rounds with node %d in %llu ms"
+	       " (%u hellos sent again)\n",
+	       node, rounds, peer, (unsigned long long)(now_ms() - t0),
+	       resends);
 	print_counters();
-	fail("nothing from node %d within 20 s", peer);
-	return 1;
+	return 0;
 }
