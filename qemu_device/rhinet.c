@@ -34,6 +34,7 @@
 #include "exec/memory.h"
 #include "hw/pci/msix.h"
 #include "hw/pci/pci.h"
+#include "hw/pci/pcie.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "net/net.h"
@@ -393,6 +394,12 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
     }
 
     pci_config_set_interrupt_pin(pdev->config, 1);
+    /* Function level reset, as a kernel driver's pci_reset_function() uses. */
+    if (pcie_endpoint_cap_init(pdev, 0) < 0) {
+        error_setg(errp, "rhinet: cannot add the PCI Express capability");
+        return;
+    }
+    pcie_cap_flr_init(pdev);
 
     memory_region_init_io(&s->regs, OBJECT(s), &rhinet_regs_ops, s,
                           "rhinet-regs", RHN_BAR_REGS_SIZE);
@@ -410,6 +417,7 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
 
     if (msix_init_exclusive_bar(pdev, RHINET_MSIX_VECTORS, RHN_BAR_MSIX,
                                 errp)) {
+        pcie_cap_exit(pdev);
         return;
     }
     for (i = 0; i < RHINET_MSIX_VECTORS; i++) {
@@ -419,6 +427,7 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
     if (event_notifier_init(&s->wake, false) < 0) {
         error_setg(errp, "rhinet: cannot create the engine wake-up event");
         msix_uninit_exclusive_bar(pdev);
+        pcie_cap_exit(pdev);
         return;
     }
     s->tx_ring = g_new0(RhinetTxSlot, RHINET_TX_RING);
@@ -432,6 +441,13 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
     rhinet_engine_start(s);
 }
 
+static void rhinet_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
+                                int len)
+{
+    pci_default_write_config(pdev, addr, val, len);
+    pcie_cap_flr_write_config(pdev, addr, val, len); /* may reset us */
+}
+
 static void rhinet_exit(PCIDevice *pdev)
 {
     RhinetState *s = RHINET(pdev);
@@ -442,6 +458,7 @@ static void rhinet_exit(PCIDevice *pdev)
     g_free(s->tx_ring);
     event_notifier_cleanup(&s->wake);
     msix_uninit_exclusive_bar(pdev);
+    pcie_cap_exit(pdev);
 }
 
 static Property rhinet_properties[] = {
@@ -464,6 +481,7 @@ static void rhinet_class_init(ObjectClass *klass, void *data)
 
     k->realize = rhinet_realize;
     k->exit = rhinet_exit;
+    k->config_write = rhinet_write_config;
     k->vendor_id = RHN_PCI_VENDOR_ID;
     k->device_id = RHN_PCI_DEVICE_ID;
     k->revision = RHN_PCI_REVISION;
@@ -482,7 +500,6 @@ static const TypeInfo rhinet_info = {
     .class_init = rhinet_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },
-        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
         { },
     },
 };

@@ -1,267 +1,33 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Guest-side smoke test of the emulated NIC, before a kernel driver exists.
- * Runs as root inside a test VM and drives the device from user space:
- * BARs through sysfs resource files, DMA memory as locked pages whose
- * physical addresses come from /proc/self/pagemap (the NIC's physical lkey,
- * which only context 0 may use).
+ * Guest-side smoke test of the emulated NIC, before a kernel driver exists
+ * (device access as in rhinet_guest.c).
  *
- *   rhinet-smoke NODE PEER
+ *   rhinet-smoke NODE PEER [ROUNDS]
  *
  * Checks that the device is enumerated with our IDs and that BAR0 reports the
  * contract version, this node's ID and MAC. Then brings the engine up through
- * its admin queue, creates a UD QP (QPN 1 on a fresh engine), and:
- *   the lower node sends a datagram to PEER every 20 ms until PEER answers;
- *   the higher node waits for it, checks it, and answers.
+ * its admin queue, creates a UD QP (QPN 1 on a fresh engine), and runs ROUNDS
+ * round trips: the lower node sends "hello R" (up to 3 KiB, patterned) until
+ * the higher node's "reply R" comes back; every byte is checked.
  * Exit status 0 on success; every failure prints what was wrong.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "rhinet/hw.h"
+#include "rhinet_guest.h"
 
-#define PAGE 4096u
 #define QKEY 0x52484e47u
-#define ADMIN_LOG_DEPTH 5
 #define EQ_LOG_DEPTH 8
 #define CQ_LOG_DEPTH 6
 #define WQ_LOG_DEPTH 4
 #define RECV_BUFS 4
 
-static int node, peer;
-static volatile uint8_t *regs, *doorbells;
-static void print_counters(void);
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "rhinet-smoke[node %d]: FAIL: ", node);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	if (regs)
-		print_counters();
-	exit(1);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ---- PCI device through sysfs ---- */
-
-static char dev_dir[300];
-
-static unsigned long read_hex(const char *dir, const char *file)
-{
-	char path[400], buf[32] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "r");
-	if (!f)
-		return ~0ul;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	return strtoul(buf, NULL, 16);
-}
-
-static void find_device(void)
-{
-	const char *base = "/sys/bus/pci/devices";
-	DIR *d = opendir(base);
-	struct dirent *e;
-	int found = 0;
-
-	if (!d)
-		fail("cannot list %s: %s", base, strerror(errno));
-	while ((e = readdir(d))) {
-		char dir[300];
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(dir, sizeof(dir), "%s/%s", base, e->d_name);
-		if (read_hex(dir, "vendor") == RHN_PCI_VENDOR_ID &&
-		    read_hex(dir, "device") == RHN_PCI_DEVICE_ID) {
-			found++;
-			snprintf(dev_dir, sizeof(dev_dir), "%s", dir);
-		}
-	}
-	closedir(d);
-	if (found != 1)
-		fail("expected one RHiNET device (%04x:%04x), found %d",
-		     RHN_PCI_VENDOR_ID, RHN_PCI_DEVICE_ID, found);
-	if (read_hex(dev_dir, "class") >> 8 != RHN_PCI_CLASS)
-		fail("class is 0x%lx, expected 0x%x00",
-		     read_hex(dev_dir, "class"), RHN_PCI_CLASS);
-	if (read_hex(dev_dir, "revision") != RHN_PCI_REVISION)
-		fail("revision is 0x%lx", read_hex(dev_dir, "revision"));
-	printf("rhinet-smoke: device %s class 0x%06lx\n", dev_dir,
-	       read_hex(dev_dir, "class"));
-}
-
-static void enable_device(void)
-{
-	char path[400];
-	uint16_t cmd;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/enable", dev_dir);
-	fd = open(path, O_WRONLY);
-	if (fd < 0 || write(fd, "1", 1) != 1)
-		fail("cannot enable the device: %s", strerror(errno));
-	close(fd);
-	/* Memory decoding and bus mastering in the PCI command register. */
-	snprintf(path, sizeof(path), "%s/config", dev_dir);
-	fd = open(path, O_RDWR);
-	if (fd < 0 || pread(fd, &cmd, 2, 4) != 2)
-		fail("cannot read PCI config: %s", strerror(errno));
-	cmd |= 0x6;
-	if (pwrite(fd, &cmd, 2, 4) != 2)
-		fail("cannot write PCI config: %s", strerror(errno));
-	close(fd);
-}
-
-static volatile uint8_t *map_bar(int bar, size_t *size)
-{
-	char path[400];
-	struct stat st;
-	void *p;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/resource%d", dev_dir, bar);
-	fd = open(path, O_RDWR | O_SYNC);
-	if (fd < 0)
-		fail("cannot open %s: %s", path, strerror(errno));
-	if (fstat(fd, &st) || st.st_size <= 0)
-		fail("cannot size %s", path);
-	p = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		fail("cannot map BAR%d: %s", bar, strerror(errno));
-	close(fd);
-	*size = st.st_size;
-	return p;
-}
-
-static uint32_t rd32(uint32_t off)
-{
-	return *(volatile uint32_t *)(regs + off);
-}
-
-static uint64_t rd64(uint32_t off)
-{
-	return *(volatile uint64_t *)(regs + off);
-}
-
-static void wr32(uint32_t off, uint32_t v)
-{
-	*(volatile uint32_t *)(regs + off) = v;
-}
-
-static void wr64(uint32_t off, uint64_t v)
-{
-	*(volatile uint64_t *)(regs + off) = v;
-}
-
-static void ring(uint32_t off, uint32_t v)
-{
-	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* WQE before doorbell */
-	*(volatile uint32_t *)(doorbells + off) = v; /* page 0: kernel ctx */
-}
-
-/* ---- DMA pages: locked, physical address from pagemap ---- */
-
-struct dma_page {
-	uint8_t *va;
-	uint64_t pa;
-};
-
-static struct dma_page dma_alloc(void)
-{
-	struct dma_page p;
-	uint64_t entry;
-	int fd;
-
-	p.va = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_LOCKED | MAP_POPULATE,
-		    -1, 0);
-	if (p.va == MAP_FAILED)
-		fail("cannot allocate a locked page: %s", strerror(errno));
-	memset(p.va, 0, PAGE);
-	fd = open("/proc/self/pagemap", O_RDONLY);
-	if (fd < 0 || pread(fd, &entry, 8, (uintptr_t)p.va / PAGE * 8) != 8)
-		fail("cannot read pagemap: %s", strerror(errno));
-	close(fd);
-	if (!(entry >> 63) || !(entry & ((1ull << 55) - 1)))
-		fail("pagemap gives no physical frame (not root?)");
-	p.pa = (entry & ((1ull << 55) - 1)) * PAGE;
-	return p;
-}
-
-/* ---- Admin queue ---- */
-
-static struct dma_page admin_sq, admin_cq;
-static uint32_t admin_tail, admin_head;
-static uint16_t next_cmd_id = 1;
-
-static uint32_t admin(struct rhn_admin_cmd *cmd, const char *what)
-{
-	const uint32_t depth = 1u << ADMIN_LOG_DEPTH;
-	const uint8_t *cpl_raw;
-	struct rhn_admin_cpl cpl;
-	uint8_t want;
-	uint64_t t0;
-
-	cmd->hdr.cmd_id = next_cmd_id++;
-	memcpy(admin_sq.va + (admin_tail % depth) * RHN_ADMIN_CMD_SIZE, cmd,
-	       sizeof(*cmd));
-	admin_tail++;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	wr32(RHN_REG_ADMIN_SQ_TAIL, admin_tail);
-
-	cpl_raw = admin_cq.va + (admin_head % depth) * RHN_ADMIN_CPL_SIZE;
-	want = ((admin_head / depth) & 1) ^ 1;
-	for (t0 = now_ms();; usleep(100)) {
-		if ((__atomic_load_n(&cpl_raw[RHN_ADMIN_CPL_SIZE - 1],
-				     __ATOMIC_ACQUIRE) & 1) == want)
-			break;
-		if (now_ms() - t0 > 5000)
-			fail("admin %s: no completion in 5 s", what);
-	}
-	memcpy(&cpl, cpl_raw, sizeof(cpl));
-	admin_head++;
-	if (cpl.cmd_id != cmd->hdr.cmd_id || cpl.status != RHN_ADMIN_OK)
-		fail("admin %s: status %u detail %u", what, cpl.status,
-		     cpl.detail);
-	return cpl.result;
-}
-
-static struct rhn_host_ref ref(uint64_t pa)
-{
-	struct rhn_host_ref r = { .addr = pa, .lkey = RHN_LKEY_PHYSICAL };
-
-	return r;
-}
+static int peer;
 
 /* ---- Queues ---- */
 
@@ -276,24 +42,9 @@ static uint32_t dma_lkey; /* levels-0 MR: iova = bus address */
 static void bring_up(void)
 {
 	struct rhn_admin_cmd c;
-	uint32_t want = RHN_STATUS_READY | RHN_STATUS_ADMIN_ON;
 	uint32_t eqn, pdn;
-	uint64_t t0;
 
-	admin_sq = dma_alloc();
-	admin_cq = dma_alloc();
-	wr32(RHN_REG_CONTROL, RHN_CONTROL_RESET);
-	for (t0 = now_ms(); rd32(RHN_REG_CONTROL) & RHN_CONTROL_RESET;)
-		if (now_ms() - t0 > 2000)
-			fail("RESET did not clear");
-	wr64(RHN_REG_ADMIN_SQ_BASE, admin_sq.pa);
-	wr64(RHN_REG_ADMIN_CQ_BASE, admin_cq.pa);
-	wr32(RHN_REG_ADMIN_LOG_DEPTH, ADMIN_LOG_DEPTH);
-	wr32(RHN_REG_CONTROL, RHN_CONTROL_ENABLE);
-	for (t0 = now_ms(); (rd32(RHN_REG_STATUS) & want) != want;)
-		if (now_ms() - t0 > 2000)
-			fail("engine not READY|ADMIN_ON: status 0x%x",
-			     rd32(RHN_REG_STATUS));
+	admin_start();
 
 	eq = dma_alloc();
 	memset(&c, 0, sizeof(c));
@@ -420,19 +171,6 @@ static bool poll_cq(struct rhn_cqe *out)
 	return true;
 }
 
-static void print_counters(void)
-{
-	printf("rhinet-smoke[node %d]: nonzero counters:", node);
-	for (unsigned i = 0; i < RHN_CNT_COUNT; i++) {
-		uint64_t v = rd64(RHN_REG_COUNTERS + 8 * i);
-
-		if (v)
-			printf(" [%u]=%" PRIu64, i, v);
-	}
-	printf("\n");
-	fflush(stdout);
-}
-
 /*
  * Message of round R from node N: "hello R from node N" (or "reply"), NUL,
  * then a pattern up to a length that varies with R (up to 3 KiB).
@@ -521,6 +259,7 @@ int main(int argc, char **argv)
 
 	if (argc != 3 && argc != 4)
 		fail("usage: rhinet-smoke NODE PEER [ROUNDS]");
+	program = "rhinet-smoke";
 	node = atoi(argv[1]);
 	peer = atoi(argv[2]);
 	rounds = argc == 4 ? (unsigned)atoi(argv[3]) : 1;
