@@ -1,8 +1,9 @@
 # RHiNET-NG top-level entry points. On a fresh Debian 12 machine:
 #   make main   set up everything and run the main job
 #   make test   set up everything and run every test
-# `main` runs the NIC engine benchmark for now; once the QEMU device and the
-# driver exist it will boot the emulated cluster instead.
+# `main` boots a two-node emulated cluster (QEMU with the rhinet device,
+# connected through the fabric switch) and runs a datagram workload between
+# the nodes, then the engine benchmark.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
@@ -11,26 +12,30 @@ BUILD_DIR      := build
 FUZZ_BUILD_DIR := build-fuzz
 BUILD_TYPE     ?= RelWithDebInfo
 CTEST_JOBS     ?= 2
+NODES          ?= 2
+ROUNDS         ?= 2000
 
 # C/C++ sources that clang-format owns (build trees excluded).
-FORMAT_DIRS  := firmware tests include
+FORMAT_DIRS  := firmware fabric tests include
 FORMAT_FILES  = $(shell find $(FORMAT_DIRS) \
 	\( -name 'build' -o -name 'build-*' -o -name 'corpus' \) -prune -o \
 	-type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' -o -name '*.cpp' \
 	-o -name '*.hh' -o -name '*.hpp' \) -print 2>/dev/null | sort)
 
-.PHONY: all deps build build-main build-fuzz test test-unit bench \
-	main format format-check clean help
+.PHONY: all deps build build-main build-fuzz vm-prepare test test-unit \
+	test-vm bench cluster-workload cluster main format format-check clean help
 
 all: build
 
 help:
-	@echo "make main         set up, build, run the main job (engine benchmark today)"
+	@echo "make main         set up, build, boot a 2-node cluster, run a workload, benchmark"
 	@echo "make test         set up, build, run all tests (what CI runs)"
 	@echo "make test-unit    set up, build, run only tests labelled 'unit'"
+	@echo "make test-vm      set up, build, run only tests labelled 'vm'"
+	@echo "make cluster      boot NODES (default 2) nodes, shell on node 0"
 	@echo "make bench        set up, build, run the engine benchmark"
 	@echo "make deps         install missing Debian packages"
-	@echo "make build        configure and build $(BUILD_DIR)/ and $(FUZZ_BUILD_DIR)/"
+	@echo "make build        build $(BUILD_DIR)/, $(FUZZ_BUILD_DIR)/, QEMU and the VM images"
 	@echo "make format       clang-format -i the C/C++ sources"
 	@echo "make format-check fail if any source is not formatted"
 	@echo "make clean        remove the build trees"
@@ -43,6 +48,7 @@ deps:
 build: deps
 	@$(MAKE) --no-print-directory build-fuzz
 	@$(MAKE) --no-print-directory build-main
+	@$(MAKE) --no-print-directory vm-prepare
 
 build-main:
 	cmake -S . -B $(BUILD_DIR) -G Ninja \
@@ -58,18 +64,36 @@ build-fuzz:
 		-DRHINET_FUZZ=ON
 	cmake --build $(FUZZ_BUILD_DIR)
 
+# QEMU with the rhinet device (built once into ~/.cache/rhinet, keyed by its
+# inputs; our device code is rebuilt incrementally), the guest kernel and the
+# shared initramfs.
+vm-prepare:
+	bash tests/vm/prepare.sh $(BUILD_DIR)
+
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(CTEST_JOBS)
 
 test-unit: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(CTEST_JOBS) -L unit
 
+test-vm: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -L vm
+
 bench: build
 	$(BUILD_DIR)/tests/bench/engine_bench
 
-# The main job. Today: the engine benchmark. Later: boot the emulated
-# cluster of VMs and run the system workload on it.
-main: bench
+# Two emulated nodes exchange ROUNDS datagram round trips (up to 3 KiB, every
+# byte checked) through the fabric switch.
+cluster-workload: build
+	bash tests/vm/run-cluster.sh -n 2 --script tests/vm/scripts/smoke.sh \
+		--arg $(ROUNDS) --timeout 600 --out $(BUILD_DIR)/vm/main-run
+	@grep -h "PASS\|counters" $(BUILD_DIR)/vm/main-run/node*.log
+
+# Interactive: NODES nodes, a shell on node 0's console.
+cluster: build
+	bash tests/vm/run-cluster.sh -n $(NODES) --shell 0
+
+main: cluster-workload bench
 
 format: deps
 	clang-format -i $(FORMAT_FILES)

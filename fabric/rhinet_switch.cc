@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "frame_text.h"
 #include "rhinet/hw_wire.h"
 #include "switch_core.h"
 
@@ -49,6 +50,7 @@ void usage() {
                "         [--loss P] [--dup P] [--reorder P] [--corrupt P]\n"
                "         [--pcap FILE] [--stats FILE]\n"
                "       rhinet-switch --ctl DIR COMMAND...\n"
+               "       rhinet-switch --dump FILE.pcap\n"
                "control commands:\n"
                "  fault all|PORT [loss=P] [dup=P] [reorder=P] [corrupt=P]\n"
                "  link PORT down [MS] | link PORT up\n"
@@ -161,8 +163,7 @@ class SwitchProgram {
       std::vector<pollfd> fds;
       for (Port& p : ports_) {
         fds.push_back({p.listen_fd, POLLIN, 0});
-        fds.push_back(
-            {p.fd, short(POLLIN | (p.out.empty() ? 0 : POLLOUT)), 0});
+        fds.push_back({p.fd, short(POLLIN | (p.out.empty() ? 0 : POLLOUT)), 0});
       }
       fds.push_back({control_fd_, POLLIN, 0});
       const uint64_t deadline = core_.next_deadline_ns();
@@ -298,8 +299,7 @@ class SwitchProgram {
         target = int(port);
       }
       FaultSpec spec;
-      const std::string err =
-          apply_fault_words(std::span(w).subspan(2), &spec);
+      const std::string err = apply_fault_words(std::span(w).subspan(2), &spec);
       if (!err.empty()) return "error: " + err;
       core_.set_fault(target, spec);
       return "ok";
@@ -373,8 +373,7 @@ int control_client(const std::string& dir, int argc, char** argv) {
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 ||
-      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))) {
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))) {
     std::fprintf(stderr, "rhinet-switch: cannot reach %s: %s\n", path.c_str(),
                  std::strerror(errno));
     return 2;
@@ -409,7 +408,9 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--ctl") {
+    if (a == "--dump") {
+      return rhinet::fabric::dump_capture(std::string(value())) ? 0 : 1;
+    } else if (a == "--ctl") {
       const std::string d(value());
       return control_client(d, argc - i - 1, argv + i + 1);
     } else if (a == "--dir") {
@@ -458,7 +459,7 @@ int main(int argc, char** argv) {
   }
   mkdir(dir.c_str(), 0700);
   if (!sw.open(dir)) return 1;
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);

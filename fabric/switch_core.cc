@@ -106,8 +106,7 @@ void SwitchCore::set_link(unsigned port, bool up, uint64_t down_ns,
 
 bool SwitchCore::set_group(uint16_t group,
                            const std::vector<unsigned>& members) {
-  if (group < RHN_NODE_MCAST_FIRST || group >= RHN_NODE_BROADCAST)
-    return false;
+  if (group < RHN_NODE_MCAST_FIRST || group >= RHN_NODE_BROADCAST) return false;
   for (unsigned m : members)
     if (m >= ports_.size()) return false;
   groups_[group - RHN_NODE_MCAST_FIRST] = members;
@@ -177,8 +176,8 @@ void SwitchCore::egress(unsigned port, std::span<const uint8_t> frame,
   std::span<const uint8_t> out = frame;
   if (chance(p, p.fault.corrupt)) {
     scratch_.assign(frame.begin(), frame.end());
-    const size_t bit = std::uniform_int_distribution<size_t>(
-        0, frame.size() * 8 - 1)(p.rng);
+    const size_t bit =
+        std::uniform_int_distribution<size_t>(0, frame.size() * 8 - 1)(p.rng);
     scratch_[bit / 8] ^= uint8_t(1u << (bit % 8));
     out = scratch_;
     p.cnt.corrupted++;

@@ -75,9 +75,7 @@ class SwitchCore {
   bool map_node(uint16_t node, unsigned port);
 
   PortCounters& counters(unsigned port) { return ports_[port].cnt; }
-  const PortCounters& counters(unsigned port) const {
-    return ports_[port].cnt;
-  }
+  const PortCounters& counters(unsigned port) const { return ports_[port].cnt; }
   std::string stats_text() const;
   Capture& capture() { return capture_; }
 

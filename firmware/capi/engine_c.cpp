@@ -7,8 +7,7 @@
 
 namespace {
 
-class CallbackHost final : public rhinet::fw::HostBus,
-                           public rhinet::fw::Wire {
+class CallbackHost final : public rhinet::fw::HostBus, public rhinet::fw::Wire {
  public:
   explicit CallbackHost(const rhn_fw_host_ops& ops) : ops_(ops) {}
   bool dma_read(uint64_t addr, void* dst, size_t len) override {
@@ -57,8 +56,7 @@ rhn_fw_engine* rhn_fw_engine_new(const rhn_fw_config* config,
 
 void rhn_fw_engine_free(rhn_fw_engine* e) { delete e; }
 
-uint64_t rhn_fw_reg_read(rhn_fw_engine* e, uint32_t offset,
-                         unsigned int size) {
+uint64_t rhn_fw_reg_read(rhn_fw_engine* e, uint32_t offset, unsigned int size) {
   return e->engine.reg_read(offset, size);
 }
 

@@ -102,8 +102,8 @@ TEST(Switch, DropsAndCountsMalformedFrames) {
   short_len.pop_back();
   std::vector<uint8_t> tiny(5, 0);
   std::vector<uint8_t> huge(RHN_MAX_FRAME + 1, 0);
-  for (auto* f : {&bad_magic, &bad_version, &bad_type, &short_len, &tiny,
-                  &huge})
+  for (auto* f :
+       {&bad_magic, &bad_version, &bad_type, &short_len, &tiny, &huge})
     r.sw.ingress(0, *f, 0);
   r.sw.ingress(0, std::span<const uint8_t>(), 0);
   EXPECT_EQ(r.sw.counters(0).malformed, 7u);

@@ -51,7 +51,6 @@ uint64_t now_ms(void)
 
 /* ---- PCI device through sysfs ---- */
 
-
 static unsigned long read_hex(const char *dir, const char *file)
 {
 	char path[400], buf[32] = "";
@@ -179,8 +178,8 @@ struct dma_page dma_alloc(void)
 	int fd;
 
 	p.va = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_LOCKED | MAP_POPULATE,
-		    -1, 0);
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_LOCKED | MAP_POPULATE, -1,
+		    0);
 	if (p.va == MAP_FAILED)
 		fail("cannot allocate a locked page: %s", strerror(errno));
 	memset(p.va, 0, PAGE);
@@ -219,7 +218,8 @@ int admin_try(struct rhn_admin_cmd *cmd, uint32_t *result, uint32_t *detail)
 	want = ((admin_head / depth) & 1) ^ 1;
 	for (t0 = now_ms();; usleep(100)) {
 		if ((__atomic_load_n(&cpl_raw[RHN_ADMIN_CPL_SIZE - 1],
-				     __ATOMIC_ACQUIRE) & 1) == want)
+				     __ATOMIC_ACQUIRE) &
+		     1) == want)
 			break;
 		if (now_ms() - t0 > 5000)
 			return -1;
@@ -227,8 +227,8 @@ int admin_try(struct rhn_admin_cmd *cmd, uint32_t *result, uint32_t *detail)
 	memcpy(&cpl, cpl_raw, sizeof(cpl));
 	admin_head++;
 	if (cpl.cmd_id != cmd->hdr.cmd_id)
-		fail("admin completion for command %u, expected %u",
-		     cpl.cmd_id, cmd->hdr.cmd_id);
+		fail("admin completion for command %u, expected %u", cpl.cmd_id,
+		     cmd->hdr.cmd_id);
 	if (result)
 		*result = cpl.result;
 	if (detail)
@@ -289,8 +289,7 @@ void print_counters(void)
 
 struct rhn_host_ref ref(uint64_t pa)
 {
-	struct rhn_host_ref r = { .addr = pa, .lkey = RHN_LKEY_PHYSICAL };
+	struct rhn_host_ref r = {.addr = pa, .lkey = RHN_LKEY_PHYSICAL};
 
 	return r;
 }
-

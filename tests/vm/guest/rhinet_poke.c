@@ -102,8 +102,8 @@ int main(int argc, char **argv)
 		wr64(RHN_REG_ADMIN_SQ_BASE, bogus[i]);
 		wr64(RHN_REG_ADMIN_CQ_BASE, bogus[(i + 1) % nbogus]);
 		wr32(RHN_REG_ADMIN_LOG_DEPTH, (uint32_t)rnd() % 12);
-		wr32(RHN_REG_CONTROL, RHN_CONTROL_ENABLE |
-					      RHN_CONTROL_INTR_ENABLE);
+		wr32(RHN_REG_CONTROL,
+		     RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE);
 		wr32(RHN_REG_ADMIN_SQ_TAIL, 1 + (uint32_t)rnd() % 64);
 		wr64(RHN_REG_EQ_DOORBELL, rnd());
 		wait_idle();
@@ -136,7 +136,8 @@ int main(int argc, char **argv)
 			*(volatile uint32_t *)(doorbells + (off & ~3ull)) =
 				(uint32_t)rnd();
 		else
-			*(volatile uint64_t *)(doorbells + (off & ~7ull)) = rnd();
+			*(volatile uint64_t *)(doorbells + (off & ~7ull)) =
+				rnd();
 	}
 	wait_idle();
 	check_alive("after doorbell garbage");
@@ -159,8 +160,8 @@ int main(int argc, char **argv)
 		int st = admin_try(&c, NULL, NULL);
 
 		if (st < 0)
-			fail("admin command %u (opcode 0x%x) never completed", i,
-			     c.hdr.opcode);
+			fail("admin command %u (opcode 0x%x) never completed",
+			     i, c.hdr.opcode);
 		refused += st != RHN_ADMIN_OK;
 	}
 	for (i = 1; i < nbogus; i++) {

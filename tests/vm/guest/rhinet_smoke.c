@@ -99,8 +99,8 @@ static void bring_up(void)
 	if (qpn != 1)
 		fail("first QP of a fresh engine is %u, expected 1", qpn);
 
-	static const uint8_t states[] = { RHN_QPS_INIT, RHN_QPS_RTR,
-					  RHN_QPS_RTS };
+	static const uint8_t states[] = {RHN_QPS_INIT, RHN_QPS_RTR,
+					 RHN_QPS_RTS};
 	for (unsigned i = 0; i < sizeof(states); i++) {
 		memset(&c, 0, sizeof(c));
 		c.hdr.opcode = RHN_ADMIN_MODIFY_QP;
@@ -160,8 +160,8 @@ static bool poll_cq(struct rhn_cqe *out)
 	const uint32_t depth = 1u << CQ_LOG_DEPTH;
 	const uint8_t *raw = cq.va + (cq_ci % depth) * RHN_CQE_SIZE;
 	uint8_t want = ((cq_ci / depth) & 1) ^ 1;
-	uint8_t flags = __atomic_load_n(&raw[RHN_CQE_SIZE - 1],
-					__ATOMIC_ACQUIRE);
+	uint8_t flags =
+		__atomic_load_n(&raw[RHN_CQE_SIZE - 1], __ATOMIC_ACQUIRE);
 
 	if (!!(flags & RHN_CQE_F_OWNER) != want)
 		return false;
@@ -243,7 +243,8 @@ static void respond(unsigned rounds)
 		post_recv(cqe.wqe_index % RECV_BUFS);
 		if (sq_pi - replies_done >= (1u << WQ_LOG_DEPTH))
 			fail("send queue full of unanswered replies");
-		post_send(peer, 1, make_message(out_buf.va, "reply", got, node));
+		post_send(peer, 1,
+			  make_message(out_buf.va, "reply", got, node));
 		if (got + 1 > next)
 			next = got + 1;
 	}
@@ -282,8 +283,8 @@ int main(int argc, char **argv)
 		fail("NODE_ID %u, expected %d", rd32(RHN_REG_NODE_ID), node);
 	mac_lo = rd32(RHN_REG_MAC_LO);
 	mac_hi = rd32(RHN_REG_MAC_HI);
-	if (mac_lo != 0x004e5202u || mac_hi != (uint32_t)(((node & 0xff) << 8) |
-							   (node >> 8)))
+	if (mac_lo != 0x004e5202u ||
+	    mac_hi != (uint32_t)(((node & 0xff) << 8) | (node >> 8)))
 		fail("MAC registers 0x%08x 0x%08x do not name node %d", mac_lo,
 		     mac_hi, node);
 	printf("rhinet-smoke[node %d]: version 0x%x caps 0x%x node %u "
@@ -313,8 +314,8 @@ int main(int argc, char **argv)
 		 * arrived (UD promises nothing more), so it is sent again when
 		 * no reply came within 200 ms.
 		 */
-		post_send(peer, 1, make_message(out_buf.va, "hello", round,
-						node));
+		post_send(peer, 1,
+			  make_message(out_buf.va, "hello", round, node));
 		for (uint64_t sent = now_ms(); !replied;) {
 			if (!wait_cq(&cqe, 200)) {
 				if (sends_done < sq_pi)

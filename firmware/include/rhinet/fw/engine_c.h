@@ -19,37 +19,36 @@ extern "C" {
 struct rhn_fw_engine;
 
 struct rhn_fw_host_ops {
-	void *opaque;
-	/* false on a bus error; the engine counts it and reports it */
-	bool (*dma_read)(void *opaque, uint64_t addr, void *dst, size_t len);
-	bool (*dma_write)(void *opaque, uint64_t addr, const void *src,
-			  size_t len);
-	void (*raise_msix)(void *opaque, uint16_t vector);
-	uint64_t (*now_ns)(void *opaque);
-	/* the frame is valid only during the call */
-	void (*transmit)(void *opaque, const uint8_t *frame, size_t len);
+  void *opaque;
+  /* false on a bus error; the engine counts it and reports it */
+  bool (*dma_read)(void *opaque, uint64_t addr, void *dst, size_t len);
+  bool (*dma_write)(void *opaque, uint64_t addr, const void *src, size_t len);
+  void (*raise_msix)(void *opaque, uint16_t vector);
+  uint64_t (*now_ns)(void *opaque);
+  /* the frame is valid only during the call */
+  void (*transmit)(void *opaque, const uint8_t *frame, size_t len);
 };
 
 struct rhn_fw_config {
-	uint16_t node_id;
-	uint8_t mac[6];
-	uint32_t db_pages; /* 0: engine default */
-	uint32_t msix_vectors; /* 0: engine default */
+  uint16_t node_id;
+  uint8_t mac[6];
+  uint32_t db_pages;     /* 0: engine default */
+  uint32_t msix_vectors; /* 0: engine default */
 };
 
 /* The tables are allocated here, once; none are allocated later. */
 struct rhn_fw_engine *rhn_fw_engine_new(const struct rhn_fw_config *config,
-					const struct rhn_fw_host_ops *ops);
+                                        const struct rhn_fw_host_ops *ops);
 void rhn_fw_engine_free(struct rhn_fw_engine *engine);
 
 uint64_t rhn_fw_reg_read(struct rhn_fw_engine *engine, uint32_t offset,
-			 unsigned int size);
+                         unsigned int size);
 void rhn_fw_reg_write(struct rhn_fw_engine *engine, uint32_t offset,
-		      uint64_t value, unsigned int size);
+                      uint64_t value, unsigned int size);
 void rhn_fw_doorbell_write(struct rhn_fw_engine *engine, uint32_t page,
-			   uint32_t offset, uint64_t value, unsigned int size);
+                           uint32_t offset, uint64_t value, unsigned int size);
 bool rhn_fw_frame_arrived(struct rhn_fw_engine *engine, const uint8_t *frame,
-			  size_t len);
+                          size_t len);
 bool rhn_fw_poll(struct rhn_fw_engine *engine);
 uint64_t rhn_fw_next_deadline_ns(const struct rhn_fw_engine *engine);
 void rhn_fw_set_link_up(struct rhn_fw_engine *engine, bool up);
