@@ -4,17 +4,19 @@
 # busybox, /init, the kernel modules asked for with their dependencies, and
 # programs with the shared libraries they need.
 #   build-initramfs.sh OUT.cpio [--module NAME]... [--bin FILE]...
+#                      [--file SRC:DEST]...
 # A test's own script goes into a second, tiny cpio appended by the launcher.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=$1
 shift
 KVER=$(bash "$HERE/kernel.sh" version)
-modules=() bins=()
+modules=() bins=() files=()
 while (($#)); do
 	case $1 in
 	--module) modules+=("$2"); shift 2 ;;
 	--bin) bins+=("$2"); shift 2 ;;
+	--file) files+=("$2"); shift 2 ;;
 	*) echo "build-initramfs: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -33,6 +35,11 @@ for b in "${bins[@]}"; do
 		mkdir -p "$root$(dirname "$lib")"
 		cp -L "$lib" "$root$lib"
 	done < <(ldd "$b" 2>/dev/null | grep -o '/[^ ]*' || true)
+done
+
+for f in "${files[@]}"; do
+	mkdir -p "$root$(dirname "${f#*:}")"
+	cp "${f%%:*}" "$root${f#*:}"
 done
 
 # Kernel modules with their dependencies, from the installed kernel.

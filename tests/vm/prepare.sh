@@ -23,6 +23,9 @@ guest_bins=("$BUILD"/tests/vm/guest/rhinet-*)
 }
 bin_args=()
 for b in "${guest_bins[@]}"; do bin_args+=(--bin "$b"); done
+# Our kernel module, when the kernel headers let it be built.
+KO="$BUILD/kernel/rhinet/rhinet.ko"
+[[ -f $KO ]] && bin_args+=(--file "$KO:/opt/rhinet/modules/rhinet.ko")
 bash "$HERE/build-initramfs.sh" "$VM/initramfs.cpio" "${bin_args[@]}"
 
 cat >"$VM/env.tmp" <<EOT

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * RHiNET-NG RDMA NIC driver: device-wide state.
+ *
+ * The hardware contract (registers, queue entries, admin commands) is
+ * include/uapi/rhinet/ of the RHiNET-NG tree, shared with the NIC engine.
+ */
+#ifndef RHINET_H
+#define RHINET_H
+
+#include <linux/completion.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/types.h>
+
+#include <rhinet/hw.h>
+
+#define DRV_NAME "rhinet"
+
+#define RHINET_ADMIN_LOG_DEPTH 5
+#define RHINET_ADMIN_TIMEOUT_MS 5000
+#define RHINET_EQ_LOG_DEPTH 8
+#define RHINET_EQ_VECTOR 1 /* vector 0: admin and async */
+
+struct rhinet_admin {
+	struct mutex lock; /* one command in flight */
+	struct rhn_admin_cmd *sq;
+	struct rhn_admin_cpl *cq;
+	dma_addr_t sq_dma;
+	dma_addr_t cq_dma;
+	u32 sq_tail;
+	u32 cq_head;
+	u16 next_cmd_id;
+	bool broken; /* a command timed out: only a reset helps */
+	struct completion event; /* the admin vector fired */
+	struct mutex out_lock; /* one user of @out at a time */
+	void *out; /* DMA page for QUERY_* results */
+	dma_addr_t out_dma;
+};
+
+struct rhinet_eq {
+	struct rhn_eqe *ring;
+	dma_addr_t dma;
+	u32 consumer;
+	u32 eqn;
+};
+
+struct rhinet_dev {
+	struct pci_dev *pdev;
+	void __iomem *regs; /* BAR0 */
+	void __iomem *kernel_db; /* doorbell page 0 */
+	struct rhinet_admin admin;
+	struct rhinet_eq eq;
+	struct rhn_device_attr attr;
+	u16 node_id;
+	u8 mac[6];
+	bool link_up;
+	unsigned long async_events;
+};
+
+static inline u32 rhinet_read32(struct rhinet_dev *rdev, u32 reg)
+{
+	return readl(rdev->regs + reg);
+}
+
+static inline void rhinet_write32(struct rhinet_dev *rdev, u32 reg, u32 val)
+{
+	writel(val, rdev->regs + reg);
+}
+
+int rhinet_admin_init(struct rhinet_dev *rdev);
+void rhinet_admin_fini(struct rhinet_dev *rdev);
+int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
+		      u32 *result);
+int rhinet_admin_query_device(struct rhinet_dev *rdev,
+			      struct rhn_device_attr *attr);
+irqreturn_t rhinet_admin_irq(int irq, void *data);
+
+int rhinet_eq_init(struct rhinet_dev *rdev);
+void rhinet_eq_fini(struct rhinet_dev *rdev);
+
+#endif /* RHINET_H */

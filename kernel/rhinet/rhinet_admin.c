@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Admin queue: a ring of 128-byte commands the NIC consumes and a ring of
+ * 16-byte completions it produces, an owner bit flipping on every lap.
+ * Commands run one at a time; the admin MSI-X vector wakes the waiter.
+ */
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/iopoll.h>
+
+#include "rhinet.h"
+
+#define ADMIN_DEPTH (1u << RHINET_ADMIN_LOG_DEPTH)
+
+static int rhinet_admin_errno(u8 status)
+{
+	switch (status) {
+	case RHN_ADMIN_OK:
+		return 0;
+	case RHN_ADMIN_BAD_OPCODE:
+		return -EOPNOTSUPP;
+	case RHN_ADMIN_BAD_PARAM:
+	case RHN_ADMIN_BAD_STATE:
+		return -EINVAL;
+	case RHN_ADMIN_NO_RESOURCES:
+		return -ENOSPC;
+	case RHN_ADMIN_BAD_HANDLE:
+		return -ENOENT;
+	case RHN_ADMIN_BUSY:
+		return -EBUSY;
+	case RHN_ADMIN_NOT_PERMITTED:
+		return -EPERM;
+	case RHN_ADMIN_EXISTS:
+		return -EEXIST;
+	default:
+		return -EIO;
+	}
+}
+
+irqreturn_t rhinet_admin_irq(int irq, void *data)
+{
+	struct rhinet_dev *rdev = data;
+
+	complete(&rdev->admin.event);
+	return IRQ_HANDLED;
+}
+
+int rhinet_admin_init(struct rhinet_dev *rdev)
+{
+	struct rhinet_admin *adm = &rdev->admin;
+	struct device *dev = &rdev->pdev->dev;
+	const u32 want = RHN_STATUS_READY | RHN_STATUS_ADMIN_ON;
+	u32 status;
+	int ret;
+
+	mutex_init(&adm->lock);
+	mutex_init(&adm->out_lock);
+	init_completion(&adm->event);
+	adm->sq = dma_alloc_coherent(dev, ADMIN_DEPTH * RHN_ADMIN_CMD_SIZE,
+				     &adm->sq_dma, GFP_KERNEL);
+	adm->cq = dma_alloc_coherent(dev, ADMIN_DEPTH * RHN_ADMIN_CPL_SIZE,
+				     &adm->cq_dma, GFP_KERNEL);
+	adm->out = dma_alloc_coherent(dev, PAGE_SIZE, &adm->out_dma,
+				      GFP_KERNEL);
+	if (!adm->sq || !adm->cq || !adm->out) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	adm->sq_tail = 0;
+	adm->cq_head = 0;
+	adm->next_cmd_id = 1;
+	adm->broken = false;
+
+	writeq(adm->sq_dma, rdev->regs + RHN_REG_ADMIN_SQ_BASE);
+	writeq(adm->cq_dma, rdev->regs + RHN_REG_ADMIN_CQ_BASE);
+	rhinet_write32(rdev, RHN_REG_ADMIN_LOG_DEPTH, RHINET_ADMIN_LOG_DEPTH);
+	rhinet_write32(rdev, RHN_REG_CONTROL,
+		       RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE);
+	ret = readl_poll_timeout(rdev->regs + RHN_REG_STATUS, status,
+				 (status & want) == want, 100,
+				 RHINET_ADMIN_TIMEOUT_MS * USEC_PER_MSEC);
+	if (ret) {
+		dev_err(dev, "admin queue not accepted (status 0x%x)\n",
+			status);
+		goto err_free;
+	}
+	return 0;
+
+err_free:
+	rhinet_admin_fini(rdev);
+	return ret;
+}
+
+/* The caller has stopped the NIC (reset) before the rings go away. */
+void rhinet_admin_fini(struct rhinet_dev *rdev)
+{
+	struct rhinet_admin *adm = &rdev->admin;
+	struct device *dev = &rdev->pdev->dev;
+
+	if (adm->out)
+		dma_free_coherent(dev, PAGE_SIZE, adm->out, adm->out_dma);
+	if (adm->cq)
+		dma_free_coherent(dev, ADMIN_DEPTH * RHN_ADMIN_CPL_SIZE,
+				  adm->cq, adm->cq_dma);
+	if (adm->sq)
+		dma_free_coherent(dev, ADMIN_DEPTH * RHN_ADMIN_CMD_SIZE,
+				  adm->sq, adm->sq_dma);
+	adm->out = NULL;
+	adm->cq = NULL;
+	adm->sq = NULL;
+}
+
+/*
+ * Runs one command. Returns 0 or a negative errno mapped from the NIC's
+ * status; *result gets the handle or key the command created.
+ */
+int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
+		      u32 *result)
+{
+	struct rhinet_admin *adm = &rdev->admin;
+	unsigned long deadline;
+	struct rhn_admin_cpl *cpl;
+	u16 cmd_id;
+	u8 phase;
+	int ret;
+
+	mutex_lock(&adm->lock);
+	if (adm->broken) {
+		ret = -EIO;
+		goto out;
+	}
+	cmd_id = adm->next_cmd_id++;
+	cmd->hdr.cmd_id = cpu_to_le16(cmd_id);
+	memcpy(&adm->sq[adm->sq_tail % ADMIN_DEPTH], cmd, sizeof(*cmd));
+	adm->sq_tail++;
+	reinit_completion(&adm->event);
+	/* The command must be in memory before the NIC is told of it. */
+	dma_wmb();
+	rhinet_write32(rdev, RHN_REG_ADMIN_SQ_TAIL, adm->sq_tail);
+
+	cpl = &adm->cq[adm->cq_head % ADMIN_DEPTH];
+	phase = ((adm->cq_head / ADMIN_DEPTH) & 1) ^ 1;
+	deadline = jiffies + msecs_to_jiffies(RHINET_ADMIN_TIMEOUT_MS);
+	while ((READ_ONCE(cpl->owner) & 1) != phase) {
+		if (time_after(jiffies, deadline)) {
+			adm->broken = true;
+			dev_err(&rdev->pdev->dev,
+				"admin command 0x%02x timed out; reset needed\n",
+				cmd->hdr.opcode);
+			ret = -ETIMEDOUT;
+			goto out;
+		}
+		/* The vector may be masked or lost: look again soon anyway. */
+		wait_for_completion_timeout(&adm->event, msecs_to_jiffies(1));
+	}
+	/* Read the completion only after its owner bit. */
+	dma_rmb();
+	adm->cq_head++;
+	if (le16_to_cpu(cpl->cmd_id) != cmd_id) {
+		adm->broken = true;
+		dev_err(&rdev->pdev->dev,
+			"admin completion for command %u, expected %u\n",
+			le16_to_cpu(cpl->cmd_id), cmd_id);
+		ret = -EIO;
+		goto out;
+	}
+	ret = rhinet_admin_errno(cpl->status);
+	if (ret)
+		dev_dbg(&rdev->pdev->dev,
+			"admin command 0x%02x: status %u detail %u\n",
+			cmd->hdr.opcode, cpl->status, le32_to_cpu(cpl->detail));
+	else if (result)
+		*result = le32_to_cpu(cpl->result);
+out:
+	mutex_unlock(&adm->lock);
+	return ret;
+}
+
+int rhinet_admin_query_device(struct rhinet_dev *rdev,
+			      struct rhn_device_attr *attr)
+{
+	struct rhn_admin_cmd cmd = {};
+	int ret;
+
+	cmd.hdr.opcode = RHN_ADMIN_QUERY_DEVICE;
+	cmd.u.query.out_addr = cpu_to_le64(rdev->admin.out_dma);
+	cmd.u.query.out_len = cpu_to_le32(sizeof(*attr));
+	mutex_lock(&rdev->admin.out_lock);
+	ret = rhinet_admin_exec(rdev, &cmd, NULL);
+	if (!ret)
+		memcpy(attr, rdev->admin.out, sizeof(*attr));
+	mutex_unlock(&rdev->admin.out_lock);
+	return ret;
+}

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * RHiNET-NG RDMA NIC driver: PCI probe and remove.
+ *
+ * Bring-up: map BAR0 and the kernel's doorbell page, reset the NIC, give it
+ * the admin queue, create the kernel event queue. Teardown resets the NIC
+ * first, so it stops touching host memory before anything is freed.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/iopoll.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+
+#include "rhinet.h"
+
+#define RHINET_RESET_TIMEOUT_US (2 * USEC_PER_SEC)
+
+static const struct pci_device_id rhinet_pci_ids[] = {
+	{ PCI_DEVICE(RHN_PCI_VENDOR_ID, RHN_PCI_DEVICE_ID) },
+	{}
+};
+MODULE_DEVICE_TABLE(pci, rhinet_pci_ids);
+
+/* Drops every NIC object and stops all DMA. */
+static int rhinet_reset_nic(struct rhinet_dev *rdev)
+{
+	u32 control;
+	int ret;
+
+	rhinet_write32(rdev, RHN_REG_CONTROL, RHN_CONTROL_RESET);
+	ret = readl_poll_timeout(rdev->regs + RHN_REG_CONTROL, control,
+				 !(control & RHN_CONTROL_RESET), 100,
+				 RHINET_RESET_TIMEOUT_US);
+	if (ret)
+		dev_err(&rdev->pdev->dev, "NIC did not leave reset\n");
+	return ret;
+}
+
+static void rhinet_read_identity(struct rhinet_dev *rdev)
+{
+	u32 lo = rhinet_read32(rdev, RHN_REG_MAC_LO);
+	u32 hi = rhinet_read32(rdev, RHN_REG_MAC_HI);
+
+	rdev->node_id = rhinet_read32(rdev, RHN_REG_NODE_ID) & 0xffff;
+	rdev->mac[0] = lo;
+	rdev->mac[1] = lo >> 8;
+	rdev->mac[2] = lo >> 16;
+	rdev->mac[3] = lo >> 24;
+	rdev->mac[4] = hi;
+	rdev->mac[5] = hi >> 8;
+	rdev->link_up = rhinet_read32(rdev, RHN_REG_STATUS) &
+			RHN_STATUS_LINK_UP;
+}
+
+static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct device *dev = &pdev->dev;
+	struct rhinet_dev *rdev;
+	u32 version, vectors;
+	int ret;
+
+	rdev = devm_kzalloc(dev, sizeof(*rdev), GFP_KERNEL);
+	if (!rdev)
+		return -ENOMEM;
+	rdev->pdev = pdev;
+	pci_set_drvdata(pdev, rdev);
+
+	ret = pcim_enable_device(pdev);
+	if (ret)
+		return ret;
+	ret = pcim_iomap_regions(pdev, BIT(RHN_BAR_REGS) | BIT(RHN_BAR_DOORBELL),
+				 DRV_NAME);
+	if (ret)
+		return ret;
+	rdev->regs = pcim_iomap_table(pdev)[RHN_BAR_REGS];
+	rdev->kernel_db = pcim_iomap_table(pdev)[RHN_BAR_DOORBELL];
+
+	version = rhinet_read32(rdev, RHN_REG_VERSION);
+	if (version >> 16 != RHN_VERSION_MAJOR) {
+		dev_err(dev, "hardware interface %u.%u, driver speaks %u.x\n",
+			version >> 16, version & 0xffff, RHN_VERSION_MAJOR);
+		return -ENODEV;
+	}
+	ret = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(64));
+	if (ret)
+		return ret;
+	pci_set_master(pdev);
+
+	ret = rhinet_reset_nic(rdev);
+	if (ret)
+		return ret;
+	rhinet_read_identity(rdev);
+
+	vectors = rhinet_read32(rdev, RHN_REG_MSIX_VECTORS);
+	ret = pci_alloc_irq_vectors(pdev, RHINET_EQ_VECTOR + 1,
+				    max_t(u32, vectors, RHINET_EQ_VECTOR + 1),
+				    PCI_IRQ_MSIX);
+	if (ret < 0)
+		return ret;
+	ret = request_irq(pci_irq_vector(pdev, RHN_MSIX_ADMIN),
+			  rhinet_admin_irq, 0, DRV_NAME "-admin", rdev);
+	if (ret)
+		goto err_vectors;
+
+	ret = rhinet_admin_init(rdev);
+	if (ret)
+		goto err_admin_irq;
+	ret = rhinet_admin_query_device(rdev, &rdev->attr);
+	if (ret)
+		goto err_reset;
+	ret = rhinet_eq_init(rdev);
+	if (ret)
+		goto err_reset;
+
+	dev_info(dev,
+		 "node %u, MAC %pM, interface %u.%u, %u QPs, %u CQs, %u MRs, link %s\n",
+		 rdev->node_id, rdev->mac, version >> 16, version & 0xffff,
+		 le32_to_cpu(rdev->attr.max_qps),
+		 le32_to_cpu(rdev->attr.max_cqs),
+		 le32_to_cpu(rdev->attr.max_mrs),
+		 rdev->link_up ? "up" : "down");
+	return 0;
+
+err_reset:
+	rhinet_reset_nic(rdev);
+	rhinet_admin_fini(rdev);
+err_admin_irq:
+	free_irq(pci_irq_vector(pdev, RHN_MSIX_ADMIN), rdev);
+err_vectors:
+	pci_free_irq_vectors(pdev);
+	return ret;
+}
+
+static void rhinet_remove(struct pci_dev *pdev)
+{
+	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
+
+	/* Stop the NIC first: no DMA or interrupt after this. */
+	rhinet_reset_nic(rdev);
+	rhinet_eq_fini(rdev);
+	rhinet_admin_fini(rdev);
+	free_irq(pci_irq_vector(pdev, RHN_MSIX_ADMIN), rdev);
+	pci_free_irq_vectors(pdev);
+	pci_clear_master(pdev);
+}
+
+static struct pci_driver rhinet_pci_driver = {
+	.name = DRV_NAME,
+	.id_table = rhinet_pci_ids,
+	.probe = rhinet_probe,
+	.remove = rhinet_remove,
+};
+module_pci_driver(rhinet_pci_driver);
+
+MODULE_DESCRIPTION("RHiNET-NG RDMA NIC driver");
+MODULE_AUTHOR("RHiNET-NG developers");
+MODULE_LICENSE("Dual BSD/GPL");

@@ -1,0 +1,34 @@
+#!/bin/sh
+# rhinet.ko binds the device, brings the NIC up (admin queue, event queue,
+# MSI-X) and lets go cleanly, five times in a row.
+#   driver_load.sh NODE NODES
+NODE=$1
+KO=/opt/rhinet/modules/rhinet.ko
+fail() { echo "driver_load: FAIL: $*"; dmesg | tail -20; exit 1; }
+
+dev=""
+for d in /sys/bus/pci/devices/*; do
+	[ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0x4e47 ] &&
+		dev=$(basename "$d")
+done
+[ -n "$dev" ] || fail "no RHiNET device"
+
+for i in 1 2 3 4 5; do
+	dmesg -c >/dev/null
+	insmod "$KO" || fail "insmod $i"
+	[ -e "/sys/bus/pci/drivers/rhinet/$dev" ] || fail "device not bound"
+	mac=$(printf '02:52:4e:00:%02x:%02x' $((NODE >> 8)) $((NODE & 255)))
+	dmesg | grep -q "rhinet $dev: node $NODE, MAC $mac, interface 1.0, .*link up" ||
+		fail "no bring-up line for node $NODE"
+	grep -q rhinet-admin /proc/interrupts || fail "no admin interrupt"
+	grep -q rhinet-eq /proc/interrupts || fail "no event queue interrupt"
+	rmmod rhinet || fail "rmmod $i"
+	[ -e "/sys/bus/pci/drivers/rhinet" ] && fail "driver still registered"
+	grep -q rhinet /proc/interrupts && fail "interrupts not freed"
+	# (An unsigned out-of-tree module taints the kernel; that is expected.)
+	if dmesg | grep -v "module verification failed" |
+		grep -iE "rhinet.*(error|timed out|fail)|BUG:|WARNING:|Oops"; then
+		fail "kernel complained in round $i"
+	fi
+done
+echo "driver_load: PASS: 5 load/unload rounds on node $NODE"
