@@ -374,8 +374,13 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       const auto& c = u.create_qp;
       if (!pd_ok(c.pdn)) return detail = 1, RHN_ADMIN_BAD_HANDLE;
       if (c.type != RHN_QP_RC && c.type != RHN_QP_UD &&
-          c.type != RHN_QP_ENDPOINT)
+          c.type != RHN_QP_ENDPOINT && c.type != RHN_QP_RAW_ETH)
         return detail = 2, RHN_ADMIN_BAD_PARAM;
+      // The raw-frame QP carries the net_device: the kernel's, and one.
+      if (c.type == RHN_QP_RAW_ETH && ctx != 0)
+        return detail = 2, RHN_ADMIN_NOT_PERMITTED;
+      if (c.type == RHN_QP_RAW_ETH && raw_qpn != kNone)
+        return detail = 2, RHN_ADMIN_EXISTS;
       if (!cq_ok(c.send_cqn) || !cq_ok(c.recv_cqn))
         return detail = 3, RHN_ADMIN_BAD_HANDLE;
       const bool has_srq = c.srqn != RHN_NO_SRQ;
@@ -426,6 +431,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       cqs[c.send_cqn].refs++;
       cqs[c.recv_cqn].refs++;
       pds[c.pdn].refs++;
+      if (c.type == RHN_QP_RAW_ETH) raw_qpn = qpn;
       result = qpn;
       return RHN_ADMIN_OK;
     }
@@ -539,6 +545,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       cqs[qp.send_cqn].refs--;
       cqs[qp.recv_cqn].refs--;
       pds[qp.pdn].refs--;
+      if (raw_qpn == qpn) raw_qpn = kNone;
       qp.valid = false;
       qp.in_ready = false;
       return RHN_ADMIN_OK;

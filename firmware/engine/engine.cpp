@@ -20,6 +20,7 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
       free_slots(config.send_packet_slots),
       ready(config.max_qps) {
   inline_staging = std::make_unique<RawWqe[]>(cfg.db_pages);
+  raw_frame = std::make_unique<uint8_t[]>(RHN_MAX_FRAME);
   contexts.resize(cfg.db_pages);
   pds.resize(cfg.max_pds);
   mrs.resize(cfg.max_mrs);
@@ -53,6 +54,7 @@ void Engine::Impl::reset() {
     o = QpObj{};
     o.gen = gen;
   }
+  raw_qpn = kNone;
   for (auto& o : areas) o = AreaObj{};
   for (auto& o : read_ctxs) o = ReadCtx{};
   free_read_ctxs.clear();
@@ -269,7 +271,7 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
     case RHN_REG_CAPS:
       v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
           RHN_CAP_ATOMIC | RHN_CAP_AREA | RHN_CAP_INLINE_DB |
-          RHN_CAP_STATUS_WORD;
+          RHN_CAP_STATUS_WORD | RHN_CAP_RAW_ETH;
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;

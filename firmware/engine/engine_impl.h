@@ -324,6 +324,10 @@ struct Engine::Impl {
   MpscQueue<RxFrame> rx;
   std::atomic<bool> kick_overflow{false};
   std::unique_ptr<RawWqe[]> inline_staging;  // per doorbell page
+  // The net_device's raw-frame QP (kernel context only), and the buffer a
+  // raw frame is built in.
+  uint32_t raw_qpn = kNone;
+  std::unique_ptr<uint8_t[]> raw_frame;
 
   // Admin queue.
   uint32_t admin_consumer = 0;
@@ -448,9 +452,10 @@ struct Engine::Impl {
   void respond(Peer& p, uint8_t wop, uint8_t syndrome, const rhn_op_hdr& req,
                std::span<const uint8_t> payload);
   bool take_recv_wqe(QpObj& qp, uint32_t qpn, RxMessage& m);
-  void complete_receive(Peer& p, RxMessage& m, uint16_t src_node,
-                        uint32_t src_qpn, uint8_t cqe_opcode, uint32_t imm,
-                        uint8_t flags);
+  bool send_raw_frame(const QpObj& qp, const DecodedWqe& w);
+  void receive_raw_frame(const Packet& pkt);
+  void complete_receive(RxMessage& m, uint16_t src_node, uint32_t src_qpn,
+                        uint8_t cqe_opcode, uint32_t imm, uint8_t flags);
   bool stream_reads(Peer& p);
 
   // ---- completion/completion.cpp

@@ -4,6 +4,7 @@
 // or response arrives.
 #include <cstring>
 
+#include "core/crc32c.h"
 #include "engine/engine_impl.h"
 
 namespace rhinet::fw {
@@ -37,6 +38,8 @@ uint8_t cqe_op(uint8_t op) {
       return RHN_CQE_OP_FETCH_ADD;
     case RHN_OP_CMP_SWAP:
       return RHN_CQE_OP_CMP_SWAP;
+    case RHN_OP_RAW_ETH:
+      return RHN_CQE_OP_RAW_ETH;
     default:
       return RHN_CQE_OP_SEND;
   }
@@ -236,11 +239,22 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   }
   const uint16_t dst_node = qp.type == RHN_QP_RC ? qp.dest_node : w.dst_node;
   const uint32_t dst_qpn = qp.type == RHN_QP_RC ? qp.dest_qpn : w.dst_qpn;
+  const bool raw = qp.type == RHN_QP_RAW_ETH;
   if (result == RHN_CQE_SUCCESS) {
-    if (qp.type == RHN_QP_UD &&
-        ((w.opcode != RHN_OP_SEND && w.opcode != RHN_OP_SEND_IMM &&
-          w.opcode != RHN_OP_NOP) ||
-         (w.flags & RHN_WQE_F_AREA))) {
+    if (raw != (w.opcode == RHN_OP_RAW_ETH) && w.opcode != RHN_OP_NOP) {
+      // Raw frames only on the raw QP, and nothing else there.
+      result = RHN_CQE_LOC_QP_OP_ERR;
+      syndrome = RHN_SYN_BAD_OPCODE;
+    } else if (raw && (w.length > RHN_WIRE_MTU ||
+                       (w.flags & (RHN_WQE_F_AREA | RHN_WQE_F_STATUS_WORD)))) {
+      result = RHN_CQE_LOC_LEN_ERR;
+      syndrome = RHN_SYN_LENGTH;
+    } else if (raw) {
+      // Any node, the broadcast address or a switch group.
+    } else if (qp.type == RHN_QP_UD &&
+               ((w.opcode != RHN_OP_SEND && w.opcode != RHN_OP_SEND_IMM &&
+                 w.opcode != RHN_OP_NOP) ||
+                (w.flags & RHN_WQE_F_AREA))) {
       result = RHN_CQE_LOC_QP_OP_ERR;
       syndrome = RHN_SYN_BAD_OPCODE;
     } else if (qp.type == RHN_QP_UD && w.length > RHN_WIRE_MTU) {
@@ -274,7 +288,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     }
   }
   uint32_t pi = kNone;
-  if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP) {
+  if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP && !raw) {
     pi = peer_for(dst_node, true);
     if (pi == kNone) {
       result = RHN_CQE_GENERAL_ERR;  // no channel resources for a new node
@@ -304,6 +318,13 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   }
   if (w.opcode == RHN_OP_NOP) {
     finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+    return true;
+  }
+  if (raw) {
+    // Unsequenced: out on the wire now, complete at once.
+    const bool sent = send_raw_frame(qp, w);
+    finish_entry(qpn, e, sent ? RHN_CQE_SUCCESS : RHN_CQE_LOC_PROT_ERR,
+                 sent ? RHN_SYN_NONE : RHN_SYN_DMA);
     return true;
   }
   if (reads) {
@@ -669,6 +690,34 @@ void Engine::Impl::wake_peer_waiters(uint32_t peer) {
     unlink_waiter(q);
     schedule(q);
   }
+}
+
+// A raw frame (an Ethernet frame of the net_device) gathered from the WQE
+// and sent as one unsequenced RAW packet.
+bool Engine::Impl::send_raw_frame(const QpObj& qp, const DecodedWqe& w) {
+  uint8_t* payload = raw_frame.get() + RHN_PKT_HDR_LEN;
+  const uint32_t len = static_cast<uint32_t>(w.length);
+  if (w.flags & RHN_WQE_F_INLINE) {
+    // Inline bytes run on from the first slot into the extension slots.
+    std::memcpy(payload, qp.tx_raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d), len);
+  } else {
+    rhn_sge sges[RHN_WQE_MAX_SGES];
+    for (uint32_t i = 0; i < w.num_sge; i++) sges[i] = wqe_sge(qp.tx_raw, i);
+    if (!sge_dma(sges, w.num_sge, 0, payload, len, qp.pdn, false)) return false;
+  }
+  rhn_pkt_hdr h{};
+  h.magic = RHN_WIRE_MAGIC;
+  h.version = RHN_WIRE_VERSION;
+  h.type = RHN_PKT_RAW;
+  h.dst_node = w.dst_node;
+  h.src_node = cfg.node_id;
+  h.payload_len = static_cast<uint16_t>(len);
+  const size_t frame_len = seal_packet(raw_frame.get(), h, nullptr,
+                                       len ? crc32c(0, payload, len) : 0);
+  wire.transmit({raw_frame.get(), frame_len});
+  counters.add(RHN_CNT_TX_PACKETS);
+  counters.add(RHN_CNT_TX_BYTES, frame_len);
+  return true;
 }
 
 }  // namespace rhinet::fw

@@ -21,6 +21,7 @@ bool opcode_supported(uint8_t op) {
     case RHN_OP_READ:
     case RHN_OP_FETCH_ADD:
     case RHN_OP_CMP_SWAP:
+    case RHN_OP_RAW_ETH:
       return true;
     default:
       return false;
@@ -29,7 +30,7 @@ bool opcode_supported(uint8_t op) {
 
 bool carries_payload(uint8_t op) {
   return op == RHN_OP_SEND || op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE ||
-         op == RHN_OP_WRITE_IMM;
+         op == RHN_OP_WRITE_IMM || op == RHN_OP_RAW_ETH;
 }
 
 }  // namespace

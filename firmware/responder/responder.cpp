@@ -111,10 +111,9 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxMessage& m) {
   return true;
 }
 
-void Engine::Impl::complete_receive(Peer& p, RxMessage& m, uint16_t src_node,
+void Engine::Impl::complete_receive(RxMessage& m, uint16_t src_node,
                                     uint32_t src_qpn, uint8_t cqe_opcode,
                                     uint32_t imm, uint8_t flags) {
-  (void)p;
   m.active = false;
   if (m.qpn >= qps.size() || !qps[m.qpn].valid || qps[m.qpn].gen != m.qp_gen)
     return;
@@ -199,7 +198,7 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
         if (m.active && !m.discard) {
           // The sender abandoned the previous SEND half-way.
           m.status = RHN_CQE_GENERAL_ERR;
-          complete_receive(p, m, p.node, 0, RHN_CQE_OP_RECV, 0, 0);
+          complete_receive(m, p.node, 0, RHN_CQE_OP_RECV, 0, 0);
         }
         m.active = false;
         m.discard = false;
@@ -220,7 +219,7 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
             counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
           nak(m.status == RHN_CQE_LOC_LEN_ERR ? RHN_SYN_LENGTH
                                               : RHN_SYN_BAD_WQE);
-          complete_receive(p, m, p.node, op.src_qpn, RHN_CQE_OP_RECV, 0, 0);
+          complete_receive(m, p.node, op.src_qpn, RHN_CQE_OP_RECV, 0, 0);
           m.active = !last;
           m.discard = true;
           return;
@@ -245,7 +244,7 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
       if (!ok) {
         m.status = RHN_CQE_LOC_PROT_ERR;
         nak(RHN_SYN_DMA);
-        complete_receive(p, m, p.node, op.src_qpn, RHN_CQE_OP_RECV, 0, 0);
+        complete_receive(m, p.node, op.src_qpn, RHN_CQE_OP_RECV, 0, 0);
         m.active = !last;
         m.discard = true;
         return;
@@ -254,7 +253,7 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
       if (last) {
         const bool imm = op.flags & RHN_WOP_F_IMM;
         complete_receive(
-            p, m, p.node, op.src_qpn, RHN_CQE_OP_RECV, imm ? op.imm_data : 0,
+            m, p.node, op.src_qpn, RHN_CQE_OP_RECV, imm ? op.imm_data : 0,
             static_cast<uint8_t>(
                 (imm ? RHN_CQE_F_IMM : 0) |
                 ((op.flags & RHN_WOP_F_SOLICITED) ? RHN_CQE_F_SOLICITED : 0)));
@@ -325,7 +324,7 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
             return;
           }
           m.length = op.msg_len;
-          complete_receive(p, m, p.node, op.src_qpn, RHN_CQE_OP_RECV_WRITE_IMM,
+          complete_receive(m, p.node, op.src_qpn, RHN_CQE_OP_RECV_WRITE_IMM,
                            op.imm_data,
                            static_cast<uint8_t>(
                                RHN_CQE_F_IMM | ((op.flags & RHN_WOP_F_SOLICITED)
@@ -416,6 +415,32 @@ bool Engine::Impl::stream_reads(Peer& p) {
     }
   }
   return did;
+}
+
+// A raw frame for the net_device: into the raw QP's next receive WQE, or
+// dropped (counted) when there is none; nothing is resent.
+void Engine::Impl::receive_raw_frame(const Packet& pkt) {
+  if (raw_qpn == kNone || !qps[raw_qpn].valid ||
+      (qps[raw_qpn].state != RHN_QPS_RTR &&
+       qps[raw_qpn].state != RHN_QPS_RTS)) {
+    counters.add(RHN_CNT_UD_DROPS);
+    return;
+  }
+  QpObj& qp = qps[raw_qpn];
+  RxMessage m;
+  if (!take_recv_wqe(qp, raw_qpn, m)) {
+    counters.add(RHN_CNT_UD_DROPS);
+    return;
+  }
+  if (m.status == RHN_CQE_SUCCESS && pkt.payload.size() > m.capacity)
+    m.status = RHN_CQE_LOC_LEN_ERR;
+  if (m.status == RHN_CQE_SUCCESS &&
+      !sge_dma(m.sge, m.num_sge, 0, const_cast<uint8_t*>(pkt.payload.data()),
+               pkt.payload.size(), m.pdn, true))
+    m.status = RHN_CQE_LOC_PROT_ERR;
+  if (m.status == RHN_CQE_SUCCESS)
+    m.length = static_cast<uint32_t>(pkt.payload.size());
+  complete_receive(m, pkt.hdr.src_node, 0, RHN_CQE_OP_RECV_RAW_ETH, 0, 0);
 }
 
 }  // namespace rhinet::fw

@@ -141,7 +141,7 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   p.nak_qpn = kNone;
   if (p.rx_msg.active && !p.rx_msg.discard) {
     p.rx_msg.status = RHN_CQE_GENERAL_ERR;
-    complete_receive(p, p.rx_msg, p.node, 0, RHN_CQE_OP_RECV, 0, 0);
+    complete_receive(p.rx_msg, p.node, 0, RHN_CQE_OP_RECV, 0, 0);
   }
   p.rx_msg.active = false;
   release_gated(p);
@@ -160,9 +160,16 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
       return;
   }
   const rhn_pkt_hdr& h = pkt.hdr;
+  if (h.type == RHN_PKT_RAW && h.src_node < RHN_MAX_NODES &&
+      (h.dst_node == cfg.node_id || h.dst_node >= RHN_NODE_MCAST_FIRST)) {
+    // Broadcast and group frames too: the switch delivers only to members.
+    counters.add(RHN_CNT_RX_PACKETS);
+    counters.add(RHN_CNT_RX_BYTES, frame.size());
+    receive_raw_frame(pkt);
+    return;
+  }
   if (h.dst_node != cfg.node_id || h.src_node >= RHN_MAX_NODES ||
       h.type == RHN_PKT_RAW) {
-    // RAW frames belong to the net_device path, not built yet.
     counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }

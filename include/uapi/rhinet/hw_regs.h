@@ -138,7 +138,7 @@ enum rhn_counter {
 	RHN_CNT_RNR_RETRIES,
 	RHN_CNT_CQ_OVERFLOWS,
 	RHN_CNT_KICK_OVERFLOWS, /* kick FIFO full: NIC rescans queues */
-	RHN_CNT_UD_DROPS, /* UD message with no receive WQE or bad qkey */
+	RHN_CNT_UD_DROPS, /* UD message or raw frame not delivered */
 	RHN_CNT_ERROR_CQES,
 	RHN_CNT_COMPLETIONS,
 	RHN_CNT_COUNT
