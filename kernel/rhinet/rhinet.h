@@ -45,6 +45,8 @@ struct rhinet_eq {
 	u32 eqn;
 };
 
+struct rhinet_net;
+
 struct rhinet_dev {
 	struct pci_dev *pdev;
 	void __iomem *regs; /* BAR0 */
@@ -52,6 +54,9 @@ struct rhinet_dev {
 	struct rhinet_admin admin;
 	struct rhinet_eq eq;
 	struct rhn_device_attr attr;
+	u32 kernel_pdn;
+	u32 dma_lkey; /* kernel MR: I/O address = bus address */
+	struct rhinet_net *net; /* the Ethernet interface */
 	u16 node_id;
 	u8 mac[6];
 	bool link_up;
@@ -78,5 +83,10 @@ irqreturn_t rhinet_admin_irq(int irq, void *data);
 
 int rhinet_eq_init(struct rhinet_dev *rdev);
 void rhinet_eq_fini(struct rhinet_dev *rdev);
+
+int rhinet_net_init(struct rhinet_dev *rdev);
+void rhinet_net_fini(struct rhinet_dev *rdev);
+void rhinet_net_cq_event(struct rhinet_dev *rdev, u32 cqn);
+void rhinet_net_link_event(struct rhinet_dev *rdev, bool up);
 
 #endif /* RHINET_H */

@@ -53,6 +53,27 @@ static void rhinet_read_identity(struct rhinet_dev *rdev)
 			RHN_STATUS_LINK_UP;
 }
 
+/* The kernel's PD and the MR kernel buffers are addressed through. */
+static int rhinet_kernel_objects(struct rhinet_dev *rdev)
+{
+	struct rhn_admin_cmd cmd = {};
+	int ret;
+
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_PD;
+	ret = rhinet_admin_exec(rdev, &cmd, &rdev->kernel_pdn);
+	if (ret)
+		return ret;
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_MR;
+	cmd.u.create_mr.pdn = cpu_to_le32(rdev->kernel_pdn);
+	cmd.u.create_mr.access = cpu_to_le32(RHN_ACCESS_LOCAL_WRITE);
+	cmd.u.create_mr.iova = 0;
+	cmd.u.create_mr.length = cpu_to_le64(le64_to_cpu(rdev->attr.max_mr_size));
+	cmd.u.create_mr.levels = 0; /* bus addresses, kernel only */
+	cmd.u.create_mr.key_variant = 0x4b;
+	return rhinet_admin_exec(rdev, &cmd, &rdev->dma_lkey);
+}
+
 static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct device *dev = &pdev->dev;
@@ -112,6 +133,12 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = rhinet_eq_init(rdev);
 	if (ret)
 		goto err_reset;
+	ret = rhinet_kernel_objects(rdev);
+	if (ret)
+		goto err_eq;
+	ret = rhinet_net_init(rdev);
+	if (ret)
+		goto err_eq;
 
 	dev_info(dev,
 		 "node %u, MAC %pM, interface %u.%u, %u QPs, %u CQs, %u MRs, link %s\n",
@@ -122,6 +149,11 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 rdev->link_up ? "up" : "down");
 	return 0;
 
+err_eq:
+	rhinet_reset_nic(rdev);
+	rhinet_eq_fini(rdev);
+	rhinet_admin_fini(rdev);
+	goto err_admin_irq;
 err_reset:
 	rhinet_reset_nic(rdev);
 	rhinet_admin_fini(rdev);
@@ -136,7 +168,8 @@ static void rhinet_remove(struct pci_dev *pdev)
 {
 	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
 
-	/* Stop the NIC first: no DMA or interrupt after this. */
+	rhinet_net_fini(rdev);
+	/* Stop the NIC: no DMA or interrupt after this. */
 	rhinet_reset_nic(rdev);
 	rhinet_eq_fini(rdev);
 	rhinet_admin_fini(rdev);
