@@ -349,6 +349,14 @@ int main(int argc, char **argv)
 		else
 			resends++;
 	}
+	/*
+	 * Stay up a moment: the engine acknowledges the peer's last reply on
+	 * the transport level, and over a lossy fabric the peer may need to
+	 * resend it to hear that ACK. Leaving at once would let its reply fail
+	 * with RETRY_EXC against a node that is gone.
+	 */
+	if (initiator)
+		usleep(1000000);
 	/* Every send completes before the VM ends. */
 	while (initiator && sends_done < sq_pi) {
 		struct rhn_cqe cqe;

@@ -45,6 +45,8 @@ else
 		sleep 0.5
 	done
 	echo "net_ip: sent $(wc -c </tmp/data) bytes in $(($(date +%s) - start)) s"
+	# Stay reachable while the peer finishes the connection.
+	sleep 2
 fi
 echo "net_ip: eth0 $(stats)"
 [ "$(cat /sys/class/net/eth0/statistics/rx_errors)" = 0 ] || fail "receive errors"
