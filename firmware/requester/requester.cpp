@@ -706,17 +706,15 @@ bool Engine::Impl::send_raw_frame(const QpObj& qp, const DecodedWqe& w) {
     if (!sge_dma(sges, w.num_sge, 0, payload, len, qp.pdn, false)) return false;
   }
   rhn_pkt_hdr h{};
-  h.magic = RHN_WIRE_MAGIC;
-  h.version = RHN_WIRE_VERSION;
   h.type = RHN_PKT_RAW;
   h.dst_node = w.dst_node;
   h.src_node = cfg.node_id;
   h.payload_len = static_cast<uint16_t>(len);
   const size_t frame_len = seal_packet(raw_frame.get(), h, nullptr,
                                        len ? crc32c(0, payload, len) : 0);
-  wire.transmit({raw_frame.get(), frame_len});
-  counters.add(RHN_CNT_TX_PACKETS);
-  counters.add(RHN_CNT_TX_BYTES, frame_len);
+  // Counted, dropped on a down link, looped back when sent to ourselves:
+  // the same way out as every other frame.
+  transmit(w.dst_node, {raw_frame.get(), frame_len});
   return true;
 }
 
