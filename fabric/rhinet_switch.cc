@@ -59,15 +59,22 @@ void usage() {
                "  stats\n");
 }
 
-int listen_unix(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) {
+// False (with a message) when the path does not fit a unix address.
+bool unix_address(const std::string& path, sockaddr_un* addr) {
+  *addr = sockaddr_un{};
+  addr->sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr->sun_path)) {
     std::fprintf(stderr, "rhinet-switch: socket path too long: %s\n",
                  path.c_str());
-    return -1;
+    return false;
   }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  std::memcpy(addr->sun_path, path.c_str(), path.size() + 1);
+  return true;
+}
+
+int listen_unix(const std::string& path) {
+  sockaddr_un addr;
+  if (!unix_address(path, &addr)) return -1;
   unlink(path.c_str());
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) ||
@@ -365,13 +372,8 @@ int control_client(const std::string& dir, int argc, char** argv) {
   std::string line;
   for (int i = 0; i < argc; i++) line += (i ? " " : "") + std::string(argv[i]);
   const std::string path = dir + "/control.sock";
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) {
-    std::fprintf(stderr, "rhinet-switch: socket path too long\n");
-    return 2;
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  sockaddr_un addr;
+  if (!unix_address(path, &addr)) return 2;
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))) {
     std::fprintf(stderr, "rhinet-switch: cannot reach %s: %s\n", path.c_str(),

@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "fabric_frames.h"
 #include "rhinet/hw_wire.h"
 #include "switch_core.h"
 
@@ -17,17 +18,7 @@ using rhinet::fabric::SwitchCore;
 
 std::vector<uint8_t> frame(uint16_t src, uint16_t dst, uint8_t type,
                            size_t payload, uint8_t fill = 0xab) {
-  const size_t hdr = type == RHN_PKT_DATA ? RHN_DATA_HDR_LEN : RHN_PKT_HDR_LEN;
-  std::vector<uint8_t> f(hdr + payload, fill);
-  rhn_pkt_hdr h{};
-  h.magic = RHN_WIRE_MAGIC;
-  h.version = RHN_WIRE_VERSION;
-  h.type = type;
-  h.dst_node = dst;
-  h.src_node = src;
-  h.payload_len = uint16_t(payload);
-  std::memcpy(f.data(), &h, sizeof(h));
-  return f;
+  return rhinet::test::fabric_frame(src, dst, type, payload, fill);
 }
 
 struct Rig {

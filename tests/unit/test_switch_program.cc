@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "fabric_frames.h"
 #include "rhinet/hw_wire.h"
 
 extern char** environ;
@@ -24,16 +25,7 @@ extern char** environ;
 namespace {
 
 std::vector<uint8_t> frame(uint16_t src, uint16_t dst, size_t payload) {
-  std::vector<uint8_t> f(RHN_PKT_HDR_LEN + payload, 0x5a);
-  rhn_pkt_hdr h{};
-  h.magic = RHN_WIRE_MAGIC;
-  h.version = RHN_WIRE_VERSION;
-  h.type = RHN_PKT_RAW;
-  h.dst_node = dst;
-  h.src_node = src;
-  h.payload_len = uint16_t(payload);
-  std::memcpy(f.data(), &h, sizeof h);
-  return f;
+  return rhinet::test::fabric_frame(src, dst, RHN_PKT_RAW, payload, 0x5a);
 }
 
 class SwitchProgram : public ::testing::Test {
