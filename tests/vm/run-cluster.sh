@@ -89,11 +89,12 @@ done
 [[ -S $sockdir/control.sock ]] || { cat "$out/switch.log" >&2; die "switch did not start"; }
 echo "run-cluster: $nodes nodes, fabric control: $SWITCH --ctl $sockdir CMD, logs in $out" >&2
 
-qemu_cmd() { # node mode serial
-	echo "$QEMU" -M q35 -cpu max -m 256M -smp 1 -nodefaults -no-user-config \
+# Replaces the calling (sub)shell, so a background job's PID is QEMU's own.
+run_qemu() { # node mode serial
+	exec "$QEMU" -M q35 -cpu max -m 256M -smp 1 -nodefaults -no-user-config \
 		-display none -no-reboot -L /usr/share/seabios -L /usr/share/qemu \
 		-kernel "$VMLINUX" -initrd "$out/initrd.cpio" \
-		-append "'console=ttyS0 quiet panic=-1 rhinet.node=$1 rhinet.nodes=$nodes rhinet.mode=$2'" \
+		-append "console=ttyS0 quiet panic=-1 rhinet.node=$1 rhinet.nodes=$nodes rhinet.mode=$2" \
 		-serial "$3" -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 		-netdev "stream,id=fabric,server=off,addr.type=unix,addr.path=$sockdir/port$1.sock" \
 		-device "rhinet,netdev=fabric,node-id=$1"
@@ -104,12 +105,12 @@ for ((i = 0; i < nodes; i++)); do
 	[[ $i == "$shell_node" ]] && { pids+=(""); continue; }
 	mode=batch
 	[[ -z $script ]] && mode=idle
-	eval "$(qemu_cmd "$i" "$mode" "file:$out/node$i.log")" &
+	run_qemu "$i" "$mode" "file:$out/node$i.log" &
 	pids+=($!)
 done
 
 if [[ -n $shell_node ]]; then
-	eval "$(qemu_cmd "$shell_node" shell mon:stdio)"
+	(run_qemu "$shell_node" shell mon:stdio)
 	exit 0
 fi
 
