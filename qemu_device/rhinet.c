@@ -78,7 +78,7 @@ struct RhinetState {
     RhinetTxSlot *tx_ring;
     uint32_t tx_head; /* atomic: next slot the main loop sends */
     uint32_t tx_tail; /* atomic: next slot the engine fills */
-    uint64_t tx_ring_drops;
+    uint64_t tx_ring_drops; /* read-only QOM property "tx-ring-drops" */
     uint32_t msix_pending; /* atomic bitmap of vectors to raise */
 };
 
@@ -474,6 +474,15 @@ static const VMStateDescription vmstate_rhinet = {
     .unmigratable = 1,
 };
 
+static void rhinet_instance_init(Object *obj)
+{
+    RhinetState *s = RHINET(obj);
+
+    /* Frames the engine made while the main loop lagged; `qom-get`. */
+    object_property_add_uint64_ptr(obj, "tx-ring-drops", &s->tx_ring_drops,
+                                   OBJ_PROP_FLAG_READ);
+}
+
 static void rhinet_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
@@ -497,6 +506,7 @@ static const TypeInfo rhinet_info = {
     .name = TYPE_RHINET,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(RhinetState),
+    .instance_init = rhinet_instance_init,
     .class_init = rhinet_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },
