@@ -16,7 +16,7 @@ PACKAGES=(
 	clang-format
 	libgtest-dev
 	googletest
-	linux-libc-dev # <linux/types.h> used by include/uapi/rhinet
+	linux-libc-dev # <linux/types.h>, <rdma/ib_user_verbs.h>
 	# QEMU 7.2 built from Debian's source package with our device
 	dpkg-dev # dpkg-source
 	meson
@@ -35,6 +35,7 @@ PACKAGES=(
 	xz-utils
 	zstd
 	kmod
+	iproute2 # the rdma tool inside the guests
 )
 
 is_installed() {

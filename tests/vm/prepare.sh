@@ -26,6 +26,8 @@ for b in "${guest_bins[@]}"; do bin_args+=(--bin "$b"); done
 # Our kernel module, when the kernel headers let it be built.
 KO="$BUILD/kernel/rhinet/rhinet.ko"
 [[ -f $KO ]] && bin_args+=(--file "$KO:/opt/rhinet/modules/rhinet.ko")
+# ib_core and ib_uverbs for the RDMA device, and iproute2's rdma tool.
+bin_args+=(--module ib_uverbs --bin "$(command -v rdma)")
 bash "$HERE/build-initramfs.sh" "$VM/initramfs.cpio" "${bin_args[@]}"
 
 cat >"$VM/env.tmp" <<EOT

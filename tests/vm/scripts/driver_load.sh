@@ -15,7 +15,7 @@ done
 
 for i in 1 2 3 4 5; do
 	dmesg -c >/dev/null
-	insmod "$KO" || fail "insmod $i"
+	modprobe ib_uverbs && insmod "$KO" || fail "insmod $i"
 	[ -e "/sys/bus/pci/drivers/rhinet/$dev" ] || fail "device not bound"
 	mac=$(printf '02:52:4e:00:%02x:%02x' $((NODE >> 8)) $((NODE & 255)))
 	dmesg | grep -q "rhinet $dev: node $NODE, MAC $mac, interface 1.0, .*link up" ||

@@ -14,7 +14,7 @@ stats() {
 }
 fail() { echo "net_ip: FAIL: $*"; dmesg | tail -20; stats; exit 1; }
 
-insmod /opt/rhinet/modules/rhinet.ko || fail "insmod"
+modprobe ib_uverbs && insmod /opt/rhinet/modules/rhinet.ko || fail "insmod"
 ip link show eth0 >/dev/null 2>&1 || fail "no eth0"
 mac=$(cat /sys/class/net/eth0/address)
 [ "$mac" = "$(printf '02:52:4e:00:%02x:%02x' $((NODE >> 8)) $((NODE & 255)))" ] ||

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause */
+/*
+ * RHiNET-NG uverbs ABI: the driver-specific data that follows the standard
+ * uverbs commands (<rdma/ib_user_verbs.h>) between the rdma-core provider and
+ * rhinet.ko. Described in Documentation/driver/uapi.md.
+ *
+ * Rules the kernel enforces on every request below:
+ *  - a request shorter than the structure is refused with EINVAL;
+ *  - bytes beyond the structure must be zero, else EOPNOTSUPP;
+ *  - comp_mask and reserved fields must be zero, else EOPNOTSUPP;
+ *  - a response buffer shorter than the response is refused with EINVAL.
+ *
+ * Queue memory is the caller's: one buffer per CQ, QP and SRQ holding the
+ * ring(s) and their doorbell records, laid out as RHINET_*_LAYOUT says. The
+ * kernel pins it and registers it with the NIC for that queue only.
+ */
+#ifndef RHINET_ABI_USER_H
+#define RHINET_ABI_USER_H
+
+#include <linux/types.h>
+
+#define RHINET_UVERBS_ABI_VERSION 1
+
+/* Queue buffers start on this boundary (one CQE or WQE slot). */
+#define RHINET_QUEUE_BUF_ALIGN 64
+
+/* ---- ucontext ----------------------------------------------------------- */
+
+/* No request data. The response names the process's doorbell page. */
+struct rhinet_alloc_ucontext_resp {
+	__u32 comp_mask;
+	__u32 db_page; /* NIC context number = doorbell page index */
+	__aligned_u64 db_mmap_offset; /* mmap() offset of that page */
+	__u32 db_page_size; /* bytes to map */
+	__u32 caps; /* enum rhn_cap of the NIC */
+	__u32 node_id; /* this NIC's fabric node */
+	__u32 max_inline; /* bytes of inline data per send WQE */
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 max_wq_log_depth;
+	__u32 max_cq_log_depth;
+};
+
+/* ---- PD ----------------------------------------------------------------- */
+
+struct rhinet_alloc_pd_resp {
+	__u32 comp_mask;
+	__u32 pdn;
+};
+
+/* ---- CQ ----------------------------------------------------------------- */
+
+/*
+ * RHINET_CQ_LAYOUT: 32-byte CQEs (struct rhn_cqe) at buf_va, 1 << log_depth
+ * of them, then struct rhn_cq_record. The CQ holds 1 << log_depth entries,
+ * at least the cqe count asked for.
+ */
+struct rhinet_create_cq_cmd {
+	__u32 comp_mask;
+	__u32 log_depth;
+	__aligned_u64 buf_va;
+	__aligned_u64 buf_len;
+};
+
+struct rhinet_create_cq_resp {
+	__u32 comp_mask;
+	__u32 cqn; /* for the CQ arm doorbell */
+};
+
+/* ---- SRQ ---------------------------------------------------------------- */
+
+/*
+ * RHINET_SRQ_LAYOUT: 64-byte receive WQEs (struct rhn_recv_wqe) at buf_va,
+ * 1 << log_depth of them, then struct rhn_queue_record.
+ */
+struct rhinet_create_srq_cmd {
+	__u32 comp_mask;
+	__u32 log_depth;
+	__aligned_u64 buf_va;
+	__aligned_u64 buf_len;
+};
+
+struct rhinet_create_srq_resp {
+	__u32 comp_mask;
+	__u32 srqn;
+};
+
+/* ---- QP ----------------------------------------------------------------- */
+
+/* With IB_QPT_DRIVER, which NIC QP type. */
+enum rhinet_qp_driver_type {
+	/* Reliable connectionless endpoint: one per process, addresses any
+	 * (node, endpoint) per WQE, like UD but acknowledged.
+	 */
+	RHINET_QP_DRIVER_TYPE_ENDPOINT = 1,
+};
+
+/*
+ * RHINET_QP_LAYOUT: the SQ ring (64-byte slots, 1 << sq_log_depth of them)
+ * at buf_va; the RQ ring (64-byte WQEs, 1 << rq_log_depth) right after it,
+ * absent with an SRQ (rq_log_depth 0); then the SQ's struct
+ * rhn_queue_record and, without an SRQ, the RQ's. The response repeats the
+ * offsets the kernel used.
+ */
+struct rhinet_create_qp_cmd {
+	__u32 comp_mask;
+	__u32 driver_qp_type; /* enum rhinet_qp_driver_type, IB_QPT_DRIVER */
+	__u8 sq_log_depth; /* SQ slots; a WQE takes 1 + ext_units slots */
+	__u8 rq_log_depth; /* RQ WQEs; 0 with an SRQ */
+	__u8 reserved[6];
+	__aligned_u64 buf_va;
+	__aligned_u64 buf_len;
+};
+
+struct rhinet_create_qp_resp {
+	__u32 comp_mask;
+	__u32 qpn; /* for the SQ/RQ doorbells; the endpoint number */
+	__u32 rq_offset; /* from buf_va */
+	__u32 sq_record_offset;
+	__u32 rq_record_offset;
+	__u32 reserved;
+};
+
+/* ---- AH ----------------------------------------------------------------- */
+
+/* No request data. The node the address resolved to goes into UD WQEs. */
+struct rhinet_create_ah_resp {
+	__u32 comp_mask;
+	__u16 dest_node;
+	__u16 reserved;
+};
+
+#endif /* RHINET_ABI_USER_H */
