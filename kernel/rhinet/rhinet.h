@@ -12,6 +12,8 @@
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/types.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
 
 #include <rhinet/hw.h>
 
@@ -46,6 +48,7 @@ struct rhinet_eq {
 };
 
 struct rhinet_net;
+struct rhinet_ib;
 
 struct rhinet_dev {
 	struct pci_dev *pdev;
@@ -57,6 +60,7 @@ struct rhinet_dev {
 	u32 kernel_pdn;
 	u32 dma_lkey; /* kernel MR: I/O address = bus address */
 	struct rhinet_net *net; /* the Ethernet interface */
+	struct rhinet_ib *ib; /* the RDMA device */
 	u16 node_id;
 	u8 mac[6];
 	bool link_up;
@@ -73,10 +77,24 @@ static inline void rhinet_write32(struct rhinet_dev *rdev, u32 reg, u32 val)
 	writel(val, rdev->regs + reg);
 }
 
+/* The fabric node a MAC names (02:52:4e:00:hi:lo), broadcast for group
+ * MACs, or -1 when no node has that MAC.
+ */
+static inline int rhinet_mac_to_node(const u8 *mac)
+{
+	if (mac[0] & 1)
+		return RHN_NODE_BROADCAST;
+	if (mac[0] != 0x02 || mac[1] != 0x52 || mac[2] != 0x4e || mac[3])
+		return -1;
+	return mac[4] << 8 | mac[5];
+}
+
 int rhinet_admin_init(struct rhinet_dev *rdev);
 void rhinet_admin_fini(struct rhinet_dev *rdev);
 int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
 		      u32 *result);
+int rhinet_admin_query(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
+		       void *out, size_t len);
 int rhinet_admin_query_device(struct rhinet_dev *rdev,
 			      struct rhn_device_attr *attr);
 irqreturn_t rhinet_admin_irq(int irq, void *data);
@@ -88,5 +106,11 @@ int rhinet_net_init(struct rhinet_dev *rdev);
 void rhinet_net_fini(struct rhinet_dev *rdev);
 void rhinet_net_cq_event(struct rhinet_dev *rdev, u32 cqn);
 void rhinet_net_link_event(struct rhinet_dev *rdev, bool up);
+struct net_device *rhinet_net_device(struct rhinet_dev *rdev);
+
+int rhinet_ib_init(struct rhinet_dev *rdev);
+void rhinet_ib_fini(struct rhinet_dev *rdev);
+void rhinet_ib_event(struct rhinet_dev *rdev, const struct rhn_eqe *eqe);
+void rhinet_ib_port_changed(struct rhinet_dev *rdev);
 
 #endif /* RHINET_H */

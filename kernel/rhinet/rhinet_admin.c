@@ -178,19 +178,29 @@ out:
 	return ret;
 }
 
+/* Runs a QUERY_* command whose result the NIC writes to the out page. */
+int rhinet_admin_query(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
+		       void *out, size_t len)
+{
+	int ret;
+
+	if (WARN_ON(len > PAGE_SIZE))
+		return -EINVAL;
+	cmd->u.query.out_addr = cpu_to_le64(rdev->admin.out_dma);
+	cmd->u.query.out_len = cpu_to_le32(len);
+	mutex_lock(&rdev->admin.out_lock);
+	ret = rhinet_admin_exec(rdev, cmd, NULL);
+	if (!ret)
+		memcpy(out, rdev->admin.out, len);
+	mutex_unlock(&rdev->admin.out_lock);
+	return ret;
+}
+
 int rhinet_admin_query_device(struct rhinet_dev *rdev,
 			      struct rhn_device_attr *attr)
 {
 	struct rhn_admin_cmd cmd = {};
-	int ret;
 
 	cmd.hdr.opcode = RHN_ADMIN_QUERY_DEVICE;
-	cmd.u.query.out_addr = cpu_to_le64(rdev->admin.out_dma);
-	cmd.u.query.out_len = cpu_to_le32(sizeof(*attr));
-	mutex_lock(&rdev->admin.out_lock);
-	ret = rhinet_admin_exec(rdev, &cmd, NULL);
-	if (!ret)
-		memcpy(attr, rdev->admin.out, sizeof(*attr));
-	mutex_unlock(&rdev->admin.out_lock);
-	return ret;
+	return rhinet_admin_query(rdev, &cmd, attr, sizeof(*attr));
 }

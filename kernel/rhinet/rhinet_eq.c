@@ -36,18 +36,18 @@ static irqreturn_t rhinet_eq_irq(int irq, void *data)
 		switch (e->type) {
 		case RHN_EQE_COMPLETION:
 			rhinet_net_cq_event(rdev, le32_to_cpu(e->object));
+			rhinet_ib_event(rdev, e);
 			break;
 		case RHN_EQE_PORT_CHANGE:
 			WRITE_ONCE(rdev->link_up, !!le64_to_cpu(e->data));
 			dev_info(&rdev->pdev->dev, "link %s\n",
 				 rdev->link_up ? "up" : "down");
 			rhinet_net_link_event(rdev, rdev->link_up);
+			rhinet_ib_event(rdev, e);
 			break;
 		default:
-			/* QP, CQ and SRQ events get consumers with the RDMA
-			 * device; until then they are only counted.
-			 */
 			rdev->async_events++;
+			rhinet_ib_event(rdev, e);
 			break;
 		}
 		eq->consumer++;

@@ -139,6 +139,9 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = rhinet_net_init(rdev);
 	if (ret)
 		goto err_eq;
+	ret = rhinet_ib_init(rdev);
+	if (ret)
+		goto err_net;
 
 	dev_info(dev,
 		 "node %u, MAC %pM, interface %u.%u, %u QPs, %u CQs, %u MRs, link %s\n",
@@ -149,6 +152,8 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 rdev->link_up ? "up" : "down");
 	return 0;
 
+err_net:
+	rhinet_net_fini(rdev);
 err_eq:
 	rhinet_reset_nic(rdev);
 	rhinet_eq_fini(rdev);
@@ -168,6 +173,7 @@ static void rhinet_remove(struct pci_dev *pdev)
 {
 	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
 
+	rhinet_ib_fini(rdev);
 	rhinet_net_fini(rdev);
 	/* Stop the NIC: no DMA or interrupt after this. */
 	rhinet_reset_nic(rdev);

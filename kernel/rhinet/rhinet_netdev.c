@@ -63,16 +63,6 @@ static struct rhn_host_ref rhinet_phys_ref(dma_addr_t addr)
 	return r;
 }
 
-/* The fabric node a frame goes to, or -1 when no node has that MAC. */
-static int rhinet_dest_node(const u8 *mac)
-{
-	if (is_multicast_ether_addr(mac))
-		return RHN_NODE_BROADCAST;
-	if (mac[0] != 0x02 || mac[1] != 0x52 || mac[2] != 0x4e || mac[3])
-		return -1;
-	return mac[4] << 8 | mac[5];
-}
-
 static void rhinet_net_ring_sq(struct rhinet_net *net)
 {
 	/* WQEs, then the producer index, then the kick. */
@@ -247,7 +237,7 @@ static netdev_tx_t rhinet_net_xmit(struct sk_buff *skb, struct net_device *ndev)
 	if (skb_linearize(skb) || skb->len < ETH_HLEN ||
 	    skb->len > RHN_WIRE_MTU)
 		goto drop;
-	node = rhinet_dest_node(eth_hdr(skb)->h_dest);
+	node = rhinet_mac_to_node(eth_hdr(skb)->h_dest);
 	if (node < 0)
 		goto drop;
 	if (net->sq_pi - smp_load_acquire(&net->sq_ci) >= SQ_DEPTH) {
@@ -415,6 +405,7 @@ static int rhinet_net_open(struct net_device *ndev)
 	else
 		netif_carrier_off(ndev);
 	netif_start_queue(ndev);
+	rhinet_ib_port_changed(net->rdev);
 	return 0;
 
 err:
@@ -431,6 +422,7 @@ static int rhinet_net_stop(struct net_device *ndev)
 	netif_carrier_off(ndev);
 	napi_disable(&net->napi);
 	rhinet_net_teardown(net);
+	rhinet_ib_port_changed(net->rdev);
 	return 0;
 }
 
@@ -528,4 +520,10 @@ void rhinet_net_fini(struct rhinet_dev *rdev)
 	netif_napi_del(&net->napi);
 	rhinet_net_free_rings(net);
 	free_netdev(net->ndev);
+}
+
+/* The interface whose addresses give the RDMA port its GIDs. */
+struct net_device *rhinet_net_device(struct rhinet_dev *rdev)
+{
+	return rdev->net ? rdev->net->ndev : NULL;
 }

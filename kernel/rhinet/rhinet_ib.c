@@ -1,0 +1,745 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The ib_core device: one RoCE-style port whose GIDs come from the rhinet
+ * Ethernet interface, user contexts with their own doorbell page, PDs, AHs,
+ * hardware counters and event dispatch. Memory regions are in rhinet_mem.c,
+ * queues in rhinet_queues.c. Only user-space consumers are served: kernel
+ * verbs (post/poll from the kernel) are refused.
+ */
+#include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/rtnetlink.h>
+#include <net/addrconf.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
+#include <rdma/uverbs_ioctl.h>
+#include <rdma/rhinet-abi.h>
+
+#include "rhinet_ib.h"
+
+/* ---- helpers shared by the verbs files ----------------------------------- */
+
+/*
+ * Copies a driver request of exactly @size bytes. Shorter requests are
+ * refused; longer ones only when the extra bytes are zero (a newer provider
+ * asking for nothing new).
+ */
+int rhinet_udata_in(struct ib_udata *udata, void *req, size_t size)
+{
+	if (!udata) {
+		memset(req, 0, size);
+		return 0;
+	}
+	if (udata->inlen < size)
+		return -EINVAL;
+	if (udata->inlen > size &&
+	    !ib_is_udata_cleared(udata, size, udata->inlen - size))
+		return -EOPNOTSUPP;
+	return size ? ib_copy_from_udata(req, udata, size) : 0;
+}
+
+int rhinet_udata_out(struct ib_udata *udata, void *resp, size_t size)
+{
+	if (!udata)
+		return 0;
+	if (udata->outlen < size)
+		return -EINVAL;
+	return ib_copy_to_udata(udata, resp, size);
+}
+
+int rhinet_ctx_exec(struct rhinet_ib *ib, u32 ctx, struct rhn_admin_cmd *cmd,
+		    u32 *result)
+{
+	cmd->hdr.context = cpu_to_le32(ctx);
+	return rhinet_admin_exec(ib->rdev, cmd, result);
+}
+
+/* Destroys a NIC object; failing here is a driver or NIC fault. */
+int rhinet_destroy_object(struct rhinet_ib *ib, u32 ctx, u8 opcode,
+			  u32 handle)
+{
+	struct rhn_admin_cmd cmd = {};
+	int ret;
+
+	cmd.hdr.opcode = opcode;
+	cmd.u.handle.handle = cpu_to_le32(handle);
+	ret = rhinet_ctx_exec(ib, ctx, &cmd, NULL);
+	if (ret)
+		ibdev_warn_ratelimited(&ib->ibdev,
+				       "destroy 0x%02x of %u in context %u: %d\n",
+				       opcode, handle, ctx, ret);
+	return ret;
+}
+
+/* The node an address vector names: its destination MAC encodes it. */
+int rhinet_node_of_ah_attr(struct rhinet_ib *ib, const struct rdma_ah_attr *ah,
+			   bool unicast)
+{
+	int node;
+
+	if (ah->type != RDMA_AH_ATTR_TYPE_ROCE ||
+	    !(rdma_ah_get_ah_flags(ah) & IB_AH_GRH) ||
+	    rdma_ah_get_port_num(ah) != 1)
+		return -EINVAL;
+	node = rhinet_mac_to_node(ah->roce.dmac);
+	if (node < 0 || (unicast && node == RHN_NODE_BROADCAST)) {
+		ibdev_dbg(&ib->ibdev, "no fabric node has MAC %pM\n",
+			  ah->roce.dmac);
+		return -EINVAL;
+	}
+	return node;
+}
+
+/* ---- device and port ----------------------------------------------------- */
+
+static unsigned long rhinet_page_size_cap(const struct rhinet_dev *rdev)
+{
+	return le32_to_cpu(rdev->attr.page_size_cap) & GENMASK(30, 12);
+}
+
+static int rhinet_query_device(struct ib_device *ibdev,
+			       struct ib_device_attr *attr,
+			       struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibdev);
+	struct rhinet_dev *rdev = ib->rdev;
+	const struct rhn_device_attr *hw = &rdev->attr;
+	u32 caps = rhinet_read32(rdev, RHN_REG_CAPS);
+	int ret;
+
+	ret = rhinet_udata_in(udata, NULL, 0);
+	if (ret)
+		return ret;
+	memset(attr, 0, sizeof(*attr));
+	attr->fw_ver = rhinet_read32(rdev, RHN_REG_VERSION);
+	attr->sys_image_guid = ibdev->node_guid;
+	attr->max_mr_size = le64_to_cpu(hw->max_mr_size);
+	attr->page_size_cap = rhinet_page_size_cap(rdev);
+	attr->vendor_id = RHN_PCI_VENDOR_ID;
+	attr->vendor_part_id = RHN_PCI_DEVICE_ID;
+	attr->hw_ver = rdev->pdev->revision;
+	/* QPN 0 is never issued and the net_device owns one QP and CQ. */
+	attr->max_qp = le32_to_cpu(hw->max_qps) - 2;
+	attr->max_qp_wr = 1 << le32_to_cpu(hw->max_wq_log_depth);
+	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
+				 IB_DEVICE_PORT_ACTIVE_EVENT;
+	attr->max_send_sge = le32_to_cpu(hw->max_send_sges);
+	attr->max_recv_sge = le32_to_cpu(hw->max_recv_sges);
+	attr->max_sge_rd = attr->max_send_sge;
+	attr->max_cq = le32_to_cpu(hw->max_cqs) - 1;
+	attr->max_cqe = 1 << le32_to_cpu(hw->max_cq_log_depth);
+	attr->max_mr = ib->max_mrs;
+	attr->max_pd = ib->max_pds;
+	attr->max_qp_rd_atom = le32_to_cpu(hw->max_rd_atomic);
+	attr->max_qp_init_rd_atom = attr->max_qp_rd_atom;
+	attr->max_res_rd_atom = attr->max_qp * attr->max_qp_rd_atom;
+	attr->atomic_cap = caps & RHN_CAP_ATOMIC ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
+	attr->max_ah = RHINET_MAX_AH;
+	attr->max_srq = le32_to_cpu(hw->max_srqs);
+	attr->max_srq_wr = attr->max_qp_wr;
+	attr->max_srq_sge = attr->max_recv_sge;
+	attr->max_pkeys = 1;
+	attr->local_ca_ack_delay = 15;
+	return 0;
+}
+
+static void rhinet_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	u32 v = rhinet_read32(to_rib(ibdev)->rdev, RHN_REG_VERSION);
+
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u", v >> 16, v & 0xffff);
+}
+
+static bool rhinet_port_up(struct rhinet_dev *rdev)
+{
+	struct net_device *ndev = rhinet_net_device(rdev);
+
+	return READ_ONCE(rdev->link_up) && ndev && netif_running(ndev) &&
+	       netif_carrier_ok(ndev);
+}
+
+static int rhinet_query_port(struct ib_device *ibdev, u32 port,
+			     struct ib_port_attr *attr)
+{
+	struct rhinet_dev *rdev = to_rib(ibdev)->rdev;
+	struct net_device *ndev = rhinet_net_device(rdev);
+	bool up = rhinet_port_up(rdev);
+
+	attr->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	attr->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP :
+				IB_PORT_PHYS_STATE_DISABLED;
+	attr->max_mtu = ib_mtu_int_to_enum(le32_to_cpu(rdev->attr.mtu));
+	attr->active_mtu = ndev ? min(attr->max_mtu, iboe_get_mtu(ndev->mtu)) :
+				  IB_MTU_256;
+	attr->gid_tbl_len = RHINET_GID_TABLE_LEN;
+	attr->pkey_tbl_len = 1;
+	attr->port_cap_flags = IB_PORT_CM_SUP;
+	attr->max_msg_sz = le32_to_cpu(rdev->attr.max_msg_size);
+	attr->max_vl_num = 1;
+	attr->ip_gids = true;
+	/* The emulated link has no line rate; report the slowest. */
+	attr->active_speed = IB_SPEED_SDR;
+	attr->active_width = IB_WIDTH_1X;
+	return 0;
+}
+
+static int rhinet_get_port_immutable(struct ib_device *ibdev, u32 port,
+				     struct ib_port_immutable *immutable)
+{
+	struct ib_port_attr attr;
+	int ret;
+
+	ret = ib_query_port(ibdev, port, &attr);
+	if (ret)
+		return ret;
+	immutable->pkey_tbl_len = attr.pkey_tbl_len;
+	immutable->gid_tbl_len = attr.gid_tbl_len;
+	/*
+	 * RoCE addressing (GIDs from the interface) on our own wire format.
+	 * No MAD and CM capability: the NIC has no management QP (QP1) yet,
+	 * and ib_mad would fail to open the port without one.
+	 */
+	immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE |
+				    RDMA_CORE_CAP_ETH_AH;
+	immutable->max_mad_size = 0;
+	return 0;
+}
+
+static enum rdma_link_layer rhinet_get_link_layer(struct ib_device *ibdev,
+						  u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int rhinet_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+			     u16 *pkey)
+{
+	if (index)
+		return -EINVAL;
+	*pkey = 0xffff;
+	return 0;
+}
+
+/* Port events follow the NIC link and the interface's carrier. */
+static void rhinet_port_work(struct work_struct *work)
+{
+	struct rhinet_ib *ib = container_of(work, struct rhinet_ib, port_work);
+	bool up = rhinet_port_up(ib->rdev);
+	struct ib_event event = {
+		.device = &ib->ibdev,
+		.element.port_num = 1,
+		.event = up ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR,
+	};
+
+	if (up == ib->port_was_up)
+		return;
+	ib->port_was_up = up;
+	ib_dispatch_event(&event);
+}
+
+void rhinet_ib_port_changed(struct rhinet_dev *rdev)
+{
+	struct rhinet_ib *ib = READ_ONCE(rdev->ib);
+
+	if (ib)
+		schedule_work(&ib->port_work);
+}
+
+/* ---- hardware counters --------------------------------------------------- */
+
+#define RHINET_STAT_PINNED_PAGES RHN_CNT_COUNT
+
+static const struct rdma_stat_desc rhinet_stats[] = {
+	[RHN_CNT_TX_PACKETS].name = "tx_packets",
+	[RHN_CNT_RX_PACKETS].name = "rx_packets",
+	[RHN_CNT_TX_BYTES].name = "tx_bytes",
+	[RHN_CNT_RX_BYTES].name = "rx_bytes",
+	[RHN_CNT_RETRANSMITS].name = "retransmits",
+	[RHN_CNT_TIMEOUTS].name = "timeouts",
+	[RHN_CNT_DUPLICATES].name = "duplicates",
+	[RHN_CNT_OUT_OF_ORDER].name = "out_of_order",
+	[RHN_CNT_NAKS_SENT].name = "naks_sent",
+	[RHN_CNT_NAKS_RECEIVED].name = "naks_received",
+	[RHN_CNT_ACKS_SENT].name = "acks_sent",
+	[RHN_CNT_ACKS_RECEIVED].name = "acks_received",
+	[RHN_CNT_CRC_ERRORS].name = "crc_errors",
+	[RHN_CNT_MALFORMED_PACKETS].name = "malformed_packets",
+	[RHN_CNT_RX_DROPS].name = "rx_drops",
+	[RHN_CNT_PEER_DEAD].name = "peer_dead",
+	[RHN_CNT_TLB_HITS].name = "tlb_hits",
+	[RHN_CNT_TLB_MISSES].name = "tlb_misses",
+	[RHN_CNT_TLB_INVALIDATIONS].name = "tlb_invalidations",
+	[RHN_CNT_DMA_ERRORS].name = "dma_errors",
+	[RHN_CNT_BAD_DOORBELLS].name = "bad_doorbells",
+	[RHN_CNT_BAD_WQES].name = "bad_wqes",
+	[RHN_CNT_BAD_ADMIN_CMDS].name = "bad_admin_cmds",
+	[RHN_CNT_LOCAL_PROT_ERRORS].name = "local_prot_errors",
+	[RHN_CNT_REMOTE_ACCESS_ERRORS].name = "remote_access_errors",
+	[RHN_CNT_REMOTE_INVALID_REQUESTS].name = "remote_invalid_requests",
+	[RHN_CNT_RNR_NAKS_SENT].name = "rnr_naks_sent",
+	[RHN_CNT_RNR_RETRIES].name = "rnr_retries",
+	[RHN_CNT_CQ_OVERFLOWS].name = "cq_overflows",
+	[RHN_CNT_KICK_OVERFLOWS].name = "kick_overflows",
+	[RHN_CNT_UD_DROPS].name = "ud_drops",
+	[RHN_CNT_ERROR_CQES].name = "error_cqes",
+	[RHN_CNT_COMPLETIONS].name = "completions",
+	/* Not a NIC counter: pages pinned for this device's user memory. */
+	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
+};
+static_assert(ARRAY_SIZE(rhinet_stats) == RHN_CNT_COUNT + 1);
+
+static struct rdma_hw_stats *rhinet_alloc_hw_port_stats(struct ib_device *ibdev,
+							u32 port)
+{
+	return rdma_alloc_hw_stats_struct(rhinet_stats,
+					  ARRAY_SIZE(rhinet_stats),
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int rhinet_get_hw_stats(struct ib_device *ibdev,
+			       struct rdma_hw_stats *stats, u32 port, int index)
+{
+	struct rhinet_ib *ib = to_rib(ibdev);
+	int i;
+
+	for (i = 0; i < RHN_CNT_COUNT; i++)
+		stats->value[i] = lo_hi_readq(ib->rdev->regs + RHN_REG_COUNTERS +
+					      8 * i);
+	stats->value[RHINET_STAT_PINNED_PAGES] =
+		atomic64_read(&ib->pinned_pages);
+	return ARRAY_SIZE(rhinet_stats);
+}
+
+/* ---- user contexts and their doorbell page ------------------------------- */
+
+static int rhinet_alloc_ucontext(struct ib_ucontext *ibuc,
+				 struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibuc->device);
+	const struct rhn_device_attr *hw = &ib->rdev->attr;
+	struct rhinet_ucontext *uc = to_ruc(ibuc);
+	struct rhinet_alloc_ucontext_resp resp = {};
+	struct rhn_admin_cmd cmd = {};
+	struct rhinet_db_entry *db;
+	int page, ret;
+
+	ret = rhinet_udata_in(udata, NULL, 0);
+	if (ret)
+		return ret;
+	page = ida_alloc_range(&ib->contexts, 1, ib->db_pages - 1, GFP_KERNEL);
+	if (page < 0)
+		return page; /* -ENOSPC: every doorbell page is taken */
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_CONTEXT;
+	ret = rhinet_ctx_exec(ib, page, &cmd, NULL);
+	if (ret)
+		goto err_page;
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_PD;
+	ret = rhinet_ctx_exec(ib, page, &cmd, &uc->queue_pdn);
+	if (ret)
+		goto err_context;
+	uc->ctx = page;
+	mutex_init(&uc->lock);
+
+	db = kzalloc(sizeof(*db), GFP_KERNEL);
+	if (!db) {
+		ret = -ENOMEM;
+		goto err_pd;
+	}
+	db->ib = ib;
+	db->page = page;
+	ret = rdma_user_mmap_entry_insert(ibuc, &db->rdma, PAGE_SIZE);
+	if (ret) {
+		kfree(db);
+		goto err_pd;
+	}
+	/* From here on the page is returned by rhinet_mmap_free(). */
+	uc->db_entry = &db->rdma;
+
+	resp.db_page = page;
+	resp.db_mmap_offset = rdma_user_mmap_get_offset(uc->db_entry);
+	resp.db_page_size = RHN_DB_PAGE_SIZE;
+	resp.caps = rhinet_read32(ib->rdev, RHN_REG_CAPS);
+	resp.node_id = ib->rdev->node_id;
+	resp.max_inline = le32_to_cpu(hw->max_inline);
+	resp.max_send_sge = le32_to_cpu(hw->max_send_sges);
+	resp.max_recv_sge = le32_to_cpu(hw->max_recv_sges);
+	resp.max_wq_log_depth = le32_to_cpu(hw->max_wq_log_depth);
+	resp.max_cq_log_depth = le32_to_cpu(hw->max_cq_log_depth);
+	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
+	if (ret)
+		goto err_entry;
+	return 0;
+
+err_entry:
+	rhinet_destroy_object(ib, page, RHN_ADMIN_DESTROY_PD, uc->queue_pdn);
+	rhinet_destroy_object(ib, page, RHN_ADMIN_DESTROY_CONTEXT, 0);
+	rdma_user_mmap_entry_remove(uc->db_entry);
+	return ret;
+err_pd:
+	rhinet_destroy_object(ib, page, RHN_ADMIN_DESTROY_PD, uc->queue_pdn);
+err_context:
+	rhinet_destroy_object(ib, page, RHN_ADMIN_DESTROY_CONTEXT, 0);
+err_page:
+	ida_free(&ib->contexts, page);
+	return ret;
+}
+
+/* ib_core has destroyed every object of the context and its mappings are
+ * gone (closing the file needs that), or were zapped on device removal.
+ */
+static void rhinet_dealloc_ucontext(struct ib_ucontext *ibuc)
+{
+	struct rhinet_ib *ib = to_rib(ibuc->device);
+	struct rhinet_ucontext *uc = to_ruc(ibuc);
+
+	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_PD, uc->queue_pdn);
+	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_CONTEXT, 0);
+	rdma_user_mmap_entry_remove(uc->db_entry);
+}
+
+static void rhinet_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+	/* ib_core zaps the doorbell mapping; nothing else is mapped. */
+}
+
+static int rhinet_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
+{
+	struct rhinet_ib *ib = to_rib(ibuc->device);
+	struct rdma_user_mmap_entry *entry;
+	struct rhinet_db_entry *db;
+	int ret;
+
+	/* Also refuses a length other than the page's. */
+	entry = rdma_user_mmap_entry_get(ibuc, vma);
+	if (!entry)
+		return -EINVAL;
+	db = container_of(entry, struct rhinet_db_entry, rdma);
+	if (vma->vm_flags & VM_EXEC) {
+		ret = -EPERM;
+	} else {
+		vma->vm_flags &= ~VM_MAYEXEC;
+		ret = rdma_user_mmap_io(ibuc, vma,
+					PHYS_PFN(ib->db_bar +
+						 (u64)db->page * RHN_DB_PAGE_SIZE),
+					PAGE_SIZE,
+					pgprot_device(vma->vm_page_prot),
+					entry);
+	}
+	rdma_user_mmap_entry_put(entry);
+	return ret;
+}
+
+/* The last mapping of a doorbell page is gone: another process may get it. */
+static void rhinet_mmap_free(struct rdma_user_mmap_entry *entry)
+{
+	struct rhinet_db_entry *db =
+		container_of(entry, struct rhinet_db_entry, rdma);
+
+	ida_free(&db->ib->contexts, db->page);
+	kfree(db);
+}
+
+/* ---- PD and AH ----------------------------------------------------------- */
+
+static int rhinet_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibpd->device);
+	struct rhinet_ucontext *uc =
+		rdma_udata_to_drv_context(udata, struct rhinet_ucontext, ibuc);
+	struct rhinet_alloc_pd_resp resp = {};
+	struct rhinet_pd *pd = to_rpd(ibpd);
+	struct rhn_admin_cmd cmd = {};
+	int ret;
+
+	ret = rhinet_udata_in(udata, NULL, 0);
+	if (ret)
+		return ret;
+	if (atomic_inc_return(&ib->num_pds) > ib->max_pds) {
+		ret = -ENOSPC;
+		goto err_count;
+	}
+	pd->ctx = uc ? uc->ctx : 0;
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_PD;
+	ret = rhinet_ctx_exec(ib, pd->ctx, &cmd, &pd->pdn);
+	if (ret)
+		goto err_count;
+	resp.pdn = pd->pdn;
+	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
+	if (ret)
+		goto err_pd;
+	return 0;
+
+err_pd:
+	rhinet_destroy_object(ib, pd->ctx, RHN_ADMIN_DESTROY_PD, pd->pdn);
+err_count:
+	atomic_dec(&ib->num_pds);
+	return ret;
+}
+
+static int rhinet_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibpd->device);
+	struct rhinet_pd *pd = to_rpd(ibpd);
+	int ret;
+
+	ret = rhinet_destroy_object(ib, pd->ctx, RHN_ADMIN_DESTROY_PD, pd->pdn);
+	if (ret)
+		return ret;
+	atomic_dec(&ib->num_pds);
+	return 0;
+}
+
+/* An AH is the peer's node number; the NIC keeps no state for it. */
+static int rhinet_create_ah(struct ib_ah *ibah,
+			    struct rdma_ah_init_attr *init_attr,
+			    struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibah->device);
+	struct rhinet_ah *ah = container_of(ibah, struct rhinet_ah, ibah);
+	struct rhinet_create_ah_resp resp = {};
+	int node, ret;
+
+	ret = rhinet_udata_in(udata, NULL, 0);
+	if (ret)
+		return ret;
+	node = rhinet_node_of_ah_attr(ib, init_attr->ah_attr, true);
+	if (node < 0)
+		return node;
+	if (atomic_inc_return(&ib->num_ahs) > RHINET_MAX_AH) {
+		atomic_dec(&ib->num_ahs);
+		return -ENOSPC;
+	}
+	ah->dest_node = node;
+	resp.dest_node = node;
+	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
+	if (ret)
+		atomic_dec(&ib->num_ahs);
+	return ret;
+}
+
+static int rhinet_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
+	atomic_dec(&to_rib(ibah->device)->num_ahs);
+	return 0;
+}
+
+/* ---- kernel verbs: not served -------------------------------------------- */
+
+static int rhinet_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+			    const struct ib_send_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return -EOPNOTSUPP;
+}
+
+static int rhinet_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+			    const struct ib_recv_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return -EOPNOTSUPP;
+}
+
+static int rhinet_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
+{
+	return -EOPNOTSUPP;
+}
+
+static int rhinet_req_notify_cq(struct ib_cq *ibcq,
+				enum ib_cq_notify_flags flags)
+{
+	return -EOPNOTSUPP;
+}
+
+/* ---- events from the kernel event queue (hard interrupt context) --------- */
+
+void rhinet_ib_event(struct rhinet_dev *rdev, const struct rhn_eqe *eqe)
+{
+	struct rhinet_ib *ib = READ_ONCE(rdev->ib);
+	u32 object = le32_to_cpu(eqe->object);
+	struct ib_event event = {};
+	struct rhinet_srq *srq;
+	struct rhinet_qp *qp;
+	struct rhinet_cq *cq;
+
+	if (!ib)
+		return;
+	/* Holding the xarray lock keeps destroy from finishing meanwhile. */
+	switch (eqe->type) {
+	case RHN_EQE_COMPLETION:
+	case RHN_EQE_CQ_ERROR:
+		xa_lock(&ib->cqs);
+		cq = xa_load(&ib->cqs, object);
+		if (cq && eqe->type == RHN_EQE_COMPLETION &&
+		    cq->ibcq.comp_handler) {
+			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+		} else if (cq && cq->ibcq.event_handler) {
+			event.device = &ib->ibdev;
+			event.event = IB_EVENT_CQ_ERR;
+			event.element.cq = &cq->ibcq;
+			cq->ibcq.event_handler(&event, cq->ibcq.cq_context);
+		}
+		xa_unlock(&ib->cqs);
+		break;
+	case RHN_EQE_QP_FATAL:
+		xa_lock(&ib->qps);
+		qp = xa_load(&ib->qps, object);
+		if (qp && qp->ibqp.event_handler) {
+			event.device = &ib->ibdev;
+			event.event = IB_EVENT_QP_FATAL;
+			event.element.qp = &qp->ibqp;
+			qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
+		}
+		xa_unlock(&ib->qps);
+		break;
+	case RHN_EQE_SRQ_LIMIT:
+		xa_lock(&ib->srqs);
+		srq = xa_load(&ib->srqs, object);
+		if (srq && srq->ibsrq.event_handler) {
+			event.device = &ib->ibdev;
+			event.event = IB_EVENT_SRQ_LIMIT_REACHED;
+			event.element.srq = &srq->ibsrq;
+			srq->ibsrq.event_handler(&event, srq->ibsrq.srq_context);
+		}
+		xa_unlock(&ib->srqs);
+		break;
+	case RHN_EQE_PORT_CHANGE:
+		schedule_work(&ib->port_work);
+		break;
+	}
+}
+
+/* ---- registration -------------------------------------------------------- */
+
+static const struct ib_device_ops rhinet_ib_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = RHINET_UVERBS_ABI_VERSION,
+
+	.alloc_hw_port_stats = rhinet_alloc_hw_port_stats,
+	.alloc_pd = rhinet_alloc_pd,
+	.alloc_ucontext = rhinet_alloc_ucontext,
+	.create_ah = rhinet_create_ah,
+	.create_cq = rhinet_create_cq,
+	.create_qp = rhinet_create_qp,
+	.create_srq = rhinet_create_srq,
+	.dealloc_pd = rhinet_dealloc_pd,
+	.dealloc_ucontext = rhinet_dealloc_ucontext,
+	.dereg_mr = rhinet_dereg_mr,
+	.destroy_ah = rhinet_destroy_ah,
+	.destroy_cq = rhinet_destroy_cq,
+	.destroy_qp = rhinet_destroy_qp,
+	.destroy_srq = rhinet_destroy_srq,
+	.disassociate_ucontext = rhinet_disassociate_ucontext,
+	.get_dev_fw_str = rhinet_get_dev_fw_str,
+	.get_dma_mr = rhinet_get_dma_mr,
+	.get_hw_stats = rhinet_get_hw_stats,
+	.get_link_layer = rhinet_get_link_layer,
+	.get_port_immutable = rhinet_get_port_immutable,
+	.mmap = rhinet_mmap,
+	.mmap_free = rhinet_mmap_free,
+	.modify_qp = rhinet_modify_qp,
+	.modify_srq = rhinet_modify_srq,
+	.poll_cq = rhinet_poll_cq,
+	.post_recv = rhinet_post_recv,
+	.post_send = rhinet_post_send,
+	.query_device = rhinet_query_device,
+	.query_pkey = rhinet_query_pkey,
+	.query_port = rhinet_query_port,
+	.query_qp = rhinet_query_qp,
+	.query_srq = rhinet_query_srq,
+	.reg_user_mr = rhinet_reg_user_mr,
+	.req_notify_cq = rhinet_req_notify_cq,
+	.rereg_user_mr = rhinet_rereg_user_mr,
+
+	INIT_RDMA_OBJ_SIZE(ib_ah, rhinet_ah, ibah),
+	INIT_RDMA_OBJ_SIZE(ib_cq, rhinet_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, rhinet_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, rhinet_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, rhinet_srq, ibsrq),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, rhinet_ucontext, ibuc),
+};
+
+/* What users may create, after what the driver and queues hold back. */
+static void rhinet_ib_limits(struct rhinet_ib *ib)
+{
+	const struct rhn_device_attr *hw = &ib->rdev->attr;
+	s64 pds = (s64)le32_to_cpu(hw->max_pds) - 1 - (ib->db_pages - 1);
+	s64 mrs = (s64)le32_to_cpu(hw->max_mrs) - 1 -
+		  (le32_to_cpu(hw->max_cqs) - 1) -
+		  (le32_to_cpu(hw->max_qps) - 2) - le32_to_cpu(hw->max_srqs);
+
+	ib->max_pds = clamp_t(s64, pds, 0, U32_MAX);
+	ib->max_mrs = clamp_t(s64, mrs, 0, U32_MAX);
+}
+
+int rhinet_ib_init(struct rhinet_dev *rdev)
+{
+	struct pci_dev *pdev = rdev->pdev;
+	struct net_device *ndev = rhinet_net_device(rdev);
+	struct rhinet_ib *ib;
+	int ret;
+
+	if (PAGE_SIZE != RHN_DB_PAGE_SIZE || !ndev) {
+		/* A process's doorbell page must be one whole CPU page. */
+		dev_warn(&pdev->dev, "no RDMA device: %lu-byte pages\n",
+			 PAGE_SIZE);
+		return 0;
+	}
+	ib = ib_alloc_device(rhinet_ib, ibdev);
+	if (!ib)
+		return -ENOMEM;
+	ib->rdev = rdev;
+	ib->db_bar = pci_resource_start(pdev, RHN_BAR_DOORBELL);
+	ib->db_pages = min_t(u64, rhinet_read32(rdev, RHN_REG_DB_PAGES),
+			     pci_resource_len(pdev, RHN_BAR_DOORBELL) /
+				     RHN_DB_PAGE_SIZE);
+	ida_init(&ib->contexts);
+	xa_init_flags(&ib->cqs, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&ib->qps, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&ib->srqs, XA_FLAGS_LOCK_IRQ);
+	INIT_WORK(&ib->port_work, rhinet_port_work);
+	rhinet_ib_limits(ib);
+
+	ib->ibdev.node_type = RDMA_NODE_IB_CA;
+	ib->ibdev.phys_port_cnt = 1;
+	ib->ibdev.num_comp_vectors = 1;
+	ib->ibdev.dev.parent = &pdev->dev;
+	addrconf_addr_eui48((u8 *)&ib->ibdev.node_guid, rdev->mac);
+	ib_set_device_ops(&ib->ibdev, &rhinet_ib_ops);
+	ret = ib_device_set_netdev(&ib->ibdev, ndev, 1);
+	if (ret)
+		goto err_dealloc;
+	ret = ib_register_device(&ib->ibdev, "rhinet%d", &pdev->dev);
+	if (ret)
+		goto err_dealloc;
+	ib->port_was_up = rhinet_port_up(rdev);
+	WRITE_ONCE(rdev->ib, ib);
+	return 0;
+
+err_dealloc:
+	ib_dealloc_device(&ib->ibdev);
+	return ret;
+}
+
+/* Destroys every user object first (processes lose their contexts). */
+void rhinet_ib_fini(struct rhinet_dev *rdev)
+{
+	struct rhinet_ib *ib = rdev->ib;
+
+	if (!ib)
+		return;
+	ib_unregister_device(&ib->ibdev);
+	/* No event handler, ndo_open or ndo_stop sees the device after this. */
+	rtnl_lock();
+	WRITE_ONCE(rdev->ib, NULL);
+	rtnl_unlock();
+	synchronize_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR));
+	cancel_work_sync(&ib->port_work);
+	WARN_ON(atomic64_read(&ib->pinned_pages));
+	xa_destroy(&ib->cqs);
+	xa_destroy(&ib->qps);
+	xa_destroy(&ib->srqs);
+	ida_destroy(&ib->contexts);
+	ib_dealloc_device(&ib->ibdev);
+}

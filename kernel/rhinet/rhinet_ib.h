@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * RHiNET-NG RDMA NIC driver: the ib_core device and its objects.
+ *
+ * Every user object lives in the NIC context of its process (the context
+ * number is the doorbell page index). Queue rings are in user memory: the
+ * driver pins each queue's buffer and registers it with the NIC as a memory
+ * region of the context's private queue PD, so the NIC reaches that buffer
+ * and nothing else, and user PDs cannot name it.
+ */
+#ifndef RHINET_IB_H
+#define RHINET_IB_H
+
+#include <rdma/ib_umem.h>
+#include <rdma/ib_verbs.h>
+
+#include "rhinet.h"
+
+#define RHINET_GID_TABLE_LEN 16
+#define RHINET_MAX_AH 65536 /* software objects: a node number each */
+
+struct rhinet_ib {
+	struct ib_device ibdev;
+	struct rhinet_dev *rdev;
+	phys_addr_t db_bar; /* bus address of doorbell page 0 */
+	u32 db_pages;
+	struct ida contexts; /* doorbell pages 1..db_pages-1 */
+	/* Objects by NIC number, for events; XA_FLAGS_LOCK_IRQ. */
+	struct xarray cqs;
+	struct xarray qps;
+	struct xarray srqs;
+	/* Limits advertised in ib_device_attr and enforced here, so they
+	 * hold even though queues also take a NIC PD or MR each.
+	 */
+	atomic_t num_pds, num_mrs, num_ahs;
+	u32 max_pds, max_mrs;
+	atomic64_t pinned_pages; /* by all umems of this device */
+	atomic_t key_variant; /* low byte of the next MR key */
+	struct work_struct port_work; /* dispatches port events */
+	bool port_was_up;
+};
+
+/* Pinned user memory registered with the NIC as one memory region. */
+struct rhinet_mem {
+	struct ib_umem *umem;
+	u32 key; /* NIC key, 0 when not registered */
+	u32 ctx;
+	u64 pinned; /* PAGE_SIZE pages */
+	u32 num_tables; /* 4 KiB VP table pages, leaves first, top last */
+	__le64 **tables;
+	dma_addr_t *tables_dma;
+};
+
+struct rhinet_ucontext {
+	struct ib_ucontext ibuc;
+	u32 ctx; /* NIC context = doorbell page */
+	u32 queue_pdn; /* private PD of queue buffers */
+	struct rdma_user_mmap_entry *db_entry;
+	struct mutex lock; /* endpoint_qpn */
+	u32 endpoint_qpn; /* the process's endpoint, 0 if none */
+};
+
+struct rhinet_db_entry {
+	struct rdma_user_mmap_entry rdma;
+	struct rhinet_ib *ib;
+	u32 page;
+};
+
+struct rhinet_pd {
+	struct ib_pd ibpd;
+	u32 pdn;
+	u32 ctx;
+};
+
+struct rhinet_mr {
+	struct ib_mr ibmr;
+	struct rhinet_mem mem;
+	int access; /* IB_ACCESS_*, for rereg */
+};
+
+struct rhinet_cq {
+	struct ib_cq ibcq;
+	struct rhinet_mem buf;
+	u32 cqn;
+};
+
+struct rhinet_srq {
+	struct ib_srq ibsrq;
+	struct rhinet_mem buf;
+	u32 srqn;
+	u32 depth;
+	u32 limit;
+};
+
+struct rhinet_qp {
+	struct ib_qp ibqp;
+	struct rhinet_mem buf;
+	u32 qpn;
+	u8 nic_type; /* enum rhn_qp_type */
+	struct rhinet_ucontext *uc;
+	struct mutex lock; /* attr */
+	struct ib_qp_attr attr; /* as last modified, for query_qp */
+	u16 dest_node;
+};
+
+struct rhinet_ah {
+	struct ib_ah ibah;
+	u16 dest_node;
+};
+
+static inline struct rhinet_ib *to_rib(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct rhinet_ib, ibdev);
+}
+
+static inline struct rhinet_ucontext *to_ruc(struct ib_ucontext *ibuc)
+{
+	return container_of(ibuc, struct rhinet_ucontext, ibuc);
+}
+
+static inline struct rhinet_pd *to_rpd(struct ib_pd *ibpd)
+{
+	return container_of(ibpd, struct rhinet_pd, ibpd);
+}
+
+static inline struct rhinet_cq *to_rcq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct rhinet_cq, ibcq);
+}
+
+static inline struct rhinet_srq *to_rsrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct rhinet_srq, ibsrq);
+}
+
+static inline struct rhinet_qp *to_rqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct rhinet_qp, ibqp);
+}
+
+/* rhinet_ib.c */
+int rhinet_udata_in(struct ib_udata *udata, void *req, size_t size);
+int rhinet_udata_out(struct ib_udata *udata, void *resp, size_t size);
+int rhinet_node_of_ah_attr(struct rhinet_ib *ib, const struct rdma_ah_attr *ah,
+			   bool unicast);
+int rhinet_ctx_exec(struct rhinet_ib *ib, u32 ctx, struct rhn_admin_cmd *cmd,
+		    u32 *result);
+int rhinet_destroy_object(struct rhinet_ib *ib, u32 ctx, u8 opcode,
+			  u32 handle);
+
+/* rhinet_mem.c */
+int rhinet_mem_pin(struct rhinet_ib *ib, struct rhinet_mem *mem, u64 start,
+		   u64 length, u64 iova, int access, u32 ctx, u32 pdn);
+int rhinet_mem_pin_queue(struct rhinet_ib *ib, struct rhinet_ucontext *uc,
+			 struct rhinet_mem *mem, u64 va, u64 len, u64 need);
+int rhinet_mem_release(struct rhinet_ib *ib, struct rhinet_mem *mem);
+struct ib_mr *rhinet_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				 u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				   u64 length, u64 iova, int access,
+				   struct ib_pd *new_pd,
+				   struct ib_udata *udata);
+int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+
+/* rhinet_queues.c */
+int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		     struct ib_udata *udata);
+int rhinet_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int rhinet_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
+		      struct ib_udata *udata);
+int rhinet_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		      enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int rhinet_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int rhinet_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+		     struct ib_udata *udata);
+int rhinet_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		     struct ib_udata *udata);
+int rhinet_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_qp_init_attr *init);
+int rhinet_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+
+#endif /* RHINET_IB_H */

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Memory regions: user memory pinned with ib_umem_get, cut into the largest
+ * page size the NIC supports and the layout allows (ib_umem_find_best_pgsz),
+ * and described to the NIC by a radix tree of 4 KiB VP translation tables
+ * (Documentation/hardware/admin.md). The same path registers the buffers
+ * that hold user queue rings.
+ */
+#include <linux/dma-mapping.h>
+#include <rdma/ib_umem.h>
+#include <rdma/iter.h>
+#include <rdma/rhinet-abi.h>
+
+#include "rhinet_ib.h"
+
+#define VPT_ENTRIES RHN_VPT_ENTRIES_PER_PAGE
+#define VPT_PAGE_SIZE (VPT_ENTRIES * sizeof(__le64))
+#define VPT_MAX_LEVELS 3
+#define RHINET_MIN_PAGE_SHIFT 12
+#define RHINET_MAX_PAGE_SHIFT 30
+
+#define RHINET_MR_ACCESS                                                   \
+	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | \
+	 IB_ACCESS_REMOTE_ATOMIC)
+
+static u32 rhinet_nic_access(int access)
+{
+	return (access & IB_ACCESS_LOCAL_WRITE ? RHN_ACCESS_LOCAL_WRITE : 0) |
+	       (access & IB_ACCESS_REMOTE_WRITE ? RHN_ACCESS_REMOTE_WRITE : 0) |
+	       (access & IB_ACCESS_REMOTE_READ ? RHN_ACCESS_REMOTE_READ : 0) |
+	       (access & IB_ACCESS_REMOTE_ATOMIC ? RHN_ACCESS_REMOTE_ATOMIC : 0);
+}
+
+static void rhinet_vpt_free(struct rhinet_ib *ib, struct rhinet_mem *mem)
+{
+	struct device *dev = &ib->rdev->pdev->dev;
+	u32 i;
+
+	for (i = 0; i < mem->num_tables; i++)
+		if (mem->tables[i])
+			dma_free_coherent(dev, VPT_PAGE_SIZE, mem->tables[i],
+					  mem->tables_dma[i]);
+	kvfree(mem->tables);
+	kvfree(mem->tables_dma);
+	mem->tables = NULL;
+	mem->tables_dma = NULL;
+	mem->num_tables = 0;
+}
+
+/*
+ * Fills the tables for @npages pages of @pgsz bytes. Table pages are kept
+ * leaves first, then each upper level, the single top page last. Returns
+ * the number of levels or a negative errno.
+ */
+static int rhinet_vpt_build(struct rhinet_ib *ib, struct rhinet_mem *mem,
+			    unsigned long pgsz, u64 npages)
+{
+	struct device *dev = &ib->rdev->pdev->dev;
+	u64 count[VPT_MAX_LEVELS], first[VPT_MAX_LEVELS], total = 0, i;
+	struct ib_block_iter biter;
+	int levels = 1, l;
+
+	count[0] = DIV_ROUND_UP(npages, VPT_ENTRIES);
+	while (count[levels - 1] > 1) {
+		if (levels == VPT_MAX_LEVELS)
+			return -EINVAL; /* beyond 2^27 pages */
+		count[levels] = DIV_ROUND_UP(count[levels - 1], VPT_ENTRIES);
+		levels++;
+	}
+	for (l = 0; l < levels; l++) {
+		first[l] = total;
+		total += count[l];
+	}
+	mem->tables = kvcalloc(total, sizeof(*mem->tables), GFP_KERNEL);
+	mem->tables_dma = kvcalloc(total, sizeof(*mem->tables_dma), GFP_KERNEL);
+	if (!mem->tables || !mem->tables_dma)
+		goto err_nomem;
+	mem->num_tables = total;
+	for (i = 0; i < total; i++) {
+		mem->tables[i] = dma_alloc_coherent(dev, VPT_PAGE_SIZE,
+						    &mem->tables_dma[i],
+						    GFP_KERNEL);
+		if (!mem->tables[i])
+			goto err_nomem;
+	}
+
+	i = 0;
+	rdma_umem_for_each_dma_block(mem->umem, &biter, pgsz) {
+		mem->tables[i / VPT_ENTRIES][i % VPT_ENTRIES] =
+			cpu_to_le64(rdma_block_iter_dma_address(&biter) |
+				    RHN_VPTE_VALID);
+		i++;
+	}
+	for (l = 1; l < levels; l++)
+		for (i = 0; i < count[l - 1]; i++)
+			mem->tables[first[l] + i / VPT_ENTRIES][i % VPT_ENTRIES] =
+				cpu_to_le64(mem->tables_dma[first[l - 1] + i] |
+					    RHN_VPTE_VALID);
+	return levels;
+
+err_nomem:
+	rhinet_vpt_free(ib, mem);
+	return -ENOMEM;
+}
+
+/*
+ * Pins [start, start + length) and registers it as NIC memory region of
+ * context @ctx and PD @pdn, addressed by the NIC from @iova on.
+ */
+int rhinet_mem_pin(struct rhinet_ib *ib, struct rhinet_mem *mem, u64 start,
+		   u64 length, u64 iova, int access, u32 ctx, u32 pdn)
+{
+	struct rhinet_dev *rdev = ib->rdev;
+	unsigned long pgsz_bitmap, pgsz;
+	struct rhn_admin_cmd cmd = {};
+	u64 npages;
+	int levels, ret;
+
+	if (!length || length > le64_to_cpu(rdev->attr.max_mr_size) ||
+	    iova + length < iova)
+		return -EINVAL;
+	mem->umem = ib_umem_get(&ib->ibdev, start, length, access);
+	if (IS_ERR(mem->umem)) {
+		ret = PTR_ERR(mem->umem);
+		mem->umem = NULL;
+		return ret;
+	}
+	pgsz_bitmap = le32_to_cpu(rdev->attr.page_size_cap) &
+		      GENMASK(RHINET_MAX_PAGE_SHIFT, RHINET_MIN_PAGE_SHIFT);
+	pgsz = ib_umem_find_best_pgsz(mem->umem, pgsz_bitmap, iova);
+	if (!pgsz) {
+		ret = -EINVAL;
+		goto err_release;
+	}
+	npages = ib_umem_num_dma_blocks(mem->umem, pgsz);
+	levels = rhinet_vpt_build(ib, mem, pgsz, npages);
+	if (levels < 0) {
+		ret = levels;
+		goto err_release;
+	}
+
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_MR;
+	cmd.u.create_mr.pdn = cpu_to_le32(pdn);
+	cmd.u.create_mr.access = cpu_to_le32(rhinet_nic_access(access));
+	cmd.u.create_mr.iova = cpu_to_le64(iova);
+	cmd.u.create_mr.length = cpu_to_le64(length);
+	cmd.u.create_mr.table_addr =
+		cpu_to_le64(mem->tables_dma[mem->num_tables - 1]);
+	cmd.u.create_mr.num_pages = cpu_to_le32(npages);
+	cmd.u.create_mr.page_shift = __ffs(pgsz);
+	cmd.u.create_mr.levels = levels;
+	/* A new variant per registration: a stale key of a reused slot
+	 * no longer matches.
+	 */
+	cmd.u.create_mr.key_variant = atomic_inc_return(&ib->key_variant);
+	ret = rhinet_ctx_exec(ib, ctx, &cmd, &mem->key);
+	if (ret)
+		goto err_tables;
+	mem->ctx = ctx;
+	mem->pinned = ib_umem_num_pages(mem->umem);
+	atomic64_add(mem->pinned, &ib->pinned_pages);
+	return 0;
+
+err_tables:
+	rhinet_vpt_free(ib, mem);
+err_release:
+	ib_umem_release(mem->umem);
+	mem->umem = NULL;
+	return ret;
+}
+
+/* A queue's ring buffer: aligned, at least @need bytes, of which exactly
+ * @need are pinned and registered in the context's queue PD.
+ */
+int rhinet_mem_pin_queue(struct rhinet_ib *ib, struct rhinet_ucontext *uc,
+			 struct rhinet_mem *mem, u64 va, u64 len, u64 need)
+{
+	if (!va || !IS_ALIGNED(va, RHINET_QUEUE_BUF_ALIGN) || len < need) {
+		ibdev_dbg(&ib->ibdev,
+			  "queue buffer %#llx+%llu: need %llu bytes, %u-aligned\n",
+			  va, len, need, RHINET_QUEUE_BUF_ALIGN);
+		return -EINVAL;
+	}
+	return rhinet_mem_pin(ib, mem, va, need, va, IB_ACCESS_LOCAL_WRITE,
+			      uc->ctx, uc->queue_pdn);
+}
+
+/* Unregisters (the NIC drops its TLB entries), then unpins. */
+int rhinet_mem_release(struct rhinet_ib *ib, struct rhinet_mem *mem)
+{
+	int ret;
+
+	if (mem->key) {
+		ret = rhinet_destroy_object(ib, mem->ctx, RHN_ADMIN_DESTROY_MR,
+					    mem->key);
+		if (ret)
+			return ret;
+		mem->key = 0;
+	}
+	rhinet_vpt_free(ib, mem);
+	if (mem->umem) {
+		ib_umem_release(mem->umem);
+		mem->umem = NULL;
+		atomic64_sub(mem->pinned, &ib->pinned_pages);
+	}
+	return 0;
+}
+
+/* Kernel consumers would need a physical-address MR; none are served. */
+struct ib_mr *rhinet_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				 u64 iova, int access, struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibpd->device);
+	struct rhinet_pd *pd = to_rpd(ibpd);
+	struct rhinet_mr *mr;
+	int ret;
+
+	ret = rhinet_udata_in(udata, NULL, 0);
+	if (ret)
+		return ERR_PTR(ret);
+	if (access & ~(RHINET_MR_ACCESS | IB_ACCESS_OPTIONAL)) {
+		ibdev_dbg(&ib->ibdev, "MR access %#x not supported\n", access);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+	if (atomic_inc_return(&ib->num_mrs) > ib->max_mrs) {
+		ret = -ENOSPC;
+		goto err_count;
+	}
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr) {
+		ret = -ENOMEM;
+		goto err_count;
+	}
+	ret = rhinet_mem_pin(ib, &mr->mem, start, length, iova, access, pd->ctx,
+			     pd->pdn);
+	if (ret) {
+		ibdev_dbg(&ib->ibdev, "MR %#llx+%llu: %d\n", start, length,
+			  ret);
+		kfree(mr);
+		goto err_count;
+	}
+	mr->access = access;
+	mr->ibmr.lkey = mr->mem.key;
+	mr->ibmr.rkey = mr->mem.key;
+	mr->ibmr.length = length;
+	mr->ibmr.iova = iova;
+	mr->ibmr.page_size = PAGE_SIZE;
+	return &mr->ibmr;
+
+err_count:
+	atomic_dec(&ib->num_mrs);
+	return ERR_PTR(ret);
+}
+
+/* Any change makes a new NIC region (new keys); ib_core then destroys the
+ * old one, which drops its translations.
+ */
+struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				   u64 length, u64 iova, int access,
+				   struct ib_pd *new_pd,
+				   struct ib_udata *udata)
+{
+	struct rhinet_mr *mr = container_of(ibmr, struct rhinet_mr, ibmr);
+
+	if (flags & ~(IB_MR_REREG_TRANS | IB_MR_REREG_PD | IB_MR_REREG_ACCESS))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = mr->mem.umem->address;
+		length = ibmr->length;
+		iova = ibmr->iova;
+	}
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = mr->access;
+	return rhinet_reg_user_mr(flags & IB_MR_REREG_PD ? new_pd : ibmr->pd,
+				  start, length, iova, access, udata);
+}
+
+int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibmr->device);
+	struct rhinet_mr *mr = container_of(ibmr, struct rhinet_mr, ibmr);
+	int ret;
+
+	ret = rhinet_mem_release(ib, &mr->mem);
+	if (ret)
+		return ret;
+	atomic_dec(&ib->num_mrs);
+	kfree(mr);
+	return 0;
+}

@@ -1,0 +1,629 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * CQs, SRQs and QPs of user processes. Rings and doorbell records live in a
+ * buffer the process allocated (layouts in rdma/rhinet-abi.h); the driver
+ * checks the request, pins and registers that buffer, and creates the NIC
+ * object in the process's context. Posting and polling never enter the
+ * kernel: the provider writes WQEs and records and kicks its doorbell page.
+ */
+#include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+#include <rdma/rhinet-abi.h>
+
+#include "rhinet_ib.h"
+
+#define RHINET_QP_RECORDS_SIZE sizeof(struct rhn_queue_record)
+
+static struct rhinet_ucontext *rhinet_uctx(struct ib_udata *udata)
+{
+	return rdma_udata_to_drv_context(udata, struct rhinet_ucontext, ibuc);
+}
+
+static struct rhn_host_ref rhinet_ref(const struct rhinet_mem *mem, u64 va)
+{
+	struct rhn_host_ref r = {
+		.addr = cpu_to_le64(va),
+		.lkey = cpu_to_le32(mem->key),
+	};
+
+	return r;
+}
+
+/* ---- CQ ------------------------------------------------------------------ */
+
+int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		     struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibcq->device);
+	struct rhinet_ucontext *uc = rhinet_uctx(udata);
+	struct rhinet_cq *cq = to_rcq(ibcq);
+	struct rhinet_create_cq_resp resp = {};
+	struct rhinet_create_cq_cmd req;
+	struct rhn_admin_cmd cmd = {};
+	u64 ring_bytes;
+	int ret;
+
+	if (!uc)
+		return -EOPNOTSUPP; /* no kernel consumers */
+	if (attr->flags)
+		return -EOPNOTSUPP;
+	ret = rhinet_udata_in(udata, &req, sizeof(req));
+	if (ret)
+		return ret;
+	if (req.comp_mask)
+		return -EOPNOTSUPP;
+	if (req.log_depth < 1 ||
+	    req.log_depth > le32_to_cpu(ib->rdev->attr.max_cq_log_depth) ||
+	    attr->cqe < 1 || attr->cqe > (1u << req.log_depth)) {
+		ibdev_dbg(&ib->ibdev, "CQ of %u entries in 2^%u slots\n",
+			  attr->cqe, req.log_depth);
+		return -EINVAL;
+	}
+	ring_bytes = (u64)RHN_CQE_SIZE << req.log_depth;
+	ret = rhinet_mem_pin_queue(ib, uc, &cq->buf, req.buf_va, req.buf_len,
+				   ring_bytes + sizeof(struct rhn_cq_record));
+	if (ret)
+		return ret;
+
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_CQ;
+	cmd.u.create_cq.ring = rhinet_ref(&cq->buf, req.buf_va);
+	cmd.u.create_cq.record = rhinet_ref(&cq->buf, req.buf_va + ring_bytes);
+	cmd.u.create_cq.eqn = cpu_to_le32(ib->rdev->eq.eqn);
+	cmd.u.create_cq.log_depth = req.log_depth;
+	ret = rhinet_ctx_exec(ib, uc->ctx, &cmd, &cq->cqn);
+	if (ret)
+		goto err_mem;
+	ret = xa_insert_irq(&ib->cqs, cq->cqn, cq, GFP_KERNEL);
+	if (ret)
+		goto err_nic;
+	ibcq->cqe = 1 << req.log_depth;
+	resp.cqn = cq->cqn;
+	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
+	if (ret)
+		goto err_xa;
+	return 0;
+
+err_xa:
+	xa_erase_irq(&ib->cqs, cq->cqn);
+err_nic:
+	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_CQ, cq->cqn);
+err_mem:
+	rhinet_mem_release(ib, &cq->buf);
+	return ret;
+}
+
+int rhinet_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibcq->device);
+	struct rhinet_cq *cq = to_rcq(ibcq);
+	int ret;
+
+	ret = rhinet_destroy_object(ib, cq->buf.ctx, RHN_ADMIN_DESTROY_CQ,
+				    cq->cqn);
+	if (ret)
+		return ret;
+	/* After this no event handler finds the CQ. */
+	xa_erase_irq(&ib->cqs, cq->cqn);
+	return rhinet_mem_release(ib, &cq->buf);
+}
+
+/* ---- SRQ ----------------------------------------------------------------- */
+
+int rhinet_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
+		      struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibsrq->device);
+	const struct rhn_device_attr *hw = &ib->rdev->attr;
+	struct rhinet_ucontext *uc = rhinet_uctx(udata);
+	struct rhinet_srq *srq = to_rsrq(ibsrq);
+	struct rhinet_create_srq_resp resp = {};
+	struct rhinet_create_srq_cmd req;
+	struct rhn_admin_cmd cmd = {};
+	u64 ring_bytes;
+	int ret;
+
+	if (!uc)
+		return -EOPNOTSUPP;
+	if (attr->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	ret = rhinet_udata_in(udata, &req, sizeof(req));
+	if (ret)
+		return ret;
+	if (req.comp_mask)
+		return -EOPNOTSUPP;
+	if (req.log_depth < 1 ||
+	    req.log_depth > le32_to_cpu(hw->max_wq_log_depth) ||
+	    attr->attr.max_wr > (1u << req.log_depth) ||
+	    attr->attr.max_sge > le32_to_cpu(hw->max_recv_sges) ||
+	    attr->attr.srq_limit >= (1u << req.log_depth)) {
+		ibdev_dbg(&ib->ibdev, "SRQ of %u WQEs in 2^%u slots\n",
+			  attr->attr.max_wr, req.log_depth);
+		return -EINVAL;
+	}
+	ring_bytes = (u64)RHN_RQ_WQE_SIZE << req.log_depth;
+	ret = rhinet_mem_pin_queue(ib, uc, &srq->buf, req.buf_va, req.buf_len,
+				   ring_bytes + sizeof(struct rhn_queue_record));
+	if (ret)
+		return ret;
+
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_SRQ;
+	cmd.u.create_srq.ring = rhinet_ref(&srq->buf, req.buf_va);
+	cmd.u.create_srq.record = rhinet_ref(&srq->buf,
+					     req.buf_va + ring_bytes);
+	cmd.u.create_srq.pdn = cpu_to_le32(to_rpd(ibsrq->pd)->pdn);
+	cmd.u.create_srq.limit = cpu_to_le32(attr->attr.srq_limit);
+	cmd.u.create_srq.log_depth = req.log_depth;
+	ret = rhinet_ctx_exec(ib, uc->ctx, &cmd, &srq->srqn);
+	if (ret)
+		goto err_mem;
+	ret = xa_insert_irq(&ib->srqs, srq->srqn, srq, GFP_KERNEL);
+	if (ret)
+		goto err_nic;
+	srq->depth = 1u << req.log_depth;
+	srq->limit = attr->attr.srq_limit;
+	attr->attr.max_wr = srq->depth;
+	resp.srqn = srq->srqn;
+	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
+	if (ret)
+		goto err_xa;
+	return 0;
+
+err_xa:
+	xa_erase_irq(&ib->srqs, srq->srqn);
+err_nic:
+	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_SRQ, srq->srqn);
+err_mem:
+	rhinet_mem_release(ib, &srq->buf);
+	return ret;
+}
+
+/* Only the limit can change: the ring is the process's fixed buffer. */
+int rhinet_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		      enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibsrq->device);
+	struct rhinet_srq *srq = to_rsrq(ibsrq);
+	struct rhn_admin_cmd cmd = {};
+	int ret;
+
+	ret = rhinet_udata_in(udata, NULL, 0);
+	if (ret)
+		return ret;
+	if (mask & ~IB_SRQ_LIMIT)
+		return -EOPNOTSUPP;
+	if (!(mask & IB_SRQ_LIMIT))
+		return 0;
+	if (attr->srq_limit >= srq->depth)
+		return -EINVAL;
+	cmd.hdr.opcode = RHN_ADMIN_MODIFY_SRQ;
+	cmd.u.modify_srq.srqn = cpu_to_le32(srq->srqn);
+	cmd.u.modify_srq.limit = cpu_to_le32(attr->srq_limit);
+	ret = rhinet_ctx_exec(ib, srq->buf.ctx, &cmd, NULL);
+	if (!ret)
+		srq->limit = attr->srq_limit;
+	return ret;
+}
+
+int rhinet_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct rhinet_srq *srq = to_rsrq(ibsrq);
+
+	attr->max_wr = srq->depth;
+	attr->max_sge = le32_to_cpu(to_rib(ibsrq->device)->rdev->attr.max_recv_sges);
+	attr->srq_limit = srq->limit;
+	return 0;
+}
+
+int rhinet_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibsrq->device);
+	struct rhinet_srq *srq = to_rsrq(ibsrq);
+	int ret;
+
+	ret = rhinet_destroy_object(ib, srq->buf.ctx, RHN_ADMIN_DESTROY_SRQ,
+				    srq->srqn);
+	if (ret)
+		return ret;
+	xa_erase_irq(&ib->srqs, srq->srqn);
+	return rhinet_mem_release(ib, &srq->buf);
+}
+
+/* ---- QP ------------------------------------------------------------------ */
+
+/* SQ slots one WQE of these capabilities takes. */
+static u32 rhinet_wqe_slots(const struct ib_qp_cap *cap)
+{
+	u32 sge_units = cap->max_send_sge > RHN_WQE_BASE_SGES ?
+				DIV_ROUND_UP(cap->max_send_sge - RHN_WQE_BASE_SGES,
+					     RHN_SGES_PER_EXT_UNIT) :
+				0;
+	u32 inline_units = cap->max_inline_data > RHN_WQE_BASE_INLINE ?
+				   DIV_ROUND_UP(cap->max_inline_data -
+							RHN_WQE_BASE_INLINE,
+						RHN_SQ_SLOT_SIZE) :
+				   0;
+
+	return 1 + max(sge_units, inline_units);
+}
+
+static int rhinet_qp_check(struct rhinet_ib *ib, struct ib_qp_init_attr *attr,
+			   const struct rhinet_create_qp_cmd *req)
+{
+	const struct rhn_device_attr *hw = &ib->rdev->attr;
+	const struct ib_qp_cap *cap = &attr->cap;
+	u32 max_log = le32_to_cpu(hw->max_wq_log_depth);
+
+	if (cap->max_send_sge > le32_to_cpu(hw->max_send_sges) ||
+	    cap->max_recv_sge > le32_to_cpu(hw->max_recv_sges) ||
+	    cap->max_inline_data > le32_to_cpu(hw->max_inline))
+		return -EINVAL;
+	if (req->sq_log_depth < 1 || req->sq_log_depth > max_log ||
+	    (u64)cap->max_send_wr * rhinet_wqe_slots(cap) >
+		    (1u << req->sq_log_depth))
+		return -EINVAL;
+	if (attr->srq)
+		return req->rq_log_depth ? -EINVAL : 0;
+	if (req->rq_log_depth < 1 || req->rq_log_depth > max_log ||
+	    cap->max_recv_wr > (1u << req->rq_log_depth))
+		return -EINVAL;
+	return 0;
+}
+
+static int rhinet_qp_nic_type(const struct ib_qp_init_attr *attr,
+			      const struct rhinet_create_qp_cmd *req)
+{
+	if (attr->qp_type == IB_QPT_DRIVER)
+		return req->driver_qp_type == RHINET_QP_DRIVER_TYPE_ENDPOINT ?
+			       RHN_QP_ENDPOINT :
+			       -EINVAL;
+	if (req->driver_qp_type)
+		return -EINVAL;
+	switch (attr->qp_type) {
+	case IB_QPT_RC:
+		return RHN_QP_RC;
+	case IB_QPT_UD:
+		return RHN_QP_UD;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static int rhinet_qp_create_nic(struct rhinet_ib *ib,
+				struct rhinet_ucontext *uc, struct rhinet_qp *qp,
+				struct ib_qp_init_attr *attr,
+				const struct rhinet_create_qp_cmd *req,
+				struct rhinet_create_qp_resp *resp)
+{
+	u64 sq_bytes = (u64)RHN_SQ_SLOT_SIZE << req->sq_log_depth;
+	u64 rq_bytes = attr->srq ? 0 : (u64)RHN_RQ_WQE_SIZE << req->rq_log_depth;
+	struct rhn_admin_create_qp *c;
+	struct rhn_admin_cmd cmd = {};
+	u64 need, va = req->buf_va;
+	int ret;
+
+	resp->rq_offset = sq_bytes;
+	resp->sq_record_offset = sq_bytes + rq_bytes;
+	resp->rq_record_offset = attr->srq ? 0 :
+			resp->sq_record_offset + RHINET_QP_RECORDS_SIZE;
+	need = sq_bytes + rq_bytes +
+	       (attr->srq ? 1 : 2) * RHINET_QP_RECORDS_SIZE;
+	ret = rhinet_mem_pin_queue(ib, uc, &qp->buf, va, req->buf_len, need);
+	if (ret)
+		return ret;
+
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_QP;
+	c = &cmd.u.create_qp;
+	c->pdn = cpu_to_le32(to_rpd(qp->ibqp.pd)->pdn);
+	c->send_cqn = cpu_to_le32(to_rcq(attr->send_cq)->cqn);
+	c->recv_cqn = cpu_to_le32(to_rcq(attr->recv_cq)->cqn);
+	c->srqn = cpu_to_le32(attr->srq ? to_rsrq(attr->srq)->srqn :
+					  RHN_NO_SRQ);
+	c->type = qp->nic_type;
+	c->sq_log_depth = req->sq_log_depth;
+	c->rq_log_depth = req->rq_log_depth;
+	c->sq_ring = rhinet_ref(&qp->buf, va);
+	c->sq_record = rhinet_ref(&qp->buf, va + resp->sq_record_offset);
+	if (!attr->srq) {
+		c->rq_ring = rhinet_ref(&qp->buf, va + resp->rq_offset);
+		c->rq_record = rhinet_ref(&qp->buf,
+					  va + resp->rq_record_offset);
+	}
+	ret = rhinet_ctx_exec(ib, uc->ctx, &cmd, &qp->qpn);
+	if (ret)
+		rhinet_mem_release(ib, &qp->buf);
+	return ret;
+}
+
+int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+		     struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibqp->device);
+	struct rhinet_ucontext *uc = rhinet_uctx(udata);
+	struct rhinet_qp *qp = to_rqp(ibqp);
+	struct rhinet_create_qp_resp resp = {};
+	struct rhinet_create_qp_cmd req;
+	int type, ret;
+
+	if (!uc)
+		return -EOPNOTSUPP;
+	if (attr->create_flags || !attr->send_cq || !attr->recv_cq)
+		return -EOPNOTSUPP;
+	ret = rhinet_udata_in(udata, &req, sizeof(req));
+	if (ret)
+		return ret;
+	if (req.comp_mask || memchr_inv(req.reserved, 0, sizeof(req.reserved)))
+		return -EOPNOTSUPP;
+	type = rhinet_qp_nic_type(attr, &req);
+	if (type < 0)
+		return type;
+	ret = rhinet_qp_check(ib, attr, &req);
+	if (ret) {
+		ibdev_dbg(&ib->ibdev,
+			  "QP caps wr %u/%u sge %u/%u inline %u in 2^%u/2^%u\n",
+			  attr->cap.max_send_wr, attr->cap.max_recv_wr,
+			  attr->cap.max_send_sge, attr->cap.max_recv_sge,
+			  attr->cap.max_inline_data, req.sq_log_depth,
+			  req.rq_log_depth);
+		return ret;
+	}
+	qp->nic_type = type;
+	qp->uc = uc;
+	mutex_init(&qp->lock);
+
+	/* One endpoint per process: held across creation. */
+	mutex_lock(&uc->lock);
+	if (type == RHN_QP_ENDPOINT && uc->endpoint_qpn) {
+		ret = -EEXIST;
+		goto out_unlock;
+	}
+	ret = rhinet_qp_create_nic(ib, uc, qp, attr, &req, &resp);
+	if (ret)
+		goto out_unlock;
+	ret = xa_insert_irq(&ib->qps, qp->qpn, qp, GFP_KERNEL);
+	if (ret)
+		goto err_nic;
+	ibqp->qp_num = qp->qpn;
+	qp->attr.qp_state = IB_QPS_RESET;
+	attr->cap.max_send_wr = (1u << req.sq_log_depth) /
+				rhinet_wqe_slots(&attr->cap);
+	if (!attr->srq)
+		attr->cap.max_recv_wr = 1u << req.rq_log_depth;
+	resp.qpn = qp->qpn;
+	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
+	if (ret)
+		goto err_xa;
+	if (type == RHN_QP_ENDPOINT)
+		uc->endpoint_qpn = qp->qpn;
+	mutex_unlock(&uc->lock);
+	return 0;
+
+err_xa:
+	xa_erase_irq(&ib->qps, qp->qpn);
+err_nic:
+	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_QP, qp->qpn);
+	rhinet_mem_release(ib, &qp->buf);
+out_unlock:
+	mutex_unlock(&uc->lock);
+	return ret;
+}
+
+int rhinet_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibqp->device);
+	struct rhinet_qp *qp = to_rqp(ibqp);
+	struct rhinet_ucontext *uc = qp->uc;
+	int ret;
+
+	ret = rhinet_destroy_object(ib, qp->buf.ctx, RHN_ADMIN_DESTROY_QP,
+				    qp->qpn);
+	if (ret)
+		return ret;
+	xa_erase_irq(&ib->qps, qp->qpn);
+	mutex_lock(&uc->lock);
+	if (uc->endpoint_qpn == qp->qpn)
+		uc->endpoint_qpn = 0;
+	mutex_unlock(&uc->lock);
+	return rhinet_mem_release(ib, &qp->buf);
+}
+
+#define RHINET_QP_ATTRS                                                     \
+	(IB_QP_STATE | IB_QP_CUR_STATE | IB_QP_EN_SQD_ASYNC_NOTIFY |          \
+	 IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY |     \
+	 IB_QP_AV | IB_QP_PATH_MTU | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |         \
+	 IB_QP_RNR_RETRY | IB_QP_RQ_PSN | IB_QP_MAX_QP_RD_ATOMIC |             \
+	 IB_QP_MIN_RNR_TIMER | IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |       \
+	 IB_QP_DEST_QPN)
+
+/* IB's min_rnr_timer code in 10 us units (IBTA table 45), for the NIC's
+ * "(value + 1) * 10 us".
+ */
+static u8 rhinet_rnr_timer(u8 code)
+{
+	static const u32 units[32] = {
+		65536, 1,   2,	 3,    4,    6,	   8,	 12,   16,    24,   32,
+		48,    64,  96,	 128,  192,  256,  384,	 512,  768,   1024, 1536,
+		2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+	};
+
+	return min_t(u32, units[code & 31] - 1, 255);
+}
+
+static int rhinet_qp_validate(struct rhinet_ib *ib, struct rhinet_qp *qp,
+			      const struct ib_qp_attr *attr, int mask,
+			      int *dest_node)
+{
+	enum ib_qp_type type = qp->ibqp.qp_type == IB_QPT_DRIVER ?
+				       IB_QPT_UD : qp->ibqp.qp_type;
+	enum ib_qp_state cur = mask & IB_QP_CUR_STATE ? attr->cur_qp_state :
+							qp->attr.qp_state;
+	enum ib_qp_state next = mask & IB_QP_STATE ? attr->qp_state : cur;
+	u32 max_rd = le32_to_cpu(ib->rdev->attr.max_rd_atomic);
+
+	if (mask & ~RHINET_QP_ATTRS)
+		return -EOPNOTSUPP;
+	if (!ib_modify_qp_is_ok(cur, next, type, mask))
+		return -EINVAL;
+	if (((mask & IB_QP_PORT) && attr->port_num != 1) ||
+	    ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index) ||
+	    ((mask & IB_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > max_rd) ||
+	    ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	     attr->max_dest_rd_atomic > max_rd) ||
+	    ((mask & IB_QP_DEST_QPN) && (!attr->dest_qp_num ||
+					 attr->dest_qp_num > RHN_DB_QN_MASK)))
+		return -EINVAL;
+	*dest_node = qp->dest_node;
+	if (mask & IB_QP_AV) {
+		*dest_node = rhinet_node_of_ah_attr(ib, &attr->ah_attr, true);
+		if (*dest_node < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* The attributes the NIC acts on, from the IB ones (kept in qp->attr). */
+static void rhinet_qp_nic_attrs(const struct rhinet_qp *qp, int mask,
+				int dest_node, struct rhn_admin_modify_qp *m)
+{
+	const struct ib_qp_attr *a = &qp->attr;
+	u32 nic = 0;
+
+	m->qpn = cpu_to_le32(qp->qpn);
+	if (mask & IB_QP_STATE) {
+		nic |= RHN_QP_ATTR_STATE;
+		m->state = a->qp_state;
+	}
+	if (mask & IB_QP_ACCESS_FLAGS) {
+		nic |= RHN_QP_ATTR_ACCESS;
+		m->access = (a->qp_access_flags & IB_ACCESS_REMOTE_WRITE ?
+				     RHN_ACCESS_REMOTE_WRITE : 0) |
+			    (a->qp_access_flags & IB_ACCESS_REMOTE_READ ?
+				     RHN_ACCESS_REMOTE_READ : 0) |
+			    (a->qp_access_flags & IB_ACCESS_REMOTE_ATOMIC ?
+				     RHN_ACCESS_REMOTE_ATOMIC : 0);
+	}
+	if (qp->nic_type == RHN_QP_RC && (mask & (IB_QP_AV | IB_QP_DEST_QPN))) {
+		nic |= RHN_QP_ATTR_DEST;
+		m->dest_node = cpu_to_le16(dest_node);
+		m->dest_qpn = cpu_to_le32(a->dest_qp_num);
+	}
+	if (mask & IB_QP_QKEY) {
+		nic |= RHN_QP_ATTR_QKEY;
+		m->qkey = cpu_to_le32(a->qkey);
+	}
+	if (mask & (IB_QP_RNR_RETRY | IB_QP_MIN_RNR_TIMER | IB_QP_RETRY_CNT)) {
+		nic |= RHN_QP_ATTR_RETRY;
+		m->retry_cnt = a->retry_cnt;
+		m->rnr_retry = a->rnr_retry;
+		m->min_rnr_timer = rhinet_rnr_timer(a->min_rnr_timer);
+	}
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic) {
+		nic |= RHN_QP_ATTR_MAX_RD_ATOMIC;
+		m->max_rd_atomic = a->max_rd_atomic;
+	}
+	m->attr_mask = cpu_to_le32(nic);
+}
+
+/* Copies the attributes named by @mask into @dst (no AV: see query_qp). */
+static void rhinet_qp_attr_merge(struct ib_qp_attr *dst,
+				 const struct ib_qp_attr *src, int mask)
+{
+	if (mask & IB_QP_STATE)
+		dst->qp_state = src->qp_state;
+	if (mask & IB_QP_ACCESS_FLAGS)
+		dst->qp_access_flags = src->qp_access_flags;
+	if (mask & IB_QP_QKEY)
+		dst->qkey = src->qkey;
+	if (mask & IB_QP_PATH_MTU)
+		dst->path_mtu = src->path_mtu;
+	if (mask & IB_QP_TIMEOUT)
+		dst->timeout = src->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		dst->retry_cnt = src->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		dst->rnr_retry = src->rnr_retry;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		dst->min_rnr_timer = src->min_rnr_timer;
+	if (mask & IB_QP_RQ_PSN)
+		dst->rq_psn = src->rq_psn;
+	if (mask & IB_QP_SQ_PSN)
+		dst->sq_psn = src->sq_psn;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		dst->max_rd_atomic = src->max_rd_atomic;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		dst->max_dest_rd_atomic = src->max_dest_rd_atomic;
+	if (mask & IB_QP_DEST_QPN)
+		dst->dest_qp_num = src->dest_qp_num;
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		dst->en_sqd_async_notify = src->en_sqd_async_notify;
+}
+
+int rhinet_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		     struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibqp->device);
+	struct rhinet_qp *qp = to_rqp(ibqp);
+	struct rhn_admin_cmd cmd = {};
+	struct ib_qp_attr next;
+	int dest_node, ret;
+
+	ret = rhinet_udata_in(udata, NULL, 0);
+	if (ret)
+		return ret;
+	mutex_lock(&qp->lock);
+	ret = rhinet_qp_validate(ib, qp, attr, mask, &dest_node);
+	if (ret) {
+		ibdev_dbg(&ib->ibdev, "QP %u: modify mask %#x refused: %d\n",
+			  qp->qpn, mask, ret);
+		goto out;
+	}
+	next = qp->attr;
+	rhinet_qp_attr_merge(&next, attr, mask);
+	swap(next, qp->attr);
+	rhinet_qp_nic_attrs(qp, mask, dest_node, &cmd.u.modify_qp);
+	swap(next, qp->attr);
+	if (cmd.u.modify_qp.attr_mask) {
+		cmd.hdr.opcode = RHN_ADMIN_MODIFY_QP;
+		ret = rhinet_ctx_exec(ib, qp->buf.ctx, &cmd, NULL);
+		if (ret)
+			goto out;
+	}
+	qp->attr = next;
+	qp->dest_node = dest_node;
+out:
+	mutex_unlock(&qp->lock);
+	return ret;
+}
+
+/* The NIC's view of the state (a failed WQE moves a QP to ERR) with the
+ * attributes as last set. The address vector is not reported.
+ */
+int rhinet_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_qp_init_attr *init)
+{
+	struct rhinet_ib *ib = to_rib(ibqp->device);
+	struct rhinet_qp *qp = to_rqp(ibqp);
+	struct rhn_admin_cmd cmd = {};
+	struct rhn_qp_attr hw;
+	int ret;
+
+	cmd.hdr.opcode = RHN_ADMIN_QUERY_QP;
+	cmd.hdr.context = cpu_to_le32(qp->buf.ctx);
+	cmd.u.query.handle = cpu_to_le32(qp->qpn);
+	ret = rhinet_admin_query(ib->rdev, &cmd, &hw, sizeof(hw));
+	if (ret)
+		return ret;
+	mutex_lock(&qp->lock);
+	qp->attr.qp_state = hw.state;
+	*attr = qp->attr;
+	mutex_unlock(&qp->lock);
+	attr->cur_qp_state = attr->qp_state;
+	attr->port_num = 1;
+	attr->cap.max_inline_data = le32_to_cpu(ib->rdev->attr.max_inline);
+	memset(init, 0, sizeof(*init));
+	init->qp_type = ibqp->qp_type;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = attr->cap;
+	return 0;
+}
