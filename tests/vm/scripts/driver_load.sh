@@ -1,6 +1,6 @@
 #!/bin/sh
 # rhinet.ko binds the device, brings the NIC up (admin queue, event queue,
-# MSI-X) and lets go cleanly, five times in a row.
+# MSI-X, RDMA device) and lets go cleanly, five times in a row.
 #   driver_load.sh NODE NODES
 NODE=$1
 KO=/opt/rhinet/modules/rhinet.ko
@@ -22,9 +22,13 @@ for i in 1 2 3 4 5; do
 		fail "no bring-up line for node $NODE"
 	grep -q rhinet-admin /proc/interrupts || fail "no admin interrupt"
 	grep -q rhinet-eq /proc/interrupts || fail "no event queue interrupt"
+	rdma dev show | grep -q "^[0-9]*: rhinet0: node_type ca" ||
+		fail "no RDMA device rhinet0"
+	[ -c /dev/infiniband/uverbs0 ] || fail "no uverbs0"
 	rmmod rhinet || fail "rmmod $i"
 	[ -e "/sys/bus/pci/drivers/rhinet" ] && fail "driver still registered"
 	grep -q rhinet /proc/interrupts && fail "interrupts not freed"
+	[ -e /sys/class/infiniband/rhinet0 ] && fail "RDMA device still there"
 	# (An unsigned out-of-tree module taints the kernel; that is expected.)
 	if dmesg | grep -v "module verification failed" |
 		grep -iE "rhinet.*(error|timed out|fail)|BUG:|WARNING:|Oops"; then
