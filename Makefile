@@ -23,7 +23,8 @@ FORMAT_FILES  = $(shell find $(FORMAT_DIRS) \
 	-o -name '*.hh' -o -name '*.hpp' \) -print 2>/dev/null | sort)
 
 .PHONY: all deps build build-main build-fuzz vm-prepare test test-unit \
-	test-vm bench cluster-workload cluster main format format-check clean help
+	test-vm bench cluster-workload cluster main format format-check checkpatch \
+	clean help
 
 all: build
 
@@ -38,6 +39,7 @@ help:
 	@echo "make build        build $(BUILD_DIR)/, $(FUZZ_BUILD_DIR)/, QEMU and the VM images"
 	@echo "make format       clang-format -i the C/C++ sources"
 	@echo "make format-check fail if any source is not formatted"
+	@echo "make checkpatch   the kernel's checkpatch.pl --strict over kernel/rhinet/"
 	@echo "make clean        remove the build trees"
 
 deps:
@@ -100,6 +102,11 @@ format: deps
 
 format-check: deps
 	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+# rhinet.ko's sources are kernel style, not clang-format's: checkpatch.pl
+# --strict judges them (also the ctest kernel_checkpatch, label lint).
+checkpatch: deps
+	bash scripts/checkpatch.sh
 
 clean:
 	rm -rf $(BUILD_DIR) $(FUZZ_BUILD_DIR)

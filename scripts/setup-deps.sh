@@ -36,6 +36,11 @@ PACKAGES=(
 	zstd
 	kmod
 	iproute2 # the rdma tool inside the guests
+	# rhinet.ko tooling: scripts/checkpatch.sh (checkpatch.pl from the
+	# linux-source package, fetched by the script itself) and the
+	# kernel_dkms_build test / scripts/dkms-install.sh
+	perl
+	dkms
 )
 
 is_installed() {
