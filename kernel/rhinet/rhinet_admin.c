@@ -12,7 +12,7 @@
 
 #include "rhinet.h"
 
-#define ADMIN_DEPTH (1u << RHINET_ADMIN_LOG_DEPTH)
+#define ADMIN_DEPTH BIT(RHINET_ADMIN_LOG_DEPTH)
 
 static int rhinet_admin_errno(u8 status)
 {

@@ -10,7 +10,7 @@
 
 #include "rhinet.h"
 
-#define EQ_DEPTH (1u << RHINET_EQ_LOG_DEPTH)
+#define EQ_DEPTH BIT(RHINET_EQ_LOG_DEPTH)
 
 static void rhinet_eq_arm(struct rhinet_dev *rdev)
 {

@@ -286,6 +286,7 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 };
+
 static_assert(ARRAY_SIZE(rhinet_stats) == RHN_CNT_COUNT + 1);
 
 static struct rdma_hw_stats *rhinet_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -623,6 +624,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.create_cq = rhinet_create_cq,
 	.create_qp = rhinet_create_qp,
 	.create_srq = rhinet_create_srq,
+	.create_user_ah = rhinet_create_ah,
 	.dealloc_pd = rhinet_dealloc_pd,
 	.dealloc_ucontext = rhinet_dealloc_ucontext,
 	.dereg_mr = rhinet_dereg_mr,
@@ -680,12 +682,14 @@ int rhinet_ib_init(struct rhinet_dev *rdev)
 	struct rhinet_ib *ib;
 	int ret;
 
-	if (PAGE_SIZE != RHN_DB_PAGE_SIZE || !ndev) {
-		/* A process's doorbell page must be one whole CPU page. */
+	/* A process's doorbell page must be one whole CPU page. */
+	if (RHN_DB_PAGE_SIZE != PAGE_SIZE) {
 		dev_warn(&pdev->dev, "no RDMA device: %lu-byte pages\n",
 			 PAGE_SIZE);
 		return 0;
 	}
+	if (!ndev)
+		return -ENODEV;
 	ib = ib_alloc_device(rhinet_ib, ibdev);
 	if (!ib)
 		return -ENOMEM;

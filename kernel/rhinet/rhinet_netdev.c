@@ -16,9 +16,9 @@
 #define RHINET_NET_SQ_LOG 8
 #define RHINET_NET_RQ_LOG 8
 #define RHINET_NET_CQ_LOG 10 /* room for a full SQ and RQ */
-#define SQ_DEPTH (1u << RHINET_NET_SQ_LOG)
-#define RQ_DEPTH (1u << RHINET_NET_RQ_LOG)
-#define CQ_DEPTH (1u << RHINET_NET_CQ_LOG)
+#define SQ_DEPTH BIT(RHINET_NET_SQ_LOG)
+#define RQ_DEPTH BIT(RHINET_NET_RQ_LOG)
+#define CQ_DEPTH BIT(RHINET_NET_CQ_LOG)
 #define NAPI_BUDGET 64
 
 /* Queue records share one page: producer indices and the CQ consumer. */
@@ -65,10 +65,11 @@ static struct rhn_host_ref rhinet_phys_ref(dma_addr_t addr)
 
 static void rhinet_net_ring_sq(struct rhinet_net *net)
 {
-	/* WQEs, then the producer index, then the kick. */
+	/* WQEs before the producer index (the NIC may read it unkicked);
+	 * writel() orders the kick after both.
+	 */
 	dma_wmb();
 	WRITE_ONCE(net->rec->sq.producer_index, cpu_to_le32(net->sq_pi));
-	wmb();
 	writel(net->qpn, net->rdev->kernel_db + RHN_DB_SQ);
 }
 
@@ -112,9 +113,9 @@ static void rhinet_net_refill(struct rhinet_net *net)
 	}
 	if (!posted)
 		return;
+	/* As for the SQ: WQEs, producer index, then the kick. */
 	dma_wmb();
 	WRITE_ONCE(net->rec->rq.producer_index, cpu_to_le32(net->rq_pi));
-	wmb();
 	writel(net->qpn, net->rdev->kernel_db + RHN_DB_RQ);
 }
 
@@ -240,6 +241,7 @@ static netdev_tx_t rhinet_net_xmit(struct sk_buff *skb, struct net_device *ndev)
 	node = rhinet_mac_to_node(eth_hdr(skb)->h_dest);
 	if (node < 0)
 		goto drop;
+	/* Pairs with the release in NAPI: its slot reads are done. */
 	if (net->sq_pi - smp_load_acquire(&net->sq_ci) >= SQ_DEPTH) {
 		netif_stop_queue(ndev);
 		return NETDEV_TX_BUSY;
@@ -266,6 +268,7 @@ static netdev_tx_t rhinet_net_xmit(struct sk_buff *skb, struct net_device *ndev)
 	skb_tx_timestamp(skb);
 	rhinet_net_ring_sq(net);
 
+	/* Both loads pair with the release in NAPI, as above. */
 	if (net->sq_pi - smp_load_acquire(&net->sq_ci) >= SQ_DEPTH) {
 		netif_stop_queue(ndev);
 		/* A completion may have freed room meanwhile. */
@@ -357,8 +360,8 @@ static int rhinet_net_open(struct net_device *ndev)
 
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_CQ;
 	cmd.u.create_cq.ring = rhinet_phys_ref(net->cq_dma);
-	cmd.u.create_cq.record = rhinet_phys_ref(
-		net->rec_dma + offsetof(struct rhinet_net_records, cq));
+	cmd.u.create_cq.record = rhinet_phys_ref(net->rec_dma +
+		offsetof(struct rhinet_net_records, cq));
 	cmd.u.create_cq.eqn = cpu_to_le32(rdev->eq.eqn);
 	cmd.u.create_cq.log_depth = RHINET_NET_CQ_LOG;
 	ret = rhinet_admin_exec(rdev, &cmd, &net->cqn);
@@ -377,10 +380,10 @@ static int rhinet_net_open(struct net_device *ndev)
 	cmd.u.create_qp.rq_log_depth = RHINET_NET_RQ_LOG;
 	cmd.u.create_qp.sq_ring = rhinet_phys_ref(net->sq_dma);
 	cmd.u.create_qp.rq_ring = rhinet_phys_ref(net->rq_dma);
-	cmd.u.create_qp.sq_record = rhinet_phys_ref(
-		net->rec_dma + offsetof(struct rhinet_net_records, sq));
-	cmd.u.create_qp.rq_record = rhinet_phys_ref(
-		net->rec_dma + offsetof(struct rhinet_net_records, rq));
+	cmd.u.create_qp.sq_record = rhinet_phys_ref(net->rec_dma +
+		offsetof(struct rhinet_net_records, sq));
+	cmd.u.create_qp.rq_record = rhinet_phys_ref(net->rec_dma +
+		offsetof(struct rhinet_net_records, rq));
 	ret = rhinet_admin_exec(rdev, &cmd, &net->qpn);
 	if (ret)
 		goto err;

@@ -63,6 +63,7 @@ done
 echo "rdma_verbs: 5 churning processes killed"
 
 # Killed while holding one of each object.
+: >/tmp/hold.txt
 rhinet-uverbs hold "$NODE" >/tmp/hold.txt 2>&1 &
 pid=$!
 i=0
