@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -621,6 +622,8 @@ static int mr_rereg_access(struct uctx *c, struct mr *mr, uint32_t access)
 /* CQ: a request that may be spoiled before it is sent. */
 struct cq_req {
 	uint32_t cqe;
+	int channel; /* completion channel fd, -1 for none */
+	uint64_t cookie; /* user_handle: completion events carry it */
 	struct {
 		struct rhinet_create_cq_cmd cmd;
 		uint64_t extra; /* sent only if drv_len covers it */
@@ -641,7 +644,8 @@ static size_t cq_buf_len(uint32_t log_depth)
 static void cq_req_init(struct cq_req *r, uint32_t log_depth, uint32_t cqe)
 {
 	qmem_put(&r->mem);
-	*r = (struct cq_req){.cqe = cqe, .drv_len = sizeof(r->drv.cmd)};
+	*r = (struct cq_req){
+		.cqe = cqe, .channel = -1, .drv_len = sizeof(r->drv.cmd)};
 	qmem_get(&r->mem, cq_buf_len(log_depth));
 	r->drv.cmd.log_depth = log_depth;
 	r->drv.cmd.buf_va = (uintptr_t)r->mem.map;
@@ -650,7 +654,9 @@ static void cq_req_init(struct cq_req *r, uint32_t log_depth, uint32_t cqe)
 
 static int cq_create(struct uctx *c, struct cq_req *r, struct cq *cq)
 {
-	struct ib_uverbs_create_cq cmd = {.cqe = r->cqe, .comp_channel = -1};
+	struct ib_uverbs_create_cq cmd = {.user_handle = r->cookie,
+					  .cqe = r->cqe,
+					  .comp_channel = r->channel};
 	struct ib_uverbs_create_cq_resp resp;
 	struct rhinet_create_cq_resp dresp;
 	int err = uv_write(c->fd, &(struct uv_req){
@@ -1792,6 +1798,158 @@ static bool check_doorbell_protection(void)
 	return pass;
 }
 
+/*
+ * The data path a provider will drive, by hand: a UD datagram from a QP to
+ * itself. WQEs go into the rings in the process's buffers, producer indices
+ * into their records, kicks into the doorbell page; the armed CQ's event
+ * arrives on a completion channel; the CQEs and the bytes are checked.
+ */
+struct datapath {
+	struct cq_req cq_req;
+	struct qp_req qp_req;
+	struct cq cq;
+	struct qp qp;
+	struct mr mr;
+	int channel;
+	/* The buffers; creating the queue hands their mappings to track(). */
+	uint8_t *cq_ring, *qp_buf;
+};
+
+static void dp_post(struct uctx *c, struct datapath *d, uint8_t *payload)
+{
+	uint8_t *qbuf = d->qp_buf;
+	struct rhn_recv_wqe *rwqe = (void *)(qbuf + d->qp.drv.rq_offset);
+	struct rhn_send_wqe *swqe = (void *)qbuf;
+	struct rhn_queue_record *sq_rec =
+		(void *)(qbuf + d->qp.drv.sq_record_offset);
+	struct rhn_queue_record *rq_rec =
+		(void *)(qbuf + d->qp.drv.rq_record_offset);
+
+	*rwqe = (struct rhn_recv_wqe){
+		.num_sge = 1,
+		.sge[0] = {(uintptr_t)payload + 4096, 4096, d->mr.lkey},
+	};
+	__sync_synchronize();
+	rq_rec->producer_index = 1;
+	ring(c, RHN_DB_RQ, d->qp.qpn);
+
+	*swqe = (struct rhn_send_wqe){
+		.opcode = RHN_OP_SEND,
+		.flags = RHN_WQE_F_SIGNALED,
+		.dst_node = env.node,
+		.dst_qpn = d->qp.qpn,
+		.num_sge = 1,
+		.u.status.qkey = QKEY,
+		.d.sge = {(uintptr_t)payload, 200, d->mr.lkey},
+	};
+	__sync_synchronize();
+	sq_rec->producer_index = 1;
+	ring(c, RHN_DB_SQ, d->qp.qpn);
+}
+
+/* Waits for the completion event, then takes the CQEs it announced. */
+static bool dp_complete(struct datapath *d, struct rhn_cqe *cqe, int want)
+{
+	struct rhn_cqe *ring_ = (void *)d->cq_ring;
+	struct ib_uverbs_comp_event_desc ev;
+	struct pollfd pfd = {d->channel, POLLIN, 0};
+	int got = 0, tries;
+
+	if (!expect(poll(&pfd, 1, 5000) == 1, "no completion event in 5 s") ||
+	    !expect(read(d->channel, &ev, sizeof(ev)) == sizeof(ev),
+		    "completion channel read: %s", ename(errno)) ||
+	    !expect(ev.cq_handle == d->cq_req.cookie,
+		    "event for CQ %#llx, not %#llx",
+		    (unsigned long long)ev.cq_handle,
+		    (unsigned long long)d->cq_req.cookie))
+		return false;
+	/* The event follows the first CQE; the second may trail a little. */
+	for (tries = 0; got < want && tries < 5000; tries++) {
+		volatile struct rhn_cqe *e = &ring_[got];
+
+		if (!(e->flags & RHN_CQE_F_OWNER)) {
+			usleep(1000);
+			continue;
+		}
+		__sync_synchronize();
+		cqe[got++] = *(struct rhn_cqe *)e;
+	}
+	return expect(got == want, "%d of %d CQEs", got, want);
+}
+
+static bool check_datapath(void)
+{
+	struct uctx *c = &env.ctx;
+	struct ib_uverbs_create_comp_channel ch = {0};
+	struct ib_uverbs_create_comp_channel_resp ch_resp;
+	struct datapath d = {.channel = -1};
+	uint8_t *payload = env.buf;
+	struct rhn_cqe cqe[2], *send, *recv;
+	bool pass = false;
+	int i;
+
+	if (!ok(uv_write(c->fd,
+			 &(struct uv_req){
+				 .cmd = IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
+				 UV_CORE(ch),
+				 UV_RESP(ch_resp)}),
+		"CREATE_COMP_CHANNEL"))
+		return false;
+	d.channel = ch_resp.fd;
+	for (i = 0; i < 200; i++)
+		payload[i] = (uint8_t)(i * 7 + 3);
+	memset(payload + 4096, 0, 4096);
+	cq_req_init(&d.cq_req, CQ_LOG, 16);
+	d.cq_req.channel = d.channel;
+	d.cq_req.cookie = 0xc0ffee;
+	d.cq_ring = d.cq_req.mem.map;
+	qp_req_init(&d.qp_req, c, IB_UVERBS_QPT_UD, env.pd, 0, -1);
+	d.qp_buf = d.qp_req.mem.map;
+	if (!ok(mr_reg(c, env.pd, (uintptr_t)payload, 8192,
+		       IB_UVERBS_ACCESS_LOCAL_WRITE, &d.mr),
+		"REG_MR") ||
+	    !ok(cq_create(c, &d.cq_req, &d.cq), "CREATE_CQ with a channel"))
+		goto out;
+	d.qp_req.core.send_cq_handle = d.cq.handle;
+	d.qp_req.core.recv_cq_handle = d.cq.handle;
+	if (!ok(qp_create(c, &d.qp_req, &d.qp), "CREATE_QP UD") ||
+	    !ok(qp_modify(c, &d.qp, IB_QPS_INIT), "MODIFY_QP INIT") ||
+	    !ok(qp_modify(c, &d.qp, IB_QPS_RTR), "MODIFY_QP RTR") ||
+	    !ok(qp_modify(c, &d.qp, IB_QPS_RTS), "MODIFY_QP RTS"))
+		goto out;
+	ring(c, RHN_DB_CQ_ARM, d.cq.cqn); /* record: consumer index 0 */
+	dp_post(c, &d, payload);
+	if (!dp_complete(&d, cqe, 2))
+		goto out;
+	send = cqe[0].flags & RHN_CQE_F_SQ ? &cqe[0] : &cqe[1];
+	recv = send == &cqe[0] ? &cqe[1] : &cqe[0];
+	note("UD 200 B to itself: send status %u, receive status %u, %u B",
+	     send->status, recv->status, recv->byte_len);
+	pass = expect(send->status == RHN_CQE_SUCCESS &&
+			      recv->status == RHN_CQE_SUCCESS,
+		      "%s", info) &&
+	       expect((send->flags & RHN_CQE_F_SQ) &&
+			      !(recv->flags & RHN_CQE_F_SQ) &&
+			      recv->opcode == RHN_CQE_OP_RECV,
+		      "CQE opcodes %#x/%#x flags %#x/%#x", send->opcode,
+		      recv->opcode, send->flags, recv->flags) &&
+	       expect(recv->byte_len == 200 && recv->src_qpn == d.qp.qpn &&
+			      recv->src_node == env.node,
+		      "received %u B from node %u QP %u", recv->byte_len,
+		      recv->src_node, recv->src_qpn) &&
+	       expect(!memcmp(payload, payload + 4096, 200),
+		      "received bytes differ from the sent ones");
+	pass = pass && ok(destroy(c, OBJ_QP, d.qp.handle), "DESTROY_QP") &&
+	       ok(destroy(c, OBJ_CQ, d.cq.handle), "DESTROY_CQ") &&
+	       ok(destroy(c, OBJ_MR, d.mr.handle), "DEREG_MR");
+out:
+	/* On failure the check runner destroys what is left. */
+	qmem_put(&d.qp_req.mem);
+	qmem_put(&d.cq_req.mem);
+	close(d.channel);
+	return pass;
+}
+
 static bool check_teardown(void)
 {
 	long pin;
@@ -1829,6 +1987,7 @@ static const struct check {
 	{"ah", check_ah, false, false},
 	{"pd_limit", check_pd_limit, false, false},
 	{"doorbell_protection", check_doorbell_protection, false, false},
+	{"datapath", check_datapath, false, false},
 	{"teardown", check_teardown, false, false},
 };
 
