@@ -1815,7 +1815,16 @@ struct datapath {
 	uint8_t *cq_ring, *qp_buf;
 };
 
-static void dp_post(struct uctx *c, struct datapath *d, uint8_t *payload)
+/*
+ * The MR: 4 MiB of 4 KiB pages (no transparent huge pages), so the NIC
+ * translates through two table levels; the datagram goes from 3 MiB + 100
+ * to 3.5 MiB.
+ */
+#define DP_MR_LEN (4 * MIB)
+#define DP_SEND_OFF (3 * MIB + 100)
+#define DP_RECV_OFF (3 * MIB + MIB / 2)
+
+static void dp_post(struct uctx *c, struct datapath *d, uint8_t *mem)
 {
 	uint8_t *qbuf = d->qp_buf;
 	struct rhn_recv_wqe *rwqe = (void *)(qbuf + d->qp.drv.rq_offset);
@@ -1827,7 +1836,7 @@ static void dp_post(struct uctx *c, struct datapath *d, uint8_t *payload)
 
 	*rwqe = (struct rhn_recv_wqe){
 		.num_sge = 1,
-		.sge[0] = {(uintptr_t)payload + 4096, 4096, d->mr.lkey},
+		.sge[0] = {(uintptr_t)mem + DP_RECV_OFF, 4096, d->mr.lkey},
 	};
 	__sync_synchronize();
 	rq_rec->producer_index = 1;
@@ -1840,7 +1849,7 @@ static void dp_post(struct uctx *c, struct datapath *d, uint8_t *payload)
 		.dst_qpn = d->qp.qpn,
 		.num_sge = 1,
 		.u.status.qkey = QKEY,
-		.d.sge = {(uintptr_t)payload, 200, d->mr.lkey},
+		.d.sge = {(uintptr_t)mem + DP_SEND_OFF, 200, d->mr.lkey},
 	};
 	__sync_synchronize();
 	sq_rec->producer_index = 1;
@@ -1883,7 +1892,8 @@ static bool check_datapath(void)
 	struct ib_uverbs_create_comp_channel ch = {0};
 	struct ib_uverbs_create_comp_channel_resp ch_resp;
 	struct datapath d = {.channel = -1};
-	uint8_t *payload = env.buf;
+	uint8_t *mem = mmap(NULL, DP_MR_LEN, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct rhn_cqe cqe[2], *send, *recv;
 	bool pass = false;
 	int i;
@@ -1896,16 +1906,19 @@ static bool check_datapath(void)
 		"CREATE_COMP_CHANNEL"))
 		return false;
 	d.channel = ch_resp.fd;
+	if (mem == MAP_FAILED)
+		die("mmap: %s", ename(errno));
+	madvise(mem, DP_MR_LEN, MADV_NOHUGEPAGE);
+	memset(mem, 0, DP_MR_LEN);
 	for (i = 0; i < 200; i++)
-		payload[i] = (uint8_t)(i * 7 + 3);
-	memset(payload + 4096, 0, 4096);
+		mem[DP_SEND_OFF + i] = (uint8_t)(i * 7 + 3);
 	cq_req_init(&d.cq_req, CQ_LOG, 16);
 	d.cq_req.channel = d.channel;
 	d.cq_req.cookie = 0xc0ffee;
 	d.cq_ring = d.cq_req.mem.map;
 	qp_req_init(&d.qp_req, c, IB_UVERBS_QPT_UD, env.pd, 0, -1);
 	d.qp_buf = d.qp_req.mem.map;
-	if (!ok(mr_reg(c, env.pd, (uintptr_t)payload, 8192,
+	if (!ok(mr_reg(c, env.pd, (uintptr_t)mem, DP_MR_LEN,
 		       IB_UVERBS_ACCESS_LOCAL_WRITE, &d.mr),
 		"REG_MR") ||
 	    !ok(cq_create(c, &d.cq_req, &d.cq), "CREATE_CQ with a channel"))
@@ -1918,12 +1931,13 @@ static bool check_datapath(void)
 	    !ok(qp_modify(c, &d.qp, IB_QPS_RTS), "MODIFY_QP RTS"))
 		goto out;
 	ring(c, RHN_DB_CQ_ARM, d.cq.cqn); /* record: consumer index 0 */
-	dp_post(c, &d, payload);
+	dp_post(c, &d, mem);
 	if (!dp_complete(&d, cqe, 2))
 		goto out;
 	send = cqe[0].flags & RHN_CQE_F_SQ ? &cqe[0] : &cqe[1];
 	recv = send == &cqe[0] ? &cqe[1] : &cqe[0];
-	note("UD 200 B to itself: send status %u, receive status %u, %u B",
+	note("UD 200 B to itself through a 4 MiB MR: send status %u, receive "
+	     "status %u, %u B",
 	     send->status, recv->status, recv->byte_len);
 	pass = expect(send->status == RHN_CQE_SUCCESS &&
 			      recv->status == RHN_CQE_SUCCESS,
@@ -1937,7 +1951,7 @@ static bool check_datapath(void)
 			      recv->src_node == env.node,
 		      "received %u B from node %u QP %u", recv->byte_len,
 		      recv->src_node, recv->src_qpn) &&
-	       expect(!memcmp(payload, payload + 4096, 200),
+	       expect(!memcmp(mem + DP_SEND_OFF, mem + DP_RECV_OFF, 200),
 		      "received bytes differ from the sent ones");
 	pass = pass && ok(destroy(c, OBJ_QP, d.qp.handle), "DESTROY_QP") &&
 	       ok(destroy(c, OBJ_CQ, d.cq.handle), "DESTROY_CQ") &&
@@ -1946,6 +1960,7 @@ out:
 	/* On failure the check runner destroys what is left. */
 	qmem_put(&d.qp_req.mem);
 	qmem_put(&d.cq_req.mem);
+	munmap(mem, DP_MR_LEN);
 	close(d.channel);
 	return pass;
 }
