@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// The data path: no system calls. A post writes WQEs into the ring, then
+// the producer index into the doorbell record, then kicks the queue on the
+// process's doorbell page. A poll reads CQEs whose owner bit says they are
+// new and hands the consumed index back through the CQ record.
+#include <cerrno>
+#include <cstring>
+
+#include "provider.h"
+
+namespace rhinet {
+
+namespace {
+
+// RoCE UD receive buffers start with room for a 40-byte GRH. The NIC does
+// not write one yet: the provider skips that room and reports it.
+constexpr uint32_t kGrhSize = 40;
+
+bool is_ud(const Qp* qp) { return qp->vqp.qp.qp_type == IBV_QPT_UD; }
+
+int nic_opcode(ibv_wr_opcode op) {
+  switch (op) {
+    case IBV_WR_SEND:
+      return RHN_OP_SEND;
+    case IBV_WR_SEND_WITH_IMM:
+      return RHN_OP_SEND_IMM;
+    case IBV_WR_RDMA_WRITE:
+      return RHN_OP_WRITE;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      return RHN_OP_WRITE_IMM;
+    case IBV_WR_RDMA_READ:
+      return RHN_OP_READ;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+      return RHN_OP_FETCH_ADD;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+      return RHN_OP_CMP_SWAP;
+    default:
+      return -1;
+  }
+}
+
+bool carries_payload(int op) {
+  return op == RHN_OP_SEND || op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE ||
+         op == RHN_OP_WRITE_IMM;
+}
+
+uint32_t units(uint32_t n, uint32_t base, uint32_t per_unit) {
+  return n > base ? (n - base + per_unit - 1) / per_unit : 0;
+}
+
+// Builds one WQE in @w (zeroed, RHN_WQE_MAX_SLOTS slots); returns its slot
+// count or 0 with @err set.
+uint32_t build_wqe(const Qp* qp, const ibv_send_wr* wr, uint8_t* w, int* err) {
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  const int op = nic_opcode(wr->opcode);
+  const bool ud = is_ud(qp);
+  const bool atomic = op == RHN_OP_FETCH_ADD || op == RHN_OP_CMP_SWAP;
+  if (op < 0 || (ud && op != RHN_OP_SEND && op != RHN_OP_SEND_IMM) ||
+      wr->num_sge < 0) {
+    *err = EINVAL;
+    return 0;
+  }
+  const auto nsge = static_cast<uint32_t>(wr->num_sge);
+  const bool inl = (wr->send_flags & IBV_SEND_INLINE) && carries_payload(op);
+  uint32_t ext;
+  if (inl) {
+    uint32_t len = 0;
+    for (uint32_t i = 0; i < nsge; i++) len += wr->sg_list[i].length;
+    if (len > qp->max_inline) {
+      *err = EINVAL;
+      return 0;
+    }
+    uint8_t* dst = w + offsetof(rhn_send_wqe, d);
+    for (uint32_t i = 0; i < nsge; i++) {
+      memcpy(dst, reinterpret_cast<void*>(wr->sg_list[i].addr),
+             wr->sg_list[i].length);
+      dst += wr->sg_list[i].length;
+    }
+    h->num_sge = static_cast<uint16_t>(len);
+    h->flags |= RHN_WQE_F_INLINE;
+    ext = units(len, RHN_WQE_BASE_INLINE, RHN_SQ_SLOT_SIZE);
+  } else {
+    if (nsge > qp->max_send_sge || (atomic && nsge != 1)) {
+      *err = EINVAL;
+      return 0;
+    }
+    // SGEs are contiguous from the base slot's last 16 bytes on.
+    auto* sge = reinterpret_cast<rhn_sge*>(w + offsetof(rhn_send_wqe, d));
+    for (uint32_t i = 0; i < nsge; i++)
+      sge[i] = rhn_sge{wr->sg_list[i].addr, wr->sg_list[i].length,
+                       wr->sg_list[i].lkey};
+    h->num_sge = static_cast<uint16_t>(nsge);
+    ext = units(nsge, RHN_WQE_BASE_SGES, RHN_SGES_PER_EXT_UNIT);
+  }
+  h->opcode = static_cast<uint8_t>(op);
+  h->ext_units = static_cast<uint8_t>(ext);
+  h->wqe_index = static_cast<uint16_t>(qp->sq_producer);
+  if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+    h->flags |= RHN_WQE_F_SIGNALED;
+  if (wr->send_flags & IBV_SEND_SOLICITED) h->flags |= RHN_WQE_F_SOLICITED;
+  if (wr->send_flags & IBV_SEND_FENCE) h->flags |= RHN_WQE_F_FENCE;
+  if (op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE_IMM)
+    h->imm_data = wr->imm_data;  // opaque, network order both ends
+  if (ud) {
+    h->dst_node = to_ah(wr->wr.ud.ah)->dest_node;
+    h->dst_qpn = wr->wr.ud.remote_qpn;
+    h->u.status.qkey = wr->wr.ud.remote_qkey;
+  } else if (atomic) {
+    h->remote_addr = wr->wr.atomic.remote_addr;
+    h->remote_key = wr->wr.atomic.rkey;
+    h->u.atomic.compare_add = wr->wr.atomic.compare_add;
+    h->u.atomic.swap = wr->wr.atomic.swap;
+  } else if (op != RHN_OP_SEND && op != RHN_OP_SEND_IMM) {
+    h->remote_addr = wr->wr.rdma.remote_addr;
+    h->remote_key = wr->wr.rdma.rkey;
+  }
+  return 1 + ext;
+}
+
+}  // namespace
+
+int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
+  Qp* qp = to_qp(ibqp);
+  const uint32_t depth = 1u << qp->sq_log, mask = depth - 1;
+  uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
+  int err = 0;
+  bool posted = false;
+
+  std::lock_guard<std::mutex> g(qp->sq_lock);
+  if (ibqp->state < IBV_QPS_RTS && ibqp->state != IBV_QPS_SQD) {
+    *bad = wr;
+    return EINVAL;
+  }
+  for (; wr; wr = wr->next) {
+    memset(w, 0, sizeof(w));
+    const uint32_t slots = build_wqe(qp, wr, w, &err);
+    if (!slots) break;
+    if (qp->sq_producer + slots - qp->sq_consumer > depth) {
+      err = ENOMEM;
+      break;
+    }
+    for (uint32_t s = 0; s < slots; s++)
+      memcpy(qp->sq + ((qp->sq_producer + s) & mask) * RHN_SQ_SLOT_SIZE,
+             w + s * RHN_SQ_SLOT_SIZE, RHN_SQ_SLOT_SIZE);
+    qp->sq_info[qp->sq_producer & mask] =
+        SendSlot{wr->wr_id, static_cast<uint8_t>(slots),
+                 (w[1] & RHN_WQE_F_SIGNALED) != 0};
+    qp->sq_producer += slots;
+    posted = true;
+  }
+  if (posted) {
+    to_device_barrier();
+    __atomic_store_n(&qp->sq_record->producer_index, qp->sq_producer,
+                     __ATOMIC_RELEASE);
+    to_ctx(ibqp->context)->kick(RHN_DB_SQ, qp->qpn);
+  }
+  if (err) *bad = wr;
+  return err;
+}
+
+namespace {
+
+// Fills one receive WQE; false if it has too many SGEs.
+bool build_recv(const ibv_recv_wr* wr, uint32_t index, uint32_t max_sge,
+                bool ud, rhn_recv_wqe* r) {
+  if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > max_sge ||
+      wr->num_sge > RHN_RQ_MAX_SGES)
+    return false;
+  rhn_recv_wqe tmp{};
+  tmp.wqe_index = static_cast<uint16_t>(index);
+  tmp.num_sge = static_cast<uint16_t>(wr->num_sge);
+  for (int i = 0; i < wr->num_sge; i++)
+    tmp.sge[i] = rhn_sge{wr->sg_list[i].addr, wr->sg_list[i].length,
+                         wr->sg_list[i].lkey};
+  if (ud && tmp.num_sge && tmp.sge[0].length >= kGrhSize) {
+    tmp.sge[0].addr += kGrhSize;
+    tmp.sge[0].length -= kGrhSize;
+  }
+  *r = tmp;
+  return true;
+}
+
+}  // namespace
+
+int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  Qp* qp = to_qp(ibqp);
+  int err = 0;
+  bool posted = false;
+  if (qp->srq) {
+    *bad = wr;
+    return EINVAL;
+  }
+  std::lock_guard<std::mutex> g(qp->rq_lock);
+  for (; wr; wr = wr->next) {
+    if (qp->rq_producer - qp->rq_consumer >= qp->rq_depth) {
+      err = ENOMEM;
+      break;
+    }
+    const uint32_t pos = qp->rq_producer & (qp->rq_depth - 1);
+    if (!build_recv(wr, qp->rq_producer, qp->max_recv_sge, is_ud(qp),
+                    &qp->rq[pos])) {
+      err = EINVAL;
+      break;
+    }
+    qp->rq_wr_ids[pos] = wr->wr_id;
+    qp->rq_producer++;
+    posted = true;
+  }
+  if (posted) {
+    to_device_barrier();
+    __atomic_store_n(&qp->rq_record->producer_index, qp->rq_producer,
+                     __ATOMIC_RELEASE);
+    to_ctx(ibqp->context)->kick(RHN_DB_RQ, qp->qpn);
+  }
+  if (err) *bad = wr;
+  return err;
+}
+
+int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  Srq* srq = to_srq(ibsrq);
+  int err = 0;
+  bool posted = false;
+  std::lock_guard<std::mutex> g(srq->lock);
+  for (; wr; wr = wr->next) {
+    const uint32_t pos = srq->producer & (srq->depth - 1);
+    if (srq->busy[pos]) {
+      err = ENOMEM;
+      break;
+    }
+    // UD QPs may share the SRQ: its buffers keep the GRH room as they are.
+    if (!build_recv(wr, srq->producer, srq->max_sge, false, &srq->ring[pos])) {
+      err = EINVAL;
+      break;
+    }
+    srq->wr_ids[pos] = wr->wr_id;
+    srq->busy[pos] = 1;
+    srq->producer++;
+    posted = true;
+  }
+  if (posted) {
+    to_device_barrier();
+    __atomic_store_n(&srq->record->producer_index, srq->producer,
+                     __ATOMIC_RELEASE);
+    to_ctx(ibsrq->context)->kick(RHN_DB_SRQ, srq->srqn);
+  }
+  if (err) *bad = wr;
+  return err;
+}
+
+void reset_qp_queues(Qp* qp) {
+  std::lock_guard<std::mutex> gs(qp->sq_lock);
+  std::lock_guard<std::mutex> gr(qp->rq_lock);
+  qp->sq_producer = qp->sq_consumer = 0;
+  qp->rq_producer = qp->rq_consumer = 0;
+  qp->sq_record->producer_index = 0;
+  if (qp->rq_record) qp->rq_record->producer_index = 0;
+}
+
+namespace {
+
+// The full index a CQE's low 16 bits name, at or after @base.
+uint32_t widen(uint32_t base, uint16_t low) {
+  return base + static_cast<uint16_t>(low - static_cast<uint16_t>(base));
+}
+
+ibv_wc_opcode wc_opcode(uint8_t op) {
+  switch (op) {
+    case RHN_CQE_OP_SEND:
+      return IBV_WC_SEND;
+    case RHN_CQE_OP_WRITE:
+      return IBV_WC_RDMA_WRITE;
+    case RHN_CQE_OP_READ:
+      return IBV_WC_RDMA_READ;
+    case RHN_CQE_OP_CMP_SWAP:
+      return IBV_WC_COMP_SWAP;
+    case RHN_CQE_OP_FETCH_ADD:
+      return IBV_WC_FETCH_ADD;
+    case RHN_CQE_OP_RECV_WRITE_IMM:
+      return IBV_WC_RECV_RDMA_WITH_IMM;
+    default:
+      return IBV_WC_RECV;
+  }
+}
+
+void complete_send(Qp* qp, const rhn_cqe& e, ibv_wc* wc) {
+  std::lock_guard<std::mutex> g(qp->sq_lock);
+  const uint32_t idx = widen(qp->sq_consumer, e.wqe_index);
+  const SendSlot& info = qp->sq_info[idx & ((1u << qp->sq_log) - 1)];
+  wc->wr_id = info.wr_id;
+  // Every WQE before this one is complete too (unsignaled ones included).
+  qp->sq_consumer = idx + info.slots;
+}
+
+void complete_recv(Qp* qp, const rhn_cqe& e, ibv_wc* wc) {
+  if (qp->srq) {
+    Srq* srq = qp->srq;
+    std::lock_guard<std::mutex> g(srq->lock);
+    const uint32_t pos = e.wqe_index & (srq->depth - 1);
+    wc->wr_id = srq->wr_ids[pos];
+    srq->busy[pos] = 0;
+    return;
+  }
+  std::lock_guard<std::mutex> g(qp->rq_lock);
+  const uint32_t idx = widen(qp->rq_consumer, e.wqe_index);
+  wc->wr_id = qp->rq_wr_ids[idx & (qp->rq_depth - 1)];
+  qp->rq_consumer = idx + 1;
+}
+
+}  // namespace
+
+int poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
+  Cq* cq = to_cq(ibcq);
+  Context* ctx = to_ctx(ibcq->context);
+  const uint32_t mask = (1u << cq->log_depth) - 1;
+  int got = 0;
+
+  std::lock_guard<std::mutex> g(cq->lock);
+  while (got < n) {
+    const rhn_cqe* slot = &cq->ring[cq->consumer & mask];
+    const uint8_t flags = __atomic_load_n(&slot->flags, __ATOMIC_ACQUIRE);
+    const bool phase = ((cq->consumer >> cq->log_depth) & 1) ^ 1;
+    if (((flags & RHN_CQE_F_OWNER) != 0) != phase) break;
+    from_device_barrier();
+    const rhn_cqe e = *slot;
+    cq->consumer++;
+
+    Qp* qp = e.qpn < Context::kMaxQpn ? ctx->qps[e.qpn] : nullptr;
+    if (!qp) continue;  // its QP is gone
+    ibv_wc& c = wc[got++];
+    memset(&c, 0, sizeof(c));
+    c.status = static_cast<ibv_wc_status>(e.status);
+    c.vendor_err = e.vendor_err;
+    c.opcode = wc_opcode(e.opcode);
+    c.qp_num = e.qpn;
+    c.byte_len = e.byte_len;
+    if (e.flags & RHN_CQE_F_IMM) {
+      c.wc_flags |= IBV_WC_WITH_IMM;
+      c.imm_data = e.imm_data;
+    }
+    if (e.flags & RHN_CQE_F_SQ) {
+      complete_send(qp, e, &c);
+    } else {
+      complete_recv(qp, e, &c);
+      c.src_qp = e.src_qpn;
+      if (is_ud(qp) && !qp->srq) {
+        c.wc_flags |= IBV_WC_GRH;
+        c.byte_len += kGrhSize;
+      }
+    }
+  }
+  if (got) {
+    to_device_barrier();
+    __atomic_store_n(&cq->record->consumer_index, cq->consumer,
+                     __ATOMIC_RELEASE);
+  }
+  return got;
+}
+
+int req_notify_cq(ibv_cq* ibcq, int solicited_only) {
+  Cq* cq = to_cq(ibcq);
+  {
+    std::lock_guard<std::mutex> g(cq->lock);
+    // The NIC compares the record with its producer before arming.
+    __atomic_store_n(&cq->record->consumer_index, cq->consumer,
+                     __ATOMIC_RELEASE);
+  }
+  to_ctx(ibcq->context)
+      ->kick(RHN_DB_CQ_ARM,
+             cq->cqn | (solicited_only ? RHN_DB_CQ_SOLICITED : 0));
+  return 0;
+}
+
+}  // namespace rhinet

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Registration with libibverbs, device matching, contexts and queries.
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "provider.h"
+
+namespace rhinet {
+
+uint32_t log2_ceil(uint32_t v) {
+  uint32_t log = 0;
+  while ((1ull << log) < v) log++;
+  return log;
+}
+
+uint8_t* alloc_queue_buffer(size_t len) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  len = (len + page - 1) & ~(page - 1);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  // A child must not get a copy-on-write copy of pinned queue pages.
+  madvise(p, len, MADV_DONTFORK);
+  return static_cast<uint8_t*>(p);
+}
+
+void free_queue_buffer(uint8_t* buf, size_t len) {
+  if (!buf) return;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  munmap(buf, (len + page - 1) & ~(page - 1));
+}
+
+namespace {
+
+// ---- queries --------------------------------------------------------------
+
+int query_device_ex(ibv_context* context,
+                    const ibv_query_device_ex_input* input,
+                    ibv_device_attr_ex* attr, size_t attr_size) {
+  ib_uverbs_ex_query_device_resp resp;
+  size_t resp_size = sizeof(resp);
+  return ibv_cmd_query_device_any(context, input, attr, attr_size, &resp,
+                                  &resp_size);
+}
+
+RHINET_CMD(QueryPortCmd, ib_uverbs_query_port, rhinet_no_data);
+
+int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
+  QueryPortCmd cmd{};
+  return ibv_cmd_query_port(context, port, attr,
+                            reinterpret_cast<struct ibv_query_port*>(&cmd),
+                            sizeof(cmd));
+}
+
+// ---- contexts -------------------------------------------------------------
+
+void free_context(ibv_context* ibctx) {
+  Context* ctx = to_ctx(ibctx);
+  if (ctx->db) munmap(const_cast<uint8_t*>(ctx->db), ctx->db_size);
+  verbs_uninit_context(&ctx->vctx);
+  ctx->~Context();
+  free(ctx);
+}
+
+const verbs_context_ops kOps = [] {
+  verbs_context_ops ops{};
+  ops.alloc_pd = alloc_pd;
+  ops.create_ah = create_ah;
+  ops.create_cq = create_cq;
+  ops.create_qp = create_qp;
+  ops.create_srq = create_srq;
+  ops.dealloc_pd = dealloc_pd;
+  ops.dereg_mr = dereg_mr;
+  ops.destroy_ah = destroy_ah;
+  ops.destroy_cq = destroy_cq;
+  ops.destroy_qp = destroy_qp;
+  ops.destroy_srq = destroy_srq;
+  ops.free_context = free_context;
+  ops.modify_qp = modify_qp;
+  ops.modify_srq = modify_srq;
+  ops.poll_cq = poll_cq;
+  ops.post_recv = post_recv;
+  ops.post_send = post_send;
+  ops.post_srq_recv = post_srq_recv;
+  ops.query_device_ex = query_device_ex;
+  ops.query_port = query_port;
+  ops.query_qp = query_qp;
+  ops.query_srq = query_srq;
+  ops.reg_mr = reg_mr;
+  ops.req_notify_cq = req_notify_cq;
+  ops.rereg_mr = rereg_mr;
+  return ops;
+}();
+
+RHINET_CMD(GetContextCmd, ib_uverbs_get_context, rhinet_no_data);
+RHINET_RESP(GetContextResp, ib_uverbs_get_context_resp,
+            rhinet_alloc_ucontext_resp);
+
+verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
+  auto* raw = static_cast<Context*>(_verbs_init_and_alloc_context(
+      ibdev, cmd_fd, sizeof(Context),
+      reinterpret_cast<verbs_context*>(offsetof(Context, vctx)),
+      RDMA_DRIVER_UNKNOWN));
+  if (!raw) return nullptr;
+  // libibverbs zeroed the memory and set up vctx; construct the rest.
+  verbs_context saved = raw->vctx;
+  Context* ctx = new (raw) Context;
+  ctx->vctx = saved;
+
+  GetContextCmd cmd{};
+  GetContextResp resp{};
+  if (ibv_cmd_get_context(
+          &ctx->vctx, reinterpret_cast<struct ibv_get_context*>(&cmd),
+          sizeof(cmd), reinterpret_cast<ib_uverbs_get_context_resp*>(resp.core),
+          sizeof(resp)))
+    goto err;
+  ctx->attr = resp.drv;
+  ctx->db_size = resp.drv.db_page_size;
+  {
+    void* db = mmap(nullptr, ctx->db_size, PROT_WRITE, MAP_SHARED, cmd_fd,
+                    static_cast<off_t>(resp.drv.db_mmap_offset));
+    if (db == MAP_FAILED) {
+      fprintf(stderr, "librhinet: cannot map the doorbell page: %s\n",
+              strerror(errno));
+      goto err;
+    }
+    ctx->db = static_cast<volatile uint8_t*>(db);
+  }
+  verbs_set_ops(&ctx->vctx, &kOps);
+  return &ctx->vctx;
+
+err:
+  verbs_uninit_context(&ctx->vctx);
+  ctx->~Context();
+  free(ctx);
+  return nullptr;
+}
+
+// ---- devices --------------------------------------------------------------
+
+verbs_device* alloc_device(verbs_sysfs_dev*) {
+  auto* dev = static_cast<Device*>(calloc(1, sizeof(Device)));
+  return dev ? &dev->vdev : nullptr;
+}
+
+void uninit_device(verbs_device* vdev) {
+  free(container_of_member<Device>(vdev, offsetof(Device, vdev)));
+}
+
+const verbs_match_ent kMatchTable[] = {
+    {nullptr, {nullptr}, RHN_PCI_VENDOR_ID, RHN_PCI_DEVICE_ID, VERBS_MATCH_PCI},
+    {},
+};
+
+const verbs_device_ops kDeviceOps = {
+    "rhinet",
+    RHINET_UVERBS_ABI_VERSION,
+    RHINET_UVERBS_ABI_VERSION,
+    kMatchTable,
+    nullptr,
+    nullptr,
+    alloc_context,
+    nullptr,
+    alloc_device,
+    uninit_device,
+};
+
+// The libibverbs this process loaded must be the one the ABI header
+// describes: its file name carries the rdma-core version.
+int find_libibverbs(dl_phdr_info* info, size_t, void* out) {
+  const char* name = info->dlpi_name;
+  if (name && strstr(name, "/libibverbs.so")) {
+    *static_cast<const char**>(out) = name;
+    return 1;
+  }
+  return 0;
+}
+
+bool libibverbs_matches() {
+  const char* path = nullptr;
+  dl_iterate_phdr(find_libibverbs, &path);
+  if (!path) return true;  // statically linked: the build checked it
+  char real[4096];
+  if (!realpath(path, real)) return false;
+  const char* want = ".so.1.14." RHINET_RDMA_CORE_VERSION;
+  const size_t n = strlen(real), w = strlen(want);
+  if (n >= w && !strcmp(real + n - w, want)) return true;
+  fprintf(stderr,
+          "librhinet: built for rdma-core %s, but this process loaded %s; "
+          "not registering the rhinet provider\n",
+          RHINET_RDMA_CORE_VERSION, real);
+  return false;
+}
+
+__attribute__((constructor)) void register_provider() {
+  if (libibverbs_matches()) verbs_register_driver_34(&kDeviceOps);
+}
+
+}  // namespace
+}  // namespace rhinet

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// librhinet: the rdma-core provider of the RHiNET-NG NIC. Objects wrap the
+// libibverbs ones; queues live in buffers this library allocates, laid out
+// as rdma/rhinet-abi.h says, and are driven without system calls: WQEs and
+// doorbell records in memory, then a kick on the process's doorbell page.
+#pragma once
+
+#include <rdma/rhinet-abi.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "rhinet/hw.h"
+#include "verbs_abi44.h"
+
+namespace rhinet {
+
+// Orders host-memory writes before the NIC may read them (x86: the
+// compiler must not reorder; stores are not reordered with each other).
+inline void to_device_barrier() {
+  std::atomic_thread_fence(std::memory_order_release);
+}
+// Orders a read of a NIC-written owner bit before reading the entry.
+inline void from_device_barrier() {
+  std::atomic_thread_fence(std::memory_order_acquire);
+}
+
+template <typename T>
+inline T* container_of_member(void* member, std::size_t offset) {
+  return reinterpret_cast<T*>(static_cast<char*>(member) - offset);
+}
+
+struct Device {
+  verbs_device vdev;  // first: libibverbs frees it through uninit_device
+};
+
+struct Qp;
+struct Srq;
+
+struct Context {
+  verbs_context vctx;              // libibverbs' part, at the offset we tell it
+  volatile uint8_t* db = nullptr;  // the doorbell page
+  size_t db_size = 0;
+  rhinet_alloc_ucontext_resp attr{};
+  // QPs and SRQs by number, for completions. Guarded by table_lock for
+  // create/destroy; poll reads entries of objects that outlive their CQEs.
+  std::mutex table_lock;
+  static constexpr uint32_t kMaxQpn = 1024;
+  static constexpr uint32_t kMaxSrqn = 256;
+  Qp* qps[kMaxQpn] = {};
+  Srq* srqs[kMaxSrqn] = {};
+
+  void kick(uint32_t offset, uint32_t value) {
+    to_device_barrier();
+    *reinterpret_cast<volatile uint32_t*>(db + offset) = value;
+  }
+};
+
+struct Pd {
+  ibv_pd ibpd;
+};
+
+struct Mr {
+  verbs_mr vmr;
+};
+
+struct Cq {
+  verbs_cq vcq;
+  std::mutex lock;
+  uint8_t* buf = nullptr;  // ring, then the record
+  size_t buf_len = 0;
+  rhn_cqe* ring = nullptr;
+  rhn_cq_record* record = nullptr;
+  uint32_t cqn = 0;
+  uint32_t log_depth = 0;
+  uint32_t consumer = 0;  // next CQE to look at
+};
+
+struct Srq {
+  verbs_srq vsrq;
+  std::mutex lock;
+  uint8_t* buf = nullptr;
+  size_t buf_len = 0;
+  rhn_recv_wqe* ring = nullptr;
+  rhn_queue_record* record = nullptr;
+  uint32_t srqn = 0;
+  uint32_t depth = 0;
+  uint32_t max_sge = 0;
+  // By ring position. WQEs complete in any order (several QPs share the
+  // SRQ), so a position is reused only after its completion was polled.
+  uint64_t* wr_ids = nullptr;
+  uint8_t* busy = nullptr;
+  uint32_t producer = 0;  // WQEs posted
+};
+
+struct SendSlot {
+  uint64_t wr_id;
+  uint8_t slots;  // slots this WQE takes
+  bool signaled;
+};
+
+struct Qp {
+  verbs_qp vqp;
+  std::mutex sq_lock, rq_lock;
+  uint8_t* buf = nullptr;
+  size_t buf_len = 0;
+  uint32_t qpn = 0;
+  bool sq_sig_all = false;
+  // Send queue: slots, free-running indices.
+  uint8_t* sq = nullptr;
+  uint32_t sq_log = 0;
+  uint32_t sq_producer = 0, sq_consumer = 0;
+  uint32_t max_send_sge = 0, max_inline = 0;
+  SendSlot* sq_info = nullptr;  // per slot of a WQE's first slot
+  rhn_queue_record* sq_record = nullptr;
+  // Receive queue (none with an SRQ).
+  rhn_recv_wqe* rq = nullptr;
+  uint32_t rq_depth = 0;
+  uint32_t rq_producer = 0, rq_consumer = 0;
+  uint32_t max_recv_sge = 0;
+  uint64_t* rq_wr_ids = nullptr;
+  rhn_queue_record* rq_record = nullptr;
+  Srq* srq = nullptr;
+};
+
+struct Ah {
+  ibv_ah ibah;
+  uint16_t dest_node;
+};
+
+inline Context* to_ctx(ibv_context* c) {
+  return container_of_member<Context>(c, offsetof(Context, vctx.context));
+}
+inline Cq* to_cq(ibv_cq* c) {
+  return container_of_member<Cq>(c, offsetof(Cq, vcq.cq));
+}
+inline Qp* to_qp(ibv_qp* q) {
+  return container_of_member<Qp>(q, offsetof(Qp, vqp.qp));
+}
+inline Srq* to_srq(ibv_srq* s) {
+  return container_of_member<Srq>(s, offsetof(Srq, vsrq.srq));
+}
+inline Ah* to_ah(ibv_ah* a) {
+  return container_of_member<Ah>(a, offsetof(Ah, ibah));
+}
+
+// Queue memory: page-aligned, zeroed, and excluded from fork() copies.
+uint8_t* alloc_queue_buffer(size_t len);
+void free_queue_buffer(uint8_t* buf, size_t len);
+uint32_t log2_ceil(uint32_t v);
+
+// resources.cpp
+ibv_pd* alloc_pd(ibv_context* context);
+int dealloc_pd(ibv_pd* pd);
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
+               int access);
+int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length,
+             int access);
+int dereg_mr(verbs_mr* vmr);
+ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel,
+                  int comp_vector);
+int destroy_cq(ibv_cq* cq);
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
+int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask);
+int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
+int destroy_srq(ibv_srq* srq);
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
+int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask);
+int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init);
+int destroy_qp(ibv_qp* qp);
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
+int destroy_ah(ibv_ah* ah);
+
+// datapath.cpp
+int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
+int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
+int req_notify_cq(ibv_cq* cq, int solicited_only);
+void reset_qp_queues(Qp* qp);
+
+}  // namespace rhinet

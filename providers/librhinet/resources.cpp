@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Creating and destroying objects: each is one uverbs command carrying the
+// driver data of rdma/rhinet-abi.h; queues get their buffers here.
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "provider.h"
+
+namespace rhinet {
+
+namespace {
+
+template <typename T>
+T* make() {
+  void* p = calloc(1, sizeof(T));
+  return p ? new (p) T : nullptr;
+}
+
+template <typename T>
+void destroy_obj(T* obj) {
+  obj->~T();
+  free(obj);
+}
+
+}  // namespace
+
+// ---- PD -------------------------------------------------------------------
+
+RHINET_CMD(AllocPdCmd, ib_uverbs_alloc_pd, rhinet_no_data);
+RHINET_RESP(AllocPdResp, ib_uverbs_alloc_pd_resp, rhinet_alloc_pd_resp);
+
+ibv_pd* alloc_pd(ibv_context* context) {
+  Pd* pd = make<Pd>();
+  if (!pd) return errno = ENOMEM, nullptr;
+  AllocPdCmd cmd{};
+  AllocPdResp resp{};
+  int err = ibv_cmd_alloc_pd(
+      context, &pd->ibpd, reinterpret_cast<struct ibv_alloc_pd*>(&cmd),
+      sizeof(cmd), reinterpret_cast<ib_uverbs_alloc_pd_resp*>(resp.core),
+      sizeof(resp));
+  if (err) {
+    destroy_obj(pd);
+    errno = err;
+    return nullptr;
+  }
+  return &pd->ibpd;
+}
+
+int dealloc_pd(ibv_pd* ibpd) {
+  int err = ibv_cmd_dealloc_pd(ibpd);
+  if (!err) destroy_obj(container_of_member<Pd>(ibpd, offsetof(Pd, ibpd)));
+  return err;
+}
+
+// ---- MR -------------------------------------------------------------------
+
+RHINET_CMD(RegMrCmd, ib_uverbs_reg_mr, rhinet_no_data);
+RHINET_CMD(ReregMrCmd, ib_uverbs_rereg_mr, rhinet_no_data);
+
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
+               int access) {
+  Mr* mr = make<Mr>();
+  if (!mr) return errno = ENOMEM, nullptr;
+  RegMrCmd cmd{};
+  ib_uverbs_reg_mr_resp resp{};
+  int err = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, &mr->vmr,
+                           reinterpret_cast<struct ibv_reg_mr*>(&cmd),
+                           sizeof(cmd), &resp, sizeof(resp));
+  if (err) {
+    destroy_obj(mr);
+    errno = err;
+    return nullptr;
+  }
+  return &mr->vmr.ibv_mr;
+}
+
+int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length,
+             int access) {
+  ReregMrCmd cmd{};
+  ib_uverbs_rereg_mr_resp resp{};
+  return ibv_cmd_rereg_mr(vmr, static_cast<uint32_t>(flags), addr, length,
+                          reinterpret_cast<uintptr_t>(addr), access, pd,
+                          reinterpret_cast<struct ibv_rereg_mr*>(&cmd),
+                          sizeof(cmd), &resp, sizeof(resp));
+}
+
+int dereg_mr(verbs_mr* vmr) {
+  int err = ibv_cmd_dereg_mr(vmr);
+  if (!err) destroy_obj(container_of_member<Mr>(vmr, offsetof(Mr, vmr)));
+  return err;
+}
+
+// ---- CQ -------------------------------------------------------------------
+
+RHINET_CMD(CreateCqCmd, ib_uverbs_create_cq, rhinet_create_cq_cmd);
+RHINET_RESP(CreateCqResp, ib_uverbs_create_cq_resp, rhinet_create_cq_resp);
+
+ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel,
+                  int comp_vector) {
+  Context* ctx = to_ctx(context);
+  if (cqe < 1 ||
+      static_cast<uint32_t>(cqe) > (1u << ctx->attr.max_cq_log_depth))
+    return errno = EINVAL, nullptr;
+  Cq* cq = make<Cq>();
+  if (!cq) return errno = ENOMEM, nullptr;
+  cq->log_depth = log2_ceil(static_cast<uint32_t>(cqe));
+  if (cq->log_depth < 1) cq->log_depth = 1;
+  const size_t ring_bytes = size_t{RHN_CQE_SIZE} << cq->log_depth;
+  cq->buf_len = ring_bytes + sizeof(rhn_cq_record);
+  cq->buf = alloc_queue_buffer(cq->buf_len);
+  if (!cq->buf) {
+    destroy_obj(cq);
+    return errno = ENOMEM, nullptr;
+  }
+  cq->ring = reinterpret_cast<rhn_cqe*>(cq->buf);
+  cq->record = reinterpret_cast<rhn_cq_record*>(cq->buf + ring_bytes);
+
+  CreateCqCmd cmd{};
+  cmd.drv.log_depth = cq->log_depth;
+  cmd.drv.buf_va = reinterpret_cast<uintptr_t>(cq->buf);
+  cmd.drv.buf_len = cq->buf_len;
+  CreateCqResp resp{};
+  int err = ibv_cmd_create_cq(
+      context, cqe, channel, comp_vector, &cq->vcq.cq,
+      reinterpret_cast<struct ibv_create_cq*>(&cmd), sizeof(cmd),
+      reinterpret_cast<ib_uverbs_create_cq_resp*>(resp.core), sizeof(resp));
+  if (err) {
+    free_queue_buffer(cq->buf, cq->buf_len);
+    destroy_obj(cq);
+    errno = err;
+    return nullptr;
+  }
+  cq->cqn = resp.drv.cqn;
+  return &cq->vcq.cq;
+}
+
+int destroy_cq(ibv_cq* ibcq) {
+  Cq* cq = to_cq(ibcq);
+  int err = ibv_cmd_destroy_cq(ibcq);
+  if (err) return err;
+  free_queue_buffer(cq->buf, cq->buf_len);
+  destroy_obj(cq);
+  return 0;
+}
+
+// ---- SRQ ------------------------------------------------------------------
+
+RHINET_CMD(CreateSrqCmd, ib_uverbs_create_srq, rhinet_create_srq_cmd);
+RHINET_RESP(CreateSrqResp, ib_uverbs_create_srq_resp, rhinet_create_srq_resp);
+RHINET_CMD(ModifySrqCmd, ib_uverbs_modify_srq, rhinet_no_data);
+RHINET_CMD(QuerySrqCmd, ib_uverbs_query_srq, rhinet_no_data);
+
+static void free_srq(Srq* srq) {
+  free_queue_buffer(srq->buf, srq->buf_len);
+  free(srq->wr_ids);
+  free(srq->busy);
+  destroy_obj(srq);
+}
+
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
+  Context* ctx = to_ctx(pd->context);
+  if (attr->attr.max_wr < 1 ||
+      attr->attr.max_wr > (1u << ctx->attr.max_wq_log_depth) ||
+      attr->attr.max_sge > ctx->attr.max_recv_sge)
+    return errno = EINVAL, nullptr;
+  Srq* srq = make<Srq>();
+  if (!srq) return errno = ENOMEM, nullptr;
+  uint32_t log = log2_ceil(attr->attr.max_wr);
+  if (log < 1) log = 1;
+  srq->depth = 1u << log;
+  srq->max_sge = attr->attr.max_sge;
+  const size_t ring_bytes = size_t{RHN_RQ_WQE_SIZE} << log;
+  srq->buf_len = ring_bytes + sizeof(rhn_queue_record);
+  srq->buf = alloc_queue_buffer(srq->buf_len);
+  srq->wr_ids = static_cast<uint64_t*>(calloc(srq->depth, sizeof(uint64_t)));
+  srq->busy = static_cast<uint8_t*>(calloc(srq->depth, 1));
+  if (!srq->buf || !srq->wr_ids || !srq->busy) {
+    free_srq(srq);
+    return errno = ENOMEM, nullptr;
+  }
+  srq->ring = reinterpret_cast<rhn_recv_wqe*>(srq->buf);
+  srq->record = reinterpret_cast<rhn_queue_record*>(srq->buf + ring_bytes);
+
+  CreateSrqCmd cmd{};
+  cmd.drv.log_depth = log;
+  cmd.drv.buf_va = reinterpret_cast<uintptr_t>(srq->buf);
+  cmd.drv.buf_len = srq->buf_len;
+  CreateSrqResp resp{};
+  int err = ibv_cmd_create_srq(
+      pd, &srq->vsrq.srq, attr, reinterpret_cast<struct ibv_create_srq*>(&cmd),
+      sizeof(cmd), reinterpret_cast<ib_uverbs_create_srq_resp*>(resp.core),
+      sizeof(resp));
+  if (err) {
+    free_srq(srq);
+    errno = err;
+    return nullptr;
+  }
+  srq->srqn = resp.drv.srqn;
+  {
+    std::lock_guard<std::mutex> g(ctx->table_lock);
+    if (srq->srqn < Context::kMaxSrqn) ctx->srqs[srq->srqn] = srq;
+  }
+  return &srq->vsrq.srq;
+}
+
+int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
+  ModifySrqCmd cmd{};
+  return ibv_cmd_modify_srq(srq, attr, mask,
+                            reinterpret_cast<struct ibv_modify_srq*>(&cmd),
+                            sizeof(cmd));
+}
+
+int query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
+  QuerySrqCmd cmd{};
+  return ibv_cmd_query_srq(
+      srq, attr, reinterpret_cast<struct ibv_query_srq*>(&cmd), sizeof(cmd));
+}
+
+int destroy_srq(ibv_srq* ibsrq) {
+  Srq* srq = to_srq(ibsrq);
+  Context* ctx = to_ctx(ibsrq->context);
+  int err = ibv_cmd_destroy_srq(ibsrq);
+  if (err) return err;
+  {
+    std::lock_guard<std::mutex> g(ctx->table_lock);
+    if (srq->srqn < Context::kMaxSrqn) ctx->srqs[srq->srqn] = nullptr;
+  }
+  free_srq(srq);
+  return 0;
+}
+
+// ---- QP -------------------------------------------------------------------
+
+RHINET_CMD(CreateQpCmd, ib_uverbs_create_qp, rhinet_create_qp_cmd);
+RHINET_RESP(CreateQpResp, ib_uverbs_create_qp_resp, rhinet_create_qp_resp);
+RHINET_CMD(ModifyQpCmd, ib_uverbs_modify_qp, rhinet_no_data);
+RHINET_CMD(QueryQpCmd, ib_uverbs_query_qp, rhinet_no_data);
+
+// Slots a WQE with these limits takes (the kernel checks the same rule).
+static uint32_t wqe_slots(uint32_t max_sge, uint32_t max_inline) {
+  const uint32_t sge_units =
+      max_sge > RHN_WQE_BASE_SGES
+          ? (max_sge - RHN_WQE_BASE_SGES + RHN_SGES_PER_EXT_UNIT - 1) /
+                RHN_SGES_PER_EXT_UNIT
+          : 0;
+  const uint32_t inline_units =
+      max_inline > RHN_WQE_BASE_INLINE
+          ? (max_inline - RHN_WQE_BASE_INLINE + RHN_SQ_SLOT_SIZE - 1) /
+                RHN_SQ_SLOT_SIZE
+          : 0;
+  return 1 + (sge_units > inline_units ? sge_units : inline_units);
+}
+
+static void free_qp(Qp* qp) {
+  free_queue_buffer(qp->buf, qp->buf_len);
+  free(qp->sq_info);
+  free(qp->rq_wr_ids);
+  destroy_obj(qp);
+}
+
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  Context* ctx = to_ctx(pd->context);
+  ibv_qp_cap& cap = attr->cap;
+  if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
+    return errno = EOPNOTSUPP, nullptr;
+  if (cap.max_send_sge > ctx->attr.max_send_sge ||
+      cap.max_recv_sge > ctx->attr.max_recv_sge ||
+      cap.max_inline_data > ctx->attr.max_inline)
+    return errno = EINVAL, nullptr;
+  const uint32_t slots = wqe_slots(cap.max_send_sge, cap.max_inline_data);
+  const uint64_t sq_slots =
+      uint64_t{cap.max_send_wr ? cap.max_send_wr : 1} * slots;
+  const uint32_t max_depth = 1u << ctx->attr.max_wq_log_depth;
+  if (sq_slots > max_depth || cap.max_recv_wr > max_depth)
+    return errno = EINVAL, nullptr;
+
+  Qp* qp = make<Qp>();
+  if (!qp) return errno = ENOMEM, nullptr;
+  qp->sq_log = log2_ceil(static_cast<uint32_t>(sq_slots));
+  if (qp->sq_log < 1) qp->sq_log = 1;
+  qp->srq = attr->srq ? to_srq(attr->srq) : nullptr;
+  uint32_t rq_log = 0;
+  if (!qp->srq) {
+    rq_log = log2_ceil(cap.max_recv_wr ? cap.max_recv_wr : 1);
+    if (rq_log < 1) rq_log = 1;
+    qp->rq_depth = 1u << rq_log;
+  }
+  const size_t sq_bytes = size_t{RHN_SQ_SLOT_SIZE} << qp->sq_log;
+  const size_t rq_bytes = size_t{RHN_RQ_WQE_SIZE} * qp->rq_depth;
+  qp->buf_len =
+      sq_bytes + rq_bytes + (qp->srq ? 1 : 2) * sizeof(rhn_queue_record);
+  qp->buf = alloc_queue_buffer(qp->buf_len);
+  qp->sq_info =
+      static_cast<SendSlot*>(calloc(size_t{1} << qp->sq_log, sizeof(SendSlot)));
+  qp->rq_wr_ids = static_cast<uint64_t*>(
+      calloc(qp->rq_depth ? qp->rq_depth : 1, sizeof(uint64_t)));
+  if (!qp->buf || !qp->sq_info || !qp->rq_wr_ids) {
+    free_qp(qp);
+    return errno = ENOMEM, nullptr;
+  }
+
+  CreateQpCmd cmd{};
+  cmd.drv.sq_log_depth = static_cast<uint8_t>(qp->sq_log);
+  cmd.drv.rq_log_depth = static_cast<uint8_t>(rq_log);
+  cmd.drv.buf_va = reinterpret_cast<uintptr_t>(qp->buf);
+  cmd.drv.buf_len = qp->buf_len;
+  CreateQpResp resp{};
+  int err = ibv_cmd_create_qp(
+      pd, &qp->vqp.qp, attr, reinterpret_cast<struct ibv_create_qp*>(&cmd),
+      sizeof(cmd), reinterpret_cast<ib_uverbs_create_qp_resp*>(resp.core),
+      sizeof(resp));
+  if (err) {
+    free_qp(qp);
+    errno = err;
+    return nullptr;
+  }
+  qp->qpn = resp.drv.qpn;
+  qp->sq_sig_all = attr->sq_sig_all;
+  qp->sq = qp->buf;
+  qp->sq_record =
+      reinterpret_cast<rhn_queue_record*>(qp->buf + resp.drv.sq_record_offset);
+  if (!qp->srq) {
+    qp->rq = reinterpret_cast<rhn_recv_wqe*>(qp->buf + resp.drv.rq_offset);
+    qp->rq_record = reinterpret_cast<rhn_queue_record*>(
+        qp->buf + resp.drv.rq_record_offset);
+  }
+  qp->max_send_sge = cap.max_send_sge;
+  qp->max_recv_sge = cap.max_recv_sge;
+  qp->max_inline = cap.max_inline_data;
+  {
+    std::lock_guard<std::mutex> g(ctx->table_lock);
+    if (qp->qpn < Context::kMaxQpn) ctx->qps[qp->qpn] = qp;
+  }
+  return &qp->vqp.qp;
+}
+
+int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
+  ModifyQpCmd cmd{};
+  int err = ibv_cmd_modify_qp(ibqp, attr, mask,
+                              reinterpret_cast<struct ibv_modify_qp*>(&cmd),
+                              sizeof(cmd));
+  if (!err && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+    reset_qp_queues(to_qp(ibqp));
+  return err;
+}
+
+int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask,
+             ibv_qp_init_attr* init) {
+  QueryQpCmd cmd{};
+  return ibv_cmd_query_qp(ibqp, attr, mask, init,
+                          reinterpret_cast<struct ibv_query_qp*>(&cmd),
+                          sizeof(cmd));
+}
+
+int destroy_qp(ibv_qp* ibqp) {
+  Qp* qp = to_qp(ibqp);
+  Context* ctx = to_ctx(ibqp->context);
+  int err = ibv_cmd_destroy_qp(ibqp);
+  if (err) return err;
+  {
+    std::lock_guard<std::mutex> g(ctx->table_lock);
+    if (qp->qpn < Context::kMaxQpn) ctx->qps[qp->qpn] = nullptr;
+  }
+  free_qp(qp);
+  return 0;
+}
+
+// ---- AH -------------------------------------------------------------------
+
+RHINET_RESP(CreateAhResp, ib_uverbs_create_ah_resp, rhinet_create_ah_resp);
+
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+  Ah* ah = make<Ah>();
+  if (!ah) return errno = ENOMEM, nullptr;
+  CreateAhResp resp{};
+  int err = ibv_cmd_create_ah(
+      pd, &ah->ibah, attr,
+      reinterpret_cast<ib_uverbs_create_ah_resp*>(resp.core), sizeof(resp));
+  if (err) {
+    destroy_obj(ah);
+    errno = err;
+    return nullptr;
+  }
+  ah->dest_node = resp.drv.dest_node;
+  return &ah->ibah;
+}
+
+int destroy_ah(ibv_ah* ibah) {
+  int err = ibv_cmd_destroy_ah(ibah);
+  if (!err) destroy_obj(to_ah(ibah));
+  return err;
+}
+
+}  // namespace rhinet
