@@ -174,29 +174,72 @@ const verbs_device_ops kDeviceOps = {
 };
 
 // The libibverbs this process loaded must be the one the ABI header
-// describes: its file name carries the rdma-core version.
-int find_libibverbs(dl_phdr_info* info, size_t, void* out) {
-  const char* name = info->dlpi_name;
-  if (name && strstr(name, "/libibverbs.so")) {
-    *static_cast<const char**>(out) = name;
-    return 1;
+// describes. Its file may have any name (initramfs copies), so the check
+// reads the ELF version definitions it carries: rdma-core 44 defines public
+// versions up to IBVERBS_1.14 and the private IBVERBS_PRIVATE_34.
+struct VersionCheck {
+  bool found = false;
+  bool private_abi = false;
+  char newest_public[32] = "";
+};
+
+int inspect_libibverbs(dl_phdr_info* info, size_t, void* arg) {
+  auto* out = static_cast<VersionCheck*>(arg);
+  if (!info->dlpi_name || !strstr(info->dlpi_name, "libibverbs.so")) return 0;
+  const ElfW(Dyn)* dyn = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr +
+                                               info->dlpi_phdr[i].p_vaddr);
+  if (!dyn) return 0;
+  const char* strtab = nullptr;
+  const ElfW(Verdef)* verdef = nullptr;
+  size_t count = 0;
+  // Depending on the loader these are addresses or still offsets.
+  auto addr = [info](ElfW(Addr) p) {
+    return p < info->dlpi_addr ? p + info->dlpi_addr : p;
+  };
+  for (; dyn->d_tag != DT_NULL; dyn++) {
+    if (dyn->d_tag == DT_STRTAB)
+      strtab = reinterpret_cast<const char*>(addr(dyn->d_un.d_ptr));
+    if (dyn->d_tag == DT_VERDEF)
+      verdef = reinterpret_cast<const ElfW(Verdef)*>(addr(dyn->d_un.d_ptr));
+    if (dyn->d_tag == DT_VERDEFNUM) count = dyn->d_un.d_val;
   }
-  return 0;
+  if (!strtab || !verdef) return 0;
+  out->found = true;
+  unsigned best_minor = 0;
+  for (size_t i = 0; i < count; i++) {
+    const auto* aux = reinterpret_cast<const ElfW(Verdaux)*>(
+        reinterpret_cast<const char*>(verdef) + verdef->vd_aux);
+    const char* name = strtab + aux->vda_name;
+    unsigned minor;
+    if (!strcmp(name, RHINET_IBVERBS_PRIVATE)) out->private_abi = true;
+    if (sscanf(name, "IBVERBS_1.%u", &minor) == 1 && minor >= best_minor) {
+      best_minor = minor;
+      snprintf(out->newest_public, sizeof(out->newest_public), "%s", name);
+    }
+    if (!verdef->vd_next) break;
+    verdef = reinterpret_cast<const ElfW(Verdef)*>(
+        reinterpret_cast<const char*>(verdef) + verdef->vd_next);
+  }
+  return 1;
 }
 
 bool libibverbs_matches() {
-  const char* path = nullptr;
-  dl_iterate_phdr(find_libibverbs, &path);
-  if (!path) return true;  // statically linked: the build checked it
-  char real[4096];
-  if (!realpath(path, real)) return false;
-  const char* want = ".so.1.14." RHINET_RDMA_CORE_VERSION;
-  const size_t n = strlen(real), w = strlen(want);
-  if (n >= w && !strcmp(real + n - w, want)) return true;
+  VersionCheck v;
+  dl_iterate_phdr(inspect_libibverbs, &v);
+  if (!v.found) return true;  // linked statically: the build checked it
+  if (v.private_abi && !strcmp(v.newest_public, RHINET_IBVERBS_PUBLIC))
+    return true;
   fprintf(stderr,
-          "librhinet: built for rdma-core %s, but this process loaded %s; "
-          "not registering the rhinet provider\n",
-          RHINET_RDMA_CORE_VERSION, real);
+          "librhinet: built for rdma-core %s (%s, %s), but the libibverbs "
+          "in this process defines %s%s; not registering the rhinet "
+          "provider\n",
+          RHINET_RDMA_CORE_VERSION, RHINET_IBVERBS_PUBLIC,
+          RHINET_IBVERBS_PRIVATE,
+          v.newest_public[0] ? v.newest_public : "no public version",
+          v.private_abi ? "" : " and another private ABI");
   return false;
 }
 

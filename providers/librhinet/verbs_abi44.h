@@ -31,6 +31,7 @@ typedef atomic_int verbs_atomic_int;
 
 #define RHINET_RDMA_CORE_VERSION "44.0"
 #define RHINET_IBVERBS_PRIVATE "IBVERBS_PRIVATE_34"
+#define RHINET_IBVERBS_PUBLIC "IBVERBS_1.14" /* newest in 44.0 */
 
 /* ---- device discovery --------------------------------------------------- */
 
