@@ -36,6 +36,15 @@ PACKAGES=(
 	zstd
 	kmod
 	iproute2 # the rdma tool inside the guests
+	# rdma-core: the provider builds against libibverbs-dev; the guests run
+	# its unmodified tools (ibverbs-utils, perftest, rdmacm-utils) and
+	# Debian's rxe provider (ibverbs-providers) as a soft-RoCE reference
+	libibverbs-dev
+	librdmacm-dev
+	ibverbs-utils
+	ibverbs-providers
+	perftest
+	rdmacm-utils
 	# rhinet.ko tooling: scripts/checkpatch.sh (checkpatch.pl from the
 	# linux-source package, fetched by the script itself) and the
 	# kernel_dkms_build test / scripts/dkms-install.sh

@@ -4,18 +4,24 @@
 # busybox, /init, the kernel modules asked for with their dependencies, and
 # programs with the shared libraries they need.
 #   build-initramfs.sh OUT.cpio [--module NAME]... [--bin FILE]...
-#                      [--file SRC:DEST]...
+#                      [--tool FILE[:DEST]]... [--file SRC:DEST]...
+#   --bin FILE        FILE into /opt/rhinet/bin, with the libraries ldd names
+#   --tool FILE       FILE at its own path (DEST if given), with the libraries
+#                     ldd names: installed programs such as /usr/bin/ibv_devinfo,
+#                     and shared objects that are dlopened (libibverbs providers)
+#   --file SRC:DEST   SRC copied to DEST as it is
 # A test's own script goes into a second, tiny cpio appended by the launcher.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=$1
 shift
 KVER=$(bash "$HERE/kernel.sh" version)
-modules=() bins=() files=()
+modules=() bins=() tools=() files=()
 while (($#)); do
 	case $1 in
 	--module) modules+=("$2"); shift 2 ;;
 	--bin) bins+=("$2"); shift 2 ;;
+	--tool) tools+=("$2"); shift 2 ;;
 	--file) files+=("$2"); shift 2 ;;
 	*) echo "build-initramfs: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -27,15 +33,25 @@ mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,run,test,opt/rhinet/bin}
 cp /bin/busybox "$root/bin/busybox"
 install -m 0755 "$HERE/guest/init.sh" "$root/init"
 
-# Programs and the libraries ldd names for them (none for static ones).
+# Programs, and the libraries ldd names for them (none for static ones): one
+# ldd for all of them (each library once; a header line "FILE:" is no file).
 for b in "${bins[@]}"; do
 	install -m 0755 "$b" "$root/opt/rhinet/bin/"
-	while read -r lib; do
-		[[ -n $lib && -e $lib ]] || continue
-		mkdir -p "$root$(dirname "$lib")"
-		cp -L "$lib" "$root$lib"
-	done < <(ldd "$b" 2>/dev/null | grep -o '/[^ ]*' || true)
 done
+for t in "${tools[@]}"; do
+	mkdir -p "$root$(dirname "${t#*:}")"
+	cp -L "${t%%:*}" "$root${t#*:}"
+done
+linked=("${bins[@]}")
+for t in "${tools[@]}"; do linked+=("${t%%:*}"); done
+if ((${#linked[@]})); then
+	{ ldd "${linked[@]}" 2>/dev/null | grep -o '/[^ ]*' || true; } | sort -u |
+		while read -r lib; do
+			[[ -f $lib ]] || continue
+			mkdir -p "$root$(dirname "$lib")"
+			cp -L "$lib" "$root$lib"
+		done
+fi
 
 for f in "${files[@]}"; do
 	mkdir -p "$root$(dirname "${f#*:}")"

@@ -3,7 +3,8 @@
 # in BUILD_DIR/vm/env for run-cluster.sh:
 #   QEMU       qemu-system-x86_64 with the rhinet device (scripts/build-qemu.sh)
 #   VMLINUX    the guest kernel, uncompressed (kernel.sh)
-#   INITRAMFS  busybox, modules and our guest programs (build-initramfs.sh)
+#   INITRAMFS  busybox, modules, our guest programs and provider, rdma-core's
+#              tools (build-initramfs.sh)
 #   SWITCH     the fabric switch
 #   prepare.sh BUILD_DIR
 set -euo pipefail
@@ -28,6 +29,30 @@ KO="$BUILD/kernel/rhinet/rhinet.ko"
 [[ -f $KO ]] && bin_args+=(--file "$KO:/opt/rhinet/modules/rhinet.ko")
 # ib_core and ib_uverbs for the RDMA device, and iproute2's rdma tool.
 bin_args+=(--module ib_uverbs --bin "$(command -v rdma)")
+# Unmodified rdma-core tools (ibverbs-utils, perftest, rdmacm-utils) at their
+# own paths. libibverbs dlopens its providers (ldd does not name them), each
+# announced by a file in /etc/libibverbs.d.
+for t in ibv_devinfo ibv_devices ibv_rc_pingpong ibv_ud_pingpong \
+	ibv_srq_pingpong ib_write_bw ib_write_lat ib_read_bw ib_read_lat \
+	ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat rping; do
+	bin_args+=(--tool "/usr/bin/$t")
+done
+VERBS_LIB=/usr/lib/x86_64-linux-gnu
+# Soft-RoCE as a reference: Debian's rxe provider and rdma_rxe, with the
+# crc32 crypto modules the kernel asks modprobe for when rxe starts (ICRC).
+bin_args+=(--tool "$VERBS_LIB/libibverbs/librxe-rdmav34.so"
+	--file /etc/libibverbs.d/rxe.driver:/etc/libibverbs.d/rxe.driver
+	--module rdma_rxe --module crc32_generic --module crc32_pclmul)
+# Our provider, once it is built, and the libraries next to it (librhinetdv).
+PROV="$BUILD/providers/librhinet"
+if [[ -f $PROV/librhinet-rdmav34.so && -f $PROV/rhinet.driver ]]; then
+	bin_args+=(--tool "$PROV/librhinet-rdmav34.so:$VERBS_LIB/libibverbs/librhinet-rdmav34.so"
+		--file "$PROV/rhinet.driver:/etc/libibverbs.d/rhinet.driver")
+	for so in "$PROV"/*.so*; do
+		[[ -f $so && ${so##*/} != librhinet-rdmav34.so ]] || continue
+		bin_args+=(--tool "$so:$VERBS_LIB/${so##*/}")
+	done
+fi
 bash "$HERE/build-initramfs.sh" "$VM/initramfs.cpio" "${bin_args[@]}"
 
 cat >"$VM/env.tmp" <<EOT
