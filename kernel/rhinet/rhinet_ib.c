@@ -369,20 +369,18 @@ static int rhinet_alloc_ucontext(struct ib_ucontext *ibuc,
 	resp.max_cq_log_depth = le32_to_cpu(hw->max_cq_log_depth);
 	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
 	if (ret)
-		goto err_entry;
+		goto err_pd;
 	return 0;
 
-err_entry:
-	rhinet_destroy_object(ib, page, RHN_ADMIN_DESTROY_PD, uc->queue_pdn);
-	rhinet_destroy_object(ib, page, RHN_ADMIN_DESTROY_CONTEXT, 0);
-	rdma_user_mmap_entry_remove(uc->db_entry);
-	return ret;
 err_pd:
 	rhinet_destroy_object(ib, page, RHN_ADMIN_DESTROY_PD, uc->queue_pdn);
 err_context:
 	rhinet_destroy_object(ib, page, RHN_ADMIN_DESTROY_CONTEXT, 0);
 err_page:
-	ida_free(&ib->contexts, page);
+	if (uc->db_entry)
+		rdma_user_mmap_entry_remove(uc->db_entry);
+	else
+		ida_free(&ib->contexts, page);
 	return ret;
 }
 

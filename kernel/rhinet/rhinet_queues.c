@@ -29,6 +29,43 @@ static struct rhn_host_ref rhinet_ref(const struct rhinet_mem *mem, u64 va)
 	return r;
 }
 
+/*
+ * The last steps of creating a user queue whose NIC object @handle exists:
+ * events can find @obj, the caller learns the number. On failure the NIC
+ * object and the buffer go again.
+ */
+static int rhinet_queue_publish(struct rhinet_ib *ib, struct xarray *xa,
+				u8 destroy_op, u32 handle, void *obj,
+				struct rhinet_mem *buf, struct ib_udata *udata,
+				void *resp, size_t resp_len)
+{
+	int ret = xa_insert_irq(xa, handle, obj, GFP_KERNEL);
+
+	if (!ret) {
+		ret = rhinet_udata_out(udata, resp, resp_len);
+		if (!ret)
+			return 0;
+		xa_erase_irq(xa, handle);
+	}
+	rhinet_destroy_object(ib, buf->ctx, destroy_op, handle);
+	rhinet_mem_release(ib, buf);
+	return ret;
+}
+
+/* The NIC object first (no more events or DMA), then the pinned buffer. */
+static int rhinet_queue_destroy(struct rhinet_ib *ib, struct xarray *xa,
+				u8 destroy_op, u32 handle,
+				struct rhinet_mem *buf)
+{
+	int ret = rhinet_destroy_object(ib, buf->ctx, destroy_op, handle);
+
+	if (ret)
+		return ret;
+	/* After this no event handler finds the queue. */
+	xa_erase_irq(xa, handle);
+	return rhinet_mem_release(ib, buf);
+}
+
 /* ---- CQ ------------------------------------------------------------------ */
 
 int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -71,40 +108,23 @@ int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cmd.u.create_cq.eqn = cpu_to_le32(ib->rdev->eq.eqn);
 	cmd.u.create_cq.log_depth = req.log_depth;
 	ret = rhinet_ctx_exec(ib, uc->ctx, &cmd, &cq->cqn);
-	if (ret)
-		goto err_mem;
-	ret = xa_insert_irq(&ib->cqs, cq->cqn, cq, GFP_KERNEL);
-	if (ret)
-		goto err_nic;
+	if (ret) {
+		rhinet_mem_release(ib, &cq->buf);
+		return ret;
+	}
 	ibcq->cqe = 1 << req.log_depth;
 	resp.cqn = cq->cqn;
-	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
-	if (ret)
-		goto err_xa;
-	return 0;
-
-err_xa:
-	xa_erase_irq(&ib->cqs, cq->cqn);
-err_nic:
-	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_CQ, cq->cqn);
-err_mem:
-	rhinet_mem_release(ib, &cq->buf);
-	return ret;
+	return rhinet_queue_publish(ib, &ib->cqs, RHN_ADMIN_DESTROY_CQ, cq->cqn,
+				    cq, &cq->buf, udata, &resp, sizeof(resp));
 }
 
 int rhinet_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct rhinet_ib *ib = to_rib(ibcq->device);
 	struct rhinet_cq *cq = to_rcq(ibcq);
-	int ret;
 
-	ret = rhinet_destroy_object(ib, cq->buf.ctx, RHN_ADMIN_DESTROY_CQ,
-				    cq->cqn);
-	if (ret)
-		return ret;
-	/* After this no event handler finds the CQ. */
-	xa_erase_irq(&ib->cqs, cq->cqn);
-	return rhinet_mem_release(ib, &cq->buf);
+	return rhinet_queue_destroy(ib, &ib->cqs, RHN_ADMIN_DESTROY_CQ, cq->cqn,
+				    &cq->buf);
 }
 
 /* ---- SRQ ----------------------------------------------------------------- */
@@ -154,27 +174,17 @@ int rhinet_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 	cmd.u.create_srq.limit = cpu_to_le32(attr->attr.srq_limit);
 	cmd.u.create_srq.log_depth = req.log_depth;
 	ret = rhinet_ctx_exec(ib, uc->ctx, &cmd, &srq->srqn);
-	if (ret)
-		goto err_mem;
-	ret = xa_insert_irq(&ib->srqs, srq->srqn, srq, GFP_KERNEL);
-	if (ret)
-		goto err_nic;
+	if (ret) {
+		rhinet_mem_release(ib, &srq->buf);
+		return ret;
+	}
 	srq->depth = 1u << req.log_depth;
 	srq->limit = attr->attr.srq_limit;
 	attr->attr.max_wr = srq->depth;
 	resp.srqn = srq->srqn;
-	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
-	if (ret)
-		goto err_xa;
-	return 0;
-
-err_xa:
-	xa_erase_irq(&ib->srqs, srq->srqn);
-err_nic:
-	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_SRQ, srq->srqn);
-err_mem:
-	rhinet_mem_release(ib, &srq->buf);
-	return ret;
+	return rhinet_queue_publish(ib, &ib->srqs, RHN_ADMIN_DESTROY_SRQ,
+				    srq->srqn, srq, &srq->buf, udata, &resp,
+				    sizeof(resp));
 }
 
 /* Only the limit can change: the ring is the process's fixed buffer. */
@@ -218,14 +228,9 @@ int rhinet_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct rhinet_ib *ib = to_rib(ibsrq->device);
 	struct rhinet_srq *srq = to_rsrq(ibsrq);
-	int ret;
 
-	ret = rhinet_destroy_object(ib, srq->buf.ctx, RHN_ADMIN_DESTROY_SRQ,
-				    srq->srqn);
-	if (ret)
-		return ret;
-	xa_erase_irq(&ib->srqs, srq->srqn);
-	return rhinet_mem_release(ib, &srq->buf);
+	return rhinet_queue_destroy(ib, &ib->srqs, RHN_ADMIN_DESTROY_SRQ,
+				    srq->srqn, &srq->buf);
 }
 
 /* ---- QP ------------------------------------------------------------------ */
@@ -379,9 +384,6 @@ int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	ret = rhinet_qp_create_nic(ib, uc, qp, attr, &req, &resp);
 	if (ret)
 		goto out_unlock;
-	ret = xa_insert_irq(&ib->qps, qp->qpn, qp, GFP_KERNEL);
-	if (ret)
-		goto err_nic;
 	ibqp->qp_num = qp->qpn;
 	qp->attr.qp_state = IB_QPS_RESET;
 	attr->cap.max_send_wr = (1u << req.sq_log_depth) /
@@ -389,19 +391,10 @@ int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	if (!attr->srq)
 		attr->cap.max_recv_wr = 1u << req.rq_log_depth;
 	resp.qpn = qp->qpn;
-	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
-	if (ret)
-		goto err_xa;
-	if (type == RHN_QP_ENDPOINT)
+	ret = rhinet_queue_publish(ib, &ib->qps, RHN_ADMIN_DESTROY_QP, qp->qpn,
+				   qp, &qp->buf, udata, &resp, sizeof(resp));
+	if (!ret && type == RHN_QP_ENDPOINT)
 		uc->endpoint_qpn = qp->qpn;
-	mutex_unlock(&uc->lock);
-	return 0;
-
-err_xa:
-	xa_erase_irq(&ib->qps, qp->qpn);
-err_nic:
-	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_QP, qp->qpn);
-	rhinet_mem_release(ib, &qp->buf);
 out_unlock:
 	mutex_unlock(&uc->lock);
 	return ret;
