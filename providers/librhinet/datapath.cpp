@@ -44,12 +44,9 @@ bool carries_payload(int op) {
          op == RHN_OP_WRITE_IMM;
 }
 
-uint32_t units(uint32_t n, uint32_t base, uint32_t per_unit) {
-  return n > base ? (n - base + per_unit - 1) / per_unit : 0;
-}
-
-// Builds one WQE in @w (zeroed, RHN_WQE_MAX_SLOTS slots); returns its slot
-// count or 0 with @err set.
+// Builds one WQE in @w (RHN_WQE_MAX_SLOTS slots, the base slot zeroed);
+// returns its slot count or 0 with @err set. Extension slots need no
+// clearing: the NIC reads only the SGEs or inline bytes num_sge names.
 uint32_t build_wqe(const Qp* qp, const ibv_send_wr* wr, uint8_t* w, int* err) {
   auto* h = reinterpret_cast<rhn_send_wqe*>(w);
   const int op = nic_opcode(wr->opcode);
@@ -78,7 +75,7 @@ uint32_t build_wqe(const Qp* qp, const ibv_send_wr* wr, uint8_t* w, int* err) {
     }
     h->num_sge = static_cast<uint16_t>(len);
     h->flags |= RHN_WQE_F_INLINE;
-    ext = units(len, RHN_WQE_BASE_INLINE, RHN_SQ_SLOT_SIZE);
+    ext = ext_units_for_inline(len);
   } else {
     if (nsge > qp->max_send_sge || (atomic && nsge != 1)) {
       *err = EINVAL;
@@ -90,7 +87,7 @@ uint32_t build_wqe(const Qp* qp, const ibv_send_wr* wr, uint8_t* w, int* err) {
       sge[i] = rhn_sge{wr->sg_list[i].addr, wr->sg_list[i].length,
                        wr->sg_list[i].lkey};
     h->num_sge = static_cast<uint16_t>(nsge);
-    ext = units(nsge, RHN_WQE_BASE_SGES, RHN_SGES_PER_EXT_UNIT);
+    ext = ext_units_for_sges(nsge);
   }
   h->opcode = static_cast<uint8_t>(op);
   h->ext_units = static_cast<uint8_t>(ext);
@@ -132,7 +129,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
     return EINVAL;
   }
   for (; wr; wr = wr->next) {
-    memset(w, 0, sizeof(w));
+    memset(w, 0, RHN_SQ_SLOT_SIZE);
     const uint32_t slots = build_wqe(qp, wr, w, &err);
     if (!slots) break;
     if (qp->sq_producer + slots - qp->sq_consumer > depth) {
@@ -143,8 +140,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
       memcpy(qp->sq + ((qp->sq_producer + s) & mask) * RHN_SQ_SLOT_SIZE,
              w + s * RHN_SQ_SLOT_SIZE, RHN_SQ_SLOT_SIZE);
     qp->sq_info[qp->sq_producer & mask] =
-        SendSlot{wr->wr_id, static_cast<uint8_t>(slots),
-                 (w[1] & RHN_WQE_F_SIGNALED) != 0};
+        SendSlot{wr->wr_id, static_cast<uint8_t>(slots)};
     qp->sq_producer += slots;
     posted = true;
   }

@@ -240,16 +240,8 @@ RHINET_CMD(QueryQpCmd, ib_uverbs_query_qp, rhinet_no_data);
 
 // Slots a WQE with these limits takes (the kernel checks the same rule).
 static uint32_t wqe_slots(uint32_t max_sge, uint32_t max_inline) {
-  const uint32_t sge_units =
-      max_sge > RHN_WQE_BASE_SGES
-          ? (max_sge - RHN_WQE_BASE_SGES + RHN_SGES_PER_EXT_UNIT - 1) /
-                RHN_SGES_PER_EXT_UNIT
-          : 0;
-  const uint32_t inline_units =
-      max_inline > RHN_WQE_BASE_INLINE
-          ? (max_inline - RHN_WQE_BASE_INLINE + RHN_SQ_SLOT_SIZE - 1) /
-                RHN_SQ_SLOT_SIZE
-          : 0;
+  const uint32_t sge_units = ext_units_for_sges(max_sge);
+  const uint32_t inline_units = ext_units_for_inline(max_inline);
   return 1 + (sge_units > inline_units ? sge_units : inline_units);
 }
 
