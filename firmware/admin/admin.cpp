@@ -140,7 +140,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       a.max_pds = cfg.max_pds;
       a.max_mrs = cfg.max_mrs - 1;
       a.max_cqs = cfg.max_cqs;
-      a.max_qps = cfg.max_qps - 1;
+      a.max_qps = cfg.max_qps - 1 - RHN_QPN_GSI;  // QPN 0 and 1 are special
       a.max_srqs = cfg.max_srqs;
       a.max_eqs = cfg.max_eqs;
       a.max_areas = cfg.max_areas;
@@ -381,6 +381,13 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
         return detail = 2, RHN_ADMIN_NOT_PERMITTED;
       if (c.type == RHN_QP_RAW_ETH && raw_qpn != kNone)
         return detail = 2, RHN_ADMIN_EXISTS;
+      // The management QP: the kernel's, UD, and always QPN 1.
+      const bool gsi = c.flags & RHN_CREATE_QP_F_GSI;
+      if (c.flags & ~RHN_CREATE_QP_F_GSI)
+        return detail = 11, RHN_ADMIN_BAD_PARAM;
+      if (gsi && ctx != 0) return detail = 11, RHN_ADMIN_NOT_PERMITTED;
+      if (gsi && c.type != RHN_QP_UD) return detail = 11, RHN_ADMIN_BAD_PARAM;
+      if (gsi && qps[RHN_QPN_GSI].valid) return detail = 11, RHN_ADMIN_EXISTS;
       if (!cq_ok(c.send_cqn) || !cq_ok(c.recv_cqn))
         return detail = 3, RHN_ADMIN_BAD_HANDLE;
       const bool has_srq = c.srqn != RHN_NO_SRQ;
@@ -401,7 +408,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (st == RHN_ADMIN_OK && !has_srq)
         st = ref_check(c.rq_record, sizeof(rhn_queue_record), false, 10);
       if (st != RHN_ADMIN_OK) return st;
-      const uint32_t qpn = find_free(qps, 1);  // QPN 0 is never valid
+      // QPN 0 is never valid, QPN 1 only for the management QP.
+      const uint32_t qpn = gsi ? RHN_QPN_GSI : find_free(qps, RHN_QPN_GSI + 1);
       if (qpn == kNone) return RHN_ADMIN_NO_RESOURCES;
       QpObj& qp = qps[qpn];
       const uint32_t gen = ++qp_gen_counter;
@@ -581,6 +589,14 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       a->valid = false;
       mrs[a->mr_index].refs--;
       contexts[ctx].refs--;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_SET_GID: {
+      if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
+      const auto& g = u.set_gid;
+      if (g.index >= gid_table.size() || g.reserved)
+        return detail = 1, RHN_ADMIN_BAD_PARAM;
+      std::memcpy(gid_table[g.index].data(), g.gid, 16);
       return RHN_ADMIN_OK;
     }
     case RHN_ADMIN_SET_LINK:

@@ -328,6 +328,8 @@ struct Engine::Impl {
   // raw frame is built in.
   uint32_t raw_qpn = kNone;
   std::unique_ptr<uint8_t[]> raw_frame;
+  // Source GIDs for outgoing GRHs, set by the kernel (all zero: unused).
+  std::array<std::array<uint8_t, 16>, RHN_GID_TABLE_LEN> gid_table{};
 
   // Admin queue.
   uint32_t admin_consumer = 0;
@@ -463,6 +465,10 @@ struct Engine::Impl {
   void eq_push(uint32_t eqn, uint8_t type, uint32_t object, uint64_t data);
   void cq_arm(uint32_t cqn, bool solicited_only);
   void write_status_word(const QpObj& qp, const Inflight& e);
+
+  // ---- requester/requester.cpp: the GRH a UD SEND carries (wire.h).
+  bool gid_valid(uint32_t index) const;
+  void build_grh(const DecodedWqe& w, uint8_t* out) const;
 };
 
 }  // namespace rhinet::fw

@@ -246,7 +246,8 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
       result = RHN_CQE_LOC_QP_OP_ERR;
       syndrome = RHN_SYN_BAD_OPCODE;
     } else if (raw && (w.length > RHN_WIRE_MTU ||
-                       (w.flags & (RHN_WQE_F_AREA | RHN_WQE_F_STATUS_WORD)))) {
+                       (w.flags & (RHN_WQE_F_AREA | RHN_WQE_F_STATUS_WORD |
+                                   RHN_WQE_F_GRH)))) {
       result = RHN_CQE_LOC_LEN_ERR;
       syndrome = RHN_SYN_LENGTH;
     } else if (raw) {
@@ -257,6 +258,11 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
                 (w.flags & RHN_WQE_F_AREA))) {
       result = RHN_CQE_LOC_QP_OP_ERR;
       syndrome = RHN_SYN_BAD_OPCODE;
+    } else if (w.has_grh && (qp.type != RHN_QP_UD || w.opcode == RHN_OP_NOP ||
+                             !gid_valid(w.grh.sgid_index))) {
+      // A GRH needs a UD SEND and a source GID the kernel has set.
+      result = RHN_CQE_LOC_QP_OP_ERR;
+      syndrome = RHN_SYN_BAD_WQE;
     } else if (qp.type == RHN_QP_UD && w.length > RHN_WIRE_MTU) {
       result = RHN_CQE_LOC_LEN_ERR;
       syndrome = RHN_SYN_LENGTH;
@@ -388,6 +394,12 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
 
   const uint32_t slot = begin_data();
   uint8_t* payload = slots[slot].frame + RHN_DATA_HDR_LEN;
+  // A UD SEND is one packet; its GRH goes ahead of the data.
+  const uint32_t grh_len = w.has_grh ? RHN_WIRE_GRH_LEN : 0;
+  if (grh_len) {
+    build_grh(w, payload);
+    payload += grh_len;
+  }
   bool ok = true;
   if (is_atomic(w.opcode)) {
     std::memcpy(payload, &w.compare_add, 8);
@@ -414,23 +426,29 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
              ((w.flags & (RHN_WQE_F_SOLICITED | RHN_WQE_F_SIGNAL_REMOTE))
                   ? RHN_WOP_F_SOLICITED
                   : 0) |
-             ((w.flags & RHN_WQE_F_AREA) ? RHN_WOP_F_AREA : 0);
+             ((w.flags & RHN_WQE_F_AREA) ? RHN_WOP_F_AREA : 0) |
+             (grh_len ? RHN_WOP_F_GRH : 0);
   op.qp_type = qp.type;
   op.dst_qpn = qp.tx_dst_qpn;
   op.src_qpn = qpn;
   op.msn = e.msn;
-  // UD SENDs carry the queue key where other requests carry the rkey.
-  op.rkey = qp.type == RHN_QP_UD ? w.qkey : w.remote_key;
+  // UD SENDs carry the queue key where other requests carry the rkey. A
+  // key with the high bit set names the QP's own (IBTA 10.2.5), which only
+  // the kernel can set to such a "controlled" key: processes cannot reach
+  // the management QP's key.
+  op.rkey = qp.type != RHN_QP_UD  ? w.remote_key
+            : (w.qkey >> 31) != 0 ? qp.qkey
+                                  : w.qkey;
   op.imm_data = w.imm_data;
   op.remote_addr = w.remote_addr + qp.tx_offset;
-  op.msg_len = static_cast<uint32_t>(w.length);
+  op.msg_len = static_cast<uint32_t>(w.length) + grh_len;
   op.msg_offset = static_cast<uint32_t>(qp.tx_offset);
   const bool wants_ack =
       last && !reads &&
       ((w.flags & (RHN_WQE_F_SIGNALED | RHN_WQE_F_STATUS_WORD)) ||
        p.unacked.size() + 1 >= cfg.channel_window / 2);
-  const uint32_t serial =
-      commit_data(p, slot, op, chunk, wants_ack, qpn, qp.gen, last && !reads);
+  const uint32_t serial = commit_data(p, slot, op, chunk + grh_len, wants_ack,
+                                      qpn, qp.gen, last && !reads);
   qp.tx_offset += chunk;
   if (!last) return TxResult::kSent;
   e.last_serial = serial;
@@ -716,6 +734,29 @@ bool Engine::Impl::send_raw_frame(const QpObj& qp, const DecodedWqe& w) {
   // the same way out as every other frame.
   transmit(w.dst_node, {raw_frame.get(), frame_len});
   return true;
+}
+
+bool Engine::Impl::gid_valid(uint32_t index) const {
+  if (index >= gid_table.size()) return false;
+  for (uint8_t b : gid_table[index])
+    if (b) return true;
+  return false;
+}
+
+void Engine::Impl::build_grh(const DecodedWqe& w, uint8_t* out) const {
+  const uint32_t vtf = (6u << 28) | (uint32_t{w.grh.traffic_class} << 20) |
+                       (w.grh.flow_label & 0xfffffu);
+  const uint32_t paylen = static_cast<uint32_t>(w.length);
+  out[0] = static_cast<uint8_t>(vtf >> 24);
+  out[1] = static_cast<uint8_t>(vtf >> 16);
+  out[2] = static_cast<uint8_t>(vtf >> 8);
+  out[3] = static_cast<uint8_t>(vtf);
+  out[4] = static_cast<uint8_t>(paylen >> 8);
+  out[5] = static_cast<uint8_t>(paylen);
+  out[6] = 0x1b;  // next header: IBA transport (RoCE v1 GRH)
+  out[7] = w.grh.hop_limit;
+  std::memcpy(out + 8, gid_table[w.grh.sgid_index].data(), 16);
+  std::memcpy(out + 24, w.grh.dgid, 16);
 }
 
 }  // namespace rhinet::fw

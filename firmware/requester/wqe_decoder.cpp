@@ -9,7 +9,7 @@ namespace {
 constexpr uint8_t kKnownFlags = RHN_WQE_F_SIGNALED | RHN_WQE_F_SOLICITED |
                                 RHN_WQE_F_FENCE | RHN_WQE_F_INLINE |
                                 RHN_WQE_F_STATUS_WORD | RHN_WQE_F_AREA |
-                                RHN_WQE_F_SIGNAL_REMOTE;
+                                RHN_WQE_F_SIGNAL_REMOTE | RHN_WQE_F_GRH;
 
 bool opcode_supported(uint8_t op) {
   switch (op) {
@@ -66,7 +66,14 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   out.imm_data = w.imm_data;
   out.remote_key = w.remote_key;
   out.remote_addr = w.remote_addr;
-  const uint32_t ext = slots - 1;
+  // The GRH takes the last slot; payload descriptions use the others.
+  out.has_grh = (w.flags & RHN_WQE_F_GRH) != 0;
+  if (out.has_grh) {
+    if (slots < 2) return RHN_SYN_BAD_WQE;
+    std::memcpy(&out.grh, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
+                sizeof(out.grh));
+  }
+  const uint32_t ext = slots - 1 - (out.has_grh ? 1 : 0);
 
   if (is_atomic(w.opcode)) {
     // Operands share the union with the status word reference.

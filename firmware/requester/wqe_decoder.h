@@ -34,6 +34,8 @@ struct DecodedWqe {
   uint32_t num_sge = 0;     // SGEs in the raw WQE at offset 48
   uint32_t inline_len = 0;  // inline bytes in the raw WQE at offset 48
   uint64_t length = 0;      // message length in bytes
+  bool has_grh = false;     // RHN_WQE_F_GRH: grh is the last slot
+  rhn_wqe_grh grh{};
 };
 
 // Slots the WQE beginning with this slot occupies (1..8), or 0 if the

@@ -184,8 +184,13 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
   switch (op.opcode) {
     case RHN_WOP_SEND: {
       RxMessage& m = p.rx_msg;
-      if (qp->type == RHN_QP_UD) {
-        if (!first || !last) {
+      // UD: the buffer starts with the GRH room (hw_queues.h); a GRH sent
+      // along fills it, otherwise the payload lands behind it.
+      const bool ud = qp->type == RHN_QP_UD;
+      const bool grh = ud && (op.flags & RHN_WOP_F_GRH);
+      const uint32_t skip = ud && !grh ? RHN_UD_GRH_LEN : 0;
+      if (ud) {
+        if (!first || !last || (grh && data.size() < RHN_WIRE_GRH_LEN)) {
           counters.add(RHN_CNT_MALFORMED_PACKETS);
           return;
         }
@@ -193,6 +198,9 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
           counters.add(RHN_CNT_UD_DROPS);
           return;
         }
+      } else if (op.flags & RHN_WOP_F_GRH || data.size() > RHN_WIRE_MTU) {
+        counters.add(RHN_CNT_MALFORMED_PACKETS);
+        return;
       }
       if (first) {
         if (m.active && !m.discard) {
@@ -212,7 +220,9 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
         }
         m.active = true;
         m.msn = op.msn;
-        if (m.status == RHN_CQE_SUCCESS && op.msg_len > m.capacity)
+        m.length = skip;
+        if (m.status == RHN_CQE_SUCCESS &&
+            uint64_t{op.msg_len} + skip > m.capacity)
           m.status = RHN_CQE_LOC_LEN_ERR;
         if (m.status != RHN_CQE_SUCCESS) {
           if (m.status == RHN_CQE_LOC_LEN_ERR)
@@ -232,7 +242,7 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
         if (last) m.active = false;
         return;
       }
-      if (op.msg_offset != m.length ||
+      if (op.msg_offset + skip != m.length ||
           uint64_t{m.length} + data.size() > m.capacity) {
         counters.add(RHN_CNT_MALFORMED_PACKETS);
         return;
@@ -255,7 +265,7 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
         complete_receive(
             m, p.node, op.src_qpn, RHN_CQE_OP_RECV, imm ? op.imm_data : 0,
             static_cast<uint8_t>(
-                (imm ? RHN_CQE_F_IMM : 0) |
+                (imm ? RHN_CQE_F_IMM : 0) | (grh ? RHN_CQE_F_GRH : 0) |
                 ((op.flags & RHN_WOP_F_SOLICITED) ? RHN_CQE_F_SOLICITED : 0)));
       }
       return;

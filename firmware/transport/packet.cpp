@@ -32,7 +32,8 @@ ParseStatus parse_packet(std::span<const uint8_t> frame, Packet& out) {
   if (frame.size() < hdr_len) return ParseStatus::kMalformed;
   if (h.type == RHN_PKT_ACK || h.type == RHN_PKT_NAK) {
     if (h.payload_len != 0) return ParseStatus::kMalformed;
-  } else if (h.payload_len > RHN_WIRE_MTU + (h.type == RHN_PKT_RAW ? 64 : 0)) {
+  } else if (h.payload_len >
+             RHN_WIRE_MTU + (h.type == RHN_PKT_RAW ? 64 : RHN_WIRE_GRH_LEN)) {
     return ParseStatus::kMalformed;
   }
   if (frame.size() != hdr_len + h.payload_len) return ParseStatus::kMalformed;

@@ -89,6 +89,39 @@ static inline int rhinet_mac_to_node(const u8 *mac)
 	return mac[4] << 8 | mac[5];
 }
 
+/* A queue reference to kernel memory: the NIC uses the bus address. */
+static inline struct rhn_host_ref rhinet_phys_ref(dma_addr_t addr)
+{
+	struct rhn_host_ref r = {
+		.addr = cpu_to_le64(addr),
+		.lkey = cpu_to_le32(RHN_LKEY_PHYSICAL),
+	};
+
+	return r;
+}
+
+/* True if the CQE at consumer index @ci of a @depth-entry ring is new. */
+static inline bool rhinet_cqe_ready(const struct rhn_cqe *ring, u32 depth,
+				    u32 ci)
+{
+	u8 phase = ((ci / depth) & 1) ^ 1;
+
+	return !!(READ_ONCE(ring[ci % depth].flags) & RHN_CQE_F_OWNER) ==
+	       phase;
+}
+
+/* Takes the next CQE of a kernel CQ ring, or returns false. */
+static inline bool rhinet_next_cqe(const struct rhn_cqe *ring, u32 depth,
+				   u32 *ci, struct rhn_cqe *out)
+{
+	if (!rhinet_cqe_ready(ring, depth, *ci))
+		return false;
+	dma_rmb(); /* the entry after its owner bit */
+	*out = ring[*ci % depth];
+	(*ci)++;
+	return true;
+}
+
 int rhinet_admin_init(struct rhinet_dev *rdev);
 void rhinet_admin_fini(struct rhinet_dev *rdev);
 int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,

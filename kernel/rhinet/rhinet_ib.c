@@ -3,8 +3,8 @@
  * The ib_core device: one RoCE-style port whose GIDs come from the rhinet
  * Ethernet interface, user contexts with their own doorbell page, PDs, AHs,
  * hardware counters and event dispatch. Memory regions are in rhinet_mem.c,
- * queues in rhinet_queues.c. Only user-space consumers are served: kernel
- * verbs (post/poll from the kernel) are refused.
+ * user queues in rhinet_queues.c. The kernel verbs served (rhinet_kverbs.c)
+ * are those of the management QP, for ib_mad, ib_cm and rdma_cm.
  */
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/rtnetlink.h>
@@ -118,11 +118,13 @@ static int rhinet_query_device(struct ib_device *ibdev,
 	attr->vendor_id = RHN_PCI_VENDOR_ID;
 	attr->vendor_part_id = RHN_PCI_DEVICE_ID;
 	attr->hw_ver = rdev->pdev->revision;
-	/* QPN 0 is never issued and the net_device owns one QP and CQ. */
-	attr->max_qp = le32_to_cpu(hw->max_qps) - 2;
+	/* The net_device owns one QP and CQ (hw->max_qps leaves QPN 0, 1). */
+	attr->max_qp = le32_to_cpu(hw->max_qps) - 1;
 	attr->max_qp_wr = 1 << le32_to_cpu(hw->max_wq_log_depth);
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 				 IB_DEVICE_PORT_ACTIVE_EVENT;
+	/* Kernel PDs use the physical lkey (only the management QP posts). */
+	attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	attr->max_send_sge = le32_to_cpu(hw->max_send_sges);
 	attr->max_recv_sge = le32_to_cpu(hw->max_recv_sges);
 	attr->max_sge_rd = attr->max_send_sge;
@@ -195,13 +197,11 @@ static int rhinet_get_port_immutable(struct ib_device *ibdev, u32 port,
 	immutable->pkey_tbl_len = attr.pkey_tbl_len;
 	immutable->gid_tbl_len = attr.gid_tbl_len;
 	/*
-	 * RoCE addressing (GIDs from the interface) on our own wire format.
-	 * No MAD and CM capability: the NIC has no management QP (QP1) yet,
-	 * and ib_mad would fail to open the port without one.
+	 * RoCE v1 addressing (GIDs from the interface, IB GRHs) on our own
+	 * wire format, with the management QP for MADs and CM.
 	 */
-	immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE |
-				    RDMA_CORE_CAP_ETH_AH;
-	immutable->max_mad_size = 0;
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
 }
 
@@ -497,6 +497,7 @@ static int rhinet_create_ah(struct ib_ah *ibah,
 	struct rhinet_ib *ib = to_rib(ibah->device);
 	struct rhinet_ah *ah = container_of(ibah, struct rhinet_ah, ibah);
 	struct rhinet_create_ah_resp resp = {};
+	const struct ib_global_route *grh;
 	int node, ret;
 
 	ret = rhinet_udata_in(udata, NULL, 0);
@@ -510,6 +511,12 @@ static int rhinet_create_ah(struct ib_ah *ibah,
 		return -ENOSPC;
 	}
 	ah->dest_node = node;
+	grh = rdma_ah_read_grh(init_attr->ah_attr);
+	memcpy(ah->grh.dgid, grh->dgid.raw, sizeof(ah->grh.dgid));
+	ah->grh.flow_label = cpu_to_le32(grh->flow_label);
+	ah->grh.sgid_index = grh->sgid_index;
+	ah->grh.hop_limit = grh->hop_limit;
+	ah->grh.traffic_class = grh->traffic_class;
 	resp.dest_node = node;
 	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
 	if (ret)
@@ -521,33 +528,6 @@ static int rhinet_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
 	atomic_dec(&to_rib(ibah->device)->num_ahs);
 	return 0;
-}
-
-/* ---- kernel verbs: not served -------------------------------------------- */
-
-static int rhinet_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-			    const struct ib_send_wr **bad_wr)
-{
-	*bad_wr = wr;
-	return -EOPNOTSUPP;
-}
-
-static int rhinet_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-			    const struct ib_recv_wr **bad_wr)
-{
-	*bad_wr = wr;
-	return -EOPNOTSUPP;
-}
-
-static int rhinet_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
-{
-	return -EOPNOTSUPP;
-}
-
-static int rhinet_req_notify_cq(struct ib_cq *ibcq,
-				enum ib_cq_notify_flags flags)
-{
-	return -EOPNOTSUPP;
 }
 
 /* ---- events from the kernel event queue (hard interrupt context) --------- */
@@ -615,6 +595,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = RHINET_UVERBS_ABI_VERSION,
 
+	.add_gid = rhinet_add_gid,
 	.alloc_hw_port_stats = rhinet_alloc_hw_port_stats,
 	.alloc_pd = rhinet_alloc_pd,
 	.alloc_ucontext = rhinet_alloc_ucontext,
@@ -625,6 +606,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.create_user_ah = rhinet_create_ah,
 	.dealloc_pd = rhinet_dealloc_pd,
 	.dealloc_ucontext = rhinet_dealloc_ucontext,
+	.del_gid = rhinet_del_gid,
 	.dereg_mr = rhinet_dereg_mr,
 	.destroy_ah = rhinet_destroy_ah,
 	.destroy_cq = rhinet_destroy_cq,
@@ -667,7 +649,7 @@ static void rhinet_ib_limits(struct rhinet_ib *ib)
 	s64 pds = (s64)le32_to_cpu(hw->max_pds) - 1 - (ib->db_pages - 1);
 	s64 mrs = (s64)le32_to_cpu(hw->max_mrs) - 1 -
 		  (le32_to_cpu(hw->max_cqs) - 1) -
-		  (le32_to_cpu(hw->max_qps) - 2) - le32_to_cpu(hw->max_srqs);
+		  (le32_to_cpu(hw->max_qps) - 1) - le32_to_cpu(hw->max_srqs);
 
 	ib->max_pds = clamp_t(s64, pds, 0, U32_MAX);
 	ib->max_mrs = clamp_t(s64, mrs, 0, U32_MAX);
@@ -708,17 +690,25 @@ int rhinet_ib_init(struct rhinet_dev *rdev)
 	ib->ibdev.num_comp_vectors = 1;
 	ib->ibdev.dev.parent = &pdev->dev;
 	addrconf_addr_eui48((u8 *)&ib->ibdev.node_guid, rdev->mac);
+	ib->ibdev.local_dma_lkey = rdev->dma_lkey;
 	ib_set_device_ops(&ib->ibdev, &rhinet_ib_ops);
 	ret = ib_device_set_netdev(&ib->ibdev, ndev, 1);
 	if (ret)
 		goto err_dealloc;
+	ib->port_was_up = rhinet_port_up(rdev);
+	/* Registration opens the management QP: its events must get through. */
+	WRITE_ONCE(rdev->ib, ib);
 	ret = ib_register_device(&ib->ibdev, "rhinet%d", &pdev->dev);
 	if (ret)
-		goto err_dealloc;
-	ib->port_was_up = rhinet_port_up(rdev);
-	WRITE_ONCE(rdev->ib, ib);
+		goto err_unpublish;
 	return 0;
 
+err_unpublish:
+	rtnl_lock();
+	WRITE_ONCE(rdev->ib, NULL);
+	rtnl_unlock();
+	synchronize_irq(pci_irq_vector(pdev, RHINET_EQ_VECTOR));
+	cancel_work_sync(&ib->port_work);
 err_dealloc:
 	ib_dealloc_device(&ib->ibdev);
 	return ret;

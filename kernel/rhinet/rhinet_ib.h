@@ -78,10 +78,22 @@ struct rhinet_mr {
 	int access; /* IB_ACCESS_*, for rereg */
 };
 
+/* DMA-coherent memory of a kernel queue: rings, then doorbell records. */
+struct rhinet_kbuf {
+	void *va;
+	dma_addr_t dma;
+	size_t size;
+};
+
 struct rhinet_cq {
 	struct ib_cq ibcq;
-	struct rhinet_mem buf;
+	struct rhinet_mem buf; /* user CQs */
 	u32 cqn;
+	/* Kernel CQs (rhinet_kverbs.c). */
+	struct rhinet_kbuf kbuf;
+	spinlock_t lock; /* ci */
+	u32 depth;
+	u32 ci;
 };
 
 struct rhinet_srq {
@@ -92,8 +104,24 @@ struct rhinet_srq {
 	u32 limit;
 };
 
+/* The send and receive queues of a kernel QP (the management QP). */
+struct rhinet_kqp {
+	struct rhinet_kbuf kbuf;
+	spinlock_t sq_lock; /* sq_pi, sq_ci and their tables */
+	spinlock_t rq_lock; /* rq_pi, rq_ci, rq_wr_id */
+	u32 sq_depth; /* slots */
+	u32 rq_depth;
+	u32 sq_pi, sq_ci;
+	u32 rq_pi, rq_ci;
+	u32 max_send_sge, max_recv_sge;
+	u64 *sq_wr_id; /* by a WQE's first slot */
+	u8 *sq_slots; /* slots of the WQE starting there */
+	u64 *rq_wr_id;
+};
+
 struct rhinet_qp {
 	struct ib_qp ibqp;
+	struct rhinet_kqp *k; /* kernel QPs only */
 	struct rhinet_mem buf;
 	u32 qpn;
 	u8 nic_type; /* enum rhn_qp_type */
@@ -106,6 +134,7 @@ struct rhinet_qp {
 struct rhinet_ah {
 	struct ib_ah ibah;
 	u16 dest_node;
+	struct rhn_wqe_grh grh; /* kernel UD sends through this AH */
 };
 
 static inline struct rhinet_ib *to_rib(struct ib_device *ibdev)
@@ -163,7 +192,24 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				   struct ib_udata *udata);
 int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 
+/* rhinet_kverbs.c */
+int rhinet_kcq_create(struct rhinet_ib *ib, struct rhinet_cq *cq,
+		      const struct ib_cq_init_attr *attr);
+void rhinet_kbuf_free(struct rhinet_ib *ib, struct rhinet_kbuf *kbuf);
+int rhinet_kqp_create(struct rhinet_ib *ib, struct rhinet_qp *qp,
+		      struct ib_qp_init_attr *attr);
+void rhinet_kqp_free(struct rhinet_ib *ib, struct rhinet_qp *qp);
+int rhinet_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		     const struct ib_send_wr **bad_wr);
+int rhinet_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		     const struct ib_recv_wr **bad_wr);
+int rhinet_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
+int rhinet_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int rhinet_add_gid(const struct ib_gid_attr *attr, void **context);
+int rhinet_del_gid(const struct ib_gid_attr *attr, void **context);
+
 /* rhinet_queues.c */
+u32 rhinet_wqe_slots(const struct ib_qp_cap *cap, bool ud);
 int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		     struct ib_udata *udata);
 int rhinet_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);

@@ -53,16 +53,6 @@ struct rhinet_net {
 	struct rhinet_net_buf rx[RQ_DEPTH];
 };
 
-static struct rhn_host_ref rhinet_phys_ref(dma_addr_t addr)
-{
-	struct rhn_host_ref r = {
-		.addr = cpu_to_le64(addr),
-		.lkey = cpu_to_le32(RHN_LKEY_PHYSICAL),
-	};
-
-	return r;
-}
-
 static void rhinet_net_ring_sq(struct rhinet_net *net)
 {
 	/* WQEs before the producer index (the NIC may read it unkicked);
@@ -162,27 +152,13 @@ static void rhinet_net_rx_done(struct rhinet_net *net,
 	napi_gro_receive(&net->napi, skb);
 }
 
-/* Takes the next CQE, or returns false. */
-static bool rhinet_net_next_cqe(struct rhinet_net *net, struct rhn_cqe *out)
-{
-	const struct rhn_cqe *c = &net->cq[net->cq_ci % CQ_DEPTH];
-	u8 phase = ((net->cq_ci / CQ_DEPTH) & 1) ^ 1;
-
-	if (!!(READ_ONCE(c->flags) & RHN_CQE_F_OWNER) != phase)
-		return false;
-	dma_rmb(); /* the entry after its owner bit */
-	*out = *c;
-	net->cq_ci++;
-	return true;
-}
-
 static int rhinet_net_poll(struct napi_struct *napi, int budget)
 {
 	struct rhinet_net *net = container_of(napi, struct rhinet_net, napi);
 	struct rhn_cqe cqe;
 	int done = 0;
 
-	while (done < budget && rhinet_net_next_cqe(net, &cqe)) {
+	while (done < budget && rhinet_next_cqe(net->cq, CQ_DEPTH, &net->cq_ci, &cqe)) {
 		if (cqe.flags & RHN_CQE_F_SQ) {
 			rhinet_net_tx_done(net, &cqe);
 		} else {

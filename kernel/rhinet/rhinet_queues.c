@@ -5,6 +5,7 @@
  * checks the request, pins and registers that buffer, and creates the NIC
  * object in the process's context. Posting and polling never enter the
  * kernel: the provider writes WQEs and records and kicks its doorbell page.
+ * Kernel CQs and the management QP are in rhinet_kverbs.c.
  */
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -81,7 +82,7 @@ int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	int ret;
 
 	if (!uc)
-		return -EOPNOTSUPP; /* no kernel consumers */
+		return rhinet_kcq_create(ib, cq, attr);
 	if (attr->flags)
 		return -EOPNOTSUPP;
 	ret = rhinet_udata_in(udata, &req, sizeof(req));
@@ -122,9 +123,13 @@ int rhinet_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct rhinet_ib *ib = to_rib(ibcq->device);
 	struct rhinet_cq *cq = to_rcq(ibcq);
+	int ret;
 
-	return rhinet_queue_destroy(ib, &ib->cqs, RHN_ADMIN_DESTROY_CQ, cq->cqn,
-				    &cq->buf);
+	ret = rhinet_queue_destroy(ib, &ib->cqs, RHN_ADMIN_DESTROY_CQ, cq->cqn,
+				   &cq->buf);
+	if (!ret)
+		rhinet_kbuf_free(ib, &cq->kbuf);
+	return ret;
 }
 
 /* ---- SRQ ----------------------------------------------------------------- */
@@ -235,8 +240,8 @@ int rhinet_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 
 /* ---- QP ------------------------------------------------------------------ */
 
-/* SQ slots one WQE of these capabilities takes. */
-static u32 rhinet_wqe_slots(const struct ib_qp_cap *cap)
+/* SQ slots one WQE of these capabilities takes; UD WQEs end with a GRH. */
+u32 rhinet_wqe_slots(const struct ib_qp_cap *cap, bool ud)
 {
 	u32 sge_units = cap->max_send_sge > RHN_WQE_BASE_SGES ?
 				DIV_ROUND_UP(cap->max_send_sge - RHN_WQE_BASE_SGES,
@@ -248,7 +253,7 @@ static u32 rhinet_wqe_slots(const struct ib_qp_cap *cap)
 						RHN_SQ_SLOT_SIZE) :
 				   0;
 
-	return 1 + max(sge_units, inline_units);
+	return 1 + max(sge_units, inline_units) + (ud ? 1 : 0);
 }
 
 static int rhinet_qp_check(struct rhinet_ib *ib, struct ib_qp_init_attr *attr,
@@ -257,14 +262,15 @@ static int rhinet_qp_check(struct rhinet_ib *ib, struct ib_qp_init_attr *attr,
 	const struct rhn_device_attr *hw = &ib->rdev->attr;
 	const struct ib_qp_cap *cap = &attr->cap;
 	u32 max_log = le32_to_cpu(hw->max_wq_log_depth);
+	u32 slots = rhinet_wqe_slots(cap, attr->qp_type == IB_QPT_UD);
 
 	if (cap->max_send_sge > le32_to_cpu(hw->max_send_sges) ||
 	    cap->max_recv_sge > le32_to_cpu(hw->max_recv_sges) ||
-	    cap->max_inline_data > le32_to_cpu(hw->max_inline))
+	    cap->max_inline_data > le32_to_cpu(hw->max_inline) ||
+	    slots > RHN_WQE_MAX_SLOTS)
 		return -EINVAL;
 	if (req->sq_log_depth < 1 || req->sq_log_depth > max_log ||
-	    (u64)cap->max_send_wr * rhinet_wqe_slots(cap) >
-		    (1u << req->sq_log_depth))
+	    (u64)cap->max_send_wr * slots > (1u << req->sq_log_depth))
 		return -EINVAL;
 	if (attr->srq)
 		return req->rq_log_depth ? -EINVAL : 0;
@@ -350,7 +356,7 @@ int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	int type, ret;
 
 	if (!uc)
-		return -EOPNOTSUPP;
+		return rhinet_kqp_create(ib, qp, attr);
 	if (attr->create_flags || !attr->send_cq || !attr->recv_cq)
 		return -EOPNOTSUPP;
 	ret = rhinet_udata_in(udata, &req, sizeof(req));
@@ -387,7 +393,8 @@ int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	ibqp->qp_num = qp->qpn;
 	qp->attr.qp_state = IB_QPS_RESET;
 	attr->cap.max_send_wr = (1u << req.sq_log_depth) /
-				rhinet_wqe_slots(&attr->cap);
+				rhinet_wqe_slots(&attr->cap,
+						 attr->qp_type == IB_QPT_UD);
 	if (!attr->srq)
 		attr->cap.max_recv_wr = 1u << req.rq_log_depth;
 	resp.qpn = qp->qpn;
@@ -412,6 +419,10 @@ int rhinet_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	if (ret)
 		return ret;
 	xa_erase_irq(&ib->qps, qp->qpn);
+	if (!uc) {
+		rhinet_kqp_free(ib, qp);
+		return 0;
+	}
 	mutex_lock(&uc->lock);
 	if (uc->endpoint_qpn == qp->qpn)
 		uc->endpoint_qpn = 0;
@@ -456,6 +467,9 @@ static int rhinet_qp_validate(struct rhinet_ib *ib, struct rhinet_qp *qp,
 		return -EOPNOTSUPP;
 	if (!ib_modify_qp_is_ok(cur, next, type, mask))
 		return -EINVAL;
+	/* Controlled Q_Keys (high bit set) are the kernel's, as QP1's. */
+	if ((mask & IB_QP_QKEY) && (attr->qkey & BIT(31)) && qp->uc)
+		return -EPERM;
 	if (((mask & IB_QP_PORT) && attr->port_num != 1) ||
 	    ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index) ||
 	    ((mask & IB_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > max_rd) ||

@@ -12,10 +12,6 @@ namespace rhinet {
 
 namespace {
 
-// RoCE UD receive buffers start with room for a 40-byte GRH. The NIC does
-// not write one yet: the provider skips that room and reports it.
-constexpr uint32_t kGrhSize = 40;
-
 bool is_ud(const Qp* qp) { return qp->vqp.qp.qp_type == IBV_QPT_UD; }
 
 int nic_opcode(ibv_wr_opcode op) {
@@ -99,9 +95,15 @@ uint32_t build_wqe(const Qp* qp, const ibv_send_wr* wr, uint8_t* w, int* err) {
   if (op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE_IMM)
     h->imm_data = wr->imm_data;  // opaque, network order both ends
   if (ud) {
-    h->dst_node = to_ah(wr->wr.ud.ah)->dest_node;
+    const Ah* ah = to_ah(wr->wr.ud.ah);
+    h->dst_node = ah->dest_node;
     h->dst_qpn = wr->wr.ud.remote_qpn;
     h->u.status.qkey = wr->wr.ud.remote_qkey;
+    // The GRH slot follows the payload slots.
+    h->flags |= RHN_WQE_F_GRH;
+    ext += kUdGrhUnits;
+    h->ext_units = static_cast<uint8_t>(ext);
+    memcpy(w + ext * RHN_SQ_SLOT_SIZE, &ah->grh, sizeof(ah->grh));
   } else if (atomic) {
     h->remote_addr = wr->wr.atomic.remote_addr;
     h->remote_key = wr->wr.atomic.rkey;
@@ -156,9 +158,10 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
 
 namespace {
 
-// Fills one receive WQE; false if it has too many SGEs.
+// Fills one receive WQE; false if it has too many SGEs. UD buffers start
+// with the GRH room, which the NIC fills or skips (hw_queues.h).
 bool build_recv(const ibv_recv_wr* wr, uint32_t index, uint32_t max_sge,
-                bool ud, rhn_recv_wqe* r) {
+                rhn_recv_wqe* r) {
   if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > max_sge ||
       wr->num_sge > RHN_RQ_MAX_SGES)
     return false;
@@ -168,10 +171,6 @@ bool build_recv(const ibv_recv_wr* wr, uint32_t index, uint32_t max_sge,
   for (int i = 0; i < wr->num_sge; i++)
     tmp.sge[i] = rhn_sge{wr->sg_list[i].addr, wr->sg_list[i].length,
                          wr->sg_list[i].lkey};
-  if (ud && tmp.num_sge && tmp.sge[0].length >= kGrhSize) {
-    tmp.sge[0].addr += kGrhSize;
-    tmp.sge[0].length -= kGrhSize;
-  }
   *r = tmp;
   return true;
 }
@@ -193,8 +192,7 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
       break;
     }
     const uint32_t pos = qp->rq_producer & (qp->rq_depth - 1);
-    if (!build_recv(wr, qp->rq_producer, qp->max_recv_sge, is_ud(qp),
-                    &qp->rq[pos])) {
+    if (!build_recv(wr, qp->rq_producer, qp->max_recv_sge, &qp->rq[pos])) {
       err = EINVAL;
       break;
     }
@@ -223,8 +221,7 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
       err = ENOMEM;
       break;
     }
-    // UD QPs may share the SRQ: its buffers keep the GRH room as they are.
-    if (!build_recv(wr, srq->producer, srq->max_sge, false, &srq->ring[pos])) {
+    if (!build_recv(wr, srq->producer, srq->max_sge, &srq->ring[pos])) {
       err = EINVAL;
       break;
     }
@@ -338,10 +335,7 @@ int poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
     } else {
       complete_recv(qp, e, &c);
       c.src_qp = e.src_qpn;
-      if (is_ud(qp) && !qp->srq) {
-        c.wc_flags |= IBV_WC_GRH;
-        c.byte_len += kGrhSize;
-      }
+      if (e.flags & RHN_CQE_F_GRH) c.wc_flags |= IBV_WC_GRH;
     }
   }
   if (got) {

@@ -127,6 +127,7 @@ struct Qp {
 struct Ah {
   ibv_ah ibah;
   uint16_t dest_node;
+  rhn_wqe_grh grh;  // the last slot of every UD WQE through this AH
 };
 
 inline Context* to_ctx(ibv_context* c) {
@@ -159,6 +160,8 @@ inline uint32_t ext_units_for_inline(uint32_t len) {
                    RHN_SQ_SLOT_SIZE
              : 0;
 }
+// UD WQEs end with one more slot: the GRH (struct rhn_wqe_grh).
+constexpr uint32_t kUdGrhUnits = 1;
 
 // Queue memory: page-aligned, zeroed, and excluded from fork() copies.
 uint8_t* alloc_queue_buffer(size_t len);

@@ -239,10 +239,11 @@ RHINET_CMD(ModifyQpCmd, ib_uverbs_modify_qp, rhinet_no_data);
 RHINET_CMD(QueryQpCmd, ib_uverbs_query_qp, rhinet_no_data);
 
 // Slots a WQE with these limits takes (the kernel checks the same rule).
-static uint32_t wqe_slots(uint32_t max_sge, uint32_t max_inline) {
+static uint32_t wqe_slots(uint32_t max_sge, uint32_t max_inline, bool ud) {
   const uint32_t sge_units = ext_units_for_sges(max_sge);
   const uint32_t inline_units = ext_units_for_inline(max_inline);
-  return 1 + (sge_units > inline_units ? sge_units : inline_units);
+  return 1 + (sge_units > inline_units ? sge_units : inline_units) +
+         (ud ? kUdGrhUnits : 0);
 }
 
 static void free_qp(Qp* qp) {
@@ -261,7 +262,9 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
       cap.max_recv_sge > ctx->attr.max_recv_sge ||
       cap.max_inline_data > ctx->attr.max_inline)
     return errno = EINVAL, nullptr;
-  const uint32_t slots = wqe_slots(cap.max_send_sge, cap.max_inline_data);
+  const uint32_t slots = wqe_slots(cap.max_send_sge, cap.max_inline_data,
+                                   attr->qp_type == IBV_QPT_UD);
+  if (slots > RHN_WQE_MAX_SLOTS) return errno = EINVAL, nullptr;
   const uint64_t sq_slots =
       uint64_t{cap.max_send_wr ? cap.max_send_wr : 1} * slots;
   const uint32_t max_depth = 1u << ctx->attr.max_wq_log_depth;
@@ -376,6 +379,13 @@ ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
     return nullptr;
   }
   ah->dest_node = resp.drv.dest_node;
+  // RoCE AHs always have a GRH (the kernel refuses others); the NIC puts
+  // the source GID of sgid_index in.
+  memcpy(ah->grh.dgid, attr->grh.dgid.raw, sizeof(ah->grh.dgid));
+  ah->grh.flow_label = attr->grh.flow_label;
+  ah->grh.sgid_index = attr->grh.sgid_index;
+  ah->grh.hop_limit = attr->grh.hop_limit;
+  ah->grh.traffic_class = attr->grh.traffic_class;
   return &ah->ibah;
 }
 

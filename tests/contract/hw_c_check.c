@@ -120,6 +120,12 @@ static const struct check checks[] = {
     OFF(struct rhn_admin_create_qp, type, 16),
     OFF(struct rhn_admin_create_qp, sq_log_depth, 17),
     OFF(struct rhn_admin_create_qp, rq_log_depth, 18),
+    OFF(struct rhn_admin_create_qp, flags, 19),
+    SIZE(struct rhn_wqe_grh, 64),
+    OFF(struct rhn_wqe_grh, flow_label, 16),
+    OFF(struct rhn_wqe_grh, sgid_index, 20),
+    SIZE(struct rhn_admin_set_gid, 24),
+    OFF(struct rhn_admin_set_gid, gid, 8),
     OFF(struct rhn_admin_create_qp, sq_ring, 24),
     OFF(struct rhn_admin_create_qp, rq_ring, 40),
     OFF(struct rhn_admin_create_qp, sq_record, 56),
@@ -186,7 +192,11 @@ static const struct check checks[] = {
     OFF(struct rhn_op_hdr, msg_len, 32),
     OFF(struct rhn_op_hdr, msg_offset, 36),
     VAL(RHN_DATA_HDR_LEN, 72),
-    VAL(RHN_MAX_FRAME, 4168),
+    VAL(RHN_MAX_FRAME, 4208),
+    VAL(RHN_WIRE_GRH_LEN, 40),
+    VAL(RHN_UD_GRH_LEN, 40),
+    VAL(RHN_QPN_GSI, 1),
+    VAL(RHN_GID_TABLE_LEN, 16),
 };
 
 int main(void) {

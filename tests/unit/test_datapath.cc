@@ -622,10 +622,12 @@ TEST(Ud, SendRecvWithQkey) {
   Completion r = wait_one(c, *b.cq);
   ASSERT_TRUE(r.ok()) << describe(r);
   EXPECT_EQ(r.wr_id, 1u);
-  EXPECT_EQ(r.byte_len, 2000u);
+  // The buffer starts with the GRH room: no GRH was sent, none written.
+  EXPECT_EQ(r.byte_len, 2000u + RHN_UD_GRH_LEN);
+  EXPECT_FALSE(r.flags & RHN_CQE_F_GRH);
   EXPECT_EQ(r.src_node, 0u);
   EXPECT_EQ(r.src_qpn, a.qp->qpn());
-  EXPECT_EQ(b.buf.buf.bytes(0, 2000), a.buf.buf.bytes(0, 2000));
+  EXPECT_EQ(b.buf.buf.bytes(RHN_UD_GRH_LEN, 2000), a.buf.buf.bytes(0, 2000));
 
   // Wrong qkey: dropped and counted, no receive consumed.
   CounterSnap bs(c.node(1));
@@ -643,7 +645,126 @@ TEST(Ud, SendRecvWithQkey) {
   r = wait_one(c, *b.cq);
   EXPECT_TRUE(r.ok()) << describe(r);
   EXPECT_EQ(r.wr_id, 2u);
-  EXPECT_EQ(b.buf.buf.bytes(8192, 2000), a.buf.buf.bytes(0, 2000));
+  EXPECT_EQ(b.buf.buf.bytes(8192 + RHN_UD_GRH_LEN, 2000),
+            a.buf.buf.bytes(0, 2000));
+}
+
+// The GRH of a UD SEND: the source GID from the sender NIC's table (set by
+// the kernel only), the rest from the WQE; written ahead of the payload.
+TEST(Ud, GrhCarriesTheSourceGidFromTheNicTable) {
+  SimCluster c(cluster_config(2));
+  ASSERT_TRUE(c.all_up());
+  DatagramNode a = make_datagram_node(c, 0, RHN_QP_UD, 0x1111);
+  DatagramNode b = make_datagram_node(c, 1, RHN_QP_UD, 0x2222);
+  ASSERT_TRUE(a.qp && b.qp);
+  const uint8_t sgid[16] = {0, 0, 0,    0,    0,  0,  0, 0,
+                            0, 0, 0xff, 0xff, 10, 77, 0, 1};
+  const uint8_t dgid[16] = {0, 0, 0,    0,    0,  0,  0, 0,
+                            0, 0, 0xff, 0xff, 10, 77, 0, 2};
+  ASSERT_TRUE(c.node(0).driver->set_gid(3, sgid).ok());
+  // Only the kernel sets GIDs, and only inside the table.
+  EXPECT_FALSE(c.node(0).driver->set_gid(RHN_GID_TABLE_LEN, sgid).ok());
+  a.buf.buf.fill_pattern(77);
+  for (uint64_t i = 0; i < 3; ++i)
+    ASSERT_TRUE(b.qp->post_recv(i, {b.buf.sge(i * 8192, 8192)}));
+
+  SendWr wr = send_wr(1, {a.buf.sge(0, RHN_WIRE_MTU)});  // a full MTU
+  wr.flags |= RHN_WQE_F_GRH;
+  wr.dst_node = 1;
+  wr.dst_qpn = b.qp->qpn();
+  wr.qkey = 0x2222;
+  std::memcpy(wr.grh.dgid, dgid, 16);
+  wr.grh.flow_label = 0x12345;
+  wr.grh.sgid_index = 3;
+  wr.grh.hop_limit = 64;
+  wr.grh.traffic_class = 0xa0;
+  ASSERT_TRUE(a.qp->post_send(wr));
+  EXPECT_TRUE(wait_one(c, *a.cq).ok());
+  Completion r = wait_one(c, *b.cq);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.byte_len, RHN_WIRE_MTU + RHN_UD_GRH_LEN);
+  EXPECT_TRUE(r.flags & RHN_CQE_F_GRH);
+  const std::vector<uint8_t> grh = b.buf.buf.bytes(0, RHN_UD_GRH_LEN);
+  const uint8_t head[8] = {0x6a, 0x01, 0x23, 0x45, 0x10, 0x00, 0x1b, 64};
+  EXPECT_EQ(std::vector<uint8_t>(grh.begin(), grh.begin() + 8),
+            std::vector<uint8_t>(head, head + 8));
+  EXPECT_EQ(std::vector<uint8_t>(grh.begin() + 8, grh.begin() + 24),
+            std::vector<uint8_t>(sgid, sgid + 16));
+  EXPECT_EQ(std::vector<uint8_t>(grh.begin() + 24, grh.end()),
+            std::vector<uint8_t>(dgid, dgid + 16));
+  EXPECT_EQ(b.buf.buf.bytes(RHN_UD_GRH_LEN, RHN_WIRE_MTU),
+            a.buf.buf.bytes(0, RHN_WIRE_MTU));
+
+  // An index the kernel never set: refused locally, the QP goes to error.
+  CounterSnap bs(c.node(1));
+  wr.wr_id = 2;
+  wr.grh.sgid_index = 4;
+  ASSERT_TRUE(a.qp->post_send(wr));
+  r = wait_one(c, *a.cq);
+  EXPECT_EQ(r.status, RHN_CQE_LOC_QP_OP_ERR) << describe(r);
+  EXPECT_EQ(r.vendor_err, uint32_t(RHN_SYN_BAD_WQE));
+  c.run_for(1'000'000);
+  EXPECT_TRUE(b.cq->poll().empty());
+  EXPECT_EQ(bs.delta(RHN_CNT_RX_PACKETS), 0u);
+}
+
+// A Q_Key with the high bit set names the sending QP's own key, so a process
+// cannot reach a QP holding such a "controlled" key (the management QP).
+TEST(Ud, ControlledQkeyInAWqeMeansTheQpsOwn) {
+  SimCluster c(cluster_config(2));
+  ASSERT_TRUE(c.all_up());
+  DatagramNode a = make_datagram_node(c, 0, RHN_QP_UD, 0x1111);
+  DatagramNode b = make_datagram_node(c, 1, RHN_QP_UD, 0x80010000u);
+  DatagramNode d = make_datagram_node(c, 1, RHN_QP_UD, 0x1111);
+  ASSERT_TRUE(a.qp && b.qp && d.qp);
+  ASSERT_TRUE(b.qp->post_recv(1, {b.buf.sge(0, 4096)}));
+  ASSERT_TRUE(d.qp->post_recv(1, {d.buf.sge(0, 4096)}));
+  CounterSnap bs(c.node(1));
+  SendWr wr = send_wr(1, {a.buf.sge(0, 64)});
+  wr.dst_node = 1;
+  wr.dst_qpn = b.qp->qpn();
+  wr.qkey = 0x80010000u;
+  ASSERT_TRUE(a.qp->post_send(wr));
+  EXPECT_TRUE(wait_one(c, *a.cq).ok());
+  c.run_for(1'000'000);
+  EXPECT_TRUE(b.cq->poll().empty());
+  EXPECT_EQ(bs.delta(RHN_CNT_UD_DROPS), 1u);
+  // The same WQE reaches a QP whose key is the sender QP's own.
+  wr.dst_qpn = d.qp->qpn();
+  ASSERT_TRUE(a.qp->post_send(wr));
+  EXPECT_TRUE(wait_one(c, *a.cq).ok());
+  EXPECT_TRUE(wait_one(c, *d.cq).ok());
+}
+
+// QPN 1 is the kernel's management QP: one, UD, context 0 only.
+TEST(Ud, ManagementQpIsQpnOneAndKernelOnly) {
+  SimCluster c(cluster_config(2));
+  ASSERT_TRUE(c.all_up());
+  auto user = c.node(0).open_context();
+  auto kernel = c.node(0).kernel_context();
+  ASSERT_TRUE(user->ok() && kernel->ok());
+  auto ucq = user->create_cq(6);
+  auto kcq = kernel->create_cq(6);
+  ASSERT_TRUE(ucq && kcq);
+  QpInit qi;
+  qi.type = RHN_QP_UD;
+  qi.flags = RHN_CREATE_QP_F_GSI;
+  qi.send_cq = ucq.get();
+  EXPECT_FALSE(user->create_qp(qi));
+  qi.send_cq = kcq.get();
+  qi.type = RHN_QP_RC;
+  EXPECT_FALSE(kernel->create_qp(qi));
+  qi.type = RHN_QP_UD;
+  auto gsi = kernel->create_qp(qi);
+  ASSERT_TRUE(gsi);
+  EXPECT_EQ(gsi->qpn(), RHN_QPN_GSI);
+  EXPECT_FALSE(kernel->create_qp(qi));  // only one
+  // Other QPs never get QPN 1, even while it is free.
+  gsi.reset();
+  qi.flags = 0;
+  auto plain = kernel->create_qp(qi);
+  ASSERT_TRUE(plain);
+  EXPECT_GT(plain->qpn(), RHN_QPN_GSI);
 }
 
 TEST(Ud, NoReceivePostedIsDroppedAndCounted) {

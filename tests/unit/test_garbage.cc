@@ -241,8 +241,9 @@ TEST_F(Garbage, LyingLengthsWithValidCrcs) {
   frames.push_back(seal(ack, &op, {}));
   // An ACK that claims a payload.
   frames.push_back(seal(ack, nullptr, std::vector<uint8_t>(8, 3)));
-  // Payload beyond the MTU.
-  f = seal(data_header(1, 3), &op, std::vector<uint8_t>(RHN_WIRE_MTU + 8, 2));
+  // Payload beyond the MTU and a GRH.
+  f = seal(data_header(1, 3), &op,
+           std::vector<uint8_t>(RHN_WIRE_MTU + RHN_WIRE_GRH_LEN + 8, 2));
   frames.push_back(f);
   // Unknown packet type, wrong magic, wrong version.
   rhn_pkt_hdr odd = data_header(1, 3);

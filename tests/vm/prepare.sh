@@ -27,8 +27,9 @@ for b in "${guest_bins[@]}"; do bin_args+=(--bin "$b"); done
 # Our kernel module, when the kernel headers let it be built.
 KO="$BUILD/kernel/rhinet/rhinet.ko"
 [[ -f $KO ]] && bin_args+=(--file "$KO:/opt/rhinet/modules/rhinet.ko")
-# ib_core and ib_uverbs for the RDMA device, and iproute2's rdma tool.
-bin_args+=(--module ib_uverbs --bin "$(command -v rdma)")
+# ib_core and ib_uverbs for the RDMA device, rdma_ucm (with rdma_cm and
+# ib_cm) for connection management, and iproute2's rdma tool.
+bin_args+=(--module ib_uverbs --module rdma_ucm --bin "$(command -v rdma)")
 # Unmodified rdma-core tools (ibverbs-utils, perftest, rdmacm-utils) at their
 # own paths. libibverbs dlopens its providers (ldd does not name them), each
 # announced by a file in /etc/libibverbs.d.
@@ -38,6 +39,8 @@ for t in ibv_devinfo ibv_devices ibv_rc_pingpong ibv_ud_pingpong \
 	bin_args+=(--tool "/usr/bin/$t")
 done
 VERBS_LIB=/usr/lib/x86_64-linux-gnu
+# glibc dlopens libgcc_s when a thread exits (rping's do); ldd cannot see it.
+bin_args+=(--tool "$VERBS_LIB/libgcc_s.so.1")
 # Soft-RoCE as a reference: Debian's rxe provider and rdma_rxe, with the
 # crc32 crypto modules the kernel asks modprobe for when rxe starts (ICRC).
 bin_args+=(--tool "$VERBS_LIB/libibverbs/librxe-rdmav34.so"

@@ -41,6 +41,7 @@ enum rhn_admin_opcode {
 	RHN_ADMIN_REGISTER_AREA = 0x28,
 	RHN_ADMIN_UNREGISTER_AREA = 0x29,
 	RHN_ADMIN_SET_LINK = 0x30, /* administrative link up/down */
+	RHN_ADMIN_SET_GID = 0x31, /* kernel only: one entry of the GID table */
 };
 
 enum rhn_admin_status {
@@ -99,6 +100,20 @@ enum rhn_qp_attr_mask {
 };
 
 #define RHN_NO_SRQ 0xffffffffu
+
+/*
+ * QPN 1 is the general services QP (IBTA's QP1) that management datagrams
+ * such as connection requests are sent to. It is never issued otherwise;
+ * the kernel context creates it as a UD QP with RHN_CREATE_QP_F_GSI.
+ */
+#define RHN_QPN_GSI 1u
+
+enum rhn_create_qp_flags {
+	RHN_CREATE_QP_F_GSI = 1u << 0,
+};
+
+/* Source GIDs of outgoing GRHs (RHN_WQE_F_GRH) are taken from this table. */
+#define RHN_GID_TABLE_LEN 16
 
 struct rhn_admin_cmd_hdr {
 	__u8 opcode; /* enum rhn_admin_opcode */
@@ -168,7 +183,7 @@ struct rhn_admin_create_qp {
 	__u8 type; /* enum rhn_qp_type */
 	__u8 sq_log_depth; /* SQ slots */
 	__u8 rq_log_depth;
-	__u8 reserved0;
+	__u8 flags; /* enum rhn_create_qp_flags */
 	__le32 reserved1;
 	struct rhn_host_ref sq_ring;
 	struct rhn_host_ref rq_ring;
@@ -201,6 +216,12 @@ struct rhn_admin_set_link {
 	__le32 up;
 };
 
+struct rhn_admin_set_gid {
+	__le32 index; /* < RHN_GID_TABLE_LEN */
+	__le32 reserved;
+	__u8 gid[16]; /* all zero: the entry is unused */
+};
+
 struct rhn_admin_cmd {
 	struct rhn_admin_cmd_hdr hdr;
 	union {
@@ -215,6 +236,7 @@ struct rhn_admin_cmd {
 		struct rhn_admin_modify_qp modify_qp;
 		struct rhn_admin_register_area register_area;
 		struct rhn_admin_set_link set_link;
+		struct rhn_admin_set_gid set_gid;
 		__u8 raw[RHN_ADMIN_CMD_SIZE - 8];
 	} u;
 };
@@ -224,6 +246,7 @@ RHN_ASSERT_SIZE(struct rhn_admin_create_cq, 40);
 RHN_ASSERT_SIZE(struct rhn_admin_create_srq, 48);
 RHN_ASSERT_SIZE(struct rhn_admin_create_qp, 88);
 RHN_ASSERT_SIZE(struct rhn_admin_modify_qp, 24);
+RHN_ASSERT_SIZE(struct rhn_admin_set_gid, 24);
 RHN_ASSERT_OFFSET(struct rhn_admin_create_qp, sq_ring, 24);
 
 struct rhn_admin_cpl {

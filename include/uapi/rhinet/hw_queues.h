@@ -76,6 +76,7 @@ enum rhn_wqe_flags {
 	RHN_WQE_F_STATUS_WORD = 1u << 4, /* write a status word at the end */
 	RHN_WQE_F_AREA = 1u << 5, /* remote_key is an area ID */
 	RHN_WQE_F_SIGNAL_REMOTE = 1u << 6, /* interrupt the target (004 2.11) */
+	RHN_WQE_F_GRH = 1u << 7, /* UD: the last slot is a struct rhn_wqe_grh */
 };
 
 /* Partial-transfer mode (004 table 1). Only RHN_XFER_BASIC is accepted yet. */
@@ -137,10 +138,34 @@ RHN_ASSERT_OFFSET(struct rhn_send_wqe, remote_addr, 24);
 RHN_ASSERT_OFFSET(struct rhn_send_wqe, u, 32);
 RHN_ASSERT_OFFSET(struct rhn_send_wqe, d, 48);
 
+/*
+ * Global route of a UD SEND (RoCE addressing, as in the address handle): the
+ * WQE's last slot. The NIC takes the source GID from its GID table, so a
+ * process cannot forge it, and sends the 40-byte GRH ahead of the payload;
+ * the receiving NIC writes it into the first 40 bytes of the receive buffer.
+ * SGEs or inline data must fit in the slots before this one.
+ */
+struct rhn_wqe_grh {
+	__u8 dgid[16];
+	__le32 flow_label; /* 20 bits */
+	__u8 sgid_index; /* < RHN_GID_TABLE_LEN */
+	__u8 hop_limit;
+	__u8 traffic_class;
+	__u8 reserved[41];
+};
+RHN_ASSERT_SIZE(struct rhn_wqe_grh, RHN_SQ_SLOT_SIZE);
+
 /* ---- Receive queue and SRQ -------------------------------------------- */
 
 #define RHN_RQ_WQE_SIZE 64
 #define RHN_RQ_MAX_SGES 3
+
+/*
+ * A UD receive buffer starts with RHN_UD_GRH_LEN bytes for the sender's GRH
+ * (written only when the CQE has RHN_CQE_F_GRH); the payload follows, and
+ * the CQE's byte_len counts both, as in InfiniBand.
+ */
+#define RHN_UD_GRH_LEN 40
 
 struct rhn_recv_wqe {
 	__le16 wqe_index; /* low 16 bits of this WQE's index */
@@ -207,6 +232,7 @@ enum rhn_cqe_flags {
 	RHN_CQE_F_IMM = 1u << 0,
 	RHN_CQE_F_SOLICITED = 1u << 1,
 	RHN_CQE_F_SQ = 1u << 2, /* from the send queue */
+	RHN_CQE_F_GRH = 1u << 3, /* UD receive: the buffer starts with a GRH */
 	RHN_CQE_F_OWNER = 1u << 7, /* phase bit, flips on every wrap */
 };
 

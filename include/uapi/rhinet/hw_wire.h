@@ -91,7 +91,15 @@ enum rhn_wire_op_flags {
 	RHN_WOP_F_SOLICITED = 1u << 3,
 	RHN_WOP_F_AREA = 1u << 4, /* rkey is an area ID */
 	RHN_WOP_F_SIGNAL = 1u << 5, /* interrupt the receiving host */
+	RHN_WOP_F_GRH = 1u << 6, /* UD SEND: payload starts with the GRH */
 };
+
+/*
+ * The GRH of a UD SEND, in InfiniBand's byte order (big-endian): version 6,
+ * traffic class and flow label; payload length; next header 0x1b; hop
+ * limit; source and destination GID. It counts in payload_len and msg_len.
+ */
+#define RHN_WIRE_GRH_LEN 40
 
 /*
  * Operation header. For requests dst_qpn is the responder's QP/endpoint and
@@ -119,6 +127,6 @@ RHN_ASSERT_SIZE(struct rhn_op_hdr, 40);
 
 #define RHN_PKT_HDR_LEN 32
 #define RHN_DATA_HDR_LEN (RHN_PKT_HDR_LEN + 40)
-#define RHN_MAX_FRAME (RHN_DATA_HDR_LEN + RHN_WIRE_MTU)
+#define RHN_MAX_FRAME (RHN_DATA_HDR_LEN + RHN_WIRE_GRH_LEN + RHN_WIRE_MTU)
 
 #endif /* RHINET_HW_WIRE_H */

@@ -165,13 +165,18 @@ bool SimQp::encode(const SendWr& wr, std::vector<uint8_t>* slots) {
       }
     }
   }
-  const size_t ext_units =
+  const size_t payload_units =
       (ext.size() + RHN_SQ_SLOT_SIZE - 1) / RHN_SQ_SLOT_SIZE;
+  const bool grh = (wr.flags & RHN_WQE_F_GRH) != 0;
+  const size_t ext_units = payload_units + (grh ? 1 : 0);
   if (ext_units > RHN_WQE_MAX_EXT_UNITS) return false;
   base.ext_units = uint8_t(ext_units);
   slots->assign((1 + ext_units) * RHN_SQ_SLOT_SIZE, 0);
   std::memcpy(slots->data(), &base, sizeof base);
   std::copy(ext.begin(), ext.end(), slots->begin() + RHN_SQ_SLOT_SIZE);
+  if (grh)
+    std::memcpy(slots->data() + ext_units * RHN_SQ_SLOT_SIZE, &wr.grh,
+                sizeof wr.grh);
   return true;
 }
 
@@ -430,6 +435,7 @@ std::unique_ptr<SimQp> SimContext::create_qp(const QpInit& init) {
   c.recv_cqn = qp->recv_cq_->cqn();
   c.srqn = init.srq ? init.srq->srqn() : RHN_NO_SRQ;
   c.type = init.type;
+  c.flags = init.flags;
   c.sq_log_depth = init.sq_log_depth;
   c.sq_ring = qp->sq_.ref(0);
   c.sq_record = qp->sq_.record_ref();

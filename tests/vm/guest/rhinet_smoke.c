@@ -7,7 +7,7 @@
  *
  * Checks that the device is enumerated with our IDs and that BAR0 reports the
  * contract version, this node's ID and MAC. Then brings the engine up through
- * its admin queue, creates a UD QP (QPN 1 on a fresh engine), and runs ROUNDS
+ * its admin queue, creates the UD management QP (QPN 1), and runs ROUNDS
  * round trips: the lower node sends "hello R" (up to 3 KiB, patterned) until
  * the higher node's "reply R" comes back; every byte is checked.
  * Exit status 0 on success; every failure prints what was wrong.
@@ -89,6 +89,8 @@ static void bring_up(void)
 	c.u.create_qp.recv_cqn = cqn;
 	c.u.create_qp.srqn = RHN_NO_SRQ;
 	c.u.create_qp.type = RHN_QP_UD;
+	/* The well-known QPN 1: this program stands in for the kernel. */
+	c.u.create_qp.flags = RHN_CREATE_QP_F_GSI;
 	c.u.create_qp.sq_log_depth = WQ_LOG_DEPTH;
 	c.u.create_qp.rq_log_depth = WQ_LOG_DEPTH;
 	c.u.create_qp.sq_ring = ref(sq.pa);
@@ -96,8 +98,8 @@ static void bring_up(void)
 	c.u.create_qp.sq_record = ref(records.pa + SQ_RECORD);
 	c.u.create_qp.rq_record = ref(records.pa + RQ_RECORD);
 	qpn = admin(&c, "CREATE_QP");
-	if (qpn != 1)
-		fail("first QP of a fresh engine is %u, expected 1", qpn);
+	if (qpn != RHN_QPN_GSI)
+		fail("the management QP is %u, expected %u", qpn, RHN_QPN_GSI);
 
 	static const uint8_t states[] = {RHN_QPS_INIT, RHN_QPS_RTR,
 					 RHN_QPS_RTS};
@@ -191,7 +193,10 @@ static size_t make_message(uint8_t *buf, const char *kind, unsigned round,
 static int check_message(const struct rhn_cqe *cqe, const char *kind)
 {
 	static uint8_t want[PAGE];
-	const uint8_t *got = bufs[cqe->wqe_index % RECV_BUFS].va;
+	/* UD: the payload follows the buffer's GRH room. */
+	const uint8_t *got =
+		bufs[cqe->wqe_index % RECV_BUFS].va + RHN_UD_GRH_LEN;
+	uint32_t byte_len = cqe->byte_len - RHN_UD_GRH_LEN;
 	unsigned round;
 	char fmt[32];
 	size_t len;
@@ -203,9 +208,10 @@ static int check_message(const struct rhn_cqe *cqe, const char *kind)
 	if (sscanf((const char *)got, fmt, &round) != 1)
 		fail("received '%.40s', expected a %s", got, kind);
 	len = make_message(want, kind, round, peer);
-	if (cqe->byte_len != len || memcmp(got, want, len))
+	if (cqe->byte_len < RHN_UD_GRH_LEN || byte_len != len ||
+	    memcmp(got, want, len))
 		fail("%s %u: %u bytes, expected %zu, or the content differs",
-		     kind, round, cqe->byte_len, len);
+		     kind, round, byte_len, len);
 	return (int)round;
 }
 

@@ -6,7 +6,9 @@
 #             ibv_rc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong checking the
 #             received bytes (-c)
 #   perftest  ib_{write,read,send}_{bw,lat}, ib_atomic_{bw,lat}
-#   verbs_tools.sh NODE NODES [basic|perftest|all] [DEVICE]
+#   cm        connections through rdma_cm (ib_cm over the management QP):
+#             rping validating every ping, perftest with -R
+#   verbs_tools.sh NODE NODES [basic|perftest|cm|all] [DEVICE]
 # DEVICE (default rhinet0) may name a soft-RoCE device instead (rxe*): it is
 # created on eth0 with rdma_rxe, to try these runs against a known-good
 # provider.
@@ -26,11 +28,12 @@ fail() { echo "verbs_tools: FAIL: $*"; dmesg | tail -30; exit 1; }
 now() { cut -d' ' -f1 /proc/uptime; }
 elapsed() { echo "$1 $(now)" | awk '{ printf "%.1f", $2 - $1 }'; }
 
-case $WHICH in basic | perftest | all) ;; *) fail "unknown set '$WHICH'" ;; esac
+case $WHICH in basic | perftest | cm | all) ;; *) fail "unknown set '$WHICH'" ;; esac
+want() { [ "$WHICH" = all ] || [ "$WHICH" = "$1" ]; }
 [ "$NODE" = 0 ] || [ "$NODE" = 1 ] || fail "runs on two nodes (node $NODE)"
 
 dmesg -c >/dev/null
-modprobe ib_uverbs && insmod "$KO" || fail "insmod"
+modprobe ib_uverbs && modprobe rdma_ucm && insmod "$KO" || fail "insmod"
 # RoCE GID 0 is eth0's IPv6 link-local address: usable at once without
 # duplicate address detection (soft-RoCE resolves it through the IP stack).
 echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad
@@ -96,8 +99,10 @@ run_pair() {
 				timeout $RUN_TIMEOUT "$@" "$SERVER" >/tmp/out 2>&1
 			fi
 			rc=$?
+			# perftest over TCP, and rdma_cm when nobody listens yet.
 			[ "$NODE" = 0 ] && [ $rc != 0 ] &&
-				grep -q "Couldn't connect to" /tmp/out || break
+				grep -qE "Couldn't connect to|RDMA_CM_EVENT_(REJECTED|UNREACHABLE)|Unable to perform rdma_client" \
+					/tmp/out || break
 			tries=$((tries + 1))
 			[ $tries -lt $CONNECT_TRIES ] || break
 			usleep 500000
@@ -132,7 +137,7 @@ run_pair() {
 	fi
 }
 
-if [ "$WHICH" != perftest ]; then
+if want basic; then
 	ibv_devinfo -d "$DEVICE" | tee /tmp/devinfo.txt
 	grep -q "state:.*PORT_ACTIVE" /tmp/devinfo.txt &&
 		grep -q "link_layer:.*Ethernet" /tmp/devinfo.txt ||
@@ -143,7 +148,7 @@ if [ "$WHICH" != perftest ]; then
 	run_pair ibv_ud_pingpong ibv_ud_pingpong $D -c -n 100 -s 1024
 	run_pair ibv_srq_pingpong ibv_srq_pingpong $D -c -n 100 -q 4 -s 4096
 fi
-if [ "$WHICH" != basic ]; then
+if want perftest; then
 	P="-d $DEVICE -x $GID -F --report_gbits"
 	run_pair ib_write_bw ib_write_bw $P -n 200 -s 65536
 	run_pair ib_write_lat ib_write_lat $P -n 200 -s 8
@@ -153,6 +158,21 @@ if [ "$WHICH" != basic ]; then
 	run_pair ib_send_lat ib_send_lat $P -n 200 -s 8
 	run_pair ib_atomic_bw ib_atomic_bw $P -n 200
 	run_pair ib_atomic_lat ib_atomic_lat $P -n 200
+fi
+if want cm; then
+	# rping: the server listens on every address, the client names it;
+	# -V checks every ping's data on both sides.
+	cat >/tmp/rping.sh <<-'EOT'
+		#!/bin/sh
+		if [ $# = 0 ]; then exec rping -s -a 0.0.0.0 -C 50 -S 1000 -V
+		else exec rping -c -a "$1" -C 50 -S 1000 -V; fi
+	EOT
+	chmod +x /tmp/rping.sh
+	run_pair rping /tmp/rping.sh
+	R="-R -d $DEVICE -F --report_gbits"
+	run_pair ib_write_bw-R ib_write_bw $R -n 200 -s 65536
+	run_pair ib_send_lat-R ib_send_lat $R -n 200 -s 8
+	run_pair ib_read_lat-R ib_read_lat $R -n 200 -s 8
 fi
 
 if dmesg | grep -v "module verification failed" | grep -E "BUG:|WARNING:|Oops"; then

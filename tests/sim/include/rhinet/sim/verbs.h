@@ -61,6 +61,8 @@ struct SendWr {
   uint64_t status_addr = 0;  // with RHN_WQE_F_STATUS_WORD
   uint32_t status_lkey = 0;
   bool inline_doorbell = false;  // write the WQE into the doorbell page too
+  // With RHN_WQE_F_GRH in flags: the global route, as the WQE's last slot.
+  rhn_wqe_grh grh{};
 };
 
 // Ring memory plus its doorbell record, in one buffer of the owning context:
@@ -129,6 +131,7 @@ struct QpInit {
   uint8_t sq_log_depth = 8;     // slots
   uint8_t rq_log_depth = 7;     // WQEs
   std::optional<uint32_t> pdn;  // default: the context's PD
+  uint8_t flags = 0;            // enum rhn_create_qp_flags
 };
 
 class SimQp {

@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Kernel verbs: the queues ib_core's own clients post to and poll. The one
+ * served is the management QP (QP1, IB_QPT_GSI) that ib_mad opens so ib_cm
+ * and rdma_cm can exchange connection requests, with its CQs. They belong
+ * to the kernel's NIC context: rings and records are DMA-coherent memory
+ * the NIC reaches by bus address, and MAD buffers use the physical lkey
+ * (the device's local_dma_lkey). The NIC sends every UD WQE with the
+ * address handle's GRH and writes the sender's GRH ahead of each received
+ * MAD, which ib_cm needs to answer.
+ */
+#include <linux/dma-mapping.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_verbs.h>
+
+#include "rhinet_ib.h"
+
+static int rhinet_kbuf_alloc(struct rhinet_ib *ib, struct rhinet_kbuf *kbuf,
+			     size_t size)
+{
+	kbuf->size = PAGE_ALIGN(size);
+	kbuf->va = dma_alloc_coherent(&ib->rdev->pdev->dev, kbuf->size,
+				      &kbuf->dma, GFP_KERNEL);
+	return kbuf->va ? 0 : -ENOMEM;
+}
+
+void rhinet_kbuf_free(struct rhinet_ib *ib, struct rhinet_kbuf *kbuf)
+{
+	if (!kbuf->va)
+		return;
+	dma_free_coherent(&ib->rdev->pdev->dev, kbuf->size, kbuf->va,
+			  kbuf->dma);
+	kbuf->va = NULL;
+}
+
+/* The full index whose low 16 bits a CQE names, at or after @base. */
+static u32 rhinet_widen(u32 base, u16 low)
+{
+	return base + (u16)(low - (u16)base);
+}
+
+/* ---- CQ ------------------------------------------------------------------ */
+
+static struct rhn_cq_record *rhinet_kcq_record(struct rhinet_cq *cq)
+{
+	return cq->kbuf.va + (size_t)RHN_CQE_SIZE * cq->depth;
+}
+
+int rhinet_kcq_create(struct rhinet_ib *ib, struct rhinet_cq *cq,
+		      const struct ib_cq_init_attr *attr)
+{
+	u32 log = order_base_2(max(attr->cqe, 2u));
+	size_t ring_bytes = (size_t)RHN_CQE_SIZE << log;
+	struct rhn_admin_cmd cmd = {};
+	int ret;
+
+	if (attr->flags)
+		return -EOPNOTSUPP;
+	if (!attr->cqe || log > le32_to_cpu(ib->rdev->attr.max_cq_log_depth))
+		return -EINVAL;
+	ret = rhinet_kbuf_alloc(ib, &cq->kbuf,
+				ring_bytes + sizeof(struct rhn_cq_record));
+	if (ret)
+		return ret;
+	cq->depth = 1u << log;
+	spin_lock_init(&cq->lock);
+
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_CQ;
+	cmd.u.create_cq.ring = rhinet_phys_ref(cq->kbuf.dma);
+	cmd.u.create_cq.record = rhinet_phys_ref(cq->kbuf.dma + ring_bytes);
+	cmd.u.create_cq.eqn = cpu_to_le32(ib->rdev->eq.eqn);
+	cmd.u.create_cq.log_depth = log;
+	ret = rhinet_ctx_exec(ib, 0, &cmd, &cq->cqn);
+	if (ret)
+		goto err_free;
+	ret = xa_insert_irq(&ib->cqs, cq->cqn, cq, GFP_KERNEL);
+	if (ret)
+		goto err_destroy;
+	cq->ibcq.cqe = cq->depth;
+	return 0;
+
+err_destroy:
+	rhinet_destroy_object(ib, 0, RHN_ADMIN_DESTROY_CQ, cq->cqn);
+err_free:
+	rhinet_kbuf_free(ib, &cq->kbuf);
+	return ret;
+}
+
+/* ---- the management QP ----------------------------------------------------- */
+
+struct rhinet_kqp_records {
+	struct rhn_queue_record sq;
+	struct rhn_queue_record rq;
+};
+
+static void *rhinet_kqp_sq(struct rhinet_kqp *k, u32 slot)
+{
+	return k->kbuf.va + (size_t)(slot & (k->sq_depth - 1)) * RHN_SQ_SLOT_SIZE;
+}
+
+static struct rhn_recv_wqe *rhinet_kqp_rq(struct rhinet_kqp *k, u32 index)
+{
+	return k->kbuf.va + (size_t)RHN_SQ_SLOT_SIZE * k->sq_depth +
+	       (size_t)(index & (k->rq_depth - 1)) * RHN_RQ_WQE_SIZE;
+}
+
+static struct rhinet_kqp_records *rhinet_kqp_records(struct rhinet_kqp *k)
+{
+	return k->kbuf.va + (size_t)RHN_SQ_SLOT_SIZE * k->sq_depth +
+	       (size_t)RHN_RQ_WQE_SIZE * k->rq_depth;
+}
+
+static int rhinet_kqp_size(struct rhinet_ib *ib, struct rhinet_kqp *k,
+			   struct ib_qp_init_attr *attr)
+{
+	u32 max_log = le32_to_cpu(ib->rdev->attr.max_wq_log_depth);
+	struct ib_qp_cap *cap = &attr->cap;
+	u32 slots = rhinet_wqe_slots(cap, true);
+	u64 sq_slots = (u64)max(cap->max_send_wr, 1u) * slots;
+
+	if (attr->qp_type != IB_QPT_GSI || attr->srq || attr->create_flags ||
+	    !attr->send_cq || !attr->recv_cq)
+		return -EOPNOTSUPP;
+	/* Kernel CQs only: the NIC checks both are in the kernel context. */
+	if (!to_rcq(attr->send_cq)->kbuf.va || !to_rcq(attr->recv_cq)->kbuf.va)
+		return -EINVAL;
+	if (cap->max_inline_data || slots > RHN_WQE_MAX_SLOTS ||
+	    cap->max_recv_sge > RHN_RQ_MAX_SGES ||
+	    sq_slots > (1ull << max_log) ||
+	    cap->max_recv_wr > (1u << max_log))
+		return -EINVAL;
+	k->sq_depth = roundup_pow_of_two(max_t(u64, sq_slots, 2));
+	k->rq_depth = roundup_pow_of_two(max(cap->max_recv_wr, 2u));
+	k->max_send_sge = cap->max_send_sge;
+	k->max_recv_sge = cap->max_recv_sge;
+	cap->max_send_wr = k->sq_depth / slots;
+	cap->max_recv_wr = k->rq_depth;
+	return 0;
+}
+
+int rhinet_kqp_create(struct rhinet_ib *ib, struct rhinet_qp *qp,
+		      struct ib_qp_init_attr *attr)
+{
+	struct rhinet_dev *rdev = ib->rdev;
+	struct rhn_admin_create_qp *c;
+	struct rhn_admin_cmd cmd = {};
+	dma_addr_t rq_dma, rec_dma;
+	struct rhinet_kqp *k;
+	int ret;
+
+	k = kzalloc(sizeof(*k), GFP_KERNEL);
+	if (!k)
+		return -ENOMEM;
+	qp->k = k;
+	ret = rhinet_kqp_size(ib, k, attr);
+	if (ret)
+		goto err;
+	spin_lock_init(&k->sq_lock);
+	spin_lock_init(&k->rq_lock);
+	k->sq_wr_id = kcalloc(k->sq_depth, sizeof(u64), GFP_KERNEL);
+	k->sq_slots = kcalloc(k->sq_depth, 1, GFP_KERNEL);
+	k->rq_wr_id = kcalloc(k->rq_depth, sizeof(u64), GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!k->sq_wr_id || !k->sq_slots || !k->rq_wr_id)
+		goto err;
+	ret = rhinet_kbuf_alloc(ib, &k->kbuf,
+				(size_t)RHN_SQ_SLOT_SIZE * k->sq_depth +
+					(size_t)RHN_RQ_WQE_SIZE * k->rq_depth +
+					sizeof(struct rhinet_kqp_records));
+	if (ret)
+		goto err;
+	rq_dma = k->kbuf.dma + (size_t)RHN_SQ_SLOT_SIZE * k->sq_depth;
+	rec_dma = rq_dma + (size_t)RHN_RQ_WQE_SIZE * k->rq_depth;
+
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_QP;
+	c = &cmd.u.create_qp;
+	/* The kernel PD owns the physical lkey MAD buffers use. */
+	c->pdn = cpu_to_le32(rdev->kernel_pdn);
+	c->send_cqn = cpu_to_le32(to_rcq(attr->send_cq)->cqn);
+	c->recv_cqn = cpu_to_le32(to_rcq(attr->recv_cq)->cqn);
+	c->srqn = cpu_to_le32(RHN_NO_SRQ);
+	c->type = RHN_QP_UD;
+	c->flags = RHN_CREATE_QP_F_GSI;
+	c->sq_log_depth = ilog2(k->sq_depth);
+	c->rq_log_depth = ilog2(k->rq_depth);
+	c->sq_ring = rhinet_phys_ref(k->kbuf.dma);
+	c->rq_ring = rhinet_phys_ref(rq_dma);
+	c->sq_record = rhinet_phys_ref(rec_dma +
+				       offsetof(struct rhinet_kqp_records, sq));
+	c->rq_record = rhinet_phys_ref(rec_dma +
+				       offsetof(struct rhinet_kqp_records, rq));
+	ret = rhinet_ctx_exec(ib, 0, &cmd, &qp->qpn);
+	if (ret)
+		goto err;
+	ret = xa_insert_irq(&ib->qps, qp->qpn, qp, GFP_KERNEL);
+	if (ret) {
+		rhinet_destroy_object(ib, 0, RHN_ADMIN_DESTROY_QP, qp->qpn);
+		goto err;
+	}
+	qp->nic_type = RHN_QP_UD;
+	qp->ibqp.qp_num = qp->qpn; /* RHN_QPN_GSI */
+	return 0;
+
+err:
+	rhinet_kqp_free(ib, qp);
+	return ret;
+}
+
+void rhinet_kqp_free(struct rhinet_ib *ib, struct rhinet_qp *qp)
+{
+	struct rhinet_kqp *k = qp->k;
+
+	if (!k)
+		return;
+	rhinet_kbuf_free(ib, &k->kbuf);
+	kfree(k->sq_wr_id);
+	kfree(k->sq_slots);
+	kfree(k->rq_wr_id);
+	kfree(k);
+	qp->k = NULL;
+}
+
+/* Writes SGE @i of the WQE starting at slot @first (SGEs run on from the
+ * base slot's last 16 bytes across the following slots).
+ */
+static void rhinet_kqp_put_sge(struct rhinet_kqp *k, u32 first, u32 i,
+			       const struct ib_sge *sge)
+{
+	size_t off = offsetof(struct rhn_send_wqe, d) + i * sizeof(struct rhn_sge);
+	struct rhn_sge *dst = rhinet_kqp_sq(k, first + off / RHN_SQ_SLOT_SIZE) +
+			      off % RHN_SQ_SLOT_SIZE;
+
+	dst->addr = cpu_to_le64(sge->addr);
+	dst->length = cpu_to_le32(sge->length);
+	dst->lkey = cpu_to_le32(sge->lkey);
+}
+
+/* Builds one UD SEND at the producer; returns its slots or an errno. */
+static int rhinet_kqp_build_send(struct rhinet_qp *qp,
+				 const struct ib_send_wr *wr)
+{
+	struct rhinet_kqp *k = qp->k;
+	const struct ib_ud_wr *ud = ud_wr(wr);
+	struct rhinet_ah *ah;
+	struct rhn_send_wqe *w;
+	u32 first = k->sq_pi, slots, i;
+
+	if ((wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) ||
+	    wr->num_sge < 0 || wr->num_sge > k->max_send_sge || !ud->ah ||
+	    (wr->send_flags & IB_SEND_INLINE))
+		return -EINVAL;
+	slots = 1 + DIV_ROUND_UP(max(wr->num_sge, RHN_WQE_BASE_SGES) -
+					 RHN_WQE_BASE_SGES,
+				 RHN_SGES_PER_EXT_UNIT) + 1;
+	if (k->sq_pi + slots - k->sq_ci > k->sq_depth)
+		return -ENOMEM;
+	ah = container_of(ud->ah, struct rhinet_ah, ibah);
+
+	w = rhinet_kqp_sq(k, first);
+	memset(w, 0, sizeof(*w));
+	w->opcode = wr->opcode == IB_WR_SEND ? RHN_OP_SEND : RHN_OP_SEND_IMM;
+	w->flags = RHN_WQE_F_GRH | RHN_WQE_F_SIGNALED;
+	if (wr->send_flags & IB_SEND_SOLICITED)
+		w->flags |= RHN_WQE_F_SOLICITED;
+	w->ext_units = slots - 1;
+	w->wqe_index = cpu_to_le16(first);
+	w->dst_node = cpu_to_le16(ah->dest_node);
+	w->dst_qpn = cpu_to_le32(ud->remote_qpn);
+	w->imm_data = (__force u32)wr->ex.imm_data;
+	w->u.status.qkey = cpu_to_le32(ud->remote_qkey);
+	w->num_sge = cpu_to_le16(wr->num_sge);
+	for (i = 0; i < wr->num_sge; i++)
+		rhinet_kqp_put_sge(k, first, i, &wr->sg_list[i]);
+	memcpy(rhinet_kqp_sq(k, first + slots - 1), &ah->grh, sizeof(ah->grh));
+
+	k->sq_wr_id[first & (k->sq_depth - 1)] = wr->wr_id;
+	k->sq_slots[first & (k->sq_depth - 1)] = slots;
+	k->sq_pi += slots;
+	return slots;
+}
+
+int rhinet_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		     const struct ib_send_wr **bad_wr)
+{
+	struct rhinet_qp *qp = to_rqp(ibqp);
+	struct rhinet_dev *rdev = to_rib(ibqp->device)->rdev;
+	struct rhinet_kqp *k = qp->k;
+	unsigned long flags;
+	bool posted = false;
+	int ret = 0;
+
+	if (!k) {
+		/* User QPs post from user space. */
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+	spin_lock_irqsave(&k->sq_lock, flags);
+	for (; wr; wr = wr->next) {
+		ret = rhinet_kqp_build_send(qp, wr);
+		if (ret < 0)
+			break;
+		posted = true;
+		ret = 0;
+	}
+	if (posted) {
+		/* WQEs before the producer index, the kick after both. */
+		dma_wmb();
+		WRITE_ONCE(rhinet_kqp_records(k)->sq.producer_index,
+			   cpu_to_le32(k->sq_pi));
+		writel(qp->qpn, rdev->kernel_db + RHN_DB_SQ);
+	}
+	spin_unlock_irqrestore(&k->sq_lock, flags);
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
+int rhinet_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		     const struct ib_recv_wr **bad_wr)
+{
+	struct rhinet_qp *qp = to_rqp(ibqp);
+	struct rhinet_dev *rdev = to_rib(ibqp->device)->rdev;
+	struct rhinet_kqp *k = qp->k;
+	struct rhn_recv_wqe *w;
+	unsigned long flags;
+	bool posted = false;
+	int ret = 0, i;
+
+	if (!k) {
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+	spin_lock_irqsave(&k->rq_lock, flags);
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || wr->num_sge > k->max_recv_sge) {
+			ret = -EINVAL;
+			break;
+		}
+		if (k->rq_pi - k->rq_ci >= k->rq_depth) {
+			ret = -ENOMEM;
+			break;
+		}
+		w = rhinet_kqp_rq(k, k->rq_pi);
+		memset(w, 0, sizeof(*w));
+		w->wqe_index = cpu_to_le16(k->rq_pi);
+		w->num_sge = cpu_to_le16(wr->num_sge);
+		for (i = 0; i < wr->num_sge; i++) {
+			w->sge[i].addr = cpu_to_le64(wr->sg_list[i].addr);
+			w->sge[i].length = cpu_to_le32(wr->sg_list[i].length);
+			w->sge[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
+		}
+		k->rq_wr_id[k->rq_pi & (k->rq_depth - 1)] = wr->wr_id;
+		k->rq_pi++;
+		posted = true;
+	}
+	if (posted) {
+		dma_wmb();
+		WRITE_ONCE(rhinet_kqp_records(k)->rq.producer_index,
+			   cpu_to_le32(k->rq_pi));
+		writel(qp->qpn, rdev->kernel_db + RHN_DB_RQ);
+	}
+	spin_unlock_irqrestore(&k->rq_lock, flags);
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
+/* Turns a CQE of kernel QP @qp into @wc and retires its WQE. */
+static void rhinet_kqp_complete(struct rhinet_qp *qp, const struct rhn_cqe *e,
+				struct ib_wc *wc)
+{
+	struct rhinet_kqp *k = qp->k;
+	u32 index;
+
+	memset(wc, 0, sizeof(*wc));
+	wc->qp = &qp->ibqp;
+	/* NIC status values are IB's (hw_queues.h). */
+	wc->status = e->status;
+	wc->vendor_err = le32_to_cpu(e->vendor_err);
+	wc->byte_len = le32_to_cpu(e->byte_len);
+	wc->port_num = 1;
+	if (e->flags & RHN_CQE_F_SQ) {
+		spin_lock(&k->sq_lock);
+		index = rhinet_widen(k->sq_ci, le16_to_cpu(e->wqe_index));
+		wc->wr_id = k->sq_wr_id[index & (k->sq_depth - 1)];
+		k->sq_ci = index + k->sq_slots[index & (k->sq_depth - 1)];
+		spin_unlock(&k->sq_lock);
+		wc->opcode = IB_WC_SEND;
+		return;
+	}
+	spin_lock(&k->rq_lock);
+	index = rhinet_widen(k->rq_ci, le16_to_cpu(e->wqe_index));
+	wc->wr_id = k->rq_wr_id[index & (k->rq_depth - 1)];
+	k->rq_ci = index + 1;
+	spin_unlock(&k->rq_lock);
+	wc->opcode = IB_WC_RECV;
+	wc->src_qp = le32_to_cpu(e->src_qpn);
+	if (e->flags & RHN_CQE_F_IMM) {
+		wc->wc_flags |= IB_WC_WITH_IMM;
+		wc->ex.imm_data = (__force __be32)e->imm_data;
+	}
+	if (e->flags & RHN_CQE_F_GRH)
+		wc->wc_flags |= IB_WC_GRH;
+	/* The GRH the NIC writes is RoCE v1's (an IB GRH). */
+	wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
+	wc->network_hdr_type = RDMA_NETWORK_ROCE_V1;
+}
+
+int rhinet_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
+{
+	struct rhinet_ib *ib = to_rib(ibcq->device);
+	struct rhinet_cq *cq = to_rcq(ibcq);
+	struct rhinet_qp *qp;
+	struct rhn_cqe e;
+	unsigned long flags;
+	int n = 0;
+
+	if (!cq->kbuf.va)
+		return -EOPNOTSUPP; /* user CQs are polled in user space */
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n < num &&
+	       rhinet_next_cqe(cq->kbuf.va, cq->depth, &cq->ci, &e)) {
+		qp = xa_load(&ib->qps, le32_to_cpu(e.qpn));
+		if (!qp || !qp->k)
+			continue; /* its QP is gone */
+		rhinet_kqp_complete(qp, &e, &wc[n++]);
+	}
+	WRITE_ONCE(rhinet_kcq_record(cq)->consumer_index, cpu_to_le32(cq->ci));
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+int rhinet_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct rhinet_dev *rdev = to_rib(ibcq->device)->rdev;
+	struct rhinet_cq *cq = to_rcq(ibcq);
+	u32 arm = cq->cqn;
+	unsigned long irqflags;
+	int missed = 0;
+
+	if (!cq->kbuf.va)
+		return -EOPNOTSUPP;
+	if ((flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED)
+		arm |= RHN_DB_CQ_SOLICITED;
+	/* The NIC raises an event at once for CQEs the record shows unread. */
+	writel(arm, rdev->kernel_db + RHN_DB_CQ_ARM);
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
+		spin_lock_irqsave(&cq->lock, irqflags);
+		missed = rhinet_cqe_ready(cq->kbuf.va, cq->depth, cq->ci);
+		spin_unlock_irqrestore(&cq->lock, irqflags);
+	}
+	return missed;
+}
+
+/* ---- GID table: the NIC takes outgoing GRHs' source GIDs from it --------- */
+
+static int rhinet_set_gid(const struct ib_gid_attr *attr, const u8 *gid)
+{
+	struct rhinet_ib *ib = to_rib(attr->device);
+	struct rhn_admin_cmd cmd = {};
+
+	if (attr->index >= RHN_GID_TABLE_LEN)
+		return -EINVAL;
+	cmd.hdr.opcode = RHN_ADMIN_SET_GID;
+	cmd.u.set_gid.index = cpu_to_le32(attr->index);
+	if (gid)
+		memcpy(cmd.u.set_gid.gid, gid, sizeof(cmd.u.set_gid.gid));
+	return rhinet_ctx_exec(ib, 0, &cmd, NULL);
+}
+
+int rhinet_add_gid(const struct ib_gid_attr *attr, void **context)
+{
+	return rhinet_set_gid(attr, attr->gid.raw);
+}
+
+int rhinet_del_gid(const struct ib_gid_attr *attr, void **context)
+{
+	return rhinet_set_gid(attr, NULL);
+}
