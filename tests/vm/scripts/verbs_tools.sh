@@ -5,8 +5,15 @@
 #   basic     ibv_devinfo (PORT_ACTIVE, link layer Ethernet) and
 #             ibv_rc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong checking the
 #             received bytes (-c)
-#   perftest  ib_{write,read,send}_{bw,lat}, ib_atomic_{bw,lat}
-#   verbs_tools.sh NODE NODES [basic|perftest|all] [DEVICE]
+#   perftest  ib_{write,read,send}_{bw,lat}, ib_atomic_{bw,lat}; ib_write_bw
+#             and ib_send_lat once more with --use_old_post_send (perftest
+#             4.5 picks its new post-send flow, ibv_wr_*, only for devices on
+#             its own list, so on rhinet0 both runs post with ibv_post_send;
+#             the pair keeps both flags working)
+#   qpex      rhinet-qpex: RC and UD through ibv_qp_ex (every wr_* opcode,
+#             SGE and inline lists, wr_abort, failing batches) and ibv_cq_ex,
+#             every byte and completion field checked on both nodes
+#   verbs_tools.sh NODE NODES [basic|perftest|qpex|all] [DEVICE]
 # DEVICE (default rhinet0) may name a soft-RoCE device instead (rxe*): it is
 # created on eth0 with rdma_rxe, to try these runs against a known-good
 # provider.
@@ -26,7 +33,7 @@ fail() { echo "verbs_tools: FAIL: $*"; dmesg | tail -30; exit 1; }
 now() { cut -d' ' -f1 /proc/uptime; }
 elapsed() { echo "$1 $(now)" | awk '{ printf "%.1f", $2 - $1 }'; }
 
-case $WHICH in basic | perftest | all) ;; *) fail "unknown set '$WHICH'" ;; esac
+case $WHICH in basic | perftest | qpex | all) ;; *) fail "unknown set '$WHICH'" ;; esac
 [ "$NODE" = 0 ] || [ "$NODE" = 1 ] || fail "runs on two nodes (node $NODE)"
 
 dmesg -c >/dev/null
@@ -132,7 +139,7 @@ run_pair() {
 	fi
 }
 
-if [ "$WHICH" != perftest ]; then
+if [ "$WHICH" = basic ] || [ "$WHICH" = all ]; then
 	ibv_devinfo -d "$DEVICE" | tee /tmp/devinfo.txt
 	grep -q "state:.*PORT_ACTIVE" /tmp/devinfo.txt &&
 		grep -q "link_layer:.*Ethernet" /tmp/devinfo.txt ||
@@ -143,7 +150,7 @@ if [ "$WHICH" != perftest ]; then
 	run_pair ibv_ud_pingpong ibv_ud_pingpong $D -c -n 100 -s 1024
 	run_pair ibv_srq_pingpong ibv_srq_pingpong $D -c -n 100 -q 4 -s 4096
 fi
-if [ "$WHICH" != basic ]; then
+if [ "$WHICH" = perftest ] || [ "$WHICH" = all ]; then
 	P="-d $DEVICE -x $GID -F --report_gbits"
 	run_pair ib_write_bw ib_write_bw $P -n 200 -s 65536
 	run_pair ib_write_lat ib_write_lat $P -n 200 -s 8
@@ -153,6 +160,13 @@ if [ "$WHICH" != basic ]; then
 	run_pair ib_send_lat ib_send_lat $P -n 200 -s 8
 	run_pair ib_atomic_bw ib_atomic_bw $P -n 200
 	run_pair ib_atomic_lat ib_atomic_lat $P -n 200
+	run_pair ib_write_bw_old_post_send ib_write_bw $P -n 200 -s 65536 \
+		--use_old_post_send
+	run_pair ib_send_lat_old_post_send ib_send_lat $P -n 200 -s 8 \
+		--use_old_post_send
+fi
+if [ "$WHICH" = qpex ] || [ "$WHICH" = all ]; then
+	run_pair rhinet-qpex /opt/rhinet/bin/rhinet-qpex -d "$DEVICE" -g $GID
 fi
 
 if dmesg | grep -v "module verification failed" | grep -E "BUG:|WARNING:|Oops"; then
