@@ -44,7 +44,7 @@ bool carries_payload(int op) {
          op == RHN_OP_WRITE_IMM;
 }
 
-bool is_rdma_payload_op(ibv_wr_opcode op) {
+bool may_be_inline(ibv_wr_opcode op) {
   return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
          op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
 }
@@ -122,7 +122,7 @@ SendDesc desc_of(const Qp* qp, const ibv_send_wr* wr) {
   d.send_flags = wr->send_flags;
   // The NIC has no inline READ or atomic: the flag is ignored for those.
   d.inline_data =
-      (wr->send_flags & IBV_SEND_INLINE) && is_rdma_payload_op(wr->opcode);
+      (wr->send_flags & IBV_SEND_INLINE) && may_be_inline(wr->opcode);
   d.sge = wr->sg_list;
   d.num_sge = static_cast<uint32_t>(wr->num_sge);
   d.imm_data = wr->imm_data;
