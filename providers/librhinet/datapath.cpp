@@ -40,38 +40,41 @@ bool carries_payload(int op) {
          op == RHN_OP_WRITE_IMM;
 }
 
+bool may_be_inline(ibv_wr_opcode op) {
+  return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
+         op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+}
+
 // Builds one WQE in @w (RHN_WQE_MAX_SLOTS slots, the base slot zeroed);
 // returns its slot count or 0 with @err set. Extension slots need no
 // clearing: the NIC reads only the SGEs or inline bytes num_sge names.
-uint32_t build_wqe(const Qp* qp, const ibv_send_wr* wr, uint8_t* w, int* err) {
+uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
   auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  const int op = nic_opcode(wr->opcode);
+  const int op = nic_opcode(d.opcode);
   const bool ud = is_ud(qp);
   const bool atomic = op == RHN_OP_FETCH_ADD || op == RHN_OP_CMP_SWAP;
-  if (op < 0 || (ud && op != RHN_OP_SEND && op != RHN_OP_SEND_IMM) ||
-      wr->num_sge < 0) {
+  if (op < 0 || (ud && (op != RHN_OP_SEND && op != RHN_OP_SEND_IMM)) ||
+      (ud && !d.ah) || (d.inline_data && !carries_payload(op))) {
     *err = EINVAL;
     return 0;
   }
-  const auto nsge = static_cast<uint32_t>(wr->num_sge);
-  const bool inl = (wr->send_flags & IBV_SEND_INLINE) && carries_payload(op);
+  const uint32_t nsge = d.num_sge;
   uint32_t ext;
-  if (inl) {
-    uint32_t len = 0;
-    for (uint32_t i = 0; i < nsge; i++) len += wr->sg_list[i].length;
+  if (d.inline_data) {
+    uint64_t len = 0;
+    for (uint32_t i = 0; i < nsge; i++) len += d.sge[i].length;
     if (len > qp->max_inline) {
       *err = EINVAL;
       return 0;
     }
     uint8_t* dst = w + offsetof(rhn_send_wqe, d);
     for (uint32_t i = 0; i < nsge; i++) {
-      memcpy(dst, reinterpret_cast<void*>(wr->sg_list[i].addr),
-             wr->sg_list[i].length);
-      dst += wr->sg_list[i].length;
+      memcpy(dst, reinterpret_cast<void*>(d.sge[i].addr), d.sge[i].length);
+      dst += d.sge[i].length;
     }
     h->num_sge = static_cast<uint16_t>(len);
     h->flags |= RHN_WQE_F_INLINE;
-    ext = ext_units_for_inline(len);
+    ext = ext_units_for_inline(static_cast<uint32_t>(len));
   } else {
     if (nsge > qp->max_send_sge || (atomic && nsge != 1)) {
       *err = EINVAL;
@@ -80,48 +83,98 @@ uint32_t build_wqe(const Qp* qp, const ibv_send_wr* wr, uint8_t* w, int* err) {
     // SGEs are contiguous from the base slot's last 16 bytes on.
     auto* sge = reinterpret_cast<rhn_sge*>(w + offsetof(rhn_send_wqe, d));
     for (uint32_t i = 0; i < nsge; i++)
-      sge[i] = rhn_sge{wr->sg_list[i].addr, wr->sg_list[i].length,
-                       wr->sg_list[i].lkey};
+      sge[i] = rhn_sge{d.sge[i].addr, d.sge[i].length, d.sge[i].lkey};
     h->num_sge = static_cast<uint16_t>(nsge);
     ext = ext_units_for_sges(nsge);
   }
   h->opcode = static_cast<uint8_t>(op);
   h->ext_units = static_cast<uint8_t>(ext);
   h->wqe_index = static_cast<uint16_t>(qp->sq_producer);
-  if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+  if ((d.send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
     h->flags |= RHN_WQE_F_SIGNALED;
-  if (wr->send_flags & IBV_SEND_SOLICITED) h->flags |= RHN_WQE_F_SOLICITED;
-  if (wr->send_flags & IBV_SEND_FENCE) h->flags |= RHN_WQE_F_FENCE;
+  if (d.send_flags & IBV_SEND_SOLICITED) h->flags |= RHN_WQE_F_SOLICITED;
+  if (d.send_flags & IBV_SEND_FENCE) h->flags |= RHN_WQE_F_FENCE;
   if (op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE_IMM)
-    h->imm_data = wr->imm_data;  // opaque, network order both ends
+    h->imm_data = d.imm_data;  // opaque, network order both ends
   if (ud) {
-    const Ah* ah = to_ah(wr->wr.ud.ah);
-    h->dst_node = ah->dest_node;
-    h->dst_qpn = wr->wr.ud.remote_qpn;
-    h->u.status.qkey = wr->wr.ud.remote_qkey;
+    h->dst_node = d.ah->dest_node;
+    h->dst_qpn = d.remote_qpn;
+    h->u.status.qkey = d.remote_qkey;
     // The GRH slot follows the payload slots.
     h->flags |= RHN_WQE_F_GRH;
     ext += kUdGrhUnits;
     h->ext_units = static_cast<uint8_t>(ext);
-    memcpy(w + ext * RHN_SQ_SLOT_SIZE, &ah->grh, sizeof(ah->grh));
+    memcpy(w + ext * RHN_SQ_SLOT_SIZE, &d.ah->grh, sizeof(d.ah->grh));
   } else if (atomic) {
-    h->remote_addr = wr->wr.atomic.remote_addr;
-    h->remote_key = wr->wr.atomic.rkey;
-    h->u.atomic.compare_add = wr->wr.atomic.compare_add;
-    h->u.atomic.swap = wr->wr.atomic.swap;
+    h->remote_addr = d.remote_addr;
+    h->remote_key = d.rkey;
+    h->u.atomic.compare_add = d.compare_add;
+    h->u.atomic.swap = d.swap;
   } else if (op != RHN_OP_SEND && op != RHN_OP_SEND_IMM) {
-    h->remote_addr = wr->wr.rdma.remote_addr;
-    h->remote_key = wr->wr.rdma.rkey;
+    h->remote_addr = d.remote_addr;
+    h->remote_key = d.rkey;
   }
   return 1 + ext;
 }
 
+SendDesc desc_of(const Qp* qp, const ibv_send_wr* wr) {
+  SendDesc d;
+  d.opcode = wr->opcode;
+  d.send_flags = wr->send_flags;
+  // The NIC has no inline READ or atomic: the flag is ignored for those.
+  d.inline_data =
+      (wr->send_flags & IBV_SEND_INLINE) && may_be_inline(wr->opcode);
+  d.sge = wr->sg_list;
+  d.num_sge = static_cast<uint32_t>(wr->num_sge);
+  d.imm_data = wr->imm_data;
+  switch (wr->opcode) {
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+      d.remote_addr = wr->wr.atomic.remote_addr;
+      d.rkey = wr->wr.atomic.rkey;
+      d.compare_add = wr->wr.atomic.compare_add;
+      d.swap = wr->wr.atomic.swap;
+      break;
+    default:
+      d.remote_addr = wr->wr.rdma.remote_addr;
+      d.rkey = wr->wr.rdma.rkey;
+  }
+  if (is_ud(qp) && wr->wr.ud.ah) {  // wr.ud shares its bytes with wr.rdma
+    d.ah = to_ah(wr->wr.ud.ah);
+    d.remote_qpn = wr->wr.ud.remote_qpn;
+    d.remote_qkey = wr->wr.ud.remote_qkey;
+  }
+  return d;
+}
+
 }  // namespace
+
+int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id) {
+  const uint32_t depth = 1u << qp->sq_log, mask = depth - 1;
+  uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
+  int err = 0;
+  memset(w, 0, RHN_SQ_SLOT_SIZE);
+  const uint32_t slots = build_wqe(qp, desc, w, &err);
+  if (!slots) return err;
+  if (qp->sq_producer + slots - qp->sq_consumer > depth) return ENOMEM;
+  for (uint32_t s = 0; s < slots; s++)
+    memcpy(qp->sq + ((qp->sq_producer + s) & mask) * RHN_SQ_SLOT_SIZE,
+           w + s * RHN_SQ_SLOT_SIZE, RHN_SQ_SLOT_SIZE);
+  qp->sq_info[qp->sq_producer & mask] =
+      SendSlot{wr_id, static_cast<uint8_t>(slots)};
+  qp->sq_producer += slots;
+  return 0;
+}
+
+void ring_sq(Qp* qp) {
+  to_device_barrier();
+  __atomic_store_n(&qp->sq_record->producer_index, qp->sq_producer,
+                   __ATOMIC_RELEASE);
+  to_ctx(qp->vqp.qp.context)->kick(RHN_DB_SQ, qp->qpn);
+}
 
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
   Qp* qp = to_qp(ibqp);
-  const uint32_t depth = 1u << qp->sq_log, mask = depth - 1;
-  uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
   int err = 0;
   bool posted = false;
 
@@ -131,27 +184,12 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
     return EINVAL;
   }
   for (; wr; wr = wr->next) {
-    memset(w, 0, RHN_SQ_SLOT_SIZE);
-    const uint32_t slots = build_wqe(qp, wr, w, &err);
-    if (!slots) break;
-    if (qp->sq_producer + slots - qp->sq_consumer > depth) {
-      err = ENOMEM;
-      break;
-    }
-    for (uint32_t s = 0; s < slots; s++)
-      memcpy(qp->sq + ((qp->sq_producer + s) & mask) * RHN_SQ_SLOT_SIZE,
-             w + s * RHN_SQ_SLOT_SIZE, RHN_SQ_SLOT_SIZE);
-    qp->sq_info[qp->sq_producer & mask] =
-        SendSlot{wr->wr_id, static_cast<uint8_t>(slots)};
-    qp->sq_producer += slots;
+    err =
+        wr->num_sge < 0 ? EINVAL : enqueue_send(qp, desc_of(qp, wr), wr->wr_id);
+    if (err) break;
     posted = true;
   }
-  if (posted) {
-    to_device_barrier();
-    __atomic_store_n(&qp->sq_record->producer_index, qp->sq_producer,
-                     __ATOMIC_RELEASE);
-    to_ctx(ibqp->context)->kick(RHN_DB_SQ, qp->qpn);
-  }
+  if (posted) ring_sq(qp);
   if (err) *bad = wr;
   return err;
 }
@@ -301,25 +339,21 @@ void complete_recv(Qp* qp, const rhn_cqe& e, ibv_wc* wc) {
 
 }  // namespace
 
-int poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
-  Cq* cq = to_cq(ibcq);
-  Context* ctx = to_ctx(ibcq->context);
+bool poll_one(Cq* cq, ibv_wc* wc) {
+  Context* ctx = to_ctx(cq->vcq.cq.context);
   const uint32_t mask = (1u << cq->log_depth) - 1;
-  int got = 0;
-
-  std::lock_guard<std::mutex> g(cq->lock);
-  while (got < n) {
+  for (;;) {
     const rhn_cqe* slot = &cq->ring[cq->consumer & mask];
     const uint8_t flags = __atomic_load_n(&slot->flags, __ATOMIC_ACQUIRE);
     const bool phase = ((cq->consumer >> cq->log_depth) & 1) ^ 1;
-    if (((flags & RHN_CQE_F_OWNER) != 0) != phase) break;
+    if (((flags & RHN_CQE_F_OWNER) != 0) != phase) return false;
     from_device_barrier();
     const rhn_cqe e = *slot;
     cq->consumer++;
 
     Qp* qp = e.qpn < Context::kMaxQpn ? ctx->qps[e.qpn] : nullptr;
     if (!qp) continue;  // its QP is gone
-    ibv_wc& c = wc[got++];
+    ibv_wc& c = *wc;
     memset(&c, 0, sizeof(c));
     c.status = static_cast<ibv_wc_status>(e.status);
     c.vendor_err = e.vendor_err;
@@ -337,12 +371,23 @@ int poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
       c.src_qp = e.src_qpn;
       if (e.flags & RHN_CQE_F_GRH) c.wc_flags |= IBV_WC_GRH;
     }
+    return true;
   }
-  if (got) {
-    to_device_barrier();
-    __atomic_store_n(&cq->record->consumer_index, cq->consumer,
-                     __ATOMIC_RELEASE);
-  }
+}
+
+void publish_consumer(Cq* cq) {
+  to_device_barrier();
+  __atomic_store_n(&cq->record->consumer_index, cq->consumer, __ATOMIC_RELEASE);
+}
+
+int poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
+  Cq* cq = to_cq(ibcq);
+  int got = 0;
+
+  std::lock_guard<std::mutex> g(cq->lock);
+  const uint32_t before = cq->consumer;
+  while (got < n && poll_one(cq, &wc[got])) got++;
+  if (cq->consumer != before) publish_consumer(cq);
   return got;
 }
 

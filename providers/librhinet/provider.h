@@ -76,6 +76,10 @@ struct Cq {
   uint32_t cqn = 0;
   uint32_t log_depth = 0;
   uint32_t consumer = 0;  // next CQE to look at
+  // ibv_cq_ex polling (cq_ex.cpp): the completion start_poll/next_poll
+  // decoded last, and the consumer index when start_poll took the lock.
+  ibv_wc cur{};
+  uint32_t poll_start = 0;
 };
 
 struct Srq {
@@ -100,6 +104,38 @@ struct SendSlot {
   uint8_t slots;  // slots this WQE takes
 };
 
+struct Ah;
+
+// One send work request as the WQE builder takes it, from an ibv_send_wr
+// (post_send) or from the ibv_qp_ex wr_* calls (qp_ex.cpp).
+struct SendDesc {
+  ibv_wr_opcode opcode = IBV_WR_SEND;
+  unsigned int send_flags = 0;  // SIGNALED, SOLICITED, FENCE
+  bool inline_data = false;     // copy the bytes the SGEs name into the WQE
+  const ibv_sge* sge = nullptr;
+  uint32_t num_sge = 0;
+  __be32 imm_data = 0;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint64_t compare_add = 0, swap = 0;
+  const Ah* ah = nullptr;  // UD
+  uint32_t remote_qpn = 0, remote_qkey = 0;
+};
+
+// The ibv_qp_ex batch between wr_start and wr_complete/wr_abort: the WR
+// being described (its SGEs and inline bytes copied here) is built into
+// the ring when the next one starts or the batch completes.
+struct WrBatch {
+  uint32_t start = 0;  // sq_producer at wr_start
+  int err = 0;         // first error; wr_complete posts nothing then
+  bool staged = false;
+  bool ud_addr = false;
+  uint64_t wr_id = 0;
+  SendDesc desc;
+  ibv_sge sges[RHN_WQE_MAX_SGES];
+  uint8_t inline_buf[RHN_WQE_MAX_INLINE];
+};
+
 struct Qp {
   verbs_qp vqp;
   std::mutex sq_lock, rq_lock;
@@ -122,6 +158,10 @@ struct Qp {
   uint64_t* rq_wr_ids = nullptr;
   rhn_queue_record* rq_record = nullptr;
   Srq* srq = nullptr;
+  // ibv_qp_ex (created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS): guarded by
+  // sq_lock, which wr_start takes and wr_complete/wr_abort release.
+  uint64_t send_ops = 0;
+  WrBatch wr;
 };
 
 struct Ah {
@@ -184,6 +224,10 @@ int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask);
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
 int destroy_srq(ibv_srq* srq);
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
+// Both create_qp and create_qp_ex: attr->pd set, comp_mask checked.
+Qp* create_qp_common(ibv_qp_init_attr_ex* attr);
+// Both create_cq and create_cq_ex: wc_flags and comp_mask checked.
+Cq* create_cq_common(ibv_context* context, const ibv_cq_init_attr_ex* attr);
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask);
 int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init);
 int destroy_qp(ibv_qp* qp);
@@ -194,8 +238,22 @@ int destroy_ah(ibv_ah* ah);
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
+// Builds one WQE into the SQ after sq_producer (sq_lock held); 0 or errno.
+int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id);
+// Publishes sq_producer and kicks the SQ.
+void ring_sq(Qp* qp);
 int poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
+// Decodes the next CQE into @wc (cq->lock held); false if there is none.
+bool poll_one(Cq* cq, ibv_wc* wc);
+// Hands cq->consumer back to the NIC through the CQ record.
+void publish_consumer(Cq* cq);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
 void reset_qp_queues(Qp* qp);
+
+// qp_ex.cpp
+ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
+
+// cq_ex.cpp
+ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);
 
 }  // namespace rhinet

@@ -94,18 +94,16 @@ int dereg_mr(verbs_mr* vmr) {
 
 // ---- CQ -------------------------------------------------------------------
 
-RHINET_CMD(CreateCqCmd, ib_uverbs_create_cq, rhinet_create_cq_cmd);
-RHINET_RESP(CreateCqResp, ib_uverbs_create_cq_resp, rhinet_create_cq_resp);
+RHINET_CMD_EX(CreateCqCmd, ib_uverbs_ex_create_cq, rhinet_create_cq_cmd);
+RHINET_RESP(CreateCqResp, ib_uverbs_ex_create_cq_resp, rhinet_create_cq_resp);
 
-ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel,
-                  int comp_vector) {
+Cq* create_cq_common(ibv_context* context, const ibv_cq_init_attr_ex* attr) {
   Context* ctx = to_ctx(context);
-  if (cqe < 1 ||
-      static_cast<uint32_t>(cqe) > (1u << ctx->attr.max_cq_log_depth))
+  if (attr->cqe < 1 || attr->cqe > (1u << ctx->attr.max_cq_log_depth))
     return errno = EINVAL, nullptr;
   Cq* cq = make<Cq>();
   if (!cq) return errno = ENOMEM, nullptr;
-  cq->log_depth = log2_ceil(static_cast<uint32_t>(cqe));
+  cq->log_depth = log2_ceil(attr->cqe);
   if (cq->log_depth < 1) cq->log_depth = 1;
   const size_t ring_bytes = size_t{RHN_CQE_SIZE} << cq->log_depth;
   cq->buf_len = ring_bytes + sizeof(rhn_cq_record);
@@ -117,15 +115,17 @@ ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel,
   cq->ring = reinterpret_cast<rhn_cqe*>(cq->buf);
   cq->record = reinterpret_cast<rhn_cq_record*>(cq->buf + ring_bytes);
 
+  // The extended command carries no core flags (no timestamps, no
+  // overrun ignoring), so the kernel sees the same request either way.
   CreateCqCmd cmd{};
   cmd.drv.log_depth = cq->log_depth;
   cmd.drv.buf_va = reinterpret_cast<uintptr_t>(cq->buf);
   cmd.drv.buf_len = cq->buf_len;
   CreateCqResp resp{};
-  int err = ibv_cmd_create_cq(
-      context, cqe, channel, comp_vector, &cq->vcq.cq,
-      reinterpret_cast<struct ibv_create_cq*>(&cmd), sizeof(cmd),
-      reinterpret_cast<ib_uverbs_create_cq_resp*>(resp.core), sizeof(resp));
+  int err = ibv_cmd_create_cq_ex(
+      context, attr, &cq->vcq, reinterpret_cast<struct ibv_create_cq_ex*>(&cmd),
+      sizeof(cmd), reinterpret_cast<ib_uverbs_ex_create_cq_resp*>(resp.core),
+      sizeof(resp), 0);
   if (err) {
     free_queue_buffer(cq->buf, cq->buf_len);
     destroy_obj(cq);
@@ -133,7 +133,18 @@ ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel,
     return nullptr;
   }
   cq->cqn = resp.drv.cqn;
-  return &cq->vcq.cq;
+  return cq;
+}
+
+ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel,
+                  int comp_vector) {
+  if (cqe < 1) return errno = EINVAL, nullptr;
+  ibv_cq_init_attr_ex attr{};
+  attr.cqe = static_cast<uint32_t>(cqe);
+  attr.channel = channel;
+  attr.comp_vector = static_cast<uint32_t>(comp_vector);
+  Cq* cq = create_cq_common(context, &attr);
+  return cq ? &cq->vcq.cq : nullptr;
 }
 
 int destroy_cq(ibv_cq* ibcq) {
@@ -253,7 +264,8 @@ static void free_qp(Qp* qp) {
   destroy_obj(qp);
 }
 
-ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+Qp* create_qp_common(ibv_qp_init_attr_ex* attr) {
+  ibv_pd* pd = attr->pd;
   Context* ctx = to_ctx(pd->context);
   ibv_qp_cap& cap = attr->cap;
   if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
@@ -302,10 +314,10 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   cmd.drv.buf_va = reinterpret_cast<uintptr_t>(qp->buf);
   cmd.drv.buf_len = qp->buf_len;
   CreateQpResp resp{};
-  int err = ibv_cmd_create_qp(
-      pd, &qp->vqp.qp, attr, reinterpret_cast<struct ibv_create_qp*>(&cmd),
-      sizeof(cmd), reinterpret_cast<ib_uverbs_create_qp_resp*>(resp.core),
-      sizeof(resp));
+  int err = ibv_cmd_create_qp_ex(
+      pd->context, &qp->vqp, attr,
+      reinterpret_cast<struct ibv_create_qp*>(&cmd), sizeof(cmd),
+      reinterpret_cast<ib_uverbs_create_qp_resp*>(resp.core), sizeof(resp));
   if (err) {
     free_qp(qp);
     errno = err;
@@ -328,6 +340,23 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
     std::lock_guard<std::mutex> g(ctx->table_lock);
     if (qp->qpn < Context::kMaxQpn) ctx->qps[qp->qpn] = qp;
   }
+  return qp;
+}
+
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  ibv_qp_init_attr_ex ex{};
+  ex.qp_context = attr->qp_context;
+  ex.send_cq = attr->send_cq;
+  ex.recv_cq = attr->recv_cq;
+  ex.srq = attr->srq;
+  ex.cap = attr->cap;
+  ex.qp_type = attr->qp_type;
+  ex.sq_sig_all = attr->sq_sig_all;
+  ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+  ex.pd = pd;
+  Qp* qp = create_qp_common(&ex);
+  if (!qp) return nullptr;
+  attr->cap = ex.cap;  // what the QP got
   return &qp->vqp.qp;
 }
 

@@ -119,6 +119,12 @@ struct verbs_mr {
 
 struct verbs_xrcd;
 
+/* verbs_qp.comp_mask: ibv_qp_to_qp_ex() answers only with VERBS_QP_EX. */
+enum verbs_qp_mask {
+	VERBS_QP_XRCD = 1 << 0,
+	VERBS_QP_EX = 1 << 1,
+};
+
 struct verbs_qp {
 	union {
 		struct ibv_qp qp;
@@ -126,6 +132,11 @@ struct verbs_qp {
 	};
 	uint32_t comp_mask;
 	struct verbs_xrcd *xrcd;
+};
+
+/* ibv_cmd_create_cq_ex() cmd_flags. */
+enum create_cq_cmd_flags {
+	CREATE_CQ_CMD_FLAGS_TS_IGNORED_EX = 1 << 0,
 };
 
 struct verbs_cq {
@@ -158,7 +169,9 @@ struct verbs_context_ops {
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel,
 				    int comp_vector);
-	verbs_op create_cq_ex, create_flow, create_flow_action_esp;
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
+					  struct ibv_cq_init_attr_ex *attr);
+	verbs_op create_flow, create_flow_action_esp;
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
 				    struct ibv_qp_init_attr *attr);
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
@@ -232,6 +245,23 @@ struct verbs_context_ops {
 				      sizeof(struct core_type),               \
 		      #name " driver data right after the core struct")
 
+/*
+ * An extended command (the ioctl fallback's "write_ex" layout): the header,
+ * the extended header, the kernel's core struct, driver data.
+ */
+#define RHINET_CMD_EX(name, core_type, drv_type)                             \
+	struct name {                                                         \
+		struct ib_uverbs_cmd_hdr hdr;                                 \
+		struct ib_uverbs_ex_cmd_hdr ex_hdr;                           \
+		unsigned char core[sizeof(struct core_type)];                 \
+		drv_type drv;                                                 \
+	};                                                                    \
+	static_assert(offsetof(struct name, drv) ==                           \
+			      sizeof(struct ib_uverbs_cmd_hdr) +              \
+				      sizeof(struct ib_uverbs_ex_cmd_hdr) +   \
+				      sizeof(struct core_type),               \
+		      #name " driver data right after the core struct")
+
 /* A response: the core struct's bytes, then the driver's response. */
 #define RHINET_RESP(name, core_type, drv_type)                             \
 	struct name {                                                       \
@@ -251,6 +281,7 @@ struct ibv_alloc_pd;
 struct ibv_reg_mr;
 struct ibv_rereg_mr;
 struct ibv_create_cq;
+struct ibv_create_cq_ex;
 struct ibv_create_srq;
 struct ibv_modify_srq;
 struct ibv_query_srq;
@@ -300,6 +331,16 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      struct ibv_cq *cq, struct ibv_create_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
 		      size_t resp_size);
+/*
+ * Does not call verbs_init_cq(): libibverbs' create_cq_ex wrapper does that
+ * after the provider returns (and refuses wc_flags beyond 0xfff itself).
+ */
+int ibv_cmd_create_cq_ex(struct ibv_context *context,
+			 const struct ibv_cq_init_attr_ex *cq_attr,
+			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
+			 size_t cmd_size,
+			 struct ib_uverbs_ex_create_cq_resp *resp,
+			 size_t resp_size, uint32_t cmd_flags);
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
 int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 		       struct ibv_srq_init_attr *attr,
@@ -316,6 +357,15 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 		      struct ibv_qp_init_attr *attr,
 		      struct ibv_create_qp *cmd, size_t cmd_size,
 		      struct ib_uverbs_create_qp_resp *resp, size_t resp_size);
+/*
+ * Accepts comp_mask PD | XRCD | SEND_OPS_FLAGS (else EINVAL); sets
+ * verbs_qp.comp_mask to 0 (or VERBS_QP_XRCD): the provider adds VERBS_QP_EX.
+ */
+int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
+			 struct ibv_qp_init_attr_ex *attr_ex,
+			 struct ibv_create_qp *cmd, size_t cmd_size,
+			 struct ib_uverbs_create_qp_resp *resp,
+			 size_t resp_size);
 int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
 		     int attr_mask, struct ibv_qp_init_attr *qp_init_attr,
 		     struct ibv_query_qp *cmd, size_t cmd_size);
@@ -342,7 +392,9 @@ int ibv_cmd_destroy_ah(struct ibv_ah *ah);
 
 RHINET_ABI_SIZE(struct verbs_context_ops, 76 * sizeof(void *));
 RHINET_ABI_OFFSET(struct verbs_context_ops, alloc_pd, 5 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, create_cq_ex, 16 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, create_qp, 19 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, create_qp_ex, 20 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, free_context, 39 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, poll_cq, 53 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, query_device_ex, 58 * 8);
@@ -354,5 +406,12 @@ RHINET_ABI_OFFSET(struct verbs_sysfs_dev, abi_ver, 968);
 RHINET_ABI_SIZE(struct verbs_device_ops, 72);
 RHINET_ABI_SIZE(struct verbs_match_ent, 24);
 RHINET_ABI_OFFSET(struct verbs_device, ops, sizeof(struct ibv_device));
+/* ibv_qp_to_qp_ex() of 44.0 tests byte 0x160 of the QP for VERBS_QP_EX. */
+RHINET_ABI_SIZE(struct ibv_qp_ex, 352);
+RHINET_ABI_OFFSET(struct verbs_qp, qp_ex, 0);
+RHINET_ABI_OFFSET(struct verbs_qp, comp_mask, 0x160);
+RHINET_ABI_SIZE(struct verbs_cq, sizeof(struct ibv_cq_ex));
+RHINET_ABI_SIZE(struct ibv_cq_ex, 288);
+RHINET_ABI_SIZE(struct ib_uverbs_ex_cmd_hdr, 16);
 
 #endif /* RHINET_VERBS_ABI44_H */

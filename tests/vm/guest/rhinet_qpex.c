@@ -1,0 +1,1009 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The extended verbs between two nodes through libibverbs and the installed
+ * provider: RC and UD QPs driven through ibv_qp_ex (wr_start ... wr_complete,
+ * every opcode, SGE lists, inline lists, wr_abort), completions read through
+ * ibv_cq_ex (start_poll/next_poll/end_poll and every read_*), the receive CQ
+ * waited for through a completion channel. Every byte moved and every
+ * completion field is checked on both sides, then the error cases: batches
+ * that must post nothing, and objects the provider must refuse.
+ *
+ *   rhinet-qpex [-d DEVICE] [-g GID_INDEX] [-p PORT]           server (node 1)
+ *   rhinet-qpex [-d DEVICE] [-g GID_INDEX] [-p PORT] SERVER    client (node 0)
+ *
+ * The nodes swap QP numbers, GIDs and the MR over TCP; the client drives
+ * every operation, the server posts receives and checks what arrived.
+ * Exits 0 only if every check passed on this node.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#define QKEY 0x11111111u
+#define BUF_SIZE (1u << 20)
+/* Regions of each node's one buffer. */
+#define SRC 0u /* client: source bytes */
+#define RECV (64u << 10) /* server: RC receive slots, 4 KiB each */
+#define RECV_SLOT 4096u
+#define RC_RECVS 16
+#define WRITE_AREA (128u << 10) /* server: RDMA write target */
+#define READ_AREA (160u << 10) /* server: read source; client: destination */
+#define ATOMIC (176u << 10) /* server: the word; client: two results */
+#define UD_RECV (192u << 10) /* server: UD receive slots */
+#define UD_SLOT 2048u
+#define UD_RECVS 4
+#define GRH 40u
+
+static int checks, failures;
+static const char *role = "?";
+
+static void check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	checks++;
+	if (ok)
+		return;
+	failures++;
+	printf("rhinet-qpex %s: FAIL: ", role);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static void die(const char *what)
+{
+	printf("rhinet-qpex %s: FAIL: %s: %s\n", role, what, strerror(errno));
+	exit(1);
+}
+
+static uint8_t pat(uint32_t i, uint32_t seed)
+{
+	return (uint8_t)(i * 131u + seed * 7u + (i >> 8));
+}
+
+static void fill(uint8_t *p, uint32_t off, uint32_t len, uint32_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = pat(off + i, seed);
+}
+
+/* Bytes at @p equal pattern @seed from offset @off on. */
+static bool same(const uint8_t *p, uint32_t off, uint32_t len, uint32_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] != pat(off + i, seed))
+			return false;
+	return true;
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* ---- TCP side channel ---------------------------------------------------- */
+
+static void xfer(int fd, void *out, void *in, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, (char *)out + done, len - done);
+		if (n <= 0)
+			die("tcp write");
+		done += (size_t)n;
+	}
+	for (done = 0; done < len;) {
+		ssize_t n = read(fd, (char *)in + done, len - done);
+		if (n <= 0)
+			die("tcp read");
+		done += (size_t)n;
+	}
+}
+
+static void sync_peer(int fd)
+{
+	char a = 's', b;
+
+	xfer(fd, &a, &b, 1);
+}
+
+static int tcp_connect(const char *server, int port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port)};
+	int fd, one = 1;
+
+	if (!server) {
+		int lfd = socket(AF_INET, SOCK_STREAM, 0);
+
+		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		sa.sin_addr.s_addr = htonl(INADDR_ANY);
+		if (lfd < 0 || bind(lfd, (void *)&sa, sizeof(sa)) ||
+		    listen(lfd, 1))
+			die("listen");
+		fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			die("accept");
+		close(lfd);
+		return fd;
+	}
+	if (inet_pton(AF_INET, server, &sa.sin_addr) != 1)
+		die("server address");
+	for (int i = 0; i < 120; i++) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd >= 0 && !connect(fd, (void *)&sa, sizeof(sa)))
+			return fd;
+		close(fd);
+		usleep(250000);
+	}
+	die("connect");
+	return -1;
+}
+
+/* ---- completions through ibv_cq_ex ---------------------------------------- */
+
+struct comp {
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	uint32_t vendor_err, byte_len, qp_num, src_qp, slid;
+	unsigned int wc_flags;
+	uint32_t imm; /* host order */
+	uint8_t sl, dlid_path_bits;
+};
+
+static void read_comp(struct ibv_cq_ex *cq, struct comp *c)
+{
+	c->wr_id = cq->wr_id;
+	c->status = cq->status;
+	c->opcode = ibv_wc_read_opcode(cq);
+	c->vendor_err = ibv_wc_read_vendor_err(cq);
+	c->byte_len = ibv_wc_read_byte_len(cq);
+	c->wc_flags = ibv_wc_read_wc_flags(cq);
+	c->imm = c->wc_flags & IBV_WC_WITH_IMM ? ntohl(ibv_wc_read_imm_data(cq))
+					       : 0;
+	c->qp_num = ibv_wc_read_qp_num(cq);
+	c->src_qp = ibv_wc_read_src_qp(cq);
+	c->slid = ibv_wc_read_slid(cq);
+	c->sl = ibv_wc_read_sl(cq);
+	c->dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
+}
+
+/* Appends what the CQ holds now (at most @max - *got entries). */
+static void drain(struct ibv_cq_ex *cq, struct comp *out, int max, int *got)
+{
+	struct ibv_poll_cq_attr attr = {};
+	int ret;
+
+	if (*got >= max)
+		return;
+	ret = ibv_start_poll(cq, &attr);
+	if (ret == ENOENT)
+		return;
+	check(ret == 0, "start_poll returned %d", ret);
+	if (ret)
+		return;
+	do {
+		read_comp(cq, &out[(*got)++]);
+		if (*got >= max)
+			break;
+		ret = ibv_next_poll(cq);
+		check(ret == 0 || ret == ENOENT, "next_poll returned %d", ret);
+	} while (ret == 0);
+	ibv_end_poll(cq);
+}
+
+/* Busy-polls until @n completions arrived (or 30 s passed). */
+static int poll_n(struct ibv_cq_ex *cq, struct comp *out, int n)
+{
+	double end = now() + 30;
+	int got = 0;
+
+	while (got < n && now() < end)
+		drain(cq, out, n, &got);
+	check(got == n, "%d of %d completions", got, n);
+	/* Nothing more than expected. */
+	{
+		struct comp extra[4];
+		int more = 0;
+
+		usleep(20000);
+		drain(cq, extra, 4, &more);
+		check(more == 0, "%d unexpected completions (first wr_id %llu)",
+		      more, more ? (unsigned long long)extra[0].wr_id : 0ull);
+	}
+	return got;
+}
+
+/* Waits for @n completions through the completion channel. */
+static int wait_n(struct ibv_comp_channel *ch, struct ibv_cq_ex *cq,
+		  struct comp *out, int n, int *events)
+{
+	double end = now() + 30;
+	int got = 0;
+
+	while (got < n && now() < end) {
+		struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+		struct ibv_cq *ev_cq;
+		void *ev_ctx;
+
+		if (ibv_req_notify_cq(ibv_cq_ex_to_cq(cq), 0))
+			die("req_notify_cq");
+		drain(cq, out, n, &got);
+		if (got >= n)
+			break;
+		if (poll(&pfd, 1, 1000) <= 0)
+			continue;
+		if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx))
+			die("get_cq_event");
+		check(ev_cq == ibv_cq_ex_to_cq(cq) && ev_ctx == cq,
+		      "event for cq %p ctx %p", (void *)ev_cq, ev_ctx);
+		ibv_ack_cq_events(ev_cq, 1);
+		(*events)++;
+	}
+	check(got == n, "%d of %d receive completions", got, n);
+	return got;
+}
+
+static void expect(const struct comp *c, uint64_t wr_id, enum ibv_wc_opcode op,
+		   uint32_t byte_len, uint32_t qp_num, unsigned int wc_flags,
+		   uint32_t imm, const char *what)
+{
+	check(c->wr_id == wr_id, "%s: wr_id %llu, expected %llu", what,
+	      (unsigned long long)c->wr_id, (unsigned long long)wr_id);
+	check(c->status == IBV_WC_SUCCESS, "%s: status %s (vendor_err %u)",
+	      what, ibv_wc_status_str(c->status), c->vendor_err);
+	check(c->opcode == op, "%s: opcode %d, expected %d", what, c->opcode,
+	      op);
+	check(c->vendor_err == 0, "%s: vendor_err %u", what, c->vendor_err);
+	check(c->byte_len == byte_len, "%s: byte_len %u, expected %u", what,
+	      c->byte_len, byte_len);
+	check(c->qp_num == qp_num, "%s: qp_num %u, expected %u", what,
+	      c->qp_num, qp_num);
+	check(c->wc_flags == wc_flags, "%s: wc_flags %#x, expected %#x", what,
+	      c->wc_flags, wc_flags);
+	check(c->imm == imm, "%s: imm %#x, expected %#x", what, c->imm, imm);
+	check(!c->slid && !c->sl && !c->dlid_path_bits,
+	      "%s: slid %u sl %u dlid_path_bits %u on Ethernet", what, c->slid,
+	      c->sl, c->dlid_path_bits);
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+struct info {
+	uint32_t rc_qpn, ud_qpn, rkey, pad;
+	uint64_t addr;
+	uint8_t gid[16];
+};
+
+struct node {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq_ex *scq, *rcq;
+	struct ibv_qp *rc, *ud;
+	struct ibv_qp_ex *rcx, *udx;
+	struct ibv_ah *ah;
+	uint32_t max_inline, max_sge;
+	int gid_index;
+	struct info me, peer;
+};
+
+static const uint64_t kWcAll = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+			       IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
+			       IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+			       IBV_WC_EX_WITH_DLID_PATH_BITS;
+
+static struct ibv_cq_ex *make_cq(struct node *n, struct ibv_comp_channel *ch,
+				 void *ctx_is_self)
+{
+	struct ibv_cq_init_attr_ex a = {
+		.cqe = 256, .channel = ch, .wc_flags = kWcAll};
+	struct ibv_cq_ex *cq = ibv_create_cq_ex(n->ctx, &a);
+
+	if (!cq)
+		die("ibv_create_cq_ex");
+	if (ctx_is_self)
+		ibv_cq_ex_to_cq(cq)->cq_context = cq;
+	return cq;
+}
+
+/* @cap_out (optional): what the QP got, as creation reports it. */
+static struct ibv_qp *make_qp(struct node *n, enum ibv_qp_type type,
+			      uint64_t ops, uint32_t comp_mask_extra,
+			      struct ibv_qp_cap *cap_out)
+{
+	struct ibv_qp *qp;
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = ibv_cq_ex_to_cq(n->scq),
+		.recv_cq = ibv_cq_ex_to_cq(n->rcq),
+		.cap = {.max_send_wr = 64,
+			.max_recv_wr = 32,
+			.max_send_sge = 4,
+			.max_recv_sge = 1,
+			.max_inline_data = 128},
+		.qp_type = type,
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | comp_mask_extra,
+		.pd = n->pd,
+		.send_ops_flags = ops,
+	};
+
+	qp = ibv_create_qp_ex(n->ctx, &a);
+	if (qp && cap_out)
+		*cap_out = a.cap;
+	return qp;
+}
+
+static const uint64_t kRcOps =
+	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+	IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+	IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+	IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+static const uint64_t kUdOps =
+	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+
+static void ah_attr(struct node *n, struct ibv_ah_attr *ah)
+{
+	memset(ah, 0, sizeof(*ah));
+	ah->is_global = 1;
+	memcpy(ah->grh.dgid.raw, n->peer.gid, 16);
+	ah->grh.sgid_index = (uint8_t)n->gid_index;
+	ah->grh.hop_limit = 1;
+	ah->port_num = 1;
+}
+
+static void connect_qps(struct node *n)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
+				.port_num = 1,
+				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						   IBV_ACCESS_REMOTE_READ |
+						   IBV_ACCESS_REMOTE_ATOMIC};
+
+	if (ibv_modify_qp(n->rc, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS))
+		die("RC to INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = n->peer.rc_qpn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	ah_attr(n, &a.ah_attr);
+	if (ibv_modify_qp(n->rc, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				  IBV_QP_MAX_DEST_RD_ATOMIC |
+				  IBV_QP_MIN_RNR_TIMER))
+		die("RC to RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(n->rc, &a,
+			  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				  IBV_QP_MAX_QP_RD_ATOMIC))
+		die("RC to RTS");
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = QKEY;
+	if (ibv_modify_qp(n->ud, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_QKEY))
+		die("UD to INIT");
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(n->ud, &a, IBV_QP_STATE))
+		die("UD to RTR");
+	a.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(n->ud, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		die("UD to RTS");
+
+	struct ibv_ah_attr aa;
+	ah_attr(n, &aa);
+	n->ah = ibv_create_ah(n->pd, &aa);
+	if (!n->ah)
+		die("ibv_create_ah");
+}
+
+static void setup(struct node *n, const char *dev_name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_qp_cap cap;
+	union ibv_gid gid;
+
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), dev_name))
+			n->ctx = ibv_open_device(list[i]);
+	if (!n->ctx)
+		die("open device");
+	ibv_free_device_list(list);
+	n->pd = ibv_alloc_pd(n->ctx);
+	if (posix_memalign((void **)&n->buf, 4096, BUF_SIZE) || !n->pd)
+		die("buffers");
+	memset(n->buf, 0, BUF_SIZE);
+	n->mr = ibv_reg_mr(n->pd, n->buf, BUF_SIZE,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC);
+	n->ch = ibv_create_comp_channel(n->ctx);
+	if (!n->mr || !n->ch)
+		die("mr/channel");
+	n->scq = make_cq(n, NULL, NULL);
+	n->rcq = make_cq(n, n->ch, n);
+	n->rc = make_qp(n, IBV_QPT_RC, kRcOps, 0, &cap);
+	n->ud = make_qp(n, IBV_QPT_UD, kUdOps, 0, NULL);
+	if (!n->rc || !n->ud)
+		die("ibv_create_qp_ex");
+	n->rcx = ibv_qp_to_qp_ex(n->rc);
+	n->udx = ibv_qp_to_qp_ex(n->ud);
+	check(n->rcx && n->udx, "ibv_qp_to_qp_ex of an extended QP is NULL");
+	if (!n->rcx || !n->udx)
+		exit(1);
+	/*
+	 * The limits creation reported (ibv_query_qp's IBV_QP_CAP is not used:
+	 * rhinet.ko answers it with zero SGEs and the device's inline limit).
+	 */
+	n->max_inline = cap.max_inline_data;
+	n->max_sge = cap.max_send_sge;
+	check(n->max_inline >= 64 && n->max_sge >= 3,
+	      "RC caps: inline %u, sge %u", n->max_inline, n->max_sge);
+	if (ibv_query_gid(n->ctx, 1, n->gid_index, &gid))
+		die("query_gid");
+	n->me.rc_qpn = n->rc->qp_num;
+	n->me.ud_qpn = n->ud->qp_num;
+	n->me.rkey = n->mr->rkey;
+	n->me.addr = (uintptr_t)n->buf;
+	memcpy(n->me.gid, gid.raw, 16);
+}
+
+/* ---- the client: every operation through wr_* ----------------------------- */
+
+static const uint8_t kA[25] = {0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6,
+			       0xa7, 0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad,
+			       0xae, 0xaf, 0xb0, 0xb1, 0xb2, 0xb3, 0xb4,
+			       0xb5, 0xb6, 0xb7, 0xb8};
+
+static void inline_bytes(uint8_t *p, uint32_t len, uint8_t base)
+{
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(base + i * 3);
+}
+
+static bool inline_same(const uint8_t *p, uint32_t len, uint8_t base)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] != (uint8_t)(base + i * 3))
+			return false;
+	return true;
+}
+
+static struct ibv_sge sge(struct node *n, uint32_t off, uint32_t len)
+{
+	struct ibv_sge s = {(uintptr_t)n->buf + off, len, n->mr->lkey};
+	return s;
+}
+
+static void client_rc(struct node *n, int fd)
+{
+	struct ibv_qp_ex *q = n->rcx;
+	uint64_t r = n->peer.addr;
+	uint32_t rkey = n->peer.rkey, me = n->me.rc_qpn;
+	uint8_t b1[25], b2[15], c24[24];
+	struct comp c[16];
+	int ret;
+
+	fill(n->buf + SRC, 0, 64u << 10, 1);
+	sync_peer(fd); /* the server's receives are posted */
+
+	ibv_wr_start(q);
+	q->wr_id = 101;
+	q->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(q);
+	struct ibv_sge three[3] = {sge(n, SRC + 0, 100),
+				   sge(n, SRC + 1000, 200),
+				   sge(n, SRC + 3000, 300)};
+	ibv_wr_set_sge_list(q, 3, three);
+	memset(three, 0, sizeof(three)); /* the list was copied */
+
+	q->wr_id = 102;
+	q->wr_flags = 0; /* unsignaled: retired by the next completion */
+	ibv_wr_send(q);
+	ibv_wr_set_sge(q, n->mr->lkey, (uintptr_t)n->buf + SRC + 5000, 64);
+
+	q->wr_id = 103;
+	q->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+	ibv_wr_send_imm(q, htonl(0x12345678));
+	memcpy(b1, kA, 25);
+	inline_bytes(b2, 15, 0x40);
+	struct ibv_data_buf two[2] = {{b1, 25}, {b2, 15}};
+	ibv_wr_set_inline_data_list(q, 2, two);
+	memset(b1, 0xee, 25); /* inline data was copied at the call */
+	memset(b2, 0xee, 15);
+
+	q->wr_id = 104;
+	q->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(q, rkey, r + WRITE_AREA);
+	ibv_wr_set_sge(q, n->mr->lkey, (uintptr_t)n->buf + SRC + 8192, 4096);
+
+	q->wr_id = 105;
+	ibv_wr_rdma_write_imm(q, rkey, r + WRITE_AREA + 8192,
+			      htonl(0xabcdef01));
+	inline_bytes(c24, 24, 0x77);
+	ibv_wr_set_inline_data(q, c24, 24);
+	memset(c24, 0, 24);
+
+	q->wr_id = 106;
+	ibv_wr_rdma_read(q, rkey, r + READ_AREA);
+	struct ibv_sge rd[2] = {sge(n, READ_AREA, 1000),
+				sge(n, READ_AREA + 2000, 3000)};
+	ibv_wr_set_sge_list(q, 2, rd);
+
+	q->wr_id = 107;
+	ibv_wr_atomic_fetch_add(q, rkey, r + ATOMIC, 5);
+	ibv_wr_set_sge(q, n->mr->lkey, (uintptr_t)n->buf + ATOMIC, 8);
+
+	q->wr_id = 108;
+	q->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE;
+	ibv_wr_atomic_cmp_swp(q, rkey, r + ATOMIC, 105, 777);
+	ibv_wr_set_sge(q, n->mr->lkey, (uintptr_t)n->buf + ATOMIC + 8, 8);
+	ret = ibv_wr_complete(q);
+	check(ret == 0, "wr_complete of the RC batch: %d", ret);
+
+	/* The classic call still works on an extended QP. */
+	struct ibv_sge s32 = sge(n, SRC + 20000, 32);
+	struct ibv_send_wr wr = {.wr_id = 109,
+				 .sg_list = &s32,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	check(ibv_post_send(n->rc, &wr, &bad) == 0, "ibv_post_send on qp_ex");
+
+	if (poll_n(n->scq, c, 8) == 8) {
+		expect(&c[0], 101, IBV_WC_SEND, 600, me, 0, 0, "send sge list");
+		expect(&c[1], 103, IBV_WC_SEND, 40, me, 0, 0,
+		       "send_imm inline");
+		expect(&c[2], 104, IBV_WC_RDMA_WRITE, 4096, me, 0, 0, "write");
+		expect(&c[3], 105, IBV_WC_RDMA_WRITE, 24, me, 0, 0,
+		       "write_imm inline");
+		expect(&c[4], 106, IBV_WC_RDMA_READ, 4000, me, 0, 0, "read");
+		expect(&c[5], 107, IBV_WC_FETCH_ADD, 8, me, 0, 0, "fetch_add");
+		expect(&c[6], 108, IBV_WC_COMP_SWAP, 8, me, 0, 0, "cmp_swp");
+		expect(&c[7], 109, IBV_WC_SEND, 32, me, 0, 0, "post_send");
+	}
+	check(same(n->buf + READ_AREA, 0, 1000, 3) &&
+		      same(n->buf + READ_AREA + 2000, 1000, 3000, 3),
+	      "RDMA read data differs");
+	uint64_t fa, cs;
+	memcpy(&fa, n->buf + ATOMIC, 8);
+	memcpy(&cs, n->buf + ATOMIC + 8, 8);
+	check(fa == 100, "fetch_add returned %llu, expected 100",
+	      (unsigned long long)fa);
+	check(cs == 105, "cmp_swp returned %llu, expected 105",
+	      (unsigned long long)cs);
+	sync_peer(fd); /* the server checks what arrived */
+}
+
+static void client_errors(struct node *n, int fd)
+{
+	struct ibv_qp_ex *q = n->rcx;
+	struct ibv_sge many[64];
+	uint8_t big[1024] = {0};
+	struct comp c[4];
+	int ret;
+
+	/* wr_abort: nothing of the batch goes out. */
+	ibv_wr_start(q);
+	q->wr_id = 301;
+	q->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(q);
+	ibv_wr_set_sge(q, n->mr->lkey, (uintptr_t)n->buf + SRC + 30000, 50);
+	ibv_wr_abort(q);
+	ibv_wr_start(q);
+	q->wr_id = 302;
+	ibv_wr_send(q);
+	ibv_wr_set_sge(q, n->mr->lkey, (uintptr_t)n->buf + SRC + 31000, 70);
+	ret = ibv_wr_complete(q);
+	check(ret == 0, "wr_complete after wr_abort: %d", ret);
+	if (poll_n(n->scq, c, 1) == 1)
+		expect(&c[0], 302, IBV_WC_SEND, 70, n->me.rc_qpn, 0, 0,
+		       "send after abort");
+
+	/* Too many SGEs: the valid WR before it is not posted either. */
+	ibv_wr_start(q);
+	q->wr_id = 303;
+	ibv_wr_send(q);
+	ibv_wr_set_sge(q, n->mr->lkey, (uintptr_t)n->buf + SRC, 10);
+	q->wr_id = 304;
+	ibv_wr_send(q);
+	for (uint32_t i = 0; i <= n->max_sge && i < 64; i++)
+		many[i] = sge(n, SRC + i * 8, 8);
+	ibv_wr_set_sge_list(q, n->max_sge + 1, many);
+	ret = ibv_wr_complete(q);
+	check(ret == EINVAL, "wr_complete with %u SGEs: %d, expected EINVAL",
+	      n->max_sge + 1, ret);
+
+	/* Inline data longer than the QP's max_inline_data. */
+	ibv_wr_start(q);
+	q->wr_id = 305;
+	ibv_wr_send_imm(q, 0);
+	ibv_wr_set_inline_data(q, big, n->max_inline + 1);
+	ret = ibv_wr_complete(q);
+	check(ret == EINVAL, "wr_complete with %u inline bytes: %d",
+	      n->max_inline + 1, ret);
+
+	/* A setter without an opcode call. */
+	ibv_wr_start(q);
+	ibv_wr_set_sge(q, n->mr->lkey, (uintptr_t)n->buf, 8);
+	ret = ibv_wr_complete(q);
+	check(ret == EINVAL, "wr_complete of a lone setter: %d", ret);
+
+	/* UD: a WR without wr_set_ud_addr; an opcode the QP was not made for. */
+	ibv_wr_start(n->udx);
+	n->udx->wr_id = 306;
+	n->udx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(n->udx);
+	ibv_wr_set_sge(n->udx, n->mr->lkey, (uintptr_t)n->buf, 8);
+	ret = ibv_wr_complete(n->udx);
+	check(ret == EINVAL, "UD WR without an address: %d", ret);
+	ibv_wr_start(n->udx);
+	ibv_wr_rdma_write(n->udx, 1, 0);
+	ibv_wr_set_ud_addr(n->udx, n->ah, n->peer.ud_qpn, QKEY);
+	ibv_wr_set_sge(n->udx, n->mr->lkey, (uintptr_t)n->buf, 8);
+	ret = ibv_wr_complete(n->udx);
+	check(ret == EOPNOTSUPP, "RDMA write on a UD qp_ex: %d", ret);
+
+	/* None of those reached the wire: the next send is the next receive. */
+	ibv_wr_start(q);
+	q->wr_id = 307;
+	q->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(q);
+	ibv_wr_set_sge(q, n->mr->lkey, (uintptr_t)n->buf + SRC + 33000, 90);
+	ret = ibv_wr_complete(q);
+	check(ret == 0, "wr_complete after the failed batches: %d", ret);
+	if (poll_n(n->scq, c, 1) == 1)
+		expect(&c[0], 307, IBV_WC_SEND, 90, n->me.rc_qpn, 0, 0,
+		       "send after failed batches");
+	sync_peer(fd);
+}
+
+/* Objects the provider must refuse. Local only. */
+static void refusals(struct node *n)
+{
+	struct ibv_qp *qp;
+	struct ibv_cq_ex *cq;
+
+	errno = 0;
+	qp = make_qp(n, IBV_QPT_RC, kRcOps | IBV_QP_EX_WITH_LOCAL_INV, 0, NULL);
+	check(!qp && errno == EOPNOTSUPP, "RC with LOCAL_INV: %p errno %d",
+	      (void *)qp, errno);
+	errno = 0;
+	qp = make_qp(n, IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW, 0, NULL);
+	check(!qp && errno == EOPNOTSUPP, "RC with BIND_MW: errno %d", errno);
+	errno = 0;
+	qp = make_qp(n, IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE, 0, NULL);
+	check(!qp && errno == EOPNOTSUPP, "UD with RDMA_WRITE: errno %d",
+	      errno);
+	errno = 0;
+	qp = make_qp(n, IBV_QPT_UC, IBV_QP_EX_WITH_SEND, 0, NULL);
+	check(!qp && errno == EOPNOTSUPP, "UC qp_ex: errno %d", errno);
+	errno = 0;
+	qp = make_qp(n, IBV_QPT_RC, kRcOps, IBV_QP_INIT_ATTR_CREATE_FLAGS,
+		     NULL);
+	check(!qp && errno == EOPNOTSUPP, "create flags: errno %d", errno);
+
+	static const uint64_t bad_wc[] = {
+		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, IBV_WC_EX_WITH_CVLAN,
+		IBV_WC_EX_WITH_FLOW_TAG, IBV_WC_EX_WITH_TM_INFO,
+		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK};
+	for (unsigned i = 0; i < sizeof(bad_wc) / sizeof(bad_wc[0]); i++) {
+		struct ibv_cq_init_attr_ex a = {.cqe = 16,
+						.wc_flags = bad_wc[i]};
+		errno = 0;
+		cq = ibv_create_cq_ex(n->ctx, &a);
+		check(!cq && errno == EOPNOTSUPP,
+		      "cq_ex wc_flags %#llx: errno %d",
+		      (unsigned long long)bad_wc[i], errno);
+		if (cq)
+			ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
+	}
+	{
+		struct ibv_cq_init_attr_ex a = {
+			.cqe = 16,
+			.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+			.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN};
+		errno = 0;
+		cq = ibv_create_cq_ex(n->ctx, &a);
+		check(!cq && errno == EOPNOTSUPP, "IGNORE_OVERRUN: errno %d",
+		      errno);
+	}
+	{
+		/* A plain QP is no qp_ex. */
+		struct ibv_qp_init_attr a = {
+			.send_cq = ibv_cq_ex_to_cq(n->scq),
+			.recv_cq = ibv_cq_ex_to_cq(n->scq),
+			.cap = {.max_send_wr = 4,
+				.max_recv_wr = 4,
+				.max_send_sge = 1,
+				.max_recv_sge = 1},
+			.qp_type = IBV_QPT_RC,
+		};
+		qp = ibv_create_qp(n->pd, &a);
+		check(qp && !ibv_qp_to_qp_ex(qp), "plain QP as qp_ex");
+		if (qp)
+			ibv_destroy_qp(qp);
+	}
+}
+
+static void client_ud(struct node *n, int fd)
+{
+	struct ibv_qp_ex *q = n->udx;
+	uint8_t d[30], e[30];
+	struct comp c[2];
+	int ret;
+
+	sync_peer(fd); /* UD receives posted */
+	ibv_wr_start(q);
+	q->wr_id = 501;
+	q->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(q);
+	ibv_wr_set_ud_addr(q, n->ah, n->peer.ud_qpn, QKEY);
+	struct ibv_sge two[2] = {sge(n, SRC + 40000, 100),
+				 sge(n, SRC + 41000, 200)};
+	ibv_wr_set_sge_list(q, 2, two);
+	q->wr_id = 502;
+	ibv_wr_send_imm(q, htonl(0x55aa1234));
+	inline_bytes(d, 30, 0x10);
+	inline_bytes(e, 30, 0x10 + 90);
+	struct ibv_data_buf bufs[2] = {{d, 30}, {e, 30}};
+	ibv_wr_set_inline_data_list(q, 2, bufs); /* data first, then address */
+	ibv_wr_set_ud_addr(q, n->ah, n->peer.ud_qpn, QKEY);
+	ret = ibv_wr_complete(q);
+	check(ret == 0, "wr_complete of the UD batch: %d", ret);
+	if (poll_n(n->scq, c, 2) == 2) {
+		expect(&c[0], 501, IBV_WC_SEND, 300, n->me.ud_qpn, 0, 0,
+		       "UD send");
+		expect(&c[1], 502, IBV_WC_SEND, 60, n->me.ud_qpn, 0, 0,
+		       "UD send_imm inline");
+	}
+	sync_peer(fd);
+}
+
+/* Last: a remote access error ends the RC QP's life. */
+static void client_remote_error(struct node *n, int fd)
+{
+	struct ibv_qp_ex *q = n->rcx;
+	struct comp c[1];
+	int got = 0;
+	double end = now() + 30;
+
+	ibv_wr_start(q);
+	q->wr_id = 601;
+	q->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(q, n->peer.rkey + 0x100000,
+			  n->peer.addr + WRITE_AREA);
+	ibv_wr_set_sge(q, n->mr->lkey, (uintptr_t)n->buf + SRC, 16);
+	check(ibv_wr_complete(q) == 0, "wr_complete of the bad write");
+	while (!got && now() < end)
+		drain(n->scq, c, 1, &got);
+	check(got == 1, "no completion for a write with a bad rkey");
+	if (got) {
+		check(c[0].wr_id == 601, "bad write: wr_id %llu",
+		      (unsigned long long)c[0].wr_id);
+		check(c[0].status == IBV_WC_REM_ACCESS_ERR,
+		      "bad write: status %s", ibv_wc_status_str(c[0].status));
+		check(c[0].vendor_err != 0, "bad write: vendor_err 0");
+		check(c[0].qp_num == n->me.rc_qpn, "bad write: qp_num %u",
+		      c[0].qp_num);
+	}
+	sync_peer(fd);
+}
+
+/* ---- the server: receives, checks what arrived ----------------------------- */
+
+static void post_recv(struct ibv_qp *qp, struct node *n, uint64_t wr_id,
+		      uint32_t off, uint32_t len)
+{
+	struct ibv_sge s = sge(n, off, len);
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &s, .num_sge = 1},
+			   *bad;
+
+	if (ibv_post_recv(qp, &wr, &bad))
+		die("post_recv");
+}
+
+static void server_rc(struct node *n, int fd, int *events)
+{
+	uint32_t me = n->me.rc_qpn;
+	struct comp c[8];
+	uint8_t *rx = n->buf + RECV;
+	uint64_t word = 100;
+
+	for (int i = 0; i < RC_RECVS; i++)
+		post_recv(n->rc, n, 200 + i, RECV + i * RECV_SLOT, RECV_SLOT);
+	fill(n->buf + READ_AREA, 0, 8192, 3);
+	memcpy(n->buf + ATOMIC, &word, 8);
+	if (ibv_req_notify_cq(ibv_cq_ex_to_cq(n->rcq), 0))
+		die("req_notify_cq");
+	sync_peer(fd);
+
+	if (wait_n(n->ch, n->rcq, c, 5, events) == 5) {
+		expect(&c[0], 200, IBV_WC_RECV, 600, me, 0, 0, "recv sge list");
+		expect(&c[1], 201, IBV_WC_RECV, 64, me, 0, 0,
+		       "recv unsignaled");
+		expect(&c[2], 202, IBV_WC_RECV, 40, me, IBV_WC_WITH_IMM,
+		       0x12345678, "recv imm inline");
+		expect(&c[3], 203, IBV_WC_RECV_RDMA_WITH_IMM, 24, me,
+		       IBV_WC_WITH_IMM, 0xabcdef01, "recv write_imm");
+		expect(&c[4], 204, IBV_WC_RECV, 32, me, 0, 0, "recv post_send");
+	}
+	check(same(rx, 0, 100, 1) && same(rx + 100, 1000, 200, 1) &&
+		      same(rx + 300, 3000, 300, 1),
+	      "bytes of the SGE-list send differ");
+	check(same(rx + RECV_SLOT, 5000, 64, 1), "unsignaled send bytes");
+	check(!memcmp(rx + 2 * RECV_SLOT, kA, 25) &&
+		      inline_same(rx + 2 * RECV_SLOT + 25, 15, 0x40),
+	      "inline list bytes differ");
+	check(same(rx + 4 * RECV_SLOT, 20000, 32, 1), "post_send bytes");
+	sync_peer(fd); /* the client's completions are in: writes landed */
+	check(same(n->buf + WRITE_AREA, 8192, 4096, 1), "RDMA write bytes");
+	check(inline_same(n->buf + WRITE_AREA + 8192, 24, 0x77),
+	      "inline write_imm bytes");
+	memcpy(&word, n->buf + ATOMIC, 8);
+	check(word == 777, "atomic word %llu, expected 777",
+	      (unsigned long long)word);
+}
+
+static void server_errors(struct node *n, int fd, int *events)
+{
+	struct comp c[2];
+	uint8_t *rx = n->buf + RECV;
+	uint32_t me = n->me.rc_qpn;
+
+	/* Exactly two sends arrive: the one after wr_abort, the last one. */
+	if (wait_n(n->ch, n->rcq, c, 2, events) == 2) {
+		expect(&c[0], 205, IBV_WC_RECV, 70, me, 0, 0,
+		       "recv after abort");
+		expect(&c[1], 206, IBV_WC_RECV, 90, me, 0, 0,
+		       "recv after failed batches");
+	}
+	check(same(rx + 5 * RECV_SLOT, 31000, 70, 1), "bytes after abort");
+	check(same(rx + 6 * RECV_SLOT, 33000, 90, 1), "bytes after failures");
+	sync_peer(fd);
+	{
+		struct comp extra[2];
+		int more = 0;
+
+		drain(n->rcq, extra, 2, &more);
+		check(more == 0, "%d receives from failed batches", more);
+	}
+}
+
+static void server_ud(struct node *n, int fd, int *events)
+{
+	struct comp c[2];
+	uint8_t *rx = n->buf + UD_RECV;
+	uint32_t me = n->me.ud_qpn;
+
+	for (int i = 0; i < UD_RECVS; i++)
+		post_recv(n->ud, n, 400 + i, UD_RECV + i * UD_SLOT, GRH + 1024);
+	sync_peer(fd);
+	if (wait_n(n->ch, n->rcq, c, 2, events) == 2) {
+		expect(&c[0], 400, IBV_WC_RECV, GRH + 300, me, IBV_WC_GRH, 0,
+		       "UD recv");
+		expect(&c[1], 401, IBV_WC_RECV, GRH + 60, me,
+		       IBV_WC_GRH | IBV_WC_WITH_IMM, 0x55aa1234, "UD recv imm");
+		check(c[0].src_qp == n->peer.ud_qpn &&
+			      c[1].src_qp == n->peer.ud_qpn,
+		      "UD src_qp %u/%u, expected %u", c[0].src_qp, c[1].src_qp,
+		      n->peer.ud_qpn);
+	}
+	check(same(rx + GRH, 40000, 100, 1) &&
+		      same(rx + GRH + 100, 41000, 200, 1),
+	      "UD SGE-list bytes differ");
+	check(inline_same(rx + UD_SLOT + GRH, 30, 0x10) &&
+		      inline_same(rx + UD_SLOT + GRH + 30, 30, 0x10 + 90),
+	      "UD inline bytes differ");
+	sync_peer(fd);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = "rhinet0", *server = NULL;
+	struct node n = {.gid_index = 0};
+	int port = 18700, opt, fd, events = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((opt = getopt(argc, argv, "d:g:p:")) != -1) {
+		switch (opt) {
+		case 'd':
+			dev = optarg;
+			break;
+		case 'g':
+			n.gid_index = atoi(optarg);
+			break;
+		case 'p':
+			port = atoi(optarg);
+			break;
+		default:
+			fprintf(stderr,
+				"usage: %s [-d DEV] [-g GID] [-p PORT] "
+				"[SERVER]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		server = argv[optind];
+	role = server ? "client" : "server";
+	setup(&n, dev);
+	fd = tcp_connect(server, port);
+	xfer(fd, &n.me, &n.peer, sizeof(n.me));
+	connect_qps(&n);
+	sync_peer(fd); /* both QPs ready on both sides */
+
+	if (server) {
+		client_rc(&n, fd);
+		printf("rhinet-qpex client: RC batch done (%d failures)\n",
+		       failures);
+		client_errors(&n, fd);
+		refusals(&n);
+		printf("rhinet-qpex client: error cases done (%d failures)\n",
+		       failures);
+		client_ud(&n, fd);
+		client_remote_error(&n, fd);
+	} else {
+		server_rc(&n, fd, &events);
+		server_errors(&n, fd, &events);
+		refusals(&n);
+		server_ud(&n, fd, &events);
+		sync_peer(fd); /* the client's remote error */
+		check(events > 0, "no completion event arrived");
+	}
+	sync_peer(fd);
+	close(fd);
+
+	ibv_destroy_ah(n.ah);
+	check(!ibv_destroy_qp(n.rc) && !ibv_destroy_qp(n.ud), "destroy QPs");
+	check(!ibv_destroy_cq(ibv_cq_ex_to_cq(n.scq)) &&
+		      !ibv_destroy_cq(ibv_cq_ex_to_cq(n.rcq)),
+	      "destroy CQs");
+	check(!ibv_destroy_comp_channel(n.ch), "destroy channel (events %d)",
+	      events);
+	ibv_dereg_mr(n.mr);
+	ibv_dealloc_pd(n.pd);
+	ibv_close_device(n.ctx);
+	printf("rhinet-qpex %s: %s (%d checks, %d failed, %d events)\n", role,
+	       failures ? "FAIL" : "PASS", checks, failures, events);
+	return failures ? 1 : 0;
+}
