@@ -199,6 +199,7 @@ int rhinet_kqp_create(struct rhinet_ib *ib, struct rhinet_qp *qp,
 	}
 	qp->nic_type = RHN_QP_UD;
 	qp->ibqp.qp_num = qp->qpn; /* RHN_QPN_GSI */
+	qp->attr.cap = attr->cap;
 	return 0;
 
 err:

@@ -397,6 +397,7 @@ int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 						 attr->qp_type == IB_QPT_UD);
 	if (!attr->srq)
 		attr->cap.max_recv_wr = 1u << req.rq_log_depth;
+	qp->attr.cap = attr->cap; /* for query_qp */
 	resp.qpn = qp->qpn;
 	ret = rhinet_queue_publish(ib, &ib->qps, RHN_ADMIN_DESTROY_QP, qp->qpn,
 				   qp, &qp->buf, udata, &resp, sizeof(resp));
@@ -625,7 +626,6 @@ int rhinet_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	mutex_unlock(&qp->lock);
 	attr->cur_qp_state = attr->qp_state;
 	attr->port_num = 1;
-	attr->cap.max_inline_data = le32_to_cpu(ib->rdev->attr.max_inline);
 	memset(init, 0, sizeof(*init));
 	init->qp_type = ibqp->qp_type;
 	init->send_cq = ibqp->send_cq;
