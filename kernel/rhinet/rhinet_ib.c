@@ -128,7 +128,8 @@ static int rhinet_query_device(struct ib_device *ibdev,
 	attr->max_send_sge = le32_to_cpu(hw->max_send_sges);
 	attr->max_recv_sge = le32_to_cpu(hw->max_recv_sges);
 	attr->max_sge_rd = attr->max_send_sge;
-	attr->max_cq = le32_to_cpu(hw->max_cqs) - 1;
+	/* The net_device and the management QP own one CQ each. */
+	attr->max_cq = le32_to_cpu(hw->max_cqs) - 2;
 	attr->max_cqe = 1 << le32_to_cpu(hw->max_cq_log_depth);
 	attr->max_mr = ib->max_mrs;
 	attr->max_pd = ib->max_pds;
@@ -454,11 +455,12 @@ static int rhinet_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	ret = rhinet_udata_in(udata, NULL, 0);
 	if (ret)
 		return ret;
-	if (atomic_inc_return(&ib->num_pds) > ib->max_pds) {
+	/* max_pd counts user PDs; kernel ones (ib_mad's) are held back. */
+	pd->ctx = uc ? uc->ctx : 0;
+	if (pd->ctx && atomic_inc_return(&ib->num_pds) > ib->max_pds) {
 		ret = -ENOSPC;
 		goto err_count;
 	}
-	pd->ctx = uc ? uc->ctx : 0;
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_PD;
 	ret = rhinet_ctx_exec(ib, pd->ctx, &cmd, &pd->pdn);
 	if (ret)
@@ -472,7 +474,8 @@ static int rhinet_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 err_pd:
 	rhinet_destroy_object(ib, pd->ctx, RHN_ADMIN_DESTROY_PD, pd->pdn);
 err_count:
-	atomic_dec(&ib->num_pds);
+	if (pd->ctx)
+		atomic_dec(&ib->num_pds);
 	return ret;
 }
 
@@ -485,7 +488,8 @@ static int rhinet_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	ret = rhinet_destroy_object(ib, pd->ctx, RHN_ADMIN_DESTROY_PD, pd->pdn);
 	if (ret)
 		return ret;
-	atomic_dec(&ib->num_pds);
+	if (pd->ctx)
+		atomic_dec(&ib->num_pds);
 	return 0;
 }
 
@@ -646,7 +650,8 @@ static const struct ib_device_ops rhinet_ib_ops = {
 static void rhinet_ib_limits(struct rhinet_ib *ib)
 {
 	const struct rhn_device_attr *hw = &ib->rdev->attr;
-	s64 pds = (s64)le32_to_cpu(hw->max_pds) - 1 - (ib->db_pages - 1);
+	/* The kernel PD, a queue PD per context, and ib_mad's PD. */
+	s64 pds = (s64)le32_to_cpu(hw->max_pds) - 1 - (ib->db_pages - 1) - 1;
 	s64 mrs = (s64)le32_to_cpu(hw->max_mrs) - 1 -
 		  (le32_to_cpu(hw->max_cqs) - 1) -
 		  (le32_to_cpu(hw->max_qps) - 1) - le32_to_cpu(hw->max_srqs);

@@ -152,6 +152,7 @@ int rhinet_kqp_create(struct rhinet_ib *ib, struct rhinet_qp *qp,
 	if (!k)
 		return -ENOMEM;
 	qp->k = k;
+	mutex_init(&qp->lock);
 	ret = rhinet_kqp_size(ib, k, attr);
 	if (ret)
 		goto err;

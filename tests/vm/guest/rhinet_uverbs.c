@@ -829,7 +829,8 @@ static void qp_req_init(struct qp_req *r, const struct uctx *c, uint8_t type,
 	q->recv_cq_handle = cq;
 	q->is_srq = srq >= 0;
 	q->srq_handle = srq < 0 ? 0 : srq;
-	q->max_send_wr = 1u << SQ_LOG;
+	/* UD WQEs take a second slot: the GRH. */
+	q->max_send_wr = (1u << SQ_LOG) / (type == IB_UVERBS_QPT_UD ? 2 : 1);
 	q->max_recv_wr = srq < 0 ? 1u << RQ_LOG : 0;
 	q->max_send_sge = RHN_WQE_BASE_SGES;
 	q->max_recv_sge = min_u32(2, c->r.max_recv_sge);
@@ -1844,15 +1845,22 @@ static void dp_post(struct uctx *c, struct datapath *d, uint8_t *mem)
 
 	*swqe = (struct rhn_send_wqe){
 		.opcode = RHN_OP_SEND,
-		.flags = RHN_WQE_F_SIGNALED,
+		.flags = RHN_WQE_F_SIGNALED | RHN_WQE_F_GRH,
+		.ext_units = 1,
 		.dst_node = env.node,
 		.dst_qpn = d->qp.qpn,
 		.num_sge = 1,
 		.u.status.qkey = QKEY,
 		.d.sge = {(uintptr_t)mem + DP_SEND_OFF, 200, d->mr.lkey},
 	};
+	/* The GRH slot: the NIC fills in GID 0 of its table as the source. */
+	*(struct rhn_wqe_grh *)(swqe + 1) = (struct rhn_wqe_grh){
+		.sgid_index = 0,
+		.hop_limit = 1,
+	};
+	memcpy(((struct rhn_wqe_grh *)(swqe + 1))->dgid, env.gid, 16);
 	__sync_synchronize();
-	sq_rec->producer_index = 1;
+	sq_rec->producer_index = 2; /* base slot and GRH slot */
 	ring(c, RHN_DB_SQ, d->qp.qpn);
 }
 
@@ -1947,11 +1955,17 @@ static bool check_datapath(void)
 			      recv->opcode == RHN_CQE_OP_RECV,
 		      "CQE opcodes %#x/%#x flags %#x/%#x", send->opcode,
 		      recv->opcode, send->flags, recv->flags) &&
-	       expect(recv->byte_len == 200 && recv->src_qpn == d.qp.qpn &&
+	       expect(recv->byte_len == RHN_UD_GRH_LEN + 200 &&
+			      recv->src_qpn == d.qp.qpn &&
 			      recv->src_node == env.node,
 		      "received %u B from node %u QP %u", recv->byte_len,
 		      recv->src_node, recv->src_qpn) &&
-	       expect(!memcmp(mem + DP_SEND_OFF, mem + DP_RECV_OFF, 200),
+	       expect((recv->flags & RHN_CQE_F_GRH) &&
+			      !memcmp(mem + DP_RECV_OFF + 8, env.gid, 16) &&
+			      !memcmp(mem + DP_RECV_OFF + 24, env.gid, 16),
+		      "no GRH with GID 0 as source and destination") &&
+	       expect(!memcmp(mem + DP_SEND_OFF,
+			      mem + DP_RECV_OFF + RHN_UD_GRH_LEN, 200),
 		      "received bytes differ from the sent ones");
 	pass = pass && ok(destroy(c, OBJ_QP, d.qp.handle), "DESTROY_QP") &&
 	       ok(destroy(c, OBJ_CQ, d.cq.handle), "DESTROY_CQ") &&

@@ -48,6 +48,13 @@ for c in tx_packets tlb_hits retransmits bad_doorbells pinned_pages; do
 	esac
 done
 
+# The kernel's own objects: ib_mad's PD, CQ and management QP (QP1).
+for r in pd cq qp mr srq ctx; do
+	eval "base_$r=\$(resource $r)"
+done
+[ "$base_qp" = 1 ] && [ "$base_cq" = 1 ] && [ "$base_pd" = 1 ] ||
+	fail "expected ib_mad's PD, CQ and QP1 only: $(resources)"
+
 rhinet-uverbs check "$NODE" || fail "rhinet-uverbs check"
 
 # Killed in the middle of creating and destroying objects, five times.
@@ -77,7 +84,7 @@ cat /tmp/hold.txt
 held=$(resources)
 echo "rdma_verbs: while holding: $held"
 # (RC and UD; not the endpoint, see above.)
-[ "$(resource pd)" -ge 2 ] && [ "$(resource qp)" -ge 2 ] ||
+[ "$(resource pd)" -ge $((base_pd + 2)) ] && [ "$(resource qp)" -ge $((base_qp + 2)) ] ||
 	fail "rdma resource does not count what hold created: $held"
 kill -9 $pid
 wait $pid
@@ -87,7 +94,8 @@ i=0
 while :; do
 	left=""
 	for r in pd cq qp mr srq ctx; do
-		[ "$(resource $r)" = 0 ] || left="$left $r"
+		eval "base=\$base_$r"
+		[ "$(resource $r)" = "$base" ] || left="$left $r"
 	done
 	[ -z "$left" ] && break
 	i=$((i + 1))
