@@ -313,6 +313,9 @@ static int rhinet_get_hw_stats(struct ib_device *ibdev,
 
 /* ---- user contexts and their doorbell page ------------------------------- */
 
+static_assert(offsetof(struct rhinet_alloc_ucontext_resp, max_areas) ==
+	      RHINET_ALLOC_UCONTEXT_RESP_V0_LEN);
+
 static int rhinet_alloc_ucontext(struct ib_ucontext *ibuc,
 				 struct ib_udata *udata)
 {
@@ -367,7 +370,13 @@ static int rhinet_alloc_ucontext(struct ib_ucontext *ibuc,
 	resp.max_recv_sge = le32_to_cpu(hw->max_recv_sges);
 	resp.max_wq_log_depth = le32_to_cpu(hw->max_wq_log_depth);
 	resp.max_cq_log_depth = le32_to_cpu(hw->max_cq_log_depth);
-	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
+	resp.max_areas = ib->max_areas;
+	resp.comp_mask = RHINET_UCONTEXT_RESP_AREAS;
+	/* An older provider's response ends before max_areas. */
+	ret = rhinet_udata_out(udata, &resp,
+			       udata && udata->outlen < sizeof(resp) ?
+				       RHINET_ALLOC_UCONTEXT_RESP_V0_LEN :
+				       sizeof(resp));
 	if (ret)
 		goto err_pd;
 	return 0;
@@ -671,6 +680,7 @@ static void rhinet_ib_limits(struct rhinet_ib *ib)
 
 	ib->max_pds = clamp_t(s64, pds, 0, U32_MAX);
 	ib->max_mrs = clamp_t(s64, mrs, 0, U32_MAX);
+	ib->max_areas = le32_to_cpu(hw->max_areas);
 }
 
 int rhinet_ib_init(struct rhinet_dev *rdev)
