@@ -6,7 +6,12 @@
 #             ibv_rc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong checking the
 #             received bytes (-c)
 #   perftest  ib_{write,read,send}_{bw,lat}, ib_atomic_{bw,lat}
-#   verbs_tools.sh NODE NODES [basic|perftest|all] [DEVICE]
+#   dv        rhinetdv_pingpong: the direct verbs (endpoint, areas, PUSH and
+#             PULL by area ID and offset, status words), every byte checked,
+#             error cases included; then a process killed while holding an
+#             endpoint and an area leaves no area registered (rhinet0 only)
+#   all       all three
+#   verbs_tools.sh NODE NODES [basic|perftest|dv|all] [DEVICE]
 # DEVICE (default rhinet0) may name a soft-RoCE device instead (rxe*): it is
 # created on eth0 with rdma_rxe, to try these runs against a known-good
 # provider.
@@ -26,7 +31,7 @@ fail() { echo "verbs_tools: FAIL: $*"; dmesg | tail -30; exit 1; }
 now() { cut -d' ' -f1 /proc/uptime; }
 elapsed() { echo "$1 $(now)" | awk '{ printf "%.1f", $2 - $1 }'; }
 
-case $WHICH in basic | perftest | all) ;; *) fail "unknown set '$WHICH'" ;; esac
+case $WHICH in basic | perftest | dv | all) ;; *) fail "unknown set '$WHICH'" ;; esac
 [ "$NODE" = 0 ] || [ "$NODE" = 1 ] || fail "runs on two nodes (node $NODE)"
 
 dmesg -c >/dev/null
@@ -132,7 +137,7 @@ run_pair() {
 	fi
 }
 
-if [ "$WHICH" != perftest ]; then
+if [ "$WHICH" = basic ] || [ "$WHICH" = all ]; then
 	ibv_devinfo -d "$DEVICE" | tee /tmp/devinfo.txt
 	grep -q "state:.*PORT_ACTIVE" /tmp/devinfo.txt &&
 		grep -q "link_layer:.*Ethernet" /tmp/devinfo.txt ||
@@ -143,7 +148,7 @@ if [ "$WHICH" != perftest ]; then
 	run_pair ibv_ud_pingpong ibv_ud_pingpong $D -c -n 100 -s 1024
 	run_pair ibv_srq_pingpong ibv_srq_pingpong $D -c -n 100 -q 4 -s 4096
 fi
-if [ "$WHICH" != basic ]; then
+if [ "$WHICH" = perftest ] || [ "$WHICH" = all ]; then
 	P="-d $DEVICE -x $GID -F --report_gbits"
 	run_pair ib_write_bw ib_write_bw $P -n 200 -s 65536
 	run_pair ib_write_lat ib_write_lat $P -n 200 -s 8
@@ -153,6 +158,34 @@ if [ "$WHICH" != basic ]; then
 	run_pair ib_send_lat ib_send_lat $P -n 200 -s 8
 	run_pair ib_atomic_bw ib_atomic_bw $P -n 200
 	run_pair ib_atomic_lat ib_atomic_lat $P -n 200
+fi
+
+areas() { rdma statistic show link rhinet0/1 | tr ' ' '\n' | grep -A1 -x areas | tail -n 1; }
+if { [ "$WHICH" = dv ] || [ "$WHICH" = all ]; } && [ "$DEVICE" = rhinet0 ]; then
+	run_pair rhinetdv_pingpong rhinetdv_pingpong -n 100 -s 16384
+	# Killed while it holds its endpoint and area (waiting for a peer).
+	rhinetdv_pingpong -p 18701 -a 9 >/tmp/dv_kill.txt 2>&1 &
+	pid=$!
+	i=0
+	until grep -q "^endpoint" /tmp/dv_kill.txt; do
+		i=$((i + 1))
+		[ $i -le 100 ] || fail "rhinetdv_pingpong to kill: $(cat /tmp/dv_kill.txt)"
+		usleep 100000
+	done
+	held=$(areas)
+	kill -9 $pid
+	wait $pid
+	i=0
+	until [ "$(areas)" = 0 ]; do
+		i=$((i + 1))
+		[ $i -le 20 ] || fail "areas $(areas) after the kill, expected 0"
+		usleep 100000
+	done
+	if [ "$held" -ge 1 ]; then
+		echo "verbs_tools: killed rhinetdv_pingpong: areas $held -> 0"
+	else
+		failed="$failed dv_kill(areas=$held)"
+	fi
 fi
 
 if dmesg | grep -v "module verification failed" | grep -E "BUG:|WARNING:|Oops"; then
