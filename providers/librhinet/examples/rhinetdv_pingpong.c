@@ -3,7 +3,9 @@
  * rhinetdv_pingpong: the RHiNET direct verbs between two processes on two
  * nodes. Each registers a communication area under the same area ID and
  * creates its endpoint; they swap (node, endpoint, area ID, size) over TCP.
- * The client then, through the server's area:
+ * First both ping-pong ITERS times: each PUSHes a counter into the other's
+ * mailbox (the area's last page) and spins on its own. The client then,
+ * through the server's area:
  *   - PULLs the server's first half and checks it (the server's pattern);
  *   - ITERS times PUSHes a new pattern into the second half (status word,
  *     every other one also a signaled completion), PULLs it back and checks
@@ -18,6 +20,8 @@
  *   server: rhinetdv_pingpong [-d DEV] [-p PORT] [-n ITERS] [-s SIZE]
  *                             [-a AREA_ID]
  *   client: rhinetdv_pingpong [same options] SERVER_IP
+ *   rhinetdv_pingpong -F -d DEV: on DEV of another provider (soft-RoCE),
+ *                               the direct verbs refuse with EOPNOTSUPP
  * Exit status 0 when every check passed on this side (and, for the client,
  * on the server's).
  */
@@ -71,7 +75,7 @@ static struct rhinetdv_device_attr dattr;
 static uint8_t *area, *buf;
 static uint64_t *sw; /* status words */
 static struct ibv_mr *area_mr, *buf_mr, *sw_mr;
-static uint32_t area_len;
+static uint32_t area_len, half_len; /* area: half, half, mailbox page */
 static struct info peer;
 static int failures;
 
@@ -252,14 +256,16 @@ static int setup(void)
 			rhinetdv_destroy_endpoint(second);
 	}
 
-	area_len = 2 * ((opt.size + 4095) & ~4095u);
+	/* Two halves of the size rounded to pages, then the mailbox page. */
+	half_len = (opt.size + 4095) & ~4095u;
+	area_len = 2 * half_len + 4096;
 	area = aligned_alloc(4096, area_len);
 	buf = aligned_alloc(4096, area_len);
 	sw = aligned_alloc(4096, 4096);
 	if (!area || !buf || !sw)
 		return -1;
 	memset(area, 0, area_len);
-	fill(area, area_len / 2, dattr.node_id + 1000);
+	fill(area, half_len, dattr.node_id + 1000);
 	memset(sw, 0, 4096);
 	area_mr = rhinetdv_reg_area(pd, area, area_len, remote, opt.area_id);
 	if (!area_mr) {
@@ -445,7 +451,7 @@ static double bandwidth(bool push, int count)
 		while (posted < count && posted - done < BW_WINDOW) {
 			struct rhinetdv_xfer x =
 				xfer((uint64_t)posted, buf, opt.size,
-				     opt.area_id, area_len / 2,
+				     opt.area_id, half_len,
 				     RHINETDV_XFER_SIGNALED, -1);
 
 			if (post(push, &x))
@@ -478,9 +484,63 @@ static double bandwidth(bool push, int count)
 	return (double)count * opt.size / ((now_ns() - t0) / 1e9) / 1e6;
 }
 
+/* The mailbox: the first 8 bytes of the area's last page. */
+static volatile uint64_t *mailbox(void)
+{
+	return (volatile uint64_t *)(area + 2 * half_len);
+}
+
+/*
+ * Ping-pong through memory, the RHiNET way: each side PUSHes a counter into
+ * the other's mailbox (inline, unsignaled, no status word) and spins on its
+ * own mailbox for the answer. The client starts; @first is whether this
+ * side sends first. Half the mean round trip is the one-way latency.
+ */
+static bool wait_mailbox(uint64_t want, int round)
+{
+	uint64_t t0 = now_ns();
+
+	while (*mailbox() != want)
+		if (now_ns() - t0 > OP_TIMEOUT_NS) {
+			FAIL("ping-pong round %d: mailbox %llu, expected %llu",
+			     round, (unsigned long long)*mailbox(),
+			     (unsigned long long)want);
+			return false;
+		}
+	return true;
+}
+
+static void pingpong(bool first)
+{
+	const bool inl = dattr.max_inline >= sizeof(uint64_t);
+	const uint64_t t0 = now_ns();
+	int i;
+
+	for (i = 1; i <= opt.iters; i++) {
+		const uint64_t value = (uint64_t)i;
+		struct rhinetdv_xfer x =
+			xfer(500 + value, buf, sizeof(value), opt.area_id,
+			     2ull * half_len, inl ? RHINETDV_XFER_INLINE : 0,
+			     -1);
+
+		memcpy(buf, &value, sizeof(value));
+		if (!first && !wait_mailbox(value, i))
+			return;
+		if (post(true, &x))
+			return;
+		if (first && !wait_mailbox(value, i))
+			return;
+	}
+	if (first)
+		printf("%-34s %8.1f us one way (%d round trips of 8 B, %s push)\n",
+		       "ping-pong through mailboxes",
+		       (now_ns() - t0) / 1000.0 / opt.iters / 2, opt.iters,
+		       inl ? "inline" : "SGE");
+}
+
 static void bad_cases(void)
 {
-	const uint32_t half = area_len / 2;
+	const uint32_t half = half_len;
 	const uint32_t bogus = opt.area_id ^ 0x8000u;
 	struct rhinetdv_status s;
 
@@ -521,7 +581,7 @@ static void bad_cases(void)
 
 static int client(int fd)
 {
-	const uint32_t half = area_len / 2, size = opt.size;
+	const uint32_t half = half_len, size = opt.size;
 	uint64_t *lat_push = calloc((size_t)opt.iters, sizeof(uint64_t));
 	uint64_t *lat_pull = calloc((size_t)opt.iters, sizeof(uint64_t));
 	struct result res;
@@ -531,6 +591,7 @@ static int client(int fd)
 
 	if (!lat_push || !lat_pull)
 		return 1;
+	pingpong(true);
 	/* The server's own pattern, read from its first half. */
 	memset(buf, 0, half);
 	if (expect_ok("pull of the server's first half",
@@ -622,11 +683,13 @@ static int client(int fd)
 
 static int server(int fd)
 {
-	const uint32_t half = area_len / 2;
+	const uint32_t half = half_len;
 	struct result res;
 	long bad;
 
-	printf("serving area %u; waiting for the client\n", opt.area_id);
+	printf("serving area %u; ping-pong, then waiting for the client\n",
+	       opt.area_id);
+	pingpong(false);
 	if (full_io(fd, &res, sizeof(res), false)) {
 		FAIL("client went away");
 		return 1;
@@ -647,20 +710,62 @@ static int server(int fd)
 	return failures ? 1 : 0;
 }
 
+/* -F: on a device of another provider, every call says EOPNOTSUPP. */
+static int foreign(void)
+{
+	struct rhinetdv_endpoint *e;
+	struct ibv_mr *mr;
+	static uint8_t mem[4096];
+	int err;
+
+	if (open_device())
+		return 1;
+	pd = ibv_alloc_pd(ctx);
+	if (!pd) {
+		perror("ibv_alloc_pd");
+		return 1;
+	}
+	err = rhinetdv_query_device(ctx, &dattr, sizeof(dattr));
+	if (err != EOPNOTSUPP)
+		FAIL("rhinetdv_query_device on %s: %s", opt.dev_name,
+		     strerror(err));
+	e = rhinetdv_create_endpoint(pd, NULL);
+	if (e || errno != EOPNOTSUPP)
+		FAIL("rhinetdv_create_endpoint on %s: %s", opt.dev_name,
+		     e ? "created" : strerror(errno));
+	mr = rhinetdv_reg_area(pd, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE,
+			       1);
+	if (mr || errno != EOPNOTSUPP)
+		FAIL("rhinetdv_reg_area on %s: %s", opt.dev_name,
+		     mr ? "registered" : strerror(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	printf("rhinetdv_pingpong: %s (%s): EOPNOTSUPP from query_device, create_endpoint, reg_area: %s\n",
+	       opt.dev_name, "another provider", failures ? "FAILED" : "PASS");
+	return failures ? 1 : 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: rhinetdv_pingpong [-d DEV] [-p PORT] [-n ITERS] [-s SIZE] [-a AREA_ID] [SERVER_IP]\n");
+		"usage: rhinetdv_pingpong [-d DEV] [-p PORT] [-n ITERS] [-s SIZE] [-a AREA_ID] [SERVER_IP]\n"
+		"       rhinetdv_pingpong -F -d DEV   (DEV of another provider)\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	struct info mine;
+	bool foreign_check = false;
 	int c, fd, rc;
 
-	while ((c = getopt(argc, argv, "d:p:n:s:a:h")) != -1) {
+	while ((c = getopt(argc, argv, "d:p:n:s:a:Fh")) != -1) {
 		switch (c) {
+		case 'F':
+			foreign_check = true;
+			break;
 		case 'd':
 			opt.dev_name = optarg;
 			break;
@@ -686,6 +791,8 @@ int main(int argc, char **argv)
 	    opt.size > (1u << 24))
 		usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (foreign_check)
+		return opt.dev_name ? foreign() : 2;
 
 	if (setup()) {
 		teardown();

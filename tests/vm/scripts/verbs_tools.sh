@@ -9,7 +9,8 @@
 #   dv        rhinetdv_pingpong: the direct verbs (endpoint, areas, PUSH and
 #             PULL by area ID and offset, status words), every byte checked,
 #             error cases included; then a process killed while holding an
-#             endpoint and an area leaves no area registered (rhinet0 only)
+#             endpoint and an area leaves no area registered, and on a
+#             soft-RoCE device the direct verbs say EOPNOTSUPP (rhinet0 only)
 #   all       all three
 #   verbs_tools.sh NODE NODES [basic|perftest|dv|all] [DEVICE]
 # DEVICE (default rhinet0) may name a soft-RoCE device instead (rxe*): it is
@@ -185,6 +186,13 @@ if { [ "$WHICH" = dv ] || [ "$WHICH" = all ]; } && [ "$DEVICE" = rhinet0 ]; then
 		echo "verbs_tools: killed rhinetdv_pingpong: areas $held -> 0"
 	else
 		failed="$failed dv_kill(areas=$held)"
+	fi
+	# On another provider's device (soft-RoCE) the direct verbs refuse.
+	if modprobe rdma_rxe && rdma link add rxe_dv type rxe netdev eth0; then
+		rhinetdv_pingpong -F -d rxe_dv || failed="$failed dv_foreign"
+		rdma link delete rxe_dv
+	else
+		failed="$failed dv_foreign(no rxe_dv)"
 	fi
 fi
 
