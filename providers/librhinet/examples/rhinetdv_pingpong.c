@@ -195,8 +195,8 @@ static int open_device(void)
 	}
 	for (int i = 0; list[i] && !dev; i++)
 		if (opt.dev_name ? !strcmp(ibv_get_device_name(list[i]),
-					   opt.dev_name) :
-				   !strncmp(ibv_get_device_name(list[i]),
+					   opt.dev_name)
+				 : !strncmp(ibv_get_device_name(list[i]),
 					    "rhinet", 6))
 			dev = list[i];
 	if (!dev) {
@@ -229,7 +229,8 @@ static int setup(void)
 		fprintf(stderr, "rhinetdv_query_device: %s\n", strerror(err));
 		return -1;
 	}
-	printf("node %u, caps %#x, max_areas %u, max_inline %u, max_outstanding %u\n",
+	printf("node %u, caps %#x, max_areas %u, max_inline %u, "
+	       "max_outstanding %u\n",
 	       dattr.node_id, dattr.caps, dattr.max_areas, dattr.max_inline,
 	       dattr.max_outstanding);
 	if (!(dattr.caps & RHINETDV_CAP_AREA) ||
@@ -403,7 +404,9 @@ static struct rhinetdv_status op(bool push, void *local, uint32_t len,
 		if (c.wr_id != wr_id || c.status != s.status ||
 		    c.syndrome != s.syndrome ||
 		    c.opcode != (push ? RHINETDV_OP_PUSH : RHINETDV_OP_PULL))
-			FAIL("completion wr_id %llu status %u syndrome %u opcode %u; expected wr_id %llu status %u syndrome %u",
+			FAIL("completion wr_id %llu status %u syndrome %u "
+			     "opcode %u; expected wr_id %llu status %u "
+			     "syndrome %u",
 			     (unsigned long long)c.wr_id, c.status, c.syndrome,
 			     c.opcode, (unsigned long long)wr_id, s.status,
 			     s.syndrome);
@@ -411,12 +414,12 @@ static struct rhinetdv_status op(bool push, void *local, uint32_t len,
 	return s;
 }
 
-static bool expect_ok(const char *what, struct rhinetdv_status s,
-		      uint32_t len)
+static bool expect_ok(const char *what, struct rhinetdv_status s, uint32_t len)
 {
 	if (s.done && s.status == IBV_WC_SUCCESS && s.length == len)
 		return true;
-	FAIL("%s: done %u status %u (%s) syndrome %u length %u, expected %u bytes",
+	FAIL("%s: done %u status %u (%s) syndrome %u length %u, expected %u "
+	     "bytes",
 	     what, s.done, s.status,
 	     ibv_wc_status_str((enum ibv_wc_status)s.status), s.syndrome,
 	     s.length, len);
@@ -449,10 +452,9 @@ static double bandwidth(bool push, int count)
 
 	while (done < count) {
 		while (posted < count && posted - done < BW_WINDOW) {
-			struct rhinetdv_xfer x =
-				xfer((uint64_t)posted, buf, opt.size,
-				     opt.area_id, half_len,
-				     RHINETDV_XFER_SIGNALED, -1);
+			struct rhinetdv_xfer x = xfer(
+				(uint64_t)posted, buf, opt.size, opt.area_id,
+				half_len, RHINETDV_XFER_SIGNALED, -1);
 
 			if (post(push, &x))
 				return 0;
@@ -467,7 +469,8 @@ static double bandwidth(bool push, int count)
 		for (int i = 0; i < n; i++) {
 			if (c[i].status != IBV_WC_SUCCESS ||
 			    c[i].wr_id != (uint64_t)done) {
-				FAIL("bandwidth completion %d: wr_id %llu status %u syndrome %u",
+				FAIL("bandwidth completion %d: wr_id %llu "
+				     "status %u syndrome %u",
 				     done, (unsigned long long)c[i].wr_id,
 				     c[i].status, c[i].syndrome);
 				return 0;
@@ -518,10 +521,9 @@ static void pingpong(bool first)
 
 	for (i = 1; i <= opt.iters; i++) {
 		const uint64_t value = (uint64_t)i;
-		struct rhinetdv_xfer x =
-			xfer(500 + value, buf, sizeof(value), opt.area_id,
-			     2ull * half_len, inl ? RHINETDV_XFER_INLINE : 0,
-			     -1);
+		struct rhinetdv_xfer x = xfer(
+			500 + value, buf, sizeof(value), opt.area_id,
+			2ull * half_len, inl ? RHINETDV_XFER_INLINE : 0, -1);
 
 		memcpy(buf, &value, sizeof(value));
 		if (!first && !wait_mailbox(value, i))
@@ -532,7 +534,8 @@ static void pingpong(bool first)
 			return;
 	}
 	if (first)
-		printf("%-34s %8.1f us one way (%d round trips of 8 B, %s push)\n",
+		printf("%-34s %8.1f us one way (%d round trips of 8 B, %s "
+		       "push)\n",
 		       "ping-pong through mailboxes",
 		       (now_ns() - t0) / 1000.0 / opt.iters / 2, opt.iters,
 		       inl ? "inline" : "SGE");
@@ -548,16 +551,19 @@ static void bad_cases(void)
 	s = op(true, buf, 64, bogus, 0, 1001, true, 0);
 	if (!s.done || s.status != IBV_WC_REM_ACCESS_ERR ||
 	    s.syndrome != RHINETDV_SYN_BAD_AREA)
-		FAIL("push to unregistered area %u: done %u status %u syndrome %u, expected REM_ACCESS_ERR/BAD_AREA",
+		FAIL("push to unregistered area %u: done %u status %u syndrome "
+		     "%u, expected REM_ACCESS_ERR/BAD_AREA",
 		     bogus, s.done, s.status, s.syndrome);
 	else
-		printf("push to unregistered area %u: %s, syndrome BAD_AREA (status word and completion)\n",
+		printf("push to unregistered area %u: %s, syndrome BAD_AREA "
+		       "(status word and completion)\n",
 		       bogus, ibv_wc_status_str((enum ibv_wc_status)s.status));
 	/* Beyond the area's end. */
 	s = op(false, buf, 64, opt.area_id, area_len - 32, 1002, true, 0);
 	if (!s.done || s.status != IBV_WC_REM_ACCESS_ERR ||
 	    s.syndrome != RHINETDV_SYN_BOUNDS)
-		FAIL("pull beyond the area: done %u status %u syndrome %u, expected REM_ACCESS_ERR/BOUNDS",
+		FAIL("pull beyond the area: done %u status %u syndrome %u, "
+		     "expected REM_ACCESS_ERR/BOUNDS",
 		     s.done, s.status, s.syndrome);
 	else
 		printf("pull beyond the area's end: %s, syndrome BOUNDS\n",
@@ -640,10 +646,10 @@ static int client(int fd)
 		       RHINETDV_XFER_INLINE);
 		memset(small, 0, sizeof(small));
 		if (expect_ok("inline push", s, n) &&
-		    expect_ok("pull after inline push",
-			      op(false, buf, n, opt.area_id, half, 301, false,
-				 0),
-			      n) &&
+		    expect_ok(
+			    "pull after inline push",
+			    op(false, buf, n, opt.area_id, half, 301, false, 0),
+			    n) &&
 		    (bad = check(buf, n, 4242)) >= 0)
 			FAIL("inline push: byte %ld differs", bad);
 	}
@@ -655,7 +661,8 @@ static int client(int fd)
 		fill(buf, size, 99);
 		push_bw = bandwidth(true, count);
 		pull_bw = bandwidth(false, count);
-		printf("push bandwidth %.1f MB/s, pull bandwidth %.1f MB/s (%d x %u B, window %d)\n",
+		printf("push bandwidth %.1f MB/s, pull bandwidth %.1f MB/s (%d "
+		       "x %u B, window %d)\n",
 		       push_bw, pull_bw, count, size, BW_WINDOW);
 	}
 	if (!failures)
@@ -704,7 +711,8 @@ static int server(int fd)
 	if (!ntohl(res.ok))
 		FAIL("the client's checks failed");
 	else if (!failures)
-		printf("area holds the client's last pattern; first half intact\n");
+		printf("area holds the client's last pattern; first half "
+		       "intact\n");
 	res.ok = htonl(failures == 0);
 	full_io(fd, &res, sizeof(res), true);
 	return failures ? 1 : 0;
@@ -733,8 +741,7 @@ static int foreign(void)
 	if (e || errno != EOPNOTSUPP)
 		FAIL("rhinetdv_create_endpoint on %s: %s", opt.dev_name,
 		     e ? "created" : strerror(errno));
-	mr = rhinetdv_reg_area(pd, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE,
-			       1);
+	mr = rhinetdv_reg_area(pd, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE, 1);
 	if (mr || errno != EOPNOTSUPP)
 		FAIL("rhinetdv_reg_area on %s: %s", opt.dev_name,
 		     mr ? "registered" : strerror(errno));
@@ -742,16 +749,18 @@ static int foreign(void)
 		ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	printf("rhinetdv_pingpong: %s (%s): EOPNOTSUPP from query_device, create_endpoint, reg_area: %s\n",
+	printf("rhinetdv_pingpong: %s (%s): EOPNOTSUPP from query_device, "
+	       "create_endpoint, reg_area: %s\n",
 	       opt.dev_name, "another provider", failures ? "FAILED" : "PASS");
 	return failures ? 1 : 0;
 }
 
 static void usage(void)
 {
-	fprintf(stderr,
-		"usage: rhinetdv_pingpong [-d DEV] [-p PORT] [-n ITERS] [-s SIZE] [-a AREA_ID] [SERVER_IP]\n"
-		"       rhinetdv_pingpong -F -d DEV   (DEV of another provider)\n");
+	fprintf(stderr, "usage: rhinetdv_pingpong [-d DEV] [-p PORT] [-n "
+			"ITERS] [-s SIZE] [-a AREA_ID] [SERVER_IP]\n"
+			"       rhinetdv_pingpong -F -d DEV   (DEV of another "
+			"provider)\n");
 	exit(2);
 }
 

@@ -1621,7 +1621,8 @@ static bool check_area(void)
 			EOPNOTSUPP, 0, "REG_MR with comp_mask 3") ||
 	    !expect_err(mr_reg_drv(&env.ctx, env.pd, base, PAGE_SIZE, MR_ALL,
 				   &no_mask, &b),
-			EOPNOTSUPP, 0, "REG_MR with area_id but no comp_mask") ||
+			EOPNOTSUPP, 0,
+			"REG_MR with area_id but no comp_mask") ||
 	    !ok(mr_reg_drv(&env.ctx, env.pd, base, PAGE_SIZE, MR_ALL, &zero,
 			   &plain),
 		"REG_MR with zeroed driver data") ||
@@ -1648,8 +1649,7 @@ static bool check_area(void)
 	note("areas counter %lu, with area 5 %lu, after %lu", before, during,
 	     after);
 	return expect(during == before + 1 && after == before,
-		      "areas counter %lu -> %lu -> %lu", before, during,
-		      after);
+		      "areas counter %lu -> %lu -> %lu", before, during, after);
 }
 
 /* Areas until the device says no, at most max_areas; then all freed. */
@@ -1664,12 +1664,11 @@ static bool check_area_limit(void)
 
 	if (!expect(max <= 1u << 16, "max_areas %u: too many to try", max))
 		return false;
-	while (n <= max && !(err = area_reg(&env.ctx, env.pd,
-					    (uintptr_t)env.buf, PAGE_SIZE,
-					    1000 + n, &mr)))
+	while (n <= max &&
+	       !(err = area_reg(&env.ctx, env.pd, (uintptr_t)env.buf, PAGE_SIZE,
+				1000 + n, &mr)))
 		n++;
-	note("%u areas registered (max_areas %u), then %s", n, max,
-	     ename(err));
+	note("%u areas registered (max_areas %u), then %s", n, max, ename(err));
 	pass = expect(n <= max, "%u areas, more than max_areas %u", n, max) &&
 	       expect(n >= max / 2, "only %u areas of max_areas %u", n, max) &&
 	       expect_err(err, ENOSPC, 0, "REG_MR as area number %u", n + 1);

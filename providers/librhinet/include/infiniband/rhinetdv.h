@@ -205,8 +205,8 @@ static inline int rhinetdv_status_word_decode(uint64_t word,
 					      struct rhinetdv_status *s)
 {
 	s->done = (word & RHINETDV_STATUS_WORD_DONE) != 0;
-	s->status = (uint32_t)(word >> RHINETDV_STATUS_WORD_STATUS_SHIFT) &
-		    0xff;
+	s->status =
+		(uint32_t)(word >> RHINETDV_STATUS_WORD_STATUS_SHIFT) & 0xff;
 	s->syndrome =
 		(uint32_t)(word >> RHINETDV_STATUS_WORD_SYNDROME_SHIFT) & 0xff;
 	s->length = (uint32_t)(word & RHINETDV_STATUS_WORD_LEN_MASK);
