@@ -249,6 +249,7 @@ void rhinet_ib_port_changed(struct rhinet_dev *rdev)
 /* ---- hardware counters --------------------------------------------------- */
 
 #define RHINET_STAT_PINNED_PAGES RHN_CNT_COUNT
+#define RHINET_STAT_AREAS (RHN_CNT_COUNT + 1)
 
 static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_TX_PACKETS].name = "tx_packets",
@@ -286,9 +287,11 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_COMPLETIONS].name = "completions",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
+	/* Nor this: communication areas registered by users (MRs). */
+	[RHINET_STAT_AREAS].name = "areas",
 };
 
-static_assert(ARRAY_SIZE(rhinet_stats) == RHN_CNT_COUNT + 1);
+static_assert(ARRAY_SIZE(rhinet_stats) == RHN_CNT_COUNT + 2);
 
 static struct rdma_hw_stats *rhinet_alloc_hw_port_stats(struct ib_device *ibdev,
 							u32 port)
@@ -309,10 +312,14 @@ static int rhinet_get_hw_stats(struct ib_device *ibdev,
 					      8 * i);
 	stats->value[RHINET_STAT_PINNED_PAGES] =
 		atomic64_read(&ib->pinned_pages);
+	stats->value[RHINET_STAT_AREAS] = atomic_read(&ib->num_areas);
 	return ARRAY_SIZE(rhinet_stats);
 }
 
 /* ---- user contexts and their doorbell page ------------------------------- */
+
+static_assert(offsetof(struct rhinet_alloc_ucontext_resp, max_areas) ==
+	      RHINET_ALLOC_UCONTEXT_RESP_V0_LEN);
 
 static int rhinet_alloc_ucontext(struct ib_ucontext *ibuc,
 				 struct ib_udata *udata)
@@ -368,7 +375,13 @@ static int rhinet_alloc_ucontext(struct ib_ucontext *ibuc,
 	resp.max_recv_sge = le32_to_cpu(hw->max_recv_sges);
 	resp.max_wq_log_depth = le32_to_cpu(hw->max_wq_log_depth);
 	resp.max_cq_log_depth = le32_to_cpu(hw->max_cq_log_depth);
-	ret = rhinet_udata_out(udata, &resp, sizeof(resp));
+	resp.max_areas = ib->max_areas;
+	resp.comp_mask = RHINET_UCONTEXT_RESP_AREAS;
+	/* An older provider's response ends before max_areas. */
+	ret = rhinet_udata_out(udata, &resp,
+			       udata && udata->outlen < sizeof(resp) ?
+				       RHINET_ALLOC_UCONTEXT_RESP_V0_LEN :
+				       sizeof(resp));
 	if (ret)
 		goto err_pd;
 	return 0;
@@ -658,6 +671,8 @@ static void rhinet_ib_limits(struct rhinet_ib *ib)
 
 	ib->max_pds = clamp_t(s64, pds, 0, U32_MAX);
 	ib->max_mrs = clamp_t(s64, mrs, 0, U32_MAX);
+	/* An area is an MR too. */
+	ib->max_areas = min(le32_to_cpu(hw->max_areas), ib->max_mrs);
 }
 
 int rhinet_ib_init(struct rhinet_dev *rdev)

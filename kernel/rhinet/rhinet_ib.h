@@ -32,8 +32,8 @@ struct rhinet_ib {
 	/* Limits advertised in ib_device_attr and enforced here, so they
 	 * hold even though queues also take a NIC PD or MR each.
 	 */
-	atomic_t num_pds, num_mrs, num_ahs;
-	u32 max_pds, max_mrs;
+	atomic_t num_pds, num_mrs, num_ahs, num_areas;
+	u32 max_pds, max_mrs, max_areas;
 	atomic64_t pinned_pages; /* by all umems of this device */
 	atomic_t key_variant; /* low byte of the next MR key */
 	struct work_struct port_work; /* dispatches port events */
@@ -76,6 +76,8 @@ struct rhinet_mr {
 	struct ib_mr ibmr;
 	struct rhinet_mem mem;
 	int access; /* IB_ACCESS_*, for rereg */
+	bool has_area; /* the MR is the process's area area_id */
+	u32 area_id;
 };
 
 /* DMA-coherent memory of a kernel queue: rings, then doorbell records. */

@@ -212,17 +212,69 @@ struct ib_mr *rhinet_get_dma_mr(struct ib_pd *ibpd, int access)
 	return ERR_PTR(-EOPNOTSUPP);
 }
 
-struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				 u64 iova, int access, struct ib_udata *udata)
+/*
+ * The MR's optional area request: none (no data, or all zero), or struct
+ * rhinet_reg_mr_cmd.
+ */
+static int rhinet_reg_mr_req(struct rhinet_ib *ib, struct ib_udata *udata,
+			     struct rhinet_reg_mr_cmd *req)
+{
+	int ret;
+
+	memset(req, 0, sizeof(*req));
+	if (!udata || !udata->inlen ||
+	    ib_is_udata_cleared(udata, 0, udata->inlen))
+		return 0;
+	ret = rhinet_udata_in(udata, req, sizeof(*req));
+	if (ret)
+		return ret;
+	if (req->comp_mask & ~RHINET_REG_MR_AREA ||
+	    (!(req->comp_mask & RHINET_REG_MR_AREA) && req->area_id)) {
+		ibdev_dbg(&ib->ibdev, "reg MR comp_mask %#x area %u refused\n",
+			  req->comp_mask, req->area_id);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* Makes the whole MR the process's communication area @area_id. */
+static int rhinet_area_register(struct rhinet_ib *ib, struct rhinet_mr *mr,
+				u32 area_id)
+{
+	struct rhn_admin_cmd cmd = {};
+	int ret;
+
+	if (atomic_inc_return(&ib->num_areas) > ib->max_areas) {
+		ret = -ENOSPC;
+		goto err;
+	}
+	cmd.hdr.opcode = RHN_ADMIN_REGISTER_AREA;
+	cmd.u.register_area.area_id = cpu_to_le32(area_id);
+	cmd.u.register_area.key = cpu_to_le32(mr->mem.key);
+	cmd.u.register_area.iova = cpu_to_le64(mr->ibmr.iova);
+	cmd.u.register_area.length = cpu_to_le64(mr->ibmr.length);
+	ret = rhinet_ctx_exec(ib, mr->mem.ctx, &cmd, NULL);
+	if (ret)
+		goto err;
+	mr->has_area = true;
+	mr->area_id = area_id;
+	return 0;
+
+err:
+	atomic_dec(&ib->num_areas);
+	ibdev_dbg(&ib->ibdev, "area %u: %d\n", area_id, ret);
+	return ret;
+}
+
+static struct ib_mr *rhinet_reg_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				   u64 iova, int access,
+				   const struct rhinet_reg_mr_cmd *req)
 {
 	struct rhinet_ib *ib = to_rib(ibpd->device);
 	struct rhinet_pd *pd = to_rpd(ibpd);
 	struct rhinet_mr *mr;
 	int ret;
 
-	ret = rhinet_udata_in(udata, NULL, 0);
-	if (ret)
-		return ERR_PTR(ret);
 	if (access & ~(RHINET_MR_ACCESS | IB_ACCESS_OPTIONAL)) {
 		ibdev_dbg(&ib->ibdev, "MR access %#x not supported\n", access);
 		return ERR_PTR(-EOPNOTSUPP);
@@ -241,8 +293,7 @@ struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (ret) {
 		ibdev_dbg(&ib->ibdev, "MR %#llx+%llu: %d\n", start, length,
 			  ret);
-		kfree(mr);
-		goto err_count;
+		goto err_free;
 	}
 	mr->access = access;
 	mr->ibmr.lkey = mr->mem.key;
@@ -250,15 +301,37 @@ struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->ibmr.length = length;
 	mr->ibmr.iova = iova;
 	mr->ibmr.page_size = PAGE_SIZE;
+	if (req->comp_mask & RHINET_REG_MR_AREA) {
+		ret = rhinet_area_register(ib, mr, req->area_id);
+		if (ret)
+			goto err_release;
+	}
 	return &mr->ibmr;
 
+err_release:
+	rhinet_mem_release(ib, &mr->mem);
+err_free:
+	kfree(mr);
 err_count:
 	atomic_dec(&ib->num_mrs);
 	return ERR_PTR(ret);
 }
 
+struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				 u64 iova, int access, struct ib_udata *udata)
+{
+	struct rhinet_reg_mr_cmd req;
+	int ret;
+
+	ret = rhinet_reg_mr_req(to_rib(ibpd->device), udata, &req);
+	if (ret)
+		return ERR_PTR(ret);
+	return rhinet_reg_mr(ibpd, start, length, iova, access, &req);
+}
+
 /* Any change makes a new NIC region (new keys); ib_core then destroys the
- * old one, which drops its translations.
+ * old one, which drops its translations. An area stays with its MR: such
+ * an MR cannot be changed.
  */
 struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				   u64 length, u64 iova, int access,
@@ -266,9 +339,19 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				   struct ib_udata *udata)
 {
 	struct rhinet_mr *mr = container_of(ibmr, struct rhinet_mr, ibmr);
+	struct rhinet_reg_mr_cmd none = {};
+	int ret;
 
+	ret = rhinet_udata_in(udata, NULL, 0);
+	if (ret)
+		return ERR_PTR(ret);
 	if (flags & ~(IB_MR_REREG_TRANS | IB_MR_REREG_PD | IB_MR_REREG_ACCESS))
 		return ERR_PTR(-EOPNOTSUPP);
+	if (mr->has_area) {
+		ibdev_dbg(ibmr->device, "rereg of area %u's MR\n",
+			  mr->area_id);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
 	if (!(flags & IB_MR_REREG_TRANS)) {
 		start = mr->mem.umem->address;
 		length = ibmr->length;
@@ -276,8 +359,8 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	}
 	if (!(flags & IB_MR_REREG_ACCESS))
 		access = mr->access;
-	return rhinet_reg_user_mr(flags & IB_MR_REREG_PD ? new_pd : ibmr->pd,
-				  start, length, iova, access, udata);
+	return rhinet_reg_mr(flags & IB_MR_REREG_PD ? new_pd : ibmr->pd, start,
+			     length, iova, access, &none);
 }
 
 int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
@@ -286,6 +369,16 @@ int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct rhinet_mr *mr = container_of(ibmr, struct rhinet_mr, ibmr);
 	int ret;
 
+	/* The area first: the NIC keeps an MR with an area. */
+	if (mr->has_area) {
+		ret = rhinet_destroy_object(ib, mr->mem.ctx,
+					    RHN_ADMIN_UNREGISTER_AREA,
+					    mr->area_id);
+		if (ret)
+			return ret;
+		mr->has_area = false;
+		atomic_dec(&ib->num_areas);
+	}
 	ret = rhinet_mem_release(ib, &mr->mem);
 	if (ret)
 		return ret;

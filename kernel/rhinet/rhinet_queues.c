@@ -466,6 +466,12 @@ static int rhinet_qp_validate(struct rhinet_ib *ib, struct rhinet_qp *qp,
 
 	if (mask & ~RHINET_QP_ATTRS)
 		return -EOPNOTSUPP;
+	/* The endpoint follows UD's rules, but its access flags say which
+	 * remote PUSH/PULL it serves (its areas' MRs still decide).
+	 */
+	if (qp->nic_type == RHN_QP_ENDPOINT && next != IB_QPS_RESET &&
+	    next != IB_QPS_ERR)
+		mask &= ~IB_QP_ACCESS_FLAGS;
 	if (!ib_modify_qp_is_ok(cur, next, type, mask))
 		return -EINVAL;
 	/* Controlled Q_Keys (high bit set) are the kernel's, as QP1's. */

@@ -319,6 +319,7 @@ void complete_send(Qp* qp, const rhn_cqe& e, ibv_wc* wc) {
   const SendSlot& info = qp->sq_info[idx & ((1u << qp->sq_log) - 1)];
   wc->wr_id = info.wr_id;
   // Every WQE before this one is complete too (unsignaled ones included).
+  qp->sq_last_completed = idx;
   qp->sq_consumer = idx + info.slots;
 }
 

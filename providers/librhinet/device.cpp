@@ -250,4 +250,12 @@ __attribute__((constructor)) void register_provider() {
 }
 
 }  // namespace
+
+// Every device libibverbs lists is a verbs_device; ours carry kDeviceOps.
+bool is_rhinet_context(ibv_context* context) {
+  if (!context || !context->device) return false;
+  return reinterpret_cast<const verbs_device*>(context->device)->ops ==
+         &kDeviceOps;
+}
+
 }  // namespace rhinet

@@ -147,6 +147,7 @@ struct Qp {
   uint8_t* sq = nullptr;
   uint32_t sq_log = 0;
   uint32_t sq_producer = 0, sq_consumer = 0;
+  uint32_t sq_last_completed = 0;  // first slot of the last completed WQE
   uint32_t max_send_sge = 0, max_inline = 0;
   SendSlot* sq_info = nullptr;  // per slot of a WQE's first slot
   rhn_queue_record* sq_record = nullptr;
@@ -213,6 +214,9 @@ ibv_pd* alloc_pd(ibv_context* context);
 int dealloc_pd(ibv_pd* pd);
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
                int access);
+// With @area_id, the MR is also the process's area of that ID.
+ibv_mr* reg_mr_area(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
+                    int access, const uint32_t* area_id);
 int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length,
              int access);
 int dereg_mr(verbs_mr* vmr);
@@ -224,8 +228,12 @@ int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask);
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
 int destroy_srq(ibv_srq* srq);
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
-// Both create_qp and create_qp_ex: attr->pd set, comp_mask checked.
-Qp* create_qp_common(ibv_qp_init_attr_ex* attr);
+// create_qp, create_qp_ex and the endpoint (attr->pd set, comp_mask
+// checked): RC/UD with driver_qp_type 0, or IBV_QPT_DRIVER of that
+// rhinet_qp_driver_type.
+Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type);
+ibv_qp* create_qp_typed(ibv_pd* pd, ibv_qp_init_attr* attr,
+                        uint32_t driver_qp_type);
 // Both create_cq and create_cq_ex: wc_flags and comp_mask checked.
 Cq* create_cq_common(ibv_context* context, const ibv_cq_init_attr_ex* attr);
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask);
@@ -233,6 +241,9 @@ int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init);
 int destroy_qp(ibv_qp* qp);
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
 int destroy_ah(ibv_ah* ah);
+
+// device.cpp: whether @context is one of this provider's.
+bool is_rhinet_context(ibv_context* context);
 
 // datapath.cpp
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);

@@ -238,7 +238,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
     if (!ops || (ops & ~can)) return errno = EOPNOTSUPP, nullptr;
   }
   if (!attr->pd || attr->pd->context != context) return errno = EINVAL, nullptr;
-  Qp* qp = create_qp_common(attr);
+  Qp* qp = create_qp_common(attr, 0);
   if (!qp) return nullptr;
   if (ops) {
     ibv_qp_ex& q = qp->vqp.qp_ex;

@@ -56,14 +56,23 @@ int dealloc_pd(ibv_pd* ibpd) {
 
 // ---- MR -------------------------------------------------------------------
 
-RHINET_CMD(RegMrCmd, ib_uverbs_reg_mr, rhinet_no_data);
+RHINET_CMD(RegMrCmd, ib_uverbs_reg_mr, rhinet_reg_mr_cmd);
 RHINET_CMD(ReregMrCmd, ib_uverbs_rereg_mr, rhinet_no_data);
 
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
                int access) {
+  return reg_mr_area(pd, addr, length, hca_va, access, nullptr);
+}
+
+ibv_mr* reg_mr_area(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
+                    int access, const uint32_t* area_id) {
   Mr* mr = make<Mr>();
   if (!mr) return errno = ENOMEM, nullptr;
   RegMrCmd cmd{};
+  if (area_id) {
+    cmd.drv.comp_mask = RHINET_REG_MR_AREA;
+    cmd.drv.area_id = *area_id;
+  }
   ib_uverbs_reg_mr_resp resp{};
   int err = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, &mr->vmr,
                            reinterpret_cast<struct ibv_reg_mr*>(&cmd),
@@ -264,11 +273,12 @@ static void free_qp(Qp* qp) {
   destroy_obj(qp);
 }
 
-Qp* create_qp_common(ibv_qp_init_attr_ex* attr) {
+Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type) {
   ibv_pd* pd = attr->pd;
   Context* ctx = to_ctx(pd->context);
   ibv_qp_cap& cap = attr->cap;
-  if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
+  if (driver_qp_type ? attr->qp_type != IBV_QPT_DRIVER
+                     : attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
     return errno = EOPNOTSUPP, nullptr;
   if (cap.max_send_sge > ctx->attr.max_send_sge ||
       cap.max_recv_sge > ctx->attr.max_recv_sge ||
@@ -309,6 +319,7 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr) {
   }
 
   CreateQpCmd cmd{};
+  cmd.drv.driver_qp_type = driver_qp_type;
   cmd.drv.sq_log_depth = static_cast<uint8_t>(qp->sq_log);
   cmd.drv.rq_log_depth = static_cast<uint8_t>(rq_log);
   cmd.drv.buf_va = reinterpret_cast<uintptr_t>(qp->buf);
@@ -343,7 +354,8 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr) {
   return qp;
 }
 
-ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+ibv_qp* create_qp_typed(ibv_pd* pd, ibv_qp_init_attr* attr,
+                        uint32_t driver_qp_type) {
   ibv_qp_init_attr_ex ex{};
   ex.qp_context = attr->qp_context;
   ex.send_cq = attr->send_cq;
@@ -354,10 +366,14 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   ex.sq_sig_all = attr->sq_sig_all;
   ex.comp_mask = IBV_QP_INIT_ATTR_PD;
   ex.pd = pd;
-  Qp* qp = create_qp_common(&ex);
+  Qp* qp = create_qp_common(&ex, driver_qp_type);
   if (!qp) return nullptr;
   attr->cap = ex.cap;  // what the QP got
   return &qp->vqp.qp;
+}
+
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  return create_qp_typed(pd, attr, 0);
 }
 
 int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {

@@ -5,24 +5,27 @@
 # programs with the shared libraries they need.
 #   build-initramfs.sh OUT.cpio [--module NAME]... [--bin FILE]...
 #                      [--tool FILE[:DEST]]... [--file SRC:DEST]...
+#                      [--link TARGET:DEST]...
 #   --bin FILE        FILE into /opt/rhinet/bin, with the libraries ldd names
 #   --tool FILE       FILE at its own path (DEST if given), with the libraries
 #                     ldd names: installed programs such as /usr/bin/ibv_devinfo,
 #                     and shared objects that are dlopened (libibverbs providers)
 #   --file SRC:DEST   SRC copied to DEST as it is
+#   --link TARGET:DEST  DEST a symbolic link to TARGET
 # A test's own script goes into a second, tiny cpio appended by the launcher.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=$1
 shift
 KVER=$(bash "$HERE/kernel.sh" version)
-modules=() bins=() tools=() files=()
+modules=() bins=() tools=() files=() links=()
 while (($#)); do
 	case $1 in
 	--module) modules+=("$2"); shift 2 ;;
 	--bin) bins+=("$2"); shift 2 ;;
 	--tool) tools+=("$2"); shift 2 ;;
 	--file) files+=("$2"); shift 2 ;;
+	--link) links+=("$2"); shift 2 ;;
 	*) echo "build-initramfs: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -56,6 +59,11 @@ fi
 for f in "${files[@]}"; do
 	mkdir -p "$root$(dirname "${f#*:}")"
 	cp "${f%%:*}" "$root${f#*:}"
+done
+
+for l in "${links[@]}"; do
+	mkdir -p "$root$(dirname "${l#*:}")"
+	ln -sfn "${l%%:*}" "$root${l#*:}"
 done
 
 # Kernel modules with their dependencies, from the installed kernel.

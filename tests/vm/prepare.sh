@@ -46,15 +46,17 @@ bin_args+=(--tool "$VERBS_LIB/libgcc_s.so.1")
 bin_args+=(--tool "$VERBS_LIB/libibverbs/librxe-rdmav34.so"
 	--file /etc/libibverbs.d/rxe.driver:/etc/libibverbs.d/rxe.driver
 	--module rdma_rxe --module crc32_generic --module crc32_pclmul)
-# Our provider, once it is built, and the libraries next to it (librhinetdv).
+# Our provider, once it is built: librhinetdv.so.1 (direct verbs and
+# provider in one object) next to libibverbs, and the provider file
+# libibverbs dlopens as a symlink to it, so that a program linked with
+# librhinetdv (rhinetdv_pingpong) and libibverbs' loading share one copy.
 PROV="$BUILD/providers/librhinet"
-if [[ -f $PROV/librhinet-rdmav34.so && -f $PROV/rhinet.driver ]]; then
-	bin_args+=(--tool "$PROV/librhinet-rdmav34.so:$VERBS_LIB/libibverbs/librhinet-rdmav34.so"
+if [[ -f $PROV/librhinetdv.so.1 && -f $PROV/rhinet.driver ]]; then
+	bin_args+=(--tool "$PROV/librhinetdv.so.1:$VERBS_LIB/librhinetdv.so.1"
+		--link "../librhinetdv.so.1:$VERBS_LIB/libibverbs/librhinet-rdmav34.so"
 		--file "$PROV/rhinet.driver:/etc/libibverbs.d/rhinet.driver")
-	for so in "$PROV"/*.so*; do
-		[[ -f $so && ${so##*/} != librhinet-rdmav34.so ]] || continue
-		bin_args+=(--tool "$so:$VERBS_LIB/${so##*/}")
-	done
+	[[ -x $PROV/examples/rhinetdv_pingpong ]] &&
+		bin_args+=(--tool "$PROV/examples/rhinetdv_pingpong:/usr/bin/rhinetdv_pingpong")
 fi
 bash "$HERE/build-initramfs.sh" "$VM/initramfs.cpio" "${bin_args[@]}"
 

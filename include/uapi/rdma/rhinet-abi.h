@@ -26,7 +26,17 @@
 
 /* ---- ucontext ----------------------------------------------------------- */
 
-/* No request data. The response names the process's doorbell page. */
+/* rhinet_alloc_ucontext_resp.comp_mask: which later fields are valid. */
+enum rhinet_alloc_ucontext_resp_mask {
+	/* max_areas is set; reg_mr takes struct rhinet_reg_mr_cmd */
+	RHINET_UCONTEXT_RESP_AREAS = 1 << 0,
+};
+
+/*
+ * No request data. The response names the process's doorbell page. A
+ * response buffer that ends at max_cq_log_depth (an older provider) gets
+ * the fields up to there.
+ */
 struct rhinet_alloc_ucontext_resp {
 	__u32 comp_mask;
 	__u32 db_page; /* NIC context number = doorbell page index */
@@ -39,13 +49,37 @@ struct rhinet_alloc_ucontext_resp {
 	__u32 max_recv_sge;
 	__u32 max_wq_log_depth;
 	__u32 max_cq_log_depth;
+	__u32 max_areas; /* communication areas of the NIC, all processes */
+	__u32 reserved;
 };
+
+/* The size of the response before max_areas. */
+#define RHINET_ALLOC_UCONTEXT_RESP_V0_LEN 48
 
 /* ---- PD ----------------------------------------------------------------- */
 
 struct rhinet_alloc_pd_resp {
 	__u32 comp_mask;
 	__u32 pdn;
+};
+
+/* ---- MR ----------------------------------------------------------------- */
+
+enum rhinet_reg_mr_cmd_mask {
+	RHINET_REG_MR_AREA = 1 << 0, /* area_id is valid */
+};
+
+/*
+ * Optional: no request data (or all zero) registers a plain MR. With
+ * RHINET_REG_MR_AREA the whole MR [iova, iova + length) also becomes the
+ * communication area area_id of the process (NIC context): peers' endpoint
+ * PUSH/PULL with RHN_WQE_F_AREA address it as (area_id, offset). The area
+ * goes away with the MR. EEXIST: the process has an area of that ID;
+ * ENOSPC: max_areas are registered.
+ */
+struct rhinet_reg_mr_cmd {
+	__u32 comp_mask; /* enum rhinet_reg_mr_cmd_mask */
+	__u32 area_id;
 };
 
 /* ---- CQ ----------------------------------------------------------------- */

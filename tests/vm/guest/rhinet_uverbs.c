@@ -598,6 +598,42 @@ static int mr_reg(struct uctx *c, uint32_t pd, uint64_t va, uint64_t len,
 	return 0;
 }
 
+/* REG_MR with driver data: an area request (or any bytes to refuse). */
+static int mr_reg_drv(struct uctx *c, uint32_t pd, uint64_t va, uint64_t len,
+		      uint32_t access, const struct rhinet_reg_mr_cmd *drv,
+		      struct mr *mr)
+{
+	struct ib_uverbs_reg_mr cmd = {
+		.start = va,
+		.length = len,
+		.hca_va = va,
+		.pd_handle = pd,
+		.access_flags = access,
+	};
+	struct rhinet_reg_mr_cmd d = *drv;
+	struct ib_uverbs_reg_mr_resp resp;
+	int err = uv_write(c->fd, &(struct uv_req){
+					  .cmd = IB_USER_VERBS_CMD_REG_MR,
+					  UV_CORE(cmd),
+					  UV_DRV(d),
+					  UV_RESP(resp),
+				  });
+
+	if (err)
+		return err;
+	*mr = (struct mr){resp.mr_handle, resp.lkey, resp.rkey};
+	track(c, OBJ_MR, mr->handle, NULL);
+	return 0;
+}
+
+static int area_reg(struct uctx *c, uint32_t pd, uint64_t va, uint64_t len,
+		    uint32_t area_id, struct mr *mr)
+{
+	const struct rhinet_reg_mr_cmd drv = {RHINET_REG_MR_AREA, area_id};
+
+	return mr_reg_drv(c, pd, va, len, MR_ALL, &drv, mr);
+}
+
 static int mr_rereg_access(struct uctx *c, struct mr *mr, uint32_t access)
 {
 	struct ib_uverbs_rereg_mr cmd = {
@@ -1548,6 +1584,100 @@ static bool check_mr_errors(void)
 	return run_err_table(&t);
 }
 
+/* The areas counter, after the hw_counters cache (10 ms) expired. */
+static bool read_areas(uint64_t *v)
+{
+	usleep(30000);
+	return expect(read_u64(PORT_SYS "/hw_counters/areas", v),
+		      "cannot read %s", PORT_SYS "/hw_counters/areas");
+}
+
+/*
+ * Areas through REG_MR's driver data: one ID per process (EEXIST), another
+ * process may use the same ID, bad requests refused, rereg refused, the
+ * area gone with its MR (the areas counter).
+ */
+static bool check_area(void)
+{
+	const struct rhinet_reg_mr_cmd zero = {0},
+				       bad_mask = {RHINET_REG_MR_AREA | 2, 1},
+				       no_mask = {0, 9};
+	const struct rhinet_alloc_ucontext_resp *r = &env.ctx.r;
+	uint64_t base = (uintptr_t)env.buf, before, during, after;
+	static struct uctx other; /* tracked objects point at it */
+	struct mr a, b, plain, other_mr;
+	uint32_t other_pd;
+
+	note("max_areas %u", r->max_areas);
+	if (!expect(r->comp_mask & RHINET_UCONTEXT_RESP_AREAS,
+		    "ucontext comp_mask %#x without AREAS", r->comp_mask) ||
+	    !expect(r->max_areas > 0, "max_areas 0") || !read_areas(&before) ||
+	    !ok(area_reg(&env.ctx, env.pd, base, 2 * PAGE_SIZE, 5, &a),
+		"REG_MR as area 5") ||
+	    !expect_err(area_reg(&env.ctx, env.pd, base + 2 * PAGE_SIZE,
+				 PAGE_SIZE, 5, &b),
+			EEXIST, 0, "REG_MR as area 5 again") ||
+	    !expect_err(mr_reg_drv(&env.ctx, env.pd, base, PAGE_SIZE, MR_ALL,
+				   &bad_mask, &b),
+			EOPNOTSUPP, 0, "REG_MR with comp_mask 3") ||
+	    !expect_err(mr_reg_drv(&env.ctx, env.pd, base, PAGE_SIZE, MR_ALL,
+				   &no_mask, &b),
+			EOPNOTSUPP, 0,
+			"REG_MR with area_id but no comp_mask") ||
+	    !ok(mr_reg_drv(&env.ctx, env.pd, base, PAGE_SIZE, MR_ALL, &zero,
+			   &plain),
+		"REG_MR with zeroed driver data") ||
+	    !expect_err(mr_rereg_access(&env.ctx, &a, MR_ALL), EOPNOTSUPP, 0,
+			"REREG_MR of an area's MR") ||
+	    !read_areas(&during))
+		return false;
+	/* Area IDs are per process: another context may use 5 too. */
+	if (!ok(ctx_open(&other), "GET_CONTEXT of a second context") ||
+	    !ok(pd_alloc(&other, &other_pd, NULL), "ALLOC_PD there") ||
+	    !ok(area_reg(&other, other_pd, base, PAGE_SIZE, 5, &other_mr),
+		"REG_MR as area 5 in the second context") ||
+	    !ok(destroy(&other, OBJ_MR, other_mr.handle), "DEREG_MR there") ||
+	    !ok(destroy(&other, OBJ_PD, other_pd), "DEALLOC_PD there"))
+		return false;
+	ctx_close(&other);
+	if (!ok(destroy(&env.ctx, OBJ_MR, plain.handle), "DEREG_MR plain") ||
+	    !ok(destroy(&env.ctx, OBJ_MR, a.handle), "DEREG_MR of area 5") ||
+	    !read_areas(&after) ||
+	    !ok(area_reg(&env.ctx, env.pd, base, PAGE_SIZE, 5, &a),
+		"REG_MR as area 5 after its DEREG_MR") ||
+	    !ok(destroy(&env.ctx, OBJ_MR, a.handle), "DEREG_MR of area 5"))
+		return false;
+	note("areas counter %lu, with area 5 %lu, after %lu", before, during,
+	     after);
+	return expect(during == before + 1 && after == before,
+		      "areas counter %lu -> %lu -> %lu", before, during, after);
+}
+
+/* Areas until the device says no, at most max_areas; then all freed. */
+static bool check_area_limit(void)
+{
+	uint32_t max = env.ctx.r.max_areas, n = 0;
+	size_t mark = nobjs;
+	uint64_t left;
+	struct mr mr;
+	bool pass;
+	int err = 0;
+
+	if (!expect(max <= 1u << 16, "max_areas %u: too many to try", max))
+		return false;
+	while (n <= max &&
+	       !(err = area_reg(&env.ctx, env.pd, (uintptr_t)env.buf, PAGE_SIZE,
+				1000 + n, &mr)))
+		n++;
+	note("%u areas registered (max_areas %u), then %s", n, max, ename(err));
+	pass = expect(n <= max, "%u areas, more than max_areas %u", n, max) &&
+	       expect(n >= max / 2, "only %u areas of max_areas %u", n, max) &&
+	       expect_err(err, ENOSPC, 0, "REG_MR as area number %u", n + 1);
+	pass &= cleanup_from(mark);
+	return pass && read_areas(&left) &&
+	       expect(left == 0, "areas counter %lu after freeing all", left);
+}
+
 static bool check_cq(void)
 {
 	long pin0 = vmpin_kb(), pin1;
@@ -2004,6 +2134,8 @@ static const struct check {
 	{"mr", check_mr, false, false},
 	{"mr_errors", check_mr_errors, false, false},
 	{"mr_6mib", check_mr_6mib, false, false},
+	{"area", check_area, false, false},
+	{"area_limit", check_area_limit, false, false},
 	{"cq", check_cq, false, false},
 	{"cq_errors", check_cq_errors, false, false},
 	{"srq", check_srq, false, false},
@@ -2066,21 +2198,22 @@ static void setup(void)
 }
 
 /*
- * PD, MR over [buf, buf + len), CQ, SRQ, an RC QP on the SRQ moved to
+ * PD, MR over [buf, buf + len) and another that is area 7, CQ, SRQ, an RC QP on the SRQ moved to
  * INIT, a UD QP, an AH, and with endpoint an endpoint.
  */
 static void make_all(uint8_t *buf, size_t len, bool endpoint)
 {
 	struct uctx *c = &env.ctx;
 	struct qp rc, ud, ep;
+	struct mr mr, area;
 	struct srq srq;
-	struct mr mr;
 	struct ah ah;
 	struct cq cq;
 	uint32_t pd;
 
 	must(pd_alloc(c, &pd, NULL), "ALLOC_PD");
 	must(mr_reg(c, pd, (uintptr_t)buf, len, MR_ALL, &mr), "REG_MR");
+	must(area_reg(c, pd, (uintptr_t)buf, len, 7, &area), "REG_MR area 7");
 	must(cq_new(c, CQ_LOG, 1u << CQ_LOG, &cq), "CREATE_CQ");
 	must(srq_new(c, pd, &srq), "CREATE_SRQ");
 	must(qp_new(c, IB_UVERBS_QPT_RC, pd, cq.handle, srq.handle, &rc),

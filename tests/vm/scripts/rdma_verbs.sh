@@ -42,7 +42,7 @@ case "$link" in
 esac
 
 rdma statistic show link rhinet0/1
-for c in tx_packets tlb_hits retransmits bad_doorbells pinned_pages; do
+for c in tx_packets tlb_hits retransmits bad_doorbells pinned_pages areas; do
 	case "$(counter $c)" in
 	'' | *[!0-9]*) fail "rdma statistic: no counter $c" ;;
 	esac
@@ -86,6 +86,8 @@ echo "rdma_verbs: while holding: $held"
 # (RC and UD; not the endpoint, see above.)
 [ "$(resource pd)" -ge $((base_pd + 2)) ] && [ "$(resource qp)" -ge $((base_qp + 2)) ] ||
 	fail "rdma resource does not count what hold created: $held"
+# hold registered area 7 (an MR that is also a communication area).
+[ "$(counter areas)" -ge 1 ] || fail "areas counter $(counter areas) while holding"
 kill -9 $pid
 wait $pid
 
@@ -104,6 +106,7 @@ while :; do
 done
 resources
 [ "$(counter pinned_pages)" = 0 ] || fail "pinned_pages $(counter pinned_pages), expected 0"
+[ "$(counter areas)" = 0 ] || fail "areas $(counter areas) left registered, expected 0"
 rdma statistic show link rhinet0/1
 
 rmmod rhinet || fail "rmmod"

@@ -16,7 +16,13 @@
 #             rhinet devices only)
 #   cm        connections through rdma_cm (ib_cm over the management QP):
 #             rping validating every ping, perftest with -R
-#   verbs_tools.sh NODE NODES [basic|perftest|qpex|cm|all] [DEVICE]
+#   dv        rhinetdv_pingpong: the direct verbs (endpoint, areas, PUSH and
+#             PULL by area ID and offset, status words), every byte checked,
+#             error cases included; then a process killed while holding an
+#             endpoint and an area leaves no area registered, and on a
+#             soft-RoCE device the direct verbs say EOPNOTSUPP (rhinet0 only)
+#   all       all of them
+#   verbs_tools.sh NODE NODES [basic|perftest|qpex|cm|dv|all] [DEVICE]
 # DEVICE (default rhinet0) may name a soft-RoCE device instead (rxe*): it is
 # created on eth0 with rdma_rxe, to try these runs against a known-good
 # provider.
@@ -36,7 +42,7 @@ fail() { echo "verbs_tools: FAIL: $*"; dmesg | tail -30; exit 1; }
 now() { cut -d' ' -f1 /proc/uptime; }
 elapsed() { echo "$1 $(now)" | awk '{ printf "%.1f", $2 - $1 }'; }
 
-case $WHICH in basic | perftest | qpex | cm | all) ;; *) fail "unknown set '$WHICH'" ;; esac
+case $WHICH in basic | perftest | qpex | cm | dv | all) ;; *) fail "unknown set '$WHICH'" ;; esac
 want() { [ "$WHICH" = all ] || [ "$WHICH" = "$1" ]; }
 [ "$NODE" = 0 ] || [ "$NODE" = 1 ] || fail "runs on two nodes (node $NODE)"
 
@@ -195,6 +201,41 @@ if want cm; then
 	run_pair ib_write_bw-R ib_write_bw $R -n 200 -s 65536
 	run_pair ib_send_lat-R ib_send_lat $R -n 200 -s 8
 	run_pair ib_read_lat-R ib_read_lat $R -n 200 -s 8
+fi
+
+areas() { rdma statistic show link rhinet0/1 | tr ' ' '\n' | grep -A1 -x areas | tail -n 1; }
+if want dv && [ "$DEVICE" = rhinet0 ]; then
+	run_pair rhinetdv_pingpong rhinetdv_pingpong -n 100 -s 16384
+	# Killed while it holds its endpoint and area (waiting for a peer).
+	rhinetdv_pingpong -p 18701 -a 9 >/tmp/dv_kill.txt 2>&1 &
+	pid=$!
+	i=0
+	until grep -q "^endpoint" /tmp/dv_kill.txt; do
+		i=$((i + 1))
+		[ $i -le 100 ] || fail "rhinetdv_pingpong to kill: $(cat /tmp/dv_kill.txt)"
+		usleep 100000
+	done
+	held=$(areas)
+	kill -9 $pid
+	wait $pid
+	i=0
+	until [ "$(areas)" = 0 ]; do
+		i=$((i + 1))
+		[ $i -le 20 ] || fail "areas $(areas) after the kill, expected 0"
+		usleep 100000
+	done
+	if [ "$held" -ge 1 ]; then
+		echo "verbs_tools: killed rhinetdv_pingpong: areas $held -> 0"
+	else
+		failed="$failed dv_kill(areas=$held)"
+	fi
+	# On another provider's device (soft-RoCE) the direct verbs refuse.
+	if modprobe rdma_rxe && rdma link add rxe_dv type rxe netdev eth0; then
+		rhinetdv_pingpong -F -d rxe_dv || failed="$failed dv_foreign"
+		rdma link delete rxe_dv
+	else
+		failed="$failed dv_foreign(no rxe_dv)"
+	fi
 fi
 
 if dmesg | grep -v "module verification failed" | grep -E "BUG:|WARNING:|Oops"; then

@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// rhinetdv: the direct verbs (infiniband/rhinetdv.h). The endpoint is a
+// NIC endpoint QP (IBV_QPT_DRIVER, RHINET_QP_DRIVER_TYPE_ENDPOINT) with a
+// CQ of its own; PUSH/PULL build WQEs with RHN_WQE_F_AREA (remote_key = area
+// ID, remote_addr = offset) and, on request, RHN_WQE_F_STATUS_WORD, into
+// the same SQ ring and doorbell path as post_send. Completions come from
+// that CQ through poll_cq.
+//
+// SQ slots are handed back only by completions. So that a process using
+// status words alone never fills its SQ, every WQE that would leave half
+// the ring without a signaled WQE behind it is signaled by the library;
+// such completions are consumed here and never reach the caller.
+#include <infiniband/rhinetdv.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "provider.h"
+
+#define RHINETDV_EXPORT extern "C" __attribute__((visibility("default")))
+
+constexpr bool same(int dv, int nic) { return dv == nic; }
+static_assert(same(RHINETDV_SYN_BAD_KEY, RHN_SYN_BAD_KEY) &&
+                  same(RHINETDV_SYN_PD_MISMATCH, RHN_SYN_PD_MISMATCH) &&
+                  same(RHINETDV_SYN_ACCESS_RIGHTS, RHN_SYN_ACCESS_RIGHTS) &&
+                  same(RHINETDV_SYN_BOUNDS, RHN_SYN_BOUNDS) &&
+                  same(RHINETDV_SYN_BAD_AREA, RHN_SYN_BAD_AREA) &&
+                  same(RHINETDV_SYN_BAD_ENDPOINT, RHN_SYN_BAD_QP) &&
+                  same(RHINETDV_SYN_LENGTH, RHN_SYN_LENGTH) &&
+                  same(RHINETDV_SYN_BAD_WQE, RHN_SYN_BAD_WQE) &&
+                  same(RHINETDV_SYN_DMA, RHN_SYN_DMA) &&
+                  same(RHINETDV_SYN_RETRY_EXCEEDED, RHN_SYN_RETRY_EXCEEDED) &&
+                  same(RHINETDV_SYN_ALIGNMENT, RHN_SYN_ALIGNMENT) &&
+                  same(RHINETDV_SYN_FLUSHED, RHN_SYN_FLUSHED),
+              "rhinetdv syndromes are the NIC's");
+static_assert(RHINETDV_STATUS_WORD_DONE == RHN_STATUS_WORD_DONE &&
+                  RHINETDV_STATUS_WORD_STATUS_SHIFT ==
+                      RHN_STATUS_WORD_STATUS_SHIFT &&
+                  RHINETDV_STATUS_WORD_SYNDROME_SHIFT ==
+                      RHN_STATUS_WORD_SYNDROME_SHIFT &&
+                  RHINETDV_STATUS_WORD_LEN_MASK == RHN_STATUS_WORD_LEN_MASK,
+              "rhinetdv status words are the NIC's");
+
+namespace rhinet {
+namespace {
+
+constexpr uint32_t kDefaultOutstanding = 64;
+constexpr uint32_t kKnownXferFlags = RHINETDV_XFER_SIGNALED |
+                                     RHINETDV_XFER_STATUS_WORD |
+                                     RHINETDV_XFER_INLINE | RHINETDV_XFER_FENCE;
+
+struct Endpoint {
+  rhinetdv_endpoint pub;  // first: the caller's handle
+  std::mutex lock;        // posting and polling; before the CQ's and SQ's
+  ibv_cq* cq = nullptr;
+  ibv_qp* ibqp = nullptr;
+  Qp* qp = nullptr;
+  uint32_t max_inline = 0;
+  uint32_t last_signaled = 0;        // SQ index after the last signaled WQE
+  uint8_t* user_signaled = nullptr;  // per SQ slot of a WQE's first slot
+  // Completions taken from the CQ while making room, not yet returned.
+  rhinetdv_completion* pending = nullptr;
+  uint32_t pending_head = 0, pending_count = 0, pending_cap = 0;
+};
+
+Endpoint* to_ep(rhinetdv_endpoint* ep) {
+  return reinterpret_cast<Endpoint*>(ep);
+}
+
+// Endpoint limits: WQEs of up to max_inline bytes, SQ and CQ of one depth.
+uint32_t ep_slots_per_wqe(const Context* ctx) {
+  return 1 + ext_units_for_inline(ctx->attr.max_inline);
+}
+uint32_t ep_max_outstanding(const Context* ctx) {
+  const uint32_t log = ctx->attr.max_wq_log_depth < ctx->attr.max_cq_log_depth
+                           ? ctx->attr.max_wq_log_depth
+                           : ctx->attr.max_cq_log_depth;
+  return (1u << log) / ep_slots_per_wqe(ctx);
+}
+
+int ib_access(uint32_t access) {
+  if (!access) access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  return static_cast<int>(access);
+}
+
+void destroy_parts(Endpoint* ep) {
+  if (ep->ibqp) ibv_destroy_qp(ep->ibqp);
+  if (ep->cq) ibv_destroy_cq(ep->cq);
+  free(ep->user_signaled);
+  free(ep->pending);
+  ep->~Endpoint();
+  free(ep);
+}
+
+// Takes one CQE's worth of work completion into the caller's form; false
+// when the library signaled it and it succeeded (nothing to report).
+bool convert(Endpoint* ep, const ibv_wc& wc, uint32_t first_slot,
+             rhinetdv_completion* c) {
+  const uint32_t mask = (1u << ep->qp->sq_log) - 1;
+  const bool wanted = ep->user_signaled[first_slot & mask];
+  if (wc.status == IBV_WC_SUCCESS && !wanted) return false;
+  c->wr_id = wc.wr_id;
+  c->status = wc.status;
+  c->syndrome = wc.vendor_err;
+  c->byte_len = wc.byte_len;
+  c->opcode =
+      wc.opcode == IBV_WC_RDMA_READ ? RHINETDV_OP_PULL : RHINETDV_OP_PUSH;
+  return true;
+}
+
+// Takes CQEs until @n are to be reported or the CQ is empty; those to
+// report go to @out, or to the pending queue when @out is null. Returns how
+// many were reported, or -1.
+int drain(Endpoint* ep, int n, rhinetdv_completion* out) {
+  int reported = 0;
+  while (reported < n) {
+    ibv_wc wc;
+    const int got = poll_cq(ep->cq, 1, &wc);
+    if (got < 0) return -1;
+    if (got == 0) break;
+    rhinetdv_completion c;
+    if (!convert(ep, wc, ep->qp->sq_last_completed, &c)) continue;
+    if (out) {
+      out[reported++] = c;
+    } else if (ep->pending_count < ep->pending_cap) {
+      ep->pending[(ep->pending_head + ep->pending_count++) % ep->pending_cap] =
+          c;
+      reported++;
+    }
+  }
+  return reported;
+}
+
+int post(rhinetdv_endpoint* pub, const rhinetdv_xfer* x, bool push) {
+  if (!pub || !x) return EINVAL;
+  Endpoint* ep = to_ep(pub);
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  if ((x->flags & ~kKnownXferFlags) || x->reserved0 || x->reserved1 ||
+      ((x->flags & RHINETDV_XFER_INLINE) &&
+       (!push || x->length > ep->max_inline)) ||
+      ((x->flags & RHINETDV_XFER_STATUS_WORD) &&
+       (!x->status_word || (reinterpret_cast<uintptr_t>(x->status_word) & 7))))
+    return EINVAL;
+
+  Qp* qp = ep->qp;
+  const uint32_t depth = 1u << qp->sq_log, mask = depth - 1;
+  alignas(8) uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
+  memset(w, 0, RHN_SQ_SLOT_SIZE);
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  uint32_t ext = 0;
+  if (x->flags & RHINETDV_XFER_INLINE) {
+    memcpy(w + offsetof(rhn_send_wqe, d), x->local_addr, x->length);
+    h->num_sge = static_cast<uint16_t>(x->length);
+    h->flags |= RHN_WQE_F_INLINE;
+    ext = ext_units_for_inline(x->length);
+  } else {
+    h->d.sge =
+        rhn_sge{reinterpret_cast<uintptr_t>(x->local_addr), x->length, x->lkey};
+    h->num_sge = 1;
+  }
+  const uint32_t slots = 1 + ext;
+  h->opcode = push ? RHN_OP_WRITE : RHN_OP_READ;
+  h->ext_units = static_cast<uint8_t>(ext);
+  h->flags |= RHN_WQE_F_AREA;
+  if (x->flags & RHINETDV_XFER_FENCE) h->flags |= RHN_WQE_F_FENCE;
+  if (x->flags & RHINETDV_XFER_STATUS_WORD) {
+    h->flags |= RHN_WQE_F_STATUS_WORD;
+    h->u.status.addr = reinterpret_cast<uintptr_t>(x->status_word);
+    h->u.status.lkey = x->status_lkey;
+  }
+  h->dst_node = x->dest_node;
+  h->dst_qpn = x->dest_endpoint;
+  h->remote_key = x->area_id;
+  h->remote_addr = x->offset;
+
+  std::lock_guard<std::mutex> g(ep->lock);
+  // Room: completions already written by the NIC free slots.
+  while (qp->sq_producer + slots - qp->sq_consumer > depth) {
+    const uint32_t before = qp->sq_consumer;
+    if (drain(ep, INT_MAX, nullptr) < 0) return EIO;
+    if (qp->sq_consumer == before) return ENOMEM;
+  }
+  const bool wanted = x->flags & RHINETDV_XFER_SIGNALED;
+  if (wanted || qp->sq_producer + slots - ep->last_signaled >= depth / 2) {
+    h->flags |= RHN_WQE_F_SIGNALED;
+    ep->last_signaled = qp->sq_producer + slots;
+  }
+  {
+    std::lock_guard<std::mutex> gs(qp->sq_lock);
+    h->wqe_index = static_cast<uint16_t>(qp->sq_producer);
+    for (uint32_t s = 0; s < slots; s++)
+      memcpy(qp->sq + ((qp->sq_producer + s) & mask) * RHN_SQ_SLOT_SIZE,
+             w + s * RHN_SQ_SLOT_SIZE, RHN_SQ_SLOT_SIZE);
+    qp->sq_info[qp->sq_producer & mask] =
+        SendSlot{x->wr_id, static_cast<uint8_t>(slots)};
+    ep->user_signaled[qp->sq_producer & mask] = wanted;
+    qp->sq_producer += slots;
+    to_device_barrier();
+    __atomic_store_n(&qp->sq_record->producer_index, qp->sq_producer,
+                     __ATOMIC_RELEASE);
+  }
+  to_ctx(pub->context)->kick(RHN_DB_SQ, qp->qpn);
+  return 0;
+}
+
+}  // namespace
+}  // namespace rhinet
+
+using rhinet::Context;
+using rhinet::Endpoint;
+using rhinet::is_rhinet_context;
+using rhinet::to_ctx;
+
+RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
+                                          rhinetdv_device_attr* attr,
+                                          size_t inlen) {
+  if (!attr) return EINVAL;
+  if (!is_rhinet_context(context)) return EOPNOTSUPP;
+  const Context* ctx = to_ctx(context);
+  rhinetdv_device_attr a{};
+  a.node_id = ctx->attr.node_id;
+  a.caps = RHINETDV_CAP_STATUS_WORD;
+  if (ctx->attr.caps & RHN_CAP_ENDPOINT) a.caps |= RHINETDV_CAP_ENDPOINT;
+  if ((ctx->attr.caps & RHN_CAP_AREA) &&
+      (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS) && ctx->attr.max_areas)
+    a.caps |= RHINETDV_CAP_AREA;
+  a.max_areas = ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS
+                    ? ctx->attr.max_areas
+                    : 0;
+  a.max_inline = ctx->attr.max_inline;
+  a.max_outstanding = rhinet::ep_max_outstanding(ctx);
+  memcpy(attr, &a, inlen < sizeof(a) ? inlen : sizeof(a));
+  return 0;
+}
+
+RHINETDV_EXPORT rhinetdv_endpoint* rhinetdv_create_endpoint(
+    ibv_pd* pd, const rhinetdv_endpoint_init_attr* attr) {
+  if (!pd) return errno = EINVAL, nullptr;
+  if (!is_rhinet_context(pd->context)) return errno = EOPNOTSUPP, nullptr;
+  Context* ctx = to_ctx(pd->context);
+  const rhinetdv_endpoint_init_attr none{};
+  if (!attr) attr = &none;
+  const uint32_t max = attr->max_outstanding ? attr->max_outstanding
+                                             : rhinet::kDefaultOutstanding;
+  if (attr->comp_mask ||
+      (attr->access & ~static_cast<uint32_t>(IBV_ACCESS_REMOTE_WRITE |
+                                             IBV_ACCESS_REMOTE_READ)) ||
+      max > rhinet::ep_max_outstanding(ctx))
+    return errno = EINVAL, nullptr;
+
+  void* mem = calloc(1, sizeof(Endpoint));
+  if (!mem) return errno = ENOMEM, nullptr;
+  auto* ep = new (mem) Endpoint;
+  int err = 0;
+  ibv_qp_init_attr qa{};
+  ibv_qp_attr m{};
+  const uint32_t slots = rhinet::ep_slots_per_wqe(ctx);
+  // The CQ holds a CQE per SQ slot: never more completions than WQEs.
+  const uint32_t sq_slots = 1u << rhinet::log2_ceil(max * slots);
+  ep->cq = ibv_create_cq(pd->context, static_cast<int>(sq_slots), nullptr,
+                         nullptr, 0);
+  if (!ep->cq) goto err;
+  qa.send_cq = ep->cq;
+  qa.recv_cq = ep->cq;
+  qa.qp_type = IBV_QPT_DRIVER;
+  qa.cap.max_send_wr = max;
+  qa.cap.max_recv_wr = 1;
+  qa.cap.max_send_sge = 1;
+  qa.cap.max_recv_sge = 1;
+  qa.cap.max_inline_data = ctx->attr.max_inline;
+  ep->ibqp = rhinet::create_qp_typed(pd, &qa, RHINET_QP_DRIVER_TYPE_ENDPOINT);
+  if (!ep->ibqp) goto err;
+  ep->qp = rhinet::to_qp(ep->ibqp);
+  m.qp_state = IBV_QPS_INIT;
+  m.port_num = 1;
+  m.qp_access_flags = rhinet::ib_access(attr->access);
+  err = ibv_modify_qp(ep->ibqp, &m,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                          IBV_QP_QKEY | IBV_QP_ACCESS_FLAGS);
+  if (!err) {
+    m.qp_state = IBV_QPS_RTR;
+    err = ibv_modify_qp(ep->ibqp, &m, IBV_QP_STATE);
+  }
+  if (!err) {
+    m.qp_state = IBV_QPS_RTS;
+    err = ibv_modify_qp(ep->ibqp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN);
+  }
+  if (err) {
+    errno = err;
+    goto err;
+  }
+  ep->max_inline = ep->qp->max_inline;
+  ep->user_signaled =
+      static_cast<uint8_t*>(calloc(size_t{1} << ep->qp->sq_log, 1));
+  ep->pending_cap = max;
+  ep->pending = static_cast<rhinetdv_completion*>(
+      calloc(ep->pending_cap, sizeof(rhinetdv_completion)));
+  if (!ep->user_signaled || !ep->pending) {
+    errno = ENOMEM;
+    goto err;
+  }
+  ep->pub.context = pd->context;
+  ep->pub.pd = pd;
+  ep->pub.node_id = ctx->attr.node_id;
+  ep->pub.endpoint_id = ep->qp->qpn;
+  return &ep->pub;
+
+err:
+  err = errno;
+  rhinet::destroy_parts(ep);
+  errno = err;
+  return nullptr;
+}
+
+RHINETDV_EXPORT int rhinetdv_destroy_endpoint(rhinetdv_endpoint* pub) {
+  if (!pub) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  Endpoint* ep = rhinet::to_ep(pub);
+  int err = ibv_destroy_qp(ep->ibqp);
+  if (err) return err;
+  ep->ibqp = nullptr;
+  err = ibv_destroy_cq(ep->cq);
+  if (err) return err;
+  ep->cq = nullptr;
+  rhinet::destroy_parts(ep);
+  return 0;
+}
+
+RHINETDV_EXPORT ibv_mr* rhinetdv_reg_area(ibv_pd* pd, void* addr, size_t length,
+                                          int access, uint32_t area_id) {
+  if (!pd) return errno = EINVAL, nullptr;
+  if (!is_rhinet_context(pd->context)) return errno = EOPNOTSUPP, nullptr;
+  const Context* ctx = to_ctx(pd->context);
+  if (!(ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
+    return errno = EOPNOTSUPP, nullptr;  // rhinet.ko without areas
+  // As ibv_reg_mr(): kept out of fork() children; ibv_dereg_mr() undoes it.
+  int err = ibv_dontfork_range(addr, length);
+  if (err) return errno = err, nullptr;
+  ibv_mr* mr = rhinet::reg_mr_area(
+      pd, addr, length, reinterpret_cast<uintptr_t>(addr), access, &area_id);
+  if (!mr) {
+    err = errno;
+    ibv_dofork_range(addr, length);
+    errno = err;
+    return nullptr;
+  }
+  // What ibv_reg_mr() fills in after the provider.
+  mr->context = pd->context;
+  mr->pd = pd;
+  mr->addr = addr;
+  mr->length = length;
+  return mr;
+}
+
+RHINETDV_EXPORT int rhinetdv_push(rhinetdv_endpoint* ep,
+                                  const rhinetdv_xfer* x) {
+  return rhinet::post(ep, x, true);
+}
+
+RHINETDV_EXPORT int rhinetdv_pull(rhinetdv_endpoint* ep,
+                                  const rhinetdv_xfer* x) {
+  return rhinet::post(ep, x, false);
+}
+
+RHINETDV_EXPORT int rhinetdv_poll(rhinetdv_endpoint* pub, int n,
+                                  rhinetdv_completion* c) {
+  if (!pub || n < 0 || (n && !c)) return errno = EINVAL, -1;
+  if (!is_rhinet_context(pub->context)) return errno = EOPNOTSUPP, -1;
+  Endpoint* ep = rhinet::to_ep(pub);
+  std::lock_guard<std::mutex> g(ep->lock);
+  int got = 0;
+  while (got < n && ep->pending_count) {
+    c[got++] = ep->pending[ep->pending_head];
+    ep->pending_head = (ep->pending_head + 1) % ep->pending_cap;
+    ep->pending_count--;
+  }
+  if (got < n) {
+    const int more = rhinet::drain(ep, n - got, c + got);
+    if (more < 0) return got ? got : -1;
+    got += more;
+  }
+  return got;
+}

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
+ * version RHINETDV_1.0). What ibverbs has no words for: the reliable
+ * connectionless endpoint (one per process; it reaches every (node,
+ * endpoint) of the fabric), communication areas registered under a
+ * group-wide area ID, PUSH and PULL addressed as (node, endpoint, area ID,
+ * offset), and completions as status words the NIC writes into memory.
+ *
+ * Every function checks that the context it is given belongs to a rhinet
+ * device and fails with EOPNOTSUPP otherwise. Functions returning int
+ * return 0 or an errno value; those returning a pointer return NULL and set
+ * errno. PUSH, PULL, polling and status words make no system call.
+ *
+ * Manual pages: rhinetdv(7), rhinetdv_query_device(3),
+ * rhinetdv_create_endpoint(3), rhinetdv_reg_area(3), rhinetdv_push(3),
+ * rhinetdv_poll(3), rhinetdv_status_word(3).
+ */
+#ifndef INFINIBAND_RHINETDV_H
+#define INFINIBAND_RHINETDV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- device ------------------------------------------------------------- */
+
+enum rhinetdv_device_caps {
+	RHINETDV_CAP_ENDPOINT = 1 << 0, /* rhinetdv_create_endpoint works */
+	RHINETDV_CAP_AREA = 1 << 1, /* rhinetdv_reg_area works (driver too) */
+	RHINETDV_CAP_STATUS_WORD = 1 << 2,
+};
+
+struct rhinetdv_device_attr {
+	uint64_t comp_mask; /* set by the library: none defined yet */
+	uint32_t node_id; /* this NIC's fabric node */
+	uint32_t caps; /* enum rhinetdv_device_caps */
+	uint32_t max_areas; /* areas the NIC holds, all processes together */
+	uint32_t max_inline; /* bytes a RHINETDV_XFER_INLINE push carries */
+	uint32_t max_outstanding; /* largest max_outstanding of an endpoint */
+	uint32_t reserved;
+};
+
+/*
+ * Fills *attr; inlen is sizeof(*attr) as the caller knows it (a shorter,
+ * older struct gets the fields that fit).
+ */
+int rhinetdv_query_device(struct ibv_context *context,
+			  struct rhinetdv_device_attr *attr, size_t inlen);
+
+/* ---- endpoint ----------------------------------------------------------- */
+
+struct rhinetdv_endpoint_init_attr {
+	uint64_t comp_mask; /* 0 */
+	/* Operations in flight at once; 0 means 64. */
+	uint32_t max_outstanding;
+	/* IBV_ACCESS_REMOTE_WRITE / IBV_ACCESS_REMOTE_READ: what peers may do
+	 * to this process's areas through the endpoint (each area's MR access
+	 * flags must allow it too). 0 means both.
+	 */
+	uint32_t access;
+};
+
+/* Read-only after creation. */
+struct rhinetdv_endpoint {
+	struct ibv_context *context;
+	struct ibv_pd *pd; /* areas and local buffers must be of this PD */
+	uint32_t node_id; /* peers address this endpoint as */
+	uint32_t endpoint_id; /* (node_id, endpoint_id) */
+};
+
+/*
+ * The process's endpoint, with its own completion queue, ready to use.
+ * A process (ibv_context) has at most one: EEXIST for a second.
+ */
+struct rhinetdv_endpoint *
+rhinetdv_create_endpoint(struct ibv_pd *pd,
+			 const struct rhinetdv_endpoint_init_attr *attr);
+/* Operations still in flight are abandoned (their status words may never
+ * be written).
+ */
+int rhinetdv_destroy_endpoint(struct rhinetdv_endpoint *ep);
+
+/* ---- areas -------------------------------------------------------------- */
+
+/*
+ * Registers [addr, addr + length) as an MR (access: IBV_ACCESS_*; remote
+ * write for PUSH targets, remote read for PULL sources, both need local
+ * write) that is also this process's communication area area_id. Peers
+ * address it as (this node, this endpoint, area_id, offset). Every process
+ * of a group registers its own memory under the same ID. ibv_dereg_mr()
+ * removes the area; so does the end of the process.
+ * Errors: EEXIST the process has an area area_id; ENOSPC the NIC holds
+ * max_areas; EOPNOTSUPP the driver has no areas; as ibv_reg_mr otherwise.
+ */
+struct ibv_mr *rhinetdv_reg_area(struct ibv_pd *pd, void *addr, size_t length,
+				 int access, uint32_t area_id);
+
+/* ---- PUSH and PULL ------------------------------------------------------ */
+
+enum rhinetdv_xfer_flags {
+	/* A completion on rhinetdv_poll() on success too (errors always). */
+	RHINETDV_XFER_SIGNALED = 1 << 0,
+	/* The NIC writes *status_word when the operation is done. */
+	RHINETDV_XFER_STATUS_WORD = 1 << 1,
+	/* PUSH: the bytes are copied into the work request now (at most
+	 * max_inline); lkey is not used and the buffer is free on return.
+	 */
+	RHINETDV_XFER_INLINE = 1 << 2,
+	/* Start only after earlier PULLs of this endpoint completed. */
+	RHINETDV_XFER_FENCE = 1 << 3,
+};
+
+struct rhinetdv_xfer {
+	uint64_t wr_id; /* returned in the completion */
+	void *local_addr; /* PUSH: source; PULL: destination */
+	uint32_t length; /* bytes */
+	uint32_t lkey; /* MR of local_addr, in the endpoint's PD */
+	uint16_t dest_node;
+	uint16_t reserved0; /* 0 */
+	uint32_t dest_endpoint;
+	uint32_t area_id; /* the peer's area */
+	uint32_t flags; /* enum rhinetdv_xfer_flags */
+	uint64_t offset; /* in the peer's area */
+	/* With RHINETDV_XFER_STATUS_WORD: 8-byte aligned, inside an MR with
+	 * local write of the endpoint's PD (status_lkey). Clear it (0) before
+	 * posting; the NIC writes it once.
+	 */
+	uint64_t *status_word;
+	uint32_t status_lkey;
+	uint32_t reserved1; /* 0 */
+};
+
+/*
+ * Posts one PUSH (remote write) or PULL (remote read) and rings the
+ * endpoint's doorbell. ENOMEM: max_outstanding operations are in flight
+ * (poll, or wait for status words, and post again); EINVAL: bad flags,
+ * inline data too long, reserved fields not 0.
+ */
+int rhinetdv_push(struct rhinetdv_endpoint *ep, const struct rhinetdv_xfer *x);
+int rhinetdv_pull(struct rhinetdv_endpoint *ep, const struct rhinetdv_xfer *x);
+
+/* ---- completions -------------------------------------------------------- */
+
+enum rhinetdv_opcode {
+	RHINETDV_OP_PUSH = 1,
+	RHINETDV_OP_PULL = 2,
+};
+
+/* Why an operation failed (values of the NIC's syndromes). */
+enum rhinetdv_syndrome {
+	RHINETDV_SYN_NONE = 0,
+	RHINETDV_SYN_BAD_KEY = 1, /* local or remote key unknown */
+	RHINETDV_SYN_PD_MISMATCH = 2,
+	RHINETDV_SYN_ACCESS_RIGHTS = 3,
+	RHINETDV_SYN_BOUNDS = 4, /* offset + length beyond the area */
+	RHINETDV_SYN_BAD_AREA = 5, /* no such area at the target */
+	RHINETDV_SYN_BAD_ENDPOINT = 6, /* no such endpoint at the target */
+	RHINETDV_SYN_LENGTH = 8,
+	RHINETDV_SYN_BAD_WQE = 10,
+	RHINETDV_SYN_DMA = 11,
+	RHINETDV_SYN_RETRY_EXCEEDED = 12, /* target node unreachable */
+	RHINETDV_SYN_ALIGNMENT = 14,
+	RHINETDV_SYN_FLUSHED = 16, /* the endpoint went to error */
+};
+
+struct rhinetdv_completion {
+	uint64_t wr_id;
+	uint32_t status; /* enum ibv_wc_status */
+	uint32_t syndrome; /* enum rhinetdv_syndrome */
+	uint32_t byte_len;
+	uint32_t opcode; /* enum rhinetdv_opcode */
+};
+
+/*
+ * Up to n completions of signaled operations and of failed ones, in
+ * posting order; returns how many, or -1 with errno. Errors of unsignaled
+ * operations are kept for the next poll, at most max_outstanding of them.
+ */
+int rhinetdv_poll(struct rhinetdv_endpoint *ep, int n,
+		  struct rhinetdv_completion *c);
+
+/* ---- status words ------------------------------------------------------- */
+
+/* The NIC's format (bit 63 done, status, syndrome, byte count). */
+#define RHINETDV_STATUS_WORD_DONE (1ull << 63)
+#define RHINETDV_STATUS_WORD_STATUS_SHIFT 32
+#define RHINETDV_STATUS_WORD_SYNDROME_SHIFT 40
+#define RHINETDV_STATUS_WORD_LEN_MASK 0xffffffffull
+
+struct rhinetdv_status {
+	uint32_t done; /* 0: not written yet, the rest is 0 */
+	uint32_t status; /* enum ibv_wc_status */
+	uint32_t syndrome; /* enum rhinetdv_syndrome */
+	uint32_t length; /* bytes moved, on success */
+};
+
+/* Decodes a status word; returns s->done. */
+static inline int rhinetdv_status_word_decode(uint64_t word,
+					      struct rhinetdv_status *s)
+{
+	s->done = (word & RHINETDV_STATUS_WORD_DONE) != 0;
+	s->status =
+		(uint32_t)(word >> RHINETDV_STATUS_WORD_STATUS_SHIFT) & 0xff;
+	s->syndrome =
+		(uint32_t)(word >> RHINETDV_STATUS_WORD_SYNDROME_SHIFT) & 0xff;
+	s->length = (uint32_t)(word & RHINETDV_STATUS_WORD_LEN_MASK);
+	return (int)s->done;
+}
+
+/*
+ * Reads a status word the NIC may be writing; returns 1 (and decodes it)
+ * once it is done. What the operation moved is visible after a 1.
+ */
+static inline int rhinetdv_status_word_poll(const uint64_t *word,
+					    struct rhinetdv_status *s)
+{
+	return rhinetdv_status_word_decode(
+		__atomic_load_n(word, __ATOMIC_ACQUIRE), s);
+}
+
+static inline void rhinetdv_status_word_clear(uint64_t *word)
+{
+	__atomic_store_n(word, 0, __ATOMIC_RELAXED);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INFINIBAND_RHINETDV_H */
