@@ -149,6 +149,11 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
     respond(p, RHN_WOP_NAK, syn, op, {});
   };
 
+  // The NAK memory drops the rest of a refused message. A first packet
+  // starts a new message of that QP (or of a new QP with its number, whose
+  // message numbers start again): the memory is history then.
+  if (first && p.nak_qpn == op.src_qpn) p.nak_qpn = kNone;
+
   const uint32_t qpn = op.dst_qpn;
   QpObj* qp = qpn && qpn < qps.size() && qps[qpn].valid ? &qps[qpn] : nullptr;
   if (!qp || qp->type != op.qp_type || qp->state < RHN_QPS_RTR ||

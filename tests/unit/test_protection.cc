@@ -108,6 +108,34 @@ TEST_F(Protection, BadRkeyAlsoReportsInStatusWord) {
   EXPECT_EQ(status_word_syndrome(sw), RHN_SYN_BAD_KEY);
 }
 
+// The responder remembers the request it NAKed, to drop the rest of that
+// message. A new QP that gets the same QPN numbers its messages from 0
+// again: its message of the same number must not be taken for the rest of
+// the NAKed one (it used to be dropped silently and acknowledged).
+TEST_F(Protection, NakOfAnOldQpDoesNotSwallowTheNextQpsMessage) {
+  SendWr bad = rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(),
+                       dst.key() ^ (3u << RHN_KEY_INDEX_SHIFT));
+  expect_error(bad, RHN_CQE_REM_ACCESS_ERR, RHN_SYN_BAD_KEY, -1,
+               RHN_CNT_REMOTE_ACCESS_ERRORS);
+  // A new QP on A takes the old one's number and talks to the same B QP.
+  const uint32_t old_qpn = p.qp_a->qpn();
+  ASSERT_TRUE(
+      A().driver().destroy(RHN_ADMIN_DESTROY_QP, A().index(), old_qpn).ok());
+  p.qp_a.reset();
+  QpInit init;
+  init.type = RHN_QP_RC;
+  init.send_cq = p.cq_a.get();
+  p.qp_a = A().create_qp(init);
+  ASSERT_TRUE(p.qp_a);
+  ASSERT_EQ(p.qp_a->qpn(), old_qpn) << "the test needs the QPN reused";
+  ASSERT_TRUE(connect_rc(*p.qp_a, 1, p.qp_b->qpn(), RcOptions{}));
+  SendWr good = rdma_wr(2, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key(),
+                        RHN_WQE_F_SIGNALED);
+  ASSERT_TRUE(p.qp_a->post_send(good));
+  EXPECT_TRUE(wait_one(*c, *p.cq_a).ok());
+  EXPECT_EQ(dst.buf.bytes(0, 64), src.buf.bytes(0, 64));
+}
+
 TEST_F(Protection, BadRkeyOnRead) {
   Region local = make_region(A(), 4096, kAllAccess, 0, 0x42);
   SendWr wr =
