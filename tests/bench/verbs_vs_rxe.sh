@@ -80,6 +80,7 @@ BEGIN {
 function row(test, col, label, unit, more) {
 	n++; t[n] = test; c[n] = col; l[n] = label " [" unit "]"; m[n] = more
 	u[n] = unit
+	goal[n] = unit == "us" || unit == "Mpps" || unit == "Mops/s"
 }
 $1 == "RHINET-BENCH" {
 	d = $2; test = $3
@@ -96,7 +97,7 @@ function fig(d, i,   f, k) {
 END {
 	printf "%-34s", "metric"
 	for (j = 1; j <= nd; j++) printf " %12s", dev[j]
-	if (nd >= 2) printf "  %s vs %s", dev[1], dev[2]
+	if (nd >= 2) printf "  %8s", "gain"
 	printf "\n"
 	for (i = 1; i <= n; i++) {
 		printf "%-34s", l[i]
@@ -107,10 +108,20 @@ END {
 			else if (v[j] + 0 >= 1) printf " %12.2f", v[j]
 			else printf " %12.4f", v[j]
 		}
-		if (nd >= 2 && v[1] + 0 > 0 && v[2] + 0 > 0)
-			printf "  %8.1fx %s", (m[i] ? v[1] / v[2] : v[2] / v[1]),
-				(m[i] ? "more" : "faster")
+		if (nd >= 2 && v[1] + 0 > 0 && v[2] + 0 > 0) {
+			g = m[i] ? v[1] / v[2] : v[2] / v[1]
+			printf "  %7.1fx", g
+			if (goal[i]) {
+				goals++
+				if (g >= 20) { met++; printf "  goal 20x met" }
+			}
+		}
 		printf "\n"
+	}
+	if (nd >= 2) {
+		printf "\ngain: how many times better %s is than %s (for latency %s/%s, for\n", dev[1], dev[2], dev[2], dev[1]
+		printf "bandwidth and rate %s/%s). Goal: 20x on latency and small-message rate;\n", dev[1], dev[2]
+		printf "met on %d of %d such rows.\n", met, goals
 	}
 }' "$out/figures.txt"
 echo
