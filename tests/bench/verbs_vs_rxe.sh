@@ -124,6 +124,11 @@ END {
 		printf "met on %d of %d such rows.\n", met, goals
 	}
 }' "$out/figures.txt"
+if grep -aq '^RHINET-CNT ' "$out/node0.log"; then
+	echo
+	echo "rhinet0 transport events on node 0 during each test (rxe's frames ride on the same NIC):"
+	grep -a '^RHINET-CNT ' "$out/node0.log" | tr -d '\r' | cut -d' ' -f2- | sed 's/^/  /'
+fi
 echo
 echo "Two TCG guests (1 vCPU each) through rhinet-switch on $(nproc) host cores;" \
 	"run took ${took}s; host load average before: $load_before, after: $load_after."

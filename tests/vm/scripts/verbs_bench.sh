@@ -11,6 +11,9 @@
 # one line per figure for the host:
 #   RHINET-BENCH DEVICE TEST FIELD... (the perftest result row, or usec/iter)
 #   RHINET-BENCH DEVICE TEST FAIL
+#   RHINET-CNT DEVICE TEST NAME=DELTA... (node 0's rhinet0 transport counters
+#     that moved during the test: retransmits, RNR NAKs, drops...; rxe's
+#     frames ride on the same NIC through eth0)
 # `quick` runs fewer iterations. Any failed client fails the run.
 NODE=$1
 shift 2
@@ -27,11 +30,31 @@ fi
 
 verbs_setup
 
-# bench DEVICE NAME CMD...: run_pair, then node 0 reports the figures.
+# The NIC's counters worth watching in a benchmark, as NAME=VALUE lines.
+CNT_DIR=/sys/class/infiniband/rhinet0/ports/1/hw_counters
+CNT_NAMES="timeouts retransmits duplicates out_of_order naks_sent rnr_naks_sent
+rnr_retries rx_drops ud_drops kick_overflows cq_overflows error_cqes"
+counters() {
+	for c in $CNT_NAMES; do
+		[ -r "$CNT_DIR/$c" ] && echo "$c=$(cat "$CNT_DIR/$c")"
+	done
+}
+
+# bench DEVICE NAME CMD...: run_pair, then node 0 reports the figures and
+# the counters that moved.
 bench() {
 	dev=$1
 	shift
-	if ! run_pair "$@"; then
+	counters >/tmp/cnt_before
+	ok=1
+	run_pair "$@" || ok=0
+	if [ "$NODE" = 0 ]; then
+		counters | awk -F= -v p="RHINET-CNT $dev $1" '
+			NR == FNR { b[$1] = $2; next }
+			$2 - b[$1] > 0 { s = s " " $1 "=" $2 - b[$1] }
+			END { if (s != "") print p s }' /tmp/cnt_before -
+	fi
+	if [ $ok = 0 ]; then
 		[ "$NODE" = 0 ] && echo "RHINET-BENCH $dev $1 FAIL"
 		return
 	fi
