@@ -6,6 +6,7 @@
 # Node 1 serves, node 0 connects to 10.77.0.2: the tools swap QP data over
 # TCP (port 18515) through rhinet.ko's eth0. The sourcing script sets NODE
 # and calls verbs_setup first.
+# shellcheck disable=SC2034 # used by the scripts that source this file
 GID=0
 SERVER=10.77.0.2
 ME=10.77.0.$((NODE + 1))

@@ -17,6 +17,7 @@
 # `quick` runs fewer iterations. Any failed client fails the run.
 NODE=$1
 shift 2
+# shellcheck disable=SC2034 # read by verbs.lib.sh
 LIB_NAME=verbs_bench
 # shellcheck source=verbs.lib.sh
 . "$(dirname "$0")/verbs.lib.sh" # rides next to this script (run-cluster.sh)

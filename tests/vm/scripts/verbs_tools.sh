@@ -13,6 +13,7 @@
 NODE=$1
 WHICH=${3:-all}
 DEVICE=${4:-rhinet0}
+# shellcheck disable=SC2034 # read by verbs.lib.sh
 LIB_NAME=verbs_tools
 # shellcheck source=verbs.lib.sh
 . "$(dirname "$0")/verbs.lib.sh" # rides next to this script (run-cluster.sh)
