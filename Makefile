@@ -2,8 +2,10 @@
 #   make main   set up everything and run the main job
 #   make test   set up everything and run every test
 # `main` boots a two-node emulated cluster (QEMU with the rhinet device,
-# connected through the fabric switch) and runs a datagram workload between
-# the nodes, then the engine benchmark.
+# connected through the fabric switch) and runs unmodified rdma-core clients
+# between the nodes (ibv_devinfo, ibv_*_pingpong, perftest) over our NIC and
+# then over soft-RoCE in the same guests, printing their figures side by side;
+# then the engine benchmark (the engine alone, no QEMU).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
@@ -23,18 +25,20 @@ FORMAT_FILES  = $(shell find $(FORMAT_DIRS) \
 	-o -name '*.hh' -o -name '*.hpp' \) -print 2>/dev/null | sort)
 
 .PHONY: all deps build build-main build-fuzz vm-prepare test test-unit \
-	test-vm bench cluster-workload cluster main format format-check checkpatch \
+	test-vm bench bench-verbs bench-verbs-quick cluster-workload cluster main format format-check checkpatch \
 	clean help
 
 all: build
 
 help:
-	@echo "make main         set up, build, boot a 2-node cluster, run a workload, benchmark"
+	@echo "make main         set up, build, boot 2 nodes, run rdma-core clients over rhinet0 and rxe0 side by side, engine benchmark"
 	@echo "make test         set up, build, run all tests (what CI runs)"
 	@echo "make test-unit    set up, build, run only tests labelled 'unit'"
 	@echo "make test-vm      set up, build, run only tests labelled 'vm'"
 	@echo "make cluster      boot NODES (default 2) nodes, shell on node 0"
 	@echo "make bench        set up, build, run the engine benchmark"
+	@echo "make bench-verbs  set up, build, perftest & co. over rhinet0 vs rxe0 in two guests (bench-verbs-quick: fewer iterations)"
+	@echo "make cluster-workload  datagram round trips between two nodes through raw device access"
 	@echo "make deps         install missing Debian packages"
 	@echo "make build        build $(BUILD_DIR)/, $(FUZZ_BUILD_DIR)/, QEMU and the VM images"
 	@echo "make format       clang-format -i the C/C++ sources"
@@ -84,8 +88,17 @@ test-vm: build
 bench: build
 	$(BUILD_DIR)/tests/bench/engine_bench
 
+# Two nodes boot once and run the same unmodified clients over rhinet0 and
+# then over rxe0 (rdma_rxe on eth0, the IP interface of the same NIC); one
+# table, our NIC beside soft-RoCE. Fails when any client fails.
+bench-verbs: build
+	bash tests/bench/verbs_vs_rxe.sh --out $(BUILD_DIR)/vm/bench-verbs
+
+bench-verbs-quick: build
+	bash tests/bench/verbs_vs_rxe.sh --quick --out $(BUILD_DIR)/vm/bench-verbs
+
 # Two emulated nodes exchange ROUNDS datagram round trips (up to 3 KiB, every
-# byte checked) through the fabric switch.
+# byte checked) through the fabric switch, by raw device access (no driver).
 cluster-workload: build
 	bash tests/vm/run-cluster.sh -n 2 --script tests/vm/scripts/smoke.sh \
 		--arg $(ROUNDS) --timeout 600 --out $(BUILD_DIR)/vm/main-run
@@ -95,7 +108,11 @@ cluster-workload: build
 cluster: build
 	bash tests/vm/run-cluster.sh -n $(NODES) --shell 0
 
-main: cluster-workload bench
+# The main job: the real clients over our NIC between two emulated nodes,
+# beside soft-RoCE in the same guests, then the engine alone.
+main: build
+	bash tests/bench/verbs_vs_rxe.sh --out $(BUILD_DIR)/vm/main-run
+	$(BUILD_DIR)/tests/bench/engine_bench --quick
 
 format: deps
 	clang-format -i $(FORMAT_FILES)

@@ -5,7 +5,9 @@
 #   run-cluster.sh [options]
 #     -n N             nodes (default 2)
 #     --script FILE    batch mode: every node runs FILE NODE NODES; the run
-#                      passes when every node exits 0
+#                      passes when every node exits 0. FILE is /test/run.sh
+#                      in the guest; every *.lib.sh next to FILE rides along
+#                      in /test/ (helpers FILE may source)
 #     --shell K        interactive: a shell on node K's console (others idle,
 #                      or running --script); ends when that shell exits
 #     --arg X          extra argument for the script (repeatable)
@@ -35,7 +37,7 @@ while (($#)); do
 	--switch) switch_args+=("$2"); shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--env) env_file=$2; shift 2 ;;
-	-h | --help) sed -n '2,23p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,25p' "$0"; exit 0 ;;
 	*) echo "run-cluster: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -72,6 +74,9 @@ stage=$(mktemp -d)
 mkdir -p "$stage/test"
 if [[ -n $script ]]; then
 	cp "$script" "$stage/test/run.sh"
+	for lib in "$(dirname "$script")"/*.lib.sh; do
+		[[ -f $lib ]] && cp "$lib" "$stage/test/"
+	done
 	printf '%s\n' "${script_args[@]}" >"$stage/test/args"
 fi
 (cd "$stage" && find . | cpio -o -H newc --owner=0:0 --quiet) >"$out/run.cpio"

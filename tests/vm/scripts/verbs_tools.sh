@@ -1,7 +1,7 @@
 #!/bin/sh
 # Unmodified rdma-core tools between two nodes over the RDMA device: node 1
 # serves, node 0 connects to 10.77.0.2 (the tools swap QP data over TCP, port
-# 18515, through rhinet.ko's eth0).
+# 18515, through rhinet.ko's eth0; helpers in verbs.lib.sh).
 #   basic     ibv_devinfo (PORT_ACTIVE, link layer Ethernet) and
 #             ibv_rc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong checking the
 #             received bytes (-c)
@@ -29,127 +29,15 @@
 NODE=$1
 WHICH=${3:-all}
 DEVICE=${4:-rhinet0}
-GID=0
-SERVER=10.77.0.2
-ME=10.77.0.$((NODE + 1))
-THEM=10.77.0.$((2 - NODE))
-RUN_TIMEOUT=90    # seconds for one run of one tool
-CONNECT_TRIES=40  # client connection attempts, 0.5 s apart
-SYNC_PORT=18600   # the nodes compare their results here after every run
-KO=/opt/rhinet/modules/rhinet.ko
-failed=""
-fail() { echo "verbs_tools: FAIL: $*"; dmesg | tail -30; exit 1; }
-now() { cut -d' ' -f1 /proc/uptime; }
-elapsed() { echo "$1 $(now)" | awk '{ printf "%.1f", $2 - $1 }'; }
+# shellcheck disable=SC2034 # read by verbs.lib.sh
+LIB_NAME=verbs_tools
+# shellcheck source=verbs.lib.sh
+. "$(dirname "$0")/verbs.lib.sh" # rides next to this script (run-cluster.sh)
 
 case $WHICH in basic | perftest | qpex | cm | dv | all) ;; *) fail "unknown set '$WHICH'" ;; esac
 want() { [ "$WHICH" = all ] || [ "$WHICH" = "$1" ]; }
-[ "$NODE" = 0 ] || [ "$NODE" = 1 ] || fail "runs on two nodes (node $NODE)"
-
-dmesg -c >/dev/null
-modprobe ib_uverbs && modprobe rdma_ucm && insmod "$KO" || fail "insmod"
-# RoCE GID 0 is eth0's IPv6 link-local address: usable at once without
-# duplicate address detection (soft-RoCE resolves it through the IP stack).
-echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad
-ip addr add "$ME/24" dev eth0 && ip link set eth0 up || fail "ip setup"
-case $DEVICE in
-rxe*)
-	modprobe rdma_rxe || fail "modprobe rdma_rxe"
-	rdma link add "$DEVICE" type rxe netdev eth0 || fail "rdma link add $DEVICE"
-	;;
-esac
-i=0
-until rdma link show "$DEVICE/1" 2>/dev/null | grep -q " state ACTIVE "; do
-	i=$((i + 1))
-	[ $i -le 100 ] || fail "$DEVICE port not ACTIVE after 10 s: $(rdma link show)"
-	usleep 100000
-done
-# Wait until the peer answers (it boots at its own pace).
-i=0
-until ping -c 1 -W 1 "$THEM" >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ $i -lt 30 ] || fail "no answer from $THEM"
-done
-
-# Exchanges this node's result of a run for the peer's, in PEER_STATUS:
-# node 1 listens, node 0 connects (the peer may still be busy with its run).
-sync_status() {
-	rm -f /tmp/peer_status
-	export MY_STATUS=$1
-	if [ "$NODE" = 1 ]; then
-		timeout $((RUN_TIMEOUT + 30)) nc -l -p $SYNC_PORT -e sh -c \
-			'read -r s; echo "$s" >/tmp/peer_status; echo "$MY_STATUS"'
-	else
-		i=0
-		until nc "$SERVER" $SYNC_PORT -e sh -c \
-			'echo "$MY_STATUS"; read -r s; echo "$s" >/tmp/peer_status' 2>/dev/null &&
-			[ -s /tmp/peer_status ]; do
-			i=$((i + 1))
-			[ $i -lt $((2 * (RUN_TIMEOUT + 30))) ] || break
-			usleep 500000
-		done
-	fi
-	PEER_STATUS=$(cat /tmp/peer_status 2>/dev/null)
-	[ -n "$PEER_STATUS" ] || PEER_STATUS=lost
-}
-
-# run_pair NAME CMD...: CMD as the server on node 1 and, with the server's
-# address appended, as the client on node 0. The client retries while the
-# server is not listening yet; both run again (up to 3 times in all) when
-# either side's perftest failed its CPU clock calibration, which happens now
-# and then under TCG. Both print the output; a failure on either side fails
-# the pair on both nodes.
-run_pair() {
-	name=$1
-	shift
-	attempt=1
-	while :; do
-		start=$(now)
-		tries=0
-		while :; do
-			if [ "$NODE" = 1 ]; then
-				timeout $RUN_TIMEOUT "$@" >/tmp/out 2>&1
-			else
-				timeout $RUN_TIMEOUT "$@" "$SERVER" >/tmp/out 2>&1
-			fi
-			rc=$?
-			# perftest over TCP, and rdma_cm when nobody listens yet.
-			[ "$NODE" = 0 ] && [ $rc != 0 ] &&
-				grep -qE "Couldn't connect to|RDMA_CM_EVENT_(REJECTED|UNREACHABLE)|Unable to perform rdma_client" \
-					/tmp/out || break
-			tries=$((tries + 1))
-			[ $tries -lt $CONNECT_TRIES ] || break
-			usleep 500000
-		done
-		took=$(elapsed "$start")
-		if [ $rc = 0 ]; then
-			status=ok
-		elif grep -qF "Correlation coefficient r^2" /tmp/out; then
-			status=calibration
-		else
-			status="rc=$rc"
-		fi
-		sync_status "$status"
-		role=server
-		[ "$NODE" = 0 ] && role="client (after $tries refused connections)"
-		echo "== $name attempt $attempt, $role: $status in $took s; peer: $PEER_STATUS"
-		echo "== $*"
-		cat /tmp/out
-		if [ $attempt -lt 3 ] &&
-			{ [ "$status" = calibration ] || [ "$PEER_STATUS" = calibration ]; }; then
-			attempt=$((attempt + 1))
-			echo "== $name: perftest clock calibration failed, again"
-			continue
-		fi
-		break
-	done
-	if [ "$status" = ok ] && [ "$PEER_STATUS" = ok ]; then
-		echo "verbs_tools: $name passed ($took s)"
-	else
-		echo "verbs_tools: $name FAILED (this node: $status, peer: $PEER_STATUS)"
-		failed="$failed $name"
-	fi
-}
+verbs_setup
+verbs_device "$DEVICE"
 
 if want basic; then
 	ibv_devinfo -d "$DEVICE" | tee /tmp/devinfo.txt
@@ -238,8 +126,6 @@ if want dv && [ "$DEVICE" = rhinet0 ]; then
 	fi
 fi
 
-if dmesg | grep -v "module verification failed" | grep -E "BUG:|WARNING:|Oops"; then
-	fail "kernel complained"
-fi
+verbs_check_dmesg
 [ -z "$failed" ] || fail "failed:$failed"
 echo "verbs_tools: PASS on node $NODE ($WHICH on $DEVICE)"

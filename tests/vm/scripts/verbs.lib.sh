@@ -1,0 +1,147 @@
+#!/bin/sh
+# Shared by the guest scripts that run rdma-core's tools between two nodes
+# (verbs_tools.sh, verbs_bench.sh): sourced, not run. run-cluster.sh ships
+# every *.lib.sh next to the test script into /test/ of the guests.
+#
+# Node 1 serves, node 0 connects to 10.77.0.2: the tools swap QP data over
+# TCP (port 18515) through rhinet.ko's eth0. The sourcing script sets NODE
+# and calls verbs_setup first.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+GID=0
+SERVER=10.77.0.2
+ME=10.77.0.$((NODE + 1))
+THEM=10.77.0.$((2 - NODE))
+RUN_TIMEOUT=${RUN_TIMEOUT:-90} # seconds for one run of one tool
+CONNECT_TRIES=40               # client connection attempts, 0.5 s apart
+SYNC_PORT=18600                # the nodes compare their results here after every run
+KO=/opt/rhinet/modules/rhinet.ko
+LIB_NAME=${LIB_NAME:-verbs}    # prefix of this script's messages
+failed=""
+fail() { echo "$LIB_NAME: FAIL: $*"; dmesg | tail -30; exit 1; }
+now() { cut -d' ' -f1 /proc/uptime; }
+elapsed() { echo "$1 $(now)" | awk '{ printf "%.1f", $2 - $1 }'; }
+
+# rhinet.ko up, eth0 addressed, the peer answering ping.
+verbs_setup() {
+	[ "$NODE" = 0 ] || [ "$NODE" = 1 ] || fail "runs on two nodes (node $NODE)"
+	dmesg -c >/dev/null
+	modprobe ib_uverbs && modprobe rdma_ucm && insmod "$KO" || fail "insmod"
+	# RoCE GID 0 is eth0's IPv6 link-local address: usable at once without
+	# duplicate address detection (soft-RoCE resolves it through the IP stack).
+	echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad
+	ip addr add "$ME/24" dev eth0 && ip link set eth0 up || fail "ip setup"
+	# Wait until the peer answers (it boots at its own pace).
+	i=0
+	until ping -c 1 -W 1 "$THEM" >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 30 ] || fail "no answer from $THEM"
+	done
+}
+
+# verbs_device DEVICE: creates a soft-RoCE device (rxe*) on eth0 with
+# rdma_rxe; waits until DEVICE's port is ACTIVE.
+verbs_device() {
+	case $1 in
+	rxe*)
+		if ! rdma link show "$1/1" >/dev/null 2>&1; then
+			modprobe rdma_rxe || fail "modprobe rdma_rxe"
+			rdma link add "$1" type rxe netdev eth0 || fail "rdma link add $1"
+		fi
+		;;
+	esac
+	i=0
+	until rdma link show "$1/1" 2>/dev/null | grep -q " state ACTIVE "; do
+		i=$((i + 1))
+		[ $i -le 100 ] || fail "$1 port not ACTIVE after 10 s: $(rdma link show)"
+		usleep 100000
+	done
+}
+
+# Exchanges this node's result of a run for the peer's, in PEER_STATUS:
+# node 1 listens, node 0 connects (the peer may still be busy with its run).
+sync_status() {
+	rm -f /tmp/peer_status
+	export MY_STATUS=$1
+	if [ "$NODE" = 1 ]; then
+		timeout $((RUN_TIMEOUT + 30)) nc -l -p $SYNC_PORT -e sh -c \
+			'read -r s; echo "$s" >/tmp/peer_status; echo "$MY_STATUS"'
+	else
+		i=0
+		until nc "$SERVER" $SYNC_PORT -e sh -c \
+			'echo "$MY_STATUS"; read -r s; echo "$s" >/tmp/peer_status' 2>/dev/null &&
+			[ -s /tmp/peer_status ]; do
+			i=$((i + 1))
+			[ $i -lt $((2 * (RUN_TIMEOUT + 30))) ] || break
+			usleep 500000
+		done
+	fi
+	PEER_STATUS=$(cat /tmp/peer_status 2>/dev/null)
+	[ -n "$PEER_STATUS" ] || PEER_STATUS=lost
+}
+
+# run_pair NAME CMD...: CMD as the server on node 1 and, with the server's
+# address appended, as the client on node 0. The client retries while the
+# server is not listening yet; both run again (up to 3 times in all) when
+# either side's perftest failed its CPU clock calibration, which happens now
+# and then under TCG. Both print the output (left in /tmp/out); a failure on
+# either side fails the pair on both nodes (added to $failed, and the
+# function returns 1).
+run_pair() {
+	name=$1
+	shift
+	attempt=1
+	while :; do
+		start=$(now)
+		tries=0
+		while :; do
+			if [ "$NODE" = 1 ]; then
+				timeout $RUN_TIMEOUT "$@" >/tmp/out 2>&1
+			else
+				timeout $RUN_TIMEOUT "$@" "$SERVER" >/tmp/out 2>&1
+			fi
+			rc=$?
+			# perftest over TCP, and rdma_cm when nobody listens yet.
+			[ "$NODE" = 0 ] && [ $rc != 0 ] &&
+				grep -qE "Couldn't connect to|RDMA_CM_EVENT_(REJECTED|UNREACHABLE)|Unable to perform rdma_client" \
+					/tmp/out || break
+			tries=$((tries + 1))
+			[ $tries -lt $CONNECT_TRIES ] || break
+			usleep 500000
+		done
+		took=$(elapsed "$start")
+		if [ $rc = 0 ]; then
+			status=ok
+		elif grep -qF "Correlation coefficient r^2" /tmp/out; then
+			status=calibration
+		else
+			status="rc=$rc"
+		fi
+		sync_status "$status"
+		role=server
+		[ "$NODE" = 0 ] && role="client (after $tries refused connections)"
+		echo "== $name attempt $attempt, $role: $status in $took s; peer: $PEER_STATUS"
+		echo "== $*"
+		cat /tmp/out
+		if [ $attempt -lt 3 ] &&
+			{ [ "$status" = calibration ] || [ "$PEER_STATUS" = calibration ]; }; then
+			attempt=$((attempt + 1))
+			echo "== $name: perftest clock calibration failed, again"
+			continue
+		fi
+		break
+	done
+	if [ "$status" = ok ] && [ "$PEER_STATUS" = ok ]; then
+		echo "$LIB_NAME: $name passed ($took s)"
+		return 0
+	fi
+	echo "$LIB_NAME: $name FAILED (this node: $status, peer: $PEER_STATUS)"
+	failed="$failed $name"
+	return 1
+}
+
+# The kernel must not have complained during the run.
+verbs_check_dmesg() {
+	if dmesg | grep -v "module verification failed" | grep -E "BUG:|WARNING:|Oops"; then
+		fail "kernel complained"
+	fi
+}

@@ -1,0 +1,102 @@
+#!/bin/sh
+# The same unmodified rdma-core clients over each RDMA device in turn, between
+# two nodes, for a side-by-side comparison (tests/bench/verbs_vs_rxe.sh prints
+# the table on the host):
+#   verbs_bench.sh NODE NODES [quick] DEVICE...
+# e.g. `rhinet0 rxe0`: our NIC, then soft-RoCE (rdma_rxe) created on eth0, the
+# IP interface rhinet.ko gives the same NIC. Per device: ibv_devinfo,
+# ibv_{rc,ud,srq}_pingpong checking the bytes (-c), perftest's latency tests
+# (write/read/send 2 B, atomic), bandwidth at 64 KiB (write/read/send) and
+# small-message rate (write and send 8 B, atomic). Node 0 (the client) prints
+# one line per figure for the host:
+#   RHINET-BENCH DEVICE TEST FIELD... (the perftest result row, or usec/iter)
+#   RHINET-BENCH DEVICE TEST FAIL
+#   RHINET-CNT DEVICE TEST NAME=DELTA... (node 0's rhinet0 transport counters
+#     that moved during the test: retransmits, RNR NAKs, drops...; rxe's
+#     frames ride on the same NIC through eth0)
+# `quick` runs fewer iterations. Any failed client fails the run.
+NODE=$1
+shift 2
+# shellcheck disable=SC2034 # read by verbs.lib.sh
+LIB_NAME=verbs_bench
+# shellcheck source=verbs.lib.sh
+. "$(dirname "$0")/verbs.lib.sh" # rides next to this script (run-cluster.sh)
+
+LAT_N=1000 BW_N=400 RATE_N=20000 PP_N=500
+if [ "${1:-}" = quick ]; then
+	LAT_N=200 BW_N=100 RATE_N=2000 PP_N=100
+	shift
+fi
+[ $# -ge 1 ] || fail "name at least one device"
+
+verbs_setup
+
+# The NIC's counters worth watching in a benchmark, as NAME=VALUE lines.
+CNT_DIR=/sys/class/infiniband/rhinet0/ports/1/hw_counters
+CNT_NAMES="timeouts retransmits duplicates out_of_order naks_sent rnr_naks_sent
+rnr_retries rx_drops ud_drops kick_overflows cq_overflows error_cqes"
+counters() {
+	for c in $CNT_NAMES; do
+		[ -r "$CNT_DIR/$c" ] && echo "$c=$(cat "$CNT_DIR/$c")"
+	done
+}
+
+# bench DEVICE NAME CMD...: run_pair, then node 0 reports the figures and
+# the counters that moved.
+bench() {
+	dev=$1
+	shift
+	counters >/tmp/cnt_before
+	ok=1
+	run_pair "$@" || ok=0
+	if [ "$NODE" = 0 ]; then
+		counters | awk -F= -v p="RHINET-CNT $dev $1" '
+			NR == FNR { b[$1] = $2; next }
+			$2 - b[$1] > 0 { s = s " " $1 "=" $2 - b[$1] }
+			END { if (s != "") print p s }' /tmp/cnt_before -
+	fi
+	if [ $ok = 0 ]; then
+		[ "$NODE" = 0 ] && echo "RHINET-BENCH $dev $1 FAIL"
+		return
+	fi
+	[ "$NODE" = 0 ] || return
+	case $2 in
+	ibv_*)
+		# "N iters in S seconds = U usec/iter"
+		sed -n "s/.* iters in .* = \([0-9.]*\) usec\/iter.*/RHINET-BENCH $dev $1 \1/p" /tmp/out
+		;;
+	*)
+		# The first row under perftest's "#bytes ..." header.
+		awk -v p="RHINET-BENCH $dev $1" \
+			'/^ *#bytes/ { h = 1; next } h && NF >= 4 { print p, $0; exit }' /tmp/out
+		;;
+	esac
+}
+
+for DEV in "$@"; do
+	verbs_device "$DEV"
+	echo "verbs_bench: ===== $DEV ====="
+	ibv_devinfo -d "$DEV" | tee /tmp/devinfo.txt
+	grep -q "state:.*PORT_ACTIVE" /tmp/devinfo.txt ||
+		fail "ibv_devinfo -d $DEV: port not ACTIVE"
+	D="-d $DEV -g $GID -c -n $PP_N"
+	bench "$DEV" rc_pingpong ibv_rc_pingpong $D -s 4096
+	# A UD message carries at most the path MTU (1024 at the default).
+	bench "$DEV" ud_pingpong ibv_ud_pingpong $D -s 1024
+	bench "$DEV" srq_pingpong ibv_srq_pingpong $D -q 4 -s 4096
+	P="-d $DEV -x $GID -F --report_gbits"
+	bench "$DEV" write_lat ib_write_lat $P -n $LAT_N -s 2
+	bench "$DEV" read_lat ib_read_lat $P -n $LAT_N -s 2
+	bench "$DEV" send_lat ib_send_lat $P -n $LAT_N -s 2
+	bench "$DEV" atomic_lat ib_atomic_lat $P -n $LAT_N
+	bench "$DEV" write_bw ib_write_bw $P -n $BW_N -s 65536
+	bench "$DEV" read_bw ib_read_bw $P -n $BW_N -s 65536
+	bench "$DEV" send_bw ib_send_bw $P -n $BW_N -s 65536
+	bench "$DEV" write_rate ib_write_bw $P -n $RATE_N -s 8
+	bench "$DEV" send_rate ib_send_bw $P -n $RATE_N -s 8
+	bench "$DEV" atomic_rate ib_atomic_bw $P -n $RATE_N
+done
+
+verbs_check_dmesg
+[ -z "$failed" ] || fail "failed:$failed"
+echo "verbs_bench: PASS on node $NODE ($*)"
