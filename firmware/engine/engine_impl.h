@@ -197,8 +197,10 @@ struct QpObj {
   // Responder.
   uint32_t rq_consumer = 0;
   uint32_t rq_producer = 0;
-  bool rnr_blocked = false;
+  bool rnr_blocked = false;  // until (rnr_node, rnr_src_qpn) resends rnr_msn
   uint32_t rnr_msn = 0;
+  uint16_t rnr_node = 0;
+  uint32_t rnr_src_qpn = 0;
 
   // Scheduling.
   bool in_ready = false;

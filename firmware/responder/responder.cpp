@@ -156,25 +156,35 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
 
   const uint32_t qpn = op.dst_qpn;
   QpObj* qp = qpn && qpn < qps.size() && qps[qpn].valid ? &qps[qpn] : nullptr;
-  if (!qp || qp->type != op.qp_type || qp->state < RHN_QPS_RTR ||
-      qp->state == RHN_QPS_ERR ||
-      (qp->type == RHN_QP_RC &&
-       (qp->dest_node != p.node || qp->dest_qpn != op.src_qpn))) {
+  // An RC QP still in RESET or INIT: its peer reached RTS first (each side
+  // moves its own QP). Receiver not ready: the requester tries again after
+  // its RNR timer, as for a missing receive buffer.
+  const bool not_ready = qp && qp->type == RHN_QP_RC &&
+                         op.qp_type == RHN_QP_RC && qp->state < RHN_QPS_RTR;
+  if (!not_ready && (!qp || qp->type != op.qp_type || qp->state < RHN_QPS_RTR ||
+                     qp->state == RHN_QPS_ERR ||
+                     (qp->type == RHN_QP_RC && (qp->dest_node != p.node ||
+                                                qp->dest_qpn != op.src_qpn)))) {
     counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
     nak(RHN_SYN_BAD_QP);
     return;
   }
-  if (qp->rnr_blocked) {
+  if (qp->rnr_blocked && qp->rnr_node == p.node &&
+      qp->rnr_src_qpn == op.src_qpn) {
     // After an RNR NAK, everything up to the resent message is dropped.
     if (!(first && op.msn == qp->rnr_msn)) return;
-    qp->rnr_blocked = false;
-    if (p.nak_qpn == op.src_qpn) p.nak_qpn = kNone;
+    if (!not_ready) {
+      qp->rnr_blocked = false;
+      if (p.nak_qpn == op.src_qpn) p.nak_qpn = kNone;
+    }
   }
   auto rnr = [&](RxMessage* m) {
     counters.add(RHN_CNT_RNR_NAKS_SENT);
     if (qp->type == RHN_QP_RC) {
       qp->rnr_blocked = true;
       qp->rnr_msn = op.msn;
+      qp->rnr_node = p.node;
+      qp->rnr_src_qpn = op.src_qpn;
     }
     respond(p, RHN_WOP_NAK, RHN_SYN_RNR, op, {});
     p.nak_qpn = kNone;  // an RNR may repeat for the resent message
@@ -185,6 +195,11 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
       m->msn = op.msn;
     }
   };
+
+  if (not_ready) {
+    if (first) rnr(nullptr);  // later packets: dropped above
+    return;
+  }
 
   switch (op.opcode) {
     case RHN_WOP_SEND: {

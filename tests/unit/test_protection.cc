@@ -488,6 +488,39 @@ TEST_F(Protection, RnrThenReceivePostedCompletes) {
   EXPECT_GE(a.delta(RHN_CNT_RNR_RETRIES), 1u);
 }
 
+// Each side moves its own QP: requests that reach an RC QP still in INIT
+// are "receiver not ready" (retried after the RNR timer), not a fatal bad
+// QP. They run once the QP is ready, in their order.
+TEST_F(Protection, RequestsBeforeTheResponderIsReadyWaitForIt) {
+  QpInit init;
+  init.type = RHN_QP_RC;
+  init.send_cq = p.cq_b.get();
+  auto late = B().create_qp(init);  // stays in INIT for now
+  init.send_cq = p.cq_a.get();
+  auto early = A().create_qp(init);
+  ASSERT_TRUE(late && early);
+  ASSERT_TRUE(late->to_init(RHN_ACCESS_REMOTE_WRITE).ok());
+  ASSERT_TRUE(connect_rc(*early, 1, late->qpn(), RcOptions{}));
+  CounterSnap b(c->node(1));
+  for (uint64_t i = 0; i < 3; ++i)
+    ASSERT_TRUE(
+        early->post_send(rdma_wr(10 + i, RHN_OP_WRITE, {src.sge(i * 64, 64)},
+                                 dst.va(), dst.key(), RHN_WQE_F_SIGNALED)));
+  c->run_for(300'000);
+  EXPECT_TRUE(p.cq_a->poll().empty()) << "completed before the peer was ready";
+  EXPECT_GE(b.delta(RHN_CNT_RNR_NAKS_SENT), 1u);
+  EXPECT_EQ(b.delta(RHN_CNT_REMOTE_INVALID_REQUESTS), 0u);
+  ASSERT_TRUE(late->to_rtr(0, early->qpn()).ok());
+  ASSERT_TRUE(late->to_rts().ok());
+  auto done = c->wait_cqes(*p.cq_a, 3);
+  ASSERT_EQ(done.size(), 3u);
+  for (uint64_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(done[i].ok()) << describe(done[i]);
+    EXPECT_EQ(done[i].wr_id, 10 + i);
+  }
+  EXPECT_EQ(dst.buf.bytes(0, 64), src.buf.bytes(128, 64)) << "out of order";
+}
+
 TEST_F(Protection, RnrRetryZeroFails) {
   RcOptions opt;
   opt.rnr_retry = 0;
