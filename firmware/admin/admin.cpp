@@ -23,6 +23,14 @@ uint32_t find_free(const std::vector<T>& table, uint32_t first) {
   return kNone;
 }
 
+// The first free entry at or after cursor, wrapping around to first.
+template <typename T>
+uint32_t find_free_from(const std::vector<T>& table, uint32_t first,
+                        uint32_t cursor) {
+  const uint32_t i = find_free(table, cursor < table.size() ? cursor : first);
+  return i != kNone ? i : find_free(table, first);
+}
+
 HostRef to_ref(const rhn_host_ref& r) { return HostRef{r.addr, r.lkey}; }
 
 }  // namespace
@@ -409,8 +417,10 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
         st = ref_check(c.rq_record, sizeof(rhn_queue_record), false, 10);
       if (st != RHN_ADMIN_OK) return st;
       // QPN 0 is never valid, QPN 1 only for the management QP.
-      const uint32_t qpn = gsi ? RHN_QPN_GSI : find_free(qps, RHN_QPN_GSI + 1);
+      const uint32_t qpn =
+          gsi ? RHN_QPN_GSI : find_free_from(qps, RHN_QPN_GSI + 1, next_qpn);
       if (qpn == kNone) return RHN_ADMIN_NO_RESOURCES;
+      if (!gsi) next_qpn = qpn + 1;
       QpObj& qp = qps[qpn];
       const uint32_t gen = ++qp_gen_counter;
       qp = QpObj{};

@@ -55,6 +55,7 @@ void Engine::Impl::reset() {
     o.gen = gen;
   }
   raw_qpn = kNone;
+  next_qpn = RHN_QPN_GSI + 1;
   for (auto& g : gid_table) g.fill(0);
   for (auto& o : areas) o = AreaObj{};
   for (auto& o : read_ctxs) o = ReadCtx{};

@@ -353,6 +353,11 @@ struct Engine::Impl {
   std::vector<ResponderRead> responder_reads;
   Fifo<uint16_t> free_responder_reads;
   uint32_t qp_gen_counter = 0;
+  // QPNs are handed out round-robin: a number comes back only after all
+  // others, so late packets and connection managers' time-wait (which
+  // refuses a peer QPN it saw recently) never meet a new QP with an old
+  // QP's number.
+  uint32_t next_qpn = RHN_QPN_GSI + 1;
 
   // Transport.
   std::vector<std::unique_ptr<Peer>> peers;

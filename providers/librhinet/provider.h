@@ -203,6 +203,8 @@ inline uint32_t ext_units_for_inline(uint32_t len) {
 }
 // UD WQEs end with one more slot: the GRH (struct rhn_wqe_grh).
 constexpr uint32_t kUdGrhUnits = 1;
+// Smallest send queue: 64 slots (one 4 KiB page).
+constexpr uint32_t kMinSqLog = 6;
 
 // Queue memory: page-aligned, zeroed, and excluded from fork() copies.
 uint8_t* alloc_queue_buffer(size_t len);

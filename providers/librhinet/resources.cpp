@@ -295,7 +295,12 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type) {
 
   Qp* qp = make<Qp>();
   if (!qp) return errno = ENOMEM, nullptr;
+  // At least kMinSqLog: applications such as perftest keep a WR or two
+  // more in flight than they asked for (as hardware with larger minimum
+  // queues allows).
   qp->sq_log = log2_ceil(static_cast<uint32_t>(sq_slots));
+  if (qp->sq_log < kMinSqLog && kMinSqLog <= ctx->attr.max_wq_log_depth)
+    qp->sq_log = kMinSqLog;
   if (qp->sq_log < 1) qp->sq_log = 1;
   qp->srq = attr->srq ? to_srq(attr->srq) : nullptr;
   uint32_t rq_log = 0;

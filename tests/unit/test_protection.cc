@@ -117,16 +117,21 @@ TEST_F(Protection, NakOfAnOldQpDoesNotSwallowTheNextQpsMessage) {
                        dst.key() ^ (3u << RHN_KEY_INDEX_SHIFT));
   expect_error(bad, RHN_CQE_REM_ACCESS_ERR, RHN_SYN_BAD_KEY, -1,
                RHN_CNT_REMOTE_ACCESS_ERRORS);
-  // A new QP on A takes the old one's number and talks to the same B QP.
+  // A new QP on A takes the old one's number (QPNs go round: create and
+  // destroy until it comes back) and talks to the same B QP.
   const uint32_t old_qpn = p.qp_a->qpn();
-  ASSERT_TRUE(
-      A().driver().destroy(RHN_ADMIN_DESTROY_QP, A().index(), old_qpn).ok());
-  p.qp_a.reset();
   QpInit init;
   init.type = RHN_QP_RC;
   init.send_cq = p.cq_a.get();
-  p.qp_a = A().create_qp(init);
-  ASSERT_TRUE(p.qp_a);
+  uint32_t qpn = old_qpn;
+  for (int i = 0; i < 4096; ++i) {
+    ASSERT_TRUE(
+        A().driver().destroy(RHN_ADMIN_DESTROY_QP, A().index(), qpn).ok());
+    p.qp_a = A().create_qp(init);
+    ASSERT_TRUE(p.qp_a);
+    qpn = p.qp_a->qpn();
+    if (qpn == old_qpn) break;
+  }
   ASSERT_EQ(p.qp_a->qpn(), old_qpn) << "the test needs the QPN reused";
   ASSERT_TRUE(connect_rc(*p.qp_a, 1, p.qp_b->qpn(), RcOptions{}));
   SendWr good = rdma_wr(2, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key(),
@@ -519,6 +524,22 @@ TEST_F(Protection, RequestsBeforeTheResponderIsReadyWaitForIt) {
     EXPECT_EQ(done[i].wr_id, 10 + i);
   }
   EXPECT_EQ(dst.buf.bytes(0, 64), src.buf.bytes(128, 64)) << "out of order";
+}
+
+// QPNs go round: a destroyed QP's number is not the next one handed out.
+TEST_F(Protection, QpnsAreNotReusedAtOnce) {
+  QpInit init;
+  init.type = RHN_QP_RC;
+  init.send_cq = p.cq_a.get();
+  auto q = A().create_qp(init);
+  ASSERT_TRUE(q);
+  const uint32_t first = q->qpn();
+  ASSERT_TRUE(
+      A().driver().destroy(RHN_ADMIN_DESTROY_QP, A().index(), first).ok());
+  q = A().create_qp(init);
+  ASSERT_TRUE(q);
+  EXPECT_NE(q->qpn(), first);
+  EXPECT_GT(q->qpn(), RHN_QPN_GSI);
 }
 
 TEST_F(Protection, RnrRetryZeroFails) {
