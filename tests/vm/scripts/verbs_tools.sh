@@ -9,8 +9,8 @@
 #             and ib_send_lat once more with --use_old_post_send (perftest
 #             4.5 picks its new post-send flow, ibv_wr_*, only for devices on
 #             its own list, so on rhinet0 both runs post with ibv_post_send;
-#             the pair keeps both flags working); ib_send_lat with completion
-#             events (-e); ibv_rc_pingpong with 2-byte inline sends
+#             the pair keeps both flags working); ibv_rc_pingpong with
+#             2-byte inline sends
 #   qpex      rhinet-qpex: RC and UD through ibv_qp_ex (every wr_* opcode,
 #             SGE and inline lists, wr_abort, failing batches) and ibv_cq_ex,
 #             every byte and completion field checked on both nodes (on
@@ -65,8 +65,6 @@ if want perftest; then
 		--use_old_post_send
 	run_pair ib_send_lat_old_post_send ib_send_lat $P -n 200 -s 8 \
 		--use_old_post_send
-	# Completion events instead of polling (completion channels).
-	run_pair ib_send_lat-e ib_send_lat $P -n 200 -s 8 -e
 	# Small inline sends (rc_pingpong sizes them from query_qp's caps).
 	run_pair ibv_rc_pingpong-s2 ibv_rc_pingpong -d "$DEVICE" -g $GID -c \
 		-n 200 -s 2
