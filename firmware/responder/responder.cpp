@@ -173,10 +173,7 @@ void Engine::Impl::handle_request(Peer& p, uint32_t peer_index,
       qp->rnr_src_qpn == op.src_qpn) {
     // After an RNR NAK, everything up to the resent message is dropped.
     if (!(first && op.msn == qp->rnr_msn)) return;
-    if (!not_ready) {
-      qp->rnr_blocked = false;
-      if (p.nak_qpn == op.src_qpn) p.nak_qpn = kNone;
-    }
+    if (!not_ready) qp->rnr_blocked = false;
   }
   auto rnr = [&](RxMessage* m) {
     counters.add(RHN_CNT_RNR_NAKS_SENT);

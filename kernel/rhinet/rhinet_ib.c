@@ -675,6 +675,16 @@ static void rhinet_ib_limits(struct rhinet_ib *ib)
 	ib->max_areas = min(le32_to_cpu(hw->max_areas), ib->max_mrs);
 }
 
+/* No event handler, ndo_open or ndo_stop sees the device after this. */
+static void rhinet_ib_unpublish(struct rhinet_dev *rdev, struct rhinet_ib *ib)
+{
+	rtnl_lock();
+	WRITE_ONCE(rdev->ib, NULL);
+	rtnl_unlock();
+	synchronize_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR));
+	cancel_work_sync(&ib->port_work);
+}
+
 int rhinet_ib_init(struct rhinet_dev *rdev)
 {
 	struct pci_dev *pdev = rdev->pdev;
@@ -724,11 +734,7 @@ int rhinet_ib_init(struct rhinet_dev *rdev)
 	return 0;
 
 err_unpublish:
-	rtnl_lock();
-	WRITE_ONCE(rdev->ib, NULL);
-	rtnl_unlock();
-	synchronize_irq(pci_irq_vector(pdev, RHINET_EQ_VECTOR));
-	cancel_work_sync(&ib->port_work);
+	rhinet_ib_unpublish(rdev, ib);
 err_dealloc:
 	ib_dealloc_device(&ib->ibdev);
 	return ret;
@@ -742,12 +748,7 @@ void rhinet_ib_fini(struct rhinet_dev *rdev)
 	if (!ib)
 		return;
 	ib_unregister_device(&ib->ibdev);
-	/* No event handler, ndo_open or ndo_stop sees the device after this. */
-	rtnl_lock();
-	WRITE_ONCE(rdev->ib, NULL);
-	rtnl_unlock();
-	synchronize_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR));
-	cancel_work_sync(&ib->port_work);
+	rhinet_ib_unpublish(rdev, ib);
 	WARN_ON(atomic64_read(&ib->pinned_pages));
 	xa_destroy(&ib->cqs);
 	xa_destroy(&ib->qps);

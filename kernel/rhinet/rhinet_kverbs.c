@@ -243,6 +243,7 @@ static int rhinet_kqp_build_send(struct rhinet_qp *qp,
 {
 	struct rhinet_kqp *k = qp->k;
 	const struct ib_ud_wr *ud = ud_wr(wr);
+	struct ib_qp_cap need = {};
 	struct rhinet_ah *ah;
 	struct rhn_send_wqe *w;
 	u32 first = k->sq_pi, slots, i;
@@ -251,9 +252,8 @@ static int rhinet_kqp_build_send(struct rhinet_qp *qp,
 	    wr->num_sge < 0 || wr->num_sge > k->max_send_sge || !ud->ah ||
 	    (wr->send_flags & IB_SEND_INLINE))
 		return -EINVAL;
-	slots = 1 + DIV_ROUND_UP(max(wr->num_sge, RHN_WQE_BASE_SGES) -
-					 RHN_WQE_BASE_SGES,
-				 RHN_SGES_PER_EXT_UNIT) + 1;
+	need.max_send_sge = wr->num_sge;
+	slots = rhinet_wqe_slots(&need, true);
 	if (k->sq_pi + slots - k->sq_ci > k->sq_depth)
 		return -ENOMEM;
 	ah = container_of(ud->ah, struct rhinet_ah, ibah);
