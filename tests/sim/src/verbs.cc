@@ -319,6 +319,20 @@ AdminResult SimQp::to_err() {
   return modify(m);
 }
 
+AdminResult SimQp::to_reset() {
+  rhn_admin_modify_qp m;
+  std::memset(&m, 0, sizeof m);
+  m.attr_mask = RHN_QP_ATTR_STATE;
+  m.state = RHN_QPS_RESET;
+  AdminResult r = modify(m);
+  if (!r.ok()) return r;
+  sq_pi_ = sq_ci_ = rq_pi_ = rq_ci_ = 0;
+  pending_.clear();
+  sq_.set_record(0);
+  if (rq_depth_) rq_.set_record(0);
+  return r;
+}
+
 AdminResult SimQp::query(rhn_qp_attr* out) {
   return ctx_->driver().query_qp(ctx_->index(), qpn_, out);
 }

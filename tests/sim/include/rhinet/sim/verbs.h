@@ -162,6 +162,9 @@ class SimQp {
                      uint8_t max_rd_atomic = 16);
   AdminResult to_rts(uint8_t rnr_retry = 7, uint8_t min_rnr_timer = 1);
   AdminResult to_err();
+  // Back to RESET: the NIC forgets the queues' indices, and so does this
+  // side (rings start again at slot 0, like a provider's reset).
+  AdminResult to_reset();
   AdminResult query(rhn_qp_attr* out);
 
   // When false, post_* update ring and record but do not kick (tests kick

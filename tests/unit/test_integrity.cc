@@ -1,0 +1,573 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Integrity and isolation of the engine's data path: messages of different
+// QPs interleaving on one node channel, work queued at a responder that
+// outlives its memory region or its QP, a peer table that one process could
+// fill, UD behind a dead node, QP incarnations, ordered session epochs,
+// and the engine's own rules (counters written from several threads, no
+// allocation on the data path). Each case is a defect a review reproduced.
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include "test_helpers.h"
+
+// ---- Allocation counting (for the no-allocation rule) ---------------------
+// Only allocations made while g_count_allocs is set are counted; the tests
+// set it around Engine::poll() alone.
+namespace {
+std::atomic<bool> g_count_allocs{false};
+std::atomic<uint64_t> g_allocs{0};
+
+void* counted_alloc(size_t n, size_t align) {
+  if (g_count_allocs.load(std::memory_order_relaxed)) g_allocs++;
+  if (n == 0) n = 1;
+  void* p = align > alignof(std::max_align_t)
+                ? std::aligned_alloc(align, (n + align - 1) / align * align)
+                : std::malloc(n);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+void* operator new(size_t n) { return counted_alloc(n, 0); }
+void* operator new[](size_t n) { return counted_alloc(n, 0); }
+void* operator new(size_t n, std::align_val_t a) {
+  return counted_alloc(n, static_cast<size_t>(a));
+}
+void* operator new[](size_t n, std::align_val_t a) {
+  return counted_alloc(n, static_cast<size_t>(a));
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+
+namespace rhinet::test {
+namespace {
+
+ClusterConfig small_cluster(size_t nodes) {
+  ClusterConfig cfg;
+  cfg.nodes = nodes;
+  cfg.memory_bytes = 32u << 20;
+  return cfg;
+}
+
+struct Datagram {
+  std::unique_ptr<SimContext> ctx;
+  std::unique_ptr<SimCq> cq;
+  std::unique_ptr<SimQp> qp;
+  Region buf;
+};
+
+Datagram make_datagram(SimCluster& c, uint16_t node, uint8_t type,
+                       uint32_t qkey, size_t buf_bytes = 64 * 1024) {
+  Datagram d;
+  d.ctx = c.node(node).open_context();
+  if (!d.ctx->ok()) return d;
+  d.cq = d.ctx->create_cq(12);
+  if (!d.cq) return d;
+  QpInit qi;
+  qi.type = type;
+  qi.send_cq = d.cq.get();
+  qi.sq_log_depth = 10;
+  qi.rq_log_depth = 9;
+  d.qp = d.ctx->create_qp(qi);
+  if (!d.qp || !activate_datagram(*d.qp, qkey)) d.qp.reset();
+  d.buf = make_region(*d.ctx, buf_bytes, kAllAccess, 0, 0);
+  return d;
+}
+
+SendWr datagram_wr(uint64_t id, const Sge& sge, uint16_t node, uint32_t qpn,
+                   uint32_t qkey) {
+  SendWr wr = send_wr(id, {sge});
+  wr.dst_node = node;
+  wr.dst_qpn = qpn;
+  wr.qkey = qkey;
+  return wr;
+}
+
+// Defect 1: a large SEND of one QP and a small SEND of another QP between
+// the same two nodes. The small one used to abandon the large one's receive
+// half-way, after the sender had been told everything arrived.
+TEST(ReceiveContexts, LargeSendInterleavedWithAnotherQpsSend) {
+  SimCluster c(small_cluster(2));
+  ASSERT_TRUE(c.all_up());
+  RcPair p1 = make_rc_pair(c, 0, 1);
+  RcPair p2 = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p1.ok && p2.ok);
+  constexpr size_t kBig = 256 * 1024;
+  Region src1 = make_region(*p1.ctx_a, kBig, kAllAccess, 101);
+  Region dst1 = make_region(*p1.ctx_b, kBig);
+  Region src2 = make_region(*p2.ctx_a, 64, kAllAccess, 102);
+  Region dst2 = make_region(*p2.ctx_b, 64);
+  ASSERT_TRUE(p1.qp_b->post_recv(1, {dst1.sge(0, kBig)}));
+  ASSERT_TRUE(p2.qp_b->post_recv(2, {dst2.sge(0, 64)}));
+  ASSERT_TRUE(p1.qp_a->post_send(send_wr(11, {src1.sge(0, kBig)})));
+  ASSERT_TRUE(p2.qp_a->post_send(send_wr(12, {src2.sge(0, 64)})));
+
+  Completion s1 = wait_one(c, *p1.cq_a), s2 = wait_one(c, *p2.cq_a);
+  Completion r1 = wait_one(c, *p1.cq_b), r2 = wait_one(c, *p2.cq_b);
+  EXPECT_TRUE(s1.ok()) << describe(s1);
+  EXPECT_TRUE(s2.ok()) << describe(s2);
+  ASSERT_TRUE(r1.ok()) << "the large SEND's receive: " << describe(r1);
+  ASSERT_TRUE(r2.ok()) << describe(r2);
+  EXPECT_EQ(r1.byte_len, kBig);
+  EXPECT_EQ(r2.byte_len, 64u);
+  EXPECT_TRUE(dst1.buf.bytes() == src1.buf.bytes());
+  EXPECT_TRUE(dst2.buf.bytes() == src2.buf.bytes());
+}
+
+// Defect 1, UD flavour: datagrams (as rdma_cm's management traffic) between
+// the same nodes while a large RC SEND is on its way.
+TEST(ReceiveContexts, DatagramsInterleavedWithALargeSend) {
+  SimCluster c(small_cluster(2));
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Datagram ua = make_datagram(c, 0, RHN_QP_UD, 0x11);
+  Datagram ub = make_datagram(c, 1, RHN_QP_UD, 0x22);
+  ASSERT_TRUE(ua.qp && ub.qp);
+  constexpr size_t kBig = 256 * 1024;
+  Region src = make_region(*p.ctx_a, kBig, kAllAccess, 103);
+  Region dst = make_region(*p.ctx_b, kBig);
+  ua.buf.buf.fill_pattern(104);
+  ASSERT_TRUE(p.qp_b->post_recv(1, {dst.sge(0, kBig)}));
+  for (int i = 0; i < 8; ++i)
+    ASSERT_TRUE(ub.qp->post_recv(uint64_t(i), {ub.buf.sge(size_t(i) * 4096,
+                                                          4096)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(1, {src.sge(0, kBig)})));
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(ua.qp->post_send(datagram_wr(
+        uint64_t(i), ua.buf.sge(size_t(i) * 100, 100), 1, ub.qp->qpn(), 0x22)));
+    c.step();  // spread them over the large SEND's packets
+  }
+  Completion s = wait_one(c, *p.cq_a);
+  Completion r = wait_one(c, *p.cq_b);
+  EXPECT_TRUE(s.ok()) << describe(s);
+  ASSERT_TRUE(r.ok()) << "the large SEND's receive: " << describe(r);
+  EXPECT_TRUE(dst.buf.bytes() == src.buf.bytes());
+  auto ud = c.wait_cqes(*ub.cq, 8);
+  ASSERT_EQ(ud.size(), 8u);
+  for (const auto& x : ud) {
+    ASSERT_TRUE(x.ok()) << describe(x);
+    EXPECT_EQ(ub.buf.buf.bytes(size_t(x.wr_id) * 4096 + RHN_UD_GRH_LEN, 100),
+              ua.buf.buf.bytes(size_t(x.wr_id) * 100, 100));
+  }
+}
+
+// Several multi-packet SENDs from different QPs at once, under loss,
+// duplication and reordering: every one arrives whole.
+TEST(ReceiveContexts, ConcurrentLargeSendsUnderFaults) {
+  ClusterConfig cfg = small_cluster(2);
+  cfg.memory_bytes = 64u << 20;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  constexpr int kPairs = 4;
+  constexpr size_t kLen = 100 * 1000;
+  std::vector<RcPair> pairs;
+  std::vector<Region> src, dst;
+  for (int i = 0; i < kPairs; ++i) {
+    pairs.push_back(make_rc_pair(c, 0, 1));
+    ASSERT_TRUE(pairs.back().ok);
+    src.push_back(make_region(*pairs.back().ctx_a, 2 * kLen, kAllAccess,
+                              200 + uint64_t(i)));
+    dst.push_back(make_region(*pairs.back().ctx_b, 2 * kLen));
+  }
+  FaultConfig f;
+  f.loss = 0.02;
+  f.duplicate = 0.02;
+  f.reorder = 0.05;
+  f.reorder_delay_ns = 3'000;
+  c.fabric().set_seed(7);
+  c.fabric().set_faults(f);
+  for (int i = 0; i < kPairs; ++i)
+    for (int m = 0; m < 2; ++m) {
+      ASSERT_TRUE(pairs[size_t(i)].qp_b->post_recv(
+          uint64_t(m), {dst[size_t(i)].sge(size_t(m) * kLen, kLen)}));
+      ASSERT_TRUE(pairs[size_t(i)].qp_a->post_send(send_wr(
+          uint64_t(m), {src[size_t(i)].sge(size_t(m) * kLen, kLen - size_t(m))})));
+    }
+  for (int i = 0; i < kPairs; ++i) {
+    auto s = c.wait_cqes(*pairs[size_t(i)].cq_a, 2, 3'000'000'000);
+    auto r = c.wait_cqes(*pairs[size_t(i)].cq_b, 2, 3'000'000'000);
+    ASSERT_EQ(s.size(), 2u);
+    ASSERT_EQ(r.size(), 2u);
+    for (int m = 0; m < 2; ++m) {
+      EXPECT_TRUE(s[size_t(m)].ok()) << describe(s[size_t(m)]);
+      ASSERT_TRUE(r[size_t(m)].ok()) << describe(r[size_t(m)]);
+      EXPECT_EQ(r[size_t(m)].wr_id, uint64_t(m));
+      EXPECT_EQ(r[size_t(m)].byte_len, kLen - size_t(m));
+      EXPECT_TRUE(dst[size_t(i)].buf.bytes(size_t(m) * kLen, kLen - size_t(m)) ==
+                  src[size_t(i)].buf.bytes(size_t(m) * kLen, kLen - size_t(m)))
+          << "pair " << i << " message " << m;
+    }
+  }
+}
+
+// Defect 2: a READ stream queued at the responder must not outlive the
+// rights it was granted. The region is deregistered while the stream is
+// held back; another process registers its own pages at the same address
+// (and gets the same MR slot). Not one byte of them may leave the node.
+TEST(OwnedWork, ReadStreamStopsWhenItsRegionIsDeregistered) {
+  SimCluster c(small_cluster(2));
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  constexpr size_t kLen = 1u << 20;
+  Region src = make_region(*p.ctx_b, kLen, kAllAccess, 301);
+  Region dst = make_region(*p.ctx_a, kLen, kAllAccess, 0, 0);
+  const uint64_t tx0 = c.node(1).counter(RHN_CNT_TX_PACKETS);
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_READ, {dst.sge(0, kLen)}, src.va(), src.key())));
+  ASSERT_TRUE(c.run_until(
+      [&] { return c.node(1).counter(RHN_CNT_TX_PACKETS) > tx0; },
+      10'000'000));
+  c.fabric().set_link(0, false);
+  c.run_for(1'000'000);  // the responder fills its window and holds the rest
+
+  const uint32_t old_index = src.mr.key >> RHN_KEY_INDEX_SHIFT;
+  ASSERT_TRUE(p.ctx_b->dereg_mr(src.mr).ok());
+  auto other = c.node(1).open_context();
+  ASSERT_TRUE(other->ok());
+  SimBuffer secret = other->alloc(kLen);
+  secret.fill_pattern(302);
+  SimMr m2 = c.node(1).driver->register_mr(other->index(), other->pdn(),
+                                           src.va(), kLen, secret.pages(),
+                                           RHN_ACCESS_LOCAL_WRITE);
+  ASSERT_TRUE(m2.ok());
+  ASSERT_EQ(m2.key >> RHN_KEY_INDEX_SHIFT, old_index)
+      << "the test needs the freed MR slot to be reused";
+
+  c.fabric().set_link(0, true);
+  Completion r = wait_one(c, *p.cq_a, 2'000'000'000);
+  ASSERT_NE(r.status, 0xff) << "the READ never completed";
+  EXPECT_FALSE(r.ok()) << "READ succeeded over a deregistered region";
+  for (size_t off = 0; off < kLen; off += 4096)
+    ASSERT_FALSE(dst.buf.bytes(off, 4096) == secret.bytes(off, 4096))
+        << "another process's page at offset " << off << " reached node 0";
+}
+
+// Owned work is cancelled with its QP: a READ stream held at a responder
+// whose QP goes to ERR stops, and the requester is told.
+TEST(OwnedWork, ReadStreamCancelledWhenResponderQpFails) {
+  SimCluster c(small_cluster(2));
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  constexpr size_t kLen = 1u << 20;
+  Region src = make_region(*p.ctx_b, kLen, kAllAccess, 311);
+  Region dst = make_region(*p.ctx_a, kLen, kAllAccess, 0, 0);
+  const uint64_t tx0 = c.node(1).counter(RHN_CNT_TX_PACKETS);
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_READ, {dst.sge(0, kLen)}, src.va(), src.key())));
+  ASSERT_TRUE(c.run_until(
+      [&] { return c.node(1).counter(RHN_CNT_TX_PACKETS) > tx0; },
+      10'000'000));
+  c.fabric().set_link(0, false);
+  c.run_for(1'000'000);
+  ASSERT_TRUE(p.qp_b->to_err().ok());
+  const uint64_t sent_at_error = c.node(1).counter(RHN_CNT_TX_BYTES);
+  c.fabric().set_link(0, true);
+  Completion r = wait_one(c, *p.cq_a, 2'000'000'000);
+  ASSERT_NE(r.status, 0xff) << "the READ never completed";
+  EXPECT_FALSE(r.ok()) << describe(r);
+  // What left afterwards is retransmission of what was already in the
+  // send-packet memory (at most one window), not the rest of the stream.
+  EXPECT_LT(c.node(1).counter(RHN_CNT_TX_BYTES) - sent_at_error,
+            uint64_t(kLen / 2));
+}
+
+// Defect 3: a process addressing many absent nodes must not use up the
+// NIC's per-node state for everybody else.
+TEST(PeerLifecycle, AbsentNodesDoNotFillThePeerTable) {
+  SimCluster c(small_cluster(2));
+  ASSERT_TRUE(c.all_up());
+  Datagram u = make_datagram(c, 0, RHN_QP_UD, 0x11);
+  ASSERT_TRUE(u.qp);
+  for (uint16_t n = 0; n < 64; ++n)
+    ASSERT_TRUE(u.qp->post_send(
+        datagram_wr(n, u.buf.sge(0, 32), uint16_t(100 + n), 5, 0x11)));
+  auto done = c.wait_cqes(*u.cq, 64, 2'000'000'000);
+  ASSERT_EQ(done.size(), 64u);
+
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, 4096, kAllAccess, 401);
+  Region dst = make_region(*p.ctx_b, 4096);
+  ASSERT_TRUE(p.qp_b->post_recv(1, {dst.sge(0, 4096)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(2, {src.sge(0, 4096)})));
+  Completion s = wait_one(c, *p.cq_a);
+  Completion r = wait_one(c, *p.cq_b);
+  EXPECT_TRUE(s.ok()) << describe(s);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_TRUE(dst.buf.bytes() == src.buf.bytes());
+}
+
+// Peer churn: one process keeps addressing new absent nodes while another
+// process's RC traffic to a live node goes on. The churner gets its own
+// completions; the other process loses nothing.
+TEST(PeerLifecycle, ChurnThroughAbsentNodesCannotHurtOthers) {
+  ClusterConfig cfg = small_cluster(3);
+  cfg.engine.retransmit_timeout_ns = 200'000;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  Datagram u = make_datagram(c, 0, RHN_QP_UD, 0x11);
+  ASSERT_TRUE(u.qp);
+  constexpr int kRounds = 40, kPerRound = 50, kMsg = 6000;
+  uint16_t next_absent = 3;
+  size_t churn_done = 0, rc_done = 0;
+  auto churn = [&] {
+    for (int k = 0; k < kPerRound; ++k) {
+      while (!u.qp->post_send(datagram_wr(next_absent, u.buf.sge(0, 64),
+                                          next_absent, 9, 0x11))) {
+        c.run_for(10'000);
+        churn_done += u.cq->poll(256).size();
+      }
+      next_absent = uint16_t(next_absent % 3000 + 3);
+    }
+    c.run_for(20'000);
+    churn_done += u.cq->poll(256).size();
+  };
+  // The churn is under way before the other process first talks to node 2.
+  for (int k = 0; k < 10; ++k) churn();
+  RcPair p = make_rc_pair(c, 0, 2);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, kRounds * kMsg, kAllAccess, 402);
+  Region dst = make_region(*p.ctx_b, kRounds * kMsg);
+  for (int round = 0; round < kRounds; ++round) {
+    ASSERT_TRUE(p.qp_b->post_recv(
+        uint64_t(round), {dst.sge(size_t(round) * kMsg, kMsg)}));
+    ASSERT_TRUE(p.qp_a->post_send(
+        send_wr(uint64_t(round), {src.sge(size_t(round) * kMsg, kMsg)})));
+    churn();
+    for (const auto& s : p.cq_a->poll()) {
+      EXPECT_TRUE(s.ok()) << describe(s);
+      rc_done++;
+    }
+  }
+  // The other process's traffic was not held up behind the churn.
+  auto rest = c.wait_cqes(*p.cq_a, kRounds - rc_done, 20'000'000);
+  ASSERT_EQ(rc_done + rest.size(), size_t(kRounds));
+  for (const auto& s : rest) EXPECT_TRUE(s.ok()) << describe(s);
+  auto r = c.wait_cqes(*p.cq_b, kRounds, 2'000'000'000);
+  ASSERT_EQ(r.size(), size_t(kRounds));
+  for (const auto& x : r) ASSERT_TRUE(x.ok()) << describe(x);
+  EXPECT_TRUE(dst.buf.bytes() == src.buf.bytes());
+  churn_done += c.wait_cqes(*u.cq, (kRounds + 10) * kPerRound - churn_done,
+                            4'000'000'000)
+                    .size();
+  EXPECT_EQ(churn_done, size_t((kRounds + 10) * kPerRound));
+}
+
+// Defect 4: UD completes when the datagram has left, so one datagram to a
+// dead node does not hold up the next ones to live nodes.
+TEST(PeerLifecycle, UdDoesNotWaitBehindADeadNode) {
+  SimCluster c(small_cluster(3));
+  ASSERT_TRUE(c.all_up());
+  Datagram a = make_datagram(c, 0, RHN_QP_UD, 0x11);
+  Datagram b = make_datagram(c, 1, RHN_QP_UD, 0x22);
+  ASSERT_TRUE(a.qp && b.qp);
+  c.fabric().set_link(2, false);  // node 2 is dead
+  ASSERT_TRUE(b.qp->post_recv(1, {b.buf.sge(0, 4096)}));
+  ASSERT_TRUE(a.qp->post_send(datagram_wr(1, a.buf.sge(0, 64), 2, 7, 0x33)));
+  ASSERT_TRUE(a.qp->post_send(datagram_wr(2, a.buf.sge(0, 64), 9, 7, 0x33)));
+  ASSERT_TRUE(
+      a.qp->post_send(datagram_wr(3, a.buf.sge(0, 64), 1, b.qp->qpn(), 0x22)));
+  auto s = c.wait_cqes(*a.cq, 3, 5'000'000);
+  ASSERT_EQ(s.size(), 3u) << "UD send completions waited for a dead node";
+  for (const auto& x : s) EXPECT_TRUE(x.ok()) << describe(x);
+  Completion r = wait_one(c, *b.cq, 5'000'000);
+  EXPECT_TRUE(r.ok()) << describe(r);
+}
+
+// Defect 5: a QP that goes through RESET is a new incarnation. A READ
+// response of its previous life, still on the way, must not complete the
+// new life's READ that happens to have the same message number.
+TEST(QpIncarnation, LateResponseOfAPreviousLifeIsIgnored) {
+  SimCluster c(small_cluster(2));
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  constexpr size_t kLen = 64 * 1024;
+  Region x = make_region(*p.ctx_b, kLen, kAllAccess, 501);
+  Region y = make_region(*p.ctx_b, kLen, kAllAccess, 502);
+  Region dst = make_region(*p.ctx_a, kLen, kAllAccess, 0, 0);
+  const uint64_t rx0 = c.node(1).counter(RHN_CNT_RX_PACKETS);
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_READ, {dst.sge(0, kLen)}, x.va(), x.key())));
+  ASSERT_TRUE(c.run_until(
+      [&] { return c.node(1).counter(RHN_CNT_RX_PACKETS) > rx0; },
+      10'000'000));
+  c.fabric().set_link(0, false);  // the responses are held back
+  ASSERT_TRUE(p.qp_a->to_err().ok());
+  Completion flushed = wait_one(c, *p.cq_a);
+  EXPECT_EQ(flushed.status, RHN_CQE_WR_FLUSH_ERR) << describe(flushed);
+  ASSERT_TRUE(p.qp_a->to_reset().ok());
+  ASSERT_TRUE(p.qp_a->to_init().ok());
+  ASSERT_TRUE(p.qp_a->to_rtr(1, p.qp_b->qpn()).ok());
+  ASSERT_TRUE(p.qp_a->to_rts().ok());
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(2, RHN_OP_READ, {dst.sge(0, kLen)}, y.va(), y.key())));
+  c.fabric().set_link(0, true);
+  Completion r = wait_one(c, *p.cq_a, 2'000'000'000);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.wr_id, 2u);
+  EXPECT_TRUE(dst.buf.bytes() == y.buf.bytes())
+      << "the new READ got the previous incarnation's data";
+}
+
+// Defect 6: session epochs are ordered. A SYN of an older session, delayed
+// in the fabric, must neither roll the receiver back nor replay requests.
+TEST(SessionEpochs, DelayedSynOfAnOlderSessionIsIgnored) {
+  ClusterConfig cfg = small_cluster(2);
+  cfg.engine.retransmit_timeout_ns = 100'000;
+  cfg.engine.max_retries = 3;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  RcPair q = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok && q.ok);
+  Region src = make_region(*p.ctx_a, 4096, kAllAccess, 601);
+  Region dst = make_region(*p.ctx_b, 4096, kAllAccess, 0, 0);
+  Region qsrc = make_region(*q.ctx_a, 64, kAllAccess, 602);
+  Region qdst = make_region(*q.ctx_b, 64);
+
+  std::vector<uint8_t> first_syn;
+  c.fabric().tap = [&](size_t src_port, std::span<const uint8_t> f) {
+    if (src_port != 0 || !first_syn.empty() || f.size() < RHN_DATA_HDR_LEN)
+      return;
+    rhn_pkt_hdr h;
+    std::memcpy(&h, f.data(), sizeof h);
+    if (h.type == RHN_PKT_DATA && (h.flags & RHN_PKT_F_SYN))
+      first_syn.assign(f.begin(), f.end());
+  };
+  // Session 1: a WRITE of pattern 1.
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 100)}, dst.va(), dst.key())));
+  ASSERT_TRUE(wait_one(c, *p.cq_a).ok());
+  ASSERT_FALSE(first_syn.empty());
+  c.fabric().tap = nullptr;
+
+  // Node 0 declares node 1 dead (another QP's traffic times out), so its
+  // next packet opens a new session.
+  c.fabric().set_link(1, false);
+  ASSERT_TRUE(q.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {qsrc.sge(0, 64)}, qdst.va(), qdst.key())));
+  Completion dead = wait_one(c, *q.cq_a, 1'000'000'000);
+  ASSERT_EQ(dead.status, RHN_CQE_RETRY_EXC_ERR) << describe(dead);
+  c.fabric().set_link(1, true);
+  // Session 2: a WRITE of other bytes over the same place.
+  Region src2 = make_region(*p.ctx_a, 4096, kAllAccess, 603);
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(2, RHN_OP_WRITE, {src2.sge(0, 100)}, dst.va(), dst.key())));
+  ASSERT_TRUE(wait_one(c, *p.cq_a).ok());
+  ASSERT_EQ(dst.buf.bytes(0, 100), src2.buf.bytes(0, 100));
+
+  // The old session's SYN shows up late.
+  const uint64_t dead0 = c.node(0).counter(RHN_CNT_PEER_DEAD);
+  c.node(1).engine->frame_arrived(first_syn);
+  c.run_for(1'000'000);
+  EXPECT_EQ(dst.buf.bytes(0, 100), src2.buf.bytes(0, 100))
+      << "a request of an older session was replayed";
+  // The current session goes on undisturbed.
+  ASSERT_TRUE(p.qp_a->post_send(rdma_wr(3, RHN_OP_WRITE, {src.sge(0, 100)},
+                                        dst.va(200), dst.key())));
+  Completion w = wait_one(c, *p.cq_a, 1'000'000'000);
+  EXPECT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(c.node(0).counter(RHN_CNT_PEER_DEAD), dead0)
+      << "the receiver was rolled back to the old session";
+}
+
+// Defect 7: counters are written by the engine thread and by ingress
+// threads (frames refused at the door). No update may be lost.
+TEST(EngineRules, CountersFromSeveralThreadsLoseNothing) {
+  SimCluster c(small_cluster(1));
+  ASSERT_TRUE(c.all_up());
+  fw::Engine& e = *c.node(0).engine;
+  const uint64_t before = e.counter(RHN_CNT_MALFORMED_PACKETS);
+  constexpr int kPerThread = 400'000;
+  auto hammer = [&] {
+    for (int i = 0; i < kPerThread; ++i) e.frame_arrived({});
+  };
+  std::thread t1(hammer), t2(hammer);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(e.counter(RHN_CNT_MALFORMED_PACKETS) - before,
+            uint64_t(2 * kPerThread));
+}
+
+// A wire that only counts: the engine alone, with no simulated switch
+// allocating frames inside Engine::poll().
+class CountingWire : public fw::Wire {
+ public:
+  void transmit(std::span<const uint8_t>) override { frames++; }
+  uint64_t frames = 0;
+};
+
+// Defect 7: no allocation on the data path, including first contact with
+// many new peers and a device reset.
+TEST(EngineRules, NoAllocationOnTheDataPath) {
+  SimClock clock;
+  SimMemory mem(16u << 20);
+  SimHostBus bus(mem, clock);
+  CountingWire wire;
+  fw::EngineConfig cfg;
+  cfg.node_id = 0;
+  cfg.max_qps = 64;
+  cfg.max_cqs = 64;
+  fw::Engine engine(cfg, bus, wire);
+  SimAddressSpace as(mem, 0x7f00'0005'3000ull);
+  auto poll_counted = [&] {
+    g_count_allocs = true;
+    const bool did = engine.poll();
+    g_count_allocs = false;
+    return did;
+  };
+  SimDriver drv(engine, mem, [&] {
+    poll_counted();
+    clock.advance(50);
+  });
+  ASSERT_TRUE(drv.bring_up());
+  SimContext ctx(drv, as, 1, 0);
+  ASSERT_TRUE(ctx.ok());
+  auto cq = ctx.create_cq(10);
+  QpInit qi;
+  qi.type = RHN_QP_UD;
+  qi.send_cq = cq.get();
+  auto qp = ctx.create_qp(qi);
+  ASSERT_TRUE(qp && activate_datagram(*qp, 0x11));
+  Region buf = make_region(ctx, 8192, kAllAccess, 0, 0);
+  for (int i = 0; i < 8; ++i)
+    ASSERT_TRUE(qp->post_recv(uint64_t(i), {buf.sge(4096, 512)}));
+  g_allocs = 0;
+  auto run = [&](uint64_t ns) {
+    const uint64_t end = clock.now() + ns;
+    while (clock.now() < end) clock.advance(poll_counted() ? 50 : 2'000);
+  };
+  // Loopback datagrams to ourselves and first contact with 150 new nodes.
+  for (uint16_t n = 0; n < 150; ++n) {
+    const uint16_t node = n < 8 ? 0 : uint16_t(n + 2);
+    ASSERT_TRUE(
+        qp->post_send(datagram_wr(n, buf.sge(0, 64), node, qp->qpn(), 0x11)));
+  }
+  run(20'000'000);
+  EXPECT_GT(wire.frames, 100u);
+  EXPECT_EQ(g_allocs.load(), 0u) << "allocations on the data path";
+  // A device reset goes back to power-on state without allocating.
+  drv.write32(RHN_REG_CONTROL, RHN_CONTROL_RESET);
+  run(1'000'000);
+  EXPECT_EQ(g_allocs.load(), 0u) << "allocations in the device reset";
+}
+
+}  // namespace
+}  // namespace rhinet::test
