@@ -83,11 +83,7 @@ void Engine::Impl::admin_process() {
 void Engine::Impl::destroy_qp_state(uint32_t qpn) {
   QpObj& qp = qps[qpn];
   unlink_waiter(qpn);
-  if (qp.tx_active && qp.tx_peer < peers.size() &&
-      peers[qp.tx_peer]->send_owner == qpn) {
-    peers[qp.tx_peer]->send_owner = kNone;
-    wake_peer_waiters(qp.tx_peer);
-  }
+  cancel_responder_work(qpn, false);
   for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
     release_read_ctx(entry(qpn, i));
   }
@@ -163,7 +159,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       a.tlb_entries = cfg.tlb_entries;
       a.page_size_cap = 0x7ffff000u;  // 4 KiB .. 1 GiB
       a.max_mr_size = 1ull << 39;
-      a.max_peers = cfg.max_peers;
+      a.max_peers = cfg.max_nodes;
       a.node_id = cfg.node_id;
       if (!bus.dma_write(u.query.out_addr, &a, sizeof(a)))
         return RHN_ADMIN_DMA_ERROR;
@@ -423,9 +419,11 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (!gsi) next_qpn = qpn + 1;
       QpObj& qp = qps[qpn];
       const uint32_t gen = ++qp_gen_counter;
+      const uint8_t incarnation = static_cast<uint8_t>(qp.incarnation + 1);
       qp = QpObj{};
       qp.valid = true;
       qp.gen = gen;
+      qp.incarnation = incarnation;
       qp.type = c.type;
       qp.context = ctx;
       qp.pdn = c.pdn;
@@ -509,6 +507,10 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (mask & RHN_QP_ATTR_STATE) {
         if (next == RHN_QPS_RESET) {
           destroy_qp_state(qpn);
+          // A new incarnation: nothing of the previous life (late ACKs,
+          // READ responses, NAKs) can complete the new one's messages.
+          qp.gen = ++qp_gen_counter;
+          qp.incarnation++;
           qp.sq_producer = qp.sq_fetch = qp.sq_complete = 0;
           qp.msn_next = 0;
           qp.rq_consumer = qp.rq_producer = 0;

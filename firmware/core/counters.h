@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hardware counters: written by the engine thread only, read by anyone
-// (BAR0 reads come from vCPU threads), so plain relaxed atomics suffice.
+// Hardware counters. Most are written by the engine thread only; a few are
+// also counted at the doors (frames refused by frame_arrived on the wire's
+// thread). Each writer side has its own array, so the engine thread's
+// updates stay plain relaxed stores and the doors' are atomic adds; a
+// read sums both.
 #pragma once
 
 #include <array>
@@ -13,19 +16,28 @@ namespace rhinet::fw {
 
 class Counters {
  public:
+  // Engine thread only.
   void add(rhn_counter c, uint64_t n = 1) {
-    auto& v = v_[c];
+    auto& v = engine_[c];
     v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
+  // Any thread.
+  void add_shared(rhn_counter c, uint64_t n = 1) {
+    shared_[c].fetch_add(n, std::memory_order_relaxed);
+  }
   uint64_t get(unsigned c) const {
-    return c < RHN_CNT_COUNT ? v_[c].load(std::memory_order_relaxed) : 0;
+    if (c >= RHN_CNT_COUNT) return 0;
+    return engine_[c].load(std::memory_order_relaxed) +
+           shared_[c].load(std::memory_order_relaxed);
   }
   void reset() {
-    for (auto& v : v_) v.store(0, std::memory_order_relaxed);
+    for (auto& v : engine_) v.store(0, std::memory_order_relaxed);
+    for (auto& v : shared_) v.store(0, std::memory_order_relaxed);
   }
 
  private:
-  std::array<std::atomic<uint64_t>, RHN_CNT_COUNT> v_{};
+  std::array<std::atomic<uint64_t>, RHN_CNT_COUNT> engine_{};
+  alignas(64) std::array<std::atomic<uint64_t>, RHN_CNT_COUNT> shared_{};
 };
 
 }  // namespace rhinet::fw

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The engine shell: registers, ingress FIFOs and the poll loop that runs
 // every module for a bounded amount of work.
+#include <algorithm>
 #include <cstring>
 
 #include "engine/engine_impl.h"
@@ -18,7 +19,9 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
       free_read_ctxs(config.max_qps),
       free_responder_reads(config.responder_reads),
       free_slots(config.send_packet_slots),
-      ready(config.max_qps) {
+      ready(config.max_qps),
+      peer_ready(config.max_nodes),
+      free_rx_ctxs(config.rx_contexts) {
   inline_staging = std::make_unique<RawWqe[]>(cfg.db_pages);
   raw_frame = std::make_unique<uint8_t[]>(RHN_MAX_FRAME);
   contexts.resize(cfg.db_pages);
@@ -33,11 +36,23 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
                                           cfg.max_inflight_per_qp);
   read_ctxs.resize(cfg.max_qps);
   responder_reads.resize(cfg.responder_reads);
-  for (uint32_t i = 0; i < cfg.max_peers; i++)
-    peers.push_back(std::make_unique<Peer>(cfg.channel_window));
-  peer_of_node.assign(RHN_MAX_NODES, 0);
+  if (cfg.max_nodes > RHN_MAX_NODES) cfg.max_nodes = RHN_MAX_NODES;
+  peers = std::make_unique<Peer[]>(cfg.max_nodes);
   slots = std::make_unique<SendSlot[]>(cfg.send_packet_slots);
+  rx_ctxs = std::make_unique<RxContext[]>(cfg.rx_contexts);
   response_reserve = cfg.send_packet_slots / 8;
+  // A context's share of send memory, but at least one window's worth
+  // (small configurations), so one context can always fill a channel.
+  const uint32_t request_slots = cfg.send_packet_slots - response_reserve;
+  context_slot_quota = std::max<uint32_t>(
+      std::min(cfg.channel_window, request_slots),
+      uint32_t(uint64_t{request_slots} * cfg.context_slot_share / 256));
+  rx_context_quota = std::max<uint32_t>(
+      1, uint32_t(uint64_t{cfg.rx_contexts} * cfg.context_rx_share / 256));
+  // Power-on epoch for our sessions: different from the last power-on's
+  // (peers accept an older one only after the old stream went quiet).
+  boot_session = static_cast<uint16_t>((bus.now_ns() >> 20) * 37 + 1);
+  for (uint32_t n = 0; n < cfg.max_nodes; n++) peers[n].tx_session = boot_session;
   reset();
 }
 
@@ -51,8 +66,10 @@ void Engine::Impl::reset() {
   for (auto& o : srqs) o = SrqObj{};
   for (auto& o : qps) {
     const uint32_t gen = o.gen;
+    const uint8_t incarnation = o.incarnation;
     o = QpObj{};
     o.gen = gen;
+    o.incarnation = incarnation;
   }
   raw_qpn = kNone;
   next_qpn = RHN_QPN_GSI + 1;
@@ -65,22 +82,28 @@ void Engine::Impl::reset() {
   for (auto& o : responder_reads) o = ResponderRead{};
   free_responder_reads.clear();
   for (uint32_t i = 0; i < responder_reads.size(); i++)
-    free_responder_reads.push(static_cast<uint16_t>(i));
-  for (uint32_t i = 0; i < peers.size(); i++) {
-    *peers[i] = Peer(cfg.channel_window);
-    peers[i]->index = i;
-  }
-  std::fill(peer_of_node.begin(), peer_of_node.end(), 0);
-  active_peers.clear();
+    free_responder_reads.push(i);
+  // Every channel starts a newer session than the one it had, so peers
+  // see that we lost our state and never mistake it for an old stream.
+  for (uint32_t n = 0; n < cfg.max_nodes; n++)
+    reset_peer(peers[n], static_cast<uint16_t>(peers[n].tx_session + 1));
+  busy_head = kNone;
+  next_peer_deadline = UINT64_MAX;
+  peer_ready.clear();
+  slot_waiters = WaitList{};
   free_slots.clear();
-  for (uint32_t i = 0; i < cfg.send_packet_slots; i++) free_slots.push(i);
+  for (uint32_t i = 0; i < cfg.send_packet_slots; i++) {
+    slots[i].next = kNone;
+    slots[i].context = kNone;
+    free_slots.push(i);
+  }
+  for (uint32_t i = 0; i < cfg.rx_contexts; i++) rx_ctxs[i] = RxContext{};
+  free_rx_ctxs.clear();
+  for (uint32_t i = 0; i < cfg.rx_contexts; i++) free_rx_ctxs.push(i);
   ready.clear();
   tlb.invalidate_all();
   counters.reset();
   admin_consumer = admin_tail = admin_cq_producer = 0;
-  // A new session base so peers notice we lost our channel state.
-  session_seed = static_cast<uint16_t>(session_seed * 31 + bus.now_ns() + 7);
-  if (session_seed == 0) session_seed = 1;
   contexts[0].valid = true;  // the kernel's context always exists
   status_reg.store(RHN_STATUS_READY |
                    (link_up.load() ? RHN_STATUS_LINK_UP : 0));
@@ -94,7 +117,7 @@ uint64_t Engine::Impl::rto(const Peer& p) const {
 
 void Engine::Impl::schedule(uint32_t qpn) {
   QpObj& qp = qps[qpn];
-  if (qp.in_ready || qp.waiting_peer != kNone) return;
+  if (qp.in_ready || qp.waiting_on) return;
   qp.in_ready = ready.push(qpn);
 }
 
@@ -230,9 +253,7 @@ void Engine::Impl::wake_later(uint32_t qpn, uint64_t at) {
 }
 
 bool Engine::Impl::run_timers() {
-  bool did = false;
-  for (size_t i = 0; i < active_peers.size(); i++)
-    did |= service_peer(active_peers[i]);
+  bool did = run_peers();
   if (now >= next_qp_wake) {
     // Rare (RNR waits): a scan of the QP table is fine here.
     next_qp_wake = UINT64_MAX;
@@ -418,7 +439,7 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
 bool Engine::frame_arrived(std::span<const uint8_t> frame) {
   Impl& m = *impl_;
   if (frame.empty() || frame.size() > sizeof(RxFrame::data)) {
-    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.counters.add_shared(RHN_CNT_MALFORMED_PACKETS);
     return true;  // consumed: it can never be valid
   }
   if (!m.link_up.load()) return false;
@@ -426,7 +447,7 @@ bool Engine::frame_arrived(std::span<const uint8_t> frame) {
     f.len = static_cast<uint16_t>(frame.size());
     std::memcpy(f.data, frame.data(), frame.size());
   });
-  if (!ok) m.counters.add(RHN_CNT_RX_DROPS);
+  if (!ok) m.counters.add_shared(RHN_CNT_RX_DROPS);
   return ok;
 }
 
@@ -448,12 +469,8 @@ bool Engine::poll() {
 
 uint64_t Engine::next_deadline_ns() const {
   const Impl& m = *impl_;
-  uint64_t t = UINT64_MAX;
-  for (uint32_t pi : m.active_peers) {
-    const Peer& p = *m.peers[pi];
-    if (!p.unacked.empty() && p.rto_deadline < t) t = p.rto_deadline;
-    if (p.ack_deadline && p.ack_deadline < t) t = p.ack_deadline;
-  }
+  // Peers with work to do now are served by the next poll.
+  const uint64_t t = m.peer_ready.empty() ? m.next_peer_deadline : m.now;
   return m.next_qp_wake < t ? m.next_qp_wake : t;
 }
 

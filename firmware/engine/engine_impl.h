@@ -34,9 +34,16 @@ struct HostRef {
   uint32_t lkey = 0;
 };
 
+// A list of QPs waiting for something (a peer's window, send memory).
+struct WaitList {
+  uint32_t head = kNone, tail = kNone;
+};
+
 struct ContextObj {
   bool valid = false;
   uint32_t refs = 0;
+  uint32_t tx_slots = 0;     // send-packet slots its QPs hold
+  uint32_t rx_contexts = 0;  // receive contexts its QPs hold
 };
 
 struct PdObj {
@@ -141,16 +148,24 @@ struct ReadCtx {
   rhn_sge sge[RHN_WQE_MAX_SGES];
 };
 
-// Responder side of a READ: data still to send back.
+// Responder side of a READ: data still to send back. It owns what it
+// needs: the key, PD and right are checked again for every chunk (the
+// region may be gone), and it is cancelled with its QP.
 struct ResponderRead {
   bool used = false;
-  uint32_t requester_qpn = 0;
+  bool cancelled = false;  // its QP left RTS: answer with a NAK, stop
+  uint8_t qp_type = 0;
+  uint16_t node = 0;  // the requester's
+  uint32_t requester_src = 0;  // the request's src_qpn (QPN + incarnation)
   uint32_t responder_qpn = 0;
+  uint32_t responder_gen = 0;
   uint32_t msn = 0;
-  uint32_t mr_index = 0;
+  uint32_t key = 0;
+  uint32_t pdn = 0;
   uint64_t va = 0;
   uint32_t length = 0;
   uint32_t sent = 0;
+  uint32_t next = kNone;  // the peer's queue of reads, in arrival order
 };
 
 struct QpObj {
@@ -163,7 +178,10 @@ struct QpObj {
   uint8_t max_rd_atomic = 1;
   uint8_t sq_log = 0;
   uint8_t rq_log = 0;
-  uint32_t gen = 0;  // bumps on create: stale references are ignored
+  uint32_t gen = 0;  // bumps on create and RESET: stale references ignored
+  // The incarnation on the wire (high byte of src_qpn, hw_wire.h): bumps
+  // with gen, so responses to a previous life are told apart.
+  uint8_t incarnation = 0;
   uint32_t context = 0;
   uint32_t pdn = 0;
   uint32_t send_cqn = 0;
@@ -204,7 +222,7 @@ struct QpObj {
 
   // Scheduling.
   bool in_ready = false;
-  uint32_t waiting_peer = kNone;
+  WaitList* waiting_on = nullptr;
   uint32_t wait_prev = kNone, wait_next = kNone;
   uint64_t wake_at = 0;
 };
@@ -217,6 +235,8 @@ struct SendSlot {
   uint32_t serial = 0;
   uint32_t qpn = kNone;
   uint32_t qp_gen = 0;
+  uint32_t context = kNone;  // charged to this context (kNone: firmware)
+  uint32_t next = kNone;     // the peer's unacknowledged packets, in order
   alignas(64) uint8_t frame[RHN_MAX_FRAME];
 };
 
@@ -226,12 +246,16 @@ struct Gate {
   uint32_t seq;      // its next serial when it acknowledged
 };
 
-// A SEND being received from one peer (messages to a peer never interleave).
-struct RxMessage {
-  bool active = false;
-  bool discard = false;  // NAKed: drop the rest
+// A multi-packet SEND being received: any number are in flight at once,
+// keyed by (peer, source QP with its incarnation, message number).
+// Single-packet messages use one on the stack.
+struct RxContext {
+  bool used = false;
   bool from_srq = false;
   uint8_t status = RHN_CQE_SUCCESS;
+  uint16_t node = 0;
+  uint32_t src = 0;  // the request's src_qpn (QPN + incarnation)
+  uint32_t owner = 0;  // the receiving QP's context (its share is counted)
   uint32_t qpn = 0;
   uint32_t qp_gen = 0;
   uint32_t msn = 0;
@@ -241,38 +265,52 @@ struct RxMessage {
   rhn_sge sge[RHN_RQ_MAX_SGES];
   uint32_t capacity = 0;
   uint32_t length = 0;
+  uint32_t next = kNone;  // the peer's list of receives in progress
 };
 
+constexpr uint32_t kGates = 4;
+constexpr uint32_t kNakMemory = 4;
+
+// Channel state towards one node, indexed by node ID. Kept small (its
+// size is asserted below): the bulky parts (unacknowledged packets, READ
+// streams, receives in progress) are shared pools linked from here.
 struct Peer {
-  explicit Peer(uint32_t window) : unacked(window * 2), gates(16), reads(256) {}
-  bool valid = false;
-  uint16_t node = 0;
-  uint32_t index = 0;
   // Transmit side.
   uint16_t tx_session = 0;
   bool tx_syn = true;  // until the first ACK of this session
+  bool dead = false;   // retries ran out; cleared by any packet from it
+  bool in_busy = false, in_ready = false;
+  uint8_t retries = 0;
+  uint8_t gate_count = 0;
   uint32_t tx_next = 0;
   uint32_t acked_seen = 0;  // highest ack_seq seen (gated or not)
-  Fifo<uint32_t> unacked;   // slot ids in serial order
-  uint32_t resend_pos = 0;  // index in unacked; == size: nothing to resend
+  uint32_t unacked_head = kNone, unacked_tail = kNone;  // send slots
+  uint32_t unacked_count = 0;
+  uint32_t resend = kNone;  // next slot to send again (go-back-N)
   uint64_t rto_deadline = 0;
-  uint32_t retries = 0;
-  Fifo<Gate> gates;
-  uint32_t send_owner = kNone;  // QP sending a multi-packet SEND here
-  uint32_t wait_head = kNone, wait_tail = kNone;  // QPs waiting for us
-  Fifo<uint16_t> reads;  // responder reads to stream back, in order
+  Gate gates[kGates];
+  WaitList waiters;  // QPs waiting for this peer's window
+  uint32_t reads_head = kNone, reads_tail = kNone;  // READ streams
   // Receive side.
   bool rx_synced = false;
+  bool nak_sent = false;
   uint16_t rx_session = 0;
+  uint8_t nak_next = 0;
   uint32_t rx_expected = 0;
   uint32_t rx_unacked = 0;
   uint64_t ack_deadline = 0;
-  bool nak_sent = false;
-  RxMessage rx_msg;
-  // Last request NAKed, so a multi-packet message is NAKed once.
-  uint32_t nak_qpn = kNone;
-  uint32_t nak_msn = 0;
+  uint64_t rx_last = 0;  // when the current session last delivered
+  uint32_t rx_head = kNone;  // receive contexts in use
+  // Requests NAKed lately, so the rest of a multi-packet message is
+  // dropped and NAKed once.
+  struct Naked {
+    uint32_t src = kNone;
+    uint32_t msn = 0;
+  } naks[kNakMemory];
+  // The busy list: peers with timers running.
+  uint32_t busy_prev = kNone, busy_next = kNone;
 };
+static_assert(sizeof(Peer) <= 192, "per-node channel state must stay small");
 
 // ---- Ingress FIFOs (doorbell/)
 // ------------------------------------------------
@@ -351,7 +389,7 @@ struct Engine::Impl {
   std::vector<ReadCtx> read_ctxs;
   Fifo<uint16_t> free_read_ctxs;
   std::vector<ResponderRead> responder_reads;
-  Fifo<uint16_t> free_responder_reads;
+  Fifo<uint32_t> free_responder_reads;
   uint32_t qp_gen_counter = 0;
   // QPNs are handed out round-robin: a number comes back only after all
   // others, so late packets and connection managers' time-wait (which
@@ -360,15 +398,24 @@ struct Engine::Impl {
   uint32_t next_qpn = RHN_QPN_GSI + 1;
 
   // Transport.
-  std::vector<std::unique_ptr<Peer>> peers;
-  std::vector<uint16_t> peer_of_node;  // node -> peer index + 1 (0: none)
-  std::vector<uint32_t> active_peers;
+  std::unique_ptr<Peer[]> peers;  // by node ID, cfg.max_nodes of them
   std::unique_ptr<SendSlot[]> slots;
   Fifo<uint32_t> free_slots;
   uint32_t response_reserve = 0;  // slots only responses may take
-  uint16_t session_seed = 1;
+  uint32_t context_slot_quota = 0;  // slots one context may hold
+  uint16_t boot_session = 1;        // first session of every peer
+  WaitList slot_waiters;  // QPs waiting for send memory or their quota
   Fifo<uint32_t> ready;                // QPs with requester work
   uint64_t next_qp_wake = UINT64_MAX;  // earliest QpObj::wake_at
+  // Peer scheduling: peers with work to do now, and peers with timers
+  // (visited only when the earliest of their deadlines has come).
+  Fifo<uint32_t> peer_ready;
+  uint32_t busy_head = kNone;
+  uint64_t next_peer_deadline = UINT64_MAX;
+  // Receive contexts.
+  std::unique_ptr<RxContext[]> rx_ctxs;
+  Fifo<uint32_t> free_rx_ctxs;
+  uint32_t rx_context_quota = 0;  // receive contexts one context may hold
 
   // ---- engine/engine.cpp
   void reset();
@@ -384,6 +431,9 @@ struct Engine::Impl {
   rhn_admin_status admin_execute(const rhn_admin_cmd& cmd, uint32_t& result,
                                  uint32_t& detail);
   void destroy_qp_state(uint32_t qpn);
+  // The QP stops being a responder: its receives in progress and queued
+  // READ streams are dropped (flush: receives complete as flushed).
+  void cancel_responder_work(uint32_t qpn, bool flush);
 
   // ---- translation/access.cpp
   // Translate and DMA through a key: checks owner context (or PD), rights
@@ -393,7 +443,10 @@ struct Engine::Impl {
                          uint32_t* mr_index);
   bool mr_dma(uint32_t mr_index, uint64_t va, void* buf, uint64_t len,
               bool write);
-  bool translate(uint32_t mr_index, uint64_t va, uint64_t& bus_addr);
+  // Why a translation failed: later work turns kNotPresent into a
+  // pin-down request to the host instead of an error.
+  enum class Fault : uint8_t { kOk, kNotPresent, kBounds, kBusError };
+  Fault translate(uint32_t mr_index, uint64_t va, uint64_t& bus_addr);
   // Moves len bytes between buf and an SGE list, starting offset bytes
   // into the list; each piece is checked against pdn and rights first.
   bool sge_dma(const rhn_sge* sges, uint32_t num_sge, uint64_t offset,
@@ -426,24 +479,38 @@ struct Engine::Impl {
   void message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,
                      uint16_t peer);
   void handle_response(Peer& p, const Packet& pkt);
-  void handle_rnr(uint32_t qpn, uint32_t idx);
+  void handle_rnr(uint32_t qpn, uint32_t idx, bool busy);
   void abort_tx(QpObj& qp, uint32_t qpn);
-  void wait_on_peer(uint32_t qpn, uint32_t peer);
-  void wake_peer_waiters(uint32_t peer);
+  void wait_on(uint32_t qpn, WaitList& list);
+  void wake_all(WaitList& list);
   void unlink_waiter(uint32_t qpn);
 
   // ---- transport/channel.cpp
-  uint32_t peer_for(uint16_t node, bool create);
-  bool can_send(const Peer& p, bool response) const;
+  // The node's channel state, or nullptr for a node ID beyond max_nodes.
+  Peer* peer_for(uint16_t node);
+  uint16_t node_of(const Peer& p) const {
+    return static_cast<uint16_t>(&p - peers.get());
+  }
+  // Room for one more packet: responses (context kNone) use the reserve;
+  // requests are also bounded by their context's share of send memory.
+  bool can_send(const Peer& p, uint32_t context) const;
+  bool context_over_quota(uint32_t context) const;
   uint32_t send_data(Peer& p, const rhn_op_hdr& op,
                      std::span<const uint8_t> payload, bool ack_req,
                      uint32_t qpn, uint32_t qp_gen, bool completes_message);
   // Takes a free send-packet slot (after can_send); the caller writes the
   // payload at RHN_DATA_HDR_LEN of its frame, then calls commit_data.
-  uint32_t begin_data();
+  uint32_t begin_data(uint32_t context);
+  void return_slot(uint32_t slot);
   uint32_t commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
                        uint32_t payload_len, bool ack_req, uint32_t qpn,
                        uint32_t qp_gen, bool completes_message);
+  // Peer scheduling.
+  void peer_needs_service(Peer& p);  // work to do now
+  void peer_timer(Peer& p, uint64_t deadline);  // a deadline was set
+  bool run_peers();
+  bool peer_idle(const Peer& p) const;
+  void unlink_busy(Peer& p);
   void transmit(uint16_t node, std::span<const uint8_t> frame);
   void send_ack(Peer& p, uint8_t type, uint16_t flags, uint16_t ack_session);
   void receive_frame(std::span<const uint8_t> frame);
@@ -451,21 +518,34 @@ struct Engine::Impl {
                    uint16_t session, uint32_t seq);
   void release_gated(Peer& p);
   void adopt_session(Peer& p, uint16_t session);
-  bool service_peer(uint32_t peer_index);
-  void peer_failed(uint32_t peer_index);
+  bool service_peer(Peer& p);
+  void peer_failed(Peer& p);
+  void reset_peer(Peer& p, uint16_t session);
   uint64_t rto(const Peer& p) const;
 
   // ---- responder/responder.cpp
-  void handle_request(Peer& p, uint32_t peer_index, const Packet& pkt);
+  void handle_request(Peer& p, const Packet& pkt);
   bool responder_has_room(const Peer& p, const rhn_op_hdr& op) const;
   void respond(Peer& p, uint8_t wop, uint8_t syndrome, const rhn_op_hdr& req,
                std::span<const uint8_t> payload);
-  bool take_recv_wqe(QpObj& qp, uint32_t qpn, RxMessage& m);
+  bool take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m);
   bool send_raw_frame(const QpObj& qp, const DecodedWqe& w);
   void receive_raw_frame(const Packet& pkt);
-  void complete_receive(RxMessage& m, uint16_t src_node, uint32_t src_qpn,
+  void complete_receive(RxContext& m, uint16_t src_node, uint32_t src_qpn,
                         uint8_t cqe_opcode, uint32_t imm, uint8_t flags);
   bool stream_reads(Peer& p);
+  // The matching stage (receive contexts).
+  RxContext* rx_find(Peer& p, uint32_t src, uint32_t msn);
+  RxContext* rx_alloc(Peer& p, uint32_t dst_context);
+  void rx_free(Peer& p, RxContext& m);
+  // A receive the sender will not finish: completes with `status`.
+  void rx_abandon(Peer& p, RxContext& m, uint8_t status);
+  void rx_abandon_all(Peer& p);
+  // NAK memory.
+  bool nak_remembered(const Peer& p, uint32_t src, uint32_t msn) const;
+  void nak_remember(Peer& p, uint32_t src, uint32_t msn);
+  void nak_forget(Peer& p, uint32_t src);
+  void free_read(Peer& p, uint32_t r);
 
   // ---- completion/completion.cpp
   void cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited);

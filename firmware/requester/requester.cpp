@@ -266,9 +266,6 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     } else if (qp.type == RHN_QP_UD && w.length > RHN_WIRE_MTU) {
       result = RHN_CQE_LOC_LEN_ERR;
       syndrome = RHN_SYN_LENGTH;
-    } else if (dst_node >= RHN_MAX_NODES) {
-      result = RHN_CQE_LOC_QP_OP_ERR;
-      syndrome = RHN_SYN_BAD_QP;
     }
   }
   if (result == RHN_CQE_SUCCESS && !(w.flags & RHN_WQE_F_INLINE)) {
@@ -293,12 +290,12 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
       syndrome = s != RHN_SYN_NONE ? s : RHN_SYN_ALIGNMENT;
     }
   }
-  uint32_t pi = kNone;
+  Peer* peer = nullptr;
   if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP && !raw) {
-    pi = peer_for(dst_node, true);
-    if (pi == kNone) {
-      result = RHN_CQE_GENERAL_ERR;  // no channel resources for a new node
-      syndrome = RHN_SYN_RETRY_EXCEEDED;
+    peer = peer_for(dst_node);
+    if (!peer) {
+      result = RHN_CQE_LOC_QP_OP_ERR;  // beyond the fabric this NIC serves
+      syndrome = RHN_SYN_BAD_QP;
     }
   }
   if (result == RHN_CQE_LOC_PROT_ERR) counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
@@ -311,7 +308,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   e.opcode = fetched ? qp.tx_raw.bytes[0] : uint8_t{RHN_OP_NOP};
   e.wqe_flags = fetched ? qp.tx_raw.bytes[1] : 0;
   e.msn = qp.msn_next++;
-  e.peer = static_cast<uint16_t>(pi == kNone ? 0 : pi);
+  e.peer = dst_node;
   e.length = static_cast<uint32_t>(w.length);
   e.status_addr = w.status_addr;
   e.status_lkey = w.status_lkey;
@@ -323,6 +320,13 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     return true;
   }
   if (w.opcode == RHN_OP_NOP) {
+    finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+    return true;
+  }
+  if (qp.type == RHN_QP_UD && peer->dead) {
+    // A datagram to a node whose channel just failed: it leaves into the
+    // void (UD is unacknowledged); the next reliable packet probes again.
+    counters.add(RHN_CNT_UD_DROPS);
     finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
     return true;
   }
@@ -345,19 +349,14 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   qp.tx_active = true;
   qp.tx_entry = idx;
   qp.tx_offset = 0;
-  qp.tx_peer = static_cast<uint16_t>(pi);
+  qp.tx_peer = dst_node;
   qp.tx_dst_qpn = dst_qpn;
   return true;
 }
 
 void Engine::Impl::abort_tx(QpObj& qp, uint32_t qpn) {
-  if (!qp.tx_active) return;
+  (void)qpn;
   qp.tx_active = false;
-  Peer& p = *peers[qp.tx_peer];
-  if (p.send_owner == qpn) {
-    p.send_owner = kNone;
-    wake_peer_waiters(qp.tx_peer);
-  }
 }
 
 Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
@@ -366,20 +365,18 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
     abort_tx(qp, qpn);  // a NAK or a failure ended it meanwhile
     return TxResult::kAborted;
   }
-  Peer& p = *peers[qp.tx_peer];
+  Peer& p = peers[qp.tx_peer];
   const DecodedWqe& w = qp.tx_wqe;
-  const bool is_send = w.opcode == RHN_OP_SEND || w.opcode == RHN_OP_SEND_IMM;
-  if (is_send && w.length > RHN_WIRE_MTU && p.send_owner != qpn) {
-    // Multi-packet SENDs to one node go one at a time: the responder keeps
-    // a single receive in progress per node.
-    if (p.send_owner != kNone) {
-      wait_on_peer(qpn, qp.tx_peer);
-      return TxResult::kBlocked;
+  if (!can_send(p, qp.context)) {
+    // The peer's window is full (its ACKs wake us), or send memory or
+    // this context's share of it is (any freed packet wakes us).
+    if (p.unacked_count >= cfg.channel_window) {
+      wait_on(qpn, p.waiters);
+    } else {
+      if (context_over_quota(qp.context))
+        counters.add(RHN_CNT_SEND_QUOTA_WAITS);
+      wait_on(qpn, slot_waiters);
     }
-    p.send_owner = qpn;
-  }
-  if (!can_send(p, false)) {
-    wait_on_peer(qpn, qp.tx_peer);
     return TxResult::kBlocked;
   }
   const bool reads = awaits_response(w.opcode);
@@ -392,7 +389,7 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
   const bool first = qp.tx_offset == 0;
   const bool last = reads || qp.tx_offset + chunk >= w.length;
 
-  const uint32_t slot = begin_data();
+  const uint32_t slot = begin_data(qp.context);
   uint8_t* payload = slots[slot].frame + RHN_DATA_HDR_LEN;
   // A UD SEND is one packet; its GRH goes ahead of the data.
   const uint32_t grh_len = w.has_grh ? RHN_WIRE_GRH_LEN : 0;
@@ -412,7 +409,7 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
     ok = sge_dma(sges, w.num_sge, qp.tx_offset, payload, chunk, qp.pdn, false);
   }
   if (!ok) {
-    free_slots.push(slot);
+    return_slot(slot);
     counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
     abort_tx(qp, qpn);
     finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
@@ -430,7 +427,7 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
              (grh_len ? RHN_WOP_F_GRH : 0);
   op.qp_type = qp.type;
   op.dst_qpn = qp.tx_dst_qpn;
-  op.src_qpn = qpn;
+  op.src_qpn = qpn | (uint32_t{qp.incarnation} << RHN_WIRE_INCARNATION_SHIFT);
   op.msn = e.msn;
   // UD SENDs carry the queue key where other requests carry the rkey. A
   // key with the high bit set names the QP's own (IBTA 10.2.5), which only
@@ -443,17 +440,21 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
   op.remote_addr = w.remote_addr + qp.tx_offset;
   op.msg_len = static_cast<uint32_t>(w.length) + grh_len;
   op.msg_offset = static_cast<uint32_t>(qp.tx_offset);
+  // UD completes when the datagram has left (IB semantics): nothing waits
+  // for the channel's acknowledgement, so a dead node holds nobody up.
+  const bool ud = qp.type == RHN_QP_UD;
   const bool wants_ack =
-      last && !reads &&
+      last && !reads && !ud &&
       ((w.flags & (RHN_WQE_F_SIGNALED | RHN_WQE_F_STATUS_WORD)) ||
-       p.unacked.size() + 1 >= cfg.channel_window / 2);
+       p.unacked_count + 1 >= cfg.channel_window / 2);
   const uint32_t serial = commit_data(p, slot, op, chunk + grh_len, wants_ack,
-                                      qpn, qp.gen, last && !reads);
+                                      qpn, qp.gen, last && !reads && !ud);
   qp.tx_offset += chunk;
   if (!last) return TxResult::kSent;
   e.last_serial = serial;
   e.state = reads ? MsgState::kAwaitResponse : MsgState::kAwaitAck;
-  abort_tx(qp, qpn);  // the message is out: release the SEND lock
+  qp.tx_active = false;  // the message is out
+  if (ud) finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
   return TxResult::kFinished;
 }
 
@@ -515,6 +516,7 @@ void Engine::Impl::qp_to_error(uint32_t qpn) {
   QpObj& qp = qps[qpn];
   qp.state = RHN_QPS_ERR;
   unlink_waiter(qpn);
+  cancel_responder_work(qpn, true);
   abort_tx(qp, qpn);
   qp.has_resend = false;
   qp.wake_at = 0;
@@ -595,15 +597,19 @@ void Engine::Impl::message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,
   }
 }
 
-void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx) {
+void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx, bool busy) {
   QpObj& qp = qps[qpn];
   Inflight& e = entry(qpn, idx);
   counters.add(RHN_CNT_RNR_RETRIES);
-  if (qp.rnr_retry != 7 && qp.rnr_count >= qp.rnr_retry) {
-    finish_entry(qpn, e, RHN_CQE_RNR_RETRY_EXC_ERR, RHN_SYN_RNR);
-    return;
+  // BUSY (the responder had no receive context free) is retried like RNR
+  // but does not use up the application's RNR retries.
+  if (!busy) {
+    if (qp.rnr_retry != 7 && qp.rnr_count >= qp.rnr_retry) {
+      finish_entry(qpn, e, RHN_CQE_RNR_RETRY_EXC_ERR, RHN_SYN_RNR);
+      return;
+    }
+    qp.rnr_count++;
   }
-  qp.rnr_count++;
   const uint64_t at = now + (uint64_t{qp.min_rnr_timer} + 1) * 10'000;
   // RC: this message and every later one go again, in order (the
   // responder drops them until it sees this one). Endpoints: just this one.
@@ -621,21 +627,27 @@ void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx) {
 
 void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
   const rhn_op_hdr& op = pkt.op;
-  const uint32_t qpn = op.dst_qpn;
+  const uint32_t qpn = op.dst_qpn & RHN_WIRE_QPN_MASK;
   if (qpn == 0 || qpn >= qps.size() || !qps[qpn].valid) return;  // gone
   QpObj& qp = qps[qpn];
+  if ((op.dst_qpn >> RHN_WIRE_INCARNATION_SHIFT) != qp.incarnation) {
+    // An answer to the QP's previous life (before a RESET).
+    counters.add(RHN_CNT_STALE_PACKETS);
+    return;
+  }
+  const uint16_t node = node_of(p);
   uint32_t idx = qp.inflight_head;
   for (; idx != qp.inflight_tail; idx++) {
     const Inflight& e = entry(qpn, idx);
-    if (e.msn == op.msn && e.peer == p.index && e.state != MsgState::kDone)
+    if (e.msn == op.msn && e.peer == node && e.state != MsgState::kDone)
       break;
   }
   if (idx == qp.inflight_tail) return;  // flushed or finished meanwhile
   Inflight& e = entry(qpn, idx);
   switch (op.opcode) {
     case RHN_WOP_NAK:
-      if (op.syndrome == RHN_SYN_RNR) {
-        handle_rnr(qpn, idx);
+      if (op.syndrome == RHN_SYN_RNR || op.syndrome == RHN_SYN_BUSY) {
+        handle_rnr(qpn, idx, op.syndrome == RHN_SYN_BUSY);
       } else {
         if (qp.tx_active && qp.tx_entry == idx) abort_tx(qp, qpn);
         finish_entry(qpn, e, status_of_nak(op.syndrome), op.syndrome);
@@ -672,39 +684,38 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
   }
 }
 
-void Engine::Impl::wait_on_peer(uint32_t qpn, uint32_t peer) {
+void Engine::Impl::wait_on(uint32_t qpn, WaitList& list) {
   QpObj& qp = qps[qpn];
-  if (qp.waiting_peer != kNone) return;
-  Peer& p = *peers[peer];
-  qp.waiting_peer = peer;
-  qp.wait_prev = p.wait_tail;
+  if (qp.waiting_on) return;
+  qp.waiting_on = &list;
+  qp.wait_prev = list.tail;
   qp.wait_next = kNone;
-  if (p.wait_tail != kNone)
-    qps[p.wait_tail].wait_next = qpn;
+  if (list.tail != kNone)
+    qps[list.tail].wait_next = qpn;
   else
-    p.wait_head = qpn;
-  p.wait_tail = qpn;
+    list.head = qpn;
+  list.tail = qpn;
 }
 
 void Engine::Impl::unlink_waiter(uint32_t qpn) {
   QpObj& qp = qps[qpn];
-  if (qp.waiting_peer == kNone) return;
-  Peer& p = *peers[qp.waiting_peer];
+  if (!qp.waiting_on) return;
+  WaitList& list = *qp.waiting_on;
   if (qp.wait_prev != kNone)
     qps[qp.wait_prev].wait_next = qp.wait_next;
   else
-    p.wait_head = qp.wait_next;
+    list.head = qp.wait_next;
   if (qp.wait_next != kNone)
     qps[qp.wait_next].wait_prev = qp.wait_prev;
   else
-    p.wait_tail = qp.wait_prev;
-  qp.waiting_peer = qp.wait_prev = qp.wait_next = kNone;
+    list.tail = qp.wait_prev;
+  qp.waiting_on = nullptr;
+  qp.wait_prev = qp.wait_next = kNone;
 }
 
-void Engine::Impl::wake_peer_waiters(uint32_t peer) {
-  Peer& p = *peers[peer];
-  while (p.wait_head != kNone) {
-    const uint32_t q = p.wait_head;
+void Engine::Impl::wake_all(WaitList& list) {
+  while (list.head != kNone) {
+    const uint32_t q = list.head;
     unlink_waiter(q);
     schedule(q);
   }

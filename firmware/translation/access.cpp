@@ -27,16 +27,16 @@ rhn_syndrome Engine::Impl::check_key(uint32_t key, uint32_t context,
   return RHN_SYN_NONE;
 }
 
-bool Engine::Impl::translate(uint32_t mr_index, uint64_t va,
-                             uint64_t& bus_addr) {
+Engine::Impl::Fault Engine::Impl::translate(uint32_t mr_index, uint64_t va,
+                                            uint64_t& bus_addr) {
   const MrObj& mr = mrs[mr_index];
   if (mr.levels == 0) {
     bus_addr = va;
-    return true;
+    return Fault::kOk;
   }
   const uint64_t page_size = 1ull << mr.page_shift;
   const uint64_t page = (va >> mr.page_shift) - (mr.iova >> mr.page_shift);
-  if (page >= mr.num_pages) return false;
+  if (page >= mr.num_pages) return Fault::kBounds;
   uint64_t page_bus;
   if (!tlb.lookup(mr_index, page, page_bus)) {
     // Walk the VP table: one DMA read per level, top level first.
@@ -47,18 +47,17 @@ bool Engine::Impl::translate(uint32_t mr_index, uint64_t va,
                                  : (page >> (RHN_VPT_LEVEL_SHIFT * level)) &
                                        (RHN_VPT_ENTRIES_PER_PAGE - 1);
       uint64_t pte;
-      if (!bus.dma_read(table + index * sizeof(pte), &pte, sizeof(pte))) {
-        counters.add(RHN_CNT_DMA_ERRORS);
-        return false;
-      }
-      if (!(pte & RHN_VPTE_VALID)) return false;
+      if (!bus.dma_read(table + index * sizeof(pte), &pte, sizeof(pte)))
+        return Fault::kBusError;
+      // Not pinned (yet): the host has not entered this page.
+      if (!(pte & RHN_VPTE_VALID)) return Fault::kNotPresent;
       table = pte & RHN_VPTE_ADDR_MASK;
     }
     page_bus = table & ~(page_size - 1);
     tlb.insert(mr_index, page, page_bus);
   }
   bus_addr = page_bus + (va & (page_size - 1));
-  return true;
+  return Fault::kOk;
 }
 
 bool Engine::Impl::mr_dma(uint32_t mr_index, uint64_t va, void* buf,
@@ -72,7 +71,7 @@ bool Engine::Impl::mr_dma(uint32_t mr_index, uint64_t va, void* buf,
         page_size == UINT64_MAX ? len : page_size - (va & (page_size - 1));
     if (chunk > len) chunk = len;
     uint64_t addr;
-    if (!translate(mr_index, va, addr)) {
+    if (translate(mr_index, va, addr) != Fault::kOk) {
       counters.add(RHN_CNT_DMA_ERRORS);
       return false;
     }

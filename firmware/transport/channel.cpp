@@ -1,47 +1,70 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The reliable node-to-node channel (004 section 4): per-destination serial
 // numbers, cumulative ACKs, NAK on a gap, go-back-N retransmission from the
-// send-packet memory, retransmission timeouts with back-off, and a peer
-// declared dead after bounded retries.
+// send-packet memory, retransmission timeouts with back-off, a peer
+// declared dead after bounded retries, and ordered session epochs.
+//
+// Channel state is a small Peer per node ID; the packets it has not got
+// acknowledged yet are a list through the shared send-packet memory. Peers
+// are visited only when they have work to do now (peer_ready) or when the
+// earliest deadline among those with timers running (the busy list) has
+// come, never all of them on every poll.
+#include <algorithm>
 #include <cstring>
 
 #include "core/crc32c.h"
 #include "engine/engine_impl.h"
 
 namespace rhinet::fw {
+namespace {
 
-uint32_t Engine::Impl::peer_for(uint16_t node, bool create) {
-  if (node >= RHN_MAX_NODES) return kNone;
-  if (peer_of_node[node]) return peer_of_node[node] - 1u;
-  if (!create) return kNone;
-  for (uint32_t i = 0; i < peers.size(); i++) {
-    Peer& p = *peers[i];
-    if (p.valid) continue;
-    p.valid = true;
-    p.node = node;
-    p.tx_session = session_seed++;
-    if (session_seed == 0) session_seed = 1;
-    p.tx_syn = true;
-    peer_of_node[node] = static_cast<uint16_t>(i + 1);
-    active_peers.push_back(i);
-    return i;
-  }
-  return kNone;
+// Serial-number order of 16-bit session epochs.
+bool session_before(uint16_t a, uint16_t b) {
+  return static_cast<int16_t>(static_cast<uint16_t>(a - b)) < 0;
 }
 
-bool Engine::Impl::can_send(const Peer& p, bool response) const {
+}  // namespace
+
+Peer* Engine::Impl::peer_for(uint16_t node) {
+  return node < cfg.max_nodes ? &peers[node] : nullptr;
+}
+
+void Engine::Impl::reset_peer(Peer& p, uint16_t session) {
+  p = Peer{};
+  p.tx_session = session;
+}
+
+bool Engine::Impl::context_over_quota(uint32_t context) const {
+  return context < contexts.size() &&
+         contexts[context].tx_slots >= context_slot_quota;
+}
+
+bool Engine::Impl::can_send(const Peer& p, uint32_t context) const {
   // Responses bypass the window and use a reserve of the send memory, so
   // a responder can always answer: ACKs then always flow and both sides
   // drain even when each one's window is full.
-  if (response) return !free_slots.empty() && !p.unacked.full();
+  if (context == kNone)
+    return !free_slots.empty() && p.unacked_count < 2 * cfg.channel_window;
   return free_slots.size() > response_reserve &&
-         p.unacked.size() < cfg.channel_window;
+         p.unacked_count < cfg.channel_window && !context_over_quota(context);
 }
 
-uint32_t Engine::Impl::begin_data() {
+uint32_t Engine::Impl::begin_data(uint32_t context) {
   const uint32_t slot = free_slots.front();
   free_slots.pop();
+  slots[slot].context = context;
+  slots[slot].next = kNone;
+  if (context < contexts.size()) contexts[context].tx_slots++;
   return slot;
+}
+
+void Engine::Impl::return_slot(uint32_t slot) {
+  SendSlot& s = slots[slot];
+  if (s.context < contexts.size()) contexts[s.context].tx_slots--;
+  s.context = kNone;
+  s.next = kNone;
+  free_slots.push(slot);
+  if (slot_waiters.head != kNone) wake_all(slot_waiters);
 }
 
 uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
@@ -53,7 +76,7 @@ uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
       payload_len ? crc32c(0, s.frame + RHN_DATA_HDR_LEN, payload_len) : 0;
   rhn_pkt_hdr h{};
   h.type = RHN_PKT_DATA;
-  h.dst_node = p.node;
+  h.dst_node = node_of(p);
   h.src_node = cfg.node_id;
   h.seq = p.tx_next++;
   h.session = p.tx_session;
@@ -72,10 +95,17 @@ uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
   s.qpn = qpn;
   s.qp_gen = qp_gen;
   s.completes_message = completes_message;
-  p.unacked.push(slot);
-  if (p.unacked.size() == 1) p.rto_deadline = now + rto(p);
-  if (p.resend_pos == p.unacked.size() - 1) p.resend_pos++;
-  transmit(p.node, {s.frame, s.len});
+  s.next = kNone;
+  if (p.unacked_tail != kNone)
+    slots[p.unacked_tail].next = slot;
+  else
+    p.unacked_head = slot;
+  p.unacked_tail = slot;
+  if (++p.unacked_count == 1) {
+    p.rto_deadline = now + rto(p);
+    peer_timer(p, p.rto_deadline);
+  }
+  transmit(node_of(p), {s.frame, s.len});
   return h.seq;
 }
 
@@ -83,7 +113,7 @@ uint32_t Engine::Impl::send_data(Peer& p, const rhn_op_hdr& op,
                                  std::span<const uint8_t> payload, bool ack_req,
                                  uint32_t qpn, uint32_t qp_gen,
                                  bool completes_message) {
-  const uint32_t slot = begin_data();
+  const uint32_t slot = begin_data(kNone);
   if (!payload.empty())
     std::memcpy(slots[slot].frame + RHN_DATA_HDR_LEN, payload.data(),
                 payload.size());
@@ -112,7 +142,7 @@ void Engine::Impl::send_ack(Peer& p, uint8_t type, uint16_t flags,
   alignas(8) uint8_t frame[RHN_PKT_HDR_LEN];
   rhn_pkt_hdr h{};
   h.type = type;
-  h.dst_node = p.node;
+  h.dst_node = node_of(p);
   h.src_node = cfg.node_id;
   h.seq = p.tx_next;
   h.session = p.tx_session;
@@ -127,23 +157,19 @@ void Engine::Impl::send_ack(Peer& p, uint8_t type, uint16_t flags,
   } else {
     counters.add(RHN_CNT_NAKS_SENT);
   }
-  transmit(p.node, {frame, sizeof(frame)});
+  transmit(node_of(p), {frame, sizeof(frame)});
 }
 
 void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   // The peer started a new stream towards us (first contact or after it
-  // declared us dead / was reset). A SEND it left half-way is abandoned.
+  // declared us dead / was reset). Receives it left half-way are over.
   p.rx_synced = true;
   p.rx_session = session;
   p.rx_expected = 0;
   p.rx_unacked = 0;
   p.nak_sent = false;
-  p.nak_qpn = kNone;
-  if (p.rx_msg.active && !p.rx_msg.discard) {
-    p.rx_msg.status = RHN_CQE_GENERAL_ERR;
-    complete_receive(p.rx_msg, p.node, 0, RHN_CQE_OP_RECV, 0, 0);
-  }
-  p.rx_msg.active = false;
+  for (auto& n : p.naks) n = Peer::Naked{};
+  rx_abandon_all(p);
   release_gated(p);
 }
 
@@ -168,23 +194,25 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
     receive_raw_frame(pkt);
     return;
   }
-  if (h.dst_node != cfg.node_id || h.src_node >= RHN_MAX_NODES ||
-      h.type == RHN_PKT_RAW) {
+  Peer* pp = peer_for(h.src_node);
+  if (h.dst_node != cfg.node_id || !pp || h.type == RHN_PKT_RAW) {
     counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
+  Peer& p = *pp;
   counters.add(RHN_CNT_RX_PACKETS);
   counters.add(RHN_CNT_RX_BYTES, frame.size());
 
   if (h.type == RHN_PKT_ACK || h.type == RHN_PKT_NAK) {
-    const uint32_t pi = peer_for(h.src_node, false);
-    if (pi == kNone) return;
-    Peer& p = *peers[pi];
-    if (h.ack_session != p.tx_session) return;  // about an old stream
+    if (h.ack_session != p.tx_session) {
+      counters.add(RHN_CNT_STALE_PACKETS);  // about an old stream
+      return;
+    }
+    p.dead = false;
     if (h.type == RHN_PKT_NAK && (h.flags & RHN_PKT_F_RESYNC)) {
       // The peer lost its state for our stream: nothing outstanding can
       // be trusted to have happened.
-      peer_failed(pi);
+      peer_failed(p);
       return;
     }
     accept_acks(p, h.ack_seq, h.ack_session, h.session, h.seq);
@@ -193,21 +221,30 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
       return;
     }
     counters.add(RHN_CNT_NAKS_RECEIVED);
-    if (p.unacked.empty()) return;
-    const uint32_t first = slots[p.unacked.front()].serial;
+    if (!p.unacked_count) return;
+    // Go back to the serial the receiver expects (unless already there).
+    const uint32_t first = slots[p.unacked_head].serial;
     const uint32_t pos = h.ack_seq - first;
-    if (pos < p.unacked.size() && pos < p.resend_pos) p.resend_pos = pos;
+    if (pos >= p.unacked_count) return;
+    if (p.resend != kNone && !seq_before(h.ack_seq, slots[p.resend].serial))
+      return;
+    uint32_t slot = p.unacked_head;
+    for (uint32_t i = 0; i < pos; i++) slot = slots[slot].next;
+    p.resend = slot;
+    peer_needs_service(p);
     return;
   }
 
   // DATA
-  const uint32_t pi = peer_for(h.src_node, true);
-  if (pi == kNone) {
-    counters.add(RHN_CNT_RX_DROPS);
-    return;
-  }
-  Peer& p = *peers[pi];
   if (!p.rx_synced || h.session != p.rx_session) {
+    const bool older = p.rx_synced && session_before(h.session, p.rx_session);
+    const bool quiet = now - p.rx_last > cfg.session_quiet_ns;
+    if (older && !quiet) {
+      // A straggler of a stream we already left behind: it must neither
+      // roll us back nor be answered.
+      counters.add(RHN_CNT_STALE_PACKETS);
+      return;
+    }
     if (!(h.flags & RHN_PKT_F_SYN)) {
       // A stream we know nothing about: we were reset under the sender.
       counters.add(RHN_CNT_OUT_OF_ORDER);
@@ -216,6 +253,7 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
     }
     adopt_session(p, h.session);
   }
+  p.dead = false;
   if (h.seq != p.rx_expected) {
     if (seq_before(h.seq, p.rx_expected)) {
       counters.add(RHN_CNT_DUPLICATES);
@@ -237,10 +275,11 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
     return;
   }
   p.rx_expected++;
+  p.rx_last = now;
   p.nak_sent = false;
   p.rx_unacked++;
   if (is_request)
-    handle_request(p, pi, pkt);
+    handle_request(p, pkt);
   else
     handle_response(p, pkt);
   // Acknowledgements ride after the operation: a NAK in this very packet
@@ -248,10 +287,12 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
   if (h.flags & RHN_PKT_F_ACK_VALID)
     accept_acks(p, h.ack_seq, h.ack_session, h.session, h.seq + 1);
   release_gated(p);
-  if ((h.flags & RHN_PKT_F_ACK_REQ) || p.rx_unacked >= cfg.ack_coalesce)
+  if ((h.flags & RHN_PKT_F_ACK_REQ) || p.rx_unacked >= cfg.ack_coalesce) {
     send_ack(p, RHN_PKT_ACK, 0, p.rx_session);
-  else if (!p.ack_deadline)
+  } else if (!p.ack_deadline) {
     p.ack_deadline = now + cfg.ack_delay_ns;
+    peer_timer(p, p.ack_deadline);
+  }
 }
 
 void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
@@ -267,20 +308,18 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
     p.retries = 0;
     p.rto_deadline = now + rto(p);
   }
-  Gate g{ack_seq, session, seq};
-  if (p.gates.full()) {
-    // Merge into the newest gate: it covers more and waits longer.
-    p.gates.at(p.gates.size() - 1) = g;
-  } else {
-    p.gates.push(g);
-  }
+  const Gate g{ack_seq, session, seq};
+  if (p.gate_count == kGates)
+    p.gates[kGates - 1] = g;  // merge: the newest covers more, waits longer
+  else
+    p.gates[p.gate_count++] = g;
   release_gated(p);
 }
 
 void Engine::Impl::release_gated(Peer& p) {
   bool freed = false;
-  while (!p.gates.empty()) {
-    const Gate g = p.gates.front();
+  while (p.gate_count) {
+    const Gate g = p.gates[0];
     bool open;
     if (!p.rx_synced)
       open = g.seq == 0;  // the peer had sent us nothing
@@ -289,32 +328,111 @@ void Engine::Impl::release_gated(Peer& p) {
     else
       open = !seq_before(p.rx_expected, g.seq);
     if (!open) break;
-    p.gates.pop();
-    while (!p.unacked.empty()) {
-      const uint32_t id = p.unacked.front();
+    std::memmove(&p.gates[0], &p.gates[1], sizeof(Gate) * (p.gate_count - 1));
+    p.gate_count--;
+    while (p.unacked_count) {
+      const uint32_t id = p.unacked_head;
       SendSlot& s = slots[id];
       if (!seq_before(s.serial, g.ack_seq)) break;
-      p.unacked.pop();
-      if (p.resend_pos) p.resend_pos--;
-      free_slots.push(id);
+      p.unacked_head = s.next;
+      if (p.unacked_head == kNone) p.unacked_tail = kNone;
+      p.unacked_count--;
+      if (p.resend == id) p.resend = s.next;
+      const bool completes = s.completes_message;
+      const uint32_t qpn = s.qpn, gen = s.qp_gen, serial = s.serial;
+      return_slot(id);
       freed = true;
-      if (s.completes_message)
-        message_acked(s.qpn, s.qp_gen, s.serial,
-                      static_cast<uint16_t>(p.index));
+      if (completes) message_acked(qpn, gen, serial, node_of(p));
     }
   }
   if (freed) {
-    p.rto_deadline = p.unacked.empty() ? 0 : now + rto(p);
-    wake_peer_waiters(p.index);
+    p.rto_deadline = p.unacked_count ? now + rto(p) : 0;
+    wake_all(p.waiters);
+    if (p.reads_head != kNone) peer_needs_service(p);
   }
 }
 
-bool Engine::Impl::service_peer(uint32_t pi) {
-  Peer& p = *peers[pi];
+void Engine::Impl::peer_needs_service(Peer& p) {
+  if (p.in_ready) return;
+  p.in_ready = peer_ready.push(node_of(p));
+}
+
+void Engine::Impl::peer_timer(Peer& p, uint64_t deadline) {
+  if (!p.in_busy) {
+    p.in_busy = true;
+    const uint32_t n = node_of(p);
+    p.busy_prev = kNone;
+    p.busy_next = busy_head;
+    if (busy_head != kNone) peers[busy_head].busy_prev = n;
+    busy_head = n;
+  }
+  if (deadline < next_peer_deadline) next_peer_deadline = deadline;
+}
+
+void Engine::Impl::unlink_busy(Peer& p) {
+  if (!p.in_busy) return;
+  if (p.busy_prev != kNone)
+    peers[p.busy_prev].busy_next = p.busy_next;
+  else
+    busy_head = p.busy_next;
+  if (p.busy_next != kNone) peers[p.busy_next].busy_prev = p.busy_prev;
+  p.busy_prev = p.busy_next = kNone;
+  p.in_busy = false;
+}
+
+bool Engine::Impl::peer_idle(const Peer& p) const {
+  return p.unacked_count == 0 && p.ack_deadline == 0;
+}
+
+bool Engine::Impl::run_peers() {
   bool did = false;
-  // Go-back-N: resend from resend_pos, refreshing the piggybacked ACK.
-  for (uint32_t n = 0; n < 32 && p.resend_pos < p.unacked.size(); n++) {
-    SendSlot& s = slots[p.unacked.at(p.resend_pos++)];
+  // Work that can be done now: resends after a NAK or timeout, READ
+  // streams. Each peer gets a bounded turn, then goes to the back.
+  for (uint32_t n = peer_ready.size(); n; n--) {
+    Peer& p = peers[peer_ready.front()];
+    peer_ready.pop();
+    p.in_ready = false;
+    did |= service_peer(p);
+  }
+  if (now < next_peer_deadline) return did;
+  // Timers: visit the peers that have some running.
+  next_peer_deadline = UINT64_MAX;
+  for (uint32_t i = busy_head; i != kNone;) {
+    Peer& p = peers[i];
+    i = p.busy_next;
+    if (p.unacked_count && now >= p.rto_deadline) {
+      counters.add(RHN_CNT_TIMEOUTS);
+      did = true;
+      if (++p.retries > cfg.max_retries) {
+        peer_failed(p);
+        continue;
+      }
+      p.resend = p.unacked_head;
+      p.rto_deadline = now + rto(p);
+      peer_needs_service(p);
+    }
+    if (p.ack_deadline && now >= p.ack_deadline) {
+      send_ack(p, RHN_PKT_ACK, 0, p.rx_session);
+      did = true;
+    }
+    if (peer_idle(p)) {
+      unlink_busy(p);
+      continue;
+    }
+    if (p.unacked_count && p.rto_deadline < next_peer_deadline)
+      next_peer_deadline = p.rto_deadline;
+    if (p.ack_deadline && p.ack_deadline < next_peer_deadline)
+      next_peer_deadline = p.ack_deadline;
+  }
+  return did;
+}
+
+bool Engine::Impl::service_peer(Peer& p) {
+  bool did = false;
+  // Go-back-N: resend from p.resend, refreshing the piggybacked ACK.
+  for (uint32_t n = 0; n < 32 && p.resend != kNone; n++) {
+    SendSlot& s = slots[p.resend];
+    p.resend = s.next;
     rhn_pkt_hdr h;
     std::memcpy(&h, s.frame, sizeof(h));
     h.flags &= static_cast<uint16_t>(~RHN_PKT_F_ACK_VALID);
@@ -327,58 +445,47 @@ bool Engine::Impl::service_peer(uint32_t pi) {
     std::memcpy(s.frame, &h, sizeof(h));
     reseal_header(s.frame);
     counters.add(RHN_CNT_RETRANSMITS);
-    transmit(p.node, {s.frame, s.len});
-    did = true;
-  }
-  if (!p.unacked.empty() && now >= p.rto_deadline) {
-    counters.add(RHN_CNT_TIMEOUTS);
-    if (++p.retries > cfg.max_retries) {
-      peer_failed(pi);
-      return true;
-    }
-    p.resend_pos = 0;
-    p.rto_deadline = now + rto(p);
-    did = true;
-  }
-  if (p.ack_deadline && now >= p.ack_deadline) {
-    send_ack(p, RHN_PKT_ACK, 0, p.rx_session);
+    transmit(node_of(p), {s.frame, s.len});
     did = true;
   }
   did |= stream_reads(p);
+  if (p.resend != kNone ||
+      (p.reads_head != kNone && can_send(p, kNone) &&
+       free_slots.size() > response_reserve))
+    peer_needs_service(p);
   return did;
 }
 
-void Engine::Impl::peer_failed(uint32_t pi) {
-  Peer& p = *peers[pi];
+void Engine::Impl::peer_failed(Peer& p) {
   counters.add(RHN_CNT_PEER_DEAD);
+  const uint16_t node = node_of(p);
   // Drop the send-packet memory towards it.
-  while (!p.unacked.empty()) {
-    free_slots.push(p.unacked.front());
-    p.unacked.pop();
+  for (uint32_t id = p.unacked_head; id != kNone;) {
+    const uint32_t next = slots[id].next;
+    return_slot(id);
+    id = next;
   }
-  p.gates.clear();
-  p.resend_pos = 0;
+  p.unacked_head = p.unacked_tail = p.resend = kNone;
+  p.unacked_count = 0;
+  p.gate_count = 0;
   p.retries = 0;
   p.rto_deadline = 0;
-  // A new session: the next packet re-synchronises the peer.
-  p.tx_session = session_seed++;
-  if (session_seed == 0) session_seed = 1;
+  // A new, newer session: the next packet re-synchronises the peer.
+  p.tx_session++;
   p.tx_syn = true;
   p.tx_next = 0;
   p.acked_seen = 0;
-  while (!p.reads.empty()) {
-    responder_reads[p.reads.front()].used = false;
-    free_responder_reads.push(p.reads.front());
-    p.reads.pop();
-  }
-  // Everything outstanding towards it fails.
+  p.dead = true;
+  while (p.reads_head != kNone) free_read(p, p.reads_head);
+  if (peer_idle(p)) unlink_busy(p);
+  // Everything outstanding towards it fails. Rare: a scan of the QPs.
   for (uint32_t q = 0; q < qps.size(); q++) {
     QpObj& qp = qps[q];
     if (!qp.valid) continue;
     bool hit = false;
     for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
       Inflight& e = entry(q, i);
-      if (e.peer != pi || e.state == MsgState::kDone) continue;
+      if (e.peer != node || e.state == MsgState::kDone) continue;
       if (qp.tx_active && qp.tx_entry == i) abort_tx(qp, q);
       e.state = MsgState::kDone;
       e.status = RHN_CQE_RETRY_EXC_ERR;
@@ -390,8 +497,7 @@ void Engine::Impl::peer_failed(uint32_t pi) {
     }
     if (hit) complete_in_order(q);
   }
-  p.send_owner = kNone;
-  wake_peer_waiters(pi);
+  wake_all(p.waiters);
 }
 
 }  // namespace rhinet::fw

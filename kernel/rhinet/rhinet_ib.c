@@ -285,6 +285,9 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_UD_DROPS].name = "ud_drops",
 	[RHN_CNT_ERROR_CQES].name = "error_cqes",
 	[RHN_CNT_COMPLETIONS].name = "completions",
+	[RHN_CNT_STALE_PACKETS].name = "stale_packets",
+	[RHN_CNT_RX_CONTEXT_BUSY].name = "rx_context_busy",
+	[RHN_CNT_SEND_QUOTA_WAITS].name = "send_quota_waits",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */

@@ -56,7 +56,7 @@ inline fw::EngineConfig small_config() {
   c.max_srqs = 4;
   c.max_eqs = 4;
   c.max_areas = 16;
-  c.max_peers = 4;
+  c.max_nodes = 4;
   c.tlb_entries = 16;
   c.send_packet_slots = 64;
   c.channel_window = 16;

@@ -66,7 +66,7 @@ TEST(BringUp, QueryDeviceReportsConfiguredLimits) {
   cfg.engine.max_eqs = 5;
   cfg.engine.max_areas = 33;
   cfg.engine.tlb_entries = 64;
-  cfg.engine.max_peers = 12;
+  cfg.engine.max_nodes = 12;
   cfg.engine.max_rd_atomic = 8;
   cfg.engine.db_pages = 32;
   SimCluster c(cfg);

@@ -141,6 +141,12 @@ enum rhn_counter {
 	RHN_CNT_UD_DROPS, /* UD message or raw frame not delivered */
 	RHN_CNT_ERROR_CQES,
 	RHN_CNT_COMPLETIONS,
+	/* packets of an older session or of a QP's previous incarnation */
+	RHN_CNT_STALE_PACKETS,
+	/* multi-packet receives refused for want of a receive context */
+	RHN_CNT_RX_CONTEXT_BUSY,
+	/* a context's requests waited for its share of send memory */
+	RHN_CNT_SEND_QUOTA_WAITS,
 	RHN_CNT_COUNT
 };
 

@@ -102,6 +102,14 @@ enum rhn_wire_op_flags {
 #define RHN_WIRE_GRH_LEN 40
 
 /*
+ * A requester's src_qpn carries the QP's incarnation in its high byte (it
+ * changes on every create and RESET); responses echo it in dst_qpn, so an
+ * answer to a QP's previous life is told apart from one to its new life.
+ */
+#define RHN_WIRE_QPN_MASK 0x00ffffffu
+#define RHN_WIRE_INCARNATION_SHIFT 24
+
+/*
  * Operation header. For requests dst_qpn is the responder's QP/endpoint and
  * src_qpn the requester's; responses swap them. msn numbers the requester
  * QP's messages, so responses and NAKs name the message they answer.

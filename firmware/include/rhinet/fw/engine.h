@@ -45,10 +45,17 @@ struct EngineConfig {
   uint32_t max_srqs = 256;
   uint32_t max_eqs = 32;
   uint32_t max_areas = 4096;
-  uint32_t max_peers = 64;  // nodes with channel state at once
+  // Node IDs 0..max_nodes-1 are reachable; each has a small channel state
+  // (sizeof(Peer), under 200 bytes) allocated at construction.
+  uint32_t max_nodes = 4096;
   uint32_t msix_vectors = 32;
   uint32_t tlb_entries = 256;         // 4-way set associative
   uint32_t send_packet_slots = 1024;  // send-packet memory, shared
+  // The share of send memory one context's requests may hold (in 1/256ths):
+  // a process spraying absent nodes cannot starve the others.
+  uint32_t context_slot_share = 64;
+  uint32_t rx_contexts = 256;  // multi-packet receives in progress
+  uint32_t context_rx_share = 128;  // per context, in 1/256ths
   uint32_t channel_window = 128;      // unacked packets per peer
   uint32_t rx_fifo_frames = 256;
   uint32_t kick_fifo_entries = 1024;
@@ -58,6 +65,9 @@ struct EngineConfig {
   // Timers.
   uint64_t retransmit_timeout_ns = 2'000'000;
   uint32_t max_retries = 8;        // then the peer is declared dead
+  // A SYN of an older session is ignored unless the current session has
+  // been silent this long (its sender was restarted with an older epoch).
+  uint64_t session_quiet_ns = 1'000'000'000;
   uint32_t ack_coalesce = 16;      // ACK at least every N received packets
   uint64_t ack_delay_ns = 20'000;  // or this long after the first unacked
 };
