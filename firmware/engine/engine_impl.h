@@ -278,7 +278,6 @@ struct Peer {
   // Transmit side.
   uint16_t tx_session = 0;
   bool tx_syn = true;  // until the first ACK of this session
-  bool dead = false;   // retries ran out; cleared by any packet from it
   bool in_busy = false, in_ready = false;
   uint8_t retries = 0;
   uint8_t gate_count = 0;
@@ -288,6 +287,9 @@ struct Peer {
   uint32_t unacked_count = 0;
   uint32_t resend = kNone;  // next slot to send again (go-back-N)
   uint64_t rto_deadline = 0;
+  // Retries ran out: datagrams are dropped at once until then (or until
+  // the node is heard from), after which the next one probes again.
+  uint64_t dead_until = 0;
   Gate gates[kGates];
   WaitList waiters;  // QPs waiting for this peer's window
   uint32_t reads_head = kNone, reads_tail = kNone;  // READ streams
@@ -519,7 +521,9 @@ struct Engine::Impl {
   void release_gated(Peer& p);
   void adopt_session(Peer& p, uint16_t session);
   bool service_peer(Peer& p);
-  void peer_failed(Peer& p);
+  // The channel gives up what is outstanding; timed_out: the node did
+  // not answer (rather than having lost our state).
+  void peer_failed(Peer& p, bool timed_out);
   void reset_peer(Peer& p, uint16_t session);
   uint64_t rto(const Peer& p) const;
 

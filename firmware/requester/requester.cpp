@@ -323,7 +323,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
     return true;
   }
-  if (qp.type == RHN_QP_UD && peer->dead) {
+  if (qp.type == RHN_QP_UD && now < peer->dead_until) {
     // A datagram to a node whose channel just failed: it leaves into the
     // void (UD is unacknowledged); the next reliable packet probes again.
     counters.add(RHN_CNT_UD_DROPS);

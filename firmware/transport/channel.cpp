@@ -208,11 +208,11 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
       counters.add(RHN_CNT_STALE_PACKETS);  // about an old stream
       return;
     }
-    p.dead = false;
+    p.dead_until = 0;
     if (h.type == RHN_PKT_NAK && (h.flags & RHN_PKT_F_RESYNC)) {
       // The peer lost its state for our stream: nothing outstanding can
       // be trusted to have happened.
-      peer_failed(p);
+      peer_failed(p, false);
       return;
     }
     accept_acks(p, h.ack_seq, h.ack_session, h.session, h.seq);
@@ -253,7 +253,7 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
     }
     adopt_session(p, h.session);
   }
-  p.dead = false;
+  p.dead_until = 0;
   if (h.seq != p.rx_expected) {
     if (seq_before(h.seq, p.rx_expected)) {
       counters.add(RHN_CNT_DUPLICATES);
@@ -404,7 +404,7 @@ bool Engine::Impl::run_peers() {
       counters.add(RHN_CNT_TIMEOUTS);
       did = true;
       if (++p.retries > cfg.max_retries) {
-        peer_failed(p);
+        peer_failed(p, true);
         continue;
       }
       p.resend = p.unacked_head;
@@ -456,7 +456,7 @@ bool Engine::Impl::service_peer(Peer& p) {
   return did;
 }
 
-void Engine::Impl::peer_failed(Peer& p) {
+void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
   counters.add(RHN_CNT_PEER_DEAD);
   const uint16_t node = node_of(p);
   // Drop the send-packet memory towards it.
@@ -475,7 +475,7 @@ void Engine::Impl::peer_failed(Peer& p) {
   p.tx_syn = true;
   p.tx_next = 0;
   p.acked_seen = 0;
-  p.dead = true;
+  if (timed_out) p.dead_until = now + cfg.dead_holdoff_ns;
   while (p.reads_head != kNone) free_read(p, p.reads_head);
   if (peer_idle(p)) unlink_busy(p);
   // Everything outstanding towards it fails. Rare: a scan of the QPs.

@@ -68,6 +68,9 @@ struct EngineConfig {
   // A SYN of an older session is ignored unless the current session has
   // been silent this long (its sender was restarted with an older epoch).
   uint64_t session_quiet_ns = 1'000'000'000;
+  // After a node stopped answering, datagrams to it are dropped at once
+  // for this long rather than each holding send memory through retries.
+  uint64_t dead_holdoff_ns = 100'000'000;
   uint32_t ack_coalesce = 16;      // ACK at least every N received packets
   uint64_t ack_delay_ns = 20'000;  // or this long after the first unacked
 };
