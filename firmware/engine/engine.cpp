@@ -52,7 +52,8 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
   // Power-on epoch for our sessions: different from the last power-on's
   // (peers accept an older one only after the old stream went quiet).
   boot_session = static_cast<uint16_t>((bus.now_ns() >> 20) * 37 + 1);
-  for (uint32_t n = 0; n < cfg.max_nodes; n++) peers[n].tx_session = boot_session;
+  for (uint32_t n = 0; n < cfg.max_nodes; n++)
+    peers[n].tx_session = boot_session;
   reset();
 }
 

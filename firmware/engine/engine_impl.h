@@ -155,7 +155,7 @@ struct ResponderRead {
   bool used = false;
   bool cancelled = false;  // its QP left RTS: answer with a NAK, stop
   uint8_t qp_type = 0;
-  uint16_t node = 0;  // the requester's
+  uint16_t node = 0;           // the requester's
   uint32_t requester_src = 0;  // the request's src_qpn (QPN + incarnation)
   uint32_t responder_qpn = 0;
   uint32_t responder_gen = 0;
@@ -254,7 +254,7 @@ struct RxContext {
   bool from_srq = false;
   uint8_t status = RHN_CQE_SUCCESS;
   uint16_t node = 0;
-  uint32_t src = 0;  // the request's src_qpn (QPN + incarnation)
+  uint32_t src = 0;    // the request's src_qpn (QPN + incarnation)
   uint32_t owner = 0;  // the receiving QP's context (its share is counted)
   uint32_t qpn = 0;
   uint32_t qp_gen = 0;
@@ -301,7 +301,7 @@ struct Peer {
   uint32_t rx_expected = 0;
   uint32_t rx_unacked = 0;
   uint64_t ack_deadline = 0;
-  uint64_t rx_last = 0;  // when the current session last delivered
+  uint64_t rx_last = 0;      // when the current session last delivered
   uint32_t rx_head = kNone;  // receive contexts in use
   // Requests NAKed lately, so the rest of a multi-packet message is
   // dropped and NAKed once.
@@ -403,11 +403,11 @@ struct Engine::Impl {
   std::unique_ptr<Peer[]> peers;  // by node ID, cfg.max_nodes of them
   std::unique_ptr<SendSlot[]> slots;
   Fifo<uint32_t> free_slots;
-  uint32_t response_reserve = 0;  // slots only responses may take
+  uint32_t response_reserve = 0;    // slots only responses may take
   uint32_t context_slot_quota = 0;  // slots one context may hold
   uint16_t boot_session = 1;        // first session of every peer
   WaitList slot_waiters;  // QPs waiting for send memory or their quota
-  Fifo<uint32_t> ready;                // QPs with requester work
+  Fifo<uint32_t> ready;   // QPs with requester work
   uint64_t next_qp_wake = UINT64_MAX;  // earliest QpObj::wake_at
   // Peer scheduling: peers with work to do now, and peers with timers
   // (visited only when the earliest of their deadlines has come).
@@ -508,7 +508,7 @@ struct Engine::Impl {
                        uint32_t payload_len, bool ack_req, uint32_t qpn,
                        uint32_t qp_gen, bool completes_message);
   // Peer scheduling.
-  void peer_needs_service(Peer& p);  // work to do now
+  void peer_needs_service(Peer& p);             // work to do now
   void peer_timer(Peer& p, uint64_t deadline);  // a deadline was set
   bool run_peers();
   bool peer_idle(const Peer& p) const;

@@ -639,8 +639,7 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
   uint32_t idx = qp.inflight_head;
   for (; idx != qp.inflight_tail; idx++) {
     const Inflight& e = entry(qpn, idx);
-    if (e.msn == op.msn && e.peer == node && e.state != MsgState::kDone)
-      break;
+    if (e.msn == op.msn && e.peer == node && e.state != MsgState::kDone) break;
   }
   if (idx == qp.inflight_tail) return;  // flushed or finished meanwhile
   Inflight& e = entry(qpn, idx);

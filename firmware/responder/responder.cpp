@@ -78,8 +78,7 @@ void Engine::Impl::rx_free(Peer& p, RxContext& m) {
 
 void Engine::Impl::rx_abandon(Peer& p, RxContext& m, uint8_t status) {
   m.status = status;
-  complete_receive(m, m.node, m.src & RHN_WIRE_QPN_MASK, RHN_CQE_OP_RECV, 0,
-                   0);
+  complete_receive(m, m.node, m.src & RHN_WIRE_QPN_MASK, RHN_CQE_OP_RECV, 0, 0);
   rx_free(p, m);
 }
 
@@ -260,8 +259,8 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
                          op.qp_type == RHN_QP_RC && qp->state < RHN_QPS_RTR;
   if (!not_ready && (!qp || qp->type != op.qp_type || qp->state < RHN_QPS_RTR ||
                      qp->state == RHN_QPS_ERR ||
-                     (qp->type == RHN_QP_RC && (qp->dest_node != node ||
-                                                qp->dest_qpn != src_qpn)))) {
+                     (qp->type == RHN_QP_RC &&
+                      (qp->dest_node != node || qp->dest_qpn != src_qpn)))) {
     counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
     nak(RHN_SYN_BAD_QP);
     return;
@@ -368,9 +367,9 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
         return;
       }
       // Scatter into the receive WQE's SGEs.
-      const bool ok = sge_dma(m->sge, m->num_sge, m->length,
-                              const_cast<uint8_t*>(data.data()), data.size(),
-                              m->pdn, true);
+      const bool ok =
+          sge_dma(m->sge, m->num_sge, m->length,
+                  const_cast<uint8_t*>(data.data()), data.size(), m->pdn, true);
       if (!ok) {
         m->status = RHN_CQE_LOC_PROT_ERR;
         nak(RHN_SYN_DMA);

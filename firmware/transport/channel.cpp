@@ -449,9 +449,8 @@ bool Engine::Impl::service_peer(Peer& p) {
     did = true;
   }
   did |= stream_reads(p);
-  if (p.resend != kNone ||
-      (p.reads_head != kNone && can_send(p, kNone) &&
-       free_slots.size() > response_reserve))
+  if (p.resend != kNone || (p.reads_head != kNone && can_send(p, kNone) &&
+                            free_slots.size() > response_reserve))
     peer_needs_service(p);
   return did;
 }

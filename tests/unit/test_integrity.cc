@@ -143,8 +143,8 @@ TEST(ReceiveContexts, DatagramsInterleavedWithALargeSend) {
   ua.buf.buf.fill_pattern(104);
   ASSERT_TRUE(p.qp_b->post_recv(1, {dst.sge(0, kBig)}));
   for (int i = 0; i < 8; ++i)
-    ASSERT_TRUE(ub.qp->post_recv(uint64_t(i), {ub.buf.sge(size_t(i) * 4096,
-                                                          4096)}));
+    ASSERT_TRUE(
+        ub.qp->post_recv(uint64_t(i), {ub.buf.sge(size_t(i) * 4096, 4096)}));
   ASSERT_TRUE(p.qp_a->post_send(send_wr(1, {src.sge(0, kBig)})));
   for (int i = 0; i < 8; ++i) {
     ASSERT_TRUE(ua.qp->post_send(datagram_wr(
@@ -194,8 +194,9 @@ TEST(ReceiveContexts, ConcurrentLargeSendsUnderFaults) {
     for (int m = 0; m < 2; ++m) {
       ASSERT_TRUE(pairs[size_t(i)].qp_b->post_recv(
           uint64_t(m), {dst[size_t(i)].sge(size_t(m) * kLen, kLen)}));
-      ASSERT_TRUE(pairs[size_t(i)].qp_a->post_send(send_wr(
-          uint64_t(m), {src[size_t(i)].sge(size_t(m) * kLen, kLen - size_t(m))})));
+      ASSERT_TRUE(pairs[size_t(i)].qp_a->post_send(
+          send_wr(uint64_t(m),
+                  {src[size_t(i)].sge(size_t(m) * kLen, kLen - size_t(m))})));
     }
   for (int i = 0; i < kPairs; ++i) {
     auto s = c.wait_cqes(*pairs[size_t(i)].cq_a, 2, 3'000'000'000);
@@ -207,8 +208,9 @@ TEST(ReceiveContexts, ConcurrentLargeSendsUnderFaults) {
       ASSERT_TRUE(r[size_t(m)].ok()) << describe(r[size_t(m)]);
       EXPECT_EQ(r[size_t(m)].wr_id, uint64_t(m));
       EXPECT_EQ(r[size_t(m)].byte_len, kLen - size_t(m));
-      EXPECT_TRUE(dst[size_t(i)].buf.bytes(size_t(m) * kLen, kLen - size_t(m)) ==
-                  src[size_t(i)].buf.bytes(size_t(m) * kLen, kLen - size_t(m)))
+      EXPECT_TRUE(
+          dst[size_t(i)].buf.bytes(size_t(m) * kLen, kLen - size_t(m)) ==
+          src[size_t(i)].buf.bytes(size_t(m) * kLen, kLen - size_t(m)))
           << "pair " << i << " message " << m;
     }
   }
@@ -230,8 +232,7 @@ TEST(OwnedWork, ReadStreamStopsWhenItsRegionIsDeregistered) {
   ASSERT_TRUE(p.qp_a->post_send(
       rdma_wr(1, RHN_OP_READ, {dst.sge(0, kLen)}, src.va(), src.key())));
   ASSERT_TRUE(c.run_until(
-      [&] { return c.node(1).counter(RHN_CNT_TX_PACKETS) > tx0; },
-      10'000'000));
+      [&] { return c.node(1).counter(RHN_CNT_TX_PACKETS) > tx0; }, 10'000'000));
   c.fabric().set_link(0, false);
   c.run_for(1'000'000);  // the responder fills its window and holds the rest
 
@@ -271,8 +272,7 @@ TEST(OwnedWork, ReadStreamCancelledWhenResponderQpFails) {
   ASSERT_TRUE(p.qp_a->post_send(
       rdma_wr(1, RHN_OP_READ, {dst.sge(0, kLen)}, src.va(), src.key())));
   ASSERT_TRUE(c.run_until(
-      [&] { return c.node(1).counter(RHN_CNT_TX_PACKETS) > tx0; },
-      10'000'000));
+      [&] { return c.node(1).counter(RHN_CNT_TX_PACKETS) > tx0; }, 10'000'000));
   c.fabric().set_link(0, false);
   c.run_for(1'000'000);
   ASSERT_TRUE(p.qp_b->to_err().ok());
@@ -329,8 +329,8 @@ TEST(PeerLifecycle, ChurnThroughAbsentNodesCannotHurtOthers) {
   size_t churn_done = 0, rc_done = 0;
   auto churn = [&] {
     for (int k = 0; k < kPerRound; ++k) {
-      while (!u.qp->post_send(datagram_wr(next_absent, u.buf.sge(0, 64),
-                                          next_absent, 9, 0x11))) {
+      while (!u.qp->post_send(
+          datagram_wr(next_absent, u.buf.sge(0, 64), next_absent, 9, 0x11))) {
         c.run_for(10'000);
         churn_done += u.cq->poll(256).size();
       }
@@ -346,8 +346,8 @@ TEST(PeerLifecycle, ChurnThroughAbsentNodesCannotHurtOthers) {
   Region src = make_region(*p.ctx_a, kRounds * kMsg, kAllAccess, 402);
   Region dst = make_region(*p.ctx_b, kRounds * kMsg);
   for (int round = 0; round < kRounds; ++round) {
-    ASSERT_TRUE(p.qp_b->post_recv(
-        uint64_t(round), {dst.sge(size_t(round) * kMsg, kMsg)}));
+    ASSERT_TRUE(p.qp_b->post_recv(uint64_t(round),
+                                  {dst.sge(size_t(round) * kMsg, kMsg)}));
     ASSERT_TRUE(p.qp_a->post_send(
         send_wr(uint64_t(round), {src.sge(size_t(round) * kMsg, kMsg)})));
     churn();
@@ -364,9 +364,9 @@ TEST(PeerLifecycle, ChurnThroughAbsentNodesCannotHurtOthers) {
   ASSERT_EQ(r.size(), size_t(kRounds));
   for (const auto& x : r) ASSERT_TRUE(x.ok()) << describe(x);
   EXPECT_TRUE(dst.buf.bytes() == src.buf.bytes());
-  churn_done += c.wait_cqes(*u.cq, (kRounds + 10) * kPerRound - churn_done,
-                            4'000'000'000)
-                    .size();
+  churn_done +=
+      c.wait_cqes(*u.cq, (kRounds + 10) * kPerRound - churn_done, 4'000'000'000)
+          .size();
   EXPECT_EQ(churn_done, size_t((kRounds + 10) * kPerRound));
   // The churner ran into its share of the send memory, not everybody's.
   EXPECT_GT(c.node(0).counter(RHN_CNT_SEND_QUOTA_WAITS), 0u);
@@ -409,8 +409,7 @@ TEST(QpIncarnation, LateResponseOfAPreviousLifeIsIgnored) {
   ASSERT_TRUE(p.qp_a->post_send(
       rdma_wr(1, RHN_OP_READ, {dst.sge(0, kLen)}, x.va(), x.key())));
   ASSERT_TRUE(c.run_until(
-      [&] { return c.node(1).counter(RHN_CNT_RX_PACKETS) > rx0; },
-      10'000'000));
+      [&] { return c.node(1).counter(RHN_CNT_RX_PACKETS) > rx0; }, 10'000'000));
   c.fabric().set_link(0, false);  // the responses are held back
   ASSERT_TRUE(p.qp_a->to_err().ok());
   Completion flushed = wait_one(c, *p.cq_a);
@@ -483,8 +482,8 @@ TEST(SessionEpochs, DelayedSynOfAnOlderSessionIsIgnored) {
   EXPECT_EQ(dst.buf.bytes(0, 100), src2.buf.bytes(0, 100))
       << "a request of an older session was replayed";
   // The current session goes on undisturbed.
-  ASSERT_TRUE(p.qp_a->post_send(rdma_wr(3, RHN_OP_WRITE, {src.sge(0, 100)},
-                                        dst.va(200), dst.key())));
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(3, RHN_OP_WRITE, {src.sge(0, 100)}, dst.va(200), dst.key())));
   Completion w = wait_one(c, *p.cq_a, 1'000'000'000);
   EXPECT_TRUE(w.ok()) << describe(w);
   EXPECT_EQ(c.node(0).counter(RHN_CNT_PEER_DEAD), dead0)
@@ -625,8 +624,7 @@ TEST(Scale, TwoHundredFiftySixNodesAllToAll) {
     for (const auto& x : v) sends += x.is_send();
     ASSERT_EQ(v.size(), size_t(2 * (kNodes - 1)))
         << "node " << i << ": " << sends << " send completions; "
-        << describe(v.back()) << " at " << c.clock().now() << " ns"
-        << [&] {
+        << describe(v.back()) << " at " << c.clock().now() << " ns" << [&] {
              std::string t;
              for (unsigned k = 0; k < RHN_CNT_COUNT; ++k)
                t += " " + std::to_string(k) + "=" +

@@ -54,9 +54,9 @@ struct EngineConfig {
   // The share of send memory one context's requests may hold (in 1/256ths):
   // a process spraying absent nodes cannot starve the others.
   uint32_t context_slot_share = 64;
-  uint32_t rx_contexts = 256;  // multi-packet receives in progress
+  uint32_t rx_contexts = 256;       // multi-packet receives in progress
   uint32_t context_rx_share = 128;  // per context, in 1/256ths
-  uint32_t channel_window = 128;      // unacked packets per peer
+  uint32_t channel_window = 128;    // unacked packets per peer
   uint32_t rx_fifo_frames = 256;
   uint32_t kick_fifo_entries = 1024;
   uint32_t max_inflight_per_qp = 64;  // messages awaiting ACK/response
@@ -64,7 +64,7 @@ struct EngineConfig {
   uint32_t responder_reads = 256;  // READ responses queued as responder
   // Timers.
   uint64_t retransmit_timeout_ns = 2'000'000;
-  uint32_t max_retries = 8;        // then the peer is declared dead
+  uint32_t max_retries = 8;  // then the peer is declared dead
   // A SYN of an older session is ignored unless the current session has
   // been silent this long (its sender was restarted with an older epoch).
   uint64_t session_quiet_ns = 1'000'000'000;
