@@ -533,7 +533,6 @@ struct Engine::Impl {
   void respond(Peer& p, uint8_t wop, uint8_t syndrome, const rhn_op_hdr& req,
                std::span<const uint8_t> payload);
   bool take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m);
-  bool send_raw_frame(const QpObj& qp, const DecodedWqe& w);
   void receive_raw_frame(const Packet& pkt);
   void complete_receive(RxContext& m, uint16_t src_node, uint32_t src_qpn,
                         uint8_t cqe_opcode, uint32_t imm, uint8_t flags);

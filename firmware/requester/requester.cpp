@@ -1,55 +1,17 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The requester: fetches WQEs from send queues, checks them, cuts messages
-// into packets for the channel and completes WQEs in order when their ACK
-// or response arrives.
+// The requester: fetches WQEs from send queues, checks what every
+// operation shares (local keys, status word, destination), lets the
+// operation's family (ops/) check the rest and build each packet, cuts
+// messages into packets for the channel and completes WQEs in order when
+// their ACK or answer arrives.
 #include <cstring>
 
 #include "core/crc32c.h"
 #include "engine/engine_impl.h"
+#include "ops/family.h"
 
 namespace rhinet::fw {
 namespace {
-
-uint8_t wire_op(uint8_t op) {
-  switch (op) {
-    case RHN_OP_SEND:
-    case RHN_OP_SEND_IMM:
-      return RHN_WOP_SEND;
-    case RHN_OP_WRITE:
-    case RHN_OP_WRITE_IMM:
-      return RHN_WOP_WRITE;
-    case RHN_OP_READ:
-      return RHN_WOP_READ_REQ;
-    case RHN_OP_FETCH_ADD:
-      return RHN_WOP_FETCH_ADD;
-    default:
-      return RHN_WOP_CMP_SWAP;
-  }
-}
-
-uint8_t cqe_op(uint8_t op) {
-  switch (op) {
-    case RHN_OP_WRITE:
-    case RHN_OP_WRITE_IMM:
-      return RHN_CQE_OP_WRITE;
-    case RHN_OP_READ:
-      return RHN_CQE_OP_READ;
-    case RHN_OP_FETCH_ADD:
-      return RHN_CQE_OP_FETCH_ADD;
-    case RHN_OP_CMP_SWAP:
-      return RHN_CQE_OP_CMP_SWAP;
-    case RHN_OP_RAW_ETH:
-      return RHN_CQE_OP_RAW_ETH;
-    default:
-      return RHN_CQE_OP_SEND;
-  }
-}
-
-bool has_imm(uint8_t op) {
-  return op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE_IMM;
-}
-
-bool awaits_response(uint8_t op) { return op == RHN_OP_READ || is_atomic(op); }
 
 bool local_error(uint8_t status) {
   return status == RHN_CQE_LOC_LEN_ERR || status == RHN_CQE_LOC_QP_OP_ERR ||
@@ -226,7 +188,8 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
       syndrome = s;
     }
   }
-  const bool reads = result == RHN_CQE_SUCCESS && awaits_response(w.opcode);
+  const OpInfo& info = op_info(w.opcode);
+  const bool reads = result == RHN_CQE_SUCCESS && info.awaits_response;
   if (result == RHN_CQE_SUCCESS) {
     // Waiting for earlier READ/atomics keeps the WQE fetched.
     if ((reads && qp.outstanding_reads >= qp.max_rd_atomic) ||
@@ -239,34 +202,22 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   }
   const uint16_t dst_node = qp.type == RHN_QP_RC ? qp.dest_node : w.dst_node;
   const uint32_t dst_qpn = qp.type == RHN_QP_RC ? qp.dest_qpn : w.dst_qpn;
-  const bool raw = qp.type == RHN_QP_RAW_ETH;
-  if (result == RHN_CQE_SUCCESS) {
-    if (raw != (w.opcode == RHN_OP_RAW_ETH) && w.opcode != RHN_OP_NOP) {
-      // Raw frames only on the raw QP, and nothing else there.
+  const OpFamily* family = info.family;
+  const bool unsequenced = family && family->send_unsequenced;
+  if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP) {
+    if (!family) {
       result = RHN_CQE_LOC_QP_OP_ERR;
       syndrome = RHN_SYN_BAD_OPCODE;
-    } else if (raw && (w.length > RHN_WIRE_MTU ||
-                       (w.flags & (RHN_WQE_F_AREA | RHN_WQE_F_STATUS_WORD |
-                                   RHN_WQE_F_GRH)))) {
-      result = RHN_CQE_LOC_LEN_ERR;
-      syndrome = RHN_SYN_LENGTH;
-    } else if (raw) {
-      // Any node, the broadcast address or a switch group.
-    } else if (qp.type == RHN_QP_UD &&
-               ((w.opcode != RHN_OP_SEND && w.opcode != RHN_OP_SEND_IMM &&
-                 w.opcode != RHN_OP_NOP) ||
-                (w.flags & RHN_WQE_F_AREA))) {
+    } else if (qp.type == RHN_QP_RAW_ETH && !unsequenced) {
+      // The raw-frame QP carries raw frames and nothing else.
       result = RHN_CQE_LOC_QP_OP_ERR;
       syndrome = RHN_SYN_BAD_OPCODE;
-    } else if (w.has_grh && (qp.type != RHN_QP_UD || w.opcode == RHN_OP_NOP ||
-                             !gid_valid(w.grh.sgid_index))) {
-      // A GRH needs a UD SEND and a source GID the kernel has set.
-      result = RHN_CQE_LOC_QP_OP_ERR;
-      syndrome = RHN_SYN_BAD_WQE;
-    } else if (qp.type == RHN_QP_UD && w.length > RHN_WIRE_MTU) {
-      result = RHN_CQE_LOC_LEN_ERR;
-      syndrome = RHN_SYN_LENGTH;
+    } else {
+      result = family->check(*this, qp, w, &syndrome);
     }
+  } else if (result == RHN_CQE_SUCCESS && w.has_grh) {
+    result = RHN_CQE_LOC_QP_OP_ERR;  // a NOP carries no GRH
+    syndrome = RHN_SYN_BAD_WQE;
   }
   if (result == RHN_CQE_SUCCESS && !(w.flags & RHN_WQE_F_INLINE)) {
     const uint32_t need = reads ? RHN_ACCESS_LOCAL_WRITE : 0;
@@ -291,7 +242,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     }
   }
   Peer* peer = nullptr;
-  if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP && !raw) {
+  if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP && !unsequenced) {
     peer = peer_for(dst_node);
     if (!peer) {
       result = RHN_CQE_LOC_QP_OP_ERR;  // beyond the fabric this NIC serves
@@ -330,11 +281,12 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
     return true;
   }
-  if (raw) {
-    // Unsequenced: out on the wire now, complete at once.
-    const bool sent = send_raw_frame(qp, w);
-    finish_entry(qpn, e, sent ? RHN_CQE_SUCCESS : RHN_CQE_LOC_PROT_ERR,
-                 sent ? RHN_SYN_NONE : RHN_SYN_DMA);
+  if (unsequenced) {
+    // Out on the wire now, complete at once.
+    const uint8_t st = family->send_unsequenced(*this, qp, w);
+    if (st == RHN_CQE_LOC_PROT_ERR) counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+    finish_entry(qpn, e, st,
+                 st == RHN_CQE_SUCCESS ? RHN_SYN_NONE : RHN_SYN_DMA);
     return true;
   }
   if (reads) {
@@ -379,67 +331,39 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
     }
     return TxResult::kBlocked;
   }
-  const bool reads = awaits_response(w.opcode);
-  uint32_t chunk = 0;
-  if (is_atomic(w.opcode))
-    chunk = 16;
-  else if (!reads)
-    chunk = static_cast<uint32_t>(
-        std::min<uint64_t>(RHN_WIRE_MTU, w.length - qp.tx_offset));
+  const OpInfo& info = op_info(w.opcode);
+  const bool reads = info.awaits_response;
   const bool first = qp.tx_offset == 0;
-  const bool last = reads || qp.tx_offset + chunk >= w.length;
-
   const uint32_t slot = begin_data(qp.context);
-  uint8_t* payload = slots[slot].frame + RHN_DATA_HDR_LEN;
-  // A UD SEND is one packet; its GRH goes ahead of the data.
-  const uint32_t grh_len = w.has_grh ? RHN_WIRE_GRH_LEN : 0;
-  if (grh_len) {
-    build_grh(w, payload);
-    payload += grh_len;
-  }
-  bool ok = true;
-  if (is_atomic(w.opcode)) {
-    std::memcpy(payload, &w.compare_add, 8);
-    std::memcpy(payload + 8, &w.swap, 8);
-  } else if (w.flags & RHN_WQE_F_INLINE) {
-    std::memcpy(payload, wqe_inline(qp.tx_raw, w).data() + qp.tx_offset, chunk);
-  } else if (chunk) {
-    rhn_sge sges[RHN_WQE_MAX_SGES];
-    for (uint32_t i = 0; i < w.num_sge; i++) sges[i] = wqe_sge(qp.tx_raw, i);
-    ok = sge_dma(sges, w.num_sge, qp.tx_offset, payload, chunk, qp.pdn, false);
-  }
-  if (!ok) {
+  // The fields every request has; the family fills in its own and the
+  // payload.
+  rhn_op_hdr op{};
+  op.opcode = info.wire_op;
+  op.flags = (first ? RHN_WOP_F_FIRST : 0) |
+             (info.has_imm ? RHN_WOP_F_IMM : 0) |
+             ((w.flags & (RHN_WQE_F_SOLICITED | RHN_WQE_F_SIGNAL_REMOTE))
+                  ? RHN_WOP_F_SOLICITED
+                  : 0) |
+             ((w.flags & RHN_WQE_F_AREA) ? RHN_WOP_F_AREA : 0);
+  op.qp_type = qp.type;
+  op.dst_qpn = qp.tx_dst_qpn;
+  op.src_qpn = qpn | (uint32_t{qp.incarnation} << RHN_WIRE_INCARNATION_SHIFT);
+  op.msn = e.msn;
+  op.rkey = w.remote_key;
+  op.imm_data = w.imm_data;
+  op.remote_addr = w.remote_addr + qp.tx_offset;
+  op.msg_len = static_cast<uint32_t>(w.length);
+  op.msg_offset = static_cast<uint32_t>(qp.tx_offset);
+  PacketOut out{slots[slot].frame + RHN_DATA_HDR_LEN};
+  if (!info.family->build_packet(*this, qp, w, qp.tx_offset, op, out)) {
     return_slot(slot);
     counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
     abort_tx(qp, qpn);
     finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
     return TxResult::kAborted;
   }
-
-  rhn_op_hdr op{};
-  op.opcode = wire_op(w.opcode);
-  op.flags = (first ? RHN_WOP_F_FIRST : 0) | (last ? RHN_WOP_F_LAST : 0) |
-             (has_imm(w.opcode) ? RHN_WOP_F_IMM : 0) |
-             ((w.flags & (RHN_WQE_F_SOLICITED | RHN_WQE_F_SIGNAL_REMOTE))
-                  ? RHN_WOP_F_SOLICITED
-                  : 0) |
-             ((w.flags & RHN_WQE_F_AREA) ? RHN_WOP_F_AREA : 0) |
-             (grh_len ? RHN_WOP_F_GRH : 0);
-  op.qp_type = qp.type;
-  op.dst_qpn = qp.tx_dst_qpn;
-  op.src_qpn = qpn | (uint32_t{qp.incarnation} << RHN_WIRE_INCARNATION_SHIFT);
-  op.msn = e.msn;
-  // UD SENDs carry the queue key where other requests carry the rkey. A
-  // key with the high bit set names the QP's own (IBTA 10.2.5), which only
-  // the kernel can set to such a "controlled" key: processes cannot reach
-  // the management QP's key.
-  op.rkey = qp.type != RHN_QP_UD  ? w.remote_key
-            : (w.qkey >> 31) != 0 ? qp.qkey
-                                  : w.qkey;
-  op.imm_data = w.imm_data;
-  op.remote_addr = w.remote_addr + qp.tx_offset;
-  op.msg_len = static_cast<uint32_t>(w.length) + grh_len;
-  op.msg_offset = static_cast<uint32_t>(qp.tx_offset);
+  const bool last = out.last;
+  if (last) op.flags |= RHN_WOP_F_LAST;
   // UD completes when the datagram has left (IB semantics): nothing waits
   // for the channel's acknowledgement, so a dead node holds nobody up.
   const bool ud = qp.type == RHN_QP_UD;
@@ -447,9 +371,9 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
       last && !reads && !ud &&
       ((w.flags & (RHN_WQE_F_SIGNALED | RHN_WQE_F_STATUS_WORD)) ||
        p.unacked_count + 1 >= cfg.channel_window / 2);
-  const uint32_t serial = commit_data(p, slot, op, chunk + grh_len, wants_ack,
-                                      qpn, qp.gen, last && !reads && !ud);
-  qp.tx_offset += chunk;
+  const uint32_t serial = commit_data(p, slot, op, out.len, wants_ack, qpn,
+                                      qp.gen, last && !reads && !ud);
+  qp.tx_offset += out.advance;
   if (!last) return TxResult::kSent;
   e.last_serial = serial;
   e.state = reads ? MsgState::kAwaitResponse : MsgState::kAwaitAck;
@@ -493,7 +417,7 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
       c.byte_len = e.length;
       c.wqe_index = static_cast<uint16_t>(e.slot);
       c.vendor_err = e.syndrome;
-      c.opcode = cqe_op(e.opcode);
+      c.opcode = op_info(e.opcode).cqe_op;
       c.status = e.status;
       c.flags = RHN_CQE_F_SQ;
       cq_push(qp.send_cqn, c, false);
@@ -558,7 +482,7 @@ void Engine::Impl::flush_qp(uint32_t qpn) {
       c.qpn = qpn;
       c.wqe_index = static_cast<uint16_t>(qp.sq_fetch);
       c.vendor_err = RHN_SYN_FLUSHED;
-      c.opcode = cqe_op(raw.bytes[0]);
+      c.opcode = op_info(raw.bytes[0]).cqe_op;
       c.status = RHN_CQE_WR_FLUSH_ERR;
       c.flags = RHN_CQE_F_SQ;
       cq_push(qp.send_cqn, c, false);
@@ -652,35 +576,51 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
         finish_entry(qpn, e, status_of_nak(op.syndrome), op.syndrome);
       }
       return;
-    case RHN_WOP_READ_RESP:
-    case RHN_WOP_ATOMIC_RESP: {
-      const bool atomic = op.opcode == RHN_WOP_ATOMIC_RESP;
-      if (e.state != MsgState::kAwaitResponse || e.read_ctx == 0xffff ||
-          atomic != is_atomic(e.opcode) ||
-          (atomic && pkt.payload.size() != 8) ||
-          uint64_t{op.msg_offset} + pkt.payload.size() > e.length) {
+    default: {
+      // An answer: the family of the message it answers takes it.
+      const OpFamily* family = family_of_wire(op.opcode);
+      if (!family || !family->on_response ||
+          family != op_info(e.opcode).family ||
+          e.state != MsgState::kAwaitResponse || e.read_ctx == 0xffff) {
         counters.add(RHN_CNT_MALFORMED_PACKETS);
         finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
         return;
       }
-      // Scatter into the local SGEs kept since the request.
-      const ReadCtx& rc = read_ctxs[e.read_ctx];
-      const bool ok = sge_dma(rc.sge, rc.num_sge, op.msg_offset,
-                              const_cast<uint8_t*>(pkt.payload.data()),
-                              pkt.payload.size(), qp.pdn, true);
-      if (!ok) {
-        counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
-        finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
-        return;
-      }
-      if (atomic || (op.flags & RHN_WOP_F_LAST))
-        finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+      family->on_response(*this, p, qpn, e, pkt);
       return;
     }
-    default:
-      counters.add(RHN_CNT_MALFORMED_PACKETS);
-      return;
   }
+}
+
+// ---- Services for the families (ops/family.h).
+
+bool gather(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
+            uint8_t* out, uint32_t len) {
+  if (w.flags & RHN_WQE_F_INLINE) {
+    std::memcpy(out, wqe_inline(qp.tx_raw, w).data() + offset, len);
+    return true;
+  }
+  rhn_sge sges[RHN_WQE_MAX_SGES];
+  for (uint32_t i = 0; i < w.num_sge; i++) sges[i] = wqe_sge(qp.tx_raw, i);
+  return m.sge_dma(sges, w.num_sge, offset, out, len, qp.pdn, false);
+}
+
+bool scatter_answer(Impl& m, uint32_t qpn, Inflight& e, uint64_t offset,
+                    std::span<const uint8_t> data) {
+  if (offset + data.size() > e.length) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
+    return false;
+  }
+  // Into the local SGEs kept since the request.
+  const ReadCtx& rc = m.read_ctxs[e.read_ctx];
+  if (!m.sge_dma(rc.sge, rc.num_sge, offset, const_cast<uint8_t*>(data.data()),
+                 data.size(), m.qps[qpn].pdn, true)) {
+    m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+    m.finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
+    return false;
+  }
+  return true;
 }
 
 void Engine::Impl::wait_on(uint32_t qpn, WaitList& list) {
@@ -718,32 +658,6 @@ void Engine::Impl::wake_all(WaitList& list) {
     unlink_waiter(q);
     schedule(q);
   }
-}
-
-// A raw frame (an Ethernet frame of the net_device) gathered from the WQE
-// and sent as one unsequenced RAW packet.
-bool Engine::Impl::send_raw_frame(const QpObj& qp, const DecodedWqe& w) {
-  uint8_t* payload = raw_frame.get() + RHN_PKT_HDR_LEN;
-  const uint32_t len = static_cast<uint32_t>(w.length);
-  if (w.flags & RHN_WQE_F_INLINE) {
-    // Inline bytes run on from the first slot into the extension slots.
-    std::memcpy(payload, qp.tx_raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d), len);
-  } else {
-    rhn_sge sges[RHN_WQE_MAX_SGES];
-    for (uint32_t i = 0; i < w.num_sge; i++) sges[i] = wqe_sge(qp.tx_raw, i);
-    if (!sge_dma(sges, w.num_sge, 0, payload, len, qp.pdn, false)) return false;
-  }
-  rhn_pkt_hdr h{};
-  h.type = RHN_PKT_RAW;
-  h.dst_node = w.dst_node;
-  h.src_node = cfg.node_id;
-  h.payload_len = static_cast<uint16_t>(len);
-  const size_t frame_len = seal_packet(raw_frame.get(), h, nullptr,
-                                       len ? crc32c(0, payload, len) : 0);
-  // Counted, dropped on a down link, looped back when sent to ourselves:
-  // the same way out as every other frame.
-  transmit(w.dst_node, {raw_frame.get(), frame_len});
-  return true;
 }
 
 bool Engine::Impl::gid_valid(uint32_t index) const {

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "ops/family.h"
+
 namespace rhinet::fw {
 namespace {
 
@@ -11,27 +13,12 @@ constexpr uint8_t kKnownFlags = RHN_WQE_F_SIGNALED | RHN_WQE_F_SOLICITED |
                                 RHN_WQE_F_STATUS_WORD | RHN_WQE_F_AREA |
                                 RHN_WQE_F_SIGNAL_REMOTE | RHN_WQE_F_GRH;
 
+// The opcodes the engine has a family for (ops/registry.cpp).
 bool opcode_supported(uint8_t op) {
-  switch (op) {
-    case RHN_OP_NOP:
-    case RHN_OP_SEND:
-    case RHN_OP_SEND_IMM:
-    case RHN_OP_WRITE:
-    case RHN_OP_WRITE_IMM:
-    case RHN_OP_READ:
-    case RHN_OP_FETCH_ADD:
-    case RHN_OP_CMP_SWAP:
-    case RHN_OP_RAW_ETH:
-      return true;
-    default:
-      return false;
-  }
+  return op == RHN_OP_NOP || op_info(op).family != nullptr;
 }
 
-bool carries_payload(uint8_t op) {
-  return op == RHN_OP_SEND || op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE ||
-         op == RHN_OP_WRITE_IMM || op == RHN_OP_RAW_ETH;
-}
+bool carries_payload(uint8_t op) { return op_info(op).carries_payload; }
 
 }  // namespace
 

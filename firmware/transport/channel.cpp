@@ -14,6 +14,7 @@
 
 #include "core/crc32c.h"
 #include "engine/engine_impl.h"
+#include "ops/family.h"
 
 namespace rhinet::fw {
 namespace {
@@ -490,8 +491,7 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
       e.status = RHN_CQE_RETRY_EXC_ERR;
       e.syndrome = RHN_SYN_RETRY_EXCEEDED;
       release_read_ctx(e);
-      if (e.opcode == RHN_OP_READ || is_atomic(e.opcode))
-        qp.outstanding_reads--;
+      if (op_info(e.opcode).awaits_response) qp.outstanding_reads--;
       hit = true;
     }
     if (hit) complete_in_order(q);

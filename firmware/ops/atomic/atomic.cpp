@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Remote atomics: fetch-and-add and compare-and-swap on an aligned 64-bit
+// word, executed once by the responder (the channel drops duplicates), the
+// original value sent back and placed by the requester.
+#include <cstring>
+
+#include "ops/family.h"
+
+namespace rhinet::fw {
+namespace {
+
+uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe& w,
+              uint8_t* syndrome) {
+  if (qp.type == RHN_QP_UD) {
+    *syndrome = RHN_SYN_BAD_OPCODE;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
+  if (w.has_grh) {
+    *syndrome = RHN_SYN_BAD_WQE;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
+  return RHN_CQE_SUCCESS;
+}
+
+bool build_packet(Impl&, QpObj&, const DecodedWqe& w, uint64_t, rhn_op_hdr&,
+                  PacketOut& out) {
+  // The operands travel; the result comes back in the answer.
+  std::memcpy(out.payload, &w.compare_add, 8);
+  std::memcpy(out.payload + 8, &w.swap, 8);
+  out.len = 16;
+  out.last = true;
+  return true;
+}
+
+void on_request(Impl& m, Request& r) {
+  if (r.qp.type == RHN_QP_UD) {
+    m.counters.add(RHN_CNT_UD_DROPS);
+    return;
+  }
+  if (r.data.size() != 16) {
+    m.counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+    refuse(m, r, RHN_SYN_LENGTH);
+    return;
+  }
+  uint64_t va;
+  uint32_t key, mr_index;
+  rhn_syndrome syn =
+      resolve_target(m, r, RHN_ACCESS_REMOTE_ATOMIC, 8, &va, &key, &mr_index);
+  if (syn == RHN_SYN_NONE && (va & 7)) syn = RHN_SYN_ALIGNMENT;
+  if (syn != RHN_SYN_NONE) {
+    m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
+    refuse(m, r, syn);
+    return;
+  }
+  uint64_t operand[2], old;
+  std::memcpy(operand, r.data.data(), sizeof(operand));
+  if (!m.mr_dma(mr_index, va, &old, 8, false)) {
+    refuse(m, r, RHN_SYN_DMA);
+    return;
+  }
+  uint64_t next = old;
+  if (r.op.opcode == RHN_WOP_FETCH_ADD)
+    next = old + operand[0];
+  else if (old == operand[0])
+    next = operand[1];
+  if (next != old && !m.mr_dma(mr_index, va, &next, 8, true)) {
+    refuse(m, r, RHN_SYN_DMA);
+    return;
+  }
+  m.respond(r.peer, RHN_WOP_ATOMIC_RESP, RHN_SYN_NONE, r.op,
+            {reinterpret_cast<const uint8_t*>(&old), 8});
+}
+
+void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
+  if (pkt.op.opcode != RHN_WOP_ATOMIC_RESP || pkt.payload.size() != 8) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
+    return;
+  }
+  if (!scatter_answer(m, qpn, e, pkt.op.msg_offset, pkt.payload)) return;
+  m.finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+}
+
+}  // namespace
+
+extern const OpFamily kAtomicFamily = {
+    .name = "atomic",
+    .check = check,
+    .send_unsequenced = nullptr,
+    .build_packet = build_packet,
+    .on_response = on_response,
+    .has_room = nullptr,
+    .on_request = on_request,
+};
+
+}  // namespace rhinet::fw

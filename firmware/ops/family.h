@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Operation families: everything one family of operations does, at each
+// stage of the pipeline, lives in its folder under ops/ behind this
+// interface. The stages themselves (requester/, transport/, responder/,
+// completion/) know no opcode: they look the family up in ops/registry.cpp.
+// Adding an operation is a new folder here and a table entry there.
+#pragma once
+
+#include <span>
+
+#include "engine/engine_impl.h"
+
+namespace rhinet::fw {
+
+using Impl = Engine::Impl;
+
+// A request packet at the responder, after the checks every family shares
+// (target QP, its type and state, RNR blocking).
+struct Request {
+  Peer& peer;
+  QpObj& qp;
+  uint32_t qpn;
+  const rhn_op_hdr& op;
+  std::span<const uint8_t> data;
+  uint16_t node;     // the requester's node
+  uint32_t src;      // its src_qpn: QPN and incarnation
+  uint32_t src_qpn;  // its QPN
+  bool first, last;
+};
+
+// One packet of a message being built by the requester.
+struct PacketOut {
+  uint8_t* payload;      // room for RHN_WIRE_GRH_LEN + RHN_WIRE_MTU bytes
+  uint32_t len = 0;      // payload bytes written
+  uint32_t advance = 0;  // message bytes this packet covers
+  bool last = false;
+};
+
+struct OpFamily {
+  const char* name;
+  // ---- Requester
+  // The family's rules for a decoded WQE on this QP: RHN_CQE_SUCCESS, or
+  // the status (and *syndrome) to complete it with.
+  uint8_t (*check)(const Impl& m, const QpObj& qp, const DecodedWqe& w,
+                   uint8_t* syndrome);
+  // Unsequenced families: the message leaves at once, outside any node
+  // channel; returns its completion status. nullptr: sequenced.
+  uint8_t (*send_unsequenced)(Impl& m, QpObj& qp, const DecodedWqe& w);
+  // Fills the payload of the packet starting at `offset` into the message
+  // and the family's fields of the operation header (rkey, flags, lengths).
+  // False: a local access failed (LOC_PROT_ERR).
+  bool (*build_packet)(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
+                       rhn_op_hdr& op, PacketOut& out);
+  // An answer (other than a NAK) to one of this family's messages.
+  void (*on_response)(Impl& m, Peer& p, uint32_t qpn, Inflight& e,
+                      const Packet& pkt);
+  // ---- Responder
+  // Room for what accepting this request will hold (nullptr: nothing
+  // beyond the answer the channel keeps room for). No room: the packet is
+  // not accepted, as if lost, and comes again.
+  bool (*has_room)(const Impl& m, const Peer& p, const rhn_op_hdr& op);
+  void (*on_request)(Impl& m, Request& r);
+};
+
+// How a WQE opcode (enum rhn_op) appears at the other stages.
+struct OpInfo {
+  const OpFamily* family;  // nullptr: NOP or no such opcode
+  uint8_t wire_op;         // its request on the wire
+  uint8_t cqe_op;          // its send CQE's opcode
+  bool awaits_response;    // completes on an answer, not on the ACK
+  bool has_imm;
+  bool carries_payload;  // may take its data inline in the WQE
+};
+
+const OpInfo& op_info(uint8_t wqe_opcode);
+// The family handling a wire opcode (a request or an answer), or nullptr.
+const OpFamily* family_of_wire(uint8_t wire_op);
+
+// ---- Services the stages offer the families.
+
+// Responder: answer a refused request with a NAK (UD: count and drop).
+void refuse(Impl& m, Request& r, rhn_syndrome syndrome);
+// Responder: receiver not ready (no receive WQE; BUSY: no receive
+// context): the requester sends the message again later, and on RC later
+// messages of that QP are dropped until then.
+void not_ready(Impl& m, Request& r, rhn_syndrome syndrome);
+// Responder: the target of an RDMA or atomic request, by rkey + VA or by
+// area ID + offset, checked for `right` over `len` bytes.
+rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
+                            uint64_t len, uint64_t* va, uint32_t* key,
+                            uint32_t* mr_index);
+// Requester: gathers `len` message bytes from `offset` (inline data or the
+// WQE's SGEs).
+bool gather(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
+            uint8_t* out, uint32_t len);
+// Requester: scatters answer data into the local SGEs kept for `e`.
+bool scatter_answer(Impl& m, uint32_t qpn, Inflight& e, uint64_t offset,
+                    std::span<const uint8_t> data);
+
+}  // namespace rhinet::fw

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// RDMA WRITE (PUSH), WRITE with immediate, and READ (PULL), by rkey + VA or
+// by area ID + offset: the requester's packets, the responder's placement
+// and READ streams, and the READ data arriving back at the requester.
+#include <algorithm>
+#include <cstring>
+
+#include "ops/family.h"
+
+namespace rhinet::fw {
+namespace {
+
+uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe& w,
+              uint8_t* syndrome) {
+  if (qp.type == RHN_QP_UD) {  // datagrams are SENDs only
+    *syndrome = RHN_SYN_BAD_OPCODE;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
+  if (w.has_grh) {
+    *syndrome = RHN_SYN_BAD_WQE;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
+  return RHN_CQE_SUCCESS;
+}
+
+bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
+                  rhn_op_hdr&, PacketOut& out) {
+  if (w.opcode == RHN_OP_READ) {
+    // The whole request in one packet; the data comes back as a stream.
+    out.last = true;
+    return true;
+  }
+  const auto chunk = static_cast<uint32_t>(
+      std::min<uint64_t>(RHN_WIRE_MTU, w.length - offset));
+  if (chunk && !gather(m, qp, w, offset, out.payload, chunk)) return false;
+  out.len = out.advance = chunk;
+  out.last = offset + chunk >= w.length;
+  return true;
+}
+
+void write_request(Impl& m, Request& r) {
+  const rhn_op_hdr& op = r.op;
+  if (!r.first && m.nak_remembered(r.peer, r.src, op.msn)) return;  // NAKed
+  uint64_t va;
+  uint32_t key, mr_index;
+  const rhn_syndrome syn = resolve_target(m, r, RHN_ACCESS_REMOTE_WRITE,
+                                          r.data.size(), &va, &key, &mr_index);
+  if (syn != RHN_SYN_NONE) {
+    m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
+    refuse(m, r, syn);
+    return;
+  }
+  if (!r.data.empty() &&
+      !m.mr_dma(mr_index, va, const_cast<uint8_t*>(r.data.data()),
+                r.data.size(), true)) {
+    refuse(m, r, RHN_SYN_DMA);
+    return;
+  }
+  if (!r.last || !(op.flags & RHN_WOP_F_IMM)) return;
+  // The immediate takes a receive WQE (no data lands there).
+  RxContext ctx;
+  if (!m.take_recv_wqe(r.qp, r.qpn, ctx)) {
+    not_ready(m, r, RHN_SYN_RNR);
+    return;
+  }
+  ctx.length = op.msg_len;
+  m.complete_receive(
+      ctx, r.node, r.src_qpn, RHN_CQE_OP_RECV_WRITE_IMM, op.imm_data,
+      static_cast<uint8_t>(
+          RHN_CQE_F_IMM |
+          ((op.flags & RHN_WOP_F_SOLICITED) ? RHN_CQE_F_SOLICITED : 0)));
+}
+
+void read_request(Impl& m, Request& r) {
+  const rhn_op_hdr& op = r.op;
+  uint64_t va;
+  uint32_t key, mr_index;
+  const rhn_syndrome syn = resolve_target(m, r, RHN_ACCESS_REMOTE_READ,
+                                          op.msg_len, &va, &key, &mr_index);
+  if (syn != RHN_SYN_NONE) {
+    m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
+    refuse(m, r, syn);
+    return;
+  }
+  // Queue the data stream back to the requester (responder_has_room made
+  // sure there is room). It keeps the key, PD and right, not the region:
+  // each chunk is checked again (stream_reads).
+  const uint32_t idx = m.free_responder_reads.front();
+  m.free_responder_reads.pop();
+  ResponderRead& rr = m.responder_reads[idx];
+  rr = ResponderRead{};
+  rr.used = true;
+  rr.qp_type = r.qp.type;
+  rr.node = r.node;
+  rr.requester_src = r.src;
+  rr.responder_qpn = r.qpn;
+  rr.responder_gen = r.qp.gen;
+  rr.msn = op.msn;
+  rr.key = key;
+  rr.pdn = r.qp.pdn;
+  rr.va = va;
+  rr.length = op.msg_len;
+  Peer& p = r.peer;
+  if (p.reads_tail != kNone)
+    m.responder_reads[p.reads_tail].next = idx;
+  else
+    p.reads_head = idx;
+  p.reads_tail = idx;
+  m.peer_needs_service(p);
+}
+
+// A READ holds a responder READ context until its stream is sent.
+bool has_room(const Impl& m, const Peer&, const rhn_op_hdr& op) {
+  return op.opcode != RHN_WOP_READ_REQ || !m.free_responder_reads.empty();
+}
+
+void on_request(Impl& m, Request& r) {
+  if (r.qp.type == RHN_QP_UD) {
+    m.counters.add(RHN_CNT_UD_DROPS);
+    return;
+  }
+  if (r.op.opcode == RHN_WOP_WRITE)
+    write_request(m, r);
+  else
+    read_request(m, r);
+}
+
+// READ data for one of our READs: into the local SGEs kept since the
+// request; the last packet completes it.
+void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
+  if (pkt.op.opcode != RHN_WOP_READ_RESP) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
+    return;
+  }
+  if (!scatter_answer(m, qpn, e, pkt.op.msg_offset, pkt.payload)) return;
+  if (pkt.op.flags & RHN_WOP_F_LAST)
+    m.finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+}
+
+}  // namespace
+
+bool Engine::Impl::stream_reads(Peer& p) {
+  bool did = false;
+  for (uint32_t n = 0; n < 16 && p.reads_head != kNone; n++) {
+    const uint32_t r_index = p.reads_head;
+    ResponderRead& r = responder_reads[r_index];
+    // READ data takes send memory like a request (the reserve is kept for
+    // NAKs and atomic replies) but is charged to no context.
+    if (free_slots.size() <= response_reserve ||
+        p.unacked_count >= cfg.channel_window)
+      return did;
+    did = true;
+    rhn_op_hdr req{};  // the request, as far as an answer needs it
+    req.qp_type = r.qp_type;
+    req.dst_qpn = r.responder_qpn;
+    req.src_qpn = r.requester_src;
+    req.msn = r.msn;
+    const QpObj& qp = qps[r.responder_qpn];
+    if (r.cancelled || !qp.valid || qp.gen != r.responder_gen) {
+      respond(p, RHN_WOP_NAK, RHN_SYN_FLUSHED, req, {});
+      free_read(p, r_index);
+      continue;
+    }
+    const uint32_t chunk = std::min<uint32_t>(RHN_WIRE_MTU, r.length - r.sent);
+    uint32_t mr_index = 0;
+    rhn_syndrome syn = RHN_SYN_NONE;
+    if (chunk)
+      syn = check_key(r.key, kNone, r.pdn, RHN_ACCESS_REMOTE_READ,
+                      r.va + r.sent, chunk, &mr_index);
+    const uint32_t slot = begin_data(kNone);
+    if (syn == RHN_SYN_NONE && chunk &&
+        !mr_dma(mr_index, r.va + r.sent, slots[slot].frame + RHN_DATA_HDR_LEN,
+                chunk, false))
+      syn = RHN_SYN_DMA;
+    if (syn != RHN_SYN_NONE) {
+      // The region went away (or changed) under the READ: the rest is
+      // refused, and not one byte of whatever is there now leaves.
+      return_slot(slot);
+      counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
+      respond(p, RHN_WOP_NAK, static_cast<uint8_t>(syn), req, {});
+      free_read(p, r_index);
+      continue;
+    }
+    rhn_op_hdr op{};
+    op.opcode = RHN_WOP_READ_RESP;
+    op.flags = (r.sent == 0 ? RHN_WOP_F_FIRST : 0) |
+               (r.sent + chunk == r.length ? RHN_WOP_F_LAST : 0);
+    op.qp_type = r.qp_type;
+    op.dst_qpn = r.requester_src;
+    op.src_qpn = r.responder_qpn;
+    op.msn = r.msn;
+    op.msg_len = r.length;
+    op.msg_offset = r.sent;
+    commit_data(p, slot, op, chunk, false, kNone, 0, false);
+    r.sent += chunk;
+    if (r.sent == r.length) free_read(p, r_index);
+  }
+  return did;
+}
+
+extern const OpFamily kRdmaFamily = {
+    .name = "rdma",
+    .check = check,
+    .send_unsequenced = nullptr,
+    .build_packet = build_packet,
+    .on_response = on_response,
+    .has_room = has_room,
+    .on_request = on_request,
+};
+
+}  // namespace rhinet::fw

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The table of operation families: which family a WQE opcode and a wire
+// opcode belong to, and how a WQE opcode shows on the wire and in its CQE.
+#include <array>
+
+#include "ops/family.h"
+
+namespace rhinet::fw {
+
+// One definition per folder under ops/.
+extern const OpFamily kSendFamily;    // ops/send: SEND, SEND_IMM
+extern const OpFamily kRdmaFamily;    // ops/rdma: WRITE, WRITE_IMM, READ
+extern const OpFamily kAtomicFamily;  // ops/atomic: FETCH_ADD, CMP_SWAP
+extern const OpFamily kRawFamily;     // ops/raw: Ethernet frames
+
+namespace {
+
+constexpr size_t kOps = 64;  // enum rhn_op fits below
+
+std::array<OpInfo, kOps> make_ops() {
+  std::array<OpInfo, kOps> t{};
+  t[RHN_OP_NOP] = {nullptr, 0, RHN_CQE_OP_SEND, false, false, false};
+  t[RHN_OP_SEND] = {&kSendFamily, RHN_WOP_SEND, RHN_CQE_OP_SEND,
+                    false,        false,        true};
+  t[RHN_OP_SEND_IMM] = {&kSendFamily, RHN_WOP_SEND, RHN_CQE_OP_SEND,
+                        false,        true,         true};
+  t[RHN_OP_WRITE] = {&kRdmaFamily, RHN_WOP_WRITE, RHN_CQE_OP_WRITE,
+                     false,        false,         true};
+  t[RHN_OP_WRITE_IMM] = {&kRdmaFamily, RHN_WOP_WRITE, RHN_CQE_OP_WRITE,
+                         false,        true,          true};
+  t[RHN_OP_READ] = {
+      &kRdmaFamily, RHN_WOP_READ_REQ, RHN_CQE_OP_READ, true, false, false};
+  t[RHN_OP_FETCH_ADD] = {
+      &kAtomicFamily, RHN_WOP_FETCH_ADD, RHN_CQE_OP_FETCH_ADD, true, false,
+      false};
+  t[RHN_OP_CMP_SWAP] = {
+      &kAtomicFamily, RHN_WOP_CMP_SWAP, RHN_CQE_OP_CMP_SWAP, true, false,
+      false};
+  t[RHN_OP_RAW_ETH] = {&kRawFamily, 0, RHN_CQE_OP_RAW_ETH, false, false, true};
+  return t;
+}
+
+const std::array<OpInfo, kOps> kOpTable = make_ops();
+
+}  // namespace
+
+const OpInfo& op_info(uint8_t wqe_opcode) {
+  static constexpr OpInfo kNoSuchOp{};
+  return wqe_opcode < kOps ? kOpTable[wqe_opcode] : kNoSuchOp;
+}
+
+const OpFamily* family_of_wire(uint8_t wire_op) {
+  switch (wire_op) {
+    case RHN_WOP_SEND:
+      return &kSendFamily;
+    case RHN_WOP_WRITE:
+    case RHN_WOP_READ_REQ:
+    case RHN_WOP_READ_RESP:
+      return &kRdmaFamily;
+    case RHN_WOP_FETCH_ADD:
+    case RHN_WOP_CMP_SWAP:
+    case RHN_WOP_ATOMIC_RESP:
+      return &kAtomicFamily;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace rhinet::fw
