@@ -174,6 +174,24 @@ static bool rhinet_dma_write(void *opaque, uint64_t addr, const void *src,
     return rhinet_dma(opaque, addr, (void *)src, len, true);
 }
 
+/*
+ * An entry (CQE, EQE, admin completion): its body is visible to the guest
+ * before the word holding the owner bit, which the driver polls.
+ */
+static bool rhinet_dma_write_publish(void *opaque, uint64_t addr,
+                                     const void *src, size_t len,
+                                     size_t publish_at)
+{
+    const uint8_t *p = src;
+
+    if (!rhinet_dma(opaque, addr, (void *)p, publish_at, true)) {
+        return false;
+    }
+    smp_wmb();
+    return rhinet_dma(opaque, addr + publish_at, (void *)(p + publish_at),
+                      len - publish_at, true);
+}
+
 static void rhinet_raise_msix(void *opaque, uint16_t vector)
 {
     RhinetState *s = opaque;
@@ -320,6 +338,7 @@ static void rhinet_engine_start(RhinetState *s)
     static const struct rhn_fw_host_ops ops_template = {
         .dma_read = rhinet_dma_read,
         .dma_write = rhinet_dma_write,
+        .dma_write_publish = rhinet_dma_write_publish,
         .raise_msix = rhinet_raise_msix,
         .now_ns = rhinet_now_ns,
         .transmit = rhinet_transmit,

@@ -69,9 +69,11 @@ void Engine::Impl::admin_process() {
     const uint64_t at = cq + (admin_cq_producer & (depth - 1)) * sizeof(cpl);
     const uint8_t owner = ((admin_cq_producer >> log) & 1) ^ 1;
     // Body first, owner byte last: the driver polls the owner byte.
-    bool ok = bus.dma_write(at, &cpl, sizeof(cpl) - 1);
-    ok = ok && bus.dma_write(at + sizeof(cpl) - 1, &owner, 1);
-    if (!ok) counters.add(RHN_CNT_DMA_ERRORS);
+    uint8_t entry[sizeof(cpl)];
+    std::memcpy(entry, &cpl, sizeof(cpl) - 1);
+    entry[sizeof(cpl) - 1] = owner;
+    if (!bus.dma_write_publish(at, entry, sizeof(entry), sizeof(cpl) - 1))
+      counters.add(RHN_CNT_DMA_ERRORS);
     admin_consumer++;
     admin_cq_producer++;
     any = true;

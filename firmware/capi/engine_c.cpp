@@ -16,6 +16,12 @@ class CallbackHost final : public rhinet::fw::HostBus, public rhinet::fw::Wire {
   bool dma_write(uint64_t addr, const void* src, size_t len) override {
     return ops_.dma_write(ops_.opaque, addr, src, len);
   }
+  bool dma_write_publish(uint64_t addr, const void* src, size_t len,
+                         size_t publish_at) override {
+    if (!ops_.dma_write_publish)
+      return HostBus::dma_write_publish(addr, src, len, publish_at);
+    return ops_.dma_write_publish(ops_.opaque, addr, src, len, publish_at);
+  }
   void raise_msix(uint16_t vector) override {
     ops_.raise_msix(ops_.opaque, vector);
   }

@@ -29,9 +29,7 @@ void Engine::Impl::cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited) {
                                    (owner ? RHN_CQE_F_OWNER : 0));
   const uint64_t at = uint64_t{cq.producer & (depth - 1)} * RHN_CQE_SIZE;
   // Body, then the last 8 bytes holding the owner bit.
-  const auto* bytes = reinterpret_cast<const uint8_t*>(&cqe);
-  host_dma(cq.ring, at, const_cast<uint8_t*>(bytes), 24, true);
-  host_dma(cq.ring, at + 24, const_cast<uint8_t*>(bytes + 24), 8, true);
+  host_publish(cq.ring, at, &cqe, RHN_CQE_SIZE, 24);
   cq.producer++;
   const bool failed = cqe.status != RHN_CQE_SUCCESS;
   if (cq.arm == 1 || (cq.arm == 2 && (solicited || failed))) {
@@ -68,8 +66,7 @@ void Engine::Impl::eq_push(uint32_t eqn, uint8_t type, uint32_t object,
   e.type = type;
   e.owner = ((eq.producer >> eq.log_depth) & 1) ^ 1;
   const uint64_t at = eq.ring + uint64_t{eq.producer & (depth - 1)} * sizeof(e);
-  const auto* bytes = reinterpret_cast<const uint8_t*>(&e);
-  if (!bus.dma_write(at, bytes, 8) || !bus.dma_write(at + 8, bytes + 8, 8))
+  if (!bus.dma_write_publish(at, &e, sizeof(e), 8))
     counters.add(RHN_CNT_DMA_ERRORS);
   eq.producer++;
   if (eq.armed && (control.load() & RHN_CONTROL_INTR_ENABLE)) {

@@ -462,6 +462,10 @@ struct Engine::Impl {
                               uint64_t len, bool nic_writes);
   bool host_dma(const HostRef& ref, uint64_t offset, void* buf, uint64_t len,
                 bool write);
+  // An entry (CQE) into queue memory, body before its owner word
+  // (HostBus::dma_write_publish), translated once.
+  bool host_publish(const HostRef& ref, uint64_t offset, const void* buf,
+                    uint32_t len, uint32_t publish_at);
 
   // ---- requester/requester.cpp
   bool requester_run(uint32_t budget);

@@ -132,6 +132,36 @@ bool Engine::Impl::host_dma(const HostRef& ref, uint64_t offset, void* buf,
                 write);
 }
 
+bool Engine::Impl::host_publish(const HostRef& ref, uint64_t offset,
+                                const void* buf, uint32_t len,
+                                uint32_t publish_at) {
+  uint64_t bus_addr = ref.addr + offset;
+  if (ref.lkey != RHN_LKEY_PHYSICAL) {
+    const uint32_t mr_index = ref.lkey >> RHN_KEY_INDEX_SHIFT;
+    const MrObj& mr = mrs[mr_index];
+    const uint64_t va = ref.addr + offset;
+    if (mr.levels) {
+      const uint64_t page_size = 1ull << mr.page_shift;
+      if (page_size - (va & (page_size - 1)) < len) {
+        // Across a page (never for aligned entries): in two ordered parts.
+        auto* p = static_cast<uint8_t*>(const_cast<void*>(buf));
+        return mr_dma(mr_index, va, p, publish_at, true) &&
+               mr_dma(mr_index, va + publish_at, p + publish_at,
+                      len - publish_at, true);
+      }
+    }
+    if (translate(mr_index, va, bus_addr) != Fault::kOk) {
+      counters.add(RHN_CNT_DMA_ERRORS);
+      return false;
+    }
+  }
+  if (!bus.dma_write_publish(bus_addr, buf, len, publish_at)) {
+    counters.add(RHN_CNT_DMA_ERRORS);
+    return false;
+  }
+  return true;
+}
+
 uint32_t Engine::Impl::area_slot(uint32_t context, uint32_t area_id,
                                  uint32_t probe) const {
   const uint32_t h = (area_id * 0x9e3779b1u) ^ (context * 0x85ebca6bu);

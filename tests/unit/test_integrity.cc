@@ -508,6 +508,28 @@ TEST(EngineRules, CountersFromSeveralThreadsLoseNothing) {
             uint64_t(2 * kPerThread));
 }
 
+// CQEs, EQEs and admin completions are written with the ordered publish
+// (body, barrier, owner word), never as plain writes.
+TEST(EngineRules, EntriesArePublishedBodyFirst) {
+  SimCluster c(small_cluster(2));
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, 4096, kAllAccess, 701);
+  Region dst = make_region(*p.ctx_b, 4096);
+  const uint64_t a0 = c.node(0).bus.published();
+  const uint64_t b0 = c.node(1).bus.published();
+  constexpr int kMsgs = 20;
+  for (int i = 0; i < kMsgs; ++i) {
+    ASSERT_TRUE(p.qp_b->post_recv(uint64_t(i), {dst.sge(0, 4096)}));
+    ASSERT_TRUE(p.qp_a->post_send(send_wr(uint64_t(i), {src.sge(0, 100)})));
+  }
+  ASSERT_EQ(c.wait_cqes(*p.cq_a, kMsgs).size(), size_t(kMsgs));
+  ASSERT_EQ(c.wait_cqes(*p.cq_b, kMsgs).size(), size_t(kMsgs));
+  EXPECT_EQ(c.node(0).bus.published() - a0, uint64_t(kMsgs));
+  EXPECT_EQ(c.node(1).bus.published() - b0, uint64_t(kMsgs));
+}
+
 // A wire that only counts: the engine alone, with no simulated switch
 // allocating frames inside Engine::poll().
 class CountingWire : public fw::Wire {

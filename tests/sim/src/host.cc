@@ -123,6 +123,13 @@ bool SimHostBus::dma_write(uint64_t bus_addr, const void* src, size_t len) {
   return true;
 }
 
+bool SimHostBus::dma_write_publish(uint64_t bus_addr, const void* src,
+                                   size_t len, size_t publish_at) {
+  if (publish_at == 0 || publish_at >= len) return false;  // no body or word
+  published_++;
+  return fw::HostBus::dma_write_publish(bus_addr, src, len, publish_at);
+}
+
 void SimHostBus::raise_msix(uint16_t vector) {
   if (vector < msix_.size())
     ++msix_[vector];

@@ -6,6 +6,7 @@
 // may come from other threads; they only enqueue into bounded FIFOs.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,17 @@ class HostBus {
   // False on a bus error (address outside host memory, IOMMU fault).
   virtual bool dma_read(uint64_t bus_addr, void* dst, size_t len) = 0;
   virtual bool dma_write(uint64_t bus_addr, const void* src, size_t len) = 0;
+  // An ordered write: the first `publish_at` bytes (an entry's body) become
+  // visible before the rest (the word with the owner bit), so software that
+  // sees the owner bit sees the whole entry. A host whose bus can reorder
+  // writes puts its write barrier between the two parts.
+  virtual bool dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
+                                 size_t publish_at) {
+    const auto* p = static_cast<const uint8_t*>(src);
+    if (!dma_write(bus_addr, p, publish_at)) return false;
+    std::atomic_thread_fence(std::memory_order_release);
+    return dma_write(bus_addr + publish_at, p + publish_at, len - publish_at);
+  }
   virtual void raise_msix(uint16_t vector) = 0;
   // Monotonic nanoseconds; timers (retransmission, RNR) use it.
   virtual uint64_t now_ns() = 0;

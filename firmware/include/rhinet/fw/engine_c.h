@@ -23,6 +23,12 @@ struct rhn_fw_host_ops {
   /* false on a bus error; the engine counts it and reports it */
   bool (*dma_read)(void *opaque, uint64_t addr, void *dst, size_t len);
   bool (*dma_write)(void *opaque, uint64_t addr, const void *src, size_t len);
+  /*
+   * Optional (NULL: two dma_write calls with a release fence between):
+   * write src[0, publish_at) visibly before src[publish_at, len).
+   */
+  bool (*dma_write_publish)(void *opaque, uint64_t addr, const void *src,
+                            size_t len, size_t publish_at);
   void (*raise_msix)(void *opaque, uint16_t vector);
   uint64_t (*now_ns)(void *opaque);
   /* the frame is valid only during the call */

@@ -82,8 +82,14 @@ class SimHostBus : public fw::HostBus {
 
   bool dma_read(uint64_t bus_addr, void* dst, size_t len) override;
   bool dma_write(uint64_t bus_addr, const void* src, size_t len) override;
+  // Checks the ordering contract: the owner word goes last, and only
+  // after a body that is already in memory.
+  bool dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
+                         size_t publish_at) override;
   void raise_msix(uint16_t vector) override;
   uint64_t now_ns() override { return clock_.now(); }
+  // Entries written through dma_write_publish.
+  uint64_t published() const { return published_; }
 
   uint64_t msix_count(uint16_t vector) const;
   uint64_t msix_total() const;
@@ -99,6 +105,7 @@ class SimHostBus : public fw::HostBus {
   uint64_t bus_errors_ = 0;
   uint64_t read_bytes_ = 0;
   uint64_t write_bytes_ = 0;
+  uint64_t published_ = 0;
 };
 
 // A buffer of one simulated process: a range of I/O virtual addresses backed
