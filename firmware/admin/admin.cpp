@@ -167,6 +167,16 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
         return RHN_ADMIN_DMA_ERROR;
       return RHN_ADMIN_OK;
     }
+    case RHN_ADMIN_PROBE_NODE: {
+      // A firmware PING to the node's NIC; RHN_EQE_PROBE_DONE tells.
+      if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
+      const uint32_t node = u.handle.handle;
+      if (node >= cfg.max_nodes) return RHN_ADMIN_BAD_PARAM;
+      if (fw_post(static_cast<uint16_t>(node), RHN_FW_PING, {}, FwOwner::kProbe,
+                  node) == kNone)
+        return RHN_ADMIN_NO_RESOURCES;
+      return RHN_ADMIN_OK;
+    }
     case RHN_ADMIN_QUERY_COUNTERS: {
       if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
       uint64_t v[RHN_CNT_COUNT];

@@ -21,6 +21,8 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
       free_slots(config.send_packet_slots),
       ready(config.max_qps),
       peer_ready(config.max_nodes),
+      fw_queue(config.fw_messages),
+      free_fw_msgs(config.fw_messages),
       free_rx_ctxs(config.rx_contexts) {
   inline_staging = std::make_unique<RawWqe[]>(cfg.db_pages);
   raw_frame = std::make_unique<uint8_t[]>(RHN_MAX_FRAME);
@@ -40,6 +42,7 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
   peers = std::make_unique<Peer[]>(cfg.max_nodes);
   slots = std::make_unique<SendSlot[]>(cfg.send_packet_slots);
   rx_ctxs = std::make_unique<RxContext[]>(cfg.rx_contexts);
+  fw_msgs = std::make_unique<FwMessage[]>(cfg.fw_messages);
   response_reserve = cfg.send_packet_slots / 8;
   // A context's share of send memory, but at least one window's worth
   // (small configurations), so one context can always fill a channel.
@@ -98,6 +101,7 @@ void Engine::Impl::reset() {
     slots[i].context = kNone;
     free_slots.push(i);
   }
+  fw_reset();
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) rx_ctxs[i] = RxContext{};
   free_rx_ctxs.clear();
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) free_rx_ctxs.push(i);
@@ -128,10 +132,14 @@ void Engine::Impl::report_link() {
   link_reported = up;
   uint32_t s = status_reg.load();
   status_reg.store(up ? (s | RHN_STATUS_LINK_UP) : (s & ~RHN_STATUS_LINK_UP));
+  async_event(RHN_EQE_PORT_CHANGE, 0, up ? 1 : 0);
+}
+
+void Engine::Impl::async_event(uint8_t type, uint32_t object, uint64_t data) {
   for (uint32_t e = 0; e < eqs.size(); e++)
     if (eqs[e].valid) {
-      eq_push(e, RHN_EQE_PORT_CHANGE, 0, up ? 1 : 0);
-      break;  // the async EQ is the first one created
+      eq_push(e, type, object, data);
+      return;  // the async EQ is the first one created
     }
 }
 
@@ -463,7 +471,11 @@ bool Engine::poll() {
     m.rx.release();
     did = true;
   }
+  // Work classes, each with a bounded turn: the driver's kicks, arriving
+  // frames, the peers (resends, READ streams, timers), the NIC's own
+  // messages, then the QPs' send queues, round robin.
   did |= m.run_timers();
+  did |= m.fw_run(16);
   did |= m.requester_run(64);
   return did;
 }

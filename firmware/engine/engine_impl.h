@@ -314,6 +314,28 @@ struct Peer {
 };
 static_assert(sizeof(Peer) <= 192, "per-node channel state must stay small");
 
+// ---- Firmware-originated messages (fwmsg/) ---------------------------------
+
+// Who is told when a firmware message is over (acknowledged, refused, or
+// its node declared dead): an index into fwmsg/'s owner table.
+enum class FwOwner : uint8_t { kProbe };
+
+enum class FwState : uint8_t { kFree, kQueued, kInFlight };
+
+// A message the NIC itself sends to another NIC (pin-down replies, lock
+// and barrier messages, directory updates, collective segments; today
+// the node probe). Tracked here, not by any QP.
+struct FwMessage {
+  FwState state = FwState::kFree;
+  FwOwner owner = FwOwner::kProbe;
+  uint8_t gen = 0;  // bumps on reuse: stale answers are ignored
+  uint16_t node = 0;
+  uint16_t len = 0;
+  uint32_t kind = 0;  // enum rhn_fw_msg
+  uint64_t cookie = 0;
+  uint8_t payload[RHN_FW_MSG_MAX];
+};
+
 // ---- Ingress FIFOs (doorbell/)
 // ------------------------------------------------
 
@@ -414,6 +436,10 @@ struct Engine::Impl {
   Fifo<uint32_t> peer_ready;
   uint32_t busy_head = kNone;
   uint64_t next_peer_deadline = UINT64_MAX;
+  // Firmware-originated messages.
+  std::unique_ptr<FwMessage[]> fw_msgs;
+  Fifo<uint32_t> fw_queue;  // handles waiting to be sent
+  Fifo<uint32_t> free_fw_msgs;
   // Receive contexts.
   std::unique_ptr<RxContext[]> rx_ctxs;
   Fifo<uint32_t> free_rx_ctxs;
@@ -427,6 +453,8 @@ struct Engine::Impl {
   void schedule(uint32_t qpn);
   void wake_later(uint32_t qpn, uint64_t at);
   void report_link();
+  // An event for the driver on the asynchronous EQ (the first created).
+  void async_event(uint8_t type, uint32_t object, uint64_t data);
 
   // ---- admin/admin.cpp
   void admin_process();
@@ -553,6 +581,20 @@ struct Engine::Impl {
   void nak_remember(Peer& p, uint32_t src, uint32_t msn);
   void nak_forget(Peer& p, uint32_t src);
   void free_read(Peer& p, uint32_t r);
+
+  // ---- fwmsg/fw_messages.cpp
+  // Queues a message to `node`'s NIC; its owner hears of the outcome.
+  // kNone: no room in the table (try later) or no such node.
+  uint32_t fw_post(uint16_t node, uint32_t kind,
+                   std::span<const uint8_t> payload, FwOwner owner,
+                   uint64_t cookie);
+  bool fw_run(uint32_t budget);  // the firmware work class of poll()
+  void fw_acked(uint32_t tag);   // the channel acknowledged it
+  void fw_answer(Peer& p, const Packet& pkt);  // a NAK for one of ours
+  void fw_node_failed(uint16_t node);
+  void fw_receive(Peer& p, const Packet& pkt);  // one for us
+  void fw_finish(uint32_t handle, uint8_t syndrome);
+  void fw_reset();
 
   // ---- completion/completion.cpp
   void cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited);

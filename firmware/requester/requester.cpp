@@ -509,6 +509,10 @@ void Engine::Impl::flush_qp(uint32_t qpn) {
 
 void Engine::Impl::message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,
                                  uint16_t peer) {
+  if (qpn == RHN_WIRE_QPN_FIRMWARE) {
+    fw_acked(gen);  // a firmware message: its tag rides in gen
+    return;
+  }
   if (qpn >= qps.size() || !qps[qpn].valid || qps[qpn].gen != gen) return;
   QpObj& qp = qps[qpn];
   for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
@@ -552,6 +556,10 @@ void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx, bool busy) {
 void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
   const rhn_op_hdr& op = pkt.op;
   const uint32_t qpn = op.dst_qpn & RHN_WIRE_QPN_MASK;
+  if (qpn == RHN_WIRE_QPN_FIRMWARE) {  // about one of the NIC's own
+    fw_answer(p, pkt);
+    return;
+  }
   if (qpn == 0 || qpn >= qps.size() || !qps[qpn].valid) return;  // gone
   QpObj& qp = qps[qpn];
   if ((op.dst_qpn >> RHN_WIRE_INCARNATION_SHIFT) != qp.incarnation) {

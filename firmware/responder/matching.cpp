@@ -127,11 +127,7 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
   }
   if (srq && srq->limit && *producer - *consumer < srq->limit) {
     srq->limit = 0;  // one event per arm (MODIFY_SRQ re-arms)
-    for (uint32_t e = 0; e < eqs.size(); e++)
-      if (eqs[e].valid) {
-        eq_push(e, RHN_EQE_SRQ_LIMIT, qp.srqn, 0);
-        break;
-      }
+    async_event(RHN_EQE_SRQ_LIMIT, qp.srqn, 0);
   }
   return true;
 }

@@ -99,6 +99,10 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
     respond(p, RHN_WOP_NAK, syn, op, {});
   };
 
+  if (op.opcode == RHN_WOP_FW) {  // for the NIC itself, not a QP
+    fw_receive(p, pkt);
+    return;
+  }
   // A first packet starts a new message of that QP: what the NAK memory
   // holds of it is history then.
   if (first) nak_forget(p, src);

@@ -478,6 +478,7 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
   if (timed_out) p.dead_until = now + cfg.dead_holdoff_ns;
   while (p.reads_head != kNone) free_read(p, p.reads_head);
   if (peer_idle(p)) unlink_busy(p);
+  fw_node_failed(node);
   // Everything outstanding towards it fails. Rare: a scan of the QPs.
   for (uint32_t q = 0; q < qps.size(); q++) {
     QpObj& qp = qps[q];

@@ -8,10 +8,13 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <new>
 #include <thread>
 
+#include "core/crc32c.h"
 #include "test_helpers.h"
+#include "transport/packet.h"
 
 // ---- Allocation counting (for the no-allocation rule) ---------------------
 // Only allocations made while g_count_allocs is set are counted; the tests
@@ -669,6 +672,127 @@ TEST(Scale, TwoHundredFiftySixNodesAllToAll) {
   for (uint16_t i = 0; i < kNodes; ++i)
     dead += c.node(i).counter(RHN_CNT_PEER_DEAD);
   EXPECT_EQ(dead, 0u);
+}
+
+}  // namespace
+}  // namespace rhinet::test
+
+namespace rhinet::test {
+namespace {
+
+// The events on a node's kernel EQ so far (the sim's driver consumes
+// none, so they sit in the ring in order, first lap).
+std::vector<rhn_eqe> kernel_events(SimNode& n) {
+  std::vector<rhn_eqe> out;
+  for (uint32_t i = 0; i < 64; ++i) {
+    rhn_eqe e;
+    std::memcpy(
+        &e, n.memory.ptr(n.driver->eq_ring_bus() + i * RHN_EQE_SIZE, sizeof e),
+        sizeof e);
+    if ((e.owner & 1) != 1) break;
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<rhn_eqe> probe_results(SimNode& n) {
+  std::vector<rhn_eqe> out;
+  for (const auto& e : kernel_events(n))
+    if (e.type == RHN_EQE_PROBE_DONE) out.push_back(e);
+  return out;
+}
+
+AdminResult probe(SimNode& n, uint32_t node, uint32_t context = 0) {
+  return n.driver->exec_handle(RHN_ADMIN_PROBE_NODE, context, node);
+}
+
+// Firmware-originated messages: the NIC probes another NIC with a message
+// of its own (no QP); the outcome arrives as an event.
+TEST(FirmwareMessages, ProbeReportsLiveDeadAndOwnNode) {
+  ClusterConfig cfg = small_cluster(3);
+  cfg.engine.retransmit_timeout_ns = 100'000;
+  cfg.engine.max_retries = 3;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  c.fabric().set_link(2, false);
+  SimNode& n0 = c.node(0);
+  ASSERT_TRUE(probe(n0, 1).ok());
+  ASSERT_TRUE(probe(n0, 0).ok());  // ourselves, through the loopback
+  ASSERT_TRUE(probe(n0, 2).ok());
+  ASSERT_TRUE(c.run_until([&] { return probe_results(n0).size() == 3; },
+                          1'000'000'000));
+  std::map<uint32_t, uint64_t> got;
+  for (const auto& e : probe_results(n0)) got[e.object] = e.data;
+  EXPECT_EQ(got[1], uint64_t{RHN_SYN_NONE});
+  EXPECT_EQ(got[0], uint64_t{RHN_SYN_NONE});
+  EXPECT_EQ(got[2], uint64_t{RHN_SYN_RETRY_EXCEEDED});
+  // Refused: not the kernel, or no such node.
+  auto user = n0.open_context();
+  ASSERT_TRUE(user->ok());
+  EXPECT_EQ(probe(n0, 1, user->index()).status, RHN_ADMIN_NOT_PERMITTED);
+  EXPECT_EQ(probe(n0, cfg.engine.max_nodes).status, RHN_ADMIN_BAD_PARAM);
+}
+
+// The firmware table is bounded: when it is full the driver is told, user
+// traffic goes on meanwhile, and the table drains when the messages end.
+TEST(FirmwareMessages, FullTableRefusesThenDrains) {
+  ClusterConfig cfg = small_cluster(3);
+  cfg.engine.retransmit_timeout_ns = 100'000;
+  cfg.engine.max_retries = 3;
+  cfg.engine.fw_messages = 8;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  SimNode& n0 = c.node(0);
+  // Eight probes of absent nodes hold the table until they time out.
+  for (uint32_t k = 0; k < 8; ++k) ASSERT_TRUE(probe(n0, 100 + k).ok());
+  EXPECT_EQ(probe(n0, 1).status, RHN_ADMIN_NO_RESOURCES);
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, 4096, kAllAccess, 801);
+  Region dst = make_region(*p.ctx_b, 4096);
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 4096)}, dst.va(), dst.key())));
+  EXPECT_TRUE(wait_one(c, *p.cq_a).ok());
+  ASSERT_TRUE(c.run_until([&] { return probe_results(n0).size() == 8; },
+                          1'000'000'000));
+  for (const auto& e : probe_results(n0))
+    EXPECT_EQ(e.data, uint64_t{RHN_SYN_RETRY_EXCEEDED}) << e.object;
+  ASSERT_TRUE(probe(n0, 1).ok());
+  ASSERT_TRUE(c.run_until([&] { return probe_results(n0).size() == 9; },
+                          1'000'000'000));
+  EXPECT_EQ(probe_results(n0).back().object, 1u);
+  EXPECT_EQ(probe_results(n0).back().data, uint64_t{RHN_SYN_NONE});
+}
+
+// A firmware message of a kind the receiving NIC does not know is refused
+// with a NAK and counted; nothing else happens.
+TEST(FirmwareMessages, UnknownKindIsRefused) {
+  SimCluster c(small_cluster(3));
+  ASSERT_TRUE(c.all_up());
+  std::vector<uint8_t> frame(RHN_DATA_HDR_LEN + 8, 0);
+  rhn_pkt_hdr h{};
+  h.type = RHN_PKT_DATA;
+  h.dst_node = 1;
+  h.src_node = 2;
+  h.seq = 0;
+  h.session = 0x4242;
+  h.flags = RHN_PKT_F_SYN;
+  h.payload_len = 8;
+  rhn_op_hdr op{};
+  op.opcode = RHN_WOP_FW;
+  op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
+  op.dst_qpn = op.src_qpn = RHN_WIRE_QPN_FIRMWARE;
+  op.msn = 5;
+  op.rkey = 99;  // no such kind
+  op.msg_len = 8;
+  const uint32_t pcrc = fw::crc32c(0, frame.data() + RHN_DATA_HDR_LEN, 8);
+  frame.resize(fw::seal_packet(frame.data(), h, &op, pcrc));
+  CounterSnap b(c.node(1)), s(c.node(2));
+  ASSERT_TRUE(c.node(1).engine->frame_arrived(frame));
+  c.run_for(1'000'000);
+  EXPECT_EQ(b.delta(RHN_CNT_REMOTE_INVALID_REQUESTS), 1u);
+  EXPECT_EQ(b.delta(RHN_CNT_NAKS_SENT), 0u);   // a NAK operation, not a gap
+  EXPECT_GE(s.delta(RHN_CNT_RX_PACKETS), 1u);  // the answer reached node 2
 }
 
 }  // namespace

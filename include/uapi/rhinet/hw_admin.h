@@ -42,6 +42,10 @@ enum rhn_admin_opcode {
 	RHN_ADMIN_UNREGISTER_AREA = 0x29,
 	RHN_ADMIN_SET_LINK = 0x30, /* administrative link up/down */
 	RHN_ADMIN_SET_GID = 0x31, /* kernel only: one entry of the GID table */
+	/* kernel only: u.handle.handle = node ID; the NIC sends that node's
+	 * NIC a firmware PING and reports with RHN_EQE_PROBE_DONE
+	 */
+	RHN_ADMIN_PROBE_NODE = 0x32,
 };
 
 enum rhn_admin_status {

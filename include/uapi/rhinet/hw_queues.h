@@ -301,6 +301,10 @@ enum rhn_eqe_type {
 	RHN_EQE_SRQ_LIMIT = 4, /* object = srqn */
 	RHN_EQE_PORT_CHANGE = 5, /* data = 1 link up, 0 down */
 	RHN_EQE_PD_REQUEST = 6, /* reserved: remote pin-down request */
+	/* RHN_ADMIN_PROBE_NODE finished: object = node, data = enum
+	 * rhn_syndrome (RHN_SYN_NONE: the node's NIC answered)
+	 */
+	RHN_EQE_PROBE_DONE = 7,
 };
 
 /* Written like a CQE: the first 8 bytes, then the last 8 (owner last). */

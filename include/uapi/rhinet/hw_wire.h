@@ -78,6 +78,11 @@ enum rhn_wire_op {
 	RHN_WOP_READ_REQ = 3,
 	RHN_WOP_FETCH_ADD = 4,
 	RHN_WOP_CMP_SWAP = 5,
+	/* NIC to NIC: a firmware-originated message (enum rhn_fw_msg in
+	 * rkey; dst_qpn = src_qpn = RHN_WIRE_QPN_FIRMWARE; msn = the sender's
+	 * message handle). Acknowledged by the channel like any request.
+	 */
+	RHN_WOP_FW = 6,
 	/* Responses, responder -> requester */
 	RHN_WOP_READ_RESP = 16,
 	RHN_WOP_ATOMIC_RESP = 17, /* payload: 8-byte original value */
@@ -108,6 +113,15 @@ enum rhn_wire_op_flags {
  */
 #define RHN_WIRE_QPN_MASK 0x00ffffffu
 #define RHN_WIRE_INCARNATION_SHIFT 24
+/* The NIC's own endpoint for firmware messages (no QP has this number). */
+#define RHN_WIRE_QPN_FIRMWARE 0x00ffffffu
+
+/* Firmware message kinds (RHN_WOP_FW). */
+enum rhn_fw_msg {
+	RHN_FW_PING = 1, /* no payload: the channel's ACK is the answer */
+};
+/* The most payload one firmware message carries. */
+#define RHN_FW_MSG_MAX 256
 
 /*
  * Operation header. For requests dst_qpn is the responder's QP/endpoint and

@@ -74,6 +74,7 @@ struct EngineConfig {
   uint32_t max_inflight_per_qp = 64;  // messages awaiting ACK/response
   uint32_t max_rd_atomic = 16;
   uint32_t responder_reads = 256;  // READ responses queued as responder
+  uint32_t fw_messages = 64;       // firmware-originated messages at once
   // Timers.
   uint64_t retransmit_timeout_ns = 2'000'000;
   uint32_t max_retries = 8;  // then the peer is declared dead

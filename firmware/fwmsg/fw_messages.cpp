@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Firmware-originated messages: traffic the NIC itself starts, not a WQE
+// of any send queue (pin-down replies, directory updates, lock and barrier
+// messages, collective segments; today the node probe). A bounded table
+// tracks each one from fw_post() until the channel acknowledges it, the
+// peer NIC refuses it, or the node is declared dead; then its owner is
+// told. Sending is a work class of its own in poll(), so user queues
+// cannot starve it, and a message for a blocked node waits without
+// holding up the others.
+#include <cstring>
+
+#include "engine/engine_impl.h"
+
+namespace rhinet::fw {
+namespace {
+
+constexpr uint32_t kFwQpn = RHN_WIRE_QPN_FIRMWARE;
+
+uint32_t tag_of(uint32_t handle, uint8_t gen) {
+  return handle | (uint32_t{gen} << 16);
+}
+
+// The owners: who hears the outcome, by FwOwner.
+void probe_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
+  m.async_event(RHN_EQE_PROBE_DONE, static_cast<uint32_t>(cookie), syndrome);
+}
+
+using DoneFn = void (*)(Engine::Impl&, uint64_t cookie, uint8_t syndrome);
+constexpr DoneFn kOwnerDone[] = {
+    probe_done,  // FwOwner::kProbe
+};
+
+}  // namespace
+
+void Engine::Impl::fw_reset() {
+  free_fw_msgs.clear();
+  fw_queue.clear();
+  for (uint32_t h = 0; h < cfg.fw_messages; h++) {
+    fw_msgs[h].state = FwState::kFree;  // gen survives: late answers
+    free_fw_msgs.push(h);
+  }
+}
+
+uint32_t Engine::Impl::fw_post(uint16_t node, uint32_t kind,
+                               std::span<const uint8_t> payload, FwOwner owner,
+                               uint64_t cookie) {
+  if (node >= cfg.max_nodes || payload.size() > RHN_FW_MSG_MAX ||
+      free_fw_msgs.empty())
+    return kNone;
+  const uint32_t h = free_fw_msgs.front();
+  free_fw_msgs.pop();
+  FwMessage& f = fw_msgs[h];
+  f.state = FwState::kQueued;
+  f.gen++;
+  f.owner = owner;
+  f.node = node;
+  f.kind = kind;
+  f.cookie = cookie;
+  f.len = static_cast<uint16_t>(payload.size());
+  if (!payload.empty()) std::memcpy(f.payload, payload.data(), payload.size());
+  fw_queue.push(h);
+  return h;
+}
+
+bool Engine::Impl::fw_run(uint32_t budget) {
+  bool did = false;
+  for (uint32_t n = fw_queue.size(); n && budget; n--) {
+    const uint32_t h = fw_queue.front();
+    fw_queue.pop();
+    FwMessage& f = fw_msgs[h];
+    if (f.state != FwState::kQueued) continue;  // failed meanwhile
+    Peer& p = peers[f.node];
+    // Like a request: the reserve stays for answers, the window applies.
+    if (free_slots.size() <= response_reserve ||
+        p.unacked_count >= cfg.channel_window) {
+      fw_queue.push(h);  // its node is busy; the others go ahead
+      continue;
+    }
+    const uint32_t slot = begin_data(kNone);
+    if (f.len)
+      std::memcpy(slots[slot].frame + RHN_DATA_HDR_LEN, f.payload, f.len);
+    rhn_op_hdr op{};
+    op.opcode = RHN_WOP_FW;
+    op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
+    op.dst_qpn = kFwQpn;
+    op.src_qpn = kFwQpn;
+    op.msn = tag_of(h, f.gen);
+    op.rkey = f.kind;
+    op.msg_len = f.len;
+    commit_data(p, slot, op, f.len, true, kFwQpn, op.msn, true);
+    f.state = FwState::kInFlight;
+    did = true;
+    budget--;
+  }
+  return did;
+}
+
+void Engine::Impl::fw_finish(uint32_t h, uint8_t syndrome) {
+  FwMessage& f = fw_msgs[h];
+  const FwOwner owner = f.owner;
+  const uint64_t cookie = f.cookie;
+  f.state = FwState::kFree;
+  free_fw_msgs.push(h);
+  kOwnerDone[static_cast<uint32_t>(owner)](*this, cookie, syndrome);
+}
+
+void Engine::Impl::fw_acked(uint32_t tag) {
+  const uint32_t h = tag & 0xffff;
+  if (h >= cfg.fw_messages) return;
+  FwMessage& f = fw_msgs[h];
+  if (f.state != FwState::kInFlight || f.gen != (tag >> 16)) return;
+  fw_finish(h, RHN_SYN_NONE);
+}
+
+void Engine::Impl::fw_answer(Peer&, const Packet& pkt) {
+  const uint32_t h = pkt.op.msn & 0xffff;
+  if (pkt.op.opcode != RHN_WOP_NAK || h >= cfg.fw_messages) {
+    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    return;
+  }
+  FwMessage& f = fw_msgs[h];
+  if (f.state != FwState::kInFlight || f.gen != (pkt.op.msn >> 16)) return;
+  fw_finish(h, pkt.op.syndrome ? pkt.op.syndrome : uint8_t{RHN_SYN_BAD_OPCODE});
+}
+
+void Engine::Impl::fw_node_failed(uint16_t node) {
+  for (uint32_t h = 0; h < cfg.fw_messages; h++) {
+    const FwMessage& f = fw_msgs[h];
+    if (f.state != FwState::kFree && f.node == node)
+      fw_finish(h, RHN_SYN_RETRY_EXCEEDED);
+  }
+}
+
+void Engine::Impl::fw_receive(Peer& p, const Packet& pkt) {
+  const rhn_op_hdr& op = pkt.op;
+  if ((op.flags & (RHN_WOP_F_FIRST | RHN_WOP_F_LAST)) !=
+          (RHN_WOP_F_FIRST | RHN_WOP_F_LAST) ||
+      pkt.payload.size() > RHN_FW_MSG_MAX) {
+    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    return;
+  }
+  switch (op.rkey) {
+    case RHN_FW_PING:
+      return;  // the channel's ACK is the answer
+    default:
+      counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+      respond(p, RHN_WOP_NAK, RHN_SYN_BAD_OPCODE, op, {});
+      return;
+  }
+}
+
+}  // namespace rhinet::fw
