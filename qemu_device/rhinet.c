@@ -32,6 +32,7 @@
 #include "qemu/units.h"
 #include "qapi/error.h"
 #include "exec/memory.h"
+#include "sysemu/dma.h"
 #include "hw/pci/msix.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/pcie.h"
@@ -130,7 +131,13 @@ static void *rhinet_engine_thread(void *opaque)
 
 /*
  * Only guest RAM is reachable: a DMA address that hits MMIO, ROM (for writes)
- * or nothing at all fails the whole transfer. Bus mastering off disables the
+ * or nothing at all fails the whole transfer, so the engine thread never
+ * dispatches into a device (our own BAR included) and needs no BQL. Each
+ * piece is translated once (a MemoryRegionCache, as virtio's rings use):
+ * the copy goes through the cached host pointer, and a write then marks
+ * the bytes dirty and drops code translated from them. dma_barrier's
+ * smp_mb orders it
+ * against the engine's earlier accesses. Bus mastering off disables the
  * address space, so nothing is reachable then.
  */
 static bool rhinet_dma(RhinetState *s, uint64_t addr, void *buf, size_t len,
@@ -142,18 +149,29 @@ static bool rhinet_dma(RhinetState *s, uint64_t addr, void *buf, size_t len,
     if (addr + len < addr) {
         return false;
     }
+    dma_barrier(as, is_write ? DMA_DIRECTION_FROM_DEVICE
+                             : DMA_DIRECTION_TO_DEVICE);
     RCU_READ_LOCK_GUARD();
     while (len) {
-        hwaddr xlat, plen = len;
-        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen,
-                                                   is_write,
-                                                   MEMTXATTRS_UNSPECIFIED);
-        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
-            (is_write && mr->readonly) || plen == 0) {
-            return false;
+        MemoryRegionCache cache = MEMORY_REGION_CACHE_INVALID;
+        int64_t plen = address_space_cache_init(&cache, as, addr, len,
+                                                is_write);
+        MemoryRegion *mr = cache.mrs.mr;
+        bool ok = plen > 0 && cache.ptr && mr && memory_region_is_ram(mr) &&
+                  !memory_region_is_ram_device(mr) &&
+                  !(is_write && mr->readonly);
+
+        if (ok) {
+            if (is_write) {
+                address_space_write_cached(&cache, 0, p, plen);
+                /* Dirty tracking, and translated code over these bytes. */
+                address_space_cache_invalidate(&cache, 0, plen);
+            } else {
+                address_space_read_cached(&cache, 0, p, plen);
+            }
         }
-        if (address_space_rw(as, addr, MEMTXATTRS_UNSPECIFIED, p, plen,
-                             is_write) != MEMTX_OK) {
+        address_space_cache_destroy(&cache);
+        if (!ok) {
             return false;
         }
         addr += plen;
