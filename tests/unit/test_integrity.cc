@@ -797,3 +797,65 @@ TEST(FirmwareMessages, UnknownKindIsRefused) {
 
 }  // namespace
 }  // namespace rhinet::test
+
+namespace rhinet::test {
+namespace {
+
+// Receive contexts are shared: a process that has many large SENDs coming
+// in at once uses up only its share. Its extra messages are answered BUSY
+// and come again; another process's large SENDs go through meanwhile.
+TEST(ReceiveContexts, OneProcessCannotTakeThemAll) {
+  ClusterConfig cfg = small_cluster(2);
+  cfg.memory_bytes = 64u << 20;
+  cfg.engine.rx_contexts = 4;
+  cfg.engine.context_rx_share = 128;  // two per process
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  constexpr size_t kLen = 200 * 1000;
+  // Process X on node 1 receives on four QPs, process Y on one.
+  auto x = c.node(1).open_context();
+  auto y = c.node(1).open_context();
+  ASSERT_TRUE(x->ok() && y->ok());
+  struct Stream {
+    std::unique_ptr<SimContext> sender;
+    std::unique_ptr<SimCq> scq, rcq;
+    std::unique_ptr<SimQp> sqp, rqp;
+    Region src, dst;
+  };
+  std::vector<Stream> s(5);
+  for (size_t i = 0; i < s.size(); ++i) {
+    SimContext& rx = i < 4 ? *x : *y;
+    Stream& t = s[i];
+    t.sender = c.node(0).open_context();
+    ASSERT_TRUE(t.sender->ok());
+    t.scq = t.sender->create_cq(8);
+    t.rcq = rx.create_cq(8);
+    QpInit qa, qb;
+    qa.send_cq = t.scq.get();
+    qb.send_cq = t.rcq.get();
+    t.sqp = t.sender->create_qp(qa);
+    t.rqp = rx.create_qp(qb);
+    ASSERT_TRUE(t.sqp && t.rqp);
+    ASSERT_TRUE(connect_rc(*t.sqp, 1, t.rqp->qpn()));
+    ASSERT_TRUE(connect_rc(*t.rqp, 0, t.sqp->qpn()));
+    t.src = make_region(*t.sender, kLen, kAllAccess, 900 + i);
+    t.dst = make_region(rx, kLen);
+    ASSERT_TRUE(t.rqp->post_recv(1, {t.dst.sge(0, kLen)}));
+  }
+  CounterSnap b(c.node(1)), a(c.node(0));
+  for (auto& t : s)
+    ASSERT_TRUE(t.sqp->post_send(send_wr(1, {t.src.sge(0, kLen)})));
+  for (size_t i = 0; i < s.size(); ++i) {
+    Completion sc = wait_one(c, *s[i].scq, 1'000'000'000);
+    Completion rc = wait_one(c, *s[i].rcq, 1'000'000'000);
+    EXPECT_TRUE(sc.ok()) << i << " " << describe(sc);
+    ASSERT_TRUE(rc.ok()) << i << " " << describe(rc);
+    EXPECT_TRUE(s[i].dst.buf.bytes() == s[i].src.buf.bytes()) << i;
+  }
+  EXPECT_GT(b.delta(RHN_CNT_RX_CONTEXT_BUSY), 0u)
+      << "the share was never reached";
+  EXPECT_GT(a.delta(RHN_CNT_RNR_RETRIES), 0u);
+}
+
+}  // namespace
+}  // namespace rhinet::test
