@@ -115,8 +115,7 @@ struct Result {
 Result push_run(Node& a, sim::SimQp& qp, sim::SimCq& cq,
                 const sim::SimBuffer& src, const sim::SimMr& src_mr,
                 uint64_t dst_va, uint32_t rkey, size_t size, uint64_t ops,
-                uint32_t window, bool inline_data,
-                Node* pump_also = nullptr) {
+                uint32_t window, bool inline_data, Node* pump_also = nullptr) {
   sim::SendWr wr;
   wr.opcode = RHN_OP_WRITE;
   wr.remote_addr = dst_va;
