@@ -187,8 +187,11 @@ class SwitchProgram {
         std::perror("rhinet-switch: ppoll");
         return;
       }
-      for (unsigned i = 0; i < ports_.size(); i++) {
+      // New connections first: a frame read below may be for a node that
+      // connected in the same instant, and must not miss it.
+      for (unsigned i = 0; i < ports_.size(); i++)
         if (fds[2 * i].revents & POLLIN) accept_port(i);
+      for (unsigned i = 0; i < ports_.size(); i++) {
         const short ev = fds[2 * i + 1].revents;
         if (ev & (POLLIN | POLLHUP | POLLERR)) read_port(i);
         if (ev & POLLOUT) flush_port(i);

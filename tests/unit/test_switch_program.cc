@@ -84,11 +84,13 @@ class SwitchProgram : public ::testing::Test {
     b.insert(b.end(), f.begin(), f.end());
     send_raw(fd, b);
   }
-  // Frames that arrive on `fd` within `ms`.
-  static std::vector<std::vector<uint8_t>> receive(int fd, int ms = 200) {
+  // Frames that arrive on `fd`: waits up to `ms` for the first bytes (the
+  // switch may be slow to run on a loaded machine), then takes what follows
+  // until the line is quiet for 20 ms.
+  static std::vector<std::vector<uint8_t>> receive(int fd, int ms = 1000) {
     std::vector<uint8_t> buf;
     pollfd p{fd, POLLIN, 0};
-    while (poll(&p, 1, ms) > 0) {
+    for (int wait = ms; poll(&p, 1, wait) > 0; wait = 20) {
       uint8_t tmp[65536];
       const ssize_t n = read(fd, tmp, sizeof tmp);
       if (n <= 0) break;
