@@ -219,7 +219,9 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Qp* qp = to_qp(ibqp);
   int err = 0;
   bool posted = false;
-  if (qp->srq) {
+  // Receives go to a QP from INIT on (in ERR they are flushed); a QP in
+  // RESET has no receive queue yet.
+  if (qp->srq || ibqp->state == IBV_QPS_RESET) {
     *bad = wr;
     return EINVAL;
   }

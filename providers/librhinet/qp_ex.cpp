@@ -223,9 +223,14 @@ void wr_abort(ibv_qp_ex* q) {
 
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   Context* ctx = to_ctx(context);
-  constexpr uint32_t kMask =
-      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  constexpr uint32_t kMask = IBV_QP_INIT_ATTR_PD |
+                             IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+                             IBV_QP_INIT_ATTR_CREATE_FLAGS;
   if ((attr->comp_mask & ~kMask) || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD))
+    return errno = EOPNOTSUPP, nullptr;
+  // Create flags are accepted when none is set (applications pass the
+  // mask with flags 0); no flag is supported.
+  if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)
     return errno = EOPNOTSUPP, nullptr;
   if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
     return errno = EOPNOTSUPP, nullptr;
@@ -238,7 +243,11 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
     if (!ops || (ops & ~can)) return errno = EOPNOTSUPP, nullptr;
   }
   if (!attr->pd || attr->pd->context != context) return errno = EINVAL, nullptr;
-  Qp* qp = create_qp_common(attr, 0);
+  // The kernel command knows no create-flags field: it leaves the mask.
+  ibv_qp_init_attr_ex core = *attr;
+  core.comp_mask &= ~uint32_t{IBV_QP_INIT_ATTR_CREATE_FLAGS};
+  Qp* qp = create_qp_common(&core, 0);
+  attr->cap = core.cap;
   if (!qp) return nullptr;
   if (ops) {
     ibv_qp_ex& q = qp->vqp.qp_ex;

@@ -717,10 +717,34 @@ static void refusals(struct node *n)
 	errno = 0;
 	qp = make_qp(n, IBV_QPT_UC, IBV_QP_EX_WITH_SEND, 0, NULL);
 	check(!qp && errno == EOPNOTSUPP, "UC qp_ex: errno %d", errno);
+	/* Create flags in comp_mask with no flag set ask for nothing. */
 	errno = 0;
 	qp = make_qp(n, IBV_QPT_RC, kRcOps, IBV_QP_INIT_ATTR_CREATE_FLAGS,
 		     NULL);
-	check(!qp && errno == EOPNOTSUPP, "create flags: errno %d", errno);
+	check(qp != NULL, "create flags 0 refused: errno %d", errno);
+	if (qp)
+		ibv_destroy_qp(qp);
+	{
+		struct ibv_qp_init_attr_ex a = {
+			.send_cq = ibv_cq_ex_to_cq(n->scq),
+			.recv_cq = ibv_cq_ex_to_cq(n->rcq),
+			.cap = {.max_send_wr = 4,
+				.max_recv_wr = 4,
+				.max_send_sge = 1,
+				.max_recv_sge = 1},
+			.qp_type = IBV_QPT_RC,
+			.comp_mask = IBV_QP_INIT_ATTR_PD |
+				     IBV_QP_INIT_ATTR_CREATE_FLAGS,
+			.pd = n->pd,
+			.create_flags = IBV_QP_CREATE_SCATTER_FCS,
+		};
+		errno = 0;
+		qp = ibv_create_qp_ex(n->ctx, &a);
+		check(!qp && errno == EOPNOTSUPP, "SCATTER_FCS: errno %d",
+		      errno);
+		if (qp)
+			ibv_destroy_qp(qp);
+	}
 
 	static const uint64_t bad_wc[] = {
 		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, IBV_WC_EX_WITH_CVLAN,
@@ -763,6 +787,73 @@ static void refusals(struct node *n)
 		if (qp)
 			ibv_destroy_qp(qp);
 	}
+}
+
+/*
+ * Posting in the states ibverbs defines: a receive to a QP in RESET is
+ * refused and accepted from INIT on; a send before RTS is refused; a send
+ * to a QP in ERR is accepted and completes as flushed, like the receives
+ * it holds (the drain-by-post idiom).
+ */
+static void state_corners(struct node *n)
+{
+	struct ibv_cq_ex *cq = make_cq(n, NULL, NULL);
+	struct ibv_qp_init_attr qa = {
+		.send_cq = ibv_cq_ex_to_cq(cq),
+		.recv_cq = ibv_cq_ex_to_cq(cq),
+		.cap = {.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *qp = ibv_create_qp(n->pd, &qa);
+	struct ibv_sge s = sge(n, SRC, 64);
+	struct ibv_recv_wr rwr = {.wr_id = 71, .sg_list = &s, .num_sge = 1};
+	struct ibv_send_wr swr = {.wr_id = 72,
+				  .sg_list = &s,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_recv_wr *rbad = NULL;
+	struct ibv_send_wr *sbad = NULL;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	struct comp c[2];
+	int ret;
+
+	check(qp != NULL, "state-corner QP: errno %d", errno);
+	if (!qp)
+		return;
+	ret = ibv_post_recv(qp, &rwr, &rbad);
+	check(ret == EINVAL && rbad == &rwr,
+	      "receive posted to a QP in RESET: %d", ret);
+	check(!ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_ACCESS_FLAGS),
+	      "corner QP to INIT");
+	ret = ibv_post_recv(qp, &rwr, &rbad);
+	check(ret == 0, "receive posted in INIT: %d", ret);
+	ret = ibv_post_send(qp, &swr, &sbad);
+	check(ret == EINVAL && sbad == &swr, "send posted in INIT: %d", ret);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_ERR;
+	check(!ibv_modify_qp(qp, &a, IBV_QP_STATE), "corner QP to ERR");
+	ret = ibv_post_send(qp, &swr, &sbad);
+	check(ret == 0, "send posted to a QP in ERR: %d", ret);
+	if (poll_n(cq, c, 2) == 2) {
+		bool recv_first = c[0].wr_id == 71;
+		const struct comp *r = &c[recv_first ? 0 : 1];
+		const struct comp *w = &c[recv_first ? 1 : 0];
+
+		check(r->wr_id == 71 && r->status == IBV_WC_WR_FLUSH_ERR,
+		      "receive in ERR: wr_id %llu status %d",
+		      (unsigned long long)r->wr_id, r->status);
+		check(w->wr_id == 72 && w->status == IBV_WC_WR_FLUSH_ERR,
+		      "send in ERR: wr_id %llu status %d",
+		      (unsigned long long)w->wr_id, w->status);
+	}
+	check(!ibv_destroy_qp(qp), "destroy corner QP");
+	check(!ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), "destroy corner CQ");
 }
 
 static void client_ud(struct node *n, int fd)
@@ -978,6 +1069,7 @@ int main(int argc, char **argv)
 		       failures);
 		client_errors(&n, fd);
 		refusals(&n);
+		state_corners(&n);
 		printf("rhinet-qpex client: error cases done (%d failures)\n",
 		       failures);
 		client_ud(&n, fd);
@@ -986,6 +1078,7 @@ int main(int argc, char **argv)
 		server_rc(&n, fd, &events);
 		server_errors(&n, fd, &events);
 		refusals(&n);
+		state_corners(&n);
 		server_ud(&n, fd, &events);
 		sync_peer(fd); /* the client's remote error */
 		check(events > 0, "no completion event arrived");
