@@ -537,12 +537,19 @@ static void rhinet_qp_nic_attrs(const struct rhinet_qp *qp, int mask,
 	m->attr_mask = cpu_to_le32(nic);
 }
 
-/* Copies the attributes named by @mask into @dst (no AV: see query_qp). */
+/* Copies the attributes named by @mask into @dst. */
 static void rhinet_qp_attr_merge(struct ib_qp_attr *dst,
 				 const struct ib_qp_attr *src, int mask)
 {
 	if (mask & IB_QP_STATE)
 		dst->qp_state = src->qp_state;
+	if (mask & IB_QP_AV) {
+		dst->ah_attr = src->ah_attr;
+		/* ib_core holds the source GID entry only during the call;
+		 * query_qp reports the AV without one, as ib_query_qp expects.
+		 */
+		dst->ah_attr.grh.sgid_attr = NULL;
+	}
 	if (mask & IB_QP_ACCESS_FLAGS)
 		dst->qp_access_flags = src->qp_access_flags;
 	if (mask & IB_QP_QKEY)
@@ -609,7 +616,8 @@ out:
 }
 
 /* The NIC's view of the state (a failed WQE moves a QP to ERR) with the
- * attributes as last set. The address vector is not reported.
+ * attributes as last set, the address vector included, so an application
+ * can reset a QP and connect it again with what it queried.
  */
 int rhinet_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_qp_init_attr *init)

@@ -856,6 +856,77 @@ static void state_corners(struct node *n)
 	check(!ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), "destroy corner CQ");
 }
 
+/*
+ * ibv_query_qp reports the address vector the QP was connected with, and
+ * what it reports connects a reset QP again (no traffic: the peer's QP
+ * never hears of it).
+ */
+static void query_reconnect(struct node *n)
+{
+	struct ibv_cq_ex *cq = make_cq(n, NULL, NULL);
+	struct ibv_qp_init_attr qa = {
+		.send_cq = ibv_cq_ex_to_cq(cq),
+		.recv_cq = ibv_cq_ex_to_cq(cq),
+		.cap = {.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *qp = ibv_create_qp(n->pd, &qa);
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1}, q;
+	struct ibv_qp_init_attr init;
+	const int init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			      IBV_QP_ACCESS_FLAGS;
+	const int rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	int ret;
+
+	check(qp != NULL, "query QP: errno %d", errno);
+	if (!qp)
+		return;
+	check(!ibv_modify_qp(qp, &a, init_mask), "query QP to INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = n->peer.rc_qpn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	ah_attr(n, &a.ah_attr);
+	check(!ibv_modify_qp(qp, &a, rtr_mask), "query QP to RTR");
+	memset(&q, 0, sizeof(q));
+	ret = ibv_query_qp(qp, &q, IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_STATE,
+			   &init);
+	check(!ret, "ibv_query_qp: %d", ret);
+	check(q.ah_attr.is_global &&
+		      !memcmp(q.ah_attr.grh.dgid.raw, n->peer.gid, 16) &&
+		      q.ah_attr.grh.sgid_index == n->gid_index &&
+		      q.ah_attr.port_num == 1,
+	      "queried AV: global %d sgid %u port %u dgid %s",
+	      q.ah_attr.is_global, q.ah_attr.grh.sgid_index,
+	      q.ah_attr.port_num,
+	      memcmp(q.ah_attr.grh.dgid.raw, n->peer.gid, 16) ? "differs"
+							     : "ok");
+	check(q.dest_qp_num == n->peer.rc_qpn && q.qp_state == IBV_QPS_RTR,
+	      "queried dest QPN %u state %d", q.dest_qp_num, q.qp_state);
+	/* Reset, and connect again with what the query said. */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RESET;
+	check(!ibv_modify_qp(qp, &a, IBV_QP_STATE), "query QP to RESET");
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	check(!ibv_modify_qp(qp, &a, init_mask), "query QP to INIT again");
+	q.qp_state = IBV_QPS_RTR;
+	q.path_mtu = IBV_MTU_1024;
+	q.max_dest_rd_atomic = 1;
+	q.min_rnr_timer = 12;
+	ret = ibv_modify_qp(qp, &q, rtr_mask);
+	check(!ret, "RTR with the queried AV: %d", ret);
+	check(!ibv_destroy_qp(qp), "destroy query QP");
+	check(!ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), "destroy query CQ");
+}
+
 static void client_ud(struct node *n, int fd)
 {
 	struct ibv_qp_ex *q = n->udx;
@@ -1070,6 +1141,7 @@ int main(int argc, char **argv)
 		client_errors(&n, fd);
 		refusals(&n);
 		state_corners(&n);
+		query_reconnect(&n);
 		printf("rhinet-qpex client: error cases done (%d failures)\n",
 		       failures);
 		client_ud(&n, fd);
@@ -1079,6 +1151,7 @@ int main(int argc, char **argv)
 		server_errors(&n, fd, &events);
 		refusals(&n);
 		state_corners(&n);
+		query_reconnect(&n);
 		server_ud(&n, fd, &events);
 		sync_peer(fd); /* the client's remote error */
 		check(events > 0, "no completion event arrived");
