@@ -354,8 +354,8 @@ bool poll_one(Cq* cq, ibv_wc* wc) {
     const rhn_cqe e = *slot;
     cq->consumer++;
 
-    Qp* qp = e.qpn < Context::kMaxQpn ? ctx->qps[e.qpn] : nullptr;
-    if (!qp) continue;  // its QP is gone
+    Qp* qp = ctx->qps.get(e.qpn);
+    if (!qp) continue;  // not ours (cannot happen: destroy cleans the CQ)
     ibv_wc& c = *wc;
     memset(&c, 0, sizeof(c));
     c.status = static_cast<ibv_wc_status>(e.status);
@@ -375,6 +375,65 @@ bool poll_one(Cq* cq, ibv_wc* wc) {
       if (e.flags & RHN_CQE_F_GRH) c.wc_flags |= IBV_WC_GRH;
     }
     return true;
+  }
+}
+
+namespace {
+
+// Removes @qpn's CQEs from @cq (its lock held), moving the later ones of
+// other QPs up; receives the QP took from @srq are given back to it.
+void clean_cq(Cq* cq, uint32_t qpn, Srq* srq) {
+  const uint32_t depth = 1u << cq->log_depth, mask = depth - 1;
+  uint32_t end = cq->consumer;  // the entries the NIC has written
+  while (end - cq->consumer < depth) {
+    const rhn_cqe* slot = &cq->ring[end & mask];
+    const uint8_t flags = __atomic_load_n(&slot->flags, __ATOMIC_ACQUIRE);
+    const bool phase = ((end >> cq->log_depth) & 1) ^ 1;
+    if (((flags & RHN_CQE_F_OWNER) != 0) != phase) break;
+    end++;
+  }
+  from_device_barrier();
+  uint32_t removed = 0;
+  for (uint32_t i = end; i != cq->consumer;) {
+    --i;
+    rhn_cqe e = cq->ring[i & mask];
+    if (e.qpn == qpn) {
+      if (srq && !(e.flags & RHN_CQE_F_SQ)) {
+        std::lock_guard<std::mutex> g(srq->lock);
+        srq->busy[e.wqe_index & (srq->depth - 1)] = 0;
+      }
+      removed++;
+    } else if (removed) {
+      // Into a slot that holds an entry of the same lap: keep its owner.
+      rhn_cqe* dst = &cq->ring[(i + removed) & mask];
+      e.flags = static_cast<uint8_t>((e.flags & ~RHN_CQE_F_OWNER) |
+                                     (dst->flags & RHN_CQE_F_OWNER));
+      *dst = e;
+    }
+  }
+  if (removed) {
+    cq->consumer += removed;
+    publish_consumer(cq);
+  }
+}
+
+}  // namespace
+
+void clean_qp_cqes(Qp* qp, bool forget) {
+  Context* ctx = to_ctx(qp->vqp.qp.context);
+  Cq* scq = to_cq(qp->vqp.qp.send_cq);
+  Cq* rcq = to_cq(qp->vqp.qp.recv_cq);
+  // Two CQs are locked in address order, so two cleaners cannot deadlock.
+  Cq* first = scq < rcq ? scq : rcq;
+  Cq* second = scq < rcq ? rcq : scq;
+  std::unique_lock<std::mutex> l1(first->lock);
+  std::unique_lock<std::mutex> l2;
+  if (second != first) l2 = std::unique_lock<std::mutex>(second->lock);
+  if (scq != rcq) clean_cq(scq, qp->qpn, nullptr);
+  clean_cq(rcq, qp->qpn, qp->srq);
+  if (forget) {
+    std::lock_guard<std::mutex> g(ctx->table_lock);
+    ctx->qps.set(qp->qpn, nullptr);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <new>
 
 #include "rhinet/hw.h"
 #include "verbs_abi44.h"
@@ -39,18 +40,47 @@ struct Device {
 struct Qp;
 struct Srq;
 
+// QPs by number, for completions: two levels over the whole 24-bit QPN
+// space, whatever the NIC's limits; a leaf of 4096 entries is allocated on
+// first use and kept until the context goes, so pollers read without a
+// lock. An entry is set before the QP can have completions and cleared
+// under its CQs' locks after they were cleaned of its CQEs (clean_cq).
+class QpTable {
+ public:
+  static constexpr uint32_t kLeafBits = 12;
+  static constexpr uint32_t kLeaves = 1u << (24 - kLeafBits);
+  ~QpTable() {
+    for (auto& l : leaves_) delete[] l.load(std::memory_order_relaxed);
+  }
+  Qp* get(uint32_t qpn) const {
+    Qp** leaf = leaves_[(qpn >> kLeafBits) % kLeaves].load(
+        std::memory_order_acquire);
+    return leaf ? leaf[qpn & ((1u << kLeafBits) - 1)] : nullptr;
+  }
+  // False when a leaf cannot be allocated. Callers hold table_lock.
+  bool set(uint32_t qpn, Qp* qp) {
+    std::atomic<Qp**>& slot = leaves_[(qpn >> kLeafBits) % kLeaves];
+    Qp** leaf = slot.load(std::memory_order_relaxed);
+    if (!leaf) {
+      leaf = new (std::nothrow) Qp*[1u << kLeafBits]();
+      if (!leaf) return false;
+      slot.store(leaf, std::memory_order_release);
+    }
+    leaf[qpn & ((1u << kLeafBits) - 1)] = qp;
+    return true;
+  }
+
+ private:
+  std::atomic<Qp**> leaves_[kLeaves] = {};
+};
+
 struct Context {
   verbs_context vctx;              // libibverbs' part, at the offset we tell it
   volatile uint8_t* db = nullptr;  // the doorbell page
   size_t db_size = 0;
   rhinet_alloc_ucontext_resp attr{};
-  // QPs and SRQs by number, for completions. Guarded by table_lock for
-  // create/destroy; poll reads entries of objects that outlive their CQEs.
-  std::mutex table_lock;
-  static constexpr uint32_t kMaxQpn = 1024;
-  static constexpr uint32_t kMaxSrqn = 256;
-  Qp* qps[kMaxQpn] = {};
-  Srq* srqs[kMaxSrqn] = {};
+  std::mutex table_lock;  // create/destroy of qps entries
+  QpTable qps;
 
   void kick(uint32_t offset, uint32_t value) {
     to_device_barrier();
@@ -262,6 +292,9 @@ bool poll_one(Cq* cq, ibv_wc* wc);
 void publish_consumer(Cq* cq);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
 void reset_qp_queues(Qp* qp);
+// Takes the QP's CQEs out of its CQs and, with @forget, its entry out of
+// the QP table, under the CQs' locks (destroy and RESET, as mlx5 does).
+void clean_qp_cqes(Qp* qp, bool forget);
 
 // qp_ex.cpp
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);

@@ -218,10 +218,6 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     return nullptr;
   }
   srq->srqn = resp.drv.srqn;
-  {
-    std::lock_guard<std::mutex> g(ctx->table_lock);
-    if (srq->srqn < Context::kMaxSrqn) ctx->srqs[srq->srqn] = srq;
-  }
   return &srq->vsrq.srq;
 }
 
@@ -240,13 +236,8 @@ int query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
 
 int destroy_srq(ibv_srq* ibsrq) {
   Srq* srq = to_srq(ibsrq);
-  Context* ctx = to_ctx(ibsrq->context);
   int err = ibv_cmd_destroy_srq(ibsrq);
   if (err) return err;
-  {
-    std::lock_guard<std::mutex> g(ctx->table_lock);
-    if (srq->srqn < Context::kMaxSrqn) ctx->srqs[srq->srqn] = nullptr;
-  }
   free_srq(srq);
   return 0;
 }
@@ -354,7 +345,11 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type) {
   qp->max_inline = cap.max_inline_data;
   {
     std::lock_guard<std::mutex> g(ctx->table_lock);
-    if (qp->qpn < Context::kMaxQpn) ctx->qps[qp->qpn] = qp;
+    if (!ctx->qps.set(qp->qpn, qp)) {
+      ibv_cmd_destroy_qp(&qp->vqp.qp);
+      free_qp(qp);
+      return errno = ENOMEM, nullptr;
+    }
   }
   return qp;
 }
@@ -386,8 +381,11 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
   int err = ibv_cmd_modify_qp(ibqp, attr, mask,
                               reinterpret_cast<struct ibv_modify_qp*>(&cmd),
                               sizeof(cmd));
-  if (!err && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+  if (!err && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+    // Nothing of the QP's previous life is reported after a RESET.
+    clean_qp_cqes(to_qp(ibqp), false);
     reset_qp_queues(to_qp(ibqp));
+  }
   return err;
 }
 
@@ -401,13 +399,11 @@ int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask,
 
 int destroy_qp(ibv_qp* ibqp) {
   Qp* qp = to_qp(ibqp);
-  Context* ctx = to_ctx(ibqp->context);
   int err = ibv_cmd_destroy_qp(ibqp);
   if (err) return err;
-  {
-    std::lock_guard<std::mutex> g(ctx->table_lock);
-    if (qp->qpn < Context::kMaxQpn) ctx->qps[qp->qpn] = nullptr;
-  }
+  // The NIC has forgotten the QP: its CQEs go, then the QP itself, under
+  // the CQ locks a poller holds while it looks QPs up.
+  clean_qp_cqes(qp, true);
   free_qp(qp);
   return 0;
 }

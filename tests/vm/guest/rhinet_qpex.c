@@ -818,6 +818,8 @@ static void state_corners(struct node *n)
 	struct ibv_recv_wr *rbad = NULL;
 	struct ibv_send_wr *sbad = NULL;
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	const int init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			      IBV_QP_ACCESS_FLAGS;
 	struct comp c[2];
 	int ret;
 
@@ -827,10 +829,7 @@ static void state_corners(struct node *n)
 	ret = ibv_post_recv(qp, &rwr, &rbad);
 	check(ret == EINVAL && rbad == &rwr,
 	      "receive posted to a QP in RESET: %d", ret);
-	check(!ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				     IBV_QP_ACCESS_FLAGS),
-	      "corner QP to INIT");
+	check(!ibv_modify_qp(qp, &a, init_mask), "corner QP to INIT");
 	ret = ibv_post_recv(qp, &rwr, &rbad);
 	check(ret == 0, "receive posted in INIT: %d", ret);
 	ret = ibv_post_send(qp, &swr, &sbad);
@@ -853,6 +852,51 @@ static void state_corners(struct node *n)
 		      (unsigned long long)w->wr_id, w->status);
 	}
 	check(!ibv_destroy_qp(qp), "destroy corner QP");
+
+	/*
+	 * Two QPs on the CQ, each with a flushed receive in it, unpolled. A
+	 * RESET takes one QP's CQEs out (the other's stays and is found);
+	 * a destroy takes the rest.
+	 */
+	{
+		struct ibv_qp *b = ibv_create_qp(n->pd, &qa);
+		struct ibv_qp *d = ibv_create_qp(n->pd, &qa);
+		struct ibv_qp *both[2] = {b, d};
+
+		check(b && d, "two more corner QPs");
+		if (!b || !d)
+			return;
+		for (int i = 0; i < 2; i++) {
+			memset(&a, 0, sizeof(a));
+			a.qp_state = IBV_QPS_INIT;
+			a.port_num = 1;
+			check(!ibv_modify_qp(both[i], &a, init_mask),
+			      "QP %d to INIT", i);
+			rwr.wr_id = 91 + i;
+			check(!ibv_post_recv(both[i], &rwr, &rbad),
+			      "receive on QP %d", i);
+			memset(&a, 0, sizeof(a));
+			a.qp_state = IBV_QPS_ERR;
+			check(!ibv_modify_qp(both[i], &a, IBV_QP_STATE),
+			      "QP %d to ERR", i);
+		}
+		usleep(100000); /* the NIC writes both flushes */
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RESET;
+		check(!ibv_modify_qp(b, &a, IBV_QP_STATE), "QP to RESET");
+		if (poll_n(cq, c, 1) == 1)
+			check(c[0].wr_id == 92 && c[0].qp_num == d->qp_num &&
+				      c[0].status == IBV_WC_WR_FLUSH_ERR,
+			      "after a RESET: wr_id %llu qp %u status %d",
+			      (unsigned long long)c[0].wr_id, c[0].qp_num,
+			      c[0].status);
+		rwr.wr_id = 93;
+		check(!ibv_post_recv(d, &rwr, &rbad), "receive in ERR");
+		usleep(100000);
+		check(!ibv_destroy_qp(d), "destroy QP with a CQE left");
+		check(!ibv_destroy_qp(b), "destroy reset QP");
+		poll_n(cq, c, 0);
+	}
 	check(!ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), "destroy corner CQ");
 }
 
