@@ -313,6 +313,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (cqn == kNone) return RHN_ADMIN_NO_RESOURCES;
       CqObj& cq = cqs[cqn];
       cq = CqObj{};
+      cq_published[cqn].store(0, std::memory_order_release);
       cq.valid = true;
       cq.context = ctx;
       cq.log_depth = c.log_depth;

@@ -25,6 +25,7 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
       free_fw_msgs(config.fw_messages),
       free_rx_ctxs(config.rx_contexts) {
   inline_staging = std::make_unique<RawWqe[]>(cfg.db_pages);
+  cq_published = std::make_unique<std::atomic<uint32_t>[]>(cfg.max_cqs);
   raw_frame = std::make_unique<uint8_t[]>(RHN_MAX_FRAME);
   contexts.resize(cfg.db_pages);
   pds.resize(cfg.max_pds);
@@ -67,6 +68,8 @@ void Engine::Impl::reset() {
   for (auto& o : mrs) o = MrObj{};
   for (auto& o : eqs) o = EqObj{};
   for (auto& o : cqs) o = CqObj{};
+  for (uint32_t i = 0; i < cfg.max_cqs; i++)
+    cq_published[i].store(0, std::memory_order_relaxed);
   for (auto& o : srqs) o = SrqObj{};
   for (auto& o : qps) {
     const uint32_t gen = o.gen;
@@ -249,7 +252,8 @@ void Engine::Impl::handle_kick(Kick& k) {
         counters.add(RHN_CNT_BAD_DOORBELLS);
         return;
       }
-      cq_arm(qn, (k.value & RHN_DB_CQ_SOLICITED) != 0);
+      cq_arm(qn, (k.value & RHN_DB_CQ_SOLICITED) != 0,
+             static_cast<uint32_t>(k.value >> 32));
       return;
     default:
       return;
@@ -431,6 +435,15 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
   }
   const bool with_inline =
       kind == KickKind::kSq && (value & RHN_DB_SQ_INLINE) != 0;
+  if (kind == KickKind::kCqArm) {
+    // Where the CQ stood when the arm was requested (see cq_arm).
+    const uint32_t cqn = static_cast<uint32_t>(value) & RHN_DB_QN_MASK;
+    value = (value & 0xffffffffu) |
+            (cqn < m.cfg.max_cqs
+                 ? uint64_t{m.cq_published[cqn].load(std::memory_order_acquire)}
+                       << 32
+                 : 0);
+  }
   if (!m.kicks.push_with([&](Kick& k) {
         k.kind = kind;
         k.page = page;

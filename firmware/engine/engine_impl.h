@@ -87,6 +87,7 @@ struct CqObj {
   HostRef ring, record;
   uint32_t producer = 0;
   uint32_t consumer_seen = 0;
+  uint32_t solicited_end = 0;  // producer after the last solicited/error CQE
   uint32_t eqn = 0;
   uint32_t refs = 0;
 };
@@ -388,6 +389,9 @@ struct Engine::Impl {
   MpscQueue<RxFrame> rx;
   std::atomic<bool> kick_overflow{false};
   std::unique_ptr<RawWqe[]> inline_staging;  // per doorbell page
+  // Each CQ's producer index as the doorbells see it: an arm kick records
+  // it when it is written (any thread), cq_push publishes it.
+  std::unique_ptr<std::atomic<uint32_t>[]> cq_published;
   // The net_device's raw-frame QP (kernel context only), and the buffer a
   // raw frame is built in.
   uint32_t raw_qpn = kNone;
@@ -599,7 +603,10 @@ struct Engine::Impl {
   // ---- completion/completion.cpp
   void cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited);
   void eq_push(uint32_t eqn, uint8_t type, uint32_t object, uint64_t data);
-  void cq_arm(uint32_t cqn, bool solicited_only);
+  // An arm requested when the CQ's producer was `requested_at` (read when
+  // the doorbell was written): the event is for completions added after
+  // the request, those already added before this kick was handled too.
+  void cq_arm(uint32_t cqn, bool solicited_only, uint32_t requested_at);
   void write_status_word(const QpObj& qp, const Inflight& e);
 
   // ---- requester/requester.cpp: the GRH a UD SEND carries (wire.h).

@@ -444,7 +444,9 @@ int rhinet_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 		return -EOPNOTSUPP;
 	if ((flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED)
 		arm |= RHN_DB_CQ_SOLICITED;
-	/* The NIC raises an event at once for CQEs the record shows unread. */
+	/* The NIC raises an event for CQEs added after this write only;
+	 * REPORT_MISSED_EVENTS tells the caller of any already there.
+	 */
 	writel(arm, rdev->kernel_db + RHN_DB_CQ_ARM);
 	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
 		spin_lock_irqsave(&cq->lock, irqflags);

@@ -173,11 +173,13 @@ static int rhinet_net_poll(struct napi_struct *napi, int budget)
 		netif_wake_queue(net->ndev);
 
 	if (done < budget && napi_complete_done(napi, done)) {
-		/* The NIC raises an event for CQEs the record shows unread,
-		 * so arming after the record update cannot miss one.
+		/* The NIC raises an event only for CQEs added after the arm:
+		 * one that came since the last look is taken now.
 		 */
 		wmb();
 		writel(net->cqn, net->rdev->kernel_db + RHN_DB_CQ_ARM);
+		if (rhinet_cqe_ready(net->cq, CQ_DEPTH, net->cq_ci))
+			napi_schedule(napi);
 	}
 	return done;
 }
@@ -379,6 +381,8 @@ static int rhinet_net_open(struct net_device *ndev)
 	}
 	napi_enable(&net->napi);
 	writel(net->cqn, rdev->kernel_db + RHN_DB_CQ_ARM);
+	if (rhinet_cqe_ready(net->cq, CQ_DEPTH, net->cq_ci))
+		napi_schedule(&net->napi);
 	if (READ_ONCE(rdev->link_up))
 		netif_carrier_on(ndev);
 	else

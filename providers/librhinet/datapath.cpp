@@ -457,7 +457,8 @@ int req_notify_cq(ibv_cq* ibcq, int solicited_only) {
   Cq* cq = to_cq(ibcq);
   {
     std::lock_guard<std::mutex> g(cq->lock);
-    // The NIC compares the record with its producer before arming.
+    // The consumer index goes back with every arm (the NIC's view of how
+    // full the CQ is); the event is for completions added after the kick.
     __atomic_store_n(&cq->record->consumer_index, cq->consumer,
                      __ATOMIC_RELEASE);
   }

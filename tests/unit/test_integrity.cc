@@ -859,3 +859,50 @@ TEST(ReceiveContexts, OneProcessCannotTakeThemAll) {
 
 }  // namespace
 }  // namespace rhinet::test
+
+namespace rhinet::test {
+namespace {
+
+size_t completion_events(SimNode& n, uint32_t cqn) {
+  size_t k = 0;
+  for (const auto& e : kernel_events(n))
+    if (e.type == RHN_EQE_COMPLETION && e.object == cqn) k++;
+  return k;
+}
+
+// ibv_req_notify_cq semantics: an arm asks for an event at the next
+// completion added after it; completions already in the CQ (which the
+// software polls right after arming) raise none. perftest's event loops
+// (ib_send_lat -e) count on it.
+TEST(CqArm, EventOnlyForCompletionsAddedAfterTheArm) {
+  SimCluster c(small_cluster(2));
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, 64, kAllAccess, 1001);
+  Region dst = make_region(*p.ctx_b, 4096);
+  SimNode& b = c.node(1);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(p.qp_b->post_recv(uint64_t(i), {dst.sge(size_t(i) * 64, 64)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(1, {src.sge(0, 64)})));
+  ASSERT_TRUE(c.run_until([&] { return b.counter(RHN_CNT_COMPLETIONS) > 0; },
+                          10'000'000));
+  c.run_for(100'000);
+  // A completion is waiting, unpolled; now the CQ is armed.
+  p.cq_b->arm();
+  c.run_for(100'000);
+  EXPECT_EQ(completion_events(b, p.cq_b->cqn()), 0u)
+      << "an event for a completion that was there before the arm";
+  ASSERT_EQ(p.cq_b->poll().size(), 1u);
+  // The next completion raises the event, once.
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(2, {src.sge(0, 64)})));
+  c.run_for(1'000'000);
+  EXPECT_EQ(completion_events(b, p.cq_b->cqn()), 1u);
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(3, {src.sge(0, 64)})));
+  c.run_for(1'000'000);
+  EXPECT_EQ(completion_events(b, p.cq_b->cqn()), 1u) << "fired without an arm";
+  EXPECT_EQ(p.cq_b->poll().size(), 2u);
+}
+
+}  // namespace
+}  // namespace rhinet::test

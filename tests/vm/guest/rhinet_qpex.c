@@ -948,10 +948,9 @@ static void query_reconnect(struct node *n)
 		      q.ah_attr.grh.sgid_index == n->gid_index &&
 		      q.ah_attr.port_num == 1,
 	      "queried AV: global %d sgid %u port %u dgid %s",
-	      q.ah_attr.is_global, q.ah_attr.grh.sgid_index,
-	      q.ah_attr.port_num,
+	      q.ah_attr.is_global, q.ah_attr.grh.sgid_index, q.ah_attr.port_num,
 	      memcmp(q.ah_attr.grh.dgid.raw, n->peer.gid, 16) ? "differs"
-							     : "ok");
+							      : "ok");
 	check(q.dest_qp_num == n->peer.rc_qpn && q.qp_state == IBV_QPS_RTR,
 	      "queried dest QPN %u state %d", q.dest_qp_num, q.qp_state);
 	/* Reset, and connect again with what the query said. */

@@ -17,13 +17,16 @@
 #             rhinet devices only)
 #   cm        connections through rdma_cm (ib_cm over the management QP):
 #             rping validating every ping, perftest with -R
+#   events    the tools waiting for completion events instead of polling:
+#             ib_send_lat -e, ib_send_bw -e, ibv_rc_pingpong -e (perftest
+#             has no event mode for WRITE)
 #   dv        rhinetdv_pingpong: the direct verbs (endpoint, areas, PUSH and
 #             PULL by area ID and offset, status words), every byte checked,
 #             error cases included; then a process killed while holding an
 #             endpoint and an area leaves no area registered, and on a
 #             soft-RoCE device the direct verbs say EOPNOTSUPP (rhinet0 only)
 #   all       all of them
-#   verbs_tools.sh NODE NODES [basic|perftest|qpex|cm|dv|all] [DEVICE]
+#   verbs_tools.sh NODE NODES [basic|perftest|events|qpex|cm|dv|all] [DEVICE]
 # DEVICE (default rhinet0) may name a soft-RoCE device instead (rxe*): it is
 # created on eth0 with rdma_rxe, to try these runs against a known-good
 # provider.
@@ -35,7 +38,7 @@ LIB_NAME=verbs_tools
 # shellcheck source=verbs.lib.sh
 . "$(dirname "$0")/verbs.lib.sh" # rides next to this script (run-cluster.sh)
 
-case $WHICH in basic | perftest | qpex | cm | dv | all) ;; *) fail "unknown set '$WHICH'" ;; esac
+case $WHICH in basic | perftest | events | qpex | cm | dv | all) ;; *) fail "unknown set '$WHICH'" ;; esac
 want() { [ "$WHICH" = all ] || [ "$WHICH" = "$1" ]; }
 verbs_setup
 verbs_device "$DEVICE"
@@ -68,6 +71,13 @@ if want perftest; then
 	# Small inline sends (rc_pingpong sizes them from query_qp's caps).
 	run_pair ibv_rc_pingpong-s2 ibv_rc_pingpong -d "$DEVICE" -g $GID -c \
 		-n 200 -s 2
+fi
+if want events; then
+	P="-d $DEVICE -x $GID -F --report_gbits"
+	run_pair ib_send_lat_events ib_send_lat $P -n 500 -s 8 -e
+	run_pair ib_send_bw_events ib_send_bw $P -n 500 -s 4096 -e
+	run_pair ibv_rc_pingpong_events ibv_rc_pingpong -d "$DEVICE" -g $GID \
+		-c -e -n 500 -s 64
 fi
 if want qpex; then
 	case $DEVICE in
