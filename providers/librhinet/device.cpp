@@ -5,7 +5,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -176,13 +178,19 @@ const verbs_device_ops kDeviceOps = {
 };
 
 // The libibverbs this process loaded must be the one the ABI header
-// describes. Its file may have any name (initramfs copies), so the check
-// reads the ELF version definitions it carries: rdma-core 44 defines public
-// versions up to IBVERBS_1.14 and the private IBVERBS_PRIVATE_34.
+// describes. Its ELF version definitions narrow it down (rdma-core 44
+// defines public versions up to IBVERBS_1.14 and the private
+// IBVERBS_PRIVATE_34) but not far enough: releases 43 to 55 define the same
+// ones, and 46 moved fields of the structures we share (verbs_qp). What
+// names the release is the library's file, libibverbs.so.1.14.<release>.0,
+// which the SONAME link points to: a library whose file says another
+// release, or none, is refused.
 struct VersionCheck {
   bool found = false;
   bool private_abi = false;
   char newest_public[32] = "";
+  char file[256] = "";  // the library's real file
+  int release = -1;     // rdma-core release its file name says, or -1
 };
 
 int inspect_libibverbs(dl_phdr_info* info, size_t, void* arg) {
@@ -210,6 +218,17 @@ int inspect_libibverbs(dl_phdr_info* info, size_t, void* arg) {
   }
   if (!strtab || !verdef) return 0;
   out->found = true;
+  char real[PATH_MAX];
+  const char* path = realpath(info->dlpi_name, real) ? real : info->dlpi_name;
+  const char* base = strrchr(path, '/');
+  const char* file = base ? base + 1 : path;
+  const size_t n = std::min(strlen(file), sizeof(out->file) - 1);
+  memcpy(out->file, file, n);
+  out->file[n] = 0;
+  unsigned abi_minor, release, patch;
+  if (sscanf(out->file, "libibverbs.so.1.%u.%u.%u", &abi_minor, &release,
+             &patch) == 3)
+    out->release = static_cast<int>(release);
   unsigned best_minor = 0;
   for (size_t i = 0; i < count; i++) {
     const auto* aux = reinterpret_cast<const ElfW(Verdaux)*>(
@@ -232,16 +251,30 @@ bool libibverbs_matches() {
   VersionCheck v;
   dl_iterate_phdr(inspect_libibverbs, &v);
   if (!v.found) return true;  // linked statically: the build checked it
-  if (v.private_abi && !strcmp(v.newest_public, RHINET_IBVERBS_PUBLIC))
-    return true;
-  fprintf(stderr,
-          "librhinet: built for rdma-core %s (%s, %s), but the libibverbs "
-          "in this process defines %s%s; not registering the rhinet "
-          "provider\n",
-          RHINET_RDMA_CORE_VERSION, RHINET_IBVERBS_PUBLIC,
-          RHINET_IBVERBS_PRIVATE,
-          v.newest_public[0] ? v.newest_public : "no public version",
-          v.private_abi ? "" : " and another private ABI");
+  if (!v.private_abi || strcmp(v.newest_public, RHINET_IBVERBS_PUBLIC)) {
+    fprintf(stderr,
+            "librhinet: built for rdma-core %s (%s, %s), but the libibverbs "
+            "in this process defines %s%s; not registering the rhinet "
+            "provider\n",
+            RHINET_RDMA_CORE_VERSION, RHINET_IBVERBS_PUBLIC,
+            RHINET_IBVERBS_PRIVATE,
+            v.newest_public[0] ? v.newest_public : "no public version",
+            v.private_abi ? "" : " and another private ABI");
+    return false;
+  }
+  if (v.release == RHINET_RDMA_CORE_MAJOR) return true;
+  if (v.release < 0)
+    fprintf(stderr,
+            "librhinet: built for rdma-core %s, but the libibverbs in this "
+            "process is the file %s, whose name tells no release (expected "
+            "libibverbs.so.1.14.%d.0); not registering the rhinet provider\n",
+            RHINET_RDMA_CORE_VERSION, v.file, RHINET_RDMA_CORE_MAJOR);
+  else
+    fprintf(stderr,
+            "librhinet: built for rdma-core %s, but the libibverbs in this "
+            "process is rdma-core %d's (%s), whose provider structures "
+            "differ; not registering the rhinet provider\n",
+            RHINET_RDMA_CORE_VERSION, v.release, v.file);
   return false;
 }
 

@@ -30,6 +30,7 @@ typedef atomic_int verbs_atomic_int;
 #endif
 
 #define RHINET_RDMA_CORE_VERSION "44.0"
+#define RHINET_RDMA_CORE_MAJOR 44 /* libibverbs.so.1.14.44.0 */
 #define RHINET_IBVERBS_PRIVATE "IBVERBS_PRIVATE_34"
 #define RHINET_IBVERBS_PUBLIC "IBVERBS_1.14" /* newest in 44.0 */
 

@@ -51,8 +51,12 @@ if ((${#linked[@]})); then
 	{ ldd "${linked[@]}" 2>/dev/null | grep -o '/[^ ]*' || true; } | sort -u |
 		while read -r lib; do
 			[[ -f $lib ]] || continue
-			mkdir -p "$root$(dirname "$lib")"
-			cp -L "$lib" "$root$lib"
+			# The file under its own name, the name ldd gave as a link
+			# to it: librhinet tells libibverbs' release by its file.
+			real=$(readlink -f "$lib")
+			mkdir -p "$root$(dirname "$lib")" "$root$(dirname "$real")"
+			cp "$real" "$root$real"
+			[[ $real == "$lib" ]] || ln -sfn "$real" "$root$lib"
 		done
 fi
 
