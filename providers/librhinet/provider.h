@@ -13,20 +13,12 @@
 #include <mutex>
 #include <new>
 
+#include "barriers.h"
 #include "rhinet/hw.h"
 #include "verbs_abi44.h"
 
 namespace rhinet {
 
-// Orders host-memory writes before the NIC may read them (x86: the
-// compiler must not reorder; stores are not reordered with each other).
-inline void to_device_barrier() {
-  std::atomic_thread_fence(std::memory_order_release);
-}
-// Orders a read of a NIC-written owner bit before reading the entry.
-inline void from_device_barrier() {
-  std::atomic_thread_fence(std::memory_order_acquire);
-}
 
 template <typename T>
 inline T* container_of_member(void* member, std::size_t offset) {
