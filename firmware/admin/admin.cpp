@@ -335,6 +335,10 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       ref_get(cq.ring, -1);
       ref_get(cq.record, -1);
       eqs[cq.eqn].refs--;
+      if (cq.event_deferred) {  // an owed event for a CQ that is gone
+        cq.event_deferred = false;
+        eqs[cq.eqn].deferred--;
+      }
       contexts[ctx].refs--;
       cq.valid = false;
       return RHN_ADMIN_OK;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Completion: CQEs into completion queues, status words into the issuing
 // process's memory, events into event queues and MSI-X interrupts.
+#include <algorithm>
 #include <cstring>
 
 #include "engine/engine_impl.h"
@@ -36,7 +37,7 @@ void Engine::Impl::cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited) {
   if (solicited || failed) cq.solicited_end = cq.producer;
   if (cq.arm == 1 || (cq.arm == 2 && (solicited || failed))) {
     cq.arm = 0;
-    eq_push(cq.eqn, RHN_EQE_COMPLETION, cqn, 0);
+    cq_event(cqn);
   }
 }
 
@@ -52,7 +53,43 @@ void Engine::Impl::cq_arm(uint32_t cqn, bool solicited_only,
       (solicited_only ? cq.solicited_end : cq.producer) - requested_at;
   if (since != 0 && since < (1u << 31)) {
     cq.arm = 0;
+    cq_event(cqn);
+  }
+}
+
+uint32_t Engine::Impl::eq_completion_room(const EqObj& eq) const {
+  const uint32_t depth = 1u << eq.log_depth;
+  const uint32_t reserve = std::min<uint32_t>(64, depth / 4);
+  const uint32_t used = eq.producer - eq.consumer;
+  return used + reserve < depth ? depth - reserve - used : 0;
+}
+
+void Engine::Impl::cq_event(uint32_t cqn) {
+  CqObj& cq = cqs[cqn];
+  if (cq.event_deferred) return;  // one is owed already
+  if (cq.eqn >= eqs.size() || !eqs[cq.eqn].valid) return;
+  EqObj& eq = eqs[cq.eqn];
+  if (eq_completion_room(eq)) {
     eq_push(cq.eqn, RHN_EQE_COMPLETION, cqn, 0);
+    return;
+  }
+  cq.event_deferred = true;
+  eq.deferred++;
+  counters.add(RHN_CNT_EVENTS_DEFERRED);
+}
+
+void Engine::Impl::eq_catch_up(uint32_t eqn) {
+  EqObj& eq = eqs[eqn];
+  // Round robin over the CQs, so every owed event gets its turn.
+  const uint32_t n = static_cast<uint32_t>(cqs.size());
+  for (uint32_t k = 0; k < n && eq.deferred && eq_completion_room(eq); k++) {
+    const uint32_t cqn = eq.defer_cursor;
+    eq.defer_cursor = (eq.defer_cursor + 1) % n;
+    CqObj& cq = cqs[cqn];
+    if (!cq.event_deferred || cq.eqn != eqn) continue;
+    cq.event_deferred = false;
+    eq.deferred--;
+    if (cq.valid) eq_push(eqn, RHN_EQE_COMPLETION, cqn, 0);
   }
 }
 

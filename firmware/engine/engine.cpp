@@ -200,6 +200,7 @@ void Engine::Impl::handle_kick(Kick& k) {
       EqObj& eq = eqs[eqn];
       const uint32_t ci = static_cast<uint32_t>(k.value & RHN_EQ_DB_CI_MASK);
       if (ci - eq.consumer <= eq.producer - eq.consumer) eq.consumer = ci;
+      if (eq.deferred) eq_catch_up(eqn);
       if (k.value & RHN_EQ_DB_ARM) {
         eq.armed = true;
         // Entries the driver has not consumed yet: interrupt right away.

@@ -76,6 +76,8 @@ struct EqObj {
   uint32_t producer = 0;
   uint32_t consumer = 0;
   uint32_t refs = 0;
+  uint32_t deferred = 0;      // CQs owed a completion event (it was full)
+  uint32_t defer_cursor = 0;  // where the next catch-up scan starts
 };
 
 struct CqObj {
@@ -87,7 +89,8 @@ struct CqObj {
   HostRef ring, record;
   uint32_t producer = 0;
   uint32_t consumer_seen = 0;
-  uint32_t solicited_end = 0;  // producer after the last solicited/error CQE
+  uint32_t solicited_end = 0;   // producer after the last solicited/error CQE
+  bool event_deferred = false;  // owed a completion event (its EQ was full)
   uint32_t eqn = 0;
   uint32_t refs = 0;
 };
@@ -603,6 +606,12 @@ struct Engine::Impl {
   // ---- completion/completion.cpp
   void cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited);
   void eq_push(uint32_t eqn, uint8_t type, uint32_t object, uint64_t data);
+  // A CQ's completion event: posted, or owed until its event queue has
+  // room again (a completion event is never lost, however many CQs one
+  // user arms). The last entries of a queue stay for device events.
+  void cq_event(uint32_t cqn);
+  void eq_catch_up(uint32_t eqn);  // the driver made room: post owed ones
+  uint32_t eq_completion_room(const EqObj& eq) const;
   // An arm requested when the CQ's producer was `requested_at` (read when
   // the doorbell was written): the event is for completions added after
   // the request, those already added before this kick was handled too.

@@ -21,7 +21,9 @@
 
 #define RHINET_ADMIN_LOG_DEPTH 5
 #define RHINET_ADMIN_TIMEOUT_MS 5000
-#define RHINET_EQ_LOG_DEPTH 8
+/* Event queue sizing: at least this deep, at most RHINET_EQ_MAX_LOG. */
+#define RHINET_EQ_MIN_LOG 8
+#define RHINET_EQ_MAX_LOG 16
 #define RHINET_EQ_VECTOR 1 /* vector 0: admin and async */
 
 struct rhinet_admin {
@@ -43,6 +45,8 @@ struct rhinet_admin {
 struct rhinet_eq {
 	struct rhn_eqe *ring;
 	dma_addr_t dma;
+	u32 depth; /* entries: one per CQ the NIC has, and room for events */
+	u32 log_depth;
 	u32 consumer;
 	u32 eqn;
 };
@@ -65,6 +69,9 @@ struct rhinet_dev {
 	u8 mac[6];
 	bool link_up;
 	unsigned long async_events;
+	/* Interrupt names, per device (several NICs in one host). */
+	char admin_irq_name[32];
+	char eq_irq_name[32];
 };
 
 static inline u32 rhinet_read32(struct rhinet_dev *rdev, u32 reg)

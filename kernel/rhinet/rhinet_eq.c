@@ -7,28 +7,45 @@
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/log2.h>
 
 #include "rhinet.h"
 
-#define EQ_DEPTH BIT(RHINET_EQ_LOG_DEPTH)
+/* Entries handled per wake-up before the thread lets others run, and how
+ * often within a pass the consumer index goes back to the NIC (it posts no
+ * completion event into the last entries it has not been told are free).
+ */
+#define EQ_BUDGET 256
+#define EQ_REPORT_EVERY 64
 
-static void rhinet_eq_arm(struct rhinet_dev *rdev)
+static void rhinet_eq_doorbell(struct rhinet_dev *rdev, bool arm)
 {
 	struct rhinet_eq *eq = &rdev->eq;
 	u64 db = eq->consumer | (u64)eq->eqn << RHN_EQ_DB_EQN_SHIFT |
-		 RHN_EQ_DB_ARM;
+		 (arm ? RHN_EQ_DB_ARM : 0);
 
 	writeq(db, rdev->regs + RHN_REG_EQ_DOORBELL);
 }
 
+/* The hard handler only wakes the thread: events go to ib_core and NAPI,
+ * which take locks and may run long, in process context.
+ */
 static irqreturn_t rhinet_eq_irq(int irq, void *data)
+{
+	return IRQ_WAKE_THREAD;
+}
+
+static irqreturn_t rhinet_eq_thread(int irq, void *data)
 {
 	struct rhinet_dev *rdev = data;
 	struct rhinet_eq *eq = &rdev->eq;
+	unsigned int n;
 
-	for (;;) {
-		struct rhn_eqe *e = &eq->ring[eq->consumer % EQ_DEPTH];
-		u8 phase = ((eq->consumer / EQ_DEPTH) & 1) ^ 1;
+	/* NAPI and irq_poll raise softirqs: let them run when we are done. */
+	local_bh_disable();
+	for (n = 0; n < EQ_BUDGET; n++) {
+		struct rhn_eqe *e = &eq->ring[eq->consumer & (eq->depth - 1)];
+		u8 phase = ((eq->consumer >> eq->log_depth) & 1) ^ 1;
 
 		if ((READ_ONCE(e->owner) & 1) != phase)
 			break;
@@ -40,8 +57,6 @@ static irqreturn_t rhinet_eq_irq(int irq, void *data)
 			break;
 		case RHN_EQE_PORT_CHANGE:
 			WRITE_ONCE(rdev->link_up, !!le64_to_cpu(e->data));
-			dev_info(&rdev->pdev->dev, "link %s\n",
-				 rdev->link_up ? "up" : "down");
 			rhinet_net_link_event(rdev, rdev->link_up);
 			rhinet_ib_event(rdev, e);
 			break;
@@ -51,8 +66,14 @@ static irqreturn_t rhinet_eq_irq(int irq, void *data)
 			break;
 		}
 		eq->consumer++;
+		if (!(eq->consumer % EQ_REPORT_EVERY))
+			rhinet_eq_doorbell(rdev, false);
 	}
-	rhinet_eq_arm(rdev);
+	local_bh_enable();
+	/* Re-armed with what is left: the NIC interrupts again at once if
+	 * entries remain (budget used up), else at the next one.
+	 */
+	rhinet_eq_doorbell(rdev, true);
 	return IRQ_HANDLED;
 }
 
@@ -61,34 +82,45 @@ int rhinet_eq_init(struct rhinet_dev *rdev)
 	struct rhinet_eq *eq = &rdev->eq;
 	struct device *dev = &rdev->pdev->dev;
 	struct rhn_admin_cmd cmd = {};
+	u32 cqs = le32_to_cpu(rdev->attr.max_cqs);
 	int ret;
 
-	eq->ring = dma_alloc_coherent(dev, EQ_DEPTH * RHN_EQE_SIZE, &eq->dma,
+	/* One entry for every CQ (a CQ has at most one event outstanding
+	 * per arm, and the NIC holds back, never drops, those it has no
+	 * room for) and room for the device's own events.
+	 */
+	eq->log_depth = clamp_t(u32, order_base_2(cqs + 64), RHINET_EQ_MIN_LOG,
+				RHINET_EQ_MAX_LOG);
+	eq->depth = 1u << eq->log_depth;
+	eq->ring = dma_alloc_coherent(dev, eq->depth * RHN_EQE_SIZE, &eq->dma,
 				      GFP_KERNEL);
 	if (!eq->ring)
 		return -ENOMEM;
 	eq->consumer = 0;
-	ret = request_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR),
-			  rhinet_eq_irq, 0, DRV_NAME "-eq", rdev);
+	snprintf(rdev->eq_irq_name, sizeof(rdev->eq_irq_name), "%s-eq@%s",
+		 DRV_NAME, pci_name(rdev->pdev));
+	ret = request_threaded_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR),
+				   rhinet_eq_irq, rhinet_eq_thread, IRQF_ONESHOT,
+				   rdev->eq_irq_name, rdev);
 	if (ret)
 		goto err_free;
 
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_EQ;
 	cmd.u.create_eq.ring_addr = cpu_to_le64(eq->dma);
 	cmd.u.create_eq.vector = cpu_to_le16(RHINET_EQ_VECTOR);
-	cmd.u.create_eq.log_depth = RHINET_EQ_LOG_DEPTH;
+	cmd.u.create_eq.log_depth = eq->log_depth;
 	ret = rhinet_admin_exec(rdev, &cmd, &eq->eqn);
 	if (ret) {
 		dev_err(dev, "cannot create the event queue: %d\n", ret);
 		goto err_irq;
 	}
-	rhinet_eq_arm(rdev);
+	rhinet_eq_doorbell(rdev, true);
 	return 0;
 
 err_irq:
 	free_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR), rdev);
 err_free:
-	dma_free_coherent(dev, EQ_DEPTH * RHN_EQE_SIZE, eq->ring, eq->dma);
+	dma_free_coherent(dev, eq->depth * RHN_EQE_SIZE, eq->ring, eq->dma);
 	eq->ring = NULL;
 	return ret;
 }
@@ -101,7 +133,7 @@ void rhinet_eq_fini(struct rhinet_dev *rdev)
 	if (!eq->ring)
 		return;
 	free_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR), rdev);
-	dma_free_coherent(&rdev->pdev->dev, EQ_DEPTH * RHN_EQE_SIZE, eq->ring,
+	dma_free_coherent(&rdev->pdev->dev, eq->depth * RHN_EQE_SIZE, eq->ring,
 			  eq->dma);
 	eq->ring = NULL;
 }

@@ -119,8 +119,10 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 				    PCI_IRQ_MSIX);
 	if (ret < 0)
 		return ret;
+	snprintf(rdev->admin_irq_name, sizeof(rdev->admin_irq_name),
+		 "%s-admin@%s", DRV_NAME, pci_name(pdev));
 	ret = request_irq(pci_irq_vector(pdev, RHN_MSIX_ADMIN),
-			  rhinet_admin_irq, 0, DRV_NAME "-admin", rdev);
+			  rhinet_admin_irq, 0, rdev->admin_irq_name, rdev);
 	if (ret)
 		goto err_vectors;
 

@@ -147,6 +147,10 @@ enum rhn_counter {
 	RHN_CNT_RX_CONTEXT_BUSY,
 	/* a context's requests waited for its share of send memory */
 	RHN_CNT_SEND_QUOTA_WAITS,
+	/* completion events held back while their event queue was full;
+	 * each is posted once the driver has made room
+	 */
+	RHN_CNT_EVENTS_DEFERRED,
 	RHN_CNT_COUNT
 };
 

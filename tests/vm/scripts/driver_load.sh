@@ -20,8 +20,13 @@ for i in 1 2 3 4 5; do
 	mac=$(printf '02:52:4e:00:%02x:%02x' $((NODE >> 8)) $((NODE & 255)))
 	dmesg | grep -q "rhinet $dev: node $NODE, MAC $mac, interface 1.0, .*link up" ||
 		fail "no bring-up line for node $NODE"
-	grep -q rhinet-admin /proc/interrupts || fail "no admin interrupt"
-	grep -q rhinet-eq /proc/interrupts || fail "no event queue interrupt"
+	# Named for the device (several NICs in one host).
+	grep -q "rhinet-admin@$dev" /proc/interrupts || fail "no admin interrupt"
+	grep -q "rhinet-eq@$dev" /proc/interrupts ||
+		fail "no event queue interrupt"
+	# The event queue's handler runs in a thread, not in hard IRQ.
+	# (a thread is named irq/N-NAME, cut to 15 characters)
+	ps | grep -q "irq/[0-9]*-rhinet" || fail "no event queue IRQ thread"
 	rdma dev show | grep -q "^[0-9]*: rhinet0: node_type ca" ||
 		fail "no RDMA device rhinet0"
 	[ -c /dev/infiniband/uverbs0 ] || fail "no uverbs0"
