@@ -264,6 +264,27 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       tlb.invalidate_region(u.handle.handle >> RHN_KEY_INDEX_SHIFT);
       return RHN_ADMIN_OK;
     }
+    case RHN_ADMIN_MODIFY_MR: {
+      // Rights and PD change in place, keys stay (ibv_rereg_mr without a
+      // new translation). Work in flight sees the change at its next check
+      // (READ streams check every chunk).
+      const auto& c = u.modify_mr;
+      MrObj* mr = mr_of_key(c.key);
+      if (!mr) return detail = 1, RHN_ADMIN_BAD_HANDLE;
+      if (!c.mask || (c.mask & ~(RHN_MODIFY_MR_ACCESS | RHN_MODIFY_MR_PD)))
+        return detail = 2, RHN_ADMIN_BAD_PARAM;
+      if ((c.mask & RHN_MODIFY_MR_ACCESS) && (c.access & ~kKnownAccess))
+        return detail = 3, RHN_ADMIN_BAD_PARAM;
+      if ((c.mask & RHN_MODIFY_MR_PD) && !pd_ok(c.pdn))
+        return detail = 4, RHN_ADMIN_BAD_HANDLE;
+      if (c.mask & RHN_MODIFY_MR_ACCESS) mr->access = c.access;
+      if (c.mask & RHN_MODIFY_MR_PD) {
+        pds[mr->pdn].refs--;
+        pds[c.pdn].refs++;
+        mr->pdn = c.pdn;
+      }
+      return RHN_ADMIN_OK;
+    }
     case RHN_ADMIN_INVALIDATE_TLB:
       if (u.handle.handle == kNone) {
         if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;

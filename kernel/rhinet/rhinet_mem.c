@@ -329,9 +329,10 @@ struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	return rhinet_reg_mr(ibpd, start, length, iova, access, &req);
 }
 
-/* Any change makes a new NIC region (new keys); ib_core then destroys the
- * old one, which drops its translations. An area stays with its MR: such
- * an MR cannot be changed.
+/* Rights and PD change in place (keys kept); a new translation, or a
+ * region pinned read-only that becomes writable, makes a new NIC region
+ * (new keys) and ib_core then destroys the old one, which drops its
+ * translations. An area stays with its MR: such an MR cannot be changed.
  */
 struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				   u64 length, u64 iova, int access,
@@ -351,6 +352,43 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		ibdev_dbg(ibmr->device, "rereg of area %u's MR\n",
 			  mr->area_id);
 		return ERR_PTR(-EOPNOTSUPP);
+	}
+	if (!(flags & IB_MR_REREG_TRANS) &&
+	    (!(flags & IB_MR_REREG_ACCESS) || !ib_access_writable(access) ||
+	     ib_access_writable(mr->access))) {
+		/* Rights and PD change in place and the keys stay: what the
+		 * peers hold keeps working (or stops, if a right went).
+		 * Pages pinned read-only must be pinned again to become
+		 * writable: that takes the new region below.
+		 */
+		struct rhinet_ib *ib = to_rib(ibmr->device);
+		struct rhn_admin_cmd cmd = {};
+		u32 mask = 0;
+
+		if (flags & IB_MR_REREG_ACCESS) {
+			if (access & ~(RHINET_MR_ACCESS | IB_ACCESS_OPTIONAL))
+				return ERR_PTR(-EOPNOTSUPP);
+			mask |= RHN_MODIFY_MR_ACCESS;
+			cmd.u.modify_mr.access =
+				cpu_to_le32(rhinet_nic_access(access));
+		}
+		if (flags & IB_MR_REREG_PD) {
+			struct rhinet_pd *pd = to_rpd(new_pd);
+
+			if (pd->ctx != mr->mem.ctx)
+				return ERR_PTR(-EINVAL);
+			mask |= RHN_MODIFY_MR_PD;
+			cmd.u.modify_mr.pdn = cpu_to_le32(pd->pdn);
+		}
+		cmd.hdr.opcode = RHN_ADMIN_MODIFY_MR;
+		cmd.u.modify_mr.key = cpu_to_le32(mr->mem.key);
+		cmd.u.modify_mr.mask = cpu_to_le32(mask);
+		ret = rhinet_ctx_exec(ib, mr->mem.ctx, &cmd, NULL);
+		if (ret)
+			return ERR_PTR(ret);
+		if (flags & IB_MR_REREG_ACCESS)
+			mr->access = access;
+		return NULL;
 	}
 	if (!(flags & IB_MR_REREG_TRANS)) {
 		start = mr->mem.umem->address;

@@ -994,3 +994,51 @@ TEST(EventQueue, ManyArmedCqsLoseNoEvent) {
 
 }  // namespace
 }  // namespace rhinet::test
+
+namespace rhinet::test {
+namespace {
+
+// A region's rights change in place (ibv_rereg_mr without a new
+// translation): the keys stay, and the next access sees the new rights.
+TEST(ModifyMr, RightsChangeInPlaceKeysStay) {
+  SimCluster c(small_cluster(2));
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, 4096, kAllAccess, 1101);
+  Region dst = make_region(*p.ctx_b, 4096, RHN_ACCESS_LOCAL_WRITE);
+  SimDriver& drv = *c.node(1).driver;
+  // Granted in place: the key the peer already has now writes.
+  ASSERT_TRUE(drv.modify_mr(p.ctx_b->index(), dst.key(), RHN_MODIFY_MR_ACCESS,
+                            RHN_ACCESS_LOCAL_WRITE | RHN_ACCESS_REMOTE_WRITE)
+                  .ok());
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key())));
+  Completion w = wait_one(c, *p.cq_a);
+  EXPECT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(dst.buf.bytes(0, 64), src.buf.bytes(0, 64));
+  // Taken back in place: the same key is refused at once.
+  ASSERT_TRUE(drv.modify_mr(p.ctx_b->index(), dst.key(), RHN_MODIFY_MR_ACCESS,
+                            RHN_ACCESS_LOCAL_WRITE)
+                  .ok());
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(2, RHN_OP_WRITE, {src.sge(64, 64)}, dst.va(64), dst.key())));
+  EXPECT_EQ(wait_one(c, *p.cq_a).status, RHN_CQE_REM_ACCESS_ERR);
+  EXPECT_NE(dst.buf.bytes(64, 64), src.buf.bytes(64, 64));
+  // Refused: another context's region, an unknown mask bit, a PD of
+  // another context.
+  auto other = c.node(1).open_context();
+  ASSERT_TRUE(other->ok());
+  EXPECT_EQ(
+      drv.modify_mr(other->index(), dst.key(), RHN_MODIFY_MR_ACCESS, 0).status,
+      RHN_ADMIN_BAD_HANDLE);
+  EXPECT_EQ(drv.modify_mr(p.ctx_b->index(), dst.key(), 1u << 7, 0).status,
+            RHN_ADMIN_BAD_PARAM);
+  EXPECT_EQ(drv.modify_mr(p.ctx_b->index(), dst.key(), RHN_MODIFY_MR_PD, 0,
+                          other->pdn())
+                .status,
+            RHN_ADMIN_BAD_HANDLE);
+}
+
+}  // namespace
+}  // namespace rhinet::test

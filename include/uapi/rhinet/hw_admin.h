@@ -27,6 +27,8 @@ enum rhn_admin_opcode {
 	RHN_ADMIN_CREATE_MR = 0x14,
 	RHN_ADMIN_DESTROY_MR = 0x15, /* also drops its TLB entries */
 	RHN_ADMIN_INVALIDATE_TLB = 0x16,
+	/* A region's rights and/or PD changed in place: its keys stay. */
+	RHN_ADMIN_MODIFY_MR = 0x17,
 	RHN_ADMIN_CREATE_EQ = 0x18,
 	RHN_ADMIN_DESTROY_EQ = 0x19,
 	RHN_ADMIN_CREATE_CQ = 0x1a,
@@ -150,6 +152,18 @@ struct rhn_admin_create_mr {
 	__u8 reserved;
 };
 
+enum rhn_modify_mr_mask {
+	RHN_MODIFY_MR_ACCESS = 1u << 0,
+	RHN_MODIFY_MR_PD = 1u << 1,
+};
+
+struct rhn_admin_modify_mr {
+	__le32 key; /* the region's lkey/rkey (one key names it) */
+	__le32 mask; /* enum rhn_modify_mr_mask */
+	__le32 access; /* enum rhn_access, with RHN_MODIFY_MR_ACCESS */
+	__le32 pdn; /* with RHN_MODIFY_MR_PD: a PD of the same context */
+};
+
 struct rhn_admin_create_eq {
 	__le64 ring_addr; /* bus address, contiguous */
 	__le16 vector; /* MSI-X vector */
@@ -232,6 +246,7 @@ struct rhn_admin_cmd {
 		struct rhn_admin_query query;
 		struct rhn_admin_handle handle;
 		struct rhn_admin_create_mr create_mr;
+		struct rhn_admin_modify_mr modify_mr;
 		struct rhn_admin_create_eq create_eq;
 		struct rhn_admin_create_cq create_cq;
 		struct rhn_admin_create_srq create_srq;
@@ -246,6 +261,7 @@ struct rhn_admin_cmd {
 };
 RHN_ASSERT_SIZE(struct rhn_admin_cmd, RHN_ADMIN_CMD_SIZE);
 RHN_ASSERT_SIZE(struct rhn_admin_create_mr, 40);
+RHN_ASSERT_SIZE(struct rhn_admin_modify_mr, 16);
 RHN_ASSERT_SIZE(struct rhn_admin_create_cq, 40);
 RHN_ASSERT_SIZE(struct rhn_admin_create_srq, 48);
 RHN_ASSERT_SIZE(struct rhn_admin_create_qp, 88);

@@ -252,6 +252,16 @@ AdminResult SimDriver::destroy_mr(SimMr& mr) {
   return r;
 }
 
+AdminResult SimDriver::modify_mr(uint32_t context, uint32_t key, uint32_t mask,
+                                 uint32_t access, uint32_t pdn) {
+  rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_MODIFY_MR, context);
+  cmd.u.modify_mr.key = key;
+  cmd.u.modify_mr.mask = mask;
+  cmd.u.modify_mr.access = access;
+  cmd.u.modify_mr.pdn = pdn;
+  return exec(cmd);
+}
+
 AdminResult SimDriver::invalidate_tlb(uint32_t context, uint32_t key) {
   return exec_handle(RHN_ADMIN_INVALIDATE_TLB, context, key);
 }

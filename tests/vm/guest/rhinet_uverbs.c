@@ -1553,14 +1553,28 @@ static bool mr_round_trip(size_t len, bool rereg)
 		    "VmPin went up by %ld kB, expected %zu", pinned,
 		    len / 1024))
 		return false;
-	if (rereg && (!ok(mr_rereg_access(&env.ctx, &mr,
-					  IB_UVERBS_ACCESS_LOCAL_WRITE |
-						  IB_UVERBS_ACCESS_REMOTE_READ),
-			  "REREG_MR of the access rights") ||
-		      !expect(mr.lkey && mr.rkey,
-			      "REREG_MR returned lkey 0x%x rkey 0x%x", mr.lkey,
-			      mr.rkey)))
-		return false;
+	/* New rights in place: the keys peers hold stay, nothing is pinned
+	 * again; and back.
+	 */
+	for (int i = 0; rereg && i < 2; i++) {
+		const uint32_t key = mr.lkey;
+
+		if (!ok(mr_rereg_access(
+				&env.ctx, &mr,
+				i ? MR_ALL
+				  : IB_UVERBS_ACCESS_LOCAL_WRITE |
+						IB_UVERBS_ACCESS_REMOTE_READ),
+			"REREG_MR of the access rights") ||
+		    !expect(mr.lkey == key && mr.rkey == key,
+			    "REREG_MR of the rights changed the keys 0x%x to "
+			    "lkey 0x%x rkey 0x%x",
+			    key, mr.lkey, mr.rkey) ||
+		    !expect(vmpin_kb() - pin0 == pinned,
+			    "REREG_MR of the rights pinned again: VmPin +%ld "
+			    "kB",
+			    vmpin_kb() - pin0))
+			return false;
+	}
 	if (!ok(destroy(&env.ctx, OBJ_MR, mr.handle), "DEREG_MR"))
 		return false;
 	return expect(vmpin_kb() == pin0,

@@ -86,6 +86,9 @@ class SimDriver {
                     uint32_t access, const MrOptions& opt = {});
   AdminResult destroy_mr(SimMr& mr);
   AdminResult invalidate_tlb(uint32_t context, uint32_t key);
+  // Rights and/or PD of a region, in place (enum rhn_modify_mr_mask).
+  AdminResult modify_mr(uint32_t context, uint32_t key, uint32_t mask,
+                        uint32_t access, uint32_t pdn = 0);
   AdminResult create_eq(uint16_t vector, uint8_t log_depth, uint64_t ring_bus);
   AdminResult create_cq(uint32_t context, const rhn_host_ref& ring,
                         const rhn_host_ref& record, uint32_t eqn,
