@@ -325,6 +325,43 @@ static int rhinet_get_hw_stats(struct ib_device *ibdev,
 static_assert(offsetof(struct rhinet_alloc_ucontext_resp, max_areas) ==
 	      RHINET_ALLOC_UCONTEXT_RESP_V0_LEN);
 
+static unsigned int max_contexts_per_user = 64;
+module_param(max_contexts_per_user, uint, 0644);
+MODULE_PARM_DESC(max_contexts_per_user,
+		 "RDMA contexts (doorbell pages) one user may hold; 0: no limit");
+
+/* Charges a context to @uid, or -EDQUOT when the user holds the most. */
+static int rhinet_user_charge(struct rhinet_ib *ib, u32 uid)
+{
+	unsigned int limit = READ_ONCE(max_contexts_per_user);
+	unsigned long n;
+	int ret;
+
+	xa_lock(&ib->user_contexts);
+	n = xa_to_value(xa_load(&ib->user_contexts, uid) ?: xa_mk_value(0));
+	if (limit && n >= limit)
+		ret = -EDQUOT;
+	else
+		ret = xa_err(__xa_store(&ib->user_contexts, uid,
+					xa_mk_value(n + 1), GFP_ATOMIC));
+	xa_unlock(&ib->user_contexts);
+	return ret;
+}
+
+static void rhinet_user_uncharge(struct rhinet_ib *ib, u32 uid)
+{
+	unsigned long n;
+
+	xa_lock(&ib->user_contexts);
+	n = xa_to_value(xa_load(&ib->user_contexts, uid) ?: xa_mk_value(0));
+	if (n > 1)
+		__xa_store(&ib->user_contexts, uid, xa_mk_value(n - 1),
+			   GFP_ATOMIC);
+	else
+		__xa_erase(&ib->user_contexts, uid);
+	xa_unlock(&ib->user_contexts);
+}
+
 static int rhinet_alloc_ucontext(struct ib_ucontext *ibuc,
 				 struct ib_udata *udata)
 {
@@ -333,15 +370,24 @@ static int rhinet_alloc_ucontext(struct ib_ucontext *ibuc,
 	struct rhinet_ucontext *uc = to_ruc(ibuc);
 	struct rhinet_alloc_ucontext_resp resp = {};
 	struct rhn_admin_cmd cmd = {};
+	u32 uid = from_kuid(&init_user_ns, current_uid());
 	struct rhinet_db_entry *db;
 	int page, ret;
 
 	ret = rhinet_udata_in(udata, NULL, 0);
 	if (ret)
 		return ret;
+	ret = rhinet_user_charge(ib, uid);
+	if (ret) {
+		ibdev_dbg(&ib->ibdev, "user %u holds %u contexts\n", uid,
+			  max_contexts_per_user);
+		return ret;
+	}
 	page = ida_alloc_range(&ib->contexts, 1, ib->db_pages - 1, GFP_KERNEL);
-	if (page < 0)
+	if (page < 0) {
+		rhinet_user_uncharge(ib, uid);
 		return page; /* -ENOSPC: every doorbell page is taken */
+	}
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_CONTEXT;
 	ret = rhinet_ctx_exec(ib, page, &cmd, NULL);
 	if (ret)
@@ -361,6 +407,7 @@ static int rhinet_alloc_ucontext(struct ib_ucontext *ibuc,
 	}
 	db->ib = ib;
 	db->page = page;
+	db->uid = uid;
 	ret = rdma_user_mmap_entry_insert(ibuc, &db->rdma, PAGE_SIZE);
 	if (ret) {
 		kfree(db);
@@ -395,10 +442,12 @@ err_pd:
 err_context:
 	rhinet_destroy_object(ib, page, RHN_ADMIN_DESTROY_CONTEXT, 0);
 err_page:
-	if (uc->db_entry)
+	if (uc->db_entry) {
 		rdma_user_mmap_entry_remove(uc->db_entry);
-	else
+	} else {
 		ida_free(&ib->contexts, page);
+		rhinet_user_uncharge(ib, uid);
+	}
 	return ret;
 }
 
@@ -454,6 +503,7 @@ static void rhinet_mmap_free(struct rdma_user_mmap_entry *entry)
 		container_of(entry, struct rhinet_db_entry, rdma);
 
 	ida_free(&db->ib->contexts, db->page);
+	rhinet_user_uncharge(db->ib, db->uid);
 	kfree(db);
 }
 
@@ -713,6 +763,7 @@ int rhinet_ib_init(struct rhinet_dev *rdev)
 			     pci_resource_len(pdev, RHN_BAR_DOORBELL) /
 				     RHN_DB_PAGE_SIZE);
 	ida_init(&ib->contexts);
+	xa_init(&ib->user_contexts);
 	xa_init_flags(&ib->cqs, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&ib->qps, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&ib->srqs, XA_FLAGS_LOCK_IRQ);
@@ -758,5 +809,6 @@ void rhinet_ib_fini(struct rhinet_dev *rdev)
 	xa_destroy(&ib->qps);
 	xa_destroy(&ib->srqs);
 	ida_destroy(&ib->contexts);
+	xa_destroy(&ib->user_contexts);
 	ib_dealloc_device(&ib->ibdev);
 }

@@ -25,6 +25,10 @@ struct rhinet_ib {
 	phys_addr_t db_bar; /* bus address of doorbell page 0 */
 	u32 db_pages;
 	struct ida contexts; /* doorbell pages 1..db_pages-1 */
+	/* Contexts each user holds (uid -> count): one user cannot take
+	 * every doorbell page.
+	 */
+	struct xarray user_contexts;
 	/* Objects by NIC number, for events; XA_FLAGS_LOCK_IRQ. */
 	struct xarray cqs;
 	struct xarray qps;
@@ -64,6 +68,7 @@ struct rhinet_db_entry {
 	struct rdma_user_mmap_entry rdma;
 	struct rhinet_ib *ib;
 	u32 page;
+	u32 uid; /* the user the page is charged to, until it is free */
 };
 
 struct rhinet_pd {

@@ -33,6 +33,9 @@ done
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,run,test,opt/rhinet/bin}
+# The guest's / (a mktemp directory is 0700): other users than root run
+# there too.
+chmod 0755 "$root"
 cp /bin/busybox "$root/bin/busybox"
 install -m 0755 "$HERE/guest/init.sh" "$root/init"
 

@@ -79,6 +79,8 @@ if [[ -n $script ]]; then
 	done
 	printf '%s\n' "${script_args[@]}" >"$stage/test/args"
 fi
+# Its "." would set the guest's / to mktemp's 0700: keep / open to all.
+chmod 0755 "$stage"
 (cd "$stage" && find . | cpio -o -H newc --owner=0:0 --quiet) >"$out/run.cpio"
 rm -rf "$stage"
 cat "$INITRAMFS" "$out/run.cpio" >"$out/initrd.cpio"

@@ -28,6 +28,8 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <rdma/ib_user_ioctl_verbs.h>
@@ -1453,6 +1455,62 @@ static bool check_context(void)
 		      "mmap() of 8192 bytes worked, expected failure");
 }
 
+/*
+ * One user holds at most max_contexts_per_user contexts (doorbell pages):
+ * the next is EDQUOT, long before the NIC's pages run out, and another
+ * user still gets one.
+ */
+static bool check_user_contexts(void)
+{
+	enum {
+		MAX = 300
+	};
+	static struct uctx many[MAX];
+	unsigned int limit = 0;
+	int n = 0, err = 0, status = -1;
+	FILE *f = fopen("/sys/module/rhinet/parameters/max_contexts_per_user",
+			"r");
+	pid_t pid;
+	bool good;
+
+	if (!f || fscanf(f, "%u", &limit) != 1)
+		limit = 0;
+	if (f)
+		fclose(f);
+	while (n < MAX && !(err = ctx_open(&many[n])))
+		n++;
+	note("limit %u: %d more contexts, then %s", limit, n, strerror(err));
+	/* This user already holds env.ctx. */
+	good = expect(limit > 0, "no per-user limit (max_contexts_per_user)") &&
+	       expect(err == EDQUOT, "context %d: %s, expected EDQUOT", n + 2,
+		      strerror(err)) &&
+	       expect((unsigned int)n + 1 == limit,
+		      "%d contexts for one user, limit %u", n + 1, limit);
+	pid = fork();
+	if (pid == 0) {
+		struct uctx c;
+		int fd;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(200);
+		fd = open(UVERBS_DEV, O_RDWR);
+		if (fd < 0)
+			_exit(201);
+		close(fd);
+		_exit(ctx_open(&c));
+	}
+	if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status))
+		status = WEXITSTATUS(status);
+	good = expect(status == 0, "another user's context: %s",
+		      status == 200   ? "cannot become that user"
+		      : status == 201 ? "cannot open the device"
+				      : strerror(status)) &&
+	       good;
+	while (n > 0)
+		ctx_close(&many[--n]);
+	return good;
+}
+
 static bool check_query_device(void)
 {
 	const struct ib_uverbs_query_device_resp *d = &env.dev;
@@ -2145,6 +2203,7 @@ static const struct check {
 	{"query_port", check_query_port, false, true},
 	{"gid", check_gid, false, true},
 	{"pd", check_pd, true, true},
+	{"user_contexts", check_user_contexts, false, false},
 	{"mr", check_mr, false, false},
 	{"mr_errors", check_mr_errors, false, false},
 	{"mr_6mib", check_mr_6mib, false, false},
