@@ -49,6 +49,7 @@ struct rhinet_mem {
 	struct ib_umem *umem;
 	u32 key; /* NIC key, 0 when not registered */
 	u32 ctx;
+	u32 page_shift; /* of the translation's pages */
 	u64 pinned; /* PAGE_SIZE pages */
 	u32 num_tables; /* 4 KiB VP table pages, leaves first, top last */
 	__le64 **tables;

@@ -132,6 +132,17 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = rhinet_admin_query_device(rdev, &rdev->attr);
 	if (ret)
 		goto err_reset;
+	/* Kernel queues are reached through the kernel's region, whose
+	 * addresses are bus addresses up to the NIC's region size; and a
+	 * user region's pages may be as large as the NIC takes (1 GiB), which
+	 * ib_umem builds only from DMA segments that large.
+	 */
+	ret = dma_set_mask_and_coherent(dev,
+		DMA_BIT_MASK(ilog2(le64_to_cpu(rdev->attr.max_mr_size))));
+	if (!ret)
+		ret = dma_set_max_seg_size(dev, UINT_MAX);
+	if (ret)
+		goto err_reset;
 	ret = rhinet_eq_init(rdev);
 	if (ret)
 		goto err_reset;

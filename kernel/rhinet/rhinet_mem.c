@@ -132,6 +132,7 @@ int rhinet_mem_pin(struct rhinet_ib *ib, struct rhinet_mem *mem, u64 start,
 		ret = -EINVAL;
 		goto err_release;
 	}
+	mem->page_shift = __ffs(pgsz);
 	npages = ib_umem_num_dma_blocks(mem->umem, pgsz);
 	levels = rhinet_vpt_build(ib, mem, pgsz, npages);
 	if (levels < 0) {
@@ -323,10 +324,24 @@ struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct rhinet_reg_mr_cmd req;
 	int ret;
 
+	struct rhinet_reg_mr_resp resp = {};
+	struct ib_mr *ibmr;
+
 	ret = rhinet_reg_mr_req(to_rib(ibpd->device), udata, &req);
 	if (ret)
 		return ERR_PTR(ret);
-	return rhinet_reg_mr(ibpd, start, length, iova, access, &req);
+	ibmr = rhinet_reg_mr(ibpd, start, length, iova, access, &req);
+	if (IS_ERR(ibmr) || !udata || udata->outlen < sizeof(resp))
+		return ibmr;
+	/* The caller asked how its region was translated. */
+	resp.page_shift =
+		container_of(ibmr, struct rhinet_mr, ibmr)->mem.page_shift;
+	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (ret) {
+		rhinet_dereg_mr(ibmr, udata);
+		return ERR_PTR(ret);
+	}
+	return ibmr;
 }
 
 /* Rights and PD change in place (keys kept); a new translation, or a

@@ -82,6 +82,15 @@ struct rhinet_reg_mr_cmd {
 	__u32 area_id;
 };
 
+/*
+ * Optional (a response buffer this long gets it): how the region was
+ * translated, page_shift = log2 of the page size the NIC's tables use.
+ */
+struct rhinet_reg_mr_resp {
+	__u32 comp_mask;
+	__u32 page_shift;
+};
+
 /* ---- CQ ----------------------------------------------------------------- */
 
 /*

@@ -1649,6 +1649,57 @@ static bool check_mr_6mib(void)
 	return mr_round_trip(6 * MIB, false);
 }
 
+/*
+ * A region on 2 MiB huge pages is translated with 2 MiB pages (the NIC
+ * takes up to 1 GiB): ib_umem builds large pages only from DMA segments
+ * that large. The driver says which page size it chose.
+ */
+static bool check_mr_hugepage(void)
+{
+	const size_t len = 4 * MIB;
+	struct ib_uverbs_reg_mr cmd = {
+		.length = len,
+		.access_flags = MR_ALL,
+	};
+	struct ib_uverbs_reg_mr_resp resp;
+	struct rhinet_reg_mr_resp dresp = {0};
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "w");
+	void *buf;
+	int err;
+	bool good;
+
+	if (f) {
+		fputs("8\n", f);
+		fclose(f);
+	}
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	if (!expect(buf != MAP_FAILED, "no 2 MiB huge pages: %s",
+		    strerror(errno)))
+		return false;
+	memset(buf, 0x3c, len);
+	cmd.start = cmd.hca_va = (uintptr_t)buf;
+	cmd.pd_handle = env.pd;
+	err = uv_write(env.ctx.fd, &(struct uv_req){
+					   .cmd = IB_USER_VERBS_CMD_REG_MR,
+					   UV_CORE(cmd),
+					   UV_RESP(resp),
+					   UV_DRESP(dresp),
+				   });
+	good = ok(err, "REG_MR of 4 MiB on huge pages");
+	if (!err) {
+		track(&env.ctx, OBJ_MR, resp.mr_handle, NULL);
+		note("page_shift %u", dresp.page_shift);
+		good = expect(dresp.page_shift >= 21,
+			      "translated with 2^%u-byte pages, expected 2 MiB",
+			      dresp.page_shift) &&
+		       ok(destroy(&env.ctx, OBJ_MR, resp.mr_handle),
+			  "DEREG_MR");
+	}
+	munmap(buf, len);
+	return good;
+}
+
 static bool check_mr_errors(void)
 {
 	static const struct err_table t = ERR_TABLE("REG_MR", mr);
@@ -2207,6 +2258,7 @@ static const struct check {
 	{"mr", check_mr, false, false},
 	{"mr_errors", check_mr_errors, false, false},
 	{"mr_6mib", check_mr_6mib, false, false},
+	{"mr_hugepage", check_mr_hugepage, false, false},
 	{"area", check_area, false, false},
 	{"area_limit", check_area_limit, false, false},
 	{"cq", check_cq, false, false},
