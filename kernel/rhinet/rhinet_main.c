@@ -78,7 +78,7 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct device *dev = &pdev->dev;
 	struct rhinet_dev *rdev;
-	u32 version, vectors;
+	u32 version, vectors, mask_bits;
 	int ret;
 
 	rdev = devm_kzalloc(dev, sizeof(*rdev), GFP_KERNEL);
@@ -137,8 +137,8 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	 * user region's pages may be as large as the NIC takes (1 GiB), which
 	 * ib_umem builds only from DMA segments that large.
 	 */
-	ret = dma_set_mask_and_coherent(dev,
-		DMA_BIT_MASK(ilog2(le64_to_cpu(rdev->attr.max_mr_size))));
+	mask_bits = ilog2(le64_to_cpu(rdev->attr.max_mr_size));
+	ret = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(mask_bits));
 	if (!ret)
 		ret = dma_set_max_seg_size(dev, UINT_MAX);
 	if (ret)
