@@ -6,7 +6,6 @@
  * user queues in rhinet_queues.c. The kernel verbs served (rhinet_kverbs.c)
  * are those of the management QP, for ib_mad, ib_cm and rdma_cm.
  */
-#include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/rtnetlink.h>
 #include <net/addrconf.h>
 #include <rdma/ib_addr.h>
@@ -309,11 +308,26 @@ static int rhinet_get_hw_stats(struct ib_device *ibdev,
 			       struct rdma_hw_stats *stats, u32 port, int index)
 {
 	struct rhinet_ib *ib = to_rib(ibdev);
-	int i;
+	struct rhn_admin_cmd cmd = {};
+	__le64 *snap;
+	int i, ret;
 
+	/* One snapshot the NIC writes whole: a 64-bit counter read from the
+	 * BAR in two 32-bit halves could tear as it crosses 2^32.
+	 */
+	snap = kmalloc_array(RHN_CNT_COUNT, sizeof(*snap), GFP_KERNEL);
+	if (!snap)
+		return -ENOMEM;
+	cmd.hdr.opcode = RHN_ADMIN_QUERY_COUNTERS;
+	ret = rhinet_admin_query(ib->rdev, &cmd, snap,
+				 RHN_CNT_COUNT * sizeof(*snap));
+	if (ret) {
+		kfree(snap);
+		return ret;
+	}
 	for (i = 0; i < RHN_CNT_COUNT; i++)
-		stats->value[i] = lo_hi_readq(ib->rdev->regs + RHN_REG_COUNTERS +
-					      8 * i);
+		stats->value[i] = le64_to_cpu(snap[i]);
+	kfree(snap);
 	stats->value[RHINET_STAT_PINNED_PAGES] =
 		atomic64_read(&ib->pinned_pages);
 	stats->value[RHINET_STAT_AREAS] = atomic_read(&ib->num_areas);

@@ -377,7 +377,9 @@ static void rhinet_kqp_complete(struct rhinet_qp *qp, const struct rhn_cqe *e,
 	memset(wc, 0, sizeof(*wc));
 	wc->qp = &qp->ibqp;
 	/* NIC status values are IB's (hw_queues.h). */
-	wc->status = e->status;
+	/* A status this driver does not know is a general error. */
+	wc->status = e->status <= IB_WC_GENERAL_ERR ? e->status :
+						      IB_WC_GENERAL_ERR;
 	wc->vendor_err = le32_to_cpu(e->vendor_err);
 	wc->byte_len = le32_to_cpu(e->byte_len);
 	wc->port_num = 1;

@@ -635,7 +635,8 @@ int rhinet_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (ret)
 		return ret;
 	mutex_lock(&qp->lock);
-	qp->attr.qp_state = hw.state;
+	/* A state the driver does not know is reported as ERR. */
+	qp->attr.qp_state = hw.state <= IB_QPS_ERR ? hw.state : IB_QPS_ERR;
 	*attr = qp->attr;
 	mutex_unlock(&qp->lock);
 	attr->cur_qp_state = attr->qp_state;

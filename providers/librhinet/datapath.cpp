@@ -358,7 +358,10 @@ bool poll_one(Cq* cq, ibv_wc* wc) {
     if (!qp) continue;  // not ours (cannot happen: destroy cleans the CQ)
     ibv_wc& c = *wc;
     memset(&c, 0, sizeof(c));
-    c.status = static_cast<ibv_wc_status>(e.status);
+    // A status the provider does not know is a general error.
+    c.status = e.status <= IBV_WC_GENERAL_ERR
+                   ? static_cast<ibv_wc_status>(e.status)
+                   : IBV_WC_GENERAL_ERR;
     c.vendor_err = e.vendor_err;
     c.opcode = wc_opcode(e.opcode);
     c.qp_num = e.qpn;
