@@ -49,6 +49,7 @@ struct rhinet_eq {
 	u32 log_depth;
 	u32 consumer;
 	u32 eqn;
+	struct mutex lock; /* the handler thread and drains */
 };
 
 struct rhinet_net;
@@ -140,6 +141,7 @@ int rhinet_admin_query_device(struct rhinet_dev *rdev,
 irqreturn_t rhinet_admin_irq(int irq, void *data);
 
 int rhinet_eq_init(struct rhinet_dev *rdev);
+void rhinet_eq_drain(struct rhinet_dev *rdev);
 void rhinet_eq_fini(struct rhinet_dev *rdev);
 
 int rhinet_net_init(struct rhinet_dev *rdev);

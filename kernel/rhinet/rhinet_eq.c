@@ -35,15 +35,16 @@ static irqreturn_t rhinet_eq_irq(int irq, void *data)
 	return IRQ_WAKE_THREAD;
 }
 
-static irqreturn_t rhinet_eq_thread(int irq, void *data)
+/* Takes up to @budget entries the NIC has written (eq->lock held). */
+static unsigned int rhinet_eq_process(struct rhinet_dev *rdev,
+				      unsigned int budget)
 {
-	struct rhinet_dev *rdev = data;
 	struct rhinet_eq *eq = &rdev->eq;
 	unsigned int n;
 
 	/* NAPI and irq_poll raise softirqs: let them run when we are done. */
 	local_bh_disable();
-	for (n = 0; n < EQ_BUDGET; n++) {
+	for (n = 0; n < budget; n++) {
 		struct rhn_eqe *e = &eq->ring[eq->consumer & (eq->depth - 1)];
 		u8 phase = ((eq->consumer >> eq->log_depth) & 1) ^ 1;
 
@@ -70,11 +71,36 @@ static irqreturn_t rhinet_eq_thread(int irq, void *data)
 			rhinet_eq_doorbell(rdev, false);
 	}
 	local_bh_enable();
+	return n;
+}
+
+static irqreturn_t rhinet_eq_thread(int irq, void *data)
+{
+	struct rhinet_dev *rdev = data;
+
+	mutex_lock(&rdev->eq.lock);
+	rhinet_eq_process(rdev, EQ_BUDGET);
 	/* Re-armed with what is left: the NIC interrupts again at once if
 	 * entries remain (budget used up), else at the next one.
 	 */
 	rhinet_eq_doorbell(rdev, true);
+	mutex_unlock(&rdev->eq.lock);
 	return IRQ_HANDLED;
+}
+
+/* The NIC has destroyed an object: the events it wrote for it before its
+ * destroy completed are in the ring now, and are taken here, before the
+ * object's number can be given to another (a stale event would reach
+ * that one otherwise).
+ */
+void rhinet_eq_drain(struct rhinet_dev *rdev)
+{
+	if (!rdev->eq.ring)
+		return;
+	mutex_lock(&rdev->eq.lock);
+	rhinet_eq_process(rdev, UINT_MAX);
+	rhinet_eq_doorbell(rdev, false);
+	mutex_unlock(&rdev->eq.lock);
 }
 
 int rhinet_eq_init(struct rhinet_dev *rdev)
@@ -97,6 +123,7 @@ int rhinet_eq_init(struct rhinet_dev *rdev)
 	if (!eq->ring)
 		return -ENOMEM;
 	eq->consumer = 0;
+	mutex_init(&eq->lock);
 	snprintf(rdev->eq_irq_name, sizeof(rdev->eq_irq_name), "%s-eq@%s",
 		 DRV_NAME, pci_name(rdev->pdev));
 	ret = request_threaded_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR),

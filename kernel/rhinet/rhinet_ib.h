@@ -206,6 +206,7 @@ int rhinet_kcq_create(struct rhinet_ib *ib, struct rhinet_cq *cq,
 void rhinet_kbuf_free(struct rhinet_ib *ib, struct rhinet_kbuf *kbuf);
 int rhinet_kqp_create(struct rhinet_ib *ib, struct rhinet_qp *qp,
 		      struct ib_qp_init_attr *attr);
+void rhinet_kqp_forget(struct rhinet_ib *ib, struct rhinet_qp *qp);
 void rhinet_kqp_free(struct rhinet_ib *ib, struct rhinet_qp *qp);
 int rhinet_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		     const struct ib_send_wr **bad_wr);

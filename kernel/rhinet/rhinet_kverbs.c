@@ -208,6 +208,68 @@ err:
 	return ret;
 }
 
+/* Takes @qpn's CQEs out of kernel CQ @cq (its lock held): later entries
+ * of other QPs move up, into slots of the same lap (owner bits kept).
+ */
+static void rhinet_kcq_clean(struct rhinet_cq *cq, u32 qpn)
+{
+	struct rhn_cqe *ring = cq->kbuf.va;
+	u32 end = cq->ci, removed = 0, i;
+
+	while (end - cq->ci < cq->depth &&
+	       rhinet_cqe_ready(ring, cq->depth, end))
+		end++;
+	dma_rmb(); /* the entries after their owner bits */
+	for (i = end; i != cq->ci;) {
+		struct rhn_cqe e, *dst;
+
+		i--;
+		e = ring[i % cq->depth];
+		if (le32_to_cpu(e.qpn) == qpn) {
+			removed++;
+			continue;
+		}
+		if (!removed)
+			continue;
+		dst = &ring[(i + removed) % cq->depth];
+		e.flags = (e.flags & ~RHN_CQE_F_OWNER) |
+			  (dst->flags & RHN_CQE_F_OWNER);
+		*dst = e;
+	}
+	if (removed) {
+		cq->ci += removed;
+		WRITE_ONCE(rhinet_kcq_record(cq)->consumer_index,
+			   cpu_to_le32(cq->ci));
+	}
+}
+
+/* A destroyed kernel QP: its CQEs leave its CQs, and it leaves the QP
+ * table, under the CQ locks that pollers hold while they use a QP they
+ * looked up, so none still holds it afterwards.
+ */
+void rhinet_kqp_forget(struct rhinet_ib *ib, struct rhinet_qp *qp)
+{
+	struct rhinet_cq *scq = to_rcq(qp->ibqp.send_cq);
+	struct rhinet_cq *rcq = to_rcq(qp->ibqp.recv_cq);
+	struct rhinet_cq *first = scq < rcq ? scq : rcq;
+	struct rhinet_cq *second = scq < rcq ? rcq : scq;
+	unsigned long flags;
+
+	spin_lock_irqsave(&first->lock, flags);
+	if (second != first)
+		spin_lock_nested(&second->lock, SINGLE_DEPTH_NESTING);
+	if (first->kbuf.va)
+		rhinet_kcq_clean(first, qp->qpn);
+	if (second != first && second->kbuf.va)
+		rhinet_kcq_clean(second, qp->qpn);
+	xa_lock(&ib->qps); /* interrupts are off already */
+	__xa_erase(&ib->qps, qp->qpn);
+	xa_unlock(&ib->qps);
+	if (second != first)
+		spin_unlock(&second->lock);
+	spin_unlock_irqrestore(&first->lock, flags);
+}
+
 void rhinet_kqp_free(struct rhinet_ib *ib, struct rhinet_qp *qp)
 {
 	struct rhinet_kqp *k = qp->k;

@@ -62,7 +62,8 @@ static int rhinet_queue_destroy(struct rhinet_ib *ib, struct xarray *xa,
 
 	if (ret)
 		return ret;
-	/* After this no event handler finds the queue. */
+	/* Its events are handled now, and after this no handler finds it. */
+	rhinet_eq_drain(ib->rdev);
 	xa_erase_irq(xa, handle);
 	return rhinet_mem_release(ib, buf);
 }
@@ -419,11 +420,16 @@ int rhinet_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 				    qp->qpn);
 	if (ret)
 		return ret;
-	xa_erase_irq(&ib->qps, qp->qpn);
+	rhinet_eq_drain(ib->rdev);
 	if (!uc) {
+		/* Its CQEs leave the kernel CQs and the QP the table under
+		 * the CQ locks pollers hold while they use it.
+		 */
+		rhinet_kqp_forget(ib, qp);
 		rhinet_kqp_free(ib, qp);
 		return 0;
 	}
+	xa_erase_irq(&ib->qps, qp->qpn);
 	mutex_lock(&uc->lock);
 	if (uc->endpoint_qpn == qp->qpn)
 		uc->endpoint_qpn = 0;
