@@ -24,7 +24,8 @@
 /* Event queue sizing: at least this deep, at most RHINET_EQ_MAX_LOG. */
 #define RHINET_EQ_MIN_LOG 8
 #define RHINET_EQ_MAX_LOG 16
-#define RHINET_EQ_VECTOR 1 /* vector 0: admin and async */
+#define RHINET_EQ_VECTOR 1 /* the first EQ's; vector 0: admin */
+#define RHINET_MAX_EQS 4 /* completion vectors, one EQ and MSI-X vector each */
 
 struct rhinet_admin {
 	struct mutex lock; /* one command in flight */
@@ -43,13 +44,16 @@ struct rhinet_admin {
 };
 
 struct rhinet_eq {
+	struct rhinet_dev *rdev;
 	struct rhn_eqe *ring;
 	dma_addr_t dma;
 	u32 depth; /* entries: one per CQ the NIC has, and room for events */
 	u32 log_depth;
 	u32 consumer;
 	u32 eqn;
+	u16 vector; /* MSI-X */
 	struct mutex lock; /* the handler thread and drains */
+	char irq_name[32];
 };
 
 struct rhinet_net;
@@ -60,7 +64,9 @@ struct rhinet_dev {
 	void __iomem *regs; /* BAR0 */
 	void __iomem *kernel_db; /* doorbell page 0 */
 	struct rhinet_admin admin;
-	struct rhinet_eq eq;
+	/* Completion vectors: EQ 0 also takes the device's own events. */
+	struct rhinet_eq eqs[RHINET_MAX_EQS];
+	u32 nr_eqs;
 	struct rhn_device_attr attr;
 	u32 kernel_pdn;
 	u32 dma_lkey; /* kernel MR: I/O address = bus address */
@@ -72,8 +78,14 @@ struct rhinet_dev {
 	unsigned long async_events;
 	/* Interrupt names, per device (several NICs in one host). */
 	char admin_irq_name[32];
-	char eq_irq_name[32];
 };
+
+/* The event queue of completion vector @vector. */
+static inline struct rhinet_eq *rhinet_eq_of(struct rhinet_dev *rdev,
+					     u32 vector)
+{
+	return &rdev->eqs[vector % rdev->nr_eqs];
+}
 
 static inline u32 rhinet_read32(struct rhinet_dev *rdev, u32 reg)
 {
@@ -142,6 +154,8 @@ irqreturn_t rhinet_admin_irq(int irq, void *data);
 
 int rhinet_eq_init(struct rhinet_dev *rdev);
 void rhinet_eq_drain(struct rhinet_dev *rdev);
+/* No event handler is running on return. */
+void rhinet_eq_sync(struct rhinet_dev *rdev);
 void rhinet_eq_fini(struct rhinet_dev *rdev);
 
 int rhinet_net_init(struct rhinet_dev *rdev);

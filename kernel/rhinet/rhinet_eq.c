@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The kernel event queue: completion, error and port events from the NIC,
- * one MSI-X vector. The NIC raises the vector once per arm; the handler
- * consumes every new entry, then re-arms with the new consumer index.
+ * The kernel's event queues, one per completion vector, each with its own
+ * MSI-X vector: completion events of the CQs on that vector; the first
+ * queue also takes the device's own events (port, QP, SRQ, probes). The
+ * NIC raises a queue's vector once per arm; its thread consumes the new
+ * entries, then re-arms with the new consumer index.
  */
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
@@ -18,13 +20,12 @@
 #define EQ_BUDGET 256
 #define EQ_REPORT_EVERY 64
 
-static void rhinet_eq_doorbell(struct rhinet_dev *rdev, bool arm)
+static void rhinet_eq_doorbell(struct rhinet_eq *eq, bool arm)
 {
-	struct rhinet_eq *eq = &rdev->eq;
 	u64 db = eq->consumer | (u64)eq->eqn << RHN_EQ_DB_EQN_SHIFT |
 		 (arm ? RHN_EQ_DB_ARM : 0);
 
-	writeq(db, rdev->regs + RHN_REG_EQ_DOORBELL);
+	writeq(db, eq->rdev->regs + RHN_REG_EQ_DOORBELL);
 }
 
 /* The hard handler only wakes the thread: events go to ib_core and NAPI,
@@ -36,10 +37,10 @@ static irqreturn_t rhinet_eq_irq(int irq, void *data)
 }
 
 /* Takes up to @budget entries the NIC has written (eq->lock held). */
-static unsigned int rhinet_eq_process(struct rhinet_dev *rdev,
+static unsigned int rhinet_eq_process(struct rhinet_eq *eq,
 				      unsigned int budget)
 {
-	struct rhinet_eq *eq = &rdev->eq;
+	struct rhinet_dev *rdev = eq->rdev;
 	unsigned int n;
 
 	/* NAPI and irq_poll raise softirqs: let them run when we are done. */
@@ -68,7 +69,7 @@ static unsigned int rhinet_eq_process(struct rhinet_dev *rdev,
 		}
 		eq->consumer++;
 		if (!(eq->consumer % EQ_REPORT_EVERY))
-			rhinet_eq_doorbell(rdev, false);
+			rhinet_eq_doorbell(eq, false);
 	}
 	local_bh_enable();
 	return n;
@@ -76,41 +77,71 @@ static unsigned int rhinet_eq_process(struct rhinet_dev *rdev,
 
 static irqreturn_t rhinet_eq_thread(int irq, void *data)
 {
-	struct rhinet_dev *rdev = data;
+	struct rhinet_eq *eq = data;
 
-	mutex_lock(&rdev->eq.lock);
-	rhinet_eq_process(rdev, EQ_BUDGET);
+	mutex_lock(&eq->lock);
+	rhinet_eq_process(eq, EQ_BUDGET);
 	/* Re-armed with what is left: the NIC interrupts again at once if
 	 * entries remain (budget used up), else at the next one.
 	 */
-	rhinet_eq_doorbell(rdev, true);
-	mutex_unlock(&rdev->eq.lock);
+	rhinet_eq_doorbell(eq, true);
+	mutex_unlock(&eq->lock);
 	return IRQ_HANDLED;
 }
 
 /* The NIC has destroyed an object: the events it wrote for it before its
- * destroy completed are in the ring now, and are taken here, before the
+ * destroy completed are in the queues now, and are taken here, before the
  * object's number can be given to another (a stale event would reach
  * that one otherwise).
  */
 void rhinet_eq_drain(struct rhinet_dev *rdev)
 {
-	if (!rdev->eq.ring)
-		return;
-	mutex_lock(&rdev->eq.lock);
-	rhinet_eq_process(rdev, UINT_MAX);
-	rhinet_eq_doorbell(rdev, false);
-	mutex_unlock(&rdev->eq.lock);
+	u32 i;
+
+	for (i = 0; i < rdev->nr_eqs; i++) {
+		struct rhinet_eq *eq = &rdev->eqs[i];
+
+		if (!eq->ring)
+			continue;
+		mutex_lock(&eq->lock);
+		rhinet_eq_process(eq, UINT_MAX);
+		rhinet_eq_doorbell(eq, false);
+		mutex_unlock(&eq->lock);
+	}
 }
 
-int rhinet_eq_init(struct rhinet_dev *rdev)
+void rhinet_eq_sync(struct rhinet_dev *rdev)
 {
-	struct rhinet_eq *eq = &rdev->eq;
+	u32 i;
+
+	for (i = 0; i < rdev->nr_eqs; i++)
+		if (rdev->eqs[i].ring)
+			synchronize_irq(pci_irq_vector(rdev->pdev,
+						       rdev->eqs[i].vector));
+}
+
+static void rhinet_eq_free(struct rhinet_eq *eq)
+{
+	struct rhinet_dev *rdev = eq->rdev;
+
+	if (!eq->ring)
+		return;
+	free_irq(pci_irq_vector(rdev->pdev, eq->vector), eq);
+	dma_free_coherent(&rdev->pdev->dev, eq->depth * RHN_EQE_SIZE, eq->ring,
+			  eq->dma);
+	eq->ring = NULL;
+}
+
+static int rhinet_eq_create(struct rhinet_dev *rdev, u32 index)
+{
+	struct rhinet_eq *eq = &rdev->eqs[index];
 	struct device *dev = &rdev->pdev->dev;
 	struct rhn_admin_cmd cmd = {};
 	u32 cqs = le32_to_cpu(rdev->attr.max_cqs);
 	int ret;
 
+	eq->rdev = rdev;
+	eq->vector = RHINET_EQ_VECTOR + index;
 	/* One entry for every CQ (a CQ has at most one event outstanding
 	 * per arm, and the NIC holds back, never drops, those it has no
 	 * room for) and room for the device's own events.
@@ -124,43 +155,58 @@ int rhinet_eq_init(struct rhinet_dev *rdev)
 		return -ENOMEM;
 	eq->consumer = 0;
 	mutex_init(&eq->lock);
-	snprintf(rdev->eq_irq_name, sizeof(rdev->eq_irq_name), "%s-eq@%s",
-		 DRV_NAME, pci_name(rdev->pdev));
-	ret = request_threaded_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR),
+	snprintf(eq->irq_name, sizeof(eq->irq_name), "%s-eq%u@%s", DRV_NAME,
+		 index, pci_name(rdev->pdev));
+	ret = request_threaded_irq(pci_irq_vector(rdev->pdev, eq->vector),
 				   rhinet_eq_irq, rhinet_eq_thread, IRQF_ONESHOT,
-				   rdev->eq_irq_name, rdev);
+				   eq->irq_name, eq);
 	if (ret)
 		goto err_free;
 
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_EQ;
 	cmd.u.create_eq.ring_addr = cpu_to_le64(eq->dma);
-	cmd.u.create_eq.vector = cpu_to_le16(RHINET_EQ_VECTOR);
+	cmd.u.create_eq.vector = cpu_to_le16(eq->vector);
 	cmd.u.create_eq.log_depth = eq->log_depth;
 	ret = rhinet_admin_exec(rdev, &cmd, &eq->eqn);
 	if (ret) {
-		dev_err(dev, "cannot create the event queue: %d\n", ret);
+		dev_err(dev, "cannot create event queue %u: %d\n", index, ret);
 		goto err_irq;
 	}
-	rhinet_eq_doorbell(rdev, true);
+	rhinet_eq_doorbell(eq, true);
 	return 0;
 
 err_irq:
-	free_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR), rdev);
+	free_irq(pci_irq_vector(rdev->pdev, eq->vector), eq);
 err_free:
 	dma_free_coherent(dev, eq->depth * RHN_EQE_SIZE, eq->ring, eq->dma);
 	eq->ring = NULL;
 	return ret;
 }
 
+/* The first queue first: the NIC sends its own events to it. */
+int rhinet_eq_init(struct rhinet_dev *rdev)
+{
+	u32 i;
+	int ret;
+
+	for (i = 0; i < rdev->nr_eqs; i++) {
+		ret = rhinet_eq_create(rdev, i);
+		if (ret)
+			goto err;
+	}
+	return 0;
+
+err:
+	while (i--)
+		rhinet_eq_free(&rdev->eqs[i]);
+	return ret;
+}
+
 /* The caller has reset the NIC: it writes no more entries. */
 void rhinet_eq_fini(struct rhinet_dev *rdev)
 {
-	struct rhinet_eq *eq = &rdev->eq;
+	u32 i;
 
-	if (!eq->ring)
-		return;
-	free_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR), rdev);
-	dma_free_coherent(&rdev->pdev->dev, eq->depth * RHN_EQE_SIZE, eq->ring,
-			  eq->dma);
-	eq->ring = NULL;
+	for (i = 0; i < rdev->nr_eqs; i++)
+		rhinet_eq_free(&rdev->eqs[i]);
 }

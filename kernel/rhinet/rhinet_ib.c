@@ -749,7 +749,7 @@ static void rhinet_ib_unpublish(struct rhinet_dev *rdev, struct rhinet_ib *ib)
 	rtnl_lock();
 	WRITE_ONCE(rdev->ib, NULL);
 	rtnl_unlock();
-	synchronize_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR));
+	rhinet_eq_sync(rdev);
 	cancel_work_sync(&ib->port_work);
 }
 
@@ -786,7 +786,7 @@ int rhinet_ib_init(struct rhinet_dev *rdev)
 
 	ib->ibdev.node_type = RDMA_NODE_IB_CA;
 	ib->ibdev.phys_port_cnt = 1;
-	ib->ibdev.num_comp_vectors = 1;
+	ib->ibdev.num_comp_vectors = rdev->nr_eqs;
 	ib->ibdev.dev.parent = &pdev->dev;
 	addrconf_addr_eui48((u8 *)&ib->ibdev.node_guid, rdev->mac);
 	ib->ibdev.local_dma_lkey = rdev->dma_lkey;

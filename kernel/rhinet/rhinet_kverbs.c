@@ -68,7 +68,8 @@ int rhinet_kcq_create(struct rhinet_ib *ib, struct rhinet_cq *cq,
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_CQ;
 	cmd.u.create_cq.ring = rhinet_phys_ref(cq->kbuf.dma);
 	cmd.u.create_cq.record = rhinet_phys_ref(cq->kbuf.dma + ring_bytes);
-	cmd.u.create_cq.eqn = cpu_to_le32(ib->rdev->eq.eqn);
+	cmd.u.create_cq.eqn =
+		cpu_to_le32(rhinet_eq_of(ib->rdev, attr->comp_vector)->eqn);
 	cmd.u.create_cq.log_depth = log;
 	ret = rhinet_ctx_exec(ib, 0, &cmd, &cq->cqn);
 	if (ret)

@@ -119,6 +119,8 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 				    PCI_IRQ_MSIX);
 	if (ret < 0)
 		return ret;
+	/* One completion vector per MSI-X vector after the admin one. */
+	rdev->nr_eqs = min_t(u32, ret - RHINET_EQ_VECTOR, RHINET_MAX_EQS);
 	snprintf(rdev->admin_irq_name, sizeof(rdev->admin_irq_name),
 		 "%s-admin@%s", DRV_NAME, pci_name(pdev));
 	ret = request_irq(pci_irq_vector(pdev, RHN_MSIX_ADMIN),

@@ -340,7 +340,7 @@ static int rhinet_net_open(struct net_device *ndev)
 	cmd.u.create_cq.ring = rhinet_phys_ref(net->cq_dma);
 	cmd.u.create_cq.record = rhinet_phys_ref(net->rec_dma +
 		offsetof(struct rhinet_net_records, cq));
-	cmd.u.create_cq.eqn = cpu_to_le32(rdev->eq.eqn);
+	cmd.u.create_cq.eqn = cpu_to_le32(rdev->eqs[0].eqn);
 	cmd.u.create_cq.log_depth = RHINET_NET_CQ_LOG;
 	ret = rhinet_admin_exec(rdev, &cmd, &net->cqn);
 	if (ret)
@@ -499,7 +499,7 @@ void rhinet_net_fini(struct rhinet_dev *rdev)
 	unregister_netdev(net->ndev); /* stops it: QP and CQ are gone */
 	WRITE_ONCE(rdev->net, NULL);
 	/* No event handler may still be looking at @net. */
-	synchronize_irq(pci_irq_vector(rdev->pdev, RHINET_EQ_VECTOR));
+	rhinet_eq_sync(rdev);
 	netif_napi_del(&net->napi);
 	rhinet_net_free_rings(net);
 	free_netdev(net->ndev);

@@ -107,7 +107,8 @@ int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_CQ;
 	cmd.u.create_cq.ring = rhinet_ref(&cq->buf, req.buf_va);
 	cmd.u.create_cq.record = rhinet_ref(&cq->buf, req.buf_va + ring_bytes);
-	cmd.u.create_cq.eqn = cpu_to_le32(ib->rdev->eq.eqn);
+	cmd.u.create_cq.eqn =
+		cpu_to_le32(rhinet_eq_of(ib->rdev, attr->comp_vector)->eqn);
 	cmd.u.create_cq.log_depth = req.log_depth;
 	ret = rhinet_ctx_exec(ib, uc->ctx, &cmd, &cq->cqn);
 	if (ret) {

@@ -970,6 +970,91 @@ static void query_reconnect(struct node *n)
 	check(!ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), "destroy query CQ");
 }
 
+/*
+ * More than one completion vector, and a CQ on the second one gets its
+ * completion event through its channel (the event arrives on the second
+ * event queue, not the first).
+ */
+static void second_vector(struct node *n)
+{
+	struct ibv_comp_channel *ch;
+	struct ibv_cq_ex *cq;
+	struct ibv_qp *qp;
+	struct ibv_sge s = sge(n, SRC, 64);
+	struct ibv_recv_wr rwr = {.wr_id = 95, .sg_list = &s, .num_sge = 1},
+			   *rbad;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	struct comp c[1];
+	int events = 0;
+
+	check(n->ctx->num_comp_vectors >= 2, "%d completion vectors",
+	      n->ctx->num_comp_vectors);
+	if (n->ctx->num_comp_vectors < 2)
+		return;
+	ch = ibv_create_comp_channel(n->ctx);
+	{
+		struct ibv_cq_init_attr_ex ca = {.cqe = 16,
+						 .channel = ch,
+						 .comp_vector = 1,
+						 .wc_flags = kWcAll};
+
+		cq = ch ? ibv_create_cq_ex(n->ctx, &ca) : NULL;
+	}
+	check(cq != NULL, "CQ on vector 1: errno %d", errno);
+	if (!cq)
+		goto out_ch;
+	ibv_cq_ex_to_cq(cq)->cq_context = cq;
+	{
+		struct ibv_qp_init_attr qa = {
+			.send_cq = ibv_cq_ex_to_cq(cq),
+			.recv_cq = ibv_cq_ex_to_cq(cq),
+			.cap = {.max_send_wr = 4,
+				.max_recv_wr = 4,
+				.max_send_sge = 1,
+				.max_recv_sge = 1},
+			.qp_type = IBV_QPT_RC,
+		};
+
+		qp = ibv_create_qp(n->pd, &qa);
+	}
+	check(qp != NULL, "QP on vector 1's CQ");
+	if (!qp)
+		goto out_cq;
+	check(!ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_ACCESS_FLAGS) &&
+		      !ibv_post_recv(qp, &rwr, &rbad),
+	      "vector-1 QP to INIT with a receive");
+	check(!ibv_req_notify_cq(ibv_cq_ex_to_cq(cq), 0), "arm vector 1's CQ");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_ERR; /* the receive completes as flushed */
+	check(!ibv_modify_qp(qp, &a, IBV_QP_STATE), "vector-1 QP to ERR");
+	{
+		struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+		struct ibv_cq *ev_cq;
+		void *ev_ctx;
+
+		if (poll(&pfd, 1, 10000) == 1 &&
+		    !ibv_get_cq_event(ch, &ev_cq, &ev_ctx)) {
+			check(ev_cq == ibv_cq_ex_to_cq(cq),
+			      "event for another CQ");
+			ibv_ack_cq_events(ev_cq, 1);
+			events++;
+		}
+	}
+	check(events == 1, "no completion event on vector 1");
+	if (poll_n(cq, c, 1) == 1)
+		check(c[0].wr_id == 95 && c[0].status == IBV_WC_WR_FLUSH_ERR,
+		      "vector 1: wr_id %llu status %d",
+		      (unsigned long long)c[0].wr_id, c[0].status);
+	ibv_destroy_qp(qp);
+out_cq:
+	ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
+out_ch:
+	if (ch)
+		ibv_destroy_comp_channel(ch);
+}
+
 static void client_ud(struct node *n, int fd)
 {
 	struct ibv_qp_ex *q = n->udx;
@@ -1185,6 +1270,7 @@ int main(int argc, char **argv)
 		refusals(&n);
 		state_corners(&n);
 		query_reconnect(&n);
+		second_vector(&n);
 		printf("rhinet-qpex client: error cases done (%d failures)\n",
 		       failures);
 		client_ud(&n, fd);
@@ -1195,6 +1281,7 @@ int main(int argc, char **argv)
 		refusals(&n);
 		state_corners(&n);
 		query_reconnect(&n);
+		second_vector(&n);
 		server_ud(&n, fd, &events);
 		sync_peer(fd); /* the client's remote error */
 		check(events > 0, "no completion event arrived");
