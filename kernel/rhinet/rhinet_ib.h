@@ -206,6 +206,19 @@ int rhinet_kcq_create(struct rhinet_ib *ib, struct rhinet_cq *cq,
 void rhinet_kbuf_free(struct rhinet_ib *ib, struct rhinet_kbuf *kbuf);
 int rhinet_kqp_create(struct rhinet_ib *ib, struct rhinet_qp *qp,
 		      struct ib_qp_init_attr *attr);
+/* rhinet_ucontext.c */
+int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata);
+void rhinet_dealloc_ucontext(struct ib_ucontext *ibuc);
+void rhinet_disassociate_ucontext(struct ib_ucontext *ibuc);
+int rhinet_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
+void rhinet_mmap_free(struct rdma_user_mmap_entry *entry);
+
+/* rhinet_counters.c */
+struct rdma_hw_stats *rhinet_alloc_hw_port_stats(struct ib_device *ibdev,
+						 u32 port_num);
+int rhinet_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+			u32 port, int index);
+
 void rhinet_kqp_forget(struct rhinet_ib *ib, struct rhinet_qp *qp);
 void rhinet_kqp_free(struct rhinet_ib *ib, struct rhinet_qp *qp);
 int rhinet_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
