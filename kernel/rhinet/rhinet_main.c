@@ -199,11 +199,24 @@ static void rhinet_remove(struct pci_dev *pdev)
 	pci_clear_master(pdev);
 }
 
+/* Reboot or kexec: the NIC stops writing into memory the next kernel will
+ * own. Nothing is freed: the system is going down.
+ */
+static void rhinet_shutdown(struct pci_dev *pdev)
+{
+	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
+
+	if (rdev)
+		rhinet_reset_nic(rdev);
+	pci_clear_master(pdev);
+}
+
 static struct pci_driver rhinet_pci_driver = {
 	.name = DRV_NAME,
 	.id_table = rhinet_pci_ids,
 	.probe = rhinet_probe,
 	.remove = rhinet_remove,
+	.shutdown = rhinet_shutdown,
 };
 module_pci_driver(rhinet_pci_driver);
 
