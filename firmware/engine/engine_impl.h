@@ -521,7 +521,7 @@ struct Engine::Impl {
                      uint16_t peer);
   void handle_response(Peer& p, const Packet& pkt);
   void handle_rnr(uint32_t qpn, uint32_t idx, bool busy);
-  void abort_tx(QpObj& qp, uint32_t qpn);
+  void abort_tx(QpObj& qp);
   void wait_on(uint32_t qpn, WaitList& list);
   void wake_all(WaitList& list);
   void unlink_waiter(uint32_t qpn);
@@ -535,6 +535,9 @@ struct Engine::Impl {
   // Room for one more packet: responses (context kNone) use the reserve;
   // requests are also bounded by their context's share of send memory.
   bool can_send(const Peer& p, uint32_t context) const;
+  // Room for a packet that waits like a request (window, reserve kept for
+  // answers) but is charged to no context: READ data, the NIC's own.
+  bool room_for_request(const Peer& p) const;
   bool context_over_quota(uint32_t context) const;
   uint32_t send_data(Peer& p, const rhn_op_hdr& op,
                      std::span<const uint8_t> payload, bool ack_req,

@@ -71,8 +71,7 @@ bool Engine::Impl::fw_run(uint32_t budget) {
     if (f.state != FwState::kQueued) continue;  // failed meanwhile
     Peer& p = peers[f.node];
     // Like a request: the reserve stays for answers, the window applies.
-    if (free_slots.size() <= response_reserve ||
-        p.unacked_count >= cfg.channel_window) {
+    if (!room_for_request(p)) {
       fw_queue.push(h);  // its node is busy; the others go ahead
       continue;
     }

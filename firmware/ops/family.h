@@ -79,6 +79,7 @@ const OpFamily* family_of_wire(uint8_t wire_op);
 // ---- Services the stages offer the families.
 
 // Responder: answer a refused request with a NAK (UD: count and drop).
+void refuse(Impl& m, Peer& p, const rhn_op_hdr& op, rhn_syndrome syndrome);
 void refuse(Impl& m, Request& r, rhn_syndrome syndrome);
 // Responder: receiver not ready (no receive WQE; BUSY: no receive
 // context): the requester sends the message again later, and on RC later

@@ -306,15 +306,12 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   return true;
 }
 
-void Engine::Impl::abort_tx(QpObj& qp, uint32_t qpn) {
-  (void)qpn;
-  qp.tx_active = false;
-}
+void Engine::Impl::abort_tx(QpObj& qp) { qp.tx_active = false; }
 
 Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
   Inflight& e = entry(qpn, qp.tx_entry);
   if (e.state != MsgState::kSending) {
-    abort_tx(qp, qpn);  // a NAK or a failure ended it meanwhile
+    abort_tx(qp);  // a NAK or a failure ended it meanwhile
     return TxResult::kAborted;
   }
   Peer& p = peers[qp.tx_peer];
@@ -358,7 +355,7 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
   if (!info.family->build_packet(*this, qp, w, qp.tx_offset, op, out)) {
     return_slot(slot);
     counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
-    abort_tx(qp, qpn);
+    abort_tx(qp);
     finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
     return TxResult::kAborted;
   }
@@ -441,7 +438,7 @@ void Engine::Impl::qp_to_error(uint32_t qpn) {
   qp.state = RHN_QPS_ERR;
   unlink_waiter(qpn);
   cancel_responder_work(qpn, true);
-  abort_tx(qp, qpn);
+  abort_tx(qp);
   qp.has_resend = false;
   qp.wake_at = 0;
   qp.prefetched_slot = kNone;
@@ -545,7 +542,7 @@ void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx, bool busy) {
   for (uint32_t i = idx; i != end; i++) {
     Inflight& r = entry(qpn, i);
     if (r.state == MsgState::kDone) continue;
-    if (qp.tx_active && qp.tx_entry == i) abort_tx(qp, qpn);
+    if (qp.tx_active && qp.tx_entry == i) abort_tx(qp);
     r.state = MsgState::kResendPending;
     r.resend_at = at;
   }
@@ -580,7 +577,7 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
       if (op.syndrome == RHN_SYN_RNR || op.syndrome == RHN_SYN_BUSY) {
         handle_rnr(qpn, idx, op.syndrome == RHN_SYN_BUSY);
       } else {
-        if (qp.tx_active && qp.tx_entry == idx) abort_tx(qp, qpn);
+        if (qp.tx_active && qp.tx_entry == idx) abort_tx(qp);
         finish_entry(qpn, e, status_of_nak(op.syndrome), op.syndrome);
       }
       return;

@@ -91,13 +91,6 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
   const uint32_t src_qpn = src & RHN_WIRE_QPN_MASK;
   const bool first = op.flags & RHN_WOP_F_FIRST;
   const bool last = op.flags & RHN_WOP_F_LAST;
-  auto nak = [&](rhn_syndrome syn) {
-    if (op.qp_type == RHN_QP_UD) {
-      counters.add(RHN_CNT_UD_DROPS);  // UD is unacknowledged
-      return;
-    }
-    respond(p, RHN_WOP_NAK, syn, op, {});
-  };
 
   if (op.opcode == RHN_WOP_FW) {  // for the NIC itself, not a QP
     fw_receive(p, pkt);
@@ -119,7 +112,7 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
                         (qp->type == RHN_QP_RC &&
                          (qp->dest_node != node || qp->dest_qpn != src_qpn)))) {
     counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
-    nak(RHN_SYN_BAD_QP);
+    refuse(*this, p, op, RHN_SYN_BAD_QP);
     return;
   }
   if (qp->rnr_blocked && qp->rnr_node == node && qp->rnr_src_qpn == src) {
@@ -139,7 +132,7 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
   const OpFamily* family = family_of_wire(op.opcode);
   if (!family || !family->on_request) {
     counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
-    nak(RHN_SYN_BAD_OPCODE);
+    refuse(*this, p, op, RHN_SYN_BAD_OPCODE);
     return;
   }
   Request r{p, *qp, qpn, op, pkt.payload, node, src, src_qpn, first, last};
@@ -148,12 +141,16 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
 
 // ---- Services for the families (ops/family.h).
 
-void refuse(Impl& m, Request& r, rhn_syndrome syndrome) {
-  if (r.op.qp_type == RHN_QP_UD) {
+void refuse(Impl& m, Peer& p, const rhn_op_hdr& op, rhn_syndrome syndrome) {
+  if (op.qp_type == RHN_QP_UD) {
     m.counters.add(RHN_CNT_UD_DROPS);  // UD is unacknowledged
     return;
   }
-  m.respond(r.peer, RHN_WOP_NAK, syndrome, r.op, {});
+  m.respond(p, RHN_WOP_NAK, syndrome, op, {});
+}
+
+void refuse(Impl& m, Request& r, rhn_syndrome syndrome) {
+  refuse(m, r.peer, r.op, syndrome);
 }
 
 void not_ready(Impl& m, Request& r, rhn_syndrome syndrome) {

@@ -46,8 +46,12 @@ bool Engine::Impl::can_send(const Peer& p, uint32_t context) const {
   // drain even when each one's window is full.
   if (context == kNone)
     return !free_slots.empty() && p.unacked_count < 2 * cfg.channel_window;
+  return room_for_request(p) && !context_over_quota(context);
+}
+
+bool Engine::Impl::room_for_request(const Peer& p) const {
   return free_slots.size() > response_reserve &&
-         p.unacked_count < cfg.channel_window && !context_over_quota(context);
+         p.unacked_count < cfg.channel_window;
 }
 
 uint32_t Engine::Impl::begin_data(uint32_t context) {
@@ -450,8 +454,7 @@ bool Engine::Impl::service_peer(Peer& p) {
     did = true;
   }
   did |= stream_reads(p);
-  if (p.resend != kNone || (p.reads_head != kNone && can_send(p, kNone) &&
-                            free_slots.size() > response_reserve))
+  if (p.resend != kNone || (p.reads_head != kNone && room_for_request(p)))
     peer_needs_service(p);
   return did;
 }
@@ -487,7 +490,7 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
     for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
       Inflight& e = entry(q, i);
       if (e.peer != node || e.state == MsgState::kDone) continue;
-      if (qp.tx_active && qp.tx_entry == i) abort_tx(qp, q);
+      if (qp.tx_active && qp.tx_entry == i) abort_tx(qp);
       e.state = MsgState::kDone;
       e.status = RHN_CQE_RETRY_EXC_ERR;
       e.syndrome = RHN_SYN_RETRY_EXCEEDED;

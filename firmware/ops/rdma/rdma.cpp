@@ -147,9 +147,7 @@ bool Engine::Impl::stream_reads(Peer& p) {
     ResponderRead& r = responder_reads[r_index];
     // READ data takes send memory like a request (the reserve is kept for
     // NAKs and atomic replies) but is charged to no context.
-    if (free_slots.size() <= response_reserve ||
-        p.unacked_count >= cfg.channel_window)
-      return did;
+    if (!room_for_request(p)) return did;
     did = true;
     rhn_op_hdr req{};  // the request, as far as an answer needs it
     req.qp_type = r.qp_type;
