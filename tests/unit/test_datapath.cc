@@ -580,29 +580,6 @@ TEST(Srq, TwoSendersShareOneReceiveQueue) {
   }
 }
 
-struct DatagramNode {
-  std::unique_ptr<SimContext> ctx;
-  std::unique_ptr<SimCq> cq;
-  std::unique_ptr<SimQp> qp;
-  Region buf;
-};
-
-DatagramNode make_datagram_node(SimCluster& c, uint16_t node, uint8_t type,
-                                uint32_t qkey) {
-  DatagramNode d;
-  d.ctx = c.node(node).open_context();
-  if (!d.ctx->ok()) return d;
-  d.cq = d.ctx->create_cq(9);
-  if (!d.cq) return d;
-  QpInit qi;
-  qi.type = type;
-  qi.send_cq = d.cq.get();
-  d.qp = d.ctx->create_qp(qi);
-  if (!d.qp || !activate_datagram(*d.qp, qkey)) d.qp.reset();
-  d.buf = make_region(*d.ctx, 64 * 1024, kAllAccess, 0, 0);
-  return d;
-}
-
 TEST(Ud, SendRecvWithQkey) {
   SimCluster c(cluster_config(2));
   ASSERT_TRUE(c.all_up());

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -111,5 +112,41 @@ struct CounterSnap {
   }
   uint64_t delta(unsigned idx) const { return node.counter(idx) - base[idx]; }
 };
+
+// A datagram QP (UD or ENDPOINT) activated with its Q_Key, on its own
+// context, with one CQ and one registered buffer.
+struct DatagramNode {
+  std::unique_ptr<SimContext> ctx;
+  std::unique_ptr<SimCq> cq;
+  std::unique_ptr<SimQp> qp;
+  Region buf;
+};
+
+struct DatagramShape {
+  uint8_t cq_log_depth = 9;
+  uint8_t sq_log_depth = QpInit{}.sq_log_depth;
+  uint8_t rq_log_depth = QpInit{}.rq_log_depth;
+  size_t buf_bytes = 64 * 1024;
+};
+
+// On failure the QP (or the CQ) is left empty for the caller to assert on.
+inline DatagramNode make_datagram_node(SimCluster& c, uint16_t node,
+                                       uint8_t type, uint32_t qkey,
+                                       const DatagramShape& shape = {}) {
+  DatagramNode d;
+  d.ctx = c.node(node).open_context();
+  if (!d.ctx->ok()) return d;
+  d.cq = d.ctx->create_cq(shape.cq_log_depth);
+  if (!d.cq) return d;
+  QpInit qi;
+  qi.type = type;
+  qi.send_cq = d.cq.get();
+  qi.sq_log_depth = shape.sq_log_depth;
+  qi.rq_log_depth = shape.rq_log_depth;
+  d.qp = d.ctx->create_qp(qi);
+  if (!d.qp || !activate_datagram(*d.qp, qkey)) d.qp.reset();
+  d.buf = make_region(*d.ctx, shape.buf_bytes, kAllAccess, 0, 0);
+  return d;
+}
 
 }  // namespace rhinet::test

@@ -65,30 +65,9 @@ ClusterConfig small_cluster(size_t nodes) {
   return cfg;
 }
 
-struct Datagram {
-  std::unique_ptr<SimContext> ctx;
-  std::unique_ptr<SimCq> cq;
-  std::unique_ptr<SimQp> qp;
-  Region buf;
-};
-
-Datagram make_datagram(SimCluster& c, uint16_t node, uint8_t type,
-                       uint32_t qkey, size_t buf_bytes = 64 * 1024) {
-  Datagram d;
-  d.ctx = c.node(node).open_context();
-  if (!d.ctx->ok()) return d;
-  d.cq = d.ctx->create_cq(12);
-  if (!d.cq) return d;
-  QpInit qi;
-  qi.type = type;
-  qi.send_cq = d.cq.get();
-  qi.sq_log_depth = 10;
-  qi.rq_log_depth = 9;
-  d.qp = d.ctx->create_qp(qi);
-  if (!d.qp || !activate_datagram(*d.qp, qkey)) d.qp.reset();
-  d.buf = make_region(*d.ctx, buf_bytes, kAllAccess, 0, 0);
-  return d;
-}
+// Deeper queues than the default: these tests keep many datagrams queued.
+constexpr DatagramShape kDeepDatagram{
+    .cq_log_depth = 12, .sq_log_depth = 10, .rq_log_depth = 9};
 
 SendWr datagram_wr(uint64_t id, const Sge& sge, uint16_t node, uint32_t qpn,
                    uint32_t qkey) {
@@ -137,8 +116,8 @@ TEST(ReceiveContexts, DatagramsInterleavedWithALargeSend) {
   ASSERT_TRUE(c.all_up());
   RcPair p = make_rc_pair(c, 0, 1);
   ASSERT_TRUE(p.ok);
-  Datagram ua = make_datagram(c, 0, RHN_QP_UD, 0x11);
-  Datagram ub = make_datagram(c, 1, RHN_QP_UD, 0x22);
+  DatagramNode ua = make_datagram_node(c, 0, RHN_QP_UD, 0x11, kDeepDatagram);
+  DatagramNode ub = make_datagram_node(c, 1, RHN_QP_UD, 0x22, kDeepDatagram);
   ASSERT_TRUE(ua.qp && ub.qp);
   constexpr size_t kBig = 256 * 1024;
   Region src = make_region(*p.ctx_a, kBig, kAllAccess, 103);
@@ -296,7 +275,7 @@ TEST(OwnedWork, ReadStreamCancelledWhenResponderQpFails) {
 TEST(PeerLifecycle, AbsentNodesDoNotFillThePeerTable) {
   SimCluster c(small_cluster(2));
   ASSERT_TRUE(c.all_up());
-  Datagram u = make_datagram(c, 0, RHN_QP_UD, 0x11);
+  DatagramNode u = make_datagram_node(c, 0, RHN_QP_UD, 0x11, kDeepDatagram);
   ASSERT_TRUE(u.qp);
   for (uint16_t n = 0; n < 64; ++n)
     ASSERT_TRUE(u.qp->post_send(
@@ -325,7 +304,7 @@ TEST(PeerLifecycle, ChurnThroughAbsentNodesCannotHurtOthers) {
   cfg.engine.retransmit_timeout_ns = 200'000;
   SimCluster c(cfg);
   ASSERT_TRUE(c.all_up());
-  Datagram u = make_datagram(c, 0, RHN_QP_UD, 0x11);
+  DatagramNode u = make_datagram_node(c, 0, RHN_QP_UD, 0x11, kDeepDatagram);
   ASSERT_TRUE(u.qp);
   constexpr int kRounds = 40, kPerRound = 50, kMsg = 6000;
   uint16_t next_absent = 3;
@@ -380,8 +359,8 @@ TEST(PeerLifecycle, ChurnThroughAbsentNodesCannotHurtOthers) {
 TEST(PeerLifecycle, UdDoesNotWaitBehindADeadNode) {
   SimCluster c(small_cluster(3));
   ASSERT_TRUE(c.all_up());
-  Datagram a = make_datagram(c, 0, RHN_QP_UD, 0x11);
-  Datagram b = make_datagram(c, 1, RHN_QP_UD, 0x22);
+  DatagramNode a = make_datagram_node(c, 0, RHN_QP_UD, 0x11, kDeepDatagram);
+  DatagramNode b = make_datagram_node(c, 1, RHN_QP_UD, 0x22, kDeepDatagram);
   ASSERT_TRUE(a.qp && b.qp);
   c.fabric().set_link(2, false);  // node 2 is dead
   ASSERT_TRUE(b.qp->post_recv(1, {b.buf.sge(0, 4096)}));
@@ -624,9 +603,11 @@ TEST(Scale, TwoHundredFiftySixNodesAllToAll) {
   cfg.busy_step_ns = 1'000;
   SimCluster c(cfg);
   ASSERT_TRUE(c.all_up());
-  std::vector<Datagram> n;
+  DatagramShape inbox = kDeepDatagram;
+  inbox.buf_bytes = kNodes * kSlot;  // its own message, then one per peer
+  std::vector<DatagramNode> n;
   for (uint16_t i = 0; i < kNodes; ++i) {
-    n.push_back(make_datagram(c, i, RHN_QP_ENDPOINT, 0, kNodes * kSlot));
+    n.push_back(make_datagram_node(c, i, RHN_QP_ENDPOINT, 0, inbox));
     ASSERT_TRUE(n.back().qp) << "node " << i;
   }
   for (uint16_t i = 0; i < kNodes; ++i) {
