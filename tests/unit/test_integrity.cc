@@ -198,25 +198,39 @@ TEST(ReceiveContexts, ConcurrentLargeSendsUnderFaults) {
   }
 }
 
+// Node 0 READs 1 MiB of node 1's memory; once data flows the link to
+// node 0 is cut, so the responder fills its window and holds the rest of
+// the stream queued: work the responder owns while it waits.
+class OwnedWork : public ::testing::Test {
+ protected:
+  static constexpr size_t kLen = 1u << 20;
+  SimCluster c{small_cluster(2)};
+  RcPair p;
+  Region src, dst;
+
+  void hold_read_at_responder(uint64_t src_pattern) {
+    ASSERT_TRUE(c.all_up());
+    p = make_rc_pair(c, 0, 1);
+    ASSERT_TRUE(p.ok);
+    src = make_region(*p.ctx_b, kLen, kAllAccess, src_pattern);
+    dst = make_region(*p.ctx_a, kLen, kAllAccess, 0, 0);
+    const uint64_t tx0 = c.node(1).counter(RHN_CNT_TX_PACKETS);
+    ASSERT_TRUE(p.qp_a->post_send(
+        rdma_wr(1, RHN_OP_READ, {dst.sge(0, kLen)}, src.va(), src.key())));
+    ASSERT_TRUE(
+        c.run_until([&] { return c.node(1).counter(RHN_CNT_TX_PACKETS) > tx0; },
+                    10'000'000));
+    c.fabric().set_link(0, false);
+    c.run_for(1'000'000);
+  }
+};
+
 // Defect 2: a READ stream queued at the responder must not outlive the
 // rights it was granted. The region is deregistered while the stream is
 // held back; another process registers its own pages at the same address
 // (and gets the same MR slot). Not one byte of them may leave the node.
-TEST(OwnedWork, ReadStreamStopsWhenItsRegionIsDeregistered) {
-  SimCluster c(small_cluster(2));
-  ASSERT_TRUE(c.all_up());
-  RcPair p = make_rc_pair(c, 0, 1);
-  ASSERT_TRUE(p.ok);
-  constexpr size_t kLen = 1u << 20;
-  Region src = make_region(*p.ctx_b, kLen, kAllAccess, 301);
-  Region dst = make_region(*p.ctx_a, kLen, kAllAccess, 0, 0);
-  const uint64_t tx0 = c.node(1).counter(RHN_CNT_TX_PACKETS);
-  ASSERT_TRUE(p.qp_a->post_send(
-      rdma_wr(1, RHN_OP_READ, {dst.sge(0, kLen)}, src.va(), src.key())));
-  ASSERT_TRUE(c.run_until(
-      [&] { return c.node(1).counter(RHN_CNT_TX_PACKETS) > tx0; }, 10'000'000));
-  c.fabric().set_link(0, false);
-  c.run_for(1'000'000);  // the responder fills its window and holds the rest
+TEST_F(OwnedWork, ReadStreamStopsWhenItsRegionIsDeregistered) {
+  ASSERT_NO_FATAL_FAILURE(hold_read_at_responder(301));
 
   const uint32_t old_index = src.mr.key >> RHN_KEY_INDEX_SHIFT;
   ASSERT_TRUE(p.ctx_b->dereg_mr(src.mr).ok());
@@ -242,21 +256,8 @@ TEST(OwnedWork, ReadStreamStopsWhenItsRegionIsDeregistered) {
 
 // Owned work is cancelled with its QP: a READ stream held at a responder
 // whose QP goes to ERR stops, and the requester is told.
-TEST(OwnedWork, ReadStreamCancelledWhenResponderQpFails) {
-  SimCluster c(small_cluster(2));
-  ASSERT_TRUE(c.all_up());
-  RcPair p = make_rc_pair(c, 0, 1);
-  ASSERT_TRUE(p.ok);
-  constexpr size_t kLen = 1u << 20;
-  Region src = make_region(*p.ctx_b, kLen, kAllAccess, 311);
-  Region dst = make_region(*p.ctx_a, kLen, kAllAccess, 0, 0);
-  const uint64_t tx0 = c.node(1).counter(RHN_CNT_TX_PACKETS);
-  ASSERT_TRUE(p.qp_a->post_send(
-      rdma_wr(1, RHN_OP_READ, {dst.sge(0, kLen)}, src.va(), src.key())));
-  ASSERT_TRUE(c.run_until(
-      [&] { return c.node(1).counter(RHN_CNT_TX_PACKETS) > tx0; }, 10'000'000));
-  c.fabric().set_link(0, false);
-  c.run_for(1'000'000);
+TEST_F(OwnedWork, ReadStreamCancelledWhenResponderQpFails) {
+  ASSERT_NO_FATAL_FAILURE(hold_read_at_responder(311));
   ASSERT_TRUE(p.qp_b->to_err().ok());
   CounterSnap b(c.node(1));
   c.fabric().set_link(0, true);
