@@ -366,6 +366,32 @@ static const uint64_t kRcOps =
 static const uint64_t kUdOps =
 	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
+/* The attributes ibverbs requires for each RC transition. */
+static const int kRcInitMask =
+	IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+static const int kRcRtrMask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+static const int kRcRtsMask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+			      IBV_QP_MAX_QP_RD_ATOMIC;
+
+/* A plain RC QP (no qp_ex), four one-SGE WRs each way, both queues on cq. */
+static struct ibv_qp *plain_rc_qp(struct node *n, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+	};
+
+	return ibv_create_qp(n->pd, &a);
+}
+
 static void ah_attr(struct node *n, struct ibv_ah_attr *ah)
 {
 	memset(ah, 0, sizeof(*ah));
@@ -384,9 +410,7 @@ static void connect_qps(struct node *n)
 						   IBV_ACCESS_REMOTE_READ |
 						   IBV_ACCESS_REMOTE_ATOMIC};
 
-	if (ibv_modify_qp(n->rc, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS))
+	if (ibv_modify_qp(n->rc, &a, kRcInitMask))
 		die("RC to INIT");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -395,11 +419,7 @@ static void connect_qps(struct node *n)
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
 	ah_attr(n, &a.ah_attr);
-	if (ibv_modify_qp(n->rc, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER))
+	if (ibv_modify_qp(n->rc, &a, kRcRtrMask))
 		die("RC to RTR");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -407,10 +427,7 @@ static void connect_qps(struct node *n)
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(n->rc, &a,
-			  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				  IBV_QP_MAX_QP_RD_ATOMIC))
+	if (ibv_modify_qp(n->rc, &a, kRcRtsMask))
 		die("RC to RTS");
 
 	memset(&a, 0, sizeof(a));
@@ -773,16 +790,7 @@ static void refusals(struct node *n)
 	}
 	{
 		/* A plain QP is no qp_ex. */
-		struct ibv_qp_init_attr a = {
-			.send_cq = ibv_cq_ex_to_cq(n->scq),
-			.recv_cq = ibv_cq_ex_to_cq(n->scq),
-			.cap = {.max_send_wr = 4,
-				.max_recv_wr = 4,
-				.max_send_sge = 1,
-				.max_recv_sge = 1},
-			.qp_type = IBV_QPT_RC,
-		};
-		qp = ibv_create_qp(n->pd, &a);
+		qp = plain_rc_qp(n, ibv_cq_ex_to_cq(n->scq));
 		check(qp && !ibv_qp_to_qp_ex(qp), "plain QP as qp_ex");
 		if (qp)
 			ibv_destroy_qp(qp);
@@ -798,16 +806,7 @@ static void refusals(struct node *n)
 static void state_corners(struct node *n)
 {
 	struct ibv_cq_ex *cq = make_cq(n, NULL, NULL);
-	struct ibv_qp_init_attr qa = {
-		.send_cq = ibv_cq_ex_to_cq(cq),
-		.recv_cq = ibv_cq_ex_to_cq(cq),
-		.cap = {.max_send_wr = 4,
-			.max_recv_wr = 4,
-			.max_send_sge = 1,
-			.max_recv_sge = 1},
-		.qp_type = IBV_QPT_RC,
-	};
-	struct ibv_qp *qp = ibv_create_qp(n->pd, &qa);
+	struct ibv_qp *qp = plain_rc_qp(n, ibv_cq_ex_to_cq(cq));
 	struct ibv_sge s = sge(n, SRC, 64);
 	struct ibv_recv_wr rwr = {.wr_id = 71, .sg_list = &s, .num_sge = 1};
 	struct ibv_send_wr swr = {.wr_id = 72,
@@ -818,8 +817,6 @@ static void state_corners(struct node *n)
 	struct ibv_recv_wr *rbad = NULL;
 	struct ibv_send_wr *sbad = NULL;
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
-	const int init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			      IBV_QP_ACCESS_FLAGS;
 	struct comp c[2];
 	int ret;
 
@@ -829,7 +826,7 @@ static void state_corners(struct node *n)
 	ret = ibv_post_recv(qp, &rwr, &rbad);
 	check(ret == EINVAL && rbad == &rwr,
 	      "receive posted to a QP in RESET: %d", ret);
-	check(!ibv_modify_qp(qp, &a, init_mask), "corner QP to INIT");
+	check(!ibv_modify_qp(qp, &a, kRcInitMask), "corner QP to INIT");
 	ret = ibv_post_recv(qp, &rwr, &rbad);
 	check(ret == 0, "receive posted in INIT: %d", ret);
 	ret = ibv_post_send(qp, &swr, &sbad);
@@ -859,8 +856,8 @@ static void state_corners(struct node *n)
 	 * a destroy takes the rest.
 	 */
 	{
-		struct ibv_qp *b = ibv_create_qp(n->pd, &qa);
-		struct ibv_qp *d = ibv_create_qp(n->pd, &qa);
+		struct ibv_qp *b = plain_rc_qp(n, ibv_cq_ex_to_cq(cq));
+		struct ibv_qp *d = plain_rc_qp(n, ibv_cq_ex_to_cq(cq));
 		struct ibv_qp *both[2] = {b, d};
 
 		check(b && d, "two more corner QPs");
@@ -870,7 +867,7 @@ static void state_corners(struct node *n)
 			memset(&a, 0, sizeof(a));
 			a.qp_state = IBV_QPS_INIT;
 			a.port_num = 1;
-			check(!ibv_modify_qp(both[i], &a, init_mask),
+			check(!ibv_modify_qp(both[i], &a, kRcInitMask),
 			      "QP %d to INIT", i);
 			rwr.wr_id = 91 + i;
 			check(!ibv_post_recv(both[i], &rwr, &rbad),
@@ -908,29 +905,15 @@ static void state_corners(struct node *n)
 static void query_reconnect(struct node *n)
 {
 	struct ibv_cq_ex *cq = make_cq(n, NULL, NULL);
-	struct ibv_qp_init_attr qa = {
-		.send_cq = ibv_cq_ex_to_cq(cq),
-		.recv_cq = ibv_cq_ex_to_cq(cq),
-		.cap = {.max_send_wr = 4,
-			.max_recv_wr = 4,
-			.max_send_sge = 1,
-			.max_recv_sge = 1},
-		.qp_type = IBV_QPT_RC,
-	};
-	struct ibv_qp *qp = ibv_create_qp(n->pd, &qa);
+	struct ibv_qp *qp = plain_rc_qp(n, ibv_cq_ex_to_cq(cq));
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1}, q;
 	struct ibv_qp_init_attr init;
-	const int init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			      IBV_QP_ACCESS_FLAGS;
-	const int rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	int ret;
 
 	check(qp != NULL, "query QP: errno %d", errno);
 	if (!qp)
 		return;
-	check(!ibv_modify_qp(qp, &a, init_mask), "query QP to INIT");
+	check(!ibv_modify_qp(qp, &a, kRcInitMask), "query QP to INIT");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
@@ -938,7 +921,7 @@ static void query_reconnect(struct node *n)
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
 	ah_attr(n, &a.ah_attr);
-	check(!ibv_modify_qp(qp, &a, rtr_mask), "query QP to RTR");
+	check(!ibv_modify_qp(qp, &a, kRcRtrMask), "query QP to RTR");
 	memset(&q, 0, sizeof(q));
 	ret = ibv_query_qp(qp, &q, IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_STATE,
 			   &init);
@@ -959,12 +942,12 @@ static void query_reconnect(struct node *n)
 	check(!ibv_modify_qp(qp, &a, IBV_QP_STATE), "query QP to RESET");
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
-	check(!ibv_modify_qp(qp, &a, init_mask), "query QP to INIT again");
+	check(!ibv_modify_qp(qp, &a, kRcInitMask), "query QP to INIT again");
 	q.qp_state = IBV_QPS_RTR;
 	q.path_mtu = IBV_MTU_1024;
 	q.max_dest_rd_atomic = 1;
 	q.min_rnr_timer = 12;
-	ret = ibv_modify_qp(qp, &q, rtr_mask);
+	ret = ibv_modify_qp(qp, &q, kRcRtrMask);
 	check(!ret, "RTR with the queried AV: %d", ret);
 	check(!ibv_destroy_qp(qp), "destroy query QP");
 	check(!ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), "destroy query CQ");
@@ -1004,25 +987,11 @@ static void second_vector(struct node *n)
 	if (!cq)
 		goto out_ch;
 	ibv_cq_ex_to_cq(cq)->cq_context = cq;
-	{
-		struct ibv_qp_init_attr qa = {
-			.send_cq = ibv_cq_ex_to_cq(cq),
-			.recv_cq = ibv_cq_ex_to_cq(cq),
-			.cap = {.max_send_wr = 4,
-				.max_recv_wr = 4,
-				.max_send_sge = 1,
-				.max_recv_sge = 1},
-			.qp_type = IBV_QPT_RC,
-		};
-
-		qp = ibv_create_qp(n->pd, &qa);
-	}
+	qp = plain_rc_qp(n, ibv_cq_ex_to_cq(cq));
 	check(qp != NULL, "QP on vector 1's CQ");
 	if (!qp)
 		goto out_cq;
-	check(!ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				     IBV_QP_ACCESS_FLAGS) &&
+	check(!ibv_modify_qp(qp, &a, kRcInitMask) &&
 		      !ibv_post_recv(qp, &rwr, &rbad),
 	      "vector-1 QP to INIT with a receive");
 	check(!ibv_req_notify_cq(ibv_cq_ex_to_cq(cq), 0), "arm vector 1's CQ");
