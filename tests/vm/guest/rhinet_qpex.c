@@ -402,6 +402,18 @@ static void ah_attr(struct node *n, struct ibv_ah_attr *ah)
 	ah->port_num = 1;
 }
 
+/* RTR toward the peer's RC QP, with the attributes kRcRtrMask names. */
+static void rc_rtr_attr(struct node *n, struct ibv_qp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTR;
+	a->path_mtu = IBV_MTU_1024;
+	a->dest_qp_num = n->peer.rc_qpn;
+	a->max_dest_rd_atomic = 1;
+	a->min_rnr_timer = 12;
+	ah_attr(n, &a->ah_attr);
+}
+
 static void connect_qps(struct node *n)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
@@ -412,13 +424,7 @@ static void connect_qps(struct node *n)
 
 	if (ibv_modify_qp(n->rc, &a, kRcInitMask))
 		die("RC to INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = n->peer.rc_qpn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	ah_attr(n, &a.ah_attr);
+	rc_rtr_attr(n, &a);
 	if (ibv_modify_qp(n->rc, &a, kRcRtrMask))
 		die("RC to RTR");
 	memset(&a, 0, sizeof(a));
@@ -914,13 +920,7 @@ static void query_reconnect(struct node *n)
 	if (!qp)
 		return;
 	check(!ibv_modify_qp(qp, &a, kRcInitMask), "query QP to INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = n->peer.rc_qpn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	ah_attr(n, &a.ah_attr);
+	rc_rtr_attr(n, &a);
 	check(!ibv_modify_qp(qp, &a, kRcRtrMask), "query QP to RTR");
 	memset(&q, 0, sizeof(q));
 	ret = ibv_query_qp(qp, &q, IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_STATE,
