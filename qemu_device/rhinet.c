@@ -16,6 +16,11 @@
  * bounded ring and a bottom half. So a reset may join it while holding the
  * BQL.
  *
+ * Fault injection (tests of a driver's dead-device handling): the QOM
+ * property "fault", or a vendor capability in config space when
+ * fault-injection=on, makes the NIC hang, halt with STATUS.FATAL, or
+ * vanish from the bus (see RhinetFault).
+ *
  * Copyright (c) 2026 RHiNET-NG developers
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -26,6 +31,7 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/range.h"
 #include "qemu/rcu.h"
 #include "qemu/thread.h"
 #include "qemu/timer.h"
@@ -52,6 +58,28 @@ OBJECT_DECLARE_SIMPLE_TYPE(RhinetState, RHINET)
 #define RHINET_TX_RING 256 /* frames between engine thread and main loop */
 #define RHINET_FRAME_MAX 9216 /* RHN_MAX_FRAME, or a jumbo raw frame */
 
+/*
+ * What an injected fault does. A hung or halted NIC still answers register
+ * reads and obeys CONTROL.RESET (a hardware reset line to its core, which
+ * clears the fault); one gone from the bus reads as all ones, ignores
+ * writes, and only a device reset (FLR, machine reset) brings it back.
+ */
+typedef enum RhinetFault {
+    RHINET_FAULT_NONE,  /* working */
+    RHINET_FAULT_HANG,  /* the engine stops: no DMA, interrupts, frames */
+    RHINET_FAULT_FATAL, /* as HANG, and STATUS.FATAL reads as set */
+    RHINET_FAULT_GONE,  /* as HANG, and BAR0/BAR2 read ~0, writes dropped */
+    RHINET_FAULT__MAX,
+} RhinetFault;
+
+static const char *const rhinet_fault_names[RHINET_FAULT__MAX] = {
+    "none", "hang", "fatal", "gone",
+};
+
+/* The vendor capability: id, next, length, 0, then the fault (32 bits). */
+#define RHINET_FAULT_CAP_LEN 8
+#define RHINET_FAULT_CAP_MODE 4
+
 typedef struct RhinetTxSlot {
     uint32_t len;
     uint8_t data[RHINET_FRAME_MAX];
@@ -66,6 +94,9 @@ struct RhinetState {
     NICConf conf;
     uint16_t node_id;
     uint32_t db_pages;
+    bool fault_injection; /* property: guest-writable fault capability */
+    uint8_t fault_cap;    /* its config offset, 0 if none */
+    uint32_t fault;       /* atomic: RhinetFault */
 
     struct rhn_fw_engine *engine;
     QemuThread thread;
@@ -104,6 +135,18 @@ static void *rhinet_engine_thread(void *opaque)
 
     rcu_register_thread();
     while (!qatomic_read(&s->stop)) {
+        if (qatomic_read(&s->fault) != RHINET_FAULT_NONE) {
+            /* Injected fault: the engine does nothing until cleared. */
+            qatomic_set(&s->sleeping, true);
+            smp_mb();
+            if (qatomic_read(&s->fault) != RHINET_FAULT_NONE &&
+                !qatomic_read(&s->stop)) {
+                qemu_poll_ns(&pfd, 1, -1);
+            }
+            qatomic_set(&s->sleeping, false);
+            event_notifier_test_and_clear(&s->wake);
+            continue;
+        }
         if (rhn_fw_poll(s->engine)) {
             continue;
         }
@@ -301,18 +344,43 @@ static NetClientInfo rhinet_net_info = {
 
 /* ---- BARs --------------------------------------------------------------- */
 
+static void rhinet_engine_start(RhinetState *s);
+static void rhinet_engine_stop(RhinetState *s);
+static void rhinet_set_fault(RhinetState *s, uint32_t fault);
+
 static uint64_t rhinet_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
     RhinetState *s = opaque;
+    uint32_t fault = qatomic_read(&s->fault);
+    uint64_t v;
 
-    return rhn_fw_reg_read(s->engine, addr, size);
+    if (fault == RHINET_FAULT_GONE) {
+        return size == 8 ? UINT64_MAX : UINT32_MAX;
+    }
+    v = rhn_fw_reg_read(s->engine, addr, size);
+    if (fault == RHINET_FAULT_FATAL && addr == RHN_REG_STATUS) {
+        v |= RHN_STATUS_FATAL;
+    }
+    return v;
 }
 
 static void rhinet_regs_write(void *opaque, hwaddr addr, uint64_t val,
                               unsigned size)
 {
     RhinetState *s = opaque;
+    uint32_t fault = qatomic_read(&s->fault);
 
+    if (fault == RHINET_FAULT_GONE) {
+        return;
+    }
+    if (fault != RHINET_FAULT_NONE && addr == RHN_REG_CONTROL &&
+        (val & RHN_CONTROL_RESET)) {
+        /* The reset line works on a hung core: a fresh engine. */
+        rhinet_set_fault(s, RHINET_FAULT_NONE);
+        rhinet_engine_stop(s);
+        rhinet_engine_start(s);
+        return;
+    }
     rhn_fw_reg_write(s->engine, addr, val, size);
     rhinet_kick_engine(s);
 }
@@ -328,6 +396,11 @@ static const MemoryRegionOps rhinet_regs_ops = {
 /* Doorbells are write-only; reads return zero. */
 static uint64_t rhinet_doorbell_read(void *opaque, hwaddr addr, unsigned size)
 {
+    RhinetState *s = opaque;
+
+    if (qatomic_read(&s->fault) == RHINET_FAULT_GONE) {
+        return size == 8 ? UINT64_MAX : UINT32_MAX;
+    }
     return 0;
 }
 
@@ -336,6 +409,9 @@ static void rhinet_doorbell_write(void *opaque, hwaddr addr, uint64_t val,
 {
     RhinetState *s = opaque;
 
+    if (qatomic_read(&s->fault) == RHINET_FAULT_GONE) {
+        return;
+    }
     rhn_fw_doorbell_write(s->engine, addr >> RHN_DB_PAGE_SHIFT,
                           addr & (RHN_DB_PAGE_SIZE - 1), val, size);
     rhinet_kick_engine(s);
@@ -398,12 +474,47 @@ static void rhinet_engine_stop(RhinetState *s)
     qatomic_set(&s->msix_pending, 0);
 }
 
+/* ---- Fault injection ---------------------------------------------------- */
+
+static void rhinet_set_fault(RhinetState *s, uint32_t fault)
+{
+    qatomic_set(&s->fault, fault);
+    if (s->fault_cap) {
+        pci_set_long(s->parent_obj.config + s->fault_cap +
+                     RHINET_FAULT_CAP_MODE, fault);
+    }
+    /* The engine thread notices either way: it is woken to look. */
+    rhinet_kick_engine(s);
+}
+
+static char *rhinet_get_fault(Object *obj, Error **errp)
+{
+    RhinetState *s = RHINET(obj);
+
+    return g_strdup(rhinet_fault_names[qatomic_read(&s->fault)]);
+}
+
+static void rhinet_set_fault_prop(Object *obj, const char *value, Error **errp)
+{
+    RhinetState *s = RHINET(obj);
+    uint32_t f;
+
+    for (f = 0; f < RHINET_FAULT__MAX; f++) {
+        if (!strcmp(value, rhinet_fault_names[f])) {
+            rhinet_set_fault(s, f);
+            return;
+        }
+    }
+    error_setg(errp, "rhinet: fault must be none, hang, fatal or gone");
+}
+
 /* A device reset (system reset, FLR) starts a fresh engine: nothing of the
  * old state survives. */
 static void rhinet_reset(DeviceState *dev)
 {
     RhinetState *s = RHINET(dev);
 
+    rhinet_set_fault(s, RHINET_FAULT_NONE);
     rhinet_engine_stop(s);
     rhinet_engine_start(s);
 }
@@ -437,6 +548,18 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     pcie_cap_flr_init(pdev);
+    if (s->fault_injection) {
+        int off = pci_add_capability(pdev, PCI_CAP_ID_VNDR, 0,
+                                     RHINET_FAULT_CAP_LEN, errp);
+
+        if (off < 0) {
+            pcie_cap_exit(pdev);
+            return;
+        }
+        s->fault_cap = off;
+        pdev->config[off + PCI_CAP_FLAGS] = RHINET_FAULT_CAP_LEN;
+        pci_set_long(pdev->wmask + off + RHINET_FAULT_CAP_MODE, UINT32_MAX);
+    }
 
     memory_region_init_io(&s->regs, OBJECT(s), &rhinet_regs_ops, s,
                           "rhinet-regs", RHN_BAR_REGS_SIZE);
@@ -481,7 +604,16 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
 static void rhinet_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
                                 int len)
 {
+    RhinetState *s = RHINET(pdev);
+    uint32_t mode = s->fault_cap + RHINET_FAULT_CAP_MODE;
+
     pci_default_write_config(pdev, addr, val, len);
+    if (s->fault_cap && ranges_overlap(addr, len, mode, 4)) {
+        uint32_t fault = pci_get_long(pdev->config + mode);
+
+        rhinet_set_fault(s, fault < RHINET_FAULT__MAX ? fault :
+                                                        RHINET_FAULT_NONE);
+    }
     pcie_cap_flr_write_config(pdev, addr, val, len); /* may reset us */
 }
 
@@ -502,6 +634,7 @@ static Property rhinet_properties[] = {
     DEFINE_NIC_PROPERTIES(RhinetState, conf),
     DEFINE_PROP_UINT16("node-id", RhinetState, node_id, 0),
     DEFINE_PROP_UINT32("db-pages", RhinetState, db_pages, 256),
+    DEFINE_PROP_BOOL("fault-injection", RhinetState, fault_injection, false),
     DEFINE_PROP_END_OF_LIST(),
 };
 
@@ -518,6 +651,9 @@ static void rhinet_instance_init(Object *obj)
     /* Frames the engine made while the main loop lagged; `qom-get`. */
     object_property_add_uint64_ptr(obj, "tx-ring-drops", &s->tx_ring_drops,
                                    OBJ_PROP_FLAG_READ);
+    /* `qom-set <dev> fault hang|fatal|gone|none` from the monitor. */
+    object_property_add_str(obj, "fault", rhinet_get_fault,
+                            rhinet_set_fault_prop);
 }
 
 static void rhinet_class_init(ObjectClass *klass, void *data)

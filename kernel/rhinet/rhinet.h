@@ -12,6 +12,7 @@
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 
@@ -36,7 +37,6 @@ struct rhinet_admin {
 	u32 sq_tail;
 	u32 cq_head;
 	u16 next_cmd_id;
-	bool broken; /* a command timed out: only a reset helps */
 	struct completion event; /* the admin vector fired */
 	struct mutex out_lock; /* one user of @out at a time */
 	void *out; /* DMA page for QUERY_* results */
@@ -78,7 +78,21 @@ struct rhinet_dev {
 	unsigned long async_events;
 	/* Interrupt names, per device (several NICs in one host). */
 	char admin_irq_name[32];
+	/* Health (rhinet_health.c): @dead once the NIC failed, @quiesced
+	 * once it no longer touches host memory.
+	 */
+	struct mutex health_lock;
+	bool dead;
+	bool quiesced;
+	bool removing; /* consumers are going: tell them nothing */
+	struct delayed_work health_work;
+	struct work_struct fatal_work;
 };
+
+static inline bool rhinet_dev_dead(struct rhinet_dev *rdev)
+{
+	return READ_ONCE(rdev->dead);
+}
 
 /* The event queue of completion vector @vector. */
 static inline struct rhinet_eq *rhinet_eq_of(struct rhinet_dev *rdev,
@@ -152,6 +166,13 @@ int rhinet_admin_query_device(struct rhinet_dev *rdev,
 			      struct rhn_device_attr *attr);
 irqreturn_t rhinet_admin_irq(int irq, void *data);
 
+int rhinet_reset_nic(struct rhinet_dev *rdev);
+void rhinet_dev_fail(struct rhinet_dev *rdev, const char *why);
+bool rhinet_dev_quiesced(struct rhinet_dev *rdev);
+void rhinet_health_init(struct rhinet_dev *rdev);
+void rhinet_health_start(struct rhinet_dev *rdev);
+void rhinet_health_stop(struct rhinet_dev *rdev);
+
 int rhinet_eq_init(struct rhinet_dev *rdev);
 void rhinet_eq_drain(struct rhinet_dev *rdev);
 /* No event handler is running on return. */
@@ -162,11 +183,13 @@ int rhinet_net_init(struct rhinet_dev *rdev);
 void rhinet_net_fini(struct rhinet_dev *rdev);
 void rhinet_net_cq_event(struct rhinet_dev *rdev, u32 cqn);
 void rhinet_net_link_event(struct rhinet_dev *rdev, bool up);
+void rhinet_net_dead(struct rhinet_dev *rdev);
 struct net_device *rhinet_net_device(struct rhinet_dev *rdev);
 
 int rhinet_ib_init(struct rhinet_dev *rdev);
 void rhinet_ib_fini(struct rhinet_dev *rdev);
 void rhinet_ib_event(struct rhinet_dev *rdev, const struct rhn_eqe *eqe);
 void rhinet_ib_port_changed(struct rhinet_dev *rdev);
+void rhinet_ib_dead(struct rhinet_dev *rdev);
 
 #endif /* RHINET_H */

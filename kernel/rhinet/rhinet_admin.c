@@ -71,7 +71,6 @@ int rhinet_admin_init(struct rhinet_dev *rdev)
 	adm->sq_tail = 0;
 	adm->cq_head = 0;
 	adm->next_cmd_id = 1;
-	adm->broken = false;
 
 	writeq(adm->sq_dma, rdev->regs + RHN_REG_ADMIN_SQ_BASE);
 	writeq(adm->cq_dma, rdev->regs + RHN_REG_ADMIN_CQ_BASE);
@@ -84,10 +83,14 @@ int rhinet_admin_init(struct rhinet_dev *rdev)
 	if (ret) {
 		dev_err(dev, "admin queue not accepted (status 0x%x)\n",
 			status);
-		goto err_free;
+		goto err_reset;
 	}
 	return 0;
 
+err_reset:
+	/* It may have taken the rings: stop it before they go. */
+	if (rhinet_reset_nic(rdev))
+		pci_clear_master(rdev->pdev);
 err_free:
 	rhinet_admin_fini(rdev);
 	return ret;
@@ -120,6 +123,7 @@ int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
 		      u32 *result)
 {
 	struct rhinet_admin *adm = &rdev->admin;
+	const char *failure = NULL;
 	unsigned long deadline;
 	struct rhn_admin_cpl *cpl;
 	u16 cmd_id;
@@ -127,7 +131,7 @@ int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
 	int ret;
 
 	mutex_lock(&adm->lock);
-	if (adm->broken) {
+	if (rhinet_dev_dead(rdev)) {
 		ret = -EIO;
 		goto out;
 	}
@@ -144,11 +148,15 @@ int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
 	phase = ((adm->cq_head / ADMIN_DEPTH) & 1) ^ 1;
 	deadline = jiffies + msecs_to_jiffies(RHINET_ADMIN_TIMEOUT_MS);
 	while ((READ_ONCE(cpl->owner) & 1) != phase) {
+		if (rhinet_dev_dead(rdev)) {
+			ret = -EIO; /* failed meanwhile, found by another */
+			goto out;
+		}
 		if (time_after(jiffies, deadline)) {
-			adm->broken = true;
 			dev_err(&rdev->pdev->dev,
-				"admin command 0x%02x timed out; reset needed\n",
+				"admin command 0x%02x timed out\n",
 				cmd->hdr.opcode);
+			failure = "admin command timed out";
 			ret = -ETIMEDOUT;
 			goto out;
 		}
@@ -159,10 +167,10 @@ int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
 	dma_rmb();
 	adm->cq_head++;
 	if (le16_to_cpu(cpl->cmd_id) != cmd_id) {
-		adm->broken = true;
 		dev_err(&rdev->pdev->dev,
 			"admin completion for command %u, expected %u\n",
 			le16_to_cpu(cpl->cmd_id), cmd_id);
+		failure = "admin completion out of order";
 		ret = -EIO;
 		goto out;
 	}
@@ -175,6 +183,9 @@ int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
 		*result = le32_to_cpu(cpl->result);
 out:
 	mutex_unlock(&adm->lock);
+	/* Queue and NIC disagree: nothing it does can be trusted now. */
+	if (failure)
+		rhinet_dev_fail(rdev, failure);
 	return ret;
 }
 

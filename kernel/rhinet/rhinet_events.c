@@ -64,3 +64,29 @@ void rhinet_ib_event(struct rhinet_dev *rdev, const struct rhn_eqe *eqe)
 		break;
 	}
 }
+
+/*
+ * The device failed (rhinet_health.c): users hear DEVICE_FATAL, the port
+ * goes down, and kernel CQs' consumers are woken to poll their flushed
+ * work (rhinet_poll_cq).
+ */
+void rhinet_ib_dead(struct rhinet_dev *rdev)
+{
+	struct rhinet_ib *ib = READ_ONCE(rdev->ib);
+	struct ib_event event = {};
+	struct rhinet_cq *cq;
+	unsigned long index;
+
+	if (!ib)
+		return;
+	event.device = &ib->ibdev;
+	event.event = IB_EVENT_DEVICE_FATAL;
+	event.element.port_num = 1;
+	ib_dispatch_event(&event);
+	schedule_work(&ib->port_work);
+	xa_lock_irq(&ib->cqs);
+	xa_for_each(&ib->cqs, index, cq)
+		if (cq->kbuf.va && cq->ibcq.comp_handler)
+			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	xa_unlock_irq(&ib->cqs);
+}

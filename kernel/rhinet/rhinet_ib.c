@@ -54,7 +54,11 @@ int rhinet_ctx_exec(struct rhinet_ib *ib, u32 ctx, struct rhn_admin_cmd *cmd,
 	return rhinet_admin_exec(ib->rdev, cmd, result);
 }
 
-/* Destroys a NIC object; failing here is a driver or NIC fault. */
+/*
+ * Destroys a NIC object; failing here is a driver or NIC fault. On a dead
+ * device (reset, touching no memory) it is done: the object went with the
+ * NIC's state, and the caller frees what the object used.
+ */
 int rhinet_destroy_object(struct rhinet_ib *ib, u32 ctx, u8 opcode,
 			  u32 handle)
 {
@@ -64,6 +68,8 @@ int rhinet_destroy_object(struct rhinet_ib *ib, u32 ctx, u8 opcode,
 	cmd.hdr.opcode = opcode;
 	cmd.u.handle.handle = cpu_to_le32(handle);
 	ret = rhinet_ctx_exec(ib, ctx, &cmd, NULL);
+	if (ret && rhinet_dev_quiesced(ib->rdev))
+		return 0;
 	if (ret)
 		ibdev_warn_ratelimited(&ib->ibdev,
 				       "destroy 0x%02x of %u in context %u: %d\n",
@@ -157,8 +163,8 @@ static bool rhinet_port_up(struct rhinet_dev *rdev)
 {
 	struct net_device *ndev = rhinet_net_device(rdev);
 
-	return READ_ONCE(rdev->link_up) && ndev && netif_running(ndev) &&
-	       netif_carrier_ok(ndev);
+	return READ_ONCE(rdev->link_up) && !rhinet_dev_dead(rdev) && ndev &&
+	       netif_running(ndev) && netif_carrier_ok(ndev);
 }
 
 static int rhinet_query_port(struct ib_device *ibdev, u32 port,

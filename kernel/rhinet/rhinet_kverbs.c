@@ -354,10 +354,10 @@ int rhinet_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	bool posted = false;
 	int ret = 0;
 
-	if (!k) {
-		/* User QPs post from user space. */
+	if (!k || rhinet_dev_dead(rdev)) {
+		/* User QPs post from user space; a dead NIC takes nothing. */
 		*bad_wr = wr;
-		return -EOPNOTSUPP;
+		return k ? -EIO : -EOPNOTSUPP;
 	}
 	spin_lock_irqsave(&k->sq_lock, flags);
 	for (; wr; wr = wr->next) {
@@ -391,9 +391,9 @@ int rhinet_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	bool posted = false;
 	int ret = 0, i;
 
-	if (!k) {
+	if (!k || rhinet_dev_dead(rdev)) {
 		*bad_wr = wr;
-		return -EOPNOTSUPP;
+		return k ? -EIO : -EOPNOTSUPP;
 	}
 	spin_lock_irqsave(&k->rq_lock, flags);
 	for (; wr; wr = wr->next) {
@@ -473,6 +473,59 @@ static void rhinet_kqp_complete(struct rhinet_qp *qp, const struct rhn_cqe *e,
 	wc->network_hdr_type = RDMA_NETWORK_ROCE_V1;
 }
 
+static void rhinet_flush_wc(struct ib_wc *wc, struct rhinet_qp *qp, u64 wr_id,
+			    enum ib_wc_opcode opcode)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = wr_id;
+	wc->status = IB_WC_WR_FLUSH_ERR;
+	wc->opcode = opcode;
+	wc->qp = &qp->ibqp;
+	wc->port_num = 1;
+}
+
+/*
+ * A dead NIC completes nothing: the work still posted to the kernel QPs
+ * of @cq completes here with a flush error (cq->lock held; the QP table's
+ * lock keeps user QPs from going away while they are passed over).
+ */
+static int rhinet_kcq_flush(struct rhinet_ib *ib, struct rhinet_cq *cq,
+			    int num, struct ib_wc *wc)
+{
+	struct rhinet_qp *qp;
+	unsigned long index;
+	struct rhinet_kqp *k;
+	u32 slot;
+	int n = 0;
+
+	xa_lock(&ib->qps);
+	xa_for_each(&ib->qps, index, qp) {
+		k = qp->k;
+		if (!k)
+			continue;
+		spin_lock(&k->sq_lock);
+		while (to_rcq(qp->ibqp.send_cq) == cq && n < num &&
+		       k->sq_ci != k->sq_pi) {
+			slot = k->sq_ci & (k->sq_depth - 1);
+			rhinet_flush_wc(&wc[n++], qp, k->sq_wr_id[slot],
+					IB_WC_SEND);
+			k->sq_ci += k->sq_slots[slot];
+		}
+		spin_unlock(&k->sq_lock);
+		spin_lock(&k->rq_lock);
+		while (to_rcq(qp->ibqp.recv_cq) == cq && n < num &&
+		       k->rq_ci != k->rq_pi) {
+			slot = k->rq_ci & (k->rq_depth - 1);
+			rhinet_flush_wc(&wc[n++], qp, k->rq_wr_id[slot],
+					IB_WC_RECV);
+			k->rq_ci++;
+		}
+		spin_unlock(&k->rq_lock);
+	}
+	xa_unlock(&ib->qps);
+	return n;
+}
+
 int rhinet_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 {
 	struct rhinet_ib *ib = to_rib(ibcq->device);
@@ -492,6 +545,8 @@ int rhinet_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 			continue; /* its QP is gone */
 		rhinet_kqp_complete(qp, &e, &wc[n++]);
 	}
+	if (n < num && rhinet_dev_dead(ib->rdev))
+		n += rhinet_kcq_flush(ib, cq, num - n, wc + n);
 	WRITE_ONCE(rhinet_kcq_record(cq)->consumer_index, cpu_to_le32(cq->ci));
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;

@@ -8,34 +8,16 @@
  */
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
-#include <linux/iopoll.h>
 #include <linux/module.h>
 #include <linux/pci.h>
 
 #include "rhinet.h"
-
-#define RHINET_RESET_TIMEOUT_US (2 * USEC_PER_SEC)
 
 static const struct pci_device_id rhinet_pci_ids[] = {
 	{ PCI_DEVICE(RHN_PCI_VENDOR_ID, RHN_PCI_DEVICE_ID) },
 	{}
 };
 MODULE_DEVICE_TABLE(pci, rhinet_pci_ids);
-
-/* Drops every NIC object and stops all DMA. */
-static int rhinet_reset_nic(struct rhinet_dev *rdev)
-{
-	u32 control;
-	int ret;
-
-	rhinet_write32(rdev, RHN_REG_CONTROL, RHN_CONTROL_RESET);
-	ret = readl_poll_timeout(rdev->regs + RHN_REG_CONTROL, control,
-				 !(control & RHN_CONTROL_RESET), 100,
-				 RHINET_RESET_TIMEOUT_US);
-	if (ret)
-		dev_err(&rdev->pdev->dev, "NIC did not leave reset\n");
-	return ret;
-}
 
 static void rhinet_read_identity(struct rhinet_dev *rdev)
 {
@@ -86,6 +68,7 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return -ENOMEM;
 	rdev->pdev = pdev;
 	pci_set_drvdata(pdev, rdev);
+	rhinet_health_init(rdev);
 
 	ret = pcim_enable_device(pdev);
 	if (ret)
@@ -165,6 +148,7 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 le32_to_cpu(rdev->attr.max_cqs),
 		 le32_to_cpu(rdev->attr.max_mrs),
 		 rdev->link_up ? "up" : "down");
+	rhinet_health_start(rdev);
 	return 0;
 
 err_net:
@@ -181,6 +165,7 @@ err_admin_irq:
 	free_irq(pci_irq_vector(pdev, RHN_MSIX_ADMIN), rdev);
 err_vectors:
 	pci_free_irq_vectors(pdev);
+	rhinet_health_stop(rdev);
 	return ret;
 }
 
@@ -188,10 +173,14 @@ static void rhinet_remove(struct pci_dev *pdev)
 {
 	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
 
+	rhinet_health_stop(rdev);
 	rhinet_ib_fini(rdev);
 	rhinet_net_fini(rdev);
-	/* Stop the NIC: no DMA or interrupt after this. */
-	rhinet_reset_nic(rdev);
+	/* Stop the NIC: no DMA or interrupt after this (a failed one has
+	 * been stopped already).
+	 */
+	if (!rdev->quiesced && rhinet_reset_nic(rdev))
+		pci_clear_master(pdev);
 	rhinet_eq_fini(rdev);
 	rhinet_admin_fini(rdev);
 	free_irq(pci_irq_vector(pdev, RHN_MSIX_ADMIN), rdev);
@@ -206,7 +195,7 @@ static void rhinet_shutdown(struct pci_dev *pdev)
 {
 	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
 
-	if (rdev)
+	if (rdev && !rdev->quiesced)
 		rhinet_reset_nic(rdev);
 	pci_clear_master(pdev);
 }

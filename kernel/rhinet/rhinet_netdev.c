@@ -198,7 +198,7 @@ void rhinet_net_link_event(struct rhinet_dev *rdev, bool up)
 
 	if (!net || !netif_running(net->ndev))
 		return;
-	if (up)
+	if (up && !rhinet_dev_dead(rdev))
 		netif_carrier_on(net->ndev);
 	else
 		netif_carrier_off(net->ndev);
@@ -213,8 +213,8 @@ static netdev_tx_t rhinet_net_xmit(struct sk_buff *skb, struct net_device *ndev)
 	int node;
 	u32 slot;
 
-	if (skb_linearize(skb) || skb->len < ETH_HLEN ||
-	    skb->len > RHN_WIRE_MTU)
+	if (rhinet_dev_dead(net->rdev) || skb_linearize(skb) ||
+	    skb->len < ETH_HLEN || skb->len > RHN_WIRE_MTU)
 		goto drop;
 	node = rhinet_mac_to_node(eth_hdr(skb)->h_dest);
 	if (node < 0)
@@ -272,13 +272,16 @@ static int rhinet_net_modify(struct rhinet_net *net, u8 state)
 	return rhinet_admin_exec(net->rdev, &cmd, NULL);
 }
 
-static int rhinet_net_destroy(struct rhinet_net *net, u8 opcode, u32 handle)
+/* Its memory is freed next: a NIC that may still use it is stopped. */
+static void rhinet_net_destroy(struct rhinet_net *net, u8 opcode, u32 handle)
 {
 	struct rhn_admin_cmd cmd = {};
 
 	cmd.hdr.opcode = opcode;
 	cmd.u.handle.handle = cpu_to_le32(handle);
-	return rhinet_admin_exec(net->rdev, &cmd, NULL);
+	if (rhinet_admin_exec(net->rdev, &cmd, NULL))
+		rhinet_dev_fail(net->rdev,
+				"the interface's queues cannot be destroyed");
 }
 
 static void rhinet_net_free_bufs(struct rhinet_net *net)
@@ -307,13 +310,11 @@ static void rhinet_net_free_bufs(struct rhinet_net *net)
 /* Destroys the QP and CQ; afterwards the NIC touches none of our memory. */
 static void rhinet_net_teardown(struct rhinet_net *net)
 {
-	if (net->qp_created &&
-	    rhinet_net_destroy(net, RHN_ADMIN_DESTROY_QP, net->qpn))
-		netdev_warn(net->ndev, "raw QP %u not destroyed\n", net->qpn);
+	if (net->qp_created)
+		rhinet_net_destroy(net, RHN_ADMIN_DESTROY_QP, net->qpn);
 	net->qp_created = false;
-	if (net->cq_created &&
-	    rhinet_net_destroy(net, RHN_ADMIN_DESTROY_CQ, net->cqn))
-		netdev_warn(net->ndev, "CQ %u not destroyed\n", net->cqn);
+	if (net->cq_created)
+		rhinet_net_destroy(net, RHN_ADMIN_DESTROY_CQ, net->cqn);
 	net->cq_created = false;
 	rhinet_net_free_bufs(net);
 }
@@ -503,6 +504,15 @@ void rhinet_net_fini(struct rhinet_dev *rdev)
 	netif_napi_del(&net->napi);
 	rhinet_net_free_rings(net);
 	free_netdev(net->ndev);
+}
+
+/* The NIC failed: the interface loses its carrier and sends nothing. */
+void rhinet_net_dead(struct rhinet_dev *rdev)
+{
+	struct rhinet_net *net = READ_ONCE(rdev->net);
+
+	if (net)
+		netif_carrier_off(net->ndev);
 }
 
 /* The interface whose addresses give the RDMA port its GIDs. */

@@ -104,7 +104,7 @@ run_qemu() { # node mode serial
 		-append "console=ttyS0 quiet panic=-1 rhinet.node=$1 rhinet.nodes=$nodes rhinet.mode=$2" \
 		-serial "$3" -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 		-netdev "stream,id=fabric,server=off,addr.type=unix,addr.path=$sockdir/port$1.sock" \
-		-device "rhinet,netdev=fabric,node-id=$1"
+		-device "rhinet,netdev=fabric,node-id=$1,fault-injection=on"
 }
 
 start_ms=$(($(date +%s%N) / 1000000))
