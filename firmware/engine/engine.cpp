@@ -55,7 +55,9 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
       1, uint32_t(uint64_t{cfg.rx_contexts} * cfg.context_rx_share / 256));
   // Power-on epoch for our sessions: different from the last power-on's
   // (peers accept an older one only after the old stream went quiet).
-  boot_session = static_cast<uint16_t>((bus.now_ns() >> 20) * 37 + 1);
+  boot_session = cfg.boot_session
+                     ? cfg.boot_session
+                     : static_cast<uint16_t>((bus.now_ns() >> 20) * 37 + 1);
   for (uint32_t n = 0; n < cfg.max_nodes; n++)
     peers[n].tx_session = boot_session;
   reset();

@@ -557,6 +557,9 @@ struct Engine::Impl {
   void unlink_busy(Peer& p);
   void transmit(uint16_t node, std::span<const uint8_t> frame);
   void send_ack(Peer& p, uint8_t type, uint16_t flags, uint16_t ack_session);
+  void send_control(Peer& p, uint8_t type, uint16_t flags, uint16_t ack_session,
+                    uint32_t ack_seq);
+  void move_stream_after(Peer& p, uint16_t their_session);
   void receive_frame(std::span<const uint8_t> frame);
   void accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
                    uint16_t session, uint32_t seq);

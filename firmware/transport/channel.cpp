@@ -144,6 +144,11 @@ void Engine::Impl::transmit(uint16_t node, std::span<const uint8_t> frame) {
 
 void Engine::Impl::send_ack(Peer& p, uint8_t type, uint16_t flags,
                             uint16_t ack_session) {
+  send_control(p, type, flags, ack_session, p.rx_expected);
+}
+
+void Engine::Impl::send_control(Peer& p, uint8_t type, uint16_t flags,
+                                uint16_t ack_session, uint32_t ack_seq) {
   alignas(8) uint8_t frame[RHN_PKT_HDR_LEN];
   rhn_pkt_hdr h{};
   h.type = type;
@@ -153,7 +158,7 @@ void Engine::Impl::send_ack(Peer& p, uint8_t type, uint16_t flags,
   h.session = p.tx_session;
   h.flags = flags;
   h.ack_session = ack_session;
-  h.ack_seq = p.rx_expected;
+  h.ack_seq = ack_seq;
   seal_packet(frame, h, nullptr, 0);
   if (type == RHN_PKT_ACK) {
     counters.add(RHN_CNT_ACKS_SENT);
@@ -168,6 +173,17 @@ void Engine::Impl::send_ack(Peer& p, uint8_t type, uint16_t flags,
 void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   // The peer started a new stream towards us (first contact or after it
   // declared us dead / was reset). Receives it left half-way are over.
+  // If it was reset it knows nothing of our stream either, and would
+  // answer our next packet with a RESYNC that fails it: while nothing of
+  // ours is outstanding, our stream starts afresh too (a newer session,
+  // SYN), so the peer's new incarnation hears us at once.
+  if (p.rx_synced && p.rx_session != session && !p.tx_syn && !p.unacked_count &&
+      p.reads_head == kNone) {
+    p.tx_session++;
+    p.tx_syn = true;
+    p.tx_next = 0;
+    p.acked_seen = 0;
+  }
   p.rx_synced = true;
   p.rx_session = session;
   p.rx_expected = 0;
@@ -214,6 +230,10 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
       return;
     }
     p.dead_until = 0;
+    if (h.type == RHN_PKT_NAK && (h.flags & RHN_PKT_F_BEHIND)) {
+      move_stream_after(p, static_cast<uint16_t>(h.ack_seq));
+      return;
+    }
     if (h.type == RHN_PKT_NAK && (h.flags & RHN_PKT_F_RESYNC)) {
       // The peer lost its state for our stream: nothing outstanding can
       // be trusted to have happened.
@@ -245,9 +265,14 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
     const bool older = p.rx_synced && session_before(h.session, p.rx_session);
     const bool quiet = now - p.rx_last > cfg.session_quiet_ns;
     if (older && !quiet) {
-      // A straggler of a stream we already left behind: it must neither
-      // roll us back nor be answered.
+      // A straggler of a stream we already left behind: it must not roll
+      // us back. A SYN may also be a sender powered on again in an earlier
+      // epoch: it is told the session to beat (a straggler's sender is in
+      // a newer one already and ignores that).
       counters.add(RHN_CNT_STALE_PACKETS);
+      if (h.flags & RHN_PKT_F_SYN)
+        send_control(p, RHN_PKT_NAK, RHN_PKT_F_RESYNC | RHN_PKT_F_BEHIND,
+                     h.session, p.rx_session);
       return;
     }
     if (!(h.flags & RHN_PKT_F_SYN)) {
@@ -457,6 +482,34 @@ bool Engine::Impl::service_peer(Peer& p) {
   if (p.resend != kNone || (p.reads_head != kNone && room_for_request(p)))
     peer_needs_service(p);
   return did;
+}
+
+// The peer refused our stream's SYN: it holds a newer session of ours (we
+// were powered on again in an earlier epoch). It took nothing of this
+// stream, which no ACK has confirmed yet (tx_syn still set), so the same
+// packets, serials unchanged, go again in the session after the peer's.
+// A stream the peer did acknowledge cannot be moved: it fails instead.
+void Engine::Impl::move_stream_after(Peer& p, uint16_t their_session) {
+  const uint16_t next = static_cast<uint16_t>(their_session + 1);
+  if (!session_before(p.tx_session, next)) {
+    counters.add(RHN_CNT_STALE_PACKETS);  // we are ahead already
+    return;
+  }
+  if (!p.tx_syn) {
+    peer_failed(p, false);
+    return;
+  }
+  p.tx_session = next;
+  for (uint32_t id = p.unacked_head; id != kNone; id = slots[id].next) {
+    rhn_pkt_hdr h;
+    std::memcpy(&h, slots[id].frame, sizeof(h));
+    h.session = next;
+    std::memcpy(slots[id].frame, &h, sizeof(h));
+    reseal_header(slots[id].frame);
+  }
+  p.retries = 0;
+  p.resend = p.unacked_head;
+  if (p.resend != kNone) peer_needs_service(p);
 }
 
 void Engine::Impl::peer_failed(Peer& p, bool timed_out) {

@@ -411,6 +411,61 @@ TEST(QpIncarnation, LateResponseOfAPreviousLifeIsIgnored) {
       << "the new READ got the previous incarnation's data";
 }
 
+// A NIC powered on again in an earlier epoch than the session its peer
+// still holds from it (epochs come from a clock or a random source) is
+// told the session to beat and heard at once, not refused until the old
+// stream has been quiet for session_quiet_ns (found by vm_dead_device:
+// the first connection after a driver recovered the NIC failed).
+TEST(SessionEpochs, NodeBackInAnEarlierEpochIsHeardAtOnce) {
+  ClusterConfig cfg = small_cluster(2);
+  cfg.tweak = [](uint16_t node, fw::EngineConfig& e) {
+    e.boot_session = node == 0 ? 1000 : 2000;
+  };
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  {
+    RcPair p = make_rc_pair(c, 0, 1);
+    ASSERT_TRUE(p.ok);
+    Region src = make_region(*p.ctx_a, 4096, kAllAccess, 611);
+    Region dst = make_region(*p.ctx_b, 4096, kAllAccess, 0, 0);
+    ASSERT_TRUE(p.qp_a->post_send(
+        rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 100)}, dst.va(), dst.key())));
+    ASSERT_TRUE(wait_one(c, *p.cq_a).ok());
+    // Node 1's stream towards node 0 is acknowledged too.
+    ASSERT_TRUE(p.qp_b->post_send(
+        rdma_wr(1, RHN_OP_WRITE, {dst.sge(0, 100)}, src.va(), src.key())));
+    ASSERT_TRUE(wait_one(c, *p.cq_b).ok());
+  }
+  // Node 1 holds session 1001 from node 0; node 0 comes back in 500.
+  fw::EngineConfig again = c.node(0).config;
+  again.boot_session = 500;
+  ASSERT_TRUE(c.power_cycle(0, again));
+  const uint64_t start = c.clock().now();
+  RcPair q = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(q.ok);
+  Region src = make_region(*q.ctx_a, 4096, kAllAccess, 612);
+  Region dst = make_region(*q.ctx_b, 4096, kAllAccess, 0, 0);
+  ASSERT_TRUE(q.qp_a->post_send(
+      rdma_wr(2, RHN_OP_WRITE, {src.sge(0, 300)}, dst.va(), dst.key())));
+  Completion w = wait_one(c, *q.cq_a, 100'000'000);
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(dst.buf.bytes(0, 300), src.buf.bytes(0, 300));
+  EXPECT_LT(c.clock().now() - start, 50'000'000u)
+      << "the restarted node waited for the old session to go quiet";
+  // And the new session goes on.
+  ASSERT_TRUE(q.qp_a->post_send(
+      rdma_wr(3, RHN_OP_WRITE, {src.sge(0, 100)}, dst.va(1000), dst.key())));
+  EXPECT_TRUE(wait_one(c, *q.cq_a).ok());
+  // Node 1 answers on its old stream's channel: the restarted node, which
+  // knows nothing of that stream, takes it (node 1 started afresh when it
+  // heard the new incarnation) rather than failing it with a RESYNC.
+  ASSERT_TRUE(q.qp_b->post_send(
+      rdma_wr(4, RHN_OP_WRITE, {dst.sge(0, 64)}, src.va(2048), src.key())));
+  Completion back = wait_one(c, *q.cq_b, 100'000'000);
+  EXPECT_TRUE(back.ok()) << describe(back);
+  EXPECT_EQ(src.buf.bytes(2048, 64), dst.buf.bytes(0, 64));
+}
+
 // Defect 6: session epochs are ordered. A SYN of an older session, delayed
 // in the fabric, must neither roll the receiver back nor replay requests.
 TEST(SessionEpochs, DelayedSynOfAnOlderSessionIsIgnored) {

@@ -39,6 +39,12 @@ enum rhn_pkt_flags {
 	 * reset); the sender must fail what is outstanding and resync.
 	 */
 	RHN_PKT_F_RESYNC = 1u << 3,
+	/* NAK: a SYN of an older session than the receiver's current one
+	 * from this sender, while that one is not quiet (the sender was
+	 * powered on again in an earlier epoch). ack_seq carries the
+	 * receiver's session; the sender moves its stream to the next one.
+	 */
+	RHN_PKT_F_BEHIND = 1u << 4,
 };
 
 /*

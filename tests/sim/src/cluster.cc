@@ -60,6 +60,19 @@ SimCluster::SimCluster(const ClusterConfig& cfg)
   }
 }
 
+bool SimCluster::power_cycle(size_t i, const fw::EngineConfig& cfg) {
+  SimNode& n = *nodes_.at(i);
+  switch_.attach(i, nullptr);
+  n.driver.reset();
+  n.config = cfg;
+  n.engine = std::make_unique<fw::Engine>(n.config, n.bus, switch_.wire(i));
+  n.driver =
+      std::make_unique<SimDriver>(*n.engine, n.memory, [this] { tick(); });
+  n.next_context = 1;
+  switch_.attach(i, n.engine.get());
+  return n.driver->bring_up();
+}
+
 SimCluster::~SimCluster() {
   // Detach engines before they go away; nothing is delivered afterwards.
   for (size_t i = 0; i < nodes_.size(); ++i) switch_.attach(i, nullptr);

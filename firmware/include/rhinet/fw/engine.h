@@ -78,9 +78,13 @@ struct EngineConfig {
   // Timers.
   uint64_t retransmit_timeout_ns = 2'000'000;
   uint32_t max_retries = 8;  // then the peer is declared dead
-  // A SYN of an older session is ignored unless the current session has
-  // been silent this long (its sender was restarted with an older epoch).
+  // A SYN of an older session is refused (and its sender told which
+  // session to move to) unless the current session has been silent this
+  // long (its sender was restarted with an older epoch).
   uint64_t session_quiet_ns = 1'000'000'000;
+  // Power-on epoch of every channel's first session; 0: from the clock.
+  // (An FPGA seeds it from a random source; tests pin it.)
+  uint16_t boot_session = 0;
   // After a node stopped answering, datagrams to it are dropped at once
   // for this long rather than each holding send memory through retries.
   uint64_t dead_holdoff_ns = 100'000'000;

@@ -76,6 +76,10 @@ class SimCluster {
   bool run_until(const std::function<bool()>& pred, uint64_t timeout_ns);
   // Lets `ns` of virtual time pass while everything runs.
   void run_for(uint64_t ns);
+  // Node i loses power and comes back: a new engine (with `cfg` as its
+  // configuration) and driver, brought up again. Every object of the old
+  // driver must have been released first. Returns the bring-up's result.
+  bool power_cycle(size_t i, const fw::EngineConfig& cfg);
   // Polls `cq` until `n` completions arrived (or timeout); returns them all.
   std::vector<Completion> wait_cqes(SimCq& cq, size_t n,
                                     uint64_t timeout_ns = 50'000'000);
