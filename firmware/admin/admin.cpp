@@ -348,6 +348,26 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       result = cqn;
       return RHN_ADMIN_OK;
     }
+    case RHN_ADMIN_RESIZE_CQ: {
+      const auto& c = u.resize_cq;
+      if (!cq_ok(c.cqn)) return detail = 1, RHN_ADMIN_BAD_HANDLE;
+      if (c.log_depth < 1 || c.log_depth > kMaxCqLog)
+        return detail = 2, RHN_ADMIN_BAD_PARAM;
+      rhn_admin_status st =
+          ref_check(c.ring, uint64_t{RHN_CQE_SIZE} << c.log_depth, true, 3);
+      if (st == RHN_ADMIN_OK)
+        st = ref_check(c.record, sizeof(rhn_cq_record), false, 4);
+      if (st != RHN_ADMIN_OK) return st;
+      const HostRef old_ring = cqs[c.cqn].ring, old_record = cqs[c.cqn].record;
+      st = resize_cq(c.cqn, c.log_depth, to_ref(c.ring), to_ref(c.record),
+                     detail);
+      if (st != RHN_ADMIN_OK) return st;
+      ref_get(old_ring, -1);
+      ref_get(old_record, -1);
+      ref_get(cqs[c.cqn].ring, 1);
+      ref_get(cqs[c.cqn].record, 1);
+      return RHN_ADMIN_OK;
+    }
     case RHN_ADMIN_DESTROY_CQ: {
       const uint32_t cqn = u.handle.handle;
       if (!cq_ok(cqn)) return RHN_ADMIN_BAD_HANDLE;

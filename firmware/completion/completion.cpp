@@ -41,6 +41,41 @@ void Engine::Impl::cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited) {
   }
 }
 
+// RHN_ADMIN_RESIZE_CQ: the unread CQEs go to the start of the new ring,
+// lap 0, and the indices restart there. Nothing changes until every one
+// of them has been copied, so a DMA error leaves the CQ as it was.
+rhn_admin_status Engine::Impl::resize_cq(uint32_t cqn, uint32_t log_depth,
+                                         HostRef ring, HostRef record,
+                                         uint32_t& detail) {
+  CqObj& cq = cqs[cqn];
+  if (cq.error) return detail = 1, RHN_ADMIN_BAD_STATE;  // overflowed
+  rhn_cq_record rec;
+  if (!host_dma(cq.record, 0, &rec, sizeof(rec), false))
+    return RHN_ADMIN_DMA_ERROR;
+  const uint32_t old_depth = 1u << cq.log_depth;
+  const uint32_t unread = cq.producer - rec.consumer_index;
+  if (unread > old_depth) return detail = 5, RHN_ADMIN_BAD_STATE;
+  if (unread > (1u << log_depth)) return detail = 2, RHN_ADMIN_BAD_PARAM;
+  for (uint32_t i = 0; i < unread; i++) {
+    rhn_cqe e;
+    const uint32_t from = (rec.consumer_index + i) & (old_depth - 1);
+    if (!host_dma(cq.ring, uint64_t{from} * RHN_CQE_SIZE, &e, sizeof(e), false))
+      return RHN_ADMIN_DMA_ERROR;
+    e.flags |= RHN_CQE_F_OWNER;  // lap 0 of the new ring
+    if (!host_publish(ring, uint64_t{i} * RHN_CQE_SIZE, &e, RHN_CQE_SIZE, 24))
+      return RHN_ADMIN_DMA_ERROR;
+  }
+  cq.ring = ring;
+  cq.record = record;
+  const uint32_t solicited = cq.solicited_end - rec.consumer_index;
+  cq.solicited_end = solicited <= unread ? solicited : 0;
+  cq.log_depth = log_depth;
+  cq.producer = unread;
+  cq.consumer_seen = 0;
+  cq_published[cqn].store(unread, std::memory_order_release);
+  return RHN_ADMIN_OK;
+}
+
 void Engine::Impl::cq_arm(uint32_t cqn, bool solicited_only,
                           uint32_t requested_at) {
   CqObj& cq = cqs[cqn];

@@ -622,6 +622,8 @@ struct Engine::Impl {
   // the doorbell was written): the event is for completions added after
   // the request, those already added before this kick was handled too.
   void cq_arm(uint32_t cqn, bool solicited_only, uint32_t requested_at);
+  rhn_admin_status resize_cq(uint32_t cqn, uint32_t log_depth, HostRef ring,
+                             HostRef record, uint32_t& detail);
   void write_status_word(const QpObj& qp, const Inflight& e);
 
   // ---- requester/requester.cpp: the GRH a UD SEND carries (wire.h).

@@ -391,6 +391,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.reg_user_mr = rhinet_reg_user_mr,
 	.req_notify_cq = rhinet_req_notify_cq,
 	.rereg_user_mr = rhinet_rereg_user_mr,
+	.resize_cq = rhinet_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, rhinet_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, rhinet_cq, ibcq),

@@ -121,6 +121,52 @@ int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 				    cq, &cq->buf, udata, &resp, sizeof(resp));
 }
 
+/* A user CQ moves to a new buffer (RHINET_CQ_LAYOUT); kernel CQs keep theirs. */
+int rhinet_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibcq->device);
+	struct rhinet_ucontext *uc = rhinet_uctx(udata);
+	struct rhinet_cq *cq = to_rcq(ibcq);
+	struct rhinet_create_cq_cmd req;
+	struct rhn_admin_cmd cmd = {};
+	struct rhinet_mem mem = {};
+	struct rhn_admin_resize_cq *c = &cmd.u.resize_cq;
+	u64 ring_bytes;
+	int ret;
+
+	if (!uc)
+		return -EOPNOTSUPP;
+	ret = rhinet_udata_in(udata, &req, sizeof(req));
+	if (ret)
+		return ret;
+	if (req.comp_mask)
+		return -EOPNOTSUPP;
+	if (req.log_depth < 1 ||
+	    req.log_depth > le32_to_cpu(ib->rdev->attr.max_cq_log_depth) ||
+	    cqe < 1 || cqe > (1 << req.log_depth))
+		return -EINVAL;
+	ring_bytes = (u64)RHN_CQE_SIZE << req.log_depth;
+	ret = rhinet_mem_pin_queue(ib, uc, &mem, req.buf_va, req.buf_len,
+				   ring_bytes + sizeof(struct rhn_cq_record));
+	if (ret)
+		return ret;
+	cmd.hdr.opcode = RHN_ADMIN_RESIZE_CQ;
+	c->cqn = cpu_to_le32(cq->cqn);
+	c->log_depth = req.log_depth;
+	c->ring = rhinet_ref(&mem, req.buf_va);
+	c->record = rhinet_ref(&mem, req.buf_va + ring_bytes);
+	ret = rhinet_ctx_exec(ib, uc->ctx, &cmd, NULL);
+	if (ret) {
+		rhinet_mem_release(ib, &mem);
+		return ret;
+	}
+	/* The NIC writes only the new buffer now: the old one can go. */
+	rhinet_mem_release(ib, &cq->buf);
+	cq->buf = mem;
+	ibcq->cqe = 1 << req.log_depth;
+	return 0;
+}
+
 int rhinet_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct rhinet_ib *ib = to_rib(ibcq->device);

@@ -85,6 +85,7 @@ const verbs_context_ops kOps = [] {
   ops.dereg_mr = dereg_mr;
   ops.destroy_ah = destroy_ah;
   ops.destroy_cq = destroy_cq;
+  ops.resize_cq = resize_cq;
   ops.destroy_qp = destroy_qp;
   ops.destroy_srq = destroy_srq;
   ops.free_context = free_context;

@@ -247,6 +247,7 @@ int dereg_mr(verbs_mr* vmr);
 ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel,
                   int comp_vector);
 int destroy_cq(ibv_cq* cq);
+int resize_cq(ibv_cq* cq, int cqe);
 ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask);
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr);

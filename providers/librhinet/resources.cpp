@@ -156,6 +156,48 @@ ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel,
   return cq ? &cq->vcq.cq : nullptr;
 }
 
+RHINET_CMD(ResizeCqCmd, ib_uverbs_resize_cq, rhinet_create_cq_cmd);
+RHINET_RESP(ResizeCqResp, ib_uverbs_resize_cq_resp, rhinet_no_data);
+
+// A new, zeroed buffer; the NIC moves the unread CQEs to its start, so the
+// consumer index restarts at 0. Polling waits on the CQ lock meanwhile.
+int resize_cq(ibv_cq* ibcq, int cqe) {
+  Cq* cq = to_cq(ibcq);
+  Context* ctx = to_ctx(ibcq->context);
+  if (cqe < 1 ||
+      static_cast<uint32_t>(cqe) > (1u << ctx->attr.max_cq_log_depth))
+    return EINVAL;
+  uint32_t log_depth = log2_ceil(static_cast<uint32_t>(cqe));
+  if (log_depth < 1) log_depth = 1;
+  const size_t ring_bytes = size_t{RHN_CQE_SIZE} << log_depth;
+  const size_t len = ring_bytes + sizeof(rhn_cq_record);
+  uint8_t* buf = alloc_queue_buffer(len);
+  if (!buf) return ENOMEM;
+
+  std::lock_guard<std::mutex> g(cq->lock);
+  publish_consumer(cq);  // the NIC reads from it which CQEs are unread
+  ResizeCqCmd cmd{};
+  cmd.drv.log_depth = log_depth;
+  cmd.drv.buf_va = reinterpret_cast<uintptr_t>(buf);
+  cmd.drv.buf_len = len;
+  ResizeCqResp resp{};
+  int err = ibv_cmd_resize_cq(
+      ibcq, cqe, reinterpret_cast<struct ibv_resize_cq*>(&cmd), sizeof(cmd),
+      reinterpret_cast<ib_uverbs_resize_cq_resp*>(resp.core), sizeof(resp));
+  if (err) {
+    free_queue_buffer(buf, len);
+    return err;
+  }
+  free_queue_buffer(cq->buf, cq->buf_len);
+  cq->buf = buf;
+  cq->buf_len = len;
+  cq->ring = reinterpret_cast<rhn_cqe*>(buf);
+  cq->record = reinterpret_cast<rhn_cq_record*>(buf + ring_bytes);
+  cq->log_depth = log_depth;
+  cq->consumer = 0;
+  return 0;
+}
+
 int destroy_cq(ibv_cq* ibcq) {
   Cq* cq = to_cq(ibcq);
   int err = ibv_cmd_destroy_cq(ibcq);
@@ -268,8 +310,9 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type) {
   ibv_pd* pd = attr->pd;
   Context* ctx = to_ctx(pd->context);
   ibv_qp_cap& cap = attr->cap;
-  if (driver_qp_type ? attr->qp_type != IBV_QPT_DRIVER
-                     : attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
+  if (driver_qp_type
+          ? attr->qp_type != IBV_QPT_DRIVER
+          : attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
     return errno = EOPNOTSUPP, nullptr;
   if (cap.max_send_sge > ctx->attr.max_send_sge ||
       cap.max_recv_sge > ctx->attr.max_recv_sge ||

@@ -226,7 +226,8 @@ struct verbs_context_ops {
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			void *addr, size_t length, int access);
-	verbs_op resize_cq, set_ece, unimport_dm, unimport_mr, unimport_pd;
+	int (*resize_cq)(struct ibv_cq *cq, int cqe);
+	verbs_op set_ece, unimport_dm, unimport_mr, unimport_pd;
 };
 
 /* ---- command buffers: a header, the kernel's core struct, driver data --- */
@@ -282,6 +283,7 @@ struct ibv_alloc_pd;
 struct ibv_reg_mr;
 struct ibv_rereg_mr;
 struct ibv_create_cq;
+struct ibv_resize_cq;
 struct ibv_create_cq_ex;
 struct ibv_create_srq;
 struct ibv_modify_srq;
@@ -346,6 +348,10 @@ int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 struct ib_uverbs_ex_create_cq_resp *resp,
 			 size_t resp_size, uint32_t cmd_flags);
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
+/* Sets cq->cqe from the response. */
+int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
+		      size_t cmd_size, struct ib_uverbs_resize_cq_resp *resp,
+		      size_t resp_size);
 int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 		       struct ibv_srq_init_attr *attr,
 		       struct ibv_create_srq *cmd, size_t cmd_size,

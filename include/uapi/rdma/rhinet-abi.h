@@ -97,6 +97,10 @@ struct rhinet_reg_mr_resp {
  * RHINET_CQ_LAYOUT: 32-byte CQEs (struct rhn_cqe) at buf_va, 1 << log_depth
  * of them, then struct rhn_cq_record. The CQ holds 1 << log_depth entries,
  * at least the cqe count asked for.
+ *
+ * ibv_resize_cq sends the same command for a new, zeroed buffer: the CQEs
+ * not yet consumed (the record's consumer_index tells) move in order to its
+ * start, and the consumer index restarts at 0. The old buffer is unpinned.
  */
 struct rhinet_create_cq_cmd {
 	__u32 comp_mask;

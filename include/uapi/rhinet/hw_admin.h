@@ -36,6 +36,8 @@ enum rhn_admin_opcode {
 	RHN_ADMIN_CREATE_SRQ = 0x1c,
 	RHN_ADMIN_MODIFY_SRQ = 0x1d,
 	RHN_ADMIN_DESTROY_SRQ = 0x1e,
+	/* A CQ moves to a new ring and record; its unread CQEs move along. */
+	RHN_ADMIN_RESIZE_CQ = 0x1f,
 	RHN_ADMIN_CREATE_QP = 0x20,
 	RHN_ADMIN_MODIFY_QP = 0x21,
 	RHN_ADMIN_QUERY_QP = 0x22, /* writes struct rhn_qp_attr */
@@ -179,6 +181,21 @@ struct rhn_admin_create_cq {
 	__u8 reserved[3];
 };
 
+/*
+ * The CQEs software has not consumed (the old record's consumer_index up to
+ * the producer) are copied in order to the start of the new ring, and the
+ * CQ's indices restart at 0 (the new record's consumer_index must be 0).
+ * BAD_PARAM (detail 2) if they do not fit; software does not poll the CQ
+ * while the command runs.
+ */
+struct rhn_admin_resize_cq {
+	__le32 cqn;
+	__u8 log_depth;
+	__u8 reserved[3];
+	struct rhn_host_ref ring;
+	struct rhn_host_ref record; /* struct rhn_cq_record */
+};
+
 struct rhn_admin_create_srq {
 	struct rhn_host_ref ring;
 	struct rhn_host_ref record; /* struct rhn_queue_record */
@@ -249,6 +266,7 @@ struct rhn_admin_cmd {
 		struct rhn_admin_modify_mr modify_mr;
 		struct rhn_admin_create_eq create_eq;
 		struct rhn_admin_create_cq create_cq;
+		struct rhn_admin_resize_cq resize_cq;
 		struct rhn_admin_create_srq create_srq;
 		struct rhn_admin_modify_srq modify_srq;
 		struct rhn_admin_create_qp create_qp;
@@ -263,6 +281,8 @@ RHN_ASSERT_SIZE(struct rhn_admin_cmd, RHN_ADMIN_CMD_SIZE);
 RHN_ASSERT_SIZE(struct rhn_admin_create_mr, 40);
 RHN_ASSERT_SIZE(struct rhn_admin_modify_mr, 16);
 RHN_ASSERT_SIZE(struct rhn_admin_create_cq, 40);
+RHN_ASSERT_SIZE(struct rhn_admin_resize_cq, 40);
+RHN_ASSERT_OFFSET(struct rhn_admin_resize_cq, ring, 8);
 RHN_ASSERT_SIZE(struct rhn_admin_create_srq, 48);
 RHN_ASSERT_SIZE(struct rhn_admin_create_qp, 88);
 RHN_ASSERT_SIZE(struct rhn_admin_modify_qp, 24);

@@ -1024,6 +1024,99 @@ out_ch:
 		ibv_destroy_comp_channel(ch);
 }
 
+/* Posts @count receives (wr_id @first on) to @qp in INIT and moves it to
+ * ERR: each completes on its CQ as flushed, with no traffic needed.
+ */
+static void flushed_receives(struct node *n, struct ibv_qp *qp, int first,
+			     int count)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	struct ibv_sge s = sge(n, SRC, 64);
+	struct ibv_recv_wr rwr = {.sg_list = &s, .num_sge = 1}, *rbad;
+
+	check(!ibv_modify_qp(qp, &a, kRcInitMask), "flush QP to INIT");
+	for (int i = 0; i < count; i++) {
+		rwr.wr_id = first + i;
+		check(!ibv_post_recv(qp, &rwr, &rbad), "post receive %d", i);
+	}
+	a.qp_state = IBV_QPS_ERR;
+	check(!ibv_modify_qp(qp, &a, IBV_QP_STATE), "flush QP to ERR");
+}
+
+/* Takes @count flushed receives, wr_ids @first on in order, off @cq. */
+static void expect_flushed(struct ibv_cq *cq, int first, int count)
+{
+	struct ibv_wc wc[16];
+	double end = now() + 10;
+	int got = 0;
+
+	while (got < count && now() < end) {
+		int k = ibv_poll_cq(cq, count - got < 16 ? count - got : 16,
+				    wc);
+
+		check(k >= 0, "poll_cq returned %d", k);
+		for (int i = 0; i < k; i++, got++)
+			check(wc[i].wr_id == (uint64_t)(first + got) &&
+				      wc[i].status == IBV_WC_WR_FLUSH_ERR,
+			      "completion %d: wr_id %llu status %d", got,
+			      (unsigned long long)wc[i].wr_id, wc[i].status);
+	}
+	check(got == count, "%d of %d flushed receives", got, count);
+}
+
+/*
+ * ibv_resize_cq: a CQ of 4 holding 3 unread completions refuses to shrink
+ * below them, grows to 100 with the 3 kept in order, then takes 40 more
+ * (ten times what it first held); absurd sizes are refused.
+ */
+static void resize(struct node *n)
+{
+	struct ibv_cq *cq = ibv_create_cq(n->ctx, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 1,
+			.max_recv_wr = 64,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+	struct ibv_qp *small, *big;
+	struct ibv_device_attr da;
+
+	check(cq != NULL, "CQ of 4");
+	if (!cq)
+		return;
+	qa.send_cq = qa.recv_cq = cq;
+	small = plain_rc_qp(n, cq);
+	big = ibv_create_qp(n->pd, &qa);
+	check(small && big, "QPs on the CQ to resize");
+	if (!small || !big)
+		goto out;
+	flushed_receives(n, small, 1, 3);
+	usleep(50000); /* the 3 completions are in the ring */
+	errno = 0;
+	check(ibv_resize_cq(cq, 2) == EINVAL,
+	      "shrinking below 3 unread completions: %d", errno);
+	check(ibv_resize_cq(cq, 100) == 0, "resize to 100");
+	check(cq->cqe >= 100, "cqe %d after resizing to 100", cq->cqe);
+	expect_flushed(cq, 1, 3);
+	flushed_receives(n, big, 100, 40);
+	usleep(50000);
+	expect_flushed(cq, 100, 40);
+	check(!ibv_query_device(n->ctx, &da) &&
+		      ibv_resize_cq(cq, da.max_cqe + 1) == EINVAL,
+	      "resize beyond max_cqe %d", da.max_cqe);
+	check(ibv_resize_cq(cq, 0) == EINVAL, "resize to 0");
+	/* Down again, and the CQ still works after it. */
+	check(ibv_resize_cq(cq, 8) == 0 && cq->cqe >= 8 && cq->cqe < 100,
+	      "resize down to 8: cqe %d", cq->cqe);
+out:
+	if (big)
+		ibv_destroy_qp(big);
+	if (small)
+		ibv_destroy_qp(small);
+	check(!ibv_destroy_cq(cq), "destroy the resized CQ");
+}
+
 static void client_ud(struct node *n, int fd)
 {
 	struct ibv_qp_ex *q = n->udx;
@@ -1240,6 +1333,7 @@ int main(int argc, char **argv)
 		state_corners(&n);
 		query_reconnect(&n);
 		second_vector(&n);
+		resize(&n);
 		printf("rhinet-qpex client: error cases done (%d failures)\n",
 		       failures);
 		client_ud(&n, fd);
@@ -1251,6 +1345,7 @@ int main(int argc, char **argv)
 		state_corners(&n);
 		query_reconnect(&n);
 		second_vector(&n);
+		resize(&n);
 		server_ud(&n, fd, &events);
 		sync_peer(fd); /* the client's remote error */
 		check(events > 0, "no completion event arrived");
