@@ -436,7 +436,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       const auto& c = u.create_qp;
       if (!pd_ok(c.pdn)) return detail = 1, RHN_ADMIN_BAD_HANDLE;
       if (c.type != RHN_QP_RC && c.type != RHN_QP_UD &&
-          c.type != RHN_QP_ENDPOINT && c.type != RHN_QP_RAW_ETH)
+          c.type != RHN_QP_ENDPOINT && c.type != RHN_QP_RAW_ETH &&
+          c.type != RHN_QP_UC)
         return detail = 2, RHN_ADMIN_BAD_PARAM;
       // The raw-frame QP carries the net_device: the kernel's, and one.
       if (c.type == RHN_QP_RAW_ETH && ctx != 0)
@@ -533,7 +534,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
                       (next == RHN_QPS_RTS || next == RHN_QPS_SQD));
         if (next > RHN_QPS_ERR || next == RHN_QPS_SQE) legal = false;
         if (!legal) return RHN_ADMIN_BAD_STATE;
-        if (qp.type == RHN_QP_RC && next == RHN_QPS_RTR &&
+        if (connected_qp(qp.type) && next == RHN_QPS_RTR &&
             cur == RHN_QPS_INIT && !(mask & RHN_QP_ATTR_DEST))
           return detail = 2, RHN_ADMIN_BAD_PARAM;
       }
@@ -541,7 +542,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
         if (c.access & ~kKnownAccess) return detail = 3, RHN_ADMIN_BAD_PARAM;
       }
       if (mask & RHN_QP_ATTR_DEST) {
-        if (qp.type != RHN_QP_RC || c.dest_node >= RHN_MAX_NODES ||
+        if (!connected_qp(qp.type) || c.dest_node >= RHN_MAX_NODES ||
             c.dest_qpn == 0 || c.dest_qpn > RHN_DB_QN_MASK)
           return detail = 4, RHN_ADMIN_BAD_PARAM;
       }

@@ -80,6 +80,11 @@ struct EqObj {
   uint32_t defer_cursor = 0;  // where the next catch-up scan starts
 };
 
+// RC and UC QPs talk to one peer QP, set at RTR.
+inline bool connected_qp(uint8_t type) {
+  return type == RHN_QP_RC || type == RHN_QP_UC;
+}
+
 struct CqObj {
   bool valid = false;
   bool error = false;

@@ -139,7 +139,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
       qp.tx_entry = idx;
       qp.tx_offset = 0;
       qp.tx_peer = e.peer;
-      qp.tx_dst_qpn = qp.type == RHN_QP_RC ? qp.dest_qpn : qp.tx_wqe.dst_qpn;
+      qp.tx_dst_qpn = connected_qp(qp.type) ? qp.dest_qpn : qp.tx_wqe.dst_qpn;
       return true;
     }
   }
@@ -200,8 +200,8 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
       return false;
     }
   }
-  const uint16_t dst_node = qp.type == RHN_QP_RC ? qp.dest_node : w.dst_node;
-  const uint32_t dst_qpn = qp.type == RHN_QP_RC ? qp.dest_qpn : w.dst_qpn;
+  const uint16_t dst_node = connected_qp(qp.type) ? qp.dest_node : w.dst_node;
+  const uint32_t dst_qpn = connected_qp(qp.type) ? qp.dest_qpn : w.dst_qpn;
   const OpFamily* family = info.family;
   const bool unsequenced = family && family->send_unsequenced;
   if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP) {
@@ -422,7 +422,7 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
     if (e.wqe_flags & RHN_WQE_F_STATUS_WORD) write_status_word(qp, e);
     if (err) {
       counters.add(RHN_CNT_ERROR_CQES);
-      if (qp.type == RHN_QP_RC || local_error(e.status)) to_error = true;
+      if (connected_qp(qp.type) || local_error(e.status)) to_error = true;
     }
     counters.add(RHN_CNT_COMPLETIONS);
     qp.sq_complete = e.slot + e.slots;

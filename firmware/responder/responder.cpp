@@ -71,6 +71,12 @@ void Engine::Impl::respond(Peer& p, uint8_t wop, uint8_t syndrome,
   if (wop == RHN_WOP_NAK) {
     if (nak_remembered(p, req.src_qpn, req.msn)) return;  // once
     nak_remember(p, req.src_qpn, req.msn);
+    // UC is unacknowledged: the message is dropped (its later packets
+    // too, by the memory above) and the requester is told nothing.
+    if (req.qp_type == RHN_QP_UC) {
+      counters.add(RHN_CNT_UC_DROPS);
+      return;
+    }
   }
   rhn_op_hdr op{};
   op.opcode = wop;
@@ -109,7 +115,7 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
                             op.qp_type == RHN_QP_RC && qp->state < RHN_QPS_RTR;
   if (!not_ready_qp && (!qp || qp->type != op.qp_type ||
                         qp->state < RHN_QPS_RTR || qp->state == RHN_QPS_ERR ||
-                        (qp->type == RHN_QP_RC &&
+                        (connected_qp(qp->type) &&
                          (qp->dest_node != node || qp->dest_qpn != src_qpn)))) {
     counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
     refuse(*this, p, op, RHN_SYN_BAD_QP);

@@ -340,6 +340,8 @@ static int rhinet_qp_nic_type(const struct ib_qp_init_attr *attr,
 	switch (attr->qp_type) {
 	case IB_QPT_RC:
 		return RHN_QP_RC;
+	case IB_QPT_UC:
+		return RHN_QP_UC;
 	case IB_QPT_UD:
 		return RHN_QP_UD;
 	default:
@@ -568,7 +570,8 @@ static void rhinet_qp_nic_attrs(const struct rhinet_qp *qp, int mask,
 			    (a->qp_access_flags & IB_ACCESS_REMOTE_ATOMIC ?
 				     RHN_ACCESS_REMOTE_ATOMIC : 0);
 	}
-	if (qp->nic_type == RHN_QP_RC && (mask & (IB_QP_AV | IB_QP_DEST_QPN))) {
+	if ((qp->nic_type == RHN_QP_RC || qp->nic_type == RHN_QP_UC) &&
+	    (mask & (IB_QP_AV | IB_QP_DEST_QPN))) {
 		nic |= RHN_QP_ATTR_DEST;
 		m->dest_node = cpu_to_le16(dest_node);
 		m->dest_qpn = cpu_to_le32(a->dest_qp_num);

@@ -53,8 +53,11 @@ uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
   const int op = nic_opcode(d.opcode);
   const bool ud = is_ud(qp);
   const bool atomic = op == RHN_OP_FETCH_ADD || op == RHN_OP_CMP_SWAP;
+  // UD: SENDs only; UC: SENDs and WRITEs (nothing comes back to it).
+  const bool uc = qp->vqp.qp.qp_type == IBV_QPT_UC;
   if (op < 0 || (ud && (op != RHN_OP_SEND && op != RHN_OP_SEND_IMM)) ||
-      (ud && !d.ah) || (d.inline_data && !carries_payload(op))) {
+      (uc && !carries_payload(op)) || (ud && !d.ah) ||
+      (d.inline_data && !carries_payload(op))) {
     *err = EINVAL;
     return 0;
   }

@@ -19,9 +19,9 @@ namespace {
 
 // What the NIC does per QP type (IBV_QP_EX_WITH_*).
 constexpr uint64_t kUdOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-constexpr uint64_t kRcOps = kUdOps | IBV_QP_EX_WITH_RDMA_WRITE |
-                            IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-                            IBV_QP_EX_WITH_RDMA_READ;
+constexpr uint64_t kUcOps =
+    kUdOps | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+constexpr uint64_t kRcOps = kUcOps | IBV_QP_EX_WITH_RDMA_READ;
 constexpr uint64_t kAtomicOps =
     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 
@@ -232,11 +232,14 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   // mask with flags 0); no flag is supported.
   if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)
     return errno = EOPNOTSUPP, nullptr;
-  if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
+  if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+      attr->qp_type != IBV_QPT_UD)
     return errno = EOPNOTSUPP, nullptr;
   uint64_t ops = 0;
   if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-    uint64_t can = attr->qp_type == IBV_QPT_UD ? kUdOps : kRcOps;
+    uint64_t can = attr->qp_type == IBV_QPT_UD   ? kUdOps
+                   : attr->qp_type == IBV_QPT_UC ? kUcOps
+                                                 : kRcOps;
     if (attr->qp_type == IBV_QPT_RC && (ctx->attr.caps & RHN_CAP_ATOMIC))
       can |= kAtomicOps;
     ops = attr->send_ops_flags;

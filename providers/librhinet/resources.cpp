@@ -312,7 +312,8 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type) {
   ibv_qp_cap& cap = attr->cap;
   if (driver_qp_type
           ? attr->qp_type != IBV_QPT_DRIVER
-          : attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
+          : attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+                attr->qp_type != IBV_QPT_UD)
     return errno = EOPNOTSUPP, nullptr;
   if (cap.max_send_sge > ctx->attr.max_send_sge ||
       cap.max_recv_sge > ctx->attr.max_recv_sge ||

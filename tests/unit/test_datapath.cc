@@ -853,5 +853,74 @@ TEST(Endpoint, EightNodesAllToAll) {
   }
 }
 
+// UC: connected like RC, but nothing comes back. SEND and WRITE arrive
+// byte for byte; a message the responder cannot take (bad rkey, no
+// receive posted) is dropped and counted there, the requester still
+// completes it with success, and both QPs stay in RTS; READ is refused
+// at the requester.
+TEST(UcQp, UnacknowledgedSemantics) {
+  SimCluster c(cluster_config(2));
+  ASSERT_TRUE(c.all_up());
+  RcOptions uc;
+  uc.type = RHN_QP_UC;
+  RcPair p = make_rc_pair(c, 0, 1, uc);
+  ASSERT_TRUE(p.ok);
+  const size_t len = 2 * RHN_WIRE_MTU + 77;  // three packets
+  Region src = make_region(*p.ctx_a, len, kAllAccess, 31);
+  Region dst = make_region(*p.ctx_b, len, kAllAccess, 0, 0xee);
+  Region rx = make_region(*p.ctx_b, len, kAllAccess, 0, 0xee);
+
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {src.sge(0, len)}, dst.va(), dst.key())));
+  Completion w = wait_one(c, *p.cq_a);
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(dst.buf.bytes(0, len), src.buf.bytes(0, len));
+
+  // A WRITE with a bad rkey: dropped at the responder, success here.
+  const uint64_t drops = c.node(1).counter(RHN_CNT_UC_DROPS);
+  Region other = make_region(*p.ctx_b, 64, kAllAccess, 0, 0x55);
+  ASSERT_TRUE(p.qp_a->post_send(rdma_wr(2, RHN_OP_WRITE, {src.sge(0, len)},
+                                        other.va(), other.key() ^ 0x100)));
+  w = wait_one(c, *p.cq_a);
+  EXPECT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(other.buf.bytes(), std::vector<uint8_t>(64, 0x55));
+  EXPECT_EQ(c.node(1).counter(RHN_CNT_UC_DROPS), drops + 1)
+      << "a refused message counts once, not once per packet";
+
+  // A SEND with no receive posted is lost; the next one, with a receive
+  // there, arrives whole.
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(3, {src.sge(0, len)})));
+  EXPECT_TRUE(wait_one(c, *p.cq_a).ok());
+  ASSERT_TRUE(p.qp_b->post_recv(9, {rx.sge(0, len)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(4, {src.sge(7, 500)})));
+  EXPECT_TRUE(wait_one(c, *p.cq_a).ok());
+  Completion r = wait_one(c, *p.cq_b);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.wr_id, 9u);
+  EXPECT_EQ(r.byte_len, 500u);
+  EXPECT_EQ(rx.buf.bytes(0, 500), src.buf.bytes(7, 500));
+  EXPECT_EQ(c.node(1).counter(RHN_CNT_UC_DROPS), drops + 2);
+
+  // WRITE with immediate takes a receive and reports the immediate.
+  ASSERT_TRUE(p.qp_b->post_recv(10, {rx.sge(0, 64)}));
+  SendWr wi =
+      rdma_wr(5, RHN_OP_WRITE_IMM, {src.sge(0, 100)}, dst.va(200), dst.key());
+  wi.imm_data = 4242;
+  ASSERT_TRUE(p.qp_a->post_send(wi));
+  EXPECT_TRUE(wait_one(c, *p.cq_a).ok());
+  r = wait_one(c, *p.cq_b);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.imm_data, 4242u);
+  EXPECT_EQ(dst.buf.bytes(200, 100), src.buf.bytes(0, 100));
+
+  // READ: refused locally; the QP goes to error as for any local error.
+  Region back = make_region(*p.ctx_a, 64, kAllAccess, 0, 0);
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(6, RHN_OP_READ, {back.sge(0, 64)}, dst.va(), dst.key())));
+  w = wait_one(c, *p.cq_a);
+  EXPECT_EQ(w.status, RHN_CQE_LOC_QP_OP_ERR) << describe(w);
+  EXPECT_EQ(back.buf.bytes(), std::vector<uint8_t>(64, 0));
+}
+
 }  // namespace
 }  // namespace rhinet::test

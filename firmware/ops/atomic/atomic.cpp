@@ -11,7 +11,7 @@ namespace {
 
 uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe& w,
               uint8_t* syndrome) {
-  if (qp.type == RHN_QP_UD) {
+  if (qp.type == RHN_QP_UD || qp.type == RHN_QP_UC) {
     *syndrome = RHN_SYN_BAD_OPCODE;
     return RHN_CQE_LOC_QP_OP_ERR;
   }
@@ -33,8 +33,9 @@ bool build_packet(Impl&, QpObj&, const DecodedWqe& w, uint64_t, rhn_op_hdr&,
 }
 
 void on_request(Impl& m, Request& r) {
-  if (r.qp.type == RHN_QP_UD) {
-    m.counters.add(RHN_CNT_UD_DROPS);
+  if (r.qp.type == RHN_QP_UD || r.qp.type == RHN_QP_UC) {
+    m.counters.add(r.qp.type == RHN_QP_UD ? RHN_CNT_UD_DROPS
+                                          : RHN_CNT_UC_DROPS);
     return;
   }
   if (r.data.size() != 16) {

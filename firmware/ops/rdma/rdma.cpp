@@ -12,7 +12,9 @@ namespace {
 
 uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe& w,
               uint8_t* syndrome) {
-  if (qp.type == RHN_QP_UD) {  // datagrams are SENDs only
+  // Datagrams are SENDs only; UC has no READ (nothing comes back).
+  if (qp.type == RHN_QP_UD ||
+      (qp.type == RHN_QP_UC && w.opcode == RHN_OP_READ)) {
     *syndrome = RHN_SYN_BAD_OPCODE;
     return RHN_CQE_LOC_QP_OP_ERR;
   }
@@ -117,6 +119,10 @@ bool has_room(const Impl& m, const Peer&, const rhn_op_hdr& op) {
 void on_request(Impl& m, Request& r) {
   if (r.qp.type == RHN_QP_UD) {
     m.counters.add(RHN_CNT_UD_DROPS);
+    return;
+  }
+  if (r.qp.type == RHN_QP_UC && r.op.opcode != RHN_WOP_WRITE) {
+    m.counters.add(RHN_CNT_UC_DROPS);
     return;
   }
   if (r.op.opcode == RHN_WOP_WRITE)

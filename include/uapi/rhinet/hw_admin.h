@@ -85,6 +85,7 @@ enum rhn_qp_type {
 	RHN_QP_UD = 2,
 	RHN_QP_ENDPOINT = 3, /* reliable connectionless (PRODUCT.md) */
 	RHN_QP_RAW_ETH = 4, /* kernel only: frames for the net_device */
+	RHN_QP_UC = 5, /* connected, unacknowledged: SEND and WRITE only */
 };
 
 /* Standard QP states, values as enum ibv_qp_state. */

@@ -151,6 +151,8 @@ enum rhn_counter {
 	 * each is posted once the driver has made room
 	 */
 	RHN_CNT_EVENTS_DEFERRED,
+	/* UC messages dropped by the responder (UC is not acknowledged) */
+	RHN_CNT_UC_DROPS,
 	RHN_CNT_COUNT
 };
 

@@ -153,7 +153,7 @@ RcPair make_rc_pair(SimCluster& c, uint16_t a, uint16_t b,
   p.cq_b = p.ctx_b->create_cq(opt.cq_log_depth);
   if (!p.cq_a || !p.cq_b) return p;
   QpInit init;
-  init.type = RHN_QP_RC;
+  init.type = opt.type;
   init.sq_log_depth = opt.sq_log_depth;
   init.rq_log_depth = opt.rq_log_depth;
   init.send_cq = p.cq_a.get();

@@ -738,8 +738,15 @@ static void refusals(struct node *n)
 	check(!qp && errno == EOPNOTSUPP, "UD with RDMA_WRITE: errno %d",
 	      errno);
 	errno = 0;
-	qp = make_qp(n, IBV_QPT_UC, IBV_QP_EX_WITH_SEND, 0, NULL);
-	check(!qp && errno == EOPNOTSUPP, "UC qp_ex: errno %d", errno);
+	/* UC: SENDs and WRITEs, but no READ (nothing comes back). */
+	qp = make_qp(n, IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_READ, 0, NULL);
+	check(!qp && errno == EOPNOTSUPP, "UC with RDMA_READ: errno %d", errno);
+	qp = make_qp(n, IBV_QPT_UC,
+		     IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+		     0, NULL);
+	check(qp != NULL, "UC qp_ex with SEND and WRITE: errno %d", errno);
+	if (qp)
+		ibv_destroy_qp(qp);
 	/* Create flags in comp_mask with no flag set ask for nothing. */
 	errno = 0;
 	qp = make_qp(n, IBV_QPT_RC, kRcOps, IBV_QP_INIT_ATTR_CREATE_FLAGS,

@@ -68,6 +68,9 @@ if want perftest; then
 		--use_old_post_send
 	run_pair ib_send_lat_old_post_send ib_send_lat $P -n 200 -s 8 \
 		--use_old_post_send
+	# UC QPs: WRITEs and ping-pong SENDs, unacknowledged.
+	run_pair ib_write_bw_uc ib_write_bw $P -c UC -n 200 -s 65536
+	run_pair ib_send_lat_uc ib_send_lat $P -c UC -n 200 -s 8
 	# Small inline sends (rc_pingpong sizes them from query_qp's caps).
 	run_pair ibv_rc_pingpong-s2 ibv_rc_pingpong -d "$DEVICE" -g $GID -c \
 		-n 200 -s 2

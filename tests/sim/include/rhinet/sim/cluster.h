@@ -103,6 +103,7 @@ struct RcPair {
 };
 
 struct RcOptions {
+  uint8_t type = RHN_QP_RC;  // or RHN_QP_UC
   uint8_t access = RHN_ACCESS_REMOTE_WRITE | RHN_ACCESS_REMOTE_READ |
                    RHN_ACCESS_REMOTE_ATOMIC;
   uint8_t rnr_retry = 7;
