@@ -665,9 +665,13 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     case RHN_ADMIN_SET_GID: {
       if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
       const auto& g = u.set_gid;
-      if (g.index >= gid_table.size() || g.reserved)
+      if (g.index >= gid_table.size() || g.reserved[0] || g.reserved[1] ||
+          g.reserved[2])
         return detail = 1, RHN_ADMIN_BAD_PARAM;
+      if (g.type != RHN_GID_ROCE_V1 && g.type != RHN_GID_ROCE_V2)
+        return detail = 2, RHN_ADMIN_BAD_PARAM;
       std::memcpy(gid_table[g.index].data(), g.gid, 16);
+      gid_types[g.index] = g.type;
       return RHN_ADMIN_OK;
     }
     case RHN_ADMIN_SET_LINK:

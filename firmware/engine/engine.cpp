@@ -83,6 +83,7 @@ void Engine::Impl::reset() {
   raw_qpn = kNone;
   next_qpn = RHN_QPN_GSI + 1;
   for (auto& g : gid_table) g.fill(0);
+  gid_types.fill(RHN_GID_ROCE_V1);
   for (auto& o : areas) o = AreaObj{};
   for (auto& o : read_ctxs) o = ReadCtx{};
   free_read_ctxs.clear();

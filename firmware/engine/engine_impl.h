@@ -406,6 +406,7 @@ struct Engine::Impl {
   std::unique_ptr<uint8_t[]> raw_frame;
   // Source GIDs for outgoing GRHs, set by the kernel (all zero: unused).
   std::array<std::array<uint8_t, 16>, RHN_GID_TABLE_LEN> gid_table{};
+  std::array<uint8_t, RHN_GID_TABLE_LEN> gid_types{};  // enum rhn_gid_type
 
   // Admin queue.
   uint32_t admin_consumer = 0;
@@ -633,6 +634,8 @@ struct Engine::Impl {
 
   // ---- requester/requester.cpp: the GRH a UD SEND carries (wire.h).
   bool gid_valid(uint32_t index) const;
+  // The CQE flag naming the network header a UD packet carried.
+  static uint8_t grh_net_flag(const uint8_t* header);
   void build_grh(const DecodedWqe& w, uint8_t* out) const;
 };
 

@@ -672,19 +672,68 @@ bool Engine::Impl::gid_valid(uint32_t index) const {
   return false;
 }
 
+namespace {
+
+bool ipv4_mapped(const uint8_t* gid) {
+  static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0,    0,
+                                          0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(gid, kPrefix, sizeof(kPrefix)) == 0;
+}
+
+// RFC 791 header checksum over 20 bytes whose checksum field is zero.
+uint16_t ipv4_checksum(const uint8_t* h) {
+  uint32_t sum = 0;
+  for (int i = 0; i < 20; i += 2) sum += uint32_t{h[i]} << 8 | h[i + 1];
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(~sum);
+}
+
+}  // namespace
+
+uint8_t Engine::Impl::grh_net_flag(const uint8_t* h) {
+  // An IPv4 header sits in the last 20 bytes (version 4, 20 bytes long,
+  // checksum right); a GRH and an IPv6 header share version 6 and differ
+  // in the next header: UDP for RoCE v2, IBA transport for v1.
+  if (h[20] == 0x45 && ipv4_checksum(h + 20) == 0) return RHN_CQE_F_NET_IPV4;
+  if ((h[0] >> 4) == 6 && h[6] == 17) return RHN_CQE_F_NET_IPV6;
+  return 0;
+}
+
 void Engine::Impl::build_grh(const DecodedWqe& w, uint8_t* out) const {
+  const uint8_t* sgid = gid_table[w.grh.sgid_index].data();
+  const uint32_t paylen = static_cast<uint32_t>(w.length);
+  const bool v2 = gid_types[w.grh.sgid_index] == RHN_GID_ROCE_V2;
+  if (v2 && ipv4_mapped(sgid)) {
+    // RoCE v2 over IPv4: the 20-byte header at the end of the 40.
+    uint8_t* ip = out + 20;
+    const uint32_t total = std::min<uint32_t>(20 + 8 + paylen, 0xffff);
+    std::memset(out, 0, RHN_WIRE_GRH_LEN);
+    ip[0] = 0x45;
+    ip[1] = w.grh.traffic_class;
+    ip[2] = static_cast<uint8_t>(total >> 8);
+    ip[3] = static_cast<uint8_t>(total);
+    ip[6] = 0x40;  // don't fragment
+    ip[8] = w.grh.hop_limit;
+    ip[9] = 17;  // UDP
+    std::memcpy(ip + 12, sgid + 12, 4);
+    std::memcpy(ip + 16, w.grh.dgid + 12, 4);
+    const uint16_t csum = ipv4_checksum(ip);
+    ip[10] = static_cast<uint8_t>(csum >> 8);
+    ip[11] = static_cast<uint8_t>(csum);
+    return;
+  }
   const uint32_t vtf = (6u << 28) | (uint32_t{w.grh.traffic_class} << 20) |
                        (w.grh.flow_label & 0xfffffu);
-  const uint32_t paylen = static_cast<uint32_t>(w.length);
   out[0] = static_cast<uint8_t>(vtf >> 24);
   out[1] = static_cast<uint8_t>(vtf >> 16);
   out[2] = static_cast<uint8_t>(vtf >> 8);
   out[3] = static_cast<uint8_t>(vtf);
   out[4] = static_cast<uint8_t>(paylen >> 8);
   out[5] = static_cast<uint8_t>(paylen);
-  out[6] = 0x1b;  // next header: IBA transport (RoCE v1 GRH)
+  // Next header: UDP for RoCE v2's IPv6, IBA transport for a v1 GRH.
+  out[6] = v2 ? 17 : 0x1b;
   out[7] = w.grh.hop_limit;
-  std::memcpy(out + 8, gid_table[w.grh.sgid_index].data(), 16);
+  std::memcpy(out + 8, sgid, 16);
   std::memcpy(out + 24, w.grh.dgid, 16);
 }
 

@@ -204,10 +204,12 @@ static int rhinet_get_port_immutable(struct ib_device *ibdev, u32 port,
 	immutable->pkey_tbl_len = attr.pkey_tbl_len;
 	immutable->gid_tbl_len = attr.gid_tbl_len;
 	/*
-	 * RoCE v1 addressing (GIDs from the interface, IB GRHs) on our own
-	 * wire format, with the management QP for MADs and CM.
+	 * RoCE v1 and v2 addressing (GIDs of both types from the interface;
+	 * the NIC builds an IB GRH or an IPv4/IPv6 header to match) on our
+	 * own wire format, with the management QP for MADs and CM.
 	 */
-	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE;
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE |
+				    RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
 	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
 }

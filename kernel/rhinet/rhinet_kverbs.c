@@ -468,9 +468,14 @@ static void rhinet_kqp_complete(struct rhinet_qp *qp, const struct rhn_cqe *e,
 	}
 	if (e->flags & RHN_CQE_F_GRH)
 		wc->wc_flags |= IB_WC_GRH;
-	/* The GRH the NIC writes is RoCE v1's (an IB GRH). */
+	/* Which header the NIC wrote ahead of the MAD: ib_cm parses it. */
 	wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
-	wc->network_hdr_type = RDMA_NETWORK_ROCE_V1;
+	if (e->flags & RHN_CQE_F_NET_IPV4)
+		wc->network_hdr_type = RDMA_NETWORK_IPV4;
+	else if (e->flags & RHN_CQE_F_NET_IPV6)
+		wc->network_hdr_type = RDMA_NETWORK_IPV6;
+	else
+		wc->network_hdr_type = RDMA_NETWORK_ROCE_V1;
 }
 
 static void rhinet_flush_wc(struct ib_wc *wc, struct rhinet_qp *qp, u64 wr_id,
@@ -587,6 +592,10 @@ static int rhinet_set_gid(const struct ib_gid_attr *attr, const u8 *gid)
 		return -EINVAL;
 	cmd.hdr.opcode = RHN_ADMIN_SET_GID;
 	cmd.u.set_gid.index = cpu_to_le32(attr->index);
+	/* The NIC builds the network header the entry's type calls for. */
+	cmd.u.set_gid.type = attr->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP ?
+				     RHN_GID_ROCE_V2 :
+				     RHN_GID_ROCE_V1;
 	if (gid)
 		memcpy(cmd.u.set_gid.gid, gid, sizeof(cmd.u.set_gid.gid));
 	return rhinet_ctx_exec(ib, 0, &cmd, NULL);

@@ -626,6 +626,76 @@ TEST(Ud, SendRecvWithQkey) {
             a.buf.buf.bytes(0, 2000));
 }
 
+// RoCE v2 GID entries: the NIC builds an IPv4 header (IPv4-mapped GIDs,
+// checksum right, in the last 20 of the 40 bytes) or an IPv6 header with
+// next header UDP, and the receiver's CQE names the header; a v1 entry
+// still gives an IB GRH (no network flag). Unknown types are refused.
+TEST(Ud, RoceV2EntriesGiveIpHeaders) {
+  SimCluster c(cluster_config(2));
+  ASSERT_TRUE(c.all_up());
+  DatagramNode a = make_datagram_node(c, 0, RHN_QP_UD, 0x1111);
+  DatagramNode b = make_datagram_node(c, 1, RHN_QP_UD, 0x2222);
+  ASSERT_TRUE(a.qp && b.qp);
+  const uint8_t v4[16] = {0, 0, 0,    0,    0,  0,  0, 0,
+                          0, 0, 0xff, 0xff, 10, 77, 0, 1};
+  const uint8_t v4_dst[16] = {0, 0, 0,    0,    0,  0,  0, 0,
+                              0, 0, 0xff, 0xff, 10, 77, 0, 2};
+  const uint8_t v6[16] = {0xfe, 0x80, 0,    0,    0,    0, 0, 0,
+                          0,    0x52, 0x4e, 0xff, 0xfe, 0, 0, 0};
+  ASSERT_TRUE(c.node(0).driver->set_gid(1, v4, RHN_GID_ROCE_V2).ok());
+  ASSERT_TRUE(c.node(0).driver->set_gid(2, v6, RHN_GID_ROCE_V2).ok());
+  ASSERT_TRUE(c.node(0).driver->set_gid(3, v4, RHN_GID_ROCE_V1).ok());
+  EXPECT_FALSE(c.node(0).driver->set_gid(4, v4, 2).ok());
+  for (uint64_t i = 0; i < 3; ++i)
+    ASSERT_TRUE(b.qp->post_recv(i, {b.buf.sge(i * 4096, 4096)}));
+  SendWr wr = send_wr(1, {a.buf.sge(0, 100)});
+  wr.flags |= RHN_WQE_F_GRH;
+  wr.dst_node = 1;
+  wr.dst_qpn = b.qp->qpn();
+  wr.qkey = 0x2222;
+  std::memcpy(wr.grh.dgid, v4_dst, 16);
+  wr.grh.hop_limit = 64;
+  wr.grh.traffic_class = 0x28;
+  const uint8_t sgids[3] = {1, 2, 3};
+  const uint8_t nets[3] = {RHN_CQE_F_NET_IPV4, RHN_CQE_F_NET_IPV6, 0};
+  for (int i = 0; i < 3; ++i) {
+    wr.wr_id = 10 + i;
+    wr.grh.sgid_index = sgids[i];
+    ASSERT_TRUE(a.qp->post_send(wr));
+    EXPECT_TRUE(wait_one(c, *a.cq).ok());
+    Completion r = wait_one(c, *b.cq);
+    ASSERT_TRUE(r.ok()) << describe(r);
+    EXPECT_TRUE(r.flags & RHN_CQE_F_GRH);
+    EXPECT_EQ(r.flags & (RHN_CQE_F_NET_IPV4 | RHN_CQE_F_NET_IPV6), nets[i])
+        << "entry " << int(sgids[i]);
+    const std::vector<uint8_t> h = b.buf.buf.bytes(i * 4096, RHN_UD_GRH_LEN);
+    if (i == 0) {
+      EXPECT_EQ(std::vector<uint8_t>(h.begin(), h.begin() + 20),
+                std::vector<uint8_t>(20, 0));
+      EXPECT_EQ(h[20], 0x45);
+      EXPECT_EQ(h[21], 0x28);  // TOS = traffic class
+      EXPECT_EQ(h[28], 64);    // TTL = hop limit
+      EXPECT_EQ(h[29], 17);    // UDP
+      uint32_t sum = 0;
+      for (int k = 20; k < 40; k += 2) sum += uint32_t{h[k]} << 8 | h[k + 1];
+      while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+      EXPECT_EQ(sum, 0xffffu) << "IPv4 header checksum";
+      EXPECT_EQ(std::vector<uint8_t>(h.begin() + 32, h.begin() + 36),
+                std::vector<uint8_t>(v4 + 12, v4 + 16));
+      EXPECT_EQ(std::vector<uint8_t>(h.begin() + 36, h.end()),
+                std::vector<uint8_t>(v4_dst + 12, v4_dst + 16));
+    } else {
+      EXPECT_EQ(h[0] >> 4, 6);
+      EXPECT_EQ(h[6], i == 1 ? 17 : 0x1b) << "next header";
+      EXPECT_EQ(std::vector<uint8_t>(h.begin() + 8, h.begin() + 24),
+                i == 1 ? std::vector<uint8_t>(v6, v6 + 16)
+                       : std::vector<uint8_t>(v4, v4 + 16));
+    }
+    EXPECT_EQ(b.buf.buf.bytes(i * 4096 + RHN_UD_GRH_LEN, 100),
+              a.buf.buf.bytes(0, 100));
+  }
+}
+
 // The GRH of a UD SEND: the source GID from the sender NIC's table (set by
 // the kernel only), the rest from the WQE; written ahead of the payload.
 TEST(Ud, GrhCarriesTheSourceGidFromTheNicTable) {

@@ -156,7 +156,8 @@ void on_request(Impl& m, Request& r) {
   m.complete_receive(
       *ctx, r.node, r.src_qpn, RHN_CQE_OP_RECV, imm ? op.imm_data : 0,
       static_cast<uint8_t>(
-          (imm ? RHN_CQE_F_IMM : 0) | (grh ? RHN_CQE_F_GRH : 0) |
+          (imm ? RHN_CQE_F_IMM : 0) |
+          (grh ? RHN_CQE_F_GRH | m.grh_net_flag(r.data.data()) : 0) |
           ((op.flags & RHN_WOP_F_SOLICITED) ? RHN_CQE_F_SOLICITED : 0)));
   if (ctx != &single) m.rx_free(p, *ctx);
 }

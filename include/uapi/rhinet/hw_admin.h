@@ -252,9 +252,21 @@ struct rhn_admin_set_link {
 	__le32 up;
 };
 
+/*
+ * A GID table entry's type says which network header the NIC builds for
+ * UD sends from it (the 40 bytes a UD receiver finds ahead of the data):
+ * RoCE v1, an InfiniBand GRH; RoCE v2, an IPv4 header in the last 20 bytes
+ * (IPv4-mapped GIDs, checksum valid) or an IPv6 header (next header UDP).
+ */
+enum rhn_gid_type {
+	RHN_GID_ROCE_V1 = 0,
+	RHN_GID_ROCE_V2 = 1,
+};
+
 struct rhn_admin_set_gid {
 	__le32 index; /* < RHN_GID_TABLE_LEN */
-	__le32 reserved;
+	__u8 type; /* enum rhn_gid_type */
+	__u8 reserved[3];
 	__u8 gid[16]; /* all zero: the entry is unused */
 };
 

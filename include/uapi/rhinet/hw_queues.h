@@ -233,6 +233,12 @@ enum rhn_cqe_flags {
 	RHN_CQE_F_SOLICITED = 1u << 1,
 	RHN_CQE_F_SQ = 1u << 2, /* from the send queue */
 	RHN_CQE_F_GRH = 1u << 3, /* UD receive: the buffer starts with a GRH */
+	/* With RHN_CQE_F_GRH, the network header is RoCE v2's: an IPv4
+	 * header in the last 20 of the 40 bytes, or an IPv6 header (neither:
+	 * an InfiniBand GRH, RoCE v1).
+	 */
+	RHN_CQE_F_NET_IPV4 = 1u << 4,
+	RHN_CQE_F_NET_IPV6 = 1u << 5,
 	RHN_CQE_F_OWNER = 1u << 7, /* phase bit, flips on every wrap */
 };
 

@@ -330,9 +330,11 @@ AdminResult SimDriver::unregister_area(uint32_t context, uint32_t area_id) {
   return exec_handle(RHN_ADMIN_UNREGISTER_AREA, context, area_id);
 }
 
-AdminResult SimDriver::set_gid(uint32_t index, const uint8_t (&gid)[16]) {
+AdminResult SimDriver::set_gid(uint32_t index, const uint8_t (&gid)[16],
+                               uint8_t type) {
   rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_SET_GID, 0);
   cmd.u.set_gid.index = index;
+  cmd.u.set_gid.type = type;
   std::memcpy(cmd.u.set_gid.gid, gid, sizeof gid);
   return exec(cmd);
 }

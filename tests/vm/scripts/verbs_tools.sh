@@ -53,6 +53,21 @@ if want basic; then
 	# A UD message carries at most the path MTU (1024 at the default).
 	run_pair ibv_ud_pingpong ibv_ud_pingpong $D -c -n 100 -s 1024
 	run_pair ibv_srq_pingpong ibv_srq_pingpong $D -c -n 100 -q 4 -s 4096
+	# RoCE v2 GIDs next to v1 (rdma_cm's default type): the pingpongs
+	# over this node's IPv4 v2 entry (the NIC builds IPv4 headers).
+	V2=""
+	for t in /sys/class/infiniband/$DEVICE/ports/1/gid_attrs/types/*; do
+		i=${t##*/}
+		[ "$(cat "$t" 2>/dev/null)" = "RoCE v2" ] &&
+			grep -q "0000:0000:0000:0000:0000:ffff:" \
+				"/sys/class/infiniband/$DEVICE/ports/1/gids/$i" &&
+			{ V2=$i; break; }
+	done
+	[ -n "$V2" ] || fail "no RoCE v2 IPv4 GID on $DEVICE"
+	run_pair ibv_ud_pingpong_v2 ibv_ud_pingpong -d "$DEVICE" -g "$V2" -c \
+		-n 100 -s 1024
+	run_pair ibv_rc_pingpong_v2 ibv_rc_pingpong -d "$DEVICE" -g "$V2" -c \
+		-n 100 -s 4096
 fi
 if want perftest; then
 	P="-d $DEVICE -x $GID -F --report_gbits"

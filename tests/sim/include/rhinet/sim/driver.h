@@ -104,7 +104,8 @@ class SimDriver {
                             uint64_t iova, uint64_t length);
   AdminResult unregister_area(uint32_t context, uint32_t area_id);
   AdminResult set_link(bool up);
-  AdminResult set_gid(uint32_t index, const uint8_t (&gid)[16]);
+  AdminResult set_gid(uint32_t index, const uint8_t (&gid)[16],
+                      uint8_t type = RHN_GID_ROCE_V1);
 
   uint32_t kernel_eqn() const { return eqn_; }
   uint64_t eq_ring_bus() const { return eq_ring_; }
