@@ -1361,9 +1361,10 @@ static void qp_srq_with_rq(void *req)
 	r->core.max_recv_wr = 0;
 }
 
-static void qp_uc(void *req)
+/* XRC is not supported (UC is, since the UC QP work). */
+static void qp_xrc_ini(void *req)
 {
-	((struct qp_req *)req)->core.qp_type = IB_UVERBS_QPT_UC;
+	((struct qp_req *)req)->core.qp_type = IB_UVERBS_QPT_XRC_INI;
 }
 
 static void qp_driver_type_7(void *req)
@@ -1397,7 +1398,7 @@ static const struct err_case qp_cases[] = {
 	{"buf_len 8 bytes short", qp_buf_short, EINVAL, 0},
 	{"buf_va unmapped", qp_unmapped, EFAULT, 0},
 	{"an SRQ and rq_log_depth 4", qp_srq_with_rq, EINVAL, 0},
-	{"IB_QPT_UC", qp_uc, EOPNOTSUPP, EINVAL},
+	{"IB_QPT_XRC_INI", qp_xrc_ini, EOPNOTSUPP, EINVAL},
 	{"IB_QPT_DRIVER of driver_qp_type 7", qp_driver_type_7, EINVAL, 0},
 	{"comp_mask 1", qp_comp_mask, EOPNOTSUPP, 0},
 	{"reserved[0] 1", qp_reserved, EOPNOTSUPP, 0},
