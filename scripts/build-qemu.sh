@@ -120,7 +120,7 @@ mkdir -p "$DEV"
 sync_file "$REPO/qemu_device/rhinet.c" "$DEV/rhinet.c"
 sync_file "$REPO/qemu_device/meson.build" "$DEV/meson.build"
 sync_tree "$REPO/firmware" "$DEV/firmware"
-sync_tree "$REPO/include/uapi/rhinet" "$DEV/contract/rhinet"
+sync_tree "$REPO/include/hw/rhinet" "$DEV/contract/rhinet"
 # The engine's source list, for qemu_device/meson.build. Rewritten only when
 # the list changes (a change makes ninja re-run meson).
 fw_list=$(cd "$DEV/firmware" && find . -name '*.cpp' | sed 's|^\./||' | sort |

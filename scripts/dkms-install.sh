@@ -22,13 +22,15 @@ NAME=rhinet
 VERSION=$(sed -n -E 's/^PACKAGE_VERSION="?([^"]*)"?[[:space:]]*$/\1/p' "$SRC/dkms.conf")
 [[ -n $VERSION ]] || { echo "dkms-install.sh: no PACKAGE_VERSION in $SRC/dkms.conf" >&2; exit 1; }
 
-# stage DIR: DIR/rhinet-<ver>/ = dkms.conf, Kbuild, *.c, *.h, include/uapi/.
+# stage DIR: DIR/rhinet-<ver>/ = dkms.conf, Kbuild, *.c, *.h, include/uapi/,
+# include/hw/.
 stage() {
 	local dest=$1/$NAME-$VERSION
 	rm -rf "$dest"
 	mkdir -p "$dest/include"
 	cp "$SRC/dkms.conf" "$SRC/Kbuild" "$SRC"/*.c "$SRC"/*.h "$dest/"
 	cp -r "$REPO/include/uapi" "$dest/include/uapi"
+	cp -r "$REPO/include/hw" "$dest/include/hw"
 	echo "$dest"
 }
 

@@ -3,7 +3,7 @@
  * RHiNET-NG RDMA NIC driver: device-wide state.
  *
  * The hardware contract (registers, queue entries, admin commands) is
- * include/uapi/rhinet/ of the RHiNET-NG tree, shared with the NIC engine.
+ * include/hw/rhinet/ of the RHiNET-NG tree, shared with the NIC engine.
  */
 #ifndef RHINET_H
 #define RHINET_H

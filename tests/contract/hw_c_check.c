@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Proves that the hardware contract (include/uapi/rhinet/hw.h) compiles as
+ * Proves that the hardware contract (include/hw/rhinet/hw.h) compiles as
  * strict ISO C11 with -pedantic, and checks at run time every structure
  * size, field offset and derived constant that Documentation/hardware/
  * states. Prints one line per check; exits nonzero if any is wrong.

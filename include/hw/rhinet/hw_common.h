@@ -2,7 +2,7 @@
 /*
  * RHiNET-NG hardware contract: common types.
  *
- * Every structure in include/uapi/rhinet/ is little-endian with naturally
+ * Every structure in include/hw/rhinet/ is little-endian with naturally
  * aligned fields and no implicit padding. The same headers are compiled by the
  * NIC engine (C++20), the QEMU device (C), the Linux driver (kernel C) and the
  * rdma-core provider, so they only use fixed-width integer types and compile

@@ -280,8 +280,7 @@ AdminResult SimQp::to_init(uint8_t access, uint32_t qkey) {
   rhn_admin_modify_qp m;
   std::memset(&m, 0, sizeof m);
   m.attr_mask = RHN_QP_ATTR_STATE | RHN_QP_ATTR_ACCESS;
-  if (type_ != RHN_QP_RC && type_ != RHN_QP_UC)
-    m.attr_mask |= RHN_QP_ATTR_QKEY;
+  if (type_ != RHN_QP_RC && type_ != RHN_QP_UC) m.attr_mask |= RHN_QP_ATTR_QKEY;
   m.state = RHN_QPS_INIT;
   m.access = access;
   m.qkey = qkey;
@@ -293,8 +292,7 @@ AdminResult SimQp::to_rtr(uint16_t dest_node, uint32_t dest_qpn,
   rhn_admin_modify_qp m;
   std::memset(&m, 0, sizeof m);
   m.attr_mask = RHN_QP_ATTR_STATE | RHN_QP_ATTR_MAX_RD_ATOMIC;
-  if (type_ == RHN_QP_RC || type_ == RHN_QP_UC)
-    m.attr_mask |= RHN_QP_ATTR_DEST;
+  if (type_ == RHN_QP_RC || type_ == RHN_QP_UC) m.attr_mask |= RHN_QP_ATTR_DEST;
   m.state = RHN_QPS_RTR;
   m.dest_node = dest_node;
   m.dest_qpn = dest_qpn;
