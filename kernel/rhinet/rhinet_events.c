@@ -86,7 +86,7 @@ void rhinet_ib_dead(struct rhinet_dev *rdev)
 	schedule_work(&ib->port_work);
 	xa_lock_irq(&ib->cqs);
 	xa_for_each(&ib->cqs, index, cq)
-		if (cq->kbuf.va && cq->ibcq.comp_handler)
+		if (!cq->user && cq->ibcq.comp_handler)
 			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 	xa_unlock_irq(&ib->cqs);
 }

@@ -93,15 +93,22 @@ struct rhinet_kbuf {
 	size_t size;
 };
 
-struct rhinet_cq {
-	struct ib_cq ibcq;
-	struct rhinet_mem buf; /* user CQs */
-	u32 cqn;
-	/* Kernel CQs (rhinet_kverbs.c). */
-	struct rhinet_kbuf kbuf;
-	spinlock_t lock; /* ci */
+/* A kernel CQ (rhinet_kverbs.c): the driver polls its ring. */
+struct rhinet_kcq {
+	struct rhinet_kbuf kbuf; /* ring, then the record */
+	spinlock_t lock; /* ci, and the QPs pollers look up */
 	u32 depth;
 	u32 ci;
+};
+
+struct rhinet_cq {
+	struct ib_cq ibcq;
+	u32 cqn;
+	bool user; /* polled in user space: ubuf, else k */
+	union {
+		struct rhinet_mem ubuf; /* the process's pinned ring */
+		struct rhinet_kcq k;
+	};
 };
 
 struct rhinet_srq {
@@ -201,6 +208,7 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 
 /* rhinet_kverbs.c */
+int rhinet_kcq_destroy(struct rhinet_ib *ib, struct rhinet_cq *cq);
 int rhinet_kcq_create(struct rhinet_ib *ib, struct rhinet_cq *cq,
 		      const struct ib_cq_init_attr *attr);
 void rhinet_kbuf_free(struct rhinet_ib *ib, struct rhinet_kbuf *kbuf);

@@ -43,7 +43,7 @@ static u32 rhinet_widen(u32 base, u16 low)
 
 static struct rhn_cq_record *rhinet_kcq_record(struct rhinet_cq *cq)
 {
-	return cq->kbuf.va + (size_t)RHN_CQE_SIZE * cq->depth;
+	return cq->k.kbuf.va + (size_t)RHN_CQE_SIZE * cq->k.depth;
 }
 
 int rhinet_kcq_create(struct rhinet_ib *ib, struct rhinet_cq *cq,
@@ -58,16 +58,16 @@ int rhinet_kcq_create(struct rhinet_ib *ib, struct rhinet_cq *cq,
 		return -EOPNOTSUPP;
 	if (!attr->cqe || log > le32_to_cpu(ib->rdev->attr.max_cq_log_depth))
 		return -EINVAL;
-	ret = rhinet_kbuf_alloc(ib, &cq->kbuf,
+	ret = rhinet_kbuf_alloc(ib, &cq->k.kbuf,
 				ring_bytes + sizeof(struct rhn_cq_record));
 	if (ret)
 		return ret;
-	cq->depth = 1u << log;
-	spin_lock_init(&cq->lock);
+	cq->k.depth = 1u << log;
+	spin_lock_init(&cq->k.lock);
 
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_CQ;
-	cmd.u.create_cq.ring = rhinet_phys_ref(cq->kbuf.dma);
-	cmd.u.create_cq.record = rhinet_phys_ref(cq->kbuf.dma + ring_bytes);
+	cmd.u.create_cq.ring = rhinet_phys_ref(cq->k.kbuf.dma);
+	cmd.u.create_cq.record = rhinet_phys_ref(cq->k.kbuf.dma + ring_bytes);
 	cmd.u.create_cq.eqn =
 		cpu_to_le32(rhinet_eq_of(ib->rdev, attr->comp_vector)->eqn);
 	cmd.u.create_cq.log_depth = log;
@@ -77,14 +77,27 @@ int rhinet_kcq_create(struct rhinet_ib *ib, struct rhinet_cq *cq,
 	ret = xa_insert_irq(&ib->cqs, cq->cqn, cq, GFP_KERNEL);
 	if (ret)
 		goto err_destroy;
-	cq->ibcq.cqe = cq->depth;
+	cq->ibcq.cqe = cq->k.depth;
 	return 0;
 
 err_destroy:
 	rhinet_destroy_object(ib, 0, RHN_ADMIN_DESTROY_CQ, cq->cqn);
 err_free:
-	rhinet_kbuf_free(ib, &cq->kbuf);
+	rhinet_kbuf_free(ib, &cq->k.kbuf);
 	return ret;
+}
+
+/* The NIC object first (no more CQEs or events), then the ring. */
+int rhinet_kcq_destroy(struct rhinet_ib *ib, struct rhinet_cq *cq)
+{
+	int ret = rhinet_destroy_object(ib, 0, RHN_ADMIN_DESTROY_CQ, cq->cqn);
+
+	if (ret)
+		return ret;
+	rhinet_eq_drain(ib->rdev);
+	xa_erase_irq(&ib->cqs, cq->cqn);
+	rhinet_kbuf_free(ib, &cq->k.kbuf);
+	return 0;
 }
 
 /* ---- the management QP ----------------------------------------------------- */
@@ -123,7 +136,7 @@ static int rhinet_kqp_size(struct rhinet_ib *ib, struct rhinet_kqp *k,
 	    !attr->send_cq || !attr->recv_cq)
 		return -EOPNOTSUPP;
 	/* Kernel CQs only: the NIC checks both are in the kernel context. */
-	if (!to_rcq(attr->send_cq)->kbuf.va || !to_rcq(attr->recv_cq)->kbuf.va)
+	if (to_rcq(attr->send_cq)->user || to_rcq(attr->recv_cq)->user)
 		return -EINVAL;
 	if (cap->max_inline_data || slots > RHN_WQE_MAX_SLOTS ||
 	    cap->max_recv_sge > RHN_RQ_MAX_SGES ||
@@ -214,33 +227,33 @@ err:
  */
 static void rhinet_kcq_clean(struct rhinet_cq *cq, u32 qpn)
 {
-	struct rhn_cqe *ring = cq->kbuf.va;
-	u32 end = cq->ci, removed = 0, i;
+	struct rhn_cqe *ring = cq->k.kbuf.va;
+	u32 end = cq->k.ci, removed = 0, i;
 
-	while (end - cq->ci < cq->depth &&
-	       rhinet_cqe_ready(ring, cq->depth, end))
+	while (end - cq->k.ci < cq->k.depth &&
+	       rhinet_cqe_ready(ring, cq->k.depth, end))
 		end++;
 	dma_rmb(); /* the entries after their owner bits */
-	for (i = end; i != cq->ci;) {
+	for (i = end; i != cq->k.ci;) {
 		struct rhn_cqe e, *dst;
 
 		i--;
-		e = ring[i % cq->depth];
+		e = ring[i % cq->k.depth];
 		if (le32_to_cpu(e.qpn) == qpn) {
 			removed++;
 			continue;
 		}
 		if (!removed)
 			continue;
-		dst = &ring[(i + removed) % cq->depth];
+		dst = &ring[(i + removed) % cq->k.depth];
 		e.flags = (e.flags & ~RHN_CQE_F_OWNER) |
 			  (dst->flags & RHN_CQE_F_OWNER);
 		*dst = e;
 	}
 	if (removed) {
-		cq->ci += removed;
+		cq->k.ci += removed;
 		WRITE_ONCE(rhinet_kcq_record(cq)->consumer_index,
-			   cpu_to_le32(cq->ci));
+			   cpu_to_le32(cq->k.ci));
 	}
 }
 
@@ -256,19 +269,19 @@ void rhinet_kqp_forget(struct rhinet_ib *ib, struct rhinet_qp *qp)
 	struct rhinet_cq *second = scq < rcq ? rcq : scq;
 	unsigned long flags;
 
-	spin_lock_irqsave(&first->lock, flags);
+	spin_lock_irqsave(&first->k.lock, flags);
 	if (second != first)
-		spin_lock_nested(&second->lock, SINGLE_DEPTH_NESTING);
-	if (first->kbuf.va)
+		spin_lock_nested(&second->k.lock, SINGLE_DEPTH_NESTING);
+	if (!first->user)
 		rhinet_kcq_clean(first, qp->qpn);
-	if (second != first && second->kbuf.va)
+	if (second != first && !second->user)
 		rhinet_kcq_clean(second, qp->qpn);
 	xa_lock(&ib->qps); /* interrupts are off already */
 	__xa_erase(&ib->qps, qp->qpn);
 	xa_unlock(&ib->qps);
 	if (second != first)
-		spin_unlock(&second->lock);
-	spin_unlock_irqrestore(&first->lock, flags);
+		spin_unlock(&second->k.lock);
+	spin_unlock_irqrestore(&first->k.lock, flags);
 }
 
 void rhinet_kqp_free(struct rhinet_ib *ib, struct rhinet_qp *qp)
@@ -491,7 +504,7 @@ static void rhinet_flush_wc(struct ib_wc *wc, struct rhinet_qp *qp, u64 wr_id,
 
 /*
  * A dead NIC completes nothing: the work still posted to the kernel QPs
- * of @cq completes here with a flush error (cq->lock held; the QP table's
+ * of @cq completes here with a flush error (cq->k.lock held; the QP table's
  * lock keeps user QPs from going away while they are passed over).
  */
 static int rhinet_kcq_flush(struct rhinet_ib *ib, struct rhinet_cq *cq,
@@ -540,11 +553,11 @@ int rhinet_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	unsigned long flags;
 	int n = 0;
 
-	if (!cq->kbuf.va)
+	if (cq->user)
 		return -EOPNOTSUPP; /* user CQs are polled in user space */
-	spin_lock_irqsave(&cq->lock, flags);
+	spin_lock_irqsave(&cq->k.lock, flags);
 	while (n < num &&
-	       rhinet_next_cqe(cq->kbuf.va, cq->depth, &cq->ci, &e)) {
+	       rhinet_next_cqe(cq->k.kbuf.va, cq->k.depth, &cq->k.ci, &e)) {
 		qp = xa_load(&ib->qps, le32_to_cpu(e.qpn));
 		if (!qp || !qp->k)
 			continue; /* its QP is gone */
@@ -552,8 +565,8 @@ int rhinet_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	}
 	if (n < num && rhinet_dev_dead(ib->rdev))
 		n += rhinet_kcq_flush(ib, cq, num - n, wc + n);
-	WRITE_ONCE(rhinet_kcq_record(cq)->consumer_index, cpu_to_le32(cq->ci));
-	spin_unlock_irqrestore(&cq->lock, flags);
+	WRITE_ONCE(rhinet_kcq_record(cq)->consumer_index, cpu_to_le32(cq->k.ci));
+	spin_unlock_irqrestore(&cq->k.lock, flags);
 	return n;
 }
 
@@ -565,7 +578,7 @@ int rhinet_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	unsigned long irqflags;
 	int missed = 0;
 
-	if (!cq->kbuf.va)
+	if (cq->user)
 		return -EOPNOTSUPP;
 	if ((flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED)
 		arm |= RHN_DB_CQ_SOLICITED;
@@ -574,9 +587,9 @@ int rhinet_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	 */
 	writel(arm, rdev->kernel_db + RHN_DB_CQ_ARM);
 	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
-		spin_lock_irqsave(&cq->lock, irqflags);
-		missed = rhinet_cqe_ready(cq->kbuf.va, cq->depth, cq->ci);
-		spin_unlock_irqrestore(&cq->lock, irqflags);
+		spin_lock_irqsave(&cq->k.lock, irqflags);
+		missed = rhinet_cqe_ready(cq->k.kbuf.va, cq->k.depth, cq->k.ci);
+		spin_unlock_irqrestore(&cq->k.lock, irqflags);
 	}
 	return missed;
 }

@@ -99,26 +99,27 @@ int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return -EINVAL;
 	}
 	ring_bytes = (u64)RHN_CQE_SIZE << req.log_depth;
-	ret = rhinet_mem_pin_queue(ib, uc, &cq->buf, req.buf_va, req.buf_len,
+	cq->user = true;
+	ret = rhinet_mem_pin_queue(ib, uc, &cq->ubuf, req.buf_va, req.buf_len,
 				   ring_bytes + sizeof(struct rhn_cq_record));
 	if (ret)
 		return ret;
 
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_CQ;
-	cmd.u.create_cq.ring = rhinet_ref(&cq->buf, req.buf_va);
-	cmd.u.create_cq.record = rhinet_ref(&cq->buf, req.buf_va + ring_bytes);
+	cmd.u.create_cq.ring = rhinet_ref(&cq->ubuf, req.buf_va);
+	cmd.u.create_cq.record = rhinet_ref(&cq->ubuf, req.buf_va + ring_bytes);
 	cmd.u.create_cq.eqn =
 		cpu_to_le32(rhinet_eq_of(ib->rdev, attr->comp_vector)->eqn);
 	cmd.u.create_cq.log_depth = req.log_depth;
 	ret = rhinet_ctx_exec(ib, uc->ctx, &cmd, &cq->cqn);
 	if (ret) {
-		rhinet_mem_release(ib, &cq->buf);
+		rhinet_mem_release(ib, &cq->ubuf);
 		return ret;
 	}
 	ibcq->cqe = 1 << req.log_depth;
 	resp.cqn = cq->cqn;
 	return rhinet_queue_publish(ib, &ib->cqs, RHN_ADMIN_DESTROY_CQ, cq->cqn,
-				    cq, &cq->buf, udata, &resp, sizeof(resp));
+				    cq, &cq->ubuf, udata, &resp, sizeof(resp));
 }
 
 /* A user CQ moves to a new buffer (RHINET_CQ_LAYOUT); kernel CQs keep theirs. */
@@ -161,8 +162,8 @@ int rhinet_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 		return ret;
 	}
 	/* The NIC writes only the new buffer now: the old one can go. */
-	rhinet_mem_release(ib, &cq->buf);
-	cq->buf = mem;
+	rhinet_mem_release(ib, &cq->ubuf);
+	cq->ubuf = mem;
 	ibcq->cqe = 1 << req.log_depth;
 	return 0;
 }
@@ -171,13 +172,11 @@ int rhinet_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct rhinet_ib *ib = to_rib(ibcq->device);
 	struct rhinet_cq *cq = to_rcq(ibcq);
-	int ret;
 
-	ret = rhinet_queue_destroy(ib, &ib->cqs, RHN_ADMIN_DESTROY_CQ, cq->cqn,
-				   &cq->buf);
-	if (!ret)
-		rhinet_kbuf_free(ib, &cq->kbuf);
-	return ret;
+	if (!cq->user)
+		return rhinet_kcq_destroy(ib, cq);
+	return rhinet_queue_destroy(ib, &ib->cqs, RHN_ADMIN_DESTROY_CQ, cq->cqn,
+				    &cq->ubuf);
 }
 
 /* ---- SRQ ----------------------------------------------------------------- */
