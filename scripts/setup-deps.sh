@@ -50,6 +50,15 @@ PACKAGES=(
 	# kernel_dkms_build test / scripts/dkms-install.sh
 	perl
 	dkms
+	# The VM tests' debug kernel (tests/vm/debug-kernel.sh): Debian's kernel
+	# source, what its build needs, and ccache for rebuilds under a new key
+	linux-source-6.1
+	bc
+	bison
+	flex
+	libelf-dev
+	libssl-dev
+	ccache
 )
 
 is_installed() {

@@ -5,19 +5,23 @@
 # programs with the shared libraries they need.
 #   build-initramfs.sh OUT.cpio [--module NAME]... [--bin FILE]...
 #                      [--tool FILE[:DEST]]... [--file SRC:DEST]...
-#                      [--link TARGET:DEST]...
+#                      [--link TARGET:DEST]... [--kernel ROOT:KVER]
 #   --bin FILE        FILE into /opt/rhinet/bin, with the libraries ldd names
 #   --tool FILE       FILE at its own path (DEST if given), with the libraries
 #                     ldd names: installed programs such as /usr/bin/ibv_devinfo,
 #                     and shared objects that are dlopened (libibverbs providers)
 #   --file SRC:DEST   SRC copied to DEST as it is
 #   --link TARGET:DEST  DEST a symbolic link to TARGET
+#   --kernel ROOT:KVER  take the modules of kernel KVER from
+#                     ROOT/lib/modules/KVER (the debug kernel's
+#                     modules_install root); default: Debian's installed
+#                     kernel, as tests/vm/kernel.sh names it, from /
 # A test's own script goes into a second, tiny cpio appended by the launcher.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=$1
 shift
-KVER=$(bash "$HERE/kernel.sh" version)
+KVER="" KROOT=""
 modules=() bins=() tools=() files=() links=()
 while (($#)); do
 	case $1 in
@@ -26,9 +30,11 @@ while (($#)); do
 	--tool) tools+=("$2"); shift 2 ;;
 	--file) files+=("$2"); shift 2 ;;
 	--link) links+=("$2"); shift 2 ;;
+	--kernel) KROOT=${2%%:*} KVER=${2#*:}; shift 2 ;;
 	*) echo "build-initramfs: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
+[[ -n $KVER ]] || KVER=$(bash "$HERE/kernel.sh" version)
 
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
@@ -73,23 +79,27 @@ for l in "${links[@]}"; do
 	ln -sfn "${l%%:*}" "$root${l#*:}"
 done
 
-# Kernel modules with their dependencies, from the installed kernel.
+# Kernel modules with their dependencies, from the installed kernel (or the
+# one --kernel names).
 if ((${#modules[@]})); then
 	moddir=/lib/modules/$KVER
 	declare -A seen=()
+	mi=(modinfo -k "$KVER")
+	[[ -n $KROOT ]] && mi+=(-b "$KROOT")
 	add_module() {
 		local path dep
-		path=$(modinfo -k "$KVER" -n "$1") || exit 1
+		path=$("${mi[@]}" -n "$1") || exit 1
+		path=${path#"$KROOT"} # its path in the guest
 		[[ -n ${seen[$path]:-} ]] && return
 		seen[$path]=1
-		for dep in $(modinfo -k "$KVER" -F depends "$1" | tr ',' ' '); do
+		for dep in $("${mi[@]}" -F depends "$1" | tr ',' ' '); do
 			add_module "$dep"
 		done
 		mkdir -p "$root$(dirname "$path")"
-		cp "$path" "$root$path"
+		cp "$KROOT$path" "$root$path"
 	}
 	for m in "${modules[@]}"; do add_module "$m"; done
-	cp "$moddir"/modules.{order,builtin,builtin.modinfo} "$root$moddir/" 2>/dev/null || true
+	cp "$KROOT$moddir"/modules.{order,builtin,builtin.modinfo} "$root$moddir/" 2>/dev/null || true
 	depmod -b "$root" "$KVER"
 fi
 

@@ -6,16 +6,26 @@
 #   INITRAMFS  busybox, modules, our guest programs and provider, rdma-core's
 #              tools (build-initramfs.sh)
 #   SWITCH     the fabric switch
-#   prepare.sh BUILD_DIR
+#   prepare.sh BUILD_DIR [--debug-kernel]
+# --debug-kernel: the same for the debug kernel (debug-kernel.sh: KASAN,
+# lockdep, kmemleak, UBSAN) into BUILD_DIR/vm-debug/env: its bzImage as
+# VMLINUX, its modules and a rhinet.ko built against its tree in the
+# initramfs, and the kernel log checks of run-cluster.sh turned on.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-BUILD=$(cd "${1:?usage: prepare.sh BUILD_DIR}" && pwd)
+BUILD=$(cd "${1:?usage: prepare.sh BUILD_DIR [--debug-kernel]}" && pwd)
+DEBUG_KERNEL=0
+case ${2:-} in
+--debug-kernel) DEBUG_KERNEL=1 ;;
+"") ;;
+*) echo "usage: prepare.sh BUILD_DIR [--debug-kernel]" >&2; exit 2 ;;
+esac
 VM="$BUILD/vm"
+((DEBUG_KERNEL)) && VM="$BUILD/vm-debug"
 mkdir -p "$VM"
 
 QEMU=$(bash "$REPO/scripts/build-qemu.sh")
-VMLINUX=$(bash "$HERE/kernel.sh" vmlinux)
 SWITCH="$BUILD/fabric/rhinet-switch"
 guest_bins=("$BUILD"/tests/vm/guest/rhinet-*)
 [[ -x $SWITCH && -x ${guest_bins[0]} ]] || {
@@ -26,6 +36,27 @@ bin_args=()
 for b in "${guest_bins[@]}"; do bin_args+=(--bin "$b"); done
 # Our kernel module, when the kernel headers let it be built.
 KO="$BUILD/kernel/rhinet/rhinet.ko"
+env_extra=""
+if ((DEBUG_KERNEL)); then
+	DK=$(bash "$HERE/debug-kernel.sh")
+	VMLINUX=$DK/bzImage # (a bzImage: KASAN does not boot through PVH)
+	bin_args+=(--kernel "$DK/modules:$(cat "$DK/kernelrelease")")
+	# rhinet.ko again, against the debug tree, from a copy of its sources
+	# in the build tree (as kernel/CMakeLists.txt does for Debian's).
+	if [[ -f $KO ]]; then
+		kodir="$VM/rhinet-ko"
+		mkdir -p "$kodir"
+		# (their times kept: make rebuilds what changed since)
+		cp -p "$REPO"/kernel/rhinet/{*.c,*.h,Kbuild} "$kodir/"
+		make -s -C "$DK/tree" M="$kodir" RHINET_UAPI="$REPO/include/uapi" modules >&2
+		KO="$kodir/rhinet.ko"
+	fi
+	# Kernel warnings (lockdep's splats among them) on the console too, for
+	# run-cluster.sh's checks: quiet alone shows only errors.
+	env_extra=$'KERNEL_ARGS=loglevel=5\nCHECK_KERNEL_LOG=1\n'
+else
+	VMLINUX=$(bash "$HERE/kernel.sh" vmlinux)
+fi
 [[ -f $KO ]] && bin_args+=(--file "$KO:/opt/rhinet/modules/rhinet.ko")
 # ib_core and ib_uverbs for the RDMA device, rdma_ucm (with rdma_cm and
 # ib_cm) for connection management, and iproute2's rdma tool.
@@ -66,5 +97,6 @@ VMLINUX=$VMLINUX
 INITRAMFS=$VM/initramfs.cpio
 SWITCH=$SWITCH
 EOT
+printf '%s' "$env_extra" >>"$VM/env.tmp"
 mv "$VM/env.tmp" "$VM/env"
 echo "prepare: VM artifacts ready ($VM/env)" >&2

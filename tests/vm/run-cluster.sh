@@ -48,7 +48,7 @@ die() { echo "run-cluster: $*" >&2; exit 2; }
 [[ -z $shell_node ]] || ((shell_node < nodes)) || die "--shell must name a node below $nodes"
 [[ -r $env_file ]] || die "no $env_file: run tests/vm/prepare.sh (or make build) first"
 # shellcheck source=/dev/null
-source "$env_file" # QEMU VMLINUX INITRAMFS SWITCH
+source "$env_file" # QEMU VMLINUX INITRAMFS SWITCH [KERNEL_ARGS CHECK_KERNEL_LOG]
 for f in "$QEMU" "$VMLINUX" "$INITRAMFS" "$SWITCH"; do
 	[[ -e $f ]] || die "missing artifact $f (re-run tests/vm/prepare.sh)"
 done
@@ -101,7 +101,7 @@ run_qemu() { # node mode serial
 	exec "$QEMU" -M q35 -cpu max -m 256M -smp 1 -nodefaults -no-user-config \
 		-display none -no-reboot -L /usr/share/seabios -L /usr/share/qemu \
 		-kernel "$VMLINUX" -initrd "$out/initrd.cpio" \
-		-append "console=ttyS0 quiet panic=-1 rhinet.node=$1 rhinet.nodes=$nodes rhinet.mode=$2" \
+		-append "console=ttyS0 quiet panic=-1 rhinet.node=$1 rhinet.nodes=$nodes rhinet.mode=$2 ${KERNEL_ARGS:-}" \
 		-serial "$3" -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 		-netdev "stream,id=fabric,server=off,addr.type=unix,addr.path=$sockdir/port$1.sock" \
 		-device "rhinet,netdev=fabric,node-id=$1,fault-injection=on"
@@ -145,15 +145,35 @@ done
 elapsed_ms=$(($(date +%s%N) / 1000000 - start_ms))
 "$SWITCH" --ctl "$sockdir" stats >"$out/switch.stats.live" 2>&1
 
+# The debug kernel's checkers (CHECK_KERNEL_LOG=1 in the env file): a report
+# on a node's console fails the node whatever its script said: KASAN, UBSAN,
+# lockdep and other WARNINGs and BUGs, oopses, panics, and the leaks the
+# guest's /init found with kmemleak.
+REPORTS='BUG:|WARNING:|Oops|UBSAN:|Kernel panic|kernel BUG at|general protection fault|DEBUG_LOCKS_WARN_ON|possible circular locking|inconsistent lock state|RHINET-KMEMLEAK: end'
+kernel_reports() { # node
+	[[ ${CHECK_KERNEL_LOG:-0} == 1 ]] && grep -qE "$REPORTS" "$out/node$1.log"
+}
+show_kernel_reports() { # node: each report's first lines
+	echo "node $1: kernel reports in $out/node$1.log:" >&2
+	grep -n -E -A 30 "$REPORTS|RHINET-KMEMLEAK: begin" "$out/node$1.log" |
+		head -n 150 | sed 's/^/  | /' >&2
+}
+
 failed=0
 for ((i = 0; i < nodes; i++)); do
 	st=${status[$i]}
+	kernel_reports "$i" && show_kernel_reports "$i"
 	if [[ $st == timeout ]]; then
 		verdict="TIMEOUT after ${timeout}s"
 	elif ((st % 2 == 1)); then
 		rc=$(((st - 1) / 2))
 		verdict="rc=$rc"
-		((rc == 0)) && { echo "node $i: PASS" >&2; continue; }
+		if ((rc == 0)) && kernel_reports "$i"; then
+			verdict="rc=0, but the kernel reported a bug"
+		elif ((rc == 0)); then
+			echo "node $i: PASS" >&2
+			continue
+		fi
 	else
 		verdict="QEMU exited with $st (no result from the guest)"
 	fi
