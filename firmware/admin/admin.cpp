@@ -14,7 +14,7 @@ constexpr uint32_t kMaxCqLog = 16;
 constexpr uint32_t kMaxEqLog = 16;
 constexpr uint32_t kKnownAccess =
     RHN_ACCESS_LOCAL_WRITE | RHN_ACCESS_REMOTE_WRITE | RHN_ACCESS_REMOTE_READ |
-    RHN_ACCESS_REMOTE_ATOMIC;
+    RHN_ACCESS_REMOTE_ATOMIC | RHN_ACCESS_MW_BIND;
 
 template <typename T>
 uint32_t find_free(const std::vector<T>& table, uint32_t first) {
@@ -116,7 +116,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     const uint32_t idx = key >> RHN_KEY_INDEX_SHIFT;
     if (idx == 0 || idx >= mrs.size()) return nullptr;
     MrObj& mr = mrs[idx];
-    if (!mr.valid || mr.variant != (key & RHN_KEY_VARIANT_MASK) ||
+    if (!mr.valid || mr.window || mr.variant != (key & RHN_KEY_VARIANT_MASK) ||
         mr.context != ctx)
       return nullptr;
     return &mr;
@@ -262,6 +262,36 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       mr->valid = false;
       pds[mr->pdn].refs--;
       tlb.invalidate_region(u.handle.handle >> RHN_KEY_INDEX_SHIFT);
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_CREATE_MW: {
+      const auto& c = u.create_mw;
+      if (!pd_ok(c.pdn)) return detail = 1, RHN_ADMIN_BAD_HANDLE;
+      if ((c.type != 1 && c.type != 2) || c.reserved[0] || c.reserved[1])
+        return detail = 2, RHN_ADMIN_BAD_PARAM;
+      const uint32_t idx = find_free(mrs, 1);
+      if (idx == kNone) return RHN_ADMIN_NO_RESOURCES;
+      MrObj& mw = mrs[idx];
+      mw = MrObj{};
+      mw.valid = true;
+      mw.window = true;
+      mw.mw_type = c.type;
+      mw.variant = c.key_variant;
+      mw.context = ctx;
+      mw.pdn = c.pdn;
+      pds[c.pdn].refs++;
+      result = (idx << RHN_KEY_INDEX_SHIFT) | c.key_variant;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_DESTROY_MW: {
+      // By index: binds may have changed the key's variant since.
+      const uint32_t idx = u.handle.handle >> RHN_KEY_INDEX_SHIFT;
+      MrObj* mw = idx && idx < mrs.size() ? &mrs[idx] : nullptr;
+      if (!mw || !mw->valid || !mw->window || mw->context != ctx)
+        return RHN_ADMIN_BAD_HANDLE;
+      unbind_window(*mw);
+      mw->valid = false;
+      pds[mw->pdn].refs--;
       return RHN_ADMIN_OK;
     }
     case RHN_ADMIN_MODIFY_MR: {

@@ -64,7 +64,14 @@ struct MrObj {
   uint64_t length = 0;
   uint64_t table = 0;
   uint32_t num_pages = 0;
-  uint32_t refs = 0;  // queues, areas using it
+  uint32_t refs = 0;  // queues, areas and bound windows using it
+  // A memory window (ops/window): iova, length and access are the bound
+  // window's, translated through the region bound_mr.
+  bool window = false;
+  uint8_t mw_type = 0;  // 1 or 2
+  bool bound = false;
+  uint32_t bound_mr = 0;
+  uint32_t bound_qpn = 0;  // type 2: the QP it was bound through
 };
 
 struct EqObj {
@@ -481,9 +488,15 @@ struct Engine::Impl {
   // ---- translation/access.cpp
   // Translate and DMA through a key: checks owner context (or PD), rights
   // and bounds. Returns RHN_SYN_NONE or the reason.
+  // A key used by this NIC (an lkey: windows refused), or, with
+  // `via_qpn`, an rkey arriving for that QP (windows too).
   rhn_syndrome check_key(uint32_t key, uint32_t context, uint32_t pdn,
                          uint32_t access, uint64_t va, uint64_t len,
-                         uint32_t* mr_index);
+                         uint32_t* mr_index, uint32_t via_qpn = kNone);
+  // The window a key names in `context`, or nullptr.
+  MrObj* window_of_key(uint32_t key, uint32_t context);
+  // Unbinds a window: its region is free of it.
+  void unbind_window(MrObj& mw);
   bool mr_dma(uint32_t mr_index, uint64_t va, void* buf, uint64_t len,
               bool write);
   // Why a translation failed: later work turns kNotPresent into a

@@ -46,6 +46,10 @@ struct OpFamily {
   // Unsequenced families: the message leaves at once, outside any node
   // channel; returns its completion status. nullptr: sequenced.
   uint8_t (*send_unsequenced)(Impl& m, QpObj& qp, const DecodedWqe& w);
+  // Local families: executed by this NIC in send-queue order, no message;
+  // returns the completion status (and *syndrome). nullptr: not local.
+  uint8_t (*execute_local)(Impl& m, QpObj& qp, uint32_t qpn,
+                           const DecodedWqe& w, uint8_t* syndrome);
   // Fills the payload of the packet starting at `offset` into the message
   // and the family's fields of the operation header (rkey, flags, lengths).
   // False: a local access failed (LOC_PROT_ERR).

@@ -12,6 +12,7 @@ extern const OpFamily kSendFamily;    // ops/send: SEND, SEND_IMM
 extern const OpFamily kRdmaFamily;    // ops/rdma: WRITE, WRITE_IMM, READ
 extern const OpFamily kAtomicFamily;  // ops/atomic: FETCH_ADD, CMP_SWAP
 extern const OpFamily kRawFamily;     // ops/raw: Ethernet frames
+extern const OpFamily kWindowFamily;  // ops/window: BIND_MW, LOCAL_INV
 
 namespace {
 
@@ -37,6 +38,13 @@ std::array<OpInfo, kOps> make_ops() {
       &kAtomicFamily, RHN_WOP_CMP_SWAP, RHN_CQE_OP_CMP_SWAP, true, false,
       false};
   t[RHN_OP_RAW_ETH] = {&kRawFamily, 0, RHN_CQE_OP_RAW_ETH, false, false, true};
+  t[RHN_OP_BIND_MW] = {&kWindowFamily, 0,     RHN_CQE_OP_BIND_MW,
+                       false,          false, false};
+  t[RHN_OP_LOCAL_INV] = {&kWindowFamily, 0,     RHN_CQE_OP_LOCAL_INV,
+                         false,          false, false};
+  // imm_data carries the key to invalidate, not an immediate.
+  t[RHN_OP_SEND_INV] = {&kSendFamily, RHN_WOP_SEND, RHN_CQE_OP_SEND,
+                        false,        false,        true};
   return t;
 }
 

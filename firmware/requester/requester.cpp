@@ -31,6 +31,7 @@ uint8_t status_of_nak(uint8_t syndrome) {
     case RHN_SYN_BAD_OPCODE:
     case RHN_SYN_LENGTH:
     case RHN_SYN_BAD_QKEY:
+    case RHN_SYN_BAD_WINDOW:  // a SEND_INV naming no window it may unbind
       return RHN_CQE_REM_INV_REQ_ERR;
     default:
       return RHN_CQE_REM_OP_ERR;
@@ -204,6 +205,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   const uint32_t dst_qpn = connected_qp(qp.type) ? qp.dest_qpn : w.dst_qpn;
   const OpFamily* family = info.family;
   const bool unsequenced = family && family->send_unsequenced;
+  const bool local = family && family->execute_local;
   if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP) {
     if (!family) {
       result = RHN_CQE_LOC_QP_OP_ERR;
@@ -242,7 +244,8 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     }
   }
   Peer* peer = nullptr;
-  if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP && !unsequenced) {
+  if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP && !unsequenced &&
+      !local) {
     peer = peer_for(dst_node);
     if (!peer) {
       result = RHN_CQE_LOC_QP_OP_ERR;  // beyond the fabric this NIC serves
@@ -279,6 +282,13 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     // void (UD is unacknowledged); the next reliable packet probes again.
     counters.add(RHN_CNT_UD_DROPS);
     finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+    return true;
+  }
+  if (local) {
+    // Done here, in order, with nothing sent.
+    uint8_t syn = RHN_SYN_NONE;
+    const uint8_t st = family->execute_local(*this, qp, qpn, w, &syn);
+    finish_entry(qpn, e, st, syn);
     return true;
   }
   if (unsequenced) {

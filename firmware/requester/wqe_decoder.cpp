@@ -68,6 +68,15 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
       return RHN_SYN_BAD_WQE;
     out.compare_add = w.u.atomic.compare_add;
     out.swap = w.u.atomic.swap;
+  } else if (w.opcode == RHN_OP_BIND_MW || w.opcode == RHN_OP_LOCAL_INV) {
+    // No data; a bind's description shares the union too.
+    if (w.flags & (RHN_WQE_F_STATUS_WORD | RHN_WQE_F_INLINE | RHN_WQE_F_AREA |
+                   RHN_WQE_F_GRH) ||
+        w.num_sge)
+      return RHN_SYN_BAD_WQE;
+    out.bind_mw_key = w.u.bind.mw_key;
+    out.bind_mr_lkey = w.u.bind.mr_lkey;
+    out.bind_length = w.u.bind.length;
   } else {
     out.status_addr = w.u.status.addr;
     out.status_lkey = w.u.status.lkey;

@@ -31,6 +31,9 @@ struct DecodedWqe {
   uint32_t qkey = 0;
   uint64_t compare_add = 0;
   uint64_t swap = 0;
+  uint32_t bind_mw_key = 0;  // BIND_MW: u.bind
+  uint32_t bind_mr_lkey = 0;
+  uint64_t bind_length = 0;
   uint32_t num_sge = 0;     // SGEs in the raw WQE at offset 48
   uint32_t inline_len = 0;  // inline bytes in the raw WQE at offset 48
   uint64_t length = 0;      // message length in bytes

@@ -191,7 +191,7 @@ rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
   }
   if (!(r.qp.access & right)) syn = RHN_SYN_ACCESS_RIGHTS;
   if (syn == RHN_SYN_NONE)
-    syn = m.check_key(*key, kNone, r.qp.pdn, right, *va, len, mr_index);
+    syn = m.check_key(*key, kNone, r.qp.pdn, right, *va, len, mr_index, r.qpn);
   return syn;
 }
 

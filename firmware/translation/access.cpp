@@ -11,11 +11,17 @@ namespace rhinet::fw {
 
 rhn_syndrome Engine::Impl::check_key(uint32_t key, uint32_t context,
                                      uint32_t pdn, uint32_t access, uint64_t va,
-                                     uint64_t len, uint32_t* mr_index) {
+                                     uint64_t len, uint32_t* mr_index,
+                                     uint32_t via_qpn) {
   const uint32_t idx = key >> RHN_KEY_INDEX_SHIFT;
   if (idx == 0 || idx >= mrs.size()) return RHN_SYN_BAD_KEY;
   const MrObj& mr = mrs[idx];
   if (!mr.valid || mr.variant != (key & RHN_KEY_VARIANT_MASK))
+    return RHN_SYN_BAD_KEY;
+  // A window is an rkey only, of a bound window; a type 2 window answers
+  // only the QP it was bound through.
+  if (mr.window && (via_qpn == kNone || !mr.bound ||
+                    (mr.mw_type == 2 && mr.bound_qpn != via_qpn)))
     return RHN_SYN_BAD_KEY;
   if (pdn != kNone && mr.pdn != pdn) return RHN_SYN_PD_MISMATCH;
   if (context != kNone && mr.context != context) return RHN_SYN_PD_MISMATCH;
@@ -23,8 +29,27 @@ rhn_syndrome Engine::Impl::check_key(uint32_t key, uint32_t context,
   if (len != 0 && (va < mr.iova || va - mr.iova > mr.length ||
                    len > mr.length || va - mr.iova + len > mr.length))
     return RHN_SYN_BOUNDS;
-  if (mr_index) *mr_index = idx;
+  // Through a window, the bytes are its region's.
+  if (mr_index) *mr_index = mr.window ? mr.bound_mr : idx;
   return RHN_SYN_NONE;
+}
+
+MrObj* Engine::Impl::window_of_key(uint32_t key, uint32_t context) {
+  const uint32_t idx = key >> RHN_KEY_INDEX_SHIFT;
+  if (idx == 0 || idx >= mrs.size()) return nullptr;
+  MrObj& mw = mrs[idx];
+  if (!mw.valid || !mw.window || mw.context != context ||
+      mw.variant != (key & RHN_KEY_VARIANT_MASK))
+    return nullptr;
+  return &mw;
+}
+
+void Engine::Impl::unbind_window(MrObj& mw) {
+  if (!mw.bound) return;
+  mrs[mw.bound_mr].refs--;
+  mw.bound = false;
+  mw.access = 0;
+  mw.length = 0;
 }
 
 Engine::Impl::Fault Engine::Impl::translate(uint32_t mr_index, uint64_t va,

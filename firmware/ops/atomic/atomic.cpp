@@ -88,6 +88,7 @@ extern const OpFamily kAtomicFamily = {
     .name = "atomic",
     .check = check,
     .send_unsequenced = nullptr,
+    .execute_local = nullptr,
     .build_packet = build_packet,
     .on_response = on_response,
     .has_room = nullptr,

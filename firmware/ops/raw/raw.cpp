@@ -78,6 +78,7 @@ extern const OpFamily kRawFamily = {
     .name = "raw",
     .check = check,
     .send_unsequenced = send_unsequenced,
+    .execute_local = nullptr,
     .build_packet = nullptr,
     .on_response = nullptr,
     .has_room = nullptr,

@@ -171,7 +171,7 @@ bool Engine::Impl::stream_reads(Peer& p) {
     rhn_syndrome syn = RHN_SYN_NONE;
     if (chunk)
       syn = check_key(r.key, kNone, r.pdn, RHN_ACCESS_REMOTE_READ,
-                      r.va + r.sent, chunk, &mr_index);
+                      r.va + r.sent, chunk, &mr_index, r.responder_qpn);
     const uint32_t slot = begin_data(kNone);
     if (syn == RHN_SYN_NONE && chunk &&
         !mr_dma(mr_index, r.va + r.sent, slots[slot].frame + RHN_DATA_HDR_LEN,
@@ -207,6 +207,7 @@ extern const OpFamily kRdmaFamily = {
     .name = "rdma",
     .check = check,
     .send_unsequenced = nullptr,
+    .execute_local = nullptr,
     .build_packet = build_packet,
     .on_response = on_response,
     .has_room = has_room,

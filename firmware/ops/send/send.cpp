@@ -33,6 +33,11 @@ uint8_t check(const Impl& m, const QpObj& qp, const DecodedWqe& w,
     *syndrome = RHN_SYN_BAD_WQE;
     return RHN_CQE_LOC_QP_OP_ERR;
   }
+  // Invalidating a window at the responder: RC only, as in InfiniBand.
+  if (w.opcode == RHN_OP_SEND_INV && qp.type != RHN_QP_RC) {
+    *syndrome = RHN_SYN_BAD_OPCODE;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
   return RHN_CQE_SUCCESS;
 }
 
@@ -59,6 +64,10 @@ bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
   // the management QP's key.
   if (qp.type == RHN_QP_UD) op.rkey = (w.qkey >> 31) != 0 ? qp.qkey : w.qkey;
   op.msg_len = static_cast<uint32_t>(w.length) + grh_len;
+  if (w.opcode == RHN_OP_SEND_INV) {
+    op.rkey = w.imm_data;  // the window the responder unbinds
+    op.flags |= RHN_WOP_F_INV;
+  }
   return true;
 }
 
@@ -92,6 +101,17 @@ void on_request(Impl& m, Request& r) {
     // left half-way (its QP failed) ends here.
     if (RxContext* old = m.rx_find(p, r.src, kNone))
       m.rx_abandon(p, *old, RHN_CQE_GENERAL_ERR);
+    // SEND_INV: the window must be one this QP may unbind (a bound type 2
+    // window of its PD), or the message is refused before it lands.
+    if (op.flags & RHN_WOP_F_INV) {
+      const MrObj* mw = m.window_of_key(op.rkey, r.qp.context);
+      if (!mw || mw->mw_type != 2 || !mw->bound || mw->pdn != r.qp.pdn ||
+          mw->bound_qpn != r.qpn) {
+        m.counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+        refuse(m, r, RHN_SYN_BAD_WINDOW);
+        return;
+      }
+    }
     if (!r.last) {
       ctx = m.rx_alloc(p, r.qp.context);
       if (!ctx) {
@@ -153,10 +173,17 @@ void on_request(Impl& m, Request& r) {
   ctx->length += static_cast<uint32_t>(r.data.size());
   if (!r.last) return;
   const bool imm = op.flags & RHN_WOP_F_IMM;
+  const bool inv = op.flags & RHN_WOP_F_INV;
+  if (inv) {
+    // Checked at the first packet; another QP may have unbound it since.
+    if (MrObj* mw = m.window_of_key(op.rkey, r.qp.context))
+      m.unbind_window(*mw);
+  }
   m.complete_receive(
-      *ctx, r.node, r.src_qpn, RHN_CQE_OP_RECV, imm ? op.imm_data : 0,
+      *ctx, r.node, r.src_qpn, RHN_CQE_OP_RECV,
+      imm ? op.imm_data : (inv ? op.rkey : 0),
       static_cast<uint8_t>(
-          (imm ? RHN_CQE_F_IMM : 0) |
+          (imm ? RHN_CQE_F_IMM : 0) | (inv ? RHN_CQE_F_INV : 0) |
           (grh ? RHN_CQE_F_GRH | m.grh_net_flag(r.data.data()) : 0) |
           ((op.flags & RHN_WOP_F_SOLICITED) ? RHN_CQE_F_SOLICITED : 0)));
   if (ctx != &single) m.rx_free(p, *ctx);
@@ -168,6 +195,7 @@ extern const OpFamily kSendFamily = {
     .name = "send",
     .check = check,
     .send_unsequenced = nullptr,
+    .execute_local = nullptr,
     .build_packet = build_packet,
     .on_response = nullptr,
     .has_room = nullptr,

@@ -42,6 +42,10 @@ enum rhn_admin_opcode {
 	RHN_ADMIN_MODIFY_QP = 0x21,
 	RHN_ADMIN_QUERY_QP = 0x22, /* writes struct rhn_qp_attr */
 	RHN_ADMIN_DESTROY_QP = 0x23,
+	/* Memory windows: keys in the MR key space, rkeys only. */
+	RHN_ADMIN_CREATE_MW = 0x24, /* result: its key */
+	/* u.handle.handle = the key CREATE_MW gave (its index counts) */
+	RHN_ADMIN_DESTROY_MW = 0x25,
 	RHN_ADMIN_REGISTER_AREA = 0x28,
 	RHN_ADMIN_UNREGISTER_AREA = 0x29,
 	RHN_ADMIN_SET_LINK = 0x30, /* administrative link up/down */
@@ -78,6 +82,7 @@ enum rhn_access {
 	RHN_ACCESS_REMOTE_WRITE = 1u << 1,
 	RHN_ACCESS_REMOTE_READ = 1u << 2,
 	RHN_ACCESS_REMOTE_ATOMIC = 1u << 3,
+	RHN_ACCESS_MW_BIND = 1u << 4, /* an MR windows may be bound to */
 };
 
 enum rhn_qp_type {
@@ -153,6 +158,19 @@ struct rhn_admin_create_mr {
 	__u8 levels; /* 1..3; 0: iova is the bus address (kernel only) */
 	__u8 key_variant; /* low 8 bits of the returned key */
 	__u8 reserved;
+};
+
+/*
+ * A window opens part of a region to remote access under its own key.
+ * Type 1: bound (and rebound) through any QP of its PD; type 2: bound
+ * through a QP, reachable only through that QP's peer requests, unbound
+ * by LOCAL_INV or a SEND_INV before it can be bound again.
+ */
+struct rhn_admin_create_mw {
+	__le32 pdn;
+	__u8 type; /* 1 or 2 */
+	__u8 key_variant; /* low 8 bits of the returned key */
+	__u8 reserved[2];
 };
 
 enum rhn_modify_mr_mask {
@@ -280,6 +298,7 @@ struct rhn_admin_cmd {
 		struct rhn_admin_create_eq create_eq;
 		struct rhn_admin_create_cq create_cq;
 		struct rhn_admin_resize_cq resize_cq;
+		struct rhn_admin_create_mw create_mw;
 		struct rhn_admin_create_srq create_srq;
 		struct rhn_admin_modify_srq modify_srq;
 		struct rhn_admin_create_qp create_qp;
@@ -295,6 +314,7 @@ RHN_ASSERT_SIZE(struct rhn_admin_create_mr, 40);
 RHN_ASSERT_SIZE(struct rhn_admin_modify_mr, 16);
 RHN_ASSERT_SIZE(struct rhn_admin_create_cq, 40);
 RHN_ASSERT_SIZE(struct rhn_admin_resize_cq, 40);
+RHN_ASSERT_SIZE(struct rhn_admin_create_mw, 8);
 RHN_ASSERT_OFFSET(struct rhn_admin_resize_cq, ring, 8);
 RHN_ASSERT_SIZE(struct rhn_admin_create_srq, 48);
 RHN_ASSERT_SIZE(struct rhn_admin_create_qp, 88);

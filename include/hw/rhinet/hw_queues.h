@@ -50,6 +50,11 @@ enum rhn_wqe_opcode {
 	RHN_OP_READ = 0x05, /* PULL */
 	RHN_OP_FETCH_ADD = 0x06,
 	RHN_OP_CMP_SWAP = 0x07,
+	/* Memory windows (no packet: the NIC executes them in SQ order). */
+	RHN_OP_BIND_MW = 0x08, /* u.bind, remote_addr, imm_data = rights */
+	RHN_OP_LOCAL_INV = 0x09, /* remote_key: the type 2 window to unbind */
+	/* SEND whose responder unbinds the type 2 window imm_data names */
+	RHN_OP_SEND_INV = 0x0a,
 	/* Reserved for the capabilities built on top (PRODUCT.md). */
 	RHN_OP_RAW_ETH = 0x10, /* Ethernet frame for the net_device */
 	RHN_OP_ISEND = 0x20, /* key-matched send (004 2.6) */
@@ -125,6 +130,14 @@ struct rhn_send_wqe {
 			__le64 compare_add; /* CMP_SWAP: compare; FETCH_ADD: add */
 			__le64 swap;
 		} atomic;
+		struct {
+			/* The window's current key; remote_key: its key once
+			 * bound (same index, the variant may change).
+			 */
+			__le32 mw_key;
+			__le32 mr_lkey; /* the region it opens onto */
+			__le64 length; /* from remote_addr; 0 unbinds (type 1) */
+		} bind;
 	} u;
 	union {
 		struct rhn_sge sge; /* first SGE (atomics: 8-byte result) */
@@ -205,6 +218,8 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_CMP_SWAP = 3,
 	RHN_CQE_OP_FETCH_ADD = 4,
 	RHN_CQE_OP_RAW_ETH = 5,
+	RHN_CQE_OP_BIND_MW = 6,
+	RHN_CQE_OP_LOCAL_INV = 7,
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
@@ -217,6 +232,7 @@ enum rhn_cqe_status {
 	RHN_CQE_LOC_QP_OP_ERR = 2,
 	RHN_CQE_LOC_PROT_ERR = 4,
 	RHN_CQE_WR_FLUSH_ERR = 5,
+	RHN_CQE_MW_BIND_ERR = 6,
 	RHN_CQE_BAD_RESP_ERR = 7,
 	RHN_CQE_LOC_ACCESS_ERR = 8,
 	RHN_CQE_REM_INV_REQ_ERR = 9,
@@ -239,6 +255,8 @@ enum rhn_cqe_flags {
 	 */
 	RHN_CQE_F_NET_IPV4 = 1u << 4,
 	RHN_CQE_F_NET_IPV6 = 1u << 5,
+	/* Receive of a SEND_INV: imm_data is the key the NIC invalidated. */
+	RHN_CQE_F_INV = 1u << 6,
 	RHN_CQE_F_OWNER = 1u << 7, /* phase bit, flips on every wrap */
 };
 
@@ -286,6 +304,7 @@ enum rhn_syndrome {
 	RHN_SYN_ALIGNMENT = 14, /* atomics need 8-byte alignment */
 	RHN_SYN_BUSY = 15, /* responder resources full, retried */
 	RHN_SYN_FLUSHED = 16,
+	RHN_SYN_BAD_WINDOW = 17, /* bind or invalidate of a window refused */
 };
 
 /* ---- Status words (004 2.3) --------------------------------------------- */

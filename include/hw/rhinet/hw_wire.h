@@ -103,6 +103,8 @@ enum rhn_wire_op_flags {
 	RHN_WOP_F_AREA = 1u << 4, /* rkey is an area ID */
 	RHN_WOP_F_SIGNAL = 1u << 5, /* interrupt the receiving host */
 	RHN_WOP_F_GRH = 1u << 6, /* UD SEND: payload starts with the GRH */
+	/* SEND: rkey is a type 2 window the responder unbinds on delivery */
+	RHN_WOP_F_INV = 1u << 7,
 };
 
 /*

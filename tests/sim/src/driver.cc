@@ -252,6 +252,15 @@ AdminResult SimDriver::destroy_mr(SimMr& mr) {
   return r;
 }
 
+AdminResult SimDriver::create_mw(uint32_t context, uint32_t pdn, uint8_t type,
+                                 uint8_t key_variant) {
+  rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_CREATE_MW, context);
+  cmd.u.create_mw.pdn = pdn;
+  cmd.u.create_mw.type = type;
+  cmd.u.create_mw.key_variant = key_variant;
+  return exec(cmd);
+}
+
 AdminResult SimDriver::modify_mr(uint32_t context, uint32_t key, uint32_t mask,
                                  uint32_t access, uint32_t pdn) {
   rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_MODIFY_MR, context);

@@ -132,6 +132,10 @@ bool SimQp::encode(const SendWr& wr, std::vector<uint8_t>* slots) {
   if (is_atomic(wr.opcode)) {
     base.u.atomic.compare_add = wr.compare_add;
     base.u.atomic.swap = wr.swap;
+  } else if (wr.opcode == RHN_OP_BIND_MW) {
+    base.u.bind.mw_key = wr.bind_mw_key;
+    base.u.bind.mr_lkey = wr.bind_mr_lkey;
+    base.u.bind.length = wr.bind_length;
   } else {
     if (wr.flags & RHN_WQE_F_STATUS_WORD) {
       base.u.status.addr = wr.status_addr;

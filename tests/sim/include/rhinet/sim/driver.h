@@ -85,6 +85,9 @@ class SimDriver {
                     uint64_t length, std::span<const uint64_t> pages,
                     uint32_t access, const MrOptions& opt = {});
   AdminResult destroy_mr(SimMr& mr);
+  // A memory window (type 1 or 2); result = its key.
+  AdminResult create_mw(uint32_t context, uint32_t pdn, uint8_t type,
+                        uint8_t key_variant);
   AdminResult invalidate_tlb(uint32_t context, uint32_t key);
   // Rights and/or PD of a region, in place (enum rhn_modify_mr_mask).
   AdminResult modify_mr(uint32_t context, uint32_t key, uint32_t mask,

@@ -58,6 +58,11 @@ struct SendWr {
   uint32_t qkey = 0;      // UD
   uint64_t compare_add = 0;
   uint64_t swap = 0;
+  // BIND_MW: the window's current key, the region, the length (remote_key:
+  // the window's key once bound; remote_addr: start; imm_data: rights).
+  uint32_t bind_mw_key = 0;
+  uint32_t bind_mr_lkey = 0;
+  uint64_t bind_length = 0;
   uint64_t status_addr = 0;  // with RHN_WQE_F_STATUS_WORD
   uint32_t status_lkey = 0;
   bool inline_doorbell = false;  // write the WQE into the doorbell page too

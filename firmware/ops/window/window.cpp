@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Memory windows: BIND_MW opens part of a region to remote access under
+// the window's own key, LOCAL_INV closes a type 2 window. Both are local:
+// the NIC executes them in send-queue order and sends nothing. Remote
+// access through a window is checked in translation/access.cpp; a SEND
+// that invalidates one at the responder is in ops/send.
+#include "ops/family.h"
+
+namespace rhinet::fw {
+namespace {
+
+constexpr uint32_t kRemoteRights =
+    RHN_ACCESS_REMOTE_WRITE | RHN_ACCESS_REMOTE_READ | RHN_ACCESS_REMOTE_ATOMIC;
+
+uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe&,
+              uint8_t* syndrome) {
+  // A type 2 window belongs to the connection it was bound through.
+  if (!connected_qp(qp.type)) {
+    *syndrome = RHN_SYN_BAD_OPCODE;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
+  return RHN_CQE_SUCCESS;
+}
+
+uint8_t bind(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
+             uint8_t* syndrome) {
+  *syndrome = RHN_SYN_BAD_WINDOW;
+  MrObj* mw = m.window_of_key(w.bind_mw_key, qp.context);
+  // The new key names the same window; only its variant may change.
+  if (!mw || (w.remote_key >> RHN_KEY_INDEX_SHIFT) !=
+                 (w.bind_mw_key >> RHN_KEY_INDEX_SHIFT))
+    return RHN_CQE_MW_BIND_ERR;
+  if (mw->pdn != qp.pdn) {
+    *syndrome = RHN_SYN_PD_MISMATCH;
+    return RHN_CQE_MW_BIND_ERR;
+  }
+  const uint32_t rights = w.imm_data;
+  if (rights & ~kRemoteRights) return RHN_CQE_MW_BIND_ERR;
+  // Type 2 is bound once, until invalidated; type 1 rebinds freely, and a
+  // zero length unbinds it.
+  if (mw->mw_type == 2 && (mw->bound || w.bind_length == 0))
+    return RHN_CQE_MW_BIND_ERR;
+  if (w.bind_length == 0) {
+    m.unbind_window(*mw);
+    mw->variant = static_cast<uint8_t>(w.remote_key & RHN_KEY_VARIANT_MASK);
+    *syndrome = RHN_SYN_NONE;
+    return RHN_CQE_SUCCESS;
+  }
+  // The region: of this QP's PD, open to windows, covering the range; a
+  // window that lets peers write needs a region the NIC may write.
+  uint32_t mr_index = 0;
+  const uint32_t need =
+      RHN_ACCESS_MW_BIND |
+      (rights & (RHN_ACCESS_REMOTE_WRITE | RHN_ACCESS_REMOTE_ATOMIC)
+           ? RHN_ACCESS_LOCAL_WRITE
+           : 0);
+  const rhn_syndrome s = m.check_key(w.bind_mr_lkey, qp.context, qp.pdn, need,
+                                     w.remote_addr, w.bind_length, &mr_index);
+  if (s != RHN_SYN_NONE) {
+    *syndrome = s;
+    return RHN_CQE_MW_BIND_ERR;
+  }
+  m.unbind_window(*mw);
+  mw->bound = true;
+  mw->bound_mr = mr_index;
+  m.mrs[mr_index].refs++;
+  mw->bound_qpn = qpn;
+  mw->iova = w.remote_addr;
+  mw->length = w.bind_length;
+  mw->access = rights;
+  mw->variant = static_cast<uint8_t>(w.remote_key & RHN_KEY_VARIANT_MASK);
+  *syndrome = RHN_SYN_NONE;
+  return RHN_CQE_SUCCESS;
+}
+
+uint8_t local_invalidate(Impl& m, QpObj& qp, const DecodedWqe& w,
+                         uint8_t* syndrome) {
+  MrObj* mw = m.window_of_key(w.remote_key, qp.context);
+  if (!mw || mw->mw_type != 2 || !mw->bound || mw->pdn != qp.pdn) {
+    *syndrome = RHN_SYN_BAD_WINDOW;
+    return RHN_CQE_MW_BIND_ERR;
+  }
+  m.unbind_window(*mw);
+  *syndrome = RHN_SYN_NONE;
+  return RHN_CQE_SUCCESS;
+}
+
+uint8_t execute_local(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
+                      uint8_t* syndrome) {
+  return w.opcode == RHN_OP_BIND_MW ? bind(m, qp, qpn, w, syndrome)
+                                    : local_invalidate(m, qp, w, syndrome);
+}
+
+}  // namespace
+
+extern const OpFamily kWindowFamily = {
+    .name = "window",
+    .check = check,
+    .send_unsequenced = nullptr,
+    .execute_local = execute_local,
+    .build_packet = nullptr,
+    .on_response = nullptr,
+    .has_room = nullptr,
+    .on_request = nullptr,
+};
+
+}  // namespace rhinet::fw
