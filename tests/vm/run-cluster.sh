@@ -149,7 +149,7 @@ elapsed_ms=$(($(date +%s%N) / 1000000 - start_ms))
 # on a node's console fails the node whatever its script said: KASAN, UBSAN,
 # lockdep and other WARNINGs and BUGs, oopses, panics, and the leaks the
 # guest's /init found with kmemleak.
-REPORTS='BUG:|WARNING:|Oops|UBSAN:|Kernel panic|kernel BUG at|general protection fault|DEBUG_LOCKS_WARN_ON|possible circular locking|inconsistent lock state|RHINET-KMEMLEAK: end'
+REPORTS='BUG:|WARNING:|Oops|UBSAN:|Kernel panic|kernel BUG at|general protection fault|DEBUG_LOCKS_WARN_ON|possible circular locking|inconsistent lock state|RHINET-KMEMLEAK: end|RHINET-LOCKDEP: off'
 kernel_reports() { # node
 	[[ ${CHECK_KERNEL_LOG:-0} == 1 ]] && grep -qE "$REPORTS" "$out/node$1.log"
 }

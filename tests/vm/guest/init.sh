@@ -35,9 +35,11 @@ kmemleak_check() {
 	# what the first found (as kmemleak's documentation advises).
 	sleep 6
 	start=$(date +%s)
-	echo scan >$KMEMLEAK
-	sleep 1
-	echo scan >$KMEMLEAK
+	# (kmemleak turns itself off on an internal error: then it finds nothing)
+	if ! { echo scan >$KMEMLEAK && sleep 1 && echo scan >$KMEMLEAK; }; then
+		echo "RHINET-KMEMLEAK: end: kmemleak is off, leaks are unknown"
+		return 1
+	fi
 	cat $KMEMLEAK >/tmp/kmemleak
 	echo "rhinet-init: kmemleak scanned twice in $(($(date +%s) - start)) s"
 	[ -s /tmp/kmemleak ] || return 0
@@ -55,6 +57,14 @@ batch)
 	rc=$?
 	if [ -e $KMEMLEAK ] && ! kmemleak_check && [ $rc = 0 ]; then
 		rc=1
+	fi
+	# Lockdep stops after its first report, and when it runs out of room
+	# (both print BUG: or WARNING:); turned off any other way, it would
+	# have checked nothing.
+	if [ -r /proc/lockdep_stats ] &&
+		! grep -q 'debug_locks: *1' /proc/lockdep_stats; then
+		echo "RHINET-LOCKDEP: off: $(grep debug_locks /proc/lockdep_stats)"
+		[ $rc = 0 ] && rc=1
 	fi
 	echo "RHINET-RESULT node=$NODE rc=$rc"
 	rhinet-vm-exit "$rc"
