@@ -128,7 +128,9 @@ static int rhinet_query_device(struct ib_device *ibdev,
 	attr->max_qp = le32_to_cpu(hw->max_qps) - 1;
 	attr->max_qp_wr = 1 << le32_to_cpu(hw->max_wq_log_depth);
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
-				 IB_DEVICE_PORT_ACTIVE_EVENT;
+				 IB_DEVICE_PORT_ACTIVE_EVENT |
+				 IB_DEVICE_MEM_WINDOW |
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	/* Kernel PDs use the physical lkey (only the management QP posts). */
 	attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	attr->max_send_sge = le32_to_cpu(hw->max_send_sges);
@@ -138,6 +140,7 @@ static int rhinet_query_device(struct ib_device *ibdev,
 	attr->max_cq = le32_to_cpu(hw->max_cqs) - 2;
 	attr->max_cqe = 1 << le32_to_cpu(hw->max_cq_log_depth);
 	attr->max_mr = ib->max_mrs;
+	attr->max_mw = ib->max_mrs; /* one pool with the MRs */
 	attr->max_pd = ib->max_pds;
 	attr->max_qp_rd_atom = le32_to_cpu(hw->max_rd_atomic);
 	attr->max_qp_init_rd_atom = attr->max_qp_rd_atom;
@@ -357,6 +360,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 
 	.add_gid = rhinet_add_gid,
 	.alloc_hw_port_stats = rhinet_alloc_hw_port_stats,
+	.alloc_mw = rhinet_alloc_mw,
 	.alloc_pd = rhinet_alloc_pd,
 	.alloc_ucontext = rhinet_alloc_ucontext,
 	.create_ah = rhinet_create_ah,
@@ -364,6 +368,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.create_qp = rhinet_create_qp,
 	.create_srq = rhinet_create_srq,
 	.create_user_ah = rhinet_create_ah,
+	.dealloc_mw = rhinet_dealloc_mw,
 	.dealloc_pd = rhinet_dealloc_pd,
 	.dealloc_ucontext = rhinet_dealloc_ucontext,
 	.del_gid = rhinet_del_gid,
@@ -397,6 +402,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, rhinet_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, rhinet_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, rhinet_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, rhinet_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, rhinet_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, rhinet_srq, ibsrq),

@@ -13,6 +13,7 @@
 
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include "rhinet.h"
 
@@ -75,6 +76,18 @@ struct rhinet_db_entry {
 struct rhinet_pd {
 	struct ib_pd ibpd;
 	u32 pdn;
+	u32 ctx;
+};
+
+/* The process a uverbs call comes from; NULL for kernel callers. */
+static inline struct rhinet_ucontext *rhinet_uctx(struct ib_udata *udata)
+{
+	return rdma_udata_to_drv_context(udata, struct rhinet_ucontext, ibuc);
+}
+
+struct rhinet_mw {
+	struct ib_mw ibmw;
+	u32 key; /* as created: binds change only its variant */
 	u32 ctx;
 };
 
@@ -206,6 +219,8 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				   struct ib_pd *new_pd,
 				   struct ib_udata *udata);
 int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+int rhinet_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int rhinet_dealloc_mw(struct ib_mw *ibmw);
 
 /* rhinet_kverbs.c */
 int rhinet_kcq_destroy(struct rhinet_ib *ib, struct rhinet_cq *cq);

@@ -21,14 +21,15 @@
 
 #define RHINET_MR_ACCESS                                                   \
 	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | \
-	 IB_ACCESS_REMOTE_ATOMIC)
+	 IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_MW_BIND)
 
 static u32 rhinet_nic_access(int access)
 {
 	return (access & IB_ACCESS_LOCAL_WRITE ? RHN_ACCESS_LOCAL_WRITE : 0) |
 	       (access & IB_ACCESS_REMOTE_WRITE ? RHN_ACCESS_REMOTE_WRITE : 0) |
 	       (access & IB_ACCESS_REMOTE_READ ? RHN_ACCESS_REMOTE_READ : 0) |
-	       (access & IB_ACCESS_REMOTE_ATOMIC ? RHN_ACCESS_REMOTE_ATOMIC : 0);
+	       (access & IB_ACCESS_REMOTE_ATOMIC ? RHN_ACCESS_REMOTE_ATOMIC : 0) |
+	       (access & IB_ACCESS_MW_BIND ? RHN_ACCESS_MW_BIND : 0);
 }
 
 static void rhinet_vpt_free(struct rhinet_ib *ib, struct rhinet_mem *mem)
@@ -437,5 +438,57 @@ int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		return ret;
 	atomic_dec(&ib->num_mrs);
 	kfree(mr);
+	return 0;
+}
+
+/* ---- memory windows ------------------------------------------------------ */
+
+/*
+ * A window is a key of the NIC's MR table: MRs and windows share its
+ * entries (max_mr and max_mw are one pool). User space binds and
+ * invalidates through its send queues; the kernel only creates and frees.
+ */
+int rhinet_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibmw->device);
+	struct rhinet_ucontext *uc = rhinet_uctx(udata);
+	struct rhinet_mw *mw = container_of(ibmw, struct rhinet_mw, ibmw);
+	struct rhn_admin_cmd cmd = {};
+	int ret;
+
+	if (!uc)
+		return -EOPNOTSUPP;
+	ret = rhinet_udata_in(udata, NULL, 0);
+	if (ret)
+		return ret;
+	if (atomic_inc_return(&ib->num_mrs) > ib->max_mrs) {
+		atomic_dec(&ib->num_mrs);
+		return -ENOSPC;
+	}
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_MW;
+	cmd.u.create_mw.pdn = cpu_to_le32(to_rpd(ibmw->pd)->pdn);
+	cmd.u.create_mw.type = ibmw->type == IB_MW_TYPE_1 ? 1 : 2;
+	cmd.u.create_mw.key_variant = atomic_inc_return(&ib->key_variant);
+	ret = rhinet_ctx_exec(ib, uc->ctx, &cmd, &mw->key);
+	if (ret) {
+		atomic_dec(&ib->num_mrs);
+		return ret;
+	}
+	mw->ctx = uc->ctx;
+	ibmw->rkey = mw->key;
+	return 0;
+}
+
+/* The NIC unbinds it if bound; its region is free of it then. */
+int rhinet_dealloc_mw(struct ib_mw *ibmw)
+{
+	struct rhinet_ib *ib = to_rib(ibmw->device);
+	struct rhinet_mw *mw = container_of(ibmw, struct rhinet_mw, ibmw);
+	int ret;
+
+	ret = rhinet_destroy_object(ib, mw->ctx, RHN_ADMIN_DESTROY_MW, mw->key);
+	if (ret)
+		return ret;
+	atomic_dec(&ib->num_mrs);
 	return 0;
 }

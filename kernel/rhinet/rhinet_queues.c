@@ -15,11 +15,6 @@
 
 #define RHINET_QP_RECORDS_SIZE sizeof(struct rhn_queue_record)
 
-static struct rhinet_ucontext *rhinet_uctx(struct ib_udata *udata)
-{
-	return rdma_udata_to_drv_context(udata, struct rhinet_ucontext, ibuc);
-}
-
 static struct rhn_host_ref rhinet_ref(const struct rhinet_mem *mem, u64 va)
 {
 	struct rhn_host_ref r = {

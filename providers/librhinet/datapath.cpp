@@ -30,6 +30,12 @@ int nic_opcode(ibv_wr_opcode op) {
       return RHN_OP_FETCH_ADD;
     case IBV_WR_ATOMIC_CMP_AND_SWP:
       return RHN_OP_CMP_SWAP;
+    case IBV_WR_BIND_MW:
+      return RHN_OP_BIND_MW;
+    case IBV_WR_LOCAL_INV:
+      return RHN_OP_LOCAL_INV;
+    case IBV_WR_SEND_WITH_INV:
+      return RHN_OP_SEND_INV;
     default:
       return -1;
   }
@@ -37,12 +43,17 @@ int nic_opcode(ibv_wr_opcode op) {
 
 bool carries_payload(int op) {
   return op == RHN_OP_SEND || op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE ||
-         op == RHN_OP_WRITE_IMM;
+         op == RHN_OP_WRITE_IMM || op == RHN_OP_SEND_INV;
 }
 
 bool may_be_inline(ibv_wr_opcode op) {
   return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
-         op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+         op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
+         op == IBV_WR_SEND_WITH_INV;
+}
+
+bool is_window_op(int op) {
+  return op == RHN_OP_BIND_MW || op == RHN_OP_LOCAL_INV;
 }
 
 // Builds one WQE in @w (RHN_WQE_MAX_SLOTS slots, the base slot zeroed);
@@ -53,11 +64,14 @@ uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
   const int op = nic_opcode(d.opcode);
   const bool ud = is_ud(qp);
   const bool atomic = op == RHN_OP_FETCH_ADD || op == RHN_OP_CMP_SWAP;
-  // UD: SENDs only; UC: SENDs and WRITEs (nothing comes back to it).
+  // UD: SENDs only; UC: no READ or atomics (nothing comes back to it),
+  // and no SEND_WITH_INV (RC only); windows bind on RC and UC.
   const bool uc = qp->vqp.qp.qp_type == IBV_QPT_UC;
+  const bool window_op = is_window_op(op);
   if (op < 0 || (ud && (op != RHN_OP_SEND && op != RHN_OP_SEND_IMM)) ||
-      (uc && !carries_payload(op)) || (ud && !d.ah) ||
-      (d.inline_data && !carries_payload(op))) {
+      (uc && !carries_payload(op) && !window_op) ||
+      (uc && op == RHN_OP_SEND_INV) || (ud && !d.ah) ||
+      (d.inline_data && !carries_payload(op)) || (window_op && d.num_sge)) {
     *err = EINVAL;
     return 0;
   }
@@ -113,6 +127,17 @@ uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
     h->remote_key = d.rkey;
     h->u.atomic.compare_add = d.compare_add;
     h->u.atomic.swap = d.swap;
+  } else if (op == RHN_OP_BIND_MW) {
+    h->remote_key = d.rkey;  // the window's key once bound
+    h->remote_addr = d.remote_addr;
+    h->imm_data = d.bind_rights;
+    h->u.bind.mw_key = d.bind_mw_key;
+    h->u.bind.mr_lkey = d.bind_mr_lkey;
+    h->u.bind.length = d.bind_length;
+  } else if (op == RHN_OP_LOCAL_INV) {
+    h->remote_key = d.invalidate_rkey;
+  } else if (op == RHN_OP_SEND_INV) {
+    h->imm_data = d.invalidate_rkey;  // a key, not an immediate
   } else if (op != RHN_OP_SEND && op != RHN_OP_SEND_IMM) {
     h->remote_addr = d.remote_addr;
     h->remote_key = d.rkey;
@@ -138,6 +163,18 @@ SendDesc desc_of(const Qp* qp, const ibv_send_wr* wr) {
       d.compare_add = wr->wr.atomic.compare_add;
       d.swap = wr->wr.atomic.swap;
       break;
+    case IBV_WR_BIND_MW:
+      // Type 1 windows bind through ibv_bind_mw only.
+      if (wr->bind_mw.mw && wr->bind_mw.mw->type == IBV_MW_TYPE_2)
+        describe_bind(&d, wr->bind_mw.mw, wr->bind_mw.rkey,
+                      wr->bind_mw.bind_info);
+      else
+        d.opcode = static_cast<ibv_wr_opcode>(-1);  // refused by the builder
+      break;
+    case IBV_WR_LOCAL_INV:
+    case IBV_WR_SEND_WITH_INV:
+      d.invalidate_rkey = wr->invalidate_rkey;
+      break;
     default:
       d.remote_addr = wr->wr.rdma.remote_addr;
       d.rkey = wr->wr.rdma.rkey;
@@ -151,6 +188,21 @@ SendDesc desc_of(const Qp* qp, const ibv_send_wr* wr) {
 }
 
 }  // namespace
+
+void describe_bind(SendDesc* d, const ibv_mw* mw, uint32_t new_rkey,
+                   const ibv_mw_bind_info& info) {
+  d->opcode = IBV_WR_BIND_MW;
+  d->bind_mw_key = mw->rkey;
+  d->rkey = new_rkey;
+  d->bind_mr_lkey = info.mr ? info.mr->lkey : 0;
+  d->remote_addr = info.addr;
+  d->bind_length = info.length;
+  const unsigned int a = info.mw_access_flags;
+  d->bind_rights =
+      (a & IBV_ACCESS_REMOTE_WRITE ? RHN_ACCESS_REMOTE_WRITE : 0) |
+      (a & IBV_ACCESS_REMOTE_READ ? RHN_ACCESS_REMOTE_READ : 0) |
+      (a & IBV_ACCESS_REMOTE_ATOMIC ? RHN_ACCESS_REMOTE_ATOMIC : 0);
+}
 
 int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id) {
   const uint32_t depth = 1u << qp->sq_log, mask = depth - 1;
@@ -313,6 +365,10 @@ ibv_wc_opcode wc_opcode(uint8_t op) {
       return IBV_WC_FETCH_ADD;
     case RHN_CQE_OP_RECV_WRITE_IMM:
       return IBV_WC_RECV_RDMA_WITH_IMM;
+    case RHN_CQE_OP_BIND_MW:
+      return IBV_WC_BIND_MW;
+    case RHN_CQE_OP_LOCAL_INV:
+      return IBV_WC_LOCAL_INV;
     default:
       return IBV_WC_RECV;
   }
@@ -372,6 +428,10 @@ bool poll_one(Cq* cq, ibv_wc* wc) {
     if (e.flags & RHN_CQE_F_IMM) {
       c.wc_flags |= IBV_WC_WITH_IMM;
       c.imm_data = e.imm_data;
+    }
+    if (e.flags & RHN_CQE_F_INV) {  // the key shares imm_data's bytes
+      c.wc_flags |= IBV_WC_WITH_INV;
+      c.invalidated_rkey = e.imm_data;
     }
     if (e.flags & RHN_CQE_F_SQ) {
       complete_send(qp, e, &c);

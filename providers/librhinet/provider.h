@@ -19,7 +19,6 @@
 
 namespace rhinet {
 
-
 template <typename T>
 inline T* container_of_member(void* member, std::size_t offset) {
   return reinterpret_cast<T*>(static_cast<char*>(member) - offset);
@@ -45,8 +44,8 @@ class QpTable {
     for (auto& l : leaves_) delete[] l.load(std::memory_order_relaxed);
   }
   Qp* get(uint32_t qpn) const {
-    Qp** leaf = leaves_[(qpn >> kLeafBits) % kLeaves].load(
-        std::memory_order_acquire);
+    Qp** leaf =
+        leaves_[(qpn >> kLeafBits) % kLeaves].load(std::memory_order_acquire);
     return leaf ? leaf[qpn & ((1u << kLeafBits) - 1)] : nullptr;
   }
   // False when a leaf cannot be allocated. Callers hold table_lock.
@@ -140,6 +139,11 @@ struct SendDesc {
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
   uint64_t compare_add = 0, swap = 0;
+  // BIND_MW: the window's key now (rkey: its key once bound), the region,
+  // the length, the NIC rights; LOCAL_INV and SEND_WITH_INV: the key.
+  uint32_t bind_mw_key = 0, bind_mr_lkey = 0, bind_rights = 0;
+  uint64_t bind_length = 0;
+  uint32_t invalidate_rkey = 0;
   const Ah* ah = nullptr;  // UD
   uint32_t remote_qpn = 0, remote_qkey = 0;
 };
@@ -248,6 +252,12 @@ ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel,
                   int comp_vector);
 int destroy_cq(ibv_cq* cq);
 int resize_cq(ibv_cq* cq, int cqe);
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type);
+int dealloc_mw(ibv_mw* mw);
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind);
+// A bind's description from IB's: rights translated, the new key kept.
+void describe_bind(SendDesc* d, const ibv_mw* mw, uint32_t new_rkey,
+                   const ibv_mw_bind_info& info);
 ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask);
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr);

@@ -19,9 +19,11 @@ namespace {
 
 // What the NIC does per QP type (IBV_QP_EX_WITH_*).
 constexpr uint64_t kUdOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-constexpr uint64_t kUcOps =
-    kUdOps | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
-constexpr uint64_t kRcOps = kUcOps | IBV_QP_EX_WITH_RDMA_READ;
+constexpr uint64_t kUcOps = kUdOps | IBV_QP_EX_WITH_RDMA_WRITE |
+                            IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                            IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
+constexpr uint64_t kRcOps =
+    kUcOps | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND_WITH_INV;
 constexpr uint64_t kAtomicOps =
     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 
@@ -118,12 +120,24 @@ void wr_atomic_fetch_add(ibv_qp_ex* q, uint32_t rkey, uint64_t addr,
   d->compare_add = add;
 }
 
-// Operations the NIC does not have: the batch fails at wr_complete.
-void wr_bind_mw(ibv_qp_ex* q, ibv_mw*, uint32_t, const ibv_mw_bind_info*) {
-  fail(qp_of(q), EOPNOTSUPP);
+// Type 2 windows (type 1 binds through ibv_bind_mw).
+void wr_bind_mw(ibv_qp_ex* q, ibv_mw* mw, uint32_t rkey,
+                const ibv_mw_bind_info* info) {
+  SendDesc* d = begin(q, IBV_WR_BIND_MW, IBV_QP_EX_WITH_BIND_MW);
+  if (!mw || mw->type != IBV_MW_TYPE_2 || !info) return fail(qp_of(q), EINVAL);
+  describe_bind(d, mw, rkey, *info);
 }
-void wr_local_inv(ibv_qp_ex* q, uint32_t) { fail(qp_of(q), EOPNOTSUPP); }
-void wr_send_inv(ibv_qp_ex* q, uint32_t) { fail(qp_of(q), EOPNOTSUPP); }
+
+void wr_local_inv(ibv_qp_ex* q, uint32_t rkey) {
+  begin(q, IBV_WR_LOCAL_INV, IBV_QP_EX_WITH_LOCAL_INV)->invalidate_rkey = rkey;
+}
+
+void wr_send_inv(ibv_qp_ex* q, uint32_t rkey) {
+  begin(q, IBV_WR_SEND_WITH_INV, IBV_QP_EX_WITH_SEND_WITH_INV)
+      ->invalidate_rkey = rkey;
+}
+
+// Operations the NIC does not have: the batch fails at wr_complete.
 void wr_send_tso(ibv_qp_ex* q, void*, uint16_t, uint16_t) {
   fail(qp_of(q), EOPNOTSUPP);
 }

@@ -54,6 +54,54 @@ int dealloc_pd(ibv_pd* ibpd) {
   return err;
 }
 
+// ---- memory windows ---------------------------------------------------------
+
+RHINET_CMD(AllocMwCmd, ib_uverbs_alloc_mw, rhinet_no_data);
+RHINET_RESP(AllocMwResp, ib_uverbs_alloc_mw_resp, rhinet_no_data);
+
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) {
+  if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
+    return errno = EINVAL, nullptr;
+  ibv_mw* mw = make<ibv_mw>();
+  if (!mw) return errno = ENOMEM, nullptr;
+  AllocMwCmd cmd{};
+  AllocMwResp resp{};
+  int err = ibv_cmd_alloc_mw(
+      pd, type, mw, reinterpret_cast<struct ibv_alloc_mw*>(&cmd), sizeof(cmd),
+      reinterpret_cast<ib_uverbs_alloc_mw_resp*>(resp.core), sizeof(resp));
+  if (err) {
+    destroy_obj(mw);
+    errno = err;
+    return nullptr;
+  }
+  return mw;
+}
+
+int dealloc_mw(ibv_mw* mw) {
+  int err = ibv_cmd_dealloc_mw(mw);
+  if (!err) destroy_obj(mw);
+  return err;
+}
+
+// Type 1: a BIND_MW work request on @ibqp; the window's key moves on to
+// its next variant (the application reads it back from mw->rkey).
+int bind_mw(ibv_qp* ibqp, ibv_mw* mw, ibv_mw_bind* b) {
+  if (mw->type != IBV_MW_TYPE_1 || mw->pd != ibqp->pd) return EINVAL;
+  if (b->bind_info.length && !b->bind_info.mr) return EINVAL;
+  Qp* qp = to_qp(ibqp);
+  SendDesc d;
+  const uint32_t next = ibv_inc_rkey(mw->rkey);
+  describe_bind(&d, mw, next, b->bind_info);
+  d.send_flags = b->send_flags;
+  std::lock_guard<std::mutex> g(qp->sq_lock);
+  if (ibqp->state != IBV_QPS_RTS) return EINVAL;
+  int err = enqueue_send(qp, d, b->wr_id);
+  if (err) return err;
+  ring_sq(qp);
+  mw->rkey = next;
+  return 0;
+}
+
 // ---- MR -------------------------------------------------------------------
 
 RHINET_CMD(RegMrCmd, ib_uverbs_reg_mr, rhinet_reg_mr_cmd);

@@ -160,11 +160,16 @@ struct verbs_srq {
 typedef void (*verbs_op)(void);
 
 struct verbs_context_ops {
-	verbs_op advise_mr, alloc_dm, alloc_mw, alloc_null_mr;
+	verbs_op advise_mr, alloc_dm;
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
+	verbs_op alloc_null_mr;
 	verbs_op alloc_parent_domain;
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
 	verbs_op alloc_td, async_event, attach_counters_point_flow;
-	verbs_op attach_mcast, bind_mw, close_xrcd, cq_event;
+	verbs_op attach_mcast;
+	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
+		       struct ibv_mw_bind *mw_bind);
+	verbs_op close_xrcd, cq_event;
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 	verbs_op create_counters;
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
@@ -180,7 +185,8 @@ struct verbs_context_ops {
 	verbs_op create_rwq_ind_table;
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
 				      struct ibv_srq_init_attr *attr);
-	verbs_op create_srq_ex, create_wq, dealloc_mw;
+	verbs_op create_srq_ex, create_wq;
+	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	verbs_op dealloc_td;
 	int (*dereg_mr)(struct verbs_mr *vmr);
@@ -284,6 +290,7 @@ struct ibv_reg_mr;
 struct ibv_rereg_mr;
 struct ibv_create_cq;
 struct ibv_resize_cq;
+struct ibv_alloc_mw;
 struct ibv_create_cq_ex;
 struct ibv_create_srq;
 struct ibv_modify_srq;
@@ -348,6 +355,10 @@ int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 struct ib_uverbs_ex_create_cq_resp *resp,
 			 size_t resp_size, uint32_t cmd_flags);
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
+int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
+		     struct ibv_mw *mw, struct ibv_alloc_mw *cmd, size_t cmd_size,
+		     struct ib_uverbs_alloc_mw_resp *resp, size_t resp_size);
+int ibv_cmd_dealloc_mw(struct ibv_mw *mw);
 /* Sets cq->cqe from the response. */
 int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_resize_cq_resp *resp,

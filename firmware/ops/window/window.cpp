@@ -25,11 +25,14 @@ uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe&,
 uint8_t bind(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
              uint8_t* syndrome) {
   *syndrome = RHN_SYN_BAD_WINDOW;
-  MrObj* mw = m.window_of_key(w.bind_mw_key, qp.context);
-  // The new key names the same window; only its variant may change.
-  if (!mw || (w.remote_key >> RHN_KEY_INDEX_SHIFT) !=
-                 (w.bind_mw_key >> RHN_KEY_INDEX_SHIFT))
+  // The window by its index: software may still hold the key it was
+  // created with (verbs do not update a type 2 window's key on a bind).
+  const uint32_t idx = w.bind_mw_key >> RHN_KEY_INDEX_SHIFT;
+  MrObj* mw = idx && idx < m.mrs.size() ? &m.mrs[idx] : nullptr;
+  if (!mw || !mw->valid || !mw->window || mw->context != qp.context)
     return RHN_CQE_MW_BIND_ERR;
+  // The new key names the same window; only its variant may change.
+  if ((w.remote_key >> RHN_KEY_INDEX_SHIFT) != idx) return RHN_CQE_MW_BIND_ERR;
   if (mw->pdn != qp.pdn) {
     *syndrome = RHN_SYN_PD_MISMATCH;
     return RHN_CQE_MW_BIND_ERR;

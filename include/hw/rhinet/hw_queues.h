@@ -131,8 +131,9 @@ struct rhn_send_wqe {
 			__le64 swap;
 		} atomic;
 		struct {
-			/* The window's current key; remote_key: its key once
-			 * bound (same index, the variant may change).
+			/* The window (by the index of any of its keys);
+			 * remote_key: its key once bound (same index, the
+			 * variant may change).
 			 */
 			__le32 mw_key;
 			__le32 mr_lkey; /* the region it opens onto */

@@ -47,6 +47,8 @@
 #define UD_SLOT 2048u
 #define UD_RECVS 4
 #define GRH 40u
+#define WIN (512u << 10) /* memory windows: a region of 64 KiB */
+#define WIN_LEN (64u << 10)
 
 static int checks, failures;
 static const char *role = "?";
@@ -170,6 +172,7 @@ struct comp {
 	uint32_t vendor_err, byte_len, qp_num, src_qp, slid;
 	unsigned int wc_flags;
 	uint32_t imm; /* host order */
+	uint32_t inv; /* IBV_WC_WITH_INV: the key invalidated */
 	uint8_t sl, dlid_path_bits;
 };
 
@@ -183,6 +186,9 @@ static void read_comp(struct ibv_cq_ex *cq, struct comp *c)
 	c->wc_flags = ibv_wc_read_wc_flags(cq);
 	c->imm = c->wc_flags & IBV_WC_WITH_IMM ? ntohl(ibv_wc_read_imm_data(cq))
 					       : 0;
+	c->inv = c->wc_flags & IBV_WC_WITH_INV
+			 ? ibv_wc_read_invalidated_rkey(cq)
+			 : 0;
 	c->qp_num = ibv_wc_read_qp_num(cq);
 	c->src_qp = ibv_wc_read_src_qp(cq);
 	c->slid = ibv_wc_read_slid(cq);
@@ -726,13 +732,25 @@ static void refusals(struct node *n)
 	struct ibv_qp *qp;
 	struct ibv_cq_ex *cq;
 
+	/* Windows: bind and local invalidate on RC and UC, SEND_WITH_INV on
+	 * RC only; TSO never.
+	 */
 	errno = 0;
-	qp = make_qp(n, IBV_QPT_RC, kRcOps | IBV_QP_EX_WITH_LOCAL_INV, 0, NULL);
-	check(!qp && errno == EOPNOTSUPP, "RC with LOCAL_INV: %p errno %d",
-	      (void *)qp, errno);
+	qp = make_qp(n, IBV_QPT_RC,
+		     kRcOps | IBV_QP_EX_WITH_LOCAL_INV |
+			     IBV_QP_EX_WITH_BIND_MW |
+			     IBV_QP_EX_WITH_SEND_WITH_INV,
+		     0, NULL);
+	check(qp != NULL, "RC with the window operations: errno %d", errno);
+	if (qp)
+		ibv_destroy_qp(qp);
 	errno = 0;
-	qp = make_qp(n, IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW, 0, NULL);
-	check(!qp && errno == EOPNOTSUPP, "RC with BIND_MW: errno %d", errno);
+	qp = make_qp(n, IBV_QPT_UC, IBV_QP_EX_WITH_SEND_WITH_INV, 0, NULL);
+	check(!qp && errno == EOPNOTSUPP, "UC with SEND_WITH_INV: errno %d",
+	      errno);
+	errno = 0;
+	qp = make_qp(n, IBV_QPT_RC, IBV_QP_EX_WITH_TSO, 0, NULL);
+	check(!qp && errno == EOPNOTSUPP, "RC with TSO: errno %d", errno);
 	errno = 0;
 	qp = make_qp(n, IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE, 0, NULL);
 	check(!qp && errno == EOPNOTSUPP, "UD with RDMA_WRITE: errno %d",
@@ -1124,6 +1142,171 @@ out:
 	check(!ibv_destroy_cq(cq), "destroy the resized CQ");
 }
 
+/* ---- memory windows ------------------------------------------------------- */
+
+/* What the server opens to the client through windows. */
+struct windows {
+	uint32_t rkey2, rkey1; /* type 2 (read/write), type 1 (read) */
+	uint64_t addr2, addr1;
+};
+
+/* One signaled WR on the RC QP, its completion taken from the send CQ. */
+static struct comp post_one(struct node *n, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	struct comp c = {.status = IBV_WC_GENERAL_ERR};
+
+	wr->send_flags |= IBV_SEND_SIGNALED;
+	check(!ibv_post_send(n->rc, wr, &bad), "post opcode %d", wr->opcode);
+	poll_n(n->scq, &c, 1);
+	return c;
+}
+
+/*
+ * The server binds a type 2 window (IBV_WR_BIND_MW) and a type 1 window
+ * (ibv_bind_mw) over a region registered with IBV_ACCESS_MW_BIND, hands the
+ * keys to the client, which PUSHes and PULLs through them and then sends
+ * with invalidate; the server sees the key invalidated, binds the window
+ * again (it is free) and invalidates it locally.
+ */
+static void windows_server(struct node *n, int fd)
+{
+	struct ibv_mr *mr =
+		ibv_reg_mr(n->pd, n->buf + WIN, WIN_LEN,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mw2 = ibv_alloc_mw(n->pd, IBV_MW_TYPE_2);
+	struct ibv_mw *mw1 = ibv_alloc_mw(n->pd, IBV_MW_TYPE_1);
+	struct windows w = {0}, none;
+	struct ibv_send_wr wr;
+	struct ibv_send_wr *bad;
+	struct comp c[1];
+
+	check(mr && mw2 && mw1, "MW_BIND region and windows: errno %d", errno);
+	if (!mr || !mw2 || !mw1)
+		exit(1);
+	fill(n->buf + WIN + 8192, 8192, 4096, 0x77);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 701;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.bind_mw.mw = mw2;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw2->rkey);
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = mr,
+		.addr = (uintptr_t)n->buf + WIN,
+		.length = 4096,
+		.mw_access_flags =
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+	c[0] = post_one(n, &wr);
+	check(c[0].status == IBV_WC_SUCCESS && c[0].opcode == IBV_WC_BIND_MW &&
+		      c[0].wr_id == 701,
+	      "type 2 bind: status %d opcode %d", c[0].status, c[0].opcode);
+	w.rkey2 = wr.bind_mw.rkey;
+	w.addr2 = (uintptr_t)n->buf + WIN;
+	{
+		struct ibv_mw_bind b = {
+			.wr_id = 702,
+			.send_flags = IBV_SEND_SIGNALED,
+			.bind_info = {.mr = mr,
+				      .addr = (uintptr_t)n->buf + WIN + 8192,
+				      .length = 4096,
+				      .mw_access_flags =
+					      IBV_ACCESS_REMOTE_READ}};
+		uint32_t before = mw1->rkey;
+
+		check(!ibv_bind_mw(n->rc, mw1, &b), "ibv_bind_mw: errno %d",
+		      errno);
+		poll_n(n->scq, c, 1);
+		check(c[0].status == IBV_WC_SUCCESS &&
+			      c[0].opcode == IBV_WC_BIND_MW &&
+			      c[0].wr_id == 702,
+		      "type 1 bind: status %d", c[0].status);
+		check(mw1->rkey == ibv_inc_rkey(before),
+		      "type 1 key %#x after bind (was %#x)", mw1->rkey, before);
+		/* A type 2 window does not bind through ibv_bind_mw, nor a
+		 * type 1 window through a work request.
+		 */
+		check(ibv_bind_mw(n->rc, mw2, &b) == EINVAL,
+		      "ibv_bind_mw of a type 2 window");
+		wr.bind_mw.mw = mw1;
+		check(ibv_post_send(n->rc, &wr, &bad) == EINVAL,
+		      "IBV_WR_BIND_MW of a type 1 window");
+	}
+	w.rkey1 = mw1->rkey;
+	w.addr1 = (uintptr_t)n->buf + WIN + 8192;
+	xfer(fd, &w, &none, sizeof(w));
+	sync_peer(fd); /* the client's PUSH, PULL and SEND_INV are done */
+	if (poll_n(n->rcq, c, 1) == 1) {
+		check(c[0].status == IBV_WC_SUCCESS &&
+			      c[0].opcode == IBV_WC_RECV,
+		      "SEND_INV receive: status %d opcode %d", c[0].status,
+		      c[0].opcode);
+		check(c[0].wc_flags & IBV_WC_WITH_INV,
+		      "SEND_INV receive without IBV_WC_WITH_INV (%#x)",
+		      c[0].wc_flags);
+		check(c[0].inv == w.rkey2, "invalidated %#x, expected %#x",
+		      c[0].inv, w.rkey2);
+	}
+	check(same(n->buf + WIN, 0, 4096, 0x66),
+	      "the PUSH through the type 2 window did not land");
+	/* Unbound by the peer: it binds again, then goes locally. */
+	wr.wr_id = 703;
+	wr.bind_mw.mw = mw2;
+	wr.bind_mw.rkey = ibv_inc_rkey(w.rkey2);
+	c[0] = post_one(n, &wr);
+	check(c[0].status == IBV_WC_SUCCESS, "rebind after SEND_INV: %d",
+	      c[0].status);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 704;
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.invalidate_rkey = ibv_inc_rkey(w.rkey2);
+	c[0] = post_one(n, &wr);
+	check(c[0].status == IBV_WC_SUCCESS && c[0].opcode == IBV_WC_LOCAL_INV,
+	      "local invalidate: status %d opcode %d", c[0].status,
+	      c[0].opcode);
+	check(!ibv_dealloc_mw(mw1) && !ibv_dealloc_mw(mw2), "dealloc windows");
+	check(!ibv_dereg_mr(mr), "dereg the windows' region");
+}
+
+static void windows_client(struct node *n, int fd)
+{
+	struct windows w, none = {0};
+	struct ibv_sge s = sge(n, WIN, 4096);
+	struct ibv_send_wr wr;
+	struct comp c;
+
+	fill(n->buf + WIN, 0, 4096, 0x66);
+	xfer(fd, &none, &w, sizeof(w));
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 711;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = w.addr2;
+	wr.wr.rdma.rkey = w.rkey2;
+	c = post_one(n, &wr);
+	check(c.status == IBV_WC_SUCCESS, "PUSH through the type 2 window: %s",
+	      ibv_wc_status_str(c.status));
+	s = sge(n, WIN + 8192, 4096);
+	wr.wr_id = 712;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = w.addr1;
+	wr.wr.rdma.rkey = w.rkey1;
+	c = post_one(n, &wr);
+	check(c.status == IBV_WC_SUCCESS &&
+		      same(n->buf + WIN + 8192, 8192, 4096, 0x77),
+	      "PULL through the type 1 window: %s",
+	      ibv_wc_status_str(c.status));
+	s = sge(n, WIN, 16);
+	wr.wr_id = 713;
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.invalidate_rkey = w.rkey2;
+	c = post_one(n, &wr);
+	check(c.status == IBV_WC_SUCCESS && c.opcode == IBV_WC_SEND,
+	      "SEND_WITH_INV: %s", ibv_wc_status_str(c.status));
+	sync_peer(fd);
+}
+
 static void client_ud(struct node *n, int fd)
 {
 	struct ibv_qp_ex *q = n->udx;
@@ -1341,6 +1524,7 @@ int main(int argc, char **argv)
 		query_reconnect(&n);
 		second_vector(&n);
 		resize(&n);
+		windows_client(&n, fd);
 		printf("rhinet-qpex client: error cases done (%d failures)\n",
 		       failures);
 		client_ud(&n, fd);
@@ -1353,6 +1537,7 @@ int main(int argc, char **argv)
 		query_reconnect(&n);
 		second_vector(&n);
 		resize(&n);
+		windows_server(&n, fd);
 		server_ud(&n, fd, &events);
 		sync_peer(fd); /* the client's remote error */
 		check(events > 0, "no completion event arrived");
