@@ -131,6 +131,17 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     if (r.lkey == RHN_LKEY_PHYSICAL) return RHN_ADMIN_NOT_PERMITTED;
     return RHN_ADMIN_BAD_PARAM;
   };
+  // A CQ's ring of 2^log_depth CQEs (the NIC writes it) and its record.
+  auto cq_memory_check = [&](const rhn_host_ref& ring,
+                             const rhn_host_ref& record, uint8_t log_depth) {
+    if (log_depth < 1 || log_depth > kMaxCqLog)
+      return detail = 2, RHN_ADMIN_BAD_PARAM;
+    const rhn_admin_status st =
+        ref_check(ring, uint64_t{RHN_CQE_SIZE} << log_depth, true, 3);
+    return st == RHN_ADMIN_OK
+               ? ref_check(record, sizeof(rhn_cq_record), false, 4)
+               : st;
+  };
   auto ref_get = [&](const HostRef& r, int delta) {
     if (r.lkey != RHN_LKEY_PHYSICAL)
       mrs[r.lkey >> RHN_KEY_INDEX_SHIFT].refs += delta;
@@ -353,12 +364,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       const auto& c = u.create_cq;
       if (c.eqn >= eqs.size() || !eqs[c.eqn].valid)
         return detail = 1, RHN_ADMIN_BAD_HANDLE;
-      if (c.log_depth < 1 || c.log_depth > kMaxCqLog)
-        return detail = 2, RHN_ADMIN_BAD_PARAM;
-      rhn_admin_status st =
-          ref_check(c.ring, uint64_t{RHN_CQE_SIZE} << c.log_depth, true, 3);
-      if (st == RHN_ADMIN_OK)
-        st = ref_check(c.record, sizeof(rhn_cq_record), false, 4);
+      rhn_admin_status st = cq_memory_check(c.ring, c.record, c.log_depth);
       if (st != RHN_ADMIN_OK) return st;
       const uint32_t cqn = find_free(cqs, 0);
       if (cqn == kNone) return RHN_ADMIN_NO_RESOURCES;
@@ -381,12 +387,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     case RHN_ADMIN_RESIZE_CQ: {
       const auto& c = u.resize_cq;
       if (!cq_ok(c.cqn)) return detail = 1, RHN_ADMIN_BAD_HANDLE;
-      if (c.log_depth < 1 || c.log_depth > kMaxCqLog)
-        return detail = 2, RHN_ADMIN_BAD_PARAM;
-      rhn_admin_status st =
-          ref_check(c.ring, uint64_t{RHN_CQE_SIZE} << c.log_depth, true, 3);
-      if (st == RHN_ADMIN_OK)
-        st = ref_check(c.record, sizeof(rhn_cq_record), false, 4);
+      rhn_admin_status st = cq_memory_check(c.ring, c.record, c.log_depth);
       if (st != RHN_ADMIN_OK) return st;
       const HostRef old_ring = cqs[c.cqn].ring, old_record = cqs[c.cqn].record;
       st = resize_cq(c.cqn, c.log_depth, to_ref(c.ring), to_ref(c.record),

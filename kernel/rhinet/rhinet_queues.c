@@ -65,6 +65,33 @@ static int rhinet_queue_destroy(struct rhinet_ib *ib, struct xarray *xa,
 
 /* ---- CQ ------------------------------------------------------------------ */
 
+/*
+ * A user CQ's buffer (RHINET_CQ_LAYOUT) for @cqe entries, as create and
+ * resize receive it: the request checked, the buffer pinned into @mem.
+ */
+static int rhinet_ucq_pin(struct rhinet_ib *ib, struct rhinet_ucontext *uc,
+			  struct ib_udata *udata, int cqe,
+			  struct rhinet_create_cq_cmd *req,
+			  struct rhinet_mem *mem, u64 *ring_bytes)
+{
+	int ret = rhinet_udata_in(udata, req, sizeof(*req));
+
+	if (ret)
+		return ret;
+	if (req->comp_mask)
+		return -EOPNOTSUPP;
+	if (req->log_depth < 1 ||
+	    req->log_depth > le32_to_cpu(ib->rdev->attr.max_cq_log_depth) ||
+	    cqe < 1 || cqe > (1 << req->log_depth)) {
+		ibdev_dbg(&ib->ibdev, "CQ of %d entries in 2^%u slots\n", cqe,
+			  req->log_depth);
+		return -EINVAL;
+	}
+	*ring_bytes = (u64)RHN_CQE_SIZE << req->log_depth;
+	return rhinet_mem_pin_queue(ib, uc, mem, req->buf_va, req->buf_len,
+				    *ring_bytes + sizeof(struct rhn_cq_record));
+}
+
 int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		     struct ib_udata *udata)
 {
@@ -81,22 +108,9 @@ int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return rhinet_kcq_create(ib, cq, attr);
 	if (attr->flags)
 		return -EOPNOTSUPP;
-	ret = rhinet_udata_in(udata, &req, sizeof(req));
-	if (ret)
-		return ret;
-	if (req.comp_mask)
-		return -EOPNOTSUPP;
-	if (req.log_depth < 1 ||
-	    req.log_depth > le32_to_cpu(ib->rdev->attr.max_cq_log_depth) ||
-	    attr->cqe < 1 || attr->cqe > (1u << req.log_depth)) {
-		ibdev_dbg(&ib->ibdev, "CQ of %u entries in 2^%u slots\n",
-			  attr->cqe, req.log_depth);
-		return -EINVAL;
-	}
-	ring_bytes = (u64)RHN_CQE_SIZE << req.log_depth;
 	cq->user = true;
-	ret = rhinet_mem_pin_queue(ib, uc, &cq->ubuf, req.buf_va, req.buf_len,
-				   ring_bytes + sizeof(struct rhn_cq_record));
+	ret = rhinet_ucq_pin(ib, uc, udata, attr->cqe, &req, &cq->ubuf,
+			     &ring_bytes);
 	if (ret)
 		return ret;
 
@@ -132,18 +146,7 @@ int rhinet_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 
 	if (!uc)
 		return -EOPNOTSUPP;
-	ret = rhinet_udata_in(udata, &req, sizeof(req));
-	if (ret)
-		return ret;
-	if (req.comp_mask)
-		return -EOPNOTSUPP;
-	if (req.log_depth < 1 ||
-	    req.log_depth > le32_to_cpu(ib->rdev->attr.max_cq_log_depth) ||
-	    cqe < 1 || cqe > (1 << req.log_depth))
-		return -EINVAL;
-	ring_bytes = (u64)RHN_CQE_SIZE << req.log_depth;
-	ret = rhinet_mem_pin_queue(ib, uc, &mem, req.buf_va, req.buf_len,
-				   ring_bytes + sizeof(struct rhn_cq_record));
+	ret = rhinet_ucq_pin(ib, uc, udata, cqe, &req, &mem, &ring_bytes);
 	if (ret)
 		return ret;
 	cmd.hdr.opcode = RHN_ADMIN_RESIZE_CQ;

@@ -1093,9 +1093,10 @@ static void mr_remote_write_only(void *req)
 	((struct mr_req *)req)->access = IB_UVERBS_ACCESS_REMOTE_WRITE;
 }
 
-static void mr_mw_bind(void *req)
+/* Zero-based regions are not supported (MW_BIND is, since windows). */
+static void mr_zero_based(void *req)
 {
-	((struct mr_req *)req)->access |= IB_UVERBS_ACCESS_MW_BIND;
+	((struct mr_req *)req)->access |= IB_UVERBS_ACCESS_ZERO_BASED;
 }
 
 static void mr_unknown_bit(void *req)
@@ -1118,7 +1119,7 @@ static void mr_unmapped(void *req)
 
 static const struct err_case mr_cases[] = {
 	{"REMOTE_WRITE without LOCAL_WRITE", mr_remote_write_only, EINVAL, 0},
-	{"MW_BIND", mr_mw_bind, EOPNOTSUPP, EINVAL},
+	{"ZERO_BASED", mr_zero_based, EOPNOTSUPP, EINVAL},
 	{"access bit 30", mr_unknown_bit, EINVAL, EOPNOTSUPP},
 	{"length 0", mr_zero_length, EINVAL, 0},
 	{"unmapped address 0x1000", mr_unmapped, EFAULT, ENOMEM},
