@@ -992,5 +992,36 @@ TEST(UcQp, UnacknowledgedSemantics) {
   EXPECT_EQ(back.buf.bytes(), std::vector<uint8_t>(64, 0));
 }
 
+// InfiniBand C9-88: a zero-length RDMA WRITE or READ carries no valid
+// address or key and the responder must not check them. UCX flushes an RC
+// endpoint with a zero-length WRITE to address 0, rkey 0 (issue 13: we
+// NAKed it BAD_KEY and the QP failed). WRITE with immediate of zero bytes
+// likewise, and the QP keeps working afterwards.
+TEST_F(TwoNodes, ZeroLengthRdmaNeedsNoKey) {
+  Region src = make_region(A(), 64, kAllAccess, 51);
+  Region dst = make_region(B(), 64, kAllAccess, 0, 0xee);
+  ASSERT_TRUE(p.qp_a->post_send(rdma_wr(1, RHN_OP_WRITE, {}, 0, 0)));
+  Completion w = wait_one(*c, *p.cq_a);
+  EXPECT_TRUE(w.ok()) << describe(w);
+  ASSERT_TRUE(p.qp_a->post_send(rdma_wr(2, RHN_OP_READ, {}, 0, 0)));
+  Completion r = wait_one(*c, *p.cq_a);
+  EXPECT_TRUE(r.ok()) << describe(r);
+  ASSERT_TRUE(p.qp_b->post_recv(3, {dst.sge(0, 64)}));
+  SendWr wi = rdma_wr(4, RHN_OP_WRITE_IMM, {}, 0, 0x1234500);
+  wi.imm_data = 99;
+  ASSERT_TRUE(p.qp_a->post_send(wi));
+  EXPECT_TRUE(wait_one(*c, *p.cq_a).ok());
+  Completion ri = wait_one(*c, *p.cq_b);
+  ASSERT_TRUE(ri.ok()) << describe(ri);
+  EXPECT_EQ(ri.imm_data, 99u);
+  EXPECT_EQ(ri.byte_len, 0u);
+  EXPECT_EQ(dst.buf.bytes(), std::vector<uint8_t>(64, 0xee));
+  // Still connected: a real WRITE lands.
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(5, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key())));
+  EXPECT_TRUE(wait_one(*c, *p.cq_a).ok());
+  EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
+}
+
 }  // namespace
 }  // namespace rhinet::test
