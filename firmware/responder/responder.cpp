@@ -180,9 +180,13 @@ rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
   // A zero-length WRITE or READ touches no memory and carries no valid
   // address or key: IB (C9-88) forbids checking them; UCX flushes with
   // one to address 0, key 0. Areas name no key and are still resolved.
-  if (op.msg_len == 0 && !(op.flags & RHN_WOP_F_AREA) &&
-      (op.opcode == RHN_WOP_WRITE || op.opcode == RHN_WOP_READ_REQ))
+  // (Only a message that really is empty: a packet that claims no length
+  // but carries bytes is checked like any other.)
+  if (op.msg_len == 0 && len == 0 && !(op.flags & RHN_WOP_F_AREA) &&
+      (op.opcode == RHN_WOP_WRITE || op.opcode == RHN_WOP_READ_REQ)) {
+    *mr_index = kNone;
     return RHN_SYN_NONE;
+  }
   if (op.flags & RHN_WOP_F_AREA) {
     // The area of the target QP's context: its base plus the offset.
     const AreaObj* a = m.find_area(r.qp.context, op.rkey);
