@@ -45,6 +45,16 @@ PACKAGES=(
 	ibverbs-providers
 	perftest
 	rdmacm-utils
+	# Software users run over the NIC (tests/vm/scripts/ucx_mpi.sh,
+	# nvmeof.sh): UCX with its verbs transports, Open MPI over UCX, a small
+	# ssh server and client for mpirun's remote ranks, and nvme-cli
+	ucx-utils
+	libucx0
+	openmpi-bin
+	libopenmpi-dev
+	dropbear-bin
+	openssh-client
+	nvme-cli
 	# rhinet.ko tooling: scripts/checkpatch.sh (checkpatch.pl from the
 	# linux-source package, fetched by the script itself) and the
 	# kernel_dkms_build test / scripts/dkms-install.sh

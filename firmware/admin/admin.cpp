@@ -93,6 +93,7 @@ void Engine::Impl::destroy_qp_state(uint32_t qpn) {
   qp.tx_active = false;
   qp.outstanding_reads = 0;
   qp.has_resend = false;
+  qp.has_unanswered = false;
   qp.wake_at = 0;
   qp.prefetched_slot = kNone;
 }
@@ -549,7 +550,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
         return RHN_ADMIN_BAD_HANDLE;
       QpObj& qp = qps[qpn];
       const uint32_t mask = c.attr_mask;
-      if (mask & ~0x3fu) return detail = 1, RHN_ADMIN_BAD_PARAM;
+      if (mask & ~0x7fu) return detail = 1, RHN_ADMIN_BAD_PARAM;
       uint8_t next = qp.state;
       if (mask & RHN_QP_ATTR_STATE) {
         next = c.state;
@@ -582,6 +583,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if ((mask & RHN_QP_ATTR_MAX_RD_ATOMIC) &&
           (c.max_rd_atomic == 0 || c.max_rd_atomic > cfg.max_rd_atomic))
         return detail = 6, RHN_ADMIN_BAD_PARAM;
+      if ((mask & RHN_QP_ATTR_TIMEOUT) && (c.timeout > 31 || c.retry_cnt > 7))
+        return detail = 7, RHN_ADMIN_BAD_PARAM;
       // All checked: apply.
       if (mask & RHN_QP_ATTR_ACCESS) qp.access = c.access;
       if (mask & RHN_QP_ATTR_DEST) {
@@ -594,6 +597,10 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
         qp.min_rnr_timer = c.min_rnr_timer;
       }
       if (mask & RHN_QP_ATTR_MAX_RD_ATOMIC) qp.max_rd_atomic = c.max_rd_atomic;
+      if (mask & RHN_QP_ATTR_TIMEOUT) {
+        qp.timeout = c.timeout;
+        qp.retry_cnt = c.retry_cnt;
+      }
       if (mask & RHN_QP_ATTR_STATE) {
         if (next == RHN_QPS_RESET) {
           destroy_qp_state(qpn);

@@ -265,6 +265,8 @@ void Engine::Impl::handle_kick(Kick& k) {
 }
 
 void Engine::Impl::wake_later(uint32_t qpn, uint64_t at) {
+  // The earliest wins: whoever is woken early looks again and re-arms.
+  if (qps[qpn].wake_at && qps[qpn].wake_at < at) return;
   qps[qpn].wake_at = at;
   if (at < next_qp_wake) next_qp_wake = at;
 }

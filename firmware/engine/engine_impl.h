@@ -135,6 +135,10 @@ enum class MsgState : uint8_t {
   kAwaitAck,       // all sent; success = transport ACK passing its gate
   kAwaitResponse,  // READ/atomic: waits for the response packets
   kResendPending,  // RNR: send again at resend_at
+  // The target NIC had no QP to take it (destroyed, in error, another
+  // peer's): IB drops such requests, and its requester learns of it only
+  // when its timer runs out. Fails at resend_at (RETRY_EXC), or never.
+  kUnanswered,
   kDone,
 };
 
@@ -191,6 +195,8 @@ struct QpObj {
   uint8_t access = 0;
   uint8_t rnr_retry = 7;
   uint8_t min_rnr_timer = 0;
+  uint8_t timeout = 0;  // IB's exponent: 4.096 us << timeout, 0 = infinite
+  uint8_t retry_cnt = 7;
   uint8_t max_rd_atomic = 1;
   uint8_t sq_log = 0;
   uint8_t rq_log = 0;
@@ -217,6 +223,7 @@ struct QpObj {
   uint32_t outstanding_reads = 0;
   uint32_t rnr_count = 0;
   bool has_resend = false;
+  bool has_unanswered = false;
   bool flushing = false;
   // The message being packetized.
   bool tx_active = false;
@@ -540,6 +547,8 @@ struct Engine::Impl {
                      uint16_t peer);
   void handle_response(Peer& p, const Packet& pkt);
   void handle_rnr(uint32_t qpn, uint32_t idx, bool busy);
+  void handle_unanswered(uint32_t qpn, uint32_t idx);
+  bool expire_unanswered(uint32_t qpn);
   void abort_tx(QpObj& qp);
   void wait_on(uint32_t qpn, WaitList& list);
   void wake_all(WaitList& list);

@@ -65,6 +65,7 @@ bool Engine::Impl::requester_step(uint32_t qpn, uint32_t budget) {
     return true;
   }
   if (qp.state != RHN_QPS_RTS && qp.state != RHN_QPS_SQD) return false;
+  if (qp.has_unanswered && expire_unanswered(qpn)) return true;
   bool did = false;
   for (uint32_t n = 0; n < budget; n++) {
     if (!qp.tx_active) {
@@ -450,6 +451,7 @@ void Engine::Impl::qp_to_error(uint32_t qpn) {
   cancel_responder_work(qpn, true);
   abort_tx(qp);
   qp.has_resend = false;
+  qp.has_unanswered = false;
   qp.wake_at = 0;
   qp.prefetched_slot = kNone;
   // Outstanding messages complete as flushed (late ACKs find them done).
@@ -560,6 +562,44 @@ void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx, bool busy) {
   wake_later(qpn, at);
 }
 
+void Engine::Impl::handle_unanswered(uint32_t qpn, uint32_t idx) {
+  // The target's NIC tells us what an IB target would keep to itself (no
+  // QP there takes the request): we wait as an IB requester would before
+  // its retries run out, without sending anything again, and fail then.
+  // Until that time the application may destroy or reset the QP quietly,
+  // which is what MPI and UCX do at finalize.
+  QpObj& qp = qps[qpn];
+  Inflight& e = entry(qpn, idx);
+  if (qp.tx_active && qp.tx_entry == idx) abort_tx(qp);
+  e.state = MsgState::kUnanswered;
+  e.resend_at = UINT64_MAX;
+  if (qp.timeout) {
+    e.resend_at = now + (uint64_t{4096} << qp.timeout) * (qp.retry_cnt + 1u);
+    wake_later(qpn, e.resend_at);
+  }
+  qp.has_unanswered = true;
+}
+
+bool Engine::Impl::expire_unanswered(uint32_t qpn) {
+  QpObj& qp = qps[qpn];
+  uint64_t next = UINT64_MAX;
+  bool any = false;
+  for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
+    Inflight& e = entry(qpn, i);
+    if (e.state != MsgState::kUnanswered) continue;
+    if (e.resend_at <= now) {
+      // vendor_err keeps the real reason for whoever looks.
+      finish_entry(qpn, e, RHN_CQE_RETRY_EXC_ERR, RHN_SYN_BAD_QP);
+      return true;  // the QP is in error now: the rest are flushed
+    }
+    any = true;
+    next = std::min(next, e.resend_at);
+  }
+  qp.has_unanswered = any;
+  if (next != UINT64_MAX) wake_later(qpn, next);
+  return false;
+}
+
 void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
   const rhn_op_hdr& op = pkt.op;
   const uint32_t qpn = op.dst_qpn & RHN_WIRE_QPN_MASK;
@@ -586,6 +626,8 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
     case RHN_WOP_NAK:
       if (op.syndrome == RHN_SYN_RNR || op.syndrome == RHN_SYN_BUSY) {
         handle_rnr(qpn, idx, op.syndrome == RHN_SYN_BUSY);
+      } else if (op.syndrome == RHN_SYN_BAD_QP && qp.type == RHN_QP_RC) {
+        handle_unanswered(qpn, idx);
       } else {
         if (qp.tx_active && qp.tx_entry == idx) abort_tx(qp);
         finish_entry(qpn, e, status_of_nak(op.syndrome), op.syndrome);

@@ -117,7 +117,7 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
                         qp->state < RHN_QPS_RTR || qp->state == RHN_QPS_ERR ||
                         (connected_qp(qp->type) &&
                          (qp->dest_node != node || qp->dest_qpn != src_qpn)))) {
-    counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+    counters.add(RHN_CNT_NO_QP_REQUESTS);
     refuse(*this, p, op, RHN_SYN_BAD_QP);
     return;
   }

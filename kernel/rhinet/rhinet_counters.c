@@ -51,6 +51,7 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_SEND_QUOTA_WAITS].name = "send_quota_waits",
 	[RHN_CNT_EVENTS_DEFERRED].name = "events_deferred",
 	[RHN_CNT_UC_DROPS].name = "uc_drops",
+	[RHN_CNT_NO_QP_REQUESTS].name = "no_qp_requests",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */

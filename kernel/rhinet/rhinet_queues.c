@@ -534,6 +534,8 @@ static int rhinet_qp_validate(struct rhinet_ib *ib, struct rhinet_qp *qp,
 	    ((mask & IB_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > max_rd) ||
 	    ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
 	     attr->max_dest_rd_atomic > max_rd) ||
+	    ((mask & IB_QP_TIMEOUT) && attr->timeout > 31) ||
+	    ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7) ||
 	    ((mask & IB_QP_DEST_QPN) && (!attr->dest_qp_num ||
 					 attr->dest_qp_num > RHN_DB_QN_MASK)))
 		return -EINVAL;
@@ -582,6 +584,11 @@ static void rhinet_qp_nic_attrs(const struct rhinet_qp *qp, int mask,
 		m->retry_cnt = a->retry_cnt;
 		m->rnr_retry = a->rnr_retry;
 		m->min_rnr_timer = rhinet_rnr_timer(a->min_rnr_timer);
+	}
+	if (mask & (IB_QP_TIMEOUT | IB_QP_RETRY_CNT)) {
+		nic |= RHN_QP_ATTR_TIMEOUT;
+		m->timeout = a->timeout;
+		m->retry_cnt = a->retry_cnt;
 	}
 	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic) {
 		nic |= RHN_QP_ATTR_MAX_RD_ATOMIC;

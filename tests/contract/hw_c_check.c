@@ -28,8 +28,8 @@ static const struct check checks[] = {
     VAL(RHN_VERSION, 0x10000),
     VAL(RHN_BAR_REGS_SIZE, 0x2000),
     VAL(RHN_DB_PAGE_SIZE, 4096),
-    VAL(RHN_CNT_COUNT, 38),
-    VAL(RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT, 0x1130),
+    VAL(RHN_CNT_COUNT, 39),
+    VAL(RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT, 0x1138),
 
     /* hw_queues.h: send WQE */
     VAL(RHN_WQE_MAX_SGES, 29),
@@ -146,7 +146,7 @@ static const struct check checks[] = {
     OFF(struct rhn_admin_create_qp, rq_ring, 40),
     OFF(struct rhn_admin_create_qp, sq_record, 56),
     OFF(struct rhn_admin_create_qp, rq_record, 72),
-    SIZE(struct rhn_admin_modify_qp, 24),
+    SIZE(struct rhn_admin_modify_qp, 28),
     OFF(struct rhn_admin_modify_qp, state, 8),
     OFF(struct rhn_admin_modify_qp, access, 9),
     OFF(struct rhn_admin_modify_qp, retry_cnt, 10),
@@ -156,6 +156,7 @@ static const struct check checks[] = {
     OFF(struct rhn_admin_modify_qp, dest_node, 14),
     OFF(struct rhn_admin_modify_qp, dest_qpn, 16),
     OFF(struct rhn_admin_modify_qp, qkey, 20),
+    OFF(struct rhn_admin_modify_qp, timeout, 24),
     SIZE(struct rhn_admin_register_area, 24),
     OFF(struct rhn_admin_register_area, key, 4),
     OFF(struct rhn_admin_register_area, iova, 8),

@@ -1023,5 +1023,66 @@ TEST_F(TwoNodes, ZeroLengthRdmaNeedsNoKey) {
   EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
 }
 
+// IB drops a request no QP at the target can take, and its requester
+// learns of it only when its retries run out (UCX and MPI rely on it: the
+// last message of a connection may cross the peer's teardown). Before,
+// the requester failed at once with REM_INV_REQ.
+AdminResult set_timeout(SimQp& qp, uint8_t timeout, uint8_t retry_cnt) {
+  rhn_admin_modify_qp m;
+  std::memset(&m, 0, sizeof m);
+  m.attr_mask = RHN_QP_ATTR_TIMEOUT;
+  m.timeout = timeout;
+  m.retry_cnt = retry_cnt;
+  return qp.modify(m);
+}
+
+TEST_F(TwoNodes, RequestToAVanishedQpFailsWhenItsTimerRunsOut) {
+  // 4.096 us << 14 = 67 ms, twice (retry_cnt 1): 134 ms.
+  ASSERT_TRUE(set_timeout(*p.qp_a, 14, 1).ok());
+  Region src = make_region(A(), 64, kAllAccess, 7);
+  Region dst = make_region(B(), 64, kAllAccess, 0, 0xee);
+  const uint32_t rkey = dst.key();
+  const uint64_t raddr = dst.va();
+  ASSERT_TRUE(
+      B().driver().destroy(RHN_ADMIN_DESTROY_QP, B().index(), p.qp_b->qpn()).ok());
+  CounterSnap b(c->node(1));
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 64)}, raddr, rkey)));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(2, {src.sge(0, 8)})));
+  // Nothing while an IB requester would still be retrying.
+  auto early = c->wait_cqes(*p.cq_a, 1, 120'000'000);
+  EXPECT_TRUE(early.empty()) << describe(early);
+  auto v = c->wait_cqes(*p.cq_a, 2, 40'000'000);
+  ASSERT_EQ(v.size(), 2u) << describe(v);
+  EXPECT_EQ(v[0].wr_id, 1u);
+  EXPECT_EQ(v[0].status, RHN_CQE_RETRY_EXC_ERR) << describe(v[0]);
+  EXPECT_EQ(v[0].vendor_err, uint32_t(RHN_SYN_BAD_QP)) << describe(v[0]);
+  EXPECT_EQ(v[1].wr_id, 2u);
+  EXPECT_EQ(v[1].status, RHN_CQE_WR_FLUSH_ERR) << describe(v[1]);
+  EXPECT_EQ(b.delta(RHN_CNT_NO_QP_REQUESTS), 2u);
+  EXPECT_EQ(b.delta(RHN_CNT_REMOTE_INVALID_REQUESTS), 0u);
+  // Nothing was sent again: one NAK each, no retransmission.
+  EXPECT_EQ(b.delta(RHN_CNT_RETRANSMITS), 0u);
+}
+
+TEST_F(TwoNodes, PeerClosingFirstLeavesNoErrorOnTheOtherSide) {
+  // No timeout set (0 = infinite, as IB): the request waits until its own
+  // QP goes, as when both ends of a connection are being closed.
+  Region src = make_region(A(), 64, kAllAccess, 7);
+  Region dst = make_region(B(), 64, kAllAccess, 0, 0xee);
+  ASSERT_TRUE(p.qp_b->to_err().ok());
+  EXPECT_TRUE(c->wait_cqes(*p.cq_b, 1, 1'000'000).size() <= 1);
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_READ, {src.sge(0, 64)}, dst.va(), dst.key())));
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(2, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key())));
+  EXPECT_TRUE(c->wait_cqes(*p.cq_a, 1, 2'000'000'000).empty());
+  ASSERT_TRUE(p.qp_a->to_err().ok());
+  auto v = c->wait_cqes(*p.cq_a, 2);
+  ASSERT_EQ(v.size(), 2u) << describe(v);
+  for (const auto& e : v) EXPECT_EQ(e.status, RHN_CQE_WR_FLUSH_ERR) << describe(e);
+  EXPECT_EQ(dst.buf.bytes(), std::vector<uint8_t>(64, 0xee));
+}
+
 }  // namespace
 }  // namespace rhinet::test

@@ -5,24 +5,30 @@
 # programs with the shared libraries they need.
 #   build-initramfs.sh OUT.cpio [--module NAME]... [--bin FILE]...
 #                      [--tool FILE[:DEST]]... [--file SRC:DEST]...
-#                      [--link TARGET:DEST]... [--kernel ROOT:KVER]
+#                      [--link TARGET:DEST]... [--tree DIR]...
+#                      [--kernel ROOT:KVER] [--overlay]
 #   --bin FILE        FILE into /opt/rhinet/bin, with the libraries ldd names
 #   --tool FILE       FILE at its own path (DEST if given), with the libraries
 #                     ldd names: installed programs such as /usr/bin/ibv_devinfo,
 #                     and shared objects that are dlopened (libibverbs providers)
 #   --file SRC:DEST   SRC copied to DEST as it is
 #   --link TARGET:DEST  DEST a symbolic link to TARGET
+#   --tree DIR        directory DIR at its own path, as it is (plugins that
+#                     are dlopened, their data files), with the libraries
+#                     ldd names for the shared objects in it
 #   --kernel ROOT:KVER  take the modules of kernel KVER from
 #                     ROOT/lib/modules/KVER (the debug kernel's
 #                     modules_install root); default: Debian's installed
 #                     kernel, as tests/vm/kernel.sh names it, from /
+#   --overlay         no busybox, /init or skeleton: a cpio to append to a
+#                     full one (the kernel unpacks both, in order)
 # A test's own script goes into a second, tiny cpio appended by the launcher.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=$1
 shift
-KVER="" KROOT=""
-modules=() bins=() tools=() files=() links=()
+KVER="" KROOT="" overlay=0
+modules=() bins=() tools=() files=() links=() trees=()
 while (($#)); do
 	case $1 in
 	--module) modules+=("$2"); shift 2 ;;
@@ -30,6 +36,8 @@ while (($#)); do
 	--tool) tools+=("$2"); shift 2 ;;
 	--file) files+=("$2"); shift 2 ;;
 	--link) links+=("$2"); shift 2 ;;
+	--tree) trees+=("$2"); shift 2 ;;
+	--overlay) overlay=1; shift ;;
 	--kernel) KROOT=${2%%:*} KVER=${2#*:}; shift 2 ;;
 	*) echo "build-initramfs: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -38,16 +46,19 @@ done
 
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
-mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,run,test,opt/rhinet/bin}
 # The guest's / (a mktemp directory is 0700): other users than root run
 # there too.
 chmod 0755 "$root"
-cp /bin/busybox "$root/bin/busybox"
-install -m 0755 "$HERE/guest/init.sh" "$root/init"
+if ((!overlay)); then
+	mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,run,test,opt/rhinet/bin}
+	cp /bin/busybox "$root/bin/busybox"
+	install -m 0755 "$HERE/guest/init.sh" "$root/init"
+fi
 
 # Programs, and the libraries ldd names for them (none for static ones): one
 # ldd for all of them (each library once; a header line "FILE:" is no file).
 for b in "${bins[@]}"; do
+	mkdir -p "$root/opt/rhinet/bin"
 	install -m 0755 "$b" "$root/opt/rhinet/bin/"
 done
 for t in "${tools[@]}"; do
@@ -56,6 +67,12 @@ for t in "${tools[@]}"; do
 done
 linked=("${bins[@]}")
 for t in "${tools[@]}"; do linked+=("${t%%:*}"); done
+for d in "${trees[@]}"; do
+	mkdir -p "$root$(dirname "$d")"
+	cp -a "$d" "$root$d"
+	while IFS= read -r -d '' so; do linked+=("$so"); done \
+		< <(find "$d" -type f -name '*.so*' -print0)
+done
 if ((${#linked[@]})); then
 	{ ldd "${linked[@]}" 2>/dev/null | grep -o '/[^ ]*' || true; } | sort -u |
 		while read -r lib; do

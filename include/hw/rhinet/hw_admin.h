@@ -111,6 +111,7 @@ enum rhn_qp_attr_mask {
 	RHN_QP_ATTR_QKEY = 1u << 3,
 	RHN_QP_ATTR_RETRY = 1u << 4, /* rnr_retry, min_rnr_timer */
 	RHN_QP_ATTR_MAX_RD_ATOMIC = 1u << 5,
+	RHN_QP_ATTR_TIMEOUT = 1u << 6, /* timeout, retry_cnt */
 };
 
 #define RHN_NO_SRQ 0xffffffffu
@@ -250,13 +251,20 @@ struct rhn_admin_modify_qp {
 	__le32 attr_mask; /* enum rhn_qp_attr_mask */
 	__u8 state; /* enum rhn_qp_state */
 	__u8 access; /* RHN_ACCESS_REMOTE_* the QP accepts as responder */
-	__u8 retry_cnt; /* kept for ibverbs; node channel retries apply */
+	__u8 retry_cnt; /* with timeout: how long an RC request may go unanswered */
 	__u8 rnr_retry; /* 7 = infinite */
 	__u8 min_rnr_timer; /* in units of 10 us, 0 = 10 us */
 	__u8 max_rd_atomic;
 	__le16 dest_node;
 	__le32 dest_qpn;
 	__le32 qkey;
+	/*
+	 * IB's local ACK timeout, 4.096 us << timeout (0 = infinite): a request
+	 * the target's NIC dropped because no QP there may take it fails with
+	 * RETRY_EXC after (retry_cnt + 1) timeouts, as it would on IB.
+	 */
+	__u8 timeout;
+	__u8 reserved[3];
 };
 
 struct rhn_admin_register_area {
@@ -318,7 +326,8 @@ RHN_ASSERT_SIZE(struct rhn_admin_create_mw, 8);
 RHN_ASSERT_OFFSET(struct rhn_admin_resize_cq, ring, 8);
 RHN_ASSERT_SIZE(struct rhn_admin_create_srq, 48);
 RHN_ASSERT_SIZE(struct rhn_admin_create_qp, 88);
-RHN_ASSERT_SIZE(struct rhn_admin_modify_qp, 24);
+RHN_ASSERT_SIZE(struct rhn_admin_modify_qp, 28);
+RHN_ASSERT_OFFSET(struct rhn_admin_modify_qp, timeout, 24);
 RHN_ASSERT_SIZE(struct rhn_admin_set_gid, 24);
 RHN_ASSERT_OFFSET(struct rhn_admin_create_qp, sq_ring, 24);
 

@@ -294,7 +294,7 @@ enum rhn_syndrome {
 	RHN_SYN_ACCESS_RIGHTS = 3,
 	RHN_SYN_BOUNDS = 4,
 	RHN_SYN_BAD_AREA = 5,
-	RHN_SYN_BAD_QP = 6, /* no such QP, wrong type or state */
+	RHN_SYN_BAD_QP = 6, /* no such QP, wrong type, state or peer */
 	RHN_SYN_RNR = 7, /* no receive WQE */
 	RHN_SYN_LENGTH = 8, /* message longer than the receive WQE */
 	RHN_SYN_BAD_OPCODE = 9,

@@ -153,6 +153,10 @@ enum rhn_counter {
 	RHN_CNT_EVENTS_DEFERRED,
 	/* UC messages dropped by the responder (UC is not acknowledged) */
 	RHN_CNT_UC_DROPS,
+	/* requests no QP could take (none, wrong type, state or peer): an
+	 * RC requester is not told at once, as on IB (admin.md, timeout)
+	 */
+	RHN_CNT_NO_QP_REQUESTS,
 	RHN_CNT_COUNT
 };
 
