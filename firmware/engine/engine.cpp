@@ -122,8 +122,27 @@ void Engine::Impl::reset() {
 }
 
 uint64_t Engine::Impl::rto(const Peer& p) const {
-  const uint32_t shift = p.retries < 7 ? p.retries : 7;
-  return cfg.retransmit_timeout_ns << shift;
+  const uint32_t shift = std::min<uint32_t>(std::max(p.retries, p.backoff), 7);
+  const uint64_t measured = (uint64_t{p.srtt_us} + 4 * uint64_t{p.rttvar_us}) * 1000;
+  const uint64_t base = std::clamp(measured, cfg.retransmit_timeout_ns,
+                                   std::max(cfg.retransmit_timeout_ns,
+                                            cfg.max_retransmit_timeout_ns));
+  return base << shift;
+}
+
+void Engine::Impl::rtt_sample(Peer& p, uint32_t sample_us) {
+  // RFC 6298 section 2, gains 1/8 and 1/4.
+  sample_us = std::max(sample_us, 1u);
+  p.backoff = 0;
+  if (!p.srtt_us) {
+    p.srtt_us = sample_us;
+    p.rttvar_us = sample_us / 2;
+  } else {
+    const uint32_t err = sample_us > p.srtt_us ? sample_us - p.srtt_us
+                                               : p.srtt_us - sample_us;
+    p.rttvar_us = p.rttvar_us - p.rttvar_us / 4 + err / 4;
+    p.srtt_us = std::max(p.srtt_us - p.srtt_us / 8 + sample_us / 8, 1u);
+  }
 }
 
 void Engine::Impl::schedule(uint32_t qpn) {

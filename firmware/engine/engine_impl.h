@@ -304,12 +304,20 @@ struct Peer {
   bool in_busy = false, in_ready = false;
   uint8_t retries = 0;
   uint8_t gate_count = 0;
+  bool timing = false;  // a packet is being timed (timed_seq)
   uint32_t tx_next = 0;
   uint32_t acked_seen = 0;  // highest ack_seq seen (gated or not)
   uint32_t unacked_head = kNone, unacked_tail = kNone;  // send slots
   uint32_t unacked_count = 0;
   uint32_t resend = kNone;  // next slot to send again (go-back-N)
   uint64_t rto_deadline = 0;
+  // Round-trip estimate (RFC 6298): one packet at a time is timed, never
+  // one that was sent again (Karn), so the timeout follows how fast this
+  // peer really answers (a host that runs the NIC on a busy CPU is slow).
+  // In microseconds, to keep the state small (4096 peers).
+  uint32_t srtt_us = 0, rttvar_us = 0;  // srtt_us 0: no sample yet
+  uint32_t timed_at_us = 0;             // low 32 bits of now / 1000
+  uint32_t timed_seq = 0;
   // Retries ran out: datagrams are dropped at once until then (or until
   // the node is heard from), after which the next one probes again.
   uint64_t dead_until = 0;
@@ -321,6 +329,11 @@ struct Peer {
   bool nak_sent = false;
   uint16_t rx_session = 0;
   uint8_t nak_next = 0;
+  // (Transmit side, here where a byte was free.) Timeouts since the last
+  // RTT sample: the timeout stays doubled this often until a packet that
+  // went once is acknowledged (RFC 6298 5.7), or a peer slower than the
+  // first estimate would never be measured.
+  uint8_t backoff = 0;
   uint32_t rx_expected = 0;
   uint32_t rx_unacked = 0;
   uint64_t ack_deadline = 0;
@@ -335,7 +348,7 @@ struct Peer {
   // The busy list: peers with timers running.
   uint32_t busy_prev = kNone, busy_next = kNone;
 };
-static_assert(sizeof(Peer) <= 192, "per-node channel state must stay small");
+static_assert(sizeof(Peer) <= 208, "per-node channel state must stay small");
 
 // ---- Firmware-originated messages (fwmsg/) ---------------------------------
 
@@ -599,6 +612,7 @@ struct Engine::Impl {
   void peer_failed(Peer& p, bool timed_out);
   void reset_peer(Peer& p, uint16_t session);
   uint64_t rto(const Peer& p) const;
+  void rtt_sample(Peer& p, uint32_t sample_us);
 
   // ---- responder/responder.cpp
   void handle_request(Peer& p, const Packet& pkt);

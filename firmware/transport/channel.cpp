@@ -106,6 +106,11 @@ uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
   else
     p.unacked_head = slot;
   p.unacked_tail = slot;
+  if (!p.timing) {
+    p.timing = true;
+    p.timed_at_us = static_cast<uint32_t>(now / 1000);
+    p.timed_seq = h.seq;
+  }
   if (++p.unacked_count == 1) {
     p.rto_deadline = now + rto(p);
     peer_timer(p, p.rto_deadline);
@@ -335,6 +340,10 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
   p.tx_syn = false;
   if (seq_before(p.acked_seen, ack_seq)) {
     p.acked_seen = ack_seq;
+    if (p.timing && seq_before(p.timed_seq, ack_seq)) {
+      rtt_sample(p, static_cast<uint32_t>(now / 1000) - p.timed_at_us);
+      p.timing = false;
+    }
     p.retries = 0;
     p.rto_deadline = now + rto(p);
   }
@@ -438,6 +447,7 @@ bool Engine::Impl::run_peers() {
         continue;
       }
       p.resend = p.unacked_head;
+      if (p.backoff < 7) p.backoff++;
       p.rto_deadline = now + rto(p);
       peer_needs_service(p);
     }
@@ -460,6 +470,7 @@ bool Engine::Impl::run_peers() {
 bool Engine::Impl::service_peer(Peer& p) {
   bool did = false;
   // Go-back-N: resend from p.resend, refreshing the piggybacked ACK.
+  if (p.resend != kNone) p.timing = false;  // an ACK now times nothing
   for (uint32_t n = 0; n < 32 && p.resend != kNone; n++) {
     SendSlot& s = slots[p.resend];
     p.resend = s.next;
@@ -525,6 +536,7 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
   p.unacked_count = 0;
   p.gate_count = 0;
   p.retries = 0;
+  p.timing = false;
   p.rto_deadline = 0;
   // A new, newer session: the next packet re-synchronises the peer.
   p.tx_session++;

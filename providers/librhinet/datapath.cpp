@@ -14,6 +14,16 @@ namespace {
 
 bool is_ud(const Qp* qp) { return qp->vqp.qp.qp_type == IBV_QPT_UD; }
 
+// RoCE has no service level; a UD receive reports in wc.sl which network
+// header its buffer starts with, as mlx5 does (0 GRH, 1 IPv6, 2 IPv4):
+// UCX's ud_verbs reads it to find the destination address of RoCE v2
+// packets, and drops IPv4 ones without it.
+uint8_t roce_header_type(uint8_t cqe_flags) {
+  if (cqe_flags & RHN_CQE_F_NET_IPV4) return 2;
+  if (cqe_flags & RHN_CQE_F_NET_IPV6) return 1;
+  return 0;
+}
+
 int nic_opcode(ibv_wr_opcode op) {
   switch (op) {
     case IBV_WR_SEND:
@@ -439,6 +449,7 @@ bool poll_one(Cq* cq, ibv_wc* wc) {
       complete_recv(qp, e, &c);
       c.src_qp = e.src_qpn;
       if (e.flags & RHN_CQE_F_GRH) c.wc_flags |= IBV_WC_GRH;
+      c.sl = roce_header_type(e.flags);
     }
     return true;
   }

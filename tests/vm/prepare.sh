@@ -6,6 +6,9 @@
 #   INITRAMFS  busybox, modules, our guest programs and provider, rdma-core's
 #              tools (build-initramfs.sh)
 #   SWITCH     the fabric switch
+#   APPS       an initramfs overlay with the software users run over the NIC
+#              (UCX, Open MPI, an ssh server, nvme-cli), appended only by
+#              the tests that ask for it (run-cluster.sh --apps)
 #   prepare.sh BUILD_DIR [--debug-kernel]
 # --debug-kernel: the same for the debug kernel (debug-kernel.sh: KASAN,
 # lockdep, kmemleak, UBSAN) into BUILD_DIR/vm-debug/env: its bzImage as
@@ -33,7 +36,10 @@ guest_bins=("$BUILD"/tests/vm/guest/rhinet-*)
 	exit 1
 }
 bin_args=()
-for b in "${guest_bins[@]}"; do bin_args+=(--bin "$b"); done
+for b in "${guest_bins[@]}"; do
+	[[ $b == */rhinet-mpi ]] && continue # in the applications overlay
+	bin_args+=(--bin "$b")
+done
 # Our kernel module, when the kernel headers let it be built.
 KO="$BUILD/kernel/rhinet/rhinet.ko"
 env_extra=""
@@ -61,6 +67,9 @@ fi
 # ib_core and ib_uverbs for the RDMA device, rdma_ucm (with rdma_cm and
 # ib_cm) for connection management, and iproute2's rdma tool.
 bin_args+=(--module ib_uverbs --module rdma_ucm --bin "$(command -v rdma)")
+# NVMe over Fabrics through the kernel's RDMA consumers (nvmeof.sh): the
+# target with a RAM-backed namespace and the host side.
+bin_args+=(--module nvmet_rdma --module nvme_rdma --module null_blk)
 # Unmodified rdma-core tools (ibverbs-utils, perftest, rdmacm-utils) at their
 # own paths. libibverbs dlopens its providers (ldd does not name them), each
 # announced by a file in /etc/libibverbs.d.
@@ -91,11 +100,43 @@ if [[ -f $PROV/librhinetdv.so.1 && -f $PROV/rhinet.driver ]]; then
 fi
 bash "$HERE/build-initramfs.sh" "$VM/initramfs.cpio" "${bin_args[@]}"
 
+# The overlay: Debian's UCX and Open MPI with every plugin they dlopen and
+# the data files they read, dropbear (sshd and client) for mpirun's remote
+# ranks, nvme-cli, and our MPI test program. One ssh key pair made here
+# serves the whole test cluster (root logs in with it, no password).
+apps="$VM/apps"
+rm -rf "$apps" && mkdir -p "$apps"
+dropbearkey -t ed25519 -f "$apps/id_dropbear" >/dev/null 2>&1
+dropbearkey -y -f "$apps/id_dropbear" | grep '^ssh-' >"$apps/authorized_keys"
+dropbearkey -t ed25519 -f "$apps/host_key" >/dev/null 2>&1
+printf 'root:x:0:0:root:/root:/bin/sh\n' >"$apps/passwd"
+printf 'root:x:0:\n' >"$apps/group"
+printf '/bin/sh\n' >"$apps/shells"
+LIB=/usr/lib/x86_64-linux-gnu
+app_args=(--overlay
+	--file "$apps/passwd:/etc/passwd" --file "$apps/group:/etc/group"
+	--file "$apps/shells:/etc/shells"
+	--file "$apps/id_dropbear:/root/.ssh/id_dropbear"
+	--file "$apps/authorized_keys:/root/.ssh/authorized_keys"
+	--file "$apps/host_key:/etc/dropbear/dropbear_ed25519_host_key"
+	--tool /usr/sbin/dropbear --tool /usr/bin/dbclient --tool /usr/sbin/nvme
+	--file "$HERE/guest/ssh.sh:/usr/bin/ssh"
+	--tree "$LIB/ucx" --tree "$LIB/openmpi" --tree "$LIB/pmix2/lib/pmix"
+	--tree "$LIB/pmix2/share" --tree /usr/share/openmpi --tree /etc/openmpi)
+for t in ucx_info ucx_perftest orterun orted ompi_info; do
+	app_args+=(--tool "/usr/bin/$t")
+done
+app_args+=(--link orterun:/usr/bin/mpirun)
+mpi_bin="$BUILD/tests/vm/guest/rhinet-mpi"
+[[ -x $mpi_bin ]] && app_args+=(--bin "$mpi_bin")
+bash "$HERE/build-initramfs.sh" "$VM/apps.cpio" "${app_args[@]}"
+
 cat >"$VM/env.tmp" <<EOT
 QEMU=$QEMU
 VMLINUX=$VMLINUX
 INITRAMFS=$VM/initramfs.cpio
 SWITCH=$SWITCH
+APPS=$VM/apps.cpio
 EOT
 printf '%s' "$env_extra" >>"$VM/env.tmp"
 mv "$VM/env.tmp" "$VM/env"

@@ -17,6 +17,9 @@
 #     --out DIR        keep logs here (default: a fresh temporary directory)
 #     --env FILE       artifact paths (default: build/vm/env, written by
 #                      tests/vm/prepare.sh)
+#     --apps           append the applications overlay (UCX, Open MPI,
+#                      dropbear, nvme-cli: APPS in the env file)
+#     --mem SIZE       guest memory (default 256M)
 #
 # While it runs, `rhinet-switch --ctl SOCKDIR CMD` changes faults; the socket
 # directory is printed at start. Each node's serial log is OUT/nodeK.log; the
@@ -26,6 +29,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 nodes=2 script="" shell_node="" timeout=120 out="" env_file="$REPO/build/vm/env"
+apps=0 mem=256M
 switch_args=() script_args=()
 while (($#)); do
 	case $1 in
@@ -37,7 +41,9 @@ while (($#)); do
 	--switch) switch_args+=("$2"); shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--env) env_file=$2; shift 2 ;;
-	-h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+	--apps) apps=1; shift ;;
+	--mem) mem=$2; shift 2 ;;
+	-h | --help) sed -n '2,28p' "$0"; exit 0 ;;
 	*) echo "run-cluster: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -48,8 +54,10 @@ die() { echo "run-cluster: $*" >&2; exit 2; }
 [[ -z $shell_node ]] || ((shell_node < nodes)) || die "--shell must name a node below $nodes"
 [[ -r $env_file ]] || die "no $env_file: run tests/vm/prepare.sh (or make build) first"
 # shellcheck source=/dev/null
-source "$env_file" # QEMU VMLINUX INITRAMFS SWITCH [KERNEL_ARGS CHECK_KERNEL_LOG]
-for f in "$QEMU" "$VMLINUX" "$INITRAMFS" "$SWITCH"; do
+source "$env_file" # QEMU VMLINUX INITRAMFS SWITCH APPS [KERNEL_ARGS CHECK_KERNEL_LOG]
+extra_cpio=()
+((apps)) && extra_cpio=("${APPS:-}")
+for f in "$QEMU" "$VMLINUX" "$INITRAMFS" "$SWITCH" "${extra_cpio[@]}"; do
 	[[ -e $f ]] || die "missing artifact $f (re-run tests/vm/prepare.sh)"
 done
 
@@ -83,7 +91,7 @@ fi
 chmod 0755 "$stage"
 (cd "$stage" && find . | cpio -o -H newc --owner=0:0 --quiet) >"$out/run.cpio"
 rm -rf "$stage"
-cat "$INITRAMFS" "$out/run.cpio" >"$out/initrd.cpio"
+cat "$INITRAMFS" "${extra_cpio[@]}" "$out/run.cpio" >"$out/initrd.cpio"
 
 "$SWITCH" --dir "$sockdir" --ports "$nodes" --stats "$out/switch.stats" \
 	"${switch_args[@]}" >"$out/switch.log" 2>&1 &
@@ -98,7 +106,7 @@ echo "run-cluster: $nodes nodes, fabric control: $SWITCH --ctl $sockdir CMD, log
 
 # Replaces the calling (sub)shell, so a background job's PID is QEMU's own.
 run_qemu() { # node mode serial
-	exec "$QEMU" -M q35 -cpu max -m 256M -smp 1 -nodefaults -no-user-config \
+	exec "$QEMU" -M q35 -cpu max -m "$mem" -smp 1 -nodefaults -no-user-config \
 		-display none -no-reboot -L /usr/share/seabios -L /usr/share/qemu \
 		-kernel "$VMLINUX" -initrd "$out/initrd.cpio" \
 		-append "console=ttyS0 quiet panic=-1 rhinet.node=$1 rhinet.nodes=$nodes rhinet.mode=$2 ${KERNEL_ARGS:-}" \

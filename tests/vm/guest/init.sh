@@ -10,6 +10,8 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
+# POSIX shared memory (UCX and Open MPI map it between local processes)
+mkdir -p /dev/shm && mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 ln -sf /bin/busybox /sbin/modprobe 2>/dev/null
 
 arg() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" /proc/cmdline; }

@@ -58,7 +58,7 @@ struct EngineConfig {
   uint32_t max_eqs = 32;
   uint32_t max_areas = 4096;
   // Node IDs 0..max_nodes-1 are reachable; each has a small channel state
-  // (sizeof(Peer), under 200 bytes) allocated at construction.
+  // (sizeof(Peer), at most 208 bytes) allocated at construction.
   uint32_t max_nodes = 4096;
   uint32_t msix_vectors = 32;
   uint32_t tlb_entries = 256;         // 4-way set associative
@@ -76,7 +76,11 @@ struct EngineConfig {
   uint32_t responder_reads = 256;  // READ responses queued as responder
   uint32_t fw_messages = 64;       // firmware-originated messages at once
   // Timers.
+  // Retransmission timeout: smoothed RTT + 4 x its variation, measured per
+  // peer, never below the first value (also used before any sample) nor
+  // above the second; doubled on every retry.
   uint64_t retransmit_timeout_ns = 2'000'000;
+  uint64_t max_retransmit_timeout_ns = 200'000'000;
   uint32_t max_retries = 8;  // then the peer is declared dead
   // A SYN of an older session is refused (and its sender told which
   // session to move to) unless the current session has been silent this
