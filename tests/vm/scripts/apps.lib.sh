@@ -1,0 +1,87 @@
+#!/bin/sh
+# Shared by the guest scripts that run software users run over the NIC
+# (ucx_mpi.sh, nvmeof.sh): sourced, not run. Needs the applications overlay
+# (run-cluster.sh --apps): dropbear, ssh (tests/vm/guest/ssh.sh), UCX, Open
+# MPI, nvme-cli.
+#
+# Every node: rhinet.ko, eth0 as 10.77.0.(NODE+1), /etc/hosts naming every
+# node nodeK, an ssh server, and rhinet0 and (APPS_RXE=1) soft-RoCE rxe0
+# on eth0 with their ports ACTIVE. Node 0 drives the test over ssh; the
+# others wait until it tells them the result (apps_finish).
+# shellcheck disable=SC2034 # used by the scripts that source this file
+KO=/opt/rhinet/modules/rhinet.ko
+LIB_NAME=${LIB_NAME:-apps}
+fail() {
+	echo "$LIB_NAME: FAIL: $*"
+	dmesg | tail -30
+	[ "$NODE" = 0 ] && apps_finish 1
+	exit 1
+}
+now() { cut -d' ' -f1 /proc/uptime; }
+elapsed() { echo "$1 $(now)" | awk '{ printf "%.1f", $2 - $1 }'; }
+
+apps_setup() {
+	dmesg -c >/dev/null
+	modprobe ib_uverbs && modprobe rdma_ucm && insmod "$KO" || fail "insmod"
+	echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad
+	ip addr add "10.77.0.$((NODE + 1))/24" dev eth0 && ip link set eth0 up ||
+		fail "ip setup"
+	ip link set lo up
+	echo "127.0.0.1 localhost" >/etc/hosts
+	for k in $(seq 0 $((NODES - 1))); do
+		echo "10.77.0.$((k + 1)) node$k" >>/etc/hosts
+	done
+	chmod 700 /root/.ssh
+	dropbear -r /etc/dropbear/dropbear_ed25519_host_key -s -p 22 -E \
+		2>/tmp/dropbear.log || fail "dropbear"
+	apps_device rhinet0
+	[ "${APPS_RXE:-0}" = 1 ] && apps_device rxe0
+	# Every other node answering ssh (they boot at their own pace).
+	if [ "$NODE" = 0 ]; then
+		for k in $(seq 1 $((NODES - 1))); do
+			i=0
+			until ssh "node$k" true 2>/dev/null; do
+				i=$((i + 1))
+				[ $i -lt 60 ] || fail "node$k does not answer ssh"
+				sleep 1
+			done
+		done
+	fi
+}
+
+# apps_device DEVICE: rxe* is created on eth0; waits for the port ACTIVE.
+apps_device() {
+	case $1 in
+	rxe*)
+		modprobe rdma_rxe || fail "modprobe rdma_rxe"
+		rdma link add "$1" type rxe netdev eth0 || fail "rdma link add $1"
+		;;
+	esac
+	i=0
+	until rdma link show "$1/1" 2>/dev/null | grep -q " state ACTIVE "; do
+		i=$((i + 1))
+		[ $i -le 100 ] || fail "$1 port not ACTIVE after 10 s"
+		usleep 100000
+	done
+}
+
+# Node 0: tells every other node the result (they end with it).
+apps_finish() {
+	for k in $(seq 1 $((NODES - 1))); do
+		ssh "node$k" "echo $1 >/tmp/apps-result" 2>/dev/null
+	done
+}
+
+# Other nodes: wait for node 0's result, up to $1 seconds.
+apps_wait() {
+	i=0
+	while [ ! -f /tmp/apps-result ]; do
+		i=$((i + 1))
+		[ $i -lt "$1" ] || { echo "$LIB_NAME: no result from node 0"; exit 1; }
+		sleep 1
+	done
+	exit "$(cat /tmp/apps-result)"
+}
+
+# The NIC's counter NAME on this node.
+counter() { cat "/sys/class/infiniband/rhinet0/ports/1/hw_counters/$1"; }
