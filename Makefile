@@ -25,7 +25,7 @@ FORMAT_FILES  = $(shell find $(FORMAT_DIRS) \
 	-o -name '*.hh' -o -name '*.hpp' \) -print 2>/dev/null | sort)
 
 .PHONY: all deps build build-main build-fuzz vm-prepare test test-unit \
-	test-vm bench bench-verbs bench-verbs-quick cluster-workload cluster main format format-check checkpatch \
+	test-vm bench bench-verbs bench-mpi bench-verbs-quick cluster-workload cluster main format format-check checkpatch \
 	clean help
 
 all: build
@@ -38,6 +38,7 @@ help:
 	@echo "make cluster      boot NODES (default 2) nodes, shell on node 0"
 	@echo "make bench        set up, build, run the engine benchmark"
 	@echo "make bench-verbs  set up, build, perftest & co. over rhinet0 vs rxe0 in two guests (bench-verbs-quick: fewer iterations)"
+	@echo "make bench-mpi    set up, build, Open MPI ping-pong over rhinet0 vs rxe0 in two guests (PERFTEST=1: ucx_perftest too)"
 	@echo "make cluster-workload  datagram round trips between two nodes through raw device access"
 	@echo "make deps         install missing Debian packages"
 	@echo "make build        build $(BUILD_DIR)/, $(FUZZ_BUILD_DIR)/, QEMU and the VM images"
@@ -94,6 +95,10 @@ bench: build
 bench-verbs: build
 	bash tests/bench/verbs_vs_rxe.sh --out $(BUILD_DIR)/vm/bench-verbs
 
+# Open MPI (and with PERFTEST=1 ucx_perftest) over rhinet0 vs rxe0.
+bench-mpi: build
+	bash tests/bench/mpi_vs_rxe.sh $(if $(PERFTEST),--perftest) --out $(BUILD_DIR)/vm/bench-mpi
+
 bench-verbs-quick: build
 	bash tests/bench/verbs_vs_rxe.sh --quick --out $(BUILD_DIR)/vm/bench-verbs
 
@@ -112,6 +117,7 @@ cluster: build
 # beside soft-RoCE in the same guests, then the engine alone.
 main: build
 	bash tests/bench/verbs_vs_rxe.sh --out $(BUILD_DIR)/vm/main-run
+	bash tests/bench/mpi_vs_rxe.sh --out $(BUILD_DIR)/vm/main-mpi
 	$(BUILD_DIR)/tests/bench/engine_bench --quick
 
 format: deps

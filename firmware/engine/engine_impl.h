@@ -334,6 +334,13 @@ struct Peer {
   // went once is acknowledged (RFC 6298 5.7), or a peer slower than the
   // first estimate would never be measured.
   uint8_t backoff = 0;
+  // Recovery after a first timeout (slow start): one unacknowledged packet
+  // goes again, then twice as many for every ACK that moves on. A timeout
+  // that was only a slow peer (its ACKs were on their way) then costs a
+  // few packets, not the window; real losses are all sent again within a
+  // few round trips. 0: not recovering (go-back-N sends without limit).
+  uint8_t recover_window = 0;
+  uint8_t recover_budget = 0;  // packets the window still allows
   uint32_t rx_expected = 0;
   uint32_t rx_unacked = 0;
   uint64_t ack_deadline = 0;
@@ -613,6 +620,7 @@ struct Engine::Impl {
   void reset_peer(Peer& p, uint16_t session);
   uint64_t rto(const Peer& p) const;
   void rtt_sample(Peer& p, uint32_t sample_us);
+  uint32_t first_unacked(const Peer& p) const;
 
   // ---- responder/responder.cpp
   void handle_request(Peer& p, const Packet& pkt);

@@ -251,6 +251,7 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
       return;
     }
     counters.add(RHN_CNT_NAKS_RECEIVED);
+    p.recover_window = 0;  // the NAK says where to go back to
     if (!p.unacked_count) return;
     // Go back to the serial the receiver expects (unless already there).
     const uint32_t first = slots[p.unacked_head].serial;
@@ -346,6 +347,20 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
     }
     p.retries = 0;
     p.rto_deadline = now + rto(p);
+    if (p.recover_window) {
+      // Heard: twice as many go again; what this ACK covered need not.
+      const uint32_t first = first_unacked(p);
+      if (p.resend == kNone || first == kNone) {
+        p.recover_window = 0;  // all sent again, or all acknowledged
+      } else {
+        if (seq_before(slots[p.resend].serial, slots[first].serial))
+          p.resend = first;
+        p.recover_window = static_cast<uint8_t>(
+            std::min<uint32_t>(2u * p.recover_window, 128));
+        p.recover_budget = p.recover_window;
+        peer_needs_service(p);
+      }
+    }
   }
   const Gate g{ack_seq, session, seq};
   if (p.gate_count == kGates)
@@ -389,6 +404,14 @@ void Engine::Impl::release_gated(Peer& p) {
     wake_all(p.waiters);
     if (p.reads_head != kNone) peer_needs_service(p);
   }
+}
+
+uint32_t Engine::Impl::first_unacked(const Peer& p) const {
+  // Packets an ACK covered stay queued until its gate opens; skip them.
+  uint32_t id = p.unacked_head;
+  while (id != kNone && seq_before(slots[id].serial, p.acked_seen))
+    id = slots[id].next;
+  return id;
 }
 
 void Engine::Impl::peer_needs_service(Peer& p) {
@@ -442,11 +465,18 @@ bool Engine::Impl::run_peers() {
     if (p.unacked_count && now >= p.rto_deadline) {
       counters.add(RHN_CNT_TIMEOUTS);
       did = true;
-      if (++p.retries > cfg.max_retries) {
+      const uint32_t first = first_unacked(p);
+      // Everything acknowledged, the ACKs held only until the peer's own
+      // stream catches up: the peer is alive, and it is its turn to resend.
+      if (first != kNone && ++p.retries > cfg.max_retries) {
         peer_failed(p, true);
         continue;
       }
-      p.resend = p.unacked_head;
+      // The first timeout since the last ACK starts a recovery; if that is
+      // not answered either, everything goes again at once.
+      p.recover_window = p.retries == 1 ? 1 : 0;
+      p.recover_budget = p.recover_window;
+      p.resend = first;
       if (p.backoff < 7) p.backoff++;
       p.rto_deadline = now + rto(p);
       peer_needs_service(p);
@@ -472,6 +502,10 @@ bool Engine::Impl::service_peer(Peer& p) {
   // Go-back-N: resend from p.resend, refreshing the piggybacked ACK.
   if (p.resend != kNone) p.timing = false;  // an ACK now times nothing
   for (uint32_t n = 0; n < 32 && p.resend != kNone; n++) {
+    if (p.recover_window && !p.recover_budget--) {
+      p.recover_budget = 0;
+      break;  // more when the next ACK moves on
+    }
     SendSlot& s = slots[p.resend];
     p.resend = s.next;
     rhn_pkt_hdr h;
@@ -490,7 +524,9 @@ bool Engine::Impl::service_peer(Peer& p) {
     did = true;
   }
   did |= stream_reads(p);
-  if (p.resend != kNone || (p.reads_head != kNone && room_for_request(p)))
+  const bool may_resend =
+      p.resend != kNone && (!p.recover_window || p.recover_budget);
+  if (may_resend || (p.reads_head != kNone && room_for_request(p)))
     peer_needs_service(p);
   return did;
 }
@@ -519,6 +555,7 @@ void Engine::Impl::move_stream_after(Peer& p, uint16_t their_session) {
     reseal_header(slots[id].frame);
   }
   p.retries = 0;
+  p.recover_window = 0;
   p.resend = p.unacked_head;
   if (p.resend != kNone) peer_needs_service(p);
 }
@@ -537,6 +574,7 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
   p.gate_count = 0;
   p.retries = 0;
   p.timing = false;
+  p.recover_window = 0;
   p.rto_deadline = 0;
   // A new, newer session: the next packet re-synchronises the peer.
   p.tx_session++;

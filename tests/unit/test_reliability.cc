@@ -231,6 +231,41 @@ TEST(LinkFaults, RetransmitTimeoutFollowsTheRoundTrip) {
   EXPECT_EQ(a.delta(RHN_CNT_PEER_DEAD), 0u);
 }
 
+// The path suddenly gets slower than the timeout (the peer's host stalls)
+// with a window of packets out: the timeout sends the oldest packet again,
+// then twice as many per ACK, and the ACKs of the first sending cover the
+// rest. Before, every timeout sent the whole window again (go-back-N).
+TEST(LinkFaults, SpuriousTimeoutCostsAFewPackets) {
+  ClusterConfig cfg;
+  cfg.nodes = 2;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, 64 * 1024, kAllAccess, 341);
+  Region dst = make_region(*p.ctx_b, 64 * 1024);
+  // A first message: the round trip measured is microseconds, so the
+  // timeout is its floor (2 ms).
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(100, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key())));
+  ASSERT_TRUE(wait_one(c, *p.cq_a).ok());
+  c.fabric().set_hop_delay(1'500'000);  // now 6 ms there and back
+  CounterSnap a(c.node(0));
+  for (uint32_t i = 0; i < 48; i++)
+    ASSERT_TRUE(p.qp_a->post_send(
+        rdma_wr(i, RHN_OP_WRITE, {src.sge(i * 1024, 1024)}, dst.va(i * 1024),
+                dst.key(), i == 47 ? RHN_WQE_F_SIGNALED : 0)));
+  Completion w = wait_one(c, *p.cq_a, 1'000'000'000);
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(w.wr_id, 47u);
+  EXPECT_EQ(dst.buf.bytes(0, 48 * 1024), src.buf.bytes(0, 48 * 1024));
+  EXPECT_GE(a.delta(RHN_CNT_TIMEOUTS), 1u);
+  // One, then 2 and 4 more as the ACKs of the first sending come in
+  // (every 16 packets): not the 48 of the window.
+  EXPECT_LE(a.delta(RHN_CNT_RETRANSMITS), 8u);
+  EXPECT_EQ(a.delta(RHN_CNT_PEER_DEAD), 0u);
+}
+
 TEST(LinkFaults, DeadPeerGivesRetryExceededInBoundedTime) {
   ClusterConfig cfg;
   cfg.nodes = 3;

@@ -82,7 +82,7 @@ if echo " $* " | grep -q " perftest "; then
 		grep -B2 -A0 "Device: rhinet0:1" /tmp/ucx_info.txt | grep -q "Transport: $tl" ||
 			note_fail "ucx_info -d does not list $tl on rhinet0:1"
 	done
-	tx0=$(counter tx_packets) re0=$(counter retransmits)
+	snap0=$(counters_now)
 	echo "ucx columns: device transport test latency_p50_us latency_avg_us MB/s msg/s"
 	for dev in rhinet0 rxe0; do
 		for tl in rc ud; do
@@ -99,13 +99,27 @@ if echo " $* " | grep -q " perftest "; then
 		perftest $dev rc_verbs put_bw -d "$dev:1" -x rc_verbs -D zcopy -s 65536 -n 200 -w 20
 		perftest $dev rc_verbs get -d "$dev:1" -x rc_verbs -D zcopy -s 4096 -n 300 -w 30
 		perftest $dev ud_verbs am_lat -d "$dev:1" -x ud_verbs -n 1000 -w 100
-		if [ $dev = rhinet0 ]; then
-			tx=$(($(counter tx_packets) - tx0))
-			re=$(($(counter retransmits) - re0))
-			echo "ucx rhinet0: $re of $tx packets sent again (node 0)"
-		fi
+		[ $dev = rhinet0 ] && transport_report "ucx rhinet0" "$snap0"
 	done
 fi
+
+# The NIC's transport counters of node 0 and node 1, as one line.
+COUNTERS="tx_packets retransmits timeouts naks_received rx_drops out_of_order duplicates"
+counters_now() {
+	for c in $COUNTERS; do printf '%s ' "$(counter $c)"; done
+	# shellcheck disable=SC2016 # expanded on node 1
+	ssh node1 'for c in '"$COUNTERS"'; do printf "%s " $(cat /sys/class/infiniband/rhinet0/ports/1/hw_counters/$c); done'
+}
+# transport_report LABEL [BASELINE]: what node 0 sent again and why, and
+# what node 1 received out of order or twice, since BASELINE.
+transport_report() {
+	echo "$(counters_now) $2" | awk -v label="$1" '{
+		n = split($0, v, " "); half = 7
+		for (i = 1; i <= 14; i++) d[i] = v[i] - (n >= 28 ? v[i + 14] : 0)
+		printf "%s: node 0 sent %d packets, %d again (%d timeouts, %d NAKs); node 1 dropped %d (receive FIFO full), saw %d out of order, %d twice\n",
+			label, d[1], d[2], d[3], d[4], d[12], d[13], d[14]
+	}'
+}
 
 # mpi_run DEVICE TRANSPORT MAX: rhinet-mpi on every node.
 mpi_run() {
@@ -141,8 +155,7 @@ if echo " $* " | grep -q " mpi "; then
 		mpi_run $dev rc $max
 		mpi_run $dev ud $max
 	done
-	re=$(counter retransmits) tx=$(counter tx_packets)
-	echo "mpi rhinet0: node 0 sent $tx packets since boot, $re again"
+	transport_report "mpi rhinet0 (since boot)" ""
 fi
 
 if [ -n "$failed" ]; then
