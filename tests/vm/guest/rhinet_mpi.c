@@ -20,14 +20,16 @@ static int rank, nranks;
 
 static void fail(const char *what, long where, long got, long want)
 {
-	fprintf(stderr, "RHINET-MPI: FAIL rank %d: %s at %ld: got %ld, want %ld\n",
+	fprintf(stderr,
+		"RHINET-MPI: FAIL rank %d: %s at %ld: got %ld, want %ld\n",
 		rank, what, where, got, want);
 	MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
 static uint8_t byte_at(size_t size, int iter, int dir, size_t i)
 {
-	return (uint8_t)(i * 131 + size * 7 + (size_t)iter * 17 + (size_t)dir * 101);
+	return (uint8_t)(i * 131 + size * 7 + (size_t)iter * 17 +
+			 (size_t)dir * 101);
 }
 
 static void fill(uint8_t *b, size_t size, int iter, int dir)
@@ -69,18 +71,20 @@ static void pingpong(size_t max, const char *label)
 				t0 = MPI_Wtime();
 			if (rank == 0) {
 				fill(buf, size, it, 0);
-				MPI_Send(buf, (int)size, MPI_BYTE, 1, it & 0x7fff,
-					 MPI_COMM_WORLD);
-				MPI_Recv(buf, (int)size, MPI_BYTE, 1, it & 0x7fff,
-					 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+				MPI_Send(buf, (int)size, MPI_BYTE, 1,
+					 it & 0x7fff, MPI_COMM_WORLD);
+				MPI_Recv(buf, (int)size, MPI_BYTE, 1,
+					 it & 0x7fff, MPI_COMM_WORLD,
+					 MPI_STATUS_IGNORE);
 				check(buf, size, it, 1);
 			} else if (rank == 1) {
-				MPI_Recv(buf, (int)size, MPI_BYTE, 0, it & 0x7fff,
-					 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+				MPI_Recv(buf, (int)size, MPI_BYTE, 0,
+					 it & 0x7fff, MPI_COMM_WORLD,
+					 MPI_STATUS_IGNORE);
 				check(buf, size, it, 0);
 				fill(buf, size, it, 1);
-				MPI_Send(buf, (int)size, MPI_BYTE, 0, it & 0x7fff,
-					 MPI_COMM_WORLD);
+				MPI_Send(buf, (int)size, MPI_BYTE, 0,
+					 it & 0x7fff, MPI_COMM_WORLD);
 			}
 		}
 		if (rank == 0) {
@@ -98,7 +102,7 @@ static void pingpong(size_t max, const char *label)
 
 static void collectives(void)
 {
-	static const int counts[] = { 1, 1000, 100000 };
+	static const int counts[] = {1, 1000, 100000};
 
 	for (unsigned c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
 		const int n = counts[c];
@@ -168,8 +172,8 @@ static void collectives(void)
 			fail("barrier round", k, sum, nranks * (k + 1));
 	}
 	if (rank == 0)
-		printf("barrier+allreduce %d ranks: %.1f us per round\n", nranks,
-		       (MPI_Wtime() - t0) / 20 * 1e6);
+		printf("barrier+allreduce %d ranks: %.1f us per round\n",
+		       nranks, (MPI_Wtime() - t0) / 20 * 1e6);
 }
 
 int main(int argc, char **argv)
@@ -188,7 +192,8 @@ int main(int argc, char **argv)
 	}
 	if (nranks < 2 || max < 8) {
 		if (rank == 0)
-			fprintf(stderr, "rhinet-mpi: needs 2 ranks or more and --max >= 8\n");
+			fprintf(stderr, "rhinet-mpi: needs 2 ranks or more and "
+					"--max >= 8\n");
 		MPI_Finalize();
 		return 2;
 	}
