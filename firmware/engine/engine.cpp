@@ -123,10 +123,11 @@ void Engine::Impl::reset() {
 
 uint64_t Engine::Impl::rto(const Peer& p) const {
   const uint32_t shift = std::min<uint32_t>(std::max(p.retries, p.backoff), 7);
-  const uint64_t measured = (uint64_t{p.srtt_us} + 4 * uint64_t{p.rttvar_us}) * 1000;
-  const uint64_t base = std::clamp(measured, cfg.retransmit_timeout_ns,
-                                   std::max(cfg.retransmit_timeout_ns,
-                                            cfg.max_retransmit_timeout_ns));
+  const uint64_t measured =
+      (uint64_t{p.srtt_us} + 4 * uint64_t{p.rttvar_us}) * 1000;
+  const uint64_t base = std::clamp(
+      measured, cfg.retransmit_timeout_ns,
+      std::max(cfg.retransmit_timeout_ns, cfg.max_retransmit_timeout_ns));
   return base << shift;
 }
 
@@ -138,8 +139,8 @@ void Engine::Impl::rtt_sample(Peer& p, uint32_t sample_us) {
     p.srtt_us = sample_us;
     p.rttvar_us = sample_us / 2;
   } else {
-    const uint32_t err = sample_us > p.srtt_us ? sample_us - p.srtt_us
-                                               : p.srtt_us - sample_us;
+    const uint32_t err =
+        sample_us > p.srtt_us ? sample_us - p.srtt_us : p.srtt_us - sample_us;
     p.rttvar_us = p.rttvar_us - p.rttvar_us / 4 + err / 4;
     p.srtt_us = std::max(p.srtt_us - p.srtt_us / 8 + sample_us / 8, 1u);
   }

@@ -1043,8 +1043,9 @@ TEST_F(TwoNodes, RequestToAVanishedQpFailsWhenItsTimerRunsOut) {
   Region dst = make_region(B(), 64, kAllAccess, 0, 0xee);
   const uint32_t rkey = dst.key();
   const uint64_t raddr = dst.va();
-  ASSERT_TRUE(
-      B().driver().destroy(RHN_ADMIN_DESTROY_QP, B().index(), p.qp_b->qpn()).ok());
+  ASSERT_TRUE(B().driver()
+                  .destroy(RHN_ADMIN_DESTROY_QP, B().index(), p.qp_b->qpn())
+                  .ok());
   CounterSnap b(c->node(1));
   ASSERT_TRUE(p.qp_a->post_send(
       rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 64)}, raddr, rkey)));
@@ -1080,7 +1081,8 @@ TEST_F(TwoNodes, PeerClosingFirstLeavesNoErrorOnTheOtherSide) {
   ASSERT_TRUE(p.qp_a->to_err().ok());
   auto v = c->wait_cqes(*p.cq_a, 2);
   ASSERT_EQ(v.size(), 2u) << describe(v);
-  for (const auto& e : v) EXPECT_EQ(e.status, RHN_CQE_WR_FLUSH_ERR) << describe(e);
+  for (const auto& e : v)
+    EXPECT_EQ(e.status, RHN_CQE_WR_FLUSH_ERR) << describe(e);
   EXPECT_EQ(dst.buf.bytes(), std::vector<uint8_t>(64, 0xee));
 }
 
