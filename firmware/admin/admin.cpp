@@ -228,6 +228,33 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     case RHN_ADMIN_CREATE_MR: {
       const auto& c = u.create_mr;
       if (!pd_ok(c.pdn)) return detail = 1, RHN_ADMIN_BAD_HANDLE;
+      if (c.flags & ~RHN_CREATE_MR_F_FAST_REG)
+        return detail = 8, RHN_ADMIN_BAD_PARAM;
+      if (c.flags & RHN_CREATE_MR_F_FAST_REG) {
+        // The page list holds bus addresses: the kernel's to write.
+        if (ctx != 0) return detail = 8, RHN_ADMIN_NOT_PERMITTED;
+        if (c.levels != 1 || c.num_pages == 0 ||
+            c.num_pages > RHN_VPT_ENTRIES_PER_PAGE)
+          return detail = 6, RHN_ADMIN_BAD_PARAM;
+        if (c.table_addr == 0 || (c.table_addr & 7))
+          return detail = 7, RHN_ADMIN_BAD_PARAM;
+        const uint32_t idx = find_free(mrs, 1);
+        if (idx == kNone) return RHN_ADMIN_NO_RESOURCES;
+        MrObj& mr = mrs[idx];
+        mr = MrObj{};
+        mr.valid = true;
+        mr.fast_reg = true;
+        mr.variant = c.key_variant;
+        mr.levels = 1;
+        mr.context = ctx;
+        mr.pdn = c.pdn;
+        mr.table = c.table_addr;
+        mr.max_pages = c.num_pages;
+        pds[c.pdn].refs++;
+        tlb.invalidate_region(idx);
+        result = (idx << RHN_KEY_INDEX_SHIFT) | c.key_variant;
+        return RHN_ADMIN_OK;
+      }
       if (c.access & ~kKnownAccess) return detail = 2, RHN_ADMIN_BAD_PARAM;
       if (c.length == 0 || c.iova + c.length < c.iova)
         return detail = 3, RHN_ADMIN_BAD_PARAM;

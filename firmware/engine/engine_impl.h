@@ -72,6 +72,11 @@ struct MrObj {
   bool bound = false;
   uint32_t bound_mr = 0;
   uint32_t bound_qpn = 0;  // type 2: the QP it was bound through
+  // A fast-registration MR (kernel): translated only while registered by a
+  // REG_MR WQE; num_pages then the pages used of max_pages.
+  bool fast_reg = false;
+  bool registered = false;
+  uint32_t max_pages = 0;
 };
 
 struct EqObj {
@@ -524,6 +529,12 @@ struct Engine::Impl {
   MrObj* window_of_key(uint32_t key, uint32_t context);
   // Unbinds a window: its region is free of it.
   void unbind_window(MrObj& mw);
+  // What LOCAL_INV or a peer's SEND_INV (arriving on `via_qpn`) may
+  // invalidate with `key` for a QP of `context` and `pdn`: a bound type 2
+  // window (bound through via_qpn) or a registered fast-registration MR.
+  MrObj* invalidatable(uint32_t key, uint32_t context, uint32_t pdn,
+                       uint32_t via_qpn);
+  void invalidate(MrObj& obj);
   bool mr_dma(uint32_t mr_index, uint64_t va, void* buf, uint64_t len,
               bool write);
   // Why a translation failed: later work turns kNotPresent into a

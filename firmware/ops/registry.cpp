@@ -12,7 +12,7 @@ extern const OpFamily kSendFamily;    // ops/send: SEND, SEND_IMM
 extern const OpFamily kRdmaFamily;    // ops/rdma: WRITE, WRITE_IMM, READ
 extern const OpFamily kAtomicFamily;  // ops/atomic: FETCH_ADD, CMP_SWAP
 extern const OpFamily kRawFamily;     // ops/raw: Ethernet frames
-extern const OpFamily kWindowFamily;  // ops/window: BIND_MW, LOCAL_INV
+extern const OpFamily kWindowFamily;  // ops/window: BIND_MW, REG_MR, LOCAL_INV
 
 namespace {
 
@@ -42,6 +42,8 @@ std::array<OpInfo, kOps> make_ops() {
                        false,          false, false};
   t[RHN_OP_LOCAL_INV] = {&kWindowFamily, 0,     RHN_CQE_OP_LOCAL_INV,
                          false,          false, false};
+  t[RHN_OP_REG_MR] = {&kWindowFamily, 0,     RHN_CQE_OP_REG_MR,
+                      false,          false, false};
   // imm_data carries the key to invalidate, not an immediate.
   t[RHN_OP_SEND_INV] = {&kSendFamily, RHN_WOP_SEND, RHN_CQE_OP_SEND,
                         false,        false,        true};

@@ -68,7 +68,8 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
       return RHN_SYN_BAD_WQE;
     out.compare_add = w.u.atomic.compare_add;
     out.swap = w.u.atomic.swap;
-  } else if (w.opcode == RHN_OP_BIND_MW || w.opcode == RHN_OP_LOCAL_INV) {
+  } else if (w.opcode == RHN_OP_BIND_MW || w.opcode == RHN_OP_LOCAL_INV ||
+             w.opcode == RHN_OP_REG_MR) {
     // No data; a bind's description shares the union too.
     if (w.flags & (RHN_WQE_F_STATUS_WORD | RHN_WQE_F_INLINE | RHN_WQE_F_AREA |
                    RHN_WQE_F_GRH) ||
@@ -77,6 +78,9 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     out.bind_mw_key = w.u.bind.mw_key;
     out.bind_mr_lkey = w.u.bind.mr_lkey;
     out.bind_length = w.u.bind.length;
+    out.reg_length = w.u.reg.length;
+    out.reg_pages = w.u.reg.num_pages;
+    out.reg_page_shift = w.u.reg.page_shift;
   } else {
     out.status_addr = w.u.status.addr;
     out.status_lkey = w.u.status.lkey;

@@ -34,6 +34,9 @@ struct DecodedWqe {
   uint32_t bind_mw_key = 0;  // BIND_MW: u.bind
   uint32_t bind_mr_lkey = 0;
   uint64_t bind_length = 0;
+  uint64_t reg_length = 0;  // REG_MR: u.reg
+  uint32_t reg_pages = 0;
+  uint8_t reg_page_shift = 0;
   uint32_t num_sge = 0;     // SGEs in the raw WQE at offset 48
   uint32_t inline_len = 0;  // inline bytes in the raw WQE at offset 48
   uint64_t length = 0;      // message length in bytes

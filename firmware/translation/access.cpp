@@ -16,14 +16,20 @@ rhn_syndrome Engine::Impl::check_key(uint32_t key, uint32_t context,
   const uint32_t idx = key >> RHN_KEY_INDEX_SHIFT;
   if (idx == 0 || idx >= mrs.size()) return RHN_SYN_BAD_KEY;
   const MrObj& mr = mrs[idx];
-  if (!mr.valid || mr.variant != (key & RHN_KEY_VARIANT_MASK))
+  if (!mr.valid || mr.variant != (key & RHN_KEY_VARIANT_MASK) ||
+      (mr.fast_reg && !mr.registered))
     return RHN_SYN_BAD_KEY;
   // A window is an rkey only, of a bound window; a type 2 window answers
   // only the QP it was bound through.
   if (mr.window && (via_qpn == kNone || !mr.bound ||
                     (mr.mw_type == 2 && mr.bound_qpn != via_qpn)))
     return RHN_SYN_BAD_KEY;
-  if (pdn != kNone && mr.pdn != pdn) return RHN_SYN_PD_MISMATCH;
+  // The kernel's bus-address MR (its local_dma_lkey) serves every kernel
+  // PD, as IB's reserved lkey does; no other MR crosses PDs.
+  const bool kernel_dma = mr.levels == 0 && mr.context == 0 && !mr.window &&
+                          pdn != kNone && pdn < pds.size() && pds[pdn].valid &&
+                          pds[pdn].context == 0;
+  if (pdn != kNone && mr.pdn != pdn && !kernel_dma) return RHN_SYN_PD_MISMATCH;
   if (context != kNone && mr.context != context) return RHN_SYN_PD_MISMATCH;
   if ((mr.access & access) != access) return RHN_SYN_ACCESS_RIGHTS;
   if (len != 0 && (va < mr.iova || va - mr.iova > mr.length ||
@@ -42,6 +48,31 @@ MrObj* Engine::Impl::window_of_key(uint32_t key, uint32_t context) {
       mw.variant != (key & RHN_KEY_VARIANT_MASK))
     return nullptr;
   return &mw;
+}
+
+MrObj* Engine::Impl::invalidatable(uint32_t key, uint32_t context, uint32_t pdn,
+                                   uint32_t via_qpn) {
+  const uint32_t idx = key >> RHN_KEY_INDEX_SHIFT;
+  if (idx == 0 || idx >= mrs.size()) return nullptr;
+  MrObj& o = mrs[idx];
+  if (!o.valid || o.context != context || o.pdn != pdn ||
+      o.variant != (key & RHN_KEY_VARIANT_MASK))
+    return nullptr;
+  if (o.window)
+    return o.mw_type == 2 && o.bound &&
+                   (via_qpn == kNone || o.bound_qpn == via_qpn)
+               ? &o
+               : nullptr;
+  return o.fast_reg && o.registered ? &o : nullptr;
+}
+
+void Engine::Impl::invalidate(MrObj& obj) {
+  if (obj.window) {
+    unbind_window(obj);
+    return;
+  }
+  obj.registered = false;
+  tlb.invalidate_region(static_cast<uint32_t>(&obj - mrs.data()));
 }
 
 void Engine::Impl::unbind_window(MrObj& mw) {

@@ -101,12 +101,11 @@ void on_request(Impl& m, Request& r) {
     // left half-way (its QP failed) ends here.
     if (RxContext* old = m.rx_find(p, r.src, kNone))
       m.rx_abandon(p, *old, RHN_CQE_GENERAL_ERR);
-    // SEND_INV: the window must be one this QP may unbind (a bound type 2
-    // window of its PD), or the message is refused before it lands.
+    // SEND_INV: the key must be one this QP may invalidate (a type 2
+    // window bound through it, or a registered fast-registration MR of
+    // its PD), or the message is refused before it lands.
     if (op.flags & RHN_WOP_F_INV) {
-      const MrObj* mw = m.window_of_key(op.rkey, r.qp.context);
-      if (!mw || mw->mw_type != 2 || !mw->bound || mw->pdn != r.qp.pdn ||
-          mw->bound_qpn != r.qpn) {
+      if (!m.invalidatable(op.rkey, r.qp.context, r.qp.pdn, r.qpn)) {
         m.counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
         refuse(m, r, RHN_SYN_BAD_WINDOW);
         return;
@@ -175,9 +174,9 @@ void on_request(Impl& m, Request& r) {
   const bool imm = op.flags & RHN_WOP_F_IMM;
   const bool inv = op.flags & RHN_WOP_F_INV;
   if (inv) {
-    // Checked at the first packet; another QP may have unbound it since.
-    if (MrObj* mw = m.window_of_key(op.rkey, r.qp.context))
-      m.unbind_window(*mw);
+    // Checked at the first packet; it may have been invalidated since.
+    if (MrObj* o = m.invalidatable(op.rkey, r.qp.context, r.qp.pdn, r.qpn))
+      m.invalidate(*o);
   }
   m.complete_receive(
       *ctx, r.node, r.src_qpn, RHN_CQE_OP_RECV,

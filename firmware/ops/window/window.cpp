@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Memory windows: BIND_MW opens part of a region to remote access under
-// the window's own key, LOCAL_INV closes a type 2 window. Both are local:
-// the NIC executes them in send-queue order and sends nothing. Remote
-// access through a window is checked in translation/access.cpp; a SEND
-// that invalidates one at the responder is in ops/send.
+// Keys the send queue changes: BIND_MW opens part of a region to remote
+// access under the window's own key, REG_MR registers a fast-registration
+// MR over the page list the kernel wrote, LOCAL_INV closes a type 2 window
+// or ends an MR's registration. All are local: the NIC executes them in
+// send-queue order and sends nothing. Remote access through a key is
+// checked in translation/access.cpp; a SEND that invalidates one at the
+// responder is in ops/send.
 #include "ops/family.h"
 
 namespace rhinet::fw {
@@ -11,11 +13,13 @@ namespace {
 
 constexpr uint32_t kRemoteRights =
     RHN_ACCESS_REMOTE_WRITE | RHN_ACCESS_REMOTE_READ | RHN_ACCESS_REMOTE_ATOMIC;
+constexpr uint32_t kMrRights = kRemoteRights | RHN_ACCESS_LOCAL_WRITE;
 
-uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe&,
+uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe& w,
               uint8_t* syndrome) {
-  // A type 2 window belongs to the connection it was bound through.
-  if (!connected_qp(qp.type)) {
+  // A type 2 window belongs to the connection it was bound through; MRs
+  // are registered by the kernel's QPs of any type.
+  if (w.opcode != RHN_OP_REG_MR && !connected_qp(qp.type)) {
     *syndrome = RHN_SYN_BAD_OPCODE;
     return RHN_CQE_LOC_QP_OP_ERR;
   }
@@ -78,20 +82,62 @@ uint8_t bind(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
 
 uint8_t local_invalidate(Impl& m, QpObj& qp, const DecodedWqe& w,
                          uint8_t* syndrome) {
-  MrObj* mw = m.window_of_key(w.remote_key, qp.context);
-  if (!mw || mw->mw_type != 2 || !mw->bound || mw->pdn != qp.pdn) {
+  MrObj* o = m.invalidatable(w.remote_key, qp.context, qp.pdn, kNone);
+  if (!o) {
     *syndrome = RHN_SYN_BAD_WINDOW;
     return RHN_CQE_MW_BIND_ERR;
   }
-  m.unbind_window(*mw);
+  m.invalidate(*o);
+  *syndrome = RHN_SYN_NONE;
+  return RHN_CQE_SUCCESS;
+}
+
+uint8_t register_mr(Impl& m, QpObj& qp, const DecodedWqe& w,
+                    uint8_t* syndrome) {
+  // An MR of this QP's context and PD, made for it and not registered:
+  // the previous registration must have been invalidated first.
+  *syndrome = RHN_SYN_BAD_KEY;
+  const uint32_t idx = w.remote_key >> RHN_KEY_INDEX_SHIFT;
+  MrObj* mr = idx && idx < m.mrs.size() ? &m.mrs[idx] : nullptr;
+  if (!mr || !mr->valid || !mr->fast_reg || mr->registered ||
+      mr->context != qp.context)
+    return RHN_CQE_LOC_PROT_ERR;
+  if (mr->pdn != qp.pdn) {
+    *syndrome = RHN_SYN_PD_MISMATCH;
+    return RHN_CQE_LOC_PROT_ERR;
+  }
+  // The pages must cover exactly [iova, iova + length).
+  *syndrome = RHN_SYN_BOUNDS;
+  const uint64_t iova = w.remote_addr, len = w.reg_length;
+  if (w.reg_page_shift < 12 || w.reg_page_shift > 30 || len == 0 ||
+      iova + len < iova || (w.imm_data & ~kMrRights))
+    return RHN_CQE_LOC_PROT_ERR;
+  const uint64_t pages =
+      ((iova + len - 1) >> w.reg_page_shift) - (iova >> w.reg_page_shift) + 1;
+  if (pages != w.reg_pages || pages > mr->max_pages)
+    return RHN_CQE_LOC_PROT_ERR;
+  mr->iova = iova;
+  mr->length = len;
+  mr->page_shift = w.reg_page_shift;
+  mr->num_pages = w.reg_pages;
+  mr->access = w.imm_data;
+  mr->variant = static_cast<uint8_t>(w.remote_key & RHN_KEY_VARIANT_MASK);
+  mr->registered = true;
+  m.tlb.invalidate_region(idx);  // the new pages, not the last ones
   *syndrome = RHN_SYN_NONE;
   return RHN_CQE_SUCCESS;
 }
 
 uint8_t execute_local(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
                       uint8_t* syndrome) {
-  return w.opcode == RHN_OP_BIND_MW ? bind(m, qp, qpn, w, syndrome)
-                                    : local_invalidate(m, qp, w, syndrome);
+  switch (w.opcode) {
+    case RHN_OP_BIND_MW:
+      return bind(m, qp, qpn, w, syndrome);
+    case RHN_OP_REG_MR:
+      return register_mr(m, qp, w, syndrome);
+    default:
+      return local_invalidate(m, qp, w, syndrome);
+  }
 }
 
 }  // namespace

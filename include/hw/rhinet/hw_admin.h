@@ -158,7 +158,19 @@ struct rhn_admin_create_mr {
 	__u8 page_shift; /* 12..30 */
 	__u8 levels; /* 1..3; 0: iova is the bus address (kernel only) */
 	__u8 key_variant; /* low 8 bits of the returned key */
-	__u8 reserved;
+	__u8 flags; /* enum rhn_create_mr_flags */
+};
+
+/*
+ * A fast-registration MR (kernel context only): created with room for
+ * num_pages page addresses at table_addr (one level; iova, length, access
+ * and page_shift ignored) and no translation. Its key is refused until a
+ * REG_MR WQE of a QP of its PD registers it (iova, length, page size,
+ * rights, a new key variant) over the page list the kernel wrote; LOCAL_INV
+ * or a peer's SEND_INV ends the registration.
+ */
+enum rhn_create_mr_flags {
+	RHN_CREATE_MR_F_FAST_REG = 1u << 0,
 };
 
 /*

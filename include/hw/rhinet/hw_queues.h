@@ -52,9 +52,18 @@ enum rhn_wqe_opcode {
 	RHN_OP_CMP_SWAP = 0x07,
 	/* Memory windows (no packet: the NIC executes them in SQ order). */
 	RHN_OP_BIND_MW = 0x08, /* u.bind, remote_addr, imm_data = rights */
-	RHN_OP_LOCAL_INV = 0x09, /* remote_key: the type 2 window to unbind */
-	/* SEND whose responder unbinds the type 2 window imm_data names */
+	/* remote_key: the type 2 window to unbind or the fast-registration MR
+	 * to invalidate
+	 */
+	RHN_OP_LOCAL_INV = 0x09,
+	/* SEND whose responder invalidates the key imm_data names (a type 2
+	 * window bound through the receiving QP, or a fast-registration MR)
+	 */
 	RHN_OP_SEND_INV = 0x0a,
+	/* Registers a fast-registration MR (u.reg, remote_key = its new key,
+	 * remote_addr = iova, imm_data = rights); no data.
+	 */
+	RHN_OP_REG_MR = 0x0b,
 	/* Reserved for the capabilities built on top (PRODUCT.md). */
 	RHN_OP_RAW_ETH = 0x10, /* Ethernet frame for the net_device */
 	RHN_OP_ISEND = 0x20, /* key-matched send (004 2.6) */
@@ -139,6 +148,12 @@ struct rhn_send_wqe {
 			__le32 mr_lkey; /* the region it opens onto */
 			__le64 length; /* from remote_addr; 0 unbinds (type 1) */
 		} bind;
+		struct {
+			__le64 length; /* bytes from remote_addr */
+			__le32 num_pages; /* page list entries used */
+			__u8 page_shift; /* 12..30 */
+			__u8 reserved[3];
+		} reg;
 	} u;
 	union {
 		struct rhn_sge sge; /* first SGE (atomics: 8-byte result) */
@@ -221,6 +236,7 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_RAW_ETH = 5,
 	RHN_CQE_OP_BIND_MW = 6,
 	RHN_CQE_OP_LOCAL_INV = 7,
+	RHN_CQE_OP_REG_MR = 8,
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,

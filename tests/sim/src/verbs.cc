@@ -136,6 +136,10 @@ bool SimQp::encode(const SendWr& wr, std::vector<uint8_t>* slots) {
     base.u.bind.mw_key = wr.bind_mw_key;
     base.u.bind.mr_lkey = wr.bind_mr_lkey;
     base.u.bind.length = wr.bind_length;
+  } else if (wr.opcode == RHN_OP_REG_MR) {
+    base.u.reg.length = wr.reg_length;
+    base.u.reg.num_pages = wr.reg_pages;
+    base.u.reg.page_shift = wr.reg_page_shift;
   } else {
     if (wr.flags & RHN_WQE_F_STATUS_WORD) {
       base.u.status.addr = wr.status_addr;

@@ -75,6 +75,24 @@ perftest() {
 		'{ printf "ucx %s %s %s %s %s %s %s\n", d, t, n, $2, $3, $6, $8 }'
 }
 
+# The NIC's transport counters of node 0 and node 1, as one line.
+COUNTERS="tx_packets retransmits timeouts naks_received rx_drops out_of_order duplicates"
+counters_now() {
+	for c in $COUNTERS; do printf '%s ' "$(counter $c)"; done
+	# shellcheck disable=SC2016 # expanded on node 1
+	ssh node1 'for c in '"$COUNTERS"'; do printf "%s " $(cat /sys/class/infiniband/rhinet0/ports/1/hw_counters/$c); done'
+}
+# transport_report LABEL [BASELINE]: what node 0 sent again and why, and
+# what node 1 received out of order or twice, since BASELINE.
+transport_report() {
+	echo "$(counters_now) $2" | awk -v label="$1" '{
+		n = split($0, v, " "); half = 7
+		for (i = 1; i <= 14; i++) d[i] = v[i] - (n >= 28 ? v[i + 14] : 0)
+		printf "%s: node 0 sent %d packets, %d again (%d timeouts, %d NAKs); node 1 dropped %d (receive FIFO full), saw %d out of order, %d twice\n",
+			label, d[1], d[2], d[3], d[4], d[12], d[13], d[14]
+	}'
+}
+
 if echo " $* " | grep -q " perftest "; then
 	[ "$NODES" = 2 ] || fail "perftest runs on 2 nodes"
 	ucx_info -d >/tmp/ucx_info.txt 2>&1
@@ -102,24 +120,6 @@ if echo " $* " | grep -q " perftest "; then
 		[ $dev = rhinet0 ] && transport_report "ucx rhinet0" "$snap0"
 	done
 fi
-
-# The NIC's transport counters of node 0 and node 1, as one line.
-COUNTERS="tx_packets retransmits timeouts naks_received rx_drops out_of_order duplicates"
-counters_now() {
-	for c in $COUNTERS; do printf '%s ' "$(counter $c)"; done
-	# shellcheck disable=SC2016 # expanded on node 1
-	ssh node1 'for c in '"$COUNTERS"'; do printf "%s " $(cat /sys/class/infiniband/rhinet0/ports/1/hw_counters/$c); done'
-}
-# transport_report LABEL [BASELINE]: what node 0 sent again and why, and
-# what node 1 received out of order or twice, since BASELINE.
-transport_report() {
-	echo "$(counters_now) $2" | awk -v label="$1" '{
-		n = split($0, v, " "); half = 7
-		for (i = 1; i <= 14; i++) d[i] = v[i] - (n >= 28 ? v[i + 14] : 0)
-		printf "%s: node 0 sent %d packets, %d again (%d timeouts, %d NAKs); node 1 dropped %d (receive FIFO full), saw %d out of order, %d twice\n",
-			label, d[1], d[2], d[3], d[4], d[12], d[13], d[14]
-	}'
-}
 
 # mpi_run DEVICE TRANSPORT MAX: rhinet-mpi on every node.
 mpi_run() {

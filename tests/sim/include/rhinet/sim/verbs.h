@@ -63,6 +63,11 @@ struct SendWr {
   uint32_t bind_mw_key = 0;
   uint32_t bind_mr_lkey = 0;
   uint64_t bind_length = 0;
+  // REG_MR: remote_key the MR's new key, remote_addr its iova, imm_data
+  // its rights, and these.
+  uint64_t reg_length = 0;
+  uint32_t reg_pages = 0;
+  uint8_t reg_page_shift = 12;
   uint64_t status_addr = 0;  // with RHN_WQE_F_STATUS_WORD
   uint32_t status_lkey = 0;
   bool inline_doorbell = false;  // write the WQE into the doorbell page too
