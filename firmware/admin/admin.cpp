@@ -117,8 +117,10 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     const uint32_t idx = key >> RHN_KEY_INDEX_SHIFT;
     if (idx == 0 || idx >= mrs.size()) return nullptr;
     MrObj& mr = mrs[idx];
-    if (!mr.valid || mr.window || mr.variant != (key & RHN_KEY_VARIANT_MASK) ||
-        mr.context != ctx)
+    // A fast-registration MR by its index: each REG_MR gives it a new
+    // variant, which the driver need not have seen.
+    if (!mr.valid || mr.window || mr.context != ctx ||
+        (!mr.fast_reg && mr.variant != (key & RHN_KEY_VARIANT_MASK)))
       return nullptr;
     return &mr;
   };

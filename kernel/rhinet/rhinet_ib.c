@@ -4,8 +4,9 @@
  * Ethernet interface, PDs and AHs, and the device's registration. User
  * contexts are in rhinet_ucontext.c, counters in rhinet_counters.c, event
  * dispatch in rhinet_events.c, memory regions in rhinet_mem.c, user
- * queues in rhinet_queues.c. The kernel verbs served (rhinet_kverbs.c)
- * are those of the management QP, for ib_mad, ib_cm and rdma_cm.
+ * queues in rhinet_queues.c. The kernel verbs (rhinet_kverbs.c) serve the
+ * management QP (ib_mad, ib_cm, rdma_cm) and the RC QPs of the kernel's
+ * RDMA consumers, with fast registration (rhinet_mem.c).
  */
 #include <linux/rtnetlink.h>
 #include <net/addrconf.h>
@@ -130,9 +131,11 @@ static int rhinet_query_device(struct ib_device *ibdev,
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 				 IB_DEVICE_PORT_ACTIVE_EVENT |
 				 IB_DEVICE_MEM_WINDOW |
-				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
-	/* Kernel PDs use the physical lkey (only the management QP posts). */
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B |
+				 IB_DEVICE_MEM_MGT_EXTENSIONS;
+	/* Every kernel PD uses the local_dma_lkey (bus addresses). */
 	attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
+	attr->max_fast_reg_page_list_len = RHN_VPT_ENTRIES_PER_PAGE;
 	attr->max_send_sge = le32_to_cpu(hw->max_send_sges);
 	attr->max_recv_sge = le32_to_cpu(hw->max_recv_sges);
 	attr->max_sge_rd = attr->max_send_sge;
@@ -359,6 +362,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.uverbs_abi_ver = RHINET_UVERBS_ABI_VERSION,
 
 	.add_gid = rhinet_add_gid,
+	.alloc_mr = rhinet_alloc_mr,
 	.alloc_hw_port_stats = rhinet_alloc_hw_port_stats,
 	.alloc_mw = rhinet_alloc_mw,
 	.alloc_pd = rhinet_alloc_pd,
@@ -383,6 +387,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.get_hw_stats = rhinet_get_hw_stats,
 	.get_link_layer = rhinet_get_link_layer,
 	.get_port_immutable = rhinet_get_port_immutable,
+	.map_mr_sg = rhinet_map_mr_sg,
 	.mmap = rhinet_mmap,
 	.mmap_free = rhinet_mmap_free,
 	.modify_qp = rhinet_modify_qp,

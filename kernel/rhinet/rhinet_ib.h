@@ -91,19 +91,24 @@ struct rhinet_mw {
 	u32 ctx;
 };
 
+/* DMA-coherent memory of the kernel's: queue rings and their doorbell
+ * records, fast-registration page lists.
+ */
+struct rhinet_kbuf {
+	void *va;
+	dma_addr_t dma;
+	size_t size;
+};
+
 struct rhinet_mr {
 	struct ib_mr ibmr;
 	struct rhinet_mem mem;
 	int access; /* IB_ACCESS_*, for rereg */
 	bool has_area; /* the MR is the process's area area_id */
 	u32 area_id;
-};
-
-/* DMA-coherent memory of a kernel queue: rings, then doorbell records. */
-struct rhinet_kbuf {
-	void *va;
-	dma_addr_t dma;
-	size_t size;
+	/* Fast registration (kernel): the page list REG_MR registers. */
+	struct rhinet_kbuf pbl;
+	u32 npages, max_pages;
 };
 
 /* A kernel CQ (rhinet_kverbs.c): the driver polls its ring. */
@@ -142,6 +147,7 @@ struct rhinet_kqp {
 	u32 sq_pi, sq_ci;
 	u32 rq_pi, rq_ci;
 	u32 max_send_sge, max_recv_sge;
+	bool sig_all; /* IB_SIGNAL_ALL_WR */
 	u64 *sq_wr_id; /* by a WQE's first slot */
 	u8 *sq_slots; /* slots of the WQE starting there */
 	u64 *rq_wr_id;
@@ -212,6 +218,11 @@ int rhinet_mem_pin_queue(struct rhinet_ib *ib, struct rhinet_ucontext *uc,
 			 struct rhinet_mem *mem, u64 va, u64 len, u64 need);
 int rhinet_mem_release(struct rhinet_ib *ib, struct rhinet_mem *mem);
 struct ib_mr *rhinet_get_dma_mr(struct ib_pd *ibpd, int access);
+u32 rhinet_mr_access(int access);
+struct ib_mr *rhinet_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			      u32 max_num_sg);
+int rhinet_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		     unsigned int *sg_offset);
 struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				 u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Kernel verbs: the queues ib_core's own clients post to and poll. The one
- * served is the management QP (QP1, IB_QPT_GSI) that ib_mad opens so ib_cm
- * and rdma_cm can exchange connection requests, with its CQs. They belong
- * to the kernel's NIC context: rings and records are DMA-coherent memory
- * the NIC reaches by bus address, and MAD buffers use the physical lkey
- * (the device's local_dma_lkey). The NIC sends every UD WQE with the
- * address handle's GRH and writes the sender's GRH ahead of each received
- * MAD, which ib_cm needs to answer.
+ * Kernel verbs: the queues ib_core's own clients post to and poll. Two
+ * kinds of QP are served: the management QP (QP1, IB_QPT_GSI) that ib_mad
+ * opens so ib_cm and rdma_cm can exchange connection requests, and RC QPs
+ * of the kernel's RDMA consumers (nvme-rdma, nvmet-rdma, NFS/RDMA, ...),
+ * with SENDs, RDMA WRITE/READ, atomics, fast registration (REG_MR) and
+ * invalidation. They belong to the kernel's NIC context: rings and records
+ * are DMA-coherent memory the NIC reaches by bus address, and buffers use
+ * the device's local_dma_lkey, which serves every kernel PD. The NIC sends
+ * every UD WQE with the address handle's GRH and writes the sender's GRH
+ * ahead of each received MAD, which ib_cm needs to answer.
  */
 #include <linux/dma-mapping.h>
 #include <rdma/ib_cache.h>
@@ -100,7 +102,7 @@ int rhinet_kcq_destroy(struct rhinet_ib *ib, struct rhinet_cq *cq)
 	return 0;
 }
 
-/* ---- the management QP ----------------------------------------------------- */
+/* ---- kernel QPs -------------------------------------------------------------- */
 
 struct rhinet_kqp_records {
 	struct rhn_queue_record sq;
@@ -129,11 +131,12 @@ static int rhinet_kqp_size(struct rhinet_ib *ib, struct rhinet_kqp *k,
 {
 	u32 max_log = le32_to_cpu(ib->rdev->attr.max_wq_log_depth);
 	struct ib_qp_cap *cap = &attr->cap;
-	u32 slots = rhinet_wqe_slots(cap, true);
+	bool gsi = attr->qp_type == IB_QPT_GSI;
+	u32 slots = rhinet_wqe_slots(cap, gsi);
 	u64 sq_slots = (u64)max(cap->max_send_wr, 1u) * slots;
 
-	if (attr->qp_type != IB_QPT_GSI || attr->srq || attr->create_flags ||
-	    !attr->send_cq || !attr->recv_cq)
+	if ((!gsi && attr->qp_type != IB_QPT_RC) || attr->srq ||
+	    attr->create_flags || !attr->send_cq || !attr->recv_cq)
 		return -EOPNOTSUPP;
 	/* Kernel CQs only: the NIC checks both are in the kernel context. */
 	if (to_rcq(attr->send_cq)->user || to_rcq(attr->recv_cq)->user)
@@ -147,6 +150,7 @@ static int rhinet_kqp_size(struct rhinet_ib *ib, struct rhinet_kqp *k,
 	k->rq_depth = roundup_pow_of_two(max(cap->max_recv_wr, 2u));
 	k->max_send_sge = cap->max_send_sge;
 	k->max_recv_sge = cap->max_recv_sge;
+	k->sig_all = attr->sq_sig_type == IB_SIGNAL_ALL_WR;
 	cap->max_send_wr = k->sq_depth / slots;
 	cap->max_recv_wr = k->rq_depth;
 	return 0;
@@ -189,13 +193,17 @@ int rhinet_kqp_create(struct rhinet_ib *ib, struct rhinet_qp *qp,
 
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_QP;
 	c = &cmd.u.create_qp;
-	/* The kernel PD owns the physical lkey MAD buffers use. */
-	c->pdn = cpu_to_le32(rdev->kernel_pdn);
+	if (attr->qp_type == IB_QPT_GSI) {
+		c->pdn = cpu_to_le32(rdev->kernel_pdn);
+		c->type = RHN_QP_UD;
+		c->flags = RHN_CREATE_QP_F_GSI;
+	} else {
+		c->pdn = cpu_to_le32(to_rpd(qp->ibqp.pd)->pdn);
+		c->type = RHN_QP_RC;
+	}
 	c->send_cqn = cpu_to_le32(to_rcq(attr->send_cq)->cqn);
 	c->recv_cqn = cpu_to_le32(to_rcq(attr->recv_cq)->cqn);
 	c->srqn = cpu_to_le32(RHN_NO_SRQ);
-	c->type = RHN_QP_UD;
-	c->flags = RHN_CREATE_QP_F_GSI;
 	c->sq_log_depth = ilog2(k->sq_depth);
 	c->rq_log_depth = ilog2(k->rq_depth);
 	c->sq_ring = rhinet_phys_ref(k->kbuf.dma);
@@ -212,8 +220,8 @@ int rhinet_kqp_create(struct rhinet_ib *ib, struct rhinet_qp *qp,
 		rhinet_destroy_object(ib, 0, RHN_ADMIN_DESTROY_QP, qp->qpn);
 		goto err;
 	}
-	qp->nic_type = RHN_QP_UD;
-	qp->ibqp.qp_num = qp->qpn; /* RHN_QPN_GSI */
+	qp->nic_type = c->type;
+	qp->ibqp.qp_num = qp->qpn; /* RHN_QPN_GSI for the management QP */
 	qp->attr.cap = attr->cap;
 	return 0;
 
@@ -314,8 +322,8 @@ static void rhinet_kqp_put_sge(struct rhinet_kqp *k, u32 first, u32 i,
 }
 
 /* Builds one UD SEND at the producer; returns its slots or an errno. */
-static int rhinet_kqp_build_send(struct rhinet_qp *qp,
-				 const struct ib_send_wr *wr)
+static int rhinet_kqp_build_ud(struct rhinet_qp *qp,
+			       const struct ib_send_wr *wr)
 {
 	struct rhinet_kqp *k = qp->k;
 	const struct ib_ud_wr *ud = ud_wr(wr);
@@ -357,6 +365,116 @@ static int rhinet_kqp_build_send(struct rhinet_qp *qp,
 	return slots;
 }
 
+/* The NIC opcode of an RC work request, or -EINVAL. */
+static int rhinet_rc_opcode(enum ib_wr_opcode op)
+{
+	switch (op) {
+	case IB_WR_SEND:
+		return RHN_OP_SEND;
+	case IB_WR_SEND_WITH_IMM:
+		return RHN_OP_SEND_IMM;
+	case IB_WR_SEND_WITH_INV:
+		return RHN_OP_SEND_INV;
+	case IB_WR_RDMA_WRITE:
+		return RHN_OP_WRITE;
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return RHN_OP_WRITE_IMM;
+	case IB_WR_RDMA_READ:
+		return RHN_OP_READ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return RHN_OP_CMP_SWAP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return RHN_OP_FETCH_ADD;
+	case IB_WR_REG_MR:
+		return RHN_OP_REG_MR;
+	case IB_WR_LOCAL_INV:
+		return RHN_OP_LOCAL_INV;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* Builds one RC WQE at the producer; returns its slots or an errno. */
+static int rhinet_kqp_build_rc(struct rhinet_qp *qp,
+			       const struct ib_send_wr *wr)
+{
+	struct rhinet_kqp *k = qp->k;
+	int op = rhinet_rc_opcode(wr->opcode);
+	struct ib_qp_cap need = {};
+	struct rhn_send_wqe *w;
+	u32 first = k->sq_pi, slots, i;
+
+	if (op < 0 || wr->num_sge < 0 || wr->num_sge > k->max_send_sge ||
+	    (wr->send_flags & IB_SEND_INLINE))
+		return -EINVAL;
+	if ((op == RHN_OP_REG_MR || op == RHN_OP_LOCAL_INV) && wr->num_sge)
+		return -EINVAL;
+	need.max_send_sge = wr->num_sge;
+	slots = rhinet_wqe_slots(&need, false);
+	if (k->sq_pi + slots - k->sq_ci > k->sq_depth)
+		return -ENOMEM;
+
+	w = rhinet_kqp_sq(k, first);
+	memset(w, 0, sizeof(*w));
+	w->opcode = op;
+	if ((wr->send_flags & IB_SEND_SIGNALED) || k->sig_all)
+		w->flags |= RHN_WQE_F_SIGNALED;
+	if (wr->send_flags & IB_SEND_SOLICITED)
+		w->flags |= RHN_WQE_F_SOLICITED;
+	if (wr->send_flags & IB_SEND_FENCE)
+		w->flags |= RHN_WQE_F_FENCE;
+	w->ext_units = slots - 1;
+	w->wqe_index = cpu_to_le16(first);
+	switch (op) {
+	case RHN_OP_SEND_IMM:
+		w->imm_data = (__force u32)wr->ex.imm_data;
+		break;
+	case RHN_OP_SEND_INV:
+		w->imm_data = cpu_to_le32(wr->ex.invalidate_rkey);
+		break;
+	case RHN_OP_WRITE_IMM:
+		w->imm_data = (__force u32)wr->ex.imm_data;
+		fallthrough;
+	case RHN_OP_WRITE:
+	case RHN_OP_READ:
+		w->remote_addr = cpu_to_le64(rdma_wr(wr)->remote_addr);
+		w->remote_key = cpu_to_le32(rdma_wr(wr)->rkey);
+		break;
+	case RHN_OP_CMP_SWAP:
+	case RHN_OP_FETCH_ADD:
+		w->remote_addr = cpu_to_le64(atomic_wr(wr)->remote_addr);
+		w->remote_key = cpu_to_le32(atomic_wr(wr)->rkey);
+		w->u.atomic.compare_add =
+			cpu_to_le64(atomic_wr(wr)->compare_add);
+		w->u.atomic.swap = cpu_to_le64(atomic_wr(wr)->swap);
+		break;
+	case RHN_OP_REG_MR: {
+		const struct ib_reg_wr *reg = reg_wr(wr);
+		struct rhinet_mr *mr = container_of(reg->mr, struct rhinet_mr,
+						    ibmr);
+
+		w->remote_key = cpu_to_le32(reg->key);
+		w->remote_addr = cpu_to_le64(mr->ibmr.iova);
+		w->imm_data = cpu_to_le32(rhinet_mr_access(reg->access));
+		w->u.reg.length = cpu_to_le64(mr->ibmr.length);
+		w->u.reg.num_pages = cpu_to_le32(mr->npages);
+		w->u.reg.page_shift = ilog2(mr->ibmr.page_size);
+		break;
+	}
+	case RHN_OP_LOCAL_INV:
+		w->remote_key = cpu_to_le32(wr->ex.invalidate_rkey);
+		break;
+	}
+	w->num_sge = cpu_to_le16(wr->num_sge);
+	for (i = 0; i < wr->num_sge; i++)
+		rhinet_kqp_put_sge(k, first, i, &wr->sg_list[i]);
+
+	k->sq_wr_id[first & (k->sq_depth - 1)] = wr->wr_id;
+	k->sq_slots[first & (k->sq_depth - 1)] = slots;
+	k->sq_pi += slots;
+	return slots;
+}
+
 int rhinet_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		     const struct ib_send_wr **bad_wr)
 {
@@ -374,7 +492,8 @@ int rhinet_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	spin_lock_irqsave(&k->sq_lock, flags);
 	for (; wr; wr = wr->next) {
-		ret = rhinet_kqp_build_send(qp, wr);
+		ret = qp->nic_type == RHN_QP_RC ? rhinet_kqp_build_rc(qp, wr) :
+						  rhinet_kqp_build_ud(qp, wr);
 		if (ret < 0)
 			break;
 		posted = true;
@@ -443,6 +562,29 @@ int rhinet_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	return ret;
 }
 
+/* The work completion opcode of a send queue CQE. */
+static enum ib_wc_opcode rhinet_wc_opcode(u8 cqe_op)
+{
+	switch (cqe_op) {
+	case RHN_CQE_OP_WRITE:
+		return IB_WC_RDMA_WRITE;
+	case RHN_CQE_OP_READ:
+		return IB_WC_RDMA_READ;
+	case RHN_CQE_OP_CMP_SWAP:
+		return IB_WC_COMP_SWAP;
+	case RHN_CQE_OP_FETCH_ADD:
+		return IB_WC_FETCH_ADD;
+	case RHN_CQE_OP_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case RHN_CQE_OP_REG_MR:
+		return IB_WC_REG_MR;
+	case RHN_CQE_OP_BIND_MW:
+		return IB_WC_BIND_MW;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
 /* Turns a CQE of kernel QP @qp into @wc and retires its WQE. */
 static void rhinet_kqp_complete(struct rhinet_qp *qp, const struct rhn_cqe *e,
 				struct ib_wc *wc)
@@ -465,7 +607,7 @@ static void rhinet_kqp_complete(struct rhinet_qp *qp, const struct rhn_cqe *e,
 		wc->wr_id = k->sq_wr_id[index & (k->sq_depth - 1)];
 		k->sq_ci = index + k->sq_slots[index & (k->sq_depth - 1)];
 		spin_unlock(&k->sq_lock);
-		wc->opcode = IB_WC_SEND;
+		wc->opcode = rhinet_wc_opcode(e->opcode);
 		return;
 	}
 	spin_lock(&k->rq_lock);
@@ -473,12 +615,20 @@ static void rhinet_kqp_complete(struct rhinet_qp *qp, const struct rhn_cqe *e,
 	wc->wr_id = k->rq_wr_id[index & (k->rq_depth - 1)];
 	k->rq_ci = index + 1;
 	spin_unlock(&k->rq_lock);
-	wc->opcode = IB_WC_RECV;
+	wc->opcode = e->opcode == RHN_CQE_OP_RECV_WRITE_IMM ?
+			     IB_WC_RECV_RDMA_WITH_IMM :
+			     IB_WC_RECV;
 	wc->src_qp = le32_to_cpu(e->src_qpn);
 	if (e->flags & RHN_CQE_F_IMM) {
 		wc->wc_flags |= IB_WC_WITH_IMM;
 		wc->ex.imm_data = (__force __be32)e->imm_data;
 	}
+	if (e->flags & RHN_CQE_F_INV) { /* the key shares imm_data's bytes */
+		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
+		wc->ex.invalidate_rkey = le32_to_cpu(e->imm_data);
+	}
+	if (qp->nic_type != RHN_QP_UD)
+		return;
 	if (e->flags & RHN_CQE_F_GRH)
 		wc->wc_flags |= IB_WC_GRH;
 	/* Which header the NIC wrote ahead of the MAD: ib_cm parses it. */

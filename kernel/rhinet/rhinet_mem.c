@@ -23,7 +23,7 @@
 	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | \
 	 IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_MW_BIND)
 
-static u32 rhinet_nic_access(int access)
+u32 rhinet_mr_access(int access)
 {
 	return (access & IB_ACCESS_LOCAL_WRITE ? RHN_ACCESS_LOCAL_WRITE : 0) |
 	       (access & IB_ACCESS_REMOTE_WRITE ? RHN_ACCESS_REMOTE_WRITE : 0) |
@@ -143,7 +143,7 @@ int rhinet_mem_pin(struct rhinet_ib *ib, struct rhinet_mem *mem, u64 start,
 
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_MR;
 	cmd.u.create_mr.pdn = cpu_to_le32(pdn);
-	cmd.u.create_mr.access = cpu_to_le32(rhinet_nic_access(access));
+	cmd.u.create_mr.access = cpu_to_le32(rhinet_mr_access(access));
 	cmd.u.create_mr.iova = cpu_to_le64(iova);
 	cmd.u.create_mr.length = cpu_to_le64(length);
 	cmd.u.create_mr.table_addr =
@@ -386,7 +386,7 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				return ERR_PTR(-EOPNOTSUPP);
 			mask |= RHN_MODIFY_MR_ACCESS;
 			cmd.u.modify_mr.access =
-				cpu_to_le32(rhinet_nic_access(access));
+				cpu_to_le32(rhinet_mr_access(access));
 		}
 		if (flags & IB_MR_REREG_PD) {
 			struct rhinet_pd *pd = to_rpd(new_pd);
@@ -417,6 +417,88 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 			     length, iova, access, &none);
 }
 
+/*
+ * Fast registration, for the kernel's RDMA consumers: an MR with a page
+ * list of max_num_sg entries and no translation until a REG_MR WQE
+ * registers it over what ib_map_mr_sg wrote into the list.
+ */
+struct ib_mr *rhinet_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			      u32 max_num_sg)
+{
+	struct rhinet_ib *ib = to_rib(ibpd->device);
+	struct rhinet_pd *pd = to_rpd(ibpd);
+	struct device *dev = &ib->rdev->pdev->dev;
+	struct rhn_admin_cmd cmd = {};
+	struct rhinet_mr *mr;
+	int ret;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (pd->ctx || !max_num_sg || max_num_sg > RHN_VPT_ENTRIES_PER_PAGE)
+		return ERR_PTR(-EINVAL);
+	if (atomic_inc_return(&ib->num_mrs) > ib->max_mrs) {
+		ret = -ENOSPC;
+		goto err_count;
+	}
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr) {
+		ret = -ENOMEM;
+		goto err_count;
+	}
+	mr->pbl.size = VPT_PAGE_SIZE;
+	mr->pbl.va = dma_alloc_coherent(dev, mr->pbl.size, &mr->pbl.dma,
+					GFP_KERNEL);
+	if (!mr->pbl.va) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_MR;
+	cmd.u.create_mr.pdn = cpu_to_le32(pd->pdn);
+	cmd.u.create_mr.table_addr = cpu_to_le64(mr->pbl.dma);
+	cmd.u.create_mr.num_pages = cpu_to_le32(max_num_sg);
+	cmd.u.create_mr.levels = 1;
+	cmd.u.create_mr.key_variant = atomic_inc_return(&ib->key_variant);
+	cmd.u.create_mr.flags = RHN_CREATE_MR_F_FAST_REG;
+	ret = rhinet_ctx_exec(ib, 0, &cmd, &mr->mem.key);
+	if (ret)
+		goto err_pbl;
+	mr->max_pages = max_num_sg;
+	mr->ibmr.lkey = mr->mem.key;
+	mr->ibmr.rkey = mr->mem.key;
+	return &mr->ibmr;
+
+err_pbl:
+	dma_free_coherent(dev, mr->pbl.size, mr->pbl.va, mr->pbl.dma);
+err_free:
+	kfree(mr);
+err_count:
+	atomic_dec(&ib->num_mrs);
+	return ERR_PTR(ret);
+}
+
+static int rhinet_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct rhinet_mr *mr = container_of(ibmr, struct rhinet_mr, ibmr);
+	__le64 *list = mr->pbl.va;
+
+	if (mr->npages == mr->max_pages)
+		return -ENOMEM;
+	list[mr->npages++] = cpu_to_le64(addr | RHN_VPTE_VALID);
+	return 0;
+}
+
+/* Called only while the MR is not registered (the consumer invalidated
+ * it), so the NIC reads nothing of the list being rewritten.
+ */
+int rhinet_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		     unsigned int *sg_offset)
+{
+	struct rhinet_mr *mr = container_of(ibmr, struct rhinet_mr, ibmr);
+
+	mr->npages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, rhinet_set_page);
+}
+
 int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct rhinet_ib *ib = to_rib(ibmr->device);
@@ -436,6 +518,10 @@ int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	ret = rhinet_mem_release(ib, &mr->mem);
 	if (ret)
 		return ret;
+	/* The NIC forgot the MR: nothing reads its page list any more. */
+	if (mr->pbl.va)
+		dma_free_coherent(&ib->rdev->pdev->dev, mr->pbl.size,
+				  mr->pbl.va, mr->pbl.dma);
 	atomic_dec(&ib->num_mrs);
 	kfree(mr);
 	return 0;

@@ -254,5 +254,18 @@ TEST_F(FastReg, AProcessCannotUseTheKernelsBusAddressKey) {
   EXPECT_EQ(e.status, RHN_CQE_LOC_PROT_ERR) << describe(e);
 }
 
+// The driver destroys the MR by the key it was created with, whatever
+// variant the registrations since gave it; the PD is free afterwards.
+TEST_F(FastReg, DestroyedByItsFirstKeyAfterRegistrations) {
+  AdminResult mr = create(0, kern->pdn(), 8, 0x40);
+  ASSERT_TRUE(mr.ok());
+  const uint32_t k1 = (mr.result & ~RHN_KEY_VARIANT_MASK) | 0x41;
+  ASSERT_TRUE(reg(k1, kIova, 100, 1).ok());
+  EXPECT_TRUE(
+      kern->driver().destroy(RHN_ADMIN_DESTROY_MR, 0, mr.result).ok());
+  Completion w = remote(RHN_OP_WRITE, k1, kIova, 0, 64);
+  EXPECT_EQ(w.status, RHN_CQE_REM_ACCESS_ERR) << describe(w);
+}
+
 }  // namespace
 }  // namespace rhinet::test
