@@ -261,8 +261,7 @@ TEST_F(FastReg, DestroyedByItsFirstKeyAfterRegistrations) {
   ASSERT_TRUE(mr.ok());
   const uint32_t k1 = (mr.result & ~RHN_KEY_VARIANT_MASK) | 0x41;
   ASSERT_TRUE(reg(k1, kIova, 100, 1).ok());
-  EXPECT_TRUE(
-      kern->driver().destroy(RHN_ADMIN_DESTROY_MR, 0, mr.result).ok());
+  EXPECT_TRUE(kern->driver().destroy(RHN_ADMIN_DESTROY_MR, 0, mr.result).ok());
   Completion w = remote(RHN_OP_WRITE, k1, kIova, 0, 64);
   EXPECT_EQ(w.status, RHN_CQE_REM_ACCESS_ERR) << describe(w);
 }
