@@ -268,6 +268,30 @@ err:
 	return ret;
 }
 
+/* A new MR within the device's count, or an ERR_PTR. */
+static struct rhinet_mr *rhinet_mr_new(struct rhinet_ib *ib)
+{
+	struct rhinet_mr *mr;
+
+	if (atomic_inc_return(&ib->num_mrs) > ib->max_mrs) {
+		atomic_dec(&ib->num_mrs);
+		return ERR_PTR(-ENOSPC);
+	}
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr) {
+		atomic_dec(&ib->num_mrs);
+		return ERR_PTR(-ENOMEM);
+	}
+	return mr;
+}
+
+/* Frees what rhinet_mr_new() gave. */
+static void rhinet_mr_free(struct rhinet_ib *ib, struct rhinet_mr *mr)
+{
+	kfree(mr);
+	atomic_dec(&ib->num_mrs);
+}
+
 static struct ib_mr *rhinet_reg_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				   u64 iova, int access,
 				   const struct rhinet_reg_mr_cmd *req)
@@ -281,15 +305,9 @@ static struct ib_mr *rhinet_reg_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		ibdev_dbg(&ib->ibdev, "MR access %#x not supported\n", access);
 		return ERR_PTR(-EOPNOTSUPP);
 	}
-	if (atomic_inc_return(&ib->num_mrs) > ib->max_mrs) {
-		ret = -ENOSPC;
-		goto err_count;
-	}
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
-	if (!mr) {
-		ret = -ENOMEM;
-		goto err_count;
-	}
+	mr = rhinet_mr_new(ib);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
 	ret = rhinet_mem_pin(ib, &mr->mem, start, length, iova, access, pd->ctx,
 			     pd->pdn);
 	if (ret) {
@@ -313,9 +331,7 @@ static struct ib_mr *rhinet_reg_mr(struct ib_pd *ibpd, u64 start, u64 length,
 err_release:
 	rhinet_mem_release(ib, &mr->mem);
 err_free:
-	kfree(mr);
-err_count:
-	atomic_dec(&ib->num_mrs);
+	rhinet_mr_free(ib, mr);
 	return ERR_PTR(ret);
 }
 
@@ -436,15 +452,9 @@ struct ib_mr *rhinet_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 		return ERR_PTR(-EOPNOTSUPP);
 	if (pd->ctx || !max_num_sg || max_num_sg > RHN_VPT_ENTRIES_PER_PAGE)
 		return ERR_PTR(-EINVAL);
-	if (atomic_inc_return(&ib->num_mrs) > ib->max_mrs) {
-		ret = -ENOSPC;
-		goto err_count;
-	}
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
-	if (!mr) {
-		ret = -ENOMEM;
-		goto err_count;
-	}
+	mr = rhinet_mr_new(ib);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
 	mr->pbl.size = VPT_PAGE_SIZE;
 	mr->pbl.va = dma_alloc_coherent(dev, mr->pbl.size, &mr->pbl.dma,
 					GFP_KERNEL);
@@ -470,9 +480,7 @@ struct ib_mr *rhinet_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 err_pbl:
 	dma_free_coherent(dev, mr->pbl.size, mr->pbl.va, mr->pbl.dma);
 err_free:
-	kfree(mr);
-err_count:
-	atomic_dec(&ib->num_mrs);
+	rhinet_mr_free(ib, mr);
 	return ERR_PTR(ret);
 }
 
@@ -522,8 +530,7 @@ int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	if (mr->pbl.va)
 		dma_free_coherent(&ib->rdev->pdev->dev, mr->pbl.size,
 				  mr->pbl.va, mr->pbl.dma);
-	atomic_dec(&ib->num_mrs);
-	kfree(mr);
+	rhinet_mr_free(ib, mr);
 	return 0;
 }
 

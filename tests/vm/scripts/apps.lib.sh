@@ -11,6 +11,7 @@
 # shellcheck disable=SC2034 # used by the scripts that source this file
 KO=/opt/rhinet/modules/rhinet.ko
 LIB_NAME=${LIB_NAME:-apps}
+. /test/rdma_device.lib.sh
 fail() {
 	echo "$LIB_NAME: FAIL: $*"
 	dmesg | tail -30
@@ -34,8 +35,8 @@ apps_setup() {
 	chmod 700 /root/.ssh
 	dropbear -r /etc/dropbear/dropbear_ed25519_host_key -s -p 22 -E \
 		2>/tmp/dropbear.log || fail "dropbear"
-	apps_device rhinet0
-	[ "${APPS_RXE:-0}" = 1 ] && apps_device rxe0
+	rdma_device rhinet0
+	[ "${APPS_RXE:-0}" = 1 ] && rdma_device rxe0
 	# Every other node answering ssh (they boot at their own pace).
 	if [ "$NODE" = 0 ]; then
 		for k in $(seq 1 $((NODES - 1))); do
@@ -49,21 +50,6 @@ apps_setup() {
 	fi
 }
 
-# apps_device DEVICE: rxe* is created on eth0; waits for the port ACTIVE.
-apps_device() {
-	case $1 in
-	rxe*)
-		modprobe rdma_rxe || fail "modprobe rdma_rxe"
-		rdma link add "$1" type rxe netdev eth0 || fail "rdma link add $1"
-		;;
-	esac
-	i=0
-	until rdma link show "$1/1" 2>/dev/null | grep -q " state ACTIVE "; do
-		i=$((i + 1))
-		[ $i -le 100 ] || fail "$1 port not ACTIVE after 10 s"
-		usleep 100000
-	done
-}
 
 # Node 0: tells every other node the result (they end with it).
 apps_finish() {

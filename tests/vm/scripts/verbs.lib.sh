@@ -38,24 +38,10 @@ verbs_setup() {
 	done
 }
 
-# verbs_device DEVICE: creates a soft-RoCE device (rxe*) on eth0 with
-# rdma_rxe; waits until DEVICE's port is ACTIVE.
-verbs_device() {
-	case $1 in
-	rxe*)
-		if ! rdma link show "$1/1" >/dev/null 2>&1; then
-			modprobe rdma_rxe || fail "modprobe rdma_rxe"
-			rdma link add "$1" type rxe netdev eth0 || fail "rdma link add $1"
-		fi
-		;;
-	esac
-	i=0
-	until rdma link show "$1/1" 2>/dev/null | grep -q " state ACTIVE "; do
-		i=$((i + 1))
-		[ $i -le 100 ] || fail "$1 port not ACTIVE after 10 s: $(rdma link show)"
-		usleep 100000
-	done
-}
+# verbs_device DEVICE: a soft-RoCE device (rxe*) on eth0 when asked for,
+# the port ACTIVE (rdma_device.lib.sh).
+. /test/rdma_device.lib.sh
+verbs_device() { rdma_device "$1"; }
 
 # Exchanges this node's result of a run for the peer's, in PEER_STATUS:
 # node 1 listens, node 0 connects (the peer may still be busy with its run).
