@@ -42,7 +42,6 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   if (!opcode_supported(w.opcode)) return RHN_SYN_BAD_OPCODE;
   if (wqe_slot_count(raw.bytes) != slots || slots == 0) return RHN_SYN_BAD_WQE;
   if (w.flags & ~kKnownFlags) return RHN_SYN_BAD_WQE;
-  if (w.xfer_mode != RHN_XFER_BASIC) return RHN_SYN_BAD_WQE;
   if (w.reserved0 != 0) return RHN_SYN_BAD_WQE;
   out.opcode = w.opcode;
   out.flags = w.flags;
@@ -60,7 +59,19 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     std::memcpy(&out.grh, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
                 sizeof(out.grh));
   }
-  const uint32_t ext = slots - 1 - (out.has_grh ? 1 : 0);
+  // A partial transfer's descriptor takes the last slot. Stride on WRITE
+  // is what the engine does so far; other modes are refused plainly.
+  out.xfer_mode = w.xfer_mode;
+  const bool has_xfer = w.xfer_mode != RHN_XFER_BASIC;
+  if (has_xfer) {
+    if (w.xfer_mode > RHN_XFER_STRIDE) return RHN_SYN_BAD_WQE;
+    if (w.xfer_mode != RHN_XFER_STRIDE || w.opcode != RHN_OP_WRITE ||
+        out.has_grh || slots < 2 || (w.flags & RHN_WQE_F_INLINE))
+      return RHN_SYN_BAD_XFER;
+    std::memcpy(&out.xfer, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
+                sizeof(out.xfer));
+  }
+  const uint32_t ext = slots - 1 - (out.has_grh ? 1 : 0) - (has_xfer ? 1 : 0);
 
   if (is_atomic(w.opcode)) {
     // Operands share the union with the status word reference.
@@ -100,6 +111,22 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     uint64_t total = 0;
     for (uint32_t i = 0; i < out.num_sge; i++)
       total += wqe_sge(raw, i).length;  // 32-bit lengths cannot overflow
+    out.length = total;
+  }
+  if (has_xfer) {
+    // One SGE holding every block, blocks that do not overlap on either
+    // side, and a message that fits.
+    const rhn_wqe_xfer& x = out.xfer;
+    if (out.num_sge != 1 || x.block == 0 || x.count == 0 ||
+        x.local_stride < x.block || x.remote_stride < x.block)
+      return RHN_SYN_BAD_XFER;
+    const uint64_t total = uint64_t{x.block} * x.count;
+    if (total > max_msg_size) return RHN_SYN_LENGTH;
+    const uint64_t last = uint64_t{x.count} - 1;
+    if (x.local_stride > (uint64_t{1} << 40) ||
+        x.remote_stride > (uint64_t{1} << 40) ||
+        last * x.local_stride + x.block > out.length)
+      return RHN_SYN_BAD_XFER;
     out.length = total;
   }
   if (w.opcode == RHN_OP_NOP && out.length != 0) return RHN_SYN_BAD_WQE;

@@ -42,6 +42,8 @@ struct DecodedWqe {
   uint64_t length = 0;      // message length in bytes
   bool has_grh = false;     // RHN_WQE_F_GRH: grh is the last slot
   rhn_wqe_grh grh{};
+  uint8_t xfer_mode = RHN_XFER_BASIC;  // not basic: xfer is the last slot
+  rhn_wqe_xfer xfer{};
 };
 
 // Slots the WQE beginning with this slot occupies (1..8), or 0 if the

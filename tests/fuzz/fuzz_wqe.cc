@@ -16,12 +16,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   DecodedWqe w;
   const uint32_t try_slots = slots ? slots : 1;
   if (decode_send_wqe(raw, try_slots, 1u << 31, w) != RHN_SYN_NONE) return 0;
-  // A WQE the decoder accepts must be self-consistent.
-  const size_t room = try_slots * RHN_SQ_SLOT_SIZE - 48;
+  // A WQE the decoder accepts must be self-consistent: SGEs and inline
+  // data in the slots before a GRH or partial-transfer descriptor.
+  const bool xfer = w.xfer_mode != RHN_XFER_BASIC;
+  const size_t room =
+      (try_slots - (w.has_grh ? 1 : 0) - (xfer ? 1 : 0)) * RHN_SQ_SLOT_SIZE -
+      48;
   if (w.inline_len > room || w.num_sge * sizeof(rhn_sge) > room) abort();
   uint64_t total = 0;
   for (uint32_t i = 0; i < w.num_sge; i++) total += wqe_sge(raw, i).length;
-  if (!(w.flags & RHN_WQE_F_INLINE) && total != w.length) abort();
+  if (xfer) {
+    // Stride: the blocks do not overlap and lie inside the one SGE.
+    const rhn_wqe_xfer& x = w.xfer;
+    if (w.xfer_mode != RHN_XFER_STRIDE || w.num_sge != 1 || x.block == 0 ||
+        x.count == 0 || x.local_stride < x.block || x.remote_stride < x.block)
+      abort();
+    if (w.length != uint64_t{x.block} * x.count) abort();
+    if ((uint64_t{x.count} - 1) * x.local_stride + x.block > total) abort();
+  } else if (!(w.flags & RHN_WQE_F_INLINE) && total != w.length) {
+    abort();
+  }
   if (w.length > (1u << 31)) abort();
   return 0;
 }

@@ -462,9 +462,10 @@ TEST_P(MalformedWqe, ErrorCompletionAndCounter) {
   EXPECT_EQ(s.status, RHN_CQE_LOC_QP_OP_ERR) << describe(s);
   EXPECT_EQ(s.wr_id, 77u);
   EXPECT_EQ(s.wqe_index, 0u);
-  const uint32_t want = std::string(GetParam().name) == "bad_opcode"
-                            ? RHN_SYN_BAD_OPCODE
-                            : RHN_SYN_BAD_WQE;
+  const std::string name = GetParam().name;
+  const uint32_t want = name == "bad_opcode"              ? RHN_SYN_BAD_OPCODE
+                        : name == "unsupported_xfer_mode" ? RHN_SYN_BAD_XFER
+                                                          : RHN_SYN_BAD_WQE;
   EXPECT_EQ(s.vendor_err, want) << describe(s);
   EXPECT_EQ(a.delta(RHN_CNT_BAD_WQES), 1u);
   c->run_for(500'000);

@@ -25,8 +25,36 @@ uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe& w,
   return RHN_CQE_SUCCESS;
 }
 
+// A strided PUSH (004 2.7): the NIC gathers the blocks from the local
+// SGE and places each packet where its bytes go at the target, so the
+// responder checks and writes it as any WRITE packet. A packet stays in
+// one target block unless the blocks are contiguous there.
+bool build_strided(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
+                   rhn_op_hdr& op, PacketOut& out) {
+  const rhn_wqe_xfer& x = w.xfer;
+  const uint64_t block = x.block;
+  uint64_t chunk = std::min<uint64_t>(RHN_WIRE_MTU, w.length - offset);
+  if (x.remote_stride != block)
+    chunk = std::min<uint64_t>(chunk, block - offset % block);
+  for (uint64_t done = 0; done < chunk;) {
+    const uint64_t at = offset + done;
+    const uint64_t piece = std::min<uint64_t>(chunk - done, block - at % block);
+    if (!gather(m, qp, w, (at / block) * x.local_stride + at % block,
+                out.payload + done, static_cast<uint32_t>(piece)))
+      return false;
+    done += piece;
+  }
+  op.remote_addr =
+      w.remote_addr + (offset / block) * x.remote_stride + offset % block;
+  out.len = out.advance = static_cast<uint32_t>(chunk);
+  out.last = offset + chunk >= w.length;
+  return true;
+}
+
 bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
-                  rhn_op_hdr&, PacketOut& out) {
+                  rhn_op_hdr& op, PacketOut& out) {
+  if (w.xfer_mode == RHN_XFER_STRIDE)
+    return build_strided(m, qp, w, offset, op, out);
   if (w.opcode == RHN_OP_READ) {
     // The whole request in one packet; the data comes back as a stream.
     out.last = true;

@@ -184,6 +184,26 @@ struct rhn_wqe_grh {
 };
 RHN_ASSERT_SIZE(struct rhn_wqe_grh, RHN_SQ_SLOT_SIZE);
 
+/*
+ * Partial transfer (004 2.7): with xfer_mode other than RHN_XFER_BASIC the
+ * WQE's last slot is this descriptor (counted in ext_units; SGEs use the
+ * slots before it). RHN_XFER_STRIDE on a WRITE: `count` blocks of `block`
+ * bytes, taken `local_stride` bytes apart from the one SGE and placed
+ * `remote_stride` bytes apart from remote_addr; the message is
+ * block * count bytes. Strides below the block (overlapping blocks), a
+ * zero block or count, or an SGE shorter than the blocks' extent are
+ * refused at post (RHN_SYN_BAD_XFER).
+ */
+struct rhn_wqe_xfer {
+	__le32 block;
+	__le32 count;
+	__le64 local_stride;
+	__le64 remote_stride;
+	__u8 reserved[40];
+};
+RHN_ASSERT_SIZE(struct rhn_wqe_xfer, RHN_SQ_SLOT_SIZE);
+RHN_ASSERT_OFFSET(struct rhn_wqe_xfer, remote_stride, 16);
+
 /* ---- Receive queue and SRQ -------------------------------------------- */
 
 #define RHN_RQ_WQE_SIZE 64
@@ -322,6 +342,7 @@ enum rhn_syndrome {
 	RHN_SYN_BUSY = 15, /* responder resources full, retried */
 	RHN_SYN_FLUSHED = 16,
 	RHN_SYN_BAD_WINDOW = 17, /* bind or invalidate of a window refused */
+	RHN_SYN_BAD_XFER = 18, /* a partial-transfer descriptor refused */
 };
 
 /* ---- Status words (004 2.3) --------------------------------------------- */

@@ -123,7 +123,7 @@ bool SimQp::encode(const SendWr& wr, std::vector<uint8_t>* slots) {
   std::memset(&base, 0, sizeof base);
   base.opcode = wr.opcode;
   base.flags = wr.flags;
-  base.xfer_mode = RHN_XFER_BASIC;
+  base.xfer_mode = wr.xfer_mode;
   base.dst_node = wr.dst_node;
   base.dst_qpn = wr.dst_qpn;
   base.imm_data = wr.imm_data;
@@ -176,7 +176,8 @@ bool SimQp::encode(const SendWr& wr, std::vector<uint8_t>* slots) {
   const size_t payload_units =
       (ext.size() + RHN_SQ_SLOT_SIZE - 1) / RHN_SQ_SLOT_SIZE;
   const bool grh = (wr.flags & RHN_WQE_F_GRH) != 0;
-  const size_t ext_units = payload_units + (grh ? 1 : 0);
+  const bool xfer = wr.xfer_mode != RHN_XFER_BASIC;
+  const size_t ext_units = payload_units + (grh ? 1 : 0) + (xfer ? 1 : 0);
   if (ext_units > RHN_WQE_MAX_EXT_UNITS) return false;
   base.ext_units = uint8_t(ext_units);
   slots->assign((1 + ext_units) * RHN_SQ_SLOT_SIZE, 0);
@@ -185,6 +186,9 @@ bool SimQp::encode(const SendWr& wr, std::vector<uint8_t>* slots) {
   if (grh)
     std::memcpy(slots->data() + ext_units * RHN_SQ_SLOT_SIZE, &wr.grh,
                 sizeof wr.grh);
+  if (xfer)
+    std::memcpy(slots->data() + ext_units * RHN_SQ_SLOT_SIZE, &wr.xfer,
+                sizeof wr.xfer);
   return true;
 }
 

@@ -73,6 +73,9 @@ struct SendWr {
   bool inline_doorbell = false;  // write the WQE into the doorbell page too
   // With RHN_WQE_F_GRH in flags: the global route, as the WQE's last slot.
   rhn_wqe_grh grh{};
+  // A partial transfer: the mode, and its descriptor as the last slot.
+  uint8_t xfer_mode = RHN_XFER_BASIC;
+  rhn_wqe_xfer xfer{};
 };
 
 // Ring memory plus its doorbell record, in one buffer of the owning context:
