@@ -155,6 +155,119 @@ TEST_P(Faults, MixedWorkloadSurvives) {
   EXPECT_EQ(sum(RHN_CNT_PEER_DEAD), 0u);
 }
 
+// Datagrams through a faulty fabric, as the VM smoke test runs them: node 0
+// sends hello r (resent when no reply comes), node 1 answers every hello
+// with a reply of the same round; every datagram's length and bytes are
+// checked against its round.
+uint32_t dgram_len(uint32_t r) { return 100 + (r * 997) % 3000; }
+void dgram_fill(Region& reg, size_t off, uint32_t r, uint8_t kind) {
+  std::vector<uint8_t> m(dgram_len(r));
+  for (uint32_t k = 0; k < m.size(); k++)
+    m[k] = static_cast<uint8_t>(r * 31 + k * 7 + kind);
+  m[0] = static_cast<uint8_t>(r);
+  m[1] = static_cast<uint8_t>(r >> 8);
+  reg.buf.write(off, m.data(), m.size());
+}
+// The round a received datagram claims, or -1 if its bytes do not match.
+int dgram_check(Region& reg, size_t off, uint32_t byte_len, uint8_t kind) {
+  const std::vector<uint8_t> m = reg.buf.bytes(off, 2);
+  const uint32_t r = m[0] | (uint32_t{m[1]} << 8);
+  if (byte_len != dgram_len(r)) return -1;
+  const std::vector<uint8_t> all = reg.buf.bytes(off, byte_len);
+  for (uint32_t k = 2; k < byte_len; k++)
+    if (all[k] != static_cast<uint8_t>(r * 31 + k * 7 + kind)) return -1;
+  return static_cast<int>(r);
+}
+
+class UdFaults : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(UdFaults, DatagramsArriveIntact) {
+  ClusterConfig cfg;
+  cfg.nodes = 2;
+  cfg.seed = GetParam();
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  DatagramNode a = make_datagram_node(c, 0, RHN_QP_UD, 0x1111);
+  DatagramNode b = make_datagram_node(c, 1, RHN_QP_UD, 0x2222);
+  ASSERT_TRUE(a.qp && b.qp);
+  FaultConfig f;
+  f.loss = 0.2;
+  f.duplicate = 0.1;
+  f.reorder = 0.1;
+  f.corrupt = 0.05;
+  c.fabric().set_seed(GetParam());
+  c.fabric().set_faults(f);
+  constexpr uint32_t kBufs = 8, kSlot = 4096 + RHN_UD_GRH_LEN;
+  for (uint32_t i = 0; i < kBufs; i++) {
+    ASSERT_TRUE(a.qp->post_recv(i, {a.buf.sge(i * kSlot, kSlot)}));
+    ASSERT_TRUE(b.qp->post_recv(i, {b.buf.sge(i * kSlot, kSlot)}));
+  }
+  const size_t kOut = kBufs * kSlot;
+  std::vector<Completion> pending[2];
+  auto send = [&](DatagramNode& from, uint16_t to, uint32_t qpn, uint32_t qkey,
+                  uint32_t r, uint8_t kind) {
+    dgram_fill(from.buf, kOut, r, kind);
+    SendWr wr = send_wr(1000 + r, {from.buf.sge(kOut, dgram_len(r))});
+    wr.dst_node = to;
+    wr.dst_qpn = qpn;
+    wr.qkey = qkey;
+    ASSERT_TRUE(from.qp->post_send(wr));
+    // The buffer is rewritten for the next one once this one has left.
+    for (bool sent = false; !sent;) {
+      auto v = c.wait_cqes(*from.cq, 1, 1'000'000'000);
+      ASSERT_FALSE(v.empty());
+      for (const auto& e : v) {
+        if (e.is_send()) {
+          ASSERT_TRUE(e.ok()) << describe(e);
+          sent = true;
+        } else {
+          pending[&from == &a ? 0 : 1].push_back(e);
+        }
+      }
+    }
+  };
+  uint32_t round = 0;
+  while (round < 300) {
+    send(a, 1, b.qp->qpn(), 0x2222, round, 1);
+    bool replied = false;
+    for (uint64_t t0 = c.clock().now();
+         !replied && c.clock().now() - t0 < 50'000'000;) {
+      // Node 1 answers what it has.
+      std::vector<Completion> bv = std::move(pending[1]);
+      pending[1].clear();
+      for (const auto& e : b.cq->poll(SIZE_MAX)) bv.push_back(e);
+      for (const auto& e : bv) {
+        if (e.is_send()) continue;
+        ASSERT_TRUE(e.ok()) << describe(e);
+        const int r = dgram_check(b.buf, e.wr_id * kSlot + RHN_UD_GRH_LEN,
+                                  e.byte_len - RHN_UD_GRH_LEN, 1);
+        ASSERT_GE(r, 0) << "hello corrupted, " << describe(e);
+        ASSERT_TRUE(
+            b.qp->post_recv(e.wr_id, {b.buf.sge(e.wr_id * kSlot, kSlot)}));
+        send(b, 0, a.qp->qpn(), 0x1111, static_cast<uint32_t>(r), 2);
+      }
+      std::vector<Completion> av = std::move(pending[0]);
+      pending[0].clear();
+      for (const auto& e : a.cq->poll(SIZE_MAX)) av.push_back(e);
+      for (const auto& e : av) {
+        if (e.is_send()) continue;
+        ASSERT_TRUE(e.ok()) << describe(e);
+        const int r = dgram_check(a.buf, e.wr_id * kSlot + RHN_UD_GRH_LEN,
+                                  e.byte_len - RHN_UD_GRH_LEN, 2);
+        ASSERT_GE(r, 0) << "reply corrupted in round " << round << ", "
+                        << describe(e);
+        ASSERT_TRUE(
+            a.qp->post_recv(e.wr_id, {a.buf.sge(e.wr_id * kSlot, kSlot)}));
+        if (r == static_cast<int>(round)) replied = true;
+      }
+      if (!replied) c.run_for(100'000);
+    }
+    if (replied) round++;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, UdFaults, ::testing::Range<uint64_t>(1, 9));
+
 std::vector<FaultCase> fault_cases() {
   std::vector<FaultCase> v;
   for (uint64_t seed : {1, 2, 3}) {

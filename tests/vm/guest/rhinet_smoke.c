@@ -31,7 +31,11 @@ static int peer;
 
 /* ---- Queues ---- */
 
-static struct dma_page eq, cq, sq, rq, records, bufs[RECV_BUFS], out_buf;
+static struct dma_page eq, cq, sq, rq, records, bufs[RECV_BUFS];
+/* One send buffer per send queue slot: the NIC reads a message when it
+ * gets to its WQE, which may be after the next one is posted.
+ */
+static struct dma_page out_bufs[1u << WQ_LOG_DEPTH];
 static uint32_t cqn, qpn, cq_ci, sq_pi, rq_pi;
 static uint32_t dma_lkey; /* levels-0 MR: iova = bus address */
 
@@ -137,6 +141,7 @@ static void post_recv(unsigned i)
 static void post_send(uint16_t dst_node, uint32_t dst_qpn, size_t len)
 {
 	const uint32_t depth = 1u << WQ_LOG_DEPTH;
+	const struct dma_page *out = &out_bufs[sq_pi % depth];
 	struct rhn_send_wqe w;
 
 	memset(&w, 0, sizeof(w));
@@ -147,13 +152,19 @@ static void post_send(uint16_t dst_node, uint32_t dst_qpn, size_t len)
 	w.dst_qpn = dst_qpn;
 	w.u.status.qkey = QKEY;
 	w.num_sge = 1;
-	w.d.sge.addr = out_buf.pa;
+	w.d.sge.addr = out->pa;
 	w.d.sge.length = (uint32_t)len;
 	w.d.sge.lkey = dma_lkey;
 	memcpy(sq.va + (sq_pi % depth) * RHN_SQ_SLOT_SIZE, &w, sizeof(w));
 	sq_pi++;
 	*(volatile uint32_t *)(records.va + SQ_RECORD) = sq_pi;
 	ring(RHN_DB_SQ, qpn);
+}
+
+/* The buffer the next post_send() sends from. */
+static uint8_t *next_out(void)
+{
+	return out_bufs[sq_pi % (1u << WQ_LOG_DEPTH)].va;
 }
 
 /* Polls one CQE; false if none is ready. */
@@ -250,7 +261,7 @@ static void respond(unsigned rounds)
 		if (sq_pi - replies_done >= (1u << WQ_LOG_DEPTH))
 			fail("send queue full of unanswered replies");
 		post_send(peer, 1,
-			  make_message(out_buf.va, "reply", got, node));
+			  make_message(next_out(), "reply", got, node));
 		if (got + 1 > next)
 			next = got + 1;
 	}
@@ -304,7 +315,8 @@ int main(int argc, char **argv)
 		bufs[i] = dma_alloc();
 		post_recv(i);
 	}
-	out_buf = dma_alloc();
+	for (i = 0; i < (1u << WQ_LOG_DEPTH); i++)
+		out_bufs[i] = dma_alloc();
 	printf("rhinet-smoke[node %d]: engine up, UD QP %u ready\n", node, qpn);
 
 	t0 = now_ms();
@@ -321,7 +333,7 @@ int main(int argc, char **argv)
 		 * no reply came within 200 ms.
 		 */
 		post_send(peer, 1,
-			  make_message(out_buf.va, "hello", round, node));
+			  make_message(next_out(), "hello", round, node));
 		for (uint64_t sent = now_ms(); !replied;) {
 			if (!wait_cq(&cqe, 200)) {
 				if (sends_done < sq_pi)
