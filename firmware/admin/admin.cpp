@@ -177,6 +177,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       a.max_mr_size = 1ull << 39;
       a.max_peers = cfg.max_nodes;
       a.node_id = cfg.node_id;
+      a.twin_bytes = uint64_t{twin_pages} * RHN_TWIN_PAGE;
+      a.max_twins = static_cast<uint32_t>(twins.size());
       if (!bus.dma_write(u.query.out_addr, &a, sizeof(a)))
         return RHN_ADMIN_DMA_ERROR;
       return RHN_ADMIN_OK;
@@ -203,7 +205,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     case RHN_ADMIN_CREATE_CONTEXT:
       if (ctx == 0) return RHN_ADMIN_BAD_PARAM;
       if (contexts[ctx].valid) return RHN_ADMIN_EXISTS;
-      contexts[ctx] = ContextObj{true, 0};
+      contexts[ctx] = ContextObj{};
+      contexts[ctx].valid = true;
       result = ctx;
       return RHN_ADMIN_OK;
     case RHN_ADMIN_DESTROY_CONTEXT:
@@ -703,6 +706,9 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (c.length == 0 || c.iova < mr->iova || c.iova + c.length < c.iova ||
           c.iova + c.length > mr->iova + mr->length)
         return detail = 2, RHN_ADMIN_BAD_PARAM;
+      // An area lives in a group its process is a member of.
+      if (!in_group(ctx, RHN_AREA_KEY_GROUP(c.area_id)))
+        return detail = 3, RHN_ADMIN_NOT_PERMITTED;
       if (find_area(ctx, c.area_id)) return RHN_ADMIN_EXISTS;
       AreaObj* slot = nullptr;
       for (uint32_t probe = 0; probe < kAreaProbes && !slot; probe++) {
@@ -726,6 +732,78 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (!a) return RHN_ADMIN_BAD_HANDLE;
       a->valid = false;
       mrs[a->mr_index].refs--;
+      contexts[ctx].refs--;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_SET_GROUPS: {
+      // Membership is the kernel's to grant (it checks the process's right
+      // to each group); the NIC enforces it on every area access.
+      const auto& g = u.set_groups;
+      if (g.count > RHN_MAX_GROUPS_PER_CONTEXT || g.reserved)
+        return detail = 1, RHN_ADMIN_BAD_PARAM;
+      for (uint32_t i = 0; i < g.count; i++) {
+        if (g.group[i] == 0) return detail = 2, RHN_ADMIN_BAD_PARAM;
+        for (uint32_t j = 0; j < i; j++)
+          if (g.group[j] == g.group[i]) return detail = 2, RHN_ADMIN_BAD_PARAM;
+      }
+      // Areas already registered stay only in groups the context keeps.
+      for (const AreaObj& a : areas) {
+        if (!a.valid || a.context != ctx) continue;
+        const uint16_t ag = RHN_AREA_KEY_GROUP(a.area_id);
+        bool kept = ag == 0;
+        for (uint32_t i = 0; i < g.count && !kept; i++) kept = g.group[i] == ag;
+        if (!kept) return detail = 3, RHN_ADMIN_BUSY;
+      }
+      ContextObj& c = contexts[ctx];
+      c.num_groups = static_cast<uint8_t>(g.count);
+      for (uint32_t i = 0; i < RHN_MAX_GROUPS_PER_CONTEXT; i++)
+        c.groups[i] = i < g.count ? g.group[i] : 0;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_ALLOC_TWIN: {
+      const uint64_t len = u.alloc_twin.length;
+      if (len == 0 || len > uint64_t{twin_pages} * RHN_TWIN_PAGE)
+        return detail = 1, RHN_ADMIN_BAD_PARAM;
+      const auto pages =
+          static_cast<uint32_t>((len + RHN_TWIN_PAGE - 1) / RHN_TWIN_PAGE);
+      // First fit: the lowest gap between live allocations that holds it.
+      uint32_t free_idx = kNone, at = 0;
+      for (;;) {
+        uint32_t clash = kNone;
+        for (uint32_t i = 0; i < twins.size(); i++) {
+          const TwinObj& t = twins[i];
+          if (!t.valid) {
+            if (free_idx == kNone) free_idx = i;
+            continue;
+          }
+          if (t.first_page < at + pages && at < t.first_page + t.pages &&
+              (clash == kNone ||
+               t.first_page + t.pages >
+                   twins[clash].first_page + twins[clash].pages))
+            clash = i;
+        }
+        if (clash == kNone) break;
+        at = twins[clash].first_page + twins[clash].pages;
+      }
+      if (free_idx == kNone || uint64_t{at} + pages > twin_pages)
+        return RHN_ADMIN_NO_RESOURCES;
+      TwinObj& t = twins[free_idx];
+      t.valid = true;
+      t.context = ctx;
+      t.first_page = at;
+      t.pages = pages;
+      // Another process's bytes never show through a new allocation.
+      std::memset(twin_bytes(t), 0, uint64_t{pages} * RHN_TWIN_PAGE);
+      contexts[ctx].refs++;
+      result = free_idx | uint32_t{t.gen} << 16;
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_FREE_TWIN: {
+      TwinObj* t = twin_of(u.handle.handle, ctx);
+      if (!t) return RHN_ADMIN_BAD_HANDLE;
+      // Work still naming the old handle finds it gone (twin_of).
+      t->valid = false;
+      t->gen++;
       contexts[ctx].refs--;
       return RHN_ADMIN_OK;
     }

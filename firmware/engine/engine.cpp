@@ -18,6 +18,7 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
       rx(config.rx_fifo_frames),
       free_read_ctxs(config.max_qps),
       free_responder_reads(config.responder_reads),
+      free_read_bitmaps(config.responder_bitmaps),
       free_slots(config.send_packet_slots),
       ready(config.max_qps),
       peer_ready(config.max_nodes),
@@ -35,6 +36,14 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
   srqs.resize(cfg.max_srqs);
   qps.resize(cfg.max_qps);
   areas.resize(cfg.max_areas);
+  // Twin memory is reserved, not touched: pages cost host memory only once
+  // an allocation zeroes them.
+  twin_pages = static_cast<uint32_t>(
+      std::min<uint64_t>(cfg.twin_bytes / RHN_TWIN_PAGE, 1u << 24));
+  twin_mem.reset(new uint8_t[size_t{twin_pages} * RHN_TWIN_PAGE]);
+  twins.resize(std::min<uint32_t>(cfg.max_twins, 0xffff));
+  xfer_scratch.reset(new uint8_t[kXferScratch]);
+  read_bitmaps.reset(new uint8_t[size_t{cfg.responder_bitmaps} * RHN_WIRE_MTU]);
   inflight = std::make_unique<Inflight[]>(size_t{cfg.max_qps} *
                                           cfg.max_inflight_per_qp);
   read_ctxs.resize(cfg.max_qps);
@@ -85,11 +94,19 @@ void Engine::Impl::reset() {
   for (auto& g : gid_table) g.fill(0);
   gid_types.fill(RHN_GID_ROCE_V1);
   for (auto& o : areas) o = AreaObj{};
+  for (auto& o : twins) {
+    const uint16_t gen = o.gen;
+    o = TwinObj{};
+    o.gen = static_cast<uint16_t>(gen + 1);
+  }
   for (auto& o : read_ctxs) o = ReadCtx{};
   free_read_ctxs.clear();
   for (uint32_t i = 0; i < read_ctxs.size(); i++)
     free_read_ctxs.push(static_cast<uint16_t>(i));
   for (auto& o : responder_reads) o = ResponderRead{};
+  free_read_bitmaps.clear();
+  for (uint32_t i = 0; i < cfg.responder_bitmaps && i < 0xffff; i++)
+    free_read_bitmaps.push(static_cast<uint16_t>(i));
   free_responder_reads.clear();
   for (uint32_t i = 0; i < responder_reads.size(); i++)
     free_responder_reads.push(i);

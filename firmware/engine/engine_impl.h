@@ -26,6 +26,9 @@
 namespace rhinet::fw {
 
 constexpr uint32_t kNone = 0xffffffffu;
+// ops/partial's scratch: a packet's bytes plus the look-ahead that finds
+// where the next one starts.
+constexpr uint32_t kXferScratch = 4 * RHN_WIRE_MTU;
 
 // ---- Objects (admin/) ------------------------------------------------------
 
@@ -41,6 +44,8 @@ struct WaitList {
 
 struct ContextObj {
   bool valid = false;
+  uint8_t num_groups = 0;  // besides group 0, which every context is in
+  uint16_t groups[RHN_MAX_GROUPS_PER_CONTEXT] = {};
   uint32_t refs = 0;
   uint32_t tx_slots = 0;     // send-packet slots its QPs hold
   uint32_t rx_contexts = 0;  // receive contexts its QPs hold
@@ -124,6 +129,18 @@ struct SrqObj {
   uint32_t refs = 0;
 };
 
+// A piece of on-board twin memory (004 2.7), in RHN_TWIN_PAGE units. The
+// handle a WQE names is index | gen << 16, so work that outlives the
+// allocation (a READ in flight when it was freed) never writes into
+// whatever holds those pages next.
+struct TwinObj {
+  bool valid = false;
+  uint16_t gen = 0;
+  uint32_t context = 0;
+  uint32_t first_page = 0;
+  uint32_t pages = 0;
+};
+
 struct AreaObj {
   bool valid = false;
   uint32_t context = 0;
@@ -167,9 +184,16 @@ struct Inflight {
 };
 
 // Local destination of a READ or atomic result, kept until the response.
+// A partial READ also keeps how message offsets map onto the SGE (stride)
+// and the twin its bytes are copied into (ops/partial).
 struct ReadCtx {
   bool used = false;
+  uint8_t xfer_mode = RHN_XFER_BASIC;
   uint32_t num_sge = 0;
+  uint32_t block = 0;
+  uint64_t local_stride = 0;
+  uint32_t twin = 0;
+  uint64_t twin_offset = 0;
   rhn_sge sge[RHN_WQE_MAX_SGES];
 };
 
@@ -190,6 +214,16 @@ struct ResponderRead {
   uint64_t va = 0;
   uint32_t length = 0;
   uint32_t sent = 0;
+  // A partial READ (ops/partial): its mode and selection; where this
+  // request's range starts in the message, and whether it ends it. For a
+  // bitmap, `sent` is the next selected byte and the bits are in
+  // read_bitmaps[bitmap_slot].
+  uint8_t xfer_mode = RHN_XFER_BASIC;
+  bool final = true;
+  uint16_t bitmap_slot = 0xffff;
+  uint32_t block = 0;
+  uint64_t remote_stride = 0;
+  uint32_t msg_offset = 0;
   uint32_t next = kNone;  // the peer's queue of reads, in arrival order
 };
 
@@ -461,11 +495,21 @@ struct Engine::Impl {
   std::vector<SrqObj> srqs;
   std::vector<QpObj> qps;
   std::vector<AreaObj> areas;
+  // On-board twin memory and its allocations (ops/partial).
+  std::unique_ptr<uint8_t[]> twin_mem;
+  uint32_t twin_pages = 0;
+  std::vector<TwinObj> twins;
+  // Where partial transfers compare and gather (one packet's worth and a
+  // look-ahead), so the data path allocates nothing.
+  std::unique_ptr<uint8_t[]> xfer_scratch;
   std::unique_ptr<Inflight[]> inflight;  // max_inflight_per_qp per QP
   std::vector<ReadCtx> read_ctxs;
   Fifo<uint16_t> free_read_ctxs;
   std::vector<ResponderRead> responder_reads;
   Fifo<uint32_t> free_responder_reads;
+  // Bitmaps of partial READs being answered, one READ request's each.
+  std::unique_ptr<uint8_t[]> read_bitmaps;
+  Fifo<uint16_t> free_read_bitmaps;
   uint32_t qp_gen_counter = 0;
   // QPNs are handed out round-robin: a number comes back only after all
   // others, so late packets and connection managers' time-wait (which
@@ -549,6 +593,13 @@ struct Engine::Impl {
   static constexpr uint32_t kAreaProbes = 16;
   uint32_t area_slot(uint32_t context, uint32_t area_id, uint32_t probe) const;
   AreaObj* find_area(uint32_t context, uint32_t area_id);
+  // Group 0 and the groups set for the context (RHN_ADMIN_SET_GROUPS).
+  bool in_group(uint32_t context, uint16_t group) const;
+  // The twin a handle names if it is live and the context's, else null.
+  TwinObj* twin_of(uint32_t handle, uint32_t context);
+  uint8_t* twin_bytes(const TwinObj& t) {
+    return twin_mem.get() + uint64_t{t.first_page} * RHN_TWIN_PAGE;
+  }
   // Queue memory (rings, records, status words) owned by a context.
   rhn_syndrome check_host_ref(const HostRef& ref, uint32_t context,
                               uint64_t len, bool nic_writes);

@@ -41,7 +41,7 @@ struct OpFamily {
   // ---- Requester
   // The family's rules for a decoded WQE on this QP: RHN_CQE_SUCCESS, or
   // the status (and *syndrome) to complete it with.
-  uint8_t (*check)(const Impl& m, const QpObj& qp, const DecodedWqe& w,
+  uint8_t (*check)(Impl& m, const QpObj& qp, const DecodedWqe& w,
                    uint8_t* syndrome);
   // Unsequenced families: the message leaves at once, outside any node
   // channel; returns its completion status. nullptr: sequenced.

@@ -9,6 +9,7 @@
 #include "core/crc32c.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
+#include "ops/partial/partial.h"
 
 namespace rhinet::fw {
 namespace {
@@ -25,6 +26,7 @@ uint8_t status_of_nak(uint8_t syndrome) {
     case RHN_SYN_ACCESS_RIGHTS:
     case RHN_SYN_BOUNDS:
     case RHN_SYN_BAD_AREA:
+    case RHN_SYN_BAD_GROUP:
       return RHN_CQE_REM_ACCESS_ERR;
     case RHN_SYN_ALIGNMENT:  // a misaligned atomic is an invalid request
     case RHN_SYN_BAD_QP:
@@ -218,6 +220,14 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     } else {
       result = family->check(*this, qp, w, &syndrome);
     }
+    // An area is reached only within a group the context is a member of
+    // (004 2.1); the target checks its side too.
+    if (result == RHN_CQE_SUCCESS && (w.flags & RHN_WQE_F_AREA) &&
+        !in_group(qp.context, RHN_AREA_KEY_GROUP(w.remote_key))) {
+      counters.add(RHN_CNT_GROUP_VIOLATIONS);
+      result = RHN_CQE_LOC_PROT_ERR;
+      syndrome = RHN_SYN_BAD_GROUP;
+    }
   } else if (result == RHN_CQE_SUCCESS && w.has_grh) {
     result = RHN_CQE_LOC_QP_OP_ERR;  // a NOP carries no GRH
     syndrome = RHN_SYN_BAD_WQE;
@@ -307,6 +317,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     rc.used = true;
     rc.num_sge = w.num_sge;
     for (uint32_t i = 0; i < w.num_sge; i++) rc.sge[i] = wqe_sge(qp.tx_raw, i);
+    partial::prepare_read(w, rc);
     qp.outstanding_reads++;
   }
   qp.tx_active = true;
@@ -352,7 +363,8 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
              ((w.flags & (RHN_WQE_F_SOLICITED | RHN_WQE_F_SIGNAL_REMOTE))
                   ? RHN_WOP_F_SOLICITED
                   : 0) |
-             ((w.flags & RHN_WQE_F_AREA) ? RHN_WOP_F_AREA : 0);
+             ((w.flags & RHN_WQE_F_AREA) ? RHN_WOP_F_AREA : 0) |
+             ((w.flags & RHN_WQE_F_SIGNAL_REMOTE) ? RHN_WOP_F_SIGNAL : 0);
   op.qp_type = qp.type;
   op.dst_qpn = qp.tx_dst_qpn;
   op.src_qpn = qpn | (uint32_t{qp.incarnation} << RHN_WIRE_INCARNATION_SHIFT);
@@ -638,7 +650,9 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
       const OpFamily* family = family_of_wire(op.opcode);
       if (!family || !family->on_response ||
           family != op_info(e.opcode).family ||
-          e.state != MsgState::kAwaitResponse || e.read_ctx == 0xffff) {
+          (e.state != MsgState::kAwaitResponse &&
+           e.state != MsgState::kSending) ||
+          e.read_ctx == 0xffff) {
         counters.add(RHN_CNT_MALFORMED_PACKETS);
         finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
         return;

@@ -59,14 +59,21 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     std::memcpy(&out.grh, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
                 sizeof(out.grh));
   }
-  // A partial transfer's descriptor takes the last slot. Stride on WRITE
-  // is what the engine does so far; other modes are refused plainly.
+  // A partial transfer's descriptor takes the last slot; which opcode
+  // takes which mode is 004's table 1.
   out.xfer_mode = w.xfer_mode;
   const bool has_xfer = w.xfer_mode != RHN_XFER_BASIC;
   if (has_xfer) {
     if (w.xfer_mode > RHN_XFER_STRIDE) return RHN_SYN_BAD_WQE;
-    if (w.xfer_mode != RHN_XFER_STRIDE || w.opcode != RHN_OP_WRITE ||
-        out.has_grh || slots < 2 || (w.flags & RHN_WQE_F_INLINE))
+    const bool push_mode = w.xfer_mode == RHN_XFER_STRIDE ||
+                           w.xfer_mode == RHN_XFER_BITMAP ||
+                           w.xfer_mode == RHN_XFER_DIFF;
+    const bool pull_mode = w.xfer_mode == RHN_XFER_STRIDE ||
+                           w.xfer_mode == RHN_XFER_BITMAP ||
+                           w.xfer_mode == RHN_XFER_TWIN;
+    const bool taken = (w.opcode == RHN_OP_WRITE && push_mode) ||
+                       (w.opcode == RHN_OP_READ && pull_mode);
+    if (!taken || out.has_grh || slots < 2 || (w.flags & RHN_WQE_F_INLINE))
       return RHN_SYN_BAD_XFER;
     std::memcpy(&out.xfer, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
                 sizeof(out.xfer));
@@ -114,20 +121,37 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     out.length = total;
   }
   if (has_xfer) {
-    // One SGE holding every block, blocks that do not overlap on either
-    // side, and a message that fits.
+    // One SGE, and a descriptor that selects within it.
     const rhn_wqe_xfer& x = out.xfer;
-    if (out.num_sge != 1 || x.block == 0 || x.count == 0 ||
-        x.local_stride < x.block || x.remote_stride < x.block)
-      return RHN_SYN_BAD_XFER;
-    const uint64_t total = uint64_t{x.block} * x.count;
-    if (total > max_msg_size) return RHN_SYN_LENGTH;
-    const uint64_t last = uint64_t{x.count} - 1;
-    if (x.local_stride > (uint64_t{1} << 40) ||
-        x.remote_stride > (uint64_t{1} << 40) ||
-        last * x.local_stride + x.block > out.length)
-      return RHN_SYN_BAD_XFER;
-    out.length = total;
+    if (out.num_sge != 1) return RHN_SYN_BAD_XFER;
+    for (uint8_t b : x.reserved)
+      if (b) return RHN_SYN_BAD_XFER;
+    switch (out.xfer_mode) {
+      case RHN_XFER_STRIDE: {
+        // Blocks that do not overlap on either side, and a message that
+        // fits.
+        if (x.block == 0 || x.count == 0 || x.local_stride < x.block ||
+            x.remote_stride < x.block)
+          return RHN_SYN_BAD_XFER;
+        const uint64_t total = uint64_t{x.block} * x.count;
+        if (total > max_msg_size) return RHN_SYN_LENGTH;
+        const uint64_t last = uint64_t{x.count} - 1;
+        if (x.local_stride > (uint64_t{1} << 40) ||
+            x.remote_stride > (uint64_t{1} << 40) ||
+            last * x.local_stride + x.block > out.length)
+          return RHN_SYN_BAD_XFER;
+        out.length = total;
+        break;
+      }
+      case RHN_XFER_BITMAP:
+        // The SGE is the extent; the bitmap's own key is checked when
+        // the family sees the WQE (it needs the tables).
+        if (x.block == 0 || out.length == 0) return RHN_SYN_BAD_XFER;
+        break;
+      default:  // TWIN, DIFF: the SGE against the twin
+        if (out.length == 0) return RHN_SYN_BAD_XFER;
+        break;
+    }
   }
   if (w.opcode == RHN_OP_NOP && out.length != 0) return RHN_SYN_BAD_WQE;
   if (is_atomic(w.opcode) && (out.num_sge != 1 || out.length != 8))

@@ -41,6 +41,7 @@ void Engine::Impl::nak_forget(Peer& p, uint32_t src) {
 void Engine::Impl::free_read(Peer& p, uint32_t r) {
   // READ streams leave their peer's queue from the front only.
   ResponderRead& rr = responder_reads[r];
+  if (rr.bitmap_slot != 0xffff) free_read_bitmaps.push(rr.bitmap_slot);
   p.reads_head = rr.next;
   if (p.reads_head == kNone) p.reads_tail = kNone;
   rr = ResponderRead{};
@@ -190,7 +191,11 @@ rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
   if (op.flags & RHN_WOP_F_AREA) {
     // The area of the target QP's context: its base plus the offset.
     const AreaObj* a = m.find_area(r.qp.context, op.rkey);
-    if (!a) {
+    if (!a && !m.in_group(r.qp.context, RHN_AREA_KEY_GROUP(op.rkey))) {
+      // The target process is not in the group the initiator names.
+      m.counters.add(RHN_CNT_GROUP_VIOLATIONS);
+      syn = RHN_SYN_BAD_GROUP;
+    } else if (!a) {
       syn = RHN_SYN_BAD_AREA;
     } else if (op.remote_addr > a->length || len > a->length - op.remote_addr) {
       syn = RHN_SYN_BOUNDS;

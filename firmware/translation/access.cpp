@@ -232,4 +232,22 @@ AreaObj* Engine::Impl::find_area(uint32_t context, uint32_t area_id) {
   return nullptr;
 }
 
+bool Engine::Impl::in_group(uint32_t context, uint16_t group) const {
+  if (group == 0) return true;  // the open group
+  if (context >= contexts.size()) return false;
+  const ContextObj& c = contexts[context];
+  for (uint32_t i = 0; i < c.num_groups; i++)
+    if (c.groups[i] == group) return true;
+  return false;
+}
+
+TwinObj* Engine::Impl::twin_of(uint32_t handle, uint32_t context) {
+  const uint32_t idx = handle & 0xffffu;
+  if (idx >= twins.size()) return nullptr;
+  TwinObj& t = twins[idx];
+  if (!t.valid || t.gen != (handle >> 16) || t.context != context)
+    return nullptr;
+  return &t;
+}
+
 }  // namespace rhinet::fw

@@ -52,6 +52,9 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_EVENTS_DEFERRED].name = "events_deferred",
 	[RHN_CNT_UC_DROPS].name = "uc_drops",
 	[RHN_CNT_NO_QP_REQUESTS].name = "no_qp_requests",
+	[RHN_CNT_GROUP_VIOLATIONS].name = "group_violations",
+	[RHN_CNT_SIGNALS].name = "signals",
+	[RHN_CNT_PARTIAL_BYTES_SKIPPED].name = "partial_bytes_skipped",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */

@@ -28,8 +28,8 @@ static const struct check checks[] = {
     VAL(RHN_VERSION, 0x10000),
     VAL(RHN_BAR_REGS_SIZE, 0x2000),
     VAL(RHN_DB_PAGE_SIZE, 4096),
-    VAL(RHN_CNT_COUNT, 39),
-    VAL(RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT, 0x1138),
+    VAL(RHN_CNT_COUNT, 42),
+    VAL(RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT, 0x1150),
 
     /* hw_queues.h: send WQE */
     VAL(RHN_WQE_MAX_SGES, 29),

@@ -26,13 +26,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t total = 0;
   for (uint32_t i = 0; i < w.num_sge; i++) total += wqe_sge(raw, i).length;
   if (xfer) {
-    // Stride: the blocks do not overlap and lie inside the one SGE.
     const rhn_wqe_xfer& x = w.xfer;
-    if (w.xfer_mode != RHN_XFER_STRIDE || w.num_sge != 1 || x.block == 0 ||
-        x.count == 0 || x.local_stride < x.block || x.remote_stride < x.block)
+    // Table 1: which opcode takes which mode; one SGE, no inline data.
+    const bool push =
+        w.opcode == RHN_OP_WRITE &&
+        (w.xfer_mode == RHN_XFER_STRIDE || w.xfer_mode == RHN_XFER_BITMAP ||
+         w.xfer_mode == RHN_XFER_DIFF);
+    const bool pull =
+        w.opcode == RHN_OP_READ &&
+        (w.xfer_mode == RHN_XFER_STRIDE || w.xfer_mode == RHN_XFER_BITMAP ||
+         w.xfer_mode == RHN_XFER_TWIN);
+    if (!(push || pull) || w.num_sge != 1 || (w.flags & RHN_WQE_F_INLINE))
       abort();
-    if (w.length != uint64_t{x.block} * x.count) abort();
-    if ((uint64_t{x.count} - 1) * x.local_stride + x.block > total) abort();
+    if (w.xfer_mode == RHN_XFER_STRIDE) {
+      // The blocks do not overlap and lie inside the one SGE.
+      if (x.block == 0 || x.count == 0 || x.local_stride < x.block ||
+          x.remote_stride < x.block)
+        abort();
+      if (w.length != uint64_t{x.block} * x.count) abort();
+      if ((uint64_t{x.count} - 1) * x.local_stride + x.block > total) abort();
+    } else {
+      // Bitmap, TWIN, DIFF: the SGE is the extent, never empty.
+      if (w.length != total || w.length == 0) abort();
+      if (w.xfer_mode == RHN_XFER_BITMAP && x.block == 0) abort();
+    }
   } else if (!(w.flags & RHN_WQE_F_INLINE) && total != w.length) {
     abort();
   }

@@ -9,8 +9,7 @@
 namespace rhinet::fw {
 namespace {
 
-uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe& w,
-              uint8_t* syndrome) {
+uint8_t check(Impl&, const QpObj& qp, const DecodedWqe& w, uint8_t* syndrome) {
   if (qp.type == RHN_QP_UD || qp.type == RHN_QP_UC) {
     *syndrome = RHN_SYN_BAD_OPCODE;
     return RHN_CQE_LOC_QP_OP_ERR;

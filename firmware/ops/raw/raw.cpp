@@ -10,8 +10,7 @@
 namespace rhinet::fw {
 namespace {
 
-uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe& w,
-              uint8_t* syndrome) {
+uint8_t check(Impl&, const QpObj& qp, const DecodedWqe& w, uint8_t* syndrome) {
   if (qp.type != RHN_QP_RAW_ETH) {  // only the kernel's raw-frame QP
     *syndrome = RHN_SYN_BAD_OPCODE;
     return RHN_CQE_LOC_QP_OP_ERR;

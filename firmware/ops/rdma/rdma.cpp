@@ -6,11 +6,12 @@
 #include <cstring>
 
 #include "ops/family.h"
+#include "ops/partial/partial.h"
 
 namespace rhinet::fw {
 namespace {
 
-uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe& w,
+uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
               uint8_t* syndrome) {
   // Datagrams are SENDs only; UC has no READ (nothing comes back).
   if (qp.type == RHN_QP_UD ||
@@ -18,54 +19,53 @@ uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe& w,
     *syndrome = RHN_SYN_BAD_OPCODE;
     return RHN_CQE_LOC_QP_OP_ERR;
   }
-  if (w.has_grh) {
+  // A signal (004 2.11) is counted per area of an endpoint: a PUSH by
+  // area between endpoints.
+  if (w.has_grh || ((w.flags & RHN_WQE_F_SIGNAL_REMOTE) &&
+                    (w.opcode != RHN_OP_WRITE || !(w.flags & RHN_WQE_F_AREA) ||
+                     qp.type != RHN_QP_ENDPOINT))) {
     *syndrome = RHN_SYN_BAD_WQE;
     return RHN_CQE_LOC_QP_OP_ERR;
   }
+  if (w.xfer_mode != RHN_XFER_BASIC) return partial::check(m, qp, w, syndrome);
   return RHN_CQE_SUCCESS;
-}
-
-// A strided PUSH (004 2.7): the NIC gathers the blocks from the local
-// SGE and places each packet where its bytes go at the target, so the
-// responder checks and writes it as any WRITE packet. A packet stays in
-// one target block unless the blocks are contiguous there.
-bool build_strided(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
-                   rhn_op_hdr& op, PacketOut& out) {
-  const rhn_wqe_xfer& x = w.xfer;
-  const uint64_t block = x.block;
-  uint64_t chunk = std::min<uint64_t>(RHN_WIRE_MTU, w.length - offset);
-  if (x.remote_stride != block)
-    chunk = std::min<uint64_t>(chunk, block - offset % block);
-  for (uint64_t done = 0; done < chunk;) {
-    const uint64_t at = offset + done;
-    const uint64_t piece = std::min<uint64_t>(chunk - done, block - at % block);
-    if (!gather(m, qp, w, (at / block) * x.local_stride + at % block,
-                out.payload + done, static_cast<uint32_t>(piece)))
-      return false;
-    done += piece;
-  }
-  op.remote_addr =
-      w.remote_addr + (offset / block) * x.remote_stride + offset % block;
-  out.len = out.advance = static_cast<uint32_t>(chunk);
-  out.last = offset + chunk >= w.length;
-  return true;
 }
 
 bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
                   rhn_op_hdr& op, PacketOut& out) {
-  if (w.xfer_mode == RHN_XFER_STRIDE)
-    return build_strided(m, qp, w, offset, op, out);
   if (w.opcode == RHN_OP_READ) {
+    if (w.xfer_mode != RHN_XFER_BASIC)
+      return partial::build_read_request(m, qp, w, offset, op, out);
     // The whole request in one packet; the data comes back as a stream.
+    op.imm_data = RHN_XFER_BASIC;
     out.last = true;
     return true;
   }
+  if (w.xfer_mode != RHN_XFER_BASIC)
+    return partial::build_write(m, qp, w, offset, op, out);
   const auto chunk = static_cast<uint32_t>(
       std::min<uint64_t>(RHN_WIRE_MTU, w.length - offset));
   if (chunk && !gather(m, qp, w, offset, out.payload, chunk)) return false;
   out.len = out.advance = chunk;
   out.last = offset + chunk >= w.length;
   return true;
+}
+
+// A signal for the target process: a CQE on the endpoint's receive CQ
+// (which wakes it through the completion event if it sleeps), no receive
+// WQE taken.
+void deliver_signal(Impl& m, const Request& r) {
+  rhn_cqe c{};
+  c.qpn = r.qpn;
+  c.byte_len = r.op.msg_len;
+  c.imm_data = r.op.imm_data;
+  c.src_qpn = r.src_qpn;
+  c.src_node = r.node;
+  c.vendor_err = r.op.rkey;
+  c.opcode = RHN_CQE_OP_SIGNAL;
+  c.status = RHN_CQE_SUCCESS;
+  m.counters.add(RHN_CNT_SIGNALS);
+  m.cq_push(r.qp.recv_cqn, c, true);
 }
 
 void write_request(Impl& m, Request& r) {
@@ -86,6 +86,12 @@ void write_request(Impl& m, Request& r) {
     refuse(m, r, RHN_SYN_DMA);
     return;
   }
+  if (r.last && (op.flags & RHN_WOP_F_SIGNAL)) {
+    if ((op.flags & RHN_WOP_F_AREA) && r.qp.type == RHN_QP_ENDPOINT)
+      deliver_signal(m, r);
+    else
+      m.counters.add(RHN_CNT_MALFORMED_PACKETS);  // the requester checks
+  }
   if (!r.last || !(op.flags & RHN_WOP_F_IMM)) return;
   // The immediate takes a receive WQE (no data lands there).
   RxContext ctx;
@@ -103,10 +109,17 @@ void write_request(Impl& m, Request& r) {
 
 void read_request(Impl& m, Request& r) {
   const rhn_op_hdr& op = r.op;
-  uint64_t va;
+  uint64_t va, extent;
   uint32_t key, mr_index;
-  const rhn_syndrome syn = resolve_target(m, r, RHN_ACCESS_REMOTE_READ,
-                                          op.msg_len, &va, &key, &mr_index);
+  // A partial READ reaches what its selection spans (ops/partial).
+  rhn_syndrome syn = partial::read_extent(op, r.data, &extent);
+  if (syn != RHN_SYN_NONE) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    refuse(m, r, syn);
+    return;
+  }
+  syn = resolve_target(m, r, RHN_ACCESS_REMOTE_READ, extent, &va, &key,
+                       &mr_index);
   if (syn != RHN_SYN_NONE) {
     m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
     refuse(m, r, syn);
@@ -130,6 +143,7 @@ void read_request(Impl& m, Request& r) {
   rr.pdn = r.qp.pdn;
   rr.va = va;
   rr.length = op.msg_len;
+  partial::start_read(m, op, r.data, rr);
   Peer& p = r.peer;
   if (p.reads_tail != kNone)
     m.responder_reads[p.reads_tail].next = idx;
@@ -141,7 +155,9 @@ void read_request(Impl& m, Request& r) {
 
 // A READ holds a responder READ context until its stream is sent.
 bool has_room(const Impl& m, const Peer&, const rhn_op_hdr& op) {
-  return op.opcode != RHN_WOP_READ_REQ || !m.free_responder_reads.empty();
+  return op.opcode != RHN_WOP_READ_REQ ||
+         (!m.free_responder_reads.empty() &&
+          (!partial::read_needs_bitmap(op) || !m.free_read_bitmaps.empty()));
 }
 
 void on_request(Impl& m, Request& r) {
@@ -167,7 +183,11 @@ void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
     m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
     return;
   }
-  if (!scatter_answer(m, qpn, e, pkt.op.msg_offset, pkt.payload)) return;
+  const bool placed =
+      m.read_ctxs[e.read_ctx].xfer_mode == RHN_XFER_BASIC
+          ? scatter_answer(m, qpn, e, pkt.op.msg_offset, pkt.payload)
+          : partial::place_answer(m, qpn, e, pkt.op.msg_offset, pkt.payload);
+  if (!placed) return;
   if (pkt.op.flags & RHN_WOP_F_LAST)
     m.finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
 }
@@ -194,15 +214,17 @@ bool Engine::Impl::stream_reads(Peer& p) {
       free_read(p, r_index);
       continue;
     }
-    const uint32_t chunk = std::min<uint32_t>(RHN_WIRE_MTU, r.length - r.sent);
+    uint64_t at;
+    uint32_t chunk, next;
+    partial::read_piece(*this, r, &at, &chunk, &next);
     uint32_t mr_index = 0;
     rhn_syndrome syn = RHN_SYN_NONE;
     if (chunk)
-      syn = check_key(r.key, kNone, r.pdn, RHN_ACCESS_REMOTE_READ,
-                      r.va + r.sent, chunk, &mr_index, r.responder_qpn);
+      syn = check_key(r.key, kNone, r.pdn, RHN_ACCESS_REMOTE_READ, r.va + at,
+                      chunk, &mr_index, r.responder_qpn);
     const uint32_t slot = begin_data(kNone);
     if (syn == RHN_SYN_NONE && chunk &&
-        !mr_dma(mr_index, r.va + r.sent, slots[slot].frame + RHN_DATA_HDR_LEN,
+        !mr_dma(mr_index, r.va + at, slots[slot].frame + RHN_DATA_HDR_LEN,
                 chunk, false))
       syn = RHN_SYN_DMA;
     if (syn != RHN_SYN_NONE) {
@@ -216,17 +238,18 @@ bool Engine::Impl::stream_reads(Peer& p) {
     }
     rhn_op_hdr op{};
     op.opcode = RHN_WOP_READ_RESP;
-    op.flags = (r.sent == 0 ? RHN_WOP_F_FIRST : 0) |
-               (r.sent + chunk == r.length ? RHN_WOP_F_LAST : 0);
+    // A run of a partial READ: only the message's last run ends it.
+    op.flags = (r.sent == 0 && r.msg_offset == 0 ? RHN_WOP_F_FIRST : 0) |
+               (r.final && next >= r.length ? RHN_WOP_F_LAST : 0);
     op.qp_type = r.qp_type;
     op.dst_qpn = r.requester_src;
     op.src_qpn = r.responder_qpn;
     op.msn = r.msn;
     op.msg_len = r.length;
-    op.msg_offset = r.sent;
+    op.msg_offset = r.msg_offset + r.sent;
     commit_data(p, slot, op, chunk, false, kNone, 0, false);
-    r.sent += chunk;
-    if (r.sent == r.length) free_read(p, r_index);
+    r.sent = next;
+    if (r.sent >= r.length) free_read(p, r_index);
   }
   return did;
 }

@@ -11,7 +11,7 @@
 namespace rhinet::fw {
 namespace {
 
-uint8_t check(const Impl& m, const QpObj& qp, const DecodedWqe& w,
+uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
               uint8_t* syndrome) {
   if (qp.type == RHN_QP_UD) {
     if (w.flags & RHN_WQE_F_AREA) {

@@ -15,8 +15,7 @@ constexpr uint32_t kRemoteRights =
     RHN_ACCESS_REMOTE_WRITE | RHN_ACCESS_REMOTE_READ | RHN_ACCESS_REMOTE_ATOMIC;
 constexpr uint32_t kMrRights = kRemoteRights | RHN_ACCESS_LOCAL_WRITE;
 
-uint8_t check(const Impl&, const QpObj& qp, const DecodedWqe& w,
-              uint8_t* syndrome) {
+uint8_t check(Impl&, const QpObj& qp, const DecodedWqe& w, uint8_t* syndrome) {
   // A type 2 window belongs to the connection it was bound through; MRs
   // are registered by the kernel's QPs of any type.
   if (w.opcode != RHN_OP_REG_MR && !connected_qp(qp.type)) {

@@ -48,6 +48,11 @@ enum rhn_admin_opcode {
 	RHN_ADMIN_DESTROY_MW = 0x25,
 	RHN_ADMIN_REGISTER_AREA = 0x28,
 	RHN_ADMIN_UNREGISTER_AREA = 0x29,
+	/* kernel only: the groups a context is a member of (u.set_groups) */
+	RHN_ADMIN_SET_GROUPS = 0x2a,
+	/* Twin memory (on-board, 004 2.7): result = handle */
+	RHN_ADMIN_ALLOC_TWIN = 0x2b,
+	RHN_ADMIN_FREE_TWIN = 0x2c, /* u.handle.handle = the handle */
 	RHN_ADMIN_SET_LINK = 0x30, /* administrative link up/down */
 	RHN_ADMIN_SET_GID = 0x31, /* kernel only: one entry of the GID table */
 	/* kernel only: u.handle.handle = node ID; the NIC sends that node's
@@ -286,6 +291,24 @@ struct rhn_admin_register_area {
 	__le64 length;
 };
 
+/*
+ * Every area key names a group (RHN_AREA_KEY); a context may register
+ * areas in, and address areas of, group 0 and the groups set here. The
+ * list replaces the previous one; the kernel issues it for a process
+ * (hdr.context) once it has checked the process's right to each group.
+ */
+struct rhn_admin_set_groups {
+	__le32 count; /* 0..RHN_MAX_GROUPS_PER_CONTEXT */
+	__le16 group[8]; /* nonzero, distinct */
+	__le32 reserved;
+};
+
+/* Twin memory is handed out in RHN_TWIN_PAGE units. */
+#define RHN_TWIN_PAGE 4096
+struct rhn_admin_alloc_twin {
+	__le64 length; /* bytes, rounded up to RHN_TWIN_PAGE */
+};
+
 struct rhn_admin_set_link {
 	__le32 up;
 };
@@ -324,6 +347,8 @@ struct rhn_admin_cmd {
 		struct rhn_admin_create_qp create_qp;
 		struct rhn_admin_modify_qp modify_qp;
 		struct rhn_admin_register_area register_area;
+		struct rhn_admin_set_groups set_groups;
+		struct rhn_admin_alloc_twin alloc_twin;
 		struct rhn_admin_set_link set_link;
 		struct rhn_admin_set_gid set_gid;
 		__u8 raw[RHN_ADMIN_CMD_SIZE - 8];
@@ -341,6 +366,7 @@ RHN_ASSERT_SIZE(struct rhn_admin_create_qp, 88);
 RHN_ASSERT_SIZE(struct rhn_admin_modify_qp, 28);
 RHN_ASSERT_OFFSET(struct rhn_admin_modify_qp, timeout, 24);
 RHN_ASSERT_SIZE(struct rhn_admin_set_gid, 24);
+RHN_ASSERT_SIZE(struct rhn_admin_set_groups, 24);
 RHN_ASSERT_OFFSET(struct rhn_admin_create_qp, sq_ring, 24);
 
 struct rhn_admin_cpl {
@@ -376,7 +402,9 @@ struct rhn_device_attr {
 	__le64 max_mr_size;
 	__le32 max_peers; /* nodes with reliable channel state */
 	__le32 node_id;
-	__le32 reserved[10];
+	__le64 twin_bytes; /* on-board twin memory */
+	__le32 max_twins; /* twin allocations, all contexts together */
+	__le32 reserved[7];
 };
 RHN_ASSERT_SIZE(struct rhn_device_attr, 128);
 

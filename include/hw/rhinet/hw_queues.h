@@ -89,18 +89,32 @@ enum rhn_wqe_flags {
 	RHN_WQE_F_INLINE = 1u << 3, /* payload in the WQE, not SGEs */
 	RHN_WQE_F_STATUS_WORD = 1u << 4, /* write a status word at the end */
 	RHN_WQE_F_AREA = 1u << 5, /* remote_key is an area ID */
-	RHN_WQE_F_SIGNAL_REMOTE = 1u << 6, /* interrupt the target (004 2.11) */
+	/* WRITE by area: the target NIC posts a RHN_CQE_OP_SIGNAL CQE with
+	 * imm_data on the target QP's receive CQ (004 2.11)
+	 */
+	RHN_WQE_F_SIGNAL_REMOTE = 1u << 6,
 	RHN_WQE_F_GRH = 1u << 7, /* UD: the last slot is a struct rhn_wqe_grh */
 };
 
-/* Partial-transfer mode (004 table 1). Only RHN_XFER_BASIC is accepted yet. */
+/* Partial-transfer mode (004 table 1): which opcode takes which mode. */
 enum rhn_xfer_mode {
 	RHN_XFER_BASIC = 0,
-	RHN_XFER_TWIN = 1,
-	RHN_XFER_DIFF = 2,
-	RHN_XFER_BITMAP = 3,
-	RHN_XFER_STRIDE = 4,
+	RHN_XFER_TWIN = 1, /* READ: the NIC keeps a copy in twin memory */
+	RHN_XFER_DIFF = 2, /* WRITE: only bytes that differ from the twin */
+	RHN_XFER_BITMAP = 3, /* WRITE, READ: only blocks marked in a bitmap */
+	RHN_XFER_STRIDE = 4, /* WRITE, READ: blocks at strides on both sides */
 };
+
+/*
+ * Area keys (RHN_WQE_F_AREA): remote_key names the target process's area
+ * as (group, area ID). The NIC lets a context use only groups it is a
+ * member of (RHN_ADMIN_SET_GROUPS); group 0 is the open group every
+ * context belongs to. RHN_SYN_BAD_GROUP otherwise.
+ */
+#define RHN_AREA_KEY(group, id) (((__u32)(group) << 16) | ((id)&0xffffu))
+#define RHN_AREA_KEY_GROUP(key) ((__u16)((key) >> 16))
+#define RHN_AREA_KEY_ID(key) ((__u16)((key)&0xffffu))
+#define RHN_MAX_GROUPS_PER_CONTEXT 8
 
 struct rhn_sge {
 	__le64 addr;
@@ -186,23 +200,42 @@ RHN_ASSERT_SIZE(struct rhn_wqe_grh, RHN_SQ_SLOT_SIZE);
 
 /*
  * Partial transfer (004 2.7): with xfer_mode other than RHN_XFER_BASIC the
- * WQE's last slot is this descriptor (counted in ext_units; SGEs use the
- * slots before it). RHN_XFER_STRIDE on a WRITE: `count` blocks of `block`
- * bytes, taken `local_stride` bytes apart from the one SGE and placed
- * `remote_stride` bytes apart from remote_addr; the message is
- * block * count bytes. Strides below the block (overlapping blocks), a
- * zero block or count, or an SGE shorter than the blocks' extent are
- * refused at post (RHN_SYN_BAD_XFER).
+ * WQE's last slot is this descriptor (counted in ext_units; the one SGE
+ * uses the base slot). Described in queues.md "Partial-transfer modes".
+ *
+ * STRIDE (WRITE, READ): `count` blocks of `block` bytes, `local_stride`
+ * bytes apart in the SGE and `remote_stride` bytes apart from
+ * remote_addr; the message is block * count bytes.
+ * BITMAP (WRITE, READ): the SGE and the remote range have the same
+ * length; bit i of the bitmap (LSB first in each byte, in local memory
+ * at bitmap_addr through bitmap_lkey) marks bytes [i*block, (i+1)*block)
+ * for transfer; only marked blocks travel.
+ * TWIN (READ): as a basic READ, and the NIC also writes every byte that
+ * arrives into twin memory `twin` at twin_offset + its message offset.
+ * DIFF (WRITE): compares the SGE with the twin at twin_offset and sends
+ * only the runs of bytes that differ, then the twin holds the SGE's bytes.
+ *
+ * Refused at post with RHN_SYN_BAD_XFER: a mode the opcode does not take,
+ * a zero block or count, overlapping strides, an SGE shorter than the
+ * blocks' extent, a bitmap outside its key, a twin that is not the
+ * context's or too short.
  */
 struct rhn_wqe_xfer {
-	__le32 block;
-	__le32 count;
-	__le64 local_stride;
-	__le64 remote_stride;
-	__u8 reserved[40];
+	__le32 block; /* STRIDE: block bytes; BITMAP: bytes per bit */
+	__le32 count; /* STRIDE: blocks */
+	__le64 local_stride; /* STRIDE */
+	__le64 remote_stride; /* STRIDE */
+	__le64 bitmap_addr; /* BITMAP: the bitmap's local address */
+	__le32 bitmap_lkey; /* BITMAP */
+	__le32 twin; /* TWIN, DIFF: handle from RHN_ADMIN_ALLOC_TWIN */
+	__le64 twin_offset; /* TWIN, DIFF: bytes into that twin */
+	__u8 reserved[16];
 };
 RHN_ASSERT_SIZE(struct rhn_wqe_xfer, RHN_SQ_SLOT_SIZE);
 RHN_ASSERT_OFFSET(struct rhn_wqe_xfer, remote_stride, 16);
+RHN_ASSERT_OFFSET(struct rhn_wqe_xfer, bitmap_addr, 24);
+RHN_ASSERT_OFFSET(struct rhn_wqe_xfer, twin, 36);
+RHN_ASSERT_OFFSET(struct rhn_wqe_xfer, twin_offset, 40);
 
 /* ---- Receive queue and SRQ -------------------------------------------- */
 
@@ -260,6 +293,13 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
+	/*
+	 * A PUSH with RHN_WOP_F_SIGNAL reached one of the QP's areas (004
+	 * 2.11): no receive WQE is used; imm_data = the signal value,
+	 * vendor_err = the area key (group, area ID), byte_len = the PUSH's
+	 * length, src_node/src_qpn = the initiator.
+	 */
+	RHN_CQE_OP_SIGNAL = 0x83,
 };
 
 /* Values match enum ibv_wc_status so the provider passes them through. */
@@ -343,6 +383,8 @@ enum rhn_syndrome {
 	RHN_SYN_FLUSHED = 16,
 	RHN_SYN_BAD_WINDOW = 17, /* bind or invalidate of a window refused */
 	RHN_SYN_BAD_XFER = 18, /* a partial-transfer descriptor refused */
+	/* an area key in a group the initiator (or target) is not in */
+	RHN_SYN_BAD_GROUP = 19,
 };
 
 /* ---- Status words (004 2.3) --------------------------------------------- */

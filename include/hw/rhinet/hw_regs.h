@@ -157,6 +157,11 @@ enum rhn_counter {
 	 * RC requester is not told at once, as on IB (admin.md, timeout)
 	 */
 	RHN_CNT_NO_QP_REQUESTS,
+	/* area keys naming a group the initiator or target is not in */
+	RHN_CNT_GROUP_VIOLATIONS,
+	RHN_CNT_SIGNALS, /* RHN_CQE_OP_SIGNAL CQEs written */
+	/* bytes of partial transfers (bitmap, DIFF) that did not travel */
+	RHN_CNT_PARTIAL_BYTES_SKIPPED,
 	RHN_CNT_COUNT
 };
 

@@ -155,6 +155,28 @@ struct rhn_op_hdr {
 };
 RHN_ASSERT_SIZE(struct rhn_op_hdr, 40);
 
+/*
+ * A partial PULL (004 2.7): its READ_REQ carries imm_data = the mode
+ * (enum rhn_xfer_mode, 0 for a plain READ) and this descriptor as its
+ * payload; the responder streams only what it selects, each READ_RESP's
+ * msg_offset saying where its bytes go. msg_offset of the request is
+ * where its range starts in the message; only the request marked
+ * RHN_WOP_F_LAST ends the message (its last answer is marked LAST, empty
+ * if nothing is left to send).
+ * STRIDE: msg_len = block * count; message byte o is at remote_addr +
+ * (o / block) * remote_stride + o % block.
+ * BITMAP: msg_len bytes from remote_addr; the bitmap bits follow this
+ * struct, bit i (LSB first) marking bytes [i * block, (i + 1) * block).
+ */
+struct rhn_read_xfer {
+	__le32 block;
+	__le32 reserved;
+	__le64 remote_stride;
+};
+RHN_ASSERT_SIZE(struct rhn_read_xfer, 16);
+/* Blocks one bitmap READ request covers. */
+#define RHN_READ_BITMAP_BLOCKS (8 * (RHN_WIRE_MTU - 16))
+
 #define RHN_PKT_HDR_LEN 32
 #define RHN_DATA_HDR_LEN (RHN_PKT_HDR_LEN + 40)
 #define RHN_MAX_FRAME (RHN_DATA_HDR_LEN + RHN_WIRE_GRH_LEN + RHN_WIRE_MTU)

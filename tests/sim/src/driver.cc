@@ -339,6 +339,25 @@ AdminResult SimDriver::unregister_area(uint32_t context, uint32_t area_id) {
   return exec_handle(RHN_ADMIN_UNREGISTER_AREA, context, area_id);
 }
 
+AdminResult SimDriver::set_groups(uint32_t context,
+                                  std::span<const uint16_t> groups) {
+  rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_SET_GROUPS, context);
+  cmd.u.set_groups.count = static_cast<uint32_t>(groups.size());
+  for (size_t i = 0; i < groups.size() && i < 8; i++)
+    cmd.u.set_groups.group[i] = groups[i];
+  return exec(cmd);
+}
+
+AdminResult SimDriver::alloc_twin(uint32_t context, uint64_t length) {
+  rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_ALLOC_TWIN, context);
+  cmd.u.alloc_twin.length = length;
+  return exec(cmd);
+}
+
+AdminResult SimDriver::free_twin(uint32_t context, uint32_t handle) {
+  return exec_handle(RHN_ADMIN_FREE_TWIN, context, handle);
+}
+
 AdminResult SimDriver::set_gid(uint32_t index, const uint8_t (&gid)[16],
                                uint8_t type) {
   rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_SET_GID, 0);

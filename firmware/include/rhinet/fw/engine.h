@@ -73,8 +73,14 @@ struct EngineConfig {
   uint32_t kick_fifo_entries = 1024;
   uint32_t max_inflight_per_qp = 64;  // messages awaiting ACK/response
   uint32_t max_rd_atomic = 16;
-  uint32_t responder_reads = 256;  // READ responses queued as responder
-  uint32_t fw_messages = 64;       // firmware-originated messages at once
+  uint32_t responder_reads = 256;   // READ responses queued as responder
+  uint32_t responder_bitmaps = 32;  // of them bitmap PULLs (4 KiB each)
+  uint32_t fw_messages = 64;        // firmware-originated messages at once
+  // On-board twin memory (004 2.7), handed out by RHN_ADMIN_ALLOC_TWIN in
+  // 4 KiB pages to at most max_twins allocations. Reserved, not touched,
+  // until allocated.
+  uint64_t twin_bytes = 16u << 20;
+  uint32_t max_twins = 256;
   // Timers.
   // Retransmission timeout: smoothed RTT + 4 x its variation, measured per
   // peer, never below the first value (also used before any sample) nor

@@ -34,6 +34,12 @@ enum rhinetdv_device_caps {
 	RHINETDV_CAP_ENDPOINT = 1 << 0, /* rhinetdv_create_endpoint works */
 	RHINETDV_CAP_AREA = 1 << 1, /* rhinetdv_reg_area works (driver too) */
 	RHINETDV_CAP_STATUS_WORD = 1 << 2,
+	/* rhinetdv_push_ex/pull_ex: by key, stride, bitmap, remote signals */
+	RHINETDV_CAP_XFER_EX = 1 << 3,
+	/* twin memory (ibv_alloc_dm): RHINETDV_MODE_TWIN and _DIFF */
+	RHINETDV_CAP_TWIN = 1 << 4,
+	/* process groups: areas in groups, RHINET_GROUPS at open */
+	RHINETDV_CAP_GROUPS = 1 << 5,
 };
 
 struct rhinetdv_device_attr {
@@ -101,6 +107,47 @@ int rhinetdv_destroy_endpoint(struct rhinetdv_endpoint *ep);
 struct ibv_mr *rhinetdv_reg_area(struct ibv_pd *pd, void *addr, size_t length,
 				 int access, uint32_t area_id);
 
+/*
+ * Areas in a process group (004 2.1, 2.2). A process is a member of the
+ * groups named when it opened the device: the environment variable
+ * RHINET_GROUPS="GROUP:TOKEN[,GROUP:TOKEN...]" (GROUP 1..65535, TOKEN a
+ * 64-bit hexadecimal secret; rhinet-run sets it for every rank). The
+ * first process on a node to name a group sets its token there; later
+ * ones must name the same token, so a process outside the launch cannot
+ * join. Group 0 is the open group every process is in (rhinetdv_reg_area
+ * registers there). Areas of a group are reachable only by members of it:
+ * the NIC checks the group at both ends (RHINETDV_SYN_BAD_GROUP).
+ */
+struct rhinetdv_area_attr {
+	uint64_t comp_mask; /* 0 */
+	uint32_t group_id; /* 0, or a group the process is a member of */
+	uint32_t area_id; /* 0..65535, unique per group in the process */
+};
+
+/*
+ * As rhinetdv_reg_area, in a group. inlen: sizeof(*attr) as the caller
+ * knows it. EPERM: not a member of the group; EINVAL: area_id > 65535,
+ * comp_mask unknown.
+ */
+struct ibv_mr *rhinetdv_reg_area_ex(struct ibv_pd *pd, void *addr,
+				    size_t length, int access,
+				    const struct rhinetdv_area_attr *attr,
+				    size_t inlen);
+
+/* The groups the process is a member of (up to n); returns how many. */
+int rhinetdv_query_groups(struct ibv_context *context, uint16_t *groups,
+			  int n);
+
+/*
+ * Twin memory: on-board NIC memory (as RHiNET's SDRAM) that keeps the
+ * copy of a PULLed area a DIFF PUSH compares against. It is ibverbs
+ * device memory: ibv_alloc_dm() hands out twin memory (the kernel counts
+ * it per process and frees it when the process ends), ibv_memcpy_from_dm
+ * and ibv_memcpy_to_dm read and set it. This returns the NIC's handle a
+ * transfer names (0 and errno EINVAL for a DM of another device).
+ */
+uint32_t rhinetdv_twin_handle(struct ibv_dm *dm);
+
 /* ---- PUSH and PULL ------------------------------------------------------ */
 
 enum rhinetdv_xfer_flags {
@@ -145,6 +192,84 @@ struct rhinetdv_xfer {
 int rhinetdv_push(struct rhinetdv_endpoint *ep, const struct rhinetdv_xfer *x);
 int rhinetdv_pull(struct rhinetdv_endpoint *ep, const struct rhinetdv_xfer *x);
 
+/* Partial transfers (004 2.7, table 1). */
+enum rhinetdv_mode {
+	RHINETDV_MODE_BASIC = 0,
+	RHINETDV_MODE_TWIN = 1, /* PULL: the NIC keeps a copy in twin memory */
+	RHINETDV_MODE_DIFF = 2, /* PUSH: only bytes that differ from the twin */
+	RHINETDV_MODE_BITMAP = 3, /* PUSH, PULL: only blocks marked in a bitmap */
+	RHINETDV_MODE_STRIDE = 4, /* PUSH, PULL: strided blocks on both sides */
+};
+
+enum rhinetdv_xfer_ex_flags {
+	/* Remote memory is (remote_addr, rkey), not (group, area, offset). */
+	RHINETDV_XFER_EX_BY_KEY = 1 << 16,
+	/* PUSH by area: the target process gets a signal (004 2.11) with
+	 * value `signal` on that area, in the same packet as the data
+	 * (put-with-signal); see rhinetdv_wait_signal.
+	 */
+	RHINETDV_XFER_EX_SIGNAL = 1 << 17,
+};
+
+struct rhinetdv_xfer_ex {
+	uint64_t comp_mask; /* 0 */
+	struct rhinetdv_xfer base; /* as for rhinetdv_push; flags may also
+				    * hold enum rhinetdv_xfer_ex_flags */
+	uint32_t group_id; /* by area: the area's group */
+	uint32_t mode; /* enum rhinetdv_mode */
+	uint64_t remote_addr; /* BY_KEY */
+	uint32_t rkey; /* BY_KEY */
+	uint32_t signal; /* SIGNAL: value the target's count grows by */
+	/* STRIDE: count blocks of block bytes, local_stride apart from
+	 * base.local_addr and remote_stride apart at the target
+	 * (base.length: the local extent, >= (count-1)*local_stride+block)
+	 */
+	uint32_t block;
+	uint32_t count;
+	uint64_t local_stride;
+	uint64_t remote_stride;
+	/* BITMAP: bit i (LSB first in each byte) marks bytes
+	 * [i*block, (i+1)*block) of base.length; the bitmap is local memory
+	 * in an MR of the endpoint's PD
+	 */
+	const void *bitmap;
+	uint32_t bitmap_lkey;
+	/* TWIN, DIFF: twin memory from ibv_alloc_dm, and where in it this
+	 * area's copy starts
+	 */
+	uint32_t reserved0; /* 0 */
+	struct ibv_dm *twin;
+	uint64_t twin_offset;
+};
+
+/*
+ * PUSH and PULL with every option; inlen is sizeof(*x) as the caller
+ * knows it. EINVAL: a mode the operation does not take (table 1: PUSH
+ * basic/diff/bitmap/stride, PULL basic/twin/bitmap/stride), a zero or
+ * overlapping stride, a twin of another device. Descriptors the NIC
+ * refuses complete with RHINETDV_SYN_BAD_XFER.
+ */
+int rhinetdv_push_ex(struct rhinetdv_endpoint *ep,
+		     const struct rhinetdv_xfer_ex *x, size_t inlen);
+int rhinetdv_pull_ex(struct rhinetdv_endpoint *ep,
+		     const struct rhinetdv_xfer_ex *x, size_t inlen);
+
+/*
+ * Signals that arrived at this endpoint's areas: the sum of the signal
+ * values for (group, area) since the endpoint was created. Nonblocking;
+ * takes what the NIC has written.
+ */
+int rhinetdv_signal_count(struct rhinetdv_endpoint *ep, uint32_t group_id,
+			  uint32_t area_id, uint64_t *count);
+/*
+ * Sleeps (no busy polling: the NIC interrupts, through the kernel's
+ * completion events) until the signal count of (group, area) reaches
+ * `count`, or timeout_ms passes (-1: no limit). 0, ETIMEDOUT, or an
+ * errno. Completions that arrive meanwhile stay for rhinetdv_poll.
+ */
+int rhinetdv_wait_signal(struct rhinetdv_endpoint *ep, uint32_t group_id,
+			 uint32_t area_id, uint64_t count, int timeout_ms);
+
 /* ---- completions -------------------------------------------------------- */
 
 enum rhinetdv_opcode {
@@ -167,6 +292,8 @@ enum rhinetdv_syndrome {
 	RHINETDV_SYN_RETRY_EXCEEDED = 12, /* target node unreachable */
 	RHINETDV_SYN_ALIGNMENT = 14,
 	RHINETDV_SYN_FLUSHED = 16, /* the endpoint went to error */
+	RHINETDV_SYN_BAD_XFER = 18, /* a partial-transfer descriptor refused */
+	RHINETDV_SYN_BAD_GROUP = 19, /* not a member of the area's group */
 };
 
 struct rhinetdv_completion {

@@ -107,6 +107,10 @@ class SimDriver {
                             uint64_t iova, uint64_t length);
   AdminResult unregister_area(uint32_t context, uint32_t area_id);
   AdminResult set_link(bool up);
+  // Groups of a context (RHN_ADMIN_SET_GROUPS) and its twin memory.
+  AdminResult set_groups(uint32_t context, std::span<const uint16_t> groups);
+  AdminResult alloc_twin(uint32_t context, uint64_t length);  // res.result
+  AdminResult free_twin(uint32_t context, uint32_t handle);
   AdminResult set_gid(uint32_t index, const uint8_t (&gid)[16],
                       uint8_t type = RHN_GID_ROCE_V1);
 

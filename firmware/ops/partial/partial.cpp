@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Partial transfers: stride, bitmap, TWIN and DIFF (see partial.h).
+#include "ops/partial/partial.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rhinet::fw::partial {
+namespace {
+
+// A run of equal bytes shorter than this inside a DIFF run is sent along:
+// a new packet would cost more header than the gap's bytes.
+constexpr uint64_t kDiffGapMerge = RHN_DATA_HDR_LEN;
+
+uint64_t bitmap_blocks(const DecodedWqe& w) {
+  return (w.length + w.xfer.block - 1) / w.xfer.block;
+}
+
+uint64_t bitmap_bytes(const DecodedWqe& w) {
+  return (bitmap_blocks(w) + 7) / 8;
+}
+
+// Selection by a bitmap over `length` bytes, one bit per `g` bytes; `load`
+// gives byte i of the bitmap. Shared by the requester (bitmap in host
+// memory) and the responder (bitmap carried in the READ request).
+template <typename Load>
+uint64_t next_selected(Load&& load, uint64_t g, uint64_t length, uint64_t pos) {
+  const uint64_t blocks = (length + g - 1) / g;
+  for (uint64_t b = pos / g; b < blocks;) {
+    const uint8_t byte = load(b / 8);
+    if (byte == 0 && b % 8 == 0) {
+      b += 8;  // a whole byte of unmarked blocks
+      continue;
+    }
+    if (byte >> (b % 8) & 1) return std::max(pos, b * g);
+    b++;
+  }
+  return length;
+}
+
+// The end of the selected run that contains `pos`, at most `limit`.
+template <typename Load>
+uint64_t run_end(Load&& load, uint64_t g, uint64_t length, uint64_t pos,
+                 uint64_t limit) {
+  limit = std::min(limit, length);
+  uint64_t end = (pos / g + 1) * g;
+  while (end < limit && (load(end / g / 8) >> (end / g % 8) & 1)) end += g;
+  return std::min(end, limit);
+}
+
+// Reads the requester's bitmap (host memory, through its key) 64 bytes at
+// a time, so long stretches of zero bytes cost few DMAs.
+class BitmapCursor {
+ public:
+  BitmapCursor(Impl& m, const QpObj& qp, const DecodedWqe& w)
+      : m_(m), qp_(qp), w_(w), bytes_(bitmap_bytes(w)) {}
+  bool ok() const { return ok_; }
+  uint64_t next_selected(uint64_t pos) {
+    return partial::next_selected([this](uint64_t i) { return load(i); },
+                                  w_.xfer.block, w_.length, pos);
+  }
+  uint64_t run_end(uint64_t pos, uint64_t limit) {
+    return partial::run_end([this](uint64_t i) { return load(i); },
+                            w_.xfer.block, w_.length, pos, limit);
+  }
+  // The bitmap bytes [first, first + n) into out.
+  bool copy(uint64_t first, uint8_t* out, uint64_t n) {
+    const rhn_sge sge{w_.xfer.bitmap_addr, static_cast<uint32_t>(bytes_),
+                      w_.xfer.bitmap_lkey};
+    ok_ = ok_ && m_.sge_dma(&sge, 1, first, out, n, qp_.pdn, false);
+    return ok_;
+  }
+
+ private:
+  uint8_t load(uint64_t index) {
+    if (!ok_) return 0;
+    if (index < base_ || index >= base_ + sizeof(buf_)) {
+      base_ = index;
+      copy(index, buf_, std::min<uint64_t>(sizeof(buf_), bytes_ - index));
+    }
+    return buf_[index - base_];
+  }
+  Impl& m_;
+  const QpObj& qp_;
+  const DecodedWqe& w_;
+  uint64_t bytes_;
+  uint64_t base_ = UINT64_MAX;
+  uint8_t buf_[64] = {};
+  bool ok_ = true;
+};
+
+uint8_t* twin_at(Impl& m, const QpObj& qp, uint32_t handle, uint64_t offset) {
+  TwinObj* t = m.twin_of(handle, qp.context);
+  return t ? m.twin_bytes(*t) + offset : nullptr;
+}
+
+// The first byte at or after `pos` where the local memory differs from
+// the twin (length: none). Compared a scratch buffer at a time.
+bool next_difference(Impl& m, QpObj& qp, const DecodedWqe& w,
+                     const uint8_t* twin, uint64_t pos, uint64_t* found) {
+  uint8_t* scratch = m.xfer_scratch.get();
+  while (pos < w.length) {
+    const auto n =
+        static_cast<uint32_t>(std::min<uint64_t>(kXferScratch, w.length - pos));
+    if (!gather(m, qp, w, pos, scratch, n)) return false;
+    if (std::memcmp(scratch, twin + pos, n) != 0) {
+      uint32_t i = 0;
+      while (scratch[i] == twin[pos + i]) i++;
+      *found = pos + i;
+      return true;
+    }
+    pos += n;
+  }
+  *found = w.length;
+  return true;
+}
+
+// Nothing (more) to send: one empty packet ends the message so the
+// target's NIC (signal) and the ACK that completes it see its end.
+void empty_last(Impl& m, const DecodedWqe& w, uint64_t offset, rhn_op_hdr& op,
+                PacketOut& out) {
+  m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED, w.length - offset);
+  op.remote_addr = w.remote_addr;
+  op.msg_offset = static_cast<uint32_t>(offset);
+  out.len = 0;
+  out.advance = static_cast<uint32_t>(w.length - offset);
+  out.last = true;
+}
+
+// Strided PUSH: the blocks gathered from the local SGE, each packet
+// placed where its bytes go at the target. A packet stays in one target
+// block unless the blocks are contiguous there.
+bool write_stride(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
+                  rhn_op_hdr& op, PacketOut& out) {
+  const rhn_wqe_xfer& x = w.xfer;
+  const uint64_t block = x.block;
+  uint64_t chunk = std::min<uint64_t>(RHN_WIRE_MTU, w.length - offset);
+  if (x.remote_stride != block)
+    chunk = std::min<uint64_t>(chunk, block - offset % block);
+  for (uint64_t done = 0; done < chunk;) {
+    const uint64_t at = offset + done;
+    const uint64_t piece = std::min<uint64_t>(chunk - done, block - at % block);
+    if (!gather(m, qp, w, (at / block) * x.local_stride + at % block,
+                out.payload + done, static_cast<uint32_t>(piece)))
+      return false;
+    done += piece;
+  }
+  op.remote_addr =
+      w.remote_addr + (offset / block) * x.remote_stride + offset % block;
+  out.len = out.advance = static_cast<uint32_t>(chunk);
+  out.last = offset + chunk >= w.length;
+  return true;
+}
+
+// Bitmap PUSH: each packet a run of marked blocks (up to the MTU).
+bool write_bitmap(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
+                  rhn_op_hdr& op, PacketOut& out) {
+  BitmapCursor bits(m, qp, w);
+  const uint64_t start = bits.next_selected(offset);
+  if (!bits.ok()) return false;
+  if (start >= w.length) {
+    empty_last(m, w, offset, op, out);
+    return true;
+  }
+  const uint64_t end = bits.run_end(start, start + RHN_WIRE_MTU);
+  const uint64_t next = bits.next_selected(end);
+  if (!bits.ok() ||
+      !gather(m, qp, w, start, out.payload, static_cast<uint32_t>(end - start)))
+    return false;
+  m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED,
+                 (start - offset) + (next - end));
+  op.remote_addr = w.remote_addr + start;
+  op.msg_offset = static_cast<uint32_t>(start);
+  out.len = static_cast<uint32_t>(end - start);
+  out.advance = static_cast<uint32_t>(next - offset);
+  out.last = next >= w.length;
+  return true;
+}
+
+// DIFF PUSH: runs of bytes that differ from the twin (equal gaps shorter
+// than a header ride along); the twin takes each run as it leaves, so it
+// holds the local bytes once the message is out.
+bool write_diff(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
+                rhn_op_hdr& op, PacketOut& out) {
+  uint8_t* twin = twin_at(m, qp, w.xfer.twin, w.xfer.twin_offset);
+  if (!twin) return false;  // freed under the transfer
+  uint64_t start;
+  if (!next_difference(m, qp, w, twin, offset, &start)) return false;
+  if (start >= w.length) {
+    empty_last(m, w, offset, op, out);
+    return true;
+  }
+  const auto span =
+      static_cast<uint32_t>(std::min<uint64_t>(RHN_WIRE_MTU, w.length - start));
+  if (!gather(m, qp, w, start, out.payload, span)) return false;
+  uint32_t last_diff = 0;
+  for (uint32_t i = 1; i < span; i++) {
+    if (out.payload[i] != twin[start + i])
+      last_diff = i;
+    else if (i - last_diff > kDiffGapMerge)
+      break;
+  }
+  const uint64_t end = start + last_diff + 1;
+  std::memcpy(twin + start, out.payload, end - start);
+  uint64_t next;
+  if (!next_difference(m, qp, w, twin, end, &next)) return false;
+  m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED,
+                 (start - offset) + (next - end));
+  op.remote_addr = w.remote_addr + start;
+  op.msg_offset = static_cast<uint32_t>(start);
+  out.len = static_cast<uint32_t>(end - start);
+  out.advance = static_cast<uint32_t>(next - offset);
+  out.last = next >= w.length;
+  return true;
+}
+
+}  // namespace
+
+uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
+              uint8_t* syndrome) {
+  *syndrome = RHN_SYN_BAD_XFER;
+  const rhn_wqe_xfer& x = w.xfer;
+  switch (w.xfer_mode) {
+    case RHN_XFER_BITMAP: {
+      const rhn_syndrome s =
+          m.check_key(x.bitmap_lkey, kNone, qp.pdn, 0, x.bitmap_addr,
+                      bitmap_bytes(w), nullptr);
+      if (s != RHN_SYN_NONE) return RHN_CQE_LOC_QP_OP_ERR;
+      break;
+    }
+    case RHN_XFER_TWIN:
+    case RHN_XFER_DIFF: {
+      // The context's own twin, long enough for the whole area.
+      const TwinObj* t = m.twin_of(x.twin, qp.context);
+      const uint64_t size = t ? uint64_t{t->pages} * RHN_TWIN_PAGE : 0;
+      if (!t || x.twin_offset > size || w.length > size - x.twin_offset)
+        return RHN_CQE_LOC_QP_OP_ERR;
+      break;
+    }
+    default:
+      break;
+  }
+  *syndrome = RHN_SYN_NONE;
+  return RHN_CQE_SUCCESS;
+}
+
+bool build_write(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
+                 rhn_op_hdr& op, PacketOut& out) {
+  switch (w.xfer_mode) {
+    case RHN_XFER_STRIDE:
+      return write_stride(m, qp, w, offset, op, out);
+    case RHN_XFER_BITMAP:
+      return write_bitmap(m, qp, w, offset, op, out);
+    case RHN_XFER_DIFF:
+      return write_diff(m, qp, w, offset, op, out);
+    default:
+      return false;  // the decoder lets no other mode through
+  }
+}
+
+bool build_read_request(Impl& m, QpObj& qp, const DecodedWqe& w,
+                        uint64_t offset, rhn_op_hdr& op, PacketOut& out) {
+  const rhn_wqe_xfer& x = w.xfer;
+  op.imm_data = w.xfer_mode;
+  op.remote_addr = w.remote_addr;
+  op.msg_offset = 0;
+  op.msg_len = static_cast<uint32_t>(w.length);
+  out.len = 0;
+  out.advance = static_cast<uint32_t>(w.length - offset);
+  out.last = true;
+  switch (w.xfer_mode) {
+    case RHN_XFER_STRIDE: {
+      // One request: the responder walks the strides.
+      rhn_read_xfer d{};
+      d.block = x.block;
+      d.remote_stride = x.remote_stride;
+      std::memcpy(out.payload, &d, sizeof(d));
+      out.len = sizeof(d);
+      return true;
+    }
+    case RHN_XFER_BITMAP: {
+      // One request per RHN_READ_BITMAP_BLOCKS blocks, with their bits.
+      const uint64_t window = uint64_t{RHN_READ_BITMAP_BLOCKS} * x.block;
+      const uint64_t len = std::min(window, w.length - offset);
+      const uint64_t first_bit = offset / x.block;
+      const uint64_t nbits = (len + x.block - 1) / x.block;
+      rhn_read_xfer d{};
+      d.block = x.block;
+      std::memcpy(out.payload, &d, sizeof(d));
+      BitmapCursor bits(m, qp, w);
+      if (!bits.copy(first_bit / 8, out.payload + sizeof(d), (nbits + 7) / 8))
+        return false;
+      // Bits past the window's end in its last byte belong to no byte.
+      if (nbits % 8)
+        out.payload[sizeof(d) + nbits / 8] &= (1u << nbits % 8) - 1;
+      op.remote_addr = w.remote_addr + offset;
+      op.msg_offset = static_cast<uint32_t>(offset);
+      op.msg_len = static_cast<uint32_t>(len);
+      out.len = static_cast<uint32_t>(sizeof(d) + (nbits + 7) / 8);
+      out.advance = static_cast<uint32_t>(len);
+      out.last = offset + len >= w.length;
+      return true;
+    }
+    default:  // TWIN: a plain READ; the answers also go to the twin
+      op.imm_data = 0;
+      return true;
+  }
+}
+
+rhn_syndrome read_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,
+                         uint64_t* extent) {
+  *extent = op.msg_len;
+  if (op.imm_data == RHN_XFER_BASIC) return RHN_SYN_NONE;
+  rhn_read_xfer d;
+  if (data.size() < sizeof(d)) return RHN_SYN_BAD_XFER;
+  std::memcpy(&d, data.data(), sizeof(d));
+  if (d.block == 0 || d.reserved) return RHN_SYN_BAD_XFER;
+  switch (op.imm_data) {
+    case RHN_XFER_STRIDE: {
+      if (d.remote_stride < d.block || d.remote_stride > (uint64_t{1} << 40) ||
+          op.msg_len % d.block)
+        return RHN_SYN_BAD_XFER;
+      const uint64_t count = op.msg_len / d.block;
+      *extent = count ? (count - 1) * d.remote_stride + d.block : 0;
+      return RHN_SYN_NONE;
+    }
+    case RHN_XFER_BITMAP: {
+      const uint64_t nbits = (uint64_t{op.msg_len} + d.block - 1) / d.block;
+      if (nbits > RHN_READ_BITMAP_BLOCKS ||
+          data.size() != sizeof(d) + (nbits + 7) / 8)
+        return RHN_SYN_BAD_XFER;
+      return RHN_SYN_NONE;
+    }
+    default:
+      return RHN_SYN_BAD_XFER;
+  }
+}
+
+void start_read(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
+                ResponderRead& rr) {
+  rr.xfer_mode = static_cast<uint8_t>(op.imm_data);
+  rr.final = (op.flags & RHN_WOP_F_LAST) != 0;
+  rr.msg_offset = op.msg_offset;
+  if (rr.xfer_mode == RHN_XFER_BASIC) return;
+  rhn_read_xfer d;
+  std::memcpy(&d, data.data(), sizeof(d));
+  rr.block = d.block;
+  rr.remote_stride = d.remote_stride;
+  if (rr.xfer_mode != RHN_XFER_BITMAP) return;
+  // has_room kept a slot free for it.
+  rr.bitmap_slot = m.free_read_bitmaps.front();
+  m.free_read_bitmaps.pop();
+  uint8_t* bits = m.read_bitmaps.get() + size_t{rr.bitmap_slot} * RHN_WIRE_MTU;
+  std::memcpy(bits, data.data() + sizeof(d), data.size() - sizeof(d));
+  rr.sent = static_cast<uint32_t>(next_selected(
+      [bits](uint64_t i) { return bits[i]; }, rr.block, rr.length, 0));
+  // Counted by the NIC that does not send them.
+  m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED, rr.sent);
+}
+
+void read_piece(Impl& m, const ResponderRead& rr, uint64_t* at, uint32_t* chunk,
+                uint32_t* next) {
+  const uint64_t pos = rr.sent;
+  uint64_t len = std::min<uint64_t>(RHN_WIRE_MTU, rr.length - pos);
+  *at = pos;
+  switch (rr.xfer_mode) {
+    case RHN_XFER_STRIDE:
+      if (rr.remote_stride != rr.block)
+        len = std::min<uint64_t>(len, rr.block - pos % rr.block);
+      *at = (pos / rr.block) * rr.remote_stride + pos % rr.block;
+      *next = static_cast<uint32_t>(pos + len);
+      break;
+    case RHN_XFER_BITMAP: {
+      const uint8_t* bits =
+          m.read_bitmaps.get() + size_t{rr.bitmap_slot} * RHN_WIRE_MTU;
+      auto load = [bits](uint64_t i) { return bits[i]; };
+      const uint64_t end = pos < rr.length ? run_end(load, rr.block, rr.length,
+                                                     pos, pos + RHN_WIRE_MTU)
+                                           : pos;
+      len = end - pos;
+      *next =
+          static_cast<uint32_t>(next_selected(load, rr.block, rr.length, end));
+      m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED, *next - end);
+      break;
+    }
+    default:
+      *next = static_cast<uint32_t>(pos + len);
+      break;
+  }
+  *chunk = static_cast<uint32_t>(len);
+}
+
+void prepare_read(const DecodedWqe& w, ReadCtx& rc) {
+  rc.xfer_mode = w.xfer_mode;
+  rc.block = w.xfer.block;
+  rc.local_stride = w.xfer.local_stride;
+  rc.twin = w.xfer.twin;
+  rc.twin_offset = w.xfer.twin_offset;
+}
+
+bool place_answer(Impl& m, uint32_t qpn, Inflight& e, uint64_t offset,
+                  std::span<const uint8_t> data) {
+  const ReadCtx& rc = m.read_ctxs[e.read_ctx];
+  if (rc.xfer_mode != RHN_XFER_STRIDE)
+    if (!scatter_answer(m, qpn, e, offset, data)) return false;
+  switch (rc.xfer_mode) {
+    case RHN_XFER_STRIDE: {
+      if (offset + data.size() > e.length) {
+        m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+        m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
+        return false;
+      }
+      // Message offset o lands at block o / block, local_stride apart.
+      for (uint64_t done = 0; done < data.size();) {
+        const uint64_t at = offset + done;
+        const uint64_t piece =
+            std::min<uint64_t>(data.size() - done, rc.block - at % rc.block);
+        if (!m.sge_dma(rc.sge, rc.num_sge,
+                       (at / rc.block) * rc.local_stride + at % rc.block,
+                       const_cast<uint8_t*>(data.data() + done), piece,
+                       m.qps[qpn].pdn, true)) {
+          m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+          m.finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
+          return false;
+        }
+        done += piece;
+      }
+      return true;
+    }
+    case RHN_XFER_TWIN: {
+      uint8_t* twin = twin_at(m, m.qps[qpn], rc.twin, rc.twin_offset);
+      if (!twin) {  // freed while the READ was out
+        m.finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_BAD_XFER);
+        return false;
+      }
+      std::memcpy(twin + offset, data.data(), data.size());
+      return true;
+    }
+    default:  // BITMAP: message offsets are the extent's
+      return true;
+  }
+}
+
+}  // namespace rhinet::fw::partial
