@@ -48,6 +48,7 @@
 #include "qom/object.h"
 
 #include "rhinet/fw/engine_c.h"
+#include "rhinet/hw_admin.h"
 #include "rhinet/hw_regs.h"
 #include "rhinet/hw_wire.h"
 
@@ -57,6 +58,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(RhinetState, RHINET)
 #define RHINET_MSIX_VECTORS 32
 #define RHINET_TX_RING 256 /* frames between engine thread and main loop */
 #define RHINET_FRAME_MAX 9216 /* RHN_MAX_FRAME, or a jumbo raw frame */
+#define RHINET_TWIN_MAX (1 * GiB) /* twin-size: host memory, taken lazily */
 
 /*
  * What an injected fault does. A hung or halted NIC still answers register
@@ -94,6 +96,7 @@ struct RhinetState {
     NICConf conf;
     uint16_t node_id;
     uint32_t db_pages;
+    uint64_t twin_size; /* property: the NIC's twin memory, bytes */
     bool fault_injection; /* property: guest-writable fault capability */
     uint8_t fault_cap;    /* its config offset, 0 if none */
     uint32_t fault;       /* atomic: RhinetFault */
@@ -442,6 +445,7 @@ static void rhinet_engine_start(RhinetState *s)
         .node_id = s->node_id,
         .db_pages = s->db_pages,
         .msix_vectors = RHINET_MSIX_VECTORS,
+        .twin_bytes = s->twin_size,
     };
     char name[32];
 
@@ -528,6 +532,12 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
     if (s->db_pages < 2 || !is_power_of_2(s->db_pages) ||
         s->db_pages > 65536) {
         error_setg(errp, "rhinet: db-pages must be a power of two in 2..65536");
+        return;
+    }
+    if (s->twin_size < RHN_TWIN_PAGE || s->twin_size > RHINET_TWIN_MAX ||
+        s->twin_size % RHN_TWIN_PAGE) {
+        error_setg(errp, "rhinet: twin-size must be a multiple of 4 KiB "
+                   "in 4K..1G (got %" PRIu64 ")", s->twin_size);
         return;
     }
     if (s->node_id >= RHN_MAX_NODES) {
@@ -634,6 +644,7 @@ static Property rhinet_properties[] = {
     DEFINE_NIC_PROPERTIES(RhinetState, conf),
     DEFINE_PROP_UINT16("node-id", RhinetState, node_id, 0),
     DEFINE_PROP_UINT32("db-pages", RhinetState, db_pages, 256),
+    DEFINE_PROP_SIZE("twin-size", RhinetState, twin_size, 16 * MiB),
     DEFINE_PROP_BOOL("fault-injection", RhinetState, fault_injection, false),
     DEFINE_PROP_END_OF_LIST(),
 };

@@ -40,6 +40,7 @@ rhinet::fw::EngineConfig to_engine_config(const rhn_fw_config& c) {
   for (int i = 0; i < 6; i++) cfg.mac[i] = c.mac[i];
   if (c.db_pages) cfg.db_pages = c.db_pages;
   if (c.msix_vectors) cfg.msix_vectors = c.msix_vectors;
+  if (c.twin_bytes) cfg.twin_bytes = c.twin_bytes;
   return cfg;
 }
 

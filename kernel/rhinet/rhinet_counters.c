@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The NIC's hardware counters as ib_core port statistics, read as one
- * snapshot, with the driver's own gauges (pinned pages, areas).
+ * snapshot, with the driver's own gauges (pinned pages, areas, twin
+ * bytes).
  */
 #include <linux/slab.h>
 
@@ -11,6 +12,7 @@
 
 #define RHINET_STAT_PINNED_PAGES RHN_CNT_COUNT
 #define RHINET_STAT_AREAS (RHN_CNT_COUNT + 1)
+#define RHINET_STAT_TWIN_BYTES (RHN_CNT_COUNT + 2)
 
 static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_TX_PACKETS].name = "tx_packets",
@@ -59,9 +61,11 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */
 	[RHINET_STAT_AREAS].name = "areas",
+	/* Nor this: twin memory users hold (device memory), in bytes. */
+	[RHINET_STAT_TWIN_BYTES].name = "twin_bytes",
 };
 
-static_assert(ARRAY_SIZE(rhinet_stats) == RHN_CNT_COUNT + 2);
+static_assert(ARRAY_SIZE(rhinet_stats) == RHN_CNT_COUNT + 3);
 
 struct rdma_hw_stats *rhinet_alloc_hw_port_stats(struct ib_device *ibdev,
 						 u32 port)
@@ -98,5 +102,6 @@ int rhinet_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 	stats->value[RHINET_STAT_PINNED_PAGES] =
 		atomic64_read(&ib->pinned_pages);
 	stats->value[RHINET_STAT_AREAS] = atomic_read(&ib->num_areas);
+	stats->value[RHINET_STAT_TWIN_BYTES] = atomic64_read(&ib->twin_bytes);
 	return ARRAY_SIZE(rhinet_stats);
 }

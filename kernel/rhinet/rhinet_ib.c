@@ -4,7 +4,8 @@
  * Ethernet interface, PDs and AHs, and the device's registration. User
  * contexts are in rhinet_ucontext.c, counters in rhinet_counters.c, event
  * dispatch in rhinet_events.c, memory regions in rhinet_mem.c, user
- * queues in rhinet_queues.c. The kernel verbs (rhinet_kverbs.c) serve the
+ * queues in rhinet_queues.c, twin memory (device memory) in rhinet_twin.c.
+ * The kernel verbs (rhinet_kverbs.c) serve the
  * management QP (ib_mad, ib_cm, rdma_cm) and the RC QPs of the kernel's
  * RDMA consumers, with fast registration (rhinet_mem.c).
  */
@@ -155,6 +156,8 @@ static int rhinet_query_device(struct ib_device *ibdev,
 	attr->max_srq_sge = attr->max_recv_sge;
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
+	/* Device memory is twin memory: what one process may allocate. */
+	attr->max_dm_size = ib->twin_share.bytes;
 	return 0;
 }
 
@@ -362,6 +365,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.uverbs_abi_ver = RHINET_UVERBS_ABI_VERSION,
 
 	.add_gid = rhinet_add_gid,
+	.alloc_dm = rhinet_alloc_dm,
 	.alloc_mr = rhinet_alloc_mr,
 	.alloc_hw_port_stats = rhinet_alloc_hw_port_stats,
 	.alloc_mw = rhinet_alloc_mw,
@@ -372,6 +376,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.create_qp = rhinet_create_qp,
 	.create_srq = rhinet_create_srq,
 	.create_user_ah = rhinet_create_ah,
+	.dealloc_dm = rhinet_dealloc_dm,
 	.dealloc_mw = rhinet_dealloc_mw,
 	.dealloc_pd = rhinet_dealloc_pd,
 	.dealloc_ucontext = rhinet_dealloc_ucontext,
@@ -428,6 +433,7 @@ static void rhinet_ib_limits(struct rhinet_ib *ib)
 	ib->max_mrs = clamp_t(s64, mrs, 0, U32_MAX);
 	/* An area is an MR too. */
 	ib->max_areas = min(le32_to_cpu(hw->max_areas), ib->max_mrs);
+	rhinet_twin_limits(ib);
 }
 
 /* No event handler, ndo_open or ndo_stop sees the device after this. */
@@ -468,6 +474,10 @@ int rhinet_ib_init(struct rhinet_dev *rdev)
 	xa_init_flags(&ib->cqs, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&ib->qps, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&ib->srqs, XA_FLAGS_LOCK_IRQ);
+	mutex_init(&ib->groups_lock);
+	xa_init(&ib->groups);
+	mutex_init(&ib->twin_lock);
+	xa_init(&ib->user_twins);
 	INIT_WORK(&ib->port_work, rhinet_port_work);
 	rhinet_ib_limits(ib);
 
@@ -477,6 +487,7 @@ int rhinet_ib_init(struct rhinet_dev *rdev)
 	ib->ibdev.dev.parent = &pdev->dev;
 	addrconf_addr_eui48((u8 *)&ib->ibdev.node_guid, rdev->mac);
 	ib->ibdev.local_dma_lkey = rdev->dma_lkey;
+	ib->ibdev.driver_def = rhinet_uapi_defs;
 	ib_set_device_ops(&ib->ibdev, &rhinet_ib_ops);
 	ret = ib_device_set_netdev(&ib->ibdev, ndev, 1);
 	if (ret)
@@ -506,6 +517,10 @@ void rhinet_ib_fini(struct rhinet_dev *rdev)
 	ib_unregister_device(&ib->ibdev);
 	rhinet_ib_unpublish(rdev, ib);
 	WARN_ON(atomic64_read(&ib->pinned_pages));
+	WARN_ON(atomic64_read(&ib->twin_bytes));
+	WARN_ON(!xa_empty(&ib->groups) || !xa_empty(&ib->user_twins));
+	xa_destroy(&ib->groups);
+	xa_destroy(&ib->user_twins);
 	xa_destroy(&ib->cqs);
 	xa_destroy(&ib->qps);
 	xa_destroy(&ib->srqs);

@@ -14,11 +14,22 @@
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
+#include <rdma/rhinet-abi.h>
 
 #include "rhinet.h"
 
 #define RHINET_GID_TABLE_LEN 16
 #define RHINET_MAX_AH 65536 /* software objects: a node number each */
+/* Process groups with members on this node (each process: at most
+ * RHINET_MAX_GROUPS of them).
+ */
+#define RHINET_MAX_NODE_GROUPS 1024
+
+/* Twin memory one process, or one user, holds: bytes and NIC allocations. */
+struct rhinet_twin_use {
+	u64 bytes;
+	u32 count;
+};
 
 struct rhinet_ib {
 	struct ib_device ibdev;
@@ -40,6 +51,21 @@ struct rhinet_ib {
 	atomic_t num_pds, num_mrs, num_ahs, num_areas;
 	u32 max_pds, max_mrs, max_areas;
 	atomic64_t pinned_pages; /* by all umems of this device */
+	/* Process groups with members here (rhinet_ucontext.c): group ID ->
+	 * struct rhinet_group; the first member named its token.
+	 */
+	struct mutex groups_lock; /* groups, num_groups, each entry */
+	struct xarray groups;
+	u32 num_groups;
+	/* Twin memory as device memory (rhinet_twin.c): the limits of one
+	 * process and of one user (all its processes), and what each user
+	 * holds (uid -> struct rhinet_twin_use).
+	 */
+	struct mutex twin_lock; /* user_twins, every context's twin */
+	struct xarray user_twins;
+	u64 twin_total; /* the NIC's twin memory, 0: none to hand out */
+	struct rhinet_twin_use twin_share, twin_user_share;
+	atomic64_t twin_bytes; /* held by all processes */
 	atomic_t key_variant; /* low byte of the next MR key */
 	struct work_struct port_work; /* dispatches port events */
 	bool port_was_up;
@@ -61,9 +87,21 @@ struct rhinet_ucontext {
 	struct ib_ucontext ibuc;
 	u32 ctx; /* NIC context = doorbell page */
 	u32 queue_pdn; /* private PD of queue buffers */
+	u32 uid; /* the user the context is charged to */
 	struct rdma_user_mmap_entry *db_entry;
 	struct mutex lock; /* endpoint_qpn */
 	u32 endpoint_qpn; /* the process's endpoint, 0 if none */
+	u32 num_groups; /* the process's groups, members until dealloc */
+	u16 groups[RHINET_MAX_GROUPS];
+	struct rhinet_twin_use twin; /* under the device's twin_lock */
+};
+
+/* A piece of the NIC's twin memory a process holds (ibverbs DM). */
+struct rhinet_dm {
+	struct ib_dm ibdm;
+	struct rhinet_ucontext *uc;
+	u32 handle; /* the NIC's, RHN_ADMIN_ALLOC_TWIN */
+	u64 bytes; /* whole RHN_TWIN_PAGEs */
 };
 
 struct rhinet_db_entry {
@@ -246,6 +284,15 @@ void rhinet_dealloc_ucontext(struct ib_ucontext *ibuc);
 void rhinet_disassociate_ucontext(struct ib_ucontext *ibuc);
 int rhinet_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
 void rhinet_mmap_free(struct rdma_user_mmap_entry *entry);
+
+/* rhinet_twin.c */
+extern const struct uapi_definition rhinet_uapi_defs[];
+void rhinet_twin_limits(struct rhinet_ib *ib);
+struct ib_dm *rhinet_alloc_dm(struct ib_device *ibdev,
+			      struct ib_ucontext *ibuc,
+			      struct ib_dm_alloc_attr *attr,
+			      struct uverbs_attr_bundle *attrs);
+int rhinet_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs);
 
 /* rhinet_counters.c */
 struct rdma_hw_stats *rhinet_alloc_hw_port_stats(struct ib_device *ibdev,

@@ -239,7 +239,11 @@ static int rhinet_reg_mr_req(struct rhinet_ib *ib, struct ib_udata *udata,
 	return 0;
 }
 
-/* Makes the whole MR the process's communication area @area_id. */
+/*
+ * Makes the whole MR the process's communication area @area_id. The NIC
+ * refuses an ID it has (-EEXIST), a full table (-ENOSPC), and an ID in a
+ * group (RHN_AREA_KEY_GROUP) the process is not a member of (-EPERM).
+ */
 static int rhinet_area_register(struct rhinet_ib *ib, struct rhinet_mr *mr,
 				u32 area_id)
 {

@@ -2,7 +2,8 @@
 /*
  * User contexts: each process its own NIC context and doorbell page,
  * mapped through rdma_user_mmap_entry; the pages one user may hold are
- * limited.
+ * limited. A process joins its process groups here, naming each group's
+ * token: the first member on this node sets it.
  */
 #include <linux/cred.h>
 #include <linux/module.h>
@@ -15,6 +16,9 @@
 
 static_assert(offsetof(struct rhinet_alloc_ucontext_resp, max_areas) ==
 	      RHINET_ALLOC_UCONTEXT_RESP_V0_LEN);
+static_assert(RHINET_MAX_GROUPS == RHN_MAX_GROUPS_PER_CONTEXT);
+static_assert(sizeof_field(struct rhn_admin_set_groups, group) ==
+	      RHINET_MAX_GROUPS * sizeof(__le16));
 
 static unsigned int max_contexts_per_user = 64;
 module_param(max_contexts_per_user, uint, 0644);
@@ -53,18 +57,187 @@ static void rhinet_user_uncharge(struct rhinet_ib *ib, u32 uid)
 	xa_unlock(&ib->user_contexts);
 }
 
+/* ---- process groups ------------------------------------------------------ */
+
+/* A group with members on this node, and the token its first one named. */
+struct rhinet_group {
+	u64 token;
+	u32 members; /* contexts in the group */
+};
+
+/* Leaves the first @n of @groups; the caller holds groups_lock. */
+static void rhinet_groups_leave_locked(struct rhinet_ib *ib,
+				       const u16 *groups, u32 n)
+{
+	struct rhinet_group *g;
+	u32 i;
+
+	lockdep_assert_held(&ib->groups_lock);
+	for (i = 0; i < n; i++) {
+		g = xa_load(&ib->groups, groups[i]);
+		if (WARN_ON(!g))
+			continue;
+		if (--g->members)
+			continue;
+		/* The last member here: the next first one names the token. */
+		xa_erase(&ib->groups, groups[i]);
+		kfree(g);
+		ib->num_groups--;
+	}
+}
+
+static void rhinet_groups_leave(struct rhinet_ib *ib, const u16 *groups,
+				u32 n)
+{
+	if (!n)
+		return;
+	mutex_lock(&ib->groups_lock);
+	rhinet_groups_leave_locked(ib, groups, n);
+	mutex_unlock(&ib->groups_lock);
+}
+
+/*
+ * Makes the process a member of its groups, all or none: a group with
+ * members here must be named with their token (-EPERM), a new one takes
+ * a place in the node's table (-ENOSPC when full).
+ */
+static int rhinet_groups_join(struct rhinet_ib *ib,
+			      const struct rhinet_alloc_ucontext_cmd *req,
+			      u16 *groups)
+{
+	struct rhinet_group *g;
+	u32 i;
+	int ret = 0;
+
+	mutex_lock(&ib->groups_lock);
+	for (i = 0; i < req->num_groups; i++) {
+		u16 id = req->groups[i].group;
+		u64 token = req->groups[i].token;
+
+		g = xa_load(&ib->groups, id);
+		if (g) {
+			if (g->token != token) {
+				ibdev_dbg(&ib->ibdev,
+					  "group %u: another token\n", id);
+				ret = -EPERM;
+				break;
+			}
+			g->members++;
+			groups[i] = id;
+			continue;
+		}
+		if (ib->num_groups >= RHINET_MAX_NODE_GROUPS) {
+			ibdev_dbg(&ib->ibdev, "group %u: %u groups on the node\n",
+				  id, ib->num_groups);
+			ret = -ENOSPC;
+			break;
+		}
+		g = kzalloc(sizeof(*g), GFP_KERNEL);
+		if (!g) {
+			ret = -ENOMEM;
+			break;
+		}
+		g->token = token;
+		g->members = 1;
+		ret = xa_err(xa_store(&ib->groups, id, g, GFP_KERNEL));
+		if (ret) {
+			kfree(g);
+			break;
+		}
+		ib->num_groups++;
+		groups[i] = id;
+	}
+	if (ret)
+		rhinet_groups_leave_locked(ib, groups, i);
+	mutex_unlock(&ib->groups_lock);
+	return ret;
+}
+
+/*
+ * The request: none or all zero (an older provider, or one asking for
+ * nothing, whatever its length) means no groups; otherwise struct
+ * rhinet_alloc_ucontext_cmd under the rules of every request, and the
+ * groups must be well formed (-EINVAL).
+ */
+static int rhinet_ucontext_req(struct rhinet_ib *ib, struct ib_udata *udata,
+			       struct rhinet_alloc_ucontext_cmd *req)
+{
+	const struct rhinet_group_cred *c;
+	u32 i, j;
+	int ret;
+
+	memset(req, 0, sizeof(*req));
+	if (!udata || !udata->inlen ||
+	    ib_is_udata_cleared(udata, 0, udata->inlen))
+		return 0;
+	ret = rhinet_udata_in(udata, req, sizeof(*req));
+	if (ret)
+		return ret;
+	if (req->comp_mask & ~RHINET_UCONTEXT_CMD_GROUPS) {
+		ibdev_dbg(&ib->ibdev, "ucontext comp_mask %#x\n",
+			  req->comp_mask);
+		return -EOPNOTSUPP;
+	}
+	/* Not all zero: group data without the bit, a request we do not
+	 * know.
+	 */
+	if (!(req->comp_mask & RHINET_UCONTEXT_CMD_GROUPS))
+		return -EOPNOTSUPP;
+	if (req->num_groups > RHINET_MAX_GROUPS)
+		goto bad;
+	for (i = 0; i < RHINET_MAX_GROUPS; i++) {
+		c = &req->groups[i];
+		if (i >= req->num_groups) {
+			if (memchr_inv(c, 0, sizeof(*c)))
+				goto bad;
+			continue;
+		}
+		if (!c->group || memchr_inv(c->reserved, 0, sizeof(c->reserved)))
+			goto bad;
+		for (j = 0; j < i; j++)
+			if (req->groups[j].group == c->group)
+				goto bad;
+	}
+	/* Joined groups must be reported (RHINET_UCONTEXT_RESP_GROUPS). */
+	if (req->num_groups &&
+	    udata->outlen < sizeof(struct rhinet_alloc_ucontext_resp))
+		return -EINVAL;
+	return 0;
+
+bad:
+	ibdev_dbg(&ib->ibdev, "ucontext: %u malformed groups\n",
+		  req->num_groups);
+	return -EINVAL;
+}
+
+/* Tells the NIC the process's groups; its areas may live in them. */
+static int rhinet_set_groups(struct rhinet_ib *ib, u32 ctx, const u16 *groups,
+			     u32 n)
+{
+	struct rhn_admin_cmd cmd = {};
+	u32 i;
+
+	cmd.hdr.opcode = RHN_ADMIN_SET_GROUPS;
+	cmd.u.set_groups.count = cpu_to_le32(n);
+	for (i = 0; i < n; i++)
+		cmd.u.set_groups.group[i] = cpu_to_le16(groups[i]);
+	return rhinet_ctx_exec(ib, ctx, &cmd, NULL);
+}
+
 int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 {
 	struct rhinet_ib *ib = to_rib(ibuc->device);
 	const struct rhn_device_attr *hw = &ib->rdev->attr;
 	struct rhinet_ucontext *uc = to_ruc(ibuc);
 	struct rhinet_alloc_ucontext_resp resp = {};
+	struct rhinet_alloc_ucontext_cmd req;
 	struct rhn_admin_cmd cmd = {};
 	u32 uid = from_kuid(&init_user_ns, current_uid());
 	struct rhinet_db_entry *db;
+	size_t resp_len;
 	int page, ret;
 
-	ret = rhinet_udata_in(udata, NULL, 0);
+	ret = rhinet_ucontext_req(ib, udata, &req);
 	if (ret)
 		return ret;
 	ret = rhinet_user_charge(ib, uid);
@@ -73,10 +246,16 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 			  max_contexts_per_user);
 		return ret;
 	}
+	ret = rhinet_groups_join(ib, &req, uc->groups);
+	if (ret) {
+		rhinet_user_uncharge(ib, uid);
+		return ret;
+	}
+	uc->num_groups = req.num_groups;
 	page = ida_alloc_range(&ib->contexts, 1, ib->db_pages - 1, GFP_KERNEL);
 	if (page < 0) {
-		rhinet_user_uncharge(ib, uid);
-		return page; /* -ENOSPC: every doorbell page is taken */
+		ret = page; /* -ENOSPC: every doorbell page is taken */
+		goto err_groups;
 	}
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_CONTEXT;
 	ret = rhinet_ctx_exec(ib, page, &cmd, NULL);
@@ -88,7 +267,13 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	if (ret)
 		goto err_context;
 	uc->ctx = page;
+	uc->uid = uid;
 	mutex_init(&uc->lock);
+	if (uc->num_groups) {
+		ret = rhinet_set_groups(ib, page, uc->groups, uc->num_groups);
+		if (ret)
+			goto err_pd;
+	}
 
 	db = kzalloc(sizeof(*db), GFP_KERNEL);
 	if (!db) {
@@ -118,11 +303,18 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	resp.max_cq_log_depth = le32_to_cpu(hw->max_cq_log_depth);
 	resp.max_areas = ib->max_areas;
 	resp.comp_mask = RHINET_UCONTEXT_RESP_AREAS;
-	/* An older provider's response ends before max_areas. */
-	ret = rhinet_udata_out(udata, &resp,
-			       udata && udata->outlen < sizeof(resp) ?
-				       RHINET_ALLOC_UCONTEXT_RESP_V0_LEN :
-				       sizeof(resp));
+	/* Older providers' responses end before max_areas or twin_bytes. */
+	if (!udata || udata->outlen >= sizeof(resp)) {
+		resp_len = sizeof(resp);
+		resp.comp_mask |= RHINET_UCONTEXT_RESP_GROUPS;
+		resp.twin_bytes = ib->twin_total;
+		resp.twin_share = ib->twin_share.bytes;
+	} else if (udata->outlen >= offsetofend(typeof(resp), reserved)) {
+		resp_len = offsetofend(typeof(resp), reserved);
+	} else {
+		resp_len = RHINET_ALLOC_UCONTEXT_RESP_V0_LEN;
+	}
+	ret = rhinet_udata_out(udata, &resp, resp_len);
 	if (ret)
 		goto err_pd;
 	return 0;
@@ -130,27 +322,35 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 err_pd:
 	rhinet_destroy_object(ib, page, RHN_ADMIN_DESTROY_PD, uc->queue_pdn);
 err_context:
+	/* Also takes the context out of its groups on the NIC. */
 	rhinet_destroy_object(ib, page, RHN_ADMIN_DESTROY_CONTEXT, 0);
 err_page:
 	if (uc->db_entry) {
 		rdma_user_mmap_entry_remove(uc->db_entry);
-	} else {
-		ida_free(&ib->contexts, page);
-		rhinet_user_uncharge(ib, uid);
+		rhinet_groups_leave(ib, uc->groups, uc->num_groups);
+		return ret;
 	}
+	ida_free(&ib->contexts, page);
+err_groups:
+	rhinet_groups_leave(ib, uc->groups, uc->num_groups);
+	rhinet_user_uncharge(ib, uid);
 	return ret;
 }
 
-/* ib_core has destroyed every object of the context and its mappings are
- * gone (closing the file needs that), or were zapped on device removal.
+/* ib_core has destroyed every object of the context (its twin memory
+ * too) and its mappings are gone (closing the file needs that), or were
+ * zapped on device removal.
  */
 void rhinet_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 	struct rhinet_ib *ib = to_rib(ibuc->device);
 	struct rhinet_ucontext *uc = to_ruc(ibuc);
 
+	WARN_ON(uc->twin.bytes || uc->twin.count);
 	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_PD, uc->queue_pdn);
 	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_CONTEXT, 0);
+	/* The NIC context is gone (or the NIC is): the groups may go. */
+	rhinet_groups_leave(ib, uc->groups, uc->num_groups);
 	rdma_user_mmap_entry_remove(uc->db_entry);
 }
 

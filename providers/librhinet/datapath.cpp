@@ -443,7 +443,16 @@ bool poll_one(Cq* cq, ibv_wc* wc) {
       c.wc_flags |= IBV_WC_WITH_INV;
       c.invalidated_rkey = e.imm_data;
     }
-    if (e.flags & RHN_CQE_F_SQ) {
+    if (e.opcode == RHN_CQE_OP_SIGNAL) {
+      // A signal on one of the endpoint's areas (004 2.11): no receive
+      // WQE; rhinetdv counts it (wr_id = the area key, imm = its value).
+      c.opcode = kWcSignal;
+      c.wr_id = e.vendor_err;
+      c.vendor_err = 0;
+      c.imm_data = e.imm_data;
+      c.src_qp = e.src_qpn;
+      c.slid = e.src_node;
+    } else if (e.flags & RHN_CQE_F_SQ) {
       complete_send(qp, e, &c);
     } else {
       complete_recv(qp, e, &c);

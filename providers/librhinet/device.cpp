@@ -89,6 +89,8 @@ const verbs_context_ops kOps = [] {
   ops.alloc_mw = alloc_mw;
   ops.dealloc_mw = dealloc_mw;
   ops.bind_mw = bind_mw;
+  ops.alloc_dm = alloc_dm;
+  ops.free_dm = free_dm;
   ops.destroy_qp = destroy_qp;
   ops.destroy_srq = destroy_srq;
   ops.free_context = free_context;
@@ -108,7 +110,44 @@ const verbs_context_ops kOps = [] {
   return ops;
 }();
 
-RHINET_CMD(GetContextCmd, ib_uverbs_get_context, rhinet_no_data);
+RHINET_CMD(GetContextCmd, ib_uverbs_get_context, rhinet_alloc_ucontext_cmd);
+
+// RHINET_GROUPS="GROUP:TOKEN[,GROUP:TOKEN...]" (rhinet-run sets it): the
+// process groups to join (004 2.1); the kernel checks the tokens. False
+// with errno EINVAL (and a message) if it is malformed.
+bool parse_groups(const char* env, rhinet_alloc_ucontext_cmd* cmd) {
+  if (!env || !*env) return true;
+  const char* p = env;
+  while (*p) {
+    if (cmd->num_groups == RHINET_MAX_GROUPS) {
+      fprintf(stderr, "librhinet: RHINET_GROUPS names more than %d groups\n",
+              RHINET_MAX_GROUPS);
+      return errno = EINVAL, false;
+    }
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long group = strtoul(p, &end, 10);
+    if (errno || end == p || *end != ':' || group == 0 || group > 0xffff)
+      goto bad;
+    p = end + 1;
+    {
+      const unsigned long long token = strtoull(p, &end, 16);
+      if (errno || end == p || (*end && *end != ',')) goto bad;
+      rhinet_group_cred& g = cmd->groups[cmd->num_groups++];
+      g.group = static_cast<uint16_t>(group);
+      g.token = token;
+    }
+    p = *end ? end + 1 : end;
+  }
+  cmd->comp_mask |= RHINET_UCONTEXT_CMD_GROUPS;
+  return true;
+bad:
+  fprintf(stderr,
+          "librhinet: RHINET_GROUPS=\"%s\" is not GROUP:HEXTOKEN[,...] with "
+          "GROUP 1..65535\n",
+          env);
+  return errno = EINVAL, false;
+}
 RHINET_RESP(GetContextResp, ib_uverbs_get_context_resp,
             rhinet_alloc_ucontext_resp);
 
@@ -125,12 +164,21 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
 
   GetContextCmd cmd{};
   GetContextResp resp{};
+  if (!parse_groups(getenv("RHINET_GROUPS"), &cmd.drv)) goto err;
   if (ibv_cmd_get_context(
           &ctx->vctx, reinterpret_cast<struct ibv_get_context*>(&cmd),
           sizeof(cmd), reinterpret_cast<ib_uverbs_get_context_resp*>(resp.core),
           sizeof(resp)))
     goto err;
   ctx->attr = resp.drv;
+  if (cmd.drv.num_groups && !(resp.drv.comp_mask & RHINET_UCONTEXT_RESP_GROUPS)) {
+    fprintf(stderr, "librhinet: rhinet.ko does not support process groups\n");
+    errno = EOPNOTSUPP;
+    goto err;
+  }
+  ctx->num_groups = cmd.drv.num_groups;
+  for (uint32_t i = 0; i < cmd.drv.num_groups; i++)
+    ctx->groups[i] = cmd.drv.groups[i].group;
   ctx->db_size = resp.drv.db_page_size;
   {
     void* db = mmap(nullptr, ctx->db_size, PROT_WRITE, MAP_SHARED, cmd_fd,

@@ -12,11 +12,16 @@
 // such completions are consumed here and never reach the caller.
 #include <infiniband/rhinetdv.h>
 
+#include <poll.h>
+#include <time.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <unordered_map>
 
 #include "provider.h"
 
@@ -34,8 +39,16 @@ static_assert(same(RHINETDV_SYN_BAD_KEY, RHN_SYN_BAD_KEY) &&
                   same(RHINETDV_SYN_DMA, RHN_SYN_DMA) &&
                   same(RHINETDV_SYN_RETRY_EXCEEDED, RHN_SYN_RETRY_EXCEEDED) &&
                   same(RHINETDV_SYN_ALIGNMENT, RHN_SYN_ALIGNMENT) &&
-                  same(RHINETDV_SYN_FLUSHED, RHN_SYN_FLUSHED),
+                  same(RHINETDV_SYN_FLUSHED, RHN_SYN_FLUSHED) &&
+                  same(RHINETDV_SYN_BAD_XFER, RHN_SYN_BAD_XFER) &&
+                  same(RHINETDV_SYN_BAD_GROUP, RHN_SYN_BAD_GROUP),
               "rhinetdv syndromes are the NIC's");
+static_assert(same(RHINETDV_MODE_BASIC, RHN_XFER_BASIC) &&
+                  same(RHINETDV_MODE_TWIN, RHN_XFER_TWIN) &&
+                  same(RHINETDV_MODE_DIFF, RHN_XFER_DIFF) &&
+                  same(RHINETDV_MODE_BITMAP, RHN_XFER_BITMAP) &&
+                  same(RHINETDV_MODE_STRIDE, RHN_XFER_STRIDE),
+              "rhinetdv modes are the NIC's");
 static_assert(RHINETDV_STATUS_WORD_DONE == RHN_STATUS_WORD_DONE &&
                   RHINETDV_STATUS_WORD_STATUS_SHIFT ==
                       RHN_STATUS_WORD_STATUS_SHIFT &&
@@ -51,11 +64,19 @@ constexpr uint32_t kDefaultOutstanding = 64;
 constexpr uint32_t kKnownXferFlags = RHINETDV_XFER_SIGNALED |
                                      RHINETDV_XFER_STATUS_WORD |
                                      RHINETDV_XFER_INLINE | RHINETDV_XFER_FENCE;
+constexpr uint32_t kKnownXferExFlags =
+    kKnownXferFlags | RHINETDV_XFER_EX_BY_KEY | RHINETDV_XFER_EX_SIGNAL;
+// CQEs an endpoint's CQ holds beyond one per SQ slot: signals from peers
+// wait there until the process counts them.
+constexpr uint32_t kSignalRoom = 4096;
 
 struct Endpoint {
   rhinetdv_endpoint pub;  // first: the caller's handle
   std::mutex lock;        // posting and polling; before the CQ's and SQ's
+  ibv_comp_channel* channel = nullptr;  // rhinetdv_wait_signal sleeps here
   ibv_cq* cq = nullptr;
+  // Signals counted per area key (group << 16 | area), 004 2.11.
+  std::unordered_map<uint32_t, uint64_t> signals;
   ibv_qp* ibqp = nullptr;
   Qp* qp = nullptr;
   uint32_t max_inline = 0;
@@ -89,6 +110,7 @@ int ib_access(uint32_t access) {
 void destroy_parts(Endpoint* ep) {
   if (ep->ibqp) ibv_destroy_qp(ep->ibqp);
   if (ep->cq) ibv_destroy_cq(ep->cq);
+  if (ep->channel) ibv_destroy_comp_channel(ep->channel);
   free(ep->user_signaled);
   free(ep->pending);
   ep->~Endpoint();
@@ -99,6 +121,10 @@ void destroy_parts(Endpoint* ep) {
 // when the library signaled it and it succeeded (nothing to report).
 bool convert(Endpoint* ep, const ibv_wc& wc, uint32_t first_slot,
              rhinetdv_completion* c) {
+  if (wc.opcode == kWcSignal) {  // counted, not reported
+    ep->signals[static_cast<uint32_t>(wc.wr_id)] += wc.imm_data;
+    return false;
+  }
   const uint32_t mask = (1u << ep->qp->sq_log) - 1;
   const bool wanted = ep->user_signaled[first_slot & mask];
   if (wc.status == IBV_WC_SUCCESS && !wanted) return false;
@@ -134,21 +160,54 @@ int drain(Endpoint* ep, int n, rhinetdv_completion* out) {
   return reported;
 }
 
-int post(rhinetdv_endpoint* pub, const rhinetdv_xfer* x, bool push) {
-  if (!pub || !x) return EINVAL;
+bool in_groups(const Context* ctx, uint32_t group) {
+  if (group == 0) return true;
+  for (uint32_t i = 0; i < ctx->num_groups; i++)
+    if (ctx->groups[i] == group) return true;
+  return false;
+}
+
+// Table 1 of 004: push = basic, diff, bitmap, stride; pull = basic, twin,
+// bitmap, stride.
+bool mode_taken(uint32_t mode, bool push) {
+  switch (mode) {
+    case RHINETDV_MODE_BASIC:
+    case RHINETDV_MODE_BITMAP:
+    case RHINETDV_MODE_STRIDE:
+      return true;
+    case RHINETDV_MODE_DIFF:
+      return push;
+    case RHINETDV_MODE_TWIN:
+      return !push;
+    default:
+      return false;
+  }
+}
+
+int post(rhinetdv_endpoint* pub, const rhinetdv_xfer_ex* xe, bool push) {
+  if (!pub || !xe) return EINVAL;
   Endpoint* ep = to_ep(pub);
   if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
-  if ((x->flags & ~kKnownXferFlags) || x->reserved0 || x->reserved1 ||
+  const rhinetdv_xfer* x = &xe->base;
+  const bool by_key = x->flags & RHINETDV_XFER_EX_BY_KEY;
+  const bool partial = xe->mode != RHINETDV_MODE_BASIC;
+  if (xe->comp_mask || (x->flags & ~kKnownXferExFlags) || x->reserved0 ||
+      x->reserved1 || xe->reserved0 ||
       ((x->flags & RHINETDV_XFER_INLINE) &&
-       (!push || x->length > ep->max_inline)) ||
+       (!push || partial || x->length > ep->max_inline)) ||
       ((x->flags & RHINETDV_XFER_STATUS_WORD) &&
-       (!x->status_word || (reinterpret_cast<uintptr_t>(x->status_word) & 7))))
+       (!x->status_word ||
+        (reinterpret_cast<uintptr_t>(x->status_word) & 7))) ||
+      !mode_taken(xe->mode, push) ||
+      ((x->flags & RHINETDV_XFER_EX_SIGNAL) && (!push || by_key)) ||
+      (!by_key && (x->area_id > 0xffff || xe->group_id > 0xffff)))
     return EINVAL;
+  if (!by_key && !in_groups(to_ctx(pub->context), xe->group_id)) return EPERM;
 
   Qp* qp = ep->qp;
   const uint32_t depth = 1u << qp->sq_log, mask = depth - 1;
   alignas(8) uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
-  memset(w, 0, RHN_SQ_SLOT_SIZE);
+  memset(w, 0, sizeof(w));
   auto* h = reinterpret_cast<rhn_send_wqe*>(w);
   uint32_t ext = 0;
   if (x->flags & RHINETDV_XFER_INLINE) {
@@ -161,11 +220,44 @@ int post(rhinetdv_endpoint* pub, const rhinetdv_xfer* x, bool push) {
         rhn_sge{reinterpret_cast<uintptr_t>(x->local_addr), x->length, x->lkey};
     h->num_sge = 1;
   }
+  if (partial) {
+    // The descriptor takes the slot after the base (004 2.7).
+    auto* d = reinterpret_cast<rhn_wqe_xfer*>(w + RHN_SQ_SLOT_SIZE);
+    switch (xe->mode) {
+      case RHINETDV_MODE_STRIDE:
+        if (!xe->block || !xe->count || xe->local_stride < xe->block ||
+            xe->remote_stride < xe->block)
+          return EINVAL;
+        d->block = xe->block;
+        d->count = xe->count;
+        d->local_stride = xe->local_stride;
+        d->remote_stride = xe->remote_stride;
+        break;
+      case RHINETDV_MODE_BITMAP:
+        if (!xe->block || !xe->bitmap) return EINVAL;
+        d->block = xe->block;
+        d->bitmap_addr = reinterpret_cast<uintptr_t>(xe->bitmap);
+        d->bitmap_lkey = xe->bitmap_lkey;
+        break;
+      default:  // TWIN, DIFF
+        if (!xe->twin || xe->twin->context->device != pub->context->device)
+          return EINVAL;
+        d->twin = to_dm(xe->twin)->twin_handle;
+        d->twin_offset = xe->twin_offset;
+        break;
+    }
+    h->xfer_mode = static_cast<uint8_t>(xe->mode);
+    ext = 1;
+  }
   const uint32_t slots = 1 + ext;
   h->opcode = push ? RHN_OP_WRITE : RHN_OP_READ;
   h->ext_units = static_cast<uint8_t>(ext);
-  h->flags |= RHN_WQE_F_AREA;
+  if (!by_key) h->flags |= RHN_WQE_F_AREA;
   if (x->flags & RHINETDV_XFER_FENCE) h->flags |= RHN_WQE_F_FENCE;
+  if (x->flags & RHINETDV_XFER_EX_SIGNAL) {
+    h->flags |= RHN_WQE_F_SIGNAL_REMOTE;
+    h->imm_data = xe->signal;
+  }
   if (x->flags & RHINETDV_XFER_STATUS_WORD) {
     h->flags |= RHN_WQE_F_STATUS_WORD;
     h->u.status.addr = reinterpret_cast<uintptr_t>(x->status_word);
@@ -173,8 +265,8 @@ int post(rhinetdv_endpoint* pub, const rhinetdv_xfer* x, bool push) {
   }
   h->dst_node = x->dest_node;
   h->dst_qpn = x->dest_endpoint;
-  h->remote_key = x->area_id;
-  h->remote_addr = x->offset;
+  h->remote_key = by_key ? xe->rkey : RHN_AREA_KEY(xe->group_id, x->area_id);
+  h->remote_addr = by_key ? xe->remote_addr : x->offset;
 
   std::lock_guard<std::mutex> g(ep->lock);
   // Room: completions already written by the NIC free slots.
@@ -206,6 +298,37 @@ int post(rhinetdv_endpoint* pub, const rhinetdv_xfer* x, bool push) {
   return 0;
 }
 
+int post_basic(rhinetdv_endpoint* pub, const rhinetdv_xfer* x, bool push) {
+  if (!x || (x->flags & ~kKnownXferFlags)) return EINVAL;
+  rhinetdv_xfer_ex xe{};
+  xe.base = *x;
+  return post(pub, &xe, push);
+}
+
+// The caller's struct as this library knows it: a shorter (older) one
+// is padded with zeros, a longer one must have zeros beyond.
+bool extend(const void* in, size_t inlen, void* out, size_t outlen) {
+  if (!in || inlen < sizeof(uint64_t)) return false;
+  const auto* b = static_cast<const uint8_t*>(in);
+  for (size_t i = outlen; i < inlen; i++)
+    if (b[i]) return false;
+  memset(out, 0, outlen);
+  memcpy(out, in, inlen < outlen ? inlen : outlen);
+  return true;
+}
+
+uint64_t signal_count_locked(Endpoint* ep, uint32_t key) {
+  drain(ep, INT_MAX, nullptr);
+  const auto it = ep->signals.find(key);
+  return it == ep->signals.end() ? 0 : it->second;
+}
+
+uint64_t now_ms() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return uint64_t(t.tv_sec) * 1000 + uint64_t(t.tv_nsec) / 1000000;
+}
+
 }  // namespace
 }  // namespace rhinet
 
@@ -222,7 +345,9 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
   const Context* ctx = to_ctx(context);
   rhinetdv_device_attr a{};
   a.node_id = ctx->attr.node_id;
-  a.caps = RHINETDV_CAP_STATUS_WORD;
+  a.caps = RHINETDV_CAP_STATUS_WORD | RHINETDV_CAP_XFER_EX;
+  if (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_GROUPS)
+    a.caps |= RHINETDV_CAP_TWIN | RHINETDV_CAP_GROUPS;
   if (ctx->attr.caps & RHN_CAP_ENDPOINT) a.caps |= RHINETDV_CAP_ENDPOINT;
   if ((ctx->attr.caps & RHN_CAP_AREA) &&
       (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS) && ctx->attr.max_areas)
@@ -260,8 +385,13 @@ RHINETDV_EXPORT rhinetdv_endpoint* rhinetdv_create_endpoint(
   const uint32_t slots = rhinet::ep_slots_per_wqe(ctx);
   // The CQ holds a CQE per SQ slot: never more completions than WQEs.
   const uint32_t sq_slots = 1u << rhinet::log2_ceil(max * slots);
-  ep->cq = ibv_create_cq(pd->context, static_cast<int>(sq_slots), nullptr,
-                         nullptr, 0);
+  ep->channel = ibv_create_comp_channel(pd->context);
+  if (!ep->channel) goto err;
+  ep->cq = ibv_create_cq(
+      pd->context,
+      static_cast<int>(std::min<uint32_t>(
+          sq_slots + rhinet::kSignalRoom, 1u << ctx->attr.max_cq_log_depth)),
+      nullptr, ep->channel, 0);
   if (!ep->cq) goto err;
   qa.send_cq = ep->cq;
   qa.recv_cq = ep->cq;
@@ -325,13 +455,16 @@ RHINETDV_EXPORT int rhinetdv_destroy_endpoint(rhinetdv_endpoint* pub) {
   err = ibv_destroy_cq(ep->cq);
   if (err) return err;
   ep->cq = nullptr;
+  err = ibv_destroy_comp_channel(ep->channel);
+  if (err) return err;
+  ep->channel = nullptr;
   rhinet::destroy_parts(ep);
   return 0;
 }
 
 RHINETDV_EXPORT ibv_mr* rhinetdv_reg_area(ibv_pd* pd, void* addr, size_t length,
                                           int access, uint32_t area_id) {
-  if (!pd) return errno = EINVAL, nullptr;
+  if (!pd || area_id > 0xffff) return errno = EINVAL, nullptr;
   if (!is_rhinet_context(pd->context)) return errno = EOPNOTSUPP, nullptr;
   const Context* ctx = to_ctx(pd->context);
   if (!(ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
@@ -357,12 +490,12 @@ RHINETDV_EXPORT ibv_mr* rhinetdv_reg_area(ibv_pd* pd, void* addr, size_t length,
 
 RHINETDV_EXPORT int rhinetdv_push(rhinetdv_endpoint* ep,
                                   const rhinetdv_xfer* x) {
-  return rhinet::post(ep, x, true);
+  return rhinet::post_basic(ep, x, true);
 }
 
 RHINETDV_EXPORT int rhinetdv_pull(rhinetdv_endpoint* ep,
                                   const rhinetdv_xfer* x) {
-  return rhinet::post(ep, x, false);
+  return rhinet::post_basic(ep, x, false);
 }
 
 RHINETDV_EXPORT int rhinetdv_poll(rhinetdv_endpoint* pub, int n,
@@ -383,4 +516,116 @@ RHINETDV_EXPORT int rhinetdv_poll(rhinetdv_endpoint* pub, int n,
     got += more;
   }
   return got;
+}
+
+RHINETDV_EXPORT ibv_mr* rhinetdv_reg_area_ex(ibv_pd* pd, void* addr,
+                                             size_t length, int access,
+                                             const rhinetdv_area_attr* attr,
+                                             size_t inlen) {
+  rhinetdv_area_attr a;
+  if (!pd || !rhinet::extend(attr, inlen, &a, sizeof(a)) || a.comp_mask ||
+      a.area_id > 0xffff || a.group_id > 0xffff)
+    return errno = EINVAL, nullptr;
+  if (!is_rhinet_context(pd->context)) return errno = EOPNOTSUPP, nullptr;
+  if (!rhinet::in_groups(to_ctx(pd->context), a.group_id))
+    return errno = EPERM, nullptr;
+  if (a.group_id == 0) return rhinetdv_reg_area(pd, addr, length, access,
+                                                a.area_id);
+  const Context* ctx = to_ctx(pd->context);
+  if (!(ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
+    return errno = EOPNOTSUPP, nullptr;
+  int err = ibv_dontfork_range(addr, length);
+  if (err) return errno = err, nullptr;
+  const uint32_t key = RHN_AREA_KEY(a.group_id, a.area_id);
+  ibv_mr* mr = rhinet::reg_mr_area(
+      pd, addr, length, reinterpret_cast<uintptr_t>(addr), access, &key);
+  if (!mr) {
+    err = errno;
+    ibv_dofork_range(addr, length);
+    errno = err;
+    return nullptr;
+  }
+  mr->context = pd->context;
+  mr->pd = pd;
+  mr->addr = addr;
+  mr->length = length;
+  return mr;
+}
+
+RHINETDV_EXPORT int rhinetdv_query_groups(ibv_context* context,
+                                          uint16_t* groups, int n) {
+  if (n < 0 || (n && !groups)) return errno = EINVAL, -1;
+  if (!is_rhinet_context(context)) return errno = EOPNOTSUPP, -1;
+  const Context* ctx = to_ctx(context);
+  const int have = static_cast<int>(ctx->num_groups);
+  for (int i = 0; i < have && i < n; i++) groups[i] = ctx->groups[i];
+  return have < n ? have : n;
+}
+
+RHINETDV_EXPORT uint32_t rhinetdv_twin_handle(ibv_dm* dm) {
+  if (!dm || !is_rhinet_context(dm->context)) return errno = EINVAL, 0;
+  return rhinet::to_dm(dm)->twin_handle;
+}
+
+RHINETDV_EXPORT int rhinetdv_push_ex(rhinetdv_endpoint* ep,
+                                     const rhinetdv_xfer_ex* x, size_t inlen) {
+  rhinetdv_xfer_ex e;
+  if (!rhinet::extend(x, inlen, &e, sizeof(e))) return EINVAL;
+  return rhinet::post(ep, &e, true);
+}
+
+RHINETDV_EXPORT int rhinetdv_pull_ex(rhinetdv_endpoint* ep,
+                                     const rhinetdv_xfer_ex* x, size_t inlen) {
+  rhinetdv_xfer_ex e;
+  if (!rhinet::extend(x, inlen, &e, sizeof(e))) return EINVAL;
+  return rhinet::post(ep, &e, false);
+}
+
+RHINETDV_EXPORT int rhinetdv_signal_count(rhinetdv_endpoint* pub,
+                                          uint32_t group_id, uint32_t area_id,
+                                          uint64_t* count) {
+  if (!pub || !count || group_id > 0xffff || area_id > 0xffff) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  Endpoint* ep = rhinet::to_ep(pub);
+  std::lock_guard<std::mutex> g(ep->lock);
+  *count = rhinet::signal_count_locked(ep, RHN_AREA_KEY(group_id, area_id));
+  return 0;
+}
+
+RHINETDV_EXPORT int rhinetdv_wait_signal(rhinetdv_endpoint* pub,
+                                         uint32_t group_id, uint32_t area_id,
+                                         uint64_t count, int timeout_ms) {
+  if (!pub || group_id > 0xffff || area_id > 0xffff || timeout_ms < -1)
+    return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  Endpoint* ep = rhinet::to_ep(pub);
+  const uint32_t key = RHN_AREA_KEY(group_id, area_id);
+  const uint64_t deadline =
+      timeout_ms < 0 ? UINT64_MAX : rhinet::now_ms() + uint64_t(timeout_ms);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> g(ep->lock);
+      if (rhinet::signal_count_locked(ep, key) >= count) return 0;
+    }
+    // Armed first, then looked at again: a signal between the two raises
+    // the event, so the sleep below cannot miss it.
+    if (ibv_req_notify_cq(ep->cq, 0)) return EIO;
+    {
+      std::lock_guard<std::mutex> g(ep->lock);
+      if (rhinet::signal_count_locked(ep, key) >= count) return 0;
+    }
+    const uint64_t now = rhinet::now_ms();
+    if (now >= deadline) return ETIMEDOUT;
+    pollfd pfd{ep->channel->fd, POLLIN, 0};
+    const int wait =
+        deadline == UINT64_MAX ? -1 : static_cast<int>(deadline - now);
+    const int r = poll(&pfd, 1, wait);
+    if (r < 0 && errno != EINTR) return errno;
+    if (r > 0) {
+      ibv_cq* cq;
+      void* cq_ctx;
+      if (ibv_get_cq_event(ep->channel, &cq, &cq_ctx)) return EIO;
+      ibv_ack_cq_events(cq, 1);
+    }
+  }
 }

@@ -65,11 +65,18 @@ class QpTable {
   std::atomic<Qp**> leaves_[kLeaves] = {};
 };
 
+// The completion of a signal (RHN_CQE_OP_SIGNAL); only endpoints get
+// them, and rhinetdv consumes them.
+constexpr ibv_wc_opcode kWcSignal = IBV_WC_DRIVER1;
+
 struct Context {
   verbs_context vctx;              // libibverbs' part, at the offset we tell it
   volatile uint8_t* db = nullptr;  // the doorbell page
   size_t db_size = 0;
   rhinet_alloc_ucontext_resp attr{};
+  // The groups joined at open (RHINET_GROUPS), for rhinetdv.
+  uint32_t num_groups = 0;
+  uint16_t groups[RHINET_MAX_GROUPS] = {};
   std::mutex table_lock;  // create/destroy of qps entries
   QpTable qps;
 
@@ -81,6 +88,13 @@ struct Context {
 
 struct Pd {
   ibv_pd ibpd;
+};
+
+// Twin memory, handed out as device memory (dm.cpp).
+struct Dm {
+  ibv_dm ibdm;
+  uint32_t twin_handle = 0;
+  uint64_t length = 0;
 };
 
 struct Mr {
@@ -279,6 +293,10 @@ int destroy_ah(ibv_ah* ah);
 
 // device.cpp: whether @context is one of this provider's.
 bool is_rhinet_context(ibv_context* context);
+ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr);
+int free_dm(ibv_dm* dm);
+// The DM's struct if it is one of this provider's contexts', else null.
+inline Dm* to_dm(ibv_dm* dm) { return reinterpret_cast<Dm*>(dm); }
 
 // datapath.cpp
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);

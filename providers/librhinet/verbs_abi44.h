@@ -160,7 +160,9 @@ struct verbs_srq {
 typedef void (*verbs_op)(void);
 
 struct verbs_context_ops {
-	verbs_op advise_mr, alloc_dm;
+	verbs_op advise_mr;
+	struct ibv_dm *(*alloc_dm)(struct ibv_context *context,
+				   struct ibv_alloc_dm_attr *attr);
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	verbs_op alloc_null_mr;
 	verbs_op alloc_parent_domain;
@@ -199,7 +201,8 @@ struct verbs_context_ops {
 	int (*destroy_srq)(struct ibv_srq *srq);
 	verbs_op destroy_wq, detach_mcast;
 	void (*free_context)(struct ibv_context *context);
-	verbs_op free_dm, get_srq_num, import_dm, import_mr, import_pd;
+	int (*free_dm)(struct ibv_dm *dm);
+	verbs_op get_srq_num, import_dm, import_mr, import_pd;
 	verbs_op modify_cq, modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask);

@@ -50,11 +50,14 @@ TEST_F(Stride, AColumnOfAMatrixLandsInItsColumn) {
   Region a = make_region(*p.ctx_a, 64 * kRow, kAllAccess, 71);
   Region b = make_region(*p.ctx_b, 64 * kRow, kAllAccess, 0, 0x5a);
   const auto before = b.buf.bytes();
+  CounterSnap sent(c->node(0));
   ASSERT_TRUE(
       p.qp_a->post_send(strided(1, a.sge(5 * 8, 63 * kRow + 8), b.va(5 * 8),
                                 b.key(), 8, 64, kRow, kRow)));
   Completion w = wait_one(*c, *p.cq_a);
   ASSERT_TRUE(w.ok()) << describe(w);
+  // The 64 elements travel packed in one packet, not one packet each.
+  EXPECT_EQ(sent.delta(RHN_CNT_TX_PACKETS), 1u);
   EXPECT_EQ(w.byte_len, 64u * 8);
   std::vector<uint8_t> want(before.begin() + 40, before.end());
   want = expect(want, a.buf.bytes(40, 63 * kRow + 8), 8, 64, kRow, kRow);

@@ -95,13 +95,16 @@ uint8_t* twin_at(Impl& m, const QpObj& qp, uint32_t handle, uint64_t offset) {
 }
 
 // The first byte at or after `pos` where the local memory differs from
-// the twin (length: none). Compared a scratch buffer at a time.
+// the twin (length: none). Compared a piece at a time, pieces growing from
+// a cache line's worth: differences are usually near, so the look-ahead
+// after each run should not read far.
 bool next_difference(Impl& m, QpObj& qp, const DecodedWqe& w,
                      const uint8_t* twin, uint64_t pos, uint64_t* found) {
   uint8_t* scratch = m.xfer_scratch.get();
+  uint64_t piece = 256;
   while (pos < w.length) {
     const auto n =
-        static_cast<uint32_t>(std::min<uint64_t>(kXferScratch, w.length - pos));
+        static_cast<uint32_t>(std::min<uint64_t>(piece, w.length - pos));
     if (!gather(m, qp, w, pos, scratch, n)) return false;
     if (std::memcmp(scratch, twin + pos, n) != 0) {
       uint32_t i = 0;
@@ -110,6 +113,7 @@ bool next_difference(Impl& m, QpObj& qp, const DecodedWqe& w,
       return true;
     }
     pos += n;
+    piece = std::min<uint64_t>(piece * 2, kXferScratch);
   }
   *found = w.length;
   return true;
@@ -134,6 +138,28 @@ bool write_stride(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
                   rhn_op_hdr& op, PacketOut& out) {
   const rhn_wqe_xfer& x = w.xfer;
   const uint64_t block = x.block;
+  constexpr uint64_t kPackRoom = RHN_WIRE_MTU - sizeof(rhn_write_stride);
+  if (x.remote_stride != block && block <= kPackRoom / 2) {
+    // Small blocks apart at the target: as many whole blocks as fit, the
+    // responder scatters them (RHN_WOP_F_STRIDED).
+    const uint64_t first = offset / block;
+    const uint64_t n = std::min(kPackRoom / block, x.count - first);
+    rhn_write_stride d{};
+    d.block = x.block;
+    d.remote_stride = x.remote_stride;
+    std::memcpy(out.payload, &d, sizeof(d));
+    for (uint64_t i = 0; i < n; i++)
+      if (!gather(m, qp, w, (first + i) * x.local_stride,
+                  out.payload + sizeof(d) + i * block,
+                  static_cast<uint32_t>(block)))
+        return false;
+    op.flags |= RHN_WOP_F_STRIDED;
+    op.remote_addr = w.remote_addr + first * x.remote_stride;
+    out.len = static_cast<uint32_t>(sizeof(d) + n * block);
+    out.advance = static_cast<uint32_t>(n * block);
+    out.last = offset + n * block >= w.length;
+    return true;
+  }
   uint64_t chunk = std::min<uint64_t>(RHN_WIRE_MTU, w.length - offset);
   if (x.remote_stride != block)
     chunk = std::min<uint64_t>(chunk, block - offset % block);
@@ -190,11 +216,18 @@ bool write_diff(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
     empty_last(m, w, offset, op, out);
     return true;
   }
+  // The run: bytes gathered into the packet as the scan needs them.
   const auto span =
       static_cast<uint32_t>(std::min<uint64_t>(RHN_WIRE_MTU, w.length - start));
-  if (!gather(m, qp, w, start, out.payload, span)) return false;
-  uint32_t last_diff = 0;
-  for (uint32_t i = 1; i < span; i++) {
+  uint32_t have = 0, last_diff = 0;
+  for (uint32_t i = 0; i < span; i++) {
+    if (i == have) {
+      const uint32_t more =
+          std::min<uint32_t>(std::max(have, 256u), span - have);
+      if (!gather(m, qp, w, start + have, out.payload + have, more))
+        return false;
+      have += more;
+    }
     if (out.payload[i] != twin[start + i])
       last_diff = i;
     else if (i - last_diff > kDiffGapMerge)
@@ -305,6 +338,38 @@ bool build_read_request(Impl& m, QpObj& qp, const DecodedWqe& w,
       op.imm_data = 0;
       return true;
   }
+}
+
+rhn_syndrome write_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,
+                          uint64_t* extent) {
+  *extent = data.size();
+  if (!(op.flags & RHN_WOP_F_STRIDED)) return RHN_SYN_NONE;
+  rhn_write_stride d;
+  if (data.size() < sizeof(d)) return RHN_SYN_BAD_XFER;
+  std::memcpy(&d, data.data(), sizeof(d));
+  const uint64_t bytes = data.size() - sizeof(d);
+  if (d.block == 0 || d.reserved || d.remote_stride < d.block ||
+      d.remote_stride > (uint64_t{1} << 40) || bytes == 0 || bytes % d.block)
+    return RHN_SYN_BAD_XFER;
+  *extent = (bytes / d.block - 1) * d.remote_stride + d.block;
+  return RHN_SYN_NONE;
+}
+
+bool place_write(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
+                 uint32_t mr_index, uint64_t va) {
+  if (!(op.flags & RHN_WOP_F_STRIDED))
+    return data.empty() ||
+           m.mr_dma(mr_index, va, const_cast<uint8_t*>(data.data()),
+                    data.size(), true);
+  rhn_write_stride d;
+  std::memcpy(&d, data.data(), sizeof(d));
+  const uint8_t* bytes = data.data() + sizeof(d);
+  const uint64_t n = (data.size() - sizeof(d)) / d.block;
+  for (uint64_t i = 0; i < n; i++)
+    if (!m.mr_dma(mr_index, va + i * d.remote_stride,
+                  const_cast<uint8_t*>(bytes + i * d.block), d.block, true))
+      return false;
+  return true;
 }
 
 rhn_syndrome read_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,

@@ -27,6 +27,13 @@ bool build_write(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
 bool build_read_request(Impl& m, QpObj& qp, const DecodedWqe& w,
                         uint64_t offset, rhn_op_hdr& op, PacketOut& out);
 
+// ---- Responder side of a strided WRITE packet (RHN_WOP_F_STRIDED): the
+// extent its blocks span from remote_addr, and their placement.
+rhn_syndrome write_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,
+                          uint64_t* extent);
+bool place_write(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
+                 uint32_t mr_index, uint64_t va);
+
 // ---- Responder side of a partial PULL: one READ request carries the
 // mode (imm_data) and a descriptor (struct rhn_read_xfer, bitmap bits).
 

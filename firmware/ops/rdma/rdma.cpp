@@ -71,18 +71,23 @@ void deliver_signal(Impl& m, const Request& r) {
 void write_request(Impl& m, Request& r) {
   const rhn_op_hdr& op = r.op;
   if (!r.first && m.nak_remembered(r.peer, r.src, op.msn)) return;  // NAKed
-  uint64_t va;
+  uint64_t va, extent;
   uint32_t key, mr_index;
-  const rhn_syndrome syn = resolve_target(m, r, RHN_ACCESS_REMOTE_WRITE,
-                                          r.data.size(), &va, &key, &mr_index);
+  // A packet of strided blocks reaches what they span (ops/partial).
+  rhn_syndrome syn = partial::write_extent(op, r.data, &extent);
+  if (syn != RHN_SYN_NONE) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    refuse(m, r, syn);
+    return;
+  }
+  syn = resolve_target(m, r, RHN_ACCESS_REMOTE_WRITE, extent, &va, &key,
+                       &mr_index);
   if (syn != RHN_SYN_NONE) {
     m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
     refuse(m, r, syn);
     return;
   }
-  if (!r.data.empty() &&
-      !m.mr_dma(mr_index, va, const_cast<uint8_t*>(r.data.data()),
-                r.data.size(), true)) {
+  if (!partial::place_write(m, op, r.data, mr_index, va)) {
     refuse(m, r, RHN_SYN_DMA);
     return;
   }

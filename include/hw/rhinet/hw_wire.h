@@ -105,6 +105,18 @@ enum rhn_wire_op_flags {
 	RHN_WOP_F_GRH = 1u << 6, /* UD SEND: payload starts with the GRH */
 	/* SEND: rkey is a type 2 window the responder unbinds on delivery */
 	RHN_WOP_F_INV = 1u << 7,
+	/* WRITE (GRH's bit, which only a UD SEND uses): the payload starts
+	 * with a struct rhn_write_stride and holds whole blocks, block i
+	 * landing at remote_addr + i * remote_stride (a strided PUSH of
+	 * small blocks packs many into one packet)
+	 */
+	RHN_WOP_F_STRIDED = RHN_WOP_F_GRH,
+};
+
+struct rhn_write_stride {
+	__le32 block;
+	__le32 reserved;
+	__le64 remote_stride;
 };
 
 /*
@@ -174,6 +186,7 @@ struct rhn_read_xfer {
 	__le64 remote_stride;
 };
 RHN_ASSERT_SIZE(struct rhn_read_xfer, 16);
+RHN_ASSERT_SIZE(struct rhn_write_stride, 16);
 /* Blocks one bitmap READ request covers. */
 #define RHN_READ_BITMAP_BLOCKS (8 * (RHN_WIRE_MTU - 16))
 

@@ -30,12 +30,43 @@
 enum rhinet_alloc_ucontext_resp_mask {
 	/* max_areas is set; reg_mr takes struct rhinet_reg_mr_cmd */
 	RHINET_UCONTEXT_RESP_AREAS = 1 << 0,
+	/* the request's groups were joined; twin_bytes and twin_share are
+	 * set (device memory through alloc_dm is twin memory)
+	 */
+	RHINET_UCONTEXT_RESP_GROUPS = 1 << 1,
+};
+
+/* rhinet_alloc_ucontext_cmd.comp_mask */
+enum rhinet_alloc_ucontext_cmd_mask {
+	RHINET_UCONTEXT_CMD_GROUPS = 1 << 0, /* num_groups and groups[] */
+};
+
+#define RHINET_MAX_GROUPS 8
+
+/*
+ * Process groups (004 2.1). A process joins groups when it opens the
+ * device, each named by its ID (1..65535) and a 64-bit secret token: the
+ * first process of a node to name a group sets its token there (until
+ * no member of that group is left on the node); a later one naming
+ * another token fails the whole request with EPERM. IDs must be distinct;
+ * EINVAL otherwise. No request data (an older provider): no groups.
+ */
+struct rhinet_group_cred {
+	__u16 group;
+	__u16 reserved[3];
+	__aligned_u64 token;
+};
+
+struct rhinet_alloc_ucontext_cmd {
+	__u32 comp_mask; /* enum rhinet_alloc_ucontext_cmd_mask */
+	__u32 num_groups; /* <= RHINET_MAX_GROUPS */
+	struct rhinet_group_cred groups[RHINET_MAX_GROUPS];
 };
 
 /*
- * No request data. The response names the process's doorbell page. A
- * response buffer that ends at max_cq_log_depth (an older provider) gets
- * the fields up to there.
+ * The response names the process's doorbell page. A response buffer that
+ * ends at max_cq_log_depth (an older provider) gets the fields up to
+ * there, one that ends at reserved those up to there.
  */
 struct rhinet_alloc_ucontext_resp {
 	__u32 comp_mask;
@@ -51,10 +82,27 @@ struct rhinet_alloc_ucontext_resp {
 	__u32 max_cq_log_depth;
 	__u32 max_areas; /* communication areas of the NIC, all processes */
 	__u32 reserved;
+	/* RHINET_UCONTEXT_RESP_GROUPS: */
+	__aligned_u64 twin_bytes; /* the NIC's twin memory, all processes */
+	__aligned_u64 twin_share; /* what one process may hold of it */
 };
 
 /* The size of the response before max_areas. */
 #define RHINET_ALLOC_UCONTEXT_RESP_V0_LEN 48
+
+/* ---- Device memory = twin memory ---------------------------------------- */
+
+/*
+ * ibv_alloc_dm() hands out on-board twin memory (004 2.7, RHN_ADMIN_ALLOC
+ * _TWIN), rounded up to 4 KiB; freed with the DM or the process. EDQUOT:
+ * the process would hold more than twin_share; ENOMEM: the NIC has no
+ * room. The response (driver data) gives the NIC's handle that TWIN and
+ * DIFF transfers name.
+ */
+struct rhinet_alloc_dm_resp {
+	__u32 comp_mask;
+	__u32 twin_handle;
+};
 
 /* ---- PD ----------------------------------------------------------------- */
 

@@ -40,6 +40,7 @@ struct rhn_fw_config {
   uint8_t mac[6];
   uint32_t db_pages;     /* 0: engine default */
   uint32_t msix_vectors; /* 0: engine default */
+  uint64_t twin_bytes;   /* on-board twin memory; 0: engine default */
 };
 
 /* The tables are allocated here, once; none are allocated later. */
