@@ -171,7 +171,8 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
           sizeof(resp)))
     goto err;
   ctx->attr = resp.drv;
-  if (cmd.drv.num_groups && !(resp.drv.comp_mask & RHINET_UCONTEXT_RESP_GROUPS)) {
+  if (cmd.drv.num_groups &&
+      !(resp.drv.comp_mask & RHINET_UCONTEXT_RESP_GROUPS)) {
     fprintf(stderr, "librhinet: rhinet.ko does not support process groups\n");
     errno = EOPNOTSUPP;
     goto err;

@@ -3,10 +3,9 @@
 // and ibv_free_dm go to rhinet.ko through the uverbs DM methods; the
 // driver's answer names the NIC's twin handle, which TWIN and DIFF
 // transfers carry (rhinetdv_twin_handle).
-#include <sys/ioctl.h>
-
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
+#include <sys/ioctl.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -24,8 +23,8 @@ constexpr uint16_t kAttrUhwOut = (1u << UVERBS_ID_NS_SHIFT) + 1;
 // A uverbs ioctl: the header, then its N attributes.
 template <size_t N>
 struct IoctlCmd {
-  alignas(8) uint8_t bytes[sizeof(ib_uverbs_ioctl_hdr) +
-                           N * sizeof(ib_uverbs_attr)] = {};
+  alignas(8) uint8_t
+      bytes[sizeof(ib_uverbs_ioctl_hdr) + N * sizeof(ib_uverbs_attr)] = {};
   ib_uverbs_ioctl_hdr& hdr = *reinterpret_cast<ib_uverbs_ioctl_hdr*>(bytes);
   ib_uverbs_attr* attrs = hdr.attrs;
   IoctlCmd() {
@@ -57,14 +56,20 @@ ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr) {
   IoctlCmd<4> cmd;
   cmd.hdr.object_id = UVERBS_OBJECT_DM;
   cmd.hdr.method_id = UVERBS_METHOD_DM_ALLOC;
-  cmd.attrs[0] = {UVERBS_ATTR_ALLOC_DM_HANDLE, 0, UVERBS_ATTR_F_MANDATORY, {},
-                  {0}};
-  cmd.attrs[1] = {UVERBS_ATTR_ALLOC_DM_LENGTH, sizeof(length),
-                  UVERBS_ATTR_F_MANDATORY, {}, {length}};
-  cmd.attrs[2] = {UVERBS_ATTR_ALLOC_DM_ALIGNMENT, sizeof(align),
-                  UVERBS_ATTR_F_MANDATORY, {}, {align}};
-  cmd.attrs[3] = {kAttrUhwOut, sizeof(resp), 0, {},
-                  {reinterpret_cast<uintptr_t>(&resp)}};
+  cmd.attrs[0] = {
+      UVERBS_ATTR_ALLOC_DM_HANDLE, 0, UVERBS_ATTR_F_MANDATORY, {}, {0}};
+  cmd.attrs[1] = {UVERBS_ATTR_ALLOC_DM_LENGTH,
+                  sizeof(length),
+                  UVERBS_ATTR_F_MANDATORY,
+                  {},
+                  {length}};
+  cmd.attrs[2] = {UVERBS_ATTR_ALLOC_DM_ALIGNMENT,
+                  sizeof(align),
+                  UVERBS_ATTR_F_MANDATORY,
+                  {},
+                  {align}};
+  cmd.attrs[3] = {
+      kAttrUhwOut, sizeof(resp), 0, {}, {reinterpret_cast<uintptr_t>(&resp)}};
   if (ioctl(context->cmd_fd, RDMA_VERBS_IOCTL, cmd.bytes)) {
     const int err = errno;
     free(dm);
@@ -92,7 +97,10 @@ int free_dm(ibv_dm* ibdm) {
   IoctlCmd<1> cmd;
   cmd.hdr.object_id = UVERBS_OBJECT_DM;
   cmd.hdr.method_id = UVERBS_METHOD_DM_FREE;
-  cmd.attrs[0] = {UVERBS_ATTR_FREE_DM_HANDLE, 0, UVERBS_ATTR_F_MANDATORY, {},
+  cmd.attrs[0] = {UVERBS_ATTR_FREE_DM_HANDLE,
+                  0,
+                  UVERBS_ATTR_F_MANDATORY,
+                  {},
                   {ibdm->handle}};
   if (ioctl(ibdm->context->cmd_fd, RDMA_VERBS_IOCTL, cmd.bytes)) return errno;
   free(dm);

@@ -11,7 +11,6 @@
 // the ring without a signaled WQE behind it is signaled by the library;
 // such completions are consumed here and never reach the caller.
 #include <infiniband/rhinetdv.h>
-
 #include <poll.h>
 #include <time.h>
 
@@ -389,8 +388,8 @@ RHINETDV_EXPORT rhinetdv_endpoint* rhinetdv_create_endpoint(
   if (!ep->channel) goto err;
   ep->cq = ibv_create_cq(
       pd->context,
-      static_cast<int>(std::min<uint32_t>(
-          sq_slots + rhinet::kSignalRoom, 1u << ctx->attr.max_cq_log_depth)),
+      static_cast<int>(std::min<uint32_t>(sq_slots + rhinet::kSignalRoom,
+                                          1u << ctx->attr.max_cq_log_depth)),
       nullptr, ep->channel, 0);
   if (!ep->cq) goto err;
   qa.send_cq = ep->cq;
@@ -529,8 +528,8 @@ RHINETDV_EXPORT ibv_mr* rhinetdv_reg_area_ex(ibv_pd* pd, void* addr,
   if (!is_rhinet_context(pd->context)) return errno = EOPNOTSUPP, nullptr;
   if (!rhinet::in_groups(to_ctx(pd->context), a.group_id))
     return errno = EPERM, nullptr;
-  if (a.group_id == 0) return rhinetdv_reg_area(pd, addr, length, access,
-                                                a.area_id);
+  if (a.group_id == 0)
+    return rhinetdv_reg_area(pd, addr, length, access, a.area_id);
   const Context* ctx = to_ctx(pd->context);
   if (!(ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
     return errno = EOPNOTSUPP, nullptr;

@@ -95,8 +95,10 @@ if [[ -f $PROV/librhinetdv.so.1 && -f $PROV/rhinet.driver ]]; then
 	bin_args+=(--tool "$PROV/librhinetdv.so.1:$VERBS_LIB/librhinetdv.so.1"
 		--link "../librhinetdv.so.1:$VERBS_LIB/libibverbs/librhinet-rdmav34.so"
 		--file "$PROV/rhinet.driver:/etc/libibverbs.d/rhinet.driver")
-	[[ -x $PROV/examples/rhinetdv_pingpong ]] &&
-		bin_args+=(--tool "$PROV/examples/rhinetdv_pingpong:/usr/bin/rhinetdv_pingpong")
+	for ex in rhinetdv_pingpong rhinetdv_model; do
+		[[ -x $PROV/examples/$ex ]] &&
+			bin_args+=(--tool "$PROV/examples/$ex:/usr/bin/$ex")
+	done
 fi
 bash "$HERE/build-initramfs.sh" "$VM/initramfs.cpio" "${bin_args[@]}"
 

@@ -25,8 +25,14 @@
 #             error cases included; then a process killed while holding an
 #             endpoint and an area leaves no area registered, and on a
 #             soft-RoCE device the direct verbs say EOPNOTSUPP (rhinet0 only)
+#   model     rhinetdv_model: 004 table 1 (PUSH basic/stride/bitmap/diff,
+#             PULL basic/stride/bitmap/twin) by area and by key, both in one
+#             process group, twin memory from ibv_alloc_dm, put-with-signal
+#             while the target sleeps in rhinetdv_wait_signal, every byte
+#             checked; a wrong group token refused at open; then a process
+#             killed while it holds twin memory leaves none (rhinet0 only)
 #   all       all of them
-#   verbs_tools.sh NODE NODES [basic|perftest|events|qpex|cm|dv|all] [DEVICE]
+#   verbs_tools.sh NODE NODES [basic|perftest|events|qpex|cm|dv|model|all] [DEVICE]
 # DEVICE (default rhinet0) may name a soft-RoCE device instead (rxe*): it is
 # created on eth0 with rdma_rxe, to try these runs against a known-good
 # provider.
@@ -38,7 +44,7 @@ LIB_NAME=verbs_tools
 # shellcheck source=verbs.lib.sh
 . "$(dirname "$0")/verbs.lib.sh" # rides next to this script (run-cluster.sh)
 
-case $WHICH in basic | perftest | events | qpex | cm | dv | all) ;; *) fail "unknown set '$WHICH'" ;; esac
+case $WHICH in basic | perftest | events | qpex | cm | dv | model | all) ;; *) fail "unknown set '$WHICH'" ;; esac
 want() { [ "$WHICH" = all ] || [ "$WHICH" = "$1" ]; }
 verbs_setup
 verbs_device "$DEVICE"
@@ -155,6 +161,40 @@ if want dv && [ "$DEVICE" = rhinet0 ]; then
 		rdma link delete rxe_dv
 	else
 		failed="$failed dv_foreign(no rxe_dv)"
+	fi
+fi
+
+stat() { rdma statistic show link rhinet0/1 | tr ' ' '\n' | grep -A1 -x "$1" | tail -n 1; }
+if want model && [ "$DEVICE" = rhinet0 ]; then
+	# Both ends in group 4242 (the token is the launch's secret).
+	RHINET_GROUPS=4242:5eed0bad1dea run_pair rhinetdv_model rhinetdv_model
+	[ "$(stat twin_bytes)" = 0 ] || failed="$failed model_twin($(stat twin_bytes))"
+	if [ "$NODE" = 0 ]; then
+		# Killed while it holds twin memory (waiting for a server that
+		# never comes): the kernel frees it.
+		RHINET_GROUPS=4242:5eed0bad1dea rhinetdv_model -p 18799 10.77.0.99 \
+			>/tmp/model_kill.txt 2>&1 &
+		pid=$!
+		i=0
+		until grep -q "twin memory allocated" /tmp/model_kill.txt; do
+			i=$((i + 1))
+			[ $i -le 100 ] || fail "rhinetdv_model to kill: $(cat /tmp/model_kill.txt)"
+			usleep 100000
+		done
+		held=$(stat twin_bytes)
+		kill -9 $pid
+		wait $pid
+		i=0
+		until [ "$(stat twin_bytes)" = 0 ]; do
+			i=$((i + 1))
+			[ $i -le 20 ] || fail "twin_bytes $(stat twin_bytes) after the kill, expected 0"
+			usleep 100000
+		done
+		if [ "$held" -ge 4096 ]; then
+			echo "verbs_tools: killed rhinetdv_model: twin_bytes $held -> 0"
+		else
+			failed="$failed model_kill(twin_bytes=$held)"
+		fi
 	fi
 fi
 
