@@ -14,7 +14,8 @@
  *
  * Manual pages: rhinetdv(7), rhinetdv_query_device(3),
  * rhinetdv_create_endpoint(3), rhinetdv_reg_area(3), rhinetdv_push(3),
- * rhinetdv_poll(3), rhinetdv_status_word(3).
+ * rhinetdv_poll(3), rhinetdv_status_word(3), rhinetdv_push_ex(3),
+ * rhinetdv_reg_area_ex(3), rhinetdv_wait_signal(3), rhinetdv_twin_handle(3).
  */
 #ifndef INFINIBAND_RHINETDV_H
 #define INFINIBAND_RHINETDV_H
@@ -141,10 +142,11 @@ int rhinetdv_query_groups(struct ibv_context *context, uint16_t *groups,
 /*
  * Twin memory: on-board NIC memory (as RHiNET's SDRAM) that keeps the
  * copy of a PULLed area a DIFF PUSH compares against. It is ibverbs
- * device memory: ibv_alloc_dm() hands out twin memory (the kernel counts
- * it per process and frees it when the process ends), ibv_memcpy_from_dm
- * and ibv_memcpy_to_dm read and set it. This returns the NIC's handle a
- * transfer names (0 and errno EINVAL for a DM of another device).
+ * device memory: ibv_alloc_dm() hands out twin memory, zeroed (the kernel
+ * counts it per process and per user and frees it when the process ends);
+ * only the NIC reads and writes it (ibv_memcpy_to/from_dm: EOPNOTSUPP).
+ * Transfers take the ibv_dm; this returns the NIC's handle of it (0 and
+ * errno EINVAL for a DM of another device).
  */
 uint32_t rhinetdv_twin_handle(struct ibv_dm *dm);
 
