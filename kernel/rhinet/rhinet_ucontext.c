@@ -97,18 +97,23 @@ static void rhinet_groups_leave(struct rhinet_ib *ib, const u16 *groups,
 }
 
 /*
- * Makes the process a member of its groups, all or none: a group with
- * members here must be named with their token (-EPERM), a new one takes
- * a place in the node's table (-ENOSPC when full).
+ * Makes the process a member of its groups. A group with members here
+ * must be named with their token and a new one needs a place in the
+ * node's table: the groups that fail either are left out and marked in
+ * @refused (the provider then closes the context), so that the command
+ * itself succeeds (see rhinet-abi.h). Returns -ENOMEM only, having
+ * joined nothing.
  */
 static int rhinet_groups_join(struct rhinet_ib *ib,
 			      const struct rhinet_alloc_ucontext_cmd *req,
-			      u16 *groups)
+			      u16 *groups, u32 *joined, u32 *refused)
 {
 	struct rhinet_group *g;
 	u32 i;
 	int ret = 0;
 
+	*joined = 0;
+	*refused = 0;
 	mutex_lock(&ib->groups_lock);
 	for (i = 0; i < req->num_groups; i++) {
 		u16 id = req->groups[i].group;
@@ -119,18 +124,18 @@ static int rhinet_groups_join(struct rhinet_ib *ib,
 			if (g->token != token) {
 				ibdev_dbg(&ib->ibdev,
 					  "group %u: another token\n", id);
-				ret = -EPERM;
-				break;
+				*refused |= BIT(i);
+				continue;
 			}
 			g->members++;
-			groups[i] = id;
+			groups[(*joined)++] = id;
 			continue;
 		}
 		if (ib->num_groups >= RHINET_MAX_NODE_GROUPS) {
 			ibdev_dbg(&ib->ibdev, "group %u: %u groups on the node\n",
 				  id, ib->num_groups);
-			ret = -ENOSPC;
-			break;
+			*refused |= BIT(i);
+			continue;
 		}
 		g = kzalloc(sizeof(*g), GFP_KERNEL);
 		if (!g) {
@@ -145,10 +150,12 @@ static int rhinet_groups_join(struct rhinet_ib *ib,
 			break;
 		}
 		ib->num_groups++;
-		groups[i] = id;
+		groups[(*joined)++] = id;
 	}
-	if (ret)
-		rhinet_groups_leave_locked(ib, groups, i);
+	if (ret) {
+		rhinet_groups_leave_locked(ib, groups, *joined);
+		*joined = 0;
+	}
 	mutex_unlock(&ib->groups_lock);
 	return ret;
 }
@@ -235,6 +242,7 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	u32 uid = from_kuid(&init_user_ns, current_uid());
 	struct rhinet_db_entry *db;
 	size_t resp_len;
+	u32 refused;
 	int page, ret;
 
 	ret = rhinet_ucontext_req(ib, udata, &req);
@@ -246,12 +254,12 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 			  max_contexts_per_user);
 		return ret;
 	}
-	ret = rhinet_groups_join(ib, &req, uc->groups);
+	ret = rhinet_groups_join(ib, &req, uc->groups, &uc->num_groups,
+				 &refused);
 	if (ret) {
 		rhinet_user_uncharge(ib, uid);
 		return ret;
 	}
-	uc->num_groups = req.num_groups;
 	page = ida_alloc_range(&ib->contexts, 1, ib->db_pages - 1, GFP_KERNEL);
 	if (page < 0) {
 		ret = page; /* -ENOSPC: every doorbell page is taken */
@@ -309,6 +317,7 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 		resp.comp_mask |= RHINET_UCONTEXT_RESP_GROUPS;
 		resp.twin_bytes = ib->twin_total;
 		resp.twin_share = ib->twin_share.bytes;
+		resp.groups_refused = refused;
 	} else if (udata->outlen >= offsetofend(typeof(resp), reserved)) {
 		resp_len = offsetofend(typeof(resp), reserved);
 	} else {

@@ -177,6 +177,18 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
     errno = EOPNOTSUPP;
     goto err;
   }
+  if (resp.drv.groups_refused) {
+    // The kernel created the context without those groups: closing it
+    // here (the err path) is how an open fails cleanly (rhinet-abi.h).
+    for (uint32_t i = 0; i < cmd.drv.num_groups; i++)
+      if (resp.drv.groups_refused & (1u << i))
+        fprintf(stderr,
+                "librhinet: RHINET_GROUPS: group %u refused (another token "
+                "on this node, or its group table is full)\n",
+                cmd.drv.groups[i].group);
+    errno = EPERM;
+    goto err;
+  }
   ctx->num_groups = cmd.drv.num_groups;
   for (uint32_t i = 0; i < cmd.drv.num_groups; i++)
     ctx->groups[i] = cmd.drv.groups[i].group;
@@ -195,9 +207,11 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
   return &ctx->vctx;
 
 err:
+  const int err = errno;  // what failed, not what cleaning up did
   verbs_uninit_context(&ctx->vctx);
   ctx->~Context();
   free(ctx);
+  errno = err;
   return nullptr;
 }
 

@@ -47,9 +47,14 @@ enum rhinet_alloc_ucontext_cmd_mask {
  * Process groups (004 2.1). A process joins groups when it opens the
  * device, each named by its ID (1..65535) and a 64-bit secret token: the
  * first process of a node to name a group sets its token there (until
- * no member of that group is left on the node); a later one naming
- * another token fails the whole request with EPERM. IDs must be distinct;
- * EINVAL otherwise. No request data (an older provider): no groups.
+ * no member of that group is left on the node). A group named with
+ * another token (or not joined because the node's table is full) is not
+ * joined, and the response's groups_refused says which: the context is
+ * still created, and the provider closes it and reports EPERM. (Failing
+ * the command instead would leak a reference to the task in Linux 6.1's
+ * ioctl GET_CONTEXT path, which frees a failed context without releasing
+ * its resource-tracking entry.) IDs must be distinct; EINVAL otherwise.
+ * No request data (an older provider): no groups.
  */
 struct rhinet_group_cred {
 	__u16 group;
@@ -85,6 +90,11 @@ struct rhinet_alloc_ucontext_resp {
 	/* RHINET_UCONTEXT_RESP_GROUPS: */
 	__aligned_u64 twin_bytes; /* the NIC's twin memory, all processes */
 	__aligned_u64 twin_share; /* what one process may hold of it */
+	/* bit i: the request's groups[i] was not joined (another token on
+	 * this node, or the node's group table is full)
+	 */
+	__u32 groups_refused;
+	__u32 reserved1;
 };
 
 /* The size of the response before max_areas. */
