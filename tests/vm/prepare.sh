@@ -129,6 +129,15 @@ for t in ucx_info ucx_perftest orterun orted ompi_info; do
 	app_args+=(--tool "/usr/bin/$t")
 done
 app_args+=(--link orterun:/usr/bin/mpirun)
+# userlib, its launcher and its programs (they start ranks over ssh).
+UL="$BUILD/userlib"
+if [[ -f $UL/librhinet_user.so.0 ]]; then
+	app_args+=(--tool "$UL/librhinet_user.so.0:$LIB/librhinet_user.so.0"
+		--tool "$UL/rhinet-run:/usr/bin/rhinet-run")
+	for ex in table1 twin_diff_dsm hello_push; do
+		app_args+=(--tool "$UL/rhinet_$ex:/usr/bin/rhinet_$ex")
+	done
+fi
 mpi_bin="$BUILD/tests/vm/guest/rhinet-mpi"
 [[ -x $mpi_bin ]] && app_args+=(--bin "$mpi_bin")
 bash "$HERE/build-initramfs.sh" "$VM/apps.cpio" "${app_args[@]}"

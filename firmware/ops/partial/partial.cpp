@@ -8,10 +8,6 @@
 namespace rhinet::fw::partial {
 namespace {
 
-// A run of equal bytes shorter than this inside a DIFF run is sent along:
-// a new packet would cost more header than the gap's bytes.
-constexpr uint64_t kDiffGapMerge = RHN_DATA_HDR_LEN;
-
 uint64_t bitmap_blocks(const DecodedWqe& w) {
   return (w.length + w.xfer.block - 1) / w.xfer.block;
 }
@@ -203,9 +199,12 @@ bool write_bitmap(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
   return true;
 }
 
-// DIFF PUSH: runs of bytes that differ from the twin (equal gaps shorter
-// than a header ride along); the twin takes each run as it leaves, so it
-// holds the local bytes once the message is out.
+// DIFF PUSH: runs of bytes that differ from the twin, exactly: an equal
+// byte never travels, even between two close runs, because in the
+// multiple-writer protocol another writer may have changed it at the home
+// (004 2.7; writing back our unchanged copy would undo that). The twin
+// takes each run as it leaves, so it holds the local bytes once the
+// message is out.
 bool write_diff(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
                 rhn_op_hdr& op, PacketOut& out) {
   uint8_t* twin = twin_at(m, qp, w.xfer.twin, w.xfer.twin_offset);
@@ -230,7 +229,7 @@ bool write_diff(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
     }
     if (out.payload[i] != twin[start + i])
       last_diff = i;
-    else if (i - last_diff > kDiffGapMerge)
+    else
       break;
   }
   const uint64_t end = start + last_diff + 1;

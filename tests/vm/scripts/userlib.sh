@@ -1,0 +1,59 @@
+#!/bin/sh
+# userlib programs under rhinet-run across the nodes (ranks started over
+# ssh, the bootstrap over the NIC's own IP interface, one process group
+# with its token): table1 runs every row of 004's table 1 by area and by
+# key on a ring of ranks with every byte checked, put-with-signal and
+# sync; twin_diff_dsm is the multiple-writer protocol of software DSMs
+# with the NIC doing the diff; hello_push is the README's example. Then
+# every node holds no twin memory, and no group violation was counted.
+#   userlib.sh NODE NODES   (the applications overlay: run-cluster --apps)
+NODE=$1
+NODES=$2
+LIB_NAME=userlib
+. /test/apps.lib.sh
+apps_setup
+[ "$NODE" = 0 ] || apps_wait 1500
+
+failed=""
+hosts=$(for k in $(seq 0 $((NODES - 1))); do printf 'node%s,' "$k"; done)
+hosts=${hosts%,}
+run() { # NAME rhinet-run arguments...
+	name=$1
+	shift
+	t0=$(now)
+	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
+		echo "userlib: $name passed in $(elapsed "$t0") s"
+		grep -E "ok|rank" /tmp/run.log | head -16
+	else
+		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
+		head -40 /tmp/run.log
+		failed="$failed $name"
+	fi
+}
+
+run "table1, $NODES ranks" -n "$NODES" --hosts "$hosts" rhinet_table1
+run "table1, 2 ranks per node" -n $((2 * NODES)) --per-node 2 \
+	--hosts "$hosts" rhinet_table1
+run "twin_diff_dsm, $NODES ranks" -n "$NODES" --hosts "$hosts" \
+	rhinet_twin_diff_dsm
+run "hello_push" -n 2 --hosts node0,node1 rhinet_hello_push
+
+for k in $(seq 0 $((NODES - 1))); do
+	c=/sys/class/infiniband/rhinet0/ports/1/hw_counters
+	got=$(ssh "node$k" "cat $c/twin_bytes $c/group_violations $c/signals" |
+		tr '\n' ' ')
+	echo "userlib: node$k twin_bytes, group_violations, signals: $got"
+	set -- $got
+	[ "$1" = 0 ] || failed="$failed node$k-twin_bytes=$1"
+	[ "$2" = 0 ] || failed="$failed node$k-group_violations=$2"
+	[ "${3:-0}" -ge 10 ] || failed="$failed node$k-signals=$3"
+done
+
+if [ -n "$failed" ]; then
+	echo "userlib: FAIL:$failed"
+	apps_finish 1
+	exit 1
+fi
+echo "userlib: PASS"
+apps_finish 0
+exit 0

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The RHiNET programming model (seed 004, section 2) in C++20, on the
+// direct verbs of the RHiNET-NG NIC (infiniband/rhinetdv.h):
+//
+//   auto g = rhinet::Group::join_from_env();   // started by rhinet-run
+//   if (!g) { fprintf(stderr, "%s\n", g.error().to_string().c_str()); ... }
+//   rhinet::Group& group = **g;
+//   auto area = group.area(7, std::span(mem));   // group-wide area ID 7
+//   group.barrier_bootstrap();                   // everyone registered
+//   auto r = group.push(peer, 7, 0, std::as_bytes(std::span(src)));
+//   if (auto w = r.wait(); !w) ... w.error().syndrome_name() ...
+//   group.sync();                                // 004 table 2 `sync`
+//
+// Reference: Documentation/userlib/reference.md.
+#ifndef RHINET_RHINET_HPP
+#define RHINET_RHINET_HPP
+
+#include "rhinet/area.hpp"
+#include "rhinet/bootstrap.hpp"
+#include "rhinet/group.hpp"
+#include "rhinet/request.hpp"
+#include "rhinet/result.hpp"
+#include "rhinet/types.hpp"
+#include "rhinet/version.hpp"
+#include "rhinet/xfer.hpp"
+
+#endif  // RHINET_RHINET_HPP

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Options of PUSH and PULL: the partial-transfer modes of 004 2.7 / table 1
+// with their parameters, put-with-signal (2.11) and the per-operation flags.
+#ifndef RHINET_XFER_HPP
+#define RHINET_XFER_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "rhinet/result.hpp"
+
+namespace rhinet {
+
+class Twin;
+
+enum class Op : std::uint32_t { push = 1, pull = 2 };
+
+// The partial-transfer modes (values of RHINETDV_MODE_*). Table 1: PUSH
+// takes basic, diff, bitmap, stride; PULL takes basic, twin, bitmap, stride.
+enum class Mode : std::uint32_t {
+  basic = 0,   // the whole span
+  twin = 1,    // PULL: the NIC also keeps a copy in twin memory
+  diff = 2,    // PUSH: only the bytes that differ from the twin copy
+  bitmap = 3,  // only the blocks marked in a bitmap
+  stride = 4,  // `count` blocks, strided on both sides
+};
+
+// "basic", "twin", ...
+const char* mode_name(Mode mode);
+const char* op_name(Op op);
+
+// Mode::stride: `count` blocks of `block` bytes, `local_stride` bytes apart
+// in the local span (which must hold (count-1)*local_stride + block bytes)
+// and `remote_stride` apart from the remote offset (or address).
+struct Stride {
+  std::uint32_t block = 0;
+  std::uint32_t count = 0;
+  std::uint64_t local_stride = 0;
+  std::uint64_t remote_stride = 0;
+};
+
+// Mode::bitmap: bit i (LSB first in each byte) selects bytes
+// [i*granularity, (i+1)*granularity) of the span. `bits` must lie inside a
+// registered Buffer or Area of the group (the NIC reads it) and hold at
+// least ceil(span bytes / granularity) bits.
+struct Bitmap {
+  std::span<const std::byte> bits;
+  std::uint32_t granularity = 0;
+};
+
+// Mode::twin / Mode::diff: twin memory and where this span's copy starts
+// in it (offset + span bytes must fit in the twin).
+struct TwinRef {
+  const Twin* twin = nullptr;
+  std::uint64_t offset = 0;
+};
+
+// Everything but the addresses of one PUSH or PULL. Aggregate: use
+// designated initializers, e.g.
+//   {.mode = Mode::diff, .twin = {&twin, 0}, .signal = 1}
+// or the helpers below.
+struct XferOptions {
+  Mode mode = Mode::basic;
+  Stride stride{};  // Mode::stride
+  Bitmap bitmap{};  // Mode::bitmap
+  TwinRef twin{};   // Mode::twin, Mode::diff
+  // PUSH by area only: when nonzero, the target's signal count of the area
+  // grows by this value once the data has landed (put-with-signal, 004
+  // 2.11); the target waits with Group::wait_signal.
+  std::uint32_t signal = 0;
+  // Start only after this process's earlier PULLs completed.
+  bool fence = false;
+  // PUSH, Mode::basic only: the bytes are copied into the work request
+  // (at most Group::max_inline() bytes), so the span need not be
+  // registered and is free again as soon as push() returns.
+  bool inline_data = false;
+
+  static XferOptions strided(const Stride& s) {
+    return {.mode = Mode::stride, .stride = s};
+  }
+  static XferOptions with_bitmap(std::span<const std::byte> bits,
+                                 std::uint32_t granularity) {
+    return {.mode = Mode::bitmap, .bitmap = {bits, granularity}};
+  }
+  // PULL that also fills `twin` from `offset`.
+  static XferOptions twin_copy(const Twin& twin, std::uint64_t offset = 0) {
+    return {.mode = Mode::twin, .twin = {&twin, offset}};
+  }
+  // PUSH of only what differs from `twin` at `offset`.
+  static XferOptions diff(const Twin& twin, std::uint64_t offset = 0) {
+    return {.mode = Mode::diff, .twin = {&twin, offset}};
+  }
+  XferOptions& with_signal(std::uint32_t value) {
+    signal = value;
+    return *this;
+  }
+};
+
+// How the remote side of an operation is named.
+enum class Target : std::uint32_t {
+  area = 0,  // (rank, area ID, offset)
+  key = 1,   // (rank, remote address, rkey)
+};
+
+// The checks push/pull make before posting (exposed for tests and for
+// callers who want to validate once): table 1's combinations, the mode's
+// parameters against `length` (the local span's bytes), signal only on a
+// PUSH by area, inline only on a basic PUSH. Errors: EINVAL with a message
+// naming the rule; EMSGSIZE for a span of 4 GiB or more. Does not check
+// what needs the device (registration, max_inline, the twin's device).
+Result<void> check_xfer(Op op, Target target, const XferOptions& options,
+                        std::size_t length);
+
+}  // namespace rhinet
+
+#endif  // RHINET_XFER_HPP

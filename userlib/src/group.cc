@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "rhinet/group.hpp"
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "device.hpp"
+#include "net.hpp"
+
+namespace rhinet {
+
+namespace {
+
+Error errno_error(int e, std::string what) {
+  return Error(e ? e : EIO, std::move(what));
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Opens the device named `want`, or the first rhinet* one.
+Result<ibv_context*> open_device(const std::string& want) {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (!list)
+    return errno_error(errno, "ibv_get_device_list (is rhinet.ko loaded?)");
+  ibv_device* pick = nullptr;
+  std::string seen;
+  for (int i = 0; i < n; i++) {
+    const char* name = ibv_get_device_name(list[i]);
+    seen += (seen.empty() ? "" : ", ") + std::string(name);
+    const bool match =
+        want.empty() ? std::strncmp(name, "rhinet", 6) == 0 : want == name;
+    if (match && !pick) pick = list[i];
+  }
+  if (!pick) {
+    ibv_free_device_list(list);
+    const std::string which =
+        want.empty() ? "no ibverbs device whose name starts with \"rhinet\""
+                     : "no ibverbs device named \"" + want + "\"";
+    return Error(ENODEV,
+                 which + " (devices: " + (seen.empty() ? "none" : seen) + ")");
+  }
+  const std::string name = ibv_get_device_name(pick);
+  ibv_context* ctx = ibv_open_device(pick);
+  const int err = errno;
+  ibv_free_device_list(list);
+  if (!ctx) return errno_error(err, "ibv_open_device " + name);
+  return ctx;
+}
+
+}  // namespace
+
+// ---- joining ----------------------------------------------------------------
+
+Result<std::unique_ptr<Group>> Group::join_from_env() {
+  auto o = BootstrapOptions::from_env();
+  if (!o) return std::move(o).error();
+  return join(*o);
+}
+
+Result<std::unique_ptr<Group>> Group::join(const BootstrapOptions& o) {
+  if (o.size < 1 || o.size > max_ranks || o.rank >= o.size || o.group > 0xffff)
+    return Error(EINVAL, "join: rank " + std::to_string(o.rank) + " of " +
+                             std::to_string(o.size) + " in group " +
+                             std::to_string(o.group) + " (size 1.." +
+                             std::to_string(max_ranks) +
+                             ", rank below size, group 0..65535)");
+  // Membership is read at device open.
+  if (o.group && o.token && !std::getenv("RHINET_GROUPS")) {
+    char v[48];
+    snprintf(v, sizeof(v), "%u:%016llx", o.group,
+             static_cast<unsigned long long>(*o.token));
+    setenv("RHINET_GROUPS", v, 0);
+  }
+
+  auto dev = std::make_shared<detail::Device>();
+  dev->group = o.group;
+  auto ctx = open_device(o.device);
+  if (!ctx) return std::move(ctx).error();
+  dev->ctx = *ctx;
+  const std::string name = ibv_get_device_name(dev->ctx->device);
+
+  if (int e = rhinetdv_query_device(dev->ctx, &dev->attr, sizeof(dev->attr))) {
+    if (e == EOPNOTSUPP)
+      return Error(EOPNOTSUPP, "device " + name +
+                                   " is not a rhinet device (rhinetdv refuses "
+                                   "it)");
+    return errno_error(e, "rhinetdv_query_device " + name);
+  }
+  const auto need = [&](std::uint32_t cap, const char* what) -> Result<void> {
+    if (!(dev->attr.caps & cap))
+      return Error(EOPNOTSUPP, "device " + name + " has no " + what);
+    return ok();
+  };
+  if (auto r = need(RHINETDV_CAP_ENDPOINT, "endpoint (rhinetdv caps)"); !r)
+    return std::move(r).error();
+  if (auto r = need(RHINETDV_CAP_STATUS_WORD, "status words"); !r)
+    return std::move(r).error();
+  if (auto r = need(RHINETDV_CAP_XFER_EX, "rhinetdv_push_ex/pull_ex"); !r)
+    return std::move(r).error();
+  if (o.group) {
+    if (auto r = need(RHINETDV_CAP_GROUPS, "process groups"); !r)
+      return std::move(r).error();
+    uint16_t groups[64];
+    const int n = rhinetdv_query_groups(dev->ctx, groups, 64);
+    if (n < 0) return errno_error(errno, "rhinetdv_query_groups");
+    bool member = false;
+    for (int i = 0; i < n && i < 64; i++) member |= groups[i] == o.group;
+    if (!member)
+      return Error(EPERM, "this process is not a member of group " +
+                              std::to_string(o.group) + " on " + name +
+                              ": RHINET_GROUPS must name it with the group's "
+                              "token when the device is opened (rhinet-run "
+                              "sets it)");
+  }
+
+  dev->pd = ibv_alloc_pd(dev->ctx);
+  if (!dev->pd) return errno_error(errno, "ibv_alloc_pd on " + name);
+  std::uint32_t max = o.max_outstanding ? o.max_outstanding : 64;
+  if (dev->attr.max_outstanding && max > dev->attr.max_outstanding)
+    max = dev->attr.max_outstanding;
+  rhinetdv_endpoint_init_attr ea{};
+  ea.max_outstanding = max;
+  dev->ep = rhinetdv_create_endpoint(dev->pd, &ea);
+  if (!dev->ep)
+    return errno_error(errno, "rhinetdv_create_endpoint on " + name);
+  if (auto r = dev->make_pool(max); !r) return std::move(r).error();
+
+  auto boot =
+      Bootstrap::exchange(o, Peer{dev->ep->node_id, dev->ep->endpoint_id});
+  if (!boot) return std::move(boot).error();
+  for (std::uint32_t r = 0; r < boot->size(); r++)
+    if (boot->table()[r].node_id > 0xffff)
+      return Error(ERANGE, "rank " + std::to_string(r) + " is on node " +
+                               std::to_string(boot->table()[r].node_id) +
+                               ", beyond the 16 bits a transfer names");
+  return std::unique_ptr<Group>(new Group(std::move(dev), std::move(*boot)));
+}
+
+Group::Group(std::shared_ptr<detail::Device> dev, Bootstrap boot)
+    : dev_(std::move(dev)), boot_(std::move(boot)) {
+  rank_ = boot_.rank();
+  size_ = boot_.size();
+  group_ = boot_.group();
+  table_ = boot_.table();
+  local_rank_ = 0;
+  local_size_ = 0;
+  for (std::uint32_t r = 0; r < size_; r++)
+    if (table_[r].node_id == table_[rank_].node_id) {
+      if (r < rank_) local_rank_++;
+      local_size_++;
+    }
+}
+
+Group::~Group() = default;
+
+Peer Group::peer(std::uint32_t rank) const {
+  if (rank >= size_) {
+    std::fprintf(stderr, "rhinet: Group::peer(%u) of a group of %u ranks\n",
+                 rank, size_);
+    std::abort();
+  }
+  return table_[rank];
+}
+
+std::uint32_t Group::max_inline() const { return dev_->attr.max_inline; }
+std::size_t Group::outstanding() const { return dev_->in_flight(); }
+ibv_context* Group::context() const { return dev_->ctx; }
+ibv_pd* Group::pd() const { return dev_->pd; }
+rhinetdv_endpoint* Group::endpoint() const { return dev_->ep; }
+
+// ---- memory -----------------------------------------------------------------
+
+Result<Area> Group::area(std::uint32_t area_id, std::span<std::byte> memory,
+                         Access access) {
+  const std::string what =
+      "area " + std::to_string(area_id) + " (" + std::to_string(memory.size()) +
+      " bytes at " + hex(reinterpret_cast<std::uintptr_t>(memory.data())) + ")";
+  if (area_id > 0xffff) return Error(EINVAL, what + ": area IDs are 0..65535");
+  if (memory.empty()) return Error(EINVAL, what + ": empty");
+  if (!(dev_->attr.caps & RHINETDV_CAP_AREA))
+    return Error(EOPNOTSUPP, what + ": the device (or rhinet.ko) has no areas");
+  const auto a = static_cast<std::uint32_t>(access);
+  if (!a || (a & ~3u)) return Error(EINVAL, what + ": bad Access value");
+  int flags = IBV_ACCESS_LOCAL_WRITE;
+  if (a & static_cast<std::uint32_t>(Access::remote_write))
+    flags |= IBV_ACCESS_REMOTE_WRITE;
+  if (a & static_cast<std::uint32_t>(Access::remote_read))
+    flags |= IBV_ACCESS_REMOTE_READ;
+  if (dev_->find_region(memory.data(), 1) ||
+      dev_->find_region(memory.data() + memory.size() - 1, 1))
+    return Error(EEXIST, what + ": overlaps a Buffer or Area of the group");
+  rhinetdv_area_attr attr{};
+  attr.group_id = group_;
+  attr.area_id = area_id;
+  ibv_mr* mr = rhinetdv_reg_area_ex(dev_->pd, memory.data(), memory.size(),
+                                    flags, &attr, sizeof(attr));
+  if (!mr) return errno_error(errno, what + ": rhinetdv_reg_area_ex");
+  if (auto r = dev_->add_region(memory.data(), memory.size(), mr->lkey, true);
+      !r) {
+    ibv_dereg_mr(mr);
+    return Error(r.error().code(), what + ": " + r.error().message());
+  }
+  return dev_->make_area(mr, area_id, memory);
+}
+
+namespace {
+
+Result<Buffer> make_buffer(detail::Device& dev, std::byte* p, std::size_t len,
+                           bool writable) {
+  const std::string what =
+      std::string(writable ? "buffer" : "read-only buffer") + " (" +
+      std::to_string(len) + " bytes at " +
+      hex(reinterpret_cast<std::uintptr_t>(p)) + ")";
+  if (!len) return Error(EINVAL, what + ": empty");
+  if (dev.find_region(p, 1) || dev.find_region(p + len - 1, 1))
+    return Error(EEXIST, what + ": overlaps a Buffer or Area of the group");
+  ibv_mr* mr =
+      ibv_reg_mr(dev.pd, p, len, writable ? IBV_ACCESS_LOCAL_WRITE : 0);
+  if (!mr) return errno_error(errno, what + ": ibv_reg_mr");
+  if (auto r = dev.add_region(p, len, mr->lkey, writable); !r) {
+    ibv_dereg_mr(mr);
+    return Error(r.error().code(), what + ": " + r.error().message());
+  }
+  return dev.make_buffer(mr, std::span<std::byte>(p, len), writable);
+}
+
+}  // namespace
+
+Result<Buffer> Group::buffer(std::span<std::byte> memory) {
+  return make_buffer(*dev_, memory.data(), memory.size(), true);
+}
+
+Result<Buffer> Group::readonly_buffer(std::span<const std::byte> memory) {
+  return make_buffer(*dev_, const_cast<std::byte*>(memory.data()),
+                     memory.size(), false);
+}
+
+Result<Twin> Group::twin(std::size_t bytes) {
+  const std::string what = "twin memory of " + std::to_string(bytes) + " bytes";
+  if (!bytes) return Error(EINVAL, what + ": empty");
+  if (!(dev_->attr.caps & RHINETDV_CAP_TWIN))
+    return Error(EOPNOTSUPP, what + ": the device has no twin memory");
+  ibv_alloc_dm_attr attr{};
+  attr.length = bytes;
+  ibv_dm* dm = ibv_alloc_dm(dev_->ctx, &attr);
+  if (!dm) return errno_error(errno, what + ": ibv_alloc_dm");
+  errno = 0;
+  const std::uint32_t handle = rhinetdv_twin_handle(dm);
+  if (!handle && errno) {
+    const int e = errno;
+    ibv_free_dm(dm);
+    return errno_error(e, what + ": rhinetdv_twin_handle");
+  }
+  return dev_->make_twin(dm, bytes, handle);
+}
+
+// ---- PUSH and PULL ----------------------------------------------------------
+
+Request Group::push(std::uint32_t rank, std::uint32_t area_id,
+                    std::uint64_t offset, std::span<const std::byte> src,
+                    const XferOptions& options) {
+  return post(Op::push, Target::area, rank, area_id, 0, offset,
+              {const_cast<std::byte*>(src.data()), src.size()}, options);
+}
+
+Request Group::pull(std::uint32_t rank, std::uint32_t area_id,
+                    std::uint64_t offset, std::span<std::byte> dst,
+                    const XferOptions& options) {
+  return post(Op::pull, Target::area, rank, area_id, 0, offset, dst, options);
+}
+
+Request Group::push_to(std::uint32_t rank, std::uint64_t remote_addr,
+                       std::uint32_t rkey, std::span<const std::byte> src,
+                       const XferOptions& options) {
+  return post(Op::push, Target::key, rank, remote_addr, rkey, 0,
+              {const_cast<std::byte*>(src.data()), src.size()}, options);
+}
+
+Request Group::pull_from(std::uint32_t rank, std::uint64_t remote_addr,
+                         std::uint32_t rkey, std::span<std::byte> dst,
+                         const XferOptions& options) {
+  return post(Op::pull, Target::key, rank, remote_addr, rkey, 0, dst, options);
+}
+
+Request Group::post(Op op, Target target, std::uint32_t rank,
+                    std::uint64_t remote, std::uint32_t rkey,
+                    std::uint64_t offset, std::span<std::byte> local,
+                    const XferOptions& o) {
+  detail::Device& dev = *dev_;
+  detail::Device::Slot d;  // for messages
+  d.op = op;
+  d.target = target;
+  d.mode = o.mode;
+  d.rank = rank;
+  d.area_or_rkey =
+      target == Target::area ? static_cast<std::uint32_t>(remote) : rkey;
+  d.offset_or_addr = target == Target::area ? offset : remote;
+  d.length = static_cast<std::uint32_t>(local.size());
+  const auto fail = [&](int e, const std::string& why) {
+    return detail::Device::failed(Error(e, dev.describe(d) + ": " + why));
+  };
+
+  if (rank >= size_)
+    return fail(EINVAL, "no rank " + std::to_string(rank) + " in a group of " +
+                            std::to_string(size_));
+  if (target == Target::area && remote > 0xffff)
+    return fail(EINVAL, "area IDs are 0..65535");
+  if (auto r = check_xfer(op, target, o, local.size()); !r)
+    return fail(r.error().errno_value(), r.error().message());
+  if (o.twin.twin && detail::Device::owner_of(*o.twin.twin) != &dev)
+    return fail(EINVAL, "the twin belongs to another group");
+
+  // Local memory: a registered region, unless inline (or empty: a push of
+  // nothing, e.g. only a signal, goes inline).
+  const bool inline_data = op == Op::push && (o.inline_data || local.empty());
+  std::uint32_t lkey = 0;
+  if (inline_data) {
+    if (local.size() > dev.attr.max_inline)
+      return fail(EMSGSIZE, "inline data of " + std::to_string(local.size()) +
+                                " bytes; the device takes at most " +
+                                std::to_string(dev.attr.max_inline));
+  } else {
+    if (local.empty()) return fail(EINVAL, "empty span");
+    const auto* reg = dev.find_region(local.data(), local.size());
+    if (!reg)
+      return fail(EFAULT,
+                  "the local span (" +
+                      hex(reinterpret_cast<std::uintptr_t>(local.data())) +
+                      ") is not inside one registered Buffer or Area of the "
+                      "group (Group::buffer)");
+    if (op == Op::pull && !reg->writable)
+      return fail(EACCES, "the local span is in a read-only Buffer");
+    lkey = reg->lkey;
+  }
+  std::uint32_t bitmap_lkey = 0;
+  if (o.mode == Mode::bitmap) {
+    const auto* reg =
+        dev.find_region(o.bitmap.bits.data(), o.bitmap.bits.size());
+    if (!reg)
+      return fail(EFAULT,
+                  "the bitmap is not inside one registered Buffer or Area of "
+                  "the group (the NIC reads it)");
+    bitmap_lkey = reg->lkey;
+  }
+
+  rhinetdv_xfer_ex x{};
+  x.base.local_addr = local.data();
+  x.base.length = static_cast<std::uint32_t>(local.size());
+  x.base.lkey = lkey;
+  x.base.dest_node = static_cast<std::uint16_t>(table_[rank].node_id);
+  x.base.dest_endpoint = table_[rank].endpoint_id;
+  x.base.flags = RHINETDV_XFER_STATUS_WORD;
+  if (inline_data) x.base.flags |= RHINETDV_XFER_INLINE;
+  if (o.fence) x.base.flags |= RHINETDV_XFER_FENCE;
+  if (target == Target::area) {
+    x.base.area_id = static_cast<std::uint32_t>(remote);
+    x.base.offset = offset;
+    x.group_id = group_;
+  } else {
+    x.base.flags |= RHINETDV_XFER_EX_BY_KEY;
+    x.remote_addr = remote;
+    x.rkey = rkey;
+  }
+  if (o.signal) {
+    x.base.flags |= RHINETDV_XFER_EX_SIGNAL;
+    x.signal = o.signal;
+  }
+  x.mode = static_cast<std::uint32_t>(o.mode);
+  switch (o.mode) {
+    case Mode::stride:
+      x.block = o.stride.block;
+      x.count = o.stride.count;
+      x.local_stride = o.stride.local_stride;
+      x.remote_stride = o.stride.remote_stride;
+      // One block: the strides say nothing, but the NIC wants them >= block.
+      if (x.count == 1) {
+        if (x.local_stride < x.block) x.local_stride = x.block;
+        if (x.remote_stride < x.block) x.remote_stride = x.block;
+      }
+      break;
+    case Mode::bitmap:
+      x.block = o.bitmap.granularity;
+      x.bitmap = o.bitmap.bits.data();
+      x.bitmap_lkey = bitmap_lkey;
+      break;
+    case Mode::twin:
+    case Mode::diff:
+      x.twin = o.twin.twin->dm();
+      x.twin_offset = o.twin.offset;
+      break;
+    case Mode::basic:
+      break;
+  }
+  auto slot = dev.acquire(forever);
+  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
+  x.base.wr_id = *slot;
+  x.base.status_word = &dev.words[*slot];
+  x.base.status_lkey = dev.words_mr->lkey;
+  d.busy = true;
+  dev.slots[*slot] = d;
+
+  int err = 0;
+  for (;;) {
+    err = op == Op::push ? rhinetdv_push_ex(dev.ep, &x, sizeof(x))
+                         : rhinetdv_pull_ex(dev.ep, &x, sizeof(x));
+    if (err != ENOMEM) break;
+    // The endpoint's queue is full: let earlier operations finish.
+    dev.drain_cq();
+    if (dev.in_flight() <= 1) break;
+    detail::Backoff b;
+    const std::size_t before = dev.in_flight();
+    while (dev.in_flight() == before) {
+      b.pause();
+      dev.reap_all();
+    }
+  }
+  if (err) {
+    dev.release(*slot);
+    return fail(err, op == Op::push ? "rhinetdv_push_ex" : "rhinetdv_pull_ex");
+  }
+  return dev.request(*slot);
+}
+
+Result<void> Group::sync(std::chrono::milliseconds timeout) {
+  detail::Device& dev = *dev_;
+  const auto deadline = net::deadline_after(timeout);
+  detail::Backoff b;
+  for (;;) {
+    dev.reap_all();
+    if (!dev.in_flight()) break;
+    if (net::poll_ms(deadline) == 0)
+      return Error(ETIMEDOUT, "sync: " + std::to_string(dev.in_flight()) +
+                                  " operations still in flight after " +
+                                  net::format_duration(timeout));
+    b.pause();
+  }
+  dev.drain_cq();
+  if (dev.detached_error) {
+    Error e = std::move(*dev.detached_error);
+    dev.detached_error.reset();
+    return e;
+  }
+  return ok();
+}
+
+// ---- signals ----------------------------------------------------------------
+
+Result<std::uint64_t> Group::signal_count(std::uint32_t area_id) {
+  std::uint64_t count = 0;
+  if (int e = rhinetdv_signal_count(dev_->ep, group_, area_id, &count))
+    return errno_error(e, "signal_count of area " + std::to_string(area_id));
+  return count;
+}
+
+Result<void> Group::wait_signal(std::uint32_t area_id, std::uint64_t count,
+                                std::chrono::milliseconds timeout) {
+  const std::string what = "wait_signal: area " + std::to_string(area_id) +
+                           " count " + std::to_string(count);
+  int ms = -1;
+  if (timeout != forever)
+    ms = timeout.count() < 0         ? 0
+         : timeout.count() > INT_MAX ? INT_MAX
+                                     : static_cast<int>(timeout.count());
+  const int e = rhinetdv_wait_signal(dev_->ep, group_, area_id, count, ms);
+  if (e == ETIMEDOUT)
+    return Error(ETIMEDOUT, what + ": not reached within " +
+                                net::format_duration(timeout));
+  if (e) return errno_error(e, what);
+  return ok();
+}
+
+// ---- bootstrap --------------------------------------------------------------
+
+Result<void> Group::barrier_bootstrap(std::chrono::milliseconds timeout) {
+  return boot_.barrier(timeout);
+}
+
+}  // namespace rhinet

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Table 1 of 004 and the parameters of each mode, checked before posting.
+#include <cerrno>
+#include <limits>
+#include <string>
+
+#include "rhinet/area.hpp"
+#include "rhinet/xfer.hpp"
+
+namespace rhinet {
+
+const char* mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::basic:
+      return "basic";
+    case Mode::twin:
+      return "twin";
+    case Mode::diff:
+      return "diff";
+    case Mode::bitmap:
+      return "bitmap";
+    case Mode::stride:
+      return "stride";
+  }
+  return "unknown";
+}
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::push:
+      return "push";
+    case Op::pull:
+      return "pull";
+  }
+  return "unknown";
+}
+
+namespace {
+
+Error invalid(std::string what) { return Error(EINVAL, std::move(what)); }
+
+bool mode_allowed(Op op, Mode mode) {
+  switch (mode) {
+    case Mode::basic:
+    case Mode::bitmap:
+    case Mode::stride:
+      return true;
+    case Mode::diff:
+      return op == Op::push;
+    case Mode::twin:
+      return op == Op::pull;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<void> check_xfer(Op op, Target target, const XferOptions& o,
+                        std::size_t length) {
+  const std::string op_s = op_name(op);
+  const auto mode_v = static_cast<std::uint32_t>(o.mode);
+  if (mode_v > static_cast<std::uint32_t>(Mode::stride))
+    return invalid(op_s + ": unknown mode " + std::to_string(mode_v));
+  const std::string mode_s = mode_name(o.mode);
+  if (!mode_allowed(op, o.mode))
+    return invalid(op_s + " does not take mode " + mode_s +
+                   " (004 table 1: push takes basic, diff, bitmap, stride; "
+                   "pull takes basic, twin, bitmap, stride)");
+  if (length > std::numeric_limits<std::uint32_t>::max())
+    return Error(EMSGSIZE, op_s + ": " + std::to_string(length) +
+                               " bytes; one operation moves less than 4 GiB");
+  if (length == 0 && o.mode != Mode::basic)
+    return invalid(op_s + ": empty span in mode " + mode_s);
+
+  // Parameters of another mode are a mistake (the mode was forgotten).
+  const bool has_stride = o.stride.block || o.stride.count ||
+                          o.stride.local_stride || o.stride.remote_stride;
+  const bool has_bitmap = !o.bitmap.bits.empty() || o.bitmap.granularity;
+  const bool has_twin = o.twin.twin || o.twin.offset;
+  if (has_stride && o.mode != Mode::stride)
+    return invalid(op_s + ": stride parameters given in mode " + mode_s +
+                   " (set .mode = Mode::stride)");
+  if (has_bitmap && o.mode != Mode::bitmap)
+    return invalid(op_s + ": a bitmap given in mode " + mode_s +
+                   " (set .mode = Mode::bitmap)");
+  if (has_twin && o.mode != Mode::twin && o.mode != Mode::diff)
+    return invalid(op_s + ": a twin given in mode " + mode_s +
+                   " (set .mode = Mode::twin for pull, Mode::diff for push)");
+
+  if (o.signal && (op != Op::push || target != Target::area))
+    return invalid(op_s + ": a signal goes only with a push by area ID");
+  if (o.inline_data && (op != Op::push || o.mode != Mode::basic))
+    return invalid(op_s + ": inline data goes only with a basic push");
+
+  switch (o.mode) {
+    case Mode::basic:
+      break;
+    case Mode::stride: {
+      const Stride& s = o.stride;
+      if (!s.block || !s.count)
+        return invalid(op_s + " stride: block and count must be nonzero");
+      if (s.count > 1 &&
+          (s.local_stride < s.block || s.remote_stride < s.block))
+        return invalid(op_s + " stride: strides (local " +
+                       std::to_string(s.local_stride) + ", remote " +
+                       std::to_string(s.remote_stride) +
+                       ") must be at least the block (" +
+                       std::to_string(s.block) + "): blocks would overlap");
+      const std::uint64_t n = s.count - 1ull;
+      constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
+      if ((n && s.local_stride > (kMax - s.block) / n) ||
+          (n && s.remote_stride > (kMax - s.block) / n))
+        return invalid(op_s + " stride: extent overflows");
+      const std::uint64_t extent = n * s.local_stride + s.block;
+      if (extent > length)
+        return invalid(op_s + " stride: " + std::to_string(s.count) +
+                       " blocks of " + std::to_string(s.block) + " bytes " +
+                       std::to_string(s.local_stride) +
+                       " apart need a local span of " + std::to_string(extent) +
+                       " bytes; it has " + std::to_string(length));
+      break;
+    }
+    case Mode::bitmap: {
+      const Bitmap& b = o.bitmap;
+      if (!b.granularity)
+        return invalid(op_s + " bitmap: granularity must be nonzero");
+      const std::uint64_t blocks = (length + b.granularity - 1) / b.granularity;
+      if (b.bits.size() * 8ull < blocks)
+        return invalid(op_s + " bitmap: " + std::to_string(length) +
+                       " bytes in blocks of " + std::to_string(b.granularity) +
+                       " need " + std::to_string(blocks) +
+                       " bits; the bitmap has " +
+                       std::to_string(b.bits.size() * 8));
+      break;
+    }
+    case Mode::twin:
+    case Mode::diff: {
+      if (!o.twin.twin)
+        return invalid(op_s + " " + mode_s +
+                       ": no twin memory given (XferOptions::twin)");
+      const std::size_t size = o.twin.twin->size();
+      if (o.twin.offset > size || length > size - o.twin.offset)
+        return invalid(op_s + " " + mode_s + ": twin bytes [" +
+                       std::to_string(o.twin.offset) + ", " +
+                       std::to_string(o.twin.offset + length) +
+                       ") beyond the twin's " + std::to_string(size));
+      break;
+    }
+  }
+  return ok();
+}
+
+}  // namespace rhinet

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// check_xfer: 004 table 1 and the parameters of each mode, refused before
+// anything is posted.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cerrno>
+#include <string>
+
+#include "rhinet/xfer.hpp"
+
+namespace {
+
+using rhinet::check_xfer;
+using rhinet::Mode;
+using rhinet::Op;
+using rhinet::Target;
+using rhinet::XferOptions;
+
+std::array<std::byte, 64> g_bits{};
+
+// Valid parameters for `mode` over `len` bytes (twin modes: no twin can
+// be made without a NIC, so those stop at "no twin memory given").
+XferOptions options_for(Mode mode) {
+  XferOptions o;
+  o.mode = mode;
+  if (mode == Mode::stride) o.stride = {8, 4, 16, 32};
+  if (mode == Mode::bitmap) o.bitmap = {g_bits, 8};
+  return o;
+}
+
+std::string message(const rhinet::Result<void>& r) {
+  return r ? "" : r.error().message();
+}
+
+TEST(XferCheck, Table1) {
+  struct Row {
+    Op op;
+    Mode mode;
+    bool allowed;
+  };
+  const Row rows[] = {
+      {Op::push, Mode::basic, true},  {Op::push, Mode::twin, false},
+      {Op::push, Mode::diff, true},   {Op::push, Mode::bitmap, true},
+      {Op::push, Mode::stride, true}, {Op::pull, Mode::basic, true},
+      {Op::pull, Mode::twin, true},   {Op::pull, Mode::diff, false},
+      {Op::pull, Mode::bitmap, true}, {Op::pull, Mode::stride, true},
+  };
+  for (const Row& row : rows) {
+    for (Target t : {Target::area, Target::key}) {
+      auto r = check_xfer(row.op, t, options_for(row.mode), 64);
+      const std::string what = std::string(rhinet::op_name(row.op)) + " " +
+                               rhinet::mode_name(row.mode);
+      const bool twin_mode = row.mode == Mode::twin || row.mode == Mode::diff;
+      if (!row.allowed) {
+        ASSERT_FALSE(r) << what;
+        EXPECT_EQ(r.error().errno_value(), EINVAL) << what;
+        EXPECT_NE(message(r).find("table 1"), std::string::npos)
+            << what << ": " << message(r);
+      } else if (twin_mode) {
+        ASSERT_FALSE(r) << what;  // allowed, but no twin given
+        EXPECT_NE(message(r).find("no twin memory"), std::string::npos)
+            << what << ": " << message(r);
+      } else {
+        EXPECT_TRUE(r) << what << ": " << message(r);
+      }
+    }
+  }
+}
+
+TEST(XferCheck, UnknownMode) {
+  XferOptions o;
+  o.mode = static_cast<Mode>(9);
+  auto r = check_xfer(Op::push, Target::area, o, 8);
+  ASSERT_FALSE(r);
+  EXPECT_NE(message(r).find("unknown mode 9"), std::string::npos);
+}
+
+TEST(XferCheck, Stride) {
+  auto with = [](rhinet::Stride s, std::size_t len) {
+    return check_xfer(Op::push, Target::area, XferOptions::strided(s), len);
+  };
+  EXPECT_TRUE(with({8, 4, 16, 32}, 56));   // 3*16+8 = 56 bytes exactly
+  EXPECT_FALSE(with({8, 4, 16, 32}, 55));  // one byte short
+  EXPECT_NE(message(with({8, 4, 16, 32}, 55)).find("need a local span of 56"),
+            std::string::npos);
+  EXPECT_FALSE(with({0, 4, 16, 32}, 64));  // zero block
+  EXPECT_FALSE(with({8, 0, 16, 32}, 64));  // zero count
+  EXPECT_FALSE(with({8, 4, 4, 32}, 64));   // local blocks overlap
+  EXPECT_FALSE(with({8, 4, 16, 7}, 64));   // remote blocks overlap
+  EXPECT_NE(message(with({8, 4, 4, 32}, 64)).find("overlap"),
+            std::string::npos);
+  EXPECT_TRUE(with({8, 1, 0, 0}, 8));  // one block: strides unused
+  EXPECT_FALSE(with({8, 3, UINT64_MAX / 2, 8}, 64));  // extent overflows
+  // Pulls take strides too.
+  EXPECT_TRUE(check_xfer(Op::pull, Target::key,
+                         XferOptions::strided({4, 2, 4, 100}), 8));
+}
+
+TEST(XferCheck, Bitmap) {
+  std::array<std::byte, 2> bits{};
+  auto with = [&](std::uint32_t g, std::size_t len) {
+    return check_xfer(Op::push, Target::area, XferOptions::with_bitmap(bits, g),
+                      len);
+  };
+  EXPECT_TRUE(with(4, 64));   // 16 blocks, 16 bits
+  EXPECT_FALSE(with(4, 65));  // 17 blocks
+  EXPECT_NE(message(with(4, 65)).find("need 17 bits"), std::string::npos);
+  EXPECT_TRUE(with(8, 65));   // 9 blocks
+  EXPECT_FALSE(with(0, 64));  // no granularity
+  EXPECT_FALSE(
+      check_xfer(Op::pull, Target::area, XferOptions::with_bitmap({}, 8), 64));
+}
+
+TEST(XferCheck, ParametersOfAnotherModeAreRefused) {
+  XferOptions o;
+  o.stride = {8, 2, 8, 8};  // .mode forgotten
+  auto r = check_xfer(Op::push, Target::area, o, 64);
+  ASSERT_FALSE(r);
+  EXPECT_NE(message(r).find("Mode::stride"), std::string::npos);
+
+  XferOptions b = XferOptions::with_bitmap(g_bits, 8);
+  b.mode = Mode::stride;
+  b.stride = {8, 2, 8, 8};
+  EXPECT_FALSE(check_xfer(Op::push, Target::area, b, 64));
+}
+
+TEST(XferCheck, SignalOnlyOnPushByArea) {
+  XferOptions o{.signal = 1};
+  EXPECT_TRUE(check_xfer(Op::push, Target::area, o, 8));
+  EXPECT_TRUE(check_xfer(Op::push, Target::area, o, 0));  // a bare signal
+  auto pull = check_xfer(Op::pull, Target::area, o, 8);
+  ASSERT_FALSE(pull);
+  EXPECT_NE(message(pull).find("signal"), std::string::npos);
+  EXPECT_FALSE(check_xfer(Op::push, Target::key, o, 8));
+  // With a mode, too.
+  XferOptions s = XferOptions::strided({8, 2, 8, 8}).with_signal(3);
+  EXPECT_TRUE(check_xfer(Op::push, Target::area, s, 16));
+}
+
+TEST(XferCheck, InlineOnlyOnBasicPush) {
+  XferOptions o{.inline_data = true};
+  EXPECT_TRUE(check_xfer(Op::push, Target::area, o, 8));
+  EXPECT_FALSE(check_xfer(Op::pull, Target::area, o, 8));
+  XferOptions s = XferOptions::strided({8, 2, 8, 8});
+  s.inline_data = true;
+  EXPECT_FALSE(check_xfer(Op::push, Target::area, s, 16));
+}
+
+TEST(XferCheck, Lengths) {
+  auto big = check_xfer(Op::push, Target::area, {}, std::size_t{1} << 32);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().errno_value(), EMSGSIZE);
+  EXPECT_TRUE(check_xfer(Op::push, Target::area, {}, 0xffffffffu));
+  // An empty span only in basic mode.
+  EXPECT_FALSE(check_xfer(Op::push, Target::area,
+                          XferOptions::strided({8, 1, 0, 0}), 0));
+}
+
+}  // namespace
