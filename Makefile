@@ -25,7 +25,7 @@ FORMAT_FILES  = $(shell find $(FORMAT_DIRS) \
 	-o -name '*.hh' -o -name '*.hpp' \) -print 2>/dev/null | sort)
 
 .PHONY: all deps build build-main build-fuzz vm-prepare test test-unit \
-	test-vm bench bench-verbs bench-mpi bench-verbs-quick cluster-workload cluster main format format-check checkpatch \
+	test-vm bench bench-verbs bench-mpi bench-verbs-quick cluster-workload cluster main main-userlib format format-check checkpatch \
 	clean help
 
 all: build
@@ -118,6 +118,18 @@ cluster: build
 main: build
 	bash tests/bench/verbs_vs_rxe.sh --out $(BUILD_DIR)/vm/main-run
 	bash tests/bench/mpi_vs_rxe.sh --out $(BUILD_DIR)/vm/main-mpi
+	$(MAKE) --no-print-directory main-userlib
+
+# The RHiNET model through userlib: four nodes run table1 (every row of
+# 004's table 1), twin_diff_dsm and hello_push under rhinet-run, then what
+# the NIC's partial transfers save on the wire (the engine alone).
+main-userlib: build
+	bash tests/vm/run-cluster.sh -n 4 --apps --mem 512M --timeout 900 \
+		--env $(BUILD_DIR)/vm/env --script tests/vm/scripts/userlib.sh \
+		--out $(BUILD_DIR)/vm/main-userlib
+	@grep -h "^userlib:\|^table1:\|^twin_diff_dsm:" \
+		$(BUILD_DIR)/vm/main-userlib/node0.log
+	$(BUILD_DIR)/tests/bench/partial_bench
 	$(BUILD_DIR)/tests/bench/engine_bench --quick
 
 format: deps
