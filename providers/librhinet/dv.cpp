@@ -159,6 +159,32 @@ int drain(Endpoint* ep, int n, rhinetdv_completion* out) {
   return reported;
 }
 
+// An MR that is also the area `key` (group << 16 | area ID) of the
+// process, registered as ibv_reg_mr() would: kept out of fork() children,
+// ibv_dereg_mr() undoes both.
+ibv_mr* reg_area_key(ibv_pd* pd, void* addr, size_t length, int access,
+                     uint32_t key) {
+  const Context* ctx = to_ctx(pd->context);
+  if (!(ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
+    return errno = EOPNOTSUPP, nullptr;  // rhinet.ko without areas
+  int err = ibv_dontfork_range(addr, length);
+  if (err) return errno = err, nullptr;
+  ibv_mr* mr = reg_mr_area(pd, addr, length, reinterpret_cast<uintptr_t>(addr),
+                           access, &key);
+  if (!mr) {
+    err = errno;
+    ibv_dofork_range(addr, length);
+    errno = err;
+    return nullptr;
+  }
+  // What ibv_reg_mr() fills in after the provider.
+  mr->context = pd->context;
+  mr->pd = pd;
+  mr->addr = addr;
+  mr->length = length;
+  return mr;
+}
+
 bool in_groups(const Context* ctx, uint32_t group) {
   if (group == 0) return true;
   for (uint32_t i = 0; i < ctx->num_groups; i++)
@@ -465,26 +491,7 @@ RHINETDV_EXPORT ibv_mr* rhinetdv_reg_area(ibv_pd* pd, void* addr, size_t length,
                                           int access, uint32_t area_id) {
   if (!pd || area_id > 0xffff) return errno = EINVAL, nullptr;
   if (!is_rhinet_context(pd->context)) return errno = EOPNOTSUPP, nullptr;
-  const Context* ctx = to_ctx(pd->context);
-  if (!(ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
-    return errno = EOPNOTSUPP, nullptr;  // rhinet.ko without areas
-  // As ibv_reg_mr(): kept out of fork() children; ibv_dereg_mr() undoes it.
-  int err = ibv_dontfork_range(addr, length);
-  if (err) return errno = err, nullptr;
-  ibv_mr* mr = rhinet::reg_mr_area(
-      pd, addr, length, reinterpret_cast<uintptr_t>(addr), access, &area_id);
-  if (!mr) {
-    err = errno;
-    ibv_dofork_range(addr, length);
-    errno = err;
-    return nullptr;
-  }
-  // What ibv_reg_mr() fills in after the provider.
-  mr->context = pd->context;
-  mr->pd = pd;
-  mr->addr = addr;
-  mr->length = length;
-  return mr;
+  return rhinet::reg_area_key(pd, addr, length, access, area_id);
 }
 
 RHINETDV_EXPORT int rhinetdv_push(rhinetdv_endpoint* ep,
@@ -528,27 +535,8 @@ RHINETDV_EXPORT ibv_mr* rhinetdv_reg_area_ex(ibv_pd* pd, void* addr,
   if (!is_rhinet_context(pd->context)) return errno = EOPNOTSUPP, nullptr;
   if (!rhinet::in_groups(to_ctx(pd->context), a.group_id))
     return errno = EPERM, nullptr;
-  if (a.group_id == 0)
-    return rhinetdv_reg_area(pd, addr, length, access, a.area_id);
-  const Context* ctx = to_ctx(pd->context);
-  if (!(ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
-    return errno = EOPNOTSUPP, nullptr;
-  int err = ibv_dontfork_range(addr, length);
-  if (err) return errno = err, nullptr;
-  const uint32_t key = RHN_AREA_KEY(a.group_id, a.area_id);
-  ibv_mr* mr = rhinet::reg_mr_area(
-      pd, addr, length, reinterpret_cast<uintptr_t>(addr), access, &key);
-  if (!mr) {
-    err = errno;
-    ibv_dofork_range(addr, length);
-    errno = err;
-    return nullptr;
-  }
-  mr->context = pd->context;
-  mr->pd = pd;
-  mr->addr = addr;
-  mr->length = length;
-  return mr;
+  return rhinet::reg_area_key(pd, addr, length, access,
+                              RHN_AREA_KEY(a.group_id, a.area_id));
 }
 
 RHINETDV_EXPORT int rhinetdv_query_groups(ibv_context* context,

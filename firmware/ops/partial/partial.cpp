@@ -94,6 +94,11 @@ uint8_t* twin_at(Impl& m, const QpObj& qp, uint32_t handle, uint64_t offset) {
 // the twin (length: none). Compared a piece at a time, pieces growing from
 // a cache line's worth: differences are usually near, so the look-ahead
 // after each run should not read far.
+// The scratch's first half is where look-aheads compare; the second holds
+// a DIFF packet's bytes while its run list is built.
+constexpr uint32_t kXferCompare = kXferScratch / 2;
+static_assert(kXferScratch - kXferCompare >= RHN_WIRE_MTU);
+
 bool next_difference(Impl& m, QpObj& qp, const DecodedWqe& w,
                      const uint8_t* twin, uint64_t pos, uint64_t* found) {
   uint8_t* scratch = m.xfer_scratch.get();
@@ -109,7 +114,7 @@ bool next_difference(Impl& m, QpObj& qp, const DecodedWqe& w,
       return true;
     }
     pos += n;
-    piece = std::min<uint64_t>(piece * 2, kXferScratch);
+    piece = std::min<uint64_t>(piece * 2, kXferCompare);
   }
   *found = w.length;
   return true;
@@ -125,6 +130,20 @@ void empty_last(Impl& m, const DecodedWqe& w, uint64_t offset, rhn_op_hdr& op,
   out.len = 0;
   out.advance = static_cast<uint32_t>(w.length - offset);
   out.last = true;
+}
+
+// A sparse PUSH's packet: bytes [start, end) of the message, the next
+// packet starting at `next`; what lies between travels nowhere.
+void sparse_packet(Impl& m, const DecodedWqe& w, uint64_t offset,
+                   uint64_t start, uint64_t end, uint64_t next, rhn_op_hdr& op,
+                   PacketOut& out) {
+  m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED,
+                 (start - offset) + (next - end));
+  op.remote_addr = w.remote_addr + start;
+  op.msg_offset = static_cast<uint32_t>(start);
+  out.len = static_cast<uint32_t>(end - start);
+  out.advance = static_cast<uint32_t>(next - offset);
+  out.last = next >= w.length;
 }
 
 // Strided PUSH: the blocks gathered from the local SGE, each packet
@@ -189,58 +208,80 @@ bool write_bitmap(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
   if (!bits.ok() ||
       !gather(m, qp, w, start, out.payload, static_cast<uint32_t>(end - start)))
     return false;
-  m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED,
-                 (start - offset) + (next - end));
-  op.remote_addr = w.remote_addr + start;
-  op.msg_offset = static_cast<uint32_t>(start);
-  out.len = static_cast<uint32_t>(end - start);
-  out.advance = static_cast<uint32_t>(next - offset);
-  out.last = next >= w.length;
+  sparse_packet(m, w, offset, start, end, next, op, out);
   return true;
 }
 
 // DIFF PUSH: runs of bytes that differ from the twin, exactly: an equal
 // byte never travels, even between two close runs, because in the
 // multiple-writer protocol another writer may have changed it at the home
-// (004 2.7; writing back our unchanged copy would undo that). The twin
-// takes each run as it leaves, so it holds the local bytes once the
-// message is out.
+// (004 2.7; writing back our unchanged copy would undo that). A packet
+// carries as many runs as fit, with a run list (RHN_WOP_F_RUNS), so the
+// wire grows with the changed bytes, not with how scattered they are. The
+// twin takes each run as it leaves: once the message is out it holds the
+// local bytes.
 bool write_diff(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
                 rhn_op_hdr& op, PacketOut& out) {
+  constexpr uint32_t kMaxRuns = 256;
   uint8_t* twin = twin_at(m, qp, w.xfer.twin, w.xfer.twin_offset);
   if (!twin) return false;  // freed under the transfer
-  uint64_t start;
-  if (!next_difference(m, qp, w, twin, offset, &start)) return false;
-  if (start >= w.length) {
+  uint64_t pos;
+  if (!next_difference(m, qp, w, twin, offset, &pos)) return false;
+  if (pos >= w.length) {
     empty_last(m, w, offset, op, out);
     return true;
   }
-  // The run: bytes gathered into the packet as the scan needs them.
-  const auto span =
-      static_cast<uint32_t>(std::min<uint64_t>(RHN_WIRE_MTU, w.length - start));
-  uint32_t have = 0, last_diff = 0;
-  for (uint32_t i = 0; i < span; i++) {
-    if (i == have) {
-      const uint32_t more =
-          std::min<uint32_t>(std::max(have, 256u), span - have);
-      if (!gather(m, qp, w, start + have, out.payload + have, more))
-        return false;
-      have += more;
+  const uint64_t first = pos;
+  rhn_write_run runs[kMaxRuns];
+  uint8_t* data = m.xfer_scratch.get() + kXferCompare;
+  uint32_t count = 0, data_len = 0;
+  uint64_t prev_end = first, next = pos;
+  for (;;) {
+    const uint32_t used =
+        sizeof(rhn_write_runs) + (count + 1) * sizeof(rhn_write_run) + data_len;
+    // The run at pos: as long as it differs and fits (at least a byte).
+    const auto cap = static_cast<uint32_t>(
+        std::min<uint64_t>({RHN_WIRE_MTU - used, 0xffff, w.length - pos}));
+    uint32_t len = 0, have = 0;
+    while (len < cap) {
+      if (len == have) {
+        const uint32_t more =
+            std::min<uint32_t>(std::max(have, 64u), cap - have);
+        if (!gather(m, qp, w, pos + have, data + data_len + have, more))
+          return false;
+        have += more;
+      }
+      if (data[data_len + len] == twin[pos + len]) break;
+      len++;
     }
-    if (out.payload[i] != twin[start + i])
-      last_diff = i;
-    else
+    runs[count].skip = static_cast<uint16_t>(pos - prev_end);
+    runs[count].length = static_cast<uint16_t>(len);
+    count++;
+    std::memcpy(twin + pos, data + data_len, len);
+    data_len += len;
+    prev_end = pos + len;
+    if (!next_difference(m, qp, w, twin, prev_end, &next)) return false;
+    // Another run if there is one, its skip fits and the packet has room
+    // for its entry and a byte of it.
+    if (next >= w.length || next - prev_end > 0xffff || count == kMaxRuns ||
+        sizeof(rhn_write_runs) + (count + 1) * sizeof(rhn_write_run) +
+                data_len >=
+            RHN_WIRE_MTU)
       break;
+    pos = next;
   }
-  const uint64_t end = start + last_diff + 1;
-  std::memcpy(twin + start, out.payload, end - start);
-  uint64_t next;
-  if (!next_difference(m, qp, w, twin, end, &next)) return false;
-  m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED,
-                 (start - offset) + (next - end));
-  op.remote_addr = w.remote_addr + start;
-  op.msg_offset = static_cast<uint32_t>(start);
-  out.len = static_cast<uint32_t>(end - start);
+  rhn_write_runs h{};
+  h.count = static_cast<uint16_t>(count);
+  std::memcpy(out.payload, &h, sizeof(h));
+  std::memcpy(out.payload + sizeof(h), runs, count * sizeof(rhn_write_run));
+  std::memcpy(out.payload + sizeof(h) + count * sizeof(rhn_write_run), data,
+              data_len);
+  op.flags |= RHN_WOP_F_RUNS;
+  m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED, next - offset - data_len);
+  op.remote_addr = w.remote_addr + first;
+  op.msg_offset = static_cast<uint32_t>(first);
+  out.len = static_cast<uint32_t>(sizeof(h) + count * sizeof(rhn_write_run) +
+                                  data_len);
   out.advance = static_cast<uint32_t>(next - offset);
   out.last = next >= w.length;
   return true;
@@ -339,9 +380,52 @@ bool build_read_request(Impl& m, QpObj& qp, const DecodedWqe& w,
   }
 }
 
+namespace {
+
+// A run list's table, checked against the payload: its entries, where the
+// bytes start, and the extent the runs span from remote_addr.
+struct RunList {
+  uint32_t count = 0;
+  const uint8_t* table = nullptr;
+  const uint8_t* bytes = nullptr;
+  uint64_t extent = 0;
+};
+
+bool parse_runs(std::span<const uint8_t> data, RunList* out) {
+  rhn_write_runs h;
+  if (data.size() < sizeof(h)) return false;
+  std::memcpy(&h, data.data(), sizeof(h));
+  const uint64_t table = uint64_t{h.count} * sizeof(rhn_write_run);
+  if (h.count == 0 || h.reserved || sizeof(h) + table > data.size())
+    return false;
+  out->count = h.count;
+  out->table = data.data() + sizeof(h);
+  out->bytes = out->table + table;
+  uint64_t total = 0, extent = 0;
+  for (uint32_t i = 0; i < h.count; i++) {
+    rhn_write_run r;
+    std::memcpy(&r, out->table + i * sizeof(r), sizeof(r));
+    if (r.length == 0) return false;
+    total += r.length;
+    extent += uint64_t{r.skip} + r.length;
+  }
+  out->extent = extent;
+  return total == data.size() - sizeof(h) - table;
+}
+
+}  // namespace
+
 rhn_syndrome write_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,
                           uint64_t* extent) {
   *extent = data.size();
+  if ((op.flags & RHN_WOP_F_RUNS) && (op.flags & RHN_WOP_F_STRIDED))
+    return RHN_SYN_BAD_XFER;
+  if (op.flags & RHN_WOP_F_RUNS) {
+    RunList runs;
+    if (!parse_runs(data, &runs)) return RHN_SYN_BAD_XFER;
+    *extent = runs.extent;
+    return RHN_SYN_NONE;
+  }
   if (!(op.flags & RHN_WOP_F_STRIDED)) return RHN_SYN_NONE;
   rhn_write_stride d;
   if (data.size() < sizeof(d)) return RHN_SYN_BAD_XFER;
@@ -356,6 +440,21 @@ rhn_syndrome write_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,
 
 bool place_write(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
                  uint32_t mr_index, uint64_t va) {
+  if (op.flags & RHN_WOP_F_RUNS) {
+    RunList runs;
+    parse_runs(data, &runs);  // write_extent accepted it
+    const uint8_t* bytes = runs.bytes;
+    for (uint32_t i = 0; i < runs.count; i++) {
+      rhn_write_run r;
+      std::memcpy(&r, runs.table + i * sizeof(r), sizeof(r));
+      va += r.skip;
+      if (!m.mr_dma(mr_index, va, const_cast<uint8_t*>(bytes), r.length, true))
+        return false;
+      va += r.length;
+      bytes += r.length;
+    }
+    return true;
+  }
   if (!(op.flags & RHN_WOP_F_STRIDED))
     return data.empty() ||
            m.mr_dma(mr_index, va, const_cast<uint8_t*>(data.data()),

@@ -68,25 +68,36 @@ void deliver_signal(Impl& m, const Request& r) {
   m.cq_push(r.qp.recv_cqn, c, true);
 }
 
+// The target of a WRITE or READ request whose payload said it spans
+// `extent` bytes (`shape`: whether that payload made sense), checked for
+// `right`; false once the request was refused and counted.
+bool target_of(Impl& m, Request& r, rhn_syndrome shape, uint32_t right,
+               uint64_t extent, uint64_t* va, uint32_t* key,
+               uint32_t* mr_index) {
+  if (shape != RHN_SYN_NONE) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    refuse(m, r, shape);
+    return false;
+  }
+  const rhn_syndrome syn =
+      resolve_target(m, r, right, extent, va, key, mr_index);
+  if (syn == RHN_SYN_NONE) return true;
+  m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
+  refuse(m, r, syn);
+  return false;
+}
+
 void write_request(Impl& m, Request& r) {
   const rhn_op_hdr& op = r.op;
   if (!r.first && m.nak_remembered(r.peer, r.src, op.msn)) return;  // NAKed
-  uint64_t va, extent;
+  uint64_t va;
   uint32_t key, mr_index;
   // A packet of strided blocks reaches what they span (ops/partial).
-  rhn_syndrome syn = partial::write_extent(op, r.data, &extent);
-  if (syn != RHN_SYN_NONE) {
-    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
-    refuse(m, r, syn);
+  uint64_t extent;
+  const rhn_syndrome shape = partial::write_extent(op, r.data, &extent);
+  if (!target_of(m, r, shape, RHN_ACCESS_REMOTE_WRITE, extent, &va, &key,
+                 &mr_index))
     return;
-  }
-  syn = resolve_target(m, r, RHN_ACCESS_REMOTE_WRITE, extent, &va, &key,
-                       &mr_index);
-  if (syn != RHN_SYN_NONE) {
-    m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
-    refuse(m, r, syn);
-    return;
-  }
   if (!partial::place_write(m, op, r.data, mr_index, va)) {
     refuse(m, r, RHN_SYN_DMA);
     return;
@@ -114,22 +125,14 @@ void write_request(Impl& m, Request& r) {
 
 void read_request(Impl& m, Request& r) {
   const rhn_op_hdr& op = r.op;
-  uint64_t va, extent;
+  uint64_t va;
   uint32_t key, mr_index;
   // A partial READ reaches what its selection spans (ops/partial).
-  rhn_syndrome syn = partial::read_extent(op, r.data, &extent);
-  if (syn != RHN_SYN_NONE) {
-    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
-    refuse(m, r, syn);
+  uint64_t extent;
+  const rhn_syndrome shape = partial::read_extent(op, r.data, &extent);
+  if (!target_of(m, r, shape, RHN_ACCESS_REMOTE_READ, extent, &va, &key,
+                 &mr_index))
     return;
-  }
-  syn = resolve_target(m, r, RHN_ACCESS_REMOTE_READ, extent, &va, &key,
-                       &mr_index);
-  if (syn != RHN_SYN_NONE) {
-    m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
-    refuse(m, r, syn);
-    return;
-  }
   // Queue the data stream back to the requester (responder_has_room made
   // sure there is room). It keeps the key, PD and right, not the region:
   // each chunk is checked again (stream_reads).

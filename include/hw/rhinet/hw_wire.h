@@ -111,6 +111,27 @@ enum rhn_wire_op_flags {
 	 * small blocks packs many into one packet)
 	 */
 	RHN_WOP_F_STRIDED = RHN_WOP_F_GRH,
+	/* WRITE (INV's bit, which only a SEND uses): the payload is a run
+	 * list, struct rhn_write_runs, then `count` struct rhn_write_run,
+	 * then the runs' bytes back to back (a DIFF PUSH packs the runs of
+	 * changed bytes this way)
+	 */
+	RHN_WOP_F_RUNS = RHN_WOP_F_INV,
+};
+
+/*
+ * Run i starts `skip` bytes after the end of run i - 1 (run 0: after
+ * remote_addr) and is `length` (>= 1) bytes long; bytes between runs are
+ * not written.
+ */
+struct rhn_write_runs {
+	__le16 count; /* >= 1 */
+	__le16 reserved;
+};
+
+struct rhn_write_run {
+	__le16 skip;
+	__le16 length;
 };
 
 struct rhn_write_stride {
@@ -187,6 +208,8 @@ struct rhn_read_xfer {
 };
 RHN_ASSERT_SIZE(struct rhn_read_xfer, 16);
 RHN_ASSERT_SIZE(struct rhn_write_stride, 16);
+RHN_ASSERT_SIZE(struct rhn_write_runs, 4);
+RHN_ASSERT_SIZE(struct rhn_write_run, 4);
 /* Blocks one bitmap READ request covers. */
 #define RHN_READ_BITMAP_BLOCKS (8 * (RHN_WIRE_MTU - 16))
 

@@ -129,32 +129,41 @@ if want cm; then
 	run_pair ib_read_lat-R ib_read_lat $R -n 200 -s 8
 fi
 
-areas() { rdma statistic show link rhinet0/1 | tr ' ' '\n' | grep -A1 -x areas | tail -n 1; }
-if want dv && [ "$DEVICE" = rhinet0 ]; then
-	run_pair rhinetdv_pingpong rhinetdv_pingpong -n 100 -s 16384
-	# Killed while it holds its endpoint and area (waiting for a peer).
-	rhinetdv_pingpong -p 18701 -a 9 >/tmp/dv_kill.txt 2>&1 &
+# A port statistic of rhinet0 (hw_counters and the driver's own).
+stat() { rdma statistic show link rhinet0/1 | tr ' ' '\n' | grep -A1 -x "$1" | tail -n 1; }
+# killed_leaves_none NAME STAT MIN MARKER CMD...: CMD runs until it prints
+# MARKER (it then holds what STAT counts), is killed, and STAT must go from
+# at least MIN back to 0: the kernel cleans up after a killed process.
+killed_leaves_none() {
+	name=$1 st=$2 min=$3 marker=$4
+	shift 4
+	"$@" >"/tmp/$name.txt" 2>&1 &
 	pid=$!
 	i=0
-	until grep -q "^endpoint" /tmp/dv_kill.txt; do
+	until grep -q "$marker" "/tmp/$name.txt"; do
 		i=$((i + 1))
-		[ $i -le 100 ] || fail "rhinetdv_pingpong to kill: $(cat /tmp/dv_kill.txt)"
+		[ $i -le 100 ] || fail "$name to kill: $(cat "/tmp/$name.txt")"
 		usleep 100000
 	done
-	held=$(areas)
+	held=$(stat "$st")
 	kill -9 $pid
 	wait $pid
 	i=0
-	until [ "$(areas)" = 0 ]; do
+	until [ "$(stat "$st")" = 0 ]; do
 		i=$((i + 1))
-		[ $i -le 20 ] || fail "areas $(areas) after the kill, expected 0"
+		[ $i -le 20 ] || fail "$st $(stat "$st") after killing $name, expected 0"
 		usleep 100000
 	done
-	if [ "$held" -ge 1 ]; then
-		echo "verbs_tools: killed rhinetdv_pingpong: areas $held -> 0"
+	if [ "$held" -ge "$min" ]; then
+		echo "verbs_tools: killed $name: $st $held -> 0"
 	else
-		failed="$failed dv_kill(areas=$held)"
+		failed="$failed $name($st=$held)"
 	fi
+}
+if want dv && [ "$DEVICE" = rhinet0 ]; then
+	run_pair rhinetdv_pingpong rhinetdv_pingpong -n 100 -s 16384
+	# Killed while it holds its endpoint and area (waiting for a peer).
+	killed_leaves_none dv_kill areas 1 "^endpoint" rhinetdv_pingpong -p 18701 -a 9
 	# On another provider's device (soft-RoCE) the direct verbs refuse.
 	if modprobe rdma_rxe && rdma link add rxe_dv type rxe netdev eth0; then
 		rhinetdv_pingpong -F -d rxe_dv || failed="$failed dv_foreign"
@@ -164,38 +173,15 @@ if want dv && [ "$DEVICE" = rhinet0 ]; then
 	fi
 fi
 
-stat() { rdma statistic show link rhinet0/1 | tr ' ' '\n' | grep -A1 -x "$1" | tail -n 1; }
 if want model && [ "$DEVICE" = rhinet0 ]; then
 	# Both ends in group 4242 (the token is the launch's secret).
 	RHINET_GROUPS=4242:5eed0bad1dea run_pair rhinetdv_model rhinetdv_model
 	[ "$(stat twin_bytes)" = 0 ] || failed="$failed model_twin($(stat twin_bytes))"
-	if [ "$NODE" = 0 ]; then
-		# Killed while it holds twin memory (waiting for a server that
-		# never comes): the kernel frees it.
-		RHINET_GROUPS=4242:5eed0bad1dea rhinetdv_model -p 18799 10.77.0.99 \
-			>/tmp/model_kill.txt 2>&1 &
-		pid=$!
-		i=0
-		until grep -q "twin memory allocated" /tmp/model_kill.txt; do
-			i=$((i + 1))
-			[ $i -le 100 ] || fail "rhinetdv_model to kill: $(cat /tmp/model_kill.txt)"
-			usleep 100000
-		done
-		held=$(stat twin_bytes)
-		kill -9 $pid
-		wait $pid
-		i=0
-		until [ "$(stat twin_bytes)" = 0 ]; do
-			i=$((i + 1))
-			[ $i -le 20 ] || fail "twin_bytes $(stat twin_bytes) after the kill, expected 0"
-			usleep 100000
-		done
-		if [ "$held" -ge 4096 ]; then
-			echo "verbs_tools: killed rhinetdv_model: twin_bytes $held -> 0"
-		else
-			failed="$failed model_kill(twin_bytes=$held)"
-		fi
-	fi
+	# Killed while it holds twin memory (waiting for a server that never
+	# comes): the kernel frees it.
+	[ "$NODE" = 0 ] && killed_leaves_none model_kill twin_bytes 4096 \
+		"twin memory allocated" env RHINET_GROUPS=4242:5eed0bad1dea \
+		rhinetdv_model -p 18799 10.77.0.99
 fi
 
 verbs_check_dmesg
