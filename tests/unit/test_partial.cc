@@ -5,6 +5,7 @@
 // descriptors it refuses. Every other mode: test_model.cc.
 #include <cstring>
 
+#include "ops/partial/partial.h"
 #include "test_helpers.h"
 
 namespace rhinet::test {
@@ -184,6 +185,95 @@ TEST_F(Stride, DescriptorsTheNicRefuses) {
     EXPECT_EQ(e.status, RHN_CQE_LOC_QP_OP_ERR) << describe(e);
     EXPECT_EQ(e.vendor_err, uint32_t(RHN_SYN_BAD_XFER)) << describe(e);
   }
+}
+
+}  // namespace
+}  // namespace rhinet::test
+
+// ---- What the responder accepts of a partial WRITE's payload ---------------
+// (white box: ops/partial's checks, which run before any byte is placed)
+
+namespace rhinet::test {
+namespace {
+
+std::vector<uint8_t> run_list(std::vector<std::pair<uint16_t, uint16_t>> runs,
+                              size_t data, uint16_t count_override = 0xffff) {
+  std::vector<uint8_t> p(4 + 4 * runs.size() + data, 0xab);
+  const uint16_t count =
+      count_override == 0xffff ? uint16_t(runs.size()) : count_override;
+  std::memcpy(p.data(), &count, 2);
+  p[2] = p[3] = 0;
+  for (size_t i = 0; i < runs.size(); i++) {
+    std::memcpy(p.data() + 4 + 4 * i, &runs[i].first, 2);
+    std::memcpy(p.data() + 6 + 4 * i, &runs[i].second, 2);
+  }
+  return p;
+}
+
+TEST(PartialWire, RunListsAreCheckedWholeBeforeAnyByteLands) {
+  rhn_op_hdr op{};
+  op.opcode = RHN_WOP_WRITE;
+  op.flags = RHN_WOP_F_RUNS;
+  uint64_t extent = 0;
+  // Two runs: 3 bytes at +0, 2 bytes 10 after: spans 15 bytes.
+  auto good = run_list({{0, 3}, {10, 2}}, 5);
+  EXPECT_EQ(fw::partial::write_extent(op, good, &extent), RHN_SYN_NONE);
+  EXPECT_EQ(extent, 15u);
+  const struct {
+    const char* what;
+    std::vector<uint8_t> payload;
+  } bad[] = {
+      {"no runs", run_list({}, 0)},
+      {"a run of 0 bytes", run_list({{0, 3}, {4, 0}}, 3)},
+      {"more bytes than the runs say", run_list({{0, 3}}, 4)},
+      {"fewer bytes than the runs say", run_list({{0, 3}, {1, 5}}, 7)},
+      {"a table beyond the payload", run_list({{0, 1}}, 1, 400)},
+      {"shorter than the header", std::vector<uint8_t>{1}},
+  };
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.what);
+    EXPECT_EQ(fw::partial::write_extent(op, b.payload, &extent),
+              RHN_SYN_BAD_XFER);
+  }
+  auto reserved = good;
+  reserved[2] = 1;
+  EXPECT_EQ(fw::partial::write_extent(op, reserved, &extent), RHN_SYN_BAD_XFER);
+  op.flags |= RHN_WOP_F_STRIDED;  // two layouts at once
+  EXPECT_EQ(fw::partial::write_extent(op, good, &extent), RHN_SYN_BAD_XFER);
+}
+
+TEST(PartialWire, StridedWritesAndPartialReadsAreCheckedToo) {
+  rhn_op_hdr op{};
+  op.opcode = RHN_WOP_WRITE;
+  op.flags = RHN_WOP_F_STRIDED;
+  uint64_t extent = 0;
+  rhn_write_stride d{};
+  d.block = 8;
+  d.remote_stride = 100;
+  std::vector<uint8_t> p(sizeof(d) + 24);
+  std::memcpy(p.data(), &d, sizeof(d));
+  EXPECT_EQ(fw::partial::write_extent(op, p, &extent), RHN_SYN_NONE);
+  EXPECT_EQ(extent, 2u * 100 + 8);
+  p.push_back(0);  // not whole blocks
+  EXPECT_EQ(fw::partial::write_extent(op, p, &extent), RHN_SYN_BAD_XFER);
+  d.remote_stride = 4;  // overlapping
+  std::memcpy(p.data(), &d, sizeof(d));
+  p.pop_back();
+  EXPECT_EQ(fw::partial::write_extent(op, p, &extent), RHN_SYN_BAD_XFER);
+  // A bitmap READ whose bits do not match its length, and an unknown mode.
+  rhn_op_hdr rd{};
+  rd.opcode = RHN_WOP_READ_REQ;
+  rd.imm_data = RHN_XFER_BITMAP;
+  rd.msg_len = 64 * 10;
+  rhn_read_xfer x{};
+  x.block = 64;
+  std::vector<uint8_t> q(sizeof(x) + 2);
+  std::memcpy(q.data(), &x, sizeof(x));
+  EXPECT_EQ(fw::partial::read_extent(rd, q, &extent), RHN_SYN_NONE);
+  q.push_back(0);
+  EXPECT_EQ(fw::partial::read_extent(rd, q, &extent), RHN_SYN_BAD_XFER);
+  rd.imm_data = 9;
+  EXPECT_EQ(fw::partial::read_extent(rd, q, &extent), RHN_SYN_BAD_XFER);
 }
 
 }  // namespace
