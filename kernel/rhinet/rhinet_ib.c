@@ -40,6 +40,23 @@ int rhinet_udata_in(struct ib_udata *udata, void *req, size_t size)
 	return size ? ib_copy_from_udata(req, udata, size) : 0;
 }
 
+/*
+ * An optional request: none, or all zero whatever its length (an older
+ * provider, or one asking for nothing) leaves *req zeroed and returns 0;
+ * otherwise as rhinet_udata_in(), returning 1 once it is read.
+ */
+int rhinet_udata_in_optional(struct ib_udata *udata, void *req, size_t size)
+{
+	int ret;
+
+	memset(req, 0, size);
+	if (!udata || !udata->inlen ||
+	    ib_is_udata_cleared(udata, 0, udata->inlen))
+		return 0;
+	ret = rhinet_udata_in(udata, req, size);
+	return ret ? ret : 1;
+}
+
 int rhinet_udata_out(struct ib_udata *udata, void *resp, size_t size)
 {
 	if (!udata)

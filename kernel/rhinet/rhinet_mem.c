@@ -223,12 +223,8 @@ static int rhinet_reg_mr_req(struct rhinet_ib *ib, struct ib_udata *udata,
 {
 	int ret;
 
-	memset(req, 0, sizeof(*req));
-	if (!udata || !udata->inlen ||
-	    ib_is_udata_cleared(udata, 0, udata->inlen))
-		return 0;
-	ret = rhinet_udata_in(udata, req, sizeof(*req));
-	if (ret)
+	ret = rhinet_udata_in_optional(udata, req, sizeof(*req));
+	if (ret <= 0)
 		return ret;
 	if (req->comp_mask & ~RHINET_REG_MR_AREA ||
 	    (!(req->comp_mask & RHINET_REG_MR_AREA) && req->area_id)) {

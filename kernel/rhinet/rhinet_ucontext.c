@@ -173,12 +173,8 @@ static int rhinet_ucontext_req(struct rhinet_ib *ib, struct ib_udata *udata,
 	u32 i, j;
 	int ret;
 
-	memset(req, 0, sizeof(*req));
-	if (!udata || !udata->inlen ||
-	    ib_is_udata_cleared(udata, 0, udata->inlen))
-		return 0;
-	ret = rhinet_udata_in(udata, req, sizeof(*req));
-	if (ret)
+	ret = rhinet_udata_in_optional(udata, req, sizeof(*req));
+	if (ret <= 0)
 		return ret;
 	if (req->comp_mask & ~RHINET_UCONTEXT_CMD_GROUPS) {
 		ibdev_dbg(&ib->ibdev, "ucontext comp_mask %#x\n",

@@ -90,15 +90,15 @@ uint8_t* twin_at(Impl& m, const QpObj& qp, uint32_t handle, uint64_t offset) {
   return t ? m.twin_bytes(*t) + offset : nullptr;
 }
 
-// The first byte at or after `pos` where the local memory differs from
-// the twin (length: none). Compared a piece at a time, pieces growing from
-// a cache line's worth: differences are usually near, so the look-ahead
-// after each run should not read far.
 // The scratch's first half is where look-aheads compare; the second holds
 // a DIFF packet's bytes while its run list is built.
 constexpr uint32_t kXferCompare = kXferScratch / 2;
 static_assert(kXferScratch - kXferCompare >= RHN_WIRE_MTU);
 
+// The first byte at or after `pos` where the local memory differs from
+// the twin (length: none). Compared a piece at a time, pieces growing
+// from 256 bytes: differences are usually near, so the look-ahead after
+// each run should not read far.
 bool next_difference(Impl& m, QpObj& qp, const DecodedWqe& w,
                      const uint8_t* twin, uint64_t pos, uint64_t* found) {
   uint8_t* scratch = m.xfer_scratch.get();
