@@ -24,7 +24,9 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
       peer_ready(config.max_nodes),
       fw_queue(config.fw_messages),
       free_fw_msgs(config.fw_messages),
-      free_rx_ctxs(config.rx_contexts) {
+      free_rx_ctxs(config.rx_contexts),
+      tags(config.tag_recvs, config.tag_msgs,
+           config.max_qps * config.max_inflight_per_qp) {
   inline_staging = std::make_unique<RawWqe[]>(cfg.db_pages);
   cq_published = std::make_unique<std::atomic<uint32_t>[]>(cfg.max_cqs);
   raw_frame = std::make_unique<uint8_t[]>(RHN_MAX_FRAME);
@@ -125,6 +127,7 @@ void Engine::Impl::reset() {
     free_slots.push(i);
   }
   fw_reset();
+  tag_reset();
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) rx_ctxs[i] = RxContext{};
   free_rx_ctxs.clear();
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) free_rx_ctxs.push(i);
@@ -280,6 +283,7 @@ void Engine::Impl::handle_kick(Kick& k) {
         }
       }
       if (qp.state == RHN_QPS_ERR) qp.flushing = true;  // flush new posts
+      if (k.kind == KickKind::kRq) tag_pull_rq(qn);  // irecvs into the list
       schedule(qn);
       return;
     }
@@ -532,6 +536,7 @@ bool Engine::poll() {
   // messages, then the QPs' send queues, round robin.
   did |= m.run_timers();
   did |= m.fw_run(16);
+  did |= m.tag_run(16);
   did |= m.requester_run(64);
   return did;
 }

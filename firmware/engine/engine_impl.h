@@ -49,6 +49,8 @@ struct ContextObj {
   uint32_t refs = 0;
   uint32_t tx_slots = 0;     // send-packet slots its QPs hold
   uint32_t rx_contexts = 0;  // receive contexts its QPs hold
+  uint32_t tag_recvs = 0;    // posted/matched tag receives it holds
+  uint32_t tag_msgs = 0;     // unexpected messages queued for it
 };
 
 struct PdObj {
@@ -181,6 +183,17 @@ struct Inflight {
   uint64_t resend_at = 0;
   uint64_t status_addr = 0;
   uint32_t status_lkey = 0;
+  uint32_t dst_qpn = 0;
+  // ISEND (ops/tag): answered by the receiver yet; after its CTS, where
+  // the data goes (owed: no stream was free then).
+  bool tag_answered = false;
+  bool tag_stream_owed = false;
+  uint32_t tag_handle = 0, tag_take = 0, tag_receiver = 0;
+  // A local operation's result for its CQE (IPROBE: the message found).
+  uint8_t ext_flags = 0;
+  uint16_t answer_node = 0;
+  uint32_t answer_qpn = 0;
+  uint64_t answer_tag = 0;
 };
 
 // Local destination of a READ or atomic result, kept until the response.
@@ -224,6 +237,10 @@ struct ResponderRead {
   uint32_t block = 0;
   uint64_t remote_stride = 0;
   uint32_t msg_offset = 0;
+  // An isend's data after a CTS (ops/tag) is streamed the same way:
+  // wop RHN_WOP_TAG_DATA to the receive `tag_handle`, the key an lkey.
+  uint8_t wop = RHN_WOP_READ_RESP;
+  uint32_t tag_handle = 0;
   uint32_t next = kNone;  // the peer's queue of reads, in arrival order
 };
 
@@ -281,6 +298,14 @@ struct QpObj {
   uint32_t rnr_msn = 0;
   uint16_t rnr_node = 0;
   uint32_t rnr_src_qpn = 0;
+
+  // Tag matching (ops/tag), endpoints: the posted receives that are not
+  // exact (any source or a mask) in posting order, the unexpected
+  // messages in arrival order, and the posting order counter.
+  uint32_t tag_wild_head = kNone, tag_wild_tail = kNone;
+  uint32_t tag_unx_head = kNone, tag_unx_tail = kNone;
+  uint64_t tag_seq = 0;
+  bool tag_rq_stalled = false;  // irecvs wait in the RQ for list room
 
   // Scheduling.
   bool in_ready = false;
@@ -395,6 +420,86 @@ struct Peer {
   uint32_t busy_prev = kNone, busy_next = kNone;
 };
 static_assert(sizeof(Peer) <= 208, "per-node channel state must stay small");
+
+// ---- Tag matching (ops/tag) -------------------------------------------------
+
+enum class TagRecvState : uint8_t { kFree, kPosted, kMatched };
+
+// A posted receive (004 2.6's pending-receive list), then, once matched
+// to a message whose data comes later, the receive in progress. Its
+// handle on the wire is index | gen << 20.
+struct TagRecv {
+  TagRecvState state = TagRecvState::kFree;
+  bool any_src = false;
+  bool exact = false;     // in a hash bucket, not the wildcard list
+  bool cts_owed = false;  // matched; its CTS waits for send room
+  uint16_t gen = 0;
+  uint16_t wqe_index = 0;
+  uint16_t src_node = 0;
+  uint32_t src_qpn = 0;  // without incarnation
+  uint32_t qpn = 0, qp_gen = 0, context = 0, pdn = 0;
+  uint64_t seq = 0;
+  uint64_t tag = 0, mask = 0;
+  rhn_sge sge{};
+  // The matched message.
+  uint16_t peer_node = 0;
+  uint32_t peer_src = 0;  // with incarnation
+  uint32_t peer_msn = 0;
+  uint32_t msg_len = 0;   // the sender's length
+  uint32_t take = 0;      // bytes that land (min of length and buffer)
+  uint32_t received = 0;
+  uint64_t msg_tag = 0;
+  uint32_t prev = kNone, next = kNone;  // bucket chain or wildcard list
+};
+
+// An unexpected message: the isend's header only (the NIC keeps no
+// payload; the data is fetched when a receive matches).
+struct TagMsg {
+  bool used = false;
+  uint16_t node = 0;
+  uint32_t qpn = 0, qp_gen = 0, context = 0;
+  uint32_t src = 0;  // with incarnation
+  uint32_t msn = 0;
+  uint64_t tag = 0;
+  uint32_t length = 0;
+  uint32_t hprev = kNone, hnext = kNone;  // bucket chain
+  uint32_t lprev = kNone, lnext = kNone;  // the endpoint's arrival list
+};
+
+// A source whose isend was refused for want of room: its later isends to
+// that endpoint are refused too until that one comes back, so overflow
+// never reorders one sender's messages.
+struct TagRefusal {
+  bool used = false;
+  uint16_t node = 0;
+  uint32_t qpn = 0, qp_gen = 0;
+  uint32_t src = 0, msn = 0;
+  uint64_t since = 0;
+};
+
+struct TagOwedStream {
+  uint32_t qpn = 0, qp_gen = 0, msn = 0;
+};
+
+struct TagTables {
+  std::vector<TagRecv> recvs;
+  Fifo<uint32_t> free_recvs;
+  std::vector<TagMsg> msgs;
+  Fifo<uint32_t> free_msgs;
+  // Hash buckets (head, tail) of exact posted receives and of unexpected
+  // messages, keyed by endpoint, source and tag.
+  std::vector<std::array<uint32_t, 2>> recv_buckets, msg_buckets;
+  uint32_t bucket_mask = 0;
+  std::vector<TagRefusal> refusals;
+  uint32_t refusals_used = 0;
+  uint32_t recv_quota = 0, msg_quota = 0;  // per context
+  Fifo<uint32_t> cts_owed;                  // receive indices
+  Fifo<TagOwedStream> streams_owed;
+  bool rq_retry = false;  // some endpoint's irecvs wait for room
+  TagTables(uint32_t max_recvs, uint32_t max_msgs, uint32_t owed_streams)
+      : free_recvs(max_recvs), free_msgs(max_msgs), cts_owed(max_recvs),
+        streams_owed(owed_streams) {}
+};
 
 // ---- Firmware-originated messages (fwmsg/) ---------------------------------
 
@@ -540,6 +645,7 @@ struct Engine::Impl {
   std::unique_ptr<RxContext[]> rx_ctxs;
   Fifo<uint32_t> free_rx_ctxs;
   uint32_t rx_context_quota = 0;  // receive contexts one context may hold
+  TagTables tags;
 
   // ---- engine/engine.cpp
   void reset();
@@ -706,6 +812,19 @@ struct Engine::Impl {
   void nak_remember(Peer& p, uint32_t src, uint32_t msn);
   void nak_forget(Peer& p, uint32_t src);
   void free_read(Peer& p, uint32_t r);
+
+  // ---- ops/tag/tag.cpp: tag matching (004 2.6)
+  void tag_reset();
+  // Moves tag receives from the head of the endpoint's RQ into the
+  // posted list while there is room. False: one waits (list full).
+  bool tag_pull_rq(uint32_t qpn);
+  // The endpoint stops: its posted and matched receives complete flushed
+  // (or vanish), its unexpected messages are refused to their senders.
+  void tag_cancel_qp(uint32_t qpn, bool flush);
+  // restarted: the node lost its state (its queued isends go too);
+  // otherwise it stopped answering (receives waiting for its data fail).
+  void tag_node_failed(uint16_t node, bool restarted);
+  bool tag_run(uint32_t budget);  // owed CTSs and streams, stalled RQs
 
   // ---- fwmsg/fw_messages.cpp
   // Queues a message to `node`'s NIC; its owner hears of the outcome.

@@ -74,6 +74,13 @@ struct OpInfo {
   bool awaits_response;    // completes on an answer, not on the ACK
   bool has_imm;
   bool carries_payload;  // may take its data inline in the WQE
+  // Holds a READ context (local SGEs for the answer's data) and counts
+  // against max_rd_atomic: READ and atomics.
+  bool uses_read_ctx = false;
+  // Refused for room (BUSY/RNR) on an endpoint: later messages of the
+  // same opcode to the same endpoint that are not answered yet go again
+  // after it, in order (tag matching keeps one sender's order).
+  bool ordered_retry = false;
 };
 
 const OpInfo& op_info(uint8_t wqe_opcode);

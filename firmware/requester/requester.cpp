@@ -193,7 +193,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     }
   }
   const OpInfo& info = op_info(w.opcode);
-  const bool reads = result == RHN_CQE_SUCCESS && info.awaits_response;
+  const bool reads = result == RHN_CQE_SUCCESS && info.uses_read_ctx;
   if (result == RHN_CQE_SUCCESS) {
     // Waiting for earlier READ/atomics keeps the WQE fetched.
     if ((reads && qp.outstanding_reads >= qp.max_rd_atomic) ||
@@ -274,6 +274,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   e.wqe_flags = fetched ? qp.tx_raw.bytes[1] : 0;
   e.msn = qp.msn_next++;
   e.peer = dst_node;
+  e.dst_qpn = dst_qpn;
   e.length = static_cast<uint32_t>(w.length);
   e.status_addr = w.status_addr;
   e.status_lkey = w.status_lkey;
@@ -440,6 +441,13 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
       c.opcode = op_info(e.opcode).cqe_op;
       c.status = e.status;
       c.flags = RHN_CQE_F_SQ;
+      c.ext_flags = e.ext_flags;
+      if (e.ext_flags & RHN_CQE_X_FOUND) {  // what a probe found
+        c.src_node = e.answer_node;
+        c.src_qpn = e.answer_qpn;
+        c.imm_data = static_cast<uint32_t>(e.answer_tag);
+        c.vendor_err = static_cast<uint32_t>(e.answer_tag >> 32);
+      }
       cq_push(qp.send_cqn, c, false);
     }
     if (e.wqe_flags & RHN_WQE_F_STATUS_WORD) write_status_word(qp, e);
@@ -561,11 +569,20 @@ void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx, bool busy) {
   }
   const uint64_t at = now + (uint64_t{qp.min_rnr_timer} + 1) * 10'000;
   // RC: this message and every later one go again, in order (the
-  // responder drops them until it sees this one). Endpoints: just this one.
-  const uint32_t end = qp.type == RHN_QP_RC ? qp.inflight_tail : idx + 1;
+  // responder drops them until it sees this one). Endpoints: just this
+  // one, and for an ordered-retry opcode (ISEND) the later ones of that
+  // opcode to the same endpoint not answered yet (the responder refuses
+  // them until this one comes back).
+  const bool ordered = op_info(e.opcode).ordered_retry;
+  const uint32_t end =
+      qp.type == RHN_QP_RC || ordered ? qp.inflight_tail : idx + 1;
   for (uint32_t i = idx; i != end; i++) {
     Inflight& r = entry(qpn, i);
     if (r.state == MsgState::kDone) continue;
+    if (qp.type != RHN_QP_RC && i != idx &&
+        (r.opcode != e.opcode || r.peer != e.peer || r.dst_qpn != e.dst_qpn ||
+         r.tag_answered))
+      continue;
     if (qp.tx_active && qp.tx_entry == i) abort_tx(qp);
     r.state = MsgState::kResendPending;
     r.resend_at = at;
@@ -652,7 +669,7 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
           family != op_info(e.opcode).family ||
           (e.state != MsgState::kAwaitResponse &&
            e.state != MsgState::kSending) ||
-          e.read_ctx == 0xffff) {
+          (e.read_ctx == 0xffff && op_info(e.opcode).uses_read_ctx)) {
         counters.add(RHN_CNT_MALFORMED_PACKETS);
         finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
         return;

@@ -99,6 +99,15 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     out.reg_length = w.u.reg.length;
     out.reg_pages = w.u.reg.num_pages;
     out.reg_page_shift = w.u.reg.page_shift;
+  } else if (w.opcode == RHN_OP_IPROBE || w.opcode == RHN_OP_IRECV_CANCEL) {
+    // No data; the probe's mask and flags share the union.
+    if (w.flags & (RHN_WQE_F_STATUS_WORD | RHN_WQE_F_INLINE | RHN_WQE_F_AREA |
+                   RHN_WQE_F_GRH) ||
+        w.num_sge || (w.u.tag.flags & ~uint32_t{RHN_TAG_F_ANY_SRC}) ||
+        w.u.tag.reserved)
+      return RHN_SYN_BAD_WQE;
+    out.tag_mask = w.u.tag.mask;
+    out.tag_flags = w.u.tag.flags;
   } else {
     out.status_addr = w.u.status.addr;
     out.status_lkey = w.u.status.lkey;

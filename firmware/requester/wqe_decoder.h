@@ -34,6 +34,8 @@ struct DecodedWqe {
   uint32_t bind_mw_key = 0;  // BIND_MW: u.bind
   uint32_t bind_mr_lkey = 0;
   uint64_t bind_length = 0;
+  uint64_t tag_mask = 0;  // IPROBE: u.tag
+  uint32_t tag_flags = 0;
   uint64_t reg_length = 0;  // REG_MR: u.reg
   uint32_t reg_pages = 0;
   uint8_t reg_page_shift = 0;

@@ -84,6 +84,9 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
     producer = &qp.rq_producer;
     log = qp.rq_log;
   }
+  // An endpoint's irecvs at the head of its RQ go into the tag list
+  // first (ops/tag); if one has to wait there, no plain receive is free.
+  if (!srq && !tag_pull_rq(qpn)) return false;
   if (*consumer == *producer) {
     rhn_queue_record rec;
     if (!host_dma(record, 0, &rec, sizeof(rec), false)) return false;
@@ -109,7 +112,7 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
   m.length = 0;
   m.num_sge = 0;
   m.pdn = pdn;
-  if (!fetched || w.num_sge > RHN_RQ_MAX_SGES) {
+  if (!fetched || w.num_sge > RHN_RQ_MAX_SGES || (w.reserved0 & RHN_RQ_F_TAG)) {
     counters.add(RHN_CNT_BAD_WQES);
     m.status = RHN_CQE_LOC_QP_OP_ERR;
   } else {

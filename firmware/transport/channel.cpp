@@ -196,6 +196,7 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   p.nak_sent = false;
   for (auto& n : p.naks) n = Peer::Naked{};
   rx_abandon_all(p);
+  tag_node_failed(node_of(p), true);  // its queued isends were its former life's
   release_gated(p);
 }
 
@@ -585,6 +586,7 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
   while (p.reads_head != kNone) free_read(p, p.reads_head);
   if (peer_idle(p)) unlink_busy(p);
   fw_node_failed(node);
+  tag_node_failed(node, false);
   // Everything outstanding towards it fails. Rare: a scan of the QPs.
   for (uint32_t q = 0; q < qps.size(); q++) {
     QpObj& qp = qps[q];

@@ -57,6 +57,11 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_GROUP_VIOLATIONS].name = "group_violations",
 	[RHN_CNT_SIGNALS].name = "signals",
 	[RHN_CNT_PARTIAL_BYTES_SKIPPED].name = "partial_bytes_skipped",
+	[RHN_CNT_TAG_MATCHED_POSTED].name = "tag_matched_posted",
+	[RHN_CNT_TAG_UNEXPECTED].name = "tag_unexpected",
+	[RHN_CNT_TAG_MATCHED_UNEXPECTED].name = "tag_matched_unexpected",
+	[RHN_CNT_TAG_RECV_WAITS].name = "tag_recv_waits",
+	[RHN_CNT_TAG_REFUSED].name = "tag_refused",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */

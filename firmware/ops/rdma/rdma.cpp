@@ -217,8 +217,28 @@ bool Engine::Impl::stream_reads(Peer& p) {
     req.src_qpn = r.requester_src;
     req.msn = r.msn;
     const QpObj& qp = qps[r.responder_qpn];
+    // An isend's data (ops/tag) goes as requests to the receive the CTS
+    // named; the key is the sender's own lkey. Failures end it with an
+    // empty last packet naming the syndrome instead of a NAK.
+    const bool tag = r.wop == RHN_WOP_TAG_DATA;
+    rhn_op_hdr op{};
+    op.opcode = r.wop;
+    op.qp_type = r.qp_type;
+    op.dst_qpn = r.requester_src;
+    op.src_qpn = r.responder_qpn;
+    if (tag)
+      op.src_qpn |= uint32_t{qp.incarnation} << RHN_WIRE_INCARNATION_SHIFT;
+    op.rkey = r.tag_handle;
+    op.msn = r.msn;
+    op.msg_len = r.length;
     if (r.cancelled || !qp.valid || qp.gen != r.responder_gen) {
-      respond(p, RHN_WOP_NAK, RHN_SYN_FLUSHED, req, {});
+      if (tag) {
+        op.flags = RHN_WOP_F_LAST;
+        op.syndrome = RHN_SYN_FLUSHED;
+        send_data(p, op, {}, false, kNone, 0, false);
+      } else {
+        respond(p, RHN_WOP_NAK, RHN_SYN_FLUSHED, req, {});
+      }
       free_read(p, r_index);
       continue;
     }
@@ -228,8 +248,10 @@ bool Engine::Impl::stream_reads(Peer& p) {
     uint32_t mr_index = 0;
     rhn_syndrome syn = RHN_SYN_NONE;
     if (chunk)
-      syn = check_key(r.key, kNone, r.pdn, RHN_ACCESS_REMOTE_READ, r.va + at,
-                      chunk, &mr_index, r.responder_qpn);
+      syn = tag ? check_key(r.key, kNone, r.pdn, 0, r.va + at, chunk,
+                            &mr_index)
+                : check_key(r.key, kNone, r.pdn, RHN_ACCESS_REMOTE_READ,
+                            r.va + at, chunk, &mr_index, r.responder_qpn);
     const uint32_t slot = begin_data(kNone);
     if (syn == RHN_SYN_NONE && chunk &&
         !mr_dma(mr_index, r.va + at, slots[slot].frame + RHN_DATA_HDR_LEN,
@@ -239,21 +261,21 @@ bool Engine::Impl::stream_reads(Peer& p) {
       // The region went away (or changed) under the READ: the rest is
       // refused, and not one byte of whatever is there now leaves.
       return_slot(slot);
-      counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
-      respond(p, RHN_WOP_NAK, static_cast<uint8_t>(syn), req, {});
+      if (tag) {
+        counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+        op.flags = RHN_WOP_F_LAST;
+        op.syndrome = static_cast<uint8_t>(syn);
+        send_data(p, op, {}, false, kNone, 0, false);
+      } else {
+        counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
+        respond(p, RHN_WOP_NAK, static_cast<uint8_t>(syn), req, {});
+      }
       free_read(p, r_index);
       continue;
     }
-    rhn_op_hdr op{};
-    op.opcode = RHN_WOP_READ_RESP;
     // A run of a partial READ: only the message's last run ends it.
     op.flags = (r.sent == 0 && r.msg_offset == 0 ? RHN_WOP_F_FIRST : 0) |
                (r.final && next >= r.length ? RHN_WOP_F_LAST : 0);
-    op.qp_type = r.qp_type;
-    op.dst_qpn = r.requester_src;
-    op.src_qpn = r.responder_qpn;
-    op.msn = r.msn;
-    op.msg_len = r.length;
     op.msg_offset = r.msg_offset + r.sent;
     commit_data(p, slot, op, chunk, false, kNone, 0, false);
     r.sent = next;

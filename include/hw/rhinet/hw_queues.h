@@ -66,9 +66,19 @@ enum rhn_wqe_opcode {
 	RHN_OP_REG_MR = 0x0b,
 	/* Reserved for the capabilities built on top (PRODUCT.md). */
 	RHN_OP_RAW_ETH = 0x10, /* Ethernet frame for the net_device */
-	RHN_OP_ISEND = 0x20, /* key-matched send (004 2.6) */
-	RHN_OP_IRECV = 0x21,
+	/* Key-matched send (004 2.6), endpoints only: dst_node/dst_qpn,
+	 * remote_addr = the 64-bit tag, at most one SGE (or inline data).
+	 */
+	RHN_OP_ISEND = 0x20,
+	RHN_OP_IRECV = 0x21, /* reserved: irecvs are RQ WQEs (rhn_tag_recv_wqe) */
+	/* Reports the oldest queued message matching u.tag (source in
+	 * dst_node/dst_qpn, tag in remote_addr) without receiving it.
+	 */
 	RHN_OP_IPROBE = 0x22,
+	/* Takes the posted tag receive with RQ index remote_key (low 16
+	 * bits) out of the NIC's list: it completes with WR_FLUSH_ERR.
+	 */
+	RHN_OP_IRECV_CANCEL = 0x23,
 	RHN_OP_MCAST_SWITCH = 0x28, /* simultaneous multicast (004 2.8) */
 	RHN_OP_MCAST_LIST = 0x29, /* sequential multicast */
 	RHN_OP_SUBSCRIBE = 0x30, /* shared regions (004 2.9) */
@@ -162,6 +172,11 @@ struct rhn_send_wqe {
 			__le32 mr_lkey; /* the region it opens onto */
 			__le64 length; /* from remote_addr; 0 unbinds (type 1) */
 		} bind;
+		struct {
+			__le64 mask; /* IPROBE: tag bits that must match */
+			__le32 flags; /* IPROBE: enum rhn_tag_recv_flags */
+			__le32 reserved;
+		} tag;
 		struct {
 			__le64 length; /* bytes from remote_addr */
 			__le32 num_pages; /* page list entries used */
@@ -258,6 +273,36 @@ struct rhn_recv_wqe {
 };
 RHN_ASSERT_SIZE(struct rhn_recv_wqe, RHN_RQ_WQE_SIZE);
 
+/*
+ * A tag-matched receive (irecv, 004 2.6): an RQ WQE of an endpoint with
+ * RHN_RQ_F_TAG in flags. The NIC moves such WQEs from the head of the RQ
+ * into its posted-receive list as long as the list has room (a plain WQE
+ * at the head stops it); the rest wait in the ring, in order. A message
+ * matches when its source equals (src_node, src_qpn) or RHN_TAG_F_ANY_SRC
+ * is set, and (tag ^ message tag) & mask == 0. It completes out of RQ
+ * order with an RHN_CQE_OP_TAG_RECV CQE naming its wqe_index.
+ */
+enum rhn_tag_recv_flags {
+	RHN_TAG_F_ANY_SRC = 1u << 0,
+};
+#define RHN_RQ_F_TAG (1u << 31) /* the RQ WQE is a rhn_tag_recv_wqe */
+
+struct rhn_tag_recv_wqe {
+	__le16 wqe_index;
+	__le16 num_sge; /* 0 or 1 */
+	__le32 flags; /* enum rhn_tag_recv_flags */
+	__le64 tag;
+	struct rhn_sge sge;
+	__le64 mask;
+	__le16 src_node;
+	__le16 reserved0;
+	__le32 src_qpn;
+	__u8 reserved1[16];
+};
+RHN_ASSERT_SIZE(struct rhn_tag_recv_wqe, RHN_RQ_WQE_SIZE);
+RHN_ASSERT_OFFSET(struct rhn_tag_recv_wqe, flags, 4);
+RHN_ASSERT_OFFSET(struct rhn_tag_recv_wqe, sge, 16);
+
 /* ---- Doorbell records (host memory, written by software) --------------- */
 
 /* SQ: producer index in slots. RQ/SRQ: producer index in WQEs. */
@@ -290,6 +335,12 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_BIND_MW = 6,
 	RHN_CQE_OP_LOCAL_INV = 7,
 	RHN_CQE_OP_REG_MR = 8,
+	/* IPROBE: RHN_CQE_X_FOUND in ext_flags if a queued message matched;
+	 * then byte_len, src_node/src_qpn and the tag as for TAG_RECV.
+	 */
+	RHN_CQE_OP_IPROBE = 9,
+	/* IRECV_CANCEL: RHN_CQE_X_FOUND if the receive was still posted */
+	RHN_CQE_OP_IRECV_CANCEL = 10,
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
@@ -300,6 +351,19 @@ enum rhn_cqe_opcode {
 	 * length, src_node/src_qpn = the initiator.
 	 */
 	RHN_CQE_OP_SIGNAL = 0x83,
+	/*
+	 * A tag receive (rhn_tag_recv_wqe) completed: byte_len = the
+	 * message's length, src_node/src_qpn = its sender, and on success
+	 * imm_data = the tag's low 32 bits, vendor_err = its high 32 bits.
+	 * LOC_LEN_ERR: the message was longer than the buffer (which holds
+	 * its first bytes). WR_FLUSH_ERR: cancelled or flushed. REM_OP_ERR:
+	 * the sender gave the message up.
+	 */
+	RHN_CQE_OP_TAG_RECV = 0x84,
+};
+
+enum rhn_cqe_ext_flags {
+	RHN_CQE_X_FOUND = 1u << 0, /* IPROBE, IRECV_CANCEL */
 };
 
 /* Values match enum ibv_wc_status so the provider passes them through. */
@@ -355,7 +419,7 @@ struct rhn_cqe {
 	__u8 status; /* enum rhn_cqe_status */
 	__le16 reserved0;
 	__le16 reserved1;
-	__u8 reserved2;
+	__u8 ext_flags; /* enum rhn_cqe_ext_flags */
 	__u8 flags; /* enum rhn_cqe_flags, owner bit last */
 };
 RHN_ASSERT_SIZE(struct rhn_cqe, RHN_CQE_SIZE);

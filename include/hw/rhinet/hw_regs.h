@@ -162,6 +162,20 @@ enum rhn_counter {
 	RHN_CNT_SIGNALS, /* RHN_CQE_OP_SIGNAL CQEs written */
 	/* bytes of partial transfers (bitmap, DIFF) that did not travel */
 	RHN_CNT_PARTIAL_BYTES_SKIPPED,
+	/* isends that found their receive in the NIC's posted list */
+	RHN_CNT_TAG_MATCHED_POSTED,
+	/* isends that found none and were queued as unexpected */
+	RHN_CNT_TAG_UNEXPECTED,
+	/* irecvs that matched a queued message when they were posted */
+	RHN_CNT_TAG_MATCHED_UNEXPECTED,
+	/* overflow: irecvs left in the host's receive queue while the posted
+	 * list (or the context's share of it) was full
+	 */
+	RHN_CNT_TAG_RECV_WAITS,
+	/* overflow: isends refused (sent again later, in order) while the
+	 * unexpected list (or the context's share of it) was full
+	 */
+	RHN_CNT_TAG_REFUSED,
 	RHN_CNT_COUNT
 };
 

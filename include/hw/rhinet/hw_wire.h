@@ -89,11 +89,47 @@ enum rhn_wire_op {
 	 * message handle). Acknowledged by the channel like any request.
 	 */
 	RHN_WOP_FW = 6,
+	/* An isend (004 2.6): one packet carrying the tag in remote_addr and
+	 * the message length in msg_len, with the data if the message is at
+	 * most RHN_TAG_EAGER_MAX bytes (payload_len == msg_len), without it
+	 * otherwise (a request to send). Answered by RHN_WOP_TAG_RESP.
+	 */
+	RHN_WOP_TAG = 7,
+	/* The data of an isend, sent by the sender's NIC after a CTS: rkey =
+	 * the receive handle the CTS named, msn = the isend's, msg_offset
+	 * and msg_len as for a READ answer. With LAST and a syndrome: the
+	 * sender gave the message up (its endpoint went away), no data.
+	 */
+	RHN_WOP_TAG_DATA = 8,
 	/* Responses, responder -> requester */
 	RHN_WOP_READ_RESP = 16,
 	RHN_WOP_ATOMIC_RESP = 17, /* payload: 8-byte original value */
 	RHN_WOP_NAK = 18, /* syndrome says why; RHN_SYN_RNR: retry later */
+	/* The receiving NIC's answer to an RHN_WOP_TAG: imm_data = enum
+	 * rhn_tag_answer; a CTS carries the receive handle in rkey and the
+	 * bytes the receive takes in msg_len.
+	 */
+	RHN_WOP_TAG_RESP = 19,
 };
+
+enum rhn_tag_answer {
+	/* matched and delivered: the isend completes */
+	RHN_TAG_DONE = 0,
+	/* no receive matched: the message waits in the receiver's list */
+	RHN_TAG_QUEUED = 1,
+	/* a receive matched: send the data (RHN_WOP_TAG_DATA); DONE follows
+	 * when the last byte has landed
+	 */
+	RHN_TAG_CTS = 2,
+};
+
+/*
+ * Messages of at most this many bytes travel with the isend's packet
+ * (eager); longer ones wait for a matching receive (rendezvous). An eager
+ * message that finds no receive is not kept: its data is fetched again
+ * once a receive matches, so the NIC never buffers payloads.
+ */
+#define RHN_TAG_EAGER_MAX RHN_WIRE_MTU
 
 enum rhn_wire_op_flags {
 	RHN_WOP_F_FIRST = 1u << 0, /* first packet of the message */

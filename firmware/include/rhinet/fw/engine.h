@@ -76,6 +76,15 @@ struct EngineConfig {
   uint32_t responder_reads = 256;   // READ responses queued as responder
   uint32_t responder_bitmaps = 32;  // of them bitmap PULLs (4 KiB each)
   uint32_t fw_messages = 64;        // firmware-originated messages at once
+  // Tag matching (004 2.6): posted receives and unexpected messages the
+  // NIC holds for all endpoints, and a context's share of each (in
+  // 1/256ths). Beyond them irecvs wait in the RQ and isends are refused
+  // and resent, in order. Refusal records bound how many senders can be
+  // held back at once.
+  uint32_t tag_recvs = 4096;
+  uint32_t tag_msgs = 4096;
+  uint32_t context_tag_share = 128;
+  uint32_t tag_refusals = 64;
   // On-board twin memory (004 2.7), handed out by RHN_ADMIN_ALLOC_TWIN in
   // 4 KiB pages to at most max_twins allocations. Reserved, not touched,
   // until allocated.

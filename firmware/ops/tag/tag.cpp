@@ -1,0 +1,861 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// ops/tag: NIC matching (004 2.6). An isend is one packet to the target
+// endpoint carrying its tag (and its data when small: eager); the target
+// NIC matches it against the endpoint's posted receives. Matched: eager
+// data lands at once (DONE), a longer message is asked for (CTS) and its
+// sender's NIC streams it (TAG_DATA), DONE after the last byte. Not
+// matched: the header waits in the unexpected list (QUEUED); the irecv
+// that later matches it asks for the data (CTS) -- the PULL of 004.
+//
+// Posted receives with an exact source and tag live in hash buckets,
+// the others (any source, masked tags) in the endpoint's wildcard list;
+// the older of the two candidates wins, so the cost of matching does not
+// grow with the number of exact receives. Both lists are bounded; beyond
+// them irecvs wait in the host's RQ and isends are refused and resent in
+// order (refusal records), so overflow never drops or reorders.
+#include <algorithm>
+#include <cstring>
+
+#include "ops/family.h"
+
+namespace rhinet::fw {
+
+namespace {
+
+constexpr uint32_t kGenShift = 20;  // handle = index | gen << 20
+constexpr uint64_t kExactMask = ~uint64_t{0};
+// A refusal record nobody came back for (the sender went away) is taken
+// over after this long.
+constexpr uint64_t kRefusalStaleNs = 10'000'000'000ull;
+
+uint32_t handle_of(uint32_t index, uint16_t gen) {
+  return index | (uint32_t{gen} & 0xfffu) << kGenShift;
+}
+
+uint32_t bucket_of(const TagTables& t, uint32_t qpn, uint16_t node,
+                   uint32_t src_qpn, uint64_t tag) {
+  uint64_t h = tag * 0x9e3779b97f4a7c15ull;
+  h ^= (uint64_t{qpn} << 40) ^ (uint64_t{node} << 24) ^ src_qpn;
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 29;
+  return static_cast<uint32_t>(h) & t.bucket_mask;
+}
+
+// ---- Lists: posted receives (bucket chains, wildcard lists) and
+// unexpected messages (bucket chains, arrival lists), all doubly linked
+// through indices.
+
+void recv_link(Impl& m, uint32_t i) {
+  TagRecv& r = m.tags.recvs[i];
+  QpObj& qp = m.qps[r.qpn];
+  uint32_t* head = &qp.tag_wild_head;
+  uint32_t* tail = &qp.tag_wild_tail;
+  if (r.exact) {
+    auto& b = m.tags.recv_buckets[bucket_of(m.tags, r.qpn, r.src_node,
+                                            r.src_qpn, r.tag)];
+    head = &b[0];
+    tail = &b[1];
+  }
+  r.prev = *tail;
+  r.next = kNone;
+  if (*tail != kNone)
+    m.tags.recvs[*tail].next = i;
+  else
+    *head = i;
+  *tail = i;
+}
+
+void recv_unlink(Impl& m, uint32_t i) {
+  TagRecv& r = m.tags.recvs[i];
+  QpObj& qp = m.qps[r.qpn];
+  uint32_t* head = &qp.tag_wild_head;
+  uint32_t* tail = &qp.tag_wild_tail;
+  if (r.exact) {
+    auto& b = m.tags.recv_buckets[bucket_of(m.tags, r.qpn, r.src_node,
+                                            r.src_qpn, r.tag)];
+    head = &b[0];
+    tail = &b[1];
+  }
+  if (r.prev != kNone)
+    m.tags.recvs[r.prev].next = r.next;
+  else
+    *head = r.next;
+  if (r.next != kNone)
+    m.tags.recvs[r.next].prev = r.prev;
+  else
+    *tail = r.prev;
+  r.prev = r.next = kNone;
+}
+
+void msg_link(Impl& m, uint32_t i) {
+  TagMsg& g = m.tags.msgs[i];
+  QpObj& qp = m.qps[g.qpn];
+  auto& b = m.tags.msg_buckets[bucket_of(
+      m.tags, g.qpn, g.node, g.src & RHN_WIRE_QPN_MASK, g.tag)];
+  g.hprev = b[1];
+  g.hnext = kNone;
+  if (b[1] != kNone)
+    m.tags.msgs[b[1]].hnext = i;
+  else
+    b[0] = i;
+  b[1] = i;
+  g.lprev = qp.tag_unx_tail;
+  g.lnext = kNone;
+  if (qp.tag_unx_tail != kNone)
+    m.tags.msgs[qp.tag_unx_tail].lnext = i;
+  else
+    qp.tag_unx_head = i;
+  qp.tag_unx_tail = i;
+}
+
+void msg_unlink(Impl& m, uint32_t i) {
+  TagMsg& g = m.tags.msgs[i];
+  QpObj& qp = m.qps[g.qpn];
+  auto& b = m.tags.msg_buckets[bucket_of(
+      m.tags, g.qpn, g.node, g.src & RHN_WIRE_QPN_MASK, g.tag)];
+  if (g.hprev != kNone)
+    m.tags.msgs[g.hprev].hnext = g.hnext;
+  else
+    b[0] = g.hnext;
+  if (g.hnext != kNone)
+    m.tags.msgs[g.hnext].hprev = g.hprev;
+  else
+    b[1] = g.hprev;
+  if (g.lprev != kNone)
+    m.tags.msgs[g.lprev].lnext = g.lnext;
+  else
+    qp.tag_unx_head = g.lnext;
+  if (g.lnext != kNone)
+    m.tags.msgs[g.lnext].lprev = g.lprev;
+  else
+    qp.tag_unx_tail = g.lprev;
+  g.hprev = g.hnext = g.lprev = g.lnext = kNone;
+}
+
+void recv_free(Impl& m, uint32_t i) {
+  TagRecv& r = m.tags.recvs[i];
+  if (r.context < m.contexts.size() && m.contexts[r.context].tag_recvs)
+    m.contexts[r.context].tag_recvs--;
+  const uint16_t gen = static_cast<uint16_t>(r.gen + 1);
+  r = TagRecv{};
+  r.gen = gen;
+  m.tags.free_recvs.push(i);
+}
+
+void msg_free(Impl& m, uint32_t i) {
+  TagMsg& g = m.tags.msgs[i];
+  if (g.context < m.contexts.size() && m.contexts[g.context].tag_msgs)
+    m.contexts[g.context].tag_msgs--;
+  g = TagMsg{};
+  m.tags.free_msgs.push(i);
+}
+
+bool source_matches(const TagRecv& r, uint16_t node, uint32_t src_qpn) {
+  return r.any_src || (r.src_node == node && r.src_qpn == src_qpn);
+}
+
+bool tag_matches(const TagRecv& r, uint64_t tag) {
+  return ((r.tag ^ tag) & r.mask) == 0;
+}
+
+// The oldest posted receive of the endpoint that takes this message.
+uint32_t match_posted(Impl& m, uint32_t qpn, uint16_t node, uint32_t src_qpn,
+                      uint64_t tag) {
+  uint32_t exact = m.tags.recv_buckets[bucket_of(m.tags, qpn, node, src_qpn,
+                                                 tag)][0];
+  for (; exact != kNone; exact = m.tags.recvs[exact].next) {
+    const TagRecv& r = m.tags.recvs[exact];
+    if (r.qpn == qpn && r.src_node == node && r.src_qpn == src_qpn &&
+        r.tag == tag)
+      break;
+  }
+  uint32_t wild = m.qps[qpn].tag_wild_head;
+  for (; wild != kNone; wild = m.tags.recvs[wild].next) {
+    const TagRecv& r = m.tags.recvs[wild];
+    if (source_matches(r, node, src_qpn) && tag_matches(r, tag)) break;
+  }
+  if (exact == kNone) return wild;
+  if (wild == kNone) return exact;
+  return m.tags.recvs[exact].seq < m.tags.recvs[wild].seq ? exact : wild;
+}
+
+// The oldest unexpected message of the endpoint that `r` takes.
+uint32_t match_unexpected(Impl& m, const TagRecv& r) {
+  if (r.exact) {
+    uint32_t i = m.tags.msg_buckets[bucket_of(m.tags, r.qpn, r.src_node,
+                                              r.src_qpn, r.tag)][0];
+    for (; i != kNone; i = m.tags.msgs[i].hnext) {
+      const TagMsg& g = m.tags.msgs[i];
+      if (g.qpn == r.qpn && g.node == r.src_node &&
+          (g.src & RHN_WIRE_QPN_MASK) == r.src_qpn && g.tag == r.tag)
+        return i;
+    }
+    return kNone;
+  }
+  for (uint32_t i = m.qps[r.qpn].tag_unx_head; i != kNone;
+       i = m.tags.msgs[i].lnext) {
+    const TagMsg& g = m.tags.msgs[i];
+    if (source_matches(r, g.node, g.src & RHN_WIRE_QPN_MASK) &&
+        tag_matches(r, g.tag))
+      return i;
+  }
+  return kNone;
+}
+
+// ---- Answers and completions.
+
+// An answer to the isend (qp_type, the sender's src with incarnation,
+// msn) from endpoint `qpn`. The caller made sure of send room.
+void answer(Impl& m, Peer& p, uint32_t sender, uint32_t msn, uint32_t qpn,
+            uint8_t wop, uint8_t syndrome, uint32_t kind, uint32_t handle,
+            uint32_t take) {
+  rhn_op_hdr op{};
+  op.opcode = wop;
+  op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
+  op.syndrome = syndrome;
+  op.qp_type = RHN_QP_ENDPOINT;
+  op.dst_qpn = sender;
+  op.src_qpn = qpn;
+  op.msn = msn;
+  op.rkey = handle;
+  op.imm_data = kind;
+  op.msg_len = take;
+  m.send_data(p, op, {}, false, kNone, 0, false);
+}
+
+void complete_recv(Impl& m, const TagRecv& r, uint8_t status,
+                   uint8_t syndrome) {
+  if (r.qpn >= m.qps.size() || !m.qps[r.qpn].valid ||
+      m.qps[r.qpn].gen != r.qp_gen)
+    return;
+  rhn_cqe c{};
+  c.qpn = r.qpn;
+  c.byte_len = r.msg_len;
+  c.src_qpn = r.peer_src & RHN_WIRE_QPN_MASK;
+  c.src_node = r.peer_node;
+  c.wqe_index = r.wqe_index;
+  c.opcode = RHN_CQE_OP_TAG_RECV;
+  c.status = status;
+  if (status == RHN_CQE_SUCCESS || status == RHN_CQE_LOC_LEN_ERR) {
+    c.imm_data = static_cast<uint32_t>(r.msg_tag);
+    c.vendor_err = static_cast<uint32_t>(r.msg_tag >> 32);
+  } else {
+    c.vendor_err = syndrome;
+  }
+  if (status != RHN_CQE_SUCCESS) m.counters.add(RHN_CNT_ERROR_CQES);
+  m.counters.add(RHN_CNT_COMPLETIONS);
+  m.cq_push(m.qps[r.qpn].recv_cqn, c, false);
+}
+
+// The receive has all its bytes (or the sender gave up): complete it,
+// free it, and let a waiting irecv of the endpoint take its place.
+void finish_recv(Impl& m, uint32_t i, uint8_t status, uint8_t syndrome) {
+  const uint32_t qpn = m.tags.recvs[i].qpn;
+  complete_recv(m, m.tags.recvs[i], status, syndrome);
+  recv_free(m, i);
+  if (qpn < m.qps.size() && m.qps[qpn].tag_rq_stalled) m.tag_pull_rq(qpn);
+}
+
+void send_cts(Impl& m, uint32_t i) {
+  TagRecv& r = m.tags.recvs[i];
+  Peer& p = m.peers[r.peer_node];
+  if (!m.can_send(p, kNone)) {
+    r.cts_owed = true;
+    m.tags.cts_owed.push(i);  // room for every receive: never full
+    return;
+  }
+  r.cts_owed = false;
+  answer(m, p, r.peer_src, r.peer_msn, r.qpn, RHN_WOP_TAG_RESP, 0,
+         RHN_TAG_CTS, handle_of(i, r.gen), r.take);
+}
+
+void match(Impl& m, uint32_t i, uint16_t node, uint32_t src, uint32_t msn,
+           uint64_t tag, uint32_t length) {
+  TagRecv& r = m.tags.recvs[i];
+  r.state = TagRecvState::kMatched;
+  r.peer_node = node;
+  r.peer_src = src;
+  r.peer_msn = msn;
+  r.msg_tag = tag;
+  r.msg_len = length;
+  r.take = std::min(length, r.sge.length);
+  r.received = 0;
+}
+
+uint8_t length_status(const TagRecv& r) {
+  return r.msg_len > r.take ? RHN_CQE_LOC_LEN_ERR : RHN_CQE_SUCCESS;
+}
+
+// Refusal records: (endpoint, sender) pairs held back.
+TagRefusal* find_refusal(Impl& m, uint32_t qpn, uint16_t node, uint32_t src) {
+  if (!m.tags.refusals_used) return nullptr;
+  for (auto& f : m.tags.refusals)
+    if (f.used && f.qpn == qpn && f.node == node && f.src == src &&
+        f.qp_gen == m.qps[qpn].gen)
+      return &f;
+  return nullptr;
+}
+
+TagRefusal* new_refusal(Impl& m) {
+  for (auto& f : m.tags.refusals) {
+    if (!f.used) {
+      m.tags.refusals_used++;
+      f.used = true;
+      return &f;
+    }
+  }
+  for (auto& f : m.tags.refusals)
+    if (m.now - f.since > kRefusalStaleNs) return &f;
+  return nullptr;
+}
+
+void drop_refusal(Impl& m, TagRefusal* f) {
+  if (!f) return;
+  *f = TagRefusal{};
+  m.tags.refusals_used--;
+}
+
+// ---- Requester (the isend)
+
+uint8_t check(Impl&, const QpObj& qp, const DecodedWqe& w, uint8_t* syndrome) {
+  if (qp.type != RHN_QP_ENDPOINT) {
+    *syndrome = RHN_SYN_BAD_OPCODE;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
+  // The data is streamed from one place after a CTS (inline data, or one
+  // SGE); partial-transfer modes are not taken yet.
+  if (w.num_sge > 1 || w.xfer_mode != RHN_XFER_BASIC ||
+      (w.flags & (RHN_WQE_F_AREA | RHN_WQE_F_SIGNAL_REMOTE))) {
+    *syndrome = RHN_SYN_BAD_WQE;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
+  return RHN_CQE_SUCCESS;
+}
+
+bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t,
+                  rhn_op_hdr& op, PacketOut& out) {
+  // One packet: the tag, the length, and the data if it is small.
+  op.rkey = 0;
+  op.remote_addr = w.remote_addr;
+  out.advance = static_cast<uint32_t>(w.length);
+  out.last = true;
+  if (w.length <= RHN_TAG_EAGER_MAX) {
+    out.len = static_cast<uint32_t>(w.length);
+    if (!gather(m, qp, w, 0, out.payload, out.len)) return false;
+  }
+  return true;
+}
+
+// The data of an isend whose CTS came: streamed by a READ-like stream
+// (an SGE), or sent now (inline data). False: wait for room or a stream.
+bool start_stream(Impl& m, uint32_t qpn, Inflight& e) {
+  QpObj& qp = m.qps[qpn];
+  Peer& p = m.peers[e.peer];
+  RawWqe raw;
+  DecodedWqe w;
+  uint32_t nslots = 0;
+  if (!m.fetch_wqe(qp, e.slot, raw, nslots) || nslots != e.slots ||
+      decode_send_wqe(raw, nslots, 1u << 31, w) != RHN_SYN_NONE ||
+      w.opcode != RHN_OP_ISEND) {
+    m.counters.add(RHN_CNT_BAD_WQES);  // overwritten while the NIC owned it
+    m.finish_entry(qpn, e, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
+    return true;
+  }
+  const uint32_t take = std::min<uint32_t>(e.tag_take, w.length);
+  rhn_op_hdr op{};
+  op.opcode = RHN_WOP_TAG_DATA;
+  op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
+  op.qp_type = RHN_QP_ENDPOINT;
+  op.dst_qpn = e.tag_receiver;
+  op.src_qpn = qpn | (uint32_t{qp.incarnation} << RHN_WIRE_INCARNATION_SHIFT);
+  op.msn = e.msn;
+  op.rkey = e.tag_handle;
+  op.msg_len = take;
+  if (w.flags & RHN_WQE_F_INLINE) {
+    if (!m.room_for_request(p)) return false;
+    m.send_data(p, op, wqe_inline(raw, w).first(take), false, kNone, 0, false);
+    return true;
+  }
+  if (m.free_responder_reads.empty() || !m.room_for_request(p)) return false;
+  const uint32_t idx = m.free_responder_reads.front();
+  m.free_responder_reads.pop();
+  ResponderRead& rr = m.responder_reads[idx];
+  rr = ResponderRead{};
+  rr.used = true;
+  rr.qp_type = RHN_QP_ENDPOINT;
+  rr.node = e.peer;
+  rr.requester_src = e.tag_receiver;
+  rr.responder_qpn = qpn;
+  rr.responder_gen = qp.gen;
+  rr.msn = e.msn;
+  const rhn_sge sge = w.num_sge ? wqe_sge(raw, 0) : rhn_sge{};
+  rr.key = sge.lkey;
+  rr.pdn = qp.pdn;
+  rr.va = sge.addr;
+  rr.length = take;
+  rr.wop = RHN_WOP_TAG_DATA;
+  rr.tag_handle = e.tag_handle;
+  if (p.reads_tail != kNone)
+    m.responder_reads[p.reads_tail].next = idx;
+  else
+    p.reads_head = idx;
+  p.reads_tail = idx;
+  m.peer_needs_service(p);
+  return true;
+}
+
+void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e,
+                 const Packet& pkt) {
+  if (pkt.op.opcode != RHN_WOP_TAG_RESP) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
+    return;
+  }
+  e.tag_answered = true;
+  switch (pkt.op.imm_data) {
+    case RHN_TAG_DONE:
+      m.finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+      return;
+    case RHN_TAG_QUEUED:
+      return;  // a receive will ask for it
+    case RHN_TAG_CTS:
+      if (e.tag_stream_owed) return;  // a duplicate
+      e.tag_handle = pkt.op.rkey;
+      e.tag_take = pkt.op.msg_len;
+      e.tag_receiver = pkt.op.src_qpn;
+      if (!start_stream(m, qpn, e)) {
+        e.tag_stream_owed = true;
+        m.tags.streams_owed.push({qpn, m.qps[qpn].gen, e.msn});
+      }
+      return;
+    default:
+      m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+      m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
+  }
+}
+
+// ---- Local operations: iprobe and cancel (in SQ order, no message).
+
+uint8_t execute_local(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
+                      uint8_t* syndrome) {
+  if (qp.type != RHN_QP_ENDPOINT) {
+    *syndrome = RHN_SYN_BAD_OPCODE;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
+  // The entry being executed is the newest; its CQE reports the result.
+  Inflight& e = m.entry(qpn, qp.inflight_tail - 1);
+  if (w.opcode == RHN_OP_IPROBE) {
+    TagRecv probe{};
+    probe.qpn = qpn;
+    probe.any_src = (w.tag_flags & RHN_TAG_F_ANY_SRC) != 0;
+    probe.src_node = w.dst_node;
+    probe.src_qpn = w.dst_qpn & RHN_WIRE_QPN_MASK;
+    probe.tag = w.remote_addr;
+    probe.mask = w.tag_mask;
+    probe.exact = !probe.any_src && probe.mask == kExactMask;
+    const uint32_t i = match_unexpected(m, probe);
+    if (i != kNone) {
+      const TagMsg& g = m.tags.msgs[i];
+      e.ext_flags = RHN_CQE_X_FOUND;
+      e.length = g.length;
+      e.answer_node = g.node;
+      e.answer_qpn = g.src & RHN_WIRE_QPN_MASK;
+      e.answer_tag = g.tag;
+    }
+    return RHN_CQE_SUCCESS;
+  }
+  // IRECV_CANCEL: a receive still in the posted list (rare: a scan).
+  const uint16_t index = static_cast<uint16_t>(w.remote_key);
+  for (uint32_t i = 0; i < m.tags.recvs.size(); i++) {
+    TagRecv& r = m.tags.recvs[i];
+    if (r.state != TagRecvState::kPosted || r.qpn != qpn ||
+        r.qp_gen != qp.gen || r.wqe_index != index)
+      continue;
+    recv_unlink(m, i);
+    r.peer_node = 0;
+    r.msg_len = 0;
+    finish_recv(m, i, RHN_CQE_WR_FLUSH_ERR, RHN_SYN_FLUSHED);
+    e.ext_flags = RHN_CQE_X_FOUND;
+    break;
+  }
+  return RHN_CQE_SUCCESS;
+}
+
+// ---- Responder
+
+// An isend arrives at its endpoint.
+void tag_request(Impl& m, Request& r) {
+  const rhn_op_hdr& op = r.op;
+  const bool eager = !r.data.empty() || op.msg_len == 0;
+  if ((eager && (r.data.size() != op.msg_len ||
+                 op.msg_len > RHN_TAG_EAGER_MAX)) ||
+      !(op.flags & RHN_WOP_F_FIRST) || !(op.flags & RHN_WOP_F_LAST)) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    refuse(m, r, RHN_SYN_LENGTH);
+    return;
+  }
+  TagRefusal* held = find_refusal(m, r.qpn, r.node, r.src);
+  if (held && held->msn != op.msn) {
+    // An earlier isend of this sender waits to be resent: this one goes
+    // again after it.
+    m.counters.add(RHN_CNT_TAG_REFUSED);
+    not_ready(m, r, RHN_SYN_BUSY);
+    return;
+  }
+  const uint32_t i = match_posted(m, r.qpn, r.node, r.src_qpn, op.remote_addr);
+  if (i != kNone) {
+    drop_refusal(m, held);
+    m.counters.add(RHN_CNT_TAG_MATCHED_POSTED);
+    recv_unlink(m, i);
+    match(m, i, r.node, r.src, op.msn, op.remote_addr, op.msg_len);
+    TagRecv& rv = m.tags.recvs[i];
+    if (!eager) {
+      answer(m, r.peer, r.src, op.msn, r.qpn, RHN_WOP_TAG_RESP, 0,
+             RHN_TAG_CTS, handle_of(i, rv.gen), rv.take);
+      return;
+    }
+    uint8_t status = length_status(rv);
+    if (rv.take && !m.sge_dma(&rv.sge, 1, 0, const_cast<uint8_t*>(r.data.data()),
+                              rv.take, rv.pdn, true)) {
+      m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+      status = RHN_CQE_LOC_PROT_ERR;
+    }
+    answer(m, r.peer, r.src, op.msn, r.qpn, RHN_WOP_TAG_RESP, 0, RHN_TAG_DONE,
+           0, 0);
+    finish_recv(m, i, status, RHN_SYN_NONE);
+    return;
+  }
+  ContextObj& ctx = m.contexts[r.qp.context];
+  if (m.tags.free_msgs.empty() || ctx.tag_msgs >= m.tags.msg_quota) {
+    // No room to queue it: refused, and this sender's later isends to
+    // this endpoint with it, until it comes back.
+    if (!held) {
+      held = new_refusal(m);
+      if (held) {
+        *held = TagRefusal{true, r.node, r.qpn, r.qp.gen, r.src, op.msn,
+                           m.now};
+      }
+    }
+    m.counters.add(RHN_CNT_TAG_REFUSED);
+    not_ready(m, r, RHN_SYN_BUSY);
+    return;
+  }
+  drop_refusal(m, held);
+  const uint32_t g_index = m.tags.free_msgs.front();
+  m.tags.free_msgs.pop();
+  ctx.tag_msgs++;
+  TagMsg& g = m.tags.msgs[g_index];
+  g = TagMsg{};
+  g.used = true;
+  g.node = r.node;
+  g.qpn = r.qpn;
+  g.qp_gen = r.qp.gen;
+  g.context = r.qp.context;
+  g.src = r.src;
+  g.msn = op.msn;
+  g.tag = op.remote_addr;
+  g.length = op.msg_len;
+  msg_link(m, g_index);
+  m.counters.add(RHN_CNT_TAG_UNEXPECTED);
+  answer(m, r.peer, r.src, op.msn, r.qpn, RHN_WOP_TAG_RESP, 0, RHN_TAG_QUEUED,
+         0, 0);
+}
+
+// Data for a matched receive.
+void tag_data(Impl& m, Request& r) {
+  const rhn_op_hdr& op = r.op;
+  const uint32_t i = op.rkey & ((1u << kGenShift) - 1);
+  TagRecv* rv = i < m.tags.recvs.size() ? &m.tags.recvs[i] : nullptr;
+  if (!rv || rv->state != TagRecvState::kMatched ||
+      handle_of(i, rv->gen) != op.rkey || rv->qpn != r.qpn ||
+      rv->qp_gen != r.qp.gen || rv->peer_node != r.node ||
+      rv->peer_src != r.src || rv->peer_msn != op.msn) {
+    // The receive is gone (cancelled with its endpoint): the isend fails.
+    refuse(m, r, RHN_SYN_FLUSHED);
+    return;
+  }
+  if (op.syndrome != RHN_SYN_NONE) {  // the sender gave the message up
+    finish_recv(m, i, RHN_CQE_REM_OP_ERR, op.syndrome);
+    return;
+  }
+  if (op.msg_offset != rv->received ||
+      uint64_t{op.msg_offset} + r.data.size() > rv->take) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    refuse(m, r, RHN_SYN_LENGTH);
+    finish_recv(m, i, RHN_CQE_REM_OP_ERR, RHN_SYN_LENGTH);
+    return;
+  }
+  uint8_t status = RHN_CQE_SUCCESS;
+  if (!r.data.empty() &&
+      !m.sge_dma(&rv->sge, 1, op.msg_offset,
+                 const_cast<uint8_t*>(r.data.data()), r.data.size(), rv->pdn,
+                 true)) {
+    m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+    status = RHN_CQE_LOC_PROT_ERR;
+  }
+  rv->received += static_cast<uint32_t>(r.data.size());
+  if (status == RHN_CQE_SUCCESS && !(op.flags & RHN_WOP_F_LAST)) return;
+  if (status == RHN_CQE_SUCCESS && rv->received != rv->take) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    status = RHN_CQE_REM_OP_ERR;
+  }
+  if (status == RHN_CQE_SUCCESS) status = length_status(*rv);
+  answer(m, r.peer, r.src, op.msn, r.qpn, RHN_WOP_TAG_RESP, 0, RHN_TAG_DONE,
+         0, 0);
+  finish_recv(m, i, status, RHN_SYN_NONE);
+}
+
+void on_request(Impl& m, Request& r) {
+  if (r.qp.type != RHN_QP_ENDPOINT) {
+    m.counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+    refuse(m, r, RHN_SYN_BAD_OPCODE);
+    return;
+  }
+  if (r.op.opcode == RHN_WOP_TAG)
+    tag_request(m, r);
+  else
+    tag_data(m, r);
+}
+
+// A refusal needs a record, unless every record is taken: then the isend
+// is not accepted at all (as if lost), which keeps order at the cost of
+// the channel.
+bool has_room(const Impl& m, const Peer&, const rhn_op_hdr& op) {
+  return op.opcode != RHN_WOP_TAG ||
+         m.tags.refusals_used < m.tags.refusals.size();
+}
+
+}  // namespace
+
+extern const OpFamily kTagFamily = {
+    .name = "tag",
+    .check = check,
+    .send_unsequenced = nullptr,
+    .execute_local = nullptr,
+    .build_packet = build_packet,
+    .on_response = on_response,
+    .has_room = has_room,
+    .on_request = on_request,
+};
+
+// IPROBE and IRECV_CANCEL: the same folder, executed locally.
+extern const OpFamily kTagLocalFamily = {
+    .name = "tag-local",
+    .check = [](Impl&, const QpObj& qp, const DecodedWqe&,
+                uint8_t* syndrome) -> uint8_t {
+      if (qp.type == RHN_QP_ENDPOINT) return RHN_CQE_SUCCESS;
+      *syndrome = RHN_SYN_BAD_OPCODE;
+      return RHN_CQE_LOC_QP_OP_ERR;
+    },
+    .send_unsequenced = nullptr,
+    .execute_local = execute_local,
+    .build_packet = nullptr,
+    .on_response = nullptr,
+    .has_room = nullptr,
+    .on_request = nullptr,
+};
+
+// ---- The stages' entry points.
+
+void Engine::Impl::tag_reset() {
+  TagTables& t = tags;
+  t.recvs.assign(cfg.tag_recvs, TagRecv{});
+  t.msgs.assign(cfg.tag_msgs, TagMsg{});
+  t.free_recvs.clear();
+  for (uint32_t i = 0; i < cfg.tag_recvs; i++) t.free_recvs.push(i);
+  t.free_msgs.clear();
+  for (uint32_t i = 0; i < cfg.tag_msgs; i++) t.free_msgs.push(i);
+  uint32_t buckets = 16;
+  while (buckets < std::max(cfg.tag_recvs, cfg.tag_msgs)) buckets <<= 1;
+  t.bucket_mask = buckets - 1;
+  t.recv_buckets.assign(buckets, {kNone, kNone});
+  t.msg_buckets.assign(buckets, {kNone, kNone});
+  t.refusals.assign(std::max<uint32_t>(cfg.tag_refusals, 1), TagRefusal{});
+  t.refusals_used = 0;
+  t.recv_quota = std::max<uint32_t>(
+      1, uint32_t(uint64_t{cfg.tag_recvs} * cfg.context_tag_share / 256));
+  t.msg_quota = std::max<uint32_t>(
+      1, uint32_t(uint64_t{cfg.tag_msgs} * cfg.context_tag_share / 256));
+  t.cts_owed.clear();
+  t.streams_owed.clear();
+  t.rq_retry = false;
+}
+
+bool Engine::Impl::tag_pull_rq(uint32_t qpn) {
+  QpObj& qp = qps[qpn];
+  if (qp.type != RHN_QP_ENDPOINT || qp.srqn != kNone || !qp.valid ||
+      qp.state < RHN_QPS_INIT || qp.state == RHN_QPS_ERR)
+    return true;
+  qp.tag_rq_stalled = false;
+  for (;;) {
+    if (qp.rq_consumer == qp.rq_producer) {
+      rhn_queue_record rec;
+      if (!host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) return true;
+      if (rec.producer_index - qp.rq_consumer > (1u << qp.rq_log)) {
+        counters.add(RHN_CNT_BAD_WQES);
+        return true;
+      }
+      qp.rq_producer = rec.producer_index;
+      if (qp.rq_consumer == qp.rq_producer) return true;
+    }
+    rhn_tag_recv_wqe w;
+    const uint32_t index = qp.rq_consumer;
+    if (!host_dma(qp.rq_ring,
+                  uint64_t{index & ((1u << qp.rq_log) - 1)} * RHN_RQ_WQE_SIZE,
+                  &w, sizeof(w), false))
+      return true;
+    if (!(w.flags & RHN_RQ_F_TAG)) return true;  // a plain receive is next
+    ContextObj& ctx = contexts[qp.context];
+    if (tags.free_recvs.empty() || ctx.tag_recvs >= tags.recv_quota) {
+      // The list is full: this irecv and those behind it wait in the RQ,
+      // in order, until a receive completes.
+      if (!qp.tag_rq_stalled) counters.add(RHN_CNT_TAG_RECV_WAITS);
+      qp.tag_rq_stalled = true;
+      tags.rq_retry = true;
+      return false;
+    }
+    qp.rq_consumer++;
+    const uint32_t i = tags.free_recvs.front();
+    tags.free_recvs.pop();
+    ctx.tag_recvs++;
+    TagRecv& r = tags.recvs[i];
+    const uint16_t gen = r.gen;
+    r = TagRecv{};
+    r.gen = gen;
+    r.state = TagRecvState::kPosted;
+    r.qpn = qpn;
+    r.qp_gen = qp.gen;
+    r.context = qp.context;
+    r.pdn = qp.pdn;
+    r.wqe_index = static_cast<uint16_t>(index);
+    r.any_src = (w.flags & RHN_TAG_F_ANY_SRC) != 0;
+    r.src_node = w.src_node;
+    r.src_qpn = w.src_qpn & RHN_WIRE_QPN_MASK;
+    r.tag = w.tag;
+    r.mask = w.mask;
+    r.exact = !r.any_src && r.mask == kExactMask;
+    r.seq = qp.tag_seq++;
+    if (w.num_sge > 1 || (w.flags & ~(RHN_RQ_F_TAG | RHN_TAG_F_ANY_SRC))) {
+      counters.add(RHN_CNT_BAD_WQES);
+      finish_recv(*this, i, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
+      continue;
+    }
+    if (w.num_sge) r.sge = w.sge;
+    if (r.sge.length && check_key(r.sge.lkey, kNone, r.pdn,
+                                  RHN_ACCESS_LOCAL_WRITE, r.sge.addr,
+                                  r.sge.length, nullptr) != RHN_SYN_NONE) {
+      counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+      finish_recv(*this, i, RHN_CQE_LOC_PROT_ERR, RHN_SYN_BAD_KEY);
+      continue;
+    }
+    const uint32_t g_index = match_unexpected(*this, r);
+    if (g_index == kNone) {
+      recv_link(*this, i);
+      continue;
+    }
+    // A queued message: ask its sender for the data.
+    const TagMsg g = tags.msgs[g_index];
+    msg_unlink(*this, g_index);
+    msg_free(*this, g_index);
+    counters.add(RHN_CNT_TAG_MATCHED_UNEXPECTED);
+    match(*this, i, g.node, g.src, g.msn, g.tag, g.length);
+    send_cts(*this, i);
+  }
+}
+
+void Engine::Impl::tag_cancel_qp(uint32_t qpn, bool flush) {
+  for (uint32_t i = 0; i < tags.recvs.size(); i++) {
+    TagRecv& r = tags.recvs[i];
+    if (r.state == TagRecvState::kFree || r.qpn != qpn) continue;
+    if (r.state == TagRecvState::kPosted) recv_unlink(*this, i);
+    // A matched receive's data may still come: it is refused then, and
+    // its isend fails.
+    if (flush) complete_recv(*this, r, RHN_CQE_WR_FLUSH_ERR, RHN_SYN_FLUSHED);
+    recv_free(*this, i);
+  }
+  QpObj& qp = qps[qpn];
+  // The senders of queued messages learn that nobody will take them.
+  while (qp.tag_unx_head != kNone) {
+    const uint32_t g_index = qp.tag_unx_head;
+    const TagMsg g = tags.msgs[g_index];
+    msg_unlink(*this, g_index);
+    msg_free(*this, g_index);
+    Peer& p = peers[g.node];
+    if (can_send(p, kNone)) {
+      rhn_op_hdr req{};
+      req.qp_type = RHN_QP_ENDPOINT;
+      req.dst_qpn = qpn;
+      req.src_qpn = g.src;
+      req.msn = g.msn;
+      respond(p, RHN_WOP_NAK, RHN_SYN_FLUSHED, req, {});
+    }
+  }
+  for (auto& f : tags.refusals)
+    if (f.used && f.qpn == qpn) drop_refusal(*this, &f);
+  qp.tag_wild_head = qp.tag_wild_tail = kNone;
+  qp.tag_rq_stalled = false;
+}
+
+void Engine::Impl::tag_node_failed(uint16_t node, bool restarted) {
+  // Receives waiting for data from that node get none.
+  for (uint32_t i = 0; i < tags.recvs.size(); i++) {
+    TagRecv& r = tags.recvs[i];
+    if (r.state == TagRecvState::kMatched && r.peer_node == node)
+      finish_recv(*this, i, RHN_CQE_REM_OP_ERR, RHN_SYN_RETRY_EXCEEDED);
+  }
+  // Its queued isends are its former life's.
+  for (uint32_t i = 0; restarted && i < tags.msgs.size(); i++) {
+    if (!tags.msgs[i].used || tags.msgs[i].node != node) continue;
+    msg_unlink(*this, i);
+    msg_free(*this, i);
+  }
+  for (auto& f : tags.refusals)
+    if (f.used && f.node == node) drop_refusal(*this, &f);
+}
+
+bool Engine::Impl::tag_run(uint32_t budget) {
+  bool did = false;
+  // CTSs that found no send room.
+  for (uint32_t n = tags.cts_owed.size(); n && budget; n--, budget--) {
+    const uint32_t i = tags.cts_owed.front();
+    TagRecv& r = tags.recvs[i];
+    if (r.state != TagRecvState::kMatched || !r.cts_owed) {
+      tags.cts_owed.pop();
+      continue;
+    }
+    if (!can_send(peers[r.peer_node], kNone)) break;
+    tags.cts_owed.pop();
+    send_cts(*this, i);
+    did = true;
+  }
+  // Streams that found no READ stream free.
+  for (uint32_t n = tags.streams_owed.size(); n && budget; n--, budget--) {
+    const TagOwedStream s = tags.streams_owed.front();
+    QpObj& qp = qps[s.qpn];
+    Inflight* e = nullptr;
+    if (qp.valid && qp.gen == s.qp_gen)
+      for (uint32_t k = qp.inflight_head; k != qp.inflight_tail; k++)
+        if (entry(s.qpn, k).msn == s.msn &&
+            entry(s.qpn, k).state == MsgState::kAwaitResponse)
+          e = &entry(s.qpn, k);
+    if (!e || !e->tag_stream_owed) {
+      tags.streams_owed.pop();
+      continue;
+    }
+    if (!start_stream(*this, s.qpn, *e)) break;
+    e->tag_stream_owed = false;
+    tags.streams_owed.pop();
+    did = true;
+  }
+  // Irecvs waiting in RQs for room in the posted list (a scan: rare).
+  if (tags.rq_retry && !tags.free_recvs.empty()) {
+    tags.rq_retry = false;
+    for (uint32_t q = 0; q < qps.size(); q++)
+      if (qps[q].valid && qps[q].tag_rq_stalled) tag_pull_rq(q);
+    did = true;
+  }
+  return did;
+}
+
+}  // namespace rhinet::fw
