@@ -70,12 +70,14 @@ bool SimCq::poll_one(Completion* out) {
   c.opcode = cqe.opcode;
   c.status = cqe.status;
   c.flags = cqe.flags;
+  c.ext_flags = cqe.ext_flags;
   c.wr_id = UINT64_MAX;  // unknown QP or WQE
   auto it = qps_.find(cqe.qpn);
   if (it != qps_.end()) {
     SimQp* qp = it->second;
-    c.wr_id = c.is_send() ? qp->complete_send(c.wqe_index)
-                          : qp->complete_recv(c.wqe_index);
+    c.wr_id = c.is_send()                         ? qp->complete_send(c.wqe_index)
+              : c.opcode == RHN_CQE_OP_TAG_RECV ? qp->complete_tag_recv(c.wqe_index)
+                                                : qp->complete_recv(c.wqe_index);
   }
   ++ci_;
   mem_.set_record(ci_);
@@ -136,6 +138,9 @@ bool SimQp::encode(const SendWr& wr, std::vector<uint8_t>* slots) {
     base.u.bind.mw_key = wr.bind_mw_key;
     base.u.bind.mr_lkey = wr.bind_mr_lkey;
     base.u.bind.length = wr.bind_length;
+  } else if (wr.opcode == RHN_OP_IPROBE || wr.opcode == RHN_OP_IRECV_CANCEL) {
+    base.u.tag.mask = wr.tag_mask;
+    base.u.tag.flags = wr.tag_flags;
   } else if (wr.opcode == RHN_OP_REG_MR) {
     base.u.reg.length = wr.reg_length;
     base.u.reg.num_pages = wr.reg_pages;
@@ -255,6 +260,41 @@ bool SimQp::post_recv(uint64_t wr_id, const std::vector<Sge>& sges) {
   rq_.set_record(rq_pi_);
   if (auto_kick) ctx_->doorbell(RHN_DB_RQ, qpn_);
   return true;
+}
+
+bool SimQp::post_tag_recv(uint64_t wr_id, const TagRecv& t) {
+  if (srq_ != nullptr || rq_depth_ == 0) return false;
+  if (rq_pi_ - rq_ci_ >= rq_depth_) return false;
+  rhn_tag_recv_wqe w;
+  std::memset(&w, 0, sizeof w);
+  w.wqe_index = uint16_t(rq_pi_);
+  w.num_sge = t.sge ? 1 : 0;
+  w.flags = RHN_RQ_F_TAG | (t.any_src ? RHN_TAG_F_ANY_SRC : 0) | t.extra_flags;
+  w.tag = t.tag;
+  w.mask = t.mask;
+  w.src_node = t.src_node;
+  w.src_qpn = t.src_qpn;
+  if (t.sge) {
+    w.sge.addr = t.sge->addr;
+    w.sge.length = t.sge->length;
+    w.sge.lkey = t.sge->lkey;
+  }
+  rq_.buf.write(size_t(rq_pi_ & (rq_depth_ - 1)) * RHN_RQ_WQE_SIZE, &w,
+                sizeof w);
+  tag_shadow_[uint16_t(rq_pi_)] = wr_id;
+  ++rq_pi_;
+  rq_.set_record(rq_pi_);
+  if (auto_kick) ctx_->doorbell(RHN_DB_RQ, qpn_);
+  return true;
+}
+
+uint64_t SimQp::complete_tag_recv(uint16_t wqe_index) {
+  auto it = tag_shadow_.find(wqe_index);
+  if (it == tag_shadow_.end()) return UINT64_MAX;
+  const uint64_t wr_id = it->second;
+  tag_shadow_.erase(it);
+  ++rq_ci_;
+  return wr_id;
 }
 
 void SimQp::kick_sq() { ctx_->doorbell(RHN_DB_SQ, qpn_); }

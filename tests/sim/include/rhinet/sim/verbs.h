@@ -39,7 +39,10 @@ struct Completion {
   uint8_t opcode = 0;
   uint8_t status = 0;
   uint8_t flags = 0;
+  uint8_t ext_flags = 0;
   bool ok() const { return status == RHN_CQE_SUCCESS; }
+  // TAG_RECV and a probe that found something: the 64-bit tag.
+  uint64_t tag() const { return uint64_t{vendor_err} << 32 | imm_data; }
   bool is_send() const { return (flags & RHN_CQE_F_SQ) != 0; }
 };
 
@@ -76,6 +79,21 @@ struct SendWr {
   // A partial transfer: the mode, and its descriptor as the last slot.
   uint8_t xfer_mode = RHN_XFER_BASIC;
   rhn_wqe_xfer xfer{};
+  // IPROBE: mask and RHN_TAG_F_* flags (the tag is remote_addr, the
+  // source dst_node/dst_qpn).
+  uint64_t tag_mask = ~uint64_t{0};
+  uint32_t tag_flags = 0;
+};
+
+// A tag-matched receive (irecv) as an RQ WQE.
+struct TagRecv {
+  uint64_t tag = 0;
+  uint64_t mask = ~uint64_t{0};
+  bool any_src = false;
+  uint16_t src_node = 0;
+  uint32_t src_qpn = 0;
+  std::optional<Sge> sge;
+  uint32_t extra_flags = 0;  // malformed-WQE tests
 };
 
 // Ring memory plus its doorbell record, in one buffer of the owning context:
@@ -162,6 +180,8 @@ class SimQp {
   bool post_send_raw(std::vector<uint8_t> slots, uint64_t wr_id,
                      bool inline_doorbell = false);
   bool post_recv(uint64_t wr_id, const std::vector<Sge>& sges);
+  // An irecv (endpoints): completes out of order, by its own index.
+  bool post_tag_recv(uint64_t wr_id, const TagRecv& t);
   // Kicks without posting anything (re-kick, or a kick from a foreign page).
   void kick_sq();
   void kick_rq();
@@ -203,6 +223,7 @@ class SimQp {
                       bool inline_doorbell);
   uint64_t complete_send(uint16_t wqe_index);
   uint64_t complete_recv(uint16_t wqe_index);
+  uint64_t complete_tag_recv(uint16_t wqe_index);
 
   SimContext* ctx_ = nullptr;
   uint32_t qpn_ = 0;
@@ -216,6 +237,7 @@ class SimQp {
   QueueMemory sq_, rq_;
   std::vector<PendingSend> pending_;  // oldest first
   std::vector<uint64_t> rq_shadow_;
+  std::unordered_map<uint16_t, uint64_t> tag_shadow_;
 };
 
 class SimContext {
