@@ -492,12 +492,15 @@ struct TagTables {
   uint32_t bucket_mask = 0;
   std::vector<TagRefusal> refusals;
   uint32_t refusals_used = 0;
+  uint32_t posted = 0;                      // receives in the posted lists
   uint32_t recv_quota = 0, msg_quota = 0;  // per context
   Fifo<uint32_t> cts_owed;                  // receive indices
   Fifo<TagOwedStream> streams_owed;
-  bool rq_retry = false;  // some endpoint's irecvs wait for room
+  bool rq_retry = false;    // some endpoint's irecvs wait for room
+  bool room_freed = false;  // since then an entry or a posted place freed
   TagTables(uint32_t max_recvs, uint32_t max_msgs, uint32_t owed_streams)
-      : free_recvs(max_recvs), free_msgs(max_msgs), cts_owed(max_recvs),
+      : free_recvs(max_recvs + max_msgs), free_msgs(max_msgs),
+        cts_owed(max_recvs + max_msgs),
         streams_owed(owed_streams) {}
 };
 

@@ -330,6 +330,7 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
   uint64_t next_wr = 1000;
   uint16_t rq_index = 0;
   size_t probes = 0, probes_found = 0, cancels_found = 0;
+  std::vector<std::string> log;  // printed when a receive goes missing
 
   auto collect = [&] {
     for (const auto& cqe : rx.cq->poll(256)) {
@@ -380,6 +381,10 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
       r.cap = caps[rng() % std::size(caps)];
       r.off = size_t(step) * kSlot;
       recvs[r.wr_id] = r;
+      log.push_back("step " + std::to_string(step) + " irecv " +
+                    std::to_string(r.wr_id) + " tag " + std::to_string(r.tag) +
+                    " mask " + std::to_string(r.mask != 0) + " any " +
+                    std::to_string(r.any_src) + " src " + std::to_string(r.src));
       auto it = std::find_if(unexpected.begin(), unexpected.end(),
                              [&](const ModelMsg& g) { return takes(r, g); });
       if (it != unexpected.end()) {
@@ -401,6 +406,10 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
       ASSERT_TRUE(rx.qp->post_tag_recv(r.wr_id, t));
     } else if (what < 75) {  // isend
       ModelMsg g{sender, next_msg[sender]++, tag, lens[rng() % std::size(lens)]};
+      log.push_back("step " + std::to_string(step) + " isend " +
+                    std::to_string(sender) + "/" + std::to_string(g.id) +
+                    " tag " + std::to_string(g.tag) + " len " +
+                    std::to_string(g.len));
       auto it = std::find_if(posted.begin(), posted.end(),
                              [&](const ModelRecv& r) { return takes(r, g); });
       if (it != posted.end()) {
@@ -442,7 +451,10 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
         // (With tiny lists a queued message may still be being refused.)
         EXPECT_EQ(it, unexpected.end()) << "probe missed message " << it->id;
       }
-    } else if (!recvs.empty()) {  // cancel some irecv
+    } else if (!recvs.empty() && !limited) {  // cancel some irecv
+      // (With tiny lists a receive the model matched to a message still
+      // being refused is posted on the NIC and may be cancelled: legal,
+      // but the model cannot follow.)
       auto pick = recvs.begin();
       std::advance(pick, long(rng() % recvs.size()));
       const ModelRecv r = pick->second;
@@ -466,6 +478,12 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
   // Every receive the model completed got exactly that message.
   for (const auto& [wr_id, want] : expected) {
     auto it = got.find(wr_id);
+    if (it == got.end()) {
+      for (const auto& l : log) std::printf("%s\n", l.c_str());
+      for (unsigned k = RHN_CNT_TAG_MATCHED_POSTED; k < RHN_CNT_COUNT; k++)
+        std::printf("counter %u = %llu\n", k,
+                    (unsigned long long)c->node(0).counter(k));
+    }
     ASSERT_NE(it, got.end()) << "receive " << wr_id << " never completed";
     const Completion& cqe = it->second;
     ASSERT_EQ(cqe.status, want.status) << describe(cqe);

@@ -133,14 +133,27 @@ void msg_unlink(Impl& m, uint32_t i) {
   g.hprev = g.hnext = g.lprev = g.lnext = kNone;
 }
 
-void recv_free(Impl& m, uint32_t i) {
+// A posted receive leaves the lists (matched, cancelled or flushed): its
+// place in the posted list and in its context's share is free again.
+void unpost(Impl& m, uint32_t i) {
   TagRecv& r = m.tags.recvs[i];
+  if (r.state != TagRecvState::kPosted) return;
+  recv_unlink(m, i);
+  r.state = TagRecvState::kMatched;
+  m.tags.posted--;
+  m.tags.room_freed = true;
   if (r.context < m.contexts.size() && m.contexts[r.context].tag_recvs)
     m.contexts[r.context].tag_recvs--;
+}
+
+void recv_free(Impl& m, uint32_t i) {
+  unpost(m, i);
+  TagRecv& r = m.tags.recvs[i];
   const uint16_t gen = static_cast<uint16_t>(r.gen + 1);
   r = TagRecv{};
   r.gen = gen;
   m.tags.free_recvs.push(i);
+  m.tags.room_freed = true;
 }
 
 void msg_free(Impl& m, uint32_t i) {
@@ -472,7 +485,7 @@ uint8_t execute_local(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
     if (r.state != TagRecvState::kPosted || r.qpn != qpn ||
         r.qp_gen != qp.gen || r.wqe_index != index)
       continue;
-    recv_unlink(m, i);
+    unpost(m, i);
     r.peer_node = 0;
     r.msg_len = 0;
     finish_recv(m, i, RHN_CQE_WR_FLUSH_ERR, RHN_SYN_FLUSHED);
@@ -507,7 +520,7 @@ void tag_request(Impl& m, Request& r) {
   if (i != kNone) {
     drop_refusal(m, held);
     m.counters.add(RHN_CNT_TAG_MATCHED_POSTED);
-    recv_unlink(m, i);
+    unpost(m, i);
     match(m, i, r.node, r.src, op.msn, op.remote_addr, op.msg_len);
     TagRecv& rv = m.tags.recvs[i];
     if (!eager) {
@@ -560,6 +573,9 @@ void tag_request(Impl& m, Request& r) {
   m.counters.add(RHN_CNT_TAG_UNEXPECTED);
   answer(m, r.peer, r.src, op.msn, r.qpn, RHN_WOP_TAG_RESP, 0, RHN_TAG_QUEUED,
          0, 0);
+  // An irecv waiting in the RQ for a place in the posted list needs none
+  // if it takes this message.
+  if (r.qp.tag_rq_stalled) m.tag_pull_rq(r.qpn);
 }
 
 // Data for a matched receive.
@@ -660,10 +676,15 @@ extern const OpFamily kTagLocalFamily = {
 
 void Engine::Impl::tag_reset() {
   TagTables& t = tags;
-  t.recvs.assign(cfg.tag_recvs, TagRecv{});
+  // Entries for the posted list and for receives in progress: an irecv
+  // that matches a queued message needs no place in the posted list, only
+  // an entry, and receives in progress finish without help, so a full
+  // posted list never blocks the irecv that would drain the queue.
+  t.recvs.assign(size_t{cfg.tag_recvs} + cfg.tag_msgs, TagRecv{});
+  t.posted = 0;
   t.msgs.assign(cfg.tag_msgs, TagMsg{});
   t.free_recvs.clear();
-  for (uint32_t i = 0; i < cfg.tag_recvs; i++) t.free_recvs.push(i);
+  for (uint32_t i = 0; i < t.recvs.size(); i++) t.free_recvs.push(i);
   t.free_msgs.clear();
   for (uint32_t i = 0; i < cfg.tag_msgs; i++) t.free_msgs.push(i);
   uint32_t buckets = 16;
@@ -706,10 +727,23 @@ bool Engine::Impl::tag_pull_rq(uint32_t qpn) {
                   &w, sizeof(w), false))
       return true;
     if (!(w.flags & RHN_RQ_F_TAG)) return true;  // a plain receive is next
+    TagRecv want{};
+    want.qpn = qpn;
+    want.any_src = (w.flags & RHN_TAG_F_ANY_SRC) != 0;
+    want.src_node = w.src_node;
+    want.src_qpn = w.src_qpn & RHN_WIRE_QPN_MASK;
+    want.tag = w.tag;
+    want.mask = w.mask;
+    want.exact = !want.any_src && want.mask == kExactMask;
+    const uint32_t g_index = match_unexpected(*this, want);
     ContextObj& ctx = contexts[qp.context];
-    if (tags.free_recvs.empty() || ctx.tag_recvs >= tags.recv_quota) {
-      // The list is full: this irecv and those behind it wait in the RQ,
-      // in order, until a receive completes.
+    // One that will be posted needs room in the list and the context's
+    // share; one that takes a queued message needs only an entry.
+    if (tags.free_recvs.empty() ||
+        (g_index == kNone && (tags.posted >= cfg.tag_recvs ||
+                              ctx.tag_recvs >= tags.recv_quota))) {
+      // This irecv and those behind it wait in the RQ, in order, until
+      // the list has room.
       if (!qp.tag_rq_stalled) counters.add(RHN_CNT_TAG_RECV_WAITS);
       qp.tag_rq_stalled = true;
       tags.rq_retry = true;
@@ -718,23 +752,15 @@ bool Engine::Impl::tag_pull_rq(uint32_t qpn) {
     qp.rq_consumer++;
     const uint32_t i = tags.free_recvs.front();
     tags.free_recvs.pop();
-    ctx.tag_recvs++;
     TagRecv& r = tags.recvs[i];
     const uint16_t gen = r.gen;
-    r = TagRecv{};
+    r = want;
     r.gen = gen;
-    r.state = TagRecvState::kPosted;
-    r.qpn = qpn;
+    r.state = TagRecvState::kMatched;  // posted below if nothing matches
     r.qp_gen = qp.gen;
     r.context = qp.context;
     r.pdn = qp.pdn;
     r.wqe_index = static_cast<uint16_t>(index);
-    r.any_src = (w.flags & RHN_TAG_F_ANY_SRC) != 0;
-    r.src_node = w.src_node;
-    r.src_qpn = w.src_qpn & RHN_WIRE_QPN_MASK;
-    r.tag = w.tag;
-    r.mask = w.mask;
-    r.exact = !r.any_src && r.mask == kExactMask;
     r.seq = qp.tag_seq++;
     if (w.num_sge > 1 || (w.flags & ~(RHN_RQ_F_TAG | RHN_TAG_F_ANY_SRC))) {
       counters.add(RHN_CNT_BAD_WQES);
@@ -749,8 +775,10 @@ bool Engine::Impl::tag_pull_rq(uint32_t qpn) {
       finish_recv(*this, i, RHN_CQE_LOC_PROT_ERR, RHN_SYN_BAD_KEY);
       continue;
     }
-    const uint32_t g_index = match_unexpected(*this, r);
     if (g_index == kNone) {
+      r.state = TagRecvState::kPosted;
+      tags.posted++;
+      ctx.tag_recvs++;
       recv_link(*this, i);
       continue;
     }
@@ -768,7 +796,7 @@ void Engine::Impl::tag_cancel_qp(uint32_t qpn, bool flush) {
   for (uint32_t i = 0; i < tags.recvs.size(); i++) {
     TagRecv& r = tags.recvs[i];
     if (r.state == TagRecvState::kFree || r.qpn != qpn) continue;
-    if (r.state == TagRecvState::kPosted) recv_unlink(*this, i);
+    unpost(*this, i);
     // A matched receive's data may still come: it is refused then, and
     // its isend fails.
     if (flush) complete_recv(*this, r, RHN_CQE_WR_FLUSH_ERR, RHN_SYN_FLUSHED);
@@ -849,8 +877,9 @@ bool Engine::Impl::tag_run(uint32_t budget) {
     did = true;
   }
   // Irecvs waiting in RQs for room in the posted list (a scan: rare).
-  if (tags.rq_retry && !tags.free_recvs.empty()) {
+  if (tags.rq_retry && tags.room_freed) {
     tags.rq_retry = false;
+    tags.room_freed = false;
     for (uint32_t q = 0; q < qps.size(); q++)
       if (qps[q].valid && qps[q].tag_rq_stalled) tag_pull_rq(q);
     did = true;
