@@ -642,7 +642,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
           qp.incarnation++;
           qp.sq_producer = qp.sq_fetch = qp.sq_complete = 0;
           qp.msn_next = 0;
-          qp.rq_consumer = qp.rq_producer = 0;
+          qp.rq_consumer = qp.rq_producer = qp.tag_rq_scan = 0;
           qp.rnr_blocked = false;
           qp.rnr_count = 0;
           qp.flushing = false;

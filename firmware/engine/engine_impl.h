@@ -304,7 +304,7 @@ struct QpObj {
   // messages in arrival order, and the posting order counter.
   uint32_t tag_wild_head = kNone, tag_wild_tail = kNone;
   uint32_t tag_unx_head = kNone, tag_unx_tail = kNone;
-  uint64_t tag_seq = 0;
+  uint32_t tag_rq_scan = 0;     // RQ index of the first irecv not read yet
   bool tag_rq_stalled = false;  // irecvs wait in the RQ for list room
 
   // Scheduling.
@@ -818,9 +818,10 @@ struct Engine::Impl {
 
   // ---- ops/tag/tag.cpp: tag matching (004 2.6)
   void tag_reset();
-  // Moves tag receives from the head of the endpoint's RQ into the
-  // posted list while there is room. False: one waits (list full).
-  bool tag_pull_rq(uint32_t qpn);
+  // Reads the irecvs the endpoint posted since the last call (each takes
+  // a queued message it matches) and moves the oldest waiting ones into
+  // the posted list while it has room.
+  void tag_scan_rq(uint32_t qpn);
   // The endpoint stops: its posted and matched receives complete flushed
   // (or vanish), its unexpected messages are refused to their senders.
   void tag_cancel_qp(uint32_t qpn, bool flush);

@@ -523,16 +523,29 @@ void Engine::Impl::flush_qp(uint32_t qpn) {
   if (qp.srqn == kNone && host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) {
     uint32_t budget = 1u << qp.rq_log;
     while (qp.rq_consumer != rec.producer_index && budget--) {
+      // Irecvs (ops/tag) complete as such; one the NIC already took out
+      // of order has completed or will.
+      rhn_recv_wqe w{};
+      host_dma(qp.rq_ring,
+               uint64_t{qp.rq_consumer & ((1u << qp.rq_log) - 1)} *
+                   RHN_RQ_WQE_SIZE,
+               &w, sizeof(w), false);
+      if (w.reserved0 & RHN_RQ_F_TAKEN) {
+        qp.rq_consumer++;
+        continue;
+      }
       rhn_cqe c{};
       c.qpn = qpn;
       c.wqe_index = static_cast<uint16_t>(qp.rq_consumer);
       c.vendor_err = RHN_SYN_FLUSHED;
-      c.opcode = RHN_CQE_OP_RECV;
+      c.opcode = (w.reserved0 & RHN_RQ_F_TAG) ? RHN_CQE_OP_TAG_RECV
+                                              : RHN_CQE_OP_RECV;
       c.status = RHN_CQE_WR_FLUSH_ERR;
       cq_push(qp.recv_cqn, c, false);
       counters.add(RHN_CNT_ERROR_CQES);
       qp.rq_consumer++;
     }
+    qp.tag_rq_scan = qp.rq_consumer;
   }
 }
 

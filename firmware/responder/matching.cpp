@@ -84,9 +84,8 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
     producer = &qp.rq_producer;
     log = qp.rq_log;
   }
-  // An endpoint's irecvs at the head of its RQ go into the tag list
-  // first (ops/tag); if one has to wait there, no plain receive is free.
-  if (!srq && !tag_pull_rq(qpn)) return false;
+  // An endpoint whose RQ holds irecvs (ops/tag) has no plain receive.
+  if (!srq && qp.tag_rq_scan != qp.rq_consumer) return false;
   if (*consumer == *producer) {
     rhn_queue_record rec;
     if (!host_dma(record, 0, &rec, sizeof(rec), false)) return false;
@@ -102,6 +101,7 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
   const bool fetched =
       host_dma(ring, uint64_t{index & ((1u << log) - 1)} * RHN_RQ_WQE_SIZE, &w,
                sizeof(w), false);
+  if (fetched && !srq && (w.reserved0 & RHN_RQ_F_TAG)) return false;
   (*consumer)++;
   m.qpn = qpn;
   m.qp_gen = qp.gen;
@@ -113,6 +113,7 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
   m.num_sge = 0;
   m.pdn = pdn;
   if (!fetched || w.num_sge > RHN_RQ_MAX_SGES || (w.reserved0 & RHN_RQ_F_TAG)) {
+    // (On an SRQ a tag receive is malformed: tag matching is endpoints'.)
     counters.add(RHN_CNT_BAD_WQES);
     m.status = RHN_CQE_LOC_QP_OP_ERR;
   } else {

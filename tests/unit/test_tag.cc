@@ -80,7 +80,7 @@ class Tag : public ::testing::Test {
   void start(size_t nodes, uint32_t recvs = 4096, uint32_t msgs = 4096) {
     ClusterConfig cfg;
     cfg.nodes = nodes;
-    cfg.memory_bytes = 96u << 20;
+    cfg.memory_bytes = 128u << 20;
     cfg.engine.tag_recvs = recvs;
     cfg.engine.tag_msgs = msgs;
     c = std::make_unique<SimCluster>(cfg);
@@ -308,7 +308,7 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
   const bool limited = s.recvs < 64 || s.msgs < 64;
   constexpr size_t kSlot = 64 * 1024;
   constexpr int kSteps = 220;
-  Ep rx = make_ep(*c, 0, kSteps * kSlot);
+  Ep rx = make_ep(*c, 0, 2 * kSteps * kSlot);
   ASSERT_TRUE(rx.qp);
   std::vector<Ep> tx;
   for (int i = 0; i < s.senders; i++) {
@@ -475,6 +475,25 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
     settle();
   }
   settle();
+  // Drain: a catch-all receive for every message still queued in the
+  // model, so refused isends must come back and land where the model
+  // says.
+  const size_t left = unexpected.size();
+  for (size_t k = 0; k < left && !HasFatalFailure(); k++) {
+    ModelRecv r{next_wr++, rq_index++, 0, 0, true, 0, kSlot,
+                (size_t(kSteps) + k) * kSlot};
+    recvs[r.wr_id] = r;
+    const ModelMsg g = unexpected.front();
+    unexpected.pop_front();
+    expected[r.wr_id] = {RHN_CQE_SUCCESS, g.sender, g.id, g.len};
+    delivered[{g.sender, g.id}] = true;
+    TagRecv t;
+    t.mask = 0;
+    t.any_src = true;
+    t.sge = rx.mem.sge(r.off, r.cap);
+    ASSERT_TRUE(rx.qp->post_tag_recv(r.wr_id, t));
+    settle();
+  }
   // Every receive the model completed got exactly that message.
   for (const auto& [wr_id, want] : expected) {
     auto it = got.find(wr_id);
@@ -518,7 +537,9 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
   // The script exercised what it should.
   EXPECT_GT(expected.size(), 30u);
   EXPECT_GT(probes, 10u);
-  EXPECT_GT(probes_found, 0u);
+  if (!limited) {
+    EXPECT_GT(probes_found, 0u);
+  }
   RecordProperty("cancels_found", int(cancels_found));
 }
 

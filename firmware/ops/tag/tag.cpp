@@ -190,7 +190,9 @@ uint32_t match_posted(Impl& m, uint32_t qpn, uint16_t node, uint32_t src_qpn,
   }
   if (exact == kNone) return wild;
   if (wild == kNone) return exact;
-  return m.tags.recvs[exact].seq < m.tags.recvs[wild].seq ? exact : wild;
+  return int32_t(uint32_t(m.tags.recvs[exact].seq - m.tags.recvs[wild].seq)) < 0
+             ? exact
+             : wild;
 }
 
 // The oldest unexpected message of the endpoint that `r` takes.
@@ -267,7 +269,7 @@ void finish_recv(Impl& m, uint32_t i, uint8_t status, uint8_t syndrome) {
   const uint32_t qpn = m.tags.recvs[i].qpn;
   complete_recv(m, m.tags.recvs[i], status, syndrome);
   recv_free(m, i);
-  if (qpn < m.qps.size() && m.qps[qpn].tag_rq_stalled) m.tag_pull_rq(qpn);
+  if (qpn < m.qps.size() && m.qps[qpn].tag_rq_stalled) m.tag_scan_rq(qpn);
 }
 
 void send_cts(Impl& m, uint32_t i) {
@@ -327,6 +329,103 @@ void drop_refusal(Impl& m, TagRefusal* f) {
   if (!f) return;
   *f = TagRefusal{};
   m.tags.refusals_used--;
+}
+
+// ---- Tag receives in the RQ: the NIC reads them in order; one taken out
+// of order (it matched a queued message, or a message found it while it
+// waited in the RQ, or it was cancelled there) is marked in its slot so
+// the NIC passes over it later.
+
+bool rq_read(Impl& m, QpObj& qp, uint32_t index, rhn_tag_recv_wqe& w) {
+  return m.host_dma(qp.rq_ring,
+                    uint64_t{index & ((1u << qp.rq_log) - 1)} * RHN_RQ_WQE_SIZE,
+                    &w, sizeof(w), false);
+}
+
+void rq_mark_taken(Impl& m, QpObj& qp, uint32_t index, rhn_tag_recv_wqe& w) {
+  w.flags |= RHN_RQ_F_TAKEN;
+  const uint32_t flags = w.flags;
+  m.host_dma(qp.rq_ring,
+             uint64_t{index & ((1u << qp.rq_log) - 1)} * RHN_RQ_WQE_SIZE +
+                 RHN_OFFSETOF(rhn_tag_recv_wqe, flags),
+             const_cast<uint32_t*>(&flags), sizeof(flags), true);
+}
+
+TagRecv recv_of_wqe(const QpObj& qp, uint32_t qpn, uint32_t index,
+                    const rhn_tag_recv_wqe& w) {
+  TagRecv r{};
+  r.qpn = qpn;
+  r.qp_gen = qp.gen;
+  r.context = qp.context;
+  r.pdn = qp.pdn;
+  r.wqe_index = static_cast<uint16_t>(index);
+  r.seq = index;  // posting order (compared as a wrapping difference)
+  r.any_src = (w.flags & RHN_TAG_F_ANY_SRC) != 0;
+  r.src_node = w.src_node;
+  r.src_qpn = w.src_qpn & RHN_WIRE_QPN_MASK;
+  r.tag = w.tag;
+  r.mask = w.mask;
+  r.exact = !r.any_src && r.mask == kExactMask;
+  if (w.num_sge) r.sge = w.sge;
+  return r;
+}
+
+uint8_t check_recv_wqe(Impl& m, const TagRecv& r, const rhn_tag_recv_wqe& w,
+                       uint8_t* syndrome) {
+  if (w.num_sge > 1 ||
+      (w.flags & ~(RHN_RQ_F_TAG | RHN_TAG_F_ANY_SRC)) != 0) {
+    m.counters.add(RHN_CNT_BAD_WQES);
+    *syndrome = RHN_SYN_BAD_WQE;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
+  if (r.sge.length &&
+      m.check_key(r.sge.lkey, kNone, r.pdn, RHN_ACCESS_LOCAL_WRITE, r.sge.addr,
+                  r.sge.length, nullptr) != RHN_SYN_NONE) {
+    m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+    *syndrome = RHN_SYN_BAD_KEY;
+    return RHN_CQE_LOC_PROT_ERR;
+  }
+  return RHN_CQE_SUCCESS;
+}
+
+// An entry for `r` (the caller checked that one is free), not linked.
+uint32_t take_entry(Impl& m, const TagRecv& r) {
+  const uint32_t i = m.tags.free_recvs.front();
+  m.tags.free_recvs.pop();
+  TagRecv& e = m.tags.recvs[i];
+  const uint16_t gen = e.gen;
+  e = r;
+  e.gen = gen;
+  e.state = TagRecvState::kMatched;
+  return i;
+}
+
+// The oldest irecv still waiting in the RQ that takes this message.
+bool match_resident(Impl& m, QpObj& qp, uint32_t qpn, uint16_t node,
+                    uint32_t src_qpn, uint64_t tag, uint32_t* index,
+                    rhn_tag_recv_wqe* w) {
+  for (uint32_t k = qp.rq_consumer; k != qp.tag_rq_scan; k++) {
+    if (!rq_read(m, qp, k, *w)) return false;
+    if (w->flags & RHN_RQ_F_TAKEN) continue;
+    const TagRecv r = recv_of_wqe(qp, qpn, k, *w);
+    if (source_matches(r, node, src_qpn) && tag_matches(r, tag)) {
+      *index = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+// No room for this isend: refused, and this sender's later isends to this
+// endpoint with it, until it comes back.
+void refuse_ordered(Impl& m, Request& r, TagRefusal* held) {
+  if (!held) {
+    held = new_refusal(m);
+    if (held)
+      *held = TagRefusal{true, r.node, r.qpn, r.qp.gen, r.src, r.op.msn, m.now};
+  }
+  m.counters.add(RHN_CNT_TAG_REFUSED);
+  not_ready(m, r, RHN_SYN_BUSY);
 }
 
 // ---- Requester (the isend)
@@ -490,6 +589,19 @@ uint8_t execute_local(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
     r.msg_len = 0;
     finish_recv(m, i, RHN_CQE_WR_FLUSH_ERR, RHN_SYN_FLUSHED);
     e.ext_flags = RHN_CQE_X_FOUND;
+    return RHN_CQE_SUCCESS;
+  }
+  // ... or one still waiting in the RQ.
+  for (uint32_t k = qp.rq_consumer; k != qp.tag_rq_scan; k++) {
+    rhn_tag_recv_wqe rw;
+    if (static_cast<uint16_t>(k) != index || !rq_read(m, qp, k, rw) ||
+        (rw.flags & RHN_RQ_F_TAKEN))
+      continue;
+    rq_mark_taken(m, qp, k, rw);
+    complete_recv(m, recv_of_wqe(qp, qpn, k, rw), RHN_CQE_WR_FLUSH_ERR,
+                  RHN_SYN_FLUSHED);
+    e.ext_flags = RHN_CQE_X_FOUND;
+    m.tag_scan_rq(qpn);  // the RQ head may move on
     break;
   }
   return RHN_CQE_SUCCESS;
@@ -516,7 +628,19 @@ void tag_request(Impl& m, Request& r) {
     not_ready(m, r, RHN_SYN_BUSY);
     return;
   }
-  const uint32_t i = match_posted(m, r.qpn, r.node, r.src_qpn, op.remote_addr);
+  uint32_t i = match_posted(m, r.qpn, r.node, r.src_qpn, op.remote_addr);
+  uint32_t rq_index;
+  rhn_tag_recv_wqe w;
+  if (i == kNone && match_resident(m, r.qp, r.qpn, r.node, r.src_qpn,
+                                   op.remote_addr, &rq_index, &w)) {
+    // Its receive waits in the RQ (the posted list was full).
+    if (m.tags.free_recvs.empty()) {
+      refuse_ordered(m, r, held);
+      return;
+    }
+    i = take_entry(m, recv_of_wqe(r.qp, r.qpn, rq_index, w));
+    rq_mark_taken(m, r.qp, rq_index, w);
+  }
   if (i != kNone) {
     drop_refusal(m, held);
     m.counters.add(RHN_CNT_TAG_MATCHED_POSTED);
@@ -541,17 +665,7 @@ void tag_request(Impl& m, Request& r) {
   }
   ContextObj& ctx = m.contexts[r.qp.context];
   if (m.tags.free_msgs.empty() || ctx.tag_msgs >= m.tags.msg_quota) {
-    // No room to queue it: refused, and this sender's later isends to
-    // this endpoint with it, until it comes back.
-    if (!held) {
-      held = new_refusal(m);
-      if (held) {
-        *held = TagRefusal{true, r.node, r.qpn, r.qp.gen, r.src, op.msn,
-                           m.now};
-      }
-    }
-    m.counters.add(RHN_CNT_TAG_REFUSED);
-    not_ready(m, r, RHN_SYN_BUSY);
+    refuse_ordered(m, r, held);
     return;
   }
   drop_refusal(m, held);
@@ -573,9 +687,6 @@ void tag_request(Impl& m, Request& r) {
   m.counters.add(RHN_CNT_TAG_UNEXPECTED);
   answer(m, r.peer, r.src, op.msn, r.qpn, RHN_WOP_TAG_RESP, 0, RHN_TAG_QUEUED,
          0, 0);
-  // An irecv waiting in the RQ for a place in the posted list needs none
-  // if it takes this message.
-  if (r.qp.tag_rq_stalled) m.tag_pull_rq(r.qpn);
 }
 
 // Data for a matched receive.
@@ -703,92 +814,81 @@ void Engine::Impl::tag_reset() {
   t.rq_retry = false;
 }
 
-bool Engine::Impl::tag_pull_rq(uint32_t qpn) {
+void Engine::Impl::tag_scan_rq(uint32_t qpn) {
   QpObj& qp = qps[qpn];
   if (qp.type != RHN_QP_ENDPOINT || qp.srqn != kNone || !qp.valid ||
       qp.state < RHN_QPS_INIT || qp.state == RHN_QPS_ERR)
-    return true;
+    return;
   qp.tag_rq_stalled = false;
+  ContextObj& ctx = contexts[qp.context];
+  // Irecvs the NIC has not seen yet: each takes the oldest queued message
+  // it matches at once, out of RQ order, or waits in the RQ.
   for (;;) {
-    if (qp.rq_consumer == qp.rq_producer) {
+    if (qp.tag_rq_scan == qp.rq_producer) {
       rhn_queue_record rec;
-      if (!host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) return true;
+      if (!host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) break;
       if (rec.producer_index - qp.rq_consumer > (1u << qp.rq_log)) {
         counters.add(RHN_CNT_BAD_WQES);
-        return true;
+        break;
       }
       qp.rq_producer = rec.producer_index;
-      if (qp.rq_consumer == qp.rq_producer) return true;
+      if (qp.tag_rq_scan == qp.rq_producer) break;
     }
+    const uint32_t index = qp.tag_rq_scan;
     rhn_tag_recv_wqe w;
-    const uint32_t index = qp.rq_consumer;
-    if (!host_dma(qp.rq_ring,
-                  uint64_t{index & ((1u << qp.rq_log) - 1)} * RHN_RQ_WQE_SIZE,
-                  &w, sizeof(w), false))
-      return true;
-    if (!(w.flags & RHN_RQ_F_TAG)) return true;  // a plain receive is next
-    TagRecv want{};
-    want.qpn = qpn;
-    want.any_src = (w.flags & RHN_TAG_F_ANY_SRC) != 0;
-    want.src_node = w.src_node;
-    want.src_qpn = w.src_qpn & RHN_WIRE_QPN_MASK;
-    want.tag = w.tag;
-    want.mask = w.mask;
-    want.exact = !want.any_src && want.mask == kExactMask;
+    if (!rq_read(*this, qp, index, w) || !(w.flags & RHN_RQ_F_TAG))
+      break;  // a plain receive is next: it is the SENDs'
+    TagRecv want = recv_of_wqe(qp, qpn, index, w);
+    uint8_t syndrome = RHN_SYN_NONE;
+    const uint8_t status = check_recv_wqe(*this, want, w, &syndrome);
+    if (status != RHN_CQE_SUCCESS) {
+      complete_recv(*this, want, status, syndrome);
+      rq_mark_taken(*this, qp, index, w);
+      qp.tag_rq_scan++;
+      continue;
+    }
     const uint32_t g_index = match_unexpected(*this, want);
-    ContextObj& ctx = contexts[qp.context];
-    // One that will be posted needs room in the list and the context's
-    // share; one that takes a queued message needs only an entry.
-    if (tags.free_recvs.empty() ||
-        (g_index == kNone && (tags.posted >= cfg.tag_recvs ||
-                              ctx.tag_recvs >= tags.recv_quota))) {
-      // This irecv and those behind it wait in the RQ, in order, until
-      // the list has room.
+    if (g_index != kNone) {
+      if (tags.free_recvs.empty()) {  // receives in progress hold them all
+        qp.tag_rq_stalled = true;
+        tags.rq_retry = true;
+        break;
+      }
+      const uint32_t i = take_entry(*this, want);
+      rq_mark_taken(*this, qp, index, w);
+      const TagMsg g = tags.msgs[g_index];
+      msg_unlink(*this, g_index);
+      msg_free(*this, g_index);
+      counters.add(RHN_CNT_TAG_MATCHED_UNEXPECTED);
+      match(*this, i, g.node, g.src, g.msn, g.tag, g.length);
+      send_cts(*this, i);
+    }
+    qp.tag_rq_scan++;
+  }
+  // The oldest waiting irecvs move into the posted list while it has
+  // room; the others stay in the RQ, where arriving messages look for
+  // them too (overflow: slower, as exact).
+  while (qp.rq_consumer != qp.tag_rq_scan) {
+    const uint32_t index = qp.rq_consumer;
+    rhn_tag_recv_wqe w;
+    if (!rq_read(*this, qp, index, w)) break;
+    if (w.flags & RHN_RQ_F_TAKEN) {
+      qp.rq_consumer++;
+      continue;
+    }
+    if (tags.free_recvs.empty() || tags.posted >= cfg.tag_recvs ||
+        ctx.tag_recvs >= tags.recv_quota) {
       if (!qp.tag_rq_stalled) counters.add(RHN_CNT_TAG_RECV_WAITS);
       qp.tag_rq_stalled = true;
       tags.rq_retry = true;
-      return false;
+      break;
     }
+    const uint32_t i = take_entry(*this, recv_of_wqe(qp, qpn, index, w));
+    tags.recvs[i].state = TagRecvState::kPosted;
+    tags.posted++;
+    ctx.tag_recvs++;
+    recv_link(*this, i);
     qp.rq_consumer++;
-    const uint32_t i = tags.free_recvs.front();
-    tags.free_recvs.pop();
-    TagRecv& r = tags.recvs[i];
-    const uint16_t gen = r.gen;
-    r = want;
-    r.gen = gen;
-    r.state = TagRecvState::kMatched;  // posted below if nothing matches
-    r.qp_gen = qp.gen;
-    r.context = qp.context;
-    r.pdn = qp.pdn;
-    r.wqe_index = static_cast<uint16_t>(index);
-    r.seq = qp.tag_seq++;
-    if (w.num_sge > 1 || (w.flags & ~(RHN_RQ_F_TAG | RHN_TAG_F_ANY_SRC))) {
-      counters.add(RHN_CNT_BAD_WQES);
-      finish_recv(*this, i, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
-      continue;
-    }
-    if (w.num_sge) r.sge = w.sge;
-    if (r.sge.length && check_key(r.sge.lkey, kNone, r.pdn,
-                                  RHN_ACCESS_LOCAL_WRITE, r.sge.addr,
-                                  r.sge.length, nullptr) != RHN_SYN_NONE) {
-      counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
-      finish_recv(*this, i, RHN_CQE_LOC_PROT_ERR, RHN_SYN_BAD_KEY);
-      continue;
-    }
-    if (g_index == kNone) {
-      r.state = TagRecvState::kPosted;
-      tags.posted++;
-      ctx.tag_recvs++;
-      recv_link(*this, i);
-      continue;
-    }
-    // A queued message: ask its sender for the data.
-    const TagMsg g = tags.msgs[g_index];
-    msg_unlink(*this, g_index);
-    msg_free(*this, g_index);
-    counters.add(RHN_CNT_TAG_MATCHED_UNEXPECTED);
-    match(*this, i, g.node, g.src, g.msn, g.tag, g.length);
-    send_cts(*this, i);
   }
 }
 
@@ -881,7 +981,7 @@ bool Engine::Impl::tag_run(uint32_t budget) {
     tags.rq_retry = false;
     tags.room_freed = false;
     for (uint32_t q = 0; q < qps.size(); q++)
-      if (qps[q].valid && qps[q].tag_rq_stalled) tag_pull_rq(q);
+      if (qps[q].valid && qps[q].tag_rq_stalled) tag_scan_rq(q);
     did = true;
   }
   return did;

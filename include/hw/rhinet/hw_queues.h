@@ -275,9 +275,13 @@ RHN_ASSERT_SIZE(struct rhn_recv_wqe, RHN_RQ_WQE_SIZE);
 
 /*
  * A tag-matched receive (irecv, 004 2.6): an RQ WQE of an endpoint with
- * RHN_RQ_F_TAG in flags. The NIC moves such WQEs from the head of the RQ
- * into its posted-receive list as long as the list has room (a plain WQE
- * at the head stops it); the rest wait in the ring, in order. A message
+ * RHN_RQ_F_TAG in flags (an endpoint's RQ holds either these or plain
+ * receives). The NIC reads each when its doorbell comes: it takes the
+ * oldest queued message it matches at once, or waits. Waiting ones move
+ * from the head of the RQ into the NIC's posted-receive list while it has
+ * room; the rest stay in the ring, where arriving messages look for them
+ * too. One taken out of RQ order gets RHN_RQ_F_TAKEN written into its
+ * flags by the NIC; software must not touch a posted WQE. A message
  * matches when its source equals (src_node, src_qpn) or RHN_TAG_F_ANY_SRC
  * is set, and (tag ^ message tag) & mask == 0. It completes out of RQ
  * order with an RHN_CQE_OP_TAG_RECV CQE naming its wqe_index.
@@ -286,6 +290,8 @@ enum rhn_tag_recv_flags {
 	RHN_TAG_F_ANY_SRC = 1u << 0,
 };
 #define RHN_RQ_F_TAG (1u << 31) /* the RQ WQE is a rhn_tag_recv_wqe */
+/* Written by the NIC into a tag receive it took out of RQ order */
+#define RHN_RQ_F_TAKEN (1u << 30)
 
 struct rhn_tag_recv_wqe {
 	__le16 wqe_index;
