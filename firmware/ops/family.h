@@ -64,6 +64,9 @@ struct OpFamily {
   // not accepted, as if lost, and comes again.
   bool (*has_room)(const Impl& m, const Peer& p, const rhn_op_hdr& op);
   void (*on_request)(Impl& m, Request& r);
+  // An answer whose message is gone (its QP destroyed or reset, or it
+  // completed): nullptr drops it.
+  void (*on_orphan_response)(Impl& m, Peer& p, const Packet& pkt) = nullptr;
 };
 
 // How a WQE opcode (enum rhn_op) appears at the other stages.

@@ -649,11 +649,22 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
     fw_answer(p, pkt);
     return;
   }
-  if (qpn == 0 || qpn >= qps.size() || !qps[qpn].valid) return;  // gone
+  // An answer whose message is gone may still matter to its sender (a
+  // receive waiting for data that will not come): its family decides.
+  const OpFamily* answered = family_of_wire(op.opcode);
+  auto orphan = [&] {
+    if (answered && answered->on_orphan_response)
+      answered->on_orphan_response(*this, p, pkt);
+  };
+  if (qpn == 0 || qpn >= qps.size() || !qps[qpn].valid) {
+    orphan();  // gone
+    return;
+  }
   QpObj& qp = qps[qpn];
   if ((op.dst_qpn >> RHN_WIRE_INCARNATION_SHIFT) != qp.incarnation) {
     // An answer to the QP's previous life (before a RESET).
     counters.add(RHN_CNT_STALE_PACKETS);
+    orphan();
     return;
   }
   const uint16_t node = node_of(p);
@@ -662,7 +673,10 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
     const Inflight& e = entry(qpn, idx);
     if (e.msn == op.msn && e.peer == node && e.state != MsgState::kDone) break;
   }
-  if (idx == qp.inflight_tail) return;  // flushed or finished meanwhile
+  if (idx == qp.inflight_tail) {  // flushed or finished meanwhile
+    orphan();
+    return;
+  }
   Inflight& e = entry(qpn, idx);
   switch (op.opcode) {
     case RHN_WOP_NAK:

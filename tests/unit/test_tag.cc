@@ -6,6 +6,7 @@
 // through the overflow paths) to 10 000, over a lossy fabric; and eight
 // nodes all-to-all, where order between each pair of endpoints must hold.
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <optional>
@@ -53,6 +54,15 @@ SendWr isend(uint64_t wr_id, const Ep& to, uint64_t tag, Sge sge,
   wr.dst_qpn = to.qp->qpn();
   wr.remote_addr = tag;
   return wr;
+}
+
+// Destroys the endpoint in the NIC (as the driver does when a process
+// exits) and forgets it here.
+void destroy(Ep& e) {
+  ASSERT_TRUE(e.ctx->driver()
+                  .destroy(RHN_ADMIN_DESTROY_QP, e.ctx->index(), e.qp->qpn())
+                  .ok());
+  e.qp.reset();
 }
 
 // from == nullptr: any source.
@@ -255,6 +265,178 @@ TEST_F(Tag, CancelTakesOnlyAStillPostedReceiveOut) {
   Completion k = wait_one(*c, *b.cq);
   EXPECT_EQ(k.opcode, RHN_CQE_OP_IRECV_CANCEL) << describe(k);
   EXPECT_FALSE(k.ext_flags & RHN_CQE_X_FOUND);
+}
+
+TEST_F(Tag, AReceiverThatGoesAwayFailsTheIsendsQueuedForIt) {
+  start(2);
+  Ep a = make_ep(*c, 0), b = make_ep(*c, 1);
+  ASSERT_TRUE(a.qp && b.qp);
+  ASSERT_TRUE(a.qp->post_send(isend(1, b, 3, a.mem.sge(0, 100))));
+  ASSERT_TRUE(a.qp->post_send(isend(2, b, 3, a.mem.sge(0, 100'000))));
+  c->run_for(2'000'000);
+  EXPECT_TRUE(a.cq->poll().empty());
+  destroy(b);  // destroyed with both queued
+  auto v = c->wait_cqes(*a.cq, 2);
+  ASSERT_EQ(v.size(), 2u) << describe(v);
+  for (const auto& x : v) EXPECT_FALSE(x.ok()) << describe(x);
+}
+
+TEST_F(Tag, ASenderThatGoesAwayFailsTheReceiveThatMatchesItsQueuedIsend) {
+  start(2);
+  Ep a = make_ep(*c, 0), b = make_ep(*c, 1);
+  ASSERT_TRUE(a.qp && b.qp);
+  const uint32_t a_qpn = a.qp->qpn();
+  ASSERT_TRUE(a.qp->post_send(isend(1, b, 3, a.mem.sge(0, 50'000))));
+  c->run_for(2'000'000);
+  destroy(a);
+  TagRecv t;
+  t.tag = 3;
+  t.src_node = 0;
+  t.src_qpn = a_qpn;
+  t.sge = b.mem.sge(0, 64 * 1024);
+  ASSERT_TRUE(b.qp->post_tag_recv(7, t));
+  Completion r = wait_one(*c, *b.cq);
+  EXPECT_EQ(r.wr_id, 7u);
+  EXPECT_EQ(r.status, RHN_CQE_REM_OP_ERR) << describe(r);
+  // The endpoint goes on: the next message is received whole.
+  Ep a2 = make_ep(*c, 0);
+  ASSERT_TRUE(a2.qp);
+  t.src_qpn = a2.qp->qpn();
+  ASSERT_TRUE(b.qp->post_tag_recv(8, t));
+  put(a2.mem.buf, 0, payload(9, 9, 30'000));
+  ASSERT_TRUE(a2.qp->post_send(isend(1, b, 3, a2.mem.sge(0, 30'000))));
+  r = wait_one(*c, *b.cq);
+  EXPECT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(b.mem.buf.bytes(0, 30'000), payload(9, 9, 30'000));
+}
+
+TEST_F(Tag, ASenderDestroyedDuringTheRendezvousEndsTheReceiveWithAnError) {
+  start(2);
+  Ep a = make_ep(*c, 0), b = make_ep(*c, 1);
+  ASSERT_TRUE(a.qp && b.qp);
+  TagRecv t;
+  t.any_src = true;
+  t.mask = 0;
+  t.sge = b.mem.sge(0, 4u << 20);
+  ASSERT_TRUE(b.qp->post_tag_recv(7, t));
+  c->run_for(1'000'000);
+  ASSERT_TRUE(a.qp->post_send(isend(1, b, 3, a.mem.sge(0, 4u << 20))));
+  // Let the stream start, then kill the sender.
+  ASSERT_TRUE(c->run_until([&] { return c->node(1).counter(RHN_CNT_RX_PACKETS) > 40; },
+                           50'000'000));
+  destroy(a);
+  Completion r = wait_one(*c, *b.cq, 500'000'000);
+  EXPECT_EQ(r.wr_id, 7u);
+  EXPECT_EQ(r.status, RHN_CQE_REM_OP_ERR) << describe(r);
+}
+
+// Eight nodes, every endpoint sends to every other while receiving with
+// any-source receives and with exact ones, through tiny lists and a lossy
+// fabric: every message arrives once and whole, and between each pair the
+// any-source receives see messages in the order they were sent.
+TEST_F(Tag, EightNodesAllToAllKeepEveryPairsOrder) {
+  constexpr int kNodes = 8, kPerPeer = 12;
+  start(kNodes, 4, 4);
+  lossy(77);
+  std::vector<Ep> ep;
+  for (int n = 0; n < kNodes; n++) {
+    ep.push_back(make_ep(*c, uint16_t(n), 8u << 20));
+    ASSERT_TRUE(ep.back().qp);
+  }
+  constexpr size_t kSlot = 16 * 1024;
+  std::mt19937_64 rng(5);
+  // Tag 1: for any-source receives (order checked); tag 2: exact ones.
+  struct Sent { int to; uint32_t id; uint64_t tag; size_t len; };
+  std::vector<std::vector<Sent>> sent(kNodes);
+  for (int from = 0; from < kNodes; from++)
+    for (int to = 0; to < kNodes; to++)
+      for (int k = 0; to != from && k < kPerPeer; k++) {
+        const uint32_t id = uint32_t(sent[size_t(from)].size());
+        sent[size_t(from)].push_back({to, id, uint64_t(1 + k % 2),
+                                      size_t(rng() % 3 == 0 ? 9000 : rng() % 2000)});
+      }
+  // Receivers post per peer: kPerPeer/2 exact (tag 2, that source) and
+  // (kNodes-1)*kPerPeer/2 any-source tag 1.
+  std::vector<uint64_t> posted_wr(kNodes, 0);
+  for (int n = 0; n < kNodes; n++) {
+    uint64_t wr = 0;
+    for (int from = 0; from < kNodes; from++)
+      for (int k = 0; from != n && k < kPerPeer / 2; k++) {
+        TagRecv exact;
+        exact.tag = 2;
+        exact.src_node = uint16_t(from);
+        exact.src_qpn = ep[size_t(from)].qp->qpn();
+        exact.sge = ep[size_t(n)].mem.sge(wr * kSlot, kSlot);
+        ASSERT_TRUE(ep[size_t(n)].qp->post_tag_recv(wr++, exact));
+        TagRecv any;
+        any.tag = 1;
+        any.any_src = true;
+        any.sge = ep[size_t(n)].mem.sge(wr * kSlot, kSlot);
+        ASSERT_TRUE(ep[size_t(n)].qp->post_tag_recv(wr++, any));
+      }
+    posted_wr[size_t(n)] = wr;
+  }
+  for (int from = 0; from < kNodes; from++)
+    for (const Sent& m : sent[size_t(from)]) {
+      Ep& e = ep[size_t(from)];
+      std::vector<uint8_t> bytes = payload(uint32_t(from), m.id, m.len);
+      // First 4 bytes: the message's id, so the receiver can tell order.
+      std::memcpy(bytes.data(), &m.id, std::min<size_t>(4, bytes.size()));
+      const size_t at = (4u << 20) + size_t(m.id) * 10'000 % (4u << 20);
+      put(e.mem.buf, at, bytes);
+      ASSERT_TRUE(e.qp->post_send(isend(m.id, ep[size_t(m.to)], m.tag,
+                                        e.mem.sge(at, m.len))));
+    }
+  // Collect.
+  std::vector<std::vector<Completion>> recvs(kNodes);
+  size_t sends_ok = 0, sends_total = 0;
+  for (int n = 0; n < kNodes; n++) sends_total += sent[size_t(n)].size();
+  ASSERT_TRUE(c->run_until(
+      [&] {
+        for (int n = 0; n < kNodes; n++)
+          for (const auto& x : ep[size_t(n)].cq->poll(256)) {
+            if (x.is_send()) {
+              EXPECT_TRUE(x.ok()) << describe(x);
+              sends_ok++;
+            } else {
+              recvs[size_t(n)].push_back(x);
+            }
+          }
+        size_t got = 0;
+        for (auto& r : recvs) got += r.size();
+        return got == sends_total && sends_ok == sends_total;
+      },
+      5'000'000'000))
+      << sends_ok << " of " << sends_total << " isends completed";
+  for (int n = 0; n < kNodes; n++) {
+    // Receives posted in order: the any-source ones, sorted by wr_id,
+    // must see each sender's tag-1 messages in increasing id.
+    auto& v = recvs[size_t(n)];
+    std::sort(v.begin(), v.end(),
+              [](const Completion& x, const Completion& y) { return x.wr_id < y.wr_id; });
+    std::map<uint16_t, int64_t> last_id;
+    std::map<std::pair<uint16_t, uint32_t>, int> seen;
+    for (const auto& r : v) {
+      ASSERT_TRUE(r.ok()) << describe(r);
+      uint32_t id = 0;
+      const auto head = ep[size_t(n)].mem.buf.bytes(r.wr_id * kSlot, r.byte_len);
+      if (r.byte_len >= 4) std::memcpy(&id, head.data(), 4);
+      const Sent& m = sent[r.src_node][id];
+      ASSERT_EQ(m.to, n);
+      ASSERT_EQ(r.byte_len, m.len);
+      auto bytes = payload(r.src_node, id, m.len);
+      std::memcpy(bytes.data(), &id, std::min<size_t>(4, bytes.size()));
+      ASSERT_EQ(head, bytes) << "message " << r.src_node << "/" << id;
+      EXPECT_EQ(r.tag(), m.tag);
+      const std::pair<uint16_t, uint32_t> key{r.src_node, id};
+      EXPECT_EQ(++seen[key], 1) << "twice";
+      if (r.tag() == 1 && r.byte_len >= 4) {
+        EXPECT_GT(int64_t(id), last_id.count(r.src_node) ? last_id[r.src_node] : -1)
+            << "sender " << r.src_node << " overtaken at node " << n;
+        last_id[r.src_node] = id;
+      }
+    }
+  }
 }
 
 // ---- The reference model: a sequence of irecvs, isends, probes and

@@ -745,6 +745,25 @@ void on_request(Impl& m, Request& r) {
     tag_data(m, r);
 }
 
+// A CTS for an isend that is gone (its endpoint destroyed, reset or in
+// error): the receive waiting for its data is told, so it completes.
+void on_orphan_response(Impl& m, Peer& p, const Packet& pkt) {
+  const rhn_op_hdr& cts = pkt.op;
+  if (cts.opcode != RHN_WOP_TAG_RESP || cts.imm_data != RHN_TAG_CTS ||
+      !m.room_for_request(p))
+    return;
+  rhn_op_hdr op{};
+  op.opcode = RHN_WOP_TAG_DATA;
+  op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
+  op.syndrome = RHN_SYN_FLUSHED;
+  op.qp_type = RHN_QP_ENDPOINT;
+  op.dst_qpn = cts.src_qpn;
+  op.src_qpn = cts.dst_qpn;
+  op.msn = cts.msn;
+  op.rkey = cts.rkey;
+  m.send_data(p, op, {}, false, kNone, 0, false);
+}
+
 // A refusal needs a record, unless every record is taken: then the isend
 // is not accepted at all (as if lost), which keeps order at the cost of
 // the channel.
@@ -764,6 +783,7 @@ extern const OpFamily kTagFamily = {
     .on_response = on_response,
     .has_room = has_room,
     .on_request = on_request,
+    .on_orphan_response = on_orphan_response,
 };
 
 // IPROBE and IRECV_CANCEL: the same folder, executed locally.
