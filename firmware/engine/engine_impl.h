@@ -187,6 +187,7 @@ struct Inflight {
   // ISEND (ops/tag): answered by the receiver yet; after its CTS, where
   // the data goes (owed: no stream was free then).
   bool tag_answered = false;
+  uint32_t attempt = 0;  // transmissions of an ordered-retry message
   bool tag_stream_owed = false;
   uint32_t tag_handle = 0, tag_take = 0, tag_receiver = 0;
   // A local operation's result for its CQE (IPROBE: the message found).
@@ -445,8 +446,8 @@ struct TagRecv {
   uint16_t peer_node = 0;
   uint32_t peer_src = 0;  // with incarnation
   uint32_t peer_msn = 0;
-  uint32_t msg_len = 0;   // the sender's length
-  uint32_t take = 0;      // bytes that land (min of length and buffer)
+  uint32_t msg_len = 0;  // the sender's length
+  uint32_t take = 0;     // bytes that land (min of length and buffer)
   uint32_t received = 0;
   uint64_t msg_tag = 0;
   uint32_t prev = kNone, next = kNone;  // bucket chain or wildcard list
@@ -492,14 +493,15 @@ struct TagTables {
   uint32_t bucket_mask = 0;
   std::vector<TagRefusal> refusals;
   uint32_t refusals_used = 0;
-  uint32_t posted = 0;                      // receives in the posted lists
+  uint32_t posted = 0;                     // receives in the posted lists
   uint32_t recv_quota = 0, msg_quota = 0;  // per context
-  Fifo<uint32_t> cts_owed;                  // receive indices
+  Fifo<uint32_t> cts_owed;                 // receive indices
   Fifo<TagOwedStream> streams_owed;
   bool rq_retry = false;    // some endpoint's irecvs wait for room
   bool room_freed = false;  // since then an entry or a posted place freed
   TagTables(uint32_t max_recvs, uint32_t max_msgs, uint32_t owed_streams)
-      : free_recvs(max_recvs + max_msgs), free_msgs(max_msgs),
+      : free_recvs(max_recvs + max_msgs),
+        free_msgs(max_msgs),
         cts_owed(max_recvs + max_msgs),
         streams_owed(owed_streams) {}
 };

@@ -526,10 +526,10 @@ void Engine::Impl::flush_qp(uint32_t qpn) {
       // Irecvs (ops/tag) complete as such; one the NIC already took out
       // of order has completed or will.
       rhn_recv_wqe w{};
-      host_dma(qp.rq_ring,
-               uint64_t{qp.rq_consumer & ((1u << qp.rq_log) - 1)} *
-                   RHN_RQ_WQE_SIZE,
-               &w, sizeof(w), false);
+      host_dma(
+          qp.rq_ring,
+          uint64_t{qp.rq_consumer & ((1u << qp.rq_log) - 1)} * RHN_RQ_WQE_SIZE,
+          &w, sizeof(w), false);
       if (w.reserved0 & RHN_RQ_F_TAKEN) {
         qp.rq_consumer++;
         continue;
@@ -538,8 +538,8 @@ void Engine::Impl::flush_qp(uint32_t qpn) {
       c.qpn = qpn;
       c.wqe_index = static_cast<uint16_t>(qp.rq_consumer);
       c.vendor_err = RHN_SYN_FLUSHED;
-      c.opcode = (w.reserved0 & RHN_RQ_F_TAG) ? RHN_CQE_OP_TAG_RECV
-                                              : RHN_CQE_OP_RECV;
+      c.opcode =
+          (w.reserved0 & RHN_RQ_F_TAG) ? RHN_CQE_OP_TAG_RECV : RHN_CQE_OP_RECV;
       c.status = RHN_CQE_WR_FLUSH_ERR;
       cq_push(qp.recv_cqn, c, false);
       counters.add(RHN_CNT_ERROR_CQES);
@@ -680,6 +680,12 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
   Inflight& e = entry(qpn, idx);
   switch (op.opcode) {
     case RHN_WOP_NAK:
+      // An ordered-retry message (ISEND) numbers its transmissions: a NAK
+      // of an earlier one, delayed past the message's resend, is stale.
+      if (op_info(e.opcode).ordered_retry &&
+          (op.syndrome == RHN_SYN_RNR || op.syndrome == RHN_SYN_BUSY) &&
+          op.imm_data != e.attempt)
+        return;
       if (op.syndrome == RHN_SYN_RNR || op.syndrome == RHN_SYN_BUSY) {
         handle_rnr(qpn, idx, op.syndrome == RHN_SYN_BUSY);
       } else if (op.syndrome == RHN_SYN_BAD_QP && qp.type == RHN_QP_RC) {

@@ -89,6 +89,9 @@ void Engine::Impl::respond(Peer& p, uint8_t wop, uint8_t syndrome,
   op.src_qpn = req.dst_qpn;
   op.msn = req.msn;
   op.msg_len = static_cast<uint32_t>(payload.size());
+  // A NAK echoes the request's immediate: an ISEND numbers its
+  // transmissions there, so a NAK of an earlier one is told apart.
+  if (wop == RHN_WOP_NAK) op.imm_data = req.imm_data;
   send_data(p, op, payload, false, kNone, 0, false);
 }
 

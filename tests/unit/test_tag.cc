@@ -38,7 +38,9 @@ Ep make_ep(SimCluster& c, uint16_t node, size_t mem_bytes = 4u << 20) {
   qi.sq_log_depth = 10;
   qi.rq_log_depth = 14;
   e.qp = e.ctx->create_qp(qi);
-  if (!e.qp) ADD_FAILURE() << "create_qp " << int(e.ctx->last.status) << " " << e.ctx->last.detail;
+  if (!e.qp)
+    ADD_FAILURE() << "create_qp " << int(e.ctx->last.status) << " "
+                  << e.ctx->last.detail;
   if (e.qp && !activate_datagram(*e.qp, 0)) {
     ADD_FAILURE() << "activate";
     e.qp.reset();
@@ -121,8 +123,8 @@ TEST_F(Tag, EagerAndRendezvousToAPostedReceiveEveryByteArrives) {
   Ep a = make_ep(*c, 0), b = make_ep(*c, 1);
   ASSERT_TRUE(a.qp && b.qp);
   CounterSnap rx(c->node(1));
-  const size_t sizes[] = {0, 1, 100, RHN_TAG_EAGER_MAX, RHN_TAG_EAGER_MAX + 1,
-                          200'000};
+  const size_t sizes[] = {
+      0, 1, 100, RHN_TAG_EAGER_MAX, RHN_TAG_EAGER_MAX + 1, 200'000};
   size_t off = 0;
   for (size_t i = 0; i < std::size(sizes); i++) {
     TagRecv t;
@@ -136,7 +138,8 @@ TEST_F(Tag, EagerAndRendezvousToAPostedReceiveEveryByteArrives) {
   off = 0;
   for (size_t i = 0; i < std::size(sizes); i++) {
     put(a.mem.buf, off, payload(0, uint32_t(i), sizes[i]));
-    ASSERT_TRUE(a.qp->post_send(isend(i, b, 0x1000 + i, a.mem.sge(off, sizes[i]))));
+    ASSERT_TRUE(
+        a.qp->post_send(isend(i, b, 0x1000 + i, a.mem.sge(off, sizes[i]))));
     off += 256 * 1024;
   }
   auto sends = c->wait_cqes(*a.cq, std::size(sizes));
@@ -232,7 +235,6 @@ TEST_F(Tag, ALongerMessageFillsTheBufferAndReportsTruncation) {
   }
 }
 
-
 TEST_F(Tag, CancelTakesOnlyAStillPostedReceiveOut) {
   start(2);
   Ep a = make_ep(*c, 0), b = make_ep(*c, 1);
@@ -247,8 +249,9 @@ TEST_F(Tag, CancelTakesOnlyAStillPostedReceiveOut) {
   ASSERT_TRUE(b.qp->post_send(cancel(9, 0)));
   auto v = c->wait_cqes(*b.cq, 2);
   ASSERT_EQ(v.size(), 2u) << describe(v);
-  std::sort(v.begin(), v.end(),
-            [](const Completion& x, const Completion& y) { return x.wr_id < y.wr_id; });
+  std::sort(v.begin(), v.end(), [](const Completion& x, const Completion& y) {
+    return x.wr_id < y.wr_id;
+  });
   EXPECT_EQ(v[0].wr_id, 1u);
   EXPECT_EQ(v[0].status, RHN_CQE_WR_FLUSH_ERR) << describe(v[0]);
   EXPECT_EQ(v[1].wr_id, 9u);
@@ -322,8 +325,8 @@ TEST_F(Tag, ASenderDestroyedDuringTheRendezvousEndsTheReceiveWithAnError) {
   c->run_for(1'000'000);
   ASSERT_TRUE(a.qp->post_send(isend(1, b, 3, a.mem.sge(0, 4u << 20))));
   // Let the stream start, then kill the sender.
-  ASSERT_TRUE(c->run_until([&] { return c->node(1).counter(RHN_CNT_RX_PACKETS) > 40; },
-                           50'000'000));
+  ASSERT_TRUE(c->run_until(
+      [&] { return c->node(1).counter(RHN_CNT_RX_PACKETS) > 40; }, 50'000'000));
   destroy(a);
   Completion r = wait_one(*c, *b.cq, 500'000'000);
   EXPECT_EQ(r.wr_id, 7u);
@@ -334,26 +337,35 @@ TEST_F(Tag, ASenderDestroyedDuringTheRendezvousEndsTheReceiveWithAnError) {
 // any-source receives and with exact ones, through tiny lists and a lossy
 // fabric: every message arrives once and whole, and between each pair the
 // any-source receives see messages in the order they were sent.
-TEST_F(Tag, EightNodesAllToAllKeepEveryPairsOrder) {
+class TagAllToAll : public Tag,
+                    public ::testing::WithParamInterface<uint64_t> {};
+
+TEST_P(TagAllToAll, EightNodesKeepEveryPairsOrder) {
   constexpr int kNodes = 8, kPerPeer = 12;
   start(kNodes, 4, 4);
-  lossy(77);
+  lossy(GetParam());
   std::vector<Ep> ep;
   for (int n = 0; n < kNodes; n++) {
     ep.push_back(make_ep(*c, uint16_t(n), 8u << 20));
     ASSERT_TRUE(ep.back().qp);
   }
   constexpr size_t kSlot = 16 * 1024;
-  std::mt19937_64 rng(5);
+  std::mt19937_64 rng(GetParam());
   // Tag 1: for any-source receives (order checked); tag 2: exact ones.
-  struct Sent { int to; uint32_t id; uint64_t tag; size_t len; };
+  struct Sent {
+    int to;
+    uint32_t id;
+    uint64_t tag;
+    size_t len;
+  };
   std::vector<std::vector<Sent>> sent(kNodes);
   for (int from = 0; from < kNodes; from++)
     for (int to = 0; to < kNodes; to++)
       for (int k = 0; to != from && k < kPerPeer; k++) {
         const uint32_t id = uint32_t(sent[size_t(from)].size());
-        sent[size_t(from)].push_back({to, id, uint64_t(1 + k % 2),
-                                      size_t(rng() % 3 == 0 ? 9000 : rng() % 2000)});
+        sent[size_t(from)].push_back(
+            {to, id, uint64_t(1 + k % 2),
+             size_t(rng() % 3 == 0 ? 9000 : 4 + rng() % 2000)});
       }
   // Receivers post per peer: kPerPeer/2 exact (tag 2, that source) and
   // (kNodes-1)*kPerPeer/2 any-source tag 1.
@@ -384,8 +396,8 @@ TEST_F(Tag, EightNodesAllToAllKeepEveryPairsOrder) {
       std::memcpy(bytes.data(), &m.id, std::min<size_t>(4, bytes.size()));
       const size_t at = (4u << 20) + size_t(m.id) * 10'000 % (4u << 20);
       put(e.mem.buf, at, bytes);
-      ASSERT_TRUE(e.qp->post_send(isend(m.id, ep[size_t(m.to)], m.tag,
-                                        e.mem.sge(at, m.len))));
+      ASSERT_TRUE(e.qp->post_send(
+          isend(m.id, ep[size_t(m.to)], m.tag, e.mem.sge(at, m.len))));
     }
   // Collect.
   std::vector<std::vector<Completion>> recvs(kNodes);
@@ -408,18 +420,28 @@ TEST_F(Tag, EightNodesAllToAllKeepEveryPairsOrder) {
       },
       5'000'000'000))
       << sends_ok << " of " << sends_total << " isends completed";
+  // The tiny lists overflowed both ways, and it showed in the counters.
+  uint64_t refused = 0, waits = 0;
+  for (int n = 0; n < kNodes; n++) {
+    refused += c->node(size_t(n)).counter(RHN_CNT_TAG_REFUSED);
+    waits += c->node(size_t(n)).counter(RHN_CNT_TAG_RECV_WAITS);
+  }
+  EXPECT_GT(refused, 0u);
+  EXPECT_GT(waits, 0u);
   for (int n = 0; n < kNodes; n++) {
     // Receives posted in order: the any-source ones, sorted by wr_id,
     // must see each sender's tag-1 messages in increasing id.
     auto& v = recvs[size_t(n)];
-    std::sort(v.begin(), v.end(),
-              [](const Completion& x, const Completion& y) { return x.wr_id < y.wr_id; });
+    std::sort(v.begin(), v.end(), [](const Completion& x, const Completion& y) {
+      return x.wr_id < y.wr_id;
+    });
     std::map<uint16_t, int64_t> last_id;
     std::map<std::pair<uint16_t, uint32_t>, int> seen;
     for (const auto& r : v) {
       ASSERT_TRUE(r.ok()) << describe(r);
       uint32_t id = 0;
-      const auto head = ep[size_t(n)].mem.buf.bytes(r.wr_id * kSlot, r.byte_len);
+      const auto head =
+          ep[size_t(n)].mem.buf.bytes(r.wr_id * kSlot, r.byte_len);
       if (r.byte_len >= 4) std::memcpy(&id, head.data(), 4);
       const Sent& m = sent[r.src_node][id];
       ASSERT_EQ(m.to, n);
@@ -431,13 +453,18 @@ TEST_F(Tag, EightNodesAllToAllKeepEveryPairsOrder) {
       const std::pair<uint16_t, uint32_t> key{r.src_node, id};
       EXPECT_EQ(++seen[key], 1) << "twice";
       if (r.tag() == 1 && r.byte_len >= 4) {
-        EXPECT_GT(int64_t(id), last_id.count(r.src_node) ? last_id[r.src_node] : -1)
+        EXPECT_GT(int64_t(id),
+                  last_id.count(r.src_node) ? last_id[r.src_node] : -1)
             << "sender " << r.src_node << " overtaken at node " << n;
         last_id[r.src_node] = id;
       }
     }
   }
 }
+
+// Several fabric seeds: a stale NAK overtaking a resend showed on one.
+INSTANTIATE_TEST_SUITE_P(Seeds, TagAllToAll,
+                         ::testing::Values(5, 77, 1234, 9001));
 
 // ---- The reference model: a sequence of irecvs, isends, probes and
 // cancels, each allowed to settle before the next, so the order in which
@@ -500,13 +527,13 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
   std::mt19937_64 rng(s.seed);
   std::deque<ModelRecv> posted;
   std::deque<ModelMsg> unexpected;
-  std::map<uint64_t, ModelRecv> recvs;     // every irecv by wr_id
-  std::map<uint64_t, Outcome> expected;    // recv wr_id -> what it gets
-  std::map<uint64_t, Completion> got;      // recv wr_id -> its CQE
-  std::map<std::pair<int, uint32_t>, bool> delivered;  // isends matched
+  std::map<uint64_t, ModelRecv> recvs;   // every irecv by wr_id
+  std::map<uint64_t, Outcome> expected;  // recv wr_id -> what it gets
+  std::map<uint64_t, Completion> got;    // recv wr_id -> its CQE
+  std::map<std::pair<int, uint32_t>, bool> delivered;   // isends matched
   std::map<std::pair<int, uint32_t>, Completion> sent;  // isend CQEs
-  const size_t lens[] = {0, 8, 1000, RHN_TAG_EAGER_MAX, RHN_TAG_EAGER_MAX + 1,
-                         20'000, kSlot};
+  const size_t lens[] = {
+      0, 8, 1000, RHN_TAG_EAGER_MAX, RHN_TAG_EAGER_MAX + 1, 20'000, kSlot};
   const size_t caps[] = {0, 16, 5000, 40'000, kSlot};
   uint32_t next_msg[8] = {};
   uint64_t next_wr = 1000;
@@ -566,13 +593,14 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
       log.push_back("step " + std::to_string(step) + " irecv " +
                     std::to_string(r.wr_id) + " tag " + std::to_string(r.tag) +
                     " mask " + std::to_string(r.mask != 0) + " any " +
-                    std::to_string(r.any_src) + " src " + std::to_string(r.src));
+                    std::to_string(r.any_src) + " src " +
+                    std::to_string(r.src));
       auto it = std::find_if(unexpected.begin(), unexpected.end(),
                              [&](const ModelMsg& g) { return takes(r, g); });
       if (it != unexpected.end()) {
-        expected[r.wr_id] = {uint8_t(it->len > r.cap ? RHN_CQE_LOC_LEN_ERR
-                                                     : RHN_CQE_SUCCESS),
-                             it->sender, it->id, it->len};
+        expected[r.wr_id] = {
+            uint8_t(it->len > r.cap ? RHN_CQE_LOC_LEN_ERR : RHN_CQE_SUCCESS),
+            it->sender, it->id, it->len};
         delivered[{it->sender, it->id}] = true;
         unexpected.erase(it);
       } else {
@@ -587,7 +615,8 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
       t.sge = rx.mem.sge(r.off, r.cap);
       ASSERT_TRUE(rx.qp->post_tag_recv(r.wr_id, t));
     } else if (what < 75) {  // isend
-      ModelMsg g{sender, next_msg[sender]++, tag, lens[rng() % std::size(lens)]};
+      ModelMsg g{sender, next_msg[sender]++, tag,
+                 lens[rng() % std::size(lens)]};
       log.push_back("step " + std::to_string(step) + " isend " +
                     std::to_string(sender) + "/" + std::to_string(g.id) +
                     " tag " + std::to_string(g.tag) + " len " +
@@ -595,16 +624,17 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
       auto it = std::find_if(posted.begin(), posted.end(),
                              [&](const ModelRecv& r) { return takes(r, g); });
       if (it != posted.end()) {
-        expected[it->wr_id] = {uint8_t(g.len > it->cap ? RHN_CQE_LOC_LEN_ERR
-                                                       : RHN_CQE_SUCCESS),
-                               g.sender, g.id, g.len};
+        expected[it->wr_id] = {
+            uint8_t(g.len > it->cap ? RHN_CQE_LOC_LEN_ERR : RHN_CQE_SUCCESS),
+            g.sender, g.id, g.len};
         delivered[{g.sender, g.id}] = true;
         posted.erase(it);
       } else {
         unexpected.push_back(g);
       }
       Ep& from = tx[size_t(sender)];
-      put(from.mem.buf, size_t(step) * kSlot, payload(uint32_t(sender), g.id, g.len));
+      put(from.mem.buf, size_t(step) * kSlot,
+          payload(uint32_t(sender), g.id, g.len));
       ASSERT_TRUE(from.qp->post_send(
           isend(g.id, rx, g.tag, from.mem.sge(size_t(step) * kSlot, g.len))));
     } else if (what < 90) {  // iprobe
@@ -615,8 +645,9 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
       const Completion p = wait_local(*rx.cq);
       ASSERT_EQ(p.opcode, RHN_CQE_OP_IPROBE) << describe(p);
       ModelRecv probe{0, 0, tag, mask, any, sender, 0, 0};
-      auto it = std::find_if(unexpected.begin(), unexpected.end(),
-                             [&](const ModelMsg& g) { return takes(probe, g); });
+      auto it =
+          std::find_if(unexpected.begin(), unexpected.end(),
+                       [&](const ModelMsg& g) { return takes(probe, g); });
       probes++;
       if ((p.ext_flags & RHN_CQE_X_FOUND) && limited) {
         // A message the model gave to a receive still waiting in the RQ
@@ -625,7 +656,8 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
         EXPECT_EQ(p.tag() & mask, tag & mask);
       } else if (p.ext_flags & RHN_CQE_X_FOUND) {
         probes_found++;
-        ASSERT_NE(it, unexpected.end()) << "probe found a message the model has not";
+        ASSERT_NE(it, unexpected.end())
+            << "probe found a message the model has not";
         EXPECT_EQ(p.byte_len, it->len);
         EXPECT_EQ(p.tag(), it->tag);
         EXPECT_EQ(p.src_node, tx[size_t(it->sender)].node);
@@ -643,8 +675,9 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
       ASSERT_TRUE(rx.qp->post_send(cancel(2, r.rq_index)));
       const Completion k = wait_local(*rx.cq);
       ASSERT_EQ(k.opcode, RHN_CQE_OP_IRECV_CANCEL) << describe(k);
-      auto in_posted = std::find_if(posted.begin(), posted.end(),
-                                    [&](const ModelRecv& x) { return x.wr_id == r.wr_id; });
+      auto in_posted =
+          std::find_if(posted.begin(), posted.end(),
+                       [&](const ModelRecv& x) { return x.wr_id == r.wr_id; });
       if (k.ext_flags & RHN_CQE_X_FOUND) {
         cancels_found++;
         ASSERT_NE(in_posted, posted.end()) << "cancelled a matched receive";
@@ -662,8 +695,8 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
   // says.
   const size_t left = unexpected.size();
   for (size_t k = 0; k < left && !HasFatalFailure(); k++) {
-    ModelRecv r{next_wr++, rq_index++, 0, 0, true, 0, kSlot,
-                (size_t(kSteps) + k) * kSlot};
+    ModelRecv r{next_wr++, rq_index++, 0,     0,
+                true,      0,          kSlot, (size_t(kSteps) + k) * kSlot};
     recvs[r.wr_id] = r;
     const ModelMsg g = unexpected.front();
     unexpected.pop_front();
@@ -700,7 +733,8 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
   }
   // ... and no other receive completed.
   for (const auto& [wr_id, cqe] : got)
-    EXPECT_TRUE(expected.count(wr_id)) << "unexpected completion " << describe(cqe);
+    EXPECT_TRUE(expected.count(wr_id))
+        << "unexpected completion " << describe(cqe);
   // Isends complete when delivered, and only then; a send queue completes
   // in order, so one waits for every earlier isend of its sender too.
   for (int i = 0; i < s.senders; i++) {
@@ -709,7 +743,8 @@ TEST_P(TagModel, EveryReceiveGetsTheMessageTheModelGivesIt) {
       auto it = sent.find({i, id});
       all_before = all_before && delivered.count({i, id});
       if (all_before) {
-        ASSERT_NE(it, sent.end()) << "isend " << i << "/" << id << " never completed";
+        ASSERT_NE(it, sent.end())
+            << "isend " << i << "/" << id << " never completed";
         EXPECT_TRUE(it->second.ok()) << describe(it->second);
       } else {
         EXPECT_EQ(it, sent.end()) << "isend completed undelivered";

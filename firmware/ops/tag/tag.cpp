@@ -91,8 +91,8 @@ void recv_unlink(Impl& m, uint32_t i) {
 void msg_link(Impl& m, uint32_t i) {
   TagMsg& g = m.tags.msgs[i];
   QpObj& qp = m.qps[g.qpn];
-  auto& b = m.tags.msg_buckets[bucket_of(
-      m.tags, g.qpn, g.node, g.src & RHN_WIRE_QPN_MASK, g.tag)];
+  auto& b = m.tags.msg_buckets[bucket_of(m.tags, g.qpn, g.node,
+                                         g.src & RHN_WIRE_QPN_MASK, g.tag)];
   g.hprev = b[1];
   g.hnext = kNone;
   if (b[1] != kNone)
@@ -112,8 +112,8 @@ void msg_link(Impl& m, uint32_t i) {
 void msg_unlink(Impl& m, uint32_t i) {
   TagMsg& g = m.tags.msgs[i];
   QpObj& qp = m.qps[g.qpn];
-  auto& b = m.tags.msg_buckets[bucket_of(
-      m.tags, g.qpn, g.node, g.src & RHN_WIRE_QPN_MASK, g.tag)];
+  auto& b = m.tags.msg_buckets[bucket_of(m.tags, g.qpn, g.node,
+                                         g.src & RHN_WIRE_QPN_MASK, g.tag)];
   if (g.hprev != kNone)
     m.tags.msgs[g.hprev].hnext = g.hnext;
   else
@@ -175,8 +175,8 @@ bool tag_matches(const TagRecv& r, uint64_t tag) {
 // The oldest posted receive of the endpoint that takes this message.
 uint32_t match_posted(Impl& m, uint32_t qpn, uint16_t node, uint32_t src_qpn,
                       uint64_t tag) {
-  uint32_t exact = m.tags.recv_buckets[bucket_of(m.tags, qpn, node, src_qpn,
-                                                 tag)][0];
+  uint32_t exact =
+      m.tags.recv_buckets[bucket_of(m.tags, qpn, node, src_qpn, tag)][0];
   for (; exact != kNone; exact = m.tags.recvs[exact].next) {
     const TagRecv& r = m.tags.recvs[exact];
     if (r.qpn == qpn && r.src_node == node && r.src_qpn == src_qpn &&
@@ -281,8 +281,8 @@ void send_cts(Impl& m, uint32_t i) {
     return;
   }
   r.cts_owed = false;
-  answer(m, p, r.peer_src, r.peer_msn, r.qpn, RHN_WOP_TAG_RESP, 0,
-         RHN_TAG_CTS, handle_of(i, r.gen), r.take);
+  answer(m, p, r.peer_src, r.peer_msn, r.qpn, RHN_WOP_TAG_RESP, 0, RHN_TAG_CTS,
+         handle_of(i, r.gen), r.take);
 }
 
 void match(Impl& m, uint32_t i, uint16_t node, uint32_t src, uint32_t msn,
@@ -372,8 +372,7 @@ TagRecv recv_of_wqe(const QpObj& qp, uint32_t qpn, uint32_t index,
 
 uint8_t check_recv_wqe(Impl& m, const TagRecv& r, const rhn_tag_recv_wqe& w,
                        uint8_t* syndrome) {
-  if (w.num_sge > 1 ||
-      (w.flags & ~(RHN_RQ_F_TAG | RHN_TAG_F_ANY_SRC)) != 0) {
+  if (w.num_sge > 1 || (w.flags & ~(RHN_RQ_F_TAG | RHN_TAG_F_ANY_SRC)) != 0) {
     m.counters.add(RHN_CNT_BAD_WQES);
     *syndrome = RHN_SYN_BAD_WQE;
     return RHN_CQE_LOC_QP_OP_ERR;
@@ -447,7 +446,10 @@ uint8_t check(Impl&, const QpObj& qp, const DecodedWqe& w, uint8_t* syndrome) {
 
 bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t,
                   rhn_op_hdr& op, PacketOut& out) {
-  // One packet: the tag, the length, and the data if it is small.
+  // One packet: the tag, the length, and the data if it is small; the
+  // immediate numbers this transmission (NAKs echo it).
+  const uint32_t qpn = static_cast<uint32_t>(&qp - m.qps.data());
+  op.imm_data = ++m.entry(qpn, qp.tx_entry).attempt;
   op.rkey = 0;
   op.remote_addr = w.remote_addr;
   out.advance = static_cast<uint32_t>(w.length);
@@ -517,8 +519,7 @@ bool start_stream(Impl& m, uint32_t qpn, Inflight& e) {
   return true;
 }
 
-void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e,
-                 const Packet& pkt) {
+void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
   if (pkt.op.opcode != RHN_WOP_TAG_RESP) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
@@ -613,8 +614,8 @@ uint8_t execute_local(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
 void tag_request(Impl& m, Request& r) {
   const rhn_op_hdr& op = r.op;
   const bool eager = !r.data.empty() || op.msg_len == 0;
-  if ((eager && (r.data.size() != op.msg_len ||
-                 op.msg_len > RHN_TAG_EAGER_MAX)) ||
+  if ((eager &&
+       (r.data.size() != op.msg_len || op.msg_len > RHN_TAG_EAGER_MAX)) ||
       !(op.flags & RHN_WOP_F_FIRST) || !(op.flags & RHN_WOP_F_LAST)) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     refuse(m, r, RHN_SYN_LENGTH);
@@ -648,13 +649,14 @@ void tag_request(Impl& m, Request& r) {
     match(m, i, r.node, r.src, op.msn, op.remote_addr, op.msg_len);
     TagRecv& rv = m.tags.recvs[i];
     if (!eager) {
-      answer(m, r.peer, r.src, op.msn, r.qpn, RHN_WOP_TAG_RESP, 0,
-             RHN_TAG_CTS, handle_of(i, rv.gen), rv.take);
+      answer(m, r.peer, r.src, op.msn, r.qpn, RHN_WOP_TAG_RESP, 0, RHN_TAG_CTS,
+             handle_of(i, rv.gen), rv.take);
       return;
     }
     uint8_t status = length_status(rv);
-    if (rv.take && !m.sge_dma(&rv.sge, 1, 0, const_cast<uint8_t*>(r.data.data()),
-                              rv.take, rv.pdn, true)) {
+    if (rv.take &&
+        !m.sge_dma(&rv.sge, 1, 0, const_cast<uint8_t*>(r.data.data()), rv.take,
+                   rv.pdn, true)) {
       m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
       status = RHN_CQE_LOC_PROT_ERR;
     }
@@ -714,10 +716,9 @@ void tag_data(Impl& m, Request& r) {
     return;
   }
   uint8_t status = RHN_CQE_SUCCESS;
-  if (!r.data.empty() &&
-      !m.sge_dma(&rv->sge, 1, op.msg_offset,
-                 const_cast<uint8_t*>(r.data.data()), r.data.size(), rv->pdn,
-                 true)) {
+  if (!r.data.empty() && !m.sge_dma(&rv->sge, 1, op.msg_offset,
+                                    const_cast<uint8_t*>(r.data.data()),
+                                    r.data.size(), rv->pdn, true)) {
     m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
     status = RHN_CQE_LOC_PROT_ERR;
   }
@@ -728,8 +729,8 @@ void tag_data(Impl& m, Request& r) {
     status = RHN_CQE_REM_OP_ERR;
   }
   if (status == RHN_CQE_SUCCESS) status = length_status(*rv);
-  answer(m, r.peer, r.src, op.msn, r.qpn, RHN_WOP_TAG_RESP, 0, RHN_TAG_DONE,
-         0, 0);
+  answer(m, r.peer, r.src, op.msn, r.qpn, RHN_WOP_TAG_RESP, 0, RHN_TAG_DONE, 0,
+         0);
   finish_recv(m, i, status, RHN_SYN_NONE);
 }
 
