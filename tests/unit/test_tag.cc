@@ -27,7 +27,8 @@ struct Ep {
   uint16_t node = 0;
 };
 
-Ep make_ep(SimCluster& c, uint16_t node, size_t mem_bytes = 4u << 20) {
+Ep make_ep(SimCluster& c, uint16_t node, size_t mem_bytes = 4u << 20,
+           uint8_t rq_log = 14) {
   Ep e;
   e.node = node;
   e.ctx = c.node(node).open_context();
@@ -36,7 +37,7 @@ Ep make_ep(SimCluster& c, uint16_t node, size_t mem_bytes = 4u << 20) {
   qi.type = RHN_QP_ENDPOINT;
   qi.send_cq = e.cq.get();
   qi.sq_log_depth = 10;
-  qi.rq_log_depth = 14;
+  qi.rq_log_depth = rq_log;
   e.qp = e.ctx->create_qp(qi);
   if (!e.qp)
     ADD_FAILURE() << "create_qp " << int(e.ctx->last.status) << " "
@@ -331,6 +332,72 @@ TEST_F(Tag, ASenderDestroyedDuringTheRendezvousEndsTheReceiveWithAnError) {
   Completion r = wait_one(*c, *b.cq, 500'000'000);
   EXPECT_EQ(r.wr_id, 7u);
   EXPECT_EQ(r.status, RHN_CQE_REM_OP_ERR) << describe(r);
+}
+
+// Irecvs complete out of RQ order, so software may reuse a ring slot only
+// once the NIC has read past it: a receive that waits in the ring (the
+// posted list is full) keeps its slot however many later ones complete.
+// The NIC publishes how far it has read in the RQ's record.
+TEST_F(Tag, AReceiveWaitingInTheRingKeepsItsSlotWhileLaterOnesComplete) {
+  start(2, 1, 64);  // a posted list of one
+  Ep a = make_ep(*c, 0), b = make_ep(*c, 1, 4u << 20, 3);  // RQ of 8
+  ASSERT_TRUE(a.qp && b.qp);
+  CounterSnap rx(c->node(1));
+  constexpr size_t kLen = 200, kSlot = 4096;
+  auto recv = [&](uint64_t tag, uint64_t wr) {
+    TagRecv t;
+    t.tag = tag;
+    t.any_src = true;
+    t.sge = b.mem.sge(wr * kSlot, kSlot);
+    return b.qp->post_tag_recv(wr, t);
+  };
+  ASSERT_TRUE(recv(100, 0));  // never sent: takes the posted list
+  ASSERT_TRUE(recv(200, 1));  // waits in the ring, at slot 1
+  c->run_for(1'000'000);
+  constexpr uint32_t kMany = 20;
+  for (uint32_t i = 0; i < kMany; i++) {
+    put(a.mem.buf, i * kSlot, payload(0, i, kLen));
+    ASSERT_TRUE(a.qp->post_send(isend(i, b, 5, a.mem.sge(i * kSlot, kLen))));
+  }
+  c->run_for(20'000'000);
+  EXPECT_EQ(rx.delta(RHN_CNT_TAG_UNEXPECTED), kMany);
+  // Each tag-5 irecv takes a queued message at once; the ring has room
+  // for seven of them beside the one that waits in it (the first one's
+  // slot is free: the NIC holds it in its list).
+  uint32_t posted = 0;
+  std::vector<Completion> got;
+  while (posted < kMany && recv(5, 10 + posted)) {
+    posted++;
+    auto one = c->wait_cqes(*b.cq, 1);
+    ASSERT_EQ(one.size(), 1u)
+        << "receive " << posted
+        << " lost; bad WQEs seen by the NIC: " << rx.delta(RHN_CNT_BAD_WQES);
+    got.push_back(one[0]);
+  }
+  EXPECT_EQ(posted, 7u) << "a slot still read by the NIC was handed out again";
+  // The message for the receive in the ring frees it and the slots after.
+  put(a.mem.buf, 100 * kSlot, payload(0, 100, kLen));
+  ASSERT_TRUE(
+      a.qp->post_send(isend(100, b, 200, a.mem.sge(100 * kSlot, kLen), 0)));
+  auto waiting = c->wait_cqes(*b.cq, 1);
+  ASSERT_EQ(waiting.size(), 1u);
+  ASSERT_TRUE(waiting[0].ok()) << describe(waiting[0]);
+  EXPECT_EQ(waiting[0].wr_id, 1u);
+  EXPECT_EQ(b.mem.buf.bytes(kSlot, kLen), payload(0, 100, kLen));
+  while (posted < kMany) {
+    ASSERT_TRUE(c->run_until([&] { return recv(5, 10 + posted); }, 100'000'000))
+        << "no room after " << posted;
+    posted++;
+    auto more = c->wait_cqes(*b.cq, 1);
+    got.insert(got.end(), more.begin(), more.end());
+  }
+  ASSERT_EQ(got.size(), size_t{kMany});
+  for (const auto& r : got) {
+    ASSERT_TRUE(r.ok()) << describe(r);
+    const uint32_t i = uint32_t(r.wr_id - 10);  // matched in send order
+    EXPECT_EQ(b.mem.buf.bytes(r.wr_id * kSlot, kLen), payload(0, i, kLen));
+  }
+  EXPECT_EQ(rx.delta(RHN_CNT_BAD_WQES), 0u);
 }
 
 // Eight nodes, every endpoint sends to every other while receiving with

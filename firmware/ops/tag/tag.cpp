@@ -841,6 +841,10 @@ void Engine::Impl::tag_scan_rq(uint32_t qpn) {
       qp.state < RHN_QPS_INIT || qp.state == RHN_QPS_ERR)
     return;
   qp.tag_rq_stalled = false;
+  // Plain receives (datagrams) are consumed by the SEND path: the scan
+  // starts after them, never behind the consumer.
+  if (int32_t(qp.tag_rq_scan - qp.rq_consumer) < 0)
+    qp.tag_rq_scan = qp.rq_consumer;
   ContextObj& ctx = contexts[qp.context];
   // Irecvs the NIC has not seen yet: each takes the oldest queued message
   // it matches at once, out of RQ order, or waits in the RQ.
@@ -889,6 +893,7 @@ void Engine::Impl::tag_scan_rq(uint32_t qpn) {
   // The oldest waiting irecvs move into the posted list while it has
   // room; the others stay in the RQ, where arriving messages look for
   // them too (overflow: slower, as exact).
+  const uint32_t consumer_before = qp.rq_consumer;
   while (qp.rq_consumer != qp.tag_rq_scan) {
     const uint32_t index = qp.rq_consumer;
     rhn_tag_recv_wqe w;
@@ -910,6 +915,12 @@ void Engine::Impl::tag_scan_rq(uint32_t qpn) {
     ctx.tag_recvs++;
     recv_link(*this, i);
     qp.rq_consumer++;
+  }
+  // Software reuses the slots the NIC has read past (queues.md).
+  if (qp.rq_consumer != consumer_before) {
+    uint32_t consumer = qp.rq_consumer;
+    host_dma(qp.rq_record, RHN_OFFSETOF(rhn_queue_record, nic_consumer),
+             &consumer, sizeof(consumer), true);
   }
 }
 

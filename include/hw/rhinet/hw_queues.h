@@ -311,11 +311,20 @@ RHN_ASSERT_OFFSET(struct rhn_tag_recv_wqe, sge, 16);
 
 /* ---- Doorbell records (host memory, written by software) --------------- */
 
-/* SQ: producer index in slots. RQ/SRQ: producer index in WQEs. */
+/*
+ * SQ: producer index in slots. RQ/SRQ: producer index in WQEs.
+ * nic_consumer: written by the NIC in the RQ record of an endpoint that
+ * takes tag receives (rhn_tag_recv_wqe), which complete out of RQ order:
+ * the index of the oldest RQ WQE the NIC may still read. Software reuses
+ * a ring slot only when its index is before nic_consumer (a receive that
+ * waits in the ring keeps its slot however many later ones complete).
+ * Elsewhere 0, and never read by the NIC.
+ */
 struct rhn_queue_record {
 	__le32 producer_index;
-	__le32 reserved;
+	__le32 nic_consumer;
 };
+RHN_ASSERT_OFFSET(struct rhn_queue_record, nic_consumer, 4);
 RHN_ASSERT_SIZE(struct rhn_queue_record, 8);
 
 /* CQ: consumer index, read by the NIC only when the ring looks full or on

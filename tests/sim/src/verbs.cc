@@ -30,9 +30,17 @@ rhn_host_ref QueueMemory::ref(size_t offset) const {
 }
 
 void QueueMemory::set_record(uint32_t index) {
-  rhn_queue_record rec{};
-  rec.producer_index = index;  // same layout as rhn_cq_record
-  buf.write(record_offset, &rec, sizeof rec);
+  // The index only (same place as rhn_cq_record's): the NIC may write the
+  // rest of a queue record.
+  buf.write(record_offset + RHN_OFFSETOF(rhn_queue_record, producer_index),
+            &index, sizeof index);
+}
+
+uint32_t QueueMemory::nic_consumer() const {
+  uint32_t v = 0;
+  buf.read(record_offset + RHN_OFFSETOF(rhn_queue_record, nic_consumer), &v,
+           sizeof v);
+  return v;
 }
 
 // ---- SimCq
@@ -75,9 +83,10 @@ bool SimCq::poll_one(Completion* out) {
   auto it = qps_.find(cqe.qpn);
   if (it != qps_.end()) {
     SimQp* qp = it->second;
-    c.wr_id = c.is_send()                         ? qp->complete_send(c.wqe_index)
-              : c.opcode == RHN_CQE_OP_TAG_RECV ? qp->complete_tag_recv(c.wqe_index)
-                                                : qp->complete_recv(c.wqe_index);
+    c.wr_id = c.is_send() ? qp->complete_send(c.wqe_index)
+              : c.opcode == RHN_CQE_OP_TAG_RECV
+                  ? qp->complete_tag_recv(c.wqe_index)
+                  : qp->complete_recv(c.wqe_index);
   }
   ++ci_;
   mem_.set_record(ci_);
@@ -264,7 +273,9 @@ bool SimQp::post_recv(uint64_t wr_id, const std::vector<Sge>& sges) {
 
 bool SimQp::post_tag_recv(uint64_t wr_id, const TagRecv& t) {
   if (srq_ != nullptr || rq_depth_ == 0) return false;
-  if (rq_pi_ - rq_ci_ >= rq_depth_) return false;
+  // Irecvs complete out of order: a slot is free once the NIC read past it.
+  if (rq_pi_ - rq_.nic_consumer() >= rq_depth_) return false;
+  if (tag_shadow_.count(uint16_t(rq_pi_))) return false;  // index still owed
   rhn_tag_recv_wqe w;
   std::memset(&w, 0, sizeof w);
   w.wqe_index = uint16_t(rq_pi_);
@@ -381,7 +392,11 @@ AdminResult SimQp::to_reset() {
   sq_pi_ = sq_ci_ = rq_pi_ = rq_ci_ = 0;
   pending_.clear();
   sq_.set_record(0);
-  if (rq_depth_) rq_.set_record(0);
+  if (rq_depth_) {
+    const rhn_queue_record zero{};
+    rq_.buf.write(rq_.record_offset, &zero, sizeof zero);
+  }
+  tag_shadow_.clear();
   return r;
 }
 

@@ -106,6 +106,7 @@ struct QueueMemory {
   rhn_host_ref ref(size_t offset) const;
   rhn_host_ref record_ref() const { return ref(record_offset); }
   void set_record(uint32_t index);  // producer or consumer index
+  uint32_t nic_consumer() const;    // written by the NIC (tag RQs)
 };
 
 class SimCq {
