@@ -354,7 +354,7 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
     case RHN_REG_CAPS:
       v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
           RHN_CAP_ATOMIC | RHN_CAP_AREA | RHN_CAP_INLINE_DB |
-          RHN_CAP_STATUS_WORD | RHN_CAP_RAW_ETH;
+          RHN_CAP_STATUS_WORD | RHN_CAP_RAW_ETH | RHN_CAP_TAG;
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;

@@ -452,8 +452,22 @@ bool poll_one(Cq* cq, ibv_wc* wc) {
       c.imm_data = e.imm_data;
       c.src_qp = e.src_qpn;
       c.slid = e.src_node;
+    } else if (e.opcode == RHN_CQE_OP_TAG_RECV) {
+      c.opcode = kWcTagRecv;
+      c.wr_id = e.wqe_index;
+      c.imm_data = e.imm_data;
+      c.src_qp = e.src_qpn;
+      c.slid = e.src_node;
     } else if (e.flags & RHN_CQE_F_SQ) {
       complete_send(qp, e, &c);
+      if (e.opcode == RHN_CQE_OP_IPROBE ||
+          e.opcode == RHN_CQE_OP_IRECV_CANCEL) {
+        c.opcode = kWcTagLocal;
+        c.imm_data = e.imm_data;
+        c.pkey_index = e.ext_flags;
+        c.src_qp = e.src_qpn;
+        c.slid = e.src_node;
+      }
     } else {
       complete_recv(qp, e, &c);
       c.src_qp = e.src_qpn;

@@ -68,6 +68,22 @@ constexpr uint32_t kKnownXferExFlags =
 // CQEs an endpoint's CQ holds beyond one per SQ slot: signals from peers
 // wait there until the process counts them.
 constexpr uint32_t kSignalRoom = 4096;
+constexpr uint32_t kDefaultIrecv = 256;
+constexpr uint32_t kKnownIsendFlags = RHINETDV_ISEND_SIGNALED |
+                                      RHINETDV_ISEND_STATUS_WORD |
+                                      RHINETDV_ISEND_INLINE;
+// wr_ids of the library's own tag WQEs (never reported).
+constexpr uint64_t kCancelWrId = ~uint64_t{0};
+constexpr uint64_t kProbeWrIdBase = ~uint64_t{0} << 32;
+// How long rhinetdv_iprobe waits for the NIC's answer.
+constexpr uint64_t kProbeTimeoutMs = 10000;
+
+// An irecv the NIC has not completed yet, by its RQ index.
+struct IrecvSlot {
+  uint64_t wr_id;
+  uint32_t index;  // its full RQ index (the caller's handle)
+  bool busy;
+};
 
 struct Endpoint {
   rhinetdv_endpoint pub;  // first: the caller's handle
@@ -82,8 +98,16 @@ struct Endpoint {
   uint32_t last_signaled = 0;        // SQ index after the last signaled WQE
   uint8_t* user_signaled = nullptr;  // per SQ slot of a WQE's first slot
   // Completions taken from the CQ while making room, not yet returned.
-  rhinetdv_completion* pending = nullptr;
+  rhinetdv_completion_ex* pending = nullptr;
   uint32_t pending_head = 0, pending_count = 0, pending_cap = 0;
+  // Irecvs (tag RQ): by RQ index modulo irecv_cap; the CQE names the low
+  // 16 bits of the index, so irecv_cap divides 65536.
+  IrecvSlot* irecvs = nullptr;
+  uint32_t irecv_cap = 0, max_irecv = 0, irecv_outstanding = 0;
+  // rhinetdv_iprobe: the probe in flight and what it found.
+  uint64_t probe_wr_id = 0, probe_seq = 0;
+  bool probe_done = false;
+  rhinetdv_tag_info probe_info{};
 };
 
 Endpoint* to_ep(rhinetdv_endpoint* ep) {
@@ -112,41 +136,87 @@ void destroy_parts(Endpoint* ep) {
   if (ep->channel) ibv_destroy_comp_channel(ep->channel);
   free(ep->user_signaled);
   free(ep->pending);
+  free(ep->irecvs);
   ep->~Endpoint();
   free(ep);
 }
 
+uint64_t tag_of(const ibv_wc& wc) {
+  return uint64_t{wc.imm_data} | uint64_t{wc.vendor_err} << 32;
+}
+
+// An irecv's completion: its slot is free again.
+bool convert_irecv(Endpoint* ep, const ibv_wc& wc, rhinetdv_completion_ex* c) {
+  const uint16_t index = static_cast<uint16_t>(wc.wr_id);
+  if (!ep->irecvs) return false;
+  IrecvSlot& slot = ep->irecvs[index & (ep->irecv_cap - 1)];
+  if (!slot.busy || static_cast<uint16_t>(slot.index) != index) return false;
+  slot.busy = false;
+  ep->irecv_outstanding--;
+  memset(c, 0, sizeof(*c));
+  c->base.wr_id = slot.wr_id;
+  c->base.status = wc.status;
+  c->base.byte_len = wc.byte_len;
+  c->base.opcode = RHINETDV_OP_IRECV;
+  c->src_node = static_cast<uint16_t>(wc.slid);
+  c->src_endpoint = wc.src_qp;
+  if (wc.status == IBV_WC_SUCCESS || wc.status == IBV_WC_LOC_LEN_ERR)
+    c->tag = tag_of(wc);
+  else
+    c->base.syndrome = wc.vendor_err;
+  return true;
+}
+
 // Takes one CQE's worth of work completion into the caller's form; false
-// when the library signaled it and it succeeded (nothing to report).
+// when there is nothing to report (the library signaled it and it
+// succeeded, a signal, the library's own probe or cancel).
 bool convert(Endpoint* ep, const ibv_wc& wc, uint32_t first_slot,
-             rhinetdv_completion* c) {
+             rhinetdv_completion_ex* c) {
   if (wc.opcode == kWcSignal) {  // counted, not reported
     ep->signals[static_cast<uint32_t>(wc.wr_id)] += wc.imm_data;
+    return false;
+  }
+  if (wc.opcode == kWcTagRecv) return convert_irecv(ep, wc, c);
+  if (wc.opcode == kWcTagLocal) {
+    if (wc.wr_id == ep->probe_wr_id && !ep->probe_done) {
+      ep->probe_done = true;
+      rhinetdv_tag_info& i = ep->probe_info;
+      i = rhinetdv_tag_info{};
+      if (wc.status == IBV_WC_SUCCESS && (wc.pkey_index & RHN_CQE_X_FOUND)) {
+        i.found = 1;
+        i.length = wc.byte_len;
+        i.src_node = static_cast<uint16_t>(wc.slid);
+        i.src_endpoint = wc.src_qp;
+        i.tag = tag_of(wc);
+      }
+    }
     return false;
   }
   const uint32_t mask = (1u << ep->qp->sq_log) - 1;
   const bool wanted = ep->user_signaled[first_slot & mask];
   if (wc.status == IBV_WC_SUCCESS && !wanted) return false;
-  c->wr_id = wc.wr_id;
-  c->status = wc.status;
-  c->syndrome = wc.vendor_err;
-  c->byte_len = wc.byte_len;
-  c->opcode =
-      wc.opcode == IBV_WC_RDMA_READ ? RHINETDV_OP_PULL : RHINETDV_OP_PUSH;
+  memset(c, 0, sizeof(*c));
+  c->base.wr_id = wc.wr_id;
+  c->base.status = wc.status;
+  c->base.syndrome = wc.vendor_err;
+  c->base.byte_len = wc.byte_len;
+  c->base.opcode = wc.opcode == IBV_WC_RDMA_READ ? RHINETDV_OP_PULL
+                   : wc.opcode == IBV_WC_SEND    ? RHINETDV_OP_ISEND
+                                                 : RHINETDV_OP_PUSH;
   return true;
 }
 
 // Takes CQEs until @n are to be reported or the CQ is empty; those to
 // report go to @out, or to the pending queue when @out is null. Returns how
 // many were reported, or -1.
-int drain(Endpoint* ep, int n, rhinetdv_completion* out) {
+int drain(Endpoint* ep, int n, rhinetdv_completion_ex* out) {
   int reported = 0;
   while (reported < n) {
     ibv_wc wc;
     const int got = poll_cq(ep->cq, 1, &wc);
     if (got < 0) return -1;
     if (got == 0) break;
-    rhinetdv_completion c;
+    rhinetdv_completion_ex c;
     if (!convert(ep, wc, ep->qp->sq_last_completed, &c)) continue;
     if (out) {
       out[reported++] = c;
@@ -209,6 +279,42 @@ bool mode_taken(uint32_t mode, bool push) {
   }
 }
 
+// Copies a built WQE (@slots slots at @w) into the SQ and kicks; the
+// endpoint's lock is held. @wanted: the caller gets its completion.
+int post_wqe_locked(Endpoint* ep, uint8_t* w, uint32_t slots, uint64_t wr_id,
+                    bool wanted) {
+  Qp* qp = ep->qp;
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  const uint32_t depth = 1u << qp->sq_log, mask = depth - 1;
+  // Room: completions already written by the NIC free slots.
+  while (qp->sq_producer + slots - qp->sq_consumer > depth) {
+    const uint32_t before = qp->sq_consumer;
+    if (drain(ep, INT_MAX, nullptr) < 0) return EIO;
+    if (qp->sq_consumer == before) return ENOMEM;
+  }
+  if (wanted || (h->flags & RHN_WQE_F_SIGNALED) ||
+      qp->sq_producer + slots - ep->last_signaled >= depth / 2) {
+    h->flags |= RHN_WQE_F_SIGNALED;
+    ep->last_signaled = qp->sq_producer + slots;
+  }
+  {
+    std::lock_guard<std::mutex> gs(qp->sq_lock);
+    h->wqe_index = static_cast<uint16_t>(qp->sq_producer);
+    for (uint32_t s = 0; s < slots; s++)
+      memcpy(qp->sq + ((qp->sq_producer + s) & mask) * RHN_SQ_SLOT_SIZE,
+             w + s * RHN_SQ_SLOT_SIZE, RHN_SQ_SLOT_SIZE);
+    qp->sq_info[qp->sq_producer & mask] =
+        SendSlot{wr_id, static_cast<uint8_t>(slots)};
+    ep->user_signaled[qp->sq_producer & mask] = wanted;
+    qp->sq_producer += slots;
+    to_device_barrier();
+    __atomic_store_n(&qp->sq_record->producer_index, qp->sq_producer,
+                     __ATOMIC_RELEASE);
+  }
+  to_ctx(ep->pub.context)->kick(RHN_DB_SQ, qp->qpn);
+  return 0;
+}
+
 int post(rhinetdv_endpoint* pub, const rhinetdv_xfer_ex* xe, bool push) {
   if (!pub || !xe) return EINVAL;
   Endpoint* ep = to_ep(pub);
@@ -229,8 +335,6 @@ int post(rhinetdv_endpoint* pub, const rhinetdv_xfer_ex* xe, bool push) {
     return EINVAL;
   if (!by_key && !in_groups(to_ctx(pub->context), xe->group_id)) return EPERM;
 
-  Qp* qp = ep->qp;
-  const uint32_t depth = 1u << qp->sq_log, mask = depth - 1;
   alignas(8) uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
   memset(w, 0, sizeof(w));
   auto* h = reinterpret_cast<rhn_send_wqe*>(w);
@@ -294,33 +398,8 @@ int post(rhinetdv_endpoint* pub, const rhinetdv_xfer_ex* xe, bool push) {
   h->remote_addr = by_key ? xe->remote_addr : x->offset;
 
   std::lock_guard<std::mutex> g(ep->lock);
-  // Room: completions already written by the NIC free slots.
-  while (qp->sq_producer + slots - qp->sq_consumer > depth) {
-    const uint32_t before = qp->sq_consumer;
-    if (drain(ep, INT_MAX, nullptr) < 0) return EIO;
-    if (qp->sq_consumer == before) return ENOMEM;
-  }
-  const bool wanted = x->flags & RHINETDV_XFER_SIGNALED;
-  if (wanted || qp->sq_producer + slots - ep->last_signaled >= depth / 2) {
-    h->flags |= RHN_WQE_F_SIGNALED;
-    ep->last_signaled = qp->sq_producer + slots;
-  }
-  {
-    std::lock_guard<std::mutex> gs(qp->sq_lock);
-    h->wqe_index = static_cast<uint16_t>(qp->sq_producer);
-    for (uint32_t s = 0; s < slots; s++)
-      memcpy(qp->sq + ((qp->sq_producer + s) & mask) * RHN_SQ_SLOT_SIZE,
-             w + s * RHN_SQ_SLOT_SIZE, RHN_SQ_SLOT_SIZE);
-    qp->sq_info[qp->sq_producer & mask] =
-        SendSlot{x->wr_id, static_cast<uint8_t>(slots)};
-    ep->user_signaled[qp->sq_producer & mask] = wanted;
-    qp->sq_producer += slots;
-    to_device_barrier();
-    __atomic_store_n(&qp->sq_record->producer_index, qp->sq_producer,
-                     __ATOMIC_RELEASE);
-  }
-  to_ctx(pub->context)->kick(RHN_DB_SQ, qp->qpn);
-  return 0;
+  return post_wqe_locked(ep, w, slots, x->wr_id,
+                         x->flags & RHINETDV_XFER_SIGNALED);
 }
 
 int post_basic(rhinetdv_endpoint* pub, const rhinetdv_xfer* x, bool push) {
@@ -340,6 +419,137 @@ bool extend(const void* in, size_t inlen, void* out, size_t outlen) {
   memset(out, 0, outlen);
   memcpy(out, in, inlen < outlen ? inlen : outlen);
   return true;
+}
+
+// ---- isend / irecv (ops/tag in the NIC)
+
+int post_isend(Endpoint* ep, const rhinetdv_isend_attr& a) {
+  if (a.comp_mask || a.reserved0 || (a.flags & ~kKnownIsendFlags) ||
+      ((a.flags & RHINETDV_ISEND_INLINE) && a.length > ep->max_inline) ||
+      ((a.flags & RHINETDV_ISEND_STATUS_WORD) &&
+       (!a.status_word || (reinterpret_cast<uintptr_t>(a.status_word) & 7))) ||
+      (a.length && !a.addr))
+    return EINVAL;
+  alignas(8) uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
+  memset(w, 0, sizeof(w));
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  uint32_t ext = 0;
+  if (a.flags & RHINETDV_ISEND_INLINE) {
+    if (a.length) memcpy(w + offsetof(rhn_send_wqe, d), a.addr, a.length);
+    h->num_sge = static_cast<uint16_t>(a.length);
+    h->flags |= RHN_WQE_F_INLINE;
+    ext = ext_units_for_inline(a.length);
+  } else {
+    h->d.sge = rhn_sge{reinterpret_cast<uintptr_t>(a.addr), a.length, a.lkey};
+    h->num_sge = 1;
+  }
+  h->opcode = RHN_OP_ISEND;
+  h->ext_units = static_cast<uint8_t>(ext);
+  h->dst_node = a.dest_node;
+  h->dst_qpn = a.dest_endpoint;
+  h->remote_addr = a.tag;
+  if (a.flags & RHINETDV_ISEND_STATUS_WORD) {
+    h->flags |= RHN_WQE_F_STATUS_WORD;
+    h->u.status.addr = reinterpret_cast<uintptr_t>(a.status_word);
+    h->u.status.lkey = a.status_lkey;
+  }
+  std::lock_guard<std::mutex> g(ep->lock);
+  return post_wqe_locked(ep, w, 1 + ext, a.wr_id,
+                         a.flags & RHINETDV_ISEND_SIGNALED);
+}
+
+bool irecv_attr_ok(const rhinetdv_irecv_attr& a) {
+  return !a.comp_mask && !a.reserved0 && !a.reserved1 &&
+         !(a.flags & ~static_cast<uint32_t>(RHINETDV_IRECV_ANY_SOURCE));
+}
+
+// The oldest RQ index the NIC may still read (rhn_queue_record).
+uint32_t nic_consumer(const Qp* qp) {
+  const uint32_t v =
+      __atomic_load_n(&qp->rq_record->nic_consumer, __ATOMIC_ACQUIRE);
+  from_device_barrier();
+  return v;
+}
+
+int post_irecv(Endpoint* ep, const rhinetdv_irecv_attr& a, uint32_t* handle) {
+  if (!irecv_attr_ok(a) || (a.length && !a.addr)) return EINVAL;
+  Qp* qp = ep->qp;
+  std::lock_guard<std::mutex> g(ep->lock);
+  std::lock_guard<std::mutex> gr(qp->rq_lock);
+  const uint32_t index = qp->rq_producer;
+  IrecvSlot& slot = ep->irecvs[index & (ep->irecv_cap - 1)];
+  // A slot of the ring is free once the NIC read past it: irecvs complete
+  // out of order, and one may wait in the ring for the NIC's list.
+  if (ep->irecv_outstanding >= ep->max_irecv || slot.busy ||
+      index - nic_consumer(qp) >= qp->rq_depth)
+    return ENOMEM;
+  rhn_tag_recv_wqe w{};
+  w.wqe_index = static_cast<uint16_t>(index);
+  w.flags = RHN_RQ_F_TAG;
+  if (a.flags & RHINETDV_IRECV_ANY_SOURCE) w.flags |= RHN_TAG_F_ANY_SRC;
+  w.tag = a.tag;
+  w.mask = a.tag_mask;
+  w.src_node = a.src_node;
+  w.src_qpn = a.src_endpoint;
+  if (a.length) {
+    w.num_sge = 1;
+    w.sge = rhn_sge{reinterpret_cast<uintptr_t>(a.addr), a.length, a.lkey};
+  }
+  memcpy(&qp->rq[index & (qp->rq_depth - 1)], &w, sizeof(w));
+  slot = IrecvSlot{a.wr_id, index, true};
+  ep->irecv_outstanding++;
+  qp->rq_producer = index + 1;
+  to_device_barrier();
+  __atomic_store_n(&qp->rq_record->producer_index, qp->rq_producer,
+                   __ATOMIC_RELEASE);
+  to_ctx(ep->pub.context)->kick(RHN_DB_RQ, qp->qpn);
+  if (handle) *handle = index;
+  return 0;
+}
+
+int cancel_irecv(Endpoint* ep, uint32_t handle) {
+  std::lock_guard<std::mutex> g(ep->lock);
+  if (!ep->irecvs) return ENOENT;
+  const IrecvSlot& slot = ep->irecvs[handle & (ep->irecv_cap - 1)];
+  if (!slot.busy || slot.index != handle) return ENOENT;
+  alignas(8) uint8_t w[RHN_SQ_SLOT_SIZE];
+  memset(w, 0, sizeof(w));
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  h->opcode = RHN_OP_IRECV_CANCEL;
+  h->remote_key = handle & 0xffff;
+  return post_wqe_locked(ep, w, 1, kCancelWrId, false);
+}
+
+uint64_t now_ms();
+
+int probe(Endpoint* ep, const rhinetdv_irecv_attr& a, rhinetdv_tag_info* info) {
+  if (!irecv_attr_ok(a)) return EINVAL;
+  alignas(8) uint8_t w[RHN_SQ_SLOT_SIZE];
+  memset(w, 0, sizeof(w));
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  h->opcode = RHN_OP_IPROBE;
+  h->flags = RHN_WQE_F_SIGNALED;
+  h->dst_node = a.src_node;
+  h->dst_qpn = a.src_endpoint;
+  h->remote_addr = a.tag;
+  h->u.tag.mask = a.tag_mask;
+  if (a.flags & RHINETDV_IRECV_ANY_SOURCE) h->u.tag.flags = RHN_TAG_F_ANY_SRC;
+  std::lock_guard<std::mutex> g(ep->lock);
+  // A new token each time: the answer to a probe that timed out is not
+  // taken for this one's.
+  ep->probe_wr_id = kProbeWrIdBase | (++ep->probe_seq & 0xffffffffu);
+  ep->probe_done = false;
+  int err = post_wqe_locked(ep, w, 1, ep->probe_wr_id, false);
+  if (err) return err;
+  // The NIC answers from its lists at once; completions that come first
+  // wait in the pending queue.
+  const uint64_t deadline = now_ms() + kProbeTimeoutMs;
+  while (!ep->probe_done) {
+    if (drain(ep, INT_MAX, nullptr) < 0) return EIO;
+    if (!ep->probe_done && now_ms() > deadline) return ETIMEDOUT;
+  }
+  *info = ep->probe_info;
+  return 0;
 }
 
 uint64_t signal_count_locked(Endpoint* ep, uint32_t key) {
@@ -371,6 +581,7 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
   rhinetdv_device_attr a{};
   a.node_id = ctx->attr.node_id;
   a.caps = RHINETDV_CAP_STATUS_WORD | RHINETDV_CAP_XFER_EX;
+  if (ctx->attr.caps & RHN_CAP_TAG) a.caps |= RHINETDV_CAP_TAG;
   if (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_GROUPS)
     a.caps |= RHINETDV_CAP_TWIN | RHINETDV_CAP_GROUPS;
   if (ctx->attr.caps & RHN_CAP_ENDPOINT) a.caps |= RHINETDV_CAP_ENDPOINT;
@@ -395,7 +606,14 @@ RHINETDV_EXPORT rhinetdv_endpoint* rhinetdv_create_endpoint(
   if (!attr) attr = &none;
   const uint32_t max = attr->max_outstanding ? attr->max_outstanding
                                              : rhinet::kDefaultOutstanding;
-  if (attr->comp_mask ||
+  uint32_t max_irecv = rhinet::kDefaultIrecv;
+  if ((attr->comp_mask & RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV) &&
+      attr->max_irecv)
+    max_irecv = attr->max_irecv;
+  if ((attr->comp_mask & ~uint64_t{RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV}) ||
+      ((attr->comp_mask & RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV) &&
+       (attr->reserved || max_irecv > (1u << ctx->attr.max_wq_log_depth) ||
+        max_irecv > 16384)) ||
       (attr->access & ~static_cast<uint32_t>(IBV_ACCESS_REMOTE_WRITE |
                                              IBV_ACCESS_REMOTE_READ)) ||
       max > rhinet::ep_max_outstanding(ctx))
@@ -410,19 +628,20 @@ RHINETDV_EXPORT rhinetdv_endpoint* rhinetdv_create_endpoint(
   const uint32_t slots = rhinet::ep_slots_per_wqe(ctx);
   // The CQ holds a CQE per SQ slot: never more completions than WQEs.
   const uint32_t sq_slots = 1u << rhinet::log2_ceil(max * slots);
+  const uint32_t rq_depth = 1u << rhinet::log2_ceil(max_irecv);
   ep->channel = ibv_create_comp_channel(pd->context);
   if (!ep->channel) goto err;
-  ep->cq = ibv_create_cq(
-      pd->context,
-      static_cast<int>(std::min<uint32_t>(sq_slots + rhinet::kSignalRoom,
-                                          1u << ctx->attr.max_cq_log_depth)),
-      nullptr, ep->channel, 0);
+  ep->cq = ibv_create_cq(pd->context,
+                         static_cast<int>(std::min<uint32_t>(
+                             sq_slots + rq_depth + rhinet::kSignalRoom,
+                             1u << ctx->attr.max_cq_log_depth)),
+                         nullptr, ep->channel, 0);
   if (!ep->cq) goto err;
   qa.send_cq = ep->cq;
   qa.recv_cq = ep->cq;
   qa.qp_type = IBV_QPT_DRIVER;
   qa.cap.max_send_wr = max;
-  qa.cap.max_recv_wr = 1;
+  qa.cap.max_recv_wr = rq_depth;
   qa.cap.max_send_sge = 1;
   qa.cap.max_recv_sge = 1;
   qa.cap.max_inline_data = ctx->attr.max_inline;
@@ -450,10 +669,15 @@ RHINETDV_EXPORT rhinetdv_endpoint* rhinetdv_create_endpoint(
   ep->max_inline = ep->qp->max_inline;
   ep->user_signaled =
       static_cast<uint8_t*>(calloc(size_t{1} << ep->qp->sq_log, 1));
-  ep->pending_cap = max;
-  ep->pending = static_cast<rhinetdv_completion*>(
-      calloc(ep->pending_cap, sizeof(rhinetdv_completion)));
-  if (!ep->user_signaled || !ep->pending) {
+  // Every posted operation and irecv reports at most one completion.
+  ep->max_irecv = ep->qp->rq_depth;
+  ep->pending_cap = max + ep->max_irecv;
+  ep->pending = static_cast<rhinetdv_completion_ex*>(
+      calloc(ep->pending_cap, sizeof(rhinetdv_completion_ex)));
+  ep->irecv_cap = std::min<uint32_t>(4 * ep->max_irecv, 65536);
+  ep->irecvs = static_cast<rhinet::IrecvSlot*>(
+      calloc(ep->irecv_cap, sizeof(*ep->irecvs)));
+  if (!ep->user_signaled || !ep->pending || !ep->irecvs) {
     errno = ENOMEM;
     goto err;
   }
@@ -504,24 +728,82 @@ RHINETDV_EXPORT int rhinetdv_pull(rhinetdv_endpoint* ep,
   return rhinet::post_basic(ep, x, false);
 }
 
-RHINETDV_EXPORT int rhinetdv_poll(rhinetdv_endpoint* pub, int n,
-                                  rhinetdv_completion* c) {
-  if (!pub || n < 0 || (n && !c)) return errno = EINVAL, -1;
+RHINETDV_EXPORT int rhinetdv_poll_ex(rhinetdv_endpoint* pub, int n,
+                                     rhinetdv_completion_ex* c, size_t stride) {
+  if (!pub || n < 0 || (n && !c) || stride < sizeof(rhinetdv_completion))
+    return errno = EINVAL, -1;
   if (!is_rhinet_context(pub->context)) return errno = EOPNOTSUPP, -1;
   Endpoint* ep = rhinet::to_ep(pub);
+  auto* out = reinterpret_cast<uint8_t*>(c);
+  const size_t copy = std::min(stride, sizeof(rhinetdv_completion_ex));
   std::lock_guard<std::mutex> g(ep->lock);
   int got = 0;
   while (got < n && ep->pending_count) {
-    c[got++] = ep->pending[ep->pending_head];
+    memcpy(out + size_t(got++) * stride, &ep->pending[ep->pending_head], copy);
     ep->pending_head = (ep->pending_head + 1) % ep->pending_cap;
     ep->pending_count--;
   }
-  if (got < n) {
-    const int more = rhinet::drain(ep, n - got, c + got);
+  while (got < n) {
+    rhinetdv_completion_ex one;
+    const int more = rhinet::drain(ep, 1, &one);
     if (more < 0) return got ? got : -1;
-    got += more;
+    if (more == 0) break;
+    memcpy(out + size_t(got++) * stride, &one, copy);
   }
   return got;
+}
+
+RHINETDV_EXPORT int rhinetdv_poll(rhinetdv_endpoint* pub, int n,
+                                  rhinetdv_completion* c) {
+  return rhinetdv_poll_ex(pub, n, reinterpret_cast<rhinetdv_completion_ex*>(c),
+                          sizeof(*c));
+}
+
+RHINETDV_EXPORT int rhinetdv_isend(rhinetdv_endpoint* pub,
+                                   const rhinetdv_isend_attr* attr,
+                                   size_t inlen) {
+  rhinetdv_isend_attr a;
+  if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  return rhinet::post_isend(rhinet::to_ep(pub), a);
+}
+
+RHINETDV_EXPORT int rhinetdv_irecv(rhinetdv_endpoint* pub,
+                                   const rhinetdv_irecv_attr* attr,
+                                   size_t inlen, uint32_t* handle) {
+  rhinetdv_irecv_attr a;
+  if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  return rhinet::post_irecv(rhinet::to_ep(pub), a, handle);
+}
+
+RHINETDV_EXPORT int rhinetdv_irecv_cancel(rhinetdv_endpoint* pub,
+                                          uint32_t handle) {
+  if (!pub) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  return rhinet::cancel_irecv(rhinet::to_ep(pub), handle);
+}
+
+RHINETDV_EXPORT int rhinetdv_iprobe(rhinetdv_endpoint* pub,
+                                    const rhinetdv_irecv_attr* sel,
+                                    size_t inlen, rhinetdv_tag_info* info) {
+  rhinetdv_irecv_attr a;
+  if (!pub || !info || !rhinet::extend(sel, inlen, &a, sizeof(a)))
+    return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  return rhinet::probe(rhinet::to_ep(pub), a, info);
+}
+
+RHINETDV_EXPORT int rhinetdv_query_tag_caps(rhinetdv_endpoint* pub,
+                                            rhinetdv_tag_caps* caps,
+                                            size_t inlen) {
+  if (!pub || !caps) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  rhinetdv_tag_caps c{};
+  c.max_eager = RHN_TAG_EAGER_MAX;
+  c.max_irecv = rhinet::to_ep(pub)->max_irecv;
+  memcpy(caps, &c, std::min(inlen, sizeof(c)));
+  return 0;
 }
 
 RHINETDV_EXPORT ibv_mr* rhinetdv_reg_area_ex(ibv_pd* pd, void* addr,

@@ -68,6 +68,13 @@ class QpTable {
 // The completion of a signal (RHN_CQE_OP_SIGNAL); only endpoints get
 // them, and rhinetdv consumes them.
 constexpr ibv_wc_opcode kWcSignal = IBV_WC_DRIVER1;
+// An irecv of an endpoint (RHN_CQE_OP_TAG_RECV) completed, out of RQ
+// order: wr_id = the CQE's wqe_index, imm_data/vendor_err = the tag's
+// halves on success (vendor_err = syndrome otherwise); rhinetdv maps it.
+constexpr ibv_wc_opcode kWcTagRecv = IBV_WC_DRIVER2;
+// IPROBE and IRECV_CANCEL (SQ order): pkey_index = the CQE's ext_flags,
+// the rest as kWcTagRecv's.
+constexpr ibv_wc_opcode kWcTagLocal = IBV_WC_DRIVER3;
 
 struct Context {
   verbs_context vctx;              // libibverbs' part, at the offset we tell it

@@ -57,6 +57,8 @@ enum rhn_cap {
 	RHN_CAP_INLINE_DB = 1u << 6, /* WQE written into the doorbell page */
 	RHN_CAP_STATUS_WORD = 1u << 7,
 	RHN_CAP_RAW_ETH = 1u << 8, /* Ethernet frames for the net_device */
+	/* endpoints match isends against irecvs (RHN_OP_ISEND, tag RQs) */
+	RHN_CAP_TAG = 1u << 9,
 };
 
 enum rhn_status {

@@ -22,7 +22,9 @@
 #             has no event mode for WRITE)
 #   dv        rhinetdv_pingpong: the direct verbs (endpoint, areas, PUSH and
 #             PULL by area ID and offset, status words), every byte checked,
-#             error cases included; then a process killed while holding an
+#             error cases included; rhinetdv_tag: isend/irecv/iprobe/cancel
+#             matched by the NIC (expected, unexpected, rendezvous,
+#             truncation, a stream, a receiver killed); then a process killed while holding an
 #             endpoint and an area leaves no area registered, and on a
 #             soft-RoCE device the direct verbs say EOPNOTSUPP (rhinet0 only)
 #   model     rhinetdv_model: 004 table 1 (PUSH basic/stride/bitmap/diff,
@@ -162,6 +164,9 @@ killed_leaves_none() {
 }
 if want dv && [ "$DEVICE" = rhinet0 ]; then
 	run_pair rhinetdv_pingpong rhinetdv_pingpong -n 100 -s 16384
+	# isend/irecv matched by the NIC: expected, unexpected with iprobe,
+	# truncation, cancel, a stream through a small RQ, a killed receiver.
+	run_pair rhinetdv_tag rhinetdv_tag
 	# Killed while it holds its endpoint and area (waiting for a peer).
 	killed_leaves_none dv_kill areas 1 "^endpoint" rhinetdv_pingpong -p 18701 -a 9
 	# On another provider's device (soft-RoCE) the direct verbs refuse.

@@ -15,7 +15,8 @@
  * Manual pages: rhinetdv(7), rhinetdv_query_device(3),
  * rhinetdv_create_endpoint(3), rhinetdv_reg_area(3), rhinetdv_push(3),
  * rhinetdv_poll(3), rhinetdv_status_word(3), rhinetdv_push_ex(3),
- * rhinetdv_reg_area_ex(3), rhinetdv_wait_signal(3), rhinetdv_twin_handle(3).
+ * rhinetdv_reg_area_ex(3), rhinetdv_wait_signal(3), rhinetdv_twin_handle(3),
+ * rhinetdv_isend(3).
  */
 #ifndef INFINIBAND_RHINETDV_H
 #define INFINIBAND_RHINETDV_H
@@ -41,6 +42,8 @@ enum rhinetdv_device_caps {
 	RHINETDV_CAP_TWIN = 1 << 4,
 	/* process groups: areas in groups, RHINET_GROUPS at open */
 	RHINETDV_CAP_GROUPS = 1 << 5,
+	/* isend/irecv matched by the NIC: rhinetdv_isend, _irecv, _iprobe */
+	RHINETDV_CAP_TAG = 1 << 6,
 };
 
 struct rhinetdv_device_attr {
@@ -62,8 +65,13 @@ int rhinetdv_query_device(struct ibv_context *context,
 
 /* ---- endpoint ----------------------------------------------------------- */
 
+enum rhinetdv_endpoint_init_attr_mask {
+	/* max_irecv is set */
+	RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV = 1 << 0,
+};
+
 struct rhinetdv_endpoint_init_attr {
-	uint64_t comp_mask; /* 0 */
+	uint64_t comp_mask; /* enum rhinetdv_endpoint_init_attr_mask */
 	/* Operations in flight at once; 0 means 64. */
 	uint32_t max_outstanding;
 	/* IBV_ACCESS_REMOTE_WRITE / IBV_ACCESS_REMOTE_READ: what peers may do
@@ -71,6 +79,11 @@ struct rhinetdv_endpoint_init_attr {
 	 * flags must allow it too). 0 means both.
 	 */
 	uint32_t access;
+	/* With RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV: irecvs posted and not
+	 * completed at once (rounded up to a power of two; 0 means 256).
+	 */
+	uint32_t max_irecv;
+	uint32_t reserved; /* 0 */
 };
 
 /* Read-only after creation. */
@@ -272,11 +285,126 @@ int rhinetdv_signal_count(struct rhinetdv_endpoint *ep, uint32_t group_id,
 int rhinetdv_wait_signal(struct rhinetdv_endpoint *ep, uint32_t group_id,
 			 uint32_t area_id, uint64_t count, int timeout_ms);
 
+/* ---- isend / irecv (004 2.6, table 2) ---------------------------------- */
+
+/*
+ * Messages matched by a 64-bit tag in the receiving NIC. An isend goes to
+ * (dest_node, dest_endpoint); the target NIC matches it against that
+ * endpoint's posted irecvs, oldest first: an irecv takes a message when
+ * its source is the irecv's (or the irecv takes any source) and
+ * (message tag ^ tag) & tag_mask == 0. Between one sender and one
+ * receiver, messages that match the same irecv are matched in send order.
+ * A message that finds no irecv waits at the target (unexpected) until
+ * one is posted; rhinetdv_iprobe looks at those. Messages of up to
+ * max_eager bytes (rhinetdv_tag_caps) travel with the match request; a
+ * longer one is sent once its irecv is known, straight into the irecv's
+ * buffer (rendezvous). The isend completes when its data has arrived.
+ * When the NIC's lists are full, irecvs wait in the endpoint's receive
+ * queue and isends are refused and resent in order: matching stays exact.
+ */
+enum rhinetdv_isend_flags {
+	RHINETDV_ISEND_SIGNALED = RHINETDV_XFER_SIGNALED,
+	RHINETDV_ISEND_STATUS_WORD = RHINETDV_XFER_STATUS_WORD,
+	/* The bytes are copied into the work request (at most max_inline). */
+	RHINETDV_ISEND_INLINE = RHINETDV_XFER_INLINE,
+};
+
+struct rhinetdv_isend_attr {
+	uint64_t comp_mask; /* 0 */
+	uint64_t wr_id;
+	const void *addr;
+	uint32_t length;
+	uint32_t lkey; /* MR of addr in the endpoint's PD (not with INLINE) */
+	uint16_t dest_node;
+	uint16_t reserved0; /* 0 */
+	uint32_t dest_endpoint;
+	uint64_t tag;
+	uint32_t flags; /* enum rhinetdv_isend_flags */
+	uint32_t status_lkey; /* STATUS_WORD, as for rhinetdv_push */
+	uint64_t *status_word;
+};
+
+enum rhinetdv_irecv_flags {
+	RHINETDV_IRECV_ANY_SOURCE = 1 << 0, /* src_node/src_endpoint ignored */
+};
+
+struct rhinetdv_irecv_attr {
+	uint64_t comp_mask; /* 0 */
+	uint64_t wr_id;
+	void *addr; /* where the message goes (its first length bytes) */
+	uint32_t length;
+	uint32_t lkey; /* MR with local write, in the endpoint's PD */
+	uint64_t tag;
+	uint64_t tag_mask; /* the bits of tag that must match; ~0: all */
+	uint16_t src_node;
+	uint16_t reserved0; /* 0 */
+	uint32_t src_endpoint;
+	uint32_t flags; /* enum rhinetdv_irecv_flags */
+	uint32_t reserved1; /* 0 */
+};
+
+/*
+ * Posts an isend. inlen: sizeof(*attr) as the caller knows it. ENOMEM:
+ * max_outstanding operations in flight; EINVAL: bad flags or fields.
+ * Completes as RHINETDV_OP_ISEND (errors always, success if SIGNALED):
+ * REM_OP_ERR when the receiving endpoint went away or cancelled its
+ * irecv during the transfer.
+ */
+int rhinetdv_isend(struct rhinetdv_endpoint *ep,
+		   const struct rhinetdv_isend_attr *attr, size_t inlen);
+/*
+ * Posts an irecv; *handle (may be NULL) names it for rhinetdv_irecv_cancel.
+ * ENOMEM: max_irecv irecvs are outstanding (or the oldest still waits in
+ * the ring). Every irecv completes as RHINETDV_OP_IRECV: byte_len is the
+ * message's length, rhinetdv_poll_ex gives its tag and source;
+ * IBV_WC_LOC_LEN_ERR when it was longer than the buffer (which holds its
+ * first bytes), IBV_WC_WR_FLUSH_ERR when cancelled, IBV_WC_REM_OP_ERR
+ * when the sender gave the message up.
+ */
+int rhinetdv_irecv(struct rhinetdv_endpoint *ep,
+		   const struct rhinetdv_irecv_attr *attr, size_t inlen,
+		   uint32_t *handle);
+/*
+ * Takes a posted irecv back. 0: the NIC was asked; the irecv completes
+ * either with IBV_WC_WR_FLUSH_ERR (cancelled) or normally (a message
+ * matched it first). ENOENT: no such irecv outstanding.
+ */
+int rhinetdv_irecv_cancel(struct rhinetdv_endpoint *ep, uint32_t handle);
+
+struct rhinetdv_tag_info {
+	uint32_t found; /* 1: a message matched; the rest describes it */
+	uint32_t length;
+	uint16_t src_node;
+	uint16_t reserved0;
+	uint32_t src_endpoint;
+	uint64_t tag;
+};
+
+/*
+ * iprobe (004 table 2): the oldest unexpected message that an irecv with
+ * *sel's source, tag and mask would take, without receiving it (addr,
+ * length, lkey and wr_id of *sel are not used). Waits for the NIC's
+ * answer (no system call). 0 and info->found, or an errno.
+ */
+int rhinetdv_iprobe(struct rhinetdv_endpoint *ep,
+		    const struct rhinetdv_irecv_attr *sel, size_t inlen,
+		    struct rhinetdv_tag_info *info);
+
+struct rhinetdv_tag_caps {
+	uint64_t comp_mask; /* set by the library: none defined yet */
+	uint32_t max_eager; /* isends up to this size need no rendezvous */
+	uint32_t max_irecv; /* of this endpoint */
+};
+int rhinetdv_query_tag_caps(struct rhinetdv_endpoint *ep,
+			    struct rhinetdv_tag_caps *caps, size_t inlen);
+
 /* ---- completions -------------------------------------------------------- */
 
 enum rhinetdv_opcode {
 	RHINETDV_OP_PUSH = 1,
 	RHINETDV_OP_PULL = 2,
+	RHINETDV_OP_ISEND = 3,
+	RHINETDV_OP_IRECV = 4,
 };
 
 /* Why an operation failed (values of the NIC's syndromes). */
@@ -313,6 +441,22 @@ struct rhinetdv_completion {
  */
 int rhinetdv_poll(struct rhinetdv_endpoint *ep, int n,
 		  struct rhinetdv_completion *c);
+
+/* A completion with what an irecv learnt. */
+struct rhinetdv_completion_ex {
+	struct rhinetdv_completion base;
+	uint64_t tag; /* IRECV: the message's tag */
+	uint16_t src_node; /* IRECV: its sender */
+	uint16_t reserved0;
+	uint32_t src_endpoint;
+};
+
+/*
+ * As rhinetdv_poll; stride is sizeof(*c) as the caller knows it (at least
+ * sizeof(struct rhinetdv_completion)); fields past it are not written.
+ */
+int rhinetdv_poll_ex(struct rhinetdv_endpoint *ep, int n,
+		     struct rhinetdv_completion_ex *c, size_t stride);
 
 /* ---- status words ------------------------------------------------------- */
 
