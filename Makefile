@@ -36,7 +36,7 @@ help:
 	@echo "make test-unit    set up, build, run only tests labelled 'unit'"
 	@echo "make test-vm      set up, build, run only tests labelled 'vm'"
 	@echo "make cluster      boot NODES (default 2) nodes, shell on node 0"
-	@echo "make bench        set up, build, run the engine benchmark"
+	@echo "make bench        set up, build, run the engine benchmarks (PUSH, tag matching)"
 	@echo "make bench-verbs  set up, build, perftest & co. over rhinet0 vs rxe0 in two guests (bench-verbs-quick: fewer iterations)"
 	@echo "make bench-mpi    set up, build, Open MPI ping-pong over rhinet0 vs rxe0 in two guests (PERFTEST=1: ucx_perftest too)"
 	@echo "make cluster-workload  datagram round trips between two nodes through raw device access"
@@ -88,6 +88,7 @@ test-vm: build
 
 bench: build
 	$(BUILD_DIR)/tests/bench/engine_bench
+	$(BUILD_DIR)/tests/bench/tag_bench
 
 # Two nodes boot once and run the same unmodified clients over rhinet0 and
 # then over rxe0 (rdma_rxe on eth0, the IP interface of the same NIC); one

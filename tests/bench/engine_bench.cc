@@ -18,72 +18,14 @@
 #include <thread>
 #include <vector>
 
-#include "rhinet/sim/driver.h"
-#include "rhinet/sim/host.h"
-#include "rhinet/sim/verbs.h"
+#include "bench_nodes.h"
 
 using namespace rhinet;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::Node;
+using bench::seconds_since;
 
 namespace {
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// DMA through the simulated memory, time from the real clock.
-class BenchBus : public fw::HostBus {
- public:
-  BenchBus(sim::SimMemory& mem, sim::SimClock& clock) : inner_(mem, clock) {}
-  bool dma_read(uint64_t a, void* d, size_t n) override {
-    return inner_.dma_read(a, d, n);
-  }
-  bool dma_write(uint64_t a, const void* s, size_t n) override {
-    return inner_.dma_write(a, s, n);
-  }
-  void raise_msix(uint16_t v) override { inner_.raise_msix(v); }
-  uint64_t now_ns() override {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(
-            Clock::now().time_since_epoch())
-            .count());
-  }
-
- private:
-  sim::SimHostBus inner_;
-};
-
-// A cable: frames go straight into the other engine's receive FIFO.
-class DirectWire : public fw::Wire {
- public:
-  void transmit(std::span<const uint8_t> frame) override {
-    while (!peer->frame_arrived(frame)) {
-      // Receive FIFO full: a real link would apply back-pressure.
-      std::this_thread::yield();
-    }
-  }
-  fw::Engine* peer = nullptr;
-};
-
-struct Node {
-  explicit Node(uint16_t id)
-      : memory(512ull << 20),
-        bus(memory, clock),
-        as(memory, 0x7f00'0000'0000ull + uint64_t{id} * 0x10'0000'0000ull) {
-    fw::EngineConfig cfg;
-    cfg.node_id = id;
-    cfg.mac[5] = static_cast<uint8_t>(id);
-    engine = std::make_unique<fw::Engine>(cfg, bus, wire);
-  }
-  sim::SimClock clock;
-  sim::SimMemory memory;
-  BenchBus bus;
-  sim::SimAddressSpace as;
-  DirectWire wire;
-  std::unique_ptr<fw::Engine> engine;
-  std::unique_ptr<sim::SimDriver> driver;
-  std::unique_ptr<sim::SimContext> ctx;
-};
 
 // The reference: memcpy of `size` bytes, best of several runs. It must be
 // measured while no engine thread spins, or it reads the share of a core
@@ -172,21 +114,13 @@ Result push_run(Node& a, sim::SimQp& qp, sim::SimCq& cq,
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  Node a(1), b(2);
-  a.wire.peer = b.engine.get();
-  b.wire.peer = a.engine.get();
-  auto pump = [&] {
-    a.engine->poll();
-    b.engine->poll();
-  };
-  a.driver = std::make_unique<sim::SimDriver>(*a.engine, a.memory, pump);
-  b.driver = std::make_unique<sim::SimDriver>(*b.engine, b.memory, pump);
-  if (!a.driver->bring_up() || !b.driver->bring_up()) {
+  bench::Pair pair;
+  if (!pair.up) {
     std::fprintf(stderr, "bring-up failed\n");
     return 1;
   }
-  a.ctx = std::make_unique<sim::SimContext>(*a.driver, a.as, 1, 1);
-  b.ctx = std::make_unique<sim::SimContext>(*b.driver, b.as, 1, 2);
+  Node& a = pair.a;
+  Node& b = pair.b;
   const size_t max_size = 1u << 20;
   sim::SimBuffer src = a.ctx->alloc(max_size);
   sim::SimBuffer dst = b.ctx->alloc(max_size);
@@ -302,7 +236,7 @@ int main(int argc, char** argv) {
       sim::Completion c;
       uint64_t spins = 0;
       while (!cq_a->poll_one(&c)) {
-        pump();
+        pair.pump();
         if (++spins > 10'000'000) {
           std::fprintf(stderr, "no completion\n");
           return 1;
