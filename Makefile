@@ -122,13 +122,14 @@ main: build
 	$(MAKE) --no-print-directory main-userlib
 
 # The RHiNET model through userlib: four nodes run table1 (every row of
-# 004's table 1), twin_diff_dsm and hello_push under rhinet-run, then what
-# the NIC's partial transfers save on the wire (the engine alone).
+# 004's table 1), twin_diff_dsm, hello_push and isend_irecv under
+# rhinet-run, then what the NIC's partial transfers save on the wire (the
+# engine alone).
 main-userlib: build
 	bash tests/vm/run-cluster.sh -n 4 --apps --mem 512M --timeout 900 \
 		--env $(BUILD_DIR)/vm/env --script tests/vm/scripts/userlib.sh \
 		--out $(BUILD_DIR)/vm/main-userlib
-	@grep -h "^userlib:\|^table1:\|^twin_diff_dsm:" \
+	@grep -h "^userlib:\|^table1:\|^twin_diff_dsm:\|^isend_irecv:" \
 		$(BUILD_DIR)/vm/main-userlib/node0.log
 	$(BUILD_DIR)/tests/bench/partial_bench
 	$(BUILD_DIR)/tests/bench/engine_bench --quick

@@ -283,7 +283,7 @@ void Engine::Impl::handle_kick(Kick& k) {
         }
       }
       if (qp.state == RHN_QPS_ERR) qp.flushing = true;  // flush new posts
-      if (k.kind == KickKind::kRq) tag_scan_rq(qn);  // irecvs (ops/tag)
+      if (k.kind == KickKind::kRq) tag_scan_rq(qn);     // irecvs (ops/tag)
       schedule(qn);
       return;
     }

@@ -13,7 +13,7 @@ extern const OpFamily kRdmaFamily;    // ops/rdma: WRITE, WRITE_IMM, READ
 extern const OpFamily kAtomicFamily;  // ops/atomic: FETCH_ADD, CMP_SWAP
 extern const OpFamily kRawFamily;     // ops/raw: Ethernet frames
 extern const OpFamily kWindowFamily;  // ops/window: BIND_MW, REG_MR, LOCAL_INV
-extern const OpFamily kTagFamily;       // ops/tag: ISEND
+extern const OpFamily kTagFamily;     // ops/tag: ISEND
 extern const OpFamily kTagLocalFamily;  // ops/tag: IPROBE, IRECV_CANCEL
 
 namespace {
@@ -31,22 +31,29 @@ std::array<OpInfo, kOps> make_ops() {
                      false,        false,         true};
   t[RHN_OP_WRITE_IMM] = {&kRdmaFamily, RHN_WOP_WRITE, RHN_CQE_OP_WRITE,
                          false,        true,          true};
-  t[RHN_OP_READ] = {&kRdmaFamily, RHN_WOP_READ_REQ, RHN_CQE_OP_READ,
-                    true,         false,            false,
-                    true};
-  t[RHN_OP_FETCH_ADD] = {&kAtomicFamily, RHN_WOP_FETCH_ADD,
-                         RHN_CQE_OP_FETCH_ADD, true,
-                         false,          false,
+  t[RHN_OP_READ] = {
+      &kRdmaFamily, RHN_WOP_READ_REQ, RHN_CQE_OP_READ, true, false, false,
+      true};
+  t[RHN_OP_FETCH_ADD] = {&kAtomicFamily,
+                         RHN_WOP_FETCH_ADD,
+                         RHN_CQE_OP_FETCH_ADD,
+                         true,
+                         false,
+                         false,
                          true};
-  t[RHN_OP_CMP_SWAP] = {&kAtomicFamily, RHN_WOP_CMP_SWAP, RHN_CQE_OP_CMP_SWAP,
-                        true,           false,            false,
+  t[RHN_OP_CMP_SWAP] = {&kAtomicFamily,
+                        RHN_WOP_CMP_SWAP,
+                        RHN_CQE_OP_CMP_SWAP,
+                        true,
+                        false,
+                        false,
                         true};
   t[RHN_OP_ISEND] = {&kTagFamily, RHN_WOP_TAG, RHN_CQE_OP_SEND, true,
                      false,       true,        false,           true};
-  t[RHN_OP_IPROBE] = {&kTagLocalFamily, 0,     RHN_CQE_OP_IPROBE,
-                      false,            false, false};
-  t[RHN_OP_IRECV_CANCEL] = {&kTagLocalFamily, 0,     RHN_CQE_OP_IRECV_CANCEL,
-                            false,            false, false};
+  t[RHN_OP_IPROBE] = {
+      &kTagLocalFamily, 0, RHN_CQE_OP_IPROBE, false, false, false};
+  t[RHN_OP_IRECV_CANCEL] = {
+      &kTagLocalFamily, 0, RHN_CQE_OP_IRECV_CANCEL, false, false, false};
   t[RHN_OP_RAW_ETH] = {&kRawFamily, 0, RHN_CQE_OP_RAW_ETH, false, false, true};
   t[RHN_OP_BIND_MW] = {&kWindowFamily, 0,     RHN_CQE_OP_BIND_MW,
                        false,          false, false};

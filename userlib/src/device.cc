@@ -43,6 +43,24 @@ static_assert(
         static_cast<std::uint32_t>(Mode::bitmap) == RHINETDV_MODE_BITMAP &&
         static_cast<std::uint32_t>(Mode::stride) == RHINETDV_MODE_STRIDE,
     "rhinet::Mode mirrors RHINETDV_MODE_*");
+static_assert(static_cast<std::uint32_t>(Op::push) == RHINETDV_OP_PUSH &&
+                  static_cast<std::uint32_t>(Op::pull) == RHINETDV_OP_PULL &&
+                  static_cast<std::uint32_t>(Op::isend) == RHINETDV_OP_ISEND &&
+                  static_cast<std::uint32_t>(Op::irecv) == RHINETDV_OP_IRECV,
+              "rhinet::Op mirrors RHINETDV_OP_*");
+static_assert(wc_success == IBV_WC_SUCCESS &&
+                  wc_loc_len_err == IBV_WC_LOC_LEN_ERR &&
+                  wc_wr_flush_err == IBV_WC_WR_FLUSH_ERR &&
+                  wc_rem_op_err == IBV_WC_REM_OP_ERR,
+              "message_detail.hpp's wc_* are ibv_wc_status values");
+
+namespace {
+
+std::string wc_name(std::uint32_t status) {
+  return ibv_wc_status_str(static_cast<ibv_wc_status>(status));
+}
+
+}  // namespace
 
 void Backoff::pause() {
   if (n_ < 256) {
@@ -96,6 +114,7 @@ Result<std::uint32_t> Device::acquire(std::chrono::milliseconds timeout) {
                                     "completed within " +
                                     net::format_duration(timeout));
       b.pause();
+      poll_cq();
       reap_all();
     }
   }
@@ -119,14 +138,23 @@ bool Device::reap(std::uint32_t s) {
   rhinetdv_status st;
   if (!rhinetdv_status_word_poll(&words[s], &st)) return false;
   std::optional<Error> err;
-  if (st.status != IBV_WC_SUCCESS) {
-    err = Error::completion(
-        st.status, ibv_wc_status_str(static_cast<ibv_wc_status>(st.status)),
-        st.syndrome, describe(slot));
-    drain_cq();
+  std::uint32_t bytes = st.length;
+  if (slot.op == Op::isend) {
+    auto out =
+        message_outcome(Op::isend, st.status, st.syndrome, wc_name(st.status),
+                        st.length, slot.length, false, describe(slot));
+    err = std::move(out.error);
+    bytes = out.bytes;
+  } else if (st.status != IBV_WC_SUCCESS) {
+    err = Error::completion(st.status, wc_name(st.status), st.syndrome,
+                            describe(slot));
+  }
+  if (err) {
+    bytes = 0;
+    poll_cq();
   }
   if (slot.owner)
-    slot.owner->complete(err ? 0 : st.length, std::move(err));
+    slot.owner->complete(bytes, std::move(err));
   else if (err && !detached_error)
     detached_error = std::move(err);
   release(s);
@@ -138,13 +166,102 @@ void Device::reap_all() {
     if (slots[s].busy) reap(s);
 }
 
-void Device::drain_cq() {
-  rhinetdv_completion c[16];
-  for (int i = 0; i < 64; i++)
-    if (rhinetdv_poll(ep, 16, c) < 16) break;
+void Device::poll_cq() {
+  constexpr int kBatch = 16;
+  rhinetdv_completion_ex c[kBatch];
+  for (int i = 0; i < 64; i++) {
+    const int n = rhinetdv_poll_ex(ep, kBatch, c, sizeof(c[0]));
+    if (n < 0) {
+      if (!poll_error)
+        poll_error = Error(errno ? errno : EIO, "rhinetdv_poll_ex");
+      return;
+    }
+    for (int k = 0; k < n; k++)
+      if (c[k].base.opcode == RHINETDV_OP_IRECV) complete_recv(c[k]);
+    if (n < kBatch) break;
+  }
+}
+
+void Device::make_recvs(std::uint32_t n) {
+  recvs.assign(n, RecvSlot{});
+  free_recvs.clear();
+  free_recvs.reserve(n);
+  for (std::uint32_t i = n; i-- > 0;) free_recvs.push_back(i);
+}
+
+Result<std::uint32_t> Device::acquire_recv() {
+  if (free_recvs.empty()) poll_cq();
+  if (free_recvs.empty())
+    return Error(ENOMEM, std::to_string(recvs.size()) +
+                             " irecvs are pending (the endpoint's "
+                             "max_irecv): wait for or cancel some first");
+  const std::uint32_t r = free_recvs.back();
+  free_recvs.pop_back();
+  const std::uint32_t gen = recvs[r].gen;
+  recvs[r] = RecvSlot{};
+  recvs[r].gen = gen;
+  recvs[r].busy = true;
+  return r;
+}
+
+void Device::release_recv(std::uint32_t r) {
+  RecvSlot& s = recvs[r];
+  s.busy = false;
+  s.owner = nullptr;
+  s.gen = (s.gen + 1) & recv_gen_mask;
+  free_recvs.push_back(r);
+}
+
+void Device::complete_recv(const rhinetdv_completion_ex& c) {
+  const auto id = decode_recv_wr_id(c.base.wr_id);
+  if (!id || id->index >= recvs.size()) return;
+  RecvSlot& s = recvs[id->index];
+  if (!s.busy || s.gen != id->gen) return;  // not (or no longer) pending
+  auto out = message_outcome(Op::irecv, c.base.status, c.base.syndrome,
+                             wc_name(c.base.status), c.base.byte_len, s.length,
+                             s.cancel_requested, describe(s));
+  std::optional<Message> msg;
+  if (out.matched)
+    msg = Message{peers.rank_of(c.src_node, c.src_endpoint),
+                  Peer{c.src_node, c.src_endpoint}, c.tag, c.base.byte_len};
+  if (s.owner)
+    s.owner->complete_receive(out.bytes, std::move(msg), std::move(out.error),
+                              out.cancelled);
+  else if (out.error && !s.cancel_requested && !detached_error)
+    detached_error = std::move(out.error);
+  release_recv(id->index);
+}
+
+Result<void> Device::cancel_recv(std::uint32_t r) {
+  RecvSlot& s = recvs[r];
+  if (!s.busy || s.cancel_requested) return ok();
+  const std::uint64_t wr = recv_wr_id(r, s.gen);
+  const std::uint32_t handle = s.handle;
+  const int e = post_retrying_for(std::chrono::seconds(10), [&] {
+    return rhinetdv_irecv_cancel(ep, handle);
+  });
+  // (Meanwhile the receive may have completed: then there is nothing to
+  // take back and its slot may even be in use again.)
+  if (!s.busy || recv_wr_id(r, s.gen) != wr) return ok();
+  if (e == 0) {
+    s.cancel_requested = true;
+    return ok();
+  }
+  // Not outstanding any more: it completed, its completion is on the CQ.
+  if (e == ENOENT) {
+    poll_cq();
+    return ok();
+  }
+  return Error(e, describe(s) + ": rhinetdv_irecv_cancel");
+}
+
+std::string Device::describe(const RecvSlot& r) const {
+  return describe_message(Op::irecv, r.source, r.match, r.length);
 }
 
 std::string Device::describe(const Slot& s) const {
+  if (s.op == Op::isend)
+    return describe_message(Op::isend, s.rank, {s.tag}, s.length);
   std::string d = std::string(op_name(s.op)) +
                   (s.op == Op::push ? " to rank " : " from rank ") +
                   std::to_string(s.rank);
@@ -167,36 +284,6 @@ std::string Device::describe(const Slot& s) const {
   d += ", " + std::to_string(s.length) + " bytes";
   if (s.mode != Mode::basic) d += std::string(", mode ") + mode_name(s.mode);
   return d;
-}
-
-Result<void> Device::add_region(const void* p, std::size_t len,
-                                std::uint32_t lkey, bool writable) {
-  const auto start = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t end = start + len;
-  auto it = regions.lower_bound(end);  // first starting at or after end
-  if (it != regions.begin()) {
-    --it;
-    if (it->second.end > start)
-      return Error(EEXIST,
-                   "memory overlaps a Buffer or Area registered "
-                   "already");
-  }
-  regions.emplace(start, Region{end, lkey, writable});
-  return ok();
-}
-
-void Device::remove_region(const void* p) {
-  regions.erase(reinterpret_cast<std::uintptr_t>(p));
-}
-
-const Device::Region* Device::find_region(const void* p,
-                                          std::size_t len) const {
-  const auto start = reinterpret_cast<std::uintptr_t>(p);
-  auto it = regions.upper_bound(start);
-  if (it == regions.begin()) return nullptr;
-  --it;
-  if (start < it->first || start + len > it->second.end) return nullptr;
-  return &it->second;
 }
 
 Area Device::make_area(ibv_mr* mr, std::uint32_t id, std::span<std::byte> mem) {

@@ -1,23 +1,27 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // detail::Device (internal): what a Group and everything it made share:
 // the ibverbs context, PD and rhinetdv endpoint, the pool of status words,
-// and the registry of local memory. Held by shared_ptr, so an Area, Buffer,
-// Twin or Request may outlive its Group.
+// the table of pending receives, the registry of local memory and the
+// group's table (rank <-> (node, endpoint)). Held by shared_ptr, so an
+// Area, Buffer, Twin or Request may outlive its Group.
 #ifndef RHINET_USERLIB_DEVICE_HPP
 #define RHINET_USERLIB_DEVICE_HPP
 
 #include <infiniband/rhinetdv.h>
 #include <infiniband/verbs.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "message_detail.hpp"
+#include "registry.hpp"
 #include "rhinet/area.hpp"
+#include "rhinet/message.hpp"
 #include "rhinet/request.hpp"
 #include "rhinet/result.hpp"
 #include "rhinet/xfer.hpp"
@@ -46,13 +50,20 @@ struct Device : std::enable_shared_from_this<Device> {
     std::uint32_t area_or_rkey = 0;
     std::uint64_t offset_or_addr = 0;
     std::uint32_t length = 0;
+    std::uint64_t tag = 0;  // isend
   };
-  // Registered local memory [start, end).
-  struct Region {
-    std::uintptr_t end = 0;
-    std::uint32_t lkey = 0;
-    bool writable = false;
+  // A pending irecv (completes through the CQ, not a status word).
+  struct RecvSlot {
+    Request* owner = nullptr;  // null: detached
+    bool busy = false;
+    bool cancel_requested = false;
+    std::uint32_t gen = 0;     // part of its wr_id (recv_wr_id)
+    std::uint32_t handle = 0;  // for rhinetdv_irecv_cancel
+    std::uint32_t source = 0;  // rank or any_source
+    TagMatch match{};
+    std::uint32_t length = 0;  // buffer bytes
   };
+  using Region = Registry::Region;
 
   ibv_context* ctx = nullptr;
   ibv_pd* pd = nullptr;
@@ -64,9 +75,21 @@ struct Device : std::enable_shared_from_this<Device> {
   ibv_mr* words_mr = nullptr;
   std::vector<Slot> slots;
   std::vector<std::uint32_t> free_slots;
-  std::map<std::uintptr_t, Region> regions;
+  Registry registry;
   // First failure of a detached request since the last sync().
   std::optional<Error> detached_error;
+
+  // isend/irecv: the device has RHINETDV_CAP_TAG and the endpoint its
+  // tag caps; one RecvSlot per irecv the endpoint takes (max_irecv).
+  bool tag_matching = false;
+  std::string no_tag_reason;  // why not, for EOPNOTSUPP
+  rhinetdv_tag_caps tag_caps{};
+  std::vector<RecvSlot> recvs;
+  std::vector<std::uint32_t> free_recvs;
+  // rank <-> (node, endpoint), for the source of what arrives.
+  PeerIndex peers;
+  // rhinetdv_poll_ex failed (receives cannot complete): wait() says so.
+  std::optional<Error> poll_error;
 
   Device() = default;
   Device(const Device&) = delete;
@@ -83,20 +106,82 @@ struct Device : std::enable_shared_from_this<Device> {
   // owner (or keeps a detached failure), frees the slot, returns true.
   bool reap(std::uint32_t slot);
   void reap_all();
-  // Takes error completions off the endpoint's CQ (the status words
-  // carry the same outcome; this keeps the CQ from filling).
-  void drain_cq();
+  // Takes completions off the endpoint's CQ (rhinetdv_poll_ex): those of
+  // irecvs complete their receives (by wr_id); the others are errors of
+  // PUSH/PULL/isend whose status words carry the same outcome (taking
+  // them keeps the CQ from filling).
+  void poll_cq();
   std::string describe(const Slot& s) const;
   Request request(std::uint32_t slot) {
     return Request(shared_from_this(), static_cast<std::int32_t>(slot));
   }
-  static Request failed(Error e) { return Request(std::move(e)); }
+  static Request failed(Error e, bool receive = false) {
+    return Request(std::move(e), receive);
+  }
+  // Calls post() (a rhinetdv post returning an errno) until it returns
+  // something else than ENOMEM (the endpoint's queue is full), letting
+  // earlier operations finish meanwhile. The caller holds one slot.
+  template <class Post>
+  int post_retrying(Post&& post) {
+    for (;;) {
+      const int err = post();
+      if (err != ENOMEM) return err;
+      poll_cq();
+      if (in_flight() <= 1) return err;
+      Backoff b;
+      const std::size_t before = in_flight();
+      while (in_flight() == before) {
+        b.pause();
+        reap_all();
+      }
+    }
+  }
+
+  // Calls post() until it returns something else than ENOMEM or `limit`
+  // passes, completing what it can meanwhile: for what holds no slot
+  // (irecv: the oldest waits in the ring; cancel and iprobe: the send
+  // queue is full for a moment).
+  template <class Post>
+  int post_retrying_for(std::chrono::milliseconds limit, Post&& post) {
+    int err = post();
+    if (err != ENOMEM) return err;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    Backoff b;
+    while (err == ENOMEM && std::chrono::steady_clock::now() < deadline) {
+      b.pause();
+      poll_cq();
+      reap_all();
+      err = post();
+    }
+    return err;
+  }
+
+  // Receives.
+  void make_recvs(std::uint32_t n);
+  std::size_t recvs_in_flight() const {
+    return recvs.size() - free_recvs.size();
+  }
+  // A free receive slot (ENOMEM when max_irecv receives are pending).
+  Result<std::uint32_t> acquire_recv();
+  void release_recv(std::uint32_t r);
+  void complete_recv(const rhinetdv_completion_ex& c);
+  // Asks the NIC to take the receive back (no-op if asked already).
+  Result<void> cancel_recv(std::uint32_t r);
+  std::string describe(const RecvSlot& r) const;
+  Request recv_request(std::uint32_t r) {
+    return Request(shared_from_this(), static_cast<std::int32_t>(r),
+                   Request::ReceiveTag{});
+  }
 
   // Registry.
   Result<void> add_region(const void* p, std::size_t len, std::uint32_t lkey,
-                          bool writable);
-  void remove_region(const void* p);
-  const Region* find_region(const void* p, std::size_t len) const;
+                          bool writable) {
+    return registry.add(p, len, lkey, writable);
+  }
+  void remove_region(const void* p) { registry.remove(p); }
+  const Region* find_region(const void* p, std::size_t len) const {
+    return registry.find(p, len);
+  }
 
   // Makers of the RAII objects (their constructors are private).
   Area make_area(ibv_mr* mr, std::uint32_t id, std::span<std::byte> mem);

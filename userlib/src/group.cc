@@ -128,10 +128,33 @@ Result<std::unique_ptr<Group>> Group::join(const BootstrapOptions& o) {
     max = dev->attr.max_outstanding;
   rhinetdv_endpoint_init_attr ea{};
   ea.max_outstanding = max;
+  // Tag matching: the endpoint gets a receive queue for irecvs.
+  const bool tag = dev->attr.caps & RHINETDV_CAP_TAG;
+  if (tag) {
+    ea.comp_mask |= RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV;
+    ea.max_irecv = o.max_irecv ? o.max_irecv : 1024;
+  }
   dev->ep = rhinetdv_create_endpoint(dev->pd, &ea);
   if (!dev->ep)
     return errno_error(errno, "rhinetdv_create_endpoint on " + name);
   if (auto r = dev->make_pool(max); !r) return std::move(r).error();
+  if (!tag) {
+    dev->no_tag_reason = "the device has no tag matching (RHINETDV_CAP_TAG)";
+  } else {
+    // Without its caps the endpoint cannot take irecvs; PUSH and PULL
+    // still work, so join goes on and isend/irecv say why they cannot.
+    const int e =
+        rhinetdv_query_tag_caps(dev->ep, &dev->tag_caps, sizeof(dev->tag_caps));
+    if (!e && dev->tag_caps.max_irecv) {
+      dev->tag_matching = true;
+      dev->make_recvs(dev->tag_caps.max_irecv);
+    } else {
+      dev->tag_caps = {};
+      dev->no_tag_reason =
+          e ? "rhinetdv_query_tag_caps: " + Error(e, "").code().message()
+            : "the endpoint takes no irecvs (max_irecv 0)";
+    }
+  }
 
   auto boot =
       Bootstrap::exchange(o, Peer{dev->ep->node_id, dev->ep->endpoint_id});
@@ -141,6 +164,7 @@ Result<std::unique_ptr<Group>> Group::join(const BootstrapOptions& o) {
       return Error(ERANGE, "rank " + std::to_string(r) + " is on node " +
                                std::to_string(boot->table()[r].node_id) +
                                ", beyond the 16 bits a transfer names");
+  dev->peers = detail::PeerIndex(boot->table());
   return std::unique_ptr<Group>(new Group(std::move(dev), std::move(*boot)));
 }
 
@@ -168,6 +192,10 @@ Peer Group::peer(std::uint32_t rank) const {
     std::abort();
   }
   return table_[rank];
+}
+
+std::uint32_t Group::rank_of(Peer p) const {
+  return dev_->peers.rank_of(p.node_id, p.endpoint_id);
 }
 
 std::uint32_t Group::max_inline() const { return dev_->attr.max_inline; }
@@ -407,21 +435,11 @@ Request Group::post(Op op, Target target, std::uint32_t rank,
   d.busy = true;
   dev.slots[*slot] = d;
 
-  int err = 0;
-  for (;;) {
-    err = op == Op::push ? rhinetdv_push_ex(dev.ep, &x, sizeof(x))
-                         : rhinetdv_pull_ex(dev.ep, &x, sizeof(x));
-    if (err != ENOMEM) break;
-    // The endpoint's queue is full: let earlier operations finish.
-    dev.drain_cq();
-    if (dev.in_flight() <= 1) break;
-    detail::Backoff b;
-    const std::size_t before = dev.in_flight();
-    while (dev.in_flight() == before) {
-      b.pause();
-      dev.reap_all();
-    }
-  }
+  // The endpoint's queue may be full: earlier operations finish first.
+  const int err = dev.post_retrying([&] {
+    return op == Op::push ? rhinetdv_push_ex(dev.ep, &x, sizeof(x))
+                          : rhinetdv_pull_ex(dev.ep, &x, sizeof(x));
+  });
   if (err) {
     dev.release(*slot);
     return fail(err, op == Op::push ? "rhinetdv_push_ex" : "rhinetdv_pull_ex");
@@ -442,13 +460,157 @@ Result<void> Group::sync(std::chrono::milliseconds timeout) {
                                   net::format_duration(timeout));
     b.pause();
   }
-  dev.drain_cq();
+  dev.poll_cq();
   if (dev.detached_error) {
     Error e = std::move(*dev.detached_error);
     dev.detached_error.reset();
     return e;
   }
   return ok();
+}
+
+// ---- messages ---------------------------------------------------------------
+
+bool Group::tag_matching() const { return dev_->tag_matching; }
+std::uint32_t Group::max_eager() const { return dev_->tag_caps.max_eager; }
+std::uint32_t Group::max_irecv() const {
+  return static_cast<std::uint32_t>(dev_->recvs.size());
+}
+std::size_t Group::pending_irecvs() const { return dev_->recvs_in_flight(); }
+
+namespace {
+
+Error no_tag_matching(const detail::Device& dev, const std::string& what) {
+  return Error(EOPNOTSUPP, what + ": " + dev.no_tag_reason);
+}
+
+}  // namespace
+
+Request Group::isend(std::uint32_t rank, std::uint64_t tag,
+                     std::span<const std::byte> src,
+                     const XferOptions& options) {
+  detail::Device& dev = *dev_;
+  if (!dev.tag_matching)
+    return detail::Device::failed(no_tag_matching(
+        dev, detail::describe_message(Op::isend, rank, {tag}, src.size())));
+  auto plan =
+      detail::plan_message(Op::isend, rank, {tag}, src, options, dev.peers,
+                           dev.registry, dev.attr.max_inline);
+  if (!plan) return detail::Device::failed(std::move(plan).error());
+
+  detail::Device::Slot d;  // for messages
+  d.op = Op::isend;
+  d.rank = rank;
+  d.tag = tag;
+  d.length = static_cast<std::uint32_t>(src.size());
+  rhinetdv_isend_attr a{};
+  a.addr = src.data();
+  a.length = static_cast<std::uint32_t>(src.size());
+  a.lkey = plan->lkey;
+  a.dest_node = static_cast<std::uint16_t>(plan->peer.node_id);
+  a.dest_endpoint = plan->peer.endpoint_id;
+  a.tag = tag;
+  a.flags = RHINETDV_ISEND_STATUS_WORD;
+  if (plan->inline_data) a.flags |= RHINETDV_ISEND_INLINE;
+
+  auto slot = dev.acquire(forever);
+  if (!slot)
+    return detail::Device::failed(Error(
+        slot.error().code(), dev.describe(d) + ": " + slot.error().message()));
+  a.wr_id = *slot;
+  a.status_word = &dev.words[*slot];
+  a.status_lkey = dev.words_mr->lkey;
+  d.busy = true;
+  dev.slots[*slot] = d;
+  const int err =
+      dev.post_retrying([&] { return rhinetdv_isend(dev.ep, &a, sizeof(a)); });
+  if (err) {
+    dev.release(*slot);
+    return detail::Device::failed(
+        errno_error(err, dev.describe(d) + ": rhinetdv_isend"));
+  }
+  return dev.request(*slot);
+}
+
+Request Group::irecv(std::uint32_t source, TagMatch match,
+                     std::span<std::byte> dst, const XferOptions& options) {
+  detail::Device& dev = *dev_;
+  const auto failed = [](Error e) {
+    return detail::Device::failed(std::move(e), true);
+  };
+  const auto what = [&] {
+    return detail::describe_message(Op::irecv, source, match, dst.size());
+  };
+  if (!dev.tag_matching) return failed(no_tag_matching(dev, what()));
+  auto plan =
+      detail::plan_message(Op::irecv, source, match, dst, options, dev.peers,
+                           dev.registry, dev.attr.max_inline);
+  if (!plan) return failed(std::move(plan).error());
+  auto r = dev.acquire_recv();
+  if (!r)
+    return failed(Error(r.error().code(), what() + ": " + r.error().message()));
+  detail::Device::RecvSlot& s = dev.recvs[*r];
+  s.source = source;
+  s.match = match;
+  s.length = static_cast<std::uint32_t>(dst.size());
+
+  rhinetdv_irecv_attr a{};
+  a.wr_id = detail::recv_wr_id(*r, s.gen);
+  // An empty receive writes nothing, but names memory of the PD all the
+  // same: the status-word pool.
+  a.addr = plan->no_memory ? static_cast<void*>(dev.words) : dst.data();
+  a.length = static_cast<std::uint32_t>(dst.size());
+  a.lkey = plan->no_memory ? dev.words_mr->lkey : plan->lkey;
+  a.tag = match.tag;
+  a.tag_mask = match.mask;
+  if (plan->any_source) {
+    a.flags = RHINETDV_IRECV_ANY_SOURCE;
+  } else {
+    a.src_node = static_cast<std::uint16_t>(plan->peer.node_id);
+    a.src_endpoint = plan->peer.endpoint_id;
+  }
+  // ENOMEM with a free slot: the oldest irecv still waits in the
+  // endpoint's ring for the NIC; give it a moment.
+  std::uint32_t handle = 0;
+  const int err = dev.post_retrying_for(std::chrono::seconds(10), [&] {
+    return rhinetdv_irecv(dev.ep, &a, sizeof(a), &handle);
+  });
+  if (err) {
+    dev.release_recv(*r);
+    return failed(errno_error(
+        err, what() + ": rhinetdv_irecv" +
+                 (err == ENOMEM ? " (the NIC's irecv queue stays full)" : "")));
+  }
+  dev.recvs[*r].handle = handle;
+  return dev.recv_request(*r);
+}
+
+Result<std::optional<Message>> Group::iprobe(std::uint32_t source,
+                                             TagMatch match) {
+  detail::Device& dev = *dev_;
+  const std::string what =
+      "iprobe from " + detail::describe_match(source, match);
+  if (!dev.tag_matching) return no_tag_matching(dev, what);
+  if (auto r = detail::check_source(source, size_); !r)
+    return Error(EINVAL, what + ": " + r.error().message());
+  rhinetdv_irecv_attr sel{};
+  sel.tag = match.tag;
+  sel.tag_mask = match.mask;
+  if (source == any_source) {
+    sel.flags = RHINETDV_IRECV_ANY_SOURCE;
+  } else {
+    sel.src_node = static_cast<std::uint16_t>(table_[source].node_id);
+    sel.src_endpoint = table_[source].endpoint_id;
+  }
+  rhinetdv_tag_info info{};
+  if (int e = dev.post_retrying_for(std::chrono::seconds(10), [&] {
+        return rhinetdv_iprobe(dev.ep, &sel, sizeof(sel), &info);
+      }))
+    return errno_error(e, what + ": rhinetdv_iprobe");
+  if (!info.found) return std::optional<Message>{};
+  return std::optional<Message>{
+      Message{dev.peers.rank_of(info.src_node, info.src_endpoint),
+              Peer{info.src_node, info.src_endpoint}, info.tag, info.length}};
 }
 
 // ---- signals ----------------------------------------------------------------

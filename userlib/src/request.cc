@@ -10,15 +10,24 @@ namespace rhinet {
 
 Request::Request(std::shared_ptr<detail::Device> dev, std::int32_t slot)
     : dev_(std::move(dev)), slot_(slot) {
-  dev_->slots[static_cast<std::size_t>(slot_)].owner = this;
+  owner_slot() = this;
+}
+
+Request::Request(std::shared_ptr<detail::Device> dev, std::int32_t slot,
+                 ReceiveTag)
+    : dev_(std::move(dev)), slot_(slot), receive_(true) {
+  owner_slot() = this;
 }
 
 Request::Request(Request&& o) noexcept
     : dev_(std::move(o.dev_)),
       slot_(std::exchange(o.slot_, -1)),
+      receive_(o.receive_),
+      cancelled_(o.cancelled_),
       bytes_(o.bytes_),
+      message_(std::move(o.message_)),
       error_(std::move(o.error_)) {
-  if (slot_ >= 0) dev_->slots[static_cast<std::size_t>(slot_)].owner = this;
+  if (slot_ >= 0) owner_slot() = this;
 }
 
 Request& Request::operator=(Request&& o) noexcept {
@@ -26,22 +35,43 @@ Request& Request::operator=(Request&& o) noexcept {
     detach();
     dev_ = std::move(o.dev_);
     slot_ = std::exchange(o.slot_, -1);
+    receive_ = o.receive_;
+    cancelled_ = o.cancelled_;
     bytes_ = o.bytes_;
+    message_ = std::move(o.message_);
     error_ = std::move(o.error_);
-    if (slot_ >= 0) dev_->slots[static_cast<std::size_t>(slot_)].owner = this;
+    if (slot_ >= 0) owner_slot() = this;
   }
   return *this;
 }
 
 Request::~Request() { detach(); }
 
+Request*& Request::owner_slot() const {
+  const auto i = static_cast<std::size_t>(slot_);
+  return receive_ ? dev_->recvs[i].owner : dev_->slots[i].owner;
+}
+
+std::string Request::describe() const {
+  const auto i = static_cast<std::size_t>(slot_);
+  return receive_ ? dev_->describe(dev_->recvs[i])
+                  : dev_->describe(dev_->slots[i]);
+}
+
 void Request::detach() {
-  if (slot_ >= 0) {
+  if (slot_ < 0) return;
+  owner_slot() = nullptr;
+  const auto s = static_cast<std::uint32_t>(slot_);
+  slot_ = -1;
+  if (receive_) {
+    // Nobody will look at it: it must not take a later message. A failure
+    // to ask (other than its having completed) is kept for sync().
+    if (auto r = dev_->cancel_recv(s); !r && !dev_->detached_error)
+      dev_->detached_error = std::move(r).error();
+    dev_->poll_cq();
+  } else {
     // From now on sync() waits for it and reports its failure.
-    auto& s = dev_->slots[static_cast<std::size_t>(slot_)];
-    s.owner = nullptr;
-    dev_->reap(static_cast<std::uint32_t>(slot_));
-    slot_ = -1;
+    dev_->reap(s);
   }
 }
 
@@ -51,8 +81,22 @@ void Request::complete(std::uint32_t bytes, std::optional<Error> error) {
   error_ = std::move(error);
 }
 
+void Request::complete_receive(std::uint32_t bytes,
+                               std::optional<Message> message,
+                               std::optional<Error> error, bool cancelled) {
+  slot_ = -1;
+  bytes_ = bytes;
+  message_ = std::move(message);
+  error_ = std::move(error);
+  cancelled_ = cancelled;
+}
+
 bool Request::test() {
   if (slot_ < 0) return true;
+  if (receive_) {
+    dev_->poll_cq();
+    return slot_ < 0;
+  }
   return dev_->reap(static_cast<std::uint32_t>(slot_));
 }
 
@@ -61,11 +105,13 @@ Result<void> Request::wait(std::chrono::milliseconds timeout) {
     const auto deadline = net::deadline_after(timeout);
     detail::Backoff b;
     while (!test()) {
+      // Receives complete through the CQ: if it cannot be read, say so.
+      if (receive_ && dev_->poll_error)
+        return Error(dev_->poll_error->code(),
+                     describe() + ": " + dev_->poll_error->message());
       if (net::poll_ms(deadline) == 0)
-        return Error(
-            ETIMEDOUT,
-            dev_->describe(dev_->slots[static_cast<std::size_t>(slot_)]) +
-                ": not complete within " + net::format_duration(timeout));
+        return Error(ETIMEDOUT, describe() + ": not complete within " +
+                                    net::format_duration(timeout));
       b.pause();
     }
   }
@@ -73,11 +119,16 @@ Result<void> Request::wait(std::chrono::milliseconds timeout) {
 }
 
 Result<void> Request::result() const {
-  if (slot_ >= 0)
-    return Error(EINPROGRESS,
-                 dev_->describe(dev_->slots[static_cast<std::size_t>(slot_)]));
+  if (slot_ >= 0) return Error(EINPROGRESS, describe());
   if (error_) return *error_;
   return ok();
+}
+
+Result<void> Request::cancel() {
+  if (slot_ < 0) return ok();
+  if (!receive_)
+    return Error(EOPNOTSUPP, describe() + ": only an irecv can be cancelled");
+  return dev_->cancel_recv(static_cast<std::uint32_t>(slot_));
 }
 
 }  // namespace rhinet

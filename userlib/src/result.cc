@@ -72,7 +72,14 @@ Error::Error(std::error_code code, std::string message)
 
 Error Error::completion(std::uint32_t status, std::string status_name,
                         std::uint32_t syndrome, std::string message) {
-  Error e(syndrome_errno(syndrome), std::move(message));
+  return completion(status, std::move(status_name), syndrome,
+                    std::move(message), syndrome_errno(syndrome));
+}
+
+Error Error::completion(std::uint32_t status, std::string status_name,
+                        std::uint32_t syndrome, std::string message,
+                        int errno_value) {
+  Error e(errno_value, std::move(message));
   e.status_name_ = std::move(status_name);
   e.syndrome_ = syndrome;
   e.wc_status_ = status;

@@ -31,6 +31,10 @@ const char* op_name(Op op) {
       return "push";
     case Op::pull:
       return "pull";
+    case Op::isend:
+      return "isend";
+    case Op::irecv:
+      return "irecv";
   }
   return "unknown";
 }
@@ -58,6 +62,10 @@ bool mode_allowed(Op op, Mode mode) {
 Result<void> check_xfer(Op op, Target target, const XferOptions& o,
                         std::size_t length) {
   const std::string op_s = op_name(op);
+  if (op != Op::push && op != Op::pull)
+    return invalid(op_s +
+                   " is not a PUSH or PULL (check_message checks "
+                   "isend and irecv)");
   const auto mode_v = static_cast<std::uint32_t>(o.mode);
   if (mode_v > static_cast<std::uint32_t>(Mode::stride))
     return invalid(op_s + ": unknown mode " + std::to_string(mode_v));

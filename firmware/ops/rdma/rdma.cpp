@@ -248,8 +248,7 @@ bool Engine::Impl::stream_reads(Peer& p) {
     uint32_t mr_index = 0;
     rhn_syndrome syn = RHN_SYN_NONE;
     if (chunk)
-      syn = tag ? check_key(r.key, kNone, r.pdn, 0, r.va + at, chunk,
-                            &mr_index)
+      syn = tag ? check_key(r.key, kNone, r.pdn, 0, r.va + at, chunk, &mr_index)
                 : check_key(r.key, kNone, r.pdn, RHN_ACCESS_REMOTE_READ,
                             r.va + at, chunk, &mr_index, r.responder_qpn);
     const uint32_t slot = begin_data(kNone);

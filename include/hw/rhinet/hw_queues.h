@@ -70,7 +70,8 @@ enum rhn_wqe_opcode {
 	 * remote_addr = the 64-bit tag, at most one SGE (or inline data).
 	 */
 	RHN_OP_ISEND = 0x20,
-	RHN_OP_IRECV = 0x21, /* reserved: irecvs are RQ WQEs (rhn_tag_recv_wqe) */
+	RHN_OP_IRECV =
+		0x21, /* reserved: irecvs are RQ WQEs (rhn_tag_recv_wqe) */
 	/* Reports the oldest queued message matching u.tag (source in
 	 * dst_node/dst_qpn, tag in remote_addr) without receiving it.
 	 */

@@ -4,8 +4,11 @@
 # with its token): table1 runs every row of 004's table 1 by area and by
 # key on a ring of ranks with every byte checked, put-with-signal and
 # sync; twin_diff_dsm is the multiple-writer protocol of software DSMs
-# with the NIC doing the diff; hello_push is the README's example. Then
-# every node holds no twin memory, and no group violation was counted.
+# with the NIC doing the diff; hello_push is the README's example;
+# isend_irecv is NIC-matched messaging (ping-pong eager and rendezvous,
+# an all-to-all with exact and any-source receives, unexpected messages
+# and iprobe, cancel, truncation). Then every node holds no twin memory,
+# and no group violation was counted.
 #   userlib.sh NODE NODES   (the applications overlay: run-cluster --apps)
 NODE=$1
 NODES=$2
@@ -23,7 +26,7 @@ run() { # NAME rhinet-run arguments...
 	t0=$(now)
 	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
 		echo "userlib: $name passed in $(elapsed "$t0") s"
-		grep -E "ok|rank|^table1:" /tmp/run.log | head -40
+		grep -E "ok|rank|^table1:|^isend_irecv:" /tmp/run.log | head -40
 	else
 		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
 		head -40 /tmp/run.log
@@ -37,6 +40,9 @@ run "table1, 2 ranks per node" -n $((2 * NODES)) --per-node 2 \
 run "twin_diff_dsm, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_twin_diff_dsm
 run "hello_push" -n 2 --hosts node0,node1 rhinet_hello_push
+# K = 8 messages per ordered pair in the all-to-all.
+run "isend_irecv, $NODES ranks" -n "$NODES" --hosts "$hosts" \
+	rhinet_isend_irecv 8
 
 for k in $(seq 0 $((NODES - 1))); do
 	c=/sys/class/infiniband/rhinet0/ports/1/hw_counters

@@ -52,6 +52,10 @@ struct BootstrapOptions {
   // Operations in flight at once (and status words in the pool);
   // 0 = 64, or the device's limit when that is smaller.
   std::uint32_t max_outstanding = 0;
+  // irecvs pending at once, on a device with tag matching (the endpoint's
+  // RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV; rounded up to a power of two by
+  // the provider); 0 = 1024.
+  std::uint32_t max_irecv = 0;
 
   // From RHINET_RANK, RHINET_SIZE, RHINET_GROUP, RHINET_RENDEZVOUS
   // (required), RHINET_GROUPS (the token of RHINET_GROUP, if named),

@@ -2,7 +2,8 @@
 // rhinet::Group: a parallel process group (004 2.1) as this process sees
 // it: its rank, the group size and ID, the table rank -> (node, endpoint)
 // from the bootstrap, the NIC endpoint, and the operations of 004 tables 1
-// and 2 that exist so far.
+// and 2 that exist so far: PUSH and PULL with their modes, signals, sync,
+// and messages matched by the NIC (isend, irecv, iprobe).
 //
 // A Group and everything it makes (Area, Buffer, Twin, Request) are used by
 // one thread at a time. Those objects keep the device open, so they may
@@ -14,10 +15,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "rhinet/area.hpp"
 #include "rhinet/bootstrap.hpp"
+#include "rhinet/message.hpp"
 #include "rhinet/request.hpp"
 #include "rhinet/result.hpp"
 #include "rhinet/types.hpp"
@@ -65,10 +68,13 @@ class Group {
   Peer self() const { return table_[rank_]; }
   // rank < size(); aborts otherwise (a programming error).
   Peer peer(std::uint32_t rank) const;
+  // The rank at `peer`'s (node, endpoint), or unknown_rank.
+  std::uint32_t rank_of(Peer peer) const;
   std::span<const Peer> table() const { return table_; }
-  // Largest PUSH with XferOptions::inline_data.
+  // Largest PUSH or isend with XferOptions::inline_data.
   std::uint32_t max_inline() const;
-  // Operations issued and not yet seen complete.
+  // PUSH, PULL and isend operations issued and not yet seen complete
+  // (pending receives: pending_irecvs()).
   std::size_t outstanding() const;
 
   // The ibverbs and rhinetdv objects underneath, for what userlib does
@@ -126,11 +132,77 @@ class Group {
                     std::uint32_t rkey, std::span<std::byte> dst,
                     const XferOptions& options = {});
 
-  // 004 table 2 `sync`: waits until every operation this process issued
-  // has completed. Returns the first error among detached (or destroyed)
+  // 004 table 2 `sync`: waits until every PUSH, PULL and isend this
+  // process issued has completed (not for receives: they complete when a
+  // message comes). Returns the first error among detached (or destroyed)
   // requests that failed since the last sync(); the errors of requests
   // still held stay with them. ETIMEDOUT leaves operations in flight.
   Result<void> sync(std::chrono::milliseconds timeout = forever);
+
+  // ---- messages: isend / irecv / iprobe (004 2.6, table 2) ---------------
+  //
+  // Matched by the receiving NIC: an irecv takes a message when its source
+  // is the irecv's rank (or the irecv takes any_source) and its tag
+  // matches (TagMatch: (message tag ^ tag) & mask == 0); posted irecvs
+  // are tried oldest first, and between one sender and one receiver the
+  // messages one irecv could take are taken in send order. A message no
+  // irecv takes waits at the receiver (unexpected; iprobe sees it) until
+  // one is posted. Messages of up to max_eager() bytes travel with the
+  // match; longer ones are sent once the irecv is known, straight into
+  // its buffer. The options are XferOptions with Mode::basic only (the
+  // NIC does not do partial transfers of messages yet: another mode is
+  // refused with EOPNOTSUPP); an isend may be inline_data.
+  //
+  // Spans lie inside one Buffer or Area of this group (an irecv's
+  // writable), except an inline or empty isend and an empty irecv. The
+  // returned Request is in flight or already failed (before posting:
+  // EOPNOTSUPP without RHINETDV_CAP_TAG or for a mode, EINVAL for a rank
+  // out of range or bad options, EFAULT for an unregistered span, EACCES
+  // for an irecv into a read-only Buffer, EMSGSIZE, ENOMEM for an irecv
+  // beyond max_irecv() pending, errno of rhinetdv_isend/irecv).
+
+  // The device matches messages (RHINETDV_CAP_TAG); without it isend,
+  // irecv and iprobe fail with EOPNOTSUPP.
+  bool tag_matching() const;
+  // Largest isend sent eagerly (with its match request), irecvs the
+  // endpoint keeps pending at once (BootstrapOptions::max_irecv), and how
+  // many are pending now. 0 without tag matching.
+  std::uint32_t max_eager() const;
+  std::uint32_t max_irecv() const;
+  std::size_t pending_irecvs() const;
+
+  // src -> rank, tagged `tag`. Completes once the data has arrived at the
+  // receiver (for a long message: once an irecv took it). The span must
+  // stay untouched until then (unless inline). A completion error:
+  // ECONNABORTED when the receiver gave the message up (its endpoint went
+  // away, or it cancelled the irecv during the transfer), others with the
+  // NIC's syndrome (ECONNREFUSED: no such endpoint, EHOSTUNREACH, ...).
+  Request isend(std::uint32_t rank, std::uint64_t tag,
+                std::span<const std::byte> src,
+                const XferOptions& options = {});
+  // The next message from `source` (a rank, or any_source) whose tag
+  // matches, into dst. Once done, Request::message() gives its source,
+  // tag and length and Request::bytes() the bytes placed. Completion
+  // errors: EMSGSIZE when the message was longer than dst (dst holds its
+  // first bytes; message() has its length), ECANCELED after
+  // Request::cancel() (Request::cancelled()), ECONNABORTED when the sender
+  // gave it up.
+  Request irecv(std::uint32_t source, TagMatch match, std::span<std::byte> dst,
+                const XferOptions& options = {});
+  // Exactly `tag`.
+  Request irecv(std::uint32_t source, std::uint64_t tag,
+                std::span<std::byte> dst, const XferOptions& options = {}) {
+    return irecv(source, TagMatch{tag}, dst, options);
+  }
+  // 004 table 2 iprobe: the oldest unexpected message an irecv(source,
+  // match) would take, without taking it; nullopt when none waits.
+  // Nonblocking (the NIC answers; no system call). Errors: EOPNOTSUPP (no
+  // tag matching), EINVAL (no such rank), errno of rhinetdv_iprobe.
+  Result<std::optional<Message>> iprobe(std::uint32_t source, TagMatch match);
+  Result<std::optional<Message>> iprobe(std::uint32_t source,
+                                        std::uint64_t tag) {
+    return iprobe(source, TagMatch{tag});
+  }
 
   // ---- signals (004 2.11) ------------------------------------------------
 
@@ -148,12 +220,11 @@ class Group {
   // server (slow; for setup and tests). Not the NIC barrier of 004 2.10.
   Result<void> barrier_bootstrap(std::chrono::milliseconds timeout = forever);
 
-  // ---- later (issues 15-17); not implemented --------------------------
+  // ---- later (issues 16-17); not implemented --------------------------
   //
-  // Each adds members here and, where it is nonblocking, a Request kind:
-  //   Request isend(rank, tag, span, XferOptions)     2.6, table 1
-  //   Request irecv(rank_or_any, tag, span, XferOptions)
-  //   Result<std::optional<Message>> iprobe(rank_or_any, tag)   table 2
+  // Each adds members here and, where it is nonblocking, a Request kind
+  // (isend / irecv / iprobe of issue 15 are above; their partial-transfer
+  // modes wait for the NIC):
   //   Request mcast(ranks_or_pattern, area_id, offset, span,
   //                 XferOptions)                      2.8 mcastA/mcastB
   //   Result<Shared> subscribe(region, home_rank, span)   2.9

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// rhinet::Request: one nonblocking PUSH or PULL. It completes through a
-// status word the NIC writes into the library's registered pool, so test()
-// is a memory read (no system call).
+// rhinet::Request: one nonblocking PUSH, PULL, isend or irecv. A PUSH,
+// PULL or isend completes through a status word the NIC writes into the
+// library's registered pool, so test() is a memory read; an irecv through
+// the endpoint's completion queue, which test() polls (no system call
+// either way).
 #ifndef RHINET_REQUEST_HPP
 #define RHINET_REQUEST_HPP
 
@@ -9,7 +11,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
+#include "rhinet/message.hpp"
 #include "rhinet/result.hpp"
 #include "rhinet/types.hpp"
 
@@ -39,26 +43,59 @@ class [[nodiscard]] Request {
   // Until done (spinning, then yielding). ETIMEDOUT (the request stays in
   // flight), or the operation's error: for a failed completion the Error
   // carries the status and the NIC syndrome (Error::syndrome()); errors
-  // found before posting come here too.
+  // found before posting come here too. A receive: EMSGSIZE (truncated:
+  // the message was longer than the buffer; message() has its length),
+  // ECANCELED (cancelled, see cancelled()), ECONNABORTED (the sender gave
+  // the message up).
   Result<void> wait(std::chrono::milliseconds timeout = forever);
   // The outcome once done; EINPROGRESS while in flight.
   Result<void> result() const;
   // Bytes the NIC reports moved (from the status word; 0 before done or
-  // after an error).
+  // after an error). A receive: the bytes placed in its buffer (those of
+  // the message, or the buffer's size when it was truncated).
   std::uint32_t bytes() const { return bytes_; }
+  // A receive that took a message (once done, successfully or truncated):
+  // the message's source, tag and whole length. Empty before, after any
+  // other failure (cancelled, the sender gave up, ...), and for other
+  // operations.
+  const std::optional<Message>& message() const { return message_; }
+  // True for a request made by Group::irecv (pending or done).
+  bool is_receive() const { return receive_; }
+  // Asks the NIC to take a pending irecv back. Then wait(): ECANCELED and
+  // cancelled(), or, when a message matched first, the message as usual.
+  // A request already done: nothing to do. Errors: EOPNOTSUPP for a
+  // PUSH, PULL or isend (only receives can be cancelled), errno of
+  // rhinetdv_irecv_cancel.
+  Result<void> cancel();
+  // Done because cancel() took it back (wait() returns ECANCELED).
+  bool cancelled() const { return cancelled_; }
   // Lets go of the operation: it completes on its own, Group::sync() waits
-  // for it and returns its error if it fails.
+  // for it and returns its error if it fails. A pending receive is
+  // cancelled (it takes no later message; Group::sync() does not wait for
+  // receives), and its other errors go to sync().
   void detach();
 
  private:
   friend struct detail::Device;
+  struct ReceiveTag {};
   Request(std::shared_ptr<detail::Device> dev, std::int32_t slot);
-  explicit Request(Error e) : error_(std::move(e)) {}
+  Request(std::shared_ptr<detail::Device> dev, std::int32_t slot, ReceiveTag);
+  explicit Request(Error e, bool receive = false)
+      : receive_(receive), error_(std::move(e)) {}
   void complete(std::uint32_t bytes, std::optional<Error> error);
+  void complete_receive(std::uint32_t bytes, std::optional<Message> message,
+                        std::optional<Error> error, bool cancelled);
+  // The owner pointer of the slot this request is in flight in.
+  Request*& owner_slot() const;
+  std::string describe() const;
 
   std::shared_ptr<detail::Device> dev_;
-  std::int32_t slot_ = -1;  // status word in flight; -1: done
+  // In flight: its status word, or (receive_) its receive slot; -1: done.
+  std::int32_t slot_ = -1;
+  bool receive_ = false;
+  bool cancelled_ = false;
   std::uint32_t bytes_ = 0;
+  std::optional<Message> message_;
   std::optional<Error> error_;
 };
 

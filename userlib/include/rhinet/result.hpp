@@ -58,6 +58,11 @@ class Error {
   // `syndrome`. The errno is syndrome_errno(syndrome).
   static Error completion(std::uint32_t status, std::string status_name,
                           std::uint32_t syndrome, std::string message);
+  // As above with the errno chosen by the caller (when the status says
+  // more than the syndrome: a truncated or cancelled receive).
+  static Error completion(std::uint32_t status, std::string status_name,
+                          std::uint32_t syndrome, std::string message,
+                          int errno_value);
 
   const std::error_code& code() const { return code_; }
   // The errno value (code().value(); the library only uses errno codes).

@@ -10,6 +10,9 @@
 //   auto r = group.push(peer, 7, 0, std::as_bytes(std::span(src)));
 //   if (auto w = r.wait(); !w) ... w.error().syndrome_name() ...
 //   group.sync();                                // 004 table 2 `sync`
+//   auto rx = group.irecv(rhinet::any_source, 42, std::span(inbox));
+//   auto tx = group.isend(peer, 42, std::as_bytes(std::span(src)));
+//   rx.wait(); rx.message()->source ...          // 004 2.6 isend/irecv
 //
 // Reference: Documentation/userlib/reference.md.
 #ifndef RHINET_RHINET_HPP
@@ -18,6 +21,7 @@
 #include "rhinet/area.hpp"
 #include "rhinet/bootstrap.hpp"
 #include "rhinet/group.hpp"
+#include "rhinet/message.hpp"
 #include "rhinet/request.hpp"
 #include "rhinet/result.hpp"
 #include "rhinet/types.hpp"

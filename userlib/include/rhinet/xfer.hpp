@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Options of PUSH and PULL: the partial-transfer modes of 004 2.7 / table 1
 // with their parameters, put-with-signal (2.11) and the per-operation flags.
+// isend and irecv (message.hpp) take the same options, of which they
+// support only Mode::basic and, for an isend, inline_data.
 #ifndef RHINET_XFER_HPP
 #define RHINET_XFER_HPP
 
@@ -14,7 +16,8 @@ namespace rhinet {
 
 class Twin;
 
-enum class Op : std::uint32_t { push = 1, pull = 2 };
+// The operations (values of RHINETDV_OP_*).
+enum class Op : std::uint32_t { push = 1, pull = 2, isend = 3, irecv = 4 };
 
 // The partial-transfer modes (values of RHINETDV_MODE_*). Table 1: PUSH
 // takes basic, diff, bitmap, stride; PULL takes basic, twin, bitmap, stride.
@@ -71,9 +74,9 @@ struct XferOptions {
   std::uint32_t signal = 0;
   // Start only after this process's earlier PULLs completed.
   bool fence = false;
-  // PUSH, Mode::basic only: the bytes are copied into the work request
-  // (at most Group::max_inline() bytes), so the span need not be
-  // registered and is free again as soon as push() returns.
+  // PUSH and isend, Mode::basic only: the bytes are copied into the work
+  // request (at most Group::max_inline() bytes), so the span need not be
+  // registered and is free again as soon as push() / isend() returns.
   bool inline_data = false;
 
   static XferOptions strided(const Stride& s) {
@@ -107,8 +110,9 @@ enum class Target : std::uint32_t {
 // callers who want to validate once): table 1's combinations, the mode's
 // parameters against `length` (the local span's bytes), signal only on a
 // PUSH by area, inline only on a basic PUSH. Errors: EINVAL with a message
-// naming the rule; EMSGSIZE for a span of 4 GiB or more. Does not check
-// what needs the device (registration, max_inline, the twin's device).
+// naming the rule (also for Op::isend/irecv: see check_message); EMSGSIZE
+// for a span of 4 GiB or more. Does not check what needs the device
+// (registration, max_inline, the twin's device).
 Result<void> check_xfer(Op op, Target target, const XferOptions& options,
                         std::size_t length);
 
