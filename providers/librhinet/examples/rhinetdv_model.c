@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include "example_tcp.h"
 #include <infiniband/rhinetdv.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
@@ -53,58 +54,6 @@ static uint8_t pattern(uint32_t seed, uint64_t i)
 }
 
 /* ---- TCP ---------------------------------------------------------------- */
-
-static int full_io(int fd, void *p, size_t len, bool out)
-{
-	uint8_t *b = p;
-
-	while (len) {
-		ssize_t n = out ? write(fd, b, len) : read(fd, b, len);
-
-		if (n <= 0)
-			return -1;
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int tcp_open(const char *server, int port)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_port = htons((uint16_t)port)};
-	struct timeval tv = {120, 0};
-	int fd = -1, one = 1;
-
-	if (server) {
-		if (inet_pton(AF_INET, server, &a.sin_addr) != 1)
-			return -1;
-		for (int i = 0; i < 120 && fd < 0; i++) {
-			fd = socket(AF_INET, SOCK_STREAM, 0);
-			if (fd >= 0 && connect(fd, (struct sockaddr *)&a,
-					       sizeof(a))) {
-				close(fd);
-				fd = -1;
-				usleep(250000);
-			}
-		}
-	} else {
-		int l = socket(AF_INET, SOCK_STREAM, 0);
-
-		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		a.sin_addr.s_addr = htonl(INADDR_ANY);
-		if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) ||
-		    listen(l, 1))
-			return -1;
-		fd = accept(l, NULL, NULL);
-		close(l);
-	}
-	if (fd >= 0) {
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	}
-	return fd;
-}
 
 /* ---- the device ----------------------------------------------------------- */
 
@@ -178,32 +127,32 @@ static int serve(int port)
 			   (uintptr_t)area};
 	printf("server: endpoint %u.%u, area %u.%u\n", h.node, h.endpoint,
 	       h.group, AREA_ID);
-	fd = tcp_open(NULL, port);
-	if (fd < 0 || full_io(fd, &h, sizeof(h), true))
+	fd = example_tcp_open(NULL, port, 30);
+	if (fd < 0 || example_full_io(fd, &h, sizeof(h), true))
 		return 1;
 	for (;;) {
 		struct cmd c;
 		uint64_t got = 0;
 		int err = 0;
 
-		if (full_io(fd, &c, sizeof(c), false))
+		if (example_full_io(fd, &c, sizeof(c), false))
 			return 1;
 		switch (c.op) {
 		case 'F':
 			for (uint64_t i = 0; i < AREA_BYTES; i++)
 				area[i] = pattern(c.seed, i);
-			err = full_io(fd, &err, sizeof(err), true);
+			err = example_full_io(fd, &err, sizeof(err), true);
 			break;
 		case 'G':
-			err = full_io(fd, area, AREA_BYTES, true);
+			err = example_full_io(fd, area, AREA_BYTES, true);
 			break;
 		case 'W':
 			/* Sleeps in the kernel's completion event. */
 			err = rhinetdv_wait_signal(ep, h.group, AREA_ID,
 						   c.count, 30000);
 			rhinetdv_signal_count(ep, h.group, AREA_ID, &got);
-			full_io(fd, &err, sizeof(err), true);
-			err = full_io(fd, &got, sizeof(got), true);
+			example_full_io(fd, &err, sizeof(err), true);
+			err = example_full_io(fd, &got, sizeof(got), true);
 			break;
 		case 'Q':
 			ibv_dereg_mr(mr);
@@ -231,12 +180,12 @@ static int remote_cmd(uint8_t op, uint32_t seed, uint64_t count)
 	struct cmd c = {.op = op, .seed = seed, .count = count};
 	int err = 0;
 
-	if (full_io(fd, &c, sizeof(c), true))
+	if (example_full_io(fd, &c, sizeof(c), true))
 		return -1;
 	if (op == 'F') {
 		for (uint64_t i = 0; i < AREA_BYTES; i++)
 			mirror[i] = pattern(seed, i);
-		return full_io(fd, &err, sizeof(err), false) ? -1 : err;
+		return example_full_io(fd, &err, sizeof(err), false) ? -1 : err;
 	}
 	return 0;
 }
@@ -247,7 +196,7 @@ static void check_remote(const char *what)
 	uint8_t *got = malloc(AREA_BYTES);
 
 	if (!got || remote_cmd('G', 0, 0) ||
-	    full_io(fd, got, AREA_BYTES, false)) {
+	    example_full_io(fd, got, AREA_BYTES, false)) {
 		FAIL("%s: cannot read the server's area", what);
 		exit(1);
 	}
@@ -488,8 +437,8 @@ static int client(const char *server, int port)
 	printf("client: twin memory allocated, connecting\n");
 	for (uint32_t i = 0; i < 4096 * 8; i++)
 		bits[i] = (uint8_t)(pattern(99, i) & pattern(98, i));
-	fd = tcp_open(server, port);
-	if (fd < 0 || full_io(fd, &srv, sizeof(srv), false)) {
+	fd = example_tcp_open(server, port, 30);
+	if (fd < 0 || example_full_io(fd, &srv, sizeof(srv), false)) {
 		fprintf(stderr, "cannot reach the server\n");
 		return 1;
 	}
@@ -513,8 +462,8 @@ static int client(const char *server, int port)
 		if (!run(&x, true, "put-with-signal"))
 			memcpy(mirror + 64 * k, local, 64);
 	}
-	if (full_io(fd, &err, sizeof(err), false) ||
-	    full_io(fd, &got, sizeof(got), false) || err || got != 55)
+	if (example_full_io(fd, &err, sizeof(err), false) ||
+	    example_full_io(fd, &got, sizeof(got), false) || err || got != 55)
 		FAIL("wait_signal at the server: %s, count %lu (expected 55)",
 		     strerror(err), (unsigned long)got);
 	check_remote("put-with-signal");

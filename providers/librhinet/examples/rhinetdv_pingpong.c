@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include "example_tcp.h"
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdbool.h>
@@ -116,71 +117,6 @@ static long check(const uint8_t *p, uint32_t len, uint32_t seed)
 }
 
 /* ---- TCP ----------------------------------------------------------------- */
-
-static int full_io(int fd, void *p, size_t len, bool out)
-{
-	uint8_t *b = p;
-
-	while (len) {
-		ssize_t n = out ? write(fd, b, len) : read(fd, b, len);
-
-		if (n <= 0)
-			return -1;
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int tcp_connect(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_port = htons((uint16_t)opt.port)};
-	struct timeval tv = {120, 0};
-	int fd = -1, one = 1;
-
-	if (opt.server) {
-		if (inet_pton(AF_INET, opt.server, &a.sin_addr) != 1) {
-			fprintf(stderr, "bad address %s\n", opt.server);
-			return -1;
-		}
-		/* The server may still be starting: 20 s of attempts. */
-		for (int i = 0; i < 80; i++) {
-			fd = socket(AF_INET, SOCK_STREAM, 0);
-			if (fd < 0)
-				return -1;
-			if (!connect(fd, (struct sockaddr *)&a, sizeof(a)))
-				break;
-			close(fd);
-			fd = -1;
-			usleep(250000);
-		}
-		if (fd < 0) {
-			fprintf(stderr, "Couldn't connect to %s:%d\n",
-				opt.server, opt.port);
-			return -1;
-		}
-	} else {
-		int l = socket(AF_INET, SOCK_STREAM, 0);
-
-		if (l < 0)
-			return -1;
-		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		a.sin_addr.s_addr = htonl(INADDR_ANY);
-		if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1)) {
-			perror("bind/listen");
-			close(l);
-			return -1;
-		}
-		fd = accept(l, NULL, NULL);
-		close(l);
-		if (fd < 0)
-			return -1;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return fd;
-}
 
 /* ---- verbs --------------------------------------------------------------- */
 
@@ -675,8 +611,8 @@ static int client(int fd)
 		  op(true, buf, size, opt.area_id, half, 400, false, 0), size);
 	res.seed = htonl(seed);
 	res.ok = htonl(failures == 0);
-	if (full_io(fd, &res, sizeof(res), true) ||
-	    full_io(fd, &res, sizeof(res), false)) {
+	if (example_full_io(fd, &res, sizeof(res), true) ||
+	    example_full_io(fd, &res, sizeof(res), false)) {
 		FAIL("no result from the server");
 	} else if (!ntohl(res.ok)) {
 		FAIL("the server's checks failed");
@@ -697,7 +633,7 @@ static int server(int fd)
 	printf("serving area %u; ping-pong, then waiting for the client\n",
 	       opt.area_id);
 	pingpong(false);
-	if (full_io(fd, &res, sizeof(res), false)) {
+	if (example_full_io(fd, &res, sizeof(res), false)) {
 		FAIL("client went away");
 		return 1;
 	}
@@ -714,7 +650,7 @@ static int server(int fd)
 		printf("area holds the client's last pattern; first half "
 		       "intact\n");
 	res.ok = htonl(failures == 0);
-	full_io(fd, &res, sizeof(res), true);
+	example_full_io(fd, &res, sizeof(res), true);
 	return failures ? 1 : 0;
 }
 
@@ -807,15 +743,15 @@ int main(int argc, char **argv)
 		teardown();
 		return 1;
 	}
-	fd = tcp_connect();
+	fd = example_tcp_open(opt.server, opt.port, 20);
 	if (fd < 0) {
 		teardown();
 		return 1;
 	}
 	mine = (struct info){htonl(ep->node_id), htonl(ep->endpoint_id),
 			     htonl(opt.area_id), htonl(area_len)};
-	if (full_io(fd, &mine, sizeof(mine), true) ||
-	    full_io(fd, &peer, sizeof(peer), false)) {
+	if (example_full_io(fd, &mine, sizeof(mine), true) ||
+	    example_full_io(fd, &peer, sizeof(peer), false)) {
 		fprintf(stderr, "exchange with the peer failed\n");
 		close(fd);
 		teardown();

@@ -27,6 +27,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include "example_tcp.h"
 #include <infiniband/rhinetdv.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
@@ -79,58 +80,6 @@ static bool same(const uint8_t *p, uint32_t seed, size_t len)
 
 /* ---- TCP: addresses and step-by-step synchronisation ------------------- */
 
-static int full_io(int fd, void *p, size_t len, bool out)
-{
-	uint8_t *b = p;
-
-	while (len) {
-		ssize_t n = out ? write(fd, b, len) : read(fd, b, len);
-
-		if (n <= 0)
-			return -1;
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int tcp_open(const char *server, int port)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_port = htons((uint16_t)port)};
-	struct timeval tv = {120, 0};
-	int fd = -1, one = 1;
-
-	if (server) {
-		if (inet_pton(AF_INET, server, &a.sin_addr) != 1)
-			return -1;
-		for (int i = 0; i < 240 && fd < 0; i++) {
-			fd = socket(AF_INET, SOCK_STREAM, 0);
-			if (fd >= 0 && connect(fd, (struct sockaddr *)&a,
-					       sizeof(a))) {
-				close(fd);
-				fd = -1;
-				usleep(250000);
-			}
-		}
-	} else {
-		int l = socket(AF_INET, SOCK_STREAM, 0);
-
-		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		a.sin_addr.s_addr = htonl(INADDR_ANY);
-		if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) ||
-		    listen(l, 1))
-			return -1;
-		fd = accept(l, NULL, NULL);
-		close(l);
-	}
-	if (fd >= 0) {
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	}
-	return fd;
-}
-
 static int sock = -1;
 
 /* Both sides reach step @s before either goes on. */
@@ -138,8 +87,8 @@ static void step(uint32_t s)
 {
 	uint32_t peer = 0;
 
-	if (full_io(sock, &s, sizeof(s), true) ||
-	    full_io(sock, &peer, sizeof(peer), false) || peer != s) {
+	if (example_full_io(sock, &s, sizeof(s), true) ||
+	    example_full_io(sock, &peer, sizeof(peer), false) || peer != s) {
 		FAIL("lost step with the peer at %u (peer %u)", s, peer);
 		exit(1);
 	}
@@ -488,7 +437,7 @@ static void receiver(struct node *n, const struct addr *peer)
 
 		if (pid < 0)
 			FAIL("vanish: no victim process");
-		if (full_io(sock, &v, sizeof(v), true))
+		if (example_full_io(sock, &v, sizeof(v), true))
 			exit(1);
 		step(9); /* the client's isends are queued at the victim */
 		if (pid > 0) {
@@ -551,7 +500,7 @@ static void sender(struct node *n, const struct addr *peer)
 	}
 	step(8);
 
-	if (full_io(sock, &v, sizeof(v), false))
+	if (example_full_io(sock, &v, sizeof(v), false))
 		exit(1);
 	if (v.endpoint) {
 		isend(n, &v, 600, 0, BIG, 600, 60);
@@ -594,9 +543,9 @@ int main(int argc, char **argv)
 	}
 	me.node = n.ep->node_id;
 	me.endpoint = n.ep->endpoint_id;
-	sock = tcp_open(server, port);
-	if (sock < 0 || full_io(sock, &me, sizeof(me), true) ||
-	    full_io(sock, &peer, sizeof(peer), false)) {
+	sock = example_tcp_open(server, port, 60);
+	if (sock < 0 || example_full_io(sock, &me, sizeof(me), true) ||
+	    example_full_io(sock, &peer, sizeof(peer), false)) {
 		fprintf(stderr, "rhinetdv_tag: no peer\n");
 		return 1;
 	}
