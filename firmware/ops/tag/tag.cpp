@@ -7,14 +7,17 @@
 // matched: the header waits in the unexpected list (QUEUED); the irecv
 // that later matches it asks for the data (CTS) -- the PULL of 004.
 //
-// Posted receives with an exact source and tag live in hash buckets,
-// the others (any source, masked tags) in the endpoint's wildcard list;
-// the older of the two candidates wins, so the cost of matching does not
-// grow with the number of exact receives. Both lists are bounded; beyond
-// them irecvs wait in the host's RQ and isends are refused and resent in
+// Posted receives live in hash buckets by what they fix: source and tag
+// (exact), tag only (any source, MPI_ANY_SOURCE), source only (a masked
+// tag, MPI_ANY_TAG); the rest (any source and a masked tag) in the
+// endpoint's wildcard list. An arriving message looks at the first match
+// of each and the oldest wins, so the cost of matching does not grow with
+// the number of receives of the first three kinds. Both lists are bounded;
+// beyond them irecvs wait in the host's RQ and isends are refused and resent in
 // order (refusal records), so overflow never drops or reorders.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "ops/family.h"
 
@@ -46,17 +49,48 @@ uint32_t bucket_of(const TagTables& t, uint32_t qpn, uint16_t node,
 // unexpected messages (bucket chains, arrival lists), all doubly linked
 // through indices.
 
+// Where a posted receive is kept (TagRecv::index).
+enum TagIndex : uint8_t {
+  kBySourceAndTag,  // exact
+  kByTag,           // any source, exact tag
+  kBySource,        // exact source, masked tag
+  kInList,          // any source, masked tag: the wildcard list
+};
+// Bucket keys of the receives that fix only one of source and tag.
+constexpr uint16_t kAnyNode = 0xffff;
+constexpr uint32_t kAnyQpn = ~uint32_t{0};
+
+uint8_t index_of(const TagRecv& r) {
+  if (r.mask == kExactMask) return r.any_src ? kByTag : kBySourceAndTag;
+  return r.any_src ? kInList : kBySource;
+}
+
+// The head and tail of the chain or list that holds (or will hold) r.
+std::pair<uint32_t*, uint32_t*> recv_chain(Impl& m, const TagRecv& r) {
+  uint32_t b;
+  switch (r.index) {
+    case kBySourceAndTag:
+      b = bucket_of(m.tags, r.qpn, r.src_node, r.src_qpn, r.tag);
+      break;
+    case kByTag:
+      b = bucket_of(m.tags, r.qpn, kAnyNode, kAnyQpn, r.tag);
+      break;
+    case kBySource:
+      b = bucket_of(m.tags, r.qpn, r.src_node, r.src_qpn, 0);
+      break;
+    default: {
+      QpObj& qp = m.qps[r.qpn];
+      return {&qp.tag_wild_head, &qp.tag_wild_tail};
+    }
+  }
+  auto& chain = m.tags.recv_buckets[b];
+  return {&chain[0], &chain[1]};
+}
+
 void recv_link(Impl& m, uint32_t i) {
   TagRecv& r = m.tags.recvs[i];
-  QpObj& qp = m.qps[r.qpn];
-  uint32_t* head = &qp.tag_wild_head;
-  uint32_t* tail = &qp.tag_wild_tail;
-  if (r.exact) {
-    auto& b = m.tags.recv_buckets[bucket_of(m.tags, r.qpn, r.src_node,
-                                            r.src_qpn, r.tag)];
-    head = &b[0];
-    tail = &b[1];
-  }
+  r.index = index_of(r);
+  auto [head, tail] = recv_chain(m, r);
   r.prev = *tail;
   r.next = kNone;
   if (*tail != kNone)
@@ -68,15 +102,7 @@ void recv_link(Impl& m, uint32_t i) {
 
 void recv_unlink(Impl& m, uint32_t i) {
   TagRecv& r = m.tags.recvs[i];
-  QpObj& qp = m.qps[r.qpn];
-  uint32_t* head = &qp.tag_wild_head;
-  uint32_t* tail = &qp.tag_wild_tail;
-  if (r.exact) {
-    auto& b = m.tags.recv_buckets[bucket_of(m.tags, r.qpn, r.src_node,
-                                            r.src_qpn, r.tag)];
-    head = &b[0];
-    tail = &b[1];
-  }
+  auto [head, tail] = recv_chain(m, r);
   if (r.prev != kNone)
     m.tags.recvs[r.prev].next = r.next;
   else
@@ -172,27 +198,50 @@ bool tag_matches(const TagRecv& r, uint64_t tag) {
   return ((r.tag ^ tag) & r.mask) == 0;
 }
 
-// The oldest posted receive of the endpoint that takes this message.
+// The older of two posted receives of one endpoint (kNone: none).
+uint32_t older(const Impl& m, uint32_t a, uint32_t b) {
+  if (a == kNone) return b;
+  if (b == kNone) return a;
+  return int32_t(uint32_t(m.tags.recvs[a].seq - m.tags.recvs[b].seq)) < 0 ? a
+                                                                          : b;
+}
+
+// The first receive of a chain that takes the message: chains are in
+// posting order, so it is the oldest of its kind.
+template <typename Takes>
+uint32_t first_in(const Impl& m, uint32_t i, Takes takes) {
+  for (; i != kNone; i = m.tags.recvs[i].next)
+    if (takes(m.tags.recvs[i])) return i;
+  return kNone;
+}
+
+// The oldest posted receive of the endpoint that takes this message: the
+// first match of each kind, then the oldest of those.
 uint32_t match_posted(Impl& m, uint32_t qpn, uint16_t node, uint32_t src_qpn,
                       uint64_t tag) {
-  uint32_t exact =
-      m.tags.recv_buckets[bucket_of(m.tags, qpn, node, src_qpn, tag)][0];
-  for (; exact != kNone; exact = m.tags.recvs[exact].next) {
-    const TagRecv& r = m.tags.recvs[exact];
-    if (r.qpn == qpn && r.src_node == node && r.src_qpn == src_qpn &&
-        r.tag == tag)
-      break;
-  }
-  uint32_t wild = m.qps[qpn].tag_wild_head;
-  for (; wild != kNone; wild = m.tags.recvs[wild].next) {
-    const TagRecv& r = m.tags.recvs[wild];
-    if (source_matches(r, node, src_qpn) && tag_matches(r, tag)) break;
-  }
-  if (exact == kNone) return wild;
-  if (wild == kNone) return exact;
-  return int32_t(uint32_t(m.tags.recvs[exact].seq - m.tags.recvs[wild].seq)) < 0
-             ? exact
-             : wild;
+  const auto& buckets = m.tags.recv_buckets;
+  const uint32_t exact = first_in(
+      m, buckets[bucket_of(m.tags, qpn, node, src_qpn, tag)][0],
+      [&](const TagRecv& r) {
+        return r.index == kBySourceAndTag && r.qpn == qpn &&
+               r.src_node == node && r.src_qpn == src_qpn && r.tag == tag;
+      });
+  const uint32_t by_tag =
+      first_in(m, buckets[bucket_of(m.tags, qpn, kAnyNode, kAnyQpn, tag)][0],
+               [&](const TagRecv& r) {
+                 return r.index == kByTag && r.qpn == qpn && r.tag == tag;
+               });
+  const uint32_t by_source = first_in(
+      m, buckets[bucket_of(m.tags, qpn, node, src_qpn, 0)][0],
+      [&](const TagRecv& r) {
+        return r.index == kBySource && r.qpn == qpn && r.src_node == node &&
+               r.src_qpn == src_qpn && tag_matches(r, tag);
+      });
+  const uint32_t listed =
+      first_in(m, m.qps[qpn].tag_wild_head, [&](const TagRecv& r) {
+        return source_matches(r, node, src_qpn) && tag_matches(r, tag);
+      });
+  return older(m, older(m, exact, by_tag), older(m, by_source, listed));
 }
 
 // The oldest unexpected message of the endpoint that `r` takes.

@@ -16,8 +16,8 @@ namespace rhinet::sim {
 
 struct TagScript {
   uint32_t recvs = 4096, msgs = 4096;  // the NIC's list capacities
-  int senders = 2;                     // 1..7
-  bool lossy = false;                  // loss, duplication, reordering
+  int senders = 2;     // 1..7; 1 when a list holds fewer than 64 entries
+  bool lossy = false;  // loss, duplication, reordering
   uint64_t fabric_seed = 1;
   int steps = 220;
 };
