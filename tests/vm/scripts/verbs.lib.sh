@@ -69,7 +69,7 @@ sync_status() {
 # address appended, as the client on node 0. The client retries while the
 # server is not listening yet; both run again (up to 3 times in all) when
 # either side's perftest failed its CPU clock calibration, which happens now
-# and then under TCG. Both print the output (left in /tmp/out); a failure on
+# and then under TCG, or when both hung after the client was refused. Both print the output (left in /tmp/out); a failure on
 # either side fails the pair on both nodes (added to $failed, and the
 # function returns 1).
 run_pair() {
@@ -99,6 +99,13 @@ run_pair() {
 			status=ok
 		elif grep -qF "Correlation coefficient r^2" /tmp/out; then
 			status=calibration
+		elif [ "$NODE" = 0 ] && [ $tries -gt 0 ] &&
+			{ [ $rc = 124 ] || [ $rc = 143 ]; }; then
+			# A client refused while the server was not listening
+			# yet, then both hung: perftest's rdma_cm client has
+			# crashed in librdmacm after a REJECTED (seen once in
+			# 2026-11, a GPF in dmesg) with the server left waiting.
+			status=stuck
 		else
 			status="rc=$rc"
 		fi
@@ -112,6 +119,12 @@ run_pair() {
 			{ [ "$status" = calibration ] || [ "$PEER_STATUS" = calibration ]; }; then
 			attempt=$((attempt + 1))
 			echo "== $name: perftest clock calibration failed, again"
+			continue
+		fi
+		if [ $attempt -lt 3 ] &&
+			{ [ "$status" = stuck ] || [ "$PEER_STATUS" = stuck ]; }; then
+			attempt=$((attempt + 1))
+			echo "== $name: stuck after refused connections, again"
 			continue
 		fi
 		break
