@@ -432,8 +432,6 @@ enum class TagRecvState : uint8_t { kFree, kPosted, kMatched };
 struct TagRecv {
   TagRecvState state = TagRecvState::kFree;
   bool any_src = false;
-  bool exact = false;     // exact source and tag
-  uint8_t index = 0;      // where it is posted (ops/tag: TagIndex)
   bool cts_owed = false;  // matched; its CTS waits for send room
   uint16_t gen = 0;
   uint16_t wqe_index = 0;

@@ -196,8 +196,8 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   p.nak_sent = false;
   for (auto& n : p.naks) n = Peer::Naked{};
   rx_abandon_all(p);
-  tag_node_failed(node_of(p),
-                  true);  // its queued isends were its former life's
+  // Its queued isends were its former life's.
+  tag_node_failed(node_of(p), true);
   release_gated(p);
 }
 

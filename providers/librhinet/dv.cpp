@@ -279,6 +279,37 @@ bool mode_taken(uint32_t mode, bool push) {
   }
 }
 
+// A status word the NIC can write: given, 8-byte aligned.
+bool status_word_ok(uint32_t flags, const uint64_t* word) {
+  return !(flags & RHINETDV_XFER_STATUS_WORD) ||
+         (word && !(reinterpret_cast<uintptr_t>(word) & 7));
+}
+
+// The data of a PUSH or isend WQE (inline bytes, or one SGE) and its
+// status word, from RHINETDV_XFER_INLINE / _STATUS_WORD in @flags (the
+// isend flags have the same values); returns the extension slots the
+// inline bytes take.
+uint32_t put_data(uint8_t* w, const void* addr, uint32_t length, uint32_t lkey,
+                  uint32_t flags, uint64_t* status_word, uint32_t status_lkey) {
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  uint32_t ext = 0;
+  if (flags & RHINETDV_XFER_INLINE) {
+    if (length) memcpy(w + offsetof(rhn_send_wqe, d), addr, length);
+    h->num_sge = static_cast<uint16_t>(length);
+    h->flags |= RHN_WQE_F_INLINE;
+    ext = ext_units_for_inline(length);
+  } else {
+    h->d.sge = rhn_sge{reinterpret_cast<uintptr_t>(addr), length, lkey};
+    h->num_sge = 1;
+  }
+  if (flags & RHINETDV_XFER_STATUS_WORD) {
+    h->flags |= RHN_WQE_F_STATUS_WORD;
+    h->u.status.addr = reinterpret_cast<uintptr_t>(status_word);
+    h->u.status.lkey = status_lkey;
+  }
+  return ext;
+}
+
 // Copies a built WQE (@slots slots at @w) into the SQ and kicks; the
 // endpoint's lock is held. @wanted: the caller gets its completion.
 int post_wqe_locked(Endpoint* ep, uint8_t* w, uint32_t slots, uint64_t wr_id,
@@ -326,9 +357,7 @@ int post(rhinetdv_endpoint* pub, const rhinetdv_xfer_ex* xe, bool push) {
       x->reserved1 || xe->reserved0 ||
       ((x->flags & RHINETDV_XFER_INLINE) &&
        (!push || partial || x->length > ep->max_inline)) ||
-      ((x->flags & RHINETDV_XFER_STATUS_WORD) &&
-       (!x->status_word ||
-        (reinterpret_cast<uintptr_t>(x->status_word) & 7))) ||
+      !status_word_ok(x->flags, x->status_word) ||
       !mode_taken(xe->mode, push) ||
       ((x->flags & RHINETDV_XFER_EX_SIGNAL) && (!push || by_key)) ||
       (!by_key && (x->area_id > 0xffff || xe->group_id > 0xffff)))
@@ -338,17 +367,8 @@ int post(rhinetdv_endpoint* pub, const rhinetdv_xfer_ex* xe, bool push) {
   alignas(8) uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
   memset(w, 0, sizeof(w));
   auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  uint32_t ext = 0;
-  if (x->flags & RHINETDV_XFER_INLINE) {
-    memcpy(w + offsetof(rhn_send_wqe, d), x->local_addr, x->length);
-    h->num_sge = static_cast<uint16_t>(x->length);
-    h->flags |= RHN_WQE_F_INLINE;
-    ext = ext_units_for_inline(x->length);
-  } else {
-    h->d.sge =
-        rhn_sge{reinterpret_cast<uintptr_t>(x->local_addr), x->length, x->lkey};
-    h->num_sge = 1;
-  }
+  uint32_t ext = put_data(w, x->local_addr, x->length, x->lkey, x->flags,
+                          x->status_word, x->status_lkey);
   if (partial) {
     // The descriptor takes the slot after the base (004 2.7).
     auto* d = reinterpret_cast<rhn_wqe_xfer*>(w + RHN_SQ_SLOT_SIZE);
@@ -387,11 +407,6 @@ int post(rhinetdv_endpoint* pub, const rhinetdv_xfer_ex* xe, bool push) {
     h->flags |= RHN_WQE_F_SIGNAL_REMOTE;
     h->imm_data = xe->signal;
   }
-  if (x->flags & RHINETDV_XFER_STATUS_WORD) {
-    h->flags |= RHN_WQE_F_STATUS_WORD;
-    h->u.status.addr = reinterpret_cast<uintptr_t>(x->status_word);
-    h->u.status.lkey = x->status_lkey;
-  }
   h->dst_node = x->dest_node;
   h->dst_qpn = x->dest_endpoint;
   h->remote_key = by_key ? xe->rkey : RHN_AREA_KEY(xe->group_id, x->area_id);
@@ -426,33 +441,18 @@ bool extend(const void* in, size_t inlen, void* out, size_t outlen) {
 int post_isend(Endpoint* ep, const rhinetdv_isend_attr& a) {
   if (a.comp_mask || a.reserved0 || (a.flags & ~kKnownIsendFlags) ||
       ((a.flags & RHINETDV_ISEND_INLINE) && a.length > ep->max_inline) ||
-      ((a.flags & RHINETDV_ISEND_STATUS_WORD) &&
-       (!a.status_word || (reinterpret_cast<uintptr_t>(a.status_word) & 7))) ||
-      (a.length && !a.addr))
+      !status_word_ok(a.flags, a.status_word) || (a.length && !a.addr))
     return EINVAL;
   alignas(8) uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
   memset(w, 0, sizeof(w));
   auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  uint32_t ext = 0;
-  if (a.flags & RHINETDV_ISEND_INLINE) {
-    if (a.length) memcpy(w + offsetof(rhn_send_wqe, d), a.addr, a.length);
-    h->num_sge = static_cast<uint16_t>(a.length);
-    h->flags |= RHN_WQE_F_INLINE;
-    ext = ext_units_for_inline(a.length);
-  } else {
-    h->d.sge = rhn_sge{reinterpret_cast<uintptr_t>(a.addr), a.length, a.lkey};
-    h->num_sge = 1;
-  }
+  const uint32_t ext = put_data(w, a.addr, a.length, a.lkey, a.flags,
+                                a.status_word, a.status_lkey);
   h->opcode = RHN_OP_ISEND;
   h->ext_units = static_cast<uint8_t>(ext);
   h->dst_node = a.dest_node;
   h->dst_qpn = a.dest_endpoint;
   h->remote_addr = a.tag;
-  if (a.flags & RHINETDV_ISEND_STATUS_WORD) {
-    h->flags |= RHN_WQE_F_STATUS_WORD;
-    h->u.status.addr = reinterpret_cast<uintptr_t>(a.status_word);
-    h->u.status.lkey = a.status_lkey;
-  }
   std::lock_guard<std::mutex> g(ep->lock);
   return post_wqe_locked(ep, w, 1 + ext, a.wr_id,
                          a.flags & RHINETDV_ISEND_SIGNALED);

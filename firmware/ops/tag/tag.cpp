@@ -49,7 +49,7 @@ uint32_t bucket_of(const TagTables& t, uint32_t qpn, uint16_t node,
 // unexpected messages (bucket chains, arrival lists), all doubly linked
 // through indices.
 
-// Where a posted receive is kept (TagRecv::index).
+// Where a posted receive is kept: by what it fixes.
 enum TagIndex : uint8_t {
   kBySourceAndTag,  // exact
   kByTag,           // any source, exact tag
@@ -60,7 +60,7 @@ enum TagIndex : uint8_t {
 constexpr uint16_t kAnyNode = 0xffff;
 constexpr uint32_t kAnyQpn = ~uint32_t{0};
 
-uint8_t index_of(const TagRecv& r) {
+TagIndex index_of(const TagRecv& r) {
   if (r.mask == kExactMask) return r.any_src ? kByTag : kBySourceAndTag;
   return r.any_src ? kInList : kBySource;
 }
@@ -68,7 +68,7 @@ uint8_t index_of(const TagRecv& r) {
 // The head and tail of the chain or list that holds (or will hold) r.
 std::pair<uint32_t*, uint32_t*> recv_chain(Impl& m, const TagRecv& r) {
   uint32_t b;
-  switch (r.index) {
+  switch (index_of(r)) {
     case kBySourceAndTag:
       b = bucket_of(m.tags, r.qpn, r.src_node, r.src_qpn, r.tag);
       break;
@@ -89,7 +89,6 @@ std::pair<uint32_t*, uint32_t*> recv_chain(Impl& m, const TagRecv& r) {
 
 void recv_link(Impl& m, uint32_t i) {
   TagRecv& r = m.tags.recvs[i];
-  r.index = index_of(r);
   auto [head, tail] = recv_chain(m, r);
   r.prev = *tail;
   r.next = kNone;
@@ -223,18 +222,18 @@ uint32_t match_posted(Impl& m, uint32_t qpn, uint16_t node, uint32_t src_qpn,
   const uint32_t exact = first_in(
       m, buckets[bucket_of(m.tags, qpn, node, src_qpn, tag)][0],
       [&](const TagRecv& r) {
-        return r.index == kBySourceAndTag && r.qpn == qpn &&
+        return index_of(r) == kBySourceAndTag && r.qpn == qpn &&
                r.src_node == node && r.src_qpn == src_qpn && r.tag == tag;
       });
   const uint32_t by_tag =
       first_in(m, buckets[bucket_of(m.tags, qpn, kAnyNode, kAnyQpn, tag)][0],
                [&](const TagRecv& r) {
-                 return r.index == kByTag && r.qpn == qpn && r.tag == tag;
+                 return index_of(r) == kByTag && r.qpn == qpn && r.tag == tag;
                });
   const uint32_t by_source = first_in(
       m, buckets[bucket_of(m.tags, qpn, node, src_qpn, 0)][0],
       [&](const TagRecv& r) {
-        return r.index == kBySource && r.qpn == qpn && r.src_node == node &&
+        return index_of(r) == kBySource && r.qpn == qpn && r.src_node == node &&
                r.src_qpn == src_qpn && tag_matches(r, tag);
       });
   const uint32_t listed =
@@ -246,7 +245,7 @@ uint32_t match_posted(Impl& m, uint32_t qpn, uint16_t node, uint32_t src_qpn,
 
 // The oldest unexpected message of the endpoint that `r` takes.
 uint32_t match_unexpected(Impl& m, const TagRecv& r) {
-  if (r.exact) {
+  if (index_of(r) == kBySourceAndTag) {
     uint32_t i = m.tags.msg_buckets[bucket_of(m.tags, r.qpn, r.src_node,
                                               r.src_qpn, r.tag)][0];
     for (; i != kNone; i = m.tags.msgs[i].hnext) {
@@ -414,7 +413,6 @@ TagRecv recv_of_wqe(const QpObj& qp, uint32_t qpn, uint32_t index,
   r.src_qpn = w.src_qpn & RHN_WIRE_QPN_MASK;
   r.tag = w.tag;
   r.mask = w.mask;
-  r.exact = !r.any_src && r.mask == kExactMask;
   if (w.num_sge) r.sge = w.sge;
   return r;
 }
@@ -615,7 +613,6 @@ uint8_t execute_local(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
     probe.src_qpn = w.dst_qpn & RHN_WIRE_QPN_MASK;
     probe.tag = w.remote_addr;
     probe.mask = w.tag_mask;
-    probe.exact = !probe.any_src && probe.mask == kExactMask;
     const uint32_t i = match_unexpected(m, probe);
     if (i != kNone) {
       const TagMsg& g = m.tags.msgs[i];
