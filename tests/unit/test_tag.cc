@@ -272,6 +272,70 @@ TEST_F(Tag, CancelTakesOnlyAStillPostedReceiveOut) {
   EXPECT_FALSE(k.ext_flags & RHN_CQE_X_FOUND);
 }
 
+// A process that never receives cannot fill the NIC's unexpected list
+// for everyone: each context holds at most its share (half of 8 here);
+// another process's messages on the same node are still queued and
+// delivered, while the hog's surplus isends wait, refused and resent.
+TEST_F(Tag, AProcessThatNeverReceivesCannotStarveAnotherOfTheUnexpectedList) {
+  start(3, 4096, 8);
+  Ep sender = make_ep(*c, 0), other = make_ep(*c, 2);
+  Ep hog = make_ep(*c, 1), victim = make_ep(*c, 1);  // two contexts
+  ASSERT_TRUE(sender.qp && other.qp && hog.qp && victim.qp);
+  CounterSnap rx(c->node(1));
+  constexpr size_t kLen = 100;
+  for (uint32_t i = 0; i < 10; i++) {
+    put(sender.mem.buf, i * 4096, payload(0, i, kLen));
+    ASSERT_TRUE(
+        sender.qp->post_send(isend(i, hog, 1, sender.mem.sge(i * 4096, kLen))));
+  }
+  c->run_for(20'000'000);
+  EXPECT_EQ(rx.delta(RHN_CNT_TAG_UNEXPECTED), 4u)
+      << "the hog holds its share only";
+  EXPECT_GT(rx.delta(RHN_CNT_TAG_REFUSED), 0u);
+  for (uint32_t i = 0; i < 3; i++) {
+    put(other.mem.buf, i * 4096, payload(2, i, kLen));
+    ASSERT_TRUE(other.qp->post_send(
+        isend(i, victim, 2, other.mem.sge(i * 4096, kLen))));
+  }
+  c->run_for(20'000'000);
+  EXPECT_EQ(rx.delta(RHN_CNT_TAG_UNEXPECTED), 7u)
+      << "the victim's messages were queued";
+  for (uint32_t i = 0; i < 3; i++) {
+    TagRecv t;
+    t.tag = 2;
+    t.any_src = true;
+    t.sge = victim.mem.sge(i * 4096, 4096);
+    ASSERT_TRUE(victim.qp->post_tag_recv(i, t));
+  }
+  auto got = c->wait_cqes(*victim.cq, 3);
+  ASSERT_EQ(got.size(), 3u);
+  for (const auto& r : got) {
+    ASSERT_TRUE(r.ok()) << describe(r);
+    EXPECT_EQ(victim.mem.buf.bytes(r.wr_id * 4096, kLen),
+              payload(2, uint32_t(r.wr_id), kLen));
+  }
+  // The hog's isends are still pending (none failed), and all ten arrive
+  // in order once it receives.
+  EXPECT_TRUE(sender.cq->poll().empty());
+  for (uint32_t i = 0; i < 10; i++) {
+    TagRecv t;
+    t.tag = 1;
+    t.any_src = true;
+    t.sge = hog.mem.sge(i * 4096, 4096);
+    ASSERT_TRUE(hog.qp->post_tag_recv(i, t));
+  }
+  auto hogged = c->wait_cqes(*hog.cq, 10, 200'000'000);
+  ASSERT_EQ(hogged.size(), 10u);
+  for (const auto& r : hogged) {
+    ASSERT_TRUE(r.ok()) << describe(r);
+    EXPECT_EQ(hog.mem.buf.bytes(r.wr_id * 4096, kLen),
+              payload(0, uint32_t(r.wr_id), kLen));
+  }
+  auto sends = c->wait_cqes(*sender.cq, 10);
+  ASSERT_EQ(sends.size(), 10u);
+  for (const auto& x : sends) EXPECT_TRUE(x.ok()) << describe(x);
+}
+
 TEST_F(Tag, AReceiverThatGoesAwayFailsTheIsendsQueuedForIt) {
   start(2);
   Ep a = make_ep(*c, 0), b = make_ep(*c, 1);
