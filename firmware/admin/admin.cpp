@@ -233,7 +233,13 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     case RHN_ADMIN_CREATE_MR: {
       const auto& c = u.create_mr;
       if (!pd_ok(c.pdn)) return detail = 1, RHN_ADMIN_BAD_HANDLE;
-      if (c.flags & ~RHN_CREATE_MR_F_FAST_REG)
+      if (c.flags & ~(RHN_CREATE_MR_F_FAST_REG | RHN_CREATE_MR_F_ON_DEMAND) ||
+          c.flags == (RHN_CREATE_MR_F_FAST_REG | RHN_CREATE_MR_F_ON_DEMAND))
+        return detail = 8, RHN_ADMIN_BAD_PARAM;
+      // Pinned on demand: a user's memory, in 4 KiB pages (the unit the
+      // host pins and PD_REQUEST events count).
+      if ((c.flags & RHN_CREATE_MR_F_ON_DEMAND) &&
+          (ctx == 0 || c.levels == 0 || c.page_shift != 12))
         return detail = 8, RHN_ADMIN_BAD_PARAM;
       if (c.flags & RHN_CREATE_MR_F_FAST_REG) {
         // The page list holds bus addresses: the kernel's to write.
@@ -294,6 +300,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       mr.length = c.length;
       mr.table = c.table_addr;
       mr.num_pages = c.num_pages;
+      mr.on_demand = c.flags & RHN_CREATE_MR_F_ON_DEMAND;
       pds[c.pdn].refs++;
       tlb.invalidate_region(idx);  // nothing stale may survive reuse
       result = (idx << RHN_KEY_INDEX_SHIFT) | c.key_variant;
@@ -303,6 +310,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       MrObj* mr = mr_of_key(u.handle.handle);
       if (!mr) return RHN_ADMIN_BAD_HANDLE;
       if (mr->refs) return RHN_ADMIN_BUSY;
+      // Requests held for its pages go again and find it gone.
+      if (mr->on_demand) pin_mr_gone(u.handle.handle >> RHN_KEY_INDEX_SHIFT);
       mr->valid = false;
       pds[mr->pdn].refs--;
       tlb.invalidate_region(u.handle.handle >> RHN_KEY_INDEX_SHIFT);
@@ -798,6 +807,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       result = free_idx | uint32_t{t.gen} << 16;
       return RHN_ADMIN_OK;
     }
+    case RHN_ADMIN_PD_MAPPED:
+      return pin_mapped(ctx, u.pd_mapped);
     case RHN_ADMIN_FREE_TWIN: {
       TwinObj* t = twin_of(u.handle.handle, ctx);
       if (!t) return RHN_ADMIN_BAD_HANDLE;

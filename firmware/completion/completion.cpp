@@ -128,19 +128,20 @@ void Engine::Impl::eq_catch_up(uint32_t eqn) {
   }
 }
 
-void Engine::Impl::eq_push(uint32_t eqn, uint8_t type, uint32_t object,
-                           uint64_t data) {
-  if (eqn >= eqs.size() || !eqs[eqn].valid) return;
+bool Engine::Impl::eq_push(uint32_t eqn, uint8_t type, uint32_t object,
+                           uint64_t data, uint8_t flags) {
+  if (eqn >= eqs.size() || !eqs[eqn].valid) return false;
   EqObj& eq = eqs[eqn];
   const uint32_t depth = 1u << eq.log_depth;
   if (eq.producer - eq.consumer >= depth) {
     counters.add(RHN_CNT_CQ_OVERFLOWS);  // the driver stopped consuming
-    return;
+    return false;
   }
   rhn_eqe e{};
   e.data = data;
   e.object = object;
   e.type = type;
+  e.flags = flags;
   e.owner = ((eq.producer >> eq.log_depth) & 1) ^ 1;
   const uint64_t at = eq.ring + uint64_t{eq.producer & (depth - 1)} * sizeof(e);
   if (!bus.dma_write_publish(at, &e, sizeof(e), 8))
@@ -150,6 +151,7 @@ void Engine::Impl::eq_push(uint32_t eqn, uint8_t type, uint32_t object,
     eq.armed = false;
     bus.raise_msix(eq.vector);
   }
+  return true;
 }
 
 void Engine::Impl::write_status_word(const QpObj& qp, const Inflight& e) {

@@ -128,6 +128,7 @@ void Engine::Impl::reset() {
   }
   fw_reset();
   tag_reset();
+  pin_reset();
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) rx_ctxs[i] = RxContext{};
   free_rx_ctxs.clear();
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) free_rx_ctxs.push(i);
@@ -181,12 +182,12 @@ void Engine::Impl::report_link() {
   async_event(RHN_EQE_PORT_CHANGE, 0, up ? 1 : 0);
 }
 
-void Engine::Impl::async_event(uint8_t type, uint32_t object, uint64_t data) {
+bool Engine::Impl::async_event(uint8_t type, uint32_t object, uint64_t data,
+                               uint8_t flags) {
   for (uint32_t e = 0; e < eqs.size(); e++)
-    if (eqs[e].valid) {
-      eq_push(e, type, object, data);
-      return;  // the async EQ is the first one created
-    }
+    if (eqs[e].valid)  // the async EQ is the first one created
+      return eq_push(e, type, object, data, flags);
+  return false;
 }
 
 bool Engine::Impl::drain_kicks() {
@@ -354,7 +355,8 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
     case RHN_REG_CAPS:
       v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
           RHN_CAP_ATOMIC | RHN_CAP_AREA | RHN_CAP_INLINE_DB |
-          RHN_CAP_STATUS_WORD | RHN_CAP_RAW_ETH | RHN_CAP_TAG;
+          RHN_CAP_STATUS_WORD | RHN_CAP_RAW_ETH | RHN_CAP_TAG |
+          RHN_CAP_PIN_ON_DEMAND;
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;

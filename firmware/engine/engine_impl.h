@@ -84,6 +84,9 @@ struct MrObj {
   bool fast_reg = false;
   bool registered = false;
   uint32_t max_pages = 0;
+  // Remote pin-down (ops/pindown): pages the host pins on demand; a
+  // remote access to one it has not pinned yet is held, not refused.
+  bool on_demand = false;
 };
 
 struct EqObj {
@@ -189,6 +192,9 @@ struct Inflight {
   bool tag_answered = false;
   uint32_t attempt = 0;  // transmissions of an ordered-retry message
   bool tag_stream_owed = false;
+  // Refused while the target host pins (ops/pindown): resent on the
+  // target's PIN_READY (or after RHN_PIN_RETRY_US).
+  bool pin_wait = false;
   uint32_t tag_handle = 0, tag_take = 0, tag_receiver = 0;
   // A local operation's result for its CQE (IPROBE: the message found).
   uint8_t ext_flags = 0;
@@ -505,11 +511,44 @@ struct TagTables {
         streams_owed(owed_streams) {}
 };
 
+// ---- Remote pin-down (ops/pindown/) -----------------------------------------
+
+// Pages [first, first + count) of an on-demand MR the host was asked to
+// pin (one RHN_EQE_PD_REQUEST), until RHN_ADMIN_PD_MAPPED answers.
+struct PinRun {
+  bool used = false;
+  uint32_t mr_index = 0;
+  uint32_t first = 0, count = 0;
+};
+
+// A request refused (NAK PINNING) or held (a PD_REQ) for a run. An
+// endpoint's record also keeps its source's later requests to that
+// endpoint back until the refused one comes again (order per source).
+struct PinWaiter {
+  bool used = false;
+  bool reply = false;   // a held PD_REQ: answered when the run is done
+  bool orders = false;  // an endpoint's: later requests wait behind it
+  uint16_t node = 0;
+  uint32_t run = 0;  // kNone once the run is done (only ordering left)
+  uint32_t qpn = 0;  // the target QP
+  uint32_t context = 0;
+  uint64_t since = 0;
+  uint64_t va = 0;  // where the request starts in its MR
+  rhn_op_hdr op{};  // the request's header
+};
+
+struct PinTables {
+  std::vector<PinRun> runs;
+  std::vector<PinWaiter> waiters;
+  uint32_t waiters_used = 0;
+  uint32_t context_quota = 0;  // waiters one target context may have
+};
+
 // ---- Firmware-originated messages (fwmsg/) ---------------------------------
 
 // Who is told when a firmware message is over (acknowledged, refused, or
 // its node declared dead): an index into fwmsg/'s owner table.
-enum class FwOwner : uint8_t { kProbe };
+enum class FwOwner : uint8_t { kProbe, kPin };
 
 enum class FwState : uint8_t { kFree, kQueued, kInFlight };
 
@@ -650,6 +689,7 @@ struct Engine::Impl {
   Fifo<uint32_t> free_rx_ctxs;
   uint32_t rx_context_quota = 0;  // receive contexts one context may hold
   TagTables tags;
+  PinTables pins;
 
   // ---- engine/engine.cpp
   void reset();
@@ -660,7 +700,8 @@ struct Engine::Impl {
   void wake_later(uint32_t qpn, uint64_t at);
   void report_link();
   // An event for the driver on the asynchronous EQ (the first created).
-  void async_event(uint8_t type, uint32_t object, uint64_t data);
+  bool async_event(uint8_t type, uint32_t object, uint64_t data,
+                   uint8_t flags = 0);
 
   // ---- admin/admin.cpp
   void admin_process();
@@ -738,7 +779,10 @@ struct Engine::Impl {
   void message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,
                      uint16_t peer);
   void handle_response(Peer& p, const Packet& pkt);
-  void handle_rnr(uint32_t qpn, uint32_t idx, bool busy);
+  // RNR: counts against rnr_retry; BUSY: retried like RNR without;
+  // PINNING: like BUSY, resent when the target says its pages are in.
+  enum class Refusal : uint8_t { kRnr, kBusy, kPinning };
+  void handle_rnr(uint32_t qpn, uint32_t idx, Refusal why);
   void handle_unanswered(uint32_t qpn, uint32_t idx);
   bool expire_unanswered(uint32_t qpn);
   void abort_tx(QpObj& qp);
@@ -831,6 +875,21 @@ struct Engine::Impl {
   void tag_node_failed(uint16_t node, bool restarted);
   bool tag_run(uint32_t budget);  // owed CTSs and streams, stalled RQs
 
+  // ---- ops/pindown/pindown.cpp: remote pin-down (004 2.5)
+  void pin_reset();
+  // The host answered a PD_REQUEST event (RHN_ADMIN_PD_MAPPED).
+  rhn_admin_status pin_mapped(uint32_t context, const rhn_admin_pd_mapped& c);
+  // Held requests fail (the MR or the target QP went away) or are let go
+  // (their requester's node did).
+  void pin_mr_gone(uint32_t mr_index);
+  void pin_qp_gone(uint32_t qpn);
+  void pin_node_failed(uint16_t node);
+  // An endpoint request from a source with an earlier one held: refused
+  // (true) so that it does not overtake it.
+  bool pin_holds_back(Peer& p, QpObj& qp, uint32_t qpn, const rhn_op_hdr& op);
+  // RHN_FW_PIN_READY from a target: that QP's refused messages go again.
+  void pin_ready(Peer& p, std::span<const uint8_t> payload);
+
   // ---- fwmsg/fw_messages.cpp
   // Queues a message to `node`'s NIC; its owner hears of the outcome.
   // kNone: no room in the table (try later) or no such node.
@@ -847,7 +906,9 @@ struct Engine::Impl {
 
   // ---- completion/completion.cpp
   void cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited);
-  void eq_push(uint32_t eqn, uint8_t type, uint32_t object, uint64_t data);
+  // False: the event queue was full (the event is lost, and counted).
+  bool eq_push(uint32_t eqn, uint8_t type, uint32_t object, uint64_t data,
+               uint8_t flags = 0);
   // A CQ's completion event: posted, or owed until its event queue has
   // room again (a completion event is never lost, however many CQs one
   // user arms). The last entries of a queue stay for device events.

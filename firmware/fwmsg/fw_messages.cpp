@@ -25,9 +25,14 @@ void probe_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
   m.async_event(RHN_EQE_PROBE_DONE, static_cast<uint32_t>(cookie), syndrome);
 }
 
+// A PIN_READY needs no outcome: a requester that misses it sends again
+// on its timer.
+void pin_ready_done(Engine::Impl&, uint64_t, uint8_t) {}
+
 using DoneFn = void (*)(Engine::Impl&, uint64_t cookie, uint8_t syndrome);
 constexpr DoneFn kOwnerDone[] = {
-    probe_done,  // FwOwner::kProbe
+    probe_done,      // FwOwner::kProbe
+    pin_ready_done,  // FwOwner::kPin
 };
 
 }  // namespace
@@ -141,6 +146,9 @@ void Engine::Impl::fw_receive(Peer& p, const Packet& pkt) {
   switch (op.rkey) {
     case RHN_FW_PING:
       return;  // the channel's ACK is the answer
+    case RHN_FW_PIN_READY:
+      pin_ready(p, pkt.payload);
+      return;
     default:
       counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
       respond(p, RHN_WOP_NAK, RHN_SYN_BAD_OPCODE, op, {});

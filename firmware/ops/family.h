@@ -104,6 +104,12 @@ void not_ready(Impl& m, Request& r, rhn_syndrome syndrome);
 rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
                             uint64_t len, uint64_t* va, uint32_t* key,
                             uint32_t* mr_index);
+// Responder: an access to [va, va + len) of MR mr_index (resolve_target's
+// answer): kPresent, or the pages are being pinned (ops/pindown) and the
+// request was refused with PINNING (kRefused) or, a PD_REQ, held (kHeld).
+enum class PinCheck : uint8_t { kPresent, kRefused, kHeld };
+PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
+                   uint64_t len);
 // Requester: gathers `len` message bytes from `offset` (inline data or the
 // WQE's SGEs).
 bool gather(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,

@@ -15,10 +15,11 @@ extern const OpFamily kRawFamily;     // ops/raw: Ethernet frames
 extern const OpFamily kWindowFamily;  // ops/window: BIND_MW, REG_MR, LOCAL_INV
 extern const OpFamily kTagFamily;     // ops/tag: ISEND
 extern const OpFamily kTagLocalFamily;  // ops/tag: IPROBE, IRECV_CANCEL
+extern const OpFamily kPinFamily;       // ops/pindown: PD_REQUEST, PD_RELEASE
 
 namespace {
 
-constexpr size_t kOps = 64;  // enum rhn_op fits below
+constexpr size_t kOps = RHN_OP_MAX + 1;  // every enum rhn_op
 
 std::array<OpInfo, kOps> make_ops() {
   std::array<OpInfo, kOps> t{};
@@ -54,6 +55,11 @@ std::array<OpInfo, kOps> make_ops() {
       &kTagLocalFamily, 0, RHN_CQE_OP_IPROBE, false, false, false};
   t[RHN_OP_IRECV_CANCEL] = {
       &kTagLocalFamily, 0, RHN_CQE_OP_IRECV_CANCEL, false, false, false};
+  t[RHN_OP_PD_REQUEST] = {&kPinFamily, RHN_WOP_PD_REQ, RHN_CQE_OP_PD_REQUEST,
+                          true,        false,          false};
+  t[RHN_OP_PD_RELEASE] = {
+      &kPinFamily, RHN_WOP_PD_RELEASE, RHN_CQE_OP_PD_RELEASE, false, false,
+      false};
   t[RHN_OP_RAW_ETH] = {&kRawFamily, 0, RHN_CQE_OP_RAW_ETH, false, false, true};
   t[RHN_OP_BIND_MW] = {&kWindowFamily, 0,     RHN_CQE_OP_BIND_MW,
                        false,          false, false};
@@ -92,6 +98,10 @@ const OpFamily* family_of_wire(uint8_t wire_op) {
     case RHN_WOP_TAG_DATA:
     case RHN_WOP_TAG_RESP:
       return &kTagFamily;
+    case RHN_WOP_PD_REQ:
+    case RHN_WOP_PD_RELEASE:
+    case RHN_WOP_PD_REPLY:
+      return &kPinFamily;
     default:
       return nullptr;
   }

@@ -27,6 +27,7 @@ uint8_t status_of_nak(uint8_t syndrome) {
     case RHN_SYN_BOUNDS:
     case RHN_SYN_BAD_AREA:
     case RHN_SYN_BAD_GROUP:
+    case RHN_SYN_NOT_PINNED:
       return RHN_CQE_REM_ACCESS_ERR;
     case RHN_SYN_ALIGNMENT:  // a misaligned atomic is an invalid request
     case RHN_SYN_BAD_QP:
@@ -567,38 +568,48 @@ void Engine::Impl::message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,
   }
 }
 
-void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx, bool busy) {
+void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx, Refusal why) {
   QpObj& qp = qps[qpn];
   Inflight& e = entry(qpn, idx);
   counters.add(RHN_CNT_RNR_RETRIES);
-  // BUSY (the responder had no receive context free) is retried like RNR
-  // but does not use up the application's RNR retries.
-  if (!busy) {
+  // BUSY (the responder had no receive context free) and PINNING (the
+  // target host is pinning the pages) are retried like RNR but do not use
+  // up the application's RNR retries.
+  if (why == Refusal::kRnr) {
     if (qp.rnr_retry != 7 && qp.rnr_count >= qp.rnr_retry) {
       finish_entry(qpn, e, RHN_CQE_RNR_RETRY_EXC_ERR, RHN_SYN_RNR);
       return;
     }
     qp.rnr_count++;
   }
-  const uint64_t at = now + (uint64_t{qp.min_rnr_timer} + 1) * 10'000;
+  // A pinning target says when its pages are in (RHN_FW_PIN_READY); the
+  // timer only covers a target that kept no record of the request.
+  const bool pinning = why == Refusal::kPinning;
+  const uint64_t at =
+      now + (pinning ? uint64_t{RHN_PIN_RETRY_US} * 1000
+                     : (uint64_t{qp.min_rnr_timer} + 1) * 10'000);
   // RC: this message and every later one go again, in order (the
   // responder drops them until it sees this one). Endpoints: just this
   // one, and for an ordered-retry opcode (ISEND) the later ones of that
   // opcode to the same endpoint not answered yet (the responder refuses
-  // them until this one comes back).
-  const bool ordered = op_info(e.opcode).ordered_retry;
+  // them until this one comes back); after PINNING every later one to
+  // that endpoint (the responder refuses them too).
+  const bool ordered = op_info(e.opcode).ordered_retry || pinning;
   const uint32_t end =
       qp.type == RHN_QP_RC || ordered ? qp.inflight_tail : idx + 1;
   for (uint32_t i = idx; i != end; i++) {
     Inflight& r = entry(qpn, i);
     if (r.state == MsgState::kDone) continue;
     if (qp.type != RHN_QP_RC && i != idx &&
-        (r.opcode != e.opcode || r.peer != e.peer || r.dst_qpn != e.dst_qpn ||
-         r.tag_answered))
+        ((!pinning && r.opcode != e.opcode) || r.peer != e.peer ||
+         r.dst_qpn != e.dst_qpn || r.tag_answered))
       continue;
+    // Pinning: what was answered already (a READ whose data flows) stays.
+    if (pinning && i != idx && r.state == MsgState::kAwaitResponse) continue;
     if (qp.tx_active && qp.tx_entry == i) abort_tx(qp);
     r.state = MsgState::kResendPending;
     r.resend_at = at;
+    r.pin_wait = pinning;
   }
   qp.has_resend = true;
   wake_later(qpn, at);
@@ -686,8 +697,14 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
           (op.syndrome == RHN_SYN_RNR || op.syndrome == RHN_SYN_BUSY) &&
           op.imm_data != e.attempt)
         return;
-      if (op.syndrome == RHN_SYN_RNR || op.syndrome == RHN_SYN_BUSY) {
-        handle_rnr(qpn, idx, op.syndrome == RHN_SYN_BUSY);
+      if (op.syndrome == RHN_SYN_PINNING) {
+        // Refused already and waiting to go again: nothing new.
+        if (e.state != MsgState::kResendPending)
+          handle_rnr(qpn, idx, Refusal::kPinning);
+      } else if (op.syndrome == RHN_SYN_RNR || op.syndrome == RHN_SYN_BUSY) {
+        handle_rnr(
+            qpn, idx,
+            op.syndrome == RHN_SYN_BUSY ? Refusal::kBusy : Refusal::kRnr);
       } else if (op.syndrome == RHN_SYN_BAD_QP && qp.type == RHN_QP_RC) {
         handle_unanswered(qpn, idx);
       } else {

@@ -50,6 +50,7 @@ void Engine::Impl::free_read(Peer& p, uint32_t r) {
 
 void Engine::Impl::cancel_responder_work(uint32_t qpn, bool flush) {
   tag_cancel_qp(qpn, flush);
+  pin_qp_gone(qpn);
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) {
     RxContext& m = rx_ctxs[i];
     if (!m.used || m.qpn != qpn) continue;
@@ -131,6 +132,10 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
     if (!(first && op.msn == qp->rnr_msn)) return;
     if (!not_ready_qp) qp->rnr_blocked = false;
   }
+  // A source's request held for pinning keeps its later ones back.
+  if (qp->type == RHN_QP_ENDPOINT && pins.waiters_used &&
+      pin_holds_back(p, *qp, qpn, op))
+    return;
   if (not_ready_qp) {
     if (first) {  // later packets: dropped above
       Request r{p, *qp, qpn, op, pkt.payload, node, src, src_qpn, first, last};
@@ -208,7 +213,7 @@ rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
       *key = (a->mr_index << RHN_KEY_INDEX_SHIFT) | m.mrs[a->mr_index].variant;
     }
   }
-  if (!(r.qp.access & right)) syn = RHN_SYN_ACCESS_RIGHTS;
+  if (right && !(r.qp.access & right)) syn = RHN_SYN_ACCESS_RIGHTS;
   if (syn == RHN_SYN_NONE)
     syn = m.check_key(*key, kNone, r.qp.pdn, right, *va, len, mr_index, r.qpn);
   return syn;

@@ -198,6 +198,7 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   rx_abandon_all(p);
   // Its queued isends were its former life's.
   tag_node_failed(node_of(p), true);
+  pin_node_failed(node_of(p));
   release_gated(p);
 }
 
@@ -588,6 +589,7 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
   if (peer_idle(p)) unlink_busy(p);
   fw_node_failed(node);
   tag_node_failed(node, false);
+  pin_node_failed(node);
   // Everything outstanding towards it fails. Rare: a scan of the QPs.
   for (uint32_t q = 0; q < qps.size(); q++) {
     QpObj& qp = qps[q];

@@ -52,6 +52,7 @@ void on_request(Impl& m, Request& r) {
     refuse(m, r, syn);
     return;
   }
+  if (pin_check(m, r, mr_index, va, 8) != PinCheck::kPresent) return;
   uint64_t operand[2], old;
   std::memcpy(operand, r.data.data(), sizeof(operand));
   if (!m.mr_dma(mr_index, va, &old, 8, false)) {

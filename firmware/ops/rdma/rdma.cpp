@@ -81,7 +81,9 @@ bool target_of(Impl& m, Request& r, rhn_syndrome shape, uint32_t right,
   }
   const rhn_syndrome syn =
       resolve_target(m, r, right, extent, va, key, mr_index);
-  if (syn == RHN_SYN_NONE) return true;
+  // Pages pinned on demand that are not yet: refused until they are.
+  if (syn == RHN_SYN_NONE)
+    return pin_check(m, r, *mr_index, *va, extent) == PinCheck::kPresent;
   m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
   refuse(m, r, syn);
   return false;

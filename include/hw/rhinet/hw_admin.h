@@ -53,6 +53,10 @@ enum rhn_admin_opcode {
 	/* Twin memory (on-board, 004 2.7): result = handle */
 	RHN_ADMIN_ALLOC_TWIN = 0x2b,
 	RHN_ADMIN_FREE_TWIN = 0x2c, /* u.handle.handle = the handle */
+	/* Remote pin-down: the host answered an RHN_EQE_PD_REQUEST
+	 * (u.pd_mapped)
+	 */
+	RHN_ADMIN_PD_MAPPED = 0x2d,
 	RHN_ADMIN_SET_LINK = 0x30, /* administrative link up/down */
 	RHN_ADMIN_SET_GID = 0x31, /* kernel only: one entry of the GID table */
 	/* kernel only: u.handle.handle = node ID; the NIC sends that node's
@@ -176,6 +180,17 @@ struct rhn_admin_create_mr {
  */
 enum rhn_create_mr_flags {
 	RHN_CREATE_MR_F_FAST_REG = 1u << 0,
+	/*
+	 * Remote pin-down (004 2.5): memory the process has only mapped.
+	 * The VP tables are complete but leaf entries start invalid, and the
+	 * host fills them on demand. A remote access (by rkey or area) that
+	 * reaches an invalid entry is held, not refused: the NIC asks the
+	 * host to pin the rest of the message's range (RHN_EQE_PD_REQUEST)
+	 * and resumes the request when RHN_ADMIN_PD_MAPPED answers. A local
+	 * access (lkey) to an invalid entry fails as a protection error.
+	 * User contexts only; levels 1..3, page_shift 12.
+	 */
+	RHN_CREATE_MR_F_ON_DEMAND = 1u << 1,
 };
 
 /*
@@ -309,6 +324,24 @@ struct rhn_admin_alloc_twin {
 	__le64 length; /* bytes, rounded up to RHN_TWIN_PAGE */
 };
 
+/*
+ * The host's answer to an RHN_EQE_PD_REQUEST with RHN_EQE_F_PD_PIN: the
+ * leaf VP entries of pages [first_page, first_page + num_pages) of the
+ * on-demand MR `key` (page numbers as in the EQE) are valid now, or the
+ * host could not pin them (status = RHN_SYN_NOT_PINNED: the process's
+ * limit, memory not mapped or not writable, the process gone). The NIC
+ * resumes or fails the requests it holds for that range. BAD_HANDLE: no
+ * such on-demand MR of hdr.context (it was destroyed meanwhile).
+ */
+struct rhn_admin_pd_mapped {
+	__le32 key;
+	__le32 first_page;
+	__le32 num_pages;
+	__u8 status; /* enum rhn_syndrome: RHN_SYN_NONE or NOT_PINNED */
+	__u8 reserved[3];
+};
+RHN_ASSERT_SIZE(struct rhn_admin_pd_mapped, 16);
+
 struct rhn_admin_set_link {
 	__le32 up;
 };
@@ -350,6 +383,7 @@ struct rhn_admin_cmd {
 		struct rhn_admin_set_groups set_groups;
 		struct rhn_admin_alloc_twin alloc_twin;
 		struct rhn_admin_set_link set_link;
+		struct rhn_admin_pd_mapped pd_mapped;
 		struct rhn_admin_set_gid set_gid;
 		__u8 raw[RHN_ADMIN_CMD_SIZE - 8];
 	} u;

@@ -87,7 +87,16 @@ enum rhn_wqe_opcode {
 	RHN_OP_LOCK = 0x38, /* distributed queue lock (004 2.10) */
 	RHN_OP_UNLOCK = 0x39,
 	RHN_OP_BARRIER = 0x3a,
-	RHN_OP_PD_REQUEST = 0x40, /* remote pin-down (004 2.5) */
+	/* Remote pin-down (004 2.5), endpoints only, addressed like a PULL
+	 * by area (RHN_WQE_F_AREA) or rkey: dst_node/dst_qpn, remote_key,
+	 * remote_addr, and imm_data = the length in bytes (1..2^32-1); no
+	 * SGE, no inline data; a status word as for other opcodes. PD_REQUEST completes when the
+	 * target's pages are pinned and hold one more reference (the target
+	 * host pins them first if need be); PD_RELEASE when the target's NIC
+	 * has passed the release on to its host, which unpins pages nobody
+	 * holds any longer.
+	 */
+	RHN_OP_PD_REQUEST = 0x40,
 	RHN_OP_PD_RELEASE = 0x41,
 	RHN_OP_COLLECTIVE = 0x48, /* NIC-offloaded collectives (003, 000) */
 	RHN_OP_MAX = 0x7f
@@ -357,6 +366,8 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_IPROBE = 9,
 	/* IRECV_CANCEL: RHN_CQE_X_FOUND if the receive was still posted */
 	RHN_CQE_OP_IRECV_CANCEL = 10,
+	RHN_CQE_OP_PD_REQUEST = 11,
+	RHN_CQE_OP_PD_RELEASE = 12,
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
@@ -465,7 +476,19 @@ enum rhn_syndrome {
 	RHN_SYN_BAD_XFER = 18, /* a partial-transfer descriptor refused */
 	/* an area key in a group the initiator (or target) is not in */
 	RHN_SYN_BAD_GROUP = 19,
+	/* NAK: the target's pages are being pinned (remote pin-down); the
+	 * requester sends the message (and, in order, its later ones to that
+	 * QP) again on RHN_FW_PIN_READY, or after RHN_PIN_RETRY_US if none
+	 * comes (the target NIC had no room to record the request)
+	 */
+	RHN_SYN_PINNING = 20,
+	/* the target host would not pin: its process's limit, memory not
+	 * mapped or not writable, or the process is gone
+	 */
+	RHN_SYN_NOT_PINNED = 21,
 };
+
+#define RHN_PIN_RETRY_US 5000
 
 /* ---- Status words (004 2.3) --------------------------------------------- */
 
@@ -485,19 +508,41 @@ enum rhn_eqe_type {
 	RHN_EQE_QP_FATAL = 3, /* object = qpn, data = syndrome */
 	RHN_EQE_SRQ_LIMIT = 4, /* object = srqn */
 	RHN_EQE_PORT_CHANGE = 5, /* data = 1 link up, 0 down */
-	RHN_EQE_PD_REQUEST = 6, /* reserved: remote pin-down request */
+	/*
+	 * Remote pin-down: object = the on-demand MR's key, data = its pages
+	 * [first, first + count) as first | count << 32 (pages of 4 KiB
+	 * counted from the one holding the MR's iova); flags (reserved0[0],
+	 * enum rhn_eqe_pd_flags) say what the host does: PIN, pin the pages
+	 * that are not and answer with RHN_ADMIN_PD_MAPPED; HOLD, count one
+	 * more holder of each page (a PD_REQUEST was answered). One EQE per
+	 * missing run, so a 1 MiB first touch is one event.
+	 */
+	RHN_EQE_PD_REQUEST = 6,
 	/* RHN_ADMIN_PROBE_NODE finished: object = node, data = enum
 	 * rhn_syndrome (RHN_SYN_NONE: the node's NIC answered)
 	 */
 	RHN_EQE_PROBE_DONE = 7,
+	/* A peer released pages (PD_RELEASE): object and data as for
+	 * PD_REQUEST; the host drops one holder of each and unpins (and
+	 * invalidates) the pages nobody holds
+	 */
+	RHN_EQE_PD_RELEASE = 8,
 };
+
+enum rhn_eqe_pd_flags {
+	RHN_EQE_F_PD_PIN = 1u << 0,
+	RHN_EQE_F_PD_HOLD = 1u << 1,
+};
+#define RHN_EQE_PD_FIRST(data) ((__u32)(data))
+#define RHN_EQE_PD_COUNT(data) ((__u32)((data) >> 32))
 
 /* Written like a CQE: the first 8 bytes, then the last 8 (owner last). */
 struct rhn_eqe {
 	__le64 data;
 	__le32 object;
 	__u8 type; /* enum rhn_eqe_type */
-	__u8 reserved0[2];
+	__u8 flags; /* RHN_EQE_PD_*: enum rhn_eqe_pd_flags */
+	__u8 reserved0;
 	__u8 owner; /* bit 0: phase, as for CQEs */
 };
 RHN_ASSERT_SIZE(struct rhn_eqe, RHN_EQE_SIZE);

@@ -59,6 +59,8 @@ enum rhn_cap {
 	RHN_CAP_RAW_ETH = 1u << 8, /* Ethernet frames for the net_device */
 	/* endpoints match isends against irecvs (RHN_OP_ISEND, tag RQs) */
 	RHN_CAP_TAG = 1u << 9,
+	/* remote pin-down (004 2.5): on-demand MRs, PD_REQUEST/RELEASE */
+	RHN_CAP_PIN_ON_DEMAND = 1u << 10,
 };
 
 enum rhn_status {
@@ -178,6 +180,14 @@ enum rhn_counter {
 	 * unexpected list (or the context's share of it) was full
 	 */
 	RHN_CNT_TAG_REFUSED,
+	/* remote pin-down: runs of pages the host was asked to pin (one
+	 * RHN_EQE_PD_REQUEST each)
+	 */
+	RHN_CNT_PIN_EVENTS,
+	/* requests refused (resent later) or held while the host pinned */
+	RHN_CNT_PIN_HELD,
+	/* requests failed because the host would not pin (NOT_PINNED) */
+	RHN_CNT_PIN_FAILED,
 	RHN_CNT_COUNT
 };
 

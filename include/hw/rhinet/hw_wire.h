@@ -101,6 +101,13 @@ enum rhn_wire_op {
 	 * sender gave the message up (its endpoint went away), no data.
 	 */
 	RHN_WOP_TAG_DATA = 8,
+	/* Remote pin-down (004 2.5): addressed like a READ_REQ (rkey or
+	 * area, remote_addr, msg_len = bytes), no payload. PD_REQ is
+	 * answered by RHN_WOP_PD_REPLY once the range is pinned and held;
+	 * PD_RELEASE by the channel's ACK.
+	 */
+	RHN_WOP_PD_REQ = 9,
+	RHN_WOP_PD_RELEASE = 10,
 	/* Responses, responder -> requester */
 	RHN_WOP_READ_RESP = 16,
 	RHN_WOP_ATOMIC_RESP = 17, /* payload: 8-byte original value */
@@ -110,6 +117,7 @@ enum rhn_wire_op {
 	 * bytes the receive takes in msg_len.
 	 */
 	RHN_WOP_TAG_RESP = 19,
+	RHN_WOP_PD_REPLY = 20, /* the pages of a PD_REQ are pinned, held */
 };
 
 enum rhn_tag_answer {
@@ -196,7 +204,18 @@ struct rhn_write_stride {
 /* Firmware message kinds (RHN_WOP_FW). */
 enum rhn_fw_msg {
 	RHN_FW_PING = 1, /* no payload: the channel's ACK is the answer */
+	/* The pages a request was refused for (NAK RHN_SYN_PINNING)
+	 * are pinned, or will not be: payload struct rhn_fw_pin_ready; the
+	 * requester sends that QP's refused messages to this node again.
+	 */
+	RHN_FW_PIN_READY = 2,
 };
+
+struct rhn_fw_pin_ready {
+	__le32 qpn; /* the requester's QP (src_qpn of the refused request) */
+	__le32 reserved;
+};
+RHN_ASSERT_SIZE(struct rhn_fw_pin_ready, 8);
 /* The most payload one firmware message carries. */
 #define RHN_FW_MSG_MAX 256
 

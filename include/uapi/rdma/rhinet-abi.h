@@ -34,6 +34,8 @@ enum rhinet_alloc_ucontext_resp_mask {
 	 * set (device memory through alloc_dm is twin memory)
 	 */
 	RHINET_UCONTEXT_RESP_GROUPS = 1 << 1,
+	/* reg_mr takes RHINET_REG_MR_ON_DEMAND (remote pin-down) */
+	RHINET_UCONTEXT_RESP_PIN_ON_DEMAND = 1 << 2,
 };
 
 /* rhinet_alloc_ucontext_cmd.comp_mask */
@@ -125,6 +127,20 @@ struct rhinet_alloc_pd_resp {
 
 enum rhinet_reg_mr_cmd_mask {
 	RHINET_REG_MR_AREA = 1 << 0, /* area_id is valid */
+	/*
+	 * Remote pin-down (004 2.5): the range is only declared, not pinned.
+	 * Peers reach it by rkey or area once the process's host pinned the
+	 * pages they touch: on their PD_REQUEST, or on first touch by a
+	 * PUSH, PULL, WRITE, READ or atomic, which the NIC holds meanwhile.
+	 * Pages are unpinned when every PD_REQUEST holder has released them
+	 * (pages pinned by a first touch alone: by a release over them, or
+	 * with the MR). Pages pinned this way count against the process's
+	 * limit (module parameter max_pin_on_demand_pages); beyond it the
+	 * peer's request fails (RHN_SYN_NOT_PINNED). Needs
+	 * RHINET_UCONTEXT_RESP_PIN_ON_DEMAND; the lkey serves local work
+	 * requests only over pages that are pinned.
+	 */
+	RHINET_REG_MR_ON_DEMAND = 1 << 1,
 };
 
 /*

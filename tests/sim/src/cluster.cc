@@ -81,6 +81,8 @@ SimCluster::~SimCluster() {
 bool SimCluster::step() {
   bool any = false;
   for (auto& n : nodes_) any = n->engine->poll() || any;
+  for (auto& n : nodes_)
+    if (n->host_work) any = n->host_work() || any;
   any = switch_.deliver() || any;
   if (any) clock_.advance(cfg_.busy_step_ns);
   return any;

@@ -173,13 +173,15 @@ AdminResult SimDriver::destroy_pd(uint32_t context, uint32_t pdn) {
 
 bool SimDriver::build_vp_table(std::span<const uint64_t> pages, uint8_t levels,
                                uint64_t* top,
-                               std::vector<uint64_t>* table_pages) {
+                               std::vector<uint64_t>* table_pages,
+                               bool leaves_valid) {
   // Level 1 (leaf) entries point at data pages; each higher level points at
   // the table pages of the level below. The top level must be one page.
   std::vector<uint64_t> entries;
   entries.reserve(pages.size());
   for (uint64_t p : pages)
-    entries.push_back((p & RHN_VPTE_ADDR_MASK) | RHN_VPTE_VALID);
+    entries.push_back(leaves_valid ? (p & RHN_VPTE_ADDR_MASK) | RHN_VPTE_VALID
+                                   : 0);
   for (uint8_t level = 1; level <= levels; ++level) {
     std::vector<uint64_t> next;
     for (size_t i = 0; i < entries.size(); i += RHN_VPT_ENTRIES_PER_PAGE) {
@@ -217,7 +219,7 @@ SimMr SimDriver::register_mr(uint32_t context, uint32_t pdn, uint64_t iova,
   }
   mr.levels = levels;
   uint64_t top = 0;
-  if (!build_vp_table(pages, levels, &top, &mr.table_pages)) {
+  if (!build_vp_table(pages, levels, &top, &mr.table_pages, !opt.on_demand)) {
     mem_.free_pages(mr.table_pages);
     mr.table_pages.clear();
     return mr;  // res.completed == false
@@ -233,6 +235,11 @@ SimMr SimDriver::register_mr(uint32_t context, uint32_t pdn, uint64_t iova,
   c.page_shift = kPageShift;
   c.levels = levels;
   c.key_variant = opt.key_variant != 0 ? opt.key_variant : next_variant_++;
+  if (opt.on_demand) {
+    c.flags = RHN_CREATE_MR_F_ON_DEMAND;
+    mr.on_demand = true;
+    mr.backing.assign(pages.begin(), pages.end());
+  }
   mr.res = exec(cmd);
   if (mr.res.ok()) {
     mr.key = mr.res.result;

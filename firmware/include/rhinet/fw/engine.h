@@ -85,6 +85,12 @@ struct EngineConfig {
   uint32_t tag_msgs = 4096;
   uint32_t context_tag_share = 128;
   uint32_t tag_refusals = 64;
+  // Remote pin-down (004 2.5): runs of pages the hosts are pinning at
+  // once, requests held for them, and a target context's share of those
+  // (in 1/256ths).
+  uint32_t pin_runs = 64;
+  uint32_t pin_waiters = 256;
+  uint32_t context_pin_share = 128;
   // On-board twin memory (004 2.7), handed out by RHN_ADMIN_ALLOC_TWIN in
   // 4 KiB pages to at most max_twins allocations. Reserved, not touched,
   // until allocated.

@@ -50,6 +50,9 @@ struct SimNode {
   std::unique_ptr<fw::Engine> engine;
   std::unique_ptr<SimDriver> driver;
   uint32_t next_context = 1;
+  // The host's own work between engine polls (an interrupt handler's):
+  // true if it did anything.
+  std::function<bool()> host_work;
 };
 
 class SimCluster {

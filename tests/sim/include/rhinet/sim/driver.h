@@ -33,12 +33,18 @@ struct SimMr {
   uint64_t length = 0;
   uint8_t levels = 0;
   std::vector<uint64_t> table_pages;  // VP table pages, freed on destroy
+  // On demand: the pages behind it (leaf tables are table_pages' first).
+  std::vector<uint64_t> backing;
+  bool on_demand = false;
   bool ok() const { return res.ok(); }
 };
 
 struct MrOptions {
   uint8_t levels = 0;       // 0: fewest that fit
   uint8_t key_variant = 0;  // 0: driver picks the next one
+  // Remote pin-down: leaf entries start invalid and a SimPinHost enters
+  // them when the NIC asks (RHN_CREATE_MR_F_ON_DEMAND).
+  bool on_demand = false;
 };
 
 class SimDriver {
@@ -124,7 +130,8 @@ class SimDriver {
 
  private:
   bool build_vp_table(std::span<const uint64_t> pages, uint8_t levels,
-                      uint64_t* top, std::vector<uint64_t>* table_pages);
+                      uint64_t* top, std::vector<uint64_t>* table_pages,
+                      bool leaves_valid = true);
 
   fw::Engine& engine_;
   SimMemory& mem_;

@@ -6,4 +6,5 @@
 #include "rhinet/sim/driver.h"
 #include "rhinet/sim/fabric.h"
 #include "rhinet/sim/host.h"
+#include "rhinet/sim/pinhost.h"
 #include "rhinet/sim/verbs.h"

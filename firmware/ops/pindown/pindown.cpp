@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Remote pin-down (004 2.5). An on-demand MR is memory its process has only
+// mapped; the host pins pages when a peer first needs them:
+// - the miss: a remote access that reaches a page not pinned yet is refused
+//   with PINNING (a PD_REQ is held instead), and one RHN_EQE_PD_REQUEST asks
+//   the host to pin the rest of the message's range. When the host answers
+//   (RHN_ADMIN_PD_MAPPED) the waiting requesters hear RHN_FW_PIN_READY and
+//   send again, or the held PD_REQs are answered;
+// - PD_REQ / PD_REPLY pins and holds a range, PD_RELEASE lets it go (the
+//   host counts holders: RHN_EQE_PD_REQUEST with HOLD, RHN_EQE_PD_RELEASE);
+// - an endpoint's record keeps a source's later requests behind the one
+//   refused, so pinning reorders nothing between two endpoints.
+#include <algorithm>
+#include <cstring>
+
+#include "ops/family.h"
+
+namespace rhinet::fw {
+namespace {
+
+// A record whose request never came back (its sender went away).
+constexpr uint64_t kPinStaleNs = 10'000'000'000ull;
+constexpr uint32_t kPinPageShift = 12;
+
+uint32_t page_of(const MrObj& mr, uint64_t va) {
+  return static_cast<uint32_t>((va >> kPinPageShift) -
+                               (mr.iova >> kPinPageShift));
+}
+
+uint32_t key_of(const Impl& m, uint32_t mr_index) {
+  return (mr_index << RHN_KEY_INDEX_SHIFT) | m.mrs[mr_index].variant;
+}
+
+uint64_t pages_word(uint32_t first, uint32_t count) {
+  return first | (uint64_t{count} << 32);
+}
+
+bool present(Impl& m, uint32_t mr_index, uint32_t page) {
+  const MrObj& mr = m.mrs[mr_index];
+  const uint64_t va = ((mr.iova >> kPinPageShift) + page) << kPinPageShift;
+  uint64_t bus_addr;
+  return m.translate(mr_index, std::max(va, mr.iova), bus_addr) ==
+         Impl::Fault::kOk;
+}
+
+// A NAK outside the NAK memory: the request was refused (and remembered)
+// once already while it waited.
+void send_nak(Impl& m, uint16_t node, const rhn_op_hdr& req, uint8_t syn) {
+  Peer* p = m.peer_for(node);
+  if (!p) return;
+  rhn_op_hdr op{};
+  op.opcode = RHN_WOP_NAK;
+  op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
+  op.syndrome = syn;
+  op.qp_type = req.qp_type;
+  op.dst_qpn = req.src_qpn;
+  op.src_qpn = req.dst_qpn;
+  op.msn = req.msn;
+  op.imm_data = req.imm_data;
+  m.send_data(*p, op, {}, false, kNone, 0, false);
+}
+
+void tell_ready(Impl& m, const PinWaiter& w) {
+  rhn_fw_pin_ready msg{};
+  msg.qpn = w.op.src_qpn;
+  // No room: the requester's timer sends it again instead.
+  m.fw_post(w.node, RHN_FW_PIN_READY,
+            {reinterpret_cast<const uint8_t*>(&msg), sizeof(msg)},
+            FwOwner::kPin, 0);
+}
+
+void free_waiter(Impl& m, PinWaiter& w) {
+  w = PinWaiter{};
+  m.pins.waiters_used--;
+}
+
+// A free record for a request to `context`, within its share; a record
+// whose request never came back is taken over.
+PinWaiter* new_waiter(Impl& m, uint32_t context) {
+  uint32_t mine = 0;
+  PinWaiter* free = nullptr;
+  for (auto& w : m.pins.waiters) {
+    if (w.used && w.run == kNone && m.now - w.since > kPinStaleNs)
+      free_waiter(m, w);
+    if (!w.used) {
+      if (!free) free = &w;
+    } else if (w.context == context) {
+      mine++;
+    }
+  }
+  if (!free || mine >= m.pins.context_quota) return nullptr;
+  m.pins.waiters_used++;
+  return free;
+}
+
+// The pinned range of a PD_REQ is held one more time: the host counts it.
+bool hold(Impl& m, uint32_t mr_index, const rhn_op_hdr& op, uint64_t va) {
+  const MrObj& mr = m.mrs[mr_index];
+  if (!mr.on_demand) return true;  // registered: pinned for its lifetime
+  const uint32_t first = page_of(mr, va);
+  const uint32_t count = page_of(mr, va + op.msg_len - 1) - first + 1;
+  return m.async_event(RHN_EQE_PD_REQUEST, key_of(m, mr_index),
+                       pages_word(first, count), RHN_EQE_F_PD_HOLD);
+}
+
+// The host is done with a run (syn: NONE, NOT_PINNED, or BAD_KEY when
+// its MR went away): its held PD_REQs are answered, refused requesters
+// told to send again, or failed.
+void finish_run(Impl& m, uint32_t run, uint8_t syn) {
+  const uint32_t mr_index = m.pins.runs[run].mr_index;
+  m.pins.runs[run] = PinRun{};
+  for (auto& w : m.pins.waiters) {
+    if (!w.used || w.run != run) continue;
+    if (w.reply) {
+      Peer* p = m.peer_for(w.node);
+      // The MR is still there when syn is NONE (pin_mr_gone says BAD_KEY).
+      if (syn == RHN_SYN_NONE && p) {
+        if (hold(m, mr_index, w.op, w.va))
+          m.respond(*p, RHN_WOP_PD_REPLY, RHN_SYN_NONE, w.op, {});
+        else
+          send_nak(m, w.node, w.op, RHN_SYN_BUSY);  // asks again later
+      } else {
+        if (syn == RHN_SYN_NOT_PINNED) m.counters.add(RHN_CNT_PIN_FAILED);
+        send_nak(m, w.node, w.op, syn);
+      }
+      free_waiter(m, w);
+      continue;
+    }
+    if (syn == RHN_SYN_NOT_PINNED) {
+      // The refused message fails; its later ones go again.
+      m.counters.add(RHN_CNT_PIN_FAILED);
+      send_nak(m, w.node, w.op, syn);
+    }
+    tell_ready(m, w);
+    if (w.orders && syn == RHN_SYN_NONE) {
+      w.run = kNone;  // keeps the order until the message comes again
+      w.since = m.now;
+    } else {
+      free_waiter(m, w);
+    }
+  }
+}
+
+uint32_t run_covering(const Impl& m, uint32_t mr_index, uint32_t page) {
+  for (uint32_t i = 0; i < m.pins.runs.size(); i++) {
+    const PinRun& run = m.pins.runs[i];
+    if (run.used && run.mr_index == mr_index && page >= run.first &&
+        page - run.first < run.count)
+      return i;
+  }
+  return kNone;
+}
+
+// ---- Requester
+
+uint8_t check(Impl&, const QpObj& qp, const DecodedWqe& w, uint8_t* syndrome) {
+  if (qp.type != RHN_QP_ENDPOINT) {
+    *syndrome = RHN_SYN_BAD_OPCODE;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
+  // A range (length in imm_data) and nothing else.
+  if (w.imm_data == 0 || w.num_sge || w.inline_len || w.has_grh ||
+      w.xfer_mode != RHN_XFER_BASIC ||
+      (w.flags & (RHN_WQE_F_INLINE | RHN_WQE_F_SIGNAL_REMOTE))) {
+    *syndrome = RHN_SYN_BAD_WQE;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
+  return RHN_CQE_SUCCESS;
+}
+
+bool build_packet(Impl&, QpObj&, const DecodedWqe& w, uint64_t, rhn_op_hdr& op,
+                  PacketOut& out) {
+  op.msg_len = w.imm_data;
+  op.imm_data = 0;
+  out.last = true;
+  return true;
+}
+
+void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
+  if (pkt.op.opcode != RHN_WOP_PD_REPLY || !pkt.payload.empty()) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
+    return;
+  }
+  m.finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+}
+
+// ---- Responder
+
+void on_request(Impl& m, Request& r) {
+  if (r.qp.type != RHN_QP_ENDPOINT || !r.first || !r.last || !r.data.empty() ||
+      r.op.msg_len == 0) {
+    m.counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+    refuse(m, r, RHN_SYN_BAD_WQE);
+    return;
+  }
+  uint64_t va;
+  uint32_t key, mr_index;
+  // Any right to the range lets a peer ask for it to stay in memory.
+  const rhn_syndrome syn =
+      resolve_target(m, r, 0, r.op.msg_len, &va, &key, &mr_index);
+  if (syn != RHN_SYN_NONE) {
+    m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
+    refuse(m, r, syn);
+    return;
+  }
+  const MrObj& mr = m.mrs[mr_index];
+  if (r.op.opcode == RHN_WOP_PD_RELEASE) {
+    if (!mr.on_demand) return;  // registered: nothing to let go
+    const uint32_t first = page_of(mr, va);
+    const uint32_t count = page_of(mr, va + r.op.msg_len - 1) - first + 1;
+    if (!m.async_event(RHN_EQE_PD_RELEASE, key, pages_word(first, count), 0))
+      not_ready(m, r, RHN_SYN_BUSY);  // the host's queue is full: later
+    return;
+  }
+  switch (pin_check(m, r, mr_index, va, r.op.msg_len)) {
+    case PinCheck::kPresent:
+      if (!hold(m, mr_index, r.op, va)) {
+        not_ready(m, r, RHN_SYN_BUSY);
+        return;
+      }
+      m.respond(r.peer, RHN_WOP_PD_REPLY, RHN_SYN_NONE, r.op, {});
+      return;
+    case PinCheck::kRefused:
+    case PinCheck::kHeld:
+      return;
+  }
+}
+
+}  // namespace
+
+PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
+                   uint64_t len) {
+  if (mr_index == kNone || len == 0 || !m.mrs[mr_index].on_demand)
+    return PinCheck::kPresent;
+  const MrObj& mr = m.mrs[mr_index];
+  const uint32_t last = page_of(mr, va + len - 1);
+  uint32_t missing = page_of(mr, va);
+  while (missing <= last && present(m, mr_index, missing)) missing++;
+  if (missing > last) return PinCheck::kPresent;
+
+  // The rest of the message from there: a first touch is one event.
+  uint64_t end = va + len;
+  if (r.op.msg_len > r.op.msg_offset)
+    end = std::max(end, va + (r.op.msg_len - r.op.msg_offset));
+  end = std::min(end, mr.iova + mr.length);
+  m.counters.add(RHN_CNT_PIN_HELD);
+  uint32_t run = run_covering(m, mr_index, missing);
+  if (run == kNone) {
+    for (uint32_t i = 0; i < m.pins.runs.size() && run == kNone; i++)
+      if (!m.pins.runs[i].used) run = i;
+    const uint32_t count = page_of(mr, end - 1) - missing + 1;
+    // No room, or the host's event queue is full: no record; the
+    // requester sends again after RHN_PIN_RETRY_US.
+    if (run != kNone &&
+        m.async_event(RHN_EQE_PD_REQUEST, key_of(m, mr_index),
+                      pages_word(missing, count), RHN_EQE_F_PD_PIN)) {
+      m.pins.runs[run] = PinRun{true, mr_index, missing, count};
+      m.counters.add(RHN_CNT_PIN_EVENTS);
+    } else {
+      run = kNone;
+    }
+  }
+  PinWaiter* w = run == kNone ? nullptr : new_waiter(m, r.qp.context);
+  if (w) {
+    w->used = true;
+    w->reply = r.op.opcode == RHN_WOP_PD_REQ;
+    w->orders = !w->reply && r.qp.type == RHN_QP_ENDPOINT;
+    w->node = r.node;
+    w->run = run;
+    w->qpn = r.qpn;
+    w->context = r.qp.context;
+    w->since = m.now;
+    w->op = r.op;
+    w->va = va;
+    if (w->reply) return PinCheck::kHeld;  // answered when the run is done
+  }
+  not_ready(m, r, RHN_SYN_PINNING);
+  return PinCheck::kRefused;
+}
+
+void Engine::Impl::pin_reset() {
+  pins.runs.assign(std::max<uint32_t>(cfg.pin_runs, 1), PinRun{});
+  pins.waiters.assign(std::max<uint32_t>(cfg.pin_waiters, 1), PinWaiter{});
+  pins.waiters_used = 0;
+  pins.context_quota =
+      std::max<uint32_t>(1, static_cast<uint32_t>(uint64_t{cfg.pin_waiters} *
+                                                  cfg.context_pin_share / 256));
+}
+
+rhn_admin_status Engine::Impl::pin_mapped(uint32_t context,
+                                          const rhn_admin_pd_mapped& c) {
+  const uint32_t idx = c.key >> RHN_KEY_INDEX_SHIFT;
+  if (idx == 0 || idx >= mrs.size() || !mrs[idx].valid || !mrs[idx].on_demand ||
+      mrs[idx].context != context ||
+      mrs[idx].variant != (c.key & RHN_KEY_VARIANT_MASK))
+    return RHN_ADMIN_BAD_HANDLE;
+  if ((c.status != RHN_SYN_NONE && c.status != RHN_SYN_NOT_PINNED) ||
+      c.num_pages == 0 || c.first_page >= mrs[idx].num_pages ||
+      c.num_pages > mrs[idx].num_pages - c.first_page)
+    return RHN_ADMIN_BAD_PARAM;
+  // Leaf entries went from invalid to valid: no translation was cached.
+  for (uint32_t i = 0; i < pins.runs.size(); i++) {
+    const PinRun& run = pins.runs[i];
+    if (run.used && run.mr_index == idx &&
+        run.first < c.first_page + c.num_pages &&
+        c.first_page < run.first + run.count)
+      finish_run(*this, i, c.status);
+  }
+  return RHN_ADMIN_OK;
+}
+
+void Engine::Impl::pin_mr_gone(uint32_t mr_index) {
+  for (uint32_t i = 0; i < pins.runs.size(); i++)
+    if (pins.runs[i].used && pins.runs[i].mr_index == mr_index)
+      finish_run(*this, i, RHN_SYN_BAD_KEY);
+}
+
+void Engine::Impl::pin_qp_gone(uint32_t qpn) {
+  if (!pins.waiters_used) return;
+  for (auto& w : pins.waiters) {
+    if (!w.used || w.qpn != qpn) continue;
+    if (w.reply)
+      send_nak(*this, w.node, w.op, RHN_SYN_BAD_QP);
+    else if (w.run != kNone)
+      tell_ready(*this, w);  // sent again, it finds no QP
+    free_waiter(*this, w);
+  }
+}
+
+void Engine::Impl::pin_node_failed(uint16_t node) {
+  if (!pins.waiters_used) return;
+  for (auto& w : pins.waiters)
+    if (w.used && w.node == node) free_waiter(*this, w);
+}
+
+bool Engine::Impl::pin_holds_back(Peer& p, QpObj& qp, uint32_t qpn,
+                                  const rhn_op_hdr& op) {
+  const uint16_t node = node_of(p);
+  for (auto& w : pins.waiters) {
+    if (!w.used || !w.orders || w.qpn != qpn || w.node != node ||
+        w.op.src_qpn != op.src_qpn)
+      continue;
+    const bool first = op.flags & RHN_WOP_F_FIRST;
+    if (op.msn == w.op.msn && first && w.run == kNone) {
+      free_waiter(*this, w);  // it came again once its pages were in
+      return false;
+    }
+    // Still pinning, or a later message: refused (its later packets are
+    // dropped by the NAK memory) and sent again in order.
+    if (first) {
+      counters.add(RHN_CNT_PIN_HELD);
+      counters.add(RHN_CNT_RNR_NAKS_SENT);
+      respond(p, RHN_WOP_NAK, RHN_SYN_PINNING, op, {});
+    }
+    (void)qp;
+    return true;
+  }
+  return false;
+}
+
+void Engine::Impl::pin_ready(Peer& p, std::span<const uint8_t> payload) {
+  rhn_fw_pin_ready msg;
+  if (payload.size() != sizeof(msg)) {
+    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    return;
+  }
+  std::memcpy(&msg, payload.data(), sizeof(msg));
+  const uint32_t qpn = msg.qpn & RHN_WIRE_QPN_MASK;
+  if (qpn == 0 || qpn >= qps.size() || !qps[qpn].valid ||
+      (msg.qpn >> RHN_WIRE_INCARNATION_SHIFT) != qps[qpn].incarnation)
+    return;  // gone or reset meanwhile
+  QpObj& qp = qps[qpn];
+  const uint16_t node = node_of(p);
+  bool any = false;
+  for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
+    Inflight& e = entry(qpn, i);
+    if (e.state != MsgState::kResendPending || !e.pin_wait || e.peer != node)
+      continue;
+    e.resend_at = now;
+    any = true;
+  }
+  if (!any) return;
+  qp.has_resend = true;
+  wake_later(qpn, now);
+}
+
+extern const OpFamily kPinFamily = {
+    .name = "pindown",
+    .check = check,
+    .send_unsequenced = nullptr,
+    .execute_local = nullptr,
+    .build_packet = build_packet,
+    .on_response = on_response,
+    .has_room = nullptr,
+    .on_request = on_request,
+};
+
+}  // namespace rhinet::fw

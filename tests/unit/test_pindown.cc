@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Remote pin-down (004 2.5): memory a process has only mapped, pinned by its
+// host when a peer first needs it. PD_REQ on unpinned and on pinned pages,
+// PD_RELEASE and unpinning, a PUSH, PULL or atomic that reaches an unpinned
+// page held while the host pins (one event per run), the order of one
+// source's later messages kept, concurrent requests from several nodes, the
+// host's limit, and the target MR or endpoint going away mid-wait.
+#include <cstring>
+
+#include "test_helpers.h"
+
+namespace rhinet::test {
+namespace {
+
+constexpr uint32_t kQkey = 0x7000;
+constexpr uint32_t kAreaId = 5;
+constexpr size_t kMiB = 1u << 20;
+
+// A node's endpoint with an on-demand area of `bytes` its host serves.
+struct Target {
+  DatagramNode ep;
+  std::unique_ptr<SimPinHost> host;
+  SimBuffer mem;
+  SimMr mr;
+};
+
+class PinDown : public ::testing::Test {
+ protected:
+  void start(size_t nodes, FaultConfig faults = {}) {
+    ClusterConfig cfg;
+    cfg.nodes = nodes;
+    c = std::make_unique<SimCluster>(cfg);
+    ASSERT_TRUE(c->all_up());
+    c->fabric().set_faults(faults);
+    for (size_t i = 0; i < nodes; i++) {
+      eps.push_back(
+          make_datagram_node(*c, uint16_t(i), RHN_QP_ENDPOINT, kQkey,
+                             {.cq_log_depth = 10, .buf_bytes = 2 * kMiB}));
+      ASSERT_TRUE(eps.back().qp);
+    }
+  }
+  // Node 0's endpoint gets an on-demand area over `bytes` of fresh memory
+  // (filled with `fill`: the process wrote it, nothing is pinned).
+  void declare(size_t bytes, uint8_t fill = 0x5a) {
+    t.host = std::make_unique<SimPinHost>(c->node(0));
+    t.mem = eps[0].ctx->alloc(bytes);
+    ASSERT_TRUE(t.mem.valid());
+    t.mem.fill(fill);
+    MrOptions opt;
+    opt.on_demand = true;
+    t.mr = eps[0].ctx->reg_mr(t.mem, kAllAccess, {}, opt);
+    ASSERT_TRUE(t.mr.ok());
+    t.host->add(t.mr);
+    ASSERT_TRUE(
+        eps[0].ctx->register_area(kAreaId, t.mr, t.mem.va(), bytes).ok());
+  }
+  SendWr to_area(uint64_t wr_id, uint8_t opcode, std::vector<Sge> sges,
+                 uint64_t offset, uint16_t node = 0) {
+    SendWr wr = rdma_wr(wr_id, opcode, std::move(sges), offset, kAreaId,
+                        RHN_WQE_F_SIGNALED | RHN_WQE_F_AREA);
+    wr.dst_node = node;
+    wr.dst_qpn = eps[node].qp->qpn();
+    return wr;
+  }
+  SendWr pin_wr(uint64_t wr_id, uint8_t opcode, uint64_t offset,
+                uint32_t length) {
+    SendWr wr = to_area(wr_id, opcode, {}, offset);
+    wr.imm_data = length;
+    return wr;
+  }
+  Completion run(size_t from, const SendWr& wr) {
+    EXPECT_TRUE(eps[from].qp->post_send(wr));
+    return wait_one(*c, *eps[from].cq, 200'000'000);
+  }
+  std::unique_ptr<SimCluster> c;
+  std::vector<DatagramNode> eps;
+  Target t;
+};
+
+TEST_F(PinDown, FirstTouchPushOfOneMiBIsOneHostEvent) {
+  start(2);
+  declare(kMiB);
+  EXPECT_EQ(t.host->pinned(), 0u);
+  std::vector<uint8_t> data = pattern(7, kMiB);
+  eps[1].buf.buf.write(0, data.data(), data.size());
+  CounterSnap target(c->node(0));
+  Completion w = run(1, to_area(1, RHN_OP_WRITE, {eps[1].buf.sge(0, kMiB)}, 0));
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(t.mem.bytes(), data);
+  // The whole message's range in one run: one interrupt, 256 pages.
+  EXPECT_EQ(t.host->pin_events(), 1u);
+  EXPECT_EQ(target.delta(RHN_CNT_PIN_EVENTS), 1u);
+  EXPECT_GT(target.delta(RHN_CNT_PIN_HELD), 0u);
+  EXPECT_EQ(t.host->pinned(t.mr), kMiB / 4096);
+  // Pinned now: the same PUSH again asks the host for nothing.
+  w = run(1, to_area(2, RHN_OP_WRITE, {eps[1].buf.sge(0, kMiB)}, 0));
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(t.host->pin_events(), 1u);
+}
+
+TEST_F(PinDown, PullAndAtomicOnUnpinnedPagesAreHeldThenServed) {
+  start(2);
+  declare(64 * 1024, 0x33);
+  Completion r =
+      run(1, to_area(1, RHN_OP_READ, {eps[1].buf.sge(0, 20000)}, 3000));
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(eps[1].buf.buf.bytes(0, 20000), std::vector<uint8_t>(20000, 0x33));
+  t.mem.store64(40960, 41);
+  SendWr fa = to_area(2, RHN_OP_FETCH_ADD, {eps[1].buf.sge(0, 8)}, 40960);
+  fa.compare_add = 1;
+  Completion a = run(1, fa);
+  ASSERT_TRUE(a.ok()) << describe(a);
+  EXPECT_EQ(eps[1].buf.buf.load64(0), 41u);
+  EXPECT_EQ(t.mem.load64(40960), 42u);
+  EXPECT_EQ(t.host->pin_events(), 2u);
+}
+
+TEST_F(PinDown, PdReqPinsAndHoldsReleaseUnpins) {
+  start(2);
+  declare(kMiB);
+  // Unpinned: the host pins, then the request completes, holding them.
+  Completion q = run(1, pin_wr(1, RHN_OP_PD_REQUEST, 8192, 65536));
+  ASSERT_TRUE(q.ok()) << describe(q);
+  EXPECT_EQ(q.opcode, RHN_CQE_OP_PD_REQUEST);
+  EXPECT_EQ(t.host->pin_events(), 1u);
+  EXPECT_EQ(t.host->pinned(t.mr), 16u);
+  EXPECT_EQ(t.host->holders(t.mr, 2), 1u);
+  EXPECT_EQ(t.host->holders(t.mr, 17), 1u);
+  EXPECT_EQ(t.host->holders(t.mr, 18), 0u);
+  // Pinned already: answered at once, one more holder, no pinning.
+  q = run(1, pin_wr(2, RHN_OP_PD_REQUEST, 8192, 4096));
+  ASSERT_TRUE(q.ok()) << describe(q);
+  EXPECT_EQ(t.host->pin_events(), 1u);
+  EXPECT_EQ(t.host->holders(t.mr, 2), 2u);
+  // One release of the whole range: page 2 still held, the rest go.
+  Completion rel = run(1, pin_wr(3, RHN_OP_PD_RELEASE, 8192, 65536));
+  ASSERT_TRUE(rel.ok()) << describe(rel);
+  EXPECT_EQ(rel.opcode, RHN_CQE_OP_PD_RELEASE);
+  ASSERT_TRUE(
+      c->run_until([&] { return t.host->pinned(t.mr) == 1; }, 10'000'000));
+  rel = run(1, pin_wr(4, RHN_OP_PD_RELEASE, 8192, 4096));
+  ASSERT_TRUE(rel.ok()) << describe(rel);
+  ASSERT_TRUE(c->run_until([&] { return t.host->pinned() == 0; }, 10'000'000));
+  // Unpinned pages were dropped from the NIC's TLB too: a PUSH there now
+  // asks the host again instead of writing through a stale translation.
+  std::vector<uint8_t> data = pattern(9, 4096);
+  eps[1].buf.buf.write(0, data.data(), data.size());
+  Completion w =
+      run(1, to_area(5, RHN_OP_WRITE, {eps[1].buf.sge(0, 4096)}, 8192));
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(t.host->pin_events(), 2u);
+  EXPECT_EQ(t.mem.bytes(8192, 4096), data);
+}
+
+TEST_F(PinDown, RequestsAreCheckedLikeAnyAccess) {
+  start(2);
+  declare(64 * 1024);
+  Completion q = run(1, pin_wr(1, RHN_OP_PD_REQUEST, 60 * 1024, 8192));
+  EXPECT_EQ(q.status, RHN_CQE_REM_ACCESS_ERR) << describe(q);
+  EXPECT_EQ(q.vendor_err, uint32_t(RHN_SYN_BOUNDS));
+  SendWr bad_area = pin_wr(2, RHN_OP_PD_REQUEST, 0, 4096);
+  bad_area.remote_key = kAreaId + 1;
+  q = run(1, bad_area);
+  EXPECT_EQ(q.status, RHN_CQE_REM_ACCESS_ERR) << describe(q);
+  // No length: refused by the requester's NIC.
+  q = run(1, pin_wr(3, RHN_OP_PD_REQUEST, 0, 0));
+  EXPECT_EQ(q.status, RHN_CQE_LOC_QP_OP_ERR) << describe(q);
+  EXPECT_EQ(t.host->pin_events(), 0u);
+  EXPECT_EQ(t.host->pinned(), 0u);
+}
+
+TEST_F(PinDown, HeldWhileTheHostIsSlowThenResumedByItsAnswer) {
+  start(2);
+  declare(256 * 1024);
+  t.host->answer = false;
+  std::vector<uint8_t> data = pattern(11, 200000);
+  eps[1].buf.buf.write(0, data.data(), data.size());
+  ASSERT_TRUE(eps[1].qp->post_send(
+      to_area(1, RHN_OP_WRITE, {eps[1].buf.sge(0, 200000)}, 1000)));
+  // Several retry periods pass: nothing fails, nothing lands.
+  c->run_for(4 * RHN_PIN_RETRY_US * 1000ull);
+  EXPECT_TRUE(eps[1].cq->poll(4).empty());
+  EXPECT_EQ(t.host->pin_events(), 1u);  // asked once, not once per resend
+  const uint64_t before = c->clock().now();
+  t.host->answer_deferred();
+  Completion w = wait_one(*c, *eps[1].cq, 100'000'000);
+  ASSERT_TRUE(w.ok()) << describe(w);
+  // Sent again on the target's word, not on the requester's timer.
+  EXPECT_LT(c->clock().now() - before, RHN_PIN_RETRY_US * 1000ull / 2);
+  EXPECT_EQ(t.mem.bytes(1000, 200000), data);
+}
+
+TEST_F(PinDown, ALaterMessageOfTheSameSourceDoesNotOvertake) {
+  start(2);
+  declare(256 * 1024);
+  // A registered area with a flag word on the same endpoint.
+  Region flag = make_region(*eps[0].ctx, 4096, kAllAccess, 0, 0);
+  ASSERT_TRUE(eps[0].ctx->register_area(9, flag.mr, flag.va(), 4096).ok());
+  t.host->answer = false;
+  std::vector<uint8_t> data = pattern(12, 100000);
+  eps[1].buf.buf.write(0, data.data(), data.size());
+  eps[1].buf.buf.store64(kMiB, 1);
+  ASSERT_TRUE(eps[1].qp->post_send(
+      to_area(1, RHN_OP_WRITE, {eps[1].buf.sge(0, 100000)}, 0)));
+  SendWr flag_wr = to_area(2, RHN_OP_WRITE, {eps[1].buf.sge(kMiB, 8)}, 0);
+  flag_wr.remote_key = 9;
+  ASSERT_TRUE(eps[1].qp->post_send(flag_wr));
+  c->run_for(2 * RHN_PIN_RETRY_US * 1000ull);
+  // The flag (pinned memory) waits behind the data (being pinned).
+  EXPECT_EQ(flag.buf.load64(0), 0u);
+  t.host->answer_deferred();
+  auto done = c->wait_cqes(*eps[1].cq, 2, 100'000'000);
+  ASSERT_EQ(done.size(), 2u) << describe(done);
+  EXPECT_TRUE(done[0].ok() && done[1].ok()) << describe(done);
+  EXPECT_EQ(flag.buf.load64(0), 1u);
+  EXPECT_EQ(t.mem.bytes(0, 100000), data);
+}
+
+TEST_F(PinDown, SeveralNodesAtOnceThroughALossyFabric) {
+  FaultConfig faults;
+  faults.loss = 0.05;
+  faults.reorder = 0.05;
+  start(5, faults);
+  declare(kMiB, 0);
+  // Four peers, each a quarter plus an overlap into the next quarter.
+  constexpr size_t kQuarter = kMiB / 4;
+  for (size_t n = 1; n <= 4; n++) {
+    std::vector<uint8_t> d = pattern(20 + n, kQuarter);
+    eps[n].buf.buf.write(0, d.data(), d.size());
+    ASSERT_TRUE(eps[n].qp->post_send(to_area(
+        n, RHN_OP_WRITE, {eps[n].buf.sge(0, kQuarter)}, (n - 1) * kQuarter)));
+    // And a PD_REQ over its neighbour's first page.
+    ASSERT_TRUE(eps[n].qp->post_send(
+        pin_wr(10 + n, RHN_OP_PD_REQUEST, (n % 4) * kQuarter, 4096)));
+  }
+  for (size_t n = 1; n <= 4; n++) {
+    auto done = c->wait_cqes(*eps[n].cq, 2, 500'000'000);
+    ASSERT_EQ(done.size(), 2u) << n << ": " << describe(done);
+    EXPECT_TRUE(done[0].ok() && done[1].ok()) << describe(done);
+  }
+  for (size_t n = 1; n <= 4; n++)
+    EXPECT_EQ(t.mem.bytes((n - 1) * kQuarter, kQuarter),
+              pattern(20 + n, kQuarter));
+  EXPECT_EQ(t.host->pinned(t.mr), kMiB / 4096);
+  // At most one run per quarter (a PD_REQ may come first).
+  EXPECT_LE(t.host->pin_events(), 8u);
+}
+
+TEST_F(PinDown, BeyondTheHostsLimitTheRequestFailsClearly) {
+  start(2);
+  declare(kMiB);
+  t.host->limit = 16;
+  CounterSnap target(c->node(0));
+  Completion w = run(1, to_area(1, RHN_OP_WRITE, {eps[1].buf.sge(0, kMiB)}, 0));
+  EXPECT_EQ(w.status, RHN_CQE_REM_ACCESS_ERR) << describe(w);
+  EXPECT_EQ(w.vendor_err, uint32_t(RHN_SYN_NOT_PINNED));
+  EXPECT_GE(target.delta(RHN_CNT_PIN_FAILED), 1u);
+  Completion q = run(1, pin_wr(2, RHN_OP_PD_REQUEST, 512 * 1024, 128 * 1024));
+  EXPECT_EQ(q.status, RHN_CQE_REM_ACCESS_ERR) << describe(q);
+  EXPECT_EQ(q.vendor_err, uint32_t(RHN_SYN_NOT_PINNED));
+  // Within the limit still works.
+  EXPECT_EQ(t.host->pinned(), 16u);
+  Completion ok = run(1, pin_wr(3, RHN_OP_PD_REQUEST, 0, 4096));
+  EXPECT_TRUE(ok.ok()) << describe(ok);
+}
+
+TEST_F(PinDown, TargetMemoryGoneWhileHeld) {
+  start(2);
+  declare(256 * 1024);
+  t.host->answer = false;
+  ASSERT_TRUE(eps[1].qp->post_send(
+      to_area(1, RHN_OP_WRITE, {eps[1].buf.sge(0, 100000)}, 0)));
+  ASSERT_TRUE(eps[1].qp->post_send(pin_wr(2, RHN_OP_PD_REQUEST, 0, 4096)));
+  c->run_for(1'000'000);
+  // The process deregisters (the area first, as the driver does).
+  ASSERT_TRUE(
+      eps[0].ctx->driver().unregister_area(eps[0].ctx->index(), kAreaId).ok());
+  t.host->remove(t.mr);
+  ASSERT_TRUE(eps[0].ctx->dereg_mr(t.mr).ok());
+  t.host->answer_deferred();  // too late: the MR is gone
+  auto done = c->wait_cqes(*eps[1].cq, 2, 100'000'000);
+  ASSERT_EQ(done.size(), 2u) << describe(done);
+  for (const auto& d : done)
+    EXPECT_EQ(d.status, RHN_CQE_REM_ACCESS_ERR) << describe(d);
+}
+
+TEST_F(PinDown, TargetEndpointGoneWhileHeld) {
+  start(2);
+  declare(256 * 1024);
+  t.host->answer = false;
+  ASSERT_TRUE(eps[1].qp->post_send(
+      to_area(1, RHN_OP_WRITE, {eps[1].buf.sge(0, 100000)}, 0)));
+  ASSERT_TRUE(eps[1].qp->post_send(pin_wr(2, RHN_OP_PD_REQUEST, 0, 4096)));
+  c->run_for(1'000'000);
+  ASSERT_TRUE(
+      eps[0]
+          .ctx->driver()
+          .destroy(RHN_ADMIN_DESTROY_QP, eps[0].ctx->index(), eps[0].qp->qpn())
+          .ok());
+  auto done = c->wait_cqes(*eps[1].cq, 2, 200'000'000);
+  ASSERT_EQ(done.size(), 2u) << describe(done);
+  for (const auto& d : done) EXPECT_FALSE(d.ok()) << describe(d);
+  t.host->answer_deferred();  // the host's late answer harms nothing
+  c->run_for(1'000'000);
+}
+
+}  // namespace
+}  // namespace rhinet::test
