@@ -306,3 +306,72 @@ TEST_F(PinDown, TargetEndpointGoneWhileHeld) {
 
 }  // namespace
 }  // namespace rhinet::test
+
+namespace rhinet::test {
+namespace {
+
+// One process whose memory many peers touch at once holds only its share
+// of the NIC's records of held requests: another process's request on the
+// same node still gets one and resumes on the host's answer, not on the
+// requesters' fallback timer.
+TEST(PinDownShare, OneProcessCannotTakeEveryRecord) {
+  ClusterConfig cfg;
+  cfg.nodes = 2;
+  cfg.engine.pin_waiters = 8;
+  cfg.engine.context_pin_share = 128;  // 4 records per target process
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  SimPinHost host(c.node(0));
+  DatagramShape shape;
+  shape.buf_bytes = 64 * 1024;
+  struct Proc {
+    DatagramNode ep;
+    SimBuffer mem;
+    SimMr mr;
+  };
+  auto declare = [&](Proc& p) {
+    p.ep = make_datagram_node(c, 0, RHN_QP_ENDPOINT, kQkey, shape);
+    ASSERT_TRUE(p.ep.qp);
+    p.mem = p.ep.ctx->alloc(256 * 1024);
+    MrOptions opt;
+    opt.on_demand = true;
+    p.mr = p.ep.ctx->reg_mr(p.mem, kAllAccess, {}, opt);
+    ASSERT_TRUE(p.mr.ok());
+    host.add(p.mr);
+    ASSERT_TRUE(
+        p.ep.ctx->register_area(kAreaId, p.mr, p.mem.va(), 256 * 1024).ok());
+  };
+  Proc hog, other;
+  declare(hog);
+  declare(other);
+  host.answer = false;
+  std::vector<DatagramNode> peers;
+  for (int i = 0; i < 9; i++) {
+    peers.push_back(make_datagram_node(c, 1, RHN_QP_ENDPOINT, kQkey, shape));
+    ASSERT_TRUE(peers.back().qp);
+  }
+  auto push = [&](size_t i, const Proc& to) {
+    SendWr wr = rdma_wr(i, RHN_OP_WRITE, {peers[i].buf.sge(0, 4096)}, i * 4096,
+                        kAreaId, RHN_WQE_F_SIGNALED | RHN_WQE_F_AREA);
+    wr.dst_node = 0;
+    wr.dst_qpn = to.ep.qp->qpn();
+    ASSERT_TRUE(peers[i].qp->post_send(wr));
+  };
+  for (size_t i = 0; i < 8; i++) push(i, hog);
+  c.run_for(1'000'000);
+  push(8, other);
+  c.run_for(1'000'000);
+  const uint64_t answered = c.clock().now();
+  host.answer_deferred();
+  Completion w = wait_one(c, *peers[8].cq, 100'000'000);
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_LT(c.clock().now() - answered, RHN_PIN_RETRY_US * 1000ull / 2);
+  // The hog's peers all finish too (those without a record on the timer).
+  for (size_t i = 0; i < 8; i++) {
+    Completion h = wait_one(c, *peers[i].cq, 100'000'000);
+    EXPECT_TRUE(h.ok()) << i << " " << describe(h);
+  }
+}
+
+}  // namespace
+}  // namespace rhinet::test
