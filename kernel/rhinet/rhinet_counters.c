@@ -2,7 +2,7 @@
 /*
  * The NIC's hardware counters as ib_core port statistics, read as one
  * snapshot, with the driver's own gauges (pinned pages, areas, twin
- * bytes).
+ * bytes) and remote pin-down counts.
  */
 #include <linux/slab.h>
 
@@ -13,6 +13,11 @@
 #define RHINET_STAT_PINNED_PAGES RHN_CNT_COUNT
 #define RHINET_STAT_AREAS (RHN_CNT_COUNT + 1)
 #define RHINET_STAT_TWIN_BYTES (RHN_CNT_COUNT + 2)
+#define RHINET_STAT_PIN_REQUESTS (RHN_CNT_COUNT + 3)
+#define RHINET_STAT_PIN_REFUSALS (RHN_CNT_COUNT + 4)
+#define RHINET_STAT_PIN_RELEASES (RHN_CNT_COUNT + 5)
+#define RHINET_STAT_PIN_OVERFLOWS (RHN_CNT_COUNT + 6)
+#define RHINET_STATS (RHN_CNT_COUNT + 7)
 
 static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_TX_PACKETS].name = "tx_packets",
@@ -62,15 +67,26 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_TAG_MATCHED_UNEXPECTED].name = "tag_matched_unexpected",
 	[RHN_CNT_TAG_RECV_WAITS].name = "tag_recv_waits",
 	[RHN_CNT_TAG_REFUSED].name = "tag_refused",
+	[RHN_CNT_PIN_EVENTS].name = "pin_events",
+	[RHN_CNT_PIN_HELD].name = "pin_held",
+	[RHN_CNT_PIN_FAILED].name = "pin_failed",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */
 	[RHINET_STAT_AREAS].name = "areas",
 	/* Nor this: twin memory users hold (device memory), in bytes. */
 	[RHINET_STAT_TWIN_BYTES].name = "twin_bytes",
+	/* Remote pin-down, the driver's side: PIN requests answered, those
+	 * answered NOT_PINNED, releases, and events its queue had no room
+	 * for.
+	 */
+	[RHINET_STAT_PIN_REQUESTS].name = "pin_requests",
+	[RHINET_STAT_PIN_REFUSALS].name = "pin_refusals",
+	[RHINET_STAT_PIN_RELEASES].name = "pin_releases",
+	[RHINET_STAT_PIN_OVERFLOWS].name = "pin_overflows",
 };
 
-static_assert(ARRAY_SIZE(rhinet_stats) == RHN_CNT_COUNT + 3);
+static_assert(ARRAY_SIZE(rhinet_stats) == RHINET_STATS);
 
 struct rdma_hw_stats *rhinet_alloc_hw_port_stats(struct ib_device *ibdev,
 						 u32 port)
@@ -108,5 +124,13 @@ int rhinet_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		atomic64_read(&ib->pinned_pages);
 	stats->value[RHINET_STAT_AREAS] = atomic_read(&ib->num_areas);
 	stats->value[RHINET_STAT_TWIN_BYTES] = atomic64_read(&ib->twin_bytes);
+	stats->value[RHINET_STAT_PIN_REQUESTS] =
+		atomic64_read(&ib->pin_requests);
+	stats->value[RHINET_STAT_PIN_REFUSALS] =
+		atomic64_read(&ib->pin_refusals);
+	stats->value[RHINET_STAT_PIN_RELEASES] =
+		atomic64_read(&ib->pin_releases);
+	stats->value[RHINET_STAT_PIN_OVERFLOWS] =
+		atomic64_read(&ib->pin_overflows);
 	return ARRAY_SIZE(rhinet_stats);
 }

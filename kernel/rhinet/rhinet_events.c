@@ -2,7 +2,8 @@
 /*
  * Events from the kernel's event queues to ib_core: completion events to
  * their CQ's handler, QP, CQ and SRQ errors and limits to their objects'
- * event handlers, port changes to the port work.
+ * event handlers, port changes to the port work, pin-down requests to
+ * rhinet_pindown.c.
  */
 
 #include "rhinet_ib.h"
@@ -61,6 +62,10 @@ void rhinet_ib_event(struct rhinet_dev *rdev, const struct rhn_eqe *eqe)
 		break;
 	case RHN_EQE_PORT_CHANGE:
 		schedule_work(&ib->port_work);
+		break;
+	case RHN_EQE_PD_REQUEST:
+	case RHN_EQE_PD_RELEASE:
+		rhinet_od_queue(ib, eqe);
 		break;
 	}
 }

@@ -4,7 +4,8 @@
  * Ethernet interface, PDs and AHs, and the device's registration. User
  * contexts are in rhinet_ucontext.c, counters in rhinet_counters.c, event
  * dispatch in rhinet_events.c, memory regions in rhinet_mem.c, user
- * queues in rhinet_queues.c, twin memory (device memory) in rhinet_twin.c.
+ * queues in rhinet_queues.c, twin memory (device memory) in rhinet_twin.c,
+ * remote pin-down (on-demand MRs) in rhinet_pindown.c.
  * The kernel verbs (rhinet_kverbs.c) serve the
  * management QP (ib_mad, ib_cm, rdma_cm) and the RC QPs of the kernel's
  * RDMA consumers, with fast registration (rhinet_mem.c).
@@ -497,6 +498,9 @@ int rhinet_ib_init(struct rhinet_dev *rdev)
 	xa_init(&ib->user_twins);
 	INIT_WORK(&ib->port_work, rhinet_port_work);
 	rhinet_ib_limits(ib);
+	ret = rhinet_od_init(ib);
+	if (ret)
+		goto err_dealloc;
 
 	ib->ibdev.node_type = RDMA_NODE_IB_CA;
 	ib->ibdev.phys_port_cnt = 1;
@@ -520,6 +524,7 @@ int rhinet_ib_init(struct rhinet_dev *rdev)
 err_unpublish:
 	rhinet_ib_unpublish(rdev, ib);
 err_dealloc:
+	rhinet_od_fini(ib);
 	ib_dealloc_device(&ib->ibdev);
 	return ret;
 }
@@ -533,6 +538,7 @@ void rhinet_ib_fini(struct rhinet_dev *rdev)
 		return;
 	ib_unregister_device(&ib->ibdev);
 	rhinet_ib_unpublish(rdev, ib);
+	rhinet_od_fini(ib);
 	WARN_ON(atomic64_read(&ib->pinned_pages));
 	WARN_ON(atomic64_read(&ib->twin_bytes));
 	WARN_ON(!xa_empty(&ib->groups) || !xa_empty(&ib->user_twins));

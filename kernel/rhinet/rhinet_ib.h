@@ -11,6 +11,7 @@
 #ifndef RHINET_IB_H
 #define RHINET_IB_H
 
+#include <linux/refcount.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -24,6 +25,9 @@
  * RHINET_MAX_GROUPS of them).
  */
 #define RHINET_MAX_NODE_GROUPS 1024
+
+struct rhinet_od;
+struct rhinet_od_event;
 
 /* Twin memory one process, or one user, holds: bytes and NIC allocations. */
 struct rhinet_twin_use {
@@ -69,6 +73,21 @@ struct rhinet_ib {
 	atomic_t key_variant; /* low byte of the next MR key */
 	struct work_struct port_work; /* dispatches port events */
 	bool port_was_up;
+	/* Remote pin-down (rhinet_pindown.c), if the NIC has it (od_ring):
+	 * on-demand MRs by MR index (XA_FLAGS_LOCK_IRQ), the NIC's requests
+	 * queued by the event handler for od_work.
+	 */
+	struct xarray od_mrs;
+	/* From a new MR's CREATE_MR to its od_mrs entry: the work item finds
+	 * every MR the NIC can ask for.
+	 */
+	struct mutex od_reg_lock;
+	spinlock_t od_lock; /* od_ring, od_head, od_tail, od_lost */
+	struct rhinet_od_event *od_ring;
+	u32 od_head, od_tail;
+	struct list_head od_lost; /* MRs with requests the ring missed */
+	struct work_struct od_work;
+	atomic64_t pin_requests, pin_refusals, pin_releases, pin_overflows;
 };
 
 /* Pinned user memory registered with the NIC as one memory region. */
@@ -94,6 +113,7 @@ struct rhinet_ucontext {
 	u32 num_groups; /* the process's groups, members until dealloc */
 	u16 groups[RHINET_MAX_GROUPS];
 	struct rhinet_twin_use twin; /* under the device's twin_lock */
+	atomic64_t od_pinned; /* pages pinned on demand, all its MRs */
 };
 
 /* A piece of the NIC's twin memory a process holds (ibverbs DM). */
@@ -147,6 +167,7 @@ struct rhinet_mr {
 	/* Fast registration (kernel): the page list REG_MR registers. */
 	struct rhinet_kbuf pbl;
 	u32 npages, max_pages;
+	struct rhinet_od *od; /* on-demand MR (remote pin-down) */
 };
 
 /* A kernel CQ (rhinet_kverbs.c): the driver polls its ring. */
@@ -251,6 +272,8 @@ int rhinet_destroy_object(struct rhinet_ib *ib, u32 ctx, u8 opcode,
 			  u32 handle);
 
 /* rhinet_mem.c */
+int rhinet_vpt_build(struct rhinet_ib *ib, struct rhinet_mem *mem,
+		     unsigned long pgsz, u64 npages);
 int rhinet_mem_pin(struct rhinet_ib *ib, struct rhinet_mem *mem, u64 start,
 		   u64 length, u64 iova, int access, u32 ctx, u32 pdn);
 int rhinet_mem_pin_queue(struct rhinet_ib *ib, struct rhinet_ucontext *uc,
@@ -271,6 +294,15 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 int rhinet_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int rhinet_dealloc_mw(struct ib_mw *ibmw);
+
+/* rhinet_pindown.c */
+int rhinet_od_init(struct rhinet_ib *ib);
+void rhinet_od_fini(struct rhinet_ib *ib);
+void rhinet_od_queue(struct rhinet_ib *ib, const struct rhn_eqe *eqe);
+int rhinet_od_reg(struct rhinet_ib *ib, struct rhinet_mr *mr,
+		  struct rhinet_ucontext *uc, u64 start, u64 length, u64 iova,
+		  int access, u32 pdn);
+int rhinet_od_dereg(struct rhinet_ib *ib, struct rhinet_mr *mr);
 
 /* rhinet_kverbs.c */
 int rhinet_kcq_destroy(struct rhinet_ib *ib, struct rhinet_cq *cq);

@@ -49,12 +49,13 @@ static void rhinet_vpt_free(struct rhinet_ib *ib, struct rhinet_mem *mem)
 }
 
 /*
- * Fills the tables for @npages pages of @pgsz bytes. Table pages are kept
+ * Fills the tables for @npages pages of @pgsz bytes: the umem's pages, or
+ * without one (on-demand MRs) invalid leaf entries. Table pages are kept
  * leaves first, then each upper level, the single top page last. Returns
  * the number of levels or a negative errno.
  */
-static int rhinet_vpt_build(struct rhinet_ib *ib, struct rhinet_mem *mem,
-			    unsigned long pgsz, u64 npages)
+int rhinet_vpt_build(struct rhinet_ib *ib, struct rhinet_mem *mem,
+		     unsigned long pgsz, u64 npages)
 {
 	struct device *dev = &ib->rdev->pdev->dev;
 	u64 count[VPT_MAX_LEVELS], first[VPT_MAX_LEVELS], total = 0, i;
@@ -86,12 +87,13 @@ static int rhinet_vpt_build(struct rhinet_ib *ib, struct rhinet_mem *mem,
 	}
 
 	i = 0;
-	rdma_umem_for_each_dma_block(mem->umem, &biter, pgsz) {
-		mem->tables[i / VPT_ENTRIES][i % VPT_ENTRIES] =
-			cpu_to_le64(rdma_block_iter_dma_address(&biter) |
-				    RHN_VPTE_VALID);
-		i++;
-	}
+	if (mem->umem)
+		rdma_umem_for_each_dma_block(mem->umem, &biter, pgsz) {
+			mem->tables[i / VPT_ENTRIES][i % VPT_ENTRIES] =
+				cpu_to_le64(rdma_block_iter_dma_address(&biter) |
+					    RHN_VPTE_VALID);
+			i++;
+		}
 	for (l = 1; l < levels; l++)
 		for (i = 0; i < count[l - 1]; i++)
 			mem->tables[first[l] + i / VPT_ENTRIES][i % VPT_ENTRIES] =
@@ -226,7 +228,7 @@ static int rhinet_reg_mr_req(struct rhinet_ib *ib, struct ib_udata *udata,
 	ret = rhinet_udata_in_optional(udata, req, sizeof(*req));
 	if (ret <= 0)
 		return ret;
-	if (req->comp_mask & ~RHINET_REG_MR_AREA ||
+	if (req->comp_mask & ~(RHINET_REG_MR_AREA | RHINET_REG_MR_ON_DEMAND) ||
 	    (!(req->comp_mask & RHINET_REG_MR_AREA) && req->area_id)) {
 		ibdev_dbg(&ib->ibdev, "reg MR comp_mask %#x area %u refused\n",
 			  req->comp_mask, req->area_id);
@@ -292,9 +294,17 @@ static void rhinet_mr_free(struct rhinet_ib *ib, struct rhinet_mr *mr)
 	atomic_dec(&ib->num_mrs);
 }
 
+/* An on-demand MR's pages go with it (rhinet_pindown.c). */
+static int rhinet_mr_release(struct rhinet_ib *ib, struct rhinet_mr *mr)
+{
+	return mr->od ? rhinet_od_dereg(ib, mr) :
+			rhinet_mem_release(ib, &mr->mem);
+}
+
 static struct ib_mr *rhinet_reg_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				   u64 iova, int access,
-				   const struct rhinet_reg_mr_cmd *req)
+				   const struct rhinet_reg_mr_cmd *req,
+				   struct rhinet_ucontext *uc)
 {
 	struct rhinet_ib *ib = to_rib(ibpd->device);
 	struct rhinet_pd *pd = to_rpd(ibpd);
@@ -308,8 +318,12 @@ static struct ib_mr *rhinet_reg_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr = rhinet_mr_new(ib);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
-	ret = rhinet_mem_pin(ib, &mr->mem, start, length, iova, access, pd->ctx,
-			     pd->pdn);
+	if (req->comp_mask & RHINET_REG_MR_ON_DEMAND)
+		ret = rhinet_od_reg(ib, mr, uc, start, length, iova, access,
+				    pd->pdn);
+	else
+		ret = rhinet_mem_pin(ib, &mr->mem, start, length, iova, access,
+				     pd->ctx, pd->pdn);
 	if (ret) {
 		ibdev_dbg(&ib->ibdev, "MR %#llx+%llu: %d\n", start, length,
 			  ret);
@@ -329,7 +343,7 @@ static struct ib_mr *rhinet_reg_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	return &mr->ibmr;
 
 err_release:
-	rhinet_mem_release(ib, &mr->mem);
+	rhinet_mr_release(ib, mr);
 err_free:
 	rhinet_mr_free(ib, mr);
 	return ERR_PTR(ret);
@@ -347,7 +361,8 @@ struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	ret = rhinet_reg_mr_req(to_rib(ibpd->device), udata, &req);
 	if (ret)
 		return ERR_PTR(ret);
-	ibmr = rhinet_reg_mr(ibpd, start, length, iova, access, &req);
+	ibmr = rhinet_reg_mr(ibpd, start, length, iova, access, &req,
+			     rhinet_uctx(udata));
 	if (IS_ERR(ibmr) || !udata || udata->outlen < sizeof(resp))
 		return ibmr;
 	/* The caller asked how its region was translated. */
@@ -380,9 +395,8 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		return ERR_PTR(ret);
 	if (flags & ~(IB_MR_REREG_TRANS | IB_MR_REREG_PD | IB_MR_REREG_ACCESS))
 		return ERR_PTR(-EOPNOTSUPP);
-	if (mr->has_area) {
-		ibdev_dbg(ibmr->device, "rereg of area %u's MR\n",
-			  mr->area_id);
+	if (mr->has_area || mr->od) {
+		ibdev_dbg(ibmr->device, "rereg of an area's or on-demand MR\n");
 		return ERR_PTR(-EOPNOTSUPP);
 	}
 	if (!(flags & IB_MR_REREG_TRANS) &&
@@ -430,7 +444,7 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	if (!(flags & IB_MR_REREG_ACCESS))
 		access = mr->access;
 	return rhinet_reg_mr(flags & IB_MR_REREG_PD ? new_pd : ibmr->pd, start,
-			     length, iova, access, &none);
+			     length, iova, access, &none, NULL);
 }
 
 /*
@@ -523,7 +537,7 @@ int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		mr->has_area = false;
 		atomic_dec(&ib->num_areas);
 	}
-	ret = rhinet_mem_release(ib, &mr->mem);
+	ret = rhinet_mr_release(ib, mr);
 	if (ret)
 		return ret;
 	/* The NIC forgot the MR: nothing reads its page list any more. */

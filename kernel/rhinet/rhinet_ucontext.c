@@ -307,6 +307,8 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	resp.max_cq_log_depth = le32_to_cpu(hw->max_cq_log_depth);
 	resp.max_areas = ib->max_areas;
 	resp.comp_mask = RHINET_UCONTEXT_RESP_AREAS;
+	if (ib->od_ring)
+		resp.comp_mask |= RHINET_UCONTEXT_RESP_PIN_ON_DEMAND;
 	/* Older providers' responses end before max_areas or twin_bytes. */
 	if (!udata || udata->outlen >= sizeof(resp)) {
 		resp_len = sizeof(resp);
@@ -352,6 +354,7 @@ void rhinet_dealloc_ucontext(struct ib_ucontext *ibuc)
 	struct rhinet_ucontext *uc = to_ruc(ibuc);
 
 	WARN_ON(uc->twin.bytes || uc->twin.count);
+	WARN_ON(atomic64_read(&uc->od_pinned)); /* its MRs are gone */
 	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_PD, uc->queue_pdn);
 	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_CONTEXT, 0);
 	/* The NIC context is gone (or the NIC is): the groups may go. */
