@@ -379,6 +379,10 @@ ibv_wc_opcode wc_opcode(uint8_t op) {
       return IBV_WC_BIND_MW;
     case RHN_CQE_OP_LOCAL_INV:
       return IBV_WC_LOCAL_INV;
+    case RHN_CQE_OP_PD_REQUEST:
+      return kWcPdRequest;
+    case RHN_CQE_OP_PD_RELEASE:
+      return kWcPdRelease;
     default:
       return IBV_WC_RECV;
   }

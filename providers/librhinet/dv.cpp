@@ -4,7 +4,8 @@
 // CQ of its own; PUSH/PULL build WQEs with RHN_WQE_F_AREA (remote_key = area
 // ID, remote_addr = offset) and, on request, RHN_WQE_F_STATUS_WORD, into
 // the same SQ ring and doorbell path as post_send. Completions come from
-// that CQ through poll_cq.
+// that CQ through poll_cq. Remote pin-down (pd_req, pd_release) posts
+// PD_REQUEST/PD_RELEASE WQEs addressed the same way, without data.
 //
 // SQ slots are handed back only by completions. So that a process using
 // status words alone never fills its SQ, every WQE that would leave half
@@ -40,7 +41,8 @@ static_assert(same(RHINETDV_SYN_BAD_KEY, RHN_SYN_BAD_KEY) &&
                   same(RHINETDV_SYN_ALIGNMENT, RHN_SYN_ALIGNMENT) &&
                   same(RHINETDV_SYN_FLUSHED, RHN_SYN_FLUSHED) &&
                   same(RHINETDV_SYN_BAD_XFER, RHN_SYN_BAD_XFER) &&
-                  same(RHINETDV_SYN_BAD_GROUP, RHN_SYN_BAD_GROUP),
+                  same(RHINETDV_SYN_BAD_GROUP, RHN_SYN_BAD_GROUP) &&
+                  same(RHINETDV_SYN_NOT_PINNED, RHN_SYN_NOT_PINNED),
               "rhinetdv syndromes are the NIC's");
 static_assert(same(RHINETDV_MODE_BASIC, RHN_XFER_BASIC) &&
                   same(RHINETDV_MODE_TWIN, RHN_XFER_TWIN) &&
@@ -69,6 +71,8 @@ constexpr uint32_t kKnownXferExFlags =
 // wait there until the process counts them.
 constexpr uint32_t kSignalRoom = 4096;
 constexpr uint32_t kDefaultIrecv = 256;
+constexpr uint32_t kKnownPinFlags =
+    RHINETDV_PIN_SIGNALED | RHINETDV_PIN_STATUS_WORD | RHINETDV_PIN_BY_KEY;
 constexpr uint32_t kKnownIsendFlags = RHINETDV_ISEND_SIGNALED |
                                       RHINETDV_ISEND_STATUS_WORD |
                                       RHINETDV_ISEND_INLINE;
@@ -202,6 +206,8 @@ bool convert(Endpoint* ep, const ibv_wc& wc, uint32_t first_slot,
   c->base.byte_len = wc.byte_len;
   c->base.opcode = wc.opcode == IBV_WC_RDMA_READ ? RHINETDV_OP_PULL
                    : wc.opcode == IBV_WC_SEND    ? RHINETDV_OP_ISEND
+                   : wc.opcode == kWcPdRequest   ? RHINETDV_OP_PD_REQUEST
+                   : wc.opcode == kWcPdRelease   ? RHINETDV_OP_PD_RELEASE
                                                  : RHINETDV_OP_PUSH;
   return true;
 }
@@ -229,18 +235,28 @@ int drain(Endpoint* ep, int n, rhinetdv_completion_ex* out) {
   return reported;
 }
 
+// Whether this process may declare on-demand areas and post pd_req and
+// pd_release: the NIC pins on demand and so does rhinet.ko.
+bool pins_on_demand(const Context* ctx) {
+  return (ctx->attr.caps & RHN_CAP_PIN_ON_DEMAND) &&
+         (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS) &&
+         (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_PIN_ON_DEMAND);
+}
+
 // An MR that is also the area `key` (group << 16 | area ID) of the
 // process, registered as ibv_reg_mr() would: kept out of fork() children,
-// ibv_dereg_mr() undoes both.
+// ibv_dereg_mr() undoes both. With @on_demand the kernel pins nothing;
+// nothing here touches the pages either (MADV_DONTFORK faults none in).
 ibv_mr* reg_area_key(ibv_pd* pd, void* addr, size_t length, int access,
-                     uint32_t key) {
+                     uint32_t key, bool on_demand = false) {
   const Context* ctx = to_ctx(pd->context);
   if (!(ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
     return errno = EOPNOTSUPP, nullptr;  // rhinet.ko without areas
+  if (on_demand && !pins_on_demand(ctx)) return errno = EOPNOTSUPP, nullptr;
   int err = ibv_dontfork_range(addr, length);
   if (err) return errno = err, nullptr;
   ibv_mr* mr = reg_mr_area(pd, addr, length, reinterpret_cast<uintptr_t>(addr),
-                           access, &key);
+                           access, &key, on_demand);
   if (!mr) {
     err = errno;
     ibv_dofork_range(addr, length);
@@ -417,6 +433,36 @@ int post(rhinetdv_endpoint* pub, const rhinetdv_xfer_ex* xe, bool push) {
                          x->flags & RHINETDV_XFER_SIGNALED);
 }
 
+// pd_req / pd_release (004 2.5): addressed as a PULL by area or key, the
+// length in imm_data, no data; a status word as for PUSH.
+int post_pin(Endpoint* ep, const rhinetdv_pin_attr& a, bool request) {
+  const bool by_key = a.flags & RHINETDV_PIN_BY_KEY;
+  if (a.comp_mask || a.reserved0 || (a.flags & ~kKnownPinFlags) || !a.length ||
+      !status_word_ok(a.flags, a.status_word) ||
+      (!by_key && (a.area_id > 0xffff || a.group_id > 0xffff)))
+    return EINVAL;
+  const Context* ctx = to_ctx(ep->pub.context);
+  if (!pins_on_demand(ctx)) return EOPNOTSUPP;
+  if (!by_key && !in_groups(ctx, a.group_id)) return EPERM;
+  alignas(8) uint8_t w[RHN_SQ_SLOT_SIZE];
+  memset(w, 0, sizeof(w));
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  h->opcode = request ? RHN_OP_PD_REQUEST : RHN_OP_PD_RELEASE;
+  if (!by_key) h->flags |= RHN_WQE_F_AREA;
+  h->dst_node = a.dest_node;
+  h->dst_qpn = a.dest_endpoint;
+  h->remote_key = by_key ? a.rkey : RHN_AREA_KEY(a.group_id, a.area_id);
+  h->remote_addr = by_key ? a.remote_addr : a.offset;
+  h->imm_data = a.length;
+  if (a.flags & RHINETDV_PIN_STATUS_WORD) {
+    h->flags |= RHN_WQE_F_STATUS_WORD;
+    h->u.status.addr = reinterpret_cast<uintptr_t>(a.status_word);
+    h->u.status.lkey = a.status_lkey;
+  }
+  std::lock_guard<std::mutex> g(ep->lock);
+  return post_wqe_locked(ep, w, 1, a.wr_id, a.flags & RHINETDV_PIN_SIGNALED);
+}
+
 int post_basic(rhinetdv_endpoint* pub, const rhinetdv_xfer* x, bool push) {
   if (!x || (x->flags & ~kKnownXferFlags)) return EINVAL;
   rhinetdv_xfer_ex xe{};
@@ -585,6 +631,7 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
   if (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_GROUPS)
     a.caps |= RHINETDV_CAP_TWIN | RHINETDV_CAP_GROUPS;
   if (ctx->attr.caps & RHN_CAP_ENDPOINT) a.caps |= RHINETDV_CAP_ENDPOINT;
+  if (rhinet::pins_on_demand(ctx)) a.caps |= RHINETDV_CAP_PIN_ON_DEMAND;
   if ((ctx->attr.caps & RHN_CAP_AREA) &&
       (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS) && ctx->attr.max_areas)
     a.caps |= RHINETDV_CAP_AREA;
@@ -811,14 +858,19 @@ RHINETDV_EXPORT ibv_mr* rhinetdv_reg_area_ex(ibv_pd* pd, void* addr,
                                              const rhinetdv_area_attr* attr,
                                              size_t inlen) {
   rhinetdv_area_attr a;
-  if (!pd || !rhinet::extend(attr, inlen, &a, sizeof(a)) || a.comp_mask ||
+  if (!pd || !rhinet::extend(attr, inlen, &a, sizeof(a)) ||
+      (a.comp_mask & ~uint64_t{RHINETDV_AREA_ATTR_MASK_FLAGS}) ||
       a.area_id > 0xffff || a.group_id > 0xffff)
+    return errno = EINVAL, nullptr;
+  if ((a.flags & ~uint32_t{RHINETDV_AREA_PIN_ON_DEMAND}) || a.reserved ||
+      (a.flags && !(a.comp_mask & RHINETDV_AREA_ATTR_MASK_FLAGS)))
     return errno = EINVAL, nullptr;
   if (!is_rhinet_context(pd->context)) return errno = EOPNOTSUPP, nullptr;
   if (!rhinet::in_groups(to_ctx(pd->context), a.group_id))
     return errno = EPERM, nullptr;
   return rhinet::reg_area_key(pd, addr, length, access,
-                              RHN_AREA_KEY(a.group_id, a.area_id));
+                              RHN_AREA_KEY(a.group_id, a.area_id),
+                              a.flags & RHINETDV_AREA_PIN_ON_DEMAND);
 }
 
 RHINETDV_EXPORT int rhinetdv_query_groups(ibv_context* context,
@@ -897,4 +949,22 @@ RHINETDV_EXPORT int rhinetdv_wait_signal(rhinetdv_endpoint* pub,
       ibv_ack_cq_events(cq, 1);
     }
   }
+}
+
+RHINETDV_EXPORT int rhinetdv_pd_req(rhinetdv_endpoint* pub,
+                                    const rhinetdv_pin_attr* attr,
+                                    size_t inlen) {
+  rhinetdv_pin_attr a;
+  if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  return rhinet::post_pin(rhinet::to_ep(pub), a, true);
+}
+
+RHINETDV_EXPORT int rhinetdv_pd_release(rhinetdv_endpoint* pub,
+                                        const rhinetdv_pin_attr* attr,
+                                        size_t inlen) {
+  rhinetdv_pin_attr a;
+  if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  return rhinet::post_pin(rhinet::to_ep(pub), a, false);
 }

@@ -75,6 +75,14 @@ constexpr ibv_wc_opcode kWcTagRecv = IBV_WC_DRIVER2;
 // IPROBE and IRECV_CANCEL (SQ order): pkey_index = the CQE's ext_flags,
 // the rest as kWcTagRecv's.
 constexpr ibv_wc_opcode kWcTagLocal = IBV_WC_DRIVER3;
+// PD_REQUEST and PD_RELEASE of an endpoint (remote pin-down, SQ order):
+// libibverbs' three driver opcodes are taken, so values past its last
+// one (within the enum's range, 0..255); rhinetdv maps them and never
+// lets them out.
+constexpr ibv_wc_opcode kWcPdRequest =
+    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 1);
+constexpr ibv_wc_opcode kWcPdRelease =
+    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 2);
 
 struct Context {
   verbs_context vctx;              // libibverbs' part, at the offset we tell it
@@ -263,9 +271,11 @@ ibv_pd* alloc_pd(ibv_context* context);
 int dealloc_pd(ibv_pd* pd);
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
                int access);
-// With @area_id, the MR is also the process's area of that ID.
+// With @area_id, the MR is also the process's area of that ID; with
+// @on_demand as well, the range is declared, not pinned (remote pin-down).
 ibv_mr* reg_mr_area(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
-                    int access, const uint32_t* area_id);
+                    int access, const uint32_t* area_id,
+                    bool on_demand = false);
 int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length,
              int access);
 int dereg_mr(verbs_mr* vmr);

@@ -113,7 +113,8 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
 }
 
 ibv_mr* reg_mr_area(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
-                    int access, const uint32_t* area_id) {
+                    int access, const uint32_t* area_id, bool on_demand) {
+  if (on_demand && !area_id) return errno = EINVAL, nullptr;
   Mr* mr = make<Mr>();
   if (!mr) return errno = ENOMEM, nullptr;
   RegMrCmd cmd{};
@@ -121,6 +122,7 @@ ibv_mr* reg_mr_area(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
     cmd.drv.comp_mask = RHINET_REG_MR_AREA;
     cmd.drv.area_id = *area_id;
   }
+  if (on_demand) cmd.drv.comp_mask |= RHINET_REG_MR_ON_DEMAND;
   ib_uverbs_reg_mr_resp resp{};
   int err = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, &mr->vmr,
                            reinterpret_cast<struct ibv_reg_mr*>(&cmd),

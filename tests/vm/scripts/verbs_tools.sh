@@ -24,9 +24,15 @@
 #             PULL by area ID and offset, status words), every byte checked,
 #             error cases included; rhinetdv_tag: isend/irecv/iprobe/cancel
 #             matched by the NIC (expected, unexpected, rendezvous,
-#             truncation, a stream, a receiver killed); then a process killed while holding an
-#             endpoint and an area leaves no area registered, and on a
-#             soft-RoCE device the direct verbs say EOPNOTSUPP (rhinet0 only)
+#             truncation, a stream, a receiver killed); rhinetdv_pindown:
+#             remote pin-down into an area the server only mapped (pd_req,
+#             PUSH/PULL pinning on first touch, pd_release, pinned_pages
+#             back where it was), then the server killed while the client
+#             PUSHes into its pinned area leaves pinned_pages at 0 on node 1
+#             and fails the PUSHes without a hang; then a process killed
+#             while holding an endpoint and an area leaves no area
+#             registered, and on a soft-RoCE device the direct verbs say
+#             EOPNOTSUPP (rhinet0 only)
 #   model     rhinetdv_model: 004 table 1 (PUSH basic/stride/bitmap/diff,
 #             PULL basic/stride/bitmap/twin) by area and by key, both in one
 #             process group, twin memory from ibv_alloc_dm, put-with-signal
@@ -162,11 +168,64 @@ killed_leaves_none() {
 		failed="$failed $name($st=$held)"
 	fi
 }
+# pindown_killed: rhinetdv_pindown --kill. Node 1's server declares an
+# on-demand area and prints "waiting to be killed" once node 0's client
+# has pinned part of it with a pd_req and PUSHed into all of it; it is
+# SIGKILLed then, with the client still PUSHing. Node 1's pinned_pages
+# must have been at least 512 (the 2 MiB area) and go back to 0; the
+# client must see its PUSHes fail (none hangs). Both results are compared
+# like run_pair's.
+pindown_killed() {
+	out=/tmp/pindown_kill.txt
+	status=ok
+	if [ "$NODE" = 1 ]; then
+		rhinetdv_pindown --kill -p 18736 >"$out" 2>&1 &
+		pid=$!
+		i=0
+		until grep -q "waiting to be killed" "$out"; do
+			i=$((i + 1))
+			if [ $i -gt 600 ] || ! kill -0 $pid 2>/dev/null; then
+				status="no-marker"
+				break
+			fi
+			usleep 100000
+		done
+		held=$(stat pinned_pages)
+		kill -9 $pid
+		wait $pid
+		i=0
+		until [ "$(stat pinned_pages)" = 0 ]; do
+			i=$((i + 1))
+			if [ $i -gt 50 ]; then
+				status="pinned_pages=$(stat pinned_pages)-after-kill"
+				break
+			fi
+			usleep 100000
+		done
+		[ "$status" = ok ] && [ "${held:-0}" -lt 512 ] &&
+			status="pinned_pages=$held-before-kill"
+		echo "verbs_tools: killed rhinetdv_pindown: pinned_pages $held -> $(stat pinned_pages)"
+	else
+		timeout "$RUN_TIMEOUT" rhinetdv_pindown --kill -p 18736 "$SERVER" \
+			>"$out" 2>&1 || status="rc=$?"
+	fi
+	sync_status "$status"
+	echo "== pindown_kill on node $NODE: $status; peer: $PEER_STATUS"
+	cat "$out"
+	if [ "$status" = ok ] && [ "$PEER_STATUS" = ok ]; then
+		echo "verbs_tools: pindown_kill passed"
+	else
+		failed="$failed pindown_kill"
+	fi
+}
 if want dv && [ "$DEVICE" = rhinet0 ]; then
 	run_pair rhinetdv_pingpong rhinetdv_pingpong -n 100 -s 16384
 	# isend/irecv matched by the NIC: expected, unexpected with iprobe,
 	# truncation, cancel, a stream through a small RQ, a killed receiver.
 	run_pair rhinetdv_tag rhinetdv_tag
+	# Remote pin-down into memory the server only mapped; then the server
+	# killed while pinned.
+	run_pair rhinetdv_pindown rhinetdv_pindown && pindown_killed
 	# Killed while it holds its endpoint and area (waiting for a peer).
 	killed_leaves_none dv_kill areas 1 "^endpoint" rhinetdv_pingpong -p 18701 -a 9
 	# On another provider's device (soft-RoCE) the direct verbs refuse.

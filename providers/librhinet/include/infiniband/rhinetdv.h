@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * version RHINETDV_1.0). What ibverbs has no words for: the reliable
- * connectionless endpoint (one per process; it reaches every (node,
- * endpoint) of the fabric), communication areas registered under a
+ * versions RHINETDV_1.0 to RHINETDV_1.3). What ibverbs has no words for:
+ * the reliable connectionless endpoint (one per process; it reaches every
+ * (node, endpoint) of the fabric), communication areas registered under a
  * group-wide area ID, PUSH and PULL addressed as (node, endpoint, area ID,
  * offset), and completions as status words the NIC writes into memory.
  *
@@ -16,7 +16,7 @@
  * rhinetdv_create_endpoint(3), rhinetdv_reg_area(3), rhinetdv_push(3),
  * rhinetdv_poll(3), rhinetdv_status_word(3), rhinetdv_push_ex(3),
  * rhinetdv_reg_area_ex(3), rhinetdv_wait_signal(3), rhinetdv_twin_handle(3),
- * rhinetdv_isend(3).
+ * rhinetdv_isend(3), rhinetdv_pd_req(3).
  */
 #ifndef INFINIBAND_RHINETDV_H
 #define INFINIBAND_RHINETDV_H
@@ -44,6 +44,10 @@ enum rhinetdv_device_caps {
 	RHINETDV_CAP_GROUPS = 1 << 5,
 	/* isend/irecv matched by the NIC: rhinetdv_isend, _irecv, _iprobe */
 	RHINETDV_CAP_TAG = 1 << 6,
+	/* remote pin-down: RHINETDV_AREA_PIN_ON_DEMAND, rhinetdv_pd_req and
+	 * rhinetdv_pd_release (RHINETDV_1.3)
+	 */
+	RHINETDV_CAP_PIN_ON_DEMAND = 1 << 7,
 };
 
 struct rhinetdv_device_attr {
@@ -132,16 +136,41 @@ struct ibv_mr *rhinetdv_reg_area(struct ibv_pd *pd, void *addr, size_t length,
  * registers there). Areas of a group are reachable only by members of it:
  * the NIC checks the group at both ends (RHINETDV_SYN_BAD_GROUP).
  */
+enum rhinetdv_area_attr_mask {
+	RHINETDV_AREA_ATTR_MASK_FLAGS = 1 << 0, /* flags is set (1.3) */
+};
+
+enum rhinetdv_area_flags {
+	/*
+	 * Remote pin-down (004 2.5): the range is only declared, nothing is
+	 * pinned now; it may be memory the process has only mmap()ed. The
+	 * host pins pages when a peer asks for them (rhinetdv_pd_req) or
+	 * when a PUSH, PULL or other remote access first touches them (the
+	 * NIC holds the access meanwhile). Pages pinned so count against the
+	 * process's limit (rhinet.ko's max_pin_on_demand_pages); they stay
+	 * pinned until a rhinetdv_pd_release over them leaves no holder, or
+	 * the MR goes. Local work requests may use the MR's lkey only over
+	 * pinned pages. EOPNOTSUPP without RHINETDV_CAP_PIN_ON_DEMAND.
+	 */
+	RHINETDV_AREA_PIN_ON_DEMAND = 1 << 0,
+};
+
 struct rhinetdv_area_attr {
-	uint64_t comp_mask; /* 0 */
+	uint64_t comp_mask; /* enum rhinetdv_area_attr_mask */
 	uint32_t group_id; /* 0, or a group the process is a member of */
 	uint32_t area_id; /* 0..65535, unique per group in the process */
+	/* With RHINETDV_AREA_ATTR_MASK_FLAGS (a caller of RHINETDV_1.1
+	 * passes the struct without these):
+	 */
+	uint32_t flags; /* enum rhinetdv_area_flags */
+	uint32_t reserved; /* 0 */
 };
 
 /*
  * As rhinetdv_reg_area, in a group. inlen: sizeof(*attr) as the caller
  * knows it. EPERM: not a member of the group; EINVAL: area_id > 65535,
- * comp_mask unknown.
+ * comp_mask or flags unknown; EOPNOTSUPP: RHINETDV_AREA_PIN_ON_DEMAND
+ * and the device or driver does not pin on demand.
  */
 struct ibv_mr *rhinetdv_reg_area_ex(struct ibv_pd *pd, void *addr,
 				    size_t length, int access,
@@ -398,6 +427,67 @@ struct rhinetdv_tag_caps {
 int rhinetdv_query_tag_caps(struct rhinetdv_endpoint *ep,
 			    struct rhinetdv_tag_caps *caps, size_t inlen);
 
+/* ---- remote pin-down (004 2.5, RHINETDV_1.3) ---------------------------- */
+
+/*
+ * pd_req asks the target (dest_node, dest_endpoint) to pin the range
+ * [offset, offset + length) of its area (group_id, area_id), or with
+ * RHINETDV_PIN_BY_KEY [remote_addr, remote_addr + length) of its MR rkey,
+ * and to hold it for the initiator: it completes (RHINETDV_OP_PD_REQUEST)
+ * once the target's pages are pinned and hold one more reference, so that
+ * later PUSHes and PULLs there never wait for the target's host. An area
+ * declared with RHINETDV_AREA_PIN_ON_DEMAND is pinned then; pages of an
+ * ordinary area are pinned already. pd_release drops that reference; it
+ * completes (RHINETDV_OP_PD_RELEASE) when the target's NIC has passed it
+ * to its host, which unpins the pages of the range that nobody holds any
+ * longer (those pinned by a first touch alone included).
+ * Errors: the completion's status is IBV_WC_REM_ACCESS_ERR with syndrome
+ * RHINETDV_SYN_NOT_PINNED when the target host would not pin (its
+ * process's limit, memory not mapped or not writable, the process gone),
+ * RHINETDV_SYN_BOUNDS beyond the area, and as a PULL's otherwise.
+ */
+enum rhinetdv_pin_flags {
+	/* A completion on rhinetdv_poll() on success too (errors always). */
+	RHINETDV_PIN_SIGNALED = RHINETDV_XFER_SIGNALED,
+	/* The NIC writes *status_word when the operation is done. */
+	RHINETDV_PIN_STATUS_WORD = RHINETDV_XFER_STATUS_WORD,
+	/* The range is (remote_addr, rkey), not (group, area, offset). */
+	RHINETDV_PIN_BY_KEY = RHINETDV_XFER_EX_BY_KEY,
+};
+
+struct rhinetdv_pin_attr {
+	uint64_t comp_mask; /* 0 */
+	uint64_t wr_id; /* returned in the completion */
+	uint16_t dest_node;
+	uint16_t reserved0; /* 0 */
+	uint32_t dest_endpoint;
+	uint32_t group_id; /* by area: the area's group */
+	uint32_t area_id; /* by area: the peer's area */
+	uint64_t offset; /* by area: in the peer's area */
+	uint64_t remote_addr; /* BY_KEY */
+	uint32_t rkey; /* BY_KEY */
+	uint32_t length; /* bytes, not 0 */
+	uint32_t flags; /* enum rhinetdv_pin_flags */
+	/* With RHINETDV_PIN_STATUS_WORD, as for rhinetdv_push: 8-byte
+	 * aligned, in an MR with local write of the endpoint's PD, cleared
+	 * before posting.
+	 */
+	uint32_t status_lkey;
+	uint64_t *status_word;
+};
+
+/*
+ * Post a pd_req or a pd_release on the endpoint; inlen is sizeof(*attr)
+ * as the caller knows it. ENOMEM: max_outstanding operations are in
+ * flight; EINVAL: bad flags or fields, length 0, a misaligned status
+ * word; EPERM: not a member of the group; EOPNOTSUPP: the device has no
+ * remote pin-down (RHINETDV_CAP_PIN_ON_DEMAND).
+ */
+int rhinetdv_pd_req(struct rhinetdv_endpoint *ep,
+		    const struct rhinetdv_pin_attr *attr, size_t inlen);
+int rhinetdv_pd_release(struct rhinetdv_endpoint *ep,
+			const struct rhinetdv_pin_attr *attr, size_t inlen);
+
 /* ---- completions -------------------------------------------------------- */
 
 enum rhinetdv_opcode {
@@ -405,6 +495,8 @@ enum rhinetdv_opcode {
 	RHINETDV_OP_PULL = 2,
 	RHINETDV_OP_ISEND = 3,
 	RHINETDV_OP_IRECV = 4,
+	RHINETDV_OP_PD_REQUEST = 5, /* rhinetdv_pd_req */
+	RHINETDV_OP_PD_RELEASE = 6, /* rhinetdv_pd_release */
 };
 
 /* Why an operation failed (values of the NIC's syndromes). */
@@ -424,6 +516,10 @@ enum rhinetdv_syndrome {
 	RHINETDV_SYN_FLUSHED = 16, /* the endpoint went to error */
 	RHINETDV_SYN_BAD_XFER = 18, /* a partial-transfer descriptor refused */
 	RHINETDV_SYN_BAD_GROUP = 19, /* not a member of the area's group */
+	/* the target host would not pin: its process's limit, memory not
+	 * mapped or not writable, or the process is gone (004 2.5)
+	 */
+	RHINETDV_SYN_NOT_PINNED = 21,
 };
 
 struct rhinetdv_completion {
