@@ -296,6 +296,17 @@ TEST_F(Protection, RemoteOutOfBounds) {
   expect_dst_untouched();
 }
 
+TEST_F(Protection, RemoteOutOfBoundsInALaterPacket) {
+  // Three packets; only the last reaches past the MR. The first packet
+  // names the whole message, so nothing is written, as on InfiniBand.
+  Region big = make_region(A(), 12000, kAllAccess, 17);
+  expect_error(rdma_wr(16, RHN_OP_WRITE, {big.sge(0, 12000)},
+                       dst.va(16384 - 10000), dst.key()),
+               RHN_CQE_REM_ACCESS_ERR, RHN_SYN_BOUNDS, -1,
+               RHN_CNT_REMOTE_ACCESS_ERRORS);
+  expect_dst_untouched();
+}
+
 TEST_F(Protection, RemoteBelowStart) {
   expect_error(
       rdma_wr(13, RHN_OP_WRITE, {src.sge(0, 20)}, dst.va() - 8, dst.key()),

@@ -97,6 +97,13 @@ void write_request(Impl& m, Request& r) {
   // A packet of strided blocks reaches what they span (ops/partial).
   uint64_t extent;
   const rhn_syndrome shape = partial::write_extent(op, r.data, &extent);
+  // The first packet of a plain or bitmap WRITE answers for the rest of
+  // the message (as IB's RETH does): one reaching past the target fails
+  // before a byte lands, and pages still to be pinned are asked for at
+  // once.
+  if (r.first && shape == RHN_SYN_NONE && op.msg_len > op.msg_offset &&
+      !(op.flags & (RHN_WOP_F_RUNS | RHN_WOP_F_STRIDED)))
+    extent = std::max<uint64_t>(extent, op.msg_len - op.msg_offset);
   if (!target_of(m, r, shape, RHN_ACCESS_REMOTE_WRITE, extent, &va, &key,
                  &mr_index))
     return;

@@ -46,6 +46,12 @@ uint32_t SimPinHost::holders(const SimMr& mr, uint32_t page) const {
              : it->second.holders[page];
 }
 
+bool SimPinHost::is_pinned(const SimMr& mr, uint32_t page) const {
+  auto it = mrs_.find(mr.key);
+  return it != mrs_.end() && page < it->second.pinned.size() &&
+         it->second.pinned[page];
+}
+
 uint64_t SimPinHost::pin_events() const {
   uint64_t n = 0;
   for (const auto& e : events)

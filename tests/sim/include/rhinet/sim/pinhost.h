@@ -36,6 +36,7 @@ class SimPinHost {
   uint64_t pinned() const { return pinned_; }
   uint64_t pinned(const SimMr& mr) const;
   uint32_t holders(const SimMr& mr, uint32_t page) const;
+  bool is_pinned(const SimMr& mr, uint32_t page) const;
 
   // Pins beyond this many pages fail (RHN_SYN_NOT_PINNED).
   uint64_t limit = UINT64_MAX;
