@@ -34,7 +34,9 @@ static_assert(
         static_cast<std::uint32_t>(Syndrome::bad_xfer) ==
             RHINETDV_SYN_BAD_XFER &&
         static_cast<std::uint32_t>(Syndrome::bad_group) ==
-            RHINETDV_SYN_BAD_GROUP,
+            RHINETDV_SYN_BAD_GROUP &&
+        static_cast<std::uint32_t>(Syndrome::not_pinned) ==
+            RHINETDV_SYN_NOT_PINNED,
     "rhinet::Syndrome mirrors RHINETDV_SYN_*");
 static_assert(
     static_cast<std::uint32_t>(Mode::basic) == RHINETDV_MODE_BASIC &&
@@ -46,7 +48,11 @@ static_assert(
 static_assert(static_cast<std::uint32_t>(Op::push) == RHINETDV_OP_PUSH &&
                   static_cast<std::uint32_t>(Op::pull) == RHINETDV_OP_PULL &&
                   static_cast<std::uint32_t>(Op::isend) == RHINETDV_OP_ISEND &&
-                  static_cast<std::uint32_t>(Op::irecv) == RHINETDV_OP_IRECV,
+                  static_cast<std::uint32_t>(Op::irecv) == RHINETDV_OP_IRECV &&
+                  static_cast<std::uint32_t>(Op::pd_req) ==
+                      RHINETDV_OP_PD_REQUEST &&
+                  static_cast<std::uint32_t>(Op::pd_release) ==
+                      RHINETDV_OP_PD_RELEASE,
               "rhinet::Op mirrors RHINETDV_OP_*");
 static_assert(wc_success == IBV_WC_SUCCESS &&
                   wc_loc_len_err == IBV_WC_LOC_LEN_ERR &&
@@ -263,7 +269,7 @@ std::string Device::describe(const Slot& s) const {
   if (s.op == Op::isend)
     return describe_message(Op::isend, s.rank, {s.tag}, s.length);
   std::string d = std::string(op_name(s.op)) +
-                  (s.op == Op::push ? " to rank " : " from rank ") +
+                  (s.op == Op::pull ? " from rank " : " to rank ") +
                   std::to_string(s.rank);
   if (s.target == Target::area)
     d += ", area " + std::to_string(s.area_or_rkey) + " offset " +

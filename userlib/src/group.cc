@@ -208,8 +208,24 @@ rhinetdv_endpoint* Group::endpoint() const { return dev_->ep; }
 
 Result<Area> Group::area(std::uint32_t area_id, std::span<std::byte> memory,
                          Access access) {
+  return register_area(area_id, memory, access, false);
+}
+
+bool Group::pin_on_demand() const {
+  return dev_->attr.caps & RHINETDV_CAP_PIN_ON_DEMAND;
+}
+
+Result<Area> Group::on_demand_area(std::uint32_t area_id,
+                                   std::span<std::byte> memory, Access access) {
+  return register_area(area_id, memory, access, true);
+}
+
+Result<Area> Group::register_area(std::uint32_t area_id,
+                                  std::span<std::byte> memory, Access access,
+                                  bool on_demand) {
   const std::string what =
-      "area " + std::to_string(area_id) + " (" + std::to_string(memory.size()) +
+      std::string(on_demand ? "on-demand area " : "area ") +
+      std::to_string(area_id) + " (" + std::to_string(memory.size()) +
       " bytes at " + hex(reinterpret_cast<std::uintptr_t>(memory.data())) + ")";
   if (area_id > 0xffff) return Error(EINVAL, what + ": area IDs are 0..65535");
   if (memory.empty()) return Error(EINVAL, what + ": empty");
@@ -225,9 +241,16 @@ Result<Area> Group::area(std::uint32_t area_id, std::span<std::byte> memory,
   if (dev_->find_region(memory.data(), 1) ||
       dev_->find_region(memory.data() + memory.size() - 1, 1))
     return Error(EEXIST, what + ": overlaps a Buffer or Area of the group");
+  if (on_demand && !pin_on_demand())
+    return Error(EOPNOTSUPP,
+                 what + ": the device (or rhinet.ko) does not pin on demand");
   rhinetdv_area_attr attr{};
   attr.group_id = group_;
   attr.area_id = area_id;
+  if (on_demand) {
+    attr.comp_mask = RHINETDV_AREA_ATTR_MASK_FLAGS;
+    attr.flags = RHINETDV_AREA_PIN_ON_DEMAND;
+  }
   ibv_mr* mr = rhinetdv_reg_area_ex(dev_->pd, memory.data(), memory.size(),
                                     flags, &attr, sizeof(attr));
   if (!mr) return errno_error(errno, what + ": rhinetdv_reg_area_ex");
@@ -443,6 +466,67 @@ Request Group::post(Op op, Target target, std::uint32_t rank,
   if (err) {
     dev.release(*slot);
     return fail(err, op == Op::push ? "rhinetdv_push_ex" : "rhinetdv_pull_ex");
+  }
+  return dev.request(*slot);
+}
+
+// ---- remote pin-down -------------------------------------------------------
+
+Request Group::pd_req(std::uint32_t rank, std::uint32_t area_id,
+                      std::uint64_t offset, std::uint64_t length) {
+  return post_pin(Op::pd_req, rank, area_id, offset, length);
+}
+
+Request Group::pd_release(std::uint32_t rank, std::uint32_t area_id,
+                          std::uint64_t offset, std::uint64_t length) {
+  return post_pin(Op::pd_release, rank, area_id, offset, length);
+}
+
+Request Group::post_pin(Op op, std::uint32_t rank, std::uint32_t area_id,
+                        std::uint64_t offset, std::uint64_t length) {
+  detail::Device& dev = *dev_;
+  detail::Device::Slot d;
+  d.op = op;
+  d.target = Target::area;
+  d.rank = rank;
+  d.area_or_rkey = area_id;
+  d.offset_or_addr = offset;
+  d.length = static_cast<std::uint32_t>(length);
+  const auto fail = [&](int e, const std::string& why) {
+    return detail::Device::failed(Error(e, dev.describe(d) + ": " + why));
+  };
+  if (!pin_on_demand())
+    return fail(EOPNOTSUPP, "the device (or rhinet.ko) does not pin on demand");
+  if (rank >= size_)
+    return fail(EINVAL, "no rank " + std::to_string(rank) + " in a group of " +
+                            std::to_string(size_));
+  if (area_id > 0xffff) return fail(EINVAL, "area IDs are 0..65535");
+  if (length == 0 || length > UINT32_MAX)
+    return fail(EINVAL, "a range of 1 byte .. 4 GiB - 1");
+
+  rhinetdv_pin_attr a{};
+  a.dest_node = static_cast<std::uint16_t>(table_[rank].node_id);
+  a.dest_endpoint = table_[rank].endpoint_id;
+  a.group_id = group_;
+  a.area_id = area_id;
+  a.offset = offset;
+  a.length = static_cast<std::uint32_t>(length);
+  a.flags = RHINETDV_PIN_STATUS_WORD;
+  auto slot = dev.acquire(forever);
+  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
+  a.wr_id = *slot;
+  a.status_word = &dev.words[*slot];
+  a.status_lkey = dev.words_mr->lkey;
+  d.busy = true;
+  dev.slots[*slot] = d;
+  const int err = dev.post_retrying([&] {
+    return op == Op::pd_req ? rhinetdv_pd_req(dev.ep, &a, sizeof(a))
+                            : rhinetdv_pd_release(dev.ep, &a, sizeof(a));
+  });
+  if (err) {
+    dev.release(*slot);
+    return fail(err,
+                op == Op::pd_req ? "rhinetdv_pd_req" : "rhinetdv_pd_release");
   }
   return dev.request(*slot);
 }

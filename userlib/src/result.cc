@@ -35,6 +35,10 @@ constexpr SyndromeInfo kSyndromes[] = {
     {16, "FLUSHED", "the endpoint went to the error state", ECANCELED},
     {18, "BAD_XFER", "partial-transfer descriptor refused", EINVAL},
     {19, "BAD_GROUP", "not a member of the area's group", EPERM},
+    {21, "NOT_PINNED",
+     "the target host would not pin the pages (its process's pin limit, "
+     "or memory not mapped there)",
+     EDQUOT},
 };
 
 const SyndromeInfo* find(std::uint32_t s) {

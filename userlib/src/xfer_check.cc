@@ -35,6 +35,10 @@ const char* op_name(Op op) {
       return "isend";
     case Op::irecv:
       return "irecv";
+    case Op::pd_req:
+      return "pd_req";
+    case Op::pd_release:
+      return "pd_release";
   }
   return "unknown";
 }

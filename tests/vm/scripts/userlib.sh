@@ -7,7 +7,9 @@
 # with the NIC doing the diff; hello_push is the README's example;
 # isend_irecv is NIC-matched messaging (ping-pong eager and rendezvous,
 # an all-to-all with exact and any-source receives, unexpected messages
-# and iprobe, cancel, truncation). Then every node holds no twin memory,
+# and iprobe, cancel, truncation); pin_on_demand is remote pin-down (an
+# mmap()ed area pinned by pd_req and first touch, then released: rank 0's
+# pinned_pages back where it was). Then every node holds no twin memory,
 # and no group violation was counted.
 #   userlib.sh NODE NODES   (the applications overlay: run-cluster --apps)
 NODE=$1
@@ -26,7 +28,8 @@ run() { # NAME rhinet-run arguments...
 	t0=$(now)
 	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
 		echo "userlib: $name passed in $(elapsed "$t0") s"
-		grep -E "ok|rank|^table1:|^isend_irecv:" /tmp/run.log | head -40
+		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:" \
+			/tmp/run.log | head -40
 	else
 		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
 		head -40 /tmp/run.log
@@ -43,6 +46,8 @@ run "hello_push" -n 2 --hosts node0,node1 rhinet_hello_push
 # K = 8 messages per ordered pair in the all-to-all.
 run "isend_irecv, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_isend_irecv 8
+run "pin_on_demand, $NODES ranks" -n "$NODES" --hosts "$hosts" \
+	rhinet_pin_on_demand
 
 for k in $(seq 0 $((NODES - 1))); do
 	c=/sys/class/infiniband/rhinet0/ports/1/hw_counters

@@ -104,6 +104,35 @@ class Group {
   // share or the NIC's twin memory is used up).
   Result<Twin> twin(std::size_t bytes);
 
+  // ---- remote pin-down (004 2.5; table 2: pd_req, pd_reply, pd_release) --
+  //
+  // An on-demand area is memory this process has only mapped (mmap, not
+  // touched, not registered): nothing is pinned when it is declared. Its
+  // host pins pages when peers need them: on their pd_req, or on the first
+  // PUSH or PULL that reaches them, which the NIC holds meanwhile (no
+  // error, no retry by the caller). Pages pinned this way count against
+  // the process's limit (rhinet.ko's max_pin_on_demand_pages); beyond it
+  // the peer's operation fails with EDQUOT (Syndrome::not_pinned). As the
+  // local side of this process's own operations it serves only over pages
+  // that are pinned. Errors as area(), and EOPNOTSUPP when the device or
+  // driver cannot pin on demand (pin_on_demand()).
+  bool pin_on_demand() const;
+  Result<Area> on_demand_area(std::uint32_t area_id,
+                              std::span<std::byte> memory,
+                              Access access = Access::remote_read_write);
+  // Asks `rank`'s host to pin [offset, offset + length) of its area
+  // area_id and keep it pinned: completes once it is (pd_reply). Holders
+  // are counted per page; pd_release drops one, and a page nobody holds
+  // is unpinned (pages pinned by a first touch alone too). On an area
+  // that is not on demand both complete at once. Errors before posting:
+  // EINVAL (rank, area ID, length 0 or 4 GiB or more), EOPNOTSUPP; at
+  // completion the NIC's (ERANGE past the area, ENOENT no such area,
+  // EDQUOT the target's limit, ...).
+  Request pd_req(std::uint32_t rank, std::uint32_t area_id,
+                 std::uint64_t offset, std::uint64_t length);
+  Request pd_release(std::uint32_t rank, std::uint32_t area_id,
+                     std::uint64_t offset, std::uint64_t length);
+
   // ---- PUSH and PULL (004 2.4, 2.7; table 1) ------------------------------
   //
   // The local span must lie inside one Buffer or Area of this group
@@ -232,7 +261,6 @@ class Group {
   //   Result<void> lock(lock_id), unlock(lock_id)     2.10
   //   Result<void> barrier()                          2.10, the NIC's
   //   Request broadcast/reduce/allreduce/...          collectives
-  //   pd_req / pd_reply / pd_release                  2.5, pin-down
 
  private:
   friend struct detail::Device;
@@ -240,6 +268,10 @@ class Group {
   Request post(Op op, Target target, std::uint32_t rank, std::uint64_t remote,
                std::uint32_t rkey, std::uint64_t offset,
                std::span<std::byte> local, const XferOptions& options);
+  Result<Area> register_area(std::uint32_t area_id, std::span<std::byte> memory,
+                             Access access, bool on_demand);
+  Request post_pin(Op op, std::uint32_t rank, std::uint32_t area_id,
+                   std::uint64_t offset, std::uint64_t length);
 
   std::shared_ptr<detail::Device> dev_;
   Bootstrap boot_;

@@ -35,6 +35,7 @@ enum class Syndrome : std::uint32_t {
   flushed = 16,         // the endpoint went to the error state
   bad_xfer = 18,        // partial-transfer descriptor refused
   bad_group = 19,       // not a member of the area's group
+  not_pinned = 21,      // the target host would not pin (its limit)
 };
 
 // "BAD_GROUP", "BOUNDS", ...; "SYNDROME_<n>" for a value not listed.

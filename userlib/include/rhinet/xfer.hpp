@@ -17,7 +17,14 @@ namespace rhinet {
 class Twin;
 
 // The operations (values of RHINETDV_OP_*).
-enum class Op : std::uint32_t { push = 1, pull = 2, isend = 3, irecv = 4 };
+enum class Op : std::uint32_t {
+  push = 1,
+  pull = 2,
+  isend = 3,
+  irecv = 4,
+  pd_req = 5,  // remote pin-down (004 2.5)
+  pd_release = 6,
+};
 
 // The partial-transfer modes (values of RHINETDV_MODE_*). Table 1: PUSH
 // takes basic, diff, bitmap, stride; PULL takes basic, twin, bitmap, stride.
