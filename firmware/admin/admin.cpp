@@ -179,6 +179,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       a.node_id = cfg.node_id;
       a.twin_bytes = uint64_t{twin_pages} * RHN_TWIN_PAGE;
       a.max_twins = static_cast<uint32_t>(twins.size());
+      a.tm_max_tags = tm_max_tags();
+      a.tm_max_ops_log = kMaxWqLog;
       if (!bus.dma_write(u.query.out_addr, &a, sizeof(a)))
         return RHN_ADMIN_DMA_ERROR;
       return RHN_ADMIN_OK;
@@ -467,6 +469,24 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (st == RHN_ADMIN_OK)
         st = ref_check(c.record, sizeof(rhn_queue_record), false, 4);
       if (st != RHN_ADMIN_OK) return st;
+      // A TM SRQ: its list-op CQ, the list's size and the operation ring
+      // (whose record the NIC writes: nic_consumer).
+      const bool tm = c.flags & RHN_CREATE_SRQ_F_TM;
+      if (c.flags & ~RHN_CREATE_SRQ_F_TM)
+        return detail = 5, RHN_ADMIN_BAD_PARAM;
+      if (tm) {
+        if (!cq_ok(c.cqn)) return detail = 6, RHN_ADMIN_BAD_HANDLE;
+        if (c.max_tags < 1 || c.max_tags > tm_max_tags())
+          return detail = 7, RHN_ADMIN_BAD_PARAM;
+        if (c.ops_log_depth < 1 || c.ops_log_depth > kMaxWqLog)
+          return detail = 8, RHN_ADMIN_BAD_PARAM;
+        st = ref_check(c.ops_ring,
+                       uint64_t{RHN_TM_OP_WQE_SIZE} << c.ops_log_depth, false,
+                       9);
+        if (st == RHN_ADMIN_OK)
+          st = ref_check(c.ops_record, sizeof(rhn_queue_record), true, 10);
+        if (st != RHN_ADMIN_OK) return st;
+      }
       const uint32_t srqn = find_free(srqs, 0);
       if (srqn == kNone) return RHN_ADMIN_NO_RESOURCES;
       SrqObj& s = srqs[srqn];
@@ -481,6 +501,17 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       ref_get(s.ring, 1);
       ref_get(s.record, 1);
       pds[c.pdn].refs++;
+      if (tm) {
+        s.tm = true;
+        s.tm_cqn = c.cqn;
+        s.tm_max_tags = c.max_tags;
+        s.ops_log = c.ops_log_depth;
+        s.ops_ring = to_ref(c.ops_ring);
+        s.ops_record = to_ref(c.ops_record);
+        ref_get(s.ops_ring, 1);
+        ref_get(s.ops_record, 1);
+        cqs[c.cqn].refs++;
+      }
       result = srqn;
       return RHN_ADMIN_OK;
     }
@@ -502,6 +533,12 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       ref_get(s.ring, -1);
       ref_get(s.record, -1);
       pds[s.pdn].refs--;
+      if (s.tm) {
+        tm_srq_gone(srqn);  // its tag list goes with it
+        ref_get(s.ops_ring, -1);
+        ref_get(s.ops_record, -1);
+        cqs[s.tm_cqn].refs--;
+      }
       s.valid = false;
       return RHN_ADMIN_OK;
     }
@@ -530,6 +567,9 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (has_srq && (c.srqn >= srqs.size() || !srqs[c.srqn].valid ||
                       srqs[c.srqn].context != ctx))
         return detail = 4, RHN_ADMIN_BAD_HANDLE;
+      // Tag matching (a TM SRQ) is for RC QPs.
+      if (has_srq && srqs[c.srqn].tm && c.type != RHN_QP_RC)
+        return detail = 4, RHN_ADMIN_BAD_PARAM;
       if (c.sq_log_depth < 1 || c.sq_log_depth > kMaxWqLog)
         return detail = 5, RHN_ADMIN_BAD_PARAM;
       if (!has_srq && (c.rq_log_depth < 1 || c.rq_log_depth > kMaxWqLog))

@@ -29,6 +29,7 @@ class Fifo {
     return true;
   }
   T& front() { return buf_[head_ & (cap_ - 1)]; }
+  const T& front() const { return buf_[head_ & (cap_ - 1)]; }
   T& at(uint32_t i) { return buf_[(head_ + i) & (cap_ - 1)]; }
   void pop() { head_++; }
   void clear() { head_ = tail_ = 0; }

@@ -289,9 +289,13 @@ void Engine::Impl::handle_kick(Kick& k) {
       return;
     }
     case KickKind::kSrq:
-      if (qn >= srqs.size() || !srqs[qn].valid || srqs[qn].context != ctx)
+      if (qn >= srqs.size() || !srqs[qn].valid || srqs[qn].context != ctx) {
         counters.add(RHN_CNT_BAD_DOORBELLS);
-      // Nothing else to do: receives read the SRQ record when needed.
+        return;
+      }
+      // A TM SRQ's tag-list operations (ops/tm) run now; receives read
+      // the SRQ record when they need a WQE.
+      if (k.value & RHN_DB_SRQ_TM_OPS) tm_run_ops(qn);
       return;
     case KickKind::kCqArm:
       if (qn >= cqs.size() || !cqs[qn].valid || cqs[qn].context != ctx) {
@@ -356,7 +360,7 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
       v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
           RHN_CAP_ATOMIC | RHN_CAP_AREA | RHN_CAP_INLINE_DB |
           RHN_CAP_STATUS_WORD | RHN_CAP_RAW_ETH | RHN_CAP_TAG |
-          RHN_CAP_PIN_ON_DEMAND;
+          RHN_CAP_PIN_ON_DEMAND | RHN_CAP_TM;
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;
@@ -539,6 +543,7 @@ bool Engine::poll() {
   did |= m.run_timers();
   did |= m.fw_run(16);
   did |= m.tag_run(16);
+  did |= m.tm_run(16);
   did |= m.requester_run(64);
   return did;
 }
@@ -547,7 +552,7 @@ uint64_t Engine::next_deadline_ns() const {
   const Impl& m = *impl_;
   // Peers with work to do now are served by the next poll.
   const uint64_t t = m.peer_ready.empty() ? m.next_peer_deadline : m.now;
-  return m.next_qp_wake < t ? m.next_qp_wake : t;
+  return std::min({t, m.next_qp_wake, m.tm_next_retry()});
 }
 
 void Engine::set_link_up(bool up) {

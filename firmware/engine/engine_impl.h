@@ -132,6 +132,25 @@ struct SrqObj {
   uint32_t producer_seen = 0;
   uint32_t limit = 0;
   uint32_t refs = 0;
+  // A TM SRQ (ops/tm): its tag list lives in the matching engine's
+  // entries (TagRecv with srqn set), in posting order by the index of the
+  // operation that added it; software edits it through the operation ring.
+  bool tm = false;
+  uint32_t tm_cqn = 0;  // where list operations complete
+  uint32_t tm_max_tags = 0;
+  uint32_t tm_tags = 0;  // entries in the list
+  uint32_t ops_log = 0;
+  HostRef ops_ring, ops_record;
+  uint32_t ops_consumer = 0;  // the next operation to execute
+  // Phase synchronisation (ibv_post_srq_ops(3)): messages handed to
+  // software unmatched, the count software last reported, and the last
+  // operation executed while the two agreed. An entry added after that
+  // one matches nothing until they agree again: software may not have
+  // seen an unexpected message it would have matched.
+  uint32_t unexpected = 0;
+  uint32_t sw_unexpected = 0;
+  uint32_t synced_at = ~0u;
+  uint32_t tag_wild_head = kNone, tag_wild_tail = kNone;
 };
 
 // A piece of on-board twin memory (004 2.7), in RHN_TWIN_PAGE units. The
@@ -360,6 +379,13 @@ struct RxContext {
   uint32_t capacity = 0;
   uint32_t length = 0;
   uint32_t next = kNone;  // the peer's list of receives in progress
+  // Tag matching on a TM SRQ (ops/tm): the CQE opcode of a message that
+  // took a receive WQE; or the entry of the tag list it matched (handle
+  // with generation), whose buffer gets the message past its first
+  // `drop` bytes (the header).
+  uint8_t cqe_op = RHN_CQE_OP_RECV;
+  uint32_t drop = 0;
+  uint32_t tm_entry = kNone;
 };
 
 constexpr uint32_t kGates = 4;
@@ -432,6 +458,15 @@ static_assert(sizeof(Peer) <= 208, "per-node channel state must stay small");
 
 enum class TagRecvState : uint8_t { kFree, kPosted, kMatched };
 
+// Where a TM SRQ's entry is once matched (ops/tm).
+enum class TmStep : uint8_t {
+  kIdle,     // an endpoint's irecv (ops/tag), or posted
+  kEager,    // an eager message lands through a receive context
+  kPull,     // rendezvous: the sender's NIC is asked for the data
+  kPulling,  // ... and streams it
+  kFin,      // the data is in place; the FIN goes to the sender
+};
+
 // A posted receive (004 2.6's pending-receive list), then, once matched
 // to a message whose data comes later, the receive in progress. Its
 // handle on the wire is index | gen << 20.
@@ -456,6 +491,17 @@ struct TagRecv {
   uint32_t received = 0;
   uint64_t msg_tag = 0;
   uint32_t prev = kNone, next = kNone;  // bucket chain or wildcard list
+  // An entry of a TM SRQ's tag list (ops/tm): qpn is kNone while it is
+  // posted, the receiving QP once matched. Found by software's handle
+  // through a second chain.
+  uint32_t srqn = kNone;
+  uint16_t tm_handle = 0;
+  TmStep tm_step = TmStep::kIdle;
+  bool tm_sw_rndv = false;  // a rendezvous header left to software
+  uint32_t app_ctx = 0;
+  uint32_t rv_rkey = 0;
+  uint64_t rv_va = 0;
+  uint32_t tm_prev = kNone, tm_next = kNone;
 };
 
 // An unexpected message: the isend's header only (the NIC keeps no
@@ -487,6 +533,13 @@ struct TagOwedStream {
   uint32_t qpn = 0, qp_gen = 0, msn = 0;
 };
 
+// A TM rendezvous message (pull or FIN) to send again: refused, or no
+// firmware message was free.
+struct TmRetry {
+  uint32_t entry = 0;  // handle with generation
+  uint64_t at = 0;
+};
+
 struct TagTables {
   std::vector<TagRecv> recvs;
   Fifo<uint32_t> free_recvs;
@@ -504,11 +557,16 @@ struct TagTables {
   Fifo<TagOwedStream> streams_owed;
   bool rq_retry = false;    // some endpoint's irecvs wait for room
   bool room_freed = false;  // since then an entry or a posted place freed
+  // TM SRQs: entries by (SRQ, handle); pulls and FINs to send again, in
+  // the order they are due (one delay for all).
+  std::vector<std::array<uint32_t, 2>> tm_handle_buckets;
+  Fifo<TmRetry> tm_retries;
   TagTables(uint32_t max_recvs, uint32_t max_msgs, uint32_t owed_streams)
       : free_recvs(max_recvs + max_msgs),
         free_msgs(max_msgs),
         cts_owed(max_recvs + max_msgs),
-        streams_owed(owed_streams) {}
+        streams_owed(owed_streams),
+        tm_retries(max_recvs + max_msgs) {}
 };
 
 // ---- Remote pin-down (ops/pindown/) -----------------------------------------
@@ -548,7 +606,7 @@ struct PinTables {
 
 // Who is told when a firmware message is over (acknowledged, refused, or
 // its node declared dead): an index into fwmsg/'s owner table.
-enum class FwOwner : uint8_t { kProbe, kPin };
+enum class FwOwner : uint8_t { kProbe, kPin, kTm };
 
 enum class FwState : uint8_t { kFree, kQueued, kInFlight };
 
@@ -874,6 +932,36 @@ struct Engine::Impl {
   // otherwise it stopped answering (receives waiting for its data fail).
   void tag_node_failed(uint16_t node, bool restarted);
   bool tag_run(uint32_t budget);  // owed CTSs and streams, stalled RQs
+
+  // ---- ops/tm/tm.cpp: ibverbs tag matching on TM SRQs (IBV_SRQT_TM)
+  // The SRQ's operation ring after a kick: adds, removes, syncs.
+  void tm_run_ops(uint32_t srqn);
+  // The SRQ goes: its tag list with it.
+  void tm_srq_gone(uint32_t srqn);
+  // The matching stage for a SEND on a QP whose SRQ is a TM SRQ.
+  enum class TmLanding : uint8_t {
+    kReceive,    // `m` is filled: a tag-list entry or a receive WQE
+    kNoReceive,  // no receive WQE for it (RNR)
+    kConsumed,   // a rendezvous header: taken whole, its data is pulled
+  };
+  TmLanding tm_land(QpObj& qp, uint32_t qpn, RxContext& m, uint16_t node,
+                    uint32_t src, const rhn_op_hdr& op,
+                    std::span<const uint8_t> first_payload);
+  // A message placed into an entry's buffer ended (complete_receive).
+  void tm_placed(RxContext& m);
+  // A matched entry completes (ops/tag's complete_recv): status, CQE.
+  void tm_complete(const TagRecv& r, uint8_t status, uint8_t syndrome);
+  void tm_pull(Peer& p, const Packet& pkt);            // RHN_FW_TM_PULL arrived
+  void tm_fin(Peer& p, const Packet& pkt);             // RHN_FW_TM_FIN arrived
+  void tm_fw_done(uint64_t cookie, uint8_t syndrome);  // FwOwner::kTm
+  void tm_data(Peer& p, const Packet& pkt);  // RHN_WOP_TM_DATA arrived
+  bool tm_run(uint32_t budget);              // pulls and FINs due again
+  uint64_t tm_next_retry() const;
+  // Entries one TM SRQ's list may hold: a context's share of the posted
+  // list (its handles are 16 bits).
+  uint32_t tm_max_tags() const {
+    return tags.recv_quota < 0xffff ? tags.recv_quota : 0xffff;
+  }
 
   // ---- ops/pindown/pindown.cpp: remote pin-down (004 2.5)
   void pin_reset();

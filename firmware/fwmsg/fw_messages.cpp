@@ -29,10 +29,16 @@ void probe_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
 // on its timer.
 void pin_ready_done(Engine::Impl&, uint64_t, uint8_t) {}
 
+// A TM SRQ's rendezvous pull or FIN (ops/tm): sent again, or given up.
+void tm_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
+  m.tm_fw_done(cookie, syndrome);
+}
+
 using DoneFn = void (*)(Engine::Impl&, uint64_t cookie, uint8_t syndrome);
 constexpr DoneFn kOwnerDone[] = {
     probe_done,      // FwOwner::kProbe
     pin_ready_done,  // FwOwner::kPin
+    tm_done,         // FwOwner::kTm
 };
 
 }  // namespace
@@ -148,6 +154,12 @@ void Engine::Impl::fw_receive(Peer& p, const Packet& pkt) {
       return;  // the channel's ACK is the answer
     case RHN_FW_PIN_READY:
       pin_ready(p, pkt.payload);
+      return;
+    case RHN_FW_TM_PULL:
+      tm_pull(p, pkt);
+      return;
+    case RHN_FW_TM_FIN:
+      tm_fin(p, pkt);
       return;
     default:
       counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);

@@ -67,6 +67,10 @@ struct OpFamily {
   // An answer whose message is gone (its QP destroyed or reset, or it
   // completed): nullptr drops it.
   void (*on_orphan_response)(Impl& m, Peer& p, const Packet& pkt) = nullptr;
+  // An answer to a request the NIC made itself for a QP, not to a WQE (a
+  // TM SRQ's rendezvous data): taken before any message is looked for.
+  // nullptr: the family's answers answer WQEs.
+  void (*on_nic_answer)(Impl& m, Peer& p, const Packet& pkt) = nullptr;
 };
 
 // How a WQE opcode (enum rhn_op) appears at the other stages.
@@ -114,6 +118,8 @@ PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
 // WQE's SGEs).
 bool gather(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
             uint8_t* out, uint32_t len);
+// Requester: the completion status a refusal (NAK syndrome) gives.
+uint8_t status_of_nak(uint8_t syndrome);
 // Requester: scatters answer data into the local SGEs kept for `e`.
 bool scatter_answer(Impl& m, uint32_t qpn, Inflight& e, uint64_t offset,
                     std::span<const uint8_t> data);

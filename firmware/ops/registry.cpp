@@ -16,6 +16,7 @@ extern const OpFamily kWindowFamily;  // ops/window: BIND_MW, REG_MR, LOCAL_INV
 extern const OpFamily kTagFamily;     // ops/tag: ISEND
 extern const OpFamily kTagLocalFamily;  // ops/tag: IPROBE, IRECV_CANCEL
 extern const OpFamily kPinFamily;       // ops/pindown: PD_REQUEST, PD_RELEASE
+extern const OpFamily kTmFamily;        // ops/tm: TM SRQs' rendezvous data
 
 namespace {
 
@@ -102,6 +103,8 @@ const OpFamily* family_of_wire(uint8_t wire_op) {
     case RHN_WOP_PD_RELEASE:
     case RHN_WOP_PD_REPLY:
       return &kPinFamily;
+    case RHN_WOP_TM_DATA:
+      return &kTmFamily;
     default:
       return nullptr;
   }

@@ -19,6 +19,8 @@ bool local_error(uint8_t status) {
          status == RHN_CQE_LOC_PROT_ERR || status == RHN_CQE_LOC_ACCESS_ERR;
 }
 
+}  // namespace
+
 uint8_t status_of_nak(uint8_t syndrome) {
   switch (syndrome) {
     case RHN_SYN_BAD_KEY:
@@ -40,8 +42,6 @@ uint8_t status_of_nak(uint8_t syndrome) {
       return RHN_CQE_REM_OP_ERR;
   }
 }
-
-}  // namespace
 
 Inflight& Engine::Impl::entry(uint32_t qpn, uint32_t idx) {
   return inflight[size_t{qpn} * cfg.max_inflight_per_qp +
@@ -660,9 +660,13 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
     fw_answer(p, pkt);
     return;
   }
+  const OpFamily* answered = family_of_wire(op.opcode);
+  if (answered && answered->on_nic_answer) {  // no WQE of ours asked
+    answered->on_nic_answer(*this, p, pkt);
+    return;
+  }
   // An answer whose message is gone may still matter to its sender (a
   // receive waiting for data that will not come): its family decides.
-  const OpFamily* answered = family_of_wire(op.opcode);
   auto orphan = [&] {
     if (answered && answered->on_orphan_response)
       answered->on_orphan_response(*this, p, pkt);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The matching stage: where the bytes of an arriving two-sided message
-// land. Today a receive WQE of the QP's RQ or SRQ; a multi-packet message
-// holds it in a receive context from its first packet to its last. Tag
-// lists, multicast groups and collective segments plug in here.
+// land. A receive WQE of the QP's RQ or SRQ, or an entry of a TM SRQ's
+// tag list (ops/tm, which also decides which); a multi-packet message
+// holds it in a receive context from its first packet to its last.
+// Multicast groups and collective segments plug in here.
 #include <cstring>
 
 #include "engine/engine_impl.h"
@@ -52,7 +53,7 @@ void Engine::Impl::rx_free(Peer& p, RxContext& m) {
 
 void Engine::Impl::rx_abandon(Peer& p, RxContext& m, uint8_t status) {
   m.status = status;
-  complete_receive(m, m.node, m.src & RHN_WIRE_QPN_MASK, RHN_CQE_OP_RECV, 0, 0);
+  complete_receive(m, m.node, m.src & RHN_WIRE_QPN_MASK, m.cqe_op, 0, 0);
   rx_free(p, m);
 }
 
@@ -144,6 +145,10 @@ void Engine::Impl::complete_receive(RxContext& m, uint16_t src_node,
                                     uint32_t imm, uint8_t flags) {
   if (m.qpn >= qps.size() || !qps[m.qpn].valid || qps[m.qpn].gen != m.qp_gen)
     return;
+  if (m.tm_entry != kNone) {  // it matched a TM SRQ's tag list (ops/tm)
+    tm_placed(m);
+    return;
+  }
   QpObj& qp = qps[m.qpn];
   rhn_cqe c{};
   c.qpn = m.qpn;

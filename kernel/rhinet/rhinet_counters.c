@@ -70,6 +70,10 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_PIN_EVENTS].name = "pin_events",
 	[RHN_CNT_PIN_HELD].name = "pin_held",
 	[RHN_CNT_PIN_FAILED].name = "pin_failed",
+	[RHN_CNT_TM_EXPECTED].name = "tm_expected",
+	[RHN_CNT_TM_UNEXPECTED].name = "tm_unexpected",
+	[RHN_CNT_TM_RNDV_READS].name = "tm_rndv_reads",
+	[RHN_CNT_TM_OP_ERRORS].name = "tm_op_errors",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */

@@ -227,9 +227,12 @@ bool Engine::Impl::stream_reads(Peer& p) {
     req.msn = r.msn;
     const QpObj& qp = qps[r.responder_qpn];
     // An isend's data (ops/tag) goes as requests to the receive the CTS
-    // named; the key is the sender's own lkey. Failures end it with an
-    // empty last packet naming the syndrome instead of a NAK.
-    const bool tag = r.wop == RHN_WOP_TAG_DATA;
+    // named; the key is the sender's own lkey. A TM SRQ's rendezvous data
+    // (ops/tm) answers no message of the QP: the key is an rkey, as for a
+    // READ. Both end on a failure with an empty last packet naming the
+    // syndrome instead of a NAK.
+    const bool tag = r.wop == RHN_WOP_TAG_DATA || r.wop == RHN_WOP_TM_DATA;
+    const bool own_key = r.wop == RHN_WOP_TAG_DATA;
     rhn_op_hdr op{};
     op.opcode = r.wop;
     op.qp_type = r.qp_type;
@@ -257,7 +260,8 @@ bool Engine::Impl::stream_reads(Peer& p) {
     uint32_t mr_index = 0;
     rhn_syndrome syn = RHN_SYN_NONE;
     if (chunk)
-      syn = tag ? check_key(r.key, kNone, r.pdn, 0, r.va + at, chunk, &mr_index)
+      syn = own_key
+                ? check_key(r.key, kNone, r.pdn, 0, r.va + at, chunk, &mr_index)
                 : check_key(r.key, kNone, r.pdn, RHN_ACCESS_REMOTE_READ,
                             r.va + at, chunk, &mr_index, r.responder_qpn);
     const uint32_t slot = begin_data(kNone);
@@ -270,7 +274,8 @@ bool Engine::Impl::stream_reads(Peer& p) {
       // refused, and not one byte of whatever is there now leaves.
       return_slot(slot);
       if (tag) {
-        counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+        counters.add(own_key ? RHN_CNT_LOCAL_PROT_ERRORS
+                             : RHN_CNT_REMOTE_ACCESS_ERRORS);
         op.flags = RHN_WOP_F_LAST;
         op.syndrome = static_cast<uint8_t>(syn);
         send_data(p, op, {}, false, kNone, 0, false);

@@ -119,7 +119,21 @@ void on_request(Impl& m, Request& r) {
         return;
       }
     }
-    if (!m.take_recv_wqe(r.qp, r.qpn, *ctx)) {
+    // A TM SRQ decides between its tag list and its receive WQEs
+    // (ops/tm); a rendezvous header it takes whole.
+    bool landed;
+    if (r.qp.srqn != kNone && m.srqs[r.qp.srqn].tm) {
+      const Impl::TmLanding l =
+          m.tm_land(r.qp, r.qpn, *ctx, r.node, r.src, op, r.data);
+      if (l == Impl::TmLanding::kConsumed) {
+        if (ctx != &single) m.rx_free(p, *ctx);
+        return;
+      }
+      landed = l == Impl::TmLanding::kReceive;
+    } else {
+      landed = m.take_recv_wqe(r.qp, r.qpn, *ctx);
+    }
+    if (!landed) {
       if (ctx != &single) m.rx_free(p, *ctx);
       if (ud) {
         m.counters.add(RHN_CNT_UD_DROPS);
@@ -133,7 +147,7 @@ void on_request(Impl& m, Request& r) {
     ctx->msn = op.msn;
     ctx->length = skip;
     if (ctx->status == RHN_CQE_SUCCESS &&
-        uint64_t{op.msg_len} + skip > ctx->capacity)
+        uint64_t{op.msg_len} - ctx->drop + skip > ctx->capacity)
       ctx->status = RHN_CQE_LOC_LEN_ERR;
     if (ctx->status != RHN_CQE_SUCCESS) {
       if (ctx->status == RHN_CQE_LOC_LEN_ERR)
@@ -141,7 +155,7 @@ void on_request(Impl& m, Request& r) {
       refuse(m, r,
              ctx->status == RHN_CQE_LOC_LEN_ERR ? RHN_SYN_LENGTH
                                                 : RHN_SYN_BAD_WQE);
-      m.complete_receive(*ctx, r.node, r.src_qpn, RHN_CQE_OP_RECV, 0, 0);
+      m.complete_receive(*ctx, r.node, r.src_qpn, ctx->cqe_op, 0, 0);
       if (ctx != &single) m.rx_free(p, *ctx);
       return;
     }
@@ -154,22 +168,30 @@ void on_request(Impl& m, Request& r) {
       return;
     }
   }
-  if (op.msg_offset + skip != ctx->length ||
-      uint64_t{ctx->length} + r.data.size() > ctx->capacity) {
+  // The message's first ctx->drop bytes (a TM header) land nowhere.
+  std::span<const uint8_t> data = r.data;
+  uint64_t at = op.msg_offset;
+  if (at < ctx->drop) {
+    const size_t cut = std::min<size_t>(ctx->drop - at, data.size());
+    data = data.subspan(cut);
+    at += cut;
+  }
+  if (at + skip - ctx->drop != ctx->length ||
+      uint64_t{ctx->length} + data.size() > ctx->capacity) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
   // Scatter into the receive WQE's SGEs.
   if (!m.sge_dma(ctx->sge, ctx->num_sge, ctx->length,
-                 const_cast<uint8_t*>(r.data.data()), r.data.size(), ctx->pdn,
+                 const_cast<uint8_t*>(data.data()), data.size(), ctx->pdn,
                  true)) {
     ctx->status = RHN_CQE_LOC_PROT_ERR;
     refuse(m, r, RHN_SYN_DMA);
-    m.complete_receive(*ctx, r.node, r.src_qpn, RHN_CQE_OP_RECV, 0, 0);
+    m.complete_receive(*ctx, r.node, r.src_qpn, ctx->cqe_op, 0, 0);
     if (ctx != &single) m.rx_free(p, *ctx);
     return;
   }
-  ctx->length += static_cast<uint32_t>(r.data.size());
+  ctx->length += static_cast<uint32_t>(data.size());
   if (!r.last) return;
   const bool imm = op.flags & RHN_WOP_F_IMM;
   const bool inv = op.flags & RHN_WOP_F_INV;
@@ -179,7 +201,7 @@ void on_request(Impl& m, Request& r) {
       m.invalidate(*o);
   }
   m.complete_receive(
-      *ctx, r.node, r.src_qpn, RHN_CQE_OP_RECV,
+      *ctx, r.node, r.src_qpn, ctx->cqe_op,
       imm ? op.imm_data : (inv ? op.rkey : 0),
       static_cast<uint8_t>(
           (imm ? RHN_CQE_F_IMM : 0) | (inv ? RHN_CQE_F_INV : 0) |

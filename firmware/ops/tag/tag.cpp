@@ -19,20 +19,30 @@
 #include <cstring>
 #include <utility>
 
-#include "ops/family.h"
+#include "ops/tag/matching.h"
 
 namespace rhinet::fw {
+
+namespace matching {
 
 namespace {
 
 constexpr uint32_t kGenShift = 20;  // handle = index | gen << 20
 constexpr uint64_t kExactMask = ~uint64_t{0};
-// A refusal record nobody came back for (the sender went away) is taken
-// over after this long.
-constexpr uint64_t kRefusalStaleNs = 10'000'000'000ull;
+
+}  // namespace
 
 uint32_t handle_of(uint32_t index, uint16_t gen) {
   return index | (uint32_t{gen} & 0xfffu) << kGenShift;
+}
+
+uint32_t entry_of(const Impl& m, uint32_t handle) {
+  const uint32_t i = handle & ((1u << kGenShift) - 1);
+  if (i >= m.tags.recvs.size() ||
+      m.tags.recvs[i].state == TagRecvState::kFree ||
+      handle_of(i, m.tags.recvs[i].gen) != handle)
+    return kNone;
+  return i;
 }
 
 uint32_t bucket_of(const TagTables& t, uint32_t qpn, uint16_t node,
@@ -49,6 +59,8 @@ uint32_t bucket_of(const TagTables& t, uint32_t qpn, uint16_t node,
 // unexpected messages (bucket chains, arrival lists), all doubly linked
 // through indices.
 
+namespace {
+
 // Where a posted receive is kept: by what it fixes.
 enum TagIndex : uint8_t {
   kBySourceAndTag,  // exact
@@ -56,32 +68,38 @@ enum TagIndex : uint8_t {
   kBySource,        // exact source, masked tag
   kInList,          // any source, masked tag: the wildcard list
 };
-// Bucket keys of the receives that fix only one of source and tag.
-constexpr uint16_t kAnyNode = 0xffff;
-constexpr uint32_t kAnyQpn = ~uint32_t{0};
 
 TagIndex index_of(const TagRecv& r) {
   if (r.mask == kExactMask) return r.any_src ? kByTag : kBySourceAndTag;
   return r.any_src ? kInList : kBySource;
 }
 
+// The wildcard list of an owner: an endpoint's or a TM SRQ's.
+std::pair<uint32_t*, uint32_t*> wild_list(Impl& m, uint32_t owner) {
+  if (owner & kSrqOwner) {
+    SrqObj& s = m.srqs[owner & ~kSrqOwner];
+    return {&s.tag_wild_head, &s.tag_wild_tail};
+  }
+  QpObj& qp = m.qps[owner];
+  return {&qp.tag_wild_head, &qp.tag_wild_tail};
+}
+
 // The head and tail of the chain or list that holds (or will hold) r.
 std::pair<uint32_t*, uint32_t*> recv_chain(Impl& m, const TagRecv& r) {
+  const uint32_t owner = owner_of(r);
   uint32_t b;
   switch (index_of(r)) {
     case kBySourceAndTag:
-      b = bucket_of(m.tags, r.qpn, r.src_node, r.src_qpn, r.tag);
+      b = bucket_of(m.tags, owner, r.src_node, r.src_qpn, r.tag);
       break;
     case kByTag:
-      b = bucket_of(m.tags, r.qpn, kAnyNode, kAnyQpn, r.tag);
+      b = bucket_of(m.tags, owner, kAnyNode, kAnyQpn, r.tag);
       break;
     case kBySource:
-      b = bucket_of(m.tags, r.qpn, r.src_node, r.src_qpn, 0);
+      b = bucket_of(m.tags, owner, r.src_node, r.src_qpn, 0);
       break;
-    default: {
-      QpObj& qp = m.qps[r.qpn];
-      return {&qp.tag_wild_head, &qp.tag_wild_tail};
-    }
+    default:
+      return wild_list(m, owner);
   }
   auto& chain = m.tags.recv_buckets[b];
   return {&chain[0], &chain[1]};
@@ -158,8 +176,8 @@ void msg_unlink(Impl& m, uint32_t i) {
   g.hprev = g.hnext = g.lprev = g.lnext = kNone;
 }
 
-// A posted receive leaves the lists (matched, cancelled or flushed): its
-// place in the posted list and in its context's share is free again.
+}  // namespace
+
 void unpost(Impl& m, uint32_t i) {
   TagRecv& r = m.tags.recvs[i];
   if (r.state != TagRecvState::kPosted) return;
@@ -180,6 +198,32 @@ void recv_free(Impl& m, uint32_t i) {
   m.tags.free_recvs.push(i);
   m.tags.room_freed = true;
 }
+
+bool room_to_post(const Impl& m, uint32_t context) {
+  return !m.tags.free_recvs.empty() && m.tags.posted < m.cfg.tag_recvs &&
+         m.contexts[context].tag_recvs < m.tags.recv_quota;
+}
+
+uint32_t take_entry(Impl& m, const TagRecv& r) {
+  const uint32_t i = m.tags.free_recvs.front();
+  m.tags.free_recvs.pop();
+  TagRecv& e = m.tags.recvs[i];
+  const uint16_t gen = e.gen;
+  e = r;
+  e.gen = gen;
+  e.state = TagRecvState::kMatched;
+  return i;
+}
+
+void post(Impl& m, uint32_t i) {
+  TagRecv& r = m.tags.recvs[i];
+  r.state = TagRecvState::kPosted;
+  m.tags.posted++;
+  m.contexts[r.context].tag_recvs++;
+  recv_link(m, i);
+}
+
+namespace {
 
 void msg_free(Impl& m, uint32_t i) {
   TagMsg& g = m.tags.msgs[i];
@@ -214,34 +258,46 @@ uint32_t first_in(const Impl& m, uint32_t i, Takes takes) {
   return kNone;
 }
 
-// The oldest posted receive of the endpoint that takes this message: the
-// first match of each kind, then the oldest of those.
-uint32_t match_posted(Impl& m, uint32_t qpn, uint16_t node, uint32_t src_qpn,
+}  // namespace
+
+// The first match of each kind, then the oldest of those.
+uint32_t match_posted(Impl& m, uint32_t owner, uint16_t node, uint32_t src_qpn,
                       uint64_t tag) {
   const auto& buckets = m.tags.recv_buckets;
   const uint32_t exact = first_in(
-      m, buckets[bucket_of(m.tags, qpn, node, src_qpn, tag)][0],
+      m, buckets[bucket_of(m.tags, owner, node, src_qpn, tag)][0],
       [&](const TagRecv& r) {
-        return index_of(r) == kBySourceAndTag && r.qpn == qpn &&
+        return index_of(r) == kBySourceAndTag && owner_of(r) == owner &&
                r.src_node == node && r.src_qpn == src_qpn && r.tag == tag;
       });
-  const uint32_t by_tag =
-      first_in(m, buckets[bucket_of(m.tags, qpn, kAnyNode, kAnyQpn, tag)][0],
-               [&](const TagRecv& r) {
-                 return index_of(r) == kByTag && r.qpn == qpn && r.tag == tag;
-               });
-  const uint32_t by_source = first_in(
-      m, buckets[bucket_of(m.tags, qpn, node, src_qpn, 0)][0],
+  const uint32_t by_tag = first_in(
+      m, buckets[bucket_of(m.tags, owner, kAnyNode, kAnyQpn, tag)][0],
       [&](const TagRecv& r) {
-        return index_of(r) == kBySource && r.qpn == qpn && r.src_node == node &&
-               r.src_qpn == src_qpn && tag_matches(r, tag);
+        return index_of(r) == kByTag && owner_of(r) == owner && r.tag == tag;
       });
+  const uint32_t by_source =
+      first_in(m, buckets[bucket_of(m.tags, owner, node, src_qpn, 0)][0],
+               [&](const TagRecv& r) {
+                 return index_of(r) == kBySource && owner_of(r) == owner &&
+                        r.src_node == node && r.src_qpn == src_qpn &&
+                        tag_matches(r, tag);
+               });
   const uint32_t listed =
-      first_in(m, m.qps[qpn].tag_wild_head, [&](const TagRecv& r) {
+      first_in(m, *wild_list(m, owner).first, [&](const TagRecv& r) {
         return source_matches(r, node, src_qpn) && tag_matches(r, tag);
       });
   return older(m, older(m, exact, by_tag), older(m, by_source, listed));
 }
+
+}  // namespace matching
+
+namespace {
+
+using namespace matching;
+
+// A refusal record nobody came back for (the sender went away) is taken
+// over after this long.
+constexpr uint64_t kRefusalStaleNs = 10'000'000'000ull;
 
 // The oldest unexpected message of the endpoint that `r` takes.
 uint32_t match_unexpected(Impl& m, const TagRecv& r) {
@@ -289,6 +345,10 @@ void answer(Impl& m, Peer& p, uint32_t sender, uint32_t msn, uint32_t qpn,
 
 void complete_recv(Impl& m, const TagRecv& r, uint8_t status,
                    uint8_t syndrome) {
+  if (r.srqn != kNone) {  // a TM SRQ's entry: its own CQE (ops/tm)
+    m.tm_complete(r, status, syndrome);
+    return;
+  }
   if (r.qpn >= m.qps.size() || !m.qps[r.qpn].valid ||
       m.qps[r.qpn].gen != r.qp_gen)
     return;
@@ -432,18 +492,6 @@ uint8_t check_recv_wqe(Impl& m, const TagRecv& r, const rhn_tag_recv_wqe& w,
     return RHN_CQE_LOC_PROT_ERR;
   }
   return RHN_CQE_SUCCESS;
-}
-
-// An entry for `r` (the caller checked that one is free), not linked.
-uint32_t take_entry(Impl& m, const TagRecv& r) {
-  const uint32_t i = m.tags.free_recvs.front();
-  m.tags.free_recvs.pop();
-  TagRecv& e = m.tags.recvs[i];
-  const uint16_t gen = e.gen;
-  e = r;
-  e.gen = gen;
-  e.state = TagRecvState::kMatched;
-  return i;
 }
 
 // The oldest irecv still waiting in the RQ that takes this message.
@@ -740,11 +788,10 @@ void tag_request(Impl& m, Request& r) {
 // Data for a matched receive.
 void tag_data(Impl& m, Request& r) {
   const rhn_op_hdr& op = r.op;
-  const uint32_t i = op.rkey & ((1u << kGenShift) - 1);
-  TagRecv* rv = i < m.tags.recvs.size() ? &m.tags.recvs[i] : nullptr;
-  if (!rv || rv->state != TagRecvState::kMatched ||
-      handle_of(i, rv->gen) != op.rkey || rv->qpn != r.qpn ||
-      rv->qp_gen != r.qp.gen || rv->peer_node != r.node ||
+  const uint32_t i = entry_of(m, op.rkey);
+  TagRecv* rv = i != kNone ? &m.tags.recvs[i] : nullptr;
+  if (!rv || rv->state != TagRecvState::kMatched || rv->srqn != kNone ||
+      rv->qpn != r.qpn || rv->qp_gen != r.qp.gen || rv->peer_node != r.node ||
       rv->peer_src != r.src || rv->peer_msn != op.msn) {
     // The receive is gone (cancelled with its endpoint): the isend fails.
     refuse(m, r, RHN_SYN_FLUSHED);
@@ -879,6 +926,8 @@ void Engine::Impl::tag_reset() {
   t.cts_owed.clear();
   t.streams_owed.clear();
   t.rq_retry = false;
+  t.tm_handle_buckets.assign(buckets, {kNone, kNone});
+  t.tm_retries.clear();
 }
 
 void Engine::Impl::tag_scan_rq(uint32_t qpn) {
@@ -891,7 +940,6 @@ void Engine::Impl::tag_scan_rq(uint32_t qpn) {
   // starts after them, never behind the consumer.
   if (int32_t(qp.tag_rq_scan - qp.rq_consumer) < 0)
     qp.tag_rq_scan = qp.rq_consumer;
-  ContextObj& ctx = contexts[qp.context];
   // Irecvs the NIC has not seen yet: each takes the oldest queued message
   // it matches at once, out of RQ order, or waits in the RQ.
   for (;;) {
@@ -948,18 +996,13 @@ void Engine::Impl::tag_scan_rq(uint32_t qpn) {
       qp.rq_consumer++;
       continue;
     }
-    if (tags.free_recvs.empty() || tags.posted >= cfg.tag_recvs ||
-        ctx.tag_recvs >= tags.recv_quota) {
+    if (!room_to_post(*this, qp.context)) {
       if (!qp.tag_rq_stalled) counters.add(RHN_CNT_TAG_RECV_WAITS);
       qp.tag_rq_stalled = true;
       tags.rq_retry = true;
       break;
     }
-    const uint32_t i = take_entry(*this, recv_of_wqe(qp, qpn, index, w));
-    tags.recvs[i].state = TagRecvState::kPosted;
-    tags.posted++;
-    ctx.tag_recvs++;
-    recv_link(*this, i);
+    post(*this, take_entry(*this, recv_of_wqe(qp, qpn, index, w)));
     qp.rq_consumer++;
   }
   // Software reuses the slots the NIC has read past (queues.md).
@@ -1007,7 +1050,9 @@ void Engine::Impl::tag_node_failed(uint16_t node, bool restarted) {
   // Receives waiting for data from that node get none.
   for (uint32_t i = 0; i < tags.recvs.size(); i++) {
     TagRecv& r = tags.recvs[i];
-    if (r.state == TagRecvState::kMatched && r.peer_node == node)
+    // (A TM message landing through a receive context ends with it.)
+    if (r.state == TagRecvState::kMatched && r.peer_node == node &&
+        r.tm_step != TmStep::kEager)
       finish_recv(*this, i, RHN_CQE_REM_OP_ERR, RHN_SYN_RETRY_EXCEEDED);
   }
   // Its queued isends are its former life's.

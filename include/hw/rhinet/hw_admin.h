@@ -248,13 +248,27 @@ struct rhn_admin_resize_cq {
 	struct rhn_host_ref record; /* struct rhn_cq_record */
 };
 
+enum rhn_create_srq_flags {
+	/* A TM SRQ (hw_queues.h, "Tag matching on a TM SRQ"): the fields
+	 * from cqn on are valid; QPs using it must be RC.
+	 */
+	RHN_CREATE_SRQ_F_TM = 1u << 0,
+};
+
 struct rhn_admin_create_srq {
 	struct rhn_host_ref ring;
 	struct rhn_host_ref record; /* struct rhn_queue_record */
 	__le32 pdn;
 	__le32 limit; /* SRQ limit event when fewer WQEs remain; 0 = off */
 	__u8 log_depth;
-	__u8 reserved[7];
+	__u8 flags; /* enum rhn_create_srq_flags */
+	__u8 ops_log_depth; /* TM: operation ring entries, log2 */
+	__u8 reserved[5];
+	/* RHN_CREATE_SRQ_F_TM */
+	__le32 cqn; /* where tag-list operations complete */
+	__le32 max_tags; /* entries in the tag list, 1..tm_max_tags */
+	struct rhn_host_ref ops_ring; /* struct rhn_tm_op_wqe */
+	struct rhn_host_ref ops_record; /* struct rhn_queue_record */
 };
 
 struct rhn_admin_modify_srq {
@@ -395,7 +409,9 @@ RHN_ASSERT_SIZE(struct rhn_admin_create_cq, 40);
 RHN_ASSERT_SIZE(struct rhn_admin_resize_cq, 40);
 RHN_ASSERT_SIZE(struct rhn_admin_create_mw, 8);
 RHN_ASSERT_OFFSET(struct rhn_admin_resize_cq, ring, 8);
-RHN_ASSERT_SIZE(struct rhn_admin_create_srq, 48);
+RHN_ASSERT_SIZE(struct rhn_admin_create_srq, 88);
+RHN_ASSERT_OFFSET(struct rhn_admin_create_srq, cqn, 48);
+RHN_ASSERT_OFFSET(struct rhn_admin_create_srq, ops_ring, 56);
 RHN_ASSERT_SIZE(struct rhn_admin_create_qp, 88);
 RHN_ASSERT_SIZE(struct rhn_admin_modify_qp, 28);
 RHN_ASSERT_OFFSET(struct rhn_admin_modify_qp, timeout, 24);
@@ -438,7 +454,12 @@ struct rhn_device_attr {
 	__le32 node_id;
 	__le64 twin_bytes; /* on-board twin memory */
 	__le32 max_twins; /* twin allocations, all contexts together */
-	__le32 reserved[7];
+	/* TM SRQs: entries one SRQ's tag list may hold (at most 65535), and
+	 * the largest operation ring (log2)
+	 */
+	__le32 tm_max_tags;
+	__le32 tm_max_ops_log;
+	__le32 reserved[5];
 };
 RHN_ASSERT_SIZE(struct rhn_device_attr, 128);
 

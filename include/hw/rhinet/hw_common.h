@@ -3,7 +3,9 @@
  * RHiNET-NG hardware contract: common types.
  *
  * Every structure in include/hw/rhinet/ is little-endian with naturally
- * aligned fields and no implicit padding. The same headers are compiled by the
+ * aligned fields and no implicit padding, except the tag-matching headers
+ * an application puts at the start of a message (struct rhn_tmh, struct
+ * rhn_rvh: big-endian, as ibverbs' <infiniband/tm_types.h> has them). The same headers are compiled by the
  * NIC engine (C++20), the QEMU device (C), the Linux driver (kernel C) and the
  * rdma-core provider, so they only use fixed-width integer types and compile
  * unchanged as C11 and C++.
@@ -23,6 +25,9 @@ typedef uint64_t __u64;
 typedef uint16_t __le16;
 typedef uint32_t __le32;
 typedef uint64_t __le64;
+typedef uint16_t __be16;
+typedef uint32_t __be32;
+typedef uint64_t __be64;
 #endif
 
 #ifdef __cplusplus

@@ -319,6 +319,60 @@ RHN_ASSERT_SIZE(struct rhn_tag_recv_wqe, RHN_RQ_WQE_SIZE);
 RHN_ASSERT_OFFSET(struct rhn_tag_recv_wqe, flags, 4);
 RHN_ASSERT_OFFSET(struct rhn_tag_recv_wqe, sge, 16);
 
+/* ---- Tag matching on a TM SRQ (ibverbs IBV_SRQT_TM) -------------------- */
+
+/*
+ * A TM SRQ (RHN_ADMIN_CREATE_SRQ with RHN_CREATE_SRQ_F_TM) matches the
+ * SENDs arriving at the RC QPs that use it against a tag list software
+ * keeps with operations in a ring of its own (these 64-byte WQEs, with
+ * their own struct rhn_queue_record). The NIC executes them in ring order
+ * when RHN_DB_SRQ is written with RHN_DB_SRQ_TM_OPS, then writes the index
+ * of the next one into the record's nic_consumer: software reuses a slot
+ * once nic_consumer has passed it. A message starting with a struct
+ * rhn_tmh (hw_wire.h) whose tag matches an entry lands in the entry's
+ * buffer (after the header; a rendezvous header makes the NIC read the
+ * data from the sender's memory); any other message takes a receive WQE
+ * of the SRQ as usual. Described in queues.md "Tag matching on a TM SRQ".
+ */
+#define RHN_TM_OP_WQE_SIZE 64
+#define RHN_TM_MAX_SGES 1
+
+enum rhn_tm_op {
+	/* Adds the entry `handle` (software's name for it, below the SRQ's
+	 * max_tags): a message matches when (tag ^ message tag) & mask is 0;
+	 * the oldest entry that matches takes it.
+	 */
+	RHN_TM_OP_ADD = 1,
+	RHN_TM_OP_DEL = 2, /* takes entry `handle` out of the list */
+	RHN_TM_OP_SYNC = 3, /* only the unexpected count (with F_SYNC) */
+};
+
+enum rhn_tm_op_flags {
+	/* a CQE on success too (DEL always has one, failures too) */
+	RHN_TM_OP_F_SIGNALED = 1u << 0,
+	/* unexpected_cnt = the unexpected messages software has handled */
+	RHN_TM_OP_F_SYNC = 1u << 1,
+};
+
+struct rhn_tm_op_wqe {
+	__u8 opcode; /* enum rhn_tm_op */
+	__u8 flags; /* enum rhn_tm_op_flags */
+	__le16 wqe_index; /* low 16 bits of its index in the ring */
+	__le16 handle;
+	__le16 num_sge; /* ADD: 0 or RHN_TM_MAX_SGES */
+	__le32 unexpected_cnt;
+	__le32 reserved0;
+	__le64 tag;
+	__le64 mask;
+	struct rhn_sge sge; /* ADD: the buffer (local write, the SRQ's PD) */
+	__u8 reserved1[16];
+};
+RHN_ASSERT_SIZE(struct rhn_tm_op_wqe, RHN_TM_OP_WQE_SIZE);
+RHN_ASSERT_OFFSET(struct rhn_tm_op_wqe, handle, 4);
+RHN_ASSERT_OFFSET(struct rhn_tm_op_wqe, unexpected_cnt, 8);
+RHN_ASSERT_OFFSET(struct rhn_tm_op_wqe, tag, 16);
+RHN_ASSERT_OFFSET(struct rhn_tm_op_wqe, sge, 32);
+
 /* ---- Doorbell records (host memory, written by software) --------------- */
 
 /*
@@ -368,6 +422,18 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_IRECV_CANCEL = 10,
 	RHN_CQE_OP_PD_REQUEST = 11,
 	RHN_CQE_OP_PD_RELEASE = 12,
+	/*
+	 * Tag-list operations of a TM SRQ (struct rhn_tm_op_wqe), on the
+	 * SRQ's CQ: qpn = the SRQ's number, wqe_index = the operation's
+	 * index in the SRQ's operation ring. Status RHN_CQE_TM_ERR (DEL: the
+	 * entry was not in the list, it matched meanwhile; ADD: no room or a
+	 * handle in use) with vendor_err = enum rhn_syndrome.
+	 * RHN_CQE_X_TM_SYNC_REQ: the SRQ's unexpected count and the last one
+	 * software reported differ (see "Tag matching on a TM SRQ").
+	 */
+	RHN_CQE_OP_TM_ADD = 13,
+	RHN_CQE_OP_TM_DEL = 14,
+	RHN_CQE_OP_TM_SYNC = 15,
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
@@ -387,10 +453,36 @@ enum rhn_cqe_opcode {
 	 * the sender gave the message up.
 	 */
 	RHN_CQE_OP_TAG_RECV = 0x84,
+	/*
+	 * A message matched an entry of a TM SRQ's tag list, on the
+	 * receiving QP's CQ: wqe_index = the entry's handle, imm_data /
+	 * vendor_err = the low / high 32 bits of the message's tag (on
+	 * success and LOC_LEN_ERR; vendor_err = syndrome otherwise), src_qpn
+	 * = the header's app_ctx, byte_len = bytes placed. ext_flags:
+	 * RHN_CQE_X_TM_MATCH when the entry was taken (an eager message, or
+	 * the start of a rendezvous), RHN_CQE_X_TM_DATA_VALID when its data
+	 * is in place (the entry is released then). An eager message gives
+	 * one CQE with both, a rendezvous two: MATCH (byte_len = the bytes
+	 * the NIC will read), then DATA_VALID.
+	 */
+	RHN_CQE_OP_TM_RECV = 0x85,
+	/* A TM SRQ's receive WQE took a tagged message no entry matched
+	 * (the whole message, headers included): an ordinary receive CQE
+	 * otherwise. The SRQ's unexpected count went up by one.
+	 */
+	RHN_CQE_OP_TM_UNEXPECTED = 0x86,
+	/* A TM SRQ's receive WQE took a message that is not for matching
+	 * (IBV_TMH_NO_TAG, a FIN, shorter than a header): as UNEXPECTED but
+	 * not counted.
+	 */
+	RHN_CQE_OP_TM_NO_TAG = 0x87,
 };
 
 enum rhn_cqe_ext_flags {
 	RHN_CQE_X_FOUND = 1u << 0, /* IPROBE, IRECV_CANCEL */
+	RHN_CQE_X_TM_MATCH = 1u << 1, /* TM_RECV: the entry was taken */
+	RHN_CQE_X_TM_DATA_VALID = 1u << 2, /* TM_RECV: its data is in place */
+	RHN_CQE_X_TM_SYNC_REQ = 1u << 3, /* TM list op: software must sync */
 };
 
 /* Values match enum ibv_wc_status so the provider passes them through. */
@@ -410,6 +502,13 @@ enum rhn_cqe_status {
 	RHN_CQE_RNR_RETRY_EXC_ERR = 13,
 	RHN_CQE_FATAL_ERR = 19,
 	RHN_CQE_GENERAL_ERR = 21,
+	RHN_CQE_TM_ERR = 22, /* a tag-list operation failed */
+	/* TM_RECV: a rendezvous header the NIC does not execute (longer than
+	 * RHN_TM_MAX_RNDV_HDR, or shorter than both headers) matched: what
+	 * follows its struct rhn_tmh is in the entry's buffer; software reads
+	 * the data and sends the FIN
+	 */
+	RHN_CQE_TM_RNDV_INCOMPLETE = 23,
 };
 
 enum rhn_cqe_flags {

@@ -61,6 +61,8 @@ enum rhn_cap {
 	RHN_CAP_TAG = 1u << 9,
 	/* remote pin-down (004 2.5): on-demand MRs, PD_REQUEST/RELEASE */
 	RHN_CAP_PIN_ON_DEMAND = 1u << 10,
+	/* TM SRQs: ibverbs tag matching on RC QPs, rendezvous included */
+	RHN_CAP_TM = 1u << 11,
 };
 
 enum rhn_status {
@@ -106,6 +108,8 @@ enum rhn_db_offset {
  */
 #define RHN_DB_SQ_INLINE (1u << 31)
 #define RHN_DB_CQ_SOLICITED (1u << 31)
+/* The SRQ kick of a TM SRQ: execute the tag-list operations posted. */
+#define RHN_DB_SRQ_TM_OPS (1u << 31)
 
 /* MSI-X: vector 0 is the async/admin vector; EQs name their own vector. */
 #define RHN_MSIX_ADMIN 0
@@ -188,6 +192,14 @@ enum rhn_counter {
 	RHN_CNT_PIN_HELD,
 	/* requests failed because the host would not pin (NOT_PINNED) */
 	RHN_CNT_PIN_FAILED,
+	/* TM SRQs: tagged messages placed into an entry of the tag list */
+	RHN_CNT_TM_EXPECTED,
+	/* ... handed to software through a receive WQE (unexpected) */
+	RHN_CNT_TM_UNEXPECTED,
+	/* rendezvous the NIC read from the sender (IBV_TMH_RNDV matched) */
+	RHN_CNT_TM_RNDV_READS,
+	/* tag-list operations that failed (RHN_CQE_TM_ERR) */
+	RHN_CNT_TM_OP_ERRORS,
 	RHN_CNT_COUNT
 };
 

@@ -118,6 +118,14 @@ enum rhn_wire_op {
 	 */
 	RHN_WOP_TAG_RESP = 19,
 	RHN_WOP_PD_REPLY = 20, /* the pages of a PD_REQ are pinned, held */
+	/* Rendezvous data of a TM SRQ (RHN_FW_TM_PULL): sent by the NIC of
+	 * the QP whose memory is read, like a READ answer (it waits for no
+	 * window reserve and no receive) but answering no message: dst_qpn /
+	 * src_qpn = the two QPs with their incarnations, rkey = the handle
+	 * the pull named, msg_offset / msg_len as for a READ answer. With
+	 * LAST and a syndrome: the read failed (no data).
+	 */
+	RHN_WOP_TM_DATA = 21,
 };
 
 enum rhn_tag_answer {
@@ -209,6 +217,9 @@ enum rhn_fw_msg {
 	 * requester sends that QP's refused messages to this node again.
 	 */
 	RHN_FW_PIN_READY = 2,
+	/* tag matching: struct rhn_fw_tm_pull, struct rhn_fw_tm_fin */
+	RHN_FW_TM_PULL = 3,
+	RHN_FW_TM_FIN = 4,
 };
 
 struct rhn_fw_pin_ready {
@@ -216,6 +227,67 @@ struct rhn_fw_pin_ready {
 	__le32 reserved;
 };
 RHN_ASSERT_SIZE(struct rhn_fw_pin_ready, 8);
+
+/*
+ * Tag matching (ibverbs IBV_SRQT_TM): the headers an application puts at
+ * the start of a SEND to an RC QP whose SRQ is a TM SRQ, in its byte
+ * order (big-endian), as rdma-core's <infiniband/tm_types.h>. A
+ * rendezvous request is a struct rhn_tmh, a struct rhn_rvh, and possibly
+ * more bytes, at most RHN_TM_MAX_RNDV_HDR in all.
+ */
+enum rhn_tmh_op {
+	RHN_TMH_NO_TAG = 0, /* not for matching: to a receive WQE */
+	RHN_TMH_RNDV = 1, /* rendezvous: the data is at the rvh's address */
+	RHN_TMH_FIN = 2, /* the receiver has read a rendezvous' data */
+	RHN_TMH_EAGER = 3, /* the data follows the header */
+};
+
+struct rhn_tmh {
+	__u8 opcode; /* enum rhn_tmh_op */
+	__u8 reserved[3];
+	__be32 app_ctx; /* the application's, echoed in CQEs and the FIN */
+	__be64 tag;
+};
+RHN_ASSERT_SIZE(struct rhn_tmh, 16);
+
+struct rhn_rvh {
+	__be64 va; /* the data in the sender's memory */
+	__be32 rkey; /* readable through the sender's QP */
+	__be32 len;
+};
+RHN_ASSERT_SIZE(struct rhn_rvh, 16);
+#define RHN_TM_MAX_RNDV_HDR 64
+
+/*
+ * A TM SRQ matched a rendezvous header: the receiving NIC asks the
+ * sender's NIC (RHN_FW_TM_PULL) to stream `len` bytes at (rkey, va),
+ * checked as a READ through QP `qpn`, back to QP `src_qpn` as
+ * RHN_WOP_TM_DATA naming `handle`. Refused with a NAK (the READ's
+ * syndromes; BUSY: no stream free, asked again later).
+ */
+struct rhn_fw_tm_pull {
+	__le32 qpn; /* the sender's QP, with its incarnation */
+	__le32 src_qpn; /* the receiving QP, with its incarnation */
+	__le32 handle; /* the receiving NIC's, echoed in RHN_WOP_TM_DATA */
+	__le32 rkey;
+	__le64 va;
+	__le32 len;
+	__le32 reserved;
+};
+RHN_ASSERT_SIZE(struct rhn_fw_tm_pull, 32);
+
+/*
+ * The data is in place: the sender's QP `qpn` receives `tmh` (opcode
+ * RHN_TMH_FIN, app_ctx and tag of the rendezvous header) as a 16-byte
+ * message from `src_qpn`, through a receive WQE as if it had been sent.
+ * NAK RNR: no receive WQE, sent again later.
+ */
+struct rhn_fw_tm_fin {
+	__le32 qpn; /* the sender's QP, with its incarnation */
+	__le32 src_qpn; /* the receiving QP */
+	struct rhn_tmh tmh;
+};
+RHN_ASSERT_SIZE(struct rhn_fw_tm_fin, 24);
 /* The most payload one firmware message carries. */
 #define RHN_FW_MSG_MAX 256
 

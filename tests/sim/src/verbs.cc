@@ -51,6 +51,7 @@ SimCq::~SimCq() {
     if (qp->send_cq_ == this) qp->send_cq_ = nullptr;
     if (qp->recv_cq_ == this) qp->recv_cq_ = nullptr;
   }
+  for (auto& [srqn, srq] : tm_srqs_) srq->tm_cq_ = nullptr;
 }
 
 std::vector<Completion> SimCq::poll(size_t max) {
@@ -81,7 +82,21 @@ bool SimCq::poll_one(Completion* out) {
   c.ext_flags = cqe.ext_flags;
   c.wr_id = UINT64_MAX;  // unknown QP or WQE
   auto it = qps_.find(cqe.qpn);
-  if (it != qps_.end()) {
+  const bool list_op = c.opcode == RHN_CQE_OP_TM_ADD ||
+                       c.opcode == RHN_CQE_OP_TM_DEL ||
+                       c.opcode == RHN_CQE_OP_TM_SYNC;
+  if (list_op) {  // qpn names a TM SRQ
+    auto s = tm_srqs_.find(cqe.qpn);
+    if (s != tm_srqs_.end())
+      c.wr_id =
+          s->second->ops_shadow_[c.wqe_index & (s->second->ops_depth_ - 1)];
+  } else if (c.opcode == RHN_CQE_OP_TM_RECV) {  // wqe_index: the handle
+    if (it != qps_.end() && it->second->srq_) {
+      auto& ids = it->second->srq_->tag_wr_ids_;
+      auto t = ids.find(c.wqe_index);
+      if (t != ids.end()) c.wr_id = t->second;
+    }
+  } else if (it != qps_.end()) {
     SimQp* qp = it->second;
     c.wr_id = c.is_send() ? qp->complete_send(c.wqe_index)
               : c.opcode == RHN_CQE_OP_TAG_RECV
@@ -118,6 +133,47 @@ bool SimSrq::post_recv(uint64_t wr_id, const std::vector<Sge>& sges) {
   ++pi_;
   mem_.set_record(pi_);
   ctx_->doorbell(RHN_DB_SRQ, srqn_);
+  return true;
+}
+
+SimSrq::~SimSrq() {
+  if (tm_cq_) tm_cq_->tm_srqs_.erase(srqn_);
+}
+
+bool SimSrq::write_tm_op(const TmOp& op) {
+  if (!ops_depth_ || ops_pi_ - ops_mem_.nic_consumer() >= ops_depth_)
+    return false;
+  rhn_tm_op_wqe w;
+  std::memset(&w, 0, sizeof w);
+  w.opcode = op.opcode;
+  w.flags = op.flags;
+  w.wqe_index = uint16_t(ops_pi_);
+  w.handle = op.handle;
+  w.unexpected_cnt = op.unexpected_cnt;
+  w.tag = op.tag;
+  w.mask = op.mask;
+  if (op.sge) {
+    w.num_sge = 1;
+    w.sge.addr = op.sge->addr;
+    w.sge.length = op.sge->length;
+    w.sge.lkey = op.sge->lkey;
+  }
+  ops_mem_.buf.write(size_t(ops_pi_ & (ops_depth_ - 1)) * RHN_TM_OP_WQE_SIZE,
+                     &w, sizeof w);
+  ops_shadow_[ops_pi_ & (ops_depth_ - 1)] = op.wr_id;
+  if (op.opcode == RHN_TM_OP_ADD) tag_wr_ids_[op.handle] = op.recv_wr_id;
+  ++ops_pi_;
+  ops_mem_.set_record(ops_pi_);
+  return true;
+}
+
+void SimSrq::kick_tm_ops() {
+  ctx_->doorbell(RHN_DB_SRQ, srqn_ | RHN_DB_SRQ_TM_OPS);
+}
+
+bool SimSrq::post_tm_op(const TmOp& op) {
+  if (!write_tm_op(op)) return false;
+  kick_tm_ops();
   return true;
 }
 
@@ -493,6 +549,39 @@ std::unique_ptr<SimSrq> SimContext::create_srq(uint8_t log_depth,
   last = driver_.create_srq(index_, c);
   if (!last.ok()) return nullptr;
   srq->srqn_ = last.result;
+  return srq;
+}
+
+std::unique_ptr<SimSrq> SimContext::create_tm_srq(SimCq& cq, uint32_t max_tags,
+                                                  uint8_t log_depth,
+                                                  uint8_t ops_log_depth) {
+  auto srq = std::make_unique<SimSrq>();
+  srq->ctx_ = this;
+  srq->depth_ = 1u << log_depth;
+  srq->shadow_.assign(srq->depth_, UINT64_MAX);
+  srq->ops_depth_ = 1u << ops_log_depth;
+  srq->ops_shadow_.assign(srq->ops_depth_, UINT64_MAX);
+  if (!make_queue_memory(size_t(RHN_RQ_WQE_SIZE) << log_depth, &srq->mem_) ||
+      !make_queue_memory(size_t(RHN_TM_OP_WQE_SIZE) << ops_log_depth,
+                         &srq->ops_mem_))
+    return nullptr;
+  rhn_admin_create_srq c;
+  std::memset(&c, 0, sizeof c);
+  c.ring = srq->mem_.ref(0);
+  c.record = srq->mem_.record_ref();
+  c.pdn = pdn_;
+  c.log_depth = log_depth;
+  c.flags = RHN_CREATE_SRQ_F_TM;
+  c.ops_log_depth = ops_log_depth;
+  c.cqn = cq.cqn();
+  c.max_tags = max_tags;
+  c.ops_ring = srq->ops_mem_.ref(0);
+  c.ops_record = srq->ops_mem_.record_ref();
+  last = driver_.create_srq(index_, c);
+  if (!last.ok()) return nullptr;
+  srq->srqn_ = last.result;
+  srq->tm_cq_ = &cq;
+  cq.tm_srqs_[srq->srqn_] = srq.get();
   return srq;
 }
 

@@ -19,6 +19,7 @@
 namespace rhinet::sim {
 
 class SimQp;
+class SimSrq;
 class SimContext;
 
 struct Sge {
@@ -96,6 +97,19 @@ struct TagRecv {
   uint32_t extra_flags = 0;  // malformed-WQE tests
 };
 
+// A tag-list operation of a TM SRQ (what ibv_post_srq_ops posts).
+struct TmOp {
+  uint64_t wr_id = 0;  // its own CQE's
+  uint8_t opcode = RHN_TM_OP_ADD;
+  uint8_t flags = RHN_TM_OP_F_SIGNALED;
+  uint16_t handle = 0;
+  uint32_t unexpected_cnt = 0;  // with RHN_TM_OP_F_SYNC
+  uint64_t tag = 0;
+  uint64_t mask = ~uint64_t{0};
+  std::optional<Sge> sge;
+  uint64_t recv_wr_id = 0;  // ADD: the wr_id of the entry's TM_RECV CQEs
+};
+
 // Ring memory plus its doorbell record, in one buffer of the owning context:
 // registered (lkey + VA) for user contexts, physical for context 0.
 struct QueueMemory {
@@ -129,23 +143,35 @@ class SimCq {
  private:
   friend class SimContext;
   friend class SimQp;
+  friend class SimSrq;
   SimContext* ctx_ = nullptr;
   uint32_t cqn_ = 0;
   uint32_t depth_ = 0;
   uint32_t ci_ = 0;
   QueueMemory mem_;
   std::unordered_map<uint32_t, SimQp*> qps_;
+  std::unordered_map<uint32_t, SimSrq*> tm_srqs_;  // list ops complete here
 };
 
 class SimSrq {
  public:
+  ~SimSrq();
   uint32_t srqn() const { return srqn_; }
   bool post_recv(uint64_t wr_id, const std::vector<Sge>& sges);
   uint32_t posted() const { return pi_; }
+  // A TM SRQ: one tag-list operation into its operation ring, then the
+  // kick (false: the ring has no room, the NIC has not executed enough).
+  bool post_tm_op(const TmOp& op);
+  // Writes the operation without kicking (several, then kick_tm_ops).
+  bool write_tm_op(const TmOp& op);
+  void kick_tm_ops();
+  uint32_t tm_ops_posted() const { return ops_pi_; }
+  uint32_t tm_ops_executed() const { return ops_mem_.nic_consumer(); }
 
  private:
   friend class SimContext;
   friend class SimQp;
+  friend class SimCq;
   SimContext* ctx_ = nullptr;
   uint32_t srqn_ = 0;
   uint32_t depth_ = 0;
@@ -153,6 +179,13 @@ class SimSrq {
   uint32_t ci_ = 0;  // receives completed
   QueueMemory mem_;
   std::vector<uint64_t> shadow_;
+  // TM
+  SimCq* tm_cq_ = nullptr;
+  uint32_t ops_depth_ = 0;
+  uint32_t ops_pi_ = 0;
+  QueueMemory ops_mem_;
+  std::vector<uint64_t> ops_shadow_;
+  std::unordered_map<uint16_t, uint64_t> tag_wr_ids_;
 };
 
 struct QpInit {
@@ -272,6 +305,10 @@ class SimContext {
 
   std::unique_ptr<SimCq> create_cq(uint8_t log_depth = 8);
   std::unique_ptr<SimSrq> create_srq(uint8_t log_depth = 7, uint32_t limit = 0);
+  // A TM SRQ whose list operations complete on `cq`.
+  std::unique_ptr<SimSrq> create_tm_srq(SimCq& cq, uint32_t max_tags,
+                                        uint8_t log_depth = 7,
+                                        uint8_t ops_log_depth = 6);
   std::unique_ptr<SimQp> create_qp(const QpInit& init);
   // Result of the last create_* call (for tests of refused commands).
   AdminResult last;
