@@ -103,6 +103,10 @@ void refuse(Impl& m, Request& r, rhn_syndrome syndrome);
 // context): the requester sends the message again later, and on RC later
 // messages of that QP are dropped until then.
 void not_ready(Impl& m, Request& r, rhn_syndrome syndrome);
+// Responder: a data stream to `p` (a READ's answer, an isend's or a TM
+// rendezvous' data) from `rr`, sent by stream_reads in its turn; the
+// caller made sure a responder read is free.
+void queue_stream(Impl& m, Peer& p, const ResponderRead& rr);
 // Responder: the target of an RDMA or atomic request, by rkey + VA or by
 // area ID + offset, checked for `right` over `len` bytes.
 rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,

@@ -180,6 +180,21 @@ void not_ready(Impl& m, Request& r, rhn_syndrome syndrome) {
   m.respond(r.peer, RHN_WOP_NAK, syndrome, r.op, {});
 }
 
+void queue_stream(Impl& m, Peer& p, const ResponderRead& rr) {
+  const uint32_t idx = m.free_responder_reads.front();
+  m.free_responder_reads.pop();
+  ResponderRead& q = m.responder_reads[idx];
+  q = rr;
+  q.used = true;
+  q.next = kNone;
+  if (p.reads_tail != kNone)
+    m.responder_reads[p.reads_tail].next = idx;
+  else
+    p.reads_head = idx;
+  p.reads_tail = idx;
+  m.peer_needs_service(p);
+}
+
 rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
                             uint64_t len, uint64_t* va, uint32_t* key,
                             uint32_t* mr_index) {

@@ -145,11 +145,7 @@ void read_request(Impl& m, Request& r) {
   // Queue the data stream back to the requester (responder_has_room made
   // sure there is room). It keeps the key, PD and right, not the region:
   // each chunk is checked again (stream_reads).
-  const uint32_t idx = m.free_responder_reads.front();
-  m.free_responder_reads.pop();
-  ResponderRead& rr = m.responder_reads[idx];
-  rr = ResponderRead{};
-  rr.used = true;
+  ResponderRead rr;
   rr.qp_type = r.qp.type;
   rr.node = r.node;
   rr.requester_src = r.src;
@@ -161,13 +157,7 @@ void read_request(Impl& m, Request& r) {
   rr.va = va;
   rr.length = op.msg_len;
   partial::start_read(m, op, r.data, rr);
-  Peer& p = r.peer;
-  if (p.reads_tail != kNone)
-    m.responder_reads[p.reads_tail].next = idx;
-  else
-    p.reads_head = idx;
-  p.reads_tail = idx;
-  m.peer_needs_service(p);
+  queue_stream(m, r.peer, rr);
 }
 
 // A READ holds a responder READ context until its stream is sent.

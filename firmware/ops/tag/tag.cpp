@@ -587,11 +587,7 @@ bool start_stream(Impl& m, uint32_t qpn, Inflight& e) {
     return true;
   }
   if (m.free_responder_reads.empty() || !m.room_for_request(p)) return false;
-  const uint32_t idx = m.free_responder_reads.front();
-  m.free_responder_reads.pop();
-  ResponderRead& rr = m.responder_reads[idx];
-  rr = ResponderRead{};
-  rr.used = true;
+  ResponderRead rr;
   rr.qp_type = RHN_QP_ENDPOINT;
   rr.node = e.peer;
   rr.requester_src = e.tag_receiver;
@@ -605,12 +601,7 @@ bool start_stream(Impl& m, uint32_t qpn, Inflight& e) {
   rr.length = take;
   rr.wop = RHN_WOP_TAG_DATA;
   rr.tag_handle = e.tag_handle;
-  if (p.reads_tail != kNone)
-    m.responder_reads[p.reads_tail].next = idx;
-  else
-    p.reads_head = idx;
-  p.reads_tail = idx;
-  m.peer_needs_service(p);
+  queue_stream(m, p, rr);
   return true;
 }
 

@@ -467,11 +467,7 @@ void Engine::Impl::tm_pull(Peer& p, const Packet& pkt) {
     respond(p, RHN_WOP_NAK, syn, pkt.op, {});
     return;
   }
-  const uint32_t idx = free_responder_reads.front();
-  free_responder_reads.pop();
-  ResponderRead& rr = responder_reads[idx];
-  rr = ResponderRead{};
-  rr.used = true;
+  ResponderRead rr;
   rr.qp_type = RHN_QP_RC;
   rr.node = node_of(p);
   rr.requester_src = q.src_qpn;
@@ -484,12 +480,7 @@ void Engine::Impl::tm_pull(Peer& p, const Packet& pkt) {
   rr.length = q.len;
   rr.wop = RHN_WOP_TM_DATA;
   rr.tag_handle = q.handle;
-  if (p.reads_tail != kNone)
-    responder_reads[p.reads_tail].next = idx;
-  else
-    p.reads_head = idx;
-  p.reads_tail = idx;
-  peer_needs_service(p);
+  queue_stream(*this, p, rr);
 }
 
 void Engine::Impl::tm_data(Peer& p, const Packet& pkt) {
