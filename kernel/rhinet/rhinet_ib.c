@@ -42,6 +42,21 @@ int rhinet_udata_in(struct ib_udata *udata, void *req, size_t size)
 }
 
 /*
+ * A request that grew: one of at least @min_size bytes (an older provider's)
+ * is read as far as it goes, the rest of *req zeroed; otherwise as
+ * rhinet_udata_in().
+ */
+int rhinet_udata_in_min(struct ib_udata *udata, void *req, size_t min_size,
+			size_t size)
+{
+	if (udata && udata->inlen >= min_size && udata->inlen < size) {
+		memset(req, 0, size);
+		return ib_copy_from_udata(req, udata, udata->inlen);
+	}
+	return rhinet_udata_in(udata, req, size);
+}
+
+/*
  * An optional request: none, or all zero whatever its length (an older
  * provider, or one asking for nothing) leaves *req zeroed and returns 0;
  * otherwise as rhinet_udata_in(), returning 1 once it is read.
@@ -172,6 +187,14 @@ static int rhinet_query_device(struct ib_device *ibdev,
 	attr->max_srq = le32_to_cpu(hw->max_srqs);
 	attr->max_srq_wr = attr->max_qp_wr;
 	attr->max_srq_sge = attr->max_recv_sge;
+	if (caps & RHN_CAP_TM) {
+		/* TM SRQs: ibverbs tag matching, rendezvous on RC */
+		attr->tm_caps.max_rndv_hdr_size = RHN_TM_MAX_RNDV_HDR;
+		attr->tm_caps.max_num_tags = le32_to_cpu(hw->tm_max_tags);
+		attr->tm_caps.flags = IB_TM_CAP_RNDV_RC;
+		attr->tm_caps.max_ops = 1u << le32_to_cpu(hw->tm_max_ops_log);
+		attr->tm_caps.max_sge = RHN_TM_MAX_SGES;
+	}
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
 	/* Device memory is twin memory: what one process may allocate. */

@@ -263,6 +263,8 @@ static inline struct rhinet_qp *to_rqp(struct ib_qp *ibqp)
 /* rhinet_ib.c */
 int rhinet_udata_in(struct ib_udata *udata, void *req, size_t size);
 int rhinet_udata_in_optional(struct ib_udata *udata, void *req, size_t size);
+int rhinet_udata_in_min(struct ib_udata *udata, void *req, size_t min_size,
+			size_t size);
 int rhinet_udata_out(struct ib_udata *udata, void *resp, size_t size);
 int rhinet_node_of_ah_attr(struct rhinet_ib *ib, const struct rdma_ah_attr *ah,
 			   bool unicast);

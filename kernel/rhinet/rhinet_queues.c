@@ -189,18 +189,26 @@ int rhinet_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 	struct rhinet_create_srq_resp resp = {};
 	struct rhinet_create_srq_cmd req;
 	struct rhn_admin_cmd cmd = {};
-	u64 ring_bytes;
+	struct rhn_admin_create_srq *c = &cmd.u.create_srq;
+	bool tm = attr->srq_type == IB_SRQT_TM;
+	u64 ring_bytes, ops_bytes = 0;
 	int ret;
 
 	if (!uc)
 		return -EOPNOTSUPP;
-	if (attr->srq_type != IB_SRQT_BASIC)
+	if (attr->srq_type != IB_SRQT_BASIC && !tm)
 		return -EOPNOTSUPP;
-	ret = rhinet_udata_in(udata, &req, sizeof(req));
+	if (tm && !(rhinet_read32(ib->rdev, RHN_REG_CAPS) & RHN_CAP_TM))
+		return -EOPNOTSUPP;
+	ret = rhinet_udata_in_min(udata, &req, RHINET_CREATE_SRQ_CMD_V0_LEN,
+				  sizeof(req));
 	if (ret)
 		return ret;
-	if (req.comp_mask)
+	if ((req.comp_mask & ~RHINET_CREATE_SRQ_TM) || req.reserved ||
+	    (!(req.comp_mask & RHINET_CREATE_SRQ_TM) && req.ops_log_depth))
 		return -EOPNOTSUPP;
+	if (tm != !!(req.comp_mask & RHINET_CREATE_SRQ_TM))
+		return -EINVAL;
 	if (req.log_depth < 1 ||
 	    req.log_depth > le32_to_cpu(hw->max_wq_log_depth) ||
 	    attr->attr.max_wr > (1u << req.log_depth) ||
@@ -210,19 +218,45 @@ int rhinet_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 			  attr->attr.max_wr, req.log_depth);
 		return -EINVAL;
 	}
+	if (tm) {
+		/* ib_core took a reference on the CQ list operations use. */
+		struct rhinet_cq *cq = to_rcq(attr->ext.cq);
+		u32 tags = attr->ext.tag_matching.max_num_tags;
+
+		if (!cq->user || tags < 1 || tags > le32_to_cpu(hw->tm_max_tags) ||
+		    req.ops_log_depth < 1 ||
+		    req.ops_log_depth > le32_to_cpu(hw->tm_max_ops_log)) {
+			ibdev_dbg(&ib->ibdev,
+				  "TM SRQ of %u tags, 2^%u operations\n", tags,
+				  req.ops_log_depth);
+			return -EINVAL;
+		}
+		ops_bytes = (u64)RHN_TM_OP_WQE_SIZE << req.ops_log_depth;
+		c->flags = RHN_CREATE_SRQ_F_TM;
+		c->ops_log_depth = req.ops_log_depth;
+		c->cqn = cpu_to_le32(cq->cqn);
+		c->max_tags = cpu_to_le32(tags);
+	}
 	ring_bytes = (u64)RHN_RQ_WQE_SIZE << req.log_depth;
 	ret = rhinet_mem_pin_queue(ib, uc, &srq->buf, req.buf_va, req.buf_len,
-				   ring_bytes + sizeof(struct rhn_queue_record));
+				   ring_bytes + ops_bytes +
+					   (tm ? 2 : 1) *
+						   sizeof(struct rhn_queue_record));
 	if (ret)
 		return ret;
 
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_SRQ;
-	cmd.u.create_srq.ring = rhinet_ref(&srq->buf, req.buf_va);
-	cmd.u.create_srq.record = rhinet_ref(&srq->buf,
-					     req.buf_va + ring_bytes);
-	cmd.u.create_srq.pdn = cpu_to_le32(to_rpd(ibsrq->pd)->pdn);
-	cmd.u.create_srq.limit = cpu_to_le32(attr->attr.srq_limit);
-	cmd.u.create_srq.log_depth = req.log_depth;
+	c->ring = rhinet_ref(&srq->buf, req.buf_va);
+	c->record = rhinet_ref(&srq->buf, req.buf_va + ring_bytes + ops_bytes);
+	c->pdn = cpu_to_le32(to_rpd(ibsrq->pd)->pdn);
+	c->limit = cpu_to_le32(attr->attr.srq_limit);
+	c->log_depth = req.log_depth;
+	if (tm) {
+		c->ops_ring = rhinet_ref(&srq->buf, req.buf_va + ring_bytes);
+		c->ops_record = rhinet_ref(&srq->buf,
+					   req.buf_va + ring_bytes + ops_bytes +
+						   sizeof(struct rhn_queue_record));
+	}
 	ret = rhinet_ctx_exec(ib, uc->ctx, &cmd, &srq->srqn);
 	if (ret) {
 		rhinet_mem_release(ib, &srq->buf);
@@ -316,6 +350,10 @@ static int rhinet_qp_check(struct rhinet_ib *ib, struct ib_qp_init_attr *attr,
 		return -EINVAL;
 	if (req->sq_log_depth < 1 || req->sq_log_depth > max_log ||
 	    (u64)cap->max_send_wr * slots > (1u << req->sq_log_depth))
+		return -EINVAL;
+	/* Tag matching (a TM SRQ) is for RC QPs. */
+	if (attr->srq && attr->srq->srq_type == IB_SRQT_TM &&
+	    attr->qp_type != IB_QPT_RC)
 		return -EINVAL;
 	if (attr->srq)
 		return req->rq_log_depth ? -EINVAL : 0;

@@ -14,12 +14,13 @@ namespace rhinet {
 namespace {
 
 // What the CQE gives (the wc fields poll_cq fills). SLID, SL and DLID path
-// bits are 0 on this Ethernet-only fabric, as in poll_cq. No timestamps,
-// VLANs, flow tags or tag matching.
-constexpr uint64_t kWcFlags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
-                              IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
-                              IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
-                              IBV_WC_EX_WITH_DLID_PATH_BITS;
+// bits are 0 on this Ethernet-only fabric, as in poll_cq. Tag matching:
+// the tag and app_ctx of a message that matched a TM SRQ's entry. No
+// timestamps, VLANs or flow tags.
+constexpr uint64_t kWcFlags =
+    IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
+    IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+    IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_TM_INFO;
 
 Cq* cq_of(ibv_cq_ex* c) {
   return container_of_member<Cq>(c, offsetof(Cq, vcq.cq_ex));
@@ -66,6 +67,7 @@ unsigned int read_wc_flags(ibv_cq_ex* c) { return cur(c).wc_flags; }
 uint32_t read_slid(ibv_cq_ex* c) { return cur(c).slid; }
 uint8_t read_sl(ibv_cq_ex* c) { return cur(c).sl; }
 uint8_t read_dlid_path_bits(ibv_cq_ex* c) { return cur(c).dlid_path_bits; }
+void read_tm_info(ibv_cq_ex* c, ibv_wc_tm_info* tm) { *tm = cq_of(c)->cur_tm; }
 
 }  // namespace
 
@@ -95,6 +97,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   c.read_slid = read_slid;
   c.read_sl = read_sl;
   c.read_dlid_path_bits = read_dlid_path_bits;
+  c.read_tm_info = read_tm_info;
   return &c;
 }
 

@@ -345,6 +345,97 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   return err;
 }
 
+int post_srq_ops(ibv_srq* ibsrq, ibv_ops_wr* wr, ibv_ops_wr** bad) {
+  Srq* srq = to_srq(ibsrq);
+  if (!srq->tm) {
+    *bad = wr;
+    return EINVAL;
+  }
+  int err = 0;
+  bool posted = false;
+  std::lock_guard<std::mutex> g(srq->lock);
+  const uint32_t mask = srq->ops_depth - 1;
+  for (; wr; wr = wr->next) {
+    const uint32_t executed =
+        __atomic_load_n(&srq->ops_record->nic_consumer, __ATOMIC_ACQUIRE);
+    if (srq->ops_producer - executed >= srq->ops_depth) {
+      err = ENOMEM;
+      break;
+    }
+    rhn_tm_op_wqe w{};
+    Srq::TmOp info{wr->wr_id, UINT32_MAX, 0,
+                   (wr->flags & IBV_OPS_SIGNALED) != 0};
+    switch (wr->opcode) {
+      case IBV_WR_TAG_ADD: {
+        const int n = wr->tm.add.num_sge;
+        if (n < 0 || n > RHN_TM_MAX_SGES) {
+          err = EINVAL;
+          break;
+        }
+        if (srq->free_tag == UINT32_MAX) {  // max_num_tags in the list
+          err = ENOMEM;
+          break;
+        }
+        const uint32_t h = srq->free_tag;
+        Srq::TmTag& t = srq->tags[h];
+        srq->free_tag = t.next_free;
+        // A CQE is owed for its match (or its DEL), and for the ADD if
+        // signaled.
+        t.wr_id = wr->tm.add.recv_wr_id;
+        t.refs = info.signaled ? 2 : 1;
+        info.handle = h;
+        w.opcode = RHN_TM_OP_ADD;
+        w.tag = wr->tm.add.tag;
+        w.mask = wr->tm.add.mask;
+        if (n) {
+          const ibv_sge& sg = wr->tm.add.sg_list[0];
+          w.num_sge = 1;
+          w.sge = rhn_sge{sg.addr, sg.length, sg.lkey};
+        }
+        wr->tm.handle = h;
+        break;
+      }
+      case IBV_WR_TAG_DEL:
+        if (wr->tm.handle >= srq->max_tags || !srq->tags[wr->tm.handle].refs) {
+          err = EINVAL;
+          break;
+        }
+        info.handle = wr->tm.handle;
+        srq->tags[info.handle].refs++;  // a DEL always completes
+        w.opcode = RHN_TM_OP_DEL;
+        break;
+      case IBV_WR_TAG_SYNC:
+        w.opcode = RHN_TM_OP_SYNC;
+        break;
+      default:
+        err = EINVAL;
+    }
+    if (err) break;
+    info.opcode = w.opcode;
+    if (info.handle != UINT32_MAX)
+      w.handle = static_cast<uint16_t>(info.handle);
+    if (info.signaled) w.flags |= RHN_TM_OP_F_SIGNALED;
+    if (wr->flags & IBV_OPS_TM_SYNC) {
+      w.flags |= RHN_TM_OP_F_SYNC;
+      w.unexpected_cnt = wr->tm.unexpected_cnt;
+      srq->unexp_out = wr->tm.unexpected_cnt;
+    }
+    w.wqe_index = static_cast<uint16_t>(srq->ops_producer);
+    srq->ops[srq->ops_producer & mask] = w;
+    srq->op_info[srq->ops_producer & mask] = info;
+    srq->ops_producer++;
+    posted = true;
+  }
+  if (posted) {
+    to_device_barrier();
+    __atomic_store_n(&srq->ops_record->producer_index, srq->ops_producer,
+                     __ATOMIC_RELEASE);
+    to_ctx(ibsrq->context)->kick(RHN_DB_SRQ, srq->srqn | RHN_DB_SRQ_TM_OPS);
+  }
+  if (err) *bad = wr;
+  return err;
+}
+
 void reset_qp_queues(Qp* qp) {
   std::lock_guard<std::mutex> gs(qp->sq_lock);
   std::lock_guard<std::mutex> gr(qp->rq_lock);
@@ -398,6 +489,81 @@ void complete_send(Qp* qp, const rhn_cqe& e, ibv_wc* wc) {
   qp->sq_consumer = idx + info.slots;
 }
 
+// ---- Tag matching (TM SRQs).
+
+// More unexpected messages than this polled since the last count software
+// reported: completions ask for a sync (IBV_WC_TM_SYNC_REQ), as mlx5's do.
+constexpr uint32_t kTmMaxSyncDiff = 0x3fff;
+
+bool is_list_op(uint8_t op) {
+  return op == RHN_CQE_OP_TM_ADD || op == RHN_CQE_OP_TM_DEL ||
+         op == RHN_CQE_OP_TM_SYNC;
+}
+
+// A CQE the NIC will write no more of for a tag-list entry (srq->lock
+// held): the entry is free once none is owed.
+void release_tag(Srq* srq, uint32_t h) {
+  if (h >= srq->max_tags) return;
+  Srq::TmTag& t = srq->tags[h];
+  if (!t.refs || --t.refs) return;
+  t.next_free = srq->free_tag;
+  srq->free_tag = h;
+}
+
+// The last CQE of a match: its data is in place, or it failed.
+bool final_tm_recv(const rhn_cqe& e) {
+  return (e.ext_flags & RHN_CQE_X_TM_DATA_VALID) || e.status != RHN_CQE_SUCCESS;
+}
+
+// A list operation's CQE (qpn = the SRQ): false if nobody asked for it
+// (an unsignaled DEL's, which completes only for the bookkeeping).
+bool complete_list_op(Context* ctx, const rhn_cqe& e, ibv_wc* wc) {
+  Srq* srq = ctx->srqs.get(e.qpn);
+  if (!srq || !srq->tm) return false;
+  std::lock_guard<std::mutex> g(srq->lock);
+  const Srq::TmOp& op = srq->op_info[e.wqe_index & (srq->ops_depth - 1)];
+  const bool ok = e.status == RHN_CQE_SUCCESS;
+  if (op.opcode == RHN_TM_OP_ADD && op.handle < srq->max_tags) {
+    if (!ok) srq->tags[op.handle].refs = 1;  // never in the list
+    release_tag(srq, op.handle);
+  } else if (op.opcode == RHN_TM_OP_DEL) {
+    release_tag(srq, op.handle);          // the DEL's
+    if (ok) release_tag(srq, op.handle);  // and no match will come
+  }
+  if (!op.signaled && (ok || op.opcode == RHN_TM_OP_DEL)) return false;
+  memset(wc, 0, sizeof(*wc));
+  wc->wr_id = op.wr_id;
+  wc->status = e.status <= IBV_WC_TM_RNDV_INCOMPLETE
+                   ? static_cast<ibv_wc_status>(e.status)
+                   : IBV_WC_GENERAL_ERR;
+  wc->vendor_err = e.vendor_err;
+  wc->opcode = op.opcode == RHN_TM_OP_ADD   ? IBV_WC_TM_ADD
+               : op.opcode == RHN_TM_OP_DEL ? IBV_WC_TM_DEL
+                                            : IBV_WC_TM_SYNC;
+  if (e.ext_flags & RHN_CQE_X_TM_SYNC_REQ) wc->wc_flags |= IBV_WC_TM_SYNC_REQ;
+  return true;
+}
+
+// A message matched an entry (wqe_index = its handle).
+void complete_tm_recv(Qp* qp, const rhn_cqe& e, ibv_wc* wc,
+                      ibv_wc_tm_info* tm) {
+  wc->opcode = IBV_WC_TM_RECV;
+  if (e.ext_flags & RHN_CQE_X_TM_MATCH) wc->wc_flags |= IBV_WC_TM_MATCH;
+  if (e.ext_flags & RHN_CQE_X_TM_DATA_VALID)
+    wc->wc_flags |= IBV_WC_TM_DATA_VALID;
+  if (e.status == RHN_CQE_SUCCESS || e.status == RHN_CQE_LOC_LEN_ERR ||
+      e.status == RHN_CQE_TM_RNDV_INCOMPLETE) {
+    tm->tag = uint64_t{e.vendor_err} << 32 | e.imm_data;
+    tm->priv = e.src_qpn;  // the header's app_ctx
+    wc->vendor_err = 0;
+  }
+  Srq* srq = qp->srq;
+  if (!srq || !srq->tm) return;
+  std::lock_guard<std::mutex> g(srq->lock);
+  if (e.wqe_index < srq->max_tags) wc->wr_id = srq->tags[e.wqe_index].wr_id;
+  if (final_tm_recv(e)) release_tag(srq, e.wqe_index);
+}
+
 void complete_recv(Qp* qp, const rhn_cqe& e, ibv_wc* wc) {
   if (qp->srq) {
     Srq* srq = qp->srq;
@@ -426,13 +592,18 @@ bool poll_one(Cq* cq, ibv_wc* wc) {
     from_device_barrier();
     const rhn_cqe e = *slot;
     cq->consumer++;
+    cq->cur_tm = ibv_wc_tm_info{};
+    if (is_list_op(e.opcode)) {  // qpn names a TM SRQ
+      if (complete_list_op(ctx, e, wc)) return true;
+      continue;
+    }
 
     Qp* qp = ctx->qps.get(e.qpn);
     if (!qp) continue;  // not ours (cannot happen: destroy cleans the CQ)
     ibv_wc& c = *wc;
     memset(&c, 0, sizeof(c));
     // A status the provider does not know is a general error.
-    c.status = e.status <= IBV_WC_GENERAL_ERR
+    c.status = e.status <= IBV_WC_TM_RNDV_INCOMPLETE
                    ? static_cast<ibv_wc_status>(e.status)
                    : IBV_WC_GENERAL_ERR;
     c.vendor_err = e.vendor_err;
@@ -456,6 +627,8 @@ bool poll_one(Cq* cq, ibv_wc* wc) {
       c.imm_data = e.imm_data;
       c.src_qp = e.src_qpn;
       c.slid = e.src_node;
+    } else if (e.opcode == RHN_CQE_OP_TM_RECV) {
+      complete_tm_recv(qp, e, &c, &cq->cur_tm);
     } else if (e.opcode == RHN_CQE_OP_TAG_RECV) {
       c.opcode = kWcTagRecv;
       c.wr_id = e.wqe_index;
@@ -477,6 +650,14 @@ bool poll_one(Cq* cq, ibv_wc* wc) {
       c.src_qp = e.src_qpn;
       if (e.flags & RHN_CQE_F_GRH) c.wc_flags |= IBV_WC_GRH;
       c.sl = roce_header_type(e.flags);
+      // A TM SRQ's receive WQE: a message for software to match.
+      if (e.opcode == RHN_CQE_OP_TM_NO_TAG) c.opcode = IBV_WC_TM_NO_TAG;
+      if (e.opcode == RHN_CQE_OP_TM_UNEXPECTED && qp->srq) {
+        c.opcode = IBV_WC_TM_RECV;
+        std::lock_guard<std::mutex> g(qp->srq->lock);
+        if (++qp->srq->unexp_in - qp->srq->unexp_out > kTmMaxSyncDiff)
+          c.wc_flags |= IBV_WC_TM_SYNC_REQ;
+      }
     }
     return true;
   }
@@ -484,9 +665,10 @@ bool poll_one(Cq* cq, ibv_wc* wc) {
 
 namespace {
 
-// Removes @qpn's CQEs from @cq (its lock held), moving the later ones of
-// other QPs up; receives the QP took from @srq are given back to it.
-void clean_cq(Cq* cq, uint32_t qpn, Srq* srq) {
+// Removes the CQEs @drop says go from @cq (its lock held), moving the later
+// ones up; @drop gives back what a removed one held.
+template <typename Drop>
+void clean_cq(Cq* cq, Drop drop) {
   const uint32_t depth = 1u << cq->log_depth, mask = depth - 1;
   uint32_t end = cq->consumer;  // the entries the NIC has written
   while (end - cq->consumer < depth) {
@@ -501,11 +683,7 @@ void clean_cq(Cq* cq, uint32_t qpn, Srq* srq) {
   for (uint32_t i = end; i != cq->consumer;) {
     --i;
     rhn_cqe e = cq->ring[i & mask];
-    if (e.qpn == qpn) {
-      if (srq && !(e.flags & RHN_CQE_F_SQ)) {
-        std::lock_guard<std::mutex> g(srq->lock);
-        srq->busy[e.wqe_index & (srq->depth - 1)] = 0;
-      }
+    if (drop(e)) {
       removed++;
     } else if (removed) {
       // Into a slot that holds an entry of the same lap: keep its owner.
@@ -533,12 +711,40 @@ void clean_qp_cqes(Qp* qp, bool forget) {
   std::unique_lock<std::mutex> l1(first->lock);
   std::unique_lock<std::mutex> l2;
   if (second != first) l2 = std::unique_lock<std::mutex>(second->lock);
-  if (scq != rcq) clean_cq(scq, qp->qpn, nullptr);
-  clean_cq(rcq, qp->qpn, qp->srq);
+  // (A TM SRQ's list operations name the SRQ in qpn: not the QP's.)
+  auto mine = [qp](const rhn_cqe& e) {
+    return e.qpn == qp->qpn && !is_list_op(e.opcode);
+  };
+  if (scq != rcq) clean_cq(scq, mine);
+  clean_cq(rcq, [&](const rhn_cqe& e) {
+    if (!mine(e)) return false;
+    // Receives the QP took from its SRQ are given back to it.
+    if (qp->srq && !(e.flags & RHN_CQE_F_SQ)) {
+      Srq* srq = qp->srq;
+      std::lock_guard<std::mutex> g(srq->lock);
+      if (e.opcode != RHN_CQE_OP_TM_RECV)
+        srq->busy[e.wqe_index & (srq->depth - 1)] = 0;
+      else if (final_tm_recv(e))
+        release_tag(srq, e.wqe_index);
+    }
+    return true;
+  });
   if (forget) {
     std::lock_guard<std::mutex> g(ctx->table_lock);
     ctx->qps.set(qp->qpn, nullptr);
   }
+}
+
+void clean_srq_cqes(Srq* srq) {
+  Context* ctx = to_ctx(srq->vsrq.srq.context);
+  {
+    std::lock_guard<std::mutex> g(srq->tm_cq->lock);
+    clean_cq(srq->tm_cq, [srq](const rhn_cqe& e) {
+      return is_list_op(e.opcode) && e.qpn == srq->srqn;
+    });
+  }
+  std::lock_guard<std::mutex> g(ctx->table_lock);
+  ctx->srqs.set(srq->srqn, nullptr);
 }
 
 void publish_consumer(Cq* cq) {

@@ -31,38 +31,40 @@ struct Device {
 struct Qp;
 struct Srq;
 
-// QPs by number, for completions: two levels over the whole 24-bit QPN
-// space, whatever the NIC's limits; a leaf of 4096 entries is allocated on
-// first use and kept until the context goes, so pollers read without a
-// lock. An entry is set before the QP can have completions and cleared
-// under its CQs' locks after they were cleaned of its CQEs (clean_cq).
-class QpTable {
+// QPs (and TM SRQs) by number, for completions: two levels over the whole
+// 24-bit number space, whatever the NIC's limits; a leaf of 4096 entries
+// is allocated on first use and kept until the context goes, so pollers
+// read without a lock. An entry is set before the object can have
+// completions and cleared under its CQs' locks after they were cleaned of
+// its CQEs (clean_cq).
+template <typename T>
+class NumTable {
  public:
   static constexpr uint32_t kLeafBits = 12;
   static constexpr uint32_t kLeaves = 1u << (24 - kLeafBits);
-  ~QpTable() {
+  ~NumTable() {
     for (auto& l : leaves_) delete[] l.load(std::memory_order_relaxed);
   }
-  Qp* get(uint32_t qpn) const {
-    Qp** leaf =
-        leaves_[(qpn >> kLeafBits) % kLeaves].load(std::memory_order_acquire);
-    return leaf ? leaf[qpn & ((1u << kLeafBits) - 1)] : nullptr;
+  T* get(uint32_t num) const {
+    T** leaf =
+        leaves_[(num >> kLeafBits) % kLeaves].load(std::memory_order_acquire);
+    return leaf ? leaf[num & ((1u << kLeafBits) - 1)] : nullptr;
   }
   // False when a leaf cannot be allocated. Callers hold table_lock.
-  bool set(uint32_t qpn, Qp* qp) {
-    std::atomic<Qp**>& slot = leaves_[(qpn >> kLeafBits) % kLeaves];
-    Qp** leaf = slot.load(std::memory_order_relaxed);
+  bool set(uint32_t num, T* obj) {
+    std::atomic<T**>& slot = leaves_[(num >> kLeafBits) % kLeaves];
+    T** leaf = slot.load(std::memory_order_relaxed);
     if (!leaf) {
-      leaf = new (std::nothrow) Qp*[1u << kLeafBits]();
+      leaf = new (std::nothrow) T*[1u << kLeafBits]();
       if (!leaf) return false;
       slot.store(leaf, std::memory_order_release);
     }
-    leaf[qpn & ((1u << kLeafBits) - 1)] = qp;
+    leaf[num & ((1u << kLeafBits) - 1)] = obj;
     return true;
   }
 
  private:
-  std::atomic<Qp**> leaves_[kLeaves] = {};
+  std::atomic<T**> leaves_[kLeaves] = {};
 };
 
 // The completion of a signal (RHN_CQE_OP_SIGNAL); only endpoints get
@@ -92,8 +94,9 @@ struct Context {
   // The groups joined at open (RHINET_GROUPS), for rhinetdv.
   uint32_t num_groups = 0;
   uint16_t groups[RHINET_MAX_GROUPS] = {};
-  std::mutex table_lock;  // create/destroy of qps entries
-  QpTable qps;
+  std::mutex table_lock;  // create/destroy of qps and srqs entries
+  NumTable<Qp> qps;
+  NumTable<Srq> srqs;  // TM SRQs: their list operations complete by srqn
 
   void kick(uint32_t offset, uint32_t value) {
     to_device_barrier();
@@ -130,6 +133,9 @@ struct Cq {
   // decoded last, and the consumer index when start_poll took the lock.
   ibv_wc cur{};
   uint32_t poll_start = 0;
+  // The tag-matching information of the completion decoded last (zero
+  // unless it was an IBV_WC_TM_RECV that matched an entry).
+  ibv_wc_tm_info cur_tm{};
 };
 
 struct Srq {
@@ -147,6 +153,35 @@ struct Srq {
   uint64_t* wr_ids = nullptr;
   uint8_t* busy = nullptr;
   uint32_t producer = 0;  // WQEs posted
+  // A TM SRQ (IBV_SRQT_TM): the ring of tag-list operations (executed
+  // in order; a slot is reused once the record's nic_consumer passed it),
+  // what each posted one was, and the tag list's entries by handle. An
+  // entry goes back to the free list when no CQE is owed for it any more
+  // (refs: its ADD's if signaled, its DEL's, its match's).
+  struct TmOp {
+    uint64_t wr_id;
+    uint32_t handle;
+    uint8_t opcode;  // enum rhn_tm_op
+    bool signaled;
+  };
+  struct TmTag {
+    uint64_t wr_id;  // recv_wr_id
+    uint32_t refs;
+    uint32_t next_free;
+  };
+  bool tm = false;
+  Cq* tm_cq = nullptr;
+  rhn_tm_op_wqe* ops = nullptr;
+  rhn_queue_record* ops_record = nullptr;
+  uint32_t ops_depth = 0;
+  uint32_t ops_producer = 0;
+  TmOp* op_info = nullptr;
+  TmTag* tags = nullptr;
+  uint32_t max_tags = 0;
+  uint32_t free_tag = UINT32_MAX;
+  // Unexpected messages polled, and the count last reported with
+  // IBV_OPS_TM_SYNC: too far apart, completions ask for a sync.
+  uint32_t unexp_in = 0, unexp_out = 0;
 };
 
 struct SendSlot {
@@ -290,6 +325,8 @@ int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind);
 void describe_bind(SendDesc* d, const ibv_mw* mw, uint32_t new_rkey,
                    const ibv_mw_bind_info& info);
 ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
+// Basic and tag-matching (IBV_SRQT_TM) SRQs.
+ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr);
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask);
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
 int destroy_srq(ibv_srq* srq);
@@ -319,6 +356,10 @@ inline Dm* to_dm(ibv_dm* dm) { return reinterpret_cast<Dm*>(dm); }
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
+// Tag-list operations of a TM SRQ (ibv_post_srq_ops(3)).
+int post_srq_ops(ibv_srq* srq, ibv_ops_wr* wr, ibv_ops_wr** bad);
+// Takes a TM SRQ's list-operation CQEs out of its CQ (destroy).
+void clean_srq_cqes(Srq* srq);
 // Builds one WQE into the SQ after sq_producer (sq_lock held); 0 or errno.
 int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id);
 // Publishes sq_producer and kicks the SQ.

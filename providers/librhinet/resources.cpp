@@ -260,6 +260,7 @@ int destroy_cq(ibv_cq* ibcq) {
 // ---- SRQ ------------------------------------------------------------------
 
 RHINET_CMD(CreateSrqCmd, ib_uverbs_create_srq, rhinet_create_srq_cmd);
+RHINET_CMD(CreateXsrqCmd, ib_uverbs_create_xsrq, rhinet_create_srq_cmd);
 RHINET_RESP(CreateSrqResp, ib_uverbs_create_srq_resp, rhinet_create_srq_resp);
 RHINET_CMD(ModifySrqCmd, ib_uverbs_modify_srq, rhinet_no_data);
 RHINET_CMD(QuerySrqCmd, ib_uverbs_query_srq, rhinet_no_data);
@@ -268,37 +269,73 @@ static void free_srq(Srq* srq) {
   free_queue_buffer(srq->buf, srq->buf_len);
   free(srq->wr_ids);
   free(srq->busy);
+  free(srq->op_info);
+  free(srq->tags);
   destroy_obj(srq);
 }
 
-ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
-  Context* ctx = to_ctx(pd->context);
-  if (attr->attr.max_wr < 1 ||
-      attr->attr.max_wr > (1u << ctx->attr.max_wq_log_depth) ||
-      attr->attr.max_sge > ctx->attr.max_recv_sge)
+// An SRQ's memory (RHINET_SRQ_LAYOUT) for @attr: the receive ring and, with
+// @max_tags, the tag-list operation ring of @max_ops entries and the list's
+// bookkeeping. Fills cmd's driver data; nullptr with errno set.
+static Srq* new_srq(Context* ctx, const ibv_srq_attr& attr, uint32_t max_tags,
+                    uint32_t max_ops, rhinet_create_srq_cmd* cmd) {
+  if (attr.max_wr < 1 || attr.max_wr > (1u << ctx->attr.max_wq_log_depth) ||
+      attr.max_sge > ctx->attr.max_recv_sge)
     return errno = EINVAL, nullptr;
   Srq* srq = make<Srq>();
   if (!srq) return errno = ENOMEM, nullptr;
-  uint32_t log = log2_ceil(attr->attr.max_wr);
+  uint32_t log = log2_ceil(attr.max_wr);
   if (log < 1) log = 1;
   srq->depth = 1u << log;
-  srq->max_sge = attr->attr.max_sge;
+  srq->max_sge = attr.max_sge;
   const size_t ring_bytes = size_t{RHN_RQ_WQE_SIZE} << log;
-  srq->buf_len = ring_bytes + sizeof(rhn_queue_record);
+  uint32_t ops_log = 0;
+  size_t ops_bytes = 0;
+  if (max_tags) {
+    srq->tm = true;
+    ops_log = log2_ceil(max_ops ? max_ops : 1);
+    if (ops_log < 1) ops_log = 1;
+    srq->ops_depth = 1u << ops_log;
+    srq->max_tags = max_tags;
+    ops_bytes = size_t{RHN_TM_OP_WQE_SIZE} << ops_log;
+  }
+  srq->buf_len =
+      ring_bytes + ops_bytes + (max_tags ? 2 : 1) * sizeof(rhn_queue_record);
   srq->buf = alloc_queue_buffer(srq->buf_len);
   srq->wr_ids = static_cast<uint64_t*>(calloc(srq->depth, sizeof(uint64_t)));
   srq->busy = static_cast<uint8_t*>(calloc(srq->depth, 1));
-  if (!srq->buf || !srq->wr_ids || !srq->busy) {
+  if (max_tags) {
+    srq->op_info =
+        static_cast<Srq::TmOp*>(calloc(srq->ops_depth, sizeof(Srq::TmOp)));
+    srq->tags = static_cast<Srq::TmTag*>(calloc(max_tags, sizeof(Srq::TmTag)));
+  }
+  if (!srq->buf || !srq->wr_ids || !srq->busy ||
+      (max_tags && (!srq->op_info || !srq->tags))) {
     free_srq(srq);
     return errno = ENOMEM, nullptr;
   }
   srq->ring = reinterpret_cast<rhn_recv_wqe*>(srq->buf);
-  srq->record = reinterpret_cast<rhn_queue_record*>(srq->buf + ring_bytes);
+  srq->record =
+      reinterpret_cast<rhn_queue_record*>(srq->buf + ring_bytes + ops_bytes);
+  if (max_tags) {
+    srq->ops = reinterpret_cast<rhn_tm_op_wqe*>(srq->buf + ring_bytes);
+    srq->ops_record = srq->record + 1;
+    for (uint32_t h = 0; h < max_tags; h++)  // the free list, 0 first
+      srq->tags[h].next_free = h + 1 < max_tags ? h + 1 : UINT32_MAX;
+    srq->free_tag = 0;
+    cmd->comp_mask = RHINET_CREATE_SRQ_TM;
+    cmd->ops_log_depth = ops_log;
+  }
+  cmd->log_depth = log;
+  cmd->buf_va = reinterpret_cast<uintptr_t>(srq->buf);
+  cmd->buf_len = srq->buf_len;
+  return srq;
+}
 
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   CreateSrqCmd cmd{};
-  cmd.drv.log_depth = log;
-  cmd.drv.buf_va = reinterpret_cast<uintptr_t>(srq->buf);
-  cmd.drv.buf_len = srq->buf_len;
+  Srq* srq = new_srq(to_ctx(pd->context), attr->attr, 0, 0, &cmd.drv);
+  if (!srq) return nullptr;
   CreateSrqResp resp{};
   int err = ibv_cmd_create_srq(
       pd, &srq->vsrq.srq, attr, reinterpret_cast<struct ibv_create_srq*>(&cmd),
@@ -310,6 +347,57 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     return nullptr;
   }
   srq->srqn = resp.drv.srqn;
+  return &srq->vsrq.srq;
+}
+
+// Basic SRQs and tag-matching ones (IBV_SRQT_TM): an RC QP using one
+// matches the SENDs it receives against the list ibv_post_srq_ops edits;
+// list operations complete on attr->cq. No XRC.
+ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
+  Context* ctx = to_ctx(context);
+  constexpr uint32_t kKnown = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+                              IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM;
+  if (attr->comp_mask & ~kKnown) return errno = EOPNOTSUPP, nullptr;
+  const ibv_srq_type type = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE)
+                                ? attr->srq_type
+                                : IBV_SRQT_BASIC;
+  const bool tm = type == IBV_SRQT_TM;
+  if (type != IBV_SRQT_BASIC && !tm) return errno = EOPNOTSUPP, nullptr;
+  if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || attr->pd->context != context)
+    return errno = EINVAL, nullptr;
+  if (tm && !(ctx->attr.caps & RHN_CAP_TM)) return errno = EOPNOTSUPP, nullptr;
+  // (The kernel checks max_num_tags against what the NIC gives a list.)
+  if (tm && (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+             !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) ||
+             !attr->tm_cap.max_num_tags || attr->cq->context != context ||
+             attr->tm_cap.max_num_tags > 0xffff ||
+             attr->tm_cap.max_ops > (1u << ctx->attr.max_wq_log_depth)))
+    return errno = EINVAL, nullptr;
+  CreateXsrqCmd cmd{};
+  Srq* srq = new_srq(ctx, attr->attr, tm ? attr->tm_cap.max_num_tags : 0,
+                     tm ? attr->tm_cap.max_ops : 0, &cmd.drv);
+  if (!srq) return nullptr;
+  CreateSrqResp resp{};
+  int err = ibv_cmd_create_srq_ex(
+      context, &srq->vsrq, attr,
+      reinterpret_cast<struct ibv_create_xsrq*>(&cmd), sizeof(cmd),
+      reinterpret_cast<ib_uverbs_create_srq_resp*>(resp.core), sizeof(resp));
+  if (err) {
+    free_srq(srq);
+    errno = err;
+    return nullptr;
+  }
+  srq->srqn = resp.drv.srqn;
+  if (tm) {
+    srq->tm_cq = to_cq(attr->cq);
+    attr->tm_cap.max_ops = srq->ops_depth;
+    std::lock_guard<std::mutex> g(ctx->table_lock);
+    if (!ctx->srqs.set(srq->srqn, srq)) {
+      ibv_cmd_destroy_srq(&srq->vsrq.srq);
+      free_srq(srq);
+      return errno = ENOMEM, nullptr;
+    }
+  }
   return &srq->vsrq.srq;
 }
 
@@ -330,6 +418,8 @@ int destroy_srq(ibv_srq* ibsrq) {
   Srq* srq = to_srq(ibsrq);
   int err = ibv_cmd_destroy_srq(ibsrq);
   if (err) return err;
+  // The NIC has forgotten it: its list-operation CQEs go, then its entry.
+  if (srq->tm) clean_srq_cqes(srq);
   free_srq(srq);
   return 0;
 }

@@ -187,7 +187,9 @@ struct verbs_context_ops {
 	verbs_op create_rwq_ind_table;
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
 				      struct ibv_srq_init_attr *attr);
-	verbs_op create_srq_ex, create_wq;
+	struct ibv_srq *(*create_srq_ex)(struct ibv_context *context,
+					 struct ibv_srq_init_attr_ex *attr);
+	verbs_op create_wq;
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	verbs_op dealloc_td;
@@ -215,7 +217,8 @@ struct verbs_context_ops {
 			 struct ibv_recv_wr **bad_wr);
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			 struct ibv_send_wr **bad_wr);
-	verbs_op post_srq_ops;
+	int (*post_srq_ops)(struct ibv_srq *srq, struct ibv_ops_wr *op,
+			    struct ibv_ops_wr **bad_op);
 	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			     struct ibv_recv_wr **bad_wr);
 	int (*query_device_ex)(struct ibv_context *context,
@@ -296,6 +299,7 @@ struct ibv_resize_cq;
 struct ibv_alloc_mw;
 struct ibv_create_cq_ex;
 struct ibv_create_srq;
+struct ibv_create_xsrq;
 struct ibv_modify_srq;
 struct ibv_query_srq;
 struct ibv_create_qp;
@@ -371,6 +375,14 @@ int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 		       struct ibv_create_srq *cmd, size_t cmd_size,
 		       struct ib_uverbs_create_srq_resp *resp,
 		       size_t resp_size);
+/* attr->comp_mask must have IBV_SRQ_INIT_ATTR_PD; IBV_SRQT_TM needs the CQ
+ * and a max_num_tags (EINVAL otherwise); sets srq_type and cq in *srq.
+ */
+int ibv_cmd_create_srq_ex(struct ibv_context *context, struct verbs_srq *srq,
+			  struct ibv_srq_init_attr_ex *attr_ex,
+			  struct ibv_create_xsrq *cmd, size_t cmd_size,
+			  struct ib_uverbs_create_srq_resp *resp,
+			  size_t resp_size);
 int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 		       int srq_attr_mask, struct ibv_modify_srq *cmd,
 		       size_t cmd_size);
@@ -420,7 +432,9 @@ RHINET_ABI_OFFSET(struct verbs_context_ops, create_cq_ex, 16 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, create_qp, 19 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, create_qp_ex, 20 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, free_context, 39 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, create_srq_ex, 23 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, poll_cq, 53 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, post_srq_ops, 56 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, query_device_ex, 58 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, reg_mr, 68 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, rereg_mr, 70 * 8);

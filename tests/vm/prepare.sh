@@ -95,7 +95,8 @@ if [[ -f $PROV/librhinetdv.so.1 && -f $PROV/rhinet.driver ]]; then
 	bin_args+=(--tool "$PROV/librhinetdv.so.1:$VERBS_LIB/librhinetdv.so.1"
 		--link "../librhinetdv.so.1:$VERBS_LIB/libibverbs/librhinet-rdmav34.so"
 		--file "$PROV/rhinet.driver:/etc/libibverbs.d/rhinet.driver")
-	for ex in rhinetdv_pingpong rhinetdv_model rhinetdv_tag rhinetdv_pindown; do
+	for ex in rhinetdv_pingpong rhinetdv_model rhinetdv_tag rhinetdv_pindown \
+		ibv_tm_pingpong; do
 		[[ -x $PROV/examples/$ex ]] &&
 			bin_args+=(--tool "$PROV/examples/$ex:/usr/bin/$ex")
 	done

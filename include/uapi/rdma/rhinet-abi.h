@@ -190,16 +190,36 @@ struct rhinet_create_cq_resp {
 
 /* ---- SRQ ---------------------------------------------------------------- */
 
+/* rhinet_create_srq_cmd.comp_mask */
+enum rhinet_create_srq_cmd_mask {
+	/*
+	 * A tag-matching SRQ (ibverbs IBV_SRQT_TM): ops_log_depth is valid,
+	 * and the buffer also holds the ring of tag-list operations.
+	 * Requires IB_SRQT_TM (and the other way round); the NIC has
+	 * RHN_CAP_TM.
+	 */
+	RHINET_CREATE_SRQ_TM = 1 << 0,
+};
+
 /*
  * RHINET_SRQ_LAYOUT: 64-byte receive WQEs (struct rhn_recv_wqe) at buf_va,
- * 1 << log_depth of them, then struct rhn_queue_record.
+ * 1 << log_depth of them, then struct rhn_queue_record. A TM SRQ: the
+ * receive WQEs, then 1 << ops_log_depth 64-byte struct rhn_tm_op_wqe,
+ * then the receive ring's struct rhn_queue_record, then the operation
+ * ring's (whose nic_consumer the NIC writes).
+ * A request of RHINET_CREATE_SRQ_CMD_V0_LEN bytes (an older provider)
+ * asks for a basic SRQ.
  */
 struct rhinet_create_srq_cmd {
-	__u32 comp_mask;
+	__u32 comp_mask; /* enum rhinet_create_srq_cmd_mask */
 	__u32 log_depth;
 	__aligned_u64 buf_va;
 	__aligned_u64 buf_len;
+	__u32 ops_log_depth; /* RHINET_CREATE_SRQ_TM: 1..tm_caps.max_ops */
+	__u32 reserved;
 };
+
+#define RHINET_CREATE_SRQ_CMD_V0_LEN 24
 
 struct rhinet_create_srq_resp {
 	__u32 comp_mask;

@@ -24,7 +24,10 @@
 #             PULL by area ID and offset, status words), every byte checked,
 #             error cases included; rhinetdv_tag: isend/irecv/iprobe/cancel
 #             matched by the NIC (expected, unexpected, rendezvous,
-#             truncation, a stream, a receiver killed); rhinetdv_pindown:
+#             truncation, a stream, a receiver killed); ibv_tm_pingpong:
+#             the standard ibverbs tag matching (a TM SRQ: expected and
+#             unexpected eager, sync, NO_TAG, rendezvous with its FIN,
+#             remove, a full list; libibverbs only); rhinetdv_pindown:
 #             remote pin-down into an area the server only mapped (pd_req,
 #             PUSH/PULL pinning on first touch, pd_release, pinned_pages
 #             back where it was), then the server killed while the client
@@ -223,6 +226,10 @@ if want dv && [ "$DEVICE" = rhinet0 ]; then
 	# isend/irecv matched by the NIC: expected, unexpected with iprobe,
 	# truncation, cancel, a stream through a small RQ, a killed receiver.
 	run_pair rhinetdv_tag rhinetdv_tag
+	# The standard ibverbs tag-matching API (IBV_SRQT_TM), libibverbs
+	# only: expected and unexpected eager, sync, NO_TAG, rendezvous read
+	# by the NIC with its FIN, a removed tag, a full list.
+	run_pair ibv_tm_pingpong ibv_tm_pingpong -d "$DEVICE" -g $GID
 	# Remote pin-down into memory the server only mapped; then the server
 	# killed while pinned.
 	run_pair rhinetdv_pindown rhinetdv_pindown && pindown_killed
