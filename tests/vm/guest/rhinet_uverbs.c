@@ -1725,7 +1725,7 @@ static bool read_areas(uint64_t *v)
 static bool check_area(void)
 {
 	const struct rhinet_reg_mr_cmd zero = {0},
-				       bad_mask = {RHINET_REG_MR_AREA | 2, 1},
+				       bad_mask = {RHINET_REG_MR_AREA | 0x80, 1},
 				       no_mask = {0, 9};
 	const struct rhinet_alloc_ucontext_resp *r = &env.ctx.r;
 	uint64_t base = (uintptr_t)env.buf, before, during, after;
@@ -1744,7 +1744,7 @@ static bool check_area(void)
 			EEXIST, 0, "REG_MR as area 5 again") ||
 	    !expect_err(mr_reg_drv(&env.ctx, env.pd, base, PAGE_SIZE, MR_ALL,
 				   &bad_mask, &b),
-			EOPNOTSUPP, 0, "REG_MR with comp_mask 3") ||
+			EOPNOTSUPP, 0, "REG_MR with comp_mask 0x81") ||
 	    !expect_err(mr_reg_drv(&env.ctx, env.pd, base, PAGE_SIZE, MR_ALL,
 				   &no_mask, &b),
 			EOPNOTSUPP, 0,
