@@ -325,6 +325,7 @@ static int server(struct node *n, bool kill_mode)
 		     REQ_BYTES / PAGE, p - p0);
 	else
 		printf("rhinetdv_pindown: PASS pd_req pinned the range\n");
+	step(11); /* read: the client may PUSH now */
 
 	step(2); /* (b)-(d) PUSH, PULL, pd_req by key, pd_req past the end */
 	/* A figure, not a check: how often the NIC interrupted this host to
@@ -340,6 +341,7 @@ static int server(struct node *n, bool kill_mode)
 		     p - p0, pages);
 	else
 		printf("rhinetdv_pindown: PASS first touch pinned the rest\n");
+	step(12); /* read: the client may release now */
 
 	step(3); /* (e) pd_release of the whole area completed */
 	p = pinned_pages_become(n, p0, 10000);
@@ -469,6 +471,7 @@ static void client_basic(struct client *cl)
 		printf("rhinetdv_pindown: PASS pd_req of the first %u KiB completed\n",
 		       REQ_BYTES >> 10);
 	step(1);
+	step(11); /* the server has read the counters (a) left */
 
 	/* (b) the last 768 KiB were never pinned */
 	for (uint32_t i = 0; i < len; i++)
@@ -525,6 +528,7 @@ static void client_basic(struct client *cl)
 			       ibv_wc_status_str(c.status));
 	}
 	step(2);
+	step(12); /* the server has read what (b) pinned */
 
 	/* (e) drops both holds; first-touch pages go too */
 	if (!pin(cl, false, RHINETDV_PIN_SIGNALED, 0, len, 6, NULL) &&
