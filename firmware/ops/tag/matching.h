@@ -16,6 +16,35 @@ constexpr uint32_t kSrqOwner = 0x80000000u;
 constexpr uint16_t kAnyNode = 0xffff;
 constexpr uint32_t kAnyQpn = ~uint32_t{0};
 
+// Doubly linked lists through indices into a pool (kNone ends them):
+// `prev` and `next` are the links a node has for this list.
+template <typename Node>
+void list_append(std::vector<Node>& pool, uint32_t& head, uint32_t& tail,
+                 uint32_t i, uint32_t Node::*prev, uint32_t Node::*next) {
+  pool[i].*prev = tail;
+  pool[i].*next = kNone;
+  if (tail != kNone)
+    pool[tail].*next = i;
+  else
+    head = i;
+  tail = i;
+}
+
+template <typename Node>
+void list_remove(std::vector<Node>& pool, uint32_t& head, uint32_t& tail,
+                 uint32_t i, uint32_t Node::*prev, uint32_t Node::*next) {
+  Node& n = pool[i];
+  if (n.*prev != kNone)
+    pool[n.*prev].*next = n.*next;
+  else
+    head = n.*next;
+  if (n.*next != kNone)
+    pool[n.*next].*prev = n.*prev;
+  else
+    tail = n.*prev;
+  n.*prev = n.*next = kNone;
+}
+
 inline uint32_t owner_of(const TagRecv& r) {
   return r.srqn == kNone ? r.qpn : (r.srqn | kSrqOwner);
 }

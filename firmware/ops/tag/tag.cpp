@@ -106,74 +106,36 @@ std::pair<uint32_t*, uint32_t*> recv_chain(Impl& m, const TagRecv& r) {
 }
 
 void recv_link(Impl& m, uint32_t i) {
-  TagRecv& r = m.tags.recvs[i];
-  auto [head, tail] = recv_chain(m, r);
-  r.prev = *tail;
-  r.next = kNone;
-  if (*tail != kNone)
-    m.tags.recvs[*tail].next = i;
-  else
-    *head = i;
-  *tail = i;
+  auto [head, tail] = recv_chain(m, m.tags.recvs[i]);
+  list_append(m.tags.recvs, *head, *tail, i, &TagRecv::prev, &TagRecv::next);
 }
 
 void recv_unlink(Impl& m, uint32_t i) {
-  TagRecv& r = m.tags.recvs[i];
-  auto [head, tail] = recv_chain(m, r);
-  if (r.prev != kNone)
-    m.tags.recvs[r.prev].next = r.next;
-  else
-    *head = r.next;
-  if (r.next != kNone)
-    m.tags.recvs[r.next].prev = r.prev;
-  else
-    *tail = r.prev;
-  r.prev = r.next = kNone;
+  auto [head, tail] = recv_chain(m, m.tags.recvs[i]);
+  list_remove(m.tags.recvs, *head, *tail, i, &TagRecv::prev, &TagRecv::next);
+}
+
+// An unexpected message is in its bucket's chain and in its endpoint's
+// arrival list.
+std::array<uint32_t, 2>& msg_bucket(Impl& m, const TagMsg& g) {
+  return m.tags.msg_buckets[bucket_of(m.tags, g.qpn, g.node,
+                                      g.src & RHN_WIRE_QPN_MASK, g.tag)];
 }
 
 void msg_link(Impl& m, uint32_t i) {
-  TagMsg& g = m.tags.msgs[i];
-  QpObj& qp = m.qps[g.qpn];
-  auto& b = m.tags.msg_buckets[bucket_of(m.tags, g.qpn, g.node,
-                                         g.src & RHN_WIRE_QPN_MASK, g.tag)];
-  g.hprev = b[1];
-  g.hnext = kNone;
-  if (b[1] != kNone)
-    m.tags.msgs[b[1]].hnext = i;
-  else
-    b[0] = i;
-  b[1] = i;
-  g.lprev = qp.tag_unx_tail;
-  g.lnext = kNone;
-  if (qp.tag_unx_tail != kNone)
-    m.tags.msgs[qp.tag_unx_tail].lnext = i;
-  else
-    qp.tag_unx_head = i;
-  qp.tag_unx_tail = i;
+  auto& b = msg_bucket(m, m.tags.msgs[i]);
+  QpObj& qp = m.qps[m.tags.msgs[i].qpn];
+  list_append(m.tags.msgs, b[0], b[1], i, &TagMsg::hprev, &TagMsg::hnext);
+  list_append(m.tags.msgs, qp.tag_unx_head, qp.tag_unx_tail, i, &TagMsg::lprev,
+              &TagMsg::lnext);
 }
 
 void msg_unlink(Impl& m, uint32_t i) {
-  TagMsg& g = m.tags.msgs[i];
-  QpObj& qp = m.qps[g.qpn];
-  auto& b = m.tags.msg_buckets[bucket_of(m.tags, g.qpn, g.node,
-                                         g.src & RHN_WIRE_QPN_MASK, g.tag)];
-  if (g.hprev != kNone)
-    m.tags.msgs[g.hprev].hnext = g.hnext;
-  else
-    b[0] = g.hnext;
-  if (g.hnext != kNone)
-    m.tags.msgs[g.hnext].hprev = g.hprev;
-  else
-    b[1] = g.hprev;
-  if (g.lprev != kNone)
-    m.tags.msgs[g.lprev].lnext = g.lnext;
-  else
-    qp.tag_unx_head = g.lnext;
-  if (g.lnext != kNone)
-    m.tags.msgs[g.lnext].lprev = g.lprev;
-  else
-    qp.tag_unx_tail = g.lprev;
-  g.hprev = g.hnext = g.lprev = g.lnext = kNone;
+  auto& b = msg_bucket(m, m.tags.msgs[i]);
+  QpObj& qp = m.qps[m.tags.msgs[i].qpn];
+  list_remove(m.tags.msgs, b[0], b[1], i, &TagMsg::hprev, &TagMsg::hnext);
+  list_remove(m.tags.msgs, qp.tag_unx_head, qp.tag_unx_tail, i, &TagMsg::lprev,
+              &TagMsg::lnext);
 }
 
 }  // namespace

@@ -60,29 +60,15 @@ std::array<uint32_t, 2>& handle_chain(Impl& m, uint32_t srqn, uint16_t handle) {
 }
 
 void handle_link(Impl& m, uint32_t i) {
-  TagRecv& r = m.tags.recvs[i];
-  auto& b = handle_chain(m, r.srqn, r.tm_handle);
-  r.tm_prev = b[1];
-  r.tm_next = kNone;
-  if (b[1] != kNone)
-    m.tags.recvs[b[1]].tm_next = i;
-  else
-    b[0] = i;
-  b[1] = i;
+  auto& b = handle_chain(m, m.tags.recvs[i].srqn, m.tags.recvs[i].tm_handle);
+  list_append(m.tags.recvs, b[0], b[1], i, &TagRecv::tm_prev,
+              &TagRecv::tm_next);
 }
 
 void handle_unlink(Impl& m, uint32_t i) {
-  TagRecv& r = m.tags.recvs[i];
-  auto& b = handle_chain(m, r.srqn, r.tm_handle);
-  if (r.tm_prev != kNone)
-    m.tags.recvs[r.tm_prev].tm_next = r.tm_next;
-  else
-    b[0] = r.tm_next;
-  if (r.tm_next != kNone)
-    m.tags.recvs[r.tm_next].tm_prev = r.tm_prev;
-  else
-    b[1] = r.tm_prev;
-  r.tm_prev = r.tm_next = kNone;
+  auto& b = handle_chain(m, m.tags.recvs[i].srqn, m.tags.recvs[i].tm_handle);
+  list_remove(m.tags.recvs, b[0], b[1], i, &TagRecv::tm_prev,
+              &TagRecv::tm_next);
 }
 
 // The posted entry `handle` of the SRQ, or kNone.

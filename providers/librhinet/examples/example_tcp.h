@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The TCP side channel of the rhinetdv examples: two processes exchange
- * their endpoint addresses and keep in step over one connection (the
- * direct verbs need no connection setup; the examples only need to know
- * each other).
+ * The TCP side channel of the examples: two processes exchange their
+ * addresses and keep in step over one connection (the direct verbs need
+ * no connection setup; the examples only need to know each other), and
+ * the byte pattern their messages carry.
  */
 #ifndef RHINETDV_EXAMPLE_TCP_H
 #define RHINETDV_EXAMPLE_TCP_H
@@ -87,6 +87,38 @@ static inline int example_tcp_open(const char *server, int port, int wait_s)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return fd;
+}
+
+/* Both sides reach step @s before either goes on: 0, or -1 when the peer
+ * left or is at another step (*@peer_step says where).
+ */
+static inline int example_step(int fd, uint32_t s, uint32_t *peer_step)
+{
+	*peer_step = 0;
+	if (example_full_io(fd, &s, sizeof(s), true) ||
+	    example_full_io(fd, peer_step, sizeof(*peer_step), false))
+		return -1;
+	return *peer_step == s ? 0 : -1;
+}
+
+/* Message bytes both sides can tell apart: byte @i of message @seed. */
+static inline uint8_t example_pattern(uint32_t seed, uint64_t i)
+{
+	return (uint8_t)(seed * 151u + i * 11u + (i >> 10) * 7u + 3u);
+}
+
+static inline void example_fill(uint8_t *p, uint32_t seed, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = example_pattern(seed, i);
+}
+
+static inline bool example_same(const uint8_t *p, uint32_t seed, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != example_pattern(seed, i))
+			return false;
+	return true;
 }
 
 #endif /* RHINETDV_EXAMPLE_TCP_H */

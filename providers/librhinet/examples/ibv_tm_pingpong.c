@@ -60,34 +60,14 @@ static int failures;
 		failures++;                                   \
 	} while (0)
 
-static uint8_t pattern(uint32_t seed, uint64_t i)
-{
-	return (uint8_t)(seed * 151u + i * 11u + (i >> 10) * 7u + 3u);
-}
-
-static void fill(uint8_t *p, uint32_t seed, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		p[i] = pattern(seed, i);
-}
-
-static bool same(const uint8_t *p, uint32_t seed, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (p[i] != pattern(seed, i))
-			return false;
-	return true;
-}
-
 static int sock = -1;
 
 /* Both sides reach step @s before either goes on. */
 static void step(uint32_t s)
 {
-	uint32_t peer = 0;
+	uint32_t peer;
 
-	if (example_full_io(sock, &s, sizeof(s), true) ||
-	    example_full_io(sock, &peer, sizeof(peer), false) || peer != s) {
+	if (example_step(sock, s, &peer)) {
 		FAIL("lost step with the peer at %u (peer %u)", s, peer);
 		exit(1);
 	}
@@ -423,11 +403,11 @@ static void expect_unexpected(struct side *s, uint64_t tag, uint32_t seed,
 	b = srq_buf(s, c.wr_id);
 	h = (const struct ibv_tmh *)b;
 	if (c.byte_len != TMH + len || h->opcode != tmh_op ||
-	    be64toh(h->tag) != tag || !same(b + TMH, seed, len))
+	    be64toh(h->tag) != tag || !example_same(b + TMH, seed, len))
 		FAIL("unexpected tag %llu: %u bytes, header op %u tag %llu, data %s",
 		     (unsigned long long)tag, c.byte_len, h->opcode,
 		     (unsigned long long)be64toh(h->tag),
-		     same(b + TMH, seed, len) ? "ok" : "wrong");
+		     example_same(b + TMH, seed, len) ? "ok" : "wrong");
 	post_srq_buf(s, (uint32_t)(c.wr_id - 500));
 }
 
@@ -471,7 +451,7 @@ static void send_eager(struct side *s, uint8_t op, uint64_t tag,
 		       uint32_t app_ctx, uint32_t seed, size_t len)
 {
 	put_tmh(s->buf, op, app_ctx, tag);
-	fill(s->buf + TMH, seed, len);
+	example_fill(s->buf + TMH, seed, len);
 	send_msg(s, 0, TMH + len, tag);
 }
 
@@ -505,7 +485,7 @@ static void server(struct side *s)
 		    c.flags != (IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID) ||
 		    c.tm.tag != 100 + i || c.tm.priv != 7000 + i ||
 		    c.byte_len != sizes[i] ||
-		    !same(s->buf + i * EAGER_SLOT, 40 + i, sizes[i])) {
+		    !example_same(s->buf + i * EAGER_SLOT, 40 + i, sizes[i])) {
 			FAIL("expected #%u: %s opcode %d wr_id %llu flags 0x%x tag %llu priv %u len %u",
 			     n, ibv_wc_status_str(c.status), c.opcode,
 			     (unsigned long long)c.wr_id, c.flags,
@@ -533,7 +513,7 @@ static void server(struct side *s)
 		expect_op(&c, IBV_WC_TM_RECV, 20,
 			  IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID,
 			  "tag 201 after the sync");
-		if (c.tm.tag != 201 || !same(s->buf, 52, 700))
+		if (c.tm.tag != 201 || !example_same(s->buf, 52, 700))
 			FAIL("tag 201 after the sync: tag %llu, data",
 			     (unsigned long long)c.tm.tag);
 	}
@@ -559,9 +539,9 @@ static void server(struct side *s)
 	if (next_ex(s, &c)) {
 		expect_op(&c, IBV_WC_TM_RECV, 30, IBV_WC_TM_DATA_VALID,
 			  "rendezvous data");
-		if (c.byte_len != RNDV_BYTES || !same(s->buf, 60, RNDV_BYTES))
+		if (c.byte_len != RNDV_BYTES || !example_same(s->buf, 60, RNDV_BYTES))
 			FAIL("rendezvous data: %u bytes, %s", c.byte_len,
-			     same(s->buf, 60, RNDV_BYTES) ? "same" : "wrong");
+			     example_same(s->buf, 60, RNDV_BYTES) ? "same" : "wrong");
 	}
 	printf("rendezvous: 1 MiB read by the device, every byte checked\n");
 	step(8);
@@ -665,7 +645,7 @@ static void client(struct side *s)
 		const struct ibv_tmh *fin;
 		bool sent = false, got_fin = false;
 
-		fill(data, 60, RNDV_BYTES);
+		example_fill(data, 60, RNDV_BYTES);
 		if (ibv_post_recv(s->qp, &rw, &bad))
 			FAIL("ibv_post_recv for the FIN");
 		step(7);

@@ -533,6 +533,18 @@ std::unique_ptr<SimCq> SimContext::create_cq(uint8_t log_depth) {
 
 std::unique_ptr<SimSrq> SimContext::create_srq(uint8_t log_depth,
                                                uint32_t limit) {
+  return make_srq(log_depth, limit, nullptr, 0, 0);
+}
+
+std::unique_ptr<SimSrq> SimContext::create_tm_srq(SimCq& cq, uint32_t max_tags,
+                                                  uint8_t log_depth,
+                                                  uint8_t ops_log_depth) {
+  return make_srq(log_depth, 0, &cq, max_tags, ops_log_depth);
+}
+
+std::unique_ptr<SimSrq> SimContext::make_srq(uint8_t log_depth, uint32_t limit,
+                                             SimCq* tm_cq, uint32_t max_tags,
+                                             uint8_t ops_log_depth) {
   auto srq = std::make_unique<SimSrq>();
   srq->ctx_ = this;
   srq->depth_ = 1u << log_depth;
@@ -546,42 +558,26 @@ std::unique_ptr<SimSrq> SimContext::create_srq(uint8_t log_depth,
   c.pdn = pdn_;
   c.limit = limit;
   c.log_depth = log_depth;
+  if (tm_cq) {  // a TM SRQ: its operation ring, and where ops complete
+    srq->ops_depth_ = 1u << ops_log_depth;
+    srq->ops_shadow_.assign(srq->ops_depth_, UINT64_MAX);
+    if (!make_queue_memory(size_t(RHN_TM_OP_WQE_SIZE) << ops_log_depth,
+                           &srq->ops_mem_))
+      return nullptr;
+    c.flags = RHN_CREATE_SRQ_F_TM;
+    c.ops_log_depth = ops_log_depth;
+    c.cqn = tm_cq->cqn();
+    c.max_tags = max_tags;
+    c.ops_ring = srq->ops_mem_.ref(0);
+    c.ops_record = srq->ops_mem_.record_ref();
+  }
   last = driver_.create_srq(index_, c);
   if (!last.ok()) return nullptr;
   srq->srqn_ = last.result;
-  return srq;
-}
-
-std::unique_ptr<SimSrq> SimContext::create_tm_srq(SimCq& cq, uint32_t max_tags,
-                                                  uint8_t log_depth,
-                                                  uint8_t ops_log_depth) {
-  auto srq = std::make_unique<SimSrq>();
-  srq->ctx_ = this;
-  srq->depth_ = 1u << log_depth;
-  srq->shadow_.assign(srq->depth_, UINT64_MAX);
-  srq->ops_depth_ = 1u << ops_log_depth;
-  srq->ops_shadow_.assign(srq->ops_depth_, UINT64_MAX);
-  if (!make_queue_memory(size_t(RHN_RQ_WQE_SIZE) << log_depth, &srq->mem_) ||
-      !make_queue_memory(size_t(RHN_TM_OP_WQE_SIZE) << ops_log_depth,
-                         &srq->ops_mem_))
-    return nullptr;
-  rhn_admin_create_srq c;
-  std::memset(&c, 0, sizeof c);
-  c.ring = srq->mem_.ref(0);
-  c.record = srq->mem_.record_ref();
-  c.pdn = pdn_;
-  c.log_depth = log_depth;
-  c.flags = RHN_CREATE_SRQ_F_TM;
-  c.ops_log_depth = ops_log_depth;
-  c.cqn = cq.cqn();
-  c.max_tags = max_tags;
-  c.ops_ring = srq->ops_mem_.ref(0);
-  c.ops_record = srq->ops_mem_.record_ref();
-  last = driver_.create_srq(index_, c);
-  if (!last.ok()) return nullptr;
-  srq->srqn_ = last.result;
-  srq->tm_cq_ = &cq;
-  cq.tm_srqs_[srq->srqn_] = srq.get();
+  if (tm_cq) {
+    srq->tm_cq_ = tm_cq;
+    tm_cq->tm_srqs_[srq->srqn_] = srq.get();
+  }
   return srq;
 }
 

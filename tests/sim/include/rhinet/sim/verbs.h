@@ -320,6 +320,9 @@ class SimContext {
 
  private:
   bool make_queue_memory(size_t ring_bytes, QueueMemory* out);
+  std::unique_ptr<SimSrq> make_srq(uint8_t log_depth, uint32_t limit,
+                                   SimCq* tm_cq, uint32_t max_tags,
+                                   uint8_t ops_log_depth);
 
   SimDriver& driver_;
   SimAddressSpace& as_;
