@@ -1725,7 +1725,8 @@ static bool read_areas(uint64_t *v)
 static bool check_area(void)
 {
 	const struct rhinet_reg_mr_cmd zero = {0},
-				       bad_mask = {RHINET_REG_MR_AREA | 0x80, 1},
+				       bad_mask = {RHINET_REG_MR_AREA | 0x80,
+						   1},
 				       no_mask = {0, 9};
 	const struct rhinet_alloc_ucontext_resp *r = &env.ctx.r;
 	uint64_t base = (uintptr_t)env.buf, before, during, after;
