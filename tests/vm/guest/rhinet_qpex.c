@@ -796,7 +796,7 @@ static void refusals(struct node *n)
 
 	static const uint64_t bad_wc[] = {
 		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, IBV_WC_EX_WITH_CVLAN,
-		IBV_WC_EX_WITH_FLOW_TAG, IBV_WC_EX_WITH_TM_INFO,
+		IBV_WC_EX_WITH_FLOW_TAG,
 		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK};
 	for (unsigned i = 0; i < sizeof(bad_wc) / sizeof(bad_wc[0]); i++) {
 		struct ibv_cq_init_attr_ex a = {.cqe = 16,
@@ -806,6 +806,16 @@ static void refusals(struct node *n)
 		check(!cq && errno == EOPNOTSUPP,
 		      "cq_ex wc_flags %#llx: errno %d",
 		      (unsigned long long)bad_wc[i], errno);
+		if (cq)
+			ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
+	}
+	{
+		/* Tag matching (IBV_SRQT_TM) reports through tm_info. */
+		struct ibv_cq_init_attr_ex a = {
+			.cqe = 16, .wc_flags = IBV_WC_EX_WITH_TM_INFO};
+
+		cq = ibv_create_cq_ex(n->ctx, &a);
+		check(cq != NULL, "cq_ex with TM_INFO: errno %d", errno);
 		if (cq)
 			ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
 	}

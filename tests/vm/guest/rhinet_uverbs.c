@@ -1255,7 +1255,13 @@ static void srq_misaligned(void *req)
 
 static void srq_comp_mask(void *req)
 {
-	((struct srq_req *)req)->drv.comp_mask = 1;
+	((struct srq_req *)req)->drv.comp_mask = 0x80;
+}
+
+/* RHINET_CREATE_SRQ_TM needs an IB_SRQT_TM SRQ. */
+static void srq_tm_on_basic(void *req)
+{
+	((struct srq_req *)req)->drv.comp_mask = RHINET_CREATE_SRQ_TM;
 }
 
 static const struct err_case srq_cases[] = {
@@ -1263,7 +1269,8 @@ static const struct err_case srq_cases[] = {
 	{"max_sge > max_recv_sge", srq_sge_over_max, EINVAL, 0},
 	{"buf_len 8 bytes short", srq_buf_short, EINVAL, 0},
 	{"buf_va not 64-byte aligned", srq_misaligned, EINVAL, 0},
-	{"comp_mask 1", srq_comp_mask, EOPNOTSUPP, 0},
+	{"comp_mask 0x80", srq_comp_mask, EOPNOTSUPP, 0},
+	{"TM comp_mask on a basic SRQ", srq_tm_on_basic, EINVAL, 0},
 };
 
 /* QP: RC with its own RQ, on env.cq. */
