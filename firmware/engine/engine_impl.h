@@ -901,6 +901,9 @@ struct Engine::Impl {
   bool responder_has_room(const Peer& p, const rhn_op_hdr& op) const;
   void respond(Peer& p, uint8_t wop, uint8_t syndrome, const rhn_op_hdr& req,
                std::span<const uint8_t> payload);
+  // respond() without the NAK memory: a second NAK of a held request.
+  void send_answer(Peer& p, uint8_t wop, uint8_t syndrome,
+                   const rhn_op_hdr& req, std::span<const uint8_t> payload);
   bool take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m);
   void receive_raw_frame(const Packet& pkt);
   void complete_receive(RxContext& m, uint16_t src_node, uint32_t src_qpn,
@@ -974,7 +977,7 @@ struct Engine::Impl {
   void pin_node_failed(uint16_t node);
   // An endpoint request from a source with an earlier one held: refused
   // (true) so that it does not overtake it.
-  bool pin_holds_back(Peer& p, QpObj& qp, uint32_t qpn, const rhn_op_hdr& op);
+  bool pin_holds_back(Peer& p, uint32_t qpn, const rhn_op_hdr& op);
   // RHN_FW_PIN_READY from a target: that QP's refused messages go again.
   void pin_ready(Peer& p, std::span<const uint8_t> payload);
 

@@ -81,6 +81,12 @@ void Engine::Impl::respond(Peer& p, uint8_t wop, uint8_t syndrome,
       return;
     }
   }
+  send_answer(p, wop, syndrome, req, payload);
+}
+
+void Engine::Impl::send_answer(Peer& p, uint8_t wop, uint8_t syndrome,
+                               const rhn_op_hdr& req,
+                               std::span<const uint8_t> payload) {
   rhn_op_hdr op{};
   op.opcode = wop;
   op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
@@ -134,7 +140,7 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
   }
   // A source's request held for pinning keeps its later ones back.
   if (qp->type == RHN_QP_ENDPOINT && pins.waiters_used &&
-      pin_holds_back(p, *qp, qpn, op))
+      pin_holds_back(p, qpn, op))
     return;
   if (not_ready_qp) {
     if (first) {  // later packets: dropped above

@@ -46,18 +46,7 @@ bool present(Impl& m, uint32_t mr_index, uint32_t page) {
 // A NAK outside the NAK memory: the request was refused (and remembered)
 // once already while it waited.
 void send_nak(Impl& m, uint16_t node, const rhn_op_hdr& req, uint8_t syn) {
-  Peer* p = m.peer_for(node);
-  if (!p) return;
-  rhn_op_hdr op{};
-  op.opcode = RHN_WOP_NAK;
-  op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
-  op.syndrome = syn;
-  op.qp_type = req.qp_type;
-  op.dst_qpn = req.src_qpn;
-  op.src_qpn = req.dst_qpn;
-  op.msn = req.msn;
-  op.imm_data = req.imm_data;
-  m.send_data(*p, op, {}, false, kNone, 0, false);
+  if (Peer* p = m.peer_for(node)) m.send_answer(*p, RHN_WOP_NAK, syn, req, {});
 }
 
 void tell_ready(Impl& m, const PinWaiter& w) {
@@ -334,8 +323,7 @@ void Engine::Impl::pin_node_failed(uint16_t node) {
     if (w.used && w.node == node) free_waiter(*this, w);
 }
 
-bool Engine::Impl::pin_holds_back(Peer& p, QpObj& qp, uint32_t qpn,
-                                  const rhn_op_hdr& op) {
+bool Engine::Impl::pin_holds_back(Peer& p, uint32_t qpn, const rhn_op_hdr& op) {
   const uint16_t node = node_of(p);
   for (auto& w : pins.waiters) {
     if (!w.used || !w.orders || w.qpn != qpn || w.node != node ||
@@ -353,7 +341,6 @@ bool Engine::Impl::pin_holds_back(Peer& p, QpObj& qp, uint32_t qpn,
       counters.add(RHN_CNT_RNR_NAKS_SENT);
       respond(p, RHN_WOP_NAK, RHN_SYN_PINNING, op, {});
     }
-    (void)qp;
     return true;
   }
   return false;

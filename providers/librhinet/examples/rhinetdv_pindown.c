@@ -87,10 +87,9 @@ static int sock = -1;
 /* Both sides reach step @s before either goes on. */
 static void step(uint32_t s)
 {
-	uint32_t peer = 0;
+	uint32_t peer;
 
-	if (example_full_io(sock, &s, sizeof(s), true) ||
-	    example_full_io(sock, &peer, sizeof(peer), false) || peer != s) {
+	if (example_step(sock, s, &peer)) {
 		FAIL("lost step with the peer at %u (peer %u)", s, peer);
 		exit(1);
 	}
