@@ -71,6 +71,7 @@ static const struct check checks[] = {
     OFF(struct rhn_tag_recv_wqe, tag, 8),
     OFF(struct rhn_tag_recv_wqe, mask, 32),
     OFF(struct rhn_tag_recv_wqe, src_qpn, 44),
+    OFF(struct rhn_tag_recv_wqe, xfer, 48),
     SIZE(struct rhn_queue_record, 8),
     SIZE(struct rhn_cq_record, 8),
     SIZE(struct rhn_cqe, 32),

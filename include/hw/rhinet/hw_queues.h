@@ -68,6 +68,16 @@ enum rhn_wqe_opcode {
 	RHN_OP_RAW_ETH = 0x10, /* Ethernet frame for the net_device */
 	/* Key-matched send (004 2.6), endpoints only: dst_node/dst_qpn,
 	 * remote_addr = the 64-bit tag, at most one SGE (or inline data).
+	 * Partial modes (004 table 1, isend: basic, diff, bitmap, stride)
+	 * with one SGE and a struct rhn_wqe_xfer, choosing which bytes of
+	 * the message travel: STRIDE sends count blocks of block bytes,
+	 * local_stride apart in the SGE, as a message of block * count bytes
+	 * (remote_stride must equal block); BITMAP sends only the SGE's
+	 * blocks marked in the bitmap (at most RHN_TAG_BITMAP_BLOCKS blocks)
+	 * and DIFF only its bytes that differ from the twin (the twin then
+	 * holds them), both as a message of the SGE's length whose other
+	 * bytes leave the receiver's memory as it was. A partial isend never
+	 * travels eagerly.
 	 */
 	RHN_OP_ISEND = 0x20,
 	RHN_OP_IRECV =
@@ -299,6 +309,25 @@ RHN_ASSERT_SIZE(struct rhn_recv_wqe, RHN_RQ_WQE_SIZE);
 enum rhn_tag_recv_flags {
 	RHN_TAG_F_ANY_SRC = 1u << 0,
 };
+/*
+ * Bits 8..10 of a tag receive's flags: its partial-transfer mode (004
+ * table 1, irecv: basic, twin, bitmap, stride), enum rhn_xfer_mode, with
+ * its parameters in `xfer`. Message byte o (of the bytes the sender
+ * selected, see RHN_OP_ISEND) lands
+ *   BASIC:  at sge.addr + o;
+ *   STRIDE: at sge.addr + (o / block) * stride + o % block; the receive
+ *           holds block * count bytes (stride >= block, and
+ *           (count - 1) * stride + block <= sge.length);
+ *   BITMAP: at sge.addr + o only if bit o / block of the bitmap (LSB
+ *           first, local memory at addr through lkey, one bit per block of
+ *           sge.length) is set; other bytes are dropped;
+ *   TWIN:   at sge.addr + o, and into twin memory `handle` (the context's,
+ *           from RHN_ADMIN_ALLOC_TWIN) at offset + o.
+ * Any other mode, or parameters that break these rules, complete the
+ * receive with RHN_CQE_LOC_QP_OP_ERR and RHN_SYN_BAD_XFER.
+ */
+#define RHN_TAG_XFER_SHIFT 8
+#define RHN_TAG_XFER_MASK (7u << RHN_TAG_XFER_SHIFT)
 #define RHN_RQ_F_TAG (1u << 31) /* the RQ WQE is a rhn_tag_recv_wqe */
 /* Written by the NIC into a tag receive it took out of RQ order */
 #define RHN_RQ_F_TAKEN (1u << 30)
@@ -313,9 +342,27 @@ struct rhn_tag_recv_wqe {
 	__le16 src_node;
 	__le16 reserved0;
 	__le32 src_qpn;
-	__u8 reserved1[16];
+	union {
+		struct {
+			__le32 block;
+			__le32 count;
+			__le64 stride;
+		} stride;
+		struct {
+			__le32 block; /* bytes per bit */
+			__le32 lkey;
+			__le64 addr;
+		} bitmap;
+		struct {
+			__le32 handle;
+			__le32 reserved;
+			__le64 offset;
+		} twin;
+		__u8 reserved1[16];
+	} xfer; /* with RHN_TAG_XFER_MASK bits set in flags */
 };
 RHN_ASSERT_SIZE(struct rhn_tag_recv_wqe, RHN_RQ_WQE_SIZE);
+RHN_ASSERT_OFFSET(struct rhn_tag_recv_wqe, xfer, 48);
 RHN_ASSERT_OFFSET(struct rhn_tag_recv_wqe, flags, 4);
 RHN_ASSERT_OFFSET(struct rhn_tag_recv_wqe, sge, 16);
 

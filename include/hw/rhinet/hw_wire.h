@@ -169,6 +169,11 @@ enum rhn_wire_op_flags {
 	 * changed bytes this way)
 	 */
 	RHN_WOP_F_RUNS = RHN_WOP_F_INV,
+	/* TAG_DATA (INV's bit too): the isend selects bytes (BITMAP, DIFF);
+	 * a packet may start past the previous one's end, and the bytes
+	 * between are not sent: the receiver leaves them as they were
+	 */
+	RHN_WOP_F_SPARSE = RHN_WOP_F_INV,
 };
 
 /*
@@ -339,6 +344,10 @@ RHN_ASSERT_SIZE(struct rhn_write_runs, 4);
 RHN_ASSERT_SIZE(struct rhn_write_run, 4);
 /* Blocks one bitmap READ request covers. */
 #define RHN_READ_BITMAP_BLOCKS (8 * (RHN_WIRE_MTU - 16))
+/* The most blocks a BITMAP isend selects from (its bits travel in no packet,
+ * but the sending NIC holds them in a READ bitmap slot while it streams).
+ */
+#define RHN_TAG_BITMAP_BLOCKS RHN_READ_BITMAP_BLOCKS
 
 #define RHN_PKT_HDR_LEN 32
 #define RHN_DATA_HDR_LEN (RHN_PKT_HDR_LEN + 40)
