@@ -265,8 +265,12 @@ struct ResponderRead {
   uint32_t msg_offset = 0;
   // An isend's data after a CTS (ops/tag) is streamed the same way:
   // wop RHN_WOP_TAG_DATA to the receive `tag_handle`, the key an lkey.
+  // Its partial modes select as a READ's do (STRIDE: remote_stride is
+  // the sender's stride), and a DIFF isend compares with its twin.
   uint8_t wop = RHN_WOP_READ_RESP;
   uint32_t tag_handle = 0;
+  uint32_t twin = 0;
+  uint64_t twin_offset = 0;
   uint32_t next = kNone;  // the peer's queue of reads, in arrival order
 };
 
@@ -482,6 +486,12 @@ struct TagRecv {
   uint64_t seq = 0;
   uint64_t tag = 0, mask = 0;
   rhn_sge sge{};
+  // Where its mode puts the message's bytes (rhn_tag_recv_wqe.xfer;
+  // ops/partial place_message): mode, block, STRIDE's count and stride,
+  // BITMAP's address and lkey or TWIN's offset and handle.
+  uint8_t xfer_mode = RHN_XFER_BASIC;
+  uint32_t xfer_block = 0, xfer_count = 0, xfer_key = 0;
+  uint64_t xfer_stride = 0, xfer_addr = 0;
   // The matched message.
   uint16_t peer_node = 0;
   uint32_t peer_src = 0;  // with incarnation

@@ -71,8 +71,10 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     const bool pull_mode = w.xfer_mode == RHN_XFER_STRIDE ||
                            w.xfer_mode == RHN_XFER_BITMAP ||
                            w.xfer_mode == RHN_XFER_TWIN;
-    const bool taken = (w.opcode == RHN_OP_WRITE && push_mode) ||
-                       (w.opcode == RHN_OP_READ && pull_mode);
+    // An isend selects the bytes it sends as a PUSH does (ops/tag).
+    const bool taken =
+        ((w.opcode == RHN_OP_WRITE || w.opcode == RHN_OP_ISEND) && push_mode) ||
+        (w.opcode == RHN_OP_READ && pull_mode);
     if (!taken || out.has_grh || slots < 2 || (w.flags & RHN_WQE_F_INLINE))
       return RHN_SYN_BAD_XFER;
     std::memcpy(&out.xfer, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,

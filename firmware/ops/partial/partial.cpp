@@ -95,18 +95,19 @@ uint8_t* twin_at(Impl& m, const QpObj& qp, uint32_t handle, uint64_t offset) {
 constexpr uint32_t kXferCompare = kXferScratch / 2;
 static_assert(kXferScratch - kXferCompare >= RHN_WIRE_MTU);
 
-// The first byte at or after `pos` where the local memory differs from
-// the twin (length: none). Compared a piece at a time, pieces growing
-// from 256 bytes: differences are usually near, so the look-ahead after
-// each run should not read far.
-bool next_difference(Impl& m, QpObj& qp, const DecodedWqe& w,
-                     const uint8_t* twin, uint64_t pos, uint64_t* found) {
+// The first byte at or after `pos` (below `length`) where memory, as
+// `read` gives it, differs from the twin (length: none). Compared a piece
+// at a time, pieces growing from 256 bytes: differences are usually near,
+// so the look-ahead after each run should not read far.
+template <typename Read>
+bool find_difference(Impl& m, Read&& read, const uint8_t* twin, uint64_t pos,
+                     uint64_t length, uint64_t* found) {
   uint8_t* scratch = m.xfer_scratch.get();
   uint64_t piece = 256;
-  while (pos < w.length) {
+  while (pos < length) {
     const auto n =
-        static_cast<uint32_t>(std::min<uint64_t>(piece, w.length - pos));
-    if (!gather(m, qp, w, pos, scratch, n)) return false;
+        static_cast<uint32_t>(std::min<uint64_t>(piece, length - pos));
+    if (!read(pos, scratch, n)) return false;
     if (std::memcmp(scratch, twin + pos, n) != 0) {
       uint32_t i = 0;
       while (scratch[i] == twin[pos + i]) i++;
@@ -116,7 +117,44 @@ bool next_difference(Impl& m, QpObj& qp, const DecodedWqe& w,
     pos += n;
     piece = std::min<uint64_t>(piece * 2, kXferCompare);
   }
-  *found = w.length;
+  *found = length;
+  return true;
+}
+
+// The same for a WQE's local memory.
+bool next_difference(Impl& m, QpObj& qp, const DecodedWqe& w,
+                     const uint8_t* twin, uint64_t pos, uint64_t* found) {
+  return find_difference(
+      m,
+      [&](uint64_t at, uint8_t* out, uint32_t n) {
+        return gather(m, qp, w, at, out, n);
+      },
+      twin, pos, w.length, found);
+}
+
+// Bytes of an isend's stream, through the sender's own lkey.
+bool stream_bytes(Impl& m, const ResponderRead& rr, uint64_t at, uint8_t* out,
+                  uint32_t n) {
+  uint32_t mr_index;
+  return m.check_key(rr.key, kNone, rr.pdn, 0, rr.va + at, n, &mr_index) ==
+             RHN_SYN_NONE &&
+         m.mr_dma(mr_index, rr.va + at, out, n, false);
+}
+
+// Message offset o of a strided side lands at (o / block) * stride +
+// o % block of the SGEs (a strided PULL's answers, a strided irecv).
+bool scatter_strided(Impl& m, const rhn_sge* sges, uint32_t num_sge,
+                     uint32_t pdn, uint64_t block, uint64_t stride,
+                     uint64_t offset, std::span<const uint8_t> data) {
+  for (uint64_t done = 0; done < data.size();) {
+    const uint64_t at = offset + done;
+    const uint64_t piece =
+        std::min<uint64_t>(data.size() - done, block - at % block);
+    if (!m.sge_dma(sges, num_sge, (at / block) * stride + at % block,
+                   const_cast<uint8_t*>(data.data() + done), piece, pdn, true))
+      return false;
+    done += piece;
+  }
   return true;
 }
 
@@ -521,8 +559,8 @@ void start_read(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
   m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED, rr.sent);
 }
 
-void read_piece(Impl& m, const ResponderRead& rr, uint64_t* at, uint32_t* chunk,
-                uint32_t* next) {
+rhn_syndrome read_piece(Impl& m, const ResponderRead& rr, uint64_t* at,
+                        uint32_t* chunk, uint32_t* next) {
   const uint64_t pos = rr.sent;
   uint64_t len = std::min<uint64_t>(RHN_WIRE_MTU, rr.length - pos);
   *at = pos;
@@ -546,11 +584,38 @@ void read_piece(Impl& m, const ResponderRead& rr, uint64_t* at, uint32_t* chunk,
       m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED, *next - end);
       break;
     }
+    case RHN_XFER_DIFF: {
+      // A DIFF isend: `pos` starts a run that differed when it was found;
+      // the run goes on while the bytes differ (at least one byte, so the
+      // stream moves), and the twin takes it as it leaves.
+      uint8_t* twin =
+          twin_at(m, m.qps[rr.responder_qpn], rr.twin, rr.twin_offset);
+      if (!twin) return RHN_SYN_BAD_XFER;  // freed under the transfer
+      uint8_t* data = m.xfer_scratch.get() + kXferCompare;
+      if (len && !stream_bytes(m, rr, pos, data, static_cast<uint32_t>(len)))
+        return RHN_SYN_DMA;
+      uint64_t run = len ? 1 : 0;
+      while (run < len && data[run] != twin[pos + run]) run++;
+      std::memcpy(twin + pos, data, run);
+      uint64_t found;
+      if (!find_difference(
+              m,
+              [&](uint64_t o, uint8_t* out, uint32_t n) {
+                return stream_bytes(m, rr, o, out, n);
+              },
+              twin, pos + run, rr.length, &found))
+        return RHN_SYN_DMA;
+      m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED, found - (pos + run));
+      len = run;
+      *next = static_cast<uint32_t>(found);
+      break;
+    }
     default:
       *next = static_cast<uint32_t>(pos + len);
       break;
   }
   *chunk = static_cast<uint32_t>(len);
+  return RHN_SYN_NONE;
 }
 
 void prepare_read(const DecodedWqe& w, ReadCtx& rc) {
@@ -573,20 +638,11 @@ bool place_answer(Impl& m, uint32_t qpn, Inflight& e, uint64_t offset,
         m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
         return false;
       }
-      // Message offset o lands at block o / block, local_stride apart.
-      for (uint64_t done = 0; done < data.size();) {
-        const uint64_t at = offset + done;
-        const uint64_t piece =
-            std::min<uint64_t>(data.size() - done, rc.block - at % rc.block);
-        if (!m.sge_dma(rc.sge, rc.num_sge,
-                       (at / rc.block) * rc.local_stride + at % rc.block,
-                       const_cast<uint8_t*>(data.data() + done), piece,
-                       m.qps[qpn].pdn, true)) {
-          m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
-          m.finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
-          return false;
-        }
-        done += piece;
+      if (!scatter_strided(m, rc.sge, rc.num_sge, m.qps[qpn].pdn, rc.block,
+                           rc.local_stride, offset, data)) {
+        m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+        m.finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
+        return false;
       }
       return true;
     }
@@ -601,6 +657,139 @@ bool place_answer(Impl& m, uint32_t qpn, Inflight& e, uint64_t offset,
     }
     default:  // BITMAP: message offsets are the extent's
       return true;
+  }
+}
+
+// ---- Messages
+
+SendStart start_send(Impl& m, QpObj& qp, const DecodedWqe& w,
+                     ResponderRead& rr) {
+  const rhn_wqe_xfer& x = w.xfer;
+  rr.xfer_mode = w.xfer_mode;
+  switch (w.xfer_mode) {
+    case RHN_XFER_STRIDE:
+      // The sender's blocks, packed in the message.
+      rr.block = x.block;
+      rr.remote_stride = x.local_stride;
+      return SendStart::kStarted;
+    case RHN_XFER_BITMAP: {
+      // The bits of the bytes the receive takes, held while the stream
+      // runs (check() bounded them to one slot).
+      if (m.free_read_bitmaps.empty()) return SendStart::kWait;
+      const uint16_t slot = m.free_read_bitmaps.front();
+      uint8_t* bits = m.read_bitmaps.get() + size_t{slot} * RHN_WIRE_MTU;
+      const uint64_t nbits = (uint64_t{rr.length} + x.block - 1) / x.block;
+      BitmapCursor cursor(m, qp, w);
+      if (nbits && !cursor.copy(0, bits, (nbits + 7) / 8))
+        return SendStart::kFailed;
+      m.free_read_bitmaps.pop();
+      rr.bitmap_slot = slot;
+      rr.block = x.block;
+      rr.sent = static_cast<uint32_t>(next_selected(
+          [bits](uint64_t i) { return bits[i]; }, rr.block, rr.length, 0));
+      m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED, rr.sent);
+      return SendStart::kStarted;
+    }
+    case RHN_XFER_DIFF: {
+      const uint8_t* twin = twin_at(m, qp, x.twin, x.twin_offset);
+      uint64_t first;
+      if (!twin || !next_difference(m, qp, w, twin, 0, &first))
+        return SendStart::kFailed;
+      rr.twin = x.twin;
+      rr.twin_offset = x.twin_offset;
+      rr.sent = static_cast<uint32_t>(std::min<uint64_t>(first, rr.length));
+      m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED, rr.sent);
+      return SendStart::kStarted;
+    }
+    default:
+      return SendStart::kStarted;
+  }
+}
+
+uint8_t check_receive(Impl& m, const TagRecv& r, uint8_t* syndrome) {
+  const uint64_t length = r.sge.length;
+  bool ok = true;
+  switch (r.xfer_mode) {
+    case RHN_XFER_BASIC:
+      break;
+    case RHN_XFER_STRIDE:
+      ok =
+          r.xfer_block && r.xfer_count && r.xfer_stride >= r.xfer_block &&
+          r.xfer_stride <= (uint64_t{1} << 40) &&
+          uint64_t{r.xfer_block} * r.xfer_count <= UINT32_MAX &&
+          (uint64_t{r.xfer_count} - 1) * r.xfer_stride + r.xfer_block <= length;
+      break;
+    case RHN_XFER_BITMAP: {
+      const uint64_t nbits =
+          r.xfer_block ? (length + r.xfer_block - 1) / r.xfer_block : 0;
+      ok = r.xfer_block &&
+           (!nbits || m.check_key(r.xfer_key, kNone, r.pdn, 0, r.xfer_addr,
+                                  (nbits + 7) / 8, nullptr) == RHN_SYN_NONE);
+      break;
+    }
+    case RHN_XFER_TWIN: {
+      const TwinObj* t = m.twin_of(r.xfer_key, r.context);
+      const uint64_t size = t ? uint64_t{t->pages} * RHN_TWIN_PAGE : 0;
+      ok = t && r.xfer_addr <= size && length <= size - r.xfer_addr;
+      break;
+    }
+    default:
+      ok = false;
+  }
+  if (ok) return RHN_CQE_SUCCESS;
+  m.counters.add(RHN_CNT_BAD_WQES);
+  *syndrome = RHN_SYN_BAD_XFER;
+  return RHN_CQE_LOC_QP_OP_ERR;
+}
+
+uint32_t receive_capacity(const TagRecv& r) {
+  if (r.xfer_mode == RHN_XFER_STRIDE)
+    return r.xfer_block * r.xfer_count;  // check_receive bounded it
+  return r.sge.length;
+}
+
+bool place_message(Impl& m, const TagRecv& r, uint64_t offset,
+                   std::span<const uint8_t> data) {
+  if (data.empty()) return true;
+  switch (r.xfer_mode) {
+    case RHN_XFER_STRIDE:
+      return scatter_strided(m, &r.sge, 1, r.pdn, r.xfer_block, r.xfer_stride,
+                             offset, data);
+    case RHN_XFER_BITMAP: {
+      // The bits of this packet's blocks (a packet is at most an MTU).
+      const uint64_t g = r.xfer_block;
+      const uint64_t first = offset / g / 8;
+      const uint64_t last = (offset + data.size() - 1) / g / 8;
+      uint8_t bits[RHN_WIRE_MTU / 8 + 2];
+      if (data.size() > RHN_WIRE_MTU) return false;
+      const uint64_t nbytes = ((uint64_t{r.sge.length} + g - 1) / g + 7) / 8;
+      const rhn_sge map{r.xfer_addr, static_cast<uint32_t>(nbytes), r.xfer_key};
+      if (!m.sge_dma(&map, 1, first, bits, last - first + 1, r.pdn, false))
+        return false;
+      auto load = [&](uint64_t i) { return bits[i - first]; };
+      const uint64_t end = offset + data.size();
+      for (uint64_t pos = next_selected(load, g, end, offset); pos < end;) {
+        const uint64_t stop = partial::run_end(load, g, end, pos, end);
+        if (!m.sge_dma(&r.sge, 1, pos,
+                       const_cast<uint8_t*>(data.data() + (pos - offset)),
+                       stop - pos, r.pdn, true))
+          return false;
+        pos = next_selected(load, g, end, stop);
+      }
+      return true;
+    }
+    case RHN_XFER_TWIN: {
+      TwinObj* t = m.twin_of(r.xfer_key, r.context);
+      if (!t || !m.sge_dma(&r.sge, 1, offset, const_cast<uint8_t*>(data.data()),
+                           data.size(), r.pdn, true))
+        return false;
+      std::memcpy(m.twin_bytes(*t) + r.xfer_addr + offset, data.data(),
+                  data.size());
+      return true;
+    }
+    default:
+      return m.sge_dma(&r.sge, 1, offset, const_cast<uint8_t*>(data.data()),
+                       data.size(), r.pdn, true);
   }
 }
 

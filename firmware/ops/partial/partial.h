@@ -49,9 +49,31 @@ inline bool read_needs_bitmap(const rhn_op_hdr& op) {
 void start_read(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
                 ResponderRead& rr);
 // The next piece of the stream: its offset from the stream's base
-// address, its length, and where the piece after it starts.
-void read_piece(Impl& m, const ResponderRead& rr, uint64_t* at, uint32_t* chunk,
-                uint32_t* next);
+// address, its length, and where the piece after it starts; a syndrome
+// when the stream cannot go on (a DIFF isend's memory or twin is gone).
+rhn_syndrome read_piece(Impl& m, const ResponderRead& rr, uint64_t* at,
+                        uint32_t* chunk, uint32_t* next);
+
+// ---- Messages (ops/tag). An isend's selection is streamed after its CTS
+// as TAG_DATA: STRIDE packs its blocks into a dense message, BITMAP and
+// DIFF send the selected runs only, each at its message offset
+// (RHN_WOP_F_SPARSE). An irecv's mode decides where the bytes land.
+
+enum class SendStart : uint8_t { kStarted, kWait, kFailed };
+// Fills the stream `rr` (rr.length set) with the isend's selection;
+// kWait: no READ bitmap slot is free yet.
+SendStart start_send(Impl& m, QpObj& qp, const DecodedWqe& w,
+                     ResponderRead& rr);
+inline bool sparse(const ResponderRead& rr) {
+  return rr.xfer_mode == RHN_XFER_BITMAP || rr.xfer_mode == RHN_XFER_DIFF;
+}
+// An irecv's mode and parameters, when the NIC first reads it.
+uint8_t check_receive(Impl& m, const TagRecv& r, uint8_t* syndrome);
+// How many message bytes the receive holds.
+uint32_t receive_capacity(const TagRecv& r);
+// Message bytes [offset, offset + data.size()) into the receive.
+bool place_message(Impl& m, const TagRecv& r, uint64_t offset,
+                   std::span<const uint8_t> data);
 
 // What placing a partial PULL's answers needs, kept with its READ context.
 void prepare_read(const DecodedWqe& w, ReadCtx& rc);

@@ -246,10 +246,9 @@ bool Engine::Impl::stream_reads(Peer& p) {
     }
     uint64_t at;
     uint32_t chunk, next;
-    partial::read_piece(*this, r, &at, &chunk, &next);
+    rhn_syndrome syn = partial::read_piece(*this, r, &at, &chunk, &next);
     uint32_t mr_index = 0;
-    rhn_syndrome syn = RHN_SYN_NONE;
-    if (chunk)
+    if (syn == RHN_SYN_NONE && chunk)
       syn = own_key
                 ? check_key(r.key, kNone, r.pdn, 0, r.va + at, chunk, &mr_index)
                 : check_key(r.key, kNone, r.pdn, RHN_ACCESS_REMOTE_READ,
@@ -278,7 +277,8 @@ bool Engine::Impl::stream_reads(Peer& p) {
     }
     // A run of a partial READ: only the message's last run ends it.
     op.flags = (r.sent == 0 && r.msg_offset == 0 ? RHN_WOP_F_FIRST : 0) |
-               (r.final && next >= r.length ? RHN_WOP_F_LAST : 0);
+               (r.final && next >= r.length ? RHN_WOP_F_LAST : 0) |
+               (own_key && partial::sparse(r) ? RHN_WOP_F_SPARSE : 0);
     op.msg_offset = r.msg_offset + r.sent;
     commit_data(p, slot, op, chunk, false, kNone, 0, false);
     r.sent = next;

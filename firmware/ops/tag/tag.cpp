@@ -19,6 +19,7 @@
 #include <cstring>
 #include <utility>
 
+#include "ops/partial/partial.h"
 #include "ops/tag/matching.h"
 
 namespace rhinet::fw {
@@ -364,7 +365,7 @@ void match(Impl& m, uint32_t i, uint16_t node, uint32_t src, uint32_t msn,
   r.peer_msn = msn;
   r.msg_tag = tag;
   r.msg_len = length;
-  r.take = std::min(length, r.sge.length);
+  r.take = std::min(length, partial::receive_capacity(r));
   r.received = 0;
 }
 
@@ -436,16 +437,39 @@ TagRecv recv_of_wqe(const QpObj& qp, uint32_t qpn, uint32_t index,
   r.tag = w.tag;
   r.mask = w.mask;
   if (w.num_sge) r.sge = w.sge;
+  r.xfer_mode =
+      static_cast<uint8_t>((w.flags & RHN_TAG_XFER_MASK) >> RHN_TAG_XFER_SHIFT);
+  switch (r.xfer_mode) {
+    case RHN_XFER_STRIDE:
+      r.xfer_block = w.xfer.stride.block;
+      r.xfer_count = w.xfer.stride.count;
+      r.xfer_stride = w.xfer.stride.stride;
+      break;
+    case RHN_XFER_BITMAP:
+      r.xfer_block = w.xfer.bitmap.block;
+      r.xfer_key = w.xfer.bitmap.lkey;
+      r.xfer_addr = w.xfer.bitmap.addr;
+      break;
+    case RHN_XFER_TWIN:
+      r.xfer_key = w.xfer.twin.handle;
+      r.xfer_addr = w.xfer.twin.offset;
+      break;
+    default:
+      break;
+  }
   return r;
 }
 
 uint8_t check_recv_wqe(Impl& m, const TagRecv& r, const rhn_tag_recv_wqe& w,
                        uint8_t* syndrome) {
-  if (w.num_sge > 1 || (w.flags & ~(RHN_RQ_F_TAG | RHN_TAG_F_ANY_SRC)) != 0) {
+  if (w.num_sge > 1 || (w.flags & ~(RHN_RQ_F_TAG | RHN_TAG_F_ANY_SRC |
+                                    RHN_TAG_XFER_MASK)) != 0) {
     m.counters.add(RHN_CNT_BAD_WQES);
     *syndrome = RHN_SYN_BAD_WQE;
     return RHN_CQE_LOC_QP_OP_ERR;
   }
+  const uint8_t status = partial::check_receive(m, r, syndrome);
+  if (status != RHN_CQE_SUCCESS) return status;
   if (r.sge.length &&
       m.check_key(r.sge.lkey, kNone, r.pdn, RHN_ACCESS_LOCAL_WRITE, r.sge.addr,
                   r.sge.length, nullptr) != RHN_SYN_NONE) {
@@ -486,19 +510,30 @@ void refuse_ordered(Impl& m, Request& r, TagRefusal* held) {
 
 // ---- Requester (the isend)
 
-uint8_t check(Impl&, const QpObj& qp, const DecodedWqe& w, uint8_t* syndrome) {
+uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
+              uint8_t* syndrome) {
   if (qp.type != RHN_QP_ENDPOINT) {
     *syndrome = RHN_SYN_BAD_OPCODE;
     return RHN_CQE_LOC_QP_OP_ERR;
   }
   // The data is streamed from one place after a CTS (inline data, or one
-  // SGE); partial-transfer modes are not taken yet.
-  if (w.num_sge > 1 || w.xfer_mode != RHN_XFER_BASIC ||
-      (w.flags & (RHN_WQE_F_AREA | RHN_WQE_F_SIGNAL_REMOTE))) {
+  // SGE).
+  if (w.num_sge > 1 || (w.flags & (RHN_WQE_F_AREA | RHN_WQE_F_SIGNAL_REMOTE))) {
     *syndrome = RHN_SYN_BAD_WQE;
     return RHN_CQE_LOC_QP_OP_ERR;
   }
-  return RHN_CQE_SUCCESS;
+  // A partial isend (the decoder let STRIDE, BITMAP and DIFF through): a
+  // stride packs the message, and a bitmap's bits fit one READ bitmap
+  // slot, which holds them while the data streams.
+  if (w.xfer_mode == RHN_XFER_BASIC) return RHN_CQE_SUCCESS;
+  if ((w.xfer_mode == RHN_XFER_STRIDE &&
+       w.xfer.remote_stride != w.xfer.block) ||
+      (w.xfer_mode == RHN_XFER_BITMAP &&
+       (w.length + w.xfer.block - 1) / w.xfer.block > RHN_TAG_BITMAP_BLOCKS)) {
+    *syndrome = RHN_SYN_BAD_XFER;
+    return RHN_CQE_LOC_QP_OP_ERR;
+  }
+  return partial::check(m, qp, w, syndrome);
 }
 
 bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t,
@@ -511,7 +546,7 @@ bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t,
   op.remote_addr = w.remote_addr;
   out.advance = static_cast<uint32_t>(w.length);
   out.last = true;
-  if (w.length <= RHN_TAG_EAGER_MAX) {
+  if (w.length <= RHN_TAG_EAGER_MAX && w.xfer_mode == RHN_XFER_BASIC) {
     out.len = static_cast<uint32_t>(w.length);
     if (!gather(m, qp, w, 0, out.payload, out.len)) return false;
   }
@@ -563,6 +598,23 @@ bool start_stream(Impl& m, uint32_t qpn, Inflight& e) {
   rr.length = take;
   rr.wop = RHN_WOP_TAG_DATA;
   rr.tag_handle = e.tag_handle;
+  switch (partial::start_send(m, qp, w, rr)) {
+    case partial::SendStart::kWait:
+      return false;
+    case partial::SendStart::kFailed:
+      // Its bitmap or twin went away: the receive is told (an empty last
+      // packet with the syndrome), and the isend fails.
+      {
+        op.flags = RHN_WOP_F_LAST;
+        op.syndrome = RHN_SYN_BAD_XFER;
+        m.send_data(p, op, {}, false, kNone, 0, false);
+        m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+        m.finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_BAD_XFER);
+      }
+      return true;
+    case partial::SendStart::kStarted:
+      break;
+  }
   queue_stream(m, p, rr);
   return true;
 }
@@ -701,9 +753,7 @@ void tag_request(Impl& m, Request& r) {
       return;
     }
     uint8_t status = length_status(rv);
-    if (rv.take &&
-        !m.sge_dma(&rv.sge, 1, 0, const_cast<uint8_t*>(r.data.data()), rv.take,
-                   rv.pdn, true)) {
+    if (!partial::place_message(m, rv, 0, r.data.first(rv.take))) {
       m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
       status = RHN_CQE_LOC_PROT_ERR;
     }
@@ -754,7 +804,9 @@ void tag_data(Impl& m, Request& r) {
     finish_recv(m, i, RHN_CQE_REM_OP_ERR, op.syndrome);
     return;
   }
-  if (op.msg_offset != rv->received ||
+  // In order; a sparse isend's packets may skip what it did not select.
+  const bool sparse = (op.flags & RHN_WOP_F_SPARSE) != 0;
+  if ((sparse ? op.msg_offset < rv->received : op.msg_offset != rv->received) ||
       uint64_t{op.msg_offset} + r.data.size() > rv->take) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     refuse(m, r, RHN_SYN_LENGTH);
@@ -762,15 +814,13 @@ void tag_data(Impl& m, Request& r) {
     return;
   }
   uint8_t status = RHN_CQE_SUCCESS;
-  if (!r.data.empty() && !m.sge_dma(&rv->sge, 1, op.msg_offset,
-                                    const_cast<uint8_t*>(r.data.data()),
-                                    r.data.size(), rv->pdn, true)) {
+  if (!partial::place_message(m, *rv, op.msg_offset, r.data)) {
     m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
     status = RHN_CQE_LOC_PROT_ERR;
   }
-  rv->received += static_cast<uint32_t>(r.data.size());
+  rv->received = op.msg_offset + static_cast<uint32_t>(r.data.size());
   if (status == RHN_CQE_SUCCESS && !(op.flags & RHN_WOP_F_LAST)) return;
-  if (status == RHN_CQE_SUCCESS && rv->received != rv->take) {
+  if (status == RHN_CQE_SUCCESS && !sparse && rv->received != rv->take) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     status = RHN_CQE_REM_OP_ERR;
   }

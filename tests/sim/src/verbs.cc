@@ -336,7 +336,9 @@ bool SimQp::post_tag_recv(uint64_t wr_id, const TagRecv& t) {
   std::memset(&w, 0, sizeof w);
   w.wqe_index = uint16_t(rq_pi_);
   w.num_sge = t.sge ? 1 : 0;
-  w.flags = RHN_RQ_F_TAG | (t.any_src ? RHN_TAG_F_ANY_SRC : 0) | t.extra_flags;
+  w.flags = RHN_RQ_F_TAG | (t.any_src ? RHN_TAG_F_ANY_SRC : 0) |
+            uint32_t{t.xfer_mode} << RHN_TAG_XFER_SHIFT | t.extra_flags;
+  w.xfer = t.xfer;
   w.tag = t.tag;
   w.mask = t.mask;
   w.src_node = t.src_node;

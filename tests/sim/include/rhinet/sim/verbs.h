@@ -95,6 +95,9 @@ struct TagRecv {
   uint32_t src_qpn = 0;
   std::optional<Sge> sge;
   uint32_t extra_flags = 0;  // malformed-WQE tests
+  // A partial mode (TWIN, BITMAP, STRIDE) and its parameters.
+  uint8_t xfer_mode = RHN_XFER_BASIC;
+  decltype(rhn_tag_recv_wqe::xfer) xfer{};
 };
 
 // A tag-list operation of a TM SRQ (what ibv_post_srq_ops posts).
