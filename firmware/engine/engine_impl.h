@@ -122,6 +122,18 @@ struct CqObj {
   uint32_t refs = 0;
 };
 
+// The posted receives of a tag-matching owner (endpoint or TM SRQ) that
+// take any source with a masked tag. The first kClasses distinct masks
+// each get hash chains keyed by the masked tag (a message looks up one
+// chain per mask); receives with further masks wait in one list, walked.
+struct TagWild {
+  static constexpr uint32_t kClasses = 4;
+  static constexpr uint8_t kNoClass = 0xff;
+  uint64_t masks[kClasses] = {};
+  uint32_t uses[kClasses] = {};
+  uint32_t head = kNone, tail = kNone;  // the others, in posting order
+};
+
 struct SrqObj {
   bool valid = false;
   uint32_t context = 0;
@@ -150,7 +162,7 @@ struct SrqObj {
   uint32_t unexpected = 0;
   uint32_t sw_unexpected = 0;
   uint32_t synced_at = ~0u;
-  uint32_t tag_wild_head = kNone, tag_wild_tail = kNone;
+  TagWild tag_wild;
 };
 
 // A piece of on-board twin memory (004 2.7), in RHN_TWIN_PAGE units. The
@@ -329,10 +341,10 @@ struct QpObj {
   uint16_t rnr_node = 0;
   uint32_t rnr_src_qpn = 0;
 
-  // Tag matching (ops/tag), endpoints: the posted receives that are not
-  // exact (any source or a mask) in posting order, the unexpected
-  // messages in arrival order, and the posting order counter.
-  uint32_t tag_wild_head = kNone, tag_wild_tail = kNone;
+  // Tag matching (ops/tag), endpoints: the posted receives that take any
+  // source with a masked tag, the unexpected messages in arrival order,
+  // and the posting order counter.
+  TagWild tag_wild;
   uint32_t tag_unx_head = kNone, tag_unx_tail = kNone;
   uint32_t tag_rq_scan = 0;     // RQ index of the first irecv not read yet
   bool tag_rq_stalled = false;  // irecvs wait in the RQ for list room
@@ -485,6 +497,7 @@ struct TagRecv {
   uint32_t qpn = 0, qp_gen = 0, context = 0, pdn = 0;
   uint64_t seq = 0;
   uint64_t tag = 0, mask = 0;
+  uint8_t mask_class = TagWild::kNoClass;  // any source, masked: TagWild
   rhn_sge sge{};
   // Where its mode puts the message's bytes (rhn_tag_recv_wqe.xfer;
   // ops/partial place_message): mode, block, STRIDE's count and stride,
@@ -524,7 +537,11 @@ struct TagMsg {
   uint32_t msn = 0;
   uint64_t tag = 0;
   uint32_t length = 0;
-  uint32_t hprev = kNone, hnext = kNone;  // bucket chain
+  // Chains of the bucket tables: by source and tag, by tag alone, by
+  // source alone (what an irecv fixes decides which it walks).
+  uint32_t hprev = kNone, hnext = kNone;
+  uint32_t tprev = kNone, tnext = kNone;
+  uint32_t sprev = kNone, snext = kNone;
   uint32_t lprev = kNone, lnext = kNone;  // the endpoint's arrival list
 };
 
@@ -558,6 +575,7 @@ struct TagTables {
   // Hash buckets (head, tail) of exact posted receives and of unexpected
   // messages, keyed by endpoint, source and tag.
   std::vector<std::array<uint32_t, 2>> recv_buckets, msg_buckets;
+  std::vector<std::array<uint32_t, 2>> msg_tag_buckets, msg_src_buckets;
   uint32_t bucket_mask = 0;
   std::vector<TagRefusal> refusals;
   uint32_t refusals_used = 0;

@@ -469,6 +469,61 @@ TEST_F(Tag, AReceiveWaitingInTheRingKeepsItsSlotWhileLaterOnesComplete) {
 // any-source receives and with exact ones, through tiny lists and a lossy
 // fabric: every message arrives once and whole, and between each pair the
 // any-source receives see messages in the order they were sent.
+// Any-source receives with masked tags are kept per distinct mask (four
+// mask classes an endpoint, hash chains keyed by the masked tag), the rest
+// in a list; whichever holds them, the oldest matching receive wins.
+TEST_F(Tag, MaskedWildcardsInClassesAndInTheListMatchOldestFirst) {
+  start(2);
+  Ep a = make_ep(*c, 0), b = make_ep(*c, 1);
+  ASSERT_TRUE(a.qp && b.qp);
+  // Receive k ignores tag bits 4k..4k+3 only: R0..R3 take the classes,
+  // R4 and R5 go to the list.
+  for (uint64_t k = 0; k < 6; k++) {
+    TagRecv t;
+    t.any_src = true;
+    t.tag = 0;
+    t.mask = ~(uint64_t{0xf} << (4 * k));
+    t.sge = b.mem.sge(k * 64, 64);
+    ASSERT_TRUE(b.qp->post_tag_recv(k, t));
+  }
+  c->run_for(1'000'000);
+  // Tag 0x50 is taken only by R1 (the one that ignores bits 4..7); then
+  // tag 0 by the oldest, R0; 0x500000 by R5 (in the list); 0 by R2, R3,
+  // R4 in order.
+  const uint64_t tags[] = {0x50, 0, 0x500000, 0, 0, 0};
+  const uint64_t want[] = {1, 0, 5, 2, 3, 4};
+  for (size_t i = 0; i < std::size(tags); i++) {
+    ASSERT_TRUE(a.qp->post_send(isend(i, b, tags[i], a.mem.sge(0, 8))));
+    Completion r = wait_one(*c, *b.cq);
+    ASSERT_TRUE(r.ok()) << describe(r);
+    EXPECT_EQ(r.wr_id, want[i]) << "message " << i;
+    EXPECT_EQ(r.tag(), tags[i]);
+    ASSERT_TRUE(wait_one(*c, *a.cq).ok());
+  }
+  // The classes are free again: six new masks, the same rule.
+  for (uint64_t k = 0; k < 6; k++) {
+    TagRecv t;
+    t.any_src = true;
+    t.tag = 0x3;
+    t.mask = 0xf0 | (uint64_t{1} << k);
+    t.sge = b.mem.sge(k * 64, 64);
+    ASSERT_TRUE(b.qp->post_tag_recv(10 + k, t));
+  }
+  c->run_for(1'000'000);
+  // R1k takes a message when (0x3 ^ tag) has no bit of 0xf0 | 1 << k:
+  // 0x1 (differs in bit 1) -> all but R11, the oldest is R10; 0x2
+  // (bit 0) -> all but R10: R11; 0x0 (bits 0, 1) -> R12.
+  const uint64_t tags2[] = {0x1, 0x2, 0x0};
+  const uint64_t want2[] = {10, 11, 12};
+  for (size_t i = 0; i < std::size(tags2); i++) {
+    ASSERT_TRUE(a.qp->post_send(isend(20 + i, b, tags2[i], a.mem.sge(0, 8))));
+    Completion r = wait_one(*c, *b.cq);
+    ASSERT_TRUE(r.ok()) << describe(r);
+    EXPECT_EQ(r.wr_id, want2[i]) << "second round, message " << i;
+    ASSERT_TRUE(wait_one(*c, *a.cq).ok());
+  }
+}
+
 // ---- Partial modes of messages (004 table 1) --------------------------------
 
 class TagXfer : public Tag {

@@ -75,14 +75,17 @@ TagIndex index_of(const TagRecv& r) {
   return r.any_src ? kInList : kBySource;
 }
 
-// The wildcard list of an owner: an endpoint's or a TM SRQ's.
-std::pair<uint32_t*, uint32_t*> wild_list(Impl& m, uint32_t owner) {
-  if (owner & kSrqOwner) {
-    SrqObj& s = m.srqs[owner & ~kSrqOwner];
-    return {&s.tag_wild_head, &s.tag_wild_tail};
-  }
-  QpObj& qp = m.qps[owner];
-  return {&qp.tag_wild_head, &qp.tag_wild_tail};
+// The masked wildcards of an owner: an endpoint's or a TM SRQ's.
+TagWild& wild_of(Impl& m, uint32_t owner) {
+  if (owner & kSrqOwner) return m.srqs[owner & ~kSrqOwner].tag_wild;
+  return m.qps[owner].tag_wild;
+}
+
+// The bucket of a mask class's chain holding receives whose masked tag is
+// `masked` (the source part of the key names the class).
+uint32_t class_bucket(const Impl& m, uint32_t owner, uint32_t c,
+                      uint64_t masked) {
+  return bucket_of(m.tags, owner, kAnyNode, kSrqOwner | c, masked);
 }
 
 // The head and tail of the chain or list that holds (or will hold) r.
@@ -100,42 +103,92 @@ std::pair<uint32_t*, uint32_t*> recv_chain(Impl& m, const TagRecv& r) {
       b = bucket_of(m.tags, owner, r.src_node, r.src_qpn, 0);
       break;
     default:
-      return wild_list(m, owner);
+      if (r.mask_class == TagWild::kNoClass) {
+        TagWild& w = wild_of(m, owner);
+        return {&w.head, &w.tail};
+      }
+      b = class_bucket(m, owner, r.mask_class, r.tag & r.mask);
+      break;
   }
   auto& chain = m.tags.recv_buckets[b];
   return {&chain[0], &chain[1]};
 }
 
 void recv_link(Impl& m, uint32_t i) {
-  auto [head, tail] = recv_chain(m, m.tags.recvs[i]);
+  TagRecv& r = m.tags.recvs[i];
+  r.mask_class = TagWild::kNoClass;
+  if (index_of(r) == kInList) {
+    // The class of its mask, or a free one; none left: the list.
+    TagWild& w = wild_of(m, owner_of(r));
+    uint32_t free_class = TagWild::kClasses;
+    for (uint32_t c = 0; c < TagWild::kClasses; c++) {
+      if (w.uses[c] && w.masks[c] == r.mask) {
+        free_class = c;
+        break;
+      }
+      if (!w.uses[c] && free_class == TagWild::kClasses) free_class = c;
+    }
+    if (free_class < TagWild::kClasses) {
+      w.masks[free_class] = r.mask;
+      w.uses[free_class]++;
+      r.mask_class = static_cast<uint8_t>(free_class);
+    }
+  }
+  auto [head, tail] = recv_chain(m, r);
   list_append(m.tags.recvs, *head, *tail, i, &TagRecv::prev, &TagRecv::next);
 }
 
 void recv_unlink(Impl& m, uint32_t i) {
-  auto [head, tail] = recv_chain(m, m.tags.recvs[i]);
+  TagRecv& r = m.tags.recvs[i];
+  auto [head, tail] = recv_chain(m, r);
   list_remove(m.tags.recvs, *head, *tail, i, &TagRecv::prev, &TagRecv::next);
+  if (r.mask_class != TagWild::kNoClass) {
+    wild_of(m, owner_of(r)).uses[r.mask_class]--;
+    r.mask_class = TagWild::kNoClass;
+  }
 }
 
-// An unexpected message is in its bucket's chain and in its endpoint's
-// arrival list.
-std::array<uint32_t, 2>& msg_bucket(Impl& m, const TagMsg& g) {
-  return m.tags.msg_buckets[bucket_of(m.tags, g.qpn, g.node,
-                                      g.src & RHN_WIRE_QPN_MASK, g.tag)];
+// An unexpected message is in three bucket chains (by source and tag, by
+// tag, by source) and in its endpoint's arrival list, all in arrival
+// order, so the first match in a chain is the oldest of its kind.
+struct MsgChains {
+  std::array<uint32_t, 2>& exact;
+  std::array<uint32_t, 2>& by_tag;
+  std::array<uint32_t, 2>& by_source;
+};
+
+MsgChains msg_chains(Impl& m, const TagMsg& g) {
+  const uint32_t src = g.src & RHN_WIRE_QPN_MASK;
+  return {
+      m.tags.msg_buckets[bucket_of(m.tags, g.qpn, g.node, src, g.tag)],
+      m.tags
+          .msg_tag_buckets[bucket_of(m.tags, g.qpn, kAnyNode, kAnyQpn, g.tag)],
+      m.tags.msg_src_buckets[bucket_of(m.tags, g.qpn, g.node, src, 0)]};
 }
 
 void msg_link(Impl& m, uint32_t i) {
-  auto& b = msg_bucket(m, m.tags.msgs[i]);
-  QpObj& qp = m.qps[m.tags.msgs[i].qpn];
-  list_append(m.tags.msgs, b[0], b[1], i, &TagMsg::hprev, &TagMsg::hnext);
-  list_append(m.tags.msgs, qp.tag_unx_head, qp.tag_unx_tail, i, &TagMsg::lprev,
+  auto& g = m.tags.msgs[i];
+  MsgChains c = msg_chains(m, g);
+  QpObj& qp = m.qps[g.qpn];
+  auto& v = m.tags.msgs;
+  list_append(v, c.exact[0], c.exact[1], i, &TagMsg::hprev, &TagMsg::hnext);
+  list_append(v, c.by_tag[0], c.by_tag[1], i, &TagMsg::tprev, &TagMsg::tnext);
+  list_append(v, c.by_source[0], c.by_source[1], i, &TagMsg::sprev,
+              &TagMsg::snext);
+  list_append(v, qp.tag_unx_head, qp.tag_unx_tail, i, &TagMsg::lprev,
               &TagMsg::lnext);
 }
 
 void msg_unlink(Impl& m, uint32_t i) {
-  auto& b = msg_bucket(m, m.tags.msgs[i]);
-  QpObj& qp = m.qps[m.tags.msgs[i].qpn];
-  list_remove(m.tags.msgs, b[0], b[1], i, &TagMsg::hprev, &TagMsg::hnext);
-  list_remove(m.tags.msgs, qp.tag_unx_head, qp.tag_unx_tail, i, &TagMsg::lprev,
+  auto& g = m.tags.msgs[i];
+  MsgChains c = msg_chains(m, g);
+  QpObj& qp = m.qps[g.qpn];
+  auto& v = m.tags.msgs;
+  list_remove(v, c.exact[0], c.exact[1], i, &TagMsg::hprev, &TagMsg::hnext);
+  list_remove(v, c.by_tag[0], c.by_tag[1], i, &TagMsg::tprev, &TagMsg::tnext);
+  list_remove(v, c.by_source[0], c.by_source[1], i, &TagMsg::sprev,
+              &TagMsg::snext);
+  list_remove(v, qp.tag_unx_head, qp.tag_unx_tail, i, &TagMsg::lprev,
               &TagMsg::lnext);
 }
 
@@ -245,11 +298,25 @@ uint32_t match_posted(Impl& m, uint32_t owner, uint16_t node, uint32_t src_qpn,
                         r.src_node == node && r.src_qpn == src_qpn &&
                         tag_matches(r, tag);
                });
-  const uint32_t listed =
-      first_in(m, *wild_list(m, owner).first, [&](const TagRecv& r) {
-        return source_matches(r, node, src_qpn) && tag_matches(r, tag);
-      });
-  return older(m, older(m, exact, by_tag), older(m, by_source, listed));
+  // Any source with a masked tag: one chain per mask in use, then the
+  // receives whose masks found no class.
+  const TagWild& w = wild_of(m, owner);
+  uint32_t masked = kNone;
+  for (uint32_t c = 0; c < TagWild::kClasses; c++) {
+    if (!w.uses[c]) continue;
+    masked = older(
+        m, masked,
+        first_in(m, buckets[class_bucket(m, owner, c, tag & w.masks[c])][0],
+                 [&](const TagRecv& r) {
+                   return index_of(r) == kInList && r.mask_class == c &&
+                          owner_of(r) == owner && tag_matches(r, tag);
+                 }));
+  }
+  const uint32_t listed = first_in(m, w.head, [&](const TagRecv& r) {
+    return source_matches(r, node, src_qpn) && tag_matches(r, tag);
+  });
+  return older(m, older(m, exact, by_tag),
+               older(m, by_source, older(m, masked, listed)));
 }
 
 }  // namespace matching
@@ -262,27 +329,36 @@ using namespace matching;
 // over after this long.
 constexpr uint64_t kRefusalStaleNs = 10'000'000'000ull;
 
-// The oldest unexpected message of the endpoint that `r` takes.
+// The oldest unexpected message of the endpoint that `r` takes: the first
+// match in the chain of what `r` fixes (any source and a masked tag: the
+// arrival list).
 uint32_t match_unexpected(Impl& m, const TagRecv& r) {
-  if (index_of(r) == kBySourceAndTag) {
-    uint32_t i = m.tags.msg_buckets[bucket_of(m.tags, r.qpn, r.src_node,
-                                              r.src_qpn, r.tag)][0];
-    for (; i != kNone; i = m.tags.msgs[i].hnext) {
+  auto first = [&](uint32_t i, uint32_t TagMsg::*next) {
+    for (; i != kNone; i = m.tags.msgs[i].*next) {
       const TagMsg& g = m.tags.msgs[i];
-      if (g.qpn == r.qpn && g.node == r.src_node &&
-          (g.src & RHN_WIRE_QPN_MASK) == r.src_qpn && g.tag == r.tag)
+      if (g.qpn == r.qpn &&
+          source_matches(r, g.node, g.src & RHN_WIRE_QPN_MASK) &&
+          tag_matches(r, g.tag))
         return i;
     }
     return kNone;
+  };
+  switch (index_of(r)) {
+    case kBySourceAndTag:
+      return first(m.tags.msg_buckets[bucket_of(m.tags, r.qpn, r.src_node,
+                                                r.src_qpn, r.tag)][0],
+                   &TagMsg::hnext);
+    case kByTag:
+      return first(m.tags.msg_tag_buckets[bucket_of(m.tags, r.qpn, kAnyNode,
+                                                    kAnyQpn, r.tag)][0],
+                   &TagMsg::tnext);
+    case kBySource:
+      return first(m.tags.msg_src_buckets[bucket_of(m.tags, r.qpn, r.src_node,
+                                                    r.src_qpn, 0)][0],
+                   &TagMsg::snext);
+    default:
+      return first(m.qps[r.qpn].tag_unx_head, &TagMsg::lnext);
   }
-  for (uint32_t i = m.qps[r.qpn].tag_unx_head; i != kNone;
-       i = m.tags.msgs[i].lnext) {
-    const TagMsg& g = m.tags.msgs[i];
-    if (source_matches(r, g.node, g.src & RHN_WIRE_QPN_MASK) &&
-        tag_matches(r, g.tag))
-      return i;
-  }
-  return kNone;
 }
 
 // ---- Answers and completions.
@@ -920,6 +996,8 @@ void Engine::Impl::tag_reset() {
   t.bucket_mask = buckets - 1;
   t.recv_buckets.assign(buckets, {kNone, kNone});
   t.msg_buckets.assign(buckets, {kNone, kNone});
+  t.msg_tag_buckets.assign(buckets, {kNone, kNone});
+  t.msg_src_buckets.assign(buckets, {kNone, kNone});
   t.refusals.assign(std::max<uint32_t>(cfg.tag_refusals, 1), TagRefusal{});
   t.refusals_used = 0;
   t.recv_quota = std::max<uint32_t>(
@@ -1045,7 +1123,7 @@ void Engine::Impl::tag_cancel_qp(uint32_t qpn, bool flush) {
   }
   for (auto& f : tags.refusals)
     if (f.used && f.qpn == qpn) drop_refusal(*this, &f);
-  qp.tag_wild_head = qp.tag_wild_tail = kNone;
+  qp.tag_wild = TagWild{};
   qp.tag_rq_stalled = false;
 }
 

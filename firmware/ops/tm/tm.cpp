@@ -324,7 +324,7 @@ void Engine::Impl::tm_srq_gone(uint32_t srqn) {
     recv_free(*this, i);
   }
   SrqObj& s = srqs[srqn];
-  s.tag_wild_head = s.tag_wild_tail = kNone;
+  s.tag_wild = TagWild{};
 }
 
 Engine::Impl::TmLanding Engine::Impl::tm_land(QpObj& qp, uint32_t qpn,

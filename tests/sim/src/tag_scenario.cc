@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "rhinet/sim/sim.h"
@@ -179,8 +180,10 @@ std::string Scenario::irecv(int step, int sender, uint64_t tag) {
   r.wr_id = next_wr_++;
   r.rq_index = rq_index_++;
   r.tag = tag;
-  const int m = int(next_() % 6);
-  r.mask = m == 0 ? 0 : m == 1 ? ~uint64_t{1} : kAll;
+  // Half exact; the rest ignore all bits or one of five, so an endpoint
+  // can hold more distinct masks than the NIC has mask classes (4).
+  const int m = int(next_() % 12);
+  r.mask = m == 0 ? 0 : m <= 5 ? ~(uint64_t{1} << (m - 1)) : kAll;
   r.any_src = next_() % 4 == 0;
   r.src = sender;
   r.cap = caps[next_() % std::size(caps)];
@@ -188,9 +191,9 @@ std::string Scenario::irecv(int step, int sender, uint64_t tag) {
   recvs_[r.wr_id] = r;
   std::ostringstream o;
   o << "step " << step << " irecv " << r.wr_id << " tag " << r.tag << " mask "
-    << (r.mask == kAll ? "all"
-        : r.mask       ? "~1"
-                       : "0")
+    << (r.mask == kAll ? std::string("all")
+        : r.mask       ? "~" + std::to_string(~r.mask)
+                       : std::string("0"))
     << " any " << r.any_src << " src " << r.src << " cap " << r.cap;
   log_.push_back(o.str());
   auto it = std::find_if(unexpected_.begin(), unexpected_.end(),
