@@ -151,45 +151,36 @@ void recv_unlink(Impl& m, uint32_t i) {
 // An unexpected message is in three bucket chains (by source and tag, by
 // tag, by source) and in its endpoint's arrival list, all in arrival
 // order, so the first match in a chain is the oldest of its kind.
-struct MsgChains {
-  std::array<uint32_t, 2>& exact;
-  std::array<uint32_t, 2>& by_tag;
-  std::array<uint32_t, 2>& by_source;
-};
-
-MsgChains msg_chains(Impl& m, const TagMsg& g) {
+// Calls f(head, tail, prev, next) for each list that holds g.
+template <typename F>
+void for_each_msg_list(Impl& m, const TagMsg& g, F f) {
   const uint32_t src = g.src & RHN_WIRE_QPN_MASK;
-  return {
-      m.tags.msg_buckets[bucket_of(m.tags, g.qpn, g.node, src, g.tag)],
+  auto& exact =
+      m.tags.msg_buckets[bucket_of(m.tags, g.qpn, g.node, src, g.tag)];
+  auto& by_tag =
       m.tags
-          .msg_tag_buckets[bucket_of(m.tags, g.qpn, kAnyNode, kAnyQpn, g.tag)],
-      m.tags.msg_src_buckets[bucket_of(m.tags, g.qpn, g.node, src, 0)]};
+          .msg_tag_buckets[bucket_of(m.tags, g.qpn, kAnyNode, kAnyQpn, g.tag)];
+  auto& by_source =
+      m.tags.msg_src_buckets[bucket_of(m.tags, g.qpn, g.node, src, 0)];
+  QpObj& qp = m.qps[g.qpn];
+  f(exact[0], exact[1], &TagMsg::hprev, &TagMsg::hnext);
+  f(by_tag[0], by_tag[1], &TagMsg::tprev, &TagMsg::tnext);
+  f(by_source[0], by_source[1], &TagMsg::sprev, &TagMsg::snext);
+  f(qp.tag_unx_head, qp.tag_unx_tail, &TagMsg::lprev, &TagMsg::lnext);
 }
 
 void msg_link(Impl& m, uint32_t i) {
-  auto& g = m.tags.msgs[i];
-  MsgChains c = msg_chains(m, g);
-  QpObj& qp = m.qps[g.qpn];
-  auto& v = m.tags.msgs;
-  list_append(v, c.exact[0], c.exact[1], i, &TagMsg::hprev, &TagMsg::hnext);
-  list_append(v, c.by_tag[0], c.by_tag[1], i, &TagMsg::tprev, &TagMsg::tnext);
-  list_append(v, c.by_source[0], c.by_source[1], i, &TagMsg::sprev,
-              &TagMsg::snext);
-  list_append(v, qp.tag_unx_head, qp.tag_unx_tail, i, &TagMsg::lprev,
-              &TagMsg::lnext);
+  for_each_msg_list(m, m.tags.msgs[i],
+                    [&](uint32_t& head, uint32_t& tail, auto prev, auto next) {
+                      list_append(m.tags.msgs, head, tail, i, prev, next);
+                    });
 }
 
 void msg_unlink(Impl& m, uint32_t i) {
-  auto& g = m.tags.msgs[i];
-  MsgChains c = msg_chains(m, g);
-  QpObj& qp = m.qps[g.qpn];
-  auto& v = m.tags.msgs;
-  list_remove(v, c.exact[0], c.exact[1], i, &TagMsg::hprev, &TagMsg::hnext);
-  list_remove(v, c.by_tag[0], c.by_tag[1], i, &TagMsg::tprev, &TagMsg::tnext);
-  list_remove(v, c.by_source[0], c.by_source[1], i, &TagMsg::sprev,
-              &TagMsg::snext);
-  list_remove(v, qp.tag_unx_head, qp.tag_unx_tail, i, &TagMsg::lprev,
-              &TagMsg::lnext);
+  for_each_msg_list(m, m.tags.msgs[i],
+                    [&](uint32_t& head, uint32_t& tail, auto prev, auto next) {
+                      list_remove(m.tags.msgs, head, tail, i, prev, next);
+                    });
 }
 
 }  // namespace
