@@ -9,11 +9,16 @@
 //
 // Posted receives live in hash buckets by what they fix: source and tag
 // (exact), tag only (any source, MPI_ANY_SOURCE), source only (a masked
-// tag, MPI_ANY_TAG); the rest (any source and a masked tag) in the
-// endpoint's wildcard list. An arriving message looks at the first match
-// of each and the oldest wins, so the cost of matching does not grow with
-// the number of receives of the first three kinds. Both lists are bounded;
-// beyond them irecvs wait in the host's RQ and isends are refused and resent in
+// tag, MPI_ANY_TAG), and any source with a masked tag by the masked tag,
+// one chain per distinct mask (TagWild: four masks an owner; receives
+// with further masks wait in a list, walked). An arriving message looks
+// at the first match of each and the oldest wins. Unexpected messages are
+// chained the same way (by source and tag, by tag, by source) besides
+// their arrival list, so an irecv looks in one chain; only an irecv with
+// any source and a partial mask walks the arrival list. A chain holds only
+// entries of one key, so walks do not grow with entries that have nothing
+// in common with the message. Both lists are bounded; beyond them
+// irecvs wait in the host's RQ and isends are refused and resent in
 // order (refusal records), so overflow never drops or reorders.
 #include <algorithm>
 #include <cstring>
