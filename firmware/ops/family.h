@@ -118,6 +118,10 @@ rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
 enum class PinCheck : uint8_t { kPresent, kRefused, kHeld };
 PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
                    uint64_t len);
+// For an access that no request holds (a TM rendezvous pull): true when
+// the range's pages are pinned; otherwise its host is asked to pin them
+// and the caller asks again later.
+bool pin_range(Impl& m, uint32_t mr_index, uint64_t va, uint64_t len);
 // Requester: gathers `len` message bytes from `offset` (inline data or the
 // WQE's SGEs).
 bool gather(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,

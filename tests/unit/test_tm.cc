@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 
+#include "rhinet/sim/pinhost.h"
 #include "test_helpers.h"
 
 namespace rhinet::test {
@@ -361,6 +362,40 @@ TEST_F(Tm, RendezvousIsReadFromTheSenderEveryByteThenTheSenderGetsAFin) {
   EXPECT_EQ(hdr[0], RHN_TMH_FIN);
   EXPECT_EQ(get_be(hdr, 4, 4), 0x5151u);
   EXPECT_EQ(get_be(hdr, 8, 8), 0xbeefu);
+}
+
+// The sender's buffer is on-demand memory (mapped, not pinned): the
+// rendezvous read reaches unpinned pages, its host pins them (one event
+// for the whole range) while the receiving NIC asks again, and every byte
+// arrives.
+TEST_F(Tm, ARendezvousFromOnDemandMemoryIsPinnedThenRead) {
+  start(2);
+  Receiver r = receiver(1);
+  Sender s = connect(r, 0);
+  SimPinHost host(c->node(0));
+  constexpr size_t kLen = 700'000;
+  SimBuffer mem = s.ctx->alloc(kLen);
+  ASSERT_TRUE(mem.valid());
+  const auto data = pattern(43, kLen);
+  mem.write(0, data.data(), kLen);
+  MrOptions opt;
+  opt.on_demand = true;
+  SimMr mr = s.ctx->reg_mr(mem, kAllAccess, {}, opt);
+  ASSERT_TRUE(mr.ok());
+  host.add(mr);
+  CounterSnap tx(c->node(0));
+  ASSERT_TRUE(op(r, add_op(1, 9, 0xcafe, r.mem.sge(0, 1 << 20), 78)).ok());
+  send(s, 2, rndv_message(0x6161, 0xcafe, mem.va(), mr.key, kLen, 8));
+  Completion m = wait_one(*c, *r.cq);
+  ASSERT_TRUE(m.ok()) << describe(m);
+  Completion d = wait_one(*c, *r.cq, 500'000'000);
+  ASSERT_TRUE(d.ok()) << describe(d);
+  EXPECT_EQ(d.ext_flags, RHN_CQE_X_TM_DATA_VALID);
+  EXPECT_EQ(d.byte_len, kLen);
+  EXPECT_EQ(r.mem.buf.bytes(0, kLen), data);
+  EXPECT_EQ(tx.delta(RHN_CNT_PIN_EVENTS), 1u);
+  EXPECT_EQ(host.pinned(mr), (kLen + 4095) / 4096);
+  host.remove(mr);
 }
 
 TEST_F(Tm, ARendezvousLongerThanTheBufferFillsItAndReportsTruncation) {

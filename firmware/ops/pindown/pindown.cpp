@@ -218,38 +218,62 @@ void on_request(Impl& m, Request& r) {
 
 }  // namespace
 
-PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
-                   uint64_t len) {
-  if (mr_index == kNone || len == 0 || !m.mrs[mr_index].on_demand)
-    return PinCheck::kPresent;
+namespace {
+
+// The first page of [va, va + len) that is not pinned (past the range:
+// all are).
+uint32_t first_missing(Impl& m, uint32_t mr_index, uint64_t va, uint64_t len) {
   const MrObj& mr = m.mrs[mr_index];
   const uint32_t last = page_of(mr, va + len - 1);
   uint32_t missing = page_of(mr, va);
   while (missing <= last && present(m, mr_index, missing)) missing++;
-  if (missing > last) return PinCheck::kPresent;
+  return missing;
+}
 
-  // The rest of the message from there: a first touch is one event.
-  uint64_t end = va + len;
-  if (r.op.msg_len > r.op.msg_offset)
-    end = std::max(end, va + (r.op.msg_len - r.op.msg_offset));
+// The run that pins from page `missing` to the one holding `end` - 1: the
+// one under way, or a new one (one host event); kNone when there is no
+// room or the host's queue is full (the caller asks again later).
+uint32_t pin_run(Impl& m, uint32_t mr_index, uint32_t missing, uint64_t end) {
+  const MrObj& mr = m.mrs[mr_index];
   end = std::min(end, mr.iova + mr.length);
   m.counters.add(RHN_CNT_PIN_HELD);
   uint32_t run = run_covering(m, mr_index, missing);
-  if (run == kNone) {
-    for (uint32_t i = 0; i < m.pins.runs.size() && run == kNone; i++)
-      if (!m.pins.runs[i].used) run = i;
-    const uint32_t count = page_of(mr, end - 1) - missing + 1;
-    // No room, or the host's event queue is full: no record; the
-    // requester sends again after RHN_PIN_RETRY_US.
-    if (run != kNone &&
-        m.async_event(RHN_EQE_PD_REQUEST, key_of(m, mr_index),
-                      pages_word(missing, count), RHN_EQE_F_PD_PIN)) {
-      m.pins.runs[run] = PinRun{true, mr_index, missing, count};
-      m.counters.add(RHN_CNT_PIN_EVENTS);
-    } else {
-      run = kNone;
-    }
-  }
+  if (run != kNone) return run;
+  for (uint32_t i = 0; i < m.pins.runs.size() && run == kNone; i++)
+    if (!m.pins.runs[i].used) run = i;
+  const uint32_t count = page_of(mr, end - 1) - missing + 1;
+  if (run == kNone ||
+      !m.async_event(RHN_EQE_PD_REQUEST, key_of(m, mr_index),
+                     pages_word(missing, count), RHN_EQE_F_PD_PIN))
+    return kNone;
+  m.pins.runs[run] = PinRun{true, mr_index, missing, count};
+  m.counters.add(RHN_CNT_PIN_EVENTS);
+  return run;
+}
+
+}  // namespace
+
+bool pin_range(Impl& m, uint32_t mr_index, uint64_t va, uint64_t len) {
+  if (mr_index == kNone || len == 0 || !m.mrs[mr_index].on_demand) return true;
+  const uint32_t missing = first_missing(m, mr_index, va, len);
+  if (missing > page_of(m.mrs[mr_index], va + len - 1)) return true;
+  pin_run(m, mr_index, missing, va + len);
+  return false;
+}
+
+PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
+                   uint64_t len) {
+  if (mr_index == kNone || len == 0 || !m.mrs[mr_index].on_demand)
+    return PinCheck::kPresent;
+  const uint32_t missing = first_missing(m, mr_index, va, len);
+  if (missing > page_of(m.mrs[mr_index], va + len - 1))
+    return PinCheck::kPresent;
+  // The rest of the message from there: a first touch is one event. No
+  // run: no record; the requester sends again after RHN_PIN_RETRY_US.
+  uint64_t end = va + len;
+  if (r.op.msg_len > r.op.msg_offset)
+    end = std::max(end, va + (r.op.msg_len - r.op.msg_offset));
+  const uint32_t run = pin_run(m, mr_index, missing, end);
   PinWaiter* w = run == kNone ? nullptr : new_waiter(m, r.qp.context);
   if (w) {
     w->used = true;

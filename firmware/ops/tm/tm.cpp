@@ -442,8 +442,12 @@ void Engine::Impl::tm_pull(Peer& p, const Packet& pkt) {
     syn = RHN_SYN_ACCESS_RIGHTS;
   } else if (q.len) {
     // Checked as a READ through that QP; each chunk again as it goes.
+    uint32_t mr_index = kNone;
     syn = check_key(q.rkey, kNone, qp->pdn, RHN_ACCESS_REMOTE_READ, q.va, q.len,
-                    nullptr, q.qpn & RHN_WIRE_QPN_MASK);
+                    &mr_index, q.qpn & RHN_WIRE_QPN_MASK);
+    // On-demand memory not pinned yet: pinned now, the pull comes again.
+    if (syn == RHN_SYN_NONE && !pin_range(*this, mr_index, q.va, q.len))
+      syn = RHN_SYN_BUSY;
   }
   if (syn == RHN_SYN_NONE && free_responder_reads.empty())
     syn = RHN_SYN_BUSY;  // asked again later
