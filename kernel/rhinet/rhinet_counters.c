@@ -74,6 +74,10 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_TM_UNEXPECTED].name = "tm_unexpected",
 	[RHN_CNT_TM_RNDV_READS].name = "tm_rndv_reads",
 	[RHN_CNT_TM_OP_ERRORS].name = "tm_op_errors",
+	[RHN_CNT_LOCK_GRANTS].name = "lock_grants",
+	[RHN_CNT_LOCK_WAITS].name = "lock_waits",
+	[RHN_CNT_BARRIER_ROUNDS].name = "barrier_rounds",
+	[RHN_CNT_SYNC_ERRORS].name = "sync_errors",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */

@@ -94,7 +94,20 @@ enum rhn_wqe_opcode {
 	RHN_OP_MCAST_LIST = 0x29, /* sequential multicast */
 	RHN_OP_SUBSCRIBE = 0x30, /* shared regions (004 2.9) */
 	RHN_OP_UNSUBSCRIBE = 0x31,
-	RHN_OP_LOCK = 0x38, /* distributed queue lock (004 2.10) */
+	/* Locks and barriers (004 2.10), endpoints only, no data, one SQ
+	 * slot: dst_node/dst_qpn = the manager endpoint, remote_addr = the
+	 * lock's or barrier's 64-bit ID (a name space per manager endpoint).
+	 * LOCK completes when this endpoint holds the lock; locks are granted
+	 * in the order their LOCKs reached the manager (a queue the manager
+	 * keeps, each waiter linked to the one before it, whose NIC passes the
+	 * lock straight to it on UNLOCK). UNLOCK by the holding endpoint
+	 * completes once the lock is passed on or free. BARRIER: imm_data =
+	 * the number of participants (1..RHN_BARRIER_MAX_MEMBERS); completes
+	 * when that many BARRIERs with this ID have reached the manager (then
+	 * the ID is ready for the next round). Described in queues.md "Locks
+	 * and barriers".
+	 */
+	RHN_OP_LOCK = 0x38,
 	RHN_OP_UNLOCK = 0x39,
 	RHN_OP_BARRIER = 0x3a,
 	/* Remote pin-down (004 2.5), endpoints only, addressed like a PULL
@@ -481,6 +494,9 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_TM_ADD = 13,
 	RHN_CQE_OP_TM_DEL = 14,
 	RHN_CQE_OP_TM_SYNC = 15,
+	RHN_CQE_OP_LOCK = 16,
+	RHN_CQE_OP_UNLOCK = 17,
+	RHN_CQE_OP_BARRIER = 18,
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
@@ -632,6 +648,14 @@ enum rhn_syndrome {
 	 * mapped or not writable, or the process is gone
 	 */
 	RHN_SYN_NOT_PINNED = 21,
+	/* a lock or barrier failed because one of its members (or its
+	 * manager) was declared dead, or the manager endpoint went away
+	 */
+	RHN_SYN_MEMBER_LOST = 22,
+	/* UNLOCK of a lock the endpoint does not hold; a BARRIER whose count
+	 * differs from the round's first
+	 */
+	RHN_SYN_NOT_HELD = 23,
 };
 
 #define RHN_PIN_RETRY_US 5000

@@ -63,6 +63,8 @@ enum rhn_cap {
 	RHN_CAP_PIN_ON_DEMAND = 1u << 10,
 	/* TM SRQs: ibverbs tag matching on RC QPs, rendezvous included */
 	RHN_CAP_TM = 1u << 11,
+	/* locks and counting barriers (004 2.10): RHN_OP_LOCK/UNLOCK/BARRIER */
+	RHN_CAP_SYNC = 1u << 12,
 };
 
 enum rhn_status {
@@ -200,6 +202,14 @@ enum rhn_counter {
 	RHN_CNT_TM_RNDV_READS,
 	/* tag-list operations that failed (RHN_CQE_TM_ERR) */
 	RHN_CNT_TM_OP_ERRORS,
+	/* locks granted by this NIC as manager, or passed on by it as holder */
+	RHN_CNT_LOCK_GRANTS,
+	/* LOCKs that had to wait in a queue */
+	RHN_CNT_LOCK_WAITS,
+	/* barrier rounds this NIC completed as manager */
+	RHN_CNT_BARRIER_ROUNDS,
+	/* locks and barriers failed (a member lost, not held, no room) */
+	RHN_CNT_SYNC_ERRORS,
 	RHN_CNT_COUNT
 };
 

@@ -108,6 +108,14 @@ enum rhn_wire_op {
 	 */
 	RHN_WOP_PD_REQ = 9,
 	RHN_WOP_PD_RELEASE = 10,
+	/* Locks and barriers (004 2.10), to the manager endpoint: the ID in
+	 * remote_addr. LOCK and BARRIER (count in imm_data) have no payload;
+	 * UNLOCK carries a struct rhn_wire_unlock naming whom the holder's
+	 * NIC passed the lock to. Answered by RHN_WOP_SYNC_RESP.
+	 */
+	RHN_WOP_LOCK = 11,
+	RHN_WOP_UNLOCK = 12,
+	RHN_WOP_BARRIER = 13,
 	/* Responses, responder -> requester */
 	RHN_WOP_READ_RESP = 16,
 	RHN_WOP_ATOMIC_RESP = 17, /* payload: 8-byte original value */
@@ -126,7 +134,36 @@ enum rhn_wire_op {
 	 * LAST and a syndrome: the read failed (no data).
 	 */
 	RHN_WOP_TM_DATA = 21,
+	/* The manager's answer to LOCK, UNLOCK, BARRIER: imm_data = enum
+	 * rhn_sync_answer
+	 */
+	RHN_WOP_SYNC_RESP = 22,
 };
+
+enum rhn_sync_answer {
+	/* granted, passed on or free, barrier complete: the WQE completes */
+	RHN_SYNC_DONE = 0,
+	/* queued: the WQE completes on RHN_FW_SYNC_DONE (a LOCK when its
+	 * predecessor passes the lock, a BARRIER when the round is full, an
+	 * UNLOCK whose successor was still being linked when the manager
+	 * saw it: once the holder's NIC has passed the lock on)
+	 */
+	RHN_SYNC_QUEUED = 1,
+};
+
+/* The most participants one barrier round has. */
+#define RHN_BARRIER_MAX_MEMBERS 1024
+
+/* UNLOCK's payload: the waiter the holder's NIC passed the lock to. */
+struct rhn_wire_unlock {
+	__le16 successor_node; /* with RHN_UNLOCK_F_PASSED */
+	__le16 flags; /* RHN_UNLOCK_F_PASSED: the lock went to the successor */
+	__le32 successor_src; /* its endpoint, with incarnation */
+	__le32 successor_msn; /* its LOCK's msn */
+	__le32 reserved;
+};
+RHN_ASSERT_SIZE(struct rhn_wire_unlock, 16);
+#define RHN_UNLOCK_F_PASSED 1u
 
 enum rhn_tag_answer {
 	/* matched and delivered: the isend completes */
@@ -225,7 +262,42 @@ enum rhn_fw_msg {
 	/* tag matching: struct rhn_fw_tm_pull, struct rhn_fw_tm_fin */
 	RHN_FW_TM_PULL = 3,
 	RHN_FW_TM_FIN = 4,
+	/* locks and barriers: struct rhn_fw_lock_link, struct rhn_fw_sync_done */
+	RHN_FW_LOCK_LINK = 5,
+	RHN_FW_SYNC_DONE = 6,
 };
+
+/*
+ * The manager queued a LOCK behind `holder` (the queue's tail until now):
+ * holder's NIC passes the lock to (successor_node, successor_src,
+ * successor_msn) when holder UNLOCKs, or at once if it already did.
+ */
+struct rhn_fw_lock_link {
+	__le64 lock_id;
+	__le16 manager_node;
+	__le16 successor_node;
+	__le32 manager_qpn;
+	__le32 holder_qpn; /* the tail's endpoint, with incarnation */
+	__le32 successor_src; /* with incarnation */
+	__le32 successor_msn;
+	__le32 reserved;
+};
+RHN_ASSERT_SIZE(struct rhn_fw_lock_link, 32);
+
+/*
+ * Completes a queued LOCK, UNLOCK or BARRIER of endpoint `qpn` whose
+ * message had msn `msn`: with syndrome RHN_SYN_NONE the lock is granted
+ * (or passed on, or the barrier round is full), otherwise the operation
+ * failed (RHN_SYN_MEMBER_LOST).
+ */
+struct rhn_fw_sync_done {
+	__le32 qpn; /* with incarnation */
+	__le32 msn;
+	__le64 id; /* the lock's or barrier's */
+	__u8 syndrome;
+	__u8 reserved[7];
+};
+RHN_ASSERT_SIZE(struct rhn_fw_sync_done, 24);
 
 struct rhn_fw_pin_ready {
 	__le32 qpn; /* the requester's QP (src_qpn of the refused request) */
