@@ -91,7 +91,18 @@ enum rhn_wqe_opcode {
 	 */
 	RHN_OP_IRECV_CANCEL = 0x23,
 	RHN_OP_MCAST_SWITCH = 0x28, /* simultaneous multicast (004 2.8) */
-	RHN_OP_MCAST_LIST = 0x29, /* sequential multicast */
+	/* Sequential multicast (004 2.8), endpoints only: a PUSH by area
+	 * (RHN_WQE_F_AREA; remote_key = the area key, remote_addr = the
+	 * offset: the same at every member) of the WQE's data, in any PUSH
+	 * mode, to every endpoint of a destination list. The WQE's last slot
+	 * is a struct rhn_wqe_mcast naming the list (a partial mode's
+	 * descriptor is the slot before it); dst_node and dst_qpn are 0. The
+	 * NIC sends to each destination in list order over that node's
+	 * reliable channel and completes the WQE (one CQE) when all have
+	 * acknowledged: its status is the first failure's, and the other
+	 * members still get the data.
+	 */
+	RHN_OP_MCAST_LIST = 0x29,
 	RHN_OP_SUBSCRIBE = 0x30, /* shared regions (004 2.9) */
 	RHN_OP_UNSUBSCRIBE = 0x31,
 	/* Locks and barriers (004 2.10), endpoints only, no data, one SQ
@@ -268,6 +279,30 @@ RHN_ASSERT_SIZE(struct rhn_wqe_grh, RHN_SQ_SLOT_SIZE);
  * blocks' extent, a bitmap outside its key, a twin that is not the
  * context's or too short.
  */
+/* A destination of RHN_OP_MCAST_LIST. */
+struct rhn_mcast_dest {
+	__le16 node;
+	__le16 reserved; /* 0 */
+	__le32 qpn; /* the endpoint */
+};
+RHN_ASSERT_SIZE(struct rhn_mcast_dest, 8);
+#define RHN_MCAST_MAX_DESTS 4096
+
+/* RHN_OP_MCAST_LIST's last slot: `count` (1..RHN_MCAST_MAX_DESTS) struct
+ * rhn_mcast_dest at list_addr, readable through list_lkey (this QP's
+ * PD). Refused at post (LOC_QP_OP_ERR, RHN_SYN_BAD_WQE) for a count out
+ * of range, reserved bytes set, or a destination that is no node of the
+ * fabric (multicast and broadcast IDs included); LOC_PROT_ERR for a list
+ * outside its key.
+ */
+struct rhn_wqe_mcast {
+	__le64 list_addr;
+	__le32 list_lkey;
+	__le32 count;
+	__u8 reserved[48];
+};
+RHN_ASSERT_SIZE(struct rhn_wqe_mcast, RHN_SQ_SLOT_SIZE);
+
 struct rhn_wqe_xfer {
 	__le32 block; /* STRIDE: block bytes; BITMAP: bytes per bit */
 	__le32 count; /* STRIDE: blocks */
@@ -497,6 +532,7 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_LOCK = 16,
 	RHN_CQE_OP_UNLOCK = 17,
 	RHN_CQE_OP_BARRIER = 18,
+	RHN_CQE_OP_MCAST_LIST = 19,
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,

@@ -65,6 +65,8 @@ enum rhn_cap {
 	RHN_CAP_TM = 1u << 11,
 	/* locks and counting barriers (004 2.10): RHN_OP_LOCK/UNLOCK/BARRIER */
 	RHN_CAP_SYNC = 1u << 12,
+	/* sequential multicast: RHN_OP_MCAST_LIST */
+	RHN_CAP_MCAST_LIST = 1u << 13,
 };
 
 enum rhn_status {
