@@ -96,6 +96,9 @@ void Engine::Impl::destroy_qp_state(uint32_t qpn) {
   qp.has_unanswered = false;
   qp.wake_at = 0;
   qp.prefetched_slot = kNone;
+  qp.mcast_next = 0;
+  qp.mcast_status = RHN_CQE_SUCCESS;
+  qp.mcast_syndrome = RHN_SYN_NONE;
 }
 
 rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,

@@ -360,7 +360,7 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
       v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
           RHN_CAP_ATOMIC | RHN_CAP_AREA | RHN_CAP_INLINE_DB |
           RHN_CAP_STATUS_WORD | RHN_CAP_RAW_ETH | RHN_CAP_TAG |
-          RHN_CAP_PIN_ON_DEMAND | RHN_CAP_TM;
+          RHN_CAP_PIN_ON_DEMAND | RHN_CAP_TM | RHN_CAP_MCAST_LIST;
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;

@@ -200,6 +200,8 @@ enum class MsgState : uint8_t {
   kDone,
 };
 
+constexpr uint8_t kMcastMember = 1, kMcastLast = 2;
+
 // One message of a QP between its first packet and its completion.
 struct Inflight {
   uint32_t slot = 0;  // first SQ slot of the WQE
@@ -227,6 +229,9 @@ struct Inflight {
   // target's PIN_READY (or after RHN_PIN_RETRY_US).
   bool pin_wait = false;
   uint32_t tag_handle = 0, tag_take = 0, tag_receiver = 0;
+  // An mcastB's message to one destination (ops/mcast): kMcastMember
+  // (the WQE's CQE waits for the last), kMcastLast (completes the WQE).
+  uint8_t mcast = 0;
   // A local operation's result for its CQE (IPROBE: the message found).
   uint8_t ext_flags = 0;
   uint16_t answer_node = 0;
@@ -317,6 +322,11 @@ struct QpObj {
   uint32_t sq_fetch = 0;     // next slot to fetch
   uint32_t sq_complete = 0;  // oldest slot not completed
   uint32_t msn_next = 0;
+  // An mcastB WQE being expanded (ops/mcast): the next destination, and
+  // the first failure of those completed so far (its CQE reports it).
+  uint32_t mcast_next = 0;
+  uint8_t mcast_status = RHN_CQE_SUCCESS;
+  uint8_t mcast_syndrome = RHN_SYN_NONE;
   uint32_t inflight_head = 0, inflight_tail = 0;  // into inflight_ pool
   uint32_t outstanding_reads = 0;
   uint32_t rnr_count = 0;

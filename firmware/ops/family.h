@@ -71,6 +71,12 @@ struct OpFamily {
   // TM SRQ's rendezvous data): taken before any message is looked for.
   // nullptr: the family's answers answer WQEs.
   void (*on_nic_answer)(Impl& m, Peer& p, const Packet& pkt) = nullptr;
+  // Fan-out families (an mcastB): the WQE goes to `*count` destinations;
+  // the index-th is (*node, *qpn). False: the WQE fails (its list became
+  // unreadable or wrong). nullptr: the WQE's own destination.
+  bool (*next_destination)(Impl& m, QpObj& qp, const DecodedWqe& w,
+                           uint32_t index, uint16_t* node, uint32_t* qpn,
+                           uint32_t* count) = nullptr;
 };
 
 // How a WQE opcode (enum rhn_op) appears at the other stages.

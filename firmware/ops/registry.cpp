@@ -17,6 +17,7 @@ extern const OpFamily kTagFamily;     // ops/tag: ISEND
 extern const OpFamily kTagLocalFamily;  // ops/tag: IPROBE, IRECV_CANCEL
 extern const OpFamily kPinFamily;       // ops/pindown: PD_REQUEST, PD_RELEASE
 extern const OpFamily kTmFamily;        // ops/tm: TM SRQs' rendezvous data
+extern const OpFamily kMcastFamily;     // ops/mcast: MCAST_LIST
 
 namespace {
 
@@ -68,6 +69,8 @@ std::array<OpInfo, kOps> make_ops() {
                          false,          false, false};
   t[RHN_OP_REG_MR] = {&kWindowFamily, 0,     RHN_CQE_OP_REG_MR,
                       false,          false, false};
+  t[RHN_OP_MCAST_LIST] = {&kMcastFamily, RHN_WOP_WRITE, RHN_CQE_OP_MCAST_LIST,
+                          false,         false,         true};
   // imm_data carries the key to invalidate, not an immediate.
   t[RHN_OP_SEND_INV] = {&kSendFamily, RHN_WOP_SEND, RHN_CQE_OP_SEND,
                         false,        false,        true};

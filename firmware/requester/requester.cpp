@@ -140,11 +140,12 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
         return true;
       }
       e.state = MsgState::kSending;
+      qp.tx_wqe.keep_twin = e.mcast == kMcastMember;
       qp.tx_active = true;
       qp.tx_entry = idx;
       qp.tx_offset = 0;
       qp.tx_peer = e.peer;
-      qp.tx_dst_qpn = connected_qp(qp.type) ? qp.dest_qpn : qp.tx_wqe.dst_qpn;
+      qp.tx_dst_qpn = e.dst_qpn;
       return true;
     }
   }
@@ -205,8 +206,8 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
       return false;
     }
   }
-  const uint16_t dst_node = connected_qp(qp.type) ? qp.dest_node : w.dst_node;
-  const uint32_t dst_qpn = connected_qp(qp.type) ? qp.dest_qpn : w.dst_qpn;
+  uint16_t dst_node = connected_qp(qp.type) ? qp.dest_node : w.dst_node;
+  uint32_t dst_qpn = connected_qp(qp.type) ? qp.dest_qpn : w.dst_qpn;
   const OpFamily* family = info.family;
   const bool unsequenced = family && family->send_unsequenced;
   const bool local = family && family->execute_local;
@@ -255,6 +256,21 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
       syndrome = s != RHN_SYN_NONE ? s : RHN_SYN_ALIGNMENT;
     }
   }
+  // A fan-out WQE (mcastB) is fetched again for each destination: one
+  // message each, the WQE's slots going with the last.
+  uint8_t mcast = 0;
+  if (result == RHN_CQE_SUCCESS && family && family->next_destination) {
+    uint32_t count = 0;
+    if (family->next_destination(*this, qp, w, qp.mcast_next, &dst_node,
+                                 &dst_qpn, &count)) {
+      mcast = qp.mcast_next + 1 < count ? kMcastMember : kMcastLast;
+      w.keep_twin = mcast == kMcastMember;
+    } else {
+      counters.add(RHN_CNT_BAD_WQES);
+      result = RHN_CQE_LOC_QP_OP_ERR;
+      syndrome = RHN_SYN_BAD_WQE;
+    }
+  }
   Peer* peer = nullptr;
   if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP && !unsequenced &&
       !local) {
@@ -280,7 +296,14 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   e.status_addr = w.status_addr;
   e.status_lkey = w.status_lkey;
   e.state = MsgState::kSending;
-  qp.sq_fetch += nslots;
+  e.mcast = mcast;
+  if (mcast == kMcastMember) {
+    e.slots = 0;  // the WQE stays at sq_fetch for its next destination
+    qp.mcast_next++;
+  } else {
+    qp.sq_fetch += nslots;
+    qp.mcast_next = 0;
+  }
   if (result != RHN_CQE_SUCCESS) {
     e.wqe_flags &= static_cast<uint8_t>(~RHN_WQE_F_STATUS_WORD);
     finish_entry(qpn, e, result, syndrome);
@@ -432,6 +455,26 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
   while (qp.inflight_head != qp.inflight_tail) {
     Inflight& e = entry(qpn, qp.inflight_head);
     if (e.state != MsgState::kDone) break;
+    if (e.mcast == kMcastMember) {
+      // One destination of an mcastB: its WQE's CQE (with the last one)
+      // reports the first failure.
+      if (e.status != RHN_CQE_SUCCESS && qp.mcast_status == RHN_CQE_SUCCESS) {
+        qp.mcast_status = e.status;
+        qp.mcast_syndrome = e.syndrome;
+      }
+      if (local_error(e.status)) to_error = true;
+      qp.inflight_head++;
+      freed = true;
+      continue;
+    }
+    if (e.mcast == kMcastLast) {
+      if (e.status == RHN_CQE_SUCCESS && qp.mcast_status != RHN_CQE_SUCCESS) {
+        e.status = qp.mcast_status;
+        e.syndrome = qp.mcast_syndrome;
+      }
+      qp.mcast_status = RHN_CQE_SUCCESS;
+      qp.mcast_syndrome = RHN_SYN_NONE;
+    }
     const bool err = e.status != RHN_CQE_SUCCESS;
     if (err || (e.wqe_flags & RHN_WQE_F_SIGNALED)) {
       rhn_cqe c{};
@@ -475,6 +518,9 @@ void Engine::Impl::qp_to_error(uint32_t qpn) {
   qp.has_unanswered = false;
   qp.wake_at = 0;
   qp.prefetched_slot = kNone;
+  // An mcastB WQE half expanded is flushed whole (it is still at
+  // sq_fetch).
+  qp.mcast_next = 0;
   // Outstanding messages complete as flushed (late ACKs find them done).
   for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
     Inflight& e = entry(qpn, i);

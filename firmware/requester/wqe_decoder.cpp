@@ -59,10 +59,22 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     std::memcpy(&out.grh, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
                 sizeof(out.grh));
   }
-  // A partial transfer's descriptor takes the last slot; which opcode
-  // takes which mode is 004's table 1.
+  // An mcastB's destination list takes the last slot.
+  const bool has_mcast = w.opcode == RHN_OP_MCAST_LIST;
+  if (has_mcast) {
+    if (out.has_grh || slots < 2) return RHN_SYN_BAD_WQE;
+    std::memcpy(&out.mcast, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
+                sizeof(out.mcast));
+    for (uint8_t b : out.mcast.reserved)
+      if (b) return RHN_SYN_BAD_WQE;
+    if (out.mcast.count == 0 || out.mcast.count > RHN_MCAST_MAX_DESTS)
+      return RHN_SYN_BAD_WQE;
+  }
+  // A partial transfer's descriptor takes the last slot left; which
+  // opcode takes which mode is 004's table 1.
   out.xfer_mode = w.xfer_mode;
   const bool has_xfer = w.xfer_mode != RHN_XFER_BASIC;
+  const uint32_t xfer_slot = slots - 1 - (has_mcast ? 1 : 0);
   if (has_xfer) {
     if (w.xfer_mode > RHN_XFER_STRIDE) return RHN_SYN_BAD_WQE;
     const bool push_mode = w.xfer_mode == RHN_XFER_STRIDE ||
@@ -72,15 +84,19 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
                            w.xfer_mode == RHN_XFER_BITMAP ||
                            w.xfer_mode == RHN_XFER_TWIN;
     // An isend selects the bytes it sends as a PUSH does (ops/tag).
+    // An mcastB's members each get a PUSH.
     const bool taken =
-        ((w.opcode == RHN_OP_WRITE || w.opcode == RHN_OP_ISEND) && push_mode) ||
+        ((w.opcode == RHN_OP_WRITE || w.opcode == RHN_OP_ISEND ||
+          w.opcode == RHN_OP_MCAST_LIST) &&
+         push_mode) ||
         (w.opcode == RHN_OP_READ && pull_mode);
-    if (!taken || out.has_grh || slots < 2 || (w.flags & RHN_WQE_F_INLINE))
+    if (!taken || out.has_grh || xfer_slot < 1 || (w.flags & RHN_WQE_F_INLINE))
       return RHN_SYN_BAD_XFER;
-    std::memcpy(&out.xfer, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
+    std::memcpy(&out.xfer, raw.bytes + xfer_slot * RHN_SQ_SLOT_SIZE,
                 sizeof(out.xfer));
   }
-  const uint32_t ext = slots - 1 - (out.has_grh ? 1 : 0) - (has_xfer ? 1 : 0);
+  const uint32_t ext = slots - 1 - (out.has_grh ? 1 : 0) - (has_xfer ? 1 : 0) -
+                       (has_mcast ? 1 : 0);
 
   if (is_atomic(w.opcode)) {
     // Operands share the union with the status word reference.

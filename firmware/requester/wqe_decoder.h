@@ -46,6 +46,11 @@ struct DecodedWqe {
   rhn_wqe_grh grh{};
   uint8_t xfer_mode = RHN_XFER_BASIC;  // not basic: xfer is the last slot
   rhn_wqe_xfer xfer{};
+  // MCAST_LIST: its destination list (the last slot; xfer the one before).
+  rhn_wqe_mcast mcast{};
+  // Set by the requester, not decoded: a DIFF only compares with its twin
+  // (an mcastB destination before the last leaves it as it was).
+  bool keep_twin = false;
 };
 
 // Slots the WQE beginning with this slot occupies (1..8), or 0 if the

@@ -9,7 +9,10 @@
 # ibv_devinfo, ibv_{rc,ud,srq}_pingpong, perftest latency (2 B; atomic 8 B),
 # bandwidth (64 KiB) and small-message rate (8 B). Prints one table: metric,
 # figure per device, and how many times better the first device is than the
-# second. Exits non-zero when any client failed. Node logs stay in --out
+# second. On the first rhinet* device also isend/irecv (rhinetdv_tag_bench)
+# beside ib_send_lat (8 B ...) and ib_write_bw / ib_send_bw (1 MiB) of the
+# same boot, in a second table with the ratios the goals are stated in.
+# Exits non-zero when any client failed. Node logs stay in --out
 # (default build/vm/bench-verbs).
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,7 +25,7 @@ while (($#)); do
 	--out) out=$2; shift 2 ;;
 	--env) env_file=$2; shift 2 ;;
 	--from) from=$2; shift 2 ;;
-	-h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,17p' "$0"; exit 0 ;;
 	-*) echo "verbs_vs_rxe: unknown option '$1'" >&2; exit 2 ;;
 	*) devices+=("$1"); shift ;;
 	esac
@@ -124,6 +127,78 @@ END {
 		printf "met on %d of %d such rows.\n", met, goals
 	}
 }' "$out/figures.txt"
+# isend/irecv (rhinetdv_tag_bench) beside the verbs it is held to, on the
+# first rhinet* device, same boot: latency against ib_send_lat, 1 MiB
+# bandwidth against ib_write_bw.
+tag_dev=""
+for d in "${devices[@]}"; do
+	[[ $d == rhinet* ]] && { tag_dev=$d; break; }
+done
+if [[ -n $tag_dev ]] && grep -q "^RHINET-BENCH $tag_dev tag" "$out/figures.txt"; then
+	echo
+	echo "isend/irecv (rhinetdv_tag_bench) beside verbs on $tag_dev, same boot:"
+	awk -v dev="$tag_dev" '
+	BEGIN {
+		n = 0
+		for (i = 1; i <= 4; i++) {
+			split("8 64 4096 65536", sz, " ")
+			s = sz[i]
+			lb = s >= 1024 ? s / 1024 " KiB" : s " B"
+			row("tag_lat_" s, 5, "send_lat_" s, 5, "ib_send_lat", lb " latency typical", "us", 0, s == 8 ? 1.2 : 0)
+			row("tag_lat_" s, 6, "send_lat_" s, 6, "ib_send_lat", lb " latency average", "us", 0, s == 8 ? 1.2 : 0)
+		}
+		row("tag_bw_65536", 4, "send_bw", 4, "ib_send_bw", "64 KiB bandwidth", "MB/s", 1, 0)
+		row("tag_bw_65536", 4, "write_bw", 4, "ib_write_bw", "64 KiB bandwidth", "MB/s", 1, 0)
+		row("tag_bw_1048576", 4, "write_bw_1m", 4, "ib_write_bw", "1 MiB bandwidth", "MB/s", 1, 0.9)
+		row("tag_bw_1048576", 4, "send_bw_1m", 4, "ib_send_bw", "1 MiB bandwidth", "MB/s", 1, 0)
+	}
+	# A row: isend figure (test, column) beside a verbs figure; goal: the
+	# ratio isend/verbs must be <= goal (latency) or >= goal (bandwidth).
+	function row(t1, c1, t2, c2, tool, label, unit, more, goal) {
+		n++; ta[n] = t1; ca[n] = c1; tb[n] = t2; cb[n] = c2
+		tl[n] = tool; l[n] = label " [" unit "]"; u[n] = unit
+		m[n] = more; g[n] = goal
+	}
+	$1 == "RHINET-BENCH" && $2 == dev { line[$3] = $0 }
+	function fig(test, col,   f, k) {
+		if (!(test in line)) return ""
+		split(line[test], f, " ")
+		if (f[4] == "FAIL") return "FAIL"
+		k = f[3 + col]
+		if (col == 4) k = k * 1000 / 8  # Gb/s (perftest --report_gbits) to MB/s
+		return k
+	}
+	function show(v) {
+		if (v == "" || v == "FAIL") return sprintf(" %11s", v == "" ? "-" : v)
+		return sprintf(" %11.2f", v)
+	}
+	END {
+		printf "%-32s %11s %11s %-12s %7s\n", "metric", "isend/irecv", "verbs", "(verbs tool)", "ratio"
+		for (i = 1; i <= n; i++) {
+			a = fig(ta[i], ca[i]); b = fig(tb[i], cb[i])
+			if (a == "" && b == "") continue
+			printf "%-32s%s%s %-12s", l[i], show(a), show(b), tl[i]
+			r = ""
+			if (a + 0 > 0 && b + 0 > 0) {
+				r = a / b
+				printf " %6.2fx", r
+			}
+			if (g[i] && r != "") {
+				ok = m[i] ? r >= g[i] : r <= g[i]
+				printf "  goal %s%.1fx %s", m[i] ? ">=" : "<=", g[i], ok ? "met" : "NOT met"
+			}
+			printf "\n"
+			if (ta[i] == "tag_lat_8" && ca[i] == 5) lat_t = r
+			if (ta[i] == "tag_lat_8" && ca[i] == 6) lat_a = r
+			if (ta[i] == "tag_bw_1048576" && tb[i] == "write_bw_1m") bw = r
+		}
+		printf "\nratio: isend/irecv figure / verbs figure (for latency lower is better, for bandwidth higher).\n"
+		if (lat_t != "")
+			printf "isend lat 8 B / ib_send_lat 8 B: %.2fx typical, %.2fx average (goal <= 1.2x: typical %s, average %s)\n", lat_t, lat_a, (lat_t <= 1.2) ? "met" : "NOT met", (lat_a <= 1.2) ? "met" : "NOT met"
+		if (bw != "")
+			printf "isend bw 1 MiB / ib_write_bw 1 MiB: %.2fx (goal >= 0.9x: %s)\n", bw, (bw >= 0.9) ? "met" : "NOT met"
+	}' "$out/figures.txt"
+fi
 if grep -aq '^RHINET-CNT ' "$out/node0.log"; then
 	echo
 	echo "rhinet0 transport events on node 0 during each test (rxe's frames ride on the same NIC):"

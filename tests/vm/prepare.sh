@@ -96,7 +96,7 @@ if [[ -f $PROV/librhinetdv.so.1 && -f $PROV/rhinet.driver ]]; then
 		--link "../librhinetdv.so.1:$VERBS_LIB/libibverbs/librhinet-rdmav34.so"
 		--file "$PROV/rhinet.driver:/etc/libibverbs.d/rhinet.driver")
 	for ex in rhinetdv_pingpong rhinetdv_model rhinetdv_tag rhinetdv_pindown \
-		ibv_tm_pingpong; do
+		ibv_tm_pingpong rhinetdv_tag_bench; do
 		[[ -x $PROV/examples/$ex ]] &&
 			bin_args+=(--tool "$PROV/examples/$ex:/usr/bin/$ex")
 	done
@@ -135,7 +135,8 @@ UL="$BUILD/userlib"
 if [[ -f $UL/librhinet_user.so.0 ]]; then
 	app_args+=(--tool "$UL/librhinet_user.so.0:$LIB/librhinet_user.so.0"
 		--tool "$UL/rhinet-run:/usr/bin/rhinet-run")
-	for ex in table1 twin_diff_dsm hello_push isend_irecv pin_on_demand; do
+	for ex in table1 twin_diff_dsm hello_push isend_irecv pin_on_demand \
+		partial_messages; do
 		app_args+=(--tool "$UL/rhinet_$ex:/usr/bin/rhinet_$ex")
 	done
 fi

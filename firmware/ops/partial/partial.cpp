@@ -295,7 +295,7 @@ bool write_diff(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
     runs[count].skip = static_cast<uint16_t>(pos - prev_end);
     runs[count].length = static_cast<uint16_t>(len);
     count++;
-    std::memcpy(twin + pos, data + data_len, len);
+    if (!w.keep_twin) std::memcpy(twin + pos, data + data_len, len);
     data_len += len;
     prev_end = pos + len;
     if (!next_difference(m, qp, w, twin, prev_end, &next)) return false;

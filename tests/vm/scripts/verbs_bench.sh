@@ -7,9 +7,15 @@
 # IP interface rhinet.ko gives the same NIC. Per device: ibv_devinfo,
 # ibv_{rc,ud,srq}_pingpong checking the bytes (-c), perftest's latency tests
 # (write/read/send 2 B, atomic), bandwidth at 64 KiB (write/read/send) and
-# small-message rate (write and send 8 B, atomic). Node 0 (the client) prints
-# one line per figure for the host:
-#   RHINET-BENCH DEVICE TEST FIELD... (the perftest result row, or usec/iter)
+# small-message rate (write and send 8 B, atomic). On rhinet* devices, also
+# isend/irecv (rhinetdv_tag_bench: ping-pong latency at 8 B, 64 B, 4 KiB,
+# 64 KiB; streaming bandwidth at 64 KiB and 1 MiB) beside the verbs it is
+# judged against: ib_send_lat at 8 B and ib_write_bw at 1 MiB (and, not
+# quick, ib_send_lat at 64 B, 4 KiB and 64 KiB and ib_send_bw at 1 MiB).
+# Node 0 (the client) prints one line per figure for the host:
+#   RHINET-BENCH DEVICE TEST FIELD... (the perftest result row, or usec/iter;
+#     rhinetdv_tag_bench's rows as tag_lat_BYTES / tag_bw_BYTES, laid out
+#     as perftest's)
 #   RHINET-BENCH DEVICE TEST FAIL
 #   RHINET-CNT DEVICE TEST NAME=DELTA... (node 0's rhinet0 transport counters
 #     that moved during the test: retransmits, RNR NAKs, drops...; rxe's
@@ -22,9 +28,9 @@ LIB_NAME=verbs_bench
 # shellcheck source=verbs.lib.sh
 . "$(dirname "$0")/verbs.lib.sh" # rides next to this script (run-cluster.sh)
 
-LAT_N=1000 BW_N=400 RATE_N=20000 PP_N=500
+LAT_N=1000 BW_N=400 RATE_N=20000 PP_N=500 BIG_N=100 CHECKED_N=20 QUICK=0
 if [ "${1:-}" = quick ]; then
-	LAT_N=200 BW_N=100 RATE_N=2000 PP_N=100
+	LAT_N=200 BW_N=100 RATE_N=2000 PP_N=100 BIG_N=30 CHECKED_N=5 QUICK=1
 	shift
 fi
 [ $# -ge 1 ] || fail "name at least one device"
@@ -65,6 +71,13 @@ bench() {
 		# "N iters in S seconds = U usec/iter"
 		sed -n "s/.* iters in .* = \([0-9.]*\) usec\/iter.*/RHINET-BENCH $dev $1 \1/p" /tmp/out
 		;;
+	rhinetdv_tag_bench)
+		# RHINETDV-TAG-BENCH lat|bw BYTES ITERS FIELD...
+		awk -v p="RHINET-BENCH $dev" '$1 == "RHINETDV-TAG-BENCH" {
+			printf "%s tag_%s_%s", p, $2, $3
+			for (i = 3; i <= NF; i++) printf " %s", $i
+			printf "\n" }' /tmp/out
+		;;
 	*)
 		# The first row under perftest's "#bytes ..." header.
 		awk -v p="RHINET-BENCH $dev $1" \
@@ -95,6 +108,23 @@ for DEV in "$@"; do
 	bench "$DEV" write_rate ib_write_bw $P -n $RATE_N -s 8
 	bench "$DEV" send_rate ib_send_bw $P -n $RATE_N -s 8
 	bench "$DEV" atomic_rate ib_atomic_bw $P -n $RATE_N
+	case $DEV in
+	rhinet*)
+		# isend/irecv in the same boot as the verbs it is held to:
+		# latency beside ib_send_lat, 1 MiB bandwidth beside
+		# ib_write_bw (every byte of a checked pass checked).
+		bench "$DEV" send_lat_8 ib_send_lat $P -n $LAT_N -s 8
+		bench "$DEV" tag rhinetdv_tag_bench -n $LAT_N -b $BW_N -B $BIG_N \
+			-c $CHECKED_N
+		bench "$DEV" write_bw_1m ib_write_bw $P -n $BIG_N -s 1048576
+		if [ $QUICK = 0 ]; then
+			bench "$DEV" send_bw_1m ib_send_bw $P -n $BIG_N -s 1048576
+			for size in 64 4096 65536; do
+				bench "$DEV" send_lat_$size ib_send_lat $P -n $LAT_N -s $size
+			done
+		fi
+		;;
+	esac
 done
 
 verbs_check_dmesg

@@ -24,7 +24,10 @@
 #             PULL by area ID and offset, status words), every byte checked,
 #             error cases included; rhinetdv_tag: isend/irecv/iprobe/cancel
 #             matched by the NIC (expected, unexpected, rendezvous,
-#             truncation, a stream, a receiver killed); ibv_tm_pingpong:
+#             truncation, a stream, a receiver killed);
+#             rhinetdv_tag_bench briefly (isend/irecv ping-pong at 8 B ..
+#             64 KiB and streams of 64 KiB and 1 MiB, every byte of every
+#             message checked in every loop); ibv_tm_pingpong:
 #             the standard ibverbs tag matching (a TM SRQ: expected and
 #             unexpected eager, sync, NO_TAG, rendezvous with its FIN,
 #             remove, a full list; libibverbs only); rhinetdv_pindown:
@@ -226,6 +229,11 @@ if want dv && [ "$DEVICE" = rhinet0 ]; then
 	# isend/irecv matched by the NIC: expected, unexpected with iprobe,
 	# truncation, cancel, a stream through a small RQ, a killed receiver.
 	run_pair rhinetdv_tag rhinetdv_tag
+	# The isend/irecv benchmark's loops, short and with every byte
+	# checked (-C): eager inline, eager, rendezvous ping-pong, and
+	# streams with a window of 4 isends in flight.
+	run_pair rhinetdv_tag_bench rhinetdv_tag_bench -C -n 20 -b 20 -B 8 \
+		-c 4 -w 4
 	# The standard ibverbs tag-matching API (IBV_SRQT_TM), libibverbs
 	# only: expected and unexpected eager, sync, NO_TAG, rendezvous read
 	# by the NIC with its FIN, a removed tag, a full list.

@@ -80,6 +80,8 @@ struct SendWr {
   // A partial transfer: the mode, and its descriptor as the last slot.
   uint8_t xfer_mode = RHN_XFER_BASIC;
   rhn_wqe_xfer xfer{};
+  // MCAST_LIST: the destination list's descriptor, its last slot.
+  rhn_wqe_mcast mcast{};
   // IPROBE: mask and RHN_TAG_F_* flags (the tag is remote_addr, the
   // source dst_node/dst_qpn).
   uint64_t tag_mask = ~uint64_t{0};
