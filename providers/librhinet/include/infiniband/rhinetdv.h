@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3). What ibverbs has no words for:
+ * versions RHINETDV_1.0 to RHINETDV_1.3; rhinetdv 1.4 added no function,
+ * only fields: the partial-transfer modes of isend and irecv, which a
+ * library has when it reports RHINETDV_CAP_TAG_XFER). What ibverbs has no
+ * words for:
  * the reliable connectionless endpoint (one per process; it reaches every
  * (node, endpoint) of the fabric), communication areas registered under a
  * group-wide area ID, PUSH and PULL addressed as (node, endpoint, area ID,
@@ -48,6 +51,11 @@ enum rhinetdv_device_caps {
 	 * rhinetdv_pd_release (RHINETDV_1.3)
 	 */
 	RHINETDV_CAP_PIN_ON_DEMAND = 1 << 7,
+	/* isend and irecv take partial-transfer modes (004 table 1):
+	 * RHINETDV_ISEND_ATTR_MASK_XFER, RHINETDV_IRECV_ATTR_MASK_XFER
+	 * (rhinetdv 1.4)
+	 */
+	RHINETDV_CAP_TAG_XFER = 1 << 8,
 };
 
 struct rhinetdv_device_attr {
@@ -236,13 +244,16 @@ struct rhinetdv_xfer {
 int rhinetdv_push(struct rhinetdv_endpoint *ep, const struct rhinetdv_xfer *x);
 int rhinetdv_pull(struct rhinetdv_endpoint *ep, const struct rhinetdv_xfer *x);
 
-/* Partial transfers (004 2.7, table 1). */
+/*
+ * Partial transfers (004 2.7, table 1): PUSH and isend take BASIC, DIFF,
+ * BITMAP and STRIDE; PULL and irecv take BASIC, TWIN, BITMAP and STRIDE.
+ */
 enum rhinetdv_mode {
 	RHINETDV_MODE_BASIC = 0,
-	RHINETDV_MODE_TWIN = 1, /* PULL: the NIC keeps a copy in twin memory */
-	RHINETDV_MODE_DIFF = 2, /* PUSH: only bytes that differ from the twin */
-	RHINETDV_MODE_BITMAP = 3, /* PUSH, PULL: only blocks marked in a bitmap */
-	RHINETDV_MODE_STRIDE = 4, /* PUSH, PULL: strided blocks on both sides */
+	RHINETDV_MODE_TWIN = 1, /* the NIC keeps a copy in twin memory */
+	RHINETDV_MODE_DIFF = 2, /* only bytes that differ from the twin */
+	RHINETDV_MODE_BITMAP = 3, /* only blocks marked in a bitmap */
+	RHINETDV_MODE_STRIDE = 4, /* blocks at strides */
 };
 
 enum rhinetdv_xfer_ex_flags {
@@ -330,6 +341,22 @@ int rhinetdv_wait_signal(struct rhinetdv_endpoint *ep, uint32_t group_id,
  * buffer (rendezvous). The isend completes when its data has arrived.
  * When the NIC's lists are full, irecvs wait in the endpoint's receive
  * queue and isends are refused and resent in order: matching stays exact.
+ *
+ * Partial-transfer modes (004 table 1, rhinetdv 1.4, RHINETDV_CAP_TAG_XFER)
+ * choose which bytes of the sender's buffer make the message and where
+ * its bytes land in the receiver's; sender and receiver choose theirs
+ * independently. An isend takes BASIC, STRIDE (count blocks of block
+ * bytes, local_stride apart in the buffer, sent packed as a message of
+ * block * count bytes), BITMAP (a message of `length` bytes of which only
+ * the blocks marked in the bitmap travel) or DIFF (a message of `length`
+ * bytes of which only those that differ from the twin travel; the twin
+ * then holds them). Bytes of a BITMAP or DIFF message that do not travel
+ * leave the receiver's memory as it was. An irecv takes BASIC, STRIDE
+ * (message byte o lands at (o / block) * stride + o % block, for block *
+ * count bytes), BITMAP (byte o lands only if bit o / block is set) or
+ * TWIN (every byte also lands in the twin at twin_offset + o). A partial
+ * isend is never sent eagerly. Parameters the NIC refuses complete the
+ * operation with RHINETDV_SYN_BAD_XFER.
  */
 enum rhinetdv_isend_flags {
 	RHINETDV_ISEND_SIGNALED = RHINETDV_XFER_SIGNALED,
@@ -338,8 +365,13 @@ enum rhinetdv_isend_flags {
 	RHINETDV_ISEND_INLINE = RHINETDV_XFER_INLINE,
 };
 
+enum rhinetdv_isend_attr_mask {
+	/* mode and its parameters are set (rhinetdv 1.4) */
+	RHINETDV_ISEND_ATTR_MASK_XFER = 1 << 0,
+};
+
 struct rhinetdv_isend_attr {
-	uint64_t comp_mask; /* 0 */
+	uint64_t comp_mask; /* enum rhinetdv_isend_attr_mask */
 	uint64_t wr_id;
 	const void *addr;
 	uint32_t length;
@@ -351,14 +383,43 @@ struct rhinetdv_isend_attr {
 	uint32_t flags; /* enum rhinetdv_isend_flags */
 	uint32_t status_lkey; /* STATUS_WORD, as for rhinetdv_push */
 	uint64_t *status_word;
+	/* With RHINETDV_ISEND_ATTR_MASK_XFER (a caller of RHINETDV_1.2 passes
+	 * the structure without these), named as in rhinetdv_xfer_ex:
+	 */
+	uint32_t mode; /* enum rhinetdv_mode: BASIC, DIFF, BITMAP, STRIDE */
+	/* STRIDE: bytes per block; BITMAP: bytes per bit of the bitmap */
+	uint32_t block;
+	/* STRIDE: count blocks local_stride apart from addr, which holds
+	 * (count - 1) * local_stride + block of length bytes; the message
+	 * has block * count bytes
+	 */
+	uint32_t count;
+	uint32_t bitmap_lkey; /* BITMAP */
+	uint64_t local_stride; /* STRIDE, >= block */
+	/* BITMAP: bit i (LSB first in each byte) marks bytes
+	 * [i*block, (i+1)*block) of length; local memory in an MR of the
+	 * endpoint's PD; at most max_bitmap_blocks blocks
+	 * (rhinetdv_query_tag_caps)
+	 */
+	const void *bitmap;
+	/* DIFF: twin memory from ibv_alloc_dm, and where in it the copy of
+	 * the buffer starts
+	 */
+	struct ibv_dm *twin;
+	uint64_t twin_offset;
 };
 
 enum rhinetdv_irecv_flags {
 	RHINETDV_IRECV_ANY_SOURCE = 1 << 0, /* src_node/src_endpoint ignored */
 };
 
+enum rhinetdv_irecv_attr_mask {
+	/* mode and its parameters are set (rhinetdv 1.4) */
+	RHINETDV_IRECV_ATTR_MASK_XFER = 1 << 0,
+};
+
 struct rhinetdv_irecv_attr {
-	uint64_t comp_mask; /* 0 */
+	uint64_t comp_mask; /* enum rhinetdv_irecv_attr_mask */
 	uint64_t wr_id;
 	void *addr; /* where the message goes (its first length bytes) */
 	uint32_t length;
@@ -370,11 +431,39 @@ struct rhinetdv_irecv_attr {
 	uint32_t src_endpoint;
 	uint32_t flags; /* enum rhinetdv_irecv_flags */
 	uint32_t reserved1; /* 0 */
+	/* With RHINETDV_IRECV_ATTR_MASK_XFER (a caller of RHINETDV_1.2 passes
+	 * the structure without these):
+	 */
+	uint32_t mode; /* enum rhinetdv_mode: BASIC, TWIN, BITMAP, STRIDE */
+	/* STRIDE: bytes per block; BITMAP: bytes per bit of the bitmap */
+	uint32_t block;
+	/* STRIDE: count blocks stride apart from addr, which holds
+	 * (count - 1) * stride + block of length bytes; the irecv takes
+	 * block * count bytes of the message
+	 */
+	uint32_t count;
+	uint32_t bitmap_lkey; /* BITMAP */
+	uint64_t stride; /* STRIDE, >= block */
+	/* BITMAP: bit i (LSB first in each byte) marks bytes
+	 * [i*block, (i+1)*block) of length; local memory in an MR of the
+	 * endpoint's PD
+	 */
+	const void *bitmap;
+	/* TWIN: twin memory from ibv_alloc_dm that also gets the message,
+	 * from twin_offset on
+	 */
+	struct ibv_dm *twin;
+	uint64_t twin_offset;
 };
 
 /*
  * Posts an isend. inlen: sizeof(*attr) as the caller knows it. ENOMEM:
- * max_outstanding operations in flight; EINVAL: bad flags or fields.
+ * max_outstanding operations in flight; EINVAL: bad flags or fields,
+ * unknown comp_mask bits, mode fields without RHINETDV_ISEND_ATTR_MASK_XFER,
+ * a mode an isend does not take (TWIN), INLINE with a partial mode, a zero
+ * or overlapping stride, blocks beyond the buffer, a twin of another
+ * device or shorter than twin_offset + length (so that what the NIC would
+ * refuse does not take the endpoint to error).
  * Completes as RHINETDV_OP_ISEND (errors always, success if SIGNALED):
  * REM_OP_ERR when the receiving endpoint went away or cancelled its
  * irecv during the transfer.
@@ -384,11 +473,12 @@ int rhinetdv_isend(struct rhinetdv_endpoint *ep,
 /*
  * Posts an irecv; *handle (may be NULL) names it for rhinetdv_irecv_cancel.
  * ENOMEM: max_irecv irecvs are outstanding (or the oldest still waits in
- * the ring). Every irecv completes as RHINETDV_OP_IRECV: byte_len is the
- * message's length, rhinetdv_poll_ex gives its tag and source;
- * IBV_WC_LOC_LEN_ERR when it was longer than the buffer (which holds its
- * first bytes), IBV_WC_WR_FLUSH_ERR when cancelled, IBV_WC_REM_OP_ERR
- * when the sender gave the message up.
+ * the ring); EINVAL as for rhinetdv_isend (an irecv does not take DIFF).
+ * Every irecv completes as RHINETDV_OP_IRECV: byte_len is the message's
+ * length, rhinetdv_poll_ex gives its tag and source; IBV_WC_LOC_LEN_ERR
+ * when it was longer than the irecv takes (length bytes, or block * count
+ * with STRIDE), which then holds its first bytes, IBV_WC_WR_FLUSH_ERR
+ * when cancelled, IBV_WC_REM_OP_ERR when the sender gave the message up.
  */
 int rhinetdv_irecv(struct rhinetdv_endpoint *ep,
 		   const struct rhinetdv_irecv_attr *attr, size_t inlen,
@@ -412,17 +502,25 @@ struct rhinetdv_tag_info {
 /*
  * iprobe (004 table 2): the oldest unexpected message that an irecv with
  * *sel's source, tag and mask would take, without receiving it (addr,
- * length, lkey and wr_id of *sel are not used). Waits for the NIC's
- * answer (no system call). 0 and info->found, or an errno.
+ * length, lkey, wr_id and the mode fields of *sel are not used). Waits
+ * for the NIC's answer (no system call). 0 and info->found, or an errno.
  */
 int rhinetdv_iprobe(struct rhinetdv_endpoint *ep,
 		    const struct rhinetdv_irecv_attr *sel, size_t inlen,
 		    struct rhinetdv_tag_info *info);
 
+enum rhinetdv_tag_caps_mask {
+	/* max_bitmap_blocks is set (rhinetdv 1.4) */
+	RHINETDV_TAG_CAPS_MASK_XFER = 1 << 0,
+};
+
 struct rhinetdv_tag_caps {
-	uint64_t comp_mask; /* set by the library: none defined yet */
-	uint32_t max_eager; /* isends up to this size need no rendezvous */
+	uint64_t comp_mask; /* by the library: enum rhinetdv_tag_caps_mask */
+	uint32_t max_eager; /* basic isends up to this size go eagerly */
 	uint32_t max_irecv; /* of this endpoint */
+	/* The most blocks a BITMAP isend selects from (ceil(length / block)) */
+	uint32_t max_bitmap_blocks;
+	uint32_t reserved;
 };
 int rhinetdv_query_tag_caps(struct rhinetdv_endpoint *ep,
 			    struct rhinetdv_tag_caps *caps, size_t inlen);
