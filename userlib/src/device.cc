@@ -262,12 +262,12 @@ Result<void> Device::cancel_recv(std::uint32_t r) {
 }
 
 std::string Device::describe(const RecvSlot& r) const {
-  return describe_message(Op::irecv, r.source, r.match, r.length);
+  return describe_message(Op::irecv, r.source, r.match, r.length, r.mode);
 }
 
 std::string Device::describe(const Slot& s) const {
   if (s.op == Op::isend)
-    return describe_message(Op::isend, s.rank, {s.tag}, s.length);
+    return describe_message(Op::isend, s.rank, {s.tag}, s.length, s.mode);
   std::string d = std::string(op_name(s.op)) +
                   (s.op == Op::pull ? " from rank " : " to rank ") +
                   std::to_string(s.rank);

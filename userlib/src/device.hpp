@@ -61,7 +61,8 @@ struct Device : std::enable_shared_from_this<Device> {
     std::uint32_t handle = 0;  // for rhinetdv_irecv_cancel
     std::uint32_t source = 0;  // rank or any_source
     TagMatch match{};
-    std::uint32_t length = 0;  // buffer bytes
+    std::uint32_t length = 0;  // bytes it takes (buffer, or strided blocks)
+    Mode mode = Mode::basic;
   };
   using Region = Registry::Region;
 

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "message_detail.hpp"
+#include "xfer_detail.hpp"
 
 namespace rhinet {
 
@@ -29,36 +30,27 @@ Result<void> check_message(Op op, const XferOptions& o, std::size_t length) {
   const auto mode_v = static_cast<std::uint32_t>(o.mode);
   if (mode_v > static_cast<std::uint32_t>(Mode::stride))
     return Error(EINVAL, op_s + ": unknown mode " + std::to_string(mode_v));
-  if (o.mode != Mode::basic)
-    return Error(EOPNOTSUPP,
-                 op_s + ": mode " + mode_name(o.mode) +
-                     " is not supported for isend/irecv (the NIC matches "
-                     "and moves whole messages; only Mode::basic)");
-  if (o.stride.block || o.stride.count || o.stride.local_stride ||
-      o.stride.remote_stride)
-    return Error(EINVAL, op_s +
-                             ": stride parameters given; isend/irecv take "
-                             "only Mode::basic");
-  if (!o.bitmap.bits.empty() || o.bitmap.granularity)
-    return Error(EINVAL,
-                 op_s + ": a bitmap given; isend/irecv take only Mode::basic");
-  if (o.twin.twin || o.twin.offset)
-    return Error(EINVAL,
-                 op_s + ": a twin given; isend/irecv take only Mode::basic");
+  if (!detail::mode_allowed(op, o.mode))
+    return Error(EINVAL, op_s + " does not take mode " + mode_name(o.mode) +
+                             " (004 table 1: isend takes basic, diff, "
+                             "bitmap, stride; irecv takes basic, twin, "
+                             "bitmap, stride)");
+  if (auto r = detail::check_stray_parameters(op, o, length); !r) return r;
   if (o.signal)
     return Error(EINVAL, op_s +
                              ": a signal goes only with a push by area ID "
                              "(a message's arrival is its own notice)");
   if (o.fence)
     return Error(EINVAL, op_s + ": fence orders PULLs; isend/irecv take none");
-  if (o.inline_data && op != Op::isend)
+  if (o.inline_data && (op != Op::isend || o.mode != Mode::basic))
     return Error(EINVAL, op_s +
-                             ": inline data goes only with an isend (or a "
-                             "basic push)");
+                             ": inline data goes only with a basic isend (or "
+                             "a basic push)");
+  // The span is one SGE (a strided message's blocks lie inside it).
   if (length > std::numeric_limits<std::uint32_t>::max())
     return Error(EMSGSIZE, op_s + ": " + std::to_string(length) +
                                " bytes; one message is less than 4 GiB");
-  return ok();
+  return detail::check_mode_parameters(op, o, length);
 }
 
 namespace detail {
@@ -100,12 +92,15 @@ std::string describe_match(std::uint32_t source, TagMatch match) {
 }
 
 std::string describe_message(Op op, std::uint32_t rank, TagMatch match,
-                             std::size_t length) {
+                             std::size_t length, Mode mode) {
+  const std::string m = mode == Mode::basic
+                            ? std::string()
+                            : std::string(", mode ") + mode_name(mode);
   if (op == Op::isend)
     return "isend to " + describe_match(rank, {match.tag}) + ", " +
-           std::to_string(length) + " bytes";
+           std::to_string(length) + " bytes" + m;
   return std::string(op_name(op)) + " from " + describe_match(rank, match) +
-         ", " + std::to_string(length) + "-byte buffer";
+         ", " + std::to_string(length) + "-byte buffer" + m;
 }
 
 Result<void> check_source(std::uint32_t source, std::uint32_t size) {
@@ -119,10 +114,11 @@ Result<MessagePlan> plan_message(Op op, std::uint32_t rank, TagMatch match,
                                  std::span<const std::byte> local,
                                  const XferOptions& o, const PeerIndex& peers,
                                  const Registry& registry,
-                                 std::uint32_t max_inline) {
+                                 std::uint32_t max_inline,
+                                 std::uint32_t max_bitmap_blocks) {
   const auto fail = [&](int e, const std::string& why) {
-    return Error(e,
-                 describe_message(op, rank, match, local.size()) + ": " + why);
+    return Error(e, describe_message(op, rank, match, local.size(), o.mode) +
+                        ": " + why);
   };
   if (op != Op::isend && op != Op::irecv)
     return fail(EINVAL, "not an isend or irecv");
@@ -143,6 +139,19 @@ Result<MessagePlan> plan_message(Op op, std::uint32_t rank, TagMatch match,
     return fail(ERANGE, "the rank's node ID is beyond 16 bits");
   if (auto r = check_message(op, o, local.size()); !r)
     return fail(r.error().errno_value(), r.error().message());
+  if (op == Op::isend && o.mode == Mode::bitmap && max_bitmap_blocks) {
+    // The sending NIC holds the bitmap while it streams the message.
+    const std::uint64_t blocks =
+        (local.size() + o.bitmap.granularity - 1) / o.bitmap.granularity;
+    if (blocks > max_bitmap_blocks)
+      return fail(EINVAL, "a bitmap isend selects from at most " +
+                              std::to_string(max_bitmap_blocks) + " blocks; " +
+                              std::to_string(local.size()) +
+                              " bytes in blocks of " +
+                              std::to_string(o.bitmap.granularity) + " are " +
+                              std::to_string(blocks) +
+                              " (a coarser granularity, or several isends)");
+  }
 
   if (op == Op::isend && (o.inline_data || local.empty())) {
     if (local.size() > max_inline)
@@ -171,6 +180,15 @@ Result<MessagePlan> plan_message(Op op, std::uint32_t rank, TagMatch match,
   if (op == Op::irecv && !reg->writable)
     return fail(EACCES, "the receive buffer is in a read-only Buffer");
   p.lkey = reg->lkey;
+  if (o.mode == Mode::bitmap) {
+    const auto* bits =
+        registry.find(o.bitmap.bits.data(), o.bitmap.bits.size());
+    if (!bits)
+      return fail(EFAULT,
+                  "the bitmap is not inside one registered Buffer or Area of "
+                  "the group (the NIC reads it)");
+    p.bitmap_lkey = bits->lkey;
+  }
   return p;
 }
 

@@ -53,9 +53,10 @@ class PeerIndex {
 // mask is all ones.
 std::string describe_match(std::uint32_t source, TagMatch match);
 // "isend to rank 3, tag 0x7, 64 bytes";
-// "irecv from any source, tag 0x7 mask 0xff, 64-byte buffer".
+// "irecv from any source, tag 0x7 mask 0xff, 64-byte buffer"; then
+// ", mode stride" unless the mode is basic.
 std::string describe_message(Op op, std::uint32_t rank, TagMatch match,
-                             std::size_t length);
+                             std::size_t length, Mode mode = Mode::basic);
 
 // any_source or a rank below `size`: EINVAL otherwise (the message says
 // which, without a prefix).
@@ -63,27 +64,30 @@ Result<void> check_source(std::uint32_t source, std::uint32_t size);
 
 // What an isend or irecv posts, decided before the device is asked.
 struct MessagePlan {
-  bool any_source = false;   // irecv from any_source
-  Peer peer{};               // the destination, or the source
-  std::uint32_t lkey = 0;    // of the span's Buffer or Area
-  bool inline_data = false;  // isend: the bytes go into the work request
-  bool no_memory = false;    // irecv of an empty span: nothing is written
+  bool any_source = false;        // irecv from any_source
+  Peer peer{};                    // the destination, or the source
+  std::uint32_t lkey = 0;         // of the span's Buffer or Area
+  std::uint32_t bitmap_lkey = 0;  // Mode::bitmap: of the bitmap's
+  bool inline_data = false;       // isend: the bytes go into the work request
+  bool no_memory = false;         // irecv of an empty span: nothing is written
 };
 
 // The checks isend / irecv make (each Error's message starts with
 // describe_message): the rank (EINVAL: out of the group; any_source only
-// for an irecv), check_message's (EOPNOTSUPP for a partial-transfer
-// mode, EINVAL, EMSGSIZE), and the local memory: an isend's span inline
-// (XferOptions::inline_data, or empty) of at most max_inline bytes
-// (EMSGSIZE) or inside one registered region; an irecv's inside one
-// writable region (EFAULT: not registered; EACCES: read-only), an empty
-// one needs none.
+// for an irecv), check_message's (EINVAL, EMSGSIZE), a bitmap isend of
+// more than max_bitmap_blocks blocks (EINVAL; 0: no limit known), and the
+// local memory: an isend's span inline (XferOptions::inline_data, or
+// empty) of at most max_inline bytes (EMSGSIZE) or inside one registered
+// region; an irecv's inside one writable region (EFAULT: not registered;
+// EACCES: read-only), an empty one needs none; a bitmap inside one
+// registered region (EFAULT). Does not check that a twin is the group's.
 Result<MessagePlan> plan_message(Op op, std::uint32_t rank, TagMatch match,
                                  std::span<const std::byte> local,
                                  const XferOptions& options,
                                  const PeerIndex& peers,
                                  const Registry& registry,
-                                 std::uint32_t max_inline);
+                                 std::uint32_t max_inline,
+                                 std::uint32_t max_bitmap_blocks = 0);
 
 // How an isend or irecv ended, from its completion.
 struct MessageOutcome {

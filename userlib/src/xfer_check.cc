@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Table 1 of 004 and the parameters of each mode, checked before posting.
+// Table 1 of 004 and the parameters of each mode, checked before posting
+// (PUSH and PULL here; isend and irecv in message.cc, through
+// xfer_detail.hpp).
 #include <cerrno>
 #include <limits>
 #include <string>
 
 #include "rhinet/area.hpp"
 #include "rhinet/xfer.hpp"
+#include "xfer_detail.hpp"
 
 namespace rhinet {
 
@@ -47,40 +50,31 @@ namespace {
 
 Error invalid(std::string what) { return Error(EINVAL, std::move(what)); }
 
+}  // namespace
+
+namespace detail {
+
 bool mode_allowed(Op op, Mode mode) {
+  const bool sends = op == Op::push || op == Op::isend;
+  const bool takes = op == Op::pull || op == Op::irecv;
   switch (mode) {
     case Mode::basic:
     case Mode::bitmap:
     case Mode::stride:
-      return true;
+      return sends || takes;
     case Mode::diff:
-      return op == Op::push;
+      return sends;
     case Mode::twin:
-      return op == Op::pull;
+      return takes;
   }
   return false;
 }
 
-}  // namespace
-
-Result<void> check_xfer(Op op, Target target, const XferOptions& o,
-                        std::size_t length) {
+Result<void> check_stray_parameters(Op op, const XferOptions& o,
+                                    std::size_t length) {
   const std::string op_s = op_name(op);
-  if (op != Op::push && op != Op::pull)
-    return invalid(op_s +
-                   " is not a PUSH or PULL (check_message checks "
-                   "isend and irecv)");
-  const auto mode_v = static_cast<std::uint32_t>(o.mode);
-  if (mode_v > static_cast<std::uint32_t>(Mode::stride))
-    return invalid(op_s + ": unknown mode " + std::to_string(mode_v));
   const std::string mode_s = mode_name(o.mode);
-  if (!mode_allowed(op, o.mode))
-    return invalid(op_s + " does not take mode " + mode_s +
-                   " (004 table 1: push takes basic, diff, bitmap, stride; "
-                   "pull takes basic, twin, bitmap, stride)");
-  if (length > std::numeric_limits<std::uint32_t>::max())
-    return Error(EMSGSIZE, op_s + ": " + std::to_string(length) +
-                               " bytes; one operation moves less than 4 GiB");
+  const bool message = op == Op::isend || op == Op::irecv;
   if (length == 0 && o.mode != Mode::basic)
     return invalid(op_s + ": empty span in mode " + mode_s);
 
@@ -97,13 +91,17 @@ Result<void> check_xfer(Op op, Target target, const XferOptions& o,
                    " (set .mode = Mode::bitmap)");
   if (has_twin && o.mode != Mode::twin && o.mode != Mode::diff)
     return invalid(op_s + ": a twin given in mode " + mode_s +
-                   " (set .mode = Mode::twin for pull, Mode::diff for push)");
+                   " (set .mode = " +
+                   (message ? "Mode::twin for irecv, Mode::diff for isend)"
+                            : "Mode::twin for pull, Mode::diff for push)"));
+  return ok();
+}
 
-  if (o.signal && (op != Op::push || target != Target::area))
-    return invalid(op_s + ": a signal goes only with a push by area ID");
-  if (o.inline_data && (op != Op::push || o.mode != Mode::basic))
-    return invalid(op_s + ": inline data goes only with a basic push");
-
+Result<void> check_mode_parameters(Op op, const XferOptions& o,
+                                   std::size_t length) {
+  const std::string op_s = op_name(op);
+  const std::string mode_s = mode_name(o.mode);
+  const bool message = op == Op::isend || op == Op::irecv;
   switch (o.mode) {
     case Mode::basic:
       break;
@@ -111,17 +109,29 @@ Result<void> check_xfer(Op op, Target target, const XferOptions& o,
       const Stride& s = o.stride;
       if (!s.block || !s.count)
         return invalid(op_s + " stride: block and count must be nonzero");
-      if (s.count > 1 &&
-          (s.local_stride < s.block || s.remote_stride < s.block))
-        return invalid(op_s + " stride: strides (local " +
-                       std::to_string(s.local_stride) + ", remote " +
+      // A message travels packed: the sender's blocks arrive one after
+      // the other, and the receiver's strides are its own.
+      if (message && s.count > 1 && s.remote_stride &&
+          s.remote_stride != s.block)
+        return invalid(op_s + " stride: a message travels packed, so " +
+                       "remote_stride is 0 or the block (" +
+                       std::to_string(s.block) + "), not " +
                        std::to_string(s.remote_stride) +
-                       ") must be at least the block (" +
-                       std::to_string(s.block) + "): blocks would overlap");
+                       "; where its blocks land is the " +
+                       (op == Op::isend ? "irecv's" : "isend's") +
+                       " choice (local_stride on that side)");
+      if (s.count > 1 &&
+          (s.local_stride < s.block || (!message && s.remote_stride < s.block)))
+        return invalid(
+            op_s + " stride: strides (local " + std::to_string(s.local_stride) +
+            (message ? std::string()
+                     : ", remote " + std::to_string(s.remote_stride)) +
+            ") must be at least the block (" + std::to_string(s.block) +
+            "): blocks would overlap");
       const std::uint64_t n = s.count - 1ull;
       constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
       if ((n && s.local_stride > (kMax - s.block) / n) ||
-          (n && s.remote_stride > (kMax - s.block) / n))
+          (n && !message && s.remote_stride > (kMax - s.block) / n))
         return invalid(op_s + " stride: extent overflows");
       const std::uint64_t extent = n * s.local_stride + s.block;
       if (extent > length)
@@ -160,6 +170,34 @@ Result<void> check_xfer(Op op, Target target, const XferOptions& o,
     }
   }
   return ok();
+}
+
+}  // namespace detail
+
+Result<void> check_xfer(Op op, Target target, const XferOptions& o,
+                        std::size_t length) {
+  const std::string op_s = op_name(op);
+  if (op != Op::push && op != Op::pull)
+    return invalid(op_s +
+                   " is not a PUSH or PULL (check_message checks "
+                   "isend and irecv)");
+  const auto mode_v = static_cast<std::uint32_t>(o.mode);
+  if (mode_v > static_cast<std::uint32_t>(Mode::stride))
+    return invalid(op_s + ": unknown mode " + std::to_string(mode_v));
+  const std::string mode_s = mode_name(o.mode);
+  if (!detail::mode_allowed(op, o.mode))
+    return invalid(op_s + " does not take mode " + mode_s +
+                   " (004 table 1: push takes basic, diff, bitmap, stride; "
+                   "pull takes basic, twin, bitmap, stride)");
+  if (length > std::numeric_limits<std::uint32_t>::max())
+    return Error(EMSGSIZE, op_s + ": " + std::to_string(length) +
+                               " bytes; one operation moves less than 4 GiB");
+  if (auto r = detail::check_stray_parameters(op, o, length); !r) return r;
+  if (o.signal && (op != Op::push || target != Target::area))
+    return invalid(op_s + ": a signal goes only with a push by area ID");
+  if (o.inline_data && (op != Op::push || o.mode != Mode::basic))
+    return invalid(op_s + ": inline data goes only with a basic push");
+  return detail::check_mode_parameters(op, o, length);
 }
 
 }  // namespace rhinet

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// isend / irecv without a NIC: check_message (only Mode::basic, the other
-// options), plan_message (ranks, any_source, registered memory, inline,
-// read-only buffers), rank <-> (node, endpoint), what a completion status
-// means (truncated, cancelled, flushed, given up), the wr_id of receives,
-// and the registry of local memory.
+// isend / irecv without a NIC: check_message (table 1 for messages, the
+// modes' parameters, the other options), plan_message (ranks, any_source,
+// registered memory, inline, read-only buffers), rank <-> (node, endpoint),
+// what a completion status means (truncated, cancelled, flushed, given up), the
+// wr_id of receives, and the registry of local memory.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -54,27 +54,116 @@ std::string message(const R& r) {
 
 // ---- check_message ----------------------------------------------------------
 
-TEST(CheckMessage, BasicIsTheOnlyMode) {
-  for (Op op : {Op::isend, Op::irecv}) {
-    EXPECT_TRUE(check_message(op, {}, 64)) << rhinet::op_name(op);
-    for (Mode m : {Mode::twin, Mode::diff, Mode::bitmap, Mode::stride}) {
-      XferOptions o;
-      o.mode = m;
-      auto r = check_message(op, o, 64);
-      const std::string what =
-          std::string(rhinet::op_name(op)) + " " + rhinet::mode_name(m);
+std::array<std::byte, 64> g_bits{};
+
+// Valid parameters of `mode` for a 64-byte span (twin modes: no twin can
+// be made without a NIC, so those stop at "no twin memory given").
+XferOptions message_options(Mode mode) {
+  XferOptions o;
+  o.mode = mode;
+  if (mode == Mode::stride) o.stride = {8, 4, 16, 0};
+  if (mode == Mode::bitmap) o.bitmap = {g_bits, 8};
+  return o;
+}
+
+TEST(CheckMessage, Table1) {
+  struct Row {
+    Op op;
+    Mode mode;
+    bool allowed;
+  };
+  const Row rows[] = {
+      {Op::isend, Mode::basic, true},  {Op::isend, Mode::twin, false},
+      {Op::isend, Mode::diff, true},   {Op::isend, Mode::bitmap, true},
+      {Op::isend, Mode::stride, true}, {Op::irecv, Mode::basic, true},
+      {Op::irecv, Mode::twin, true},   {Op::irecv, Mode::diff, false},
+      {Op::irecv, Mode::bitmap, true}, {Op::irecv, Mode::stride, true},
+  };
+  for (const Row& row : rows) {
+    auto r = check_message(row.op, message_options(row.mode), 64);
+    const std::string what = std::string(rhinet::op_name(row.op)) + " " +
+                             rhinet::mode_name(row.mode);
+    const bool twin_mode = row.mode == Mode::twin || row.mode == Mode::diff;
+    if (!row.allowed) {
       ASSERT_FALSE(r) << what;
-      EXPECT_EQ(r.error().errno_value(), EOPNOTSUPP) << what;
-      EXPECT_TRUE(has(message(r), std::string("mode ") + rhinet::mode_name(m)))
-          << what << ": " << message(r);
-      EXPECT_TRUE(has(message(r), "not supported")) << message(r);
-      EXPECT_TRUE(has(message(r), rhinet::op_name(op))) << message(r);
+      EXPECT_EQ(r.error().errno_value(), EINVAL) << what;
+      EXPECT_TRUE(has(message(r), "table 1")) << what << ": " << message(r);
+      EXPECT_TRUE(has(message(r), std::string("does not take mode ") +
+                                      rhinet::mode_name(row.mode)))
+          << message(r);
+    } else if (twin_mode) {
+      ASSERT_FALSE(r) << what;
+      EXPECT_EQ(r.error().errno_value(), EINVAL) << what;
+      EXPECT_TRUE(has(message(r), "no twin memory given")) << message(r);
+    } else {
+      EXPECT_TRUE(r) << what << ": " << message(r);
     }
-    // Valid parameters of a partial mode do not make it acceptable.
-    auto s = check_message(op, XferOptions::strided({8, 2, 8, 8}), 16);
-    ASSERT_FALSE(s);
-    EXPECT_EQ(s.error().errno_value(), EOPNOTSUPP);
   }
+}
+
+TEST(CheckMessage, StridedMessagesTravelPacked) {
+  for (Op op : {Op::isend, Op::irecv}) {
+    const std::string o = rhinet::op_name(op);
+    // remote_stride: 0 or the block.
+    EXPECT_TRUE(check_message(op, XferOptions::strided({8, 4, 16, 0}), 56))
+        << o;
+    EXPECT_TRUE(check_message(op, XferOptions::strided({8, 4, 16, 8}), 56))
+        << o;
+    auto spread = check_message(op, XferOptions::strided({8, 4, 16, 32}), 64);
+    ASSERT_FALSE(spread) << o;
+    EXPECT_EQ(spread.error().errno_value(), EINVAL) << o;
+    EXPECT_TRUE(has(message(spread), "packed")) << message(spread);
+    EXPECT_TRUE(has(message(spread),
+                    op == Op::isend ? "the irecv's choice" : "the isend's"))
+        << message(spread);
+    // Blocks may not overlap; they lie inside the span.
+    auto overlap = check_message(op, XferOptions::strided({8, 4, 4, 0}), 64);
+    ASSERT_FALSE(overlap) << o;
+    EXPECT_EQ(overlap.error().errno_value(), EINVAL) << o;
+    EXPECT_TRUE(has(message(overlap), "overlap")) << message(overlap);
+    EXPECT_FALSE(has(message(overlap), "remote")) << message(overlap);
+    auto beyond = check_message(op, XferOptions::strided({8, 4, 16, 0}), 55);
+    ASSERT_FALSE(beyond) << o;
+    EXPECT_EQ(beyond.error().errno_value(), EINVAL) << o;
+    EXPECT_TRUE(has(message(beyond), "local span of 56 bytes; it has 55"))
+        << message(beyond);
+    auto zero = check_message(op, XferOptions::strided({0, 4, 16, 0}), 64);
+    ASSERT_FALSE(zero) << o;
+    EXPECT_EQ(zero.error().errno_value(), EINVAL) << o;
+    // One block: the strides say nothing.
+    EXPECT_TRUE(check_message(op, XferOptions::strided({64, 1, 0, 0}), 64))
+        << o;
+  }
+}
+
+TEST(CheckMessage, BitmapAndPartialSpans) {
+  for (Op op : {Op::isend, Op::irecv}) {
+    const std::string o = rhinet::op_name(op);
+    // 64 bytes of 8 bits: enough bits for 512 bytes in blocks of 1.
+    EXPECT_TRUE(check_message(op, XferOptions::with_bitmap(g_bits, 1), 512))
+        << o;
+    auto few = check_message(op, XferOptions::with_bitmap(g_bits, 1), 513);
+    ASSERT_FALSE(few) << o;
+    EXPECT_EQ(few.error().errno_value(), EINVAL) << o;
+    EXPECT_TRUE(has(message(few), "need 513 bits")) << message(few);
+    auto g0 = check_message(op, XferOptions::with_bitmap(g_bits, 0), 8);
+    ASSERT_FALSE(g0) << o;
+    EXPECT_EQ(g0.error().errno_value(), EINVAL) << o;
+    // A partial mode over nothing.
+    for (Mode m : {Mode::bitmap, Mode::stride}) {
+      auto e = check_message(op, message_options(m), 0);
+      ASSERT_FALSE(e) << o;
+      EXPECT_EQ(e.error().errno_value(), EINVAL) << o;
+      EXPECT_TRUE(has(message(e), "empty span")) << message(e);
+    }
+  }
+  // Inline data goes only with a basic isend.
+  XferOptions in = message_options(Mode::stride);
+  in.inline_data = true;
+  auto r = check_message(Op::isend, in, 64);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().errno_value(), EINVAL);
+  EXPECT_TRUE(has(message(r), "basic isend")) << message(r);
 }
 
 TEST(CheckMessage, UnknownModeIsInvalid) {
@@ -231,11 +320,12 @@ class Plan : public ::testing::Test {
     ASSERT_TRUE(reg_.add(rw_.data(), rw_.size(), 0x11, true));
     ASSERT_TRUE(reg_.add(ro_.data(), ro_.size(), 0x22, false));
   }
-  rhinet::Result<rhinet::detail::MessagePlan> plan(Op op, std::uint32_t rank,
-                                                   std::span<const std::byte> s,
-                                                   const XferOptions& o = {},
-                                                   TagMatch m = {0x77}) {
-    return plan_message(op, rank, m, s, o, peers_, reg_, kMaxInline);
+  rhinet::Result<rhinet::detail::MessagePlan> plan(
+      Op op, std::uint32_t rank, std::span<const std::byte> s,
+      const XferOptions& o = {}, TagMatch m = {0x77},
+      std::uint32_t max_bitmap_blocks = 0) {
+    return plan_message(op, rank, m, s, o, peers_, reg_, kMaxInline,
+                        max_bitmap_blocks);
   }
 };
 
@@ -345,14 +435,42 @@ TEST_F(Plan, InlineAndEmpty) {
 
 TEST_F(Plan, ModesAreRefusedBeforeMemoryIsLookedAt) {
   XferOptions o;
-  o.mode = Mode::stride;
-  o.stride = {8, 2, 8, 8};
-  auto p = plan(Op::isend, 1, loose_, o);
+  o.mode = Mode::diff;
+  auto p = plan(Op::irecv, 1, loose_, o);
   ASSERT_FALSE(p);
-  EXPECT_EQ(p.error().errno_value(), EOPNOTSUPP);
-  EXPECT_TRUE(has(message(p), "isend to rank 1, tag 0x77, 4096 bytes: "))
+  EXPECT_EQ(p.error().errno_value(), EINVAL);
+  EXPECT_TRUE(has(message(p),
+                  "irecv from rank 1, tag 0x77, 4096-byte buffer, mode diff: "))
       << message(p);
-  EXPECT_TRUE(has(message(p), "mode stride")) << message(p);
+  EXPECT_TRUE(has(message(p), "table 1")) << message(p);
+}
+
+TEST_F(Plan, BitmapInRegisteredMemory) {
+  // The bitmap: 8 bytes at the end of the read-only region (the NIC only
+  // reads it), 64 bits for 4096 bytes in blocks of 64.
+  const auto bits = std::span<const std::byte>(ro_).last(8);
+  for (Op op : {Op::isend, Op::irecv}) {
+    auto p = plan(op, 1, std::span(rw_), XferOptions::with_bitmap(bits, 64));
+    ASSERT_TRUE(p) << message(p);
+    EXPECT_EQ(p->lkey, 0x11u);
+    EXPECT_EQ(p->bitmap_lkey, 0x22u);
+    auto loose = plan(op, 1, std::span(rw_),
+                      XferOptions::with_bitmap(std::span(loose_).first(8), 64));
+    ASSERT_FALSE(loose);
+    EXPECT_EQ(loose.error().errno_value(), EFAULT);
+    EXPECT_TRUE(has(message(loose), "the bitmap is not inside"))
+        << message(loose);
+    EXPECT_TRUE(has(message(loose), ", mode bitmap: ")) << message(loose);
+  }
+  // A bitmap isend selects from at most the NIC's blocks (0: not known);
+  // an irecv's bitmap has no such limit.
+  const auto o = XferOptions::with_bitmap(bits, 64);
+  EXPECT_TRUE(plan(Op::isend, 1, std::span(rw_), o, {0x77}, 64));
+  auto over = plan(Op::isend, 1, std::span(rw_), o, {0x77}, 63);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().errno_value(), EINVAL);
+  EXPECT_TRUE(has(message(over), "at most 63 blocks")) << message(over);
+  EXPECT_TRUE(plan(Op::irecv, 1, std::span(rw_), o, {0x77}, 63));
 }
 
 TEST(Describe, Messages) {
@@ -362,6 +480,10 @@ TEST(Describe, Messages) {
             "irecv from any source, tag 0x7 mask 0xff, 64-byte buffer");
   EXPECT_EQ(describe_message(Op::irecv, 2, {0x10}, 0),
             "irecv from rank 2, tag 0x10, 0-byte buffer");
+  EXPECT_EQ(describe_message(Op::isend, 1, {0x7}, 32, Mode::stride),
+            "isend to rank 1, tag 0x7, 32 bytes, mode stride");
+  EXPECT_EQ(describe_message(Op::irecv, 1, {0x7}, 32, Mode::twin),
+            "irecv from rank 1, tag 0x7, 32-byte buffer, mode twin");
 }
 
 // ---- completions ------------------------------------------------------------

@@ -9,8 +9,11 @@
 # an all-to-all with exact and any-source receives, unexpected messages
 # and iprobe, cancel, truncation); pin_on_demand is remote pin-down (an
 # mmap()ed area pinned by pd_req and first touch, then released: rank 0's
-# pinned_pages back where it was). Then every node holds no twin memory,
-# and no group violation was counted.
+# pinned_pages back where it was); partial_messages is isend/irecv with
+# the modes of table 1 in pairs of ranks (stride, bitmap, diff into twin,
+# truncation, what userlib and librhinetdv refuse; every byte checked).
+# Then every node holds no twin memory, and no group violation was
+# counted.
 #   userlib.sh NODE NODES   (the applications overlay: run-cluster --apps)
 NODE=$1
 NODES=$2
@@ -28,7 +31,7 @@ run() { # NAME rhinet-run arguments...
 	t0=$(now)
 	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
 		echo "userlib: $name passed in $(elapsed "$t0") s"
-		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:" \
+		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:|^partial_messages:" \
 			/tmp/run.log | head -40
 	else
 		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
@@ -48,6 +51,8 @@ run "isend_irecv, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_isend_irecv 8
 run "pin_on_demand, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_pin_on_demand
+run "partial_messages, $NODES ranks" -n "$NODES" --hosts "$hosts" \
+	rhinet_partial_messages
 
 for k in $(seq 0 $((NODES - 1))); do
 	c=/sys/class/infiniband/rhinet0/ports/1/hw_counters

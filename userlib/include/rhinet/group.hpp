@@ -178,17 +178,37 @@ class Group {
   // irecv takes waits at the receiver (unexpected; iprobe sees it) until
   // one is posted. Messages of up to max_eager() bytes travel with the
   // match; longer ones are sent once the irecv is known, straight into
-  // its buffer. The options are XferOptions with Mode::basic only (the
-  // NIC does not do partial transfers of messages yet: another mode is
-  // refused with EOPNOTSUPP); an isend may be inline_data.
+  // its buffer. A basic isend may be inline_data.
+  //
+  // Partial-transfer modes (004 table 1), chosen by each side for its own
+  // memory, as XferOptions: an isend takes basic, diff, bitmap, stride;
+  // an irecv basic, twin, bitmap, stride.
+  //   isend stride: the message is the `count` blocks of `block` bytes,
+  //     local_stride apart in src, packed (block * count bytes;
+  //     remote_stride is 0 or the block: the irecv places them);
+  //   isend bitmap / diff: the message has src.size() bytes, of which only
+  //     the blocks marked in the bitmap / the bytes that differ from the
+  //     twin travel (diff then updates the twin); the receiver's bytes
+  //     under the others stay as they were;
+  //   irecv stride: message byte o lands at (o / block) * local_stride +
+  //     o % block in dst; the irecv takes block * count bytes;
+  //   irecv bitmap: message byte o lands at dst[o] only if the bitmap
+  //     marks its block; the others are dropped;
+  //   irecv twin: the message lands in dst and also in the twin at
+  //     offset + o (the copy a later diff isend compares against).
+  // A partial isend never travels eagerly.
   //
   // Spans lie inside one Buffer or Area of this group (an irecv's
-  // writable), except an inline or empty isend and an empty irecv. The
-  // returned Request is in flight or already failed (before posting:
-  // EOPNOTSUPP without RHINETDV_CAP_TAG or for a mode, EINVAL for a rank
-  // out of range or bad options, EFAULT for an unregistered span, EACCES
-  // for an irecv into a read-only Buffer, EMSGSIZE, ENOMEM for an irecv
-  // beyond max_irecv() pending, errno of rhinetdv_isend/irecv).
+  // writable), except an inline or empty isend and an empty irecv; so does
+  // a bitmap. The returned Request is in flight or already failed (before
+  // posting: EOPNOTSUPP without RHINETDV_CAP_TAG, or for a partial mode
+  // without RHINETDV_CAP_TAG_XFER; EINVAL for a rank out of range, a mode
+  // the operation does not take, bad mode parameters or other bad options,
+  // a twin of another group, a bitmap isend of more than the NIC's blocks;
+  // EFAULT for an unregistered span or bitmap, EACCES for an irecv into a
+  // read-only Buffer, EMSGSIZE, ENOMEM for an irecv beyond max_irecv()
+  // pending, errno of rhinetdv_isend/irecv). A descriptor the NIC refuses
+  // completes with EINVAL (Syndrome::bad_xfer).
 
   // The device matches messages (RHINETDV_CAP_TAG); without it isend,
   // irecv and iprobe fail with EOPNOTSUPP.
@@ -211,9 +231,11 @@ class Group {
                 const XferOptions& options = {});
   // The next message from `source` (a rank, or any_source) whose tag
   // matches, into dst. Once done, Request::message() gives its source,
-  // tag and length and Request::bytes() the bytes placed. Completion
-  // errors: EMSGSIZE when the message was longer than dst (dst holds its
-  // first bytes; message() has its length), ECANCELED after
+  // tag and length and Request::bytes() the bytes of the message it took
+  // (all of them, or as many as it takes). Completion errors: EMSGSIZE
+  // when the message was longer than the irecv takes (dst.size(), or
+  // block * count with Mode::stride; it holds the message's first bytes;
+  // message() has its length), ECANCELED after
   // Request::cancel() (Request::cancelled()), ECONNABORTED when the sender
   // gave it up.
   Request irecv(std::uint32_t source, TagMatch match, std::span<std::byte> dst,
@@ -252,8 +274,7 @@ class Group {
   // ---- later (issues 16-17); not implemented --------------------------
   //
   // Each adds members here and, where it is nonblocking, a Request kind
-  // (isend / irecv / iprobe of issue 15 are above; their partial-transfer
-  // modes wait for the NIC):
+  // (isend / irecv / iprobe of issue 15 are above, with their modes):
   //   Request mcast(ranks_or_pattern, area_id, offset, span,
   //                 XferOptions)                      2.8 mcastA/mcastB
   //   Result<Shared> subscribe(region, home_rank, span)   2.9

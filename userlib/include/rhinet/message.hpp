@@ -41,19 +41,24 @@ struct Message {
   Peer peer{};  // the sender's (node, endpoint)
   std::uint64_t tag = 0;
   // The message's length in bytes: for a receive, the message's (which
-  // may exceed the buffer: the receive then fails with EMSGSIZE and the
-  // buffer holds the message's first bytes).
+  // may exceed what the receive takes: it then fails with EMSGSIZE and
+  // holds the message's first bytes). A strided isend's message is its
+  // blocks; a bitmap or diff isend's has the span's length, selected
+  // bytes or not.
   std::size_t length = 0;
   friend bool operator==(const Message&, const Message&) = default;
 };
 
 // The checks isend/irecv make on their options before posting (exposed
-// for tests and for callers who validate once). The NIC matches and
-// moves whole messages: only Mode::basic is supported, another mode is
-// refused with EOPNOTSUPP naming it; EINVAL for parameters of another
-// mode, a signal, a fence, inline data on an irecv, an op other than
-// isend/irecv; EMSGSIZE for 4 GiB or more. Does not check what needs the
-// device (registration, max_inline).
+// for tests and for callers who validate once): table 1 for messages
+// (isend: basic, diff, bitmap, stride; irecv: basic, twin, bitmap,
+// stride) and the mode's parameters against `length` (the local span's
+// bytes) as check_xfer's, a strided message's remote_stride 0 or the
+// block (messages travel packed). EINVAL naming the rule for those, for
+// parameters of another mode, a signal, a fence, inline data on an irecv
+// or with a partial mode, an op other than isend/irecv; EMSGSIZE for 4
+// GiB or more. Does not check what needs the device (registration,
+// max_inline, the NIC's bitmap limit, the twin's group).
 Result<void> check_message(Op op, const XferOptions& options,
                            std::size_t length);
 

@@ -51,8 +51,10 @@ class [[nodiscard]] Request {
   // The outcome once done; EINPROGRESS while in flight.
   Result<void> result() const;
   // Bytes the NIC reports moved (from the status word; 0 before done or
-  // after an error). A receive: the bytes placed in its buffer (those of
-  // the message, or the buffer's size when it was truncated).
+  // after an error). A receive: the message bytes it took (all of them,
+  // or when truncated as many as it takes: the buffer's size, block *
+  // count for Mode::stride); with Mode::bitmap, or from a bitmap or diff
+  // isend, not all of those were written.
   std::uint32_t bytes() const { return bytes_; }
   // A receive that took a message (once done, successfully or truncated):
   // the message's source, tag and whole length. Empty before, after any

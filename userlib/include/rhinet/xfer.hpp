@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Options of PUSH and PULL: the partial-transfer modes of 004 2.7 / table 1
 // with their parameters, put-with-signal (2.11) and the per-operation flags.
-// isend and irecv (message.hpp) take the same options, of which they
-// support only Mode::basic and, for an isend, inline_data.
+// isend and irecv (message.hpp) take the same options: the modes of table
+// 1 (an isend as a PUSH, an irecv as a PULL, each for its own memory) and,
+// for a basic isend, inline_data.
 #ifndef RHINET_XFER_HPP
 #define RHINET_XFER_HPP
 
@@ -27,11 +28,12 @@ enum class Op : std::uint32_t {
 };
 
 // The partial-transfer modes (values of RHINETDV_MODE_*). Table 1: PUSH
-// takes basic, diff, bitmap, stride; PULL takes basic, twin, bitmap, stride.
+// and isend take basic, diff, bitmap, stride; PULL and irecv take basic,
+// twin, bitmap, stride.
 enum class Mode : std::uint32_t {
   basic = 0,   // the whole span
-  twin = 1,    // PULL: the NIC also keeps a copy in twin memory
-  diff = 2,    // PUSH: only the bytes that differ from the twin copy
+  twin = 1,    // PULL, irecv: the NIC also keeps a copy in twin memory
+  diff = 2,    // PUSH, isend: only the bytes that differ from the twin copy
   bitmap = 3,  // only the blocks marked in a bitmap
   stride = 4,  // `count` blocks, strided on both sides
 };
@@ -42,7 +44,8 @@ const char* op_name(Op op);
 
 // Mode::stride: `count` blocks of `block` bytes, `local_stride` bytes apart
 // in the local span (which must hold (count-1)*local_stride + block bytes)
-// and `remote_stride` apart from the remote offset (or address).
+// and `remote_stride` apart from the remote offset (or address). A message
+// travels packed: for isend and irecv remote_stride is 0 (or the block).
 struct Stride {
   std::uint32_t block = 0;
   std::uint32_t count = 0;
