@@ -129,6 +129,7 @@ void Engine::Impl::reset() {
   fw_reset();
   tag_reset();
   pin_reset();
+  sync_reset();
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) rx_ctxs[i] = RxContext{};
   free_rx_ctxs.clear();
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) free_rx_ctxs.push(i);
@@ -360,7 +361,8 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
       v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
           RHN_CAP_ATOMIC | RHN_CAP_AREA | RHN_CAP_INLINE_DB |
           RHN_CAP_STATUS_WORD | RHN_CAP_RAW_ETH | RHN_CAP_TAG |
-          RHN_CAP_PIN_ON_DEMAND | RHN_CAP_TM | RHN_CAP_MCAST_LIST;
+          RHN_CAP_PIN_ON_DEMAND | RHN_CAP_TM | RHN_CAP_SYNC |
+          RHN_CAP_MCAST_LIST;
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;
@@ -541,6 +543,7 @@ bool Engine::poll() {
   // frames, the peers (resends, READ streams, timers), the NIC's own
   // messages, then the QPs' send queues, round robin.
   did |= m.run_timers();
+  did |= m.sync_run(16);  // before fw_run: what it posts leaves now
   did |= m.fw_run(16);
   did |= m.tag_run(16);
   did |= m.tm_run(16);
@@ -552,7 +555,8 @@ uint64_t Engine::next_deadline_ns() const {
   const Impl& m = *impl_;
   // Peers with work to do now are served by the next poll.
   const uint64_t t = m.peer_ready.empty() ? m.next_peer_deadline : m.now;
-  return std::min({t, m.next_qp_wake, m.tm_next_retry()});
+  return std::min(
+      {t, m.next_qp_wake, m.tm_next_retry(), m.sync_next_deadline()});
 }
 
 void Engine::set_link_up(bool up) {

@@ -640,11 +640,118 @@ struct PinTables {
   uint32_t context_quota = 0;  // waiters one target context may have
 };
 
+// ---- Locks and barriers (ops/sync/) ---------------------------------------
+
+// A lock's or barrier round's member at the manager: the endpoint (node,
+// src_qpn with incarnation) and the msn of its LOCK or BARRIER. A lock's
+// list is in queue order, members that passed the lock on (their UNLOCK
+// not here yet) first. Taken out of its list (a round full, a lock
+// broken) a member stays until the SYNC_DONE it is owed has been posted.
+struct SyncMember {
+  bool used = false;
+  bool in_list = false;
+  bool released = false;   // passed the lock on; its UNLOCK is on its way
+  bool link_owed = false;  // the LINK naming it waits for a message slot
+  bool done_owed = false;  // so does its SYNC_DONE (done_syndrome)
+  bool queued = false;     // in SyncTables::owed
+  uint8_t done_syndrome = 0;
+  uint16_t node = 0;
+  uint16_t link_node = 0;  // its predecessor, whom the LINK goes to
+  uint32_t link_src = 0;
+  uint32_t src = 0;
+  uint32_t msn = 0;
+  uint32_t context = 0;  // the manager endpoint's: its share
+  uint32_t mgr_qpn = 0;
+  uint32_t lock = kNone;  // the lock's slot and generation (LINK's cookie)
+  uint32_t lock_gen = 0;
+  uint64_t id = 0;
+  uint32_t prev = kNone, next = kNone;
+};
+
+struct SyncLock {
+  bool used = false;
+  uint32_t gen = 0;  // bumps on reuse
+  uint32_t qpn = 0, qp_gen = 0, context = 0;
+  uint64_t id = 0;
+  uint32_t head = kNone, tail = kNone;  // members
+  uint32_t active = 0;                  // members not released
+};
+
+// Nodes a barrier ID has seen in its rounds: IDs below this many.
+constexpr uint32_t kSyncSeenNodes = 1024;
+
+struct SyncBarrier {
+  bool used = false;
+  uint32_t qpn = 0, qp_gen = 0, context = 0;
+  uint64_t id = 0;
+  uint32_t count = 0;  // the pending round's (0: none)
+  uint32_t arrived = 0;
+  uint32_t head = kNone, tail = kNone;  // arrivals
+  uint64_t seen[kSyncSeenNodes / 64] = {};
+};
+
+enum class SyncHoldState : uint8_t {
+  kFree,
+  kWaiting,    // its LOCK is not granted yet
+  kHeld,       // granted
+  kReleasing,  // its UNLOCK left (passed, or the manager's answer due)
+  kBroken,     // the lock broke while held: its UNLOCK fails locally
+  kDone,       // over, a message it owes still to post
+};
+
+// A member's NIC: a lock one of its endpoints holds or waits for, and
+// whom to pass it to. Its endpoint gone, the record stays (zombie) and
+// the NIC releases the lock for it.
+struct SyncHold {
+  SyncHoldState state = SyncHoldState::kFree;
+  bool zombie = false;
+  bool has_successor = false;
+  bool passed = false;       // releasing: the UNLOCK said PASSED
+  bool grant_owed = false;   // the successor's SYNC_DONE not posted yet
+  bool unlock_owed = false;  // a zombie's UNLOCK not sent yet
+  bool queued = false;       // in SyncTables::holds_owed
+  uint8_t incarnation = 0;
+  uint16_t mgr_node = 0;
+  uint16_t succ_node = 0;
+  uint32_t qpn = 0, qp_gen = 0, context = kNone;
+  uint32_t mgr_qpn = 0;
+  uint32_t lock_msn = 0, unlock_msn = 0;
+  uint32_t succ_src = 0, succ_msn = 0;
+  uint64_t id = 0;
+  uint64_t since = 0;
+  uint32_t next = kNone;  // hash chain by (qpn, id)
+};
+
+struct SyncTables {
+  std::vector<SyncLock> locks;
+  std::vector<SyncBarrier> barriers;
+  std::vector<SyncMember> members;
+  Fifo<uint32_t> free_members{1};
+  // Members whose LINK or SYNC_DONE found no firmware message free, in
+  // order (LINKs to one NIC must arrive in the order they were decided).
+  Fifo<uint32_t> owed{1};
+  std::vector<SyncHold> holds;
+  Fifo<uint32_t> free_holds{1};
+  std::vector<uint32_t> hold_buckets;
+  uint32_t hold_mask = 0;
+  Fifo<uint32_t> holds_owed{1};
+  // Per context: locks, members and barriers charged to its manager
+  // endpoints, records of its member endpoints.
+  std::vector<uint32_t> ctx_locks, ctx_members, ctx_barriers, ctx_holds;
+  uint32_t lock_quota = 0, member_quota = 0, barrier_quota = 0;
+  uint32_t hold_quota = 0;
+  uint32_t locks_used = 0, barriers_used = 0, holds_used = 0;
+  bool member_waits = false;  // a LOCK or BARRIER of ours may be waiting
+  uint64_t next_probe = UINT64_MAX;
+  std::vector<uint64_t> probe_nodes;  // bitmap over max_nodes
+  uint32_t probe_from = 0;            // where the next probes start
+};
+
 // ---- Firmware-originated messages (fwmsg/) ---------------------------------
 
 // Who is told when a firmware message is over (acknowledged, refused, or
 // its node declared dead): an index into fwmsg/'s owner table.
-enum class FwOwner : uint8_t { kProbe, kPin, kTm };
+enum class FwOwner : uint8_t { kProbe, kPin, kTm, kSync };
 
 enum class FwState : uint8_t { kFree, kQueued, kInFlight };
 
@@ -786,6 +893,7 @@ struct Engine::Impl {
   uint32_t rx_context_quota = 0;  // receive contexts one context may hold
   TagTables tags;
   PinTables pins;
+  SyncTables sync;
 
   // ---- engine/engine.cpp
   void reset();
@@ -1018,6 +1126,21 @@ struct Engine::Impl {
   bool pin_holds_back(Peer& p, uint32_t qpn, const rhn_op_hdr& op);
   // RHN_FW_PIN_READY from a target: that QP's refused messages go again.
   void pin_ready(Peer& p, std::span<const uint8_t> payload);
+
+  // ---- ops/sync/sync.cpp: locks and barriers (004 2.10)
+  void sync_reset();
+  // The endpoint stops (destroyed, reset, in error): as a manager its
+  // locks and rounds fail their members (MEMBER_LOST); as a member the NIC
+  // releases what it holds and will hold for it.
+  void sync_qp_gone(uint32_t qpn);
+  // The node died or lost its state: locks and rounds with it as a member
+  // break, waits with it as the manager fail (MEMBER_LOST).
+  void sync_node_failed(uint16_t node);
+  void sync_link(Peer& p, const Packet& pkt);  // RHN_FW_LOCK_LINK arrived
+  void sync_done(Peer& p, const Packet& pkt);  // RHN_FW_SYNC_DONE arrived
+  void sync_fw_done(uint64_t cookie, uint8_t syndrome);  // FwOwner::kSync
+  bool sync_run(uint32_t budget);  // owed messages, liveness probes
+  uint64_t sync_next_deadline() const { return sync.next_probe; }
 
   // ---- fwmsg/fw_messages.cpp
   // Queues a message to `node`'s NIC; its owner hears of the outcome.

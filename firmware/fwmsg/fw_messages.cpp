@@ -34,11 +34,17 @@ void tm_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
   m.tm_fw_done(cookie, syndrome);
 }
 
+// A lock's LINK or SYNC_DONE, or a liveness probe (ops/sync).
+void sync_msg_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
+  m.sync_fw_done(cookie, syndrome);
+}
+
 using DoneFn = void (*)(Engine::Impl&, uint64_t cookie, uint8_t syndrome);
 constexpr DoneFn kOwnerDone[] = {
     probe_done,      // FwOwner::kProbe
     pin_ready_done,  // FwOwner::kPin
     tm_done,         // FwOwner::kTm
+    sync_msg_done,   // FwOwner::kSync
 };
 
 }  // namespace
@@ -160,6 +166,12 @@ void Engine::Impl::fw_receive(Peer& p, const Packet& pkt) {
       return;
     case RHN_FW_TM_FIN:
       tm_fin(p, pkt);
+      return;
+    case RHN_FW_LOCK_LINK:
+      sync_link(p, pkt);
+      return;
+    case RHN_FW_SYNC_DONE:
+      sync_done(p, pkt);
       return;
     default:
       counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);

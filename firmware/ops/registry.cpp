@@ -17,6 +17,7 @@ extern const OpFamily kTagFamily;     // ops/tag: ISEND
 extern const OpFamily kTagLocalFamily;  // ops/tag: IPROBE, IRECV_CANCEL
 extern const OpFamily kPinFamily;       // ops/pindown: PD_REQUEST, PD_RELEASE
 extern const OpFamily kTmFamily;        // ops/tm: TM SRQs' rendezvous data
+extern const OpFamily kSyncFamily;      // ops/sync: LOCK, UNLOCK, BARRIER
 extern const OpFamily kMcastFamily;     // ops/mcast: MCAST_LIST
 
 namespace {
@@ -71,6 +72,14 @@ std::array<OpInfo, kOps> make_ops() {
                       false,          false, false};
   t[RHN_OP_MCAST_LIST] = {&kMcastFamily, RHN_WOP_WRITE, RHN_CQE_OP_MCAST_LIST,
                           false,         false,         true};
+  // Locks and barriers: answered by the manager (BARRIER's count rides in
+  // imm_data, not as an immediate).
+  t[RHN_OP_LOCK] = {&kSyncFamily, RHN_WOP_LOCK, RHN_CQE_OP_LOCK,
+                    true,         false,        false};
+  t[RHN_OP_UNLOCK] = {&kSyncFamily, RHN_WOP_UNLOCK, RHN_CQE_OP_UNLOCK,
+                      true,         false,          false};
+  t[RHN_OP_BARRIER] = {&kSyncFamily, RHN_WOP_BARRIER, RHN_CQE_OP_BARRIER,
+                       true,         false,           false};
   // imm_data carries the key to invalidate, not an immediate.
   t[RHN_OP_SEND_INV] = {&kSendFamily, RHN_WOP_SEND, RHN_CQE_OP_SEND,
                         false,        false,        true};
@@ -108,6 +117,11 @@ const OpFamily* family_of_wire(uint8_t wire_op) {
       return &kPinFamily;
     case RHN_WOP_TM_DATA:
       return &kTmFamily;
+    case RHN_WOP_LOCK:
+    case RHN_WOP_UNLOCK:
+    case RHN_WOP_BARRIER:
+    case RHN_WOP_SYNC_RESP:
+      return &kSyncFamily;
     default:
       return nullptr;
   }

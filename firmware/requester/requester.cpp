@@ -37,6 +37,7 @@ uint8_t status_of_nak(uint8_t syndrome) {
     case RHN_SYN_LENGTH:
     case RHN_SYN_BAD_QKEY:
     case RHN_SYN_BAD_WINDOW:  // a SEND_INV naming no window it may unbind
+    case RHN_SYN_NOT_HELD:    // an UNLOCK not held, a BARRIER's count
       return RHN_CQE_REM_INV_REQ_ERR;
     default:
       return RHN_CQE_REM_OP_ERR;

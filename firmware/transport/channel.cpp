@@ -182,6 +182,7 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   // answer our next packet with a RESYNC that fails it: while nothing of
   // ours is outstanding, our stream starts afresh too (a newer session,
   // SYN), so the peer's new incarnation hears us at once.
+  const bool known = p.rx_synced;  // not the first contact
   if (p.rx_synced && p.rx_session != session && !p.tx_syn && !p.unacked_count &&
       p.reads_head == kNone) {
     p.tx_session++;
@@ -196,6 +197,9 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   p.nak_sent = false;
   for (auto& n : p.naks) n = Peer::Naked{};
   rx_abandon_all(p);
+  // A new session of a node we knew: it lost its state (or declared us
+  // dead and dropped ours): locks and barriers with it fail.
+  if (known) sync_node_failed(node_of(p));
   // Its queued isends were its former life's.
   tag_node_failed(node_of(p), true);
   pin_node_failed(node_of(p));
@@ -590,6 +594,7 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
   fw_node_failed(node);
   tag_node_failed(node, false);
   pin_node_failed(node);
+  sync_node_failed(node);  // its locks' and barriers' waits: MEMBER_LOST
   // Everything outstanding towards it fails. Rare: a scan of the QPs.
   for (uint32_t q = 0; q < qps.size(); q++) {
     QpObj& qp = qps[q];

@@ -91,6 +91,19 @@ struct EngineConfig {
   uint32_t pin_runs = 64;
   uint32_t pin_waiters = 256;
   uint32_t context_pin_share = 128;
+  // Locks and barriers (004 2.10), as a manager: locks, the members queued
+  // in locks and barrier rounds, and barrier IDs, for all of its manager
+  // endpoints; as a member: records of the locks its endpoints hold or wait
+  // for. A context's share of each (in 1/256ths; a manager's tables are
+  // charged to the manager endpoint's context). While anything waits, the
+  // NIC checks every sync_probe_ns that the nodes it waits on still answer,
+  // so a dead node fails the wait instead of hanging it.
+  uint32_t sync_locks = 1024;
+  uint32_t sync_waiters = 4096;
+  uint32_t sync_barriers = 256;
+  uint32_t sync_holds = 1024;
+  uint32_t context_sync_share = 128;
+  uint64_t sync_probe_ns = 20'000'000;
   // On-board twin memory (004 2.7), handed out by RHN_ADMIN_ALLOC_TWIN in
   // 4 KiB pages to at most max_twins allocations. Reserved, not touched,
   // until allocated.
