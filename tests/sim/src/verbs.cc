@@ -259,8 +259,9 @@ bool SimQp::encode(const SendWr& wr, std::vector<uint8_t>* slots) {
     std::memcpy(slots->data() + ext_units * RHN_SQ_SLOT_SIZE, &wr.grh,
                 sizeof wr.grh);
   if (xfer)
-    std::memcpy(slots->data() + (ext_units - (mcast ? 1 : 0)) * RHN_SQ_SLOT_SIZE,
-                &wr.xfer, sizeof wr.xfer);
+    std::memcpy(
+        slots->data() + (ext_units - (mcast ? 1 : 0)) * RHN_SQ_SLOT_SIZE,
+        &wr.xfer, sizeof wr.xfer);
   if (mcast)
     std::memcpy(slots->data() + ext_units * RHN_SQ_SLOT_SIZE, &wr.mcast,
                 sizeof wr.mcast);
