@@ -607,8 +607,12 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
       e.state = MsgState::kDone;
       e.status = RHN_CQE_RETRY_EXC_ERR;
       e.syndrome = RHN_SYN_RETRY_EXCEEDED;
-      release_read_ctx(e);
-      if (op_info(e.opcode).awaits_response) qp.outstanding_reads--;
+      // Only READs and atomics hold a READ context and count as
+      // outstanding (an isend or PD_REQ awaits an answer but holds none).
+      if (e.read_ctx != 0xffff) {
+        release_read_ctx(e);
+        qp.outstanding_reads--;
+      }
       hit = true;
     }
     if (hit) complete_in_order(q);

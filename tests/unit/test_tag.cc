@@ -469,6 +469,28 @@ TEST_F(Tag, AReceiveWaitingInTheRingKeepsItsSlotWhileLaterOnesComplete) {
 // any-source receives and with exact ones, through tiny lists and a lossy
 // fabric: every message arrives once and whole, and between each pair the
 // any-source receives see messages in the order they were sent.
+// An isend whose target node dies fails; it held no READ slot, so the
+// endpoint's READs afterwards still go (the failure once released a READ
+// slot it never took, and the count wrapped).
+TEST_F(Tag, AnIsendToADeadNodeLeavesTheEndpointsReadsWorking) {
+  start(3);
+  Ep a = make_ep(*c, 0), b = make_ep(*c, 1), d = make_ep(*c, 2);
+  ASSERT_TRUE(a.qp && b.qp && d.qp);
+  c->fabric().set_link(2, false);
+  ASSERT_TRUE(a.qp->post_send(isend(1, d, 5, a.mem.sge(0, 64))));
+  Completion s = wait_one(*c, *a.cq, 60'000'000'000);
+  EXPECT_EQ(s.status, RHN_CQE_RETRY_EXC_ERR) << describe(s);
+  put(b.mem.buf, 0, payload(1, 0, 100));
+  SendWr rd =
+      rdma_wr(2, RHN_OP_READ, {a.mem.sge(4096, 100)}, b.mem.va(0), b.mem.key());
+  rd.dst_node = 1;
+  rd.dst_qpn = b.qp->qpn();
+  ASSERT_TRUE(a.qp->post_send(rd));
+  Completion r = wait_one(*c, *a.cq, 1'000'000'000);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(a.mem.buf.bytes(4096, 100), payload(1, 0, 100));
+}
+
 // Any-source receives with masked tags are kept per distinct mask (four
 // mask classes an endpoint, hash chains keyed by the masked tag), the rest
 // in a list; whichever holds them, the oldest matching receive wins.
