@@ -67,14 +67,7 @@ class Model : public ::testing::Test {
       ASSERT_TRUE(eps.back().qp);
     }
   }
-  void lossy(uint64_t seed) {
-    FaultConfig f;
-    f.loss = 0.03;
-    f.reorder = 0.03;
-    f.duplicate = 0.03;
-    c->fabric().set_seed(seed);
-    c->fabric().set_faults(f);
-  }
+  void lossy(uint64_t seed) { make_lossy(*c, seed); }
   // A transfer from eps[from] to eps[to]'s region (by area `area` at
   // `off`, or by its VA + key).
   SendWr wr_to(uint8_t opcode, Sge local, const Region& remote, size_t off,

@@ -68,14 +68,7 @@ class Sync : public ::testing::Test {
     c = std::make_unique<SimCluster>(cfg);
     ASSERT_TRUE(c->all_up());
   }
-  void lossy(uint64_t seed) {
-    FaultConfig f;
-    f.loss = 0.03;
-    f.reorder = 0.03;
-    f.duplicate = 0.03;
-    c->fabric().set_seed(seed);
-    c->fabric().set_faults(f);
-  }
+  void lossy(uint64_t seed) { make_lossy(*c, seed); }
   Completion run(Ep& e, const SendWr& wr, uint64_t timeout = 100'000'000) {
     EXPECT_TRUE(e.qp().post_send(wr));
     return wait_one(*c, e.cq(), timeout);

@@ -100,14 +100,7 @@ class Tag : public ::testing::Test {
     c = std::make_unique<SimCluster>(cfg);
     ASSERT_TRUE(c->all_up());
   }
-  void lossy(uint64_t seed) {
-    FaultConfig f;
-    f.loss = 0.03;
-    f.reorder = 0.03;
-    f.duplicate = 0.03;
-    c->fabric().set_seed(seed);
-    c->fabric().set_faults(f);
-  }
+  void lossy(uint64_t seed) { make_lossy(*c, seed); }
   std::unique_ptr<SimCluster> c;
 };
 
