@@ -474,6 +474,14 @@ ibv_wc_opcode wc_opcode(uint8_t op) {
       return kWcPdRequest;
     case RHN_CQE_OP_PD_RELEASE:
       return kWcPdRelease;
+    case RHN_CQE_OP_MCAST_LIST:
+      return kWcMcastList;
+    case RHN_CQE_OP_LOCK:
+      return kWcLock;
+    case RHN_CQE_OP_UNLOCK:
+      return kWcUnlock;
+    case RHN_CQE_OP_BARRIER:
+      return kWcBarrier;
     default:
       return IBV_WC_RECV;
   }

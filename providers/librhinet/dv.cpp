@@ -42,7 +42,10 @@ static_assert(same(RHINETDV_SYN_BAD_KEY, RHN_SYN_BAD_KEY) &&
                   same(RHINETDV_SYN_FLUSHED, RHN_SYN_FLUSHED) &&
                   same(RHINETDV_SYN_BAD_XFER, RHN_SYN_BAD_XFER) &&
                   same(RHINETDV_SYN_BAD_GROUP, RHN_SYN_BAD_GROUP) &&
-                  same(RHINETDV_SYN_NOT_PINNED, RHN_SYN_NOT_PINNED),
+                  same(RHINETDV_SYN_NOT_PINNED, RHN_SYN_NOT_PINNED) &&
+                  same(RHINETDV_SYN_BUSY, RHN_SYN_BUSY) &&
+                  same(RHINETDV_SYN_MEMBER_LOST, RHN_SYN_MEMBER_LOST) &&
+                  same(RHINETDV_SYN_NOT_HELD, RHN_SYN_NOT_HELD),
               "rhinetdv syndromes are the NIC's");
 static_assert(same(RHINETDV_MODE_BASIC, RHN_XFER_BASIC) &&
                   same(RHINETDV_MODE_TWIN, RHN_XFER_TWIN) &&
@@ -57,6 +60,14 @@ static_assert(RHINETDV_STATUS_WORD_DONE == RHN_STATUS_WORD_DONE &&
                       RHN_STATUS_WORD_SYNDROME_SHIFT &&
                   RHINETDV_STATUS_WORD_LEN_MASK == RHN_STATUS_WORD_LEN_MASK,
               "rhinetdv status words are the NIC's");
+static_assert(sizeof(rhinetdv_mcast_dest) == sizeof(rhn_mcast_dest) &&
+                  offsetof(rhinetdv_mcast_dest, node) ==
+                      offsetof(rhn_mcast_dest, node) &&
+                  offsetof(rhinetdv_mcast_dest, endpoint) ==
+                      offsetof(rhn_mcast_dest, qpn) &&
+                  RHINETDV_MCAST_MAX_DESTS == RHN_MCAST_MAX_DESTS &&
+                  RHINETDV_BARRIER_MAX_COUNT == RHN_BARRIER_MAX_MEMBERS,
+              "rhinetdv destination lists and barriers are the NIC's");
 
 namespace rhinet {
 namespace {
@@ -210,6 +221,10 @@ bool convert(Endpoint* ep, const ibv_wc& wc, uint32_t first_slot,
                    : wc.opcode == IBV_WC_SEND    ? RHINETDV_OP_ISEND
                    : wc.opcode == kWcPdRequest   ? RHINETDV_OP_PD_REQUEST
                    : wc.opcode == kWcPdRelease   ? RHINETDV_OP_PD_RELEASE
+                   : wc.opcode == kWcMcastList   ? RHINETDV_OP_MCAST_LIST
+                   : wc.opcode == kWcLock        ? RHINETDV_OP_LOCK
+                   : wc.opcode == kWcUnlock      ? RHINETDV_OP_UNLOCK
+                   : wc.opcode == kWcBarrier     ? RHINETDV_OP_BARRIER
                                                  : RHINETDV_OP_PUSH;
   return true;
 }
@@ -463,6 +478,120 @@ int post_pin(Endpoint* ep, const rhinetdv_pin_attr& a, bool request) {
   }
   std::lock_guard<std::mutex> g(ep->lock);
   return post_wqe_locked(ep, w, 1, a.wr_id, a.flags & RHINETDV_PIN_SIGNALED);
+}
+
+// ---- sequential multicast and locks/barriers (RHINETDV_1.5)
+
+constexpr uint32_t kKnownMcastFlags =
+    RHINETDV_MCAST_SIGNALED | RHINETDV_MCAST_STATUS_WORD |
+    RHINETDV_MCAST_INLINE | RHINETDV_MCAST_SIGNAL;
+constexpr uint32_t kKnownSyncFlags =
+    RHINETDV_SYNC_SIGNALED | RHINETDV_SYNC_STATUS_WORD;
+
+// MCAST_LIST (004 2.8 mcastB): a PUSH by area whose last slot names the
+// caller's destination list; a partial mode's descriptor is the slot
+// before it, inline bytes the slots after the base.
+int post_mcast(Endpoint* ep, const rhinetdv_mcast_attr& a) {
+  const bool partial = a.mode != RHINETDV_MODE_BASIC;
+  const bool inl = a.flags & RHINETDV_MCAST_INLINE;
+  if (a.comp_mask || a.reserved || (a.flags & ~kKnownMcastFlags) ||
+      !a.num_dests || a.num_dests > RHINETDV_MCAST_MAX_DESTS || !a.dests ||
+      (reinterpret_cast<uintptr_t>(a.dests) & 3) ||
+      (inl && (partial || a.length > ep->max_inline ||
+               1 + ext_units_for_inline(a.length) + 1 > RHN_WQE_MAX_SLOTS)) ||
+      (!inl && a.length && !a.addr) ||
+      !status_word_ok(a.flags, a.status_word) || !mode_taken(a.mode, true) ||
+      a.area_id > 0xffff || a.group_id > 0xffff ||
+      (!(a.flags & RHINETDV_MCAST_SIGNAL) && a.signal))
+    return EINVAL;
+  const Context* ctx = to_ctx(ep->pub.context);
+  if (!(ctx->attr.caps & RHN_CAP_MCAST_LIST)) return EOPNOTSUPP;
+  if (!in_groups(ctx, a.group_id)) return EPERM;
+
+  alignas(8) uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
+  memset(w, 0, sizeof(w));
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  uint32_t ext = put_data(w, a.addr, a.length, a.lkey, a.flags, a.status_word,
+                          a.status_lkey);
+  if (partial) {
+    auto* d = reinterpret_cast<rhn_wqe_xfer*>(w + RHN_SQ_SLOT_SIZE);
+    switch (a.mode) {
+      case RHINETDV_MODE_STRIDE:
+        if (!a.block || !a.count || a.local_stride < a.block ||
+            a.remote_stride < a.block || a.block > a.length ||
+            (a.count > 1 &&
+             a.local_stride > (a.length - a.block) / (a.count - 1u)))
+          return EINVAL;
+        d->block = a.block;
+        d->count = a.count;
+        d->local_stride = a.local_stride;
+        d->remote_stride = a.remote_stride;
+        break;
+      case RHINETDV_MODE_BITMAP:
+        if (!a.block || !a.bitmap || !a.length) return EINVAL;
+        d->block = a.block;
+        d->bitmap_addr = reinterpret_cast<uintptr_t>(a.bitmap);
+        d->bitmap_lkey = a.bitmap_lkey;
+        break;
+      default: {  // DIFF: the buffer's copy inside the twin
+        if (!a.twin || a.twin->context->device != ep->pub.context->device)
+          return EINVAL;
+        const uint64_t size = to_dm(a.twin)->length;
+        if (a.twin_offset > size || a.length > size - a.twin_offset)
+          return EINVAL;
+        d->twin = to_dm(a.twin)->twin_handle;
+        d->twin_offset = a.twin_offset;
+        break;
+      }
+    }
+    h->xfer_mode = static_cast<uint8_t>(a.mode);
+    ext = 1;
+  }
+  auto* m = reinterpret_cast<rhn_wqe_mcast*>(w + (1 + ext) * RHN_SQ_SLOT_SIZE);
+  m->list_addr = reinterpret_cast<uintptr_t>(a.dests);
+  m->list_lkey = a.dests_lkey;
+  m->count = a.num_dests;
+  ext++;
+  h->opcode = RHN_OP_MCAST_LIST;
+  h->ext_units = static_cast<uint8_t>(ext);
+  h->flags |= RHN_WQE_F_AREA;
+  if (a.flags & RHINETDV_MCAST_SIGNAL) {
+    h->flags |= RHN_WQE_F_SIGNAL_REMOTE;
+    h->imm_data = a.signal;
+  }
+  h->remote_key = RHN_AREA_KEY(a.group_id, a.area_id);
+  h->remote_addr = a.offset;
+  std::lock_guard<std::mutex> g(ep->lock);
+  return post_wqe_locked(ep, w, 1 + ext, a.wr_id,
+                         a.flags & RHINETDV_MCAST_SIGNALED);
+}
+
+// LOCK, UNLOCK, BARRIER (004 2.10): one slot, no data, to the manager
+// endpoint; remote_addr = the ID, imm_data = a barrier's count.
+int post_sync(Endpoint* ep, const rhinetdv_sync_attr& a, uint8_t opcode) {
+  const bool barrier = opcode == RHN_OP_BARRIER;
+  if (a.comp_mask || a.reserved0 || a.reserved1 ||
+      (a.flags & ~kKnownSyncFlags) ||
+      (barrier ? !a.count || a.count > RHINETDV_BARRIER_MAX_COUNT
+               : a.count != 0) ||
+      !status_word_ok(a.flags, a.status_word))
+    return EINVAL;
+  if (!(to_ctx(ep->pub.context)->attr.caps & RHN_CAP_SYNC)) return EOPNOTSUPP;
+  alignas(8) uint8_t w[RHN_SQ_SLOT_SIZE];
+  memset(w, 0, sizeof(w));
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  h->opcode = opcode;
+  h->dst_node = a.manager_node;
+  h->dst_qpn = a.manager_endpoint;
+  h->remote_addr = a.id;
+  h->imm_data = a.count;
+  if (a.flags & RHINETDV_SYNC_STATUS_WORD) {
+    h->flags |= RHN_WQE_F_STATUS_WORD;
+    h->u.status.addr = reinterpret_cast<uintptr_t>(a.status_word);
+    h->u.status.lkey = a.status_lkey;
+  }
+  std::lock_guard<std::mutex> g(ep->lock);
+  return post_wqe_locked(ep, w, 1, a.wr_id, a.flags & RHINETDV_SYNC_SIGNALED);
 }
 
 int post_basic(rhinetdv_endpoint* pub, const rhinetdv_xfer* x, bool push) {
@@ -759,6 +888,13 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
     a.caps |= RHINETDV_CAP_TWIN | RHINETDV_CAP_GROUPS;
   if (ctx->attr.caps & RHN_CAP_ENDPOINT) a.caps |= RHINETDV_CAP_ENDPOINT;
   if (rhinet::pins_on_demand(ctx)) a.caps |= RHINETDV_CAP_PIN_ON_DEMAND;
+  // The NIC's bits reach us unchanged (rhinet.ko copies RHN_REG_CAPS).
+  if ((ctx->attr.caps & RHN_CAP_SYNC) && (ctx->attr.caps & RHN_CAP_ENDPOINT))
+    a.caps |= RHINETDV_CAP_SYNC;
+  if ((ctx->attr.caps & RHN_CAP_MCAST_LIST) &&
+      (ctx->attr.caps & RHN_CAP_ENDPOINT) &&
+      (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
+    a.caps |= RHINETDV_CAP_MCAST_LIST;
   if ((ctx->attr.caps & RHN_CAP_AREA) &&
       (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS) && ctx->attr.max_areas)
     a.caps |= RHINETDV_CAP_AREA;
@@ -1100,4 +1236,41 @@ RHINETDV_EXPORT int rhinetdv_pd_release(rhinetdv_endpoint* pub,
   if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
   if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
   return rhinet::post_pin(rhinet::to_ep(pub), a, false);
+}
+
+RHINETDV_EXPORT int rhinetdv_mcast_list(rhinetdv_endpoint* pub,
+                                        const rhinetdv_mcast_attr* attr,
+                                        size_t inlen) {
+  rhinetdv_mcast_attr a;
+  if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  return rhinet::post_mcast(rhinet::to_ep(pub), a);
+}
+
+namespace {
+int post_sync_pub(rhinetdv_endpoint* pub, const rhinetdv_sync_attr* attr,
+                  size_t inlen, uint8_t opcode) {
+  rhinetdv_sync_attr a;
+  if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  return rhinet::post_sync(rhinet::to_ep(pub), a, opcode);
+}
+}  // namespace
+
+RHINETDV_EXPORT int rhinetdv_lock(rhinetdv_endpoint* pub,
+                                  const rhinetdv_sync_attr* attr,
+                                  size_t inlen) {
+  return post_sync_pub(pub, attr, inlen, RHN_OP_LOCK);
+}
+
+RHINETDV_EXPORT int rhinetdv_unlock(rhinetdv_endpoint* pub,
+                                    const rhinetdv_sync_attr* attr,
+                                    size_t inlen) {
+  return post_sync_pub(pub, attr, inlen, RHN_OP_UNLOCK);
+}
+
+RHINETDV_EXPORT int rhinetdv_barrier(rhinetdv_endpoint* pub,
+                                     const rhinetdv_sync_attr* attr,
+                                     size_t inlen) {
+  return post_sync_pub(pub, attr, inlen, RHN_OP_BARRIER);
 }

@@ -85,6 +85,16 @@ constexpr ibv_wc_opcode kWcPdRequest =
     static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 1);
 constexpr ibv_wc_opcode kWcPdRelease =
     static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 2);
+// MCAST_LIST, LOCK, UNLOCK and BARRIER of an endpoint (SQ order), the same
+// way.
+constexpr ibv_wc_opcode kWcMcastList =
+    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 3);
+constexpr ibv_wc_opcode kWcLock =
+    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 4);
+constexpr ibv_wc_opcode kWcUnlock =
+    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 5);
+constexpr ibv_wc_opcode kWcBarrier =
+    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 6);
 
 struct Context {
   verbs_context vctx;              // libibverbs' part, at the offset we tell it

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3; rhinetdv 1.4 added no function,
- * only fields: the partial-transfer modes of isend and irecv, which a
- * library has when it reports RHINETDV_CAP_TAG_XFER). What ibverbs has no
+ * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5; rhinetdv 1.4
+ * added no function, only fields: the partial-transfer modes of isend and
+ * irecv, which a library has when it reports RHINETDV_CAP_TAG_XFER;
+ * RHINETDV_1.5 adds sequential multicast, locks and barriers). What
+ * ibverbs has no
  * words for:
  * the reliable connectionless endpoint (one per process; it reaches every
  * (node, endpoint) of the fabric), communication areas registered under a
@@ -19,7 +21,8 @@
  * rhinetdv_create_endpoint(3), rhinetdv_reg_area(3), rhinetdv_push(3),
  * rhinetdv_poll(3), rhinetdv_status_word(3), rhinetdv_push_ex(3),
  * rhinetdv_reg_area_ex(3), rhinetdv_wait_signal(3), rhinetdv_twin_handle(3),
- * rhinetdv_isend(3), rhinetdv_pd_req(3).
+ * rhinetdv_isend(3), rhinetdv_pd_req(3), rhinetdv_mcast_list(3),
+ * rhinetdv_lock(3).
  */
 #ifndef INFINIBAND_RHINETDV_H
 #define INFINIBAND_RHINETDV_H
@@ -56,6 +59,10 @@ enum rhinetdv_device_caps {
 	 * (rhinetdv 1.4)
 	 */
 	RHINETDV_CAP_TAG_XFER = 1 << 8,
+	/* locks and barriers: rhinetdv_lock, _unlock, _barrier (RHINETDV_1.5) */
+	RHINETDV_CAP_SYNC = 1 << 9,
+	/* sequential multicast: rhinetdv_mcast_list (RHINETDV_1.5) */
+	RHINETDV_CAP_MCAST_LIST = 1 << 10,
 };
 
 struct rhinetdv_device_attr {
@@ -586,6 +593,172 @@ int rhinetdv_pd_req(struct rhinetdv_endpoint *ep,
 int rhinetdv_pd_release(struct rhinetdv_endpoint *ep,
 			const struct rhinetdv_pin_attr *attr, size_t inlen);
 
+/* ---- sequential multicast (004 2.8 mcastB, RHINETDV_1.5) --------------- */
+
+/*
+ * One PUSH by area to every endpoint of a destination list: the NIC sends
+ * the data to each destination in list order, over that node's reliable
+ * channel, into the same (group_id, area_id, offset) of each member (what
+ * a member sees is an ordinary PUSH: its group, area and rights checks).
+ * The operation completes once (RHINETDV_OP_MCAST_LIST, byte_len = the
+ * message length) when every destination has acknowledged; its status is
+ * the first failure among them (IBV_WC_RETRY_EXC_ERR for an unreachable
+ * member, a refusal's status otherwise) and the members that did not fail
+ * have the data.
+ *
+ * The destination list is the caller's: num_dests entries at dests, in an
+ * MR of the endpoint's PD readable through dests_lkey. The NIC reads it at
+ * post time and again per destination, so it must stay unchanged (and
+ * registered) until the operation completes; one list serves any number
+ * of multicasts to the same members. A bad list completes the operation
+ * with IBV_WC_LOC_PROT_ERR (key) or IBV_WC_LOC_QP_OP_ERR /
+ * RHINETDV_SYN_BAD_WQE (a node that is no node of the fabric) before
+ * anything is sent, and takes the endpoint to error as any refused work
+ * request does.
+ */
+struct rhinetdv_mcast_dest {
+	uint16_t node;
+	uint16_t reserved; /* 0 */
+	uint32_t endpoint;
+};
+
+/* The most destinations one multicast takes. */
+#define RHINETDV_MCAST_MAX_DESTS 4096
+
+enum rhinetdv_mcast_flags {
+	RHINETDV_MCAST_SIGNALED = RHINETDV_XFER_SIGNALED,
+	RHINETDV_MCAST_STATUS_WORD = RHINETDV_XFER_STATUS_WORD,
+	/* The bytes are copied into the work request (at most max_inline,
+	 * BASIC only); lkey is not used.
+	 */
+	RHINETDV_MCAST_INLINE = RHINETDV_XFER_INLINE,
+	/* Every member gets a signal of value `signal` on the area, as with
+	 * RHINETDV_XFER_EX_SIGNAL (rhinetdv_wait_signal).
+	 */
+	RHINETDV_MCAST_SIGNAL = RHINETDV_XFER_EX_SIGNAL,
+};
+
+struct rhinetdv_mcast_attr {
+	uint64_t comp_mask; /* 0 */
+	uint64_t wr_id; /* returned in the completion */
+	const void *addr; /* the data */
+	uint32_t length;
+	uint32_t lkey; /* MR of addr in the endpoint's PD (not with INLINE) */
+	uint32_t group_id; /* the target area's group */
+	uint32_t area_id; /* the members' area */
+	uint64_t offset; /* in each member's area */
+	/* The destination list (see above), 1..RHINETDV_MCAST_MAX_DESTS */
+	const struct rhinetdv_mcast_dest *dests;
+	uint32_t dests_lkey;
+	uint32_t num_dests;
+	uint32_t flags; /* enum rhinetdv_mcast_flags */
+	uint32_t status_lkey; /* STATUS_WORD, as for rhinetdv_push */
+	uint64_t *status_word;
+	uint32_t signal; /* SIGNAL: the value each member's count grows by */
+	/* A PUSH mode and its fields, as in rhinetdv_xfer_ex: BASIC, DIFF,
+	 * BITMAP or STRIDE (length: the local extent)
+	 */
+	uint32_t mode; /* enum rhinetdv_mode */
+	uint32_t block;
+	uint32_t count;
+	uint64_t local_stride;
+	uint64_t remote_stride;
+	const void *bitmap;
+	uint32_t bitmap_lkey;
+	uint32_t reserved; /* 0 */
+	/* DIFF: compared for every member; the twin takes the bytes with the
+	 * last one, so every member receives the same runs
+	 */
+	struct ibv_dm *twin;
+	uint64_t twin_offset;
+};
+
+/*
+ * Posts a multicast; inlen is sizeof(*attr) as the caller knows it.
+ * ENOMEM: max_outstanding operations in flight; EINVAL: unknown comp_mask
+ * bits or flags, reserved fields not 0, no destinations or more than
+ * RHINETDV_MCAST_MAX_DESTS, a NULL or misaligned list, a mode a PUSH does
+ * not take or its fields wrong (as rhinetdv_push_ex), INLINE too long or
+ * with a mode, a misaligned status word; EPERM: not a member of the
+ * group; EOPNOTSUPP: no RHINETDV_CAP_MCAST_LIST.
+ */
+int rhinetdv_mcast_list(struct rhinetdv_endpoint *ep,
+			const struct rhinetdv_mcast_attr *attr, size_t inlen);
+
+/* ---- locks and barriers (004 2.10, RHINETDV_1.5) ------------------------ */
+
+/*
+ * A lock or a barrier is named by a 64-bit ID at a manager endpoint
+ * (manager_node, manager_endpoint): any endpoint, nothing to set up; its
+ * NIC keeps the state. IDs are a name space per manager endpoint; a lock
+ * and a barrier of the same ID are unrelated.
+ *
+ * rhinetdv_lock completes (RHINETDV_OP_LOCK) when this endpoint holds the
+ * lock; locks are granted in the order the LOCKs reached the manager.
+ * rhinetdv_unlock completes (RHINETDV_OP_UNLOCK) once the lock is passed
+ * on or free. rhinetdv_barrier completes (RHINETDV_OP_BARRIER) when
+ * `count` barriers of this ID (this one included) have reached the
+ * manager; then the ID starts its next round. Completions come in posting
+ * order: work posted after a waiting LOCK completes after it, although it
+ * is not held back; post the critical section's work when the LOCK has
+ * completed, and the UNLOCK when that work has.
+ *
+ * Completions (status / syndrome):
+ *   IBV_WC_SUCCESS: granted, released, the round complete;
+ *   IBV_WC_REM_INV_REQ_ERR / RHINETDV_SYN_NOT_HELD: an UNLOCK of a lock
+ *     this endpoint does not hold; a BARRIER whose count differs from its
+ *     round's (the round goes on without it);
+ *   IBV_WC_REM_INV_REQ_ERR / RHINETDV_SYN_BAD_WQE: a LOCK of a lock this
+ *     endpoint already holds or waits for;
+ *   IBV_WC_REM_OP_ERR / RHINETDV_SYN_MEMBER_LOST: the lock broke or the
+ *     round failed because a member's node (or the manager's) died or
+ *     restarted, or the manager endpoint went away;
+ *   IBV_WC_REM_INV_REQ_ERR / RHINETDV_SYN_BAD_ENDPOINT: no manager
+ *     endpoint there;
+ *   IBV_WC_GENERAL_ERR / RHINETDV_SYN_BUSY: this NIC's records of locks
+ *     held or waited for are full for the process.
+ * None of these takes the endpoint to error. An endpoint that goes away
+ * (destroyed, or its process exits) has what it holds passed on.
+ */
+enum rhinetdv_sync_flags {
+	RHINETDV_SYNC_SIGNALED = RHINETDV_XFER_SIGNALED,
+	RHINETDV_SYNC_STATUS_WORD = RHINETDV_XFER_STATUS_WORD,
+};
+
+/* The most participants of a barrier. */
+#define RHINETDV_BARRIER_MAX_COUNT 1024
+
+struct rhinetdv_sync_attr {
+	uint64_t comp_mask; /* 0 */
+	uint64_t wr_id; /* returned in the completion */
+	uint16_t manager_node;
+	uint16_t reserved0; /* 0 */
+	uint32_t manager_endpoint;
+	uint64_t id; /* the lock's or barrier's ID */
+	/* rhinetdv_barrier: participants, 1..RHINETDV_BARRIER_MAX_COUNT;
+	 * 0 for locks
+	 */
+	uint32_t count;
+	uint32_t flags; /* enum rhinetdv_sync_flags */
+	uint64_t *status_word; /* STATUS_WORD, as for rhinetdv_push */
+	uint32_t status_lkey;
+	uint32_t reserved1; /* 0 */
+};
+
+/*
+ * Post a LOCK, UNLOCK or BARRIER; inlen is sizeof(*attr) as the caller
+ * knows it. ENOMEM: max_outstanding operations in flight; EINVAL: unknown
+ * comp_mask bits or flags, reserved fields not 0, a count out of range
+ * (or not 0 for a lock), a misaligned status word; EOPNOTSUPP: no
+ * RHINETDV_CAP_SYNC.
+ */
+int rhinetdv_lock(struct rhinetdv_endpoint *ep,
+		  const struct rhinetdv_sync_attr *attr, size_t inlen);
+int rhinetdv_unlock(struct rhinetdv_endpoint *ep,
+		    const struct rhinetdv_sync_attr *attr, size_t inlen);
+int rhinetdv_barrier(struct rhinetdv_endpoint *ep,
+		     const struct rhinetdv_sync_attr *attr, size_t inlen);
+
 /* ---- completions -------------------------------------------------------- */
 
 enum rhinetdv_opcode {
@@ -595,6 +768,10 @@ enum rhinetdv_opcode {
 	RHINETDV_OP_IRECV = 4,
 	RHINETDV_OP_PD_REQUEST = 5, /* rhinetdv_pd_req */
 	RHINETDV_OP_PD_RELEASE = 6, /* rhinetdv_pd_release */
+	RHINETDV_OP_MCAST_LIST = 7, /* rhinetdv_mcast_list (1.5) */
+	RHINETDV_OP_LOCK = 8, /* rhinetdv_lock (1.5) */
+	RHINETDV_OP_UNLOCK = 9, /* rhinetdv_unlock (1.5) */
+	RHINETDV_OP_BARRIER = 10, /* rhinetdv_barrier (1.5) */
 };
 
 /* Why an operation failed (values of the NIC's syndromes). */
@@ -611,6 +788,7 @@ enum rhinetdv_syndrome {
 	RHINETDV_SYN_DMA = 11,
 	RHINETDV_SYN_RETRY_EXCEEDED = 12, /* target node unreachable */
 	RHINETDV_SYN_ALIGNMENT = 14,
+	RHINETDV_SYN_BUSY = 15, /* the NIC's tables for the process are full */
 	RHINETDV_SYN_FLUSHED = 16, /* the endpoint went to error */
 	RHINETDV_SYN_BAD_XFER = 18, /* a partial-transfer descriptor refused */
 	RHINETDV_SYN_BAD_GROUP = 19, /* not a member of the area's group */
@@ -618,6 +796,14 @@ enum rhinetdv_syndrome {
 	 * mapped or not writable, or the process is gone (004 2.5)
 	 */
 	RHINETDV_SYN_NOT_PINNED = 21,
+	/* a lock or barrier failed: a member's node (or the manager's) died
+	 * or restarted, or the manager endpoint went away (1.5)
+	 */
+	RHINETDV_SYN_MEMBER_LOST = 22,
+	/* an UNLOCK of a lock the endpoint does not hold; a BARRIER whose
+	 * count differs from its round's (1.5)
+	 */
+	RHINETDV_SYN_NOT_HELD = 23,
 };
 
 struct rhinetdv_completion {
