@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -36,7 +37,11 @@ static_assert(
         static_cast<std::uint32_t>(Syndrome::bad_group) ==
             RHINETDV_SYN_BAD_GROUP &&
         static_cast<std::uint32_t>(Syndrome::not_pinned) ==
-            RHINETDV_SYN_NOT_PINNED,
+            RHINETDV_SYN_NOT_PINNED &&
+        static_cast<std::uint32_t>(Syndrome::busy) == RHINETDV_SYN_BUSY &&
+        static_cast<std::uint32_t>(Syndrome::member_lost) ==
+            RHINETDV_SYN_MEMBER_LOST &&
+        static_cast<std::uint32_t>(Syndrome::not_held) == RHINETDV_SYN_NOT_HELD,
     "rhinet::Syndrome mirrors RHINETDV_SYN_*");
 static_assert(
     static_cast<std::uint32_t>(Mode::basic) == RHINETDV_MODE_BASIC &&
@@ -45,15 +50,18 @@ static_assert(
         static_cast<std::uint32_t>(Mode::bitmap) == RHINETDV_MODE_BITMAP &&
         static_cast<std::uint32_t>(Mode::stride) == RHINETDV_MODE_STRIDE,
     "rhinet::Mode mirrors RHINETDV_MODE_*");
-static_assert(static_cast<std::uint32_t>(Op::push) == RHINETDV_OP_PUSH &&
-                  static_cast<std::uint32_t>(Op::pull) == RHINETDV_OP_PULL &&
-                  static_cast<std::uint32_t>(Op::isend) == RHINETDV_OP_ISEND &&
-                  static_cast<std::uint32_t>(Op::irecv) == RHINETDV_OP_IRECV &&
-                  static_cast<std::uint32_t>(Op::pd_req) ==
-                      RHINETDV_OP_PD_REQUEST &&
-                  static_cast<std::uint32_t>(Op::pd_release) ==
-                      RHINETDV_OP_PD_RELEASE,
-              "rhinet::Op mirrors RHINETDV_OP_*");
+static_assert(
+    static_cast<std::uint32_t>(Op::push) == RHINETDV_OP_PUSH &&
+        static_cast<std::uint32_t>(Op::pull) == RHINETDV_OP_PULL &&
+        static_cast<std::uint32_t>(Op::isend) == RHINETDV_OP_ISEND &&
+        static_cast<std::uint32_t>(Op::irecv) == RHINETDV_OP_IRECV &&
+        static_cast<std::uint32_t>(Op::pd_req) == RHINETDV_OP_PD_REQUEST &&
+        static_cast<std::uint32_t>(Op::pd_release) == RHINETDV_OP_PD_RELEASE &&
+        static_cast<std::uint32_t>(Op::mcast) == RHINETDV_OP_MCAST_LIST &&
+        static_cast<std::uint32_t>(Op::lock) == RHINETDV_OP_LOCK &&
+        static_cast<std::uint32_t>(Op::unlock) == RHINETDV_OP_UNLOCK &&
+        static_cast<std::uint32_t>(Op::barrier) == RHINETDV_OP_BARRIER,
+    "rhinet::Op mirrors RHINETDV_OP_*");
 static_assert(wc_success == IBV_WC_SUCCESS &&
                   wc_loc_len_err == IBV_WC_LOC_LEN_ERR &&
                   wc_wr_flush_err == IBV_WC_WR_FLUSH_ERR &&
@@ -64,6 +72,16 @@ namespace {
 
 std::string wc_name(std::uint32_t status) {
   return ibv_wc_status_str(static_cast<ibv_wc_status>(status));
+}
+
+// The errno of a failed completion: the syndrome's, except where a lock
+// or barrier says more (a LOCK of a lock this endpoint holds or waits for
+// would deadlock; a barrier's NOT_HELD is a count that differs from its
+// round's, not a lock).
+int sync_errno(Op op, std::uint32_t syndrome) {
+  if (op == Op::lock && syndrome == RHINETDV_SYN_BAD_WQE) return EDEADLK;
+  if (op == Op::barrier && syndrome == RHINETDV_SYN_NOT_HELD) return EINVAL;
+  return syndrome_errno(syndrome);
 }
 
 }  // namespace
@@ -87,6 +105,9 @@ void Backoff::pause() {
 Device::~Device() {
   // Operations still in flight are abandoned with the endpoint.
   if (ep) rhinetdv_destroy_endpoint(ep);
+  // Destination lists are MRs of the PD: gone before it.
+  for (Slot& s : slots) s.keep.reset();
+  mcast_lists.clear();
   if (words_mr) ibv_dereg_mr(words_mr);
   std::free(words);
   if (pd) ibv_dealloc_pd(pd);
@@ -135,6 +156,7 @@ Result<std::uint32_t> Device::acquire(std::chrono::milliseconds timeout) {
 void Device::release(std::uint32_t s) {
   slots[s].busy = false;
   slots[s].owner = nullptr;
+  slots[s].keep.reset();
   free_slots.push_back(s);
 }
 
@@ -153,7 +175,7 @@ bool Device::reap(std::uint32_t s) {
     bytes = out.bytes;
   } else if (st.status != IBV_WC_SUCCESS) {
     err = Error::completion(st.status, wc_name(st.status), st.syndrome,
-                            describe(slot));
+                            describe(slot), sync_errno(slot.op, st.syndrome));
   }
   if (err) {
     bytes = 0;
@@ -268,6 +290,23 @@ std::string Device::describe(const RecvSlot& r) const {
 std::string Device::describe(const Slot& s) const {
   if (s.op == Op::isend)
     return describe_message(Op::isend, s.rank, {s.tag}, s.length, s.mode);
+  if (s.op == Op::lock || s.op == Op::unlock || s.op == Op::barrier) {
+    char id[24];
+    snprintf(id, sizeof(id), "0x%llx",
+             static_cast<unsigned long long>(s.offset_or_addr));
+    std::string d = std::string(op_name(s.op)) + " " + id +
+                    " managed by rank " + std::to_string(s.rank);
+    if (s.op == Op::barrier) d += ", " + std::to_string(s.length) + " ranks";
+    return d;
+  }
+  if (s.op == Op::mcast) {
+    std::string d = "mcast to " + std::to_string(s.rank) + " ranks, area " +
+                    std::to_string(s.area_or_rkey) + " offset " +
+                    std::to_string(s.offset_or_addr) + ", " +
+                    std::to_string(s.length) + " bytes";
+    if (s.mode != Mode::basic) d += std::string(", mode ") + mode_name(s.mode);
+    return d;
+  }
   std::string d = std::string(op_name(s.op)) +
                   (s.op == Op::pull ? " from rank " : " to rank ") +
                   std::to_string(s.rank);
@@ -290,6 +329,44 @@ std::string Device::describe(const Slot& s) const {
   d += ", " + std::to_string(s.length) + " bytes";
   if (s.mode != Mode::basic) d += std::string(", mode ") + mode_name(s.mode);
   return d;
+}
+
+Result<std::shared_ptr<const McastList>> Device::mcast_list(
+    std::span<const std::uint32_t> ranks, std::span<const Peer> table) {
+  for (std::size_t i = 0; i < mcast_lists.size(); i++) {
+    const auto& [key, list] = mcast_lists[i];
+    if (std::equal(key.begin(), key.end(), ranks.begin(), ranks.end())) {
+      std::shared_ptr<const McastList> hit = list;
+      // Most recently used last.
+      std::rotate(mcast_lists.begin() + static_cast<std::ptrdiff_t>(i),
+                  mcast_lists.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                  mcast_lists.end());
+      return hit;
+    }
+  }
+  auto list = std::make_shared<McastList>();
+  list->dests.resize(ranks.size());
+  for (std::size_t i = 0; i < ranks.size(); i++) {
+    const Peer& p = table[ranks[i]];
+    list->dests[i].node = static_cast<std::uint16_t>(p.node_id);
+    list->dests[i].reserved = 0;
+    list->dests[i].endpoint = p.endpoint_id;
+  }
+  list->mr = ibv_reg_mr(pd, list->dests.data(),
+                        list->dests.size() * sizeof(list->dests[0]),
+                        IBV_ACCESS_LOCAL_WRITE);
+  if (!list->mr)
+    return Error(errno ? errno : EIO,
+                 "mcast: registering the destination list: ibv_reg_mr");
+  if (mcast_lists.size() >= kMcastListsKept)
+    mcast_lists.erase(mcast_lists.begin());
+  mcast_lists.emplace_back(
+      std::vector<std::uint32_t>(ranks.begin(), ranks.end()), list);
+  return std::shared_ptr<const McastList>(std::move(list));
+}
+
+McastList::~McastList() {
+  if (mr) ibv_dereg_mr(mr);
 }
 
 Area Device::make_area(ibv_mr* mr, std::uint32_t id, std::span<std::byte> mem) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "rhinet/message.hpp"
 #include "rhinet/request.hpp"
 #include "rhinet/result.hpp"
+#include "rhinet/types.hpp"
 #include "rhinet/xfer.hpp"
 
 namespace rhinet::detail {
@@ -36,6 +38,18 @@ class Backoff {
 
  private:
   unsigned n_ = 0;
+};
+
+// A destination list of mcast (struct rhinetdv_mcast_dest per rank) in
+// registered memory the NIC reads while an mcast is in flight: kept alive
+// by the Device's cache and by every Slot of an mcast that uses it.
+struct McastList {
+  std::vector<rhinetdv_mcast_dest> dests;
+  ibv_mr* mr = nullptr;
+  McastList() = default;
+  McastList(const McastList&) = delete;
+  McastList& operator=(const McastList&) = delete;
+  ~McastList();
 };
 
 struct Device : std::enable_shared_from_this<Device> {
@@ -51,6 +65,8 @@ struct Device : std::enable_shared_from_this<Device> {
     std::uint64_t offset_or_addr = 0;
     std::uint32_t length = 0;
     std::uint64_t tag = 0;  // isend
+    // What the NIC reads until the slot completes (mcast: its list).
+    std::shared_ptr<const void> keep;
   };
   // A pending irecv (completes through the CQ, not a status word).
   struct RecvSlot {
@@ -96,6 +112,15 @@ struct Device : std::enable_shared_from_this<Device> {
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
   ~Device();
+
+  // mcast destination lists, by rank list, most recently used last.
+  static constexpr std::size_t kMcastListsKept = 8;
+  std::vector<std::pair<std::vector<std::uint32_t>, std::shared_ptr<McastList>>>
+      mcast_lists;
+  // The registered list of `ranks` (each < table.size()), from the cache
+  // or made (one ibv_reg_mr).
+  Result<std::shared_ptr<const McastList>> mcast_list(
+      std::span<const std::uint32_t> ranks, std::span<const Peer> table);
 
   // Status words.
   Result<void> make_pool(std::uint32_t n);

@@ -553,6 +553,255 @@ Result<void> Group::sync(std::chrono::milliseconds timeout) {
   return ok();
 }
 
+// ---- sequential multicast ---------------------------------------------------
+
+bool Group::multicast() const {
+  return dev_->attr.caps & RHINETDV_CAP_MCAST_LIST;
+}
+
+Request Group::mcast(std::span<const std::uint32_t> ranks,
+                     std::uint32_t area_id, std::uint64_t offset,
+                     std::span<const std::byte> src, const XferOptions& o) {
+  detail::Device& dev = *dev_;
+  detail::Device::Slot d;
+  d.op = Op::mcast;
+  d.mode = o.mode;
+  d.rank = static_cast<std::uint32_t>(ranks.size());  // described so
+  d.area_or_rkey = area_id;
+  d.offset_or_addr = offset;
+  d.length = static_cast<std::uint32_t>(src.size());
+  const auto fail = [&](int e, const std::string& why) {
+    return detail::Device::failed(Error(e, dev.describe(d) + ": " + why));
+  };
+  if (!multicast())
+    return fail(EOPNOTSUPP,
+                "the device (or librhinetdv) has no sequential multicast "
+                "(RHINETDV_CAP_MCAST_LIST)");
+  if (ranks.empty()) return fail(EINVAL, "no ranks to send to");
+  if (ranks.size() > RHINETDV_MCAST_MAX_DESTS)
+    return fail(EINVAL, std::to_string(ranks.size()) +
+                            " ranks; one mcast takes at most " +
+                            std::to_string(RHINETDV_MCAST_MAX_DESTS));
+  for (std::uint32_t r : ranks)
+    if (r >= size_)
+      return fail(EINVAL, "no rank " + std::to_string(r) + " in a group of " +
+                              std::to_string(size_));
+  if (area_id > 0xffff) return fail(EINVAL, "area IDs are 0..65535");
+  if (auto r = check_xfer(Op::mcast, Target::area, o, src.size()); !r)
+    return fail(r.error().errno_value(), r.error().message());
+  if (o.twin.twin && detail::Device::owner_of(*o.twin.twin) != &dev)
+    return fail(EINVAL, "the twin belongs to another group");
+
+  const bool inline_data = o.inline_data || src.empty();
+  std::uint32_t lkey = 0;
+  if (inline_data) {
+    if (src.size() > dev.attr.max_inline)
+      return fail(EMSGSIZE, "inline data of " + std::to_string(src.size()) +
+                                " bytes; the device takes at most " +
+                                std::to_string(dev.attr.max_inline));
+  } else {
+    const auto* reg = dev.find_region(src.data(), src.size());
+    if (!reg)
+      return fail(EFAULT,
+                  "the local span (" +
+                      hex(reinterpret_cast<std::uintptr_t>(src.data())) +
+                      ") is not inside one registered Buffer or Area of the "
+                      "group (Group::buffer)");
+    lkey = reg->lkey;
+  }
+  std::uint32_t bitmap_lkey = 0;
+  if (o.mode == Mode::bitmap) {
+    const auto* reg =
+        dev.find_region(o.bitmap.bits.data(), o.bitmap.bits.size());
+    if (!reg)
+      return fail(EFAULT,
+                  "the bitmap is not inside one registered Buffer or Area of "
+                  "the group (the NIC reads it)");
+    bitmap_lkey = reg->lkey;
+  }
+  auto list = dev.mcast_list(ranks, table_);
+  if (!list) return fail(list.error().errno_value(), list.error().message());
+
+  rhinetdv_mcast_attr a{};
+  a.addr = src.data();
+  a.length = static_cast<std::uint32_t>(src.size());
+  a.lkey = lkey;
+  a.group_id = group_;
+  a.area_id = area_id;
+  a.offset = offset;
+  a.dests = (*list)->dests.data();
+  a.dests_lkey = (*list)->mr->lkey;
+  a.num_dests = static_cast<std::uint32_t>(ranks.size());
+  a.flags = RHINETDV_MCAST_STATUS_WORD;
+  if (inline_data) a.flags |= RHINETDV_MCAST_INLINE;
+  if (o.signal) {
+    a.flags |= RHINETDV_MCAST_SIGNAL;
+    a.signal = o.signal;
+  }
+  a.mode = static_cast<std::uint32_t>(o.mode);
+  switch (o.mode) {
+    case Mode::stride:
+      a.block = o.stride.block;
+      a.count = o.stride.count;
+      a.local_stride = o.stride.local_stride;
+      a.remote_stride = o.stride.remote_stride;
+      if (a.count == 1) {
+        if (a.local_stride < a.block) a.local_stride = a.block;
+        if (a.remote_stride < a.block) a.remote_stride = a.block;
+      }
+      break;
+    case Mode::bitmap:
+      a.block = o.bitmap.granularity;
+      a.bitmap = o.bitmap.bits.data();
+      a.bitmap_lkey = bitmap_lkey;
+      break;
+    case Mode::diff:
+    case Mode::twin:
+      a.twin = o.twin.twin->dm();
+      a.twin_offset = o.twin.offset;
+      break;
+    case Mode::basic:
+      break;
+  }
+  auto slot = dev.acquire(forever);
+  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
+  a.wr_id = *slot;
+  a.status_word = &dev.words[*slot];
+  a.status_lkey = dev.words_mr->lkey;
+  d.busy = true;
+  d.keep = *list;  // the NIC reads the list until the status word comes
+  dev.slots[*slot] = d;
+  const int err = dev.post_retrying(
+      [&] { return rhinetdv_mcast_list(dev.ep, &a, sizeof(a)); });
+  if (err) {
+    dev.release(*slot);
+    return fail(err, "rhinetdv_mcast_list");
+  }
+  return dev.request(*slot);
+}
+
+// ---- locks and barriers -----------------------------------------------------
+
+bool Group::locks_and_barriers() const {
+  return dev_->attr.caps & RHINETDV_CAP_SYNC;
+}
+
+Request Group::post_sync(Op op, std::uint32_t manager, std::uint64_t id,
+                         std::uint32_t count) {
+  detail::Device& dev = *dev_;
+  detail::Device::Slot d;
+  d.op = op;
+  d.rank = manager;
+  d.offset_or_addr = id;
+  d.length = count;
+  const auto fail = [&](int e, const std::string& why) {
+    return detail::Device::failed(Error(e, dev.describe(d) + ": " + why));
+  };
+  if (!locks_and_barriers())
+    return fail(EOPNOTSUPP,
+                "the device (or librhinetdv) has no locks and barriers "
+                "(RHINETDV_CAP_SYNC)");
+  if (manager >= size_)
+    return fail(EINVAL, "no rank " + std::to_string(manager) +
+                            " in a group of " + std::to_string(size_) +
+                            " to manage it");
+  if (op == Op::barrier && (count == 0 || count > RHINETDV_BARRIER_MAX_COUNT))
+    return fail(EINVAL, "a barrier of " + std::to_string(count) +
+                            " ranks; the NIC counts 1.." +
+                            std::to_string(RHINETDV_BARRIER_MAX_COUNT));
+  rhinetdv_sync_attr a{};
+  a.manager_node = static_cast<std::uint16_t>(table_[manager].node_id);
+  a.manager_endpoint = table_[manager].endpoint_id;
+  a.id = id;
+  a.count = op == Op::barrier ? count : 0;
+  a.flags = RHINETDV_SYNC_STATUS_WORD;
+  auto slot = dev.acquire(forever);
+  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
+  a.wr_id = *slot;
+  a.status_word = &dev.words[*slot];
+  a.status_lkey = dev.words_mr->lkey;
+  d.busy = true;
+  dev.slots[*slot] = d;
+  const int err = dev.post_retrying([&] {
+    switch (op) {
+      case Op::lock:
+        return rhinetdv_lock(dev.ep, &a, sizeof(a));
+      case Op::unlock:
+        return rhinetdv_unlock(dev.ep, &a, sizeof(a));
+      default:
+        return rhinetdv_barrier(dev.ep, &a, sizeof(a));
+    }
+  });
+  if (err) {
+    dev.release(*slot);
+    return fail(err, std::string("rhinetdv_") + op_name(op));
+  }
+  return dev.request(*slot);
+}
+
+Request Group::ilock(std::uint64_t lock_id, std::uint32_t manager) {
+  return post_sync(Op::lock, manager, lock_id, 0);
+}
+
+Request Group::iunlock(std::uint64_t lock_id, std::uint32_t manager) {
+  return post_sync(Op::unlock, manager, lock_id, 0);
+}
+
+Result<void> Group::lock(std::uint64_t lock_id, std::uint32_t manager) {
+  return ilock(lock_id, manager).wait();
+}
+
+Result<void> Group::unlock(std::uint64_t lock_id, std::uint32_t manager) {
+  return iunlock(lock_id, manager).wait();
+}
+
+Result<LockGuard> Group::scoped_lock(std::uint64_t lock_id,
+                                     std::uint32_t manager) {
+  if (auto r = lock(lock_id, manager); !r) return r.error();
+  return LockGuard(this, lock_id, manager);
+}
+
+Request Group::ibarrier(const BarrierOptions& options) {
+  return post_sync(Op::barrier, options.manager, options.id,
+                   options.count ? options.count : size_);
+}
+
+Result<void> Group::barrier(const BarrierOptions& options,
+                            std::chrono::milliseconds timeout) {
+  return ibarrier(options).wait(timeout);
+}
+
+LockGuard::LockGuard(LockGuard&& other) noexcept
+    : group_(other.group_), id_(other.id_), manager_(other.manager_) {
+  other.group_ = nullptr;
+}
+
+LockGuard& LockGuard::operator=(LockGuard&& other) noexcept {
+  if (this != &other) {
+    if (owns()) (void)unlock();
+    group_ = other.group_;
+    id_ = other.id_;
+    manager_ = other.manager_;
+    other.group_ = nullptr;
+  }
+  return *this;
+}
+
+LockGuard::~LockGuard() {
+  if (!owns()) return;
+  Group* g = group_;
+  if (auto r = unlock(); !r && !g->dev_->detached_error)
+    g->dev_->detached_error = r.error();
+}
+
+Result<void> LockGuard::unlock() {
+  if (!owns())
+    return Error(EINVAL, "LockGuard::unlock: the guard holds no lock");
+  Group* g = group_;
+  group_ = nullptr;
+  return g->unlock(id_, manager_);
+}
+
 // ---- messages ---------------------------------------------------------------
 
 bool Group::tag_matching() const { return dev_->tag_matching; }

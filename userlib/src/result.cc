@@ -32,6 +32,7 @@ constexpr SyndromeInfo kSyndromes[] = {
     {11, "DMA", "host memory access failed", EFAULT},
     {12, "RETRY_EXCEEDED", "target node unreachable", EHOSTUNREACH},
     {14, "ALIGNMENT", "misaligned address", EINVAL},
+    {15, "BUSY", "the NIC's tables for this process are full", EAGAIN},
     {16, "FLUSHED", "the endpoint went to the error state", ECANCELED},
     {18, "BAD_XFER", "partial-transfer descriptor refused", EINVAL},
     {19, "BAD_GROUP", "not a member of the area's group", EPERM},
@@ -39,6 +40,14 @@ constexpr SyndromeInfo kSyndromes[] = {
      "the target host would not pin the pages (its process's pin limit, "
      "or memory not mapped there)",
      EDQUOT},
+    {22, "MEMBER_LOST",
+     "a member's node (or the manager's) of the lock or barrier died or "
+     "restarted, or the manager endpoint went away",
+     ECONNRESET},
+    {23, "NOT_HELD",
+     "unlock of a lock this endpoint does not hold, or a barrier count "
+     "that differs from its round's",
+     EPERM},
 };
 
 const SyndromeInfo* find(std::uint32_t s) {

@@ -42,6 +42,14 @@ const char* op_name(Op op) {
       return "pd_req";
     case Op::pd_release:
       return "pd_release";
+    case Op::mcast:
+      return "mcast";
+    case Op::lock:
+      return "lock";
+    case Op::unlock:
+      return "unlock";
+    case Op::barrier:
+      return "barrier";
   }
   return "unknown";
 }
@@ -55,7 +63,7 @@ Error invalid(std::string what) { return Error(EINVAL, std::move(what)); }
 namespace detail {
 
 bool mode_allowed(Op op, Mode mode) {
-  const bool sends = op == Op::push || op == Op::isend;
+  const bool sends = op == Op::push || op == Op::isend || op == Op::mcast;
   const bool takes = op == Op::pull || op == Op::irecv;
   switch (mode) {
     case Mode::basic:
@@ -177,26 +185,35 @@ Result<void> check_mode_parameters(Op op, const XferOptions& o,
 Result<void> check_xfer(Op op, Target target, const XferOptions& o,
                         std::size_t length) {
   const std::string op_s = op_name(op);
-  if (op != Op::push && op != Op::pull)
+  if (op != Op::push && op != Op::pull && op != Op::mcast)
     return invalid(op_s +
-                   " is not a PUSH or PULL (check_message checks "
+                   " is not a PUSH, PULL or mcast (check_message checks "
                    "isend and irecv)");
+  if (op == Op::mcast && target != Target::area)
+    return invalid(
+        "mcast: the target is an area ID and offset, the same at "
+        "every member (not an address and key)");
+  const bool pushes = op == Op::push || op == Op::mcast;
   const auto mode_v = static_cast<std::uint32_t>(o.mode);
   if (mode_v > static_cast<std::uint32_t>(Mode::stride))
     return invalid(op_s + ": unknown mode " + std::to_string(mode_v));
   const std::string mode_s = mode_name(o.mode);
   if (!detail::mode_allowed(op, o.mode))
     return invalid(op_s + " does not take mode " + mode_s +
-                   " (004 table 1: push takes basic, diff, bitmap, stride; "
-                   "pull takes basic, twin, bitmap, stride)");
+                   " (004 table 1: push and mcast take basic, diff, bitmap, "
+                   "stride; pull takes basic, twin, bitmap, stride)");
   if (length > std::numeric_limits<std::uint32_t>::max())
     return Error(EMSGSIZE, op_s + ": " + std::to_string(length) +
                                " bytes; one operation moves less than 4 GiB");
   if (auto r = detail::check_stray_parameters(op, o, length); !r) return r;
-  if (o.signal && (op != Op::push || target != Target::area))
+  if (o.signal && (!pushes || target != Target::area))
     return invalid(op_s + ": a signal goes only with a push by area ID");
-  if (o.inline_data && (op != Op::push || o.mode != Mode::basic))
+  if (o.inline_data && (!pushes || o.mode != Mode::basic))
     return invalid(op_s + ": inline data goes only with a basic push");
+  if (o.fence && op == Op::mcast)
+    return invalid(
+        "mcast: fence is not taken (a multicast reads nothing "
+        "back)");
   return detail::check_mode_parameters(op, o, length);
 }
 

@@ -67,6 +67,25 @@ TEST(Error, SyndromeNamesAndErrnos) {
   EXPECT_EQ(static_cast<std::uint32_t>(rhinet::Syndrome::bad_xfer), 18u);
 }
 
+// The syndromes of locks and barriers (004 2.10) and their errnos.
+TEST(Error, SyncSyndromes) {
+  using rhinet::Syndrome;
+  EXPECT_EQ(
+      rhinet::syndrome_name(static_cast<std::uint32_t>(Syndrome::member_lost)),
+      "MEMBER_LOST");
+  EXPECT_EQ(
+      rhinet::syndrome_errno(static_cast<std::uint32_t>(Syndrome::member_lost)),
+      ECONNRESET);
+  EXPECT_EQ(
+      rhinet::syndrome_name(static_cast<std::uint32_t>(Syndrome::not_held)),
+      "NOT_HELD");
+  EXPECT_EQ(
+      rhinet::syndrome_errno(static_cast<std::uint32_t>(Syndrome::not_held)),
+      EPERM);
+  EXPECT_EQ(rhinet::syndrome_errno(static_cast<std::uint32_t>(Syndrome::busy)),
+            EAGAIN);
+}
+
 TEST(Error, EqualityIgnoresMessages) {
   EXPECT_EQ(Error(EINVAL, "a"), Error(EINVAL, "b"));
   EXPECT_FALSE(Error(EINVAL, "a") == Error(EPERM, "a"));

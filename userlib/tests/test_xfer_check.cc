@@ -158,3 +158,56 @@ TEST(XferCheck, Lengths) {
 }
 
 }  // namespace
+
+// mcast is a PUSH by area to many ranks: table 1's PUSH modes, no key
+// target, no fence; signal and inline as a PUSH.
+TEST(XferCheck, McastTakesThePushModesByAreaOnly) {
+  for (Mode m : {Mode::basic, Mode::bitmap, Mode::stride})
+    EXPECT_TRUE(check_xfer(Op::mcast, Target::area, options_for(m), 64))
+        << rhinet::mode_name(m);
+  auto twin = check_xfer(Op::mcast, Target::area, options_for(Mode::twin), 64);
+  ASSERT_FALSE(twin);
+  EXPECT_EQ(twin.error().errno_value(), EINVAL);
+  EXPECT_NE(message(twin).find("table 1"), std::string::npos) << message(twin);
+  // diff without a twin: refused for the missing twin, not the mode.
+  auto diff = check_xfer(Op::mcast, Target::area, options_for(Mode::diff), 64);
+  ASSERT_FALSE(diff);
+  EXPECT_NE(message(diff).find("no twin"), std::string::npos) << message(diff);
+
+  auto key = check_xfer(Op::mcast, Target::key, {}, 64);
+  ASSERT_FALSE(key);
+  EXPECT_EQ(key.error().errno_value(), EINVAL);
+  EXPECT_NE(message(key).find("area ID"), std::string::npos) << message(key);
+
+  XferOptions fence;
+  fence.fence = true;
+  auto f = check_xfer(Op::mcast, Target::area, fence, 64);
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().errno_value(), EINVAL);
+
+  XferOptions sig;
+  sig.signal = 3;
+  EXPECT_TRUE(check_xfer(Op::mcast, Target::area, sig, 64));
+  XferOptions inl;
+  inl.inline_data = true;
+  EXPECT_TRUE(check_xfer(Op::mcast, Target::area, inl, 16));
+  XferOptions inl_stride = options_for(Mode::stride);
+  inl_stride.inline_data = true;
+  EXPECT_FALSE(check_xfer(Op::mcast, Target::area, inl_stride, 64));
+  // Stride parameters checked as a PUSH's: blocks beyond the span.
+  EXPECT_FALSE(
+      check_xfer(Op::mcast, Target::area, options_for(Mode::stride), 32));
+}
+
+// Locks and barriers are not transfers.
+TEST(XferCheck, SyncOpsAreNotTransfers) {
+  for (Op op : {Op::lock, Op::unlock, Op::barrier}) {
+    auto r = check_xfer(op, Target::area, {}, 0);
+    ASSERT_FALSE(r) << rhinet::op_name(op);
+    EXPECT_EQ(r.error().errno_value(), EINVAL);
+  }
+  EXPECT_STREQ(rhinet::op_name(Op::mcast), "mcast");
+  EXPECT_STREQ(rhinet::op_name(Op::lock), "lock");
+  EXPECT_STREQ(rhinet::op_name(Op::unlock), "unlock");
+  EXPECT_STREQ(rhinet::op_name(Op::barrier), "barrier");
+}

@@ -3,7 +3,8 @@
 // it: its rank, the group size and ID, the table rank -> (node, endpoint)
 // from the bootstrap, the NIC endpoint, and the operations of 004 tables 1
 // and 2 that exist so far: PUSH and PULL with their modes, signals, sync,
-// and messages matched by the NIC (isend, irecv, iprobe).
+// messages matched by the NIC (isend, irecv, iprobe), sequential multicast
+// (mcast), and locks and barriers kept by the NIC.
 //
 // A Group and everything it makes (Area, Buffer, Twin, Request) are used by
 // one thread at a time. Those objects keep the device open, so they may
@@ -31,6 +32,21 @@ struct ibv_pd;
 struct rhinetdv_endpoint;
 
 namespace rhinet {
+
+class LockGuard;
+
+// The barrier ID Group::barrier uses unless told otherwise.
+inline constexpr std::uint64_t default_barrier_id = 0xba221e2000000000ull;
+
+// Which NIC barrier Group::barrier / ibarrier joins: a 64-bit ID at the
+// endpoint of a manager rank, and how many arrivals complete a round.
+struct BarrierOptions {
+  std::uint64_t id = default_barrier_id;
+  std::uint32_t manager = 0;  // a rank of the group
+  // Participants of a round (1..1024); 0: every rank of the group. Every
+  // participant of a round must give the same count.
+  std::uint32_t count = 0;
+};
 
 class Group {
  public:
@@ -271,20 +287,90 @@ class Group {
   // server (slow; for setup and tests). Not the NIC barrier of 004 2.10.
   Result<void> barrier_bootstrap(std::chrono::milliseconds timeout = forever);
 
-  // ---- later (issues 16-17); not implemented --------------------------
+  // ---- sequential multicast (004 2.8, mcastB) -----------------------------
   //
-  // Each adds members here and, where it is nonblocking, a Request kind
-  // (isend / irecv / iprobe of issue 15 are above, with their modes):
-  //   Request mcast(ranks_or_pattern, area_id, offset, span,
-  //                 XferOptions)                      2.8 mcastA/mcastB
+  // src -> the same (area_id, offset) at every rank of `ranks`, as one
+  // operation: this process's NIC sends the data to each member in turn
+  // (list order), each over that node's reliable channel, and the Request
+  // completes once, when every member has acknowledged. What a member sees
+  // is an ordinary PUSH by area (its area and group checks; a signal with
+  // XferOptions::signal). Modes as push(): basic, diff (compared for every
+  // member; the twin takes the bytes with the last), bitmap, stride
+  // (remote_stride applies at every member); inline_data for a basic one.
+  // `ranks` may hold this rank; a rank listed twice gets the data twice.
+  // The destination list the NIC reads ((node, endpoint) per rank) is
+  // registered memory the group keeps, one per distinct rank list (the
+  // last 8 used), so repeated mcasts to the same ranks register nothing.
+  // Errors before posting: EOPNOTSUPP (no multicast()), EINVAL (no ranks,
+  // more than 4096, a rank out of range, and as push()), EFAULT,
+  // EMSGSIZE, errno of ibv_reg_mr and rhinetdv_mcast_list. At completion
+  // the first failing member's error, as for push() (EHOSTUNREACH for a
+  // member that cannot be reached; the others got the data).
+  bool multicast() const;  // RHINETDV_CAP_MCAST_LIST
+  Request mcast(std::span<const std::uint32_t> ranks, std::uint32_t area_id,
+                std::uint64_t offset, std::span<const std::byte> src,
+                const XferOptions& options = {});
+
+  // ---- locks and barriers (004 2.10) -------------------------------------
+  //
+  // Kept by the NIC of a manager rank's endpoint (any rank; its process
+  // does nothing): a lock is a 64-bit ID there, granted in the order the
+  // LOCKs reached the manager and handed from holder to next holder NIC to
+  // NIC. IDs are a name space per manager; locks and barriers of the same
+  // ID are unrelated. Nothing waits forever: when a member's node (or the
+  // manager's) dies, waits end with ECONNRESET (Syndrome::member_lost).
+  // Errors before posting: EOPNOTSUPP (no locks_and_barriers()), EINVAL (a
+  // manager rank out of range, a barrier count out of 1..1024).
+  bool locks_and_barriers() const;  // RHINETDV_CAP_SYNC
+
+  // Nonblocking LOCK / UNLOCK: the Request completes when this rank holds
+  // the lock / when the lock is passed on or free. Completion errors:
+  // EDEADLK (ilock of a lock this rank holds or waits for), EPERM
+  // (iunlock of a lock it does not hold, Syndrome::not_held),
+  // ECONNRESET (the lock broke: a member or the manager was lost; at an
+  // unlock it means someone else may have been granted the lock while this
+  // rank still held it), EAGAIN (this node's lock records for the process
+  // are full), ECONNREFUSED (no manager endpoint).
+  // Completions come in posting order: a push posted after a waiting
+  // ilock completes after it, but is not held back by it; post the
+  // critical section's work once the lock is held, and the unlock once
+  // that work has completed.
+  Request ilock(std::uint64_t lock_id, std::uint32_t manager = 0);
+  Request iunlock(std::uint64_t lock_id, std::uint32_t manager = 0);
+  // Blocking: ilock(...).wait() / iunlock(...).wait(). No timeout: a lock
+  // given up while queued would be granted later to nobody.
+  Result<void> lock(std::uint64_t lock_id, std::uint32_t manager = 0);
+  Result<void> unlock(std::uint64_t lock_id, std::uint32_t manager = 0);
+  // lock(), returning a guard that unlocks when destroyed (or by
+  // LockGuard::unlock, which reports the error). Destroy it before the
+  // Group.
+  Result<LockGuard> scoped_lock(std::uint64_t lock_id,
+                                std::uint32_t manager = 0);
+
+  // The NIC's counting barrier: completes when options.count (default:
+  // size()) ranks have entered round of options.id at the manager rank;
+  // the ID then starts its next round, so the same options serve every
+  // round. Completion errors: EINVAL (a count that differs from the
+  // round's, Syndrome::not_held: the round goes on without this rank),
+  // ECONNRESET (a participant's node or the manager's died).
+  Request ibarrier(const BarrierOptions& options = {});
+  // ibarrier(options).wait(timeout). ETIMEDOUT leaves the arrival counted
+  // (the round completes without waiting for this rank again).
+  Result<void> barrier(const BarrierOptions& options = {},
+                       std::chrono::milliseconds timeout = forever);
+
+  // ---- later (issue 17); not implemented -----------------------------
+  //
+  //   Request mcast(switch pattern, ...)               2.8 mcastA
   //   Result<Shared> subscribe(region, home_rank, span)   2.9
   //   Result<void> unsubscribe(Shared&)
-  //   Result<void> lock(lock_id), unlock(lock_id)     2.10
-  //   Result<void> barrier()                          2.10, the NIC's
   //   Request broadcast/reduce/allreduce/...          collectives
 
  private:
   friend struct detail::Device;
+  friend class LockGuard;
+  Request post_sync(Op op, std::uint32_t manager, std::uint64_t id,
+                    std::uint32_t count);
   Group(std::shared_ptr<detail::Device> dev, Bootstrap boot);
   Request post(Op op, Target target, std::uint32_t rank, std::uint64_t remote,
                std::uint32_t rkey, std::uint64_t offset,
@@ -299,6 +385,35 @@ class Group {
   std::uint32_t rank_ = 0, size_ = 0, group_ = 0;
   std::uint32_t local_rank_ = 0, local_size_ = 1;
   std::span<const Peer> table_;
+};
+
+// A held lock (Group::scoped_lock) that unlocks when destroyed: the
+// destructor waits for the unlock, and its error (if any) goes where a
+// detached request's goes (Group::sync()). Movable, not copyable; must not
+// outlive its Group.
+class [[nodiscard]] LockGuard {
+ public:
+  LockGuard(LockGuard&& other) noexcept;
+  LockGuard& operator=(LockGuard&& other) noexcept;
+  LockGuard(const LockGuard&) = delete;
+  LockGuard& operator=(const LockGuard&) = delete;
+  ~LockGuard();
+
+  std::uint64_t id() const { return id_; }
+  std::uint32_t manager() const { return manager_; }
+  // Still held (not unlocked, not moved from).
+  bool owns() const { return group_ != nullptr; }
+  // Unlocks now and says how it went (Group::unlock's errors); the guard
+  // no longer owns the lock, whatever the result. EINVAL if it does not.
+  Result<void> unlock();
+
+ private:
+  friend class Group;
+  LockGuard(Group* group, std::uint64_t id, std::uint32_t manager)
+      : group_(group), id_(id), manager_(manager) {}
+  Group* group_ = nullptr;
+  std::uint64_t id_ = 0;
+  std::uint32_t manager_ = 0;
 };
 
 }  // namespace rhinet

@@ -32,10 +32,13 @@ enum class Syndrome : std::uint32_t {
   dma = 11,             // host memory access failed
   retry_exceeded = 12,  // target node unreachable
   alignment = 14,       // misaligned address
+  busy = 15,            // the NIC's tables for this process are full
   flushed = 16,         // the endpoint went to the error state
   bad_xfer = 18,        // partial-transfer descriptor refused
   bad_group = 19,       // not a member of the area's group
   not_pinned = 21,      // the target host would not pin (its limit)
+  member_lost = 22,     // a lock's or barrier's member or manager was lost
+  not_held = 23,        // unlock of a lock not held; barrier count mismatch
 };
 
 // "BAD_GROUP", "BOUNDS", ...; "SYNDROME_<n>" for a value not listed.

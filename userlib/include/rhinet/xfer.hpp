@@ -25,6 +25,10 @@ enum class Op : std::uint32_t {
   irecv = 4,
   pd_req = 5,  // remote pin-down (004 2.5)
   pd_release = 6,
+  mcast = 7,  // sequential multicast (004 2.8 mcastB): a PUSH to many ranks
+  lock = 8,   // locks and barriers (004 2.10)
+  unlock = 9,
+  barrier = 10,
 };
 
 // The partial-transfer modes (values of RHINETDV_MODE_*). Table 1: PUSH
@@ -116,12 +120,13 @@ enum class Target : std::uint32_t {
   key = 1,   // (rank, remote address, rkey)
 };
 
-// The checks push/pull make before posting (exposed for tests and for
-// callers who want to validate once): table 1's combinations, the mode's
-// parameters against `length` (the local span's bytes), signal only on a
-// PUSH by area, inline only on a basic PUSH. Errors: EINVAL with a message
-// naming the rule (also for Op::isend/irecv: see check_message); EMSGSIZE
-// for a span of 4 GiB or more. Does not check what needs the device
+// The checks push/pull (and mcast, which is a PUSH by area to many ranks:
+// Op::mcast with Target::area) make before posting (exposed for tests and
+// for callers who want to validate once): table 1's combinations, the
+// mode's parameters against `length` (the local span's bytes), signal
+// only on a PUSH by area, inline only on a basic PUSH. Errors: EINVAL with a
+// message naming the rule (also for Op::isend/irecv: see check_message);
+// EMSGSIZE for a span of 4 GiB or more. Does not check what needs the device
 // (registration, max_inline, the twin's device).
 Result<void> check_xfer(Op op, Target target, const XferOptions& options,
                         std::size_t length);
