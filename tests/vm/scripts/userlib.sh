@@ -11,7 +11,12 @@
 # mmap()ed area pinned by pd_req and first touch, then released: rank 0's
 # pinned_pages back where it was); partial_messages is isend/irecv with
 # the modes of table 1 in pairs of ranks (stride, bitmap, diff into twin,
-# truncation, what userlib and librhinetdv refuse; every byte checked).
+# truncation, what userlib and librhinetdv refuse; every byte checked);
+# sync_mcast is sequential multicast from rank 0 to the others (basic,
+# inline, stride, bitmap; every byte checked after a NIC barrier; a member
+# lacking the area), a counter incremented under a NIC lock by every rank
+# (LOCK, PULL, PUSH + 1, UNLOCK), barrier rounds where nobody may leave
+# early, and the errors of locks and barriers.
 # Then every node holds no twin memory, and no group violation was
 # counted.
 #   userlib.sh NODE NODES   (the applications overlay: run-cluster --apps)
@@ -31,7 +36,7 @@ run() { # NAME rhinet-run arguments...
 	t0=$(now)
 	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
 		echo "userlib: $name passed in $(elapsed "$t0") s"
-		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:|^partial_messages:" \
+		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:" \
 			/tmp/run.log | head -40
 	else
 		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
@@ -53,6 +58,9 @@ run "pin_on_demand, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_pin_on_demand
 run "partial_messages, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_partial_messages
+# K = 200 locked increments per rank.
+run "sync_mcast, $NODES ranks" -n "$NODES" --hosts "$hosts" \
+	rhinet_sync_mcast 200
 
 for k in $(seq 0 $((NODES - 1))); do
 	c=/sys/class/infiniband/rhinet0/ports/1/hw_counters
