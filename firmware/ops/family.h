@@ -42,28 +42,30 @@ struct OpFamily {
   // The family's rules for a decoded WQE on this QP: RHN_CQE_SUCCESS, or
   // the status (and *syndrome) to complete it with.
   uint8_t (*check)(Impl& m, const QpObj& qp, const DecodedWqe& w,
-                   uint8_t* syndrome);
+                   uint8_t* syndrome) = nullptr;
   // Unsequenced families: the message leaves at once, outside any node
   // channel; returns its completion status. nullptr: sequenced.
-  uint8_t (*send_unsequenced)(Impl& m, QpObj& qp, const DecodedWqe& w);
+  uint8_t (*send_unsequenced)(Impl& m, QpObj& qp,
+                              const DecodedWqe& w) = nullptr;
   // Local families: executed by this NIC in send-queue order, no message;
   // returns the completion status (and *syndrome). nullptr: not local.
   uint8_t (*execute_local)(Impl& m, QpObj& qp, uint32_t qpn,
-                           const DecodedWqe& w, uint8_t* syndrome);
+                           const DecodedWqe& w, uint8_t* syndrome) = nullptr;
   // Fills the payload of the packet starting at `offset` into the message
   // and the family's fields of the operation header (rkey, flags, lengths).
   // False: a local access failed (LOC_PROT_ERR).
   bool (*build_packet)(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
-                       rhn_op_hdr& op, PacketOut& out);
+                       rhn_op_hdr& op, PacketOut& out) = nullptr;
   // An answer (other than a NAK) to one of this family's messages.
   void (*on_response)(Impl& m, Peer& p, uint32_t qpn, Inflight& e,
-                      const Packet& pkt);
+                      const Packet& pkt) = nullptr;
   // ---- Responder
   // Room for what accepting this request will hold (nullptr: nothing
   // beyond the answer the channel keeps room for). No room: the packet is
   // not accepted, as if lost, and comes again.
-  bool (*has_room)(const Impl& m, const Peer& p, const rhn_op_hdr& op);
-  void (*on_request)(Impl& m, Request& r);
+  bool (*has_room)(const Impl& m, const Peer& p,
+                   const rhn_op_hdr& op) = nullptr;
+  void (*on_request)(Impl& m, Request& r) = nullptr;
   // An answer whose message is gone (its QP destroyed or reset, or it
   // completed): nullptr drops it.
   void (*on_orphan_response)(Impl& m, Peer& p, const Packet& pkt) = nullptr;

@@ -17,19 +17,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint32_t try_slots = slots ? slots : 1;
   if (decode_send_wqe(raw, try_slots, 1u << 31, w) != RHN_SYN_NONE) return 0;
   // A WQE the decoder accepts must be self-consistent: SGEs and inline
-  // data in the slots before a GRH or partial-transfer descriptor.
+  // data in the slots before a GRH, partial-transfer descriptor or
+  // multicast list.
   const bool xfer = w.xfer_mode != RHN_XFER_BASIC;
+  const bool mcast = w.opcode == RHN_OP_MCAST_LIST;
   const size_t room =
-      (try_slots - (w.has_grh ? 1 : 0) - (xfer ? 1 : 0)) * RHN_SQ_SLOT_SIZE -
+      (try_slots - (w.has_grh ? 1 : 0) - (xfer ? 1 : 0) - (mcast ? 1 : 0)) *
+          RHN_SQ_SLOT_SIZE -
       48;
+  if (mcast) {
+    if (w.has_grh || w.mcast.count == 0 || w.mcast.count > RHN_MCAST_MAX_DESTS)
+      abort();
+    for (uint8_t b : w.mcast.reserved)
+      if (b) abort();
+  }
   if (w.inline_len > room || w.num_sge * sizeof(rhn_sge) > room) abort();
   uint64_t total = 0;
   for (uint32_t i = 0; i < w.num_sge; i++) total += wqe_sge(raw, i).length;
   if (xfer) {
     const rhn_wqe_xfer& x = w.xfer;
-    // Table 1: which opcode takes which mode; one SGE, no inline data.
+    // Table 1: which opcode takes which mode (an isend and each member of
+    // an mcastB send as a PUSH does); one SGE, no inline data.
     const bool push =
-        w.opcode == RHN_OP_WRITE &&
+        (w.opcode == RHN_OP_WRITE || w.opcode == RHN_OP_ISEND || mcast) &&
         (w.xfer_mode == RHN_XFER_STRIDE || w.xfer_mode == RHN_XFER_BITMAP ||
          w.xfer_mode == RHN_XFER_DIFF);
     const bool pull =

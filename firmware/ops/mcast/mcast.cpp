@@ -97,17 +97,12 @@ void on_response(Impl& m, Peer& p, uint32_t qpn, Inflight& e,
 
 }  // namespace
 
+// Requester only: what reaches the targets is a WRITE (ops/rdma).
 extern const OpFamily kMcastFamily = {
     .name = "mcast",
     .check = check,
-    .send_unsequenced = nullptr,
-    .execute_local = nullptr,
     .build_packet = build_packet,
     .on_response = on_response,
-    .has_room = nullptr,
-    .on_request = nullptr,
-    .on_orphan_response = nullptr,
-    .on_nic_answer = nullptr,
     .next_destination = next_destination,
 };
 
