@@ -58,7 +58,7 @@ using rhinet::Request;
 using rhinet::Stride;
 using rhinet::XferOptions;
 
-constexpr auto kWait = 60s;
+constexpr auto kWait = 20s;
 constexpr std::uint32_t kArea = 1;
 constexpr std::uint32_t kPartialArea = 2;  // not registered by rank 2
 constexpr std::size_t kAreaBytes = 256 * 1024;
@@ -104,11 +104,17 @@ class Test {
     local_.emplace(std::move(*b));
     bootstrap_barrier();  // every area registered
 
+    phase("mcast");
     if (n_ >= 2) mcasts();
+    phase("counter");
     counter();
+    phase("rounds");
     rounds();
+    phase("errors");
     errors();
+    phase("partial failure");
     if (n_ >= 3) partial_failure();
+    phase("done");
 
     std::printf("sync_mcast: rank %u of %u: %d checks passed, %d failed\n", me_,
                 n_, checks_ - bad_, bad_);
@@ -168,6 +174,11 @@ class Test {
   }
   void nic_barrier(const BarrierOptions& o = {}) {
     ok(g_.barrier(o, kWait), "barrier");
+  }
+  // Progress on stderr (unbuffered): where a rank stopped shows.
+  void phase(const char* what) {
+    std::fprintf(stderr, "sync_mcast: rank %u: %s (%d checks, %d failed)\n",
+                 me_, what, checks_, bad_);
   }
   void report(const char* what) {
     if (me_ == 0 && !bad_) std::printf("sync_mcast: %s: ok\n", what);
@@ -325,13 +336,13 @@ class Test {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < k_; i++) {
       std::optional<rhinet::LockGuard> guard;
-      if (i % 2) {
+      if (i % 2 && i > 1) {
         auto l = g_.scoped_lock(kCounterLock, 0);
         if (!ok(l ? rhinet::ok() : rhinet::Result<void>(l.error()),
                 "scoped_lock"))
           return;
         guard.emplace(std::move(*l));
-      } else if (!ok(g_.lock(kCounterLock, 0), "lock")) {
+      } else if (!ok(g_.ilock(kCounterLock, 0).wait(kWait), "lock")) {
         return;
       }
       if (!ok(g_.pull(0, kArea, kCounter, cell).wait(kWait), "pull counter"))
@@ -344,7 +355,7 @@ class Test {
         return;
       if (guard) {
         if (!ok(guard->unlock(), "LockGuard::unlock")) return;
-      } else if (!ok(g_.unlock(kCounterLock, 0), "unlock")) {
+      } else if (!ok(g_.iunlock(kCounterLock, 0).wait(kWait), "unlock")) {
         return;
       }
     }
@@ -418,15 +429,16 @@ class Test {
   void errors() {
     using rhinet::Syndrome;
     // Unlock of a lock nobody holds.
-    fails(g_.unlock(kSpareLock, 0), EPERM, Syndrome::not_held,
+    fails(g_.iunlock(kSpareLock, 0).wait(kWait), EPERM, Syndrome::not_held,
           "unlock of a lock not held");
     // A second lock of a lock this rank holds (its own ID: no contention).
     const std::uint64_t mine = kSpareLock + 1 + me_;
-    if (ok(g_.lock(mine, 0), "lock")) {
+    if (ok(g_.ilock(mine, 0).wait(kWait), "lock")) {
       fails(g_.ilock(mine, 0).wait(kWait), EDEADLK, Syndrome::bad_wqe,
             "lock of a lock held");
-      ok(g_.unlock(mine, 0), "unlock after the refused lock");
-      fails(g_.unlock(mine, 0), EPERM, Syndrome::not_held, "unlock twice");
+      ok(g_.iunlock(mine, 0).wait(kWait), "unlock after the refused lock");
+      fails(g_.iunlock(mine, 0).wait(kWait), EPERM, Syndrome::not_held,
+            "unlock twice");
     }
     // Refused before posting.
     fails(g_.ilock(1, n_).wait(1s), EINVAL, Syndrome::none,
@@ -545,6 +557,7 @@ class Test {
 
 int main(int argc, char** argv) {
   const int k = argc > 1 ? std::atoi(argv[1]) : 200;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   auto joined = Group::join_from_env();
   if (!joined) {
     std::fprintf(stderr, "sync_mcast: join: %s\n",

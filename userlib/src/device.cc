@@ -204,10 +204,34 @@ void Device::poll_cq() {
         poll_error = Error(errno ? errno : EIO, "rhinetdv_poll_ex");
       return;
     }
-    for (int k = 0; k < n; k++)
-      if (c[k].base.opcode == RHINETDV_OP_IRECV) complete_recv(c[k]);
+    for (int k = 0; k < n; k++) {
+      if (c[k].base.opcode == RHINETDV_OP_IRECV)
+        complete_recv(c[k]);
+      else if (c[k].base.status != IBV_WC_SUCCESS)
+        complete_from_cqe(c[k].base);
+    }
     if (n < kBatch) break;
   }
+}
+
+// A WQE the NIC refuses when it fetches it (a lock's NOT_HELD or
+// "held already" decided by this node's NIC, BUSY, a malformed WQE)
+// completes with a CQE and no status word: the NIC leaves the word alone
+// then. Its slot takes the CQE's outcome, written where the word would be
+// (the CQE comes before any word the NIC writes, so a word already done is
+// the NIC's own and is left as it is).
+void Device::complete_from_cqe(const rhinetdv_completion& c) {
+  if (c.wr_id >= slots.size()) return;  // a receive's, or the library's
+  const auto s = static_cast<std::uint32_t>(c.wr_id);
+  if (!slots[s].busy) return;
+  std::uint64_t* w = &words[s];
+  if (__atomic_load_n(w, __ATOMIC_ACQUIRE) & RHINETDV_STATUS_WORD_DONE) return;
+  const std::uint64_t word =
+      RHINETDV_STATUS_WORD_DONE |
+      (std::uint64_t{c.status & 0xffu} << RHINETDV_STATUS_WORD_STATUS_SHIFT) |
+      (std::uint64_t{c.syndrome & 0xffu}
+       << RHINETDV_STATUS_WORD_SYNDROME_SHIFT);
+  __atomic_store_n(w, word, __ATOMIC_RELEASE);
 }
 
 void Device::make_recvs(std::uint32_t n) {

@@ -137,6 +137,8 @@ struct Device : std::enable_shared_from_this<Device> {
   // PUSH/PULL/isend whose status words carry the same outcome (taking
   // them keeps the CQ from filling).
   void poll_cq();
+  // The outcome of a failed completion that came without a status word.
+  void complete_from_cqe(const rhinetdv_completion& c);
   std::string describe(const Slot& s) const;
   Request request(std::uint32_t slot) {
     return Request(shared_from_this(), static_cast<std::int32_t>(slot));
