@@ -174,6 +174,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
 
   uint32_t nslots = 0;
   const bool fetched = fetch_wqe(qp, qp.sq_fetch, qp.tx_raw, nslots);
+  bool decoded = false;
   DecodedWqe& w = qp.tx_wqe;
   uint8_t result = RHN_CQE_SUCCESS;
   uint8_t syndrome = RHN_SYN_NONE;
@@ -188,6 +189,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     nslots = 1;
   } else {
     const rhn_syndrome s = decode_send_wqe(qp.tx_raw, nslots, 1u << 31, w);
+    decoded = s == RHN_SYN_NONE;
     if (s != RHN_SYN_NONE) {
       counters.add(RHN_CNT_BAD_WQES);
       result =
@@ -306,7 +308,14 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     qp.mcast_next = 0;
   }
   if (result != RHN_CQE_SUCCESS) {
-    e.wqe_flags &= static_cast<uint8_t>(~RHN_WQE_F_STATUS_WORD);
+    // A WQE refused here still reports through its status word when the
+    // WQE was well formed and the word is usable (aligned, writable through
+    // its key); a malformed WQE's fields are not trusted.
+    const bool usable =
+        decoded && (w.flags & RHN_WQE_F_STATUS_WORD) && !(w.status_addr & 7) &&
+        check_key(w.status_lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE,
+                  w.status_addr, sizeof(uint64_t), nullptr) == RHN_SYN_NONE;
+    if (!usable) e.wqe_flags &= static_cast<uint8_t>(~RHN_WQE_F_STATUS_WORD);
     finish_entry(qpn, e, result, syndrome);
     return true;
   }

@@ -580,6 +580,26 @@ TEST(Srq, TwoSendersShareOneReceiveQueue) {
   }
 }
 
+// A WQE the NIC refuses as it reads it (here an ISEND, which only an
+// endpoint takes) still reports through its status word: software that
+// waits only on the word is not left waiting; the CQE reports it too.
+TEST_F(TwoNodes, AWqeRefusedAtFetchReportsThroughItsStatusWord) {
+  Region src = make_region(A(), 64, kAllAccess, 7);
+  Region words = make_region(A(), 64);
+  SendWr w = send_wr(1, {src.sge(0, 64)}, RHN_OP_ISEND,
+                     RHN_WQE_F_STATUS_WORD | RHN_WQE_F_SIGNALED);
+  w.status_addr = words.va(8);
+  w.status_lkey = words.key();
+  ASSERT_TRUE(p.qp_a->post_send(w));
+  ASSERT_TRUE(c->run_until(
+      [&] { return status_word_done(words.buf.load64(8)); }, 10'000'000));
+  const uint64_t sw = words.buf.load64(8);
+  EXPECT_EQ(status_word_status(sw), RHN_CQE_LOC_QP_OP_ERR);
+  EXPECT_EQ(status_word_syndrome(sw), RHN_SYN_BAD_OPCODE);
+  Completion c1 = wait_one(*c, *p.cq_a);
+  EXPECT_EQ(c1.status, RHN_CQE_LOC_QP_OP_ERR) << describe(c1);
+}
+
 TEST(Ud, SendRecvWithQkey) {
   SimCluster c(cluster_config(2));
   ASSERT_TRUE(c.all_up());
