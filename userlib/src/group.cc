@@ -55,6 +55,38 @@ Result<ibv_context*> open_device(const std::string& want) {
   return ctx;
 }
 
+// The partial mode of `o` into a PUSH's, PULL's or mcast's attributes
+// (rhinetdv_xfer_ex and rhinetdv_mcast_attr name these fields alike).
+template <typename Attr>
+void put_mode(Attr& a, const XferOptions& o, std::uint32_t bitmap_lkey) {
+  a.mode = static_cast<std::uint32_t>(o.mode);
+  switch (o.mode) {
+    case Mode::stride:
+      a.block = o.stride.block;
+      a.count = o.stride.count;
+      a.local_stride = o.stride.local_stride;
+      a.remote_stride = o.stride.remote_stride;
+      // One block: the strides say nothing, but the NIC wants them >= block.
+      if (a.count == 1) {
+        if (a.local_stride < a.block) a.local_stride = a.block;
+        if (a.remote_stride < a.block) a.remote_stride = a.block;
+      }
+      break;
+    case Mode::bitmap:
+      a.block = o.bitmap.granularity;
+      a.bitmap = o.bitmap.bits.data();
+      a.bitmap_lkey = bitmap_lkey;
+      break;
+    case Mode::diff:
+    case Mode::twin:
+      a.twin = o.twin.twin->dm();
+      a.twin_offset = o.twin.offset;
+      break;
+    case Mode::basic:
+      break;
+  }
+}
+
 }  // namespace
 
 // ---- joining ----------------------------------------------------------------
@@ -424,32 +456,7 @@ Request Group::post(Op op, Target target, std::uint32_t rank,
     x.base.flags |= RHINETDV_XFER_EX_SIGNAL;
     x.signal = o.signal;
   }
-  x.mode = static_cast<std::uint32_t>(o.mode);
-  switch (o.mode) {
-    case Mode::stride:
-      x.block = o.stride.block;
-      x.count = o.stride.count;
-      x.local_stride = o.stride.local_stride;
-      x.remote_stride = o.stride.remote_stride;
-      // One block: the strides say nothing, but the NIC wants them >= block.
-      if (x.count == 1) {
-        if (x.local_stride < x.block) x.local_stride = x.block;
-        if (x.remote_stride < x.block) x.remote_stride = x.block;
-      }
-      break;
-    case Mode::bitmap:
-      x.block = o.bitmap.granularity;
-      x.bitmap = o.bitmap.bits.data();
-      x.bitmap_lkey = bitmap_lkey;
-      break;
-    case Mode::twin:
-    case Mode::diff:
-      x.twin = o.twin.twin->dm();
-      x.twin_offset = o.twin.offset;
-      break;
-    case Mode::basic:
-      break;
-  }
+  put_mode(x, o, bitmap_lkey);
   auto slot = dev.acquire(forever);
   if (!slot) return fail(slot.error().errno_value(), slot.error().message());
   x.base.wr_id = *slot;
@@ -638,31 +645,7 @@ Request Group::mcast(std::span<const std::uint32_t> ranks,
     a.flags |= RHINETDV_MCAST_SIGNAL;
     a.signal = o.signal;
   }
-  a.mode = static_cast<std::uint32_t>(o.mode);
-  switch (o.mode) {
-    case Mode::stride:
-      a.block = o.stride.block;
-      a.count = o.stride.count;
-      a.local_stride = o.stride.local_stride;
-      a.remote_stride = o.stride.remote_stride;
-      if (a.count == 1) {
-        if (a.local_stride < a.block) a.local_stride = a.block;
-        if (a.remote_stride < a.block) a.remote_stride = a.block;
-      }
-      break;
-    case Mode::bitmap:
-      a.block = o.bitmap.granularity;
-      a.bitmap = o.bitmap.bits.data();
-      a.bitmap_lkey = bitmap_lkey;
-      break;
-    case Mode::diff:
-    case Mode::twin:
-      a.twin = o.twin.twin->dm();
-      a.twin_offset = o.twin.offset;
-      break;
-    case Mode::basic:
-      break;
-  }
+  put_mode(a, o, bitmap_lkey);
   auto slot = dev.acquire(forever);
   if (!slot) return fail(slot.error().errno_value(), slot.error().message());
   a.wr_id = *slot;
