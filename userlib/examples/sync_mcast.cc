@@ -337,6 +337,8 @@ class Test {
     auto cell = std::span<std::byte>(local_mem_).subspan(200000, 8);
     bootstrap_barrier();
     const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::uint64_t> seen;  // what each locked PULL returned
+    seen.reserve(static_cast<std::size_t>(k_));
     for (int i = 0; i < k_; i++) {
       std::optional<rhinet::LockGuard> guard;
       if (i % 2 && i > 1) {
@@ -352,6 +354,7 @@ class Test {
         return;
       std::uint64_t v;
       std::memcpy(&v, cell.data(), 8);
+      seen.push_back(v);
       v++;
       std::memcpy(cell.data(), &v, 8);
       if (!ok(g_.push(0, kArea, kCounter, cell).wait(kWait), "push counter"))
@@ -367,6 +370,7 @@ class Test {
             .count();
     nic_barrier();
     const std::uint64_t want = std::uint64_t{n_} * static_cast<unsigned>(k_);
+    const int bad_before = bad_;
     if (me_ == 0) {
       const std::uint64_t got = load(kCounter);
       expect(got == want, "counter is %llu after %u x %d locked increments",
@@ -383,6 +387,14 @@ class Test {
       expect(got == want, "counter read from rank 0 is %llu, expected %llu",
              static_cast<unsigned long long>(got),
              static_cast<unsigned long long>(want));
+    }
+    // For comparing the ranks' logs: every value 0..want-1 must have been
+    // read exactly once across the ranks, and in increasing order here.
+    if (bad_ != bad_before) {
+      std::string line;
+      for (const std::uint64_t v : seen) line += " " + std::to_string(v);
+      std::fprintf(stderr, "sync_mcast: rank %u read under the lock:%s\n", me_,
+                   line.c_str());
     }
   }
 
@@ -418,6 +430,18 @@ class Test {
                          me_, static_cast<unsigned long long>(r), k,
                          static_cast<unsigned long long>(v));
         }
+      }
+    }
+    if (early) {
+      // Late (a barrier left early) or lost (the slot stays behind)?
+      ok(g_.pull(0, kArea, kRounds, all).wait(kWait), "pull rounds again");
+      for (std::uint32_t k = 0; k < n_; k++) {
+        std::uint64_t v;
+        std::memcpy(&v, all.data() + 8 * k, 8);
+        std::fprintf(stderr,
+                     "sync_mcast: rank %u: after the last round rank %u's "
+                     "slot holds %llu\n",
+                     me_, k, static_cast<unsigned long long>(v));
       }
     }
     expect(!early, "%d slots out of their round after a barrier", early);
