@@ -71,7 +71,8 @@ class Sync : public ::testing::Test {
   void lossy(uint64_t seed) { make_lossy(*c, seed); }
   // LOCK, READ, WRITE + 1, UNLOCK by every node, kIters times.
   void count_under_lock(uint16_t kNodes, uint32_t kIters,
-                        const std::function<void()>& make_faults);
+                        const std::function<void()>& make_faults,
+                        const std::function<void()>& each_poll = {});
   Completion run(Ep& e, const SendWr& wr, uint64_t timeout = 100'000'000) {
     EXPECT_TRUE(e.qp().post_send(wr));
     return wait_one(*c, e.cq(), timeout);
@@ -99,7 +100,8 @@ class Sync : public ::testing::Test {
 // duplicates frames. The value each READ returns is the grant's sequence
 // number: every one from 0 to 7999 comes exactly once.
 void Sync::count_under_lock(uint16_t kNodes, uint32_t kIters,
-                            const std::function<void()>& make_faults) {
+                            const std::function<void()>& make_faults,
+                            const std::function<void()>& each_poll) {
   constexpr uint64_t kLock = 0x10c4;
   start(kNodes);
   Ep mgr = make_ep(*c, 0);  // the manager, and the counter's endpoint
@@ -179,6 +181,7 @@ void Sync::count_under_lock(uint16_t kNodes, uint32_t kIters,
   CounterSnap m0(c->node(0));
   const bool done = c->run_until(
       [&] {
+        if (each_poll) each_poll();
         for (uint16_t n = 0; n < kNodes && !failed; n++)
           for (const Completion& x : eps[n].cq().poll()) advance(n, x);
         if (failed) return true;
@@ -220,6 +223,21 @@ TEST_F(Sync, FourNodesCountUnderOneLockWithLateCopiesOfEveryKind) {
     c->fabric().set_hop_delay(40'000);
   });
   EXPECT_GT(c->fabric().counters().reordered, 0u);
+}
+
+// The emulated nodes' other habit: a NIC thread the host does not run for
+// milliseconds, while frames pile up in its receive FIFO and its timers
+// all fire when it runs again.
+TEST_F(Sync, FourNodesCountUnderOneLockWhileNicsStall) {
+  std::mt19937_64 rng(5);
+  int stalls = 0;
+  count_under_lock(
+      4, 400, [&] { c->fabric().set_hop_delay(40'000); },
+      [&] {
+        if (rng() % 300 == 0)
+          c->stall(rng() % 4, 1'000'000 + rng() % 80'000'000), stalls++;
+      });
+  EXPECT_GT(stalls, 50);
 }
 
 // The lock goes in the order the manager queued the LOCKs: each LOCK is

@@ -78,9 +78,17 @@ SimCluster::~SimCluster() {
   for (size_t i = 0; i < nodes_.size(); ++i) switch_.attach(i, nullptr);
 }
 
+void SimCluster::stall(size_t i, uint64_t ns) {
+  stalled_until_.resize(nodes_.size(), 0);
+  stalled_until_.at(i) = clock_.now() + ns;
+}
+
 bool SimCluster::step() {
   bool any = false;
-  for (auto& n : nodes_) any = n->engine->poll() || any;
+  for (size_t i = 0; i < nodes_.size(); i++) {
+    if (i < stalled_until_.size() && clock_.now() < stalled_until_[i]) continue;
+    any = nodes_[i]->engine->poll() || any;
+  }
   for (auto& n : nodes_)
     if (n->host_work) any = n->host_work() || any;
   any = switch_.deliver() || any;
@@ -91,7 +99,12 @@ bool SimCluster::step() {
 bool SimCluster::tick(uint64_t max_idle_jump_ns) {
   if (step()) return true;
   uint64_t next = switch_.next_delivery_ns();
-  for (auto& n : nodes_) next = std::min(next, n->engine->next_deadline_ns());
+  for (size_t i = 0; i < nodes_.size(); i++) {
+    const bool stalled =
+        i < stalled_until_.size() && clock_.now() < stalled_until_[i];
+    next = std::min(next, stalled ? stalled_until_[i]
+                                  : nodes_[i]->engine->next_deadline_ns());
+  }
   const uint64_t now = clock_.now();
   const uint64_t limit = now + max_idle_jump_ns;
   // Always move forward at least a little, so a deadline that poll() did not

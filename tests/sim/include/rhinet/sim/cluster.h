@@ -88,12 +88,17 @@ class SimCluster {
                                     uint64_t timeout_ns = 50'000'000);
   // Hard bound on steps per run_until, so a spinning engine cannot hang.
   uint64_t max_steps = 20'000'000;
+  // Node i's engine is not polled for `ns` of virtual time, as an emulated
+  // NIC's thread that the host does not schedule: frames still reach its
+  // receive FIFO (and overflow it), its timers fire late, all at once.
+  void stall(size_t i, uint64_t ns);
 
  private:
   ClusterConfig cfg_;
   SimClock clock_;
   SimSwitch switch_;
   std::vector<std::unique_ptr<SimNode>> nodes_;
+  std::vector<uint64_t> stalled_until_;
   bool all_up_ = true;
 };
 
