@@ -72,7 +72,9 @@ class Sync : public ::testing::Test {
   // LOCK, READ, WRITE + 1, UNLOCK by every node, kIters times.
   void count_under_lock(uint16_t kNodes, uint32_t kIters,
                         const std::function<void()>& make_faults,
-                        const std::function<void()>& each_poll = {});
+                        const std::function<void()>& each_poll = {},
+                        int runs = 1, bool manager_is_member = false,
+                        bool status_words = false);
   Completion run(Ep& e, const SendWr& wr, uint64_t timeout = 100'000'000) {
     EXPECT_TRUE(e.qp().post_send(wr));
     return wait_one(*c, e.cq(), timeout);
@@ -101,106 +103,140 @@ class Sync : public ::testing::Test {
 // number: every one from 0 to 7999 comes exactly once.
 void Sync::count_under_lock(uint16_t kNodes, uint32_t kIters,
                             const std::function<void()>& make_faults,
-                            const std::function<void()>& each_poll) {
+                            const std::function<void()>& each_poll, int runs,
+                            bool manager_is_member, bool status_words) {
   constexpr uint64_t kLock = 0x10c4;
   start(kNodes);
-  Ep mgr = make_ep(*c, 0);  // the manager, and the counter's endpoint
-  std::vector<Ep> eps;
-  for (uint16_t n = 0; n < kNodes; n++) eps.push_back(make_ep(*c, n));
   make_faults();
-  mgr.d.buf.buf.store64(0, 0);
-  enum Step { kLocking, kReading, kWriting, kUnlocking, kFinished };
-  std::vector<Step> step(kNodes, kLocking);
-  std::vector<uint32_t> iter(kNodes, 0);
-  std::vector<int> holder_of(kNodes * kIters, -1);
-  int holding = -1;  // who the test saw holding the lock
-  bool failed = false;
-  for (uint16_t n = 0; n < kNodes; n++)
-    ASSERT_TRUE(eps[n].qp().post_send(sync_wr(0, RHN_OP_LOCK, mgr, kLock)));
-  auto advance = [&](uint16_t n, const Completion& x) {
-    Ep& e = eps[n];
-    if (!x.ok()) {
-      ADD_FAILURE() << "node " << n << " step " << step[n] << " "
-                    << describe(x);
-      failed = true;
-      return;
-    }
-    switch (step[n]) {
-      case kLocking:
-        if (holding != -1) {
-          ADD_FAILURE() << "node " << n << " granted while " << holding
-                        << " holds";
-          failed = true;
-        }
-        holding = n;
-        step[n] = kReading;
-        EXPECT_TRUE(e.qp().post_send([&] {
-          SendWr r = rdma_wr(1, RHN_OP_READ, {e.d.buf.sge(0, 8)},
-                             mgr.d.buf.va(), mgr.d.buf.key());
-          r.dst_node = 0;
-          r.dst_qpn = mgr.qpn();
-          return r;
-        }()));
-        return;
-      case kReading: {
-        const uint64_t v = e.d.buf.buf.load64(0);
-        if (v >= holder_of.size() || holder_of[v] != -1) {
-          ADD_FAILURE() << "node " << n << " read " << v << " twice or wild";
-          failed = true;
-          return;
-        }
-        holder_of[v] = n;
-        e.d.buf.buf.store64(8, v + 1);
-        step[n] = kWriting;
-        SendWr w = rdma_wr(2, RHN_OP_WRITE, {e.d.buf.sge(8, 8)}, mgr.d.buf.va(),
-                           mgr.d.buf.key());
-        w.dst_node = 0;
-        w.dst_qpn = mgr.qpn();
-        EXPECT_TRUE(e.qp().post_send(w));
-        return;
+  for (int run = 0; run < runs; run++) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    std::vector<Ep> eps;
+    for (uint16_t n = 0; n < kNodes; n++) eps.push_back(make_ep(*c, n));
+    // The manager and the counter's endpoint: node 0's member itself, as
+    // with userlib's ranks, or an endpoint of its own.
+    Ep own_mgr;
+    if (!manager_is_member) own_mgr = make_ep(*c, 0);
+    Ep& mgr = manager_is_member ? eps[0] : own_mgr;
+    constexpr size_t kAt = 64;  // the counter, past the members' buffers
+    mgr.d.buf.buf.store64(kAt, 0);
+    enum Step { kLocking, kReading, kWriting, kUnlocking, kFinished };
+    std::vector<Step> step(kNodes, kLocking);
+    std::vector<uint32_t> iter(kNodes, 0);
+    std::vector<int> holder_of(kNodes * kIters, -1);
+    int holding = -1;  // who the test saw holding the lock
+    bool failed = false;
+    // With status_words, as userlib posts: unsignaled WQEs that report
+    // through one status word per node (cleared before each post), a
+    // signaled one now and then only to free the send queue.
+    std::vector<uint32_t> posted(kNodes, 0);
+    constexpr size_t kWord = 32;
+    auto post = [&](uint16_t n, SendWr wr) {
+      if (status_words) {
+        eps[n].d.buf.buf.store64(kWord, 0);
+        wr.flags = RHN_WQE_F_STATUS_WORD;
+        if (++posted[n] % 32 == 0) wr.flags |= RHN_WQE_F_SIGNALED;
+        wr.status_addr = eps[n].d.buf.va(kWord);
+        wr.status_lkey = eps[n].d.buf.key();
       }
-      case kWriting:
-        step[n] = kUnlocking;
-        holding = -1;  // from here on the next holder may be granted
-        EXPECT_TRUE(e.qp().post_send(sync_wr(3, RHN_OP_UNLOCK, mgr, kLock)));
-        return;
-      case kUnlocking:
-        if (++iter[n] == kIters) {
-          step[n] = kFinished;
-          return;
-        }
-        step[n] = kLocking;
-        EXPECT_TRUE(e.qp().post_send(sync_wr(0, RHN_OP_LOCK, mgr, kLock)));
-        return;
-      case kFinished:
-        ADD_FAILURE() << "node " << n << " completion after the end";
+      return eps[n].qp().post_send(wr);
+    };
+    for (uint16_t n = 0; n < kNodes; n++)
+      ASSERT_TRUE(post(n, sync_wr(0, RHN_OP_LOCK, mgr, kLock)));
+    auto advance = [&](uint16_t n, const Completion& x) {
+      Ep& e = eps[n];
+      if (!x.ok()) {
+        ADD_FAILURE() << "node " << n << " step " << step[n] << " "
+                      << describe(x);
         failed = true;
         return;
-    }
-  };
-  CounterSnap m0(c->node(0));
-  const bool done = c->run_until(
-      [&] {
-        if (each_poll) each_poll();
-        for (uint16_t n = 0; n < kNodes && !failed; n++)
-          for (const Completion& x : eps[n].cq().poll()) advance(n, x);
-        if (failed) return true;
-        for (uint16_t n = 0; n < kNodes; n++)
-          if (step[n] != kFinished) return false;
-        return true;
-      },
-      200'000'000'000ull);
-  ASSERT_FALSE(failed);
-  ASSERT_TRUE(done) << "iterations: " << iter[0] << " " << iter[1] << " ...";
-  EXPECT_EQ(mgr.d.buf.buf.load64(0), uint64_t{kNodes} * kIters);
-  for (size_t v = 0; v < holder_of.size(); v++)
-    ASSERT_NE(holder_of[v], -1) << "no grant saw " << v;
-  // Some LOCKs waited in the queue and were handed over NIC to NIC.
-  EXPECT_GT(m0.delta(RHN_CNT_LOCK_WAITS), 0u);
-  uint64_t passed = 0;
-  for (uint16_t n = 0; n < kNodes; n++)
-    passed += c->node(n).counter(RHN_CNT_LOCK_GRANTS);
-  EXPECT_EQ(passed, uint64_t{kNodes} * kIters);
+      }
+      switch (step[n]) {
+        case kLocking:
+          if (holding != -1) {
+            ADD_FAILURE() << "node " << n << " granted while " << holding
+                          << " holds";
+            failed = true;
+          }
+          holding = n;
+          step[n] = kReading;
+          EXPECT_TRUE(post(n, [&] {
+            SendWr r = rdma_wr(1, RHN_OP_READ, {e.d.buf.sge(0, 8)},
+                               mgr.d.buf.va(kAt), mgr.d.buf.key());
+            r.dst_node = 0;
+            r.dst_qpn = mgr.qpn();
+            return r;
+          }()));
+          return;
+        case kReading: {
+          const uint64_t v = e.d.buf.buf.load64(0);
+          if (v >= holder_of.size() || holder_of[v] != -1) {
+            ADD_FAILURE() << "node " << n << " read " << v << " twice or wild";
+            failed = true;
+            return;
+          }
+          holder_of[v] = n;
+          e.d.buf.buf.store64(8, v + 1);
+          step[n] = kWriting;
+          SendWr w = rdma_wr(2, RHN_OP_WRITE, {e.d.buf.sge(8, 8)},
+                             mgr.d.buf.va(kAt), mgr.d.buf.key());
+          w.dst_node = 0;
+          w.dst_qpn = mgr.qpn();
+          EXPECT_TRUE(post(n, w));
+          return;
+        }
+        case kWriting:
+          step[n] = kUnlocking;
+          holding = -1;  // from here on the next holder may be granted
+          EXPECT_TRUE(post(n, sync_wr(3, RHN_OP_UNLOCK, mgr, kLock)));
+          return;
+        case kUnlocking:
+          if (++iter[n] == kIters) {
+            step[n] = kFinished;
+            return;
+          }
+          step[n] = kLocking;
+          EXPECT_TRUE(post(n, sync_wr(0, RHN_OP_LOCK, mgr, kLock)));
+          return;
+        case kFinished:
+          ADD_FAILURE() << "node " << n << " completion after the end";
+          failed = true;
+          return;
+      }
+    };
+    CounterSnap m0(c->node(0));
+    const bool done = c->run_until(
+        [&] {
+          if (each_poll) each_poll();
+          for (uint16_t n = 0; n < kNodes && !failed; n++) {
+            for (const Completion& x : eps[n].cq().poll())
+              if (!status_words || !x.ok()) advance(n, x);
+            if (!status_words || failed) continue;
+            const uint64_t word = eps[n].d.buf.buf.load64(kWord);
+            if (!(word & RHN_STATUS_WORD_DONE)) continue;
+            Completion x;
+            x.status = uint8_t(word >> RHN_STATUS_WORD_STATUS_SHIFT);
+            x.vendor_err = uint8_t(word >> RHN_STATUS_WORD_SYNDROME_SHIFT);
+            eps[n].d.buf.buf.store64(kWord, 0);
+            advance(n, x);
+          }
+          if (failed) return true;
+          for (uint16_t n = 0; n < kNodes; n++)
+            if (step[n] != kFinished) return false;
+          return true;
+        },
+        200'000'000'000ull);
+    ASSERT_FALSE(failed);
+    ASSERT_TRUE(done) << "iterations: " << iter[0] << " " << iter[1] << " ...";
+    EXPECT_EQ(mgr.d.buf.buf.load64(kAt), uint64_t{kNodes} * kIters);
+    for (size_t v = 0; v < holder_of.size(); v++)
+      ASSERT_NE(holder_of[v], -1) << "no grant saw " << v;
+    // Some LOCKs waited in the queue and were handed over NIC to NIC.
+    EXPECT_GT(m0.delta(RHN_CNT_LOCK_WAITS), 0u);
+    uint64_t passed = 0;
+    for (uint16_t n = 0; n < kNodes; n++)
+      passed += c->node(n).counter(RHN_CNT_LOCK_GRANTS);
+    EXPECT_EQ(passed, uint64_t{kNodes} * kIters * (run + 1));
+  }
 }
 
 TEST_F(Sync, EightNodesCountUnderOneLockOverALossyFabric) {
@@ -225,6 +261,47 @@ TEST_F(Sync, FourNodesCountUnderOneLockWithLateCopiesOfEveryKind) {
   EXPECT_GT(c->fabric().counters().reordered, 0u);
 }
 
+// Processes come and go: every run opens new endpoints (in new contexts)
+// on every node and closes them at the end, as the VM's example does when
+// it runs again; the NICs' records of the earlier runs must not disturb
+// the later ones.
+TEST_F(Sync, FourNodesCountUnderALockOfAMemberInRunAfterRun) {
+  count_under_lock(
+      4, 150,
+      [&] {
+        lossy(31);
+        c->fabric().set_hop_delay(40'000);
+      },
+      {}, 8, true);
+}
+
+// As userlib's ranks do it: unsignaled operations reporting through a
+// status word that each post reuses, the manager a member, stalls.
+TEST_F(Sync, FourNodesCountThroughStatusWordsLikeUserlib) {
+  std::mt19937_64 rng(11);
+  count_under_lock(
+      4, 300,
+      [&] {
+        lossy(37);
+        c->fabric().set_hop_delay(40'000);
+      },
+      [&] {
+        if (rng() % 500 == 0)
+          c->stall(rng() % 4, 1'000'000 + rng() % 30'000'000);
+      },
+      3, true, true);
+}
+
+TEST_F(Sync, FourNodesCountUnderOneLockInRunAfterRun) {
+  count_under_lock(
+      4, 150,
+      [&] {
+        lossy(29);
+        c->fabric().set_hop_delay(40'000);
+      },
+      {}, 8);
+}
+
 // The emulated nodes' other habit: a NIC thread the host does not run for
 // milliseconds, while frames pile up in its receive FIFO and its timers
 // all fire when it runs again.
@@ -236,7 +313,8 @@ TEST_F(Sync, FourNodesCountUnderOneLockWhileNicsStall) {
       [&] {
         if (rng() % 300 == 0)
           c->stall(rng() % 4, 1'000'000 + rng() % 80'000'000), stalls++;
-      });
+      },
+      2, true);
   EXPECT_GT(stalls, 50);
 }
 

@@ -3,8 +3,10 @@
 // kept by the NIC (2.10), through userlib, on every rank of a group.
 //
 //  (a) mcast: rank 0 pushes to ranks 1..n-1 with one operation each: a
-//      basic multi-packet one, a small inline one, a STRIDE one and a
-//      BITMAP one into the same area and offsets at every member; after a
+//      basic multi-packet one, a small inline one, a STRIDE one, a
+//      BITMAP one and two DIFF ones (against a zero twin, then with every
+//      97th byte changed: only those travel) into the same area and
+//      offsets at every member; after a
 //      NIC barrier every member checks every byte of its target region
 //      (written bytes against the source, the others still sentinels).
 //      Then an mcast to a list one of whose members has no such area:
@@ -105,7 +107,10 @@ class Test {
     bootstrap_barrier();  // every area registered
 
     phase("mcast");
-    if (n_ >= 2) mcasts();
+    if (n_ >= 2) {
+      mcasts();
+      mcast_diff();
+    }
     phase("counter");
     if (k_ > 0)
       counter();
@@ -307,6 +312,44 @@ class Test {
     }
   }
 
+  // DIFF against a twin of rank 0 (zeros at first): the first mcast sends
+  // every byte that is not zero and leaves the twin equal to the source,
+  // so the second sends only the bytes changed since; at the members the
+  // bytes not sent keep the sentinel.
+  void mcast_diff() {
+    constexpr std::size_t off = 30000, len = 6000;
+    auto src = std::span<std::byte>(local_mem_).first(len);
+    auto twin = g_.twin(len);
+    if (!ok(twin ? rhinet::ok() : rhinet::Result<void>(twin.error()),
+            "twin for the diff mcast"))
+      return;
+    const auto dst = members();
+    for (std::size_t i = 0; i < len; i++) src[i] = pat(6, i);
+    mcast_case(
+        "diff against a zero twin",
+        [&] {
+          return g_.mcast(dst, kArea, off, src, XferOptions::diff(*twin));
+        },
+        [&](std::size_t i) {
+          if (i < off || i >= off + len || pat(6, i - off) == std::byte{0})
+            return kSentinel;
+          return pat(6, i - off);
+        });
+    auto changed = [](std::size_t i) { return i % 97 == 5; };
+    for (std::size_t i = 0; i < len; i++)
+      if (changed(i)) src[i] = ~pat(6, i);
+    mcast_case(
+        "diff of every 97th byte",
+        [&] {
+          return g_.mcast(dst, kArea, off, src, XferOptions::diff(*twin));
+        },
+        [&](std::size_t i) {
+          return i >= off && i < off + len && changed(i - off)
+                     ? ~pat(6, i - off)
+                     : kSentinel;
+        });
+  }
+
   // An mcast to ranks 1..n-1 of area 2, which rank 2 did not register:
   // ENOENT for the operation, the data at the others.
   void partial_failure() {
@@ -350,10 +393,23 @@ class Test {
       } else if (!ok(g_.ilock(kCounterLock, 0).wait(kWait), "lock")) {
         return;
       }
+      // Poisoned first: a PULL that completes without its data shows.
+      constexpr std::uint64_t kPoison = 0xdead'beef'dead'beefull;
+      std::memcpy(cell.data(), &kPoison, 8);
       if (!ok(g_.pull(0, kArea, kCounter, cell).wait(kWait), "pull counter"))
         return;
       std::uint64_t v;
       std::memcpy(&v, cell.data(), 8);
+      if (v == kPoison) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::uint64_t later;
+        std::memcpy(&later, cell.data(), 8);
+        expect(false,
+               "iteration %d: the PULL completed but the counter's bytes "
+               "were not there (5 ms later: %llx)",
+               i, static_cast<unsigned long long>(later));
+        v = later;
+      }
       seen.push_back(v);
       v++;
       std::memcpy(cell.data(), &v, 8);
