@@ -76,7 +76,6 @@ void Capture::record(std::span<const uint8_t> frame, uint64_t now_ns) {
 SwitchCore::SwitchCore(unsigned ports, uint64_t seed, Egress egress)
     : ports_(ports),
       node_port_(RHN_MAX_NODES, -1),
-      groups_(RHN_NODE_BROADCAST - RHN_NODE_MCAST_FIRST),
       seed_(seed),
       egress_(std::move(egress)) {
   // Node i sits on port i until a frame from it shows otherwise.
@@ -106,11 +105,7 @@ void SwitchCore::set_link(unsigned port, bool up, uint64_t down_ns,
 
 bool SwitchCore::set_group(uint16_t group,
                            const std::vector<unsigned>& members) {
-  if (group < RHN_NODE_MCAST_FIRST || group >= RHN_NODE_BROADCAST) return false;
-  for (unsigned m : members)
-    if (m >= ports_.size()) return false;
-  groups_[group - RHN_NODE_MCAST_FIRST] = members;
-  return true;
+  return groups_.set(group, members, unsigned(ports_.size()));
 }
 
 bool SwitchCore::map_node(uint16_t node, unsigned port) {
@@ -148,10 +143,9 @@ void SwitchCore::ingress(unsigned port, std::span<const uint8_t> frame,
     return;
   }
   if (dst >= RHN_NODE_MCAST_FIRST) {
-    const auto& members = groups_[dst - RHN_NODE_MCAST_FIRST];
-    if (members.empty()) in.cnt.unroutable++;
-    for (unsigned out : members)
-      if (out != port) egress(out, frame, now_ns);
+    if (!groups_.for_each_egress(
+            dst, port, [&](unsigned out) { egress(out, frame, now_ns); }))
+      in.cnt.unroutable++;
     return;
   }
   const int32_t out = node_port_[dst];

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "group_table.h"
+
 namespace rhinet::fabric {
 
 // Probabilities per frame leaving a port, each in [0, 1].
@@ -70,7 +72,7 @@ class SwitchCore {
   void set_link(unsigned port, bool up, uint64_t down_ns, uint64_t now_ns);
   bool link_up(unsigned port) const { return ports_[port].up; }
   // Group IDs are RHN_NODE_MCAST_FIRST..RHN_NODE_BROADCAST-1; an empty
-  // member list removes the group. False on a bad ID or port.
+  // member list removes the group. False on a bad ID or port (GroupTable).
   bool set_group(uint16_t group, const std::vector<unsigned>& members);
   bool map_node(uint16_t node, unsigned port);
 
@@ -97,7 +99,7 @@ class SwitchCore {
 
   std::vector<Port> ports_;
   std::vector<int32_t> node_port_;  // node ID -> port, -1 unknown
-  std::vector<std::vector<unsigned>> groups_;
+  GroupTable groups_;
   uint64_t seed_;
   Egress egress_;
   Capture capture_;

@@ -198,6 +198,11 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
         return RHN_ADMIN_NO_RESOURCES;
       return RHN_ADMIN_OK;
     }
+    case RHN_ADMIN_SET_MCAST_GROUP:
+      // The kernel passes on what the administrator decided (the switch
+      // pattern's members); user space never reaches this.
+      if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
+      return mcast_set_group(u.mcast_group, detail);
     case RHN_ADMIN_QUERY_COUNTERS: {
       if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
       uint64_t v[RHN_CNT_COUNT];

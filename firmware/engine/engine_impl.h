@@ -51,6 +51,7 @@ struct ContextObj {
   uint32_t rx_contexts = 0;  // receive contexts its QPs hold
   uint32_t tag_recvs = 0;    // posted/matched tag receives it holds
   uint32_t tag_msgs = 0;     // unexpected messages queued for it
+  uint32_t mcast_frames = 0;  // multicast packets kept for it
 };
 
 struct PdObj {
@@ -747,6 +748,81 @@ struct SyncTables {
   uint32_t probe_from = 0;            // where the next probes start
 };
 
+// ---- Simultaneous multicast (ops/mcast_switch/) ----------------------------
+
+// Packets one (sender, group) stream keeps at most (sent, not yet
+// acknowledged by every member).
+constexpr uint32_t kMcastWindow = 32;
+
+// One member of a switch group, seen from this NIC twice: as a member of
+// the streams this NIC sends (its acknowledgements), and as the sender of
+// a stream this NIC receives (where that stream is).
+struct McastMember {
+  uint16_t node = 0;
+  uint32_t qpn = 0;  // its endpoint
+  // This NIC's stream to the group: what the member acknowledged.
+  bool dead = false;      // retries ran out: it is waited for no more
+  uint8_t retries = 0;    // repairs since it last made progress
+  uint32_t acked = 0;     // the next serial it expects
+  bool gap_repaired = false;   // repaired for a gap it reported since acked moved
+  uint64_t repair_at = 0;      // when it is repaired next if still behind
+  // The member's stream to the group, received by this NIC.
+  bool rx_synced = false;
+  bool rx_gap_told = false;  // a gap at rx_expected was reported
+  uint8_t rx_error = RHN_SYN_NONE;  // a refusal not yet past the floor
+  uint16_t rx_session = 0;
+  uint32_t rx_expected = 0;
+  uint32_t rx_error_seq = 0;
+};
+
+// A WQE being multicast, from its first packet until every member
+// acknowledged its last (or the message was abandoned: QP gone).
+struct McastMsg {
+  uint32_t qpn = 0, qp_gen = 0;
+  uint32_t entry = 0;  // its Inflight index (absolute counter)
+  uint32_t msn = 0;
+  uint32_t first_seq = 0, last_seq = 0;
+  bool sealed = false;  // its last packet is out
+  uint8_t status = RHN_CQE_SUCCESS;
+  uint8_t syndrome = RHN_SYN_NONE;
+};
+
+// A switch group as the kernel registered it, and this NIC's stream to it.
+struct McastGroup {
+  bool valid = false;
+  uint16_t id = 0;  // the group's node ID
+  uint16_t endpoint_group = 0;
+  uint16_t count = 0;
+  uint16_t self = 0xffff;  // this node's index in members, if listed
+  McastMember members[RHN_MCAST_SWITCH_MAX_MEMBERS];
+  // The stream: serials [floor, next_seq) are kept in frames (by serial
+  // modulo the window) until every live member acknowledged them.
+  uint16_t session = 0;
+  uint32_t next_seq = 0;
+  uint32_t floor = 0;
+  uint32_t frames[kMcastWindow];
+  McastMsg msgs[kMcastWindow];  // in serial order, [msg_head, msg_tail)
+  uint32_t msg_head = 0, msg_tail = 0;
+  bool member_lost = false;  // later messages fail too (until set again)
+  uint64_t next_repair = UINT64_MAX;
+  WaitList waiters;  // QPs waiting for room in the window
+};
+
+struct McastFrame {
+  uint16_t len = 0;
+  uint32_t context = kNone;  // charged to this context
+  alignas(64) uint8_t frame[RHN_MAX_FRAME];
+};
+
+struct McastTables {
+  std::vector<McastGroup> groups;
+  std::unique_ptr<McastFrame[]> frames;
+  Fifo<uint32_t> free_frames{1};
+  uint32_t context_quota = 0;  // frames one context may hold
+  WaitList frame_waiters;      // QPs waiting for packet memory
+  uint64_t next_repair = UINT64_MAX;  // earliest of the groups'
+};
+
 // ---- Firmware-originated messages (fwmsg/) ---------------------------------
 
 // Who is told when a firmware message is over (acknowledged, refused, or
@@ -894,6 +970,7 @@ struct Engine::Impl {
   TagTables tags;
   PinTables pins;
   SyncTables sync;
+  McastTables switch_mcast;
 
   // ---- engine/engine.cpp
   void reset();
@@ -972,6 +1049,10 @@ struct Engine::Impl {
   bool fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw, uint32_t& nslots);
   enum class TxResult { kSent, kBlocked, kFinished, kAborted };
   TxResult send_packet(QpObj& qp, uint32_t qpn);
+  // The operation header every request packet of the QP's current message
+  // starts from (the family fills in the rest).
+  rhn_op_hdr request_header(const QpObj& qp, uint32_t qpn,
+                            const Inflight& e) const;
   Inflight& entry(uint32_t qpn, uint32_t idx);
   void finish_entry(uint32_t qpn, Inflight& e, uint8_t status,
                     uint8_t syndrome);
@@ -1141,6 +1222,19 @@ struct Engine::Impl {
   void sync_fw_done(uint64_t cookie, uint8_t syndrome);  // FwOwner::kSync
   bool sync_run(uint32_t budget);  // owed messages, liveness probes
   uint64_t sync_next_deadline() const { return sync.next_probe; }
+
+  // ---- ops/mcast_switch/mcast_switch.cpp: simultaneous multicast (004 2.8)
+  void mcast_reset();
+  rhn_admin_status mcast_set_group(const rhn_admin_mcast_group& c,
+                                   uint32_t& detail);
+  McastGroup* mcast_group(uint16_t id);
+  // An RHN_WOP_MCAST_DATA or RHN_WOP_MCAST_ACK frame (outside the channels).
+  void mcast_receive(const Packet& pkt);
+  // The next packet of the QP's MCAST_SWITCH message, into its group's
+  // stream (send_packet's part for this family).
+  TxResult mcast_send_packet(QpObj& qp, uint32_t qpn);
+  bool mcast_run();  // repairs of lagging members, deaths
+  uint64_t mcast_next_deadline() const { return switch_mcast.next_repair; }
 
   // ---- fwmsg/fw_messages.cpp
   // Queues a message to `node`'s NIC; its owner hears of the outcome.

@@ -79,6 +79,11 @@ struct OpFamily {
   bool (*next_destination)(Impl& m, QpObj& qp, const DecodedWqe& w,
                            uint32_t index, uint16_t* node, uint32_t* qpn,
                            uint32_t* count) = nullptr;
+  // Families with a reliable stream of their own instead of a node
+  // channel (an mcastA to a switch group): send the next packet of the
+  // QP's current message (what send_packet does for the others) and
+  // finish the entry themselves. nullptr: the node channel of dst_node.
+  Impl::TxResult (*send_packet)(Impl& m, QpObj& qp, uint32_t qpn) = nullptr;
 };
 
 // How a WQE opcode (enum rhn_op) appears at the other stages.
@@ -130,6 +135,10 @@ PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
 // the range's pages are pinned; otherwise its host is asked to pin them
 // and the caller asks again later.
 bool pin_range(Impl& m, uint32_t mr_index, uint64_t va, uint64_t len);
+// Responder: a signal for the target process (004 2.11), a PUSH by area
+// with RHN_WOP_F_SIGNAL ended: a CQE on the endpoint's receive CQ, no
+// receive WQE taken.
+void deliver_signal(Impl& m, const Request& r);
 // Requester: gathers `len` message bytes from `offset` (inline data or the
 // WQE's SGEs).
 bool gather(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,

@@ -214,6 +214,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   const OpFamily* family = info.family;
   const bool unsequenced = family && family->send_unsequenced;
   const bool local = family && family->execute_local;
+  const bool own_stream = family && family->send_packet;
   if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP) {
     if (!family) {
       result = RHN_CQE_LOC_QP_OP_ERR;
@@ -276,7 +277,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   }
   Peer* peer = nullptr;
   if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP && !unsequenced &&
-      !local) {
+      !local && !own_stream) {
     peer = peer_for(dst_node);
     if (!peer) {
       result = RHN_CQE_LOC_QP_OP_ERR;  // beyond the fabric this NIC serves
@@ -365,35 +366,13 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
 
 void Engine::Impl::abort_tx(QpObj& qp) { qp.tx_active = false; }
 
-Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
-  Inflight& e = entry(qpn, qp.tx_entry);
-  if (e.state != MsgState::kSending) {
-    abort_tx(qp);  // a NAK or a failure ended it meanwhile
-    return TxResult::kAborted;
-  }
-  Peer& p = peers[qp.tx_peer];
+rhn_op_hdr Engine::Impl::request_header(const QpObj& qp, uint32_t qpn,
+                                        const Inflight& e) const {
   const DecodedWqe& w = qp.tx_wqe;
-  if (!can_send(p, qp.context)) {
-    // The peer's window is full (its ACKs wake us), or send memory or
-    // this context's share of it is (any freed packet wakes us).
-    if (p.unacked_count >= cfg.channel_window) {
-      wait_on(qpn, p.waiters);
-    } else {
-      if (context_over_quota(qp.context))
-        counters.add(RHN_CNT_SEND_QUOTA_WAITS);
-      wait_on(qpn, slot_waiters);
-    }
-    return TxResult::kBlocked;
-  }
   const OpInfo& info = op_info(w.opcode);
-  const bool reads = info.awaits_response;
-  const bool first = qp.tx_offset == 0;
-  const uint32_t slot = begin_data(qp.context);
-  // The fields every request has; the family fills in its own and the
-  // payload.
   rhn_op_hdr op{};
   op.opcode = info.wire_op;
-  op.flags = (first ? RHN_WOP_F_FIRST : 0) |
+  op.flags = (qp.tx_offset == 0 ? RHN_WOP_F_FIRST : 0) |
              (info.has_imm ? RHN_WOP_F_IMM : 0) |
              ((w.flags & (RHN_WQE_F_SOLICITED | RHN_WQE_F_SIGNAL_REMOTE))
                   ? RHN_WOP_F_SOLICITED
@@ -409,6 +388,37 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
   op.remote_addr = w.remote_addr + qp.tx_offset;
   op.msg_len = static_cast<uint32_t>(w.length);
   op.msg_offset = static_cast<uint32_t>(qp.tx_offset);
+  return op;
+}
+
+Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
+  const DecodedWqe& w = qp.tx_wqe;
+  const OpInfo& info = op_info(w.opcode);
+  // A family with a stream of its own (a switch group's) sends there.
+  if (info.family->send_packet) return info.family->send_packet(*this, qp, qpn);
+  Inflight& e = entry(qpn, qp.tx_entry);
+  if (e.state != MsgState::kSending) {
+    abort_tx(qp);  // a NAK or a failure ended it meanwhile
+    return TxResult::kAborted;
+  }
+  Peer& p = peers[qp.tx_peer];
+  if (!can_send(p, qp.context)) {
+    // The peer's window is full (its ACKs wake us), or send memory or
+    // this context's share of it is (any freed packet wakes us).
+    if (p.unacked_count >= cfg.channel_window) {
+      wait_on(qpn, p.waiters);
+    } else {
+      if (context_over_quota(qp.context))
+        counters.add(RHN_CNT_SEND_QUOTA_WAITS);
+      wait_on(qpn, slot_waiters);
+    }
+    return TxResult::kBlocked;
+  }
+  const bool reads = info.awaits_response;
+  const uint32_t slot = begin_data(qp.context);
+  // The fields every request has; the family fills in its own and the
+  // payload.
+  rhn_op_hdr op = request_header(qp, qpn, e);
   PacketOut out{slots[slot].frame + RHN_DATA_HDR_LEN};
   if (!info.family->build_packet(*this, qp, w, qp.tx_offset, op, out)) {
     return_slot(slot);

@@ -227,6 +227,21 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
     receive_raw_frame(pkt);
     return;
   }
+  if (h.type == RHN_PKT_DATA && (pkt.op.opcode == RHN_WOP_MCAST_DATA ||
+                                 pkt.op.opcode == RHN_WOP_MCAST_ACK)) {
+    // A switch group's stream (ops/mcast_switch): its own serials, not
+    // this node channel's. Data comes to the group or, repaired, to us.
+    if (h.dst_node != cfg.node_id &&
+        (h.dst_node < RHN_NODE_MCAST_FIRST || h.dst_node == RHN_NODE_BROADCAST ||
+         pkt.op.opcode == RHN_WOP_MCAST_ACK)) {
+      counters.add(RHN_CNT_MALFORMED_PACKETS);
+      return;
+    }
+    counters.add(RHN_CNT_RX_PACKETS);
+    counters.add(RHN_CNT_RX_BYTES, frame.size());
+    mcast_receive(pkt);
+    return;
+  }
   Peer* pp = peer_for(h.src_node);
   if (h.dst_node != cfg.node_id || !pp || h.type == RHN_PKT_RAW) {
     counters.add(RHN_CNT_MALFORMED_PACKETS);

@@ -78,6 +78,12 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_LOCK_WAITS].name = "lock_waits",
 	[RHN_CNT_BARRIER_ROUNDS].name = "barrier_rounds",
 	[RHN_CNT_SYNC_ERRORS].name = "sync_errors",
+	[RHN_CNT_MCAST_SWITCH_PACKETS].name = "mcast_switch_packets",
+	[RHN_CNT_MCAST_REPAIRS].name = "mcast_repairs",
+	[RHN_CNT_MCAST_DUPLICATES].name = "mcast_duplicates",
+	[RHN_CNT_MCAST_ERRORS].name = "mcast_errors",
+	[RHN_CNT_MCAST_MEMBERS_LOST].name = "mcast_members_lost",
+	[RHN_CNT_MCAST_WAITS].name = "mcast_waits",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */

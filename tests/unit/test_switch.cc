@@ -80,6 +80,16 @@ TEST(Switch, MulticastGroupsReachTheirMembers) {
   EXPECT_FALSE(r.sw.set_group(RHN_NODE_MCAST_FIRST, {4}));  // no port 4
 }
 
+TEST(Switch, APortListedTwiceInAGroupGetsOneCopy) {
+  Rig r(4);
+  const uint16_t g = RHN_NODE_MCAST_FIRST + 7;
+  ASSERT_TRUE(r.sw.set_group(g, {2, 3, 2, 0, 3}));
+  r.sw.ingress(0, frame(0, g, RHN_PKT_DATA, 8), 0);
+  EXPECT_EQ(r.got(2), 1u);
+  EXPECT_EQ(r.got(3), 1u);
+  EXPECT_EQ(r.got(0), 0u);
+}
+
 TEST(Switch, DropsAndCountsMalformedFrames) {
   Rig r(2);
   auto good = frame(0, 1, RHN_PKT_DATA, 16);

@@ -51,9 +51,11 @@ bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
   return true;
 }
 
+}  // namespace
+
 // A signal for the target process: a CQE on the endpoint's receive CQ
 // (which wakes it through the completion event if it sleeps), no receive
-// WQE taken.
+// WQE taken. Also for a multicast's members (ops/mcast_switch).
 void deliver_signal(Impl& m, const Request& r) {
   rhn_cqe c{};
   c.qpn = r.qpn;
@@ -67,6 +69,8 @@ void deliver_signal(Impl& m, const Request& r) {
   m.counters.add(RHN_CNT_SIGNALS);
   m.cq_push(r.qp.recv_cqn, c, true);
 }
+
+namespace {
 
 // The target of a WRITE or READ request whose payload said it spans
 // `extent` bytes (`shape`: whether that payload made sense), checked for

@@ -63,6 +63,10 @@ enum rhn_admin_opcode {
 	 * NIC a firmware PING and reports with RHN_EQE_PROBE_DONE
 	 */
 	RHN_ADMIN_PROBE_NODE = 0x32,
+	/* kernel only: a switch group's member list for simultaneous
+	 * multicast (u.mcast_group); count 0 removes the group
+	 */
+	RHN_ADMIN_SET_MCAST_GROUP = 0x33,
 };
 
 enum rhn_admin_status {
@@ -332,6 +336,26 @@ struct rhn_admin_set_groups {
 	__le32 reserved;
 };
 
+/*
+ * Simultaneous multicast (RHN_OP_MCAST_SWITCH): the members of switch group
+ * `group`, as the administrator set the group's pattern in the switch. The
+ * kernel gives every member's NIC the same list: a sender waits for the
+ * acknowledgements of the members other than itself, a member finds its own
+ * endpoint (the one whose node is its own) and accepts streams only from
+ * the nodes listed. Only contexts in `endpoint_group` (RHN_ADMIN_SET_GROUPS;
+ * 0: every context) may send to the group. At most one entry per node.
+ * BUSY while multicasts of this NIC to the group are outstanding;
+ * NO_RESOURCES when the NIC's group table is full.
+ */
+#define RHN_MCAST_SWITCH_MAX_MEMBERS 64
+struct rhn_admin_mcast_group {
+	__le16 group; /* RHN_NODE_MCAST_FIRST .. RHN_NODE_BROADCAST - 1 */
+	__le16 endpoint_group;
+	__le16 count; /* 0..RHN_MCAST_SWITCH_MAX_MEMBERS; 0 removes */
+	__le16 reserved;
+	__le64 list_addr; /* bus address of count struct rhn_mcast_dest */
+};
+
 /* Twin memory is handed out in RHN_TWIN_PAGE units. */
 #define RHN_TWIN_PAGE 4096
 struct rhn_admin_alloc_twin {
@@ -399,6 +423,7 @@ struct rhn_admin_cmd {
 		struct rhn_admin_set_link set_link;
 		struct rhn_admin_pd_mapped pd_mapped;
 		struct rhn_admin_set_gid set_gid;
+		struct rhn_admin_mcast_group mcast_group;
 		__u8 raw[RHN_ADMIN_CMD_SIZE - 8];
 	} u;
 };
@@ -417,6 +442,8 @@ RHN_ASSERT_SIZE(struct rhn_admin_modify_qp, 28);
 RHN_ASSERT_OFFSET(struct rhn_admin_modify_qp, timeout, 24);
 RHN_ASSERT_SIZE(struct rhn_admin_set_gid, 24);
 RHN_ASSERT_SIZE(struct rhn_admin_set_groups, 24);
+RHN_ASSERT_SIZE(struct rhn_admin_mcast_group, 16);
+RHN_ASSERT_OFFSET(struct rhn_admin_mcast_group, list_addr, 8);
 RHN_ASSERT_OFFSET(struct rhn_admin_create_qp, sq_ring, 24);
 
 struct rhn_admin_cpl {

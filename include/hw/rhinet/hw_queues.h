@@ -90,7 +90,26 @@ enum rhn_wqe_opcode {
 	 * bits) out of the NIC's list: it completes with WR_FLUSH_ERR.
 	 */
 	RHN_OP_IRECV_CANCEL = 0x23,
-	RHN_OP_MCAST_SWITCH = 0x28, /* simultaneous multicast (004 2.8) */
+	/* Simultaneous multicast (004 2.8), endpoints only: a PUSH by area
+	 * (RHN_WQE_F_AREA; remote_key = the area key, remote_addr = the
+	 * offset) of the WQE's data, in any PUSH mode (a partial mode's
+	 * descriptor is the last slot), to the endpoints of a switch group:
+	 * dst_node = the group's node ID (RHN_NODE_MCAST_FIRST ..
+	 * RHN_NODE_BROADCAST - 1), dst_qpn = 0. The kernel registered the
+	 * group and its members with this NIC (RHN_ADMIN_SET_MCAST_GROUP) and
+	 * the administrator its pattern with the switch; the NIC sends each
+	 * packet once, to the group, and the switch copies it to the members.
+	 * Every member acknowledges; the WQE completes (one CQE) when all
+	 * have: its status is the first failure's (a member's refusal, or
+	 * RETRY_EXC_ERR + RHN_SYN_MEMBER_LOST for a member that stopped
+	 * answering), the other members still get the data. With
+	 * RHN_WQE_F_SIGNAL_REMOTE every member's endpoint gets a signal CQE.
+	 * Refused at post: a group this NIC does not know (LOC_QP_OP_ERR,
+	 * RHN_SYN_NO_MCAST_GROUP), a context outside the group's endpoint
+	 * group (LOC_PROT_ERR, RHN_SYN_BAD_GROUP). Described in queues.md
+	 * "Simultaneous multicast".
+	 */
+	RHN_OP_MCAST_SWITCH = 0x28,
 	/* Sequential multicast (004 2.8), endpoints only: a PUSH by area
 	 * (RHN_WQE_F_AREA; remote_key = the area key, remote_addr = the
 	 * offset: the same at every member) of the WQE's data, in any PUSH
@@ -533,6 +552,7 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_UNLOCK = 17,
 	RHN_CQE_OP_BARRIER = 18,
 	RHN_CQE_OP_MCAST_LIST = 19,
+	RHN_CQE_OP_MCAST_SWITCH = 20,
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
@@ -692,6 +712,8 @@ enum rhn_syndrome {
 	 * differs from the round's first
 	 */
 	RHN_SYN_NOT_HELD = 23,
+	/* RHN_OP_MCAST_SWITCH to a group this NIC has no member list for */
+	RHN_SYN_NO_MCAST_GROUP = 24,
 };
 
 #define RHN_PIN_RETRY_US 5000

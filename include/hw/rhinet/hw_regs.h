@@ -67,6 +67,8 @@ enum rhn_cap {
 	RHN_CAP_SYNC = 1u << 12,
 	/* sequential multicast: RHN_OP_MCAST_LIST */
 	RHN_CAP_MCAST_LIST = 1u << 13,
+	/* simultaneous multicast through switch groups: RHN_OP_MCAST_SWITCH */
+	RHN_CAP_MCAST_SWITCH = 1u << 14,
 };
 
 enum rhn_status {
@@ -212,6 +214,25 @@ enum rhn_counter {
 	RHN_CNT_BARRIER_ROUNDS,
 	/* locks and barriers failed (a member lost, not held, no room) */
 	RHN_CNT_SYNC_ERRORS,
+	/* Simultaneous multicast (RHN_OP_MCAST_SWITCH). Packets this NIC sent
+	 * to a switch group, once each (repairs not counted)
+	 */
+	RHN_CNT_MCAST_SWITCH_PACKETS,
+	/* packets it sent again to one member that lagged (unicast repairs) */
+	RHN_CNT_MCAST_REPAIRS,
+	/* multicast packets it received again as a member and dropped */
+	RHN_CNT_MCAST_DUPLICATES,
+	/* multicasts refused at post (no such group, not in its endpoint
+	 * group), packets it refused as a member (no area, no endpoint), and
+	 * frames of groups or senders it has no list for
+	 */
+	RHN_CNT_MCAST_ERRORS,
+	/* members it declared dead (retries ran out) */
+	RHN_CNT_MCAST_MEMBERS_LOST,
+	/* times an endpoint waited for room in a group's window or for its
+	 * context's share of the multicast packet memory
+	 */
+	RHN_CNT_MCAST_WAITS,
 	RHN_CNT_COUNT
 };
 

@@ -138,7 +138,31 @@ enum rhn_wire_op {
 	 * rhn_sync_answer
 	 */
 	RHN_WOP_SYNC_RESP = 22,
+	/* Simultaneous multicast (RHN_OP_MCAST_SWITCH), outside the node
+	 * channels: each (sender, group) pair is a stream of its own, see
+	 * "Simultaneous multicast" in wire.md. MCAST_DATA is a WRITE by area
+	 * (op header as for RHN_WOP_WRITE, partial-mode flags included) with
+	 * dst_qpn = the group's node ID; the transport header's seq is the
+	 * stream's serial, session the stream's session and ack_seq the
+	 * stream's floor (every serial below it was acknowledged by every
+	 * member). dst_node is the group (the switch copies the frame to its
+	 * members) or, for a repair, one member's node.
+	 */
+	RHN_WOP_MCAST_DATA = 25,
+	/* A member's cumulative acknowledgement of a stream, to the sender:
+	 * ack_seq = the next serial it expects, session = the stream's,
+	 * dst_qpn = the group. syndrome != 0: the member refused the packet
+	 * with serial msn (no area, bounds, no endpoint); it is counted as
+	 * received, and the member refuses no other packet until the floor
+	 * has passed that one (so the report cannot be overtaken).
+	 * imm_data bit 0 (RHN_MCAST_ACK_GAP): a later serial arrived first,
+	 * resend from ack_seq now.
+	 */
+	RHN_WOP_MCAST_ACK = 26,
+	/* 27: reserved for simultaneous multicast */
 };
+
+#define RHN_MCAST_ACK_GAP 1u
 
 enum rhn_sync_answer {
 	/* granted, passed on or free, barrier complete: the WQE completes */

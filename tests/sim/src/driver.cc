@@ -355,6 +355,20 @@ AdminResult SimDriver::set_groups(uint32_t context,
   return exec(cmd);
 }
 
+AdminResult SimDriver::set_mcast_group(
+    uint16_t group, uint16_t endpoint_group,
+    std::span<const rhn_mcast_dest> members) {
+  // The list goes through the scratch pages (8 KiB, 64 entries need 512 B).
+  rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_SET_MCAST_GROUP, 0);
+  cmd.u.mcast_group.group = group;
+  cmd.u.mcast_group.endpoint_group = endpoint_group;
+  cmd.u.mcast_group.count = static_cast<uint16_t>(members.size());
+  cmd.u.mcast_group.list_addr = scratch_;
+  const size_t bytes = std::min(members.size_bytes(), kScratchPages * kPageSize);
+  std::memcpy(mem_.ptr(scratch_, bytes), members.data(), bytes);
+  return exec(cmd);
+}
+
 AdminResult SimDriver::alloc_twin(uint32_t context, uint64_t length) {
   rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_ALLOC_TWIN, context);
   cmd.u.alloc_twin.length = length;

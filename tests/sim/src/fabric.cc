@@ -59,6 +59,12 @@ void SimSwitch::transmit(size_t src, std::span<const uint8_t> frame) {
       if (d != src) route(src, d, frame);
     return;
   }
+  if (fabric::GroupTable::is_group(dst)) {
+    if (!groups_.for_each_egress(dst, unsigned(src),
+                                 [&](unsigned d) { route(src, d, frame); }))
+      ++counters_.unroutable;
+    return;
+  }
   if (dst >= ports_.size()) {
     ++counters_.unroutable;
     return;

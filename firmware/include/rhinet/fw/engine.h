@@ -109,6 +109,14 @@ struct EngineConfig {
   // until allocated.
   uint64_t twin_bytes = 16u << 20;
   uint32_t max_twins = 256;
+  // Simultaneous multicast (004 2.8): switch groups this NIC has member
+  // lists for (RHN_ADMIN_SET_MCAST_GROUP), and the packet memory that keeps
+  // each multicast packet until every member acknowledged it (shared by
+  // the groups' streams; a stream holds at most kMcastWindow of them, one
+  // context at most its share, in 1/256ths).
+  uint32_t mcast_groups = 16;
+  uint32_t mcast_frames = 64;
+  uint32_t context_mcast_share = 128;
   // Timers.
   // Retransmission timeout: smoothed RTT + 4 x its variation, measured per
   // peer, never below the first value (also used before any sample) nor

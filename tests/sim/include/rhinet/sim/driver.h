@@ -115,6 +115,10 @@ class SimDriver {
   AdminResult set_link(bool up);
   // Groups of a context (RHN_ADMIN_SET_GROUPS) and its twin memory.
   AdminResult set_groups(uint32_t context, std::span<const uint16_t> groups);
+  // What the kernel gives the NIC for simultaneous multicast: a switch
+  // group's members (RHN_ADMIN_SET_MCAST_GROUP; empty removes it).
+  AdminResult set_mcast_group(uint16_t group, uint16_t endpoint_group,
+                              std::span<const rhn_mcast_dest> members);
   AdminResult alloc_twin(uint32_t context, uint64_t length);  // res.result
   AdminResult free_twin(uint32_t context, uint32_t handle);
   AdminResult set_gid(uint32_t index, const uint8_t (&gid)[16],

@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "group_table.h"
 #include "rhinet/fw/engine.h"
 #include "rhinet/sim/host.h"
 
@@ -64,6 +65,13 @@ class SimSwitch {
   void clear_faults();
   void set_link(size_t port, bool up) { ports_.at(port).link_up = up; }
   bool link(size_t port) const { return ports_.at(port).link_up; }
+  // A multicast pattern (004 2.8), as the administrator sets it in the
+  // fabric switch: frames to node ID `group` go to these ports (node i is
+  // port i) except the one they came from. Empty: removed. False on a bad
+  // ID or port.
+  bool set_group(uint16_t group, const std::vector<unsigned>& ports) {
+    return groups_.set(group, ports, unsigned(ports_.size()));
+  }
   // Virtual time a frame spends in the switch.
   void set_hop_delay(uint64_t ns) { hop_delay_ns_ = ns; }
 
@@ -110,6 +118,7 @@ class SimSwitch {
   std::map<Key, Queued> queue_;
   uint64_t order_ = 0;
   SwitchCounters counters_;
+  fabric::GroupTable groups_;
 };
 
 }  // namespace rhinet::sim
