@@ -41,7 +41,7 @@ static const struct check checks[] = {
     VAL(RHN_WOP_MCAST_DATA, 25),
     VAL(RHN_WOP_MCAST_ACK, 26),
     VAL(RHN_ADMIN_SET_MCAST_GROUP, 0x33),
-    VAL(RHN_MCAST_SWITCH_MAX_MEMBERS, 64),
+    VAL(RHN_MCAST_SWITCH_MAX_MEMBERS, 128),
     SIZE(struct rhn_admin_mcast_group, 16),
     OFF(struct rhn_admin_mcast_group, count, 4),
     OFF(struct rhn_admin_mcast_group, list_addr, 8),

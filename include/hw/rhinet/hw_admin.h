@@ -347,7 +347,7 @@ struct rhn_admin_set_groups {
  * BUSY while multicasts of this NIC to the group are outstanding;
  * NO_RESOURCES when the NIC's group table is full.
  */
-#define RHN_MCAST_SWITCH_MAX_MEMBERS 64
+#define RHN_MCAST_SWITCH_MAX_MEMBERS 128
 struct rhn_admin_mcast_group {
 	__le16 group; /* RHN_NODE_MCAST_FIRST .. RHN_NODE_BROADCAST - 1 */
 	__le16 endpoint_group;
