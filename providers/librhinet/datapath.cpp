@@ -476,6 +476,8 @@ ibv_wc_opcode wc_opcode(uint8_t op) {
       return kWcPdRelease;
     case RHN_CQE_OP_MCAST_LIST:
       return kWcMcastList;
+    case RHN_CQE_OP_MCAST_SWITCH:
+      return kWcMcastSwitch;
     case RHN_CQE_OP_LOCK:
       return kWcLock;
     case RHN_CQE_OP_UNLOCK:

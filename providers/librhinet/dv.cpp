@@ -222,6 +222,7 @@ bool convert(Endpoint* ep, const ibv_wc& wc, uint32_t first_slot,
                    : wc.opcode == kWcPdRequest   ? RHINETDV_OP_PD_REQUEST
                    : wc.opcode == kWcPdRelease   ? RHINETDV_OP_PD_RELEASE
                    : wc.opcode == kWcMcastList   ? RHINETDV_OP_MCAST_LIST
+                   : wc.opcode == kWcMcastSwitch ? RHINETDV_OP_MCAST_SWITCH
                    : wc.opcode == kWcLock        ? RHINETDV_OP_LOCK
                    : wc.opcode == kWcUnlock      ? RHINETDV_OP_UNLOCK
                    : wc.opcode == kWcBarrier     ? RHINETDV_OP_BARRIER
@@ -491,21 +492,28 @@ constexpr uint32_t kKnownSyncFlags =
 // MCAST_LIST (004 2.8 mcastB): a PUSH by area whose last slot names the
 // caller's destination list; a partial mode's descriptor is the slot
 // before it, inline bytes the slots after the base.
-int post_mcast(Endpoint* ep, const rhinetdv_mcast_attr& a) {
+// Both multicasts (004 2.8): to a destination list (mcastB, switch_group
+// 0: the list's slot ends the WQE) or to a switch group (mcastA: the group
+// is the WQE's destination node).
+int post_mcast(Endpoint* ep, const rhinetdv_mcast_attr& a,
+               uint16_t switch_group = 0) {
   const bool partial = a.mode != RHINETDV_MODE_BASIC;
   const bool inl = a.flags & RHINETDV_MCAST_INLINE;
+  const bool list = switch_group == 0;
   if (a.comp_mask || a.reserved || (a.flags & ~kKnownMcastFlags) ||
-      !a.num_dests || a.num_dests > RHINETDV_MCAST_MAX_DESTS || !a.dests ||
-      (reinterpret_cast<uintptr_t>(a.dests) & 3) ||
+      (list && (!a.num_dests || a.num_dests > RHINETDV_MCAST_MAX_DESTS ||
+                !a.dests || (reinterpret_cast<uintptr_t>(a.dests) & 3))) ||
       (inl && (partial || a.length > ep->max_inline ||
-               1 + ext_units_for_inline(a.length) + 1 > RHN_WQE_MAX_SLOTS)) ||
+               1 + ext_units_for_inline(a.length) + (list ? 1 : 0) >
+                   RHN_WQE_MAX_SLOTS)) ||
       (!inl && a.length && !a.addr) ||
       !status_word_ok(a.flags, a.status_word) || !mode_taken(a.mode, true) ||
       a.area_id > 0xffff || a.group_id > 0xffff ||
       (!(a.flags & RHINETDV_MCAST_SIGNAL) && a.signal))
     return EINVAL;
   const Context* ctx = to_ctx(ep->pub.context);
-  if (!(ctx->attr.caps & RHN_CAP_MCAST_LIST)) return EOPNOTSUPP;
+  if (!(ctx->attr.caps & (list ? RHN_CAP_MCAST_LIST : RHN_CAP_MCAST_SWITCH)))
+    return EOPNOTSUPP;
   if (!in_groups(ctx, a.group_id)) return EPERM;
 
   alignas(8) uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
@@ -547,12 +555,18 @@ int post_mcast(Endpoint* ep, const rhinetdv_mcast_attr& a) {
     h->xfer_mode = static_cast<uint8_t>(a.mode);
     ext = 1;
   }
-  auto* m = reinterpret_cast<rhn_wqe_mcast*>(w + (1 + ext) * RHN_SQ_SLOT_SIZE);
-  m->list_addr = reinterpret_cast<uintptr_t>(a.dests);
-  m->list_lkey = a.dests_lkey;
-  m->count = a.num_dests;
-  ext++;
-  h->opcode = RHN_OP_MCAST_LIST;
+  if (list) {
+    auto* m =
+        reinterpret_cast<rhn_wqe_mcast*>(w + (1 + ext) * RHN_SQ_SLOT_SIZE);
+    m->list_addr = reinterpret_cast<uintptr_t>(a.dests);
+    m->list_lkey = a.dests_lkey;
+    m->count = a.num_dests;
+    ext++;
+    h->opcode = RHN_OP_MCAST_LIST;
+  } else {
+    h->opcode = RHN_OP_MCAST_SWITCH;
+    h->dst_node = switch_group;
+  }
   h->ext_units = static_cast<uint8_t>(ext);
   h->flags |= RHN_WQE_F_AREA;
   if (a.flags & RHINETDV_MCAST_SIGNAL) {
@@ -895,6 +909,10 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
       (ctx->attr.caps & RHN_CAP_ENDPOINT) &&
       (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
     a.caps |= RHINETDV_CAP_MCAST_LIST;
+  if ((ctx->attr.caps & RHN_CAP_MCAST_SWITCH) &&
+      (ctx->attr.caps & RHN_CAP_ENDPOINT) &&
+      (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
+    a.caps |= RHINETDV_CAP_MCAST_SWITCH;
   if ((ctx->attr.caps & RHN_CAP_AREA) &&
       (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS) && ctx->attr.max_areas)
     a.caps |= RHINETDV_CAP_AREA;
@@ -1245,6 +1263,41 @@ RHINETDV_EXPORT int rhinetdv_mcast_list(rhinetdv_endpoint* pub,
   if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
   if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
   return rhinet::post_mcast(rhinet::to_ep(pub), a);
+}
+
+RHINETDV_EXPORT int rhinetdv_mcast_switch(
+    rhinetdv_endpoint* pub, const rhinetdv_mcast_switch_attr* attr,
+    size_t inlen) {
+  rhinetdv_mcast_switch_attr s;
+  if (!pub || !rhinet::extend(attr, inlen, &s, sizeof(s))) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  if (s.reserved0 || s.switch_group < RHINETDV_MCAST_SWITCH_FIRST ||
+      s.switch_group > RHINETDV_MCAST_SWITCH_LAST)
+    return EINVAL;
+  // The same work request as a list multicast's, without the list.
+  rhinetdv_mcast_attr a{};
+  a.comp_mask = s.comp_mask;
+  a.wr_id = s.wr_id;
+  a.addr = s.addr;
+  a.length = s.length;
+  a.lkey = s.lkey;
+  a.group_id = s.group_id;
+  a.area_id = s.area_id;
+  a.offset = s.offset;
+  a.flags = s.flags;
+  a.status_lkey = s.status_lkey;
+  a.status_word = s.status_word;
+  a.signal = s.signal;
+  a.mode = s.mode;
+  a.block = s.block;
+  a.count = s.count;
+  a.local_stride = s.local_stride;
+  a.remote_stride = s.remote_stride;
+  a.bitmap = s.bitmap;
+  a.bitmap_lkey = s.bitmap_lkey;
+  a.twin = s.twin;
+  a.twin_offset = s.twin_offset;
+  return rhinet::post_mcast(rhinet::to_ep(pub), a, s.switch_group);
 }
 
 namespace {

@@ -95,6 +95,8 @@ constexpr ibv_wc_opcode kWcUnlock =
     static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 5);
 constexpr ibv_wc_opcode kWcBarrier =
     static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 6);
+constexpr ibv_wc_opcode kWcMcastSwitch =
+    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 7);
 
 struct Context {
   verbs_context vctx;              // libibverbs' part, at the offset we tell it

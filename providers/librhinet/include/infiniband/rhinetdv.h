@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5; rhinetdv 1.4
- * added no function, only fields: the partial-transfer modes of isend and
- * irecv, which a library has when it reports RHINETDV_CAP_TAG_XFER;
- * RHINETDV_1.5 adds sequential multicast, locks and barriers). What
+ * versions RHINETDV_1.0 to RHINETDV_1.3, RHINETDV_1.5 and RHINETDV_1.6;
+ * rhinetdv 1.4 added no function, only fields: the partial-transfer modes
+ * of isend and irecv, which a library has when it reports
+ * RHINETDV_CAP_TAG_XFER; RHINETDV_1.5 adds sequential multicast, locks and
+ * barriers; RHINETDV_1.6 simultaneous multicast). What
  * ibverbs has no
  * words for:
  * the reliable connectionless endpoint (one per process; it reaches every
@@ -22,7 +23,7 @@
  * rhinetdv_poll(3), rhinetdv_status_word(3), rhinetdv_push_ex(3),
  * rhinetdv_reg_area_ex(3), rhinetdv_wait_signal(3), rhinetdv_twin_handle(3),
  * rhinetdv_isend(3), rhinetdv_pd_req(3), rhinetdv_mcast_list(3),
- * rhinetdv_lock(3).
+ * rhinetdv_mcast_switch(3), rhinetdv_lock(3).
  */
 #ifndef INFINIBAND_RHINETDV_H
 #define INFINIBAND_RHINETDV_H
@@ -63,6 +64,10 @@ enum rhinetdv_device_caps {
 	RHINETDV_CAP_SYNC = 1 << 9,
 	/* sequential multicast: rhinetdv_mcast_list (RHINETDV_1.5) */
 	RHINETDV_CAP_MCAST_LIST = 1 << 10,
+	/* simultaneous multicast through switch groups: rhinetdv_mcast_switch
+	 * (RHINETDV_1.6)
+	 */
+	RHINETDV_CAP_MCAST_SWITCH = 1 << 11,
 };
 
 struct rhinetdv_device_attr {
@@ -685,6 +690,69 @@ struct rhinetdv_mcast_attr {
 int rhinetdv_mcast_list(struct rhinetdv_endpoint *ep,
 			const struct rhinetdv_mcast_attr *attr, size_t inlen);
 
+/* ---- simultaneous multicast (004 2.8 mcastA, RHINETDV_1.6) ------------- */
+
+/*
+ * One PUSH by area to every endpoint of a switch group: the NIC sends each
+ * packet once, to the group, and the fabric switch copies it to the
+ * members. The cluster administrator defines the groups (the pattern in
+ * the switch, the member list in every member's NIC through its kernel);
+ * a process only names one (switch_group, 0xf000..0xfffe) that its
+ * process group may use. Every member acknowledges, losses are repaired,
+ * and each member sees one sender's multicasts once and in posting order.
+ * The operation completes once (RHINETDV_OP_MCAST_SWITCH, byte_len = the
+ * message length) when every member has acknowledged; its status is the
+ * first failure (IBV_WC_RETRY_EXC_ERR / RHINETDV_SYN_MEMBER_LOST: a
+ * member stopped answering, and later multicasts to the group fail too
+ * until the administrator sets the group again; a member's refusal, e.g.
+ * IBV_WC_REM_ACCESS_ERR / RHINETDV_SYN_BAD_AREA), and the other members
+ * have the data. A group this NIC has no list for completes with
+ * IBV_WC_LOC_QP_OP_ERR / RHINETDV_SYN_NO_MCAST_GROUP before anything is
+ * sent, and takes the endpoint to error as any refused work request does.
+ * Fields and flags as for rhinetdv_mcast_list (no destination list).
+ */
+#define RHINETDV_MCAST_SWITCH_FIRST 0xf000
+#define RHINETDV_MCAST_SWITCH_LAST 0xfffe
+
+struct rhinetdv_mcast_switch_attr {
+	uint64_t comp_mask; /* 0 */
+	uint64_t wr_id; /* returned in the completion */
+	const void *addr; /* the data */
+	uint32_t length;
+	uint32_t lkey; /* MR of addr in the endpoint's PD (not with INLINE) */
+	uint32_t group_id; /* the target area's group */
+	uint32_t area_id; /* the members' area */
+	uint64_t offset; /* in each member's area */
+	uint16_t switch_group; /* the switch group's node ID */
+	uint16_t reserved0; /* 0 */
+	uint32_t flags; /* enum rhinetdv_mcast_flags */
+	uint32_t status_lkey; /* STATUS_WORD, as for rhinetdv_push */
+	uint32_t signal; /* SIGNAL: the value each member's count grows by */
+	uint64_t *status_word;
+	/* A PUSH mode and its fields, as in rhinetdv_mcast_attr */
+	uint32_t mode; /* enum rhinetdv_mode */
+	uint32_t block;
+	uint32_t count;
+	uint32_t bitmap_lkey;
+	uint64_t local_stride;
+	uint64_t remote_stride;
+	const void *bitmap;
+	struct ibv_dm *twin; /* DIFF: sent once for all members */
+	uint64_t twin_offset;
+};
+
+/*
+ * Posts a simultaneous multicast; inlen is sizeof(*attr) as the caller
+ * knows it. ENOMEM: max_outstanding operations in flight; EINVAL: unknown
+ * comp_mask bits or flags, reserved fields not 0, switch_group outside
+ * 0xf000..0xfffe, a mode a PUSH does not take or its fields wrong, INLINE
+ * too long or with a mode, a misaligned status word; EPERM: not a member
+ * of the area's group; EOPNOTSUPP: no RHINETDV_CAP_MCAST_SWITCH.
+ */
+int rhinetdv_mcast_switch(struct rhinetdv_endpoint *ep,
+			  const struct rhinetdv_mcast_switch_attr *attr,
+			  size_t inlen);
+
 /* ---- locks and barriers (004 2.10, RHINETDV_1.5) ------------------------ */
 
 /*
@@ -772,6 +840,7 @@ enum rhinetdv_opcode {
 	RHINETDV_OP_LOCK = 8, /* rhinetdv_lock (1.5) */
 	RHINETDV_OP_UNLOCK = 9, /* rhinetdv_unlock (1.5) */
 	RHINETDV_OP_BARRIER = 10, /* rhinetdv_barrier (1.5) */
+	RHINETDV_OP_MCAST_SWITCH = 11, /* rhinetdv_mcast_switch (1.6) */
 };
 
 /* Why an operation failed (values of the NIC's syndromes). */
@@ -804,6 +873,8 @@ enum rhinetdv_syndrome {
 	 * count differs from its round's (1.5)
 	 */
 	RHINETDV_SYN_NOT_HELD = 23,
+	/* rhinetdv_mcast_switch to a group the NIC has no member list for */
+	RHINETDV_SYN_NO_MCAST_GROUP = 24,
 };
 
 struct rhinetdv_completion {
