@@ -544,7 +544,7 @@ bool Engine::poll() {
   // frames, the peers (resends, READ streams, timers), the NIC's own
   // messages, then the QPs' send queues, round robin.
   did |= m.run_timers();
-  did |= m.mcast_run();  // repairs of multicast members that lag
+  did |= m.mcast_run();   // repairs of multicast members that lag
   did |= m.sync_run(16);  // before fw_run: what it posts leaves now
   did |= m.fw_run(16);
   did |= m.tag_run(16);
@@ -557,9 +557,8 @@ uint64_t Engine::next_deadline_ns() const {
   const Impl& m = *impl_;
   // Peers with work to do now are served by the next poll.
   const uint64_t t = m.peer_ready.empty() ? m.next_peer_deadline : m.now;
-  return std::min(
-      {t, m.next_qp_wake, m.tm_next_retry(), m.sync_next_deadline(),
-       m.mcast_next_deadline()});
+  return std::min({t, m.next_qp_wake, m.tm_next_retry(), m.sync_next_deadline(),
+                   m.mcast_next_deadline()});
 }
 
 void Engine::set_link_up(bool up) {

@@ -47,10 +47,10 @@ struct ContextObj {
   uint8_t num_groups = 0;  // besides group 0, which every context is in
   uint16_t groups[RHN_MAX_GROUPS_PER_CONTEXT] = {};
   uint32_t refs = 0;
-  uint32_t tx_slots = 0;     // send-packet slots its QPs hold
-  uint32_t rx_contexts = 0;  // receive contexts its QPs hold
-  uint32_t tag_recvs = 0;    // posted/matched tag receives it holds
-  uint32_t tag_msgs = 0;     // unexpected messages queued for it
+  uint32_t tx_slots = 0;      // send-packet slots its QPs hold
+  uint32_t rx_contexts = 0;   // receive contexts its QPs hold
+  uint32_t tag_recvs = 0;     // posted/matched tag receives it holds
+  uint32_t tag_msgs = 0;      // unexpected messages queued for it
   uint32_t mcast_frames = 0;  // multicast packets kept for it
 };
 
@@ -761,14 +761,15 @@ struct McastMember {
   uint16_t node = 0;
   uint32_t qpn = 0;  // its endpoint
   // This NIC's stream to the group: what the member acknowledged.
-  bool dead = false;      // retries ran out: it is waited for no more
-  uint8_t retries = 0;    // repairs since it last made progress
-  uint32_t acked = 0;     // the next serial it expects
-  bool gap_repaired = false;   // repaired for a gap it reported since acked moved
-  uint64_t repair_at = 0;      // when it is repaired next if still behind
+  bool dead = false;    // retries ran out: it is waited for no more
+  uint8_t retries = 0;  // repairs since it last made progress
+  uint32_t acked = 0;   // the next serial it expects
+  bool gap_repaired =
+      false;               // repaired for a gap it reported since acked moved
+  uint64_t repair_at = 0;  // when it is repaired next if still behind
   // The member's stream to the group, received by this NIC.
   bool rx_synced = false;
-  bool rx_gap_told = false;  // a gap at rx_expected was reported
+  bool rx_gap_told = false;         // a gap at rx_expected was reported
   uint8_t rx_error = RHN_SYN_NONE;  // a refusal not yet past the floor
   uint16_t rx_session = 0;
   uint32_t rx_expected = 0;
@@ -818,8 +819,8 @@ struct McastTables {
   std::vector<McastGroup> groups;
   std::unique_ptr<McastFrame[]> frames;
   Fifo<uint32_t> free_frames{1};
-  uint32_t context_quota = 0;  // frames one context may hold
-  WaitList frame_waiters;      // QPs waiting for packet memory
+  uint32_t context_quota = 0;         // frames one context may hold
+  WaitList frame_waiters;             // QPs waiting for packet memory
   uint64_t next_repair = UINT64_MAX;  // earliest of the groups'
 };
 

@@ -74,8 +74,12 @@ std::array<OpInfo, kOps> make_ops() {
   t[RHN_OP_MCAST_LIST] = {&kMcastFamily, RHN_WOP_WRITE, RHN_CQE_OP_MCAST_LIST,
                           false,         false,         true};
   // Into the group's own stream (ops/mcast_switch), as MCAST_DATA.
-  t[RHN_OP_MCAST_SWITCH] = {&kMcastSwitchFamily, RHN_WOP_MCAST_DATA,
-                            RHN_CQE_OP_MCAST_SWITCH, false, false, true};
+  t[RHN_OP_MCAST_SWITCH] = {&kMcastSwitchFamily,
+                            RHN_WOP_MCAST_DATA,
+                            RHN_CQE_OP_MCAST_SWITCH,
+                            false,
+                            false,
+                            true};
   // Locks and barriers: answered by the manager (BARRIER's count rides in
   // imm_data, not as an immediate).
   t[RHN_OP_LOCK] = {&kSyncFamily, RHN_WOP_LOCK, RHN_CQE_OP_LOCK,

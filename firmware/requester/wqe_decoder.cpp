@@ -85,11 +85,11 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
                            w.xfer_mode == RHN_XFER_TWIN;
     // An isend selects the bytes it sends as a PUSH does (ops/tag).
     // An mcastB's members each get a PUSH, an mcastA's group one.
-    const bool taken = ((w.opcode == RHN_OP_WRITE || w.opcode == RHN_OP_ISEND ||
-                         w.opcode == RHN_OP_MCAST_LIST ||
-                         w.opcode == RHN_OP_MCAST_SWITCH) &&
-                        push_mode) ||
-                       (w.opcode == RHN_OP_READ && pull_mode);
+    const bool taken =
+        ((w.opcode == RHN_OP_WRITE || w.opcode == RHN_OP_ISEND ||
+          w.opcode == RHN_OP_MCAST_LIST || w.opcode == RHN_OP_MCAST_SWITCH) &&
+         push_mode) ||
+        (w.opcode == RHN_OP_READ && pull_mode);
     if (!taken || out.has_grh || xfer_slot < 1 || (w.flags & RHN_WQE_F_INLINE))
       return RHN_SYN_BAD_XFER;
     std::memcpy(&out.xfer, raw.bytes + xfer_slot * RHN_SQ_SLOT_SIZE,

@@ -231,9 +231,9 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
                                  pkt.op.opcode == RHN_WOP_MCAST_ACK)) {
     // A switch group's stream (ops/mcast_switch): its own serials, not
     // this node channel's. Data comes to the group or, repaired, to us.
-    if (h.dst_node != cfg.node_id &&
-        (h.dst_node < RHN_NODE_MCAST_FIRST || h.dst_node == RHN_NODE_BROADCAST ||
-         pkt.op.opcode == RHN_WOP_MCAST_ACK)) {
+    if (h.dst_node != cfg.node_id && (h.dst_node < RHN_NODE_MCAST_FIRST ||
+                                      h.dst_node == RHN_NODE_BROADCAST ||
+                                      pkt.op.opcode == RHN_WOP_MCAST_ACK)) {
       counters.add(RHN_CNT_MALFORMED_PACKETS);
       return;
     }

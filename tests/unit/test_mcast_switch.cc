@@ -28,8 +28,8 @@ uint16_t dst_of(std::span<const uint8_t> frame) {
 
 class McastSwitch : public ::testing::Test {
  protected:
-  void start(size_t nodes, std::function<void(uint16_t, fw::EngineConfig&)>
-                               tweak = nullptr) {
+  void start(size_t nodes,
+             std::function<void(uint16_t, fw::EngineConfig&)> tweak = nullptr) {
     ClusterConfig cfg;
     cfg.nodes = nodes;
     cfg.memory_bytes = 64u << 20;
@@ -151,7 +151,7 @@ TEST_F(McastSwitch, EveryMemberGetsEveryUpdateOnceInOrderThroughALossyFabric) {
       for (size_t u = 0; u < updates; u++) {
         if (u % 8 == 7) continue;  // the big ones were checked above
         EXPECT_EQ(eps[n].buf.buf.bytes(u * 256, 200), sent[u])
-              << "node " << n << " update " << u;
+            << "node " << n << " update " << u;
       }
     }
     c->run_for(50'000'000);
@@ -333,11 +333,11 @@ TEST_F(McastSwitch, AMemberWithoutTheAreaFailsTheWqeTheOthersGetTheData) {
       EXPECT_EQ(eps[n].buf.buf.bytes(u * 8192, data.size()), data)
           << "node " << n;
   // The area back: the same stream delivers to everyone again.
-  ASSERT_TRUE(eps[2]
-                  .ctx
-                  ->register_area(kAreaId, eps[2].buf.mr, eps[2].buf.va(),
-                                  kAreaBytes)
-                  .ok());
+  ASSERT_TRUE(
+      eps[2]
+          .ctx
+          ->register_area(kAreaId, eps[2].buf.mr, eps[2].buf.va(), kAreaBytes)
+          .ok());
   ASSERT_TRUE(eps[0].qp->post_send(
       mcast(3, eps[0].buf.sge(kSrc, data.size()), 100'000)));
   Completion w = wait_one(*c, *eps[0].cq, 20'000'000'000);
@@ -383,8 +383,7 @@ TEST_F(McastSwitch, BadInputIsRefusedAtPostWithASyndromeAndACounter) {
                  RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_NO_MCAST_GROUP,
                  RHN_CNT_MCAST_ERRORS);
   // Not by area, or naming a QP.
-  expect_refused([](DatagramNode&,
-                    SendWr& w) { w.flags = RHN_WQE_F_SIGNALED; },
+  expect_refused([](DatagramNode&, SendWr& w) { w.flags = RHN_WQE_F_SIGNALED; },
                  RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE, RHN_CNT_ERROR_CQES);
   expect_refused([](DatagramNode&, SendWr& w) { w.dst_qpn = 5; },
                  RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE, RHN_CNT_ERROR_CQES);
@@ -397,9 +396,8 @@ TEST_F(McastSwitch, BadInputIsRefusedAtPostWithASyndromeAndACounter) {
       },
       RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_XFER, RHN_CNT_BAD_WQES);
   // A mode a PUSH does not take.
-  expect_refused(
-      [](DatagramNode&, SendWr& w) { w.xfer_mode = RHN_XFER_TWIN; },
-      RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_XFER, RHN_CNT_BAD_WQES);
+  expect_refused([](DatagramNode&, SendWr& w) { w.xfer_mode = RHN_XFER_TWIN; },
+                 RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_XFER, RHN_CNT_BAD_WQES);
   // A group of process group 7, which this process is not a member of.
   const uint16_t closed = kGroup + 2;
   register_group(closed, all_nodes(), 7);
@@ -457,7 +455,7 @@ TEST_F(McastSwitch, MemberListsComeFromTheKernelAndAreChecked) {
   };
   const rhn_mcast_dest a{0, 0, 5}, b{1, 0, 6};
   EXPECT_EQ(set(eps[0].ctx->index(), kGroup + 5, {a, b}),
-            RHN_ADMIN_NOT_PERMITTED);  // a user context
+            RHN_ADMIN_NOT_PERMITTED);                 // a user context
   EXPECT_EQ(set(0, 7, {a, b}), RHN_ADMIN_BAD_PARAM);  // not a group ID
   EXPECT_EQ(set(0, RHN_NODE_BROADCAST, {a, b}), RHN_ADMIN_BAD_PARAM);
   EXPECT_EQ(set(0, kGroup + 5, {a, a}), RHN_ADMIN_BAD_PARAM);  // twice
@@ -489,8 +487,8 @@ TEST_F(McastSwitch, OneProcessCannotTakeAllOfTheMulticastMemory) {
   c->fabric().set_link(3, false);  // kGroup's member 3 is gone
   const size_t flood = 40;
   for (uint64_t u = 0; u < flood; u++)
-    ASSERT_TRUE(eps[0].qp->post_send(mcast(u, eps[0].buf.sge(kSrc, 6000),
-                                           (u % 16) * 8192)));
+    ASSERT_TRUE(eps[0].qp->post_send(
+        mcast(u, eps[0].buf.sge(kSrc, 6000), (u % 16) * 8192)));
   c->run_for(1'000'000);
   EXPECT_GT(c->node(0).counter(RHN_CNT_MCAST_WAITS), 0u);
   // The other process is not held up.
@@ -527,8 +525,7 @@ TEST_F(McastSwitch, AnEndpointInErrorMidMessageLeavesNothingBehind) {
   FaultConfig f;
   f.loss = 0.3;  // slow: the WQE is still going when the error comes
   c->fabric().set_faults(f);
-  ASSERT_TRUE(
-      eps[0].qp->post_send(mcast(1, eps[0].buf.sge(kSrc, 60'000), 0)));
+  ASSERT_TRUE(eps[0].qp->post_send(mcast(1, eps[0].buf.sge(kSrc, 60'000), 0)));
   c->run_for(300'000);
   rhn_admin_modify_qp m{};
   m.qpn = eps[0].qp->qpn();

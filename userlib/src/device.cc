@@ -60,7 +60,9 @@ static_assert(
         static_cast<std::uint32_t>(Op::mcast) == RHINETDV_OP_MCAST_LIST &&
         static_cast<std::uint32_t>(Op::lock) == RHINETDV_OP_LOCK &&
         static_cast<std::uint32_t>(Op::unlock) == RHINETDV_OP_UNLOCK &&
-        static_cast<std::uint32_t>(Op::barrier) == RHINETDV_OP_BARRIER,
+        static_cast<std::uint32_t>(Op::barrier) == RHINETDV_OP_BARRIER &&
+        static_cast<std::uint32_t>(Op::mcast_switch) ==
+            RHINETDV_OP_MCAST_SWITCH,
     "rhinet::Op mirrors RHINETDV_OP_*");
 static_assert(wc_success == IBV_WC_SUCCESS &&
                   wc_loc_len_err == IBV_WC_LOC_LEN_ERR &&
@@ -323,9 +325,13 @@ std::string Device::describe(const Slot& s) const {
     if (s.op == Op::barrier) d += ", " + std::to_string(s.length) + " ranks";
     return d;
   }
-  if (s.op == Op::mcast) {
-    std::string d = "mcast to " + std::to_string(s.rank) + " ranks, area " +
-                    std::to_string(s.area_or_rkey) + " offset " +
+  if (s.op == Op::mcast || s.op == Op::mcast_switch) {
+    char group[24];
+    snprintf(group, sizeof(group), "switch group 0x%x", s.rank);
+    std::string d = (s.op == Op::mcast_switch
+                         ? std::string("mcast to ") + group
+                         : "mcast to " + std::to_string(s.rank) + " ranks") +
+                    ", area " + std::to_string(s.area_or_rkey) + " offset " +
                     std::to_string(s.offset_or_addr) + ", " +
                     std::to_string(s.length) + " bytes";
     if (s.mode != Mode::basic) d += std::string(", mode ") + mode_name(s.mode);

@@ -569,22 +569,51 @@ bool Group::multicast() const {
 Request Group::mcast(std::span<const std::uint32_t> ranks,
                      std::uint32_t area_id, std::uint64_t offset,
                      std::span<const std::byte> src, const XferOptions& o) {
+  return post_mcast(ranks, 0, area_id, offset, src, o);
+}
+
+// ---- simultaneous multicast -------------------------------------------------
+
+bool Group::switch_multicast() const {
+  return dev_->attr.caps & RHINETDV_CAP_MCAST_SWITCH;
+}
+
+Request Group::mcast(SwitchGroup group, std::uint32_t area_id,
+                     std::uint64_t offset, std::span<const std::byte> src,
+                     const XferOptions& o) {
+  return post_mcast({}, group.id, area_id, offset, src, o);
+}
+
+// Both multicasts: to `ranks` (switch_group 0) or to a switch group.
+Request Group::post_mcast(std::span<const std::uint32_t> ranks,
+                          std::uint16_t switch_group, std::uint32_t area_id,
+                          std::uint64_t offset, std::span<const std::byte> src,
+                          const XferOptions& o) {
   detail::Device& dev = *dev_;
+  const bool list = switch_group == 0;
   detail::Device::Slot d;
-  d.op = Op::mcast;
+  d.op = list ? Op::mcast : Op::mcast_switch;
   d.mode = o.mode;
-  d.rank = static_cast<std::uint32_t>(ranks.size());  // described so
+  // Described so: the number of ranks, or the switch group.
+  d.rank = list ? static_cast<std::uint32_t>(ranks.size()) : switch_group;
   d.area_or_rkey = area_id;
   d.offset_or_addr = offset;
   d.length = static_cast<std::uint32_t>(src.size());
   const auto fail = [&](int e, const std::string& why) {
     return detail::Device::failed(Error(e, dev.describe(d) + ": " + why));
   };
-  if (!multicast())
+  if (list && !multicast())
     return fail(EOPNOTSUPP,
                 "the device (or librhinetdv) has no sequential multicast "
                 "(RHINETDV_CAP_MCAST_LIST)");
-  if (ranks.empty()) return fail(EINVAL, "no ranks to send to");
+  if (!list && !switch_multicast())
+    return fail(EOPNOTSUPP,
+                "the device (or librhinetdv) has no simultaneous multicast "
+                "(RHINETDV_CAP_MCAST_SWITCH)");
+  if (!list && (switch_group < RHINETDV_MCAST_SWITCH_FIRST ||
+                switch_group > RHINETDV_MCAST_SWITCH_LAST))
+    return fail(EINVAL, "switch groups are 0xf000..0xfffe");
+  if (list && ranks.empty()) return fail(EINVAL, "no ranks to send to");
   if (ranks.size() > RHINETDV_MCAST_MAX_DESTS)
     return fail(EINVAL, std::to_string(ranks.size()) +
                             " ranks; one mcast takes at most " +
@@ -594,7 +623,7 @@ Request Group::mcast(std::span<const std::uint32_t> ranks,
       return fail(EINVAL, "no rank " + std::to_string(r) + " in a group of " +
                               std::to_string(size_));
   if (area_id > 0xffff) return fail(EINVAL, "area IDs are 0..65535");
-  if (auto r = check_xfer(Op::mcast, Target::area, o, src.size()); !r)
+  if (auto r = check_xfer(d.op, Target::area, o, src.size()); !r)
     return fail(r.error().errno_value(), r.error().message());
   if (o.twin.twin && detail::Device::owner_of(*o.twin.twin) != &dev)
     return fail(EINVAL, "the twin belongs to another group");
@@ -626,8 +655,12 @@ Request Group::mcast(std::span<const std::uint32_t> ranks,
                   "the group (the NIC reads it)");
     bitmap_lkey = reg->lkey;
   }
-  auto list = dev.mcast_list(ranks, table_);
-  if (!list) return fail(list.error().errno_value(), list.error().message());
+  std::shared_ptr<const detail::McastList> dests;
+  if (list) {
+    auto l = dev.mcast_list(ranks, table_);
+    if (!l) return fail(l.error().errno_value(), l.error().message());
+    dests = *l;
+  }
 
   rhinetdv_mcast_attr a{};
   a.addr = src.data();
@@ -636,9 +669,11 @@ Request Group::mcast(std::span<const std::uint32_t> ranks,
   a.group_id = group_;
   a.area_id = area_id;
   a.offset = offset;
-  a.dests = (*list)->dests.data();
-  a.dests_lkey = (*list)->mr->lkey;
-  a.num_dests = static_cast<std::uint32_t>(ranks.size());
+  if (list) {
+    a.dests = dests->dests.data();
+    a.dests_lkey = dests->mr->lkey;
+    a.num_dests = static_cast<std::uint32_t>(ranks.size());
+  }
   a.flags = RHINETDV_MCAST_STATUS_WORD;
   if (inline_data) a.flags |= RHINETDV_MCAST_INLINE;
   if (o.signal) {
@@ -652,13 +687,37 @@ Request Group::mcast(std::span<const std::uint32_t> ranks,
   a.status_word = &dev.words[*slot];
   a.status_lkey = dev.words_mr->lkey;
   d.busy = true;
-  d.keep = *list;  // the NIC reads the list until the status word comes
+  d.keep = dests;  // the NIC reads the list until the status word comes
   dev.slots[*slot] = d;
-  const int err = dev.post_retrying(
-      [&] { return rhinetdv_mcast_list(dev.ep, &a, sizeof(a)); });
+  const int err = dev.post_retrying([&] {
+    if (list) return rhinetdv_mcast_list(dev.ep, &a, sizeof(a));
+    rhinetdv_mcast_switch_attr s{};
+    s.wr_id = a.wr_id;
+    s.addr = a.addr;
+    s.length = a.length;
+    s.lkey = a.lkey;
+    s.group_id = a.group_id;
+    s.area_id = a.area_id;
+    s.offset = a.offset;
+    s.switch_group = switch_group;
+    s.flags = a.flags;
+    s.status_lkey = a.status_lkey;
+    s.signal = a.signal;
+    s.status_word = a.status_word;
+    s.mode = a.mode;
+    s.block = a.block;
+    s.count = a.count;
+    s.bitmap_lkey = a.bitmap_lkey;
+    s.local_stride = a.local_stride;
+    s.remote_stride = a.remote_stride;
+    s.bitmap = a.bitmap;
+    s.twin = a.twin;
+    s.twin_offset = a.twin_offset;
+    return rhinetdv_mcast_switch(dev.ep, &s, sizeof(s));
+  });
   if (err) {
     dev.release(*slot);
-    return fail(err, "rhinetdv_mcast_list");
+    return fail(err, list ? "rhinetdv_mcast_list" : "rhinetdv_mcast_switch");
   }
   return dev.request(*slot);
 }

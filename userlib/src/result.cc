@@ -41,13 +41,17 @@ constexpr SyndromeInfo kSyndromes[] = {
      "or memory not mapped there)",
      EDQUOT},
     {22, "MEMBER_LOST",
-     "a member's node (or the manager's) of the lock or barrier died or "
-     "restarted, or the manager endpoint went away",
+     "a member's node (or the manager's) of the lock, barrier or switch "
+     "multicast group died or restarted, or the manager endpoint went away",
      ECONNRESET},
     {23, "NOT_HELD",
      "unlock of a lock this endpoint does not hold, or a barrier count "
      "that differs from its round's",
      EPERM},
+    {24, "NO_MCAST_GROUP",
+     "the NIC has no member list for the switch multicast group (the "
+     "administrator did not set it on this node)",
+     ENOENT},
 };
 
 const SyndromeInfo* find(std::uint32_t s) {

@@ -50,6 +50,8 @@ const char* op_name(Op op) {
       return "unlock";
     case Op::barrier:
       return "barrier";
+    case Op::mcast_switch:
+      return "mcast_switch";
   }
   return "unknown";
 }
@@ -185,15 +187,16 @@ Result<void> check_mode_parameters(Op op, const XferOptions& o,
 Result<void> check_xfer(Op op, Target target, const XferOptions& o,
                         std::size_t length) {
   const std::string op_s = op_name(op);
-  if (op != Op::push && op != Op::pull && op != Op::mcast)
+  const bool multicast = op == Op::mcast || op == Op::mcast_switch;
+  if (op != Op::push && op != Op::pull && !multicast)
     return invalid(op_s +
                    " is not a PUSH, PULL or mcast (check_message checks "
                    "isend and irecv)");
-  if (op == Op::mcast && target != Target::area)
-    return invalid(
-        "mcast: the target is an area ID and offset, the same at "
-        "every member (not an address and key)");
-  const bool pushes = op == Op::push || op == Op::mcast;
+  if (multicast && target != Target::area)
+    return invalid(op_s +
+                   ": the target is an area ID and offset, the same at "
+                   "every member (not an address and key)");
+  const bool pushes = op == Op::push || multicast;
   const auto mode_v = static_cast<std::uint32_t>(o.mode);
   if (mode_v > static_cast<std::uint32_t>(Mode::stride))
     return invalid(op_s + ": unknown mode " + std::to_string(mode_v));

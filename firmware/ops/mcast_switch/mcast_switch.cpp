@@ -171,7 +171,8 @@ uint64_t repair_delay(const Impl& m, const McastMember& mb) {
 void arm_repair(Impl& m, McastGroup& g, McastMember& mb) {
   mb.repair_at = m.now + repair_delay(m, mb);
   g.next_repair = std::min(g.next_repair, mb.repair_at);
-  m.switch_mcast.next_repair = std::min(m.switch_mcast.next_repair, mb.repair_at);
+  m.switch_mcast.next_repair =
+      std::min(m.switch_mcast.next_repair, mb.repair_at);
 }
 
 // Whether the QP is still sending the message (its later packets will
@@ -213,7 +214,8 @@ static void advance(Impl& m, McastGroup& g) {
     if (e.msn == msg.msn && e.state == MsgState::kAwaitAck && e.peer == g.id)
       m.finish_entry(qpn, e, msg.status, msg.syndrome);
   }
-  while (g.msg_head != g.msg_tail && g.msgs[g.msg_head % kMcastWindow].qpn == kNone)
+  while (g.msg_head != g.msg_tail &&
+         g.msgs[g.msg_head % kMcastWindow].qpn == kNone)
     g.msg_head++;
   if (freed) {
     m.wake_all(g.waiters);
@@ -306,7 +308,8 @@ Engine::Impl::TxResult Engine::Impl::mcast_send_packet(QpObj& qp,
     return TxResult::kBlocked;
   }
   ContextObj& ctx = contexts[qp.context];
-  if (switch_mcast.free_frames.empty() || ctx.mcast_frames >= switch_mcast.context_quota) {
+  if (switch_mcast.free_frames.empty() ||
+      ctx.mcast_frames >= switch_mcast.context_quota) {
     counters.add(RHN_CNT_MCAST_WAITS);
     wait_on(qpn, switch_mcast.frame_waiters);
     return TxResult::kBlocked;
@@ -382,7 +385,7 @@ Engine::Impl::TxResult Engine::Impl::mcast_send_packet(QpObj& qp,
   if (!out.last) return TxResult::kSent;
   e.state = MsgState::kAwaitAck;
   qp.tx_active = false;  // the message is out
-  advance(*this, *g);  // nobody to wait for (a group of one): done now
+  advance(*this, *g);    // nobody to wait for (a group of one): done now
   return TxResult::kFinished;
 }
 
@@ -491,8 +494,8 @@ Landing place(Impl& m, McastGroup& g, Peer& p, const Packet& pkt,
               uint8_t* syndrome) {
   const rhn_op_hdr& op = pkt.op;
   const uint32_t qpn = g.members[g.self].qpn;
-  QpObj* qp = qpn && qpn < m.qps.size() && m.qps[qpn].valid ? &m.qps[qpn]
-                                                              : nullptr;
+  QpObj* qp =
+      qpn && qpn < m.qps.size() && m.qps[qpn].valid ? &m.qps[qpn] : nullptr;
   if (!qp || qp->type != RHN_QP_ENDPOINT || qp->state < RHN_QPS_RTR ||
       qp->state == RHN_QPS_ERR) {
     m.counters.add(RHN_CNT_NO_QP_REQUESTS);
@@ -505,9 +508,13 @@ Landing place(Impl& m, McastGroup& g, Peer& p, const Packet& pkt,
     return Landing::kRefused;
   }
   const uint32_t src = op.src_qpn;
-  Request r{p,   *qp, qpn,
-            op,  pkt.payload,
-            m.node_of(p), src,
+  Request r{p,
+            *qp,
+            qpn,
+            op,
+            pkt.payload,
+            m.node_of(p),
+            src,
             src & RHN_WIRE_QPN_MASK,
             (op.flags & RHN_WOP_F_FIRST) != 0,
             (op.flags & RHN_WOP_F_LAST) != 0};
@@ -612,8 +619,8 @@ void receive_ack(Impl& m, McastGroup& g, McastMember& mb, const Packet& pkt) {
     return;
   }
   // A refusal counts before the acknowledgement that passes it.
-  if (pkt.op.syndrome != RHN_SYN_NONE &&
-      !seq_before(pkt.op.msn, g.floor) && seq_before(pkt.op.msn, ack)) {
+  if (pkt.op.syndrome != RHN_SYN_NONE && !seq_before(pkt.op.msn, g.floor) &&
+      seq_before(pkt.op.msn, ack)) {
     if (McastMsg* msg = msg_of_serial(g, pkt.op.msn))
       fail_msg(*msg, status_of_nak(pkt.op.syndrome), pkt.op.syndrome);
   }

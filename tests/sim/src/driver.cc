@@ -364,7 +364,8 @@ AdminResult SimDriver::set_mcast_group(
   cmd.u.mcast_group.endpoint_group = endpoint_group;
   cmd.u.mcast_group.count = static_cast<uint16_t>(members.size());
   cmd.u.mcast_group.list_addr = scratch_;
-  const size_t bytes = std::min(members.size_bytes(), kScratchPages * kPageSize);
+  const size_t bytes =
+      std::min(members.size_bytes(), kScratchPages * kPageSize);
   std::memcpy(mem_.ptr(scratch_, bytes), members.data(), bytes);
   return exec(cmd);
 }

@@ -311,6 +311,30 @@ class Group {
                 std::uint64_t offset, std::span<const std::byte> src,
                 const XferOptions& options = {});
 
+  // ---- simultaneous multicast (004 2.8, mcastA) --------------------------
+  //
+  // src -> the same (area_id, offset) at every member of a switch group:
+  // this process's NIC sends each packet once, to the group, and the fabric
+  // switch copies it. The cluster administrator defines the groups (the
+  // switch's pattern, each member node's list: one endpoint per node); the
+  // program names one by its ID (0xf000..0xfffe), typically the job's
+  // broadcast group. Every member acknowledges, losses are repaired, and
+  // each member gets this rank's mcasts to the group once, in posting
+  // order. Modes and options as the other mcast. Errors before posting:
+  // EOPNOTSUPP (no switch_multicast()), EINVAL (an ID that is no switch
+  // group, and as push()), EFAULT, EMSGSIZE. At completion: the first
+  // failure, as for push(); ECONNRESET (Syndrome::member_lost) when a
+  // member stopped answering (and for every later mcast to the group until
+  // the administrator sets it again), ENOENT when the NIC knows no such
+  // group; the other members got the data.
+  struct SwitchGroup {
+    std::uint16_t id;
+  };
+  bool switch_multicast() const;  // RHINETDV_CAP_MCAST_SWITCH
+  Request mcast(SwitchGroup group, std::uint32_t area_id, std::uint64_t offset,
+                std::span<const std::byte> src,
+                const XferOptions& options = {});
+
   // ---- locks and barriers (004 2.10) -------------------------------------
   //
   // Kept by the NIC of a manager rank's endpoint (any rank; its process
@@ -361,7 +385,6 @@ class Group {
 
   // ---- later (issue 17); not implemented -----------------------------
   //
-  //   Request mcast(switch pattern, ...)               2.8 mcastA
   //   Result<Shared> subscribe(region, home_rank, span)   2.9
   //   Result<void> unsubscribe(Shared&)
   //   Request broadcast/reduce/allreduce/...          collectives
@@ -369,6 +392,10 @@ class Group {
  private:
   friend struct detail::Device;
   friend class LockGuard;
+  Request post_mcast(std::span<const std::uint32_t> ranks,
+                     std::uint16_t switch_group, std::uint32_t area_id,
+                     std::uint64_t offset, std::span<const std::byte> src,
+                     const XferOptions& options);
   Request post_sync(Op op, std::uint32_t manager, std::uint64_t id,
                     std::uint32_t count);
   Group(std::shared_ptr<detail::Device> dev, Bootstrap boot);

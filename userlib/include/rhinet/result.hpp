@@ -39,6 +39,7 @@ enum class Syndrome : std::uint32_t {
   not_pinned = 21,      // the target host would not pin (its limit)
   member_lost = 22,     // a lock's or barrier's member or manager was lost
   not_held = 23,        // unlock of a lock not held; barrier count mismatch
+  no_mcast_group = 24,  // a switch multicast group the NIC has no list for
 };
 
 // "BAD_GROUP", "BOUNDS", ...; "SYNDROME_<n>" for a value not listed.

@@ -29,6 +29,7 @@ enum class Op : std::uint32_t {
   lock = 8,   // locks and barriers (004 2.10)
   unlock = 9,
   barrier = 10,
+  mcast_switch = 11,  // simultaneous multicast (004 2.8 mcastA): a switch group
 };
 
 // The partial-transfer modes (values of RHINETDV_MODE_*). Table 1: PUSH
