@@ -326,10 +326,10 @@ std::string Device::describe(const Slot& s) const {
     return d;
   }
   if (s.op == Op::mcast || s.op == Op::mcast_switch) {
-    char group[24];
-    snprintf(group, sizeof(group), "switch group 0x%x", s.rank);
+    char switch_group[24];
+    snprintf(switch_group, sizeof(switch_group), "switch group 0x%x", s.rank);
     std::string d = (s.op == Op::mcast_switch
-                         ? std::string("mcast to ") + group
+                         ? std::string("mcast to ") + switch_group
                          : "mcast to " + std::to_string(s.rank) + " ranks") +
                     ", area " + std::to_string(s.area_or_rkey) + " offset " +
                     std::to_string(s.offset_or_addr) + ", " +

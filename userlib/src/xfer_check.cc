@@ -65,7 +65,8 @@ Error invalid(std::string what) { return Error(EINVAL, std::move(what)); }
 namespace detail {
 
 bool mode_allowed(Op op, Mode mode) {
-  const bool sends = op == Op::push || op == Op::isend || op == Op::mcast;
+  const bool sends = op == Op::push || op == Op::isend || op == Op::mcast ||
+                     op == Op::mcast_switch;
   const bool takes = op == Op::pull || op == Op::irecv;
   switch (mode) {
     case Mode::basic:
@@ -213,10 +214,10 @@ Result<void> check_xfer(Op op, Target target, const XferOptions& o,
     return invalid(op_s + ": a signal goes only with a push by area ID");
   if (o.inline_data && (!pushes || o.mode != Mode::basic))
     return invalid(op_s + ": inline data goes only with a basic push");
-  if (o.fence && op == Op::mcast)
-    return invalid(
-        "mcast: fence is not taken (a multicast reads nothing "
-        "back)");
+  if (o.fence && multicast)
+    return invalid(op_s +
+                   ": fence is not taken (a multicast reads nothing "
+                   "back)");
   return detail::check_mode_parameters(op, o, length);
 }
 

@@ -199,6 +199,25 @@ TEST(XferCheck, McastTakesThePushModesByAreaOnly) {
       check_xfer(Op::mcast, Target::area, options_for(Mode::stride), 32));
 }
 
+// A switch group's mcast takes what the list mcast takes.
+TEST(XferCheck, SwitchMcastTakesThePushModesByAreaOnly) {
+  for (Mode m : {Mode::basic, Mode::bitmap, Mode::stride})
+    EXPECT_TRUE(check_xfer(Op::mcast_switch, Target::area, options_for(m), 64))
+        << rhinet::mode_name(m);
+  EXPECT_FALSE(
+      check_xfer(Op::mcast_switch, Target::area, options_for(Mode::twin), 64));
+  auto key = check_xfer(Op::mcast_switch, Target::key, {}, 64);
+  ASSERT_FALSE(key);
+  EXPECT_NE(message(key).find("mcast_switch"), std::string::npos)
+      << message(key);
+  XferOptions fence;
+  fence.fence = true;
+  EXPECT_FALSE(check_xfer(Op::mcast_switch, Target::area, fence, 64));
+  XferOptions inl;
+  inl.inline_data = true;
+  EXPECT_TRUE(check_xfer(Op::mcast_switch, Target::area, inl, 16));
+}
+
 // Locks and barriers are not transfers.
 TEST(XferCheck, SyncOpsAreNotTransfers) {
   for (Op op : {Op::lock, Op::unlock, Op::barrier}) {

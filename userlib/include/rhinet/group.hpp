@@ -327,7 +327,10 @@ class Group {
   // member stopped answering (and for every later mcast to the group until
   // the administrator sets it again), ENOENT when the NIC knows no such
   // group; the other members got the data.
+  // Named explicitly (Group::SwitchGroup{0xf001}), so that mcast({}, ...)
+  // still means an empty rank list.
   struct SwitchGroup {
+    explicit SwitchGroup(std::uint16_t group_id) : id(group_id) {}
     std::uint16_t id;
   };
   bool switch_multicast() const;  // RHINETDV_CAP_MCAST_SWITCH
