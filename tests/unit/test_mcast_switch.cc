@@ -30,13 +30,15 @@ class McastSwitch : public ::testing::Test {
  protected:
   void start(size_t nodes,
              std::function<void(uint16_t, fw::EngineConfig&)> tweak = nullptr) {
+    // The previous cluster's endpoints go before the cluster they live in.
+    eps.clear();
+    c.reset();
     ClusterConfig cfg;
     cfg.nodes = nodes;
-    cfg.memory_bytes = 64u << 20;
+    cfg.memory_bytes = 24u << 20;  // 65 nodes: keep the set-up cheap
     cfg.tweak = std::move(tweak);
     c = std::make_unique<SimCluster>(cfg);
     ASSERT_TRUE(c->all_up());
-    eps.clear();
     for (size_t i = 0; i < nodes; i++) {
       eps.push_back(make_datagram_node(
           *c, uint16_t(i), RHN_QP_ENDPOINT, kQkey,
