@@ -229,6 +229,13 @@ struct Inflight {
   // Refused while the target host pins (ops/pindown): resent on the
   // target's PIN_READY (or after RHN_PIN_RETRY_US).
   bool pin_wait = false;
+  // A fan-out family's number for this message (a shared region's update
+  // number, ops/share): carried in imm_data, the same when it is resent.
+  uint32_t fanout_imm = 0;
+  // A DIFF PUSH's last message: when the WQE completes successfully its
+  // twin takes the SGE's bytes (ops/partial), not before, so a message
+  // sent again (a refusal, another destination) sends the same runs.
+  bool diff_twin = false;
   uint32_t tag_handle = 0, tag_take = 0, tag_receiver = 0;
   // An mcastB's message to one destination (ops/mcast): kMcastMember
   // (the WQE's CQE waits for the last), kMcastLast (completes the WQE).
@@ -824,11 +831,88 @@ struct McastTables {
   uint64_t next_repair = UINT64_MAX;  // earliest of the groups'
 };
 
+// ---- Shared regions (ops/share/) ------------------------------------------
+
+enum class ShareState : uint8_t {
+  kFree,
+  kJoining,  // our SUBSCRIBE is out: updates are refused until the data
+  kReady,
+  kLost,  // the home went away or died: updates fail
+};
+
+// A member of a region's directory as one NIC sees it: the endpoint, and
+// the updates from it this NIC has taken (seq: by first packet; landed:
+// whole). The home also keeps, while a join waits, whether the member
+// has added the newcomer and which of its updates must land first.
+struct ShareMember {
+  uint16_t node = 0;
+  bool add_pending = false;  // home: its ADDED has not come yet
+  bool add_owed = false;     // home: its ADD waits for a message slot
+  bool refused = false;      // newcomer: refused_msn must come back first
+  bool cur_accept = false;   // the message cur_msn from it is taken
+  uint32_t src = 0;          // endpoint with incarnation
+  uint32_t seq = 0, landed = 0;
+  uint32_t wait_seq = 0;  // home: landed must reach it before the data
+  uint32_t cur_msn = 0;
+  uint32_t refused_msn = 0;
+};
+
+// Who a joining endpoint refused before its data (told to resend then).
+struct ShareRefused {
+  uint16_t node = 0;
+  uint32_t src = 0, msn = 0;
+};
+
+// One endpoint's record of one region (endpoint, area key): member or
+// home. The home's record also runs the join of one newcomer at a time.
+struct ShareRegion {
+  ShareState state = ShareState::kFree;
+  bool home = false;
+  uint16_t gen = 0;  // bumps on reuse: late firmware-message outcomes
+  uint16_t home_node = 0;
+  uint32_t home_src = 0;  // the home endpoint, with incarnation
+  uint32_t qpn = 0, qp_gen = 0, context = 0;
+  uint32_t area_key = 0;
+  uint64_t offset = 0, length = 0;
+  uint32_t next_seq = 0;  // the last update number this endpoint took
+  uint8_t members = 0;
+  ShareMember dir[RHN_SHARE_MAX_MEMBERS];
+  // The update being sent (requester): its destinations, fixed when its
+  // first one is taken, and its number.
+  uint8_t fanout_count = 0;
+  uint32_t fanout_seq = 0;
+  ShareRefused fanout[RHN_SHARE_MAX_MEMBERS];  // node, src
+  // Joining: our SUBSCRIBE's msn, the directory once JOINED came, and
+  // the senders refused meanwhile.
+  uint32_t subscribe_msn = 0;
+  bool have_directory = false;
+  uint8_t refused_count = 0;
+  ShareRefused refused[RHN_SHARE_MAX_MEMBERS];
+  // Home: the join in progress.
+  bool join_active = false;
+  bool joined_owed = false;  // JOINED waits for a message slot
+  bool joined_sent = false;  // JOINED is out; the data follows its ACK
+  bool stream_owed = false;  // the data waits for a responder stream
+  uint8_t fail_owed = 0;     // a failed join's answer waits for room
+  uint16_t join_node = 0;
+  uint32_t join_src = 0, join_msn = 0;
+  uint64_t join_deadline = 0;
+};
+
+struct ShareTables {
+  std::vector<ShareRegion> regions;
+  std::vector<uint32_t> ctx_regions;  // records charged to each context
+  uint32_t quota = 0;
+  uint32_t used = 0;
+  uint32_t joins = 0;  // joins waiting anywhere (newcomer or home)
+  uint64_t next_probe = UINT64_MAX;
+};
+
 // ---- Firmware-originated messages (fwmsg/) ---------------------------------
 
 // Who is told when a firmware message is over (acknowledged, refused, or
 // its node declared dead): an index into fwmsg/'s owner table.
-enum class FwOwner : uint8_t { kProbe, kPin, kTm, kSync };
+enum class FwOwner : uint8_t { kProbe, kPin, kTm, kSync, kShare };
 
 enum class FwState : uint8_t { kFree, kQueued, kInFlight };
 
@@ -972,6 +1056,7 @@ struct Engine::Impl {
   PinTables pins;
   SyncTables sync;
   McastTables switch_mcast;
+  ShareTables share;
 
   // ---- engine/engine.cpp
   void reset();
@@ -1059,6 +1144,8 @@ struct Engine::Impl {
                     uint8_t syndrome);
   // Returns the entry's READ context (if any) to the free list.
   void release_read_ctx(Inflight& e);
+  // A DIFF PUSH completed: its twin takes the SGE's bytes.
+  void sync_diff_twin(QpObj& qp, const Inflight& e);
   void complete_in_order(uint32_t qpn);
   void qp_to_error(uint32_t qpn);
   void flush_qp(uint32_t qpn);
@@ -1236,6 +1323,18 @@ struct Engine::Impl {
   TxResult mcast_send_packet(QpObj& qp, uint32_t qpn);
   bool mcast_run();  // repairs of lagging members, deaths
   uint64_t mcast_next_deadline() const { return switch_mcast.next_repair; }
+  // ---- ops/share/share.cpp: shared regions (004 2.9)
+  void share_reset();
+  // The endpoint stops: as a member it leaves its regions (the home is
+  // told), as a home its regions end (the members are told).
+  void share_qp_gone(uint32_t qpn);
+  // The node died or lost its state: it leaves every directory; regions
+  // whose home it was are lost; joins waiting on it go on without it.
+  void share_node_failed(uint16_t node);
+  void share_fw_receive(Peer& p, const Packet& pkt);      // RHN_FW_SHARE_*
+  void share_fw_done(uint64_t cookie, uint8_t syndrome);  // FwOwner::kShare
+  bool share_run(uint32_t budget);  // owed messages, probes, deadlines
+  uint64_t share_next_deadline() const { return share.next_probe; }
 
   // ---- fwmsg/fw_messages.cpp
   // Queues a message to `node`'s NIC; its owner hears of the outcome.

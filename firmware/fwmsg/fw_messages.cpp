@@ -39,12 +39,18 @@ void sync_msg_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
   m.sync_fw_done(cookie, syndrome);
 }
 
+// A shared region's directory message or liveness probe (ops/share).
+void share_msg_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
+  m.share_fw_done(cookie, syndrome);
+}
+
 using DoneFn = void (*)(Engine::Impl&, uint64_t cookie, uint8_t syndrome);
 constexpr DoneFn kOwnerDone[] = {
     probe_done,      // FwOwner::kProbe
     pin_ready_done,  // FwOwner::kPin
     tm_done,         // FwOwner::kTm
     sync_msg_done,   // FwOwner::kSync
+    share_msg_done,  // FwOwner::kShare
 };
 
 }  // namespace
@@ -172,6 +178,17 @@ void Engine::Impl::fw_receive(Peer& p, const Packet& pkt) {
       return;
     case RHN_FW_SYNC_DONE:
       sync_done(p, pkt);
+      return;
+    case RHN_FW_SHARE_ADD:
+    case RHN_FW_SHARE_ADDED:
+    case RHN_FW_SHARE_JOINED:
+    case RHN_FW_SHARE_REMOVE:
+      share_fw_receive(p, pkt);
+      return;
+    case RHN_FW_SHARE_RESEND:
+      // The joining member has its data: the updates it refused go
+      // again, as after a pinning target's PIN_READY (same payload).
+      pin_ready(p, pkt.payload);
       return;
     default:
       counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);

@@ -76,6 +76,7 @@ struct OpFamily {
   // Fan-out families (an mcastB): the WQE goes to `*count` destinations;
   // the index-th is (*node, *qpn). False: the WQE fails (its list became
   // unreadable or wrong). nullptr: the WQE's own destination.
+  // A *count of 0 (nobody to send to) completes the WQE at once.
   bool (*next_destination)(Impl& m, QpObj& qp, const DecodedWqe& w,
                            uint32_t index, uint16_t* node, uint32_t* qpn,
                            uint32_t* count) = nullptr;
@@ -84,6 +85,12 @@ struct OpFamily {
   // QP's current message (what send_packet does for the others) and
   // finish the entry themselves. nullptr: the node channel of dst_node.
   Impl::TxResult (*send_packet)(Impl& m, QpObj& qp, uint32_t qpn) = nullptr;
+  // Fan-out families that number their WQEs (a shared region's updates):
+  // the number the destination's message carries in imm_data, asked
+  // after next_destination and kept for its resends.
+  uint32_t (*fanout_imm)(Impl& m, QpObj& qp, const DecodedWqe& w) = nullptr;
+  // Told when one of the family's messages is finished (any status).
+  void (*message_done)(Impl& m, uint32_t qpn, const Inflight& e) = nullptr;
 };
 
 // How a WQE opcode (enum rhn_op) appears at the other stages.

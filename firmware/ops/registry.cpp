@@ -20,6 +20,8 @@ extern const OpFamily kTmFamily;        // ops/tm: TM SRQs' rendezvous data
 extern const OpFamily kSyncFamily;      // ops/sync: LOCK, UNLOCK, BARRIER
 extern const OpFamily kMcastFamily;     // ops/mcast: MCAST_LIST
 extern const OpFamily kMcastSwitchFamily;  // ops/mcast_switch: MCAST_SWITCH
+extern const OpFamily kShareFamily;        // ops/share: SUBSCRIBE, UNSUBSCRIBE,
+                                           // SHARE_UPDATE
 
 namespace {
 
@@ -88,6 +90,25 @@ std::array<OpInfo, kOps> make_ops() {
                       true,         false,          false};
   t[RHN_OP_BARRIER] = {&kSyncFamily, RHN_WOP_BARRIER, RHN_CQE_OP_BARRIER,
                        true,         false,           false};
+  // Shared regions: a SUBSCRIBE is answered with the region's data (into
+  // its SGE, like a READ's); an update fans out to the directory as
+  // WRITEs, each numbered in imm_data.
+  t[RHN_OP_SUBSCRIBE] = {&kShareFamily,
+                         RHN_WOP_SHARE_REQ,
+                         RHN_CQE_OP_SUBSCRIBE,
+                         true,
+                         false,
+                         false,
+                         true};
+  t[RHN_OP_UNSUBSCRIBE] = {
+      &kShareFamily, RHN_WOP_SHARE_REQ, RHN_CQE_OP_UNSUBSCRIBE, false, false,
+      false};
+  t[RHN_OP_SHARE_UPDATE] = {&kShareFamily,
+                            RHN_WOP_SHARE_UPDATE,
+                            RHN_CQE_OP_SHARE_UPDATE,
+                            false,
+                            false,
+                            true};
   // imm_data carries the key to invalidate, not an immediate.
   t[RHN_OP_SEND_INV] = {&kSendFamily, RHN_WOP_SEND, RHN_CQE_OP_SEND,
                         false,        false,        true};
@@ -130,6 +151,10 @@ const OpFamily* family_of_wire(uint8_t wire_op) {
     case RHN_WOP_BARRIER:
     case RHN_WOP_SYNC_RESP:
       return &kSyncFamily;
+    case RHN_WOP_SHARE_REQ:
+    case RHN_WOP_SHARE_UPDATE:
+    case RHN_WOP_SHARE_DATA:
+      return &kShareFamily;
     default:
       return nullptr;
   }

@@ -36,8 +36,9 @@ uint8_t status_of_nak(uint8_t syndrome) {
     case RHN_SYN_BAD_OPCODE:
     case RHN_SYN_LENGTH:
     case RHN_SYN_BAD_QKEY:
-    case RHN_SYN_BAD_WINDOW:  // a SEND_INV naming no window it may unbind
-    case RHN_SYN_NOT_HELD:    // an UNLOCK not held, a BARRIER's count
+    case RHN_SYN_BAD_WINDOW:      // a SEND_INV naming no window it may unbind
+    case RHN_SYN_NOT_HELD:        // an UNLOCK not held, a BARRIER's count
+    case RHN_SYN_NOT_SUBSCRIBED:  // an UNSUBSCRIBE from a non-member
       return RHN_CQE_REM_INV_REQ_ERR;
     default:
       return RHN_CQE_REM_OP_ERR;
@@ -141,7 +142,9 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
         return true;
       }
       e.state = MsgState::kSending;
-      qp.tx_wqe.keep_twin = e.mcast == kMcastMember;
+      qp.tx_wqe.keep_twin = true;  // the twin moves at the WQE's completion
+      if (op_info(e.opcode).family && op_info(e.opcode).family->fanout_imm)
+        qp.tx_wqe.imm_data = e.fanout_imm;
       qp.tx_active = true;
       qp.tx_entry = idx;
       qp.tx_offset = 0;
@@ -263,12 +266,17 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   // A fan-out WQE (mcastB) is fetched again for each destination: one
   // message each, the WQE's slots going with the last.
   uint8_t mcast = 0;
+  bool nobody = false;  // a fan-out with no destination: done at once
   if (result == RHN_CQE_SUCCESS && family && family->next_destination) {
     uint32_t count = 0;
     if (family->next_destination(*this, qp, w, qp.mcast_next, &dst_node,
                                  &dst_qpn, &count)) {
-      mcast = qp.mcast_next + 1 < count ? kMcastMember : kMcastLast;
-      w.keep_twin = mcast == kMcastMember;
+      nobody = count == 0;
+      if (!nobody)
+        mcast = qp.mcast_next + 1 < count ? kMcastMember : kMcastLast;
+      w.keep_twin = true;
+      if (!nobody && family->fanout_imm)
+        w.imm_data = family->fanout_imm(*this, qp, w);
     } else {
       counters.add(RHN_CNT_BAD_WQES);
       result = RHN_CQE_LOC_QP_OP_ERR;
@@ -277,7 +285,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   }
   Peer* peer = nullptr;
   if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP && !unsequenced &&
-      !local && !own_stream) {
+      !local && !own_stream && !nobody) {
     peer = peer_for(dst_node);
     if (!peer) {
       result = RHN_CQE_LOC_QP_OP_ERR;  // beyond the fabric this NIC serves
@@ -301,6 +309,12 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   e.status_lkey = w.status_lkey;
   e.state = MsgState::kSending;
   e.mcast = mcast;
+  e.fanout_imm = w.imm_data;
+  // A DIFF PUSH compares every message it sends with the twin as it was
+  // when posted; its last message's completion moves the twin.
+  w.keep_twin = true;
+  e.diff_twin = result == RHN_CQE_SUCCESS && w.xfer_mode == RHN_XFER_DIFF &&
+                mcast != kMcastMember && w.opcode != RHN_OP_ISEND;
   if (mcast == kMcastMember) {
     e.slots = 0;  // the WQE stays at sq_fetch for its next destination
     qp.mcast_next++;
@@ -320,7 +334,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     finish_entry(qpn, e, result, syndrome);
     return true;
   }
-  if (w.opcode == RHN_OP_NOP) {
+  if (w.opcode == RHN_OP_NOP || nobody) {
     finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
     return true;
   }
@@ -458,7 +472,27 @@ void Engine::Impl::finish_entry(uint32_t qpn, Inflight& e, uint8_t result,
   e.status = result;
   e.syndrome = syndrome;
   if (result == RHN_CQE_SUCCESS) qp.rnr_count = 0;
+  if (const OpFamily* f = op_info(e.opcode).family; f && f->message_done)
+    f->message_done(*this, qpn, e);
   complete_in_order(qpn);
+}
+
+void Engine::Impl::sync_diff_twin(QpObj& qp, const Inflight& e) {
+  // The WQE is still in its slots (they are released with this CQE).
+  RawWqe raw;
+  DecodedWqe w;
+  uint32_t nslots = 0;
+  if (!fetch_wqe(qp, e.slot, raw, nslots) || nslots == 0 ||
+      decode_send_wqe(raw, nslots, 1u << 31, w) != RHN_SYN_NONE ||
+      w.xfer_mode != RHN_XFER_DIFF || w.num_sge != 1)
+    return;  // overwritten by its software: the twin stays as it was
+  TwinObj* t = twin_of(w.xfer.twin, qp.context);
+  const uint64_t size = t ? uint64_t{t->pages} * RHN_TWIN_PAGE : 0;
+  if (!t || w.xfer.twin_offset > size || w.length > size - w.xfer.twin_offset)
+    return;  // freed meanwhile
+  const rhn_sge sge = wqe_sge(raw, 0);
+  sge_dma(&sge, 1, 0, twin_bytes(*t) + w.xfer.twin_offset, w.length, qp.pdn,
+          false);
 }
 
 void Engine::Impl::release_read_ctx(Inflight& e) {
@@ -496,6 +530,7 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
       qp.mcast_syndrome = RHN_SYN_NONE;
     }
     const bool err = e.status != RHN_CQE_SUCCESS;
+    if (!err && e.diff_twin) sync_diff_twin(qp, e);
     if (err || (e.wqe_flags & RHN_WQE_F_SIGNALED)) {
       rhn_cqe c{};
       c.qpn = qpn;
@@ -767,7 +802,10 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
           (op.syndrome == RHN_SYN_RNR || op.syndrome == RHN_SYN_BUSY) &&
           op.imm_data != e.attempt)
         return;
-      if (op.syndrome == RHN_SYN_PINNING) {
+      // A joining member of a shared region refuses updates until its
+      // data is in (ops/share), and says when, as a pinning target does.
+      if (op.syndrome == RHN_SYN_PINNING ||
+          op.syndrome == RHN_SYN_SHARE_JOINING) {
         // Refused already and waiting to go again: nothing new.
         if (e.state != MsgState::kResendPending)
           handle_rnr(qpn, idx, Refusal::kPinning);

@@ -84,12 +84,16 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
                            w.xfer_mode == RHN_XFER_BITMAP ||
                            w.xfer_mode == RHN_XFER_TWIN;
     // An isend selects the bytes it sends as a PUSH does (ops/tag).
-    // An mcastB's members each get a PUSH, an mcastA's group one.
+    // An mcastB's members each get a PUSH, an mcastA's group one, a
+    // shared region's update every member; a SUBSCRIBE may bring the
+    // data into a twin too (004 table 1: basic, twin).
     const bool taken =
         ((w.opcode == RHN_OP_WRITE || w.opcode == RHN_OP_ISEND ||
-          w.opcode == RHN_OP_MCAST_LIST || w.opcode == RHN_OP_MCAST_SWITCH) &&
+          w.opcode == RHN_OP_MCAST_LIST || w.opcode == RHN_OP_MCAST_SWITCH ||
+          w.opcode == RHN_OP_SHARE_UPDATE) &&
          push_mode) ||
-        (w.opcode == RHN_OP_READ && pull_mode);
+        (w.opcode == RHN_OP_READ && pull_mode) ||
+        (w.opcode == RHN_OP_SUBSCRIBE && w.xfer_mode == RHN_XFER_TWIN);
     if (!taken || out.has_grh || xfer_slot < 1 || (w.flags & RHN_WQE_F_INLINE))
       return RHN_SYN_BAD_XFER;
     std::memcpy(&out.xfer, raw.bytes + xfer_slot * RHN_SQ_SLOT_SIZE,

@@ -49,7 +49,7 @@ struct DecodedWqe {
   // MCAST_LIST: its destination list (the last slot; xfer the one before).
   rhn_wqe_mcast mcast{};
   // Set by the requester, not decoded: a DIFF only compares with its twin
-  // (an mcastB destination before the last leaves it as it was).
+  // while it is sent (the twin takes the bytes when the WQE completes).
   bool keep_twin = false;
 };
 

@@ -52,6 +52,7 @@ void Engine::Impl::cancel_responder_work(uint32_t qpn, bool flush) {
   tag_cancel_qp(qpn, flush);
   pin_qp_gone(qpn);
   sync_qp_gone(qpn);
+  share_qp_gone(qpn);
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) {
     RxContext& m = rx_ctxs[i];
     if (!m.used || m.qpn != qpn) continue;

@@ -199,7 +199,10 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   rx_abandon_all(p);
   // A new session of a node we knew: it lost its state (or declared us
   // dead and dropped ours): locks and barriers with it fail.
-  if (known) sync_node_failed(node_of(p));
+  if (known) {
+    sync_node_failed(node_of(p));
+    share_node_failed(node_of(p));
+  }
   // Its queued isends were its former life's.
   tag_node_failed(node_of(p), true);
   pin_node_failed(node_of(p));
@@ -609,7 +612,8 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
   fw_node_failed(node);
   tag_node_failed(node, false);
   pin_node_failed(node);
-  sync_node_failed(node);  // its locks' and barriers' waits: MEMBER_LOST
+  sync_node_failed(node);   // its locks' and barriers' waits: MEMBER_LOST
+  share_node_failed(node);  // out of every directory
   // Everything outstanding towards it fails. Rare: a scan of the QPs.
   for (uint32_t q = 0; q < qps.size(); q++) {
     QpObj& qp = qps[q];

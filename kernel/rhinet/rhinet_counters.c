@@ -84,6 +84,11 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_MCAST_ERRORS].name = "mcast_errors",
 	[RHN_CNT_MCAST_MEMBERS_LOST].name = "mcast_members_lost",
 	[RHN_CNT_MCAST_WAITS].name = "mcast_waits",
+	[RHN_CNT_SHARE_JOINS].name = "share_joins",
+	[RHN_CNT_SHARE_UPDATES].name = "share_updates",
+	[RHN_CNT_SHARE_REFUSALS].name = "share_refusals",
+	[RHN_CNT_SHARE_SKIPPED].name = "share_skipped",
+	[RHN_CNT_SHARE_ERRORS].name = "share_errors",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */

@@ -98,6 +98,34 @@ TEST_F(PinDown, FirstTouchPushOfOneMiBIsOneHostEvent) {
   EXPECT_EQ(t.host->pin_events(), 1u);
 }
 
+// A DIFF PUSH refused for pinning is sent again: it must carry the same
+// runs. (The twin used to take the bytes with the first transmission, so
+// the resend compared with a twin already equal to the data and sent
+// nothing: the target never got the changed bytes.)
+TEST_F(PinDown, ADiffPushSentAgainAfterPinningCarriesItsBytes) {
+  start(2);
+  declare(8192, 0);
+  AdminResult twin = c->node(1).driver->alloc_twin(eps[1].ctx->index(), 8192);
+  ASSERT_TRUE(twin.ok());
+  // The twin is zero; three bytes of the source differ from it.
+  std::vector<uint8_t> data(8192, 0);
+  for (size_t o : {size_t{10}, size_t{5000}, size_t{8191}}) data[o] = 0x77;
+  eps[1].buf.buf.write(0, data.data(), data.size());
+  SendWr wr = to_area(1, RHN_OP_WRITE, {eps[1].buf.sge(0, 8192)}, 0);
+  wr.xfer_mode = RHN_XFER_DIFF;
+  wr.xfer.twin = twin.result;
+  CounterSnap target(c->node(0));
+  Completion w = run(1, wr);
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_GT(target.delta(RHN_CNT_PIN_HELD), 0u) << "refused, sent again";
+  EXPECT_EQ(t.mem.bytes(), data);
+  // The twin moved with the completion: the same DIFF sends nothing now.
+  t.mem.fill(0x11);
+  w = run(1, wr);
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(t.mem.bytes(), std::vector<uint8_t>(8192, 0x11));
+}
+
 TEST_F(PinDown, PullAndAtomicOnUnpinnedPagesAreHeldThenServed) {
   start(2);
   declare(64 * 1024, 0x33);

@@ -122,8 +122,25 @@ enum rhn_wqe_opcode {
 	 * members still get the data.
 	 */
 	RHN_OP_MCAST_LIST = 0x29,
-	RHN_OP_SUBSCRIBE = 0x30, /* shared regions (004 2.9) */
+	/* Shared regions (004 2.9), endpoints only, by area
+	 * (RHN_WQE_F_AREA; remote_key = the area key, remote_addr = the
+	 * region's offset in the area). A region is named by its home
+	 * endpoint (dst_node/dst_qpn) and area key; each endpoint is in at
+	 * most one region per area key.
+	 * SUBSCRIBE: one SGE = this endpoint's own copy (exactly the area's
+	 * bytes [remote_addr, remote_addr + length), 1..RHN_SHARE_MAX_BYTES);
+	 * basic or TWIN (struct rhn_wqe_xfer in the last slot: the data also
+	 * goes into the twin). Completes when the home's data is in place.
+	 * UNSUBSCRIBE: no data; completes when the home has taken it.
+	 * SHARE_UPDATE: a PUSH by area of the WQE's data (one SGE or inline,
+	 * any PUSH mode) inside the region to every other member of this
+	 * NIC's directory of it; dst_node and dst_qpn are 0. Completes when
+	 * every member has acknowledged (status: the first failure's).
+	 * Described in queues.md "Shared regions".
+	 */
+	RHN_OP_SUBSCRIBE = 0x30,
 	RHN_OP_UNSUBSCRIBE = 0x31,
+	RHN_OP_SHARE_UPDATE = 0x32,
 	/* Locks and barriers (004 2.10), endpoints only, no data, one SQ
 	 * slot: dst_node/dst_qpn = the manager endpoint, remote_addr = the
 	 * lock's or barrier's 64-bit ID (a name space per manager endpoint).
@@ -291,7 +308,9 @@ RHN_ASSERT_SIZE(struct rhn_wqe_grh, RHN_SQ_SLOT_SIZE);
  * TWIN (READ): as a basic READ, and the NIC also writes every byte that
  * arrives into twin memory `twin` at twin_offset + its message offset.
  * DIFF (WRITE): compares the SGE with the twin at twin_offset and sends
- * only the runs of bytes that differ, then the twin holds the SGE's bytes.
+ * only the runs of bytes that differ; when the WQE completes successfully
+ * the twin holds the SGE's bytes (every message it sends before compares
+ * with the twin as it was).
  *
  * Refused at post with RHN_SYN_BAD_XFER: a mode the opcode does not take,
  * a zero block or count, overlapping strides, an SGE shorter than the
@@ -553,6 +572,10 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_BARRIER = 18,
 	RHN_CQE_OP_MCAST_LIST = 19,
 	RHN_CQE_OP_MCAST_SWITCH = 20,
+	/* shared regions (see "Shared regions" in queues.md) */
+	RHN_CQE_OP_SUBSCRIBE = 21,
+	RHN_CQE_OP_UNSUBSCRIBE = 22,
+	RHN_CQE_OP_SHARE_UPDATE = 23,
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
@@ -714,7 +737,22 @@ enum rhn_syndrome {
 	RHN_SYN_NOT_HELD = 23,
 	/* RHN_OP_MCAST_SWITCH to a group this NIC has no member list for */
 	RHN_SYN_NO_MCAST_GROUP = 24,
+	/* NAK only: the target endpoint is joining the shared region and
+	 * its data has not arrived; the requester sends the update (and its
+	 * later messages to that endpoint) again on RHN_FW_SHARE_RESEND, or
+	 * after RHN_PIN_RETRY_US. Never in a CQE.
+	 */
+	RHN_SYN_SHARE_JOINING = 25,
+	/* a SHARE_UPDATE or UNSUBSCRIBE of a region the endpoint is not in
+	 * (or still joining), a SUBSCRIBE of one it is in already
+	 */
+	RHN_SYN_NOT_SUBSCRIBED = 26,
 };
+
+/* Shared regions: the largest region (RHN_SHARE_MAX_MEMBERS, the most
+ * members of one region, home included, is in hw_wire.h).
+ */
+#define RHN_SHARE_MAX_BYTES (1u << 30)
 
 #define RHN_PIN_RETRY_US 5000
 

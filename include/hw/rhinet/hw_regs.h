@@ -69,6 +69,8 @@ enum rhn_cap {
 	RHN_CAP_MCAST_LIST = 1u << 13,
 	/* simultaneous multicast through switch groups: RHN_OP_MCAST_SWITCH */
 	RHN_CAP_MCAST_SWITCH = 1u << 14,
+	/* shared regions (004 2.9): RHN_OP_SUBSCRIBE/UNSUBSCRIBE/SHARE_UPDATE */
+	RHN_CAP_SHARE = 1u << 15,
 };
 
 enum rhn_status {
@@ -233,6 +235,22 @@ enum rhn_counter {
 	 * context's share of the multicast packet memory
 	 */
 	RHN_CNT_MCAST_WAITS,
+	/* shared regions: joins completed (counted by the newcomer's NIC) */
+	RHN_CNT_SHARE_JOINS,
+	/* shared-region updates applied by this NIC as a member */
+	RHN_CNT_SHARE_UPDATES,
+	/* updates refused by a joining member before its data (each is
+	 * sent again after the data)
+	 */
+	RHN_CNT_SHARE_REFUSALS,
+	/* updates a member dropped: already in the data it joined with, or
+	 * for a region it has left
+	 */
+	RHN_CNT_SHARE_SKIPPED,
+	/* shared-region refusals and failures (bad WQE, no room, member or
+	 * home lost), as member and as home
+	 */
+	RHN_CNT_SHARE_ERRORS,
 	RHN_CNT_COUNT
 };
 

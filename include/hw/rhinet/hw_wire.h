@@ -116,6 +116,18 @@ enum rhn_wire_op {
 	RHN_WOP_LOCK = 11,
 	RHN_WOP_UNLOCK = 12,
 	RHN_WOP_BARRIER = 13,
+	/* Shared regions (004 2.9). SHARE_REQ goes to the home endpoint
+	 * (area key in rkey, the region's offset in remote_addr, msg_len =
+	 * its length, no payload), imm_data = enum rhn_share_req: SUBSCRIBE
+	 * is answered by RHN_WOP_SHARE_DATA once every member has added the
+	 * newcomer; UNSUBSCRIBE by the channel's ACK.
+	 * SHARE_UPDATE is a WRITE by area to a member (its packets as a
+	 * WRITE's, partial modes included) with imm_data = the sender's
+	 * update number for the region (1, 2, ...), the same for every
+	 * member of one update.
+	 */
+	RHN_WOP_SHARE_REQ = 14,
+	RHN_WOP_SHARE_UPDATE = 15,
 	/* Responses, responder -> requester */
 	RHN_WOP_READ_RESP = 16,
 	RHN_WOP_ATOMIC_RESP = 17, /* payload: 8-byte original value */
@@ -160,6 +172,16 @@ enum rhn_wire_op {
 	 */
 	RHN_WOP_MCAST_ACK = 26,
 	/* 27: reserved for simultaneous multicast */
+	/* The home's answer to a SUBSCRIBE: the region's bytes, as a READ
+	 * answer (msg_offset, msg_len; LAST ends it). With LAST and a
+	 * syndrome: the join failed (no data).
+	 */
+	RHN_WOP_SHARE_DATA = 23,
+};
+
+enum rhn_share_req {
+	RHN_SHARE_REQ_SUBSCRIBE = 0,
+	RHN_SHARE_REQ_UNSUBSCRIBE = 1,
 };
 
 #define RHN_MCAST_ACK_GAP 1u
@@ -289,7 +311,70 @@ enum rhn_fw_msg {
 	/* locks and barriers: struct rhn_fw_lock_link, struct rhn_fw_sync_done */
 	RHN_FW_LOCK_LINK = 5,
 	RHN_FW_SYNC_DONE = 6,
+	/* shared regions: struct rhn_fw_share (ADD, ADDED, REMOVE),
+	 * struct rhn_fw_share_joined, struct rhn_fw_pin_ready (RESEND)
+	 */
+	/* home -> member: add `member` */
+	RHN_FW_SHARE_ADD = 7,
+	/* member -> home: added; `seq` = the first update that goes to it */
+	RHN_FW_SHARE_ADDED = 8,
+	/* joining member -> a sender it refused: send that QP's refused
+	 * messages to it again (the data is in)
+	 */
+	RHN_FW_SHARE_RESEND = 9,
+	/* home -> newcomer: the directory, the updates the data holds */
+	RHN_FW_SHARE_JOINED = 13,
+	/* home -> members: drop `member` (RHN_FW_SHARE_F_GONE: the region
+	 * ended, its home endpoint went away); member -> home: `member` (the
+	 * sender's endpoint) left without an UNSUBSCRIBE (destroyed)
+	 */
+	RHN_FW_SHARE_REMOVE = 14,
 };
+
+/* The region of `qpn` (the receiving NIC's endpoint, with incarnation)
+ * with this area key and home; `member` the endpoint added or removed.
+ */
+struct rhn_fw_share {
+	__le32 area_key;
+	__le32 qpn;
+	__le32 home_qpn;
+	__le16 home_node;
+	__le16 member_node;
+	__le32 member_qpn;
+	__le32 seq; /* ADDED: the first update number that goes to member */
+	__le32 flags; /* RHN_FW_SHARE_F_* */
+	__le32 from_qpn; /* ADDED: the member endpoint that answers */
+};
+RHN_ASSERT_SIZE(struct rhn_fw_share, 32);
+#define RHN_FW_SHARE_F_NOT_MEMBER 1u /* ADDED: the region was not here */
+#define RHN_FW_SHARE_F_GONE 2u /* REMOVE: the region ended */
+
+/* The most members of one shared region (its directory, home included). */
+#define RHN_SHARE_MAX_MEMBERS 16
+
+/* A member of a region and the last of its updates in the data. */
+struct rhn_share_member {
+	__le16 node;
+	__le16 reserved;
+	__le32 qpn; /* with incarnation */
+	__le32 seq;
+};
+RHN_ASSERT_SIZE(struct rhn_share_member, 12);
+
+/* To the newcomer `qpn` before its data: the directory (home included,
+ * newcomer not), each member with the last of its updates the data
+ * holds: the newcomer applies from that member only updates numbered
+ * above it.
+ */
+struct rhn_fw_share_joined {
+	__le32 area_key;
+	__le32 qpn;
+	__le32 home_qpn;
+	__le16 home_node;
+	__le16 count;
+	struct rhn_share_member members[RHN_SHARE_MAX_MEMBERS];
+};
+RHN_ASSERT_SIZE(struct rhn_fw_share_joined, 16 + 12 * RHN_SHARE_MAX_MEMBERS);
 
 /*
  * The manager queued a LOCK behind `holder` (the queue's tail until now):
@@ -391,6 +476,8 @@ struct rhn_fw_tm_fin {
 RHN_ASSERT_SIZE(struct rhn_fw_tm_fin, 24);
 /* The most payload one firmware message carries. */
 #define RHN_FW_MSG_MAX 256
+RHN_STATIC_ASSERT(sizeof(struct rhn_fw_share_joined) <= RHN_FW_MSG_MAX,
+		  "a region's directory fits in one firmware message");
 
 /*
  * Operation header. For requests dst_qpn is the responder's QP/endpoint and

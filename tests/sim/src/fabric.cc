@@ -48,6 +48,10 @@ const FaultConfig& SimSwitch::faults_for(size_t src, size_t dst) const {
 void SimSwitch::transmit(size_t src, std::span<const uint8_t> frame) {
   ++counters_.transmitted;
   if (tap) tap(src, frame);
+  if (drop && drop(src, frame)) {
+    ++counters_.lost;
+    return;
+  }
   if (frame.size() < RHN_PKT_HDR_LEN) {
     ++counters_.unroutable;
     return;

@@ -104,6 +104,15 @@ struct EngineConfig {
   uint32_t sync_holds = 1024;
   uint32_t context_sync_share = 128;
   uint64_t sync_probe_ns = 20'000'000;
+  // Shared regions (004 2.9): records of the regions the NIC's endpoints
+  // are members or home of (one per endpoint and area key, each holding
+  // the region's directory), and a context's share of them (1/256ths).
+  // While a join waits, the NIC checks every sync_probe_ns that the nodes
+  // it waits on still answer; a join not done in share_join_timeout_ns
+  // fails (RHN_SYN_MEMBER_LOST) rather than hang.
+  uint32_t share_regions = 256;
+  uint32_t context_share_share = 128;
+  uint64_t share_join_timeout_ns = 2'000'000'000;
   // On-board twin memory (004 2.7), handed out by RHN_ADMIN_ALLOC_TWIN in
   // 4 KiB pages to at most max_twins allocations. Reserved, not touched,
   // until allocated.

@@ -671,8 +671,8 @@ struct rhinetdv_mcast_attr {
 	const void *bitmap;
 	uint32_t bitmap_lkey;
 	uint32_t reserved; /* 0 */
-	/* DIFF: compared for every member; the twin takes the bytes with the
-	 * last one, so every member receives the same runs
+	/* DIFF: compared for every member; the twin takes the bytes when the
+	 * multicast completes, so every member receives the same runs
 	 */
 	struct ibv_dm *twin;
 	uint64_t twin_offset;

@@ -84,6 +84,10 @@ class SimSwitch {
   const SwitchCounters& counters() const { return counters_; }
   // Observes every frame as transmitted (before faults): src port, bytes.
   std::function<void(size_t, std::span<const uint8_t>)> tap;
+  // A test's filter over every frame as transmitted (after tap, before
+  // faults): true drops it, counted as lost. Holds a chosen frame back
+  // (its sender retransmits it) to force an interleaving.
+  std::function<bool(size_t, std::span<const uint8_t>)> drop;
 
  private:
   class PortWire;
