@@ -54,7 +54,7 @@ void usage() {
                "control commands:\n"
                "  fault all|PORT [loss=P] [dup=P] [reorder=P] [corrupt=P]\n"
                "  link PORT down [MS] | link PORT up\n"
-               "  group GROUP PORT... | group GROUP none\n"
+               "  group GROUP PORT... | group GROUP none   members GROUP\n"
                "  map NODE PORT       seed S       pcap FILE|off\n"
                "  stats\n");
 }
@@ -207,6 +207,7 @@ class SwitchProgram {
                            SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
     close_port(i);  // a restarted node replaces its old connection
+    core_.port_reconnected(i);  // ... and has joined no UD group yet
     ports_[i].fd = fd;
   }
 
@@ -337,8 +338,18 @@ class SwitchProgram {
         }
       }
       if (!core_.set_group(group, members))
-        return "error: group IDs are 61440..65534";
+        return "error: group IDs are 61440..63487 (63488.. are joined by "
+               "the nodes)";
       return "ok";
+    }
+    if (w[0] == "members" && w.size() == 2) {
+      uint16_t group;
+      if (!parse_uint(w[1], &group) || !rhinet::fabric::GroupTable::is_group(group))
+        return "error: group IDs are 61440..65534";
+      std::string out = "ok";
+      for (unsigned m : core_.group_members(group))
+        out += " " + std::to_string(m);
+      return out;
     }
     if (w[0] == "map" && w.size() == 3) {
       uint16_t node;

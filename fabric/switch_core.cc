@@ -28,6 +28,7 @@ bool well_formed(std::span<const uint8_t> f) {
     case RHN_PKT_ACK:
     case RHN_PKT_NAK:
     case RHN_PKT_RAW:
+    case RHN_PKT_MGMT:
       hdr_len = RHN_PKT_HDR_LEN;
       break;
     default:
@@ -108,6 +109,10 @@ bool SwitchCore::set_group(uint16_t group,
   return groups_.set(group, members, unsigned(ports_.size()));
 }
 
+void SwitchCore::port_reconnected(unsigned port) {
+  if (port < ports_.size()) groups_.leave_all(port);
+}
+
 bool SwitchCore::map_node(uint16_t node, unsigned port) {
   if (node >= RHN_MAX_NODES || port >= ports_.size()) return false;
   node_port_[node] = int32_t(port);
@@ -135,6 +140,24 @@ void SwitchCore::ingress(unsigned port, std::span<const uint8_t> frame,
   }
   const uint16_t src = le16(&frame[offsetof(rhn_pkt_hdr, src_node)]);
   const uint16_t dst = le16(&frame[offsetof(rhn_pkt_hdr, dst_node)]);
+  if (frame[offsetof(rhn_pkt_hdr, type)] == RHN_PKT_MGMT) {
+    // For the switch itself, never forwarded: a join or leave of this
+    // port only (GroupTable::manage), answered on this port.
+    std::array<uint8_t, kMgmtFrameLen> answer;
+    switch (groups_.manage(frame, port, answer)) {
+      case MgmtVerdict::kMalformed:
+        in.cnt.malformed++;
+        return;
+      case MgmtVerdict::kRefused:
+        in.cnt.mgmt_refused++;
+        break;
+      case MgmtVerdict::kApplied:
+        in.cnt.mgmt_applied++;
+        break;
+    }
+    egress(port, answer, now_ns);
+    return;
+  }
   if (src < RHN_MAX_NODES) node_port_[src] = int32_t(port);
 
   if (dst == RHN_NODE_BROADCAST) {
@@ -232,7 +255,9 @@ std::string SwitchCore::stats_text() const {
        << " link_down_drops=" << c.link_down_drops
        << " loss_drops=" << c.loss_drops << " duplicated=" << c.duplicated
        << " reordered=" << c.reordered << " corrupted=" << c.corrupted
-       << " overflow_drops=" << c.overflow_drops << "\n";
+       << " overflow_drops=" << c.overflow_drops
+       << " mgmt_applied=" << c.mgmt_applied
+       << " mgmt_refused=" << c.mgmt_refused << "\n";
   }
   return os.str();
 }

@@ -37,6 +37,10 @@ struct PortCounters {
   uint64_t reordered = 0;
   uint64_t corrupted = 0;
   uint64_t overflow_drops = 0;  // egress buffer full (counted by the owner)
+  // Management frames (verbs UD multicast joins and leaves of this port):
+  // applied, and refused (a group outside the UD sub-range).
+  uint64_t mgmt_applied = 0;
+  uint64_t mgmt_refused = 0;
 };
 
 // pcap writer (LINKTYPE_USER0): every frame as it entered the switch.
@@ -71,9 +75,16 @@ class SwitchCore {
   // Down for `down_ns` (0: until set up again).
   void set_link(unsigned port, bool up, uint64_t down_ns, uint64_t now_ns);
   bool link_up(unsigned port) const { return ports_[port].up; }
-  // Group IDs are RHN_NODE_MCAST_FIRST..RHN_NODE_BROADCAST-1; an empty
-  // member list removes the group. False on a bad ID or port (GroupTable).
+  // The administrator's groups, RHN_NODE_MCAST_FIRST..
+  // RHN_NODE_MCAST_UD_FIRST-1; an empty member list removes the group.
+  // False on a bad ID or port (GroupTable). The UD sub-range above is
+  // joined by the nodes' management frames only.
   bool set_group(uint16_t group, const std::vector<unsigned>& members);
+  const std::vector<unsigned>& group_members(uint16_t group) const {
+    return groups_.members(group);
+  }
+  // A new node connected on the port: it is in no UD group yet.
+  void port_reconnected(unsigned port);
   bool map_node(uint16_t node, unsigned port);
 
   PortCounters& counters(unsigned port) { return ports_[port].cnt; }

@@ -184,6 +184,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       a.max_twins = static_cast<uint32_t>(twins.size());
       a.tm_max_tags = tm_max_tags();
       a.tm_max_ops_log = kMaxWqLog;
+      a.max_mcast_attach = static_cast<uint32_t>(ud_mcast.attaches.size());
+      a.mcast_attach_per_context = ud_mcast.context_quota;
       if (!bus.dma_write(u.query.out_addr, &a, sizeof(a)))
         return RHN_ADMIN_DMA_ERROR;
       return RHN_ADMIN_OK;
@@ -203,6 +205,11 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       // pattern's members); user space never reaches this.
       if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
       return mcast_set_group(u.mcast_group, detail);
+    case RHN_ADMIN_ATTACH_MCAST:
+    case RHN_ADMIN_DETACH_MCAST:
+      // The kernel's attach_mcast / detach_mcast for a QP of `ctx`.
+      return ud_mcast_attach(ctx, u.mcast_attach,
+                             cmd.hdr.opcode == RHN_ADMIN_ATTACH_MCAST, detail);
     case RHN_ADMIN_QUERY_COUNTERS: {
       if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
       uint64_t v[RHN_CNT_COUNT];
@@ -739,6 +746,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
           qps[qpn].context != ctx)
         return RHN_ADMIN_BAD_HANDLE;
       destroy_qp_state(qpn);
+      ud_mcast_qp_gone(qpn);  // its multicast attachments end with it
       QpObj& qp = qps[qpn];
       ref_get(qp.sq_ring, -1);
       ref_get(qp.sq_record, -1);

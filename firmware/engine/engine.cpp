@@ -132,6 +132,7 @@ void Engine::Impl::reset() {
   sync_reset();
   mcast_reset();
   share_reset();
+  ud_mcast_reset();
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) rx_ctxs[i] = RxContext{};
   free_rx_ctxs.clear();
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) free_rx_ctxs.push(i);
@@ -364,7 +365,8 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
           RHN_CAP_ATOMIC | RHN_CAP_AREA | RHN_CAP_INLINE_DB |
           RHN_CAP_STATUS_WORD | RHN_CAP_RAW_ETH | RHN_CAP_TAG |
           RHN_CAP_PIN_ON_DEMAND | RHN_CAP_TM | RHN_CAP_SYNC |
-          RHN_CAP_MCAST_LIST | RHN_CAP_MCAST_SWITCH | RHN_CAP_SHARE;
+          RHN_CAP_MCAST_LIST | RHN_CAP_MCAST_SWITCH | RHN_CAP_SHARE |
+          RHN_CAP_UD_MCAST;
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;
@@ -546,6 +548,7 @@ bool Engine::poll() {
   // messages, then the QPs' send queues, round robin.
   did |= m.run_timers();
   did |= m.mcast_run();   // repairs of multicast members that lag
+  did |= m.ud_mcast_run();  // switch joins and leaves not answered yet
   did |= m.sync_run(16);  // before fw_run: what it posts leaves now
   did |= m.share_run(16);
   did |= m.fw_run(16);
@@ -560,7 +563,8 @@ uint64_t Engine::next_deadline_ns() const {
   // Peers with work to do now are served by the next poll.
   const uint64_t t = m.peer_ready.empty() ? m.next_peer_deadline : m.now;
   return std::min({t, m.next_qp_wake, m.tm_next_retry(), m.sync_next_deadline(),
-                   m.mcast_next_deadline(), m.share_next_deadline()});
+                   m.mcast_next_deadline(), m.share_next_deadline(),
+                   m.ud_mcast_next_deadline()});
 }
 
 void Engine::set_link_up(bool up) {

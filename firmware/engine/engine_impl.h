@@ -8,6 +8,7 @@
 // admin/ creates the objects in the tables below.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -52,6 +53,7 @@ struct ContextObj {
   uint32_t tag_recvs = 0;     // posted/matched tag receives it holds
   uint32_t tag_msgs = 0;      // unexpected messages queued for it
   uint32_t mcast_frames = 0;  // multicast packets kept for it
+  uint32_t mcast_attaches = 0;  // verbs UD multicast attach entries
 };
 
 struct PdObj {
@@ -816,6 +818,39 @@ struct McastGroup {
   WaitList waiters;  // QPs waiting for room in the window
 };
 
+// ---- Verbs UD multicast (ops/ud_mcast/) -----------------------------------
+
+// One entry of the attach table: QP `qpn` receives datagrams to `mgid`.
+struct UdAttach {
+  bool used = false;
+  uint16_t group = 0;  // rhn_mgid_group(mgid)
+  uint32_t qpn = 0;
+  uint32_t context = 0;  // charged to this context
+  uint8_t mgid[16] = {};
+};
+
+// This node's switch port in one UD group: wanted while some attach entry
+// names the group; sent again until the switch's answer says so.
+struct UdJoin {
+  uint16_t refs = 0;  // attach entries on the group
+  bool want = false;
+  bool settled = true;  // the switch's last answer matched `want`
+  uint8_t backoff = 0;
+  uint64_t resend_at = 0;
+};
+
+struct UdMcastTables {
+  std::vector<UdAttach> attaches;
+  uint32_t used = 0;
+  uint32_t context_quota = 0;  // entries one context may hold
+  std::vector<UdJoin> joins;   // by group - RHN_NODE_MCAST_UD_FIRST
+  uint32_t unsettled = 0;
+  uint32_t wanted = 0;  // groups with want set
+  uint32_t cookie = 0;
+  uint64_t next_resend = UINT64_MAX;
+  uint64_t next_refresh = UINT64_MAX;
+};
+
 struct McastFrame {
   uint16_t len = 0;
   uint32_t context = kNone;  // charged to this context
@@ -1057,6 +1092,7 @@ struct Engine::Impl {
   SyncTables sync;
   McastTables switch_mcast;
   ShareTables share;
+  UdMcastTables ud_mcast;
 
   // ---- engine/engine.cpp
   void reset();
@@ -1335,6 +1371,23 @@ struct Engine::Impl {
   void share_fw_done(uint64_t cookie, uint8_t syndrome);  // FwOwner::kShare
   bool share_run(uint32_t budget);  // owed messages, probes, deadlines
   uint64_t share_next_deadline() const { return share.next_probe; }
+
+  // ---- ops/ud_mcast/ud_mcast.cpp: verbs UD multicast
+  void ud_mcast_reset();
+  // RHN_ADMIN_ATTACH_MCAST (attach) / DETACH_MCAST for context `ctx`.
+  rhn_admin_status ud_mcast_attach(uint32_t ctx, const rhn_admin_mcast_attach& c,
+                                   bool attach, uint32_t& detail);
+  void ud_mcast_qp_gone(uint32_t qpn);  // its entries go, groups may leave
+  // A UD SEND to a switch group (start_message's part): out on the wire
+  // unsequenced, a copy to this node's attached QPs; the CQE status.
+  uint8_t ud_mcast_send(QpObj& qp, uint32_t qpn, Inflight& e,
+                        const DecodedWqe& w, uint8_t* syndrome);
+  void ud_mcast_receive(const Packet& pkt);  // a datagram to a UD group
+  void ud_mcast_mgmt(const Packet& pkt);     // the switch's answer
+  bool ud_mcast_run();                       // joins and leaves to resend
+  uint64_t ud_mcast_next_deadline() const {
+    return std::min(ud_mcast.next_resend, ud_mcast.next_refresh);
+  }
 
   // ---- fwmsg/fw_messages.cpp
   // Queues a message to `node`'s NIC; its owner hears of the outcome.

@@ -283,9 +283,12 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
       syndrome = RHN_SYN_BAD_WQE;
     }
   }
+  // A UD SEND to a switch group (verbs multicast): unsequenced, no peer.
+  const bool to_group = qp.type == RHN_QP_UD && w.opcode != RHN_OP_NOP &&
+                        dst_node >= RHN_NODE_MCAST_FIRST;
   Peer* peer = nullptr;
   if (result == RHN_CQE_SUCCESS && w.opcode != RHN_OP_NOP && !unsequenced &&
-      !local && !own_stream && !nobody) {
+      !local && !own_stream && !nobody && !to_group) {
     peer = peer_for(dst_node);
     if (!peer) {
       result = RHN_CQE_LOC_QP_OP_ERR;  // beyond the fabric this NIC serves
@@ -336,6 +339,13 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   }
   if (w.opcode == RHN_OP_NOP || nobody) {
     finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+    return true;
+  }
+  if (to_group) {
+    // Out on the wire now, complete at once (UD is unreliable).
+    uint8_t syn = RHN_SYN_NONE;
+    const uint8_t st = ud_mcast_send(qp, qpn, e, w, &syn);
+    finish_entry(qpn, e, st, syn);
     return true;
   }
   if (qp.type == RHN_QP_UD && now < peer->dead_until) {

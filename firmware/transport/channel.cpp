@@ -245,6 +245,20 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
     mcast_receive(pkt);
     return;
   }
+  if (h.type == RHN_PKT_MGMT) {  // the switch's answer to a join or leave
+    counters.add(RHN_CNT_RX_PACKETS);
+    counters.add(RHN_CNT_RX_BYTES, frame.size());
+    ud_mcast_mgmt(pkt);
+    return;
+  }
+  if (h.type == RHN_PKT_DATA && h.dst_node >= RHN_NODE_MCAST_UD_FIRST &&
+      h.dst_node != RHN_NODE_BROADCAST) {
+    // A verbs UD multicast datagram: unsequenced, outside the channels.
+    counters.add(RHN_CNT_RX_PACKETS);
+    counters.add(RHN_CNT_RX_BYTES, frame.size());
+    ud_mcast_receive(pkt);
+    return;
+  }
   Peer* pp = peer_for(h.src_node);
   if (h.dst_node != cfg.node_id || !pp || h.type == RHN_PKT_RAW) {
     counters.add(RHN_CNT_MALFORMED_PACKETS);

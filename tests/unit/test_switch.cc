@@ -182,3 +182,101 @@ TEST(Switch, LinkDownForAPeriod) {
 }
 
 }  // namespace
+
+namespace {
+
+std::vector<uint8_t> mgmt(uint16_t src, uint8_t op, uint16_t group) {
+  std::vector<uint8_t> f(rhinet::fabric::kMgmtFrameLen);
+  rhn_mgmt_msg m{};
+  m.op = op;
+  m.group = group;
+  m.cookie = 0x1234;
+  std::memcpy(f.data() + RHN_PKT_HDR_LEN, &m, sizeof m);
+  rhn_pkt_hdr h{};
+  h.magic = RHN_WIRE_MAGIC;
+  h.version = RHN_WIRE_VERSION;
+  h.type = RHN_PKT_MGMT;
+  h.dst_node = RHN_NODE_BROADCAST;
+  h.src_node = src;
+  h.payload_len = sizeof m;
+  h.payload_crc = rhinet::fabric::GroupTable::crc32c(0, &m, sizeof m);
+  std::memcpy(f.data(), &h, sizeof h);
+  h.hdr_crc = rhinet::fabric::GroupTable::header_crc(f.data());
+  std::memcpy(f.data(), &h, sizeof h);
+  return f;
+}
+
+rhn_mgmt_msg answer_of(const std::vector<uint8_t>& f) {
+  rhn_mgmt_msg a{};
+  EXPECT_EQ(f.size(), rhinet::fabric::kMgmtFrameLen);
+  if (f.size() == rhinet::fabric::kMgmtFrameLen)
+    std::memcpy(&a, f.data() + RHN_PKT_HDR_LEN, sizeof a);
+  return a;
+}
+
+}  // namespace
+
+// Verbs UD multicast: a management frame joins or leaves the port it came
+// in on, in the UD sub-range only, and is answered on that port; frames to
+// the group then reach the joined ports.
+TEST(Switch, ManagementFramesJoinAndLeaveTheirOwnPort) {
+  Rig r(4);
+  const uint16_t g = RHN_NODE_MCAST_UD_FIRST + 9;
+  r.sw.ingress(2, mgmt(2, RHN_MGMT_JOIN, g), 0);
+  r.sw.ingress(3, mgmt(1, RHN_MGMT_JOIN, g), 0);  // claims node 1: port 3
+  r.sw.ingress(3, mgmt(3, RHN_MGMT_JOIN, g), 0);  // again: once
+  EXPECT_EQ(r.sw.group_members(g), (std::vector<unsigned>{2, 3}));
+  ASSERT_EQ(r.got(2), 1u);
+  ASSERT_EQ(r.got(3), 2u);
+  const rhn_mgmt_msg a = answer_of(r.out[2][0]);
+  EXPECT_EQ(a.op, RHN_MGMT_ANSWER);
+  EXPECT_EQ(a.status, RHN_MGMT_OK);
+  EXPECT_EQ(a.member, 1);
+  EXPECT_EQ(a.group, g);
+  EXPECT_EQ(a.cookie, 0x1234u);
+  rhn_pkt_hdr h;
+  std::memcpy(&h, r.out[2][0].data(), sizeof h);
+  EXPECT_EQ(h.dst_node, 2u);
+  EXPECT_EQ(h.src_node, RHN_NODE_BROADCAST);
+  EXPECT_EQ(h.hdr_crc, rhinet::fabric::GroupTable::header_crc(r.out[2][0].data()));
+  EXPECT_EQ(r.sw.counters(2).mgmt_applied, 1u);
+  EXPECT_EQ(r.got(0) + r.got(1), 0u);  // never forwarded
+
+  r.sw.ingress(0, frame(0, g, RHN_PKT_DATA, 8), 0);
+  EXPECT_EQ(r.got(2), 2u);
+  EXPECT_EQ(r.got(3), 3u);
+  r.sw.ingress(2, mgmt(2, RHN_MGMT_LEAVE, g), 0);
+  EXPECT_EQ(r.sw.group_members(g), (std::vector<unsigned>{3}));
+  EXPECT_EQ(answer_of(r.out[2].back()).member, 0);
+  // A node reconnecting on port 3 starts with no UD group.
+  r.sw.port_reconnected(3);
+  EXPECT_TRUE(r.sw.group_members(g).empty());
+}
+
+// Trust model: the administrator's groups are out of reach of management
+// frames (refused, counted, answered REFUSED), and the administrator's
+// commands cannot touch the UD sub-range. A frame with a bad CRC changes
+// nothing and is counted malformed.
+TEST(Switch, ManagementFramesCannotTouchAdministratorGroups) {
+  Rig r(3);
+  const uint16_t admin = RHN_NODE_MCAST_FIRST + 1;
+  ASSERT_TRUE(r.sw.set_group(admin, {0}));
+  EXPECT_FALSE(r.sw.set_group(RHN_NODE_MCAST_UD_FIRST, {0}));
+  r.sw.ingress(1, mgmt(1, RHN_MGMT_JOIN, admin), 0);
+  r.sw.ingress(0, mgmt(0, RHN_MGMT_LEAVE, admin), 0);
+  EXPECT_EQ(r.sw.group_members(admin), (std::vector<unsigned>{0}));
+  EXPECT_EQ(r.sw.counters(1).mgmt_refused, 1u);
+  EXPECT_EQ(r.sw.counters(0).mgmt_refused, 1u);
+  ASSERT_EQ(r.got(1), 1u);
+  EXPECT_EQ(answer_of(r.out[1][0]).status, RHN_MGMT_REFUSED);
+
+  auto bad = mgmt(1, RHN_MGMT_JOIN, RHN_NODE_MCAST_UD_FIRST);
+  bad[RHN_PKT_HDR_LEN + 2] ^= 1;  // the group, under the payload CRC
+  r.sw.ingress(1, bad, 0);
+  auto bad_op = mgmt(1, 9, RHN_NODE_MCAST_UD_FIRST);
+  r.sw.ingress(1, bad_op, 0);
+  EXPECT_EQ(r.sw.counters(1).malformed, 2u);
+  EXPECT_TRUE(r.sw.group_members(RHN_NODE_MCAST_UD_FIRST).empty());
+  EXPECT_TRUE(r.sw.group_members(RHN_NODE_MCAST_UD_FIRST + 1).empty());
+  EXPECT_EQ(r.got(1), 1u);  // no answers to those
+}

@@ -227,7 +227,9 @@ static void advance(Impl& m, McastGroup& g) {
 
 rhn_admin_status Engine::Impl::mcast_set_group(const rhn_admin_mcast_group& c,
                                                uint32_t& detail) {
-  if (c.group < RHN_NODE_MCAST_FIRST || c.group >= RHN_NODE_BROADCAST ||
+  // The administrator's sub-range: the rest is verbs UD multicast's,
+  // whose groups are hashed MGIDs (hw_wire.h).
+  if (c.group < RHN_NODE_MCAST_FIRST || c.group >= RHN_NODE_MCAST_UD_FIRST ||
       c.reserved)
     return detail = 1, RHN_ADMIN_BAD_PARAM;
   if (c.count > RHN_MCAST_SWITCH_MAX_MEMBERS)

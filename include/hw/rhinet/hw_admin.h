@@ -67,6 +67,13 @@ enum rhn_admin_opcode {
 	 * multicast (u.mcast_group); count 0 removes the group
 	 */
 	RHN_ADMIN_SET_MCAST_GROUP = 0x33,
+	/* verbs UD multicast (u.mcast_attach): UD QP `qpn` of hdr.context
+	 * receives the datagrams sent to MGID `mgid`, or no longer does. The
+	 * NIC joins the node's switch port to the MGID's group on its first
+	 * attach and leaves it on the last detach (RHN_PKT_MGMT).
+	 */
+	RHN_ADMIN_ATTACH_MCAST = 0x34,
+	RHN_ADMIN_DETACH_MCAST = 0x35,
 };
 
 enum rhn_admin_status {
@@ -356,6 +363,21 @@ struct rhn_admin_mcast_group {
 	__le64 list_addr; /* bus address of count struct rhn_mcast_dest */
 };
 
+/*
+ * ATTACH_MCAST / DETACH_MCAST. The attach table is bounded
+ * (rhn_device_attr.max_mcast_attach entries, one per (MGID, QP)), and one
+ * context holds at most mcast_attach_per_context of them. ATTACH:
+ * BAD_HANDLE no such QP in the context; BAD_PARAM not a UD QP or not a
+ * multicast GID (rhn_gid_is_mcast); NO_RESOURCES the table or the
+ * context's share is full; attaching twice is OK (one entry). DETACH:
+ * BAD_HANDLE when the QP is not attached to the MGID.
+ */
+struct rhn_admin_mcast_attach {
+	__le32 qpn;
+	__le32 reserved;
+	__u8 mgid[16]; /* network byte order, as in the GRH */
+};
+
 /* Twin memory is handed out in RHN_TWIN_PAGE units. */
 #define RHN_TWIN_PAGE 4096
 struct rhn_admin_alloc_twin {
@@ -424,6 +446,7 @@ struct rhn_admin_cmd {
 		struct rhn_admin_pd_mapped pd_mapped;
 		struct rhn_admin_set_gid set_gid;
 		struct rhn_admin_mcast_group mcast_group;
+		struct rhn_admin_mcast_attach mcast_attach;
 		__u8 raw[RHN_ADMIN_CMD_SIZE - 8];
 	} u;
 };
@@ -444,6 +467,7 @@ RHN_ASSERT_SIZE(struct rhn_admin_set_gid, 24);
 RHN_ASSERT_SIZE(struct rhn_admin_set_groups, 24);
 RHN_ASSERT_SIZE(struct rhn_admin_mcast_group, 16);
 RHN_ASSERT_OFFSET(struct rhn_admin_mcast_group, list_addr, 8);
+RHN_ASSERT_SIZE(struct rhn_admin_mcast_attach, 24);
 RHN_ASSERT_OFFSET(struct rhn_admin_create_qp, sq_ring, 24);
 
 struct rhn_admin_cpl {
@@ -486,7 +510,12 @@ struct rhn_device_attr {
 	 */
 	__le32 tm_max_tags;
 	__le32 tm_max_ops_log;
-	__le32 reserved[5];
+	/* verbs UD multicast: (MGID, QP) entries of the attach table, and
+	 * the most one context may hold
+	 */
+	__le32 max_mcast_attach;
+	__le32 mcast_attach_per_context;
+	__le32 reserved[3];
 };
 RHN_ASSERT_SIZE(struct rhn_device_attr, 128);
 

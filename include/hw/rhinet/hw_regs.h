@@ -71,6 +71,10 @@ enum rhn_cap {
 	RHN_CAP_MCAST_SWITCH = 1u << 14,
 	/* shared regions (004 2.9): RHN_OP_SUBSCRIBE/UNSUBSCRIBE/SHARE_UPDATE */
 	RHN_CAP_SHARE = 1u << 15,
+	/* verbs UD multicast: RHN_ADMIN_ATTACH_MCAST / DETACH_MCAST, UD
+	 * datagrams to hashed switch groups, switch joins (RHN_PKT_MGMT)
+	 */
+	RHN_CAP_UD_MCAST = 1u << 16,
 };
 
 enum rhn_status {
@@ -251,6 +255,23 @@ enum rhn_counter {
 	 * home lost), as member and as home
 	 */
 	RHN_CNT_SHARE_ERRORS,
+	/* verbs UD multicast: QPs attached to an MGID (RHN_ADMIN_ATTACH_MCAST
+	 * that added an entry)
+	 */
+	RHN_CNT_MCAST_ATTACHES,
+	/* copies of multicast UD datagrams handed to attached QPs (each then
+	 * takes a receive WQE or is counted in RHN_CNT_UD_DROPS)
+	 */
+	RHN_CNT_UD_MCAST_DELIVERED,
+	/* multicast UD datagrams no QP of this node is attached to (another
+	 * MGID on the same switch group, or a group left) or malformed
+	 */
+	RHN_CNT_UD_MCAST_FILTERED,
+	/* switch management frames sent (joins and leaves, resends included)
+	 * and answers from the switch that settled a group
+	 */
+	RHN_CNT_MCAST_MGMT_SENT,
+	RHN_CNT_MCAST_MGMT_ANSWERS,
 	RHN_CNT_COUNT
 };
 

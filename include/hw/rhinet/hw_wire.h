@@ -20,13 +20,96 @@
 #define RHN_NODE_BROADCAST 0xffffu
 #define RHN_NODE_MCAST_FIRST 0xf000u /* 0xf000..0xfffe: switch groups */
 #define RHN_MAX_NODES 0xf000u
+/*
+ * The switch groups are split: 0xf000..0xf7ff are the administrator's
+ * (static patterns set on the switch's control socket, simultaneous
+ * multicast), 0xf800..0xfffe belong to verbs UD multicast: a group ID
+ * there is a hash of the MGID (rhn_mgid_group), so every node computes the
+ * same one without coordination, and ports join and leave it by
+ * management frames (RHN_PKT_MGMT).
+ */
+#define RHN_NODE_MCAST_UD_FIRST 0xf800u
+#define RHN_MCAST_UD_GROUPS (RHN_NODE_BROADCAST - RHN_NODE_MCAST_UD_FIRST)
 
 enum rhn_pkt_type {
 	RHN_PKT_DATA = 1, /* sequenced: carries an operation */
 	RHN_PKT_ACK = 2, /* unsequenced: cumulative ack */
 	RHN_PKT_NAK = 3, /* unsequenced: gap seen, resend from ack_seq */
 	RHN_PKT_RAW = 4, /* unsequenced: Ethernet frame for the net_device */
+	/* unsequenced: switch management (struct rhn_mgmt_msg), between a
+	 * NIC and the switch only; the switch consumes it and answers
+	 */
+	RHN_PKT_MGMT = 5,
 };
+
+/*
+ * A management frame: the transport header (type RHN_PKT_MGMT, seq,
+ * session, ack fields 0, both CRCs as for any frame) and this payload.
+ * A NIC sends JOIN or LEAVE with dst_node = RHN_NODE_BROADCAST and
+ * src_node = its node ID, only on its kernel's admin command; the switch
+ * adds or removes the port the frame arrived on (never any other) to or
+ * from `group`, which must be in the UD sub-range (RHN_NODE_MCAST_UD_FIRST
+ * and up; others are refused and counted), and answers on that port with
+ * ANSWER: the same cookie, status, and whether the port is a member now.
+ * Answers come from src_node RHN_NODE_BROADCAST to the requester's node.
+ * Both requests are idempotent; the NIC sends again until an answer
+ * reports the membership it wants, so lost, duplicated or reordered
+ * frames and answers converge on the last decision.
+ */
+enum rhn_mgmt_op {
+	RHN_MGMT_JOIN = 1,
+	RHN_MGMT_LEAVE = 2,
+	RHN_MGMT_ANSWER = 3,
+};
+
+enum rhn_mgmt_status {
+	RHN_MGMT_OK = 0,
+	RHN_MGMT_REFUSED = 1, /* not a UD group, or a bad request */
+};
+
+struct rhn_mgmt_msg {
+	__u8 op; /* enum rhn_mgmt_op */
+	__u8 status; /* ANSWER: enum rhn_mgmt_status */
+	__le16 group;
+	__le32 cookie; /* the NIC's, echoed in the answer */
+	__u8 member; /* ANSWER: 1 if the port is in the group now */
+	__u8 reserved[7];
+};
+RHN_ASSERT_SIZE(struct rhn_mgmt_msg, 16);
+
+/*
+ * A GID is multicast when it is an IB/IPv6 multicast GID (ff00::/8) or an
+ * IPv4-mapped multicast address (::ffff:224.0.0.0/100), as rdma_cm makes
+ * for RoCE joins.
+ */
+static inline int rhn_gid_is_mcast(const __u8 *gid)
+{
+	int i;
+
+	if (gid[0] == 0xff)
+		return 1;
+	for (i = 0; i < 10; i++)
+		if (gid[i])
+			return 0;
+	return gid[10] == 0xff && gid[11] == 0xff && (gid[12] & 0xf0) == 0xe0;
+}
+
+/*
+ * The switch group of a multicast GID: FNV-1a over its 16 bytes, folded
+ * into the UD sub-range. Senders address it, receivers join it; two MGIDs
+ * on one group only share bandwidth (receivers filter by the GRH's GID).
+ */
+static inline __u16 rhn_mgid_group(const __u8 *mgid)
+{
+	__u32 h = 2166136261u;
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		h ^= mgid[i];
+		h *= 16777619u;
+	}
+	return (__u16)(RHN_NODE_MCAST_UD_FIRST + h % RHN_MCAST_UD_GROUPS);
+}
 
 enum rhn_pkt_flags {
 	/* First packet of a new session: the receiver adopts seq. */
@@ -172,6 +255,10 @@ enum rhn_wire_op {
 	 */
 	RHN_WOP_MCAST_ACK = 26,
 	/* 27: reserved for simultaneous multicast */
+	/* A UD SEND to a multicast group (dst_node in the UD sub-range) is an
+	 * RHN_WOP_SEND with dst_qpn RHN_WIRE_QPN_MASK, sent outside the node
+	 * channels: seq, session and the ack fields are 0, no ACK, no resend.
+	 */
 	/* The home's answer to a SUBSCRIBE: the region's bytes, as a READ
 	 * answer (msg_offset, msg_len; LAST ends it). With LAST and a
 	 * syndrome: the join failed (no data).

@@ -370,6 +370,15 @@ AdminResult SimDriver::set_mcast_group(
   return exec(cmd);
 }
 
+AdminResult SimDriver::attach_mcast(uint32_t context, uint32_t qpn,
+                                    const uint8_t (&mgid)[16], bool attach) {
+  rhn_admin_cmd cmd = make_cmd(
+      attach ? RHN_ADMIN_ATTACH_MCAST : RHN_ADMIN_DETACH_MCAST, context);
+  cmd.u.mcast_attach.qpn = qpn;
+  std::memcpy(cmd.u.mcast_attach.mgid, mgid, sizeof mgid);
+  return exec(cmd);
+}
+
 AdminResult SimDriver::alloc_twin(uint32_t context, uint64_t length) {
   rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_ALLOC_TWIN, context);
   cmd.u.alloc_twin.length = length;

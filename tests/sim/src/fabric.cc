@@ -56,6 +56,10 @@ void SimSwitch::transmit(size_t src, std::span<const uint8_t> frame) {
     ++counters_.unroutable;
     return;
   }
+  if (frame[offsetof(rhn_pkt_hdr, type)] == RHN_PKT_MGMT) {
+    manage(src, frame);
+    return;
+  }
   // dst_node: bytes 4..5, little-endian.
   const uint16_t dst = uint16_t(frame[4] | (frame[5] << 8));
   if (dst == RHN_NODE_BROADCAST) {
@@ -74,6 +78,33 @@ void SimSwitch::transmit(size_t src, std::span<const uint8_t> frame) {
     return;
   }
   route(src, dst, frame);
+}
+
+void SimSwitch::manage(size_t src, std::span<const uint8_t> frame) {
+  // The link into the switch has the port's faults too: a management
+  // frame may be lost before the switch sees it.
+  const FaultConfig& f = faults_for(src, src);
+  if (!ports_[src].link_up) {
+    ++counters_.link_drops;
+    return;
+  }
+  if (chance(f.loss)) {
+    ++counters_.lost;
+    return;
+  }
+  std::array<uint8_t, fabric::kMgmtFrameLen> answer;
+  switch (groups_.manage(frame, unsigned(src), answer)) {
+    case fabric::MgmtVerdict::kMalformed:
+      ++counters_.unroutable;
+      return;
+    case fabric::MgmtVerdict::kRefused:
+      ++counters_.mgmt_refused;
+      break;
+    case fabric::MgmtVerdict::kApplied:
+      ++counters_.mgmt_applied;
+      break;
+  }
+  route(src, src, answer);  // back out on the port it came in on
 }
 
 void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame) {

@@ -126,6 +126,15 @@ struct EngineConfig {
   uint32_t mcast_groups = 16;
   uint32_t mcast_frames = 64;
   uint32_t context_mcast_share = 128;
+  // Verbs UD multicast: (MGID, QP) entries of the attach table and one
+  // context's share of them (in 1/256ths); a join or leave the switch has
+  // not answered is sent again after mcast_join_retry_ns (doubling up to
+  // 64 times that), and every joined group is confirmed again every
+  // mcast_join_refresh_ns (0: never), so a restarted switch learns them.
+  uint32_t mcast_attach = 256;
+  uint32_t context_mcast_attach_share = 64;
+  uint64_t mcast_join_retry_ns = 1'000'000;
+  uint64_t mcast_join_refresh_ns = 5'000'000'000;
   // Timers.
   // Retransmission timeout: smoothed RTT + 4 x its variation, measured per
   // peer, never below the first value (also used before any sample) nor

@@ -119,6 +119,10 @@ class SimDriver {
   // group's members (RHN_ADMIN_SET_MCAST_GROUP; empty removes it).
   AdminResult set_mcast_group(uint16_t group, uint16_t endpoint_group,
                               std::span<const rhn_mcast_dest> members);
+  // Verbs UD multicast: QP `qpn` of `context` receives datagrams to
+  // `mgid` (RHN_ADMIN_ATTACH_MCAST), or no longer (DETACH_MCAST).
+  AdminResult attach_mcast(uint32_t context, uint32_t qpn,
+                           const uint8_t (&mgid)[16], bool attach = true);
   AdminResult alloc_twin(uint32_t context, uint64_t length);  // res.result
   AdminResult free_twin(uint32_t context, uint32_t handle);
   AdminResult set_gid(uint32_t index, const uint8_t (&gid)[16],

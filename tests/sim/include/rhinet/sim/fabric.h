@@ -39,6 +39,8 @@ struct SwitchCounters {
   uint64_t duplicated = 0;
   uint64_t reordered = 0;
   uint64_t corrupted = 0;
+  uint64_t mgmt_applied = 0;  // management frames that joined or left
+  uint64_t mgmt_refused = 0;  // management frames for a non-UD group
 };
 
 class SimSwitch {
@@ -71,6 +73,10 @@ class SimSwitch {
   // ID or port.
   bool set_group(uint16_t group, const std::vector<unsigned>& ports) {
     return groups_.set(group, ports, unsigned(ports_.size()));
+  }
+  // A group's member ports now (administrator's or joined by nodes).
+  const std::vector<unsigned>& group_members(uint16_t group) const {
+    return groups_.members(group);
   }
   // Virtual time a frame spends in the switch.
   void set_hop_delay(uint64_t ns) { hop_delay_ns_ = ns; }
@@ -111,6 +117,8 @@ class SimSwitch {
 
   void transmit(size_t src, std::span<const uint8_t> frame);
   void route(size_t src, size_t dst, std::span<const uint8_t> frame);
+  // A management frame from `src` (GroupTable::manage), answered on it.
+  void manage(size_t src, std::span<const uint8_t> frame);
   const FaultConfig& faults_for(size_t src, size_t dst) const;
   bool chance(double p);
 
