@@ -206,7 +206,7 @@ class SwitchProgram {
     const int fd = accept4(ports_[i].listen_fd, nullptr, nullptr,
                            SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
-    close_port(i);  // a restarted node replaces its old connection
+    close_port(i);              // a restarted node replaces its old connection
     core_.port_reconnected(i);  // ... and has joined no UD group yet
     ports_[i].fd = fd;
   }
@@ -344,7 +344,8 @@ class SwitchProgram {
     }
     if (w[0] == "members" && w.size() == 2) {
       uint16_t group;
-      if (!parse_uint(w[1], &group) || !rhinet::fabric::GroupTable::is_group(group))
+      if (!parse_uint(w[1], &group) ||
+          !rhinet::fabric::GroupTable::is_group(group))
         return "error: group IDs are 61440..65534";
       std::string out = "ok";
       for (unsigned m : core_.group_members(group))

@@ -547,7 +547,7 @@ bool Engine::poll() {
   // frames, the peers (resends, READ streams, timers), the NIC's own
   // messages, then the QPs' send queues, round robin.
   did |= m.run_timers();
-  did |= m.mcast_run();   // repairs of multicast members that lag
+  did |= m.mcast_run();     // repairs of multicast members that lag
   did |= m.ud_mcast_run();  // switch joins and leaves not answered yet
   did |= m.sync_run(16);  // before fw_run: what it posts leaves now
   did |= m.share_run(16);

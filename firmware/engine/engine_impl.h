@@ -48,11 +48,11 @@ struct ContextObj {
   uint8_t num_groups = 0;  // besides group 0, which every context is in
   uint16_t groups[RHN_MAX_GROUPS_PER_CONTEXT] = {};
   uint32_t refs = 0;
-  uint32_t tx_slots = 0;      // send-packet slots its QPs hold
-  uint32_t rx_contexts = 0;   // receive contexts its QPs hold
-  uint32_t tag_recvs = 0;     // posted/matched tag receives it holds
-  uint32_t tag_msgs = 0;      // unexpected messages queued for it
-  uint32_t mcast_frames = 0;  // multicast packets kept for it
+  uint32_t tx_slots = 0;        // send-packet slots its QPs hold
+  uint32_t rx_contexts = 0;     // receive contexts its QPs hold
+  uint32_t tag_recvs = 0;       // posted/matched tag receives it holds
+  uint32_t tag_msgs = 0;        // unexpected messages queued for it
+  uint32_t mcast_frames = 0;    // multicast packets kept for it
   uint32_t mcast_attaches = 0;  // verbs UD multicast attach entries
 };
 
@@ -1375,8 +1375,9 @@ struct Engine::Impl {
   // ---- ops/ud_mcast/ud_mcast.cpp: verbs UD multicast
   void ud_mcast_reset();
   // RHN_ADMIN_ATTACH_MCAST (attach) / DETACH_MCAST for context `ctx`.
-  rhn_admin_status ud_mcast_attach(uint32_t ctx, const rhn_admin_mcast_attach& c,
-                                   bool attach, uint32_t& detail);
+  rhn_admin_status ud_mcast_attach(uint32_t ctx,
+                                   const rhn_admin_mcast_attach& c, bool attach,
+                                   uint32_t& detail);
   void ud_mcast_qp_gone(uint32_t qpn);  // its entries go, groups may leave
   // A UD SEND to a switch group (start_message's part): out on the wire
   // unsequenced, a copy to this node's attached QPs; the CQE status.

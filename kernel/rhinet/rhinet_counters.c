@@ -89,6 +89,11 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_SHARE_REFUSALS].name = "share_refusals",
 	[RHN_CNT_SHARE_SKIPPED].name = "share_skipped",
 	[RHN_CNT_SHARE_ERRORS].name = "share_errors",
+	[RHN_CNT_MCAST_ATTACHES].name = "mcast_attaches",
+	[RHN_CNT_UD_MCAST_DELIVERED].name = "ud_mcast_delivered",
+	[RHN_CNT_UD_MCAST_FILTERED].name = "ud_mcast_filtered",
+	[RHN_CNT_MCAST_MGMT_SENT].name = "mcast_mgmt_sent",
+	[RHN_CNT_MCAST_MGMT_ANSWERS].name = "mcast_mgmt_answers",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */

@@ -112,16 +112,29 @@ int rhinet_destroy_object(struct rhinet_ib *ib, u32 ctx, u8 opcode,
 	return ret;
 }
 
-/* The node an address vector names: its destination MAC encodes it. */
+/*
+ * The node an address vector names: its destination MAC encodes it. A
+ * multicast destination GID names the switch group its hash selects
+ * (rhn_mgid_group), which every node computes alike; only UD address
+ * handles (!unicast) may name one.
+ */
 int rhinet_node_of_ah_attr(struct rhinet_ib *ib, const struct rdma_ah_attr *ah,
 			   bool unicast)
 {
+	const struct ib_global_route *grh;
 	int node;
 
 	if (ah->type != RDMA_AH_ATTR_TYPE_ROCE ||
 	    !(rdma_ah_get_ah_flags(ah) & IB_AH_GRH) ||
 	    rdma_ah_get_port_num(ah) != 1)
 		return -EINVAL;
+	grh = rdma_ah_read_grh(ah);
+	if (rhn_gid_is_mcast(grh->dgid.raw)) {
+		if (unicast || !(rhinet_read32(ib->rdev, RHN_REG_CAPS) &
+				 RHN_CAP_UD_MCAST))
+			return -EINVAL;
+		return rhn_mgid_group(grh->dgid.raw);
+	}
 	node = rhinet_mac_to_node(ah->roce.dmac);
 	if (node < 0 || (unicast && node == RHN_NODE_BROADCAST)) {
 		ibdev_dbg(&ib->ibdev, "no fabric node has MAC %pM\n",
@@ -194,6 +207,16 @@ static int rhinet_query_device(struct ib_device *ibdev,
 		attr->tm_caps.flags = IB_TM_CAP_RNDV_RC;
 		attr->tm_caps.max_ops = 1u << le32_to_cpu(hw->tm_max_ops_log);
 		attr->tm_caps.max_sge = RHN_TM_MAX_SGES;
+	}
+	if (caps & RHN_CAP_UD_MCAST) {
+		/* One attach table entry per (MGID, QP): a group takes at
+		 * least one, and one QP's attachments count against its
+		 * process's share.
+		 */
+		attr->max_mcast_grp = le32_to_cpu(hw->max_mcast_attach);
+		attr->max_mcast_qp_attach =
+			le32_to_cpu(hw->mcast_attach_per_context);
+		attr->max_total_mcast_qp_attach = attr->max_mcast_grp;
 	}
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
@@ -371,9 +394,11 @@ static int rhinet_create_ah(struct ib_ah *ibah,
 	ret = rhinet_udata_in(udata, NULL, 0);
 	if (ret)
 		return ret;
-	node = rhinet_node_of_ah_attr(ib, init_attr->ah_attr, true);
+	node = rhinet_node_of_ah_attr(ib, init_attr->ah_attr, false);
 	if (node < 0)
 		return node;
+	if (node == RHN_NODE_BROADCAST)
+		return -EINVAL;
 	if (atomic_inc_return(&ib->num_ahs) > RHINET_MAX_AH) {
 		atomic_dec(&ib->num_ahs);
 		return -ENOSPC;
@@ -390,6 +415,39 @@ static int rhinet_create_ah(struct ib_ah *ibah,
 	if (ret)
 		atomic_dec(&ib->num_ahs);
 	return ret;
+}
+
+/*
+ * Verbs UD multicast: the NIC keeps the attach table (charged to the QP's
+ * context) and joins or leaves the switch group itself on the first
+ * attach and last detach of a group on this device. RoCE has no SA: the
+ * LID is unused.
+ */
+static int rhinet_mcast_cmd(struct ib_qp *ibqp, union ib_gid *gid, u8 opcode)
+{
+	struct rhinet_ib *ib = to_rib(ibqp->device);
+	struct rhinet_qp *qp = to_rqp(ibqp);
+	struct rhn_admin_cmd cmd = {};
+
+	if (ibqp->qp_type != IB_QPT_UD || !rhn_gid_is_mcast(gid->raw))
+		return -EINVAL;
+	if (!(rhinet_read32(ib->rdev, RHN_REG_CAPS) & RHN_CAP_UD_MCAST))
+		return -EOPNOTSUPP;
+	cmd.hdr.opcode = opcode;
+	cmd.u.mcast_attach.qpn = cpu_to_le32(qp->qpn);
+	memcpy(cmd.u.mcast_attach.mgid, gid->raw,
+	       sizeof(cmd.u.mcast_attach.mgid));
+	return rhinet_ctx_exec(ib, qp->buf.ctx, &cmd, NULL);
+}
+
+static int rhinet_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return rhinet_mcast_cmd(ibqp, gid, RHN_ADMIN_ATTACH_MCAST);
+}
+
+static int rhinet_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return rhinet_mcast_cmd(ibqp, gid, RHN_ADMIN_DETACH_MCAST);
 }
 
 static int rhinet_destroy_ah(struct ib_ah *ibah, u32 flags)
@@ -412,6 +470,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.alloc_mw = rhinet_alloc_mw,
 	.alloc_pd = rhinet_alloc_pd,
 	.alloc_ucontext = rhinet_alloc_ucontext,
+	.attach_mcast = rhinet_attach_mcast,
 	.create_ah = rhinet_create_ah,
 	.create_cq = rhinet_create_cq,
 	.create_qp = rhinet_create_qp,
@@ -427,6 +486,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.destroy_cq = rhinet_destroy_cq,
 	.destroy_qp = rhinet_destroy_qp,
 	.destroy_srq = rhinet_destroy_srq,
+	.detach_mcast = rhinet_detach_mcast,
 	.disassociate_ucontext = rhinet_disassociate_ucontext,
 	.get_dev_fw_str = rhinet_get_dev_fw_str,
 	.get_dma_mr = rhinet_get_dma_mr,

@@ -75,6 +75,10 @@ void free_context(ibv_context* ibctx) {
 const verbs_context_ops kOps = [] {
   verbs_context_ops ops{};
   ops.alloc_pd = alloc_pd;
+  // Verbs UD multicast: the kernel tells the NIC, which keeps the attach
+  // table and joins the switch group (no provider state).
+  ops.attach_mcast = ibv_cmd_attach_mcast;
+  ops.detach_mcast = ibv_cmd_detach_mcast;
   ops.create_ah = create_ah;
   ops.create_cq = create_cq;
   ops.create_cq_ex = create_cq_ex;

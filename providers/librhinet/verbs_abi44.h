@@ -168,7 +168,8 @@ struct verbs_context_ops {
 	verbs_op alloc_parent_domain;
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
 	verbs_op alloc_td, async_event, attach_counters_point_flow;
-	verbs_op attach_mcast;
+	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
+			    uint16_t lid);
 	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
 		       struct ibv_mw_bind *mw_bind);
 	verbs_op close_xrcd, cq_event;
@@ -201,7 +202,9 @@ struct verbs_context_ops {
 	int (*destroy_qp)(struct ibv_qp *qp);
 	verbs_op destroy_rwq_ind_table;
 	int (*destroy_srq)(struct ibv_srq *srq);
-	verbs_op destroy_wq, detach_mcast;
+	verbs_op destroy_wq;
+	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
+			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
 	int (*free_dm)(struct ibv_dm *dm);
 	verbs_op get_srq_num, import_dm, import_mr, import_pd;
@@ -413,6 +416,10 @@ int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
 		      struct ibv_ah_attr *attr,
 		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size);
 int ibv_cmd_destroy_ah(struct ibv_ah *ah);
+int ibv_cmd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
+int ibv_cmd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
 
 #ifdef __cplusplus
 }
@@ -428,6 +435,8 @@ int ibv_cmd_destroy_ah(struct ibv_ah *ah);
 
 RHINET_ABI_SIZE(struct verbs_context_ops, 76 * sizeof(void *));
 RHINET_ABI_OFFSET(struct verbs_context_ops, alloc_pd, 5 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, attach_mcast, 9 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, detach_mcast, 38 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, create_cq_ex, 16 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, create_qp, 19 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, create_qp_ex, 20 * 8);

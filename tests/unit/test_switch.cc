@@ -238,7 +238,8 @@ TEST(Switch, ManagementFramesJoinAndLeaveTheirOwnPort) {
   std::memcpy(&h, r.out[2][0].data(), sizeof h);
   EXPECT_EQ(h.dst_node, 2u);
   EXPECT_EQ(h.src_node, RHN_NODE_BROADCAST);
-  EXPECT_EQ(h.hdr_crc, rhinet::fabric::GroupTable::header_crc(r.out[2][0].data()));
+  EXPECT_EQ(h.hdr_crc,
+            rhinet::fabric::GroupTable::header_crc(r.out[2][0].data()));
   EXPECT_EQ(r.sw.counters(2).mgmt_applied, 1u);
   EXPECT_EQ(r.got(0) + r.got(1), 0u);  // never forwarded
 

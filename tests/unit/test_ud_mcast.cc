@@ -111,9 +111,10 @@ TEST(UdMcast, GroupIdsAreHashesInTheUdSubRange) {
   EXPECT_EQ(group_of(mgid(7)), group_of(mgid(7)));
   EXPECT_NE(group_of(mgid(7)), group_of(mgid(8)));
   // rdma_cm's RoCE MGIDs are IPv4-mapped multicast addresses.
-  const uint8_t v4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 1, 2, 3};
-  const uint8_t v4_unicast[16] = {0,    0,    0,  0, 0, 0, 0, 0,
-                                  0,    0,    0xff, 0xff, 10, 0, 0, 1};
+  const uint8_t v4[16] = {0, 0, 0,    0,    0,   0, 0, 0,
+                          0, 0, 0xff, 0xff, 239, 1, 2, 3};
+  const uint8_t v4_unicast[16] = {0, 0, 0,    0,    0,  0, 0, 0,
+                                  0, 0, 0xff, 0xff, 10, 0, 0, 1};
   EXPECT_TRUE(rhn_gid_is_mcast(v4));
   EXPECT_FALSE(rhn_gid_is_mcast(v4_unicast));
   EXPECT_TRUE(rhn_gid_is_mcast(mgid(1).data()));
@@ -330,14 +331,15 @@ TEST(UdMcast, AttachTableIsBoundedPerContext) {
   unicast[1] = 0x80;
   EXPECT_EQ(r.attach(1, users[4], unicast).status, RHN_ADMIN_BAD_PARAM);
   RcPair rc = make_rc_pair(*r.c, 0, 1);
+  EXPECT_EQ(
+      r.c->node(1)
+          .driver->attach_mcast(rc.ctx_b->index(), rc.qp_b->qpn(), raw(mgid(1)))
+          .status,
+      RHN_ADMIN_BAD_PARAM);
   EXPECT_EQ(r.c->node(1)
-                .driver->attach_mcast(rc.ctx_b->index(), rc.qp_b->qpn(),
-                                      raw(mgid(1)))
-                .status,
-            RHN_ADMIN_BAD_PARAM);
-  EXPECT_EQ(r.c->node(1)
-                .driver->attach_mcast(users[0].ctx->index(),
-                                      users[1].qp->qpn(), raw(mgid(1)))
+                .driver
+                ->attach_mcast(users[0].ctx->index(), users[1].qp->qpn(),
+                               raw(mgid(1)))
                 .status,
             RHN_ADMIN_BAD_HANDLE);
 }
@@ -391,8 +393,7 @@ TEST(UdMcast, SwitchRefusesJoinsOfAdministratorGroups) {
   r.c->fabric().wire(1).transmit(mgmt_frame(1, RHN_MGMT_LEAVE, admin));
   r.c->run_for(100'000);
   EXPECT_EQ(r.c->fabric().counters().mgmt_refused, 2u);
-  EXPECT_EQ(r.c->fabric().group_members(admin),
-            (std::vector<unsigned>{0, 2}));
+  EXPECT_EQ(r.c->fabric().group_members(admin), (std::vector<unsigned>{0, 2}));
   // Claiming to be node 2 from port 1 still joins port 1 only.
   const uint16_t ud = RHN_NODE_MCAST_UD_FIRST + 5;
   r.c->fabric().wire(1).transmit(mgmt_frame(2, RHN_MGMT_JOIN, ud));
@@ -420,13 +421,15 @@ TEST(UdMcast, JoinsAndLeavesSurviveLoss) {
   ASSERT_TRUE(r.attach(1, a, m).ok());
   ASSERT_TRUE(r.attach(2, b, m).ok());
   ASSERT_TRUE(r.c->run_until(
-      [&] { return r.members(m) == std::vector<unsigned>{1, 2}; },
+      [&] {
+        return r.members(m) == std::vector<unsigned>{1, 2};
+      },
       200'000'000));
   r.c->run_for(300'000'000);  // resends stop once answered
   EXPECT_EQ(n1.delta(RHN_CNT_MCAST_MGMT_ANSWERS), 1u);
   EXPECT_EQ(n2.delta(RHN_CNT_MCAST_MGMT_ANSWERS), 1u);
-  const uint64_t sent = n1.delta(RHN_CNT_MCAST_MGMT_SENT) +
-                        n2.delta(RHN_CNT_MCAST_MGMT_SENT);
+  const uint64_t sent =
+      n1.delta(RHN_CNT_MCAST_MGMT_SENT) + n2.delta(RHN_CNT_MCAST_MGMT_SENT);
   EXPECT_GT(sent, 2u);  // some were lost and sent again
   CounterSnap later(r.c->node(1));
   r.c->run_for(300'000'000);

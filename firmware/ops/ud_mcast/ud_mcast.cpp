@@ -50,9 +50,9 @@ void Engine::Impl::ud_mcast_reset() {
   for (UdAttach& a : t.attaches) a = UdAttach{};
   if (first) t.joins.assign(RHN_MCAST_UD_GROUPS, UdJoin{});
   t.used = 0;
-  t.context_quota = std::max<uint32_t>(
-      1, uint32_t(uint64_t{t.attaches.size()} *
-                  cfg.context_mcast_attach_share / 256));
+  t.context_quota =
+      std::max<uint32_t>(1, uint32_t(uint64_t{t.attaches.size()} *
+                                     cfg.context_mcast_attach_share / 256));
   t.unsettled = 0;
   t.wanted = 0;
   t.next_resend = UINT64_MAX;
@@ -129,9 +129,9 @@ void remove_entry(Engine::Impl& m, UdAttach& a) {
 
 }  // namespace
 
-rhn_admin_status Engine::Impl::ud_mcast_attach(
-    uint32_t ctx, const rhn_admin_mcast_attach& c, bool attach,
-    uint32_t& detail) {
+rhn_admin_status Engine::Impl::ud_mcast_attach(uint32_t ctx,
+                                               const rhn_admin_mcast_attach& c,
+                                               bool attach, uint32_t& detail) {
   UdMcastTables& t = ud_mcast;
   const uint32_t qpn = c.qpn;
   if (qpn == 0 || qpn >= qps.size() || !qps[qpn].valid ||
@@ -269,13 +269,13 @@ uint8_t Engine::Impl::ud_mcast_send(QpObj& qp, uint32_t qpn, Inflight& e,
   h.dst_node = group;
   h.src_node = cfg.node_id;
   h.payload_len = static_cast<uint16_t>(out.len);
-  const size_t len = seal_packet(frame, h, &op,
-                                 out.len ? crc32c(0, out.payload, out.len) : 0);
+  const size_t len =
+      seal_packet(frame, h, &op, out.len ? crc32c(0, out.payload, out.len) : 0);
   transmit(group, {frame, len});
   // The switch sends nothing back where it came from: QPs of this node
   // attached to the group get their copy here (IB multicast loopback).
-  if (join_of(ud_mcast, group).refs && link_up.load(std::memory_order_relaxed) &&
-      !rx.push_with([&](RxFrame& f) {
+  if (join_of(ud_mcast, group).refs &&
+      link_up.load(std::memory_order_relaxed) && !rx.push_with([&](RxFrame& f) {
         f.len = static_cast<uint16_t>(len);
         std::memcpy(f.data, frame, len);
       }))
@@ -312,8 +312,9 @@ void Engine::Impl::ud_mcast_receive(const Packet& pkt) {
     counters.add(RHN_CNT_UD_MCAST_DELIVERED);
     // The Q_Key check, the receive WQE (none: dropped, counted) and the
     // CQE are a unicast UD SEND's.
-    Request r{*p,  qp,   a.qpn,   op,   pkt.payload, node, op.src_qpn,
-              op.src_qpn & RHN_WIRE_QPN_MASK, true, true};
+    Request r{*p,          qp,   a.qpn,      op,
+              pkt.payload, node, op.src_qpn, op.src_qpn & RHN_WIRE_QPN_MASK,
+              true,        true};
     kSendFamily.on_request(*this, r);
   }
   if (!any) counters.add(RHN_CNT_UD_MCAST_FILTERED);

@@ -17,6 +17,10 @@
 #             rhinet devices only)
 #   cm        connections through rdma_cm (ib_cm over the management QP):
 #             rping validating every ping, perftest with -R
+#   mcast     verbs UD multicast through rdma_cm: mckey, node 1 joining a
+#             group with two UD QPs that must each receive 20 messages,
+#             node 0 joining and sending; the NIC's counters must show the
+#             deliveries and the attachments (rhinet0 only)
 #   events    the tools waiting for completion events instead of polling:
 #             ib_send_lat -e, ib_send_bw -e, ibv_rc_pingpong -e (perftest
 #             has no event mode for WRITE)
@@ -46,7 +50,7 @@
 #             checked; a wrong group token refused at open; then a process
 #             killed while it holds twin memory leaves none (rhinet0 only)
 #   all       all of them
-#   verbs_tools.sh NODE NODES [basic|perftest|events|qpex|cm|dv|model|all] [DEVICE]
+#   verbs_tools.sh NODE NODES [SET[,SET...]|all] [DEVICE]  (SET as above)
 # DEVICE (default rhinet0) may name a soft-RoCE device instead (rxe*): it is
 # created on eth0 with rdma_rxe, to try these runs against a known-good
 # provider.
@@ -58,8 +62,10 @@ LIB_NAME=verbs_tools
 # shellcheck source=verbs.lib.sh
 . "$(dirname "$0")/verbs.lib.sh" # rides next to this script (run-cluster.sh)
 
-case $WHICH in basic | perftest | events | qpex | cm | dv | model | all) ;; *) fail "unknown set '$WHICH'" ;; esac
-want() { [ "$WHICH" = all ] || [ "$WHICH" = "$1" ]; }
+for set in $(echo "$WHICH" | tr , ' '); do
+	case $set in basic | perftest | events | qpex | cm | mcast | dv | model | all) ;; *) fail "unknown set '$set'" ;; esac
+done
+want() { [ "$WHICH" = all ] || echo ",$WHICH," | grep -q ",$1,"; }
 verbs_setup
 verbs_device "$DEVICE"
 
@@ -224,6 +230,33 @@ pindown_killed() {
 		failed="$failed pindown_kill"
 	fi
 }
+if want mcast && [ "$DEVICE" = rhinet0 ]; then
+	# rdma_join_multicast on RoCE: no SA; the kernel's cma makes the MGID
+	# from the IPv4 group and librdmacm attaches the UD QPs
+	# (ibv_attach_mcast: the NIC joins the switch group). Node 1 joins
+	# with two QPs (-c 2), each must receive 20 messages; node 0 joins and
+	# sends rounds of 20 until then (UD: a round sent before node 1 joined
+	# is lost). The route lets rdma_cm resolve the group on eth0.
+	ip route replace 224.0.0.0/4 dev eth0 || failed="$failed mcast_route"
+	cat >/tmp/mckey.sh <<-EOT
+		#!/bin/sh
+		[ \$# = 0 ] && exec mckey -m 239.1.2.3 -b $ME -c 2 -C 20 -S 200
+		for i in 1 2 3 4 5 6 7 8; do
+			mckey -m 239.1.2.3 -b $ME -s -C 20 -S 200 || exit 1
+			sleep 1
+		done
+	EOT
+	chmod +x /tmp/mckey.sh
+	delivered=$(stat ud_mcast_delivered)
+	if run_pair mckey /tmp/mckey.sh && [ "$NODE" = 1 ]; then
+		delivered=$(($(stat ud_mcast_delivered) - delivered))
+		echo "verbs_tools: mckey: $delivered datagrams delivered to attached QPs, $(stat mcast_attaches) attachments, $(stat ud_mcast_filtered) filtered, $(stat mcast_mgmt_sent) management frames sent"
+		[ "$delivered" -ge 40 ] || failed="$failed mckey_delivered($delivered)"
+		[ "$(stat mcast_attaches)" -ge 2 ] ||
+			failed="$failed mckey_attaches($(stat mcast_attaches))"
+	fi
+fi
+
 if want dv && [ "$DEVICE" = rhinet0 ]; then
 	run_pair rhinetdv_pingpong rhinetdv_pingpong -n 100 -s 16384
 	# isend/irecv matched by the NIC: expected, unexpected with iprobe,
