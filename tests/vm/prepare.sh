@@ -70,12 +70,13 @@ bin_args+=(--module ib_uverbs --module rdma_ucm --bin "$(command -v rdma)")
 # NVMe over Fabrics through the kernel's RDMA consumers (nvmeof.sh): the
 # target with a RAM-backed namespace and the host side.
 bin_args+=(--module nvmet_rdma --module nvme_rdma --module null_blk)
-# Unmodified rdma-core tools (ibverbs-utils, perftest, rdmacm-utils) at their
+# Unmodified rdma-core tools (ibverbs-utils, perftest, rdmacm-utils: rping,
+# mckey for verbs UD multicast) at their
 # own paths. libibverbs dlopens its providers (ldd does not name them), each
 # announced by a file in /etc/libibverbs.d.
 for t in ibv_devinfo ibv_devices ibv_rc_pingpong ibv_ud_pingpong \
 	ibv_srq_pingpong ib_write_bw ib_write_lat ib_read_bw ib_read_lat \
-	ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat rping; do
+	ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat rping mckey; do
 	bin_args+=(--tool "/usr/bin/$t")
 done
 VERBS_LIB=/usr/lib/x86_64-linux-gnu
