@@ -549,7 +549,7 @@ bool Engine::poll() {
   did |= m.run_timers();
   did |= m.mcast_run();     // repairs of multicast members that lag
   did |= m.ud_mcast_run();  // switch joins and leaves not answered yet
-  did |= m.sync_run(16);  // before fw_run: what it posts leaves now
+  did |= m.sync_run(16);    // before fw_run: what it posts leaves now
   did |= m.share_run(16);
   did |= m.fw_run(16);
   did |= m.tag_run(16);
