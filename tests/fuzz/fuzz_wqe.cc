@@ -38,14 +38,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const rhn_wqe_xfer& x = w.xfer;
     // Table 1: which opcode takes which mode (an isend and each member of
     // an mcastB send as a PUSH does); one SGE, no inline data.
+    // An mcastA and a shared region's update send as PUSHes too; a
+    // SUBSCRIBE may bring its data into a twin (basic, twin).
     const bool push =
-        (w.opcode == RHN_OP_WRITE || w.opcode == RHN_OP_ISEND || mcast) &&
+        (w.opcode == RHN_OP_WRITE || w.opcode == RHN_OP_ISEND || mcast ||
+         w.opcode == RHN_OP_MCAST_SWITCH || w.opcode == RHN_OP_SHARE_UPDATE) &&
         (w.xfer_mode == RHN_XFER_STRIDE || w.xfer_mode == RHN_XFER_BITMAP ||
          w.xfer_mode == RHN_XFER_DIFF);
     const bool pull =
-        w.opcode == RHN_OP_READ &&
-        (w.xfer_mode == RHN_XFER_STRIDE || w.xfer_mode == RHN_XFER_BITMAP ||
-         w.xfer_mode == RHN_XFER_TWIN);
+        (w.opcode == RHN_OP_READ &&
+         (w.xfer_mode == RHN_XFER_STRIDE || w.xfer_mode == RHN_XFER_BITMAP ||
+          w.xfer_mode == RHN_XFER_TWIN)) ||
+        (w.opcode == RHN_OP_SUBSCRIBE && w.xfer_mode == RHN_XFER_TWIN);
     if (!(push || pull) || w.num_sge != 1 || (w.flags & RHN_WQE_F_INLINE))
       abort();
     if (w.xfer_mode == RHN_XFER_STRIDE) {
