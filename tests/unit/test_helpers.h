@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -147,6 +148,33 @@ inline DatagramNode make_datagram_node(SimCluster& c, uint16_t node,
   if (!d.qp || !activate_datagram(*d.qp, qkey)) d.qp.reset();
   d.buf = make_region(*d.ctx, shape.buf_bytes, kAllAccess, 0, 0);
   return d;
+}
+
+// A column of 200 8-byte values base + i, 64 bytes apart at `at` of
+// `src`, sent STRIDE so that it arrives packed (multicast partial-mode
+// tests): writes the column and sets wr's descriptor.
+inline constexpr size_t kColumnLen = 200;
+inline void stride_column(Region& src, size_t at, uint64_t base, SendWr& wr) {
+  for (size_t i = 0; i < kColumnLen; i++) {
+    const uint64_t v = base + i;
+    src.buf.write(at + i * 64, &v, 8);
+  }
+  wr.xfer_mode = RHN_XFER_STRIDE;
+  wr.xfer.block = 8;
+  wr.xfer.count = kColumnLen;
+  wr.xfer.local_stride = 64;
+  wr.xfer.remote_stride = 8;
+}
+// The source SGE's length of that column.
+inline constexpr uint32_t kColumnExtent = (kColumnLen - 1) * 64 + 8;
+// The packed column arrived at `dst` (every 37th element checked).
+inline void expect_packed_column(const Region& dst, uint64_t base,
+                                 size_t node) {
+  for (size_t i = 0; i < kColumnLen; i += 37) {
+    uint64_t v = 0;
+    std::memcpy(&v, dst.buf.bytes(i * 8, 8).data(), 8);
+    EXPECT_EQ(v, base + i) << "node " << node << " element " << i;
+  }
 }
 
 // The fabric most tests call lossy: 3 % of frames lost, 3 % reordered,

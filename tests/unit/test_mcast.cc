@@ -122,25 +122,12 @@ TEST_F(McastList, PartialModesReachEveryMemberAlikeAndDiffUpdatesTheTwinOnce) {
   start(5);
   write_list(everyone_but_0(), kList);
   // STRIDE: a column of 8-byte values 64 bytes apart, packed at the members.
-  for (size_t i = 0; i < 200; i++) {
-    uint64_t v = 0x1000 + i;
-    eps[0].buf.buf.write(kSrc + i * 64, &v, 8);
-  }
-  SendWr s = mcast(1, eps[0].buf.sge(kSrc, 199 * 64 + 8), 0, 4, kList);
-  s.xfer_mode = RHN_XFER_STRIDE;
-  s.xfer.block = 8;
-  s.xfer.count = 200;
-  s.xfer.local_stride = 64;
-  s.xfer.remote_stride = 8;
+  SendWr s = mcast(1, eps[0].buf.sge(kSrc, kColumnExtent), 0, 4, kList);
+  stride_column(eps[0].buf, kSrc, 0x1000, s);
   ASSERT_TRUE(eps[0].qp->post_send(s));
   Completion w = wait_one(*c, *eps[0].cq);
   ASSERT_TRUE(w.ok()) << describe(w);
-  for (size_t n = 1; n < 5; n++)
-    for (size_t i = 0; i < 200; i += 37) {
-      uint64_t v = 0;
-      std::memcpy(&v, eps[n].buf.buf.bytes(i * 8, 8).data(), 8);
-      EXPECT_EQ(v, 0x1000 + i) << "node " << n << " element " << i;
-    }
+  for (size_t n = 1; n < 5; n++) expect_packed_column(eps[n].buf, 0x1000, n);
   // DIFF: against a zero twin, then three bytes changed: every member gets
   // the same three bytes, and only they travel to each.
   AdminResult t = c->node(0).driver->alloc_twin(eps[0].ctx->index(), 8192);

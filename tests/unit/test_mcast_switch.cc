@@ -194,25 +194,12 @@ TEST_F(McastSwitch, TheSenderEmitsOneFramePerPacketWhateverTheGroupSize) {
 TEST_F(McastSwitch, PartialModesReachEveryMemberAlike) {
   start(5);
   // STRIDE: a column of 8-byte values 64 bytes apart, packed at the members.
-  for (size_t i = 0; i < 200; i++) {
-    uint64_t v = 0x2000 + i;
-    eps[0].buf.buf.write(kSrc + i * 64, &v, 8);
-  }
-  SendWr s = mcast(1, eps[0].buf.sge(kSrc, 199 * 64 + 8), 0);
-  s.xfer_mode = RHN_XFER_STRIDE;
-  s.xfer.block = 8;
-  s.xfer.count = 200;
-  s.xfer.local_stride = 64;
-  s.xfer.remote_stride = 8;
+  SendWr s = mcast(1, eps[0].buf.sge(kSrc, kColumnExtent), 0);
+  stride_column(eps[0].buf, kSrc, 0x2000, s);
   ASSERT_TRUE(eps[0].qp->post_send(s));
   Completion w = wait_one(*c, *eps[0].cq);
   ASSERT_TRUE(w.ok()) << describe(w);
-  for (size_t n = 1; n < 5; n++)
-    for (size_t i = 0; i < 200; i += 37) {
-      uint64_t v = 0;
-      std::memcpy(&v, eps[n].buf.buf.bytes(i * 8, 8).data(), 8);
-      EXPECT_EQ(v, 0x2000 + i) << "node " << n << " element " << i;
-    }
+  for (size_t n = 1; n < 5; n++) expect_packed_column(eps[n].buf, 0x2000, n);
   // BITMAP: blocks 1 and 3 of four 1 KiB blocks; the others stay as they
   // were at the members.
   auto data = pattern(8, 4096);
