@@ -70,11 +70,12 @@ class Sync : public ::testing::Test {
   }
   void lossy(uint64_t seed) { make_lossy(*c, seed); }
   // LOCK, READ, WRITE + 1, UNLOCK by every node, kIters times.
-  void count_under_lock(uint16_t kNodes, uint32_t kIters,
-                        const std::function<void()>& make_faults,
-                        const std::function<void()>& each_poll = {},
-                        int runs = 1, bool manager_is_member = false,
-                        bool status_words = false);
+  void count_under_lock(
+      uint16_t kNodes, uint32_t kIters,
+      const std::function<void()>& make_faults,
+      const std::function<void()>& each_poll = {}, int runs = 1,
+      bool manager_is_member = false, bool status_words = false,
+      std::function<void(uint16_t, fw::EngineConfig&)> tweak = {});
   Completion run(Ep& e, const SendWr& wr, uint64_t timeout = 100'000'000) {
     EXPECT_TRUE(e.qp().post_send(wr));
     return wait_one(*c, e.cq(), timeout);
@@ -101,12 +102,12 @@ class Sync : public ::testing::Test {
 // LOCK, READ, WRITE + 1, UNLOCK, over a fabric that loses, reorders and
 // duplicates frames. The value each READ returns is the grant's sequence
 // number: every one from 0 to 7999 comes exactly once.
-void Sync::count_under_lock(uint16_t kNodes, uint32_t kIters,
-                            const std::function<void()>& make_faults,
-                            const std::function<void()>& each_poll, int runs,
-                            bool manager_is_member, bool status_words) {
+void Sync::count_under_lock(
+    uint16_t kNodes, uint32_t kIters, const std::function<void()>& make_faults,
+    const std::function<void()>& each_poll, int runs, bool manager_is_member,
+    bool status_words, std::function<void(uint16_t, fw::EngineConfig&)> tweak) {
   constexpr uint64_t kLock = 0x10c4;
-  start(kNodes);
+  start(kNodes, tweak);
   make_faults();
   for (int run = 0; run < runs; run++) {
     SCOPED_TRACE("run " + std::to_string(run));
@@ -824,6 +825,41 @@ TEST_F(Sync, UnlocksReachingTheManagerOutOfOrderKeepTheQueue) {
   EXPECT_TRUE(run(h, sync_wr(5, RHN_OP_LOCK, mgr, 12)).ok());
   EXPECT_EQ(c->node(0).counter(RHN_CNT_SYNC_ERRORS), 0u);
 }
+
+// The VM's conditions pushed further, one seed per case: frames held back
+// past the retransmission timeout, duplicated and lost, NIC threads that
+// stall, as few as two firmware messages (LINKs and grants wait in the
+// owed FIFOs, behind answers sent at once) and a probe that runs every
+// 1..7 ms (records dropped as stale while operations are in flight).
+class SyncUnderChaos : public Sync,
+                       public ::testing::WithParamInterface<int> {};
+
+TEST_P(SyncUnderChaos, FourNodesCountExactlyThroughStatusWords) {
+  const int seed = GetParam();
+  std::mt19937_64 rng(seed);
+  count_under_lock(
+      4, 200,
+      [&] {
+        FaultConfig f;
+        f.loss = 0.01 * (seed % 4);
+        f.reorder = 0.05 + 0.05 * (seed % 3);
+        f.duplicate = 0.05;
+        f.reorder_delay_ns = 1'000'000 + 1'000'000 * (seed % 5);
+        c->fabric().set_seed(seed);
+        c->fabric().set_faults(f);
+        c->fabric().set_hop_delay(20'000 + 20'000 * (seed % 3));
+      },
+      [&] {
+        if (rng() % 200 == 0) c->stall(rng() % 4, 100'000 + rng() % 10'000'000);
+      },
+      2, true, true,
+      [&](uint16_t, fw::EngineConfig& e) {
+        if (seed % 2) e.fw_messages = 2 + seed % 4;
+        e.sync_probe_ns = 1'000'000 + 1'000'000 * (seed % 7);
+      });
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, SyncUnderChaos, ::testing::Range(0, 12));
 
 }  // namespace
 }  // namespace rhinet::test

@@ -377,11 +377,29 @@ class Test {
   // ---- (b) a counter under a lock ----------------------------------------
 
   void counter() {
-    auto cell = std::span<std::byte>(local_mem_).subspan(200000, 8);
+    // The counter and its writer's tag (rank + 1, iteration), written
+    // together: a holder reads both, PUSHes value + 1 with its own tag,
+    // then reads them back while it still holds the lock. Nobody else may
+    // write in between, so a read-back that differs names who did.
+    auto cell = std::span<std::byte>(local_mem_).subspan(200000, 16);
+    auto back = std::span<std::byte>(local_mem_).subspan(200032, 16);
+    struct Step {
+      std::uint64_t read, read_tag, back, back_tag;
+    };
     bootstrap_barrier();
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::uint64_t> seen;  // what each locked PULL returned
-    seen.reserve(static_cast<std::size_t>(k_));
+    std::vector<Step> steps;
+    steps.reserve(static_cast<std::size_t>(k_));
+    constexpr std::uint64_t kPoison = 0xdead'beef'dead'beefull;
+    auto get = [](std::span<std::byte> b, std::size_t at) {
+      std::uint64_t v;
+      std::memcpy(&v, b.data() + at, 8);
+      return v;
+    };
+    auto poison = [&](std::span<std::byte> b) {
+      std::memcpy(b.data(), &kPoison, 8);
+      std::memcpy(b.data() + 8, &kPoison, 8);
+    };
     for (int i = 0; i < k_; i++) {
       std::optional<rhinet::LockGuard> guard;
       if (i % 2 && i > 1) {
@@ -394,27 +412,34 @@ class Test {
         return;
       }
       // Poisoned first: a PULL that completes without its data shows.
-      constexpr std::uint64_t kPoison = 0xdead'beef'dead'beefull;
-      std::memcpy(cell.data(), &kPoison, 8);
+      poison(cell);
       if (!ok(g_.pull(0, kArea, kCounter, cell).wait(kWait), "pull counter"))
         return;
-      std::uint64_t v;
-      std::memcpy(&v, cell.data(), 8);
-      if (v == kPoison) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        std::uint64_t later;
-        std::memcpy(&later, cell.data(), 8);
-        expect(false,
-               "iteration %d: the PULL completed but the counter's bytes "
-               "were not there (5 ms later: %llx)",
-               i, static_cast<unsigned long long>(later));
-        v = later;
-      }
-      seen.push_back(v);
-      v++;
-      std::memcpy(cell.data(), &v, 8);
+      Step st{get(cell, 0), get(cell, 8), 0, 0};
+      expect(st.read != kPoison && st.read_tag != kPoison,
+             "iteration %d: the PULL completed but the counter's bytes "
+             "were not there",
+             i);
+      const std::uint64_t next = st.read + 1;
+      const std::uint64_t tag =
+          std::uint64_t{me_ + 1} << 32 | static_cast<std::uint32_t>(i);
+      std::memcpy(cell.data(), &next, 8);
+      std::memcpy(cell.data() + 8, &tag, 8);
       if (!ok(g_.push(0, kArea, kCounter, cell).wait(kWait), "push counter"))
         return;
+      poison(back);
+      if (!ok(g_.pull(0, kArea, kCounter, back).wait(kWait), "read back"))
+        return;
+      st.back = get(back, 0);
+      st.back_tag = get(back, 8);
+      expect(st.back == next && st.back_tag == tag,
+             "iteration %d: pushed %llu (rank %u #%d) under the lock but read "
+             "back %llu written by rank %lld #%llu",
+             i, static_cast<unsigned long long>(next), me_, i,
+             static_cast<unsigned long long>(st.back),
+             static_cast<long long>(st.back_tag >> 32) - 1,
+             static_cast<unsigned long long>(st.back_tag & 0xffffffffu));
+      steps.push_back(st);
       if (guard) {
         if (!ok(guard->unlock(), "LockGuard::unlock")) return;
       } else if (!ok(g_.iunlock(kCounterLock, 0).wait(kWait), "unlock")) {
@@ -438,17 +463,21 @@ class Test {
             n_, k_, static_cast<unsigned long long>(got), s);
     } else {
       ok(g_.pull(0, kArea, kCounter, cell).wait(kWait), "pull final counter");
-      std::uint64_t got;
-      std::memcpy(&got, cell.data(), 8);
+      const std::uint64_t got = get(cell, 0);
       expect(got == want, "counter read from rank 0 is %llu, expected %llu",
              static_cast<unsigned long long>(got),
              static_cast<unsigned long long>(want));
     }
-    // For comparing the ranks' logs: every value 0..want-1 must have been
-    // read exactly once across the ranks, and in increasing order here.
-    if (bad_ != bad_before) {
+    // For comparing the ranks' logs: value read, and who wrote it
+    // (rank.iteration); a read-back that differed is marked.
+    if (bad_ != bad_before || bad_) {
       std::string line;
-      for (const std::uint64_t v : seen) line += " " + std::to_string(v);
+      for (const Step& st : steps) {
+        line += " " + std::to_string(st.read) + "@" +
+                std::to_string(static_cast<long long>(st.read_tag >> 32) - 1) +
+                "." + std::to_string(st.read_tag & 0xffffffffu);
+        if (st.back != st.read + 1) line += "!back=" + std::to_string(st.back);
+      }
       std::fprintf(stderr, "sync_mcast: rank %u read under the lock:%s\n", me_,
                    line.c_str());
     }
