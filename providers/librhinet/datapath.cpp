@@ -478,6 +478,12 @@ ibv_wc_opcode wc_opcode(uint8_t op) {
       return kWcMcastList;
     case RHN_CQE_OP_MCAST_SWITCH:
       return kWcMcastSwitch;
+    case RHN_CQE_OP_SUBSCRIBE:
+      return kWcSubscribe;
+    case RHN_CQE_OP_UNSUBSCRIBE:
+      return kWcUnsubscribe;
+    case RHN_CQE_OP_SHARE_UPDATE:
+      return kWcShareUpdate;
     case RHN_CQE_OP_LOCK:
       return kWcLock;
     case RHN_CQE_OP_UNLOCK:

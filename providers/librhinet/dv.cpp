@@ -45,7 +45,9 @@ static_assert(same(RHINETDV_SYN_BAD_KEY, RHN_SYN_BAD_KEY) &&
                   same(RHINETDV_SYN_NOT_PINNED, RHN_SYN_NOT_PINNED) &&
                   same(RHINETDV_SYN_BUSY, RHN_SYN_BUSY) &&
                   same(RHINETDV_SYN_MEMBER_LOST, RHN_SYN_MEMBER_LOST) &&
-                  same(RHINETDV_SYN_NOT_HELD, RHN_SYN_NOT_HELD),
+                  same(RHINETDV_SYN_NOT_HELD, RHN_SYN_NOT_HELD) &&
+                  same(RHINETDV_SYN_NO_MCAST_GROUP, RHN_SYN_NO_MCAST_GROUP) &&
+                  same(RHINETDV_SYN_NOT_SUBSCRIBED, RHN_SYN_NOT_SUBSCRIBED),
               "rhinetdv syndromes are the NIC's");
 static_assert(same(RHINETDV_MODE_BASIC, RHN_XFER_BASIC) &&
                   same(RHINETDV_MODE_TWIN, RHN_XFER_TWIN) &&
@@ -68,6 +70,9 @@ static_assert(sizeof(rhinetdv_mcast_dest) == sizeof(rhn_mcast_dest) &&
                   RHINETDV_MCAST_MAX_DESTS == RHN_MCAST_MAX_DESTS &&
                   RHINETDV_BARRIER_MAX_COUNT == RHN_BARRIER_MAX_MEMBERS,
               "rhinetdv destination lists and barriers are the NIC's");
+static_assert(RHINETDV_SHARE_MAX_BYTES == RHN_SHARE_MAX_BYTES &&
+                  RHINETDV_SHARE_MAX_MEMBERS == RHN_SHARE_MAX_MEMBERS,
+              "rhinetdv shared-region limits are the NIC's");
 
 namespace rhinet {
 namespace {
@@ -223,6 +228,9 @@ bool convert(Endpoint* ep, const ibv_wc& wc, uint32_t first_slot,
                    : wc.opcode == kWcPdRelease   ? RHINETDV_OP_PD_RELEASE
                    : wc.opcode == kWcMcastList   ? RHINETDV_OP_MCAST_LIST
                    : wc.opcode == kWcMcastSwitch ? RHINETDV_OP_MCAST_SWITCH
+                   : wc.opcode == kWcSubscribe   ? RHINETDV_OP_SUBSCRIBE
+                   : wc.opcode == kWcUnsubscribe ? RHINETDV_OP_UNSUBSCRIBE
+                   : wc.opcode == kWcShareUpdate ? RHINETDV_OP_SHARE_UPDATE
                    : wc.opcode == kWcLock        ? RHINETDV_OP_LOCK
                    : wc.opcode == kWcUnlock      ? RHINETDV_OP_UNLOCK
                    : wc.opcode == kWcBarrier     ? RHINETDV_OP_BARRIER
@@ -492,15 +500,18 @@ constexpr uint32_t kKnownSyncFlags =
 // MCAST_LIST (004 2.8 mcastB): a PUSH by area whose last slot names the
 // caller's destination list; a partial mode's descriptor is the slot
 // before it, inline bytes the slots after the base.
-// Both multicasts (004 2.8): to a destination list (mcastB, switch_group
-// 0: the list's slot ends the WQE) or to a switch group (mcastA: the group
-// is the WQE's destination node).
-int post_mcast(Endpoint* ep, const rhinetdv_mcast_attr& a,
+// Both multicasts (004 2.8): to a destination list (mcastB, the list's
+// slot ends the WQE) or to a switch group (mcastA: the group is the WQE's
+// destination node); and a shared region's update (004 2.9), which the NIC
+// multicasts along its directory (no destination in the WQE, no signal).
+int post_mcast(Endpoint* ep, const rhinetdv_mcast_attr& a, uint8_t opcode,
                uint16_t switch_group = 0) {
   const bool partial = a.mode != RHINETDV_MODE_BASIC;
   const bool inl = a.flags & RHINETDV_MCAST_INLINE;
-  const bool list = switch_group == 0;
+  const bool list = opcode == RHN_OP_MCAST_LIST;
+  const bool share = opcode == RHN_OP_SHARE_UPDATE;
   if (a.comp_mask || a.reserved || (a.flags & ~kKnownMcastFlags) ||
+      (share && (a.flags & RHINETDV_MCAST_SIGNAL)) ||
       (list && (!a.num_dests || a.num_dests > RHINETDV_MCAST_MAX_DESTS ||
                 !a.dests || (reinterpret_cast<uintptr_t>(a.dests) & 3))) ||
       (inl && (partial || a.length > ep->max_inline ||
@@ -512,8 +523,10 @@ int post_mcast(Endpoint* ep, const rhinetdv_mcast_attr& a,
       (!(a.flags & RHINETDV_MCAST_SIGNAL) && a.signal))
     return EINVAL;
   const Context* ctx = to_ctx(ep->pub.context);
-  if (!(ctx->attr.caps & (list ? RHN_CAP_MCAST_LIST : RHN_CAP_MCAST_SWITCH)))
-    return EOPNOTSUPP;
+  const uint32_t cap = list    ? RHN_CAP_MCAST_LIST
+                       : share ? RHN_CAP_SHARE
+                               : RHN_CAP_MCAST_SWITCH;
+  if (!(ctx->attr.caps & cap)) return EOPNOTSUPP;
   if (!in_groups(ctx, a.group_id)) return EPERM;
 
   alignas(8) uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
@@ -562,11 +575,10 @@ int post_mcast(Endpoint* ep, const rhinetdv_mcast_attr& a,
     m->list_lkey = a.dests_lkey;
     m->count = a.num_dests;
     ext++;
-    h->opcode = RHN_OP_MCAST_LIST;
   } else {
-    h->opcode = RHN_OP_MCAST_SWITCH;
-    h->dst_node = switch_group;
+    h->dst_node = switch_group;  // 0 for an update
   }
+  h->opcode = opcode;
   h->ext_units = static_cast<uint8_t>(ext);
   h->flags |= RHN_WQE_F_AREA;
   if (a.flags & RHINETDV_MCAST_SIGNAL) {
@@ -606,6 +618,66 @@ int post_sync(Endpoint* ep, const rhinetdv_sync_attr& a, uint8_t opcode) {
   }
   std::lock_guard<std::mutex> g(ep->lock);
   return post_wqe_locked(ep, w, 1, a.wr_id, a.flags & RHINETDV_SYNC_SIGNALED);
+}
+
+// ---- shared regions (RHINETDV_1.7)
+
+constexpr uint32_t kKnownShareFlags =
+    RHINETDV_SHARE_SIGNALED | RHINETDV_SHARE_STATUS_WORD;
+
+// SUBSCRIBE (one SGE: the caller's copy, TWIN's descriptor after it) and
+// UNSUBSCRIBE (no data), both by area to the home endpoint. @a is
+// zero-filled beyond an unsubscribe's fields.
+int post_share(Endpoint* ep, const rhinetdv_subscribe_attr& a, bool subscribe) {
+  const bool twin = a.mode == RHINETDV_MODE_TWIN;
+  if (a.comp_mask || a.reserved0 || a.reserved1 ||
+      (a.flags & ~kKnownShareFlags) ||
+      !status_word_ok(a.flags, a.status_word) || a.area_id > 0xffff ||
+      a.group_id > 0xffff)
+    return EINVAL;
+  if (subscribe &&
+      (!a.addr || !a.length || a.length > RHINETDV_SHARE_MAX_BYTES ||
+       (a.mode != RHINETDV_MODE_BASIC && !twin) ||
+       (twin &&
+        (!a.twin || a.twin->context->device != ep->pub.context->device ||
+         a.twin_offset > to_dm(a.twin)->length ||
+         a.length > to_dm(a.twin)->length - a.twin_offset)) ||
+       (!twin && (a.twin || a.twin_offset))))
+    return EINVAL;
+  const Context* ctx = to_ctx(ep->pub.context);
+  if (!(ctx->attr.caps & RHN_CAP_SHARE)) return EOPNOTSUPP;
+  if (!in_groups(ctx, a.group_id)) return EPERM;
+
+  alignas(8) uint8_t w[2 * RHN_SQ_SLOT_SIZE];
+  memset(w, 0, sizeof(w));
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  uint32_t ext = 0;
+  if (subscribe) {
+    h->d.sge = rhn_sge{reinterpret_cast<uintptr_t>(a.addr), a.length, a.lkey};
+    h->num_sge = 1;
+    if (twin) {
+      auto* d = reinterpret_cast<rhn_wqe_xfer*>(w + RHN_SQ_SLOT_SIZE);
+      d->twin = to_dm(a.twin)->twin_handle;
+      d->twin_offset = a.twin_offset;
+      h->xfer_mode = RHN_XFER_TWIN;
+      ext = 1;
+    }
+  }
+  if (a.flags & RHINETDV_SHARE_STATUS_WORD) {
+    h->flags |= RHN_WQE_F_STATUS_WORD;
+    h->u.status.addr = reinterpret_cast<uintptr_t>(a.status_word);
+    h->u.status.lkey = a.status_lkey;
+  }
+  h->opcode = subscribe ? RHN_OP_SUBSCRIBE : RHN_OP_UNSUBSCRIBE;
+  h->ext_units = static_cast<uint8_t>(ext);
+  h->flags |= RHN_WQE_F_AREA;
+  h->dst_node = a.home_node;
+  h->dst_qpn = a.home_endpoint;
+  h->remote_key = RHN_AREA_KEY(a.group_id, a.area_id);
+  h->remote_addr = a.offset;
+  std::lock_guard<std::mutex> g(ep->lock);
+  return post_wqe_locked(ep, w, 1 + ext, a.wr_id,
+                         a.flags & RHINETDV_SHARE_SIGNALED);
 }
 
 int post_basic(rhinetdv_endpoint* pub, const rhinetdv_xfer* x, bool push) {
@@ -913,6 +985,9 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
       (ctx->attr.caps & RHN_CAP_ENDPOINT) &&
       (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
     a.caps |= RHINETDV_CAP_MCAST_SWITCH;
+  if ((ctx->attr.caps & RHN_CAP_SHARE) && (ctx->attr.caps & RHN_CAP_ENDPOINT) &&
+      (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
+    a.caps |= RHINETDV_CAP_SHARE;
   if ((ctx->attr.caps & RHN_CAP_AREA) &&
       (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS) && ctx->attr.max_areas)
     a.caps |= RHINETDV_CAP_AREA;
@@ -1262,7 +1337,7 @@ RHINETDV_EXPORT int rhinetdv_mcast_list(rhinetdv_endpoint* pub,
   rhinetdv_mcast_attr a;
   if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
   if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
-  return rhinet::post_mcast(rhinet::to_ep(pub), a);
+  return rhinet::post_mcast(rhinet::to_ep(pub), a, RHN_OP_MCAST_LIST);
 }
 
 RHINETDV_EXPORT int rhinetdv_mcast_switch(
@@ -1297,7 +1372,71 @@ RHINETDV_EXPORT int rhinetdv_mcast_switch(
   a.bitmap_lkey = s.bitmap_lkey;
   a.twin = s.twin;
   a.twin_offset = s.twin_offset;
-  return rhinet::post_mcast(rhinet::to_ep(pub), a, s.switch_group);
+  return rhinet::post_mcast(rhinet::to_ep(pub), a, RHN_OP_MCAST_SWITCH,
+                            s.switch_group);
+}
+
+RHINETDV_EXPORT int rhinetdv_subscribe(rhinetdv_endpoint* pub,
+                                       const rhinetdv_subscribe_attr* attr,
+                                       size_t inlen) {
+  rhinetdv_subscribe_attr a;
+  if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  return rhinet::post_share(rhinet::to_ep(pub), a, true);
+}
+
+RHINETDV_EXPORT int rhinetdv_unsubscribe(rhinetdv_endpoint* pub,
+                                         const rhinetdv_unsubscribe_attr* attr,
+                                         size_t inlen) {
+  rhinetdv_unsubscribe_attr u;
+  if (!pub || !rhinet::extend(attr, inlen, &u, sizeof(u))) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  // A subscribe's request without its data.
+  rhinetdv_subscribe_attr a{};
+  a.comp_mask = u.comp_mask;
+  a.wr_id = u.wr_id;
+  a.home_node = u.home_node;
+  a.reserved0 = u.reserved0;
+  a.home_endpoint = u.home_endpoint;
+  a.group_id = u.group_id;
+  a.area_id = u.area_id;
+  a.offset = u.offset;
+  a.flags = u.flags;
+  a.status_lkey = u.status_lkey;
+  a.status_word = u.status_word;
+  return rhinet::post_share(rhinet::to_ep(pub), a, false);
+}
+
+RHINETDV_EXPORT int rhinetdv_share_update(
+    rhinetdv_endpoint* pub, const rhinetdv_share_update_attr* attr,
+    size_t inlen) {
+  rhinetdv_share_update_attr s;
+  if (!pub || !rhinet::extend(attr, inlen, &s, sizeof(s))) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  // A multicast's work request; the NIC takes the members from its
+  // directory of the region.
+  rhinetdv_mcast_attr a{};
+  a.comp_mask = s.comp_mask;
+  a.wr_id = s.wr_id;
+  a.addr = s.addr;
+  a.length = s.length;
+  a.lkey = s.lkey;
+  a.group_id = s.group_id;
+  a.area_id = s.area_id;
+  a.offset = s.offset;
+  a.flags = s.flags;
+  a.status_lkey = s.status_lkey;
+  a.status_word = s.status_word;
+  a.mode = s.mode;
+  a.block = s.block;
+  a.count = s.count;
+  a.local_stride = s.local_stride;
+  a.remote_stride = s.remote_stride;
+  a.bitmap = s.bitmap;
+  a.bitmap_lkey = s.bitmap_lkey;
+  a.twin = s.twin;
+  a.twin_offset = s.twin_offset;
+  return rhinet::post_mcast(rhinet::to_ep(pub), a, RHN_OP_SHARE_UPDATE);
 }
 
 namespace {

@@ -97,6 +97,12 @@ constexpr ibv_wc_opcode kWcBarrier =
     static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 6);
 constexpr ibv_wc_opcode kWcMcastSwitch =
     static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 7);
+constexpr ibv_wc_opcode kWcSubscribe =
+    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 8);
+constexpr ibv_wc_opcode kWcUnsubscribe =
+    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 9);
+constexpr ibv_wc_opcode kWcShareUpdate =
+    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 10);
 
 struct Context {
   verbs_context vctx;              // libibverbs' part, at the offset we tell it
