@@ -62,7 +62,12 @@ static_assert(
         static_cast<std::uint32_t>(Op::unlock) == RHINETDV_OP_UNLOCK &&
         static_cast<std::uint32_t>(Op::barrier) == RHINETDV_OP_BARRIER &&
         static_cast<std::uint32_t>(Op::mcast_switch) ==
-            RHINETDV_OP_MCAST_SWITCH,
+            RHINETDV_OP_MCAST_SWITCH &&
+        static_cast<std::uint32_t>(Op::subscribe) == RHINETDV_OP_SUBSCRIBE &&
+        static_cast<std::uint32_t>(Op::unsubscribe) ==
+            RHINETDV_OP_UNSUBSCRIBE &&
+        static_cast<std::uint32_t>(Op::share_update) ==
+            RHINETDV_OP_SHARE_UPDATE,
     "rhinet::Op mirrors RHINETDV_OP_*");
 static_assert(wc_success == IBV_WC_SUCCESS &&
                   wc_loc_len_err == IBV_WC_LOC_LEN_ERR &&
@@ -79,9 +84,12 @@ std::string wc_name(std::uint32_t status) {
 // The errno of a failed completion: the syndrome's, except where a lock
 // or barrier says more (a LOCK of a lock this endpoint holds or waits for
 // would deadlock; a barrier's NOT_HELD is a count that differs from its
-// round's, not a lock).
+// round's, not a lock; a subscribe's NOT_SUBSCRIBED means it is in the
+// region already).
 int sync_errno(Op op, std::uint32_t syndrome) {
   if (op == Op::lock && syndrome == RHINETDV_SYN_BAD_WQE) return EDEADLK;
+  if (op == Op::subscribe && syndrome == RHINETDV_SYN_NOT_SUBSCRIBED)
+    return EISCONN;
   if (op == Op::barrier && syndrome == RHINETDV_SYN_NOT_HELD) return EINVAL;
   return syndrome_errno(syndrome);
 }
@@ -323,6 +331,24 @@ std::string Device::describe(const Slot& s) const {
     std::string d = std::string(op_name(s.op)) + " " + id +
                     " managed by rank " + std::to_string(s.rank);
     if (s.op == Op::barrier) d += ", " + std::to_string(s.length) + " ranks";
+    return d;
+  }
+  if (s.op == Op::subscribe || s.op == Op::unsubscribe) {
+    std::string d = std::string(op_name(s.op)) + " area " +
+                    std::to_string(s.area_or_rkey) + " at home rank " +
+                    std::to_string(s.rank);
+    if (s.op == Op::subscribe)
+      d += ", offset " + std::to_string(s.offset_or_addr) + ", " +
+           std::to_string(s.length) + " bytes" +
+           (s.mode != Mode::basic ? std::string(", mode ") + mode_name(s.mode)
+                                  : std::string());
+    return d;
+  }
+  if (s.op == Op::share_update) {
+    std::string d = "share_update of area " + std::to_string(s.area_or_rkey) +
+                    " offset " + std::to_string(s.offset_or_addr) + ", " +
+                    std::to_string(s.length) + " bytes";
+    if (s.mode != Mode::basic) d += std::string(", mode ") + mode_name(s.mode);
     return d;
   }
   if (s.op == Op::mcast || s.op == Op::mcast_switch) {

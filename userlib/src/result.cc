@@ -52,6 +52,10 @@ constexpr SyndromeInfo kSyndromes[] = {
      "the NIC has no member list for the switch multicast group (the "
      "administrator did not set it on this node)",
      ENOENT},
+    {26, "NOT_SUBSCRIBED",
+     "the endpoint is not in the shared region (or still joining it), or "
+     "a subscribe of a region it is in already",
+     ENOTCONN},
 };
 
 const SyndromeInfo* find(std::uint32_t s) {

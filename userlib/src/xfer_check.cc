@@ -52,6 +52,12 @@ const char* op_name(Op op) {
       return "barrier";
     case Op::mcast_switch:
       return "mcast_switch";
+    case Op::subscribe:
+      return "subscribe";
+    case Op::unsubscribe:
+      return "unsubscribe";
+    case Op::share_update:
+      return "share_update";
   }
   return "unknown";
 }
@@ -66,8 +72,10 @@ namespace detail {
 
 bool mode_allowed(Op op, Mode mode) {
   const bool sends = op == Op::push || op == Op::isend || op == Op::mcast ||
-                     op == Op::mcast_switch;
+                     op == Op::mcast_switch || op == Op::share_update;
   const bool takes = op == Op::pull || op == Op::irecv;
+  // A subscribe takes the region's bytes as a PULL would, whole (table 1).
+  if (op == Op::subscribe) return mode == Mode::basic || mode == Mode::twin;
   switch (mode) {
     case Mode::basic:
     case Mode::bitmap:
@@ -188,12 +196,14 @@ Result<void> check_mode_parameters(Op op, const XferOptions& o,
 Result<void> check_xfer(Op op, Target target, const XferOptions& o,
                         std::size_t length) {
   const std::string op_s = op_name(op);
-  const bool multicast = op == Op::mcast || op == Op::mcast_switch;
-  if (op != Op::push && op != Op::pull && !multicast)
+  const bool multicast =
+      op == Op::mcast || op == Op::mcast_switch || op == Op::share_update;
+  const bool subscribe = op == Op::subscribe;
+  if (op != Op::push && op != Op::pull && !multicast && !subscribe)
     return invalid(op_s +
-                   " is not a PUSH, PULL or mcast (check_message checks "
-                   "isend and irecv)");
-  if (multicast && target != Target::area)
+                   " is not a PUSH, PULL, mcast, subscribe or share_update "
+                   "(check_message checks isend and irecv)");
+  if ((multicast || subscribe) && target != Target::area)
     return invalid(op_s +
                    ": the target is an area ID and offset, the same at "
                    "every member (not an address and key)");
@@ -204,20 +214,24 @@ Result<void> check_xfer(Op op, Target target, const XferOptions& o,
   const std::string mode_s = mode_name(o.mode);
   if (!detail::mode_allowed(op, o.mode))
     return invalid(op_s + " does not take mode " + mode_s +
-                   " (004 table 1: push and mcast take basic, diff, bitmap, "
-                   "stride; pull takes basic, twin, bitmap, stride)");
+                   " (004 table 1: push, mcast and share_update take basic, "
+                   "diff, bitmap, stride; pull takes basic, twin, bitmap, "
+                   "stride; subscribe basic, twin)");
   if (length > std::numeric_limits<std::uint32_t>::max())
     return Error(EMSGSIZE, op_s + ": " + std::to_string(length) +
                                " bytes; one operation moves less than 4 GiB");
   if (auto r = detail::check_stray_parameters(op, o, length); !r) return r;
   if (o.signal && (!pushes || target != Target::area))
     return invalid(op_s + ": a signal goes only with a push by area ID");
+  // The NIC numbers a region's updates itself and signals nothing.
+  if (o.signal && op == Op::share_update)
+    return invalid(op_s + ": a shared region's update takes no signal");
   if (o.inline_data && (!pushes || o.mode != Mode::basic))
     return invalid(op_s + ": inline data goes only with a basic push");
-  if (o.fence && multicast)
+  if (o.fence && (multicast || subscribe))
     return invalid(op_s +
                    ": fence is not taken (a multicast reads nothing "
-                   "back)");
+                   "back; a subscribe waits for nothing of this process)");
   return detail::check_mode_parameters(op, o, length);
 }
 

@@ -86,6 +86,20 @@ TEST(Error, SyncSyndromes) {
             EAGAIN);
 }
 
+// A shared region's refusal (004 2.9): not in the region, or in it
+// already.
+TEST(Error, ShareSyndrome) {
+  using rhinet::Syndrome;
+  EXPECT_EQ(static_cast<std::uint32_t>(Syndrome::not_subscribed), 26u);
+  EXPECT_EQ(rhinet::syndrome_name(26), "NOT_SUBSCRIBED");
+  EXPECT_EQ(rhinet::syndrome_errno(26), ENOTCONN);
+  EXPECT_NE(rhinet::syndrome_text(26).find("shared region"),
+            std::string_view::npos);
+  // The NIC's refusal of an update before a newcomer's data never reaches
+  // a completion: the library does not name it.
+  EXPECT_EQ(rhinet::syndrome_name(25), "SYNDROME_25");
+}
+
 TEST(Error, EqualityIgnoresMessages) {
   EXPECT_EQ(Error(EINVAL, "a"), Error(EINVAL, "b"));
   EXPECT_FALSE(Error(EINVAL, "a") == Error(EPERM, "a"));

@@ -218,6 +218,68 @@ TEST(XferCheck, SwitchMcastTakesThePushModesByAreaOnly) {
   EXPECT_TRUE(check_xfer(Op::mcast_switch, Target::area, inl, 16));
 }
 
+// A shared region's update is a PUSH by area to the region's members: the
+// PUSH modes, inline, but no signal (the NIC numbers updates itself) and
+// no fence.
+TEST(XferCheck, ShareUpdateTakesThePushModesByAreaWithoutSignal) {
+  for (Mode m : {Mode::basic, Mode::bitmap, Mode::stride})
+    EXPECT_TRUE(check_xfer(Op::share_update, Target::area, options_for(m), 64))
+        << rhinet::mode_name(m);
+  auto diff =
+      check_xfer(Op::share_update, Target::area, options_for(Mode::diff), 64);
+  ASSERT_FALSE(diff);  // allowed, but no twin can be given here
+  EXPECT_NE(message(diff).find("no twin memory"), std::string::npos)
+      << message(diff);
+  auto twin =
+      check_xfer(Op::share_update, Target::area, options_for(Mode::twin), 64);
+  ASSERT_FALSE(twin);
+  EXPECT_NE(message(twin).find("does not take mode twin"), std::string::npos)
+      << message(twin);
+  EXPECT_FALSE(check_xfer(Op::share_update, Target::key, {}, 64));
+  XferOptions signal;
+  signal.signal = 1;
+  auto s = check_xfer(Op::share_update, Target::area, signal, 64);
+  ASSERT_FALSE(s);
+  EXPECT_NE(message(s).find("no signal"), std::string::npos) << message(s);
+  XferOptions fence;
+  fence.fence = true;
+  EXPECT_FALSE(check_xfer(Op::share_update, Target::area, fence, 64));
+  XferOptions inl;
+  inl.inline_data = true;
+  EXPECT_TRUE(check_xfer(Op::share_update, Target::area, inl, 16));
+}
+
+// A subscribe takes the region whole: basic, or twin (004 table 1), and
+// nothing of a PUSH's.
+TEST(XferCheck, SubscribeTakesBasicOrTwin) {
+  EXPECT_TRUE(check_xfer(Op::subscribe, Target::area, {}, 4096));
+  auto twin =
+      check_xfer(Op::subscribe, Target::area, options_for(Mode::twin), 64);
+  ASSERT_FALSE(twin);  // allowed, but no twin can be given here
+  EXPECT_NE(message(twin).find("no twin memory"), std::string::npos)
+      << message(twin);
+  for (Mode m : {Mode::diff, Mode::bitmap, Mode::stride}) {
+    auto r = check_xfer(Op::subscribe, Target::area, options_for(m), 64);
+    ASSERT_FALSE(r) << rhinet::mode_name(m);
+    EXPECT_EQ(r.error().errno_value(), EINVAL);
+    EXPECT_NE(message(r).find("subscribe basic, twin"), std::string::npos)
+        << message(r);
+  }
+  EXPECT_FALSE(check_xfer(Op::subscribe, Target::key, {}, 64));
+  XferOptions signal, fence, inl;
+  signal.signal = 1;
+  fence.fence = true;
+  inl.inline_data = true;
+  EXPECT_FALSE(check_xfer(Op::subscribe, Target::area, signal, 64));
+  EXPECT_FALSE(check_xfer(Op::subscribe, Target::area, fence, 64));
+  EXPECT_FALSE(check_xfer(Op::subscribe, Target::area, inl, 16));
+  EXPECT_STREQ(rhinet::op_name(Op::subscribe), "subscribe");
+  EXPECT_STREQ(rhinet::op_name(Op::unsubscribe), "unsubscribe");
+  EXPECT_STREQ(rhinet::op_name(Op::share_update), "share_update");
+  // An unsubscribe moves nothing.
+  EXPECT_FALSE(check_xfer(Op::unsubscribe, Target::area, {}, 0));
+}
+
 // Locks and barriers are not transfers.
 TEST(XferCheck, SyncOpsAreNotTransfers) {
   for (Op op : {Op::lock, Op::unlock, Op::barrier}) {

@@ -3,8 +3,8 @@
 // it: its rank, the group size and ID, the table rank -> (node, endpoint)
 // from the bootstrap, the NIC endpoint, and the operations of 004 tables 1
 // and 2 that exist so far: PUSH and PULL with their modes, signals, sync,
-// messages matched by the NIC (isend, irecv, iprobe), sequential multicast
-// (mcast), and locks and barriers kept by the NIC.
+// messages matched by the NIC (isend, irecv, iprobe), multicast (mcast),
+// locks and barriers kept by the NIC, and shared regions (subscribe).
 //
 // A Group and everything it makes (Area, Buffer, Twin, Request) are used by
 // one thread at a time. Those objects keep the device open, so they may
@@ -34,6 +34,7 @@ struct rhinetdv_endpoint;
 namespace rhinet {
 
 class LockGuard;
+class SharedRegion;
 
 // The barrier ID Group::barrier uses unless told otherwise.
 inline constexpr std::uint64_t default_barrier_id = 0xba221e2000000000ull;
@@ -386,21 +387,80 @@ class Group {
   Result<void> barrier(const BarrierOptions& options = {},
                        std::chrono::milliseconds timeout = forever);
 
+  // ---- shared regions (004 2.9) -----------------------------------------
+  //
+  // A region is [offset, offset + length) of an area: every member keeps
+  // its copy at that offset of its own Area of that ID, so an update means
+  // the same place everywhere. It is named by its home rank (whose memory
+  // is the master copy; nothing to set up there, its NIC creates the
+  // region at the first subscribe) and the area ID; a rank is in at most
+  // one region per area ID. Each member's NIC keeps the region's directory
+  // and multicasts the member's updates along it; the NICs run the join,
+  // so an update that crosses a newcomer's join is applied there exactly
+  // once. One member's updates are applied everywhere in posting order;
+  // updates of the same bytes by different members have no order unless
+  // the program gives them one (a lock, or waiting for the first's
+  // completion, which comes when every member has it). At most 16 members
+  // (home included), regions of 1 byte to 1 GiB.
+  //
+  // Errors before posting: EOPNOTSUPP (no shared_regions()), EINVAL (a rank
+  // out of range, this rank as home, an area of another group, a range
+  // outside the area, a mode the operation does not take (subscribe: basic,
+  // twin; update: as push()) or bad parameters, a signal), EMSGSIZE,
+  // EFAULT (an update's span not registered). At completion: ENOENT (the
+  // home has no such area, Syndrome::bad_area), ERANGE (the home's region
+  // of the area has another range), EISCONN (subscribe: in it already),
+  // ENOTCONN (unsubscribe or update of a region this rank is not in, or
+  // still joining: Syndrome::not_subscribed), EAGAIN (a region table is
+  // full, or the region has 16 members), ECONNRESET (the home went away or
+  // the join timed out), EHOSTUNREACH (a member's node stopped answering).
+  bool shared_regions() const;  // RHINETDV_CAP_SHARE
+
+  // Joins the region (home, area.id()) of area bytes [offset, offset +
+  // length): completes when the home's bytes are in `area` (with
+  // Mode::twin, XferOptions::twin_copy, also in the twin: later diff
+  // updates compare with it). The Area must stay registered while
+  // subscribed.
+  Request isubscribe(std::uint32_t home, const Area& area, std::uint64_t offset,
+                     std::uint64_t length, const XferOptions& options = {});
+  // isubscribe(...).wait(), then a handle that unsubscribes when
+  // destroyed.
+  Result<SharedRegion> subscribe(std::uint32_t home, const Area& area,
+                                 std::uint64_t offset, std::uint64_t length,
+                                 const XferOptions& options = {});
+  // Leaves the region (home, area_id): out at once (later updates are
+  // dropped); completes when the home has taken it.
+  Request iunsubscribe(std::uint32_t home, std::uint32_t area_id);
+  Result<void> unsubscribe(std::uint32_t home, std::uint32_t area_id);
+  // src -> (area_id, offset) at every other member of the region this rank
+  // is in (as subscriber or home), as one operation that completes when
+  // every member has it. Usually src is the changed part of this rank's own
+  // copy (SharedRegion::update). Modes and options as push() by area, no
+  // signal; a diff compares with the twin for every member (with several
+  // writers, each diffs only the bytes it writes).
+  Request update(std::uint32_t area_id, std::uint64_t offset,
+                 std::span<const std::byte> src,
+                 const XferOptions& options = {});
+
   // ---- later (issue 17); not implemented -----------------------------
   //
-  //   Result<Shared> subscribe(region, home_rank, span)   2.9
-  //   Result<void> unsubscribe(Shared&)
   //   Request broadcast/reduce/allreduce/...          collectives
 
  private:
   friend struct detail::Device;
   friend class LockGuard;
-  Request post_mcast(std::span<const std::uint32_t> ranks,
+  friend class SharedRegion;
+  // Multicasts: Op::mcast to `ranks`, Op::mcast_switch to `switch_group`,
+  // Op::share_update along the region's directory.
+  Request post_mcast(Op op, std::span<const std::uint32_t> ranks,
                      std::uint16_t switch_group, std::uint32_t area_id,
                      std::uint64_t offset, std::span<const std::byte> src,
                      const XferOptions& options);
   Request post_sync(Op op, std::uint32_t manager, std::uint64_t id,
                     std::uint32_t count);
+  Request post_share(Op op, std::uint32_t home, std::uint32_t area_id,
+                     const Area* area, std::uint64_t offset,
+                     std::uint64_t length, const XferOptions& options);
   Group(std::shared_ptr<detail::Device> dev, Bootstrap boot);
   Request post(Op op, Target target, std::uint32_t rank, std::uint64_t remote,
                std::uint32_t rkey, std::uint64_t offset,
@@ -444,6 +504,50 @@ class [[nodiscard]] LockGuard {
   Group* group_ = nullptr;
   std::uint64_t id_ = 0;
   std::uint32_t manager_ = 0;
+};
+
+// This rank's membership of a shared region (Group::subscribe): its copy
+// (bytes(), inside the Area) and updates of parts of it; unsubscribes when
+// destroyed (waiting for it; an error goes where a detached request's goes,
+// Group::sync()). Movable, not copyable; must not outlive its Group or
+// its Area.
+class [[nodiscard]] SharedRegion {
+ public:
+  SharedRegion(SharedRegion&& other) noexcept;
+  SharedRegion& operator=(SharedRegion&& other) noexcept;
+  SharedRegion(const SharedRegion&) = delete;
+  SharedRegion& operator=(const SharedRegion&) = delete;
+  ~SharedRegion();
+
+  std::uint32_t home() const { return home_; }
+  std::uint32_t area_id() const { return area_id_; }
+  std::uint64_t offset() const { return offset_; }
+  // This rank's copy: where the members' updates land.
+  std::span<std::byte> bytes() const { return bytes_; }
+  // Still in the region (not unsubscribed, not moved from).
+  bool subscribed() const { return group_ != nullptr; }
+  // Sends `part`, a span inside bytes() that this rank changed, to the
+  // same place at every other member (Group::update). EINVAL when not
+  // subscribed or `part` is not inside bytes().
+  Request update(std::span<const std::byte> part,
+                 const XferOptions& options = {});
+  // Leaves now and says how it went (Group::unsubscribe's errors); the
+  // handle is no longer subscribed, whatever the result.
+  Result<void> unsubscribe();
+
+ private:
+  friend class Group;
+  SharedRegion(Group* group, std::uint32_t home, std::uint32_t area_id,
+               std::uint64_t offset, std::span<std::byte> bytes)
+      : group_(group),
+        home_(home),
+        area_id_(area_id),
+        offset_(offset),
+        bytes_(bytes) {}
+  Group* group_ = nullptr;
+  std::uint32_t home_ = 0, area_id_ = 0;
+  std::uint64_t offset_ = 0;
+  std::span<std::byte> bytes_;
 };
 
 }  // namespace rhinet

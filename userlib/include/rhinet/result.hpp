@@ -40,6 +40,7 @@ enum class Syndrome : std::uint32_t {
   member_lost = 22,     // a lock's or barrier's member or manager was lost
   not_held = 23,        // unlock of a lock not held; barrier count mismatch
   no_mcast_group = 24,  // a switch multicast group the NIC has no list for
+  not_subscribed = 26,  // not in the shared region (or in it already)
 };
 
 // "BAD_GROUP", "BOUNDS", ...; "SYNDROME_<n>" for a value not listed.

@@ -30,6 +30,9 @@ enum class Op : std::uint32_t {
   unlock = 9,
   barrier = 10,
   mcast_switch = 11,  // simultaneous multicast (004 2.8 mcastA): a switch group
+  subscribe = 12,     // shared regions (004 2.9): join a region at its home
+  unsubscribe = 13,
+  share_update = 14,  // a PUSH to every other member of the region
 };
 
 // The partial-transfer modes (values of RHINETDV_MODE_*). Table 1: PUSH
@@ -121,9 +124,10 @@ enum class Target : std::uint32_t {
   key = 1,   // (rank, remote address, rkey)
 };
 
-// The checks push/pull (and mcast, which is a PUSH by area to many ranks:
-// Op::mcast with Target::area) make before posting (exposed for tests and
-// for callers who want to validate once): table 1's combinations, the
+// The checks push/pull (and mcast and share_update, PUSHes by area to many
+// ranks, and subscribe, which takes basic or twin: all with Target::area)
+// make before posting (exposed for tests and for callers who want to
+// validate once): table 1's combinations, the
 // mode's parameters against `length` (the local span's bytes), signal
 // only on a PUSH by area, inline only on a basic PUSH. Errors: EINVAL with a
 // message naming the rule (also for Op::isend/irecv: see check_message);
