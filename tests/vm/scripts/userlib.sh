@@ -16,9 +16,13 @@
 # inline, stride, bitmap; every byte checked after a NIC barrier; a member
 # lacking the area), a counter incremented under a NIC lock by every rank
 # (LOCK, PULL, PUSH + 1, UNLOCK), barrier rounds where nobody may leave
-# early, and the errors of locks and barriers.
+# early, and the errors of locks and barriers; shared_region is a region
+# homed at rank 0 that ranks 1 and 2 subscribe to, a stream of DIFF
+# updates, rank 3 joining during it, every copy checked byte for byte
+# against the home's and every update applied once by the NICs' counts,
+# and the errors of subscribe, unsubscribe and update.
 # Then every node holds no twin memory, and no group violation was
-# counted.
+# counted; the NICs' shared-region counters are printed.
 #   userlib.sh NODE NODES   (the applications overlay: run-cluster --apps)
 NODE=$1
 NODES=$2
@@ -36,7 +40,7 @@ run() { # NAME rhinet-run arguments...
 	t0=$(now)
 	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
 		echo "userlib: $name passed in $(elapsed "$t0") s"
-		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:" \
+		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:" \
 			/tmp/run.log | head -40
 	else
 		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
@@ -64,12 +68,19 @@ run "partial_messages, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 # (issue 16); run `rhinet_sync_mcast 200` by hand to see it.
 run "sync_mcast, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_sync_mcast 0
+# Needs exactly 4 ranks (home, two subscribers, a newcomer).
+if [ "$NODES" = 4 ]; then
+	run "shared_region, 4 ranks" -n 4 --hosts "$hosts" rhinet_shared_region
+fi
 
 for k in $(seq 0 $((NODES - 1))); do
 	c=/sys/class/infiniband/rhinet0/ports/1/hw_counters
 	got=$(ssh "node$k" "cat $c/twin_bytes $c/group_violations $c/signals" |
 		tr '\n' ' ')
 	echo "userlib: node$k twin_bytes, group_violations, signals: $got"
+	share=$(ssh "node$k" "cd $c && for f in share_*; do echo \$f=\$(cat \$f); done" |
+		tr '\n' ' ')
+	echo "userlib: node$k $share"
 	set -- $got
 	[ "$1" = 0 ] || failed="$failed node$k-twin_bytes=$1"
 	[ "$2" = 0 ] || failed="$failed node$k-group_violations=$2"
