@@ -162,6 +162,8 @@ int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
 		      u32 *result);
 int rhinet_admin_query(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
 		       void *out, size_t len);
+int rhinet_admin_exec_in(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
+			 __le64 *addr, const void *in, size_t len);
 int rhinet_admin_query_device(struct rhinet_dev *rdev,
 			      struct rhn_device_attr *attr);
 irqreturn_t rhinet_admin_irq(int irq, void *data);

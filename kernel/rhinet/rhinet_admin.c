@@ -207,6 +207,26 @@ int rhinet_admin_query(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
 	return ret;
 }
 
+/*
+ * Runs a command that reads @len bytes of @in from the out page, whose bus
+ * address goes to @addr (a field of @cmd).
+ */
+int rhinet_admin_exec_in(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
+			 __le64 *addr, const void *in, size_t len)
+{
+	int ret;
+
+	if (WARN_ON(len > PAGE_SIZE))
+		return -EINVAL;
+	mutex_lock(&rdev->admin.out_lock);
+	if (len)
+		memcpy(rdev->admin.out, in, len);
+	*addr = cpu_to_le64(rdev->admin.out_dma);
+	ret = rhinet_admin_exec(rdev, cmd, NULL);
+	mutex_unlock(&rdev->admin.out_lock);
+	return ret;
+}
+
 int rhinet_admin_query_device(struct rhinet_dev *rdev,
 			      struct rhn_device_attr *attr)
 {

@@ -579,6 +579,7 @@ int rhinet_ib_init(struct rhinet_dev *rdev)
 	xa_init(&ib->groups);
 	mutex_init(&ib->twin_lock);
 	xa_init(&ib->user_twins);
+	rhinet_mcast_switch_init(ib);
 	INIT_WORK(&ib->port_work, rhinet_port_work);
 	rhinet_ib_limits(ib);
 	ret = rhinet_od_init(ib);
@@ -608,6 +609,7 @@ err_unpublish:
 	rhinet_ib_unpublish(rdev, ib);
 err_dealloc:
 	rhinet_od_fini(ib);
+	rhinet_mcast_switch_fini(ib);
 	ib_dealloc_device(&ib->ibdev);
 	return ret;
 }
@@ -622,6 +624,7 @@ void rhinet_ib_fini(struct rhinet_dev *rdev)
 	ib_unregister_device(&ib->ibdev);
 	rhinet_ib_unpublish(rdev, ib);
 	rhinet_od_fini(ib);
+	rhinet_mcast_switch_fini(ib);
 	WARN_ON(atomic64_read(&ib->pinned_pages));
 	WARN_ON(atomic64_read(&ib->twin_bytes));
 	WARN_ON(!xa_empty(&ib->groups) || !xa_empty(&ib->user_twins));

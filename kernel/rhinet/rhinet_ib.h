@@ -88,6 +88,11 @@ struct rhinet_ib {
 	struct list_head od_lost; /* MRs with requests the ring missed */
 	struct work_struct od_work;
 	atomic64_t pin_requests, pin_refusals, pin_releases, pin_overflows;
+	/* Switch groups of simultaneous multicast (rhinet_mcast_switch.c):
+	 * group ID -> the list last set on the NIC.
+	 */
+	struct mutex mcast_lock; /* mcast_groups and the NIC's table */
+	struct xarray mcast_groups;
 };
 
 /* Pinned user memory registered with the NIC as one memory region. */
@@ -322,6 +327,9 @@ void rhinet_mmap_free(struct rdma_user_mmap_entry *entry);
 
 /* rhinet_twin.c */
 extern const struct uapi_definition rhinet_uapi_defs[];
+extern const struct uapi_definition rhinet_mcast_switch_defs[];
+void rhinet_mcast_switch_init(struct rhinet_ib *ib);
+void rhinet_mcast_switch_fini(struct rhinet_ib *ib);
 void rhinet_twin_limits(struct rhinet_ib *ib);
 struct ib_dm *rhinet_alloc_dm(struct ib_device *ibdev,
 			      struct ib_ucontext *ibuc,

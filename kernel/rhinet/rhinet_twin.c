@@ -28,6 +28,7 @@ ADD_UVERBS_ATTRIBUTES_SIMPLE(rhinet_ib_dm, UVERBS_OBJECT_DM,
 
 const struct uapi_definition rhinet_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &rhinet_ib_dm),
+	UAPI_DEF_CHAIN(rhinet_mcast_switch_defs),
 	{},
 };
 

@@ -18,6 +18,7 @@
 #define RHINET_ABI_USER_H
 
 #include <linux/types.h>
+#include <rdma/ib_user_ioctl_cmds.h>
 
 #define RHINET_UVERBS_ABI_VERSION 1
 
@@ -269,6 +270,66 @@ struct rhinet_create_ah_resp {
 	__u32 comp_mask;
 	__u16 dest_node;
 	__u16 reserved;
+};
+
+/* ---- switch groups of simultaneous multicast (ioctl methods) ----------- */
+
+/*
+ * The member list a switch group has on this node's NIC (004 2.8 mcastA):
+ * the same list on every member's NIC, as the administrator set the
+ * group's pattern in the fabric switch. Only a caller with CAP_NET_ADMIN
+ * may set, clear or read a list (EPERM otherwise); any process opening
+ * the device reaches the methods, which is how an admin tool runs them
+ * (rdma-core: rhinetdv_set_mcast_group, rhinetdv_query_mcast_group).
+ * Driver namespace methods of the driver object RHINET_IB_OBJECT_MCAST_SWITCH,
+ * no object handle.
+ */
+#define RHINET_MCAST_GROUP_FIRST 0xf000 /* the administrator's sub-range */
+#define RHINET_MCAST_GROUP_LAST 0xf7ff
+#define RHINET_MCAST_GROUP_MAX_MEMBERS 128
+
+/* One member: a node and its endpoint (the QPN of a process's endpoint). */
+struct rhinet_mcast_member {
+	__u16 node;
+	__u16 reserved; /* 0 */
+	__u32 qpn; /* < 1 << 24 */
+};
+
+enum rhinet_ib_objects {
+	RHINET_IB_OBJECT_MCAST_SWITCH = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum rhinet_ib_mcast_switch_methods {
+	/*
+	 * Sets (a nonempty MEMBERS) or clears (MEMBERS absent or empty) the
+	 * group's list. EINVAL: an ID outside RHINET_MCAST_GROUP_FIRST..LAST,
+	 * a MEMBERS length that is no multiple of the entry, reserved bits, a
+	 * node beyond the fabric or listed twice, a QPN of 25 bits or more.
+	 * E2BIG: more than RHINET_MCAST_GROUP_MAX_MEMBERS. From the NIC:
+	 * EBUSY (multicasts of this node to the group are still outstanding),
+	 * ENOSPC (its group table is full), ENOENT (clearing a group it does
+	 * not have), EIO (the device failed).
+	 */
+	RHINET_IB_METHOD_SET_MCAST_GROUP = (1U << UVERBS_ID_NS_SHIFT),
+	/*
+	 * The list last set for the group. ENOENT: none. COUNT is the number
+	 * of members; MEMBERS gets as many of them as its length holds.
+	 */
+	RHINET_IB_METHOD_QUERY_MCAST_GROUP,
+};
+
+enum rhinet_ib_set_mcast_group_attrs {
+	RHINET_IB_ATTR_SET_MCAST_GROUP_ID = (1U << UVERBS_ID_NS_SHIFT), /* u16 */
+	/* u16: the process group whose contexts may send; 0: every one */
+	RHINET_IB_ATTR_SET_MCAST_GROUP_ENDPOINT_GROUP,
+	RHINET_IB_ATTR_SET_MCAST_GROUP_MEMBERS, /* struct rhinet_mcast_member[] */
+};
+
+enum rhinet_ib_query_mcast_group_attrs {
+	RHINET_IB_ATTR_QUERY_MCAST_GROUP_ID = (1U << UVERBS_ID_NS_SHIFT), /* u16 */
+	RHINET_IB_ATTR_QUERY_MCAST_GROUP_ENDPOINT_GROUP, /* u16, out */
+	RHINET_IB_ATTR_QUERY_MCAST_GROUP_COUNT, /* u32, out */
+	RHINET_IB_ATTR_QUERY_MCAST_GROUP_MEMBERS, /* out, optional */
 };
 
 #endif /* RHINET_ABI_USER_H */
