@@ -319,14 +319,16 @@ enum rhinet_ib_mcast_switch_methods {
 };
 
 enum rhinet_ib_set_mcast_group_attrs {
-	RHINET_IB_ATTR_SET_MCAST_GROUP_ID = (1U << UVERBS_ID_NS_SHIFT), /* u16 */
+	/* u16: the group's ID */
+	RHINET_IB_ATTR_SET_MCAST_GROUP_ID = (1U << UVERBS_ID_NS_SHIFT),
 	/* u16: the process group whose contexts may send; 0: every one */
 	RHINET_IB_ATTR_SET_MCAST_GROUP_ENDPOINT_GROUP,
 	RHINET_IB_ATTR_SET_MCAST_GROUP_MEMBERS, /* struct rhinet_mcast_member[] */
 };
 
 enum rhinet_ib_query_mcast_group_attrs {
-	RHINET_IB_ATTR_QUERY_MCAST_GROUP_ID = (1U << UVERBS_ID_NS_SHIFT), /* u16 */
+	/* u16: the group's ID */
+	RHINET_IB_ATTR_QUERY_MCAST_GROUP_ID = (1U << UVERBS_ID_NS_SHIFT),
 	RHINET_IB_ATTR_QUERY_MCAST_GROUP_ENDPOINT_GROUP, /* u16, out */
 	RHINET_IB_ATTR_QUERY_MCAST_GROUP_COUNT, /* u32, out */
 	RHINET_IB_ATTR_QUERY_MCAST_GROUP_MEMBERS, /* out, optional */
