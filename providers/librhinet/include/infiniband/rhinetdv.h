@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.7;
+ * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.8;
  * rhinetdv 1.4 added no function, only fields: the partial-transfer modes
  * of isend and irecv, which a library has when it reports
  * RHINETDV_CAP_TAG_XFER; RHINETDV_1.5 adds sequential multicast, locks and
  * barriers; RHINETDV_1.6 simultaneous multicast; RHINETDV_1.7 shared
- * regions). What
+ * regions; RHINETDV_1.8 the administrator's switch groups). What
  * ibverbs has no
  * words for:
  * the reliable connectionless endpoint (one per process; it reaches every
@@ -24,7 +24,8 @@
  * rhinetdv_poll(3), rhinetdv_status_word(3), rhinetdv_push_ex(3),
  * rhinetdv_reg_area_ex(3), rhinetdv_wait_signal(3), rhinetdv_twin_handle(3),
  * rhinetdv_isend(3), rhinetdv_pd_req(3), rhinetdv_mcast_list(3),
- * rhinetdv_mcast_switch(3), rhinetdv_lock(3), rhinetdv_subscribe(3).
+ * rhinetdv_mcast_switch(3), rhinetdv_set_mcast_group(3), rhinetdv_lock(3),
+ * rhinetdv_subscribe(3).
  */
 #ifndef INFINIBAND_RHINETDV_H
 #define INFINIBAND_RHINETDV_H
@@ -905,6 +906,43 @@ int rhinetdv_unsubscribe(struct rhinetdv_endpoint *ep,
 int rhinetdv_share_update(struct rhinetdv_endpoint *ep,
 			  const struct rhinetdv_share_update_attr *attr,
 			  size_t inlen);
+
+/* ---- the administrator's switch groups (RHINETDV_1.8) ------------------- */
+
+/*
+ * What the cluster administrator (CAP_NET_ADMIN) gives this node's NIC for
+ * switch group `group` (0xf000..0xf7ff, RHINETDV_MCAST_GROUP_FIRST..LAST):
+ * the members, one (node, endpoint) each, the same list on every member
+ * node, and the process group whose processes may send to it (0: any).
+ * rhinetdv_set_mcast_group with count 0 removes the group. Returns 0 or
+ * an errno: EPERM (no CAP_NET_ADMIN), EINVAL (a bad ID, a node beyond the
+ * fabric or listed twice, reserved bits, a QPN of 25 bits or more), E2BIG
+ * (more than RHINETDV_MCAST_GROUP_MAX_MEMBERS), EBUSY (this node's
+ * multicasts to the group are outstanding), ENOSPC (the NIC's group table
+ * is full), ENOENT (removing a group the NIC does not have), EOPNOTSUPP
+ * (not a rhinet device, or a driver without the methods).
+ * rhinetdv_query_mcast_group returns the list last set: *count is the
+ * capacity of `members` on entry and the number of members on return
+ * (only the first capacity of them are written); ENOENT: no list.
+ */
+#define RHINETDV_MCAST_GROUP_FIRST 0xf000
+#define RHINETDV_MCAST_GROUP_LAST 0xf7ff
+#define RHINETDV_MCAST_GROUP_MAX_MEMBERS 128
+
+struct rhinetdv_mcast_member {
+	uint16_t node;
+	uint16_t reserved; /* 0 */
+	uint32_t qpn; /* the member's endpoint (rhinetdv_endpoint.endpoint_id) */
+};
+
+int rhinetdv_set_mcast_group(struct ibv_context *context, uint16_t group,
+			     uint16_t endpoint_group,
+			     const struct rhinetdv_mcast_member *members,
+			     uint32_t count);
+int rhinetdv_query_mcast_group(struct ibv_context *context, uint16_t group,
+			       uint16_t *endpoint_group,
+			       struct rhinetdv_mcast_member *members,
+			       uint32_t *count);
 
 /* ---- locks and barriers (004 2.10, RHINETDV_1.5) ------------------------ */
 
