@@ -18,7 +18,12 @@
 //     to the waiter's grant;
 //   - mcastB to 3 members against 3 PUSHes: throughput with 16 WQEs in
 //     flight (64 KiB), latency to the last member's completion (8 B), and
-//     the frames the sender sent per operation.
+//     the frames the sender sent per operation;
+//   - mcastA through a switch group to 4 members (5 nodes: the sender is
+//     listed too, as it must be) against 4 PUSHes: the frames the sender
+//     sends per packet, and the latency to the last member's
+//     acknowledgement (8 B, one at a time) against one PUSH round trip on
+//     the same fabric (goal <= 1.5x).
 //
 //   sync_bench [--quick] [--hop US]
 #include <cstdio>
@@ -145,6 +150,29 @@ class Bench {
     w.dst_qpn = to.qp->qpn();
     return w;
   }
+  // Simultaneous multicast: one WQE to the group's node ID.
+  sim::SendWr mcast_switch(Ep& from, size_t len, uint16_t group) {
+    sim::SendWr w = push(from, from, 0, len);
+    w.opcode = RHN_OP_MCAST_SWITCH;
+    w.dst_node = group;
+    w.dst_qpn = 0;
+    return w;
+  }
+  // What the administrator does: the switch's pattern, and every member's
+  // list through its kernel (the sender is a member).
+  bool set_switch_group(uint16_t group, size_t members) {
+    std::vector<unsigned> ports;
+    std::vector<rhn_mcast_dest> list;
+    for (size_t n = 0; n <= members; n++) {
+      ports.push_back(unsigned(n));
+      list.push_back({uint16_t(n), 0, eps[n].qp->qpn()});
+    }
+    if (!c->fabric().set_group(group, ports)) return false;
+    for (size_t n = 0; n <= members; n++)
+      if (!c->node(n).driver->set_mcast_group(group, 0, list).ok())
+        return false;
+    return true;
+  }
   sim::SendWr mcast(Ep& from, size_t len, size_t members) {
     sim::SendWr w = push(from, from, 0, len);
     w.opcode = RHN_OP_MCAST_LIST;
@@ -255,26 +283,36 @@ Figure lock_handover(Bench& b, int iters) {
 struct McastFigures {
   Figure op;  // per operation (all members served)
   double frames = 0;
+  double packets = 0;  // switch multicast packets per operation
 };
+
+constexpr uint16_t kSwitchGroup = 0xf001;
+
+// How node 0 reaches nodes 1..members with one operation.
+enum class Fanout { list, switch_group, pushes };
 
 // Node 0 sends `len` bytes to nodes 1..members, `window` operations in
 // flight: one MCAST_LIST WQE each, or `members` PUSH WQEs each.
 McastFigures mcast_run(Bench& b, size_t members, size_t len, int iters,
-                       int window, bool one_wqe) {
+                       int window, Fanout how) {
   Ep& s = b.eps[0];
   std::vector<rhn_mcast_dest> list;
   for (size_t k = 1; k <= members; k++)
     list.push_back({uint16_t(k), 0, b.eps[k].qp->qpn()});
   s.buf.write(kList, list.data(), list.size() * sizeof(list[0]));
-  const size_t per_op = one_wqe ? 1 : members;
+  const size_t per_op = how == Fanout::pushes ? members : 1;
   const uint64_t tx0 = b.c->node(0).counter(RHN_CNT_TX_PACKETS);
+  const uint64_t sp0 = b.c->node(0).counter(RHN_CNT_MCAST_SWITCH_PACKETS);
   int posted = 0, done = 0;
   McastFigures r;
   r.op = measure(b, 1, [&](int) {  // one pass of `iters` operations
     while (done < iters) {
       while (posted < iters && posted - done < window) {
-        if (one_wqe) {
+        if (how == Fanout::list) {
           if (!s.qp->post_send(b.mcast(s, len, members))) return false;
+        } else if (how == Fanout::switch_group) {
+          if (!s.qp->post_send(b.mcast_switch(s, len, kSwitchGroup)))
+            return false;
         } else {
           for (size_t k = 1; k <= members; k++)
             if (!s.qp->post_send(b.push(s, b.eps[k], 0, len))) return false;
@@ -291,6 +329,8 @@ McastFigures mcast_run(Bench& b, size_t members, size_t len, int iters,
   r.op.wall_us /= iters;
   // The sender's frames, ACKs included, per operation.
   r.frames = double(b.c->node(0).counter(RHN_CNT_TX_PACKETS) - tx0) / iters;
+  r.packets =
+      double(b.c->node(0).counter(RHN_CNT_MCAST_SWITCH_PACKETS) - sp0) / iters;
   return r;
 }
 
@@ -309,6 +349,66 @@ void row(const char* what, const Figure& f, const Figure& ref) {
   }
   std::printf("%-44s %10.2f %8.2fx %10.2f %8.2fx\n", what, f.fabric_us,
               f.fabric_us / ref.fabric_us, f.wall_us, f.wall_us / ref.wall_us);
+}
+
+// mcastA to 4 members on a 5-node fabric of its own, against 4 PUSHes
+// and one PUSH's round trip measured there.
+void mcast_switch_figures(bool quick, int iters, uint64_t hop_ns) {
+  constexpr size_t kMembers = 4;
+  Bench b(kMembers + 1, hop_ns);
+  if (!b.ok || !b.set_switch_group(kSwitchGroup, kMembers)) {
+    std::printf("mcastA: the 5 nodes or the switch group did not come up\n");
+    failed = true;
+    return;
+  }
+  push_rtt(b, 10);  // untimed: first touches
+  const Figure rtt = push_rtt(b, iters);
+  std::printf("\n%-44s %10s %9s %10s %9s %8s %8s\n", "mcastA, 4 members",
+              "fabric us", "/ref", "wall us", "/ref", "frames", "/packet");
+  row("PUSH 8 B round trip, 5 nodes (reference)", rtt, rtt);
+  for (const size_t len : {size_t{8}, size_t{65536}}) {
+    const int window = len == 8 ? 1 : 16;
+    const int n = len == 8 ? iters : (quick ? 20 : 200);
+    mcast_run(b, kMembers, len, window, window, Fanout::switch_group);
+    mcast_run(b, kMembers, len, window, window, Fanout::pushes);
+    const McastFigures one =
+        mcast_run(b, kMembers, len, n, window, Fanout::switch_group);
+    const McastFigures four =
+        mcast_run(b, kMembers, len, n, window, Fanout::pushes);
+    if (bad(one.op) || bad(four.op) || one.packets <= 0) {
+      std::printf("mcastA %zu B: failed\n", len);
+      failed = true;
+      continue;
+    }
+    const std::string what =
+        std::to_string(len) + " B, " + std::to_string(window) + " in flight";
+    // The reference of the 8 B row is one PUSH's round trip (latency to
+    // the last member), of the 64 KiB row the 4 PUSHes (throughput).
+    const Figure& ref = len == 8 ? rtt : four.op;
+    std::printf("%-44s %10.2f %8.2fx %10.2f %8.2fx %8.1f %8.2f\n",
+                (what + ", one MCAST_SWITCH").c_str(), one.op.fabric_us,
+                one.op.fabric_us / ref.fabric_us, one.op.wall_us,
+                one.op.wall_us / ref.wall_us, one.frames,
+                one.frames / one.packets);
+    std::printf("%-44s %10.2f %8.2fx %10.2f %8.2fx %8.1f %8.2f\n",
+                (what + ", 4 PUSHes").c_str(), four.op.fabric_us,
+                four.op.fabric_us / ref.fabric_us, four.op.wall_us,
+                four.op.wall_us / ref.wall_us, four.frames,
+                four.frames / one.packets);
+    if (len == 8)
+      std::printf(
+          "mcastA 8 B latency to the last of 4 members: %.2fx one PUSH's "
+          "round trip in fabric time, %.2fx in wall time (goal <= 1.5x)\n",
+          one.op.fabric_us / rtt.fabric_us, one.op.wall_us / rtt.wall_us);
+    else
+      std::printf(
+          "mcastA 64 KiB: the sender sent %.2f frames per packet (4 PUSHes: "
+          "%.2f); throughput %.0f%% of 4 PUSHes' in fabric time, %.0f%% in "
+          "wall time\n",
+          one.frames / one.packets, four.frames / one.packets,
+          100 * four.op.fabric_us / one.op.fabric_us,
+          100 * four.op.wall_us / one.op.wall_us);
+  }
 }
 
 }  // namespace
@@ -358,10 +458,10 @@ int main(int argc, char** argv) {
     const int window = len == 8 ? 1 : 16;
     const int n = len == 8 ? iters : (quick ? 20 : 200);
     // Untimed first: the first touch of simulated memory is not the NIC's.
-    mcast_run(b, 3, len, window, window, true);
-    mcast_run(b, 3, len, window, window, false);
-    const McastFigures one = mcast_run(b, 3, len, n, window, true);
-    const McastFigures three = mcast_run(b, 3, len, n, window, false);
+    mcast_run(b, 3, len, window, window, Fanout::list);
+    mcast_run(b, 3, len, window, window, Fanout::pushes);
+    const McastFigures one = mcast_run(b, 3, len, n, window, Fanout::list);
+    const McastFigures three = mcast_run(b, 3, len, n, window, Fanout::pushes);
     if (bad(one.op) || bad(three.op)) {
       std::printf("mcastB %zu B: failed\n", len);
       continue;
@@ -382,5 +482,6 @@ int main(int argc, char** argv) {
           100 * three.op.wall_us / one.op.wall_us,
           100 * three.op.fabric_us / one.op.fabric_us);
   }
+  mcast_switch_figures(quick, iters, uint64_t(hop_us * 1000));
   return failed ? 1 : 0;
 }
