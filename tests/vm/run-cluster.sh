@@ -20,6 +20,13 @@
 #     --apps           append the applications overlay (UCX, Open MPI,
 #                      dropbear, nvme-cli: APPS in the env file)
 #     --mem SIZE       guest memory (default 256M)
+#     --switch-group "GROUP PORT..."
+#                      the switch's replication pattern of a simultaneous
+#                      multicast group (repeatable; GROUP 61440..63487),
+#                      set on the control socket before the guests boot,
+#                      as the administrator would; the guests find each
+#                      spec as a line of /test/switch_groups (their root
+#                      gives the NICs the member lists)
 #
 # While it runs, `rhinet-switch --ctl SOCKDIR CMD` changes faults; the socket
 # directory is printed at start. Each node's serial log is OUT/nodeK.log; the
@@ -30,7 +37,7 @@ REPO=$(cd "$HERE/../.." && pwd)
 
 nodes=2 script="" shell_node="" timeout=120 out="" env_file="$REPO/build/vm/env"
 apps=0 mem=256M
-switch_args=() script_args=()
+switch_args=() script_args=() switch_groups=()
 while (($#)); do
 	case $1 in
 	-n) nodes=$2; shift 2 ;;
@@ -43,7 +50,8 @@ while (($#)); do
 	--env) env_file=$2; shift 2 ;;
 	--apps) apps=1; shift ;;
 	--mem) mem=$2; shift 2 ;;
-	-h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+	--switch-group) switch_groups+=("$2"); shift 2 ;;
+	-h | --help) sed -n '2,35p' "$0"; exit 0 ;;
 	*) echo "run-cluster: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -87,6 +95,7 @@ if [[ -n $script ]]; then
 	done
 	printf '%s\n' "${script_args[@]}" >"$stage/test/args"
 fi
+for spec in "${switch_groups[@]}"; do echo "$spec"; done >"$stage/test/switch_groups"
 # Its "." would set the guest's / to mktemp's 0700: keep / open to all.
 chmod 0755 "$stage"
 (cd "$stage" && find . | cpio -o -H newc --owner=0:0 --quiet) >"$out/run.cpio"
@@ -102,6 +111,11 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 [[ -S $sockdir/control.sock ]] || { cat "$out/switch.log" >&2; die "switch did not start"; }
+for spec in "${switch_groups[@]}"; do
+	# shellcheck disable=SC2086 # GROUP and PORTs, one word each
+	answer=$("$SWITCH" --ctl "$sockdir" group $spec 2>&1)
+	[[ $? == 0 && $answer != error* ]] || die "switch group '$spec': $answer"
+done
 echo "run-cluster: $nodes nodes, fabric control: $SWITCH --ctl $sockdir CMD, logs in $out" >&2
 
 # Replaces the calling (sub)shell, so a background job's PID is QEMU's own.

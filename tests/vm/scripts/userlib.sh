@@ -20,7 +20,13 @@
 # homed at rank 0 that ranks 1 and 2 subscribe to, a stream of DIFF
 # updates, rank 3 joining during it, every copy checked byte for byte
 # against the home's and every update applied once by the NICs' counts,
-# and the errors of subscribe, unsubscribe and update.
+# and the errors of subscribe, unsubscribe and update;
+# mcast_switch is simultaneous multicast through the switch group the host set
+# (run-cluster.sh --switch-group, /test/switch_groups): root on every node
+# gives its NIC the member list through rhinet.ko (and what the driver
+# refuses, user nobody included), then rank 0 multicasts in modes basic,
+# DIFF, BITMAP and STRIDE with every byte checked, one frame per packet
+# at the sender, and an mcast to a group never set (ENOENT).
 # Then every node holds no twin memory, and no group violation was
 # counted; the NICs' shared-region counters are printed.
 #   userlib.sh NODE NODES   (the applications overlay: run-cluster --apps)
@@ -40,7 +46,7 @@ run() { # NAME rhinet-run arguments...
 	t0=$(now)
 	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
 		echo "userlib: $name passed in $(elapsed "$t0") s"
-		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:" \
+		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:" \
 			/tmp/run.log | head -40
 	else
 		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
@@ -71,6 +77,18 @@ run "sync_mcast, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 # Needs exactly 4 ranks (home, two subscribers, a newcomer).
 if [ "$NODES" = 4 ]; then
 	run "shared_region, 4 ranks" -n 4 --hosts "$hosts" rhinet_shared_region
+fi
+
+# The first switch group the host set, if it copies to every node.
+sgroup=$(awk -v n="$NODES" 'NF == n + 1 { print $1; exit }' \
+	/test/switch_groups 2>/dev/null)
+if [ -n "$sgroup" ]; then
+	run "mcast_switch, $NODES ranks, group $sgroup" -n "$NODES" \
+		--hosts "$hosts" rhinet_mcast_switch "$sgroup"
+else
+	echo "userlib: mcast_switch FAILED: no switch group of $NODES ports" \
+		"in /test/switch_groups (run-cluster.sh --switch-group)"
+	failed="$failed mcast_switch"
 fi
 
 for k in $(seq 0 $((NODES - 1))); do
