@@ -497,6 +497,37 @@ constexpr uint32_t kKnownMcastFlags =
 constexpr uint32_t kKnownSyncFlags =
     RHINETDV_SYNC_SIGNALED | RHINETDV_SYNC_STATUS_WORD;
 
+// A multicast's work request from the attributes of a call that posts one
+// without a destination list (a switch group's, a shared region's
+// update): the fields they share with rhinetdv_mcast_attr, the list's left
+// empty. A shared-region update has no signal.
+template <typename Attr>
+rhinetdv_mcast_attr mcast_request_of(const Attr& s) {
+  rhinetdv_mcast_attr a{};
+  a.comp_mask = s.comp_mask;
+  a.wr_id = s.wr_id;
+  a.addr = s.addr;
+  a.length = s.length;
+  a.lkey = s.lkey;
+  a.group_id = s.group_id;
+  a.area_id = s.area_id;
+  a.offset = s.offset;
+  a.flags = s.flags;
+  a.status_lkey = s.status_lkey;
+  a.status_word = s.status_word;
+  if constexpr (requires { s.signal; }) a.signal = s.signal;
+  a.mode = s.mode;
+  a.block = s.block;
+  a.count = s.count;
+  a.local_stride = s.local_stride;
+  a.remote_stride = s.remote_stride;
+  a.bitmap = s.bitmap;
+  a.bitmap_lkey = s.bitmap_lkey;
+  a.twin = s.twin;
+  a.twin_offset = s.twin_offset;
+  return a;
+}
+
 // MCAST_LIST (004 2.8 mcastB): a PUSH by area whose last slot names the
 // caller's destination list; a partial mode's descriptor is the slot
 // before it, inline bytes the slots after the base.
@@ -1350,30 +1381,8 @@ RHINETDV_EXPORT int rhinetdv_mcast_switch(
       s.switch_group > RHINETDV_MCAST_SWITCH_LAST)
     return EINVAL;
   // The same work request as a list multicast's, without the list.
-  rhinetdv_mcast_attr a{};
-  a.comp_mask = s.comp_mask;
-  a.wr_id = s.wr_id;
-  a.addr = s.addr;
-  a.length = s.length;
-  a.lkey = s.lkey;
-  a.group_id = s.group_id;
-  a.area_id = s.area_id;
-  a.offset = s.offset;
-  a.flags = s.flags;
-  a.status_lkey = s.status_lkey;
-  a.status_word = s.status_word;
-  a.signal = s.signal;
-  a.mode = s.mode;
-  a.block = s.block;
-  a.count = s.count;
-  a.local_stride = s.local_stride;
-  a.remote_stride = s.remote_stride;
-  a.bitmap = s.bitmap;
-  a.bitmap_lkey = s.bitmap_lkey;
-  a.twin = s.twin;
-  a.twin_offset = s.twin_offset;
-  return rhinet::post_mcast(rhinet::to_ep(pub), a, RHN_OP_MCAST_SWITCH,
-                            s.switch_group);
+  return rhinet::post_mcast(rhinet::to_ep(pub), rhinet::mcast_request_of(s),
+                            RHN_OP_MCAST_SWITCH, s.switch_group);
 }
 
 RHINETDV_EXPORT int rhinetdv_subscribe(rhinetdv_endpoint* pub,
@@ -1415,28 +1424,8 @@ RHINETDV_EXPORT int rhinetdv_share_update(
   if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
   // A multicast's work request; the NIC takes the members from its
   // directory of the region.
-  rhinetdv_mcast_attr a{};
-  a.comp_mask = s.comp_mask;
-  a.wr_id = s.wr_id;
-  a.addr = s.addr;
-  a.length = s.length;
-  a.lkey = s.lkey;
-  a.group_id = s.group_id;
-  a.area_id = s.area_id;
-  a.offset = s.offset;
-  a.flags = s.flags;
-  a.status_lkey = s.status_lkey;
-  a.status_word = s.status_word;
-  a.mode = s.mode;
-  a.block = s.block;
-  a.count = s.count;
-  a.local_stride = s.local_stride;
-  a.remote_stride = s.remote_stride;
-  a.bitmap = s.bitmap;
-  a.bitmap_lkey = s.bitmap_lkey;
-  a.twin = s.twin;
-  a.twin_offset = s.twin_offset;
-  return rhinet::post_mcast(rhinet::to_ep(pub), a, RHN_OP_SHARE_UPDATE);
+  return rhinet::post_mcast(rhinet::to_ep(pub), rhinet::mcast_request_of(s),
+                            RHN_OP_SHARE_UPDATE);
 }
 
 namespace {
