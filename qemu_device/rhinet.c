@@ -239,6 +239,38 @@ static bool rhinet_dma_write(void *opaque, uint64_t addr, const void *src,
 }
 
 /*
+ * A status word or an owner word: one aligned 8-byte store. rhinet_dma's
+ * memcpy stores 8..15 bytes as two overlapping 8-byte moves; were the
+ * engine thread preempted between them, the guest could take the word,
+ * clear it for its next operation and then see the old value again.
+ */
+static bool rhinet_dma_store_u64(void *opaque, uint64_t addr, uint64_t value)
+{
+    RhinetState *s = opaque;
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    MemoryRegionCache cache = MEMORY_REGION_CACHE_INVALID;
+    MemoryRegion *mr;
+    int64_t plen;
+    bool ok;
+
+    if (addr & 7) {
+        return false;
+    }
+    dma_barrier(as, DMA_DIRECTION_FROM_DEVICE);
+    RCU_READ_LOCK_GUARD();
+    plen = address_space_cache_init(&cache, as, addr, 8, true);
+    mr = cache.mrs.mr;
+    ok = plen == 8 && cache.ptr && mr && memory_region_is_ram(mr) &&
+         !memory_region_is_ram_device(mr) && !mr->readonly;
+    if (ok) {
+        qatomic_set((uint64_t *)cache.ptr, cpu_to_le64(value));
+        address_space_cache_invalidate(&cache, 0, 8);
+    }
+    address_space_cache_destroy(&cache);
+    return ok;
+}
+
+/*
  * An entry (CQE, EQE, admin completion): its body is visible to the guest
  * before the word holding the owner bit, which the driver polls.
  */
@@ -247,11 +279,17 @@ static bool rhinet_dma_write_publish(void *opaque, uint64_t addr,
                                      size_t publish_at)
 {
     const uint8_t *p = src;
+    uint64_t word;
 
     if (!rhinet_dma(opaque, addr, (void *)p, publish_at, true)) {
         return false;
     }
     smp_wmb();
+    if (len - publish_at == 8 && !((addr + publish_at) & 7)) {
+        memcpy(&word, p + publish_at, 8);
+        return rhinet_dma_store_u64(opaque, addr + publish_at,
+                                    le64_to_cpu(word));
+    }
     return rhinet_dma(opaque, addr + publish_at, (void *)(p + publish_at),
                       len - publish_at, true);
 }
@@ -435,6 +473,7 @@ static void rhinet_engine_start(RhinetState *s)
     static const struct rhn_fw_host_ops ops_template = {
         .dma_read = rhinet_dma_read,
         .dma_write = rhinet_dma_write,
+        .dma_store_u64 = rhinet_dma_store_u64,
         .dma_write_publish = rhinet_dma_write_publish,
         .raise_msix = rhinet_raise_msix,
         .now_ns = rhinet_now_ns,

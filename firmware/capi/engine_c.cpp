@@ -16,6 +16,9 @@ class CallbackHost final : public rhinet::fw::HostBus, public rhinet::fw::Wire {
   bool dma_write(uint64_t addr, const void* src, size_t len) override {
     return ops_.dma_write(ops_.opaque, addr, src, len);
   }
+  bool dma_store_u64(uint64_t addr, uint64_t value) override {
+    return ops_.dma_store_u64(ops_.opaque, addr, value);
+  }
   bool dma_write_publish(uint64_t addr, const void* src, size_t len,
                          size_t publish_at) override {
     if (!ops_.dma_write_publish)
@@ -58,6 +61,9 @@ extern "C" {
 
 rhn_fw_engine* rhn_fw_engine_new(const rhn_fw_config* config,
                                  const rhn_fw_host_ops* ops) {
+  if (!config || !ops || !ops->dma_read || !ops->dma_write ||
+      !ops->dma_store_u64 || !ops->raise_msix || !ops->now_ns || !ops->transmit)
+    return nullptr;  // a host that lacks a required callback
   return new rhn_fw_engine(*config, *ops);
 }
 

@@ -165,7 +165,7 @@ void Engine::Impl::write_status_word(const QpObj& qp, const Inflight& e) {
     counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
     return;
   }
-  mr_dma(mr_index, e.status_addr, &word, sizeof(word), true);
+  mr_store_u64(mr_index, e.status_addr, word);
 }
 
 }  // namespace rhinet::fw

@@ -1135,6 +1135,9 @@ struct Engine::Impl {
   void invalidate(MrObj& obj);
   bool mr_dma(uint32_t mr_index, uint64_t va, void* buf, uint64_t len,
               bool write);
+  // A word software polls and then clears (a status word): one aligned
+  // 8-byte store (HostBus::dma_store_u64), never a multi-pass copy.
+  bool mr_store_u64(uint32_t mr_index, uint64_t va, uint64_t value);
   // Why a translation failed: later work turns kNotPresent into a
   // pin-down request to the host instead of an error.
   enum class Fault : uint8_t { kOk, kNotPresent, kBounds, kBusError };

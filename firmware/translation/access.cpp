@@ -144,6 +144,18 @@ bool Engine::Impl::mr_dma(uint32_t mr_index, uint64_t va, void* buf,
   return true;
 }
 
+bool Engine::Impl::mr_store_u64(uint32_t mr_index, uint64_t va,
+                                uint64_t value) {
+  uint64_t addr;
+  // An aligned word never crosses a page: one translation.
+  if ((va & 7) || translate(mr_index, va, addr) != Fault::kOk ||
+      !bus.dma_store_u64(addr, value)) {
+    counters.add(RHN_CNT_DMA_ERRORS);
+    return false;
+  }
+  return true;
+}
+
 bool Engine::Impl::sge_dma(const rhn_sge* sges, uint32_t num_sge,
                            uint64_t offset, uint8_t* buf, uint64_t len,
                            uint32_t pdn, bool to_host) {

@@ -32,6 +32,9 @@ class BenchBus : public fw::HostBus {
   bool dma_write(uint64_t a, const void* s, size_t n) override {
     return inner_.dma_write(a, s, n);
   }
+  bool dma_store_u64(uint64_t a, uint64_t v) override {
+    return inner_.dma_store_u64(a, v);
+  }
   void raise_msix(uint16_t v) override { inner_.raise_msix(v); }
   uint64_t now_ns() override {
     return static_cast<uint64_t>(

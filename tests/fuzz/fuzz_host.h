@@ -24,6 +24,11 @@ class FuzzBus : public fw::HostBus {
     std::memcpy(&mem_[a - kBase], src, len);
     return true;
   }
+  bool dma_store_u64(uint64_t a, uint64_t value) override {
+    if ((a & 7) || !inside(a, sizeof(value))) return false;
+    std::memcpy(&mem_[a - kBase], &value, sizeof(value));
+    return true;
+  }
   void raise_msix(uint16_t) override {}
   uint64_t now_ns() override { return now; }
   uint8_t* at(uint64_t a) { return &mem_[a - kBase]; }

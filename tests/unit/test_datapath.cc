@@ -381,6 +381,71 @@ TEST_F(TwoNodes, StatusWordReportsCompletion) {
   EXPECT_EQ(status_word_length(words.buf.load64(24)), 100u);
 }
 
+// A host's memcpy stores 8..15 bytes in two overlapping passes. Software
+// that sees a status word done takes it and clears the word for its next
+// operation (userlib reuses one word): were the NIC to write the word with
+// such a copy and stall between the passes, the second pass would bring the
+// old word back and the next operation would look complete before it ran.
+// The bus here runs "software" between the passes of every multi-pass
+// write; the NIC must store status words and atomic results in one go.
+TEST_F(TwoNodes, WordsSoftwareClearsAreStoredOnce) {
+  Region src = make_region(A(), 64, kAllAccess, 7);
+  Region dst = make_region(B(), 64);
+  Region words = make_region(A(), 64);
+  bool cleared = false;
+  c->node(0).bus.between_passes = [&](uint64_t, size_t) {
+    if (!cleared && status_word_done(words.buf.load64(8))) {
+      words.buf.store64(8, 0);  // taken, and the slot reused
+      cleared = true;
+    }
+  };
+  SendWr w = rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 16)}, dst.va(), dst.key(),
+                     RHN_WQE_F_STATUS_WORD);
+  w.status_addr = words.va(8);
+  w.status_lkey = words.key();
+  ASSERT_TRUE(p.qp_a->post_send(w));
+  ASSERT_TRUE(c->run_until(
+      [&] { return cleared || status_word_done(words.buf.load64(8)); },
+      10'000'000));
+  if (!cleared) {  // software's turn, after the store
+    words.buf.store64(8, 0);
+    cleared = true;
+  }
+  c->run_for(200'000);
+  EXPECT_EQ(words.buf.load64(8), 0u)
+      << "a status word software had taken and cleared came back";
+  c->node(0).bus.between_passes = nullptr;
+
+  // A remote FETCH_ADD's result and the host CPU writing the same counter
+  // after it saw the add (001's RecvCNT-style counters): the CPU's value
+  // stays.
+  Region counter = make_region(B(), 64);
+  counter.buf.store64(8, 100);
+  Region result = make_region(A(), 64);
+  bool reset = false;
+  c->node(1).bus.between_passes = [&](uint64_t, size_t) {
+    if (!reset && counter.buf.load64(8) == 105) {
+      counter.buf.store64(8, 7);
+      reset = true;
+    }
+  };
+  SendWr fa = rdma_wr(2, RHN_OP_FETCH_ADD, {result.sge(0, 8)}, counter.va(8),
+                      counter.key(), RHN_WQE_F_SIGNALED);
+  fa.compare_add = 5;
+  ASSERT_TRUE(p.qp_a->post_send(fa));
+  Completion s = wait_one(*c, *p.cq_a);
+  ASSERT_TRUE(s.ok()) << describe(s);
+  EXPECT_EQ(result.buf.load64(0), 100u);
+  if (!reset) {
+    EXPECT_EQ(counter.buf.load64(8), 105u);
+    counter.buf.store64(8, 7);
+  }
+  c->run_for(200'000);
+  EXPECT_EQ(counter.buf.load64(8), 7u)
+      << "the NIC's second copy pass undid the host's write";
+  c->node(1).bus.between_passes = nullptr;
+}
+
 TEST_F(TwoNodes, InlineSendsAndWrites) {
   Region dst = make_region(B(), 4096);
   const size_t sizes[] = {1, 16, 17, 100, RHN_WQE_MAX_INLINE};

@@ -64,7 +64,9 @@ void on_request(Impl& m, Request& r) {
     next = old + operand[0];
   else if (old == operand[0])
     next = operand[1];
-  if (next != old && !m.mr_dma(mr_index, va, &next, 8, true)) {
+  // One 8-byte store: a host CPU that writes the word too (a counter it
+  // also updates) never sees its write undone by a second copy pass.
+  if (next != old && !m.mr_store_u64(mr_index, va, next)) {
     refuse(m, r, RHN_SYN_DMA);
     return;
   }

@@ -119,7 +119,22 @@ bool SimHostBus::dma_write(uint64_t bus_addr, const void* src, size_t len) {
     return false;
   }
   std::memcpy(dst, src, len);
+  if (between_passes) {
+    between_passes(bus_addr, len);
+    std::memcpy(dst, src, len);  // the second, overlapping pass
+  }
   write_bytes_ += len;
+  return true;
+}
+
+bool SimHostBus::dma_store_u64(uint64_t bus_addr, uint64_t value) {
+  uint8_t* dst = mem_.ptr(bus_addr, sizeof(value));
+  if (dst == nullptr || bus_addr == 0 || (bus_addr & 7)) {
+    ++bus_errors_;
+    return false;
+  }
+  std::memcpy(dst, &value, sizeof(value));
+  write_bytes_ += sizeof(value);
   return true;
 }
 

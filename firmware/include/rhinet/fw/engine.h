@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 
@@ -20,17 +21,33 @@ class HostBus {
   virtual ~HostBus() = default;
   // False on a bus error (address outside host memory, IOMMU fault).
   virtual bool dma_read(uint64_t bus_addr, void* dst, size_t len) = 0;
+  // dma_write may store a byte more than once (a host's memcpy does, e.g.
+  // glibc's two overlapping 8-byte stores for 8..15 bytes): fine for data
+  // software does not write meanwhile, wrong for a word software takes and
+  // then clears.
   virtual bool dma_write(uint64_t bus_addr, const void* src, size_t len) = 0;
+  // One naturally aligned little-endian 8-byte store, atomic to the host's
+  // CPUs (as one aligned 8-byte PCIe write is): a status word or an owner
+  // word. Software that reads it and then clears the word never sees the
+  // old value come back. False on a bus error or a misaligned address.
+  virtual bool dma_store_u64(uint64_t bus_addr, uint64_t value) = 0;
   // An ordered write: the first `publish_at` bytes (an entry's body) become
   // visible before the rest (the word with the owner bit), so software that
   // sees the owner bit sees the whole entry. A host whose bus can reorder
-  // writes puts its write barrier between the two parts.
+  // writes puts its write barrier between the two parts. A last part of
+  // one aligned word is stored once (dma_store_u64).
   virtual bool dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
                                  size_t publish_at) {
     const auto* p = static_cast<const uint8_t*>(src);
     if (!dma_write(bus_addr, p, publish_at)) return false;
     std::atomic_thread_fence(std::memory_order_release);
-    return dma_write(bus_addr + publish_at, p + publish_at, len - publish_at);
+    const uint64_t tail_addr = bus_addr + publish_at;
+    if (len - publish_at == sizeof(uint64_t) && !(tail_addr & 7)) {
+      uint64_t word;
+      std::memcpy(&word, p + publish_at, sizeof(word));
+      return dma_store_u64(tail_addr, word);
+    }
+    return dma_write(tail_addr, p + publish_at, len - publish_at);
   }
   virtual void raise_msix(uint16_t vector) = 0;
   // Monotonic nanoseconds; timers (retransmission, RNR) use it.

@@ -22,7 +22,13 @@ struct rhn_fw_host_ops {
   void *opaque;
   /* false on a bus error; the engine counts it and reports it */
   bool (*dma_read)(void *opaque, uint64_t addr, void *dst, size_t len);
+  /* may store a byte more than once (a memcpy does) */
   bool (*dma_write)(void *opaque, uint64_t addr, const void *src, size_t len);
+  /*
+   * Required: one aligned 8-byte little-endian store, atomic to the host's
+   * CPUs, for status words and owner words (see HostBus::dma_store_u64).
+   */
+  bool (*dma_store_u64)(void *opaque, uint64_t addr, uint64_t value);
   /*
    * Optional (NULL: two dma_write calls with a release fence between):
    * write src[0, publish_at) visibly before src[publish_at, len).
@@ -43,7 +49,10 @@ struct rhn_fw_config {
   uint64_t twin_bytes;   /* on-board twin memory; 0: engine default */
 };
 
-/* The tables are allocated here, once; none are allocated later. */
+/*
+ * The tables are allocated here, once; none are allocated later. NULL when
+ * a required callback (all but dma_write_publish) is missing.
+ */
 struct rhn_fw_engine *rhn_fw_engine_new(const struct rhn_fw_config *config,
                                         const struct rhn_fw_host_ops *ops);
 void rhn_fw_engine_free(struct rhn_fw_engine *engine);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <span>
@@ -81,7 +82,13 @@ class SimHostBus : public fw::HostBus {
   SimHostBus(SimMemory& mem, SimClock& clock, unsigned msix_vectors = 64);
 
   bool dma_read(uint64_t bus_addr, void* dst, size_t len) override;
+  // Stores like a host memcpy can: a write of more than 8 bytes, or of
+  // 8..15, in two overlapping passes, with `between_passes` (when set)
+  // called in between, as if software ran there (a test's race).
   bool dma_write(uint64_t bus_addr, const void* src, size_t len) override;
+  // One 8-byte store: nothing runs in the middle of it.
+  bool dma_store_u64(uint64_t bus_addr, uint64_t value) override;
+  std::function<void(uint64_t bus_addr, size_t len)> between_passes;
   // Checks the ordering contract: the owner word goes last, and only
   // after a body that is already in memory.
   bool dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
