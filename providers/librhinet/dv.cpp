@@ -234,7 +234,9 @@ bool convert(Endpoint* ep, const ibv_wc& wc, uint32_t first_slot,
                    : wc.opcode == kWcLock        ? RHINETDV_OP_LOCK
                    : wc.opcode == kWcUnlock      ? RHINETDV_OP_UNLOCK
                    : wc.opcode == kWcBarrier     ? RHINETDV_OP_BARRIER
-                                                 : RHINETDV_OP_PUSH;
+                   : wc.opcode == IBV_WC_FETCH_ADD ? RHINETDV_OP_FETCH_ADD
+                   : wc.opcode == IBV_WC_COMP_SWAP ? RHINETDV_OP_CMP_SWAP
+                                                   : RHINETDV_OP_PUSH;
   return true;
 }
 
@@ -1022,6 +1024,8 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
   if ((ctx->attr.caps & RHN_CAP_AREA) &&
       (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS) && ctx->attr.max_areas)
     a.caps |= RHINETDV_CAP_AREA;
+  if ((ctx->attr.caps & RHN_CAP_ATOMIC) && (ctx->attr.caps & RHN_CAP_ENDPOINT))
+    a.caps |= RHINETDV_CAP_ATOMIC;
   a.max_areas = ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS
                     ? ctx->attr.max_areas
                     : 0;
@@ -1448,6 +1452,46 @@ RHINETDV_EXPORT int rhinetdv_unlock(rhinetdv_endpoint* pub,
                                     const rhinetdv_sync_attr* attr,
                                     size_t inlen) {
   return post_sync_pub(pub, attr, inlen, RHN_OP_UNLOCK);
+}
+
+// RHINETDV_1.9: a remote atomic. Always signaled: the operand bytes of
+// the WQE are where a status word's reference would go.
+RHINETDV_EXPORT int rhinetdv_atomic(rhinetdv_endpoint* pub,
+                                    const rhinetdv_atomic_attr* attr,
+                                    size_t inlen) {
+  rhinetdv_atomic_attr a;
+  if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  const bool by_key = a.flags & RHINETDV_ATOMIC_BY_KEY;
+  const uint64_t target = by_key ? a.remote_addr : a.offset;
+  if (a.comp_mask || a.reserved0 ||
+      (a.flags & ~uint32_t{RHINETDV_ATOMIC_BY_KEY | RHINETDV_ATOMIC_FENCE}) ||
+      (a.op != RHINETDV_ATOMIC_FETCH_ADD && a.op != RHINETDV_ATOMIC_CMP_SWAP) ||
+      !a.result || (reinterpret_cast<uintptr_t>(a.result) & 7) ||
+      (target & 7) || (a.op == RHINETDV_ATOMIC_FETCH_ADD && a.swap) ||
+      (!by_key && (a.area_id > 0xffff || a.group_id > 0xffff)))
+    return EINVAL;
+  const rhinet::Context* ctx = rhinet::to_ctx(pub->context);
+  if (!(ctx->attr.caps & RHN_CAP_ATOMIC)) return EOPNOTSUPP;
+  if (!by_key && !rhinet::in_groups(ctx, a.group_id)) return EPERM;
+  alignas(8) uint8_t w[RHN_SQ_SLOT_SIZE];
+  memset(w, 0, sizeof(w));
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  h->opcode = a.op == RHINETDV_ATOMIC_FETCH_ADD ? RHN_OP_FETCH_ADD
+                                                : RHN_OP_CMP_SWAP;
+  h->dst_node = a.dest_node;
+  h->dst_qpn = a.dest_endpoint;
+  if (!by_key) h->flags |= RHN_WQE_F_AREA;
+  if (a.flags & RHINETDV_ATOMIC_FENCE) h->flags |= RHN_WQE_F_FENCE;
+  h->remote_key = by_key ? a.rkey : RHN_AREA_KEY(a.group_id, a.area_id);
+  h->remote_addr = target;
+  h->u.atomic.compare_add = a.compare_add;
+  h->u.atomic.swap = a.swap;
+  h->d.sge = rhn_sge{reinterpret_cast<uintptr_t>(a.result), 8, a.result_lkey};
+  h->num_sge = 1;
+  rhinet::Endpoint* ep = rhinet::to_ep(pub);
+  std::lock_guard<std::mutex> g(ep->lock);
+  return rhinet::post_wqe_locked(ep, w, 1, a.wr_id, true);
 }
 
 RHINETDV_EXPORT int rhinetdv_barrier(rhinetdv_endpoint* pub,

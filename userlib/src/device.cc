@@ -67,7 +67,9 @@ static_assert(
         static_cast<std::uint32_t>(Op::unsubscribe) ==
             RHINETDV_OP_UNSUBSCRIBE &&
         static_cast<std::uint32_t>(Op::share_update) ==
-            RHINETDV_OP_SHARE_UPDATE,
+            RHINETDV_OP_SHARE_UPDATE &&
+        static_cast<std::uint32_t>(Op::fetch_add) == RHINETDV_OP_FETCH_ADD &&
+        static_cast<std::uint32_t>(Op::compare_swap) == RHINETDV_OP_CMP_SWAP,
     "rhinet::Op mirrors RHINETDV_OP_*");
 static_assert(wc_success == IBV_WC_SUCCESS &&
                   wc_loc_len_err == IBV_WC_LOC_LEN_ERR &&
@@ -125,12 +127,14 @@ Device::~Device() {
 }
 
 Result<void> Device::make_pool(std::uint32_t n) {
-  const std::size_t bytes = (std::size_t{n} * 8 + 4095) / 4096 * 4096;
+  // A status word and an atomic's result per slot.
+  const std::size_t bytes = (std::size_t{n} * 16 + 4095) / 4096 * 4096;
   void* p = nullptr;
   if (posix_memalign(&p, 4096, bytes) != 0)
     return Error(ENOMEM, "status words: no memory");
   std::memset(p, 0, bytes);
   words = static_cast<std::uint64_t*>(p);
+  results = words + n;
   words_mr = ibv_reg_mr(pd, words, bytes, IBV_ACCESS_LOCAL_WRITE);
   if (!words_mr) return Error(errno, "status words: ibv_reg_mr");
   slots.assign(n, Slot{});
@@ -191,6 +195,9 @@ bool Device::reap(std::uint32_t s) {
     bytes = 0;
     poll_cq();
   }
+  if (slot.owner && !err &&
+      (slot.op == Op::fetch_add || slot.op == Op::compare_swap))
+    slot.owner->value_ = __atomic_load_n(&results[s], __ATOMIC_ACQUIRE);
   if (slot.owner)
     slot.owner->complete(bytes, std::move(err));
   else if (err && !detached_error)
@@ -217,7 +224,9 @@ void Device::poll_cq() {
     for (int k = 0; k < n; k++) {
       if (c[k].base.opcode == RHINETDV_OP_IRECV)
         complete_recv(c[k]);
-      else if (c[k].base.status != IBV_WC_SUCCESS)
+      else if (c[k].base.status != IBV_WC_SUCCESS ||
+               c[k].base.opcode == RHINETDV_OP_FETCH_ADD ||
+               c[k].base.opcode == RHINETDV_OP_CMP_SWAP)
         complete_from_cqe(c[k].base);
     }
     if (n < kBatch) break;
@@ -229,14 +238,19 @@ void Device::poll_cq() {
 // completes with a CQE and no status word: the NIC leaves the word alone
 // then. Its slot takes the CQE's outcome, written where the word would be
 // (the CQE comes before any word the NIC writes, so a word already done is
-// the NIC's own and is left as it is).
+// the NIC's own and is left as it is). An atomic has no status word at all
+// (its operands take the WQE's bytes): every outcome comes this way.
 void Device::complete_from_cqe(const rhinetdv_completion& c) {
   if (c.wr_id >= slots.size()) return;  // a receive's, or the library's
   const auto s = static_cast<std::uint32_t>(c.wr_id);
   if (!slots[s].busy) return;
   std::uint64_t* w = &words[s];
   if (__atomic_load_n(w, __ATOMIC_ACQUIRE) & RHINETDV_STATUS_WORD_DONE) return;
+  const bool atomic = slots[s].op == Op::fetch_add ||
+                      slots[s].op == Op::compare_swap;
+  if (c.status == IBV_WC_SUCCESS && !atomic) return;  // not ours
   const std::uint64_t word =
+      (c.status == IBV_WC_SUCCESS ? c.byte_len : 0u) |
       RHINETDV_STATUS_WORD_DONE |
       (std::uint64_t{c.status & 0xffu} << RHINETDV_STATUS_WORD_STATUS_SHIFT) |
       (std::uint64_t{c.syndrome & 0xffu}

@@ -89,6 +89,8 @@ struct Device : std::enable_shared_from_this<Device> {
   std::uint32_t group = 0;
 
   std::uint64_t* words = nullptr;  // the status-word pool
+  // An atomic's old value, one per slot (in the same MR as the words).
+  std::uint64_t* results = nullptr;
   ibv_mr* words_mr = nullptr;
   std::vector<Slot> slots;
   std::vector<std::uint32_t> free_slots;

@@ -264,12 +264,14 @@ Result<Area> Group::register_area(std::uint32_t area_id,
   if (!(dev_->attr.caps & RHINETDV_CAP_AREA))
     return Error(EOPNOTSUPP, what + ": the device (or rhinet.ko) has no areas");
   const auto a = static_cast<std::uint32_t>(access);
-  if (!a || (a & ~3u)) return Error(EINVAL, what + ": bad Access value");
+  if (!a || (a & ~7u)) return Error(EINVAL, what + ": bad Access value");
   int flags = IBV_ACCESS_LOCAL_WRITE;
   if (a & static_cast<std::uint32_t>(Access::remote_write))
     flags |= IBV_ACCESS_REMOTE_WRITE;
   if (a & static_cast<std::uint32_t>(Access::remote_read))
     flags |= IBV_ACCESS_REMOTE_READ;
+  if (a & static_cast<std::uint32_t>(Access::remote_atomic))
+    flags |= IBV_ACCESS_REMOTE_ATOMIC;
   if (dev_->find_region(memory.data(), 1) ||
       dev_->find_region(memory.data() + memory.size() - 1, 1))
     return Error(EEXIST, what + ": overlaps a Buffer or Area of the group");
@@ -741,6 +743,68 @@ Request Group::post_mcast(Op op, std::span<const std::uint32_t> ranks,
     return fail(err, list    ? "rhinetdv_mcast_list"
                      : share ? "rhinetdv_share_update"
                              : "rhinetdv_mcast_switch");
+  }
+  return dev.request(*slot);
+}
+
+// ---- remote atomics ---------------------------------------------------------
+
+Request Group::fetch_add(std::uint32_t rank, std::uint32_t area_id,
+                         std::uint64_t offset, std::uint64_t add) {
+  return post_atomic(Op::fetch_add, rank, area_id, offset, add, 0);
+}
+
+Request Group::compare_swap(std::uint32_t rank, std::uint32_t area_id,
+                            std::uint64_t offset, std::uint64_t expected,
+                            std::uint64_t desired) {
+  return post_atomic(Op::compare_swap, rank, area_id, offset, expected,
+                     desired);
+}
+
+Request Group::post_atomic(Op op, std::uint32_t rank, std::uint32_t area_id,
+                           std::uint64_t offset, std::uint64_t compare_add,
+                           std::uint64_t swap) {
+  detail::Device& dev = *dev_;
+  detail::Device::Slot d;
+  d.op = op;
+  d.rank = rank;
+  d.area_or_rkey = area_id;
+  d.offset_or_addr = offset;
+  d.length = 8;
+  const auto fail = [&](int e, const std::string& why) {
+    return detail::Device::failed(Error(e, dev.describe(d) + ": " + why));
+  };
+  if (!(dev.attr.caps & RHINETDV_CAP_ATOMIC))
+    return fail(EOPNOTSUPP,
+                "the device (or librhinetdv) has no remote atomics "
+                "(RHINETDV_CAP_ATOMIC)");
+  if (rank >= size_)
+    return fail(EINVAL, "no rank " + std::to_string(rank) + " in a group of " +
+                            std::to_string(size_));
+  if (area_id > 0xffff) return fail(EINVAL, "area IDs are 0..65535");
+  if (offset & 7) return fail(EINVAL, "the word must be 8-byte aligned");
+  rhinetdv_atomic_attr a{};
+  a.op = op == Op::fetch_add ? RHINETDV_ATOMIC_FETCH_ADD
+                             : RHINETDV_ATOMIC_CMP_SWAP;
+  a.dest_node = static_cast<std::uint16_t>(table_[rank].node_id);
+  a.dest_endpoint = table_[rank].endpoint_id;
+  a.group_id = group_;
+  a.area_id = area_id;
+  a.offset = offset;
+  a.compare_add = compare_add;
+  a.swap = swap;
+  auto slot = dev.acquire(forever);
+  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
+  a.wr_id = *slot;
+  a.result = &dev.results[*slot];
+  a.result_lkey = dev.words_mr->lkey;
+  d.busy = true;
+  dev.slots[*slot] = d;
+  const int err = dev.post_retrying(
+      [&] { return rhinetdv_atomic(dev.ep, &a, sizeof(a)); });
+  if (err) {
+    dev.release(*slot);
+    return fail(err, "rhinetdv_atomic");
   }
   return dev.request(*slot);
 }

@@ -25,6 +25,7 @@ Request::Request(Request&& o) noexcept
       receive_(o.receive_),
       cancelled_(o.cancelled_),
       bytes_(o.bytes_),
+      value_(o.value_),
       message_(std::move(o.message_)),
       error_(std::move(o.error_)) {
   if (slot_ >= 0) owner_slot() = this;
@@ -38,6 +39,7 @@ Request& Request::operator=(Request&& o) noexcept {
     receive_ = o.receive_;
     cancelled_ = o.cancelled_;
     bytes_ = o.bytes_;
+    value_ = o.value_;
     message_ = std::move(o.message_);
     error_ = std::move(o.error_);
     if (slot_ >= 0) owner_slot() = this;

@@ -58,6 +58,10 @@ const char* op_name(Op op) {
       return "unsubscribe";
     case Op::share_update:
       return "share_update";
+    case Op::fetch_add:
+      return "fetch_add";
+    case Op::compare_swap:
+      return "compare_swap";
   }
   return "unknown";
 }

@@ -29,6 +29,8 @@ enum class Access : std::uint32_t {
   remote_write = 1,       // PUSH target
   remote_read = 2,        // PULL source
   remote_read_write = 3,  // both
+  remote_atomic = 4,      // fetch_add and compare_swap target
+  all = 7,                // every remote access
 };
 
 // A communication area: this process's memory registered under a group-wide

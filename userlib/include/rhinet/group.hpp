@@ -168,6 +168,20 @@ class Group {
   // (rank, area_id, offset) -> dst. Modes: basic, twin, bitmap, stride.
   Request pull(std::uint32_t rank, std::uint32_t area_id, std::uint64_t offset,
                std::span<std::byte> dst, const XferOptions& options = {});
+  // Remote atomics on the aligned 64-bit word at (rank, area_id, offset),
+  // in an area registered with Access::remote_atomic; Request::value() is
+  // the word before the operation. Atomic among the NICs' atomics on that
+  // word, not against the target's CPU (as in ibverbs). EINVAL: offset not
+  // 8-byte aligned; EOPNOTSUPP: no RHINETDV_CAP_ATOMIC; the target NIC's
+  // refusals (Syndrome::alignment, bounds, bad_area, access_rights) come
+  // with the completion.
+  Request fetch_add(std::uint32_t rank, std::uint32_t area_id,
+                    std::uint64_t offset, std::uint64_t add);
+  // Stores `desired` if the word equals `expected`; value() == expected
+  // tells that it did.
+  Request compare_swap(std::uint32_t rank, std::uint32_t area_id,
+                       std::uint64_t offset, std::uint64_t expected,
+                       std::uint64_t desired);
   // By virtual address and rkey in `rank`'s memory (004 2.4's other way to
   // name the target; the key is the protection, the group is not checked).
   // No signal.
@@ -456,6 +470,9 @@ class Group {
                      std::uint16_t switch_group, std::uint32_t area_id,
                      std::uint64_t offset, std::span<const std::byte> src,
                      const XferOptions& options);
+  Request post_atomic(Op op, std::uint32_t rank, std::uint32_t area_id,
+                      std::uint64_t offset, std::uint64_t compare_add,
+                      std::uint64_t swap);
   Request post_sync(Op op, std::uint32_t manager, std::uint64_t id,
                     std::uint32_t count);
   Request post_share(Op op, std::uint32_t home, std::uint32_t area_id,

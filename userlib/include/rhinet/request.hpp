@@ -56,6 +56,10 @@ class [[nodiscard]] Request {
   // count for Mode::stride); with Mode::bitmap, or from a bitmap or diff
   // isend, not all of those were written.
   std::uint32_t bytes() const { return bytes_; }
+  // Group::fetch_add and compare_swap, once done without error: the
+  // word's value before the operation (compare_swap swapped when it equals
+  // the expected value). 0 otherwise.
+  std::uint64_t value() const { return value_; }
   // A receive that took a message (once done, successfully or truncated):
   // the message's source, tag and whole length. Empty before, after any
   // other failure (cancelled, the sender gave up, ...), and for other
@@ -97,6 +101,7 @@ class [[nodiscard]] Request {
   bool receive_ = false;
   bool cancelled_ = false;
   std::uint32_t bytes_ = 0;
+  std::uint64_t value_ = 0;
   std::optional<Message> message_;
   std::optional<Error> error_;
 };

@@ -33,6 +33,8 @@ enum class Op : std::uint32_t {
   subscribe = 12,     // shared regions (004 2.9): join a region at its home
   unsubscribe = 13,
   share_update = 14,  // a PUSH to every other member of the region
+  fetch_add = 15,     // remote atomics on an aligned 64-bit word of an area
+  compare_swap = 16,
 };
 
 // The partial-transfer modes (values of RHINETDV_MODE_*). Table 1: PUSH

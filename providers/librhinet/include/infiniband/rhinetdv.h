@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.8;
+ * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.9;
  * rhinetdv 1.4 added no function, only fields: the partial-transfer modes
  * of isend and irecv, which a library has when it reports
  * RHINETDV_CAP_TAG_XFER; RHINETDV_1.5 adds sequential multicast, locks and
  * barriers; RHINETDV_1.6 simultaneous multicast; RHINETDV_1.7 shared
- * regions; RHINETDV_1.8 the administrator's switch groups). What
+ * regions; RHINETDV_1.8 the administrator's switch groups; RHINETDV_1.9
+ * remote atomics on endpoints). What
  * ibverbs has no
  * words for:
  * the reliable connectionless endpoint (one per process; it reaches every
@@ -25,7 +26,7 @@
  * rhinetdv_reg_area_ex(3), rhinetdv_wait_signal(3), rhinetdv_twin_handle(3),
  * rhinetdv_isend(3), rhinetdv_pd_req(3), rhinetdv_mcast_list(3),
  * rhinetdv_mcast_switch(3), rhinetdv_set_mcast_group(3), rhinetdv_lock(3),
- * rhinetdv_subscribe(3).
+ * rhinetdv_subscribe(3), rhinetdv_atomic(3).
  */
 #ifndef INFINIBAND_RHINETDV_H
 #define INFINIBAND_RHINETDV_H
@@ -74,6 +75,10 @@ enum rhinetdv_device_caps {
 	 * _unsubscribe, _share_update (RHINETDV_1.7)
 	 */
 	RHINETDV_CAP_SHARE = 1 << 12,
+	/* remote fetch-and-add and compare-and-swap: rhinetdv_atomic
+	 * (RHINETDV_1.9)
+	 */
+	RHINETDV_CAP_ATOMIC = 1 << 13,
 };
 
 struct rhinetdv_device_attr {
@@ -1018,6 +1023,58 @@ int rhinetdv_unlock(struct rhinetdv_endpoint *ep,
 int rhinetdv_barrier(struct rhinetdv_endpoint *ep,
 		     const struct rhinetdv_sync_attr *attr, size_t inlen);
 
+/* ---- remote atomics (RHINETDV_1.9) --------------------------------------- */
+
+enum rhinetdv_atomic_op {
+	RHINETDV_ATOMIC_FETCH_ADD = 1, /* word += compare_add */
+	RHINETDV_ATOMIC_CMP_SWAP = 2, /* word == compare_add ? swap : word */
+};
+
+enum rhinetdv_atomic_flags {
+	/* the target is (remote_addr, rkey), not (group_id, area_id, offset) */
+	RHINETDV_ATOMIC_BY_KEY = 1 << 0,
+	/* starts after every earlier PULL and atomic of the endpoint is done */
+	RHINETDV_ATOMIC_FENCE = 1 << 1,
+};
+
+struct rhinetdv_atomic_attr {
+	uint64_t comp_mask; /* 0 */
+	uint64_t wr_id; /* returned in the completion */
+	/* The word's value before the operation lands here: 8-byte aligned,
+	 * in an MR with local write of the endpoint's PD (result_lkey).
+	 */
+	uint64_t *result;
+	uint32_t result_lkey;
+	uint32_t op; /* enum rhinetdv_atomic_op */
+	uint16_t dest_node;
+	uint16_t reserved0; /* 0 */
+	uint32_t dest_endpoint;
+	uint32_t group_id; /* by area: the area's group */
+	uint32_t area_id; /* by area */
+	uint64_t offset; /* by area: 8-byte aligned offset of the word */
+	uint64_t remote_addr; /* BY_KEY: 8-byte aligned */
+	uint32_t rkey; /* BY_KEY: with remote atomic access */
+	uint32_t flags; /* enum rhinetdv_atomic_flags */
+	uint64_t compare_add; /* FETCH_ADD: the addend; CMP_SWAP: compared */
+	uint64_t swap; /* CMP_SWAP: the new value */
+};
+
+/*
+ * Posts one remote atomic on an aligned 64-bit word of a peer's area (or
+ * memory region); inlen is sizeof(*attr) as the caller knows it. The
+ * target NIC executes it once (a resent request is answered from its
+ * record). It always reports through rhinetdv_poll (RHINETDV_OP_FETCH_ADD,
+ * RHINETDV_OP_CMP_SWAP): the WQE's operand bytes leave no room for a
+ * status word. Atomics are atomic with respect to each other, not to the
+ * target's CPU. ENOMEM: max_outstanding operations in flight; EINVAL:
+ * unknown comp_mask bits, op or flags, reserved fields not 0, a
+ * misaligned target or result; EPERM: not a member of the area's group;
+ * EOPNOTSUPP: no RHINETDV_CAP_ATOMIC. A target the NIC refuses completes
+ * with RHINETDV_SYN_ALIGNMENT, _BOUNDS, _BAD_AREA or _ACCESS_RIGHTS.
+ */
+int rhinetdv_atomic(struct rhinetdv_endpoint *ep,
+		    const struct rhinetdv_atomic_attr *attr, size_t inlen);
+
 /* ---- completions -------------------------------------------------------- */
 
 enum rhinetdv_opcode {
@@ -1035,6 +1092,8 @@ enum rhinetdv_opcode {
 	RHINETDV_OP_SUBSCRIBE = 12, /* rhinetdv_subscribe (1.7) */
 	RHINETDV_OP_UNSUBSCRIBE = 13, /* rhinetdv_unsubscribe (1.7) */
 	RHINETDV_OP_SHARE_UPDATE = 14, /* rhinetdv_share_update (1.7) */
+	RHINETDV_OP_FETCH_ADD = 15, /* rhinetdv_atomic (1.9) */
+	RHINETDV_OP_CMP_SWAP = 16, /* rhinetdv_atomic (1.9) */
 };
 
 /* Why an operation failed (values of the NIC's syndromes). */
