@@ -222,18 +222,18 @@ bool convert(Endpoint* ep, const ibv_wc& wc, uint32_t first_slot,
   c->base.status = wc.status;
   c->base.syndrome = wc.vendor_err;
   c->base.byte_len = wc.byte_len;
-  c->base.opcode = wc.opcode == IBV_WC_RDMA_READ ? RHINETDV_OP_PULL
-                   : wc.opcode == IBV_WC_SEND    ? RHINETDV_OP_ISEND
-                   : wc.opcode == kWcPdRequest   ? RHINETDV_OP_PD_REQUEST
-                   : wc.opcode == kWcPdRelease   ? RHINETDV_OP_PD_RELEASE
-                   : wc.opcode == kWcMcastList   ? RHINETDV_OP_MCAST_LIST
-                   : wc.opcode == kWcMcastSwitch ? RHINETDV_OP_MCAST_SWITCH
-                   : wc.opcode == kWcSubscribe   ? RHINETDV_OP_SUBSCRIBE
-                   : wc.opcode == kWcUnsubscribe ? RHINETDV_OP_UNSUBSCRIBE
-                   : wc.opcode == kWcShareUpdate ? RHINETDV_OP_SHARE_UPDATE
-                   : wc.opcode == kWcLock        ? RHINETDV_OP_LOCK
-                   : wc.opcode == kWcUnlock      ? RHINETDV_OP_UNLOCK
-                   : wc.opcode == kWcBarrier     ? RHINETDV_OP_BARRIER
+  c->base.opcode = wc.opcode == IBV_WC_RDMA_READ   ? RHINETDV_OP_PULL
+                   : wc.opcode == IBV_WC_SEND      ? RHINETDV_OP_ISEND
+                   : wc.opcode == kWcPdRequest     ? RHINETDV_OP_PD_REQUEST
+                   : wc.opcode == kWcPdRelease     ? RHINETDV_OP_PD_RELEASE
+                   : wc.opcode == kWcMcastList     ? RHINETDV_OP_MCAST_LIST
+                   : wc.opcode == kWcMcastSwitch   ? RHINETDV_OP_MCAST_SWITCH
+                   : wc.opcode == kWcSubscribe     ? RHINETDV_OP_SUBSCRIBE
+                   : wc.opcode == kWcUnsubscribe   ? RHINETDV_OP_UNSUBSCRIBE
+                   : wc.opcode == kWcShareUpdate   ? RHINETDV_OP_SHARE_UPDATE
+                   : wc.opcode == kWcLock          ? RHINETDV_OP_LOCK
+                   : wc.opcode == kWcUnlock        ? RHINETDV_OP_UNLOCK
+                   : wc.opcode == kWcBarrier       ? RHINETDV_OP_BARRIER
                    : wc.opcode == IBV_WC_FETCH_ADD ? RHINETDV_OP_FETCH_ADD
                    : wc.opcode == IBV_WC_COMP_SWAP ? RHINETDV_OP_CMP_SWAP
                                                    : RHINETDV_OP_PUSH;
@@ -1477,8 +1477,8 @@ RHINETDV_EXPORT int rhinetdv_atomic(rhinetdv_endpoint* pub,
   alignas(8) uint8_t w[RHN_SQ_SLOT_SIZE];
   memset(w, 0, sizeof(w));
   auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  h->opcode = a.op == RHINETDV_ATOMIC_FETCH_ADD ? RHN_OP_FETCH_ADD
-                                                : RHN_OP_CMP_SWAP;
+  h->opcode =
+      a.op == RHINETDV_ATOMIC_FETCH_ADD ? RHN_OP_FETCH_ADD : RHN_OP_CMP_SWAP;
   h->dst_node = a.dest_node;
   h->dst_qpn = a.dest_endpoint;
   if (!by_key) h->flags |= RHN_WQE_F_AREA;

@@ -246,8 +246,8 @@ void Device::complete_from_cqe(const rhinetdv_completion& c) {
   if (!slots[s].busy) return;
   std::uint64_t* w = &words[s];
   if (__atomic_load_n(w, __ATOMIC_ACQUIRE) & RHINETDV_STATUS_WORD_DONE) return;
-  const bool atomic = slots[s].op == Op::fetch_add ||
-                      slots[s].op == Op::compare_swap;
+  const bool atomic =
+      slots[s].op == Op::fetch_add || slots[s].op == Op::compare_swap;
   if (c.status == IBV_WC_SUCCESS && !atomic) return;  // not ours
   const std::uint64_t word =
       (c.status == IBV_WC_SUCCESS ? c.byte_len : 0u) |

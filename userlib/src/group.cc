@@ -800,8 +800,8 @@ Request Group::post_atomic(Op op, std::uint32_t rank, std::uint32_t area_id,
   a.result_lkey = dev.words_mr->lkey;
   d.busy = true;
   dev.slots[*slot] = d;
-  const int err = dev.post_retrying(
-      [&] { return rhinetdv_atomic(dev.ep, &a, sizeof(a)); });
+  const int err =
+      dev.post_retrying([&] { return rhinetdv_atomic(dev.ep, &a, sizeof(a)); });
   if (err) {
     dev.release(*slot);
     return fail(err, "rhinetdv_atomic");

@@ -27,6 +27,11 @@
 # refuses, user nobody included), then rank 0 multicasts in modes basic,
 # DIFF, BITMAP and STRIDE with every byte checked, one frame per packet
 # at the sender, and an mcast to a group never set (ENOENT).
+# inbox_incast is remote atomics (fetch_add counted exactly, compare_swap,
+# refusals) and seed 001's many-to-one channel: every other rank sends
+# 200 messages into rank 0's Inbox of 4 slots at once (counters wrapping),
+# every message checked once and in order, no RNR retry on any node; run
+# with one and with two ranks per node.
 # Then every node holds no twin memory, and no group violation was
 # counted; the NICs' shared-region counters are printed.
 #   userlib.sh NODE NODES   (the applications overlay: run-cluster --apps)
@@ -46,7 +51,7 @@ run() { # NAME rhinet-run arguments...
 	t0=$(now)
 	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
 		echo "userlib: $name passed in $(elapsed "$t0") s"
-		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:" \
+		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:|^inbox_incast:" \
 			/tmp/run.log | head -40
 	else
 		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
@@ -71,6 +76,10 @@ run "partial_messages, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 # K = 200 locked increments per rank (the counter ends exact).
 run "sync_mcast, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_sync_mcast 200
+run "inbox_incast, $NODES ranks" -n "$NODES" --hosts "$hosts" \
+	rhinet_inbox_incast 200 4
+run "inbox_incast, 2 ranks per node" -n $((2 * NODES)) --per-node 2 \
+	--hosts "$hosts" rhinet_inbox_incast 100 4
 # Needs exactly 4 ranks (home, two subscribers, a newcomer).
 if [ "$NODES" = 4 ]; then
 	run "shared_region, 4 ranks" -n 4 --hosts "$hosts" rhinet_shared_region

@@ -21,6 +21,7 @@
 #include "rhinet/area.hpp"
 #include "rhinet/bootstrap.hpp"
 #include "rhinet/group.hpp"
+#include "rhinet/inbox.hpp"
 #include "rhinet/message.hpp"
 #include "rhinet/request.hpp"
 #include "rhinet/result.hpp"

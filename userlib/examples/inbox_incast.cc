@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// inbox_incast: remote atomics and the many-to-one channel of seed 001.
+//
+//  (a) atomics: every rank fetch-adds 1 to a counter at rank 0, K times;
+//      the counter ends at size * K and every value() was taken once;
+//      compare_swap swaps only on a match; a misaligned word is refused
+//      before posting (EINVAL), a word in an area without atomic access
+//      by the target NIC (Syndrome::access_rights).
+//  (b) incast: rank 0 opens an Inbox of N slots (default 4) whose counters
+//      start 37 below 2^64, so they wrap during the run; every other rank
+//      sends K messages of varying length at once. Rank 0 checks every
+//      byte, each sender's messages in order and none twice or missing;
+//      its inbox memory stays what it was for one sender; no node counted
+//      an RNR retry (nobody was refused: senders waited on RecvCNT).
+//
+//   rhinet-run -n 4 --hosts node0,node1,node2,node3 rhinet_inbox_incast [K [N]]
+//
+// Exit status 0 when every check passed on this rank.
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <rhinet/inbox.hpp>
+#include <rhinet/rhinet.hpp>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::uint32_t kCounterArea = 30;  // atomic access
+constexpr std::uint32_t kPlainArea = 31;    // read/write only
+constexpr std::uint32_t kInboxArea = 32;
+constexpr auto kWait = 60s;
+
+int checks = 0, failures = 0;
+
+bool expect(bool ok, const char* fmt, auto... args) {
+  checks++;
+  if (ok) return true;
+  failures++;
+  std::fprintf(stderr, "inbox_incast: ");
+  std::fprintf(stderr, fmt, args...);
+  std::fputc('\n', stderr);
+  return false;
+}
+
+bool ok(const rhinet::Result<void>& r, const char* what) {
+  return expect(static_cast<bool>(r), "%s: %s", what,
+                r ? "" : r.error().to_string().c_str());
+}
+
+std::uint64_t rnr_retries() {
+  std::ifstream f(
+      "/sys/class/infiniband/rhinet0/ports/1/hw_counters/rnr_retries");
+  std::uint64_t v = 0;
+  f >> v;
+  return v;
+}
+
+// Message j of `rank`: 8 bytes rank, 8 bytes j, then a pattern; its length
+// varies from 16 to slot_bytes.
+std::vector<std::byte> message(std::uint32_t rank, std::uint64_t j,
+                               std::uint32_t slot_bytes) {
+  const std::size_t len = 16 + (j * 37 + rank * 11) % (slot_bytes - 15);
+  std::vector<std::byte> m(len);
+  std::memcpy(m.data(), &rank, 4);
+  std::memcpy(m.data() + 8, &j, 8);
+  for (std::size_t i = 16; i < len; i++)
+    m[i] = static_cast<std::byte>((rank * 131 + j * 7 + i) & 0xff);
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int k = argc > 1 ? std::atoi(argv[1]) : 200;
+  const std::uint32_t slots =
+      argc > 2 ? static_cast<std::uint32_t>(std::atoi(argv[2])) : 4;
+  auto joined = rhinet::Group::join_from_env();
+  if (!joined) {
+    std::fprintf(stderr, "inbox_incast: join: %s\n",
+                 joined.error().to_string().c_str());
+    return 1;
+  }
+  rhinet::Group& g = **joined;
+  const std::uint32_t me = g.rank(), n = g.size();
+
+  // ---- (a) atomics ----------------------------------------------------------
+  alignas(64) static std::uint64_t counter_mem[512];
+  alignas(64) static std::uint64_t plain_mem[512];
+  auto counter_area =
+      g.area(kCounterArea, std::as_writable_bytes(std::span(counter_mem)),
+             rhinet::Access::all);
+  auto plain_area =
+      g.area(kPlainArea, std::as_writable_bytes(std::span(plain_mem)));
+  if (!counter_area || !plain_area) {
+    std::fprintf(stderr, "inbox_incast: area: %s\n",
+                 (!counter_area ? counter_area : plain_area)
+                     .error()
+                     .to_string()
+                     .c_str());
+    return 1;
+  }
+  if (me == 0) __atomic_store_n(&counter_mem[1], 5, __ATOMIC_RELEASE);
+  if (!g.barrier_bootstrap(120s)) return 1;
+  std::vector<std::uint64_t> seen;
+  for (int i = 0; i < k; i++) {
+    auto r = g.fetch_add(0, kCounterArea, 0, 1);
+    if (!ok(r.wait(kWait), "fetch_add")) break;
+    seen.push_back(r.value());
+  }
+  bool increasing = true;
+  for (std::size_t i = 1; i < seen.size(); i++)
+    increasing &= seen[i] > seen[i - 1];
+  expect(increasing, "rank %u: its fetch_add values did not increase", me);
+  if (me == 1 || n == 1) {
+    auto a = g.compare_swap(0, kCounterArea, 8, 5, 9);
+    if (ok(a.wait(kWait), "compare_swap"))
+      expect(a.value() == 5, "compare_swap 5->9 found %" PRIu64, a.value());
+    auto b = g.compare_swap(0, kCounterArea, 8, 5, 11);
+    if (ok(b.wait(kWait), "compare_swap"))
+      expect(b.value() == 9,
+             "compare_swap 5->11 found %" PRIu64 " (9 expected: no swap)",
+             b.value());
+  }
+  {
+    auto r = g.fetch_add(0, kCounterArea, 4, 1).wait(kWait);
+    expect(!r && r.error().errno_value() == EINVAL,
+           "a misaligned fetch_add was not EINVAL");
+    auto p = g.fetch_add(0, kPlainArea, 0, 1).wait(kWait);
+    expect(!p && p.error().syndrome() == static_cast<std::uint32_t>(
+                                             rhinet::Syndrome::access_rights),
+           "a fetch_add on an area without atomic access: %s",
+           p ? "succeeded" : p.error().to_string().c_str());
+  }
+  if (!g.barrier_bootstrap(120s)) return 1;
+  if (me == 0) {
+    const std::uint64_t want = std::uint64_t{n} * static_cast<unsigned>(k);
+    expect(counter_mem[0] == want,
+           "counter is %" PRIu64 " after %u x %d fetch_adds", counter_mem[0], n,
+           k);
+    expect(counter_mem[1] == 9, "compare_swap left %" PRIu64, counter_mem[1]);
+    expect(plain_mem[0] == 0, "the refused fetch_add changed the word");
+    if (!failures)
+      std::printf("inbox_incast: atomics: %u x %d fetch_adds = %" PRIu64
+                  ", compare_swap, refusals: ok\n",
+                  n, k, counter_mem[0]);
+  }
+
+  // ---- (b) incast into an Inbox ---------------------------------------------
+  rhinet::InboxLayout layout;
+  layout.slots = slots;
+  layout.slot_bytes = 200;
+  layout.first_ticket = ~std::uint64_t{0} - 36;  // wraps after 37 messages
+  const std::uint64_t rnr_before = rnr_retries();
+  std::optional<rhinet::Inbox> in;
+  if (me == 0) {
+    auto o = rhinet::Inbox::open(g, kInboxArea, layout);
+    if (!o) {
+      std::fprintf(stderr, "inbox_incast: open: %s\n",
+                   o.error().to_string().c_str());
+      return 1;
+    }
+    in.emplace(std::move(*o));
+  }
+  if (!g.barrier_bootstrap(120s)) return 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (me == 0) {
+    const std::size_t memory = in->memory_bytes();
+    std::vector<std::uint64_t> next(n, 0);
+    const std::uint64_t total = std::uint64_t{n - 1} * static_cast<unsigned>(k);
+    for (std::uint64_t got = 0; got < total; got++) {
+      auto m = in->receive(kWait);
+      if (!ok(m ? rhinet::ok() : rhinet::Result<void>(m.error()), "receive"))
+        break;
+      std::uint32_t from = 0;
+      std::uint64_t j = 0;
+      if (!expect(m->size() >= 16, "message %" PRIu64 " of %zu bytes", got,
+                  m->size()))
+        continue;
+      std::memcpy(&from, m->data(), 4);
+      std::memcpy(&j, m->data() + 8, 8);
+      if (!expect(from > 0 && from < n, "message from rank %u", from)) continue;
+      expect(j == next[from],
+             "rank %u's message %" PRIu64 " came when %" PRIu64
+             " was next (lost, twice or out of order)",
+             from, j, next[from]);
+      next[from] = j + 1;
+      expect(*m == message(from, j, layout.slot_bytes),
+             "rank %u's message %" PRIu64 ": bytes differ", from, j);
+    }
+    for (std::uint32_t r = 1; r < n; r++)
+      expect(next[r] == static_cast<unsigned>(k),
+             "%" PRIu64 " of %d messages from rank %u", next[r], k, r);
+    expect(in->memory_bytes() == memory, "inbox memory changed");
+    expect(in->received() == total, "received() is %" PRIu64, in->received());
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    if (!failures)
+      std::printf(
+          "inbox_incast: %u senders x %d messages through %u slots "
+          "(%zu bytes of receiver memory), counters wrapped: ok "
+          "(%.0f messages/s)\n",
+          n - 1, k, slots, memory, static_cast<double>(total) / s);
+  } else {
+    rhinet::InboxSender out(g, 0, kInboxArea, layout);
+    for (int j = 0; j < k; j++) {
+      if (!ok(out.send(
+                  message(me, static_cast<std::uint64_t>(j), layout.slot_bytes),
+                  kWait),
+              "send"))
+        break;
+    }
+    std::printf("inbox_incast: rank %u read RecvCNT %" PRIu64
+                " times for %d sends (the queue was full)\n",
+                me, out.recv_count_reads(), k);
+  }
+  if (!g.barrier_bootstrap(120s)) return 1;
+  expect(rnr_retries() == rnr_before,
+         "rank %u: the NIC counted %" PRIu64 " RNR retries", me,
+         rnr_retries() - rnr_before);
+  std::printf("inbox_incast: rank %u of %u: %d checks passed, %d failed\n", me,
+              n, checks - failures, failures);
+  return failures ? 1 : 0;
+}

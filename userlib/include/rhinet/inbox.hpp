@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// A many-to-one message channel whose receiver memory does not grow with
+// the number of senders (seed 001: receive-buffer acquisition with remote
+// atomics). The receiver owns N slots in an area; a sender takes a ticket
+// with a remote fetch-add on the receiver's SendCNT and writes its slot
+// once the receiver's RecvCNT shows the slot free, reading RecvCNT again
+// meanwhile. Nothing is dropped and nobody is refused: under incast the
+// senders wait on a counter, the receiver's CPU takes no part in the
+// acquisition, and the receiver holds N slots whether 1 or 10^6 ranks
+// send. The protocol itself is rhinet/inbox_protocol.hpp.
+//
+//   // rank 0
+//   auto in = rhinet::Inbox::open(group, 7, {.slots = 16});
+//   group.barrier_bootstrap();
+//   auto msg = in->receive();          // in ticket order
+//   // any other rank
+//   group.barrier_bootstrap();
+//   rhinet::InboxSender out(group, 0, 7, {.slots = 16});
+//   out.send(std::as_bytes(std::span("hello")));
+#ifndef RHINET_INBOX_HPP
+#define RHINET_INBOX_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "rhinet/area.hpp"
+#include "rhinet/group.hpp"
+#include "rhinet/inbox_protocol.hpp"
+#include "rhinet/result.hpp"
+
+namespace rhinet {
+
+class Inbox {
+ public:
+  // Registers area `area_id` (the counters and the slots, memory the Inbox
+  // owns, with remote atomic access) at this rank and sets the counters.
+  // Senders must use the same layout. Errors: EINVAL (a layout of 0 slots
+  // or slot bytes, or more than 2^20), EOPNOTSUPP (no remote atomics),
+  // errors of Group::area.
+  static Result<Inbox> open(Group& group, std::uint32_t area_id,
+                            InboxLayout layout = {});
+
+  // The next message in ticket order, once all of its bytes are in; no
+  // system call. The span is valid until pop().
+  std::optional<std::span<const std::byte>> peek() const;
+  // Frees the slot peek() showed; its next sender may write it.
+  void pop();
+  // peek(), copy, pop(), waiting up to `timeout` (ETIMEDOUT).
+  Result<std::vector<std::byte>> receive(
+      std::chrono::milliseconds timeout = forever);
+
+  // Bytes of registered memory the receiver holds: the same for any number
+  // of senders.
+  std::size_t memory_bytes() const { return bytes_; }
+  std::uint64_t received() const;
+  const InboxLayout& layout() const { return layout_; }
+
+ private:
+  Inbox() = default;
+  struct Memory {
+    void operator()(std::byte* p) const;
+  };
+  std::unique_ptr<std::byte, Memory> mem_;
+  std::size_t bytes_ = 0;
+  InboxLayout layout_;
+  std::optional<Area> area_;
+  std::unique_ptr<inbox::Queue> queue_;
+};
+
+// A sender to one Inbox. Not thread-safe; one send at a time.
+class InboxSender {
+ public:
+  InboxSender(Group& group, std::uint32_t receiver, std::uint32_t area_id,
+              InboxLayout layout = {});
+  InboxSender(InboxSender&&) noexcept;
+  InboxSender& operator=(InboxSender&&) noexcept;
+  ~InboxSender();
+
+  // Takes a ticket, waits for its slot, writes the message. EMSGSIZE: longer
+  // than the layout's slot_bytes; ETIMEDOUT: the slot stayed taken (the
+  // ticket is spent: the receiver sees no message with it, so it stops
+  // there; time-outs are for a receiver that died, not flow control); the
+  // NIC's errors (a receiver without the area, a dead node).
+  Result<void> send(std::span<const std::byte> message,
+                    std::chrono::milliseconds timeout = forever);
+  // How many times a send found the queue full and read RecvCNT again.
+  std::uint64_t recv_count_reads() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace rhinet
+
+#endif  // RHINET_INBOX_HPP

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "rhinet/inbox.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "device.hpp"
+#include "net.hpp"
+
+namespace rhinet {
+
+namespace {
+
+// inbox::SendMachine's transport over a Group: the fetch-add and the
+// writes go to the receiver's area; a read of RecvCNT lands in a word of
+// the sender's registered scratch buffer.
+struct GroupTransport {
+  struct Op {
+    Request req;
+    const std::uint64_t* word = nullptr;  // a read's landing place
+    bool test() { return req.test(); }
+    bool failed() const { return !req.result(); }
+    std::uint64_t value() const {
+      return word ? __atomic_load_n(word, __ATOMIC_ACQUIRE) : req.value();
+    }
+  };
+  Group* group;
+  std::uint32_t receiver;
+  std::uint32_t area_id;
+  std::span<std::byte> scratch;  // registered: the message, then a word
+
+  Op fetch_add(std::uint64_t offset, std::uint64_t add) {
+    return Op{group->fetch_add(receiver, area_id, offset, add)};
+  }
+  Op read_word(std::uint64_t offset) {
+    auto w = scratch.last(8);
+    return Op{group->pull(receiver, area_id, offset, w),
+              reinterpret_cast<const std::uint64_t*>(w.data())};
+  }
+  Op write(std::uint64_t offset, std::span<const std::byte> bytes) {
+    // The header (16 bytes) travels inline; the message from scratch.
+    XferOptions o;
+    o.inline_data = bytes.size() <= sizeof(inbox::SlotHeader);
+    return Op{group->push(receiver, area_id, offset, bytes, o)};
+  }
+};
+
+}  // namespace
+
+// ---- receiver
+// ----------------------------------------------------------------
+
+void Inbox::Memory::operator()(std::byte* p) const { std::free(p); }
+
+Result<Inbox> Inbox::open(Group& group, std::uint32_t area_id,
+                          InboxLayout layout) {
+  if (!inbox::valid(layout))
+    return Error(EINVAL, "inbox: " + std::to_string(layout.slots) +
+                             " slots of " + std::to_string(layout.slot_bytes) +
+                             " bytes (slots: a power of two; 1..2^20 each)");
+  const std::size_t bytes = (inbox::area_bytes(layout) + 4095) / 4096 * 4096;
+  Inbox in;
+  in.layout_ = layout;
+  in.bytes_ = bytes;
+  void* p = std::aligned_alloc(4096, bytes);
+  if (!p) return Error(ENOMEM, "inbox: no memory for its area");
+  in.mem_.reset(static_cast<std::byte*>(p));
+  const std::span<std::byte> area(in.mem_.get(), bytes);
+  in.queue_ = std::make_unique<inbox::Queue>(area, layout);
+  in.queue_->init();  // before anybody can reach it
+  auto a = group.area(area_id, area, Access::all);
+  if (!a) return a.error();
+  in.area_.emplace(std::move(*a));
+  return in;
+}
+
+std::optional<std::span<const std::byte>> Inbox::peek() const {
+  std::span<const std::byte> b;
+  if (!queue_ || !queue_->ready(&b)) return std::nullopt;
+  return b;
+}
+
+void Inbox::pop() {
+  std::span<const std::byte> b;
+  if (queue_ && queue_->ready(&b)) queue_->pop();
+}
+
+std::uint64_t Inbox::received() const {
+  return queue_ ? queue_->next_ticket() - layout_.first_ticket : 0;
+}
+
+Result<std::vector<std::byte>> Inbox::receive(
+    std::chrono::milliseconds timeout) {
+  auto m = peek();
+  if (!m) {
+    const auto deadline = net::deadline_after(timeout);
+    detail::Backoff b;
+    while (!(m = peek())) {
+      if (net::poll_ms(deadline) == 0)
+        return Error(ETIMEDOUT, "inbox: no message within " +
+                                    net::format_duration(timeout));
+      b.pause();
+    }
+  }
+  std::vector<std::byte> out(m->begin(), m->end());
+  pop();
+  return out;
+}
+
+// ---- sender
+// ------------------------------------------------------------------
+
+struct InboxSender::State {
+  State(Group& g, std::uint32_t receiver, std::uint32_t area_id,
+        const InboxLayout& l)
+      : layout(l),
+        memory((l.slot_bytes + 8 + 7) / 8 * 8),
+        transport{&g, receiver, area_id, {}},
+        machine(transport, l) {}
+  InboxLayout layout;
+  std::vector<std::byte> memory;
+  std::optional<Buffer> buffer;
+  std::optional<Error> setup_error;
+  GroupTransport transport;
+  inbox::SendMachine<GroupTransport> machine;
+  bool pending = false;  // a message timed out: it goes first
+};
+
+InboxSender::InboxSender(Group& group, std::uint32_t receiver,
+                         std::uint32_t area_id, InboxLayout layout)
+    : s_(std::make_unique<State>(group, receiver, area_id, layout)) {
+  s_->machine.set_recv_count(layout.first_ticket);
+  if (!inbox::valid(layout)) {
+    s_->setup_error = Error(EINVAL, "inbox sender: bad layout");
+    return;
+  }
+  auto b = group.buffer(s_->memory);
+  if (!b) {
+    s_->setup_error = b.error();
+    return;
+  }
+  s_->buffer.emplace(std::move(*b));
+  s_->transport.scratch = s_->memory;
+}
+
+InboxSender::InboxSender(InboxSender&&) noexcept = default;
+InboxSender& InboxSender::operator=(InboxSender&&) noexcept = default;
+InboxSender::~InboxSender() = default;
+
+std::uint64_t InboxSender::recv_count_reads() const {
+  return s_->machine.count_reads();
+}
+
+Result<void> InboxSender::send(std::span<const std::byte> message,
+                               std::chrono::milliseconds timeout) {
+  State& s = *s_;
+  if (s.setup_error) return *s.setup_error;
+  if (message.size() > s.layout.slot_bytes)
+    return Error(EMSGSIZE, "inbox: a message of " +
+                               std::to_string(message.size()) +
+                               " bytes; slots take " +
+                               std::to_string(s.layout.slot_bytes));
+  const auto deadline = net::deadline_after(timeout);
+  auto run = [&]() -> Result<void> {
+    detail::Backoff b;
+    while (!s.machine.done()) {
+      if (!s.machine.step()) {
+        s.pending = false;  // the ticket is lost with the error
+        return s.machine.op().req.result();
+      }
+      if (s.machine.done()) break;
+      if (net::poll_ms(deadline) == 0) {
+        s.pending = true;
+        return Error(ETIMEDOUT,
+                     "inbox: ticket " + std::to_string(s.machine.ticket()) +
+                         " still waits for its slot (kept: the next send "
+                         "finishes it first)");
+      }
+      b.pause();
+    }
+    s.pending = false;
+    return ok();
+  };
+  if (s.pending) {
+    if (auto r = run(); !r) return r;
+  }
+  std::memcpy(s.memory.data(), message.data(), message.size());
+  s.machine.start(std::span<const std::byte>(s.memory.data(), message.size()));
+  return run();
+}
+
+}  // namespace rhinet
