@@ -16,6 +16,8 @@
 //   rhinet-run -n 4 --hosts node0,node1,node2,node3 rhinet_inbox_incast [K [N]]
 //
 // Exit status 0 when every check passed on this rank.
+#include <infiniband/rhinetdv.h>
+
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -136,6 +138,42 @@ int main(int argc, char** argv) {
                                              rhinet::Syndrome::access_rights),
            "a fetch_add on an area without atomic access: %s",
            p ? "succeeded" : p.error().to_string().c_str());
+  }
+  {
+    // What librhinetdv refuses before anything is posted.
+    alignas(8) static std::uint64_t result;
+    rhinetdv_atomic_attr a{};
+    a.op = RHINETDV_ATOMIC_FETCH_ADD;
+    a.result = &result;
+    a.group_id = g.group_id();
+    a.area_id = kCounterArea;
+    a.compare_add = 1;
+    rhinetdv_endpoint* ep = g.endpoint();
+    auto refused = [&](const char* what, int want) {
+      const int e = rhinetdv_atomic(ep, &a, sizeof(a));
+      expect(e == want, "rhinetdv_atomic with %s: %d, not %d", what, e, want);
+    };
+    a.comp_mask = 1;
+    refused("a comp_mask bit", EINVAL);
+    a.comp_mask = 0;
+    a.op = 3;
+    refused("op 3", EINVAL);
+    a.op = RHINETDV_ATOMIC_FETCH_ADD;
+    a.swap = 1;
+    refused("a swap value for fetch-and-add", EINVAL);
+    a.swap = 0;
+    a.offset = 12;
+    refused("a misaligned offset", EINVAL);
+    a.offset = 0;
+    a.flags = 1u << 7;
+    refused("an unknown flag", EINVAL);
+    a.flags = 0;
+    a.result = reinterpret_cast<std::uint64_t*>(
+        reinterpret_cast<std::uintptr_t>(&result) + 4);
+    refused("a misaligned result", EINVAL);
+    a.result = &result;
+    a.group_id = 0xfffe;  // not this process's group
+    refused("a group it is not in", EPERM);
   }
   if (!g.barrier_bootstrap(120s)) return 1;
   if (me == 0) {
