@@ -81,19 +81,20 @@ struct SimTransport {
   };
   Ep* ep;
   const Ep* recv;
+  const Ep* counters;  // the group's counter host (the receiver if none)
   std::shared_ptr<State> current;
   bool read_pending = false;
   uint64_t wr = 0;
 
-  sim::SendWr base(uint8_t opcode, uint64_t offset) {
+  sim::SendWr base(uint8_t opcode, uint64_t offset, const Ep* to) {
     sim::SendWr w;
     w.wr_id = ++wr;
     w.opcode = opcode;
     w.flags = RHN_WQE_F_SIGNALED;
-    w.dst_node = recv->node;
-    w.dst_qpn = recv->qp->qpn();
-    w.remote_addr = recv->buf.va() + offset;
-    w.remote_key = recv->mr.key;
+    w.dst_node = to->node;
+    w.dst_qpn = to->qp->qpn();
+    w.remote_addr = to->buf.va() + offset;
+    w.remote_key = to->mr.key;
     return w;
   }
   Op post(const sim::SendWr& w, bool reads) {
@@ -103,18 +104,18 @@ struct SimTransport {
     return Op{current};
   }
   Op fetch_add(uint64_t offset, uint64_t add) {
-    sim::SendWr w = base(RHN_OP_FETCH_ADD, offset);
+    sim::SendWr w = base(RHN_OP_FETCH_ADD, offset, counters);
     w.sges = {{ep->buf.va() + kResult, 8, ep->mr.key}};
     w.compare_add = add;
     return post(w, true);
   }
   Op read_word(uint64_t offset) {
-    sim::SendWr w = base(RHN_OP_READ, offset);
+    sim::SendWr w = base(RHN_OP_READ, offset, counters);
     w.sges = {{ep->buf.va() + kResult, 8, ep->mr.key}};
     return post(w, true);
   }
   Op write(uint64_t offset, std::span<const std::byte> bytes) {
-    sim::SendWr w = base(RHN_OP_WRITE, offset);
+    sim::SendWr w = base(RHN_OP_WRITE, offset, recv);
     if (bytes.size() <= 16) {
       w.flags |= RHN_WQE_F_INLINE;
       w.inline_data.resize(bytes.size());
@@ -159,6 +160,7 @@ std::vector<std::byte> message(uint32_t s, uint32_t j, uint32_t bytes) {
 struct Figures {
   bool ok = false;
   double msgs_per_s_fabric = 0, msgs_per_s_wall = 0, reads_per_msg = 0;
+  double recv_packets_per_msg = 0;  // frames the receiver's NIC took in
   uint64_t rnr = 0, drops = 0;
   size_t receiver_bytes = 0;
 };
@@ -171,12 +173,14 @@ uint64_t sum_counter(sim::SimCluster& c, unsigned index) {
 
 // S senders x K messages of `bytes` into N slots (inbox), or each sender
 // into a slot of its own at the receiver with no flow control (floor).
+// groups > 0: 001 figs. 5/6, that many counter groups, each group's
+// counters on a node of its own (not the receiver's).
 Figures run(uint32_t senders, uint32_t k, uint32_t slots, uint32_t bytes,
-            bool floor) {
+            bool floor, uint32_t groups = 0) {
   Figures f;
   const uint32_t sender_nodes = senders < 8 ? senders : 8;
   sim::ClusterConfig cfg;
-  cfg.nodes = 1 + sender_nodes;
+  cfg.nodes = 1 + sender_nodes + groups;
   cfg.memory_bytes = 256u << 20;
   cfg.hop_delay_ns = 5000;
   sim::SimCluster c(cfg);
@@ -185,28 +189,40 @@ Figures run(uint32_t senders, uint32_t k, uint32_t slots, uint32_t bytes,
   l.slots = slots;
   l.slot_bytes = bytes;
   l.first_ticket = ~uint64_t{0} - 100;  // the counters wrap on the way
+  l.groups = groups ? groups : 1;
   const size_t area =
       floor ? size_t{senders} * ((bytes + 63) / 64 * 64) : inbox::area_bytes(l);
   Ep recv;
-  if (!make_ep(c, 0, (area + 4095) / 4096 * 4096, &recv)) return f;
+  // Past the area: where the receiver's own fetch-add results land.
+  if (!make_ep(c, 0, (area + 128 + 4095) / 4096 * 4096, &recv)) return f;
   f.receiver_bytes = area;
   std::vector<std::byte> shadow(area);
-  inbox::Queue q(shadow, l);
+  inbox::Queue q(shadow, l, groups == 0);
   if (!floor) {
     q.init();
     recv.buf.write(0, shadow.data(), shadow.size());
   }
+  std::vector<Ep> hosts(groups);
+  for (uint32_t g = 0; g < groups; g++) {
+    if (!make_ep(c, uint16_t(1 + sender_nodes + g), 4096, &hosts[g])) return f;
+    std::vector<std::byte> block(inbox::counter_bytes(l));
+    inbox::init_counters(block, l);
+    hosts[g].buf.write(0, block.data(), block.size());
+  }
+  uint64_t recv_wr = 0, recv_done = 0;
   std::vector<Sender> s(senders);
   for (uint32_t i = 0; i < senders; i++) {
     if (!make_ep(c, uint16_t(1 + i % sender_nodes), kSenderBuf, &s[i].ep))
       return f;
-    s[i].t = std::make_unique<SimTransport>(
-        SimTransport{&s[i].ep, &recv, nullptr, false, 0});
-    s[i].m = std::make_unique<inbox::SendMachine<SimTransport>>(*s[i].t, l);
+    const uint32_t g = i % l.groups;
+    s[i].t = std::make_unique<SimTransport>(SimTransport{
+        &s[i].ep, &recv, groups ? &hosts[g] : &recv, nullptr, false, 0});
+    s[i].m = std::make_unique<inbox::SendMachine<SimTransport>>(*s[i].t, l, g);
     s[i].m->set_recv_count(l.first_ticket);
   }
   const uint64_t rnr0 = sum_counter(c, RHN_CNT_RNR_RETRIES);
   const uint64_t drop0 = sum_counter(c, RHN_CNT_RX_DROPS);
+  const uint64_t rx0 = c.node(0).counter(RHN_CNT_RX_PACKETS);
   const uint64_t t0 = c.clock().now();
   const auto w0 = Clock::now();
   const uint64_t total = uint64_t{senders} * k;
@@ -258,11 +274,38 @@ Figures run(uint32_t senders, uint32_t k, uint32_t slots, uint32_t bytes,
         return f;
       }
       next[from]++;
+      const uint32_t g = q.group();
       q.pop();
+      if (groups) {
+        // RecvCNT at the group's counter host: a fetch-add of one.
+        sim::SendWr w;
+        w.wr_id = ++recv_wr;
+        w.opcode = RHN_OP_FETCH_ADD;
+        w.flags = RHN_WQE_F_SIGNALED;
+        w.dst_node = hosts[g].node;
+        w.dst_qpn = hosts[g].qp->qpn();
+        w.remote_addr =
+            hosts[g].buf.va() + inbox::counter_offset(g) + inbox::kRecvCount;
+        w.remote_key = hosts[g].mr.key;
+        w.sges = {{recv.buf.va() + area + 64, 8, recv.mr.key}};
+        w.compare_add = 1;
+        if (!recv.qp->post_send(w)) {
+          std::fprintf(stderr, "receiver: RecvCNT update not posted\n");
+          return f;
+        }
+      }
       delivered++;
       took = true;
     }
     if (took) recv.buf.write(0, shadow.data(), shadow.size());
+    sim::Completion x;
+    while (recv.cq->poll_one(&x)) {
+      if (!x.ok()) {
+        std::fprintf(stderr, "receiver: RecvCNT update failed\n");
+        return f;
+      }
+      recv_done++;
+    }
   }
   if (delivered < total) {
     std::fprintf(stderr, "%" PRIu64 " of %" PRIu64 " messages in 60 s\n",
@@ -274,6 +317,8 @@ Figures run(uint32_t senders, uint32_t k, uint32_t slots, uint32_t bytes,
   f.msgs_per_s_fabric = double(total) / fabric_s;
   f.msgs_per_s_wall = double(total) / seconds_since(w0);
   f.reads_per_msg = double(reads) / double(total);
+  f.recv_packets_per_msg =
+      double(c.node(0).counter(RHN_CNT_RX_PACKETS) - rx0) / double(total);
   f.rnr = sum_counter(c, RHN_CNT_RNR_RETRIES) - rnr0;
   f.drops = sum_counter(c, RHN_CNT_RX_DROPS) - drop0;
   f.ok = true;
@@ -306,6 +351,22 @@ int main(int argc, char** argv) {
                 n, in.receiver_bytes, in.msgs_per_s_fabric, in.msgs_per_s_wall,
                 in.reads_per_msg, in.rnr, in.drops, fl.receiver_bytes,
                 fl.msgs_per_s_fabric);
+  }
+  // 001 figs. 5 and 6: the counters away from the receiver, on one node
+  // and split over four; what reaches the receiver's NIC per message.
+  const uint32_t many = quick ? 16 : 256;
+  std::printf(
+      "\n%u senders, counters placed (001 figs. 5, 6):\n%24s %12s "
+      "%12s %18s\n",
+      many, "counters", "msg/s fabric", "reads/msg", "recv NIC pkts/msg");
+  for (uint32_t groups : {0u, 1u, 4u}) {
+    const Figures x = run(many, per_sender, slots, bytes, false, groups);
+    all_ok &= x.ok && x.rnr == 0;
+    const std::string where =
+        groups == 0 ? "at the receiver"
+                    : std::to_string(groups) + " group(s) elsewhere";
+    std::printf("%24s %12.0f %12.2f %18.2f\n", where.c_str(),
+                x.msgs_per_s_fabric, x.reads_per_msg, x.recv_packets_per_msg);
   }
   // The model: receiver memory against the number of senders. An RC QP per
   // peer holds its context and rings (a QPC of 256 B, a 16-entry receive

@@ -12,6 +12,9 @@
 //      byte, each sender's messages in order and none twice or missing;
 //      its inbox memory stays what it was for one sender; no node counted
 //      an RNR retry (nobody was refused: senders waited on RecvCNT).
+//  (c) with 3 ranks or more, 001 figs. 5 and 6: two counter groups whose
+//      SendCNT and RecvCNT live at ranks 1 and 2 (which send too); rank 0
+//      moves RecvCNT there with fetch-adds; the hosts' counters end exact.
 //
 //   rhinet-run -n 4 --hosts node0,node1,node2,node3 rhinet_inbox_incast [K [N]]
 //
@@ -35,7 +38,8 @@ using namespace std::chrono_literals;
 
 constexpr std::uint32_t kCounterArea = 30;  // atomic access
 constexpr std::uint32_t kPlainArea = 31;    // read/write only
-constexpr std::uint32_t kInboxArea = 32;
+constexpr std::uint32_t kInboxArea = 32;    // and 33
+constexpr std::uint32_t kCounterHostArea = 34;
 constexpr auto kWait = 60s;
 
 int checks = 0, failures = 0;
@@ -257,6 +261,86 @@ int main(int argc, char** argv) {
     std::printf("inbox_incast: rank %u read RecvCNT %" PRIu64
                 " times for %d sends (the queue was full)\n",
                 me, out.recv_count_reads(), k);
+  }
+  in.reset();
+  if (!g.barrier_bootstrap(120s)) return 1;
+
+  // ---- (c) the counters elsewhere (001 figs. 5 and 6) ----------------------
+  // Two counter groups, their counters at ranks 1 and 2 (which also send);
+  // rank 0 takes the messages and moves each group's RecvCNT there with a
+  // fetch-add.
+  if (n >= 3) {
+    rhinet::InboxLayout dl = layout;
+    dl.groups = 2;
+    const rhinet::InboxPlacement where{{1, 2}, kCounterHostArea};
+    std::optional<rhinet::InboxCounterHost> host;
+    if (me == 1 || me == 2) {
+      auto h = rhinet::InboxCounterHost::open(g, kCounterHostArea, dl);
+      if (!ok(h ? rhinet::ok() : rhinet::Result<void>(h.error()),
+              "counter host"))
+        return 1;
+      host.emplace(std::move(*h));
+    }
+    std::optional<rhinet::Inbox> din;
+    if (me == 0) {
+      auto o = rhinet::Inbox::open(g, kInboxArea + 1, dl, where);
+      if (!ok(o ? rhinet::ok() : rhinet::Result<void>(o.error()),
+              "inbox with counters elsewhere"))
+        return 1;
+      din.emplace(std::move(*o));
+    }
+    if (!g.barrier_bootstrap(120s)) return 1;
+    const int kd = k / 2;
+    if (me == 0) {
+      std::vector<std::uint64_t> next(n, 0);
+      const std::uint64_t total =
+          std::uint64_t{n - 1} * static_cast<unsigned>(kd);
+      for (std::uint64_t got = 0; got < total; got++) {
+        auto m = din->receive(kWait);
+        if (!ok(m ? rhinet::ok() : rhinet::Result<void>(m.error()),
+                "receive (counters elsewhere)"))
+          break;
+        std::uint32_t from = 0;
+        std::uint64_t j = 0;
+        std::memcpy(&from, m->data(), 4);
+        std::memcpy(&j, m->data() + 8, 8);
+        if (!expect(from > 0 && from < n && j == next[from] &&
+                        *m == message(from, j, dl.slot_bytes),
+                    "counters elsewhere: message %" PRIu64 " (rank %u #%" PRIu64
+                    ") wrong",
+                    got, from, j))
+          break;
+        next[from]++;
+      }
+      ok(g.sync(), "RecvCNT updates at the counter hosts");
+      if (!failures)
+        std::printf(
+            "inbox_incast: counters at ranks 1 and 2 (2 groups): "
+            "%" PRIu64 " messages: ok\n",
+            total);
+    } else {
+      rhinet::InboxSender out(g, 0, kInboxArea + 1, dl, where);
+      for (int j = 0; j < kd; j++)
+        if (!ok(out.send(
+                    message(me, static_cast<std::uint64_t>(j), dl.slot_bytes),
+                    kWait),
+                "send (counters elsewhere)"))
+          break;
+    }
+    if (!g.barrier_bootstrap(120s)) return 1;
+    if (host) {
+      // This rank hosts group me - 1: the ranks with that parity sent to it.
+      const std::uint32_t grp = me - 1;
+      std::uint64_t sent = 0;
+      for (std::uint32_t r = 1; r < n; r++)
+        if (r % 2 == grp) sent += static_cast<unsigned>(kd);
+      expect(host->send_count(grp) == dl.first_ticket + sent &&
+                 host->recv_count(grp) == dl.first_ticket + sent,
+             "rank %u's group %u counters: SendCNT %" PRIu64
+             ", RecvCNT %" PRIu64 ", %" PRIu64 " messages",
+             me, grp, host->send_count(grp) - dl.first_ticket,
+             host->recv_count(grp) - dl.first_ticket, sent);
+    }
   }
   if (!g.barrier_bootstrap(120s)) return 1;
   expect(rnr_retries() == rnr_before,

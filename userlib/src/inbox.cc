@@ -29,14 +29,16 @@ struct GroupTransport {
   Group* group;
   std::uint32_t receiver;
   std::uint32_t area_id;
+  std::uint32_t counter_rank;  // the receiver, or its group's counter host
+  std::uint32_t counter_area;
   std::span<std::byte> scratch;  // registered: the message, then a word
 
   Op fetch_add(std::uint64_t offset, std::uint64_t add) {
-    return Op{group->fetch_add(receiver, area_id, offset, add)};
+    return Op{group->fetch_add(counter_rank, counter_area, offset, add)};
   }
   Op read_word(std::uint64_t offset) {
     auto w = scratch.last(8);
-    return Op{group->pull(receiver, area_id, offset, w),
+    return Op{group->pull(counter_rank, counter_area, offset, w),
               reinterpret_cast<const std::uint64_t*>(w.data())};
   }
   Op write(std::uint64_t offset, std::span<const std::byte> bytes) {
@@ -49,26 +51,66 @@ struct GroupTransport {
 
 }  // namespace
 
-// ---- receiver
-// ----------------------------------------------------------------
+bool placement_ok(const Group& g, const InboxPlacement& p) {
+  for (std::uint32_t r : p.ranks)
+    if (r >= g.size()) return false;
+  return p.area_id <= 0xffff;
+}
+
+// ---- counter host ----------------------------------------------------------
+
+Result<InboxCounterHost> InboxCounterHost::open(Group& group,
+                                                std::uint32_t area_id,
+                                                const InboxLayout& layout) {
+  if (!inbox::valid(layout)) return Error(EINVAL, "inbox counters: bad layout");
+  InboxCounterHost h;
+  h.words_.assign(inbox::counter_bytes(layout) / 8, 0);
+  inbox::init_counters(std::as_writable_bytes(std::span(h.words_)), layout);
+  auto a = group.area(area_id, std::as_writable_bytes(std::span(h.words_)),
+                      Access::all);
+  if (!a) return a.error();
+  h.area_.emplace(std::move(*a));
+  return h;
+}
+
+std::uint64_t InboxCounterHost::send_count(std::uint32_t g) const {
+  return __atomic_load_n(
+      &words_[(inbox::counter_offset(g) + inbox::kSendCount) / 8],
+      __ATOMIC_ACQUIRE);
+}
+
+std::uint64_t InboxCounterHost::recv_count(std::uint32_t g) const {
+  return __atomic_load_n(
+      &words_[(inbox::counter_offset(g) + inbox::kRecvCount) / 8],
+      __ATOMIC_ACQUIRE);
+}
+
+// ---- receiver ------------------------------------------------------------
 
 void Inbox::Memory::operator()(std::byte* p) const { std::free(p); }
 
 Result<Inbox> Inbox::open(Group& group, std::uint32_t area_id,
-                          InboxLayout layout) {
+                          InboxLayout layout, InboxPlacement placement) {
+  if (!placement_ok(group, placement))
+    return Error(EINVAL, "inbox: a counter rank beyond the group");
   if (!inbox::valid(layout))
     return Error(EINVAL, "inbox: " + std::to_string(layout.slots) +
                              " slots of " + std::to_string(layout.slot_bytes) +
-                             " bytes (slots: a power of two; 1..2^20 each)");
+                             " bytes in " + std::to_string(layout.groups) +
+                             " groups (slots and groups powers of two, "
+                             "groups <= slots, 1..2^20 each)");
   const std::size_t bytes = (inbox::area_bytes(layout) + 4095) / 4096 * 4096;
   Inbox in;
   in.layout_ = layout;
   in.bytes_ = bytes;
+  in.placement_ = std::move(placement);
+  in.group_ = &group;
   void* p = std::aligned_alloc(4096, bytes);
   if (!p) return Error(ENOMEM, "inbox: no memory for its area");
   in.mem_.reset(static_cast<std::byte*>(p));
   const std::span<std::byte> area(in.mem_.get(), bytes);
-  in.queue_ = std::make_unique<inbox::Queue>(area, layout);
+  in.queue_ =
+      std::make_unique<inbox::Queue>(area, layout, in.placement_.ranks.empty());
   in.queue_->init();  // before anybody can reach it
   auto a = group.area(area_id, area, Access::all);
   if (!a) return a.error();
@@ -84,12 +126,19 @@ std::optional<std::span<const std::byte>> Inbox::peek() const {
 
 void Inbox::pop() {
   std::span<const std::byte> b;
-  if (queue_ && queue_->ready(&b)) queue_->pop();
+  if (!queue_ || !queue_->ready(&b)) return;
+  const std::uint32_t g = queue_->group();
+  queue_->pop();
+  if (placement_.ranks.empty()) return;
+  // The group's RecvCNT is at its counter host: add one there.
+  group_
+      ->fetch_add(placement_.ranks[g % placement_.ranks.size()],
+                  placement_.area_id,
+                  inbox::counter_offset(g) + inbox::kRecvCount, 1)
+      .detach();
 }
 
-std::uint64_t Inbox::received() const {
-  return queue_ ? queue_->next_ticket() - layout_.first_ticket : 0;
-}
+std::uint64_t Inbox::received() const { return queue_ ? queue_->taken() : 0; }
 
 Result<std::vector<std::byte>> Inbox::receive(
     std::chrono::milliseconds timeout) {
@@ -109,16 +158,24 @@ Result<std::vector<std::byte>> Inbox::receive(
   return out;
 }
 
-// ---- sender
-// ------------------------------------------------------------------
+// ---- sender --------------------------------------------------------------
 
 struct InboxSender::State {
   State(Group& g, std::uint32_t receiver, std::uint32_t area_id,
-        const InboxLayout& l)
+        const InboxLayout& l, const InboxPlacement& p)
       : layout(l),
         memory((l.slot_bytes + 8 + 7) / 8 * 8),
-        transport{&g, receiver, area_id, {}},
-        machine(transport, l) {}
+        transport{&g,
+                  receiver,
+                  area_id,
+                  p.ranks.empty() ? receiver
+                                  : p.ranks[group_of(g, l) % p.ranks.size()],
+                  p.ranks.empty() ? area_id : p.area_id,
+                  {}},
+        machine(transport, l, group_of(g, l)) {}
+  static std::uint32_t group_of(const Group& g, const InboxLayout& l) {
+    return l.groups ? g.rank() % l.groups : 0;
+  }
   InboxLayout layout;
   std::vector<std::byte> memory;
   std::optional<Buffer> buffer;
@@ -129,11 +186,14 @@ struct InboxSender::State {
 };
 
 InboxSender::InboxSender(Group& group, std::uint32_t receiver,
-                         std::uint32_t area_id, InboxLayout layout)
-    : s_(std::make_unique<State>(group, receiver, area_id, layout)) {
+                         std::uint32_t area_id, InboxLayout layout,
+                         const InboxPlacement& placement)
+    : s_(std::make_unique<State>(group, receiver, area_id, layout, placement)) {
   s_->machine.set_recv_count(layout.first_ticket);
-  if (!inbox::valid(layout)) {
-    s_->setup_error = Error(EINVAL, "inbox sender: bad layout");
+  if (!inbox::valid(layout) || !placement_ok(group, placement) ||
+      receiver >= group.size()) {
+    s_->setup_error =
+        Error(EINVAL, "inbox sender: bad layout, receiver or counter rank");
     return;
   }
   auto b = group.buffer(s_->memory);

@@ -25,9 +25,12 @@ using inbox::SendMachine;
 
 // Shared by every sender: the receiver's area and the operations in flight.
 struct Fabric {
-  std::vector<std::byte> area;
+  std::vector<std::byte> area;      // the receiver's
+  std::vector<std::byte> counters;  // a counter rank's (remote counters)
+  bool remote_counters = false;
   struct Pending {
     enum Kind { fetch_add, read, write } kind;
+    std::vector<std::byte>* mem;
     std::uint64_t offset;
     std::uint64_t add;
     std::vector<std::byte> bytes;  // a write's, copied when posted
@@ -37,10 +40,14 @@ struct Fabric {
   std::mt19937_64 rng;
   std::uint64_t ops = 0;
 
-  std::uint64_t word(std::uint64_t off) const {
+  static std::uint64_t word(const std::vector<std::byte>& m,
+                            std::uint64_t off) {
     std::uint64_t v;
-    std::memcpy(&v, area.data() + off, 8);
+    std::memcpy(&v, m.data() + off, 8);
     return v;
+  }
+  std::vector<std::byte>& counter_memory() {
+    return remote_counters ? counters : area;
   }
   // Completes one operation in flight, chosen at random.
   bool complete_one() {
@@ -51,17 +58,17 @@ struct Fabric {
     pending.pop_back();
     switch (p.kind) {
       case Pending::fetch_add: {
-        const std::uint64_t old = word(p.offset), next = old + p.add;
-        std::memcpy(area.data() + p.offset, &next, 8);
-        *p.done = {true, old};
+        const std::uint64_t old = word(*p.mem, p.offset), next = old + p.add;
+        std::memcpy(p.mem->data() + p.offset, &next, 8);
+        if (p.done) *p.done = {true, old};
         break;
       }
       case Pending::read:
-        *p.done = {true, word(p.offset)};
+        if (p.done) *p.done = {true, word(*p.mem, p.offset)};
         break;
       case Pending::write:
-        std::memcpy(area.data() + p.offset, p.bytes.data(), p.bytes.size());
-        *p.done = {true, 0};
+        std::memcpy(p.mem->data() + p.offset, p.bytes.data(), p.bytes.size());
+        if (p.done) *p.done = {true, 0};
         break;
     }
     ops++;
@@ -77,21 +84,24 @@ struct FakeTransport {
     std::uint64_t value() const { return state ? state->second : 0; }
   };
   Fabric* f;
-  Op post(Fabric::Pending::Kind k, std::uint64_t off, std::uint64_t add,
+  Op post(Fabric::Pending::Kind k, std::vector<std::byte>* mem,
+          std::uint64_t off, std::uint64_t add,
           std::span<const std::byte> bytes = {}) {
     auto s = std::make_shared<std::pair<bool, std::uint64_t>>(false, 0);
-    f->pending.push_back(Fabric::Pending{
-        k, off, add, std::vector<std::byte>(bytes.begin(), bytes.end()), s});
+    f->pending.push_back(
+        Fabric::Pending{k, mem, off, add,
+                        std::vector<std::byte>(bytes.begin(), bytes.end()), s});
     return Op{s};
   }
+  // Counters at the counter rank (or the receiver), slots at the receiver.
   Op fetch_add(std::uint64_t off, std::uint64_t add) {
-    return post(Fabric::Pending::fetch_add, off, add);
+    return post(Fabric::Pending::fetch_add, &f->counter_memory(), off, add);
   }
   Op read_word(std::uint64_t off) {
-    return post(Fabric::Pending::read, off, 0);
+    return post(Fabric::Pending::read, &f->counter_memory(), off, 0);
   }
   Op write(std::uint64_t off, std::span<const std::byte> b) {
-    return post(Fabric::Pending::write, off, 0, b);
+    return post(Fabric::Pending::write, &f->area, off, 0, b);
   }
 };
 
@@ -106,7 +116,8 @@ std::vector<std::byte> message(std::uint32_t sender, std::uint32_t j,
 }
 
 struct Sender {
-  Sender(FakeTransport& t, const InboxLayout& l) : machine(t, l) {
+  Sender(FakeTransport& t, const InboxLayout& l, std::uint32_t group)
+      : machine(t, l, group) {
     machine.set_recv_count(l.first_ticket);
   }
   SendMachine<FakeTransport> machine;
@@ -125,16 +136,22 @@ struct Result {
 // probability `consume_pct` per round (0 for a stretch: `stall_rounds`).
 Result run(std::uint32_t senders, std::uint32_t per_sender,
            const InboxLayout& l, std::uint64_t seed, int consume_pct,
-           std::uint64_t stall_rounds = 0) {
+           std::uint64_t stall_rounds = 0, bool remote_counters = false) {
   Fabric f;
   f.rng.seed(seed);
   f.area.assign(inbox::area_bytes(l), std::byte{0});
-  Queue q(f.area, l);
+  f.remote_counters = remote_counters;
+  Queue q(f.area, l, !remote_counters);
   q.init();
+  if (remote_counters) {
+    // The counter rank's area; the receiver's counter blocks stay unused.
+    f.counters.assign(inbox::counter_bytes(l), std::byte{0});
+    inbox::init_counters(f.counters, l);
+  }
   FakeTransport t{&f};
   std::vector<std::unique_ptr<Sender>> s;
   for (std::uint32_t i = 0; i < senders; i++) {
-    s.push_back(std::make_unique<Sender>(t, l));
+    s.push_back(std::make_unique<Sender>(t, l, i % l.groups));
     s[i]->msg = message(i, 0, l.slot_bytes);
     s[i]->machine.start(s[i]->msg);
   }
@@ -172,7 +189,22 @@ Result run(std::uint32_t senders, std::uint32_t per_sender,
       EXPECT_TRUE(std::equal(m.begin(), m.end(), want.begin(), want.end()))
           << "sender " << from << " message " << j;
       next[from] = j + 1;
-      q.pop();
+      EXPECT_EQ(q.group(), from % l.groups) << "a sender keeps its group";
+      const std::uint32_t g = q.group();
+      const std::uint64_t count = q.pop();
+      if (remote_counters) {
+        // RecvCNT is moved at the counter rank by a remote fetch-add of
+        // one: such adds land in any order and still sum right (a plain
+        // write of the new count could be overtaken by an older one).
+        f.pending.push_back(
+            Fabric::Pending{Fabric::Pending::fetch_add,
+                            &f.counters,
+                            inbox::counter_offset(g) + inbox::kRecvCount,
+                            1,
+                            {},
+                            nullptr});
+        (void)count;
+      }
       r.delivered++;
     }
     if (stalled) {
@@ -181,12 +213,22 @@ Result run(std::uint32_t senders, std::uint32_t per_sender,
       EXPECT_LE(r.delivered, total);
     }
   }
+  while (f.complete_one()) {  // RecvCNT updates still on their way
+  }
   for (std::uint32_t i = 0; i < senders; i++) {
     EXPECT_EQ(next[i], per_sender) << "sender " << i;
     r.count_reads += s[i]->machine.count_reads();
   }
-  EXPECT_EQ(f.word(inbox::kSendCount), l.first_ticket + total);
-  EXPECT_EQ(f.word(inbox::kRecvCount), l.first_ticket + total);
+  // Every group's SendCNT counts its senders' messages.
+  for (std::uint32_t g = 0; g < l.groups; g++) {
+    std::uint64_t sent = 0;
+    for (std::uint32_t i = g; i < senders; i += l.groups) sent += per_sender;
+    for (std::uint64_t off : {inbox::kSendCount, inbox::kRecvCount})
+      EXPECT_EQ(
+          Fabric::word(f.counter_memory(), inbox::counter_offset(g) + off),
+          l.first_ticket + sent)
+          << "group " << g << " counter at " << off;
+  }
   r.ops = f.ops;
   r.area_bytes = f.area.size();
   return r;
@@ -229,6 +271,23 @@ TEST(Inbox, AStalledReceiverHoldsSendersBackWithoutLoss) {
   EXPECT_EQ(r.delivered, 320u);
 }
 
+// 001 figs. 5 and 6: the counters at another rank (one group), and split
+// into four groups (each with a quarter of the slots); RecvCNT reaches the
+// counter rank late, by writes the fabric reorders.
+TEST(Inbox, CountersElsewhereAndSplitIntoGroups) {
+  InboxLayout l;
+  l.slots = 16;
+  l.slot_bytes = 48;
+  l.first_ticket = ~std::uint64_t{0} - 300;
+  for (std::uint32_t groups : {1u, 4u}) {
+    l.groups = groups;
+    const Result r = run(256, 10, l, 11 + groups, 40, 0, true);
+    EXPECT_EQ(r.delivered, 2560u) << groups << " groups";
+    // Same work per message; the waiting may differ.
+    EXPECT_EQ(r.ops - r.count_reads, 3u * 2560u + 2560u);  // + RecvCNT writes
+  }
+}
+
 TEST(Inbox, SlotsArePowersOfTwo) {
   InboxLayout l;
   l.slots = 6;  // 2^64 % 6 != 0: the slot sequence would jump at the wrap
@@ -236,6 +295,12 @@ TEST(Inbox, SlotsArePowersOfTwo) {
   l.slots = 0;
   EXPECT_FALSE(inbox::valid(l));
   l.slots = 8;
+  EXPECT_TRUE(inbox::valid(l));
+  l.groups = 3;
+  EXPECT_FALSE(inbox::valid(l));
+  l.groups = 16;  // more groups than slots
+  EXPECT_FALSE(inbox::valid(l));
+  l.groups = 8;
   EXPECT_TRUE(inbox::valid(l));
   l.slot_bytes = 0;
   EXPECT_FALSE(inbox::valid(l));
@@ -249,7 +314,7 @@ TEST(Inbox, CountersCompareModuloTwoToTheSixtyFour) {
   EXPECT_TRUE(inbox::may_write(l, top + 7, top));  // wrapped ticket 6
   EXPECT_FALSE(inbox::may_write(l, top + 8, top));
   EXPECT_FALSE(inbox::may_write(l, top - 1, top));  // consumed already
-  EXPECT_EQ(inbox::header_offset(l, top + 1), inbox::kFirstSlot);
+  EXPECT_EQ(inbox::header_offset(l, 0, top + 1), inbox::counter_bytes(l));
 }
 
 }  // namespace

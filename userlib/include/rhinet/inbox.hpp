@@ -35,6 +35,31 @@
 
 namespace rhinet {
 
+// Where each counter group's SendCNT and RecvCNT live (001 figs. 5 and 6):
+// group g's at rank ranks[g % ranks.size()], in that rank's counter area
+// `area_id` (InboxCounterHost). Empty: at the receiver, in its own area.
+struct InboxPlacement {
+  std::vector<std::uint32_t> ranks;
+  std::uint32_t area_id = 0;
+};
+
+// The counters of an Inbox's groups, at a rank other than the receiver:
+// then the senders' fetch-adds reach this rank's NIC, not the receiver's.
+// The rank's process does nothing else for them.
+class InboxCounterHost {
+ public:
+  static Result<InboxCounterHost> open(Group& group, std::uint32_t area_id,
+                                       const InboxLayout& layout);
+  // A group's counters as they stand (for tests and monitoring).
+  std::uint64_t send_count(std::uint32_t g) const;
+  std::uint64_t recv_count(std::uint32_t g) const;
+
+ private:
+  InboxCounterHost() = default;
+  std::vector<std::uint64_t> words_;
+  std::optional<Area> area_;
+};
+
 class Inbox {
  public:
   // Registers area `area_id` (the counters and the slots, memory the Inbox
@@ -43,12 +68,15 @@ class Inbox {
   // or slot bytes, or more than 2^20), EOPNOTSUPP (no remote atomics),
   // errors of Group::area.
   static Result<Inbox> open(Group& group, std::uint32_t area_id,
-                            InboxLayout layout = {});
+                            InboxLayout layout = {},
+                            InboxPlacement placement = {});
 
   // The next message in ticket order, once all of its bytes are in; no
   // system call. The span is valid until pop().
   std::optional<std::span<const std::byte>> peek() const;
-  // Frees the slot peek() showed; its next sender may write it.
+  // Frees the slot peek() showed; its next sender may write it. With the
+  // counters elsewhere this posts a fetch-add of 1 to the group's RecvCNT
+  // (detached: Group::sync() reports a failure).
   void pop();
   // peek(), copy, pop(), waiting up to `timeout` (ETIMEDOUT).
   Result<std::vector<std::byte>> receive(
@@ -68,6 +96,8 @@ class Inbox {
   std::unique_ptr<std::byte, Memory> mem_;
   std::size_t bytes_ = 0;
   InboxLayout layout_;
+  InboxPlacement placement_;
+  Group* group_ = nullptr;
   std::optional<Area> area_;
   std::unique_ptr<inbox::Queue> queue_;
 };
@@ -75,8 +105,9 @@ class Inbox {
 // A sender to one Inbox. Not thread-safe; one send at a time.
 class InboxSender {
  public:
+  // Uses counter group rank % layout.groups.
   InboxSender(Group& group, std::uint32_t receiver, std::uint32_t area_id,
-              InboxLayout layout = {});
+              InboxLayout layout = {}, const InboxPlacement& placement = {});
   InboxSender(InboxSender&&) noexcept;
   InboxSender& operator=(InboxSender&&) noexcept;
   ~InboxSender();

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <vector>
 
 namespace rhinet {
 
@@ -33,15 +34,24 @@ struct InboxLayout {
   std::uint32_t slot_bytes = 256;  // the longest message
   // The counters' first value (tests start near 2^64 to see them wrap).
   std::uint64_t first_ticket = 0;
+  // K counter groups (001 figs. 5 and 6): the slots are split evenly among
+  // them, and each group has its own SendCNT and RecvCNT, which may live at
+  // another rank than the receiver, so that the senders' fetch-adds spread
+  // over K NICs instead of all reaching the receiver's. A sender always
+  // uses one group (its order holds within it). A power of two, <= slots.
+  std::uint32_t groups = 1;
 };
 
 namespace inbox {
 
-// Offsets in the receiver's area. The counters are in cache lines of their
-// own: senders hammer SendCNT, read RecvCNT, and the receiver writes it.
+// A group's counter block: SendCNT and RecvCNT in cache lines of their own
+// (senders hammer SendCNT, read RecvCNT, and the receiver writes it). The
+// blocks of groups 0..K-1 are at g * kCounterBlock in a counter area, and
+// the receiver's area starts with them too (used when the counters live at
+// the receiver), followed by the slots.
 inline constexpr std::uint64_t kSendCount = 0;
 inline constexpr std::uint64_t kRecvCount = 64;
-inline constexpr std::uint64_t kFirstSlot = 128;
+inline constexpr std::uint64_t kCounterBlock = 128;
 
 // At the start of a slot. The receiver takes a message when `full` is set
 // and `ticket` is the one it waits for: the ticket alone tells a new
@@ -55,36 +65,61 @@ struct SlotHeader {
 static_assert(sizeof(SlotHeader) == 16);
 inline constexpr std::uint32_t kFull = 0x1b0c5a11;
 
+inline constexpr std::uint32_t per_group(const InboxLayout& l) {
+  return l.slots / l.groups;
+}
+inline constexpr std::uint64_t counter_offset(std::uint32_t group) {
+  return kCounterBlock * group;
+}
+inline constexpr std::uint64_t counter_bytes(const InboxLayout& l) {
+  return kCounterBlock * l.groups;
+}
 inline constexpr std::uint64_t slot_stride(const InboxLayout& l) {
   return (sizeof(SlotHeader) + std::uint64_t{l.slot_bytes} + 63) / 64 * 64;
 }
 inline constexpr std::uint64_t area_bytes(const InboxLayout& l) {
-  return kFirstSlot + slot_stride(l) * l.slots;
+  return counter_bytes(l) + slot_stride(l) * l.slots;
 }
 inline constexpr std::uint64_t header_offset(const InboxLayout& l,
+                                             std::uint32_t group,
                                              std::uint64_t ticket) {
-  return kFirstSlot + slot_stride(l) * (ticket % l.slots);
+  return counter_bytes(l) +
+         slot_stride(l) *
+             (std::uint64_t{group} * per_group(l) + ticket % per_group(l));
 }
 inline constexpr std::uint64_t data_offset(const InboxLayout& l,
+                                           std::uint32_t group,
                                            std::uint64_t ticket) {
-  return header_offset(l, ticket) + sizeof(SlotHeader);
+  return header_offset(l, group, ticket) + sizeof(SlotHeader);
 }
-// The slot of `ticket` is free once RecvCNT reached ticket - N + 1.
+// The slot of `ticket` is free once its group's RecvCNT reached
+// ticket - N/K + 1.
 inline constexpr bool may_write(const InboxLayout& l, std::uint64_t ticket,
                                 std::uint64_t recv_count) {
-  return ticket - recv_count < l.slots;
+  return ticket - recv_count < per_group(l);
+}
+inline constexpr bool power_of_two(std::uint32_t x) {
+  return x && (x & (x - 1)) == 0;
 }
 inline bool valid(const InboxLayout& l) {
-  return l.slots > 0 && l.slots <= (1u << 20) &&
-         (l.slots & (l.slots - 1)) == 0 && l.slot_bytes > 0 &&
+  return power_of_two(l.slots) && l.slots <= (1u << 20) &&
+         power_of_two(l.groups) && l.groups <= l.slots && l.slot_bytes > 0 &&
          l.slot_bytes <= (1u << 20);
+}
+// Sets every group's counters in a counter area (or the receiver's).
+inline void init_counters(std::span<std::byte> area, const InboxLayout& l) {
+  for (std::uint32_t g = 0; g < l.groups; g++)
+    for (std::uint64_t off : {kSendCount, kRecvCount})
+      std::memcpy(area.data() + counter_offset(g) + off, &l.first_ticket, 8);
 }
 
 // One send, as a state machine over a Transport with these members (each
 // posting returns an Op with test(), failed() and value()):
-//   Op fetch_add(std::uint64_t offset, std::uint64_t add);
-//   Op read_word(std::uint64_t offset);   // value() = the word
-//   Op write(std::uint64_t offset, std::span<const std::byte> bytes);
+//   Op fetch_add(std::uint64_t offset, std::uint64_t add);  // counters
+//   Op read_word(std::uint64_t offset);   // counters; value() = the word
+//   Op write(std::uint64_t offset, std::span<const std::byte> bytes);  // slots
+// Counter offsets are in the group's counter area (the receiver's area when
+// the counters live there), slot offsets in the receiver's area.
 // The bytes given to write() stay valid until that Op completes. step()
 // never blocks: it looks at the operation in flight and posts the next.
 template <class Transport>
@@ -93,12 +128,13 @@ class SendMachine {
   using Op = typename Transport::Op;
   enum class State { idle, ticket, check, read_count, data, header, done };
 
-  SendMachine(Transport& t, const InboxLayout& l) : t_(t), l_(l) {}
+  SendMachine(Transport& t, const InboxLayout& l, std::uint32_t group = 0)
+      : t_(t), l_(l), group_(group % l.groups) {}
 
   // `message` (at most slot_bytes) stays valid until done().
   void start(std::span<const std::byte> message) {
     message_ = message;
-    op_ = t_.fetch_add(kSendCount, 1);
+    op_ = t_.fetch_add(counter_offset(group_) + kSendCount, 1);
     state_ = State::ticket;
   }
   // Advances as far as completions allow; false once an operation failed
@@ -118,11 +154,11 @@ class SendMachine {
         case State::check:
           if (!may_write(l_, ticket_, recv_count_)) {
             ++count_reads_;
-            op_ = t_.read_word(kRecvCount);
+            op_ = t_.read_word(counter_offset(group_) + kRecvCount);
             state_ = State::read_count;
             return true;
           }
-          op_ = t_.write(data_offset(l_, ticket_), message_);
+          op_ = t_.write(data_offset(l_, group_, ticket_), message_);
           state_ = State::data;
           break;
         case State::read_count:
@@ -141,7 +177,7 @@ class SendMachine {
           if (op_.failed()) return false;
           header_ = SlotHeader{
               ticket_, static_cast<std::uint32_t>(message_.size()), kFull};
-          op_ = t_.write(header_offset(l_, ticket_),
+          op_ = t_.write(header_offset(l_, group_, ticket_),
                          std::as_bytes(std::span(&header_, 1)));
           state_ = State::header;
           break;
@@ -161,10 +197,12 @@ class SendMachine {
   std::uint64_t recv_count() const { return recv_count_; }
   void set_recv_count(std::uint64_t c) { recv_count_ = c; }
   std::uint64_t count_reads() const { return count_reads_; }
+  std::uint32_t group() const { return group_; }
 
  private:
   Transport& t_;
   InboxLayout l_;
+  std::uint32_t group_;
   State state_ = State::idle;
   Op op_{};
   std::span<const std::byte> message_;
@@ -174,54 +212,76 @@ class SendMachine {
   SlotHeader header_{};
 };
 
-// The receiver's side over its own memory (the area's bytes).
+// The receiver's side over its own memory (the area's bytes). It takes
+// the groups' messages in turn, each group's in ticket order.
 class Queue {
  public:
-  Queue(std::span<std::byte> area, const InboxLayout& l)
-      : area_(area), l_(l), next_(l.first_ticket) {}
-  // Sets the counters (before any sender runs).
+  // local_counters: RecvCNT is in this area (otherwise pop() returns the
+  // value for the caller to publish at the group's counter rank).
+  Queue(std::span<std::byte> area, const InboxLayout& l,
+        bool local_counters = true)
+      : area_(area),
+        l_(l),
+        local_(local_counters),
+        next_(l.groups, l.first_ticket) {}
+  // Clears the slots and sets the counters (before any sender runs).
   void init() {
     std::memset(area_.data(), 0, area_.size());
-    store(kSendCount, l_.first_ticket);
-    store(kRecvCount, l_.first_ticket);
+    init_counters(area_, l_);
   }
-  // The message with the next ticket, if all of it is in.
+  // The next message of some group, if all of it is in; group() names it.
   bool ready(std::span<const std::byte>* bytes) const {
-    // The flag first: the NIC wrote the header after the bytes.
-    if (__atomic_load_n(&full_word(), __ATOMIC_ACQUIRE) != kFull) return false;
-    const SlotHeader h = header();
-    if (h.ticket != next_ || h.length > l_.slot_bytes) return false;
-    *bytes = area_.subspan(data_offset(l_, next_), h.length);
-    return true;
+    for (std::uint32_t k = 0; k < l_.groups; k++) {
+      const std::uint32_t g = (cursor_ + k) % l_.groups;
+      // The flag first: the NIC wrote the header after the bytes.
+      if (__atomic_load_n(&full_word(g), __ATOMIC_ACQUIRE) != kFull) continue;
+      SlotHeader h;
+      std::memcpy(&h, area_.data() + header_offset(l_, g, next_[g]), sizeof(h));
+      if (h.ticket != next_[g] || h.length > l_.slot_bytes) continue;
+      *bytes = area_.subspan(data_offset(l_, g, next_[g]), h.length);
+      cursor_ = g;
+      return true;
+    }
+    return false;
   }
-  // Frees it: the slot is empty before RecvCNT says so.
-  void pop() {
+  std::uint32_t group() const { return cursor_; }
+  // Frees the slot ready() showed; returns that group's new RecvCNT. With
+  // local counters it is stored here already; otherwise the caller adds 1
+  // to the group's RecvCNT at its counter rank with a remote fetch-add
+  // (adds that land out of order still sum right; plain writes of the new
+  // value could be overtaken by older ones).
+  std::uint64_t pop() {
+    const std::uint32_t g = cursor_;
     // Not needed for safety (ready() matches the ticket too), but a slot
     // that reads empty is easier to debug.
-    __atomic_store_n(&full_word(), 0u, __ATOMIC_RELAXED);
-    ++next_;
-    std::uint64_t* rc =
-        reinterpret_cast<std::uint64_t*>(area_.data() + kRecvCount);
-    __atomic_store_n(rc, next_, __ATOMIC_RELEASE);
+    __atomic_store_n(&full_word(g), 0u, __ATOMIC_RELAXED);
+    const std::uint64_t count = ++next_[g];
+    if (local_) {
+      auto* rc = reinterpret_cast<std::uint64_t*>(
+          area_.data() + counter_offset(g) + kRecvCount);
+      __atomic_store_n(rc, count, __ATOMIC_RELEASE);
+    }
+    cursor_ = (g + 1) % l_.groups;  // the next group gets the next turn
+    return count;
   }
-  std::uint64_t next_ticket() const { return next_; }
+  // Messages taken, all groups together.
+  std::uint64_t taken() const {
+    std::uint64_t n = 0;
+    for (std::uint64_t t : next_) n += t - l_.first_ticket;
+    return n;
+  }
 
  private:
-  void store(std::uint64_t off, std::uint64_t v) {
-    std::memcpy(area_.data() + off, &v, sizeof(v));
-  }
-  SlotHeader header() const {
-    SlotHeader h;
-    std::memcpy(&h, area_.data() + header_offset(l_, next_), sizeof(h));
-    return h;
-  }
-  std::uint32_t& full_word() const {
-    return *reinterpret_cast<std::uint32_t*>(
-        area_.data() + header_offset(l_, next_) + offsetof(SlotHeader, full));
+  std::uint32_t& full_word(std::uint32_t g) const {
+    return *reinterpret_cast<std::uint32_t*>(area_.data() +
+                                             header_offset(l_, g, next_[g]) +
+                                             offsetof(SlotHeader, full));
   }
   std::span<std::byte> area_;
   InboxLayout l_;
-  std::uint64_t next_;
+  bool local_;
+  std::vector<std::uint64_t> next_;   // per group: the ticket it waits for
+  mutable std::uint32_t cursor_ = 0;  // the group ready() found
 };
 
 }  // namespace inbox
