@@ -15,6 +15,9 @@
 //  (c) with 3 ranks or more, 001 figs. 5 and 6: two counter groups whose
 //      SendCNT and RecvCNT live at ranks 1 and 2 (which send too); rank 0
 //      moves RecvCNT there with fetch-adds; the hosts' counters end exact.
+//  (d) 001's message-count limiting: eager isends to rank 0, each after a
+//      credit; rank 0 takes them slowly with any-source irecvs and returns
+//      credits; every message checked, and still no RNR retry anywhere.
 //
 //   rhinet-run -n 4 --hosts node0,node1,node2,node3 rhinet_inbox_incast [K [N]]
 //
@@ -30,6 +33,7 @@
 #include <rhinet/inbox.hpp>
 #include <rhinet/rhinet.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -40,6 +44,7 @@ constexpr std::uint32_t kCounterArea = 30;  // atomic access
 constexpr std::uint32_t kPlainArea = 31;    // read/write only
 constexpr std::uint32_t kInboxArea = 32;    // and 33
 constexpr std::uint32_t kCounterHostArea = 34;
+constexpr std::uint32_t kCreditArea = 35;
 constexpr auto kWait = 60s;
 
 int checks = 0, failures = 0;
@@ -340,6 +345,69 @@ int main(int argc, char** argv) {
              ", RecvCNT %" PRIu64 ", %" PRIu64 " messages",
              me, grp, host->send_count(grp) - dl.first_ticket,
              host->recv_count(grp) - dl.first_ticket, sent);
+    }
+  }
+  if (!g.barrier_bootstrap(120s)) return 1;
+
+  // ---- (d) message-count limiting over isend/irecv (001 fig. 4) -------------
+  // Every other rank isends k/2 eager messages to rank 0, each after taking
+  // a credit; rank 0 takes them with any-source irecvs, slowly, and gives
+  // each credit back: never more than `slots` messages wait at its NIC.
+  {
+    rhinet::InboxLayout cl;
+    cl.slots = slots;
+    cl.first_ticket = layout.first_ticket;
+    const int kc = k / 2;
+    std::optional<rhinet::CreditReceiver> credits;
+    if (me == 0) {
+      auto c = rhinet::CreditReceiver::open(g, kCreditArea, cl);
+      if (!ok(c ? rhinet::ok() : rhinet::Result<void>(c.error()),
+              "credit receiver"))
+        return 1;
+      credits.emplace(std::move(*c));
+    }
+    if (!g.barrier_bootstrap(120s)) return 1;
+    if (me == 0) {
+      std::vector<std::byte> buf(layout.slot_bytes);
+      auto b = g.buffer(buf);
+      std::vector<std::uint64_t> next(n, 0);
+      const std::uint64_t total =
+          std::uint64_t{n - 1} * static_cast<unsigned>(kc);
+      ok(b ? rhinet::ok() : rhinet::Result<void>(b.error()), "receive buffer");
+      for (std::uint64_t got = 0; b && got < total; got++) {
+        if (got % 8 == 0) std::this_thread::sleep_for(2ms);  // a slow host
+        auto r = g.irecv(rhinet::any_source, rhinet::any_tag, buf);
+        if (!ok(r.wait(kWait), "irecv (credits)")) break;
+        const std::uint32_t from = r.message()->source;
+        std::uint64_t j = 0;
+        std::memcpy(&j, buf.data() + 8, 8);
+        if (!expect(from > 0 && from < n && j == next[from] &&
+                        std::equal(buf.begin(), buf.begin() + r.bytes(),
+                                   message(from, j, layout.slot_bytes).begin()),
+                    "credits: message %" PRIu64 " wrong", got))
+          break;
+        next[from]++;
+        credits->consumed(from);
+      }
+      if (!failures)
+        std::printf(
+            "inbox_incast: %u senders x %d isends under %u credits: "
+            "ok\n",
+            n - 1, kc, slots);
+    } else {
+      rhinet::CreditSender cs(g, 0, kCreditArea, cl);
+      std::vector<std::byte> sbuf(layout.slot_bytes);
+      auto b = g.buffer(sbuf);
+      for (int j = 0; b && j < kc; j++) {
+        if (!ok(cs.acquire(kWait), "credit")) break;
+        const auto m =
+            message(me, static_cast<std::uint64_t>(j), layout.slot_bytes);
+        std::copy(m.begin(), m.end(), sbuf.begin());
+        if (!ok(g.isend(0, me, std::span(sbuf).first(m.size())).wait(kWait),
+                "isend (credits)"))
+          break;
+      }
+      ok(b ? rhinet::ok() : rhinet::Result<void>(b.error()), "send buffer");
     }
   }
   if (!g.barrier_bootstrap(120s)) return 1;

@@ -79,6 +79,13 @@ std::uint64_t InboxCounterHost::send_count(std::uint32_t g) const {
       __ATOMIC_ACQUIRE);
 }
 
+void InboxCounterHost::add_recv(std::uint32_t g) {
+  auto* w = &words_[(inbox::counter_offset(g) + inbox::kRecvCount) / 8];
+  // Only the receiver writes RecvCNT: a plain add, published with release.
+  __atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) + 1,
+                   __ATOMIC_RELEASE);
+}
+
 std::uint64_t InboxCounterHost::recv_count(std::uint32_t g) const {
   return __atomic_load_n(
       &words_[(inbox::counter_offset(g) + inbox::kRecvCount) / 8],
@@ -215,6 +222,12 @@ std::uint64_t InboxSender::recv_count_reads() const {
 
 Result<void> InboxSender::send(std::span<const std::byte> message,
                                std::chrono::milliseconds timeout) {
+  return run(message, timeout, false);
+}
+
+Result<void> InboxSender::run(std::span<const std::byte> message,
+                              std::chrono::milliseconds timeout,
+                              bool credit_only) {
   State& s = *s_;
   if (s.setup_error) return *s.setup_error;
   if (message.size() > s.layout.slot_bytes)
@@ -223,7 +236,7 @@ Result<void> InboxSender::send(std::span<const std::byte> message,
                                " bytes; slots take " +
                                std::to_string(s.layout.slot_bytes));
   const auto deadline = net::deadline_after(timeout);
-  auto run = [&]() -> Result<void> {
+  auto go = [&]() -> Result<void> {
     detail::Backoff b;
     while (!s.machine.done()) {
       if (!s.machine.step()) {
@@ -236,7 +249,7 @@ Result<void> InboxSender::send(std::span<const std::byte> message,
         return Error(ETIMEDOUT,
                      "inbox: ticket " + std::to_string(s.machine.ticket()) +
                          " still waits for its slot (kept: the next send "
-                         "finishes it first)");
+                         "or acquire finishes it first)");
       }
       b.pause();
     }
@@ -244,11 +257,68 @@ Result<void> InboxSender::send(std::span<const std::byte> message,
     return ok();
   };
   if (s.pending) {
-    if (auto r = run(); !r) return r;
+    if (auto r = go(); !r) return r;
+    if (credit_only) return ok();  // the credit waited for is this one
   }
-  std::memcpy(s.memory.data(), message.data(), message.size());
-  s.machine.start(std::span<const std::byte>(s.memory.data(), message.size()));
-  return run();
+  if (credit_only) {
+    s.machine.start_credit();
+  } else {
+    std::memcpy(s.memory.data(), message.data(), message.size());
+    s.machine.start(
+        std::span<const std::byte>(s.memory.data(), message.size()));
+  }
+  return go();
+}
+
+// ---- message-count limiting ------------------------------------------------
+
+Result<CreditReceiver> CreditReceiver::open(Group& group, std::uint32_t area_id,
+                                            InboxLayout layout,
+                                            InboxPlacement placement) {
+  if (!placement_ok(group, placement))
+    return Error(EINVAL, "credits: a counter rank beyond the group");
+  CreditReceiver r;
+  r.group_ = &group;
+  r.layout_ = layout;
+  r.area_id_ = area_id;
+  r.placement_ = std::move(placement);
+  if (r.placement_.ranks.empty()) {
+    auto h = InboxCounterHost::open(group, area_id, layout);
+    if (!h) return h.error();
+    r.local_.emplace(std::move(*h));
+  } else if (!inbox::valid(layout)) {
+    return Error(EINVAL, "credits: bad layout");
+  }
+  return r;
+}
+
+void CreditReceiver::consumed(std::uint32_t from) {
+  const std::uint32_t g = from % layout_.groups;
+  if (local_) {
+    local_->add_recv(g);
+    return;
+  }
+  group_
+      ->fetch_add(placement_.ranks[g % placement_.ranks.size()],
+                  placement_.area_id,
+                  inbox::counter_offset(g) + inbox::kRecvCount, 1)
+      .detach();
+}
+
+CreditSender::CreditSender(Group& group, std::uint32_t receiver,
+                           std::uint32_t area_id, InboxLayout layout,
+                           const InboxPlacement& placement)
+    : sender_(group, receiver, area_id, layout, placement) {}
+CreditSender::CreditSender(CreditSender&&) noexcept = default;
+CreditSender& CreditSender::operator=(CreditSender&&) noexcept = default;
+CreditSender::~CreditSender() = default;
+
+Result<void> CreditSender::acquire(std::chrono::milliseconds timeout) {
+  return sender_.run({}, timeout, true);
+}
+
+std::uint64_t CreditSender::recv_count_reads() const {
+  return sender_.recv_count_reads();
 }
 
 }  // namespace rhinet

@@ -288,6 +288,64 @@ TEST(Inbox, CountersElsewhereAndSplitIntoGroups) {
   }
 }
 
+// 001's message-count limiting: credits only (start_credit), the messages
+// going by other means (here straight into a receive queue, in any order).
+// However many senders, at most N messages are ever outstanding at the
+// receiver (sent and not yet consumed).
+TEST(Inbox, CreditsBoundTheMessagesOutstandingAtTheReceiver) {
+  InboxLayout l;
+  l.slots = 8;
+  l.first_ticket = ~std::uint64_t{0} - 50;
+  Fabric f;
+  f.rng.seed(77);
+  f.area.assign(inbox::counter_bytes(l), std::byte{0});
+  inbox::init_counters(f.area, l);
+  FakeTransport t{&f};
+  constexpr std::uint32_t kSenders = 128, kEach = 10;
+  std::vector<std::unique_ptr<Sender>> s;
+  for (std::uint32_t i = 0; i < kSenders; i++) {
+    s.push_back(std::make_unique<Sender>(t, l, 0));
+    s[i]->machine.start_credit();
+  }
+  std::deque<std::uint32_t> arrived;  // messages at the receiver, unconsumed
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> in_flight;
+  std::uint64_t consumed = 0, max_outstanding = 0;
+  const std::uint64_t total = std::uint64_t{kSenders} * kEach;
+  for (std::uint64_t round = 0; consumed < total; round++) {
+    ASSERT_LT(round, 10'000'000u);
+    for (int k = 0; k < 3; k++) f.complete_one();
+    for (std::uint32_t i = 0; i < kSenders; i++) {
+      Sender& x = *s[i];
+      if (x.sent == kEach) continue;
+      ASSERT_TRUE(x.machine.step());
+      if (!x.machine.done()) continue;
+      in_flight.push_back({i, round + f.rng() % 50});  // the message goes
+      if (++x.sent < kEach) x.machine.start_credit();
+    }
+    for (std::size_t j = 0; j < in_flight.size();) {
+      if (in_flight[j].second <= round) {
+        arrived.push_back(in_flight[j].first);
+        in_flight[j] = in_flight.back();
+        in_flight.pop_back();
+      } else {
+        j++;
+      }
+    }
+    max_outstanding = std::max<std::uint64_t>(
+        max_outstanding, arrived.size() + in_flight.size());
+    if (!arrived.empty() && f.rng() % 100 < 20) {
+      arrived.pop_front();
+      consumed++;
+      // The receiver gives the credit back: RecvCNT + 1 (local).
+      const std::uint64_t rc = Fabric::word(f.area, inbox::kRecvCount) + 1;
+      std::memcpy(f.area.data() + inbox::kRecvCount, &rc, 8);
+    }
+  }
+  EXPECT_LE(max_outstanding, l.slots);
+  EXPECT_EQ(max_outstanding, l.slots) << "the senders kept the receiver busy";
+  EXPECT_EQ(Fabric::word(f.area, inbox::kSendCount), l.first_ticket + total);
+}
+
 TEST(Inbox, SlotsArePowersOfTwo) {
   InboxLayout l;
   l.slots = 6;  // 2^64 % 6 != 0: the slot sequence would jump at the wrap
@@ -313,7 +371,9 @@ TEST(Inbox, CountersCompareModuloTwoToTheSixtyFour) {
   EXPECT_TRUE(inbox::may_write(l, top, top));
   EXPECT_TRUE(inbox::may_write(l, top + 7, top));  // wrapped ticket 6
   EXPECT_FALSE(inbox::may_write(l, top + 8, top));
-  EXPECT_FALSE(inbox::may_write(l, top - 1, top));  // consumed already
+  // Behind RecvCNT: with credits, others' messages were taken first.
+  EXPECT_TRUE(inbox::may_write(l, top - 1, top));
+  EXPECT_TRUE(inbox::may_write(l, top - 1000, top + 5));
   EXPECT_EQ(inbox::header_offset(l, 0, top + 1), inbox::counter_bytes(l));
 }
 

@@ -48,11 +48,15 @@ struct InboxPlacement {
 // The rank's process does nothing else for them.
 class InboxCounterHost {
  public:
+  InboxCounterHost(InboxCounterHost&&) noexcept = default;
+  InboxCounterHost& operator=(InboxCounterHost&&) noexcept = default;
   static Result<InboxCounterHost> open(Group& group, std::uint32_t area_id,
                                        const InboxLayout& layout);
   // A group's counters as they stand (for tests and monitoring).
   std::uint64_t send_count(std::uint32_t g) const;
   std::uint64_t recv_count(std::uint32_t g) const;
+  // The receiver's side when it hosts the counters itself: one more taken.
+  void add_recv(std::uint32_t g);
 
  private:
   InboxCounterHost() = default;
@@ -123,8 +127,53 @@ class InboxSender {
   std::uint64_t recv_count_reads() const;
 
  private:
+  friend class CreditSender;
+  // send() with credit_only: the ticket and the wait, nothing written.
+  Result<void> run(std::span<const std::byte> message,
+                   std::chrono::milliseconds timeout, bool credit_only);
   struct State;
   std::unique_ptr<State> s_;
+};
+
+// 001's message-count limiting, on top of any messaging (isend/irecv): a
+// sender takes a credit before each message to the receiver, the receiver
+// gives one back for each message it has taken, and at most `slots`
+// messages of all senders together are ever outstanding at the receiver,
+// whatever the number of senders. The same counters as an Inbox; no
+// slots.
+class CreditReceiver {
+ public:
+  // The counters at this rank (area `area_id`), or at the placement's.
+  static Result<CreditReceiver> open(Group& group, std::uint32_t area_id,
+                                     InboxLayout layout,
+                                     InboxPlacement placement = {});
+  // A message from `from` was taken: its credit goes back (with the
+  // counters elsewhere, a detached fetch-add).
+  void consumed(std::uint32_t from);
+
+ private:
+  CreditReceiver() = default;
+  Group* group_ = nullptr;
+  InboxLayout layout_;
+  InboxPlacement placement_;
+  std::uint32_t area_id_ = 0;
+  std::optional<InboxCounterHost> local_;
+};
+
+class CreditSender {
+ public:
+  CreditSender(Group& group, std::uint32_t receiver, std::uint32_t area_id,
+               InboxLayout layout, const InboxPlacement& placement = {});
+  CreditSender(CreditSender&&) noexcept;
+  CreditSender& operator=(CreditSender&&) noexcept;
+  ~CreditSender();
+  // Until this sender may send one message (ETIMEDOUT: the credit is
+  // still being waited for; the next acquire() goes on with it).
+  Result<void> acquire(std::chrono::milliseconds timeout = forever);
+  std::uint64_t recv_count_reads() const;
+
+ private:
+  InboxSender sender_;  // its machine, run for credits only
 };
 
 }  // namespace rhinet

@@ -93,10 +93,13 @@ inline constexpr std::uint64_t data_offset(const InboxLayout& l,
   return header_offset(l, group, ticket) + sizeof(SlotHeader);
 }
 // The slot of `ticket` is free once its group's RecvCNT reached
-// ticket - N/K + 1.
+// ticket - N/K + 1. Compared as a signed distance modulo 2^64: a ticket
+// behind RecvCNT may go too (with credits the receiver takes messages in
+// arrival order, so RecvCNT can pass a ticket still waiting for its read).
 inline constexpr bool may_write(const InboxLayout& l, std::uint64_t ticket,
                                 std::uint64_t recv_count) {
-  return ticket - recv_count < per_group(l);
+  return static_cast<std::int64_t>(ticket - recv_count) <
+         static_cast<std::int64_t>(per_group(l));
 }
 inline constexpr bool power_of_two(std::uint32_t x) {
   return x && (x & (x - 1)) == 0;
@@ -133,7 +136,16 @@ class SendMachine {
 
   // `message` (at most slot_bytes) stays valid until done().
   void start(std::span<const std::byte> message) {
+    credit_only_ = false;
     message_ = message;
+    op_ = t_.fetch_add(counter_offset(group_) + kSendCount, 1);
+    state_ = State::ticket;
+  }
+  // 001's message-count limiting: a ticket and the wait for room only,
+  // done when the caller may send one message by other means.
+  void start_credit() {
+    credit_only_ = true;
+    message_ = {};
     op_ = t_.fetch_add(counter_offset(group_) + kSendCount, 1);
     state_ = State::ticket;
   }
@@ -156,6 +168,10 @@ class SendMachine {
             ++count_reads_;
             op_ = t_.read_word(counter_offset(group_) + kRecvCount);
             state_ = State::read_count;
+            return true;
+          }
+          if (credit_only_) {
+            state_ = State::done;
             return true;
           }
           op_ = t_.write(data_offset(l_, group_, ticket_), message_);
@@ -203,6 +219,7 @@ class SendMachine {
   Transport& t_;
   InboxLayout l_;
   std::uint32_t group_;
+  bool credit_only_ = false;
   State state_ = State::idle;
   Op op_{};
   std::span<const std::byte> message_;
