@@ -148,7 +148,10 @@ uint32_t ep_max_outstanding(const Context* ctx) {
 }
 
 int ib_access(uint32_t access) {
-  if (!access) access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  // The areas' own access flags decide the rest.
+  if (!access)
+    access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+             IBV_ACCESS_REMOTE_ATOMIC;
   return static_cast<int>(access);
 }
 
@@ -1053,7 +1056,8 @@ RHINETDV_EXPORT rhinetdv_endpoint* rhinetdv_create_endpoint(
        (attr->reserved || max_irecv > (1u << ctx->attr.max_wq_log_depth) ||
         max_irecv > 16384)) ||
       (attr->access & ~static_cast<uint32_t>(IBV_ACCESS_REMOTE_WRITE |
-                                             IBV_ACCESS_REMOTE_READ)) ||
+                                             IBV_ACCESS_REMOTE_READ |
+                                             IBV_ACCESS_REMOTE_ATOMIC)) ||
       max > rhinet::ep_max_outstanding(ctx))
     return errno = EINVAL, nullptr;
 

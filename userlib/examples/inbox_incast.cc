@@ -64,6 +64,19 @@ bool ok(const rhinet::Result<void>& r, const char* what) {
                 r ? "" : r.error().to_string().c_str());
 }
 
+// Where a rank is, for a run that hangs: with INBOX_INCAST_TRACE set, on
+// stderr with seconds since the start.
+void phase(std::uint32_t me, const char* what) {
+  static const bool on = std::getenv("INBOX_INCAST_TRACE") != nullptr;
+  static const auto t0 = std::chrono::steady_clock::now();
+  if (!on) return;
+  std::fprintf(
+      stderr, "inbox_incast: rank %u: %.1f s: %s\n", me,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count(),
+      what);
+}
+
 std::uint64_t rnr_retries() {
   std::ifstream f(
       "/sys/class/infiniband/rhinet0/ports/1/hw_counters/rnr_retries");
@@ -117,6 +130,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (me == 0) __atomic_store_n(&counter_mem[1], 5, __ATOMIC_RELEASE);
+  phase(me, "barrier 1");
   if (!g.barrier_bootstrap(120s)) return 1;
   std::vector<std::uint64_t> seen;
   for (int i = 0; i < k; i++) {
@@ -184,6 +198,7 @@ int main(int argc, char** argv) {
     a.group_id = 0xfffe;  // not this process's group
     refused("a group it is not in", EPERM);
   }
+  phase(me, "barrier 2");
   if (!g.barrier_bootstrap(120s)) return 1;
   if (me == 0) {
     const std::uint64_t want = std::uint64_t{n} * static_cast<unsigned>(k);
@@ -214,6 +229,7 @@ int main(int argc, char** argv) {
     }
     in.emplace(std::move(*o));
   }
+  phase(me, "barrier 3");
   if (!g.barrier_bootstrap(120s)) return 1;
   const auto t0 = std::chrono::steady_clock::now();
   if (me == 0) {
@@ -268,6 +284,7 @@ int main(int argc, char** argv) {
                 me, out.recv_count_reads(), k);
   }
   in.reset();
+  phase(me, "barrier 4");
   if (!g.barrier_bootstrap(120s)) return 1;
 
   // ---- (c) the counters elsewhere (001 figs. 5 and 6) ----------------------
@@ -294,6 +311,7 @@ int main(int argc, char** argv) {
         return 1;
       din.emplace(std::move(*o));
     }
+    phase(me, "barrier 5");
     if (!g.barrier_bootstrap(120s)) return 1;
     const int kd = k / 2;
     if (me == 0) {
@@ -332,6 +350,7 @@ int main(int argc, char** argv) {
                 "send (counters elsewhere)"))
           break;
     }
+    phase(me, "barrier 6");
     if (!g.barrier_bootstrap(120s)) return 1;
     if (host) {
       // This rank hosts group me - 1: the ranks with that parity sent to it.
@@ -347,6 +366,7 @@ int main(int argc, char** argv) {
              host->recv_count(grp) - dl.first_ticket, sent);
     }
   }
+  phase(me, "barrier 7");
   if (!g.barrier_bootstrap(120s)) return 1;
 
   // ---- (d) message-count limiting over isend/irecv (001 fig. 4) -------------
@@ -366,6 +386,7 @@ int main(int argc, char** argv) {
         return 1;
       credits.emplace(std::move(*c));
     }
+    phase(me, "barrier 8");
     if (!g.barrier_bootstrap(120s)) return 1;
     if (me == 0) {
       std::vector<std::byte> buf(layout.slot_bytes);
@@ -410,6 +431,7 @@ int main(int argc, char** argv) {
       ok(b ? rhinet::ok() : rhinet::Result<void>(b.error()), "send buffer");
     }
   }
+  phase(me, "barrier 9");
   if (!g.barrier_bootstrap(120s)) return 1;
   expect(rnr_retries() == rnr_before,
          "rank %u: the NIC counted %" PRIu64 " RNR retries", me,

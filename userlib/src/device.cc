@@ -207,6 +207,10 @@ bool Device::reap(std::uint32_t s) {
 }
 
 void Device::reap_all() {
+  // An atomic completes through the CQ only (no status word): read it
+  // first, so that waiting on reap_all alone (sync(), a full queue) sees
+  // detached atomics finish. Reading the CQ makes no system call.
+  poll_cq();
   for (std::uint32_t s = 0; s < slots.size(); s++)
     if (slots[s].busy) reap(s);
 }

@@ -109,9 +109,9 @@ struct rhinetdv_endpoint_init_attr {
 	uint64_t comp_mask; /* enum rhinetdv_endpoint_init_attr_mask */
 	/* Operations in flight at once; 0 means 64. */
 	uint32_t max_outstanding;
-	/* IBV_ACCESS_REMOTE_WRITE / IBV_ACCESS_REMOTE_READ: what peers may do
-	 * to this process's areas through the endpoint (each area's MR access
-	 * flags must allow it too). 0 means both.
+	/* IBV_ACCESS_REMOTE_WRITE / _READ / _ATOMIC (1.9): what peers may
+	 * do to this process's areas through the endpoint (each area's MR
+	 * access flags must allow it too). 0 means all of them.
 	 */
 	uint32_t access;
 	/* With RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV: irecvs posted and not
