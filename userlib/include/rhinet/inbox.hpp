@@ -118,9 +118,10 @@ class InboxSender {
 
   // Takes a ticket, waits for its slot, writes the message. EMSGSIZE: longer
   // than the layout's slot_bytes; ETIMEDOUT: the slot stayed taken (the
-  // ticket is spent: the receiver sees no message with it, so it stops
-  // there; time-outs are for a receiver that died, not flow control); the
-  // NIC's errors (a receiver without the area, a dead node).
+  // ticket and the message are kept: the next send() finishes them first);
+  // the NIC's errors (a receiver without the area, a dead node): the
+  // ticket is then lost and the receiver's queue stops at it, so such an
+  // error ends the channel.
   Result<void> send(std::span<const std::byte> message,
                     std::chrono::milliseconds timeout = forever);
   // How many times a send found the queue full and read RecvCNT again.
