@@ -59,7 +59,8 @@ bool expect(bool ok, const char* fmt, auto... args) {
   return false;
 }
 
-bool ok(const rhinet::Result<void>& r, const char* what) {
+template <typename T>
+bool ok(const rhinet::Result<T>& r, const char* what) {
   return expect(static_cast<bool>(r), "%s: %s", what,
                 r ? "" : r.error().to_string().c_str());
 }
@@ -238,8 +239,7 @@ int main(int argc, char** argv) {
     const std::uint64_t total = std::uint64_t{n - 1} * static_cast<unsigned>(k);
     for (std::uint64_t got = 0; got < total; got++) {
       auto m = in->receive(kWait);
-      if (!ok(m ? rhinet::ok() : rhinet::Result<void>(m.error()), "receive"))
-        break;
+      if (!ok(m, "receive")) break;
       std::uint32_t from = 0;
       std::uint64_t j = 0;
       if (!expect(m->size() >= 16, "message %" PRIu64 " of %zu bytes", got,
@@ -298,17 +298,13 @@ int main(int argc, char** argv) {
     std::optional<rhinet::InboxCounterHost> host;
     if (me == 1 || me == 2) {
       auto h = rhinet::InboxCounterHost::open(g, kCounterHostArea, dl);
-      if (!ok(h ? rhinet::ok() : rhinet::Result<void>(h.error()),
-              "counter host"))
-        return 1;
+      if (!ok(h, "counter host")) return 1;
       host.emplace(std::move(*h));
     }
     std::optional<rhinet::Inbox> din;
     if (me == 0) {
       auto o = rhinet::Inbox::open(g, kInboxArea + 1, dl, where);
-      if (!ok(o ? rhinet::ok() : rhinet::Result<void>(o.error()),
-              "inbox with counters elsewhere"))
-        return 1;
+      if (!ok(o, "inbox with counters elsewhere")) return 1;
       din.emplace(std::move(*o));
     }
     phase(me, "barrier 5");
@@ -320,9 +316,7 @@ int main(int argc, char** argv) {
           std::uint64_t{n - 1} * static_cast<unsigned>(kd);
       for (std::uint64_t got = 0; got < total; got++) {
         auto m = din->receive(kWait);
-        if (!ok(m ? rhinet::ok() : rhinet::Result<void>(m.error()),
-                "receive (counters elsewhere)"))
-          break;
+        if (!ok(m, "receive (counters elsewhere)")) break;
         std::uint32_t from = 0;
         std::uint64_t j = 0;
         std::memcpy(&from, m->data(), 4);
@@ -381,9 +375,7 @@ int main(int argc, char** argv) {
     std::optional<rhinet::CreditReceiver> credits;
     if (me == 0) {
       auto c = rhinet::CreditReceiver::open(g, kCreditArea, cl);
-      if (!ok(c ? rhinet::ok() : rhinet::Result<void>(c.error()),
-              "credit receiver"))
-        return 1;
+      if (!ok(c, "credit receiver")) return 1;
       credits.emplace(std::move(*c));
     }
     phase(me, "barrier 8");
@@ -394,7 +386,7 @@ int main(int argc, char** argv) {
       std::vector<std::uint64_t> next(n, 0);
       const std::uint64_t total =
           std::uint64_t{n - 1} * static_cast<unsigned>(kc);
-      ok(b ? rhinet::ok() : rhinet::Result<void>(b.error()), "receive buffer");
+      ok(b, "receive buffer");
       for (std::uint64_t got = 0; b && got < total; got++) {
         if (got % 8 == 0) std::this_thread::sleep_for(2ms);  // a slow host
         auto r = g.irecv(rhinet::any_source, rhinet::any_tag, buf);
@@ -428,7 +420,7 @@ int main(int argc, char** argv) {
                 "isend (credits)"))
           break;
       }
-      ok(b ? rhinet::ok() : rhinet::Result<void>(b.error()), "send buffer");
+      ok(b, "send buffer");
     }
   }
   phase(me, "barrier 9");

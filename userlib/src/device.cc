@@ -155,8 +155,7 @@ Result<std::uint32_t> Device::acquire(std::chrono::milliseconds timeout) {
                                     "completed within " +
                                     net::format_duration(timeout));
       b.pause();
-      poll_cq();
-      reap_all();
+      reap_all();  // reads the CQ too
     }
   }
   const std::uint32_t s = free_slots.back();

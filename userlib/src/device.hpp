@@ -179,8 +179,7 @@ struct Device : std::enable_shared_from_this<Device> {
     Backoff b;
     while (err == ENOMEM && std::chrono::steady_clock::now() < deadline) {
       b.pause();
-      poll_cq();
-      reap_all();
+      reap_all();  // reads the CQ too
       err = post();
     }
     return err;

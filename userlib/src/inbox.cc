@@ -51,6 +51,14 @@ struct GroupTransport {
 
 }  // namespace
 
+// One message of group g taken, its RecvCNT at the group's counter host:
+// a fetch-add of one there (detached: Group::sync() reports a failure).
+void add_remote_recv(Group& g, const InboxPlacement& p, std::uint32_t group) {
+  g.fetch_add(p.ranks[group % p.ranks.size()], p.area_id,
+              inbox::counter_offset(group) + inbox::kRecvCount, 1)
+      .detach();
+}
+
 bool placement_ok(const Group& g, const InboxPlacement& p) {
   for (std::uint32_t r : p.ranks)
     if (r >= g.size()) return false;
@@ -136,13 +144,7 @@ void Inbox::pop() {
   if (!queue_ || !queue_->ready(&b)) return;
   const std::uint32_t g = queue_->group();
   queue_->pop();
-  if (placement_.ranks.empty()) return;
-  // The group's RecvCNT is at its counter host: add one there.
-  group_
-      ->fetch_add(placement_.ranks[g % placement_.ranks.size()],
-                  placement_.area_id,
-                  inbox::counter_offset(g) + inbox::kRecvCount, 1)
-      .detach();
+  if (!placement_.ranks.empty()) add_remote_recv(*group_, placement_, g);
 }
 
 std::uint64_t Inbox::received() const { return queue_ ? queue_->taken() : 0; }
@@ -294,15 +296,10 @@ Result<CreditReceiver> CreditReceiver::open(Group& group, std::uint32_t area_id,
 
 void CreditReceiver::consumed(std::uint32_t from) {
   const std::uint32_t g = from % layout_.groups;
-  if (local_) {
+  if (local_)
     local_->add_recv(g);
-    return;
-  }
-  group_
-      ->fetch_add(placement_.ranks[g % placement_.ranks.size()],
-                  placement_.area_id,
-                  inbox::counter_offset(g) + inbox::kRecvCount, 1)
-      .detach();
+  else
+    add_remote_recv(*group_, placement_, g);
 }
 
 CreditSender::CreditSender(Group& group, std::uint32_t receiver,
