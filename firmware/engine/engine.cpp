@@ -132,6 +132,7 @@ void Engine::Impl::reset() {
   sync_reset();
   mcast_reset();
   share_reset();
+  coll_reset();
   ud_mcast_reset();
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) rx_ctxs[i] = RxContext{};
   free_rx_ctxs.clear();
@@ -366,7 +367,7 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
           RHN_CAP_STATUS_WORD | RHN_CAP_RAW_ETH | RHN_CAP_TAG |
           RHN_CAP_PIN_ON_DEMAND | RHN_CAP_TM | RHN_CAP_SYNC |
           RHN_CAP_MCAST_LIST | RHN_CAP_MCAST_SWITCH | RHN_CAP_SHARE |
-          RHN_CAP_UD_MCAST;
+          RHN_CAP_UD_MCAST | RHN_CAP_COLLECTIVE;
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;
@@ -551,6 +552,7 @@ bool Engine::poll() {
   did |= m.ud_mcast_run();  // switch joins and leaves not answered yet
   did |= m.sync_run(16);    // before fw_run: what it posts leaves now
   did |= m.share_run(16);
+  did |= m.coll_run(16);  // before fw_run: its probes leave now
   did |= m.fw_run(16);
   did |= m.tag_run(16);
   did |= m.tm_run(16);
@@ -564,7 +566,7 @@ uint64_t Engine::next_deadline_ns() const {
   const uint64_t t = m.peer_ready.empty() ? m.next_peer_deadline : m.now;
   return std::min({t, m.next_qp_wake, m.tm_next_retry(), m.sync_next_deadline(),
                    m.mcast_next_deadline(), m.share_next_deadline(),
-                   m.ud_mcast_next_deadline()});
+                   m.coll_next_deadline(), m.ud_mcast_next_deadline()});
 }
 
 void Engine::set_link_up(bool up) {

@@ -943,11 +943,115 @@ struct ShareTables {
   uint64_t next_probe = UINT64_MAX;
 };
 
+// ---- Collectives (ops/coll/) ----------------------------------------------
+
+// A rank of a communicator: its node and endpoint.
+struct CollMember {
+  uint16_t node = 0;
+  uint32_t qpn = 0;
+};
+
+// One of the communicator's ranks on this NIC, and the WQE it posted for
+// the collective in progress.
+struct CollLocal {
+  uint32_t qpn = kNone;
+  uint32_t qp_gen = 0;
+  uint16_t rank = 0;
+  uint32_t posts = 0;   // collectives it posted so far (the next one's seq)
+  bool posted = false;  // its WQE of the collective `seq` is here
+  uint32_t entry = 0;   // that WQE's Inflight index
+  uint32_t msn = 0;
+  uint32_t pdn = 0;
+  rhn_sge send{}, recv{};
+};
+
+// A segment buffer (003 claim 5): the first contribution fills it, later
+// ones combine into it; it is freed when its result is written and every
+// message about it is acknowledged.
+struct CollSlot {
+  bool used = false;
+  uint32_t seg = 0;
+  uint32_t len = 0;
+  bool filled = false;       // holds a contribution
+  bool local_in = false;     // the local ranks' operands are in
+  bool up_sent = false;      // complete below this node: on its way up
+  uint32_t children_in = 0;  // bit j: child j's partial is in
+  bool down_in = false;      // the segment's result (or release) is here
+  bool written = false;      // results written to the local ranks
+  // Messages about the segment: bit kCollParent the partial towards the
+  // root, bit j the result to child j. todo: still to hand to fwmsg/;
+  // busy: handed, not acknowledged yet.
+  uint32_t todo = 0, busy = 0;
+  uint64_t retry_at = 0;  // a NOT_READY destination: not before then
+  uint8_t retries = 0;
+  uint32_t buf = 0;  // index of its buffer (RHN_WIRE_MTU bytes)
+};
+constexpr uint32_t kCollParent = 31;
+
+struct CollComm {
+  bool valid = false;
+  uint32_t key = 0;      // RHN_AREA_KEY(group, id)
+  uint32_t context = 0;  // charged to the context that first posted on it
+  uint16_t nranks = 0;
+  uint16_t nnodes = 0;
+  uint16_t self = 0;  // this NIC's node index
+  uint8_t nlocal = 0;
+  uint32_t members = 0;  // first of its nranks entries in CollTables::members
+  uint32_t nodes = 0;    // first of its nnodes node IDs in CollTables::nodes
+  CollLocal local[RHN_COLL_MAX_LOCAL];
+  uint32_t gen = 0;  // bumps at every collective's start and end
+  // The collective in progress (active) or the next one (seq).
+  uint32_t seq = 0;
+  bool active = false;
+  // A local rank's endpoint went: nothing on it completes again.
+  bool broken = false;
+  uint32_t probing = 0;  // liveness probes out
+  uint8_t op = 0, reduce = 0, type = 0, radix = 0;
+  uint16_t root = 0;  // the root rank's node index
+  uint16_t root_rank = 0;
+  uint32_t length = 0, seg = 0, nsegs = 0;
+  uint32_t base = 0;   // the oldest segment not finished here
+  uint8_t posted = 0;  // local ranks whose WQE is here
+  uint8_t failed = RHN_SYN_NONE;
+  // An ABORT that came before this node started that collective.
+  bool abort_early = false;
+  uint32_t abort_seq = 0;
+  uint8_t abort_syn = RHN_SYN_NONE;
+  // ABORTs still to send (by node index) after a failure here.
+  uint32_t abort_next = 0;
+  bool aborting = false;
+  uint64_t last_progress = 0;
+  uint64_t next_probe = UINT64_MAX;
+  uint32_t slots = 0;  // first of its coll_window slots
+  WaitList waiters;    // endpoints whose next collective waits for this one
+};
+
+struct CollTables {
+  std::vector<CollComm> comms;
+  std::vector<CollMember> members;     // RHN_COLL_MAX_RANKS per communicator
+  std::vector<uint16_t> nodes;         // RHN_COLL_MAX_RANKS per communicator
+  std::vector<CollSlot> slots;         // coll_window per communicator
+  std::unique_ptr<uint8_t[]> buffers;  // RHN_WIRE_MTU per slot
+  std::unique_ptr<uint8_t[]> scratch;  // one segment, to combine from
+  // ABORTs for communicators no local rank has posted on yet: applied
+  // when one does (oldest overwritten first).
+  struct EarlyAbort {
+    bool valid = false;
+    uint32_t key = 0, seq = 0;
+    uint8_t syndrome = 0;
+  };
+  std::array<EarlyAbort, 16> early_aborts{};
+  uint32_t early_next = 0;
+  uint32_t used = 0;
+  uint32_t fw_held = 0;  // firmware messages its segments hold
+  uint64_t next_deadline = UINT64_MAX;
+};
+
 // ---- Firmware-originated messages (fwmsg/) ---------------------------------
 
 // Who is told when a firmware message is over (acknowledged, refused, or
 // its node declared dead): an index into fwmsg/'s owner table.
-enum class FwOwner : uint8_t { kProbe, kPin, kTm, kSync, kShare };
+enum class FwOwner : uint8_t { kProbe, kPin, kTm, kSync, kShare, kColl };
 
 enum class FwState : uint8_t { kFree, kQueued, kInFlight };
 
@@ -962,6 +1066,11 @@ struct FwMessage {
   uint16_t len = 0;
   uint32_t kind = 0;  // enum rhn_fw_msg
   uint64_t cookie = 0;
+  // Header fields some kinds use (collectives: imm_data, remote_addr,
+  // msg_offset of the packet).
+  uint32_t imm = 0;
+  uint64_t addr = 0;
+  uint32_t aux = 0;
   uint8_t payload[RHN_FW_MSG_MAX];
 };
 
@@ -1093,6 +1202,7 @@ struct Engine::Impl {
   McastTables switch_mcast;
   ShareTables share;
   UdMcastTables ud_mcast;
+  CollTables coll;
 
   // ---- engine/engine.cpp
   void reset();
@@ -1375,6 +1485,15 @@ struct Engine::Impl {
   bool share_run(uint32_t budget);  // owed messages, probes, deadlines
   uint64_t share_next_deadline() const { return share.next_probe; }
 
+  // ---- ops/coll/coll.cpp: collectives executed by the NICs (003, 000)
+  void coll_reset();
+  void coll_qp_gone(uint32_t qpn);  // its communicators' collectives fail
+  void coll_node_failed(uint16_t node);
+  void coll_receive(Peer& p, const Packet& pkt);         // RHN_FW_COLL_*
+  void coll_fw_done(uint64_t cookie, uint8_t syndrome);  // FwOwner::kColl
+  bool coll_run(uint32_t budget);  // segments to move, sends due, probes
+  uint64_t coll_next_deadline() const { return coll.next_deadline; }
+
   // ---- ops/ud_mcast/ud_mcast.cpp: verbs UD multicast
   void ud_mcast_reset();
   // RHN_ADMIN_ATTACH_MCAST (attach) / DETACH_MCAST for context `ctx`.
@@ -1399,6 +1518,14 @@ struct Engine::Impl {
   uint32_t fw_post(uint16_t node, uint32_t kind,
                    std::span<const uint8_t> payload, FwOwner owner,
                    uint64_t cookie);
+  // A message whose payload (up to RHN_WIRE_MTU) is copied straight into
+  // the channel's packet: sent now or not at all (kNone: no handle, or
+  // the node's window is full; try again later). The header fields go
+  // into imm_data, remote_addr and msg_offset.
+  uint32_t fw_send_now(uint16_t node, uint32_t kind, uint32_t imm,
+                       uint64_t addr, uint32_t aux,
+                       std::span<const uint8_t> payload, FwOwner owner,
+                       uint64_t cookie);
   bool fw_run(uint32_t budget);  // the firmware work class of poll()
   void fw_acked(uint32_t tag);   // the channel acknowledged it
   void fw_answer(Peer& p, const Packet& pkt);  // a NAK for one of ours

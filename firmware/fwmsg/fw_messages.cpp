@@ -44,6 +44,11 @@ void share_msg_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
   m.share_fw_done(cookie, syndrome);
 }
 
+// A collective's segment, ABORT or liveness probe (ops/coll).
+void coll_msg_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
+  m.coll_fw_done(cookie, syndrome);
+}
+
 using DoneFn = void (*)(Engine::Impl&, uint64_t cookie, uint8_t syndrome);
 constexpr DoneFn kOwnerDone[] = {
     probe_done,      // FwOwner::kProbe
@@ -51,6 +56,7 @@ constexpr DoneFn kOwnerDone[] = {
     tm_done,         // FwOwner::kTm
     sync_msg_done,   // FwOwner::kSync
     share_msg_done,  // FwOwner::kShare
+    coll_msg_done,   // FwOwner::kColl
 };
 
 }  // namespace
@@ -80,8 +86,59 @@ uint32_t Engine::Impl::fw_post(uint16_t node, uint32_t kind,
   f.kind = kind;
   f.cookie = cookie;
   f.len = static_cast<uint16_t>(payload.size());
+  f.imm = 0;
+  f.addr = 0;
+  f.aux = 0;
   if (!payload.empty()) std::memcpy(f.payload, payload.data(), payload.size());
   fw_queue.push(h);
+  return h;
+}
+
+namespace {
+
+rhn_op_hdr fw_header(const FwMessage& f, uint32_t handle) {
+  rhn_op_hdr op{};
+  op.opcode = RHN_WOP_FW;
+  op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
+  op.dst_qpn = kFwQpn;
+  op.src_qpn = kFwQpn;
+  op.msn = tag_of(handle, f.gen);
+  op.rkey = f.kind;
+  op.imm_data = f.imm;
+  op.remote_addr = f.addr;
+  op.msg_offset = f.aux;
+  op.msg_len = f.len;
+  return op;
+}
+
+}  // namespace
+
+uint32_t Engine::Impl::fw_send_now(uint16_t node, uint32_t kind, uint32_t imm,
+                                   uint64_t addr, uint32_t aux,
+                                   std::span<const uint8_t> payload,
+                                   FwOwner owner, uint64_t cookie) {
+  if (node >= cfg.max_nodes || payload.size() > RHN_WIRE_MTU ||
+      free_fw_msgs.empty() || !room_for_request(peers[node]))
+    return kNone;
+  const uint32_t h = free_fw_msgs.front();
+  free_fw_msgs.pop();
+  FwMessage& f = fw_msgs[h];
+  f.state = FwState::kInFlight;
+  f.gen++;
+  f.owner = owner;
+  f.node = node;
+  f.kind = kind;
+  f.cookie = cookie;
+  f.len = static_cast<uint16_t>(payload.size());
+  f.imm = imm;
+  f.addr = addr;
+  f.aux = aux;
+  const uint32_t slot = begin_data(kNone);
+  if (!payload.empty())
+    std::memcpy(slots[slot].frame + RHN_DATA_HDR_LEN, payload.data(),
+                payload.size());
+  const rhn_op_hdr op = fw_header(f, h);
+  commit_data(peers[node], slot, op, f.len, true, kFwQpn, op.msn, true);
   return h;
 }
 
@@ -101,14 +158,7 @@ bool Engine::Impl::fw_run(uint32_t budget) {
     const uint32_t slot = begin_data(kNone);
     if (f.len)
       std::memcpy(slots[slot].frame + RHN_DATA_HDR_LEN, f.payload, f.len);
-    rhn_op_hdr op{};
-    op.opcode = RHN_WOP_FW;
-    op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
-    op.dst_qpn = kFwQpn;
-    op.src_qpn = kFwQpn;
-    op.msn = tag_of(h, f.gen);
-    op.rkey = f.kind;
-    op.msg_len = f.len;
+    const rhn_op_hdr op = fw_header(f, h);
     commit_data(p, slot, op, f.len, true, kFwQpn, op.msn, true);
     f.state = FwState::kInFlight;
     did = true;
@@ -155,9 +205,11 @@ void Engine::Impl::fw_node_failed(uint16_t node) {
 
 void Engine::Impl::fw_receive(Peer& p, const Packet& pkt) {
   const rhn_op_hdr& op = pkt.op;
+  // A collective's segment carries up to a whole packet of data.
+  const bool segment = op.rkey == RHN_FW_COLL_UP || op.rkey == RHN_FW_COLL_DOWN;
   if ((op.flags & (RHN_WOP_F_FIRST | RHN_WOP_F_LAST)) !=
           (RHN_WOP_F_FIRST | RHN_WOP_F_LAST) ||
-      pkt.payload.size() > RHN_FW_MSG_MAX) {
+      pkt.payload.size() > (segment ? RHN_WIRE_MTU : RHN_FW_MSG_MAX)) {
     counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
@@ -189,6 +241,11 @@ void Engine::Impl::fw_receive(Peer& p, const Packet& pkt) {
       // The joining member has its data: the updates it refused go
       // again, as after a pinning target's PIN_READY (same payload).
       pin_ready(p, pkt.payload);
+      return;
+    case RHN_FW_COLL_UP:
+    case RHN_FW_COLL_DOWN:
+    case RHN_FW_COLL_ABORT:
+      coll_receive(p, pkt);
       return;
     default:
       counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);

@@ -22,6 +22,7 @@ extern const OpFamily kMcastFamily;     // ops/mcast: MCAST_LIST
 extern const OpFamily kMcastSwitchFamily;  // ops/mcast_switch: MCAST_SWITCH
 extern const OpFamily kShareFamily;        // ops/share: SUBSCRIBE, UNSUBSCRIBE,
                                            // SHARE_UPDATE
+extern const OpFamily kCollFamily;         // ops/coll: COLLECTIVE
 
 namespace {
 
@@ -109,6 +110,11 @@ std::array<OpInfo, kOps> make_ops() {
                             false,
                             false,
                             true};
+  // Collectives: executed by the NICs of the communicator together
+  // (firmware messages, not a message of this QP); the CQE comes when
+  // this rank's part is done.
+  t[RHN_OP_COLLECTIVE] = {&kCollFamily, 0,     RHN_CQE_OP_COLLECTIVE,
+                          true,         false, false};
   // imm_data carries the key to invalidate, not an immediate.
   t[RHN_OP_SEND_INV] = {&kSendFamily, RHN_WOP_SEND, RHN_CQE_OP_SEND,
                         false,        false,        true};

@@ -99,8 +99,18 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     std::memcpy(&out.xfer, raw.bytes + xfer_slot * RHN_SQ_SLOT_SIZE,
                 sizeof(out.xfer));
   }
+  // A collective's description takes the last slot; it has no SGEs of
+  // its own (ops/coll checks the rest).
+  const bool has_coll = w.opcode == RHN_OP_COLLECTIVE;
+  if (has_coll) {
+    if (slots != 2 || w.num_sge ||
+        (w.flags & (RHN_WQE_F_INLINE | RHN_WQE_F_AREA | RHN_WQE_F_GRH |
+                    RHN_WQE_F_SIGNAL_REMOTE)))
+      return RHN_SYN_BAD_WQE;
+    std::memcpy(&out.coll, raw.bytes + RHN_SQ_SLOT_SIZE, sizeof(out.coll));
+  }
   const uint32_t ext = slots - 1 - (out.has_grh ? 1 : 0) - (has_xfer ? 1 : 0) -
-                       (has_mcast ? 1 : 0);
+                       (has_mcast ? 1 : 0) - (has_coll ? 1 : 0);
 
   if (is_atomic(w.opcode)) {
     // Operands share the union with the status word reference.

@@ -48,6 +48,8 @@ struct DecodedWqe {
   rhn_wqe_xfer xfer{};
   // MCAST_LIST: its destination list (the last slot; xfer the one before).
   rhn_wqe_mcast mcast{};
+  // COLLECTIVE: its description (the last slot).
+  rhn_wqe_coll coll{};
   // Set by the requester, not decoded: a DIFF only compares with its twin
   // while it is sent (the twin takes the bytes when the WQE completes).
   bool keep_twin = false;

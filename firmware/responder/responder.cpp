@@ -53,6 +53,7 @@ void Engine::Impl::cancel_responder_work(uint32_t qpn, bool flush) {
   pin_qp_gone(qpn);
   sync_qp_gone(qpn);
   share_qp_gone(qpn);
+  coll_qp_gone(qpn);
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) {
     RxContext& m = rx_ctxs[i];
     if (!m.used || m.qpn != qpn) continue;

@@ -202,6 +202,7 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   if (known) {
     sync_node_failed(node_of(p));
     share_node_failed(node_of(p));
+    coll_node_failed(node_of(p));
   }
   // Its queued isends were its former life's.
   tag_node_failed(node_of(p), true);
@@ -628,6 +629,7 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
   pin_node_failed(node);
   sync_node_failed(node);   // its locks' and barriers' waits: MEMBER_LOST
   share_node_failed(node);  // out of every directory
+  coll_node_failed(node);   // its collectives fail everywhere
   // Everything outstanding towards it fails. Rare: a scan of the QPs.
   for (uint32_t q = 0; q < qps.size(); q++) {
     QpObj& qp = qps[q];

@@ -94,6 +94,10 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_UD_MCAST_FILTERED].name = "ud_mcast_filtered",
 	[RHN_CNT_MCAST_MGMT_SENT].name = "mcast_mgmt_sent",
 	[RHN_CNT_MCAST_MGMT_ANSWERS].name = "mcast_mgmt_answers",
+	[RHN_CNT_COLL_DONE].name = "coll_done",
+	[RHN_CNT_COLL_SEGMENTS].name = "coll_segments",
+	[RHN_CNT_COLL_RETRIES].name = "coll_retries",
+	[RHN_CNT_COLL_ERRORS].name = "coll_errors",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */

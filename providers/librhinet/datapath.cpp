@@ -490,6 +490,8 @@ ibv_wc_opcode wc_opcode(uint8_t op) {
       return kWcUnlock;
     case RHN_CQE_OP_BARRIER:
       return kWcBarrier;
+    case RHN_CQE_OP_COLLECTIVE:
+      return kWcCollective;
     default:
       return IBV_WC_RECV;
   }

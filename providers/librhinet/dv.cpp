@@ -47,7 +47,9 @@ static_assert(same(RHINETDV_SYN_BAD_KEY, RHN_SYN_BAD_KEY) &&
                   same(RHINETDV_SYN_MEMBER_LOST, RHN_SYN_MEMBER_LOST) &&
                   same(RHINETDV_SYN_NOT_HELD, RHN_SYN_NOT_HELD) &&
                   same(RHINETDV_SYN_NO_MCAST_GROUP, RHN_SYN_NO_MCAST_GROUP) &&
-                  same(RHINETDV_SYN_NOT_SUBSCRIBED, RHN_SYN_NOT_SUBSCRIBED),
+                  same(RHINETDV_SYN_NOT_SUBSCRIBED, RHN_SYN_NOT_SUBSCRIBED) &&
+                  same(RHINETDV_SYN_COLL_MISMATCH, RHN_SYN_COLL_MISMATCH) &&
+                  same(RHINETDV_SYN_COLL_NO_ROOM, RHN_SYN_COLL_NO_ROOM),
               "rhinetdv syndromes are the NIC's");
 static_assert(same(RHINETDV_MODE_BASIC, RHN_XFER_BASIC) &&
                   same(RHINETDV_MODE_TWIN, RHN_XFER_TWIN) &&
@@ -70,6 +72,16 @@ static_assert(sizeof(rhinetdv_mcast_dest) == sizeof(rhn_mcast_dest) &&
                   RHINETDV_MCAST_MAX_DESTS == RHN_MCAST_MAX_DESTS &&
                   RHINETDV_BARRIER_MAX_COUNT == RHN_BARRIER_MAX_MEMBERS,
               "rhinetdv destination lists and barriers are the NIC's");
+static_assert(same(RHINETDV_COLL_ALLREDUCE, RHN_COLL_ALLREDUCE) &&
+                  same(RHINETDV_COLL_BARRIER, RHN_COLL_BARRIER) &&
+                  same(RHINETDV_COLL_SUM, RHN_COLL_SUM) &&
+                  same(RHINETDV_COLL_BXOR, RHN_COLL_BXOR) &&
+                  same(RHINETDV_COLL_INT32, RHN_COLL_INT32) &&
+                  same(RHINETDV_COLL_DOUBLE, RHN_COLL_DOUBLE) &&
+                  RHINETDV_COLL_MAX_RANKS == RHN_COLL_MAX_RANKS &&
+                  RHINETDV_COLL_MAX_LOCAL == RHN_COLL_MAX_LOCAL &&
+                  RHINETDV_COLL_MAX_RADIX == RHN_COLL_MAX_RADIX,
+              "rhinetdv collectives are the NIC's");
 static_assert(RHINETDV_SHARE_MAX_BYTES == RHN_SHARE_MAX_BYTES &&
                   RHINETDV_SHARE_MAX_MEMBERS == RHN_SHARE_MAX_MEMBERS,
               "rhinetdv shared-region limits are the NIC's");
@@ -239,6 +251,7 @@ bool convert(Endpoint* ep, const ibv_wc& wc, uint32_t first_slot,
                    : wc.opcode == kWcBarrier       ? RHINETDV_OP_BARRIER
                    : wc.opcode == IBV_WC_FETCH_ADD ? RHINETDV_OP_FETCH_ADD
                    : wc.opcode == IBV_WC_COMP_SWAP ? RHINETDV_OP_CMP_SWAP
+                   : wc.opcode == kWcCollective    ? RHINETDV_OP_COLLECTIVE
                                                    : RHINETDV_OP_PUSH;
   return true;
 }
@@ -1029,6 +1042,9 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
     a.caps |= RHINETDV_CAP_AREA;
   if ((ctx->attr.caps & RHN_CAP_ATOMIC) && (ctx->attr.caps & RHN_CAP_ENDPOINT))
     a.caps |= RHINETDV_CAP_ATOMIC;
+  if ((ctx->attr.caps & RHN_CAP_COLLECTIVE) &&
+      (ctx->attr.caps & RHN_CAP_ENDPOINT))
+    a.caps |= RHINETDV_CAP_COLLECTIVE;
   a.max_areas = ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS
                     ? ctx->attr.max_areas
                     : 0;
@@ -1496,6 +1512,76 @@ RHINETDV_EXPORT int rhinetdv_atomic(rhinetdv_endpoint* pub,
   rhinet::Endpoint* ep = rhinet::to_ep(pub);
   std::lock_guard<std::mutex> g(ep->lock);
   return rhinet::post_wqe_locked(ep, w, 1, a.wr_id, true);
+}
+
+// RHINETDV_1.10: this rank's part of a collective (two slots: the base and
+// the collective's description). The NIC checks the keys and what only it
+// can know (the communicator, the other ranks); what is plainly wrong is
+// refused here.
+RHINETDV_EXPORT int rhinetdv_collective(rhinetdv_endpoint* pub,
+                                        const rhinetdv_coll_attr* attr,
+                                        size_t inlen) {
+  rhinetdv_coll_attr a;
+  if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  constexpr uint32_t kKnownFlags =
+      RHINETDV_COLL_SIGNALED | RHINETDV_COLL_STATUS_WORD;
+  const uint32_t size =
+      a.type == RHINETDV_COLL_INT64 || a.type == RHINETDV_COLL_UINT64 ||
+              a.type == RHINETDV_COLL_DOUBLE
+          ? 8
+          : 4;
+  const bool fl =
+      a.type == RHINETDV_COLL_FLOAT || a.type == RHINETDV_COLL_DOUBLE;
+  const bool reduces =
+      a.op == RHINETDV_COLL_ALLREDUCE || a.op == RHINETDV_COLL_REDUCE;
+  const bool rooted = a.op == RHINETDV_COLL_REDUCE || a.op == RHINETDV_COLL_BCAST;
+  if (a.comp_mask || a.reserved || (a.flags & ~kKnownFlags) ||
+      a.op < RHINETDV_COLL_ALLREDUCE || a.op > RHINETDV_COLL_BARRIER ||
+      a.type > RHINETDV_COLL_DOUBLE || a.reduce > RHINETDV_COLL_BXOR ||
+      (reduces && fl && a.reduce > RHINETDV_COLL_MAX) ||
+      a.group_id > 0xffff || a.comm_id > 0xffff || !a.nranks ||
+      a.nranks > RHINETDV_COLL_MAX_RANKS || a.rank >= a.nranks ||
+      (rooted && a.root >= a.nranks) || a.radix > RHINETDV_COLL_MAX_RADIX ||
+      a.seg_size > RHN_WIRE_MTU || a.seg_size % size ||
+      a.length > UINT32_MAX || a.length % size ||
+      (a.op == RHINETDV_COLL_BARRIER && a.length) || !a.members ||
+      !rhinet::status_word_ok(a.flags, a.status_word))
+    return EINVAL;
+  const rhinet::Context* ctx = rhinet::to_ctx(pub->context);
+  if (!(ctx->attr.caps & RHN_CAP_COLLECTIVE)) return EOPNOTSUPP;
+  if (!rhinet::in_groups(ctx, a.group_id)) return EPERM;
+  alignas(8) uint8_t w[2 * RHN_SQ_SLOT_SIZE];
+  memset(w, 0, sizeof(w));
+  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  h->opcode = RHN_OP_COLLECTIVE;
+  h->ext_units = 1;
+  h->remote_key = RHN_AREA_KEY(a.group_id, a.comm_id);
+  if (a.flags & RHINETDV_COLL_STATUS_WORD) {
+    h->flags |= RHN_WQE_F_STATUS_WORD;
+    h->u.status.addr = reinterpret_cast<uintptr_t>(a.status_word);
+    h->u.status.lkey = a.status_lkey;
+  }
+  auto* x = reinterpret_cast<rhn_wqe_coll*>(w + RHN_SQ_SLOT_SIZE);
+  x->op = static_cast<uint8_t>(a.op);
+  x->reduce = static_cast<uint8_t>(a.reduce);
+  x->type = static_cast<uint8_t>(a.type);
+  x->radix = static_cast<uint8_t>(a.radix);
+  x->rank = static_cast<uint16_t>(a.rank);
+  x->root = static_cast<uint16_t>(a.root);
+  x->nranks = static_cast<uint16_t>(a.nranks);
+  x->seg_size = static_cast<uint16_t>(a.seg_size);
+  x->length = static_cast<uint32_t>(a.length);
+  x->send_addr = reinterpret_cast<uintptr_t>(a.send);
+  x->send_lkey = a.send_lkey;
+  x->recv_addr = reinterpret_cast<uintptr_t>(a.recv);
+  x->recv_lkey = a.recv_lkey;
+  x->members_addr = reinterpret_cast<uintptr_t>(a.members);
+  x->members_lkey = a.members_lkey;
+  rhinet::Endpoint* ep = rhinet::to_ep(pub);
+  std::lock_guard<std::mutex> g(ep->lock);
+  return rhinet::post_wqe_locked(ep, w, 2, a.wr_id,
+                                 a.flags & RHINETDV_COLL_SIGNALED);
 }
 
 RHINETDV_EXPORT int rhinetdv_barrier(rhinetdv_endpoint* pub,

@@ -103,6 +103,8 @@ constexpr ibv_wc_opcode kWcUnsubscribe =
     static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 9);
 constexpr ibv_wc_opcode kWcShareUpdate =
     static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 10);
+constexpr ibv_wc_opcode kWcCollective =
+    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 11);
 
 struct Context {
   verbs_context vctx;              // libibverbs' part, at the offset we tell it

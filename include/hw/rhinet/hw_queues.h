@@ -168,7 +168,15 @@ enum rhn_wqe_opcode {
 	 */
 	RHN_OP_PD_REQUEST = 0x40,
 	RHN_OP_PD_RELEASE = 0x41,
-	RHN_OP_COLLECTIVE = 0x48, /* NIC-offloaded collectives (003, 000) */
+	/* A collective executed by the NICs (seeds 003, 000), endpoints only:
+	 * the WQE's last slot is a struct rhn_wqe_coll, remote_key the
+	 * communicator (RHN_AREA_KEY(group, id): a group the context is in),
+	 * no SGE, no inline data; a status word as for other opcodes. The
+	 * NIC reads each local rank's operand and writes each rank's result
+	 * by DMA (no staging copy); it completes when this rank's part is
+	 * done (all results in place). Described in queues.md "Collectives".
+	 */
+	RHN_OP_COLLECTIVE = 0x48,
 	RHN_OP_MAX = 0x7f
 };
 
@@ -340,6 +348,83 @@ struct rhn_wqe_mcast {
 	__u8 reserved[48];
 };
 RHN_ASSERT_SIZE(struct rhn_wqe_mcast, RHN_SQ_SLOT_SIZE);
+
+/* ---- Collectives (RHN_OP_COLLECTIVE) -------------------------------- */
+
+enum rhn_coll_op {
+	RHN_COLL_ALLREDUCE = 1,
+	RHN_COLL_REDUCE = 2, /* the result at `root` only */
+	RHN_COLL_BCAST = 3, /* root's send buffer to every other recv */
+	RHN_COLL_BARRIER = 4, /* no data: length 0 */
+};
+
+enum rhn_coll_reduce {
+	RHN_COLL_SUM = 0,
+	RHN_COLL_MIN = 1,
+	RHN_COLL_MAX = 2,
+	RHN_COLL_BAND = 3, /* integer types only, as the bitwise ones */
+	RHN_COLL_BOR = 4,
+	RHN_COLL_BXOR = 5,
+};
+
+enum rhn_coll_type {
+	RHN_COLL_INT32 = 0,
+	RHN_COLL_UINT32 = 1,
+	RHN_COLL_INT64 = 2,
+	RHN_COLL_UINT64 = 3,
+	RHN_COLL_FLOAT = 4,
+	RHN_COLL_DOUBLE = 5,
+};
+
+/* Limits of one communicator. */
+#define RHN_COLL_MAX_RANKS 256
+#define RHN_COLL_MAX_LOCAL 8 /* its ranks on one NIC */
+#define RHN_COLL_MAX_RADIX 16
+
+/*
+ * RHN_OP_COLLECTIVE's last slot. Every rank of a communicator posts the
+ * same sequence of collectives (same op, reduce, type, length, root,
+ * radix and seg_size; the NIC numbers each rank's posts on the
+ * communicator itself). members: `nranks` struct rhn_mcast_dest, rank
+ * order, the same list at every rank; entry `rank` is this endpoint. The
+ * NIC reads it when it first meets the communicator and checks the later
+ * posts against what it holds.
+ * radix: the fan-out of the reduction tree across nodes (1: a chain
+ * whose root turns with every segment, as a ring moves data; 0: the NIC
+ * chooses by length). seg_size: bytes per segment (0: the NIC's choice;
+ * else a multiple of the type's size, at most RHN_WIRE_MTU).
+ * Refused at post (LOC_QP_OP_ERR, RHN_SYN_BAD_WQE): values out of range,
+ * reserved bytes set, a length that is not a multiple of the type's
+ * size, a bitwise reduce of a floating type, BARRIER with a length.
+ * LOC_PROT_ERR: send, recv or the member list outside its key.
+ * Fails (REM_OP_ERR) with RHN_SYN_COLL_MISMATCH when the ranks disagree,
+ * with RHN_SYN_MEMBER_LOST when a member's node dies or its endpoint
+ * goes; GENERAL_ERR with RHN_SYN_COLL_NO_ROOM when the NIC holds no more
+ * communicators for the process. These leave the endpoint usable.
+ */
+struct rhn_wqe_coll {
+	__u8 op; /* enum rhn_coll_op */
+	__u8 reduce; /* enum rhn_coll_reduce */
+	__u8 type; /* enum rhn_coll_type */
+	__u8 radix; /* 0..RHN_COLL_MAX_RADIX */
+	__le16 rank; /* this endpoint's rank */
+	__le16 root; /* REDUCE, BCAST */
+	__le16 nranks; /* 1..RHN_COLL_MAX_RANKS */
+	__le16 seg_size;
+	__le32 length; /* bytes of send and of recv */
+	__le64 send_addr; /* operand (BCAST: the root's data) */
+	__le32 send_lkey;
+	__le32 recv_lkey;
+	__le64 recv_addr; /* result; may be send_addr (in place) */
+	__le64 members_addr;
+	__le32 members_lkey;
+	__u8 reserved[12];
+};
+RHN_ASSERT_SIZE(struct rhn_wqe_coll, RHN_SQ_SLOT_SIZE);
+RHN_ASSERT_OFFSET(struct rhn_wqe_coll, length, 12);
+RHN_ASSERT_OFFSET(struct rhn_wqe_coll, send_addr, 16);
+RHN_ASSERT_OFFSET(struct rhn_wqe_coll, recv_addr, 32);
+RHN_ASSERT_OFFSET(struct rhn_wqe_coll, members_addr, 40);
 
 struct rhn_wqe_xfer {
 	__le32 block; /* STRIDE: block bytes; BITMAP: bytes per bit */
@@ -576,6 +661,7 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_SUBSCRIBE = 21,
 	RHN_CQE_OP_UNSUBSCRIBE = 22,
 	RHN_CQE_OP_SHARE_UPDATE = 23,
+	RHN_CQE_OP_COLLECTIVE = 24,
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
@@ -747,6 +833,19 @@ enum rhn_syndrome {
 	 * (or still joining), a SUBSCRIBE of one it is in already
 	 */
 	RHN_SYN_NOT_SUBSCRIBED = 26,
+	/* NAK only: the target NIC has not started that collective (or that
+	 * segment's buffer is still busy); the sender sends it again after
+	 * a short delay. Never in a CQE.
+	 */
+	RHN_SYN_COLL_NOT_READY = 27,
+	/* the ranks of a communicator posted collectives that disagree (op,
+	 * type, length, root, radix, member list)
+	 */
+	RHN_SYN_COLL_MISMATCH = 28,
+	/* the NIC's communicator table is full, or the context holds its
+	 * share of it (a GENERAL_ERR completion: the endpoint goes on)
+	 */
+	RHN_SYN_COLL_NO_ROOM = 29,
 };
 
 /* Shared regions: the largest region (RHN_SHARE_MAX_MEMBERS, the most

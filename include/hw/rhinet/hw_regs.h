@@ -75,6 +75,8 @@ enum rhn_cap {
 	 * datagrams to hashed switch groups, switch joins (RHN_PKT_MGMT)
 	 */
 	RHN_CAP_UD_MCAST = 1u << 16,
+	/* collectives executed by the NICs: RHN_OP_COLLECTIVE */
+	RHN_CAP_COLLECTIVE = 1u << 17,
 };
 
 enum rhn_status {
@@ -272,6 +274,14 @@ enum rhn_counter {
 	 */
 	RHN_CNT_MCAST_MGMT_SENT,
 	RHN_CNT_MCAST_MGMT_ANSWERS,
+	/* collectives this NIC completed for its ranks (one per rank's WQE),
+	 * segments it combined or passed on, segments a peer NIC was not
+	 * ready for (sent again), and collectives that failed
+	 */
+	RHN_CNT_COLL_DONE,
+	RHN_CNT_COLL_SEGMENTS,
+	RHN_CNT_COLL_RETRIES,
+	RHN_CNT_COLL_ERRORS,
 	RHN_CNT_COUNT
 };
 

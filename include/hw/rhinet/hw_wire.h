@@ -416,7 +416,28 @@ enum rhn_fw_msg {
 	 * sender's endpoint) left without an UNSUBSCRIBE (destroyed)
 	 */
 	RHN_FW_SHARE_REMOVE = 14,
+	/* Collectives (ops/coll): one segment of one collective, between
+	 * the NICs of a communicator's nodes. imm_data = the communicator
+	 * (the WQE's remote_key), remote_addr = seq << 32 | segment,
+	 * msg_offset = RHN_FW_COLL_SIG(op, reduce, type, radix) of the
+	 * sender's collective (a receiver whose own differs fails it:
+	 * RHN_SYN_COLL_MISMATCH); the payload is the segment's bytes (up to
+	 * RHN_WIRE_MTU). UP: a partial result towards the segment's root;
+	 * DOWN: the result from it (REDUCE: empty, it releases the segment).
+	 * NAK RHN_SYN_COLL_NOT_READY: sent again later.
+	 */
+	RHN_FW_COLL_UP = 15,
+	RHN_FW_COLL_DOWN = 16,
+	/* the collective `seq` of the communicator failed at the sender's
+	 * node (imm_data, remote_addr as above; msg_offset = the syndrome):
+	 * it fails at every node
+	 */
+	RHN_FW_COLL_ABORT = 17,
 };
+
+#define RHN_FW_COLL_SIG(op, reduce, type, radix)                    \
+	((__u32)(op) | (__u32)(reduce) << 8 | (__u32)(type) << 16 | \
+	 (__u32)(radix) << 24)
 
 /* The region of `qpn` (the receiving NIC's endpoint, with incarnation)
  * with this area key and home; `member` the endpoint added or removed.

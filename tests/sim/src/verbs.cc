@@ -248,8 +248,9 @@ bool SimQp::encode(const SendWr& wr, std::vector<uint8_t>* slots) {
   const bool grh = (wr.flags & RHN_WQE_F_GRH) != 0;
   const bool xfer = wr.xfer_mode != RHN_XFER_BASIC;
   const bool mcast = wr.opcode == RHN_OP_MCAST_LIST;
-  const size_t ext_units =
-      payload_units + (grh ? 1 : 0) + (xfer ? 1 : 0) + (mcast ? 1 : 0);
+  const bool coll = wr.opcode == RHN_OP_COLLECTIVE;
+  const size_t ext_units = payload_units + (grh ? 1 : 0) + (xfer ? 1 : 0) +
+                           (mcast ? 1 : 0) + (coll ? 1 : 0);
   if (ext_units > RHN_WQE_MAX_EXT_UNITS) return false;
   base.ext_units = uint8_t(ext_units);
   slots->assign((1 + ext_units) * RHN_SQ_SLOT_SIZE, 0);
@@ -265,6 +266,9 @@ bool SimQp::encode(const SendWr& wr, std::vector<uint8_t>* slots) {
   if (mcast)
     std::memcpy(slots->data() + ext_units * RHN_SQ_SLOT_SIZE, &wr.mcast,
                 sizeof wr.mcast);
+  if (coll)
+    std::memcpy(slots->data() + ext_units * RHN_SQ_SLOT_SIZE, &wr.coll,
+                sizeof wr.coll);
   return true;
 }
 

@@ -127,6 +127,15 @@ struct EngineConfig {
   // While a join waits, the NIC checks every sync_probe_ns that the nodes
   // it waits on still answer; a join not done in share_join_timeout_ns
   // fails (RHN_SYN_MEMBER_LOST) rather than hang.
+  // Collectives (003, 000): communicators the NIC holds at once, each
+  // with coll_window segment buffers of RHN_WIRE_MTU bytes (sized at
+  // construction), and a context's share of the communicators (1/256ths).
+  // A communicator goes when the last of its local endpoints does. While
+  // a collective waits for other nodes, the NIC checks every
+  // sync_probe_ns that they still answer.
+  uint32_t coll_comms = 16;
+  uint32_t coll_window = 16;
+  uint32_t context_coll_share = 128;
   uint32_t share_regions = 256;
   uint32_t context_share_share = 128;
   uint64_t share_join_timeout_ns = 2'000'000'000;

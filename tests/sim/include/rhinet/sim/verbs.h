@@ -82,6 +82,9 @@ struct SendWr {
   rhn_wqe_xfer xfer{};
   // MCAST_LIST: the destination list's descriptor, its last slot.
   rhn_wqe_mcast mcast{};
+  // COLLECTIVE: its description, the last slot (remote_key: the
+  // communicator).
+  rhn_wqe_coll coll{};
   // IPROBE: mask and RHN_TAG_F_* flags (the tag is remote_addr, the
   // source dst_node/dst_qpn).
   uint64_t tag_mask = ~uint64_t{0};

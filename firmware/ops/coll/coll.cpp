@@ -1,0 +1,933 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Collectives executed by the NICs (seeds 003 and 000): allreduce, reduce,
+// broadcast and barrier over a communicator, a list of (node, endpoint)
+// ranks every member posts with RHN_OP_COLLECTIVE.
+//
+// This NIC acts for all of the communicator's ranks on its node. The data
+// moves in segments (at most one packet each) through a tree of the nodes:
+// each segment goes up from the leaves to its root, combined at every node
+// (the node's own ranks first, read by DMA straight from their send
+// buffers, in rank order; then each child's partial as it arrives: 003
+// claim 5, the first arrival fills the buffer and later ones combine into
+// it), and its result comes down again, written by DMA straight into every
+// rank's receive buffer (000's zero copy). A segment moves on as soon as
+// its inputs are in, so the segments of one collective pipeline.
+// The tree: radix k over the nodes in the order of their first rank,
+// rooted at the root rank's node (rank 0's for allreduce); radix 1 is a
+// chain whose root turns with every segment, so every node sends and
+// receives the same share in both directions, as a ring does.
+// Segments, releases and ABORTs are firmware messages on the node
+// channels (fwmsg/), which retransmit them; a NIC that has not reached the
+// collective answers NOT_READY and the segment comes again later. A member
+// that dies (its node, or its endpoint) fails the collective everywhere:
+// the NIC that notices tells every node with an ABORT.
+#include <algorithm>
+#include <cstring>
+
+#include "ops/coll/reduce.h"
+#include "ops/family.h"
+
+namespace rhinet::fw {
+namespace {
+
+constexpr uint64_t kRetryFirstNs = 20'000;  // a NOT_READY segment, again
+constexpr uint64_t kRetryMaxNs = 1'000'000;
+// radix 0: a chain from this many bytes on (bandwidth), a tree of this
+// radix below it (latency).
+constexpr uint32_t kChainFromBytes = 64 * 1024;
+constexpr uint8_t kTreeRadix = 4;
+// Cookie destinations besides children (0..RHN_COLL_MAX_RADIX - 1) and
+// the parent (kCollParent).
+constexpr uint32_t kDestAbort = 40, kDestProbe = 41;
+
+CollMember* members_of(Impl& m, const CollComm& c) {
+  return &m.coll.members[c.members];
+}
+uint16_t* nodes_of(Impl& m, const CollComm& c) {
+  return &m.coll.nodes[c.nodes];
+}
+uint32_t comm_index(const Impl& m, const CollComm& c) {
+  return static_cast<uint32_t>(&c - m.coll.comms.data());
+}
+uint32_t slot_index(const Impl& m, uint32_t seg) {
+  return seg % m.cfg.coll_window;
+}
+CollSlot& slot_of(Impl& m, const CollComm& c, uint32_t seg) {
+  return m.coll.slots[c.slots + slot_index(m, seg)];
+}
+uint8_t* bytes_of(Impl& m, const CollSlot& s) {
+  return m.coll.buffers.get() + uint64_t{s.buf} * RHN_WIRE_MTU;
+}
+uint64_t cookie(const Impl& m, const CollComm& c, uint32_t slot,
+                uint32_t dest) {
+  return uint64_t{c.gen} << 32 | comm_index(m, c) << 16 | slot << 8 | dest;
+}
+uint32_t signature(const CollComm& c) {
+  return RHN_FW_COLL_SIG(c.op, c.reduce, c.type, c.radix);
+}
+bool has_up_phase(const CollComm& c) { return c.op != RHN_COLL_BCAST; }
+bool down_carries_data(const CollComm& c) {
+  return c.op == RHN_COLL_ALLREDUCE || c.op == RHN_COLL_BCAST;
+}
+// Whether local rank `l` reads its send buffer / gets the result.
+bool reads_send(const CollComm& c, uint16_t rank) {
+  return c.op == RHN_COLL_ALLREDUCE || c.op == RHN_COLL_REDUCE ||
+         (c.op == RHN_COLL_BCAST && rank == c.root_rank);
+}
+bool gets_result(const CollComm& c, uint16_t rank) {
+  switch (c.op) {
+    case RHN_COLL_ALLREDUCE:
+      return true;
+    case RHN_COLL_REDUCE:
+      return rank == c.root_rank;
+    case RHN_COLL_BCAST:
+      return rank != c.root_rank;
+    default:
+      return false;
+  }
+}
+
+// A segment's place in the tree, in node indices.
+struct Topo {
+  uint16_t root = 0;         // node index of the segment's root
+  uint16_t v = 0;            // this node's position from the root
+  uint16_t parent = 0;       // node index (v > 0)
+  uint16_t first_child = 0;  // position of child 0
+  uint16_t children = 0;
+  uint32_t all_children = 0;  // mask
+};
+
+uint16_t node_at(const CollComm& c, uint16_t v, uint16_t root) {
+  return static_cast<uint16_t>((v + root) % c.nnodes);
+}
+uint16_t position(const CollComm& c, uint16_t index, uint16_t root) {
+  return static_cast<uint16_t>((index + c.nnodes - root) % c.nnodes);
+}
+
+Topo topo(const CollComm& c, uint32_t seg, uint16_t index) {
+  Topo t;
+  const bool turning =
+      c.radix == 1 && (c.op == RHN_COLL_ALLREDUCE || c.op == RHN_COLL_BARRIER);
+  t.root = turning ? static_cast<uint16_t>(seg % c.nnodes) : c.root;
+  t.v = position(c, index, t.root);
+  if (t.v > 0) t.parent = node_at(c, (t.v - 1) / c.radix, t.root);
+  const uint32_t first = uint32_t{c.radix} * t.v + 1;
+  t.first_child = static_cast<uint16_t>(std::min<uint32_t>(first, c.nnodes));
+  t.children = static_cast<uint16_t>(
+      first >= c.nnodes ? 0 : std::min<uint32_t>(c.radix, c.nnodes - first));
+  t.all_children = t.children ? (1u << t.children) - 1 : 0;
+  return t;
+}
+
+int node_index(Impl& m, const CollComm& c, uint16_t node) {
+  const uint16_t* nodes = nodes_of(m, c);
+  for (uint16_t i = 0; i < c.nnodes; i++)
+    if (nodes[i] == node) return i;
+  return -1;
+}
+
+CollComm* find_comm(Impl& m, uint32_t key) {
+  for (CollComm& c : m.coll.comms)
+    if (c.valid && c.key == key) return &c;
+  return nullptr;
+}
+
+void update_deadline(Impl& m, uint64_t at) {
+  m.coll.next_deadline = std::min(m.coll.next_deadline, at);
+}
+
+// ---- Completing the local ranks' WQEs.
+
+void complete_rank(Impl& m, CollLocal& l, uint8_t syndrome) {
+  if (!l.posted) return;
+  l.posted = false;
+  m.counters.add(RHN_CNT_COLL_DONE);
+  if (l.qpn >= m.qps.size()) return;
+  QpObj& qp = m.qps[l.qpn];
+  if (!qp.valid || qp.gen != l.qp_gen) return;
+  Inflight& e = m.entry(l.qpn, l.entry);
+  if (e.msn != l.msn || e.opcode != RHN_OP_COLLECTIVE ||
+      e.state == MsgState::kDone)
+    return;  // flushed meanwhile
+  if (syndrome != RHN_SYN_NONE) m.counters.add(RHN_CNT_COLL_ERRORS);
+  const uint8_t status = syndrome == RHN_SYN_NONE ? uint8_t{RHN_CQE_SUCCESS}
+                         : syndrome == RHN_SYN_DMA
+                             ? uint8_t{RHN_CQE_LOC_PROT_ERR}
+                             : uint8_t{RHN_CQE_REM_OP_ERR};
+  m.finish_entry(l.qpn, e, status, syndrome);
+}
+
+void clear_slots(Impl& m, CollComm& c) {
+  for (uint32_t i = 0; i < m.cfg.coll_window; i++) {
+    CollSlot& s = m.coll.slots[c.slots + i];
+    const uint32_t buf = s.buf;
+    s = CollSlot{};
+    s.buf = buf;
+  }
+}
+
+// The collective is over at this node: every local rank's WQE completes.
+// The next one may start.
+void end_collective(Impl& m, CollComm& c) {
+  for (CollLocal& l : c.local) complete_rank(m, l, c.failed);
+  clear_slots(m, c);
+  c.active = false;
+  c.failed = RHN_SYN_NONE;
+  c.posted = 0;
+  c.seq++;
+  c.gen++;
+  c.next_probe = UINT64_MAX;
+  m.wake_all(c.waiters);
+}
+
+// A failed collective ends once every local rank has posted it (each
+// completes with the error as it does).
+void end_if_all_failed(Impl& m, CollComm& c) {
+  if (!c.active || c.failed == RHN_SYN_NONE) return;
+  for (const CollLocal& l : c.local)
+    if (l.qpn != kNone && l.posts == c.seq) return;
+  end_collective(m, c);
+}
+
+void release_comm(Impl& m, CollComm& c) {
+  c.valid = false;
+  m.coll.used--;
+  m.wake_all(c.waiters);
+}
+
+// The collective fails here; with tell, every other node hears ABORT.
+// Local ranks that posted complete now, the others when they post.
+void fail_collective(Impl& m, CollComm& c, uint8_t syndrome, bool tell) {
+  if (!c.active || c.failed != RHN_SYN_NONE) return;
+  c.failed = syndrome;
+  c.gen++;  // answers to its messages are history
+  clear_slots(m, c);
+  for (CollLocal& l : c.local) complete_rank(m, l, syndrome);
+  if (tell && c.nnodes > 1) {
+    c.aborting = true;
+    c.abort_seq = c.seq;
+    c.abort_syn = syndrome;
+    c.abort_next = 0;
+  }
+  end_if_all_failed(m, c);
+}
+
+bool send_aborts(Impl& m, CollComm& c) {
+  bool did = false;
+  while (c.abort_next < c.nnodes) {
+    const uint16_t i = static_cast<uint16_t>(c.abort_next);
+    if (i == c.self) {
+      c.abort_next++;
+      continue;
+    }
+    if (m.coll.fw_held >= m.cfg.fw_messages / 2) break;
+    const uint32_t h =
+        m.fw_send_now(nodes_of(m, c)[i], RHN_FW_COLL_ABORT, c.key,
+                      uint64_t{c.abort_seq} << 32, c.abort_syn, {},
+                      FwOwner::kColl, cookie(m, c, 0, kDestAbort));
+    if (h == kNone) break;  // no room now: the next run goes on
+    m.coll.fw_held++;
+    c.abort_next++;
+    did = true;
+  }
+  if (c.abort_next >= c.nnodes) c.aborting = false;
+  return did;
+}
+
+// ---- Segments.
+
+void open_slot(Impl& m, CollComm& c, CollSlot& s, uint32_t seg) {
+  const uint32_t buf = s.buf;
+  s = CollSlot{};
+  s.buf = buf;
+  s.used = true;
+  s.seg = seg;
+  const uint64_t off = uint64_t{seg} * c.seg;
+  s.len = static_cast<uint32_t>(
+      std::min<uint64_t>(c.seg, c.length > off ? c.length - off : 0));
+  (void)m;
+}
+
+// Adds `data` (the slot's length) into the slot: the first contribution
+// fills it.
+void contribute(const CollComm& c, CollSlot& s, uint8_t* buf,
+                const uint8_t* data) {
+  if (!s.filled)
+    std::memcpy(buf, data, s.len);
+  else
+    coll::combine(c.reduce, c.type, buf, data, s.len);
+  s.filled = true;
+}
+
+// The local ranks' operands of the segment, in rank order, read by DMA from
+// their own buffers. False: a buffer could not be read.
+bool read_local(Impl& m, CollComm& c, CollSlot& s) {
+  const uint64_t off = uint64_t{s.seg} * c.seg;
+  uint8_t* buf = bytes_of(m, s);
+  for (CollLocal& l : c.local) {
+    if (l.qpn == kNone || !reads_send(c, l.rank) || s.len == 0) continue;
+    uint8_t* into = s.filled ? m.coll.scratch.get() : buf;
+    if (!m.sge_dma(&l.send, 1, off, into, s.len, l.pdn, false)) return false;
+    if (s.filled && c.op != RHN_COLL_BCAST)
+      coll::combine(c.reduce, c.type, buf, into, s.len);
+    s.filled = true;
+  }
+  return true;
+}
+
+bool write_results(Impl& m, CollComm& c, CollSlot& s) {
+  const uint64_t off = uint64_t{s.seg} * c.seg;
+  uint8_t* buf = bytes_of(m, s);
+  for (CollLocal& l : c.local) {
+    if (l.qpn == kNone || !gets_result(c, l.rank) || s.len == 0) continue;
+    if (!m.sge_dma(&l.recv, 1, off, buf, s.len, l.pdn, true)) return false;
+  }
+  return true;
+}
+
+// Hands the slot's due messages to fwmsg/.
+bool send_due(Impl& m, CollComm& c, CollSlot& s, const Topo& t) {
+  if (!s.todo || m.now < s.retry_at) {
+    if (s.todo) update_deadline(m, s.retry_at);
+    return false;
+  }
+  bool did = false;
+  const uint32_t si = slot_index(m, s.seg);
+  const uint64_t addr = uint64_t{c.seq} << 32 | s.seg;
+  for (uint32_t bit = 0; bit < 32 && s.todo; bit++) {
+    if (!(s.todo & (1u << bit))) continue;
+    if (m.coll.fw_held >= m.cfg.fw_messages / 2) break;
+    const bool up = bit == kCollParent;
+    const uint16_t index =
+        up ? t.parent
+           : node_at(c, static_cast<uint16_t>(t.first_child + bit), t.root);
+    const bool data = up || down_carries_data(c);
+    const std::span<const uint8_t> payload{bytes_of(m, s), data ? s.len : 0};
+    const uint32_t h = m.fw_send_now(
+        nodes_of(m, c)[index], up ? RHN_FW_COLL_UP : RHN_FW_COLL_DOWN, c.key,
+        addr, signature(c), payload, FwOwner::kColl, cookie(m, c, si, bit));
+    if (h == kNone) break;  // the node's window is full: on its ACKs
+    m.coll.fw_held++;
+    s.todo &= ~(1u << bit);
+    s.busy |= 1u << bit;
+    did = true;
+  }
+  return did;
+}
+
+// Moves one segment on as far as its inputs allow.
+bool step_slot(Impl& m, CollComm& c, CollSlot& s) {
+  const Topo t = topo(c, s.seg, c.self);
+  const bool all_posted = c.posted == c.nlocal;
+  bool did = false;
+  if (has_up_phase(c)) {
+    if (!s.local_in && all_posted) {
+      if (!read_local(m, c, s)) {
+        fail_collective(m, c, RHN_SYN_DMA, true);
+        return true;
+      }
+      s.local_in = true;
+      did = true;
+    }
+    if (s.local_in && s.children_in == t.all_children && !s.up_sent) {
+      // Complete below this node: the root has the result, the others
+      // pass it up.
+      s.up_sent = true;
+      if (t.v == 0)
+        s.down_in = true;
+      else
+        s.todo |= 1u << kCollParent;
+      did = true;
+    }
+  } else if (t.v == 0 && !s.down_in && all_posted) {
+    // A broadcast starts at its root with the root rank's data.
+    if (!read_local(m, c, s)) {
+      fail_collective(m, c, RHN_SYN_DMA, true);
+      return true;
+    }
+    s.down_in = true;
+    did = true;
+  }
+  if (s.down_in && !s.written && all_posted) {
+    if (!write_results(m, c, s)) {
+      fail_collective(m, c, RHN_SYN_DMA, true);
+      return true;
+    }
+    s.written = true;
+    s.todo |= t.all_children;
+    m.counters.add(RHN_CNT_COLL_SEGMENTS);
+    did = true;
+  }
+  did |= send_due(m, c, s, t);
+  return did;
+}
+
+bool slot_done(const CollSlot& s) {
+  return s.written && s.todo == 0 && s.busy == 0;
+}
+
+// While the collective waits on other nodes, checks now and then that
+// they still answer (a dead node fails it instead of hanging it).
+bool probe(Impl& m, CollComm& c) {
+  if (c.probing || m.now < c.last_progress + m.cfg.sync_probe_ns) {
+    if (!c.probing) update_deadline(m, c.last_progress + m.cfg.sync_probe_ns);
+    return false;
+  }
+  const CollSlot& s = slot_of(m, c, c.base);
+  const Topo t = topo(c, c.base, c.self);
+  uint32_t want = 0;  // by node index, at most the radix and the parent
+  uint16_t list[RHN_COLL_MAX_RADIX + 1];
+  if (t.v > 0) list[want++] = t.parent;
+  for (uint16_t j = 0; j < t.children; j++)
+    if (!s.used || !(s.children_in & (1u << j)))
+      list[want++] =
+          node_at(c, static_cast<uint16_t>(t.first_child + j), t.root);
+  bool did = false;
+  for (uint32_t i = 0; i < want; i++) {
+    if (m.coll.fw_held >= m.cfg.fw_messages / 2) break;
+    if (m.fw_post(nodes_of(m, c)[list[i]], RHN_FW_PING, {}, FwOwner::kColl,
+                  cookie(m, c, 0, kDestProbe)) == kNone)
+      break;
+    m.coll.fw_held++;
+    c.probing++;
+    did = true;
+  }
+  c.last_progress = m.now;
+  return did;
+}
+
+bool progress(Impl& m, CollComm& c) {
+  bool did = false;
+  if (c.aborting) did |= send_aborts(m, c);
+  if (!c.active || c.failed != RHN_SYN_NONE) return did;
+  const uint32_t window = m.cfg.coll_window;
+  for (uint32_t seg = c.base; seg < c.nsegs && seg < c.base + window; seg++) {
+    CollSlot& s = slot_of(m, c, seg);
+    if (!s.used) open_slot(m, c, s, seg);
+    did |= step_slot(m, c, s);
+    if (!c.active || c.failed != RHN_SYN_NONE) return true;
+  }
+  while (c.base < c.nsegs) {
+    CollSlot& s = slot_of(m, c, c.base);
+    if (!s.used || s.seg != c.base || !slot_done(s)) break;
+    s.used = false;
+    c.base++;
+    c.last_progress = m.now;
+    did = true;
+  }
+  if (c.base >= c.nsegs) {
+    end_collective(m, c);
+    return true;
+  }
+  did |= probe(m, c);
+  return did;
+}
+
+// ---- The WQE.
+
+bool same_params(const CollComm& c, const rhn_wqe_coll& x, uint8_t radix,
+                 uint32_t seg) {
+  return c.op == x.op && c.reduce == x.reduce && c.type == x.type &&
+         c.radix == radix && c.root_rank == x.root && c.length == x.length &&
+         c.seg == seg;
+}
+
+uint8_t effective_radix(const rhn_wqe_coll& x, uint16_t nnodes) {
+  if (x.radix) return x.radix;
+  if (x.op == RHN_COLL_ALLREDUCE && x.length >= kChainFromBytes && nnodes > 2)
+    return 1;
+  return kTreeRadix;
+}
+
+uint32_t effective_seg(const rhn_wqe_coll& x) {
+  return x.seg_size ? x.seg_size : RHN_WIRE_MTU;
+}
+
+void start_collective(Impl& m, CollComm& c, const rhn_wqe_coll& x) {
+  c.active = true;
+  c.failed = RHN_SYN_NONE;
+  c.op = x.op;
+  c.reduce = x.reduce;
+  c.type = x.type;
+  c.radix = effective_radix(x, c.nnodes);
+  c.root_rank = x.root;
+  c.root = 0;
+  if (x.op == RHN_COLL_REDUCE || x.op == RHN_COLL_BCAST) {
+    const int r = node_index(m, c, members_of(m, c)[x.root].node);
+    c.root = static_cast<uint16_t>(r < 0 ? 0 : r);
+  }
+  c.length = x.length;
+  c.seg = effective_seg(x);
+  c.nsegs = x.length ? (x.length + c.seg - 1) / c.seg : 1;
+  c.base = 0;
+  c.posted = 0;
+  c.gen++;
+  c.last_progress = m.now;
+  c.probing = 0;
+  clear_slots(m, c);
+  if (c.abort_early && c.abort_seq == c.seq) {
+    c.abort_early = false;
+    c.failed = c.abort_syn;  // every local rank fails as it posts
+  }
+}
+
+uint32_t context_comms(const Impl& m, uint32_t context) {
+  uint32_t n = 0;
+  for (const CollComm& c : m.coll.comms)
+    if (c.valid && c.context == context) n++;
+  return n;
+}
+
+// The communicator `key` as this NIC knows it, or one made from the WQE's
+// member list. Null: *syndrome says why.
+CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
+                   const rhn_wqe_coll& x, uint32_t key, uint8_t* syndrome) {
+  if (CollComm* c = find_comm(m, key)) {
+    if (c->nranks != x.nranks || x.rank >= c->nranks ||
+        members_of(m, *c)[x.rank].node != m.cfg.node_id ||
+        members_of(m, *c)[x.rank].qpn != qpn) {
+      *syndrome = RHN_SYN_COLL_MISMATCH;
+      return nullptr;
+    }
+    return c;
+  }
+  const uint32_t quota =
+      std::max<uint32_t>(1, m.cfg.coll_comms * m.cfg.context_coll_share / 256);
+  CollComm* c = nullptr;
+  for (CollComm& f : m.coll.comms)
+    if (!f.valid) {
+      c = &f;
+      break;
+    }
+  if (!c || context_comms(m, qp.context) >= quota) {
+    *syndrome = RHN_SYN_COLL_NO_ROOM;
+    return nullptr;
+  }
+  CollMember* list = members_of(m, *c);
+  static_assert(sizeof(rhn_mcast_dest) == 8);
+  for (uint32_t r = 0; r < x.nranks; r++) {
+    rhn_mcast_dest d;
+    const rhn_sge sge{x.members_addr, x.nranks * 8u, x.members_lkey};
+    if (!m.sge_dma(&sge, 1, uint64_t{r} * 8, reinterpret_cast<uint8_t*>(&d), 8,
+                   qp.pdn, false)) {
+      *syndrome = RHN_SYN_DMA;
+      return nullptr;
+    }
+    if (d.reserved || d.node >= m.cfg.max_nodes) {
+      *syndrome = RHN_SYN_BAD_WQE;
+      return nullptr;
+    }
+    list[r] = {d.node, d.qpn & RHN_WIRE_QPN_MASK};
+  }
+  if (list[x.rank].node != m.cfg.node_id || list[x.rank].qpn != qpn) {
+    *syndrome = RHN_SYN_BAD_WQE;  // the list does not name this endpoint
+    return nullptr;
+  }
+  const uint32_t members = c->members, nodes = c->nodes, slots = c->slots;
+  const uint32_t gen = c->gen;
+  *c = CollComm{};
+  c->members = members;
+  c->nodes = nodes;
+  c->slots = slots;
+  c->gen = gen + 1;
+  c->key = key;
+  c->context = qp.context;
+  c->nranks = x.nranks;
+  uint16_t* ids = nodes_of(m, *c);
+  for (uint32_t r = 0; r < x.nranks; r++) {
+    if (node_index(m, *c, list[r].node) < 0) ids[c->nnodes++] = list[r].node;
+    if (list[r].node != m.cfg.node_id) continue;
+    if (c->nlocal == RHN_COLL_MAX_LOCAL) {
+      *syndrome = RHN_SYN_BAD_WQE;
+      return nullptr;
+    }
+    CollLocal& l = c->local[c->nlocal++];
+    l.qpn = list[r].qpn;
+    l.rank = static_cast<uint16_t>(r);
+  }
+  c->self = static_cast<uint16_t>(node_index(m, *c, m.cfg.node_id));
+  for (auto& e : m.coll.early_aborts) {
+    if (!e.valid || e.key != key) continue;
+    e.valid = false;
+    c->abort_early = true;
+    c->abort_seq = e.seq;
+    c->abort_syn = e.syndrome;
+  }
+  c->valid = true;
+  m.coll.used++;
+  clear_slots(m, *c);
+  return c;
+}
+
+uint8_t coll_check(Impl& m, const QpObj& qp, const DecodedWqe& w,
+                   uint8_t* syndrome) {
+  const rhn_wqe_coll& x = w.coll;
+  auto refuse = [&](uint8_t status, uint8_t syn) {
+    m.counters.add(RHN_CNT_COLL_ERRORS);
+    *syndrome = syn;
+    return status;
+  };
+  if (qp.type != RHN_QP_ENDPOINT)
+    return refuse(RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_QP);
+  bool reserved = false;
+  for (uint8_t b : x.reserved) reserved |= b != 0;
+  const uint32_t size = coll::type_size(x.type);
+  const bool barrier = x.op == RHN_COLL_BARRIER;
+  const bool reduces = x.op == RHN_COLL_ALLREDUCE || x.op == RHN_COLL_REDUCE;
+  const bool rooted = x.op == RHN_COLL_REDUCE || x.op == RHN_COLL_BCAST;
+  if (reserved || x.op < RHN_COLL_ALLREDUCE || x.op > RHN_COLL_BARRIER ||
+      x.nranks == 0 || x.nranks > RHN_COLL_MAX_RANKS || x.rank >= x.nranks ||
+      (rooted && x.root >= x.nranks) || x.radix > RHN_COLL_MAX_RADIX ||
+      (barrier && x.length) || (!barrier && size == 0) ||
+      (reduces && !coll::valid_reduce(x.reduce, x.type)) ||
+      (size && x.length % size) ||
+      (x.seg_size &&
+       (x.seg_size > RHN_WIRE_MTU || size == 0 || x.seg_size % size)))
+    return refuse(RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
+  if (!m.in_group(qp.context, RHN_AREA_KEY_GROUP(w.remote_key))) {
+    m.counters.add(RHN_CNT_GROUP_VIOLATIONS);
+    return refuse(RHN_CQE_LOC_PROT_ERR, RHN_SYN_BAD_GROUP);
+  }
+  // The keys, for what this rank's part touches.
+  const bool reads = reduces || (x.op == RHN_COLL_BCAST && x.rank == x.root);
+  const bool writes = x.op == RHN_COLL_ALLREDUCE ||
+                      (x.op == RHN_COLL_REDUCE && x.rank == x.root) ||
+                      (x.op == RHN_COLL_BCAST && x.rank != x.root);
+  rhn_syndrome s = m.check_key(x.members_lkey, kNone, qp.pdn, 0, x.members_addr,
+                               uint64_t{x.nranks} * 8, nullptr);
+  if (s == RHN_SYN_NONE && reads && x.length)
+    s = m.check_key(x.send_lkey, kNone, qp.pdn, 0, x.send_addr, x.length,
+                    nullptr);
+  if (s == RHN_SYN_NONE && writes && x.length)
+    s = m.check_key(x.recv_lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE,
+                    x.recv_addr, x.length, nullptr);
+  if (s != RHN_SYN_NONE) return refuse(RHN_CQE_LOC_PROT_ERR, s);
+  return RHN_CQE_SUCCESS;
+}
+
+// The requester hands the WQE over: this rank joins the communicator's
+// collective; its CQE comes when the collective is done here.
+Impl::TxResult coll_send_packet(Impl& m, QpObj& qp, uint32_t qpn) {
+  Inflight& e = m.entry(qpn, qp.tx_entry);
+  const DecodedWqe& w = qp.tx_wqe;
+  const rhn_wqe_coll& x = w.coll;
+  auto fail_now = [&](uint8_t status, uint8_t syn) {
+    m.counters.add(RHN_CNT_COLL_ERRORS);
+    m.abort_tx(qp);
+    m.finish_entry(qpn, e, status, syn);
+    return Impl::TxResult::kAborted;
+  };
+  uint8_t syn = RHN_SYN_NONE;
+  CollComm* c = comm_for(m, qp, qpn, x, w.remote_key, &syn);
+  if (!c) {
+    // A bad list is the WQE's fault (the endpoint goes to error, as for
+    // any bad WQE); a disagreement or a full table is not.
+    const uint8_t status = syn == RHN_SYN_DMA            ? RHN_CQE_LOC_PROT_ERR
+                           : syn == RHN_SYN_BAD_WQE      ? RHN_CQE_LOC_QP_OP_ERR
+                           : syn == RHN_SYN_COLL_NO_ROOM ? RHN_CQE_GENERAL_ERR
+                                                         : RHN_CQE_REM_OP_ERR;
+    return fail_now(status, syn);
+  }
+  CollLocal* l = nullptr;
+  for (CollLocal& k : c->local)
+    if (k.qpn == qpn && k.rank == x.rank) l = &k;
+  if (!l) return fail_now(RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_MISMATCH);
+  if (c->broken) {
+    // The others may be waiting for this node in it: they hear ABORT.
+    if (c->nnodes > 1) {
+      c->aborting = true;
+      c->abort_seq = l->posts;
+      c->abort_syn = RHN_SYN_MEMBER_LOST;
+      c->abort_next = 0;
+    }
+    l->posts++;
+    return fail_now(RHN_CQE_REM_OP_ERR, RHN_SYN_MEMBER_LOST);
+  }
+  if (l->posts != c->seq) {
+    // Its previous collective is not over here yet: this one waits.
+    m.wait_on(qpn, c->waiters);
+    return Impl::TxResult::kBlocked;
+  }
+  if (!c->active) {
+    start_collective(m, *c, x);
+  } else if (!same_params(*c, x, effective_radix(x, c->nnodes),
+                          effective_seg(x))) {
+    // The ranks disagree: it fails everywhere.
+    l->posts++;
+    fail_collective(m, *c, RHN_SYN_COLL_MISMATCH, true);
+    return fail_now(RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_MISMATCH);
+  }
+  l->qp_gen = qp.gen;
+  l->posted = true;
+  l->entry = qp.tx_entry;
+  l->msn = e.msn;
+  l->pdn = qp.pdn;
+  l->send = {x.send_addr, x.length, x.send_lkey};
+  l->recv = {x.recv_addr, x.length, x.recv_lkey};
+  l->posts++;
+  c->posted++;
+  e.state = MsgState::kAwaitResponse;
+  e.peer = static_cast<uint16_t>(m.cfg.node_id);
+  qp.tx_active = false;  // the NIC has it; the QP's next WQE may go
+  if (c->failed != RHN_SYN_NONE) {
+    complete_rank(m, *l, c->failed);
+    end_if_all_failed(m, *c);
+  }
+  m.coll.next_deadline = m.now;  // progress() looks at it next
+  return Impl::TxResult::kFinished;
+}
+
+}  // namespace
+
+extern const OpFamily kCollFamily = {
+    .name = "coll",
+    .check = coll_check,
+    .send_packet = coll_send_packet,
+};
+
+// ---- The engine's side.
+
+void Engine::Impl::coll_reset() {
+  CollTables& t = coll;
+  const uint32_t comms = std::max<uint32_t>(cfg.coll_comms, 1);
+  const uint32_t window = std::max<uint32_t>(cfg.coll_window, 1);
+  cfg.coll_window = window;
+  t.comms.assign(comms, CollComm{});
+  t.members.assign(size_t{comms} * RHN_COLL_MAX_RANKS, CollMember{});
+  t.nodes.assign(size_t{comms} * RHN_COLL_MAX_RANKS, 0);
+  t.slots.assign(size_t{comms} * window, CollSlot{});
+  // Sized at power-on; a device reset allocates nothing.
+  if (!t.buffers) {
+    t.buffers =
+        std::make_unique<uint8_t[]>(size_t{comms} * window * RHN_WIRE_MTU);
+    t.scratch = std::make_unique<uint8_t[]>(RHN_WIRE_MTU);
+  }
+  for (uint32_t i = 0; i < comms; i++) {
+    t.comms[i].members = i * RHN_COLL_MAX_RANKS;
+    t.comms[i].nodes = i * RHN_COLL_MAX_RANKS;
+    t.comms[i].slots = i * window;
+    for (uint32_t k = 0; k < window; k++)
+      t.slots[i * window + k].buf = i * window + k;
+  }
+  t.early_aborts = {};
+  t.early_next = 0;
+  t.used = 0;
+  t.fw_held = 0;
+  t.next_deadline = UINT64_MAX;
+}
+
+void Engine::Impl::coll_qp_gone(uint32_t qpn) {
+  for (CollComm& c : coll.comms) {
+    if (!c.valid) continue;
+    bool hit = false, left = false;
+    for (CollLocal& l : c.local) {
+      if (l.qpn == kNone) continue;
+      if (l.qpn == qpn) {
+        l.posted = false;  // its WQEs go with it
+        l.qpn = kNone;
+        hit = true;
+      } else {
+        left = true;
+      }
+    }
+    if (!hit) continue;
+    // Without this rank the communicator cannot complete anything again.
+    c.broken = true;
+    if (c.active) {
+      fail_collective(*this, c, RHN_SYN_MEMBER_LOST, true);
+    } else if (c.nnodes > 1) {
+      // The others may be in the next one already.
+      c.aborting = true;
+      c.abort_seq = c.seq;
+      c.abort_syn = RHN_SYN_MEMBER_LOST;
+      c.abort_next = 0;
+    }
+    if (!left && !c.aborting) release_comm(*this, c);
+  }
+}
+
+void Engine::Impl::coll_node_failed(uint16_t node) {
+  for (CollComm& c : coll.comms)
+    if (c.valid && c.active && c.failed == RHN_SYN_NONE &&
+        node_index(*this, c, node) >= 0)
+      fail_collective(*this, c, RHN_SYN_MEMBER_LOST, true);
+}
+
+void Engine::Impl::coll_fw_done(uint64_t ck, uint8_t syndrome) {
+  if (coll.fw_held) coll.fw_held--;
+  const uint32_t gen = static_cast<uint32_t>(ck >> 32);
+  const uint32_t ci = (ck >> 16) & 0xffff;
+  const uint32_t si = (ck >> 8) & 0xff;
+  const uint32_t dest = ck & 0xff;
+  if (ci >= coll.comms.size()) return;
+  CollComm& c = coll.comms[ci];
+  if (!c.valid) return;
+  if (dest == kDestAbort) {
+    // A communicator kept only to tell the others goes when it has.
+    bool left = false;
+    for (const CollLocal& l : c.local) left |= l.qpn != kNone;
+    if (!left && !c.aborting) release_comm(*this, c);
+    return;
+  }
+  if (c.gen != gen) return;  // about a collective that is over
+  if (dest == kDestProbe) {
+    if (c.probing) c.probing--;
+    if (syndrome == RHN_SYN_RETRY_EXCEEDED)
+      fail_collective(*this, c, RHN_SYN_MEMBER_LOST, true);
+    return;
+  }
+  if (si >= cfg.coll_window || dest >= 32) return;
+  CollSlot& s = coll.slots[c.slots + si];
+  const uint32_t bit = 1u << dest;
+  if (!(s.busy & bit)) return;
+  s.busy &= ~bit;
+  if (syndrome == RHN_SYN_NONE) {
+    c.last_progress = now;
+    s.retries = 0;
+    coll.next_deadline = now;
+    return;
+  }
+  if (syndrome == RHN_SYN_COLL_NOT_READY) {
+    // That NIC has not reached the collective (or the segment): again
+    // later, backing off.
+    counters.add(RHN_CNT_COLL_RETRIES);
+    s.todo |= bit;
+    s.retry_at = now + std::min(kRetryMaxNs, kRetryFirstNs << std::min<uint8_t>(
+                                                 s.retries, 10));
+    if (s.retries < 255) s.retries++;
+    update_deadline(*this, s.retry_at);
+    return;
+  }
+  fail_collective(*this, c,
+                  syndrome == RHN_SYN_RETRY_EXCEEDED
+                      ? uint8_t{RHN_SYN_MEMBER_LOST}
+                      : syndrome,
+                  true);
+}
+
+void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
+  const rhn_op_hdr& op = pkt.op;
+  const uint16_t from = node_of(p);
+  const uint32_t seq = static_cast<uint32_t>(op.remote_addr >> 32);
+  const uint32_t seg = static_cast<uint32_t>(op.remote_addr);
+  CollComm* cp = find_comm(*this, op.imm_data);
+  const bool abort = op.rkey == RHN_FW_COLL_ABORT;
+  auto nak = [&](rhn_syndrome why) { respond(p, RHN_WOP_NAK, why, op, {}); };
+  if (!cp) {
+    // No rank of this node has posted on it yet (or none is left). An
+    // ABORT is kept for when one does.
+    if (!abort) {
+      nak(RHN_SYN_COLL_NOT_READY);
+      return;
+    }
+    auto& e = coll.early_aborts[coll.early_next++ % coll.early_aborts.size()];
+    e = {true, op.imm_data, seq,
+         static_cast<uint8_t>(op.msg_offset ? op.msg_offset
+                                            : uint32_t{RHN_SYN_MEMBER_LOST})};
+    return;
+  }
+  CollComm& c = *cp;
+  const int x = node_index(*this, c, from);
+  if (x < 0) {
+    counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+    if (!abort) nak(RHN_SYN_COLL_MISMATCH);
+    return;
+  }
+  const int32_t ahead = static_cast<int32_t>(seq - c.seq);
+  if (abort) {
+    const uint8_t why = static_cast<uint8_t>(op.msg_offset);
+    if (ahead == 0 && c.active) {
+      fail_collective(*this, c, why ? why : uint8_t{RHN_SYN_MEMBER_LOST},
+                      false);
+    } else if (ahead >= 0) {
+      c.abort_early = true;  // it fails here when it starts
+      c.abort_seq = seq;
+      c.abort_syn = why ? why : uint8_t{RHN_SYN_MEMBER_LOST};
+    }
+    return;
+  }
+  if (c.broken) {
+    nak(RHN_SYN_MEMBER_LOST);
+    return;
+  }
+  if (ahead < 0) return;  // a collective over here: a late copy
+  if (ahead > 0 || !c.active) {
+    if (c.abort_early && c.abort_seq == seq) return;  // failed already
+    nak(RHN_SYN_COLL_NOT_READY);
+    return;
+  }
+  if (c.failed != RHN_SYN_NONE) return;
+  if (op.msg_offset != signature(c) || seg >= c.nsegs) {
+    fail_collective(*this, c, RHN_SYN_COLL_MISMATCH, true);
+    nak(RHN_SYN_COLL_MISMATCH);
+    return;
+  }
+  if (seg < c.base) return;  // done here: a late copy
+  if (seg >= c.base + cfg.coll_window) {
+    nak(RHN_SYN_COLL_NOT_READY);  // no buffer for it yet
+    return;
+  }
+  CollSlot& s = slot_of(*this, c, seg);
+  if (!s.used) open_slot(*this, c, s, seg);
+  if (s.seg != seg) {  // its buffer still holds an older segment
+    nak(RHN_SYN_COLL_NOT_READY);
+    return;
+  }
+  const Topo t = topo(c, seg, c.self);
+  const uint16_t xv = position(c, static_cast<uint16_t>(x), t.root);
+  const bool up = op.rkey == RHN_FW_COLL_UP;
+  const bool data = up || down_carries_data(c);
+  bool from_ok;
+  uint32_t bit = 0;
+  if (up) {
+    from_ok = xv > 0 && (xv - 1) / c.radix == t.v && t.children &&
+              xv >= t.first_child && xv < t.first_child + t.children;
+    if (from_ok) bit = 1u << (xv - t.first_child);
+  } else {
+    from_ok = t.v > 0 && static_cast<uint16_t>(x) == t.parent;
+  }
+  if (!from_ok || pkt.payload.size() != (data ? s.len : 0) ||
+      (up && !has_up_phase(c))) {
+    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    fail_collective(*this, c, RHN_SYN_COLL_MISMATCH, true);
+    nak(RHN_SYN_COLL_MISMATCH);
+    return;
+  }
+  uint8_t* buf = bytes_of(*this, s);
+  if (up) {
+    if (s.children_in & bit) return;  // a copy
+    contribute(c, s, buf, pkt.payload.data());
+    s.children_in |= bit;
+  } else {
+    if (s.down_in) return;
+    if (data) std::memcpy(buf, pkt.payload.data(), s.len);
+    s.down_in = true;
+  }
+  counters.add(RHN_CNT_COLL_SEGMENTS);
+  c.last_progress = now;
+  coll.next_deadline = now;
+}
+
+bool Engine::Impl::coll_run(uint32_t budget) {
+  if (coll.used == 0) {
+    coll.next_deadline = UINT64_MAX;
+    return false;
+  }
+  coll.next_deadline = UINT64_MAX;
+  bool did = false;
+  for (CollComm& c : coll.comms) {
+    if (!budget) {
+      coll.next_deadline = now;
+      break;
+    }
+    if (!c.valid || (!c.active && !c.aborting)) continue;
+    if (progress(*this, c)) {
+      did = true;
+      budget--;
+    }
+  }
+  if (did) coll.next_deadline = now;
+  return did;
+}
+
+}  // namespace rhinet::fw

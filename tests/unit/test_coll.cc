@@ -1,0 +1,786 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Collectives executed by the NICs (seeds 003, 000): allreduce, reduce,
+// broadcast and barrier between endpoints of 1 to 64 nodes with 1 to 4
+// ranks per node, every op and type, segments from one to a thousand,
+// results checked against a reference computed here (integers exactly;
+// floating-point data are small integers, so every order of summing gives
+// the same, exact result). Then the unhappy paths: a lossy fabric, ranks
+// that post late, a member whose node dies or whose endpoint goes
+// mid-collective (an error everywhere, never a hang), ranks that disagree,
+// WQEs the NIC refuses, and a process that tries to fill the NIC's
+// communicator table.
+#include <cmath>
+#include <random>
+
+#include "test_helpers.h"
+
+namespace rhinet::test {
+namespace {
+
+struct Rank {
+  DatagramNode d;
+  uint16_t node = 0;
+  uint16_t rank = 0;
+  SimQp& qp() { return *d.qp; }
+  SimCq& cq() { return *d.cq; }
+};
+
+// Where a rank's buffer holds what: its operand, its result, the member
+// list.
+struct Layout {
+  size_t len = 0;
+  size_t send() const { return 0; }
+  size_t recv() const { return len; }
+  size_t members() const { return 2 * len; }
+};
+
+constexpr uint8_t kPoison = 0xee;
+
+uint32_t type_size(uint8_t type) {
+  return type == RHN_COLL_INT64 || type == RHN_COLL_UINT64 ||
+                 type == RHN_COLL_DOUBLE
+             ? 8
+             : 4;
+}
+
+// Element i of rank r's operand, as the type's bytes. Integers are spread
+// over all their bits (the bitwise ops see every bit); floats are small
+// integers of either sign.
+uint64_t element(uint8_t type, uint32_t r, uint32_t i, uint64_t salt) {
+  uint64_t x = (uint64_t{r} << 32 | i) * 0x9e3779b97f4a7c15ull + salt;
+  x ^= x >> 29;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 32;
+  const int32_t small = static_cast<int32_t>(x % 2001) - 1000;
+  switch (type) {
+    case RHN_COLL_FLOAT: {
+      const float f = static_cast<float>(small);
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      return b;
+    }
+    case RHN_COLL_DOUBLE: {
+      const double f = small;
+      uint64_t b;
+      std::memcpy(&b, &f, 8);
+      return b;
+    }
+    case RHN_COLL_INT32:
+    case RHN_COLL_UINT32:
+      return static_cast<uint32_t>(x);
+    default:
+      return x;
+  }
+}
+
+template <typename T>
+T fold(uint8_t reduce, T a, T b) {
+  switch (reduce) {
+    case RHN_COLL_SUM:
+      if constexpr (std::is_integral_v<T>)
+        return static_cast<T>(std::make_unsigned_t<T>(a) +
+                              std::make_unsigned_t<T>(b));
+      else
+        return a + b;
+    case RHN_COLL_MIN:
+      return std::min(a, b);
+    case RHN_COLL_MAX:
+      return std::max(a, b);
+    default:
+      if constexpr (std::is_integral_v<T>) {
+        if (reduce == RHN_COLL_BAND) return a & b;
+        if (reduce == RHN_COLL_BOR) return a | b;
+        return a ^ b;
+      }
+      return a;
+  }
+}
+
+template <typename T>
+uint64_t fold_bits(uint8_t reduce, uint64_t a, uint64_t b) {
+  T x, y;
+  std::memcpy(&x, &a, sizeof(T));
+  std::memcpy(&y, &b, sizeof(T));
+  const T r = fold<T>(reduce, x, y);
+  uint64_t out = 0;
+  std::memcpy(&out, &r, sizeof(T));
+  return out;
+}
+
+uint64_t fold_any(uint8_t type, uint8_t reduce, uint64_t a, uint64_t b) {
+  switch (type) {
+    case RHN_COLL_INT32:
+      return fold_bits<int32_t>(reduce, a, b);
+    case RHN_COLL_UINT32:
+      return fold_bits<uint32_t>(reduce, a, b);
+    case RHN_COLL_INT64:
+      return fold_bits<int64_t>(reduce, a, b);
+    case RHN_COLL_UINT64:
+      return fold_bits<uint64_t>(reduce, a, b);
+    case RHN_COLL_FLOAT:
+      return fold_bits<float>(reduce, a, b);
+    default:
+      return fold_bits<double>(reduce, a, b);
+  }
+}
+
+std::vector<uint8_t> operand(uint8_t type, uint32_t r, size_t len,
+                             uint64_t salt) {
+  std::vector<uint8_t> v(len);
+  const uint32_t sz = type_size(type);
+  for (uint32_t i = 0; i * sz < len; i++) {
+    const uint64_t e = element(type, r, i, salt);
+    std::memcpy(v.data() + size_t{i} * sz, &e, sz);
+  }
+  return v;
+}
+
+std::vector<uint8_t> reference(uint8_t type, uint8_t reduce, uint32_t nranks,
+                               size_t len, uint64_t salt) {
+  std::vector<uint8_t> acc = operand(type, 0, len, salt);
+  const uint32_t sz = type_size(type);
+  for (uint32_t r = 1; r < nranks; r++) {
+    for (uint32_t i = 0; i * sz < len; i++) {
+      uint64_t a = 0;
+      std::memcpy(&a, acc.data() + size_t{i} * sz, sz);
+      const uint64_t b = element(type, r, i, salt);
+      const uint64_t f = fold_any(type, reduce, a, b);
+      std::memcpy(acc.data() + size_t{i} * sz, &f, sz);
+    }
+  }
+  return acc;
+}
+
+bool failed_with(const Completion& x, uint8_t status, uint8_t syndrome) {
+  return x.status == status && x.vendor_err == syndrome;
+}
+
+constexpr uint32_t kComm = RHN_AREA_KEY(0, 7);
+
+struct CollSpec {
+  uint8_t op = RHN_COLL_ALLREDUCE;
+  uint8_t reduce = RHN_COLL_SUM;
+  uint8_t type = RHN_COLL_INT64;
+  uint32_t len = 1024;
+  uint16_t root = 0;
+  uint8_t radix = 0;
+  uint16_t seg = 0;
+  bool in_place = false;
+  uint32_t comm = kComm;
+  uint64_t salt = 1;
+};
+
+class Coll : public ::testing::Test {
+ protected:
+  void start(size_t nodes, size_t memory = 16u << 20,
+             std::function<void(uint16_t, fw::EngineConfig&)> tweak = {}) {
+    ClusterConfig cfg;
+    cfg.nodes = nodes;
+    cfg.memory_bytes = memory;
+    cfg.tweak = std::move(tweak);
+    ranks.clear();  // they belong to the old cluster
+    c.reset();
+    c = std::make_unique<SimCluster>(cfg);
+    ASSERT_TRUE(c->all_up());
+  }
+  // per_node ranks on each of `nodes` nodes; rank r on node r / per_node,
+  // or with interleave on node r % nodes (node order then differs from
+  // rank order).
+  void make_ranks(size_t nodes, size_t per_node, size_t max_len,
+                  bool interleave = false) {
+    ranks.clear();
+    const size_t n = nodes * per_node;
+    lay.len = max_len;
+    for (size_t r = 0; r < n; r++) {
+      Rank k;
+      k.rank = static_cast<uint16_t>(r);
+      k.node = static_cast<uint16_t>(interleave ? r % nodes : r / per_node);
+      k.d = make_datagram_node(
+          *c, k.node, RHN_QP_ENDPOINT, 0,
+          {.cq_log_depth = 8, .buf_bytes = 2 * max_len + 8 * n + 64});
+      ASSERT_TRUE(k.d.qp) << "rank " << r;
+      ranks.push_back(std::move(k));
+    }
+    write_members();
+  }
+  // Every rank's copy of the member list.
+  void write_members() {
+    for (Rank& k : ranks)
+      for (const Rank& m : ranks) {
+        rhn_mcast_dest d{};
+        d.node = m.node;
+        d.qpn = m.d.qp->qpn();
+        k.d.buf.buf.write(lay.members() + 8u * m.rank, &d, 8);
+      }
+  }
+  SendWr wr_for(const Rank& k, const CollSpec& s, uint64_t wr_id = 1) {
+    SendWr wr;
+    wr.wr_id = wr_id;
+    wr.opcode = RHN_OP_COLLECTIVE;
+    wr.flags = RHN_WQE_F_SIGNALED;
+    wr.remote_key = s.comm;
+    rhn_wqe_coll& x = wr.coll;
+    x.op = s.op;
+    x.reduce = s.reduce;
+    x.type = s.type;
+    x.radix = s.radix;
+    x.rank = k.rank;
+    x.root = s.root;
+    x.nranks = static_cast<uint16_t>(ranks.size());
+    x.seg_size = s.seg;
+    x.length = s.len;
+    x.send_addr = k.d.buf.va(lay.send());
+    x.send_lkey = k.d.buf.key();
+    x.recv_addr = k.d.buf.va(s.in_place ? lay.send() : lay.recv());
+    x.recv_lkey = k.d.buf.key();
+    x.members_addr = k.d.buf.va(lay.members());
+    x.members_lkey = k.d.buf.key();
+    return wr;
+  }
+  // Writes the operands and poisons the results.
+  void prepare(const CollSpec& s) {
+    for (Rank& k : ranks) {
+      const auto v = operand(s.type, k.rank, s.len, s.salt);
+      if (!v.empty()) k.d.buf.buf.write(lay.send(), v.data(), v.size());
+      if (!s.in_place) {
+        std::vector<uint8_t> poison(s.len, kPoison);
+        if (!poison.empty())
+          k.d.buf.buf.write(lay.recv(), poison.data(), poison.size());
+      }
+    }
+  }
+  std::vector<uint8_t> result(const Rank& k, const CollSpec& s) {
+    return k.d.buf.buf.bytes(s.in_place ? lay.send() : lay.recv(), s.len);
+  }
+  // Every rank posts `s` (those in `late` only after `delay_ns`) and
+  // waits; returns each rank's completion.
+  std::vector<Completion> run(const CollSpec& s,
+                              const std::vector<uint16_t>& late = {},
+                              uint64_t delay_ns = 0,
+                              uint64_t timeout = 2'000'000'000) {
+    prepare(s);
+    auto is_late = [&](uint16_t r) {
+      return std::find(late.begin(), late.end(), r) != late.end();
+    };
+    for (Rank& k : ranks)
+      if (!is_late(k.rank)) {
+        EXPECT_TRUE(k.qp().post_send(wr_for(k, s)));
+      }
+    if (!late.empty()) {
+      c->run_for(delay_ns);
+      for (Rank& k : ranks)
+        if (is_late(k.rank)) {
+          EXPECT_TRUE(k.qp().post_send(wr_for(k, s)));
+        }
+    }
+    std::vector<Completion> out;
+    for (Rank& k : ranks) out.push_back(wait_one(*c, k.cq(), timeout));
+    return out;
+  }
+  // Checks what every rank's result buffer holds after a successful `s`.
+  void check(const CollSpec& s) {
+    const uint32_t n = static_cast<uint32_t>(ranks.size());
+    std::vector<uint8_t> want;
+    if (s.op == RHN_COLL_BCAST)
+      want = operand(s.type, s.root, s.len, s.salt);
+    else if (s.op != RHN_COLL_BARRIER)
+      want = reference(s.type, s.reduce, n, s.len, s.salt);
+    const std::vector<uint8_t> poison(s.len, kPoison);
+    for (const Rank& k : ranks) {
+      SCOPED_TRACE("rank " + std::to_string(k.rank));
+      const auto got = result(k, s);
+      const bool gets = s.op == RHN_COLL_ALLREDUCE ||
+                        (s.op == RHN_COLL_REDUCE && k.rank == s.root) ||
+                        (s.op == RHN_COLL_BCAST && k.rank != s.root);
+      if (s.op == RHN_COLL_BARRIER) continue;
+      if (gets) {
+        if (got != want) {
+          size_t at = 0;
+          while (at < got.size() && got[at] == want[at]) at++;
+          ADD_FAILURE() << "result differs from byte " << at << " of " << s.len;
+          return;
+        }
+      } else if (!s.in_place) {
+        EXPECT_EQ(got, poison) << "a rank without a result was written";
+      }
+    }
+  }
+  void run_and_check(const CollSpec& s, const std::vector<uint16_t>& late = {},
+                     uint64_t delay_ns = 0) {
+    const auto v = run(s, late, delay_ns);
+    for (size_t i = 0; i < v.size(); i++) {
+      ASSERT_TRUE(v[i].ok()) << "rank " << i << ": " << describe(v[i]);
+      EXPECT_EQ(v[i].opcode, RHN_CQE_OP_COLLECTIVE);
+    }
+    check(s);
+  }
+  uint64_t total(unsigned counter) {
+    uint64_t t = 0;
+    for (size_t i = 0; i < c->size(); i++) t += c->node(i).counter(counter);
+    return t;
+  }
+
+  std::unique_ptr<SimCluster> c;
+  std::vector<Rank> ranks;
+  Layout lay;
+};
+
+const uint8_t kTypes[] = {RHN_COLL_INT32,  RHN_COLL_UINT32, RHN_COLL_INT64,
+                          RHN_COLL_UINT64, RHN_COLL_FLOAT,  RHN_COLL_DOUBLE};
+
+// ---- (1) Results.
+
+// 4 nodes x 2 ranks: every reduce of every type (bitwise ones on integers),
+// allreduce and reduce, one segment and several (with a last partial one).
+TEST_F(Coll, EveryOpAndTypeOnFourNodesOfTwoRanks) {
+  start(4);
+  make_ranks(4, 2, 3 * 4096 + 40);
+  uint64_t salt = 10;
+  for (uint8_t type : kTypes)
+    for (uint8_t reduce = RHN_COLL_SUM; reduce <= RHN_COLL_BXOR; reduce++) {
+      const bool fl = type == RHN_COLL_FLOAT || type == RHN_COLL_DOUBLE;
+      if (fl && reduce > RHN_COLL_MAX) continue;
+      for (uint8_t op : {RHN_COLL_ALLREDUCE, RHN_COLL_REDUCE})
+        for (uint32_t len : {type_size(type), 3u * 4096 + 40}) {
+          CollSpec s;
+          s.op = op;
+          s.reduce = reduce;
+          s.type = type;
+          s.len = len;
+          s.root = op == RHN_COLL_REDUCE ? 5 : 0;
+          s.salt = salt++;
+          SCOPED_TRACE("type " + std::to_string(type) + " reduce " +
+                       std::to_string(reduce) + " op " + std::to_string(op) +
+                       " len " + std::to_string(len));
+          run_and_check(s);
+          if (HasFatalFailure() || HasFailure()) return;
+        }
+    }
+  // Every rank's WQE counted once per collective.
+  EXPECT_EQ(total(RHN_CNT_COLL_DONE), 8u * (4 * 6 * 2 * 2 + 2 * 3 * 2 * 2));
+  EXPECT_EQ(total(RHN_CNT_COLL_ERRORS), 0u);
+}
+
+// Broadcast from every root, barrier, and an allreduce in place.
+TEST_F(Coll, BroadcastFromEveryRootBarrierAndInPlace) {
+  start(3);
+  make_ranks(3, 2, 10000, true);  // ranks interleaved over the nodes
+  for (uint16_t root = 0; root < 6; root++) {
+    CollSpec s;
+    s.op = RHN_COLL_BCAST;
+    s.type = RHN_COLL_UINT32;
+    s.len = 10000;
+    s.root = root;
+    s.salt = 100 + root;
+    SCOPED_TRACE("root " + std::to_string(root));
+    run_and_check(s);
+  }
+  CollSpec b;
+  b.op = RHN_COLL_BARRIER;
+  b.len = 0;
+  run_and_check(b);
+  CollSpec p;
+  p.in_place = true;
+  p.type = RHN_COLL_DOUBLE;
+  p.len = 9000;
+  run_and_check(p);
+}
+
+// The shapes: 2 to 64 nodes, 1 to 4 ranks per node, tree and chain.
+TEST_F(Coll, TwoToSixtyFourNodesOfOneToFourRanks) {
+  for (size_t nodes : {2, 3, 5, 8, 17, 64}) {
+    for (size_t per : {1, 2, 4}) {
+      if (nodes * per > RHN_COLL_MAX_RANKS) continue;
+      SCOPED_TRACE(std::to_string(nodes) + " nodes x " + std::to_string(per));
+      start(nodes, 4u << 20);
+      make_ranks(nodes, per, 2 * 4096 + 8);
+      for (uint8_t radix : {0, 1, 2}) {
+        CollSpec s;
+        s.radix = radix;
+        s.len = 2 * 4096 + 8;
+        s.type = RHN_COLL_INT32;
+        s.salt = nodes * 10 + per + radix;
+        SCOPED_TRACE("radix " + std::to_string(radix));
+        run_and_check(s);
+        if (HasFailure()) return;
+      }
+      CollSpec b;
+      b.op = RHN_COLL_BARRIER;
+      b.len = 0;
+      run_and_check(b);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+// 4 B to 4 MiB, the chain (the NIC's choice from 64 KiB) and a tree.
+TEST_F(Coll, FourBytesToFourMebibytes) {
+  start(4, 48u << 20);
+  make_ranks(4, 1, 4u << 20);
+  for (uint32_t len : {4u, 4096u, 65536u, 1u << 20, 4u << 20}) {
+    for (uint8_t radix : {0, 2}) {
+      CollSpec s;
+      s.len = len;
+      s.radix = radix;
+      s.type = RHN_COLL_FLOAT;
+      s.salt = len + radix;
+      SCOPED_TRACE("len " + std::to_string(len) + " radix " +
+                   std::to_string(radix));
+      run_and_check(s);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+// Small segments: a thousand of them, through the NIC's window many times.
+TEST_F(Coll, AThousandSmallSegments) {
+  start(5);
+  make_ranks(5, 1, 64000);
+  CollSpec s;
+  s.len = 64000;
+  s.seg = 64;
+  s.radix = 1;
+  run_and_check(s);
+  EXPECT_GE(total(RHN_CNT_COLL_SEGMENTS), 1000u);
+}
+
+// Collectives posted back to back, without waiting, on two communicators
+// of the same endpoints at once.
+TEST_F(Coll, BackToBackOnTwoCommunicators) {
+  start(4);
+  make_ranks(4, 1, 8192);
+  constexpr int kRounds = 6;
+  // Each round's result goes into its own place: use the send buffer for
+  // the first communicator and in-place operands kept apart by salt.
+  for (Rank& k : ranks) {
+    const auto v = operand(RHN_COLL_INT64, k.rank, 4096, 77);
+    k.d.buf.buf.write(0, v.data(), v.size());
+  }
+  for (int i = 0; i < kRounds; i++)
+    for (Rank& k : ranks) {
+      CollSpec a;
+      a.len = 2048;
+      a.comm = RHN_AREA_KEY(0, 1);
+      SendWr w = wr_for(k, a, 100 + i);
+      w.coll.send_addr = k.d.buf.va(0);
+      w.coll.recv_addr = k.d.buf.va(4096 + 256 * i);
+      w.coll.length = 256;
+      ASSERT_TRUE(k.qp().post_send(w));
+      CollSpec b = a;
+      b.comm = RHN_AREA_KEY(0, 2);
+      b.op = RHN_COLL_BCAST;
+      b.root = static_cast<uint16_t>(i % 4);
+      SendWr x = wr_for(k, b, 200 + i);
+      x.coll.send_addr = k.d.buf.va(0);
+      x.coll.recv_addr = k.d.buf.va(6144 + 256 * i);
+      x.coll.length = 256;
+      ASSERT_TRUE(k.qp().post_send(x));
+    }
+  for (Rank& k : ranks) {
+    auto v = c->wait_cqes(k.cq(), 2 * kRounds, 2'000'000'000);
+    ASSERT_EQ(v.size(), size_t{2 * kRounds}) << describe(v);
+    for (const Completion& x : v) EXPECT_TRUE(x.ok()) << describe(x);
+  }
+  const auto sum = reference(RHN_COLL_INT64, RHN_COLL_SUM, 4, 256, 77);
+  for (Rank& k : ranks)
+    for (int i = 0; i < kRounds; i++) {
+      EXPECT_EQ(k.d.buf.buf.bytes(4096 + 256 * i, 256), sum) << "round " << i;
+      if (k.rank != i % 4) {
+        EXPECT_EQ(k.d.buf.buf.bytes(6144 + 256 * i, 256),
+                  operand(RHN_COLL_INT64, i % 4, 256, 77))
+            << "bcast round " << i;
+      }
+    }
+}
+
+// ---- (2) Unhappy paths.
+
+// Loss, reordering and duplication: the channels' retransmission carries
+// the segments; results are exact.
+TEST_F(Coll, ALossyFabric) {
+  start(6);
+  make_lossy(*c, 42);
+  make_ranks(6, 2, 40000);
+  for (uint8_t radix : {1, 3}) {
+    CollSpec s;
+    s.len = 40000;
+    s.radix = radix;
+    s.type = RHN_COLL_UINT64;
+    s.reduce = RHN_COLL_BXOR;
+    s.salt = radix;
+    run_and_check(s);
+  }
+}
+
+// Ranks that post late: the others' segments are refused (NOT_READY) and
+// come again; the collective still completes, for one rank late and for a
+// whole node late.
+TEST_F(Coll, RanksThatPostLate) {
+  start(4);
+  make_ranks(4, 2, 20000);
+  CollSpec s;
+  s.len = 20000;
+  run_and_check(s, {5}, 3'000'000);
+  s.salt = 2;
+  run_and_check(s, {0, 1}, 3'000'000);  // the root's node
+  s.salt = 3;
+  s.op = RHN_COLL_BCAST;
+  s.root = 2;
+  run_and_check(s, {6, 7}, 3'000'000);
+  EXPECT_GT(total(RHN_CNT_COLL_RETRIES), 0u);
+}
+
+// A member's node dies mid-collective: every other rank's collective fails
+// with MEMBER_LOST; none hangs.
+TEST_F(Coll, AMemberNodeThatDiesFailsItEverywhere) {
+  start(5);
+  make_ranks(5, 1, 200000);
+  CollSpec s;
+  s.len = 200000;
+  s.radix = 1;
+  prepare(s);
+  for (Rank& k : ranks) ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
+  // Under way: some segments are through, the collective is not.
+  ASSERT_TRUE(c->run_until(
+      [&] { return c->node(0).counter(RHN_CNT_COLL_SEGMENTS) >= 4; },
+      100'000'000));
+  ASSERT_LT(c->node(0).counter(RHN_CNT_COLL_SEGMENTS), 40u);
+  c->fabric().set_link(3, false);
+  for (Rank& k : ranks) {
+    if (k.node == 3) continue;
+    Completion x = wait_one(*c, k.cq(), 5'000'000'000ull);
+    EXPECT_TRUE(failed_with(x, RHN_CQE_REM_OP_ERR, RHN_SYN_MEMBER_LOST))
+        << "rank " << k.rank << ": " << describe(x);
+  }
+}
+
+// A member that never posts while its node stays silent (unplugged before
+// it does): the others fail instead of waiting forever.
+TEST_F(Coll, ANodeThatGoesBeforePostingFailsIt) {
+  start(4);
+  make_ranks(4, 1, 1024);
+  c->fabric().set_link(2, false);
+  CollSpec s;
+  prepare(s);
+  for (Rank& k : ranks)
+    if (k.node != 2) {
+      ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
+    }
+  for (Rank& k : ranks) {
+    if (k.node == 2) continue;
+    Completion x = wait_one(*c, k.cq(), 5'000'000'000ull);
+    EXPECT_TRUE(failed_with(x, RHN_CQE_REM_OP_ERR, RHN_SYN_MEMBER_LOST))
+        << "rank " << k.rank << ": " << describe(x);
+  }
+}
+
+// A rank's endpoint is destroyed while its collective is queued in the
+// NIC: every other rank fails (MEMBER_LOST), and later collectives on the
+// communicator fail at once rather than hang.
+TEST_F(Coll, AnEndpointDestroyedWhileItsCollectiveRuns) {
+  start(3);
+  make_ranks(3, 2, 4096);
+  CollSpec s;
+  s.len = 4096;
+  prepare(s);
+  for (Rank& k : ranks)
+    if (k.rank != 3) {
+      ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
+    }
+  c->run_for(500'000);
+  // Rank 3 (node 1) never posts: its process exits.
+  Rank& gone = ranks[3];
+  ASSERT_TRUE(
+      gone.d.ctx->driver()
+          .destroy(RHN_ADMIN_DESTROY_QP, gone.d.ctx->index(), gone.qp().qpn())
+          .ok());
+  for (Rank& k : ranks) {
+    if (k.rank == 3) continue;
+    Completion x = wait_one(*c, k.cq(), 5'000'000'000ull);
+    EXPECT_TRUE(failed_with(x, RHN_CQE_REM_OP_ERR, RHN_SYN_MEMBER_LOST))
+        << "rank " << k.rank << ": " << describe(x);
+  }
+  // The next one fails too, everywhere, promptly.
+  for (Rank& k : ranks)
+    if (k.rank != 3) {
+      ASSERT_TRUE(k.qp().post_send(wr_for(k, s, 2)));
+    }
+  for (Rank& k : ranks) {
+    if (k.rank == 3) continue;
+    Completion x = wait_one(*c, k.cq(), 5'000'000'000ull);
+    EXPECT_EQ(x.status, RHN_CQE_REM_OP_ERR)
+        << "rank " << k.rank << ": " << describe(x);
+  }
+  EXPECT_GT(total(RHN_CNT_COLL_ERRORS), 0u);
+}
+
+// Ranks that disagree (one posts another length): the collective fails
+// with COLL_MISMATCH everywhere, and the next, agreeing one succeeds.
+TEST_F(Coll, RanksThatDisagreeFailItAndTheNextOneWorks) {
+  start(4);
+  make_ranks(4, 1, 4096);
+  CollSpec s;
+  s.len = 2048;
+  prepare(s);
+  for (Rank& k : ranks) {
+    SendWr w = wr_for(k, s);
+    if (k.rank == 2) w.coll.length = 1024;
+    ASSERT_TRUE(k.qp().post_send(w));
+  }
+  for (Rank& k : ranks) {
+    Completion x = wait_one(*c, k.cq(), 5'000'000'000ull);
+    EXPECT_EQ(x.status, RHN_CQE_REM_OP_ERR)
+        << "rank " << k.rank << ": " << describe(x);
+    EXPECT_TRUE(x.vendor_err == RHN_SYN_COLL_MISMATCH) << describe(x);
+  }
+  s.salt = 9;
+  run_and_check(s);
+}
+
+// WQEs the NIC refuses at post, each with the reason (a bad WQE puts the
+// endpoint in error, as any bad WQE does: each case gets a new one).
+TEST_F(Coll, WqesTheNicRefuses) {
+  start(2);
+  make_ranks(2, 1, 1024);
+  CollSpec s;
+  auto fresh_rank0 = [&] {
+    Rank k;
+    k.node = 0;
+    k.rank = 0;
+    k.d = make_datagram_node(*c, 0, RHN_QP_ENDPOINT, 0,
+                             {.cq_log_depth = 8, .buf_bytes = 4096});
+    ASSERT_TRUE(k.d.qp);
+    ranks[0] = std::move(k);
+    write_members();
+  };
+  struct Case {
+    const char* what;
+    std::function<void(SendWr&)> edit;
+    uint8_t status, syndrome;
+  };
+  const Case cases[] = {
+      {"op 0", [](SendWr& w) { w.coll.op = 0; }, RHN_CQE_LOC_QP_OP_ERR,
+       RHN_SYN_BAD_WQE},
+      {"op 5", [](SendWr& w) { w.coll.op = 5; }, RHN_CQE_LOC_QP_OP_ERR,
+       RHN_SYN_BAD_WQE},
+      {"bitwise on float",
+       [](SendWr& w) {
+         w.coll.type = RHN_COLL_FLOAT;
+         w.coll.reduce = RHN_COLL_BXOR;
+       },
+       RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE},
+      {"type 9", [](SendWr& w) { w.coll.type = 9; }, RHN_CQE_LOC_QP_OP_ERR,
+       RHN_SYN_BAD_WQE},
+      {"length not whole elements", [](SendWr& w) { w.coll.length = 1021; },
+       RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE},
+      {"rank beyond nranks", [](SendWr& w) { w.coll.rank = 2; },
+       RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE},
+      {"nranks 0", [](SendWr& w) { w.coll.nranks = 0; }, RHN_CQE_LOC_QP_OP_ERR,
+       RHN_SYN_BAD_WQE},
+      {"radix 17", [](SendWr& w) { w.coll.radix = 17; }, RHN_CQE_LOC_QP_OP_ERR,
+       RHN_SYN_BAD_WQE},
+      {"segment beyond MTU", [](SendWr& w) { w.coll.seg_size = 8192; },
+       RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE},
+      {"reserved byte", [](SendWr& w) { w.coll.reserved[3] = 1; },
+       RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE},
+      {"barrier with data", [](SendWr& w) { w.coll.op = RHN_COLL_BARRIER; },
+       RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE},
+      {"send beyond its key", [](SendWr& w) { w.coll.send_addr += 1u << 20; },
+       RHN_CQE_LOC_PROT_ERR, RHN_SYN_BOUNDS},
+      {"recv through a bad key", [](SendWr& w) { w.coll.recv_lkey ^= 0x55; },
+       RHN_CQE_LOC_PROT_ERR, RHN_SYN_BAD_KEY},
+      {"members beyond their key",
+       [](SendWr& w) { w.coll.members_addr += 1u << 20; }, RHN_CQE_LOC_PROT_ERR,
+       RHN_SYN_BOUNDS},
+      {"a group the process is not in",
+       [](SendWr& w) { w.remote_key = RHN_AREA_KEY(9, 7); },
+       RHN_CQE_LOC_PROT_ERR, RHN_SYN_BAD_GROUP},
+      {"a member list that does not name this endpoint",
+       [](SendWr& w) { w.coll.rank = 1; }, RHN_CQE_LOC_QP_OP_ERR,
+       RHN_SYN_BAD_WQE},
+  };
+  uint64_t id = 10;
+  for (const Case& t : cases) {
+    fresh_rank0();
+    Rank& k = ranks[0];
+    SendWr w = wr_for(k, s, id++);
+    t.edit(w);
+    ASSERT_TRUE(k.qp().post_send(w));
+    Completion x = wait_one(*c, k.cq());
+    EXPECT_TRUE(failed_with(x, t.status, t.syndrome))
+        << t.what << ": " << describe(x);
+  }
+  EXPECT_GE(c->node(0).counter(RHN_CNT_COLL_ERRORS), 16u);
+  // Not on an RC QP: collectives are the endpoints'.
+  {
+    auto ctx = c->node(0).open_context();
+    auto cq = ctx->create_cq(6);
+    QpInit qi;
+    qi.type = RHN_QP_RC;
+    qi.send_cq = cq.get();
+    auto rc = ctx->create_qp(qi);
+    ASSERT_TRUE(rc);
+    Region r = make_region(*ctx, 4096);
+    ASSERT_TRUE(connect_rc(*rc, 1, ranks[1].qp().qpn()));
+    SendWr w = wr_for(ranks[0], s, 99);
+    w.coll.members_lkey = w.coll.send_lkey = w.coll.recv_lkey = r.key();
+    w.coll.members_addr = w.coll.send_addr = w.coll.recv_addr = r.va(0);
+    ASSERT_TRUE(rc->post_send(w));
+    Completion x = wait_one(*c, *cq);
+    EXPECT_TRUE(failed_with(x, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_QP))
+        << describe(x);
+  }
+  // A disagreement or a full table leaves the endpoint usable; and a real
+  // collective works.
+  fresh_rank0();
+  run_and_check(s);
+}
+
+// One process tries to fill the NIC's communicator table: it gets its
+// share, then refusals; another process still creates communicators and
+// runs collectives.
+TEST_F(Coll, AProcessCannotFillTheCommunicatorTable) {
+  start(2, 16u << 20, [](uint16_t, fw::EngineConfig& e) {
+    e.coll_comms = 4;  // a share of 2 each
+  });
+  make_ranks(2, 1, 256);
+  // Single-rank communicators of rank 0's own endpoint (nranks 1).
+  Rank& hog = ranks[0];
+  uint32_t refused = 0, done = 0;
+  for (uint16_t id = 100; id < 106; id++) {
+    CollSpec s;
+    s.comm = RHN_AREA_KEY(0, id);
+    s.len = 8;
+    SendWr w = wr_for(hog, s, id);
+    w.coll.nranks = 1;
+    w.coll.rank = 0;
+    w.coll.members_addr = hog.d.buf.va(lay.members());  // rank 0 first
+    ASSERT_TRUE(hog.qp().post_send(w));
+    Completion x = wait_one(*c, hog.cq());
+    if (x.ok())
+      done++;
+    else if (failed_with(x, RHN_CQE_GENERAL_ERR, RHN_SYN_COLL_NO_ROOM))
+      refused++;
+    else
+      ADD_FAILURE() << describe(x);
+  }
+  EXPECT_EQ(done, 2u);
+  EXPECT_EQ(refused, 4u);
+  // Another process on node 0 (and rank 1 on node 1) can still make a
+  // communicator of its own.
+  Rank other;
+  other.node = 0;
+  other.rank = 0;
+  other.d = make_datagram_node(*c, 0, RHN_QP_ENDPOINT, 0,
+                               {.cq_log_depth = 8, .buf_bytes = 1024});
+  ASSERT_TRUE(other.d.qp);
+  ranks[0] = std::move(other);
+  write_members();
+  CollSpec s;
+  s.comm = RHN_AREA_KEY(0, 200);
+  s.len = 64;
+  run_and_check(s);
+}
+
+}  // namespace
+}  // namespace rhinet::test
