@@ -1020,6 +1020,10 @@ struct CollComm {
   // ABORTs still to send (by node index) after a failure here.
   uint32_t abort_next = 0;
   bool aborting = false;
+  // Nodes (by index) whose segments this NIC refused with NOT_READY: told
+  // READY when it starts the collective / when its window moves on.
+  std::array<uint64_t, RHN_COLL_MAX_RANKS / 64> tell_start{};
+  std::array<uint64_t, RHN_COLL_MAX_RANKS / 64> tell_window{};
   uint64_t last_progress = 0;
   uint64_t next_probe = UINT64_MAX;
   uint32_t slots = 0;  // first of its coll_window slots
@@ -1042,6 +1046,15 @@ struct CollTables {
   };
   std::array<EarlyAbort, 16> early_aborts{};
   uint32_t early_next = 0;
+  // Nodes refused NOT_READY for a communicator no local rank has posted
+  // on yet: told READY when one does (oldest overwritten first).
+  struct EarlyRefusal {
+    bool valid = false;
+    uint32_t key = 0;
+    uint16_t node = 0;
+  };
+  std::array<EarlyRefusal, 32> early_refused{};
+  uint32_t refused_next = 0;
   uint32_t used = 0;
   uint32_t fw_held = 0;  // firmware messages its segments hold
   uint64_t next_deadline = UINT64_MAX;

@@ -245,6 +245,7 @@ void Engine::Impl::fw_receive(Peer& p, const Packet& pkt) {
     case RHN_FW_COLL_UP:
     case RHN_FW_COLL_DOWN:
     case RHN_FW_COLL_ABORT:
+    case RHN_FW_COLL_READY:
       coll_receive(p, pkt);
       return;
     default:

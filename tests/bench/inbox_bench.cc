@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "bench_nodes.h"
+#include "cluster_ep.h"
 #include "rhinet/inbox_protocol.hpp"
 #include "rhinet/sim/cluster.h"
 
@@ -40,30 +41,11 @@ constexpr uint32_t kAccess = RHN_ACCESS_LOCAL_WRITE | RHN_ACCESS_REMOTE_WRITE |
 constexpr size_t kSenderBuf = 4096;
 constexpr size_t kResult = 2048;  // fetch-add result and RecvCNT read land here
 
-struct Ep {
-  std::unique_ptr<sim::SimContext> ctx;
-  std::unique_ptr<sim::SimCq> cq;
-  std::unique_ptr<sim::SimQp> qp;
-  sim::SimBuffer buf;
-  sim::SimMr mr;
-  uint16_t node = 0;
-};
+using Ep = bench::ClusterEp;
 
 bool make_ep(sim::SimCluster& c, uint16_t node, size_t bytes, Ep* e) {
-  e->node = node;
-  e->ctx = c.node(node).open_context();
-  if (!e->ctx->ok()) return false;
-  e->cq = e->ctx->create_cq(8);
-  sim::QpInit qi;
-  qi.type = RHN_QP_ENDPOINT;
-  qi.send_cq = e->cq.get();
-  qi.sq_log_depth = 6;
-  qi.rq_log_depth = 4;
-  e->qp = e->ctx->create_qp(qi);
-  if (!e->qp || !sim::activate_datagram(*e->qp, 0)) return false;
-  e->buf = e->ctx->alloc(bytes);
-  e->mr = e->ctx->reg_mr(e->buf, kAccess);
-  return e->mr.ok();
+  return bench::make_cluster_ep(c, node, {.bytes = bytes, .access = kAccess},
+                                e);
 }
 
 // One sender's transport: one operation in flight at a time (the

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "bench_nodes.h"
+#include "cluster_ep.h"
 #include "rhinet/sim/cluster.h"
 
 using namespace rhinet;
@@ -49,33 +50,15 @@ constexpr size_t kList = kAreaBytes + (1u << 20);
 constexpr uint32_t kAccess =
     RHN_ACCESS_LOCAL_WRITE | RHN_ACCESS_REMOTE_WRITE | RHN_ACCESS_REMOTE_READ;
 
-struct Ep {
-  std::unique_ptr<sim::SimContext> ctx;
-  std::unique_ptr<sim::SimCq> cq;
-  std::unique_ptr<sim::SimQp> qp;
-  sim::SimBuffer buf;
-  sim::SimMr mr;
-  uint16_t node = 0;
-  sim::Sge sge(size_t off, size_t len) const {
-    return {buf.va() + off, uint32_t(len), mr.key};
-  }
-};
+using Ep = bench::ClusterEp;
 
 bool make_ep(sim::SimCluster& c, uint16_t node, Ep* e) {
-  e->node = node;
-  e->ctx = c.node(node).open_context();
-  if (!e->ctx->ok()) return false;
-  e->cq = e->ctx->create_cq(14);
-  sim::QpInit qi;
-  qi.type = RHN_QP_ENDPOINT;
-  qi.send_cq = e->cq.get();
-  qi.sq_log_depth = 12;
-  qi.rq_log_depth = 10;
-  e->qp = e->ctx->create_qp(qi);
-  if (!e->qp || !sim::activate_datagram(*e->qp, 0)) return false;
-  e->buf = e->ctx->alloc(kBufBytes);
-  e->mr = e->ctx->reg_mr(e->buf, kAccess);
-  return e->mr.ok() &&
+  const bench::EpShape shape{.bytes = kBufBytes,
+                             .access = kAccess,
+                             .cq_log = 14,
+                             .sq_log = 12,
+                             .rq_log = 10};
+  return bench::make_cluster_ep(c, node, shape, e) &&
          e->ctx->register_area(kAreaId, e->mr, e->buf.va(), kAreaBytes).ok();
 }
 

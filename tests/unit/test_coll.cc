@@ -273,8 +273,10 @@ class Coll : public ::testing::Test {
           EXPECT_TRUE(k.qp().post_send(wr_for(k, s)));
         }
     }
+    const uint64_t t0 = c->clock().now();
     std::vector<Completion> out;
     for (Rank& k : ranks) out.push_back(wait_one(*c, k.cq(), timeout));
+    last_run_ns = c->clock().now() - t0;
     return out;
   }
   // Checks what every rank's result buffer holds after a successful `s`.
@@ -323,6 +325,7 @@ class Coll : public ::testing::Test {
   std::unique_ptr<SimCluster> c;
   std::vector<Rank> ranks;
   Layout lay;
+  uint64_t last_run_ns = 0;  // fabric time from the last post to the end
 };
 
 const uint8_t kTypes[] = {RHN_COLL_INT32,  RHN_COLL_UINT32, RHN_COLL_INT64,
@@ -512,21 +515,29 @@ TEST_F(Coll, ALossyFabric) {
   }
 }
 
-// Ranks that post late: the others' segments are refused (NOT_READY) and
-// come again; the collective still completes, for one rank late and for a
-// whole node late.
+// Ranks that post late: the others' segments are refused (NOT_READY), and
+// the late node tells them READY when it starts, so they come again at once
+// rather than at their back-off timer (which has grown to 1 ms by then):
+// the collective completes within a few hops of the last post, for one
+// rank late and for a whole node late, for allreduce and broadcast.
 TEST_F(Coll, RanksThatPostLate) {
   start(4);
   make_ranks(4, 2, 20000);
   CollSpec s;
   s.len = 20000;
+  // 500 ns hops: 50 us is a hundred of them, and far below the 1 ms the
+  // refused senders' timers wait by then.
+  constexpr uint64_t few_hops = 50'000;
   run_and_check(s, {5}, 3'000'000);
+  EXPECT_LT(last_run_ns, few_hops);
   s.salt = 2;
-  run_and_check(s, {0, 1}, 3'000'000);  // the root's node
+  run_and_check(s, {0, 1}, 3'000'000);  // rank 0's node
+  EXPECT_LT(last_run_ns, few_hops);
   s.salt = 3;
   s.op = RHN_COLL_BCAST;
   s.root = 2;
   run_and_check(s, {6, 7}, 3'000'000);
+  EXPECT_LT(last_run_ns, few_hops);
   EXPECT_GT(total(RHN_CNT_COLL_RETRIES), 0u);
 }
 
@@ -635,6 +646,40 @@ TEST_F(Coll, RanksThatDisagreeFailItAndTheNextOneWorks) {
   }
   s.salt = 9;
   run_and_check(s);
+}
+
+// The same with two ranks per node, the rank that disagrees sharing its
+// NIC with one that agrees (the NIC sees the disagreement itself), posted
+// in either order.
+TEST_F(Coll, RanksOfOneNicThatDisagree) {
+  start(4);
+  make_ranks(4, 2, 4096);
+  // Order 2: the others first, then rank 0, and rank 1 only after the
+  // others' segments have reached node 0 and failed it there.
+  for (int order = 0; order < 3; order++) {
+    SCOPED_TRACE("order " + std::to_string(order));
+    CollSpec s;
+    s.len = 256;
+    s.salt = 20 + order;
+    prepare(s);
+    std::vector<size_t> idx = {0, 1, 2, 3, 4, 5, 6, 7};
+    if (order == 1) std::swap(idx[0], idx[1]);
+    if (order == 2) idx = {2, 3, 4, 5, 6, 7, 0, 1};
+    for (size_t i : idx) {
+      SendWr w = wr_for(ranks[i], s, 5);
+      if (ranks[i].rank == 0) w.coll.length = 264;
+      if (order == 2 && (i == 0 || i == 1)) c->run_for(2'000'000);
+      ASSERT_TRUE(ranks[i].qp().post_send(w));
+    }
+    for (Rank& k : ranks) {
+      Completion x = wait_one(*c, k.cq(), 5'000'000'000ull);
+      EXPECT_TRUE(failed_with(x, RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_MISMATCH))
+          << "rank " << k.rank << ": " << describe(x);
+    }
+    s.salt = 30 + order;
+    run_and_check(s);
+    if (HasFailure()) return;
+  }
 }
 
 // WQEs the NIC refuses at post, each with the reason (a bad WQE puts the

@@ -138,7 +138,7 @@ if [[ -f $UL/librhinet_user.so.0 ]]; then
 		--tool "$UL/rhinet-run:/usr/bin/rhinet-run")
 	for ex in table1 twin_diff_dsm hello_push isend_irecv pin_on_demand \
 		partial_messages sync_mcast shared_region mcast_switch \
-		inbox_incast; do
+		inbox_incast collectives; do
 		app_args+=(--tool "$UL/rhinet_$ex:/usr/bin/rhinet_$ex")
 	done
 fi

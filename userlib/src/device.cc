@@ -41,7 +41,12 @@ static_assert(
         static_cast<std::uint32_t>(Syndrome::busy) == RHINETDV_SYN_BUSY &&
         static_cast<std::uint32_t>(Syndrome::member_lost) ==
             RHINETDV_SYN_MEMBER_LOST &&
-        static_cast<std::uint32_t>(Syndrome::not_held) == RHINETDV_SYN_NOT_HELD,
+        static_cast<std::uint32_t>(Syndrome::not_held) ==
+            RHINETDV_SYN_NOT_HELD &&
+        static_cast<std::uint32_t>(Syndrome::coll_mismatch) ==
+            RHINETDV_SYN_COLL_MISMATCH &&
+        static_cast<std::uint32_t>(Syndrome::coll_no_room) ==
+            RHINETDV_SYN_COLL_NO_ROOM,
     "rhinet::Syndrome mirrors RHINETDV_SYN_*");
 static_assert(
     static_cast<std::uint32_t>(Mode::basic) == RHINETDV_MODE_BASIC &&
@@ -339,6 +344,15 @@ std::string Device::describe(const RecvSlot& r) const {
 }
 
 std::string Device::describe(const Slot& s) const {
+  if (s.op == Op::collective) {
+    static const char* const kNames[] = {"?", "allreduce", "reduce", "bcast",
+                                         "barrier"};
+    std::string d = std::string(kNames[s.tag < 5 ? s.tag : 0]) + " of " +
+                    std::to_string(s.length) + " bytes on communicator " +
+                    std::to_string(s.area_or_rkey);
+    if (s.tag == 2 || s.tag == 3) d += ", root " + std::to_string(s.rank);
+    return d;
+  }
   if (s.op == Op::isend)
     return describe_message(Op::isend, s.rank, {s.tag}, s.length, s.mode);
   if (s.op == Op::lock || s.op == Op::unlock || s.op == Op::barrier) {

@@ -56,6 +56,12 @@ constexpr SyndromeInfo kSyndromes[] = {
      "the endpoint is not in the shared region (or still joining it), or "
      "a subscribe of a region it is in already",
      ENOTCONN},
+    {28, "COLL_MISMATCH",
+     "the ranks of the communicator called collectives that disagree (op, "
+     "type, count, root, options or member list)",
+     EPROTO},
+    {29, "COLL_NO_ROOM", "the NIC holds no more communicators for this process",
+     ENOSPC},
 };
 
 const SyndromeInfo* find(std::uint32_t s) {

@@ -62,6 +62,8 @@ const char* op_name(Op op) {
       return "fetch_add";
     case Op::compare_swap:
       return "compare_swap";
+    case Op::collective:
+      return "collective";
   }
   return "unknown";
 }

@@ -32,13 +32,25 @@ namespace {
 
 constexpr uint64_t kRetryFirstNs = 20'000;  // a NOT_READY segment, again
 constexpr uint64_t kRetryMaxNs = 1'000'000;
-// radix 0: a chain from this many bytes on (bandwidth), a tree of this
-// radix below it (latency).
+// radix 0 for a reduce or broadcast: a chain from this many bytes on
+// (bandwidth), a tree of this radix below it (latency). An allreduce's
+// segments each have their own root; radix 0 makes its tree flat (up to
+// RHN_COLL_MAX_RADIX children): two hops, and every link carries the
+// ring's share.
 constexpr uint32_t kChainFromBytes = 64 * 1024;
 constexpr uint8_t kTreeRadix = 4;
+// seg_size 0 for an allreduce: about length / nodes (so that every node is
+// the root of a segment), in multiples of this, up to a packet.
+constexpr uint32_t kSegQuantum = 64;
 // Cookie destinations besides children (0..RHN_COLL_MAX_RADIX - 1) and
 // the parent (kCollParent).
-constexpr uint32_t kDestAbort = 40, kDestProbe = 41;
+constexpr uint32_t kDestAbort = 40, kDestProbe = 41, kDestReady = 42;
+
+using NodeMask = std::array<uint64_t, RHN_COLL_MAX_RANKS / 64>;
+
+void mark(NodeMask& m, uint32_t index) {
+  m[index / 64] |= uint64_t{1} << (index % 64);
+}
 
 CollMember* members_of(Impl& m, const CollComm& c) {
   return &m.coll.members[c.members];
@@ -106,8 +118,9 @@ uint16_t position(const CollComm& c, uint16_t index, uint16_t root) {
 
 Topo topo(const CollComm& c, uint32_t seg, uint16_t index) {
   Topo t;
-  const bool turning =
-      c.radix == 1 && (c.op == RHN_COLL_ALLREDUCE || c.op == RHN_COLL_BARRIER);
+  // An allreduce has no root of its own: segment s is reduced at node s
+  // mod nodes, so every node's links carry the same share both ways.
+  const bool turning = c.op == RHN_COLL_ALLREDUCE || c.op == RHN_COLL_BARRIER;
   t.root = turning ? static_cast<uint16_t>(seg % c.nnodes) : c.root;
   t.v = position(c, index, t.root);
   if (t.v > 0) t.parent = node_at(c, (t.v - 1) / c.radix, t.root);
@@ -198,7 +211,12 @@ void release_comm(Impl& m, CollComm& c) {
 // The collective fails here; with tell, every other node hears ABORT.
 // Local ranks that posted complete now, the others when they post.
 void fail_collective(Impl& m, CollComm& c, uint8_t syndrome, bool tell) {
-  if (!c.active || c.failed != RHN_SYN_NONE) return;
+  if (!c.active) return;
+  if (c.failed != RHN_SYN_NONE) {
+    // Failed already; a local rank that posted it since may be the last.
+    end_if_all_failed(m, c);
+    return;
+  }
   c.failed = syndrome;
   c.gen++;  // answers to its messages are history
   clear_slots(m, c);
@@ -210,6 +228,37 @@ void fail_collective(Impl& m, CollComm& c, uint8_t syndrome, bool tell) {
     c.abort_next = 0;
   }
   end_if_all_failed(m, c);
+}
+
+// READY to the nodes in `who` (those sent leave the mask; the rest wait
+// for room).
+bool tell_ready(Impl& m, CollComm& c, NodeMask& who) {
+  bool did = false;
+  for (uint32_t w = 0; w < who.size(); w++) {
+    while (who[w]) {
+      const uint32_t i =
+          w * 64 + static_cast<uint32_t>(__builtin_ctzll(who[w]));
+      if (i >= c.nnodes) {
+        who[w] = 0;
+        break;
+      }
+      if (m.coll.fw_held >= m.cfg.fw_messages / 2 ||
+          m.fw_send_now(nodes_of(m, c)[i], RHN_FW_COLL_READY, c.key,
+                        uint64_t{c.seq} << 32, 0, {}, FwOwner::kColl,
+                        cookie(m, c, 0, kDestReady)) == kNone)
+        return did;
+      m.coll.fw_held++;
+      who[w] &= who[w] - 1;
+      did = true;
+    }
+  }
+  return did;
+}
+
+bool any(const NodeMask& who) {
+  for (uint64_t w : who)
+    if (w) return true;
+  return false;
 }
 
 bool send_aborts(Impl& m, CollComm& c) {
@@ -400,6 +449,7 @@ bool progress(Impl& m, CollComm& c) {
   bool did = false;
   if (c.aborting) did |= send_aborts(m, c);
   if (!c.active || c.failed != RHN_SYN_NONE) return did;
+  if (any(c.tell_start)) did |= tell_ready(m, c, c.tell_start);
   const uint32_t window = m.cfg.coll_window;
   for (uint32_t seg = c.base; seg < c.nsegs && seg < c.base + window; seg++) {
     CollSlot& s = slot_of(m, c, seg);
@@ -414,6 +464,11 @@ bool progress(Impl& m, CollComm& c) {
     c.base++;
     c.last_progress = m.now;
     did = true;
+    // Buffers are free again: senders refused for want of one may send.
+    for (uint32_t w = 0; w < c.tell_window.size(); w++) {
+      c.tell_start[w] |= c.tell_window[w];
+      c.tell_window[w] = 0;
+    }
   }
   if (c.base >= c.nsegs) {
     end_collective(m, c);
@@ -434,13 +489,20 @@ bool same_params(const CollComm& c, const rhn_wqe_coll& x, uint8_t radix,
 
 uint8_t effective_radix(const rhn_wqe_coll& x, uint16_t nnodes) {
   if (x.radix) return x.radix;
-  if (x.op == RHN_COLL_ALLREDUCE && x.length >= kChainFromBytes && nnodes > 2)
-    return 1;
+  if (x.op == RHN_COLL_ALLREDUCE || x.op == RHN_COLL_BARRIER)
+    return static_cast<uint8_t>(
+        std::clamp<uint32_t>(nnodes - 1u, 1, RHN_COLL_MAX_RADIX));
+  if (x.length >= kChainFromBytes && nnodes > 2) return 1;
   return kTreeRadix;
 }
 
-uint32_t effective_seg(const rhn_wqe_coll& x) {
-  return x.seg_size ? x.seg_size : RHN_WIRE_MTU;
+uint32_t effective_seg(const rhn_wqe_coll& x, uint16_t nnodes) {
+  if (x.seg_size) return x.seg_size;
+  if (x.op != RHN_COLL_ALLREDUCE) return RHN_WIRE_MTU;
+  const uint32_t share = (x.length + nnodes - 1) / nnodes;
+  const uint32_t rounded =
+      (share + kSegQuantum - 1) / kSegQuantum * kSegQuantum;
+  return std::clamp<uint32_t>(rounded, kSegQuantum, RHN_WIRE_MTU);
 }
 
 void start_collective(Impl& m, CollComm& c, const rhn_wqe_coll& x) {
@@ -457,7 +519,7 @@ void start_collective(Impl& m, CollComm& c, const rhn_wqe_coll& x) {
     c.root = static_cast<uint16_t>(r < 0 ? 0 : r);
   }
   c.length = x.length;
-  c.seg = effective_seg(x);
+  c.seg = effective_seg(x, c.nnodes);
   c.nsegs = x.length ? (x.length + c.seg - 1) / c.seg : 1;
   c.base = 0;
   c.posted = 0;
@@ -546,6 +608,12 @@ CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
     l.rank = static_cast<uint16_t>(r);
   }
   c->self = static_cast<uint16_t>(node_index(m, *c, m.cfg.node_id));
+  for (auto& e : m.coll.early_refused) {
+    if (!e.valid || e.key != key) continue;
+    e.valid = false;
+    const int i = node_index(m, *c, e.node);
+    if (i >= 0) mark(c->tell_start, static_cast<uint32_t>(i));
+  }
   for (auto& e : m.coll.early_aborts) {
     if (!e.valid || e.key != key) continue;
     e.valid = false;
@@ -651,7 +719,7 @@ Impl::TxResult coll_send_packet(Impl& m, QpObj& qp, uint32_t qpn) {
   if (!c->active) {
     start_collective(m, *c, x);
   } else if (!same_params(*c, x, effective_radix(x, c->nnodes),
-                          effective_seg(x))) {
+                          effective_seg(x, c->nnodes))) {
     // The ranks disagree: it fails everywhere.
     l->posts++;
     fail_collective(m, *c, RHN_SYN_COLL_MISMATCH, true);
@@ -711,6 +779,8 @@ void Engine::Impl::coll_reset() {
   }
   t.early_aborts = {};
   t.early_next = 0;
+  t.early_refused = {};
+  t.refused_next = 0;
   t.used = 0;
   t.fw_held = 0;
   t.next_deadline = UINT64_MAX;
@@ -816,8 +886,15 @@ void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
   if (!cp) {
     // No rank of this node has posted on it yet (or none is left). An
     // ABORT is kept for when one does.
+    if (op.rkey == RHN_FW_COLL_READY) return;
     if (!abort) {
       nak(RHN_SYN_COLL_NOT_READY);
+      bool known = false;
+      for (const auto& e : coll.early_refused)
+        known |= e.valid && e.key == op.imm_data && e.node == from;
+      if (!known)
+        coll.early_refused[coll.refused_next++ % coll.early_refused.size()] = {
+            true, op.imm_data, from};
       return;
     }
     auto& e = coll.early_aborts[coll.early_next++ % coll.early_aborts.size()];
@@ -846,6 +923,17 @@ void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
     }
     return;
   }
+  if (op.rkey == RHN_FW_COLL_READY) {
+    // Its refused segments go again now, not at their back-off time.
+    if (ahead == 0 && c.active && c.failed == RHN_SYN_NONE) {
+      for (uint32_t i = 0; i < cfg.coll_window; i++) {
+        CollSlot& s = coll.slots[c.slots + i];
+        if (s.used && s.todo) s.retry_at = 0;
+      }
+      coll.next_deadline = now;
+    }
+    return;
+  }
   if (c.broken) {
     nak(RHN_SYN_MEMBER_LOST);
     return;
@@ -854,6 +942,7 @@ void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
   if (ahead > 0 || !c.active) {
     if (c.abort_early && c.abort_seq == seq) return;  // failed already
     nak(RHN_SYN_COLL_NOT_READY);
+    mark(c.tell_start, static_cast<uint32_t>(x));
     return;
   }
   if (c.failed != RHN_SYN_NONE) return;
@@ -865,12 +954,14 @@ void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
   if (seg < c.base) return;  // done here: a late copy
   if (seg >= c.base + cfg.coll_window) {
     nak(RHN_SYN_COLL_NOT_READY);  // no buffer for it yet
+    mark(c.tell_window, static_cast<uint32_t>(x));
     return;
   }
   CollSlot& s = slot_of(*this, c, seg);
   if (!s.used) open_slot(*this, c, s, seg);
   if (s.seg != seg) {  // its buffer still holds an older segment
     nak(RHN_SYN_COLL_NOT_READY);
+    mark(c.tell_window, static_cast<uint32_t>(x));
     return;
   }
   const Topo t = topo(c, seg, c.self);

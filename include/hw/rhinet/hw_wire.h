@@ -433,6 +433,12 @@ enum rhn_fw_msg {
 	 * it fails at every node
 	 */
 	RHN_FW_COLL_ABORT = 17,
+	/* the sender refused segments of collective `seq` with NOT_READY
+	 * and is ready for them now (it started that collective, or freed
+	 * segment buffers): imm_data, remote_addr as above, no payload; the
+	 * receiver sends its refused segments again at once
+	 */
+	RHN_FW_COLL_READY = 18,
 };
 
 #define RHN_FW_COLL_SIG(op, reduce, type, radix)                    \

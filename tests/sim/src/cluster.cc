@@ -51,6 +51,7 @@ std::unique_ptr<SimContext> SimNode::kernel_context() {
 SimCluster::SimCluster(const ClusterConfig& cfg)
     : cfg_(cfg), switch_(clock_, cfg.nodes, cfg.seed) {
   switch_.set_hop_delay(cfg.hop_delay_ns);
+  switch_.set_link_rate(cfg.link_ps_per_byte);
   for (size_t i = 0; i < cfg.nodes; ++i) {
     nodes_.push_back(std::make_unique<SimNode>(*this, uint16_t(i), cfg));
     switch_.attach(i, nodes_.back()->engine.get());

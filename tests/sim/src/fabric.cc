@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "rhinet/sim/fabric.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "rhinet/hw.h"
@@ -60,16 +61,23 @@ void SimSwitch::transmit(size_t src, std::span<const uint8_t> frame) {
     manage(src, frame);
     return;
   }
+  // The sender's link into the switch.
+  uint64_t at = clock_.now();
+  if (ps_per_byte_) {
+    Port& in = ports_[src];
+    at = std::max(at, in.in_free) + frame.size() * ps_per_byte_ / 1000;
+    in.in_free = at;
+  }
   // dst_node: bytes 4..5, little-endian.
   const uint16_t dst = uint16_t(frame[4] | (frame[5] << 8));
   if (dst == RHN_NODE_BROADCAST) {
     for (size_t d = 0; d < ports_.size(); ++d)
-      if (d != src) route(src, d, frame);
+      if (d != src) route(src, d, frame, at);
     return;
   }
   if (fabric::GroupTable::is_group(dst)) {
     if (!groups_.for_each_egress(dst, unsigned(src),
-                                 [&](unsigned d) { route(src, d, frame); }))
+                                 [&](unsigned d) { route(src, d, frame, at); }))
       ++counters_.unroutable;
     return;
   }
@@ -77,7 +85,7 @@ void SimSwitch::transmit(size_t src, std::span<const uint8_t> frame) {
     ++counters_.unroutable;
     return;
   }
-  route(src, dst, frame);
+  route(src, dst, frame, at);
 }
 
 void SimSwitch::manage(size_t src, std::span<const uint8_t> frame) {
@@ -104,10 +112,11 @@ void SimSwitch::manage(size_t src, std::span<const uint8_t> frame) {
       ++counters_.mgmt_applied;
       break;
   }
-  route(src, src, answer);  // back out on the port it came in on
+  route(src, src, answer, clock_.now());  // back out where it came in
 }
 
-void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame) {
+void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame,
+                      uint64_t at) {
   if (!ports_[src].link_up || !ports_[dst].link_up) {
     ++counters_.link_drops;
     return;
@@ -127,7 +136,13 @@ void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame) {
       q.frame[bit / 8] ^= uint8_t(1u << (bit % 8));
       ++counters_.corrupted;
     }
-    uint64_t due = clock_.now() + hop_delay_ns_;
+    // The link out to the destination, one frame at a time.
+    if (ps_per_byte_ && c == 0) {
+      Port& out = ports_[dst];
+      at = std::max(at, out.out_free) + q.frame.size() * ps_per_byte_ / 1000;
+      out.out_free = at;
+    }
+    uint64_t due = at + hop_delay_ns_;
     // A held-back frame is overtaken by whatever follows it.
     if (chance(f.reorder)) {
       due += f.reorder_delay_ns;

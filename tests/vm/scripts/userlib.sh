@@ -32,6 +32,10 @@
 # 200 messages into rank 0's Inbox of 4 slots at once (counters wrapping),
 # every message checked once and in order, no RNR retry on any node; run
 # with one and with two ranks per node.
+# collectives is allreduce, reduce, bcast and barrier executed by the NICs
+# (every op and type, 8 B to 1 MiB, a nonblocking one overlapped with
+# work, ranks that disagree, a communicator of the even ranks), every
+# result checked; with one and with two ranks per node.
 # Then every node holds no twin memory, and no group violation was
 # counted; the NICs' shared-region counters are printed.
 #   userlib.sh NODE NODES   (the applications overlay: run-cluster --apps)
@@ -51,7 +55,7 @@ run() { # NAME rhinet-run arguments...
 	t0=$(now)
 	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
 		echo "userlib: $name passed in $(elapsed "$t0") s"
-		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:|^inbox_incast:" \
+		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:|^inbox_incast:|^collectives:" \
 			/tmp/run.log | head -40
 	else
 		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
@@ -80,6 +84,10 @@ run "inbox_incast, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_inbox_incast 200 4
 run "inbox_incast, 2 ranks per node" -n $((2 * NODES)) --per-node 2 \
 	--hosts "$hosts" rhinet_inbox_incast 100 4
+run "collectives, $NODES ranks" -n "$NODES" --hosts "$hosts" \
+	rhinet_collectives
+run "collectives, 2 ranks per node" -n $((2 * NODES)) --per-node 2 \
+	--hosts "$hosts" rhinet_collectives
 # Needs exactly 4 ranks (home, two subscribers, a newcomer).
 if [ "$NODES" = 4 ]; then
 	run "shared_region, 4 ranks" -n 4 --hosts "$hosts" rhinet_shared_region

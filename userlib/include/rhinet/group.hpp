@@ -456,12 +456,12 @@ class Group {
                  std::span<const std::byte> src,
                  const XferOptions& options = {});
 
-  // ---- later (issue 17); not implemented -----------------------------
-  //
-  //   Request broadcast/reduce/allreduce/...          collectives
+  // Collectives (allreduce, reduce, bcast, barrier executed by the NICs):
+  // rhinet::Communicator (rhinet/communicator.hpp).
 
  private:
   friend struct detail::Device;
+  friend class Communicator;
   friend class LockGuard;
   friend class SharedRegion;
   // Multicasts: Op::mcast to `ranks`, Op::mcast_switch to `switch_group`,

@@ -41,6 +41,8 @@ enum class Syndrome : std::uint32_t {
   not_held = 23,        // unlock of a lock not held; barrier count mismatch
   no_mcast_group = 24,  // a switch multicast group the NIC has no list for
   not_subscribed = 26,  // not in the shared region (or in it already)
+  coll_mismatch = 28,   // the ranks of a communicator disagree
+  coll_no_room = 29,    // the NIC holds no more communicators for us
 };
 
 // "BAD_GROUP", "BOUNDS", ...; "SYNDROME_<n>" for a value not listed.

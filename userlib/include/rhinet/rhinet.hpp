@@ -20,6 +20,7 @@
 
 #include "rhinet/area.hpp"
 #include "rhinet/bootstrap.hpp"
+#include "rhinet/communicator.hpp"
 #include "rhinet/group.hpp"
 #include "rhinet/inbox.hpp"
 #include "rhinet/message.hpp"

@@ -35,6 +35,7 @@ enum class Op : std::uint32_t {
   share_update = 14,  // a PUSH to every other member of the region
   fetch_add = 15,     // remote atomics on an aligned 64-bit word of an area
   compare_swap = 16,
+  collective = 17,  // allreduce, reduce, bcast, barrier (rhinet::Communicator)
 };
 
 // The partial-transfer modes (values of RHINETDV_MODE_*). Table 1: PUSH

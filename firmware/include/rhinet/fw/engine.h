@@ -92,7 +92,7 @@ struct EngineConfig {
   uint32_t max_rd_atomic = 16;
   uint32_t responder_reads = 256;   // READ responses queued as responder
   uint32_t responder_bitmaps = 32;  // of them bitmap PULLs (4 KiB each)
-  uint32_t fw_messages = 64;        // firmware-originated messages at once
+  uint32_t fw_messages = 256;       // firmware-originated messages at once
   // Tag matching (004 2.6): posted receives and unexpected messages the
   // NIC holds for all endpoints, and a context's share of each (in
   // 1/256ths). Beyond them irecvs wait in the RQ and isends are refused

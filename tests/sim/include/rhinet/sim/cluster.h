@@ -21,6 +21,8 @@ struct ClusterConfig {
   size_t memory_bytes = SimMemory::kDefaultBytes;
   uint64_t seed = 1;
   uint64_t hop_delay_ns = 500;
+  // Link rate (SimSwitch::set_link_rate): 0, links take no time.
+  uint64_t link_ps_per_byte = 0;
   // Virtual time one step costs when any engine did work: keeps time
   // moving while engines are busy, so timers still fire.
   uint64_t busy_step_ns = 50;

@@ -80,6 +80,11 @@ class SimSwitch {
   }
   // Virtual time a frame spends in the switch.
   void set_hop_delay(uint64_t ns) { hop_delay_ns_ = ns; }
+  // Links of a finite rate (benchmarks): a frame takes ps_per_byte per byte
+  // on its sender's link into the switch and again on the link out to its
+  // destination, each link sending one frame at a time. 0 (the default):
+  // frames take no time on the links, only hop_delay.
+  void set_link_rate(uint64_t ps_per_byte) { ps_per_byte_ = ps_per_byte; }
 
   // Delivers every queued frame that is due by now. Returns true if any was.
   bool deliver();
@@ -102,6 +107,7 @@ class SimSwitch {
     fw::Engine* engine = nullptr;
     bool link_up = true;
     std::optional<FaultConfig> faults;
+    uint64_t in_free = 0, out_free = 0;  // when each link is idle again
   };
   struct Key {
     uint64_t due;
@@ -116,7 +122,9 @@ class SimSwitch {
   };
 
   void transmit(size_t src, std::span<const uint8_t> frame);
-  void route(size_t src, size_t dst, std::span<const uint8_t> frame);
+  // `at`: when the frame is in the switch (after its sender's link).
+  void route(size_t src, size_t dst, std::span<const uint8_t> frame,
+             uint64_t at);
   // A management frame from `src` (GroupTable::manage), answered on it.
   void manage(size_t src, std::span<const uint8_t> frame);
   const FaultConfig& faults_for(size_t src, size_t dst) const;
@@ -126,6 +134,7 @@ class SimSwitch {
   std::vector<Port> ports_;
   FaultConfig global_;
   uint64_t hop_delay_ns_ = 500;
+  uint64_t ps_per_byte_ = 0;
   std::mt19937_64 rng_;
   std::map<Key, Queued> queue_;
   uint64_t order_ = 0;

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// rhinet::Communicator: collectives executed by the NICs (seeds 003, 000):
+// allreduce, reduce, broadcast and barrier over ranks of a Group.
+//
+// The NICs do the work: each reads its ranks' operands from their buffers
+// and writes their results into them by DMA, segment by segment, combining
+// several ranks of one node in that node's NIC and the nodes along a tree
+// (or, for large data, a chain whose root turns with every segment, the
+// traffic of a ring). Between posting and completion the host CPU does
+// nothing: a nonblocking collective overlaps with any computation.
+//
+//   auto comm = rhinet::Communicator::create(*group);
+//   std::vector<double> x(n), sum(n);           // inside Group::buffer()s
+//   comm->allreduce<double>(x, sum, rhinet::Reduce::sum);
+//
+// Every rank of the communicator calls the same collectives in the same
+// order, with the same element type, count, reduce op and root; the NIC
+// numbers each rank's calls, so the k-th call of every rank is the same
+// collective. Ranks that disagree get EPROTO (Syndrome::coll_mismatch)
+// everywhere; a member whose node dies or whose process exits makes the
+// collective fail with ECONNRESET (Syndrome::member_lost) at every rank,
+// never hang.
+//
+// Buffers (send, recv, a broadcast's data) lie inside one registered Buffer
+// or Area of the group each, and stay untouched until the Request is done.
+// A Communicator is used by one thread at a time, like its Group, and must
+// not outlive it.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "rhinet/request.hpp"
+#include "rhinet/result.hpp"
+#include "rhinet/types.hpp"
+
+namespace rhinet {
+
+class Group;
+
+namespace detail {
+struct McastList;
+}
+
+// How the elements of the ranks' operands combine (values of
+// RHINETDV_COLL_*). The bitwise ones take integer types only.
+enum class Reduce : std::uint32_t {
+  sum = 0,
+  min = 1,
+  max = 2,
+  band = 3,
+  bor = 4,
+  bxor = 5
+};
+
+// The element types the NICs combine.
+template <typename T>
+concept CollectiveElement =
+    std::same_as<T, std::int32_t> || std::same_as<T, std::uint32_t> ||
+    std::same_as<T, std::int64_t> || std::same_as<T, std::uint64_t> ||
+    std::same_as<T, float> || std::same_as<T, double>;
+
+struct CommunicatorOptions {
+  // Names the communicator within the group (with the group's ID); every
+  // rank passes the same. Two communicators of one group need two IDs.
+  std::uint16_t id = 1;
+  // The tree across nodes: 0, the NIC chooses by size; 1, a chain (the
+  // ring's traffic, for bandwidth); k (2..16), a tree of fan-out k.
+  std::uint32_t radix = 0;
+  // Bytes per segment: 0, the NIC's (4096); else a multiple of the
+  // element size up to 4096. Smaller segments pipeline sooner.
+  std::uint32_t segment = 0;
+};
+
+class Communicator {
+ public:
+  // Every rank of `group`, in rank order. Errors: EOPNOTSUPP (the device
+  // or librhinetdv has no collectives: collectives()), EINVAL (options out
+  // of range, more than 256 ranks), errno of ibv_reg_mr (the member list
+  // the NICs read is registered memory the Communicator holds).
+  static Result<Communicator> create(Group& group,
+                                     const CommunicatorOptions& options = {});
+  // The group's ranks in `ranks` (distinct, this rank among them), in that
+  // order: rank i of the communicator is group rank ranks[i]. Errors as
+  // above, and EINVAL for a rank out of range, twice, or without this one.
+  static Result<Communicator> create(Group& group,
+                                     std::span<const std::uint32_t> ranks,
+                                     const CommunicatorOptions& options = {});
+  // Whether the device executes collectives (RHINETDV_CAP_COLLECTIVE).
+  static bool collectives(const Group& group);
+
+  std::uint32_t rank() const { return rank_; }
+  std::uint32_t size() const { return size_; }
+  // This communicator's rank r is the group's rank group_rank(r).
+  std::uint32_t group_rank(std::uint32_t r) const { return ranks_.at(r); }
+
+  // ---- nonblocking: the Request is in flight or already failed ----------
+  //
+  // Errors before posting: EINVAL (spans of different sizes, more than
+  // 4 GiB, a root out of range, a bitwise reduce of a floating type),
+  // EFAULT (a span not inside one registered Buffer or Area of the group),
+  // EACCES (a result into a read-only Buffer), errno of
+  // rhinetdv_collective. At completion: ECONNRESET (a member lost), EPROTO
+  // (the ranks disagree), ENOSPC (the NIC holds no more communicators for
+  // this process), and the NIC's others.
+
+  // recv[i] = send[i] combined over every rank; recv may be send.
+  template <CollectiveElement T>
+  Request iallreduce(std::span<const T> send, std::span<T> recv, Reduce op) {
+    return post(kAllreduce, op, type_of<T>(), send.data(), recv.data(),
+                send.size_bytes(), recv.size_bytes(), 0);
+  }
+  // As allreduce, the result only at `root` (recv is not touched at the
+  // others; they may pass an empty one).
+  template <CollectiveElement T>
+  Request ireduce(std::span<const T> send, std::span<T> recv, Reduce op,
+                  std::uint32_t root) {
+    return post(kReduce, op, type_of<T>(), send.data(), recv.data(),
+                send.size_bytes(),
+                rank_ == root ? recv.size_bytes() : send.size_bytes(), root);
+  }
+  // root's data into every other rank's data.
+  template <CollectiveElement T>
+  Request ibcast(std::span<T> data, std::uint32_t root) {
+    return post(kBcast, Reduce::sum, type_of<T>(), data.data(), data.data(),
+                data.size_bytes(), data.size_bytes(), root);
+  }
+  // Completes once every rank has entered it.
+  Request ibarrier();
+
+  // ---- blocking: the nonblocking call, then Request::wait(timeout) -------
+  // ETIMEDOUT leaves the collective in flight (the buffers stay in use).
+
+  template <CollectiveElement T>
+  Result<void> allreduce(std::span<const T> send, std::span<T> recv, Reduce op,
+                         std::chrono::milliseconds timeout = forever) {
+    return iallreduce<T>(send, recv, op).wait(timeout);
+  }
+  template <CollectiveElement T>
+  Result<void> reduce(std::span<const T> send, std::span<T> recv, Reduce op,
+                      std::uint32_t root,
+                      std::chrono::milliseconds timeout = forever) {
+    return ireduce<T>(send, recv, op, root).wait(timeout);
+  }
+  template <CollectiveElement T>
+  Result<void> bcast(std::span<T> data, std::uint32_t root,
+                     std::chrono::milliseconds timeout = forever) {
+    return ibcast<T>(data, root).wait(timeout);
+  }
+  Result<void> barrier(std::chrono::milliseconds timeout = forever) {
+    return ibarrier().wait(timeout);
+  }
+
+ private:
+  static constexpr std::uint32_t kAllreduce = 1, kReduce = 2, kBcast = 3,
+                                 kBarrier = 4;
+  template <typename T>
+  static constexpr std::uint32_t type_of() {
+    if constexpr (std::same_as<T, std::int32_t>) return 0;
+    if constexpr (std::same_as<T, std::uint32_t>) return 1;
+    if constexpr (std::same_as<T, std::int64_t>) return 2;
+    if constexpr (std::same_as<T, std::uint64_t>) return 3;
+    if constexpr (std::same_as<T, float>) return 4;
+    return 5;
+  }
+  Communicator(Group& group, std::vector<std::uint32_t> ranks,
+               std::uint32_t rank, const CommunicatorOptions& options,
+               std::shared_ptr<const detail::McastList> members);
+  Request post(std::uint32_t op, Reduce reduce, std::uint32_t type,
+               const void* send, void* recv, std::size_t send_bytes,
+               std::size_t recv_bytes, std::uint32_t root);
+
+  Group* group_;
+  std::vector<std::uint32_t> ranks_;
+  std::uint32_t rank_ = 0, size_ = 0;
+  CommunicatorOptions options_;
+  std::shared_ptr<const detail::McastList> members_;
+};
+
+}  // namespace rhinet

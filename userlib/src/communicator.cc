@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// rhinet::Communicator on rhinetdv_collective: the member list the NICs
+// read (registered memory, shared with mcast's destination lists), the
+// checks that need the registry, and the status-word request.
+#include "rhinet/communicator.hpp"
+
+#include <infiniband/rhinetdv.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <string>
+
+#include "device.hpp"
+#include "rhinet/group.hpp"
+
+namespace rhinet {
+
+static_assert(static_cast<std::uint32_t>(Reduce::sum) == RHINETDV_COLL_SUM &&
+                  static_cast<std::uint32_t>(Reduce::bxor) ==
+                      RHINETDV_COLL_BXOR,
+              "rhinet::Reduce mirrors RHINETDV_COLL_*");
+static_assert(static_cast<std::uint32_t>(Op::collective) ==
+                  RHINETDV_OP_COLLECTIVE,
+              "rhinet::Op mirrors RHINETDV_OP_*");
+
+namespace {
+
+const char* coll_name(std::uint32_t op) {
+  switch (op) {
+    case RHINETDV_COLL_ALLREDUCE:
+      return "allreduce";
+    case RHINETDV_COLL_REDUCE:
+      return "reduce";
+    case RHINETDV_COLL_BCAST:
+      return "bcast";
+    default:
+      return "barrier";
+  }
+}
+
+}  // namespace
+
+bool Communicator::collectives(const Group& group) {
+  return group.dev_->attr.caps & RHINETDV_CAP_COLLECTIVE;
+}
+
+Result<Communicator> Communicator::create(Group& group,
+                                          const CommunicatorOptions& options) {
+  std::vector<std::uint32_t> all(group.size());
+  for (std::uint32_t r = 0; r < all.size(); r++) all[r] = r;
+  return create(group, all, options);
+}
+
+Result<Communicator> Communicator::create(Group& group,
+                                          std::span<const std::uint32_t> ranks,
+                                          const CommunicatorOptions& options) {
+  if (!collectives(group))
+    return Error(EOPNOTSUPP,
+                 "Communicator: the device (or librhinetdv) has no "
+                 "collectives (RHINETDV_CAP_COLLECTIVE)");
+  if (ranks.empty() || ranks.size() > RHINETDV_COLL_MAX_RANKS)
+    return Error(EINVAL, "Communicator: " + std::to_string(ranks.size()) +
+                             " ranks; the NICs take 1.." +
+                             std::to_string(RHINETDV_COLL_MAX_RANKS));
+  if (options.radix > RHINETDV_COLL_MAX_RADIX || options.segment > 4096)
+    return Error(EINVAL,
+                 "Communicator: radix " + std::to_string(options.radix) +
+                     " (0..16), segment " + std::to_string(options.segment) +
+                     " bytes (0..4096)");
+  std::vector<std::uint32_t> sorted(ranks.begin(), ranks.end());
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end() ||
+      sorted.back() >= group.size())
+    return Error(EINVAL, "Communicator: a rank out of range or listed twice");
+  const auto me = std::find(ranks.begin(), ranks.end(), group.rank());
+  if (me == ranks.end())
+    return Error(EINVAL, "Communicator: this rank (" +
+                             std::to_string(group.rank()) + ") is not listed");
+  auto list = group.dev_->mcast_list(ranks, group.table_);
+  if (!list) return list.error();
+  return Communicator(
+      group, std::vector<std::uint32_t>(ranks.begin(), ranks.end()),
+      static_cast<std::uint32_t>(me - ranks.begin()), options, *list);
+}
+
+Communicator::Communicator(Group& group, std::vector<std::uint32_t> ranks,
+                           std::uint32_t rank,
+                           const CommunicatorOptions& options,
+                           std::shared_ptr<const detail::McastList> members)
+    : group_(&group),
+      ranks_(std::move(ranks)),
+      rank_(rank),
+      size_(static_cast<std::uint32_t>(ranks_.size())),
+      options_(options),
+      members_(std::move(members)) {}
+
+Request Communicator::ibarrier() {
+  return post(kBarrier, Reduce::sum, 0, nullptr, nullptr, 0, 0, 0);
+}
+
+Request Communicator::post(std::uint32_t op, Reduce reduce, std::uint32_t type,
+                           const void* send, void* recv, std::size_t send_bytes,
+                           std::size_t recv_bytes, std::uint32_t root) {
+  detail::Device& dev = *group_->dev_;
+  detail::Device::Slot d;
+  d.op = Op::collective;
+  d.rank = root;
+  d.area_or_rkey = options_.id;
+  d.length = static_cast<std::uint32_t>(send_bytes);
+  d.tag = op;
+  const std::string what =
+      std::string(coll_name(op)) + " of " + std::to_string(send_bytes) +
+      " bytes on communicator " + std::to_string(options_.id);
+  const auto fail = [&](int e, const std::string& why) {
+    return detail::Device::failed(Error(e, what + ": " + why));
+  };
+  const bool fl = type == RHINETDV_COLL_FLOAT || type == RHINETDV_COLL_DOUBLE;
+  if (send_bytes != recv_bytes)
+    return fail(EINVAL, "the result takes " + std::to_string(recv_bytes) +
+                            " bytes, the operand " +
+                            std::to_string(send_bytes));
+  if (send_bytes > UINT32_MAX) return fail(EINVAL, "more than 4 GiB");
+  if ((op == kReduce || op == kBcast) && root >= size_)
+    return fail(EINVAL, "no rank " + std::to_string(root) +
+                            " in a communicator of " + std::to_string(size_));
+  if (fl && static_cast<std::uint32_t>(reduce) > RHINETDV_COLL_MAX)
+    return fail(EINVAL, "a bitwise reduce of floating-point elements");
+  // What the NIC reads here and what it writes here.
+  const bool reads =
+      op == kAllreduce || op == kReduce || (op == kBcast && rank_ == root);
+  const bool writes = op == kAllreduce || (op == kReduce && rank_ == root) ||
+                      (op == kBcast && rank_ != root);
+  std::uint32_t send_lkey = 0, recv_lkey = 0;
+  if (send_bytes && reads) {
+    const auto* reg = dev.find_region(send, send_bytes);
+    if (!reg)
+      return fail(EFAULT,
+                  "the operand is not inside one registered Buffer or Area "
+                  "of the group (Group::buffer)");
+    send_lkey = reg->lkey;
+  }
+  if (send_bytes && writes) {
+    const auto* reg = dev.find_region(recv, recv_bytes);
+    if (!reg)
+      return fail(EFAULT,
+                  "the result is not inside one registered Buffer or Area "
+                  "of the group (Group::buffer)");
+    if (!reg->writable)
+      return fail(EACCES, "the result is in a read-only Buffer");
+    recv_lkey = reg->lkey;
+  }
+  rhinetdv_coll_attr a{};
+  a.op = op;
+  a.reduce = static_cast<std::uint32_t>(reduce);
+  a.type = type;
+  a.group_id = group_->group_;
+  a.comm_id = options_.id;
+  a.rank = rank_;
+  a.nranks = size_;
+  a.root = root;
+  a.radix = options_.radix;
+  a.seg_size = options_.segment;
+  a.length = send_bytes;
+  a.send = send;
+  a.recv = recv;
+  a.send_lkey = send_lkey;
+  a.recv_lkey = recv_lkey;
+  a.members = members_->dests.data();
+  a.members_lkey = members_->mr->lkey;
+  a.flags = RHINETDV_COLL_STATUS_WORD;
+  auto slot = dev.acquire(forever);
+  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
+  a.wr_id = *slot;
+  a.status_word = &dev.words[*slot];
+  a.status_lkey = dev.words_mr->lkey;
+  d.busy = true;
+  d.keep = members_;  // the NIC may read the list until the word comes
+  dev.slots[*slot] = d;
+  const int err = dev.post_retrying(
+      [&] { return rhinetdv_collective(dev.ep, &a, sizeof(a)); });
+  if (err) {
+    dev.release(*slot);
+    return fail(err, "rhinetdv_collective");
+  }
+  return dev.request(*slot);
+}
+
+}  // namespace rhinet
