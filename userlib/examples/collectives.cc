@@ -12,7 +12,9 @@
 //  (e) ranks that disagree (rank 0 passes one element more): EPROTO at
 //      every rank, and the next collective works;
 //  (f) a communicator of the even ranks only (the odd ones stay out);
-//  (g) 8-byte allreduce latency, printed.
+//  (g) 8-byte allreduce latency, printed beside two references measured in
+//      the same run: the NIC's counting barrier (Group::barrier, 004 2.10)
+//      and a collective barrier.
 //
 //   rhinet-run -n 8 --per-node 2 --hosts node0,node1,node2,node3
 //   rhinet_collectives
@@ -291,10 +293,20 @@ int main() {
         break;
     }
     const auto t1 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kIters; i++)
+      if (!ok(comm.barrier(kWait), "timed collective barrier")) break;
+    const auto t2 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kIters; i++)
+      if (!ok(g.barrier({}, kWait), "timed NIC barrier")) break;
+    const auto t3 = std::chrono::steady_clock::now();
+    const auto us = [&](auto a, auto b) {
+      return std::chrono::duration<double, std::micro>(b - a).count() / kIters;
+    };
     if (me == 0)
       std::printf(
-          "collectives: 8-byte allreduce over %u ranks: %.1f us\n", n,
-          std::chrono::duration<double, std::micro>(t1 - t0).count() / kIters);
+          "collectives: over %u ranks: 8-byte allreduce %.1f us, collective "
+          "barrier %.1f us, NIC counting barrier (Group::barrier) %.1f us\n",
+          n, us(t0, t1), us(t1, t2), us(t2, t3));
   }
 
   ok(g.barrier_bootstrap(), "final bootstrap barrier");

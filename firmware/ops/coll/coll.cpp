@@ -32,11 +32,11 @@ namespace {
 
 constexpr uint64_t kRetryFirstNs = 20'000;  // a NOT_READY segment, again
 constexpr uint64_t kRetryMaxNs = 1'000'000;
-// radix 0 for a reduce or broadcast: a chain from this many bytes on
-// (bandwidth), a tree of this radix below it (latency). An allreduce's
-// segments each have their own root; radix 0 makes its tree flat (up to
-// RHN_COLL_MAX_RADIX children): two hops, and every link carries the
-// ring's share.
+// radix 0: a chain from this many bytes on (bandwidth: each link carries
+// every segment once each way, pipelined); below it a tree of this radix
+// for a reduce or broadcast, and for an allreduce (whose segments each
+// have their own root) a flat tree (up to RHN_COLL_MAX_RADIX children):
+// two hops, every link carrying the ring's share.
 constexpr uint32_t kChainFromBytes = 64 * 1024;
 constexpr uint8_t kTreeRadix = 4;
 // seg_size 0 for an allreduce: about length / nodes (so that every node is
@@ -489,10 +489,10 @@ bool same_params(const CollComm& c, const rhn_wqe_coll& x, uint8_t radix,
 
 uint8_t effective_radix(const rhn_wqe_coll& x, uint16_t nnodes) {
   if (x.radix) return x.radix;
+  if (x.length >= kChainFromBytes && nnodes > 2) return 1;
   if (x.op == RHN_COLL_ALLREDUCE || x.op == RHN_COLL_BARRIER)
     return static_cast<uint8_t>(
         std::clamp<uint32_t>(nnodes - 1u, 1, RHN_COLL_MAX_RADIX));
-  if (x.length >= kChainFromBytes && nnodes > 2) return 1;
   return kTreeRadix;
 }
 
