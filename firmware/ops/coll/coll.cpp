@@ -39,8 +39,9 @@ constexpr uint64_t kRetryMaxNs = 1'000'000;
 // two hops, every link carrying the ring's share.
 constexpr uint32_t kChainFromBytes = 64 * 1024;
 constexpr uint8_t kTreeRadix = 4;
-// seg_size 0 for an allreduce: about length / nodes (so that every node is
-// the root of a segment), in multiples of this, up to a packet.
+// seg_size 0 for an allreduce: about length / (4 x nodes) (every node is
+// the root of a few segments, and the first ones are through while the
+// last are still on their way up), in multiples of this, up to a packet.
 constexpr uint32_t kSegQuantum = 64;
 // Cookie destinations besides children (0..RHN_COLL_MAX_RADIX - 1) and
 // the parent (kCollParent).
@@ -499,7 +500,7 @@ uint8_t effective_radix(const rhn_wqe_coll& x, uint16_t nnodes) {
 uint32_t effective_seg(const rhn_wqe_coll& x, uint16_t nnodes) {
   if (x.seg_size) return x.seg_size;
   if (x.op != RHN_COLL_ALLREDUCE) return RHN_WIRE_MTU;
-  const uint32_t share = (x.length + nnodes - 1) / nnodes;
+  const uint32_t share = (x.length + 4u * nnodes - 1) / (4u * nnodes);
   const uint32_t rounded =
       (share + kSegQuantum - 1) / kSegQuantum * kSegQuantum;
   return std::clamp<uint32_t>(rounded, kSegQuantum, RHN_WIRE_MTU);
@@ -757,9 +758,11 @@ extern const OpFamily kCollFamily = {
 
 void Engine::Impl::coll_reset() {
   CollTables& t = coll;
-  const uint32_t comms = std::max<uint32_t>(cfg.coll_comms, 1);
-  const uint32_t window = std::max<uint32_t>(cfg.coll_window, 1);
+  // A message's cookie holds the communicator in 16 bits and the slot in 8.
+  const uint32_t comms = std::clamp<uint32_t>(cfg.coll_comms, 1, 0xffff);
+  const uint32_t window = std::clamp<uint32_t>(cfg.coll_window, 1, 256);
   cfg.coll_window = window;
+  cfg.coll_comms = comms;
   t.comms.assign(comms, CollComm{});
   t.members.assign(size_t{comms} * RHN_COLL_MAX_RANKS, CollMember{});
   t.nodes.assign(size_t{comms} * RHN_COLL_MAX_RANKS, 0);

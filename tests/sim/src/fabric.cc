@@ -136,21 +136,22 @@ void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame,
       q.frame[bit / 8] ^= uint8_t(1u << (bit % 8));
       ++counters_.corrupted;
     }
-    // The link out to the destination, one frame at a time.
-    if (ps_per_byte_ && c == 0) {
-      Port& out = ports_[dst];
-      at = std::max(at, out.out_free) + q.frame.size() * ps_per_byte_ / 1000;
-      out.out_free = at;
-    }
-    uint64_t due = at + hop_delay_ns_;
+    uint64_t extra = 0;
     // A held-back frame is overtaken by whatever follows it.
     if (chance(f.reorder)) {
-      due += f.reorder_delay_ns;
+      extra += f.reorder_delay_ns;
       ++counters_.reordered;
     }
     // The duplicate trails the original a little.
-    if (c == 1) due += hop_delay_ns_ + 1;
-    queue_.emplace(Key{due, order_++}, std::move(q));
+    if (c == 1) extra += hop_delay_ns_ + 1;
+    if (ps_per_byte_) {
+      // Its turn on the link out comes when it is in the switch.
+      q.in_switch = true;
+      q.extra_ns = extra;
+      queue_.emplace(Key{at, order_++}, std::move(q));
+      continue;
+    }
+    queue_.emplace(Key{at + hop_delay_ns_ + extra, order_++}, std::move(q));
   }
 }
 
@@ -166,6 +167,17 @@ bool SimSwitch::deliver() {
     Queued q = std::move(it->second);
     queue_.erase(it);
     Port& p = ports_[q.dst];
+    if (q.in_switch) {
+      // The link out to the destination, one frame at a time, in the
+      // order frames reached the switch.
+      const uint64_t done =
+          std::max(now, p.out_free) + q.frame.size() * ps_per_byte_ / 1000;
+      p.out_free = done;
+      q.in_switch = false;
+      const uint64_t due = done + hop_delay_ns_ + q.extra_ns;
+      queue_.emplace(Key{due, order_++}, std::move(q));
+      continue;
+    }
     if (!p.link_up) {
       ++counters_.link_drops;
       continue;

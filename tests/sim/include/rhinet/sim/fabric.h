@@ -82,8 +82,9 @@ class SimSwitch {
   void set_hop_delay(uint64_t ns) { hop_delay_ns_ = ns; }
   // Links of a finite rate (benchmarks): a frame takes ps_per_byte per byte
   // on its sender's link into the switch and again on the link out to its
-  // destination, each link sending one frame at a time. 0 (the default):
-  // frames take no time on the links, only hop_delay.
+  // destination (in the order frames reached the switch), each link
+  // sending one frame at a time. 0 (the default): frames take no time on
+  // the links, only hop_delay.
   void set_link_rate(uint64_t ps_per_byte) { ps_per_byte_ = ps_per_byte; }
 
   // Delivers every queued frame that is due by now. Returns true if any was.
@@ -119,6 +120,10 @@ class SimSwitch {
   struct Queued {
     size_t dst;
     std::vector<uint8_t> frame;
+    // With a link rate: queued first for when it is in the switch, where
+    // it takes its turn on the link out (in the order frames arrive).
+    bool in_switch = false;
+    uint64_t extra_ns = 0;  // a held-back or duplicate frame's delay
   };
 
   void transmit(size_t src, std::span<const uint8_t> frame);
