@@ -54,10 +54,14 @@ struct SimTransport {
   struct State {
     bool done = false, failed = false;
     uint64_t value = 0;
+    const sim::SimClock* clock = nullptr;  // a pause: done at `due`
+    uint64_t due = 0;
   };
   struct Op {
     std::shared_ptr<State> s;
-    bool test() const { return !s || s->done; }
+    bool test() const {
+      return !s || s->done || (s->clock && s->clock->now() >= s->due);
+    }
     bool failed() const { return s && s->failed; }
     uint64_t value() const { return s ? s->value : 0; }
   };
@@ -67,6 +71,7 @@ struct SimTransport {
   std::shared_ptr<State> current;
   bool read_pending = false;
   uint64_t wr = 0;
+  const sim::SimClock* clock = nullptr;
 
   sim::SendWr base(uint8_t opcode, uint64_t offset, const Ep* to) {
     sim::SendWr w;
@@ -107,6 +112,20 @@ struct SimTransport {
       w.sges = {{ep->buf.va(), uint32_t(bytes.size()), ep->mr.key}};
     }
     return post(w, false);
+  }
+  // A slot turn: about a message's time through the receiver's NIC at
+  // this fabric's pace (inbox_bench's own figure for 256 senders); the
+  // read that follows the pause takes a round trip, which the pause need
+  // not wait for too.
+  static constexpr uint64_t kSlotTurnNs = 1300;
+  static constexpr uint64_t kReadRoundTripNs = 10'000;
+  Op pause(uint64_t slots) {
+    auto st = std::make_shared<State>();
+    st->clock = clock;
+    const uint64_t wait = kSlotTurnNs * std::min<uint64_t>(slots, 1000);
+    st->due =
+        clock->now() + (wait > kReadRoundTripNs ? wait - kReadRoundTripNs : 0);
+    return Op{st};
   }
   // Takes the CQ's completions: false on an error completion.
   bool poll() {
@@ -197,8 +216,9 @@ Figures run(uint32_t senders, uint32_t k, uint32_t slots, uint32_t bytes,
     if (!make_ep(c, uint16_t(1 + i % sender_nodes), kSenderBuf, &s[i].ep))
       return f;
     const uint32_t g = i % l.groups;
-    s[i].t = std::make_unique<SimTransport>(SimTransport{
-        &s[i].ep, &recv, groups ? &hosts[g] : &recv, nullptr, false, 0});
+    s[i].t = std::make_unique<SimTransport>(
+        SimTransport{&s[i].ep, &recv, groups ? &hosts[g] : &recv, nullptr,
+                     false, 0, &c.clock()});
     s[i].m = std::make_unique<inbox::SendMachine<SimTransport>>(*s[i].t, l, g);
     s[i].m->set_recv_count(l.first_ticket);
   }

@@ -2,6 +2,7 @@
 #include "rhinet/inbox.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -17,11 +18,18 @@ namespace {
 // writes go to the receiver's area; a read of RecvCNT lands in a word of
 // the sender's registered scratch buffer.
 struct GroupTransport {
+  using Clock = std::chrono::steady_clock;
+  // What a pause counts per slot turn: about a message's time through one
+  // receiver's NIC; a sender that waits longer than needed reads once more.
+  static constexpr std::chrono::microseconds kSlotTurn{5};
+  static constexpr std::chrono::milliseconds kLongestPause{2};
   struct Op {
     Request req;
     const std::uint64_t* word = nullptr;  // a read's landing place
-    bool test() { return req.test(); }
-    bool failed() const { return !req.result(); }
+    bool timer = false;                   // a pause, until `until`
+    Clock::time_point until{};
+    bool test() { return timer ? Clock::now() >= until : req.test(); }
+    bool failed() const { return !timer && !req.result(); }
     std::uint64_t value() const {
       return word ? __atomic_load_n(word, __ATOMIC_ACQUIRE) : req.value();
     }
@@ -46,6 +54,13 @@ struct GroupTransport {
     XferOptions o;
     o.inline_data = bytes.size() <= sizeof(inbox::SlotHeader);
     return Op{group->push(receiver, area_id, offset, bytes, o)};
+  }
+  Op pause(std::uint64_t slots) {
+    Op o;
+    o.timer = true;
+    const auto wait = kSlotTurn * std::min<std::uint64_t>(slots, 1000);
+    o.until = Clock::now() + std::min<Clock::duration>(wait, kLongestPause);
+    return o;
   }
 };
 

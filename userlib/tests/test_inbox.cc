@@ -39,6 +39,24 @@ struct Fabric {
   std::vector<Pending> pending;
   std::mt19937_64 rng;
   std::uint64_t ops = 0;
+  // Pauses (a sender waiting before it reads RecvCNT again), in rounds of
+  // the test's loop.
+  std::uint64_t round = 0;
+  std::vector<
+      std::pair<std::uint64_t, std::shared_ptr<std::pair<bool, std::uint64_t>>>>
+      timers;
+  void tick() {
+    round++;
+    for (std::size_t i = 0; i < timers.size();) {
+      if (timers[i].first > round) {
+        i++;
+        continue;
+      }
+      timers[i].second->first = true;
+      timers[i] = std::move(timers.back());
+      timers.pop_back();
+    }
+  }
 
   static std::uint64_t word(const std::vector<std::byte>& m,
                             std::uint64_t off) {
@@ -103,6 +121,13 @@ struct FakeTransport {
   Op write(std::uint64_t off, std::span<const std::byte> b) {
     return post(Fabric::Pending::write, &f->area, off, 0, b);
   }
+  // A slot turn is a round of the loop: the receiver takes about one
+  // message per round when it consumes.
+  Op pause(std::uint64_t slots) {
+    auto s = std::make_shared<std::pair<bool, std::uint64_t>>(false, 0);
+    f->timers.emplace_back(f->round + std::min<std::uint64_t>(slots, 1000), s);
+    return Op{s};
+  }
 };
 
 std::vector<std::byte> message(std::uint32_t sender, std::uint32_t j,
@@ -164,6 +189,7 @@ Result run(std::uint32_t senders, std::uint32_t per_sender,
     if (rounds >= 50'000'000u) break;
     // Operations complete in any order.
     for (int k = 0; k < 3; k++) f.complete_one();
+    f.tick();
     // Senders advance: a finished one starts its next message.
     for (std::uint32_t i = 0; i < senders; i++) {
       Sender& x = *s[i];
@@ -314,6 +340,7 @@ TEST(Inbox, CreditsBoundTheMessagesOutstandingAtTheReceiver) {
   for (std::uint64_t round = 0; consumed < total; round++) {
     ASSERT_LT(round, 10'000'000u);
     for (int k = 0; k < 3; k++) f.complete_one();
+    f.tick();
     for (std::uint32_t i = 0; i < kSenders; i++) {
       Sender& x = *s[i];
       if (x.sent == kEach) continue;

@@ -121,6 +121,7 @@ inline void init_counters(std::span<std::byte> area, const InboxLayout& l) {
 //   Op fetch_add(std::uint64_t offset, std::uint64_t add);  // counters
 //   Op read_word(std::uint64_t offset);   // counters; value() = the word
 //   Op write(std::uint64_t offset, std::span<const std::byte> bytes);  // slots
+//   Op pause(std::uint64_t slots);  // done after about `slots` slot turns
 // Counter offsets are in the group's counter area (the receiver's area when
 // the counters live there), slot offsets in the receiver's area.
 // The bytes given to write() stay valid until that Op completes. step()
@@ -129,7 +130,16 @@ template <class Transport>
 class SendMachine {
  public:
   using Op = typename Transport::Op;
-  enum class State { idle, ticket, check, read_count, data, header, done };
+  enum class State {
+    idle,
+    ticket,
+    check,
+    read_count,
+    pause,
+    data,
+    header,
+    done
+  };
 
   SendMachine(Transport& t, const InboxLayout& l, std::uint32_t group = 0)
       : t_(t), l_(l), group_(group % l.groups) {}
@@ -183,8 +193,22 @@ class SendMachine {
           // RecvCNT only grows: an old answer never moves it back.
           if (op_.value() - recv_count_ < (std::uint64_t{1} << 63))
             recv_count_ = op_.value();
+          if (!may_write(l_, ticket_, recv_count_)) {
+            // `behind` messages must be taken before this ticket's slot is
+            // free: read again after about that many slot turns, not at
+            // once (at 256 senders on 16 slots, re-reading at once cost
+            // 29 reads per message).
+            const std::uint64_t window = l_.slots / l_.groups;
+            const std::uint64_t behind = ticket_ - recv_count_ - window + 1;
+            op_ = t_.pause(behind < (std::uint64_t{1} << 63) ? behind : 1);
+            state_ = State::pause;
+            return true;
+          }
           state_ = State::check;
-          if (!may_write(l_, ticket_, recv_count_)) return true;  // later
+          break;
+        case State::pause:
+          if (!op_.test()) return true;
+          state_ = State::check;
           break;
         case State::data:
           // The header goes after the bytes have landed, so a full header
