@@ -648,6 +648,30 @@ TEST_F(Coll, RanksThatDisagreeFailItAndTheNextOneWorks) {
   run_and_check(s);
 }
 
+// A disagreement the segments alone do not show: rank 0's one element
+// more makes one more, short, segment, the others' segments having the
+// same sizes. Every rank must still fail (not the others succeed and rank
+// 0 wait forever for a segment nobody sends).
+TEST_F(Coll, ALengthThatDiffersOnlyInTheLastSegment) {
+  start(4);
+  make_ranks(4, 1, 4096);
+  CollSpec s;
+  s.len = 256;
+  prepare(s);
+  for (Rank& k : ranks) {
+    SendWr w = wr_for(k, s, 5);
+    if (k.rank == 0) w.coll.length = 264;
+    ASSERT_TRUE(k.qp().post_send(w));
+  }
+  for (Rank& k : ranks) {
+    Completion x = wait_one(*c, k.cq(), 5'000'000'000ull);
+    EXPECT_TRUE(failed_with(x, RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_MISMATCH))
+        << "rank " << k.rank << ": " << describe(x);
+  }
+  s.salt = 40;
+  run_and_check(s);
+}
+
 // The same with two ranks per node, the rank that disagrees sharing its
 // NIC with one that agrees (the NIC sees the disagreement itself), posted
 // in either order.

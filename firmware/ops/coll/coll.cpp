@@ -76,7 +76,8 @@ uint64_t cookie(const Impl& m, const CollComm& c, uint32_t slot,
   return uint64_t{c.gen} << 32 | comm_index(m, c) << 16 | slot << 8 | dest;
 }
 uint32_t signature(const CollComm& c) {
-  return RHN_FW_COLL_SIG(c.op, c.reduce, c.type, c.radix);
+  return rhn_coll_signature(c.op, c.reduce, c.type, c.radix, c.seg, c.root_rank,
+                            c.nranks, c.length);
 }
 bool has_up_phase(const CollComm& c) { return c.op != RHN_COLL_BCAST; }
 bool down_carries_data(const CollComm& c) {

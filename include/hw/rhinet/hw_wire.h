@@ -419,9 +419,9 @@ enum rhn_fw_msg {
 	/* Collectives (ops/coll): one segment of one collective, between
 	 * the NICs of a communicator's nodes. imm_data = the communicator
 	 * (the WQE's remote_key), remote_addr = seq << 32 | segment,
-	 * msg_offset = RHN_FW_COLL_SIG(op, reduce, type, radix) of the
-	 * sender's collective (a receiver whose own differs fails it:
-	 * RHN_SYN_COLL_MISMATCH); the payload is the segment's bytes (up to
+	 * msg_offset = rhn_coll_signature() of the sender's collective (a
+	 * receiver whose own differs fails it: RHN_SYN_COLL_MISMATCH); the
+	 * payload is the segment's bytes (up to
 	 * RHN_WIRE_MTU). UP: a partial result towards the segment's root;
 	 * DOWN: the result from it (REDUCE: empty, it releases the segment).
 	 * NAK RHN_SYN_COLL_NOT_READY: sent again later.
@@ -441,9 +441,28 @@ enum rhn_fw_msg {
 	RHN_FW_COLL_READY = 18,
 };
 
-#define RHN_FW_COLL_SIG(op, reduce, type, radix)                    \
-	((__u32)(op) | (__u32)(reduce) << 8 | (__u32)(type) << 16 | \
-	 (__u32)(radix) << 24)
+/*
+ * A collective's signature: FNV-1a (32-bit) over its parameters as eight
+ * u32 in this order: op, reduce, type, the radix and the segment size the
+ * NIC uses (after its choices for 0), the root rank, nranks, length. Every
+ * segment carries it, so ranks that disagree in any of them (a length
+ * that differs only in the last segment included) are found at the first
+ * segment that meets another node's.
+ */
+static inline __u32 rhn_coll_signature(__u32 op, __u32 reduce, __u32 type,
+				       __u32 radix, __u32 seg_size, __u32 root,
+				       __u32 nranks, __u32 length)
+{
+	const __u32 p[8] = {op,	      reduce, type,   radix,
+			    seg_size, root,   nranks, length};
+	__u32 h = 2166136261u;
+	int i, b;
+
+	for (i = 0; i < 8; i++)
+		for (b = 0; b < 32; b += 8)
+			h = (h ^ ((p[i] >> b) & 0xffu)) * 16777619u;
+	return h;
+}
 
 /* The region of `qpn` (the receiving NIC's endpoint, with incarnation)
  * with this area key and home; `member` the endpoint added or removed.
