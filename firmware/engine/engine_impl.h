@@ -1025,7 +1025,6 @@ struct CollComm {
   std::array<uint64_t, RHN_COLL_MAX_RANKS / 64> tell_start{};
   std::array<uint64_t, RHN_COLL_MAX_RANKS / 64> tell_window{};
   uint64_t last_progress = 0;
-  uint64_t next_probe = UINT64_MAX;
   uint32_t slots = 0;  // first of its coll_window slots
   WaitList waiters;    // endpoints whose next collective waits for this one
 };
@@ -1535,6 +1534,10 @@ struct Engine::Impl {
   // the channel's packet: sent now or not at all (kNone: no handle, or
   // the node's window is full; try again later). The header fields go
   // into imm_data, remote_addr and msg_offset.
+  // A free handle (the caller checked there is one) set up for a message.
+  uint32_t take_fw_message(uint16_t node, uint32_t kind, uint32_t imm,
+                           uint64_t addr, uint32_t aux, size_t len,
+                           FwOwner owner, uint64_t cookie, FwState state);
   uint32_t fw_send_now(uint16_t node, uint32_t kind, uint32_t imm,
                        uint64_t addr, uint32_t aux,
                        std::span<const uint8_t> payload, FwOwner owner,

@@ -76,21 +76,31 @@ uint32_t Engine::Impl::fw_post(uint16_t node, uint32_t kind,
   if (node >= cfg.max_nodes || payload.size() > RHN_FW_MSG_MAX ||
       free_fw_msgs.empty())
     return kNone;
+  const uint32_t h = take_fw_message(node, kind, 0, 0, 0, payload.size(), owner,
+                                     cookie, FwState::kQueued);
+  FwMessage& f = fw_msgs[h];
+  if (!payload.empty()) std::memcpy(f.payload, payload.data(), payload.size());
+  fw_queue.push(h);
+  return h;
+}
+
+uint32_t Engine::Impl::take_fw_message(uint16_t node, uint32_t kind,
+                                       uint32_t imm, uint64_t addr,
+                                       uint32_t aux, size_t len, FwOwner owner,
+                                       uint64_t cookie, FwState state) {
   const uint32_t h = free_fw_msgs.front();
   free_fw_msgs.pop();
   FwMessage& f = fw_msgs[h];
-  f.state = FwState::kQueued;
+  f.state = state;
   f.gen++;
   f.owner = owner;
   f.node = node;
   f.kind = kind;
   f.cookie = cookie;
-  f.len = static_cast<uint16_t>(payload.size());
-  f.imm = 0;
-  f.addr = 0;
-  f.aux = 0;
-  if (!payload.empty()) std::memcpy(f.payload, payload.data(), payload.size());
-  fw_queue.push(h);
+  f.len = static_cast<uint16_t>(len);
+  f.imm = imm;
+  f.addr = addr;
+  f.aux = aux;
   return h;
 }
 
@@ -120,19 +130,9 @@ uint32_t Engine::Impl::fw_send_now(uint16_t node, uint32_t kind, uint32_t imm,
   if (node >= cfg.max_nodes || payload.size() > RHN_WIRE_MTU ||
       free_fw_msgs.empty() || !room_for_request(peers[node]))
     return kNone;
-  const uint32_t h = free_fw_msgs.front();
-  free_fw_msgs.pop();
-  FwMessage& f = fw_msgs[h];
-  f.state = FwState::kInFlight;
-  f.gen++;
-  f.owner = owner;
-  f.node = node;
-  f.kind = kind;
-  f.cookie = cookie;
-  f.len = static_cast<uint16_t>(payload.size());
-  f.imm = imm;
-  f.addr = addr;
-  f.aux = aux;
+  const uint32_t h = take_fw_message(node, kind, imm, addr, aux, payload.size(),
+                                     owner, cookie, FwState::kInFlight);
+  const FwMessage& f = fw_msgs[h];
   const uint32_t slot = begin_data(kNone);
   if (!payload.empty())
     std::memcpy(slots[slot].frame + RHN_DATA_HDR_LEN, payload.data(),

@@ -191,7 +191,6 @@ void end_collective(Impl& m, CollComm& c) {
   c.posted = 0;
   c.seq++;
   c.gen++;
-  c.next_probe = UINT64_MAX;
   m.wake_all(c.waiters);
 }
 
@@ -287,7 +286,7 @@ bool send_aborts(Impl& m, CollComm& c) {
 
 // ---- Segments.
 
-void open_slot(Impl& m, CollComm& c, CollSlot& s, uint32_t seg) {
+void open_slot(const CollComm& c, CollSlot& s, uint32_t seg) {
   const uint32_t buf = s.buf;
   s = CollSlot{};
   s.buf = buf;
@@ -296,7 +295,6 @@ void open_slot(Impl& m, CollComm& c, CollSlot& s, uint32_t seg) {
   const uint64_t off = uint64_t{seg} * c.seg;
   s.len = static_cast<uint32_t>(
       std::min<uint64_t>(c.seg, c.length > off ? c.length - off : 0));
-  (void)m;
 }
 
 // Adds `data` (the slot's length) into the slot: the first contribution
@@ -455,7 +453,7 @@ bool progress(Impl& m, CollComm& c) {
   const uint32_t window = m.cfg.coll_window;
   for (uint32_t seg = c.base; seg < c.nsegs && seg < c.base + window; seg++) {
     CollSlot& s = slot_of(m, c, seg);
-    if (!s.used) open_slot(m, c, s, seg);
+    if (!s.used) open_slot(c, s, seg);
     did |= step_slot(m, c, s);
     if (!c.active || c.failed != RHN_SYN_NONE) return true;
   }
@@ -962,7 +960,7 @@ void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
     return;
   }
   CollSlot& s = slot_of(*this, c, seg);
-  if (!s.used) open_slot(*this, c, s, seg);
+  if (!s.used) open_slot(c, s, seg);
   if (s.seg != seg) {  // its buffer still holds an older segment
     nak(RHN_SYN_COLL_NOT_READY);
     mark(c.tell_window, static_cast<uint32_t>(x));
