@@ -21,6 +21,10 @@ const char* pkt_type_name(uint8_t t) {
       return "NAK";
     case RHN_PKT_RAW:
       return "RAW";
+    case RHN_PKT_MGMT:
+      return "MGMT";
+    case RHN_PKT_COLL:
+      return "COLL";
     default:
       return "?";
   }
@@ -93,6 +97,18 @@ std::string describe_frame(std::span<const uint8_t> f) {
     out.append(buf, size_t(n));
     if (op.opcode == RHN_WOP_NAK)
       out += " syndrome=" + std::to_string(op.syndrome);
+  }
+  if (h.type == RHN_PKT_COLL &&
+      f.size() >= RHN_PKT_HDR_LEN + sizeof(rhn_coll_frame)) {
+    rhn_coll_frame c;
+    std::memcpy(&c, f.data() + RHN_PKT_HDR_LEN, sizeof c);
+    static const char* const kKinds[] = {"?",    "UP",   "DOWN",
+                                         "HELD", "BUSY", "ACK"};
+    n = std::snprintf(buf, sizeof buf,
+                      " | %s key=0x%x seq=%u seg=%u nodes=%u status=%u",
+                      c.kind < 6 ? kKinds[c.kind] : "?", c.key, c.seq, c.seg,
+                      c.nnodes, c.status);
+    out.append(buf, size_t(n));
   }
   return out;
 }

@@ -29,6 +29,7 @@ bool well_formed(std::span<const uint8_t> f) {
     case RHN_PKT_NAK:
     case RHN_PKT_RAW:
     case RHN_PKT_MGMT:
+    case RHN_PKT_COLL:
       hdr_len = RHN_PKT_HDR_LEN;
       break;
     default:
@@ -158,6 +159,15 @@ void SwitchCore::ingress(unsigned port, std::span<const uint8_t> frame,
     egress(port, answer, now_ns);
     return;
   }
+  if (frame[offsetof(rhn_pkt_hdr, type)] == RHN_PKT_COLL) {
+    // For the switch too: a collective's partial, combined here; the
+    // results and answers go back out on the contributors' ports.
+    coll_.ingress(port, frame, now_ns,
+                  [&](unsigned out, std::span<const uint8_t> f) {
+                    egress(out, f, now_ns);
+                  });
+    return;
+  }
   if (src < RHN_MAX_NODES) node_port_[src] = int32_t(port);
 
   if (dst == RHN_NODE_BROADCAST) {
@@ -222,6 +232,7 @@ void SwitchCore::deliver(unsigned port, std::span<const uint8_t> frame) {
 }
 
 void SwitchCore::tick(uint64_t now_ns) {
+  coll_.tick(now_ns);
   for (unsigned i = 0; i < ports_.size(); i++) {
     Port& p = ports_[i];
     if (!p.up && p.up_at_ns && now_ns >= p.up_at_ns) {
@@ -236,7 +247,7 @@ void SwitchCore::tick(uint64_t now_ns) {
 }
 
 uint64_t SwitchCore::next_deadline_ns() const {
-  uint64_t next = UINT64_MAX;
+  uint64_t next = coll_.next_deadline_ns();
   for (const Port& p : ports_) {
     if (!p.up && p.up_at_ns) next = std::min(next, p.up_at_ns);
     if (p.holding) next = std::min(next, p.held_until_ns);
@@ -259,6 +270,7 @@ std::string SwitchCore::stats_text() const {
        << " mgmt_applied=" << c.mgmt_applied
        << " mgmt_refused=" << c.mgmt_refused << "\n";
   }
+  os << coll_.stats_text();
   return os.str();
 }
 

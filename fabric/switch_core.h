@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "coll_reducer.h"
 #include "group_table.h"
 
 namespace rhinet::fabric {
@@ -87,6 +88,13 @@ class SwitchCore {
   void port_reconnected(unsigned port);
   bool map_node(uint16_t node, unsigned port);
 
+  // In-switch reduction (RHN_PKT_COLL): a table of `slots` segment
+  // buffers, a segment dropped after `stale_ns` without a frame about it.
+  void configure_coll(uint32_t slots, uint64_t stale_ns) {
+    coll_ = CollReducer(slots, stale_ns);
+  }
+  const CollReducer& coll() const { return coll_; }
+
   PortCounters& counters(unsigned port) { return ports_[port].cnt; }
   const PortCounters& counters(unsigned port) const { return ports_[port].cnt; }
   std::string stats_text() const;
@@ -111,6 +119,7 @@ class SwitchCore {
   std::vector<Port> ports_;
   std::vector<int32_t> node_port_;  // node ID -> port, -1 unknown
   GroupTable groups_;
+  CollReducer coll_;
   uint64_t seed_;
   Egress egress_;
   Capture capture_;

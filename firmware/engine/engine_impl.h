@@ -984,6 +984,9 @@ struct CollSlot {
   uint32_t todo = 0, busy = 0;
   uint64_t retry_at = 0;  // a NOT_READY destination: not before then
   uint8_t retries = 0;
+  // In-switch mode: the partial (bit kCollParent of todo) goes to the
+  // switch until its DOWN is here; UPs sent since its last answer.
+  uint8_t unanswered = 0;
   uint32_t buf = 0;  // index of its buffer (RHN_WIRE_MTU bytes)
 };
 constexpr uint32_t kCollParent = 31;
@@ -1006,8 +1009,11 @@ struct CollComm {
   // A local rank's endpoint went: nothing on it completes again.
   bool broken = false;
   uint32_t probing = 0;  // liveness probes out
-  uint8_t op = 0, reduce = 0, type = 0, radix = 0;
-  uint16_t root = 0;  // the root rank's node index
+  uint8_t op = 0, reduce = 0, type = 0;
+  uint8_t radix = 0;        // RHN_COLL_RADIX_SWITCH: the switch reduces
+  uint16_t root = 0;        // the root rank's node index
+  uint32_t nodes_hash = 0;  // rhn_coll_nodes_hash, for the switch
+  uint32_t probe_next = 0;  // in-switch mode: the next node index to ping
   uint16_t root_rank = 0;
   uint32_t length = 0, seg = 0, nsegs = 0;
   uint32_t base = 0;   // the oldest segment not finished here
@@ -1036,6 +1042,7 @@ struct CollTables {
   std::vector<CollSlot> slots;         // coll_window per communicator
   std::unique_ptr<uint8_t[]> buffers;  // RHN_WIRE_MTU per slot
   std::unique_ptr<uint8_t[]> scratch;  // one segment, to combine from
+  std::unique_ptr<uint8_t[]> frame;    // an RHN_PKT_COLL frame to send
   // ABORTs for communicators no local rank has posted on yet: applied
   // when one does (oldest overwritten first).
   struct EarlyAbort {
@@ -1502,6 +1509,7 @@ struct Engine::Impl {
   void coll_qp_gone(uint32_t qpn);  // its communicators' collectives fail
   void coll_node_failed(uint16_t node);
   void coll_receive(Peer& p, const Packet& pkt);         // RHN_FW_COLL_*
+  void coll_switch_receive(const Packet& pkt);           // RHN_PKT_COLL
   void coll_fw_done(uint64_t cookie, uint8_t syndrome);  // FwOwner::kColl
   bool coll_run(uint32_t budget);  // segments to move, sends due, probes
   uint64_t coll_next_deadline() const { return coll.next_deadline; }

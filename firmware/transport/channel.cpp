@@ -246,6 +246,16 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
     mcast_receive(pkt);
     return;
   }
+  if (h.type == RHN_PKT_COLL) {  // the switch's part of a collective
+    if (h.src_node != RHN_NODE_BROADCAST || h.dst_node != cfg.node_id) {
+      counters.add(RHN_CNT_MALFORMED_PACKETS);
+      return;
+    }
+    counters.add(RHN_CNT_RX_PACKETS);
+    counters.add(RHN_CNT_RX_BYTES, frame.size());
+    coll_switch_receive(pkt);
+    return;
+  }
   if (h.type == RHN_PKT_MGMT) {  // the switch's answer to a join or leave
     counters.add(RHN_CNT_RX_PACKETS);
     counters.add(RHN_CNT_RX_BYTES, frame.size());

@@ -26,7 +26,7 @@ ParseStatus parse_packet(std::span<const uint8_t> frame, Packet& out) {
   const rhn_pkt_hdr& h = out.hdr;
   if (h.magic != RHN_WIRE_MAGIC || h.version != RHN_WIRE_VERSION)
     return ParseStatus::kMalformed;
-  if (h.type < RHN_PKT_DATA || h.type > RHN_PKT_MGMT)
+  if (h.type < RHN_PKT_DATA || h.type > RHN_PKT_COLL)
     return ParseStatus::kMalformed;
   const size_t hdr_len = header_length(h.type);
   if (frame.size() < hdr_len) return ParseStatus::kMalformed;

@@ -98,6 +98,7 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	[RHN_CNT_COLL_SEGMENTS].name = "coll_segments",
 	[RHN_CNT_COLL_RETRIES].name = "coll_retries",
 	[RHN_CNT_COLL_ERRORS].name = "coll_errors",
+	[RHN_CNT_COLL_SWITCH_FRAMES].name = "coll_switch_frames",
 	/* Not a NIC counter: pages pinned for this device's user memory. */
 	[RHINET_STAT_PINNED_PAGES].name = "pinned_pages",
 	/* Nor this: communication areas registered by users (MRs). */

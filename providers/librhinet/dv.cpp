@@ -49,7 +49,8 @@ static_assert(same(RHINETDV_SYN_BAD_KEY, RHN_SYN_BAD_KEY) &&
                   same(RHINETDV_SYN_NO_MCAST_GROUP, RHN_SYN_NO_MCAST_GROUP) &&
                   same(RHINETDV_SYN_NOT_SUBSCRIBED, RHN_SYN_NOT_SUBSCRIBED) &&
                   same(RHINETDV_SYN_COLL_MISMATCH, RHN_SYN_COLL_MISMATCH) &&
-                  same(RHINETDV_SYN_COLL_NO_ROOM, RHN_SYN_COLL_NO_ROOM),
+                  same(RHINETDV_SYN_COLL_NO_ROOM, RHN_SYN_COLL_NO_ROOM) &&
+                  same(RHINETDV_SYN_COLL_NO_SWITCH, RHN_SYN_COLL_NO_SWITCH),
               "rhinetdv syndromes are the NIC's");
 static_assert(same(RHINETDV_MODE_BASIC, RHN_XFER_BASIC) &&
                   same(RHINETDV_MODE_TWIN, RHN_XFER_TWIN) &&
@@ -1045,6 +1046,9 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
   if ((ctx->attr.caps & RHN_CAP_COLLECTIVE) &&
       (ctx->attr.caps & RHN_CAP_ENDPOINT))
     a.caps |= RHINETDV_CAP_COLLECTIVE;
+  if ((a.caps & RHINETDV_CAP_COLLECTIVE) &&
+      (ctx->attr.caps & RHN_CAP_COLL_SWITCH))
+    a.caps |= RHINETDV_CAP_COLL_IN_SWITCH;
   a.max_areas = ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS
                     ? ctx->attr.max_areas
                     : 0;
@@ -1524,8 +1528,9 @@ RHINETDV_EXPORT int rhinetdv_collective(rhinetdv_endpoint* pub,
   rhinetdv_coll_attr a;
   if (!pub || !rhinet::extend(attr, inlen, &a, sizeof(a))) return EINVAL;
   if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
-  constexpr uint32_t kKnownFlags =
-      RHINETDV_COLL_SIGNALED | RHINETDV_COLL_STATUS_WORD;
+  constexpr uint32_t kKnownFlags = RHINETDV_COLL_SIGNALED |
+                                   RHINETDV_COLL_STATUS_WORD |
+                                   RHINETDV_COLL_IN_SWITCH;
   const uint32_t size =
       a.type == RHINETDV_COLL_INT64 || a.type == RHINETDV_COLL_UINT64 ||
               a.type == RHINETDV_COLL_DOUBLE
@@ -1536,7 +1541,10 @@ RHINETDV_EXPORT int rhinetdv_collective(rhinetdv_endpoint* pub,
   const bool reduces =
       a.op == RHINETDV_COLL_ALLREDUCE || a.op == RHINETDV_COLL_REDUCE;
   const bool rooted = a.op == RHINETDV_COLL_REDUCE || a.op == RHINETDV_COLL_BCAST;
+  const bool in_switch = a.flags & RHINETDV_COLL_IN_SWITCH;
   if (a.comp_mask || a.reserved || (a.flags & ~kKnownFlags) ||
+      (in_switch && (a.radix || a.op == RHINETDV_COLL_REDUCE ||
+                     a.op == RHINETDV_COLL_BCAST)) ||
       a.op < RHINETDV_COLL_ALLREDUCE || a.op > RHINETDV_COLL_BARRIER ||
       a.type > RHINETDV_COLL_DOUBLE || a.reduce > RHINETDV_COLL_BXOR ||
       (reduces && fl && a.reduce > RHINETDV_COLL_MAX) ||
@@ -1550,6 +1558,7 @@ RHINETDV_EXPORT int rhinetdv_collective(rhinetdv_endpoint* pub,
     return EINVAL;
   const rhinet::Context* ctx = rhinet::to_ctx(pub->context);
   if (!(ctx->attr.caps & RHN_CAP_COLLECTIVE)) return EOPNOTSUPP;
+  if (in_switch && !(ctx->attr.caps & RHN_CAP_COLL_SWITCH)) return EOPNOTSUPP;
   if (!rhinet::in_groups(ctx, a.group_id)) return EPERM;
   alignas(8) uint8_t w[2 * RHN_SQ_SLOT_SIZE];
   memset(w, 0, sizeof(w));
@@ -1578,6 +1587,7 @@ RHINETDV_EXPORT int rhinetdv_collective(rhinetdv_endpoint* pub,
   x->recv_lkey = a.recv_lkey;
   x->members_addr = reinterpret_cast<uintptr_t>(a.members);
   x->members_lkey = a.members_lkey;
+  x->flags = in_switch ? uint8_t{RHN_COLL_F_IN_SWITCH} : uint8_t{0};
   rhinet::Endpoint* ep = rhinet::to_ep(pub);
   std::lock_guard<std::mutex> g(ep->lock);
   return rhinet::post_wqe_locked(ep, w, 2, a.wr_id,

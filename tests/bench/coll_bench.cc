@@ -10,6 +10,10 @@
 //             NICs read the operands, combine and write the results (radix
 //             0: the NIC's choice, a tree of fan-out 4 below 64 KiB and a
 //             chain whose root turns with every segment from 64 KiB on).
+//   switch    the same WQEs with RHN_COLL_F_IN_SWITCH: each NIC sends its
+//             partial of every segment to the simulator's switch, which
+//             combines them (fabric/coll_reducer.h, halfway through the
+//             hop) and sends the result back: one hop in all.
 //   host ring the textbook ring (reduce-scatter, then allgather; 2(n-1)
 //             steps of n-th chunks) with SEND/RECV between endpoints; the
 //             host adds each chunk it receives. Its host time is measured
@@ -20,8 +24,9 @@
 // speed-up of the NIC over the ring, the NIC's bandwidth as a share of the
 // ring's, and host time per rank per allreduce (what each rank's CPU spent:
 // for the NIC one post and one poll of a completion). The NIC's own work is
-// charged by the simulator as 50 ns per step in which any engine worked.
-// Not here yet: the in-switch reduction.
+// charged by the simulator as 50 ns per step in which any engine worked;
+// the switch's combining costs it nothing (a switch's ALUs work at line
+// rate), only the hop.
 //
 //   coll_bench [--quick]
 #include <algorithm>
@@ -153,7 +158,7 @@ class Cluster {
   }
 
   // One NIC allreduce of every rank.
-  bool nic_once(size_t bytes, uint8_t radix, double* host_ns) {
+  bool nic_once(size_t bytes, uint8_t radix, uint8_t flags, double* host_ns) {
     for (uint32_t r = 0; r < nranks_; r++) {
       sim::SendWr w;
       w.wr_id = 1;
@@ -165,6 +170,7 @@ class Cluster {
       x.reduce = RHN_COLL_SUM;
       x.type = RHN_COLL_INT64;
       x.radix = radix;
+      x.flags = flags;
       x.rank = uint16_t(r);
       x.nranks = uint16_t(nranks_);
       x.length = uint32_t(bytes);
@@ -335,7 +341,7 @@ class Cluster {
 
 // Mean fabric and host time of `iters` allreduces of `bytes`.
 Figures measure(Cluster& cl, uint32_t nranks, size_t bytes, int iters,
-                bool ring, uint8_t radix = 0) {
+                bool ring, uint8_t radix = 0, uint8_t flags = 0) {
   Figures f;
   cl.fill(bytes);
   for (Ep& e : cl.eps) {
@@ -347,7 +353,7 @@ Figures measure(Cluster& cl, uint32_t nranks, size_t bytes, int iters,
   const uint64_t t0 = cl.c->clock().now();
   for (int i = 0; i < iters; i++) {
     const bool done = ring ? cl.ring_once(bytes, &host_ns)
-                           : cl.nic_once(bytes, radix, &host_ns);
+                           : cl.nic_once(bytes, radix, flags, &host_ns);
     if (!done) {
       std::fprintf(stderr, "%s allreduce of %zu bytes failed\n",
                    ring ? "ring" : "NIC", bytes);
@@ -380,26 +386,31 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("\n%u ranks (%u per node)\n", nranks, per_node);
-    std::printf("%9s %11s %11s %8s %8s %12s %12s %12s\n", "bytes", "NIC us",
-                "ring us", "speedup", "NIC bw", "NIC host us", "ring host us",
-                "NIC chain us");
+    std::printf("%9s %11s %11s %8s %8s %12s %12s %12s %11s %9s\n", "bytes",
+                "NIC us", "ring us", "speedup", "NIC bw", "NIC host us",
+                "ring host us", "NIC chain us", "switch us", "sw speedup");
     for (size_t bytes : sizes) {
       const int iters = quick ? 2 : bytes >= 262144 ? 3 : 20;
       const Figures nic = measure(cl, nranks, bytes, iters, false);
       const Figures ring = measure(cl, nranks, bytes, iters, true);
       const Figures chain = measure(cl, nranks, bytes, iters, false, 1);
-      all_ok &= nic.ok && ring.ok && chain.ok;
-      std::printf("%9zu %11.1f %11.1f %7.2fx %7.0f%% %12.2f %12.2f %12.1f%s\n",
-                  bytes, nic.fabric_us, ring.fabric_us,
-                  ring.fabric_us / nic.fabric_us,
-                  100.0 * ring.fabric_us / nic.fabric_us, nic.host_us,
-                  ring.host_us, chain.fabric_us,
-                  nic.ok && ring.ok && chain.ok ? "" : "  WRONG RESULT");
+      const Figures sw =
+          measure(cl, nranks, bytes, iters, false, 0, RHN_COLL_F_IN_SWITCH);
+      const bool right = nic.ok && ring.ok && chain.ok && sw.ok;
+      all_ok &= right;
+      std::printf(
+          "%9zu %11.1f %11.1f %7.2fx %7.0f%% %12.2f %12.2f %12.1f %11.1f "
+          "%8.2fx%s\n",
+          bytes, nic.fabric_us, ring.fabric_us, ring.fabric_us / nic.fabric_us,
+          100.0 * ring.fabric_us / nic.fabric_us, nic.host_us, ring.host_us,
+          chain.fabric_us, sw.fabric_us, ring.fabric_us / sw.fabric_us,
+          right ? "" : "  WRONG RESULT");
     }
   }
   std::printf(
       "\nNIC bw: the ring's time over the NIC's (the NIC's bandwidth as a "
       "share of the ring's). Host us: CPU time each rank spent per "
-      "allreduce. In-switch reduction: not built yet.\n");
+      "allreduce. sw speedup: the ring's time over the in-switch "
+      "reduction's.\n");
   return all_ok ? 0 : 1;
 }

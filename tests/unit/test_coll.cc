@@ -166,6 +166,7 @@ struct CollSpec {
   uint8_t radix = 0;
   uint16_t seg = 0;
   bool in_place = false;
+  bool in_switch = false;  // RHN_COLL_F_IN_SWITCH
   uint32_t comm = kComm;
   uint64_t salt = 1;
 };
@@ -235,6 +236,7 @@ class Coll : public ::testing::Test {
     x.recv_lkey = k.d.buf.key();
     x.members_addr = k.d.buf.va(lay.members());
     x.members_lkey = k.d.buf.key();
+    x.flags = s.in_switch ? RHN_COLL_F_IN_SWITCH : 0;
     return wr;
   }
   // Writes the operands and poisons the results.
@@ -753,6 +755,20 @@ TEST_F(Coll, WqesTheNicRefuses) {
       {"a member list that does not name this endpoint",
        [](SendWr& w) { w.coll.rank = 1; }, RHN_CQE_LOC_QP_OP_ERR,
        RHN_SYN_BAD_WQE},
+      {"a broadcast in the switch",
+       [](SendWr& w) {
+         w.coll.op = RHN_COLL_BCAST;
+         w.coll.flags = RHN_COLL_F_IN_SWITCH;
+       },
+       RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE},
+      {"in the switch with a radix",
+       [](SendWr& w) {
+         w.coll.radix = 2;
+         w.coll.flags = RHN_COLL_F_IN_SWITCH;
+       },
+       RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE},
+      {"an unknown flag", [](SendWr& w) { w.coll.flags = 0x80; },
+       RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE},
   };
   uint64_t id = 10;
   for (const Case& t : cases) {
@@ -834,6 +850,253 @@ TEST_F(Coll, AProcessCannotFillTheCommunicatorTable) {
   CollSpec s;
   s.comm = RHN_AREA_KEY(0, 200);
   s.len = 64;
+  run_and_check(s);
+}
+
+// ---- (3) In the switch (RHN_COLL_F_IN_SWITCH): the fabric switch combines
+// the nodes' partials (fabric/coll_reducer.h, the simulator's switch).
+
+// Segments between NICs (firmware COLL_UP / COLL_DOWN messages) seen by the
+// fabric since the tap went on.
+struct NicSegments {
+  explicit NicSegments(SimCluster& c) {
+    c.fabric().tap = [this](size_t, std::span<const uint8_t> f) {
+      if (f.size() < RHN_DATA_HDR_LEN ||
+          f[offsetof(rhn_pkt_hdr, type)] != RHN_PKT_DATA)
+        return;
+      rhn_op_hdr op;
+      std::memcpy(&op, f.data() + RHN_PKT_HDR_LEN, sizeof op);
+      if (op.opcode == RHN_WOP_FW &&
+          (op.rkey == RHN_FW_COLL_UP || op.rkey == RHN_FW_COLL_DOWN))
+        count++;
+    };
+  }
+  uint64_t count = 0;
+};
+
+// Every reduce of every type, one element and several segments; a barrier;
+// 2 to 17 nodes of 1 to 4 ranks. Exact results, combined by the switch: no
+// segment travels between NICs.
+TEST_F(Coll, InTheSwitchEveryOpTypeAndShape) {
+  start(4);
+  NicSegments between(*c);
+  make_ranks(4, 2, 3 * 4096 + 40);
+  uint64_t salt = 500;
+  uint32_t runs = 0;
+  for (uint8_t type : kTypes)
+    for (uint8_t reduce = RHN_COLL_SUM; reduce <= RHN_COLL_BXOR; reduce++) {
+      const bool fl = type == RHN_COLL_FLOAT || type == RHN_COLL_DOUBLE;
+      if (fl && reduce > RHN_COLL_MAX) continue;
+      for (uint32_t len : {type_size(type), 3u * 4096 + 40}) {
+        CollSpec s;
+        s.in_switch = true;
+        s.reduce = reduce;
+        s.type = type;
+        s.len = len;
+        s.salt = salt++;
+        SCOPED_TRACE("type " + std::to_string(type) + " reduce " +
+                     std::to_string(reduce) + " len " + std::to_string(len));
+        run_and_check(s);
+        if (HasFailure()) return;
+        runs++;
+      }
+    }
+  CollSpec b;
+  b.op = RHN_COLL_BARRIER;
+  b.len = 0;
+  b.in_switch = true;
+  run_and_check(b);
+  const auto& sw = c->fabric().coll().counters();
+  EXPECT_GT(sw.results, uint64_t{runs});
+  EXPECT_EQ(sw.mismatches + sw.malformed + sw.busy, 0u);
+  EXPECT_EQ(between.count, 0u);
+  EXPECT_GT(total(RHN_CNT_COLL_SWITCH_FRAMES), 0u);
+  EXPECT_EQ(total(RHN_CNT_COLL_ERRORS), 0u);
+  // Every segment acknowledged: the switch holds nothing.
+  c->run_for(1'000'000);
+  EXPECT_EQ(c->fabric().coll().slots_in_use(), 0u);
+
+  for (size_t nodes : {2, 3, 17}) {
+    for (size_t per : {1, 4}) {
+      SCOPED_TRACE(std::to_string(nodes) + " nodes x " + std::to_string(per));
+      start(nodes, 4u << 20);
+      make_ranks(nodes, per, 2 * 4096 + 8, per == 4);
+      CollSpec s;
+      s.in_switch = true;
+      s.len = 2 * 4096 + 8;
+      s.type = RHN_COLL_INT32;
+      s.salt = nodes * 10 + per;
+      run_and_check(s);
+      b.salt = s.salt;
+      run_and_check(b);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+// 4 B to 4 MiB through the switch (a thousand segments, the window moving
+// many times).
+TEST_F(Coll, InTheSwitchFourBytesToFourMebibytes) {
+  start(4, 48u << 20);
+  make_ranks(4, 1, 4u << 20);
+  for (uint32_t len : {4u, 65536u, 4u << 20}) {
+    CollSpec s;
+    s.in_switch = true;
+    s.len = len;
+    s.type = RHN_COLL_FLOAT;
+    s.salt = len;
+    SCOPED_TRACE("len " + std::to_string(len));
+    run_and_check(s);
+    if (HasFailure()) return;
+  }
+}
+
+// Loss, duplication and reordering on every link, the switch's included:
+// UPs go again on their timeout, repeated DOWNs are acknowledged again.
+TEST_F(Coll, InTheSwitchOnALossyFabric) {
+  start(6);
+  make_lossy(*c, 43);
+  make_ranks(6, 2, 40000);
+  for (uint64_t salt : {1, 2, 3}) {
+    CollSpec s;
+    s.in_switch = true;
+    s.len = 40000;
+    s.type = RHN_COLL_UINT64;
+    s.reduce = RHN_COLL_BXOR;
+    s.salt = salt;
+    run_and_check(s);
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(total(RHN_CNT_COLL_RETRIES), 0u);
+  EXPECT_GT(c->fabric().coll().counters().repeats, 0u);
+}
+
+// A switch table of two buffers for two communicators of many segments
+// each, posted at once: segments wait (BUSY), lower ones take buffers from
+// higher ones, and both complete exactly; no deadlock.
+TEST_F(Coll, InTheSwitchATableOfTwoBuffersForTwoCommunicators) {
+  start(4);
+  c->fabric().configure_coll(2, 2'000'000'000);
+  make_ranks(4, 1, 8 * 4096);
+  CollSpec a;
+  a.in_switch = true;
+  a.len = 4 * 4096;
+  a.seg = 4096;
+  a.comm = RHN_AREA_KEY(0, 1);
+  CollSpec b = a;
+  b.comm = RHN_AREA_KEY(0, 2);
+  b.type = RHN_COLL_INT32;
+  for (Rank& k : ranks) {
+    const auto v = operand(RHN_COLL_INT64, k.rank, a.len, 5);
+    k.d.buf.buf.write(0, v.data(), v.size());
+  }
+  for (Rank& k : ranks) {
+    // Node order differs per communicator, so their UPs interleave.
+    SendWr wa = wr_for(k, a, 1);
+    wa.coll.recv_addr = k.d.buf.va(4 * 4096);
+    SendWr wb = wr_for(k, b, 2);
+    wb.coll.recv_addr = k.d.buf.va(12 * 4096);
+    wb.coll.length = 4 * 4096;
+    if (k.rank % 2) std::swap(wa, wb);
+    ASSERT_TRUE(k.qp().post_send(wa));
+    ASSERT_TRUE(k.qp().post_send(wb));
+  }
+  for (Rank& k : ranks) {
+    auto v = c->wait_cqes(k.cq(), 2, 2'000'000'000);
+    ASSERT_EQ(v.size(), 2u) << describe(v);
+    for (const Completion& x : v) EXPECT_TRUE(x.ok()) << describe(x);
+  }
+  const auto sum64 = reference(RHN_COLL_INT64, RHN_COLL_SUM, 4, a.len, 5);
+  // The same bytes summed as int32 elements.
+  std::vector<uint8_t> sum32(a.len, 0);
+  for (const Rank& k : ranks) {
+    const auto v = operand(RHN_COLL_INT64, k.rank, a.len, 5);
+    for (size_t i = 0; i < a.len; i += 4) {
+      uint32_t x, y;
+      std::memcpy(&x, sum32.data() + i, 4);
+      std::memcpy(&y, v.data() + i, 4);
+      x += y;
+      std::memcpy(sum32.data() + i, &x, 4);
+    }
+  }
+  for (Rank& k : ranks) {
+    EXPECT_EQ(k.d.buf.buf.bytes(4 * 4096, a.len), sum64) << k.rank;
+    EXPECT_EQ(k.d.buf.buf.bytes(12 * 4096, a.len), sum32) << k.rank;
+  }
+  EXPECT_GT(c->fabric().coll().counters().busy, 0u);
+  EXPECT_GT(total(RHN_CNT_COLL_RETRIES), 0u);
+}
+
+// A member's node dies while the switch holds the others' partials: every
+// other rank fails with MEMBER_LOST (liveness pings, then ABORTs on the
+// node channels); the switch drops the orphaned segments later by itself.
+TEST_F(Coll, InTheSwitchAMemberNodeThatDiesFailsItEverywhere) {
+  start(5);
+  make_ranks(5, 1, 200000);
+  CollSpec s;
+  s.in_switch = true;
+  s.len = 200000;
+  prepare(s);
+  for (Rank& k : ranks) ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
+  ASSERT_TRUE(c->run_until(
+      [&] { return c->node(0).counter(RHN_CNT_COLL_SEGMENTS) >= 4; },
+      100'000'000));
+  ASSERT_LT(c->node(0).counter(RHN_CNT_COLL_SEGMENTS), 40u);
+  c->fabric().set_link(3, false);
+  expect_each_fails(RHN_SYN_MEMBER_LOST,
+                    [](const Rank& k) { return k.node == 3; });
+}
+
+// Ranks that disagree: one in the switch's mode and the others in the
+// NICs' (the node channels find it), or all in the switch with one other
+// length (the switch finds it). Both fail everywhere; the next works.
+TEST_F(Coll, InTheSwitchRanksThatDisagree) {
+  start(4);
+  make_ranks(4, 1, 4096);
+  for (int how = 0; how < 2; how++) {
+    SCOPED_TRACE(how ? "another length" : "another mode");
+    CollSpec s;
+    s.in_switch = true;
+    s.len = 2048;
+    s.salt = 60 + how;
+    prepare(s);
+    for (Rank& k : ranks) {
+      SendWr w = wr_for(k, s, 3);
+      if (k.rank == 2) {
+        if (how)
+          w.coll.length = 1024;
+        else
+          w.coll.flags = 0;
+      }
+      ASSERT_TRUE(k.qp().post_send(w));
+    }
+    expect_each_fails(RHN_SYN_COLL_MISMATCH);
+    s.salt = 70 + how;
+    run_and_check(s);
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(c->fabric().coll().counters().mismatches, 0u);
+}
+
+// A switch that does not reduce (drops RHN_PKT_COLL frames, as one without
+// the feature would): every rank fails with COLL_NO_SWITCH after the UP's
+// retries, not a hang; the NICs' own mode still works on it.
+TEST_F(Coll, ASwitchThatDoesNotReduce) {
+  start(3);
+  c->fabric().configure_coll(0, 0);
+  make_ranks(3, 1, 1024);
+  CollSpec s;
+  s.in_switch = true;
+  prepare(s);
+  for (Rank& k : ranks) ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
+  for (Rank& k : ranks) {
+    Completion x = wait_one(*c, k.cq(), 20'000'000'000ull);
+    EXPECT_TRUE(failed_with(x, RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_NO_SWITCH))
+        << "rank " << k.rank << ": " << describe(x);
+  }
+  EXPECT_GT(total(RHN_CNT_COLL_RETRIES), 0u);
+  s.in_switch = false;
+  s.salt = 80;
   run_and_check(s);
 }
 

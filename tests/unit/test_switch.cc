@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "core/crc32c.h"
 #include "fabric_frames.h"
 #include "rhinet/hw_wire.h"
 #include "switch_core.h"
@@ -280,4 +281,255 @@ TEST(Switch, ManagementFramesCannotTouchAdministratorGroups) {
   EXPECT_TRUE(r.sw.group_members(RHN_NODE_MCAST_UD_FIRST).empty());
   EXPECT_TRUE(r.sw.group_members(RHN_NODE_MCAST_UD_FIRST + 1).empty());
   EXPECT_EQ(r.got(1), 1u);  // no answers to those
+}
+
+// ---- In-switch reduction (RHN_PKT_COLL, fabric/coll_reducer.h).
+
+namespace {
+
+struct CollUp {
+  uint16_t node = 0;
+  uint8_t kind = RHN_COLL_FRAME_UP;
+  uint32_t key = RHN_AREA_KEY(0, 7);
+  uint32_t seq = 0;
+  uint32_t seg = 0;
+  uint16_t nnodes = 3;
+  uint32_t signature = 0x51;
+  uint8_t reduce = RHN_COLL_SUM;
+  uint8_t type = RHN_COLL_INT32;
+  std::vector<int32_t> data;
+};
+
+// A NIC's frame, both CRCs right (the switch checks them on these).
+std::vector<uint8_t> coll_frame(const CollUp& u) {
+  rhn_coll_frame f{};
+  f.key = u.key;
+  f.seq = u.seq;
+  f.seg = u.seg;
+  f.signature = u.signature;
+  f.members = 0xabc;
+  f.nnodes = u.nnodes;
+  f.kind = u.kind;
+  f.reduce = u.reduce;
+  f.type = u.type;
+  const size_t bytes = u.data.size() * 4;
+  std::vector<uint8_t> out(RHN_PKT_HDR_LEN, 0);
+  const auto* fp = reinterpret_cast<const uint8_t*>(&f);
+  out.insert(out.end(), fp, fp + sizeof f);
+  const auto* dp = reinterpret_cast<const uint8_t*>(u.data.data());
+  out.insert(out.end(), dp, dp + bytes);
+  rhn_pkt_hdr h{};
+  h.magic = RHN_WIRE_MAGIC;
+  h.version = RHN_WIRE_VERSION;
+  h.type = RHN_PKT_COLL;
+  h.dst_node = RHN_NODE_BROADCAST;
+  h.src_node = u.node;
+  h.payload_len = uint16_t(sizeof f + bytes);
+  h.payload_crc =
+      rhinet::fw::crc32c(0, out.data() + RHN_PKT_HDR_LEN, h.payload_len);
+  std::memcpy(out.data(), &h, sizeof h);
+  h.hdr_crc = rhinet::fw::crc32c(0, out.data(), RHN_PKT_HDR_LEN);
+  std::memcpy(out.data(), &h, sizeof h);
+  return out;
+}
+
+struct CollAnswer {
+  rhn_pkt_hdr hdr;
+  rhn_coll_frame f;
+  std::vector<int32_t> data;
+};
+
+// The switch's frame as the NIC sees it: CRCs checked.
+CollAnswer coll_answer_of(const std::vector<uint8_t>& frame) {
+  CollAnswer a{};
+  EXPECT_GE(frame.size(), RHN_PKT_HDR_LEN + sizeof(rhn_coll_frame));
+  std::memcpy(&a.hdr, frame.data(), sizeof a.hdr);
+  std::memcpy(&a.f, frame.data() + RHN_PKT_HDR_LEN, sizeof a.f);
+  std::vector<uint8_t> h(frame.begin(), frame.begin() + RHN_PKT_HDR_LEN);
+  std::memset(h.data() + offsetof(rhn_pkt_hdr, hdr_crc), 0, 4);
+  EXPECT_EQ(rhinet::fw::crc32c(0, h.data(), h.size()), a.hdr.hdr_crc);
+  EXPECT_EQ(
+      rhinet::fw::crc32c(0, frame.data() + RHN_PKT_HDR_LEN, a.hdr.payload_len),
+      a.hdr.payload_crc);
+  EXPECT_EQ(a.hdr.type, RHN_PKT_COLL);
+  EXPECT_EQ(a.hdr.src_node, RHN_NODE_BROADCAST);
+  const size_t bytes = frame.size() - RHN_PKT_HDR_LEN - sizeof a.f;
+  a.data.resize(bytes / 4);
+  std::memcpy(a.data.data(), frame.data() + RHN_PKT_HDR_LEN + sizeof a.f,
+              bytes);
+  return a;
+}
+
+CollAnswer last_answer(Rig& r, unsigned port) {
+  EXPECT_GT(r.got(port), 0u) << "port " << port;
+  if (r.got(port) == 0) return {};
+  return coll_answer_of(r.out[port].back());
+}
+
+}  // namespace
+
+// Three nodes' partials: HELD to the first two, then the sum DOWN to all
+// three. A repeated UP gets its DOWN again; the slot goes when every
+// contributor acknowledged.
+TEST(Switch, CombinesPartialsAndSendsTheResultDown) {
+  Rig r(4);
+  CollUp u;
+  u.data = {1, -2, 3};
+  for (uint16_t n = 0; n < 2; n++) {
+    u.node = n;
+    r.sw.ingress(n, coll_frame(u), 0);
+    const CollAnswer a = last_answer(r, n);
+    EXPECT_EQ(a.f.kind, RHN_COLL_FRAME_HELD);
+    EXPECT_EQ(a.hdr.dst_node, n);
+    u.data = {10, -20, 30};
+  }
+  u.node = 2;
+  u.data = {100, 200, -300};
+  r.sw.ingress(2, coll_frame(u), 0);
+  for (unsigned p = 0; p < 3; p++) {
+    const CollAnswer a = last_answer(r, p);
+    EXPECT_EQ(a.f.kind, RHN_COLL_FRAME_DOWN) << p;
+    EXPECT_EQ(a.f.status, 0u);
+    EXPECT_EQ(a.hdr.dst_node, p);
+    EXPECT_EQ(a.data, (std::vector<int32_t>{111, 178, -267})) << p;
+  }
+  EXPECT_EQ(r.got(3), 0u);  // not a member: nothing
+  EXPECT_EQ(r.sw.coll().counters().results, 1u);
+  // Node 1 lost its DOWN: its UP again brings it again.
+  u.node = 1;
+  u.data = {10, -20, 30};
+  r.sw.ingress(1, coll_frame(u), 0);
+  EXPECT_EQ(r.got(1), 3u);
+  EXPECT_EQ(last_answer(r, 1).data, (std::vector<int32_t>{111, 178, -267}));
+  CollUp ack = u;
+  ack.kind = RHN_COLL_FRAME_ACK;
+  ack.data.clear();
+  for (uint16_t n = 0; n < 3; n++) {
+    EXPECT_EQ(r.sw.coll().slots_in_use(), 1u);
+    ack.node = n;
+    r.sw.ingress(n, coll_frame(ack), 0);
+  }
+  EXPECT_EQ(r.sw.coll().slots_in_use(), 0u);
+}
+
+// Partials that disagree (signature, length, one node more than nnodes)
+// complete the segment with MISMATCH for everyone in it.
+TEST(Switch, PartialsThatDisagreeFailTheSegment) {
+  Rig r(4);
+  CollUp u;
+  u.nnodes = 2;
+  u.data = {1};
+  u.node = 0;
+  r.sw.ingress(0, coll_frame(u), 0);
+  u.node = 1;
+  u.signature = 0x52;  // another length or root, say
+  r.sw.ingress(1, coll_frame(u), 0);
+  for (unsigned p = 0; p < 2; p++) {
+    const CollAnswer a = last_answer(r, p);
+    EXPECT_EQ(a.f.kind, RHN_COLL_FRAME_DOWN);
+    EXPECT_EQ(a.f.status, RHN_SYN_COLL_MISMATCH);
+    EXPECT_TRUE(a.data.empty());
+  }
+  // A complete segment and a third node: it alone hears MISMATCH.
+  CollUp v;
+  v.nnodes = 2;
+  v.seg = 1;
+  v.data = {5};
+  for (uint16_t n = 0; n < 2; n++) {
+    v.node = n;
+    r.sw.ingress(n, coll_frame(v), 0);
+  }
+  EXPECT_EQ(last_answer(r, 1).f.status, 0u);
+  v.node = 2;
+  r.sw.ingress(2, coll_frame(v), 0);
+  EXPECT_EQ(last_answer(r, 2).f.status, RHN_SYN_COLL_MISMATCH);
+  EXPECT_EQ(r.got(0), 4u);  // HELD, DOWN; HELD, DOWN: no word of node 2
+  EXPECT_EQ(r.sw.coll().counters().mismatches, 2u);
+}
+
+// A full table: a higher segment hears BUSY; a lower one takes the buffer
+// of the highest incomplete segment, whose contributors hear BUSY. Complete
+// segments are never taken.
+TEST(Switch, AFullCollectiveTableGivesWayToTheLowestSegment) {
+  Rig r(3);
+  r.sw.configure_coll(2, 1'000'000'000);
+  CollUp a;  // key 7 seg 0: complete (1 node)
+  a.nnodes = 1;
+  a.data = {1};
+  r.sw.ingress(0, coll_frame(a), 0);
+  EXPECT_EQ(last_answer(r, 0).f.kind, RHN_COLL_FRAME_DOWN);
+  CollUp b;  // key 7 seg 5: incomplete
+  b.nnodes = 2;
+  b.seg = 5;
+  b.data = {2};
+  r.sw.ingress(0, coll_frame(b), 0);
+  EXPECT_EQ(last_answer(r, 0).f.kind, RHN_COLL_FRAME_HELD);
+  CollUp hi = b;  // key 9: higher, no room
+  hi.key = RHN_AREA_KEY(0, 9);
+  hi.node = 1;
+  r.sw.ingress(1, coll_frame(hi), 0);
+  EXPECT_EQ(last_answer(r, 1).f.kind, RHN_COLL_FRAME_BUSY);
+  CollUp lo = b;  // key 7 seg 3: lower than seg 5, which gives way
+  lo.seg = 3;
+  lo.node = 1;
+  r.sw.ingress(1, coll_frame(lo), 0);
+  EXPECT_EQ(last_answer(r, 1).f.kind, RHN_COLL_FRAME_HELD);
+  const CollAnswer evicted = last_answer(r, 0);
+  EXPECT_EQ(evicted.f.kind, RHN_COLL_FRAME_BUSY);
+  EXPECT_EQ(evicted.f.seg, 5u);
+  EXPECT_EQ(r.sw.coll().counters().evicted, 1u);
+  lo.node = 2;
+  r.sw.ingress(2, coll_frame(lo), 0);
+  EXPECT_EQ(last_answer(r, 2).f.kind, RHN_COLL_FRAME_DOWN);
+  EXPECT_EQ(last_answer(r, 2).data, (std::vector<int32_t>{4}));
+}
+
+// Frames the switch cannot trust are dropped and counted, never answered:
+// a bad CRC, a kind a NIC does not send, a float bitwise reduce; a segment
+// nobody speaks of goes after the stale time; an UP of a later collective
+// stands for the node's acknowledgement of earlier ones.
+TEST(Switch, CollectiveFramesItCannotTrustAndSegmentsLeftBehind) {
+  Rig r(3);
+  r.sw.configure_coll(8, 1'000'000);
+  CollUp u;
+  u.nnodes = 2;
+  u.data = {1, 2};
+  auto bad_crc = coll_frame(u);
+  bad_crc.back() ^= 1;
+  r.sw.ingress(0, bad_crc, 0);
+  CollUp down = u;
+  down.kind = RHN_COLL_FRAME_DOWN;
+  r.sw.ingress(0, coll_frame(down), 0);
+  CollUp fl = u;
+  fl.type = RHN_COLL_FLOAT;
+  fl.reduce = RHN_COLL_BXOR;
+  r.sw.ingress(0, coll_frame(fl), 0);
+  EXPECT_EQ(r.sw.coll().counters().malformed, 3u);
+  EXPECT_EQ(r.got(0), 0u);
+  // One node's partial and silence: dropped at the stale time.
+  r.sw.ingress(0, coll_frame(u), 0);
+  EXPECT_EQ(r.sw.coll().slots_in_use(), 1u);
+  EXPECT_EQ(r.sw.next_deadline_ns(), 1'000'000u);
+  r.sw.tick(999'999);
+  EXPECT_EQ(r.sw.coll().slots_in_use(), 1u);
+  r.sw.tick(1'000'000);
+  EXPECT_EQ(r.sw.coll().slots_in_use(), 0u);
+  EXPECT_EQ(r.sw.coll().counters().stale, 1u);
+  // Complete, node 1's ACK lost; its UP of the next collective frees it.
+  for (uint16_t n = 0; n < 2; n++) {
+    u.node = n;
+    r.sw.ingress(n, coll_frame(u), 2'000'000);
+  }
+  CollUp ack = u;
+  ack.kind = RHN_COLL_FRAME_ACK;
+  ack.data.clear();
+  ack.node = 0;
+  r.sw.ingress(0, coll_frame(ack), 2'000'000);
+  EXPECT_EQ(r.sw.coll().slots_in_use(), 1u);
+  CollUp next = u;
+  next.seq = 1;
+  next.node = 1;
+  r.sw.ingress(1, coll_frame(next), 2'000'000);
+  EXPECT_EQ(r.sw.coll().slots_in_use(), 1u);  // only the new one
+  EXPECT_NE(r.sw.stats_text().find("coll slots=8 in_use=1"), std::string::npos);
 }

@@ -14,7 +14,11 @@
 //  (f) a communicator of the even ranks only (the odd ones stay out);
 //  (g) 8-byte allreduce latency, printed beside two references measured in
 //      the same run: the NIC's counting barrier (Group::barrier, 004 2.10)
-//      and a collective barrier.
+//      and a collective barrier; and the same two with the switch reducing;
+//  (h) allreduce and barrier reduced in the fabric switch
+//      (CommunicatorOptions::in_switch): int64 sums from 1 element to
+//      1 MiB, every op of int32 and double, and a reduce and a broadcast
+//      on the same communicator (those stay in the NICs).
 //
 //   rhinet-run -n 8 --per-node 2 --hosts node0,node1,node2,node3
 //   rhinet_collectives
@@ -279,6 +283,38 @@ int main() {
     }
   }
 
+  // (h) the switch reduces.
+  const bool switch_reduces = rhinet::Communicator::in_switch(g);
+  auto in_switch =
+      rhinet::Communicator::create(g, {.id = 3, .in_switch = switch_reduces});
+  expect(switch_reduces, "the device cannot have the switch reduce");
+  if (switch_reduces &&
+      expect(in_switch.has_value(), "in-switch communicator: %s",
+             in_switch ? "" : in_switch.error().message().c_str())) {
+    rhinet::Communicator& sw = *in_switch;
+    for (std::size_t count :
+         {std::size_t{1}, std::size_t{8192}, std::size_t{131072}}) {
+      const std::string what = "in-switch allreduce int64 sum of " +
+                               std::to_string(count * 8) + " bytes";
+      allreduce_checked<std::int64_t>(g, sw, m, count, Reduce::sum,
+                                      what.c_str());
+    }
+    every_op<std::int32_t>(g, sw, m, "int32 in the switch");
+    every_op<double>(g, sw, m, "double in the switch");
+    for (int i = 0; i < 20; i++)
+      if (!ok(sw.barrier(kWait), "in-switch barrier")) break;
+    auto* data = reinterpret_cast<std::int64_t*>(m.data());
+    for (std::size_t i = 0; i < 100; i++)
+      data[i] = me == 0 ? value<std::int64_t>(0, i) : -1;
+    if (ok(sw.bcast<std::int64_t>({data, 100}, 0, kWait),
+           "bcast on the in-switch communicator")) {
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < 100; i++)
+        bad += data[i] != value<std::int64_t>(0, i);
+      expect(bad == 0, "bcast on the in-switch communicator: %zu wrong", bad);
+    }
+  }
+
   // (g)
   {
     auto* x = reinterpret_cast<std::int64_t*>(m.data());
@@ -299,14 +335,29 @@ int main() {
     for (int i = 0; i < kIters; i++)
       if (!ok(g.barrier({}, kWait), "timed NIC barrier")) break;
     const auto t3 = std::chrono::steady_clock::now();
+    auto t4 = t3, t5 = t3;
+    if (in_switch) {
+      for (int i = 0; i < kIters; i++) {
+        x[0] = me + i;
+        if (!ok(in_switch->allreduce<std::int64_t>({x, 1}, {x + 1, 1},
+                                                   Reduce::sum, kWait),
+                "timed in-switch allreduce"))
+          break;
+      }
+      t4 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kIters; i++)
+        if (!ok(in_switch->barrier(kWait), "timed in-switch barrier")) break;
+      t5 = std::chrono::steady_clock::now();
+    }
     const auto us = [&](auto a, auto b) {
       return std::chrono::duration<double, std::micro>(b - a).count() / kIters;
     };
     if (me == 0)
       std::printf(
           "collectives: over %u ranks: 8-byte allreduce %.1f us, collective "
-          "barrier %.1f us, NIC counting barrier (Group::barrier) %.1f us\n",
-          n, us(t0, t1), us(t1, t2), us(t2, t3));
+          "barrier %.1f us, NIC counting barrier (Group::barrier) %.1f us; "
+          "in the switch: 8-byte allreduce %.1f us, barrier %.1f us\n",
+          n, us(t0, t1), us(t1, t2), us(t2, t3), us(t3, t4), us(t4, t5));
   }
 
   ok(g.barrier_bootstrap(), "final bootstrap barrier");

@@ -44,6 +44,10 @@ bool Communicator::collectives(const Group& group) {
   return group.dev_->attr.caps & RHINETDV_CAP_COLLECTIVE;
 }
 
+bool Communicator::in_switch(const Group& group) {
+  return group.dev_->attr.caps & RHINETDV_CAP_COLL_IN_SWITCH;
+}
+
 Result<Communicator> Communicator::create(Group& group,
                                           const CommunicatorOptions& options) {
   std::vector<std::uint32_t> all(group.size());
@@ -62,6 +66,13 @@ Result<Communicator> Communicator::create(Group& group,
     return Error(EINVAL, "Communicator: " + std::to_string(ranks.size()) +
                              " ranks; the NICs take 1.." +
                              std::to_string(RHINETDV_COLL_MAX_RANKS));
+  if (options.in_switch && !in_switch(group))
+    return Error(EOPNOTSUPP,
+                 "Communicator: the device (or librhinetdv) cannot have the "
+                 "switch reduce (RHINETDV_CAP_COLL_IN_SWITCH)");
+  if (options.in_switch && options.radix)
+    return Error(EINVAL, "Communicator: in_switch takes radix 0, not " +
+                             std::to_string(options.radix));
   if (options.radix > RHINETDV_COLL_MAX_RADIX || options.segment > 4096)
     return Error(EINVAL,
                  "Communicator: radix " + std::to_string(options.radix) +
@@ -168,6 +179,8 @@ Request Communicator::post(std::uint32_t op, Reduce reduce, std::uint32_t type,
   a.members = members_->dests.data();
   a.members_lkey = members_->mr->lkey;
   a.flags = RHINETDV_COLL_STATUS_WORD;
+  if (options_.in_switch && (op == kAllreduce || op == kBarrier))
+    a.flags |= RHINETDV_COLL_IN_SWITCH;
   auto slot = dev.acquire(forever);
   if (!slot) return fail(slot.error().errno_value(), slot.error().message());
   a.wr_id = *slot;

@@ -46,7 +46,9 @@ static_assert(
         static_cast<std::uint32_t>(Syndrome::coll_mismatch) ==
             RHINETDV_SYN_COLL_MISMATCH &&
         static_cast<std::uint32_t>(Syndrome::coll_no_room) ==
-            RHINETDV_SYN_COLL_NO_ROOM,
+            RHINETDV_SYN_COLL_NO_ROOM &&
+        static_cast<std::uint32_t>(Syndrome::coll_no_switch) ==
+            RHINETDV_SYN_COLL_NO_SWITCH,
     "rhinet::Syndrome mirrors RHINETDV_SYN_*");
 static_assert(
     static_cast<std::uint32_t>(Mode::basic) == RHINETDV_MODE_BASIC &&

@@ -62,6 +62,10 @@ constexpr SyndromeInfo kSyndromes[] = {
      EPROTO},
     {29, "COLL_NO_ROOM", "the NIC holds no more communicators for this process",
      ENOSPC},
+    {30, "COLL_NO_SWITCH",
+     "the fabric switch never answered an in-switch collective (it does not "
+     "reduce, or it is gone)",
+     EHOSTUNREACH},
 };
 
 const SyndromeInfo* find(std::uint32_t s) {

@@ -21,9 +21,15 @@
 // collective answers NOT_READY and the segment comes again later. A member
 // that dies (its node, or its endpoint) fails the collective everywhere:
 // the NIC that notices tells every node with an ABORT.
+// In-switch mode (RHN_COLL_F_IN_SWITCH) replaces the tree: every node sends
+// its partial UP to the fabric switch (RHN_PKT_COLL frames, repeated until
+// the switch's DOWN brings the result; fabric/coll_reducer.h is the
+// switch's side), so a segment crosses each link once each way and one
+// hop. Failures still travel as ABORTs on the node channels.
 #include <algorithm>
 #include <cstring>
 
+#include "core/crc32c.h"
 #include "ops/coll/reduce.h"
 #include "ops/family.h"
 
@@ -80,6 +86,10 @@ uint32_t signature(const CollComm& c) {
                             c.nranks, c.length);
 }
 bool has_up_phase(const CollComm& c) { return c.op != RHN_COLL_BCAST; }
+// The switch combines the nodes' partials (one node alone needs nobody).
+bool via_switch(const CollComm& c) {
+  return c.radix == RHN_COLL_RADIX_SWITCH && c.nnodes > 1;
+}
 bool down_carries_data(const CollComm& c) {
   return c.op == RHN_COLL_ALLREDUCE || c.op == RHN_COLL_BCAST;
 }
@@ -120,6 +130,12 @@ uint16_t position(const CollComm& c, uint16_t index, uint16_t root) {
 
 Topo topo(const CollComm& c, uint32_t seg, uint16_t index) {
   Topo t;
+  if (via_switch(c)) {
+    // Every node a leaf under the switch: its partial goes up, the result
+    // comes down.
+    t.v = 1;
+    return t;
+  }
   // An allreduce has no root of its own: segment s is reduced at node s
   // mod nodes, so every node's links carry the same share both ways.
   const bool turning = c.op == RHN_COLL_ALLREDUCE || c.op == RHN_COLL_BARRIER;
@@ -334,8 +350,61 @@ bool write_results(Impl& m, CollComm& c, CollSlot& s) {
   return true;
 }
 
+// An RHN_PKT_COLL frame about segment `seg` to the switch.
+void send_switch_frame(Impl& m, const CollComm& c, uint32_t seg, uint8_t kind,
+                       std::span<const uint8_t> data) {
+  uint8_t* frame = m.coll.frame.get();
+  rhn_coll_frame f{};
+  f.key = c.key;
+  f.seq = c.seq;
+  f.seg = seg;
+  f.signature = signature(c);
+  f.members = c.nodes_hash;
+  f.nnodes = c.nnodes;
+  f.kind = kind;
+  f.reduce = c.reduce;
+  f.type = c.type;
+  std::memcpy(frame + RHN_PKT_HDR_LEN, &f, sizeof f);
+  if (!data.empty())
+    std::memcpy(frame + RHN_PKT_HDR_LEN + sizeof f, data.data(), data.size());
+  rhn_pkt_hdr h{};
+  h.type = RHN_PKT_COLL;
+  h.dst_node = RHN_NODE_BROADCAST;  // the switch takes it
+  h.src_node = m.cfg.node_id;
+  h.payload_len = static_cast<uint16_t>(sizeof f + data.size());
+  const size_t len = seal_packet(
+      frame, h, nullptr, crc32c(0, frame + RHN_PKT_HDR_LEN, h.payload_len));
+  m.counters.add(RHN_CNT_COLL_SWITCH_FRAMES);
+  m.transmit(RHN_NODE_BROADCAST, {frame, len});
+}
+
+// In-switch mode: the partial goes (again) to the switch when due. Unanswered
+// it goes again after the channels' retransmission timeout, doubling; a
+// switch that never answers fails the collective.
+bool send_switch_up(Impl& m, CollComm& c, CollSlot& s) {
+  if (!(s.todo & (1u << kCollParent))) return false;
+  if (m.now < s.retry_at) {
+    update_deadline(m, s.retry_at);
+    return false;
+  }
+  if (s.unanswered > m.cfg.max_retries) {
+    fail_collective(m, c, RHN_SYN_COLL_NO_SWITCH, true);
+    return true;
+  }
+  if (s.unanswered) m.counters.add(RHN_CNT_COLL_RETRIES);
+  send_switch_frame(m, c, s.seg, RHN_COLL_FRAME_UP, {bytes_of(m, s), s.len});
+  const uint64_t rto = std::min(
+      m.cfg.max_retransmit_timeout_ns,
+      m.cfg.retransmit_timeout_ns << std::min<uint8_t>(s.unanswered, 16));
+  if (s.unanswered < 255) s.unanswered++;
+  s.retry_at = m.now + rto;
+  update_deadline(m, s.retry_at);
+  return true;
+}
+
 // Hands the slot's due messages to fwmsg/.
 bool send_due(Impl& m, CollComm& c, CollSlot& s, const Topo& t) {
+  if (via_switch(c)) return send_switch_up(m, c, s);
   if (!s.todo || m.now < s.retry_at) {
     if (s.todo) update_deadline(m, s.retry_at);
     return false;
@@ -426,11 +495,19 @@ bool probe(Impl& m, CollComm& c) {
   const Topo t = topo(c, c.base, c.self);
   uint32_t want = 0;  // by node index, at most the radix and the parent
   uint16_t list[RHN_COLL_MAX_RADIX + 1];
-  if (t.v > 0) list[want++] = t.parent;
-  for (uint16_t j = 0; j < t.children; j++)
-    if (!s.used || !(s.children_in & (1u << j)))
-      list[want++] =
-          node_at(c, static_cast<uint16_t>(t.first_child + j), t.root);
+  if (via_switch(c)) {
+    // Any node may be the one the switch waits for: the next few in turn.
+    for (uint32_t k = 0; k < c.nnodes && want < RHN_COLL_MAX_RADIX + 1; k++) {
+      const uint16_t i = static_cast<uint16_t>(c.probe_next++ % c.nnodes);
+      if (i != c.self) list[want++] = i;
+    }
+  } else {
+    if (t.v > 0) list[want++] = t.parent;
+    for (uint16_t j = 0; j < t.children; j++)
+      if (!s.used || !(s.children_in & (1u << j)))
+        list[want++] =
+            node_at(c, static_cast<uint16_t>(t.first_child + j), t.root);
+  }
   bool did = false;
   for (uint32_t i = 0; i < want; i++) {
     if (m.coll.fw_held >= m.cfg.fw_messages / 2) break;
@@ -488,6 +565,7 @@ bool same_params(const CollComm& c, const rhn_wqe_coll& x, uint8_t radix,
 }
 
 uint8_t effective_radix(const rhn_wqe_coll& x, uint16_t nnodes) {
+  if (x.flags & RHN_COLL_F_IN_SWITCH) return RHN_COLL_RADIX_SWITCH;
   if (x.radix) return x.radix;
   if (x.length >= kChainFromBytes && nnodes > 2) return 1;
   if (x.op == RHN_COLL_ALLREDUCE || x.op == RHN_COLL_BARRIER)
@@ -608,6 +686,7 @@ CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
     l.rank = static_cast<uint16_t>(r);
   }
   c->self = static_cast<uint16_t>(node_index(m, *c, m.cfg.node_id));
+  c->nodes_hash = rhn_coll_nodes_hash(ids, c->nnodes);
   for (auto& e : m.coll.early_refused) {
     if (!e.valid || e.key != key) continue;
     e.valid = false;
@@ -643,6 +722,10 @@ uint8_t coll_check(Impl& m, const QpObj& qp, const DecodedWqe& w,
   const bool barrier = x.op == RHN_COLL_BARRIER;
   const bool reduces = x.op == RHN_COLL_ALLREDUCE || x.op == RHN_COLL_REDUCE;
   const bool rooted = x.op == RHN_COLL_REDUCE || x.op == RHN_COLL_BCAST;
+  const bool in_switch = x.flags & RHN_COLL_F_IN_SWITCH;
+  if ((x.flags & ~uint32_t{RHN_COLL_F_IN_SWITCH}) ||
+      (in_switch && (x.radix || (x.op != RHN_COLL_ALLREDUCE && !barrier))))
+    return refuse(RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
   if (reserved || x.op < RHN_COLL_ALLREDUCE || x.op > RHN_COLL_BARRIER ||
       x.nranks == 0 || x.nranks > RHN_COLL_MAX_RANKS || x.rank >= x.nranks ||
       (rooted && x.root >= x.nranks) || x.radix > RHN_COLL_MAX_RADIX ||
@@ -771,6 +854,7 @@ void Engine::Impl::coll_reset() {
     t.buffers =
         std::make_unique<uint8_t[]>(size_t{comms} * window * RHN_WIRE_MTU);
     t.scratch = std::make_unique<uint8_t[]>(RHN_WIRE_MTU);
+    t.frame = std::make_unique<uint8_t[]>(RHN_MAX_FRAME);
   }
   for (uint32_t i = 0; i < comms; i++) {
     t.comms[i].members = i * RHN_COLL_MAX_RANKS;
@@ -999,6 +1083,82 @@ void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
   counters.add(RHN_CNT_COLL_SEGMENTS);
   c.last_progress = now;
   coll.next_deadline = now;
+}
+
+void Engine::Impl::coll_switch_receive(const Packet& pkt) {
+  rhn_coll_frame f;
+  if (pkt.payload.size() < sizeof f) {
+    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    return;
+  }
+  std::memcpy(&f, pkt.payload.data(), sizeof f);
+  const std::span<const uint8_t> data = pkt.payload.subspan(sizeof f);
+  CollComm* cp = find_comm(*this, f.key);
+  if (!cp || !via_switch(*cp) || f.members != cp->nodes_hash) {
+    counters.add(RHN_CNT_STALE_PACKETS);  // a communicator gone from here
+    return;
+  }
+  CollComm& c = *cp;
+  const int32_t ahead = static_cast<int32_t>(f.seq - c.seq);
+  if (f.kind == RHN_COLL_FRAME_DOWN && ahead < 0) {
+    // A result this node had (its ACK was lost): the switch may free it.
+    send_switch_frame(*this, c, f.seg, RHN_COLL_FRAME_ACK, {});
+    return;
+  }
+  if (ahead != 0 || !c.active || c.failed != RHN_SYN_NONE || f.seg < c.base ||
+      f.seg >= c.base + cfg.coll_window) {
+    counters.add(RHN_CNT_STALE_PACKETS);
+    return;
+  }
+  CollSlot& s = slot_of(*this, c, f.seg);
+  if (!s.used || s.seg != f.seg || !s.up_sent) {
+    counters.add(RHN_CNT_STALE_PACKETS);
+    return;
+  }
+  const uint32_t up = 1u << kCollParent;
+  switch (f.kind) {
+    case RHN_COLL_FRAME_DOWN:
+      send_switch_frame(*this, c, f.seg, RHN_COLL_FRAME_ACK, {});
+      if (s.down_in) return;  // a repeat
+      if (f.status != RHN_SYN_NONE) {
+        fail_collective(*this, c, RHN_SYN_COLL_MISMATCH, true);
+        return;
+      }
+      if (f.signature != signature(c) || data.size() != s.len) {
+        counters.add(RHN_CNT_MALFORMED_PACKETS);
+        fail_collective(*this, c, RHN_SYN_COLL_MISMATCH, true);
+        return;
+      }
+      std::memcpy(bytes_of(*this, s), data.data(), s.len);
+      s.down_in = true;
+      s.todo &= ~up;
+      counters.add(RHN_CNT_COLL_SEGMENTS);
+      c.last_progress = now;
+      coll.next_deadline = now;
+      return;
+    case RHN_COLL_FRAME_HELD:
+      // The switch has it and waits for other nodes: only a slow
+      // reminder now, in case the switch loses it.
+      if (!(s.todo & up)) return;
+      s.unanswered = 0;
+      s.retry_at = now + cfg.sync_probe_ns;
+      update_deadline(*this, s.retry_at);
+      return;
+    case RHN_COLL_FRAME_BUSY:
+      // No buffer in the switch now: again soon, backing off.
+      if (!(s.todo & up)) return;
+      counters.add(RHN_CNT_COLL_RETRIES);
+      s.unanswered = 0;
+      s.retry_at =
+          now + std::min(kRetryMaxNs,
+                         kRetryFirstNs << std::min<uint8_t>(s.retries, 10));
+      if (s.retries < 255) s.retries++;
+      update_deadline(*this, s.retry_at);
+      return;
+    default:
+      counters.add(RHN_CNT_MALFORMED_PACKETS);
+      return;
+  }
 }
 
 bool Engine::Impl::coll_run(uint32_t budget) {

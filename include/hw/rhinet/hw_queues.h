@@ -376,6 +376,13 @@ enum rhn_coll_type {
 	RHN_COLL_DOUBLE = 5,
 };
 
+enum rhn_coll_flags {
+	RHN_COLL_F_IN_SWITCH = 1u << 0, /* the switch reduces across nodes */
+};
+
+/* The radix an IN_SWITCH collective's signature carries (rhn_wire.h). */
+#define RHN_COLL_RADIX_SWITCH 0xffu
+
 /* Limits of one communicator. */
 #define RHN_COLL_MAX_RANKS 256
 #define RHN_COLL_MAX_LOCAL 8 /* its ranks on one NIC */
@@ -393,9 +400,14 @@ enum rhn_coll_type {
  * whose root turns with every segment, as a ring moves data; 0: the NIC
  * chooses by length). seg_size: bytes per segment (0: the NIC's choice;
  * else a multiple of the type's size, at most RHN_WIRE_MTU).
+ * flags RHN_COLL_F_IN_SWITCH (ALLREDUCE and BARRIER, radix 0): the
+ * fabric switch combines the nodes' partials (RHN_PKT_COLL frames,
+ * hw_wire.h); every rank must ask for it. A switch that never answers
+ * fails the collective with RHN_SYN_COLL_NO_SWITCH.
  * Refused at post (LOC_QP_OP_ERR, RHN_SYN_BAD_WQE): values out of range,
- * reserved bytes set, a length that is not a multiple of the type's
- * size, a bitwise reduce of a floating type, BARRIER with a length.
+ * reserved bytes or unknown flags set, a length that is not a multiple of
+ * the type's size, a bitwise reduce of a floating type, BARRIER with a
+ * length, IN_SWITCH with another op or a radix.
  * LOC_PROT_ERR: send, recv or the member list outside its key.
  * Fails (REM_OP_ERR) with RHN_SYN_COLL_MISMATCH when the ranks disagree,
  * with RHN_SYN_MEMBER_LOST when a member's node dies or its endpoint
@@ -418,9 +430,11 @@ struct rhn_wqe_coll {
 	__le64 recv_addr; /* result; may be send_addr (in place) */
 	__le64 members_addr;
 	__le32 members_lkey;
-	__u8 reserved[12];
+	__u8 flags; /* enum rhn_coll_flags */
+	__u8 reserved[11];
 };
 RHN_ASSERT_SIZE(struct rhn_wqe_coll, RHN_SQ_SLOT_SIZE);
+RHN_ASSERT_OFFSET(struct rhn_wqe_coll, flags, 52);
 RHN_ASSERT_OFFSET(struct rhn_wqe_coll, length, 12);
 RHN_ASSERT_OFFSET(struct rhn_wqe_coll, send_addr, 16);
 RHN_ASSERT_OFFSET(struct rhn_wqe_coll, recv_addr, 32);
@@ -846,6 +860,10 @@ enum rhn_syndrome {
 	 * share of it (a GENERAL_ERR completion: the endpoint goes on)
 	 */
 	RHN_SYN_COLL_NO_ROOM = 29,
+	/* IN_SWITCH: the switch never answered a segment (it does not
+	 * reduce, or it is gone)
+	 */
+	RHN_SYN_COLL_NO_SWITCH = 30,
 };
 
 /* Shared regions: the largest region (RHN_SHARE_MAX_MEMBERS, the most

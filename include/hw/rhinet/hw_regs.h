@@ -77,6 +77,8 @@ enum rhn_cap {
 	RHN_CAP_UD_MCAST = 1u << 16,
 	/* collectives executed by the NICs: RHN_OP_COLLECTIVE */
 	RHN_CAP_COLLECTIVE = 1u << 17,
+	/* collectives reduced in the switch: RHN_COLL_F_IN_SWITCH */
+	RHN_CAP_COLL_SWITCH = 1u << 18,
 };
 
 enum rhn_status {
@@ -282,6 +284,10 @@ enum rhn_counter {
 	RHN_CNT_COLL_SEGMENTS,
 	RHN_CNT_COLL_RETRIES,
 	RHN_CNT_COLL_ERRORS,
+	/* IN_SWITCH collectives: RHN_PKT_COLL frames sent to the switch
+	 * (partials, again after a timeout, and acknowledgements)
+	 */
+	RHN_CNT_COLL_SWITCH_FRAMES,
 	RHN_CNT_COUNT
 };
 

@@ -40,6 +40,10 @@ enum rhn_pkt_type {
 	 * NIC and the switch only; the switch consumes it and answers
 	 */
 	RHN_PKT_MGMT = 5,
+	/* unsequenced: an in-switch collective's segment (struct
+	 * rhn_coll_frame), between a NIC and the switch only
+	 */
+	RHN_PKT_COLL = 6,
 };
 
 /*
@@ -76,6 +80,71 @@ struct rhn_mgmt_msg {
 	__u8 reserved[7];
 };
 RHN_ASSERT_SIZE(struct rhn_mgmt_msg, 16);
+
+/*
+ * In-switch collectives (RHN_COLL_F_IN_SWITCH): the transport header (type
+ * RHN_PKT_COLL, seq, session, ack fields 0, both CRCs) and this header,
+ * then the segment's bytes (at most RHN_WIRE_MTU; none for a barrier).
+ * A NIC sends with dst_node RHN_NODE_BROADCAST (the switch takes it) and
+ * src_node its node ID; the switch answers with src_node
+ * RHN_NODE_BROADCAST to that node.
+ *  UP (NIC): the node's partial of segment `seg` of collective number `seq`
+ *   of communicator `key`, its local ranks already combined. The switch
+ *   combines the partials of `nnodes` nodes (the first fills its buffer,
+ *   later ones combine into it) and sends DOWN to each; until then it
+ *   answers HELD, or BUSY when it has no buffer (the NIC sends again
+ *   later). The NIC sends UP again until DOWN, on a timeout, and at a
+ *   slow pace while HELD (so a switch that restarted learns it again).
+ *  DOWN (switch): the result, or status RHN_SYN_COLL_MISMATCH and no
+ *   bytes when the partials' signature, members, nnodes, reduce, type or
+ *   length disagree.
+ *  ACK (NIC): it has the DOWN; the switch frees the segment when every
+ *   contributor acknowledged it (or sent a later collective's UP).
+ * Switch buffers are bounded; when they are full a segment of a lower
+ * (key, seq, seg) takes the buffer of the highest incomplete one (whose
+ * contributors hear BUSY and send again), so the lowest segment any NIC
+ * waits for always gets through: no deadlock across communicators.
+ */
+enum rhn_coll_frame_kind {
+	RHN_COLL_FRAME_UP = 1,
+	RHN_COLL_FRAME_DOWN = 2,
+	RHN_COLL_FRAME_HELD = 3,
+	RHN_COLL_FRAME_BUSY = 4,
+	RHN_COLL_FRAME_ACK = 5,
+};
+
+struct rhn_coll_frame {
+	__le32 key; /* RHN_AREA_KEY(group, id) */
+	__le32 seq; /* the communicator's collective number */
+	__le32 seg; /* segment index */
+	__le32 signature; /* rhn_coll_signature(), radix RHN_COLL_RADIX_SWITCH */
+	__le32 members; /* rhn_coll_nodes_hash() of the communicator's nodes */
+	__le16 nnodes; /* nodes whose partials make the result */
+	__u8 kind; /* enum rhn_coll_frame_kind */
+	__u8 status; /* DOWN: 0 or an rhn_syndrome */
+	__u8 reduce; /* enum rhn_coll_reduce */
+	__u8 type; /* enum rhn_coll_type */
+	__u8 reserved[6];
+};
+RHN_ASSERT_SIZE(struct rhn_coll_frame, 32);
+RHN_ASSERT_OFFSET(struct rhn_coll_frame, nnodes, 20);
+
+/*
+ * FNV-1a (32-bit) over a communicator's node IDs (2 bytes each, little
+ * end first) in the order of their first rank: partials of communicators
+ * that share a key but not their nodes never combine.
+ */
+static inline __u32 rhn_coll_nodes_hash(const __u16 *nodes, __u32 n)
+{
+	__u32 h = 2166136261u;
+	__u32 i;
+
+	for (i = 0; i < n; i++) {
+		h = (h ^ (nodes[i] & 0xffu)) * 16777619u;
+		h = (h ^ (nodes[i] >> 8)) * 16777619u;
+	}
+	return h;
+}
 
 /*
  * A GID is multicast when it is an IB/IPv6 multicast GID (ff00::/8) or an

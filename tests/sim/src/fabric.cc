@@ -68,6 +68,24 @@ void SimSwitch::transmit(size_t src, std::span<const uint8_t> frame) {
     at = std::max(at, in.in_free) + frame.size() * ps_per_byte_ / 1000;
     in.in_free = at;
   }
+  if (frame[offsetof(rhn_pkt_hdr, type)] == RHN_PKT_COLL) {
+    // For the switch's reducer, halfway through the hop. The link in has
+    // the port's faults.
+    const FaultConfig& f = faults_for(src, src);
+    if (!ports_[src].link_up || !coll_enabled_) {
+      ++counters_.link_drops;
+      return;
+    }
+    if (chance(f.loss)) {
+      ++counters_.lost;
+      return;
+    }
+    Queued q{src, std::vector<uint8_t>(frame.begin(), frame.end())};
+    q.to_switch = true;
+    q.src = src;
+    queue_.emplace(Key{at + hop_delay_ns_ / 2, order_++}, std::move(q));
+    return;
+  }
   // dst_node: bytes 4..5, little-endian.
   const uint16_t dst = uint16_t(frame[4] | (frame[5] << 8));
   if (dst == RHN_NODE_BROADCAST) {
@@ -116,7 +134,7 @@ void SimSwitch::manage(size_t src, std::span<const uint8_t> frame) {
 }
 
 void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame,
-                      uint64_t at) {
+                      uint64_t at, uint64_t hop) {
   if (!ports_[src].link_up || !ports_[dst].link_up) {
     ++counters_.link_drops;
     return;
@@ -143,15 +161,16 @@ void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame,
       ++counters_.reordered;
     }
     // The duplicate trails the original a little.
-    if (c == 1) extra += hop_delay_ns_ + 1;
+    if (c == 1) extra += hop + 1;
     if (ps_per_byte_) {
       // Its turn on the link out comes when it is in the switch.
       q.in_switch = true;
       q.extra_ns = extra;
+      q.hop_ns = hop;
       queue_.emplace(Key{at, order_++}, std::move(q));
       continue;
     }
-    queue_.emplace(Key{at + hop_delay_ns_ + extra, order_++}, std::move(q));
+    queue_.emplace(Key{at + hop + extra, order_++}, std::move(q));
   }
 }
 
@@ -166,6 +185,21 @@ bool SimSwitch::deliver() {
     if (it->first.due > now) break;
     Queued q = std::move(it->second);
     queue_.erase(it);
+    if (q.to_switch) {
+      ++counters_.coll_frames;
+      const uint64_t hop = hop_delay_ns_ - hop_delay_ns_ / 2;
+      coll_.ingress(unsigned(q.src), q.frame, now,
+                    [&](unsigned port, std::span<const uint8_t> f) {
+                      route(port, port, f, now, hop);
+                    });
+      coll_deadline_ = coll_.next_deadline_ns();
+      any = true;
+      continue;
+    }
+    if (now >= coll_deadline_) {
+      coll_.tick(now);
+      coll_deadline_ = coll_.next_deadline_ns();
+    }
     Port& p = ports_[q.dst];
     if (q.in_switch) {
       // The link out to the destination, one frame at a time, in the
@@ -174,7 +208,7 @@ bool SimSwitch::deliver() {
           std::max(now, p.out_free) + q.frame.size() * ps_per_byte_ / 1000;
       p.out_free = done;
       q.in_switch = false;
-      const uint64_t due = done + hop_delay_ns_ + q.extra_ns;
+      const uint64_t due = done + q.hop_ns + q.extra_ns;
       queue_.emplace(Key{due, order_++}, std::move(q));
       continue;
     }

@@ -75,6 +75,13 @@ struct CommunicatorOptions {
   // Bytes per segment: 0, the NIC's (4096); else a multiple of the
   // element size up to 4096. Smaller segments pipeline sooner.
   std::uint32_t segment = 0;
+  // The fabric switch combines the nodes' partials of allreduces and
+  // barriers (each NIC still combines its own ranks first): one hop up and
+  // one down, each link carrying the data once each way. Needs radix 0 and
+  // a device with in_switch(); reduce and bcast still use the NICs' tree.
+  // A switch that does not reduce fails them with EHOSTUNREACH
+  // (Syndrome::coll_no_switch). Every rank passes the same.
+  bool in_switch = false;
 };
 
 class Communicator {
@@ -93,6 +100,8 @@ class Communicator {
                                      const CommunicatorOptions& options = {});
   // Whether the device executes collectives (RHINETDV_CAP_COLLECTIVE).
   static bool collectives(const Group& group);
+  // Whether its NIC can have the switch reduce (RHINETDV_CAP_COLL_IN_SWITCH).
+  static bool in_switch(const Group& group);
 
   std::uint32_t rank() const { return rank_; }
   std::uint32_t size() const { return size_; }

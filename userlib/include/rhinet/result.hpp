@@ -43,6 +43,7 @@ enum class Syndrome : std::uint32_t {
   not_subscribed = 26,  // not in the shared region (or in it already)
   coll_mismatch = 28,   // the ranks of a communicator disagree
   coll_no_room = 29,    // the NIC holds no more communicators for us
+  coll_no_switch = 30,  // in-switch collective: the switch never answered
 };
 
 // "BAD_GROUP", "BOUNDS", ...; "SYNDROME_<n>" for a value not listed.

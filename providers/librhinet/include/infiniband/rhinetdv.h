@@ -84,6 +84,10 @@ enum rhinetdv_device_caps {
 	 * rhinetdv_collective (RHINETDV_1.10)
 	 */
 	RHINETDV_CAP_COLLECTIVE = 1 << 14,
+	/* collectives reduced in the fabric switch: RHINETDV_COLL_IN_SWITCH
+	 * (RHINETDV_1.10)
+	 */
+	RHINETDV_CAP_COLL_IN_SWITCH = 1 << 15,
 };
 
 struct rhinetdv_device_attr {
@@ -1110,6 +1114,11 @@ enum rhinetdv_coll_type {
 enum rhinetdv_coll_flags {
 	RHINETDV_COLL_SIGNALED = RHINETDV_XFER_SIGNALED,
 	RHINETDV_COLL_STATUS_WORD = RHINETDV_XFER_STATUS_WORD,
+	/* ALLREDUCE and BARRIER, radix 0: the fabric switch combines the
+	 * nodes' partials (each NIC still combines its own ranks first);
+	 * every rank must ask for it. RHINETDV_CAP_COLL_IN_SWITCH.
+	 */
+	RHINETDV_COLL_IN_SWITCH = 1 << 2,
 };
 
 #define RHINETDV_COLL_MAX_RANKS 256
@@ -1166,7 +1175,10 @@ struct rhinetdv_coll_attr {
  * RHINETDV_CAP_COLLECTIVE. Completes with RHINETDV_SYN_COLL_MISMATCH when
  * the ranks disagree, RHINETDV_SYN_MEMBER_LOST when a member's node or
  * endpoint is gone, RHINETDV_SYN_COLL_NO_ROOM when the NIC holds no more
- * communicators for the process.
+ * communicators for the process, RHINETDV_SYN_COLL_NO_SWITCH when
+ * RHINETDV_COLL_IN_SWITCH was asked and the switch never answered (it
+ * does not reduce). EOPNOTSUPP also for RHINETDV_COLL_IN_SWITCH without
+ * RHINETDV_CAP_COLL_IN_SWITCH; EINVAL for it with another op or a radix.
  */
 int rhinetdv_collective(struct rhinetdv_endpoint *ep,
 			const struct rhinetdv_coll_attr *attr, size_t inlen);
@@ -1234,6 +1246,8 @@ enum rhinetdv_syndrome {
 	RHINETDV_SYN_COLL_MISMATCH = 28,
 	/* the NIC holds no more communicators for this process */
 	RHINETDV_SYN_COLL_NO_ROOM = 29,
+	/* RHINETDV_COLL_IN_SWITCH: the switch never answered */
+	RHINETDV_SYN_COLL_NO_SWITCH = 30,
 };
 
 struct rhinetdv_completion {

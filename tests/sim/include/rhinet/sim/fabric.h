@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "coll_reducer.h"
 #include "group_table.h"
 #include "rhinet/fw/engine.h"
 #include "rhinet/sim/host.h"
@@ -41,6 +42,7 @@ struct SwitchCounters {
   uint64_t corrupted = 0;
   uint64_t mgmt_applied = 0;  // management frames that joined or left
   uint64_t mgmt_refused = 0;  // management frames for a non-UD group
+  uint64_t coll_frames = 0;   // in-switch collective frames taken
 };
 
 class SimSwitch {
@@ -87,6 +89,15 @@ class SimSwitch {
   // the links, only hop_delay.
   void set_link_rate(uint64_t ps_per_byte) { ps_per_byte_ = ps_per_byte; }
 
+  // In-switch reduction (fabric/coll_reducer.h): `slots` segment buffers
+  // (0: none, the switch drops RHN_PKT_COLL frames as a switch without it
+  // would), a segment dropped after `stale_ns` without a frame about it.
+  void configure_coll(uint32_t slots, uint64_t stale_ns) {
+    coll_enabled_ = slots != 0;
+    coll_ = fabric::CollReducer(slots ? slots : 1, stale_ns);
+  }
+  const fabric::CollReducer& coll() const { return coll_; }
+
   // Delivers every queued frame that is due by now. Returns true if any was.
   bool deliver();
   // Earliest time a queued frame becomes due, or UINT64_MAX.
@@ -124,12 +135,22 @@ class SimSwitch {
     // it takes its turn on the link out (in the order frames arrive).
     bool in_switch = false;
     uint64_t extra_ns = 0;  // a held-back or duplicate frame's delay
+    uint64_t hop_ns = 0;    // its time in the switch
+    // An in-switch collective's frame from port `src`, for the switch
+    // itself (its reducer takes it when it is due).
+    bool to_switch = false;
+    size_t src = 0;
   };
 
   void transmit(size_t src, std::span<const uint8_t> frame);
   // `at`: when the frame is in the switch (after its sender's link).
+  // hop: the time in the switch (the reducer's answers: half of it).
   void route(size_t src, size_t dst, std::span<const uint8_t> frame,
-             uint64_t at);
+             uint64_t at, uint64_t hop);
+  void route(size_t src, size_t dst, std::span<const uint8_t> frame,
+             uint64_t at) {
+    route(src, dst, frame, at, hop_delay_ns_);
+  }
   // A management frame from `src` (GroupTable::manage), answered on it.
   void manage(size_t src, std::span<const uint8_t> frame);
   const FaultConfig& faults_for(size_t src, size_t dst) const;
@@ -145,6 +166,9 @@ class SimSwitch {
   uint64_t order_ = 0;
   SwitchCounters counters_;
   fabric::GroupTable groups_;
+  fabric::CollReducer coll_;
+  bool coll_enabled_ = true;
+  uint64_t coll_deadline_ = UINT64_MAX;
 };
 
 }  // namespace rhinet::sim
