@@ -75,9 +75,11 @@ void Capture::record(std::span<const uint8_t> frame, uint64_t now_ns) {
   std::fflush(file_);
 }
 
-SwitchCore::SwitchCore(unsigned ports, uint64_t seed, Egress egress)
+SwitchCore::SwitchCore(unsigned ports, uint64_t seed, Egress egress,
+                       uint32_t coll_slots)
     : ports_(ports),
       node_port_(RHN_MAX_NODES, -1),
+      coll_(coll_slots),
       seed_(seed),
       egress_(std::move(egress)) {
   // Node i sits on port i until a frame from it shows otherwise.

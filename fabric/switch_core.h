@@ -62,7 +62,9 @@ class SwitchCore {
   static constexpr uint64_t kReorderHoldNs = 1'000'000;
   using Egress = std::function<void(unsigned port, std::span<const uint8_t>)>;
 
-  SwitchCore(unsigned ports, uint64_t seed, Egress egress);
+  // coll_slots: the in-switch reduction's segment buffers (configure_coll).
+  SwitchCore(unsigned ports, uint64_t seed, Egress egress,
+             uint32_t coll_slots = CollReducer::kDefaultSlots);
 
   unsigned ports() const { return unsigned(ports_.size()); }
   void ingress(unsigned port, std::span<const uint8_t> frame, uint64_t now_ns);
