@@ -154,18 +154,35 @@ bool Engine::Impl::eq_push(uint32_t eqn, uint8_t type, uint32_t object,
   return true;
 }
 
-void Engine::Impl::write_status_word(const QpObj& qp, const Inflight& e) {
-  uint64_t word = RHN_STATUS_WORD_DONE |
-                  (uint64_t{e.status} << RHN_STATUS_WORD_STATUS_SHIFT) |
-                  (uint64_t{e.syndrome} << RHN_STATUS_WORD_SYNDROME_SHIFT) |
-                  (e.status == RHN_CQE_SUCCESS ? e.length : 0);
+namespace {
+
+// One 8-byte store through the WQE's status key (never a copy: see
+// queues.md, "Status words").
+void store_status(Engine::Impl& m, const QpObj& qp, const Inflight& e,
+                  uint64_t word) {
   uint32_t mr_index;
-  if (check_key(e.status_lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE,
-                e.status_addr, sizeof(word), &mr_index) != RHN_SYN_NONE) {
-    counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+  if (m.check_key(e.status_lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE,
+                  e.status_addr, sizeof(word), &mr_index) != RHN_SYN_NONE) {
+    m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
     return;
   }
-  mr_store_u64(mr_index, e.status_addr, word);
+  m.mr_store_u64(mr_index, e.status_addr, word);
+}
+
+}  // namespace
+
+void Engine::Impl::write_status_progress(const QpObj& qp, const Inflight& e,
+                                         uint32_t bytes) {
+  store_status(*this, qp, e, RHN_STATUS_WORD_RUNNING | bytes);
+}
+
+void Engine::Impl::write_status_word(const QpObj& qp, const Inflight& e) {
+  const uint64_t word =
+      RHN_STATUS_WORD_DONE |
+      (uint64_t{e.status} << RHN_STATUS_WORD_STATUS_SHIFT) |
+      (uint64_t{e.syndrome} << RHN_STATUS_WORD_SYNDROME_SHIFT) |
+      (e.status == RHN_CQE_SUCCESS ? e.length : 0);
+  store_status(*this, qp, e, word);
 }
 
 }  // namespace rhinet::fw

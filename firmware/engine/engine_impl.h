@@ -985,8 +985,10 @@ struct CollSlot {
   uint64_t retry_at = 0;  // a NOT_READY destination: not before then
   uint8_t retries = 0;
   // In-switch mode: the partial (bit kCollParent of todo) goes to the
-  // switch until its DOWN is here; UPs sent since its last answer.
+  // switch until its DOWN is here; UPs sent since its last answer, the
+  // last one's time.
   uint8_t unanswered = 0;
+  uint64_t sent_at = 0;
   uint32_t buf = 0;  // index of its buffer (RHN_WIRE_MTU bytes)
 };
 constexpr uint32_t kCollParent = 31;
@@ -1063,6 +1065,9 @@ struct CollTables {
   uint32_t refused_next = 0;
   uint32_t used = 0;
   uint32_t fw_held = 0;  // firmware messages its segments hold
+  // The round trip to the switch (in-switch mode), measured as the
+  // channels measure theirs: an UP's timeout follows it.
+  Peer switch_path;
   uint64_t next_deadline = UINT64_MAX;
 };
 
@@ -1576,6 +1581,10 @@ struct Engine::Impl {
   rhn_admin_status resize_cq(uint32_t cqn, uint32_t log_depth, HostRef ring,
                              HostRef record, uint32_t& detail);
   void write_status_word(const QpObj& qp, const Inflight& e);
+  // A running COLLECTIVE's word: RHN_STATUS_WORD_RUNNING and the bytes
+  // finished so far (the final write_status_word replaces it).
+  void write_status_progress(const QpObj& qp, const Inflight& e,
+                             uint32_t bytes);
 
   // ---- requester/requester.cpp: the GRH a UD SEND carries (wire.h).
   bool gid_valid(uint32_t index) const;

@@ -59,6 +59,7 @@ static_assert(same(RHINETDV_MODE_BASIC, RHN_XFER_BASIC) &&
                   same(RHINETDV_MODE_STRIDE, RHN_XFER_STRIDE),
               "rhinetdv modes are the NIC's");
 static_assert(RHINETDV_STATUS_WORD_DONE == RHN_STATUS_WORD_DONE &&
+                  RHINETDV_STATUS_WORD_RUNNING == RHN_STATUS_WORD_RUNNING &&
                   RHINETDV_STATUS_WORD_STATUS_SHIFT ==
                       RHN_STATUS_WORD_STATUS_SHIFT &&
                   RHINETDV_STATUS_WORD_SYNDROME_SHIFT ==

@@ -853,6 +853,61 @@ TEST_F(Coll, AProcessCannotFillTheCommunicatorTable) {
   run_and_check(s);
 }
 
+// The execution state while it runs (003): a rank's status word reads
+// RUNNING with the bytes finished at its NIC, growing, never DONE before
+// the end; then DONE with the length, as for any WQE.
+TEST_F(Coll, TheStatusWordSaysHowFarItIs) {
+  start(4);
+  make_ranks(4, 1, 256 * 1024 + 64);
+  CollSpec s;
+  s.len = 256 * 1024;
+  s.radix = 1;
+  prepare(s);
+  const size_t word_at = 2 * lay.len + 8 * 4 + 8;  // after the member list
+  for (Rank& k : ranks) {
+    const uint64_t zero = 0;
+    k.d.buf.buf.write(word_at, &zero, 8);
+    SendWr w = wr_for(k, s);
+    w.flags |= RHN_WQE_F_STATUS_WORD;
+    w.status_addr = k.d.buf.va(word_at);
+    w.status_lkey = k.d.buf.key();
+    ASSERT_TRUE(k.qp().post_send(w));
+  }
+  Rank& watched = ranks[2];
+  auto word = [&] {
+    uint64_t v = 0;
+    watched.d.buf.buf.read(word_at, &v, 8);
+    return v;
+  };
+  std::vector<uint64_t> seen;
+  ASSERT_TRUE(c->run_until(
+      [&] {
+        const uint64_t v = word();
+        if (seen.empty() || seen.back() != v) seen.push_back(v);
+        return (v & RHN_STATUS_WORD_DONE) != 0;
+      },
+      2'000'000'000));
+  ASSERT_GE(seen.size(), 3u) << "no RUNNING state seen";
+  uint64_t last = 0;
+  for (size_t i = 0; i + 1 < seen.size(); i++) {
+    const uint64_t v = seen[i];
+    if (v == 0) continue;  // posted, nothing finished yet
+    EXPECT_EQ(v & ~(RHN_STATUS_WORD_RUNNING | RHN_STATUS_WORD_LEN_MASK), 0u)
+        << std::hex << v;
+    EXPECT_TRUE(v & RHN_STATUS_WORD_RUNNING) << std::hex << v;
+    const uint64_t bytes = v & RHN_STATUS_WORD_LEN_MASK;
+    EXPECT_GT(bytes, last);
+    EXPECT_LT(bytes, s.len);
+    last = bytes;
+  }
+  EXPECT_EQ(seen.back(), RHN_STATUS_WORD_DONE | s.len);
+  for (Rank& k : ranks) {
+    Completion x = wait_one(*c, k.cq());
+    EXPECT_TRUE(x.ok()) << describe(x);
+  }
+  check(s);
+}
+
 // ---- (3) In the switch (RHN_COLL_F_IN_SWITCH): the fabric switch combines
 // the nodes' partials (fabric/coll_reducer.h, the simulator's switch).
 

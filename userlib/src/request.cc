@@ -93,6 +93,16 @@ void Request::complete_receive(std::uint32_t bytes,
   cancelled_ = cancelled;
 }
 
+std::uint32_t Request::progress() const {
+  if (slot_ < 0) return bytes_;
+  if (receive_) return 0;
+  const std::uint64_t w = __atomic_load_n(
+      &dev_->words[static_cast<std::uint32_t>(slot_)], __ATOMIC_ACQUIRE);
+  if (!(w & (RHINETDV_STATUS_WORD_RUNNING | RHINETDV_STATUS_WORD_DONE)))
+    return 0;
+  return static_cast<std::uint32_t>(w & RHINETDV_STATUS_WORD_LEN_MASK);
+}
+
 bool Request::test() {
   if (slot_ < 0) return true;
   if (receive_) {

@@ -169,17 +169,26 @@ void update_deadline(Impl& m, uint64_t at) {
 
 // ---- Completing the local ranks' WQEs.
 
+// A posted local rank's WQE, unless its endpoint or the WQE went meanwhile
+// (destroyed, flushed).
+Inflight* rank_entry(Impl& m, const CollLocal& l) {
+  if (l.qpn >= m.qps.size()) return nullptr;
+  const QpObj& qp = m.qps[l.qpn];
+  if (!qp.valid || qp.gen != l.qp_gen) return nullptr;
+  Inflight& e = m.entry(l.qpn, l.entry);
+  if (e.msn != l.msn || e.opcode != RHN_OP_COLLECTIVE ||
+      e.state == MsgState::kDone)
+    return nullptr;
+  return &e;
+}
+
 void complete_rank(Impl& m, CollLocal& l, uint8_t syndrome) {
   if (!l.posted) return;
   l.posted = false;
   m.counters.add(RHN_CNT_COLL_DONE);
-  if (l.qpn >= m.qps.size()) return;
-  QpObj& qp = m.qps[l.qpn];
-  if (!qp.valid || qp.gen != l.qp_gen) return;
-  Inflight& e = m.entry(l.qpn, l.entry);
-  if (e.msn != l.msn || e.opcode != RHN_OP_COLLECTIVE ||
-      e.state == MsgState::kDone)
-    return;  // flushed meanwhile
+  Inflight* ep = rank_entry(m, l);
+  if (!ep) return;
+  Inflight& e = *ep;
   if (syndrome != RHN_SYN_NONE) m.counters.add(RHN_CNT_COLL_ERRORS);
   const uint8_t status = syndrome == RHN_SYN_NONE ? uint8_t{RHN_CQE_SUCCESS}
                          : syndrome == RHN_SYN_DMA
@@ -379,8 +388,9 @@ void send_switch_frame(Impl& m, const CollComm& c, uint32_t seg, uint8_t kind,
 }
 
 // In-switch mode: the partial goes (again) to the switch when due. Unanswered
-// it goes again after the channels' retransmission timeout, doubling; a
-// switch that never answers fails the collective.
+// it goes again after a timeout from the measured round trip to the switch
+// (as the channels' is, at least retransmit_timeout_ns), doubling; a switch
+// that never answers fails the collective.
 bool send_switch_up(Impl& m, CollComm& c, CollSlot& s) {
   if (!(s.todo & (1u << kCollParent))) return false;
   if (m.now < s.retry_at) {
@@ -393,10 +403,11 @@ bool send_switch_up(Impl& m, CollComm& c, CollSlot& s) {
   }
   if (s.unanswered) m.counters.add(RHN_CNT_COLL_RETRIES);
   send_switch_frame(m, c, s.seg, RHN_COLL_FRAME_UP, {bytes_of(m, s), s.len});
-  const uint64_t rto = std::min(
-      m.cfg.max_retransmit_timeout_ns,
-      m.cfg.retransmit_timeout_ns << std::min<uint8_t>(s.unanswered, 16));
+  const uint64_t rto = std::min(m.cfg.max_retransmit_timeout_ns,
+                                m.rto(m.coll.switch_path)
+                                    << std::min<uint8_t>(s.unanswered, 16));
   if (s.unanswered < 255) s.unanswered++;
+  s.sent_at = m.now;
   s.retry_at = m.now + rto;
   update_deadline(m, s.retry_at);
   return true;
@@ -522,6 +533,18 @@ bool probe(Impl& m, CollComm& c) {
   return did;
 }
 
+// The local ranks' status words say how far the collective is (003's
+// execution state, readable while it runs).
+void report_progress(Impl& m, const CollComm& c) {
+  const uint32_t bytes = static_cast<uint32_t>(
+      std::min<uint64_t>(uint64_t{c.base} * c.seg, c.length));
+  for (const CollLocal& l : c.local) {
+    const Inflight* e = l.posted ? rank_entry(m, l) : nullptr;
+    if (e && (e->wqe_flags & RHN_WQE_F_STATUS_WORD))
+      m.write_status_progress(m.qps[l.qpn], *e, bytes);
+  }
+}
+
 bool progress(Impl& m, CollComm& c) {
   bool did = false;
   if (c.aborting) did |= send_aborts(m, c);
@@ -534,6 +557,7 @@ bool progress(Impl& m, CollComm& c) {
     did |= step_slot(m, c, s);
     if (!c.active || c.failed != RHN_SYN_NONE) return true;
   }
+  const uint32_t base_was = c.base;
   while (c.base < c.nsegs) {
     CollSlot& s = slot_of(m, c, c.base);
     if (!s.used || s.seg != c.base || !slot_done(s)) break;
@@ -551,6 +575,7 @@ bool progress(Impl& m, CollComm& c) {
     end_collective(m, c);
     return true;
   }
+  if (c.base != base_was) report_progress(m, c);
   did |= probe(m, c);
   return did;
 }
@@ -819,6 +844,7 @@ Impl::TxResult coll_send_packet(Impl& m, QpObj& qp, uint32_t qpn) {
   c->posted++;
   e.state = MsgState::kAwaitResponse;
   e.peer = static_cast<uint16_t>(m.cfg.node_id);
+  e.length = x.length;   // the CQE's byte_len and the status word's
   qp.tx_active = false;  // the NIC has it; the QP's next WQE may go
   if (c->failed != RHN_SYN_NONE) {
     complete_rank(m, *l, c->failed);
@@ -869,6 +895,7 @@ void Engine::Impl::coll_reset() {
   t.refused_next = 0;
   t.used = 0;
   t.fw_held = 0;
+  t.switch_path = Peer{};
   t.next_deadline = UINT64_MAX;
 }
 
@@ -1116,6 +1143,12 @@ void Engine::Impl::coll_switch_receive(const Packet& pkt) {
     return;
   }
   const uint32_t up = 1u << kCollParent;
+  // HELD and BUSY answer at once: with one UP out since the last answer,
+  // a clean sample of the round trip (a DOWN may have waited for others).
+  if ((f.kind == RHN_COLL_FRAME_HELD || f.kind == RHN_COLL_FRAME_BUSY) &&
+      (s.todo & up) && s.unanswered == 1)
+    rtt_sample(coll.switch_path, static_cast<uint32_t>(std::min<uint64_t>(
+                                     (now - s.sent_at) / 1000, UINT32_MAX)));
   switch (f.kind) {
     case RHN_COLL_FRAME_DOWN:
       send_switch_frame(*this, c, f.seg, RHN_COLL_FRAME_ACK, {});

@@ -877,6 +877,11 @@ enum rhn_syndrome {
 
 /* Software clears the word before posting; the NIC writes it once. */
 #define RHN_STATUS_WORD_DONE (1ull << 63)
+/* COLLECTIVE only, before DONE: the collective runs; the length field says
+ * how many bytes of it are finished at this rank's NIC (its execution
+ * state, readable while it runs). Rewritten as it moves on.
+ */
+#define RHN_STATUS_WORD_RUNNING (1ull << 62)
 #define RHN_STATUS_WORD_STATUS_SHIFT 32 /* enum rhn_cqe_status, 8 bits */
 #define RHN_STATUS_WORD_SYNDROME_SHIFT 40 /* enum rhn_syndrome, 8 bits */
 #define RHN_STATUS_WORD_LEN_MASK 0xffffffffull /* bytes transferred */

@@ -56,6 +56,11 @@ class [[nodiscard]] Request {
   // count for Mode::stride); with Mode::bitmap, or from a bitmap or diff
   // isend, not all of those were written.
   std::uint32_t bytes() const { return bytes_; }
+  // A collective (Communicator) while it runs: the bytes of it finished at
+  // this rank's NIC so far, as the NIC last wrote them into the status
+  // word (its execution state; a memory read). bytes() once done; 0
+  // before anything is finished, and for other operations in flight.
+  std::uint32_t progress() const;
   // Group::fetch_add and compare_swap, once done without error: the
   // word's value before the operation (compare_swap swapped when it equals
   // the expected value). 0 otherwise.

@@ -1286,12 +1286,19 @@ int rhinetdv_poll_ex(struct rhinetdv_endpoint *ep, int n,
 
 /* The NIC's format (bit 63 done, status, syndrome, byte count). */
 #define RHINETDV_STATUS_WORD_DONE (1ull << 63)
+/* rhinetdv_collective only, before done: it runs, and the byte count is
+ * how much of it is finished at this rank's NIC so far (1.10)
+ */
+#define RHINETDV_STATUS_WORD_RUNNING (1ull << 62)
 #define RHINETDV_STATUS_WORD_STATUS_SHIFT 32
 #define RHINETDV_STATUS_WORD_SYNDROME_SHIFT 40
 #define RHINETDV_STATUS_WORD_LEN_MASK 0xffffffffull
 
 struct rhinetdv_status {
-	uint32_t done; /* 0: not written yet, the rest is 0 */
+	/* 0: not done; the rest is 0, but a running collective's length
+	 * (RHINETDV_STATUS_WORD_RUNNING) is the bytes finished so far
+	 */
+	uint32_t done;
 	uint32_t status; /* enum ibv_wc_status */
 	uint32_t syndrome; /* enum rhinetdv_syndrome */
 	uint32_t length; /* bytes moved, on success */
