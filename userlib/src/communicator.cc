@@ -181,21 +181,11 @@ Request Communicator::post(std::uint32_t op, Reduce reduce, std::uint32_t type,
   a.flags = RHINETDV_COLL_STATUS_WORD;
   if (options_.in_switch && (op == kAllreduce || op == kBarrier))
     a.flags |= RHINETDV_COLL_IN_SWITCH;
-  auto slot = dev.acquire(forever);
-  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
-  a.wr_id = *slot;
-  a.status_word = &dev.words[*slot];
-  a.status_lkey = dev.words_mr->lkey;
-  d.busy = true;
   d.keep = members_;  // the NIC may read the list until the word comes
-  dev.slots[*slot] = d;
-  const int err = dev.post_retrying(
-      [&] { return rhinetdv_collective(dev.ep, &a, sizeof(a)); });
-  if (err) {
-    dev.release(*slot);
-    return fail(err, "rhinetdv_collective");
-  }
-  return dev.request(*slot);
+  return dev.post_in_slot(d, fail, "rhinetdv_collective", [&](std::uint32_t s) {
+    dev.use_word(a, s);
+    return rhinetdv_collective(dev.ep, &a, sizeof(a));
+  });
 }
 
 }  // namespace rhinet

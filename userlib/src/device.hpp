@@ -148,6 +148,34 @@ struct Device : std::enable_shared_from_this<Device> {
   static Request failed(Error e, bool receive = false) {
     return Request(std::move(e), receive);
   }
+  // Posts one operation that completes through a slot: takes a slot
+  // (completing others while none is free), records `d` for it and calls
+  // post(slot) (a rhinetdv post returning an errno, its attr's wr_id and
+  // status word or result taken from the slot: use_word), retrying ENOMEM.
+  // When no slot comes or the post is refused, the slot goes back and the
+  // Request fails with fail(errno, text) (text: the refused call's name).
+  template <class Fail, class Post>
+  Request post_in_slot(const Slot& d, Fail&& fail, const std::string& call,
+                       Post&& post) {
+    auto slot = acquire(forever);
+    if (!slot) return fail(slot.error().errno_value(), slot.error().message());
+    slots[*slot] = d;
+    slots[*slot].busy = true;
+    const int err = post_retrying([&] { return post(*slot); });
+    if (err) {
+      release(*slot);
+      return fail(err, call);
+    }
+    return request(*slot);
+  }
+  // An attr's wr_id and status word for slot `s`.
+  template <class Attr>
+  void use_word(Attr& a, std::uint32_t s) {
+    a.wr_id = s;
+    a.status_word = &words[s];
+    a.status_lkey = words_mr->lkey;
+  }
+
   // Calls post() (a rhinetdv post returning an errno) until it returns
   // something else than ENOMEM (the endpoint's queue is full), letting
   // earlier operations finish meanwhile. The caller holds one slot.

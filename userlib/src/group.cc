@@ -459,24 +459,14 @@ Request Group::post(Op op, Target target, std::uint32_t rank,
     x.signal = o.signal;
   }
   put_mode(x, o, bitmap_lkey);
-  auto slot = dev.acquire(forever);
-  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
-  x.base.wr_id = *slot;
-  x.base.status_word = &dev.words[*slot];
-  x.base.status_lkey = dev.words_mr->lkey;
-  d.busy = true;
-  dev.slots[*slot] = d;
-
   // The endpoint's queue may be full: earlier operations finish first.
-  const int err = dev.post_retrying([&] {
-    return op == Op::push ? rhinetdv_push_ex(dev.ep, &x, sizeof(x))
-                          : rhinetdv_pull_ex(dev.ep, &x, sizeof(x));
-  });
-  if (err) {
-    dev.release(*slot);
-    return fail(err, op == Op::push ? "rhinetdv_push_ex" : "rhinetdv_pull_ex");
-  }
-  return dev.request(*slot);
+  return dev.post_in_slot(
+      d, fail, op == Op::push ? "rhinetdv_push_ex" : "rhinetdv_pull_ex",
+      [&](std::uint32_t s) {
+        dev.use_word(x.base, s);
+        return op == Op::push ? rhinetdv_push_ex(dev.ep, &x, sizeof(x))
+                              : rhinetdv_pull_ex(dev.ep, &x, sizeof(x));
+      });
 }
 
 // ---- remote pin-down -------------------------------------------------------
@@ -521,23 +511,13 @@ Request Group::post_pin(Op op, std::uint32_t rank, std::uint32_t area_id,
   a.offset = offset;
   a.length = static_cast<std::uint32_t>(length);
   a.flags = RHINETDV_PIN_STATUS_WORD;
-  auto slot = dev.acquire(forever);
-  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
-  a.wr_id = *slot;
-  a.status_word = &dev.words[*slot];
-  a.status_lkey = dev.words_mr->lkey;
-  d.busy = true;
-  dev.slots[*slot] = d;
-  const int err = dev.post_retrying([&] {
-    return op == Op::pd_req ? rhinetdv_pd_req(dev.ep, &a, sizeof(a))
-                            : rhinetdv_pd_release(dev.ep, &a, sizeof(a));
-  });
-  if (err) {
-    dev.release(*slot);
-    return fail(err,
-                op == Op::pd_req ? "rhinetdv_pd_req" : "rhinetdv_pd_release");
-  }
-  return dev.request(*slot);
+  return dev.post_in_slot(
+      d, fail, op == Op::pd_req ? "rhinetdv_pd_req" : "rhinetdv_pd_release",
+      [&](std::uint32_t s) {
+        dev.use_word(a, s);
+        return op == Op::pd_req ? rhinetdv_pd_req(dev.ep, &a, sizeof(a))
+                                : rhinetdv_pd_release(dev.ep, &a, sizeof(a));
+      });
 }
 
 Result<void> Group::sync(std::chrono::milliseconds timeout) {
@@ -689,15 +669,12 @@ Request Group::post_mcast(Op op, std::span<const std::uint32_t> ranks,
     a.signal = o.signal;
   }
   put_mode(a, o, bitmap_lkey);
-  auto slot = dev.acquire(forever);
-  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
-  a.wr_id = *slot;
-  a.status_word = &dev.words[*slot];
-  a.status_lkey = dev.words_mr->lkey;
-  d.busy = true;
   d.keep = dests;  // the NIC reads the list until the status word comes
-  dev.slots[*slot] = d;
-  const int err = dev.post_retrying([&] {
+  const char* call = list    ? "rhinetdv_mcast_list"
+                     : share ? "rhinetdv_share_update"
+                             : "rhinetdv_mcast_switch";
+  return dev.post_in_slot(d, fail, call, [&](std::uint32_t slot) {
+    dev.use_word(a, slot);
     if (list) return rhinetdv_mcast_list(dev.ep, &a, sizeof(a));
     if (share) {
       rhinetdv_share_update_attr u{};
@@ -738,13 +715,6 @@ Request Group::post_mcast(Op op, std::span<const std::uint32_t> ranks,
     s.twin_offset = a.twin_offset;
     return rhinetdv_mcast_switch(dev.ep, &s, sizeof(s));
   });
-  if (err) {
-    dev.release(*slot);
-    return fail(err, list    ? "rhinetdv_mcast_list"
-                     : share ? "rhinetdv_share_update"
-                             : "rhinetdv_mcast_switch");
-  }
-  return dev.request(*slot);
 }
 
 // ---- remote atomics ---------------------------------------------------------
@@ -793,20 +763,12 @@ Request Group::post_atomic(Op op, std::uint32_t rank, std::uint32_t area_id,
   a.offset = offset;
   a.compare_add = compare_add;
   a.swap = swap;
-  auto slot = dev.acquire(forever);
-  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
-  a.wr_id = *slot;
-  a.result = &dev.results[*slot];
-  a.result_lkey = dev.words_mr->lkey;
-  d.busy = true;
-  dev.slots[*slot] = d;
-  const int err =
-      dev.post_retrying([&] { return rhinetdv_atomic(dev.ep, &a, sizeof(a)); });
-  if (err) {
-    dev.release(*slot);
-    return fail(err, "rhinetdv_atomic");
-  }
-  return dev.request(*slot);
+  return dev.post_in_slot(d, fail, "rhinetdv_atomic", [&](std::uint32_t s) {
+    a.wr_id = s;
+    a.result = &dev.results[s];
+    a.result_lkey = dev.words_mr->lkey;
+    return rhinetdv_atomic(dev.ep, &a, sizeof(a));
+  });
 }
 
 // ---- locks and barriers -----------------------------------------------------
@@ -844,28 +806,18 @@ Request Group::post_sync(Op op, std::uint32_t manager, std::uint64_t id,
   a.id = id;
   a.count = op == Op::barrier ? count : 0;
   a.flags = RHINETDV_SYNC_STATUS_WORD;
-  auto slot = dev.acquire(forever);
-  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
-  a.wr_id = *slot;
-  a.status_word = &dev.words[*slot];
-  a.status_lkey = dev.words_mr->lkey;
-  d.busy = true;
-  dev.slots[*slot] = d;
-  const int err = dev.post_retrying([&] {
-    switch (op) {
-      case Op::lock:
-        return rhinetdv_lock(dev.ep, &a, sizeof(a));
-      case Op::unlock:
-        return rhinetdv_unlock(dev.ep, &a, sizeof(a));
-      default:
-        return rhinetdv_barrier(dev.ep, &a, sizeof(a));
-    }
-  });
-  if (err) {
-    dev.release(*slot);
-    return fail(err, std::string("rhinetdv_") + op_name(op));
-  }
-  return dev.request(*slot);
+  return dev.post_in_slot(d, fail, std::string("rhinetdv_") + op_name(op),
+                          [&](std::uint32_t s) {
+                            dev.use_word(a, s);
+                            switch (op) {
+                              case Op::lock:
+                                return rhinetdv_lock(dev.ep, &a, sizeof(a));
+                              case Op::unlock:
+                                return rhinetdv_unlock(dev.ep, &a, sizeof(a));
+                              default:
+                                return rhinetdv_barrier(dev.ep, &a, sizeof(a));
+                            }
+                          });
 }
 
 Request Group::ilock(std::uint64_t lock_id, std::uint32_t manager) {
@@ -1000,14 +952,9 @@ Request Group::post_share(Op op, std::uint32_t home, std::uint32_t area_id,
   a.area_id = area_id;
   a.offset = offset;
   a.flags = RHINETDV_SHARE_STATUS_WORD;
-  auto slot = dev.acquire(forever);
-  if (!slot) return fail(slot.error().errno_value(), slot.error().message());
-  a.wr_id = *slot;
-  a.status_word = &dev.words[*slot];
-  a.status_lkey = dev.words_mr->lkey;
-  d.busy = true;
-  dev.slots[*slot] = d;
-  const int err = dev.post_retrying([&] {
+  const char* call = subscribe ? "rhinetdv_subscribe" : "rhinetdv_unsubscribe";
+  return dev.post_in_slot(d, fail, call, [&](std::uint32_t slot) {
+    dev.use_word(a, slot);
     if (subscribe) return rhinetdv_subscribe(dev.ep, &a, sizeof(a));
     rhinetdv_unsubscribe_attr u{};
     u.wr_id = a.wr_id;
@@ -1021,11 +968,6 @@ Request Group::post_share(Op op, std::uint32_t home, std::uint32_t area_id,
     u.status_word = a.status_word;
     return rhinetdv_unsubscribe(dev.ep, &u, sizeof(u));
   });
-  if (err) {
-    dev.release(*slot);
-    return fail(err, subscribe ? "rhinetdv_subscribe" : "rhinetdv_unsubscribe");
-  }
-  return dev.request(*slot);
 }
 
 Request Group::isubscribe(std::uint32_t home, const Area& area,
@@ -1218,23 +1160,13 @@ Request Group::isend(std::uint32_t rank, std::uint64_t tag,
     }
   }
 
-  auto slot = dev.acquire(forever);
-  if (!slot)
-    return detail::Device::failed(Error(
-        slot.error().code(), dev.describe(d) + ": " + slot.error().message()));
-  a.wr_id = *slot;
-  a.status_word = &dev.words[*slot];
-  a.status_lkey = dev.words_mr->lkey;
-  d.busy = true;
-  dev.slots[*slot] = d;
-  const int err =
-      dev.post_retrying([&] { return rhinetdv_isend(dev.ep, &a, sizeof(a)); });
-  if (err) {
-    dev.release(*slot);
-    return detail::Device::failed(
-        errno_error(err, dev.describe(d) + ": rhinetdv_isend"));
-  }
-  return dev.request(*slot);
+  const auto fail = [&](int e, const std::string& why) {
+    return detail::Device::failed(errno_error(e, dev.describe(d) + ": " + why));
+  };
+  return dev.post_in_slot(d, fail, "rhinetdv_isend", [&](std::uint32_t s) {
+    dev.use_word(a, s);
+    return rhinetdv_isend(dev.ep, &a, sizeof(a));
+  });
 }
 
 Request Group::irecv(std::uint32_t source, TagMatch match,
