@@ -1133,6 +1133,75 @@ TEST_F(Coll, InTheSwitchRanksThatDisagree) {
   EXPECT_GT(c->fabric().coll().counters().mismatches, 0u);
 }
 
+// Ranks that post 100 ms late: the switch holds the others' partials (HELD;
+// they only remind it every 20 ms), and the late rank's partial completes
+// each segment at once: the collective ends within a few hops of the last
+// post. Then the switch loses its whole table mid-collective (a restart):
+// the reminders fill it again and the collective completes.
+TEST_F(Coll, InTheSwitchLatePostsAndASwitchThatForgets) {
+  start(4);
+  make_ranks(4, 2, 20000);
+  CollSpec s;
+  s.in_switch = true;
+  s.len = 20000;
+  run_and_check(s, {5}, 100'000'000);
+  EXPECT_LT(last_run_ns, 50'000u);
+  s.salt = 2;
+  run_and_check(s, {0, 1}, 100'000'000);
+  EXPECT_LT(last_run_ns, 50'000u);
+
+  s.salt = 3;
+  prepare(s);
+  for (Rank& k : ranks)
+    if (k.node != 2) {
+      ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
+    }
+  ASSERT_TRUE(c->run_until(
+      [&] { return c->fabric().coll().slots_in_use() > 0; }, 10'000'000));
+  c->run_for(1'000'000);
+  c->fabric().configure_coll(fabric::CollReducer::kDefaultSlots,
+                             2'000'000'000);  // forgets
+  for (Rank& k : ranks)
+    if (k.node == 2) {
+      ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
+    }
+  for (Rank& k : ranks) {
+    Completion x = wait_one(*c, k.cq(), 2'000'000'000);
+    ASSERT_TRUE(x.ok()) << "rank " << k.rank << ": " << describe(x);
+  }
+  check(s);
+}
+
+// A rank's endpoint destroyed while the switch holds the others' partials:
+// every other rank fails (MEMBER_LOST), none hangs, and the switch drops
+// the orphaned buffers after its stale time (2 s).
+TEST_F(Coll, InTheSwitchAnEndpointDestroyedWhileItsCollectiveRuns) {
+  start(3);
+  make_ranks(3, 2, 4096);
+  CollSpec s;
+  s.in_switch = true;
+  s.len = 4096;
+  prepare(s);
+  for (Rank& k : ranks)
+    if (k.rank != 3) {
+      ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
+    }
+  c->run_for(500'000);
+  EXPECT_GT(c->fabric().coll().slots_in_use(), 0u);
+  Rank& gone = ranks[3];
+  ASSERT_TRUE(
+      gone.d.ctx->driver()
+          .destroy(RHN_ADMIN_DESTROY_QP, gone.d.ctx->index(), gone.qp().qpn())
+          .ok());
+  expect_each_fails(RHN_SYN_MEMBER_LOST,
+                    [](const Rank& k) { return k.rank == 3; });
+  EXPECT_GT(c->fabric().coll().slots_in_use(), 0u);
+  c->run_for(2'100'000'000);
+  c->fabric().deliver();
+  EXPECT_EQ(c->fabric().coll().slots_in_use(), 0u);
+  EXPECT_GT(c->fabric().coll().counters().stale, 0u);
+}
+
 // A switch that does not reduce (drops RHN_PKT_COLL frames, as one without
 // the feature would): every rank fails with COLL_NO_SWITCH after the UP's
 // retries, not a hang; the NICs' own mode still works on it.

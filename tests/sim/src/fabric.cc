@@ -177,6 +177,10 @@ void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame,
 bool SimSwitch::deliver() {
   bool any = false;
   const uint64_t now = clock_.now();
+  if (now >= coll_deadline_) {  // the reducer's stale segments
+    coll_.tick(now);
+    coll_deadline_ = coll_.next_deadline_ns();
+  }
   // Bounded: only frames already queued and due; frames the engines emit in
   // response are queued with a later due time or picked up next call.
   size_t budget = queue_.size();
@@ -195,10 +199,6 @@ bool SimSwitch::deliver() {
       coll_deadline_ = coll_.next_deadline_ns();
       any = true;
       continue;
-    }
-    if (now >= coll_deadline_) {
-      coll_.tick(now);
-      coll_deadline_ = coll_.next_deadline_ns();
     }
     Port& p = ports_[q.dst];
     if (q.in_switch) {
