@@ -13,6 +13,7 @@
 // simulator's switch, as GroupTable is for multicast patterns.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -36,6 +37,8 @@ struct CollReducerCounters {
   uint64_t evicted = 0;     // incomplete segments given up for a lower one
   uint64_t mismatches = 0;  // partials that disagree
   uint64_t stale = 0;       // segments freed for silence or left behind
+  uint64_t over_share = 0;  // BUSY: the port opened its share already
+  uint64_t stalled = 0;     // waited kStallNs: given to another segment
   uint64_t malformed = 0;   // dropped: bad CRC, size, kind or values
 };
 
@@ -50,10 +53,23 @@ class CollReducer {
   // contributor never acknowledged. NICs repeat an UP held here every
   // few tens of milliseconds, far more often.
   static constexpr uint64_t kDefaultStaleNs = 2'000'000'000;
+  // The table is shared by every job on the fabric, so no port may starve
+  // the others of it: a port opens at most kPortShare/256 of the buffers
+  // (incomplete ones it was first to contribute to), and a buffer that has
+  // waited kStallNs for its next partial (a member that never posts, or a
+  // job holding buffers on purpose: reminders do not count) goes to the
+  // first segment that needs one.
+  static constexpr uint32_t kPortShare = 64;
+  static constexpr uint64_t kStallNs = 1'000'000'000;
 
   explicit CollReducer(uint32_t slots = kDefaultSlots,
-                       uint64_t stale_ns = kDefaultStaleNs)
-      : slots_(slots ? slots : 1), stale_ns_(stale_ns) {}
+                       uint64_t stale_ns = kDefaultStaleNs,
+                       uint64_t stall_ns = kStallNs)
+      : slots_(slots ? slots : 1),
+        stale_ns_(stale_ns),
+        stall_ns_(stall_ns),
+        port_quota_(std::max<uint32_t>(
+            1, uint32_t(uint64_t{slots_.size()} * kPortShare / 256))) {}
 
   // A frame of type RHN_PKT_COLL that entered on `port`; answers leave
   // through out(port, frame).
@@ -77,13 +93,13 @@ class CollReducer {
     leave_older(f.key, f.seq, node);
     Slot* s = find(f.key, f.seq, f.seg);
     if (!s) {
-      s = take_slot(f, out);
+      s = take_slot(f, port, now, out);
       if (!s) {
         counters_.busy++;
         answer(port, node, f, RHN_COLL_FRAME_BUSY, 0, {}, out);
         return;
       }
-      open(*s, f, uint16_t(data.size()));
+      open(*s, f, uint16_t(data.size()), uint16_t(port));
     }
     s->last_ns = now;
     if (Contributor* c = contributor(*s, node)) {
@@ -114,6 +130,7 @@ class CollReducer {
       coll::combine(s->reduce, s->type, s->bytes.data(), data.data(),
                     data.size());
     s->who[s->count++] = {node, uint16_t(port), false};
+    s->progress_ns = now;
     if (s->count < s->nnodes) {
       answer(port, node, f, RHN_COLL_FRAME_HELD, 0, {}, out);
       return;
@@ -152,7 +169,8 @@ class CollReducer {
        << " ups=" << c.ups << " repeats=" << c.repeats
        << " results=" << c.results << " downs=" << c.downs << " busy=" << c.busy
        << " evicted=" << c.evicted << " mismatches=" << c.mismatches
-       << " stale=" << c.stale << " malformed=" << c.malformed << "\n";
+       << " stale=" << c.stale << " over_share=" << c.over_share
+       << " stalled=" << c.stalled << " malformed=" << c.malformed << "\n";
     return os.str();
   }
 
@@ -171,7 +189,9 @@ class CollReducer {
     uint16_t len = 0;
     uint16_t count = 0;  // contributors so far
     uint32_t key = 0, seq = 0, seg = 0, signature = 0, members = 0;
-    uint64_t last_ns = 0;
+    uint64_t last_ns = 0;      // any frame about it
+    uint64_t progress_ns = 0;  // its last new partial
+    uint16_t opener = 0;       // the port of its first partial
     std::array<Contributor, RHN_COLL_MAX_RANKS> who;
     std::array<uint8_t, RHN_WIRE_MTU> bytes;
   };
@@ -263,16 +283,37 @@ class CollReducer {
     if (seq != s.seq) return int32_t(seq - s.seq) < 0;
     return seg < s.seg;
   }
-  // A free buffer, or the one of the highest incomplete segment above
-  // f's (its contributors hear BUSY), or none.
+  // A buffer for f's segment from `port`: none when the port opened its
+  // share already; else a free one, or the longest-stalled incomplete one,
+  // or the one of the highest incomplete segment above f's (their
+  // contributors hear BUSY), or none.
   template <typename Out>
-  Slot* take_slot(const rhn_coll_frame& f, Out& out) {
-    Slot* victim = nullptr;
+  Slot* take_slot(const rhn_coll_frame& f, unsigned port, uint64_t now,
+                  Out& out) {
+    uint32_t opened = 0;
+    Slot *free = nullptr, *stalled = nullptr, *victim = nullptr;
     for (Slot& s : slots_) {
-      if (!s.used) return &s;
-      if (s.complete || !lower(f.key, f.seq, f.seg, s)) continue;
-      if (!victim || lower(victim->key, victim->seq, victim->seg, s))
+      if (!s.used) {
+        if (!free) free = &s;
+        continue;
+      }
+      if (s.complete) continue;
+      opened += s.opener == port;
+      if (now >= s.progress_ns + stall_ns_ &&
+          (!stalled || s.progress_ns < stalled->progress_ns))
+        stalled = &s;
+      if (lower(f.key, f.seq, f.seg, s) &&
+          (!victim || lower(victim->key, victim->seq, victim->seg, s)))
         victim = &s;
+    }
+    if (opened >= port_quota_) {
+      counters_.over_share++;
+      return nullptr;
+    }
+    if (free) return free;
+    if (stalled) {
+      counters_.stalled++;
+      victim = stalled;
     }
     if (!victim) return nullptr;
     counters_.evicted++;
@@ -293,8 +334,10 @@ class CollReducer {
     victim->used = false;
     return victim;
   }
-  static void open(Slot& s, const rhn_coll_frame& f, uint16_t len) {
+  static void open(Slot& s, const rhn_coll_frame& f, uint16_t len,
+                   uint16_t opener) {
     s.used = true;
+    s.opener = opener;
     s.complete = false;
     s.status = 0;
     s.key = f.key;
@@ -363,6 +406,8 @@ class CollReducer {
 
   std::vector<Slot> slots_;
   uint64_t stale_ns_;
+  uint64_t stall_ns_;
+  uint32_t port_quota_;
   CollReducerCounters counters_;
   std::array<uint8_t, kCollFrameMax> frame_{};
 };

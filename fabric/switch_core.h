@@ -91,9 +91,12 @@ class SwitchCore {
   bool map_node(uint16_t node, unsigned port);
 
   // In-switch reduction (RHN_PKT_COLL): a table of `slots` segment
-  // buffers, a segment dropped after `stale_ns` without a frame about it.
-  void configure_coll(uint32_t slots, uint64_t stale_ns) {
-    coll_ = CollReducer(slots, stale_ns);
+  // buffers, a segment dropped after `stale_ns` without a frame about it,
+  // given to another after `stall_ns` without a new partial
+  // (CollReducer).
+  void configure_coll(uint32_t slots, uint64_t stale_ns,
+                      uint64_t stall_ns = CollReducer::kStallNs) {
+    coll_ = CollReducer(slots, stale_ns, stall_ns);
   }
   const CollReducer& coll() const { return coll_; }
 

@@ -533,3 +533,59 @@ TEST(Switch, CollectiveFramesItCannotTrustAndSegmentsLeftBehind) {
   EXPECT_EQ(r.sw.coll().slots_in_use(), 1u);  // only the new one
   EXPECT_NE(r.sw.stats_text().find("coll slots=8 in_use=1"), std::string::npos);
 }
+
+// The table is every job's: a port opens at most its share of it (64/256:
+// one of four buffers here) even while buffers are free, and a buffer that
+// has waited the stall time for its next partial goes to a segment that
+// needs one, whatever the keys (a job holding low-key buffers on purpose,
+// reminding the switch of them, cannot keep them against others).
+TEST(Switch, NoPortKeepsTheCollectiveTableFromOthers) {
+  Rig r(4);
+  r.sw.configure_coll(4, 10'000'000'000, 1'000'000);
+  CollUp junk;  // nnodes 2, the other node never comes
+  junk.nnodes = 2;
+  junk.key = RHN_AREA_KEY(0, 0);  // the lowest keys there are
+  junk.data = {1};
+  for (uint16_t n = 0; n < 3; n++) {
+    junk.node = n;
+    junk.seg = n;
+    r.sw.ingress(n, coll_frame(junk), 0);
+    EXPECT_EQ(last_answer(r, n).f.kind, RHN_COLL_FRAME_HELD) << n;
+  }
+  // Port 0 holds its share: its next segment waits though a buffer is
+  // free.
+  junk.node = 0;
+  junk.seg = 10;
+  r.sw.ingress(0, coll_frame(junk), 0);
+  EXPECT_EQ(last_answer(r, 0).f.kind, RHN_COLL_FRAME_BUSY);
+  EXPECT_EQ(r.sw.coll().counters().over_share, 1u);
+  // Another job's collective takes the last buffer and completes.
+  CollUp a;
+  a.key = RHN_AREA_KEY(5, 1);
+  a.nnodes = 2;
+  a.data = {7};
+  a.node = 3;
+  r.sw.ingress(3, coll_frame(a), 100);
+  a.node = 2;  // port 2 is at its share, but joins an open buffer
+  r.sw.ingress(2, coll_frame(a), 100);
+  EXPECT_EQ(last_answer(r, 3).f.kind, RHN_COLL_FRAME_DOWN);
+  EXPECT_EQ(last_answer(r, 3).data, (std::vector<int32_t>{14}));
+  // Its next segment: the table is full of the low-key buffers (and its
+  // first one, until acknowledged). Before the stall time: BUSY.
+  CollUp b = a;
+  b.seg = 1;
+  b.node = 3;
+  r.sw.ingress(3, coll_frame(b), 500'000);
+  EXPECT_EQ(last_answer(r, 3).f.kind, RHN_COLL_FRAME_BUSY);
+  // Reminders of the low-key buffers are no progress; after the stall
+  // time the oldest of them gives way.
+  junk.node = 1;
+  junk.seg = 1;
+  r.sw.ingress(1, coll_frame(junk), 900'000);
+  r.sw.ingress(3, coll_frame(b), 1'000'000);
+  EXPECT_EQ(last_answer(r, 3).f.kind, RHN_COLL_FRAME_HELD);
+  const CollAnswer evicted = last_answer(r, 0);
+  EXPECT_EQ(evicted.f.kind, RHN_COLL_FRAME_BUSY);
+  EXPECT_EQ(evicted.f.seg, 0u);
+  EXPECT_EQ(r.sw.coll().counters().stalled, 1u);
+}

@@ -92,9 +92,10 @@ class SimSwitch {
   // In-switch reduction (fabric/coll_reducer.h): `slots` segment buffers
   // (0: none, the switch drops RHN_PKT_COLL frames as a switch without it
   // would), a segment dropped after `stale_ns` without a frame about it.
-  void configure_coll(uint32_t slots, uint64_t stale_ns) {
+  void configure_coll(uint32_t slots, uint64_t stale_ns,
+                      uint64_t stall_ns = fabric::CollReducer::kStallNs) {
     coll_enabled_ = slots != 0;
-    coll_ = fabric::CollReducer(slots ? slots : 1, stale_ns);
+    coll_ = fabric::CollReducer(slots ? slots : 1, stale_ns, stall_ns);
   }
   const fabric::CollReducer& coll() const { return coll_; }
 
