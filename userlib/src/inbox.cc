@@ -164,6 +164,19 @@ void Inbox::pop() {
 
 std::uint64_t Inbox::received() const { return queue_ ? queue_->taken() : 0; }
 
+bool Inbox::stuck() const { return queue_ && queue_->stuck() >= 0; }
+
+bool Inbox::skip_stuck() {
+  const int g = queue_ ? queue_->stuck() : -1;
+  if (g < 0) return false;
+  queue_->skip(static_cast<std::uint32_t>(g));
+  if (!placement_.ranks.empty())
+    add_remote_recv(*group_, placement_, static_cast<std::uint32_t>(g));
+  return true;
+}
+
+std::uint64_t Inbox::skipped() const { return queue_ ? queue_->skipped() : 0; }
+
 Result<std::vector<std::byte>> Inbox::receive(
     std::chrono::milliseconds timeout) {
   auto m = peek();

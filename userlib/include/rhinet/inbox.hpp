@@ -85,6 +85,16 @@ class Inbox {
   // peek(), copy, pop(), waiting up to `timeout` (ETIMEDOUT).
   Result<std::vector<std::byte>> receive(
       std::chrono::milliseconds timeout = forever);
+  // A sender that dies between taking its ticket and writing its message
+  // leaves a hole its group's later messages wait behind. stuck(): whether
+  // a group's next message is missing while a later one is in (a hole, or
+  // a slow sender). skip_stuck(): gives that message up and moves on, once
+  // the application knows the sender is gone for good (its process or node
+  // died: a sender that is only slow would write into the slot's next
+  // message). Returns whether there was a hole; skipped() counts them.
+  bool stuck() const;
+  bool skip_stuck();
+  std::uint64_t skipped() const;
 
   // Bytes of registered memory the receiver holds: the same for any number
   // of senders.

@@ -305,14 +305,46 @@ class Queue {
     cursor_ = (g + 1) % l_.groups;  // the next group gets the next turn
     return count;
   }
-  // Messages taken, all groups together.
+  // A group whose next message is missing while a later one of the group
+  // is in (its sender took the ticket and has not written: it died, or it
+  // is slow); -1 for none. Its messages wait behind that ticket.
+  int stuck() const {
+    const std::uint64_t window = l_.slots / l_.groups;
+    for (std::uint32_t g = 0; g < l_.groups; g++) {
+      if (holds(g, next_[g])) continue;
+      for (std::uint64_t k = 1; k < window; k++)
+        if (holds(g, next_[g] + k)) return static_cast<int>(g);
+    }
+    return -1;
+  }
+  // Gives up group g's next message, whose sender is known to be gone (it
+  // must never write again: a late write would land in the slot's next
+  // message). Returns the group's new RecvCNT, as pop().
+  std::uint64_t skip(std::uint32_t g) {
+    cursor_ = g;
+    skipped_++;
+    return pop();
+  }
+  std::uint64_t skipped() const { return skipped_; }
+  // Messages taken (skipped ones not counted), all groups together.
   std::uint64_t taken() const {
     std::uint64_t n = 0;
     for (std::uint64_t t : next_) n += t - l_.first_ticket;
-    return n;
+    return n - skipped_;
   }
 
  private:
+  // The slot of `ticket` holds that ticket's whole message.
+  bool holds(std::uint32_t g, std::uint64_t ticket) const {
+    SlotHeader h;
+    const std::uint64_t at = header_offset(l_, g, ticket);
+    const auto full =
+        __atomic_load_n(reinterpret_cast<const std::uint32_t*>(
+                            area_.data() + at + offsetof(SlotHeader, full)),
+                        __ATOMIC_ACQUIRE);
+    std::memcpy(&h, area_.data() + at, sizeof(h));
+    return full == kFull && h.ticket == ticket;
+  }
   std::uint32_t& full_word(std::uint32_t g) const {
     return *reinterpret_cast<std::uint32_t*>(area_.data() +
                                              header_offset(l_, g, next_[g]) +
@@ -323,6 +355,7 @@ class Queue {
   bool local_;
   std::vector<std::uint64_t> next_;   // per group: the ticket it waits for
   mutable std::uint32_t cursor_ = 0;  // the group ready() found
+  std::uint64_t skipped_ = 0;
 };
 
 }  // namespace inbox
