@@ -111,7 +111,8 @@ class CollReducer {
         answer(port, node, f, RHN_COLL_FRAME_HELD, 0, {}, out);
       return;
     }
-    if (s->complete || s->count == s->nnodes || !agrees(*s, f, data.size())) {
+    if (s->complete || s->count == s->head.nnodes ||
+        !agrees(*s, f, data.size())) {
       // More nodes than it names, or different parameters.
       counters_.mismatches++;
       if (s->complete) {  // the others are through: only this one hears
@@ -127,11 +128,11 @@ class CollReducer {
     if (s->count == 0 || data.empty())
       std::memcpy(s->bytes.data(), data.data(), data.size());
     else
-      coll::combine(s->reduce, s->type, s->bytes.data(), data.data(),
+      coll::combine(s->head.reduce, s->head.type, s->bytes.data(), data.data(),
                     data.size());
     s->who[s->count++] = {node, uint16_t(port), false};
     s->progress_ns = now;
-    if (s->count < s->nnodes) {
+    if (s->count < s->head.nnodes) {
       answer(port, node, f, RHN_COLL_FRAME_HELD, 0, {}, out);
       return;
     }
@@ -184,11 +185,11 @@ class CollReducer {
     bool used = false;
     bool complete = false;
     uint8_t status = 0;  // a complete slot's: 0 or RHN_SYN_COLL_MISMATCH
-    uint8_t reduce = 0, type = 0;
-    uint16_t nnodes = 0;
+    // Its first partial's header: the segment (key, seq, seg), what every
+    // partial must agree with, and what the answers about it carry.
+    rhn_coll_frame head{};
     uint16_t len = 0;
-    uint16_t count = 0;  // contributors so far
-    uint32_t key = 0, seq = 0, seg = 0, signature = 0, members = 0;
+    uint16_t count = 0;        // contributors so far
     uint64_t last_ns = 0;      // any frame about it
     uint64_t progress_ns = 0;  // its last new partial
     uint16_t opener = 0;       // the port of its first partial
@@ -243,7 +244,8 @@ class CollReducer {
 
   Slot* find(uint32_t key, uint32_t seq, uint32_t seg) {
     for (Slot& s : slots_)
-      if (s.used && s.key == key && s.seq == seq && s.seg == seg) return &s;
+      if (s.used && s.head.key == key && s.head.seq == seq && s.head.seg == seg)
+        return &s;
     return nullptr;
   }
   static Contributor* contributor(Slot& s, uint16_t node) {
@@ -264,7 +266,7 @@ class CollReducer {
   // segment it is part of (a late copy's leftovers) is dropped.
   void leave_older(uint32_t key, uint32_t seq, uint16_t node) {
     for (Slot& s : slots_) {
-      if (!s.used || s.key != key || int32_t(seq - s.seq) <= 0 ||
+      if (!s.used || s.head.key != key || int32_t(seq - s.head.seq) <= 0 ||
           !contributor(s, node))
         continue;
       if (s.complete) {
@@ -279,9 +281,10 @@ class CollReducer {
   // The order in which segments get buffers when they are short: by key,
   // then collective number, then segment.
   static bool lower(uint32_t key, uint32_t seq, uint32_t seg, const Slot& s) {
-    if (key != s.key) return key < s.key;
-    if (seq != s.seq) return int32_t(seq - s.seq) < 0;
-    return seg < s.seg;
+    const rhn_coll_frame& h = s.head;
+    if (key != h.key) return key < h.key;
+    if (seq != h.seq) return int32_t(seq - h.seq) < 0;
+    return seg < h.seg;
   }
   // A buffer for f's segment from `port`: none when the port opened its
   // share already; else a free one, or the longest-stalled incomplete one,
@@ -303,7 +306,8 @@ class CollReducer {
           (!stalled || s.progress_ns < stalled->progress_ns))
         stalled = &s;
       if (lower(f.key, f.seq, f.seg, s) &&
-          (!victim || lower(victim->key, victim->seq, victim->seg, s)))
+          (!victim ||
+           lower(victim->head.key, victim->head.seq, victim->head.seg, s)))
         victim = &s;
     }
     if (opened >= port_quota_) {
@@ -317,19 +321,10 @@ class CollReducer {
     }
     if (!victim) return nullptr;
     counters_.evicted++;
-    rhn_coll_frame v{};
-    v.key = victim->key;
-    v.seq = victim->seq;
-    v.seg = victim->seg;
-    v.signature = victim->signature;
-    v.members = victim->members;
-    v.nnodes = victim->nnodes;
-    v.reduce = victim->reduce;
-    v.type = victim->type;
     for (uint32_t i = 0; i < victim->count; i++) {
       counters_.busy++;
-      answer(victim->who[i].port, victim->who[i].node, v, RHN_COLL_FRAME_BUSY,
-             0, {}, out);
+      answer(victim->who[i].port, victim->who[i].node, victim->head,
+             RHN_COLL_FRAME_BUSY, 0, {}, out);
     }
     victim->used = false;
     return victim;
@@ -340,20 +335,14 @@ class CollReducer {
     s.opener = opener;
     s.complete = false;
     s.status = 0;
-    s.key = f.key;
-    s.seq = f.seq;
-    s.seg = f.seg;
-    s.signature = f.signature;
-    s.members = f.members;
-    s.nnodes = f.nnodes;
-    s.reduce = f.reduce;
-    s.type = f.type;
+    s.head = f;
     s.len = len;
     s.count = 0;
   }
   static bool agrees(const Slot& s, const rhn_coll_frame& f, size_t len) {
-    return s.signature == f.signature && s.members == f.members &&
-           s.nnodes == f.nnodes && s.reduce == f.reduce && s.type == f.type &&
+    const rhn_coll_frame& h = s.head;
+    return h.signature == f.signature && h.members == f.members &&
+           h.nnodes == f.nnodes && h.reduce == f.reduce && h.type == f.type &&
            s.len == len;
   }
   template <typename Out>
@@ -364,17 +353,8 @@ class CollReducer {
   }
   template <typename Out>
   void send_down(Slot& s, const Contributor& c, Out& out) {
-    rhn_coll_frame f{};
-    f.key = s.key;
-    f.seq = s.seq;
-    f.seg = s.seg;
-    f.signature = s.signature;
-    f.members = s.members;
-    f.nnodes = s.nnodes;
-    f.reduce = s.reduce;
-    f.type = s.type;
     counters_.downs++;
-    answer(c.port, c.node, f, RHN_COLL_FRAME_DOWN, s.status,
+    answer(c.port, c.node, s.head, RHN_COLL_FRAME_DOWN, s.status,
            s.status ? std::span<const uint8_t>{}
                     : std::span<const uint8_t>{s.bytes.data(), s.len},
            out);

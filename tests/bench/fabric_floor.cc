@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric_frames.h"
 #include "rhinet/hw_wire.h"
 
 namespace {
@@ -82,16 +83,7 @@ bool recv_frame(int fd, std::vector<uint8_t>& f) {
 // A DATA frame the switch routes (it checks the header's shape, not the
 // CRCs: those are the NICs').
 std::vector<uint8_t> data_frame(uint16_t src, uint16_t dst, size_t payload) {
-  std::vector<uint8_t> f(RHN_DATA_HDR_LEN + payload, 0);
-  rhn_pkt_hdr h{};
-  h.magic = RHN_WIRE_MAGIC;
-  h.version = RHN_WIRE_VERSION;
-  h.type = RHN_PKT_DATA;
-  h.dst_node = dst;
-  h.src_node = src;
-  h.payload_len = uint16_t(payload);
-  std::memcpy(f.data(), &h, sizeof h);
-  return f;
+  return rhinet::test::fabric_frame(src, dst, RHN_PKT_DATA, payload, 0);
 }
 
 int connect_port(const std::string& path) {

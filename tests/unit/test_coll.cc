@@ -254,6 +254,35 @@ class Coll : public ::testing::Test {
   std::vector<uint8_t> result(const Rank& k, const CollSpec& s) {
     return k.d.buf.buf.bytes(s.in_place ? lay.send() : lay.recv(), s.len);
   }
+  // Every rank posts `s`, but those `skip` names.
+  void post_each(const CollSpec& s,
+                 const std::function<bool(const Rank&)>& skip = {},
+                 uint64_t wr_id = 1) {
+    for (Rank& k : ranks)
+      if (!skip || !skip(k)) {
+        ASSERT_TRUE(k.qp().post_send(wr_for(k, s, wr_id)));
+      }
+  }
+  // Its process exits: the kernel destroys its endpoint.
+  void destroy_endpoint(Rank& k) {
+    ASSERT_TRUE(
+        k.d.ctx->driver()
+            .destroy(RHN_ADMIN_DESTROY_QP, k.d.ctx->index(), k.qp().qpn())
+            .ok());
+  }
+  // Node 3 dies while `s` is under way (some segments through, not all):
+  // every rank elsewhere fails with MEMBER_LOST; none hangs.
+  void node_3_dies_mid_collective(const CollSpec& s) {
+    prepare(s);
+    post_each(s);
+    ASSERT_TRUE(c->run_until(
+        [&] { return c->node(0).counter(RHN_CNT_COLL_SEGMENTS) >= 4; },
+        100'000'000));
+    ASSERT_LT(c->node(0).counter(RHN_CNT_COLL_SEGMENTS), 40u);
+    c->fabric().set_link(3, false);
+    expect_each_fails(RHN_SYN_MEMBER_LOST,
+                      [](const Rank& k) { return k.node == 3; });
+  }
   // Every rank posts `s` (those in `late` only after `delay_ns`) and
   // waits; returns each rank's completion.
   std::vector<Completion> run(const CollSpec& s,
@@ -562,16 +591,7 @@ TEST_F(Coll, AMemberNodeThatDiesFailsItEverywhere) {
   CollSpec s;
   s.len = 200000;
   s.radix = 1;
-  prepare(s);
-  for (Rank& k : ranks) ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
-  // Under way: some segments are through, the collective is not.
-  ASSERT_TRUE(c->run_until(
-      [&] { return c->node(0).counter(RHN_CNT_COLL_SEGMENTS) >= 4; },
-      100'000'000));
-  ASSERT_LT(c->node(0).counter(RHN_CNT_COLL_SEGMENTS), 40u);
-  c->fabric().set_link(3, false);
-  expect_each_fails(RHN_SYN_MEMBER_LOST,
-                    [](const Rank& k) { return k.node == 3; });
+  node_3_dies_mid_collective(s);
 }
 
 // A member that never posts while its node stays silent (unplugged before
@@ -582,10 +602,7 @@ TEST_F(Coll, ANodeThatGoesBeforePostingFailsIt) {
   c->fabric().set_link(2, false);
   CollSpec s;
   prepare(s);
-  for (Rank& k : ranks)
-    if (k.node != 2) {
-      ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
-    }
+  post_each(s, [](const Rank& k) { return k.node == 2; });
   expect_each_fails(RHN_SYN_MEMBER_LOST,
                     [](const Rank& k) { return k.node == 2; });
 }
@@ -599,24 +616,14 @@ TEST_F(Coll, AnEndpointDestroyedWhileItsCollectiveRuns) {
   CollSpec s;
   s.len = 4096;
   prepare(s);
-  for (Rank& k : ranks)
-    if (k.rank != 3) {
-      ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
-    }
+  const auto rank_3 = [](const Rank& k) { return k.rank == 3; };
+  post_each(s, rank_3);
   c->run_for(500'000);
   // Rank 3 (node 1) never posts: its process exits.
-  Rank& gone = ranks[3];
-  ASSERT_TRUE(
-      gone.d.ctx->driver()
-          .destroy(RHN_ADMIN_DESTROY_QP, gone.d.ctx->index(), gone.qp().qpn())
-          .ok());
-  expect_each_fails(RHN_SYN_MEMBER_LOST,
-                    [](const Rank& k) { return k.rank == 3; });
+  destroy_endpoint(ranks[3]);
+  expect_each_fails(RHN_SYN_MEMBER_LOST, rank_3);
   // The next one fails too, everywhere, promptly.
-  for (Rank& k : ranks)
-    if (k.rank != 3) {
-      ASSERT_TRUE(k.qp().post_send(wr_for(k, s, 2)));
-    }
+  post_each(s, rank_3, 2);
   for (Rank& k : ranks) {
     if (k.rank == 3) continue;
     Completion x = wait_one(*c, k.cq(), 5'000'000'000ull);
@@ -1091,15 +1098,7 @@ TEST_F(Coll, InTheSwitchAMemberNodeThatDiesFailsItEverywhere) {
   CollSpec s;
   s.in_switch = true;
   s.len = 200000;
-  prepare(s);
-  for (Rank& k : ranks) ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
-  ASSERT_TRUE(c->run_until(
-      [&] { return c->node(0).counter(RHN_CNT_COLL_SEGMENTS) >= 4; },
-      100'000'000));
-  ASSERT_LT(c->node(0).counter(RHN_CNT_COLL_SEGMENTS), 40u);
-  c->fabric().set_link(3, false);
-  expect_each_fails(RHN_SYN_MEMBER_LOST,
-                    [](const Rank& k) { return k.node == 3; });
+  node_3_dies_mid_collective(s);
 }
 
 // Ranks that disagree: one in the switch's mode and the others in the
@@ -1152,19 +1151,13 @@ TEST_F(Coll, InTheSwitchLatePostsAndASwitchThatForgets) {
 
   s.salt = 3;
   prepare(s);
-  for (Rank& k : ranks)
-    if (k.node != 2) {
-      ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
-    }
+  post_each(s, [](const Rank& k) { return k.node == 2; });
   ASSERT_TRUE(c->run_until(
       [&] { return c->fabric().coll().slots_in_use() > 0; }, 10'000'000));
   c->run_for(1'000'000);
   c->fabric().configure_coll(fabric::CollReducer::kDefaultSlots,
                              2'000'000'000);  // forgets
-  for (Rank& k : ranks)
-    if (k.node == 2) {
-      ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
-    }
+  post_each(s, [](const Rank& k) { return k.node != 2; });
   for (Rank& k : ranks) {
     Completion x = wait_one(*c, k.cq(), 2'000'000'000);
     ASSERT_TRUE(x.ok()) << "rank " << k.rank << ": " << describe(x);
@@ -1182,19 +1175,12 @@ TEST_F(Coll, InTheSwitchAnEndpointDestroyedWhileItsCollectiveRuns) {
   s.in_switch = true;
   s.len = 4096;
   prepare(s);
-  for (Rank& k : ranks)
-    if (k.rank != 3) {
-      ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
-    }
+  const auto rank_3 = [](const Rank& k) { return k.rank == 3; };
+  post_each(s, rank_3);
   c->run_for(500'000);
   EXPECT_GT(c->fabric().coll().slots_in_use(), 0u);
-  Rank& gone = ranks[3];
-  ASSERT_TRUE(
-      gone.d.ctx->driver()
-          .destroy(RHN_ADMIN_DESTROY_QP, gone.d.ctx->index(), gone.qp().qpn())
-          .ok());
-  expect_each_fails(RHN_SYN_MEMBER_LOST,
-                    [](const Rank& k) { return k.rank == 3; });
+  destroy_endpoint(ranks[3]);
+  expect_each_fails(RHN_SYN_MEMBER_LOST, rank_3);
   EXPECT_GT(c->fabric().coll().slots_in_use(), 0u);
   c->run_for(2'100'000'000);
   c->fabric().deliver();
@@ -1212,7 +1198,7 @@ TEST_F(Coll, ASwitchThatDoesNotReduce) {
   CollSpec s;
   s.in_switch = true;
   prepare(s);
-  for (Rank& k : ranks) ASSERT_TRUE(k.qp().post_send(wr_for(k, s)));
+  post_each(s);
   for (Rank& k : ranks) {
     Completion x = wait_one(*c, k.cq(), 20'000'000'000ull);
     EXPECT_TRUE(failed_with(x, RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_NO_SWITCH))

@@ -150,6 +150,35 @@ struct Sender {
   std::uint32_t sent = 0;
 };
 
+using Senders = std::vector<std::unique_ptr<Sender>>;
+
+// `n` senders, sender i in counter group i % K, each on its first message.
+Senders start_senders(FakeTransport& t, const InboxLayout& l, std::uint32_t n) {
+  Senders s;
+  for (std::uint32_t i = 0; i < n; i++) {
+    s.push_back(std::make_unique<Sender>(t, l, i % l.groups));
+    s[i]->msg = message(i, 0, l.slot_bytes);
+    s[i]->machine.start(s[i]->msg);
+  }
+  return s;
+}
+
+// One round of the senders: each steps, a finished one starts its next
+// message until it sent `per_sender`. False if a step failed.
+bool step_senders(Senders& s, std::uint32_t per_sender, const InboxLayout& l) {
+  bool ok = true;
+  for (std::uint32_t i = 0; i < s.size(); i++) {
+    Sender& x = *s[i];
+    if (x.sent == per_sender) continue;
+    ok &= x.machine.step();
+    if (x.machine.done() && ++x.sent < per_sender) {
+      x.msg = message(i, x.sent, l.slot_bytes);
+      x.machine.start(x.msg);
+    }
+  }
+  return ok;
+}
+
 struct Result {
   std::uint64_t delivered = 0;
   std::uint64_t count_reads = 0;
@@ -174,12 +203,7 @@ Result run(std::uint32_t senders, std::uint32_t per_sender,
     inbox::init_counters(f.counters, l);
   }
   FakeTransport t{&f};
-  std::vector<std::unique_ptr<Sender>> s;
-  for (std::uint32_t i = 0; i < senders; i++) {
-    s.push_back(std::make_unique<Sender>(t, l, i % l.groups));
-    s[i]->msg = message(i, 0, l.slot_bytes);
-    s[i]->machine.start(s[i]->msg);
-  }
+  Senders s = start_senders(t, l, senders);
   std::vector<std::uint32_t> next(senders, 0);
   Result r;
   const std::uint64_t total = std::uint64_t{senders} * per_sender;
@@ -191,15 +215,7 @@ Result run(std::uint32_t senders, std::uint32_t per_sender,
     for (int k = 0; k < 3; k++) f.complete_one();
     f.tick();
     // Senders advance: a finished one starts its next message.
-    for (std::uint32_t i = 0; i < senders; i++) {
-      Sender& x = *s[i];
-      if (x.sent == per_sender) continue;
-      EXPECT_TRUE(x.machine.step());
-      if (x.machine.done() && ++x.sent < per_sender) {
-        x.msg = message(i, x.sent, l.slot_bytes);
-        x.machine.start(x.msg);
-      }
-    }
+    EXPECT_TRUE(step_senders(s, per_sender, l));
     const bool stalled = rounds < stall_rounds;
     if (stalled || static_cast<int>(f.rng() % 100) >= consume_pct) continue;
     std::span<const std::byte> m;
@@ -429,12 +445,7 @@ TEST(Inbox, ASenderThatDiesHoldingATicketIsSkippedOnlyWhenAsked) {
   EXPECT_EQ(dead.value(), l.first_ticket);
   EXPECT_EQ(q.stuck(), -1);                         // nothing behind it yet
   constexpr std::uint32_t kSenders = 4, kEach = 6;  // 2 per group
-  std::vector<std::unique_ptr<Sender>> s;
-  for (std::uint32_t i = 0; i < kSenders; i++) {
-    s.push_back(std::make_unique<Sender>(t, l, i % l.groups));
-    s[i]->msg = message(i, 0, l.slot_bytes);
-    s[i]->machine.start(s[i]->msg);
-  }
+  Senders s = start_senders(t, l, kSenders);
   std::vector<std::uint32_t> next(kSenders, 0);
   std::uint64_t delivered = 0;
   bool skipped = false;
@@ -442,15 +453,7 @@ TEST(Inbox, ASenderThatDiesHoldingATicketIsSkippedOnlyWhenAsked) {
     ASSERT_LT(round, 2'000'000u) << "no progress";
     for (int k = 0; k < 3; k++) f.complete_one();
     f.tick();
-    for (std::uint32_t i = 0; i < kSenders; i++) {
-      Sender& x = *s[i];
-      if (x.sent == kEach) continue;
-      ASSERT_TRUE(x.machine.step());
-      if (x.machine.done() && ++x.sent < kEach) {
-        x.msg = message(i, x.sent, l.slot_bytes);
-        x.machine.start(x.msg);
-      }
-    }
+    ASSERT_TRUE(step_senders(s, kEach, l));
     std::span<const std::byte> m;
     while (q.ready(&m)) {
       std::uint32_t from, j;

@@ -167,6 +167,16 @@ void update_deadline(Impl& m, uint64_t at) {
   m.coll.next_deadline = std::min(m.coll.next_deadline, at);
 }
 
+// A segment refused for now (a peer NIC NOT_READY, the switch BUSY): again
+// later, 20 us doubling to 1 ms.
+void back_off(Impl& m, CollSlot& s) {
+  m.counters.add(RHN_CNT_COLL_RETRIES);
+  s.retry_at = m.now + std::min(kRetryMaxNs, kRetryFirstNs << std::min<uint8_t>(
+                                                 s.retries, 10));
+  if (s.retries < 255) s.retries++;
+  update_deadline(m, s.retry_at);
+}
+
 // ---- Completing the local ranks' WQEs.
 
 // A posted local rank's WQE, unless its endpoint or the WQE went meanwhile
@@ -973,12 +983,8 @@ void Engine::Impl::coll_fw_done(uint64_t ck, uint8_t syndrome) {
   if (syndrome == RHN_SYN_COLL_NOT_READY) {
     // That NIC has not reached the collective (or the segment): again
     // later, backing off.
-    counters.add(RHN_CNT_COLL_RETRIES);
     s.todo |= bit;
-    s.retry_at = now + std::min(kRetryMaxNs, kRetryFirstNs << std::min<uint8_t>(
-                                                 s.retries, 10));
-    if (s.retries < 255) s.retries++;
-    update_deadline(*this, s.retry_at);
+    back_off(*this, s);
     return;
   }
   fail_collective(*this, c,
@@ -1180,13 +1186,8 @@ void Engine::Impl::coll_switch_receive(const Packet& pkt) {
     case RHN_COLL_FRAME_BUSY:
       // No buffer in the switch now: again soon, backing off.
       if (!(s.todo & up)) return;
-      counters.add(RHN_CNT_COLL_RETRIES);
       s.unanswered = 0;
-      s.retry_at =
-          now + std::min(kRetryMaxNs,
-                         kRetryFirstNs << std::min<uint8_t>(s.retries, 10));
-      if (s.retries < 255) s.retries++;
-      update_deadline(*this, s.retry_at);
+      back_off(*this, s);
       return;
     default:
       counters.add(RHN_CNT_MALFORMED_PACKETS);
