@@ -12,7 +12,9 @@
 #include <cmath>
 #include <random>
 
+#include "core/crc32c.h"
 #include "test_helpers.h"
+#include "transport/packet.h"
 
 namespace rhinet::test {
 namespace {
@@ -1186,6 +1188,55 @@ TEST_F(Coll, InTheSwitchAnEndpointDestroyedWhileItsCollectiveRuns) {
   c->fabric().deliver();
   EXPECT_EQ(c->fabric().coll().slots_in_use(), 0u);
   EXPECT_GT(c->fabric().coll().counters().stale, 0u);
+}
+
+// A result the switch sends again after the node finished that collective
+// (its ACK was lost, the DOWN came twice): the node ACKs it as the
+// collective it belongs to, so the switch can free that buffer. An ACK
+// naming the node's current collective instead could free a buffer whose
+// result the node never got.
+TEST_F(Coll, InTheSwitchAResultThatComesAgainIsAcknowledgedAsItsOwn) {
+  start(2);
+  make_ranks(2, 1, 64);
+  std::vector<uint8_t> up;  // node 0's first partial, as sent
+  std::vector<rhn_coll_frame> acks;
+  c->fabric().tap = [&](size_t port, std::span<const uint8_t> f) {
+    if (port != 0 || f.size() < RHN_PKT_HDR_LEN + sizeof(rhn_coll_frame) ||
+        f[offsetof(rhn_pkt_hdr, type)] != RHN_PKT_COLL)
+      return;
+    rhn_coll_frame x;
+    std::memcpy(&x, f.data() + RHN_PKT_HDR_LEN, sizeof x);
+    if (x.kind == RHN_COLL_FRAME_UP && up.empty())
+      up.assign(f.begin(), f.end());
+    if (x.kind == RHN_COLL_FRAME_ACK) acks.push_back(x);
+  };
+  CollSpec s;
+  s.in_switch = true;
+  s.len = 64;
+  run_and_check(s);  // collective 0
+  s.salt = 2;
+  run_and_check(s);  // collective 1: node 0 is at 2 now
+  ASSERT_FALSE(up.empty());
+  // The switch's DOWN of collective 0, segment 0, once more.
+  rhn_coll_frame d;
+  std::memcpy(&d, up.data() + RHN_PKT_HDR_LEN, sizeof d);
+  ASSERT_EQ(d.seq, 0u);
+  d.kind = RHN_COLL_FRAME_DOWN;
+  std::vector<uint8_t> frame(RHN_PKT_HDR_LEN + sizeof d + 64, 0);
+  std::memcpy(frame.data() + RHN_PKT_HDR_LEN, &d, sizeof d);
+  rhn_pkt_hdr h{};
+  h.type = RHN_PKT_COLL;
+  h.dst_node = 0;
+  h.src_node = RHN_NODE_BROADCAST;
+  h.payload_len = uint16_t(sizeof d + 64);
+  fw::seal_packet(frame.data(), h, nullptr,
+                  fw::crc32c(0, frame.data() + RHN_PKT_HDR_LEN, h.payload_len));
+  acks.clear();
+  ASSERT_TRUE(c->node(0).engine->frame_arrived(frame));
+  c->run_for(100'000);
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].seq, 0u) << "the ACK names collective " << acks[0].seq;
+  EXPECT_EQ(acks[0].seg, 0u);
 }
 
 // A switch that does not reduce (drops RHN_PKT_COLL frames, as one without

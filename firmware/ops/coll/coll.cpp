@@ -369,13 +369,14 @@ bool write_results(Impl& m, CollComm& c, CollSlot& s) {
   return true;
 }
 
-// An RHN_PKT_COLL frame about segment `seg` to the switch.
-void send_switch_frame(Impl& m, const CollComm& c, uint32_t seg, uint8_t kind,
-                       std::span<const uint8_t> data) {
+// An RHN_PKT_COLL frame about segment `seg` of collective `seq` to the
+// switch.
+void send_switch_frame(Impl& m, const CollComm& c, uint32_t seq, uint32_t seg,
+                       uint8_t kind, std::span<const uint8_t> data) {
   uint8_t* frame = m.coll.frame.get();
   rhn_coll_frame f{};
   f.key = c.key;
-  f.seq = c.seq;
+  f.seq = seq;
   f.seg = seg;
   f.signature = signature(c);
   f.members = c.nodes_hash;
@@ -412,7 +413,8 @@ bool send_switch_up(Impl& m, CollComm& c, CollSlot& s) {
     return true;
   }
   if (s.unanswered) m.counters.add(RHN_CNT_COLL_RETRIES);
-  send_switch_frame(m, c, s.seg, RHN_COLL_FRAME_UP, {bytes_of(m, s), s.len});
+  send_switch_frame(m, c, c.seq, s.seg, RHN_COLL_FRAME_UP,
+                    {bytes_of(m, s), s.len});
   const uint64_t rto = std::min(m.cfg.max_retransmit_timeout_ns,
                                 m.rto(m.coll.switch_path)
                                     << std::min<uint8_t>(s.unanswered, 16));
@@ -1135,7 +1137,7 @@ void Engine::Impl::coll_switch_receive(const Packet& pkt) {
   const int32_t ahead = static_cast<int32_t>(f.seq - c.seq);
   if (f.kind == RHN_COLL_FRAME_DOWN && ahead < 0) {
     // A result this node had (its ACK was lost): the switch may free it.
-    send_switch_frame(*this, c, f.seg, RHN_COLL_FRAME_ACK, {});
+    send_switch_frame(*this, c, f.seq, f.seg, RHN_COLL_FRAME_ACK, {});
     return;
   }
   if (ahead != 0 || !c.active || c.failed != RHN_SYN_NONE || f.seg < c.base ||
@@ -1157,7 +1159,7 @@ void Engine::Impl::coll_switch_receive(const Packet& pkt) {
                                      (now - s.sent_at) / 1000, UINT32_MAX)));
   switch (f.kind) {
     case RHN_COLL_FRAME_DOWN:
-      send_switch_frame(*this, c, f.seg, RHN_COLL_FRAME_ACK, {});
+      send_switch_frame(*this, c, f.seq, f.seg, RHN_COLL_FRAME_ACK, {});
       if (s.down_in) return;  // a repeat
       if (f.status != RHN_SYN_NONE) {
         fail_collective(*this, c, RHN_SYN_COLL_MISMATCH, true);
