@@ -147,14 +147,18 @@ void Engine::Impl::reset() {
   control.store(0);
 }
 
-uint64_t Engine::Impl::rto(const Peer& p) const {
-  const uint32_t shift = std::min<uint32_t>(std::max(p.retries, p.backoff), 7);
+uint64_t Engine::Impl::base_rto(const Peer& p) const {
   const uint64_t measured =
       (uint64_t{p.srtt_us} + 4 * uint64_t{p.rttvar_us}) * 1000;
-  const uint64_t base = std::clamp(
+  return std::clamp(
       measured, cfg.retransmit_timeout_ns,
       std::max(cfg.retransmit_timeout_ns, cfg.max_retransmit_timeout_ns));
-  return base << shift;
+}
+
+uint64_t Engine::Impl::rto(const Peer& p) const {
+  const uint32_t shift = std::min<uint32_t>(std::max(p.retries, p.backoff), 7);
+  const uint64_t base = base_rto(p);
+  return std::min(base << shift, std::max(base, cfg.max_backed_off_timeout_ns));
 }
 
 void Engine::Impl::rtt_sample(Peer& p, uint32_t sample_us) {

@@ -479,6 +479,10 @@ struct Peer {
   uint64_t ack_deadline = 0;
   uint64_t rx_last = 0;      // when the current session last delivered
   uint32_t rx_head = kNone;  // receive contexts in use
+  // When the NAK of the current gap went (low 32 bits of microseconds). It
+  // is sent again when packets past the gap still arrive a timeout later:
+  // the resend it asked for (or the NAK) was lost too.
+  uint32_t nak_at_us = 0;
   // Requests NAKed lately, so the rest of a multi-packet message is
   // dropped and NAKed once.
   struct Naked {
@@ -1380,7 +1384,13 @@ struct Engine::Impl {
   // not answer (rather than having lost our state).
   void peer_failed(Peer& p, bool timed_out);
   void reset_peer(Peer& p, uint16_t session);
+  uint64_t base_rto(const Peer& p) const;  // before any back-off
   uint64_t rto(const Peer& p) const;
+  // A gap's NAK goes again after this long (the receiver times the path
+  // with its own stream's estimate: it is the same pair of links).
+  uint32_t renak_interval_us(const Peer& p) const {
+    return static_cast<uint32_t>(base_rto(p) / 1000);
+  }
   void rtt_sample(Peer& p, uint32_t sample_us);
   uint32_t first_unacked(const Peer& p) const;
 

@@ -24,6 +24,23 @@ bool session_before(uint16_t a, uint16_t b) {
   return static_cast<int16_t>(static_cast<uint16_t>(a - b)) < 0;
 }
 
+// The gates are full: the newest takes the other's acknowledgement too and
+// waits for the later of the two points in the reverse stream. The ACKs
+// arrive in any order (the fabric reorders and duplicates), so neither one
+// may simply replace the other: a stale ACK that overwrote a newer one
+// would leave packets the peer has acknowledged never freed, nor resent.
+void merge_gate(Gate& into, const Gate& g) {
+  if (seq_before(into.ack_seq, g.ack_seq)) into.ack_seq = g.ack_seq;
+  if (into.session != g.session) {
+    if (session_before(into.session, g.session)) {
+      into.session = g.session;
+      into.seq = g.seq;
+    }
+  } else if (seq_before(into.seq, g.seq)) {
+    into.seq = g.seq;
+  }
+}
+
 }  // namespace
 
 Peer* Engine::Impl::peer_for(uint16_t node) {
@@ -346,8 +363,10 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
       send_ack(p, RHN_PKT_ACK, 0, p.rx_session);  // stop the resending
     } else {
       counters.add(RHN_CNT_OUT_OF_ORDER);
-      if (!p.nak_sent) {
+      const uint32_t now_us = static_cast<uint32_t>(now / 1000);
+      if (!p.nak_sent || now_us - p.nak_at_us >= renak_interval_us(p)) {
         p.nak_sent = true;
+        p.nak_at_us = now_us;
         send_ack(p, RHN_PKT_NAK, 0, p.rx_session);
       }
     }
@@ -413,10 +432,10 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
     }
   }
   const Gate g{ack_seq, session, seq};
-  if (p.gate_count == kGates)
-    p.gates[kGates - 1] = g;  // merge: the newest covers more, waits longer
-  else
+  if (p.gate_count < kGates)
     p.gates[p.gate_count++] = g;
+  else
+    merge_gate(p.gates[kGates - 1], g);
   release_gated(p);
 }
 
@@ -513,23 +532,30 @@ bool Engine::Impl::run_peers() {
     Peer& p = peers[i];
     i = p.busy_next;
     if (p.unacked_count && now >= p.rto_deadline) {
-      counters.add(RHN_CNT_TIMEOUTS);
       did = true;
       const uint32_t first = first_unacked(p);
-      // Everything acknowledged, the ACKs held only until the peer's own
-      // stream catches up: the peer is alive, and it is its turn to resend.
-      if (first != kNone && ++p.retries > cfg.max_retries) {
-        peer_failed(p, true);
-        continue;
+      if (first == kNone) {
+        // Everything acknowledged, the ACKs held only until the peer's own
+        // stream catches up: the peer is alive, and it is its turn to
+        // resend. Nothing was lost, so nothing backs off: a timeout
+        // stretched while waiting on the peer would later slow the
+        // recovery of a real loss (it doubles up to 128 times).
+        p.rto_deadline = now + rto(p);
+      } else {
+        counters.add(RHN_CNT_TIMEOUTS);
+        if (++p.retries > cfg.max_retries) {
+          peer_failed(p, true);
+          continue;
+        }
+        // The first timeout since the last ACK starts a recovery; if that
+        // is not answered either, everything goes again at once.
+        p.recover_window = p.retries == 1 ? 1 : 0;
+        p.recover_budget = p.recover_window;
+        p.resend = first;
+        if (p.backoff < 7) p.backoff++;
+        p.rto_deadline = now + rto(p);
+        peer_needs_service(p);
       }
-      // The first timeout since the last ACK starts a recovery; if that is
-      // not answered either, everything goes again at once.
-      p.recover_window = p.retries == 1 ? 1 : 0;
-      p.recover_budget = p.recover_window;
-      p.resend = first;
-      if (p.backoff < 7) p.backoff++;
-      p.rto_deadline = now + rto(p);
-      peer_needs_service(p);
     }
     if (p.ack_deadline && now >= p.ack_deadline) {
       send_ack(p, RHN_PKT_ACK, 0, p.rx_session);

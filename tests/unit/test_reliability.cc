@@ -2,6 +2,7 @@
 // The per-node-pair reliable channel under seeded fabric faults: loss,
 // duplication, reordering, corruption, a link that goes down for a while,
 // and a peer that never comes back.
+#include <map>
 #include <string>
 
 #include "test_helpers.h"
@@ -228,7 +229,7 @@ TEST_P(UdFaults, DatagramsArriveIntact) {
   };
   uint32_t round = 0;
   while (round < 300) {
-    send(a, 1, b.qp->qpn(), 0x2222, round, 1);
+    ASSERT_NO_FATAL_FAILURE(send(a, 1, b.qp->qpn(), 0x2222, round, 1));
     bool replied = false;
     for (uint64_t t0 = c.clock().now();
          !replied && c.clock().now() - t0 < 50'000'000;) {
@@ -244,7 +245,8 @@ TEST_P(UdFaults, DatagramsArriveIntact) {
         ASSERT_GE(r, 0) << "hello corrupted, " << describe(e);
         ASSERT_TRUE(
             b.qp->post_recv(e.wr_id, {b.buf.sge(e.wr_id * kSlot, kSlot)}));
-        send(b, 0, a.qp->qpn(), 0x1111, static_cast<uint32_t>(r), 2);
+        ASSERT_NO_FATAL_FAILURE(
+            send(b, 0, a.qp->qpn(), 0x1111, static_cast<uint32_t>(r), 2));
       }
       std::vector<Completion> av = std::move(pending[0]);
       pending[0].clear();
@@ -266,7 +268,7 @@ TEST_P(UdFaults, DatagramsArriveIntact) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, UdFaults, ::testing::Range<uint64_t>(1, 9));
+INSTANTIATE_TEST_SUITE_P(Seeds, UdFaults, ::testing::Range<uint64_t>(1, 65));
 
 std::vector<FaultCase> fault_cases() {
   std::vector<FaultCase> v;
@@ -377,6 +379,219 @@ TEST(LinkFaults, SpuriousTimeoutCostsAFewPackets) {
   // (every 16 packets): not the 48 of the window.
   EXPECT_LE(a.delta(RHN_CNT_RETRANSMITS), 8u);
   EXPECT_EQ(a.delta(RHN_CNT_PEER_DEAD), 0u);
+}
+
+rhn_pkt_hdr header_of(std::span<const uint8_t> f) {
+  rhn_pkt_hdr h{};
+  if (f.size() >= sizeof(h)) std::memcpy(&h, f.data(), sizeof(h));
+  return h;
+}
+
+// Waiting on the peer is not a loss. B acknowledges A's WRITE in a pure
+// ACK sent after a B->A packet that the fabric loses five times: A may
+// free its WRITE only once it has that packet too (the ACK's gate), and
+// its timer runs out again and again meanwhile with nothing to resend.
+// That must not back A's timeout off: A's next real loss is repaired after
+// one ordinary timeout. (Every such expiry doubled it, up to 128 times; in
+// two TCG guests a round or two of that made a lost packet wait 25 s.)
+TEST(LinkFaults, WaitingOnThePeersStreamDoesNotBackTheTimeoutOff) {
+  ClusterConfig cfg;
+  cfg.nodes = 2;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region a_src = make_region(*p.ctx_a, 4096, kAllAccess, 351);
+  Region a_dst = make_region(*p.ctx_a, 4096);
+  Region b_src = make_region(*p.ctx_b, 4096, kAllAccess, 352);
+  Region b_dst = make_region(*p.ctx_b, 4096);
+  uint32_t b_lost = 0, a_lost = 0;
+  bool lose_a = false;
+  c.fabric().drop = [&](size_t src, std::span<const uint8_t> f) {
+    if (header_of(f).type != RHN_PKT_DATA) return false;
+    if (src == 1 && b_lost < 5) return ++b_lost, true;
+    if (src == 0 && lose_a) return lose_a = false, ++a_lost, true;
+    return false;
+  };
+  ASSERT_TRUE(p.qp_b->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {b_src.sge(0, 256)}, a_dst.va(), a_dst.key())));
+  c.run_for(100'000);
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(2, RHN_OP_WRITE, {a_src.sge(0, 256)}, b_dst.va(), b_dst.key())));
+  Completion w = wait_one(c, *p.cq_a, 1'000'000'000);
+  ASSERT_TRUE(w.ok()) << describe(w);
+  Completion wb = wait_one(c, *p.cq_b, 1'000'000'000);
+  ASSERT_TRUE(wb.ok()) << describe(wb);
+  EXPECT_EQ(b_lost, 5u);
+  EXPECT_EQ(a_dst.buf.bytes(0, 256), b_src.buf.bytes(0, 256));
+  EXPECT_EQ(b_dst.buf.bytes(0, 256), a_src.buf.bytes(0, 256));
+
+  CounterSnap a(c.node(0));
+  lose_a = true;
+  const uint64_t t0 = c.clock().now();
+  ASSERT_TRUE(p.qp_a->post_send(rdma_wr(3, RHN_OP_WRITE, {a_src.sge(256, 256)},
+                                        b_dst.va(256), b_dst.key())));
+  Completion w3 = wait_one(c, *p.cq_a, 1'000'000'000);
+  ASSERT_TRUE(w3.ok()) << describe(w3);
+  EXPECT_EQ(a_lost, 1u);
+  EXPECT_EQ(a.delta(RHN_CNT_TIMEOUTS), 1u);
+  // The timeout's floor is 2 ms; backed off five times it was 64 ms.
+  EXPECT_LT(c.clock().now() - t0, 6'000'000u)
+      << "a loss took " << (c.clock().now() - t0) / 1000 << " us to repair";
+}
+
+// A gap whose resend is lost too, while the stream goes on: the receiver
+// NAKs it again once a timeout has passed with packets still arriving
+// past it, so the repair does not wait for the sender's timeout, which
+// doubles with every loss (here 6.5 ms against 30.5 ms).
+TEST(LinkFaults, AGapWhoseResendIsLostIsAskedForAgain) {
+  ClusterConfig cfg;
+  cfg.nodes = 2;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  constexpr uint32_t kWrites = 120, kLost = 10;
+  Region src = make_region(*p.ctx_a, kWrites * 64, kAllAccess, 361);
+  Region dst = make_region(*p.ctx_b, kWrites * 64);
+  // The first WRITE gives the round trip; the channel's serial of WRITE i
+  // is then first + i.
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1000, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key())));
+  ASSERT_TRUE(wait_one(c, *p.cq_a).ok());
+  uint32_t lost = 0, first = 0;
+  bool armed = false;
+  c.fabric().tap = [&](size_t src_port, std::span<const uint8_t> f) {
+    const rhn_pkt_hdr h = header_of(f);
+    if (src_port == 0 && h.type == RHN_PKT_DATA && !armed) {
+      first = h.seq;
+      armed = true;
+    }
+  };
+  c.fabric().drop = [&](size_t src_port, std::span<const uint8_t> f) {
+    const rhn_pkt_hdr h = header_of(f);
+    if (armed && src_port == 0 && h.type == RHN_PKT_DATA &&
+        h.seq == first + kLost && lost < 5)
+      return ++lost, true;
+    return false;
+  };
+  CounterSnap b(c.node(1));
+  uint64_t posted_at = 0, done_at = 0;
+  std::vector<Completion> done;
+  for (uint32_t i = 0; i < kWrites; i++) {
+    if (i == kLost) posted_at = c.clock().now();
+    ASSERT_TRUE(p.qp_a->post_send(rdma_wr(
+        i, RHN_OP_WRITE, {src.sge(i * 64, 64)}, dst.va(i * 64), dst.key())));
+    c.run_for(500'000);  // one every 0.5 ms
+    for (const auto& e : p.cq_a->poll(SIZE_MAX)) {
+      done.push_back(e);
+      if (e.wr_id == kLost) done_at = c.clock().now();
+    }
+  }
+  auto rest = c.wait_cqes(*p.cq_a, kWrites - done.size(), 1'000'000'000);
+  for (const auto& e : rest) {
+    done.push_back(e);
+    if (e.wr_id == kLost && !done_at) done_at = c.clock().now();
+  }
+  ASSERT_EQ(done.size(), size_t(kWrites));
+  for (const auto& e : done) ASSERT_TRUE(e.ok()) << describe(e);
+  EXPECT_EQ(lost, 5u);
+  EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
+  EXPECT_GE(b.delta(RHN_CNT_NAKS_SENT), 3u);
+  ASSERT_NE(done_at, 0u);
+  EXPECT_LT(done_at - posted_at, 15'000'000u)
+      << "the gap took " << (done_at - posted_at) / 1000 << " us to repair";
+}
+
+// The fabric reorders ACKs. An ACK is applied only once the peer's own
+// stream has caught up to where the peer sent it (a gate), and a channel
+// holds four gates; more are merged. A stale ACK merged after a newer one
+// must not take back what the newer one acknowledged. (It replaced it: the
+// WRITE only the newer ACK covered was never freed, nor sent again, since
+// it counted as acknowledged, and never completed.)
+TEST(LinkFaults, AStaleAckAmongTooManyGatedOnesTakesNothingBack) {
+  ClusterConfig cfg;
+  cfg.nodes = 2;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  constexpr uint32_t kWrites = 6;
+  Region a_src = make_region(*p.ctx_a, 4096, kAllAccess, 371);
+  Region a_dst = make_region(*p.ctx_a, 4096);
+  Region b_src = make_region(*p.ctx_b, 4096, kAllAccess, 372);
+  Region b_dst = make_region(*p.ctx_b, 4096);
+  bool hold = true, injecting = false;
+  std::vector<uint8_t> b_first;                     // B's first DATA frame
+  std::map<uint32_t, std::vector<uint8_t>> b_acks;  // by ack_seq
+  c.fabric().drop = [&](size_t src, std::span<const uint8_t> f) {
+    if (injecting || src != 1 || !hold) return false;
+    const rhn_pkt_hdr h = header_of(f);
+    if (h.type == RHN_PKT_DATA && b_first.empty())
+      b_first.assign(f.begin(), f.end());
+    if (h.type == RHN_PKT_ACK && !b_acks.count(h.ack_seq))
+      b_acks[h.ack_seq].assign(f.begin(), f.end());
+    return h.type == RHN_PKT_DATA || h.type == RHN_PKT_ACK;
+  };
+  auto inject = [&](const std::vector<uint8_t>& frame) {
+    injecting = true;
+    c.fabric().wire(1).transmit(frame);
+    injecting = false;
+    c.run_for(50'000);
+  };
+  // B's WRITE to A is held back: no ACK B sends after it can be applied
+  // at A until A has it.
+  ASSERT_TRUE(p.qp_b->post_send(
+      rdma_wr(100, RHN_OP_WRITE, {b_src.sge(0, 64)}, a_dst.va(), a_dst.key())));
+  c.run_for(50'000);
+  ASSERT_FALSE(b_first.empty());
+  // A's WRITEs, each acknowledged on its own (the ACKs are held too).
+  for (uint32_t i = 0; i < kWrites; i++) {
+    ASSERT_TRUE(
+        p.qp_a->post_send(rdma_wr(i, RHN_OP_WRITE, {a_src.sge(i * 64, 64)},
+                                  b_dst.va(i * 64), b_dst.key())));
+    c.run_for(100'000);
+  }
+  ASSERT_GE(b_acks.size(), size_t(kWrites));
+  // The ACKs reach A in order, but the newest before the one just older.
+  std::vector<const std::vector<uint8_t>*> order;
+  for (const auto& [seq, frame] : b_acks) order.push_back(&frame);
+  std::swap(order[order.size() - 1], order[order.size() - 2]);
+  for (const auto* frame : order) inject(*frame);
+  // Then B's WRITE, as first sent: A's stream of gates can open.
+  inject(b_first);
+  hold = false;
+  auto v = c.wait_cqes(*p.cq_a, kWrites, 1'000'000'000);
+  ASSERT_EQ(v.size(), size_t(kWrites)) << "a WRITE never completed";
+  for (const auto& e : v) EXPECT_TRUE(e.ok()) << describe(e);
+  EXPECT_EQ(b_dst.buf.bytes(0, kWrites * 64), a_src.buf.bytes(0, kWrites * 64));
+  Completion wb = wait_one(c, *p.cq_b, 1'000'000'000);
+  EXPECT_TRUE(wb.ok()) << describe(wb);
+  EXPECT_EQ(a_dst.buf.bytes(0, 64), b_src.buf.bytes(0, 64));
+}
+
+// A slow path (a 300 ms timeout) and a peer gone: each retry doubles the
+// timeout, but never past a second, so the peer is declared dead after
+// 0.3 + 0.6 + 7 x 1 s, not after 0.3 s x (2 + 4 + ... + 128 + ...).
+TEST(LinkFaults, TheBackedOffTimeoutStopsAtASecond) {
+  ClusterConfig cfg;
+  cfg.nodes = 2;
+  cfg.engine.retransmit_timeout_ns = 300'000'000;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, 64, kAllAccess, 381);
+  Region dst = make_region(*p.ctx_b, 64);
+  c.fabric().set_link(1, false);
+  const uint64_t start = c.clock().now();
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key())));
+  Completion w = wait_one(c, *p.cq_a, 60'000'000'000);
+  EXPECT_EQ(w.status, RHN_CQE_RETRY_EXC_ERR) << describe(w);
+  const uint64_t took = c.clock().now() - start;
+  EXPECT_GT(took, 7'000'000'000u);
+  EXPECT_LT(took, 9'000'000'000u) << took / 1'000'000 << " ms";
 }
 
 TEST(LinkFaults, DeadPeerGivesRetryExceededInBoundedTime) {

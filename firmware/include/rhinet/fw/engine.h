@@ -164,9 +164,12 @@ struct EngineConfig {
   // Timers.
   // Retransmission timeout: smoothed RTT + 4 x its variation, measured per
   // peer, never below the first value (also used before any sample) nor
-  // above the second; doubled on every retry.
+  // above the second; doubled on every retry, up to the third (a few
+  // losses in a row on a slow path must not stop a channel for many
+  // seconds).
   uint64_t retransmit_timeout_ns = 2'000'000;
   uint64_t max_retransmit_timeout_ns = 200'000'000;
+  uint64_t max_backed_off_timeout_ns = 1'000'000'000;
   uint32_t max_retries = 8;  // then the peer is declared dead
   // A SYN of an older session is refused (and its sender told which
   // session to move to) unless the current session has been silent this
