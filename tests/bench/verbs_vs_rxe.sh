@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Unmodified rdma-core clients over our NIC and over soft-RoCE, in the same
 # two guests in one boot, side by side:
-#   tests/bench/verbs_vs_rxe.sh [--quick] [--out DIR] [--env FILE] [DEVICE...]
+#   tests/bench/verbs_vs_rxe.sh [--quick] [--wire socket|netdev] [--out DIR]
+#                               [--env FILE] [DEVICE...]
 #   tests/bench/verbs_vs_rxe.sh --from DIR [DEVICE...]   table of an earlier run
 # Boots two nodes (tests/vm/run-cluster.sh) that run
 # tests/vm/scripts/verbs_bench.sh over each DEVICE in turn (default: rhinet0,
@@ -13,19 +14,23 @@
 # beside ib_send_lat (8 B ...) and ib_write_bw / ib_send_bw (1 MiB) of the
 # same boot, in a second table with the ratios the goals are stated in.
 # Exits non-zero when any client failed. Node logs stay in --out
-# (default build/vm/bench-verbs).
+# (default build/vm/bench-verbs). --wire netdev: the NICs reach the switch
+# through QEMU stream netdevs and the main loop (the path before the
+# engine thread owned its socket), for before/after figures.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 out="$REPO/build/vm/bench-verbs" env_file="$REPO/build/vm/env" quick=() devices=()
+wire=socket
 from=""
 while (($#)); do
 	case $1 in
 	--quick) quick=(--arg quick); shift ;;
+	--wire) wire=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--env) env_file=$2; shift 2 ;;
 	--from) from=$2; shift 2 ;;
-	-h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,19p' "$0"; exit 0 ;;
 	-*) echo "verbs_vs_rxe: unknown option '$1'" >&2; exit 2 ;;
 	*) devices+=("$1"); shift ;;
 	esac
@@ -41,7 +46,7 @@ else
 	mkdir -p "$out"
 	load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 	start=$(date +%s)
-	bash "$REPO/tests/vm/run-cluster.sh" -n 2 --env "$env_file" --out "$out" \
+	bash "$REPO/tests/vm/run-cluster.sh" -n 2 --env "$env_file" --out "$out" --wire "$wire" \
 		--script "$REPO/tests/vm/scripts/verbs_bench.sh" "${quick[@]}" \
 		"${dev_args[@]}" --timeout 900
 	rc=$?

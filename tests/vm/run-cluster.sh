@@ -20,6 +20,10 @@
 #     --apps           append the applications overlay (UCX, Open MPI,
 #                      dropbear, nvme-cli: APPS in the env file)
 #     --mem SIZE       guest memory (default 256M)
+#     --wire netdev    reach the switch through a QEMU stream netdev and the
+#                      main loop (the NIC's other wire path) instead of
+#                      the engine thread's own socket (--wire socket, the
+#                      default)
 #     --switch-group "GROUP PORT..."
 #                      the switch's replication pattern of a simultaneous
 #                      multicast group (repeatable; GROUP 61440..63487),
@@ -36,7 +40,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 nodes=2 script="" shell_node="" timeout=120 out="" env_file="$REPO/build/vm/env"
-apps=0 mem=256M
+apps=0 mem=256M wire=socket
 switch_args=() script_args=() switch_groups=()
 while (($#)); do
 	case $1 in
@@ -50,13 +54,15 @@ while (($#)); do
 	--env) env_file=$2; shift 2 ;;
 	--apps) apps=1; shift ;;
 	--mem) mem=$2; shift 2 ;;
+	--wire) wire=$2; shift 2 ;;
 	--switch-group) switch_groups+=("$2"); shift 2 ;;
-	-h | --help) sed -n '2,35p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,39p' "$0"; exit 0 ;;
 	*) echo "run-cluster: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
 die() { echo "run-cluster: $*" >&2; exit 2; }
 [[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 1 && nodes <= 64)) || die "-n must be 1..64"
+[[ $wire == socket || $wire == netdev ]] || die "--wire must be socket or netdev"
 [[ -z $script && -z $shell_node ]] && die "give --script FILE or --shell K"
 [[ -z $script || -r $script ]] || die "cannot read script $script"
 [[ -z $shell_node ]] || ((shell_node < nodes)) || die "--shell must name a node below $nodes"
@@ -120,13 +126,16 @@ echo "run-cluster: $nodes nodes, fabric control: $SWITCH --ctl $sockdir CMD, log
 
 # Replaces the calling (sub)shell, so a background job's PID is QEMU's own.
 run_qemu() { # node mode serial
+	local nic=(-device "rhinet,wire=$sockdir/port$1.sock,node-id=$1,fault-injection=on")
+	[[ $wire == netdev ]] && nic=(
+		-netdev "stream,id=fabric,server=off,addr.type=unix,addr.path=$sockdir/port$1.sock"
+		-device "rhinet,netdev=fabric,node-id=$1,fault-injection=on")
 	exec "$QEMU" -M q35 -cpu max -m "$mem" -smp 1 -nodefaults -no-user-config \
 		-display none -no-reboot -L /usr/share/seabios -L /usr/share/qemu \
 		-kernel "$VMLINUX" -initrd "$out/initrd.cpio" \
 		-append "console=ttyS0 quiet panic=-1 rhinet.node=$1 rhinet.nodes=$nodes rhinet.mode=$2 ${KERNEL_ARGS:-}" \
 		-serial "$3" -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
-		-netdev "stream,id=fabric,server=off,addr.type=unix,addr.path=$sockdir/port$1.sock" \
-		-device "rhinet,netdev=fabric,node-id=$1,fault-injection=on"
+		"${nic[@]}"
 }
 
 start_ms=$(($(date +%s%N) / 1000000))
@@ -190,7 +199,11 @@ for ((i = 0; i < nodes; i++)); do
 	elif ((st % 2 == 1)); then
 		rc=$(((st - 1) / 2))
 		verdict="rc=$rc"
-		if ((rc == 0)) && kernel_reports "$i"; then
+		if ((rc == 0)) && ! grep -aq "RHINET-RESULT node=$i rc=0" "$out/node$i.log"; then
+			# QEMU's own failure exit (1) reads as the guest's rc 0: only
+			# the guest's line says it ran.
+			verdict="QEMU exited with $st and the guest reported no result"
+		elif ((rc == 0)) && kernel_reports "$i"; then
 			verdict="rc=0, but the kernel reported a bug"
 		elif ((rc == 0)); then
 			echo "node $i: PASS" >&2
