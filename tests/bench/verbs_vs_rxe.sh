@@ -52,6 +52,14 @@ else
 	rc=$?
 	took=$(($(date +%s) - start))
 	load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+	# The fabric's own floor, right after the guests are gone (nothing else
+	# runs): one frame through the same switch and back, natively.
+	# shellcheck source=/dev/null
+	floor_bin=$(source "$env_file" && dirname "$SWITCH")/../tests/bench/fabric_floor
+	if [[ -x $floor_bin ]]; then
+		"$floor_bin" --switch "$(source "$env_file" && echo "$SWITCH")" --iters 5000 \
+			>"$out/fabric_floor.txt" 2>&1
+	fi
 fi
 
 grep -a '^RHINET-BENCH ' "$out/node0.log" | tr -d '\r' >"$out/figures.txt"
@@ -203,6 +211,28 @@ if [[ -n $tag_dev ]] && grep -q "^RHINET-BENCH $tag_dev tag" "$out/figures.txt";
 		if (bw != "")
 			printf "isend bw 1 MiB / ib_write_bw 1 MiB: %.2fx (goal >= 0.9x: %s)\n", bw, (bw >= 0.9) ? "met" : "NOT met"
 	}' "$out/figures.txt"
+fi
+if [[ -s $out/fabric_floor.txt ]] && grep -q median "$out/fabric_floor.txt"; then
+	echo
+	echo "Against the fabric's floor (tests/bench/fabric_floor, same run, after the guests):"
+	sed 's/^/  /' "$out/fabric_floor.txt"
+	awk -v devs="${devices[*]}" '
+	FNR == NR { for (i = 1; i < NF; i++) if ($i == "median") floor = $(i + 1) / 2; next }
+	$1 == "RHINET-BENCH" { line[$2, $3] = $0 }
+	END {
+		split(devs, dev, " ")
+		printf "  %-30s %12s %12s %8s\n", "one way (half the round trip)", dev[1], "floor", "ratio"
+		n = split("write_lat send_lat read_lat", tests, " ")
+		for (i = 1; i <= n; i++) {
+			if (!((dev[1], tests[i]) in line)) continue
+			split(line[dev[1], tests[i]], f, " ")
+			if (f[4] == "FAIL") continue
+			r = f[8] / floor
+			printf "  %-30s %12.2f %12.2f %7.2fx", "ib_" tests[i] " 2 B typical [us]", f[8], floor, r
+			if (tests[i] != "read_lat") printf "  goal <= 1.5x %s", r <= 1.5 ? "met" : "NOT met"
+			printf "\n"
+		}
+	}' "$out/fabric_floor.txt" "$out/figures.txt"
 fi
 if grep -aq '^RHINET-CNT ' "$out/node0.log"; then
 	echo
