@@ -286,36 +286,44 @@ std::vector<FaultCase> fault_cases() {
 INSTANTIATE_TEST_SUITE_P(Seeds, Faults, ::testing::ValuesIn(fault_cases()),
                          case_name);
 
-TEST(LinkFaults, LinkDownForAWhileThenUp) {
-  ClusterConfig cfg;
-  cfg.nodes = 2;
-  SimCluster c(cfg);
-  ASSERT_TRUE(c.all_up());
-  RcPair p = make_rc_pair(c, 0, 1);
-  ASSERT_TRUE(p.ok);
+// Two nodes (or cfg.nodes) and an RC pair between nodes 0 and 1.
+class LinkFaults : public ::testing::Test {
+ protected:
+  void start(const ClusterConfig& cfg = {}) {
+    c = std::make_unique<SimCluster>(cfg);
+    ASSERT_TRUE(c->all_up());
+    p = make_rc_pair(*c, 0, 1);
+    ASSERT_TRUE(p.ok);
+  }
+  std::unique_ptr<SimCluster> c;  // destroyed after the pair's queues
+  RcPair p;
+};
+
+TEST_F(LinkFaults, LinkDownForAWhileThenUp) {
+  ASSERT_NO_FATAL_FAILURE(start());
   Region src = make_region(*p.ctx_a, 40000, kAllAccess, 301);
   Region dst = make_region(*p.ctx_b, 40000);
   Region inbox = make_region(*p.ctx_b, 4096);
   ASSERT_TRUE(p.qp_b->post_recv(1, {inbox.sge(0, 4096)}));
 
-  c.fabric().set_link(1, false);
+  c->fabric().set_link(1, false);
   ASSERT_TRUE(p.qp_a->post_send(
       rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 40000)}, dst.va(), dst.key())));
   ASSERT_TRUE(p.qp_a->post_send(send_wr(2, {src.sge(0, 4096)})));
   // Shorter than the retry budget (8 retries of >= 2 ms).
-  c.run_for(3'000'000);
+  c->run_for(3'000'000);
   EXPECT_TRUE(p.cq_a->poll().empty());
-  EXPECT_GT(c.node(0).counter(RHN_CNT_TIMEOUTS), 0u);
-  c.fabric().set_link(1, true);
-  auto v = c.wait_cqes(*p.cq_a, 2, 1'000'000'000);
+  EXPECT_GT(c->node(0).counter(RHN_CNT_TIMEOUTS), 0u);
+  c->fabric().set_link(1, true);
+  auto v = c->wait_cqes(*p.cq_a, 2, 1'000'000'000);
   ASSERT_EQ(v.size(), 2u);
   for (const auto& x : v) EXPECT_TRUE(x.ok()) << describe(x);
   EXPECT_TRUE(dst.buf.bytes() == src.buf.bytes());
-  Completion r = wait_one(c, *p.cq_b);
+  Completion r = wait_one(*c, *p.cq_b);
   ASSERT_TRUE(r.ok()) << describe(r);
   EXPECT_EQ(inbox.buf.bytes(), src.buf.bytes(0, 4096));
-  EXPECT_GT(c.node(0).counter(RHN_CNT_RETRANSMITS), 0u);
-  EXPECT_EQ(c.node(0).counter(RHN_CNT_PEER_DEAD), 0u);
+  EXPECT_GT(c->node(0).counter(RHN_CNT_RETRANSMITS), 0u);
+  EXPECT_EQ(c->node(0).counter(RHN_CNT_PEER_DEAD), 0u);
 }
 
 // A peer farther away than the configured timeout (a NIC on a busy host
@@ -323,21 +331,17 @@ TEST(LinkFaults, LinkDownForAWhileThenUp) {
 // the first samples nothing is sent twice. Before, every message went
 // out at least twice (UCX over our NIC in two TCG guests resent 15% of
 // its packets).
-TEST(LinkFaults, RetransmitTimeoutFollowsTheRoundTrip) {
+TEST_F(LinkFaults, RetransmitTimeoutFollowsTheRoundTrip) {
   ClusterConfig cfg;
-  cfg.nodes = 2;
   cfg.hop_delay_ns = 1'500'000;  // 3 ms each way through the switch
-  SimCluster c(cfg);
-  ASSERT_TRUE(c.all_up());
-  RcPair p = make_rc_pair(c, 0, 1);
-  ASSERT_TRUE(p.ok);
+  ASSERT_NO_FATAL_FAILURE(start(cfg));
   Region src = make_region(*p.ctx_a, 4096, kAllAccess, 331);
   Region dst = make_region(*p.ctx_b, 4096);
-  CounterSnap a(c.node(0));
+  CounterSnap a(c->node(0));
   for (uint32_t i = 0; i < 50; i++) {
     ASSERT_TRUE(p.qp_a->post_send(rdma_wr(
         i, RHN_OP_WRITE, {src.sge(i * 64, 64)}, dst.va(i * 64), dst.key())));
-    Completion w = wait_one(c, *p.cq_a, 1'000'000'000);
+    Completion w = wait_one(*c, *p.cq_a, 1'000'000'000);
     ASSERT_TRUE(w.ok()) << describe(w);
   }
   EXPECT_EQ(dst.buf.bytes(0, 3200), src.buf.bytes(0, 3200));
@@ -350,27 +354,22 @@ TEST(LinkFaults, RetransmitTimeoutFollowsTheRoundTrip) {
 // with a window of packets out: the timeout sends the oldest packet again,
 // then twice as many per ACK, and the ACKs of the first sending cover the
 // rest. Before, every timeout sent the whole window again (go-back-N).
-TEST(LinkFaults, SpuriousTimeoutCostsAFewPackets) {
-  ClusterConfig cfg;
-  cfg.nodes = 2;
-  SimCluster c(cfg);
-  ASSERT_TRUE(c.all_up());
-  RcPair p = make_rc_pair(c, 0, 1);
-  ASSERT_TRUE(p.ok);
+TEST_F(LinkFaults, SpuriousTimeoutCostsAFewPackets) {
+  ASSERT_NO_FATAL_FAILURE(start());
   Region src = make_region(*p.ctx_a, 64 * 1024, kAllAccess, 341);
   Region dst = make_region(*p.ctx_b, 64 * 1024);
   // A first message: the round trip measured is microseconds, so the
   // timeout is its floor (2 ms).
   ASSERT_TRUE(p.qp_a->post_send(
       rdma_wr(100, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key())));
-  ASSERT_TRUE(wait_one(c, *p.cq_a).ok());
-  c.fabric().set_hop_delay(1'500'000);  // now 6 ms there and back
-  CounterSnap a(c.node(0));
+  ASSERT_TRUE(wait_one(*c, *p.cq_a).ok());
+  c->fabric().set_hop_delay(1'500'000);  // now 6 ms there and back
+  CounterSnap a(c->node(0));
   for (uint32_t i = 0; i < 48; i++)
     ASSERT_TRUE(p.qp_a->post_send(
         rdma_wr(i, RHN_OP_WRITE, {src.sge(i * 1024, 1024)}, dst.va(i * 1024),
                 dst.key(), i == 47 ? RHN_WQE_F_SIGNALED : 0)));
-  Completion w = wait_one(c, *p.cq_a, 1'000'000'000);
+  Completion w = wait_one(*c, *p.cq_a, 1'000'000'000);
   ASSERT_TRUE(w.ok()) << describe(w);
   EXPECT_EQ(w.wr_id, 47u);
   EXPECT_EQ(dst.buf.bytes(0, 48 * 1024), src.buf.bytes(0, 48 * 1024));
@@ -394,20 +393,15 @@ rhn_pkt_hdr header_of(std::span<const uint8_t> f) {
 // That must not back A's timeout off: A's next real loss is repaired after
 // one ordinary timeout. (Every such expiry doubled it, up to 128 times; in
 // two TCG guests a round or two of that made a lost packet wait 25 s.)
-TEST(LinkFaults, WaitingOnThePeersStreamDoesNotBackTheTimeoutOff) {
-  ClusterConfig cfg;
-  cfg.nodes = 2;
-  SimCluster c(cfg);
-  ASSERT_TRUE(c.all_up());
-  RcPair p = make_rc_pair(c, 0, 1);
-  ASSERT_TRUE(p.ok);
+TEST_F(LinkFaults, WaitingOnThePeersStreamDoesNotBackTheTimeoutOff) {
+  ASSERT_NO_FATAL_FAILURE(start());
   Region a_src = make_region(*p.ctx_a, 4096, kAllAccess, 351);
   Region a_dst = make_region(*p.ctx_a, 4096);
   Region b_src = make_region(*p.ctx_b, 4096, kAllAccess, 352);
   Region b_dst = make_region(*p.ctx_b, 4096);
   uint32_t b_lost = 0, a_lost = 0;
   bool lose_a = false;
-  c.fabric().drop = [&](size_t src, std::span<const uint8_t> f) {
+  c->fabric().drop = [&](size_t src, std::span<const uint8_t> f) {
     if (header_of(f).type != RHN_PKT_DATA) return false;
     if (src == 1 && b_lost < 5) return ++b_lost, true;
     if (src == 0 && lose_a) return lose_a = false, ++a_lost, true;
@@ -415,42 +409,37 @@ TEST(LinkFaults, WaitingOnThePeersStreamDoesNotBackTheTimeoutOff) {
   };
   ASSERT_TRUE(p.qp_b->post_send(
       rdma_wr(1, RHN_OP_WRITE, {b_src.sge(0, 256)}, a_dst.va(), a_dst.key())));
-  c.run_for(100'000);
+  c->run_for(100'000);
   ASSERT_TRUE(p.qp_a->post_send(
       rdma_wr(2, RHN_OP_WRITE, {a_src.sge(0, 256)}, b_dst.va(), b_dst.key())));
-  Completion w = wait_one(c, *p.cq_a, 1'000'000'000);
+  Completion w = wait_one(*c, *p.cq_a, 1'000'000'000);
   ASSERT_TRUE(w.ok()) << describe(w);
-  Completion wb = wait_one(c, *p.cq_b, 1'000'000'000);
+  Completion wb = wait_one(*c, *p.cq_b, 1'000'000'000);
   ASSERT_TRUE(wb.ok()) << describe(wb);
   EXPECT_EQ(b_lost, 5u);
   EXPECT_EQ(a_dst.buf.bytes(0, 256), b_src.buf.bytes(0, 256));
   EXPECT_EQ(b_dst.buf.bytes(0, 256), a_src.buf.bytes(0, 256));
 
-  CounterSnap a(c.node(0));
+  CounterSnap a(c->node(0));
   lose_a = true;
-  const uint64_t t0 = c.clock().now();
+  const uint64_t t0 = c->clock().now();
   ASSERT_TRUE(p.qp_a->post_send(rdma_wr(3, RHN_OP_WRITE, {a_src.sge(256, 256)},
                                         b_dst.va(256), b_dst.key())));
-  Completion w3 = wait_one(c, *p.cq_a, 1'000'000'000);
+  Completion w3 = wait_one(*c, *p.cq_a, 1'000'000'000);
   ASSERT_TRUE(w3.ok()) << describe(w3);
   EXPECT_EQ(a_lost, 1u);
   EXPECT_EQ(a.delta(RHN_CNT_TIMEOUTS), 1u);
   // The timeout's floor is 2 ms; backed off five times it was 64 ms.
-  EXPECT_LT(c.clock().now() - t0, 6'000'000u)
-      << "a loss took " << (c.clock().now() - t0) / 1000 << " us to repair";
+  EXPECT_LT(c->clock().now() - t0, 6'000'000u)
+      << "a loss took " << (c->clock().now() - t0) / 1000 << " us to repair";
 }
 
 // A gap whose resend is lost too, while the stream goes on: the receiver
 // NAKs it again once a timeout has passed with packets still arriving
 // past it, so the repair does not wait for the sender's timeout, which
 // doubles with every loss (here 6.5 ms against 30.5 ms).
-TEST(LinkFaults, AGapWhoseResendIsLostIsAskedForAgain) {
-  ClusterConfig cfg;
-  cfg.nodes = 2;
-  SimCluster c(cfg);
-  ASSERT_TRUE(c.all_up());
-  RcPair p = make_rc_pair(c, 0, 1);
-  ASSERT_TRUE(p.ok);
+TEST_F(LinkFaults, AGapWhoseResendIsLostIsAskedForAgain) {
+  ASSERT_NO_FATAL_FAILURE(start());
   constexpr uint32_t kWrites = 120, kLost = 10;
   Region src = make_region(*p.ctx_a, kWrites * 64, kAllAccess, 361);
   Region dst = make_region(*p.ctx_b, kWrites * 64);
@@ -458,40 +447,40 @@ TEST(LinkFaults, AGapWhoseResendIsLostIsAskedForAgain) {
   // is then first + i.
   ASSERT_TRUE(p.qp_a->post_send(
       rdma_wr(1000, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key())));
-  ASSERT_TRUE(wait_one(c, *p.cq_a).ok());
+  ASSERT_TRUE(wait_one(*c, *p.cq_a).ok());
   uint32_t lost = 0, first = 0;
   bool armed = false;
-  c.fabric().tap = [&](size_t src_port, std::span<const uint8_t> f) {
+  c->fabric().tap = [&](size_t src_port, std::span<const uint8_t> f) {
     const rhn_pkt_hdr h = header_of(f);
     if (src_port == 0 && h.type == RHN_PKT_DATA && !armed) {
       first = h.seq;
       armed = true;
     }
   };
-  c.fabric().drop = [&](size_t src_port, std::span<const uint8_t> f) {
+  c->fabric().drop = [&](size_t src_port, std::span<const uint8_t> f) {
     const rhn_pkt_hdr h = header_of(f);
     if (armed && src_port == 0 && h.type == RHN_PKT_DATA &&
         h.seq == first + kLost && lost < 5)
       return ++lost, true;
     return false;
   };
-  CounterSnap b(c.node(1));
+  CounterSnap b(c->node(1));
   uint64_t posted_at = 0, done_at = 0;
   std::vector<Completion> done;
   for (uint32_t i = 0; i < kWrites; i++) {
-    if (i == kLost) posted_at = c.clock().now();
+    if (i == kLost) posted_at = c->clock().now();
     ASSERT_TRUE(p.qp_a->post_send(rdma_wr(
         i, RHN_OP_WRITE, {src.sge(i * 64, 64)}, dst.va(i * 64), dst.key())));
-    c.run_for(500'000);  // one every 0.5 ms
+    c->run_for(500'000);  // one every 0.5 ms
     for (const auto& e : p.cq_a->poll(SIZE_MAX)) {
       done.push_back(e);
-      if (e.wr_id == kLost) done_at = c.clock().now();
+      if (e.wr_id == kLost) done_at = c->clock().now();
     }
   }
-  auto rest = c.wait_cqes(*p.cq_a, kWrites - done.size(), 1'000'000'000);
+  auto rest = c->wait_cqes(*p.cq_a, kWrites - done.size(), 1'000'000'000);
   for (const auto& e : rest) {
     done.push_back(e);
-    if (e.wr_id == kLost && !done_at) done_at = c.clock().now();
+    if (e.wr_id == kLost && !done_at) done_at = c->clock().now();
   }
   ASSERT_EQ(done.size(), size_t(kWrites));
   for (const auto& e : done) ASSERT_TRUE(e.ok()) << describe(e);
@@ -509,13 +498,8 @@ TEST(LinkFaults, AGapWhoseResendIsLostIsAskedForAgain) {
 // must not take back what the newer one acknowledged. (It replaced it: the
 // WRITE only the newer ACK covered was never freed, nor sent again, since
 // it counted as acknowledged, and never completed.)
-TEST(LinkFaults, AStaleAckAmongTooManyGatedOnesTakesNothingBack) {
-  ClusterConfig cfg;
-  cfg.nodes = 2;
-  SimCluster c(cfg);
-  ASSERT_TRUE(c.all_up());
-  RcPair p = make_rc_pair(c, 0, 1);
-  ASSERT_TRUE(p.ok);
+TEST_F(LinkFaults, AStaleAckAmongTooManyGatedOnesTakesNothingBack) {
+  ASSERT_NO_FATAL_FAILURE(start());
   constexpr uint32_t kWrites = 6;
   Region a_src = make_region(*p.ctx_a, 4096, kAllAccess, 371);
   Region a_dst = make_region(*p.ctx_a, 4096);
@@ -524,7 +508,7 @@ TEST(LinkFaults, AStaleAckAmongTooManyGatedOnesTakesNothingBack) {
   bool hold = true, injecting = false;
   std::vector<uint8_t> b_first;                     // B's first DATA frame
   std::map<uint32_t, std::vector<uint8_t>> b_acks;  // by ack_seq
-  c.fabric().drop = [&](size_t src, std::span<const uint8_t> f) {
+  c->fabric().drop = [&](size_t src, std::span<const uint8_t> f) {
     if (injecting || src != 1 || !hold) return false;
     const rhn_pkt_hdr h = header_of(f);
     if (h.type == RHN_PKT_DATA && b_first.empty())
@@ -535,22 +519,22 @@ TEST(LinkFaults, AStaleAckAmongTooManyGatedOnesTakesNothingBack) {
   };
   auto inject = [&](const std::vector<uint8_t>& frame) {
     injecting = true;
-    c.fabric().wire(1).transmit(frame);
+    c->fabric().wire(1).transmit(frame);
     injecting = false;
-    c.run_for(50'000);
+    c->run_for(50'000);
   };
   // B's WRITE to A is held back: no ACK B sends after it can be applied
   // at A until A has it.
   ASSERT_TRUE(p.qp_b->post_send(
       rdma_wr(100, RHN_OP_WRITE, {b_src.sge(0, 64)}, a_dst.va(), a_dst.key())));
-  c.run_for(50'000);
+  c->run_for(50'000);
   ASSERT_FALSE(b_first.empty());
   // A's WRITEs, each acknowledged on its own (the ACKs are held too).
   for (uint32_t i = 0; i < kWrites; i++) {
     ASSERT_TRUE(
         p.qp_a->post_send(rdma_wr(i, RHN_OP_WRITE, {a_src.sge(i * 64, 64)},
                                   b_dst.va(i * 64), b_dst.key())));
-    c.run_for(100'000);
+    c->run_for(100'000);
   }
   ASSERT_GE(b_acks.size(), size_t(kWrites));
   // The ACKs reach A in order, but the newest before the one just older.
@@ -561,11 +545,11 @@ TEST(LinkFaults, AStaleAckAmongTooManyGatedOnesTakesNothingBack) {
   // Then B's WRITE, as first sent: A's stream of gates can open.
   inject(b_first);
   hold = false;
-  auto v = c.wait_cqes(*p.cq_a, kWrites, 1'000'000'000);
+  auto v = c->wait_cqes(*p.cq_a, kWrites, 1'000'000'000);
   ASSERT_EQ(v.size(), size_t(kWrites)) << "a WRITE never completed";
   for (const auto& e : v) EXPECT_TRUE(e.ok()) << describe(e);
   EXPECT_EQ(b_dst.buf.bytes(0, kWrites * 64), a_src.buf.bytes(0, kWrites * 64));
-  Completion wb = wait_one(c, *p.cq_b, 1'000'000'000);
+  Completion wb = wait_one(*c, *p.cq_b, 1'000'000'000);
   EXPECT_TRUE(wb.ok()) << describe(wb);
   EXPECT_EQ(a_dst.buf.bytes(0, 64), b_src.buf.bytes(0, 64));
 }
@@ -573,46 +557,39 @@ TEST(LinkFaults, AStaleAckAmongTooManyGatedOnesTakesNothingBack) {
 // A slow path (a 300 ms timeout) and a peer gone: each retry doubles the
 // timeout, but never past a second, so the peer is declared dead after
 // 0.3 + 0.6 + 7 x 1 s, not after 0.3 s x (2 + 4 + ... + 128 + ...).
-TEST(LinkFaults, TheBackedOffTimeoutStopsAtASecond) {
+TEST_F(LinkFaults, TheBackedOffTimeoutStopsAtASecond) {
   ClusterConfig cfg;
-  cfg.nodes = 2;
   cfg.engine.retransmit_timeout_ns = 300'000'000;
-  SimCluster c(cfg);
-  ASSERT_TRUE(c.all_up());
-  RcPair p = make_rc_pair(c, 0, 1);
-  ASSERT_TRUE(p.ok);
+  ASSERT_NO_FATAL_FAILURE(start(cfg));
   Region src = make_region(*p.ctx_a, 64, kAllAccess, 381);
   Region dst = make_region(*p.ctx_b, 64);
-  c.fabric().set_link(1, false);
-  const uint64_t start = c.clock().now();
+  c->fabric().set_link(1, false);
+  const uint64_t t0 = c->clock().now();
   ASSERT_TRUE(p.qp_a->post_send(
       rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key())));
-  Completion w = wait_one(c, *p.cq_a, 60'000'000'000);
+  Completion w = wait_one(*c, *p.cq_a, 60'000'000'000);
   EXPECT_EQ(w.status, RHN_CQE_RETRY_EXC_ERR) << describe(w);
-  const uint64_t took = c.clock().now() - start;
+  const uint64_t took = c->clock().now() - t0;
   EXPECT_GT(took, 7'000'000'000u);
   EXPECT_LT(took, 9'000'000'000u) << took / 1'000'000 << " ms";
 }
 
-TEST(LinkFaults, DeadPeerGivesRetryExceededInBoundedTime) {
+TEST_F(LinkFaults, DeadPeerGivesRetryExceededInBoundedTime) {
   ClusterConfig cfg;
   cfg.nodes = 3;
   cfg.engine.retransmit_timeout_ns = 100'000;
   cfg.engine.max_retries = 4;
-  SimCluster c(cfg);
-  ASSERT_TRUE(c.all_up());
-  RcPair p = make_rc_pair(c, 0, 1);
-  ASSERT_TRUE(p.ok);
+  ASSERT_NO_FATAL_FAILURE(start(cfg));
   Region src = make_region(*p.ctx_a, 8192, kAllAccess, 311);
   Region dst = make_region(*p.ctx_b, 8192, kAllAccess, 0, 0x3c);
 
-  c.fabric().set_link(1, false);  // forever
-  const uint64_t start = c.clock().now();
+  c->fabric().set_link(1, false);  // forever
+  const uint64_t t0 = c->clock().now();
   ASSERT_TRUE(p.qp_a->post_send(
       rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 8192)}, dst.va(), dst.key())));
   ASSERT_TRUE(p.qp_a->post_send(
       rdma_wr(2, RHN_OP_READ, {src.sge(0, 100)}, dst.va(), dst.key())));
-  auto v = c.wait_cqes(*p.cq_a, 2, 2'000'000'000);
+  auto v = c->wait_cqes(*p.cq_a, 2, 2'000'000'000);
   ASSERT_GE(v.size(), 1u) << "no error completion for a dead peer";
   EXPECT_EQ(v[0].status, RHN_CQE_RETRY_EXC_ERR) << describe(v[0]);
   EXPECT_EQ(v[0].wr_id, 1u);
@@ -622,31 +599,31 @@ TEST(LinkFaults, DeadPeerGivesRetryExceededInBoundedTime) {
                 v[1].status == RHN_CQE_WR_FLUSH_ERR)
         << describe(v[1]);
   }
-  EXPECT_LT(c.clock().now() - start, 1'000'000'000u)
+  EXPECT_LT(c->clock().now() - t0, 1'000'000'000u)
       << "took too long to give up";
-  EXPECT_GE(c.node(0).counter(RHN_CNT_PEER_DEAD), 1u);
+  EXPECT_GE(c->node(0).counter(RHN_CNT_PEER_DEAD), 1u);
   EXPECT_EQ(dst.buf.bytes(), std::vector<uint8_t>(8192, 0x3c));
 
   // Other peers are unaffected.
-  RcPair q = make_rc_pair(c, 0, 2);
+  RcPair q = make_rc_pair(*c, 0, 2);
   ASSERT_TRUE(q.ok);
   Region d2 = make_region(*q.ctx_b, 8192);
   Region s2 = make_region(*q.ctx_a, 8192, kAllAccess, 312);
   ASSERT_TRUE(q.qp_a->post_send(
       rdma_wr(2, RHN_OP_WRITE, {s2.sge(0, 8192)}, d2.va(), d2.key())));
-  Completion w = wait_one(c, *q.cq_a);
+  Completion w = wait_one(*c, *q.cq_a);
   EXPECT_TRUE(w.ok()) << describe(w);
   EXPECT_EQ(d2.buf.bytes(), s2.buf.bytes());
 
   // The dead peer comes back: a new session carries new traffic.
-  c.fabric().set_link(1, true);
-  RcPair r = make_rc_pair(c, 0, 1);
+  c->fabric().set_link(1, true);
+  RcPair r = make_rc_pair(*c, 0, 1);
   ASSERT_TRUE(r.ok);
   Region s3 = make_region(*r.ctx_a, 8192, kAllAccess, 313);
   Region d3 = make_region(*r.ctx_b, 8192);
   ASSERT_TRUE(r.qp_a->post_send(
       rdma_wr(3, RHN_OP_WRITE, {s3.sge(0, 8192)}, d3.va(), d3.key())));
-  Completion z = wait_one(c, *r.cq_a, 1'000'000'000);
+  Completion z = wait_one(*c, *r.cq_a, 1'000'000'000);
   EXPECT_TRUE(z.ok()) << describe(z);
   EXPECT_EQ(d3.buf.bytes(), s3.buf.bytes());
 }
