@@ -34,6 +34,7 @@
  */
 
 #include "qemu/osdep.h"
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include "qemu/atomic.h"
@@ -128,6 +129,8 @@ struct RhinetState {
     uint32_t db_pages;
     uint64_t twin_size; /* property: the NIC's twin memory, bytes */
     bool fault_injection; /* property: guest-writable fault capability */
+    int32_t engine_nice;  /* property: the engine thread's nice value */
+    uint32_t rto_floor_us; /* property: retransmission timeout floor */
     uint8_t fault_cap;    /* its config offset, 0 if none */
     uint32_t fault;       /* atomic: RhinetFault */
 
@@ -171,6 +174,14 @@ static void *rhinet_engine_thread(void *opaque)
     bool did;
 
     rcu_register_thread();
+    /*
+     * The engine is the NIC's hardware: woken by a frame or a doorbell, it
+     * should not wait for a time slice behind the guests' spinning vCPUs.
+     * Best effort: raising a priority needs CAP_SYS_NICE.
+     */
+    if (s->engine_nice) {
+        setpriority(PRIO_PROCESS, qemu_get_thread_id(), s->engine_nice);
+    }
     while (!qatomic_read(&s->stop)) {
         if (qatomic_read(&s->fault) != RHINET_FAULT_NONE) {
             /* Injected fault: the engine does nothing until cleared. */
@@ -694,6 +705,7 @@ static void rhinet_engine_start(RhinetState *s)
         .db_pages = s->db_pages,
         .msix_vectors = RHINET_MSIX_VECTORS,
         .twin_bytes = s->twin_size,
+        .retransmit_timeout_ns = (uint64_t)s->rto_floor_us * SCALE_US,
     };
     char name[32];
 
@@ -916,6 +928,8 @@ static Property rhinet_properties[] = {
     DEFINE_PROP_UINT32("db-pages", RhinetState, db_pages, 256),
     DEFINE_PROP_SIZE("twin-size", RhinetState, twin_size, 16 * MiB),
     DEFINE_PROP_BOOL("fault-injection", RhinetState, fault_injection, false),
+    DEFINE_PROP_INT32("engine-nice", RhinetState, engine_nice, 0),
+    DEFINE_PROP_UINT32("rto-floor-us", RhinetState, rto_floor_us, 0),
     DEFINE_PROP_END_OF_LIST(),
 };
 

@@ -3,3 +3,7 @@ CONFIG_Q35=y
 CONFIG_I440FX=y
 CONFIG_ISA_DEBUG=y
 CONFIG_RHINET=y
+# A stock virtio-net NIC beside ours (run-cluster --virtio-link): soft-RoCE's
+# reference as a user without our NIC would run it.
+CONFIG_VIRTIO_PCI=y
+CONFIG_VIRTIO_NET=y

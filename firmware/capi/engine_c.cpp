@@ -44,6 +44,8 @@ rhinet::fw::EngineConfig to_engine_config(const rhn_fw_config& c) {
   if (c.db_pages) cfg.db_pages = c.db_pages;
   if (c.msix_vectors) cfg.msix_vectors = c.msix_vectors;
   if (c.twin_bytes) cfg.twin_bytes = c.twin_bytes;
+  if (c.retransmit_timeout_ns)
+    cfg.retransmit_timeout_ns = c.retransmit_timeout_ns;
   return cfg;
 }
 

@@ -6,11 +6,13 @@
 #   tests/bench/verbs_vs_rxe.sh --from DIR [DEVICE...]   table of an earlier run
 # Boots two nodes (tests/vm/run-cluster.sh) that run
 # tests/vm/scripts/verbs_bench.sh over each DEVICE in turn (default: rhinet0,
-# then rxe0 = rdma_rxe on eth0, the IP interface of the same NIC):
+# then rxe0 = rdma_rxe on eth0, the IP interface of the same NIC, then
+# vrxe0 = rdma_rxe on a stock virtio-net NIC joined by QEMU's stream
+# netdev, what a user without our NIC would run):
 # ibv_devinfo, ibv_{rc,ud,srq}_pingpong, perftest latency (2 B; atomic 8 B),
 # bandwidth (64 KiB) and small-message rate (8 B). Prints one table: metric,
 # figure per device, and how many times better the first device is than the
-# second. On the first rhinet* device also isend/irecv (rhinetdv_tag_bench)
+# second (and the third). On the first rhinet* device also isend/irecv (rhinetdv_tag_bench)
 # beside ib_send_lat (8 B ...) and ib_write_bw / ib_send_bw (1 MiB) of the
 # same boot, in a second table with the ratios the goals are stated in.
 # Exits non-zero when any client failed. Node logs stay in --out
@@ -30,14 +32,17 @@ while (($#)); do
 	--out) out=$2; shift 2 ;;
 	--env) env_file=$2; shift 2 ;;
 	--from) from=$2; shift 2 ;;
-	-h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,21p' "$0"; exit 0 ;;
 	-*) echo "verbs_vs_rxe: unknown option '$1'" >&2; exit 2 ;;
 	*) devices+=("$1"); shift ;;
 	esac
 done
-((${#devices[@]})) || devices=(rhinet0 rxe0)
-dev_args=()
-for d in "${devices[@]}"; do dev_args+=(--arg "$d"); done
+((${#devices[@]})) || devices=(rhinet0 rxe0 vrxe0)
+dev_args=() link_args=()
+for d in "${devices[@]}"; do
+	dev_args+=(--arg "$d")
+	[[ $d == vrxe* ]] && link_args=(--virtio-link)
+done
 
 if [[ -n $from ]]; then
 	out=$from rc=0 took="?" load_before="?" load_after="?"
@@ -46,7 +51,7 @@ else
 	mkdir -p "$out"
 	load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 	start=$(date +%s)
-	bash "$REPO/tests/vm/run-cluster.sh" -n 2 --env "$env_file" --out "$out" --wire "$wire" \
+	bash "$REPO/tests/vm/run-cluster.sh" -n 2 --env "$env_file" --out "$out" --wire "$wire" "${link_args[@]}" \
 		--script "$REPO/tests/vm/scripts/verbs_bench.sh" "${quick[@]}" \
 		"${dev_args[@]}" --timeout 900
 	rc=$?
@@ -114,6 +119,7 @@ END {
 	printf "%-34s", "metric"
 	for (j = 1; j <= nd; j++) printf " %12s", dev[j]
 	if (nd >= 2) printf "  %8s", "gain"
+	if (nd >= 3) printf "  %8s", "gain " dev[3]
 	printf "\n"
 	for (i = 1; i <= n; i++) {
 		printf "%-34s", l[i]
@@ -127,10 +133,13 @@ END {
 		if (nd >= 2 && v[1] + 0 > 0 && v[2] + 0 > 0) {
 			g = m[i] ? v[1] / v[2] : v[2] / v[1]
 			printf "  %7.1fx", g
-			if (goal[i]) {
-				goals++
-				if (g >= 20) { met++; printf "  goal 20x met" }
-			}
+		} else if (nd >= 2) printf "  %8s", "-"
+		if (nd >= 3 && v[1] + 0 > 0 && v[3] + 0 > 0)
+			printf "  %7.1fx", m[i] ? v[1] / v[3] : v[3] / v[1]
+		else if (nd >= 3) printf "  %8s", "-"
+		if (nd >= 2 && v[1] + 0 > 0 && v[2] + 0 > 0 && goal[i]) {
+			goals++
+			if (g >= 20) { met++; printf "  goal 20x met" }
 		}
 		printf "\n"
 	}
@@ -237,7 +246,17 @@ fi
 if grep -aq '^RHINET-CNT ' "$out/node0.log"; then
 	echo
 	echo "rhinet0 transport events on node 0 during each test (rxe's frames ride on the same NIC):"
-	grep -a '^RHINET-CNT ' "$out/node0.log" | tr -d '\r' | cut -d' ' -f2- | sed 's/^/  /'
+	# With the packets sent, the share of them that were resends.
+	grep -a '^RHINET-CNT ' "$out/node0.log" | tr -d '\r' | cut -d' ' -f2- | awk '{
+		tx = re = 0
+		for (i = 3; i <= NF; i++) {
+			split($i, kv, "=")
+			if (kv[1] == "tx_packets") tx = kv[2]
+			if (kv[1] == "retransmits") re = kv[2]
+		}
+		printf "  %s", $0
+		if (tx > 0) printf "  (%.2f%% resent)", 100 * re / tx
+		printf "\n" }'
 fi
 echo
 echo "Two TCG guests (1 vCPU each) through rhinet-switch on $(nproc) host cores;" \

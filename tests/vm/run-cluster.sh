@@ -20,6 +20,14 @@
 #     --apps           append the applications overlay (UCX, Open MPI,
 #                      dropbear, nvme-cli: APPS in the env file)
 #     --mem SIZE       guest memory (default 256M)
+#     --restart-switch FRAMES
+#                      kill the switch once it has carried FRAMES frames from
+#                      node 0 and start a new one on the same sockets (the
+#                      NICs must reconnect and recover); the run fails if
+#                      the new switch carried no frame
+#     --virtio-link    nodes 0 and 1 also get a stock virtio-net NIC, joined
+#                      to each other by QEMU's stream netdev (soft-RoCE's
+#                      reference without our NIC); two nodes only
 #     --wire netdev    reach the switch through a QEMU stream netdev and the
 #                      main loop (the NIC's other wire path) instead of
 #                      the engine thread's own socket (--wire socket, the
@@ -40,7 +48,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 nodes=2 script="" shell_node="" timeout=120 out="" env_file="$REPO/build/vm/env"
-apps=0 mem=256M wire=socket
+apps=0 mem=256M wire=socket virtio_link=0 restart_switch_frames=0
 switch_args=() script_args=() switch_groups=()
 while (($#)); do
 	case $1 in
@@ -55,14 +63,17 @@ while (($#)); do
 	--apps) apps=1; shift ;;
 	--mem) mem=$2; shift 2 ;;
 	--wire) wire=$2; shift 2 ;;
+	--virtio-link) virtio_link=1; shift ;;
+	--restart-switch) restart_switch_frames=$2; shift 2 ;;
 	--switch-group) switch_groups+=("$2"); shift 2 ;;
-	-h | --help) sed -n '2,39p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,45p' "$0"; exit 0 ;;
 	*) echo "run-cluster: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
 die() { echo "run-cluster: $*" >&2; exit 2; }
 [[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 1 && nodes <= 64)) || die "-n must be 1..64"
 [[ $wire == socket || $wire == netdev ]] || die "--wire must be socket or netdev"
+((!virtio_link || nodes == 2)) || die "--virtio-link joins exactly two nodes"
 [[ -z $script && -z $shell_node ]] && die "give --script FILE or --shell K"
 [[ -z $script || -r $script ]] || die "cannot read script $script"
 [[ -z $shell_node ]] || ((shell_node < nodes)) || die "--shell must name a node below $nodes"
@@ -79,12 +90,14 @@ done
 mkdir -p "$out"
 sockdir=$(mktemp -d /tmp/rhn-fabric.XXXXXX) # short: unix paths are limited
 pids=()
-switch_pid=""
+restarter=""
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	if [[ -n $switch_pid ]]; then
-		kill "$switch_pid" 2>/dev/null
-		wait "$switch_pid" 2>/dev/null
+	[[ -n $restarter ]] && kill "$restarter" 2>/dev/null
+	# The switch's PID is in a file: a restarted one is not our child.
+	if [[ -s $sockdir/switch.pid ]]; then
+		kill "$(cat "$sockdir/switch.pid")" 2>/dev/null
+		wait 2>/dev/null
 	fi
 	rm -rf "$sockdir"
 }
@@ -108,28 +121,41 @@ chmod 0755 "$stage"
 rm -rf "$stage"
 cat "$INITRAMFS" "${extra_cpio[@]}" "$out/run.cpio" >"$out/initrd.cpio"
 
-"$SWITCH" --dir "$sockdir" --ports "$nodes" --stats "$out/switch.stats" \
-	"${switch_args[@]}" >"$out/switch.log" 2>&1 &
-switch_pid=$!
-for _ in $(seq 100); do
-	[[ -S $sockdir/control.sock ]] && break
-	kill -0 "$switch_pid" 2>/dev/null || break
-	sleep 0.05
-done
-[[ -S $sockdir/control.sock ]] || { cat "$out/switch.log" >&2; die "switch did not start"; }
-for spec in "${switch_groups[@]}"; do
-	# shellcheck disable=SC2086 # GROUP and PORTs, one word each
-	answer=$("$SWITCH" --ctl "$sockdir" group $spec 2>&1)
-	[[ $? == 0 && $answer != error* ]] || die "switch group '$spec': $answer"
-done
+start_switch() {
+	local pid
+	rm -f "$sockdir/control.sock"
+	"$SWITCH" --dir "$sockdir" --ports "$nodes" --stats "$out/switch.stats" \
+		"${switch_args[@]}" >>"$out/switch.log" 2>&1 &
+	pid=$!
+	echo "$pid" >"$sockdir/switch.pid"
+	for _ in $(seq 100); do
+		[[ -S $sockdir/control.sock ]] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	[[ -S $sockdir/control.sock ]] || { cat "$out/switch.log" >&2; die "switch did not start"; }
+	for spec in "${switch_groups[@]}"; do
+		# shellcheck disable=SC2086 # GROUP and PORTs, one word each
+		answer=$("$SWITCH" --ctl "$sockdir" group $spec 2>&1)
+		[[ $? == 0 && $answer != error* ]] || die "switch group '$spec': $answer"
+	done
+}
+: >"$out/switch.log"
+start_switch
 echo "run-cluster: $nodes nodes, fabric control: $SWITCH --ctl $sockdir CMD, logs in $out" >&2
 
 # Replaces the calling (sub)shell, so a background job's PID is QEMU's own.
 run_qemu() { # node mode serial
-	local nic=(-device "rhinet,wire=$sockdir/port$1.sock,node-id=$1,fault-injection=on")
+	local nic=(-device "rhinet,wire=$sockdir/port$1.sock,node-id=$1,fault-injection=on${RHINET_NIC_PROPS:-}")
 	[[ $wire == netdev ]] && nic=(
 		-netdev "stream,id=fabric,server=off,addr.type=unix,addr.path=$sockdir/port$1.sock"
 		-device "rhinet,netdev=fabric,node-id=$1,fault-injection=on")
+	if ((virtio_link)); then
+		local server=off
+		(($1 == 0)) && server=on
+		nic+=(-netdev "stream,id=vlink,server=$server,addr.type=unix,addr.path=$sockdir/vlink.sock"
+			-device "virtio-net-pci,netdev=vlink,mac=52:54:00:78:00:0$(($1 + 1))")
+	fi
 	exec "$QEMU" -M q35 -cpu max -m "$mem" -smp 1 -nodefaults -no-user-config \
 		-display none -no-reboot -L /usr/share/seabios -L /usr/share/qemu \
 		-kernel "$VMLINUX" -initrd "$out/initrd.cpio" \
@@ -145,11 +171,40 @@ for ((i = 0; i < nodes; i++)); do
 	[[ -z $script ]] && mode=idle
 	run_qemu "$i" "$mode" "file:$out/node$i.log" &
 	pids+=($!)
+	if ((virtio_link && i == 0)); then
+		# Node 1's end connects: node 0's must listen first.
+		for _ in $(seq 100); do
+			[[ -S $sockdir/vlink.sock ]] && break
+			sleep 0.05
+		done
+	fi
 done
 
 if [[ -n $shell_node ]]; then
 	(run_qemu "$shell_node" shell mon:stdio)
 	exit 0
+fi
+
+if ((restart_switch_frames)); then
+	# A switch that dies under traffic and comes back: its counters so far
+	# go to OUT/switch.stats.before.
+	(
+		until "$SWITCH" --ctl "$sockdir" stats 2>/dev/null |
+			awk -v n="$restart_switch_frames" '$1 == "port" && $2 == 0 {
+				for (i = 3; i <= NF; i++) if ($i ~ /^rx_frames=/) {
+					split($i, kv, "="); exit kv[2] < n } }'; do
+			sleep 0.02
+		done
+		"$SWITCH" --ctl "$sockdir" stats >"$out/switch.stats.before" 2>&1
+		kill "$(cat "$sockdir/switch.pid")"
+		while [[ -S $sockdir/control.sock ]] && kill -0 "$(cat "$sockdir/switch.pid")" 2>/dev/null; do
+			sleep 0.01
+		done
+		echo "run-cluster: switch restarted" >&2
+		start_switch
+		wait
+	) &
+	restarter=$!
 fi
 
 # Batch: wait for every node, up to the deadline.
@@ -218,4 +273,16 @@ for ((i = 0; i < nodes; i++)); do
 done
 echo "run-cluster: done in $((elapsed_ms / 1000)).$(printf %03d $((elapsed_ms % 1000)))s; switch counters:" >&2
 sed 's/^/  /' "$out/switch.stats.live" >&2
+if ((restart_switch_frames)); then
+	if [[ ! -s $out/switch.stats.before ]]; then
+		echo "run-cluster: FAIL: the switch was never restarted" >&2
+		failed=1
+	elif ! grep -qE '^port 0 .* rx_frames=[1-9]' "$out/switch.stats.live"; then
+		echo "run-cluster: FAIL: the restarted switch carried no frame from node 0" >&2
+		failed=1
+	else
+		echo "run-cluster: the first switch's counters, before it was killed:" >&2
+		sed 's/^/  /' "$out/switch.stats.before" >&2
+	fi
+fi
 exit $failed

@@ -30,6 +30,7 @@ verbs_setup() {
 	# duplicate address detection (soft-RoCE resolves it through the IP stack).
 	echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad
 	ip addr add "$ME/24" dev eth0 && ip link set eth0 up || fail "ip setup"
+	virtio_link_setup
 	# Wait until the peer answers (it boots at its own pace).
 	i=0
 	until ping -c 1 -W 1 "$THEM" >/dev/null 2>&1; do

@@ -39,7 +39,7 @@ verbs_setup
 
 # The NIC's counters worth watching in a benchmark, as NAME=VALUE lines.
 CNT_DIR=/sys/class/infiniband/rhinet0/ports/1/hw_counters
-CNT_NAMES="timeouts retransmits duplicates out_of_order naks_sent rnr_naks_sent
+CNT_NAMES="tx_packets timeouts retransmits duplicates out_of_order naks_sent rnr_naks_sent
 rnr_retries rx_drops ud_drops kick_overflows cq_overflows error_cqes"
 counters() {
 	for c in $CNT_NAMES; do

@@ -47,6 +47,8 @@ struct rhn_fw_config {
   uint32_t db_pages;     /* 0: engine default */
   uint32_t msix_vectors; /* 0: engine default */
   uint64_t twin_bytes;   /* on-board twin memory; 0: engine default */
+  /* the retransmission timeout's floor; 0: engine default */
+  uint64_t retransmit_timeout_ns;
 };
 
 /*
