@@ -163,6 +163,7 @@ static void rhinet_kick_engine(RhinetState *s)
 }
 
 static bool rhinet_wire_service(RhinetState *s);
+static void rhinet_wire_flush(RhinetState *s);
 static int64_t rhinet_wire_poll_fd(RhinetState *s, GPollFD *pfd);
 
 static void *rhinet_engine_thread(void *opaque)
@@ -198,13 +199,16 @@ static void *rhinet_engine_thread(void *opaque)
         /* Both, every turn: frames in feed the poll, the poll's go out. */
         did = rhinet_wire_service(s);
         did |= rhn_fw_poll(s->engine);
+        rhinet_wire_flush(s);
         if (did) {
             continue;
         }
         qatomic_set(&s->sleeping, true);
         smp_mb();
         /* Look once more: a producer may have missed the sleeping flag. */
-        if (!qatomic_read(&s->stop) && !rhn_fw_poll(s->engine)) {
+        did = !qatomic_read(&s->stop) && rhn_fw_poll(s->engine);
+        rhinet_wire_flush(s);
+        if (!did && !qatomic_read(&s->stop)) {
             uint64_t deadline = rhn_fw_next_deadline_ns(s->engine);
             uint64_t now = get_clock();
             int64_t timeout = -1, wire_timeout;
@@ -434,7 +438,10 @@ static void rhinet_wire_transmit(RhinetState *s, const uint8_t *frame,
     stl_be_p(w->tx + w->tx_len, len);
     memcpy(w->tx + w->tx_len + 4, frame, len);
     w->tx_len += 4 + len;
-    rhinet_wire_flush(s);
+    /*
+     * Sent when the engine's poll returns (rhinet_wire_service): the frames
+     * of one poll leave in one system call.
+     */
 }
 
 /*

@@ -146,15 +146,20 @@ echo "run-cluster: $nodes nodes, fabric control: $SWITCH --ctl $sockdir CMD, log
 
 # Replaces the calling (sub)shell, so a background job's PID is QEMU's own.
 run_qemu() { # node mode serial
-	local nic=(-device "rhinet,wire=$sockdir/port$1.sock,node-id=$1,fault-injection=on${RHINET_NIC_PROPS:-}")
+	# The engine thread ahead of the spinning vCPUs when a frame or a
+	# doorbell wakes it (as root; ignored without CAP_SYS_NICE), and a
+	# retransmission timeout above the stalls a TCG host gives its threads
+	# (tests/bench/README.md, issue 18). RHINET_NIC_PROPS adds to them.
+	local tuned=",engine-nice=-10,rto-floor-us=10000${RHINET_NIC_PROPS:-}"
+	local nic=(-device "rhinet,wire=$sockdir/port$1.sock,node-id=$1,fault-injection=on$tuned")
 	[[ $wire == netdev ]] && nic=(
 		-netdev "stream,id=fabric,server=off,addr.type=unix,addr.path=$sockdir/port$1.sock"
-		-device "rhinet,netdev=fabric,node-id=$1,fault-injection=on")
+		-device "rhinet,netdev=fabric,node-id=$1,fault-injection=on$tuned")
 	if ((virtio_link)); then
 		local server=off
 		(($1 == 0)) && server=on
 		nic+=(-netdev "stream,id=vlink,server=$server,addr.type=unix,addr.path=$sockdir/vlink.sock"
-			-device "virtio-net-pci,netdev=vlink,mac=52:54:00:78:00:0$(($1 + 1))")
+			-device "virtio-net-pci,netdev=vlink,romfile=,mac=52:54:00:78:00:0$(($1 + 1))")
 	fi
 	exec "$QEMU" -M q35 -cpu max -m "$mem" -smp 1 -nodefaults -no-user-config \
 		-display none -no-reboot -L /usr/share/seabios -L /usr/share/qemu \
