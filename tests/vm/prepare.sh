@@ -88,8 +88,9 @@ bin_args+=(--tool "$VERBS_LIB/libibverbs/librxe-rdmav34.so"
 	--file /etc/libibverbs.d/rxe.driver:/etc/libibverbs.d/rxe.driver
 	--module rdma_rxe --module crc32_generic --module crc32_pclmul)
 # ... also on a stock virtio-net NIC (run-cluster --virtio-link), what a
-# user without our NIC runs between two guests.
-bin_args+=(--module virtio_pci --module virtio_net)
+# user without our NIC runs between two guests: a benchmark on Debian's
+# kernel (the debug kernel has no such modules).
+((DEBUG_KERNEL)) || bin_args+=(--module virtio_pci --module virtio_net)
 # Our provider, once it is built: librhinetdv.so.1 (direct verbs and
 # provider in one object) next to libibverbs, and the provider file
 # libibverbs dlopens as a symlink to it, so that a program linked with
