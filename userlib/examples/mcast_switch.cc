@@ -32,6 +32,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +44,7 @@
 #include <rhinet/rhinet.hpp>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -334,6 +336,9 @@ class Test {
       const std::string dir = counters_dir();
       const Counts before = counts(dir);
       ok(send().wait(kWait), "mcast " + what);
+      // The RDMA core caches hw_counters for 10 ms after a read: a fast
+      // multicast would otherwise read the "before" figures again.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       last_ = counts(dir) - before;
     }
     ok(g_.barrier({}, kWait), "barrier");  // every member acknowledged

@@ -237,16 +237,24 @@ static bool wait_cq(struct rhn_cqe *cqe, unsigned ms)
 
 /*
  * Responder: answer every hello (a resent one again); done when the last
- * round is answered and every reply has left.
+ * round is answered, every reply has left, and no hello came for 2 s. The
+ * initiator sends a hello again when no reply came in 200 ms (a reply can
+ * be lost for good: UD, and a full receive queue drops it), so the last
+ * one may come again after its reply has left.
  */
 static void respond(unsigned rounds)
 {
 	unsigned next = 0, replies_done = 0;
 	struct rhn_cqe cqe;
 
-	while (next < rounds || replies_done < sq_pi) {
-		if (!wait_cq(&cqe, 30000))
+	for (;;) {
+		bool done = next >= rounds && replies_done >= sq_pi;
+
+		if (!wait_cq(&cqe, done ? 2000 : 30000)) {
+			if (done)
+				return;
 			fail("no hello %u from node %d in 30 s", next, peer);
+		}
 		if (cqe.status != RHN_CQE_SUCCESS)
 			fail("%s completion status %u syndrome %u",
 			     cqe.flags & RHN_CQE_F_SQ ? "reply" : "receive",
