@@ -367,6 +367,11 @@ static uint64_t rhinet_now_ns(void *opaque)
 
 /* ---- Wire: the switch port's socket (engine thread) --------------------- */
 
+static void rhinet_wire_retry_later(RhinetWire *w)
+{
+    w->retry_at = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + RHINET_WIRE_RETRY_NS;
+}
+
 static void rhinet_wire_disconnect(RhinetState *s)
 {
     RhinetWire *w = &s->wire;
@@ -376,7 +381,7 @@ static void rhinet_wire_disconnect(RhinetState *s)
     /* A half-sent or half-read frame dies with the stream. */
     w->rx_len = 0;
     w->tx_len = 0;
-    w->retry_at = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + RHINET_WIRE_RETRY_NS;
+    rhinet_wire_retry_later(w);
     rhn_fw_set_link_up(s->engine, false);
 }
 
@@ -396,8 +401,7 @@ static void rhinet_wire_connect(RhinetState *s)
         if (fd >= 0) {
             close(fd);
         }
-        w->retry_at = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                      RHINET_WIRE_RETRY_NS;
+        rhinet_wire_retry_later(w);
         return;
     }
     w->fd = fd;
@@ -439,8 +443,8 @@ static void rhinet_wire_transmit(RhinetState *s, const uint8_t *frame,
     memcpy(w->tx + w->tx_len + 4, frame, len);
     w->tx_len += 4 + len;
     /*
-     * Sent when the engine's poll returns (rhinet_wire_service): the frames
-     * of one poll leave in one system call.
+     * Sent when the engine's poll returns (rhinet_wire_flush in the engine
+     * thread's loop): the frames of one poll leave in one system call.
      */
 }
 
@@ -505,7 +509,6 @@ static bool rhinet_wire_service(RhinetState *s)
         return false;
     }
     rhinet_wire_connect(s);
-    rhinet_wire_flush(s);
     return rhinet_wire_receive(s);
 }
 
@@ -537,14 +540,15 @@ static int64_t rhinet_wire_poll_fd(RhinetState *s, GPollFD *pfd)
 static void rhinet_transmit(void *opaque, const uint8_t *frame, size_t len)
 {
     RhinetState *s = opaque;
-    uint32_t tail = qatomic_read(&s->tx_tail);
-    uint32_t head = qatomic_load_acquire(&s->tx_head);
+    uint32_t tail, head;
     RhinetTxSlot *slot;
 
     if (s->wire.path) {
         rhinet_wire_transmit(s, frame, len);
         return;
     }
+    tail = qatomic_read(&s->tx_tail);
+    head = qatomic_load_acquire(&s->tx_head);
     if (len > RHINET_FRAME_MAX || tail - head >= RHINET_TX_RING) {
         /* A lossy link: the engine's transport retransmits. */
         s->tx_ring_drops++;

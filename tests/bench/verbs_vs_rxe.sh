@@ -60,10 +60,10 @@ else
 	# The fabric's own floor, right after the guests are gone (nothing else
 	# runs): one frame through the same switch and back, natively.
 	# shellcheck source=/dev/null
-	floor_bin=$(source "$env_file" && dirname "$SWITCH")/../tests/bench/fabric_floor
+	switch_bin=$(source "$env_file" && echo "$SWITCH")
+	floor_bin=$(dirname "$switch_bin")/../tests/bench/fabric_floor
 	if [[ -x $floor_bin ]]; then
-		"$floor_bin" --switch "$(source "$env_file" && echo "$SWITCH")" --iters 5000 \
-			>"$out/fabric_floor.txt" 2>&1
+		"$floor_bin" --switch "$switch_bin" --iters 5000 >"$out/fabric_floor.txt" 2>&1
 	fi
 fi
 
