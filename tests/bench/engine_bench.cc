@@ -6,7 +6,9 @@
 // the CQ. memcpy between two buffers of the same size, measured in the same
 // run before any engine thread starts (best of five), is the reference.
 //
-//   engine_bench [--quick]
+//   engine_bench [--quick] [--only push|rate|rtt|pumped]
+//
+// --only runs one section (for profiling one path with perf).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -50,6 +52,11 @@ double memcpy_gbps(size_t size, bool quick) {
 struct Result {
   double seconds = 0;
   uint64_t ops = 0;
+  // With one thread pumping both engines: the time spent inside each
+  // engine's poll(), so each engine's own cost per operation shows apart
+  // from the host's (posting, CQ polling) and from the other engine's.
+  double requester_seconds = 0;
+  double responder_seconds = 0;
 };
 
 // Keeps up to `window` WRITEs of `size` bytes in flight until `ops` are
@@ -74,6 +81,7 @@ Result push_run(Node& a, sim::SimQp& qp, sim::SimCq& cq,
   const auto t = Clock::now();
   auto last_progress = t;
   uint64_t last_done = 0;
+  Clock::duration in_requester{}, in_responder{};
   while (done < ops) {
     if (done != last_done) {
       last_done = done;
@@ -95,8 +103,17 @@ Result push_run(Node& a, sim::SimQp& qp, sim::SimCq& cq,
       if (!qp.post_send(wr)) break;
       posted++;
     }
-    a.engine->poll();
-    if (pump_also) pump_also->engine->poll();
+    if (pump_also) {
+      const auto t0 = Clock::now();
+      a.engine->poll();
+      const auto t1 = Clock::now();
+      pump_also->engine->poll();
+      const auto t2 = Clock::now();
+      in_requester += t1 - t0;
+      in_responder += t2 - t1;
+    } else {
+      a.engine->poll();
+    }
     sim::Completion c;
     while (cq.poll_one(&c)) {
       if (!c.ok()) {
@@ -106,13 +123,32 @@ Result push_run(Node& a, sim::SimQp& qp, sim::SimCq& cq,
       done = c.wr_id + 1;
     }
   }
-  return {seconds_since(t), ops};
+  return {seconds_since(t), ops,
+          std::chrono::duration<double>(in_requester).count(),
+          std::chrono::duration<double>(in_responder).count()};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool quick = false;
+  std::string only;
+  for (int i = 1; i < argc; i++) {
+    const std::string arg = argv[i];
+    if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else {
+      std::fprintf(stderr,
+                   "usage: engine_bench [--quick] [--only "
+                   "push|rate|rtt|pumped]\n");
+      return 2;
+    }
+  }
+  auto wanted = [&](const char* section) {
+    return only.empty() || only == section;
+  };
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   bench::Pair pair;
   if (!pair.up) {
@@ -146,7 +182,7 @@ int main(int argc, char** argv) {
 
   const size_t sizes[] = {8, 64, 512, 4096, 16384, 65536, 262144, 1048576};
   double memcpy_ref[std::size(sizes)];
-  for (size_t i = 0; i < std::size(sizes); i++)
+  for (size_t i = 0; i < std::size(sizes) && wanted("push"); i++)
     memcpy_ref[i] = memcpy_gbps(sizes[i], quick) * 1e3;
 
   // Node B's engine runs on its own thread from here on.
@@ -163,7 +199,7 @@ int main(int argc, char** argv) {
   std::printf("%10s %12s %12s %10s %12s\n", "size", "engine MB/s",
               "memcpy MB/s", "ratio", "ops/s");
   double ratio_64k = 0;
-  for (size_t si = 0; si < std::size(sizes); si++) {
+  for (size_t si = 0; si < std::size(sizes) && wanted("push"); si++) {
     const size_t sz = sizes[si];
     const uint64_t budget = quick ? (16ull << 20) : (256ull << 20);
     const uint64_t ops =
@@ -181,8 +217,10 @@ int main(int argc, char** argv) {
                 mbps / ref, r.ops / r.seconds);
   }
 
-  std::printf("\nsmall-message rate (8-byte PUSH, 1 in 16 signalled):\n");
+  if (wanted("rate"))
+    std::printf("\nsmall-message rate (8-byte PUSH, 1 in 16 signalled):\n");
   for (const bool inl : {false, true}) {
+    if (!wanted("rate")) break;
     const uint64_t ops = quick ? 50000 : 1000000;
     const Result r = push_run(a, *qp_a, *cq_a, src, src_mr, dst.va(),
                               dst_mr.key, 8, ops, 1024, inl);
@@ -195,10 +233,11 @@ int main(int argc, char** argv) {
   // both engine threads spinning it shows the hand-off between threads
   // (at the mercy of the host scheduler on a busy machine); with one thread
   // pumping both engines, the engines' own processing cost.
-  std::printf(
-      "\nround trip, one 8-byte inline PUSH at a time (WRITE out, ACK "
-      "back, CQE):\n");
-  {
+  if (wanted("rtt"))
+    std::printf(
+        "\nround trip, one 8-byte inline PUSH at a time (WRITE out, ACK "
+        "back, CQE):\n");
+  if (wanted("rtt")) {
     const uint64_t ops = quick ? 20000 : 200000;
     const Result r = push_run(a, *qp_a, *cq_a, src, src_mr, dst.va(),
                               dst_mr.key, 8, ops, 1, true);
@@ -210,15 +249,21 @@ int main(int argc, char** argv) {
   // The same small-message stream with one thread pumping both engines:
   // no thread hand-offs, so the figure is the engines' own cost per
   // message and hardly moves with the host's scheduling.
-  std::printf("\nsmall-message rate, one thread pumping both engines:\n");
+  if (wanted("pumped"))
+    std::printf("\nsmall-message rate, one thread pumping both engines:\n");
   for (const bool inl : {false, true}) {
+    if (!wanted("pumped")) break;
     const uint64_t ops = quick ? 50000 : 1000000;
     const Result r = push_run(a, *qp_a, *cq_a, src, src_mr, dst.va(),
                               dst_mr.key, 8, ops, 1024, inl, &b);
-    std::printf("  %-22s %10.2f M ops/s\n", inl ? "inline WQE" : "SGE",
-                r.ops / r.seconds / 1e6);
+    std::printf(
+        "  %-22s %10.2f M ops/s   inside the requester's poll %5.1f ns/op "
+        "(%5.2f M ops/s), the responder's %5.1f ns/op (%5.2f M ops/s)\n",
+        inl ? "inline WQE" : "SGE", r.ops / r.seconds / 1e6,
+        r.requester_seconds / r.ops * 1e9, r.ops / r.requester_seconds / 1e6,
+        r.responder_seconds / r.ops * 1e9, r.ops / r.responder_seconds / 1e6);
   }
-  {
+  if (wanted("pumped")) {
     const uint64_t ops = quick ? 20000 : 200000;
     sim::SendWr wr;
     wr.opcode = RHN_OP_WRITE;
