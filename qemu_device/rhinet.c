@@ -99,8 +99,8 @@ static const char *const rhinet_fault_names[RHINET_FAULT__MAX] = {
 
 /*
  * The switch port's stream socket, QEMU's stream netdev framing (a 4-byte
- * big-endian length, then the frame). Touched only with engine_lock held,
- * or while the engine thread is stopped.
+ * big-endian length, then the frame). Touched only by the engine thread,
+ * or by others while it is stopped.
  */
 typedef struct RhinetWire {
     char *path;        /* property "wire": NULL for the netdev path */
@@ -140,16 +140,6 @@ struct RhinetState {
     bool thread_running;
     bool stop;     /* atomic: engine thread exits */
     bool sleeping; /* atomic: engine thread waits on @wake */
-    /*
-     * Whoever runs the engine holds it: the engine thread while it is
-     * awake, or a vCPU doing a doorbell's work while the engine thread
-     * sleeps (rhinet_doorbell_inline). Never taken with it held: the BQL.
-     */
-    QemuMutex engine_lock;
-    uint64_t sleep_until; /* atomic: the engine thread's wake-up time */
-    QEMUTimer *deadline_timer; /* main loop: wakes it for a vCPU's timer */
-    bool doorbell_inline; /* property: doorbell work in the vCPU thread */
-    uint64_t doorbells_inline; /* QOM "doorbells-inline": done by a vCPU */
 
     /* Engine thread -> main loop. Single producer, single consumer. */
     QEMUBH *bh;
@@ -176,17 +166,6 @@ static bool rhinet_wire_service(RhinetState *s);
 static void rhinet_wire_flush(RhinetState *s);
 static int64_t rhinet_wire_poll_fd(RhinetState *s, GPollFD *pfd);
 
-/* Engine thread, engine_lock held: sleep until woken or @timeout (ns). */
-static void rhinet_engine_sleep(RhinetState *s, GPollFD *pfd, unsigned nfds,
-                                int64_t timeout)
-{
-    qatomic_set(&s->sleep_until,
-                timeout < 0 ? UINT64_MAX : get_clock() + timeout);
-    qemu_mutex_unlock(&s->engine_lock);
-    qemu_poll_ns(pfd, nfds, timeout);
-    qemu_mutex_lock(&s->engine_lock);
-}
-
 static void *rhinet_engine_thread(void *opaque)
 {
     RhinetState *s = opaque;
@@ -204,7 +183,6 @@ static void *rhinet_engine_thread(void *opaque)
     if (s->engine_nice) {
         setpriority(PRIO_PROCESS, qemu_get_thread_id(), s->engine_nice);
     }
-    qemu_mutex_lock(&s->engine_lock);
     while (!qatomic_read(&s->stop)) {
         if (qatomic_read(&s->fault) != RHINET_FAULT_NONE) {
             /* Injected fault: the engine does nothing until cleared. */
@@ -212,7 +190,7 @@ static void *rhinet_engine_thread(void *opaque)
             smp_mb();
             if (qatomic_read(&s->fault) != RHINET_FAULT_NONE &&
                 !qatomic_read(&s->stop)) {
-                rhinet_engine_sleep(s, pfd, 1, -1);
+                qemu_poll_ns(pfd, 1, -1);
             }
             qatomic_set(&s->sleeping, false);
             event_notifier_test_and_clear(&s->wake);
@@ -242,65 +220,13 @@ static void *rhinet_engine_thread(void *opaque)
             if (wire_timeout >= 0 && (timeout < 0 || wire_timeout < timeout)) {
                 timeout = wire_timeout;
             }
-            rhinet_engine_sleep(s, pfd, s->wire.fd >= 0 ? 2 : 1, timeout);
+            qemu_poll_ns(pfd, s->wire.fd >= 0 ? 2 : 1, timeout);
         }
         qatomic_set(&s->sleeping, false);
         event_notifier_test_and_clear(&s->wake);
     }
-    qemu_mutex_unlock(&s->engine_lock);
     rcu_unregister_thread();
     return NULL;
-}
-
-/*
- * A doorbell rung while the engine thread sleeps: the vCPU does the work
- * itself (fetch the WQE, build the frame, send it), so the frame leaves
- * without waiting for the engine thread to be scheduled (issue 18). The
- * engine thread is woken at once only if something is left for it now:
- * more work than a few polls, bytes the socket did not take, a socket that
- * changed under it. A timer the work armed (a retransmission) that falls
- * before the engine thread's own wake-up goes to the main loop's timer
- * instead: a wake-up now would preempt the vCPU and the switch for a
- * deadline milliseconds away. False if the engine thread must do it.
- */
-static bool rhinet_doorbell_inline(RhinetState *s)
-{
-    bool more = true, kick;
-    uint64_t deadline;
-    unsigned polls;
-    int fd_before;
-
-    if (!s->doorbell_inline || qemu_mutex_trylock(&s->engine_lock)) {
-        return false;
-    }
-    if (!qatomic_read(&s->sleeping) || qatomic_read(&s->stop) ||
-        qatomic_read(&s->fault) != RHINET_FAULT_NONE) {
-        qemu_mutex_unlock(&s->engine_lock);
-        return false;
-    }
-    fd_before = s->wire.fd;
-    for (polls = 0; polls < 4 && more; polls++) {
-        more = rhn_fw_poll(s->engine);
-        rhinet_wire_flush(s);
-    }
-    s->doorbells_inline++;
-    deadline = rhn_fw_next_deadline_ns(s->engine);
-    kick = more || s->wire.tx_len || s->wire.fd != fd_before ||
-           deadline <= get_clock();
-    qemu_mutex_unlock(&s->engine_lock);
-    if (kick) {
-        event_notifier_set(&s->wake);
-    } else if (deadline < qatomic_read(&s->sleep_until)) {
-        /* Only ever earlier: a stale expiry is one spurious wake-up. */
-        timer_mod_anticipate_ns(s->deadline_timer, deadline);
-    }
-    return true;
-}
-
-/* Main loop: a deadline a vCPU's doorbell work set has come. */
-static void rhinet_deadline_timer(void *opaque)
-{
-    rhinet_kick_engine(opaque);
 }
 
 /* ---- Host bus: DMA, interrupts, clock (engine thread) ------------------- */
@@ -760,11 +686,7 @@ static void rhinet_doorbell_write(void *opaque, hwaddr addr, uint64_t val,
     }
     rhn_fw_doorbell_write(s->engine, addr >> RHN_DB_PAGE_SHIFT,
                           addr & (RHN_DB_PAGE_SIZE - 1), val, size);
-    /* Pairs with the barrier in the engine thread before it sleeps. */
-    smp_mb();
-    if (qatomic_read(&s->sleeping) && !rhinet_doorbell_inline(s)) {
-        event_notifier_set(&s->wake);
-    }
+    rhinet_kick_engine(s);
 }
 
 static const MemoryRegionOps rhinet_doorbell_ops = {
@@ -819,7 +741,6 @@ static void rhinet_engine_stop(RhinetState *s)
         qemu_thread_join(&s->thread);
         s->thread_running = false;
     }
-    timer_del(s->deadline_timer);
     if (s->engine) {
         rhn_fw_engine_free(s->engine);
         s->engine = NULL;
@@ -955,13 +876,8 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
         msix_vector_use(pdev, i);
     }
 
-    qemu_mutex_init(&s->engine_lock);
-    s->deadline_timer = timer_new_ns(QEMU_CLOCK_REALTIME, rhinet_deadline_timer,
-                                     s);
     if (event_notifier_init(&s->wake, false) < 0) {
         error_setg(errp, "rhinet: cannot create the engine wake-up event");
-        timer_free(s->deadline_timer);
-        qemu_mutex_destroy(&s->engine_lock);
         msix_uninit_exclusive_bar(pdev);
         pcie_cap_exit(pdev);
         return;
@@ -1012,8 +928,6 @@ static void rhinet_exit(PCIDevice *pdev)
     qemu_bh_delete(s->bh);
     g_free(s->tx_ring);
     event_notifier_cleanup(&s->wake);
-    timer_free(s->deadline_timer);
-    qemu_mutex_destroy(&s->engine_lock);
     msix_uninit_exclusive_bar(pdev);
     pcie_cap_exit(pdev);
 }
@@ -1027,7 +941,6 @@ static Property rhinet_properties[] = {
     DEFINE_PROP_BOOL("fault-injection", RhinetState, fault_injection, false),
     DEFINE_PROP_INT32("engine-nice", RhinetState, engine_nice, 0),
     DEFINE_PROP_UINT32("rto-floor-us", RhinetState, rto_floor_us, 0),
-    DEFINE_PROP_BOOL("doorbell-inline", RhinetState, doorbell_inline, true),
     DEFINE_PROP_END_OF_LIST(),
 };
 
@@ -1047,9 +960,6 @@ static void rhinet_instance_init(Object *obj)
     /* Connections made to the wire's switch port (1 unless it restarted). */
     object_property_add_uint64_ptr(obj, "wire-connects", &s->wire_connects,
                                    OBJ_PROP_FLAG_READ);
-    /* Doorbells whose work a vCPU did while the engine thread slept. */
-    object_property_add_uint64_ptr(obj, "doorbells-inline",
-                                   &s->doorbells_inline, OBJ_PROP_FLAG_READ);
     /* `qom-set <dev> fault hang|fatal|gone|none` from the monitor. */
     object_property_add_str(obj, "fault", rhinet_get_fault,
                             rhinet_set_fault_prop);
