@@ -53,10 +53,12 @@ class DirectWire : public fw::Wire {
   void transmit(std::span<const uint8_t> frame) override {
     while (!peer->frame_arrived(frame)) {
       // Receive FIFO full: a real link would apply back-pressure.
+      full_waits++;
       std::this_thread::yield();
     }
   }
   fw::Engine* peer = nullptr;
+  uint64_t full_waits = 0;  // times the peer's receive FIFO was full
 };
 
 struct Node {

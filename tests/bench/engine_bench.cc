@@ -6,13 +6,15 @@
 // the CQ. memcpy between two buffers of the same size, measured in the same
 // run before any engine thread starts (best of five), is the reference.
 //
-//   engine_bench [--quick] [--only push|rate|rtt|pumped]
+//   engine_bench [--quick] [--only push|rate|rtt|pumped] [--size BYTES]
 //
-// --only runs one section (for profiling one path with perf).
+// --only runs one section, --size one PUSH size (for profiling one path
+// with perf).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -57,6 +59,9 @@ struct Result {
   // from the host's (posting, CQ polling) and from the other engine's.
   double requester_seconds = 0;
   double responder_seconds = 0;
+  // With the responder on its own thread: the share of the requester
+  // thread's polls that found nothing to do (it waited on the responder).
+  double requester_idle = 0;
 };
 
 // Keeps up to `window` WRITEs of `size` bytes in flight until `ops` are
@@ -82,6 +87,7 @@ Result push_run(Node& a, sim::SimQp& qp, sim::SimCq& cq,
   auto last_progress = t;
   uint64_t last_done = 0;
   Clock::duration in_requester{}, in_responder{};
+  uint64_t idle_polls = 0, polls = 0;
   while (done < ops) {
     if (done != last_done) {
       last_done = done;
@@ -112,7 +118,8 @@ Result push_run(Node& a, sim::SimQp& qp, sim::SimCq& cq,
       in_requester += t1 - t0;
       in_responder += t2 - t1;
     } else {
-      a.engine->poll();
+      if (!a.engine->poll()) idle_polls++;
+      polls++;
     }
     sim::Completion c;
     while (cq.poll_one(&c)) {
@@ -125,7 +132,8 @@ Result push_run(Node& a, sim::SimQp& qp, sim::SimCq& cq,
   }
   return {seconds_since(t), ops,
           std::chrono::duration<double>(in_requester).count(),
-          std::chrono::duration<double>(in_responder).count()};
+          std::chrono::duration<double>(in_responder).count(),
+          polls ? double(idle_polls) / double(polls) : 0};
 }
 
 }  // namespace
@@ -133,16 +141,19 @@ Result push_run(Node& a, sim::SimQp& qp, sim::SimCq& cq,
 int main(int argc, char** argv) {
   bool quick = false;
   std::string only;
+  size_t only_size = 0;
   for (int i = 1; i < argc; i++) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
       quick = true;
     } else if (arg == "--only" && i + 1 < argc) {
       only = argv[++i];
+    } else if (arg == "--size" && i + 1 < argc) {
+      only_size = std::strtoull(argv[++i], nullptr, 0);
     } else {
       std::fprintf(stderr,
                    "usage: engine_bench [--quick] [--only "
-                   "push|rate|rtt|pumped]\n");
+                   "push|rate|rtt|pumped] [--size BYTES]\n");
       return 2;
     }
   }
@@ -182,8 +193,12 @@ int main(int argc, char** argv) {
 
   const size_t sizes[] = {8, 64, 512, 4096, 16384, 65536, 262144, 1048576};
   double memcpy_ref[std::size(sizes)];
-  for (size_t i = 0; i < std::size(sizes) && wanted("push"); i++)
-    memcpy_ref[i] = memcpy_gbps(sizes[i], quick) * 1e3;
+  auto size_wanted = [&](size_t sz) {
+    return wanted("push") && (only_size == 0 || only_size == sz);
+  };
+  for (size_t i = 0; i < std::size(sizes); i++)
+    memcpy_ref[i] =
+        size_wanted(sizes[i]) ? memcpy_gbps(sizes[i], quick) * 1e3 : 0;
 
   // Node B's engine runs on its own thread from here on.
   std::atomic<bool> stop{false};
@@ -196,25 +211,33 @@ int main(int argc, char** argv) {
       "one engine thread per node (node 1's thread also posts and "
       "polls), 4 KiB pages, MTU %u\n\n",
       RHN_WIRE_MTU);
-  std::printf("%10s %12s %12s %10s %12s\n", "size", "engine MB/s",
-              "memcpy MB/s", "ratio", "ops/s");
+  // req idle: the share of the requester thread's polls with nothing to
+  // do (waiting on the responder's thread); rx full: frames that found the
+  // responder's receive FIFO full.
+  std::printf("%10s %12s %12s %10s %12s %10s %10s\n", "size", "engine MB/s",
+              "memcpy MB/s", "ratio", "ops/s", "req idle", "rx full");
   double ratio_64k = 0;
-  for (size_t si = 0; si < std::size(sizes) && wanted("push"); si++) {
+  for (size_t si = 0; si < std::size(sizes); si++) {
     const size_t sz = sizes[si];
+    if (!size_wanted(sz)) continue;
     const uint64_t budget = quick ? (16ull << 20) : (256ull << 20);
+    // One size alone runs 16 times as long: long enough to profile.
     const uint64_t ops =
-        std::clamp<uint64_t>(budget / sz, 256, quick ? 20000 : 400000);
+        std::clamp<uint64_t>(budget / sz, 256, quick ? 20000 : 400000) *
+        (only_size ? 16 : 1);
     const uint32_t window =
         static_cast<uint32_t>(std::clamp<size_t>((1u << 20) / sz, 4, 1024));
     push_run(a, *qp_a, *cq_a, src, src_mr, dst.va(), dst_mr.key, sz,
              std::min<uint64_t>(ops, 256), window, false);  // warm up
+    const uint64_t full_before = a.wire.full_waits;
     const Result r = push_run(a, *qp_a, *cq_a, src, src_mr, dst.va(),
                               dst_mr.key, sz, ops, window, false);
     const double mbps = double(sz) * r.ops / r.seconds / 1e6;
     const double ref = memcpy_ref[si];
     if (sz == 65536) ratio_64k = mbps / ref;
-    std::printf("%10zu %12.1f %12.1f %10.3f %12.0f\n", sz, mbps, ref,
-                mbps / ref, r.ops / r.seconds);
+    std::printf("%10zu %12.1f %12.1f %10.3f %12.0f %9.0f%% %10lu\n", sz, mbps,
+                ref, mbps / ref, r.ops / r.seconds, r.requester_idle * 100,
+                static_cast<unsigned long>(a.wire.full_waits - full_before));
   }
 
   if (wanted("rate"))
@@ -262,6 +285,21 @@ int main(int argc, char** argv) {
         inl ? "inline WQE" : "SGE", r.ops / r.seconds / 1e6,
         r.requester_seconds / r.ops * 1e9, r.ops / r.requester_seconds / 1e6,
         r.responder_seconds / r.ops * 1e9, r.ops / r.responder_seconds / 1e6);
+  }
+  if (wanted("pumped")) {
+    // 64 KiB PUSHes the same way: each engine's own cost per byte.
+    const size_t sz = 65536;
+    const uint64_t ops = quick ? 2000 : 20000;
+    const Result r = push_run(a, *qp_a, *cq_a, src, src_mr, dst.va(),
+                              dst_mr.key, sz, ops, 16, false, &b);
+    std::printf(
+        "  %-22s %10.1f MB/s   inside the requester's poll %7.1f ns/op "
+        "(%6.1f MB/s), the responder's %7.1f ns/op (%6.1f MB/s)\n",
+        "PUSH 64 KiB", sz * r.ops / r.seconds / 1e6,
+        r.requester_seconds / r.ops * 1e9,
+        sz * r.ops / r.requester_seconds / 1e6,
+        r.responder_seconds / r.ops * 1e9,
+        sz * r.ops / r.responder_seconds / 1e6);
   }
   if (wanted("pumped")) {
     const uint64_t ops = quick ? 20000 : 200000;
