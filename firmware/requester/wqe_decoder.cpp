@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "requester/wqe_decoder.h"
 
+#include <cstddef>
 #include <cstring>
 
 #include "ops/family.h"
@@ -20,6 +21,18 @@ bool opcode_supported(uint8_t op) {
 
 bool carries_payload(uint8_t op) { return op_info(op).carries_payload; }
 
+// out = DecodedWqe{}, without writing the slot copies that are zero
+// already.
+void reset(DecodedWqe& out) {
+  static const DecodedWqe kEmpty{};
+  const uint8_t filled = out.filled;
+  std::memcpy(static_cast<void*>(&out), &kEmpty, offsetof(DecodedWqe, grh));
+  if (filled & DecodedWqe::kFilledGrh) out.grh = {};
+  if (filled & DecodedWqe::kFilledXfer) out.xfer = {};
+  if (filled & DecodedWqe::kFilledMcast) out.mcast = {};
+  if (filled & DecodedWqe::kFilledColl) out.coll = {};
+}
+
 }  // namespace
 
 uint32_t wqe_slot_count(const uint8_t* first_slot) {
@@ -38,7 +51,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
                              uint32_t max_msg_size, DecodedWqe& out) {
   rhn_send_wqe w;
   std::memcpy(&w, raw.bytes, sizeof(w));
-  out = DecodedWqe{};
+  reset(out);
   if (!opcode_supported(w.opcode)) return RHN_SYN_BAD_OPCODE;
   if (wqe_slot_count(raw.bytes) != slots || slots == 0) return RHN_SYN_BAD_WQE;
   if (w.flags & ~kKnownFlags) return RHN_SYN_BAD_WQE;
@@ -58,6 +71,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     if (slots < 2) return RHN_SYN_BAD_WQE;
     std::memcpy(&out.grh, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
                 sizeof(out.grh));
+    out.filled |= DecodedWqe::kFilledGrh;
   }
   // An mcastB's destination list takes the last slot.
   const bool has_mcast = w.opcode == RHN_OP_MCAST_LIST;
@@ -65,6 +79,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     if (out.has_grh || slots < 2) return RHN_SYN_BAD_WQE;
     std::memcpy(&out.mcast, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
                 sizeof(out.mcast));
+    out.filled |= DecodedWqe::kFilledMcast;
     for (uint8_t b : out.mcast.reserved)
       if (b) return RHN_SYN_BAD_WQE;
     if (out.mcast.count == 0 || out.mcast.count > RHN_MCAST_MAX_DESTS)
@@ -98,6 +113,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
       return RHN_SYN_BAD_XFER;
     std::memcpy(&out.xfer, raw.bytes + xfer_slot * RHN_SQ_SLOT_SIZE,
                 sizeof(out.xfer));
+    out.filled |= DecodedWqe::kFilledXfer;
   }
   // A collective's description takes the last slot; it has no SGEs of
   // its own (ops/coll checks the rest).
@@ -108,6 +124,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
                     RHN_WQE_F_SIGNAL_REMOTE)))
       return RHN_SYN_BAD_WQE;
     std::memcpy(&out.coll, raw.bytes + RHN_SQ_SLOT_SIZE, sizeof(out.coll));
+    out.filled |= DecodedWqe::kFilledColl;
   }
   const uint32_t ext = slots - 1 - (out.has_grh ? 1 : 0) - (has_xfer ? 1 : 0) -
                        (has_mcast ? 1 : 0) - (has_coll ? 1 : 0);

@@ -43,16 +43,23 @@ struct DecodedWqe {
   uint32_t inline_len = 0;  // inline bytes in the raw WQE at offset 48
   uint64_t length = 0;      // message length in bytes
   bool has_grh = false;     // RHN_WQE_F_GRH: grh is the last slot
-  rhn_wqe_grh grh{};
   uint8_t xfer_mode = RHN_XFER_BASIC;  // not basic: xfer is the last slot
+  // Set by the requester, not decoded: a DIFF only compares with its twin
+  // while it is sent (the twin takes the bytes when the WQE completes).
+  bool keep_twin = false;
+  // Which of the slot copies below the last decode filled (kFilled*); the
+  // others are all zero. A decode clears only these: zeroing all four for
+  // every WQE took most of its time.
+  uint8_t filled = 0;
+  static constexpr uint8_t kFilledGrh = 1, kFilledXfer = 2, kFilledMcast = 4,
+                           kFilledColl = 8;
+  // The slot copies, last so a decode can reset the fields above at once.
+  rhn_wqe_grh grh{};
   rhn_wqe_xfer xfer{};
   // MCAST_LIST: its destination list (the last slot; xfer the one before).
   rhn_wqe_mcast mcast{};
   // COLLECTIVE: its description (the last slot).
   rhn_wqe_coll coll{};
-  // Set by the requester, not decoded: a DIFF only compares with its twin
-  // while it is sent (the twin takes the bytes when the WQE completes).
-  bool keep_twin = false;
 };
 
 // Slots the WQE beginning with this slot occupies (1..8), or 0 if the

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Fuzzes the send WQE decoder: any bytes give a decoded WQE whose SGEs and
-// inline data lie inside the raw WQE, or a refusal.
+// inline data lie inside the raw WQE, or a refusal. Decoding into a
+// DecodedWqe that earlier inputs left behind (as a QP's is) gives the same
+// as decoding into a fresh one.
 #include <cstdlib>
 #include <cstring>
 
@@ -15,7 +17,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint32_t slots = wqe_slot_count(raw.bytes);
   DecodedWqe w;
   const uint32_t try_slots = slots ? slots : 1;
-  if (decode_send_wqe(raw, try_slots, 1u << 31, w) != RHN_SYN_NONE) return 0;
+  const rhn_syndrome syn = decode_send_wqe(raw, try_slots, 1u << 31, w);
+  static DecodedWqe reused;  // what the previous inputs left
+  if (decode_send_wqe(raw, try_slots, 1u << 31, reused) != syn) abort();
+  if (syn != RHN_SYN_NONE) return 0;
+  if (std::memcmp(&reused.grh, &w.grh, sizeof(w.grh)) ||
+      std::memcmp(&reused.xfer, &w.xfer, sizeof(w.xfer)) ||
+      std::memcmp(&reused.mcast, &w.mcast, sizeof(w.mcast)) ||
+      std::memcmp(&reused.coll, &w.coll, sizeof(w.coll)) ||
+      reused.filled != w.filled || reused.opcode != w.opcode ||
+      reused.flags != w.flags || reused.length != w.length ||
+      reused.num_sge != w.num_sge || reused.inline_len != w.inline_len ||
+      reused.remote_addr != w.remote_addr || reused.has_grh != w.has_grh ||
+      reused.xfer_mode != w.xfer_mode || reused.status_addr != w.status_addr ||
+      reused.compare_add != w.compare_add || reused.tag_mask != w.tag_mask ||
+      reused.reg_length != w.reg_length || reused.keep_twin)
+    abort();
   // A WQE the decoder accepts must be self-consistent: SGEs and inline
   // data in the slots before a GRH, partial-transfer descriptor or
   // multicast list.
