@@ -2,6 +2,9 @@
 #include "core/crc32c.h"
 
 #include <array>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <cstring>
 
 namespace rhinet::fw {
@@ -102,6 +105,97 @@ bool have_sse42() {
   static const bool yes = __builtin_cpu_supports("sse4.2");
   return yes;
 }
+
+// Long buffers on CPUs with 512-bit carry-less multiplication: fold 256
+// bytes per turn in four registers of four 128-bit lanes, then finish the
+// last 64 bytes of folded state with the crc32 instruction. A lane X at
+// some position stands for the same CRC as X * x^D at D bits further on,
+// and that product modulo the polynomial is two 64 x 32-bit carry-less
+// products: the lane's first 8 bytes (the higher powers in this
+// bit-reflected CRC) by x^(D+63) mod P, its last 8 by x^(D-1) mod P (one
+// less than the distance: the product comes out one bit short).
+constexpr uint64_t kPolyNormal = 0x1edc6f41u;  // x^32 implied
+
+// x^n mod P as a bit-reflected constant for a 64-bit carry-less multiply
+// (the coefficient of x^m at bit 63 - m).
+constexpr uint64_t fold_constant(unsigned n) {
+  uint64_t r = 1;  // x^0
+  for (unsigned i = 0; i < n; i++) {
+    r <<= 1;
+    if (r & (uint64_t{1} << 32)) r ^= (uint64_t{1} << 32) | kPolyNormal;
+  }
+  uint64_t reflected = 0;
+  for (unsigned m = 0; m < 32; m++)
+    if (r & (uint64_t{1} << m)) reflected |= uint64_t{1} << (63 - m);
+  return reflected;
+}
+
+constexpr size_t kFoldTurn = 256;           // bytes folded per turn
+constexpr size_t kFoldMin = 2 * kFoldTurn;  // shorter: crc32 alone is as fast
+
+__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) __m512i fold(__m512i x,
+                                                                  __m512i k) {
+  return _mm512_xor_si512(_mm512_clmulepi64_epi128(x, k, 0x00),
+                          _mm512_clmulepi64_epi128(x, k, 0x11));
+}
+
+// crc is the crc32 instruction's state (pre-inverted); len >= 256. Folds
+// whole turns; returns the state after them and in *done how many bytes
+// they were (the caller finishes the rest with crc32c_sse42).
+__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) uint32_t crc32c_fold(
+    uint32_t crc, const uint8_t* p, size_t len, size_t* done) {
+  constexpr unsigned kTurnBits = kFoldTurn * 8, kRegBits = 64 * 8;
+  const __m512i k_turn =
+      _mm512_set_epi64(static_cast<long long>(fold_constant(kTurnBits - 1)),
+                       static_cast<long long>(fold_constant(kTurnBits + 63)),
+                       static_cast<long long>(fold_constant(kTurnBits - 1)),
+                       static_cast<long long>(fold_constant(kTurnBits + 63)),
+                       static_cast<long long>(fold_constant(kTurnBits - 1)),
+                       static_cast<long long>(fold_constant(kTurnBits + 63)),
+                       static_cast<long long>(fold_constant(kTurnBits - 1)),
+                       static_cast<long long>(fold_constant(kTurnBits + 63)));
+  const __m512i k_reg =
+      _mm512_set_epi64(static_cast<long long>(fold_constant(kRegBits - 1)),
+                       static_cast<long long>(fold_constant(kRegBits + 63)),
+                       static_cast<long long>(fold_constant(kRegBits - 1)),
+                       static_cast<long long>(fold_constant(kRegBits + 63)),
+                       static_cast<long long>(fold_constant(kRegBits - 1)),
+                       static_cast<long long>(fold_constant(kRegBits + 63)),
+                       static_cast<long long>(fold_constant(kRegBits - 1)),
+                       static_cast<long long>(fold_constant(kRegBits + 63)));
+  // The state joins the data: crc32(c, v) == crc32(0, v ^ c).
+  __m512i a0 = _mm512_xor_si512(
+      _mm512_loadu_si512(p),
+      _mm512_castsi128_si512(_mm_cvtsi32_si128(static_cast<int>(crc))));
+  __m512i a1 = _mm512_loadu_si512(p + 64);
+  __m512i a2 = _mm512_loadu_si512(p + 128);
+  __m512i a3 = _mm512_loadu_si512(p + 192);
+  size_t off = kFoldTurn;
+  for (; off + kFoldTurn <= len; off += kFoldTurn) {
+    a0 = _mm512_xor_si512(fold(a0, k_turn), _mm512_loadu_si512(p + off));
+    a1 = _mm512_xor_si512(fold(a1, k_turn), _mm512_loadu_si512(p + off + 64));
+    a2 = _mm512_xor_si512(fold(a2, k_turn), _mm512_loadu_si512(p + off + 128));
+    a3 = _mm512_xor_si512(fold(a3, k_turn), _mm512_loadu_si512(p + off + 192));
+  }
+  // Four registers into one, 64 bytes apart, then its 64 bytes through
+  // the crc32 instruction from a zero state.
+  __m512i a = _mm512_xor_si512(fold(a0, k_reg), a1);
+  a = _mm512_xor_si512(fold(a, k_reg), a2);
+  a = _mm512_xor_si512(fold(a, k_reg), a3);
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, a);
+  uint64_t c = 0;
+  for (uint64_t v : lanes) c = __builtin_ia32_crc32di(c, v);
+  *done = off;
+  return static_cast<uint32_t>(c);
+}
+
+bool have_fold() {
+  static const bool yes = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("vpclmulqdq") &&
+                          __builtin_cpu_supports("sse4.2");
+  return yes;
+}
 #endif
 
 }  // namespace
@@ -110,6 +204,11 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t len) {
   const auto* p = static_cast<const uint8_t*>(data);
   crc = ~crc;
 #if defined(__x86_64__)
+  if (len >= kFoldMin && have_fold()) {
+    size_t done = 0;
+    crc = crc32c_fold(crc, p, len, &done);
+    return ~crc32c_sse42(crc, p + done, len - done);
+  }
   if (have_sse42()) return ~crc32c_sse42(crc, p, len);
 #endif
   return ~crc32c_portable(crc, p, len);

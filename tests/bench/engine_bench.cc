@@ -51,6 +51,41 @@ double memcpy_gbps(size_t size, bool quick) {
   return best;
 }
 
+// The second reference: what two threads can move between their cores at
+// all, frames of one MTU copied into a ring by one and out by the other
+// (the least a PUSH between two engine threads does, before CRCs, DMA and
+// the protocol). Measured, like memcpy, before the engine threads start.
+double cross_core_gbps(bool quick) {
+  constexpr size_t kFrame = RHN_WIRE_MTU, kRing = 64;
+  const size_t frames = quick ? 50000 : 400000;
+  std::vector<uint8_t> ring(kFrame * kRing), src(kFrame, 1), dst(kFrame);
+  std::atomic<size_t> taken{0}, given{0};
+  double best = 0;
+  for (int run = 0; run < 3; run++) {
+    taken = 0;
+    given = 0;
+    const auto t = Clock::now();
+    std::thread reader([&] {
+      for (size_t i = 0; i < frames; i++) {
+        while (given.load(std::memory_order_acquire) == i) {
+        }
+        std::memcpy(dst.data(), &ring[(i % kRing) * kFrame], kFrame);
+        taken.store(i + 1, std::memory_order_release);
+      }
+    });
+    for (size_t i = 0; i < frames; i++) {
+      while (i - taken.load(std::memory_order_acquire) >= kRing) {
+      }
+      src[i % kFrame] = static_cast<uint8_t>(i);
+      std::memcpy(&ring[(i % kRing) * kFrame], src.data(), kFrame);
+      given.store(i + 1, std::memory_order_release);
+    }
+    reader.join();
+    best = std::max(best, double(frames) * kFrame / seconds_since(t) / 1e9);
+  }
+  return best;
+}
+
 struct Result {
   double seconds = 0;
   uint64_t ops = 0;
@@ -200,6 +235,8 @@ int main(int argc, char** argv) {
     memcpy_ref[i] =
         size_wanted(sizes[i]) ? memcpy_gbps(sizes[i], quick) * 1e3 : 0;
 
+  const double cross_core = wanted("push") ? cross_core_gbps(quick) * 1e3 : 0;
+
   // Node B's engine runs on its own thread from here on.
   std::atomic<bool> stop{false};
   std::thread responder([&] {
@@ -216,7 +253,7 @@ int main(int argc, char** argv) {
   // responder's receive FIFO full.
   std::printf("%10s %12s %12s %10s %12s %10s %10s\n", "size", "engine MB/s",
               "memcpy MB/s", "ratio", "ops/s", "req idle", "rx full");
-  double ratio_64k = 0;
+  double ratio_64k = 0, mbps_64k = 0;
   for (size_t si = 0; si < std::size(sizes); si++) {
     const size_t sz = sizes[si];
     if (!size_wanted(sz)) continue;
@@ -234,7 +271,10 @@ int main(int argc, char** argv) {
                               dst_mr.key, sz, ops, window, false);
     const double mbps = double(sz) * r.ops / r.seconds / 1e6;
     const double ref = memcpy_ref[si];
-    if (sz == 65536) ratio_64k = mbps / ref;
+    if (sz == 65536) {
+      ratio_64k = mbps / ref;
+      mbps_64k = mbps;
+    }
     std::printf("%10zu %12.1f %12.1f %10.3f %12.0f %9.0f%% %10lu\n", sz, mbps,
                 ref, mbps / ref, r.ops / r.seconds, r.requester_idle * 100,
                 static_cast<unsigned long>(a.wire.full_waits - full_before));
@@ -333,6 +373,12 @@ int main(int argc, char** argv) {
     std::printf("  %-36s %8.2f us\n", "one thread pumping both engines",
                 seconds_since(t) / double(ops) * 1e6);
   }
+  if (wanted("push"))
+    std::printf(
+        "\ntwo threads copying %u-byte frames through a ring, no engine: "
+        "%.1f MB/s\n(the most a PUSH between two engine threads can move "
+        "here; PUSH 64 KiB reached %.2f of it)\n",
+        RHN_WIRE_MTU, cross_core, cross_core ? mbps_64k / cross_core : 0);
   std::printf(
       "\ngoal: >= 0.5x memcpy at 64 KiB (reached %.3fx); "
       ">= 10 M small ops/s per engine thread\n",

@@ -39,6 +39,31 @@ TEST(Crc32c, MatchesBitwiseReferenceAtEveryBlockBoundary) {
     }
 }
 
+// Long buffers take the carry-less-multiply folding where the CPU has it:
+// around its 256-byte turns and its 512-byte threshold, at odd offsets,
+// and continued from any state.
+TEST(Crc32c, FoldingMatchesBitwiseReferenceAroundItsBoundaries) {
+  std::mt19937 rng(11);
+  std::vector<uint8_t> buf(20000);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  for (size_t n : {511, 512, 513, 575, 576, 767, 768, 1023, 1024, 1025, 4096,
+                   4168, 9000, 16383, 16384})
+    for (size_t off : {0, 1, 3, 8, 63}) {
+      EXPECT_EQ(crc32c(0, buf.data() + off, n),
+                bitwise_crc32c(buf.data() + off, n))
+          << "n=" << n << " off=" << off;
+    }
+  for (int i = 0; i < 300; i++) {
+    const size_t n = rng() % 19000, off = rng() % 64, cut = n ? rng() % n : 0;
+    const uint32_t want = bitwise_crc32c(buf.data() + off, n);
+    ASSERT_EQ(crc32c(0, buf.data() + off, n), want) << "n=" << n;
+    ASSERT_EQ(crc32c(crc32c(0, buf.data() + off, cut), buf.data() + off + cut,
+                     n - cut),
+              want)
+        << "n=" << n << " cut=" << cut;
+  }
+}
+
 TEST(Crc32c, ContinuesAcrossCalls) {
   std::vector<uint8_t> buf(5000, 0xa5);
   const uint32_t whole = crc32c(0, buf.data(), buf.size());
