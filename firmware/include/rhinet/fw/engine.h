@@ -89,7 +89,11 @@ struct EngineConfig {
   uint32_t rx_fifo_frames = 256;
   uint32_t kick_fifo_entries = 1024;
   uint32_t max_inflight_per_qp = 64;  // messages awaiting ACK/response
-  uint32_t max_rd_atomic = 16;
+  // READs and atomics one QP keeps in flight: as many as it may have
+  // messages in flight. Over a slow path (a software NIC under TCG: 200
+  // us round trips) they are what bounds the rate of atomics and small
+  // READs; soft-RoCE allows 128.
+  uint32_t max_rd_atomic = 64;
   uint32_t responder_reads = 256;   // READ responses queued as responder
   uint32_t responder_bitmaps = 32;  // of them bitmap PULLs (4 KiB each)
   uint32_t fw_messages = 256;       // firmware-originated messages at once
