@@ -139,30 +139,24 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) __m512i fold(__m512i x,
                           _mm512_clmulepi64_epi128(x, k, 0x11));
 }
 
+// Each 128-bit lane's two constants for a fold over `bits` (computed by
+// the compiler: constexpr), in all four lanes.
+template <unsigned bits>
+__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) __m512i fold_by() {
+  constexpr uint64_t kFirst = fold_constant(bits + 63);  // the lane's bytes 0-7
+  constexpr uint64_t kLast = fold_constant(bits - 1);    // its bytes 8-15
+  const auto first = static_cast<long long>(kFirst);
+  const auto last = static_cast<long long>(kLast);
+  return _mm512_set_epi64(last, first, last, first, last, first, last, first);
+}
+
 // crc is the crc32 instruction's state (pre-inverted); len >= 256. Folds
 // whole turns; returns the state after them and in *done how many bytes
 // they were (the caller finishes the rest with crc32c_sse42).
 __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) uint32_t crc32c_fold(
     uint32_t crc, const uint8_t* p, size_t len, size_t* done) {
-  constexpr unsigned kTurnBits = kFoldTurn * 8, kRegBits = 64 * 8;
-  const __m512i k_turn =
-      _mm512_set_epi64(static_cast<long long>(fold_constant(kTurnBits - 1)),
-                       static_cast<long long>(fold_constant(kTurnBits + 63)),
-                       static_cast<long long>(fold_constant(kTurnBits - 1)),
-                       static_cast<long long>(fold_constant(kTurnBits + 63)),
-                       static_cast<long long>(fold_constant(kTurnBits - 1)),
-                       static_cast<long long>(fold_constant(kTurnBits + 63)),
-                       static_cast<long long>(fold_constant(kTurnBits - 1)),
-                       static_cast<long long>(fold_constant(kTurnBits + 63)));
-  const __m512i k_reg =
-      _mm512_set_epi64(static_cast<long long>(fold_constant(kRegBits - 1)),
-                       static_cast<long long>(fold_constant(kRegBits + 63)),
-                       static_cast<long long>(fold_constant(kRegBits - 1)),
-                       static_cast<long long>(fold_constant(kRegBits + 63)),
-                       static_cast<long long>(fold_constant(kRegBits - 1)),
-                       static_cast<long long>(fold_constant(kRegBits + 63)),
-                       static_cast<long long>(fold_constant(kRegBits - 1)),
-                       static_cast<long long>(fold_constant(kRegBits + 63)));
+  const __m512i k_turn = fold_by<kFoldTurn * 8>();
+  const __m512i k_reg = fold_by<64 * 8>();
   // The state joins the data: crc32(c, v) == crc32(0, v ^ c).
   __m512i a0 = _mm512_xor_si512(
       _mm512_loadu_si512(p),
