@@ -127,18 +127,19 @@ Result push_run(Node& a, sim::SimQp& qp, sim::SimCq& cq,
   while (done < ops) {
     // The watchdog reads the clock every 4096th turn: reading it every
     // turn took a tenth of the posting thread's time.
-    if ((++turns & 4095) != 0) {
-    } else if (done != last_done) {
-      last_done = done;
-      last_progress = Clock::now();
-    } else if (seconds_since(last_progress) > 5) {
-      std::fprintf(stderr, "no progress for 5 s (posted %lu, done %lu):\n",
-                   static_cast<unsigned long>(posted),
-                   static_cast<unsigned long>(done));
-      for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
-        std::fprintf(stderr, "  counter %2u: %lu\n", i,
-                     static_cast<unsigned long>(a.engine->counter(i)));
-      std::exit(1);
+    if ((++turns & 4095) == 0) {
+      if (done != last_done) {
+        last_done = done;
+        last_progress = Clock::now();
+      } else if (seconds_since(last_progress) > 5) {
+        std::fprintf(stderr, "no progress for 5 s (posted %lu, done %lu):\n",
+                     static_cast<unsigned long>(posted),
+                     static_cast<unsigned long>(done));
+        for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
+          std::fprintf(stderr, "  counter %2u: %lu\n", i,
+                       static_cast<unsigned long>(a.engine->counter(i)));
+        std::exit(1);
+      }
     }
     while (posted < ops && posted - done < window) {
       wr.wr_id = posted;
@@ -293,16 +294,16 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long>(a.wire.full_waits - full_before));
   }
 
-  if (wanted("rate"))
+  if (wanted("rate")) {
     std::printf("\nsmall-message rate (8-byte PUSH, 1 in 16 signalled):\n");
-  for (const bool inl : {false, true}) {
-    if (!wanted("rate")) break;
-    const uint64_t ops = quick ? 50000 : 1000000;
-    const Result r = push_run(a, *qp_a, *cq_a, src, src_mr, dst.va(),
-                              dst_mr.key, 8, ops, 1024, inl);
-    std::printf("  %-22s %10.2f M ops/s\n", inl ? "inline WQE" : "SGE",
-                r.ops / r.seconds / 1e6);
-    if (!inl) rate_sge = r.ops / r.seconds;
+    for (const bool inl : {false, true}) {
+      const uint64_t ops = quick ? 50000 : 1000000;
+      const Result r = push_run(a, *qp_a, *cq_a, src, src_mr, dst.va(),
+                                dst_mr.key, 8, ops, 1024, inl);
+      std::printf("  %-22s %10.2f M ops/s\n", inl ? "inline WQE" : "SGE",
+                  r.ops / r.seconds / 1e6);
+      if (!inl) rate_sge = r.ops / r.seconds;
+    }
   }
 
   // One WRITE at a time, each signalled: from the post to its CQE is one
@@ -310,11 +311,10 @@ int main(int argc, char** argv) {
   // both engine threads spinning it shows the hand-off between threads
   // (at the mercy of the host scheduler on a busy machine); with one thread
   // pumping both engines, the engines' own processing cost.
-  if (wanted("rtt"))
+  if (wanted("rtt")) {
     std::printf(
         "\nround trip, one 8-byte inline PUSH at a time (WRITE out, ACK "
         "back, CQE):\n");
-  if (wanted("rtt")) {
     const uint64_t ops = quick ? 20000 : 200000;
     const Result r = push_run(a, *qp_a, *cq_a, src, src_mr, dst.va(),
                               dst_mr.key, 8, ops, 1, true);
@@ -326,21 +326,19 @@ int main(int argc, char** argv) {
   // The same small-message stream with one thread pumping both engines:
   // no thread hand-offs, so the figure is the engines' own cost per
   // message and hardly moves with the host's scheduling.
-  if (wanted("pumped"))
-    std::printf("\nsmall-message rate, one thread pumping both engines:\n");
-  for (const bool inl : {false, true}) {
-    if (!wanted("pumped")) break;
-    const uint64_t ops = quick ? 50000 : 1000000;
-    const Result r = push_run(a, *qp_a, *cq_a, src, src_mr, dst.va(),
-                              dst_mr.key, 8, ops, 1024, inl, &b);
-    std::printf(
-        "  %-22s %10.2f M ops/s   inside the requester's poll %5.1f ns/op "
-        "(%5.2f M ops/s), the responder's %5.1f ns/op (%5.2f M ops/s)\n",
-        inl ? "inline WQE" : "SGE", r.ops / r.seconds / 1e6,
-        r.requester_seconds / r.ops * 1e9, r.ops / r.requester_seconds / 1e6,
-        r.responder_seconds / r.ops * 1e9, r.ops / r.responder_seconds / 1e6);
-  }
   if (wanted("pumped")) {
+    std::printf("\nsmall-message rate, one thread pumping both engines:\n");
+    for (const bool inl : {false, true}) {
+      const uint64_t ops = quick ? 50000 : 1000000;
+      const Result r = push_run(a, *qp_a, *cq_a, src, src_mr, dst.va(),
+                                dst_mr.key, 8, ops, 1024, inl, &b);
+      std::printf(
+          "  %-22s %10.2f M ops/s   inside the requester's poll %5.1f ns/op "
+          "(%5.2f M ops/s), the responder's %5.1f ns/op (%5.2f M ops/s)\n",
+          inl ? "inline WQE" : "SGE", r.ops / r.seconds / 1e6,
+          r.requester_seconds / r.ops * 1e9, r.ops / r.requester_seconds / 1e6,
+          r.responder_seconds / r.ops * 1e9, r.ops / r.responder_seconds / 1e6);
+    }
     // 64 KiB PUSHes the same way: each engine's own cost per byte.
     const size_t sz = 65536;
     const uint64_t ops = quick ? 2000 : 20000;
