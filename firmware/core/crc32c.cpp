@@ -130,11 +130,14 @@ constexpr uint64_t fold_constant(unsigned n) {
   return reflected;
 }
 
+// The instructions the folding code is built for; have_fold() checks the
+// CPU has each of them.
+#define RHN_FOLD_TARGET __attribute__((target("avx512f,vpclmulqdq,sse4.2")))
+
 constexpr size_t kFoldTurn = 256;           // bytes folded per turn
 constexpr size_t kFoldMin = 2 * kFoldTurn;  // shorter: crc32 alone is as fast
 
-__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) __m512i fold(__m512i x,
-                                                                  __m512i k) {
+RHN_FOLD_TARGET __m512i fold(__m512i x, __m512i k) {
   return _mm512_xor_si512(_mm512_clmulepi64_epi128(x, k, 0x00),
                           _mm512_clmulepi64_epi128(x, k, 0x11));
 }
@@ -142,7 +145,7 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) __m512i fold(__m512i x,
 // Each 128-bit lane's two constants for a fold over `bits` (computed by
 // the compiler: constexpr), in all four lanes.
 template <unsigned bits>
-__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) __m512i fold_by() {
+RHN_FOLD_TARGET __m512i fold_by() {
   constexpr uint64_t kFirst = fold_constant(bits + 63);  // the lane's bytes 0-7
   constexpr uint64_t kLast = fold_constant(bits - 1);    // its bytes 8-15
   const auto first = static_cast<long long>(kFirst);
@@ -153,8 +156,8 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) __m512i fold_by() {
 // crc is the crc32 instruction's state (pre-inverted); len >= 256. Folds
 // whole turns; returns the state after them and in *done how many bytes
 // they were (the caller finishes the rest with crc32c_sse42).
-__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) uint32_t crc32c_fold(
-    uint32_t crc, const uint8_t* p, size_t len, size_t* done) {
+RHN_FOLD_TARGET uint32_t crc32c_fold(uint32_t crc, const uint8_t* p, size_t len,
+                                     size_t* done) {
   const __m512i k_turn = fold_by<kFoldTurn * 8>();
   const __m512i k_reg = fold_by<64 * 8>();
   // The state joins the data: crc32(c, v) == crc32(0, v ^ c).
