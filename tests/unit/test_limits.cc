@@ -184,6 +184,57 @@ TEST(Limits, TinyFifosWindowsAndPacketMemory) {
             0u);
 }
 
+// Each QP may keep 64 READs in flight (the engine's default); eight QPs
+// from two nodes into one responder ask for twice its READ contexts (256,
+// shared). The requests it has no context for are refused BUSY and come
+// again; every READ completes with the right bytes and no peer is declared
+// dead. (Refused at the channel, as if lost, they stalled both peers'
+// streams until the requesters declared node 1 dead: 432 of the 512 READs
+// failed.)
+TEST(Limits, SixtyFourReadsPerQpFromEightQpsOutrunTheRespondersReadPool) {
+  ClusterConfig cfg;
+  cfg.nodes = 3;
+  cfg.memory_bytes = 64u << 20;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  ASSERT_EQ(cfg.engine.max_rd_atomic, 64u);
+  ASSERT_EQ(cfg.engine.responder_reads, 256u);
+  RcOptions opt;
+  opt.max_rd_atomic = 64;
+  constexpr int kQps = 8, kReads = 64;
+  constexpr size_t kLen = 16 * 1024;  // four packets: a stream takes a while
+  std::vector<RcPair> pairs;
+  std::vector<Region> sources, sinks;
+  for (int q = 0; q < kQps; ++q) {
+    pairs.push_back(make_rc_pair(c, q % 2 ? 2 : 0, 1, opt));
+    ASSERT_TRUE(pairs.back().ok);
+    sources.push_back(make_region(*pairs.back().ctx_b, kLen * kReads,
+                                  kAllAccess, 900 + uint64_t(q)));
+    sinks.push_back(make_region(*pairs.back().ctx_a, kLen * kReads));
+  }
+  for (int q = 0; q < kQps; ++q)
+    for (int i = 0; i < kReads; ++i) {
+      const size_t off = size_t(i) * kLen;
+      ASSERT_TRUE(pairs[q].qp_a->post_send(
+          rdma_wr(uint64_t(i), RHN_OP_READ, {sinks[q].sge(off, kLen)},
+                  sources[q].va(off), sources[q].key())));
+    }
+  for (int q = 0; q < kQps; ++q) {
+    auto v = c.wait_cqes(*pairs[q].cq_a, kReads, 5'000'000'000);
+    ASSERT_EQ(v.size(), size_t(kReads)) << "QP " << q;
+    for (size_t i = 0; i < v.size(); ++i) {
+      EXPECT_TRUE(v[i].ok()) << describe(v[i]);
+      EXPECT_EQ(v[i].wr_id, i);
+    }
+    EXPECT_TRUE(sinks[q].buf.bytes() == sources[q].buf.bytes()) << "QP " << q;
+  }
+  EXPECT_GT(c.node(1).counter(RHN_CNT_RNR_NAKS_SENT), 0u)
+      << "the READ contexts never ran out";
+  EXPECT_EQ(c.node(0).counter(RHN_CNT_PEER_DEAD) +
+                c.node(2).counter(RHN_CNT_PEER_DEAD),
+            0u);
+}
+
 TEST(Limits, FaultyFourNodeAllToAll) {
   constexpr uint16_t kNodes = 4;
   ClusterConfig cfg;

@@ -146,9 +146,19 @@ void read_request(Impl& m, Request& r) {
   if (!target_of(m, r, shape, RHN_ACCESS_REMOTE_READ, extent, &va, &key,
                  &mr_index))
     return;
-  // Queue the data stream back to the requester (responder_has_room made
-  // sure there is room). It keeps the key, PD and right, not the region:
-  // each chunk is checked again (stream_reads).
+  // A READ holds a responder READ context (and a bitmap PULL a bitmap)
+  // until its stream is sent. With none free it is refused BUSY and asked
+  // again later, as a receive without a context is. Refusing it at the
+  // channel instead (as if lost) stalled the peer's whole stream: the ACKs
+  // that would free this NIC's answers wait for the refused packet, so no
+  // context came free and the requester declared the node dead.
+  if (m.free_responder_reads.empty() ||
+      (partial::read_needs_bitmap(op) && m.free_read_bitmaps.empty())) {
+    not_ready(m, r, RHN_SYN_BUSY);
+    return;
+  }
+  // Queue the data stream back to the requester. It keeps the key, PD and
+  // right, not the region: each chunk is checked again (stream_reads).
   ResponderRead rr;
   rr.qp_type = r.qp.type;
   rr.node = r.node;
@@ -162,13 +172,6 @@ void read_request(Impl& m, Request& r) {
   rr.length = op.msg_len;
   partial::start_read(m, op, r.data, rr);
   queue_stream(m, r.peer, rr);
-}
-
-// A READ holds a responder READ context until its stream is sent.
-bool has_room(const Impl& m, const Peer&, const rhn_op_hdr& op) {
-  return op.opcode != RHN_WOP_READ_REQ ||
-         (!m.free_responder_reads.empty() &&
-          (!partial::read_needs_bitmap(op) || !m.free_read_bitmaps.empty()));
 }
 
 void on_request(Impl& m, Request& r) {
@@ -298,7 +301,7 @@ extern const OpFamily kRdmaFamily = {
     .execute_local = nullptr,
     .build_packet = build_packet,
     .on_response = on_response,
-    .has_room = has_room,
+    .has_room = nullptr,
     .on_request = on_request,
 };
 

@@ -147,7 +147,8 @@ std::vector<Completion> SimCluster::wait_cqes(SimCq& cq, size_t n,
 
 bool connect_rc(SimQp& qp, uint16_t dest_node, uint32_t dest_qpn,
                 const RcOptions& opt) {
-  return qp.to_init(opt.access).ok() && qp.to_rtr(dest_node, dest_qpn).ok() &&
+  return qp.to_init(opt.access).ok() &&
+         qp.to_rtr(dest_node, dest_qpn, opt.max_rd_atomic).ok() &&
          qp.to_rts(opt.rnr_retry, opt.min_rnr_timer).ok();
 }
 

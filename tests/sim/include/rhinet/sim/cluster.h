@@ -118,6 +118,7 @@ struct RcOptions {
                    RHN_ACCESS_REMOTE_ATOMIC;
   uint8_t rnr_retry = 7;
   uint8_t min_rnr_timer = 1;
+  uint8_t max_rd_atomic = 16;  // READs and atomics the QP keeps in flight
   uint8_t sq_log_depth = 8;
   uint8_t rq_log_depth = 7;
   uint8_t cq_log_depth = 10;
