@@ -7,7 +7,16 @@
 // the NICs' own reductions: firmware/ops/coll/reduce.h) and sends the
 // result DOWN to every contributor. No fabric manager sets anything up:
 // a segment's buffer exists from its first UP until every contributor
-// acknowledged the result.
+// acknowledged the result, or the stale time passed without a frame about
+// it (incomplete) or since its completion (complete: repeats and ACKs do
+// not extend a result's life).
+//
+// A contributor is the node wired to the port its partial came in on,
+// never what the frame's src_node claims: a frame naming another node is
+// dropped (counted malformed), so no port adds, acknowledges or hears a
+// result in another node's name. (`members` is a hash the switch cannot
+// check: a node that knows a communicator's parameters can still join it
+// in its own name; its members then see a wrong count or result.)
 //
 // One logic for the fabric switch (SwitchCore, the socket program) and the
 // simulator's switch, as GroupTable is for multicast patterns.
@@ -39,7 +48,8 @@ struct CollReducerCounters {
   uint64_t stale = 0;       // segments freed for silence or left behind
   uint64_t over_share = 0;  // BUSY: the port opened its share already
   uint64_t stalled = 0;     // waited kStallNs: given to another segment
-  uint64_t malformed = 0;   // dropped: bad CRC, size, kind or values
+  uint64_t malformed = 0;   // dropped: bad CRC, size, kind or values, or
+                            // a src_node not the port's node
 };
 
 constexpr size_t kCollFrameMax =
@@ -48,17 +58,21 @@ constexpr size_t kCollFrameMax =
 class CollReducer {
  public:
   static constexpr uint32_t kDefaultSlots = 256;
-  // A segment nobody sent a frame about for this long is dropped: a
-  // member died (its NICs fail the collective by themselves), or a
-  // contributor never acknowledged. NICs repeat an UP held here every
-  // few tens of milliseconds, far more often.
+  // An incomplete segment nobody sent a frame about for this long is
+  // dropped: a member died (its NICs fail the collective by themselves).
+  // NICs repeat an UP held here every few tens of milliseconds, far more
+  // often. A complete one is dropped this long after its last partial
+  // whatever comes about it (a contributor that never acknowledges, or
+  // asks for the result again and again): a NIC that has not had its
+  // DOWN by then has given up (max_retries).
   static constexpr uint64_t kDefaultStaleNs = 2'000'000'000;
   // The table is shared by every job on the fabric, so no port may starve
   // the others of it: a port opens at most kPortShare/256 of the buffers
-  // (incomplete ones it was first to contribute to), and a buffer that has
-  // waited kStallNs for its next partial (a member that never posts, or a
-  // job holding buffers on purpose: reminders do not count) goes to the
-  // first segment that needs one.
+  // (those it was first to contribute to, complete or not), and a buffer
+  // that has waited kStallNs for its next partial, or whose result nobody
+  // acknowledged for kStallNs (a member that never posts, or a job
+  // holding buffers on purpose: reminders and repeats do not count), goes
+  // to the first segment that needs one.
   static constexpr uint32_t kPortShare = 64;
   static constexpr uint64_t kStallNs = 1'000'000'000;
 
@@ -71,23 +85,21 @@ class CollReducer {
         port_quota_(std::max<uint32_t>(
             1, uint32_t(uint64_t{slots_.size()} * kPortShare / 256))) {}
 
-  // A frame of type RHN_PKT_COLL that entered on `port`; answers leave
+  // A frame of type RHN_PKT_COLL that entered on `port`, where `node` is
+  // wired (the contributor, whatever the frame says); answers leave
   // through out(port, frame).
   template <typename Out>
-  void ingress(unsigned port, std::span<const uint8_t> frame, uint64_t now,
-               Out out) {
+  void ingress(unsigned port, uint16_t node, std::span<const uint8_t> frame,
+               uint64_t now, Out out) {
     rhn_coll_frame f;
-    uint16_t node;
     std::span<const uint8_t> data;
-    if (!parse(frame, f, node, data)) {
+    if (!parse(frame, node, f, data)) {
       counters_.malformed++;
       return;
     }
     if (f.kind == RHN_COLL_FRAME_ACK) {
-      if (Slot* s = find(f.key, f.seq, f.seg)) {
-        s->last_ns = now;
-        acknowledge(*s, node);
-      }
+      // No refresh: a result's life runs from its completion.
+      if (Slot* s = find(f.key, f.seq, f.seg)) acknowledge(*s, node);
       return;
     }
     leave_older(f.key, f.seq, node);
@@ -101,7 +113,9 @@ class CollReducer {
       }
       open(*s, f, uint16_t(data.size()), uint16_t(port));
     }
-    s->last_ns = now;
+    // A complete segment's repeats get the DOWN again but do not keep it:
+    // its life and stall time run from its completion.
+    if (!s->complete) s->last_ns = now;
     if (Contributor* c = contributor(*s, node)) {
       counters_.repeats++;
       c->port = uint16_t(port);
@@ -121,6 +135,7 @@ class CollReducer {
         return;
       }
       s->who[s->count++] = {node, uint16_t(port), false};
+      s->progress_ns = now;
       fail(*s, out);  // every contributor learns it
       return;
     }
@@ -141,7 +156,15 @@ class CollReducer {
     for (uint32_t i = 0; i < s->count; i++) send_down(*s, s->who[i], out);
   }
 
-  // Frees segments nothing was heard about for the stale time.
+  // A frame from node i on port i (the simulator's switch).
+  template <typename Out>
+  void ingress(unsigned port, std::span<const uint8_t> frame, uint64_t now,
+               Out out) {
+    ingress(port, uint16_t(port), frame, now, out);
+  }
+
+  // Frees incomplete segments nothing was heard about for the stale time,
+  // and complete ones the stale time after their completion.
   void tick(uint64_t now) {
     for (Slot& s : slots_)
       if (s.used && now >= s.last_ns + stale_ns_) {
@@ -190,7 +213,7 @@ class CollReducer {
     rhn_coll_frame head{};
     uint16_t len = 0;
     uint16_t count = 0;        // contributors so far
-    uint64_t last_ns = 0;      // any frame about it
+    uint64_t last_ns = 0;      // any frame about it; complete: completion
     uint64_t progress_ns = 0;  // its last new partial
     uint16_t opener = 0;       // the port of its first partial
     std::array<Contributor, RHN_COLL_MAX_RANKS> who;
@@ -199,17 +222,17 @@ class CollReducer {
 
   static uint16_t le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
 
-  // The switch acts on these frames, so it checks them whole.
-  static bool parse(std::span<const uint8_t> frame, rhn_coll_frame& f,
-                    uint16_t& node, std::span<const uint8_t>& data) {
+  // The switch acts on these frames, so it checks them whole, and that
+  // they come from the node wired to their port.
+  static bool parse(std::span<const uint8_t> frame, uint16_t node,
+                    rhn_coll_frame& f, std::span<const uint8_t>& data) {
     constexpr size_t kHead = RHN_PKT_HDR_LEN + sizeof(rhn_coll_frame);
     if (frame.size() < kHead || frame.size() > kCollFrameMax) return false;
     rhn_pkt_hdr h;
     std::memcpy(&h, frame.data(), sizeof h);
     if (h.magic != RHN_WIRE_MAGIC || h.version != RHN_WIRE_VERSION ||
         h.type != RHN_PKT_COLL || h.dst_node != RHN_NODE_BROADCAST ||
-        h.src_node >= RHN_MAX_NODES ||
-        h.payload_len != frame.size() - RHN_PKT_HDR_LEN)
+        h.src_node != node || h.payload_len != frame.size() - RHN_PKT_HDR_LEN)
       return false;
     if (header_crc(frame.data()) != h.hdr_crc ||
         fw::crc32c(0, frame.data() + RHN_PKT_HDR_LEN, h.payload_len) !=
@@ -231,7 +254,6 @@ class CollReducer {
     } else {
       return false;
     }
-    node = h.src_node;
     return true;
   }
 
@@ -287,9 +309,11 @@ class CollReducer {
     return seg < h.seg;
   }
   // A buffer for f's segment from `port`: none when the port opened its
-  // share already; else a free one, or the longest-stalled incomplete one,
-  // or the one of the highest incomplete segment above f's (their
-  // contributors hear BUSY), or none.
+  // share already (complete buffers count: a result never acknowledged
+  // holds its buffer as surely); else a free one, or the longest-stalled
+  // one (no new partial, or its result unacknowledged, for the stall
+  // time), or the one of the highest incomplete segment above f's (the
+  // incomplete one's contributors hear BUSY), or none.
   template <typename Out>
   Slot* take_slot(const rhn_coll_frame& f, unsigned port, uint64_t now,
                   Out& out) {
@@ -300,11 +324,11 @@ class CollReducer {
         if (!free) free = &s;
         continue;
       }
-      if (s.complete) continue;
       opened += s.opener == port;
       if (now >= s.progress_ns + stall_ns_ &&
           (!stalled || s.progress_ns < stalled->progress_ns))
         stalled = &s;
+      if (s.complete) continue;  // done work: for waiting segments only
       if (lower(f.key, f.seq, f.seg, s) &&
           (!victim ||
            lower(victim->head.key, victim->head.seq, victim->head.seg, s)))
@@ -321,7 +345,9 @@ class CollReducer {
     }
     if (!victim) return nullptr;
     counters_.evicted++;
-    for (uint32_t i = 0; i < victim->count; i++) {
+    // A complete one's contributors have had its DOWN, or gave up on it
+    // (their retries are shorter than the stall time): nothing to tell.
+    for (uint32_t i = 0; i < victim->count && !victim->complete; i++) {
       counters_.busy++;
       answer(victim->who[i].port, victim->who[i].node, victim->head,
              RHN_COLL_FRAME_BUSY, 0, {}, out);

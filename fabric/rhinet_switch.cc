@@ -72,15 +72,21 @@ bool unix_address(const std::string& path, sockaddr_un* addr) {
   return true;
 }
 
+// Bound and listening under a temporary name, then renamed into place:
+// whoever sees the path (run-cluster, the tests, QEMU) can connect at
+// once; between bind and listen it would be refused.
 int listen_unix(const std::string& path) {
+  const std::string tmp = path + ".new";
   sockaddr_un addr;
-  if (!unix_address(path, &addr)) return -1;
-  unlink(path.c_str());
+  if (!unix_address(tmp, &addr)) return -1;
+  unlink(tmp.c_str());
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) ||
-      listen(fd, 4)) {
+      listen(fd, 4) || std::rename(tmp.c_str(), path.c_str())) {
     std::fprintf(stderr, "rhinet-switch: cannot listen on %s: %s\n",
                  path.c_str(), std::strerror(errno));
+    if (fd >= 0) close(fd);
+    unlink(tmp.c_str());
     return -1;
   }
   return fd;

@@ -79,11 +79,14 @@ SwitchCore::SwitchCore(unsigned ports, uint64_t seed, Egress egress,
                        uint32_t coll_slots)
     : ports_(ports),
       node_port_(RHN_MAX_NODES, -1),
+      port_node_(ports, -1),
       coll_(coll_slots),
       seed_(seed),
       egress_(std::move(egress)) {
-  // Node i sits on port i until a frame from it shows otherwise.
-  for (unsigned i = 0; i < ports; i++) node_port_[i] = int32_t(i);
+  // Node i is wired to port i (run-cluster's node ID = port) until the
+  // administrator wires another (map_node).
+  for (unsigned i = 0; i < ports && i < RHN_MAX_NODES; i++)
+    node_port_[i] = port_node_[i] = int32_t(i);
   reseed(seed);
   scratch_.reserve(RHN_MAX_FRAME);
 }
@@ -118,7 +121,12 @@ void SwitchCore::port_reconnected(unsigned port) {
 
 bool SwitchCore::map_node(uint16_t node, unsigned port) {
   if (node >= RHN_MAX_NODES || port >= ports_.size()) return false;
+  // One node per port and one port per node, or a port could speak for
+  // two nodes.
+  if (port_node_[port] >= 0) node_port_[size_t(port_node_[port])] = -1;
+  if (node_port_[node] >= 0) port_node_[size_t(node_port_[node])] = -1;
   node_port_[node] = int32_t(port);
+  port_node_[port] = node;
   return true;
 }
 
@@ -143,6 +151,12 @@ void SwitchCore::ingress(unsigned port, std::span<const uint8_t> frame,
   }
   const uint16_t src = le16(&frame[offsetof(rhn_pkt_hdr, src_node)]);
   const uint16_t dst = le16(&frame[offsetof(rhn_pkt_hdr, dst_node)]);
+  // A port speaks for the node wired to it only: a frame claiming another
+  // (to be answered, reduced or acknowledged in its name) is dropped.
+  if (int32_t(src) != port_node_[port]) {
+    in.cnt.spoofed++;
+    return;
+  }
   if (frame[offsetof(rhn_pkt_hdr, type)] == RHN_PKT_MGMT) {
     // For the switch itself, never forwarded: a join or leave of this
     // port only (GroupTable::manage), answered on this port.
@@ -164,13 +178,12 @@ void SwitchCore::ingress(unsigned port, std::span<const uint8_t> frame,
   if (frame[offsetof(rhn_pkt_hdr, type)] == RHN_PKT_COLL) {
     // For the switch too: a collective's partial, combined here; the
     // results and answers go back out on the contributors' ports.
-    coll_.ingress(port, frame, now_ns,
+    coll_.ingress(port, src, frame, now_ns,
                   [&](unsigned out, std::span<const uint8_t> f) {
                     egress(out, f, now_ns);
                   });
     return;
   }
-  if (src < RHN_MAX_NODES) node_port_[src] = int32_t(port);
 
   if (dst == RHN_NODE_BROADCAST) {
     for (unsigned out = 0; out < ports_.size(); out++)
@@ -270,7 +283,8 @@ std::string SwitchCore::stats_text() const {
        << " reordered=" << c.reordered << " corrupted=" << c.corrupted
        << " overflow_drops=" << c.overflow_drops
        << " mgmt_applied=" << c.mgmt_applied
-       << " mgmt_refused=" << c.mgmt_refused << "\n";
+       << " mgmt_refused=" << c.mgmt_refused << " spoofed=" << c.spoofed
+       << "\n";
   }
   os << coll_.stats_text();
   return os.str();

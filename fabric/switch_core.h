@@ -42,6 +42,9 @@ struct PortCounters {
   // applied, and refused (a group outside the UD sub-range).
   uint64_t mgmt_applied = 0;
   uint64_t mgmt_refused = 0;
+  // Dropped at ingress: src_node is not the node wired to the port (a
+  // node speaking in another's name).
+  uint64_t spoofed = 0;
 };
 
 // pcap writer (LINKTYPE_USER0): every frame as it entered the switch.
@@ -88,6 +91,10 @@ class SwitchCore {
   }
   // A new node connected on the port: it is in no UD group yet.
   void port_reconnected(unsigned port);
+  // Wires `node` to `port` (node i is on port i until then): frames for
+  // the node go there, and only it may send there. The port's previous
+  // node and the node's previous port are left unwired. False on a bad
+  // node or port.
   bool map_node(uint16_t node, unsigned port);
 
   // In-switch reduction (RHN_PKT_COLL): a table of `slots` segment
@@ -122,7 +129,11 @@ class SwitchCore {
   bool chance(Port& p, double probability);
 
   std::vector<Port> ports_;
-  std::vector<int32_t> node_port_;  // node ID -> port, -1 unknown
+  // The wiring, both ways (-1: none). Set by the administrator, never
+  // learnt from frames: a port is the node wired to it, whatever a frame
+  // claims.
+  std::vector<int32_t> node_port_;  // node ID -> port
+  std::vector<int32_t> port_node_;  // port -> node ID
   GroupTable groups_;
   CollReducer coll_;
   uint64_t seed_;

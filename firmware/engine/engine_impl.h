@@ -682,6 +682,10 @@ struct SyncMember {
   uint32_t prev = kNone, next = kNone;
 };
 
+// A lock at its manager: any free slot (never a slot a hash of the ID
+// picks, so nobody's locks crowd out anybody else's), found again through
+// a chain keyed by (qpn, qp_gen, id). The manager endpoint's incarnation
+// (qp_gen) and owner (context) come with it.
 struct SyncLock {
   bool used = false;
   uint32_t gen = 0;  // bumps on reuse
@@ -689,11 +693,13 @@ struct SyncLock {
   uint64_t id = 0;
   uint32_t head = kNone, tail = kNone;  // members
   uint32_t active = 0;                  // members not released
+  uint32_t chain = kNone;               // next in its bucket
 };
 
 // Nodes a barrier ID has seen in its rounds: IDs below this many.
 constexpr uint32_t kSyncSeenNodes = 1024;
 
+// A barrier ID at its manager: placed and found as a lock is.
 struct SyncBarrier {
   bool used = false;
   uint32_t qpn = 0, qp_gen = 0, context = 0;
@@ -701,6 +707,9 @@ struct SyncBarrier {
   uint32_t count = 0;  // the pending round's (0: none)
   uint32_t arrived = 0;
   uint32_t head = kNone, tail = kNone;  // arrivals
+  uint32_t chain = kNone;               // next in its bucket
+  uint64_t idle_since = 0;  // no round pending since: its owner recycles
+                            // the oldest such ID first
   uint64_t seen[kSyncSeenNodes / 64] = {};
 };
 
@@ -739,6 +748,14 @@ struct SyncHold {
 struct SyncTables {
   std::vector<SyncLock> locks;
   std::vector<SyncBarrier> barriers;
+  // Unused lock and barrier slots (any may be taken), and the chains
+  // that find a used one by its key.
+  Fifo<uint32_t> free_locks{1}, free_barriers{1};
+  std::vector<uint32_t> lock_buckets, barrier_buckets;
+  uint32_t lock_mask = 0, barrier_mask = 0;
+  // The per-NIC secret of the chains' hash (and the holds'): a user
+  // cannot aim IDs at the chain of somebody else's ID.
+  uint64_t hash_key[2] = {};
   std::vector<SyncMember> members;
   Fifo<uint32_t> free_members{1};
   // Members whose LINK or SYNC_DONE found no firmware message free, in
@@ -959,6 +976,8 @@ struct CollMember {
 // the collective in progress.
 struct CollLocal {
   uint32_t qpn = kNone;
+  // Its endpoint's incarnation when the communicator was made (0: none
+  // had the number): a later endpoint of that number is not this rank.
   uint32_t qp_gen = 0;
   uint16_t rank = 0;
   uint32_t posts = 0;   // collectives it posted so far (the next one's seq)
@@ -996,11 +1015,24 @@ struct CollSlot {
   uint32_t buf = 0;  // index of its buffer (RHN_WIRE_MTU bytes)
 };
 constexpr uint32_t kCollParent = 31;
+// How long what came about a communicator this NIC has not met (an ABORT,
+// a refused sender to tell READY) is remembered for it.
+constexpr uint64_t kCollRememberNs = 2'000'000'000;
 
+using CollNodeMask = std::array<uint64_t, RHN_COLL_MAX_RANKS / 64>;
+
+// A communicator's life on this NIC: from the first post of one of its
+// local ranks until the last of them is gone (and its ABORTs are
+// acknowledged). A key can have one live communicator here at a time; one
+// whose local ranks are all gone (kept only to send its ABORTs) no longer
+// answers for the key.
 struct CollComm {
   bool valid = false;
   uint32_t key = 0;      // RHN_AREA_KEY(group, id)
-  uint32_t context = 0;  // charged to the context that first posted on it
+  uint32_t context = 0;  // its owner: the context that made it (charged)
+  // rhn_coll_members_hash of its list: which life of the key it is. Its
+  // firmware messages carry it; those of another life are stale here.
+  uint32_t life = 0;
   uint16_t nranks = 0;
   uint16_t nnodes = 0;
   uint16_t self = 0;  // this NIC's node index
@@ -1009,6 +1041,9 @@ struct CollComm {
   uint32_t nodes = 0;    // first of its nnodes node IDs in CollTables::nodes
   CollLocal local[RHN_COLL_MAX_LOCAL];
   uint32_t gen = 0;  // bumps at every collective's start and end
+  // Bumps each time the slot holds a new communicator: acknowledgements
+  // of an earlier one's ABORTs do not count for it.
+  uint32_t incarnation = 0;
   // The collective in progress (active) or the next one (seq).
   uint32_t seq = 0;
   bool active = false;
@@ -1029,13 +1064,21 @@ struct CollComm {
   bool abort_early = false;
   uint32_t abort_seq = 0;
   uint8_t abort_syn = RHN_SYN_NONE;
-  // ABORTs still to send (by node index) after a failure here.
+  // A member endpoint elsewhere is gone (an ABORT with RHN_FW_COLL_F_GONE):
+  // every collective from lost_from on fails here at once. The nodes that
+  // said so need no ABORT from here.
+  bool lost = false;
+  uint32_t lost_from = 0;
+  CollNodeMask gone{};
+  // ABORTs still to send (by node index) after a failure here, and those
+  // sent and not yet acknowledged.
   uint32_t abort_next = 0;
   bool aborting = false;
+  uint32_t aborts_out = 0;
   // Nodes (by index) whose segments this NIC refused with NOT_READY: told
   // READY when it starts the collective / when its window moves on.
-  std::array<uint64_t, RHN_COLL_MAX_RANKS / 64> tell_start{};
-  std::array<uint64_t, RHN_COLL_MAX_RANKS / 64> tell_window{};
+  CollNodeMask tell_start{};
+  CollNodeMask tell_window{};
   uint64_t last_progress = 0;
   uint32_t slots = 0;  // first of its coll_window slots
   WaitList waiters;    // endpoints whose next collective waits for this one
@@ -1050,20 +1093,27 @@ struct CollTables {
   std::unique_ptr<uint8_t[]> scratch;  // one segment, to combine from
   std::unique_ptr<uint8_t[]> frame;    // an RHN_PKT_COLL frame to send
   // ABORTs for communicators no local rank has posted on yet: applied
-  // when one does (oldest overwritten first).
+  // when one does, to that life of the key only, within kCollRememberNs
+  // (oldest overwritten first).
   struct EarlyAbort {
     bool valid = false;
     uint32_t key = 0, seq = 0;
+    uint32_t life = 0;  // the sender's rhn_coll_members_hash
+    uint16_t node = 0;  // the sender
     uint8_t syndrome = 0;
+    bool gone = false;  // RHN_FW_COLL_F_GONE
+    uint64_t at = 0;    // when it came
   };
   std::array<EarlyAbort, 16> early_aborts{};
   uint32_t early_next = 0;
   // Nodes refused NOT_READY for a communicator no local rank has posted
-  // on yet: told READY when one does (oldest overwritten first).
+  // on yet: told READY when one does, within kCollRememberNs (oldest
+  // overwritten first).
   struct EarlyRefusal {
     bool valid = false;
     uint32_t key = 0;
     uint16_t node = 0;
+    uint64_t at = 0;
   };
   std::array<EarlyRefusal, 32> early_refused{};
   uint32_t refused_next = 0;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Fuzzes the fabric switch core (routing, management frames and the
 // in-switch reduction of collectives, fabric/coll_reducer.h): the input is
-// a list of (port, time step, frame) records; RHN_PKT_COLL frames are also
-// resealed with valid CRCs so they reach the reducer's table, which is
+// a list of (port, time step, frame) records; each frame goes in as it is
+// and again as an RHN_PKT_COLL frame from the port's own node, resealed
+// with valid CRCs so that it reaches the reducer's table, which is
 // small (4 buffers) so eviction, BUSY and the stale drop all run. Every
 // frame the switch answers with must parse as a NIC would parse it.
 #include <cstring>
@@ -59,6 +60,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (frame.size() >= RHN_PKT_HDR_LEN) {
       frame[3] = RHN_PKT_COLL;
       frame[4] = frame[5] = 0xff;  // to the switch
+      // In the name of the node wired to the port (node i on port i), or
+      // the switch drops it as spoofed before the reducer sees it; the raw
+      // frame above covers the spoofed ones.
+      frame[offsetof(rhn_pkt_hdr, src_node)] = static_cast<uint8_t>(port);
+      frame[offsetof(rhn_pkt_hdr, src_node) + 1] = 0;
       reseal(frame);
       sw.ingress(port, frame, now);
     }

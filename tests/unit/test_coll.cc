@@ -8,7 +8,9 @@
 // that post late, a member whose node dies or whose endpoint goes
 // mid-collective (an error everywhere, never a hang), ranks that disagree,
 // WQEs the NIC refuses, and a process that tries to fill the NIC's
-// communicator table.
+// communicator table. Last, keys that outlive jobs: an earlier job's
+// messages never act on the next job's communicator of the key, and a
+// process cannot choose the other ranks of somebody else's.
 #include <cmath>
 #include <random>
 
@@ -1259,6 +1261,241 @@ TEST_F(Coll, ASwitchThatDoesNotReduce) {
   s.in_switch = false;
   s.salt = 80;
   run_and_check(s);
+}
+
+// ---- (4) Earlier jobs and other processes on the same key.
+
+// Job 1 runs one allreduce on nodes 0 and 1 and its processes exit a
+// little apart (their endpoints destroyed, the communicator idle). Job 2
+// starts with new endpoints on the same key: every collective of it works.
+// (The teardown's ABORT for "the next collective" of job 1 must not be
+// taken for job 2's.)
+TEST_F(Coll, AnEarlierJobsTeardownDoesNotTouchTheNextJobOnItsKey) {
+  start(2);
+  make_ranks(2, 1, 1024);
+  CollSpec s;
+  s.len = 1024;
+  run_and_check(s);
+  destroy_endpoint(ranks[0]);
+  c->run_for(200'000);
+  destroy_endpoint(ranks[1]);
+  c->run_for(1'000'000);
+
+  make_ranks(2, 1, 1024);  // job 2: new endpoints, the same key
+  for (uint64_t i = 0; i < 4; i++) {
+    SCOPED_TRACE("job 2, collective " + std::to_string(i));
+    s.salt = 10 + i;
+    const auto v = run(s);  // status 255: no completion in 2 s
+    for (size_t r = 0; r < v.size(); r++)
+      EXPECT_TRUE(v[r].ok()) << "rank " << r << ": " << describe(v[r]);
+    if (HasFailure()) return;
+    check(s);
+  }
+  EXPECT_EQ(total(RHN_CNT_COLL_ERRORS), 0u);
+}
+
+// Another process of the group on the victim's node posts first on the
+// victim's key, naming [victim, itself]; the victim names [victim, its peer
+// on node 1]. The victim's post is refused (COLL_MISMATCH, counted): no
+// operand of one is folded into or written to the other, and nobody's
+// collective succeeds on a list its ranks do not share.
+TEST_F(Coll, ALaterRankWithAnotherMemberListIsRefused) {
+  start(2);
+  make_ranks(2, 1, 1024);  // rank 0 the victim (node 0), rank 1 its peer
+  Rank intruder;
+  intruder.node = 0;
+  intruder.rank = 1;  // in its own list
+  intruder.d = make_datagram_node(*c, 0, RHN_QP_ENDPOINT, 0,
+                                  {.cq_log_depth = 8, .buf_bytes = 4096});
+  ASSERT_TRUE(intruder.d.qp);
+  for (const Rank* m : {&ranks[0], &intruder}) {
+    rhn_mcast_dest d{};
+    d.node = m->node;
+    d.qpn = m->d.qp->qpn();
+    intruder.d.buf.buf.write(lay.members() + 8u * m->rank, &d, 8);
+  }
+  CollSpec s;
+  s.len = 1024;
+  prepare(s);
+  const auto mine = operand(s.type, 7, s.len, 99);
+  intruder.d.buf.buf.write(lay.send(), mine.data(), mine.size());
+  const std::vector<uint8_t> poison(s.len, kPoison);
+  intruder.d.buf.buf.write(lay.recv(), poison.data(), poison.size());
+  const uint64_t errors_before = c->node(0).counter(RHN_CNT_COLL_ERRORS);
+
+  // The intruder first, then the victim and its peer.
+  ASSERT_TRUE(intruder.qp().post_send(wr_for(intruder, s)));
+  c->run_for(100'000);
+  post_each(s);
+
+  Completion v = wait_one(*c, ranks[0].cq(), 100'000'000);
+  EXPECT_TRUE(failed_with(v, RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_MISMATCH))
+      << "victim: " << describe(v);
+  EXPECT_TRUE(result(ranks[0], s) == poison)
+      << "the victim's result was written";
+  EXPECT_TRUE(intruder.d.buf.buf.bytes(lay.recv(), s.len) == poison)
+      << "the intruder got a result made from the victim's operand";
+  Completion i = wait_one(*c, intruder.cq(), 100'000'000);
+  EXPECT_TRUE(failed_with(i, RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_MISMATCH))
+      << "intruder: " << describe(i);
+  Completion p = wait_one(*c, ranks[1].cq(), 5'000'000'000ull);
+  EXPECT_TRUE(failed_with(p, RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_MISMATCH))
+      << "peer: " << describe(p);
+  EXPECT_GT(c->node(0).counter(RHN_CNT_COLL_ERRORS), errors_before);
+}
+
+// The firmware message kind of a node-channel frame (0: not one).
+uint32_t fw_kind(std::span<const uint8_t> f) {
+  if (f.size() < RHN_DATA_HDR_LEN ||
+      f[offsetof(rhn_pkt_hdr, type)] != RHN_PKT_DATA)
+    return 0;
+  rhn_op_hdr op;
+  std::memcpy(&op, f.data() + RHN_PKT_HDR_LEN, sizeof op);
+  return op.opcode == RHN_WOP_FW ? op.rkey : 0;
+}
+
+// `old`'s firmware message (its operation header and payload) in the
+// transport header of `carrier`, a frame of the same channel: what the
+// receiver sees if a message of an earlier life arrives in that frame's
+// place.
+std::vector<uint8_t> in_place_of(std::span<const uint8_t> carrier,
+                                 const std::vector<uint8_t>& old) {
+  rhn_pkt_hdr h, was;
+  std::memcpy(&h, carrier.data(), sizeof h);
+  std::memcpy(&was, old.data(), sizeof was);
+  rhn_op_hdr op;
+  std::memcpy(&op, old.data() + RHN_PKT_HDR_LEN, sizeof op);
+  std::vector<uint8_t> f(RHN_DATA_HDR_LEN + was.payload_len);
+  std::memcpy(f.data() + RHN_DATA_HDR_LEN, old.data() + RHN_DATA_HDR_LEN,
+              was.payload_len);
+  h.payload_len = was.payload_len;
+  fw::seal_packet(f.data(), h, &op,
+                  was.payload_len ? fw::crc32c(0, f.data() + RHN_DATA_HDR_LEN,
+                                               was.payload_len)
+                                  : 0);
+  return f;
+}
+
+// An earlier job's READY and ABORT (node 1 to node 0, captured as sent)
+// arrive while the next job's communicator of the key is live and at the
+// collective that ABORT named, with that collective under way at node 0:
+// they are counted as stale and change nothing; the collective completes
+// at every rank with the right result, and so does the next.
+TEST_F(Coll, AnEarlierLifesAbortAndReadyReplayedIntoALiveOneDoNothing) {
+  start(2);
+  std::vector<uint8_t> old_ready, old_abort;
+  c->fabric().tap = [&](size_t port, std::span<const uint8_t> f) {
+    const uint32_t kind = port == 1 ? fw_kind(f) : 0;
+    if (kind == RHN_FW_COLL_READY && old_ready.empty())
+      old_ready.assign(f.begin(), f.end());
+    if (kind == RHN_FW_COLL_ABORT && old_abort.empty())
+      old_abort.assign(f.begin(), f.end());
+  };
+  // Job 1: two allreduces of two segments; in the second rank 1 posts
+  // late, so node 1 refuses node 0's partial of segment 1 (node 1 is its
+  // root) and tells node 0 READY when it starts.
+  make_ranks(2, 1, 2048);
+  CollSpec s;
+  s.len = 2048;
+  s.seg = 1024;
+  run_and_check(s);
+  s.salt = 2;
+  run_and_check(s, {1}, 3'000'000);
+  // Node 1's process exits first: its ABORT names collective 2.
+  destroy_endpoint(ranks[1]);
+  c->run_for(200'000);
+  destroy_endpoint(ranks[0]);
+  c->run_for(1'000'000);
+  c->fabric().tap = nullptr;
+  ASSERT_FALSE(old_ready.empty());
+  ASSERT_FALSE(old_abort.empty());
+  rhn_op_hdr op;
+  std::memcpy(&op, old_abort.data() + RHN_PKT_HDR_LEN, sizeof op);
+  ASSERT_EQ(op.remote_addr >> 32, 2u);
+
+  // Job 2: ranks 0 and 1 on node 0, 2 and 3 on node 1; two collectives.
+  make_ranks(2, 2, 2048);
+  s.salt = 3;
+  run_and_check(s);
+  s.salt = 4;
+  run_and_check(s);
+  // Collective 2 with rank 1 late: node 0 has it under way, node 1 has
+  // sent its partials and waits, pinging node 0 every sync_probe_ns. The
+  // old messages take the place of its first two pings.
+  std::vector<const std::vector<uint8_t>*> replays = {&old_abort, &old_ready};
+  c->fabric().drop = [&](size_t port, std::span<const uint8_t> f) {
+    if (port != 1 || replays.empty() || fw_kind(f) != RHN_FW_PING) return false;
+    c->node(0).engine->frame_arrived(in_place_of(f, *replays.front()));
+    replays.erase(replays.begin());
+    return true;
+  };
+  CounterSnap node0(c->node(0));
+  s.salt = 5;
+  prepare(s);
+  post_each(s, [](const Rank& k) { return k.rank == 1; });
+  ASSERT_TRUE(c->run_until([&] { return replays.empty(); }, 200'000'000));
+  c->run_for(1'000'000);
+  c->fabric().drop = nullptr;
+  EXPECT_EQ(node0.delta(RHN_CNT_STALE_PACKETS), 2u);
+  EXPECT_EQ(node0.delta(RHN_CNT_COLL_ERRORS), 0u);
+  ASSERT_TRUE(ranks[1].qp().post_send(wr_for(ranks[1], s)));
+  for (Rank& k : ranks) {
+    Completion x = wait_one(*c, k.cq(), 2'000'000'000);
+    EXPECT_TRUE(x.ok()) << "rank " << k.rank << ": " << describe(x);
+  }
+  check(s);
+  s.salt = 6;
+  run_and_check(s);
+  EXPECT_EQ(total(RHN_CNT_COLL_ERRORS), 0u);
+}
+
+// An ABORT for a node none of whose ranks has posted yet is kept for that
+// communicator life only: a later job on the key (new endpoints) runs as
+// if it never came, while the earlier life's rank that posts afterwards
+// still fails at once (MEMBER_LOST, not a wait for a member that is
+// gone). After kCollRememberNs (2 s) it is forgotten.
+TEST_F(Coll, ARememberedAbortIsForItsOwnLifeAndForgottenInTime) {
+  start(2);
+  make_ranks(2, 1, 1024);
+  CollSpec s;
+  s.len = 1024;
+  prepare(s);
+  // Rank 0 posts (node 1 has not met the communicator); its process exits.
+  ASSERT_TRUE(ranks[0].qp().post_send(wr_for(ranks[0], s)));
+  c->run_for(500'000);
+  destroy_endpoint(ranks[0]);
+  c->run_for(1'000'000);
+  Rank late = std::move(ranks[1]);  // job 1's rank 1, not posted yet
+
+  make_ranks(2, 1, 1024);  // job 2 on the key
+  for (uint64_t i = 0; i < 2; i++) {
+    s.salt = 20 + i;
+    run_and_check(s);
+    if (HasFailure()) return;
+  }
+  destroy_endpoint(ranks[0]);
+  destroy_endpoint(ranks[1]);
+  c->run_for(1'000'000);
+
+  // Job 1's rank 1 posts now: its communicator life fails at once.
+  for (uint64_t id = 1; id <= 2; id++) {
+    ASSERT_TRUE(late.qp().post_send(wr_for(late, s, id)));
+    Completion x = wait_one(*c, late.cq(), 10'000'000);
+    EXPECT_TRUE(failed_with(x, RHN_CQE_REM_OP_ERR, RHN_SYN_MEMBER_LOST))
+        << "post " << id << ": " << describe(x);
+  }
+
+  // The same once more, but the rank on node 1 posts after the bound.
+  make_ranks(2, 1, 1024);
+  s.comm = RHN_AREA_KEY(0, 8);
+  prepare(s);
+  ASSERT_TRUE(ranks[0].qp().post_send(wr_for(ranks[0], s)));
+  c->run_for(500'000);
+  destroy_endpoint(ranks[0]);
+  c->run_for(2'100'000'000);
+  ASSERT_TRUE(ranks[1].qp().post_send(wr_for(ranks[1], s)));
+  Completion x = wait_one(*c, ranks[1].cq(), 100'000'000);
+  EXPECT_EQ(x.status, 0xff) << "forgotten, it fails nothing: " << describe(x);
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The fabric switch core alone: routing, broadcast, multicast groups, node
-// learning, malformed frames, and each seeded fault.
+// The fabric switch core alone: routing, broadcast, multicast groups,
+// the wiring of nodes to ports, malformed frames, and each seeded fault.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "core/crc32c.h"
@@ -47,13 +49,55 @@ TEST(Switch, RoutesByDestinationNode) {
   EXPECT_EQ(r.sw.counters(0).rx_bytes, RHN_DATA_HDR_LEN + 100u);
 }
 
-TEST(Switch, LearnsWhereANodeLives) {
+// A per-port counter from the switch's stats (0 when it has none by that
+// name).
+uint64_t port_stat(const Rig& r, unsigned port, const std::string& name) {
+  const std::string text = r.sw.stats_text();
+  const std::string line = "port " + std::to_string(port) + " ";
+  const size_t at = text.find(line);
+  if (at == std::string::npos) return 0;
+  const size_t end = text.find('\n', at);
+  const size_t f = text.find(" " + name + "=", at);
+  if (f == std::string::npos || f > end) return 0;
+  return std::stoull(text.substr(f + name.size() + 2));
+}
+
+// Node i is wired to port i; the administrator's `map NODE PORT` wires
+// another. A frame is from the node wired to its port, whatever its
+// src_node says: one that claims another is dropped and counted.
+TEST(Switch, NodesAreWhereTheyAreWired) {
   Rig r(3);
-  r.sw.ingress(2, frame(7, 0, RHN_PKT_ACK, 0), 0);  // node 7 is on port 2
+  r.sw.ingress(2, frame(7, 0, RHN_PKT_ACK, 0), 0);  // port 2 is node 2's
+  EXPECT_EQ(r.got(0), 0u);
+  EXPECT_EQ(port_stat(r, 2, "spoofed"), 1u);
+  ASSERT_TRUE(r.sw.map_node(7, 2));  // now node 7's, and node 2 nowhere
+  r.sw.ingress(2, frame(7, 0, RHN_PKT_ACK, 0), 0);
+  EXPECT_EQ(r.got(0), 1u);
   r.sw.ingress(0, frame(0, 7, RHN_PKT_ACK, 0), 0);
   EXPECT_EQ(r.got(2), 1u);
+  r.sw.ingress(0, frame(0, 2, RHN_PKT_ACK, 0), 0);  // unwired
   r.sw.ingress(0, frame(0, 9, RHN_PKT_ACK, 0), 0);  // nobody
-  EXPECT_EQ(r.sw.counters(0).unroutable, 1u);
+  EXPECT_EQ(r.sw.counters(0).unroutable, 2u);
+  r.sw.ingress(2, frame(2, 0, RHN_PKT_ACK, 0), 0);  // not node 2's now
+  EXPECT_EQ(r.got(0), 1u);
+  EXPECT_EQ(port_stat(r, 2, "spoofed"), 2u);
+}
+
+// A node cannot take another's traffic by claiming its ID: the switch
+// learns nothing from src_node, so node 1's frames still reach port 1.
+TEST(Switch, APortCannotClaimAnotherNodesAddress) {
+  Rig r(3);
+  r.sw.ingress(2, frame(1, 0, RHN_PKT_DATA, 8), 0);  // port 2 says "node 1"
+  EXPECT_EQ(r.got(0), 0u);
+  EXPECT_EQ(port_stat(r, 2, "spoofed"), 1u);
+  r.sw.ingress(0, frame(0, 1, RHN_PKT_DATA, 8), 0);
+  EXPECT_EQ(r.got(1), 1u);
+  EXPECT_EQ(r.got(2), 0u) << "node 1's frame went to port 2";
+  // Broadcast is refused just the same.
+  r.sw.ingress(2, frame(1, RHN_NODE_BROADCAST, RHN_PKT_RAW, 8), 0);
+  EXPECT_EQ(r.got(0) + r.got(2), 0u);
+  EXPECT_EQ(r.got(1), 1u);
+  EXPECT_EQ(port_stat(r, 2, "spoofed"), 2u);
 }
 
 TEST(Switch, BroadcastReachesEveryOtherPort) {
@@ -224,7 +268,10 @@ TEST(Switch, ManagementFramesJoinAndLeaveTheirOwnPort) {
   Rig r(4);
   const uint16_t g = RHN_NODE_MCAST_UD_FIRST + 9;
   r.sw.ingress(2, mgmt(2, RHN_MGMT_JOIN, g), 0);
-  r.sw.ingress(3, mgmt(1, RHN_MGMT_JOIN, g), 0);  // claims node 1: port 3
+  r.sw.ingress(3, mgmt(1, RHN_MGMT_JOIN, g), 0);  // claims node 1: dropped
+  EXPECT_TRUE(r.sw.group_members(g) == std::vector<unsigned>{2});
+  EXPECT_EQ(port_stat(r, 3, "spoofed"), 1u);
+  r.sw.ingress(3, mgmt(3, RHN_MGMT_JOIN, g), 0);
   r.sw.ingress(3, mgmt(3, RHN_MGMT_JOIN, g), 0);  // again: once
   EXPECT_EQ(r.sw.group_members(g), (std::vector<unsigned>{2, 3}));
   ASSERT_EQ(r.got(2), 1u);
@@ -449,11 +496,11 @@ TEST(Switch, PartialsThatDisagreeFailTheSegment) {
 
 // A full table: a higher segment hears BUSY; a lower one takes the buffer
 // of the highest incomplete segment, whose contributors hear BUSY. Complete
-// segments are never taken.
+// segments are never taken for a lower one (only when stalled, below).
 TEST(Switch, AFullCollectiveTableGivesWayToTheLowestSegment) {
-  Rig r(3);
-  r.sw.configure_coll(2, 1'000'000'000);
-  CollUp a;  // key 7 seg 0: complete (1 node)
+  Rig r(4);
+  r.sw.configure_coll(2, 1'000'000'000);  // each port opens one buffer
+  CollUp a;                               // key 7 seg 0: complete (1 node)
   a.nnodes = 1;
   a.data = {1};
   r.sw.ingress(0, coll_frame(a), 0);
@@ -462,8 +509,9 @@ TEST(Switch, AFullCollectiveTableGivesWayToTheLowestSegment) {
   b.nnodes = 2;
   b.seg = 5;
   b.data = {2};
-  r.sw.ingress(0, coll_frame(b), 0);
-  EXPECT_EQ(last_answer(r, 0).f.kind, RHN_COLL_FRAME_HELD);
+  b.node = 2;
+  r.sw.ingress(2, coll_frame(b), 0);
+  EXPECT_EQ(last_answer(r, 2).f.kind, RHN_COLL_FRAME_HELD);
   CollUp hi = b;  // key 9: higher, no room
   hi.key = RHN_AREA_KEY(0, 9);
   hi.node = 1;
@@ -474,14 +522,15 @@ TEST(Switch, AFullCollectiveTableGivesWayToTheLowestSegment) {
   lo.node = 1;
   r.sw.ingress(1, coll_frame(lo), 0);
   EXPECT_EQ(last_answer(r, 1).f.kind, RHN_COLL_FRAME_HELD);
-  const CollAnswer evicted = last_answer(r, 0);
+  const CollAnswer evicted = last_answer(r, 2);
   EXPECT_EQ(evicted.f.kind, RHN_COLL_FRAME_BUSY);
   EXPECT_EQ(evicted.f.seg, 5u);
   EXPECT_EQ(r.sw.coll().counters().evicted, 1u);
-  lo.node = 2;
-  r.sw.ingress(2, coll_frame(lo), 0);
-  EXPECT_EQ(last_answer(r, 2).f.kind, RHN_COLL_FRAME_DOWN);
-  EXPECT_EQ(last_answer(r, 2).data, (std::vector<int32_t>{4}));
+  EXPECT_EQ(last_answer(r, 0).f.kind, RHN_COLL_FRAME_DOWN);  // kept
+  lo.node = 3;
+  r.sw.ingress(3, coll_frame(lo), 0);
+  EXPECT_EQ(last_answer(r, 3).f.kind, RHN_COLL_FRAME_DOWN);
+  EXPECT_EQ(last_answer(r, 3).data, (std::vector<int32_t>{4}));
 }
 
 // Frames the switch cannot trust are dropped and counted, never answered:
@@ -540,7 +589,7 @@ TEST(Switch, CollectiveFramesItCannotTrustAndSegmentsLeftBehind) {
 // needs one, whatever the keys (a job holding low-key buffers on purpose,
 // reminding the switch of them, cannot keep them against others).
 TEST(Switch, NoPortKeepsTheCollectiveTableFromOthers) {
-  Rig r(4);
+  Rig r(5);
   r.sw.configure_coll(4, 10'000'000'000, 1'000'000);
   CollUp junk;  // nnodes 2, the other node never comes
   junk.nnodes = 2;
@@ -570,22 +619,192 @@ TEST(Switch, NoPortKeepsTheCollectiveTableFromOthers) {
   r.sw.ingress(2, coll_frame(a), 100);
   EXPECT_EQ(last_answer(r, 3).f.kind, RHN_COLL_FRAME_DOWN);
   EXPECT_EQ(last_answer(r, 3).data, (std::vector<int32_t>{14}));
-  // Its next segment: the table is full of the low-key buffers (and its
-  // first one, until acknowledged). Before the stall time: BUSY.
+  // Its result is not acknowledged yet: port 3 is at its share (complete
+  // buffers count).
   CollUp b = a;
   b.seg = 1;
   b.node = 3;
   r.sw.ingress(3, coll_frame(b), 500'000);
   EXPECT_EQ(last_answer(r, 3).f.kind, RHN_COLL_FRAME_BUSY);
+  EXPECT_EQ(r.sw.coll().counters().over_share, 2u);
+  // A segment from port 4, which opened nothing: the table is full of the
+  // low-key buffers and that result. Before the stall time: BUSY.
+  b.node = 4;
+  r.sw.ingress(4, coll_frame(b), 500'000);
+  EXPECT_EQ(last_answer(r, 4).f.kind, RHN_COLL_FRAME_BUSY);
+  EXPECT_EQ(r.sw.coll().counters().over_share, 2u);
   // Reminders of the low-key buffers are no progress; after the stall
   // time the oldest of them gives way.
   junk.node = 1;
   junk.seg = 1;
   r.sw.ingress(1, coll_frame(junk), 900'000);
-  r.sw.ingress(3, coll_frame(b), 1'000'000);
-  EXPECT_EQ(last_answer(r, 3).f.kind, RHN_COLL_FRAME_HELD);
+  r.sw.ingress(4, coll_frame(b), 1'000'000);
+  EXPECT_EQ(last_answer(r, 4).f.kind, RHN_COLL_FRAME_HELD);
   const CollAnswer evicted = last_answer(r, 0);
   EXPECT_EQ(evicted.f.kind, RHN_COLL_FRAME_BUSY);
   EXPECT_EQ(evicted.f.seg, 0u);
   EXPECT_EQ(r.sw.coll().counters().stalled, 1u);
+}
+
+// A port's share counts every buffer it opened, complete or not: a node
+// that sends one-node partials and never acknowledges their results holds
+// at most 64 of the 256 buffers, however often it repeats them (here every
+// 500 ms), and another job's collectives go through all along. The
+// results it holds go 2 s after they were complete, repeats or not.
+TEST(Switch, OnePortCannotHoldTheTableWithResultsItNeverAcknowledges) {
+  Rig r(3);  // the default table: 256 buffers, 2 s, 1 s
+  CollUp hog;
+  hog.key = RHN_AREA_KEY(0, 0);
+  hog.nnodes = 1;
+  hog.data = {1};
+  CollUp job;
+  job.key = RHN_AREA_KEY(0, 9);
+  job.nnodes = 2;
+  job.data = {2};
+  uint32_t busy = 0, rounds = 0, most = 0;
+  for (uint64_t t = 0; t <= 10'000'000'000; t += 500'000'000, rounds++) {
+    r.sw.tick(t);
+    for (uint32_t seg = 0; seg < 256; seg++) {
+      hog.seg = seg;
+      r.sw.ingress(0, coll_frame(hog), t);  // never acknowledged
+    }
+    most = std::max(most, r.sw.coll().slots_in_use());
+    job.seq = rounds;
+    job.node = 1;
+    r.sw.ingress(1, coll_frame(job), t);
+    if (last_answer(r, 1).f.kind != RHN_COLL_FRAME_HELD) {
+      busy++;
+      continue;
+    }
+    job.node = 2;
+    r.sw.ingress(2, coll_frame(job), t);
+    for (uint16_t n = 1; n <= 2; n++) {
+      const CollAnswer a = last_answer(r, n);
+      EXPECT_EQ(a.f.kind, RHN_COLL_FRAME_DOWN);
+      EXPECT_EQ(a.data, (std::vector<int32_t>{4}));
+      CollUp ack = job;
+      ack.kind = RHN_COLL_FRAME_ACK;
+      ack.data.clear();
+      ack.node = n;
+      r.sw.ingress(n, coll_frame(ack), t);
+    }
+  }
+  EXPECT_EQ(busy, 0u) << "the other job heard BUSY in " << busy << " of "
+                      << rounds << " rounds";
+  EXPECT_LE(most, rhinet::fabric::CollReducer::kPortShare)
+      << "port 0 held " << most << " buffers";
+  EXPECT_GT(r.sw.coll().counters().over_share, 0u);
+}
+
+// A complete buffer whose result is never acknowledged lives a bounded
+// time from its completion: repeats of an UP get the DOWN again but do
+// not keep it.
+TEST(Switch, AResultLivesABoundedTimeHoweverOftenItIsAskedFor) {
+  Rig r(2);
+  CollUp u;
+  u.nnodes = 1;
+  u.data = {3};
+  for (uint64_t t = 0; t < 2'000'000'000; t += 500'000'000) {
+    r.sw.ingress(0, coll_frame(u), t);
+    EXPECT_EQ(last_answer(r, 0).f.kind, RHN_COLL_FRAME_DOWN) << t;
+  }
+  EXPECT_EQ(r.got(0), 4u);
+  EXPECT_EQ(r.sw.coll().counters().repeats, 3u);
+  EXPECT_EQ(r.sw.next_deadline_ns(), 2'000'000'000u);
+  r.sw.tick(1'999'999'999);
+  EXPECT_EQ(r.sw.coll().slots_in_use(), 1u);
+  r.sw.tick(2'000'000'000);
+  EXPECT_EQ(r.sw.coll().slots_in_use(), 0u);
+  EXPECT_EQ(r.sw.coll().counters().stale, 1u);
+}
+
+// The stall reclaim takes complete buffers too: results nobody
+// acknowledged for the stall time give way to a segment that needs a
+// buffer (their contributors hear nothing: they have their DOWN or
+// failed).
+TEST(Switch, UnacknowledgedResultsGiveWayAfterTheStallTime) {
+  Rig r(5);
+  r.sw.configure_coll(4, 10'000'000'000, 1'000'000'000);
+  CollUp one;
+  one.nnodes = 1;
+  one.data = {1};
+  CollUp job;
+  job.key = RHN_AREA_KEY(3, 3);
+  job.nnodes = 2;
+  job.data = {5};
+  job.node = 4;
+  for (uint64_t t = 0; t <= 1'000'000'000; t += 500'000'000) {
+    for (uint16_t n = 0; n < 4; n++) {  // each its one buffer, at its share
+      one.node = n;
+      one.seg = n;
+      r.sw.ingress(n, coll_frame(one), t);
+      EXPECT_EQ(last_answer(r, n).f.kind, RHN_COLL_FRAME_DOWN);
+    }
+    r.sw.ingress(4, coll_frame(job), t);
+    EXPECT_EQ(last_answer(r, 4).f.kind,
+              t < 1'000'000'000 ? RHN_COLL_FRAME_BUSY : RHN_COLL_FRAME_HELD)
+        << t;
+  }
+  EXPECT_EQ(r.sw.coll().counters().stalled, 1u);
+  EXPECT_EQ(last_answer(r, 0).f.kind, RHN_COLL_FRAME_DOWN);
+}
+
+// A port speaks for its own node only: a partial claiming another
+// node's ID is dropped (counted as spoofed), neither contributing in that
+// node's name nor bringing its sender the result; nor can it acknowledge
+// for another node.
+TEST(Switch, ACollectiveFrameClaimingAnotherNodeIsDropped) {
+  Rig r(3);
+  CollUp u;
+  u.nnodes = 2;  // nodes 1 and 2
+  u.node = 1;
+  u.data = {10};
+  r.sw.ingress(1, coll_frame(u), 0);
+  EXPECT_EQ(last_answer(r, 1).f.kind, RHN_COLL_FRAME_HELD);
+  CollUp fake = u;  // port 0 claims to be node 2
+  fake.node = 2;
+  fake.data = {1000};
+  r.sw.ingress(0, coll_frame(fake), 0);
+  EXPECT_EQ(r.got(0), 0u) << "port 0 got an answer in node 2's name";
+  EXPECT_EQ(r.got(1), 1u) << "node 1 heard of port 0's partial";
+  EXPECT_EQ(port_stat(r, 0, "spoofed"), 1u);
+  u.node = 2;  // the real node 2
+  u.data = {20};
+  r.sw.ingress(2, coll_frame(u), 0);
+  for (uint16_t n = 1; n <= 2; n++) {
+    const CollAnswer a = last_answer(r, n);
+    EXPECT_EQ(a.f.kind, RHN_COLL_FRAME_DOWN) << n;
+    EXPECT_EQ(a.data, (std::vector<int32_t>{30})) << n;
+  }
+  EXPECT_EQ(r.got(0), 0u);
+  // Nor can port 0 acknowledge in their names.
+  CollUp ack = u;
+  ack.kind = RHN_COLL_FRAME_ACK;
+  ack.data.clear();
+  for (uint16_t n = 1; n <= 2; n++) {
+    ack.node = n;
+    r.sw.ingress(0, coll_frame(ack), 0);
+  }
+  EXPECT_EQ(r.sw.coll().slots_in_use(), 1u);
+  EXPECT_EQ(port_stat(r, 0, "spoofed"), 3u);
+}
+
+// The reducer alone (the simulator's switch uses it so): node i is on
+// port i, and a frame claiming another node is dropped as untrusted.
+TEST(Switch, TheReducerTakesTheContributorFromThePort) {
+  rhinet::fabric::CollReducer red;
+  std::map<unsigned, std::vector<std::vector<uint8_t>>> out;
+  auto sink = [&](unsigned port, std::span<const uint8_t> f) {
+    out[port].emplace_back(f.begin(), f.end());
+  };
+  CollUp u;
+  u.nnodes = 2;
+  u.node = 1;
+  u.data = {1};
+  red.ingress(1, coll_frame(u), 0, sink);
+  u.node = 2;  // on port 0
+  red.ingress(0, coll_frame(u), 0, sink);
+  EXPECT_EQ(out[0].size(), 0u);
+  EXPECT_EQ(red.counters().malformed, 1u);
+  EXPECT_EQ(red.counters().ups, 1u);
 }

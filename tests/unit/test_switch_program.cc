@@ -187,6 +187,29 @@ TEST_F(SwitchProgram, CountsMalformedInputAndSurvivesBrokenFraming) {
   EXPECT_NE(port0.find("malformed=3"), std::string::npos) << port0;
 }
 
+// A port's node is the one wired to it (node i on port i, or `map`): a
+// frame claiming another is dropped and counted, and moves no node.
+TEST_F(SwitchProgram, DropsFramesThatClaimAnotherPortsNode) {
+  ASSERT_GE(fds_[2], 0);
+  send_frame(fds_[1], frame(0, 2, 8));  // port 1 says "node 0"
+  EXPECT_TRUE(receive(fds_[2], 100).empty());
+  send_frame(fds_[2], frame(2, 0, 8));
+  EXPECT_EQ(receive(fds_[0]).size(), 1u);  // node 0 is still on port 0
+  EXPECT_TRUE(receive(fds_[1], 50).empty());
+  EXPECT_EQ(ctl({"map", "7", "1"}), 0);  // the administrator rewires port 1
+  send_frame(fds_[1], frame(7, 2, 8));
+  EXPECT_EQ(receive(fds_[2]).size(), 1u);
+
+  kill(pid_, SIGTERM);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+  std::ifstream stats(dir_ + "/stats");
+  std::string line, port1;
+  while (std::getline(stats, line))
+    if (line.rfind("port 1 ", 0) == 0) port1 = line;
+  EXPECT_NE(port1.find(" spoofed=1"), std::string::npos) << port1;
+}
+
 TEST_F(SwitchProgram, CapturesAndDecodesFrames) {
   const std::string pcap = dir_ + "/cap.pcap";
   EXPECT_EQ(ctl({"pcap", pcap}), 0);

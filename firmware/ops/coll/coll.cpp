@@ -26,6 +26,12 @@
 // the switch's DOWN brings the result; fabric/coll_reducer.h is the
 // switch's side), so a segment crosses each link once each way and one
 // hop. Failures still travel as ABORTs on the node channels.
+// Keys are the users' choice and outlive jobs, so a communicator is a life
+// of its key: the hash of its member list (new endpoints, new hash), as a
+// QP's incarnation is. Every firmware message carries it (ABORT and READY
+// in their payload, segments folded into the signature) and one of
+// another life never acts on a communicator. A later rank joins only with
+// the very list the communicator was made from.
 #include <algorithm>
 #include <cstring>
 
@@ -53,10 +59,13 @@ constexpr uint32_t kSegQuantum = 64;
 // the parent (kCollParent).
 constexpr uint32_t kDestAbort = 40, kDestProbe = 41, kDestReady = 42;
 
-using NodeMask = std::array<uint64_t, RHN_COLL_MAX_RANKS / 64>;
+using NodeMask = CollNodeMask;
 
 void mark(NodeMask& m, uint32_t index) {
   m[index / 64] |= uint64_t{1} << (index % 64);
+}
+bool marked(const NodeMask& m, uint32_t index) {
+  return (m[index / 64] >> (index % 64)) & 1;
 }
 
 CollMember* members_of(Impl& m, const CollComm& c) {
@@ -81,9 +90,27 @@ uint64_t cookie(const Impl& m, const CollComm& c, uint32_t slot,
                 uint32_t dest) {
   return uint64_t{c.gen} << 32 | comm_index(m, c) << 16 | slot << 8 | dest;
 }
+// An ABORT's answer counts for the communicator that sent it, not for a
+// later one in its slot (gen moves with every collective; this does not).
+uint64_t abort_cookie(const Impl& m, const CollComm& c) {
+  return uint64_t{c.incarnation} << 32 | comm_index(m, c) << 16 | kDestAbort;
+}
+// The life folded in: a segment of another life of the key is a mismatch,
+// never a contribution.
 uint32_t signature(const CollComm& c) {
   return rhn_coll_signature(c.op, c.reduce, c.type, c.radix, c.seg, c.root_rank,
-                            c.nranks, c.length);
+                            c.nranks, c.length) ^
+         c.life;
+}
+// The payload of ABORT and READY: which life they are about.
+rhn_fw_coll_life life_of(const CollComm& c, uint16_t flags) {
+  rhn_fw_coll_life l{};
+  l.members = c.life;
+  l.flags = flags;
+  return l;
+}
+std::span<const uint8_t> payload_of(const rhn_fw_coll_life& l) {
+  return {reinterpret_cast<const uint8_t*>(&l), sizeof l};
 }
 bool has_up_phase(const CollComm& c) { return c.op != RHN_COLL_BCAST; }
 // The switch combines the nodes' partials (one node alone needs nobody).
@@ -157,10 +184,30 @@ int node_index(Impl& m, const CollComm& c, uint16_t node) {
   return -1;
 }
 
+bool has_local(const CollComm& c) {
+  for (const CollLocal& l : c.local)
+    if (l.qpn != kNone) return true;
+  return false;
+}
+
+// The key's live communicator: one with local ranks left. One without
+// (kept only to send its ABORTs) answers for nothing, so a new job can
+// make the key's next life at once.
 CollComm* find_comm(Impl& m, uint32_t key) {
   for (CollComm& c : m.coll.comms)
-    if (c.valid && c.key == key) return &c;
+    if (c.valid && c.key == key && has_local(c)) return &c;
   return nullptr;
+}
+
+// The communicator of that life of the key, live or not.
+CollComm* find_life(Impl& m, uint32_t key, uint32_t life) {
+  for (CollComm& c : m.coll.comms)
+    if (c.valid && c.key == key && c.life == life) return &c;
+  return nullptr;
+}
+
+bool expired(const Impl& m, uint64_t at) {
+  return m.now - at > kCollRememberNs;
 }
 
 void update_deadline(Impl& m, uint64_t at) {
@@ -244,6 +291,24 @@ void release_comm(Impl& m, CollComm& c) {
   m.wake_all(c.waiters);
 }
 
+// A communicator whose local ranks are all gone goes once its ABORTs are
+// sent and acknowledged.
+void release_if_done(Impl& m, CollComm& c) {
+  if (c.valid && !has_local(c) && !c.aborting && c.aborts_out == 0)
+    release_comm(m, c);
+}
+
+// ABORT `seq` to every other node, but those whose member endpoint is gone
+// (they fail everything of this life already and may have forgotten it).
+void begin_aborts(CollComm& c, uint32_t seq, uint8_t syndrome) {
+  c.abort_seq = seq;
+  c.abort_syn = syndrome;
+  c.abort_next = 0;
+  c.aborting = false;
+  for (uint32_t i = 0; i < c.nnodes; i++)
+    c.aborting |= i != c.self && !marked(c.gone, i);
+}
+
 // The collective fails here; with tell, every other node hears ABORT.
 // Local ranks that posted complete now, the others when they post.
 void fail_collective(Impl& m, CollComm& c, uint8_t syndrome, bool tell) {
@@ -257,12 +322,7 @@ void fail_collective(Impl& m, CollComm& c, uint8_t syndrome, bool tell) {
   c.gen++;  // answers to its messages are history
   clear_slots(m, c);
   for (CollLocal& l : c.local) complete_rank(m, l, syndrome);
-  if (tell && c.nnodes > 1) {
-    c.aborting = true;
-    c.abort_seq = c.seq;
-    c.abort_syn = syndrome;
-    c.abort_next = 0;
-  }
+  if (tell) begin_aborts(c, c.seq, syndrome);
   end_if_all_failed(m, c);
 }
 
@@ -278,10 +338,11 @@ bool tell_ready(Impl& m, CollComm& c, NodeMask& who) {
         who[w] = 0;
         break;
       }
+      const rhn_fw_coll_life life = life_of(c, 0);
       if (m.coll.fw_held >= m.cfg.fw_messages / 2 ||
           m.fw_send_now(nodes_of(m, c)[i], RHN_FW_COLL_READY, c.key,
-                        uint64_t{c.seq} << 32, 0, {}, FwOwner::kColl,
-                        cookie(m, c, 0, kDestReady)) == kNone)
+                        uint64_t{c.seq} << 32, 0, payload_of(life),
+                        FwOwner::kColl, cookie(m, c, 0, kDestReady)) == kNone)
         return did;
       m.coll.fw_held++;
       who[w] &= who[w] - 1;
@@ -299,23 +360,31 @@ bool any(const NodeMask& who) {
 
 bool send_aborts(Impl& m, CollComm& c) {
   bool did = false;
+  // A communicator that lost a local endpoint fails from abort_seq on:
+  // the others need not wait for any later collective of it either.
+  const rhn_fw_coll_life life =
+      life_of(c, c.broken ? uint16_t{RHN_FW_COLL_F_GONE} : uint16_t{0});
   while (c.abort_next < c.nnodes) {
     const uint16_t i = static_cast<uint16_t>(c.abort_next);
-    if (i == c.self) {
+    if (i == c.self || marked(c.gone, i)) {
       c.abort_next++;
       continue;
     }
     if (m.coll.fw_held >= m.cfg.fw_messages / 2) break;
     const uint32_t h =
         m.fw_send_now(nodes_of(m, c)[i], RHN_FW_COLL_ABORT, c.key,
-                      uint64_t{c.abort_seq} << 32, c.abort_syn, {},
-                      FwOwner::kColl, cookie(m, c, 0, kDestAbort));
+                      uint64_t{c.abort_seq} << 32, c.abort_syn,
+                      payload_of(life), FwOwner::kColl, abort_cookie(m, c));
     if (h == kNone) break;  // no room now: the next run goes on
     m.coll.fw_held++;
+    c.aborts_out++;
     c.abort_next++;
     did = true;
   }
-  if (c.abort_next >= c.nnodes) c.aborting = false;
+  if (c.abort_next >= c.nnodes) {
+    c.aborting = false;
+    release_if_done(m, c);
+  }
   return did;
 }
 
@@ -646,6 +715,10 @@ void start_collective(Impl& m, CollComm& c, const rhn_wqe_coll& x) {
     c.abort_early = false;
     c.failed = c.abort_syn;  // every local rank fails as it posts
   }
+  // A member elsewhere is gone: nothing from then on can complete (its
+  // node told every node, so none waits for this one).
+  if (c.lost && static_cast<int32_t>(c.seq - c.lost_from) >= 0)
+    c.failed = RHN_SYN_MEMBER_LOST;
 }
 
 uint32_t context_comms(const Impl& m, uint32_t context) {
@@ -655,11 +728,84 @@ uint32_t context_comms(const Impl& m, uint32_t context) {
   return n;
 }
 
-// The communicator `key` as this NIC knows it, or one made from the WQE's
-// member list. Null: *syndrome says why.
+// Reads the WQE's member list (nranks entries) into the scratch buffer.
+// RHN_SYN_DMA: it could not be read; RHN_SYN_BAD_WQE: reserved bits set or
+// a node out of range.
+uint8_t read_list(Impl& m, const QpObj& qp, const rhn_wqe_coll& x) {
+  static_assert(sizeof(rhn_mcast_dest) == 8);
+  static_assert(RHN_COLL_MAX_RANKS * sizeof(rhn_mcast_dest) <= RHN_WIRE_MTU);
+  const uint32_t len = x.nranks * 8u;
+  const rhn_sge sge{x.members_addr, len, x.members_lkey};
+  if (!m.sge_dma(&sge, 1, 0, m.coll.scratch.get(), len, qp.pdn, false))
+    return RHN_SYN_DMA;
+  for (uint32_t r = 0; r < x.nranks; r++) {
+    rhn_mcast_dest d;
+    std::memcpy(&d, m.coll.scratch.get() + r * 8u, 8);
+    if (d.reserved || d.node >= m.cfg.max_nodes) return RHN_SYN_BAD_WQE;
+  }
+  return RHN_SYN_NONE;
+}
+
+CollMember listed(const Impl& m, uint32_t rank) {
+  rhn_mcast_dest d;
+  std::memcpy(&d, m.coll.scratch.get() + rank * 8u, 8);
+  return {d.node, d.qpn & RHN_WIRE_QPN_MASK};
+}
+
+// The list read (read_list) is the one the communicator was made from.
+bool same_list(Impl& m, const CollComm& c) {
+  const CollMember* list = members_of(m, c);
+  for (uint32_t r = 0; r < c.nranks; r++) {
+    const CollMember d = listed(m, r);
+    if (d.node != list[r].node || d.qpn != list[r].qpn) return false;
+  }
+  return true;
+}
+
+// What came before any local rank posted on the key (an ABORT, a refused
+// sender), for this life of it and not too long ago, applies now.
+void apply_remembered(Impl& m, CollComm& c) {
+  for (auto& e : m.coll.early_refused) {
+    if (!e.valid || e.key != c.key) continue;
+    e.valid = false;
+    if (expired(m, e.at)) continue;
+    // A segment carries no life: a sender of another one hears a READY it
+    // ignores.
+    const int i = node_index(m, c, e.node);
+    if (i >= 0) mark(c.tell_start, static_cast<uint32_t>(i));
+  }
+  for (auto& e : m.coll.early_aborts) {
+    if (!e.valid || e.key != c.key) continue;
+    if (expired(m, e.at)) {
+      e.valid = false;
+      continue;
+    }
+    if (e.life != c.life) continue;  // another job's: it may still come
+    e.valid = false;
+    const int i = node_index(m, c, e.node);
+    if (i < 0) continue;
+    if (e.gone) {
+      mark(c.gone, static_cast<uint32_t>(i));
+      if (!c.lost || static_cast<int32_t>(e.seq - c.lost_from) < 0) {
+        c.lost = true;
+        c.lost_from = e.seq;
+      }
+    } else {
+      c.abort_early = true;
+      c.abort_seq = e.seq;
+      c.abort_syn = e.syndrome;
+    }
+  }
+}
+
+// The key's live communicator, or one made from the WQE's member list
+// (*made). Null: *syndrome says why.
 CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
-                   const rhn_wqe_coll& x, uint32_t key, uint8_t* syndrome) {
+                   const rhn_wqe_coll& x, uint32_t key, uint8_t* syndrome,
+                   bool* made) {
   if (CollComm* c = find_comm(m, key)) {
+    // Only the endpoint its list names at that rank joins it, whatever
+    // its context; the whole list is compared at the rank's turn.
     if (c->nranks != x.nranks || x.rank >= c->nranks ||
         members_of(m, *c)[x.rank].node != m.cfg.node_id ||
         members_of(m, *c)[x.rank].qpn != qpn) {
@@ -680,38 +826,29 @@ CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
     *syndrome = RHN_SYN_COLL_NO_ROOM;
     return nullptr;
   }
-  CollMember* list = members_of(m, *c);
-  static_assert(sizeof(rhn_mcast_dest) == 8);
-  for (uint32_t r = 0; r < x.nranks; r++) {
-    rhn_mcast_dest d;
-    const rhn_sge sge{x.members_addr, x.nranks * 8u, x.members_lkey};
-    if (!m.sge_dma(&sge, 1, uint64_t{r} * 8, reinterpret_cast<uint8_t*>(&d), 8,
-                   qp.pdn, false)) {
-      *syndrome = RHN_SYN_DMA;
-      return nullptr;
-    }
-    if (d.reserved || d.node >= m.cfg.max_nodes) {
-      *syndrome = RHN_SYN_BAD_WQE;
-      return nullptr;
-    }
-    list[r] = {d.node, d.qpn & RHN_WIRE_QPN_MASK};
-  }
-  if (list[x.rank].node != m.cfg.node_id || list[x.rank].qpn != qpn) {
+  *syndrome = read_list(m, qp, x);
+  if (*syndrome != RHN_SYN_NONE) return nullptr;
+  if (listed(m, x.rank).node != m.cfg.node_id || listed(m, x.rank).qpn != qpn) {
     *syndrome = RHN_SYN_BAD_WQE;  // the list does not name this endpoint
     return nullptr;
   }
   const uint32_t members = c->members, nodes = c->nodes, slots = c->slots;
-  const uint32_t gen = c->gen;
+  const uint32_t gen = c->gen, incarnation = c->incarnation;
   *c = CollComm{};
   c->members = members;
   c->nodes = nodes;
   c->slots = slots;
   c->gen = gen + 1;
+  c->incarnation = incarnation + 1;
   c->key = key;
   c->context = qp.context;
   c->nranks = x.nranks;
+  CollMember* list = members_of(m, *c);
   uint16_t* ids = nodes_of(m, *c);
+  uint32_t life = RHN_COLL_MEMBERS_HASH_INIT;
   for (uint32_t r = 0; r < x.nranks; r++) {
+    list[r] = listed(m, r);
+    life = rhn_coll_members_hash_add(life, list[r].node, list[r].qpn);
     if (node_index(m, *c, list[r].node) < 0) ids[c->nnodes++] = list[r].node;
     if (list[r].node != m.cfg.node_id) continue;
     if (c->nlocal == RHN_COLL_MAX_LOCAL) {
@@ -721,25 +858,17 @@ CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
     CollLocal& l = c->local[c->nlocal++];
     l.qpn = list[r].qpn;
     l.rank = static_cast<uint16_t>(r);
+    // The endpoints it was made for, by incarnation.
+    if (l.qpn < m.qps.size() && m.qps[l.qpn].valid) l.qp_gen = m.qps[l.qpn].gen;
   }
+  c->life = life;
   c->self = static_cast<uint16_t>(node_index(m, *c, m.cfg.node_id));
   c->nodes_hash = rhn_coll_nodes_hash(ids, c->nnodes);
-  for (auto& e : m.coll.early_refused) {
-    if (!e.valid || e.key != key) continue;
-    e.valid = false;
-    const int i = node_index(m, *c, e.node);
-    if (i >= 0) mark(c->tell_start, static_cast<uint32_t>(i));
-  }
-  for (auto& e : m.coll.early_aborts) {
-    if (!e.valid || e.key != key) continue;
-    e.valid = false;
-    c->abort_early = true;
-    c->abort_seq = e.seq;
-    c->abort_syn = e.syndrome;
-  }
+  apply_remembered(m, *c);
   c->valid = true;
   m.coll.used++;
   clear_slots(m, *c);
+  *made = true;
   return c;
 }
 
@@ -806,7 +935,8 @@ Impl::TxResult coll_send_packet(Impl& m, QpObj& qp, uint32_t qpn) {
     return Impl::TxResult::kAborted;
   };
   uint8_t syn = RHN_SYN_NONE;
-  CollComm* c = comm_for(m, qp, qpn, x, w.remote_key, &syn);
+  bool made = false;
+  CollComm* c = comm_for(m, qp, qpn, x, w.remote_key, &syn, &made);
   if (!c) {
     // A bad list is the WQE's fault (the endpoint goes to error, as for
     // any bad WQE); a disagreement or a full table is not.
@@ -819,15 +949,13 @@ Impl::TxResult coll_send_packet(Impl& m, QpObj& qp, uint32_t qpn) {
   CollLocal* l = nullptr;
   for (CollLocal& k : c->local)
     if (k.qpn == qpn && k.rank == x.rank) l = &k;
-  if (!l) return fail_now(RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_MISMATCH);
+  // An endpoint made after the communicator, under a number its list
+  // names, is not the rank it was made for.
+  if (!l || l->qp_gen != qp.gen)
+    return fail_now(RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_MISMATCH);
   if (c->broken) {
     // The others may be waiting for this node in it: they hear ABORT.
-    if (c->nnodes > 1) {
-      c->aborting = true;
-      c->abort_seq = l->posts;
-      c->abort_syn = RHN_SYN_MEMBER_LOST;
-      c->abort_next = 0;
-    }
+    begin_aborts(*c, l->posts, RHN_SYN_MEMBER_LOST);
     l->posts++;
     return fail_now(RHN_CQE_REM_OP_ERR, RHN_SYN_MEMBER_LOST);
   }
@@ -835,6 +963,23 @@ Impl::TxResult coll_send_packet(Impl& m, QpObj& qp, uint32_t qpn) {
     // Its previous collective is not over here yet: this one waits.
     m.wait_on(qpn, c->waiters);
     return Impl::TxResult::kBlocked;
+  }
+  if (!made) {
+    // A later post is checked against the list the communicator was made
+    // from, entry by entry (queues.md): whoever posted first must not
+    // decide who the others are.
+    const uint8_t read = read_list(m, qp, x);
+    if (read == RHN_SYN_DMA) return fail_now(RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
+    if (read != RHN_SYN_NONE)
+      return fail_now(RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
+    if (!same_list(m, *c)) {
+      // The ranks disagree on who they are: this collective fails at
+      // every rank, as for any other disagreement.
+      l->posts++;
+      if (!c->active) start_collective(m, *c, x);
+      fail_collective(m, *c, RHN_SYN_COLL_MISMATCH, true);
+      return fail_now(RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_MISMATCH);
+    }
   }
   if (!c->active) {
     start_collective(m, *c, x);
@@ -845,7 +990,6 @@ Impl::TxResult coll_send_packet(Impl& m, QpObj& qp, uint32_t qpn) {
     fail_collective(m, *c, RHN_SYN_COLL_MISMATCH, true);
     return fail_now(RHN_CQE_REM_OP_ERR, RHN_SYN_COLL_MISMATCH);
   }
-  l->qp_gen = qp.gen;
   l->posted = true;
   l->entry = qp.tx_entry;
   l->msn = e.msn;
@@ -926,18 +1070,19 @@ void Engine::Impl::coll_qp_gone(uint32_t qpn) {
       }
     }
     if (!hit) continue;
-    // Without this rank the communicator cannot complete anything again.
+    // Without this rank the communicator cannot complete anything again:
+    // the collective under way (or the next one, which others may be in
+    // already, waiting silently for this node) and every later one fail.
+    // The others hear one ABORT, marked GONE and carrying this life, so
+    // it never touches a later job's communicator of the key, and those
+    // whose own member went already need none (so a normal teardown, one
+    // process after the other, sends one ABORT in all, to a node that
+    // still has this life).
+    const uint32_t from = c.seq;
     c.broken = true;
-    if (c.active) {
-      fail_collective(*this, c, RHN_SYN_MEMBER_LOST, true);
-    } else if (c.nnodes > 1) {
-      // The others may be in the next one already.
-      c.aborting = true;
-      c.abort_seq = c.seq;
-      c.abort_syn = RHN_SYN_MEMBER_LOST;
-      c.abort_next = 0;
-    }
-    if (!left && !c.aborting) release_comm(*this, c);
+    if (c.active) fail_collective(*this, c, RHN_SYN_MEMBER_LOST, false);
+    begin_aborts(c, from, RHN_SYN_MEMBER_LOST);
+    if (!left) release_if_done(*this, c);
   }
 }
 
@@ -958,10 +1103,10 @@ void Engine::Impl::coll_fw_done(uint64_t ck, uint8_t syndrome) {
   CollComm& c = coll.comms[ci];
   if (!c.valid) return;
   if (dest == kDestAbort) {
+    if (c.incarnation != gen) return;  // an earlier communicator's
+    if (c.aborts_out) c.aborts_out--;
     // A communicator kept only to tell the others goes when it has.
-    bool left = false;
-    for (const CollLocal& l : c.local) left |= l.qpn != kNone;
-    if (!left && !c.aborting) release_comm(*this, c);
+    release_if_done(*this, c);
     return;
   }
   if (c.gen != gen) return;  // about a collective that is over
@@ -996,55 +1141,115 @@ void Engine::Impl::coll_fw_done(uint64_t ck, uint8_t syndrome) {
                   true);
 }
 
-void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
+namespace {
+
+// The life an ABORT or a READY is about; false: a malformed payload.
+bool life_in(Impl& m, const Packet& pkt, rhn_fw_coll_life* life) {
+  if (pkt.payload.size() != sizeof *life) {
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    return false;
+  }
+  std::memcpy(life, pkt.payload.data(), sizeof *life);
+  return true;
+}
+
+// RHN_FW_COLL_ABORT: the collective `seq` of that life failed at the
+// sender's node (GONE: and every later one).
+void receive_abort(Impl& m, uint16_t from, const Packet& pkt) {
   const rhn_op_hdr& op = pkt.op;
-  const uint16_t from = node_of(p);
+  rhn_fw_coll_life life;
+  if (!life_in(m, pkt, &life)) return;
+  const uint32_t key = op.imm_data;
   const uint32_t seq = static_cast<uint32_t>(op.remote_addr >> 32);
-  const uint32_t seg = static_cast<uint32_t>(op.remote_addr);
-  CollComm* cp = find_comm(*this, op.imm_data);
-  const bool abort = op.rkey == RHN_FW_COLL_ABORT;
-  auto nak = [&](rhn_syndrome why) { respond(p, RHN_WOP_NAK, why, op, {}); };
+  const bool gone = life.flags & RHN_FW_COLL_F_GONE;
+  const uint8_t why = op.msg_offset ? static_cast<uint8_t>(op.msg_offset)
+                                    : uint8_t{RHN_SYN_MEMBER_LOST};
+  CollComm* cp = find_life(m, key, life.members);
   if (!cp) {
-    // No rank of this node has posted on it yet (or none is left). An
-    // ABORT is kept for when one does.
-    if (op.rkey == RHN_FW_COLL_READY) return;
-    if (!abort) {
-      nak(RHN_SYN_COLL_NOT_READY);
-      bool known = false;
-      for (const auto& e : coll.early_refused)
-        known |= e.valid && e.key == op.imm_data && e.node == from;
-      if (!known)
-        coll.early_refused[coll.refused_next++ % coll.early_refused.size()] = {
-            true, op.imm_data, from};
+    if (find_comm(m, key)) {
+      // The key's communicator here is another life (an earlier job's
+      // ABORT come late, or another job's): nothing of it applies.
+      m.counters.add(RHN_CNT_STALE_PACKETS);
       return;
     }
-    auto& e = coll.early_aborts[coll.early_next++ % coll.early_aborts.size()];
-    e = {true, op.imm_data, seq,
-         static_cast<uint8_t>(op.msg_offset ? op.msg_offset
-                                            : uint32_t{RHN_SYN_MEMBER_LOST})};
+    // No rank of this node has posted on it yet (or none is left): kept,
+    // for that life only, for a while.
+    auto& e =
+        m.coll.early_aborts[m.coll.early_next++ % m.coll.early_aborts.size()];
+    e = {true, key, seq, life.members, from, why, gone, m.now};
     return;
   }
   CollComm& c = *cp;
+  const int x = node_index(m, c, from);
+  if (x < 0) {
+    m.counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+    return;
+  }
+  if (gone) {
+    mark(c.gone, static_cast<uint32_t>(x));  // it needs no ABORT from here
+    if (!c.lost || static_cast<int32_t>(seq - c.lost_from) < 0) {
+      c.lost = true;
+      c.lost_from = seq;
+    }
+  }
+  if (!has_local(c)) return;  // kept only to send its own ABORTs
+  const int32_t ahead = static_cast<int32_t>(seq - c.seq);
+  if (c.active && (ahead == 0 || (gone && ahead < 0))) {
+    fail_collective(m, c, why, false);
+  } else if (ahead >= 0 && !gone) {
+    c.abort_early = true;  // it fails here when it starts
+    c.abort_seq = seq;
+    c.abort_syn = why;
+  }
+}
+
+}  // namespace
+
+void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
+  const rhn_op_hdr& op = pkt.op;
+  const uint16_t from = node_of(p);
+  if (op.rkey == RHN_FW_COLL_ABORT) {
+    receive_abort(*this, from, pkt);
+    return;
+  }
+  const uint32_t seq = static_cast<uint32_t>(op.remote_addr >> 32);
+  const uint32_t seg = static_cast<uint32_t>(op.remote_addr);
+  const bool is_ready = op.rkey == RHN_FW_COLL_READY;
+  CollComm* cp = find_comm(*this, op.imm_data);
+  auto nak = [&](rhn_syndrome why) { respond(p, RHN_WOP_NAK, why, op, {}); };
+  if (!cp) {
+    // No rank of this node has posted on it yet (or none is left). The
+    // sender is told READY when one does.
+    if (is_ready) return;
+    nak(RHN_SYN_COLL_NOT_READY);
+    bool known = false;
+    for (auto& e : coll.early_refused)
+      if (e.valid && e.key == op.imm_data && e.node == from) {
+        e.at = now;
+        known = true;
+      }
+    if (!known)
+      coll.early_refused[coll.refused_next++ % coll.early_refused.size()] = {
+          true, op.imm_data, from, now};
+    return;
+  }
+  CollComm& c = *cp;
+  if (is_ready) {
+    rhn_fw_coll_life life;
+    if (!life_in(*this, pkt, &life)) return;
+    if (life.members != c.life) {
+      counters.add(RHN_CNT_STALE_PACKETS);  // another life's
+      return;
+    }
+  }
   const int x = node_index(*this, c, from);
   if (x < 0) {
     counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
-    if (!abort) nak(RHN_SYN_COLL_MISMATCH);
+    nak(RHN_SYN_COLL_MISMATCH);
     return;
   }
   const int32_t ahead = static_cast<int32_t>(seq - c.seq);
-  if (abort) {
-    const uint8_t why = static_cast<uint8_t>(op.msg_offset);
-    if (ahead == 0 && c.active) {
-      fail_collective(*this, c, why ? why : uint8_t{RHN_SYN_MEMBER_LOST},
-                      false);
-    } else if (ahead >= 0) {
-      c.abort_early = true;  // it fails here when it starts
-      c.abort_seq = seq;
-      c.abort_syn = why ? why : uint8_t{RHN_SYN_MEMBER_LOST};
-    }
-    return;
-  }
-  if (op.rkey == RHN_FW_COLL_READY) {
+  if (is_ready) {
     // Its refused segments go again now, not at their back-off time.
     if (ahead == 0 && c.active && c.failed == RHN_SYN_NONE) {
       for (uint32_t i = 0; i < cfg.coll_window; i++) {

@@ -32,12 +32,23 @@
 // on (the manager of a waiting member, the holder of a lock with
 // waiters, the members of a pending round) every sync_probe_ns.
 //
-// Tables: locks and barriers hash by (manager QPN, generation, ID) into
-// slots probed at most kProbes times; members of locks and rounds come
-// from one pool; holds hash by (QPN, ID) into chains. All are bounded
-// and charged to a context's share; messages that find no firmware
-// message free wait in order in bounded FIFOs.
+// Tables. IDs are chosen by users, so no user may decide where another's
+// state goes: a lock or barrier ID takes any free slot (a FIFO of them),
+// and a chain keyed by (manager QPN, its generation, ID) under a per-NIC
+// secret finds it again. Each entry records its owner (the manager
+// endpoint's context) and that endpoint's incarnation (its generation,
+// unique on the NIC): lookups match the live one only, and an endpoint
+// that goes takes its entries along. A context holds at most its share
+// of each table. So a LOCK or BARRIER is refused (BUSY) only when its own
+// context is at its share or the table is full; nobody else's IDs, within
+// their shares, can make it so while there is room. A barrier ID with no
+// round pending is forgotten only for a new ID of the same context.
+// Members of locks and rounds come from one pool, holds from another
+// (chained by a keyed hash of (QPN, ID)); both are charged the same way.
+// Messages that find no firmware message free wait in order in bounded
+// FIFOs.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "ops/family.h"
@@ -47,7 +58,6 @@ namespace {
 
 using HS = SyncHoldState;
 
-constexpr uint32_t kProbes = 16;
 // A hold whose endpoint is gone and whose lock never settled (its manager
 // stopped answering it): taken over when records are short.
 constexpr uint64_t kZombieStaleNs = 10'000'000'000ull;
@@ -74,13 +84,53 @@ uint32_t share_of(uint32_t total, uint32_t share) {
       1, static_cast<uint32_t>(uint64_t{total} * share / 256));
 }
 
-uint32_t slot_of(size_t size, uint32_t qpn, uint32_t gen, uint64_t id,
-                 uint32_t probe) {
-  uint64_t h = id * 0x9e3779b97f4a7c15ull ^ (uint64_t{qpn} << 32 | gen);
-  h ^= h >> 29;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 32;
-  return static_cast<uint32_t>((h + probe) % size);
+// SipHash-1-3 of (a, b) under the NIC's secret: the chains' hash. Only
+// how long a lookup walks depends on it, never whether an ID gets a slot.
+uint64_t keyed_hash(const Impl& m, uint64_t a, uint64_t b) {
+  const uint64_t* k = m.sync.hash_key;
+  uint64_t v0 = k[0] ^ 0x736f6d6570736575ull, v1 = k[1] ^ 0x646f72616e646f6dull;
+  uint64_t v2 = k[0] ^ 0x6c7967656e657261ull, v3 = k[1] ^ 0x7465646279746573ull;
+  auto round = [&] {
+    v0 += v1;
+    v1 = std::rotl(v1, 13) ^ v0;
+    v0 = std::rotl(v0, 32);
+    v2 += v3;
+    v3 = std::rotl(v3, 16) ^ v2;
+    v0 += v3;
+    v3 = std::rotl(v3, 21) ^ v0;
+    v2 += v1;
+    v1 = std::rotl(v1, 17) ^ v2;
+    v2 = std::rotl(v2, 32);
+  };
+  for (const uint64_t w : {a, b, uint64_t{16} << 56}) {
+    v3 ^= w;
+    round();
+    v0 ^= w;
+  }
+  v2 ^= 0xff;
+  round();
+  round();
+  round();
+  return v0 ^ v1 ^ v2 ^ v3;
+}
+
+// Tables the chains tell apart (a lock and a barrier may share an ID).
+enum : uint64_t { kKeyLock = 1, kKeyBarrier = 2, kKeyHold = 3 };
+
+uint32_t bucket_of(const Impl& m, uint64_t table, uint32_t qpn, uint32_t gen,
+                   uint64_t id, uint32_t mask) {
+  return static_cast<uint32_t>(
+             keyed_hash(m, table << 56 | uint64_t{gen} << 24 | qpn, id)) &
+         mask;
+}
+
+// Out of the chain that starts at `head`.
+template <typename Entry>
+void unchain(std::vector<Entry>& table, uint32_t& head, uint32_t s) {
+  uint32_t* link = &head;
+  while (*link != s) link = &table[*link].chain;
+  *link = table[s].chain;
+  table[s].chain = kNone;
 }
 
 // Wakes the probe timer (it sleeps while nothing waits).
@@ -217,44 +267,52 @@ bool run_owed(Impl& m, uint32_t& budget) {
   return did;
 }
 
-uint32_t find_lock(const Impl& m, uint32_t qpn, uint32_t gen, uint64_t id) {
+uint32_t& lock_bucket(Impl& m, uint32_t qpn, uint32_t gen, uint64_t id) {
+  return m.sync
+      .lock_buckets[bucket_of(m, kKeyLock, qpn, gen, id, m.sync.lock_mask)];
+}
+
+// The lock of the manager endpoint's incarnation `gen`: an entry of an
+// earlier one (same QPN) never matches.
+uint32_t find_lock(Impl& m, uint32_t qpn, uint32_t gen, uint64_t id) {
   const auto& t = m.sync.locks;
-  for (uint32_t p = 0; p < kProbes && p < t.size(); p++) {
-    const uint32_t s = slot_of(t.size(), qpn, gen, id, p);
-    if (t[s].used && t[s].qpn == qpn && t[s].qp_gen == gen && t[s].id == id)
-      return s;
-  }
+  for (uint32_t s = lock_bucket(m, qpn, gen, id); s != kNone; s = t[s].chain)
+    if (t[s].qpn == qpn && t[s].qp_gen == gen && t[s].id == id) return s;
   return kNone;
 }
 
+// Refused only when the owner's share is used or no slot is free.
 uint32_t new_lock(Impl& m, const QpObj& qp, uint32_t qpn, uint64_t id) {
   SyncTables& t = m.sync;
-  if (t.ctx_locks[qp.context] >= t.lock_quota) return kNone;
-  for (uint32_t p = 0; p < kProbes && p < t.locks.size(); p++) {
-    const uint32_t s = slot_of(t.locks.size(), qpn, qp.gen, id, p);
-    SyncLock& l = t.locks[s];
-    if (l.used) continue;
-    const uint32_t gen = l.gen + 1;
-    l = SyncLock{};
-    l.used = true;
-    l.gen = gen;
-    l.qpn = qpn;
-    l.qp_gen = qp.gen;
-    l.context = qp.context;
-    l.id = id;
-    t.ctx_locks[qp.context]++;
-    t.locks_used++;
-    return s;
-  }
-  return kNone;
+  if (t.ctx_locks[qp.context] >= t.lock_quota || t.free_locks.empty())
+    return kNone;
+  const uint32_t s = t.free_locks.front();
+  t.free_locks.pop();
+  SyncLock& l = t.locks[s];
+  const uint32_t gen = l.gen + 1;
+  l = SyncLock{};
+  l.used = true;
+  l.gen = gen;
+  l.qpn = qpn;
+  l.qp_gen = qp.gen;
+  l.context = qp.context;
+  l.id = id;
+  uint32_t& head = lock_bucket(m, qpn, qp.gen, id);
+  l.chain = head;
+  head = s;
+  t.ctx_locks[qp.context]++;
+  t.locks_used++;
+  return s;
 }
 
 void drop_lock(Impl& m, uint32_t s) {
   SyncTables& t = m.sync;
   SyncLock& l = t.locks[s];
+  unchain(t.locks, lock_bucket(m, l.qpn, l.qp_gen, l.id), s);
   t.ctx_locks[l.context]--;
   t.locks_used--;
-  l.used = false;  // gen stays: a late LINK refusal finds it changed
+  l.used = false;        // gen stays: a late LINK refusal finds it changed
+  t.free_locks.push(s);  // one place per slot: never full
 }
 
 // The lock breaks: its members not released hear MEMBER_LOST (those on
@@ -267,6 +325,9 @@ void break_lock(Impl& m, uint32_t s, uint32_t dead, bool all = false) {
     const uint32_t next = w.next;
     if (all || !w.released || w.node == dead) {
       list_cut(m, l.head, l.tail, i);
+      // Its LINK, if not sent yet, never is: it would name a successor to
+      // whatever lock of that ID its predecessor holds by then.
+      w.link_owed = false;
       if (w.released || w.node == dead)
         free_member_if_idle(m, i);
       else
@@ -278,47 +339,60 @@ void break_lock(Impl& m, uint32_t s, uint32_t dead, bool all = false) {
   if (l.head == kNone) drop_lock(m, s);
 }
 
-uint32_t find_barrier(const Impl& m, uint32_t qpn, uint32_t gen, uint64_t id) {
+uint32_t& barrier_bucket(Impl& m, uint32_t qpn, uint32_t gen, uint64_t id) {
+  return m.sync.barrier_buckets[bucket_of(m, kKeyBarrier, qpn, gen, id,
+                                          m.sync.barrier_mask)];
+}
+
+uint32_t find_barrier(Impl& m, uint32_t qpn, uint32_t gen, uint64_t id) {
   const auto& t = m.sync.barriers;
-  for (uint32_t p = 0; p < kProbes && p < t.size(); p++) {
-    const uint32_t s = slot_of(t.size(), qpn, gen, id, p);
-    if (t[s].used && t[s].qpn == qpn && t[s].qp_gen == gen && t[s].id == id)
-      return s;
-  }
+  for (uint32_t s = barrier_bucket(m, qpn, gen, id); s != kNone; s = t[s].chain)
+    if (t[s].qpn == qpn && t[s].qp_gen == gen && t[s].id == id) return s;
   return kNone;
 }
 
 void drop_barrier(Impl& m, uint32_t s) {
   SyncTables& t = m.sync;
-  t.ctx_barriers[t.barriers[s].context]--;
+  SyncBarrier& b = t.barriers[s];
+  unchain(t.barriers, barrier_bucket(m, b.qpn, b.qp_gen, b.id), s);
+  t.ctx_barriers[b.context]--;
   t.barriers_used--;
-  t.barriers[s] = SyncBarrier{};
+  b = SyncBarrier{};
+  t.free_barriers.push(s);  // one place per slot: never full
 }
 
-// A slot for a barrier ID: a free one, else one with no round pending
-// (what it had seen is forgotten).
+// A slot for a barrier ID: a free one while its owner has share left;
+// else the owner's own ID idle longest (no round pending: what it had
+// seen is forgotten). Another context's IDs are never taken.
 uint32_t new_barrier(Impl& m, const QpObj& qp, uint32_t qpn, uint64_t id) {
   SyncTables& t = m.sync;
-  if (t.ctx_barriers[qp.context] >= t.barrier_quota) return kNone;
-  uint32_t free = kNone, idle = kNone;
-  for (uint32_t p = 0; p < kProbes && p < t.barriers.size(); p++) {
-    const uint32_t s = slot_of(t.barriers.size(), qpn, qp.gen, id, p);
-    const SyncBarrier& b = t.barriers[s];
-    if (!b.used && free == kNone) free = s;
-    if (b.used && b.count == 0 && idle == kNone) idle = s;
+  if (t.ctx_barriers[qp.context] >= t.barrier_quota ||
+      t.free_barriers.empty()) {
+    uint32_t oldest = kNone;
+    for (uint32_t s = 0; s < t.barriers.size(); s++) {  // bounded: one pass
+      const SyncBarrier& b = t.barriers[s];
+      if (b.used && b.context == qp.context && b.count == 0 &&
+          (oldest == kNone || b.idle_since < t.barriers[oldest].idle_since))
+        oldest = s;
+    }
+    if (oldest == kNone) return kNone;
+    drop_barrier(m, oldest);
   }
-  if (free != kNone) idle = free;
-  if (idle == kNone) return kNone;
-  if (t.barriers[idle].used) drop_barrier(m, idle);
-  SyncBarrier& b = t.barriers[idle];
+  const uint32_t s = t.free_barriers.front();
+  t.free_barriers.pop();
+  SyncBarrier& b = t.barriers[s];
   b.used = true;
   b.qpn = qpn;
   b.qp_gen = qp.gen;
   b.context = qp.context;
   b.id = id;
+  b.idle_since = m.now;
+  uint32_t& head = barrier_bucket(m, qpn, qp.gen, id);
+  b.chain = head;
+  head = s;
   t.ctx_barriers[qp.context]++;
   t.barriers_used++;
-  return idle;
+  return s;
 }
 
 bool seen(const SyncBarrier& b, uint16_t node) {
@@ -339,6 +413,7 @@ void end_round(Impl& m, uint32_t s, uint8_t syndrome, uint32_t dead) {
   }
   b.count = 0;
   b.arrived = 0;
+  b.idle_since = m.now;
 }
 
 // ---- The manager's side of the wire.
@@ -500,9 +575,7 @@ void barrier_request(Impl& m, Request& r) {
 // ---- A member's NIC: holds.
 
 uint32_t hold_bucket(const Impl& m, uint32_t qpn, uint64_t id) {
-  uint64_t h = (id ^ uint64_t{qpn} << 40) * 0x9e3779b97f4a7c15ull;
-  h ^= h >> 31;
-  return static_cast<uint32_t>(h) & m.sync.hold_mask;
+  return bucket_of(m, kKeyHold, qpn, 0, id, m.sync.hold_mask);
 }
 
 template <typename Pred>
@@ -1046,11 +1119,43 @@ extern const OpFamily kSyncFamily = {
 
 void Engine::Impl::sync_reset() {
   SyncTables& t = sync;
-  t.locks.assign(std::max<uint32_t>(cfg.sync_locks, 1), SyncLock{});
-  t.barriers.assign(std::max<uint32_t>(cfg.sync_barriers, 1), SyncBarrier{});
+  // A new secret for the chains (the tables are empty): the clock, this
+  // NIC's identity, boot_session (random where the host has a source)
+  // and the previous secret. Fairness never depends on it.
+  const auto node = static_cast<uint64_t>(cfg.node_id) << 48;
+  const auto session = static_cast<uint64_t>(boot_session) << 32;
+  uint64_t seed = bus.now_ns() ^ node ^ session ^
+                  reinterpret_cast<uintptr_t>(this) ^ t.hash_key[1];
+  for (uint64_t& k : t.hash_key) {  // splitmix64
+    seed += 0x9e3779b97f4a7c15ull;
+    uint64_t z = seed;
+    z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ z >> 27) * 0x94d049bb133111ebull;
+    k = z ^ z >> 31;
+  }
+  auto buckets_for = [](uint32_t n) {
+    uint32_t b = 16;
+    while (b < n) b <<= 1;
+    return b;
+  };
+  const uint32_t locks = std::max<uint32_t>(cfg.sync_locks, 1);
+  const uint32_t barriers = std::max<uint32_t>(cfg.sync_barriers, 1);
+  t.locks.assign(locks, SyncLock{});
+  t.barriers.assign(barriers, SyncBarrier{});
+  // Sized at power-on; a device reset allocates nothing.
+  if (t.free_locks.capacity() < locks) t.free_locks = Fifo<uint32_t>(locks);
+  if (t.free_barriers.capacity() < barriers)
+    t.free_barriers = Fifo<uint32_t>(barriers);
+  t.free_locks.clear();
+  for (uint32_t i = 0; i < locks; i++) t.free_locks.push(i);
+  t.free_barriers.clear();
+  for (uint32_t i = 0; i < barriers; i++) t.free_barriers.push(i);
+  t.lock_buckets.assign(buckets_for(locks), kNone);
+  t.lock_mask = static_cast<uint32_t>(t.lock_buckets.size() - 1);
+  t.barrier_buckets.assign(buckets_for(barriers), kNone);
+  t.barrier_mask = static_cast<uint32_t>(t.barrier_buckets.size() - 1);
   const uint32_t members = std::max<uint32_t>(cfg.sync_waiters, 1);
   t.members.assign(members, SyncMember{});
-  // Sized at power-on; a device reset allocates nothing.
   if (t.free_members.capacity() < members) {
     t.free_members = Fifo<uint32_t>(members);
     t.owed = Fifo<uint32_t>(members);
@@ -1067,10 +1172,8 @@ void Engine::Impl::sync_reset() {
   t.free_holds.clear();
   for (uint32_t i = 0; i < holds; i++) t.free_holds.push(i);
   t.holds_owed.clear();
-  uint32_t buckets = 16;
-  while (buckets < holds) buckets <<= 1;
-  t.hold_buckets.assign(buckets, kNone);
-  t.hold_mask = buckets - 1;
+  t.hold_buckets.assign(buckets_for(holds), kNone);
+  t.hold_mask = static_cast<uint32_t>(t.hold_buckets.size() - 1);
   t.ctx_locks.assign(contexts.size(), 0);
   t.ctx_members.assign(contexts.size(), 0);
   t.ctx_barriers.assign(contexts.size(), 0);

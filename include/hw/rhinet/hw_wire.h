@@ -117,7 +117,9 @@ struct rhn_coll_frame {
 	__le32 key; /* RHN_AREA_KEY(group, id) */
 	__le32 seq; /* the communicator's collective number */
 	__le32 seg; /* segment index */
-	__le32 signature; /* rhn_coll_signature(), radix RHN_COLL_RADIX_SWITCH */
+	__le32 signature; /* rhn_coll_signature(), radix RHN_COLL_RADIX_SWITCH,
+			   * XOR rhn_coll_members_hash()
+			   */
 	__le32 members; /* rhn_coll_nodes_hash() of the communicator's nodes */
 	__le16 nnodes; /* nodes whose partials make the result */
 	__u8 kind; /* enum rhn_coll_frame_kind */
@@ -488,9 +490,10 @@ enum rhn_fw_msg {
 	/* Collectives (ops/coll): one segment of one collective, between
 	 * the NICs of a communicator's nodes. imm_data = the communicator
 	 * (the WQE's remote_key), remote_addr = seq << 32 | segment,
-	 * msg_offset = rhn_coll_signature() of the sender's collective (a
-	 * receiver whose own differs fails it: RHN_SYN_COLL_MISMATCH); the
-	 * payload is the segment's bytes (up to
+	 * msg_offset = rhn_coll_signature() of the sender's collective XOR
+	 * its rhn_coll_members_hash() (a receiver whose own differs fails
+	 * it: RHN_SYN_COLL_MISMATCH; so a segment of another life of the key
+	 * is never combined); the payload is the segment's bytes (up to
 	 * RHN_WIRE_MTU). UP: a partial result towards the segment's root;
 	 * DOWN: the result from it (REDUCE: empty, it releases the segment).
 	 * NAK RHN_SYN_COLL_NOT_READY: sent again later.
@@ -498,14 +501,16 @@ enum rhn_fw_msg {
 	RHN_FW_COLL_UP = 15,
 	RHN_FW_COLL_DOWN = 16,
 	/* the collective `seq` of the communicator failed at the sender's
-	 * node (imm_data, remote_addr as above; msg_offset = the syndrome):
-	 * it fails at every node
+	 * node (imm_data, remote_addr as above; msg_offset = the syndrome;
+	 * payload struct rhn_fw_coll_life): it fails at every node of that
+	 * life
 	 */
 	RHN_FW_COLL_ABORT = 17,
 	/* the sender refused segments of collective `seq` with NOT_READY
 	 * and is ready for them now (it started that collective, or freed
-	 * segment buffers): imm_data, remote_addr as above, no payload; the
-	 * receiver sends its refused segments again at once
+	 * segment buffers): imm_data, remote_addr as above, payload struct
+	 * rhn_fw_coll_life; the receiver sends its refused segments again at
+	 * once
 	 */
 	RHN_FW_COLL_READY = 18,
 };
@@ -532,6 +537,43 @@ static inline __u32 rhn_coll_signature(__u32 op, __u32 reduce, __u32 type,
 			h = (h ^ ((p[i] >> b) & 0xffu)) * 16777619u;
 	return h;
 }
+
+/*
+ * A communicator's life: FNV-1a (32-bit) over its member list in rank
+ * order, each rank as its node ID (2 bytes) and its endpoint's QPN
+ * without the incarnation bits (3 bytes), little end first. Start from
+ * RHN_COLL_MEMBERS_HASH_INIT and add the ranks one by one. Every node
+ * of a communicator computes the same from the same list; a later job on
+ * the same key has new endpoints, so another value, and nothing of the
+ * earlier job's (an ABORT, a READY, a segment) is taken for the new one's.
+ */
+#define RHN_COLL_MEMBERS_HASH_INIT 2166136261u
+static inline __u32 rhn_coll_members_hash_add(__u32 h, __u16 node, __u32 qpn)
+{
+	const __u32 b[5] = {node & 0xffu, (__u32)node >> 8, qpn & 0xffu,
+			    (qpn >> 8) & 0xffu, (qpn >> 16) & 0xffu};
+	int i;
+
+	for (i = 0; i < 5; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+/*
+ * The payload of RHN_FW_COLL_ABORT and RHN_FW_COLL_READY: the
+ * communicator life the message is about. A receiver whose communicator
+ * of that key has another life ignores it (RHN_CNT_STALE_PACKETS).
+ */
+struct rhn_fw_coll_life {
+	__le32 members; /* the sender's rhn_coll_members_hash() */
+	__le16 flags; /* RHN_FW_COLL_F_* */
+	__le16 reserved;
+};
+RHN_ASSERT_SIZE(struct rhn_fw_coll_life, 8);
+/* ABORT: a member endpoint on the sender's node is gone; every collective
+ * of that life from `seq` on fails, and the sender needs no ABORT back.
+ */
+#define RHN_FW_COLL_F_GONE 1u
 
 /* The region of `qpn` (the receiving NIC's endpoint, with incarnation)
  * with this area key and home; `member` the endpoint added or removed.
