@@ -1,11 +1,12 @@
 # RHiNET-NG top-level entry points. On a fresh Debian 12 machine:
 #   make main   set up everything and run the main job
 #   make test   set up everything and run every test
-# `main` boots a two-node emulated cluster (QEMU with the rhinet device,
-# connected through the fabric switch) and runs unmodified rdma-core clients
-# between the nodes (ibv_devinfo, ibv_*_pingpong, perftest) over our NIC and
-# then over soft-RoCE in the same guests, printing their figures side by side;
-# then the engine benchmark (the engine alone, no QEMU).
+# `main` (scripts/main.sh) boots two emulated nodes (QEMU with the rhinet
+# device, connected through the fabric switch) and runs unmodified
+# rdma-core clients between them over our NIC and over soft-RoCE in the
+# same guests, side by side; then UCX and Open MPI on two nodes, the
+# userlib programs on four, and the engine alone; then one summary line
+# per part. `make test` runs its quick variant (the VM test vm_main).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
@@ -31,7 +32,7 @@ FORMAT_FILES  = $(shell find $(FORMAT_DIRS) \
 all: build
 
 help:
-	@echo "make main         set up, build, boot 2 nodes, run rdma-core clients over rhinet0 and rxe0 side by side, engine benchmark"
+	@echo "make main         set up, build, the main job: verbs clients, UCX/MPI, userlib over the NIC vs soft-RoCE, with a summary"
 	@echo "make test         set up, build, run all tests (what CI runs)"
 	@echo "make test-unit    set up, build, run only tests labelled 'unit'"
 	@echo "make test-vm      set up, build, run only tests labelled 'vm'"
@@ -116,25 +117,18 @@ cluster-workload: build
 cluster: build
 	bash tests/vm/run-cluster.sh -n $(NODES) --shell 0
 
-# The main job: the real clients over our NIC between two emulated nodes,
-# beside soft-RoCE in the same guests, then the engine alone.
+# The main job (scripts/main.sh, whose quick variant make test runs as
+# vm_main): rdma-core clients over rhinet0 beside soft-RoCE, UCX and Open
+# MPI, the userlib programs on four nodes, the engine alone; a summary line
+# per part at the end.
 main: build
-	bash tests/bench/verbs_vs_rxe.sh --out $(BUILD_DIR)/vm/main-run
-	bash tests/bench/mpi_vs_rxe.sh --out $(BUILD_DIR)/vm/main-mpi
-	$(MAKE) --no-print-directory main-userlib
+	bash scripts/main.sh --build $(BUILD_DIR)
 
-# The RHiNET model through userlib: four nodes run table1 (every row of
-# 004's table 1), twin_diff_dsm, hello_push and isend_irecv under
-# rhinet-run, then what the NIC's partial transfers save on the wire (the
-# engine alone).
+# The RHiNET model through userlib alone: four nodes run the userlib
+# programs under rhinet-run (the same run as make main's userlib part).
 main-userlib: build
-	bash tests/vm/run-cluster.sh -n 4 --apps --mem 512M --timeout 900 \
-		--env $(BUILD_DIR)/vm/env --script tests/vm/scripts/userlib.sh \
+	bash tests/vm/userlib_4nodes.sh --env $(BUILD_DIR)/vm/env \
 		--out $(BUILD_DIR)/vm/main-userlib
-	@grep -h "^userlib:\|^table1:\|^twin_diff_dsm:\|^isend_irecv:" \
-		$(BUILD_DIR)/vm/main-userlib/node0.log
-	$(BUILD_DIR)/tests/bench/partial_bench
-	$(BUILD_DIR)/tests/bench/engine_bench --quick
 
 format: deps
 	clang-format -i $(FORMAT_FILES)

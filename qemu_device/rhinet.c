@@ -890,10 +890,17 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
     }
     s->bh = qemu_bh_new(rhinet_bh, s);
 
-    s->nic = qemu_new_nic(&rhinet_net_info, &s->conf,
-                          object_get_typename(OBJECT(s)), DEVICE(s)->id,
-                          &DEVICE(s)->mem_reentrancy_guard, s);
-    qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+    /*
+     * A QEMU NIC only for the netdev path: with wire= the engine thread owns
+     * the link, and a NIC without a netdev would only make QEMU warn that it
+     * has no peer.
+     */
+    if (!s->wire.path) {
+        s->nic = qemu_new_nic(&rhinet_net_info, &s->conf,
+                              object_get_typename(OBJECT(s)), DEVICE(s)->id,
+                              &DEVICE(s)->mem_reentrancy_guard, s);
+        qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+    }
 
     rhinet_engine_start(s);
 }
@@ -924,7 +931,9 @@ static void rhinet_exit(PCIDevice *pdev)
     }
     g_free(s->wire.rx);
     g_free(s->wire.tx);
-    qemu_del_nic(s->nic);
+    if (s->nic) {
+        qemu_del_nic(s->nic);
+    }
     qemu_bh_delete(s->bh);
     g_free(s->tx_ring);
     event_notifier_cleanup(&s->wake);
