@@ -55,6 +55,9 @@ PACKAGES=(
 	dropbear-bin
 	openssh-client
 	nvme-cli
+	# libfabric 1.17's fi_pingpong and fi_info (verbs;ofi_rxm over the NIC,
+	# tests/vm/scripts/verbs_gaps.sh); its providers are in libfabric1
+	libfabric-bin
 	# rhinet.ko tooling: scripts/checkpatch.sh (checkpatch.pl from the
 	# linux-source package, fetched by the script itself) and the
 	# kernel_dkms_build test / scripts/dkms-install.sh

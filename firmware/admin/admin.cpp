@@ -10,7 +10,11 @@ namespace rhinet::fw {
 namespace {
 
 constexpr uint32_t kMaxWqLog = 15;
-constexpr uint32_t kMaxCqLog = 16;
+// A CQ is host memory the NIC writes by index: its producer and the
+// consumer index software reports (rhn_cq_record) are 32-bit and
+// free-running, so the depth is bounded by what host software can be
+// expected to allocate, not by the NIC: 4M CQEs (128 MiB), as mlx5.
+constexpr uint32_t kMaxCqLog = 22;
 constexpr uint32_t kMaxEqLog = 16;
 constexpr uint32_t kKnownAccess =
     RHN_ACCESS_LOCAL_WRITE | RHN_ACCESS_REMOTE_WRITE | RHN_ACCESS_REMOTE_READ |
@@ -196,7 +200,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       const uint32_t node = u.handle.handle;
       if (node >= cfg.max_nodes) return RHN_ADMIN_BAD_PARAM;
       if (fw_post(static_cast<uint16_t>(node), RHN_FW_PING, {}, FwOwner::kProbe,
-                  node) == kNone)
+                  node, 0) == kNone)
         return RHN_ADMIN_NO_RESOURCES;
       return RHN_ADMIN_OK;
     }
@@ -222,8 +226,14 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     case RHN_ADMIN_CREATE_CONTEXT:
       if (ctx == 0) return RHN_ADMIN_BAD_PARAM;
       if (contexts[ctx].valid) return RHN_ADMIN_EXISTS;
+      // The account its user's tables are charged to (engine/shares.h).
+      if (u.create_context.account >= RHN_MAX_ACCOUNTS ||
+          u.create_context.reserved)
+        return RHN_ADMIN_BAD_PARAM;
       contexts[ctx] = ContextObj{};
       contexts[ctx].valid = true;
+      contexts[ctx].account = static_cast<uint16_t>(u.create_context.account);
+      shares.bind(ctx, u.create_context.account);
       result = ctx;
       return RHN_ADMIN_OK;
     case RHN_ADMIN_DESTROY_CONTEXT:
@@ -250,9 +260,41 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     case RHN_ADMIN_CREATE_MR: {
       const auto& c = u.create_mr;
       if (!pd_ok(c.pdn)) return detail = 1, RHN_ADMIN_BAD_HANDLE;
-      if (c.flags & ~(RHN_CREATE_MR_F_FAST_REG | RHN_CREATE_MR_F_ON_DEMAND) ||
-          c.flags == (RHN_CREATE_MR_F_FAST_REG | RHN_CREATE_MR_F_ON_DEMAND))
+      if (c.flags & ~(RHN_CREATE_MR_F_FAST_REG | RHN_CREATE_MR_F_ON_DEMAND |
+                      RHN_CREATE_MR_F_TWIN) ||
+          __builtin_popcount(c.flags) > 1)
         return detail = 8, RHN_ADMIN_BAD_PARAM;
+      if (c.flags & RHN_CREATE_MR_F_TWIN) {
+        // Device memory: a range of one of the context's twins.
+        TwinObj* t = twin_of(c.twin, ctx);
+        if (!t) return detail = 9, RHN_ADMIN_BAD_HANDLE;
+        if (c.access & ~kKnownAccess) return detail = 2, RHN_ADMIN_BAD_PARAM;
+        const uint64_t size = uint64_t{t->pages} * RHN_TWIN_PAGE;
+        if (c.length == 0 || c.iova + c.length < c.iova ||
+            c.twin_offset > size || c.length > size - c.twin_offset)
+          return detail = 3, RHN_ADMIN_BAD_PARAM;
+        if (c.levels != 0 || c.page_shift != 0)
+          return detail = 4, RHN_ADMIN_BAD_PARAM;
+        const uint32_t idx = find_free(mrs, 1);
+        if (idx == kNone) return RHN_ADMIN_NO_RESOURCES;
+        MrObj& mr = mrs[idx];
+        mr = MrObj{};
+        mr.valid = true;
+        mr.variant = c.key_variant;
+        mr.context = ctx;
+        mr.pdn = c.pdn;
+        mr.access = c.access;
+        mr.iova = c.iova;
+        mr.length = c.length;
+        mr.on_twin = true;
+        mr.twin = c.twin;
+        mr.twin_offset = c.twin_offset;
+        t->refs++;
+        pds[c.pdn].refs++;
+        tlb.invalidate_region(idx);
+        result = (idx << RHN_KEY_INDEX_SHIFT) | c.key_variant;
+        return RHN_ADMIN_OK;
+      }
       // Pinned on demand: a user's memory, in 4 KiB pages (the unit the
       // host pins and PD_REQUEST events count).
       if ((c.flags & RHN_CREATE_MR_F_ON_DEMAND) &&
@@ -329,6 +371,10 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (mr->refs) return RHN_ADMIN_BUSY;
       // Requests held for its pages go again and find it gone.
       if (mr->on_demand) pin_mr_gone(u.handle.handle >> RHN_KEY_INDEX_SHIFT);
+      if (mr->on_twin) {
+        TwinObj* t = twin_of(mr->twin, ctx);
+        if (t) t->refs--;
+      }
       mr->valid = false;
       pds[mr->pdn].refs--;
       tlb.invalidate_region(u.handle.handle >> RHN_KEY_INDEX_SHIFT);
@@ -775,13 +821,15 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (!in_group(ctx, RHN_AREA_KEY_GROUP(c.area_id)))
         return detail = 3, RHN_ADMIN_NOT_PERMITTED;
       if (find_area(ctx, c.area_id)) return RHN_ADMIN_EXISTS;
-      AreaObj* slot = nullptr;
-      for (uint32_t probe = 0; probe < kAreaProbes && !slot; probe++) {
-        AreaObj& a = areas[area_slot(ctx, c.area_id, probe)];
-        if (!a.valid) slot = &a;
-      }
-      if (!slot) return RHN_ADMIN_NO_RESOURCES;
-      AreaObj& a = *slot;
+      if (free_areas.empty() || !shares.take(ctx, Res::kAreas))
+        return RHN_ADMIN_NO_RESOURCES;
+      const uint32_t i = free_areas.front();
+      free_areas.pop();
+      AreaObj& a = areas[i];
+      uint32_t& head = area_bucket(ctx, c.area_id);
+      a = AreaObj{};
+      a.chain = head;
+      head = i;
       a.valid = true;
       a.context = ctx;
       a.area_id = c.area_id;
@@ -795,9 +843,15 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     case RHN_ADMIN_UNREGISTER_AREA: {
       AreaObj* a = find_area(ctx, u.handle.handle);
       if (!a) return RHN_ADMIN_BAD_HANDLE;
-      a->valid = false;
+      const auto i = static_cast<uint32_t>(a - areas.data());
+      uint32_t* link = &area_bucket(ctx, a->area_id);
+      while (*link != i) link = &areas[*link].chain;
+      *link = a->chain;
       mrs[a->mr_index].refs--;
       contexts[ctx].refs--;
+      shares.give(ctx, Res::kAreas);
+      *a = AreaObj{};
+      free_areas.push(i);
       return RHN_ADMIN_OK;
     }
     case RHN_ADMIN_SET_GROUPS: {
@@ -857,6 +911,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       t.context = ctx;
       t.first_page = at;
       t.pages = pages;
+      t.refs = 0;
       // Another process's bytes never show through a new allocation.
       std::memset(twin_bytes(t), 0, uint64_t{pages} * RHN_TWIN_PAGE);
       contexts[ctx].refs++;
@@ -865,9 +920,30 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
     }
     case RHN_ADMIN_PD_MAPPED:
       return pin_mapped(ctx, u.pd_mapped);
+    case RHN_ADMIN_TWIN_WRITE:
+    case RHN_ADMIN_TWIN_READ: {
+      // The host's way into its twin memory: the NIC copies by DMA.
+      const auto& c = u.twin_copy;
+      TwinObj* t = twin_of(c.handle, ctx);
+      if (!t) return RHN_ADMIN_BAD_HANDLE;
+      const uint64_t size = uint64_t{t->pages} * RHN_TWIN_PAGE;
+      if (c.length == 0 || c.length > RHN_TWIN_COPY_MAX || c.reserved ||
+          c.offset > size || c.length > size - c.offset)
+        return detail = 1, RHN_ADMIN_BAD_PARAM;
+      uint8_t* at = twin_bytes(*t) + c.offset;
+      const bool ok = cmd.hdr.opcode == RHN_ADMIN_TWIN_WRITE
+                          ? bus.dma_read(c.addr, at, c.length)
+                          : bus.dma_write(c.addr, at, c.length);
+      if (!ok) {
+        counters.add(RHN_CNT_DMA_ERRORS);
+        return RHN_ADMIN_DMA_ERROR;
+      }
+      return RHN_ADMIN_OK;
+    }
     case RHN_ADMIN_FREE_TWIN: {
       TwinObj* t = twin_of(u.handle.handle, ctx);
       if (!t) return RHN_ADMIN_BAD_HANDLE;
+      if (t->refs) return RHN_ADMIN_BUSY;  // MRs over it
       // Work still naming the old handle finds it gone (twin_of).
       t->valid = false;
       t->gen++;

@@ -2,6 +2,7 @@
 // The engine shell: registers, ingress FIFOs and the poll loop that runs
 // every module for a bounded amount of work.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "engine/engine_impl.h"
@@ -31,6 +32,7 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
   cq_published = std::make_unique<std::atomic<uint32_t>[]>(cfg.max_cqs);
   raw_frame = std::make_unique<uint8_t[]>(RHN_MAX_FRAME);
   contexts.resize(cfg.db_pages);
+  shares.init(cfg.db_pages);
   pds.resize(cfg.max_pds);
   mrs.resize(cfg.max_mrs);
   eqs.resize(cfg.max_eqs);
@@ -38,6 +40,8 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
   srqs.resize(cfg.max_srqs);
   qps.resize(cfg.max_qps);
   areas.resize(cfg.max_areas);
+  area_buckets.resize(std::bit_ceil(std::max<uint32_t>(cfg.max_areas, 16)));
+  free_areas = Fifo<uint32_t>(cfg.max_areas);
   // Twin memory is reserved, not touched: pages cost host memory only once
   // an allocation zeroes them.
   twin_pages = static_cast<uint32_t>(
@@ -77,6 +81,15 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
 void Engine::Impl::reset() {
   // Everything back to power-on state; the doorbell pages stay mapped.
   for (auto& c : contexts) c = ContextObj{};
+  shares.reset();
+  shares.set_limit(Res::kTxSlots, cfg.send_packet_slots - response_reserve,
+                   context_slot_quota, cfg.account_share);
+  shares.set_limit(Res::kRxContexts, cfg.rx_contexts, rx_context_quota,
+                   cfg.account_share);
+  shares.set_limit(
+      Res::kAreas, cfg.max_areas,
+      uint32_t(uint64_t{cfg.max_areas} * cfg.context_area_share / 256),
+      cfg.account_share);
   for (auto& o : pds) o = PdObj{};
   for (auto& o : mrs) o = MrObj{};
   for (auto& o : eqs) o = EqObj{};
@@ -95,7 +108,15 @@ void Engine::Impl::reset() {
   next_qpn = RHN_QPN_GSI + 1;
   for (auto& g : gid_table) g.fill(0);
   gid_types.fill(RHN_GID_ROCE_V1);
+  // A new secret for the keyed tables (all empty now): the clock, this
+  // NIC's identity and power-on epoch, mixed with the previous secret.
+  table_hash.reseed(bus.now_ns() ^ uint64_t{cfg.node_id} << 48 ^
+                    uint64_t{boot_session} << 32 ^
+                    reinterpret_cast<uintptr_t>(this));
   for (auto& o : areas) o = AreaObj{};
+  for (uint32_t& head : area_buckets) head = kNone;
+  free_areas.clear();
+  for (uint32_t i = 0; i < areas.size(); i++) free_areas.push(i);
   for (auto& o : twins) {
     const uint16_t gen = o.gen;
     o = TwinObj{};

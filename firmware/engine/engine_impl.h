@@ -18,6 +18,8 @@
 
 #include "core/bounded.h"
 #include "core/counters.h"
+#include "core/keyed_hash.h"
+#include "engine/shares.h"
 #include "requester/wqe_decoder.h"
 #include "rhinet/fw/engine.h"
 #include "rhinet/hw.h"
@@ -47,13 +49,9 @@ struct ContextObj {
   bool valid = false;
   uint8_t num_groups = 0;  // besides group 0, which every context is in
   uint16_t groups[RHN_MAX_GROUPS_PER_CONTEXT] = {};
+  uint16_t account = 0;  // its user's (CREATE_CONTEXT); 0: the kernel's
   uint32_t refs = 0;
-  uint32_t tx_slots = 0;        // send-packet slots its QPs hold
-  uint32_t rx_contexts = 0;     // receive contexts its QPs hold
-  uint32_t tag_recvs = 0;       // posted/matched tag receives it holds
-  uint32_t tag_msgs = 0;        // unexpected messages queued for it
-  uint32_t mcast_frames = 0;    // multicast packets kept for it
-  uint32_t mcast_attaches = 0;  // verbs UD multicast attach entries
+  // What it holds of the NIC's tables is counted in Impl::shares.
 };
 
 struct PdObj {
@@ -90,6 +88,11 @@ struct MrObj {
   // Remote pin-down (ops/pindown): pages the host pins on demand; a
   // remote access to one it has not pinned yet is held, not refused.
   bool on_demand = false;
+  // Twin memory (RHN_CREATE_MR_F_TWIN, ibverbs device memory): the bytes
+  // are twin `twin`'s (its handle) from twin_offset on, not host memory.
+  bool on_twin = false;
+  uint32_t twin = 0;
+  uint64_t twin_offset = 0;
 };
 
 struct EqObj {
@@ -178,10 +181,15 @@ struct TwinObj {
   uint32_t context = 0;
   uint32_t first_page = 0;
   uint32_t pages = 0;
+  uint32_t refs = 0;  // MRs over it (RHN_CREATE_MR_F_TWIN)
 };
 
+// An area: any free slot, found again through the chain of its
+// (context, ID) under the NIC's keyed hash, so no process can aim its own
+// areas at the slots of another's ID.
 struct AreaObj {
   bool valid = false;
+  uint32_t chain = kNone;  // next in its bucket
   uint32_t context = 0;
   uint32_t area_id = 0;
   uint32_t mr_index = 0;
@@ -753,9 +761,6 @@ struct SyncTables {
   Fifo<uint32_t> free_locks{1}, free_barriers{1};
   std::vector<uint32_t> lock_buckets, barrier_buckets;
   uint32_t lock_mask = 0, barrier_mask = 0;
-  // The per-NIC secret of the chains' hash (and the holds'): a user
-  // cannot aim IDs at the chain of somebody else's ID.
-  uint64_t hash_key[2] = {};
   std::vector<SyncMember> members;
   Fifo<uint32_t> free_members{1};
   // Members whose LINK or SYNC_DONE found no firmware message free, in
@@ -766,9 +771,8 @@ struct SyncTables {
   std::vector<uint32_t> hold_buckets;
   uint32_t hold_mask = 0;
   Fifo<uint32_t> holds_owed{1};
-  // Per context: locks, members and barriers charged to its manager
-  // endpoints, records of its member endpoints.
-  std::vector<uint32_t> ctx_locks, ctx_members, ctx_barriers, ctx_holds;
+  // Per context (Impl::shares counts): locks, members and barriers
+  // charged to its manager endpoints, records of its member endpoints.
   uint32_t lock_quota = 0, member_quota = 0, barrier_quota = 0;
   uint32_t hold_quota = 0;
   uint32_t locks_used = 0, barriers_used = 0, holds_used = 0;
@@ -957,8 +961,7 @@ struct ShareRegion {
 
 struct ShareTables {
   std::vector<ShareRegion> regions;
-  std::vector<uint32_t> ctx_regions;  // records charged to each context
-  uint32_t quota = 0;
+  uint32_t quota = 0;  // records one context may hold (Impl::shares)
   uint32_t used = 0;
   uint32_t joins = 0;  // joins waiting anywhere (newcomer or home)
   uint64_t next_probe = UINT64_MAX;
@@ -1118,7 +1121,6 @@ struct CollTables {
   std::array<EarlyRefusal, 32> early_refused{};
   uint32_t refused_next = 0;
   uint32_t used = 0;
-  uint32_t fw_held = 0;  // firmware messages its segments hold
   // The round trip to the switch (in-switch mode), measured as the
   // channels measure theirs: an UP's timeout follows it.
   Peer switch_path;
@@ -1130,6 +1132,7 @@ struct CollTables {
 // Who is told when a firmware message is over (acknowledged, refused, or
 // its node declared dead): an index into fwmsg/'s owner table.
 enum class FwOwner : uint8_t { kProbe, kPin, kTm, kSync, kShare, kColl };
+constexpr uint32_t kFwOwners = 6;
 
 enum class FwState : uint8_t { kFree, kQueued, kInFlight };
 
@@ -1139,7 +1142,8 @@ enum class FwState : uint8_t { kFree, kQueued, kInFlight };
 struct FwMessage {
   FwState state = FwState::kFree;
   FwOwner owner = FwOwner::kProbe;
-  uint8_t gen = 0;  // bumps on reuse: stale answers are ignored
+  uint32_t context = 0;  // on whose behalf (Impl::shares); 0: the NIC's
+  uint8_t gen = 0;       // bumps on reuse: stale answers are ignored
   uint16_t node = 0;
   uint16_t len = 0;
   uint32_t kind = 0;  // enum rhn_fw_msg
@@ -1229,6 +1233,11 @@ struct Engine::Impl {
   std::vector<SrqObj> srqs;
   std::vector<QpObj> qps;
   std::vector<AreaObj> areas;
+  std::vector<uint32_t> area_buckets;  // chain heads, a power of two
+  Fifo<uint32_t> free_areas{1};
+  // The hash of the tables users key (areas, locks, barriers): its secret
+  // changes at every reset, when those tables are empty.
+  KeyedHash table_hash;
   // On-board twin memory and its allocations (ops/partial).
   std::unique_ptr<uint8_t[]> twin_mem;
   uint32_t twin_pages = 0;
@@ -1270,6 +1279,14 @@ struct Engine::Impl {
   std::unique_ptr<FwMessage[]> fw_msgs;
   Fifo<uint32_t> fw_queue;  // handles waiting to be sent
   Fifo<uint32_t> free_fw_msgs;
+  // Entries each family holds, and how many one family may (no family,
+  // however many of its messages wait for a silent peer, takes the table);
+  // the last fw_reserve entries are for account 0 (the kernel, probes).
+  std::array<uint32_t, kFwOwners> fw_family_used{};
+  uint32_t fw_family_limit = 0;
+  uint32_t fw_reserve = 0;
+  // Share accounting of the tables above and below (engine/shares.h).
+  Shares shares;
   // Receive contexts.
   std::unique_ptr<RxContext[]> rx_ctxs;
   Fifo<uint32_t> free_rx_ctxs;
@@ -1334,9 +1351,8 @@ struct Engine::Impl {
   // into the list; each piece is checked against pdn and rights first.
   bool sge_dma(const rhn_sge* sges, uint32_t num_sge, uint64_t offset,
                uint8_t* buf, uint64_t len, uint32_t pdn, bool to_host);
-  // Areas live in a hash table probed at most kAreaProbes times.
-  static constexpr uint32_t kAreaProbes = 16;
-  uint32_t area_slot(uint32_t context, uint32_t area_id, uint32_t probe) const;
+  // Areas: the bucket of (context, ID) under table_hash.
+  uint32_t& area_bucket(uint32_t context, uint32_t area_id);
   AreaObj* find_area(uint32_t context, uint32_t area_id);
   // Group 0 and the groups set for the context (RHN_ADMIN_SET_GROUPS).
   bool in_group(uint32_t context, uint16_t group) const;
@@ -1345,6 +1361,9 @@ struct Engine::Impl {
   uint8_t* twin_bytes(const TwinObj& t) {
     return twin_mem.get() + uint64_t{t.first_page} * RHN_TWIN_PAGE;
   }
+  // An MR over twin memory (MrObj::on_twin): where its bytes [va, va +
+  // len) are, or null when they are not all inside its twin.
+  uint8_t* twin_mr_bytes(const MrObj& mr, uint64_t va, uint64_t len);
   // Queue memory (rings, records, status words) owned by a context.
   rhn_syndrome check_host_ref(const HostRef& ref, uint32_t context,
                               uint64_t len, bool nic_writes);
@@ -1600,9 +1619,12 @@ struct Engine::Impl {
   // ---- fwmsg/fw_messages.cpp
   // Queues a message to `node`'s NIC; its owner hears of the outcome.
   // kNone: no room in the table (try later) or no such node.
+  // Each message is charged to its family (owner) and to the account of
+  // `context`, the context on whose behalf the NIC sends it (0: the NIC's
+  // own, probes): kNone also when either holds its share of the table.
   uint32_t fw_post(uint16_t node, uint32_t kind,
                    std::span<const uint8_t> payload, FwOwner owner,
-                   uint64_t cookie);
+                   uint64_t cookie, uint32_t context);
   // A message whose payload (up to RHN_WIRE_MTU) is copied straight into
   // the channel's packet: sent now or not at all (kNone: no handle, or
   // the node's window is full; try again later). The header fields go
@@ -1610,11 +1632,15 @@ struct Engine::Impl {
   // A free handle (the caller checked there is one) set up for a message.
   uint32_t take_fw_message(uint16_t node, uint32_t kind, uint32_t imm,
                            uint64_t addr, uint32_t aux, size_t len,
-                           FwOwner owner, uint64_t cookie, FwState state);
+                           FwOwner owner, uint64_t cookie, uint32_t context,
+                           FwState state);
   uint32_t fw_send_now(uint16_t node, uint32_t kind, uint32_t imm,
                        uint64_t addr, uint32_t aux,
                        std::span<const uint8_t> payload, FwOwner owner,
-                       uint64_t cookie);
+                       uint64_t cookie, uint32_t context);
+  // Could `owner` take a handle for `context` now (family and account
+  // shares, the kernel's reserve)?
+  bool fw_room(FwOwner owner, uint32_t context) const;
   bool fw_run(uint32_t budget);  // the firmware work class of poll()
   void fw_acked(uint32_t tag);   // the channel acknowledged it
   void fw_answer(Peer& p, const Packet& pkt);  // a NAK for one of ours

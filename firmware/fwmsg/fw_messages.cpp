@@ -68,16 +68,34 @@ void Engine::Impl::fw_reset() {
     fw_msgs[h].state = FwState::kFree;  // gen survives: late answers
     free_fw_msgs.push(h);
   }
+  fw_family_used.fill(0);
+  fw_family_limit = std::max<uint32_t>(
+      1, uint32_t(uint64_t{cfg.fw_messages} * cfg.fw_family_share / 256));
+  fw_reserve = std::min<uint32_t>(
+      cfg.fw_messages - 1,
+      uint32_t(uint64_t{cfg.fw_messages} * cfg.fw_kernel_share / 256));
+  // A user's messages: its account's share of what the reserve leaves.
+  shares.set_limit(Res::kFwMessages, cfg.fw_messages - fw_reserve,
+                   cfg.fw_messages - fw_reserve, cfg.account_share);
+}
+
+bool Engine::Impl::fw_room(FwOwner owner, uint32_t context) const {
+  if (free_fw_msgs.empty() ||
+      fw_family_used[static_cast<uint32_t>(owner)] >= fw_family_limit)
+    return false;
+  if (shares.account_of(context) == 0) return true;  // the kernel's, probes
+  return free_fw_msgs.size() > fw_reserve &&
+         shares.room(context, Res::kFwMessages);
 }
 
 uint32_t Engine::Impl::fw_post(uint16_t node, uint32_t kind,
                                std::span<const uint8_t> payload, FwOwner owner,
-                               uint64_t cookie) {
+                               uint64_t cookie, uint32_t context) {
   if (node >= cfg.max_nodes || payload.size() > RHN_FW_MSG_MAX ||
-      free_fw_msgs.empty())
+      !fw_room(owner, context))
     return kNone;
   const uint32_t h = take_fw_message(node, kind, 0, 0, 0, payload.size(), owner,
-                                     cookie, FwState::kQueued);
+                                     cookie, context, FwState::kQueued);
   FwMessage& f = fw_msgs[h];
   if (!payload.empty()) std::memcpy(f.payload, payload.data(), payload.size());
   fw_queue.push(h);
@@ -87,13 +105,17 @@ uint32_t Engine::Impl::fw_post(uint16_t node, uint32_t kind,
 uint32_t Engine::Impl::take_fw_message(uint16_t node, uint32_t kind,
                                        uint32_t imm, uint64_t addr,
                                        uint32_t aux, size_t len, FwOwner owner,
-                                       uint64_t cookie, FwState state) {
+                                       uint64_t cookie, uint32_t context,
+                                       FwState state) {
   const uint32_t h = free_fw_msgs.front();
   free_fw_msgs.pop();
   FwMessage& f = fw_msgs[h];
   f.state = state;
   f.gen++;
   f.owner = owner;
+  f.context = context;
+  fw_family_used[static_cast<uint32_t>(owner)]++;
+  shares.charge(context, Res::kFwMessages);
   f.node = node;
   f.kind = kind;
   f.cookie = cookie;
@@ -126,12 +148,14 @@ rhn_op_hdr fw_header(const FwMessage& f, uint32_t handle) {
 uint32_t Engine::Impl::fw_send_now(uint16_t node, uint32_t kind, uint32_t imm,
                                    uint64_t addr, uint32_t aux,
                                    std::span<const uint8_t> payload,
-                                   FwOwner owner, uint64_t cookie) {
+                                   FwOwner owner, uint64_t cookie,
+                                   uint32_t context) {
   if (node >= cfg.max_nodes || payload.size() > RHN_WIRE_MTU ||
-      free_fw_msgs.empty() || !room_for_request(peers[node]))
+      !fw_room(owner, context) || !room_for_request(peers[node]))
     return kNone;
-  const uint32_t h = take_fw_message(node, kind, imm, addr, aux, payload.size(),
-                                     owner, cookie, FwState::kInFlight);
+  const uint32_t h =
+      take_fw_message(node, kind, imm, addr, aux, payload.size(), owner, cookie,
+                      context, FwState::kInFlight);
   const FwMessage& f = fw_msgs[h];
   const uint32_t slot = begin_data(kNone);
   if (!payload.empty())
@@ -173,6 +197,8 @@ void Engine::Impl::fw_finish(uint32_t h, uint8_t syndrome) {
   const uint64_t cookie = f.cookie;
   f.state = FwState::kFree;
   free_fw_msgs.push(h);
+  fw_family_used[static_cast<uint32_t>(owner)]--;
+  shares.give(f.context, Res::kFwMessages);
   kOwnerDone[static_cast<uint32_t>(owner)](*this, cookie, syndrome);
 }
 

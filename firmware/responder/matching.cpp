@@ -21,8 +21,7 @@ RxContext* Engine::Impl::rx_find(Peer& p, uint32_t src, uint32_t msn) {
 }
 
 RxContext* Engine::Impl::rx_alloc(Peer& p, uint32_t dst_context) {
-  if (free_rx_ctxs.empty() ||
-      contexts[dst_context].rx_contexts >= rx_context_quota)
+  if (free_rx_ctxs.empty() || !shares.take(dst_context, Res::kRxContexts))
     return nullptr;
   const uint32_t i = free_rx_ctxs.front();
   free_rx_ctxs.pop();
@@ -33,7 +32,6 @@ RxContext* Engine::Impl::rx_alloc(Peer& p, uint32_t dst_context) {
   m.node = node_of(p);
   m.next = p.rx_head;
   p.rx_head = i;
-  contexts[dst_context].rx_contexts++;
   return &m;
 }
 
@@ -45,7 +43,7 @@ void Engine::Impl::rx_free(Peer& p, RxContext& m) {
     *link = m.next;
     break;
   }
-  contexts[m.owner].rx_contexts--;
+  shares.give(m.owner, Res::kRxContexts);
   m.used = false;
   m.next = kNone;
   free_rx_ctxs.push(idx);

@@ -27,8 +27,8 @@ rhn_syndrome Engine::Impl::check_key(uint32_t key, uint32_t context,
   // The kernel's bus-address MR (its local_dma_lkey) serves every kernel
   // PD, as IB's reserved lkey does; no other MR crosses PDs.
   const bool kernel_dma = mr.levels == 0 && mr.context == 0 && !mr.window &&
-                          pdn != kNone && pdn < pds.size() && pds[pdn].valid &&
-                          pds[pdn].context == 0;
+                          !mr.on_twin && pdn != kNone && pdn < pds.size() &&
+                          pds[pdn].valid && pds[pdn].context == 0;
   if (pdn != kNone && mr.pdn != pdn && !kernel_dma) return RHN_SYN_PD_MISMATCH;
   if (context != kNone && mr.context != context) return RHN_SYN_PD_MISMATCH;
   if ((mr.access & access) != access) return RHN_SYN_ACCESS_RIGHTS;
@@ -86,6 +86,7 @@ void Engine::Impl::unbind_window(MrObj& mw) {
 Engine::Impl::Fault Engine::Impl::translate(uint32_t mr_index, uint64_t va,
                                             uint64_t& bus_addr) {
   const MrObj& mr = mrs[mr_index];
+  if (mr.on_twin) return Fault::kBounds;  // on the NIC: no bus address
   if (mr.levels == 0) {
     bus_addr = va;
     return Fault::kOk;
@@ -116,10 +117,32 @@ Engine::Impl::Fault Engine::Impl::translate(uint32_t mr_index, uint64_t va,
   return Fault::kOk;
 }
 
+uint8_t* Engine::Impl::twin_mr_bytes(const MrObj& mr, uint64_t va,
+                                     uint64_t len) {
+  // The MR holds a reference on its twin, so the handle stays valid;
+  // checked all the same, as every length here.
+  const TwinObj* t = twin_of(mr.twin, mr.context);
+  if (!t || va < mr.iova) return nullptr;
+  const uint64_t size = uint64_t{t->pages} * RHN_TWIN_PAGE;
+  const uint64_t off = mr.twin_offset + (va - mr.iova);
+  if (off < mr.twin_offset || off > size || len > size - off) return nullptr;
+  return twin_bytes(*t) + off;
+}
+
 bool Engine::Impl::mr_dma(uint32_t mr_index, uint64_t va, void* buf,
                           uint64_t len, bool write) {
   auto* p = static_cast<uint8_t*>(buf);
   const MrObj& mr = mrs[mr_index];
+  if (mr.on_twin) {
+    // Device memory: the NIC's own, no DMA.
+    uint8_t* at = twin_mr_bytes(mr, va, len);
+    if (!at) {
+      counters.add(RHN_CNT_DMA_ERRORS);
+      return false;
+    }
+    if (len) std::memmove(write ? at : p, write ? p : at, len);
+    return true;
+  }
   const uint64_t page_size =
       mr.levels == 0 ? UINT64_MAX : (1ull << mr.page_shift);
   while (len) {
@@ -146,6 +169,15 @@ bool Engine::Impl::mr_dma(uint32_t mr_index, uint64_t va, void* buf,
 
 bool Engine::Impl::mr_store_u64(uint32_t mr_index, uint64_t va,
                                 uint64_t value) {
+  if (mrs[mr_index].on_twin) {
+    uint8_t* at = (va & 7) ? nullptr : twin_mr_bytes(mrs[mr_index], va, 8);
+    if (!at) {
+      counters.add(RHN_CNT_DMA_ERRORS);
+      return false;
+    }
+    std::memcpy(at, &value, sizeof(value));
+    return true;
+  }
   uint64_t addr;
   // An aligned word never crosses a page: one translation.
   if ((va & 7) || translate(mr_index, va, addr) != Fault::kOk ||
@@ -230,16 +262,16 @@ bool Engine::Impl::host_publish(const HostRef& ref, uint64_t offset,
   return true;
 }
 
-uint32_t Engine::Impl::area_slot(uint32_t context, uint32_t area_id,
-                                 uint32_t probe) const {
-  const uint32_t h = (area_id * 0x9e3779b1u) ^ (context * 0x85ebca6bu);
-  return (h + probe) % static_cast<uint32_t>(areas.size());
+uint32_t& Engine::Impl::area_bucket(uint32_t context, uint32_t area_id) {
+  const uint64_t h = table_hash(uint64_t{4} << 56 | context, area_id);
+  return area_buckets[h & (area_buckets.size() - 1)];
 }
 
 AreaObj* Engine::Impl::find_area(uint32_t context, uint32_t area_id) {
-  for (uint32_t probe = 0; probe < kAreaProbes; probe++) {
-    AreaObj& a = areas[area_slot(context, area_id, probe)];
-    if (a.valid && a.context == context && a.area_id == area_id) return &a;
+  for (uint32_t i = area_bucket(context, area_id); i != kNone;
+       i = areas[i].chain) {
+    AreaObj& a = areas[i];
+    if (a.context == context && a.area_id == area_id) return &a;
   }
   return nullptr;
 }

@@ -53,8 +53,7 @@ void Engine::Impl::reset_peer(Peer& p, uint16_t session) {
 }
 
 bool Engine::Impl::context_over_quota(uint32_t context) const {
-  return context < contexts.size() &&
-         contexts[context].tx_slots >= context_slot_quota;
+  return !shares.room(context, Res::kTxSlots);
 }
 
 bool Engine::Impl::can_send(const Peer& p, uint32_t context) const {
@@ -76,13 +75,13 @@ uint32_t Engine::Impl::begin_data(uint32_t context) {
   free_slots.pop();
   slots[slot].context = context;
   slots[slot].next = kNone;
-  if (context < contexts.size()) contexts[context].tx_slots++;
+  shares.charge(context, Res::kTxSlots);
   return slot;
 }
 
 void Engine::Impl::return_slot(uint32_t slot) {
   SendSlot& s = slots[slot];
-  if (s.context < contexts.size()) contexts[s.context].tx_slots--;
+  shares.give(s.context, Res::kTxSlots);
   s.context = kNone;
   s.next = kNone;
   free_slots.push(slot);

@@ -506,6 +506,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.query_port = rhinet_query_port,
 	.query_qp = rhinet_query_qp,
 	.query_srq = rhinet_query_srq,
+	.reg_dm_mr = rhinet_reg_dm_mr,
 	.reg_user_mr = rhinet_reg_user_mr,
 	.req_notify_cq = rhinet_req_notify_cq,
 	.rereg_user_mr = rhinet_rereg_user_mr,

@@ -21,10 +21,10 @@
 
 #define RHINET_GID_TABLE_LEN 16
 #define RHINET_MAX_AH 65536 /* software objects: a node number each */
-/* Process groups with members on this node (each process: at most
- * RHINET_MAX_GROUPS of them).
+/* Process groups granted on this node, and revoked ones that still have
+ * members (each process: at most RHINET_MAX_GROUPS of them).
  */
-#define RHINET_MAX_NODE_GROUPS 1024
+#define RHINET_MAX_NODE_GROUPS RHINET_MAX_GROUP_GRANTS
 
 struct rhinet_od;
 struct rhinet_od_event;
@@ -41,10 +41,14 @@ struct rhinet_ib {
 	phys_addr_t db_bar; /* bus address of doorbell page 0 */
 	u32 db_pages;
 	struct ida contexts; /* doorbell pages 1..db_pages-1 */
-	/* Contexts each user holds (uid -> count): one user cannot take
-	 * every doorbell page.
+	/* Contexts each user holds and the user's NIC account (uid ->
+	 * count << 8 | account): one user cannot take every doorbell page,
+	 * nor more than an account's share of the NIC's tables. Accounts
+	 * 1..RHN_MAX_ACCOUNTS-1 in use (0 is the kernel's); both under the
+	 * xarray's lock.
 	 */
 	struct xarray user_contexts;
+	DECLARE_BITMAP(accounts, RHN_MAX_ACCOUNTS);
 	/* Objects by NIC number, for events; XA_FLAGS_LOCK_IRQ. */
 	struct xarray cqs;
 	struct xarray qps;
@@ -55,8 +59,9 @@ struct rhinet_ib {
 	atomic_t num_pds, num_mrs, num_ahs, num_areas;
 	u32 max_pds, max_mrs, max_areas;
 	atomic64_t pinned_pages; /* by all umems of this device */
-	/* Process groups with members here (rhinet_ucontext.c): group ID ->
-	 * struct rhinet_group; the first member named its token.
+	/* Process groups of this node: group ID -> struct rhinet_group,
+	 * granted by the administrator (rhinet_groups.c), joined by
+	 * contexts (rhinet_ucontext.c).
 	 */
 	struct mutex groups_lock; /* groups, num_groups, each entry */
 	struct xarray groups;
@@ -75,24 +80,49 @@ struct rhinet_ib {
 	bool port_was_up;
 	/* Remote pin-down (rhinet_pindown.c), if the NIC has it (od_ring):
 	 * on-demand MRs by MR index (XA_FLAGS_LOCK_IRQ), the NIC's requests
-	 * queued by the event handler for od_work.
+	 * queued by the event handler for od_work, or coalesced with their
+	 * MR when the ring has no room for them.
 	 */
 	struct xarray od_mrs;
 	/* From a new MR's CREATE_MR to its od_mrs entry: the work item finds
 	 * every MR the NIC can ask for.
 	 */
 	struct mutex od_reg_lock;
-	spinlock_t od_lock; /* od_ring, od_head, od_tail, od_lost */
+	/* od_ring, od_head, od_tail, od_ctx_queued, od_lost and the events
+	 * coalesced with each MR
+	 */
+	spinlock_t od_lock;
 	struct rhinet_od_event *od_ring;
 	u32 od_head, od_tail;
-	struct list_head od_lost; /* MRs with requests the ring missed */
+	u16 *od_ctx_queued; /* ring entries of each NIC context */
+	struct list_head od_lost; /* MRs with coalesced events, in order */
 	struct work_struct od_work;
+	/* What each user declared and pinned on demand, all its processes
+	 * (uid -> struct rhinet_od_user)
+	 */
+	struct mutex od_users_lock; /* od_users, each entry's reg_pages */
+	struct xarray od_users;
 	atomic64_t pin_requests, pin_refusals, pin_releases, pin_overflows;
 	/* Switch groups of simultaneous multicast (rhinet_mcast_switch.c):
 	 * group ID -> the list last set on the NIC.
 	 */
 	struct mutex mcast_lock; /* mcast_groups and the NIC's table */
 	struct xarray mcast_groups;
+};
+
+/*
+ * A process group on this node: what its grant says (token, who may join,
+ * until when) and how many contexts are in it. The entry lives from the
+ * grant until it is revoked or expired and its last member has left.
+ */
+struct rhinet_group {
+	u64 token;
+	kuid_t uid; /* INVALID_UID: no user is named */
+	kgid_t gid; /* INVALID_GID: no group is named */
+	kuid_t granted_by; /* real uid of the granting process */
+	time64_t expires; /* boottime seconds; 0: never */
+	u32 members; /* contexts in the group */
+	bool revoked;
 };
 
 /* Pinned user memory registered with the NIC as one memory region. */
@@ -128,6 +158,11 @@ struct rhinet_dm {
 	u32 handle; /* the NIC's, RHN_ADMIN_ALLOC_TWIN */
 	u64 bytes; /* whole RHN_TWIN_PAGEs */
 };
+
+static inline struct rhinet_dm *to_rdm(struct ib_dm *ibdm)
+{
+	return container_of(ibdm, struct rhinet_dm, ibdm);
+}
 
 struct rhinet_db_entry {
 	struct rdma_user_mmap_entry rdma;
@@ -299,6 +334,9 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				   struct ib_pd *new_pd,
 				   struct ib_udata *udata);
 int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *rhinet_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
+			       struct ib_dm_mr_attr *attr,
+			       struct uverbs_attr_bundle *attrs);
 int rhinet_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int rhinet_dealloc_mw(struct ib_mw *ibmw);
 
@@ -328,6 +366,13 @@ void rhinet_mmap_free(struct rdma_user_mmap_entry *entry);
 /* rhinet_twin.c */
 extern const struct uapi_definition rhinet_uapi_defs[];
 extern const struct uapi_definition rhinet_mcast_switch_defs[];
+extern const struct uapi_definition rhinet_groups_defs[];
+bool rhinet_group_live(const struct rhinet_group *g);
+bool rhinet_group_may_join(struct rhinet_ib *ib, u16 id,
+			   const struct rhinet_group *g, u64 token);
+void rhinet_group_drop_locked(struct rhinet_ib *ib, u16 id,
+			      struct rhinet_group *g);
+void rhinet_groups_fini(struct rhinet_ib *ib);
 void rhinet_mcast_switch_init(struct rhinet_ib *ib);
 void rhinet_mcast_switch_fini(struct rhinet_ib *ib);
 void rhinet_twin_limits(struct rhinet_ib *ib);

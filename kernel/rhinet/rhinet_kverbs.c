@@ -17,6 +17,9 @@
 
 #include "rhinet_ib.h"
 
+/* Kernel CQs: at most 2^16 CQEs (2 MiB of DMA-coherent memory). */
+#define RHINET_KCQ_MAX_LOG 16
+
 static int rhinet_kbuf_alloc(struct rhinet_ib *ib, struct rhinet_kbuf *kbuf,
 			     size_t size)
 {
@@ -58,7 +61,12 @@ int rhinet_kcq_create(struct rhinet_ib *ib, struct rhinet_cq *cq,
 
 	if (attr->flags)
 		return -EOPNOTSUPP;
-	if (!attr->cqe || log > le32_to_cpu(ib->rdev->attr.max_cq_log_depth))
+	/* A kernel CQ's ring is one DMA-coherent allocation: not the 4M
+	 * entries (128 MiB) a user CQ in the process's pinned memory may
+	 * have, at most RHINET_KCQ_MAX_LOG.
+	 */
+	if (!attr->cqe || log > RHINET_KCQ_MAX_LOG ||
+	    log > le32_to_cpu(ib->rdev->attr.max_cq_log_depth))
 		return -EINVAL;
 	ret = rhinet_kbuf_alloc(ib, &cq->k.kbuf,
 				ring_bytes + sizeof(struct rhn_cq_record));

@@ -51,8 +51,9 @@ static void rhinet_vpt_free(struct rhinet_ib *ib, struct rhinet_mem *mem)
 /*
  * Fills the tables for @npages pages of @pgsz bytes: the umem's pages, or
  * without one (on-demand MRs) invalid leaf entries. Table pages are kept
- * leaves first, then each upper level, the single top page last. Returns
- * the number of levels or a negative errno.
+ * leaves first, then each upper level, the single top page last; they
+ * are charged to the caller's memory cgroup (user MRs and queues: the
+ * process's). Returns the number of levels or a negative errno.
  */
 int rhinet_vpt_build(struct rhinet_ib *ib, struct rhinet_mem *mem,
 		     unsigned long pgsz, u64 npages)
@@ -73,15 +74,17 @@ int rhinet_vpt_build(struct rhinet_ib *ib, struct rhinet_mem *mem,
 		first[l] = total;
 		total += count[l];
 	}
-	mem->tables = kvcalloc(total, sizeof(*mem->tables), GFP_KERNEL);
-	mem->tables_dma = kvcalloc(total, sizeof(*mem->tables_dma), GFP_KERNEL);
+	mem->tables = kvcalloc(total, sizeof(*mem->tables),
+			       GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	mem->tables_dma = kvcalloc(total, sizeof(*mem->tables_dma),
+				   GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!mem->tables || !mem->tables_dma)
 		goto err_nomem;
 	mem->num_tables = total;
 	for (i = 0; i < total; i++) {
 		mem->tables[i] = dma_alloc_coherent(dev, VPT_PAGE_SIZE,
 						    &mem->tables_dma[i],
-						    GFP_KERNEL);
+						    GFP_KERNEL_ACCOUNT);
 		if (!mem->tables[i])
 			goto err_nomem;
 	}
@@ -546,6 +549,65 @@ int rhinet_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 				  mr->pbl.va, mr->pbl.dma);
 	rhinet_mr_free(ib, mr);
 	return 0;
+}
+
+/*
+ * An MR over device memory (ibv_reg_dm_mr): bytes [attr->offset, +length)
+ * of the DM's twin, addressed from 0 (ib_core takes only zero-based DM MRs
+ * and has checked the range against the DM). The NIC reaches them by the
+ * key as it reaches host memory (RHN_CREATE_MR_F_TWIN): a local SGE, a
+ * peer's WRITE, READ or atomic. Nothing is pinned; the NIC keeps the twin
+ * while the MR exists, as ib_core keeps the DM.
+ */
+struct ib_mr *rhinet_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
+			       struct ib_dm_mr_attr *attr,
+			       struct uverbs_attr_bundle *attrs)
+{
+	struct rhinet_ib *ib = to_rib(ibpd->device);
+	struct rhinet_dm *dm = to_rdm(ibdm);
+	struct rhinet_pd *pd = to_rpd(ibpd);
+	struct rhn_admin_cmd cmd = {};
+	struct rhinet_mr *mr;
+	int ret;
+
+	if (attr->access_flags &
+	    ~(RHINET_MR_ACCESS | IB_ZERO_BASED | IB_ACCESS_OPTIONAL)) {
+		ibdev_dbg(&ib->ibdev, "DM MR access %#x not supported\n",
+			  attr->access_flags);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+	if (!(attr->access_flags & IB_ZERO_BASED) || !attr->length ||
+	    attr->offset > dm->bytes || attr->length > dm->bytes - attr->offset ||
+	    pd->ctx != dm->uc->ctx)
+		return ERR_PTR(-EINVAL);
+	mr = rhinet_mr_new(ib);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	cmd.hdr.opcode = RHN_ADMIN_CREATE_MR;
+	cmd.u.create_mr.pdn = cpu_to_le32(pd->pdn);
+	cmd.u.create_mr.access =
+		cpu_to_le32(rhinet_mr_access(attr->access_flags));
+	cmd.u.create_mr.iova = 0;
+	cmd.u.create_mr.length = cpu_to_le64(attr->length);
+	cmd.u.create_mr.twin = cpu_to_le32(dm->handle);
+	cmd.u.create_mr.twin_offset = cpu_to_le64(attr->offset);
+	cmd.u.create_mr.key_variant = atomic_inc_return(&ib->key_variant);
+	cmd.u.create_mr.flags = RHN_CREATE_MR_F_TWIN;
+	ret = rhinet_ctx_exec(ib, pd->ctx, &cmd, &mr->mem.key);
+	if (ret) {
+		ibdev_dbg(&ib->ibdev, "DM MR %llu at %llu: %d\n", attr->length,
+			  attr->offset, ret);
+		rhinet_mr_free(ib, mr);
+		return ERR_PTR(ret);
+	}
+	mr->mem.ctx = pd->ctx;
+	mr->access = attr->access_flags;
+	mr->ibmr.lkey = mr->mem.key;
+	mr->ibmr.rkey = mr->mem.key;
+	mr->ibmr.length = attr->length;
+	mr->ibmr.iova = 0;
+	mr->ibmr.page_size = PAGE_SIZE;
+	return &mr->ibmr;
 }
 
 /* ---- memory windows ------------------------------------------------------ */

@@ -8,11 +8,22 @@
  * pins the pages in the process's mm, enters them in the leaf tables and
  * answers RHN_ADMIN_PD_MAPPED, counts holders, and unpins pages nobody
  * holds once the NIC has dropped their translations.
+ *
+ * Limits: what a declaration costs the kernel (VP tables and bookkeeping,
+ * 28 bytes a page) is charged to the process's memory cgroup and bounded
+ * per user (max_on_demand_reg_pages); pinned pages count in the process's
+ * pinned_vm against its RLIMIT_MEMLOCK, as ib_umem_get() counts them, and
+ * per user (max_pin_on_demand_pages). No event is lost: one the ring has
+ * no room for (or whose context has its share of the ring) is coalesced
+ * with its MR and handled in its turn.
  */
+#include <linux/capability.h>
 #include <linux/dma-mapping.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/uaccess.h>
 
 #include "rhinet_ib.h"
@@ -20,12 +31,19 @@
 static unsigned int max_pin_on_demand_pages = 65536;
 module_param(max_pin_on_demand_pages, uint, 0644);
 MODULE_PARM_DESC(max_pin_on_demand_pages,
-		 "Pages of on-demand MRs one RDMA context (process) may have pinned for its peers; 0: no limit");
+		 "Pages of on-demand MRs one user (all its processes) may have pinned for its peers, each process also within its RLIMIT_MEMLOCK; 0: no limit");
 
-/* Events the handler keeps for the work item (16 bytes each); one the ring
- * has no room for is lost, except a PIN: its range is kept with its MR.
+static unsigned long max_on_demand_reg_pages;
+module_param(max_on_demand_reg_pages, ulong, 0644);
+MODULE_PARM_DESC(max_on_demand_reg_pages,
+		 "Pages one user (all its processes) may declare in on-demand MRs, 28 bytes of kernel memory each; 0: as many as the host has RAM");
+
+/* Events the handler keeps for the work item, in order; one the ring has
+ * no room for, or one of a context with RHINET_OD_CTX_SHARE of them
+ * queued, is coalesced with its MR instead.
  */
 #define RHINET_OD_RING 4096
+#define RHINET_OD_CTX_SHARE (RHINET_OD_RING / 8)
 /* Pages pinned per pin_user_pages_remote() call. */
 #define RHINET_OD_BATCH 512
 
@@ -33,30 +51,62 @@ struct rhinet_od_event {
 	u32 key;
 	u32 first;
 	u32 count;
+	u32 ctx; /* counted in od_ctx_queued; 0: not */
 	u8 type; /* RHN_EQE_PD_REQUEST or RHN_EQE_PD_RELEASE */
 	u8 flags; /* enum rhn_eqe_pd_flags */
 };
 
+/* A user's on-demand MRs on the device, all its processes (od_users). */
+struct rhinet_od_user {
+	u64 reg_pages; /* declared; under od_users_lock */
+	atomic64_t pinned;
+};
+
 /* An on-demand MR's pages (rhinet_mr.od). */
 struct rhinet_od {
-	refcount_t ref; /* the MR's, a queued lost range's, the work item's */
+	refcount_t ref; /* the MR's, od_lost's, the work item's */
 	struct mutex lock; /* all below but the constants; the leaf entries */
 	bool dead; /* the MR is going: nothing may be pinned any more */
 	bool writable;
+	bool lock_cap; /* CAP_IPC_LOCK at registration: no RLIMIT_MEMLOCK */
 	u32 key;
 	u32 ctx;
+	u32 uid; /* the context's user */
 	u32 npages;
 	unsigned long start; /* user address of page 0 */
 	struct mm_struct *mm; /* mmgrab()bed at registration */
+	struct task_struct *task; /* its group leader: RLIMIT_MEMLOCK */
 	struct rhinet_ucontext *uc; /* charged with the pages (od_pinned) */
+	struct rhinet_od_user *user; /* charged with npages and the pins */
 	struct rhinet_mem *mem; /* its leaf tables come first */
 	struct page **pages; /* NULL: not pinned */
 	u32 *holds; /* PD_REQUEST holders; nonzero only for pinned pages */
-	/* A PIN the ring missed (under the device's od_lock): on od_lost,
-	 * answered over the pages [lost_first, lost_end) of all of them.
+	/*
+	 * Events coalesced (under the device's od_lock). While the MR is on
+	 * od_lost, every event of it joins them; the work item takes them
+	 * once the ring has no event older than lost_seq. PINs: one range
+	 * [pin_first, pin_end) answered as one (the NIC answers every
+	 * request overlapping it). HOLDs (+1) and RELEASEs (-1) of
+	 * [first, end): diff[first] += d, diff[end] -= d, in the array the
+	 * handler adds to (diff_cur), so that page i gained the sum of
+	 * diff[0..i] holders; [act_first, act_end) bounds them. The work
+	 * item drains the other array. pin_end, act_end 0: none.
 	 */
 	struct list_head lost;
-	u32 lost_first, lost_end;
+	u32 lost_seq;
+	u32 pin_first, pin_end;
+	u32 act_first, act_end;
+	bool act_release; /* some were RELEASEs */
+	u8 diff_cur;
+	s32 *diff[2]; /* npages + 1 entries each */
+};
+
+/* What the work item took of an MR's coalesced events. */
+struct rhinet_od_batch {
+	u32 pin_first, pin_end;
+	u32 act_first, act_end;
+	bool act_release;
+	s32 *diff;
 };
 
 static __le64 *rhinet_od_leaf(struct rhinet_od *od, u32 i)
@@ -73,14 +123,57 @@ static void rhinet_od_put(struct rhinet_od *od)
 	}
 }
 
-/* Pages pinned (@n > 0) or unpinned, for the port statistic and the mm's
- * VmPin; the context's count is kept by the callers.
+/*
+ * Charges @n more pinned pages to the MR's user (max_pin_on_demand_pages)
+ * and to its process's pinned_vm, within the process's RLIMIT_MEMLOCK
+ * unless it had CAP_IPC_LOCK (as ib_umem_get()); false, charging
+ * nothing, beyond either. The mm must be alive (mmget).
  */
-static void rhinet_od_account(struct rhinet_ib *ib, struct rhinet_od *od,
-			      s64 n)
+static bool rhinet_od_charge(struct rhinet_ib *ib, struct rhinet_od *od,
+			     u32 n)
 {
+	unsigned int limit = READ_ONCE(max_pin_on_demand_pages);
+	unsigned long lock_limit;
+	s64 pinned;
+
+	pinned = atomic64_add_return(n, &od->user->pinned);
+	if (limit && pinned > limit) {
+		ibdev_dbg(&ib->ibdev,
+			  "MR %#x: %u pages beyond user %u's pin limit %u\n",
+			  od->key, n, od->uid, limit);
+		goto undo_user;
+	}
+	pinned = atomic64_add_return(n, &od->mm->pinned_vm);
+	lock_limit = task_rlimit(od->task, RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	if (!od->lock_cap && (u64)pinned > lock_limit) {
+		ibdev_dbg(&ib->ibdev,
+			  "MR %#x: %u pages beyond RLIMIT_MEMLOCK (%lu pages)\n",
+			  od->key, n, lock_limit);
+		goto undo_mm;
+	}
+	atomic64_add(n, &od->uc->od_pinned);
 	atomic64_add(n, &ib->pinned_pages);
-	atomic64_add(n, &od->mm->pinned_vm);
+	return true;
+
+undo_mm:
+	atomic64_sub(n, &od->mm->pinned_vm);
+undo_user:
+	atomic64_sub(n, &od->user->pinned);
+	return false;
+}
+
+/* @n pinned pages less: the port statistic, VmPin, the context's and the
+ * user's counts.
+ */
+static void rhinet_od_uncharge(struct rhinet_ib *ib, struct rhinet_od *od,
+			       u32 n)
+{
+	if (!n)
+		return;
+	atomic64_sub(n, &ib->pinned_pages);
+	atomic64_sub(n, &od->uc->od_pinned);
+	atomic64_sub(n, &od->mm->pinned_vm);
+	atomic64_sub(n, &od->user->pinned);
 }
 
 /* Unmaps and unpins page @i; the NIC reaches it no longer. */
@@ -126,14 +219,13 @@ static u32 rhinet_od_map(struct rhinet_ib *ib, struct rhinet_od *od, u32 i,
 }
 
 /*
- * Pins the pages of [first, end) that are not, if the context's limit
- * allows all of them, and enters them in the leaf tables. Returns true
- * when the whole range is pinned; what did get pinned stays.
+ * Pins the pages of [first, end) that are not, if the limits allow all of
+ * them (rhinet_od_charge()), and enters them in the leaf tables. Returns
+ * true when the whole range is pinned; what did get pinned stays.
  */
 static bool rhinet_od_pin(struct rhinet_ib *ib, struct rhinet_od *od,
 			  u32 first, u32 end)
 {
-	unsigned int limit = READ_ONCE(max_pin_on_demand_pages);
 	unsigned int gup = FOLL_LONGTERM | (od->writable ? FOLL_WRITE : 0);
 	u32 i, n, missing = 0, done = 0;
 	long got;
@@ -142,13 +234,10 @@ static bool rhinet_od_pin(struct rhinet_ib *ib, struct rhinet_od *od,
 		missing += !od->pages[i];
 	if (!missing)
 		return true;
-	if (atomic64_add_return(missing, &od->uc->od_pinned) > limit && limit) {
-		ibdev_dbg(&ib->ibdev, "MR %#x: %u pages beyond the pin limit\n",
-			  od->key, missing);
-		goto out;
-	}
 	if (!mmget_not_zero(od->mm))
-		goto out; /* the process is exiting */
+		return false; /* the process is exiting */
+	if (!rhinet_od_charge(ib, od, missing))
+		goto out;
 	for (i = first; i < end; i += n) {
 		n = 1;
 		if (od->pages[i])
@@ -169,12 +258,11 @@ static bool rhinet_od_pin(struct rhinet_ib *ib, struct rhinet_od *od,
 		}
 		cond_resched();
 	}
-	mmput(od->mm);
-	rhinet_od_account(ib, od, done);
+	rhinet_od_uncharge(ib, od, missing - done);
 	/* The entries before the PD_MAPPED that names them. */
 	dma_wmb();
 out:
-	atomic64_sub(missing - done, &od->uc->od_pinned);
+	mmput(od->mm);
 	return done == missing;
 }
 
@@ -188,13 +276,22 @@ static void rhinet_od_hold(struct rhinet_od *od, u32 first, u32 end)
 			od->holds[i]++;
 }
 
+/* A peer released [first, end): one holder less of each page. */
+static void rhinet_od_unhold(struct rhinet_od *od, u32 first, u32 end)
+{
+	u32 i;
+
+	for (i = first; i < end; i++)
+		if (od->holds[i])
+			od->holds[i]--;
+}
+
 /*
- * A peer released [first, end): one holder less for each page; the pages
- * nobody holds then are invalidated, and unpinned once the NIC has dropped
- * the translations it cached.
+ * The pinned pages of [first, end) that nobody holds are invalidated, and
+ * unpinned once the NIC has dropped the translations it cached.
  */
-static void rhinet_od_release(struct rhinet_ib *ib, struct rhinet_od *od,
-			      u32 first, u32 end)
+static void rhinet_od_unpin_idle(struct rhinet_ib *ib, struct rhinet_od *od,
+				 u32 first, u32 end)
 {
 	struct rhn_admin_cmd cmd = {};
 	u32 i, n = 0;
@@ -202,8 +299,6 @@ static void rhinet_od_release(struct rhinet_ib *ib, struct rhinet_od *od,
 	int ret;
 
 	for (i = first; i < end; i++) {
-		if (od->holds[i])
-			od->holds[i]--;
 		if (!od->pages[i] || od->holds[i])
 			continue;
 		leaf = rhinet_od_leaf(od, i);
@@ -230,10 +325,8 @@ static void rhinet_od_release(struct rhinet_ib *ib, struct rhinet_od *od,
 		else
 			rhinet_od_drop(ib, od, i);
 	}
-	if (!ret) {
-		rhinet_od_account(ib, od, -(s64)n);
-		atomic64_sub(n, &od->uc->od_pinned);
-	}
+	if (!ret)
+		rhinet_od_uncharge(ib, od, n);
 }
 
 /* Tells the NIC it may resume (or must fail) what waits for the pages. */
@@ -272,7 +365,8 @@ static void rhinet_od_handle(struct rhinet_ib *ib, struct rhinet_od *od,
 		goto out;
 	if (ev->type == RHN_EQE_PD_RELEASE) {
 		atomic64_inc(&ib->pin_releases);
-		rhinet_od_release(ib, od, first, end);
+		rhinet_od_unhold(od, first, end);
+		rhinet_od_unpin_idle(ib, od, first, end);
 		goto out;
 	}
 	if (ev->flags & RHN_EQE_F_PD_PIN) {
@@ -312,76 +406,175 @@ static struct rhinet_od *rhinet_od_get(struct rhinet_ib *ib, u32 key)
 	return od;
 }
 
-/* The events in order; then the PINs the ring missed. */
+/* Page @i is held but not pinned (a release unpinned it meanwhile). */
+static bool rhinet_od_repin(struct rhinet_od *od, u32 i)
+{
+	return od->holds[i] && !od->pages[i];
+}
+
+/*
+ * The events coalesced with @od, as they would have been handled one by
+ * one (their order among themselves aside): the PINs as one range, then
+ * the holders gained and lost page by page (none gained where that PIN
+ * failed: a failed PD_REQUEST holds nothing); held pages that are not
+ * pinned are pinned again, and with a RELEASE among them the pages of the
+ * range nobody holds are unpinned (also those pinned by a first touch
+ * alone).
+ */
+static void rhinet_od_drain(struct rhinet_ib *ib, struct rhinet_od *od,
+			    const struct rhinet_od_batch *b)
+{
+	struct rhinet_od_event ev = {};
+	bool pin_failed = false;
+	s64 carry = 0;
+	u32 i, j;
+
+	mutex_lock(&od->lock);
+	if (od->dead)
+		goto out;
+	if (b->pin_end) {
+		ev.first = b->pin_first;
+		ev.count = b->pin_end - b->pin_first;
+		pin_failed = !rhinet_od_pin(ib, od, b->pin_first, b->pin_end);
+		rhinet_od_answer(ib, od, &ev, !pin_failed);
+	}
+	if (!b->act_end)
+		goto out;
+	for (i = b->act_first; i < b->act_end; i++) {
+		carry += b->diff[i];
+		b->diff[i] = 0;
+		if (carry > 0 && !(pin_failed && i >= b->pin_first &&
+				   i < b->pin_end))
+			od->holds[i] = min_t(u64, od->holds[i] + carry, U32_MAX);
+		else if (carry < 0)
+			od->holds[i] -= min_t(u64, od->holds[i], -carry);
+		if (!(i % RHINET_OD_BATCH))
+			cond_resched();
+	}
+	b->diff[b->act_end] = 0;
+	for (i = b->act_first; i < b->act_end; i = j) {
+		j = i + 1;
+		if (!rhinet_od_repin(od, i))
+			continue;
+		while (j < b->act_end && rhinet_od_repin(od, j))
+			j++;
+		rhinet_od_pin(ib, od, i, j);
+	}
+	for (i = b->act_first; i < b->act_end; i++)
+		if (!od->pages[i])
+			od->holds[i] = 0;
+	if (b->act_release)
+		rhinet_od_unpin_idle(ib, od, b->act_first, b->act_end);
+out:
+	mutex_unlock(&od->lock);
+}
+
+/* Takes @od's coalesced events (od_lock held): the handler coalesces into
+ * the other array from now on.
+ */
+static void rhinet_od_take(struct rhinet_od *od, struct rhinet_od_batch *b)
+{
+	list_del_init(&od->lost);
+	b->pin_first = od->pin_first;
+	b->pin_end = od->pin_end;
+	b->act_first = od->act_first;
+	b->act_end = od->act_end;
+	b->act_release = od->act_release;
+	b->diff = od->diff[od->diff_cur];
+	od->diff_cur ^= 1;
+	od->pin_first = 0;
+	od->pin_end = 0;
+	od->act_first = 0;
+	od->act_end = 0;
+	od->act_release = false;
+}
+
+/* The events in order: the ring's, and each MR's coalesced ones after
+ * those the ring held before them.
+ */
 static void rhinet_od_work(struct work_struct *work)
 {
 	struct rhinet_ib *ib = container_of(work, struct rhinet_ib, od_work);
 	struct rhinet_od_event ev = {};
+	struct rhinet_od_batch b;
 	struct rhinet_od *od;
 
 	for (;;) {
 		spin_lock_irq(&ib->od_lock);
 		od = list_first_entry_or_null(&ib->od_lost, struct rhinet_od,
 					      lost);
-		if (ib->od_tail != ib->od_head) {
+		if (od && (s32)(ib->od_tail - od->lost_seq) >= 0) {
+			rhinet_od_take(od, &b);
+		} else if (ib->od_tail != ib->od_head) {
 			ev = ib->od_ring[ib->od_tail++ % RHINET_OD_RING];
+			if (ev.ctx)
+				ib->od_ctx_queued[ev.ctx]--;
 			od = NULL;
-		} else if (od) {
-			list_del_init(&od->lost);
-			ev.key = od->key;
-			ev.first = od->lost_first;
-			ev.count = od->lost_end - od->lost_first;
-			ev.type = RHN_EQE_PD_REQUEST;
-			ev.flags = RHN_EQE_F_PD_PIN;
 		} else {
 			spin_unlock_irq(&ib->od_lock);
 			return;
 		}
 		spin_unlock_irq(&ib->od_lock);
-		if (!od)
-			od = rhinet_od_get(ib, ev.key);
 		if (od) {
-			rhinet_od_handle(ib, od, &ev);
-			rhinet_od_put(od);
+			rhinet_od_drain(ib, od, &b);
+			rhinet_od_put(od); /* od_lost's */
+		} else {
+			od = rhinet_od_get(ib, ev.key);
+			if (od) {
+				rhinet_od_handle(ib, od, &ev);
+				rhinet_od_put(od);
+			}
 		}
 		cond_resched();
 	}
 }
 
 /*
- * The ring is full, and the NIC holds requests until this PIN is answered:
- * the range is kept with its MR, merged with others missed there, and
- * answered as one (the NIC answers every request overlapping it).
+ * The ring has no room for @ev, @od's context has its share of the ring,
+ * or @od has coalesced events already: @ev joins them (od_lock held).
+ * Constant time, whatever the range.
  */
-static void rhinet_od_keep(struct rhinet_ib *ib,
-			   const struct rhinet_od_event *ev)
+static void rhinet_od_coalesce(struct rhinet_ib *ib, struct rhinet_od *od,
+			       const struct rhinet_od_event *ev)
 {
-	struct rhinet_od *od;
-	unsigned long flags;
-	u32 end;
+	bool pin = ev->type == RHN_EQE_PD_REQUEST &&
+		   ev->flags & RHN_EQE_F_PD_PIN;
+	bool release = ev->type == RHN_EQE_PD_RELEASE;
+	bool hold = ev->type == RHN_EQE_PD_REQUEST &&
+		    ev->flags & RHN_EQE_F_PD_HOLD;
+	s32 *diff = od->diff[od->diff_cur];
+	s32 d = release ? -1 : 1;
+	u32 first = ev->first, end;
 
-	xa_lock_irqsave(&ib->od_mrs, flags);
-	od = xa_load(&ib->od_mrs, ev->key >> RHN_KEY_INDEX_SHIFT);
-	if (!od || od->key != ev->key || !ev->count ||
-	    ev->first >= od->npages)
-		goto out;
-	end = min_t(u64, (u64)ev->first + ev->count, od->npages);
-	spin_lock(&ib->od_lock);
+	if (!ev->count || first >= od->npages || !(pin || hold || release))
+		return;
+	end = min_t(u64, (u64)first + ev->count, od->npages);
 	if (list_empty(&od->lost)) {
 		refcount_inc(&od->ref);
 		list_add_tail(&od->lost, &ib->od_lost);
-		od->lost_first = ev->first;
-		od->lost_end = end;
-	} else {
-		od->lost_first = min(od->lost_first, ev->first);
-		od->lost_end = max(od->lost_end, end);
+		od->lost_seq = ib->od_head;
 	}
-	spin_unlock(&ib->od_lock);
-out:
-	xa_unlock_irqrestore(&ib->od_mrs, flags);
+	atomic64_inc(&ib->pin_overflows);
+	if (pin) {
+		od->pin_first = od->pin_end ? min(od->pin_first, first) : first;
+		od->pin_end = max(od->pin_end, end);
+	}
+	if (!hold && !release)
+		return;
+	if (release)
+		atomic64_inc(&ib->pin_releases);
+	diff[first] += d;
+	diff[end] -= d;
+	od->act_first = od->act_end ? min(od->act_first, first) : first;
+	od->act_end = max(od->act_end, end);
+	od->act_release |= release;
 }
 
-/* From the event handler (atomic context): queued for the work item. */
+/* From the event handler (atomic context): queued for the work item, or
+ * coalesced with its MR. An event of a key no MR has (any more, or yet:
+ * its registration is finishing) is queued if the ring has room, else
+ * dropped (the MR is gone, or nobody could have been given its key yet).
+ */
 void rhinet_od_queue(struct rhinet_ib *ib, const struct rhn_eqe *eqe)
 {
 	u64 data = le64_to_cpu(eqe->data);
@@ -392,37 +585,106 @@ void rhinet_od_queue(struct rhinet_ib *ib, const struct rhn_eqe *eqe)
 		.type = eqe->type,
 		.flags = eqe->flags,
 	};
+	struct rhinet_od *od;
 	unsigned long flags;
-	bool queued;
+	bool full, dropped = false;
 
 	if (!ib->od_ring)
 		return; /* the NIC has no on-demand MRs */
-	spin_lock_irqsave(&ib->od_lock, flags);
-	queued = ib->od_head - ib->od_tail < RHINET_OD_RING;
-	if (queued)
+	xa_lock_irqsave(&ib->od_mrs, flags);
+	od = xa_load(&ib->od_mrs, ev.key >> RHN_KEY_INDEX_SHIFT);
+	if (od && od->key != ev.key)
+		od = NULL;
+	spin_lock(&ib->od_lock);
+	full = ib->od_head - ib->od_tail >= RHINET_OD_RING;
+	if (od && (full || !list_empty(&od->lost) ||
+		   ib->od_ctx_queued[od->ctx] >= RHINET_OD_CTX_SHARE)) {
+		rhinet_od_coalesce(ib, od, &ev);
+	} else if (!full) {
+		if (od) {
+			ev.ctx = od->ctx;
+			ib->od_ctx_queued[od->ctx]++;
+		}
 		ib->od_ring[ib->od_head++ % RHINET_OD_RING] = ev;
-	spin_unlock_irqrestore(&ib->od_lock, flags);
-	if (!queued) {
-		atomic64_inc(&ib->pin_overflows);
-		if (ev.type == RHN_EQE_PD_REQUEST &&
-		    ev.flags & RHN_EQE_F_PD_PIN)
-			rhinet_od_keep(ib, &ev);
-		else /* a hold or release less: pages pinned too short or long */
-			ibdev_warn_ratelimited(&ib->ibdev,
-					       "pin-down event %u for MR %#x lost\n",
-					       ev.type, ev.key);
+	} else {
+		dropped = true;
 	}
+	spin_unlock(&ib->od_lock);
+	xa_unlock_irqrestore(&ib->od_mrs, flags);
+	if (dropped)
+		ibdev_dbg(&ib->ibdev, "pin-down event %u for unknown MR %#x\n",
+			  ev.type, ev.key);
 	queue_work(system_unbound_wq, &ib->od_work);
 }
 
 /*
+ * Charges an MR of @od->npages declared pages to its user; -ENOMEM beyond
+ * max_on_demand_reg_pages (by default the host's RAM in pages).
+ */
+static int rhinet_od_user_charge(struct rhinet_ib *ib, struct rhinet_od *od)
+{
+	unsigned long limit = READ_ONCE(max_on_demand_reg_pages);
+	struct rhinet_od_user *user;
+	int ret = 0;
+
+	if (!limit)
+		limit = totalram_pages();
+	mutex_lock(&ib->od_users_lock);
+	user = xa_load(&ib->od_users, od->uid);
+	if (!user) {
+		user = kzalloc(sizeof(*user), GFP_KERNEL);
+		ret = user ? xa_err(xa_store(&ib->od_users, od->uid, user,
+					     GFP_KERNEL)) :
+			     -ENOMEM;
+		if (ret) {
+			kfree(user);
+			goto out;
+		}
+	}
+	if (od->npages > limit || user->reg_pages > limit - od->npages) {
+		ibdev_dbg(&ib->ibdev,
+			  "user %u: %u pages on demand beyond %llu of %lu\n",
+			  od->uid, od->npages, user->reg_pages, limit);
+		ret = -ENOMEM;
+		if (!user->reg_pages) {
+			xa_erase(&ib->od_users, od->uid);
+			kfree(user);
+		}
+		goto out;
+	}
+	user->reg_pages += od->npages;
+	od->user = user;
+out:
+	mutex_unlock(&ib->od_users_lock);
+	return ret;
+}
+
+static void rhinet_od_user_uncharge(struct rhinet_ib *ib, struct rhinet_od *od)
+{
+	struct rhinet_od_user *user = od->user;
+
+	mutex_lock(&ib->od_users_lock);
+	user->reg_pages -= od->npages;
+	if (!user->reg_pages) {
+		WARN_ON(atomic64_read(&user->pinned));
+		xa_erase(&ib->od_users, od->uid);
+		kfree(user);
+	}
+	mutex_unlock(&ib->od_users_lock);
+	od->user = NULL;
+}
+
+/*
  * Registers [start, start + length) as an on-demand MR addressed from
- * @iova (in the same place within a page), pinning nothing.
+ * @iova (in the same place within a page), pinning nothing. Its tables
+ * and bookkeeping are charged to the process's memory cgroup and to its
+ * user's max_on_demand_reg_pages.
  */
 int rhinet_od_reg(struct rhinet_ib *ib, struct rhinet_mr *mr,
 		  struct rhinet_ucontext *uc, u64 start, u64 length, u64 iova,
 		  int access, u32 pdn)
 {
+	const gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_NOWARN;
 	struct rhinet_mem *mem = &mr->mem;
 	struct rhn_admin_cmd cmd = {};
 	struct rhinet_od *od;
@@ -437,18 +699,29 @@ int rhinet_od_reg(struct rhinet_ib *ib, struct rhinet_mr *mr,
 	if (!access_ok(u64_to_user_ptr(start), length))
 		return -EFAULT;
 	npages = ((iova + length - 1) >> PAGE_SHIFT) - (iova >> PAGE_SHIFT) + 1;
+	if (npages > U32_MAX - 1)
+		return -EINVAL;
 	od = kzalloc(sizeof(*od), GFP_KERNEL);
 	if (!od)
 		return -ENOMEM;
+	od->uid = uc->uid;
+	od->npages = npages;
+	ret = rhinet_od_user_charge(ib, od);
+	if (ret)
+		goto err_od;
 	levels = rhinet_vpt_build(ib, mem, PAGE_SIZE, npages);
 	if (levels < 0) {
-		kfree(od);
-		return levels;
+		ret = levels;
+		goto err_user;
 	}
-	/* 12 bytes a page, for the process's memory cgroup. */
-	od->pages = kvcalloc(npages, sizeof(*od->pages), GFP_KERNEL_ACCOUNT);
-	od->holds = kvcalloc(npages, sizeof(*od->holds), GFP_KERNEL_ACCOUNT);
-	if (!od->pages || !od->holds) {
+	/* 28 bytes a page with the leaf entry, for the memory cgroup. */
+	od->pages = kvcalloc(npages, sizeof(*od->pages), gfp);
+	od->holds = kvcalloc(npages, sizeof(*od->holds), gfp);
+	od->diff[0] = kvcalloc(npages + 1, sizeof(*od->diff[0]), gfp);
+	od->diff[1] = kvcalloc(npages + 1, sizeof(*od->diff[1]), gfp);
+	if (!od->pages || !od->holds || !od->diff[0] || !od->diff[1]) {
+		ibdev_dbg(&ib->ibdev, "MR of %llu pages on demand: no memory\n",
+			  npages);
 		ret = -ENOMEM;
 		goto err_free;
 	}
@@ -456,8 +729,8 @@ int rhinet_od_reg(struct rhinet_ib *ib, struct rhinet_mr *mr,
 	mutex_init(&od->lock);
 	INIT_LIST_HEAD(&od->lost);
 	od->writable = ib_access_writable(access);
+	od->lock_cap = capable(CAP_IPC_LOCK);
 	od->ctx = uc->ctx;
-	od->npages = npages;
 	od->start = start & PAGE_MASK;
 	od->uc = uc;
 	od->mem = mem;
@@ -476,6 +749,7 @@ int rhinet_od_reg(struct rhinet_ib *ib, struct rhinet_mr *mr,
 	cmd.u.create_mr.flags = RHN_CREATE_MR_F_ON_DEMAND;
 	mmgrab(current->mm);
 	od->mm = current->mm;
+	od->task = get_task_struct(current->group_leader);
 	mutex_lock(&ib->od_reg_lock);
 	ret = rhinet_ctx_exec(ib, uc->ctx, &cmd, &mem->key);
 	if (!ret) {
@@ -491,6 +765,7 @@ int rhinet_od_reg(struct rhinet_ib *ib, struct rhinet_mr *mr,
 	}
 	mutex_unlock(&ib->od_reg_lock);
 	if (ret) {
+		put_task_struct(od->task);
 		mmdrop(od->mm);
 		goto err_free;
 	}
@@ -501,6 +776,11 @@ err_free:
 	rhinet_mem_release(ib, mem); /* the NIC MR, the tables */
 	kvfree(od->pages);
 	kvfree(od->holds);
+	kvfree(od->diff[0]);
+	kvfree(od->diff[1]);
+err_user:
+	rhinet_od_user_uncharge(ib, od);
+err_od:
 	kfree(od);
 	return ret;
 }
@@ -522,6 +802,7 @@ int rhinet_od_dereg(struct rhinet_ib *ib, struct rhinet_mr *mr)
 			return ret;
 		mr->mem.key = 0;
 	}
+	/* The event handler finds it no more. */
 	xa_cmpxchg_irq(&ib->od_mrs, od->key >> RHN_KEY_INDEX_SHIFT, od, NULL,
 		       0);
 	mutex_lock(&od->lock);
@@ -535,12 +816,15 @@ int rhinet_od_dereg(struct rhinet_ib *ib, struct rhinet_mr *mr)
 		rhinet_od_drop(ib, od, i);
 		n++;
 	}
-	rhinet_od_account(ib, od, -(s64)n);
-	atomic64_sub(n, &od->uc->od_pinned);
+	rhinet_od_uncharge(ib, od, n);
 	rhinet_mem_release(ib, &mr->mem); /* the tables */
 	kvfree(od->pages);
 	kvfree(od->holds);
+	kvfree(od->diff[0]);
+	kvfree(od->diff[1]);
 	mmdrop(od->mm);
+	put_task_struct(od->task);
+	rhinet_od_user_uncharge(ib, od);
 	mr->od = NULL;
 	rhinet_od_put(od);
 	return 0;
@@ -553,8 +837,15 @@ int rhinet_od_init(struct rhinet_ib *ib)
 	spin_lock_init(&ib->od_lock);
 	INIT_LIST_HEAD(&ib->od_lost);
 	INIT_WORK(&ib->od_work, rhinet_od_work);
+	mutex_init(&ib->od_users_lock);
+	xa_init(&ib->od_users);
 	if (!(rhinet_read32(ib->rdev, RHN_REG_CAPS) & RHN_CAP_PIN_ON_DEMAND))
 		return 0;
+	/* (rhinet_od_fini() frees what is allocated if the other is not) */
+	ib->od_ctx_queued = kcalloc(ib->db_pages, sizeof(*ib->od_ctx_queued),
+				    GFP_KERNEL);
+	if (!ib->od_ctx_queued)
+		return -ENOMEM;
 	ib->od_ring = kvmalloc_array(RHINET_OD_RING, sizeof(*ib->od_ring),
 				     GFP_KERNEL);
 	return ib->od_ring ? 0 : -ENOMEM;
@@ -567,7 +858,11 @@ void rhinet_od_fini(struct rhinet_ib *ib)
 {
 	flush_work(&ib->od_work);
 	WARN_ON(!xa_empty(&ib->od_mrs) || !list_empty(&ib->od_lost));
+	WARN_ON(!xa_empty(&ib->od_users));
 	xa_destroy(&ib->od_mrs);
+	xa_destroy(&ib->od_users);
 	kvfree(ib->od_ring);
 	ib->od_ring = NULL;
+	kfree(ib->od_ctx_queued);
+	ib->od_ctx_queued = NULL;
 }

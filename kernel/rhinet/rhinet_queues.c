@@ -335,6 +335,21 @@ u32 rhinet_wqe_slots(const struct ib_qp_cap *cap, bool ud)
 	return 1 + max(sge_units, inline_units) + (ud ? 1 : 0);
 }
 
+/*
+ * Inline bytes a WQE of @slots slots carries (a UD WQE's GRH slot none), at
+ * most what the NIC takes: a QP's inline limit is what its WQEs hold, not
+ * what was asked for, as other devices report it (rdma_xclient asks for 0
+ * and sends 16 inline bytes).
+ */
+static u32 rhinet_wqe_inline(const struct rhn_device_attr *hw, u32 slots,
+			     bool ud)
+{
+	u32 bytes = RHN_WQE_BASE_INLINE +
+		    (slots - 1 - (ud ? 1 : 0)) * RHN_SQ_SLOT_SIZE;
+
+	return min(bytes, le32_to_cpu(hw->max_inline));
+}
+
 static int rhinet_qp_check(struct rhinet_ib *ib, struct ib_qp_init_attr *attr,
 			   const struct rhinet_create_qp_cmd *req)
 {
@@ -477,9 +492,20 @@ int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		goto out_unlock;
 	ibqp->qp_num = qp->qpn;
 	qp->attr.qp_state = IB_QPS_RESET;
-	attr->cap.max_send_wr = (1u << req.sq_log_depth) /
-				rhinet_wqe_slots(&attr->cap,
-						 attr->qp_type == IB_QPT_UD);
+	if (attr->cap.max_send_wr) {
+		bool ud = attr->qp_type == IB_QPT_UD;
+		u32 slots = rhinet_wqe_slots(&attr->cap, ud);
+
+		attr->cap.max_send_wr = (1u << req.sq_log_depth) / slots;
+		attr->cap.max_inline_data =
+			rhinet_wqe_inline(&ib->rdev->attr, slots, ud);
+	} else {
+		/* No send queue (a QP that only receives): the NIC has the
+		 * smallest ring, and the provider posts nothing to it.
+		 */
+		attr->cap.max_send_sge = 0;
+		attr->cap.max_inline_data = 0;
+	}
 	if (!attr->srq)
 		attr->cap.max_recv_wr = 1u << req.rq_log_depth;
 	qp->attr.cap = attr->cap; /* for query_qp */

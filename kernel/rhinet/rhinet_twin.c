@@ -6,7 +6,9 @@
  * hold at most a quarter of both, one user (all its processes together)
  * at most a half, so no user can take it all from the others.
  */
+#include <linux/dma-mapping.h>
 #include <linux/log2.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 
 #include "rhinet_ib.h"
@@ -17,17 +19,130 @@
 /* Of the NIC's twin bytes and handles: a process 1/4, a user 1/2. */
 #define RHINET_TWIN_PROCESS_SHIFT 2
 #define RHINET_TWIN_USER_SHIFT 1
+/* A DM copy goes through a bounce buffer of at most this many bytes. */
+#define RHINET_DM_BOUNCE SZ_64K
+
+/*
+ * Host access to twin memory (ibv_memcpy_to_dm / ibv_memcpy_from_dm). No
+ * BAR maps the NIC's on-board memory, so the NIC copies: @length bytes
+ * of the caller's memory at @uaddr go through a DMA-coherent bounce
+ * buffer, one RHN_ADMIN_TWIN_WRITE or _READ per piece. A fatal signal
+ * stops a long copy between pieces.
+ */
+static int rhinet_twin_copy(struct rhinet_ib *ib, struct rhinet_dm *dm,
+			    u64 offset, u64 uaddr, u64 length, bool to_dm)
+{
+	struct device *dev = &ib->rdev->pdev->dev;
+	size_t size = min_t(u64, PAGE_ALIGN(length), RHINET_DM_BOUNCE);
+	dma_addr_t dma;
+	void *buf;
+	int ret = 0;
+
+	buf = dma_alloc_coherent(dev, size, &dma, GFP_KERNEL | __GFP_NOWARN);
+	if (!buf && size > PAGE_SIZE) {
+		size = PAGE_SIZE;
+		buf = dma_alloc_coherent(dev, size, &dma, GFP_KERNEL);
+	}
+	if (!buf)
+		return -ENOMEM;
+	while (length) {
+		u32 n = min_t(u64, length, size);
+		void __user *u = u64_to_user_ptr(uaddr);
+		struct rhn_admin_cmd cmd = {};
+
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		if (to_dm && copy_from_user(buf, u, n)) {
+			ret = -EFAULT;
+			break;
+		}
+		cmd.hdr.opcode = to_dm ? RHN_ADMIN_TWIN_WRITE :
+					 RHN_ADMIN_TWIN_READ;
+		cmd.u.twin_copy.handle = cpu_to_le32(dm->handle);
+		cmd.u.twin_copy.length = cpu_to_le32(n);
+		cmd.u.twin_copy.offset = cpu_to_le64(offset);
+		cmd.u.twin_copy.addr = cpu_to_le64(dma);
+		ret = rhinet_ctx_exec(ib, dm->uc->ctx, &cmd, NULL);
+		if (ret)
+			break;
+		if (!to_dm && copy_to_user(u, buf, n)) {
+			ret = -EFAULT;
+			break;
+		}
+		offset += n;
+		uaddr += n;
+		length -= n;
+	}
+	dma_free_coherent(dev, size, buf, dma);
+	return ret;
+}
+
+static int UVERBS_HANDLER(RHINET_IB_METHOD_DM_COPY)(struct uverbs_attr_bundle *attrs)
+{
+	struct ib_dm *ibdm =
+		uverbs_attr_get_obj(attrs, RHINET_IB_ATTR_DM_COPY_HANDLE);
+	struct rhinet_dm *dm = to_rdm(ibdm);
+	u64 offset, addr, length;
+	u32 direction;
+	int ret;
+
+	ret = uverbs_copy_from(&offset, attrs, RHINET_IB_ATTR_DM_COPY_OFFSET);
+	if (!ret)
+		ret = uverbs_copy_from(&addr, attrs,
+				       RHINET_IB_ATTR_DM_COPY_ADDR);
+	if (!ret)
+		ret = uverbs_copy_from(&length, attrs,
+				       RHINET_IB_ATTR_DM_COPY_LENGTH);
+	if (!ret)
+		ret = uverbs_get_const(&direction, attrs,
+				       RHINET_IB_ATTR_DM_COPY_DIRECTION);
+	if (ret)
+		return ret;
+	if (direction != RHINET_DM_COPY_TO_DM &&
+	    direction != RHINET_DM_COPY_FROM_DM)
+		return -EINVAL;
+	/* Within the DM as it was asked for (ib_core keeps that length). */
+	if (offset > ibdm->length || length > ibdm->length - offset) {
+		ibdev_dbg(ibdm->device, "DM copy %llu at %llu of %u B refused\n",
+			  length, offset, ibdm->length);
+		return -EINVAL;
+	}
+	if (!length)
+		return 0;
+	return rhinet_twin_copy(to_rib(ibdm->device), dm, offset, addr, length,
+				direction == RHINET_DM_COPY_TO_DM);
+}
+
+DECLARE_UVERBS_NAMED_METHOD(RHINET_IB_METHOD_DM_COPY,
+			    UVERBS_ATTR_IDR(RHINET_IB_ATTR_DM_COPY_HANDLE,
+					    UVERBS_OBJECT_DM,
+					    UVERBS_ACCESS_READ, UA_MANDATORY),
+			    UVERBS_ATTR_PTR_IN(RHINET_IB_ATTR_DM_COPY_OFFSET,
+					       UVERBS_ATTR_TYPE(u64), UA_MANDATORY),
+			    UVERBS_ATTR_PTR_IN(RHINET_IB_ATTR_DM_COPY_ADDR,
+					       UVERBS_ATTR_TYPE(u64), UA_MANDATORY),
+			    UVERBS_ATTR_PTR_IN(RHINET_IB_ATTR_DM_COPY_LENGTH,
+					       UVERBS_ATTR_TYPE(u64), UA_MANDATORY),
+			    UVERBS_ATTR_CONST_IN(RHINET_IB_ATTR_DM_COPY_DIRECTION,
+						 enum rhinet_dm_copy_direction,
+						 UA_MANDATORY));
 
 /*
  * ibv_alloc_dm's driver data: the NIC's handle goes back through
  * UVERBS_ATTR_UHW_OUT (struct rhinet_alloc_dm_resp), which the core's
- * DM_ALLOC method does not declare by itself.
+ * DM_ALLOC method does not declare by itself. The copy method is the
+ * driver's own on the core's DM object.
  */
 ADD_UVERBS_ATTRIBUTES_SIMPLE(rhinet_ib_dm, UVERBS_OBJECT_DM,
 			     UVERBS_METHOD_DM_ALLOC, UVERBS_ATTR_UHW());
+ADD_UVERBS_METHODS(rhinet_ib_dm_methods, UVERBS_OBJECT_DM,
+		   &UVERBS_METHOD(RHINET_IB_METHOD_DM_COPY));
 
 const struct uapi_definition rhinet_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &rhinet_ib_dm),
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &rhinet_ib_dm_methods),
 	UAPI_DEF_CHAIN(rhinet_mcast_switch_defs),
 	{},
 };
@@ -182,6 +297,7 @@ struct ib_dm *rhinet_alloc_dm(struct ib_device *ibdev,
 	}
 	dm->uc = uc;
 	dm->bytes = bytes;
+	resp.comp_mask = RHINET_ALLOC_DM_RESP_COPY;
 	resp.twin_handle = dm->handle;
 	if (udata->outlen) {
 		ret = ib_copy_to_udata(udata, &resp,
@@ -205,7 +321,7 @@ err_free:
  */
 int rhinet_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs)
 {
-	struct rhinet_dm *dm = container_of(ibdm, struct rhinet_dm, ibdm);
+	struct rhinet_dm *dm = to_rdm(ibdm);
 	struct rhinet_ib *ib = to_rib(ibdm->device);
 	int ret;
 

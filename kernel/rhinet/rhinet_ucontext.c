@@ -3,9 +3,11 @@
  * User contexts: each process its own NIC context and doorbell page,
  * mapped through rdma_user_mmap_entry; the pages one user may hold are
  * limited. A process joins its process groups here, naming each group's
- * token: the first member on this node sets it.
+ * token: only groups the administrator granted on this node to its user
+ * or group (rhinet_groups.c).
  */
 #include <linux/cred.h>
+#include <linux/log2.h>
 #include <linux/module.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rhinet-abi.h>
@@ -25,45 +27,75 @@ module_param(max_contexts_per_user, uint, 0644);
 MODULE_PARM_DESC(max_contexts_per_user,
 		 "RDMA contexts (doorbell pages) one user may hold; 0: no limit");
 
-/* Charges a context to @uid, or -EDQUOT when the user holds the most. */
-static int rhinet_user_charge(struct rhinet_ib *ib, u32 uid)
+/*
+ * A user's entry in user_contexts: how many contexts it holds and its NIC
+ * account (RHN_ADMIN_CREATE_CONTEXT), which every context of the user
+ * shares: the NIC limits the account to its share of each table users
+ * fill, as it limits each context. The account is taken with the user's
+ * first context and freed with its last.
+ */
+#define RHINET_ACCOUNT_BITS order_base_2(RHN_MAX_ACCOUNTS)
+
+/*
+ * Charges a context to @uid and sets @account, or -EDQUOT when the user
+ * holds the most, -EUSERS when every account is taken.
+ */
+static int rhinet_user_charge(struct rhinet_ib *ib, u32 uid, u32 *account)
 {
 	unsigned int limit = READ_ONCE(max_contexts_per_user);
-	unsigned long n;
+	unsigned long v, n;
+	u32 acct;
 	int ret;
 
 	xa_lock(&ib->user_contexts);
-	n = xa_to_value(xa_load(&ib->user_contexts, uid) ?: xa_mk_value(0));
-	if (limit && n >= limit)
+	v = xa_to_value(xa_load(&ib->user_contexts, uid) ?: xa_mk_value(0));
+	n = v >> RHINET_ACCOUNT_BITS;
+	acct = v & (BIT(RHINET_ACCOUNT_BITS) - 1);
+	if (limit && n >= limit) {
 		ret = -EDQUOT;
-	else
-		ret = xa_err(__xa_store(&ib->user_contexts, uid,
-					xa_mk_value(n + 1), GFP_ATOMIC));
+		goto out;
+	}
+	if (!n) {
+		acct = find_next_zero_bit(ib->accounts, RHN_MAX_ACCOUNTS, 1);
+		if (acct >= RHN_MAX_ACCOUNTS) {
+			ret = -EUSERS;
+			goto out;
+		}
+	}
+	ret = xa_err(__xa_store(&ib->user_contexts, uid,
+				xa_mk_value((n + 1) << RHINET_ACCOUNT_BITS |
+					    acct),
+				GFP_ATOMIC));
+	if (!ret) {
+		__set_bit(acct, ib->accounts);
+		*account = acct;
+	}
+out:
 	xa_unlock(&ib->user_contexts);
 	return ret;
 }
 
 static void rhinet_user_uncharge(struct rhinet_ib *ib, u32 uid)
 {
-	unsigned long n;
+	unsigned long v, n;
 
 	xa_lock(&ib->user_contexts);
-	n = xa_to_value(xa_load(&ib->user_contexts, uid) ?: xa_mk_value(0));
-	if (n > 1)
-		__xa_store(&ib->user_contexts, uid, xa_mk_value(n - 1),
+	v = xa_to_value(xa_load(&ib->user_contexts, uid) ?: xa_mk_value(0));
+	n = v >> RHINET_ACCOUNT_BITS;
+	if (n > 1) {
+		__xa_store(&ib->user_contexts, uid,
+			   xa_mk_value(v - BIT(RHINET_ACCOUNT_BITS)),
 			   GFP_ATOMIC);
-	else
+	} else {
 		__xa_erase(&ib->user_contexts, uid);
+		if (n)
+			__clear_bit(v & (BIT(RHINET_ACCOUNT_BITS) - 1),
+				    ib->accounts);
+	}
 	xa_unlock(&ib->user_contexts);
 }
 
 /* ---- process groups ------------------------------------------------------ */
-
-/* A group with members on this node, and the token its first one named. */
-struct rhinet_group {
-	u64 token;
-	u32 members; /* contexts in the group */
-};
 
 /* Leaves the first @n of @groups; the caller holds groups_lock. */
 static void rhinet_groups_leave_locked(struct rhinet_ib *ib,
@@ -77,12 +109,9 @@ static void rhinet_groups_leave_locked(struct rhinet_ib *ib,
 		g = xa_load(&ib->groups, groups[i]);
 		if (WARN_ON(!g))
 			continue;
-		if (--g->members)
-			continue;
-		/* The last member here: the next first one names the token. */
-		xa_erase(&ib->groups, groups[i]);
-		kfree(g);
-		ib->num_groups--;
+		/* A revoked or expired grant goes with its last member. */
+		if (!--g->members && !rhinet_group_live(g))
+			rhinet_group_drop_locked(ib, groups[i], g);
 	}
 }
 
@@ -97,67 +126,35 @@ static void rhinet_groups_leave(struct rhinet_ib *ib, const u16 *groups,
 }
 
 /*
- * Makes the process a member of its groups. A group with members here
- * must be named with their token and a new one needs a place in the
- * node's table: the groups that fail either are left out and marked in
- * @refused (the provider then closes the context), so that the command
- * itself succeeds (see rhinet-abi.h). Returns -ENOMEM only, having
- * joined nothing.
+ * Makes the process a member of its groups. Only a group granted on this
+ * node (and neither revoked nor expired), named with its token, by a
+ * process of the uid or gid its grant names, is joined; nobody creates a
+ * group by naming it. The groups refused are left out and marked in
+ * @refused (the provider then closes the context and reports EPERM), so
+ * that the command itself succeeds (see rhinet-abi.h).
  */
-static int rhinet_groups_join(struct rhinet_ib *ib,
-			      const struct rhinet_alloc_ucontext_cmd *req,
-			      u16 *groups, u32 *joined, u32 *refused)
+static void rhinet_groups_join(struct rhinet_ib *ib,
+			       const struct rhinet_alloc_ucontext_cmd *req,
+			       u16 *groups, u32 *joined, u32 *refused)
 {
 	struct rhinet_group *g;
 	u32 i;
-	int ret = 0;
 
 	*joined = 0;
 	*refused = 0;
 	mutex_lock(&ib->groups_lock);
 	for (i = 0; i < req->num_groups; i++) {
 		u16 id = req->groups[i].group;
-		u64 token = req->groups[i].token;
 
 		g = xa_load(&ib->groups, id);
-		if (g) {
-			if (g->token != token) {
-				ibdev_dbg(&ib->ibdev,
-					  "group %u: another token\n", id);
-				*refused |= BIT(i);
-				continue;
-			}
-			g->members++;
-			groups[(*joined)++] = id;
-			continue;
-		}
-		if (ib->num_groups >= RHINET_MAX_NODE_GROUPS) {
-			ibdev_dbg(&ib->ibdev, "group %u: %u groups on the node\n",
-				  id, ib->num_groups);
+		if (!rhinet_group_may_join(ib, id, g, req->groups[i].token)) {
 			*refused |= BIT(i);
 			continue;
 		}
-		g = kzalloc(sizeof(*g), GFP_KERNEL);
-		if (!g) {
-			ret = -ENOMEM;
-			break;
-		}
-		g->token = token;
-		g->members = 1;
-		ret = xa_err(xa_store(&ib->groups, id, g, GFP_KERNEL));
-		if (ret) {
-			kfree(g);
-			break;
-		}
-		ib->num_groups++;
+		g->members++;
 		groups[(*joined)++] = id;
 	}
-	if (ret) {
-		rhinet_groups_leave_locked(ib, groups, *joined);
-		*joined = 0;
-	}
 	mutex_unlock(&ib->groups_lock);
-	return ret;
 }
 
 /*
@@ -238,30 +235,27 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	u32 uid = from_kuid(&init_user_ns, current_uid());
 	struct rhinet_db_entry *db;
 	size_t resp_len;
-	u32 refused;
+	u32 refused, account = 0;
 	int page, ret;
 
 	ret = rhinet_ucontext_req(ib, udata, &req);
 	if (ret)
 		return ret;
-	ret = rhinet_user_charge(ib, uid);
+	ret = rhinet_user_charge(ib, uid, &account);
 	if (ret) {
-		ibdev_dbg(&ib->ibdev, "user %u holds %u contexts\n", uid,
-			  max_contexts_per_user);
+		ibdev_dbg(&ib->ibdev, "user %u: %s\n", uid,
+			  ret == -EUSERS ? "every account taken" :
+					   "holds max_contexts_per_user");
 		return ret;
 	}
-	ret = rhinet_groups_join(ib, &req, uc->groups, &uc->num_groups,
-				 &refused);
-	if (ret) {
-		rhinet_user_uncharge(ib, uid);
-		return ret;
-	}
+	rhinet_groups_join(ib, &req, uc->groups, &uc->num_groups, &refused);
 	page = ida_alloc_range(&ib->contexts, 1, ib->db_pages - 1, GFP_KERNEL);
 	if (page < 0) {
 		ret = page; /* -ENOSPC: every doorbell page is taken */
 		goto err_groups;
 	}
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_CONTEXT;
+	cmd.u.create_context.account = cpu_to_le32(account);
 	ret = rhinet_ctx_exec(ib, page, &cmd, NULL);
 	if (ret)
 		goto err_page;

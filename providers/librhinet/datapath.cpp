@@ -215,6 +215,8 @@ void describe_bind(SendDesc* d, const ibv_mw* mw, uint32_t new_rkey,
 }
 
 int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id) {
+  // A QP without a send queue is always full, as a queue of 0 WRs is.
+  if (qp->no_sq) return ENOMEM;
   const uint32_t depth = 1u << qp->sq_log, mask = depth - 1;
   uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
   int err = 0;

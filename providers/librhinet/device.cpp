@@ -96,6 +96,7 @@ const verbs_context_ops kOps = [] {
   ops.bind_mw = bind_mw;
   ops.alloc_dm = alloc_dm;
   ops.free_dm = free_dm;
+  ops.reg_dm_mr = reg_dm_mr;
   ops.destroy_qp = destroy_qp;
   ops.destroy_srq = destroy_srq;
   ops.free_context = free_context;
@@ -189,8 +190,9 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
     for (uint32_t i = 0; i < cmd.drv.num_groups; i++)
       if (resp.drv.groups_refused & (1u << i))
         fprintf(stderr,
-                "librhinet: RHINET_GROUPS: group %u refused (another token "
-                "on this node, or its group table is full)\n",
+                "librhinet: RHINET_GROUPS: group %u refused (not granted "
+                "on this node to this user or group, or another token; "
+                "see rhinet-group(8))\n",
                 cmd.drv.groups[i].group);
     errno = EPERM;
     goto err;

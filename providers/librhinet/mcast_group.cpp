@@ -3,12 +3,11 @@
 // RHINET_IB_METHOD_SET_MCAST_GROUP / QUERY_MCAST_GROUP (ioctl, driver
 // namespace, no object handle), which check CAP_NET_ADMIN themselves.
 #include <infiniband/rhinetdv.h>
-#include <rdma/rdma_user_ioctl_cmds.h>
-#include <sys/ioctl.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "ioctl_method.h"
 #include "provider.h"
 
 #define RHINETDV_EXPORT extern "C" __attribute__((visibility("default")))
@@ -22,38 +21,9 @@ static_assert(RHINETDV_MCAST_GROUP_FIRST == RHINET_MCAST_GROUP_FIRST &&
                   RHINET_MCAST_GROUP_MAX_MEMBERS);
 
 template <size_t N>
-struct MethodCall {
-  alignas(8) uint8_t
-      bytes[sizeof(ib_uverbs_ioctl_hdr) + N * sizeof(ib_uverbs_attr)] = {};
-  ib_uverbs_ioctl_hdr& hdr = *reinterpret_cast<ib_uverbs_ioctl_hdr*>(bytes);
-  explicit MethodCall(uint16_t method) {
-    hdr.length = sizeof(bytes);
-    hdr.num_attrs = N;
-    hdr.object_id = RHINET_IB_OBJECT_MCAST_SWITCH;
-    hdr.method_id = method;
-  }
-  // Data of up to 8 bytes travels inline in the attribute, longer data by
-  // pointer (the kernel's uverbs_attr_ptr_is_inline).
-  void in(size_t i, uint16_t id, const void* p, size_t len) {
-    ib_uverbs_attr& a = hdr.attrs[i];
-    a.attr_id = id;
-    a.len = static_cast<uint16_t>(len);
-    if (len <= sizeof(a.data)) {
-      if (len) std::memcpy(&a.data, p, len);
-    } else
-      a.data = reinterpret_cast<uintptr_t>(p);
-  }
-  void out(size_t i, uint16_t id, void* p, size_t len) {
-    ib_uverbs_attr& a = hdr.attrs[i];
-    a.attr_id = id;
-    a.len = static_cast<uint16_t>(len);
-    a.data = reinterpret_cast<uintptr_t>(p);
-  }
-  int run(ibv_context* context) {
-    if (ioctl(context->cmd_fd, RDMA_VERBS_IOCTL, bytes) == 0) return 0;
-    // A driver without the methods: the object or method is unknown.
-    return errno == EPROTONOSUPPORT ? EOPNOTSUPP : errno;
-  }
+struct MethodCall : rhinet::MethodCall<N> {
+  explicit MethodCall(uint16_t method)
+      : rhinet::MethodCall<N>(RHINET_IB_OBJECT_MCAST_SWITCH, method) {}
 };
 
 }  // namespace

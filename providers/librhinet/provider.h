@@ -133,6 +133,7 @@ struct Dm {
   ibv_dm ibdm;
   uint32_t twin_handle = 0;
   uint64_t length = 0;
+  bool copies = false;  // the driver copies and registers it (DM_COPY)
 };
 
 struct Mr {
@@ -259,6 +260,7 @@ struct Qp {
   uint32_t sq_producer = 0, sq_consumer = 0;
   uint32_t sq_last_completed = 0;  // first slot of the last completed WQE
   uint32_t max_send_sge = 0, max_inline = 0;
+  bool no_sq = false;  // created with max_send_wr 0: every post is ENOMEM
   SendSlot* sq_info = nullptr;  // per slot of a WQE's first slot
   rhn_queue_record* sq_record = nullptr;
   // Receive queue (none with an SRQ).
@@ -369,6 +371,8 @@ int destroy_ah(ibv_ah* ah);
 bool is_rhinet_context(ibv_context* context);
 ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr);
 int free_dm(ibv_dm* dm);
+ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length,
+                  unsigned int access);
 // The DM's struct if it is one of this provider's contexts', else null.
 inline Dm* to_dm(ibv_dm* dm) { return reinterpret_cast<Dm*>(dm); }
 

@@ -439,6 +439,16 @@ static uint32_t wqe_slots(uint32_t max_sge, uint32_t max_inline, bool ud) {
          (ud ? kUdGrhUnits : 0);
 }
 
+// Inline bytes a WQE of @slots slots holds (a UD WQE's GRH slot holds
+// none), at most what the device takes: the QP's limit whatever was asked
+// (rdma_xclient asks for 0 and posts 16 inline bytes), as other providers
+// round it up and report it.
+static uint32_t inline_capacity(uint32_t slots, bool ud, uint32_t device_max) {
+  const uint32_t payload = slots - (ud ? kUdGrhUnits : 0);
+  const uint32_t bytes = RHN_WQE_BASE_INLINE + (payload - 1) * RHN_SQ_SLOT_SIZE;
+  return bytes < device_max ? bytes : device_max;
+}
+
 static void free_qp(Qp* qp) {
   free_queue_buffer(qp->buf, qp->buf_len);
   free(qp->sq_info);
@@ -459,9 +469,13 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type) {
       cap.max_recv_sge > ctx->attr.max_recv_sge ||
       cap.max_inline_data > ctx->attr.max_inline)
     return errno = EINVAL, nullptr;
-  const uint32_t slots = wqe_slots(cap.max_send_sge, cap.max_inline_data,
-                                   attr->qp_type == IBV_QPT_UD);
+  const bool ud = attr->qp_type == IBV_QPT_UD;
+  const uint32_t slots = wqe_slots(cap.max_send_sge, cap.max_inline_data, ud);
   if (slots > RHN_WQE_MAX_SLOTS) return errno = EINVAL, nullptr;
+  // max_send_wr 0: a QP without a send queue (one that only receives, on
+  // an SRQ for instance). The NIC still gets the smallest ring, which
+  // nothing is ever posted to.
+  const bool no_sq = cap.max_send_wr == 0;
   const uint64_t sq_slots =
       uint64_t{cap.max_send_wr ? cap.max_send_wr : 1} * slots;
   const uint32_t max_depth = 1u << ctx->attr.max_wq_log_depth;
@@ -474,7 +488,8 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type) {
   // more in flight than they asked for (as hardware with larger minimum
   // queues allows).
   qp->sq_log = log2_ceil(static_cast<uint32_t>(sq_slots));
-  if (qp->sq_log < kMinSqLog && kMinSqLog <= ctx->attr.max_wq_log_depth)
+  if (qp->sq_log < kMinSqLog && kMinSqLog <= ctx->attr.max_wq_log_depth &&
+      !no_sq)
     qp->sq_log = kMinSqLog;
   if (qp->sq_log < 1) qp->sq_log = 1;
   qp->srq = attr->srq ? to_srq(attr->srq) : nullptr;
@@ -524,6 +539,14 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type) {
     qp->rq_record = reinterpret_cast<rhn_queue_record*>(
         qp->buf + resp.drv.rq_record_offset);
   }
+  // What the QP got: no send queue reports none; otherwise the inline
+  // limit is what its WQEs hold (the kernel answers the same).
+  if (no_sq) {
+    cap.max_send_wr = cap.max_send_sge = cap.max_inline_data = 0;
+  } else {
+    cap.max_inline_data = inline_capacity(slots, ud, ctx->attr.max_inline);
+  }
+  qp->no_sq = no_sq;
   qp->max_send_sge = cap.max_send_sge;
   qp->max_recv_sge = cap.max_recv_sge;
   qp->max_inline = cap.max_inline_data;

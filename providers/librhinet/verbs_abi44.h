@@ -235,7 +235,11 @@ struct verbs_context_ops {
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	verbs_op query_qp_data_in_order, query_rt_values;
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
-	verbs_op read_counters, reg_dm_mr, reg_dmabuf_mr;
+	verbs_op read_counters;
+	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm,
+				    uint64_t dm_offset, size_t length,
+				    unsigned int access);
+	verbs_op reg_dmabuf_mr;
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);

@@ -770,17 +770,18 @@ TEST(FirmwareMessages, ProbeReportsLiveDeadAndOwnNode) {
   EXPECT_EQ(probe(n0, cfg.engine.max_nodes).status, RHN_ADMIN_BAD_PARAM);
 }
 
-// The firmware table is bounded: when it is full the driver is told, user
+// The firmware table is bounded: when the probes' share of it (one family
+// holds at most half, fw_family_share) is full the driver is told, user
 // traffic goes on meanwhile, and the table drains when the messages end.
 TEST(FirmwareMessages, FullTableRefusesThenDrains) {
   ClusterConfig cfg = small_cluster(3);
   cfg.engine.retransmit_timeout_ns = 100'000;
   cfg.engine.max_retries = 3;
-  cfg.engine.fw_messages = 8;
+  cfg.engine.fw_messages = 16;
   SimCluster c(cfg);
   ASSERT_TRUE(c.all_up());
   SimNode& n0 = c.node(0);
-  // Eight probes of absent nodes hold the table until they time out.
+  // Eight probes of absent nodes hold their share until they time out.
   for (uint32_t k = 0; k < 8; ++k) ASSERT_TRUE(probe(n0, 100 + k).ok());
   EXPECT_EQ(probe(n0, 1).status, RHN_ADMIN_NO_RESOURCES);
   RcPair p = make_rc_pair(c, 0, 1);

@@ -514,6 +514,133 @@ TEST_F(Model, TwinFreedWhileAPullIsOutIsNeverWrittenAfterwards) {
   EXPECT_EQ(skipped.delta(RHN_CNT_PARTIAL_BYTES_SKIPPED), kN);
 }
 
+// Twin memory as the host's device memory: the driver copies into and out
+// of it through the NIC (TWIN_WRITE / TWIN_READ), and an MR over part of
+// it (RHN_CREATE_MR_F_TWIN) is a key like any other: a local SGE, a peer's
+// WRITE, READ and atomics. The twin stays while the MR exists.
+TEST_F(Model, DeviceMemoryIsCopiedByTheNicAndReachableByKey) {
+  Ep& a = eps[0];
+  Ep& b = eps[1];
+  auto& drv = *c->node(0).driver;
+  const uint32_t ctx = a.ctx->index();
+  constexpr uint32_t kLen = 3 * 4096;
+  const uint32_t twin = alloc_twin(a, kLen);
+  // A host page the copies go through (what rhinet.ko's bounce buffer is).
+  auto& mem = drv.memory();
+  const uint64_t host = mem.alloc_contiguous(4);
+  ASSERT_NE(host, 0u);
+  auto copy = [&](uint8_t op, uint32_t handle, uint64_t offset, uint32_t len,
+                  uint32_t context) {
+    rhn_admin_cmd cmd{};
+    cmd.hdr.opcode = op;
+    cmd.hdr.context = context;
+    cmd.u.twin_copy.handle = handle;
+    cmd.u.twin_copy.length = len;
+    cmd.u.twin_copy.offset = offset;
+    cmd.u.twin_copy.addr = host;
+    return drv.exec(cmd).status;
+  };
+  const std::vector<uint8_t> src = pattern(7, 300);
+  std::memcpy(mem.ptr(host, 300), src.data(), 300);
+  ASSERT_EQ(copy(RHN_ADMIN_TWIN_WRITE, twin, 4093, 300, ctx), RHN_ADMIN_OK);
+  std::memset(mem.ptr(host, 306), 0xee, 306);
+  ASSERT_EQ(copy(RHN_ADMIN_TWIN_READ, twin, 4090, 306, ctx), RHN_ADMIN_OK);
+  std::vector<uint8_t> want(306, 0);  // a new twin is zeroed
+  std::copy(src.begin(), src.end(), want.begin() + 3);
+  EXPECT_EQ(std::vector<uint8_t>(mem.ptr(host, 306), mem.ptr(host) + 306),
+            want);
+  // Outside the twin, empty, too long, someone else's: refused.
+  EXPECT_EQ(copy(RHN_ADMIN_TWIN_READ, twin, kLen - 1, 2, ctx),
+            RHN_ADMIN_BAD_PARAM);
+  EXPECT_EQ(copy(RHN_ADMIN_TWIN_WRITE, twin, 0, 0, ctx), RHN_ADMIN_BAD_PARAM);
+  EXPECT_EQ(copy(RHN_ADMIN_TWIN_WRITE, twin, 0, RHN_TWIN_COPY_MAX + 1, ctx),
+            RHN_ADMIN_BAD_PARAM);
+
+  // An MR over [4096, 12288) of it, addressed from 0.
+  rhn_admin_cmd cmd{};
+  cmd.hdr.opcode = RHN_ADMIN_CREATE_MR;
+  cmd.hdr.context = ctx;
+  auto& m = cmd.u.create_mr;
+  m.pdn = a.ctx->pdn();
+  m.access = kAllAccess;
+  m.iova = 0;
+  m.length = 8192;
+  m.twin = twin;
+  m.twin_offset = 4096;
+  m.key_variant = 0x5a;
+  m.flags = RHN_CREATE_MR_F_TWIN;
+  rhn_admin_cmd beyond = cmd;
+  beyond.u.create_mr.length = 8193;
+  EXPECT_EQ(drv.exec(beyond).status, RHN_ADMIN_BAD_PARAM);
+  // Another process of the node names this twin: not its own.
+  Ep other = make_ep(*c, 0);
+  rhn_admin_cmd foreign = cmd;
+  foreign.hdr.context = other.ctx->index();
+  foreign.u.create_mr.pdn = other.ctx->pdn();
+  EXPECT_EQ(drv.exec(foreign).status, RHN_ADMIN_BAD_HANDLE);
+  AdminResult mr = drv.exec(cmd);
+  ASSERT_TRUE(mr.ok()) << int(mr.status);
+  const uint32_t key = mr.result;
+  EXPECT_EQ(drv.free_twin(ctx, twin).status, RHN_ADMIN_BUSY);
+  EXPECT_EQ(copy(RHN_ADMIN_TWIN_READ, twin, 0, 8, other.ctx->index()),
+            RHN_ADMIN_BAD_HANDLE);
+
+  // The peer WRITEs into it and READs it back, by key.
+  Region far = make_region(*b.ctx, 8192, kAllAccess, 33);
+  SendWr w = rdma_wr(1, RHN_OP_WRITE, {far.sge(0, 3000)}, 100, key);
+  w.dst_node = 0;
+  w.dst_qpn = a.qp->qpn();
+  ASSERT_TRUE(run(b, w).ok());
+  SendWr r = rdma_wr(2, RHN_OP_READ, {far.sge(4096, 3000)}, 100, key);
+  r.dst_node = 0;
+  r.dst_qpn = a.qp->qpn();
+  ASSERT_TRUE(run(b, r).ok());
+  EXPECT_EQ(far.buf.bytes(4096, 3000), pattern(33, 3000));
+  // Atomics on a word of it.
+  SendWr fa = rdma_wr(3, RHN_OP_FETCH_ADD, {far.sge(8000, 8)}, 4096, key);
+  fa.dst_node = 0;
+  fa.dst_qpn = a.qp->qpn();
+  fa.compare_add = 5;
+  ASSERT_TRUE(run(b, fa).ok());
+  EXPECT_EQ(far.buf.load64(8000), 0u);
+  SendWr cs = rdma_wr(4, RHN_OP_CMP_SWAP, {far.sge(8000, 8)}, 4096, key);
+  cs.dst_node = 0;
+  cs.dst_qpn = a.qp->qpn();
+  cs.compare_add = 5;
+  cs.swap = 0xfeedfacecafebeefull;
+  ASSERT_TRUE(run(b, cs).ok());
+  EXPECT_EQ(far.buf.load64(8000), 5u);
+  // Beyond the MR: refused at the target.
+  SendWr past = rdma_wr(5, RHN_OP_WRITE, {far.sge(0, 16)}, 8190, key);
+  past.dst_node = 0;
+  past.dst_qpn = a.qp->qpn();
+  EXPECT_EQ(run(b, past).status, RHN_CQE_REM_ACCESS_ERR);
+
+  // The owner sees all of it through TWIN_READ (MR offset + 4096).
+  ASSERT_EQ(copy(RHN_ADMIN_TWIN_READ, twin, 4096 + 100, 3000, ctx),
+            RHN_ADMIN_OK);
+  EXPECT_EQ(std::vector<uint8_t>(mem.ptr(host, 3000), mem.ptr(host) + 3000),
+            pattern(33, 3000));
+  ASSERT_EQ(copy(RHN_ADMIN_TWIN_READ, twin, 4096 + 4096, 8, ctx), RHN_ADMIN_OK);
+  uint64_t word;
+  std::memcpy(&word, mem.ptr(host, 8), 8);
+  EXPECT_EQ(word, 0xfeedfacecafebeefull);
+
+  // Its key as a local SGE: the owner WRITEs from device memory.
+  Region dst = make_region(*b.ctx, 4096, kAllAccess, 0, 0);
+  SendWr from =
+      rdma_wr(6, RHN_OP_WRITE, {Sge{100, 3000, key}}, dst.va(), dst.key());
+  from.dst_node = 1;
+  from.dst_qpn = b.qp->qpn();
+  ASSERT_TRUE(run(a, from).ok());
+  EXPECT_EQ(dst.buf.bytes(0, 3000), pattern(33, 3000));
+
+  // Gone with its MR: then the twin can be freed.
+  EXPECT_TRUE(drv.exec_handle(RHN_ADMIN_DESTROY_MR, ctx, key).ok());
+  EXPECT_TRUE(drv.free_twin(ctx, twin).ok());
+  mem.free_contiguous(host, 4);
+}
+
 // ---- Groups -----------------------------------------------------------------
 
 TEST_F(Model, AreasAreReachableOnlyWithinTheirGroup) {

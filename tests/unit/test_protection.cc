@@ -4,6 +4,7 @@
 // Every refused operation must leave the target memory untouched, produce
 // the right error completion and move the right counter.
 #include <cstring>
+#include <set>
 
 #include "test_helpers.h"
 
@@ -609,4 +610,44 @@ TEST_F(Protection, ErrorStateFlushesReceivesAndSends) {
 }
 
 }  // namespace
+// Area IDs are the users' choice, and a context's index is its doorbell
+// page: a process that knows the table's placement (once a public hash of
+// (context, ID) probed 16 slots) registers areas on exactly the slots of
+// another process's area ID. The other process must still register that
+// area while the table has room.
+TEST_F(Protection, AreasOfOneProcessDoNotCrowdOutAnothersArea) {
+  auto attacker = c->node(1).open_context();
+  ASSERT_TRUE(attacker && attacker->ok());
+  Region mem = make_region(*attacker, 4096);
+  const uint32_t slots = fw::EngineConfig{}.max_areas;
+  auto placed = [&](uint32_t context, uint32_t area, uint32_t probe) {
+    const uint32_t h = (area * 0x9e3779b1u) ^ (context * 0x85ebca6bu);
+    return (h + probe) % slots;
+  };
+  const uint32_t victim_id = RHN_AREA_KEY(0, 42);
+  std::set<uint32_t> window;
+  for (uint32_t probe = 0; probe < 16; probe++)
+    window.insert(placed(B().index(), victim_id, probe));
+  uint32_t taken = 0;
+  for (uint32_t id = 1; id <= 0xffff && !window.empty(); id++)
+    if (window.erase(placed(attacker->index(), RHN_AREA_KEY(0, id), 0))) {
+      ASSERT_TRUE(
+          attacker->register_area(RHN_AREA_KEY(0, id), mem.mr, mem.va(), 4096)
+              .ok());
+      taken++;
+    }
+  ASSERT_TRUE(window.empty()) << "the window was not covered";
+  EXPECT_EQ(taken, 16u);
+  EXPECT_TRUE(B().register_area(victim_id, dst.mr, dst.va(), 4096).ok())
+      << "16 areas of another process (of " << slots
+      << ") kept this one from registering its own";
+  // And the area works: a PUSH by area ID lands in it.
+  SendWr w = rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 64)}, 0, victim_id,
+                     RHN_WQE_F_SIGNALED | RHN_WQE_F_AREA);
+  ASSERT_TRUE(p.qp_a->post_send(w));
+  Completion s = wait_one(*c, *p.cq_a);
+  EXPECT_TRUE(s.ok()) << describe(s);
+  EXPECT_EQ(dst.buf.bytes(0, 64), src.buf.bytes(0, 64));
+}
+
 }  // namespace rhinet::test

@@ -7,8 +7,9 @@
 #              tools (build-initramfs.sh)
 #   SWITCH     the fabric switch
 #   APPS       an initramfs overlay with the software users run over the NIC
-#              (UCX, Open MPI, an ssh server, nvme-cli), appended only by
-#              the tests that ask for it (run-cluster.sh --apps)
+#              (UCX, Open MPI, libfabric, an ssh server, nvme-cli),
+#              appended only by the tests that ask for it (run-cluster.sh
+#              --apps)
 #   prepare.sh BUILD_DIR [--debug-kernel]
 # --debug-kernel: the same for the debug kernel (debug-kernel.sh: KASAN,
 # lockdep, kmemleak, UBSAN) into BUILD_DIR/vm-debug/env: its bzImage as
@@ -71,12 +72,13 @@ bin_args+=(--module ib_uverbs --module rdma_ucm --bin "$(command -v rdma)")
 # target with a RAM-backed namespace and the host side.
 bin_args+=(--module nvmet_rdma --module nvme_rdma --module null_blk)
 # Unmodified rdma-core tools (ibverbs-utils, perftest, rdmacm-utils: rping,
-# mckey for verbs UD multicast) at their
+# mckey for verbs UD multicast, rdma_xserver/rdma_xclient) at their
 # own paths. libibverbs dlopens its providers (ldd does not name them), each
 # announced by a file in /etc/libibverbs.d.
 for t in ibv_devinfo ibv_devices ibv_rc_pingpong ibv_ud_pingpong \
 	ibv_srq_pingpong ib_write_bw ib_write_lat ib_read_bw ib_read_lat \
-	ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat rping mckey; do
+	ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat rping mckey \
+	rdma_xserver rdma_xclient; do
 	bin_args+=(--tool "/usr/bin/$t")
 done
 VERBS_LIB=/usr/lib/x86_64-linux-gnu
@@ -105,6 +107,10 @@ if [[ -f $PROV/librhinetdv.so.1 && -f $PROV/rhinet.driver ]]; then
 		[[ -x $PROV/examples/$ex ]] &&
 			bin_args+=(--tool "$PROV/examples/$ex:/usr/bin/$ex")
 	done
+	# The administrator's tool for process group grants (rhinet-run runs
+	# it on every node as its privileged step).
+	[[ -x $PROV/rhinet-group ]] &&
+		bin_args+=(--tool "$PROV/rhinet-group:/usr/bin/rhinet-group")
 fi
 bash "$HERE/build-initramfs.sh" "$VM/initramfs.cpio" "${bin_args[@]}"
 
@@ -117,6 +123,14 @@ rm -rf "$apps" && mkdir -p "$apps"
 dropbearkey -t ed25519 -f "$apps/id_dropbear" >/dev/null 2>&1
 dropbearkey -y -f "$apps/id_dropbear" | grep '^ssh-' >"$apps/authorized_keys"
 dropbearkey -t ed25519 -f "$apps/host_key" >/dev/null 2>&1
+# Every node shows the same host key: the clients know it in advance under
+# every name and address a node has (apps.lib.sh), so they neither skip
+# the check nor ask.
+host_pub=$(dropbearkey -y -f "$apps/host_key" | grep '^ssh-' | cut -d' ' -f1-2)
+for k in $(seq 0 63); do
+	echo "node$k $host_pub"
+	echo "10.77.0.$((k + 1)) $host_pub"
+done >"$apps/known_hosts"
 printf 'root:x:0:0:root:/root:/bin/sh\n' >"$apps/passwd"
 printf 'root:x:0:\n' >"$apps/group"
 printf '/bin/sh\n' >"$apps/shells"
@@ -126,12 +140,15 @@ app_args=(--overlay
 	--file "$apps/shells:/etc/shells"
 	--file "$apps/id_dropbear:/root/.ssh/id_dropbear"
 	--file "$apps/authorized_keys:/root/.ssh/authorized_keys"
+	--file "$apps/known_hosts:/root/.ssh/known_hosts"
 	--file "$apps/host_key:/etc/dropbear/dropbear_ed25519_host_key"
 	--tool /usr/sbin/dropbear --tool /usr/bin/dbclient --tool /usr/sbin/nvme
 	--file "$HERE/guest/ssh.sh:/usr/bin/ssh"
 	--tree "$LIB/ucx" --tree "$LIB/openmpi" --tree "$LIB/pmix2/lib/pmix"
 	--tree "$LIB/pmix2/share" --tree /usr/share/openmpi --tree /etc/openmpi)
-for t in ucx_info ucx_perftest orterun orted ompi_info; do
+# libfabric 1.17 (its providers, verbs;ofi_rxm among them, are built into
+# libfabric.so.1): fi_info and fi_pingpong (verbs_gaps.sh).
+for t in ucx_info ucx_perftest orterun orted ompi_info fi_info fi_pingpong; do
 	app_args+=(--tool "/usr/bin/$t")
 done
 app_args+=(--link orterun:/usr/bin/mpirun)

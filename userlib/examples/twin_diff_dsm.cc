@@ -11,11 +11,14 @@
 // had any PUSH carried the whole page, it would have put back the original
 // bytes over another writer's. Writers also check the pulled page, and
 // that a second DIFF PUSH of the unchanged page
-// leaves the home as it is.
+// leaves the home as it is. Writers also read their twin memory
+// (Twin::read) after the PULL and after each DIFF PUSH, and write the
+// original page into it (Twin::write) before a last DIFF PUSH.
 //
 //   rhinet-run -n 3 -N 1 --hosts node0,node1,node2 rhinet_twin_diff_dsm
 //
 // Exit status 0 when every check passed on this rank.
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -120,6 +123,11 @@ int main() {
         g.pull(0, kArea, 0, copy, rhinet::XferOptions::twin_copy(*twin));
     if (auto w = pull.wait(30s); !w) return fail(me, "pull (twin)", w.error());
     bad += compare(me, "pulled page", copy, original);
+    // The twin holds what arrived (Twin::read: the NIC copies it out).
+    std::vector<std::byte> seen(kPage);
+    if (auto r = twin->read(0, seen); !r)
+      return fail(me, "twin read", r.error());
+    bad += compare(me, "twin after the pull", seen, original);
     // The page is shared: nobody writes back before every writer has
     // pulled (the acquire of a release-consistent DSM).
     if (auto b = g.barrier_bootstrap(60s); !b)
@@ -148,6 +156,37 @@ int main() {
     auto again = g.push(0, kArea, 0, copy, rhinet::XferOptions::diff(*twin));
     if (auto w = again.wait(30s); !w)
       return fail(me, "push (diff, unchanged)", w.error());
+    if (auto r = twin->read(0, seen); !r)
+      return fail(me, "twin read", r.error());
+    bad += compare(me, "twin after the diff pushes", seen,
+                   [&](std::size_t i) { return copy[i]; });
+    // The host's own write into the twin (Twin::write): with the original
+    // page there again, a DIFF PUSH sends our chunks once more (the same
+    // bytes the home has) and leaves the twin equal to the page.
+    std::vector<std::byte> orig(kPage);
+    for (std::size_t i = 0; i < kPage; i++) orig[i] = original(i);
+    if (auto r = twin->write(0, orig); !r)
+      return fail(me, "twin write", r.error());
+    if (auto r = twin->read(0, seen); !r)
+      return fail(me, "twin read", r.error());
+    bad += compare(me, "twin after Twin::write", seen, original);
+    auto resend = g.push(0, kArea, 0, copy, rhinet::XferOptions::diff(*twin));
+    if (auto w = resend.wait(30s); !w)
+      return fail(me, "push (diff, after Twin::write)", w.error());
+    if (auto r = twin->read(0, seen); !r)
+      return fail(me, "twin read", r.error());
+    bad += compare(me, "twin after the last diff push", seen,
+                   [&](std::size_t i) { return copy[i]; });
+    // Beyond the twin: refused with ERANGE, nothing copied.
+    std::byte one[16] = {};
+    for (auto r : {twin->read(kPage - 8, one), twin->write(kPage, {one, 1})})
+      if (r || r.error().errno_value() != ERANGE) {
+        std::fprintf(stderr,
+                     "twin_diff_dsm: rank %u: a twin access beyond its end "
+                     "was not refused with ERANGE\n",
+                     me);
+        bad++;
+      }
     if (auto s = g.sync(30s); !s) return fail(me, "sync", s.error());
     if (auto b = g.barrier_bootstrap(60s); !b)
       return fail(me, "barrier", b.error());

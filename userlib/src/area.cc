@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "rhinet/area.hpp"
 
+#include <infiniband/verbs.h>
+
 #include <cerrno>
+#include <string>
 
 #include "device.hpp"
 
@@ -115,6 +118,45 @@ void Twin::reset() {
   }
   size_ = 0;
   dev_.reset();
+}
+
+namespace {
+
+// Whether [offset, offset + len) lies in a twin of `size` bytes, or why not.
+Result<void> twin_range(const char* what, ibv_dm* dm, std::size_t size,
+                        std::size_t offset, std::size_t len) {
+  if (!dm)
+    return Error(EINVAL, std::string("twin ") + what +
+                             ": no twin memory (a moved-from Twin)");
+  if (offset > size || len > size - offset)
+    return Error(ERANGE, std::string("twin ") + what + " of " +
+                             std::to_string(len) + " bytes at offset " +
+                             std::to_string(offset) + ": beyond its " +
+                             std::to_string(size) + " bytes");
+  return ok();
+}
+
+}  // namespace
+
+Result<void> Twin::write(std::size_t offset, std::span<const std::byte> src) {
+  if (auto r = twin_range("write", dm_, size_, offset, src.size()); !r)
+    return r;
+  if (src.empty()) return ok();
+  if (const int e = ibv_memcpy_to_dm(dm_, offset, src.data(), src.size()))
+    return Error(e, "twin write of " + std::to_string(src.size()) +
+                        " bytes at offset " + std::to_string(offset) +
+                        ": ibv_memcpy_to_dm");
+  return ok();
+}
+
+Result<void> Twin::read(std::size_t offset, std::span<std::byte> dst) const {
+  if (auto r = twin_range("read", dm_, size_, offset, dst.size()); !r) return r;
+  if (dst.empty()) return ok();
+  if (const int e = ibv_memcpy_from_dm(dst.data(), dm_, offset, dst.size()))
+    return Error(e, "twin read of " + std::to_string(dst.size()) +
+                        " bytes at offset " + std::to_string(offset) +
+                        ": ibv_memcpy_from_dm");
+  return ok();
 }
 
 }  // namespace rhinet

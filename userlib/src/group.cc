@@ -51,7 +51,15 @@ Result<ibv_context*> open_device(const std::string& want) {
   ibv_context* ctx = ibv_open_device(pick);
   const int err = errno;
   ibv_free_device_list(list);
-  if (!ctx) return errno_error(err, "ibv_open_device " + name);
+  if (!ctx) {
+    if (err == EPERM && std::getenv("RHINET_GROUPS"))
+      return Error(EPERM, "ibv_open_device " + name +
+                              ": a group in RHINET_GROUPS is not granted to "
+                              "this user on this node, or its token differs "
+                              "(the administrator grants groups with "
+                              "rhinet-group; rhinet-run does for its ranks)");
+    return errno_error(err, "ibv_open_device " + name);
+  }
   return ctx;
 }
 

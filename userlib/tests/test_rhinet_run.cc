@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // rhinet-run end to end on this machine: it starts the bootstrap probe
 // (tests/bootstrap_probe.cc; no NIC) as N ranks, directly or through a
-// fake remote shell, and stops them when one fails; and its command-line
-// errors.
+// fake remote shell, and stops them when one fails; its privileged step
+// (a fake rhinet-group, tests/fake_group.sh, that logs what it is asked);
+// and its command-line errors.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -18,8 +19,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,8 +34,11 @@ struct Outcome {
   double seconds = 0;
 };
 
-// Runs rhinet-run with `args`; kills it after `limit_s`.
-Outcome rhinet_run(const std::vector<std::string>& args, int limit_s = 60) {
+// Runs rhinet-run with `args` and the environment's `env` (NAME=VALUE;
+// RHINET_GRANT_CMD is the fake rhinet-group unless `env` says otherwise);
+// kills it after `limit_s`.
+Outcome rhinet_run(const std::vector<std::string>& args, int limit_s = 60,
+                   const std::vector<std::string>& env = {}) {
   std::vector<std::string> all = {RHINET_RUN_BIN};
   all.insert(all.end(), args.begin(), args.end());
   int out[2], err[2];
@@ -43,6 +49,11 @@ Outcome rhinet_run(const std::vector<std::string>& args, int limit_s = 60) {
   if (pid == 0) {
     dup2(out[1], 1);
     dup2(err[1], 2);
+    setenv("RHINET_GRANT_CMD", "/bin/sh " FAKE_GROUP, 1);
+    for (const auto& kv : env) {
+      const auto eq = kv.find('=');
+      setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
+    }
     std::vector<char*> argv;
     for (auto& a : all) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -257,6 +268,167 @@ TEST(RhinetRun, Timeout) {
   EXPECT_LT(r.seconds, 15);
 }
 
+// The fake rhinet-group's log of one test (tests run in parallel
+// processes), read after the run.
+struct GrantLog {
+  std::string path;
+  explicit GrantLog(const std::string& name)
+      : path(::testing::TempDir() + "rhinet_run_grants_" + name + "." +
+             std::to_string(getpid())) {
+    std::remove(path.c_str());
+  }
+  ~GrantLog() { std::remove(path.c_str()); }
+  std::string env() const { return "RHINET_FAKE_GROUP_LOG=" + path; }
+  std::vector<std::string> lines() const {
+    std::ifstream in(path);
+    std::vector<std::string> v;
+    for (std::string l; std::getline(in, l);) v.push_back(l);
+    return v;
+  }
+};
+
+// "HOST -q grant G --uid U --token-file - token=T": G and T.
+struct Grant {
+  std::string host;
+  long group = -1;
+  std::string rest, token;
+};
+
+std::optional<Grant> grant_of(const std::string& line) {
+  static const std::regex re(
+      R"((\S+) -q grant (\d+) --uid (\d+) --token-file -(.*) token=([0-9a-f]{16}))");
+  std::smatch m;
+  if (!std::regex_match(line, m, re)) return std::nullopt;
+  EXPECT_EQ(std::stol(m[3]), static_cast<long>(getuid())) << line;
+  return Grant{m[1], std::stol(m[2]), m[4], m[5]};
+}
+
+TEST(RhinetRun, GrantsTheGroupHereOnceAndRevokesIt) {
+  GrantLog log("here");
+  const Outcome r = rhinet_run(
+      {"-n", "3", PROBE_BIN, "--expect-local", "0,1,2"}, 60, {log.env()});
+  expect_consistent(r, 3, {"0/3", "1/3", "2/3"});
+  const auto l = log.lines();
+  ASSERT_EQ(l.size(), 2u) << r.err;
+  const auto g = grant_of(l[0]);
+  ASSERT_TRUE(g) << l[0];
+  EXPECT_EQ(g->host, "here");
+  EXPECT_EQ(g->rest, "");  // no lifetime without --timeout
+  EXPECT_EQ(g->group, probe_lines(r.out)[0].group);
+  EXPECT_EQ(l[1], "here -q revoke " + std::to_string(g->group));
+}
+
+TEST(RhinetRun, GrantsOnEveryRemoteHostBeforeTheRanks) {
+  const auto h = foreign_hosts();
+  ASSERT_EQ(h.size(), 2u);
+  GrantLog log("remote");
+  const Outcome r =
+      rhinet_run({"-n", "4", "-N", "2", "--hosts", h[0] + "," + h[1], "--rsh",
+                  std::string("/bin/sh ") + FAKE_RSH, "--advertise",
+                  "127.0.0.1", "--timeout", "60", "-v", PROBE_BIN},
+                 60, {log.env()});
+  expect_consistent(r, 4, {"0/2", "1/2", "0/2", "1/2"});
+  const auto l = log.lines();
+  ASSERT_EQ(l.size(), 4u) << r.err;
+  const auto a = grant_of(l[0]), b = grant_of(l[1]);
+  ASSERT_TRUE(a && b) << l[0] << "\n" << l[1];
+  EXPECT_EQ(a->host, h[0]);
+  EXPECT_EQ(b->host, h[1]);
+  EXPECT_EQ(a->group, b->group);
+  EXPECT_EQ(a->token, b->token);
+  EXPECT_EQ(a->group, probe_lines(r.out)[0].group);
+  EXPECT_EQ(a->rest, " --lifetime 120");  // --timeout + 60 s
+  const std::string revoke = " -q revoke " + std::to_string(a->group);
+  EXPECT_EQ(l[2], h[0] + revoke);
+  EXPECT_EQ(l[3], h[1] + revoke);
+  // Granted before any rank started; the token on no grant's command line.
+  EXPECT_LT(r.err.find("granted group"), r.err.find("rank 0 on"));
+  std::istringstream err(r.err);
+  for (std::string line; std::getline(err, line);) {
+    if (line.rfind("rhinet-run: on ", 0) == 0) {
+      EXPECT_EQ(line.find(a->token), std::string::npos) << line;
+    }
+  }
+}
+
+TEST(RhinetRun, ATakenGroupIdIsGivenUpAndAnotherTried) {
+  const auto h = foreign_hosts();
+  ASSERT_EQ(h.size(), 2u);
+  GrantLog log("taken");
+  const std::string marker = log.path + ".taken";
+  const Outcome r = rhinet_run({"-n", "2", "--hosts", h[0] + "," + h[1],
+                                "--rsh", std::string("/bin/sh ") + FAKE_RSH,
+                                "--advertise", "127.0.0.1", PROBE_BIN},
+                               60,
+                               {log.env(), "RHINET_FAKE_GROUP_TAKEN=" + marker,
+                                "RHINET_FAKE_GROUP_ONLY=" + h[1]});
+  std::remove(marker.c_str());
+  expect_consistent(r, 2, {"0/1", "0/1"});
+  const auto l = log.lines();
+  ASSERT_EQ(l.size(), 7u) << r.err;
+  const auto first = grant_of(l[0]), taken = grant_of(l[1]);
+  ASSERT_TRUE(first && taken);
+  EXPECT_EQ(taken->host, h[1]);
+  // Given up where it was granted, then another group everywhere.
+  EXPECT_EQ(l[2], h[0] + " -q revoke " + std::to_string(first->group));
+  const auto a = grant_of(l[3]), b = grant_of(l[4]);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->group, b->group);
+  EXPECT_EQ(a->group, probe_lines(r.out)[0].group);
+  EXPECT_EQ(l[5], h[0] + " -q revoke " + std::to_string(a->group));
+  EXPECT_EQ(l[6], h[1] + " -q revoke " + std::to_string(a->group));
+}
+
+TEST(RhinetRun, AFailedGrantStopsBeforeAnyRank) {
+  const auto h = foreign_hosts();
+  ASSERT_EQ(h.size(), 2u);
+  GrantLog log("failed");
+  const Outcome r = rhinet_run({"-n", "2", "--hosts", h[0] + "," + h[1],
+                                "--rsh", std::string("/bin/sh ") + FAKE_RSH,
+                                "--advertise", "127.0.0.1", PROBE_BIN},
+                               60,
+                               {log.env(), "RHINET_FAKE_GROUP_FAIL=1",
+                                "RHINET_FAKE_GROUP_ONLY=" + h[1]});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "the privileged step failed on host " + h[1]));
+  EXPECT_TRUE(has(r.err, "--grant-cmd 'sudo -n rhinet-group'"));
+  EXPECT_TRUE(has(r.err, "--group GROUP --token-file FILE"));
+  EXPECT_TRUE(probe_lines(r.out).empty()) << r.out;
+  const auto l = log.lines();
+  ASSERT_EQ(l.size(), 3u) << r.err;  // granted on h0, failed on h1, revoked
+  const auto a = grant_of(l[0]);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(l[2], h[0] + " -q revoke " + std::to_string(a->group));
+}
+
+TEST(RhinetRun, RevokesAfterAFailingRank) {
+  GrantLog log("failing");
+  const Outcome r =
+      rhinet_run({"-n", "2", PROBE_BIN, "--fail-rank", "1", "--code", "3"}, 60,
+                 {log.env()});
+  EXPECT_EQ(r.code, 3) << r.err;
+  const auto l = log.lines();
+  ASSERT_EQ(l.size(), 2u) << r.err;
+  const auto g = grant_of(l[0]);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(l[1], "here -q revoke " + std::to_string(g->group));
+}
+
+TEST(RhinetRun, AGroupTheAdministratorGrantedNeedsNoPrivilegedStep) {
+  GrantLog log("granted");
+  const std::string token = log.path + ".token";
+  std::ofstream(token) << "  00000000DEADBEEF \n";
+  const Outcome r =
+      rhinet_run({"-n", "2", "--group", "77", "--token-file", token, "/bin/sh",
+                  "-c", "echo \"r=$RHINET_RANK $RHINET_GROUP $RHINET_GROUPS\""},
+                 60, {log.env()});
+  std::remove(token.c_str());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "r=0 77 77:00000000deadbeef"));
+  EXPECT_TRUE(has(r.out, "r=1 77 77:00000000deadbeef"));
+  EXPECT_TRUE(log.lines().empty());
+}
+
 TEST(RhinetRun, HelpAndVersion) {
   const Outcome h = rhinet_run({"--help"});
   EXPECT_EQ(h.code, 0);
@@ -370,7 +542,28 @@ INSTANTIATE_TEST_SUITE_P(
         BadLine{"UnknownOption",
                 {"-n", "2", "--frobnicate", "true"},
                 "unknown option '--frobnicate'"},
-        BadLine{"MissingValue", {"-n"}, "option '-n' wants a value"}),
+        BadLine{"MissingValue", {"-n"}, "option '-n' wants a value"},
+        BadLine{"GroupWithoutToken",
+                {"-n", "2", "--group", "5", "true"},
+                "give --group and --token-file together"},
+        BadLine{"TokenWithoutGroup",
+                {"-n", "2", "--token-file", "/dev/null", "true"},
+                "give --group and --token-file together"},
+        BadLine{
+            "ZeroGroup",
+            {"-n", "2", "--group", "0", "--token-file", "/dev/null", "true"},
+            "--group wants a whole number in 1..65535"},
+        BadLine{"MissingTokenFile",
+                {"-n", "2", "--group", "5", "--token-file",
+                 "/nonexistent/token", "true"},
+                "--token-file /nonexistent/token: No such file or directory"},
+        BadLine{
+            "EmptyTokenFile",
+            {"-n", "2", "--group", "5", "--token-file", "/dev/null", "true"},
+            "the first line is not 1 to 16 hexadecimal digits"},
+        BadLine{"EmptyGrantCmd",
+                {"-n", "2", "--grant-cmd", " ", "true"},
+                "--grant-cmd wants a command"}),
     [](const auto& tp) { return std::string(tp.param.name); });
 
 }  // namespace

@@ -2,13 +2,18 @@
 // rhinet-run: starts the ranks of a parallel process group (004 2.1).
 //
 //   rhinet-run -n N [--per-node K] [--hosts h1,h2,...|--hostfile F]
-//              [--rsh CMD] [--timeout S] [...] PROGRAM [ARGS...]
+//              [--rsh CMD] [--timeout S] [--group G --token-file F |
+//              --grant-cmd CMD] [...] PROGRAM [ARGS...]
 //
-// Picks a random group ID (1..65535) and a random 64-bit token, runs the
-// rendezvous server (rhinet::BootstrapServer) for the table exchange, and
-// starts rank r on host r / K: directly (fork/exec) when that host is this
-// machine, else as `RSH HOST env VAR=VALUE... PROGRAM ARGS` (like mpirun
-// over ssh). Every rank gets RHINET_RANK, RHINET_SIZE, RHINET_LOCAL_RANK,
+// Picks a random group ID (1..65535) and a random 64-bit token and, its
+// privileged step, has the group granted to the user on every host
+// (`rhinet-group grant`, run there over RSH; root or CAP_NET_ADMIN), or
+// takes a group the administrator granted (--group, --token-file); runs
+// the rendezvous server (rhinet::BootstrapServer) for the table exchange,
+// and starts rank r on host r / K: directly (fork/exec) when that host is
+// this machine, else as `RSH HOST env VAR=VALUE... PROGRAM ARGS` (like
+// mpirun over ssh); revokes its grants when the ranks have ended. Every
+// rank gets RHINET_RANK, RHINET_SIZE, RHINET_LOCAL_RANK,
 // RHINET_LOCAL_SIZE, RHINET_GROUP, RHINET_GROUPS="GROUP:TOKEN" and
 // RHINET_RENDEZVOUS=ip:port. When a rank fails, the others are stopped
 // and rhinet-run exits with the failing rank's status.
@@ -60,8 +65,12 @@ constexpr const char* kMe = "rhinet-run";
   std::exit(kExitUsage);
 }
 
+// What fatal() undoes first: the grants of the privileged step.
+void (*g_at_fatal)() = nullptr;
+
 [[noreturn]] void fatal(const std::string& msg, int code = 1) {
   std::fprintf(stderr, "%s: %s\n", kMe, msg.c_str());
+  if (g_at_fatal) g_at_fatal();
   std::exit(code);
 }
 
@@ -90,12 +99,28 @@ void print_help() {
       "  -x NAME[=VALUE]        also set NAME for remote ranks (its value "
       "here,\n"
       "                         or VALUE); repeatable\n"
+      "      --group G          run in process group G, which the "
+      "administrator\n"
+      "                         granted to this user on every host (no\n"
+      "                         privileged step); needs --token-file\n"
+      "      --token-file FILE  the token of --group G (16 hexadecimal "
+      "digits)\n"
+      "      --grant-cmd CMD    the privileged step: CMD grant ... / CMD "
+      "revoke G\n"
+      "                         runs on every host (default: "
+      "$RHINET_GRANT_CMD,\n"
+      "                         else rhinet-group; e.g. 'sudo -n "
+      "rhinet-group')\n"
       "      --timeout SECONDS  stop every rank after SECONDS (exit status "
       "124)\n"
       "  -v, --verbose          say what is started\n"
       "  -h, --help             this text\n"
       "      --version          the version\n"
       "\n"
+      "Without --group, the group is granted to this user on every host\n"
+      "before the ranks start (needs root or CAP_NET_ADMIN there, e.g. "
+      "through\n"
+      "--grant-cmd) and revoked when they have ended.\n"
       "Each rank gets RHINET_RANK, RHINET_SIZE, RHINET_LOCAL_RANK,\n"
       "RHINET_LOCAL_SIZE, RHINET_GROUP, RHINET_GROUPS and RHINET_RENDEZVOUS\n"
       "(rhinet::Group::join_from_env() reads them). Exit status: 0 when every\n"
@@ -119,6 +144,11 @@ struct Options {
   std::vector<std::string> exports;  // NAME=VALUE
   std::optional<long> timeout_s;
   bool verbose = false;
+  // A group the administrator granted (--group, --token-file), else the
+  // privileged step's command (--grant-cmd).
+  std::optional<std::uint32_t> group;
+  std::optional<std::uint64_t> token;
+  std::vector<std::string> grant_cmd;
   std::vector<std::string> command;  // PROGRAM ARGS...
 };
 
@@ -188,6 +218,21 @@ std::vector<std::string> read_hostfile(const std::string& path) {
   return hosts;
 }
 
+// The first line of FILE: 1 to 16 hexadecimal digits (blanks around them
+// ignored).
+std::uint64_t read_token_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) usage_error("--token-file " + path + ": " + std::strerror(errno));
+  std::string line;
+  std::getline(in, line);
+  const auto words = split_blanks(line);
+  if (words.size() != 1 || words[0].size() > 16 ||
+      words[0].find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+    usage_error("--token-file " + path +
+                ": the first line is not 1 to 16 hexadecimal digits");
+  return std::stoull(words[0], nullptr, 16);
+}
+
 Options parse(int argc, char** argv) {
   enum {
     kHostfile = 256,
@@ -197,6 +242,9 @@ Options parse(int argc, char** argv) {
     kAdvertise,
     kPort,
     kTimeout,
+    kGroup,
+    kTokenFile,
+    kGrantCmd,
     kVersion
   };
   static const option longs[] = {
@@ -210,12 +258,19 @@ Options parse(int argc, char** argv) {
       {"advertise", required_argument, nullptr, kAdvertise},
       {"port", required_argument, nullptr, kPort},
       {"timeout", required_argument, nullptr, kTimeout},
+      {"group", required_argument, nullptr, kGroup},
+      {"token-file", required_argument, nullptr, kTokenFile},
+      {"grant-cmd", required_argument, nullptr, kGrantCmd},
       {"verbose", no_argument, nullptr, 'v'},
       {"help", no_argument, nullptr, 'h'},
       {"version", no_argument, nullptr, kVersion},
       {nullptr, 0, nullptr, 0}};
   Options o;
   bool have_n = false, have_hostfile = false;
+  std::string token_file;
+  if (const char* g = std::getenv("RHINET_GRANT_CMD"))
+    o.grant_cmd = split_blanks(g);
+  if (o.grant_cmd.empty()) o.grant_cmd = {"rhinet-group"};
   opterr = 0;
   int c;
   // '+': options end at PROGRAM; its own options are left alone.
@@ -266,6 +321,17 @@ Options parse(int argc, char** argv) {
       case kTimeout:
         o.timeout_s = parse_number("--timeout", optarg, 1, 366L * 24 * 3600);
         break;
+      case kGroup:
+        o.group = static_cast<std::uint32_t>(
+            parse_number("--group", optarg, 1, 65535));
+        break;
+      case kTokenFile:
+        token_file = optarg;
+        break;
+      case kGrantCmd:
+        o.grant_cmd = split_blanks(optarg);
+        if (o.grant_cmd.empty()) usage_error("--grant-cmd wants a command");
+        break;
       case 'x': {
         std::string kv = optarg;
         const auto eq = kv.find('=');
@@ -307,6 +373,11 @@ Options parse(int argc, char** argv) {
   for (int i = optind; i < argc; i++) o.command.push_back(argv[i]);
   if (!o.iface.empty() && !o.advertise.empty())
     usage_error("give --iface or --advertise, not both");
+  if (o.group.has_value() != !token_file.empty())
+    usage_error(
+        "give --group and --token-file together (a group the administrator "
+        "granted), or neither");
+  if (!token_file.empty()) o.token = read_token_file(token_file);
   if (o.hosts.empty()) o.hosts = {"localhost"};
   const long nh = static_cast<long>(o.hosts.size());
   if (!o.per_node)
@@ -433,9 +504,22 @@ class Launcher {
  public:
   explicit Launcher(Options o) : o_(std::move(o)) {}
   int run();
+  // Undoes the privileged step: revokes the group on every host it was
+  // granted on (once; a failure is only reported).
+  void revoke();
 
  private:
+  // Where the privileged step runs: this machine (once, if any rank runs
+  // here) and every other host (once per name).
+  struct Target {
+    std::string host;
+    bool local = false;
+  };
   void plan();
+  std::vector<Target> targets() const;
+  int privileged(const Target& t, const std::vector<std::string>& words,
+                 const std::string& input);
+  void grant();
   void start(Rank& r, const std::vector<std::string>& env);
   void reap(bool block);
   void stop_all();
@@ -462,6 +546,9 @@ class Launcher {
   std::vector<Rank> ranks_;
   std::size_t running_ = 0;
   std::optional<std::uint32_t> first_failure_;
+  std::uint32_t group_ = 0;
+  std::uint64_t token_ = 0;
+  std::vector<Target> granted_;  // hosts the group is granted on
 };
 
 void Launcher::plan() {
@@ -595,6 +682,174 @@ std::uint64_t random64() {
   return v;
 }
 
+// rhinet-group's status when the group's ID is taken on that host.
+constexpr int kGroupTaken = 3;
+
+std::vector<Launcher::Target> Launcher::targets() const {
+  std::vector<Target> out;
+  std::set<std::string> seen;
+  bool here = false;
+  for (const Rank& r : ranks_) {
+    if (r.local) {
+      if (!here) out.push_back({r.host, true});
+      here = true;
+    } else if (seen.insert(r.host).second) {
+      out.push_back({r.host, false});
+    }
+  }
+  return out;
+}
+
+// Runs GRANT_CMD WORDS on the target (over RSH for another host) with
+// INPUT on its standard input; returns its exit status (128 + N for a
+// signal, 126/127 when it cannot run).
+int Launcher::privileged(const Target& t, const std::vector<std::string>& words,
+                         const std::string& input) {
+  std::vector<std::string> args;
+  if (t.local) {
+    args = o_.grant_cmd;
+    args.insert(args.end(), words.begin(), words.end());
+  } else {
+    args = o_.rsh;
+    args.push_back(t.host);
+    for (const auto& w : o_.grant_cmd) args.push_back(quote(w));
+    for (const auto& w : words) args.push_back(quote(w));
+  }
+  if (o_.verbose) {
+    std::string line;
+    for (const auto& a : args) line += (line.empty() ? "" : " ") + a;
+    std::fprintf(stderr, "%s: on %s%s: %s\n", kMe, t.host.c_str(),
+                 t.local ? " (here)" : "", line.c_str());
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int in[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return 126;
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(in[0]);
+    close(in[1]);
+    return 126;
+  }
+  if (pid == 0) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    dup2(in[0], 0);
+    execvp(argv[0], argv.data());
+    const int e = errno;
+    std::fprintf(stderr, "%s: cannot run %s: %s\n", kMe, argv[0],
+                 std::strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+  }
+  close(in[0]);
+  const char* p = input.data();
+  std::size_t left = input.size();
+  while (left) {
+    const ssize_t n = write(in[1], p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // it does not read: its status says why
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  close(in[1]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return exit_code_of(st);
+}
+
+// The privileged step: the group granted to this user on every host,
+// with its token on the command's standard input (never on a command
+// line). A group ID some host has already (another job's) is given up
+// everywhere and another one tried.
+void Launcher::grant() {
+  const auto hosts = targets();
+  const std::string uid = std::to_string(getuid());
+  std::string cmd;
+  for (const auto& w : o_.grant_cmd) cmd += (cmd.empty() ? "" : " ") + w;
+  constexpr int kAttempts = 8;
+  for (int attempt = 1;; attempt++) {
+    group_ = static_cast<std::uint32_t>(1 + random64() % 65535);  // 1..65535
+    token_ = 0;
+    while (!token_) token_ = random64();
+    char hex[24];
+    std::snprintf(hex, sizeof(hex), "%016llx\n",
+                  static_cast<unsigned long long>(token_));
+    std::vector<std::string> words = {"-q",    "grant", std::to_string(group_),
+                                      "--uid", uid,     "--token-file",
+                                      "-"};
+    // A launcher killed with SIGKILL leaves no grant that lasts.
+    if (o_.timeout_s) {
+      words.push_back("--lifetime");
+      words.push_back(std::to_string(*o_.timeout_s + 60));
+    }
+    std::optional<std::string> taken_on;
+    for (const Target& t : hosts) {
+      const int st = privileged(t, words, hex);
+      if (st == 0) {
+        granted_.push_back(t);
+        if (o_.verbose)
+          std::fprintf(stderr, "%s: granted group %u to uid %s on %s\n", kMe,
+                       group_, uid.c_str(), t.host.c_str());
+        continue;
+      }
+      if (st == kGroupTaken) {
+        taken_on = t.host;
+        break;
+      }
+      revoke();
+      if (g_signal) {
+        std::fprintf(stderr, "%s: got signal %d (%s) in the privileged step\n",
+                     kMe, static_cast<int>(g_signal), strsignal(g_signal));
+        std::exit(128 + g_signal);
+      }
+      std::fprintf(stderr,
+                   "%s: the privileged step failed on host %s: '%s grant %u "
+                   "--uid %s ...' exited with status %d\n",
+                   kMe, t.host.c_str(), cmd.c_str(), group_, uid.c_str(), st);
+      std::fprintf(
+          stderr,
+          "%s: a process group must be granted to the user on every host "
+          "(root or CAP_NET_ADMIN there): run %s as root, give --grant-cmd "
+          "'sudo -n rhinet-group' (or set RHINET_GRANT_CMD), or have the "
+          "administrator run 'rhinet-group grant GROUP --uid %s --token-file "
+          "FILE' on every host and pass --group GROUP --token-file FILE\n",
+          kMe, kMe, uid.c_str());
+      std::exit(1);
+    }
+    if (!taken_on) return;
+    revoke();
+    if (attempt == kAttempts)
+      fatal(std::to_string(kAttempts) +
+            " random group IDs were all taken on some host (the last on " +
+            *taken_on + "); is a host named twice?");
+    if (o_.verbose)
+      std::fprintf(stderr, "%s: group %u is taken on %s; trying another\n", kMe,
+                   group_, taken_on->c_str());
+  }
+}
+
+void Launcher::revoke() {
+  const std::vector<Target> hosts = std::move(granted_);
+  granted_.clear();
+  for (const Target& t : hosts) {
+    const int st =
+        privileged(t, {"-q", "revoke", std::to_string(group_)}, std::string());
+    if (st != 0)
+      std::fprintf(stderr,
+                   "%s: warning: could not revoke group %u on host %s (status "
+                   "%d); run 'rhinet-group revoke %u' there as root\n",
+                   kMe, group_, t.host.c_str(), st, group_);
+    else if (o_.verbose)
+      std::fprintf(stderr, "%s: revoked group %u on %s\n", kMe, group_,
+                   t.host.c_str());
+  }
+}
+
 int Launcher::run() {
   plan();
   const bool all_local = std::all_of(ranks_.begin(), ranks_.end(),
@@ -624,10 +879,24 @@ int Launcher::run() {
     advertise_ip = o_.advertise;
   }
 
-  const auto group =
-      static_cast<std::uint32_t>(1 + random64() % 65535);  // 1..65535
-  std::uint64_t token = 0;
-  while (!token) token = random64();
+  // From here a signal ends rhinet-run through its own cleanup (the
+  // privileged step's grants revoked).
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  // The group: one the administrator granted, or one granted here now.
+  if (o_.group) {
+    group_ = *o_.group;
+    token_ = *o_.token;
+  } else {
+    grant();
+  }
+  const std::uint32_t group = group_;
+  const std::uint64_t token = token_;
   rhinet::BootstrapServer::Config cfg;
   cfg.size = static_cast<std::uint32_t>(o_.ranks);
   cfg.group = group;
@@ -644,13 +913,11 @@ int Launcher::run() {
     std::fprintf(
         stderr, "%s: group %u, %ld ranks, rendezvous %s (listening on %s)\n",
         kMe, group, o_.ranks, rendezvous.c_str(), server->address().c_str());
-
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGHUP, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  if (g_signal) {
+    std::fprintf(stderr, "%s: got signal %d (%s) before any rank started\n",
+                 kMe, static_cast<int>(g_signal), strsignal(g_signal));
+    return 128 + g_signal;
+  }
 
   const auto started = std::chrono::steady_clock::now();
   for (Rank& r : ranks_) {
@@ -747,10 +1014,16 @@ int Launcher::run() {
   return code;
 }
 
+Launcher* g_launcher = nullptr;
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   Launcher l(std::move(o));
-  return l.run();
+  g_launcher = &l;
+  g_at_fatal = [] { g_launcher->revoke(); };
+  const int code = l.run();
+  l.revoke();
+  return code;
 }

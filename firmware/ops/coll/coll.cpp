@@ -288,6 +288,7 @@ void end_if_all_failed(Impl& m, CollComm& c) {
 void release_comm(Impl& m, CollComm& c) {
   c.valid = false;
   m.coll.used--;
+  m.shares.give(c.context, Res::kCollComms);
   m.wake_all(c.waiters);
 }
 
@@ -339,12 +340,11 @@ bool tell_ready(Impl& m, CollComm& c, NodeMask& who) {
         break;
       }
       const rhn_fw_coll_life life = life_of(c, 0);
-      if (m.coll.fw_held >= m.cfg.fw_messages / 2 ||
-          m.fw_send_now(nodes_of(m, c)[i], RHN_FW_COLL_READY, c.key,
+      if (m.fw_send_now(nodes_of(m, c)[i], RHN_FW_COLL_READY, c.key,
                         uint64_t{c.seq} << 32, 0, payload_of(life),
-                        FwOwner::kColl, cookie(m, c, 0, kDestReady)) == kNone)
+                        FwOwner::kColl, cookie(m, c, 0, kDestReady),
+                        c.context) == kNone)
         return did;
-      m.coll.fw_held++;
       who[w] &= who[w] - 1;
       did = true;
     }
@@ -370,13 +370,11 @@ bool send_aborts(Impl& m, CollComm& c) {
       c.abort_next++;
       continue;
     }
-    if (m.coll.fw_held >= m.cfg.fw_messages / 2) break;
-    const uint32_t h =
-        m.fw_send_now(nodes_of(m, c)[i], RHN_FW_COLL_ABORT, c.key,
-                      uint64_t{c.abort_seq} << 32, c.abort_syn,
-                      payload_of(life), FwOwner::kColl, abort_cookie(m, c));
+    const uint32_t h = m.fw_send_now(
+        nodes_of(m, c)[i], RHN_FW_COLL_ABORT, c.key,
+        uint64_t{c.abort_seq} << 32, c.abort_syn, payload_of(life),
+        FwOwner::kColl, abort_cookie(m, c), c.context);
     if (h == kNone) break;  // no room now: the next run goes on
-    m.coll.fw_held++;
     c.aborts_out++;
     c.abort_next++;
     did = true;
@@ -506,7 +504,6 @@ bool send_due(Impl& m, CollComm& c, CollSlot& s, const Topo& t) {
   const uint64_t addr = uint64_t{c.seq} << 32 | s.seg;
   for (uint32_t bit = 0; bit < 32 && s.todo; bit++) {
     if (!(s.todo & (1u << bit))) continue;
-    if (m.coll.fw_held >= m.cfg.fw_messages / 2) break;
     const bool up = bit == kCollParent;
     const uint16_t index =
         up ? t.parent
@@ -515,9 +512,11 @@ bool send_due(Impl& m, CollComm& c, CollSlot& s, const Topo& t) {
     const std::span<const uint8_t> payload{bytes_of(m, s), data ? s.len : 0};
     const uint32_t h = m.fw_send_now(
         nodes_of(m, c)[index], up ? RHN_FW_COLL_UP : RHN_FW_COLL_DOWN, c.key,
-        addr, signature(c), payload, FwOwner::kColl, cookie(m, c, si, bit));
-    if (h == kNone) break;  // the node's window is full: on its ACKs
-    m.coll.fw_held++;
+        addr, signature(c), payload, FwOwner::kColl, cookie(m, c, si, bit),
+        c.context);
+    // The node's window is full (on its ACKs), or the collectives' or the
+    // user's share of the firmware messages is held (as they end).
+    if (h == kNone) break;
     s.todo &= ~(1u << bit);
     s.busy |= 1u << bit;
     did = true;
@@ -602,11 +601,9 @@ bool probe(Impl& m, CollComm& c) {
   }
   bool did = false;
   for (uint32_t i = 0; i < want; i++) {
-    if (m.coll.fw_held >= m.cfg.fw_messages / 2) break;
     if (m.fw_post(nodes_of(m, c)[list[i]], RHN_FW_PING, {}, FwOwner::kColl,
-                  cookie(m, c, 0, kDestProbe)) == kNone)
+                  cookie(m, c, 0, kDestProbe), 0) == kNone)
       break;
-    m.coll.fw_held++;
     c.probing++;
     did = true;
   }
@@ -721,13 +718,6 @@ void start_collective(Impl& m, CollComm& c, const rhn_wqe_coll& x) {
     c.failed = RHN_SYN_MEMBER_LOST;
 }
 
-uint32_t context_comms(const Impl& m, uint32_t context) {
-  uint32_t n = 0;
-  for (const CollComm& c : m.coll.comms)
-    if (c.valid && c.context == context) n++;
-  return n;
-}
-
 // Reads the WQE's member list (nranks entries) into the scratch buffer.
 // RHN_SYN_DMA: it could not be read; RHN_SYN_BAD_WQE: reserved bits set or
 // a node out of range.
@@ -814,15 +804,13 @@ CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
     }
     return c;
   }
-  const uint32_t quota =
-      std::max<uint32_t>(1, m.cfg.coll_comms * m.cfg.context_coll_share / 256);
   CollComm* c = nullptr;
   for (CollComm& f : m.coll.comms)
     if (!f.valid) {
       c = &f;
       break;
     }
-  if (!c || context_comms(m, qp.context) >= quota) {
+  if (!c || !m.shares.room(qp.context, Res::kCollComms)) {
     *syndrome = RHN_SYN_COLL_NO_ROOM;
     return nullptr;
   }
@@ -867,6 +855,7 @@ CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
   apply_remembered(m, *c);
   c->valid = true;
   m.coll.used++;
+  m.shares.charge(c->context, Res::kCollComms);
   clear_slots(m, *c);
   *made = true;
   return c;
@@ -1050,7 +1039,10 @@ void Engine::Impl::coll_reset() {
   t.early_refused = {};
   t.refused_next = 0;
   t.used = 0;
-  t.fw_held = 0;
+  shares.set_limit(
+      Res::kCollComms, cfg.coll_comms,
+      std::max<uint32_t>(1, cfg.coll_comms * cfg.context_coll_share / 256),
+      cfg.account_share);
   t.switch_path = Peer{};
   t.next_deadline = UINT64_MAX;
 }
@@ -1094,7 +1086,6 @@ void Engine::Impl::coll_node_failed(uint16_t node) {
 }
 
 void Engine::Impl::coll_fw_done(uint64_t ck, uint8_t syndrome) {
-  if (coll.fw_held) coll.fw_held--;
   const uint32_t gen = static_cast<uint32_t>(ck >> 32);
   const uint32_t ci = (ck >> 16) & 0xffff;
   const uint32_t si = (ck >> 8) & 0xff;

@@ -141,6 +141,8 @@ void Engine::Impl::mcast_reset() {
   t.context_quota = std::max<uint32_t>(
       std::min(kMcastWindow, frames),
       uint32_t(uint64_t{frames} * cfg.context_mcast_share / 256));
+  shares.set_limit(Res::kMcastFrames, frames, t.context_quota,
+                   cfg.account_share);
   t.frame_waiters = WaitList{};
   t.next_repair = UINT64_MAX;
 }
@@ -156,7 +158,7 @@ namespace {
 
 void release_frame(Impl& m, uint32_t f) {
   McastFrame& fr = m.switch_mcast.frames[f];
-  if (fr.context < m.contexts.size()) m.contexts[fr.context].mcast_frames--;
+  m.shares.give(fr.context, Res::kMcastFrames);
   fr.context = kNone;
   m.switch_mcast.free_frames.push(f);
 }
@@ -309,9 +311,8 @@ Engine::Impl::TxResult Engine::Impl::mcast_send_packet(QpObj& qp,
     wait_on(qpn, g->waiters);
     return TxResult::kBlocked;
   }
-  ContextObj& ctx = contexts[qp.context];
   if (switch_mcast.free_frames.empty() ||
-      ctx.mcast_frames >= switch_mcast.context_quota) {
+      !shares.room(qp.context, Res::kMcastFrames)) {
     counters.add(RHN_CNT_MCAST_WAITS);
     wait_on(qpn, switch_mcast.frame_waiters);
     return TxResult::kBlocked;
@@ -320,7 +321,7 @@ Engine::Impl::TxResult Engine::Impl::mcast_send_packet(QpObj& qp,
   switch_mcast.free_frames.pop();
   McastFrame& fr = switch_mcast.frames[f];
   fr.context = qp.context;
-  ctx.mcast_frames++;
+  shares.charge(qp.context, Res::kMcastFrames);
 
   rhn_op_hdr op = request_header(qp, qpn, e);
   PacketOut out{fr.frame + RHN_DATA_HDR_LEN};

@@ -55,10 +55,11 @@ void tell_ready(Impl& m, const PinWaiter& w) {
   // No room: the requester's timer sends it again instead.
   m.fw_post(w.node, RHN_FW_PIN_READY,
             {reinterpret_cast<const uint8_t*>(&msg), sizeof(msg)},
-            FwOwner::kPin, 0);
+            FwOwner::kPin, 0, w.context);
 }
 
 void free_waiter(Impl& m, PinWaiter& w) {
+  if (w.used) m.shares.give(w.context, Res::kPinWaiters);
   w = PinWaiter{};
   m.pins.waiters_used--;
 }
@@ -66,18 +67,13 @@ void free_waiter(Impl& m, PinWaiter& w) {
 // A free record for a request to `context`, within its share; a record
 // whose request never came back is taken over.
 PinWaiter* new_waiter(Impl& m, uint32_t context) {
-  uint32_t mine = 0;
   PinWaiter* free = nullptr;
   for (auto& w : m.pins.waiters) {
     if (w.used && w.run == kNone && m.now - w.since > kPinStaleNs)
       free_waiter(m, w);
-    if (!w.used) {
-      if (!free) free = &w;
-    } else if (w.context == context) {
-      mine++;
-    }
+    if (!w.used && !free) free = &w;
   }
-  if (!free || mine >= m.pins.context_quota) return nullptr;
+  if (!free || !m.shares.take(context, Res::kPinWaiters)) return nullptr;
   m.pins.waiters_used++;
   return free;
 }
@@ -299,6 +295,8 @@ void Engine::Impl::pin_reset() {
   pins.context_quota =
       std::max<uint32_t>(1, static_cast<uint32_t>(uint64_t{cfg.pin_waiters} *
                                                   cfg.context_pin_share / 256));
+  shares.set_limit(Res::kPinWaiters, cfg.pin_waiters, pins.context_quota,
+                   cfg.account_share);
 }
 
 rhn_admin_status Engine::Impl::pin_mapped(uint32_t context,

@@ -83,7 +83,7 @@ ShareRegion* new_region(Impl& m, uint32_t qpn, uint32_t area_key,
                         ShareState state) {
   ShareTables& t = m.share;
   const QpObj& qp = m.qps[qpn];
-  if (t.ctx_regions[qp.context] >= t.quota) return nullptr;
+  if (!m.shares.room(qp.context, Res::kShareRegions)) return nullptr;
   for (auto& r : t.regions) {
     if (r.state != ShareState::kFree) continue;
     const uint16_t gen = static_cast<uint16_t>(r.gen + 1);
@@ -94,7 +94,7 @@ ShareRegion* new_region(Impl& m, uint32_t qpn, uint32_t area_key,
     r.qp_gen = qp.gen;
     r.context = qp.context;
     r.area_key = area_key;
-    t.ctx_regions[qp.context]++;
+    m.shares.charge(qp.context, Res::kShareRegions);
     t.used++;
     return &r;
   }
@@ -104,7 +104,7 @@ ShareRegion* new_region(Impl& m, uint32_t qpn, uint32_t area_key,
 void free_region(Impl& m, ShareRegion& r) {
   ShareTables& t = m.share;
   if (r.state == ShareState::kFree) return;
-  t.ctx_regions[r.context]--;
+  m.shares.give(r.context, Res::kShareRegions);
   t.used--;
   const uint16_t gen = r.gen;
   r = ShareRegion{};
@@ -133,10 +133,11 @@ void arm_probe(Impl& m) {
       std::min(m.share.next_probe, m.now + m.cfg.sync_probe_ns);
 }
 
+// `context`: on whose behalf (its firmware-message share; 0: a probe).
 bool post(Impl& m, uint16_t node, uint32_t kind, const void* msg, size_t len,
-          uint64_t cookie) {
+          uint64_t cookie, uint32_t context) {
   return m.fw_post(node, kind, {static_cast<const uint8_t*>(msg), len},
-                   FwOwner::kShare, cookie) != kNone;
+                   FwOwner::kShare, cookie, context) != kNone;
 }
 
 rhn_fw_share message(const ShareRegion& r, uint32_t to_qpn,
@@ -185,7 +186,7 @@ void become_ready(Impl& m, ShareRegion& r) {
     msg.qpn = f.src;
     // No message slot: the sender's timer sends it again instead.
     post(m, f.node, RHN_FW_SHARE_RESEND, &msg, sizeof(msg),
-         cookie_of(Msg::kOther, index_of(m, r), r.gen, f.node));
+         cookie_of(Msg::kOther, index_of(m, r), r.gen, f.node), r.context);
   }
   r.refused_count = 0;
   m.counters.add(RHN_CNT_SHARE_JOINS);
@@ -230,7 +231,8 @@ void home_remove(Impl& m, ShareRegion& h, uint32_t i) {
     // No slot: that member keeps sending to the one gone, which drops
     // the updates of a region it is not in.
     if (!post(m, mb.node, RHN_FW_SHARE_REMOVE, &f, sizeof(f),
-              cookie_of(Msg::kOther, index_of(m, h), h.gen, mb.node)))
+              cookie_of(Msg::kOther, index_of(m, h), h.gen, mb.node),
+              h.context))
       m.counters.add(RHN_CNT_SHARE_ERRORS);
   }
   if (!h.join_active) return;
@@ -261,8 +263,9 @@ void abort_join(Impl& m, ShareRegion& h, uint8_t syndrome) {
 
 bool send_add(Impl& m, ShareRegion& h, ShareMember& mb) {
   const rhn_fw_share f = message(h, mb.src, h.join_node, h.join_src);
-  mb.add_owed = !post(m, mb.node, RHN_FW_SHARE_ADD, &f, sizeof(f),
-                      cookie_of(Msg::kAdd, index_of(m, h), h.gen, mb.node));
+  mb.add_owed =
+      !post(m, mb.node, RHN_FW_SHARE_ADD, &f, sizeof(f),
+            cookie_of(Msg::kAdd, index_of(m, h), h.gen, mb.node), h.context);
   return !mb.add_owed;
 }
 
@@ -285,9 +288,9 @@ void send_joined(Impl& m, ShareRegion& h) {
   j.count = n;
   const size_t len = offsetof(rhn_fw_share_joined, members) +
                      size_t{n} * sizeof(rhn_share_member);
-  h.joined_owed =
-      !post(m, h.join_node, RHN_FW_SHARE_JOINED, &j, len,
-            cookie_of(Msg::kJoined, index_of(m, h), h.gen, h.join_node));
+  h.joined_owed = !post(
+      m, h.join_node, RHN_FW_SHARE_JOINED, &j, len,
+      cookie_of(Msg::kJoined, index_of(m, h), h.gen, h.join_node), h.context);
   h.joined_sent = !h.joined_owed;
 }
 
@@ -373,7 +376,7 @@ uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
       if (r)  // in it (or joining) already
         return fail(m, syndrome, RHN_CQE_REM_INV_REQ_ERR,
                     RHN_SYN_NOT_SUBSCRIBED);
-      if (m.share.ctx_regions[qp.context] >= m.share.quota ||
+      if (!m.shares.room(qp.context, Res::kShareRegions) ||
           m.share.used >= m.share.regions.size())
         return fail(m, syndrome, RHN_CQE_GENERAL_ERR, RHN_SYN_BUSY);
       if (w.xfer_mode == RHN_XFER_TWIN) {
@@ -772,7 +775,7 @@ void on_add(Impl& m, uint16_t from, const rhn_fw_share& f) {
   }
   // No slot: the home's join fails at its deadline.
   if (!post(m, from, RHN_FW_SHARE_ADDED, &a, sizeof(a),
-            cookie_of(Msg::kOther, 0, 0, from)))
+            cookie_of(Msg::kOther, 0, 0, from), here ? r->context : 0))
     m.counters.add(RHN_CNT_SHARE_ERRORS);
 }
 
@@ -861,8 +864,9 @@ void on_remove(Impl& m, uint16_t from, const rhn_fw_share& f) {
 void Engine::Impl::share_reset() {
   ShareTables& t = share;
   t.regions.assign(std::max<uint32_t>(cfg.share_regions, 1), ShareRegion{});
-  t.ctx_regions.assign(contexts.size(), 0);
   t.quota = share_of(cfg.share_regions, cfg.context_share_share);
+  shares.set_limit(Res::kShareRegions, cfg.share_regions, t.quota,
+                   cfg.account_share);
   t.used = 0;
   t.next_probe = UINT64_MAX;
 }
@@ -930,14 +934,14 @@ void Engine::Impl::share_qp_gone(uint32_t qpn) {
         rhn_fw_share f = message(r, mb.src, mb.node, mb.src);
         f.flags = RHN_FW_SHARE_F_GONE;
         post(*this, mb.node, RHN_FW_SHARE_REMOVE, &f, sizeof(f),
-             cookie_of(Msg::kOther, 0, 0, mb.node));
+             cookie_of(Msg::kOther, 0, 0, mb.node), r.context);
       }
     } else if (r.state != ShareState::kLost) {
       // A member gone without an UNSUBSCRIBE: the home removes it.
       const rhn_fw_share f =
           message(r, r.home_src, cfg.node_id, src_of(*this, qpn));
       post(*this, r.home_node, RHN_FW_SHARE_REMOVE, &f, sizeof(f),
-           cookie_of(Msg::kOther, 0, 0, r.home_node));
+           cookie_of(Msg::kOther, 0, 0, r.home_node), r.context);
     }
     free_region(*this, r);
   }
@@ -986,7 +990,7 @@ bool Engine::Impl::share_run(uint32_t budget) {
       }
       // A home that died is found by its channel only if we send to it.
       post(*this, r.home_node, RHN_FW_PING, nullptr, 0,
-           cookie_of(Msg::kProbe, 0, 0, r.home_node));
+           cookie_of(Msg::kProbe, 0, 0, r.home_node), 0);
       continue;
     }
     if (!r.home || !r.join_active) continue;
@@ -1004,10 +1008,10 @@ bool Engine::Impl::share_run(uint32_t budget) {
       if (mb.add_owed) send_add(*this, r, mb);
       if (mb.add_pending)
         post(*this, mb.node, RHN_FW_PING, nullptr, 0,
-             cookie_of(Msg::kProbe, 0, 0, mb.node));
+             cookie_of(Msg::kProbe, 0, 0, mb.node), 0);
     }
     post(*this, r.join_node, RHN_FW_PING, nullptr, 0,
-         cookie_of(Msg::kProbe, 0, 0, r.join_node));
+         cookie_of(Msg::kProbe, 0, 0, r.join_node), 0);
     if (r.joined_owed) send_joined(*this, r);
     if (r.stream_owed) start_stream(*this, r);
     try_finish_join(*this, r);

@@ -84,34 +84,10 @@ uint32_t share_of(uint32_t total, uint32_t share) {
       1, static_cast<uint32_t>(uint64_t{total} * share / 256));
 }
 
-// SipHash-1-3 of (a, b) under the NIC's secret: the chains' hash. Only
+// The chains' hash (the NIC's keyed table hash, core/keyed_hash.h). Only
 // how long a lookup walks depends on it, never whether an ID gets a slot.
 uint64_t keyed_hash(const Impl& m, uint64_t a, uint64_t b) {
-  const uint64_t* k = m.sync.hash_key;
-  uint64_t v0 = k[0] ^ 0x736f6d6570736575ull, v1 = k[1] ^ 0x646f72616e646f6dull;
-  uint64_t v2 = k[0] ^ 0x6c7967656e657261ull, v3 = k[1] ^ 0x7465646279746573ull;
-  auto round = [&] {
-    v0 += v1;
-    v1 = std::rotl(v1, 13) ^ v0;
-    v0 = std::rotl(v0, 32);
-    v2 += v3;
-    v3 = std::rotl(v3, 16) ^ v2;
-    v0 += v3;
-    v3 = std::rotl(v3, 21) ^ v0;
-    v2 += v1;
-    v1 = std::rotl(v1, 17) ^ v2;
-    v2 = std::rotl(v2, 32);
-  };
-  for (const uint64_t w : {a, b, uint64_t{16} << 56}) {
-    v3 ^= w;
-    round();
-    v0 ^= w;
-  }
-  v2 ^= 0xff;
-  round();
-  round();
-  round();
-  return v0 ^ v1 ^ v2 ^ v3;
+  return m.table_hash(a, b);
 }
 
 // Tables the chains tell apart (a lock and a barrier may share an ID).
@@ -139,15 +115,16 @@ void arm_probe(Impl& m) {
     m.sync.next_probe = m.now + m.cfg.sync_probe_ns;
 }
 
+// `context`: on whose behalf (its firmware-message share).
 bool post_done(Impl& m, uint16_t node, uint32_t src, uint32_t msn, uint64_t id,
-               uint8_t syndrome) {
+               uint8_t syndrome, uint32_t context) {
   rhn_fw_sync_done d{};
   d.qpn = src;
   d.msn = msn;
   d.id = id;
   d.syndrome = syndrome;
   return m.fw_post(node, RHN_FW_SYNC_DONE, bytes_of(d), FwOwner::kSync,
-                   kCookieOther) != kNone;
+                   kCookieOther, context) != kNone;
 }
 
 // ---- The manager: members, locks, barriers.
@@ -181,14 +158,13 @@ void list_cut(Impl& m, uint32_t& head, uint32_t& tail, uint32_t i) {
 
 uint32_t new_member(Impl& m, uint32_t context) {
   SyncTables& t = m.sync;
-  if (t.free_members.empty() || t.ctx_members[context] >= t.member_quota)
+  if (t.free_members.empty() || !m.shares.take(context, Res::kSyncMembers))
     return kNone;
   const uint32_t i = t.free_members.front();
   t.free_members.pop();
   t.members[i] = SyncMember{};
   t.members[i].used = true;
   t.members[i].context = context;
-  t.ctx_members[context]++;
   return i;
 }
 
@@ -197,7 +173,7 @@ void free_member_if_idle(Impl& m, uint32_t i) {
   SyncTables& t = m.sync;
   SyncMember& w = t.members[i];
   if (!w.used || w.in_list || w.link_owed || w.done_owed || w.queued) return;
-  t.ctx_members[w.context]--;
+  m.shares.give(w.context, Res::kSyncMembers);
   w = SyncMember{};
   t.free_members.push(i);
 }
@@ -221,7 +197,7 @@ bool post_link(Impl& m, const SyncMember& w) {
   const uint64_t cookie =
       kCookieLink | uint64_t{w.lock} << 2 | uint64_t{w.lock_gen} << 32;
   return m.fw_post(w.link_node, RHN_FW_LOCK_LINK, bytes_of(l), FwOwner::kSync,
-                   cookie) != kNone;
+                   cookie, w.context) != kNone;
 }
 
 // The member's predecessor learns whom to pass the lock to. LINKs leave
@@ -237,7 +213,8 @@ void send_link(Impl& m, uint32_t i) {
 void tell(Impl& m, uint32_t i, uint8_t syndrome) {
   SyncMember& w = m.sync.members[i];
   if (syndrome != RHN_SYN_NONE) m.counters.add(RHN_CNT_SYNC_ERRORS);
-  if (m.sync.owed.empty() && post_done(m, w.node, w.src, w.msn, w.id, syndrome))
+  if (m.sync.owed.empty() &&
+      post_done(m, w.node, w.src, w.msn, w.id, syndrome, w.context))
     return free_member_if_idle(m, i);
   w.done_owed = true;
   w.done_syndrome = syndrome;
@@ -255,7 +232,8 @@ bool run_owed(Impl& m, uint32_t& budget) {
       w.link_owed = false;
     }
     if (w.done_owed) {
-      if (!post_done(m, w.node, w.src, w.msn, w.id, w.done_syndrome)) break;
+      if (!post_done(m, w.node, w.src, w.msn, w.id, w.done_syndrome, w.context))
+        break;
       w.done_owed = false;
     }
     t.owed.pop();
@@ -284,7 +262,7 @@ uint32_t find_lock(Impl& m, uint32_t qpn, uint32_t gen, uint64_t id) {
 // Refused only when the owner's share is used or no slot is free.
 uint32_t new_lock(Impl& m, const QpObj& qp, uint32_t qpn, uint64_t id) {
   SyncTables& t = m.sync;
-  if (t.ctx_locks[qp.context] >= t.lock_quota || t.free_locks.empty())
+  if (t.free_locks.empty() || !m.shares.take(qp.context, Res::kSyncLocks))
     return kNone;
   const uint32_t s = t.free_locks.front();
   t.free_locks.pop();
@@ -300,7 +278,6 @@ uint32_t new_lock(Impl& m, const QpObj& qp, uint32_t qpn, uint64_t id) {
   uint32_t& head = lock_bucket(m, qpn, qp.gen, id);
   l.chain = head;
   head = s;
-  t.ctx_locks[qp.context]++;
   t.locks_used++;
   return s;
 }
@@ -309,7 +286,7 @@ void drop_lock(Impl& m, uint32_t s) {
   SyncTables& t = m.sync;
   SyncLock& l = t.locks[s];
   unchain(t.locks, lock_bucket(m, l.qpn, l.qp_gen, l.id), s);
-  t.ctx_locks[l.context]--;
+  m.shares.give(l.context, Res::kSyncLocks);
   t.locks_used--;
   l.used = false;        // gen stays: a late LINK refusal finds it changed
   t.free_locks.push(s);  // one place per slot: never full
@@ -355,7 +332,7 @@ void drop_barrier(Impl& m, uint32_t s) {
   SyncTables& t = m.sync;
   SyncBarrier& b = t.barriers[s];
   unchain(t.barriers, barrier_bucket(m, b.qpn, b.qp_gen, b.id), s);
-  t.ctx_barriers[b.context]--;
+  m.shares.give(b.context, Res::kSyncBarriers);
   t.barriers_used--;
   b = SyncBarrier{};
   t.free_barriers.push(s);  // one place per slot: never full
@@ -366,7 +343,7 @@ void drop_barrier(Impl& m, uint32_t s) {
 // seen is forgotten). Another context's IDs are never taken.
 uint32_t new_barrier(Impl& m, const QpObj& qp, uint32_t qpn, uint64_t id) {
   SyncTables& t = m.sync;
-  if (t.ctx_barriers[qp.context] >= t.barrier_quota ||
+  if (!m.shares.room(qp.context, Res::kSyncBarriers) ||
       t.free_barriers.empty()) {
     uint32_t oldest = kNone;
     for (uint32_t s = 0; s < t.barriers.size(); s++) {  // bounded: one pass
@@ -390,7 +367,7 @@ uint32_t new_barrier(Impl& m, const QpObj& qp, uint32_t qpn, uint64_t id) {
   uint32_t& head = barrier_bucket(m, qpn, qp.gen, id);
   b.chain = head;
   head = s;
-  t.ctx_barriers[qp.context]++;
+  m.shares.charge(qp.context, Res::kSyncBarriers);
   t.barriers_used++;
   return s;
 }
@@ -595,7 +572,7 @@ void free_hold(Impl& m, uint32_t i) {
   uint32_t* link = &t.hold_buckets[hold_bucket(m, h.qpn, h.id)];
   while (*link != i) link = &t.holds[*link].next;
   *link = h.next;
-  if (h.context != kNone) t.ctx_holds[h.context]--;
+  if (h.context != kNone) m.shares.give(h.context, Res::kSyncHolds);
   t.holds_used--;
   h = SyncHold{};
   t.free_holds.push(i);
@@ -663,7 +640,7 @@ uint32_t new_hold(Impl& m, uint32_t context, uint32_t qpn, uint64_t id) {
   const bool charged = context != kNone;
   auto full = [&] {
     return t.free_holds.empty() ||
-           (charged && t.ctx_holds[context] >= t.hold_quota);
+           (charged && !m.shares.room(context, Res::kSyncHolds));
   };
   if (full())
     for (uint32_t i = 0; i < t.holds.size(); i++) drop_if_stale(m, i);
@@ -680,7 +657,7 @@ uint32_t new_hold(Impl& m, uint32_t context, uint32_t qpn, uint64_t id) {
   uint32_t& head = t.hold_buckets[hold_bucket(m, qpn, id)];
   h.next = head;
   head = i;
-  if (charged) t.ctx_holds[context]++;
+  if (charged) m.shares.charge(context, Res::kSyncHolds);
   t.holds_used++;
   return i;
 }
@@ -697,7 +674,8 @@ void pass_on(Impl& m, uint32_t i) {
   SyncHold& h = m.sync.holds[i];
   h.passed = true;
   m.counters.add(RHN_CNT_LOCK_GRANTS);
-  if (post_done(m, h.succ_node, h.succ_src, h.succ_msn, h.id, RHN_SYN_NONE))
+  if (post_done(m, h.succ_node, h.succ_src, h.succ_msn, h.id, RHN_SYN_NONE,
+                h.context))
     return;
   h.grant_owed = true;
   owe_hold(m, i);
@@ -764,8 +742,8 @@ bool run_holds_owed(Impl& m, uint32_t& budget) {
     t.holds_owed.pop();
     SyncHold& h = t.holds[i];
     h.queued = false;
-    if (h.grant_owed &&
-        post_done(m, h.succ_node, h.succ_src, h.succ_msn, h.id, RHN_SYN_NONE))
+    if (h.grant_owed && post_done(m, h.succ_node, h.succ_src, h.succ_msn, h.id,
+                                  RHN_SYN_NONE, h.context))
       h.grant_owed = false;
     if (h.unlock_owed && send_unlock(m, h)) h.unlock_owed = false;
     if (h.grant_owed || h.unlock_owed) {
@@ -1089,7 +1067,7 @@ void probe(Impl& m) {
       const auto node = static_cast<uint16_t>(
           wi * 64 + static_cast<uint32_t>(__builtin_ctzll(bits)));
       if (m.peers[node].unacked_count) continue;
-      if (m.fw_post(node, RHN_FW_PING, {}, FwOwner::kSync, kCookieProbe) ==
+      if (m.fw_post(node, RHN_FW_PING, {}, FwOwner::kSync, kCookieProbe, 0) ==
           kNone) {
         budget = 0;
         break;
@@ -1119,20 +1097,6 @@ extern const OpFamily kSyncFamily = {
 
 void Engine::Impl::sync_reset() {
   SyncTables& t = sync;
-  // A new secret for the chains (the tables are empty): the clock, this
-  // NIC's identity, boot_session (random where the host has a source)
-  // and the previous secret. Fairness never depends on it.
-  const auto node = static_cast<uint64_t>(cfg.node_id) << 48;
-  const auto session = static_cast<uint64_t>(boot_session) << 32;
-  uint64_t seed = bus.now_ns() ^ node ^ session ^
-                  reinterpret_cast<uintptr_t>(this) ^ t.hash_key[1];
-  for (uint64_t& k : t.hash_key) {  // splitmix64
-    seed += 0x9e3779b97f4a7c15ull;
-    uint64_t z = seed;
-    z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ z >> 27) * 0x94d049bb133111ebull;
-    k = z ^ z >> 31;
-  }
   auto buckets_for = [](uint32_t n) {
     uint32_t b = 16;
     while (b < n) b <<= 1;
@@ -1174,14 +1138,18 @@ void Engine::Impl::sync_reset() {
   t.holds_owed.clear();
   t.hold_buckets.assign(buckets_for(holds), kNone);
   t.hold_mask = static_cast<uint32_t>(t.hold_buckets.size() - 1);
-  t.ctx_locks.assign(contexts.size(), 0);
-  t.ctx_members.assign(contexts.size(), 0);
-  t.ctx_barriers.assign(contexts.size(), 0);
-  t.ctx_holds.assign(contexts.size(), 0);
   t.lock_quota = share_of(cfg.sync_locks, cfg.context_sync_share);
   t.member_quota = share_of(cfg.sync_waiters, cfg.context_sync_share);
   t.barrier_quota = share_of(cfg.sync_barriers, cfg.context_sync_share);
   t.hold_quota = share_of(cfg.sync_holds, cfg.context_sync_share);
+  shares.set_limit(Res::kSyncLocks, cfg.sync_locks, t.lock_quota,
+                   cfg.account_share);
+  shares.set_limit(Res::kSyncMembers, cfg.sync_waiters, t.member_quota,
+                   cfg.account_share);
+  shares.set_limit(Res::kSyncBarriers, cfg.sync_barriers, t.barrier_quota,
+                   cfg.account_share);
+  shares.set_limit(Res::kSyncHolds, cfg.sync_holds, t.hold_quota,
+                   cfg.account_share);
   t.locks_used = t.barriers_used = t.holds_used = 0;
   t.member_waits = false;
   t.next_probe = UINT64_MAX;

@@ -197,8 +197,7 @@ void unpost(Impl& m, uint32_t i) {
   r.state = TagRecvState::kMatched;
   m.tags.posted--;
   m.tags.room_freed = true;
-  if (r.context < m.contexts.size() && m.contexts[r.context].tag_recvs)
-    m.contexts[r.context].tag_recvs--;
+  m.shares.give(r.context, Res::kTagRecvs);
 }
 
 void recv_free(Impl& m, uint32_t i) {
@@ -213,7 +212,7 @@ void recv_free(Impl& m, uint32_t i) {
 
 bool room_to_post(const Impl& m, uint32_t context) {
   return !m.tags.free_recvs.empty() && m.tags.posted < m.cfg.tag_recvs &&
-         m.contexts[context].tag_recvs < m.tags.recv_quota;
+         m.shares.room(context, Res::kTagRecvs);
 }
 
 uint32_t take_entry(Impl& m, const TagRecv& r) {
@@ -231,7 +230,7 @@ void post(Impl& m, uint32_t i) {
   TagRecv& r = m.tags.recvs[i];
   r.state = TagRecvState::kPosted;
   m.tags.posted++;
-  m.contexts[r.context].tag_recvs++;
+  m.shares.charge(r.context, Res::kTagRecvs);
   recv_link(m, i);
 }
 
@@ -239,8 +238,7 @@ namespace {
 
 void msg_free(Impl& m, uint32_t i) {
   TagMsg& g = m.tags.msgs[i];
-  if (g.context < m.contexts.size() && m.contexts[g.context].tag_msgs)
-    m.contexts[g.context].tag_msgs--;
+  if (g.used) m.shares.give(g.context, Res::kTagMsgs);
   g = TagMsg{};
   m.tags.free_msgs.push(i);
 }
@@ -834,15 +832,14 @@ void tag_request(Impl& m, Request& r) {
     finish_recv(m, i, status, RHN_SYN_NONE);
     return;
   }
-  ContextObj& ctx = m.contexts[r.qp.context];
-  if (m.tags.free_msgs.empty() || ctx.tag_msgs >= m.tags.msg_quota) {
+  if (m.tags.free_msgs.empty() || !m.shares.room(r.qp.context, Res::kTagMsgs)) {
     refuse_ordered(m, r, held);
     return;
   }
   drop_refusal(m, held);
   const uint32_t g_index = m.tags.free_msgs.front();
   m.tags.free_msgs.pop();
-  ctx.tag_msgs++;
+  m.shares.charge(r.qp.context, Res::kTagMsgs);
   TagMsg& g = m.tags.msgs[g_index];
   g = TagMsg{};
   g.used = true;
@@ -1000,6 +997,9 @@ void Engine::Impl::tag_reset() {
       1, uint32_t(uint64_t{cfg.tag_recvs} * cfg.context_tag_share / 256));
   t.msg_quota = std::max<uint32_t>(
       1, uint32_t(uint64_t{cfg.tag_msgs} * cfg.context_tag_share / 256));
+  shares.set_limit(Res::kTagRecvs, cfg.tag_recvs, t.recv_quota,
+                   cfg.account_share);
+  shares.set_limit(Res::kTagMsgs, cfg.tag_msgs, t.msg_quota, cfg.account_share);
   t.cts_owed.clear();
   t.streams_owed.clear();
   t.rq_retry = false;

@@ -243,7 +243,7 @@ void send_pull(Impl& m, uint32_t i) {
   e.tm_step = TmStep::kPull;
   const auto* b = reinterpret_cast<const uint8_t*>(&pull);
   if (m.fw_post(e.peer_node, RHN_FW_TM_PULL, {b, sizeof(pull)}, FwOwner::kTm,
-                pull.handle) == kNone)
+                pull.handle, e.context) == kNone)
     retry_later(m, i);
 }
 
@@ -260,7 +260,7 @@ void send_fin(Impl& m, uint32_t i) {
   e.tm_step = TmStep::kFin;
   const auto* b = reinterpret_cast<const uint8_t*>(&fin);
   if (m.fw_post(e.peer_node, RHN_FW_TM_FIN, {b, sizeof(fin)}, FwOwner::kTm,
-                handle_of(i, e.gen) | kFinCookie) == kNone)
+                handle_of(i, e.gen) | kFinCookie, e.context) == kNone)
     retry_later(m, i);
 }
 

@@ -53,6 +53,8 @@ void Engine::Impl::ud_mcast_reset() {
   t.context_quota =
       std::max<uint32_t>(1, uint32_t(uint64_t{t.attaches.size()} *
                                      cfg.context_mcast_attach_share / 256));
+  shares.set_limit(Res::kMcastAttaches, uint32_t(t.attaches.size()),
+                   t.context_quota, cfg.account_share);
   t.unsettled = 0;
   t.wanted = 0;
   t.next_resend = UINT64_MAX;
@@ -122,7 +124,7 @@ void remove_entry(Engine::Impl& m, UdAttach& a) {
   UdMcastTables& t = m.ud_mcast;
   a.used = false;
   t.used--;
-  m.contexts[a.context].mcast_attaches--;
+  m.shares.give(a.context, Res::kMcastAttaches);
   UdJoin& j = join_of(t, a.group);
   if (--j.refs == 0) set_want(m, a.group, false);  // the last one: leave
 }
@@ -155,7 +157,7 @@ rhn_admin_status Engine::Impl::ud_mcast_attach(uint32_t ctx,
     return RHN_ADMIN_OK;
   }
   if (found) return RHN_ADMIN_OK;  // attached already: one entry
-  if (!free_entry || contexts[ctx].mcast_attaches >= t.context_quota)
+  if (!free_entry || !shares.room(ctx, Res::kMcastAttaches))
     return detail = free_entry ? 6 : 5, RHN_ADMIN_NO_RESOURCES;
   UdAttach& a = *free_entry;
   a.used = true;
@@ -164,7 +166,7 @@ rhn_admin_status Engine::Impl::ud_mcast_attach(uint32_t ctx,
   std::memcpy(a.mgid, c.mgid, 16);
   a.group = rhn_mgid_group(c.mgid);
   t.used++;
-  contexts[ctx].mcast_attaches++;
+  shares.charge(ctx, Res::kMcastAttaches);
   counters.add(RHN_CNT_MCAST_ATTACHES);
   if (join_of(t, a.group).refs++ == 0) set_want(*this, a.group, true);
   return RHN_ADMIN_OK;

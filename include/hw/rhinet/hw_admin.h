@@ -74,6 +74,12 @@ enum rhn_admin_opcode {
 	 */
 	RHN_ADMIN_ATTACH_MCAST = 0x34,
 	RHN_ADMIN_DETACH_MCAST = 0x35,
+	/* Twin memory of hdr.context <-> host memory at a bus address, copied
+	 * by the NIC (u.twin_copy): how the host reads and writes the NIC's
+	 * on-board memory, which no BAR maps
+	 */
+	RHN_ADMIN_TWIN_WRITE = 0x36, /* host bytes into the twin */
+	RHN_ADMIN_TWIN_READ = 0x37, /* the twin's bytes to the host */
 };
 
 enum rhn_admin_status {
@@ -168,13 +174,33 @@ struct rhn_admin_handle { /* DESTROY_*, UNREGISTER_AREA, INVALIDATE_TLB */
 	__le32 handle; /* pdn/key/cqn/...; area ID; key or ~0 for all */
 };
 
+/*
+ * CREATE_CONTEXT: the account the context is charged to. The driver gives
+ * all contexts of one user the same account (0..RHN_MAX_ACCOUNTS-1; 0 is
+ * the kernel's); every NIC table that users fill with values of their
+ * choosing limits each account to its share, as it limits each context.
+ */
+#define RHN_MAX_ACCOUNTS 256u
+struct rhn_admin_create_context {
+	__le32 account; /* < RHN_MAX_ACCOUNTS */
+	__le32 reserved; /* 0 */
+};
+
 struct rhn_admin_create_mr {
 	__le32 pdn;
 	__le32 access; /* enum rhn_access */
 	__le64 iova; /* first byte */
 	__le64 length;
-	__le64 table_addr; /* bus address of the top VP translation table */
-	__le32 num_pages; /* translated pages */
+	union {
+		/* bus address of the top VP translation table */
+		__le64 table_addr;
+		/* RHN_CREATE_MR_F_TWIN: where iova is, bytes into the twin */
+		__le64 twin_offset;
+	};
+	union {
+		__le32 num_pages; /* translated pages */
+		__le32 twin; /* RHN_CREATE_MR_F_TWIN: the context's twin handle */
+	};
 	__u8 page_shift; /* 12..30 */
 	__u8 levels; /* 1..3; 0: iova is the bus address (kernel only) */
 	__u8 key_variant; /* low 8 bits of the returned key */
@@ -202,6 +228,15 @@ enum rhn_create_mr_flags {
 	 * User contexts only; levels 1..3, page_shift 12.
 	 */
 	RHN_CREATE_MR_F_ON_DEMAND = 1u << 1,
+	/*
+	 * Twin memory (004 2.7; ibverbs device memory, ibv_reg_dm_mr): the
+	 * region's bytes are those of twin `twin` of the command's context,
+	 * iova at `twin_offset` in it, all inside the twin; no translation
+	 * (levels and page_shift 0). Its key works wherever a key does: SGEs,
+	 * remote WRITE/READ/atomics by rkey, status words. The twin cannot
+	 * be freed (BUSY) while such a region exists.
+	 */
+	RHN_CREATE_MR_F_TWIN = 1u << 2,
 };
 
 /*
@@ -385,6 +420,23 @@ struct rhn_admin_alloc_twin {
 };
 
 /*
+ * TWIN_WRITE / TWIN_READ: `length` bytes between host memory at bus
+ * address `addr` and twin `handle` of hdr.context from `offset` on.
+ * BAD_HANDLE: not a twin of the context; BAD_PARAM: a length of 0 or
+ * beyond RHN_TWIN_COPY_MAX, a range outside the twin, reserved bits;
+ * DMA_ERROR: the host memory could not be read or written (a TWIN_WRITE
+ * then may have changed part of the range).
+ */
+#define RHN_TWIN_COPY_MAX (1u << 20)
+struct rhn_admin_twin_copy {
+	__le32 handle;
+	__le32 length; /* 1..RHN_TWIN_COPY_MAX */
+	__le64 offset; /* bytes into the twin */
+	__le64 addr; /* host bus address */
+	__le64 reserved; /* 0 */
+};
+
+/*
  * The host's answer to an RHN_EQE_PD_REQUEST with RHN_EQE_F_PD_PIN: the
  * leaf VP entries of pages [first_page, first_page + num_pages) of the
  * on-demand MR `key` (page numbers as in the EQE) are valid now, or the
@@ -429,6 +481,7 @@ struct rhn_admin_cmd {
 	union {
 		struct rhn_admin_query query;
 		struct rhn_admin_handle handle;
+		struct rhn_admin_create_context create_context;
 		struct rhn_admin_create_mr create_mr;
 		struct rhn_admin_modify_mr modify_mr;
 		struct rhn_admin_create_eq create_eq;
@@ -442,6 +495,7 @@ struct rhn_admin_cmd {
 		struct rhn_admin_register_area register_area;
 		struct rhn_admin_set_groups set_groups;
 		struct rhn_admin_alloc_twin alloc_twin;
+		struct rhn_admin_twin_copy twin_copy;
 		struct rhn_admin_set_link set_link;
 		struct rhn_admin_pd_mapped pd_mapped;
 		struct rhn_admin_set_gid set_gid;
@@ -451,7 +505,13 @@ struct rhn_admin_cmd {
 	} u;
 };
 RHN_ASSERT_SIZE(struct rhn_admin_cmd, RHN_ADMIN_CMD_SIZE);
+RHN_ASSERT_SIZE(struct rhn_admin_create_context, 8);
+RHN_ASSERT_OFFSET(struct rhn_admin_create_context, reserved, 4);
 RHN_ASSERT_SIZE(struct rhn_admin_create_mr, 40);
+RHN_ASSERT_OFFSET(struct rhn_admin_create_mr, twin_offset, 24);
+RHN_ASSERT_OFFSET(struct rhn_admin_create_mr, twin, 32);
+RHN_ASSERT_SIZE(struct rhn_admin_twin_copy, 32);
+RHN_ASSERT_OFFSET(struct rhn_admin_twin_copy, addr, 16);
 RHN_ASSERT_SIZE(struct rhn_admin_modify_mr, 16);
 RHN_ASSERT_SIZE(struct rhn_admin_create_cq, 40);
 RHN_ASSERT_SIZE(struct rhn_admin_resize_cq, 40);

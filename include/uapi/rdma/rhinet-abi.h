@@ -48,11 +48,12 @@ enum rhinet_alloc_ucontext_cmd_mask {
 
 /*
  * Process groups (004 2.1). A process joins groups when it opens the
- * device, each named by its ID (1..65535) and a 64-bit secret token: the
- * first process of a node to name a group sets its token there (until
- * no member of that group is left on the node). A group named with
- * another token (or not joined because the node's table is full) is not
- * joined, and the response's groups_refused says which: the context is
+ * device, each named by its ID (1..65535) and a 64-bit secret token. The
+ * administrator grants a group on each node first (RHINET_IB_METHOD_GRANT
+ * _GROUP below: its token and the uid and/or gid that may join); a group
+ * not granted on this node, named with another token, or by a process
+ * whose user or group the grant does not name, is not joined, and the
+ * response's groups_refused says which: the context is
  * still created, and the provider closes it and reports EPERM. (Failing
  * the command instead would leak a reference to the task in Linux 6.1's
  * ioctl GET_CONTEXT path, which frees a failed context without releasing
@@ -93,8 +94,8 @@ struct rhinet_alloc_ucontext_resp {
 	/* RHINET_UCONTEXT_RESP_GROUPS: */
 	__aligned_u64 twin_bytes; /* the NIC's twin memory, all processes */
 	__aligned_u64 twin_share; /* what one process may hold of it */
-	/* bit i: the request's groups[i] was not joined (another token on
-	 * this node, or the node's group table is full)
+	/* bit i: the request's groups[i] was not joined (not granted on
+	 * this node to the process's user or group, or another token)
 	 */
 	__u32 groups_refused;
 	__u32 reserved1;
@@ -113,8 +114,40 @@ struct rhinet_alloc_ucontext_resp {
  * DIFF transfers name.
  */
 struct rhinet_alloc_dm_resp {
-	__u32 comp_mask;
+	__u32 comp_mask; /* enum rhinet_alloc_dm_resp_mask */
 	__u32 twin_handle;
+};
+
+enum rhinet_alloc_dm_resp_mask {
+	/* RHINET_IB_METHOD_DM_COPY copies in and out of the DM, and an MR
+	 * can be registered over it (ibv_reg_dm_mr, zero-based)
+	 */
+	RHINET_ALLOC_DM_RESP_COPY = 1 << 0,
+};
+
+/*
+ * ibv_memcpy_to_dm / ibv_memcpy_from_dm: no BAR maps twin memory, so the
+ * NIC copies it by DMA (RHN_ADMIN_TWIN_WRITE / _READ) through a kernel
+ * bounce buffer. A driver namespace method of the core's DM object:
+ * HANDLE the DM, OFFSET bytes into it, ADDR and LENGTH the caller's
+ * buffer. EINVAL: beyond the DM's length (as ibv_alloc_dm asked for it);
+ * EFAULT: the caller's buffer; EIO: the device failed.
+ */
+enum rhinet_ib_dm_methods {
+	RHINET_IB_METHOD_DM_COPY = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum rhinet_ib_dm_copy_attrs {
+	RHINET_IB_ATTR_DM_COPY_HANDLE = (1U << UVERBS_ID_NS_SHIFT), /* the DM */
+	RHINET_IB_ATTR_DM_COPY_OFFSET, /* u64: bytes into the DM */
+	RHINET_IB_ATTR_DM_COPY_ADDR, /* u64: the caller's buffer */
+	RHINET_IB_ATTR_DM_COPY_LENGTH, /* u64 */
+	RHINET_IB_ATTR_DM_COPY_DIRECTION, /* enum rhinet_dm_copy_direction */
+};
+
+enum rhinet_dm_copy_direction {
+	RHINET_DM_COPY_TO_DM = 0,
+	RHINET_DM_COPY_FROM_DM = 1,
 };
 
 /* ---- PD ----------------------------------------------------------------- */
@@ -136,7 +169,8 @@ enum rhinet_reg_mr_cmd_mask {
 	 * Pages are unpinned when every PD_REQUEST holder has released them
 	 * (pages pinned by a first touch alone: by a release over them, or
 	 * with the MR). Pages pinned this way count against the process's
-	 * limit (module parameter max_pin_on_demand_pages); beyond it the
+	 * RLIMIT_MEMLOCK and its user's limit (module parameter
+	 * max_pin_on_demand_pages); beyond either the
 	 * peer's request fails (RHN_SYN_NOT_PINNED). Needs
 	 * RHINET_UCONTEXT_RESP_PIN_ON_DEMAND; the lkey serves local work
 	 * requests only over pages that are pinned.
@@ -297,6 +331,7 @@ struct rhinet_mcast_member {
 
 enum rhinet_ib_objects {
 	RHINET_IB_OBJECT_MCAST_SWITCH = (1U << UVERBS_ID_NS_SHIFT),
+	RHINET_IB_OBJECT_GROUP, /* process group grants, below */
 };
 
 enum rhinet_ib_mcast_switch_methods {
@@ -332,6 +367,88 @@ enum rhinet_ib_query_mcast_group_attrs {
 	RHINET_IB_ATTR_QUERY_MCAST_GROUP_ENDPOINT_GROUP, /* u16, out */
 	RHINET_IB_ATTR_QUERY_MCAST_GROUP_COUNT, /* u32, out */
 	RHINET_IB_ATTR_QUERY_MCAST_GROUP_MEMBERS, /* out, optional */
+};
+
+/* ---- process group grants (ioctl methods) ------------------------------ */
+
+/*
+ * Who may join a process group on this node. Only the administrator of
+ * the device's network namespace (CAP_NET_ADMIN there: the initial one
+ * unless the device was moved in exclusive rdma netns mode) grants,
+ * revokes or lists (EPERM otherwise); any process opening the device
+ * reaches the methods, which is how the tool runs them (rdma-core:
+ * rhinetdv_grant_group, rhinetdv_revoke_group, rhinetdv_query_group_grants;
+ * the tool rhinet-group). Driver namespace methods of the driver object
+ * RHINET_IB_OBJECT_GROUP, no object handle. A group is joined by naming
+ * its token, by a process whose effective uid is the grant's uid or whose
+ * effective or supplementary groups hold the grant's gid. Nobody joins a
+ * group that is not granted, root included.
+ */
+#define RHINET_MAX_GROUP_GRANTS 1024 /* granted groups per node */
+
+enum rhinet_ib_group_methods {
+	/*
+	 * Grants a group. ID 1..65535, a token, at least one of UID and GID
+	 * (IDs of the caller's user namespace), optionally a LIFETIME in
+	 * seconds after which nobody else joins (as if revoked). EINVAL: ID
+	 * 0, neither UID nor GID, an ID with no mapping. EEXIST: the group
+	 * is granted. EBUSY: its grant was revoked (or expired) and members
+	 * of it remain. ENOSPC: RHINET_MAX_GROUP_GRANTS groups are granted.
+	 */
+	RHINET_IB_METHOD_GRANT_GROUP = (1U << UVERBS_ID_NS_SHIFT),
+	/*
+	 * Revokes a grant: nobody joins any more; the processes in the
+	 * group stay members until they close the device (MEMBERS: how
+	 * many contexts), and the group's ID cannot be granted again until
+	 * then. ENOENT: not granted (or already revoked).
+	 */
+	RHINET_IB_METHOD_REVOKE_GROUP,
+	/*
+	 * The groups of the node: COUNT how many (granted, and revoked or
+	 * expired ones that still have members); ENTRIES gets as many of
+	 * them, by ascending ID, as its length holds. Tokens are never read
+	 * back.
+	 */
+	RHINET_IB_METHOD_QUERY_GROUPS,
+};
+
+enum rhinet_ib_grant_group_attrs {
+	RHINET_IB_ATTR_GRANT_GROUP_ID = (1U << UVERBS_ID_NS_SHIFT), /* u16 */
+	RHINET_IB_ATTR_GRANT_GROUP_TOKEN, /* u64 */
+	RHINET_IB_ATTR_GRANT_GROUP_UID, /* u32, optional */
+	RHINET_IB_ATTR_GRANT_GROUP_GID, /* u32, optional */
+	RHINET_IB_ATTR_GRANT_GROUP_LIFETIME, /* u32 seconds, optional */
+};
+
+enum rhinet_ib_revoke_group_attrs {
+	RHINET_IB_ATTR_REVOKE_GROUP_ID = (1U << UVERBS_ID_NS_SHIFT), /* u16 */
+	RHINET_IB_ATTR_REVOKE_GROUP_MEMBERS, /* u32, out, optional */
+};
+
+enum rhinet_ib_query_groups_attrs {
+	/* u32, out */
+	RHINET_IB_ATTR_QUERY_GROUPS_COUNT = (1U << UVERBS_ID_NS_SHIFT),
+	RHINET_IB_ATTR_QUERY_GROUPS_ENTRIES, /* struct rhinet_group_grant[] */
+};
+
+/* rhinet_group_grant.flags */
+enum rhinet_group_grant_flags {
+	RHINET_GROUP_GRANT_UID = 1 << 0, /* uid is set */
+	RHINET_GROUP_GRANT_GID = 1 << 1, /* gid is set */
+	RHINET_GROUP_GRANT_LIFETIME = 1 << 2, /* granted with a lifetime */
+	RHINET_GROUP_GRANT_REVOKED = 1 << 3,
+	RHINET_GROUP_GRANT_EXPIRED = 1 << 4, /* its lifetime is over */
+};
+
+/* One group of the node, as RHINET_IB_METHOD_QUERY_GROUPS reports it. */
+struct rhinet_group_grant {
+	__u16 group;
+	__u16 flags; /* enum rhinet_group_grant_flags */
+	__u32 uid; /* who may join (the caller's user namespace) */
+	__u32 gid;
+	__u32 members; /* contexts in the group on this node */
+	__u32 granted_by; /* real uid of the process that granted it */
+	__u32 expires_in; /* seconds of lifetime left (0: none, or over) */
 };
 
 #endif /* RHINET_ABI_USER_H */

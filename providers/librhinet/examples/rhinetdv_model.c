@@ -4,7 +4,9 @@
  * between two nodes (004 2.1-2.4, 2.7, 2.11), every byte checked.
  *
  * Both processes are members of the process group named by RHINET_GROUPS
- * (GROUP:TOKEN). The server registers a 2 MiB area in that group and
+ * (GROUP:TOKEN), which the administrator granted on both nodes to the
+ * user running them (rhinet-group grant GROUP --uid USER --token TOKEN).
+ * The server registers a 2 MiB area in that group and
  * answers commands over TCP: fill the area with a pattern, send its bytes,
  * wait (sleeping) for a signal count. The client runs table 1 of 004 by
  * area and by key: PUSH basic/stride/bitmap/diff, PULL basic/stride/
@@ -393,8 +395,8 @@ static int client(const char *server, int port)
 		perror("ibv_open_device");
 		return 1;
 	}
-	/* This process is the group's member here now: another naming the
-	 * group with another token is refused at open.
+	/* The administrator granted the group here (rhinet-group): a process
+	 * naming it with another token is refused at open.
 	 */
 	child = fork();
 	if (child == 0) {
@@ -520,7 +522,8 @@ int main(int argc, char **argv)
 		port = atoi(optarg);
 	}
 	if (!group_from_env()) {
-		fprintf(stderr, "rhinetdv_model: set RHINET_GROUPS=GROUP:TOKEN\n");
+		fprintf(stderr,
+			"rhinetdv_model: set RHINET_GROUPS=GROUP:TOKEN (a group granted to you: rhinet-group(8))\n");
 		return 2;
 	}
 	return optind < argc ? client(argv[optind], port) : serve(port);

@@ -36,9 +36,9 @@ SimNode::SimNode(SimCluster& cluster, uint16_t node_id,
 
 SimNode::~SimNode() = default;
 
-std::unique_ptr<SimContext> SimNode::open_context() {
+std::unique_ptr<SimContext> SimNode::open_context(uint32_t account) {
   return std::make_unique<SimContext>(*driver, address_space, next_context++,
-                                      id);
+                                      id, account);
 }
 
 std::unique_ptr<SimContext> SimNode::kernel_context() {

@@ -155,8 +155,11 @@ AdminResult SimDriver::query_qp(uint32_t context, uint32_t qpn,
   return r;
 }
 
-AdminResult SimDriver::create_context(uint32_t context) {
-  return exec(make_cmd(RHN_ADMIN_CREATE_CONTEXT, context));
+AdminResult SimDriver::create_context(uint32_t context, uint32_t account) {
+  rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_CREATE_CONTEXT, context);
+  cmd.u.create_context.account =
+      account == kDefaultAccount ? default_account(context) : account;
+  return exec(cmd);
 }
 
 AdminResult SimDriver::destroy_context(uint32_t context) {

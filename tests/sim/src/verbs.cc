@@ -476,10 +476,10 @@ AdminResult SimQp::query(rhn_qp_attr* out) {
 // ------------------------------------------------------------------
 
 SimContext::SimContext(SimDriver& driver, SimAddressSpace& as, uint32_t index,
-                       uint16_t node_id)
+                       uint16_t node_id, uint32_t account)
     : driver_(driver), as_(as), index_(index), node_id_(node_id) {
   if (index != 0) {
-    last = driver_.create_context(index);
+    last = driver_.create_context(index, account);
     if (!last.ok()) return;
   }
   last = driver_.create_pd(index);

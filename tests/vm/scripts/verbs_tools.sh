@@ -286,7 +286,11 @@ if want dv && [ "$DEVICE" = rhinet0 ]; then
 fi
 
 if want model && [ "$DEVICE" = rhinet0 ]; then
-	# Both ends in group 4242 (the token is the launch's secret).
+	# Both ends in group 4242 (the token is the launch's secret), which
+	# the administrator grants on each node first (to root, who runs
+	# the programs here) and revokes after.
+	rhinet-group grant 4242 --uid 0 --token 5eed0bad1dea ||
+		failed="$failed model_grant"
 	RHINET_GROUPS=4242:5eed0bad1dea run_pair rhinetdv_model rhinetdv_model
 	[ "$(stat twin_bytes)" = 0 ] || failed="$failed model_twin($(stat twin_bytes))"
 	# Killed while it holds twin memory (waiting for a server that never
@@ -294,6 +298,7 @@ if want model && [ "$DEVICE" = rhinet0 ]; then
 	[ "$NODE" = 0 ] && killed_leaves_none model_kill twin_bytes 4096 \
 		"twin memory allocated" env RHINET_GROUPS=4242:5eed0bad1dea \
 		rhinetdv_model -p 18799 10.77.0.99
+	rhinet-group revoke 4242 || failed="$failed model_revoke"
 fi
 
 verbs_check_dmesg

@@ -95,7 +95,8 @@ class Buffer {
 
 // Twin memory on the NIC (ibverbs device memory, ibv_alloc_dm): the copy a
 // Mode::twin PULL leaves and a Mode::diff PUSH compares against (and then
-// updates). Only the NIC reads and writes it; a new one reads as zeros.
+// updates). Transfers read and write it on the NIC; the process reads and
+// writes it with read() and write(); a new one reads as zeros.
 class Twin {
  public:
   Twin(Twin&&) noexcept;
@@ -105,6 +106,16 @@ class Twin {
   ~Twin();
 
   std::size_t size() const { return size_; }
+  // Copies `src` into the twin from byte `offset` on (ibv_memcpy_to_dm:
+  // the NIC copies it, one system call; not for the data path). Do not
+  // call it while a transfer using the twin is in flight. Errors: ERANGE
+  // (offset + src.size() beyond size()), EINVAL (a moved-from Twin), the
+  // driver's errno otherwise (EOPNOTSUPP: a driver that cannot copy,
+  // EFAULT, EIO). An empty src does nothing.
+  Result<void> write(std::size_t offset, std::span<const std::byte> src);
+  // Copies the twin's bytes from `offset` on into `dst`
+  // (ibv_memcpy_from_dm); the same errors.
+  Result<void> read(std::size_t offset, std::span<std::byte> dst) const;
   // The NIC's handle for it (rhinetdv_twin_handle).
   std::uint32_t handle() const { return handle_; }
   ibv_dm* dm() const { return dm_; }

@@ -74,6 +74,7 @@ struct EngineConfig {
   uint32_t max_srqs = 256;
   uint32_t max_eqs = 32;
   uint32_t max_areas = 4096;
+  uint32_t context_area_share = 64;  // areas one context may hold, /256
   // Node IDs 0..max_nodes-1 are reachable; each has a small channel state
   // (sizeof(Peer), at most 208 bytes) allocated at construction.
   uint32_t max_nodes = 4096;
@@ -97,6 +98,16 @@ struct EngineConfig {
   uint32_t responder_reads = 256;   // READ responses queued as responder
   uint32_t responder_bitmaps = 32;  // of them bitmap PULLs (4 KiB each)
   uint32_t fw_messages = 256;       // firmware-originated messages at once
+  // Of them, what one family (sync, coll, share, TM, pin-down, probes)
+  // may hold, in 1/256ths, and a reserve only account 0 (the kernel's,
+  // and the NIC's own probes) may use; a user's account may hold
+  // account_share of the rest.
+  uint32_t fw_family_share = 128;
+  uint32_t fw_kernel_share = 16;
+  // Every table users fill with values of their choosing also limits each
+  // account (one user's contexts together, RHN_ADMIN_CREATE_CONTEXT) to
+  // this share of it, in 1/256ths (never below one context's share).
+  uint32_t account_share = 128;
   // Tag matching (004 2.6): posted receives and unexpected messages the
   // NIC holds for all endpoints, and a context's share of each (in
   // 1/256ths). Beyond them irecvs wait in the RQ and isends are refused

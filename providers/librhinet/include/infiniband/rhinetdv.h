@@ -8,7 +8,7 @@
  * barriers; RHINETDV_1.6 simultaneous multicast; RHINETDV_1.7 shared
  * regions; RHINETDV_1.8 the administrator's switch groups; RHINETDV_1.9
  * remote atomics on endpoints; RHINETDV_1.10 collectives executed by the
- * NICs). What
+ * NICs; RHINETDV_1.11 the administrator's process group grants). What
  * ibverbs has no
  * words for:
  * the reliable connectionless endpoint (one per process; it reaches every
@@ -27,7 +27,8 @@
  * rhinetdv_reg_area_ex(3), rhinetdv_wait_signal(3), rhinetdv_twin_handle(3),
  * rhinetdv_isend(3), rhinetdv_pd_req(3), rhinetdv_mcast_list(3),
  * rhinetdv_mcast_switch(3), rhinetdv_set_mcast_group(3), rhinetdv_lock(3),
- * rhinetdv_subscribe(3), rhinetdv_atomic(3), rhinetdv_collective(3).
+ * rhinetdv_subscribe(3), rhinetdv_atomic(3), rhinetdv_collective(3),
+ * rhinetdv_grant_group(3), rhinet-group(8).
  */
 #ifndef INFINIBAND_RHINETDV_H
 #define INFINIBAND_RHINETDV_H
@@ -169,10 +170,11 @@ struct ibv_mr *rhinetdv_reg_area(struct ibv_pd *pd, void *addr, size_t length,
  * Areas in a process group (004 2.1, 2.2). A process is a member of the
  * groups named when it opened the device: the environment variable
  * RHINET_GROUPS="GROUP:TOKEN[,GROUP:TOKEN...]" (GROUP 1..65535, TOKEN a
- * 64-bit hexadecimal secret; rhinet-run sets it for every rank). The
- * first process on a node to name a group sets its token there; later
- * ones must name the same token, so a process outside the launch cannot
- * join. Group 0 is the open group every process is in (rhinetdv_reg_area
+ * 64-bit hexadecimal secret; rhinet-run sets it for every rank). A group
+ * is joined only where the administrator granted it, to the process's
+ * user or group, with that token (rhinetdv_grant_group, rhinet-group(8));
+ * opening the device fails with EPERM otherwise, so a process outside the
+ * launch cannot join. Group 0 is the open group every process is in (rhinetdv_reg_area
  * registers there). Areas of a group are reachable only by members of it:
  * the NIC checks the group at both ends (RHINETDV_SYN_BAD_GROUP).
  */
@@ -187,7 +189,8 @@ enum rhinetdv_area_flags {
 	 * host pins pages when a peer asks for them (rhinetdv_pd_req) or
 	 * when a PUSH, PULL or other remote access first touches them (the
 	 * NIC holds the access meanwhile). Pages pinned so count against the
-	 * process's limit (rhinet.ko's max_pin_on_demand_pages); they stay
+	 * process's RLIMIT_MEMLOCK and its user's limit (rhinet.ko's
+	 * max_pin_on_demand_pages); they stay
 	 * pinned until a rhinetdv_pd_release over them leaves no holder, or
 	 * the MR goes. Local work requests may use the MR's lkey only over
 	 * pinned pages. EOPNOTSUPP without RHINETDV_CAP_PIN_ON_DEMAND.
@@ -957,6 +960,72 @@ int rhinetdv_query_mcast_group(struct ibv_context *context, uint16_t group,
 			       uint16_t *endpoint_group,
 			       struct rhinetdv_mcast_member *members,
 			       uint32_t *count);
+
+/* ---- the administrator's process group grants (RHINETDV_1.11) ---------- */
+
+/*
+ * A process joins a process group (RHINET_GROUPS) only where the group is
+ * granted: on each node, the administrator (CAP_NET_ADMIN; a resource
+ * manager, or rhinet-run's privileged step: the tool rhinet-group(8))
+ * grants group `group` (1..65535) with its token to a uid and/or a gid;
+ * then a process whose effective uid is that uid, or whose groups hold
+ * that gid, joins by naming the token. Nobody creates a group by naming
+ * it, root included. With RHINETDV_GROUP_GRANT_LIFETIME nobody joins after
+ * `lifetime` seconds. rhinetdv_revoke_group ends a grant: nobody joins any
+ * more, the members keep the group until they close the device (*members,
+ * if not NULL, says how many contexts are in it), and the ID cannot be
+ * granted again until then. rhinetdv_query_group_grants lists the groups
+ * of the node (ascending IDs; revoked and expired ones while they have
+ * members): *count is the capacity of `grants` on entry and the number
+ * of groups on return (only the first capacity of them are written);
+ * tokens are never read back. Return 0 or an errno: EPERM (no
+ * CAP_NET_ADMIN), EINVAL (group 0, neither uid nor gid, an unmapped id,
+ * unknown comp_mask bits, reserved fields not 0), EEXIST (the group is
+ * granted), EBUSY (its grant was revoked or expired and members remain),
+ * ENOSPC (RHINETDV_MAX_GROUP_GRANTS groups on the node), ENOENT (revoking
+ * a group that is not granted), EOPNOTSUPP (not a rhinet device, or a
+ * driver without grants).
+ */
+#define RHINETDV_MAX_GROUP_GRANTS 1024
+
+enum rhinetdv_group_grant_flags {
+	RHINETDV_GROUP_GRANT_UID = 1 << 0, /* uid is set */
+	RHINETDV_GROUP_GRANT_GID = 1 << 1, /* gid is set */
+	RHINETDV_GROUP_GRANT_LIFETIME = 1 << 2, /* lifetime is set */
+	/* rhinetdv_group_grant.flags only: */
+	RHINETDV_GROUP_GRANT_REVOKED = 1 << 3,
+	RHINETDV_GROUP_GRANT_EXPIRED = 1 << 4, /* the lifetime is over */
+};
+
+struct rhinetdv_group_grant_attr {
+	uint32_t comp_mask; /* RHINETDV_GROUP_GRANT_UID, _GID, _LIFETIME */
+	uint16_t group; /* 1..65535 */
+	uint16_t reserved; /* 0 */
+	uint64_t token;
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t lifetime; /* seconds */
+	uint32_t reserved1; /* 0 */
+};
+
+/* One group of the node. */
+struct rhinetdv_group_grant {
+	uint16_t group;
+	uint16_t flags; /* enum rhinetdv_group_grant_flags */
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t members; /* contexts in the group on this node */
+	uint32_t granted_by; /* real uid of the process that granted it */
+	uint32_t expires_in; /* seconds of lifetime left (0: none, or over) */
+};
+
+int rhinetdv_grant_group(struct ibv_context *context,
+			 const struct rhinetdv_group_grant_attr *attr);
+int rhinetdv_revoke_group(struct ibv_context *context, uint16_t group,
+			  uint32_t *members);
+int rhinetdv_query_group_grants(struct ibv_context *context,
+				struct rhinetdv_group_grant *grants,
+				uint32_t *count);
 
 /* ---- locks and barriers (004 2.10, RHINETDV_1.5) ------------------------ */
 

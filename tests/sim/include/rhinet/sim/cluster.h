@@ -38,8 +38,10 @@ struct SimNode {
   SimNode(SimCluster& cluster, uint16_t id, const ClusterConfig& cfg);
   ~SimNode();
 
-  // A new user context (the next free doorbell page) with its default PD.
-  std::unique_ptr<SimContext> open_context();
+  // A new user context (the next free doorbell page) with its default PD,
+  // charged to `account` (default: an account of its own, one user each).
+  std::unique_ptr<SimContext> open_context(
+      uint32_t account = SimDriver::kDefaultAccount);
   // The kernel's own context 0.
   std::unique_ptr<SimContext> kernel_context();
   uint64_t counter(unsigned index) const { return engine->counter(index); }

@@ -81,7 +81,14 @@ class SimDriver {
   AdminResult query_device(rhn_device_attr* out);
   AdminResult query_counters(std::vector<uint64_t>* out);
   AdminResult query_qp(uint32_t context, uint32_t qpn, rhn_qp_attr* out);
-  AdminResult create_context(uint32_t context);
+  // `account`: the user it is charged to (RHN_ADMIN_CREATE_CONTEXT);
+  // kDefaultAccount: one account per context (1 + (context - 1) % 255).
+  static constexpr uint32_t kDefaultAccount = 0xffffffffu;
+  static uint32_t default_account(uint32_t context) {
+    return context ? 1 + (context - 1) % (RHN_MAX_ACCOUNTS - 1) : 0;
+  }
+  AdminResult create_context(uint32_t context,
+                             uint32_t account = kDefaultAccount);
   AdminResult destroy_context(uint32_t context);
   AdminResult create_pd(uint32_t context);
   AdminResult destroy_pd(uint32_t context, uint32_t pdn);

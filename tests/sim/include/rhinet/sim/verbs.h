@@ -286,8 +286,9 @@ class SimContext {
  public:
   // Opens context `index` (CREATE_CONTEXT unless 0) and allocates its PD.
   // Check ok() afterwards.
+  // `account`: SimDriver::create_context's (default: its own).
   SimContext(SimDriver& driver, SimAddressSpace& as, uint32_t index,
-             uint16_t node_id);
+             uint16_t node_id, uint32_t account = SimDriver::kDefaultAccount);
   bool ok() const { return ok_; }
   uint32_t index() const { return index_; }
   uint32_t pdn() const { return pdn_; }
