@@ -611,6 +611,7 @@ err_unpublish:
 err_dealloc:
 	rhinet_od_fini(ib);
 	rhinet_mcast_switch_fini(ib);
+	rhinet_groups_fini(ib);
 	ib_dealloc_device(&ib->ibdev);
 	return ret;
 }
@@ -626,6 +627,7 @@ void rhinet_ib_fini(struct rhinet_dev *rdev)
 	rhinet_ib_unpublish(rdev, ib);
 	rhinet_od_fini(ib);
 	rhinet_mcast_switch_fini(ib);
+	rhinet_groups_fini(ib);
 	WARN_ON(atomic64_read(&ib->pinned_pages));
 	WARN_ON(atomic64_read(&ib->twin_bytes));
 	WARN_ON(!xa_empty(&ib->groups) || !xa_empty(&ib->user_twins));

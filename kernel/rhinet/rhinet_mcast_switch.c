@@ -239,8 +239,6 @@ DECLARE_UVERBS_GLOBAL_METHODS(RHINET_IB_OBJECT_MCAST_SWITCH,
 
 const struct uapi_definition rhinet_mcast_switch_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE_NAMED(RHINET_IB_OBJECT_MCAST_SWITCH),
-	/* The other administrator's methods: process group grants. */
-	UAPI_DEF_CHAIN(rhinet_groups_defs),
 	{},
 };
 
@@ -252,15 +250,12 @@ void rhinet_mcast_switch_init(struct rhinet_ib *ib)
 
 /*
  * After unregistration (no method runs any more): the copies go. The
- * NIC's table goes with the reset that follows. The process group grants
- * of the same administrator go too (rhinet_groups.c).
+ * NIC's table goes with the reset that follows.
  */
 void rhinet_mcast_switch_fini(struct rhinet_ib *ib)
 {
 	struct rhinet_mcast_group *g;
 	unsigned long group;
-
-	rhinet_groups_fini(ib);
 
 	xa_for_each(&ib->mcast_groups, group, g)
 		kfree(g);
