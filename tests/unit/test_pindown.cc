@@ -98,6 +98,27 @@ TEST_F(PinDown, FirstTouchPushOfOneMiBIsOneHostEvent) {
   EXPECT_EQ(t.host->pin_events(), 1u);
 }
 
+// rhinetdv_pindown's steps (a)-(b): a pd_req of the first 256 KiB, then a
+// PUSH of the whole MiB. The 768 KiB never pinned are one host event and
+// all 256 pages end pinned: a reading of pin_events and pinned_pages
+// unchanged after (b) is a stale one (ib_core's hw_counters cache).
+TEST_F(PinDown, PdReqThenPushOfTheWholeAreaPinsTheRestInOneEvent) {
+  start(2);
+  declare(kMiB);
+  Completion q = run(1, pin_wr(1, RHN_OP_PD_REQUEST, 0, 256 << 10));
+  ASSERT_TRUE(q.ok()) << describe(q);
+  EXPECT_EQ(t.host->pinned(t.mr), 64u);
+  CounterSnap target(c->node(0));
+  std::vector<uint8_t> data = pattern(3, kMiB);
+  eps[1].buf.buf.write(0, data.data(), data.size());
+  Completion w = run(1, to_area(2, RHN_OP_WRITE, {eps[1].buf.sge(0, kMiB)}, 0));
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(target.delta(RHN_CNT_PIN_EVENTS), 1u);
+  EXPECT_EQ(t.host->pin_events(), 2u);
+  EXPECT_EQ(t.host->pinned(t.mr), kMiB / 4096);
+  EXPECT_EQ(t.mem.bytes(), data);
+}
+
 // A DIFF PUSH refused for pinning is sent again: it must carry the same
 // runs. (The twin used to take the bytes with the first transmission, so
 // the resend compared with a twin already equal to the data and sent

@@ -37,8 +37,11 @@ int fail(const char* what, const rhinet::Error& e) {
   return 1;
 }
 
-// rhinet.ko's gauge of pinned user pages on this node, or -1.
+// rhinet.ko's gauge of pinned user pages on this node, or -1. ib_core
+// serves the port counters from a copy at most hw_counters/lifespan (10 ms)
+// old: wait that out first, so the reading is newer than what came before.
 long pinned_pages() {
+  std::this_thread::sleep_for(50ms);
   std::ifstream f(
       "/sys/class/infiniband/rhinet0/ports/1/hw_counters/"
       "pinned_pages");

@@ -17,6 +17,8 @@
  * The server reads its port's pinned_pages statistic at each step: the
  * same after declaring, 64 pages more after (a), 256 after (b), and back
  * where it started after (e); then it checks every byte and deregisters.
+ * Each reading waits out ib_core's cache of the port's counters first
+ * (stats_settle()): read at once, it may show the previous step's values.
  *
  * With --kill, the client pins part of a 2 MiB area and PUSHes into all of
  * it again and again; the server prints "waiting to be killed" once every
@@ -168,6 +170,35 @@ static long port_stat(const struct node *n, const char *name)
 	return v;
 }
 
+/*
+ * ib_core shows a port's hw_counters from one snapshot for their lifespan
+ * (hw_counters/lifespan, 10 ms by default, counted in jiffies) after any
+ * reader refreshed it: a value read right after a step may be one from
+ * before the step (pin_events and pinned_pages both unchanged). Sleeps
+ * until every snapshot taken before the call has expired: what is read
+ * next was counted after what happened before it.
+ */
+static void stats_settle(const struct node *n)
+{
+	char path[256];
+	long ms = 10;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/lifespan",
+		 n->dev);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &ms) != 1 || ms < 0)
+			ms = 10;
+		fclose(f);
+	}
+	/* Rounded up to jiffies, plus the jiffy it was taken in: 3 jiffies
+	 * of at most 10 ms (HZ >= 100) cover both.
+	 */
+	usleep((useconds_t)(ms + 40) * 1000);
+}
+
 static long pinned_pages(const struct node *n)
 {
 	return port_stat(n, "pinned_pages");
@@ -273,6 +304,7 @@ static int server(struct node *n, bool kill_mode)
 		     strerror(errno));
 		return 1;
 	}
+	stats_settle(n);
 	p = pinned_pages(n);
 	vec = calloc((size_t)pages, 1);
 	if (vec && !mincore(mem, len, vec))
@@ -303,6 +335,7 @@ static int server(struct node *n, bool kill_mode)
 
 	if (kill_mode) {
 		step(1); /* every page was touched, the first ones held */
+		stats_settle(n);
 		p = pinned_pages(n);
 		printf("rhinetdv_pindown: pinned_pages %ld (%ld before declaring); waiting to be killed\n",
 		       p, p0);
@@ -315,6 +348,7 @@ static int server(struct node *n, bool kill_mode)
 	}
 
 	step(1); /* (a) pd_req of the first 256 KiB completed */
+	stats_settle(n);
 	events = port_stat(n, "pin_events");
 	p = pinned_pages(n);
 	printf("rhinetdv_pindown: after pd_req of %u KiB: pinned_pages %ld\n",
@@ -327,6 +361,7 @@ static int server(struct node *n, bool kill_mode)
 	step(11); /* read: the client may PUSH now */
 
 	step(2); /* (b)-(d) PUSH, PULL, pd_req by key, pd_req past the end */
+	stats_settle(n);
 	/* A figure, not a check: how often the NIC interrupted this host to
 	 * pin the 768 KiB the PUSH touched first (the goal is once).
 	 */
@@ -343,6 +378,7 @@ static int server(struct node *n, bool kill_mode)
 	step(12); /* read: the client may release now */
 
 	step(3); /* (e) pd_release of the whole area completed */
+	stats_settle(n);
 	p = pinned_pages_become(n, p0, 10000);
 	printf("rhinetdv_pindown: after pd_release: pinned_pages %ld\n", p);
 	if (p != p0)
@@ -362,6 +398,7 @@ static int server(struct node *n, bool kill_mode)
 		printf("rhinetdv_pindown: PASS %zu bytes pushed intact\n", len);
 	if (ibv_dereg_mr(mr))
 		FAIL("ibv_dereg_mr: %s", strerror(errno));
+	stats_settle(n);
 	p = pinned_pages(n);
 	printf("rhinetdv_pindown: after deregistering: pinned_pages %ld\n", p);
 	if (p != p0)
