@@ -264,9 +264,12 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
                       RHN_CREATE_MR_F_TWIN) ||
           __builtin_popcount(c.flags) > 1)
         return detail = 8, RHN_ADMIN_BAD_PARAM;
-      if (c.flags & RHN_CREATE_MR_F_TWIN) {
+      const bool on_twin = c.flags & RHN_CREATE_MR_F_TWIN;
+      const bool fast_reg = c.flags & RHN_CREATE_MR_F_FAST_REG;
+      TwinObj* t = nullptr;
+      if (on_twin) {
         // Device memory: a range of one of the context's twins.
-        TwinObj* t = twin_of(c.twin, ctx);
+        t = twin_of(c.twin, ctx);
         if (!t) return detail = 9, RHN_ADMIN_BAD_HANDLE;
         if (c.access & ~kKnownAccess) return detail = 2, RHN_ADMIN_BAD_PARAM;
         const uint64_t size = uint64_t{t->pages} * RHN_TWIN_PAGE;
@@ -275,32 +278,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
           return detail = 3, RHN_ADMIN_BAD_PARAM;
         if (c.levels != 0 || c.page_shift != 0)
           return detail = 4, RHN_ADMIN_BAD_PARAM;
-        const uint32_t idx = find_free(mrs, 1);
-        if (idx == kNone) return RHN_ADMIN_NO_RESOURCES;
-        MrObj& mr = mrs[idx];
-        mr = MrObj{};
-        mr.valid = true;
-        mr.variant = c.key_variant;
-        mr.context = ctx;
-        mr.pdn = c.pdn;
-        mr.access = c.access;
-        mr.iova = c.iova;
-        mr.length = c.length;
-        mr.on_twin = true;
-        mr.twin = c.twin;
-        mr.twin_offset = c.twin_offset;
-        t->refs++;
-        pds[c.pdn].refs++;
-        tlb.invalidate_region(idx);
-        result = (idx << RHN_KEY_INDEX_SHIFT) | c.key_variant;
-        return RHN_ADMIN_OK;
-      }
-      // Pinned on demand: a user's memory, in 4 KiB pages (the unit the
-      // host pins and PD_REQUEST events count).
-      if ((c.flags & RHN_CREATE_MR_F_ON_DEMAND) &&
-          (ctx == 0 || c.levels == 0 || c.page_shift != 12))
-        return detail = 8, RHN_ADMIN_BAD_PARAM;
-      if (c.flags & RHN_CREATE_MR_F_FAST_REG) {
+      } else if (fast_reg) {
         // The page list holds bus addresses: the kernel's to write.
         if (ctx != 0) return detail = 8, RHN_ADMIN_NOT_PERMITTED;
         if (c.levels != 1 || c.num_pages == 0 ||
@@ -308,41 +286,31 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
           return detail = 6, RHN_ADMIN_BAD_PARAM;
         if (c.table_addr == 0 || (c.table_addr & 7))
           return detail = 7, RHN_ADMIN_BAD_PARAM;
-        const uint32_t idx = find_free(mrs, 1);
-        if (idx == kNone) return RHN_ADMIN_NO_RESOURCES;
-        MrObj& mr = mrs[idx];
-        mr = MrObj{};
-        mr.valid = true;
-        mr.fast_reg = true;
-        mr.variant = c.key_variant;
-        mr.levels = 1;
-        mr.context = ctx;
-        mr.pdn = c.pdn;
-        mr.table = c.table_addr;
-        mr.max_pages = c.num_pages;
-        pds[c.pdn].refs++;
-        tlb.invalidate_region(idx);
-        result = (idx << RHN_KEY_INDEX_SHIFT) | c.key_variant;
-        return RHN_ADMIN_OK;
-      }
-      if (c.access & ~kKnownAccess) return detail = 2, RHN_ADMIN_BAD_PARAM;
-      if (c.length == 0 || c.iova + c.length < c.iova)
-        return detail = 3, RHN_ADMIN_BAD_PARAM;
-      if (c.length > (1ull << 39)) return detail = 3, RHN_ADMIN_BAD_PARAM;
-      if (c.levels > 3) return detail = 4, RHN_ADMIN_BAD_PARAM;
-      if (c.levels == 0) {
-        if (ctx != 0) return detail = 4, RHN_ADMIN_NOT_PERMITTED;
       } else {
-        if (c.page_shift < 12 || c.page_shift > 30)
-          return detail = 5, RHN_ADMIN_BAD_PARAM;
-        const uint64_t first = c.iova >> c.page_shift;
-        const uint64_t last = (c.iova + c.length - 1) >> c.page_shift;
-        const uint64_t pages = last - first + 1;
-        const uint64_t cap = 1ull << (RHN_VPT_LEVEL_SHIFT * c.levels);
-        if (pages != c.num_pages || pages > cap)
-          return detail = 6, RHN_ADMIN_BAD_PARAM;
-        if (c.table_addr == 0 || (c.table_addr & 7))
-          return detail = 7, RHN_ADMIN_BAD_PARAM;
+        // Pinned on demand: a user's memory, in 4 KiB pages (the unit the
+        // host pins and PD_REQUEST events count).
+        if ((c.flags & RHN_CREATE_MR_F_ON_DEMAND) &&
+            (ctx == 0 || c.levels == 0 || c.page_shift != 12))
+          return detail = 8, RHN_ADMIN_BAD_PARAM;
+        if (c.access & ~kKnownAccess) return detail = 2, RHN_ADMIN_BAD_PARAM;
+        if (c.length == 0 || c.iova + c.length < c.iova)
+          return detail = 3, RHN_ADMIN_BAD_PARAM;
+        if (c.length > (1ull << 39)) return detail = 3, RHN_ADMIN_BAD_PARAM;
+        if (c.levels > 3) return detail = 4, RHN_ADMIN_BAD_PARAM;
+        if (c.levels == 0) {
+          if (ctx != 0) return detail = 4, RHN_ADMIN_NOT_PERMITTED;
+        } else {
+          if (c.page_shift < 12 || c.page_shift > 30)
+            return detail = 5, RHN_ADMIN_BAD_PARAM;
+          const uint64_t first = c.iova >> c.page_shift;
+          const uint64_t last = (c.iova + c.length - 1) >> c.page_shift;
+          const uint64_t pages = last - first + 1;
+          const uint64_t cap = 1ull << (RHN_VPT_LEVEL_SHIFT * c.levels);
+          if (pages != c.num_pages || pages > cap)
+            return detail = 6, RHN_ADMIN_BAD_PARAM;
+          if (c.table_addr == 0 || (c.table_addr & 7))
+            return detail = 7, RHN_ADMIN_BAD_PARAM;
+        }
       }
       const uint32_t idx = find_free(mrs, 1);  // index 0: RHN_LKEY_PHYSICAL
       if (idx == kNone) return RHN_ADMIN_NO_RESOURCES;
@@ -350,16 +318,31 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       mr = MrObj{};
       mr.valid = true;
       mr.variant = c.key_variant;
-      mr.page_shift = c.levels ? c.page_shift : 12;
-      mr.levels = c.levels;
       mr.context = ctx;
       mr.pdn = c.pdn;
-      mr.access = c.access;
-      mr.iova = c.iova;
-      mr.length = c.length;
-      mr.table = c.table_addr;
-      mr.num_pages = c.num_pages;
-      mr.on_demand = c.flags & RHN_CREATE_MR_F_ON_DEMAND;
+      if (on_twin) {
+        mr.access = c.access;
+        mr.iova = c.iova;
+        mr.length = c.length;
+        mr.on_twin = true;
+        mr.twin = c.twin;
+        mr.twin_offset = c.twin_offset;
+        t->refs++;
+      } else if (fast_reg) {
+        mr.fast_reg = true;
+        mr.levels = 1;
+        mr.table = c.table_addr;
+        mr.max_pages = c.num_pages;
+      } else {
+        mr.page_shift = c.levels ? c.page_shift : 12;
+        mr.levels = c.levels;
+        mr.access = c.access;
+        mr.iova = c.iova;
+        mr.length = c.length;
+        mr.table = c.table_addr;
+        mr.num_pages = c.num_pages;
+        mr.on_demand = c.flags & RHN_CREATE_MR_F_ON_DEMAND;
+      }
       pds[c.pdn].refs++;
       tlb.invalidate_region(idx);  // nothing stale may survive reuse
       result = (idx << RHN_KEY_INDEX_SHIFT) | c.key_variant;

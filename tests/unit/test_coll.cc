@@ -15,6 +15,7 @@
 #include <random>
 
 #include "core/crc32c.h"
+#include "replay.h"
 #include "test_helpers.h"
 #include "transport/packet.h"
 
@@ -1344,37 +1345,8 @@ TEST_F(Coll, ALaterRankWithAnotherMemberListIsRefused) {
   EXPECT_GT(c->node(0).counter(RHN_CNT_COLL_ERRORS), errors_before);
 }
 
-// The firmware message kind of a node-channel frame (0: not one).
-uint32_t fw_kind(std::span<const uint8_t> f) {
-  if (f.size() < RHN_DATA_HDR_LEN ||
-      f[offsetof(rhn_pkt_hdr, type)] != RHN_PKT_DATA)
-    return 0;
-  rhn_op_hdr op;
-  std::memcpy(&op, f.data() + RHN_PKT_HDR_LEN, sizeof op);
-  return op.opcode == RHN_WOP_FW ? op.rkey : 0;
-}
-
-// `old`'s firmware message (its operation header and payload) in the
-// transport header of `carrier`, a frame of the same channel: what the
-// receiver sees if a message of an earlier life arrives in that frame's
-// place.
-std::vector<uint8_t> in_place_of(std::span<const uint8_t> carrier,
-                                 const std::vector<uint8_t>& old) {
-  rhn_pkt_hdr h, was;
-  std::memcpy(&h, carrier.data(), sizeof h);
-  std::memcpy(&was, old.data(), sizeof was);
-  rhn_op_hdr op;
-  std::memcpy(&op, old.data() + RHN_PKT_HDR_LEN, sizeof op);
-  std::vector<uint8_t> f(RHN_DATA_HDR_LEN + was.payload_len);
-  std::memcpy(f.data() + RHN_DATA_HDR_LEN, old.data() + RHN_DATA_HDR_LEN,
-              was.payload_len);
-  h.payload_len = was.payload_len;
-  fw::seal_packet(f.data(), h, &op,
-                  was.payload_len ? fw::crc32c(0, f.data() + RHN_DATA_HDR_LEN,
-                                               was.payload_len)
-                                  : 0);
-  return f;
-}
+using replay::fw_kind;
+using replay::in_place_of;
 
 // An earlier job's READY and ABORT (node 1 to node 0, captured as sent)
 // arrive while the next job's communicator of the key is live and at the

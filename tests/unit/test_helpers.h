@@ -150,6 +150,75 @@ inline DatagramNode make_datagram_node(SimCluster& c, uint16_t node,
   return d;
 }
 
+// An endpoint (RHN_QP_ENDPOINT) as a DatagramNode, with its node.
+struct DatagramEp {
+  DatagramNode d;
+  uint16_t node = 0;
+  SimQp& qp() { return *d.qp; }
+  SimCq& cq() { return *d.cq; }
+  uint32_t qpn() const { return d.qp->qpn(); }
+};
+
+// A DatagramEp on `node` (Q_Key 0); a test failure if it cannot be made.
+inline DatagramEp make_datagram_ep(SimCluster& c, uint16_t node,
+                                   const DatagramShape& shape) {
+  DatagramEp e;
+  e.node = node;
+  e.d = make_datagram_node(c, node, RHN_QP_ENDPOINT, 0, shape);
+  if (!e.d.qp) ADD_FAILURE() << "endpoint on node " << node;
+  return e;
+}
+
+// An endpoint (RHN_QP_ENDPOINT) of one process: its context, one CQ, the
+// QP activated.
+struct ContextEp {
+  std::unique_ptr<SimContext> ctx;
+  std::unique_ptr<SimCq> cq;
+  std::unique_ptr<SimQp> qp;
+  uint16_t node = 0;
+  uint32_t qpn() const { return qp->qpn(); }
+};
+
+// A ContextEp in a new context of `account` (kDefaultAccount: its own);
+// a test failure if it cannot be made.
+inline ContextEp make_context_ep(
+    SimCluster& c, uint16_t node,
+    uint32_t account = SimDriver::kDefaultAccount) {
+  ContextEp e;
+  e.node = node;
+  e.ctx = c.node(node).open_context(account);
+  if (!e.ctx->ok()) {
+    ADD_FAILURE() << "context on node " << node;
+    return e;
+  }
+  e.cq = e.ctx->create_cq(10);
+  QpInit qi;
+  qi.type = RHN_QP_ENDPOINT;
+  qi.send_cq = e.cq.get();
+  e.qp = e.ctx->create_qp(qi);
+  if (!e.qp || !activate_datagram(*e.qp, 0)) {
+    ADD_FAILURE() << "endpoint on node " << node;
+    e.qp.reset();
+  }
+  return e;
+}
+
+// A lock or barrier request (`opcode`) for `id` to the manager endpoint
+// `mgr` (a DatagramEp or ContextEp); `count`: a barrier's members.
+template <class Endpoint>
+SendWr sync_wr(uint64_t wr_id, uint8_t opcode, const Endpoint& mgr, uint64_t id,
+               uint32_t count = 0) {
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = opcode;
+  wr.flags = RHN_WQE_F_SIGNALED;
+  wr.dst_node = mgr.node;
+  wr.dst_qpn = mgr.qpn();
+  wr.remote_addr = id;
+  wr.imm_data = count;
+  return wr;
+}
+
 // A column of 200 8-byte values base + i, 64 bytes apart at `at` of
 // `src`, sent STRIDE so that it arrives packed (multicast partial-mode
 // tests): writes the column and sets wr's descriptor.

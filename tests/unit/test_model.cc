@@ -12,26 +12,7 @@
 namespace rhinet::test {
 namespace {
 
-// An endpoint of one process.
-struct Ep {
-  std::unique_ptr<SimContext> ctx;
-  std::unique_ptr<SimCq> cq;
-  std::unique_ptr<SimQp> qp;
-  uint16_t node = 0;
-};
-
-Ep make_ep(SimCluster& c, uint16_t node) {
-  Ep e;
-  e.node = node;
-  e.ctx = c.node(node).open_context();
-  e.cq = e.ctx->create_cq(10);
-  QpInit qi;
-  qi.type = RHN_QP_ENDPOINT;
-  qi.send_cq = e.cq.get();
-  e.qp = e.ctx->create_qp(qi);
-  if (!e.qp || !activate_datagram(*e.qp, 0)) e.qp.reset();
-  return e;
-}
+using Ep = ContextEp;
 
 // Bytes with sparse changes: `changes` random bytes of `v` flipped.
 void scribble(std::vector<uint8_t>& v, size_t changes, uint64_t seed) {
@@ -63,7 +44,7 @@ class Model : public ::testing::Test {
     c = std::make_unique<SimCluster>(cfg);
     ASSERT_TRUE(c->all_up());
     for (uint16_t n = 0; n < nodes; n++) {
-      eps.push_back(make_ep(*c, n));
+      eps.push_back(make_context_ep(*c, n));
       ASSERT_TRUE(eps.back().qp);
     }
   }
@@ -352,7 +333,7 @@ TEST_F(Model, DescriptorsTheNicRefusesForTheNewModes) {
   Region bitmap = make_region(*a.ctx, 8, kAllAccess, 0, 0xff);
   const uint32_t twin = alloc_twin(a, 4096);
   // Another process's twin on the same NIC.
-  Ep other = make_ep(*c, 0);
+  Ep other = make_context_ep(*c, 0);
   const uint32_t foreign = alloc_twin(other, 4096);
   struct Case {
     const char* what;
@@ -414,7 +395,7 @@ TEST_F(Model, DescriptorsTheNicRefusesForTheNewModes) {
     EXPECT_EQ(sent.delta(RHN_CNT_TX_PACKETS), 0u);
     EXPECT_EQ(remote.buf.bytes(), std::vector<uint8_t>(8192, 0x66));
     // The endpoint went to error: a new one for the next case.
-    a = make_ep(*c, 0);
+    a = make_context_ep(*c, 0);
     ASSERT_TRUE(a.qp);
   }
 }
@@ -446,7 +427,7 @@ TEST_F(Model, TwinMemoryRunsOutCleanlyAndIsZeroedAndFreedWithItsOwner) {
   EXPECT_EQ(drv.free_twin(ctx, h[1]).status, RHN_ADMIN_OK);
   EXPECT_EQ(drv.free_twin(ctx, h[1]).status, RHN_ADMIN_BAD_HANDLE);
   EXPECT_EQ(drv.alloc_twin(ctx, 16 * 1024 + 1).status, RHN_ADMIN_NO_RESOURCES);
-  Ep other = make_ep(*c, 0);
+  Ep other = make_context_ep(*c, 0);
   EXPECT_EQ(drv.free_twin(other.ctx->index(), h[0]).status,
             RHN_ADMIN_BAD_HANDLE)
       << "another process's twin";
@@ -495,7 +476,7 @@ TEST_F(Model, TwinFreedWhileAPullIsOutIsNeverWrittenAfterwards) {
   // process at once.
   for (int i = 0; i < 20; i++) c->step();
   ASSERT_TRUE(drv.free_twin(a.ctx->index(), twin).ok());
-  Ep other = make_ep(*c, 0);
+  Ep other = make_context_ep(*c, 0);
   AdminResult taken = drv.alloc_twin(other.ctx->index(), kN);
   ASSERT_TRUE(taken.ok());
   Completion w = wait_one(*c, *a.cq);
@@ -573,7 +554,7 @@ TEST_F(Model, DeviceMemoryIsCopiedByTheNicAndReachableByKey) {
   beyond.u.create_mr.length = 8193;
   EXPECT_EQ(drv.exec(beyond).status, RHN_ADMIN_BAD_PARAM);
   // Another process of the node names this twin: not its own.
-  Ep other = make_ep(*c, 0);
+  Ep other = make_context_ep(*c, 0);
   rhn_admin_cmd foreign = cmd;
   foreign.hdr.context = other.ctx->index();
   foreign.u.create_mr.pdn = other.ctx->pdn();
@@ -680,14 +661,14 @@ TEST_F(Model, AreasAreReachableOnlyWithinTheirGroup) {
   EXPECT_EQ(n2.delta(RHN_CNT_TX_PACKETS), 0u);
   // Naming the area in group 9 (it is in 7) finds no area; naming group 9
   // at a target that is not in group 9 is a group violation there.
-  eps[2] = make_ep(*c, 2);
+  eps[2] = make_context_ep(*c, 2);
   ASSERT_TRUE(set(eps[2], {9}).ok());
   src2 = make_region(*eps[2].ctx, 64, kAllAccess, 62);
   w = run(eps[2], wr_to(RHN_OP_WRITE, src2.sge(0, 64), target, 0, Addr::kArea,
                         RHN_AREA_KEY(9, 3), 1));
   EXPECT_EQ(w.status, RHN_CQE_REM_ACCESS_ERR) << describe(w);
   EXPECT_EQ(w.vendor_err, uint32_t(RHN_SYN_BAD_AREA));
-  eps[2] = make_ep(*c, 2);
+  eps[2] = make_context_ep(*c, 2);
   ASSERT_TRUE(set(eps[2], {9}).ok());
   src2 = make_region(*eps[2].ctx, 64, kAllAccess, 62);
   CounterSnap n0(c->node(0));

@@ -23,13 +23,7 @@ using replay::Frame;
 using replay::Injector;
 using replay::Recorder;
 
-struct Ep {
-  DatagramNode d;
-  uint16_t node = 0;
-  SimQp& qp() { return *d.qp; }
-  SimCq& cq() { return *d.cq; }
-  uint32_t qpn() const { return d.qp->qpn(); }
-};
+using Ep = DatagramEp;
 
 // Counters that refusing or dropping a stale message moves.
 constexpr unsigned kStaleCounters[] = {
@@ -95,15 +89,11 @@ class Replay : public ::testing::Test {
   }
   Ep make_ep(uint16_t node, size_t buf_bytes = 256 * 1024,
              uint8_t rq_log = QpInit{}.rq_log_depth) {
-    Ep e;
-    e.node = node;
-    e.d = make_datagram_node(*c, node, RHN_QP_ENDPOINT, 0,
-                             {.cq_log_depth = 10,
-                              .sq_log_depth = 8,
-                              .rq_log_depth = rq_log,
-                              .buf_bytes = buf_bytes});
-    if (!e.d.qp) ADD_FAILURE() << "endpoint on node " << node;
-    return e;
+    return make_datagram_ep(*c, node,
+                            {.cq_log_depth = 10,
+                             .sq_log_depth = 8,
+                             .rq_log_depth = rq_log,
+                             .buf_bytes = buf_bytes});
   }
   // The process exits: its endpoint is destroyed in the NIC, then the
   // rest of its objects.
@@ -578,21 +568,7 @@ TEST_F(ReplayPin, AnEarlierLifesPinRequestsAndReleasesMoveNoLivePage) {
 // ---------------------------------------------------------------------
 // Locks and barriers.
 
-class ReplaySync : public Replay {
- protected:
-  SendWr sync_wr(uint64_t wr_id, uint8_t opcode, Ep& mgr, uint64_t id,
-                 uint32_t count = 0) {
-    SendWr wr;
-    wr.wr_id = wr_id;
-    wr.opcode = opcode;
-    wr.flags = RHN_WQE_F_SIGNALED;
-    wr.dst_node = mgr.node;
-    wr.dst_qpn = mgr.qpn();
-    wr.remote_addr = id;
-    wr.imm_data = count;
-    return wr;
-  }
-};
+class ReplaySync : public Replay {};
 
 constexpr uint64_t kLock = 7, kBarrier = 9;
 // A replayed answer (SYNC_RESP DONE) for a LOCK of life 1's member, whose

@@ -11,46 +11,7 @@
 namespace rhinet::test {
 namespace {
 
-struct Ep {
-  std::unique_ptr<SimContext> ctx;
-  std::unique_ptr<SimCq> cq;
-  std::unique_ptr<SimQp> qp;
-  uint16_t node = 0;
-  uint32_t qpn() const { return qp->qpn(); }
-};
-
-// An endpoint in a new context of `account` (kDefaultAccount: its own).
-Ep make_ep(SimCluster& c, uint16_t node,
-           uint32_t account = SimDriver::kDefaultAccount) {
-  Ep e;
-  e.node = node;
-  e.ctx = c.node(node).open_context(account);
-  if (!e.ctx->ok()) {
-    ADD_FAILURE() << "context on node " << node;
-    return e;
-  }
-  e.cq = e.ctx->create_cq(10);
-  QpInit qi;
-  qi.type = RHN_QP_ENDPOINT;
-  qi.send_cq = e.cq.get();
-  e.qp = e.ctx->create_qp(qi);
-  if (!e.qp || !activate_datagram(*e.qp, 0)) {
-    ADD_FAILURE() << "endpoint on node " << node;
-    e.qp.reset();
-  }
-  return e;
-}
-
-SendWr lock_wr(uint64_t wr_id, uint8_t opcode, const Ep& mgr, uint64_t id) {
-  SendWr wr;
-  wr.wr_id = wr_id;
-  wr.opcode = opcode;
-  wr.flags = RHN_WQE_F_SIGNALED;
-  wr.dst_node = mgr.node;
-  wr.dst_qpn = mgr.qpn();
-  wr.remote_addr = id;
-  return wr;
-}
+using Ep = ContextEp;
 
 Completion run(SimCluster& c, Ep& e, const SendWr& wr) {
   if (!e.qp->post_send(wr)) {
@@ -89,20 +50,20 @@ TEST(Shares, TwoProcessesOfOneUserShareTheLockRecords) {
   SimCluster c(cfg);
   ASSERT_TRUE(c.all_up());
   constexpr uint32_t kUser = 40, kOther = 41;
-  Ep mgr = make_ep(c, 0);
-  Ep a1 = make_ep(c, 1, kUser), a2 = make_ep(c, 1, kUser);
-  Ep b = make_ep(c, 1, kOther);
+  Ep mgr = make_context_ep(c, 0);
+  Ep a1 = make_context_ep(c, 1, kUser), a2 = make_context_ep(c, 1, kUser);
+  Ep b = make_context_ep(c, 1, kOther);
   ASSERT_TRUE(mgr.qp && a1.qp && a2.qp && b.qp);
   uint32_t granted = 0;
   for (uint64_t id = 0; id < 8; id++) {
-    const Completion x = run(c, a1, lock_wr(id, RHN_OP_LOCK, mgr, id));
+    const Completion x = run(c, a1, sync_wr(id, RHN_OP_LOCK, mgr, id));
     ASSERT_TRUE(x.ok()) << id << " " << describe(x);
     granted++;
   }
   // The user's second process: its context share is untouched, the
   // user's is not.
   for (uint64_t id = 8; id < 16; id++) {
-    const Completion x = run(c, a2, lock_wr(id, RHN_OP_LOCK, mgr, id));
+    const Completion x = run(c, a2, sync_wr(id, RHN_OP_LOCK, mgr, id));
     if (x.ok()) {
       granted++;
     } else {
@@ -112,11 +73,11 @@ TEST(Shares, TwoProcessesOfOneUserShareTheLockRecords) {
   }
   EXPECT_LE(granted, 8u) << "one user's two processes took " << granted
                          << " of 16 records";
-  const Completion y = run(c, b, lock_wr(1, RHN_OP_LOCK, mgr, 100));
+  const Completion y = run(c, b, sync_wr(1, RHN_OP_LOCK, mgr, 100));
   EXPECT_TRUE(y.ok()) << "another user: " << describe(y);
   // A record the user gives back is the user's again.
-  ASSERT_TRUE(run(c, a1, lock_wr(20, RHN_OP_UNLOCK, mgr, 0)).ok());
-  const Completion z = run(c, a2, lock_wr(21, RHN_OP_LOCK, mgr, 200));
+  ASSERT_TRUE(run(c, a1, sync_wr(20, RHN_OP_UNLOCK, mgr, 0)).ok());
+  const Completion z = run(c, a2, sync_wr(21, RHN_OP_LOCK, mgr, 200));
   EXPECT_TRUE(z.ok()) << describe(z);
 }
 
@@ -132,20 +93,20 @@ TEST(Shares, TwoManagersOfOneUserShareTheLockTable) {
   SimCluster c(cfg);
   ASSERT_TRUE(c.all_up());
   constexpr uint32_t kUser = 50, kOther = 51;
-  Ep m1 = make_ep(c, 0, kUser), m2 = make_ep(c, 0, kUser);
-  Ep other = make_ep(c, 0, kOther);
-  Ep a = make_ep(c, 1), b = make_ep(c, 1);
+  Ep m1 = make_context_ep(c, 0, kUser), m2 = make_context_ep(c, 0, kUser);
+  Ep other = make_context_ep(c, 0, kOther);
+  Ep a = make_context_ep(c, 1), b = make_context_ep(c, 1);
   ASSERT_TRUE(m1.qp && m2.qp && other.qp && a.qp && b.qp);
   for (uint64_t id = 0; id < 8; id++)
-    ASSERT_TRUE(run(c, a, lock_wr(id, RHN_OP_LOCK, m1, id)).ok()) << id;
+    ASSERT_TRUE(run(c, a, sync_wr(id, RHN_OP_LOCK, m1, id)).ok()) << id;
   // m2's LOCK is refused BUSY and sent again while the user holds its
   // share: no grant within 5 ms.
-  ASSERT_TRUE(a.qp->post_send(lock_wr(8, RHN_OP_LOCK, m2, 8)));
+  ASSERT_TRUE(a.qp->post_send(sync_wr(8, RHN_OP_LOCK, m2, 8)));
   const auto early = c.wait_cqes(*a.cq, 1, 5'000'000);
   EXPECT_TRUE(early.empty()) << "the user's second manager took a lock "
                                 "beyond the user's share: "
                              << describe(early);
-  const Completion y = run(c, b, lock_wr(1, RHN_OP_LOCK, other, 1));
+  const Completion y = run(c, b, sync_wr(1, RHN_OP_LOCK, other, 1));
   EXPECT_TRUE(y.ok()) << "another user's manager: " << describe(y);
 }
 

@@ -16,34 +16,11 @@
 namespace rhinet::test {
 namespace {
 
-struct Ep {
-  DatagramNode d;
-  uint16_t node = 0;
-  SimQp& qp() { return *d.qp; }
-  SimCq& cq() { return *d.cq; }
-  uint32_t qpn() const { return d.qp->qpn(); }
-};
+using Ep = DatagramEp;
 
 Ep make_ep(SimCluster& c, uint16_t node) {
-  Ep e;
-  e.node = node;
-  e.d = make_datagram_node(c, node, RHN_QP_ENDPOINT, 0,
-                           {.cq_log_depth = 10, .buf_bytes = 128 * 1024});
-  if (!e.d.qp) ADD_FAILURE() << "endpoint on node " << node;
-  return e;
-}
-
-SendWr sync_wr(uint64_t wr_id, uint8_t opcode, const Ep& mgr, uint64_t id,
-               uint32_t count = 0) {
-  SendWr wr;
-  wr.wr_id = wr_id;
-  wr.opcode = opcode;
-  wr.flags = RHN_WQE_F_SIGNALED;
-  wr.dst_node = mgr.node;
-  wr.dst_qpn = mgr.qpn();
-  wr.remote_addr = id;
-  wr.imm_data = count;
-  return wr;
+  return make_datagram_ep(c, node,
+                          {.cq_log_depth = 10, .buf_bytes = 128 * 1024});
 }
 
 // Destroys the endpoint in the NIC, as the driver does when a process

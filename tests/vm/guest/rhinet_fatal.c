@@ -27,38 +27,9 @@
 
 #include <infiniband/verbs.h>
 
+#include "verbs_guest.h"
+
 #define MR_SIZE (4u << 20)
-
-static int checks, failures;
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	checks++;
-	if (ok)
-		return;
-	failures++;
-	printf("rhinet-fatal: FAIL: ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
-
-static void die(const char *what)
-{
-	printf("rhinet-fatal: FAIL: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 /* The next async event within @timeout_s, or -1. */
 static int next_event(struct ibv_context *ctx, double timeout_s)
@@ -79,12 +50,12 @@ static int next_event(struct ibv_context *ctx, double timeout_s)
 int main(int argc, char **argv)
 {
 	const char *dev = "rhinet0", *go;
-	struct ibv_context *ctx = NULL;
-	struct ibv_device **list;
+	struct ibv_context *ctx;
 	bool poke = false;
 	int opt, ev;
 	double t;
 
+	program = "rhinet-fatal";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while ((opt = getopt(argc, argv, "d:p")) != -1) {
 		if (opt == 'd')
@@ -101,13 +72,7 @@ int main(int argc, char **argv)
 	}
 	go = argv[optind];
 
-	list = ibv_get_device_list(NULL);
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		die("open device");
+	ctx = open_device(dev);
 	/* The objects a user holds when the NIC dies. */
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	void *buf = NULL;

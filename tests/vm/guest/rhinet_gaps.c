@@ -42,6 +42,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "verbs_guest.h"
+
 #define BUF_SIZE (256u << 10)
 #define RECV 0u /* server: SRQ receive slots */
 #define RECV_SLOT 4096u
@@ -66,31 +68,6 @@
 
 #define INLINE_MSG "rdma_xclient-msg" /* 16 bytes, as rdma_xclient sends */
 
-static int checks, failures;
-static const char *role = "?";
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	checks++;
-	if (ok)
-		return;
-	failures++;
-	printf("rhinet-gaps %s: FAIL: ", role);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static void die(const char *what)
-{
-	printf("rhinet-gaps %s: FAIL: %s: %s\n", role, what, strerror(errno));
-	exit(1);
-}
-
 static uint8_t pat(uint32_t i, uint32_t seed)
 {
 	return (uint8_t)(i * 131u + seed * 7u + (i >> 8) + 1);
@@ -108,74 +85,6 @@ static long differs(const uint8_t *p, uint32_t len, uint32_t seed)
 	for (uint32_t i = 0; i < len; i++)
 		if (p[i] != pat(i, seed))
 			return (long)i;
-	return -1;
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-/* ---- TCP side channel ---------------------------------------------------- */
-
-static void xfer(int fd, const void *out, void *in, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = write(fd, (const char *)out + done, len - done);
-		if (n <= 0)
-			die("tcp write");
-		done += (size_t)n;
-	}
-	for (done = 0; done < len;) {
-		ssize_t n = read(fd, (char *)in + done, len - done);
-		if (n <= 0)
-			die("tcp read");
-		done += (size_t)n;
-	}
-}
-
-static void sync_peer(int fd)
-{
-	char a = 's', b;
-
-	xfer(fd, &a, &b, 1);
-}
-
-static int tcp_connect(const char *server, int port)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port)};
-	int fd, one = 1;
-
-	if (!server) {
-		int lfd = socket(AF_INET, SOCK_STREAM, 0);
-
-		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		sa.sin_addr.s_addr = htonl(INADDR_ANY);
-		if (lfd < 0 || bind(lfd, (void *)&sa, sizeof(sa)) ||
-		    listen(lfd, 1))
-			die("listen");
-		fd = accept(lfd, NULL, NULL);
-		if (fd < 0)
-			die("accept");
-		close(lfd);
-		return fd;
-	}
-	if (inet_pton(AF_INET, server, &sa.sin_addr) != 1)
-		die("server address");
-	for (int i = 0; i < 120; i++) {
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (fd >= 0 && !connect(fd, (void *)&sa, sizeof(sa)))
-			return fd;
-		close(fd);
-		usleep(250000);
-	}
-	die("connect");
 	return -1;
 }
 
@@ -201,14 +110,6 @@ struct node {
 	struct info me, peer;
 };
 
-static const int kInitMask =
-	IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-static const int kRtrMask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-static const int kRtsMask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			    IBV_QP_MAX_QP_RD_ATOMIC;
 static const unsigned int kDmAccess =
 	IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE |
 	IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
@@ -233,35 +134,7 @@ static struct ibv_qp *rc_qp(struct node *n, struct ibv_srq *srq,
 
 static void connect_qp(struct node *n)
 {
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
-				.port_num = 1,
-				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						   IBV_ACCESS_REMOTE_READ |
-						   IBV_ACCESS_REMOTE_ATOMIC};
-
-	if (ibv_modify_qp(n->qp, &a, kInitMask))
-		die("QP to INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = n->peer.qpn;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, n->peer.gid, 16);
-	a.ah_attr.grh.sgid_index = (uint8_t)n->gid_index;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(n->qp, &a, kRtrMask))
-		die("QP to RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	if (ibv_modify_qp(n->qp, &a, kRtsMask))
-		die("QP to RTS");
+	rc_connect(n->qp, "QP", n->peer.qpn, n->peer.gid, n->gid_index, 4);
 }
 
 /* Busy-polls @n completions of n->cq into @wc (or 30 s). */
@@ -729,51 +602,16 @@ static void server(struct node *n, int fd)
 
 int main(int argc, char **argv)
 {
-	const char *dev = "rhinet0", *srv = NULL;
+	const char *dev = "rhinet0", *srv;
 	struct node n = {.gid_index = 0};
-	struct ibv_device **list;
-	union ibv_gid gid;
-	int port = 18800, opt, fd;
+	int port = 18800, fd;
 
+	program = "rhinet-gaps";
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "d:g:p:")) != -1) {
-		switch (opt) {
-		case 'd':
-			dev = optarg;
-			break;
-		case 'g':
-			n.gid_index = atoi(optarg);
-			break;
-		case 'p':
-			port = atoi(optarg);
-			break;
-		default:
-			fprintf(stderr,
-				"usage: %s [-d DEV] [-g GID] [-p PORT] "
-				"[SERVER]\n",
-				argv[0]);
-			return 2;
-		}
-	}
-	if (optind < argc)
-		srv = argv[optind];
-	role = srv ? "client" : "server";
+	srv = peer_args(argc, argv, &dev, &n.gid_index, &port);
 
-	list = ibv_get_device_list(NULL);
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			n.ctx = ibv_open_device(list[i]);
-	if (!n.ctx)
-		die("open device");
-	ibv_free_device_list(list);
-	n.pd = ibv_alloc_pd(n.ctx);
-	if (posix_memalign((void **)&n.buf, 4096, BUF_SIZE) || !n.pd)
-		die("buffers");
-	memset(n.buf, 0, BUF_SIZE);
-	n.mr = ibv_reg_mr(n.pd, n.buf, BUF_SIZE,
-			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				  IBV_ACCESS_REMOTE_READ |
-				  IBV_ACCESS_REMOTE_ATOMIC);
+	n.ctx = open_device(dev);
+	n.mr = alloc_buffer(n.ctx, BUF_SIZE, &n.pd, &n.buf);
 	n.cq = ibv_create_cq(n.ctx, 256, NULL, NULL, 0);
 	{
 		struct ibv_srq_init_attr sa = {
@@ -810,11 +648,9 @@ int main(int argc, char **argv)
 		       strerror(errno));
 		return 1;
 	}
-	if (ibv_query_gid(n.ctx, 1, n.gid_index, &gid))
-		die("query_gid");
+	local_gid(n.ctx, n.gid_index, n.me.gid);
 	n.me.qpn = n.qp->qp_num;
 	n.me.dm_rkey = n.dm_mr ? n.dm_mr->rkey : 0;
-	memcpy(n.me.gid, gid.raw, 16);
 	fd = tcp_connect(srv, port);
 	xfer(fd, &n.me, &n.peer, sizeof(n.me));
 	connect_qp(&n);

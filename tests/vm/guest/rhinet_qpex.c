@@ -33,6 +33,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "verbs_guest.h"
+
 #define QKEY 0x11111111u
 #define BUF_SIZE (1u << 20)
 /* Regions of each node's one buffer. */
@@ -49,31 +51,6 @@
 #define GRH 40u
 #define WIN (512u << 10) /* memory windows: a region of 64 KiB */
 #define WIN_LEN (64u << 10)
-
-static int checks, failures;
-static const char *role = "?";
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	checks++;
-	if (ok)
-		return;
-	failures++;
-	printf("rhinet-qpex %s: FAIL: ", role);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static void die(const char *what)
-{
-	printf("rhinet-qpex %s: FAIL: %s: %s\n", role, what, strerror(errno));
-	exit(1);
-}
 
 static uint8_t pat(uint32_t i, uint32_t seed)
 {
@@ -93,74 +70,6 @@ static bool same(const uint8_t *p, uint32_t off, uint32_t len, uint32_t seed)
 		if (p[i] != pat(off + i, seed))
 			return false;
 	return true;
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-/* ---- TCP side channel ---------------------------------------------------- */
-
-static void xfer(int fd, void *out, void *in, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = write(fd, (char *)out + done, len - done);
-		if (n <= 0)
-			die("tcp write");
-		done += (size_t)n;
-	}
-	for (done = 0; done < len;) {
-		ssize_t n = read(fd, (char *)in + done, len - done);
-		if (n <= 0)
-			die("tcp read");
-		done += (size_t)n;
-	}
-}
-
-static void sync_peer(int fd)
-{
-	char a = 's', b;
-
-	xfer(fd, &a, &b, 1);
-}
-
-static int tcp_connect(const char *server, int port)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port)};
-	int fd, one = 1;
-
-	if (!server) {
-		int lfd = socket(AF_INET, SOCK_STREAM, 0);
-
-		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		sa.sin_addr.s_addr = htonl(INADDR_ANY);
-		if (lfd < 0 || bind(lfd, (void *)&sa, sizeof(sa)) ||
-		    listen(lfd, 1))
-			die("listen");
-		fd = accept(lfd, NULL, NULL);
-		if (fd < 0)
-			die("accept");
-		close(lfd);
-		return fd;
-	}
-	if (inet_pton(AF_INET, server, &sa.sin_addr) != 1)
-		die("server address");
-	for (int i = 0; i < 120; i++) {
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (fd >= 0 && !connect(fd, (void *)&sa, sizeof(sa)))
-			return fd;
-		close(fd);
-		usleep(250000);
-	}
-	die("connect");
-	return -1;
 }
 
 /* ---- completions through ibv_cq_ex ---------------------------------------- */
@@ -372,16 +281,6 @@ static const uint64_t kRcOps =
 static const uint64_t kUdOps =
 	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
-/* The attributes ibverbs requires for each RC transition. */
-static const int kRcInitMask =
-	IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-static const int kRcRtrMask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-static const int kRcRtsMask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			      IBV_QP_MAX_QP_RD_ATOMIC;
-
 /* A plain RC QP (no qp_ex), four one-SGE WRs each way, both queues on cq. */
 static struct ibv_qp *plain_rc_qp(struct node *n, struct ibv_cq *cq)
 {
@@ -400,47 +299,20 @@ static struct ibv_qp *plain_rc_qp(struct node *n, struct ibv_cq *cq)
 
 static void ah_attr(struct node *n, struct ibv_ah_attr *ah)
 {
-	memset(ah, 0, sizeof(*ah));
-	ah->is_global = 1;
-	memcpy(ah->grh.dgid.raw, n->peer.gid, 16);
-	ah->grh.sgid_index = (uint8_t)n->gid_index;
-	ah->grh.hop_limit = 1;
-	ah->port_num = 1;
+	ah_attr_to(ah, n->peer.gid, n->gid_index);
 }
 
 /* RTR toward the peer's RC QP, with the attributes kRcRtrMask names. */
 static void rc_rtr_attr(struct node *n, struct ibv_qp_attr *a)
 {
-	memset(a, 0, sizeof(*a));
-	a->qp_state = IBV_QPS_RTR;
-	a->path_mtu = IBV_MTU_1024;
-	a->dest_qp_num = n->peer.rc_qpn;
-	a->max_dest_rd_atomic = 1;
-	a->min_rnr_timer = 12;
-	ah_attr(n, &a->ah_attr);
+	rc_rtr_attr_to(a, n->peer.rc_qpn, n->peer.gid, n->gid_index, 1);
 }
 
 static void connect_qps(struct node *n)
 {
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
-				.port_num = 1,
-				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						   IBV_ACCESS_REMOTE_READ |
-						   IBV_ACCESS_REMOTE_ATOMIC};
+	struct ibv_qp_attr a;
 
-	if (ibv_modify_qp(n->rc, &a, kRcInitMask))
-		die("RC to INIT");
-	rc_rtr_attr(n, &a);
-	if (ibv_modify_qp(n->rc, &a, kRcRtrMask))
-		die("RC to RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(n->rc, &a, kRcRtsMask))
-		die("RC to RTS");
+	rc_connect(n->rc, "RC", n->peer.rc_qpn, n->peer.gid, n->gid_index, 1);
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
@@ -466,24 +338,10 @@ static void connect_qps(struct node *n)
 
 static void setup(struct node *n, const char *dev_name)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_qp_cap cap;
-	union ibv_gid gid;
 
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev_name))
-			n->ctx = ibv_open_device(list[i]);
-	if (!n->ctx)
-		die("open device");
-	ibv_free_device_list(list);
-	n->pd = ibv_alloc_pd(n->ctx);
-	if (posix_memalign((void **)&n->buf, 4096, BUF_SIZE) || !n->pd)
-		die("buffers");
-	memset(n->buf, 0, BUF_SIZE);
-	n->mr = ibv_reg_mr(n->pd, n->buf, BUF_SIZE,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC);
+	n->ctx = open_device(dev_name);
+	n->mr = alloc_buffer(n->ctx, BUF_SIZE, &n->pd, &n->buf);
 	n->ch = ibv_create_comp_channel(n->ctx);
 	if (!n->mr || !n->ch)
 		die("mr/channel");
@@ -506,13 +364,11 @@ static void setup(struct node *n, const char *dev_name)
 	n->max_sge = cap.max_send_sge;
 	check(n->max_inline >= 64 && n->max_sge >= 3,
 	      "RC caps: inline %u, sge %u", n->max_inline, n->max_sge);
-	if (ibv_query_gid(n->ctx, 1, n->gid_index, &gid))
-		die("query_gid");
+	local_gid(n->ctx, n->gid_index, n->me.gid);
 	n->me.rc_qpn = n->rc->qp_num;
 	n->me.ud_qpn = n->ud->qp_num;
 	n->me.rkey = n->mr->rkey;
 	n->me.addr = (uintptr_t)n->buf;
-	memcpy(n->me.gid, gid.raw, 16);
 }
 
 /* ---- the client: every operation through wr_* ----------------------------- */
@@ -1491,33 +1347,13 @@ static void server_ud(struct node *n, int fd, int *events)
 
 int main(int argc, char **argv)
 {
-	const char *dev = "rhinet0", *server = NULL;
+	const char *dev = "rhinet0", *server;
 	struct node n = {.gid_index = 0};
-	int port = 18700, opt, fd, events = 0;
+	int port = 18700, fd, events = 0;
 
+	program = "rhinet-qpex";
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "d:g:p:")) != -1) {
-		switch (opt) {
-		case 'd':
-			dev = optarg;
-			break;
-		case 'g':
-			n.gid_index = atoi(optarg);
-			break;
-		case 'p':
-			port = atoi(optarg);
-			break;
-		default:
-			fprintf(stderr,
-				"usage: %s [-d DEV] [-g GID] [-p PORT] "
-				"[SERVER]\n",
-				argv[0]);
-			return 2;
-		}
-	}
-	if (optind < argc)
-		server = argv[optind];
-	role = server ? "client" : "server";
+	server = peer_args(argc, argv, &dev, &n.gid_index, &port);
 	setup(&n, dev);
 	fd = tcp_connect(server, port);
 	xfer(fd, &n.me, &n.peer, sizeof(n.me));

@@ -46,23 +46,35 @@ stat() { rdma statistic show link rhinet0/1 | tr ' ' '\n' | grep -A1 -x "$1" | t
 
 run_pair rhinet-gaps /opt/rhinet/bin/rhinet-gaps -d rhinet0 -g "$GID"
 
+# retry.sh OUT PATTERN COMMAND...: runs COMMAND (output to OUT) until it
+# succeeds, again every 0.5 s while OUT says PATTERN (the server is not
+# there yet), 40 times at most; then prints OUT, exiting as COMMAND did.
+cat >/tmp/retry.sh <<'EOT'
+#!/bin/sh
+out=$1 pattern=$2
+shift 2
+i=0
+while :; do
+	"$@" >"$out" 2>&1 && break
+	rc=$?
+	i=$((i + 1))
+	if [ $i -ge 40 ] || ! grep -q "$pattern" "$out"; then
+		cat "$out"
+		exit $rc
+	fi
+	usleep 500000
+done
+cat "$out"
+EOT
+chmod +x /tmp/retry.sh
+
 # rdma_xserver answers one client and exits; the client tries again while
 # the server is not listening yet (rdma_connect refused).
 cat >/tmp/xclient.sh <<'EOT'
 #!/bin/sh
 [ $# = 0 ] && exec rdma_xserver -c r -p 7471
-i=0
-while :; do
-	rdma_xclient -s "$1" -p 7471 -c r >/tmp/xclient.out 2>&1 && break
-	rc=$?
-	i=$((i + 1))
-	if [ $i -ge 40 ] || ! grep -q "rdma_connect" /tmp/xclient.out; then
-		cat /tmp/xclient.out
-		exit $rc
-	fi
-	usleep 500000
-done
-cat /tmp/xclient.out
+exec /tmp/retry.sh /tmp/xclient.out rdma_connect \
+	rdma_xclient -s "$1" -p 7471 -c r
 EOT
 chmod +x /tmp/xclient.sh
 run_pair rdma_xclient /tmp/xclient.sh
@@ -73,18 +85,7 @@ cat >/tmp/fi_pingpong.sh <<'EOT'
 #!/bin/sh
 P="-p verbs;ofi_rxm -e rdm -d rhinet0 -c"
 [ $# = 0 ] && exec fi_pingpong $P
-i=0
-while :; do
-	fi_pingpong $P "$1" >/tmp/fi.out 2>&1 && break
-	rc=$?
-	i=$((i + 1))
-	if [ $i -ge 40 ] || ! grep -q "Connection refused" /tmp/fi.out; then
-		cat /tmp/fi.out
-		exit $rc
-	fi
-	usleep 500000
-done
-cat /tmp/fi.out
+exec /tmp/retry.sh /tmp/fi.out "Connection refused" fi_pingpong $P "$1"
 EOT
 chmod +x /tmp/fi_pingpong.sh
 if [ "$NODE" = 0 ]; then

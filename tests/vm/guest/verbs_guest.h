@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * What the verbs guest programs (rhinet-qpex, rhinet-fatal, rhinet-gaps)
+ * share: checks and messages, the TCP side channel between the two nodes,
+ * opening the device, the registered buffer and RC connection set-up.
+ */
+#ifndef VERBS_GUEST_H
+#define VERBS_GUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+/* Messages start "PROGRAM ROLE: " ("PROGRAM: " while role is NULL). */
+extern const char *program;
+extern const char *role;
+extern int checks, failures;
+
+/* Counts a check; prints "FAIL: ..." if !ok. */
+void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "FAIL: WHAT: strerror(errno)" and exits 1. */
+void die(const char *what) __attribute__((noreturn));
+double now(void);
+
+/*
+ * The two-node programs' command line,
+ *   PROGRAM [-d DEVICE] [-g GID_INDEX] [-p PORT] [SERVER],
+ * into @dev, @gid_index and @port (left as they are if not given); sets
+ * role ("client" with a SERVER, else "server"). Returns the SERVER or NULL;
+ * exits 2 on a bad option.
+ */
+const char *peer_args(int argc, char **argv, const char **dev, int *gid_index,
+		      int *port);
+
+/* ---- TCP side channel ---- */
+
+/* Sends @len bytes of @out and receives as many into @in. */
+void xfer(int fd, const void *out, void *in, size_t len);
+/* Waits until the peer gets here too. */
+void sync_peer(int fd);
+/* The server (@server NULL) accepts one connection on @port; the client
+ * connects to @server, trying again for 30 s. */
+int tcp_connect(const char *server, int port);
+
+/* ---- verbs set-up ---- */
+
+/* Opens the device named @name, or dies. */
+struct ibv_context *open_device(const char *name);
+/* A PD on @ctx and a zeroed, page-aligned buffer of @size registered on it
+ * for local write and remote write, read and atomics; the MR is returned,
+ * NULL if registration failed. Dies if the PD or the buffer is missing. */
+struct ibv_mr *alloc_buffer(struct ibv_context *ctx, size_t size,
+			    struct ibv_pd **pd, uint8_t **buf);
+/* The raw GID at @gid_index of port 1, or dies. */
+void local_gid(struct ibv_context *ctx, int gid_index, uint8_t gid[16]);
+
+/* The attributes ibverbs requires for each RC transition. */
+extern const int kRcInitMask, kRcRtrMask, kRcRtsMask;
+
+/* An address toward @gid (global, hop limit 1) through port 1. */
+void ah_attr_to(struct ibv_ah_attr *ah, const uint8_t gid[16], int gid_index);
+/* RTR toward the RC QP @qpn at @gid, with the attributes kRcRtrMask names. */
+void rc_rtr_attr_to(struct ibv_qp_attr *a, uint32_t qpn, const uint8_t gid[16],
+		    int gid_index, uint8_t rd_atomic);
+/* Takes @qp through INIT (remote write, read and atomics), RTR toward
+ * @qpn at @gid and RTS, with @rd_atomic reads and atomics outstanding each
+ * way; dies "WHAT to STATE" if a step fails. */
+void rc_connect(struct ibv_qp *qp, const char *what, uint32_t qpn,
+		const uint8_t gid[16], int gid_index, uint8_t rd_atomic);
+
+#endif
