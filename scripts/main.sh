@@ -61,7 +61,12 @@ part() {
 verbs_headline() {
 	awk '/^ib_write_lat 2 B typical/ { lat = sprintf("ib_write_lat %s us (%s vs rxe0)", $6, $9) }
 	     /^ib_write_bw 64 KiB/ { bw = sprintf("ib_write_bw 64 KiB %s MB/s (%s vs rxe0)", $5, $8) }
-	     END { if (lat != "" || bw != "") print "rhinet0: " lat "; " bw }' "$1"
+	     /^verbs_bench: reference failed/ { sub(/^verbs_bench: reference failed \(not counted\): */, ""); ref = $0 }
+	     END {
+		if (lat != "" || bw != "") printf "rhinet0: %s; %s", lat, bw
+		if (ref != "") printf " (reference failed: %s)", ref
+		print ""
+	     }' "$1"
 }
 mpi_headline() {
 	awk '$1 == "rc" && $2 == 1048576 { printf "Open MPI 1 MiB round trip %s us on rhinet0 (%s vs rxe0)\n", $3, $5 }' "$1"
