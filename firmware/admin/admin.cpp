@@ -827,9 +827,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       AreaObj* a = find_area(ctx, u.handle.handle);
       if (!a) return RHN_ADMIN_BAD_HANDLE;
       const auto i = static_cast<uint32_t>(a - areas.data());
-      uint32_t* link = &area_bucket(ctx, a->area_id);
-      while (*link != i) link = &areas[*link].chain;
-      *link = a->chain;
+      unchain(areas, area_bucket(ctx, a->area_id), i);
       mrs[a->mr_index].refs--;
       contexts[ctx].refs--;
       shares.give(ctx, Res::kAreas);

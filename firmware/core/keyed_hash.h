@@ -9,6 +9,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <vector>
 
 namespace rhinet::fw {
 
@@ -59,5 +60,15 @@ class KeyedHash {
  private:
   uint64_t key_[2] = {};
 };
+
+// Entry `i` out of the chain that starts at `head` (entries link through
+// their `chain` field): the tables placed by KeyedHash share it.
+template <typename Entry>
+void unchain(std::vector<Entry>& table, uint32_t& head, uint32_t i) {
+  uint32_t* link = &head;
+  while (*link != i) link = &table[*link].chain;
+  *link = table[i].chain;
+  table[i].chain = UINT32_MAX;
+}
 
 }  // namespace rhinet::fw

@@ -100,15 +100,6 @@ uint32_t bucket_of(const Impl& m, uint64_t table, uint32_t qpn, uint32_t gen,
          mask;
 }
 
-// Out of the chain that starts at `head`.
-template <typename Entry>
-void unchain(std::vector<Entry>& table, uint32_t& head, uint32_t s) {
-  uint32_t* link = &head;
-  while (*link != s) link = &table[*link].chain;
-  *link = table[s].chain;
-  table[s].chain = kNone;
-}
-
 // Wakes the probe timer (it sleeps while nothing waits).
 void arm_probe(Impl& m) {
   if (m.sync.next_probe == UINT64_MAX)
