@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/engine_impl.h"
+#include "ops/family.h"
 
 namespace rhinet::fw {
 namespace {
@@ -186,10 +187,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       a.node_id = cfg.node_id;
       a.twin_bytes = uint64_t{twin_pages} * RHN_TWIN_PAGE;
       a.max_twins = static_cast<uint32_t>(twins.size());
-      a.tm_max_tags = tm_max_tags();
       a.tm_max_ops_log = kMaxWqLog;
-      a.max_mcast_attach = static_cast<uint32_t>(ud_mcast.attaches.size());
-      a.mcast_attach_per_context = ud_mcast.context_quota;
+      modules_query_device(*this, a);  // the families' limits
       if (!bus.dma_write(u.query.out_addr, &a, sizeof(a)))
         return RHN_ADMIN_DMA_ERROR;
       return RHN_ADMIN_OK;
@@ -204,16 +203,6 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
         return RHN_ADMIN_NO_RESOURCES;
       return RHN_ADMIN_OK;
     }
-    case RHN_ADMIN_SET_MCAST_GROUP:
-      // The kernel passes on what the administrator decided (the switch
-      // pattern's members); user space never reaches this.
-      if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
-      return mcast_set_group(u.mcast_group, detail);
-    case RHN_ADMIN_ATTACH_MCAST:
-    case RHN_ADMIN_DETACH_MCAST:
-      // The kernel's attach_mcast / detach_mcast for a QP of `ctx`.
-      return ud_mcast_attach(ctx, u.mcast_attach,
-                             cmd.hdr.opcode == RHN_ADMIN_ATTACH_MCAST, detail);
     case RHN_ADMIN_QUERY_COUNTERS: {
       if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
       uint64_t v[RHN_CNT_COUNT];
@@ -352,8 +341,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       MrObj* mr = mr_of_key(u.handle.handle);
       if (!mr) return RHN_ADMIN_BAD_HANDLE;
       if (mr->refs) return RHN_ADMIN_BUSY;
-      // Requests held for its pages go again and find it gone.
-      if (mr->on_demand) pin_mr_gone(u.handle.handle >> RHN_KEY_INDEX_SHIFT);
+      modules_mr_gone(*this, u.handle.handle >> RHN_KEY_INDEX_SHIFT);
       if (mr->on_twin) {
         TwinObj* t = twin_of(mr->twin, ctx);
         if (t) t->refs--;
@@ -520,7 +508,9 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
         return detail = 5, RHN_ADMIN_BAD_PARAM;
       if (tm) {
         if (!cq_ok(c.cqn)) return detail = 6, RHN_ADMIN_BAD_HANDLE;
-        if (c.max_tags < 1 || c.max_tags > tm_max_tags())
+        rhn_device_attr limits{};
+        modules_query_device(*this, limits);
+        if (c.max_tags < 1 || c.max_tags > limits.tm_max_tags)
           return detail = 7, RHN_ADMIN_BAD_PARAM;
         if (c.ops_log_depth < 1 || c.ops_log_depth > kMaxWqLog)
           return detail = 8, RHN_ADMIN_BAD_PARAM;
@@ -577,8 +567,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       ref_get(s.ring, -1);
       ref_get(s.record, -1);
       pds[s.pdn].refs--;
+      modules_srq_gone(*this, srqn);
       if (s.tm) {
-        tm_srq_gone(srqn);  // its tag list goes with it
         ref_get(s.ops_ring, -1);
         ref_get(s.ops_record, -1);
         cqs[s.tm_cqn].refs--;
@@ -775,7 +765,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
           qps[qpn].context != ctx)
         return RHN_ADMIN_BAD_HANDLE;
       destroy_qp_state(qpn);
-      ud_mcast_qp_gone(qpn);  // its multicast attachments end with it
+      modules_qp_gone(*this, qpn, QpGone::kDestroyed);
       QpObj& qp = qps[qpn];
       ref_get(qp.sq_ring, -1);
       ref_get(qp.sq_record, -1);
@@ -899,8 +889,6 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       result = free_idx | uint32_t{t.gen} << 16;
       return RHN_ADMIN_OK;
     }
-    case RHN_ADMIN_PD_MAPPED:
-      return pin_mapped(ctx, u.pd_mapped);
     case RHN_ADMIN_TWIN_WRITE:
     case RHN_ADMIN_TWIN_READ: {
       // The host's way into its twin memory: the NIC copies by DMA.
@@ -948,8 +936,12 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       link_up.store(u.set_link.up != 0);
       report_link();
       return RHN_ADMIN_OK;
-    default:
-      return RHN_ADMIN_BAD_OPCODE;
+    default: {
+      // The families' own commands.
+      const FamilyModule* family = admin_owner(cmd.hdr.opcode);
+      if (!family) return RHN_ADMIN_BAD_OPCODE;
+      return family->on_admin(*this, ctx, cmd, detail);
+    }
   }
 }
 

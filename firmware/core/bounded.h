@@ -10,6 +10,14 @@
 
 namespace rhinet::fw {
 
+// No index: the end of a list, an empty slot.
+constexpr uint32_t kNone = 0xffffffffu;
+
+// A list of QPs waiting for something (a peer's window, send memory).
+struct WaitList {
+  uint32_t head = kNone, tail = kNone;
+};
+
 // Single-threaded ring FIFO (capacity rounded up to a power of two).
 template <typename T>
 class Fifo {

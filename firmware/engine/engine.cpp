@@ -6,12 +6,14 @@
 #include <cstring>
 
 #include "engine/engine_impl.h"
+#include "ops/family.h"
 
 namespace rhinet::fw {
 
 Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
                    Wire& host_wire)
-    : cfg(config),
+    : FamilyStates(config),
+      cfg(config),
       bus(host_bus),
       wire(host_wire),
       tlb(config.tlb_entries, counters),
@@ -25,9 +27,7 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
       peer_ready(config.max_nodes),
       fw_queue(config.fw_messages),
       free_fw_msgs(config.fw_messages),
-      free_rx_ctxs(config.rx_contexts),
-      tags(config.tag_recvs, config.tag_msgs,
-           config.max_qps * config.max_inflight_per_qp) {
+      free_rx_ctxs(config.rx_contexts) {
   inline_staging = std::make_unique<RawWqe[]>(cfg.db_pages);
   cq_published = std::make_unique<std::atomic<uint32_t>[]>(cfg.max_cqs);
   raw_frame = std::make_unique<uint8_t[]>(RHN_MAX_FRAME);
@@ -148,13 +148,7 @@ void Engine::Impl::reset() {
     free_slots.push(i);
   }
   fw_reset();
-  tag_reset();
-  pin_reset();
-  sync_reset();
-  mcast_reset();
-  share_reset();
-  coll_reset();
-  ud_mcast_reset();
+  modules_reset(*this);
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) rx_ctxs[i] = RxContext{};
   free_rx_ctxs.clear();
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) free_rx_ctxs.push(i);
@@ -314,7 +308,7 @@ void Engine::Impl::handle_kick(Kick& k) {
         }
       }
       if (qp.state == RHN_QPS_ERR) qp.flushing = true;  // flush new posts
-      if (k.kind == KickKind::kRq) tag_scan_rq(qn);     // irecvs (ops/tag)
+      if (k.kind == KickKind::kRq) modules_rq_kick(*this, qn);  // irecvs
       schedule(qn);
       return;
     }
@@ -323,9 +317,7 @@ void Engine::Impl::handle_kick(Kick& k) {
         counters.add(RHN_CNT_BAD_DOORBELLS);
         return;
       }
-      // A TM SRQ's tag-list operations (ops/tm) run now; receives read
-      // the SRQ record when they need a WQE.
-      if (k.value & RHN_DB_SRQ_TM_OPS) tm_run_ops(qn);
+      modules_srq_kick(*this, qn, k.value);
       return;
     case KickKind::kCqArm:
       if (qn >= cqs.size() || !cqs[qn].valid || cqs[qn].context != ctx) {
@@ -573,14 +565,11 @@ bool Engine::poll() {
   // frames, the peers (resends, READ streams, timers), the NIC's own
   // messages, then the QPs' send queues, round robin.
   did |= m.run_timers();
-  did |= m.mcast_run();     // repairs of multicast members that lag
-  did |= m.ud_mcast_run();  // switch joins and leaves not answered yet
-  did |= m.sync_run(16);    // before fw_run: what it posts leaves now
-  did |= m.share_run(16);
-  did |= m.coll_run(16);  // before fw_run: its probes leave now
+  // The families, in the registry's order: those whose turn posts
+  // firmware messages before fw_run, so what they post leaves now.
+  did |= modules_run(m, true, 16);
   did |= m.fw_run(16);
-  did |= m.tag_run(16);
-  did |= m.tm_run(16);
+  did |= modules_run(m, false, 16);
   did |= m.requester_run(64);
   return did;
 }
@@ -589,9 +578,7 @@ uint64_t Engine::next_deadline_ns() const {
   const Impl& m = *impl_;
   // Peers with work to do now are served by the next poll.
   const uint64_t t = m.peer_ready.empty() ? m.next_peer_deadline : m.now;
-  return std::min({t, m.next_qp_wake, m.tm_next_retry(), m.sync_next_deadline(),
-                   m.mcast_next_deadline(), m.share_next_deadline(),
-                   m.coll_next_deadline(), m.ud_mcast_next_deadline()});
+  return std::min({t, m.next_qp_wake, modules_next_deadline(m)});
 }
 
 void Engine::set_link_up(bool up) {

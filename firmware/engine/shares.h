@@ -91,7 +91,7 @@ class Shares {
     return ctx_used_[context][k] < ctx_limit_[k] &&
            acct_used_[account_of_[context]][k] < acct_limit_[k];
   }
-  // Charges one entry; false (nothing charged) when over a share.
+  // Charges one entry; false (nothing charged) when a share is full.
   bool take(uint32_t context, Res r) {
     if (!room(context, r)) return false;
     charge(context, r);

@@ -10,54 +10,21 @@
 #include <cstring>
 
 #include "engine/engine_impl.h"
+#include "ops/family.h"
 
 namespace rhinet::fw {
 namespace {
 
 constexpr uint32_t kFwQpn = RHN_WIRE_QPN_FIRMWARE;
 
-uint32_t tag_of(uint32_t handle, uint8_t gen) {
+uint32_t handle_tag(uint32_t handle, uint8_t gen) {
   return handle | (uint32_t{gen} << 16);
 }
 
-// The owners: who hears the outcome, by FwOwner.
+// The engine's own messages: a node probe's outcome goes to the driver.
 void probe_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
   m.async_event(RHN_EQE_PROBE_DONE, static_cast<uint32_t>(cookie), syndrome);
 }
-
-// A PIN_READY needs no outcome: a requester that misses it sends again
-// on its timer.
-void pin_ready_done(Engine::Impl&, uint64_t, uint8_t) {}
-
-// A TM SRQ's rendezvous pull or FIN (ops/tm): sent again, or given up.
-void tm_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
-  m.tm_fw_done(cookie, syndrome);
-}
-
-// A lock's LINK or SYNC_DONE, or a liveness probe (ops/sync).
-void sync_msg_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
-  m.sync_fw_done(cookie, syndrome);
-}
-
-// A shared region's directory message or liveness probe (ops/share).
-void share_msg_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
-  m.share_fw_done(cookie, syndrome);
-}
-
-// A collective's segment, ABORT or liveness probe (ops/coll).
-void coll_msg_done(Engine::Impl& m, uint64_t cookie, uint8_t syndrome) {
-  m.coll_fw_done(cookie, syndrome);
-}
-
-using DoneFn = void (*)(Engine::Impl&, uint64_t cookie, uint8_t syndrome);
-constexpr DoneFn kOwnerDone[] = {
-    probe_done,      // FwOwner::kProbe
-    pin_ready_done,  // FwOwner::kPin
-    tm_done,         // FwOwner::kTm
-    sync_msg_done,   // FwOwner::kSync
-    share_msg_done,  // FwOwner::kShare
-    coll_msg_done,   // FwOwner::kColl
-};
 
 }  // namespace
 
@@ -134,7 +101,7 @@ rhn_op_hdr fw_header(const FwMessage& f, uint32_t handle) {
   op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
   op.dst_qpn = kFwQpn;
   op.src_qpn = kFwQpn;
-  op.msn = tag_of(handle, f.gen);
+  op.msn = handle_tag(handle, f.gen);
   op.rkey = f.kind;
   op.imm_data = f.imm;
   op.remote_addr = f.addr;
@@ -199,7 +166,12 @@ void Engine::Impl::fw_finish(uint32_t h, uint8_t syndrome) {
   free_fw_msgs.push(h);
   fw_family_used[static_cast<uint32_t>(owner)]--;
   shares.give(f.context, Res::kFwMessages);
-  kOwnerDone[static_cast<uint32_t>(owner)](*this, cookie, syndrome);
+  if (owner == FwOwner::kProbe) {
+    probe_done(*this, cookie, syndrome);
+    return;
+  }
+  const FamilyModule& family = family_module(owner);
+  if (family.on_fw_done) family.on_fw_done(*this, cookie, syndrome);
 }
 
 void Engine::Impl::fw_acked(uint32_t tag) {
@@ -231,54 +203,22 @@ void Engine::Impl::fw_node_failed(uint16_t node) {
 
 void Engine::Impl::fw_receive(Peer& p, const Packet& pkt) {
   const rhn_op_hdr& op = pkt.op;
-  // A collective's segment carries up to a whole packet of data.
-  const bool segment = op.rkey == RHN_FW_COLL_UP || op.rkey == RHN_FW_COLL_DOWN;
+  // The family receiving the kind says how much payload it takes.
+  const FwKind* kind = nullptr;
+  const FamilyModule* family = fw_receiver(op.rkey, &kind);
   if ((op.flags & (RHN_WOP_F_FIRST | RHN_WOP_F_LAST)) !=
           (RHN_WOP_F_FIRST | RHN_WOP_F_LAST) ||
-      pkt.payload.size() > (segment ? RHN_WIRE_MTU : RHN_FW_MSG_MAX)) {
+      pkt.payload.size() > (family ? kind->max_payload : RHN_FW_MSG_MAX)) {
     counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
-  switch (op.rkey) {
-    case RHN_FW_PING:
-      return;  // the channel's ACK is the answer
-    case RHN_FW_PIN_READY:
-      pin_ready(p, pkt.payload);
-      return;
-    case RHN_FW_TM_PULL:
-      tm_pull(p, pkt);
-      return;
-    case RHN_FW_TM_FIN:
-      tm_fin(p, pkt);
-      return;
-    case RHN_FW_LOCK_LINK:
-      sync_link(p, pkt);
-      return;
-    case RHN_FW_SYNC_DONE:
-      sync_done(p, pkt);
-      return;
-    case RHN_FW_SHARE_ADD:
-    case RHN_FW_SHARE_ADDED:
-    case RHN_FW_SHARE_JOINED:
-    case RHN_FW_SHARE_REMOVE:
-      share_fw_receive(p, pkt);
-      return;
-    case RHN_FW_SHARE_RESEND:
-      // The joining member has its data: the updates it refused go
-      // again, as after a pinning target's PIN_READY (same payload).
-      pin_ready(p, pkt.payload);
-      return;
-    case RHN_FW_COLL_UP:
-    case RHN_FW_COLL_DOWN:
-    case RHN_FW_COLL_ABORT:
-    case RHN_FW_COLL_READY:
-      coll_receive(p, pkt);
-      return;
-    default:
-      counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
-      respond(p, RHN_WOP_NAK, RHN_SYN_BAD_OPCODE, op, {});
-      return;
+  if (family) {
+    family->on_fw_message(*this, p, pkt);
+    return;
   }
+  if (op.rkey == RHN_FW_PING) return;  // the channel's ACK is the answer
+  counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+  respond(p, RHN_WOP_NAK, RHN_SYN_BAD_OPCODE, op, {});
 }
 
 }  // namespace rhinet::fw

@@ -114,6 +114,116 @@ const OpInfo& op_info(uint8_t wqe_opcode);
 // The family handling a wire opcode (a request or an answer), or nullptr.
 const OpFamily* family_of_wire(uint8_t wire_op);
 
+// ---- Family modules: a family's life beside its datapath hooks.
+//
+// Everything that happens to the NIC as a whole (a reset, a QP or SRQ or
+// MR going away, a node failing, time passing, a firmware message or a
+// frame outside the node channels arriving, an admin command) reaches the
+// families through the list in ops/registry.cpp, never by name: the
+// stages loop over it or look a kind up in it. A family with no such need
+// is not listed.
+
+// Why a QP's family state ends.
+enum class QpGone : uint8_t {
+  kStopped,    // reset or destroyed: its work vanishes, no CQEs
+  kFlushed,    // moved to the error state: its work completes flushed
+  kDestroyed,  // destroyed (after kStopped): what outlives a reset goes
+};
+
+// How a node was lost.
+enum class NodeLoss : uint8_t {
+  kTimedOut,      // it stopped answering (retries ran out)
+  kRestarted,     // a new session of a node we knew: it lost its state
+  kFirstContact,  // a new session of a node first heard from now
+};
+
+// A firmware-message kind a family receives (RHN_FW_*), and the largest
+// payload it takes (more is malformed).
+struct FwKind {
+  uint32_t kind;
+  uint32_t max_payload = RHN_FW_MSG_MAX;
+};
+
+// A frame outside the node channels: the packet type it arrives as, and
+// whether this one is the family's (kMalformed: counted and dropped).
+enum class FrameClaim : uint8_t { kNotMine, kMine, kMalformed };
+struct FrameRoute {
+  uint8_t type;  // RHN_PKT_*
+  FrameClaim (*claim)(const Impl& m, const Packet& pkt);
+  void (*receive)(Impl& m, const Packet& pkt);
+};
+
+struct FamilyModule {
+  const char* name;
+  FwOwner id;  // its place in the list
+  // Power-on and RHN_CONTROL_RESET: its tables back to empty.
+  void (*reset)(Impl& m) = nullptr;
+  void (*qp_gone)(Impl& m, uint32_t qpn, QpGone why) = nullptr;
+  void (*srq_gone)(Impl& m, uint32_t srqn) = nullptr;
+  void (*mr_gone)(Impl& m, uint32_t mr_index) = nullptr;
+  void (*node_failed)(Impl& m, uint16_t node, NodeLoss why) = nullptr;
+  // A turn of poll(): true when it did something. before_fw: it runs
+  // before the firmware messages are sent, so what it posts leaves in the
+  // same turn.
+  bool before_fw = false;
+  bool (*run)(Impl& m, uint32_t budget) = nullptr;
+  // The earliest time run() has something to do (UINT64_MAX: none).
+  uint64_t (*next_deadline)(const Impl& m) = nullptr;
+  // Firmware messages: the kinds it receives, and the outcome of those it
+  // sent (acknowledged: RHN_SYN_NONE; refused; or its node dead).
+  std::span<const FwKind> fw_kinds = {};
+  void (*on_fw_message)(Impl& m, Peer& p, const Packet& pkt) = nullptr;
+  void (*on_fw_done)(Impl& m, uint64_t cookie, uint8_t syndrome) = nullptr;
+  // Frames outside the node channels.
+  std::span<const FrameRoute> frames = {};
+  // Admin commands it owns (RHN_ADMIN_*) and their execution for `ctx`.
+  std::span<const uint16_t> admin_ops = {};
+  rhn_admin_status (*on_admin)(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
+                               uint32_t& detail) = nullptr;
+  // Its part of RHN_ADMIN_QUERY_DEVICE's answer.
+  void (*query_device)(const Impl& m, rhn_device_attr& a) = nullptr;
+  // Doorbells: the RQ of a QP (endpoint irecvs), an SRQ's (`value`).
+  void (*rq_kick)(Impl& m, uint32_t qpn) = nullptr;
+  void (*srq_kick)(Impl& m, uint32_t srqn, uint64_t value) = nullptr;
+  // Responder: a request to endpoint `qpn` the family holds back (its
+  // source has an earlier one held): true, nothing more is done with it.
+  bool (*holds_back)(Impl& m, Peer& p, uint32_t qpn,
+                     const rhn_op_hdr& op) = nullptr;
+  // A receive that landed in one of the family's buffers ended
+  // (RxContext::list_entry set).
+  void (*placed)(Impl& m, RxContext& rx) = nullptr;
+  // Requester: a UD SEND to a group (a destination node at or past
+  // RHN_NODE_MCAST_UD_FIRST), out now; returns its CQE status.
+  uint8_t (*send_to_group)(Impl& m, QpObj& qp, uint32_t qpn, Inflight& e,
+                           const DecodedWqe& w, uint8_t* syndrome) = nullptr;
+};
+
+// The list, in its order (ops/registry.cpp).
+std::span<const FamilyModule* const> family_modules();
+const FamilyModule& family_module(FwOwner id);
+
+// The loops the stages run over the list.
+void modules_reset(Impl& m);
+void modules_qp_gone(Impl& m, uint32_t qpn, QpGone why);
+void modules_srq_gone(Impl& m, uint32_t srqn);
+void modules_mr_gone(Impl& m, uint32_t mr_index);
+void modules_node_failed(Impl& m, uint16_t node, NodeLoss why);
+bool modules_run(Impl& m, bool before_fw, uint32_t budget);
+uint64_t modules_next_deadline(const Impl& m);
+void modules_query_device(const Impl& m, rhn_device_attr& a);
+void modules_rq_kick(Impl& m, uint32_t qpn);
+void modules_srq_kick(Impl& m, uint32_t srqn, uint64_t value);
+bool modules_hold_back(Impl& m, Peer& p, uint32_t qpn, const rhn_op_hdr& op);
+void modules_placed(Impl& m, RxContext& rx);
+uint8_t modules_send_to_group(Impl& m, QpObj& qp, uint32_t qpn, Inflight& e,
+                              const DecodedWqe& w, uint8_t* syndrome);
+// Lookups: the module receiving firmware-message kind `kind` (nullptr:
+// none) and its FwKind; the module owning admin opcode `op`; the route of
+// a frame outside the node channels (nullptr: a node channel's).
+const FamilyModule* fw_receiver(uint32_t kind, const FwKind** k);
+const FamilyModule* admin_owner(uint16_t op);
+std::span<const FrameRoute> frame_routes();  // every module's, in order
+
 // ---- Services the stages offer the families.
 
 // Responder: answer a refused request with a NAK (UD: count and drop).

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The table of operation families: which family a WQE opcode and a wire
-// opcode belong to, and how a WQE opcode shows on the wire and in its CQE.
+// The tables of the families: which operation family a WQE opcode and a
+// wire opcode belong to, and how a WQE opcode shows on the wire and in its
+// CQE; and the list of family modules every stage loops over.
+#include <algorithm>
 #include <array>
 
 #include "ops/family.h"
@@ -164,6 +166,168 @@ const OpFamily* family_of_wire(uint8_t wire_op) {
     default:
       return nullptr;
   }
+}
+
+}  // namespace rhinet::fw
+
+// ---- The family modules --------------------------------------------------
+
+namespace rhinet::fw {
+
+extern const FamilyModule kTagModule;          // ops/tag
+extern const FamilyModule kTmModule;           // ops/tm
+extern const FamilyModule kPinModule;          // ops/pindown
+extern const FamilyModule kMcastSwitchModule;  // ops/mcast_switch
+extern const FamilyModule kUdMcastModule;      // ops/ud_mcast
+extern const FamilyModule kSyncModule;         // ops/sync
+extern const FamilyModule kShareModule;        // ops/share
+extern const FamilyModule kCollModule;         // ops/coll
+
+namespace {
+
+// The order is the order of every loop over the families, and it matters:
+// - poll(): the families that post firmware messages from their turn
+//   (mcast_switch's repairs and ud_mcast's joins go first as they did;
+//   then sync, share, coll) run before the firmware messages are sent, so
+//   what they post leaves in the same turn; tag and then tm run after.
+// - A node lost: tag and pindown first (their held receives and requests),
+//   then the families whose waits it breaks (sync, share, coll).
+// - A QP gone: tag, pindown, sync, share, coll; ud_mcast's attachments
+//   end only when the QP is destroyed, after all of them.
+// - Frames outside the channels: mcast_switch's claim on a DATA frame
+//   (its group opcodes) comes before ud_mcast's (a UD group address).
+// Each module's `id` is its index here (FwOwner, ops/module_ids.h).
+constexpr const FamilyModule* kModules[kFamilyModules] = {
+    &kTagModule,     &kTmModule,   &kPinModule,   &kMcastSwitchModule,
+    &kUdMcastModule, &kSyncModule, &kShareModule, &kCollModule,
+};
+
+struct Tables {
+  // Firmware-message kinds by value (kinds are small numbers).
+  static constexpr uint32_t kKinds = 64;
+  std::array<const FamilyModule*, kKinds> fw_module{};
+  std::array<const FwKind*, kKinds> fw_kind{};
+  // Every module's frame routes, in order (no allocation: the first
+  // frame may come on the data path).
+  static constexpr uint32_t kMaxFrames = 8;
+  std::array<FrameRoute, kMaxFrames> frames{};
+  uint32_t nframes = 0;
+};
+
+const Tables& tables() {
+  static const Tables tables_ = [] {
+    Tables t{};
+    for (uint32_t i = 0; i < kFamilyModules; i++) {
+      for (const FwKind& k : kModules[i]->fw_kinds) {
+        if (k.kind < Tables::kKinds) {
+          t.fw_module[k.kind] = kModules[i];
+          t.fw_kind[k.kind] = &k;
+        }
+      }
+      for (const FrameRoute& r : kModules[i]->frames)
+        if (t.nframes < Tables::kMaxFrames) t.frames[t.nframes++] = r;
+    }
+    return t;
+  }();
+  return tables_;
+}
+
+}  // namespace
+
+std::span<const FamilyModule* const> family_modules() { return kModules; }
+
+const FamilyModule& family_module(FwOwner id) {
+  return *kModules[static_cast<uint32_t>(id)];
+}
+
+std::span<const FrameRoute> frame_routes() {
+  return {tables().frames.data(), tables().nframes};
+}
+
+void modules_reset(Impl& m) {
+  for (const FamilyModule* f : kModules)
+    if (f->reset) f->reset(m);
+}
+
+void modules_qp_gone(Impl& m, uint32_t qpn, QpGone why) {
+  for (const FamilyModule* f : kModules)
+    if (f->qp_gone) f->qp_gone(m, qpn, why);
+}
+
+void modules_srq_gone(Impl& m, uint32_t srqn) {
+  for (const FamilyModule* f : kModules)
+    if (f->srq_gone) f->srq_gone(m, srqn);
+}
+
+void modules_mr_gone(Impl& m, uint32_t mr_index) {
+  for (const FamilyModule* f : kModules)
+    if (f->mr_gone) f->mr_gone(m, mr_index);
+}
+
+void modules_node_failed(Impl& m, uint16_t node, NodeLoss why) {
+  for (const FamilyModule* f : kModules)
+    if (f->node_failed) f->node_failed(m, node, why);
+}
+
+bool modules_run(Impl& m, bool before_fw, uint32_t budget) {
+  bool did = false;
+  for (const FamilyModule* f : kModules)
+    if (f->run && f->before_fw == before_fw) did |= f->run(m, budget);
+  return did;
+}
+
+uint64_t modules_next_deadline(const Impl& m) {
+  uint64_t t = UINT64_MAX;
+  for (const FamilyModule* f : kModules)
+    if (f->next_deadline) t = std::min(t, f->next_deadline(m));
+  return t;
+}
+
+void modules_query_device(const Impl& m, rhn_device_attr& a) {
+  for (const FamilyModule* f : kModules)
+    if (f->query_device) f->query_device(m, a);
+}
+
+void modules_rq_kick(Impl& m, uint32_t qpn) {
+  for (const FamilyModule* f : kModules)
+    if (f->rq_kick) f->rq_kick(m, qpn);
+}
+
+void modules_srq_kick(Impl& m, uint32_t srqn, uint64_t value) {
+  for (const FamilyModule* f : kModules)
+    if (f->srq_kick) f->srq_kick(m, srqn, value);
+}
+
+bool modules_hold_back(Impl& m, Peer& p, uint32_t qpn, const rhn_op_hdr& op) {
+  for (const FamilyModule* f : kModules)
+    if (f->holds_back && f->holds_back(m, p, qpn, op)) return true;
+  return false;
+}
+
+void modules_placed(Impl& m, RxContext& rx) {
+  for (const FamilyModule* f : kModules)
+    if (f->placed) f->placed(m, rx);
+}
+
+uint8_t modules_send_to_group(Impl& m, QpObj& qp, uint32_t qpn, Inflight& e,
+                              const DecodedWqe& w, uint8_t* syndrome) {
+  for (const FamilyModule* f : kModules)
+    if (f->send_to_group) return f->send_to_group(m, qp, qpn, e, w, syndrome);
+  *syndrome = RHN_SYN_BAD_OPCODE;
+  return RHN_CQE_LOC_QP_OP_ERR;
+}
+
+const FamilyModule* fw_receiver(uint32_t kind, const FwKind** k) {
+  if (kind >= Tables::kKinds) return nullptr;
+  *k = tables().fw_kind[kind];
+  return tables().fw_module[kind];
+}
+
+const FamilyModule* admin_owner(uint16_t op) {
+  for (const FamilyModule* f : kModules)
+    for (uint16_t o : f->admin_ops)
+      if (o == op) return f;
+  return nullptr;
 }
 
 }  // namespace rhinet::fw

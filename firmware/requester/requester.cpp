@@ -344,7 +344,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   if (to_group) {
     // Out on the wire now, complete at once (UD is unreliable).
     uint8_t syn = RHN_SYN_NONE;
-    const uint8_t st = ud_mcast_send(qp, qpn, e, w, &syn);
+    const uint8_t st = modules_send_to_group(*this, qp, qpn, e, w, &syn);
     finish_entry(qpn, e, st, syn);
     return true;
   }
@@ -487,7 +487,7 @@ void Engine::Impl::finish_entry(uint32_t qpn, Inflight& e, uint8_t result,
   complete_in_order(qpn);
 }
 
-void Engine::Impl::sync_diff_twin(QpObj& qp, const Inflight& e) {
+void Engine::Impl::update_diff_twin(QpObj& qp, const Inflight& e) {
   // The WQE is still in its slots (they are released with this CQE).
   RawWqe raw;
   DecodedWqe w;
@@ -540,7 +540,7 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
       qp.mcast_syndrome = RHN_SYN_NONE;
     }
     const bool err = e.status != RHN_CQE_SUCCESS;
-    if (!err && e.diff_twin) sync_diff_twin(qp, e);
+    if (!err && e.diff_twin) update_diff_twin(qp, e);
     if (err || (e.wqe_flags & RHN_WQE_F_SIGNALED)) {
       rhn_cqe c{};
       c.qpn = qpn;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/engine_impl.h"
+#include "ops/family.h"
 
 namespace rhinet::fw {
 
@@ -143,8 +144,8 @@ void Engine::Impl::complete_receive(RxContext& m, uint16_t src_node,
                                     uint32_t imm, uint8_t flags) {
   if (m.qpn >= qps.size() || !qps[m.qpn].valid || qps[m.qpn].gen != m.qp_gen)
     return;
-  if (m.tm_entry != kNone) {  // it matched a TM SRQ's tag list (ops/tm)
-    tm_placed(m);
+  if (m.list_entry != kNone) {  // it landed in a family's buffer list
+    modules_placed(*this, m);
     return;
   }
   QpObj& qp = qps[m.qpn];

@@ -49,11 +49,7 @@ void Engine::Impl::free_read(Peer& p, uint32_t r) {
 }
 
 void Engine::Impl::cancel_responder_work(uint32_t qpn, bool flush) {
-  tag_cancel_qp(qpn, flush);
-  pin_qp_gone(qpn);
-  sync_qp_gone(qpn);
-  share_qp_gone(qpn);
-  coll_qp_gone(qpn);
+  modules_qp_gone(*this, qpn, flush ? QpGone::kFlushed : QpGone::kStopped);
   for (uint32_t i = 0; i < cfg.rx_contexts; i++) {
     RxContext& m = rx_ctxs[i];
     if (!m.used || m.qpn != qpn) continue;
@@ -141,9 +137,9 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
     if (!(first && op.msn == qp->rnr_msn)) return;
     if (!not_ready_qp) qp->rnr_blocked = false;
   }
-  // A source's request held for pinning keeps its later ones back.
-  if (qp->type == RHN_QP_ENDPOINT && pins.waiters_used &&
-      pin_holds_back(p, qpn, op))
+  // A source's request a family holds (for pinning) keeps its later ones
+  // back.
+  if (qp->type == RHN_QP_ENDPOINT && modules_hold_back(*this, p, qpn, op))
     return;
   if (not_ready_qp) {
     if (first) {  // later packets: dropped above

@@ -214,15 +214,10 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   for (auto& n : p.naks) n = Peer::Naked{};
   rx_abandon_all(p);
   // A new session of a node we knew: it lost its state (or declared us
-  // dead and dropped ours): locks and barriers with it fail.
-  if (known) {
-    sync_node_failed(node_of(p));
-    share_node_failed(node_of(p));
-    coll_node_failed(node_of(p));
-  }
-  // Its queued isends were its former life's.
-  tag_node_failed(node_of(p), true);
-  pin_node_failed(node_of(p));
+  // dead and dropped ours): locks and barriers with it fail. Either way
+  // what it queued here (isends) was its former life's.
+  modules_node_failed(*this, node_of(p),
+                      known ? NodeLoss::kRestarted : NodeLoss::kFirstContact);
   release_gated(p);
 }
 
@@ -247,43 +242,19 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
     receive_raw_frame(pkt);
     return;
   }
-  if (h.type == RHN_PKT_DATA && (pkt.op.opcode == RHN_WOP_MCAST_DATA ||
-                                 pkt.op.opcode == RHN_WOP_MCAST_ACK)) {
-    // A switch group's stream (ops/mcast_switch): its own serials, not
-    // this node channel's. Data comes to the group or, repaired, to us.
-    if (h.dst_node != cfg.node_id && (h.dst_node < RHN_NODE_MCAST_FIRST ||
-                                      h.dst_node == RHN_NODE_BROADCAST ||
-                                      pkt.op.opcode == RHN_WOP_MCAST_ACK)) {
+  // Frames outside the node channels (switch groups' streams, the
+  // switch's answers, datagrams to groups): the family that claims one.
+  for (const FrameRoute& r : frame_routes()) {
+    if (r.type != h.type) continue;
+    const FrameClaim claim = r.claim(*this, pkt);
+    if (claim == FrameClaim::kNotMine) continue;
+    if (claim == FrameClaim::kMalformed) {
       counters.add(RHN_CNT_MALFORMED_PACKETS);
       return;
     }
     counters.add(RHN_CNT_RX_PACKETS);
     counters.add(RHN_CNT_RX_BYTES, frame.size());
-    mcast_receive(pkt);
-    return;
-  }
-  if (h.type == RHN_PKT_COLL) {  // the switch's part of a collective
-    if (h.src_node != RHN_NODE_BROADCAST || h.dst_node != cfg.node_id) {
-      counters.add(RHN_CNT_MALFORMED_PACKETS);
-      return;
-    }
-    counters.add(RHN_CNT_RX_PACKETS);
-    counters.add(RHN_CNT_RX_BYTES, frame.size());
-    coll_switch_receive(pkt);
-    return;
-  }
-  if (h.type == RHN_PKT_MGMT) {  // the switch's answer to a join or leave
-    counters.add(RHN_CNT_RX_PACKETS);
-    counters.add(RHN_CNT_RX_BYTES, frame.size());
-    ud_mcast_mgmt(pkt);
-    return;
-  }
-  if (h.type == RHN_PKT_DATA && h.dst_node >= RHN_NODE_MCAST_UD_FIRST &&
-      h.dst_node != RHN_NODE_BROADCAST) {
-    // A verbs UD multicast datagram: unsequenced, outside the channels.
-    counters.add(RHN_CNT_RX_PACKETS);
-    counters.add(RHN_CNT_RX_BYTES, frame.size());
-    ud_mcast_receive(pkt);
+    r.receive(*this, pkt);
     return;
   }
   Peer* pp = peer_for(h.src_node);
@@ -660,11 +631,7 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
   while (p.reads_head != kNone) free_read(p, p.reads_head);
   if (peer_idle(p)) unlink_busy(p);
   fw_node_failed(node);
-  tag_node_failed(node, false);
-  pin_node_failed(node);
-  sync_node_failed(node);   // its locks' and barriers' waits: MEMBER_LOST
-  share_node_failed(node);  // out of every directory
-  coll_node_failed(node);   // its collectives fail everywhere
+  modules_node_failed(*this, node, NodeLoss::kTimedOut);
   // Everything outstanding towards it fails. Rare: a scan of the QPs.
   for (uint32_t q = 0; q < qps.size(); q++) {
     QpObj& qp = qps[q];

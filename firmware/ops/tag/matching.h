@@ -74,4 +74,13 @@ void recv_free(Impl& m, uint32_t i);
 uint32_t match_posted(Impl& m, uint32_t owner, uint16_t node, uint32_t src_qpn,
                       uint64_t tag);
 
+// The unexpected messages' chains and pool.
+void msg_link(Impl& m, uint32_t i);
+void msg_unlink(Impl& m, uint32_t i);
+void msg_free(Impl& m, uint32_t i);
+bool source_matches(const TagRecv& r, uint16_t node, uint32_t src_qpn);
+bool tag_matches(const TagRecv& r, uint64_t tag);
+// The oldest unexpected message of the endpoint that `r` takes, or kNone.
+uint32_t match_unexpected(Impl& m, const TagRecv& r);
+
 }  // namespace rhinet::fw::matching

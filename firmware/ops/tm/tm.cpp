@@ -393,13 +393,13 @@ Engine::Impl::TmLanding Engine::Impl::tm_land(QpObj& qp, uint32_t qpn,
   m.length = 0;
   m.pdn = e.pdn;
   m.drop = sizeof(rhn_tmh);
-  m.tm_entry = handle_of(i, e.gen);
+  m.list_entry = handle_of(i, e.gen);
   m.cqe_op = RHN_CQE_OP_TM_RECV;
   return TmLanding::kReceive;
 }
 
 void Engine::Impl::tm_placed(RxContext& m) {
-  const uint32_t i = entry_of(*this, m.tm_entry);
+  const uint32_t i = entry_of(*this, m.list_entry);
   if (i == kNone) return;  // flushed with its QP meanwhile
   TagRecv& e = tags.recvs[i];
   if (e.srqn == kNone || e.tm_step != TmStep::kEager) return;

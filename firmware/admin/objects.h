@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The objects admin/ creates for the driver and for users: contexts,
+// PDs, MRs and windows, EQs, CQs, SRQs, twin memory, areas and QPs.
+#pragma once
+
+#include <cstdint>
+
+#include "core/bounded.h"
+#include "ops/tag/tag_wild.h"
+#include "requester/wqe_decoder.h"
+#include "rhinet/hw.h"
+
+namespace rhinet::fw {
+
+struct HostRef {
+  uint64_t addr = 0;
+  uint32_t lkey = 0;
+};
+
+struct ContextObj {
+  bool valid = false;
+  uint8_t num_groups = 0;  // besides group 0, which every context is in
+  uint16_t groups[RHN_MAX_GROUPS_PER_CONTEXT] = {};
+  uint16_t account = 0;  // its user's (CREATE_CONTEXT); 0: the kernel's
+  uint32_t refs = 0;
+  // What it holds of the NIC's tables is counted in Impl::shares.
+};
+
+struct PdObj {
+  bool valid = false;
+  uint32_t context = 0;
+  uint32_t refs = 0;
+};
+
+struct MrObj {
+  bool valid = false;
+  uint8_t variant = 0;
+  uint8_t page_shift = 12;
+  uint8_t levels = 0;  // 0: iova is the bus address
+  uint32_t context = 0;
+  uint32_t pdn = 0;
+  uint32_t access = 0;
+  uint64_t iova = 0;
+  uint64_t length = 0;
+  uint64_t table = 0;
+  uint32_t num_pages = 0;
+  uint32_t refs = 0;  // queues, areas and bound windows using it
+  // A memory window (ops/window): iova, length and access are the bound
+  // window's, translated through the region bound_mr.
+  bool window = false;
+  uint8_t mw_type = 0;  // 1 or 2
+  bool bound = false;
+  uint32_t bound_mr = 0;
+  uint32_t bound_qpn = 0;  // type 2: the QP it was bound through
+  // A fast-registration MR (kernel): translated only while registered by a
+  // REG_MR WQE; num_pages then the pages used of max_pages.
+  bool fast_reg = false;
+  bool registered = false;
+  uint32_t max_pages = 0;
+  // Remote pin-down (ops/pindown): pages the host pins on demand; a
+  // remote access to one it has not pinned yet is held, not refused.
+  bool on_demand = false;
+  // Twin memory (RHN_CREATE_MR_F_TWIN, ibverbs device memory): the bytes
+  // are twin `twin`'s (its handle) from twin_offset on, not host memory.
+  bool on_twin = false;
+  uint32_t twin = 0;
+  uint64_t twin_offset = 0;
+};
+
+struct EqObj {
+  bool valid = false;
+  bool armed = false;
+  uint16_t vector = 0;
+  uint32_t log_depth = 0;
+  uint64_t ring = 0;
+  uint32_t producer = 0;
+  uint32_t consumer = 0;
+  uint32_t refs = 0;
+  uint32_t deferred = 0;      // CQs owed a completion event (it was full)
+  uint32_t defer_cursor = 0;  // where the next catch-up scan starts
+};
+
+// RC and UC QPs talk to one peer QP, set at RTR.
+inline bool connected_qp(uint8_t type) {
+  return type == RHN_QP_RC || type == RHN_QP_UC;
+}
+
+struct CqObj {
+  bool valid = false;
+  bool error = false;
+  uint8_t arm = 0;  // 0 off, 1 next completion, 2 next solicited
+  uint32_t context = 0;
+  uint32_t log_depth = 0;
+  HostRef ring, record;
+  uint32_t producer = 0;
+  uint32_t consumer_seen = 0;
+  uint32_t solicited_end = 0;   // producer after the last solicited/error CQE
+  bool event_deferred = false;  // owed a completion event (its EQ was full)
+  uint32_t eqn = 0;
+  uint32_t refs = 0;
+};
+
+struct SrqObj {
+  bool valid = false;
+  uint32_t context = 0;
+  uint32_t pdn = 0;
+  uint32_t log_depth = 0;
+  HostRef ring, record;
+  uint32_t consumer = 0;
+  uint32_t producer_seen = 0;
+  uint32_t limit = 0;
+  uint32_t refs = 0;
+  // A TM SRQ (ops/tm): its tag list lives in the matching engine's
+  // entries (TagRecv with srqn set), in posting order by the index of the
+  // operation that added it; software edits it through the operation ring.
+  bool tm = false;
+  uint32_t tm_cqn = 0;  // where list operations complete
+  uint32_t tm_max_tags = 0;
+  uint32_t tm_tags = 0;  // entries in the list
+  uint32_t ops_log = 0;
+  HostRef ops_ring, ops_record;
+  uint32_t ops_consumer = 0;  // the next operation to execute
+  // Phase synchronisation (ibv_post_srq_ops(3)): messages handed to
+  // software unmatched, the count software last reported, and the last
+  // operation executed while the two agreed. An entry added after that
+  // one matches nothing until they agree again: software may not have
+  // seen an unexpected message it would have matched.
+  uint32_t unexpected = 0;
+  uint32_t sw_unexpected = 0;
+  uint32_t synced_at = ~0u;
+  TagWild tag_wild;
+};
+
+// A piece of on-board twin memory (004 2.7), in RHN_TWIN_PAGE units. The
+// handle a WQE names is index | gen << 16, so work that outlives the
+// allocation (a READ in flight when it was freed) never writes into
+// whatever holds those pages next.
+struct TwinObj {
+  bool valid = false;
+  uint16_t gen = 0;
+  uint32_t context = 0;
+  uint32_t first_page = 0;
+  uint32_t pages = 0;
+  uint32_t refs = 0;  // MRs over it (RHN_CREATE_MR_F_TWIN)
+};
+
+// An area: any free slot, found again through the chain of its
+// (context, ID) under the NIC's keyed hash, so no process can aim its own
+// areas at the slots of another's ID.
+struct AreaObj {
+  bool valid = false;
+  uint32_t chain = kNone;  // next in its bucket
+  uint32_t context = 0;
+  uint32_t area_id = 0;
+  uint32_t mr_index = 0;
+  uint64_t iova = 0;
+  uint64_t length = 0;
+};
+
+struct QpObj {
+  bool valid = false;
+  uint8_t type = 0;
+  uint8_t state = RHN_QPS_RESET;
+  uint8_t access = 0;
+  uint8_t rnr_retry = 7;
+  uint8_t min_rnr_timer = 0;
+  uint8_t timeout = 0;  // IB's exponent: 4.096 us << timeout, 0 = infinite
+  uint8_t retry_cnt = 7;
+  uint8_t max_rd_atomic = 1;
+  uint8_t sq_log = 0;
+  uint8_t rq_log = 0;
+  uint32_t gen = 0;  // bumps on create and RESET: stale references ignored
+  // The incarnation on the wire (high byte of src_qpn, hw_wire.h): bumps
+  // with gen, so responses to a previous life are told apart.
+  uint8_t incarnation = 0;
+  uint32_t context = 0;
+  uint32_t pdn = 0;
+  uint32_t send_cqn = 0;
+  uint32_t recv_cqn = 0;
+  uint32_t srqn = kNone;
+  uint16_t dest_node = 0;
+  uint32_t dest_qpn = 0;
+  uint32_t qkey = 0;
+  HostRef sq_ring, rq_ring, sq_record, rq_record;
+
+  // Requester.
+  uint32_t sq_producer = 0;  // last value read from the SQ record
+  uint32_t sq_fetch = 0;     // next slot to fetch
+  uint32_t sq_complete = 0;  // oldest slot not completed
+  uint32_t msn_next = 0;
+  // An mcastB WQE being expanded (ops/mcast): the next destination, and
+  // the first failure of those completed so far (its CQE reports it).
+  uint32_t mcast_next = 0;
+  uint8_t mcast_status = RHN_CQE_SUCCESS;
+  uint8_t mcast_syndrome = RHN_SYN_NONE;
+  uint32_t inflight_head = 0, inflight_tail = 0;  // into inflight_ pool
+  uint32_t outstanding_reads = 0;
+  uint32_t rnr_count = 0;
+  bool has_resend = false;
+  bool has_unanswered = false;
+  bool flushing = false;
+  // The message being packetized.
+  bool tx_active = false;
+  uint32_t tx_entry = 0;  // inflight index (absolute counter)
+  uint64_t tx_offset = 0;
+  uint16_t tx_peer = 0;
+  uint32_t tx_dst_qpn = 0;
+  DecodedWqe tx_wqe;
+  RawWqe tx_raw;
+  uint32_t prefetched_slot = kNone;  // tx_raw holds this slot's WQE
+
+  // Responder.
+  uint32_t rq_consumer = 0;
+  uint32_t rq_producer = 0;
+  bool rnr_blocked = false;  // until (rnr_node, rnr_src_qpn) resends rnr_msn
+  uint32_t rnr_msn = 0;
+  uint16_t rnr_node = 0;
+  uint32_t rnr_src_qpn = 0;
+
+  // Tag matching (ops/tag), endpoints: the posted receives that take any
+  // source with a masked tag, the unexpected messages in arrival order,
+  // and the posting order counter.
+  TagWild tag_wild;
+  uint32_t tag_unx_head = kNone, tag_unx_tail = kNone;
+  uint32_t tag_rq_scan = 0;     // RQ index of the first irecv not read yet
+  bool tag_rq_stalled = false;  // irecvs wait in the RQ for list room
+
+  // Scheduling.
+  bool in_ready = false;
+  WaitList* waiting_on = nullptr;
+  uint32_t wait_prev = kNone, wait_next = kNone;
+  uint64_t wake_at = 0;
+};
+
+}  // namespace rhinet::fw

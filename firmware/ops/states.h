@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Every family's tables, held together: the engine's state is the shell's
+// (engine/engine_impl.h) and this. Each family's state is defined in its
+// folder; a family added with tables of its own adds them here.
+#pragma once
+
+#include "ops/coll/coll_state.h"
+#include "ops/mcast_switch/mcast_switch_state.h"
+#include "ops/pindown/pin_state.h"
+#include "ops/share/share_state.h"
+#include "ops/sync/sync_state.h"
+#include "ops/tag/tag_state.h"
+#include "ops/ud_mcast/ud_mcast_state.h"
+#include "rhinet/fw/engine.h"
+
+namespace rhinet::fw {
+
+struct FamilyStates {
+  explicit FamilyStates(const EngineConfig& config)
+      : tags(config.tag_recvs, config.tag_msgs,
+             config.max_qps * config.max_inflight_per_qp) {}
+  TagTables tags;            // ops/tag, ops/tm
+  PinTables pins;            // ops/pindown
+  SyncTables sync;           // ops/sync
+  McastTables switch_mcast;  // ops/mcast_switch
+  ShareTables share;         // ops/share
+  UdMcastTables ud_mcast;    // ops/ud_mcast
+  CollTables coll;           // ops/coll
+};
+
+}  // namespace rhinet::fw

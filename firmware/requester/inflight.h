@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Requester state: a QP's messages between their first packet and
+// their completion, and where READ and atomic answers go.
+#pragma once
+
+#include <cstdint>
+
+#include "core/bounded.h"
+#include "rhinet/hw.h"
+
+namespace rhinet::fw {
+
+enum class MsgState : uint8_t {
+  kSending,        // packets still to go
+  kAwaitAck,       // all sent; success = transport ACK passing its gate
+  kAwaitResponse,  // READ/atomic: waits for the response packets
+  kResendPending,  // RNR: send again at resend_at
+  // The target NIC had no QP to take it (destroyed, in error, another
+  // peer's): IB drops such requests, and its requester learns of it only
+  // when its timer runs out. Fails at resend_at (RETRY_EXC), or never.
+  kUnanswered,
+  kDone,
+};
+
+constexpr uint8_t kMcastMember = 1, kMcastLast = 2;
+
+// One message of a QP between its first packet and its completion.
+struct Inflight {
+  uint32_t slot = 0;  // first SQ slot of the WQE
+  uint8_t slots = 1;
+  uint8_t opcode = 0;
+  uint8_t wqe_flags = 0;
+  MsgState state = MsgState::kDone;
+  uint8_t status = RHN_CQE_SUCCESS;
+  uint8_t syndrome = RHN_SYN_NONE;
+  uint16_t peer = 0;
+  uint16_t read_ctx = 0xffff;
+  uint32_t msn = 0;
+  uint32_t last_serial = 0;
+  uint32_t length = 0;
+  uint64_t resend_at = 0;
+  uint64_t status_addr = 0;
+  uint32_t status_lkey = 0;
+  uint32_t dst_qpn = 0;
+  // ISEND (ops/tag): answered by the receiver yet; after its CTS, where
+  // the data goes (owed: no stream was free then).
+  bool tag_answered = false;
+  uint32_t attempt = 0;  // transmissions of an ordered-retry message
+  bool tag_stream_owed = false;
+  // Refused while the target host pins (ops/pindown): resent on the
+  // target's PIN_READY (or after RHN_PIN_RETRY_US).
+  bool pin_wait = false;
+  // A fan-out family's number for this message (a shared region's update
+  // number, ops/share): carried in imm_data, the same when it is resent.
+  uint32_t fanout_imm = 0;
+  // A DIFF PUSH's last message: when the WQE completes successfully its
+  // twin takes the SGE's bytes (ops/partial), not before, so a message
+  // sent again (a refusal, another destination) sends the same runs.
+  bool diff_twin = false;
+  uint32_t tag_handle = 0, tag_take = 0, tag_receiver = 0;
+  // An mcastB's message to one destination (ops/mcast): kMcastMember
+  // (the WQE's CQE waits for the last), kMcastLast (completes the WQE).
+  uint8_t mcast = 0;
+  // A local operation's result for its CQE (IPROBE: the message found).
+  uint8_t ext_flags = 0;
+  uint16_t answer_node = 0;
+  uint32_t answer_qpn = 0;
+  uint64_t answer_tag = 0;
+};
+
+// Local destination of a READ or atomic result, kept until the response.
+// A partial READ also keeps how message offsets map onto the SGE (stride)
+// and the twin its bytes are copied into (ops/partial).
+struct ReadCtx {
+  bool used = false;
+  uint8_t xfer_mode = RHN_XFER_BASIC;
+  uint32_t num_sge = 0;
+  uint32_t block = 0;
+  uint64_t local_stride = 0;
+  uint32_t twin = 0;
+  uint64_t twin_offset = 0;
+  rhn_sge sge[RHN_WQE_MAX_SGES];
+};
+
+}  // namespace rhinet::fw
