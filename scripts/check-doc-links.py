@@ -9,14 +9,16 @@
    comments, scripts, man pages) exists, so a renamed page cannot leave a
    stale pointer behind.
 
-Usage: check-doc-links.py [SOURCE_DIR]. Exit 1 and one line per broken
-link, else 0.
+Usage: check-doc-links.py [--markdown-only] [SOURCE_DIR]. With
+--markdown-only, only check 1. Exit 1 and one line per broken link, else 0.
 """
 import os
 import re
 import sys
 
-ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+ARGS = [a for a in sys.argv[1:] if a != "--markdown-only"]
+MARKDOWN_ONLY = len(ARGS) < len(sys.argv) - 1
+ROOT = os.path.abspath(ARGS[0] if ARGS else
                        os.path.join(os.path.dirname(__file__), ".."))
 # Build trees, caches and VCS metadata are not the project's text.
 SKIP_DIRS = re.compile(r"^(\..*|build.*|_deps|node_modules)$")
@@ -72,7 +74,7 @@ def main():
                 text = f.read()
         except UnicodeDecodeError:
             continue
-        for m in DOC_PATH.finditer(text):
+        for m in () if MARKDOWN_ONLY else DOC_PATH.finditer(text):
             if not os.path.exists(os.path.join(ROOT, m.group(0))):
                 line = text.count("\n", 0, m.start()) + 1
                 bad.append("%s:%d: no such page %s" % (rel, line, m.group(0)))
