@@ -220,7 +220,7 @@ enum rhn_db_offset {
 	X(GROUP_VIOLATIONS, group_violations, \
 	  "area accesses naming a group the initiator (at post) or the target (as responder) is not a member of") \
 	X(SIGNALS, signals, \
-	  "`RHN_CQE_OP_SIGNAL` CQEs written") \
+	  "`RHN_CQE_OP_SIGNAL` CQEs written (put-with-signal)") \
 	X(PARTIAL_BYTES_SKIPPED, partial_bytes_skipped, \
 	  "bytes of bitmap and DIFF transfers that did not travel, counted by the NIC that would have sent them") \
 	X(TAG_MATCHED_POSTED, tag_matched_posted, \
