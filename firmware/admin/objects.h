@@ -131,7 +131,7 @@ struct SrqObj {
   TagWild tag_wild;
 };
 
-// A piece of on-board twin memory (004 2.7), in RHN_TWIN_PAGE units. The
+// A piece of on-board twin memory, in RHN_TWIN_PAGE units. The
 // handle a WQE names is index | gen << 16, so work that outlives the
 // allocation (a READ in flight when it was freed) never writes into
 // whatever holds those pages next.

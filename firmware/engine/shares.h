@@ -38,7 +38,7 @@ enum class Res : uint8_t {
   kMcastFrames,    // simultaneous-multicast packet memory
   kMcastAttaches,  // verbs UD multicast attach entries
   kFwMessages,     // firmware-originated messages sent on its behalf
-  kAreas,          // communication areas (004 2.2) it registered
+  kAreas,          // communication areas  it registered
   kCount,
 };
 

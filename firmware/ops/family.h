@@ -252,7 +252,7 @@ PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
 // the range's pages are pinned; otherwise its host is asked to pin them
 // and the caller asks again later.
 bool pin_range(Impl& m, uint32_t mr_index, uint64_t va, uint64_t len);
-// Responder: a signal for the target process (004 2.11), a PUSH by area
+// Responder: a signal for the target process, a PUSH by area
 // with RHN_WOP_F_SIGNAL ended: a CQE on the endpoint's receive CQ, no
 // receive WQE taken.
 void deliver_signal(Impl& m, const Request& r);

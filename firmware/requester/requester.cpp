@@ -230,7 +230,8 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
       result = family->check(*this, qp, w, &syndrome);
     }
     // An area is reached only within a group the context is a member of
-    // (004 2.1); the target checks its side too.
+    // (Documentation/hardware/ownership.md: groups); the target checks its side
+    // too.
     if (result == RHN_CQE_SUCCESS && (w.flags & RHN_WQE_F_AREA) &&
         !in_group(qp.context, RHN_AREA_KEY_GROUP(w.remote_key))) {
       counters.add(RHN_CNT_GROUP_VIOLATIONS);

@@ -101,7 +101,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     // An isend selects the bytes it sends as a PUSH does (ops/tag).
     // An mcastB's members each get a PUSH, an mcastA's group one, a
     // shared region's update every member; a SUBSCRIBE may bring the
-    // data into a twin too (004 table 1: basic, twin).
+    // data into a twin too (the operation table allows it basic and twin).
     const bool taken =
         ((w.opcode == RHN_OP_WRITE || w.opcode == RHN_OP_ISEND ||
           w.opcode == RHN_OP_MCAST_LIST || w.opcode == RHN_OP_MCAST_SWITCH ||

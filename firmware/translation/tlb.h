@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The NIC's translation lookaside buffer for VP (virtual-to-physical)
-// translation tables (004 section 4): 4-way set associative, keyed by
+// translation tables: 4-way set associative, keyed by
 // (memory region index, virtual page number), round-robin replacement.
 #pragma once
 

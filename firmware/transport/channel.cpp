@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The reliable node-to-node channel (004 section 4): per-destination serial
+// The reliable node-to-node channel: per-destination serial
 // numbers, cumulative ACKs, NAK on a gap, go-back-N retransmission from the
 // send-packet memory, retransmission timeouts with back-off, a peer
 // declared dead after bounded retries, and ordered session epochs.

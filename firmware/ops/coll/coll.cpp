@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Collectives executed by the NICs (seeds 003 and 000): allreduce, reduce,
+// Collectives executed by the NICs: allreduce, reduce,
 // broadcast and barrier over a communicator, a list of (node, endpoint)
 // ranks every member posts with RHN_OP_COLLECTIVE.
 //
@@ -7,10 +7,10 @@
 // moves in segments (at most one packet each) through a tree of the nodes:
 // each segment goes up from the leaves to its root, combined at every node
 // (the node's own ranks first, read by DMA straight from their send
-// buffers, in rank order; then each child's partial as it arrives: 003
+// buffers, in rank order; then each child's partial as it arrives: the
 // claim 5, the first arrival fills the buffer and later ones combine into
 // it), and its result comes down again, written by DMA straight into every
-// rank's receive buffer (000's zero copy). A segment moves on as soon as
+// rank's receive buffer (zero copy). A segment moves on as soon as
 // its inputs are in, so the segments of one collective pipeline.
 // The tree: radix k over the nodes in the order of their first rank,
 // rooted at the root rank's node (rank 0's for allreduce); radix 1 is a
@@ -32,6 +32,8 @@
 // in their payload, segments folded into the signature) and one of
 // another life never acts on a communicator. A later rank joins only with
 // the very list the communicator was made from.
+#include "ops/coll/coll.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -611,7 +613,7 @@ bool probe(Impl& m, CollComm& c) {
   return did;
 }
 
-// The local ranks' status words say how far the collective is (003's
+// The local ranks' status words say how far the collective is (the
 // execution state, readable while it runs).
 void report_progress(Impl& m, const CollComm& c) {
   const uint32_t bytes = static_cast<uint32_t>(
@@ -1009,13 +1011,13 @@ extern const OpFamily kCollFamily = {
 
 // ---- The engine's side.
 
-void Engine::Impl::coll_reset() {
-  CollTables& t = coll;
+void coll_reset(Impl& m) {
+  CollTables& t = m.coll;
   // A message's cookie holds the communicator in 16 bits and the slot in 8.
-  const uint32_t comms = std::clamp<uint32_t>(cfg.coll_comms, 1, 0xffff);
-  const uint32_t window = std::clamp<uint32_t>(cfg.coll_window, 1, 256);
-  cfg.coll_window = window;
-  cfg.coll_comms = comms;
+  const uint32_t comms = std::clamp<uint32_t>(m.cfg.coll_comms, 1, 0xffff);
+  const uint32_t window = std::clamp<uint32_t>(m.cfg.coll_window, 1, 256);
+  m.cfg.coll_window = window;
+  m.cfg.coll_comms = comms;
   t.comms.assign(comms, CollComm{});
   t.members.assign(size_t{comms} * RHN_COLL_MAX_RANKS, CollMember{});
   t.nodes.assign(size_t{comms} * RHN_COLL_MAX_RANKS, 0);
@@ -1039,16 +1041,16 @@ void Engine::Impl::coll_reset() {
   t.early_refused = {};
   t.refused_next = 0;
   t.used = 0;
-  shares.set_limit(
-      Res::kCollComms, cfg.coll_comms,
-      std::max<uint32_t>(1, cfg.coll_comms * cfg.context_coll_share / 256),
-      cfg.account_share);
+  m.shares.set_limit(
+      Res::kCollComms, m.cfg.coll_comms,
+      std::max<uint32_t>(1, m.cfg.coll_comms * m.cfg.context_coll_share / 256),
+      m.cfg.account_share);
   t.switch_path = Peer{};
   t.next_deadline = UINT64_MAX;
 }
 
-void Engine::Impl::coll_qp_gone(uint32_t qpn) {
-  for (CollComm& c : coll.comms) {
+void coll_qp_gone(Impl& m, uint32_t qpn) {
+  for (CollComm& c : m.coll.comms) {
     if (!c.valid) continue;
     bool hit = false, left = false;
     for (CollLocal& l : c.local) {
@@ -1072,60 +1074,60 @@ void Engine::Impl::coll_qp_gone(uint32_t qpn) {
     // still has this life).
     const uint32_t from = c.seq;
     c.broken = true;
-    if (c.active) fail_collective(*this, c, RHN_SYN_MEMBER_LOST, false);
+    if (c.active) fail_collective(m, c, RHN_SYN_MEMBER_LOST, false);
     begin_aborts(c, from, RHN_SYN_MEMBER_LOST);
-    if (!left) release_if_done(*this, c);
+    if (!left) release_if_done(m, c);
   }
 }
 
-void Engine::Impl::coll_node_failed(uint16_t node) {
-  for (CollComm& c : coll.comms)
+void coll_node_failed(Impl& m, uint16_t node) {
+  for (CollComm& c : m.coll.comms)
     if (c.valid && c.active && c.failed == RHN_SYN_NONE &&
-        node_index(*this, c, node) >= 0)
-      fail_collective(*this, c, RHN_SYN_MEMBER_LOST, true);
+        node_index(m, c, node) >= 0)
+      fail_collective(m, c, RHN_SYN_MEMBER_LOST, true);
 }
 
-void Engine::Impl::coll_fw_done(uint64_t ck, uint8_t syndrome) {
+void coll_fw_done(Impl& m, uint64_t ck, uint8_t syndrome) {
   const uint32_t gen = static_cast<uint32_t>(ck >> 32);
   const uint32_t ci = (ck >> 16) & 0xffff;
   const uint32_t si = (ck >> 8) & 0xff;
   const uint32_t dest = ck & 0xff;
-  if (ci >= coll.comms.size()) return;
-  CollComm& c = coll.comms[ci];
+  if (ci >= m.coll.comms.size()) return;
+  CollComm& c = m.coll.comms[ci];
   if (!c.valid) return;
   if (dest == kDestAbort) {
     if (c.incarnation != gen) return;  // an earlier communicator's
     if (c.aborts_out) c.aborts_out--;
     // A communicator kept only to tell the others goes when it has.
-    release_if_done(*this, c);
+    release_if_done(m, c);
     return;
   }
   if (c.gen != gen) return;  // about a collective that is over
   if (dest == kDestProbe) {
     if (c.probing) c.probing--;
     if (syndrome == RHN_SYN_RETRY_EXCEEDED)
-      fail_collective(*this, c, RHN_SYN_MEMBER_LOST, true);
+      fail_collective(m, c, RHN_SYN_MEMBER_LOST, true);
     return;
   }
-  if (si >= cfg.coll_window || dest >= 32) return;
-  CollSlot& s = coll.slots[c.slots + si];
+  if (si >= m.cfg.coll_window || dest >= 32) return;
+  CollSlot& s = m.coll.slots[c.slots + si];
   const uint32_t bit = 1u << dest;
   if (!(s.busy & bit)) return;
   s.busy &= ~bit;
   if (syndrome == RHN_SYN_NONE) {
-    c.last_progress = now;
+    c.last_progress = m.now;
     s.retries = 0;
-    coll.next_deadline = now;
+    m.coll.next_deadline = m.now;
     return;
   }
   if (syndrome == RHN_SYN_COLL_NOT_READY) {
     // That NIC has not reached the collective (or the segment): again
     // later, backing off.
     s.todo |= bit;
-    back_off(*this, s);
+    back_off(m, s);
     return;
   }
-  fail_collective(*this, c,
+  fail_collective(m, c,
                   syndrome == RHN_SYN_RETRY_EXCEEDED
                       ? uint8_t{RHN_SYN_MEMBER_LOST}
                       : syndrome,
@@ -1196,46 +1198,47 @@ void receive_abort(Impl& m, uint16_t from, const Packet& pkt) {
 
 }  // namespace
 
-void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
+void coll_receive(Impl& m, Peer& p, const Packet& pkt) {
   const rhn_op_hdr& op = pkt.op;
-  const uint16_t from = node_of(p);
+  const uint16_t from = m.node_of(p);
   if (op.rkey == RHN_FW_COLL_ABORT) {
-    receive_abort(*this, from, pkt);
+    receive_abort(m, from, pkt);
     return;
   }
   const uint32_t seq = static_cast<uint32_t>(op.remote_addr >> 32);
   const uint32_t seg = static_cast<uint32_t>(op.remote_addr);
   const bool is_ready = op.rkey == RHN_FW_COLL_READY;
-  CollComm* cp = find_comm(*this, op.imm_data);
-  auto nak = [&](rhn_syndrome why) { respond(p, RHN_WOP_NAK, why, op, {}); };
+  CollComm* cp = find_comm(m, op.imm_data);
+  auto nak = [&](rhn_syndrome why) { m.respond(p, RHN_WOP_NAK, why, op, {}); };
   if (!cp) {
     // No rank of this node has posted on it yet (or none is left). The
     // sender is told READY when one does.
     if (is_ready) return;
     nak(RHN_SYN_COLL_NOT_READY);
     bool known = false;
-    for (auto& e : coll.early_refused)
+    for (auto& e : m.coll.early_refused)
       if (e.valid && e.key == op.imm_data && e.node == from) {
-        e.at = now;
+        e.at = m.now;
         known = true;
       }
     if (!known)
-      coll.early_refused[coll.refused_next++ % coll.early_refused.size()] = {
-          true, op.imm_data, from, now};
+      m.coll.early_refused[m.coll.refused_next++ %
+                           m.coll.early_refused.size()] = {true, op.imm_data,
+                                                           from, m.now};
     return;
   }
   CollComm& c = *cp;
   if (is_ready) {
     rhn_fw_coll_life life;
-    if (!life_in(*this, pkt, &life)) return;
+    if (!life_in(m, pkt, &life)) return;
     if (life.members != c.life) {
-      counters.add(RHN_CNT_STALE_PACKETS);  // another life's
+      m.counters.add(RHN_CNT_STALE_PACKETS);  // another life's
       return;
     }
   }
-  const int x = node_index(*this, c, from);
+  const int x = node_index(m, c, from);
   if (x < 0) {
-    counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+    m.counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
     nak(RHN_SYN_COLL_MISMATCH);
     return;
   }
@@ -1243,11 +1246,11 @@ void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
   if (is_ready) {
     // Its refused segments go again now, not at their back-off time.
     if (ahead == 0 && c.active && c.failed == RHN_SYN_NONE) {
-      for (uint32_t i = 0; i < cfg.coll_window; i++) {
-        CollSlot& s = coll.slots[c.slots + i];
+      for (uint32_t i = 0; i < m.cfg.coll_window; i++) {
+        CollSlot& s = m.coll.slots[c.slots + i];
         if (s.used && s.todo) s.retry_at = 0;
       }
-      coll.next_deadline = now;
+      m.coll.next_deadline = m.now;
     }
     return;
   }
@@ -1264,17 +1267,17 @@ void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
   }
   if (c.failed != RHN_SYN_NONE) return;
   if (op.msg_offset != signature(c) || seg >= c.nsegs) {
-    fail_collective(*this, c, RHN_SYN_COLL_MISMATCH, true);
+    fail_collective(m, c, RHN_SYN_COLL_MISMATCH, true);
     nak(RHN_SYN_COLL_MISMATCH);
     return;
   }
   if (seg < c.base) return;  // done here: a late copy
-  if (seg >= c.base + cfg.coll_window) {
+  if (seg >= c.base + m.cfg.coll_window) {
     nak(RHN_SYN_COLL_NOT_READY);  // no buffer for it yet
     mark(c.tell_window, static_cast<uint32_t>(x));
     return;
   }
-  CollSlot& s = slot_of(*this, c, seg);
+  CollSlot& s = slot_of(m, c, seg);
   if (!s.used) open_slot(c, s, seg);
   if (s.seg != seg) {  // its buffer still holds an older segment
     nak(RHN_SYN_COLL_NOT_READY);
@@ -1296,12 +1299,12 @@ void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
   }
   if (!from_ok || pkt.payload.size() != (data ? s.len : 0) ||
       (up && !has_up_phase(c))) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
-    fail_collective(*this, c, RHN_SYN_COLL_MISMATCH, true);
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    fail_collective(m, c, RHN_SYN_COLL_MISMATCH, true);
     nak(RHN_SYN_COLL_MISMATCH);
     return;
   }
-  uint8_t* buf = bytes_of(*this, s);
+  uint8_t* buf = bytes_of(m, s);
   if (up) {
     if (s.children_in & bit) return;  // a copy
     contribute(c, s, buf, pkt.payload.data());
@@ -1311,39 +1314,39 @@ void Engine::Impl::coll_receive(Peer& p, const Packet& pkt) {
     if (data) std::memcpy(buf, pkt.payload.data(), s.len);
     s.down_in = true;
   }
-  counters.add(RHN_CNT_COLL_SEGMENTS);
-  c.last_progress = now;
-  coll.next_deadline = now;
+  m.counters.add(RHN_CNT_COLL_SEGMENTS);
+  c.last_progress = m.now;
+  m.coll.next_deadline = m.now;
 }
 
-void Engine::Impl::coll_switch_receive(const Packet& pkt) {
+void coll_switch_receive(Impl& m, const Packet& pkt) {
   rhn_coll_frame f;
   if (pkt.payload.size() < sizeof f) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
   std::memcpy(&f, pkt.payload.data(), sizeof f);
   const std::span<const uint8_t> data = pkt.payload.subspan(sizeof f);
-  CollComm* cp = find_comm(*this, f.key);
+  CollComm* cp = find_comm(m, f.key);
   if (!cp || !via_switch(*cp) || f.members != cp->nodes_hash) {
-    counters.add(RHN_CNT_STALE_PACKETS);  // a communicator gone from here
+    m.counters.add(RHN_CNT_STALE_PACKETS);  // a communicator gone from here
     return;
   }
   CollComm& c = *cp;
   const int32_t ahead = static_cast<int32_t>(f.seq - c.seq);
   if (f.kind == RHN_COLL_FRAME_DOWN && ahead < 0) {
     // A result this node had (its ACK was lost): the switch may free it.
-    send_switch_frame(*this, c, f.seq, f.seg, RHN_COLL_FRAME_ACK, {});
+    send_switch_frame(m, c, f.seq, f.seg, RHN_COLL_FRAME_ACK, {});
     return;
   }
   if (ahead != 0 || !c.active || c.failed != RHN_SYN_NONE || f.seg < c.base ||
-      f.seg >= c.base + cfg.coll_window) {
-    counters.add(RHN_CNT_STALE_PACKETS);
+      f.seg >= c.base + m.cfg.coll_window) {
+    m.counters.add(RHN_CNT_STALE_PACKETS);
     return;
   }
-  CollSlot& s = slot_of(*this, c, f.seg);
+  CollSlot& s = slot_of(m, c, f.seg);
   if (!s.used || s.seg != f.seg || !s.up_sent) {
-    counters.add(RHN_CNT_STALE_PACKETS);
+    m.counters.add(RHN_CNT_STALE_PACKETS);
     return;
   }
   const uint32_t up = 1u << kCollParent;
@@ -1351,67 +1354,68 @@ void Engine::Impl::coll_switch_receive(const Packet& pkt) {
   // a clean sample of the round trip (a DOWN may have waited for others).
   if ((f.kind == RHN_COLL_FRAME_HELD || f.kind == RHN_COLL_FRAME_BUSY) &&
       (s.todo & up) && s.unanswered == 1)
-    rtt_sample(coll.switch_path, static_cast<uint32_t>(std::min<uint64_t>(
-                                     (now - s.sent_at) / 1000, UINT32_MAX)));
+    m.rtt_sample(m.coll.switch_path,
+                 static_cast<uint32_t>(std::min<uint64_t>(
+                     (m.now - s.sent_at) / 1000, UINT32_MAX)));
   switch (f.kind) {
     case RHN_COLL_FRAME_DOWN:
-      send_switch_frame(*this, c, f.seq, f.seg, RHN_COLL_FRAME_ACK, {});
+      send_switch_frame(m, c, f.seq, f.seg, RHN_COLL_FRAME_ACK, {});
       if (s.down_in) return;  // a repeat
       if (f.status != RHN_SYN_NONE) {
-        fail_collective(*this, c, RHN_SYN_COLL_MISMATCH, true);
+        fail_collective(m, c, RHN_SYN_COLL_MISMATCH, true);
         return;
       }
       if (f.signature != signature(c) || data.size() != s.len) {
-        counters.add(RHN_CNT_MALFORMED_PACKETS);
-        fail_collective(*this, c, RHN_SYN_COLL_MISMATCH, true);
+        m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+        fail_collective(m, c, RHN_SYN_COLL_MISMATCH, true);
         return;
       }
-      std::memcpy(bytes_of(*this, s), data.data(), s.len);
+      std::memcpy(bytes_of(m, s), data.data(), s.len);
       s.down_in = true;
       s.todo &= ~up;
-      counters.add(RHN_CNT_COLL_SEGMENTS);
-      c.last_progress = now;
-      coll.next_deadline = now;
+      m.counters.add(RHN_CNT_COLL_SEGMENTS);
+      c.last_progress = m.now;
+      m.coll.next_deadline = m.now;
       return;
     case RHN_COLL_FRAME_HELD:
       // The switch has it and waits for other nodes: only a slow
       // reminder now, in case the switch loses it.
       if (!(s.todo & up)) return;
       s.unanswered = 0;
-      s.retry_at = now + cfg.sync_probe_ns;
-      update_deadline(*this, s.retry_at);
+      s.retry_at = m.now + m.cfg.sync_probe_ns;
+      update_deadline(m, s.retry_at);
       return;
     case RHN_COLL_FRAME_BUSY:
       // No buffer in the switch now: again soon, backing off.
       if (!(s.todo & up)) return;
       s.unanswered = 0;
-      back_off(*this, s);
+      back_off(m, s);
       return;
     default:
-      counters.add(RHN_CNT_MALFORMED_PACKETS);
+      m.counters.add(RHN_CNT_MALFORMED_PACKETS);
       return;
   }
 }
 
-bool Engine::Impl::coll_run(uint32_t budget) {
-  if (coll.used == 0) {
-    coll.next_deadline = UINT64_MAX;
+bool coll_run(Impl& m, uint32_t budget) {
+  if (m.coll.used == 0) {
+    m.coll.next_deadline = UINT64_MAX;
     return false;
   }
-  coll.next_deadline = UINT64_MAX;
+  m.coll.next_deadline = UINT64_MAX;
   bool did = false;
-  for (CollComm& c : coll.comms) {
+  for (CollComm& c : m.coll.comms) {
     if (!budget) {
-      coll.next_deadline = now;
+      m.coll.next_deadline = m.now;
       break;
     }
     if (!c.valid || (!c.active && !c.aborting)) continue;
-    if (progress(*this, c)) {
+    if (progress(m, c)) {
       did = true;
       budget--;
     }
   }
-  if (did) coll.next_deadline = now;
+  if (did) m.coll.next_deadline = m.now;
   return did;
 }
 

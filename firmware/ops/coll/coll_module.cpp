@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Collectives' entry in the module list (ops/registry.cpp).
+#include "ops/coll/coll.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
@@ -22,7 +23,7 @@ FrameClaim claim(const Impl& m, const Packet& pkt) {
 
 constexpr FrameRoute kFrames[] = {
     {RHN_PKT_COLL, claim,
-     [](Impl& m, const Packet& pkt) { m.coll_switch_receive(pkt); }},
+     [](Impl& m, const Packet& pkt) { coll_switch_receive(m, pkt); }},
 };
 
 }  // namespace
@@ -30,26 +31,26 @@ constexpr FrameRoute kFrames[] = {
 extern const FamilyModule kCollModule{
     .name = "coll",
     .id = FwOwner::kColl,
-    .reset = [](Impl& m) { m.coll_reset(); },
+    .reset = [](Impl& m) { coll_reset(m); },
     // Its communicators' collectives fail.
     .qp_gone =
         [](Impl& m, uint32_t qpn, QpGone why) {
-          if (why != QpGone::kDestroyed) m.coll_qp_gone(qpn);
+          if (why != QpGone::kDestroyed) coll_qp_gone(m, qpn);
         },
     // Its collectives fail everywhere (a node first heard from is in none).
     .node_failed =
         [](Impl& m, uint16_t node, NodeLoss why) {
-          if (why != NodeLoss::kFirstContact) m.coll_node_failed(node);
+          if (why != NodeLoss::kFirstContact) coll_node_failed(m, node);
         },
     .before_fw = true,  // its probes leave in the same turn
-    .run = [](Impl& m, uint32_t budget) { return m.coll_run(budget); },
-    .next_deadline = [](const Impl& m) { return m.coll_next_deadline(); },
+    .run = [](Impl& m, uint32_t budget) { return coll_run(m, budget); },
+    .next_deadline = [](const Impl& m) { return coll_next_deadline(m); },
     .fw_kinds = kFwKinds,
     .on_fw_message = [](Impl& m, Peer& p,
-                        const Packet& pkt) { m.coll_receive(p, pkt); },
+                        const Packet& pkt) { coll_receive(m, p, pkt); },
     // A segment, an ABORT or a liveness probe.
     .on_fw_done = [](Impl& m, uint64_t cookie,
-                     uint8_t syndrome) { m.coll_fw_done(cookie, syndrome); },
+                     uint8_t syndrome) { coll_fw_done(m, cookie, syndrome); },
     .frames = kFrames,
 };
 

@@ -35,7 +35,7 @@ struct CollLocal {
   rhn_sge send{}, recv{};
 };
 
-// A segment buffer (003 claim 5): the first contribution fills it, later
+// A segment buffer (combining in place): the first contribution fills it, later
 // ones combine into it; it is freed when its result is written and every
 // message about it is acknowledged.
 struct CollSlot {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Simultaneous multicast (mcastA, 004 2.8): one WQE, a PUSH by area to every
+// Simultaneous multicast (mcastA): one WQE, a PUSH by area to every
 // endpoint of a switch group. The NIC sends each packet once, to the group's
 // node ID, and the switch copies it to the members (the pattern the
 // administrator registered there). Reliability is not the node channels':
@@ -19,6 +19,8 @@
 // nothing here grows with traffic: a group has at most
 // RHN_MCAST_SWITCH_MAX_MEMBERS members, a stream at most kMcastWindow
 // packets in a shared, per-context-bounded packet memory.
+#include "ops/mcast_switch/mcast_switch.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -82,7 +84,7 @@ uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
     *syndrome = RHN_SYN_BAD_WQE;
     return RHN_CQE_LOC_QP_OP_ERR;
   }
-  const McastGroup* g = m.mcast_group(w.dst_node);
+  const McastGroup* g = mcast_group(m, w.dst_node);
   // A group the kernel gave this NIC no list for, or one whose list does
   // not name this node (its members would not take our stream).
   if (!g || g->self == kNoMember) {
@@ -108,7 +110,7 @@ bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
 }
 
 Impl::TxResult send_packet(Impl& m, QpObj& qp, uint32_t qpn) {
-  return m.mcast_send_packet(qp, qpn);
+  return mcast_send_packet(m, qp, qpn);
 }
 
 }  // namespace
@@ -122,10 +124,10 @@ extern const OpFamily kMcastSwitchFamily = {
 
 // ---- Tables ---------------------------------------------------------------
 
-void Engine::Impl::mcast_reset() {
-  McastTables& t = switch_mcast;
-  t.groups.assign(std::max<uint32_t>(cfg.mcast_groups, 1), McastGroup{});
-  const uint32_t frames = std::max<uint32_t>(cfg.mcast_frames, 1);
+void mcast_reset(Impl& m) {
+  McastTables& t = m.switch_mcast;
+  t.groups.assign(std::max<uint32_t>(m.cfg.mcast_groups, 1), McastGroup{});
+  const uint32_t frames = std::max<uint32_t>(m.cfg.mcast_frames, 1);
   // Sized at power-on; a device reset allocates nothing.
   if (t.free_frames.capacity() < frames) {
     t.free_frames = Fifo<uint32_t>(frames);
@@ -140,16 +142,16 @@ void Engine::Impl::mcast_reset() {
   // window's worth (small configurations).
   t.context_quota = std::max<uint32_t>(
       std::min(kMcastWindow, frames),
-      uint32_t(uint64_t{frames} * cfg.context_mcast_share / 256));
-  shares.set_limit(Res::kMcastFrames, frames, t.context_quota,
-                   cfg.account_share);
+      uint32_t(uint64_t{frames} * m.cfg.context_mcast_share / 256));
+  m.shares.set_limit(Res::kMcastFrames, frames, t.context_quota,
+                     m.cfg.account_share);
   t.frame_waiters = WaitList{};
   t.next_repair = UINT64_MAX;
 }
 
-McastGroup* Engine::Impl::mcast_group(uint16_t id) {
+McastGroup* mcast_group(Impl& m, uint16_t id) {
   if (id < RHN_NODE_MCAST_FIRST || id >= RHN_NODE_BROADCAST) return nullptr;
-  for (McastGroup& g : switch_mcast.groups)  // a handful of entries
+  for (McastGroup& g : m.switch_mcast.groups)  // a handful of entries
     if (g.valid && g.id == id) return &g;
   return nullptr;
 }
@@ -227,8 +229,8 @@ static void advance(Impl& m, McastGroup& g) {
 
 // ---- Admin ----------------------------------------------------------------
 
-rhn_admin_status Engine::Impl::mcast_set_group(const rhn_admin_mcast_group& c,
-                                               uint32_t& detail) {
+rhn_admin_status mcast_set_group(Impl& m, const rhn_admin_mcast_group& c,
+                                 uint32_t& detail) {
   // The administrator's sub-range: the rest is verbs UD multicast's,
   // whose groups are hashed MGIDs (hw_wire.h).
   if (c.group < RHN_NODE_MCAST_FIRST || c.group >= RHN_NODE_MCAST_UD_FIRST ||
@@ -238,37 +240,37 @@ rhn_admin_status Engine::Impl::mcast_set_group(const rhn_admin_mcast_group& c,
     return detail = 2, RHN_ADMIN_BAD_PARAM;
   rhn_mcast_dest list[RHN_MCAST_SWITCH_MAX_MEMBERS];
   if (c.count &&
-      !bus.dma_read(c.list_addr, list, c.count * sizeof(rhn_mcast_dest)))
+      !m.bus.dma_read(c.list_addr, list, c.count * sizeof(rhn_mcast_dest)))
     return RHN_ADMIN_DMA_ERROR;
   for (uint32_t i = 0; i < c.count; i++) {
-    if (list[i].reserved || list[i].node >= cfg.max_nodes ||
+    if (list[i].reserved || list[i].node >= m.cfg.max_nodes ||
         list[i].node >= RHN_MAX_NODES)
       return detail = 3, RHN_ADMIN_BAD_PARAM;
     for (uint32_t j = 0; j < i; j++)
       if (list[j].node == list[i].node) return detail = 3, RHN_ADMIN_BAD_PARAM;
   }
-  McastGroup* g = mcast_group(c.group);
+  McastGroup* g = mcast_group(m, c.group);
   // Multicasts of ours still outstanding keep the list they started with.
   if (g && (g->msg_head != g->msg_tail || g->floor != g->next_seq))
     return RHN_ADMIN_BUSY;
   if (c.count == 0) {
     if (!g) return RHN_ADMIN_BAD_HANDLE;
     g->valid = false;
-    wake_all(g->waiters);  // they find no group and fail
+    m.wake_all(g->waiters);  // they find no group and fail
     return RHN_ADMIN_OK;
   }
-  uint16_t session = static_cast<uint16_t>(boot_session * 31 + c.group);
+  uint16_t session = static_cast<uint16_t>(m.boot_session * 31 + c.group);
   if (g) {
     session = static_cast<uint16_t>(g->session + 1);  // newer: members follow
   } else {
-    for (McastGroup& f : switch_mcast.groups)
+    for (McastGroup& f : m.switch_mcast.groups)
       if (!f.valid) {
         g = &f;
         break;
       }
     if (!g) return RHN_ADMIN_NO_RESOURCES;
   }
-  wake_all(g->waiters);
+  m.wake_all(g->waiters);
   *g = McastGroup{};
   g->valid = true;
   g->id = c.group;
@@ -278,7 +280,7 @@ rhn_admin_status Engine::Impl::mcast_set_group(const rhn_admin_mcast_group& c,
   for (uint32_t i = 0; i < c.count; i++) {
     g->members[i].node = list[i].node;
     g->members[i].qpn = list[i].qpn & RHN_WIRE_QPN_MASK;
-    if (list[i].node == cfg.node_id) g->self = static_cast<uint16_t>(i);
+    if (list[i].node == m.cfg.node_id) g->self = static_cast<uint16_t>(i);
   }
   for (uint32_t& f : g->frames) f = kNone;
   for (McastMsg& msg : g->msgs) msg.qpn = kNone;
@@ -287,52 +289,52 @@ rhn_admin_status Engine::Impl::mcast_set_group(const rhn_admin_mcast_group& c,
 
 // ---- Sender ---------------------------------------------------------------
 
-Engine::Impl::TxResult Engine::Impl::mcast_send_packet(QpObj& qp,
-                                                       uint32_t qpn) {
-  Inflight& e = entry(qpn, qp.tx_entry);
+Engine::Impl::Impl::TxResult mcast_send_packet(Impl& m, QpObj& qp,
+                                               uint32_t qpn) {
+  Inflight& e = m.entry(qpn, qp.tx_entry);
   if (e.state != MsgState::kSending) {
-    abort_tx(qp);  // a failure ended it meanwhile
-    return TxResult::kAborted;
+    m.abort_tx(qp);  // a failure ended it meanwhile
+    return Impl::TxResult::kAborted;
   }
   const DecodedWqe& w = qp.tx_wqe;
-  McastGroup* g = mcast_group(qp.tx_peer);
+  McastGroup* g = mcast_group(m, qp.tx_peer);
   if (!g || g->self == kNoMember) {  // the kernel removed it meanwhile
-    counters.add(RHN_CNT_MCAST_ERRORS);
-    abort_tx(qp);
-    finish_entry(qpn, e, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_NO_MCAST_GROUP);
-    return TxResult::kAborted;
+    m.counters.add(RHN_CNT_MCAST_ERRORS);
+    m.abort_tx(qp);
+    m.finish_entry(qpn, e, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_NO_MCAST_GROUP);
+    return Impl::TxResult::kAborted;
   }
   const bool first = qp.tx_offset == 0;
   // Room: the stream's window (and a message record for a new message),
   // then packet memory within the context's share.
   if (g->next_seq - g->floor >= kMcastWindow ||
       (first && g->msg_tail - g->msg_head >= kMcastWindow)) {
-    counters.add(RHN_CNT_MCAST_WAITS);
-    wait_on(qpn, g->waiters);
-    return TxResult::kBlocked;
+    m.counters.add(RHN_CNT_MCAST_WAITS);
+    m.wait_on(qpn, g->waiters);
+    return Impl::TxResult::kBlocked;
   }
-  if (switch_mcast.free_frames.empty() ||
-      !shares.room(qp.context, Res::kMcastFrames)) {
-    counters.add(RHN_CNT_MCAST_WAITS);
-    wait_on(qpn, switch_mcast.frame_waiters);
-    return TxResult::kBlocked;
+  if (m.switch_mcast.free_frames.empty() ||
+      !m.shares.room(qp.context, Res::kMcastFrames)) {
+    m.counters.add(RHN_CNT_MCAST_WAITS);
+    m.wait_on(qpn, m.switch_mcast.frame_waiters);
+    return Impl::TxResult::kBlocked;
   }
-  const uint32_t f = switch_mcast.free_frames.front();
-  switch_mcast.free_frames.pop();
-  McastFrame& fr = switch_mcast.frames[f];
+  const uint32_t f = m.switch_mcast.free_frames.front();
+  m.switch_mcast.free_frames.pop();
+  McastFrame& fr = m.switch_mcast.frames[f];
   fr.context = qp.context;
-  shares.charge(qp.context, Res::kMcastFrames);
+  m.shares.charge(qp.context, Res::kMcastFrames);
 
-  rhn_op_hdr op = request_header(qp, qpn, e);
+  rhn_op_hdr op = m.request_header(qp, qpn, e);
   PacketOut out{fr.frame + RHN_DATA_HDR_LEN};
-  if (!build_packet(*this, qp, w, qp.tx_offset, op, out)) {
-    release_frame(*this, f);
-    counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
-    abort_tx(qp);
-    finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
+  if (!build_packet(m, qp, w, qp.tx_offset, op, out)) {
+    release_frame(m, f);
+    m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+    m.abort_tx(qp);
+    m.finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
     // Its packets already out retire with the floor (still_sending).
-    advance(*this, *g);
-    return TxResult::kAborted;
+    advance(m, *g);
+    return Impl::TxResult::kAborted;
   }
   const uint32_t seq = g->next_seq++;
   McastMsg* msg = nullptr;
@@ -363,7 +365,7 @@ Engine::Impl::TxResult Engine::Impl::mcast_send_packet(QpObj& qp,
   rhn_pkt_hdr h{};
   h.type = RHN_PKT_DATA;
   h.dst_node = g->id;
-  h.src_node = cfg.node_id;
+  h.src_node = m.cfg.node_id;
   h.seq = seq;
   h.session = g->session;
   h.ack_seq = g->floor;
@@ -376,20 +378,20 @@ Engine::Impl::TxResult Engine::Impl::mcast_send_packet(QpObj& qp,
     msg->last_seq = seq;
     msg->sealed = out.last;
   }
-  counters.add(RHN_CNT_MCAST_SWITCH_PACKETS);
-  transmit(g->id, {fr.frame, fr.len});
+  m.counters.add(RHN_CNT_MCAST_SWITCH_PACKETS);
+  m.transmit(g->id, {fr.frame, fr.len});
   // Members that were up to date are now waited for: their repair timer
   // starts.
   for (uint16_t i = 0; i < g->count; i++) {
     McastMember& mb = g->members[i];
-    if (waited_for(*g, i) && mb.acked == seq) arm_repair(*this, *g, mb);
+    if (waited_for(*g, i) && mb.acked == seq) arm_repair(m, *g, mb);
   }
   qp.tx_offset += out.advance;
-  if (!out.last) return TxResult::kSent;
+  if (!out.last) return Impl::TxResult::kSent;
   e.state = MsgState::kAwaitAck;
   qp.tx_active = false;  // the message is out
-  advance(*this, *g);    // nobody to wait for (a group of one): done now
-  return TxResult::kFinished;
+  advance(m, *g);        // nobody to wait for (a group of one): done now
+  return Impl::TxResult::kFinished;
 }
 
 namespace {
@@ -431,13 +433,13 @@ void member_died(Impl& m, McastGroup& g, McastMember& mb) {
 
 }  // namespace
 
-bool Engine::Impl::mcast_run() {
-  if (now < switch_mcast.next_repair) return false;
+bool mcast_run(Impl& m) {
+  if (m.now < m.switch_mcast.next_repair) return false;
   bool did = false;
   uint64_t next = UINT64_MAX;
-  for (McastGroup& g : switch_mcast.groups) {
+  for (McastGroup& g : m.switch_mcast.groups) {
     if (!g.valid) continue;
-    if (g.next_repair > now) {
+    if (g.next_repair > m.now) {
       next = std::min(next, g.next_repair);
       continue;
     }
@@ -445,24 +447,24 @@ bool Engine::Impl::mcast_run() {
     for (uint16_t i = 0; i < g.count; i++) {
       McastMember& mb = g.members[i];
       if (!waited_for(g, i) || mb.acked == g.next_seq) continue;
-      if (mb.repair_at > now) {
+      if (mb.repair_at > m.now) {
         group_next = std::min(group_next, mb.repair_at);
         continue;
       }
       did = true;
-      if (mb.retries >= cfg.max_retries) {
-        member_died(*this, g, mb);
+      if (mb.retries >= m.cfg.max_retries) {
+        member_died(m, g, mb);
         continue;
       }
       mb.retries++;
-      repair(*this, g, mb);
-      mb.repair_at = now + repair_delay(*this, mb);
+      repair(m, g, mb);
+      mb.repair_at = m.now + repair_delay(m, mb);
       group_next = std::min(group_next, mb.repair_at);
     }
     g.next_repair = group_next;
     next = std::min(next, group_next);
   }
-  switch_mcast.next_repair = next;
+  m.switch_mcast.next_repair = next;
   return did;
 }
 
@@ -647,23 +649,23 @@ void receive_ack(Impl& m, McastGroup& g, McastMember& mb, const Packet& pkt) {
 
 }  // namespace
 
-void Engine::Impl::mcast_receive(const Packet& pkt) {
+void mcast_receive(Impl& m, const Packet& pkt) {
   const rhn_pkt_hdr& h = pkt.hdr;
-  McastGroup* g = mcast_group(static_cast<uint16_t>(pkt.op.dst_qpn));
-  Peer* p = peer_for(h.src_node);
+  McastGroup* g = mcast_group(m, static_cast<uint16_t>(pkt.op.dst_qpn));
+  Peer* p = m.peer_for(h.src_node);
   const uint16_t i = g ? member_index(*g, h.src_node) : kNoMember;
   // A group, a sender or (for data) a membership of ours the kernel did
   // not register: the administrator's switch pattern and the lists the
   // NICs were given disagree.
   if (!g || !p || i == kNoMember || i == g->self ||
       (pkt.op.opcode == RHN_WOP_MCAST_DATA && g->self == kNoMember)) {
-    counters.add(RHN_CNT_MCAST_ERRORS);
+    m.counters.add(RHN_CNT_MCAST_ERRORS);
     return;
   }
   if (pkt.op.opcode == RHN_WOP_MCAST_DATA)
-    receive_data(*this, *g, g->members[i], *p, pkt);
+    receive_data(m, *g, g->members[i], *p, pkt);
   else
-    receive_ack(*this, *g, g->members[i], pkt);
+    receive_ack(m, *g, g->members[i], pkt);
 }
 
 }  // namespace rhinet::fw

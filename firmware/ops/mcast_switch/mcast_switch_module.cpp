@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Simultaneous multicast's entry in the module list (ops/registry.cpp).
 #include "ops/family.h"
+#include "ops/mcast_switch/mcast_switch.h"
 
 namespace rhinet::fw {
 namespace {
@@ -20,7 +21,7 @@ FrameClaim claim(const Impl& m, const Packet& pkt) {
 
 constexpr FrameRoute kFrames[] = {
     {RHN_PKT_DATA, claim,
-     [](Impl& m, const Packet& pkt) { m.mcast_receive(pkt); }},
+     [](Impl& m, const Packet& pkt) { mcast_receive(m, pkt); }},
 };
 constexpr uint16_t kAdminOps[] = {RHN_ADMIN_SET_MCAST_GROUP};
 
@@ -29,7 +30,7 @@ rhn_admin_status admin(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
   // The kernel passes on what the administrator decided (the switch
   // pattern's members); user space never reaches this.
   if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
-  return m.mcast_set_group(cmd.u.mcast_group, detail);
+  return mcast_set_group(m, cmd.u.mcast_group, detail);
 }
 
 }  // namespace
@@ -37,11 +38,11 @@ rhn_admin_status admin(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
 extern const FamilyModule kMcastSwitchModule{
     .name = "mcast_switch",
     .id = FwOwner::kMcastSwitch,
-    .reset = [](Impl& m) { m.mcast_reset(); },
+    .reset = [](Impl& m) { mcast_reset(m); },
     .before_fw = true,
     // Repairs of members that lag, deaths.
-    .run = [](Impl& m, uint32_t) { return m.mcast_run(); },
-    .next_deadline = [](const Impl& m) { return m.mcast_next_deadline(); },
+    .run = [](Impl& m, uint32_t) { return mcast_run(m); },
+    .next_deadline = [](const Impl& m) { return mcast_next_deadline(m); },
     .frames = kFrames,
     .admin_ops = kAdminOps,
     .on_admin = admin,

@@ -253,7 +253,7 @@ bool write_bitmap(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
 // DIFF PUSH: runs of bytes that differ from the twin, exactly: an equal
 // byte never travels, even between two close runs, because in the
 // multiple-writer protocol another writer may have changed it at the home
-// (004 2.7; writing back our unchanged copy would undo that). A packet
+// (writing back our unchanged copy would undo that). A packet
 // carries as many runs as fit, with a run list (RHN_WOP_F_RUNS), so the
 // wire grows with the changed bytes, not with how scattered they are. The
 // twin takes each run as it leaves: once the message is out it holds the

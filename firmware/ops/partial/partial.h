@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Partial transfers (004 2.7, table 1): the NIC selects which bytes of a
-// PUSH or PULL travel. Every mode is the requester's business: a partial
-// PUSH is a sparse stream of WRITE packets, each placed by its own
-// remote_addr, and a partial PULL a series of READ requests, one per run,
-// whose answers carry the message offset they land at. The responder
-// needs no per-mode logic and checks every packet's range as for any
-// WRITE or READ. Described in Documentation/hardware/queues.md.
+// Partial transfers (the transfer modes of the operation table,
+// include/hw/rhinet/hw_ops.h): the NIC selects which bytes of a PUSH or PULL
+// travel. Every mode is the requester's business: a partial PUSH is a sparse
+// stream of WRITE packets, each placed by its own remote_addr, and a partial
+// PULL a series of READ requests, one per run, whose answers carry the message
+// offset they land at. The responder needs no per-mode logic and checks every
+// packet's range as for any WRITE or READ. Described in
+// Documentation/hardware/queues.md.
 #pragma once
 
 #include <span>

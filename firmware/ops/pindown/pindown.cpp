@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Remote pin-down (004 2.5). An on-demand MR is memory its process has only
+// Remote pin-down. An on-demand MR is memory its process has only
 // mapped; the host pins pages when a peer first needs them:
 // - the miss: a remote access that reaches a page not pinned yet is refused
 //   with PINNING (a PD_REQ is held instead), and one RHN_EQE_PD_REQUEST asks
@@ -10,6 +10,8 @@
 //   host counts holders: RHN_EQE_PD_REQUEST with HOLD, RHN_EQE_PD_RELEASE);
 // - an endpoint's record keeps a source's later requests behind the one
 //   refused, so pinning reorders nothing between two endpoints.
+#include "ops/pindown/pindown.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -288,110 +290,110 @@ PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
   return PinCheck::kRefused;
 }
 
-void Engine::Impl::pin_reset() {
-  pins.runs.assign(std::max<uint32_t>(cfg.pin_runs, 1), PinRun{});
-  pins.waiters.assign(std::max<uint32_t>(cfg.pin_waiters, 1), PinWaiter{});
-  pins.waiters_used = 0;
-  pins.context_quota =
-      std::max<uint32_t>(1, static_cast<uint32_t>(uint64_t{cfg.pin_waiters} *
-                                                  cfg.context_pin_share / 256));
-  shares.set_limit(Res::kPinWaiters, cfg.pin_waiters, pins.context_quota,
-                   cfg.account_share);
+void pin_reset(Impl& m) {
+  m.pins.runs.assign(std::max<uint32_t>(m.cfg.pin_runs, 1), PinRun{});
+  m.pins.waiters.assign(std::max<uint32_t>(m.cfg.pin_waiters, 1), PinWaiter{});
+  m.pins.waiters_used = 0;
+  m.pins.context_quota = std::max<uint32_t>(
+      1, static_cast<uint32_t>(uint64_t{m.cfg.pin_waiters} *
+                               m.cfg.context_pin_share / 256));
+  m.shares.set_limit(Res::kPinWaiters, m.cfg.pin_waiters, m.pins.context_quota,
+                     m.cfg.account_share);
 }
 
-rhn_admin_status Engine::Impl::pin_mapped(uint32_t context,
-                                          const rhn_admin_pd_mapped& c) {
+rhn_admin_status pin_mapped(Impl& m, uint32_t context,
+                            const rhn_admin_pd_mapped& c) {
   const uint32_t idx = c.key >> RHN_KEY_INDEX_SHIFT;
-  if (idx == 0 || idx >= mrs.size() || !mrs[idx].valid || !mrs[idx].on_demand ||
-      mrs[idx].context != context ||
-      mrs[idx].variant != (c.key & RHN_KEY_VARIANT_MASK))
+  if (idx == 0 || idx >= m.mrs.size() || !m.mrs[idx].valid ||
+      !m.mrs[idx].on_demand || m.mrs[idx].context != context ||
+      m.mrs[idx].variant != (c.key & RHN_KEY_VARIANT_MASK))
     return RHN_ADMIN_BAD_HANDLE;
   if ((c.status != RHN_SYN_NONE && c.status != RHN_SYN_NOT_PINNED) ||
-      c.num_pages == 0 || c.first_page >= mrs[idx].num_pages ||
-      c.num_pages > mrs[idx].num_pages - c.first_page)
+      c.num_pages == 0 || c.first_page >= m.mrs[idx].num_pages ||
+      c.num_pages > m.mrs[idx].num_pages - c.first_page)
     return RHN_ADMIN_BAD_PARAM;
   // Leaf entries went from invalid to valid: no translation was cached.
-  for (uint32_t i = 0; i < pins.runs.size(); i++) {
-    const PinRun& run = pins.runs[i];
+  for (uint32_t i = 0; i < m.pins.runs.size(); i++) {
+    const PinRun& run = m.pins.runs[i];
     if (run.used && run.mr_index == idx &&
         run.first < c.first_page + c.num_pages &&
         c.first_page < run.first + run.count)
-      finish_run(*this, i, c.status);
+      finish_run(m, i, c.status);
   }
   return RHN_ADMIN_OK;
 }
 
-void Engine::Impl::pin_mr_gone(uint32_t mr_index) {
-  for (uint32_t i = 0; i < pins.runs.size(); i++)
-    if (pins.runs[i].used && pins.runs[i].mr_index == mr_index)
-      finish_run(*this, i, RHN_SYN_BAD_KEY);
+void pin_mr_gone(Impl& m, uint32_t mr_index) {
+  for (uint32_t i = 0; i < m.pins.runs.size(); i++)
+    if (m.pins.runs[i].used && m.pins.runs[i].mr_index == mr_index)
+      finish_run(m, i, RHN_SYN_BAD_KEY);
 }
 
-void Engine::Impl::pin_qp_gone(uint32_t qpn) {
-  if (!pins.waiters_used) return;
-  for (auto& w : pins.waiters) {
+void pin_qp_gone(Impl& m, uint32_t qpn) {
+  if (!m.pins.waiters_used) return;
+  for (auto& w : m.pins.waiters) {
     if (!w.used || w.qpn != qpn) continue;
     if (w.reply)
-      send_nak(*this, w.node, w.op, RHN_SYN_BAD_QP);
+      send_nak(m, w.node, w.op, RHN_SYN_BAD_QP);
     else if (w.run != kNone)
-      tell_ready(*this, w);  // sent again, it finds no QP
-    free_waiter(*this, w);
+      tell_ready(m, w);  // sent again, it finds no QP
+    free_waiter(m, w);
   }
 }
 
-void Engine::Impl::pin_node_failed(uint16_t node) {
-  if (!pins.waiters_used) return;
-  for (auto& w : pins.waiters)
-    if (w.used && w.node == node) free_waiter(*this, w);
+void pin_node_failed(Impl& m, uint16_t node) {
+  if (!m.pins.waiters_used) return;
+  for (auto& w : m.pins.waiters)
+    if (w.used && w.node == node) free_waiter(m, w);
 }
 
-bool Engine::Impl::pin_holds_back(Peer& p, uint32_t qpn, const rhn_op_hdr& op) {
-  const uint16_t node = node_of(p);
-  for (auto& w : pins.waiters) {
+bool pin_holds_back(Impl& m, Peer& p, uint32_t qpn, const rhn_op_hdr& op) {
+  const uint16_t node = m.node_of(p);
+  for (auto& w : m.pins.waiters) {
     if (!w.used || !w.orders || w.qpn != qpn || w.node != node ||
         w.op.src_qpn != op.src_qpn)
       continue;
     const bool first = op.flags & RHN_WOP_F_FIRST;
     if (op.msn == w.op.msn && first && w.run == kNone) {
-      free_waiter(*this, w);  // it came again once its pages were in
+      free_waiter(m, w);  // it came again once its pages were in
       return false;
     }
     // Still pinning, or a later message: refused (its later packets are
     // dropped by the NAK memory) and sent again in order.
     if (first) {
-      counters.add(RHN_CNT_PIN_HELD);
-      counters.add(RHN_CNT_RNR_NAKS_SENT);
-      respond(p, RHN_WOP_NAK, RHN_SYN_PINNING, op, {});
+      m.counters.add(RHN_CNT_PIN_HELD);
+      m.counters.add(RHN_CNT_RNR_NAKS_SENT);
+      m.respond(p, RHN_WOP_NAK, RHN_SYN_PINNING, op, {});
     }
     return true;
   }
   return false;
 }
 
-void Engine::Impl::pin_ready(Peer& p, std::span<const uint8_t> payload) {
+void pin_ready(Impl& m, Peer& p, std::span<const uint8_t> payload) {
   rhn_fw_pin_ready msg;
   if (payload.size() != sizeof(msg)) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
   std::memcpy(&msg, payload.data(), sizeof(msg));
   const uint32_t qpn = msg.qpn & RHN_WIRE_QPN_MASK;
-  if (qpn == 0 || qpn >= qps.size() || !qps[qpn].valid ||
-      (msg.qpn >> RHN_WIRE_INCARNATION_SHIFT) != qps[qpn].incarnation)
+  if (qpn == 0 || qpn >= m.qps.size() || !m.qps[qpn].valid ||
+      (msg.qpn >> RHN_WIRE_INCARNATION_SHIFT) != m.qps[qpn].incarnation)
     return;  // gone or reset meanwhile
-  QpObj& qp = qps[qpn];
-  const uint16_t node = node_of(p);
+  QpObj& qp = m.qps[qpn];
+  const uint16_t node = m.node_of(p);
   bool any = false;
   for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
-    Inflight& e = entry(qpn, i);
+    Inflight& e = m.entry(qpn, i);
     if (e.state != MsgState::kResendPending || !e.pin_wait || e.peer != node)
       continue;
-    e.resend_at = now;
+    e.resend_at = m.now;
     any = true;
   }
   if (!any) return;
   qp.has_resend = true;
-  wake_later(qpn, now);
+  m.wake_later(qpn, m.now);
 }
 
 extern const OpFamily kPinFamily = {

@@ -19,7 +19,7 @@ uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
     *syndrome = RHN_SYN_BAD_OPCODE;
     return RHN_CQE_LOC_QP_OP_ERR;
   }
-  // A signal (004 2.11) is counted per area of an endpoint: a PUSH by
+  // A signal is counted per area of an endpoint: a PUSH by
   // area between endpoints.
   if (w.has_grh || ((w.flags & RHN_WQE_F_SIGNAL_REMOTE) &&
                     (w.opcode != RHN_OP_WRITE || !(w.flags & RHN_WQE_F_AREA) ||

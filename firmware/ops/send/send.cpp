@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ops/family.h"
+#include "ops/tm/tm.h"
 
 namespace rhinet::fw {
 namespace {
@@ -123,13 +124,13 @@ void on_request(Impl& m, Request& r) {
     // (ops/tm); a rendezvous header it takes whole.
     bool landed;
     if (r.qp.srqn != kNone && m.srqs[r.qp.srqn].tm) {
-      const Impl::TmLanding l =
-          m.tm_land(r.qp, r.qpn, *ctx, r.node, r.src, op, r.data);
-      if (l == Impl::TmLanding::kConsumed) {
+      const TmLanding l =
+          tm_land(m, r.qp, r.qpn, *ctx, r.node, r.src, op, r.data);
+      if (l == TmLanding::kConsumed) {
         if (ctx != &single) m.rx_free(p, *ctx);
         return;
       }
-      landed = l == Impl::TmLanding::kReceive;
+      landed = l == TmLanding::kReceive;
     } else {
       landed = m.take_recv_wqe(r.qp, r.qpn, *ctx);
     }

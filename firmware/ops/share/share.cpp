@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Shared regions (004 2.9): SUBSCRIBE, UNSUBSCRIBE and SHARE_UPDATE.
+// Shared regions: SUBSCRIBE, UNSUBSCRIBE and SHARE_UPDATE.
 //
 // A region is a range of an area, named by its home endpoint and the area
 // key. Every member's NIC keeps a record of it with the directory (the
@@ -14,7 +14,7 @@
 //   home --JOINED(directory, per member the last update landed)--> newcomer
 //   home --SHARE_DATA (the region's bytes, after JOINED's ACK)--> newcomer
 //
-// The join race (004): an update that reaches the newcomer before its data
+// The join race: an update that reaches the newcomer before its data
 // is refused (NAK SHARE_JOINING) and comes again once the data is in (the
 // newcomer sends SHARE_RESEND; the sender resends that message and its
 // later ones to the newcomer, in order, as after PINNING). Exactly once:
@@ -31,6 +31,8 @@
 // Tables are bounded (EngineConfig::share_regions, a context's share of
 // them); nothing is allocated after power-on. Described in
 // Documentation/hardware/queues.md "Shared regions".
+#include "ops/share/share.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -351,7 +353,8 @@ uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
   if (!(w.flags & RHN_WQE_F_AREA) || w.has_grh ||
       (w.flags & (RHN_WQE_F_SIGNAL_REMOTE | RHN_WQE_F_SOLICITED)))
     return fail(m, syndrome, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
-  // A region is reached only within a group the process is in (004 2.1).
+  // A region is reached only within a group the process is in
+  // (Documentation/hardware/ownership.md: groups).
   if (!m.in_group(qp.context, RHN_AREA_KEY_GROUP(w.remote_key))) {
     m.counters.add(RHN_CNT_GROUP_VIOLATIONS);
     return fail(m, syndrome, RHN_CQE_LOC_PROT_ERR, RHN_SYN_BAD_GROUP);
@@ -861,56 +864,56 @@ void on_remove(Impl& m, uint16_t from, const rhn_fw_share& f) {
 
 // ---- Engine hooks
 
-void Engine::Impl::share_reset() {
-  ShareTables& t = share;
-  t.regions.assign(std::max<uint32_t>(cfg.share_regions, 1), ShareRegion{});
-  t.quota = share_of(cfg.share_regions, cfg.context_share_share);
-  shares.set_limit(Res::kShareRegions, cfg.share_regions, t.quota,
-                   cfg.account_share);
+void share_reset(Impl& m) {
+  ShareTables& t = m.share;
+  t.regions.assign(std::max<uint32_t>(m.cfg.share_regions, 1), ShareRegion{});
+  t.quota = share_of(m.cfg.share_regions, m.cfg.context_share_share);
+  m.shares.set_limit(Res::kShareRegions, m.cfg.share_regions, t.quota,
+                     m.cfg.account_share);
   t.used = 0;
   t.next_probe = UINT64_MAX;
 }
 
-void Engine::Impl::share_fw_receive(Peer& p, const Packet& pkt) {
-  const uint16_t from = node_of(p);
+void share_fw_receive(Impl& m, Peer& p, const Packet& pkt) {
+  const uint16_t from = m.node_of(p);
   if (pkt.op.rkey == RHN_FW_SHARE_JOINED) {
-    on_joined(*this, from, pkt.payload);
+    on_joined(m, from, pkt.payload);
     return;
   }
   rhn_fw_share f;
   if (pkt.payload.size() != sizeof(f)) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
   std::memcpy(&f, pkt.payload.data(), sizeof(f));
   switch (pkt.op.rkey) {
     case RHN_FW_SHARE_ADD:
-      on_add(*this, from, f);
+      on_add(m, from, f);
       return;
     case RHN_FW_SHARE_ADDED:
-      on_added(*this, from, f);
+      on_added(m, from, f);
       return;
     default:
-      on_remove(*this, from, f);
+      on_remove(m, from, f);
       return;
   }
 }
 
-void Engine::Impl::share_fw_done(uint64_t cookie, uint8_t syndrome) {
+void share_fw_done(Impl& m, uint64_t cookie, uint8_t syndrome) {
   const auto kind = static_cast<Msg>(cookie >> 56);
   const auto node = static_cast<uint16_t>(cookie >> 40);
   const auto gen = static_cast<uint16_t>(cookie >> 24);
   const uint32_t index = cookie & 0xffffff;
   if (kind != Msg::kAdd && kind != Msg::kJoined) return;
-  if (index >= share.regions.size()) return;
-  ShareRegion& h = share.regions[index];
+  if (index >= m.share.regions.size()) return;
+  ShareRegion& h = m.share.regions[index];
   if (h.state == ShareState::kFree || h.gen != gen || !h.home || !h.join_active)
     return;
   if (kind == Msg::kJoined) {
     if (syndrome == RHN_SYN_NONE && h.joined_sent)
-      start_stream(*this, h);  // the directory is there: the data follows
+      start_stream(m, h);  // the directory is there: the data follows
     else if (syndrome != RHN_SYN_NONE)
-      abort_join(*this, h, RHN_SYN_MEMBER_LOST);
+      abort_join(m, h, RHN_SYN_MEMBER_LOST);
     return;
   }
   if (syndrome == RHN_SYN_NONE) return;  // its ADDED follows
@@ -918,42 +921,42 @@ void Engine::Impl::share_fw_done(uint64_t cookie, uint8_t syndrome) {
   // its members on it leave the region.
   for (uint32_t i = h.members; i-- > 0;)
     if (h.dir[i].node == node && h.dir[i].add_pending && h.join_active)
-      home_remove(*this, h, i);
+      home_remove(m, h, i);
 }
 
-void Engine::Impl::share_qp_gone(uint32_t qpn) {
-  for (auto& r : share.regions) {
+void share_qp_gone(Impl& m, uint32_t qpn) {
+  for (auto& r : m.share.regions) {
     if (r.state == ShareState::kFree || r.qpn != qpn) continue;
     if (r.home) {
       // The region ends: every member is told, a newcomer is answered.
       if (r.join_active && !r.fail_owed)
-        answer_failure(*this, r, RHN_SYN_MEMBER_LOST);
+        answer_failure(m, r, RHN_SYN_MEMBER_LOST);
       for (uint32_t i = 0; i < r.members; i++) {
         const ShareMember& mb = r.dir[i];
-        if (is_self(*this, r, mb)) continue;
+        if (is_self(m, r, mb)) continue;
         rhn_fw_share f = message(r, mb.src, mb.node, mb.src);
         f.flags = RHN_FW_SHARE_F_GONE;
-        post(*this, mb.node, RHN_FW_SHARE_REMOVE, &f, sizeof(f),
+        post(m, mb.node, RHN_FW_SHARE_REMOVE, &f, sizeof(f),
              cookie_of(Msg::kOther, 0, 0, mb.node), r.context);
       }
     } else if (r.state != ShareState::kLost) {
       // A member gone without an UNSUBSCRIBE: the home removes it.
       const rhn_fw_share f =
-          message(r, r.home_src, cfg.node_id, src_of(*this, qpn));
-      post(*this, r.home_node, RHN_FW_SHARE_REMOVE, &f, sizeof(f),
+          message(r, r.home_src, m.cfg.node_id, src_of(m, qpn));
+      post(m, r.home_node, RHN_FW_SHARE_REMOVE, &f, sizeof(f),
            cookie_of(Msg::kOther, 0, 0, r.home_node), r.context);
     }
-    free_region(*this, r);
+    free_region(m, r);
   }
 }
 
-void Engine::Impl::share_node_failed(uint16_t node) {
-  for (auto& r : share.regions) {
+void share_node_failed(Impl& m, uint16_t node) {
+  for (auto& r : m.share.regions) {
     if (r.state == ShareState::kFree) continue;
     if (!r.home && r.home_node == node) {
-      counters.add(RHN_CNT_SHARE_ERRORS);
+      m.counters.add(RHN_CNT_SHARE_ERRORS);
       if (r.state == ShareState::kJoining)
-        fail_subscribe(*this, r, RHN_CQE_REM_OP_ERR, RHN_SYN_MEMBER_LOST);
+        fail_subscribe(m, r, RHN_CQE_REM_OP_ERR, RHN_SYN_MEMBER_LOST);
       else
         r.state = ShareState::kLost;
       continue;
@@ -965,10 +968,10 @@ void Engine::Impl::share_node_failed(uint16_t node) {
       } else if (r.join_active && r.join_node == node &&
                  r.dir[i].src == r.join_src) {
         r.join_active = false;  // the newcomer died: nobody to answer
-        home_remove(*this, r, i);
+        home_remove(m, r, i);
         end_join(r);
       } else {
-        home_remove(*this, r, i);  // the others are told
+        home_remove(m, r, i);  // the others are told
       }
     }
     uint32_t kept = 0;
@@ -978,45 +981,45 @@ void Engine::Impl::share_node_failed(uint16_t node) {
   }
 }
 
-bool Engine::Impl::share_run(uint32_t budget) {
-  if (now < share.next_probe || budget == 0) return false;
+bool share_run(Impl& m, uint32_t budget) {
+  if (m.now < m.share.next_probe || budget == 0) return false;
   bool waiting = false;
-  for (auto& r : share.regions) {
+  for (auto& r : m.share.regions) {
     if (r.state == ShareState::kJoining) {
       waiting = true;
-      if (now >= r.join_deadline) {
-        fail_subscribe(*this, r, RHN_CQE_REM_OP_ERR, RHN_SYN_MEMBER_LOST);
+      if (m.now >= r.join_deadline) {
+        fail_subscribe(m, r, RHN_CQE_REM_OP_ERR, RHN_SYN_MEMBER_LOST);
         continue;
       }
       // A home that died is found by its channel only if we send to it.
-      post(*this, r.home_node, RHN_FW_PING, nullptr, 0,
+      post(m, r.home_node, RHN_FW_PING, nullptr, 0,
            cookie_of(Msg::kProbe, 0, 0, r.home_node), 0);
       continue;
     }
     if (!r.home || !r.join_active) continue;
     waiting = true;
     if (r.fail_owed) {
-      if (answer_failure(*this, r, r.fail_owed)) end_join(r);
+      if (answer_failure(m, r, r.fail_owed)) end_join(r);
       continue;
     }
-    if (now >= r.join_deadline) {
-      abort_join(*this, r, RHN_SYN_MEMBER_LOST);
+    if (m.now >= r.join_deadline) {
+      abort_join(m, r, RHN_SYN_MEMBER_LOST);
       continue;
     }
     for (uint32_t i = 0; i < r.members; i++) {
       ShareMember& mb = r.dir[i];
-      if (mb.add_owed) send_add(*this, r, mb);
+      if (mb.add_owed) send_add(m, r, mb);
       if (mb.add_pending)
-        post(*this, mb.node, RHN_FW_PING, nullptr, 0,
+        post(m, mb.node, RHN_FW_PING, nullptr, 0,
              cookie_of(Msg::kProbe, 0, 0, mb.node), 0);
     }
-    post(*this, r.join_node, RHN_FW_PING, nullptr, 0,
+    post(m, r.join_node, RHN_FW_PING, nullptr, 0,
          cookie_of(Msg::kProbe, 0, 0, r.join_node), 0);
-    if (r.joined_owed) send_joined(*this, r);
-    if (r.stream_owed) start_stream(*this, r);
-    try_finish_join(*this, r);
+    if (r.joined_owed) send_joined(m, r);
+    if (r.stream_owed) start_stream(m, r);
+    try_finish_join(m, r);
   }
-  share.next_probe = waiting ? now + cfg.sync_probe_ns : UINT64_MAX;
+  m.share.next_probe = waiting ? m.now + m.cfg.sync_probe_ns : UINT64_MAX;
   return true;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Shared regions' entry in the module list (ops/registry.cpp).
 #include "ops/family.h"
+#include "ops/pindown/pindown.h"
+#include "ops/share/share.h"
 
 namespace rhinet::fw {
 namespace {
@@ -15,9 +17,9 @@ void fw_message(Impl& m, Peer& p, const Packet& pkt) {
   if (pkt.op.rkey == RHN_FW_SHARE_RESEND)
     // The joining member has its data: the updates it refused go again,
     // as after a pinning target's PIN_READY (same payload).
-    m.pin_ready(p, pkt.payload);
+    pin_ready(m, p, pkt.payload);
   else
-    m.share_fw_receive(p, pkt);
+    share_fw_receive(m, p, pkt);
 }
 
 }  // namespace
@@ -25,24 +27,24 @@ void fw_message(Impl& m, Peer& p, const Packet& pkt) {
 extern const FamilyModule kShareModule{
     .name = "share",
     .id = FwOwner::kShare,
-    .reset = [](Impl& m) { m.share_reset(); },
+    .reset = [](Impl& m) { share_reset(m); },
     .qp_gone =
         [](Impl& m, uint32_t qpn, QpGone why) {
-          if (why != QpGone::kDestroyed) m.share_qp_gone(qpn);
+          if (why != QpGone::kDestroyed) share_qp_gone(m, qpn);
         },
     // Out of every directory (a node first heard from is in none).
     .node_failed =
         [](Impl& m, uint16_t node, NodeLoss why) {
-          if (why != NodeLoss::kFirstContact) m.share_node_failed(node);
+          if (why != NodeLoss::kFirstContact) share_node_failed(m, node);
         },
     .before_fw = true,
-    .run = [](Impl& m, uint32_t budget) { return m.share_run(budget); },
-    .next_deadline = [](const Impl& m) { return m.share_next_deadline(); },
+    .run = [](Impl& m, uint32_t budget) { return share_run(m, budget); },
+    .next_deadline = [](const Impl& m) { return share_next_deadline(m); },
     .fw_kinds = kFwKinds,
     .on_fw_message = fw_message,
     // A directory message or a liveness probe.
     .on_fw_done = [](Impl& m, uint64_t cookie,
-                     uint8_t syndrome) { m.share_fw_done(cookie, syndrome); },
+                     uint8_t syndrome) { share_fw_done(m, cookie, syndrome); },
 };
 
 }  // namespace rhinet::fw

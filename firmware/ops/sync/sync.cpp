@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// ops/sync: locks and counting barriers (004 2.10) between endpoints.
+// ops/sync: locks and counting barriers between endpoints.
 //
 // Locks. A lock lives at its manager endpoint's NIC as the queue of its
 // members in the order their LOCKs arrived; the NIC of each member keeps
@@ -47,6 +47,8 @@
 // (chained by a keyed hash of (QPN, ID)); both are charged the same way.
 // Messages that find no firmware message free wait in order in bounded
 // FIFOs.
+#include "ops/sync/sync.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -1086,15 +1088,15 @@ extern const OpFamily kSyncFamily = {
 
 // ---- The stages' entry points.
 
-void Engine::Impl::sync_reset() {
-  SyncTables& t = sync;
+void sync_reset(Impl& m) {
+  SyncTables& t = m.sync;
   auto buckets_for = [](uint32_t n) {
     uint32_t b = 16;
     while (b < n) b <<= 1;
     return b;
   };
-  const uint32_t locks = std::max<uint32_t>(cfg.sync_locks, 1);
-  const uint32_t barriers = std::max<uint32_t>(cfg.sync_barriers, 1);
+  const uint32_t locks = std::max<uint32_t>(m.cfg.sync_locks, 1);
+  const uint32_t barriers = std::max<uint32_t>(m.cfg.sync_barriers, 1);
   t.locks.assign(locks, SyncLock{});
   t.barriers.assign(barriers, SyncBarrier{});
   // Sized at power-on; a device reset allocates nothing.
@@ -1109,7 +1111,7 @@ void Engine::Impl::sync_reset() {
   t.lock_mask = static_cast<uint32_t>(t.lock_buckets.size() - 1);
   t.barrier_buckets.assign(buckets_for(barriers), kNone);
   t.barrier_mask = static_cast<uint32_t>(t.barrier_buckets.size() - 1);
-  const uint32_t members = std::max<uint32_t>(cfg.sync_waiters, 1);
+  const uint32_t members = std::max<uint32_t>(m.cfg.sync_waiters, 1);
   t.members.assign(members, SyncMember{});
   if (t.free_members.capacity() < members) {
     t.free_members = Fifo<uint32_t>(members);
@@ -1118,7 +1120,7 @@ void Engine::Impl::sync_reset() {
   t.free_members.clear();
   for (uint32_t i = 0; i < members; i++) t.free_members.push(i);
   t.owed.clear();
-  const uint32_t holds = std::max<uint32_t>(cfg.sync_holds, 1);
+  const uint32_t holds = std::max<uint32_t>(m.cfg.sync_holds, 1);
   t.holds.assign(holds, SyncHold{});
   if (t.free_holds.capacity() < holds) {
     t.free_holds = Fifo<uint32_t>(holds);
@@ -1129,39 +1131,39 @@ void Engine::Impl::sync_reset() {
   t.holds_owed.clear();
   t.hold_buckets.assign(buckets_for(holds), kNone);
   t.hold_mask = static_cast<uint32_t>(t.hold_buckets.size() - 1);
-  t.lock_quota = share_of(cfg.sync_locks, cfg.context_sync_share);
-  t.member_quota = share_of(cfg.sync_waiters, cfg.context_sync_share);
-  t.barrier_quota = share_of(cfg.sync_barriers, cfg.context_sync_share);
-  t.hold_quota = share_of(cfg.sync_holds, cfg.context_sync_share);
-  shares.set_limit(Res::kSyncLocks, cfg.sync_locks, t.lock_quota,
-                   cfg.account_share);
-  shares.set_limit(Res::kSyncMembers, cfg.sync_waiters, t.member_quota,
-                   cfg.account_share);
-  shares.set_limit(Res::kSyncBarriers, cfg.sync_barriers, t.barrier_quota,
-                   cfg.account_share);
-  shares.set_limit(Res::kSyncHolds, cfg.sync_holds, t.hold_quota,
-                   cfg.account_share);
+  t.lock_quota = share_of(m.cfg.sync_locks, m.cfg.context_sync_share);
+  t.member_quota = share_of(m.cfg.sync_waiters, m.cfg.context_sync_share);
+  t.barrier_quota = share_of(m.cfg.sync_barriers, m.cfg.context_sync_share);
+  t.hold_quota = share_of(m.cfg.sync_holds, m.cfg.context_sync_share);
+  m.shares.set_limit(Res::kSyncLocks, m.cfg.sync_locks, t.lock_quota,
+                     m.cfg.account_share);
+  m.shares.set_limit(Res::kSyncMembers, m.cfg.sync_waiters, t.member_quota,
+                     m.cfg.account_share);
+  m.shares.set_limit(Res::kSyncBarriers, m.cfg.sync_barriers, t.barrier_quota,
+                     m.cfg.account_share);
+  m.shares.set_limit(Res::kSyncHolds, m.cfg.sync_holds, t.hold_quota,
+                     m.cfg.account_share);
   t.locks_used = t.barriers_used = t.holds_used = 0;
   t.member_waits = false;
   t.next_probe = UINT64_MAX;
-  t.probe_nodes.assign((cfg.max_nodes + 63) / 64, 0);
+  t.probe_nodes.assign((m.cfg.max_nodes + 63) / 64, 0);
   t.probe_from = 0;
 }
 
-void Engine::Impl::sync_qp_gone(uint32_t qpn) {
-  SyncTables& t = sync;
-  const QpObj& qp = qps[qpn];
+void sync_qp_gone(Impl& m, uint32_t qpn) {
+  SyncTables& t = m.sync;
+  const QpObj& qp = m.qps[qpn];
   if (qp.type != RHN_QP_ENDPOINT) return;
   // As a manager: its locks and rounds fail their members.
   for (uint32_t s = 0; t.locks_used && s < t.locks.size(); s++)
     if (t.locks[s].used && t.locks[s].qpn == qpn && t.locks[s].qp_gen == qp.gen)
-      break_lock(*this, s, kNone, true);
+      break_lock(m, s, kNone, true);
   for (uint32_t s = 0; t.barriers_used && s < t.barriers.size(); s++) {
     if (!t.barriers[s].used || t.barriers[s].qpn != qpn ||
         t.barriers[s].qp_gen != qp.gen)
       continue;
-    end_round(*this, s, RHN_SYN_MEMBER_LOST, kNone);
-    drop_barrier(*this, s);
+    end_round(m, s, RHN_SYN_MEMBER_LOST, kNone);
+    drop_barrier(m, s);
   }
   // As a member: the NIC releases for it what it holds or will hold.
   for (uint32_t i = 0; t.holds_used && i < t.holds.size(); i++) {
@@ -1170,21 +1172,21 @@ void Engine::Impl::sync_qp_gone(uint32_t qpn) {
       continue;
     switch (h.state) {
       case HS::kHeld:
-        unlock_for(*this, i);
+        unlock_for(m, i);
         break;
       case HS::kBroken:
-        finish_hold(*this, i);
+        finish_hold(m, i);
         break;
       default:  // waiting: released when granted; releasing: goes on
         h.zombie = true;
-        h.since = now;
+        h.since = m.now;
         break;
     }
   }
 }
 
-void Engine::Impl::sync_node_failed(uint16_t node) {
-  SyncTables& t = sync;
+void sync_node_failed(Impl& m, uint16_t node) {
+  SyncTables& t = m.sync;
   // As a manager: locks with a member there break; rounds with a member
   // there, or whose ID saw it in an earlier round, fail.
   for (uint32_t s = 0; t.locks_used && s < t.locks.size(); s++) {
@@ -1196,19 +1198,19 @@ void Engine::Impl::sync_node_failed(uint16_t node) {
       (t.members[i].released ? released : lost) = true;
     }
     if (lost) {
-      counters.add(RHN_CNT_SYNC_ERRORS);
-      break_lock(*this, s, node);
+      m.counters.add(RHN_CNT_SYNC_ERRORS);
+      break_lock(m, s, node);
     } else if (released) {
       // Passed on already: only its UNLOCK will not come.
       for (uint32_t i = l.head; i != kNone;) {
         const uint32_t next = t.members[i].next;
         if (t.members[i].node == node) {
-          list_cut(*this, l.head, l.tail, i);
-          free_member_if_idle(*this, i);
+          list_cut(m, l.head, l.tail, i);
+          free_member_if_idle(m, i);
         }
         i = next;
       }
-      if (l.head == kNone) drop_lock(*this, s);
+      if (l.head == kNone) drop_lock(m, s);
     }
   }
   for (uint32_t s = 0; t.barriers_used && s < t.barriers.size(); s++) {
@@ -1220,8 +1222,8 @@ void Engine::Impl::sync_node_failed(uint16_t node) {
     if (node < kSyncSeenNodes)
       b.seen[node / 64] &= ~(uint64_t{1} << (node % 64));
     if (member && b.count) {
-      counters.add(RHN_CNT_SYNC_ERRORS);
-      end_round(*this, s, RHN_SYN_MEMBER_LOST, node);
+      m.counters.add(RHN_CNT_SYNC_ERRORS);
+      end_round(m, s, RHN_SYN_MEMBER_LOST, node);
     }
   }
   // Messages owed to it go nowhere.
@@ -1242,40 +1244,40 @@ void Engine::Impl::sync_node_failed(uint16_t node) {
         continue;
       }
       h.grant_owed = h.unlock_owed = false;
-      finish_hold(*this, i);
+      finish_hold(m, i);
     } else if (h.grant_owed && h.succ_node == node) {
       h.grant_owed = false;
     }
   }
   // Our operations waiting for a manager there fail.
   if (!t.holds_used && !t.member_waits) return;
-  for (uint32_t q = 0; q < qps.size(); q++) {
-    QpObj& qp = qps[q];
+  for (uint32_t q = 0; q < m.qps.size(); q++) {
+    QpObj& qp = m.qps[q];
     if (!qp.valid || qp.type != RHN_QP_ENDPOINT) continue;
     bool hit = false;
     for (uint32_t k = qp.inflight_head; k != qp.inflight_tail; k++) {
-      Inflight& e = entry(q, k);
+      Inflight& e = m.entry(q, k);
       if (e.peer != node || !sync_op(e.opcode) || e.state == MsgState::kDone)
         continue;
-      if (qp.tx_active && qp.tx_entry == k) abort_tx(qp);
+      if (qp.tx_active && qp.tx_entry == k) m.abort_tx(qp);
       e.state = MsgState::kDone;
       e.status = RHN_CQE_REM_OP_ERR;
       e.syndrome = RHN_SYN_MEMBER_LOST;
-      counters.add(RHN_CNT_SYNC_ERRORS);
+      m.counters.add(RHN_CNT_SYNC_ERRORS);
       hit = true;
     }
-    if (hit) complete_in_order(q);
+    if (hit) m.complete_in_order(q);
   }
 }
 
-void Engine::Impl::sync_link(Peer& p, const Packet& pkt) {
+void sync_link(Impl& m, Peer& p, const Packet& pkt) {
   rhn_fw_lock_link l;
   if (pkt.payload.size() != sizeof(l)) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
   std::memcpy(&l, pkt.payload.data(), sizeof(l));
-  const uint16_t mgr = node_of(p);
+  const uint16_t mgr = m.node_of(p);
   const uint32_t qpn = l.holder_qpn & RHN_WIRE_QPN_MASK;
   const auto inc =
       static_cast<uint8_t>(l.holder_qpn >> RHN_WIRE_INCARNATION_SHIFT);
@@ -1287,23 +1289,23 @@ void Engine::Impl::sync_link(Peer& p, const Packet& pkt) {
   // successor (LINKs for it come before any for a later LOCK), else the
   // one waiting or holding.
   uint32_t i = kNone;
-  if (qpn < qps.size()) {
-    i = find_hold(*this, qpn, l.lock_id, [&](const SyncHold& h) {
+  if (qpn < m.qps.size()) {
+    i = find_hold(m, qpn, l.lock_id, [&](const SyncHold& h) {
       return ours(h) && h.state == HS::kReleasing && !h.passed;
     });
     if (i == kNone)
-      i = find_hold(*this, qpn, l.lock_id, [&](const SyncHold& h) {
+      i = find_hold(m, qpn, l.lock_id, [&](const SyncHold& h) {
         return ours(h) && (h.state == HS::kWaiting || h.state == HS::kHeld ||
                            h.state == HS::kBroken);
       });
   }
   if (i == kNone) {
     // Nobody here holds it: the manager breaks the lock.
-    counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
-    respond(p, RHN_WOP_NAK, RHN_SYN_BAD_QP, pkt.op, {});
+    m.counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
+    m.respond(p, RHN_WOP_NAK, RHN_SYN_BAD_QP, pkt.op, {});
     return;
   }
-  SyncHold& h = sync.holds[i];
+  SyncHold& h = m.sync.holds[i];
   if (h.state == HS::kBroken) return;
   h.has_successor = true;
   h.succ_node = l.successor_node;
@@ -1312,57 +1314,56 @@ void Engine::Impl::sync_link(Peer& p, const Packet& pkt) {
   if (h.state != HS::kReleasing) return;
   // Its UNLOCK left before this came (answered QUEUED, or about to be):
   // the lock goes on now and the UNLOCK completes.
-  pass_on(*this, i);
+  pass_on(m, i);
   if (!h.zombie)
-    if (Inflight* e =
-            live_op(*this, qpn, h.qp_gen, RHN_OP_UNLOCK, h.unlock_msn))
-      complete_op(*this, qpn, *e, RHN_SYN_NONE);
-  finish_hold(*this, i);
+    if (Inflight* e = live_op(m, qpn, h.qp_gen, RHN_OP_UNLOCK, h.unlock_msn))
+      complete_op(m, qpn, *e, RHN_SYN_NONE);
+  finish_hold(m, i);
 }
 
-void Engine::Impl::sync_done(Peer&, const Packet& pkt) {
+void sync_done(Impl& m, Peer&, const Packet& pkt) {
   rhn_fw_sync_done d;
   if (pkt.payload.size() != sizeof(d)) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
   std::memcpy(&d, pkt.payload.data(), sizeof(d));
   const uint32_t qpn = d.qpn & RHN_WIRE_QPN_MASK;
   const auto inc = static_cast<uint8_t>(d.qpn >> RHN_WIRE_INCARNATION_SHIFT);
-  if (qpn == 0 || qpn >= qps.size()) return;
+  if (qpn == 0 || qpn >= m.qps.size()) return;
   const bool ok = d.syndrome == RHN_SYN_NONE;
-  QpObj& qp = qps[qpn];
+  QpObj& qp = m.qps[qpn];
   // The operation waiting for it.
   if (qp.valid && qp.incarnation == inc && qp.type == RHN_QP_ENDPOINT) {
     for (uint32_t k = qp.inflight_head; k != qp.inflight_tail; k++) {
-      Inflight& e = entry(qpn, k);
+      Inflight& e = m.entry(qpn, k);
       if (e.msn != d.msn || !sync_op(e.opcode) || e.state == MsgState::kDone)
         continue;
       const Mine own{qp.gen, e.peer, e.dst_qpn & RHN_WIRE_QPN_MASK};
       if (e.opcode == RHN_OP_LOCK && ok) {
-        granted(*this, qpn, e, d.id);
+        granted(m, qpn, e, d.id);
       } else if (e.opcode == RHN_OP_LOCK) {
-        const uint32_t i = find_hold(*this, qpn, d.id, [&](const SyncHold& h) {
+        const uint32_t i = find_hold(m, qpn, d.id, [&](const SyncHold& h) {
           return own(h) && h.state == HS::kWaiting && h.lock_msn == e.msn;
         });
-        if (i != kNone) finish_hold(*this, i);
+        if (i != kNone) finish_hold(m, i);
       }
-      complete_op(*this, qpn, e, d.syndrome);
+      complete_op(m, qpn, e, d.syndrome);
       return;
     }
   }
   // No operation waits for it: a record of the lock may.
-  const uint32_t i = find_hold(*this, qpn, d.id, [&](const SyncHold& h) {
+  const uint32_t i = find_hold(m, qpn, d.id, [&](const SyncHold& h) {
     return h.incarnation == inc && h.lock_msn == d.msn && h.state != HS::kDone;
   });
   if (i == kNone) return;  // the lock broke and the record went
-  SyncHold& h = sync.holds[i];
+  SyncHold& h = m.sync.holds[i];
   if (ok) {
     // Granted to an endpoint that is gone or no longer waits: the lock
     // goes on at once.
     if (h.state == HS::kWaiting) {
       h.state = HS::kHeld;
-      unlock_for(*this, i);
+      unlock_for(m, i);
     }
     return;
   }
@@ -1381,16 +1382,16 @@ void Engine::Impl::sync_done(Peer&, const Packet& pkt) {
       h.grant_owed = h.unlock_owed = false;
       if (!h.zombie)
         if (Inflight* e =
-                live_op(*this, qpn, h.qp_gen, RHN_OP_UNLOCK, h.unlock_msn))
-          complete_op(*this, qpn, *e, d.syndrome);
+                live_op(m, qpn, h.qp_gen, RHN_OP_UNLOCK, h.unlock_msn))
+          complete_op(m, qpn, *e, d.syndrome);
       break;
     default:
       break;
   }
-  if (h.state != HS::kBroken) finish_hold(*this, i);
+  if (h.state != HS::kBroken) finish_hold(m, i);
 }
 
-void Engine::Impl::sync_fw_done(uint64_t cookie, uint8_t syndrome) {
+void sync_fw_done(Impl& m, uint64_t cookie, uint8_t syndrome) {
   // A LINK the holder's NIC refused (no record of the lock there): the
   // queue is broken. A node declared dead is sync_node_failed's.
   if ((cookie & 3) != kCookieLink || syndrome == RHN_SYN_NONE ||
@@ -1398,17 +1399,18 @@ void Engine::Impl::sync_fw_done(uint64_t cookie, uint8_t syndrome) {
     return;
   const auto s = static_cast<uint32_t>(cookie >> 2 & 0x3fffffff);
   const auto gen = static_cast<uint32_t>(cookie >> 32);
-  if (s >= sync.locks.size() || !sync.locks[s].used || sync.locks[s].gen != gen)
+  if (s >= m.sync.locks.size() || !m.sync.locks[s].used ||
+      m.sync.locks[s].gen != gen)
     return;
-  counters.add(RHN_CNT_SYNC_ERRORS);
-  break_lock(*this, s, kNone);
+  m.counters.add(RHN_CNT_SYNC_ERRORS);
+  break_lock(m, s, kNone);
 }
 
-bool Engine::Impl::sync_run(uint32_t budget) {
-  bool did = run_owed(*this, budget);
-  did |= run_holds_owed(*this, budget);
-  if (now >= sync.next_probe) {
-    probe(*this);
+bool sync_run(Impl& m, uint32_t budget) {
+  bool did = run_owed(m, budget);
+  did |= run_holds_owed(m, budget);
+  if (m.now >= m.sync.next_probe) {
+    probe(m);
     did = true;
   }
   return did;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Locks' and barriers' entry in the module list (ops/registry.cpp).
 #include "ops/family.h"
+#include "ops/sync/sync.h"
 
 namespace rhinet::fw {
 namespace {
@@ -9,9 +10,9 @@ constexpr FwKind kFwKinds[] = {{RHN_FW_LOCK_LINK}, {RHN_FW_SYNC_DONE}};
 
 void fw_message(Impl& m, Peer& p, const Packet& pkt) {
   if (pkt.op.rkey == RHN_FW_LOCK_LINK)
-    m.sync_link(p, pkt);
+    sync_link(m, p, pkt);
   else
-    m.sync_done(p, pkt);
+    sync_done(m, p, pkt);
 }
 
 }  // namespace
@@ -19,25 +20,25 @@ void fw_message(Impl& m, Peer& p, const Packet& pkt) {
 extern const FamilyModule kSyncModule{
     .name = "sync",
     .id = FwOwner::kSync,
-    .reset = [](Impl& m) { m.sync_reset(); },
+    .reset = [](Impl& m) { sync_reset(m); },
     .qp_gone =
         [](Impl& m, uint32_t qpn, QpGone why) {
-          if (why != QpGone::kDestroyed) m.sync_qp_gone(qpn);
+          if (why != QpGone::kDestroyed) sync_qp_gone(m, qpn);
         },
     // Its locks' and barriers' waits fail (MEMBER_LOST); a node first
     // heard from had none.
     .node_failed =
         [](Impl& m, uint16_t node, NodeLoss why) {
-          if (why != NodeLoss::kFirstContact) m.sync_node_failed(node);
+          if (why != NodeLoss::kFirstContact) sync_node_failed(m, node);
         },
     .before_fw = true,
-    .run = [](Impl& m, uint32_t budget) { return m.sync_run(budget); },
-    .next_deadline = [](const Impl& m) { return m.sync_next_deadline(); },
+    .run = [](Impl& m, uint32_t budget) { return sync_run(m, budget); },
+    .next_deadline = [](const Impl& m) { return sync_next_deadline(m); },
     .fw_kinds = kFwKinds,
     .on_fw_message = fw_message,
     // A lock's LINK or SYNC_DONE, or a liveness probe.
     .on_fw_done = [](Impl& m, uint64_t cookie,
-                     uint8_t syndrome) { m.sync_fw_done(cookie, syndrome); },
+                     uint8_t syndrome) { sync_fw_done(m, cookie, syndrome); },
 };
 
 }  // namespace rhinet::fw

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "ops/tag/tag.h"
+
 namespace rhinet::fw {
 
 namespace matching {

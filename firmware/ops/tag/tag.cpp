@@ -21,12 +21,15 @@
 // in common with the message. Both lists are bounded; beyond them
 // irecvs wait in the host's RQ and isends are refused and resent in
 // order (refusal records), so overflow never drops or reorders.
+#include "ops/tag/tag.h"
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
 #include "ops/partial/partial.h"
 #include "ops/tag/matching.h"
+#include "ops/tm/tm.h"
 
 namespace rhinet::fw {
 
@@ -62,7 +65,7 @@ void answer(Impl& m, Peer& p, uint32_t sender, uint32_t msn, uint32_t qpn,
 void complete_recv(Impl& m, const TagRecv& r, uint8_t status,
                    uint8_t syndrome) {
   if (r.srqn != kNone) {  // a TM SRQ's entry: its own CQE (ops/tm)
-    m.tm_complete(r, status, syndrome);
+    tm_complete(m, r, status, syndrome);
     return;
   }
   if (r.qpn >= m.qps.size() || !m.qps[r.qpn].valid ||
@@ -93,7 +96,7 @@ void finish_recv(Impl& m, uint32_t i, uint8_t status, uint8_t syndrome) {
   const uint32_t qpn = m.tags.recvs[i].qpn;
   complete_recv(m, m.tags.recvs[i], status, syndrome);
   recv_free(m, i);
-  if (qpn < m.qps.size() && m.qps[qpn].tag_rq_stalled) m.tag_scan_rq(qpn);
+  if (qpn < m.qps.size() && m.qps[qpn].tag_rq_stalled) tag_scan_rq(m, qpn);
 }
 
 void send_cts(Impl& m, uint32_t i) {
@@ -454,7 +457,7 @@ uint8_t execute_local(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
     complete_recv(m, recv_of_wqe(qp, qpn, k, rw), RHN_CQE_WR_FLUSH_ERR,
                   RHN_SYN_FLUSHED);
     e.ext_flags = RHN_CQE_X_FOUND;
-    m.tag_scan_rq(qpn);  // the RQ head may move on
+    tag_scan_rq(m, qpn);  // the RQ head may move on
     break;
   }
   return RHN_CQE_SUCCESS;
@@ -654,35 +657,36 @@ extern const OpFamily kTagLocalFamily = {
 
 // ---- The stages' entry points.
 
-void Engine::Impl::tag_reset() {
-  TagTables& t = tags;
+void tag_reset(Impl& m) {
+  TagTables& t = m.tags;
   // Entries for the posted list and for receives in progress: an irecv
   // that matches a queued message needs no place in the posted list, only
   // an entry, and receives in progress finish without help, so a full
   // posted list never blocks the irecv that would drain the queue.
-  t.recvs.assign(size_t{cfg.tag_recvs} + cfg.tag_msgs, TagRecv{});
+  t.recvs.assign(size_t{m.cfg.tag_recvs} + m.cfg.tag_msgs, TagRecv{});
   t.posted = 0;
-  t.msgs.assign(cfg.tag_msgs, TagMsg{});
+  t.msgs.assign(m.cfg.tag_msgs, TagMsg{});
   t.free_recvs.clear();
   for (uint32_t i = 0; i < t.recvs.size(); i++) t.free_recvs.push(i);
   t.free_msgs.clear();
-  for (uint32_t i = 0; i < cfg.tag_msgs; i++) t.free_msgs.push(i);
+  for (uint32_t i = 0; i < m.cfg.tag_msgs; i++) t.free_msgs.push(i);
   uint32_t buckets = 16;
-  while (buckets < std::max(cfg.tag_recvs, cfg.tag_msgs)) buckets <<= 1;
+  while (buckets < std::max(m.cfg.tag_recvs, m.cfg.tag_msgs)) buckets <<= 1;
   t.bucket_mask = buckets - 1;
   t.recv_buckets.assign(buckets, {kNone, kNone});
   t.msg_buckets.assign(buckets, {kNone, kNone});
   t.msg_tag_buckets.assign(buckets, {kNone, kNone});
   t.msg_src_buckets.assign(buckets, {kNone, kNone});
-  t.refusals.assign(std::max<uint32_t>(cfg.tag_refusals, 1), TagRefusal{});
+  t.refusals.assign(std::max<uint32_t>(m.cfg.tag_refusals, 1), TagRefusal{});
   t.refusals_used = 0;
   t.recv_quota = std::max<uint32_t>(
-      1, uint32_t(uint64_t{cfg.tag_recvs} * cfg.context_tag_share / 256));
+      1, uint32_t(uint64_t{m.cfg.tag_recvs} * m.cfg.context_tag_share / 256));
   t.msg_quota = std::max<uint32_t>(
-      1, uint32_t(uint64_t{cfg.tag_msgs} * cfg.context_tag_share / 256));
-  shares.set_limit(Res::kTagRecvs, cfg.tag_recvs, t.recv_quota,
-                   cfg.account_share);
-  shares.set_limit(Res::kTagMsgs, cfg.tag_msgs, t.msg_quota, cfg.account_share);
+      1, uint32_t(uint64_t{m.cfg.tag_msgs} * m.cfg.context_tag_share / 256));
+  m.shares.set_limit(Res::kTagRecvs, m.cfg.tag_recvs, t.recv_quota,
+                     m.cfg.account_share);
+  m.shares.set_limit(Res::kTagMsgs, m.cfg.tag_msgs, t.msg_quota,
+                     m.cfg.account_share);
   t.cts_owed.clear();
   t.streams_owed.clear();
   t.rq_retry = false;
@@ -690,8 +694,8 @@ void Engine::Impl::tag_reset() {
   t.tm_retries.clear();
 }
 
-void Engine::Impl::tag_scan_rq(uint32_t qpn) {
-  QpObj& qp = qps[qpn];
+void tag_scan_rq(Impl& m, uint32_t qpn) {
+  QpObj& qp = m.qps[qpn];
   if (qp.type != RHN_QP_ENDPOINT || qp.srqn != kNone || !qp.valid ||
       qp.state < RHN_QPS_INIT || qp.state == RHN_QPS_ERR)
     return;
@@ -705,9 +709,9 @@ void Engine::Impl::tag_scan_rq(uint32_t qpn) {
   for (;;) {
     if (qp.tag_rq_scan == qp.rq_producer) {
       rhn_queue_record rec;
-      if (!host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) break;
+      if (!m.host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) break;
       if (rec.producer_index - qp.rq_consumer > (1u << qp.rq_log)) {
-        counters.add(RHN_CNT_BAD_WQES);
+        m.counters.add(RHN_CNT_BAD_WQES);
         break;
       }
       qp.rq_producer = rec.producer_index;
@@ -715,32 +719,32 @@ void Engine::Impl::tag_scan_rq(uint32_t qpn) {
     }
     const uint32_t index = qp.tag_rq_scan;
     rhn_tag_recv_wqe w;
-    if (!rq_read(*this, qp, index, w) || !(w.flags & RHN_RQ_F_TAG))
+    if (!rq_read(m, qp, index, w) || !(w.flags & RHN_RQ_F_TAG))
       break;  // a plain receive is next: it is the SENDs'
     TagRecv want = recv_of_wqe(qp, qpn, index, w);
     uint8_t syndrome = RHN_SYN_NONE;
-    const uint8_t status = check_recv_wqe(*this, want, w, &syndrome);
+    const uint8_t status = check_recv_wqe(m, want, w, &syndrome);
     if (status != RHN_CQE_SUCCESS) {
-      complete_recv(*this, want, status, syndrome);
-      rq_mark_taken(*this, qp, index, w);
+      complete_recv(m, want, status, syndrome);
+      rq_mark_taken(m, qp, index, w);
       qp.tag_rq_scan++;
       continue;
     }
-    const uint32_t g_index = match_unexpected(*this, want);
+    const uint32_t g_index = match_unexpected(m, want);
     if (g_index != kNone) {
-      if (tags.free_recvs.empty()) {  // receives in progress hold them all
+      if (m.tags.free_recvs.empty()) {  // receives in progress hold them all
         qp.tag_rq_stalled = true;
-        tags.rq_retry = true;
+        m.tags.rq_retry = true;
         break;
       }
-      const uint32_t i = take_entry(*this, want);
-      rq_mark_taken(*this, qp, index, w);
-      const TagMsg g = tags.msgs[g_index];
-      msg_unlink(*this, g_index);
-      msg_free(*this, g_index);
-      counters.add(RHN_CNT_TAG_MATCHED_UNEXPECTED);
-      match(*this, i, g.node, g.src, g.msn, g.tag, g.length);
-      send_cts(*this, i);
+      const uint32_t i = take_entry(m, want);
+      rq_mark_taken(m, qp, index, w);
+      const TagMsg g = m.tags.msgs[g_index];
+      msg_unlink(m, g_index);
+      msg_free(m, g_index);
+      m.counters.add(RHN_CNT_TAG_MATCHED_UNEXPECTED);
+      match(m, i, g.node, g.src, g.msn, g.tag, g.length);
+      send_cts(m, i);
     }
     qp.tag_rq_scan++;
   }
@@ -751,120 +755,120 @@ void Engine::Impl::tag_scan_rq(uint32_t qpn) {
   while (qp.rq_consumer != qp.tag_rq_scan) {
     const uint32_t index = qp.rq_consumer;
     rhn_tag_recv_wqe w;
-    if (!rq_read(*this, qp, index, w)) break;
+    if (!rq_read(m, qp, index, w)) break;
     if (w.flags & RHN_RQ_F_TAKEN) {
       qp.rq_consumer++;
       continue;
     }
-    if (!room_to_post(*this, qp.context)) {
-      if (!qp.tag_rq_stalled) counters.add(RHN_CNT_TAG_RECV_WAITS);
+    if (!room_to_post(m, qp.context)) {
+      if (!qp.tag_rq_stalled) m.counters.add(RHN_CNT_TAG_RECV_WAITS);
       qp.tag_rq_stalled = true;
-      tags.rq_retry = true;
+      m.tags.rq_retry = true;
       break;
     }
-    post(*this, take_entry(*this, recv_of_wqe(qp, qpn, index, w)));
+    post(m, take_entry(m, recv_of_wqe(qp, qpn, index, w)));
     qp.rq_consumer++;
   }
   // Software reuses the slots the NIC has read past (queues.md).
   if (qp.rq_consumer != consumer_before) {
     uint32_t consumer = qp.rq_consumer;
-    host_dma(qp.rq_record, RHN_OFFSETOF(rhn_queue_record, nic_consumer),
-             &consumer, sizeof(consumer), true);
+    m.host_dma(qp.rq_record, RHN_OFFSETOF(rhn_queue_record, nic_consumer),
+               &consumer, sizeof(consumer), true);
   }
 }
 
-void Engine::Impl::tag_cancel_qp(uint32_t qpn, bool flush) {
-  for (uint32_t i = 0; i < tags.recvs.size(); i++) {
-    TagRecv& r = tags.recvs[i];
+void tag_cancel_qp(Impl& m, uint32_t qpn, bool flush) {
+  for (uint32_t i = 0; i < m.tags.recvs.size(); i++) {
+    TagRecv& r = m.tags.recvs[i];
     if (r.state == TagRecvState::kFree || r.qpn != qpn) continue;
-    unpost(*this, i);
+    unpost(m, i);
     // A matched receive's data may still come: it is refused then, and
     // its isend fails.
-    if (flush) complete_recv(*this, r, RHN_CQE_WR_FLUSH_ERR, RHN_SYN_FLUSHED);
-    recv_free(*this, i);
+    if (flush) complete_recv(m, r, RHN_CQE_WR_FLUSH_ERR, RHN_SYN_FLUSHED);
+    recv_free(m, i);
   }
-  QpObj& qp = qps[qpn];
+  QpObj& qp = m.qps[qpn];
   // The senders of queued messages learn that nobody will take them.
   while (qp.tag_unx_head != kNone) {
     const uint32_t g_index = qp.tag_unx_head;
-    const TagMsg g = tags.msgs[g_index];
-    msg_unlink(*this, g_index);
-    msg_free(*this, g_index);
-    Peer& p = peers[g.node];
-    if (can_send(p, kNone)) {
+    const TagMsg g = m.tags.msgs[g_index];
+    msg_unlink(m, g_index);
+    msg_free(m, g_index);
+    Peer& p = m.peers[g.node];
+    if (m.can_send(p, kNone)) {
       rhn_op_hdr req{};
       req.qp_type = RHN_QP_ENDPOINT;
       req.dst_qpn = qpn;
       req.src_qpn = g.src;
       req.msn = g.msn;
-      respond(p, RHN_WOP_NAK, RHN_SYN_FLUSHED, req, {});
+      m.respond(p, RHN_WOP_NAK, RHN_SYN_FLUSHED, req, {});
     }
   }
-  for (auto& f : tags.refusals)
-    if (f.used && f.qpn == qpn) drop_refusal(*this, &f);
+  for (auto& f : m.tags.refusals)
+    if (f.used && f.qpn == qpn) drop_refusal(m, &f);
   qp.tag_wild = TagWild{};
   qp.tag_rq_stalled = false;
 }
 
-void Engine::Impl::tag_node_failed(uint16_t node, bool restarted) {
+void tag_node_failed(Impl& m, uint16_t node, bool restarted) {
   // Receives waiting for data from that node get none.
-  for (uint32_t i = 0; i < tags.recvs.size(); i++) {
-    TagRecv& r = tags.recvs[i];
+  for (uint32_t i = 0; i < m.tags.recvs.size(); i++) {
+    TagRecv& r = m.tags.recvs[i];
     // (A TM message landing through a receive context ends with it.)
     if (r.state == TagRecvState::kMatched && r.peer_node == node &&
         r.tm_step != TmStep::kEager)
-      finish_recv(*this, i, RHN_CQE_REM_OP_ERR, RHN_SYN_RETRY_EXCEEDED);
+      finish_recv(m, i, RHN_CQE_REM_OP_ERR, RHN_SYN_RETRY_EXCEEDED);
   }
   // Its queued isends are its former life's.
-  for (uint32_t i = 0; restarted && i < tags.msgs.size(); i++) {
-    if (!tags.msgs[i].used || tags.msgs[i].node != node) continue;
-    msg_unlink(*this, i);
-    msg_free(*this, i);
+  for (uint32_t i = 0; restarted && i < m.tags.msgs.size(); i++) {
+    if (!m.tags.msgs[i].used || m.tags.msgs[i].node != node) continue;
+    msg_unlink(m, i);
+    msg_free(m, i);
   }
-  for (auto& f : tags.refusals)
-    if (f.used && f.node == node) drop_refusal(*this, &f);
+  for (auto& f : m.tags.refusals)
+    if (f.used && f.node == node) drop_refusal(m, &f);
 }
 
-bool Engine::Impl::tag_run(uint32_t budget) {
+bool tag_run(Impl& m, uint32_t budget) {
   bool did = false;
   // CTSs that found no send room.
-  for (uint32_t n = tags.cts_owed.size(); n && budget; n--, budget--) {
-    const uint32_t i = tags.cts_owed.front();
-    TagRecv& r = tags.recvs[i];
+  for (uint32_t n = m.tags.cts_owed.size(); n && budget; n--, budget--) {
+    const uint32_t i = m.tags.cts_owed.front();
+    TagRecv& r = m.tags.recvs[i];
     if (r.state != TagRecvState::kMatched || !r.cts_owed) {
-      tags.cts_owed.pop();
+      m.tags.cts_owed.pop();
       continue;
     }
-    if (!can_send(peers[r.peer_node], kNone)) break;
-    tags.cts_owed.pop();
-    send_cts(*this, i);
+    if (!m.can_send(m.peers[r.peer_node], kNone)) break;
+    m.tags.cts_owed.pop();
+    send_cts(m, i);
     did = true;
   }
   // Streams that found no READ stream free.
-  for (uint32_t n = tags.streams_owed.size(); n && budget; n--, budget--) {
-    const TagOwedStream s = tags.streams_owed.front();
-    QpObj& qp = qps[s.qpn];
+  for (uint32_t n = m.tags.streams_owed.size(); n && budget; n--, budget--) {
+    const TagOwedStream s = m.tags.streams_owed.front();
+    QpObj& qp = m.qps[s.qpn];
     Inflight* e = nullptr;
     if (qp.valid && qp.gen == s.qp_gen)
       for (uint32_t k = qp.inflight_head; k != qp.inflight_tail; k++)
-        if (entry(s.qpn, k).msn == s.msn &&
-            entry(s.qpn, k).state == MsgState::kAwaitResponse)
-          e = &entry(s.qpn, k);
+        if (m.entry(s.qpn, k).msn == s.msn &&
+            m.entry(s.qpn, k).state == MsgState::kAwaitResponse)
+          e = &m.entry(s.qpn, k);
     if (!e || !e->tag_stream_owed) {
-      tags.streams_owed.pop();
+      m.tags.streams_owed.pop();
       continue;
     }
-    if (!start_stream(*this, s.qpn, *e)) break;
+    if (!start_stream(m, s.qpn, *e)) break;
     e->tag_stream_owed = false;
-    tags.streams_owed.pop();
+    m.tags.streams_owed.pop();
     did = true;
   }
   // Irecvs waiting in RQs for room in the posted list (a scan: rare).
-  if (tags.rq_retry && tags.room_freed) {
-    tags.rq_retry = false;
-    tags.room_freed = false;
-    for (uint32_t q = 0; q < qps.size(); q++)
-      if (qps[q].valid && qps[q].tag_rq_stalled) tag_scan_rq(q);
+  if (m.tags.rq_retry && m.tags.room_freed) {
+    m.tags.rq_retry = false;
+    m.tags.room_freed = false;
+    for (uint32_t q = 0; q < m.qps.size(); q++)
+      if (m.qps[q].valid && m.qps[q].tag_rq_stalled) tag_scan_rq(m, q);
     did = true;
   }
   return did;

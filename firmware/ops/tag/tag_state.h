@@ -23,7 +23,7 @@ enum class TmStep : uint8_t {
   kFin,      // the data is in place; the FIN goes to the sender
 };
 
-// A posted receive (004 2.6's pending-receive list), then, once matched
+// A posted receive (the pending-receive list), then, once matched
 // to a message whose data comes later, the receive in progress. Its
 // handle on the wire is index | gen << 20.
 struct TagRecv {

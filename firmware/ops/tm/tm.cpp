@@ -21,6 +21,8 @@
 // its posted list and the context's share of it; a pull or FIN that finds
 // no firmware message free, or is refused for room (BUSY, RNR), goes
 // again after kRetryNs from a queue with room for every entry.
+#include "ops/tm/tm.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -282,78 +284,76 @@ QpObj* named_qp(Impl& m, const Peer& p, uint32_t qpn_inc, uint32_t src) {
 
 // ---- The stages' entry points.
 
-void Engine::Impl::tm_run_ops(uint32_t srqn) {
-  SrqObj& s = srqs[srqn];
+void tm_run_ops(Impl& m, uint32_t srqn) {
+  SrqObj& s = m.srqs[srqn];
   if (!s.tm) {
-    counters.add(RHN_CNT_BAD_DOORBELLS);
+    m.counters.add(RHN_CNT_BAD_DOORBELLS);
     return;
   }
   rhn_queue_record rec;
-  if (!host_dma(s.ops_record, 0, &rec, sizeof(rec), false)) return;
+  if (!m.host_dma(s.ops_record, 0, &rec, sizeof(rec), false)) return;
   const uint32_t depth = 1u << s.ops_log;
   if (rec.producer_index - s.ops_consumer > depth) {
-    counters.add(RHN_CNT_BAD_WQES);  // a producer beyond the ring
+    m.counters.add(RHN_CNT_BAD_WQES);  // a producer beyond the ring
     return;
   }
   const uint32_t before = s.ops_consumer;
   while (s.ops_consumer != rec.producer_index) {
     const uint32_t index = s.ops_consumer;
     rhn_tm_op_wqe w;
-    if (!host_dma(s.ops_ring,
-                  uint64_t{index & (depth - 1)} * RHN_TM_OP_WQE_SIZE, &w,
-                  sizeof(w), false))
+    if (!m.host_dma(s.ops_ring,
+                    uint64_t{index & (depth - 1)} * RHN_TM_OP_WQE_SIZE, &w,
+                    sizeof(w), false))
       break;
     s.ops_consumer++;
-    execute(*this, srqn, index, w);
+    execute(m, srqn, index, w);
   }
   // Software reuses the slots the NIC has executed.
   if (s.ops_consumer != before) {
     uint32_t consumer = s.ops_consumer;
-    host_dma(s.ops_record, RHN_OFFSETOF(rhn_queue_record, nic_consumer),
-             &consumer, sizeof(consumer), true);
+    m.host_dma(s.ops_record, RHN_OFFSETOF(rhn_queue_record, nic_consumer),
+               &consumer, sizeof(consumer), true);
   }
 }
 
-void Engine::Impl::tm_srq_gone(uint32_t srqn) {
+void tm_srq_gone(Impl& m, uint32_t srqn) {
   // Rare: a scan. Its QPs are gone, and with them every matched entry.
-  for (uint32_t i = 0; i < tags.recvs.size(); i++) {
-    if (tags.recvs[i].state == TagRecvState::kFree ||
-        tags.recvs[i].srqn != srqn)
+  for (uint32_t i = 0; i < m.tags.recvs.size(); i++) {
+    if (m.tags.recvs[i].state == TagRecvState::kFree ||
+        m.tags.recvs[i].srqn != srqn)
       continue;
-    take_off_list(*this, i);
-    recv_free(*this, i);
+    take_off_list(m, i);
+    recv_free(m, i);
   }
-  SrqObj& s = srqs[srqn];
+  SrqObj& s = m.srqs[srqn];
   s.tag_wild = TagWild{};
 }
 
-Engine::Impl::TmLanding Engine::Impl::tm_land(QpObj& qp, uint32_t qpn,
-                                              RxContext& m, uint16_t node,
-                                              uint32_t src,
-                                              const rhn_op_hdr& op,
-                                              std::span<const uint8_t> first) {
-  SrqObj& s = srqs[qp.srqn];
+TmLanding tm_land(Impl& m, QpObj& qp, uint32_t qpn, RxContext& rx,
+                  uint16_t node, uint32_t src, const rhn_op_hdr& op,
+                  std::span<const uint8_t> first) {
+  SrqObj& s = m.srqs[qp.srqn];
   const uint8_t tmh_op =
       first.size() >= sizeof(rhn_tmh) ? first[0] : uint8_t{RHN_TMH_NO_TAG};
   if (tmh_op != RHN_TMH_EAGER && tmh_op != RHN_TMH_RNDV) {
     // Not for matching (NO_TAG, a FIN, no header): a receive WQE.
-    if (!take_recv_wqe(qp, qpn, m)) return TmLanding::kNoReceive;
-    m.cqe_op = RHN_CQE_OP_TM_NO_TAG;
+    if (!m.take_recv_wqe(qp, qpn, rx)) return TmLanding::kNoReceive;
+    rx.cqe_op = RHN_CQE_OP_TM_NO_TAG;
     return TmLanding::kReceive;
   }
   const uint64_t tag = get_be(first.data() + 8, 8);
-  uint32_t i = match_posted(*this, qp.srqn | kSrqOwner, kAnyNode, kAnyQpn, tag);
+  uint32_t i = match_posted(m, qp.srqn | kSrqOwner, kAnyNode, kAnyQpn, tag);
   // The oldest match is disabled: so is every later one.
-  if (i != kNone && !enabled(s, tags.recvs[i])) i = kNone;
+  if (i != kNone && !enabled(s, m.tags.recvs[i])) i = kNone;
   if (i == kNone) {
-    if (!take_recv_wqe(qp, qpn, m)) return TmLanding::kNoReceive;
-    m.cqe_op = RHN_CQE_OP_TM_UNEXPECTED;
+    if (!m.take_recv_wqe(qp, qpn, rx)) return TmLanding::kNoReceive;
+    rx.cqe_op = RHN_CQE_OP_TM_UNEXPECTED;
     s.unexpected++;
-    counters.add(RHN_CNT_TM_UNEXPECTED);
+    m.counters.add(RHN_CNT_TM_UNEXPECTED);
     return TmLanding::kReceive;
   }
-  take_off_list(*this, i);
-  TagRecv& e = tags.recvs[i];
+  take_off_list(m, i);
+  TagRecv& e = m.tags.recvs[i];
   e.qpn = qpn;
   e.qp_gen = qp.gen;
   e.peer_node = node;
@@ -361,7 +361,7 @@ Engine::Impl::TmLanding Engine::Impl::tm_land(QpObj& qp, uint32_t qpn,
   e.peer_msn = op.msn;
   e.msg_tag = tag;
   e.app_ctx = static_cast<uint32_t>(get_be(first.data() + 4, 4));
-  counters.add(RHN_CNT_TM_EXPECTED);
+  m.counters.add(RHN_CNT_TM_EXPECTED);
   // A rendezvous header the NIC executes: one packet, both headers, at
   // most RHN_TM_MAX_RNDV_HDR bytes. Others are software's (the entry's
   // buffer gets what follows the tmh, as for eager data).
@@ -374,92 +374,90 @@ Engine::Impl::TmLanding Engine::Impl::tm_land(QpObj& qp, uint32_t qpn,
     e.msg_len = static_cast<uint32_t>(get_be(rvh + 12, 4));
     e.take = std::min(e.msg_len, e.sge.length);
     e.received = 0;
-    counters.add(RHN_CNT_TM_RNDV_READS);
-    entry_cqe(*this, e, RHN_CQE_SUCCESS, RHN_SYN_NONE, RHN_CQE_X_TM_MATCH,
-              e.take);
-    send_pull(*this, i);
+    m.counters.add(RHN_CNT_TM_RNDV_READS);
+    entry_cqe(m, e, RHN_CQE_SUCCESS, RHN_SYN_NONE, RHN_CQE_X_TM_MATCH, e.take);
+    send_pull(m, i);
     return TmLanding::kConsumed;
   }
   e.tm_step = TmStep::kEager;
   e.tm_sw_rndv = tmh_op == RHN_TMH_RNDV;
-  m.qpn = qpn;
-  m.qp_gen = qp.gen;
-  m.wqe_index = e.tm_handle;
-  m.from_srq = false;
-  m.status = RHN_CQE_SUCCESS;
-  m.num_sge = e.sge.length ? 1 : 0;
-  m.sge[0] = e.sge;
-  m.capacity = e.sge.length;
-  m.length = 0;
-  m.pdn = e.pdn;
-  m.drop = sizeof(rhn_tmh);
-  m.list_entry = handle_of(i, e.gen);
-  m.cqe_op = RHN_CQE_OP_TM_RECV;
+  rx.qpn = qpn;
+  rx.qp_gen = qp.gen;
+  rx.wqe_index = e.tm_handle;
+  rx.from_srq = false;
+  rx.status = RHN_CQE_SUCCESS;
+  rx.num_sge = e.sge.length ? 1 : 0;
+  rx.sge[0] = e.sge;
+  rx.capacity = e.sge.length;
+  rx.length = 0;
+  rx.pdn = e.pdn;
+  rx.drop = sizeof(rhn_tmh);
+  rx.list_entry = handle_of(i, e.gen);
+  rx.cqe_op = RHN_CQE_OP_TM_RECV;
   return TmLanding::kReceive;
 }
 
-void Engine::Impl::tm_placed(RxContext& m) {
-  const uint32_t i = entry_of(*this, m.list_entry);
+void tm_placed(Impl& m, RxContext& rx) {
+  const uint32_t i = entry_of(m, rx.list_entry);
   if (i == kNone) return;  // flushed with its QP meanwhile
-  TagRecv& e = tags.recvs[i];
+  TagRecv& e = m.tags.recvs[i];
   if (e.srqn == kNone || e.tm_step != TmStep::kEager) return;
-  uint8_t status = m.status;
+  uint8_t status = rx.status;
   if (status == RHN_CQE_SUCCESS && e.tm_sw_rndv)
     status = RHN_CQE_TM_RNDV_INCOMPLETE;
   // (A message longer than the buffer is refused before a byte lands.)
   const bool placed =
       status == RHN_CQE_SUCCESS || status == RHN_CQE_TM_RNDV_INCOMPLETE;
-  entry_cqe(*this, e, status,
-            m.status == RHN_CQE_SUCCESS ? RHN_SYN_NONE : RHN_SYN_BAD_WQE,
+  entry_cqe(m, e, status,
+            rx.status == RHN_CQE_SUCCESS ? RHN_SYN_NONE : RHN_SYN_BAD_WQE,
             placed ? RHN_CQE_X_TM_MATCH | RHN_CQE_X_TM_DATA_VALID
                    : RHN_CQE_X_TM_MATCH,
-            m.length);
-  recv_free(*this, i);
+            rx.length);
+  recv_free(m, i);
 }
 
-void Engine::Impl::tm_complete(const TagRecv& r, uint8_t status,
-                               uint8_t syndrome) {
+void tm_complete(Impl& m, const TagRecv& r, uint8_t status, uint8_t syndrome) {
   // A posted entry owes software nothing (it removes it), nor one whose
   // data CQE is written (only its FIN was left).
   if (r.state != TagRecvState::kMatched || r.tm_step == TmStep::kFin) return;
-  entry_cqe(*this, r, status, syndrome, 0, r.received);
+  entry_cqe(m, r, status, syndrome, 0, r.received);
 }
 
-void Engine::Impl::tm_pull(Peer& p, const Packet& pkt) {
+void tm_pull(Impl& m, Peer& p, const Packet& pkt) {
   rhn_fw_tm_pull q;
   if (pkt.payload.size() != sizeof(q)) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
-    respond(p, RHN_WOP_NAK, RHN_SYN_LENGTH, pkt.op, {});
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.respond(p, RHN_WOP_NAK, RHN_SYN_LENGTH, pkt.op, {});
     return;
   }
   std::memcpy(&q, pkt.payload.data(), sizeof(q));
-  QpObj* qp = named_qp(*this, p, q.qpn, q.src_qpn);
+  QpObj* qp = named_qp(m, p, q.qpn, q.src_qpn);
   rhn_syndrome syn = RHN_SYN_NONE;
   if (!qp) {
-    counters.add(RHN_CNT_NO_QP_REQUESTS);
+    m.counters.add(RHN_CNT_NO_QP_REQUESTS);
     syn = RHN_SYN_BAD_QP;
   } else if (q.len && !(qp->access & RHN_ACCESS_REMOTE_READ)) {
     syn = RHN_SYN_ACCESS_RIGHTS;
   } else if (q.len) {
     // Checked as a READ through that QP; each chunk again as it goes.
     uint32_t mr_index = kNone;
-    syn = check_key(q.rkey, kNone, qp->pdn, RHN_ACCESS_REMOTE_READ, q.va, q.len,
-                    &mr_index, q.qpn & RHN_WIRE_QPN_MASK);
+    syn = m.check_key(q.rkey, kNone, qp->pdn, RHN_ACCESS_REMOTE_READ, q.va,
+                      q.len, &mr_index, q.qpn & RHN_WIRE_QPN_MASK);
     // On-demand memory not pinned yet: pinned now, the pull comes again.
-    if (syn == RHN_SYN_NONE && !pin_range(*this, mr_index, q.va, q.len))
+    if (syn == RHN_SYN_NONE && !pin_range(m, mr_index, q.va, q.len))
       syn = RHN_SYN_BUSY;
   }
-  if (syn == RHN_SYN_NONE && free_responder_reads.empty())
+  if (syn == RHN_SYN_NONE && m.free_responder_reads.empty())
     syn = RHN_SYN_BUSY;  // asked again later
   if (syn != RHN_SYN_NONE) {
     if (syn != RHN_SYN_BAD_QP && syn != RHN_SYN_BUSY)
-      counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
-    respond(p, RHN_WOP_NAK, syn, pkt.op, {});
+      m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
+    m.respond(p, RHN_WOP_NAK, syn, pkt.op, {});
     return;
   }
   ResponderRead rr;
   rr.qp_type = RHN_QP_RC;
-  rr.node = node_of(p);
+  rr.node = m.node_of(p);
   rr.requester_src = q.src_qpn;
   rr.responder_qpn = q.qpn & RHN_WIRE_QPN_MASK;
   rr.responder_gen = qp->gen;
@@ -470,133 +468,133 @@ void Engine::Impl::tm_pull(Peer& p, const Packet& pkt) {
   rr.length = q.len;
   rr.wop = RHN_WOP_TM_DATA;
   rr.tag_handle = q.handle;
-  queue_stream(*this, p, rr);
+  queue_stream(m, p, rr);
 }
 
-void Engine::Impl::tm_data(Peer& p, const Packet& pkt) {
+void tm_data(Impl& m, Peer& p, const Packet& pkt) {
   const rhn_op_hdr& op = pkt.op;
-  const uint32_t i = entry_of(*this, op.rkey);
-  TagRecv* e = i != kNone ? &tags.recvs[i] : nullptr;
+  const uint32_t i = entry_of(m, op.rkey);
+  TagRecv* e = i != kNone ? &m.tags.recvs[i] : nullptr;
   const uint32_t qpn = op.dst_qpn & RHN_WIRE_QPN_MASK;
   if (!e || e->srqn == kNone ||
       (e->tm_step != TmStep::kPull && e->tm_step != TmStep::kPulling) ||
-      e->qpn != qpn || !qps[qpn].valid || qps[qpn].gen != e->qp_gen ||
-      (op.dst_qpn >> RHN_WIRE_INCARNATION_SHIFT) != qps[qpn].incarnation ||
-      e->peer_node != node_of(p) || e->peer_src != op.src_qpn) {
-    counters.add(RHN_CNT_STALE_PACKETS);  // its entry went (with its QP)
+      e->qpn != qpn || !m.qps[qpn].valid || m.qps[qpn].gen != e->qp_gen ||
+      (op.dst_qpn >> RHN_WIRE_INCARNATION_SHIFT) != m.qps[qpn].incarnation ||
+      e->peer_node != m.node_of(p) || e->peer_src != op.src_qpn) {
+    m.counters.add(RHN_CNT_STALE_PACKETS);  // its entry went (with its QP)
     return;
   }
   if (op.syndrome != RHN_SYN_NONE) {  // the read failed at the sender
-    fail_entry(*this, i, status_of_nak(op.syndrome), op.syndrome);
+    fail_entry(m, i, status_of_nak(op.syndrome), op.syndrome);
     return;
   }
   if (op.msg_offset != e->received ||
       uint64_t{op.msg_offset} + pkt.payload.size() > e->take) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
-    fail_entry(*this, i, RHN_CQE_REM_OP_ERR, RHN_SYN_LENGTH);
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    fail_entry(m, i, RHN_CQE_REM_OP_ERR, RHN_SYN_LENGTH);
     return;
   }
-  if (!pkt.payload.empty() && !sge_dma(&e->sge, 1, op.msg_offset,
-                                       const_cast<uint8_t*>(pkt.payload.data()),
-                                       pkt.payload.size(), e->pdn, true)) {
-    counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
-    fail_entry(*this, i, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
+  if (!pkt.payload.empty() &&
+      !m.sge_dma(&e->sge, 1, op.msg_offset,
+                 const_cast<uint8_t*>(pkt.payload.data()), pkt.payload.size(),
+                 e->pdn, true)) {
+    m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+    fail_entry(m, i, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
     return;
   }
   e->received += static_cast<uint32_t>(pkt.payload.size());
   if (!(op.flags & RHN_WOP_F_LAST)) return;
   if (e->received != e->take) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
-    fail_entry(*this, i, RHN_CQE_REM_OP_ERR, RHN_SYN_LENGTH);
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    fail_entry(m, i, RHN_CQE_REM_OP_ERR, RHN_SYN_LENGTH);
     return;
   }
-  entry_cqe(*this, *e,
-            e->msg_len > e->take ? RHN_CQE_LOC_LEN_ERR : RHN_CQE_SUCCESS,
+  entry_cqe(m, *e, e->msg_len > e->take ? RHN_CQE_LOC_LEN_ERR : RHN_CQE_SUCCESS,
             RHN_SYN_NONE, RHN_CQE_X_TM_DATA_VALID, e->received);
-  send_fin(*this, i);
+  send_fin(m, i);
 }
 
-void Engine::Impl::tm_fin(Peer& p, const Packet& pkt) {
+void tm_fin(Impl& m, Peer& p, const Packet& pkt) {
   rhn_fw_tm_fin f;
   if (pkt.payload.size() != sizeof(f)) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
-    respond(p, RHN_WOP_NAK, RHN_SYN_LENGTH, pkt.op, {});
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.respond(p, RHN_WOP_NAK, RHN_SYN_LENGTH, pkt.op, {});
     return;
   }
   std::memcpy(&f, pkt.payload.data(), sizeof(f));
-  QpObj* qp = named_qp(*this, p, f.qpn, f.src_qpn);
+  QpObj* qp = named_qp(m, p, f.qpn, f.src_qpn);
   if (!qp) {
-    counters.add(RHN_CNT_NO_QP_REQUESTS);
-    respond(p, RHN_WOP_NAK, RHN_SYN_BAD_QP, pkt.op, {});
+    m.counters.add(RHN_CNT_NO_QP_REQUESTS);
+    m.respond(p, RHN_WOP_NAK, RHN_SYN_BAD_QP, pkt.op, {});
     return;
   }
   // As if the receiving QP had sent the header: a receive WQE takes it.
   const uint32_t qpn = f.qpn & RHN_WIRE_QPN_MASK;
   RxContext ctx;
-  if (!take_recv_wqe(*qp, qpn, ctx)) {
-    counters.add(RHN_CNT_RNR_NAKS_SENT);
-    respond(p, RHN_WOP_NAK, RHN_SYN_RNR, pkt.op, {});
+  if (!m.take_recv_wqe(*qp, qpn, ctx)) {
+    m.counters.add(RHN_CNT_RNR_NAKS_SENT);
+    m.respond(p, RHN_WOP_NAK, RHN_SYN_RNR, pkt.op, {});
     return;
   }
   if (ctx.status == RHN_CQE_SUCCESS) {
     if (ctx.capacity < sizeof(f.tmh)) {
       ctx.status = RHN_CQE_LOC_LEN_ERR;
-    } else if (!sge_dma(ctx.sge, ctx.num_sge, 0,
-                        reinterpret_cast<uint8_t*>(&f.tmh), sizeof(f.tmh),
-                        ctx.pdn, true)) {
-      counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+    } else if (!m.sge_dma(ctx.sge, ctx.num_sge, 0,
+                          reinterpret_cast<uint8_t*>(&f.tmh), sizeof(f.tmh),
+                          ctx.pdn, true)) {
+      m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
       ctx.status = RHN_CQE_LOC_PROT_ERR;
     } else {
       ctx.length = sizeof(f.tmh);
     }
   }
-  const bool tm = qp->srqn != kNone && srqs[qp->srqn].tm;
-  complete_receive(ctx, node_of(p), f.src_qpn & RHN_WIRE_QPN_MASK,
-                   tm ? RHN_CQE_OP_TM_NO_TAG : RHN_CQE_OP_RECV, 0, 0);
+  const bool tm = qp->srqn != kNone && m.srqs[qp->srqn].tm;
+  m.complete_receive(ctx, m.node_of(p), f.src_qpn & RHN_WIRE_QPN_MASK,
+                     tm ? RHN_CQE_OP_TM_NO_TAG : RHN_CQE_OP_RECV, 0, 0);
 }
 
-void Engine::Impl::tm_fw_done(uint64_t cookie, uint8_t syndrome) {
-  const uint32_t i = entry_of(*this, static_cast<uint32_t>(cookie));
+void tm_fw_done(Impl& m, uint64_t cookie, uint8_t syndrome) {
+  const uint32_t i = entry_of(m, static_cast<uint32_t>(cookie));
   if (i == kNone) return;  // gone with its QP
-  TagRecv& e = tags.recvs[i];
+  TagRecv& e = m.tags.recvs[i];
   if (e.srqn == kNone) return;
   const bool again = syndrome == RHN_SYN_BUSY || syndrome == RHN_SYN_RNR;
   if (cookie & kFinCookie) {
     if (e.tm_step != TmStep::kFin) return;
     if (again)
-      retry_later(*this, i);
+      retry_later(m, i);
     else
-      recv_free(*this, i);  // delivered, or nobody left to take it
+      recv_free(m, i);  // delivered, or nobody left to take it
     return;
   }
   if (e.tm_step != TmStep::kPull) return;  // its data came first
   if (syndrome == RHN_SYN_NONE)
     e.tm_step = TmStep::kPulling;
   else if (again)
-    retry_later(*this, i);
+    retry_later(m, i);
   else
-    fail_entry(*this, i, status_of_nak(syndrome), syndrome);
+    fail_entry(m, i, status_of_nak(syndrome), syndrome);
 }
 
-bool Engine::Impl::tm_run(uint32_t budget) {
+bool tm_run(Impl& m, uint32_t budget) {
   bool did = false;
-  for (;
-       budget && !tags.tm_retries.empty() && tags.tm_retries.front().at <= now;
+  for (; budget && !m.tags.tm_retries.empty() &&
+         m.tags.tm_retries.front().at <= m.now;
        budget--) {
-    const uint32_t i = entry_of(*this, tags.tm_retries.front().entry);
-    tags.tm_retries.pop();
+    const uint32_t i = entry_of(m, m.tags.tm_retries.front().entry);
+    m.tags.tm_retries.pop();
     did = true;
-    if (i == kNone || tags.recvs[i].srqn == kNone) continue;
-    if (tags.recvs[i].tm_step == TmStep::kPull)
-      send_pull(*this, i);
-    else if (tags.recvs[i].tm_step == TmStep::kFin)
-      send_fin(*this, i);
+    if (i == kNone || m.tags.recvs[i].srqn == kNone) continue;
+    if (m.tags.recvs[i].tm_step == TmStep::kPull)
+      send_pull(m, i);
+    else if (m.tags.recvs[i].tm_step == TmStep::kFin)
+      send_fin(m, i);
   }
   return did;
 }
 
-uint64_t Engine::Impl::tm_next_retry() const {
-  return tags.tm_retries.empty() ? UINT64_MAX : tags.tm_retries.front().at;
+uint64_t tm_next_retry(const Impl& m) {
+  return m.tags.tm_retries.empty() ? UINT64_MAX : m.tags.tm_retries.front().at;
 }
 
 extern const OpFamily kTmFamily = {
@@ -610,7 +608,7 @@ extern const OpFamily kTmFamily = {
     .on_request = nullptr,
     .on_orphan_response = nullptr,
     .on_nic_answer = [](Impl& m, Peer& p,
-                        const Packet& pkt) { m.tm_data(p, pkt); },
+                        const Packet& pkt) { tm_data(m, p, pkt); },
 };
 
 }  // namespace rhinet::fw

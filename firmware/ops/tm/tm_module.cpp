@@ -2,6 +2,7 @@
 // TM SRQs' entry in the module list (ops/registry.cpp). Their tables are
 // tag matching's (ops/tag), reset with it.
 #include "ops/family.h"
+#include "ops/tm/tm.h"
 
 namespace rhinet::fw {
 namespace {
@@ -10,9 +11,9 @@ constexpr FwKind kFwKinds[] = {{RHN_FW_TM_PULL}, {RHN_FW_TM_FIN}};
 
 void fw_message(Impl& m, Peer& p, const Packet& pkt) {
   if (pkt.op.rkey == RHN_FW_TM_PULL)
-    m.tm_pull(p, pkt);
+    tm_pull(m, p, pkt);
   else
-    m.tm_fin(p, pkt);
+    tm_fin(m, p, pkt);
 }
 
 }  // namespace
@@ -22,25 +23,25 @@ extern const FamilyModule kTmModule{
     .id = FwOwner::kTm,
     .srq_gone =
         [](Impl& m, uint32_t srqn) {
-          if (m.srqs[srqn].tm) m.tm_srq_gone(srqn);  // its tag list
+          if (m.srqs[srqn].tm) tm_srq_gone(m, srqn);  // its tag list
         },
-    .run = [](Impl& m, uint32_t budget) { return m.tm_run(budget); },
-    .next_deadline = [](const Impl& m) { return m.tm_next_retry(); },
+    .run = [](Impl& m, uint32_t budget) { return tm_run(m, budget); },
+    .next_deadline = [](const Impl& m) { return tm_next_retry(m); },
     .fw_kinds = kFwKinds,
     .on_fw_message = fw_message,
     .on_fw_done = [](Impl& m, uint64_t cookie,
-                     uint8_t syndrome) { m.tm_fw_done(cookie, syndrome); },
+                     uint8_t syndrome) { tm_fw_done(m, cookie, syndrome); },
     .query_device = [](const Impl& m,
-                       rhn_device_attr& a) { a.tm_max_tags = m.tm_max_tags(); },
+                       rhn_device_attr& a) { a.tm_max_tags = tm_max_tags(m); },
     .srq_kick =
         [](Impl& m, uint32_t srqn, uint64_t value) {
           // A TM SRQ's tag-list operations run now; receives read the
           // SRQ record when they need a WQE.
-          if (value & RHN_DB_SRQ_TM_OPS) m.tm_run_ops(srqn);
+          if (value & RHN_DB_SRQ_TM_OPS) tm_run_ops(m, srqn);
         },
     .placed =
         [](Impl& m, RxContext& rx) {
-          if (rx.list_entry != kNone) m.tm_placed(rx);  // matched a tag list
+          if (rx.list_entry != kNone) tm_placed(m, rx);  // matched a tag list
         },
 };
 

@@ -8,6 +8,8 @@
 // every QP of this node attached to the GRH's destination GID whose Q_Key
 // matches, each taking a receive WQE. See "Verbs UD multicast" in
 // Documentation/hardware/queues.md.
+#include "ops/ud_mcast/ud_mcast.h"
+
 #include <cstring>
 
 #include "core/crc32c.h"
@@ -41,20 +43,20 @@ void header_dgid(const uint8_t* h, uint8_t* gid) {
 
 }  // namespace
 
-void Engine::Impl::ud_mcast_reset() {
-  UdMcastTables& t = ud_mcast;
+void ud_mcast_reset(Impl& m) {
+  UdMcastTables& t = m.ud_mcast;
   const bool first = t.joins.empty();
   // Sized at power-on; a device reset allocates nothing.
-  if (t.attaches.size() != std::max<uint32_t>(cfg.mcast_attach, 1))
-    t.attaches.assign(std::max<uint32_t>(cfg.mcast_attach, 1), UdAttach{});
+  if (t.attaches.size() != std::max<uint32_t>(m.cfg.mcast_attach, 1))
+    t.attaches.assign(std::max<uint32_t>(m.cfg.mcast_attach, 1), UdAttach{});
   for (UdAttach& a : t.attaches) a = UdAttach{};
   if (first) t.joins.assign(RHN_MCAST_UD_GROUPS, UdJoin{});
   t.used = 0;
   t.context_quota =
       std::max<uint32_t>(1, uint32_t(uint64_t{t.attaches.size()} *
-                                     cfg.context_mcast_attach_share / 256));
-  shares.set_limit(Res::kMcastAttaches, uint32_t(t.attaches.size()),
-                   t.context_quota, cfg.account_share);
+                                     m.cfg.context_mcast_attach_share / 256));
+  m.shares.set_limit(Res::kMcastAttaches, uint32_t(t.attaches.size()),
+                     t.context_quota, m.cfg.account_share);
   t.unsettled = 0;
   t.wanted = 0;
   t.next_resend = UINT64_MAX;
@@ -66,9 +68,9 @@ void Engine::Impl::ud_mcast_reset() {
     j = UdJoin{};
     if (!first && was_member) {
       j.settled = false;
-      j.resend_at = now;
+      j.resend_at = m.now;
       t.unsettled++;
-      t.next_resend = now;
+      t.next_resend = m.now;
     }
   }
 }
@@ -131,15 +133,15 @@ void remove_entry(Engine::Impl& m, UdAttach& a) {
 
 }  // namespace
 
-rhn_admin_status Engine::Impl::ud_mcast_attach(uint32_t ctx,
-                                               const rhn_admin_mcast_attach& c,
-                                               bool attach, uint32_t& detail) {
-  UdMcastTables& t = ud_mcast;
+rhn_admin_status ud_mcast_attach(Impl& m, uint32_t ctx,
+                                 const rhn_admin_mcast_attach& c, bool attach,
+                                 uint32_t& detail) {
+  UdMcastTables& t = m.ud_mcast;
   const uint32_t qpn = c.qpn;
-  if (qpn == 0 || qpn >= qps.size() || !qps[qpn].valid ||
-      qps[qpn].context != ctx)
+  if (qpn == 0 || qpn >= m.qps.size() || !m.qps[qpn].valid ||
+      m.qps[qpn].context != ctx)
     return detail = 1, RHN_ADMIN_BAD_HANDLE;
-  if (qps[qpn].type != RHN_QP_UD) return detail = 2, RHN_ADMIN_BAD_PARAM;
+  if (m.qps[qpn].type != RHN_QP_UD) return detail = 2, RHN_ADMIN_BAD_PARAM;
   if (c.reserved || !rhn_gid_is_mcast(c.mgid))
     return detail = 3, RHN_ADMIN_BAD_PARAM;
   UdAttach* found = nullptr;
@@ -153,11 +155,11 @@ rhn_admin_status Engine::Impl::ud_mcast_attach(uint32_t ctx,
   }
   if (!attach) {
     if (!found) return detail = 4, RHN_ADMIN_BAD_HANDLE;
-    remove_entry(*this, *found);
+    remove_entry(m, *found);
     return RHN_ADMIN_OK;
   }
   if (found) return RHN_ADMIN_OK;  // attached already: one entry
-  if (!free_entry || !shares.room(ctx, Res::kMcastAttaches))
+  if (!free_entry || !m.shares.room(ctx, Res::kMcastAttaches))
     return detail = free_entry ? 6 : 5, RHN_ADMIN_NO_RESOURCES;
   UdAttach& a = *free_entry;
   a.used = true;
@@ -166,39 +168,39 @@ rhn_admin_status Engine::Impl::ud_mcast_attach(uint32_t ctx,
   std::memcpy(a.mgid, c.mgid, 16);
   a.group = rhn_mgid_group(c.mgid);
   t.used++;
-  shares.charge(ctx, Res::kMcastAttaches);
-  counters.add(RHN_CNT_MCAST_ATTACHES);
-  if (join_of(t, a.group).refs++ == 0) set_want(*this, a.group, true);
+  m.shares.charge(ctx, Res::kMcastAttaches);
+  m.counters.add(RHN_CNT_MCAST_ATTACHES);
+  if (join_of(t, a.group).refs++ == 0) set_want(m, a.group, true);
   return RHN_ADMIN_OK;
 }
 
-void Engine::Impl::ud_mcast_qp_gone(uint32_t qpn) {
-  if (!ud_mcast.used) return;
-  for (UdAttach& a : ud_mcast.attaches)
-    if (a.used && a.qpn == qpn) remove_entry(*this, a);
+void ud_mcast_qp_gone(Impl& m, uint32_t qpn) {
+  if (!m.ud_mcast.used) return;
+  for (UdAttach& a : m.ud_mcast.attaches)
+    if (a.used && a.qpn == qpn) remove_entry(m, a);
 }
 
-bool Engine::Impl::ud_mcast_run() {
-  UdMcastTables& t = ud_mcast;
+bool ud_mcast_run(Impl& m) {
+  UdMcastTables& t = m.ud_mcast;
   bool did = false;
-  if (now >= t.next_refresh) {
+  if (m.now >= t.next_refresh) {
     // Soft state: the switch may have been restarted and forgotten us.
     for (uint32_t i = 0; i < t.joins.size(); i++)
       if (t.joins[i].want && t.joins[i].settled)
-        unsettle(*this, uint16_t(RHN_NODE_MCAST_UD_FIRST + i));
-    t.next_refresh = now + cfg.mcast_join_refresh_ns;
+        unsettle(m, uint16_t(RHN_NODE_MCAST_UD_FIRST + i));
+    t.next_refresh = m.now + m.cfg.mcast_join_refresh_ns;
     did = true;
   }
-  if (now < t.next_resend) return did;
+  if (m.now < t.next_resend) return did;
   t.next_resend = UINT64_MAX;
   if (!t.unsettled) return did;
   for (uint32_t i = 0; i < t.joins.size(); i++) {
     UdJoin& j = t.joins[i];
     if (j.settled) continue;
-    if (j.resend_at <= now) {
-      send_mgmt(*this, uint16_t(RHN_NODE_MCAST_UD_FIRST + i), j.want);
+    if (j.resend_at <= m.now) {
+      send_mgmt(m, uint16_t(RHN_NODE_MCAST_UD_FIRST + i), j.want);
       if (j.backoff < 6) j.backoff++;
-      j.resend_at = now + (cfg.mcast_join_retry_ns << j.backoff);
+      j.resend_at = m.now + (m.cfg.mcast_join_retry_ns << j.backoff);
       did = true;
     }
     t.next_resend = std::min(t.next_resend, j.resend_at);
@@ -206,24 +208,24 @@ bool Engine::Impl::ud_mcast_run() {
   return did;
 }
 
-void Engine::Impl::ud_mcast_mgmt(const Packet& pkt) {
+void ud_mcast_mgmt(Impl& m, const Packet& pkt) {
   rhn_mgmt_msg a;
-  if (pkt.payload.size() != sizeof a || pkt.hdr.dst_node != cfg.node_id ||
+  if (pkt.payload.size() != sizeof a || pkt.hdr.dst_node != m.cfg.node_id ||
       pkt.hdr.src_node != RHN_NODE_BROADCAST) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
   std::memcpy(&a, pkt.payload.data(), sizeof a);
   if (a.op != RHN_MGMT_ANSWER || !is_ud_group(a.group)) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
-  UdMcastTables& t = ud_mcast;
+  UdMcastTables& t = m.ud_mcast;
   UdJoin& j = join_of(t, a.group);
   if (a.status != RHN_MGMT_OK) {
     // A switch that does not take UD joins: give up on this group (its
     // datagrams do not come), counted.
-    counters.add(RHN_CNT_MCAST_ERRORS);
+    m.counters.add(RHN_CNT_MCAST_ERRORS);
     if (!j.settled) t.unsettled--;
     j.settled = true;
     return;
@@ -232,17 +234,17 @@ void Engine::Impl::ud_mcast_mgmt(const Packet& pkt) {
     if (!j.settled) {
       j.settled = true;
       t.unsettled--;
-      counters.add(RHN_CNT_MCAST_MGMT_ANSWERS);
+      m.counters.add(RHN_CNT_MCAST_MGMT_ANSWERS);
     }
     return;
   }
   // The switch holds the other state (an answer to an older request, or a
   // request of ours overtaken by an older one): say it again.
-  if (j.settled) unsettle(*this, a.group);
+  if (j.settled) unsettle(m, a.group);
 }
 
-uint8_t Engine::Impl::ud_mcast_send(QpObj& qp, uint32_t qpn, Inflight& e,
-                                    const DecodedWqe& w, uint8_t* syndrome) {
+uint8_t ud_mcast_send(Impl& m, QpObj& qp, uint32_t qpn, Inflight& e,
+                      const DecodedWqe& w, uint8_t* syndrome) {
   // Only the UD sub-range: the administrator's groups are simultaneous
   // multicast's, broadcast reaches no QP.
   const uint16_t group = e.peer;
@@ -257,35 +259,36 @@ uint8_t Engine::Impl::ud_mcast_send(QpObj& qp, uint32_t qpn, Inflight& e,
   }
   qp.tx_offset = 0;
   qp.tx_dst_qpn = RHN_WIRE_QPN_MASK;  // IB's multicast QPN
-  rhn_op_hdr op = request_header(qp, qpn, e);
-  uint8_t* frame = raw_frame.get();
+  rhn_op_hdr op = m.request_header(qp, qpn, e);
+  uint8_t* frame = m.raw_frame.get();
   PacketOut out{frame + RHN_DATA_HDR_LEN};
-  if (!kSendFamily.build_packet(*this, qp, w, 0, op, out)) {
+  if (!kSendFamily.build_packet(m, qp, w, 0, op, out)) {
     *syndrome = RHN_SYN_DMA;
-    counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+    m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
     return RHN_CQE_LOC_PROT_ERR;
   }
   op.flags |= RHN_WOP_F_LAST;
   rhn_pkt_hdr h{};
   h.type = RHN_PKT_DATA;
   h.dst_node = group;
-  h.src_node = cfg.node_id;
+  h.src_node = m.cfg.node_id;
   h.payload_len = static_cast<uint16_t>(out.len);
   const size_t len =
       seal_packet(frame, h, &op, out.len ? crc32c(0, out.payload, out.len) : 0);
-  transmit(group, {frame, len});
+  m.transmit(group, {frame, len});
   // The switch sends nothing back where it came from: QPs of this node
   // attached to the group get their copy here (IB multicast loopback).
-  if (join_of(ud_mcast, group).refs &&
-      link_up.load(std::memory_order_relaxed) && !rx.push_with([&](RxFrame& f) {
+  if (join_of(m.ud_mcast, group).refs &&
+      m.link_up.load(std::memory_order_relaxed) &&
+      !m.rx.push_with([&](RxFrame& f) {
         f.len = static_cast<uint16_t>(len);
         std::memcpy(f.data, frame, len);
       }))
-    counters.add(RHN_CNT_RX_DROPS);
+    m.counters.add(RHN_CNT_RX_DROPS);
   return RHN_CQE_SUCCESS;
 }
 
-void Engine::Impl::ud_mcast_receive(const Packet& pkt) {
+void ud_mcast_receive(Impl& m, const Packet& pkt) {
   const rhn_op_hdr& op = pkt.op;
   const uint16_t group = pkt.hdr.dst_node;
   const uint16_t node = pkt.hdr.src_node;
@@ -293,33 +296,33 @@ void Engine::Impl::ud_mcast_receive(const Packet& pkt) {
   if (op.opcode != RHN_WOP_SEND || op.qp_type != RHN_QP_UD ||
       (op.flags & wanted) != wanted || pkt.payload.size() < RHN_WIRE_GRH_LEN ||
       (op.dst_qpn & RHN_WIRE_QPN_MASK) != RHN_WIRE_QPN_MASK) {
-    counters.add(RHN_CNT_MALFORMED_PACKETS);
+    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
-  Peer* p = peer_for(node);
-  if (!p || join_of(ud_mcast, group).refs == 0) {
-    counters.add(RHN_CNT_UD_MCAST_FILTERED);
+  Peer* p = m.peer_for(node);
+  if (!p || join_of(m.ud_mcast, group).refs == 0) {
+    m.counters.add(RHN_CNT_UD_MCAST_FILTERED);
     return;
   }
   uint8_t dgid[16];
   header_dgid(pkt.payload.data(), dgid);
   bool any = false;
-  for (UdAttach& a : ud_mcast.attaches) {
+  for (UdAttach& a : m.ud_mcast.attaches) {
     if (!a.used || a.group != group || std::memcmp(a.mgid, dgid, 16) != 0)
       continue;
-    QpObj& qp = qps[a.qpn];
+    QpObj& qp = m.qps[a.qpn];
     if (!qp.valid || qp.state < RHN_QPS_RTR || qp.state == RHN_QPS_ERR)
       continue;
     any = true;
-    counters.add(RHN_CNT_UD_MCAST_DELIVERED);
+    m.counters.add(RHN_CNT_UD_MCAST_DELIVERED);
     // The Q_Key check, the receive WQE (none: dropped, counted) and the
     // CQE are a unicast UD SEND's.
     Request r{*p,          qp,   a.qpn,      op,
               pkt.payload, node, op.src_qpn, op.src_qpn & RHN_WIRE_QPN_MASK,
               true,        true};
-    kSendFamily.on_request(*this, r);
+    kSendFamily.on_request(m, r);
   }
-  if (!any) counters.add(RHN_CNT_UD_MCAST_FILTERED);
+  if (!any) m.counters.add(RHN_CNT_UD_MCAST_FILTERED);
 }
 
 }  // namespace rhinet::fw

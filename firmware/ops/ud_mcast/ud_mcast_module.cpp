@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Verbs UD multicast's entry in the module list (ops/registry.cpp).
 #include "ops/family.h"
+#include "ops/ud_mcast/ud_mcast.h"
 
 namespace rhinet::fw {
 namespace {
@@ -18,9 +19,9 @@ FrameClaim claim_mgmt(const Impl&, const Packet&) { return FrameClaim::kMine; }
 
 constexpr FrameRoute kFrames[] = {
     {RHN_PKT_MGMT, claim_mgmt,
-     [](Impl& m, const Packet& pkt) { m.ud_mcast_mgmt(pkt); }},
+     [](Impl& m, const Packet& pkt) { ud_mcast_mgmt(m, pkt); }},
     {RHN_PKT_DATA, claim_data,
-     [](Impl& m, const Packet& pkt) { m.ud_mcast_receive(pkt); }},
+     [](Impl& m, const Packet& pkt) { ud_mcast_receive(m, pkt); }},
 };
 constexpr uint16_t kAdminOps[] = {RHN_ADMIN_ATTACH_MCAST,
                                   RHN_ADMIN_DETACH_MCAST};
@@ -28,8 +29,8 @@ constexpr uint16_t kAdminOps[] = {RHN_ADMIN_ATTACH_MCAST,
 // The kernel's attach_mcast / detach_mcast for a QP of `ctx`.
 rhn_admin_status admin(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
                        uint32_t& detail) {
-  return m.ud_mcast_attach(ctx, cmd.u.mcast_attach,
-                           cmd.hdr.opcode == RHN_ADMIN_ATTACH_MCAST, detail);
+  return ud_mcast_attach(m, ctx, cmd.u.mcast_attach,
+                         cmd.hdr.opcode == RHN_ADMIN_ATTACH_MCAST, detail);
 }
 
 void query_device(const Impl& m, rhn_device_attr& a) {
@@ -42,16 +43,16 @@ void query_device(const Impl& m, rhn_device_attr& a) {
 extern const FamilyModule kUdMcastModule{
     .name = "ud_mcast",
     .id = FwOwner::kUdMcast,
-    .reset = [](Impl& m) { m.ud_mcast_reset(); },
+    .reset = [](Impl& m) { ud_mcast_reset(m); },
     // Its attachments end with the QP (not at a reset: the kernel detaches).
     .qp_gone =
         [](Impl& m, uint32_t qpn, QpGone why) {
-          if (why == QpGone::kDestroyed) m.ud_mcast_qp_gone(qpn);
+          if (why == QpGone::kDestroyed) ud_mcast_qp_gone(m, qpn);
         },
     .before_fw = true,
     // Switch joins and leaves not answered yet.
-    .run = [](Impl& m, uint32_t) { return m.ud_mcast_run(); },
-    .next_deadline = [](const Impl& m) { return m.ud_mcast_next_deadline(); },
+    .run = [](Impl& m, uint32_t) { return ud_mcast_run(m); },
+    .next_deadline = [](const Impl& m) { return ud_mcast_next_deadline(m); },
     .frames = kFrames,
     .admin_ops = kAdminOps,
     .on_admin = admin,
@@ -59,7 +60,7 @@ extern const FamilyModule kUdMcastModule{
     .send_to_group =
         [](Impl& m, QpObj& qp, uint32_t qpn, Inflight& e, const DecodedWqe& w,
            uint8_t* syndrome) {
-          return m.ud_mcast_send(qp, qpn, e, w, syndrome);
+          return ud_mcast_send(m, qp, qpn, e, w, syndrome);
         },
 };
 

@@ -108,7 +108,7 @@ struct EngineConfig {
   // account (one user's contexts together, RHN_ADMIN_CREATE_CONTEXT) to
   // this share of it, in 1/256ths (never below one context's share).
   uint32_t account_share = 128;
-  // Tag matching (004 2.6): posted receives and unexpected messages the
+  // Tag matching: posted receives and unexpected messages the
   // NIC holds for all endpoints, and a context's share of each (in
   // 1/256ths). Beyond them irecvs wait in the RQ and isends are refused
   // and resent, in order. Refusal records bound how many senders can be
@@ -117,13 +117,13 @@ struct EngineConfig {
   uint32_t tag_msgs = 4096;
   uint32_t context_tag_share = 128;
   uint32_t tag_refusals = 64;
-  // Remote pin-down (004 2.5): runs of pages the hosts are pinning at
+  // Remote pin-down: runs of pages the hosts are pinning at
   // once, requests held for them, and a target context's share of those
   // (in 1/256ths).
   uint32_t pin_runs = 64;
   uint32_t pin_waiters = 256;
   uint32_t context_pin_share = 128;
-  // Locks and barriers (004 2.10), as a manager: locks, the members queued
+  // Locks and barriers, as a manager: locks, the members queued
   // in locks and barrier rounds, and barrier IDs, for all of its manager
   // endpoints; as a member: records of the locks its endpoints hold or wait
   // for. A context's share of each (in 1/256ths; a manager's tables are
@@ -136,13 +136,13 @@ struct EngineConfig {
   uint32_t sync_holds = 1024;
   uint32_t context_sync_share = 128;
   uint64_t sync_probe_ns = 20'000'000;
-  // Shared regions (004 2.9): records of the regions the NIC's endpoints
+  // Shared regions: records of the regions the NIC's endpoints
   // are members or home of (one per endpoint and area key, each holding
   // the region's directory), and a context's share of them (1/256ths).
   // While a join waits, the NIC checks every sync_probe_ns that the nodes
   // it waits on still answer; a join not done in share_join_timeout_ns
   // fails (RHN_SYN_MEMBER_LOST) rather than hang.
-  // Collectives (003, 000): communicators the NIC holds at once, each
+  // Collectives: communicators the NIC holds at once, each
   // with coll_window segment buffers of RHN_WIRE_MTU bytes (sized at
   // construction), and a context's share of the communicators (1/256ths).
   // A communicator goes when the last of its local endpoints does. While
@@ -154,12 +154,12 @@ struct EngineConfig {
   uint32_t share_regions = 256;
   uint32_t context_share_share = 128;
   uint64_t share_join_timeout_ns = 2'000'000'000;
-  // On-board twin memory (004 2.7), handed out by RHN_ADMIN_ALLOC_TWIN in
+  // On-board twin memory, handed out by RHN_ADMIN_ALLOC_TWIN in
   // 4 KiB pages to at most max_twins allocations. Reserved, not touched,
   // until allocated.
   uint64_t twin_bytes = 16u << 20;
   uint32_t max_twins = 256;
-  // Simultaneous multicast (004 2.8): switch groups this NIC has member
+  // Simultaneous multicast: switch groups this NIC has member
   // lists for (RHN_ADMIN_SET_MCAST_GROUP), and the packet memory that keeps
   // each multicast packet until every member acknowledged it (shared by
   // the groups' streams; a stream holds at most kMcastWindow of them, one

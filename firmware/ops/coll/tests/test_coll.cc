@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Collectives executed by the NICs (seeds 003, 000): allreduce, reduce,
+// Collectives executed by the NICs: allreduce, reduce,
 // broadcast and barrier between endpoints of 1 to 64 nodes with 1 to 4
 // ranks per node, every op and type, segments from one to a thousand,
 // results checked against a reference computed here (integers exactly;
@@ -865,8 +865,8 @@ TEST_F(Coll, AProcessCannotFillTheCommunicatorTable) {
   run_and_check(s);
 }
 
-// The execution state while it runs (003): a rank's status word reads
-// RUNNING with the bytes finished at its NIC, growing, never DONE before
+// The execution state while it runs (the status word): a rank's status word
+// reads RUNNING with the bytes finished at its NIC, growing, never DONE before
 // the end; then DONE with the length, as for any WQE.
 TEST_F(Coll, TheStatusWordSaysHowFarItIs) {
   start(4);

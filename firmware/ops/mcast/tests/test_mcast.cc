@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Sequential multicast (mcastB, 004 2.8): one MCAST_LIST WQE pushes its data
+// Sequential multicast (mcastB): one MCAST_LIST WQE pushes its data
 // by area to every endpoint of a destination list; every member gets every
 // byte exactly once, through a lossy fabric too, in any PUSH mode; the WQE
 // completes once, after the last member, with the first failure if any; a

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Simultaneous multicast (mcastA, 004 2.8): one MCAST_SWITCH WQE pushes its
+// Simultaneous multicast (mcastA): one MCAST_SWITCH WQE pushes its
 // data by area to every endpoint of a switch group. The sender's NIC sends
 // each packet once, to the group, and the switch copies it; every member
 // acknowledges, losses are repaired by unicast resends, members deliver in

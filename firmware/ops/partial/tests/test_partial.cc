@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Partial transfers done by the NIC (004 2.7, table 1): the strided PUSH,
-// one WQE whose blocks the NIC gathers from the local memory and places at
-// the target, by key or by area ID, through a lossy fabric too; and the
-// descriptors it refuses. Every other mode: test_model.cc.
+// Partial transfers done by the NIC (the transfer modes of the operation table,
+// include/hw/rhinet/hw_ops.h): the strided PUSH, one WQE whose blocks the NIC
+// gathers from the local memory and places at the target, by key or by area ID,
+// through a lossy fabric too; and the descriptors it refuses. Every other mode:
+// test_model.cc.
 #include <cstring>
 
 #include "ops/partial/partial.h"
@@ -173,7 +174,8 @@ TEST_F(Stride, DescriptorsTheNicRefuses) {
     EXPECT_EQ(sent.delta(RHN_CNT_TX_PACKETS), 0u);
     EXPECT_EQ(b.buf.bytes(), std::vector<uint8_t>(4096, 0x66));
   }
-  // Opcodes that take no stride (004 table 1): refused the same way.
+  // Opcodes that take no stride (the operation table, hw_ops.h): refused the
+  // same way.
   for (uint8_t op : {uint8_t(RHN_OP_SEND), uint8_t(RHN_OP_FETCH_ADD)}) {
     start(ClusterConfig{});
     Region a = make_region(*p.ctx_a, 4096, kAllAccess, 77);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Remote pin-down (004 2.5): memory a process has only mapped, pinned by its
+// Remote pin-down: memory a process has only mapped, pinned by its
 // host when a peer first needs it. PD_REQ on unpinned and on pinned pages,
 // PD_RELEASE and unpinning, a PUSH, PULL or atomic that reaches an unpinned
 // page held while the host pins (one event per run), the order of one

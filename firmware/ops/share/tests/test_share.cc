@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Shared regions (004 2.9): SUBSCRIBE to a home, updates multicast by each
+// Shared regions: SUBSCRIBE to a home, updates multicast by each
 // member's NIC to its directory, the join race (an update that reaches a
 // newcomer before its data is refused and sent again after it, and one the
 // home already folded into the data is not applied again), UNSUBSCRIBE,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Locks and counting barriers (004 2.10) between endpoints: a counter that
+// Locks and counting barriers between endpoints: a counter that
 // eight nodes increment under one lock over a lossy fabric, grants in the
 // order the manager queued the LOCKs, a 64-node barrier, members, holders
 // and managers that die or go away mid-wait (errors, never hangs), bad

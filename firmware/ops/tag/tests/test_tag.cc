@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// NIC matching (004 2.6): isend / irecv / iprobe / cancel on endpoints,
+// NIC matching: isend / irecv / iprobe / cancel on endpoints,
 // checked against a reference model of MPI-style matching (a receive takes
 // the oldest queued message it matches; a message takes the oldest posted
 // receive that matches it), with list capacities from 1 (everything goes
@@ -539,7 +539,8 @@ TEST_F(Tag, MaskedWildcardsInClassesAndInTheListMatchOldestFirst) {
   }
 }
 
-// ---- Partial modes of messages (004 table 1) --------------------------------
+// ---- Partial modes of messages (the operation table, hw_ops.h)
+// --------------------------------
 
 class TagXfer : public Tag {
  protected:

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// ops/pindown: remote pin-down: the functions the family's module entry
+// (pindown_module.cpp) and the other families call.
+#pragma once
+
+#include <span>
+
+#include "ops/family.h"
+
+namespace rhinet::fw {
+
+void pin_reset(Impl& m);
+// The host answered a PD_REQUEST event (RHN_ADMIN_PD_MAPPED).
+rhn_admin_status pin_mapped(Impl& m, uint32_t context,
+                            const rhn_admin_pd_mapped& c);
+// Held requests fail (the MR or the target QP went away) or are let go
+// (their requester's node did).
+void pin_mr_gone(Impl& m, uint32_t mr_index);
+void pin_qp_gone(Impl& m, uint32_t qpn);
+void pin_node_failed(Impl& m, uint16_t node);
+// An endpoint request from a source with an earlier one held: refused
+// (true) so that it does not overtake it.
+bool pin_holds_back(Impl& m, Peer& p, uint32_t qpn, const rhn_op_hdr& op);
+// RHN_FW_PIN_READY from a target: that QP's refused messages go again.
+void pin_ready(Impl& m, Peer& p, std::span<const uint8_t> payload);
+
+}  // namespace rhinet::fw

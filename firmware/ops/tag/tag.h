@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// ops/tag: tag matching: the functions the family's module entry
+// (tag_module.cpp) and the other families call.
+#pragma once
+
+#include <span>
+
+#include "ops/family.h"
+
+namespace rhinet::fw {
+
+void tag_reset(Impl& m);
+// Reads the irecvs the endpoint posted since the last call (each takes
+// a queued message it matches) and moves the oldest waiting ones into
+// the posted list while it has room.
+void tag_scan_rq(Impl& m, uint32_t qpn);
+// The endpoint stops: its posted and matched receives complete flushed
+// (or vanish), its unexpected messages are refused to their senders.
+void tag_cancel_qp(Impl& m, uint32_t qpn, bool flush);
+// restarted: the node lost its state (its queued isends go too);
+// otherwise it stopped answering (receives waiting for its data fail).
+void tag_node_failed(Impl& m, uint16_t node, bool restarted);
+bool tag_run(Impl& m, uint32_t budget);  // owed CTSs and streams, stalled RQs
+
+}  // namespace rhinet::fw

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// ops/tm: ibverbs tag matching on TM SRQs (IBV_SRQT_TM): the functions the
+// family's module entry (tm_module.cpp) and the other families call.
+#pragma once
+
+#include <span>
+
+#include "ops/family.h"
+
+namespace rhinet::fw {
+
+// The SRQ's operation ring after a kick: adds, removes, syncs.
+void tm_run_ops(Impl& m, uint32_t srqn);
+// The SRQ goes: its tag list with it.
+void tm_srq_gone(Impl& m, uint32_t srqn);
+// The matching stage for a SEND on a QP whose SRQ is a TM SRQ.
+enum class TmLanding : uint8_t {
+  kReceive,    // `rx` is filled: a tag-list entry or a receive WQE
+  kNoReceive,  // no receive WQE for it (RNR)
+  kConsumed,   // a rendezvous header: taken whole, its data is pulled
+};
+TmLanding tm_land(Impl& m, QpObj& qp, uint32_t qpn, RxContext& rx,
+                  uint16_t node, uint32_t src, const rhn_op_hdr& op,
+                  std::span<const uint8_t> first_payload);
+// A message placed into an entry's buffer ended (complete_receive).
+void tm_placed(Impl& m, RxContext& rx);
+// A matched entry completes (ops/tag's complete_recv): status, CQE.
+void tm_complete(Impl& m, const TagRecv& r, uint8_t status, uint8_t syndrome);
+void tm_pull(Impl& m, Peer& p, const Packet& pkt);  // RHN_FW_TM_PULL arrived
+void tm_fin(Impl& m, Peer& p, const Packet& pkt);   // RHN_FW_TM_FIN arrived
+void tm_fw_done(Impl& m, uint64_t cookie, uint8_t syndrome);  // FwOwner::kTm
+void tm_data(Impl& m, Peer& p, const Packet& pkt);  // RHN_WOP_TM_DATA arrived
+bool tm_run(Impl& m, uint32_t budget);              // pulls and FINs due again
+uint64_t tm_next_retry(const Impl& m);
+// Entries one TM SRQ's list may hold: a context's share of the posted
+// list (its handles are 16 bits).
+inline uint32_t tm_max_tags(const Impl& m) {
+  return m.tags.recv_quota < 0xffff ? m.tags.recv_quota : 0xffff;
+}
+
+}  // namespace rhinet::fw
