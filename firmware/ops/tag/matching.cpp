@@ -321,14 +321,6 @@ void msg_free(Impl& m, uint32_t i) {
   m.tags.free_msgs.push(i);
 }
 
-bool source_matches(const TagRecv& r, uint16_t node, uint32_t src_qpn) {
-  return r.any_src || (r.src_node == node && r.src_qpn == src_qpn);
-}
-
-bool tag_matches(const TagRecv& r, uint64_t tag) {
-  return ((r.tag ^ tag) & r.mask) == 0;
-}
-
 }  // namespace matching
 
 }  // namespace rhinet::fw

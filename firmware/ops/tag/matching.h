@@ -78,8 +78,12 @@ uint32_t match_posted(Impl& m, uint32_t owner, uint16_t node, uint32_t src_qpn,
 void msg_link(Impl& m, uint32_t i);
 void msg_unlink(Impl& m, uint32_t i);
 void msg_free(Impl& m, uint32_t i);
-bool source_matches(const TagRecv& r, uint16_t node, uint32_t src_qpn);
-bool tag_matches(const TagRecv& r, uint64_t tag);
+inline bool source_matches(const TagRecv& r, uint16_t node, uint32_t src_qpn) {
+  return r.any_src || (r.src_node == node && r.src_qpn == src_qpn);
+}
+inline bool tag_matches(const TagRecv& r, uint64_t tag) {
+  return ((r.tag ^ tag) & r.mask) == 0;
+}
 // The oldest unexpected message of the endpoint that `r` takes, or kNone.
 uint32_t match_unexpected(Impl& m, const TagRecv& r);
 
