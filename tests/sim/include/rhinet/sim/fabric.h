@@ -25,11 +25,11 @@
 
 namespace rhinet::sim {
 
-struct FaultConfig {
-  double loss = 0.0;                  // probability a frame is dropped
-  double duplicate = 0.0;             // probability a second copy is delivered
-  double reorder = 0.0;               // probability a frame is held back
-  double corrupt = 0.0;               // probability one random bit is flipped
+// A link's faults: the fabric switch's probabilities per frame (loss,
+// duplication, reordering, corruption). Reordering here is a delay in
+// virtual time: a held-back frame is overtaken by whatever follows it
+// within reorder_delay_ns.
+struct FaultConfig : fabric::FaultSpec {
   uint64_t reorder_delay_ns = 5'000;  // how long a held-back frame waits
 };
 
