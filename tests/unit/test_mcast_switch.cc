@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 
+#include "fabric_frames.h"
 #include "test_helpers.h"
 
 namespace rhinet::test {
@@ -550,7 +551,7 @@ TEST(SimSwitchGroups, AFrameToAGroupReachesEachMemberPortOnce) {
   EXPECT_FALSE(sw.set_group(kGroup, {4}));  // no such port
   EXPECT_FALSE(sw.set_group(17, {1}));      // not a group ID
   sw.tap = nullptr;
-  const std::vector<uint8_t> f = raw_frame(0, kGroup);
+  const std::vector<uint8_t> f = fabric_frame(0, kGroup, RHN_PKT_RAW, 32, 0x5a);
   sw.wire(0).transmit(f);
   // Count what is queued per port (no engines attached: delivery is
   // counted as unroutable per copy).

@@ -2,6 +2,7 @@
 // Self-tests of the simulated host and fabric (independent of engine
 // behaviour): memory and address spaces, CRC32C, and switch routing and
 // fault injection.
+#include "fabric_frames.h"
 #include "test_helpers.h"
 
 namespace rhinet::test {
@@ -61,15 +62,18 @@ TEST(SimHost, Crc32cKnownAnswer) {
 TEST(SimFabric, RoutesByDestinationAndAppliesFaults) {
   SimClock clock;
   SimSwitch sw(clock, 3, 42);
+  auto raw = [](uint16_t src, uint16_t dst) {
+    return fabric_frame(src, dst, RHN_PKT_RAW, 32, 0x5a);
+  };
   std::vector<std::pair<size_t, std::vector<uint8_t>>> seen;
   sw.tap = [&](size_t src, std::span<const uint8_t> f) {
     seen.emplace_back(src, std::vector<uint8_t>(f.begin(), f.end()));
   };
-  sw.wire(0).transmit(raw_frame(0, 2));
-  sw.wire(1).transmit(raw_frame(1, RHN_NODE_BROADCAST));
-  sw.wire(1).transmit(raw_frame(1, 9));             // no such node
+  sw.wire(0).transmit(raw(0, 2));
+  sw.wire(1).transmit(raw(1, RHN_NODE_BROADCAST));
+  sw.wire(1).transmit(raw(1, 9));                   // no such node
   sw.wire(1).transmit(std::vector<uint8_t>(5, 0));  // too short
-  sw.wire(1).transmit(raw_frame(2, 0));             // node 2 is not on port 1
+  sw.wire(1).transmit(raw(2, 0));                   // node 2 is not on port 1
   EXPECT_EQ(seen.size(), 5u);
   EXPECT_EQ(sw.counters().transmitted, 5u);
   EXPECT_EQ(sw.counters().unroutable, 1u);
@@ -78,7 +82,7 @@ TEST(SimFabric, RoutesByDestinationAndAppliesFaults) {
   EXPECT_EQ(sw.queued(), 3u);  // one unicast + broadcast to two ports
   EXPECT_EQ(sw.next_delivery_ns(), clock.now() + 500);
 
-  const std::vector<uint8_t> frame = raw_frame(0, 2);
+  const std::vector<uint8_t> frame = raw(0, 2);
   FaultConfig lossy;
   lossy.loss = 1.0;
   sw.set_port_faults(2, lossy);

@@ -4,9 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/crc32c.h"
 #include "rhinet/hw.h"
-#include "transport/packet.h"
 
 namespace rhinet::sim {
 
@@ -194,19 +192,6 @@ bool SimSwitch::deliver() {
 
 uint64_t SimSwitch::next_delivery_ns() const {
   return queue_.empty() ? UINT64_MAX : queue_.begin()->first.due;
-}
-
-std::vector<uint8_t> raw_frame(uint16_t src, uint16_t dst,
-                               uint16_t payload_len) {
-  std::vector<uint8_t> f(RHN_PKT_HDR_LEN + payload_len, 0x5a);
-  rhn_pkt_hdr h{};
-  h.type = RHN_PKT_RAW;
-  h.src_node = src;
-  h.dst_node = dst;
-  h.payload_len = payload_len;
-  fw::seal_packet(f.data(), h, nullptr,
-                  fw::crc32c(0, f.data() + RHN_PKT_HDR_LEN, payload_len));
-  return f;
 }
 
 }  // namespace rhinet::sim

@@ -183,9 +183,4 @@ class SimSwitch {
   Ingress in_;
 };
 
-// A well-formed RAW frame (its CRCs right) from node `src` to node `dst`
-// with `payload_len` bytes, for tests that drive the switch directly.
-std::vector<uint8_t> raw_frame(uint16_t src, uint16_t dst,
-                               uint16_t payload_len = 32);
-
 }  // namespace rhinet::sim
