@@ -67,8 +67,7 @@ struct rhinet_dev;
 /*
  * The parts of the driver above this layer that hear from the hardware,
  * in the order they hear it: the Ethernet interface first (its NAPI is
- * scheduled before ib_core's handlers run, as before), then the RDMA
- * device.
+ * scheduled before ib_core's handlers run), then the RDMA device.
  */
 enum rhinet_consumer {
 	RHINET_CONSUMER_NET,
