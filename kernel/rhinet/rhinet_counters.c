@@ -6,7 +6,7 @@
  */
 #include <linux/slab.h>
 
-#include "rhinet_ib.h"
+#include "rhinet_obj.h"
 
 /* ---- hardware counters --------------------------------------------------- */
 
