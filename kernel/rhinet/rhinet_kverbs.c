@@ -37,19 +37,31 @@ static struct rhn_recv_wqe *rhinet_kqp_rq(struct rhinet_kqp *k, u32 index)
 	       (size_t)(index & (k->rq_depth - 1)) * RHN_RQ_WQE_SIZE;
 }
 
-/* Writes SGE @i of the WQE starting at slot @first (SGEs run on from the
- * base slot's last 16 bytes across the following slots).
+/* Puts the WQE built in k->wqe into the ring at the producer (the ring
+ * may wrap inside it) and takes its slots.
  */
-static void rhinet_kqp_put_sge(struct rhinet_kqp *k, u32 first, u32 i,
-			       const struct ib_sge *sge)
+static void rhinet_kqp_commit(struct rhinet_kqp *k, u64 wr_id, u32 slots)
 {
-	size_t off = offsetof(struct rhn_send_wqe, d) + i * sizeof(struct rhn_sge);
-	struct rhn_sge *dst = rhinet_kqp_sq(k, first + off / RHN_SQ_SLOT_SIZE) +
-			      off % RHN_SQ_SLOT_SIZE;
+	u32 first = k->sq_pi, i;
 
-	dst->addr = cpu_to_le64(sge->addr);
-	dst->length = cpu_to_le32(sge->length);
-	dst->lkey = cpu_to_le32(sge->lkey);
+	for (i = 0; i < slots; i++)
+		memcpy(rhinet_kqp_sq(k, first + i), k->wqe + i * RHN_SQ_SLOT_SIZE,
+		       RHN_SQ_SLOT_SIZE);
+	k->sq_wr_id[first & (k->sq_depth - 1)] = wr_id;
+	k->sq_slots[first & (k->sq_depth - 1)] = slots;
+	k->sq_pi += slots;
+}
+
+/* The work request's SGEs into the WQE; returns its data slots. */
+static u32 rhinet_kqp_put_sges(struct rhinet_kqp *k,
+			       const struct ib_send_wr *wr)
+{
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++)
+		rhn_wqe_put_sge(k->wqe, i, wr->sg_list[i].addr,
+				wr->sg_list[i].length, wr->sg_list[i].lkey);
+	return rhn_wqe_set_sges(k->wqe, wr->num_sge);
 }
 
 /* Builds one UD SEND at the producer; returns its slots or an errno. */
@@ -58,41 +70,36 @@ static int rhinet_kqp_build_ud(struct rhinet_qp *qp,
 {
 	struct rhinet_kqp *k = qp->k;
 	const struct ib_ud_wr *ud = ud_wr(wr);
-	struct ib_qp_cap need = {};
+	struct rhn_wqe_tail tail = {};
 	struct rhinet_ah *ah;
 	struct rhn_send_wqe *w;
-	u32 first = k->sq_pi, slots, i;
+	u32 slots;
+	u8 flags = RHN_WQE_F_SIGNALED;
 
 	if ((wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) ||
 	    wr->num_sge < 0 || wr->num_sge > k->max_send_sge || !ud->ah ||
 	    (wr->send_flags & IB_SEND_INLINE))
 		return -EINVAL;
-	need.max_send_sge = wr->num_sge;
-	slots = rhinet_wqe_slots(&need, true);
-	if (k->sq_pi + slots - k->sq_ci > k->sq_depth)
+	if (k->sq_pi + rhn_wqe_slots(wr->num_sge, 0, true) - k->sq_ci >
+	    k->sq_depth)
 		return -ENOMEM;
 	ah = container_of(ud->ah, struct rhinet_ah, ibah);
 
-	w = rhinet_kqp_sq(k, first);
-	memset(w, 0, sizeof(*w));
-	w->opcode = wr->opcode == IB_WR_SEND ? RHN_OP_SEND : RHN_OP_SEND_IMM;
-	w->flags = RHN_WQE_F_GRH | RHN_WQE_F_SIGNALED;
 	if (wr->send_flags & IB_SEND_SOLICITED)
-		w->flags |= RHN_WQE_F_SOLICITED;
-	w->ext_units = slots - 1;
-	w->wqe_index = cpu_to_le16(first);
+		flags |= RHN_WQE_F_SOLICITED;
+	w = rhn_wqe_start(k->wqe,
+			  wr->opcode == IB_WR_SEND ? RHN_OP_SEND :
+						     RHN_OP_SEND_IMM,
+			  flags, k->sq_pi);
 	w->dst_node = cpu_to_le16(ah->dest_node);
 	w->dst_qpn = cpu_to_le32(ud->remote_qpn);
 	w->imm_data = (__force u32)wr->ex.imm_data;
 	w->u.status.qkey = cpu_to_le32(ud->remote_qkey);
-	w->num_sge = cpu_to_le16(wr->num_sge);
-	for (i = 0; i < wr->num_sge; i++)
-		rhinet_kqp_put_sge(k, first, i, &wr->sg_list[i]);
-	memcpy(rhinet_kqp_sq(k, first + slots - 1), &ah->grh, sizeof(ah->grh));
-
-	k->sq_wr_id[first & (k->sq_depth - 1)] = wr->wr_id;
-	k->sq_slots[first & (k->sq_depth - 1)] = slots;
-	k->sq_pi += slots;
+	tail.grh = &ah->grh;
+	slots = rhn_wqe_finish(k->wqe, rhinet_kqp_put_sges(k, wr), &tail);
+	if (!slots)
+		return -EINVAL;
+	rhinet_kqp_commit(k, wr->wr_id, slots);
 	return slots;
 }
 
@@ -131,31 +138,26 @@ static int rhinet_kqp_build_rc(struct rhinet_qp *qp,
 {
 	struct rhinet_kqp *k = qp->k;
 	int op = rhinet_rc_opcode(wr->opcode);
-	struct ib_qp_cap need = {};
 	struct rhn_send_wqe *w;
-	u32 first = k->sq_pi, slots, i;
+	u32 slots;
+	u8 flags = 0;
 
 	if (op < 0 || wr->num_sge < 0 || wr->num_sge > k->max_send_sge ||
 	    (wr->send_flags & IB_SEND_INLINE))
 		return -EINVAL;
 	if ((op == RHN_OP_REG_MR || op == RHN_OP_LOCAL_INV) && wr->num_sge)
 		return -EINVAL;
-	need.max_send_sge = wr->num_sge;
-	slots = rhinet_wqe_slots(&need, false);
-	if (k->sq_pi + slots - k->sq_ci > k->sq_depth)
+	if (k->sq_pi + rhn_wqe_slots(wr->num_sge, 0, false) - k->sq_ci >
+	    k->sq_depth)
 		return -ENOMEM;
 
-	w = rhinet_kqp_sq(k, first);
-	memset(w, 0, sizeof(*w));
-	w->opcode = op;
 	if ((wr->send_flags & IB_SEND_SIGNALED) || k->sig_all)
-		w->flags |= RHN_WQE_F_SIGNALED;
+		flags |= RHN_WQE_F_SIGNALED;
 	if (wr->send_flags & IB_SEND_SOLICITED)
-		w->flags |= RHN_WQE_F_SOLICITED;
+		flags |= RHN_WQE_F_SOLICITED;
 	if (wr->send_flags & IB_SEND_FENCE)
-		w->flags |= RHN_WQE_F_FENCE;
-	w->ext_units = slots - 1;
-	w->wqe_index = cpu_to_le16(first);
+		flags |= RHN_WQE_F_FENCE;
+	w = rhn_wqe_start(k->wqe, op, flags, k->sq_pi);
 	switch (op) {
 	case RHN_OP_SEND_IMM:
 		w->imm_data = (__force u32)wr->ex.imm_data;
@@ -196,13 +198,10 @@ static int rhinet_kqp_build_rc(struct rhinet_qp *qp,
 		w->remote_key = cpu_to_le32(wr->ex.invalidate_rkey);
 		break;
 	}
-	w->num_sge = cpu_to_le16(wr->num_sge);
-	for (i = 0; i < wr->num_sge; i++)
-		rhinet_kqp_put_sge(k, first, i, &wr->sg_list[i]);
-
-	k->sq_wr_id[first & (k->sq_depth - 1)] = wr->wr_id;
-	k->sq_slots[first & (k->sq_depth - 1)] = slots;
-	k->sq_pi += slots;
+	slots = rhn_wqe_finish(k->wqe, rhinet_kqp_put_sges(k, wr), NULL);
+	if (!slots)
+		return -EINVAL;
+	rhinet_kqp_commit(k, wr->wr_id, slots);
 	return slots;
 }
 

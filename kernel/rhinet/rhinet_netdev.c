@@ -241,16 +241,12 @@ static netdev_tx_t rhinet_net_xmit(struct sk_buff *skb, struct net_device *ndev)
 	buf->skb = skb;
 	buf->len = skb->len;
 
-	w = &net->sq[slot];
-	memset(w, 0, sizeof(*w));
-	w->opcode = RHN_OP_RAW_ETH;
-	w->flags = RHN_WQE_F_SIGNALED;
-	w->wqe_index = cpu_to_le16(net->sq_pi);
+	/* One slot: built in place (hw_wqe.h). */
+	w = rhn_wqe_start(&net->sq[slot], RHN_OP_RAW_ETH, RHN_WQE_F_SIGNALED,
+			  net->sq_pi);
 	w->dst_node = cpu_to_le16(node);
-	w->num_sge = cpu_to_le16(1);
-	w->d.sge.addr = cpu_to_le64(buf->dma);
-	w->d.sge.length = cpu_to_le32(skb->len);
-	w->d.sge.lkey = cpu_to_le32(net->rdev->dma_lkey);
+	rhn_wqe_put_sge(w, 0, buf->dma, skb->len, net->rdev->dma_lkey);
+	rhn_wqe_finish(w, rhn_wqe_set_sges(w, 1), NULL);
 	net->sq_pi++;
 	skb_tx_timestamp(skb);
 	rhinet_net_ring_sq(net);

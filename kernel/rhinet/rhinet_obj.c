@@ -134,15 +134,5 @@ int rhinet_node_of_ah_attr(struct rhinet_ib *ib, const struct rdma_ah_attr *ah,
 /* SQ slots one WQE of these capabilities takes; UD WQEs end with a GRH. */
 u32 rhinet_wqe_slots(const struct ib_qp_cap *cap, bool ud)
 {
-	u32 sge_units = cap->max_send_sge > RHN_WQE_BASE_SGES ?
-				DIV_ROUND_UP(cap->max_send_sge - RHN_WQE_BASE_SGES,
-					     RHN_SGES_PER_EXT_UNIT) :
-				0;
-	u32 inline_units = cap->max_inline_data > RHN_WQE_BASE_INLINE ?
-				   DIV_ROUND_UP(cap->max_inline_data -
-							RHN_WQE_BASE_INLINE,
-						RHN_SQ_SLOT_SIZE) :
-				   0;
-
-	return 1 + max(sge_units, inline_units) + (ud ? 1 : 0);
+	return rhn_wqe_slots(cap->max_send_sge, cap->max_inline_data, ud);
 }

@@ -259,6 +259,8 @@ struct rhinet_kqp {
 	u64 *sq_wr_id; /* by a WQE's first slot */
 	u8 *sq_slots; /* slots of the WQE starting there */
 	u64 *rq_wr_id;
+	/* Where a WQE is built (hw_wqe.h) before it goes into the ring. */
+	u8 wqe[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE] __aligned(8);
 };
 
 /* The producer records of a kernel QP, after its rings. */
