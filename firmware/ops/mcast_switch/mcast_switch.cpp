@@ -4,7 +4,7 @@
 // node ID, and the switch copies it to the members (the pattern the
 // administrator registered there). Reliability is not the node channels':
 // every (sender, group) pair is a stream of its own with its own serial
-// numbers (Documentation/firmware/next_issue16.md):
+// numbers (Documentation/firmware/multicast.md):
 //
 //   sender                                 member
 //   ------                                 ------
