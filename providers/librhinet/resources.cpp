@@ -97,7 +97,7 @@ int bind_mw(ibv_qp* ibqp, ibv_mw* mw, ibv_mw_bind* b) {
   if (ibqp->state != IBV_QPS_RTS) return EINVAL;
   int err = enqueue_send(qp, d, b->wr_id);
   if (err) return err;
-  ring_sq(qp);
+  sq_publish(qp);
   mw->rkey = next;
   return 0;
 }
