@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "rhinet/hw.h"
+#include "rhinet/hw_ops.h"
 
 struct check {
   const char *name;

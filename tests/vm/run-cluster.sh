@@ -149,7 +149,7 @@ run_qemu() { # node mode serial
 	# The engine thread ahead of the spinning vCPUs when a frame or a
 	# doorbell wakes it (as root; ignored without CAP_SYS_NICE), and a
 	# retransmission timeout above the stalls a TCG host gives its threads
-	# (tests/bench/README.md, issue 18). RHINET_NIC_PROPS adds to them.
+	# (Documentation/qemu/device-path.md). RHINET_NIC_PROPS adds to them.
 	local tuned=",engine-nice=-10,rto-floor-us=10000${RHINET_NIC_PROPS:-}"
 	local nic=(-device "rhinet,wire=$sockdir/port$1.sock,node-id=$1,fault-injection=on$tuned")
 	[[ $wire == netdev ]] && nic=(
@@ -217,7 +217,7 @@ fi
 
 # Batch: wait for every node, up to the deadline. Only builtins in this
 # loop: a date and a sleep forked ten times a second took a tenth of the
-# host's two cores from the guests being measured (issue 18).
+# host's two cores from the guests being measured.
 declare -A status=()
 deadline=$((EPOCHSECONDS + timeout))
 exec {nap_fd}<> <(:) # never readable: `read -t` on it is a sleep

@@ -13,7 +13,7 @@
 //      every rank, and the next collective works;
 //  (f) a communicator of the even ranks only (the odd ones stay out);
 //  (g) 8-byte allreduce latency, printed beside two references measured in
-//      the same run: the NIC's counting barrier (Group::barrier, 004 2.10)
+//      the same run: the NIC's counting barrier (Group::barrier)
 //      and a collective barrier; and the same two with the switch reducing;
 //  (h) allreduce and barrier reduced in the fabric switch
 //      (CommunicatorOptions::in_switch): int64 sums from 1 element to

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// inbox_incast: remote atomics and the many-to-one channel of seed 001.
+// inbox_incast: remote atomics and the many-to-one channel built on them
+// (Documentation/userlib/inbox.md).
 //
 //  (a) atomics: every rank fetch-adds 1 to a counter at rank 0, K times;
 //      the counter ends at size * K and every value() was taken once;
@@ -12,10 +13,10 @@
 //      byte, each sender's messages in order and none twice or missing;
 //      its inbox memory stays what it was for one sender; no node counted
 //      an RNR retry (nobody was refused: senders waited on RecvCNT).
-//  (c) with 3 ranks or more, 001 figs. 5 and 6: two counter groups whose
+//  (c) with 3 ranks or more, counters away from the receiver: two groups whose
 //      SendCNT and RecvCNT live at ranks 1 and 2 (which send too); rank 0
 //      moves RecvCNT there with fetch-adds; the hosts' counters end exact.
-//  (d) 001's message-count limiting: eager isends to rank 0, each after a
+//  (d) message-count limiting by credits: eager isends to rank 0, each after a
 //      credit; rank 0 takes them slowly with any-source irecvs and returns
 //      credits; every message checked, and still no RNR retry anywhere.
 //
@@ -287,7 +288,7 @@ int main(int argc, char** argv) {
   phase(me, "barrier 4");
   if (!g.barrier_bootstrap(120s)) return 1;
 
-  // ---- (c) the counters elsewhere (001 figs. 5 and 6) ----------------------
+  // ---- (c) the counters elsewhere -----------------------------------------
   // Two counter groups, their counters at ranks 1 and 2 (which also send);
   // rank 0 takes the messages and moves each group's RecvCNT there with a
   // fetch-add.
@@ -363,7 +364,7 @@ int main(int argc, char** argv) {
   phase(me, "barrier 7");
   if (!g.barrier_bootstrap(120s)) return 1;
 
-  // ---- (d) message-count limiting over isend/irecv (001 fig. 4) -------------
+  // ---- (d) message-count limiting over isend/irecv -------------------------
   // Every other rank isends k/2 eager messages to rank 0, each after taking
   // a credit; rank 0 takes them with any-source irecvs, slowly, and gives
   // each credit back: never more than `slots` messages wait at its NIC.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// isend_irecv: messages matched by the NIC (004 2.6, table 2) through
-// userlib, every byte checked.
+// isend_irecv: messages matched by the NIC (isend, irecv, iprobe, cancel)
+// through userlib, every byte checked.
 //
 //  (a) ping-pong between ranks 0 and 1 with 0, 1, 64 and 4096 bytes (eager
 //      when the device's max_eager allows) and 1 MiB (rendezvous): rank 1
@@ -244,7 +244,7 @@ class Test {
     refused(g_.irecv(n_, 1, m.all()), EINVAL, "irecv from a rank beyond size");
     refused(g_.isend(peer, 1, loose), EFAULT, "isend from unregistered memory");
     refused(g_.irecv(peer, 1, loose), EFAULT, "irecv into unregistered memory");
-    // Table 1 for messages (the modes themselves: rhinet_partial_messages):
+    // The modes messages take (the modes themselves: rhinet_partial_messages):
     // an isend takes no twin, an irecv no diff, and a partial mode needs
     // its parameters.
     rhinet::XferOptions o;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// mcast_switch: simultaneous multicast (004 2.8 mcastA) through a switch
-// group, through userlib, with the administrator's part done by root.
+// mcast_switch: simultaneous multicast (the switch copies each packet) through
+// a switch group, through userlib, with the administrator's part done by root.
 //
 //  (a) admin: the fabric switch already has the group's pattern (the VM
 //      harness sets it: run-cluster.sh --switch-group). Every rank, as

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// partial_messages: isend and irecv with the partial-transfer modes of 004
-// table 1 (isend: basic, diff, bitmap, stride; irecv: basic, twin, bitmap,
+// partial_messages: isend and irecv with their partial-transfer modes
+// (isend: basic, diff, bitmap, stride; irecv: basic, twin, bitmap,
 // stride), every byte of every receive buffer checked.
 //
 // Ranks pair up (0 with 1, 2 with 3, ...; an odd last rank only takes part
@@ -31,7 +31,7 @@
 //      irecv's blocks, a basic buffer under a strided or bitmap message)
 //      fails with EMSGSIZE, the whole length reported, and the receive
 //      holds the message's first bytes, nothing beyond;
-//  (8) refusals: table 1 in userlib (irecv diff, isend twin: EINVAL; a
+//  (8) refusals: the modes in userlib (irecv diff, isend twin: EINVAL; a
 //      spread remote_stride; inline with a mode), and in librhinetdv
 //      itself on the group's endpoint: an irecv with mode DIFF, an isend
 //      with mode TWIN, a mode with INLINE, an unknown comp_mask bit, mode

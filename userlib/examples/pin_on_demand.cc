@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// pin_on_demand: remote pin-down (004 2.5). Rank 0 mmap()s memory it never
+// pin_on_demand: remote pin-down. Rank 0 mmap()s memory it never
 // touches and declares it an on-demand area: nothing is pinned. Every
 // other rank asks rank 0's host to pin the start of its slice (pd_req),
 // PUSHes its whole slice (the rest is pinned on first touch while the NIC

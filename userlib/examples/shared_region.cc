@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// shared_region: a shared region (004 2.9) through userlib on 4 ranks.
+// shared_region: a shared region (bytes several ranks keep a copy of) through
+// userlib on 4 ranks.
 //
 // Rank 0 is the home of a 16 KiB region of area 3 (its memory holds the
 // initial bytes). Ranks 1 and 2 subscribe (mode twin: their DIFFs compare

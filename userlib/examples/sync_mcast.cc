@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// sync_mcast: sequential multicast (004 2.8 mcastB), locks and barriers
-// kept by the NIC (2.10), through userlib, on every rank of a group.
+// sync_mcast: sequential multicast (the NIC sends to a list), locks and
+// barriers kept by the NIC, through userlib, on every rank of a group.
 //
 //  (a) mcast: rank 0 pushes to ranks 1..n-1 with one operation each: a
 //      basic multi-packet one, a small inline one, a STRIDE one, a

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// table1: every row of 004's table 1 through userlib, on a ring of ranks.
+// table1: every operation in every partial-transfer mode it takes (the
+// table in Documentation/userlib/reference.md, "PUSH and PULL") through
+// userlib, on a ring of ranks.
 //
 // Each rank owns an area; rank r PUSHes into and PULLs from rank r+1
 // (mod size) while rank r-1 does the same to it, so every rank is

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// twin_diff_dsm: the multiple-writer protocol of 004 2.7 (TWIN/DIFF, as in
+// twin_diff_dsm: the multiple-writer protocol of twin memory (TWIN/DIFF, as in
 // lazy-release software DSM [Keleher et al.]) on one page.
 //
 // Rank 0 owns a page-sized area. Every other rank (a writer) PULLs the

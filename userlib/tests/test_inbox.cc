@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The inbox protocol (seed 001's receive-buffer acquisition) without a NIC:
+// The inbox protocol (receive buffers taken by counters,
+// Documentation/userlib/inbox.md) without a NIC:
 // the SendMachine that rhinet::InboxSender runs, over an in-memory
 // transport that completes the operations of many senders in a random
 // order (each operation takes effect when it completes, as on the wire),
@@ -313,7 +314,7 @@ TEST(Inbox, AStalledReceiverHoldsSendersBackWithoutLoss) {
   EXPECT_EQ(r.delivered, 320u);
 }
 
-// 001 figs. 5 and 6: the counters at another rank (one group), and split
+// The counters at another rank (one group), and split
 // into four groups (each with a quarter of the slots); RecvCNT reaches the
 // counter rank late, by writes the fabric reorders.
 TEST(Inbox, CountersElsewhereAndSplitIntoGroups) {
@@ -330,7 +331,7 @@ TEST(Inbox, CountersElsewhereAndSplitIntoGroups) {
   }
 }
 
-// 001's message-count limiting: credits only (start_credit), the messages
+// Message-count limiting: credits only (start_credit), the messages
 // going by other means (here straight into a receive queue, in any order).
 // However many senders, at most N messages are ever outstanding at the
 // receiver (sent and not yet consumed).

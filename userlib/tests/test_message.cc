@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// isend / irecv without a NIC: check_message (table 1 for messages, the
+// isend / irecv without a NIC: check_message (the modes messages take, the
 // modes' parameters, the other options), plan_message (ranks, any_source,
 // registered memory, inline, read-only buffers), rank <-> (node, endpoint),
 // what a completion status means (truncated, cancelled, flushed, given up), the

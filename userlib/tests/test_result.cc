@@ -67,7 +67,7 @@ TEST(Error, SyndromeNamesAndErrnos) {
   EXPECT_EQ(static_cast<std::uint32_t>(rhinet::Syndrome::bad_xfer), 18u);
 }
 
-// The syndromes of locks and barriers (004 2.10) and their errnos.
+// The syndromes of locks and barriers and their errnos.
 TEST(Error, SyncSyndromes) {
   using rhinet::Syndrome;
   EXPECT_EQ(
@@ -86,7 +86,7 @@ TEST(Error, SyncSyndromes) {
             EAGAIN);
 }
 
-// A shared region's refusal (004 2.9): not in the region, or in it
+// A shared region's refusal: not in the region, or in it
 // already.
 TEST(Error, ShareSyndrome) {
   using rhinet::Syndrome;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// check_xfer: 004 table 1 and the parameters of each mode, refused before
-// anything is posted.
+// check_xfer: the modes each operation takes and the parameters of each mode,
+// refused before anything is posted.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -159,7 +159,7 @@ TEST(XferCheck, Lengths) {
 
 }  // namespace
 
-// mcast is a PUSH by area to many ranks: table 1's PUSH modes, no key
+// mcast is a PUSH by area to many ranks: a PUSH's modes, no key
 // target, no fence; signal and inline as a PUSH.
 TEST(XferCheck, McastTakesThePushModesByAreaOnly) {
   for (Mode m : {Mode::basic, Mode::bitmap, Mode::stride})
@@ -249,7 +249,7 @@ TEST(XferCheck, ShareUpdateTakesThePushModesByAreaWithoutSignal) {
   EXPECT_TRUE(check_xfer(Op::share_update, Target::area, inl, 16));
 }
 
-// A subscribe takes the region whole: basic, or twin (004 table 1), and
+// A subscribe takes the region whole: basic, or twin (as a PULL), and
 // nothing of a PUSH's.
 TEST(XferCheck, SubscribeTakesBasicOrTwin) {
   EXPECT_TRUE(check_xfer(Op::subscribe, Target::area, {}, 4096));

@@ -8,5 +8,7 @@
 #include "hw_queues.h"
 #include "hw_admin.h"
 #include "hw_wire.h"
+#include "hw_wqe.h"
+#include "hw_ops.h"
 
 #endif /* RHINET_HW_H */

@@ -130,164 +130,179 @@ enum rhn_db_offset {
 /* MSI-X: vector 0 is the async/admin vector; EQs name their own vector. */
 #define RHN_MSIX_ADMIN 0
 
-/* Hardware counters, 64-bit each at RHN_REG_COUNTERS + 8 * index. */
+/*
+ * Hardware counters, 64-bit each at RHN_REG_COUNTERS + 8 * index, in the
+ * order of this list: X(id, name, what it counts). The enum, the kernel's
+ * port statistics (by name) and the table in
+ * Documentation/hardware/registers.md (checked by the counter_doc test)
+ * come from it. New counters go at the end: the index is the ABI.
+ */
+/* clang-format off */
+#define RHN_COUNTERS(X) \
+	X(TX_PACKETS, tx_packets, \
+	  "frames sent") \
+	X(RX_PACKETS, rx_packets, \
+	  "frames received") \
+	X(TX_BYTES, tx_bytes, \
+	  "bytes sent") \
+	X(RX_BYTES, rx_bytes, \
+	  "bytes received") \
+	X(RETRANSMITS, retransmits, \
+	  "sequenced packets sent again") \
+	X(TIMEOUTS, timeouts, \
+	  "retransmission timer expiries") \
+	X(DUPLICATES, duplicates, \
+	  "received packets whose serial was already accepted") \
+	X(OUT_OF_ORDER, out_of_order, \
+	  "received packets whose serial is beyond the expected one") \
+	X(NAKS_SENT, naks_sent, \
+	  "transport NAKs sent") \
+	X(NAKS_RECEIVED, naks_received, \
+	  "transport NAKs received") \
+	X(ACKS_SENT, acks_sent, \
+	  "ACKs sent") \
+	X(ACKS_RECEIVED, acks_received, \
+	  "ACKs received") \
+	X(CRC_ERRORS, crc_errors, \
+	  "frames dropped for a bad header or payload CRC") \
+	X(MALFORMED_PACKETS, malformed_packets, \
+	  "frames dropped as malformed (bad magic, version, lengths, fields)") \
+	X(RX_DROPS, rx_drops, \
+	  "frames dropped because the receive FIFO was full") \
+	X(PEER_DEAD, peer_dead, \
+	  "times retries towards a node were exhausted") \
+	X(TLB_HITS, tlb_hits, \
+	  "address translations served by the TLB") \
+	X(TLB_MISSES, tlb_misses, \
+	  "translations that needed a table walk") \
+	X(TLB_INVALIDATIONS, tlb_invalidations, \
+	  "TLB entries dropped (DESTROY_MR, INVALIDATE_TLB)") \
+	X(DMA_ERRORS, dma_errors, \
+	  "host bus errors on DMA") \
+	X(BAD_DOORBELLS, bad_doorbells, \
+	  "kicks naming a foreign or invalid queue") \
+	X(BAD_WQES, bad_wqes, \
+	  "malformed WQEs") \
+	X(BAD_ADMIN_CMDS, bad_admin_cmds, \
+	  "admin commands completed with an error status") \
+	X(LOCAL_PROT_ERRORS, local_prot_errors, \
+	  "lkey, bounds or rights failures on the local side") \
+	X(REMOTE_ACCESS_ERRORS, remote_access_errors, \
+	  "rkey or area failures seen as responder") \
+	X(REMOTE_INVALID_REQUESTS, remote_invalid_requests, \
+	  "invalid requests seen as responder") \
+	X(RNR_NAKS_SENT, rnr_naks_sent, \
+	  "receiver-not-ready NAKs sent") \
+	X(RNR_RETRIES, rnr_retries, \
+	  "messages resent after an RNR NAK") \
+	X(CQ_OVERFLOWS, cq_overflows, \
+	  "CQEs that found their CQ full") \
+	X(KICK_OVERFLOWS, kick_overflows, \
+	  "kicks lost because the kick FIFO was full; the NIC then rescans its queues, so no work is lost") \
+	X(UD_DROPS, ud_drops, \
+	  "UD messages and raw frames dropped: no receive WQE, wrong Q_Key, or no raw QP ready") \
+	X(ERROR_CQES, error_cqes, \
+	  "CQEs written with a status other than success") \
+	X(COMPLETIONS, completions, \
+	  "CQEs written") \
+	X(STALE_PACKETS, stale_packets, \
+	  "packets of an older session, or answers to a QP's previous incarnation, dropped") \
+	X(RX_CONTEXT_BUSY, rx_context_busy, \
+	  "first packets of multi-packet SENDs answered BUSY: no receive context (or the process's share used up)") \
+	X(SEND_QUOTA_WAITS, send_quota_waits, \
+	  "times a QP waited because its context held its share of the send-packet memory") \
+	X(EVENTS_DEFERRED, events_deferred, \
+	  "completion events held back while their event queue was full (posted once the driver made room)") \
+	X(UC_DROPS, uc_drops, \
+	  "UC messages the responder dropped (bad QP or key, no receive WQE, no receive context): UC tells the requester nothing") \
+	X(NO_QP_REQUESTS, no_qp_requests, \
+	  "requests that found no QP to take them: none with that number, another type, a state before RTR or in error, or connected to another peer. An RC requester is not told at once: the request fails with `RETRY_EXC_ERR` when its timeout runs out, as on IB (admin.md, MODIFY_QP)") \
+	X(GROUP_VIOLATIONS, group_violations, \
+	  "area accesses naming a group the initiator (at post) or the target (as responder) is not a member of") \
+	X(SIGNALS, signals, \
+	  "`RHN_CQE_OP_SIGNAL` CQEs written (put-with-signal)") \
+	X(PARTIAL_BYTES_SKIPPED, partial_bytes_skipped, \
+	  "bytes of bitmap and DIFF transfers that did not travel, counted by the NIC that would have sent them") \
+	X(TAG_MATCHED_POSTED, tag_matched_posted, \
+	  "isends that found their receive in the posted list on arrival") \
+	X(TAG_UNEXPECTED, tag_unexpected, \
+	  "isends that found none and were queued (unexpected)") \
+	X(TAG_MATCHED_UNEXPECTED, tag_matched_unexpected, \
+	  "irecvs that matched a queued message when the NIC took them") \
+	X(TAG_RECV_WAITS, tag_recv_waits, \
+	  "overflow: times the posted list (or the context's share) was full with irecvs left in the RQ") \
+	X(TAG_REFUSED, tag_refused, \
+	  "overflow: isends refused with `RHN_SYN_BUSY` (resent later, in order) while the unexpected list or the context's share was full") \
+	X(PIN_EVENTS, pin_events, \
+	  "remote pin-down: runs of pages the host was asked to pin (one `RHN_EQE_PD_REQUEST` each)") \
+	X(PIN_HELD, pin_held, \
+	  "requests refused (resent later) or held while the host pinned") \
+	X(PIN_FAILED, pin_failed, \
+	  "requests failed because the host would not pin (`NOT_PINNED`)") \
+	X(TM_EXPECTED, tm_expected, \
+	  "TM SRQs: tagged messages that matched an entry of the tag list (eager placed, or a rendezvous started)") \
+	X(TM_UNEXPECTED, tm_unexpected, \
+	  "TM SRQs: tagged messages handed to software through a receive WQE (the unexpected count)") \
+	X(TM_RNDV_READS, tm_rndv_reads, \
+	  "TM SRQs: rendezvous headers the NIC executed (it read the data from the sender)") \
+	X(TM_OP_ERRORS, tm_op_errors, \
+	  "TM SRQs: tag-list operations that completed with `RHN_CQE_TM_ERR` or another error") \
+	X(LOCK_GRANTS, lock_grants, \
+	  "locks granted by this NIC as a manager, or passed on by it as a holder's NIC (one per grant over all NICs)") \
+	X(LOCK_WAITS, lock_waits, \
+	  "LOCKs the manager queued behind a holder") \
+	X(BARRIER_ROUNDS, barrier_rounds, \
+	  "barrier rounds completed by this NIC as a manager") \
+	X(SYNC_ERRORS, sync_errors, \
+	  "lock and barrier refusals and failures (member lost, not held, no room), as manager and as member") \
+	X(MCAST_SWITCH_PACKETS, mcast_switch_packets, \
+	  "simultaneous multicast: packets sent to a switch group, once each (repairs not counted)") \
+	X(MCAST_REPAIRS, mcast_repairs, \
+	  "packets sent again to one member that lagged") \
+	X(MCAST_DUPLICATES, mcast_duplicates, \
+	  "multicast packets received again as a member, dropped") \
+	X(MCAST_ERRORS, mcast_errors, \
+	  "multicasts refused at post (no such group, not in its process group), packets refused as a member (no area, no endpoint), frames of groups or senders this NIC has no list for") \
+	X(MCAST_MEMBERS_LOST, mcast_members_lost, \
+	  "members declared dead (retries ran out)") \
+	X(MCAST_WAITS, mcast_waits, \
+	  "times an endpoint waited for room in a group's window or its context's share of the multicast packet memory") \
+	X(SHARE_JOINS, share_joins, \
+	  "shared-region joins completed (counted by the newcomer's NIC when its data is in)") \
+	X(SHARE_UPDATES, share_updates, \
+	  "shared-region updates applied by this NIC as a member (home included)") \
+	X(SHARE_REFUSALS, share_refusals, \
+	  "updates refused by a joining member before its data (each comes again after it)") \
+	X(SHARE_SKIPPED, share_skipped, \
+	  "updates a member dropped: already in the data it joined with, or for a region it left") \
+	X(SHARE_ERRORS, share_errors, \
+	  "shared-region refusals and failures (bad WQE, no room, not subscribed, member or home lost), as member and as home") \
+	X(MCAST_ATTACHES, mcast_attaches, \
+	  "verbs UD multicast: `ATTACH_MCAST` that added an entry to the attach table") \
+	X(UD_MCAST_DELIVERED, ud_mcast_delivered, \
+	  "copies of multicast UD datagrams handed to attached QPs (each then takes a receive WQE, or is dropped and counted in `RHN_CNT_UD_DROPS`)") \
+	X(UD_MCAST_FILTERED, ud_mcast_filtered, \
+	  "multicast UD datagrams no QP of this node is attached to (another MGID on the same group, a group just left)") \
+	X(MCAST_MGMT_SENT, mcast_mgmt_sent, \
+	  "switch management frames sent (joins and leaves, resends included)") \
+	X(MCAST_MGMT_ANSWERS, mcast_mgmt_answers, \
+	  "switch answers that settled a join or leave") \
+	X(COLL_DONE, coll_done, \
+	  "collectives completed for local ranks (one per rank's WQE, any status)") \
+	X(COLL_SEGMENTS, coll_segments, \
+	  "collective segments this NIC combined into a buffer or took from its parent") \
+	X(COLL_RETRIES, coll_retries, \
+	  "collective segments a peer NIC was not ready for (`RHN_SYN_COLL_NOT_READY`), sent again") \
+	X(COLL_ERRORS, coll_errors, \
+	  "collectives refused or failed (bad WQE, mismatch, table full, member lost), counted once per failing rank's WQE") \
+	X(COLL_SWITCH_FRAMES, coll_switch_frames, \
+	  "in-switch collectives: `RHN_PKT_COLL` frames sent to the switch (partials, their repeats, acknowledgements)")
+/* clang-format on */
+
 enum rhn_counter {
-	RHN_CNT_TX_PACKETS,
-	RHN_CNT_RX_PACKETS,
-	RHN_CNT_TX_BYTES,
-	RHN_CNT_RX_BYTES,
-	RHN_CNT_RETRANSMITS, /* packets sent again */
-	RHN_CNT_TIMEOUTS, /* retransmission timer expiries */
-	RHN_CNT_DUPLICATES, /* received serial already seen */
-	RHN_CNT_OUT_OF_ORDER, /* received serial beyond the expected one */
-	RHN_CNT_NAKS_SENT,
-	RHN_CNT_NAKS_RECEIVED,
-	RHN_CNT_ACKS_SENT,
-	RHN_CNT_ACKS_RECEIVED,
-	RHN_CNT_CRC_ERRORS,
-	RHN_CNT_MALFORMED_PACKETS,
-	RHN_CNT_RX_DROPS, /* receive FIFO full */
-	RHN_CNT_PEER_DEAD, /* retries exhausted towards a node */
-	RHN_CNT_TLB_HITS,
-	RHN_CNT_TLB_MISSES,
-	RHN_CNT_TLB_INVALIDATIONS,
-	RHN_CNT_DMA_ERRORS,
-	RHN_CNT_BAD_DOORBELLS, /* kicks naming a foreign or invalid queue */
-	RHN_CNT_BAD_WQES,
-	RHN_CNT_BAD_ADMIN_CMDS,
-	RHN_CNT_LOCAL_PROT_ERRORS, /* lkey/bounds/rights failures */
-	RHN_CNT_REMOTE_ACCESS_ERRORS, /* rkey/area failures as responder */
-	RHN_CNT_REMOTE_INVALID_REQUESTS,
-	RHN_CNT_RNR_NAKS_SENT,
-	RHN_CNT_RNR_RETRIES,
-	RHN_CNT_CQ_OVERFLOWS,
-	RHN_CNT_KICK_OVERFLOWS, /* kick FIFO full: NIC rescans queues */
-	RHN_CNT_UD_DROPS, /* UD message or raw frame not delivered */
-	RHN_CNT_ERROR_CQES,
-	RHN_CNT_COMPLETIONS,
-	/* packets of an older session or of a QP's previous incarnation */
-	RHN_CNT_STALE_PACKETS,
-	/* multi-packet receives refused for want of a receive context */
-	RHN_CNT_RX_CONTEXT_BUSY,
-	/* a context's requests waited for its share of send memory */
-	RHN_CNT_SEND_QUOTA_WAITS,
-	/* completion events held back while their event queue was full;
-	 * each is posted once the driver has made room
-	 */
-	RHN_CNT_EVENTS_DEFERRED,
-	/* UC messages dropped by the responder (UC is not acknowledged) */
-	RHN_CNT_UC_DROPS,
-	/* requests no QP could take (none, wrong type, state or peer): an
-	 * RC requester is not told at once, as on IB (admin.md, timeout)
-	 */
-	RHN_CNT_NO_QP_REQUESTS,
-	/* area keys naming a group the initiator or target is not in */
-	RHN_CNT_GROUP_VIOLATIONS,
-	RHN_CNT_SIGNALS, /* RHN_CQE_OP_SIGNAL CQEs written */
-	/* bytes of partial transfers (bitmap, DIFF) that did not travel */
-	RHN_CNT_PARTIAL_BYTES_SKIPPED,
-	/* isends that found their receive in the NIC's posted list */
-	RHN_CNT_TAG_MATCHED_POSTED,
-	/* isends that found none and were queued as unexpected */
-	RHN_CNT_TAG_UNEXPECTED,
-	/* irecvs that matched a queued message when they were posted */
-	RHN_CNT_TAG_MATCHED_UNEXPECTED,
-	/* overflow: irecvs left in the host's receive queue while the posted
-	 * list (or the context's share of it) was full
-	 */
-	RHN_CNT_TAG_RECV_WAITS,
-	/* overflow: isends refused (sent again later, in order) while the
-	 * unexpected list (or the context's share of it) was full
-	 */
-	RHN_CNT_TAG_REFUSED,
-	/* remote pin-down: runs of pages the host was asked to pin (one
-	 * RHN_EQE_PD_REQUEST each)
-	 */
-	RHN_CNT_PIN_EVENTS,
-	/* requests refused (resent later) or held while the host pinned */
-	RHN_CNT_PIN_HELD,
-	/* requests failed because the host would not pin (NOT_PINNED) */
-	RHN_CNT_PIN_FAILED,
-	/* TM SRQs: tagged messages placed into an entry of the tag list */
-	RHN_CNT_TM_EXPECTED,
-	/* ... handed to software through a receive WQE (unexpected) */
-	RHN_CNT_TM_UNEXPECTED,
-	/* rendezvous the NIC read from the sender (IBV_TMH_RNDV matched) */
-	RHN_CNT_TM_RNDV_READS,
-	/* tag-list operations that failed (RHN_CQE_TM_ERR) */
-	RHN_CNT_TM_OP_ERRORS,
-	/* locks granted by this NIC as manager, or passed on by it as holder */
-	RHN_CNT_LOCK_GRANTS,
-	/* LOCKs that had to wait in a queue */
-	RHN_CNT_LOCK_WAITS,
-	/* barrier rounds this NIC completed as manager */
-	RHN_CNT_BARRIER_ROUNDS,
-	/* locks and barriers failed (a member lost, not held, no room) */
-	RHN_CNT_SYNC_ERRORS,
-	/* Simultaneous multicast (RHN_OP_MCAST_SWITCH). Packets this NIC sent
-	 * to a switch group, once each (repairs not counted)
-	 */
-	RHN_CNT_MCAST_SWITCH_PACKETS,
-	/* packets it sent again to one member that lagged (unicast repairs) */
-	RHN_CNT_MCAST_REPAIRS,
-	/* multicast packets it received again as a member and dropped */
-	RHN_CNT_MCAST_DUPLICATES,
-	/* multicasts refused at post (no such group, not in its endpoint
-	 * group), packets it refused as a member (no area, no endpoint), and
-	 * frames of groups or senders it has no list for
-	 */
-	RHN_CNT_MCAST_ERRORS,
-	/* members it declared dead (retries ran out) */
-	RHN_CNT_MCAST_MEMBERS_LOST,
-	/* times an endpoint waited for room in a group's window or for its
-	 * context's share of the multicast packet memory
-	 */
-	RHN_CNT_MCAST_WAITS,
-	/* shared regions: joins completed (counted by the newcomer's NIC) */
-	RHN_CNT_SHARE_JOINS,
-	/* shared-region updates applied by this NIC as a member */
-	RHN_CNT_SHARE_UPDATES,
-	/* updates refused by a joining member before its data (each is
-	 * sent again after the data)
-	 */
-	RHN_CNT_SHARE_REFUSALS,
-	/* updates a member dropped: already in the data it joined with, or
-	 * for a region it has left
-	 */
-	RHN_CNT_SHARE_SKIPPED,
-	/* shared-region refusals and failures (bad WQE, no room, member or
-	 * home lost), as member and as home
-	 */
-	RHN_CNT_SHARE_ERRORS,
-	/* verbs UD multicast: QPs attached to an MGID (RHN_ADMIN_ATTACH_MCAST
-	 * that added an entry)
-	 */
-	RHN_CNT_MCAST_ATTACHES,
-	/* copies of multicast UD datagrams handed to attached QPs (each then
-	 * takes a receive WQE or is counted in RHN_CNT_UD_DROPS)
-	 */
-	RHN_CNT_UD_MCAST_DELIVERED,
-	/* multicast UD datagrams no QP of this node is attached to (another
-	 * MGID on the same switch group, or a group left) or malformed
-	 */
-	RHN_CNT_UD_MCAST_FILTERED,
-	/* switch management frames sent (joins and leaves, resends included)
-	 * and answers from the switch that settled a group
-	 */
-	RHN_CNT_MCAST_MGMT_SENT,
-	RHN_CNT_MCAST_MGMT_ANSWERS,
-	/* collectives this NIC completed for its ranks (one per rank's WQE),
-	 * segments it combined or passed on, segments a peer NIC was not
-	 * ready for (sent again), and collectives that failed
-	 */
-	RHN_CNT_COLL_DONE,
-	RHN_CNT_COLL_SEGMENTS,
-	RHN_CNT_COLL_RETRIES,
-	RHN_CNT_COLL_ERRORS,
-	/* IN_SWITCH collectives: RHN_PKT_COLL frames sent to the switch
-	 * (partials, again after a timeout, and acknowledgements)
-	 */
-	RHN_CNT_COLL_SWITCH_FRAMES,
+#define RHN_CNT_ENUM_(id, name, doc) RHN_CNT_##id,
+	RHN_COUNTERS(RHN_CNT_ENUM_)
+#undef RHN_CNT_ENUM_
 	RHN_CNT_COUNT
 };
 

@@ -47,7 +47,8 @@ enum rhinet_alloc_ucontext_cmd_mask {
 #define RHINET_MAX_GROUPS 8
 
 /*
- * Process groups (004 2.1). A process joins groups when it opens the
+ * Process groups: the processes of one parallel job, the only ones that
+ * may reach each other's areas. A process joins groups when it opens the
  * device, each named by its ID (1..65535) and a 64-bit secret token. The
  * administrator grants a group on each node first (RHINET_IB_METHOD_GRANT
  * _GROUP below: its token and the uid and/or gid that may join); a group
@@ -107,11 +108,11 @@ struct rhinet_alloc_ucontext_resp {
 /* ---- Device memory = twin memory ---------------------------------------- */
 
 /*
- * ibv_alloc_dm() hands out on-board twin memory (004 2.7, RHN_ADMIN_ALLOC
- * _TWIN), rounded up to 4 KiB; freed with the DM or the process. EDQUOT:
- * the process would hold more than twin_share; ENOMEM: the NIC has no
- * room. The response (driver data) gives the NIC's handle that TWIN and
- * DIFF transfers name.
+ * ibv_alloc_dm() hands out on-board twin memory (the copy a DIFF PUSH
+ * compares against, a TWIN PULL fills; RHN_ADMIN_ALLOC_TWIN), rounded up
+ * to 4 KiB; freed with the DM or the process. EDQUOT: the process would
+ * hold more than twin_share; ENOMEM: the NIC has no room. The response
+ * (driver data) gives the NIC's handle that TWIN and DIFF transfers name.
  */
 struct rhinet_alloc_dm_resp {
 	__u32 comp_mask; /* enum rhinet_alloc_dm_resp_mask */
@@ -162,7 +163,7 @@ struct rhinet_alloc_pd_resp {
 enum rhinet_reg_mr_cmd_mask {
 	RHINET_REG_MR_AREA = 1 << 0, /* area_id is valid */
 	/*
-	 * Remote pin-down (004 2.5): the range is only declared, not pinned.
+	 * Remote pin-down: the range is only declared, not pinned.
 	 * Peers reach it by rkey or area once the process's host pinned the
 	 * pages they touch: on their PD_REQUEST, or on first touch by a
 	 * PUSH, PULL, WRITE, READ or atomic, which the NIC holds meanwhile.
@@ -309,7 +310,8 @@ struct rhinet_create_ah_resp {
 /* ---- switch groups of simultaneous multicast (ioctl methods) ----------- */
 
 /*
- * The member list a switch group has on this node's NIC (004 2.8 mcastA):
+ * The member list a switch group has on this node's NIC (simultaneous
+ * multicast, Documentation/hardware/queues.md):
  * the same list on every member's NIC, as the administrator set the
  * group's pattern in the fabric switch. Only a caller with CAP_NET_ADMIN
  * may set, clear or read a list (EPERM otherwise); any process opening

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * rhinetdv_model: the one-sided RHiNET model through the direct verbs
- * between two nodes (004 2.1-2.4, 2.7, 2.11), every byte checked.
+ * between two nodes (process groups, areas, PUSH and PULL, partial
+ * transfers with twin memory, put-with-signal), every byte checked.
  *
  * Both processes are members of the process group named by RHINET_GROUPS
  * (GROUP:TOKEN), which the administrator granted on both nodes to the
  * user running them (rhinet-group grant GROUP --uid USER --token TOKEN).
- * The server registers a 2 MiB area in that group and
- * answers commands over TCP: fill the area with a pattern, send its bytes,
- * wait (sleeping) for a signal count. The client runs table 1 of 004 by
- * area and by key: PUSH basic/stride/bitmap/diff, PULL basic/stride/
- * bitmap/twin, with twin memory from ibv_alloc_dm; put-with-signal while
- * the server sleeps in rhinetdv_wait_signal; and the refusals: a group the
+ * The server registers a 2 MiB area in that group and answers commands over
+ * TCP: fill the area with a pattern, send its bytes, wait (sleeping) for a
+ * signal count. The client runs every partial-transfer mode of PUSH and PULL
+ * by area and by key: PUSH basic/stride/bitmap/diff, PULL basic/stride/
+ * bitmap/twin, with twin memory from ibv_alloc_dm; put-with-signal while the
+ * server sleeps in rhinetdv_wait_signal; and the refusals: a group the
  * process is not in (EPERM), a wrong token at open (EPERM), a mode an
  * operation does not take (EINVAL).
  *

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * rhinetdv_pindown: remote pin-down (004 2.5: pd_req, pd_reply,
- * pd_release) through the direct verbs between two nodes.
+ * rhinetdv_pindown: remote pin-down (pd_req, pd_reply, pd_release) through
+ * the direct verbs between two nodes.
  *
  * The server mmap()s 1 MiB it never touches and declares it as an
  * on-demand area (RHINETDV_AREA_PIN_ON_DEMAND): nothing is pinned. The

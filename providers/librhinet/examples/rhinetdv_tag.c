@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * rhinetdv_tag: isend/irecv matched by the NIC (004 2.6) through the
+ * rhinetdv_tag: isend/irecv matched by the NIC (by tag and source) through the
  * direct verbs between two nodes, every byte checked.
  *
  * The receiver (server) and the sender (client) exchange their endpoint

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * rhinetdv_tag_bench: latency and bandwidth of isend/irecv (messages
- * matched by the NIC, 004 2.6) between two nodes, in perftest's units, to
+ * matched by the NIC) between two nodes, in perftest's units, to
  * set beside ib_send_lat and ib_write_bw on the same device.
  *
  *   latency    ping-pong of 8 B, 64 B, 4 KiB (the eager limit) and 64 KiB

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * rhinet-odlimits: what on-demand MRs (remote pin-down, 004 2.5) may cost
+ * rhinet-odlimits: what on-demand MRs (remote pin-down) may cost
  * the host (tests/vm/scripts/pindown_limits.sh). Each mode prints
  * "rhinet-odlimits: PASS ..." or "rhinet-odlimits: FAIL ..." lines and
  * exits 0 only if every check passed.

@@ -1,16 +1,17 @@
 #!/bin/sh
 # userlib programs under rhinet-run across the nodes (ranks started over
 # ssh, the bootstrap over the NIC's own IP interface, one process group
-# with its token): table1 runs every row of 004's table 1 by area and by
-# key on a ring of ranks with every byte checked, put-with-signal and
-# sync; twin_diff_dsm is the multiple-writer protocol of software DSMs
-# with the NIC doing the diff; hello_push is the README's example;
+# with its token): table1 runs every operation in every partial-transfer
+# mode it takes, by area and by key, on a ring of ranks with every byte
+# checked, put-with-signal and sync; twin_diff_dsm is the multiple-writer
+# protocol of software DSMs with the NIC doing the diff; hello_push is the
+# README's example;
 # isend_irecv is NIC-matched messaging (ping-pong eager and rendezvous,
 # an all-to-all with exact and any-source receives, unexpected messages
 # and iprobe, cancel, truncation); pin_on_demand is remote pin-down (an
 # mmap()ed area pinned by pd_req and first touch, then released: rank 0's
 # pinned_pages back where it was); partial_messages is isend/irecv with
-# the modes of table 1 in pairs of ranks (stride, bitmap, diff into twin,
+# their partial modes in pairs of ranks (stride, bitmap, diff into twin,
 # truncation, what userlib and librhinetdv refuse; every byte checked);
 # sync_mcast is sequential multicast from rank 0 to the others (basic,
 # inline, stride, bitmap; every byte checked after a NIC barrier; a member
@@ -28,10 +29,10 @@
 # DIFF, BITMAP and STRIDE with every byte checked, one frame per packet
 # at the sender, and an mcast to a group never set (ENOENT).
 # inbox_incast is remote atomics (fetch_add counted exactly, compare_swap,
-# refusals) and seed 001's many-to-one channel: every other rank sends
-# 200 messages into rank 0's Inbox of 4 slots at once (counters wrapping),
-# every message checked once and in order, no RNR retry on any node; run
-# with one and with two ranks per node.
+# refusals) and the many-to-one channel (Documentation/userlib/inbox.md):
+# every other rank sends 200 messages into rank 0's Inbox of 4 slots at once
+# (counters wrapping), every message checked once and in order, no RNR retry
+# on any node; run with one and with two ranks per node.
 # collectives is allreduce, reduce, bcast and barrier executed by the NICs
 # (every op and type, 8 B to 1 MiB, a nonblocking one overlapped with
 # work, ranks that disagree, a communicator of the even ranks), every

@@ -43,12 +43,13 @@
 #             while holding an endpoint and an area leaves no area
 #             registered, and on a soft-RoCE device the direct verbs say
 #             EOPNOTSUPP (rhinet0 only)
-#   model     rhinetdv_model: 004 table 1 (PUSH basic/stride/bitmap/diff,
-#             PULL basic/stride/bitmap/twin) by area and by key, both in one
-#             process group, twin memory from ibv_alloc_dm, put-with-signal
-#             while the target sleeps in rhinetdv_wait_signal, every byte
-#             checked; a wrong group token refused at open; then a process
-#             killed while it holds twin memory leaves none (rhinet0 only)
+#   model     rhinetdv_model: the partial-transfer modes (PUSH basic/
+#             stride/bitmap/diff, PULL basic/stride/bitmap/twin) by area
+#             and by key, both in one process group, twin memory from
+#             ibv_alloc_dm, put-with-signal while the target sleeps in
+#             rhinetdv_wait_signal, every byte checked; a wrong group
+#             token refused at open; then a process killed while it holds
+#             twin memory leaves none (rhinet0 only)
 #   all       all of them
 #   verbs_tools.sh NODE NODES [SET[,SET...]|all] [DEVICE]  (SET as above)
 # DEVICE (default rhinet0) may name a soft-RoCE device instead (rxe*): it is
