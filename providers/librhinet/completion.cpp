@@ -7,6 +7,7 @@
 // verbs do, rhinetdv_poll (dv_endpoint.cpp) as direct verbs do.
 #include <infiniband/rhinetdv.h>
 
+#include <array>
 #include <cstring>
 
 #include "provider.h"
@@ -37,67 +38,69 @@ ibv_wc_status wc_status(uint8_t status) {
              : IBV_WC_GENERAL_ERR;
 }
 
+// The direct-verbs opcode of each CQE opcode, from the operation table
+// (hw_ops.h): the row that names one (rows may share a CQE opcode: a SEND
+// CQE is an isend's to direct verbs).
+constexpr std::array<uint8_t, 256> kDvOfCqe = [] {
+  std::array<uint8_t, 256> t{};
+#define RHINET_DV_OF_CQE(op, name, wire, cqe, dv, ...) \
+  if (dv) t[cqe] = dv;
+  RHN_OP_TABLE(RHINET_DV_OF_CQE)
+#undef RHINET_DV_OF_CQE
+  return t;
+}();
+
+static_assert(kDvOfCqe[RHN_CQE_OP_WRITE] == RHINETDV_OP_PUSH &&
+                  kDvOfCqe[RHN_CQE_OP_READ] == RHINETDV_OP_PULL &&
+                  kDvOfCqe[RHN_CQE_OP_SEND] == RHINETDV_OP_ISEND &&
+                  kDvOfCqe[RHN_CQE_OP_TAG_RECV] == RHINETDV_OP_IRECV &&
+                  kDvOfCqe[RHN_CQE_OP_PD_RELEASE] == RHINETDV_OP_PD_RELEASE &&
+                  kDvOfCqe[RHN_CQE_OP_BARRIER] == RHINETDV_OP_BARRIER &&
+                  kDvOfCqe[RHN_CQE_OP_COLLECTIVE] == RHINETDV_OP_COLLECTIVE,
+              "the operation table's direct-verbs opcodes are rhinetdv's");
+
 // A CQE opcode in verbs' terms (kNoWcOpcode: direct verbs only) and in
-// direct verbs' (0: none; an endpoint's other sends complete as PUSH).
+// direct verbs' (an endpoint's other sends complete as PUSH).
 struct OpNames {
   int wc;
   int dv;
 };
 
-OpNames op_names(uint8_t op) {
+int wc_opcode(uint8_t op) {
   switch (op) {
     case RHN_CQE_OP_SEND:
-      return {IBV_WC_SEND, RHINETDV_OP_ISEND};
+      return IBV_WC_SEND;
     case RHN_CQE_OP_WRITE:
-      return {IBV_WC_RDMA_WRITE, RHINETDV_OP_PUSH};
+      return IBV_WC_RDMA_WRITE;
     case RHN_CQE_OP_READ:
-      return {IBV_WC_RDMA_READ, RHINETDV_OP_PULL};
+      return IBV_WC_RDMA_READ;
     case RHN_CQE_OP_CMP_SWAP:
-      return {IBV_WC_COMP_SWAP, RHINETDV_OP_CMP_SWAP};
+      return IBV_WC_COMP_SWAP;
     case RHN_CQE_OP_FETCH_ADD:
-      return {IBV_WC_FETCH_ADD, RHINETDV_OP_FETCH_ADD};
+      return IBV_WC_FETCH_ADD;
     case RHN_CQE_OP_RECV_WRITE_IMM:
-      return {IBV_WC_RECV_RDMA_WITH_IMM, 0};
+      return IBV_WC_RECV_RDMA_WITH_IMM;
     case RHN_CQE_OP_BIND_MW:
-      return {IBV_WC_BIND_MW, RHINETDV_OP_PUSH};
+      return IBV_WC_BIND_MW;
     case RHN_CQE_OP_LOCAL_INV:
-      return {IBV_WC_LOCAL_INV, RHINETDV_OP_PUSH};
+      return IBV_WC_LOCAL_INV;
     case RHN_CQE_OP_TM_RECV:
     case RHN_CQE_OP_TM_UNEXPECTED:
-      return {IBV_WC_TM_RECV, 0};
+      return IBV_WC_TM_RECV;
     case RHN_CQE_OP_TM_NO_TAG:
-      return {IBV_WC_TM_NO_TAG, 0};
-    case RHN_CQE_OP_PD_REQUEST:
-      return {kNoWcOpcode, RHINETDV_OP_PD_REQUEST};
-    case RHN_CQE_OP_PD_RELEASE:
-      return {kNoWcOpcode, RHINETDV_OP_PD_RELEASE};
-    case RHN_CQE_OP_MCAST_LIST:
-      return {kNoWcOpcode, RHINETDV_OP_MCAST_LIST};
-    case RHN_CQE_OP_MCAST_SWITCH:
-      return {kNoWcOpcode, RHINETDV_OP_MCAST_SWITCH};
-    case RHN_CQE_OP_SUBSCRIBE:
-      return {kNoWcOpcode, RHINETDV_OP_SUBSCRIBE};
-    case RHN_CQE_OP_UNSUBSCRIBE:
-      return {kNoWcOpcode, RHINETDV_OP_UNSUBSCRIBE};
-    case RHN_CQE_OP_SHARE_UPDATE:
-      return {kNoWcOpcode, RHINETDV_OP_SHARE_UPDATE};
-    case RHN_CQE_OP_LOCK:
-      return {kNoWcOpcode, RHINETDV_OP_LOCK};
-    case RHN_CQE_OP_UNLOCK:
-      return {kNoWcOpcode, RHINETDV_OP_UNLOCK};
-    case RHN_CQE_OP_BARRIER:
-      return {kNoWcOpcode, RHINETDV_OP_BARRIER};
-    case RHN_CQE_OP_COLLECTIVE:
-      return {kNoWcOpcode, RHINETDV_OP_COLLECTIVE};
-    case RHN_CQE_OP_TAG_RECV:
-      return {kNoWcOpcode, RHINETDV_OP_IRECV};
-    case RHN_CQE_OP_SIGNAL:
+      return IBV_WC_TM_NO_TAG;
+    case RHN_CQE_OP_SIGNAL:  // the library's own
     case RHN_CQE_OP_IPROBE:
     case RHN_CQE_OP_IRECV_CANCEL:
-      return {kNoWcOpcode, 0};  // the library's own, never reported
+      return kNoWcOpcode;
     default:  // receives; a raw Ethernet send or REG_MR the same way
-      return {IBV_WC_RECV, RHINETDV_OP_PUSH};
+      return kDvOfCqe[op] ? kNoWcOpcode : IBV_WC_RECV;
   }
+}
+
+OpNames op_names(uint8_t op) {
+  return {wc_opcode(op),
+          kDvOfCqe[op] ? int{kDvOfCqe[op]} : int{RHINETDV_OP_PUSH}};
 }
 
 void complete_send(Qp* qp, const rhn_cqe& e, Completion* c) {

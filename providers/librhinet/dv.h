@@ -97,11 +97,35 @@ int take_attr(const rhinetdv_endpoint* pub, const Attr* attr, size_t inlen,
   return 0;
 }
 
-// Copies a built WQE (@slots slots at @w) into the endpoint's SQ through
-// the send queue's writer and kicks; the endpoint's lock is held.
-// @wanted: the caller gets its completion.
-int post_wqe_locked(Endpoint* ep, uint8_t* w, uint32_t slots, uint64_t wr_id,
-                    bool wanted);
+// A direct-verbs send WQE being built with the contract's builders
+// (hw_wqe.h): the base slot through h, data slots counted in data, the
+// slots that end it (partial-transfer descriptor, a family's own slot)
+// named in tail; finish() lays them out.
+struct DvWqe {
+  alignas(8) uint8_t buf[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE] = {};
+  rhn_send_wqe* h;
+  uint32_t data = 0;
+  rhn_wqe_xfer xfer{};
+  rhn_wqe_tail tail{};
+
+  explicit DvWqe(uint8_t opcode) : h(rhn_wqe_start(buf, opcode, 0, 0)) {}
+  // The descriptor of a partial transfer in @mode, to be filled in.
+  rhn_wqe_xfer* partial(uint32_t mode) {
+    tail.xfer_mode = static_cast<uint8_t>(mode);
+    tail.xfer = &xfer;
+    return &xfer;
+  }
+};
+
+// Lays out @w and writes it into the endpoint's SQ through the send
+// queue's writer, then kicks; the endpoint's lock is held. @wanted: the
+// caller gets its completion. EINVAL if the WQE does not fit.
+int post_wqe_locked(Endpoint* ep, DvWqe& w, uint64_t wr_id, bool wanted);
+
+// The operation table's word on @opcode: the NIC announces it (its
+// capability bit), it takes transfer mode @mode.
+bool op_supported(const Context* ctx, uint8_t opcode);
+bool mode_taken(uint8_t opcode, uint32_t mode);
 // Takes CQEs until @n are to be reported or the CQ is empty; those to
 // report go to @out, or to the pending queue when @out is null. Returns how
 // many were reported, or -1.
@@ -113,10 +137,9 @@ uint64_t now_ms();
 bool pins_on_demand(const Context* ctx);
 bool in_groups(const Context* ctx, uint32_t group);
 
-// dv_xfer.cpp: the transfer modes PUSH (@push) or PULL take; a status word
-// the NIC can write; the data of a PUSH-like WQE (inline bytes or one SGE)
-// and its status word, returning the extension slots inline bytes take.
-bool mode_taken(uint32_t mode, bool push);
+// dv_xfer.cpp: a status word the NIC can write; the data of a PUSH-like
+// WQE (inline bytes or one SGE) and its status word, returning the
+// extension slots inline bytes take.
 bool status_word_ok(uint32_t flags, const uint64_t* word);
 uint32_t put_data(uint8_t* w, const void* addr, uint32_t length, uint32_t lkey,
                   uint32_t flags, uint64_t* status_word, uint32_t status_lkey);

@@ -20,14 +20,13 @@ RHINETDV_EXPORT int rhinetdv_atomic(rhinetdv_endpoint* pub,
       (target & 7) || (a.op == RHINETDV_ATOMIC_FETCH_ADD && a.swap) ||
       (!by_key && (a.area_id > 0xffff || a.group_id > 0xffff)))
     return EINVAL;
-  const rhinet::Context* ctx = rhinet::to_ctx(pub->context);
-  if (!(ctx->attr.caps & RHN_CAP_ATOMIC)) return EOPNOTSUPP;
-  if (!by_key && !rhinet::in_groups(ctx, a.group_id)) return EPERM;
-  alignas(8) uint8_t w[RHN_SQ_SLOT_SIZE];
-  memset(w, 0, sizeof(w));
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  h->opcode =
+  const uint8_t opcode =
       a.op == RHINETDV_ATOMIC_FETCH_ADD ? RHN_OP_FETCH_ADD : RHN_OP_CMP_SWAP;
+  const rhinet::Context* ctx = rhinet::to_ctx(pub->context);
+  if (!rhinet::op_supported(ctx, opcode)) return EOPNOTSUPP;
+  if (!by_key && !rhinet::in_groups(ctx, a.group_id)) return EPERM;
+  rhinet::DvWqe w(opcode);
+  rhn_send_wqe* h = w.h;
   h->dst_node = a.dest_node;
   h->dst_qpn = a.dest_endpoint;
   if (!by_key) h->flags |= RHN_WQE_F_AREA;
@@ -36,9 +35,10 @@ RHINETDV_EXPORT int rhinetdv_atomic(rhinetdv_endpoint* pub,
   h->remote_addr = target;
   h->u.atomic.compare_add = a.compare_add;
   h->u.atomic.swap = a.swap;
-  h->d.sge = rhn_sge{reinterpret_cast<uintptr_t>(a.result), 8, a.result_lkey};
-  h->num_sge = 1;
+  rhn_wqe_put_sge(w.buf, 0, reinterpret_cast<uintptr_t>(a.result), 8,
+                  a.result_lkey);
+  w.data = rhn_wqe_set_sges(w.buf, 1);
   rhinet::Endpoint* ep = rhinet::to_ep(pub);
   std::lock_guard<std::mutex> g(ep->lock);
-  return rhinet::post_wqe_locked(ep, w, 1, a.wr_id, true);
+  return rhinet::post_wqe_locked(ep, w, a.wr_id, true);
 }

@@ -42,18 +42,17 @@ RHINETDV_EXPORT int rhinetdv_collective(rhinetdv_endpoint* pub,
       !rhinet::status_word_ok(a.flags, a.status_word))
     return EINVAL;
   const rhinet::Context* ctx = rhinet::to_ctx(pub->context);
-  if (!(ctx->attr.caps & RHN_CAP_COLLECTIVE)) return EOPNOTSUPP;
+  if (!rhinet::op_supported(ctx, RHN_OP_COLLECTIVE)) return EOPNOTSUPP;
   if (in_switch && !(ctx->attr.caps & RHN_CAP_COLL_SWITCH)) return EOPNOTSUPP;
   if (!rhinet::in_groups(ctx, a.group_id)) return EPERM;
-  alignas(8) uint8_t w[2 * RHN_SQ_SLOT_SIZE];
-  memset(w, 0, sizeof(w));
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  h->opcode = RHN_OP_COLLECTIVE;
-  h->ext_units = 1;
+  rhinet::DvWqe w(RHN_OP_COLLECTIVE);
+  rhn_send_wqe* h = w.h;
   h->remote_key = RHN_AREA_KEY(a.group_id, a.comm_id);
   rhinet::put_status_word(h, a.flags & RHINETDV_COLL_STATUS_WORD, a.status_word,
                           a.status_lkey);
-  auto* x = reinterpret_cast<rhn_wqe_coll*>(w + RHN_SQ_SLOT_SIZE);
+  rhn_wqe_coll desc{};  // the WQE's last slot
+  rhn_wqe_coll* x = &desc;
+  w.tail.coll = &desc;
   x->op = static_cast<uint8_t>(a.op);
   x->reduce = static_cast<uint8_t>(a.reduce);
   x->type = static_cast<uint8_t>(a.type);
@@ -72,6 +71,6 @@ RHINETDV_EXPORT int rhinetdv_collective(rhinetdv_endpoint* pub,
   x->flags = in_switch ? uint8_t{RHN_COLL_F_IN_SWITCH} : uint8_t{0};
   rhinet::Endpoint* ep = rhinet::to_ep(pub);
   std::lock_guard<std::mutex> g(ep->lock);
-  return rhinet::post_wqe_locked(ep, w, 2, a.wr_id,
+  return rhinet::post_wqe_locked(ep, w, a.wr_id,
                                  a.flags & RHINETDV_COLL_SIGNALED);
 }

@@ -22,7 +22,7 @@ constexpr uint32_t kDefaultIrecv = 256;
 
 // Endpoint limits: WQEs of up to max_inline bytes, SQ and CQ of one depth.
 uint32_t ep_slots_per_wqe(const Context* ctx) {
-  return 1 + ext_units_for_inline(ctx->attr.max_inline);
+  return rhn_wqe_slots(1, ctx->attr.max_inline, 0);
 }
 
 uint32_t ep_max_outstanding(const Context* ctx) {
@@ -52,10 +52,11 @@ void destroy_parts(Endpoint* ep) {
 
 }  // namespace
 
-int post_wqe_locked(Endpoint* ep, uint8_t* w, uint32_t slots, uint64_t wr_id,
-                    bool wanted) {
+int post_wqe_locked(Endpoint* ep, DvWqe& w, uint64_t wr_id, bool wanted) {
   Qp* qp = ep->qp;
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
+  rhn_send_wqe* h = w.h;
+  const uint32_t slots = rhn_wqe_finish(w.buf, w.data, &w.tail);
+  if (!slots) return EINVAL;
   const uint32_t depth = 1u << qp->sq_log;
   // Room: completions already written by the NIC free slots. Polling takes
   // the SQ lock itself, so it is let go meanwhile; only this endpoint posts
@@ -73,9 +74,18 @@ int post_wqe_locked(Endpoint* ep, uint8_t* w, uint32_t slots, uint64_t wr_id,
     h->flags |= RHN_WQE_F_SIGNALED;
     ep->last_signaled = qp->sq_producer + slots;
   }
-  const int err = sq_write(qp, w, slots, wr_id, wanted);
+  const int err = sq_write(qp, w.buf, slots, wr_id, wanted);
   if (!err) sq_publish(qp);
   return err;
+}
+
+bool op_supported(const Context* ctx, uint8_t opcode) {
+  const rhn_op_desc* d = rhn_op_row(opcode);
+  return d && (!d->cap || (ctx->attr.caps & d->cap));
+}
+
+bool mode_taken(uint8_t opcode, uint32_t mode) {
+  return rhn_op_takes_mode(opcode, mode);
 }
 
 bool extend(const void* in, size_t inlen, void* out, size_t outlen) {

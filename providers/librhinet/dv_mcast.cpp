@@ -33,27 +33,23 @@ int post_mcast(Endpoint* ep, const rhinetdv_mcast_attr& a, uint8_t opcode,
       (list && (!a.num_dests || a.num_dests > RHINETDV_MCAST_MAX_DESTS ||
                 !a.dests || (reinterpret_cast<uintptr_t>(a.dests) & 3))) ||
       (inl && (partial || a.length > ep->max_inline ||
-               1 + ext_units_for_inline(a.length) + (list ? 1 : 0) >
+               1 + rhn_wqe_units_for_inline(a.length) + (list ? 1 : 0) >
                    RHN_WQE_MAX_SLOTS)) ||
       (!inl && a.length && !a.addr) ||
-      !status_word_ok(a.flags, a.status_word) || !mode_taken(a.mode, true) ||
+      !status_word_ok(a.flags, a.status_word) || !mode_taken(opcode, a.mode) ||
       a.area_id > 0xffff || a.group_id > 0xffff ||
       (!(a.flags & RHINETDV_MCAST_SIGNAL) && a.signal))
     return EINVAL;
   const Context* ctx = to_ctx(ep->pub.context);
-  const uint32_t cap = list    ? RHN_CAP_MCAST_LIST
-                       : share ? RHN_CAP_SHARE
-                               : RHN_CAP_MCAST_SWITCH;
-  if (!(ctx->attr.caps & cap)) return EOPNOTSUPP;
+  if (!op_supported(ctx, opcode)) return EOPNOTSUPP;
   if (!in_groups(ctx, a.group_id)) return EPERM;
 
-  alignas(8) uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
-  memset(w, 0, sizeof(w));
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  uint32_t ext = put_data(w, a.addr, a.length, a.lkey, a.flags, a.status_word,
-                          a.status_lkey);
+  DvWqe w(opcode);
+  rhn_send_wqe* h = w.h;
+  w.data = put_data(w.buf, a.addr, a.length, a.lkey, a.flags, a.status_word,
+                    a.status_lkey);
   if (partial) {
-    auto* d = reinterpret_cast<rhn_wqe_xfer*>(w + RHN_SQ_SLOT_SIZE);
+    rhn_wqe_xfer* d = w.partial(a.mode);
     switch (a.mode) {
       case RHINETDV_MODE_STRIDE:
         if (!a.block || !a.count || a.local_stride < a.block ||
@@ -83,21 +79,16 @@ int post_mcast(Endpoint* ep, const rhinetdv_mcast_attr& a, uint8_t opcode,
         break;
       }
     }
-    h->xfer_mode = static_cast<uint8_t>(a.mode);
-    ext = 1;
   }
-  if (list) {
-    auto* m =
-        reinterpret_cast<rhn_wqe_mcast*>(w + (1 + ext) * RHN_SQ_SLOT_SIZE);
-    m->list_addr = reinterpret_cast<uintptr_t>(a.dests);
-    m->list_lkey = a.dests_lkey;
-    m->count = a.num_dests;
-    ext++;
+  rhn_wqe_mcast m{};
+  if (list) {  // the destination list's slot ends the WQE
+    m.list_addr = reinterpret_cast<uintptr_t>(a.dests);
+    m.list_lkey = a.dests_lkey;
+    m.count = a.num_dests;
+    w.tail.mcast = &m;
   } else {
     h->dst_node = switch_group;  // 0 for an update
   }
-  h->opcode = opcode;
-  h->ext_units = static_cast<uint8_t>(ext);
   h->flags |= RHN_WQE_F_AREA;
   if (a.flags & RHINETDV_MCAST_SIGNAL) {
     h->flags |= RHN_WQE_F_SIGNAL_REMOTE;
@@ -106,8 +97,7 @@ int post_mcast(Endpoint* ep, const rhinetdv_mcast_attr& a, uint8_t opcode,
   h->remote_key = RHN_AREA_KEY(a.group_id, a.area_id);
   h->remote_addr = a.offset;
   std::lock_guard<std::mutex> g(ep->lock);
-  return post_wqe_locked(ep, w, 1 + ext, a.wr_id,
-                         a.flags & RHINETDV_MCAST_SIGNALED);
+  return post_wqe_locked(ep, w, a.wr_id, a.flags & RHINETDV_MCAST_SIGNALED);
 }
 
 }  // namespace rhinet

@@ -20,10 +20,8 @@ int post_pin(Endpoint* ep, const rhinetdv_pin_attr& a, bool request) {
   const Context* ctx = to_ctx(ep->pub.context);
   if (!pins_on_demand(ctx)) return EOPNOTSUPP;
   if (!by_key && !in_groups(ctx, a.group_id)) return EPERM;
-  alignas(8) uint8_t w[RHN_SQ_SLOT_SIZE];
-  memset(w, 0, sizeof(w));
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  h->opcode = request ? RHN_OP_PD_REQUEST : RHN_OP_PD_RELEASE;
+  DvWqe w(request ? RHN_OP_PD_REQUEST : RHN_OP_PD_RELEASE);
+  rhn_send_wqe* h = w.h;
   if (!by_key) h->flags |= RHN_WQE_F_AREA;
   h->dst_node = a.dest_node;
   h->dst_qpn = a.dest_endpoint;
@@ -33,7 +31,7 @@ int post_pin(Endpoint* ep, const rhinetdv_pin_attr& a, bool request) {
   put_status_word(h, a.flags & RHINETDV_PIN_STATUS_WORD, a.status_word,
                   a.status_lkey);
   std::lock_guard<std::mutex> g(ep->lock);
-  return post_wqe_locked(ep, w, 1, a.wr_id, a.flags & RHINETDV_PIN_SIGNALED);
+  return post_wqe_locked(ep, w, a.wr_id, a.flags & RHINETDV_PIN_SIGNALED);
 }
 
 }  // namespace

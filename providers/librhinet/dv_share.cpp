@@ -23,7 +23,7 @@ int post_share(Endpoint* ep, const rhinetdv_subscribe_attr& a, bool subscribe) {
     return EINVAL;
   if (subscribe &&
       (!a.addr || !a.length || a.length > RHINETDV_SHARE_MAX_BYTES ||
-       (a.mode != RHINETDV_MODE_BASIC && !twin) ||
+       !mode_taken(RHN_OP_SUBSCRIBE, a.mode) ||
        (twin &&
         (!a.twin || a.twin->context->device != ep->pub.context->device ||
          a.twin_offset > to_dm(a.twin)->length ||
@@ -31,36 +31,31 @@ int post_share(Endpoint* ep, const rhinetdv_subscribe_attr& a, bool subscribe) {
        (!twin && (a.twin || a.twin_offset))))
     return EINVAL;
   const Context* ctx = to_ctx(ep->pub.context);
-  if (!(ctx->attr.caps & RHN_CAP_SHARE)) return EOPNOTSUPP;
+  const uint8_t opcode = subscribe ? RHN_OP_SUBSCRIBE : RHN_OP_UNSUBSCRIBE;
+  if (!op_supported(ctx, opcode)) return EOPNOTSUPP;
   if (!in_groups(ctx, a.group_id)) return EPERM;
 
-  alignas(8) uint8_t w[2 * RHN_SQ_SLOT_SIZE];
-  memset(w, 0, sizeof(w));
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  uint32_t ext = 0;
+  DvWqe w(opcode);
+  rhn_send_wqe* h = w.h;
   if (subscribe) {
-    h->d.sge = rhn_sge{reinterpret_cast<uintptr_t>(a.addr), a.length, a.lkey};
-    h->num_sge = 1;
+    rhn_wqe_put_sge(w.buf, 0, reinterpret_cast<uintptr_t>(a.addr), a.length,
+                    a.lkey);
+    w.data = rhn_wqe_set_sges(w.buf, 1);
     if (twin) {
-      auto* d = reinterpret_cast<rhn_wqe_xfer*>(w + RHN_SQ_SLOT_SIZE);
+      rhn_wqe_xfer* d = w.partial(RHN_XFER_TWIN);
       d->twin = to_dm(a.twin)->twin_handle;
       d->twin_offset = a.twin_offset;
-      h->xfer_mode = RHN_XFER_TWIN;
-      ext = 1;
     }
   }
   put_status_word(h, a.flags & RHINETDV_SHARE_STATUS_WORD, a.status_word,
                   a.status_lkey);
-  h->opcode = subscribe ? RHN_OP_SUBSCRIBE : RHN_OP_UNSUBSCRIBE;
-  h->ext_units = static_cast<uint8_t>(ext);
   h->flags |= RHN_WQE_F_AREA;
   h->dst_node = a.home_node;
   h->dst_qpn = a.home_endpoint;
   h->remote_key = RHN_AREA_KEY(a.group_id, a.area_id);
   h->remote_addr = a.offset;
   std::lock_guard<std::mutex> g(ep->lock);
-  return post_wqe_locked(ep, w, 1 + ext, a.wr_id,
-                         a.flags & RHINETDV_SHARE_SIGNALED);
+  return post_wqe_locked(ep, w, a.wr_id, a.flags & RHINETDV_SHARE_SIGNALED);
 }
 
 }  // namespace

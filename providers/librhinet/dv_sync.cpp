@@ -20,11 +20,9 @@ int post_sync(Endpoint* ep, const rhinetdv_sync_attr& a, uint8_t opcode) {
                : a.count != 0) ||
       !status_word_ok(a.flags, a.status_word))
     return EINVAL;
-  if (!(to_ctx(ep->pub.context)->attr.caps & RHN_CAP_SYNC)) return EOPNOTSUPP;
-  alignas(8) uint8_t w[RHN_SQ_SLOT_SIZE];
-  memset(w, 0, sizeof(w));
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  h->opcode = opcode;
+  if (!op_supported(to_ctx(ep->pub.context), opcode)) return EOPNOTSUPP;
+  DvWqe w(opcode);
+  rhn_send_wqe* h = w.h;
   h->dst_node = a.manager_node;
   h->dst_qpn = a.manager_endpoint;
   h->remote_addr = a.id;
@@ -32,7 +30,7 @@ int post_sync(Endpoint* ep, const rhinetdv_sync_attr& a, uint8_t opcode) {
   put_status_word(h, a.flags & RHINETDV_SYNC_STATUS_WORD, a.status_word,
                   a.status_lkey);
   std::lock_guard<std::mutex> g(ep->lock);
-  return post_wqe_locked(ep, w, 1, a.wr_id, a.flags & RHINETDV_SYNC_SIGNALED);
+  return post_wqe_locked(ep, w, a.wr_id, a.flags & RHINETDV_SYNC_SIGNALED);
 }
 
 int post_sync_pub(rhinetdv_endpoint* pub, const rhinetdv_sync_attr* attr,

@@ -66,7 +66,7 @@ bool tag_mask_ok(uint64_t comp_mask, uint64_t known, uint64_t xfer_bit,
 // refused here.
 bool tag_xfer_ok(const Endpoint* ep, const TagXfer& x, uint32_t length,
                  bool send) {
-  if (!mode_taken(x.mode, send)) return false;
+  if (!mode_taken(send ? RHN_OP_ISEND : RHN_OP_IRECV, x.mode)) return false;
   if (x.mode == RHINETDV_MODE_BASIC) return true;
   if (!length) return false;
   switch (x.mode) {
@@ -104,16 +104,15 @@ int post_isend(Endpoint* ep, const rhinetdv_isend_attr& a) {
       !status_word_ok(a.flags, a.status_word) || (a.length && !a.addr) ||
       !tag_xfer_ok(ep, x, a.length, true))
     return EINVAL;
-  alignas(8) uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
-  memset(w, 0, sizeof(w));
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  uint32_t ext = put_data(w, a.addr, a.length, a.lkey, a.flags, a.status_word,
-                          a.status_lkey);
+  DvWqe w(RHN_OP_ISEND);
+  rhn_send_wqe* h = w.h;
+  w.data = put_data(w.buf, a.addr, a.length, a.lkey, a.flags, a.status_word,
+                    a.status_lkey);
   if (partial) {
     // One SGE and the descriptor in the slot after the base, as a partial
     // PUSH; the message is packed at the receiver's end (remote_stride =
     // block): where its bytes land is the irecv's choice.
-    auto* d = reinterpret_cast<rhn_wqe_xfer*>(w + RHN_SQ_SLOT_SIZE);
+    rhn_wqe_xfer* d = w.partial(x.mode);
     switch (x.mode) {
       case RHINETDV_MODE_STRIDE:
         d->block = x.block;
@@ -131,17 +130,12 @@ int post_isend(Endpoint* ep, const rhinetdv_isend_attr& a) {
         d->twin_offset = x.twin_offset;
         break;
     }
-    h->xfer_mode = static_cast<uint8_t>(x.mode);
-    ext = 1;
   }
-  h->opcode = RHN_OP_ISEND;
-  h->ext_units = static_cast<uint8_t>(ext);
   h->dst_node = a.dest_node;
   h->dst_qpn = a.dest_endpoint;
   h->remote_addr = a.tag;
   std::lock_guard<std::mutex> g(ep->lock);
-  return post_wqe_locked(ep, w, 1 + ext, a.wr_id,
-                         a.flags & RHINETDV_ISEND_SIGNALED);
+  return post_wqe_locked(ep, w, a.wr_id, a.flags & RHINETDV_ISEND_SIGNALED);
 }
 
 // What an irecv and an iprobe check alike (an iprobe does not look at the
@@ -225,20 +219,16 @@ int cancel_irecv(Endpoint* ep, uint32_t handle) {
   if (!ep->irecvs) return ENOENT;
   const IrecvSlot& slot = ep->irecvs[handle & (ep->irecv_cap - 1)];
   if (!slot.busy || slot.index != handle) return ENOENT;
-  alignas(8) uint8_t w[RHN_SQ_SLOT_SIZE];
-  memset(w, 0, sizeof(w));
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  h->opcode = RHN_OP_IRECV_CANCEL;
+  DvWqe w(RHN_OP_IRECV_CANCEL);
+  rhn_send_wqe* h = w.h;
   h->remote_key = handle & 0xffff;
-  return post_wqe_locked(ep, w, 1, kCancelWrId, false);
+  return post_wqe_locked(ep, w, kCancelWrId, false);
 }
 
 int probe(Endpoint* ep, const rhinetdv_irecv_attr& a, rhinetdv_tag_info* info) {
   if (!irecv_attr_ok(a)) return EINVAL;
-  alignas(8) uint8_t w[RHN_SQ_SLOT_SIZE];
-  memset(w, 0, sizeof(w));
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  h->opcode = RHN_OP_IPROBE;
+  DvWqe w(RHN_OP_IPROBE);
+  rhn_send_wqe* h = w.h;
   h->flags = RHN_WQE_F_SIGNALED;
   h->dst_node = a.src_node;
   h->dst_qpn = a.src_endpoint;
@@ -250,7 +240,7 @@ int probe(Endpoint* ep, const rhinetdv_irecv_attr& a, rhinetdv_tag_info* info) {
   // taken for this one's.
   ep->probe_wr_id = kProbeWrIdBase | (++ep->probe_seq & 0xffffffffu);
   ep->probe_done = false;
-  int err = post_wqe_locked(ep, w, 1, ep->probe_wr_id, false);
+  int err = post_wqe_locked(ep, w, ep->probe_wr_id, false);
   if (err) return err;
   // The NIC answers from its lists at once; completions that come first
   // wait in the pending queue.

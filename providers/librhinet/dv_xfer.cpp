@@ -24,25 +24,25 @@ int post(rhinetdv_endpoint* pub, const rhinetdv_xfer_ex* xe, bool push) {
   const rhinetdv_xfer* x = &xe->base;
   const bool by_key = x->flags & RHINETDV_XFER_EX_BY_KEY;
   const bool partial = xe->mode != RHINETDV_MODE_BASIC;
+  const uint8_t opcode = push ? RHN_OP_WRITE : RHN_OP_READ;
   if (xe->comp_mask || (x->flags & ~kKnownXferExFlags) || x->reserved0 ||
       x->reserved1 || xe->reserved0 ||
       ((x->flags & RHINETDV_XFER_INLINE) &&
        (!push || partial || x->length > ep->max_inline)) ||
       !status_word_ok(x->flags, x->status_word) ||
-      !mode_taken(xe->mode, push) ||
+      !mode_taken(opcode, xe->mode) ||
       ((x->flags & RHINETDV_XFER_EX_SIGNAL) && (!push || by_key)) ||
       (!by_key && (x->area_id > 0xffff || xe->group_id > 0xffff)))
     return EINVAL;
   if (!by_key && !in_groups(to_ctx(pub->context), xe->group_id)) return EPERM;
 
-  alignas(8) uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
-  memset(w, 0, sizeof(w));
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  uint32_t ext = put_data(w, x->local_addr, x->length, x->lkey, x->flags,
-                          x->status_word, x->status_lkey);
+  DvWqe w(opcode);
+  rhn_send_wqe* h = w.h;
+  w.data = put_data(w.buf, x->local_addr, x->length, x->lkey, x->flags,
+                    x->status_word, x->status_lkey);
   if (partial) {
     // The descriptor takes the slot after the base.
-    auto* d = reinterpret_cast<rhn_wqe_xfer*>(w + RHN_SQ_SLOT_SIZE);
+    rhn_wqe_xfer* d = w.partial(xe->mode);
     switch (xe->mode) {
       case RHINETDV_MODE_STRIDE:
         if (!xe->block || !xe->count || xe->local_stride < xe->block ||
@@ -66,12 +66,7 @@ int post(rhinetdv_endpoint* pub, const rhinetdv_xfer_ex* xe, bool push) {
         d->twin_offset = xe->twin_offset;
         break;
     }
-    h->xfer_mode = static_cast<uint8_t>(xe->mode);
-    ext = 1;
   }
-  const uint32_t slots = 1 + ext;
-  h->opcode = push ? RHN_OP_WRITE : RHN_OP_READ;
-  h->ext_units = static_cast<uint8_t>(ext);
   if (!by_key) h->flags |= RHN_WQE_F_AREA;
   if (x->flags & RHINETDV_XFER_FENCE) h->flags |= RHN_WQE_F_FENCE;
   if (x->flags & RHINETDV_XFER_EX_SIGNAL) {
@@ -84,8 +79,7 @@ int post(rhinetdv_endpoint* pub, const rhinetdv_xfer_ex* xe, bool push) {
   h->remote_addr = by_key ? xe->remote_addr : x->offset;
 
   std::lock_guard<std::mutex> g(ep->lock);
-  return post_wqe_locked(ep, w, slots, x->wr_id,
-                         x->flags & RHINETDV_XFER_SIGNALED);
+  return post_wqe_locked(ep, w, x->wr_id, x->flags & RHINETDV_XFER_SIGNALED);
 }
 
 int post_basic(rhinetdv_endpoint* pub, const rhinetdv_xfer* x, bool push) {
@@ -97,33 +91,12 @@ int post_basic(rhinetdv_endpoint* pub, const rhinetdv_xfer* x, bool push) {
 
 }  // namespace
 
-// The transfer modes: push = basic, diff, bitmap, stride; pull = basic, twin,
-// bitmap, stride.
-bool mode_taken(uint32_t mode, bool push) {
-  switch (mode) {
-    case RHINETDV_MODE_BASIC:
-    case RHINETDV_MODE_BITMAP:
-    case RHINETDV_MODE_STRIDE:
-      return true;
-    case RHINETDV_MODE_DIFF:
-      return push;
-    case RHINETDV_MODE_TWIN:
-      return !push;
-    default:
-      return false;
-  }
-}
-
 // A status word the NIC can write: given, 8-byte aligned.
 bool status_word_ok(uint32_t flags, const uint64_t* word) {
   return !(flags & RHINETDV_XFER_STATUS_WORD) ||
          (word && !(reinterpret_cast<uintptr_t>(word) & 7));
 }
 
-// The data of a PUSH or isend WQE (inline bytes, or one SGE) and its
-// status word, from RHINETDV_XFER_INLINE / _STATUS_WORD in @flags (the
-// isend flags have the same values); returns the extension slots the
-// inline bytes take.
 void put_status_word(rhn_send_wqe* h, bool on, uint64_t* word, uint32_t lkey) {
   if (!on) return;
   h->flags |= RHN_WQE_F_STATUS_WORD;
@@ -131,21 +104,22 @@ void put_status_word(rhn_send_wqe* h, bool on, uint64_t* word, uint32_t lkey) {
   h->u.status.lkey = lkey;
 }
 
+// The data of a PUSH or isend WQE (inline bytes, or one SGE) and its
+// status word, from RHINETDV_XFER_INLINE / _STATUS_WORD in @flags (the
+// isend flags have the same values); returns the extension slots the
+// inline bytes take.
 uint32_t put_data(uint8_t* w, const void* addr, uint32_t length, uint32_t lkey,
                   uint32_t flags, uint64_t* status_word, uint32_t status_lkey) {
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
-  uint32_t ext = 0;
+  uint32_t ext;
   if (flags & RHINETDV_XFER_INLINE) {
-    if (length) memcpy(w + offsetof(rhn_send_wqe, d), addr, length);
-    h->num_sge = static_cast<uint16_t>(length);
-    h->flags |= RHN_WQE_F_INLINE;
-    ext = ext_units_for_inline(length);
+    if (length) rhn_wqe_put_inline(w, 0, addr, length);
+    ext = rhn_wqe_set_inline(w, length);
   } else {
-    h->d.sge = rhn_sge{reinterpret_cast<uintptr_t>(addr), length, lkey};
-    h->num_sge = 1;
+    rhn_wqe_put_sge(w, 0, reinterpret_cast<uintptr_t>(addr), length, lkey);
+    ext = rhn_wqe_set_sges(w, 1);
   }
-  put_status_word(h, flags & RHINETDV_XFER_STATUS_WORD, status_word,
-                  status_lkey);
+  put_status_word(reinterpret_cast<rhn_send_wqe*>(w),
+                  flags & RHINETDV_XFER_STATUS_WORD, status_word, status_lkey);
   return ext;
 }
 

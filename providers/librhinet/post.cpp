@@ -42,86 +42,70 @@ int nic_opcode(ibv_wr_opcode op) {
   }
 }
 
-bool carries_payload(int op) {
-  return op == RHN_OP_SEND || op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE ||
-         op == RHN_OP_WRITE_IMM || op == RHN_OP_SEND_INV;
+// What the operation table says of a verbs opcode: it carries a payload
+// (and may carry it inline), it is an atomic, it only touches a window.
+uint8_t op_flags(int op) {
+  const rhn_op_desc* d =
+      op < 0 ? nullptr : rhn_op_row(static_cast<uint8_t>(op));
+  return d ? d->flags : 0;
 }
+bool carries_payload(int op) { return op_flags(op) & RHN_OPF_INLINE; }
 
-bool may_be_inline(ibv_wr_opcode op) {
-  return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
-         op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
-         op == IBV_WR_SEND_WITH_INV;
-}
+bool may_be_inline(ibv_wr_opcode op) { return carries_payload(nic_opcode(op)); }
 
-bool is_window_op(int op) {
-  return op == RHN_OP_BIND_MW || op == RHN_OP_LOCAL_INV;
-}
+bool is_window_op(int op) { return op_flags(op) & RHN_OPF_NO_DATA; }
 
-// Builds one WQE in @w (RHN_WQE_MAX_SLOTS slots, the base slot zeroed);
-// returns its slot count or 0 with @err set. Extension slots need no
-// clearing: the NIC reads only the SGEs or inline bytes num_sge names.
+// Builds one WQE in @w (RHN_WQE_MAX_SLOTS slots) with the contract's
+// builders (hw_wqe.h); returns its slot count or 0 with @err set. Data
+// slots need no clearing: the NIC reads only the SGEs or inline bytes
+// num_sge names.
 uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
-  auto* h = reinterpret_cast<rhn_send_wqe*>(w);
   const int op = nic_opcode(d.opcode);
   const bool ud = is_ud(qp);
-  const bool atomic = op == RHN_OP_FETCH_ADD || op == RHN_OP_CMP_SWAP;
+  const bool atomic = op_flags(op) & RHN_OPF_ATOMIC;
   // UD: SENDs only; UC: no READ or atomics (nothing comes back to it),
   // and no SEND_WITH_INV (RC only); windows bind on RC and UC.
   const bool uc = qp->vqp.qp.qp_type == IBV_QPT_UC;
   const bool window_op = is_window_op(op);
+  *err = EINVAL;
   if (op < 0 || (ud && (op != RHN_OP_SEND && op != RHN_OP_SEND_IMM)) ||
       (uc && !carries_payload(op) && !window_op) ||
       (uc && op == RHN_OP_SEND_INV) || (ud && !d.ah) ||
-      (d.inline_data && !carries_payload(op)) || (window_op && d.num_sge)) {
-    *err = EINVAL;
+      (d.inline_data && !carries_payload(op)) || (window_op && d.num_sge))
     return 0;
-  }
   const uint32_t nsge = d.num_sge;
-  uint32_t ext;
+  uint8_t flags = 0;
+  if ((d.send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+    flags |= RHN_WQE_F_SIGNALED;
+  if (d.send_flags & IBV_SEND_SOLICITED) flags |= RHN_WQE_F_SOLICITED;
+  if (d.send_flags & IBV_SEND_FENCE) flags |= RHN_WQE_F_FENCE;
+  rhn_send_wqe* h = rhn_wqe_start(w, static_cast<uint8_t>(op), flags, 0);
+  uint32_t data;
   if (d.inline_data) {
     uint64_t len = 0;
     for (uint32_t i = 0; i < nsge; i++) len += d.sge[i].length;
-    if (len > qp->max_inline) {
-      *err = EINVAL;
-      return 0;
-    }
-    uint8_t* dst = w + offsetof(rhn_send_wqe, d);
+    if (len > qp->max_inline) return 0;
+    uint32_t at = 0;
     for (uint32_t i = 0; i < nsge; i++) {
-      memcpy(dst, reinterpret_cast<void*>(d.sge[i].addr), d.sge[i].length);
-      dst += d.sge[i].length;
+      rhn_wqe_put_inline(w, at, reinterpret_cast<void*>(d.sge[i].addr),
+                         d.sge[i].length);
+      at += d.sge[i].length;
     }
-    h->num_sge = static_cast<uint16_t>(len);
-    h->flags |= RHN_WQE_F_INLINE;
-    ext = ext_units_for_inline(static_cast<uint32_t>(len));
+    data = rhn_wqe_set_inline(w, static_cast<uint32_t>(len));
   } else {
-    if (nsge > qp->max_send_sge || (atomic && nsge != 1)) {
-      *err = EINVAL;
-      return 0;
-    }
-    // SGEs are contiguous from the base slot's last 16 bytes on.
-    auto* sge = reinterpret_cast<rhn_sge*>(w + offsetof(rhn_send_wqe, d));
+    if (nsge > qp->max_send_sge || (atomic && nsge != 1)) return 0;
     for (uint32_t i = 0; i < nsge; i++)
-      sge[i] = rhn_sge{d.sge[i].addr, d.sge[i].length, d.sge[i].lkey};
-    h->num_sge = static_cast<uint16_t>(nsge);
-    ext = ext_units_for_sges(nsge);
+      rhn_wqe_put_sge(w, i, d.sge[i].addr, d.sge[i].length, d.sge[i].lkey);
+    data = rhn_wqe_set_sges(w, nsge);
   }
-  h->opcode = static_cast<uint8_t>(op);
-  h->ext_units = static_cast<uint8_t>(ext);
-  if ((d.send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
-    h->flags |= RHN_WQE_F_SIGNALED;
-  if (d.send_flags & IBV_SEND_SOLICITED) h->flags |= RHN_WQE_F_SOLICITED;
-  if (d.send_flags & IBV_SEND_FENCE) h->flags |= RHN_WQE_F_FENCE;
   if (op == RHN_OP_SEND_IMM || op == RHN_OP_WRITE_IMM)
     h->imm_data = d.imm_data;  // opaque, network order both ends
+  rhn_wqe_tail tail{};
   if (ud) {
     h->dst_node = d.ah->dest_node;
     h->dst_qpn = d.remote_qpn;
     h->u.status.qkey = d.remote_qkey;
-    // The GRH slot follows the payload slots.
-    h->flags |= RHN_WQE_F_GRH;
-    ext += kUdGrhUnits;
-    h->ext_units = static_cast<uint8_t>(ext);
-    memcpy(w + ext * RHN_SQ_SLOT_SIZE, &d.ah->grh, sizeof(d.ah->grh));
+    tail.grh = &d.ah->grh;  // the route: the WQE's last slot
   } else if (atomic) {
     h->remote_addr = d.remote_addr;
     h->remote_key = d.rkey;
@@ -142,7 +126,9 @@ uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
     h->remote_addr = d.remote_addr;
     h->remote_key = d.rkey;
   }
-  return 1 + ext;
+  const uint32_t slots = rhn_wqe_finish(w, data, &tail);
+  if (slots) *err = 0;
+  return slots;
 }
 
 SendDesc desc_of(const Qp* qp, const ibv_send_wr* wr) {
@@ -207,7 +193,6 @@ void describe_bind(SendDesc* d, const ibv_mw* mw, uint32_t new_rkey,
 int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id) {
   uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
   int err = 0;
-  memset(w, 0, RHN_SQ_SLOT_SIZE);
   const uint32_t slots = build_wqe(qp, desc, w, &err);
   if (!slots) return err;
   return sq_write(qp, w, slots, wr_id);

@@ -284,22 +284,6 @@ inline Ah* to_ah(ibv_ah* a) {
   return container_of_member<Ah>(a, offsetof(Ah, ibah));
 }
 
-// Extension slots a send WQE needs beyond its base slot for @sges SGEs or
-// @len inline bytes (hw_queues.h; the kernel sizes SQs by the same rule).
-inline uint32_t ext_units_for_sges(uint32_t sges) {
-  return sges > RHN_WQE_BASE_SGES
-             ? (sges - RHN_WQE_BASE_SGES + RHN_SGES_PER_EXT_UNIT - 1) /
-                   RHN_SGES_PER_EXT_UNIT
-             : 0;
-}
-inline uint32_t ext_units_for_inline(uint32_t len) {
-  return len > RHN_WQE_BASE_INLINE
-             ? (len - RHN_WQE_BASE_INLINE + RHN_SQ_SLOT_SIZE - 1) /
-                   RHN_SQ_SLOT_SIZE
-             : 0;
-}
-// UD WQEs end with one more slot: the GRH (struct rhn_wqe_grh).
-constexpr uint32_t kUdGrhUnits = 1;
 // Smallest send queue: 64 slots (one 4 KiB page).
 constexpr uint32_t kMinSqLog = 6;
 
