@@ -18,8 +18,8 @@
 // check: a node that knows a communicator's parameters can still join it
 // in its own name; its members then see a wrong count or result.)
 //
-// One logic for the fabric switch (SwitchCore, the socket program) and the
-// simulator's switch, as GroupTable is for multicast patterns.
+// Part of SwitchCore, which the socket program and the simulator's switch
+// both drive, as GroupTable is for multicast patterns.
 #pragma once
 
 #include <algorithm>
@@ -156,7 +156,7 @@ class CollReducer {
     for (uint32_t i = 0; i < s->count; i++) send_down(*s, s->who[i], out);
   }
 
-  // A frame from node i on port i (the simulator's switch).
+  // A frame from node i on port i (the default wiring).
   template <typename Out>
   void ingress(unsigned port, std::span<const uint8_t> frame, uint64_t now,
                Out out) {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The switch's multicast patterns (which output ports a group's frames go to,
-// set in advance by the administrator; Documentation/fabric/switch.md): group
-// ID -> member ports. One table logic for the fabric switch (SwitchCore, the
-// socket program) and the simulator's switch (tests/sim SimSwitch), so both
-// route groups alike and both answer management frames (verbs UD multicast
-// joins) alike.
+// The switch's multicast patterns (which output ports a group's frames go
+// to, set in advance by the administrator; Documentation/fabric/switch.md):
+// group ID -> member ports. Part of SwitchCore, which the socket program
+// and the simulator's switch (tests/sim SimSwitch) both drive, so both
+// route groups alike and both answer management frames (verbs UD
+// multicast joins) alike.
 #pragma once
 
 #include <algorithm>

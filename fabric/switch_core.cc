@@ -81,6 +81,7 @@ SwitchCore::SwitchCore(unsigned ports, uint64_t seed, Egress egress,
       node_port_(RHN_MAX_NODES, -1),
       port_node_(ports, -1),
       coll_(coll_slots),
+      reduces_(coll_slots != 0),
       seed_(seed),
       egress_(std::move(egress)) {
   // Node i is wired to port i (run-cluster's node ID = port) until the
@@ -178,6 +179,10 @@ void SwitchCore::ingress(unsigned port, std::span<const uint8_t> frame,
   if (frame[offsetof(rhn_pkt_hdr, type)] == RHN_PKT_COLL) {
     // For the switch too: a collective's partial, combined here; the
     // results and answers go back out on the contributors' ports.
+    if (!reduces_) {
+      in.cnt.unroutable++;
+      return;
+    }
     coll_.ingress(port, src, frame, now_ns,
                   [&](unsigned out, std::span<const uint8_t> f) {
                     egress(out, f, now_ns);

@@ -100,10 +100,12 @@ class SwitchCore {
   // In-switch reduction (RHN_PKT_COLL): a table of `slots` segment
   // buffers, a segment dropped after `stale_ns` without a frame about it,
   // given to another after `stall_ns` without a new partial
-  // (CollReducer).
+  // (CollReducer). No slots: the switch does not reduce, and drops
+  // RHN_PKT_COLL frames as unroutable, as a switch without it would.
   void configure_coll(uint32_t slots, uint64_t stale_ns,
                       uint64_t stall_ns = CollReducer::kStallNs) {
     coll_ = CollReducer(slots, stale_ns, stall_ns);
+    reduces_ = slots != 0;
   }
   const CollReducer& coll() const { return coll_; }
 
@@ -136,6 +138,7 @@ class SwitchCore {
   std::vector<int32_t> port_node_;  // port -> node ID
   GroupTable groups_;
   CollReducer coll_;
+  bool reduces_;
   uint64_t seed_;
   Egress egress_;
   Capture capture_;

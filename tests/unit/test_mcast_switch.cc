@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Simultaneous multicast (mcastA, 004 2.8): one MCAST_SWITCH WQE pushes its
-// data by area to every endpoint of a switch group. The sender's NIC sends
+// Simultaneous multicast (Documentation/hardware/queues.md): one
+// MCAST_SWITCH WQE pushes its data by area to every endpoint of a switch
+// group. The sender's NIC sends
 // each packet once, to the group, and the switch copies it; every member
 // acknowledges, losses are repaired by unicast resends, members deliver in
 // the sender's order exactly once. A member that dies or refuses fails the
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <map>
 
+#include "fabric_frames.h"
 #include "test_helpers.h"
 
 namespace rhinet::test {
@@ -549,9 +551,7 @@ TEST(SimSwitchGroups, AFrameToAGroupReachesEachMemberPortOnce) {
   EXPECT_FALSE(sw.set_group(kGroup, {4}));  // no such port
   EXPECT_FALSE(sw.set_group(17, {1}));      // not a group ID
   sw.tap = nullptr;
-  std::vector<uint8_t> f(RHN_PKT_HDR_LEN, 0);
-  f[4] = uint8_t(kGroup);
-  f[5] = uint8_t(kGroup >> 8);
+  const std::vector<uint8_t> f = fabric_frame(0, kGroup, RHN_PKT_RAW, 32, 0x5a);
   sw.wire(0).transmit(f);
   // Count what is queued per port (no engines attached: delivery is
   // counted as unroutable per copy).

@@ -2,6 +2,7 @@
 // Self-tests of the simulated host and fabric (independent of engine
 // behaviour): memory and address spaces, CRC32C, and switch routing and
 // fault injection.
+#include "fabric_frames.h"
 #include "test_helpers.h"
 
 namespace rhinet::test {
@@ -56,33 +57,35 @@ TEST(SimHost, Crc32cKnownAnswer) {
   EXPECT_EQ(crc32c(s + 4, 5, crc32c(s, 4)), 0xe3069283u);
 }
 
+// The simulator's links around the real switch: the switch routes (and
+// drops what it would drop), the links delay and fault what it sends out.
 TEST(SimFabric, RoutesByDestinationAndAppliesFaults) {
   SimClock clock;
   SimSwitch sw(clock, 3, 42);
+  auto raw = [](uint16_t src, uint16_t dst) {
+    return fabric_frame(src, dst, RHN_PKT_RAW, 32, 0x5a);
+  };
   std::vector<std::pair<size_t, std::vector<uint8_t>>> seen;
   sw.tap = [&](size_t src, std::span<const uint8_t> f) {
     seen.emplace_back(src, std::vector<uint8_t>(f.begin(), f.end()));
   };
-  std::vector<uint8_t> frame(64, 0);
-  frame[4] = 2;  // dst node 2
-  sw.wire(0).transmit(frame);
-  frame[4] = 0xff;
-  frame[5] = 0xff;  // broadcast
-  sw.wire(1).transmit(frame);
-  frame[4] = 9;
-  frame[5] = 0;  // no such port
-  sw.wire(1).transmit(frame);
+  sw.wire(0).transmit(raw(0, 2));
+  sw.wire(1).transmit(raw(1, RHN_NODE_BROADCAST));
+  sw.wire(1).transmit(raw(1, 9));                   // no such node
   sw.wire(1).transmit(std::vector<uint8_t>(5, 0));  // too short
-  EXPECT_EQ(seen.size(), 4u);
-  EXPECT_EQ(sw.counters().transmitted, 4u);
-  EXPECT_EQ(sw.counters().unroutable, 2u);
+  sw.wire(1).transmit(raw(2, 0));                   // node 2 is not on port 1
+  EXPECT_EQ(seen.size(), 5u);
+  EXPECT_EQ(sw.counters().transmitted, 5u);
+  EXPECT_EQ(sw.counters().unroutable, 1u);
+  EXPECT_EQ(sw.counters().malformed, 1u);
+  EXPECT_EQ(sw.counters().spoofed, 1u);
   EXPECT_EQ(sw.queued(), 3u);  // one unicast + broadcast to two ports
   EXPECT_EQ(sw.next_delivery_ns(), clock.now() + 500);
 
+  const std::vector<uint8_t> frame = raw(0, 2);
   FaultConfig lossy;
   lossy.loss = 1.0;
   sw.set_port_faults(2, lossy);
-  frame[4] = 2;
   sw.wire(0).transmit(frame);
   EXPECT_EQ(sw.counters().lost, 1u);
   sw.clear_faults();
@@ -98,6 +101,12 @@ TEST(SimFabric, RoutesByDestinationAndAppliesFaults) {
   EXPECT_EQ(sw.counters().duplicated, 1u);
   EXPECT_EQ(sw.counters().corrupted, 2u);
   EXPECT_EQ(sw.queued(), 5u);
+  // No engines attached: each copy is counted when it is due.
+  clock.advance(1'000'000);
+  sw.deliver();
+  EXPECT_EQ(sw.queued(), 0u);
+  EXPECT_EQ(sw.counters().unroutable, 6u);
+  EXPECT_EQ(sw.counters().delivered, 0u);
 }
 
 }  // namespace

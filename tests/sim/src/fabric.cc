@@ -21,7 +21,14 @@ class SimSwitch::PortWire : public fw::Wire {
 };
 
 SimSwitch::SimSwitch(SimClock& clock, size_t ports, uint64_t seed)
-    : clock_(clock), ports_(ports), rng_(seed) {
+    : clock_(clock),
+      ports_(ports),
+      rng_(seed),
+      // The switch's own fault injector stays off: faults are the links'.
+      core_(unsigned(ports), seed,
+            [this](unsigned out, std::span<const uint8_t> f) {
+              route(in_.for_switch ? out : in_.port, out, f, in_.at, in_.hop);
+            }) {
   for (size_t i = 0; i < ports; ++i)
     ports_[i].wire = std::make_unique<PortWire>(*this, i);
 }
@@ -46,19 +53,24 @@ const FaultConfig& SimSwitch::faults_for(size_t src, size_t dst) const {
   return global_;
 }
 
+SwitchCounters SimSwitch::counters() const {
+  SwitchCounters c = counters_;
+  for (unsigned i = 0; i < core_.ports(); i++) {
+    const fabric::PortCounters& p = core_.counters(i);
+    c.unroutable += p.unroutable;
+    c.malformed += p.malformed;
+    c.spoofed += p.spoofed;
+    c.mgmt_applied += p.mgmt_applied;
+    c.mgmt_refused += p.mgmt_refused;
+  }
+  return c;
+}
+
 void SimSwitch::transmit(size_t src, std::span<const uint8_t> frame) {
   ++counters_.transmitted;
   if (tap) tap(src, frame);
   if (drop && drop(src, frame)) {
     ++counters_.lost;
-    return;
-  }
-  if (frame.size() < RHN_PKT_HDR_LEN) {
-    ++counters_.unroutable;
-    return;
-  }
-  if (frame[offsetof(rhn_pkt_hdr, type)] == RHN_PKT_MGMT) {
-    manage(src, frame);
     return;
   }
   // The sender's link into the switch.
@@ -68,73 +80,25 @@ void SimSwitch::transmit(size_t src, std::span<const uint8_t> frame) {
     at = std::max(at, in.in_free) + frame.size() * ps_per_byte_ / 1000;
     in.in_free = at;
   }
-  if (frame[offsetof(rhn_pkt_hdr, type)] == RHN_PKT_COLL) {
-    // For the switch's reducer, halfway through the hop. The link in has
-    // the port's faults.
-    const FaultConfig& f = faults_for(src, src);
-    if (!ports_[src].link_up || !coll_enabled_) {
-      ++counters_.link_drops;
-      return;
-    }
-    if (chance(f.loss)) {
-      ++counters_.lost;
-      return;
-    }
-    Queued q{src, std::vector<uint8_t>(frame.begin(), frame.end())};
-    q.to_switch = true;
-    q.src = src;
-    queue_.emplace(Key{at + hop_delay_ns_ / 2, order_++}, std::move(q));
+  const uint8_t type = frame.size() > offsetof(rhn_pkt_hdr, type)
+                           ? frame[offsetof(rhn_pkt_hdr, type)]
+                           : 0;
+  if (type == RHN_PKT_MGMT || type == RHN_PKT_COLL) {
+    // For the switch itself: it takes the frame halfway through the hop,
+    // and its answers spend the other half.
+    route(src, src, frame, at, hop_delay_ns_ / 2, true);
     return;
   }
-  // dst_node: bytes 4..5, little-endian.
-  const uint16_t dst = uint16_t(frame[4] | (frame[5] << 8));
-  if (dst == RHN_NODE_BROADCAST) {
-    for (size_t d = 0; d < ports_.size(); ++d)
-      if (d != src) route(src, d, frame, at);
-    return;
-  }
-  if (fabric::GroupTable::is_group(dst)) {
-    if (!groups_.for_each_egress(dst, unsigned(src),
-                                 [&](unsigned d) { route(src, d, frame, at); }))
-      ++counters_.unroutable;
-    return;
-  }
-  if (dst >= ports_.size()) {
-    ++counters_.unroutable;
-    return;
-  }
-  route(src, dst, frame, at);
+  enter({src, at, hop_delay_ns_, false}, frame);
 }
 
-void SimSwitch::manage(size_t src, std::span<const uint8_t> frame) {
-  // The link into the switch has the port's faults too: a management
-  // frame may be lost before the switch sees it.
-  const FaultConfig& f = faults_for(src, src);
-  if (!ports_[src].link_up) {
-    ++counters_.link_drops;
-    return;
-  }
-  if (chance(f.loss)) {
-    ++counters_.lost;
-    return;
-  }
-  std::array<uint8_t, fabric::kMgmtFrameLen> answer;
-  switch (groups_.manage(frame, unsigned(src), answer)) {
-    case fabric::MgmtVerdict::kMalformed:
-      ++counters_.unroutable;
-      return;
-    case fabric::MgmtVerdict::kRefused:
-      ++counters_.mgmt_refused;
-      break;
-    case fabric::MgmtVerdict::kApplied:
-      ++counters_.mgmt_applied;
-      break;
-  }
-  route(src, src, answer, clock_.now());  // back out where it came in
+void SimSwitch::enter(const Ingress& in, std::span<const uint8_t> frame) {
+  in_ = in;
+  core_.ingress(unsigned(in.port), frame, in.at);
 }
 
 void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame,
-                      uint64_t at, uint64_t hop) {
+                      uint64_t at, uint64_t hop, bool to_switch) {
   if (!ports_[src].link_up || !ports_[dst].link_up) {
     ++counters_.link_drops;
     return;
@@ -142,6 +106,12 @@ void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame,
   const FaultConfig& f = faults_for(src, dst);
   if (chance(f.loss)) {
     ++counters_.lost;
+    return;
+  }
+  if (to_switch) {
+    Queued q{dst, std::vector<uint8_t>(frame.begin(), frame.end())};
+    q.to_switch = true;
+    queue_.emplace(Key{at + hop, order_++}, std::move(q));
     return;
   }
   const int copies = chance(f.duplicate) ? 2 : 1;
@@ -177,10 +147,7 @@ void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame,
 bool SimSwitch::deliver() {
   bool any = false;
   const uint64_t now = clock_.now();
-  if (now >= coll_deadline_) {  // the reducer's stale segments
-    coll_.tick(now);
-    coll_deadline_ = coll_.next_deadline_ns();
-  }
+  if (now >= core_.next_deadline_ns()) core_.tick(now);  // stale segments
   // Bounded: only frames already queued and due; frames the engines emit in
   // response are queued with a later due time or picked up next call.
   size_t budget = queue_.size();
@@ -190,13 +157,9 @@ bool SimSwitch::deliver() {
     Queued q = std::move(it->second);
     queue_.erase(it);
     if (q.to_switch) {
-      ++counters_.coll_frames;
-      const uint64_t hop = hop_delay_ns_ - hop_delay_ns_ / 2;
-      coll_.ingress(unsigned(q.src), q.frame, now,
-                    [&](unsigned port, std::span<const uint8_t> f) {
-                      route(port, port, f, now, hop);
-                    });
-      coll_deadline_ = coll_.next_deadline_ns();
+      if (q.frame[offsetof(rhn_pkt_hdr, type)] == RHN_PKT_COLL)
+        ++counters_.coll_frames;
+      enter({q.dst, now, hop_delay_ns_ - hop_delay_ns_ / 2, true}, q.frame);
       any = true;
       continue;
     }

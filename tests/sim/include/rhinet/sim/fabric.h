@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Simulated fabric switch. Each node's engine transmits into its port's Wire;
-// the switch queues the frame (never calling back into an engine from inside
-// transmit) and delivers it later from deliver(), routed by the transport
-// header's dst_node. Seeded fault injection: loss, duplication, reordering,
-// corruption, link down; globally or per port.
+// Simulated fabric: the real switch (fabric::SwitchCore, the code the
+// QEMU-connected rhinet-switch runs) between links of virtual time. Each
+// node's engine transmits into its port's Wire; the switch decides where
+// the frame goes (unicast by wiring, broadcast, groups, management frames,
+// in-switch reduction) and each frame it sends out passes the links' one
+// fault injector (loss, duplication, reordering, corruption, link down;
+// globally or per port, seeded) and waits in a queue until deliver()
+// hands it to the destination's engine, so an engine is never called back
+// from inside transmit.
 #pragma once
 
 #include <cstdint>
@@ -15,18 +19,17 @@
 #include <span>
 #include <vector>
 
-#include "coll_reducer.h"
-#include "group_table.h"
 #include "rhinet/fw/engine.h"
 #include "rhinet/sim/host.h"
+#include "switch_core.h"
 
 namespace rhinet::sim {
 
-struct FaultConfig {
-  double loss = 0.0;                  // probability a frame is dropped
-  double duplicate = 0.0;             // probability a second copy is delivered
-  double reorder = 0.0;               // probability a frame is held back
-  double corrupt = 0.0;               // probability one random bit is flipped
+// A link's faults: the fabric switch's probabilities per frame (loss,
+// duplication, reordering, corruption). Reordering here is a delay in
+// virtual time: a held-back frame is overtaken by whatever follows it
+// within reorder_delay_ns.
+struct FaultConfig : fabric::FaultSpec {
   uint64_t reorder_delay_ns = 5'000;  // how long a held-back frame waits
 };
 
@@ -34,9 +37,13 @@ struct SwitchCounters {
   uint64_t transmitted = 0;  // frames handed to the switch by engines
   uint64_t delivered = 0;    // frame_arrived() calls made
   uint64_t rx_refused = 0;   // frame_arrived() returned false
-  uint64_t lost = 0;         // dropped by the loss fault
+  uint64_t lost = 0;         // dropped by the loss fault or the drop filter
   uint64_t link_drops = 0;   // dropped because a port's link is down
-  uint64_t unroutable = 0;   // too short, or no such destination port
+  // The switch has no port for the destination (or does not reduce), or
+  // no engine is attached to the destination port.
+  uint64_t unroutable = 0;
+  uint64_t malformed = 0;  // not a RHiNET frame (the switch's header check)
+  uint64_t spoofed = 0;    // src_node is not the node wired to its port
   uint64_t duplicated = 0;
   uint64_t reordered = 0;
   uint64_t corrupted = 0;
@@ -69,16 +76,16 @@ class SimSwitch {
   void clear_faults();
   void set_link(size_t port, bool up) { ports_.at(port).link_up = up; }
   bool link(size_t port) const { return ports_.at(port).link_up; }
-  // A multicast pattern (004 2.8), as the administrator sets it in the
-  // fabric switch: frames to node ID `group` go to these ports (node i is
-  // port i) except the one they came from. Empty: removed. False on a bad
-  // ID or port.
+  // A multicast pattern (Documentation/fabric/switch.md), as the
+  // administrator sets it in the fabric switch: frames to node ID `group`
+  // go to these ports (node i is port i) except the one they came from.
+  // Empty: removed. False on a bad ID or port.
   bool set_group(uint16_t group, const std::vector<unsigned>& ports) {
-    return groups_.set(group, ports, unsigned(ports_.size()));
+    return core_.set_group(group, ports);
   }
   // A group's member ports now (administrator's or joined by nodes).
   const std::vector<unsigned>& group_members(uint16_t group) const {
-    return groups_.members(group);
+    return core_.group_members(group);
   }
   // Virtual time a frame spends in the switch.
   void set_hop_delay(uint64_t ns) { hop_delay_ns_ = ns; }
@@ -94,10 +101,11 @@ class SimSwitch {
   // would), a segment dropped after `stale_ns` without a frame about it.
   void configure_coll(uint32_t slots, uint64_t stale_ns,
                       uint64_t stall_ns = fabric::CollReducer::kStallNs) {
-    coll_enabled_ = slots != 0;
-    coll_ = fabric::CollReducer(slots ? slots : 1, stale_ns, stall_ns);
+    core_.configure_coll(slots, stale_ns, stall_ns);
   }
-  const fabric::CollReducer& coll() const { return coll_; }
+  const fabric::CollReducer& coll() const { return core_.coll(); }
+  // The switch itself: its wiring (map_node) and per-port counters.
+  fabric::SwitchCore& core() { return core_; }
 
   // Delivers every queued frame that is due by now. Returns true if any was.
   bool deliver();
@@ -105,7 +113,8 @@ class SimSwitch {
   uint64_t next_delivery_ns() const;
   size_t queued() const { return queue_.size(); }
 
-  const SwitchCounters& counters() const { return counters_; }
+  // The links' counts and the switch's, summed over its ports.
+  SwitchCounters counters() const;
   // Observes every frame as transmitted (before faults): src port, bytes.
   std::function<void(size_t, std::span<const uint8_t>)> tap;
   // A test's filter over every frame as transmitted (after tap, before
@@ -137,23 +146,27 @@ class SimSwitch {
     bool in_switch = false;
     uint64_t extra_ns = 0;  // a held-back or duplicate frame's delay
     uint64_t hop_ns = 0;    // its time in the switch
-    // An in-switch collective's frame from port `src`, for the switch
-    // itself (its reducer takes it when it is due).
+    // A frame for the switch itself (management, collective) from port
+    // `dst`: the switch takes it when it is due.
     bool to_switch = false;
-    size_t src = 0;
+  };
+  // The frame the switch is taking in, for the frames it sends out.
+  struct Ingress {
+    size_t port = 0;
+    uint64_t at = 0;   // when it is in the switch
+    uint64_t hop = 0;  // the time its frames out spend in the switch
+    bool for_switch = false;
   };
 
   void transmit(size_t src, std::span<const uint8_t> frame);
-  // `at`: when the frame is in the switch (after its sender's link).
-  // hop: the time in the switch (the reducer's answers: half of it).
+  // Hands the frame to the switch; what it sends out goes through route().
+  void enter(const Ingress& in, std::span<const uint8_t> frame);
+  // The links' fault injector, the one place faults apply: a frame from
+  // port `src` to port `dst`, in the switch at `at`, out after `hop`. A
+  // frame for the switch itself (src == dst) can only be lost; the
+  // switch's own frames leave as if from their port.
   void route(size_t src, size_t dst, std::span<const uint8_t> frame,
-             uint64_t at, uint64_t hop);
-  void route(size_t src, size_t dst, std::span<const uint8_t> frame,
-             uint64_t at) {
-    route(src, dst, frame, at, hop_delay_ns_);
-  }
-  // A management frame from `src` (GroupTable::manage), answered on it.
-  void manage(size_t src, std::span<const uint8_t> frame);
+             uint64_t at, uint64_t hop, bool to_switch = false);
   const FaultConfig& faults_for(size_t src, size_t dst) const;
   bool chance(double p);
 
@@ -165,11 +178,9 @@ class SimSwitch {
   std::mt19937_64 rng_;
   std::map<Key, Queued> queue_;
   uint64_t order_ = 0;
-  SwitchCounters counters_;
-  fabric::GroupTable groups_;
-  fabric::CollReducer coll_;
-  bool coll_enabled_ = true;
-  uint64_t coll_deadline_ = UINT64_MAX;
+  SwitchCounters counters_;  // the links' (the switch's own are in core_)
+  fabric::SwitchCore core_;
+  Ingress in_;
 };
 
 }  // namespace rhinet::sim

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The host side of remote pin-down (004 2.5) for the simulated node: what
-// rhinet.ko does with RHN_EQE_PD_REQUEST and RHN_EQE_PD_RELEASE. It reads
+// The host side of remote pin-down (Documentation/hardware/queues.md,
+// "Remote pin-down") for the simulated node: what rhinet.ko does with
+// RHN_EQE_PD_REQUEST and RHN_EQE_PD_RELEASE. It reads
 // the kernel event queue, "pins" pages of on-demand MRs by entering their
 // leaf VP entries, counts holders, answers RHN_ADMIN_PD_MAPPED, and on a
 // release clears the entries of pages nobody holds and invalidates the

@@ -341,7 +341,7 @@ class SimContext {
   bool ok_ = false;
 };
 
-// Status word helpers (004 2.3).
+// Status word helpers (Documentation/hardware/queues.md, "Status words").
 inline bool status_word_done(uint64_t w) {
   return (w & RHN_STATUS_WORD_DONE) != 0;
 }
