@@ -17,8 +17,9 @@
  *
  * This header is the one to include: the operation families' declarations
  * live in <infiniband/rhinetdv/FAMILY.h> (FAMILY: tag, pindown, mcast,
- * share, admin, sync, atomic, coll), which it includes. Every operation's attributes
- * begin with struct rhinetdv_op_common and are passed with their size.
+ * share, admin, sync, atomic, coll), which it includes. Every operation's
+ * attributes begin with struct rhinetdv_op_common and are passed with
+ * their size.
  *
  * Every function checks that the context it is given belongs to a rhinet
  * device and fails with EOPNOTSUPP otherwise. Functions returning int
@@ -187,16 +188,17 @@ struct ibv_mr *rhinetdv_reg_area(struct ibv_pd *pd, void *addr, size_t length,
 				 int access, uint32_t area_id);
 
 /*
- * Areas in a process group. A process is a member of the
- * groups named when it opened the device: the environment variable
+ * Areas in a process group. A process is a member of the groups named
+ * when it opened the device: the environment variable
  * RHINET_GROUPS="GROUP:TOKEN[,GROUP:TOKEN...]" (GROUP 1..65535, TOKEN a
  * 64-bit hexadecimal secret; rhinet-run sets it for every rank). A group
  * is joined only where the administrator granted it, to the process's
  * user or group, with that token (rhinetdv_grant_group, rhinet-group(8));
  * opening the device fails with EPERM otherwise, so a process outside the
- * launch cannot join. Group 0 is the open group every process is in (rhinetdv_reg_area
- * registers there). Areas of a group are reachable only by members of it:
- * the NIC checks the group at both ends (RHINETDV_SYN_BAD_GROUP).
+ * launch cannot join. Group 0 is the open group every process is in
+ * (rhinetdv_reg_area registers there). Areas of a group are reachable
+ * only by members of it: the NIC checks the group at both ends
+ * (RHINETDV_SYN_BAD_GROUP).
  */
 enum rhinetdv_area_attr_mask {
 	RHINETDV_AREA_ATTR_MASK_FLAGS = 1 << 0, /* flags is set (1.3) */
@@ -380,11 +382,9 @@ int rhinetdv_signal_count(struct rhinetdv_endpoint *ep, uint32_t group_id,
 int rhinetdv_wait_signal(struct rhinetdv_endpoint *ep, uint32_t group_id,
 			 uint32_t area_id, uint64_t count, int timeout_ms);
 
-#ifdef __cplusplus
-}
-#endif
-
-/* The operation families, one header each. */
+/* The operation families, one header each (C declarations, inside the
+ * extern "C" block for C++).
+ */
 #include <infiniband/rhinetdv/tag.h>
 #include <infiniband/rhinetdv/pindown.h>
 #include <infiniband/rhinetdv/mcast.h>
@@ -393,10 +393,6 @@ int rhinetdv_wait_signal(struct rhinetdv_endpoint *ep, uint32_t group_id,
 #include <infiniband/rhinetdv/sync.h>
 #include <infiniband/rhinetdv/atomic.h>
 #include <infiniband/rhinetdv/coll.h>
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 /* ---- completions -------------------------------------------------------- */
 

@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * rhinetdv: the administrator's switch groups and process group grants. Part of <infiniband/rhinetdv.h>, which includes it:
- * include that header, not this one.
+ * rhinetdv: the administrator's switch groups and process group grants.
+ * Part of <infiniband/rhinetdv.h>, which includes it inside its extern "C"
+ * block: include that header, not this one.
  */
 #ifndef INFINIBAND_RHINETDV_ADMIN_H
 #define INFINIBAND_RHINETDV_ADMIN_H
 
 #ifndef INFINIBAND_RHINETDV_H
 #error "include <infiniband/rhinetdv.h>"
-#endif
-
-#ifdef __cplusplus
-extern "C" {
 #endif
 
 /* ---- the administrator's switch groups (RHINETDV_1.8) ------------------- */
@@ -116,9 +113,5 @@ int rhinetdv_revoke_group(struct ibv_context *context, uint16_t group,
 int rhinetdv_query_group_grants(struct ibv_context *context,
 				struct rhinetdv_group_grant *grants,
 				uint32_t *count);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* INFINIBAND_RHINETDV_ADMIN_H */

@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * rhinetdv: remote atomics. Part of <infiniband/rhinetdv.h>, which includes it:
- * include that header, not this one.
+ * rhinetdv: remote atomics.
+ * Part of <infiniband/rhinetdv.h>, which includes it inside its extern "C"
+ * block: include that header, not this one.
  */
 #ifndef INFINIBAND_RHINETDV_ATOMIC_H
 #define INFINIBAND_RHINETDV_ATOMIC_H
 
 #ifndef INFINIBAND_RHINETDV_H
 #error "include <infiniband/rhinetdv.h>"
-#endif
-
-#ifdef __cplusplus
-extern "C" {
 #endif
 
 /* ---- remote atomics (RHINETDV_1.9) --------------------------------------- */
@@ -65,9 +62,5 @@ struct rhinetdv_atomic_attr {
  */
 int rhinetdv_atomic(struct rhinetdv_endpoint *ep,
 		    const struct rhinetdv_atomic_attr *attr, size_t inlen);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* INFINIBAND_RHINETDV_ATOMIC_H */

@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * rhinetdv: collectives executed by the NICs. Part of <infiniband/rhinetdv.h>, which includes it:
- * include that header, not this one.
+ * rhinetdv: collectives executed by the NICs.
+ * Part of <infiniband/rhinetdv.h>, which includes it inside its extern "C"
+ * block: include that header, not this one.
  */
 #ifndef INFINIBAND_RHINETDV_COLL_H
 #define INFINIBAND_RHINETDV_COLL_H
 
 #ifndef INFINIBAND_RHINETDV_H
 #error "include <infiniband/rhinetdv.h>"
-#endif
-
-#ifdef __cplusplus
-extern "C" {
 #endif
 
 /* ---- collectives (RHINETDV_1.10) ----------------------------------------- */
@@ -112,9 +109,5 @@ struct rhinetdv_coll_attr {
  */
 int rhinetdv_collective(struct rhinetdv_endpoint *ep,
 			const struct rhinetdv_coll_attr *attr, size_t inlen);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* INFINIBAND_RHINETDV_COLL_H */

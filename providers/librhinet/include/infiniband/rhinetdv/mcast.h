@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * rhinetdv: multicast: to a destination list and through switch groups. Part of <infiniband/rhinetdv.h>, which includes it:
- * include that header, not this one.
+ * rhinetdv: multicast: to a destination list and through switch groups.
+ * Part of <infiniband/rhinetdv.h>, which includes it inside its extern "C"
+ * block: include that header, not this one.
  */
 #ifndef INFINIBAND_RHINETDV_MCAST_H
 #define INFINIBAND_RHINETDV_MCAST_H
 
 #ifndef INFINIBAND_RHINETDV_H
 #error "include <infiniband/rhinetdv.h>"
-#endif
-
-#ifdef __cplusplus
-extern "C" {
 #endif
 
 /* ---- sequential multicast (RHINETDV_1.5) -------------------------------- */
@@ -168,9 +165,5 @@ struct rhinetdv_mcast_switch_attr {
 int rhinetdv_mcast_switch(struct rhinetdv_endpoint *ep,
 			  const struct rhinetdv_mcast_switch_attr *attr,
 			  size_t inlen);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* INFINIBAND_RHINETDV_MCAST_H */

@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * rhinetdv: remote pin-down. Part of <infiniband/rhinetdv.h>, which includes it:
- * include that header, not this one.
+ * rhinetdv: remote pin-down.
+ * Part of <infiniband/rhinetdv.h>, which includes it inside its extern "C"
+ * block: include that header, not this one.
  */
 #ifndef INFINIBAND_RHINETDV_PINDOWN_H
 #define INFINIBAND_RHINETDV_PINDOWN_H
 
 #ifndef INFINIBAND_RHINETDV_H
 #error "include <infiniband/rhinetdv.h>"
-#endif
-
-#ifdef __cplusplus
-extern "C" {
 #endif
 
 /* ---- remote pin-down (RHINETDV_1.3) ------------------------------------- */
@@ -74,9 +71,5 @@ int rhinetdv_pd_req(struct rhinetdv_endpoint *ep,
 		    const struct rhinetdv_pin_attr *attr, size_t inlen);
 int rhinetdv_pd_release(struct rhinetdv_endpoint *ep,
 			const struct rhinetdv_pin_attr *attr, size_t inlen);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* INFINIBAND_RHINETDV_PINDOWN_H */

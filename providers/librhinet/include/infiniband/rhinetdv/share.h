@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * rhinetdv: shared regions. Part of <infiniband/rhinetdv.h>, which includes it:
- * include that header, not this one.
+ * rhinetdv: shared regions.
+ * Part of <infiniband/rhinetdv.h>, which includes it inside its extern "C"
+ * block: include that header, not this one.
  */
 #ifndef INFINIBAND_RHINETDV_SHARE_H
 #define INFINIBAND_RHINETDV_SHARE_H
 
 #ifndef INFINIBAND_RHINETDV_H
 #error "include <infiniband/rhinetdv.h>"
-#endif
-
-#ifdef __cplusplus
-extern "C" {
 #endif
 
 /* ---- shared regions (RHINETDV_1.7) -------------------------------------- */
@@ -161,9 +158,5 @@ int rhinetdv_unsubscribe(struct rhinetdv_endpoint *ep,
 int rhinetdv_share_update(struct rhinetdv_endpoint *ep,
 			  const struct rhinetdv_share_update_attr *attr,
 			  size_t inlen);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* INFINIBAND_RHINETDV_SHARE_H */

@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * rhinetdv: locks and barriers. Part of <infiniband/rhinetdv.h>, which includes it:
- * include that header, not this one.
+ * rhinetdv: locks and barriers.
+ * Part of <infiniband/rhinetdv.h>, which includes it inside its extern "C"
+ * block: include that header, not this one.
  */
 #ifndef INFINIBAND_RHINETDV_SYNC_H
 #define INFINIBAND_RHINETDV_SYNC_H
 
 #ifndef INFINIBAND_RHINETDV_H
 #error "include <infiniband/rhinetdv.h>"
-#endif
-
-#ifdef __cplusplus
-extern "C" {
 #endif
 
 /* ---- locks and barriers (RHINETDV_1.5) ---------------------------------- */
@@ -87,9 +84,5 @@ int rhinetdv_unlock(struct rhinetdv_endpoint *ep,
 		    const struct rhinetdv_sync_attr *attr, size_t inlen);
 int rhinetdv_barrier(struct rhinetdv_endpoint *ep,
 		     const struct rhinetdv_sync_attr *attr, size_t inlen);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* INFINIBAND_RHINETDV_SYNC_H */

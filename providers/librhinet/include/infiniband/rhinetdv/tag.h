@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * rhinetdv: isend, irecv and iprobe: messages matched by tag in the NIC. Part of <infiniband/rhinetdv.h>, which includes it:
- * include that header, not this one.
+ * rhinetdv: isend, irecv and iprobe: messages matched by tag in the NIC.
+ * Part of <infiniband/rhinetdv.h>, which includes it inside its extern "C"
+ * block: include that header, not this one.
  */
 #ifndef INFINIBAND_RHINETDV_TAG_H
 #define INFINIBAND_RHINETDV_TAG_H
 
 #ifndef INFINIBAND_RHINETDV_H
 #error "include <infiniband/rhinetdv.h>"
-#endif
-
-#ifdef __cplusplus
-extern "C" {
 #endif
 
 /* ---- isend / irecv (RHINETDV_1.2) --------------------------------------- */
@@ -213,9 +210,5 @@ struct rhinetdv_tag_caps {
 };
 int rhinetdv_query_tag_caps(struct rhinetdv_endpoint *ep,
 			    struct rhinetdv_tag_caps *caps, size_t inlen);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* INFINIBAND_RHINETDV_TAG_H */
