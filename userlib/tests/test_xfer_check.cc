@@ -168,7 +168,8 @@ TEST(XferCheck, McastTakesThePushModesByAreaOnly) {
   auto twin = check_xfer(Op::mcast, Target::area, options_for(Mode::twin), 64);
   ASSERT_FALSE(twin);
   EXPECT_EQ(twin.error().errno_value(), EINVAL);
-  EXPECT_NE(message(twin).find("takes basic"), std::string::npos) << message(twin);
+  EXPECT_NE(message(twin).find("takes basic"), std::string::npos)
+      << message(twin);
   // diff without a twin: refused for the missing twin, not the mode.
   auto diff = check_xfer(Op::mcast, Target::area, options_for(Mode::diff), 64);
   ASSERT_FALSE(diff);
