@@ -191,6 +191,9 @@ void describe_bind(SendDesc* d, const ibv_mw* mw, uint32_t new_rkey,
 }
 
 int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id) {
+  // A QP without a send queue is full whatever the request (sq_write says
+  // the same; checked first so that no check of the WQE answers instead).
+  if (qp->no_sq) return ENOMEM;
   uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
   int err = 0;
   const uint32_t slots = build_wqe(qp, desc, w, &err);
