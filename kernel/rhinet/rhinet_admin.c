@@ -10,7 +10,7 @@
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/iopoll.h>
 
-#include "rhinet.h"
+#include "rhinet_hw.h"
 
 #define ADMIN_DEPTH BIT(RHINET_ADMIN_LOG_DEPTH)
 

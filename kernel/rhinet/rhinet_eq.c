@@ -11,7 +11,7 @@
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/log2.h>
 
-#include "rhinet.h"
+#include "rhinet_hw.h"
 
 /* Entries handled per wake-up before the thread lets others run, and how
  * often within a pass the consumer index goes back to the NIC (it posts no
@@ -28,8 +28,8 @@ static void rhinet_eq_doorbell(struct rhinet_eq *eq, bool arm)
 	writeq(db, eq->rdev->regs + RHN_REG_EQ_DOORBELL);
 }
 
-/* The hard handler only wakes the thread: events go to ib_core and NAPI,
- * which take locks and may run long, in process context.
+/* The hard handler only wakes the thread: events go to the consumers
+ * (ib_core, NAPI), which take locks and may run long, in process context.
  */
 static irqreturn_t rhinet_eq_irq(int irq, void *data)
 {
@@ -52,21 +52,12 @@ static unsigned int rhinet_eq_process(struct rhinet_eq *eq,
 		if ((READ_ONCE(e->owner) & 1) != phase)
 			break;
 		dma_rmb(); /* the entry after its owner byte */
-		switch (e->type) {
-		case RHN_EQE_COMPLETION:
-			rhinet_net_cq_event(rdev, le32_to_cpu(e->object));
-			rhinet_ib_event(rdev, e);
-			break;
-		case RHN_EQE_PORT_CHANGE:
+		/* The device's own part first: the consumers read it. */
+		if (e->type == RHN_EQE_PORT_CHANGE)
 			WRITE_ONCE(rdev->link_up, !!le64_to_cpu(e->data));
-			rhinet_net_link_event(rdev, rdev->link_up);
-			rhinet_ib_event(rdev, e);
-			break;
-		default:
+		else if (e->type != RHN_EQE_COMPLETION)
 			rdev->async_events++;
-			rhinet_ib_event(rdev, e);
-			break;
-		}
+		rhinet_consumers_event(rdev, e);
 		eq->consumer++;
 		if (!(eq->consumer % EQ_REPORT_EVERY))
 			rhinet_eq_doorbell(eq, false);

@@ -3,12 +3,13 @@
  * Events from the kernel's event queues to ib_core: completion events to
  * their CQ's handler, QP, CQ and SRQ errors and limits to their objects'
  * event handlers, port changes to the port work, pin-down requests to
- * rhinet_pindown.c.
+ * rhinet_pindown.c. The hardware layer calls these through the consumer
+ * ops rhinet_ib.c sets.
  */
 
 #include "rhinet_ib.h"
 
-/* ---- events from the kernel event queue (hard interrupt context) --------- */
+/* ---- events from the kernel event queues (their threads) ----------------- */
 
 void rhinet_ib_event(struct rhinet_dev *rdev, const struct rhn_eqe *eqe)
 {

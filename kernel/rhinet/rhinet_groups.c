@@ -20,7 +20,7 @@
 #include <linux/uidgid.h>
 #include <net/net_namespace.h>
 
-#include "rhinet_ib.h"
+#include "rhinet_obj.h"
 
 #define UVERBS_MODULE_NAME rhinet_ib
 #include <rdma/uverbs_named_ioctl.h>

@@ -11,7 +11,7 @@
 #include <linux/iopoll.h>
 #include <linux/workqueue.h>
 
-#include "rhinet.h"
+#include "rhinet_hw.h"
 
 #define RHINET_RESET_TIMEOUT_US (2 * USEC_PER_SEC)
 /* STATUS is read this often; one MMIO read, also while idle. */
@@ -85,8 +85,7 @@ static void rhinet_fatal_work(struct work_struct *work)
 	struct rhinet_dev *rdev =
 		container_of(work, struct rhinet_dev, fatal_work);
 
-	rhinet_net_dead(rdev);
-	rhinet_ib_dead(rdev);
+	rhinet_consumers_dead(rdev);
 }
 
 static void rhinet_health_work(struct work_struct *work)

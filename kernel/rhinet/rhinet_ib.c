@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The ib_core device: one RoCE-style port whose GIDs come from the rhinet
- * Ethernet interface, PDs and AHs, and the device's registration. User
- * contexts are in rhinet_ucontext.c, counters in rhinet_counters.c, event
- * dispatch in rhinet_events.c, memory regions in rhinet_mem.c, user
- * queues in rhinet_queues.c, twin memory (device memory) in rhinet_twin.c,
- * remote pin-down (on-demand MRs) in rhinet_pindown.c.
- * The kernel verbs (rhinet_kverbs.c) serve the
- * management QP (ib_mad, ib_cm, rdma_cm) and the RC QPs of the kernel's
- * RDMA consumers, with fast registration (rhinet_mem.c).
+ * Ethernet interface, PDs and AHs, and the device's registration, with
+ * the table of verbs ib_core calls. The objects behind the verbs are the
+ * middle layer (rhinet_obj.h): user contexts in rhinet_ucontext.c,
+ * counters in rhinet_counters.c, memory regions in rhinet_mem.c, user
+ * queues in rhinet_queues.c, kernel queues in rhinet_kqueues.c, twin
+ * memory (device memory) in rhinet_twin.c, remote pin-down (on-demand
+ * MRs) in rhinet_pindown.c. Event dispatch is in rhinet_events.c; the
+ * kernel verbs' data path (rhinet_kverbs.c) serves the management QP
+ * (ib_mad, ib_cm, rdma_cm) and the RC QPs of the kernel's RDMA consumers.
  */
 #include <linux/rtnetlink.h>
 #include <net/addrconf.h>
@@ -19,130 +20,6 @@
 #include <rdma/rhinet-abi.h>
 
 #include "rhinet_ib.h"
-
-/* ---- helpers shared by the verbs files ----------------------------------- */
-
-/*
- * Copies a driver request of exactly @size bytes. Shorter requests are
- * refused; longer ones only when the extra bytes are zero (a newer provider
- * asking for nothing new).
- */
-int rhinet_udata_in(struct ib_udata *udata, void *req, size_t size)
-{
-	if (!udata) {
-		memset(req, 0, size);
-		return 0;
-	}
-	if (udata->inlen < size)
-		return -EINVAL;
-	if (udata->inlen > size &&
-	    !ib_is_udata_cleared(udata, size, udata->inlen - size))
-		return -EOPNOTSUPP;
-	return size ? ib_copy_from_udata(req, udata, size) : 0;
-}
-
-/*
- * A request that grew: one of at least @min_size bytes (an older provider's)
- * is read as far as it goes, the rest of *req zeroed; otherwise as
- * rhinet_udata_in().
- */
-int rhinet_udata_in_min(struct ib_udata *udata, void *req, size_t min_size,
-			size_t size)
-{
-	if (udata && udata->inlen >= min_size && udata->inlen < size) {
-		memset(req, 0, size);
-		return ib_copy_from_udata(req, udata, udata->inlen);
-	}
-	return rhinet_udata_in(udata, req, size);
-}
-
-/*
- * An optional request: none, or all zero whatever its length (an older
- * provider, or one asking for nothing) leaves *req zeroed and returns 0;
- * otherwise as rhinet_udata_in(), returning 1 once it is read.
- */
-int rhinet_udata_in_optional(struct ib_udata *udata, void *req, size_t size)
-{
-	int ret;
-
-	memset(req, 0, size);
-	if (!udata || !udata->inlen ||
-	    ib_is_udata_cleared(udata, 0, udata->inlen))
-		return 0;
-	ret = rhinet_udata_in(udata, req, size);
-	return ret ? ret : 1;
-}
-
-int rhinet_udata_out(struct ib_udata *udata, void *resp, size_t size)
-{
-	if (!udata)
-		return 0;
-	if (udata->outlen < size)
-		return -EINVAL;
-	return ib_copy_to_udata(udata, resp, size);
-}
-
-int rhinet_ctx_exec(struct rhinet_ib *ib, u32 ctx, struct rhn_admin_cmd *cmd,
-		    u32 *result)
-{
-	cmd->hdr.context = cpu_to_le32(ctx);
-	return rhinet_admin_exec(ib->rdev, cmd, result);
-}
-
-/*
- * Destroys a NIC object; failing here is a driver or NIC fault. On a dead
- * device (reset, touching no memory) it is done: the object went with the
- * NIC's state, and the caller frees what the object used.
- */
-int rhinet_destroy_object(struct rhinet_ib *ib, u32 ctx, u8 opcode,
-			  u32 handle)
-{
-	struct rhn_admin_cmd cmd = {};
-	int ret;
-
-	cmd.hdr.opcode = opcode;
-	cmd.u.handle.handle = cpu_to_le32(handle);
-	ret = rhinet_ctx_exec(ib, ctx, &cmd, NULL);
-	if (ret && rhinet_dev_quiesced(ib->rdev))
-		return 0;
-	if (ret)
-		ibdev_warn_ratelimited(&ib->ibdev,
-				       "destroy 0x%02x of %u in context %u: %d\n",
-				       opcode, handle, ctx, ret);
-	return ret;
-}
-
-/*
- * The node an address vector names: its destination MAC encodes it. A
- * multicast destination GID names the switch group its hash selects
- * (rhn_mgid_group), which every node computes alike; only UD address
- * handles (!unicast) may name one.
- */
-int rhinet_node_of_ah_attr(struct rhinet_ib *ib, const struct rdma_ah_attr *ah,
-			   bool unicast)
-{
-	const struct ib_global_route *grh;
-	int node;
-
-	if (ah->type != RDMA_AH_ATTR_TYPE_ROCE ||
-	    !(rdma_ah_get_ah_flags(ah) & IB_AH_GRH) ||
-	    rdma_ah_get_port_num(ah) != 1)
-		return -EINVAL;
-	grh = rdma_ah_read_grh(ah);
-	if (rhn_gid_is_mcast(grh->dgid.raw)) {
-		if (unicast || !(rhinet_read32(ib->rdev, RHN_REG_CAPS) &
-				 RHN_CAP_UD_MCAST))
-			return -EINVAL;
-		return rhn_mgid_group(grh->dgid.raw);
-	}
-	node = rhinet_mac_to_node(ah->roce.dmac);
-	if (node < 0 || (unicast && node == RHN_NODE_BROADCAST)) {
-		ibdev_dbg(&ib->ibdev, "no fabric node has MAC %pM\n",
-			  ah->roce.dmac);
-		return -EINVAL;
-	}
-	return node;
-}
 
 /* ---- device and port ----------------------------------------------------- */
 
@@ -319,13 +196,20 @@ static void rhinet_port_work(struct work_struct *work)
 	ib_dispatch_event(&event);
 }
 
-void rhinet_ib_port_changed(struct rhinet_dev *rdev)
+static void rhinet_ib_port_changed(struct rhinet_dev *rdev)
 {
 	struct rhinet_ib *ib = READ_ONCE(rdev->ib);
 
 	if (ib)
 		schedule_work(&ib->port_work);
 }
+
+/* What the hardware layer tells the RDMA device (rhinet_events.c). */
+static const struct rhinet_consumer_ops rhinet_ib_consumer = {
+	.event = rhinet_ib_event,
+	.dead = rhinet_ib_dead,
+	.port_changed = rhinet_ib_port_changed,
+};
 
 /* ---- PD and AH ----------------------------------------------------------- */
 
@@ -600,6 +484,7 @@ int rhinet_ib_init(struct rhinet_dev *rdev)
 		goto err_dealloc;
 	ib->port_was_up = rhinet_port_up(rdev);
 	/* Registration opens the management QP: its events must get through. */
+	rhinet_consumer_set(rdev, RHINET_CONSUMER_IB, &rhinet_ib_consumer);
 	WRITE_ONCE(rdev->ib, ib);
 	ret = ib_register_device(&ib->ibdev, "rhinet%d", &pdev->dev);
 	if (ret)

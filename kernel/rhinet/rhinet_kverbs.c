@@ -9,7 +9,8 @@
  * are DMA-coherent memory the NIC reaches by bus address, and buffers use
  * the device's local_dma_lkey, which serves every kernel PD. The NIC sends
  * every UD WQE with the address handle's GRH and writes the sender's GRH
- * ahead of each received MAD, which ib_cm needs to answer.
+ * ahead of each received MAD, which ib_cm needs to answer. The queues
+ * themselves are created and destroyed in rhinet_kqueues.c.
  */
 #include <linux/dma-mapping.h>
 #include <rdma/ib_cache.h>
@@ -17,105 +18,13 @@
 
 #include "rhinet_ib.h"
 
-/* Kernel CQs: at most 2^16 CQEs (2 MiB of DMA-coherent memory). */
-#define RHINET_KCQ_MAX_LOG 16
-
-static int rhinet_kbuf_alloc(struct rhinet_ib *ib, struct rhinet_kbuf *kbuf,
-			     size_t size)
-{
-	kbuf->size = PAGE_ALIGN(size);
-	kbuf->va = dma_alloc_coherent(&ib->rdev->pdev->dev, kbuf->size,
-				      &kbuf->dma, GFP_KERNEL);
-	return kbuf->va ? 0 : -ENOMEM;
-}
-
-void rhinet_kbuf_free(struct rhinet_ib *ib, struct rhinet_kbuf *kbuf)
-{
-	if (!kbuf->va)
-		return;
-	dma_free_coherent(&ib->rdev->pdev->dev, kbuf->size, kbuf->va,
-			  kbuf->dma);
-	kbuf->va = NULL;
-}
-
 /* The full index whose low 16 bits a CQE names, at or after @base. */
 static u32 rhinet_widen(u32 base, u16 low)
 {
 	return base + (u16)(low - (u16)base);
 }
 
-/* ---- CQ ------------------------------------------------------------------ */
-
-static struct rhn_cq_record *rhinet_kcq_record(struct rhinet_cq *cq)
-{
-	return cq->k.kbuf.va + (size_t)RHN_CQE_SIZE * cq->k.depth;
-}
-
-int rhinet_kcq_create(struct rhinet_ib *ib, struct rhinet_cq *cq,
-		      const struct ib_cq_init_attr *attr)
-{
-	u32 log = order_base_2(max(attr->cqe, 2u));
-	size_t ring_bytes = (size_t)RHN_CQE_SIZE << log;
-	struct rhn_admin_cmd cmd = {};
-	int ret;
-
-	if (attr->flags)
-		return -EOPNOTSUPP;
-	/* A kernel CQ's ring is one DMA-coherent allocation: not the 4M
-	 * entries (128 MiB) a user CQ in the process's pinned memory may
-	 * have, at most RHINET_KCQ_MAX_LOG.
-	 */
-	if (!attr->cqe || log > RHINET_KCQ_MAX_LOG ||
-	    log > le32_to_cpu(ib->rdev->attr.max_cq_log_depth))
-		return -EINVAL;
-	ret = rhinet_kbuf_alloc(ib, &cq->k.kbuf,
-				ring_bytes + sizeof(struct rhn_cq_record));
-	if (ret)
-		return ret;
-	cq->k.depth = 1u << log;
-	spin_lock_init(&cq->k.lock);
-
-	cmd.hdr.opcode = RHN_ADMIN_CREATE_CQ;
-	cmd.u.create_cq.ring = rhinet_phys_ref(cq->k.kbuf.dma);
-	cmd.u.create_cq.record = rhinet_phys_ref(cq->k.kbuf.dma + ring_bytes);
-	cmd.u.create_cq.eqn =
-		cpu_to_le32(rhinet_eq_of(ib->rdev, attr->comp_vector)->eqn);
-	cmd.u.create_cq.log_depth = log;
-	ret = rhinet_ctx_exec(ib, 0, &cmd, &cq->cqn);
-	if (ret)
-		goto err_free;
-	ret = xa_insert_irq(&ib->cqs, cq->cqn, cq, GFP_KERNEL);
-	if (ret)
-		goto err_destroy;
-	cq->ibcq.cqe = cq->k.depth;
-	return 0;
-
-err_destroy:
-	rhinet_destroy_object(ib, 0, RHN_ADMIN_DESTROY_CQ, cq->cqn);
-err_free:
-	rhinet_kbuf_free(ib, &cq->k.kbuf);
-	return ret;
-}
-
-/* The NIC object first (no more CQEs or events), then the ring. */
-int rhinet_kcq_destroy(struct rhinet_ib *ib, struct rhinet_cq *cq)
-{
-	int ret = rhinet_destroy_object(ib, 0, RHN_ADMIN_DESTROY_CQ, cq->cqn);
-
-	if (ret)
-		return ret;
-	rhinet_eq_drain(ib->rdev);
-	xa_erase_irq(&ib->cqs, cq->cqn);
-	rhinet_kbuf_free(ib, &cq->k.kbuf);
-	return 0;
-}
-
 /* ---- kernel QPs -------------------------------------------------------------- */
-
-struct rhinet_kqp_records {
-	struct rhn_queue_record sq;
-	struct rhn_queue_record rq;
-};
 
 static void *rhinet_kqp_sq(struct rhinet_kqp *k, u32 slot)
 {
@@ -128,205 +37,31 @@ static struct rhn_recv_wqe *rhinet_kqp_rq(struct rhinet_kqp *k, u32 index)
 	       (size_t)(index & (k->rq_depth - 1)) * RHN_RQ_WQE_SIZE;
 }
 
-static struct rhinet_kqp_records *rhinet_kqp_records(struct rhinet_kqp *k)
-{
-	return k->kbuf.va + (size_t)RHN_SQ_SLOT_SIZE * k->sq_depth +
-	       (size_t)RHN_RQ_WQE_SIZE * k->rq_depth;
-}
-
-static int rhinet_kqp_size(struct rhinet_ib *ib, struct rhinet_kqp *k,
-			   struct ib_qp_init_attr *attr)
-{
-	u32 max_log = le32_to_cpu(ib->rdev->attr.max_wq_log_depth);
-	struct ib_qp_cap *cap = &attr->cap;
-	bool gsi = attr->qp_type == IB_QPT_GSI;
-	u32 slots = rhinet_wqe_slots(cap, gsi);
-	u64 sq_slots = (u64)max(cap->max_send_wr, 1u) * slots;
-
-	if ((!gsi && attr->qp_type != IB_QPT_RC) || attr->srq ||
-	    attr->create_flags || !attr->send_cq || !attr->recv_cq)
-		return -EOPNOTSUPP;
-	/* Kernel CQs only: the NIC checks both are in the kernel context. */
-	if (to_rcq(attr->send_cq)->user || to_rcq(attr->recv_cq)->user)
-		return -EINVAL;
-	if (cap->max_inline_data || slots > RHN_WQE_MAX_SLOTS ||
-	    cap->max_recv_sge > RHN_RQ_MAX_SGES ||
-	    sq_slots > (1ull << max_log) ||
-	    cap->max_recv_wr > (1u << max_log))
-		return -EINVAL;
-	k->sq_depth = roundup_pow_of_two(max_t(u64, sq_slots, 2));
-	k->rq_depth = roundup_pow_of_two(max(cap->max_recv_wr, 2u));
-	k->max_send_sge = cap->max_send_sge;
-	k->max_recv_sge = cap->max_recv_sge;
-	k->sig_all = attr->sq_sig_type == IB_SIGNAL_ALL_WR;
-	cap->max_send_wr = k->sq_depth / slots;
-	cap->max_recv_wr = k->rq_depth;
-	return 0;
-}
-
-int rhinet_kqp_create(struct rhinet_ib *ib, struct rhinet_qp *qp,
-		      struct ib_qp_init_attr *attr)
-{
-	struct rhinet_dev *rdev = ib->rdev;
-	struct rhn_admin_create_qp *c;
-	struct rhn_admin_cmd cmd = {};
-	dma_addr_t rq_dma, rec_dma;
-	struct rhinet_kqp *k;
-	int ret;
-
-	k = kzalloc(sizeof(*k), GFP_KERNEL);
-	if (!k)
-		return -ENOMEM;
-	qp->k = k;
-	mutex_init(&qp->lock);
-	ret = rhinet_kqp_size(ib, k, attr);
-	if (ret)
-		goto err;
-	spin_lock_init(&k->sq_lock);
-	spin_lock_init(&k->rq_lock);
-	k->sq_wr_id = kcalloc(k->sq_depth, sizeof(u64), GFP_KERNEL);
-	k->sq_slots = kcalloc(k->sq_depth, 1, GFP_KERNEL);
-	k->rq_wr_id = kcalloc(k->rq_depth, sizeof(u64), GFP_KERNEL);
-	ret = -ENOMEM;
-	if (!k->sq_wr_id || !k->sq_slots || !k->rq_wr_id)
-		goto err;
-	ret = rhinet_kbuf_alloc(ib, &k->kbuf,
-				(size_t)RHN_SQ_SLOT_SIZE * k->sq_depth +
-					(size_t)RHN_RQ_WQE_SIZE * k->rq_depth +
-					sizeof(struct rhinet_kqp_records));
-	if (ret)
-		goto err;
-	rq_dma = k->kbuf.dma + (size_t)RHN_SQ_SLOT_SIZE * k->sq_depth;
-	rec_dma = rq_dma + (size_t)RHN_RQ_WQE_SIZE * k->rq_depth;
-
-	cmd.hdr.opcode = RHN_ADMIN_CREATE_QP;
-	c = &cmd.u.create_qp;
-	if (attr->qp_type == IB_QPT_GSI) {
-		c->pdn = cpu_to_le32(rdev->kernel_pdn);
-		c->type = RHN_QP_UD;
-		c->flags = RHN_CREATE_QP_F_GSI;
-	} else {
-		c->pdn = cpu_to_le32(to_rpd(qp->ibqp.pd)->pdn);
-		c->type = RHN_QP_RC;
-	}
-	c->send_cqn = cpu_to_le32(to_rcq(attr->send_cq)->cqn);
-	c->recv_cqn = cpu_to_le32(to_rcq(attr->recv_cq)->cqn);
-	c->srqn = cpu_to_le32(RHN_NO_SRQ);
-	c->sq_log_depth = ilog2(k->sq_depth);
-	c->rq_log_depth = ilog2(k->rq_depth);
-	c->sq_ring = rhinet_phys_ref(k->kbuf.dma);
-	c->rq_ring = rhinet_phys_ref(rq_dma);
-	c->sq_record = rhinet_phys_ref(rec_dma +
-				       offsetof(struct rhinet_kqp_records, sq));
-	c->rq_record = rhinet_phys_ref(rec_dma +
-				       offsetof(struct rhinet_kqp_records, rq));
-	ret = rhinet_ctx_exec(ib, 0, &cmd, &qp->qpn);
-	if (ret)
-		goto err;
-	ret = xa_insert_irq(&ib->qps, qp->qpn, qp, GFP_KERNEL);
-	if (ret) {
-		rhinet_destroy_object(ib, 0, RHN_ADMIN_DESTROY_QP, qp->qpn);
-		goto err;
-	}
-	qp->nic_type = c->type;
-	qp->ibqp.qp_num = qp->qpn; /* RHN_QPN_GSI for the management QP */
-	qp->attr.cap = attr->cap;
-	return 0;
-
-err:
-	rhinet_kqp_free(ib, qp);
-	return ret;
-}
-
-/* Takes @qpn's CQEs out of kernel CQ @cq (its lock held): later entries
- * of other QPs move up, into slots of the same lap (owner bits kept).
+/* Puts the WQE built in k->wqe into the ring at the producer (the ring
+ * may wrap inside it) and takes its slots.
  */
-static void rhinet_kcq_clean(struct rhinet_cq *cq, u32 qpn)
+static void rhinet_kqp_commit(struct rhinet_kqp *k, u64 wr_id, u32 slots)
 {
-	struct rhn_cqe *ring = cq->k.kbuf.va;
-	u32 end = cq->k.ci, removed = 0, i;
+	u32 first = k->sq_pi, i;
 
-	while (end - cq->k.ci < cq->k.depth &&
-	       rhinet_cqe_ready(ring, cq->k.depth, end))
-		end++;
-	dma_rmb(); /* the entries after their owner bits */
-	for (i = end; i != cq->k.ci;) {
-		struct rhn_cqe e, *dst;
-
-		i--;
-		e = ring[i % cq->k.depth];
-		if (le32_to_cpu(e.qpn) == qpn) {
-			removed++;
-			continue;
-		}
-		if (!removed)
-			continue;
-		dst = &ring[(i + removed) % cq->k.depth];
-		e.flags = (e.flags & ~RHN_CQE_F_OWNER) |
-			  (dst->flags & RHN_CQE_F_OWNER);
-		*dst = e;
-	}
-	if (removed) {
-		cq->k.ci += removed;
-		WRITE_ONCE(rhinet_kcq_record(cq)->consumer_index,
-			   cpu_to_le32(cq->k.ci));
-	}
+	for (i = 0; i < slots; i++)
+		memcpy(rhinet_kqp_sq(k, first + i), k->wqe + i * RHN_SQ_SLOT_SIZE,
+		       RHN_SQ_SLOT_SIZE);
+	k->sq_wr_id[first & (k->sq_depth - 1)] = wr_id;
+	k->sq_slots[first & (k->sq_depth - 1)] = slots;
+	k->sq_pi += slots;
 }
 
-/* A destroyed kernel QP: its CQEs leave its CQs, and it leaves the QP
- * table, under the CQ locks that pollers hold while they use a QP they
- * looked up, so none still holds it afterwards.
- */
-void rhinet_kqp_forget(struct rhinet_ib *ib, struct rhinet_qp *qp)
+/* The work request's SGEs into the WQE; returns its data slots. */
+static u32 rhinet_kqp_put_sges(struct rhinet_kqp *k,
+			       const struct ib_send_wr *wr)
 {
-	struct rhinet_cq *scq = to_rcq(qp->ibqp.send_cq);
-	struct rhinet_cq *rcq = to_rcq(qp->ibqp.recv_cq);
-	struct rhinet_cq *first = scq < rcq ? scq : rcq;
-	struct rhinet_cq *second = scq < rcq ? rcq : scq;
-	unsigned long flags;
+	int i;
 
-	spin_lock_irqsave(&first->k.lock, flags);
-	if (second != first)
-		spin_lock_nested(&second->k.lock, SINGLE_DEPTH_NESTING);
-	if (!first->user)
-		rhinet_kcq_clean(first, qp->qpn);
-	if (second != first && !second->user)
-		rhinet_kcq_clean(second, qp->qpn);
-	xa_lock(&ib->qps); /* interrupts are off already */
-	__xa_erase(&ib->qps, qp->qpn);
-	xa_unlock(&ib->qps);
-	if (second != first)
-		spin_unlock(&second->k.lock);
-	spin_unlock_irqrestore(&first->k.lock, flags);
-}
-
-void rhinet_kqp_free(struct rhinet_ib *ib, struct rhinet_qp *qp)
-{
-	struct rhinet_kqp *k = qp->k;
-
-	if (!k)
-		return;
-	rhinet_kbuf_free(ib, &k->kbuf);
-	kfree(k->sq_wr_id);
-	kfree(k->sq_slots);
-	kfree(k->rq_wr_id);
-	kfree(k);
-	qp->k = NULL;
-}
-
-/* Writes SGE @i of the WQE starting at slot @first (SGEs run on from the
- * base slot's last 16 bytes across the following slots).
- */
-static void rhinet_kqp_put_sge(struct rhinet_kqp *k, u32 first, u32 i,
-			       const struct ib_sge *sge)
-{
-	size_t off = offsetof(struct rhn_send_wqe, d) + i * sizeof(struct rhn_sge);
-	struct rhn_sge *dst = rhinet_kqp_sq(k, first + off / RHN_SQ_SLOT_SIZE) +
-			      off % RHN_SQ_SLOT_SIZE;
-
-	dst->addr = cpu_to_le64(sge->addr);
-	dst->length = cpu_to_le32(sge->length);
-	dst->lkey = cpu_to_le32(sge->lkey);
+	for (i = 0; i < wr->num_sge; i++)
+		rhn_wqe_put_sge(k->wqe, i, wr->sg_list[i].addr,
+				wr->sg_list[i].length, wr->sg_list[i].lkey);
+	return rhn_wqe_set_sges(k->wqe, wr->num_sge);
 }
 
 /* Builds one UD SEND at the producer; returns its slots or an errno. */
@@ -335,41 +70,36 @@ static int rhinet_kqp_build_ud(struct rhinet_qp *qp,
 {
 	struct rhinet_kqp *k = qp->k;
 	const struct ib_ud_wr *ud = ud_wr(wr);
-	struct ib_qp_cap need = {};
+	struct rhn_wqe_tail tail = {};
 	struct rhinet_ah *ah;
 	struct rhn_send_wqe *w;
-	u32 first = k->sq_pi, slots, i;
+	u32 slots;
+	u8 flags = RHN_WQE_F_SIGNALED;
 
 	if ((wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) ||
 	    wr->num_sge < 0 || wr->num_sge > k->max_send_sge || !ud->ah ||
 	    (wr->send_flags & IB_SEND_INLINE))
 		return -EINVAL;
-	need.max_send_sge = wr->num_sge;
-	slots = rhinet_wqe_slots(&need, true);
-	if (k->sq_pi + slots - k->sq_ci > k->sq_depth)
+	if (k->sq_pi + rhn_wqe_slots(wr->num_sge, 0, true) - k->sq_ci >
+	    k->sq_depth)
 		return -ENOMEM;
 	ah = container_of(ud->ah, struct rhinet_ah, ibah);
 
-	w = rhinet_kqp_sq(k, first);
-	memset(w, 0, sizeof(*w));
-	w->opcode = wr->opcode == IB_WR_SEND ? RHN_OP_SEND : RHN_OP_SEND_IMM;
-	w->flags = RHN_WQE_F_GRH | RHN_WQE_F_SIGNALED;
 	if (wr->send_flags & IB_SEND_SOLICITED)
-		w->flags |= RHN_WQE_F_SOLICITED;
-	w->ext_units = slots - 1;
-	w->wqe_index = cpu_to_le16(first);
+		flags |= RHN_WQE_F_SOLICITED;
+	w = rhn_wqe_start(k->wqe,
+			  wr->opcode == IB_WR_SEND ? RHN_OP_SEND :
+						     RHN_OP_SEND_IMM,
+			  flags, k->sq_pi);
 	w->dst_node = cpu_to_le16(ah->dest_node);
 	w->dst_qpn = cpu_to_le32(ud->remote_qpn);
 	w->imm_data = (__force u32)wr->ex.imm_data;
 	w->u.status.qkey = cpu_to_le32(ud->remote_qkey);
-	w->num_sge = cpu_to_le16(wr->num_sge);
-	for (i = 0; i < wr->num_sge; i++)
-		rhinet_kqp_put_sge(k, first, i, &wr->sg_list[i]);
-	memcpy(rhinet_kqp_sq(k, first + slots - 1), &ah->grh, sizeof(ah->grh));
-
-	k->sq_wr_id[first & (k->sq_depth - 1)] = wr->wr_id;
-	k->sq_slots[first & (k->sq_depth - 1)] = slots;
-	k->sq_pi += slots;
+	tail.grh = &ah->grh;
+	slots = rhn_wqe_finish(k->wqe, rhinet_kqp_put_sges(k, wr), &tail);
+	if (!slots)
+		return -EINVAL;
+	rhinet_kqp_commit(k, wr->wr_id, slots);
 	return slots;
 }
 
@@ -408,31 +138,26 @@ static int rhinet_kqp_build_rc(struct rhinet_qp *qp,
 {
 	struct rhinet_kqp *k = qp->k;
 	int op = rhinet_rc_opcode(wr->opcode);
-	struct ib_qp_cap need = {};
 	struct rhn_send_wqe *w;
-	u32 first = k->sq_pi, slots, i;
+	u32 slots;
+	u8 flags = 0;
 
 	if (op < 0 || wr->num_sge < 0 || wr->num_sge > k->max_send_sge ||
 	    (wr->send_flags & IB_SEND_INLINE))
 		return -EINVAL;
 	if ((op == RHN_OP_REG_MR || op == RHN_OP_LOCAL_INV) && wr->num_sge)
 		return -EINVAL;
-	need.max_send_sge = wr->num_sge;
-	slots = rhinet_wqe_slots(&need, false);
-	if (k->sq_pi + slots - k->sq_ci > k->sq_depth)
+	if (k->sq_pi + rhn_wqe_slots(wr->num_sge, 0, false) - k->sq_ci >
+	    k->sq_depth)
 		return -ENOMEM;
 
-	w = rhinet_kqp_sq(k, first);
-	memset(w, 0, sizeof(*w));
-	w->opcode = op;
 	if ((wr->send_flags & IB_SEND_SIGNALED) || k->sig_all)
-		w->flags |= RHN_WQE_F_SIGNALED;
+		flags |= RHN_WQE_F_SIGNALED;
 	if (wr->send_flags & IB_SEND_SOLICITED)
-		w->flags |= RHN_WQE_F_SOLICITED;
+		flags |= RHN_WQE_F_SOLICITED;
 	if (wr->send_flags & IB_SEND_FENCE)
-		w->flags |= RHN_WQE_F_FENCE;
-	w->ext_units = slots - 1;
-	w->wqe_index = cpu_to_le16(first);
+		flags |= RHN_WQE_F_FENCE;
+	w = rhn_wqe_start(k->wqe, op, flags, k->sq_pi);
 	switch (op) {
 	case RHN_OP_SEND_IMM:
 		w->imm_data = (__force u32)wr->ex.imm_data;
@@ -473,13 +198,10 @@ static int rhinet_kqp_build_rc(struct rhinet_qp *qp,
 		w->remote_key = cpu_to_le32(wr->ex.invalidate_rkey);
 		break;
 	}
-	w->num_sge = cpu_to_le16(wr->num_sge);
-	for (i = 0; i < wr->num_sge; i++)
-		rhinet_kqp_put_sge(k, first, i, &wr->sg_list[i]);
-
-	k->sq_wr_id[first & (k->sq_depth - 1)] = wr->wr_id;
-	k->sq_slots[first & (k->sq_depth - 1)] = slots;
-	k->sq_pi += slots;
+	slots = rhn_wqe_finish(k->wqe, rhinet_kqp_put_sges(k, wr), NULL);
+	if (!slots)
+		return -EINVAL;
+	rhinet_kqp_commit(k, wr->wr_id, slots);
 	return slots;
 }
 

@@ -11,7 +11,7 @@
 #include <linux/module.h>
 #include <linux/pci.h>
 
-#include "rhinet.h"
+#include "rhinet_ib.h"
 
 static const struct pci_device_id rhinet_pci_ids[] = {
 	{ PCI_DEVICE(RHN_PCI_VENDOR_ID, RHN_PCI_DEVICE_ID) },

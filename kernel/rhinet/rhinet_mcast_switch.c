@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Switch groups of simultaneous multicast (004 2.8 mcastA): the member
- * list of a group on this node's NIC (RHN_ADMIN_SET_MCAST_GROUP), which
- * only the administrator may set, clear or read. Two driver methods of
- * the uverbs ioctl interface, each checking CAP_NET_ADMIN: a new driver
- * may not add sysfs files to its ib_device (ib_device_ops.device_group),
- * and RDMA netlink has no driver-specific set command. The driver keeps
- * a copy of every list it set, because the NIC has no command to read one.
+ * Switch groups of simultaneous multicast, whose packets the switch
+ * copies to every member (Documentation/driver/README.md, Switch
+ * groups): the member list of a group on this node's NIC
+ * (RHN_ADMIN_SET_MCAST_GROUP), which only the administrator may set,
+ * clear or read. Two driver methods of the uverbs ioctl interface, each
+ * checking CAP_NET_ADMIN: a new driver may not add sysfs files to its
+ * ib_device (ib_device_ops.device_group), and RDMA netlink has no
+ * driver-specific set command. The driver keeps a copy of every list it
+ * set, because the NIC has no command to read one.
  */
 #include <linux/capability.h>
 #include <linux/slab.h>
 
-#include "rhinet_ib.h"
+#include "rhinet_obj.h"
 
 #define UVERBS_MODULE_NAME rhinet_ib
 #include <rdma/uverbs_named_ioctl.h>

@@ -11,7 +11,7 @@
 #include <linux/if_vlan.h>
 #include <linux/netdevice.h>
 
-#include "rhinet.h"
+#include "rhinet_ib.h"
 
 #define RHINET_NET_SQ_LOG 8
 #define RHINET_NET_RQ_LOG 8
@@ -184,7 +184,7 @@ static int rhinet_net_poll(struct napi_struct *napi, int budget)
 	return done;
 }
 
-void rhinet_net_cq_event(struct rhinet_dev *rdev, u32 cqn)
+static void rhinet_net_cq_event(struct rhinet_dev *rdev, u32 cqn)
 {
 	struct rhinet_net *net = READ_ONCE(rdev->net);
 
@@ -192,7 +192,7 @@ void rhinet_net_cq_event(struct rhinet_dev *rdev, u32 cqn)
 		napi_schedule(&net->napi);
 }
 
-void rhinet_net_link_event(struct rhinet_dev *rdev, bool up)
+static void rhinet_net_link_event(struct rhinet_dev *rdev, bool up)
 {
 	struct rhinet_net *net = READ_ONCE(rdev->net);
 
@@ -202,6 +202,15 @@ void rhinet_net_link_event(struct rhinet_dev *rdev, bool up)
 		netif_carrier_on(net->ndev);
 	else
 		netif_carrier_off(net->ndev);
+}
+
+/* From the kernel event queue: our CQ's completions, the link. */
+static void rhinet_net_event(struct rhinet_dev *rdev, const struct rhn_eqe *eqe)
+{
+	if (eqe->type == RHN_EQE_COMPLETION)
+		rhinet_net_cq_event(rdev, le32_to_cpu(eqe->object));
+	else if (eqe->type == RHN_EQE_PORT_CHANGE)
+		rhinet_net_link_event(rdev, READ_ONCE(rdev->link_up));
 }
 
 static netdev_tx_t rhinet_net_xmit(struct sk_buff *skb, struct net_device *ndev)
@@ -232,16 +241,12 @@ static netdev_tx_t rhinet_net_xmit(struct sk_buff *skb, struct net_device *ndev)
 	buf->skb = skb;
 	buf->len = skb->len;
 
-	w = &net->sq[slot];
-	memset(w, 0, sizeof(*w));
-	w->opcode = RHN_OP_RAW_ETH;
-	w->flags = RHN_WQE_F_SIGNALED;
-	w->wqe_index = cpu_to_le16(net->sq_pi);
+	/* One slot: built in place (hw_wqe.h). */
+	w = rhn_wqe_start(&net->sq[slot], RHN_OP_RAW_ETH, RHN_WQE_F_SIGNALED,
+			  net->sq_pi);
 	w->dst_node = cpu_to_le16(node);
-	w->num_sge = cpu_to_le16(1);
-	w->d.sge.addr = cpu_to_le64(buf->dma);
-	w->d.sge.length = cpu_to_le32(skb->len);
-	w->d.sge.lkey = cpu_to_le32(net->rdev->dma_lkey);
+	rhn_wqe_put_sge(w, 0, buf->dma, skb->len, net->rdev->dma_lkey);
+	rhn_wqe_finish(w, rhn_wqe_set_sges(w, 1), NULL);
 	net->sq_pi++;
 	skb_tx_timestamp(skb);
 	rhinet_net_ring_sq(net);
@@ -389,7 +394,7 @@ static int rhinet_net_open(struct net_device *ndev)
 	else
 		netif_carrier_off(ndev);
 	netif_start_queue(ndev);
-	rhinet_ib_port_changed(net->rdev);
+	rhinet_consumers_port_changed(net->rdev);
 	return 0;
 
 err:
@@ -406,7 +411,7 @@ static int rhinet_net_stop(struct net_device *ndev)
 	netif_carrier_off(ndev);
 	napi_disable(&net->napi);
 	rhinet_net_teardown(net);
-	rhinet_ib_port_changed(net->rdev);
+	rhinet_consumers_port_changed(net->rdev);
 	return 0;
 }
 
@@ -444,6 +449,20 @@ static void rhinet_net_free_rings(struct rhinet_net *net)
 		dma_free_coherent(dev, PAGE_SIZE, net->rec, net->rec_dma);
 }
 
+/* The NIC failed: the interface loses its carrier and sends nothing. */
+static void rhinet_net_dead(struct rhinet_dev *rdev)
+{
+	struct rhinet_net *net = READ_ONCE(rdev->net);
+
+	if (net)
+		netif_carrier_off(net->ndev);
+}
+
+static const struct rhinet_consumer_ops rhinet_net_consumer = {
+	.event = rhinet_net_event,
+	.dead = rhinet_net_dead,
+};
+
 int rhinet_net_init(struct rhinet_dev *rdev)
 {
 	struct device *dev = &rdev->pdev->dev;
@@ -477,6 +496,7 @@ int rhinet_net_init(struct rhinet_dev *rdev)
 	netif_napi_add(ndev, &net->napi, rhinet_net_poll);
 	netif_carrier_off(ndev);
 	rdev->net = net;
+	rhinet_consumer_set(rdev, RHINET_CONSUMER_NET, &rhinet_net_consumer);
 	ret = register_netdev(ndev);
 	if (ret)
 		goto err_napi;
@@ -504,15 +524,6 @@ void rhinet_net_fini(struct rhinet_dev *rdev)
 	netif_napi_del(&net->napi);
 	rhinet_net_free_rings(net);
 	free_netdev(net->ndev);
-}
-
-/* The NIC failed: the interface loses its carrier and sends nothing. */
-void rhinet_net_dead(struct rhinet_dev *rdev)
-{
-	struct rhinet_net *net = READ_ONCE(rdev->net);
-
-	if (net)
-		netif_carrier_off(net->ndev);
 }
 
 /* The interface whose addresses give the RDMA port its GIDs. */

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Remote pin-down (004 2.5): on-demand MRs, whose range the process only
- * declares. Their VP tables are complete but every leaf entry starts
- * invalid; the NIC asks for pages (RHN_EQE_PD_REQUEST) when a peer first
- * touches them or asks to hold them, and passes peers' releases on
- * (RHN_EQE_PD_RELEASE). The event handler only queues these; a work item
- * pins the pages in the process's mm, enters them in the leaf tables and
- * answers RHN_ADMIN_PD_MAPPED, counts holders, and unpins pages nobody
- * holds once the NIC has dropped their translations.
+ * Remote pin-down (Documentation/driver/README.md, Remote pin-down):
+ * on-demand MRs, whose range the process only declares. Their VP tables are
+ * complete but every leaf entry starts invalid; the NIC asks for pages
+ * (RHN_EQE_PD_REQUEST) when a peer first touches them or asks to hold
+ * them, and passes peers' releases on (RHN_EQE_PD_RELEASE). The event
+ * handler only queues these; a work item pins the pages in the process's
+ * mm, enters them in the leaf tables and answers RHN_ADMIN_PD_MAPPED,
+ * counts holders, and unpins pages nobody holds once the NIC has dropped
+ * their translations.
  *
  * Limits: what a declaration costs the kernel (VP tables and bookkeeping,
  * 28 bytes a page) is charged to the process's memory cgroup and bounded
@@ -26,7 +27,7 @@
 #include <linux/sched/task.h>
 #include <linux/uaccess.h>
 
-#include "rhinet_ib.h"
+#include "rhinet_obj.h"
 
 static unsigned int max_pin_on_demand_pages = 65536;
 module_param(max_pin_on_demand_pages, uint, 0644);

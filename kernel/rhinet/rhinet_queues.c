@@ -5,13 +5,13 @@
  * checks the request, pins and registers that buffer, and creates the NIC
  * object in the process's context. Posting and polling never enter the
  * kernel: the provider writes WQEs and records and kicks its doorbell page.
- * Kernel CQs and the management QP are in rhinet_kverbs.c.
+ * Kernel CQs and QPs are created in rhinet_kqueues.c.
  */
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rhinet-abi.h>
 
-#include "rhinet_ib.h"
+#include "rhinet_obj.h"
 
 #define RHINET_QP_RECORDS_SIZE sizeof(struct rhn_queue_record)
 
@@ -319,22 +319,6 @@ int rhinet_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 
 /* ---- QP ------------------------------------------------------------------ */
 
-/* SQ slots one WQE of these capabilities takes; UD WQEs end with a GRH. */
-u32 rhinet_wqe_slots(const struct ib_qp_cap *cap, bool ud)
-{
-	u32 sge_units = cap->max_send_sge > RHN_WQE_BASE_SGES ?
-				DIV_ROUND_UP(cap->max_send_sge - RHN_WQE_BASE_SGES,
-					     RHN_SGES_PER_EXT_UNIT) :
-				0;
-	u32 inline_units = cap->max_inline_data > RHN_WQE_BASE_INLINE ?
-				   DIV_ROUND_UP(cap->max_inline_data -
-							RHN_WQE_BASE_INLINE,
-						RHN_SQ_SLOT_SIZE) :
-				   0;
-
-	return 1 + max(sge_units, inline_units) + (ud ? 1 : 0);
-}
-
 /*
  * Inline bytes a WQE of @slots slots carries (a UD WQE's GRH slot none), at
  * most what the NIC takes: a QP's inline limit is what its WQEs hold, not
@@ -555,8 +539,8 @@ int rhinet_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	 IB_QP_MIN_RNR_TIMER | IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |       \
 	 IB_QP_DEST_QPN)
 
-/* IB's min_rnr_timer code in 10 us units (IBTA table 45), for the NIC's
- * "(value + 1) * 10 us".
+/* IB's min_rnr_timer code (0 the longest wait) in 10 us units, for the
+ * NIC's "(value + 1) * 10 us".
  */
 static u8 rhinet_rnr_timer(u8 code)
 {

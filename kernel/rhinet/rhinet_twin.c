@@ -11,7 +11,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 
-#include "rhinet_ib.h"
+#include "rhinet_obj.h"
 
 #define UVERBS_MODULE_NAME rhinet_ib
 #include <rdma/uverbs_named_ioctl.h>

@@ -12,7 +12,7 @@
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rhinet-abi.h>
 
-#include "rhinet_ib.h"
+#include "rhinet_obj.h"
 
 /* ---- user contexts and their doorbell page ------------------------------- */
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The fabric's own floor (issue 18): the round trip of one small frame
+// The fabric's own floor: the round trip of one small frame
 // through the real rhinet-switch and back, natively, no QEMU. Two
 // processes stand for two nodes, each connected to its switch port's unix
 // socket with QEMU's stream framing (4-byte big-endian length, then the

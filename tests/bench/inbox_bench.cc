@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Seed 001's channel (rhinet::Inbox: a ticket by remote fetch-add, the slot
-// written once RecvCNT shows it free) on the simulator's engines: S senders
-// (endpoints spread over up to 8 sender nodes) each send messages into one
-// receiver's N slots at once, for S = 1 .. 256. The senders run the very
-// SendMachine rhinet::InboxSender runs, over WQEs (FETCH_ADD, READ, WRITE)
-// of their endpoints; the receiver consumes as the host would.
+// The many-to-one channel (rhinet::Inbox: a ticket by remote fetch-add, the
+// slot written once RecvCNT shows it free; Documentation/userlib/inbox.md) on
+// the simulator's engines: S senders (endpoints spread over up to 8 sender
+// nodes) each send messages into one receiver's N slots at once, for S = 1 ..
+// 256. The senders run the very SendMachine rhinet::InboxSender runs, over WQEs
+// (FETCH_ADD, READ, WRITE) of their endpoints; the receiver consumes as the
+// host would.
 //
 // Figures per S: the receiver's memory (the area: constant), messages per
 // second of fabric time (the simulator's clock) and of this thread's wall
@@ -174,8 +175,8 @@ uint64_t sum_counter(sim::SimCluster& c, unsigned index) {
 
 // S senders x K messages of `bytes` into N slots (inbox), or each sender
 // into a slot of its own at the receiver with no flow control (floor).
-// groups > 0: 001 figs. 5/6, that many counter groups, each group's
-// counters on a node of its own (not the receiver's).
+// groups > 0: the counters away from the receiver, in that many counter
+// groups, each group's counters on a node of its own (InboxPlacement).
 Figures run(uint32_t senders, uint32_t k, uint32_t slots, uint32_t bytes,
             bool floor, uint32_t groups = 0) {
   Figures f;
@@ -354,11 +355,11 @@ int main(int argc, char** argv) {
                 in.reads_per_msg, in.rnr, in.drops, fl.receiver_bytes,
                 fl.msgs_per_s_fabric);
   }
-  // 001 figs. 5 and 6: the counters away from the receiver, on one node
-  // and split over four; what reaches the receiver's NIC per message.
+  // The counters away from the receiver, on one node and split over four;
+  // what reaches the receiver's NIC per message.
   const uint32_t many = quick ? 16 : 256;
   std::printf(
-      "\n%u senders, counters placed (001 figs. 5, 6):\n%24s %12s "
+      "\n%u senders, counters away from the receiver:\n%24s %12s "
       "%12s %18s\n",
       many, "counters", "msg/s fabric", "reads/msg", "recv NIC pkts/msg");
   for (uint32_t groups : {0u, 1u, 4u}) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Partial-transfer benchmark (a program, not a test): what the NIC's
-// partial transfers (004 2.7) save on the wire and cost in the engine.
-// Two engines on the simulated switch (no faults), one thread pumping
+// partial transfers (DIFF, BITMAP, STRIDE) save on the wire and cost in the
+// engine. Two engines on the simulated switch (no faults), one thread pumping
 // both, so the time is the engines' own work per transfer, measured with
 // the real clock; the wire figures are what node 0 handed to the switch
 // (frames and bytes, its ACKs for the returning direction excluded).

@@ -16,10 +16,10 @@
 //   - lock hand-over: nodes 1 and 2 take a lock of node 0 in turns, each
 //     asking while the other holds it: time from the holder's UNLOCK post
 //     to the waiter's grant;
-//   - mcastB to 3 members against 3 PUSHes: throughput with 16 WQEs in
+//   - mcast_list to 3 members against 3 PUSHes: throughput with 16 WQEs in
 //     flight (64 KiB), latency to the last member's completion (8 B), and
 //     the frames the sender sent per operation;
-//   - mcastA through a switch group to 4 members (5 nodes: the sender is
+//   - mcast_switch through a switch group to 4 members (5 nodes: the sender is
 //     listed too, as it must be) against 4 PUSHes: the frames the sender
 //     sends per packet, and the latency to the last member's
 //     acknowledgement (8 B, one at a time) against one PUSH round trip on
@@ -334,19 +334,20 @@ void row(const char* what, const Figure& f, const Figure& ref) {
               f.fabric_us / ref.fabric_us, f.wall_us, f.wall_us / ref.wall_us);
 }
 
-// mcastA to 4 members on a 5-node fabric of its own, against 4 PUSHes
+// mcast_switch to 4 members on a 5-node fabric of its own, against 4 PUSHes
 // and one PUSH's round trip measured there.
 void mcast_switch_figures(bool quick, int iters, uint64_t hop_ns) {
   constexpr size_t kMembers = 4;
   Bench b(kMembers + 1, hop_ns);
   if (!b.ok || !b.set_switch_group(kSwitchGroup, kMembers)) {
-    std::printf("mcastA: the 5 nodes or the switch group did not come up\n");
+    std::printf(
+        "mcast_switch: the 5 nodes or the switch group did not come up\n");
     failed = true;
     return;
   }
   push_rtt(b, 10);  // untimed: first touches
   const Figure rtt = push_rtt(b, iters);
-  std::printf("\n%-44s %10s %9s %10s %9s %8s %8s\n", "mcastA, 4 members",
+  std::printf("\n%-44s %10s %9s %10s %9s %8s %8s\n", "mcast_switch, 4 members",
               "fabric us", "/ref", "wall us", "/ref", "frames", "/packet");
   row("PUSH 8 B round trip, 5 nodes (reference)", rtt, rtt);
   for (const size_t len : {size_t{8}, size_t{65536}}) {
@@ -359,7 +360,7 @@ void mcast_switch_figures(bool quick, int iters, uint64_t hop_ns) {
     const McastFigures four =
         mcast_run(b, kMembers, len, n, window, Fanout::pushes);
     if (bad(one.op) || bad(four.op) || one.packets <= 0) {
-      std::printf("mcastA %zu B: failed\n", len);
+      std::printf("mcast_switch %zu B: failed\n", len);
       failed = true;
       continue;
     }
@@ -380,12 +381,13 @@ void mcast_switch_figures(bool quick, int iters, uint64_t hop_ns) {
                 four.frames / one.packets);
     if (len == 8)
       std::printf(
-          "mcastA 8 B latency to the last of 4 members: %.2fx one PUSH's "
+          "mcast_switch 8 B latency to the last of 4 members: %.2fx one PUSH's "
           "round trip in fabric time, %.2fx in wall time (goal <= 1.5x)\n",
           one.op.fabric_us / rtt.fabric_us, one.op.wall_us / rtt.wall_us);
     else
       std::printf(
-          "mcastA 64 KiB: the sender sent %.2f frames per packet (4 PUSHes: "
+          "mcast_switch 64 KiB: the sender sent %.2f frames per packet (4 "
+          "PUSHes: "
           "%.2f); throughput %.0f%% of 4 PUSHes' in fabric time, %.0f%% in "
           "wall time\n",
           one.frames / one.packets, four.frames / one.packets,
@@ -435,7 +437,7 @@ int main(int argc, char** argv) {
   const Figure lh = lock_handover(b, quick ? 20 : 100);
   row("lock hand-over (goal <= 1x)", lh, rtt);
 
-  std::printf("\n%-44s %10s %9s %10s %9s %8s\n", "mcastB, 3 members",
+  std::printf("\n%-44s %10s %9s %10s %9s %8s\n", "mcast_list, 3 members",
               "fabric us", "/3 PUSH", "wall us", "/3 PUSH", "frames");
   for (const size_t len : {size_t{8}, size_t{65536}}) {
     const int window = len == 8 ? 1 : 16;
@@ -446,7 +448,7 @@ int main(int argc, char** argv) {
     const McastFigures one = mcast_run(b, 3, len, n, window, Fanout::list);
     const McastFigures three = mcast_run(b, 3, len, n, window, Fanout::pushes);
     if (bad(one.op) || bad(three.op)) {
-      std::printf("mcastB %zu B: failed\n", len);
+      std::printf("mcast_list %zu B: failed\n", len);
       continue;
     }
     const std::string what =
@@ -460,7 +462,7 @@ int main(int argc, char** argv) {
                 three.op.wall_us, "", three.frames);
     if (len == 65536)
       std::printf(
-          "mcastB 64 KiB throughput: %.0f%% of 3 PUSHes' in wall time, "
+          "mcast_list 64 KiB throughput: %.0f%% of 3 PUSHes' in wall time, "
           "%.0f%% in fabric time (goal >= 80%%)\n",
           100 * three.op.wall_us / one.op.wall_us,
           100 * three.op.fabric_us / one.op.fabric_us);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "doc_table.h"
 #include "rhinet/hw_regs.h"
 
 struct counter {
@@ -27,55 +28,10 @@ static void row(char *buf, size_t len, unsigned int i) {
 }
 
 int main(int argc, char **argv) {
-  char want[512], line[1024], count[64];
-  unsigned int i = 0, errors = 0, have_count = 0, in_section = 0;
-  FILE *f;
+  char count[64];
+  struct doc_table t = {"counters", "## Hardware counters", RHN_CNT_COUNT, row,
+                        count};
 
-  if (argc == 2 && !strcmp(argv[1], "--print")) {
-    for (i = 0; i < RHN_CNT_COUNT; i++) {
-      row(want, sizeof(want), i);
-      puts(want);
-    }
-    return 0;
-  }
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s registers.md | --print\n", argv[0]);
-    return 2;
-  }
-  f = fopen(argv[1], "r");
-  if (!f) {
-    perror(argv[1]);
-    return 2;
-  }
   snprintf(count, sizeof(count), "`RHN_CNT_COUNT` (%u)", RHN_CNT_COUNT);
-  while (fgets(line, sizeof(line), f)) {
-    line[strcspn(line, "\n")] = 0;
-    if (!strncmp(line, "## ", 3))
-      in_section = !strcmp(line, "## Hardware counters");
-    if (!in_section) continue;
-    if (strstr(line, count)) have_count = 1;
-    if (strncmp(line, "| ", 2) || line[2] < '0' || line[2] > '9') continue;
-    if (i >= RHN_CNT_COUNT) {
-      fprintf(stderr, "extra row: %s\n", line);
-      errors++;
-      continue;
-    }
-    row(want, sizeof(want), i++);
-    if (strcmp(line, want)) {
-      fprintf(stderr, "row %u differs:\n  doc:    %s\n  header: %s\n", i - 1,
-              line, want);
-      errors++;
-    }
-  }
-  fclose(f);
-  if (i < RHN_CNT_COUNT) {
-    fprintf(stderr, "%u rows missing from %u on\n", RHN_CNT_COUNT - i, i);
-    errors++;
-  }
-  if (!have_count) {
-    fprintf(stderr, "the text does not give %s\n", count);
-    errors++;
-  }
-  printf("%u counters, %u errors\n", RHN_CNT_COUNT, errors);
-  return errors ? 1 : 0;
+  return doc_table_main(&t, argc, argv);
 }

@@ -2,13 +2,78 @@
 // Fuzzes the send WQE decoder: any bytes give a decoded WQE whose SGEs and
 // inline data lie inside the raw WQE, or a refusal. Decoding into a
 // DecodedWqe that earlier inputs left behind (as a QP's is) gives the same
-// as decoding into a fresh one.
+// as decoding into a fresh one. What it accepts obeys the operation table
+// (hw_ops.h), and built again with the contract's builders (hw_wqe.h) from
+// what was decoded, decodes the same: the builders and the decoder agree
+// on the layout.
 #include <cstdlib>
 #include <cstring>
 
 #include "requester/wqe_decoder.h"
 
 using namespace rhinet::fw;
+
+namespace {
+
+// Everything a decode gives but the slot count (a WQE may have more
+// extension slots than its data needs) and keep_twin (not decoded).
+bool same_decode(const DecodedWqe& a, const DecodedWqe& b) {
+  return !std::memcmp(&a.grh, &b.grh, sizeof(a.grh)) &&
+         !std::memcmp(&a.xfer, &b.xfer, sizeof(a.xfer)) &&
+         !std::memcmp(&a.mcast, &b.mcast, sizeof(a.mcast)) &&
+         !std::memcmp(&a.coll, &b.coll, sizeof(a.coll)) &&
+         a.filled == b.filled && a.opcode == b.opcode && a.flags == b.flags &&
+         a.wqe_index == b.wqe_index && a.dst_node == b.dst_node &&
+         a.dst_qpn == b.dst_qpn && a.imm_data == b.imm_data &&
+         a.remote_key == b.remote_key && a.remote_addr == b.remote_addr &&
+         a.status_addr == b.status_addr && a.status_lkey == b.status_lkey &&
+         a.qkey == b.qkey && a.compare_add == b.compare_add &&
+         a.swap == b.swap && a.bind_mw_key == b.bind_mw_key &&
+         a.bind_mr_lkey == b.bind_mr_lkey && a.bind_length == b.bind_length &&
+         a.tag_mask == b.tag_mask && a.tag_flags == b.tag_flags &&
+         a.reg_length == b.reg_length && a.reg_pages == b.reg_pages &&
+         a.reg_page_shift == b.reg_page_shift && a.num_sge == b.num_sge &&
+         a.inline_len == b.inline_len && a.length == b.length &&
+         a.has_grh == b.has_grh && a.xfer_mode == b.xfer_mode;
+}
+
+// The accepted WQE w (raw) built again with the builders: the base slot's
+// addressing and operand fields as they were, then its SGEs or inline
+// bytes and its last slots. Returns its slots (0: the builders refused).
+uint32_t rebuild(const RawWqe& raw, const DecodedWqe& w, RawWqe& out) {
+  std::memset(out.bytes, 0, sizeof(out.bytes));
+  rhn_wqe_start(out.bytes, w.opcode,
+                w.flags & ~(RHN_WQE_F_INLINE | RHN_WQE_F_GRH), w.wqe_index);
+  // dst_node .. remote_key, then remote_addr and the operand area.
+  constexpr size_t kDst = RHN_OFFSETOF(rhn_send_wqe, dst_node);
+  constexpr size_t kNumSge = RHN_OFFSETOF(rhn_send_wqe, num_sge);
+  constexpr size_t kRemote = RHN_OFFSETOF(rhn_send_wqe, remote_addr);
+  constexpr size_t kData = RHN_OFFSETOF(rhn_send_wqe, d);
+  std::memcpy(out.bytes + kDst, raw.bytes + kDst, kNumSge - kDst);
+  std::memcpy(out.bytes + kRemote, raw.bytes + kRemote, kData - kRemote);
+  uint32_t units = 0;
+  if (w.flags & RHN_WQE_F_INLINE) {
+    const auto bytes = wqe_inline(raw, w);
+    rhn_wqe_put_inline(out.bytes, 0, bytes.data(),
+                       static_cast<uint32_t>(bytes.size()));
+    units = rhn_wqe_set_inline(out.bytes, w.inline_len);
+  } else {
+    for (uint32_t i = 0; i < w.num_sge; i++) {
+      const rhn_sge s = wqe_sge(raw, i);
+      rhn_wqe_put_sge(out.bytes, i, s.addr, s.length, s.lkey);
+    }
+    units = rhn_wqe_set_sges(out.bytes, w.num_sge);
+  }
+  rhn_wqe_tail tail{};
+  tail.xfer_mode = w.xfer_mode;
+  if (w.filled & DecodedWqe::kFilledXfer) tail.xfer = &w.xfer;
+  if (w.filled & DecodedWqe::kFilledMcast) tail.mcast = &w.mcast;
+  if (w.filled & DecodedWqe::kFilledColl) tail.coll = &w.coll;
+  if (w.filled & DecodedWqe::kFilledGrh) tail.grh = &w.grh;
+  return rhn_wqe_finish(out.bytes, units, &tail);
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   RawWqe raw;
@@ -21,27 +86,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static DecodedWqe reused;  // what the previous inputs left
   if (decode_send_wqe(raw, try_slots, 1u << 31, reused) != syn) abort();
   if (syn != RHN_SYN_NONE) return 0;
-  if (std::memcmp(&reused.grh, &w.grh, sizeof(w.grh)) ||
-      std::memcmp(&reused.xfer, &w.xfer, sizeof(w.xfer)) ||
-      std::memcmp(&reused.mcast, &w.mcast, sizeof(w.mcast)) ||
-      std::memcmp(&reused.coll, &w.coll, sizeof(w.coll)) ||
-      reused.filled != w.filled || reused.opcode != w.opcode ||
-      reused.flags != w.flags || reused.length != w.length ||
-      reused.num_sge != w.num_sge || reused.inline_len != w.inline_len ||
-      reused.remote_addr != w.remote_addr || reused.has_grh != w.has_grh ||
-      reused.xfer_mode != w.xfer_mode || reused.status_addr != w.status_addr ||
-      reused.compare_add != w.compare_add || reused.tag_mask != w.tag_mask ||
-      reused.reg_length != w.reg_length || reused.keep_twin)
+  if (!same_decode(reused, w) || reused.keep_twin) abort();
+  // An opcode the table lists for the send queue.
+  const rhn_op_desc* row = rhn_op_row(w.opcode);
+  if (!row || (row->flags & RHN_OPF_RECV_QUEUE)) abort();
+  // Built again by the builders, in as many slots or fewer.
+  RawWqe again;
+  const uint32_t again_slots = rebuild(raw, w, again);
+  DecodedWqe w2;
+  if (again_slots == 0 || again_slots > try_slots ||
+      decode_send_wqe(again, again_slots, 1u << 31, w2) != RHN_SYN_NONE ||
+      !same_decode(w2, w))
     abort();
-  // A WQE the decoder accepts must be self-consistent: SGEs and inline
-  // data in the slots before a GRH, partial-transfer descriptor or
-  // multicast list.
+  // Its last slots are ones its row allows, and the family's own slot is
+  // there if the row says it always is.
   const bool xfer = w.xfer_mode != RHN_XFER_BASIC;
-  const bool mcast = w.opcode == RHN_OP_MCAST_LIST;
-  const size_t room =
-      (try_slots - (w.has_grh ? 1 : 0) - (xfer ? 1 : 0) - (mcast ? 1 : 0)) *
-          RHN_SQ_SLOT_SIZE -
-      48;
+  const bool mcast = w.filled & DecodedWqe::kFilledMcast;
+  const bool coll = w.filled & DecodedWqe::kFilledColl;
+  const uint32_t ext =
+      (w.has_grh ? RHN_EXT_GRH : 0u) | (xfer ? RHN_EXT_XFER : 0u) |
+      (mcast ? RHN_EXT_MCAST : 0u) | (coll ? RHN_EXT_COLL : 0u);
+  const uint32_t always = row->ext & (RHN_EXT_MCAST | RHN_EXT_COLL);
+  if ((ext & ~uint32_t{row->ext}) || (ext & always) != always) abort();
+  // A WQE the decoder accepts must be self-consistent: SGEs and inline
+  // data in the slots before a GRH, partial-transfer descriptor,
+  // multicast list or collective.
+  const size_t room = (try_slots - (w.has_grh ? 1 : 0) - (xfer ? 1 : 0) -
+                       (mcast ? 1 : 0) - (coll ? 1 : 0)) *
+                          RHN_SQ_SLOT_SIZE -
+                      RHN_OFFSETOF(rhn_send_wqe, d);
   if (mcast) {
     if (w.has_grh || w.mcast.count == 0 || w.mcast.count > RHN_MCAST_MAX_DESTS)
       abort();
@@ -53,21 +126,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (uint32_t i = 0; i < w.num_sge; i++) total += wqe_sge(raw, i).length;
   if (xfer) {
     const rhn_wqe_xfer& x = w.xfer;
-    // Table 1: which opcode takes which mode (an isend and each member of
-    // an mcastB send as a PUSH does); one SGE, no inline data.
-    // An mcastA and a shared region's update send as PUSHes too; a
-    // SUBSCRIBE may bring its data into a twin (basic, twin).
-    const bool push =
-        (w.opcode == RHN_OP_WRITE || w.opcode == RHN_OP_ISEND || mcast ||
-         w.opcode == RHN_OP_MCAST_SWITCH || w.opcode == RHN_OP_SHARE_UPDATE) &&
-        (w.xfer_mode == RHN_XFER_STRIDE || w.xfer_mode == RHN_XFER_BITMAP ||
-         w.xfer_mode == RHN_XFER_DIFF);
-    const bool pull =
-        (w.opcode == RHN_OP_READ &&
-         (w.xfer_mode == RHN_XFER_STRIDE || w.xfer_mode == RHN_XFER_BITMAP ||
-          w.xfer_mode == RHN_XFER_TWIN)) ||
-        (w.opcode == RHN_OP_SUBSCRIBE && w.xfer_mode == RHN_XFER_TWIN);
-    if (!(push || pull) || w.num_sge != 1 || (w.flags & RHN_WQE_F_INLINE))
+    // A mode the opcode's row lists; one SGE, no inline data.
+    if (!rhn_op_takes_mode(w.opcode, w.xfer_mode) || w.num_sge != 1 ||
+        (w.flags & RHN_WQE_F_INLINE))
       abort();
     if (w.xfer_mode == RHN_XFER_STRIDE) {
       // The blocks do not overlap and lie inside the one SGE.

@@ -50,7 +50,7 @@ enum rhn_admin_opcode {
 	RHN_ADMIN_UNREGISTER_AREA = 0x29,
 	/* kernel only: the groups a context is a member of (u.set_groups) */
 	RHN_ADMIN_SET_GROUPS = 0x2a,
-	/* Twin memory (on-board, 004 2.7): result = handle */
+	/* Twin memory (on-board, for TWIN and DIFF): result = handle */
 	RHN_ADMIN_ALLOC_TWIN = 0x2b,
 	RHN_ADMIN_FREE_TWIN = 0x2c, /* u.handle.handle = the handle */
 	/* Remote pin-down: the host answered an RHN_EQE_PD_REQUEST
@@ -218,7 +218,7 @@ struct rhn_admin_create_mr {
 enum rhn_create_mr_flags {
 	RHN_CREATE_MR_F_FAST_REG = 1u << 0,
 	/*
-	 * Remote pin-down (004 2.5): memory the process has only mapped.
+	 * Remote pin-down (queues.md): memory the process has only mapped.
 	 * The VP tables are complete but leaf entries start invalid, and the
 	 * host fills them on demand. A remote access (by rkey or area) that
 	 * reaches an invalid entry is held, not refused: the NIC asks the
@@ -229,7 +229,7 @@ enum rhn_create_mr_flags {
 	 */
 	RHN_CREATE_MR_F_ON_DEMAND = 1u << 1,
 	/*
-	 * Twin memory (004 2.7; ibverbs device memory, ibv_reg_dm_mr): the
+	 * Twin memory (ibverbs device memory, ibv_reg_dm_mr): the
 	 * region's bytes are those of twin `twin` of the command's context,
 	 * iova at `twin_offset` in it, all inside the twin; no translation
 	 * (levels and page_shift 0). Its key works wherever a key does: SGEs,

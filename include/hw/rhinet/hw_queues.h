@@ -66,9 +66,9 @@ enum rhn_wqe_opcode {
 	RHN_OP_REG_MR = 0x0b,
 	/* Reserved for the capabilities built on top (PRODUCT.md). */
 	RHN_OP_RAW_ETH = 0x10, /* Ethernet frame for the net_device */
-	/* Key-matched send (004 2.6), endpoints only: dst_node/dst_qpn,
+	/* Key-matched send (tag matching), endpoints only: dst_node/dst_qpn,
 	 * remote_addr = the 64-bit tag, at most one SGE (or inline data).
-	 * Partial modes (004 table 1, isend: basic, diff, bitmap, stride)
+	 * Partial modes (basic, diff, bitmap, stride: the operation table)
 	 * with one SGE and a struct rhn_wqe_xfer, choosing which bytes of
 	 * the message travel: STRIDE sends count blocks of block bytes,
 	 * local_stride apart in the SGE, as a message of block * count bytes
@@ -90,12 +90,12 @@ enum rhn_wqe_opcode {
 	 * bits) out of the NIC's list: it completes with WR_FLUSH_ERR.
 	 */
 	RHN_OP_IRECV_CANCEL = 0x23,
-	/* Simultaneous multicast (004 2.8), endpoints only: a PUSH by area
-	 * (RHN_WQE_F_AREA; remote_key = the area key, remote_addr = the
-	 * offset) of the WQE's data, in any PUSH mode (a partial mode's
-	 * descriptor is the last slot), to the endpoints of a switch group:
-	 * dst_node = the group's node ID (RHN_NODE_MCAST_FIRST ..
-	 * RHN_NODE_BROADCAST - 1), dst_qpn = 0. The kernel registered the
+	/* Simultaneous multicast (one send, the switch copies), endpoints
+	 * only: a PUSH by area (RHN_WQE_F_AREA; remote_key = the area key,
+	 * remote_addr = the offset) of the WQE's data, in any PUSH mode (a
+	 * partial mode's descriptor is the last slot), to the endpoints of a
+	 * switch group: dst_node = the group's node ID (RHN_NODE_MCAST_FIRST
+	 * .. RHN_NODE_BROADCAST - 1), dst_qpn = 0. The kernel registered the
 	 * group and its members with this NIC (RHN_ADMIN_SET_MCAST_GROUP) and
 	 * the administrator its pattern with the switch; the NIC sends each
 	 * packet once, to the group, and the switch copies it to the members.
@@ -110,10 +110,11 @@ enum rhn_wqe_opcode {
 	 * "Simultaneous multicast".
 	 */
 	RHN_OP_MCAST_SWITCH = 0x28,
-	/* Sequential multicast (004 2.8), endpoints only: a PUSH by area
-	 * (RHN_WQE_F_AREA; remote_key = the area key, remote_addr = the
-	 * offset: the same at every member) of the WQE's data, in any PUSH
-	 * mode, to every endpoint of a destination list. The WQE's last slot
+	/* Sequential multicast (the NIC sends to each in turn), endpoints
+	 * only: a PUSH by area (RHN_WQE_F_AREA; remote_key = the area key,
+	 * remote_addr = the offset: the same at every member) of the WQE's
+	 * data, in any PUSH mode, to every endpoint of a destination list.
+	 * Described in queues.md "Sequential multicast". The WQE's last slot
 	 * is a struct rhn_wqe_mcast naming the list (a partial mode's
 	 * descriptor is the slot before it); dst_node and dst_qpn are 0. The
 	 * NIC sends to each destination in list order over that node's
@@ -122,7 +123,7 @@ enum rhn_wqe_opcode {
 	 * members still get the data.
 	 */
 	RHN_OP_MCAST_LIST = 0x29,
-	/* Shared regions (004 2.9), endpoints only, by area
+	/* Shared regions (a copy at each member), endpoints only, by area
 	 * (RHN_WQE_F_AREA; remote_key = the area key, remote_addr = the
 	 * region's offset in the area). A region is named by its home
 	 * endpoint (dst_node/dst_qpn) and area key; each endpoint is in at
@@ -141,9 +142,10 @@ enum rhn_wqe_opcode {
 	RHN_OP_SUBSCRIBE = 0x30,
 	RHN_OP_UNSUBSCRIBE = 0x31,
 	RHN_OP_SHARE_UPDATE = 0x32,
-	/* Locks and barriers (004 2.10), endpoints only, no data, one SQ
-	 * slot: dst_node/dst_qpn = the manager endpoint, remote_addr = the
-	 * lock's or barrier's 64-bit ID (a name space per manager endpoint).
+	/* Locks and barriers kept by a manager endpoint; endpoints only, no
+	 * data, one SQ slot: dst_node/dst_qpn = the manager endpoint,
+	 * remote_addr = the lock's or barrier's 64-bit ID (a name space per
+	 * manager endpoint).
 	 * LOCK completes when this endpoint holds the lock; locks are granted
 	 * in the order their LOCKs reached the manager (a queue the manager
 	 * keeps, each waiter linked to the one before it, whose NIC passes the
@@ -157,18 +159,18 @@ enum rhn_wqe_opcode {
 	RHN_OP_LOCK = 0x38,
 	RHN_OP_UNLOCK = 0x39,
 	RHN_OP_BARRIER = 0x3a,
-	/* Remote pin-down (004 2.5), endpoints only, addressed like a PULL
-	 * by area (RHN_WQE_F_AREA) or rkey: dst_node/dst_qpn, remote_key,
-	 * remote_addr, and imm_data = the length in bytes (1..2^32-1); no
-	 * SGE, no inline data; a status word as for other opcodes. PD_REQUEST completes when the
-	 * target's pages are pinned and hold one more reference (the target
-	 * host pins them first if need be); PD_RELEASE when the target's NIC
-	 * has passed the release on to its host, which unpins pages nobody
-	 * holds any longer.
+	/* Remote pin-down (the target pins on demand), endpoints only,
+	 * addressed like a PULL by area (RHN_WQE_F_AREA) or rkey:
+	 * dst_node/dst_qpn, remote_key, remote_addr, and imm_data = the
+	 * length in bytes (1..2^32-1); no SGE, no inline data; a status word
+	 * as for other opcodes. PD_REQUEST completes when the target's pages
+	 * are pinned and hold one more reference (the target host pins them
+	 * first if need be); PD_RELEASE when the target's NIC has passed the
+	 * release on to its host, which unpins pages nobody holds any longer.
 	 */
 	RHN_OP_PD_REQUEST = 0x40,
 	RHN_OP_PD_RELEASE = 0x41,
-	/* A collective executed by the NICs (seeds 003, 000), endpoints only:
+	/* A collective executed by the NICs, endpoints only:
 	 * the WQE's last slot is a struct rhn_wqe_coll, remote_key the
 	 * communicator (RHN_AREA_KEY(group, id): a group the context is in),
 	 * no SGE, no inline data; a status word as for other opcodes. The
@@ -188,13 +190,16 @@ enum rhn_wqe_flags {
 	RHN_WQE_F_STATUS_WORD = 1u << 4, /* write a status word at the end */
 	RHN_WQE_F_AREA = 1u << 5, /* remote_key is an area ID */
 	/* WRITE by area: the target NIC posts a RHN_CQE_OP_SIGNAL CQE with
-	 * imm_data on the target QP's receive CQ (004 2.11)
+	 * imm_data on the target QP's receive CQ (put-with-signal)
 	 */
 	RHN_WQE_F_SIGNAL_REMOTE = 1u << 6,
 	RHN_WQE_F_GRH = 1u << 7, /* UD: the last slot is a struct rhn_wqe_grh */
 };
 
-/* Partial-transfer mode (004 table 1): which opcode takes which mode. */
+/*
+ * Partial-transfer mode: which bytes travel and where they land. Which
+ * opcode takes which mode is its row's in hw_ops.h.
+ */
 enum rhn_xfer_mode {
 	RHN_XFER_BASIC = 0,
 	RHN_XFER_TWIN = 1, /* READ: the NIC keeps a copy in twin memory */
@@ -302,7 +307,7 @@ struct rhn_wqe_grh {
 RHN_ASSERT_SIZE(struct rhn_wqe_grh, RHN_SQ_SLOT_SIZE);
 
 /*
- * Partial transfer (004 2.7): with xfer_mode other than RHN_XFER_BASIC the
+ * Partial transfer: with xfer_mode other than RHN_XFER_BASIC the
  * WQE's last slot is this descriptor (counted in ext_units; the one SGE
  * uses the base slot). Described in queues.md "Partial-transfer modes".
  *
@@ -479,7 +484,7 @@ struct rhn_recv_wqe {
 RHN_ASSERT_SIZE(struct rhn_recv_wqe, RHN_RQ_WQE_SIZE);
 
 /*
- * A tag-matched receive (irecv, 004 2.6): an RQ WQE of an endpoint with
+ * A tag-matched receive (irecv): an RQ WQE of an endpoint with
  * RHN_RQ_F_TAG in flags (an endpoint's RQ holds either these or plain
  * receives). The NIC reads each when its doorbell comes: it takes the
  * oldest queued message it matches at once, or waits. Waiting ones move
@@ -495,8 +500,8 @@ enum rhn_tag_recv_flags {
 	RHN_TAG_F_ANY_SRC = 1u << 0,
 };
 /*
- * Bits 8..10 of a tag receive's flags: its partial-transfer mode (004
- * table 1, irecv: basic, twin, bitmap, stride), enum rhn_xfer_mode, with
+ * Bits 8..10 of a tag receive's flags: its partial-transfer mode (basic,
+ * twin, bitmap or stride: RHN_OP_IRECV's row), enum rhn_xfer_mode, with
  * its parameters in `xfer`. Message byte o (of the bytes the sender
  * selected, see RHN_OP_ISEND) lands
  *   BASIC:  at sge.addr + o;
@@ -680,10 +685,10 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
 	/*
-	 * A PUSH with RHN_WOP_F_SIGNAL reached one of the QP's areas (004
-	 * 2.11): no receive WQE is used; imm_data = the signal value,
-	 * vendor_err = the area key (group, area ID), byte_len = the PUSH's
-	 * length, src_node/src_qpn = the initiator.
+	 * A PUSH with RHN_WOP_F_SIGNAL reached one of the QP's areas
+	 * (put-with-signal): no receive WQE is used; imm_data = the signal
+	 * value, vendor_err = the area key (group, area ID), byte_len = the
+	 * PUSH's length, src_node/src_qpn = the initiator.
 	 */
 	RHN_CQE_OP_SIGNAL = 0x83,
 	/*
@@ -873,7 +878,7 @@ enum rhn_syndrome {
 
 #define RHN_PIN_RETRY_US 5000
 
-/* ---- Status words (004 2.3) --------------------------------------------- */
+/* ---- Status words (queues.md "Status words") ---------------------------- */
 
 /* Software clears the word before posting; the NIC writes it once. */
 #define RHN_STATUS_WORD_DONE (1ull << 63)

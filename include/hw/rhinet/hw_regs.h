@@ -59,17 +59,17 @@ enum rhn_cap {
 	RHN_CAP_RAW_ETH = 1u << 8, /* Ethernet frames for the net_device */
 	/* endpoints match isends against irecvs (RHN_OP_ISEND, tag RQs) */
 	RHN_CAP_TAG = 1u << 9,
-	/* remote pin-down (004 2.5): on-demand MRs, PD_REQUEST/RELEASE */
+	/* remote pin-down: on-demand MRs, PD_REQUEST/RELEASE */
 	RHN_CAP_PIN_ON_DEMAND = 1u << 10,
 	/* TM SRQs: ibverbs tag matching on RC QPs, rendezvous included */
 	RHN_CAP_TM = 1u << 11,
-	/* locks and counting barriers (004 2.10): RHN_OP_LOCK/UNLOCK/BARRIER */
+	/* locks and counting barriers: RHN_OP_LOCK/UNLOCK/BARRIER */
 	RHN_CAP_SYNC = 1u << 12,
 	/* sequential multicast: RHN_OP_MCAST_LIST */
 	RHN_CAP_MCAST_LIST = 1u << 13,
 	/* simultaneous multicast through switch groups: RHN_OP_MCAST_SWITCH */
 	RHN_CAP_MCAST_SWITCH = 1u << 14,
-	/* shared regions (004 2.9): RHN_OP_SUBSCRIBE/UNSUBSCRIBE/SHARE_UPDATE */
+	/* shared regions: RHN_OP_SUBSCRIBE/UNSUBSCRIBE/SHARE_UPDATE */
 	RHN_CAP_SHARE = 1u << 15,
 	/* verbs UD multicast: RHN_ADMIN_ATTACH_MCAST / DETACH_MCAST, UD
 	 * datagrams to hashed switch groups, switch joins (RHN_PKT_MGMT)

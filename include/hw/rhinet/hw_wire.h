@@ -4,10 +4,11 @@
  * the fabric switch. Described in Documentation/hardware/wire.md.
  *
  * Every frame starts with the 32-byte transport header. Reliability is per
- * ordered pair of nodes (004 section 4): each sequenced packet carries the
- * sender's per-destination serial number; the receiver accepts only the next
- * one in order, acknowledges cumulatively and asks for a retransmission (NAK)
- * on a gap. DATA frames add the 40-byte operation header, then the payload.
+ * ordered pair of nodes (wire.md, "Reliability per node pair"): each
+ * sequenced packet carries the sender's per-destination serial number; the
+ * receiver accepts only the next one in order, acknowledges cumulatively
+ * and asks for a retransmission (NAK) on a gap. DATA frames add the
+ * 40-byte operation header, then the payload.
  */
 #ifndef RHINET_HW_WIRE_H
 #define RHINET_HW_WIRE_H
@@ -243,7 +244,7 @@ enum rhn_wire_op {
 	 * message handle). Acknowledged by the channel like any request.
 	 */
 	RHN_WOP_FW = 6,
-	/* An isend (004 2.6): one packet carrying the tag in remote_addr and
+	/* An isend: one packet carrying the tag in remote_addr and
 	 * the message length in msg_len, with the data if the message is at
 	 * most RHN_TAG_EAGER_MAX bytes (payload_len == msg_len), without it
 	 * otherwise (a request to send). Answered by RHN_WOP_TAG_RESP.
@@ -255,14 +256,14 @@ enum rhn_wire_op {
 	 * sender gave the message up (its endpoint went away), no data.
 	 */
 	RHN_WOP_TAG_DATA = 8,
-	/* Remote pin-down (004 2.5): addressed like a READ_REQ (rkey or
+	/* Remote pin-down: addressed like a READ_REQ (rkey or
 	 * area, remote_addr, msg_len = bytes), no payload. PD_REQ is
 	 * answered by RHN_WOP_PD_REPLY once the range is pinned and held;
 	 * PD_RELEASE by the channel's ACK.
 	 */
 	RHN_WOP_PD_REQ = 9,
 	RHN_WOP_PD_RELEASE = 10,
-	/* Locks and barriers (004 2.10), to the manager endpoint: the ID in
+	/* Locks and barriers, to the manager endpoint: the ID in
 	 * remote_addr. LOCK and BARRIER (count in imm_data) have no payload;
 	 * UNLOCK carries a struct rhn_wire_unlock naming whom the holder's
 	 * NIC passed the lock to. Answered by RHN_WOP_SYNC_RESP.
@@ -270,7 +271,7 @@ enum rhn_wire_op {
 	RHN_WOP_LOCK = 11,
 	RHN_WOP_UNLOCK = 12,
 	RHN_WOP_BARRIER = 13,
-	/* Shared regions (004 2.9). SHARE_REQ goes to the home endpoint
+	/* Shared regions. SHARE_REQ goes to the home endpoint
 	 * (area key in rkey, the region's offset in remote_addr, msg_len =
 	 * its length, no payload), imm_data = enum rhn_share_req: SUBSCRIBE
 	 * is answered by RHN_WOP_SHARE_DATA once every member has added the
@@ -748,7 +749,7 @@ struct rhn_op_hdr {
 RHN_ASSERT_SIZE(struct rhn_op_hdr, 40);
 
 /*
- * A partial PULL (004 2.7): its READ_REQ carries imm_data = the mode
+ * A partial PULL: its READ_REQ carries imm_data = the mode
  * (enum rhn_xfer_mode, 0 for a plain READ) and this descriptor as its
  * payload; the responder streams only what it selects, each READ_RESP's
  * msg_offset saying where its bytes go. msg_offset of the request is

@@ -16,7 +16,9 @@
  *   __u8 buf[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
  *   struct rhn_send_wqe *w = rhn_wqe_start(buf, RHN_OP_WRITE, flags, pi);
  *   w->remote_key = ...;
- *   data = rhn_wqe_put_sges(buf, sges, n);
+ *   for (i = 0; i < n; i++)
+ *           rhn_wqe_put_sge(buf, i, addr[i], length[i], lkey[i]);
+ *   data = rhn_wqe_set_sges(buf, n);     (or rhn_wqe_put/set_inline)
  *   slots = rhn_wqe_finish(buf, data, &tail);   (0: does not fit)
  *
  * Little-endian hosts only (every structure is little-endian and the

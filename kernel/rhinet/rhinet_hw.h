@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * RHiNET-NG RDMA NIC driver: device-wide state.
+ * RHiNET-NG RDMA NIC driver, hardware access (the lowest layer): the
+ * device, its admin queue, event queues and health. Nothing here knows
+ * the objects or the entry points above it: what the hardware has to tell
+ * them (an event, a failure) goes through the ops they register, see
+ * Documentation/driver/README.md (Layers).
  *
  * The hardware contract (registers, queue entries, admin commands) is
  * include/hw/rhinet/ of the RHiNET-NG tree, shared with the NIC engine.
  */
-#ifndef RHINET_H
-#define RHINET_H
+#ifndef RHINET_DRIVER_HW_H
+#define RHINET_DRIVER_HW_H
 
 #include <linux/completion.h>
 #include <linux/mutex.h>
@@ -58,6 +62,30 @@ struct rhinet_eq {
 
 struct rhinet_net;
 struct rhinet_ib;
+struct rhinet_dev;
+
+/*
+ * The parts of the driver above this layer that hear from the hardware,
+ * in the order they hear it: the Ethernet interface first (its NAPI is
+ * scheduled before ib_core's handlers run), then the RDMA device.
+ */
+enum rhinet_consumer {
+	RHINET_CONSUMER_NET,
+	RHINET_CONSUMER_IB,
+	RHINET_NR_CONSUMERS,
+};
+
+/* What a consumer is told; any op may be NULL. */
+struct rhinet_consumer_ops {
+	/* An event queue entry, in the queue's thread, bottom halves off. */
+	void (*event)(struct rhinet_dev *rdev, const struct rhn_eqe *eqe);
+	/* The NIC was stopped for good: process context, no lock held. */
+	void (*dead)(struct rhinet_dev *rdev);
+	/* Another consumer changed what the port looks like (the interface
+	 * went up or down); may sleep.
+	 */
+	void (*port_changed)(struct rhinet_dev *rdev);
+};
 
 struct rhinet_dev {
 	struct pci_dev *pdev;
@@ -72,6 +100,10 @@ struct rhinet_dev {
 	u32 dma_lkey; /* kernel MR: I/O address = bus address */
 	struct rhinet_net *net; /* the Ethernet interface */
 	struct rhinet_ib *ib; /* the RDMA device */
+	/* Set by the consumers before they can be told anything; their
+	 * handlers check their own state (net, ib) as they run.
+	 */
+	const struct rhinet_consumer_ops *consumers[RHINET_NR_CONSUMERS];
 	u16 node_id;
 	u8 mac[6];
 	bool link_up;
@@ -181,17 +213,10 @@ void rhinet_eq_drain(struct rhinet_dev *rdev);
 void rhinet_eq_sync(struct rhinet_dev *rdev);
 void rhinet_eq_fini(struct rhinet_dev *rdev);
 
-int rhinet_net_init(struct rhinet_dev *rdev);
-void rhinet_net_fini(struct rhinet_dev *rdev);
-void rhinet_net_cq_event(struct rhinet_dev *rdev, u32 cqn);
-void rhinet_net_link_event(struct rhinet_dev *rdev, bool up);
-void rhinet_net_dead(struct rhinet_dev *rdev);
-struct net_device *rhinet_net_device(struct rhinet_dev *rdev);
+void rhinet_consumer_set(struct rhinet_dev *rdev, enum rhinet_consumer id,
+			 const struct rhinet_consumer_ops *ops);
+void rhinet_consumers_event(struct rhinet_dev *rdev, const struct rhn_eqe *eqe);
+void rhinet_consumers_dead(struct rhinet_dev *rdev);
+void rhinet_consumers_port_changed(struct rhinet_dev *rdev);
 
-int rhinet_ib_init(struct rhinet_dev *rdev);
-void rhinet_ib_fini(struct rhinet_dev *rdev);
-void rhinet_ib_event(struct rhinet_dev *rdev, const struct rhn_eqe *eqe);
-void rhinet_ib_port_changed(struct rhinet_dev *rdev);
-void rhinet_ib_dead(struct rhinet_dev *rdev);
-
-#endif /* RHINET_H */
+#endif /* RHINET_DRIVER_HW_H */
