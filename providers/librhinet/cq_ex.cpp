@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // The extended CQ (ibv_cq_ex): start_poll takes the CQ lock and decodes the
-// first new CQE exactly as poll_cq does (poll_one), next_poll the next one,
+// first new CQE with the one decoder poll_cq uses (poll_one), next_poll the
+// next one,
 // the read_* calls return fields of the one decoded last, and end_poll
 // hands the consumed entries back to the NIC and drops the lock. Events,
 // req_notify_cq and destroy are those of every CQ: an ibv_cq_ex is an
@@ -26,7 +27,7 @@ Cq* cq_of(ibv_cq_ex* c) {
   return container_of_member<Cq>(c, offsetof(Cq, vcq.cq_ex));
 }
 
-const ibv_wc& cur(ibv_cq_ex* c) { return cq_of(c)->cur; }
+const Completion& cur(ibv_cq_ex* c) { return cq_of(c)->cur; }
 
 int deliver(ibv_cq_ex* c) {
   Cq* cq = cq_of(c);
@@ -57,17 +58,17 @@ void end_poll(ibv_cq_ex* c) {
   cq->lock.unlock();
 }
 
-ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return cur(c).opcode; }
+ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return wc_opcode_of(cur(c)); }
 uint32_t read_vendor_err(ibv_cq_ex* c) { return cur(c).vendor_err; }
 uint32_t read_byte_len(ibv_cq_ex* c) { return cur(c).byte_len; }
 __be32 read_imm_data(ibv_cq_ex* c) { return cur(c).imm_data; }
 uint32_t read_qp_num(ibv_cq_ex* c) { return cur(c).qp_num; }
 uint32_t read_src_qp(ibv_cq_ex* c) { return cur(c).src_qp; }
 unsigned int read_wc_flags(ibv_cq_ex* c) { return cur(c).wc_flags; }
-uint32_t read_slid(ibv_cq_ex* c) { return cur(c).slid; }
+uint32_t read_slid(ibv_cq_ex* c) { return cur(c).src_node; }
 uint8_t read_sl(ibv_cq_ex* c) { return cur(c).sl; }
-uint8_t read_dlid_path_bits(ibv_cq_ex* c) { return cur(c).dlid_path_bits; }
-void read_tm_info(ibv_cq_ex* c, ibv_wc_tm_info* tm) { *tm = cq_of(c)->cur_tm; }
+uint8_t read_dlid_path_bits(ibv_cq_ex*) { return 0; }
+void read_tm_info(ibv_cq_ex* c, ibv_wc_tm_info* tm) { *tm = cur(c).tm; }
 
 }  // namespace
 

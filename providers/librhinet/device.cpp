@@ -120,7 +120,7 @@ const verbs_context_ops kOps = [] {
 RHINET_CMD(GetContextCmd, ib_uverbs_get_context, rhinet_alloc_ucontext_cmd);
 
 // RHINET_GROUPS="GROUP:TOKEN[,GROUP:TOKEN...]" (rhinet-run sets it): the
-// process groups to join (004 2.1); the kernel checks the tokens. False
+// process groups to join; the kernel checks the tokens. False
 // with errno EINVAL (and a message) if it is malformed.
 bool parse_groups(const char* env, rhinet_alloc_ucontext_cmd* cmd) {
   if (!env || !*env) return true;

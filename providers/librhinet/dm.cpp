@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// Device memory is the NIC's on-board twin memory (004 2.7): ibv_alloc_dm
+// Device memory is the NIC's on-board twin memory: ibv_alloc_dm
 // and ibv_free_dm go to rhinet.ko through the uverbs DM methods; the
 // driver's answer names the NIC's twin handle, which TWIN and DIFF
 // transfers carry (rhinetdv_twin_handle).

@@ -67,44 +67,32 @@ class NumTable {
   std::atomic<T**> leaves_[kLeaves] = {};
 };
 
-// The completion of a signal (RHN_CQE_OP_SIGNAL); only endpoints get
-// them, and rhinetdv consumes them.
-constexpr ibv_wc_opcode kWcSignal = IBV_WC_DRIVER1;
-// An irecv of an endpoint (RHN_CQE_OP_TAG_RECV) completed, out of RQ
-// order: wr_id = the CQE's wqe_index, imm_data/vendor_err = the tag's
-// halves on success (vendor_err = syndrome otherwise); rhinetdv maps it.
-constexpr ibv_wc_opcode kWcTagRecv = IBV_WC_DRIVER2;
-// IPROBE and IRECV_CANCEL (SQ order): pkey_index = the CQE's ext_flags,
-// the rest as kWcTagRecv's.
-constexpr ibv_wc_opcode kWcTagLocal = IBV_WC_DRIVER3;
-// PD_REQUEST and PD_RELEASE of an endpoint (remote pin-down, SQ order):
-// libibverbs' three driver opcodes are taken, so values past its last
-// one (within the enum's range, 0..255); rhinetdv maps them and never
-// lets them out.
-constexpr ibv_wc_opcode kWcPdRequest =
-    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 1);
-constexpr ibv_wc_opcode kWcPdRelease =
-    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 2);
-// MCAST_LIST, LOCK, UNLOCK and BARRIER of an endpoint (SQ order), the same
-// way.
-constexpr ibv_wc_opcode kWcMcastList =
-    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 3);
-constexpr ibv_wc_opcode kWcLock =
-    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 4);
-constexpr ibv_wc_opcode kWcUnlock =
-    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 5);
-constexpr ibv_wc_opcode kWcBarrier =
-    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 6);
-constexpr ibv_wc_opcode kWcMcastSwitch =
-    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 7);
-constexpr ibv_wc_opcode kWcSubscribe =
-    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 8);
-constexpr ibv_wc_opcode kWcUnsubscribe =
-    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 9);
-constexpr ibv_wc_opcode kWcShareUpdate =
-    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 10);
-constexpr ibv_wc_opcode kWcCollective =
-    static_cast<ibv_wc_opcode>(IBV_WC_DRIVER3 + 11);
+// One CQE decoded once (completion.cpp), whoever polls: poll_cq and the
+// ibv_cq_ex calls read it as verbs do, rhinetdv_poll as direct verbs do.
+// A CQE only direct verbs know (a signal, an irecv's, a pin-down's, ...)
+// has no verbs opcode (kNoWcOpcode); it occurs only on an endpoint's CQ,
+// which the library keeps to itself.
+constexpr int kNoWcOpcode = -1;
+struct Completion {
+  uint64_t wr_id = 0;
+  ibv_wc_status status = IBV_WC_SUCCESS;
+  uint32_t vendor_err = 0;  // the NIC's syndrome
+  uint32_t byte_len = 0;
+  uint32_t qp_num = 0;
+  uint32_t src_qp = 0;
+  uint16_t src_node = 0;
+  uint8_t cqe_opcode = 0;       // RHN_CQE_OP_*
+  uint8_t ext_flags = 0;        // the CQE's RHN_CQE_X_* bits
+  int wc_opcode = kNoWcOpcode;  // enum ibv_wc_opcode
+  int dv_opcode = 0;            // enum rhinetdv_opcode, 0 if none
+  unsigned int wc_flags = 0;
+  __be32 imm_data = 0;  // or the invalidated key (IBV_WC_WITH_INV)
+  uint8_t sl = 0;
+  bool reported = true;  // a send the poster wants to hear of
+  uint16_t wqe_index = 0;
+  uint64_t tag = 0;     // direct verbs' tag operations: the message's tag
+  ibv_wc_tm_info tm{};  // an IBV_WC_TM_RECV that matched an entry
+};
 
 struct Context {
   verbs_context vctx;              // libibverbs' part, at the offset we tell it
@@ -152,11 +140,8 @@ struct Cq {
   uint32_t consumer = 0;  // next CQE to look at
   // ibv_cq_ex polling (cq_ex.cpp): the completion start_poll/next_poll
   // decoded last, and the consumer index when start_poll took the lock.
-  ibv_wc cur{};
+  Completion cur{};
   uint32_t poll_start = 0;
-  // The tag-matching information of the completion decoded last (zero
-  // unless it was an IBV_WC_TM_RECV that matched an entry).
-  ibv_wc_tm_info cur_tm{};
 };
 
 struct Srq {
@@ -208,6 +193,7 @@ struct Srq {
 struct SendSlot {
   uint64_t wr_id;
   uint8_t slots;  // slots this WQE takes
+  bool report;    // its poster wants its completion (see sq_write)
 };
 
 struct Ah;
@@ -258,7 +244,6 @@ struct Qp {
   uint8_t* sq = nullptr;
   uint32_t sq_log = 0;
   uint32_t sq_producer = 0, sq_consumer = 0;
-  uint32_t sq_last_completed = 0;  // first slot of the last completed WQE
   uint32_t max_send_sge = 0, max_inline = 0;
   bool no_sq = false;  // created with max_send_wr 0: every post is ENOMEM
   SendSlot* sq_info = nullptr;  // per slot of a WQE's first slot
@@ -299,22 +284,6 @@ inline Ah* to_ah(ibv_ah* a) {
   return container_of_member<Ah>(a, offsetof(Ah, ibah));
 }
 
-// Extension slots a send WQE needs beyond its base slot for @sges SGEs or
-// @len inline bytes (hw_queues.h; the kernel sizes SQs by the same rule).
-inline uint32_t ext_units_for_sges(uint32_t sges) {
-  return sges > RHN_WQE_BASE_SGES
-             ? (sges - RHN_WQE_BASE_SGES + RHN_SGES_PER_EXT_UNIT - 1) /
-                   RHN_SGES_PER_EXT_UNIT
-             : 0;
-}
-inline uint32_t ext_units_for_inline(uint32_t len) {
-  return len > RHN_WQE_BASE_INLINE
-             ? (len - RHN_WQE_BASE_INLINE + RHN_SQ_SLOT_SIZE - 1) /
-                   RHN_SQ_SLOT_SIZE
-             : 0;
-}
-// UD WQEs end with one more slot: the GRH (struct rhn_wqe_grh).
-constexpr uint32_t kUdGrhUnits = 1;
 // Smallest send queue: 64 slots (one 4 KiB page).
 constexpr uint32_t kMinSqLog = 6;
 
@@ -376,7 +345,27 @@ ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length,
 // The DM's struct if it is one of this provider's contexts', else null.
 inline Dm* to_dm(ibv_dm* dm) { return reinterpret_cast<Dm*>(dm); }
 
-// datapath.cpp
+// sq.cpp: the one writer of a send queue. Every post, verbs' and direct
+// verbs', builds its WQE (any number of slots) elsewhere and hands it to
+// sq_write, then publishes with sq_publish; both with sq_lock held, which
+// is the only lock that orders SQ writers. sq_write returns ENOMEM when
+// the ring has no room for @slots, else stamps the WQE's index, copies it
+// in and advances the (unpublished) producer; @first, if given, receives
+// the WQE's first slot. @report: the completion goes to the poster (a
+// direct-verbs post the library signaled for itself sets it false).
+int sq_write(Qp* qp, uint8_t* wqe, uint32_t slots, uint64_t wr_id,
+             bool report = true, uint32_t* first = nullptr);
+// Slots free in the ring now.
+uint32_t sq_room(const Qp* qp);
+// The WQEs written: barrier, the producer index in the doorbell record,
+// then the doorbell.
+void sq_publish(Qp* qp);
+// Forgets WQEs written since the producer was @producer (never published).
+void sq_rollback(Qp* qp, uint32_t producer);
+// Both indices back to 0 (the QP goes to RESET).
+void sq_reset(Qp* qp);
+
+// post.cpp
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
@@ -384,17 +373,26 @@ int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int post_srq_ops(ibv_srq* srq, ibv_ops_wr* wr, ibv_ops_wr** bad);
 // Takes a TM SRQ's list-operation CQEs out of its CQ (destroy).
 void clean_srq_cqes(Srq* srq);
-// Builds one WQE into the SQ after sq_producer (sq_lock held); 0 or errno.
+// Builds one verbs WQE and writes it with sq_write (sq_lock held); 0 or
+// errno.
 int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id);
-// Publishes sq_producer and kicks the SQ.
-void ring_sq(Qp* qp);
+void reset_qp_queues(Qp* qp);
+
+// completion.cpp
 int poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
-// Decodes the next CQE into @wc (cq->lock held); false if there is none.
-bool poll_one(Cq* cq, ibv_wc* wc);
+// Decodes the next CQE into @c (cq->lock held); false if there is none.
+bool poll_one(Cq* cq, Completion* c);
+// A decoded completion as verbs report it.
+void to_wc(const Completion& c, ibv_wc* wc);
+// Its verbs opcode. A CQE only direct verbs know never reaches a verbs CQ
+// (endpoint CQs are the library's); should one, it is a driver completion.
+inline ibv_wc_opcode wc_opcode_of(const Completion& c) {
+  return c.wc_opcode == kNoWcOpcode ? IBV_WC_DRIVER1
+                                    : static_cast<ibv_wc_opcode>(c.wc_opcode);
+}
 // Hands cq->consumer back to the NIC through the CQ record.
 void publish_consumer(Cq* cq);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
-void reset_qp_queues(Qp* qp);
 // Takes the QP's CQEs out of its CQs and, with @forget, its entry out of
 // the QP table, under the CQs' locks (destroy and RESET, as mlx5 does).
 void clean_qp_cqes(Qp* qp, bool forget);

@@ -211,7 +211,7 @@ void wr_start(ibv_qp_ex* q) {
 
 // Forgets the batch's WQEs: the NIC never saw the producer move.
 void drop_batch(Qp* qp) {
-  qp->sq_producer = qp->wr.start;
+  sq_rollback(qp, qp->wr.start);
   qp->wr.staged = false;
 }
 
@@ -222,7 +222,7 @@ int wr_complete(ibv_qp_ex* q) {
   if (err)
     drop_batch(qp);
   else if (qp->sq_producer != qp->wr.start)
-    ring_sq(qp);
+    sq_publish(qp);
   qp->sq_lock.unlock();
   return err;
 }

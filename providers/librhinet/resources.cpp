@@ -97,7 +97,7 @@ int bind_mw(ibv_qp* ibqp, ibv_mw* mw, ibv_mw_bind* b) {
   if (ibqp->state != IBV_QPS_RTS) return EINVAL;
   int err = enqueue_send(qp, d, b->wr_id);
   if (err) return err;
-  ring_sq(qp);
+  sq_publish(qp);
   mw->rkey = next;
   return 0;
 }
@@ -431,21 +431,12 @@ RHINET_RESP(CreateQpResp, ib_uverbs_create_qp_resp, rhinet_create_qp_resp);
 RHINET_CMD(ModifyQpCmd, ib_uverbs_modify_qp, rhinet_no_data);
 RHINET_CMD(QueryQpCmd, ib_uverbs_query_qp, rhinet_no_data);
 
-// Slots a WQE with these limits takes (the kernel checks the same rule).
-static uint32_t wqe_slots(uint32_t max_sge, uint32_t max_inline, bool ud) {
-  const uint32_t sge_units = ext_units_for_sges(max_sge);
-  const uint32_t inline_units = ext_units_for_inline(max_inline);
-  return 1 + (sge_units > inline_units ? sge_units : inline_units) +
-         (ud ? kUdGrhUnits : 0);
-}
-
-// Inline bytes a WQE of @slots slots holds (a UD WQE's GRH slot holds
-// none), at most what the device takes: the QP's limit whatever was asked
-// (rdma_xclient asks for 0 and posts 16 inline bytes), as other providers
-// round it up and report it.
+// Inline bytes a WQE of @slots slots holds (hw_wqe.h; a UD WQE's route
+// slot holds none), at most what the device takes: the QP's limit whatever
+// was asked (rdma_xclient asks for 0 and posts 16 inline bytes), as other
+// providers round it up and report it.
 static uint32_t inline_capacity(uint32_t slots, bool ud, uint32_t device_max) {
-  const uint32_t payload = slots - (ud ? kUdGrhUnits : 0);
-  const uint32_t bytes = RHN_WQE_BASE_INLINE + (payload - 1) * RHN_SQ_SLOT_SIZE;
+  const uint32_t bytes = rhn_wqe_inline_capacity(slots, ud);
   return bytes < device_max ? bytes : device_max;
 }
 
@@ -470,7 +461,8 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type) {
       cap.max_inline_data > ctx->attr.max_inline)
     return errno = EINVAL, nullptr;
   const bool ud = attr->qp_type == IBV_QPT_UD;
-  const uint32_t slots = wqe_slots(cap.max_send_sge, cap.max_inline_data, ud);
+  const uint32_t slots =
+      rhn_wqe_slots(cap.max_send_sge, cap.max_inline_data, ud);
   if (slots > RHN_WQE_MAX_SLOTS) return errno = EINVAL, nullptr;
   // max_send_wr 0: a QP without a send queue (one that only receives, on
   // an SRQ for instance). The NIC still gets the smallest ring, which

@@ -32,7 +32,7 @@ Result<void> check_message(Op op, const XferOptions& o, std::size_t length) {
     return Error(EINVAL, op_s + ": unknown mode " + std::to_string(mode_v));
   if (!detail::mode_allowed(op, o.mode))
     return Error(EINVAL, op_s + " does not take mode " + mode_name(o.mode) +
-                             " (004 table 1: isend takes basic, diff, "
+                             " (isend takes basic, diff, "
                              "bitmap, stride; irecv takes basic, twin, "
                              "bitmap, stride)");
   if (auto r = detail::check_stray_parameters(op, o, length); !r) return r;

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Table 1 of 004 and the parameters of each mode, checked before posting
-// (PUSH and PULL here; isend and irecv in message.cc, through
-// xfer_detail.hpp).
+// Which transfer modes each operation takes, and the parameters of each
+// mode, checked before posting (PUSH and PULL here; isend and irecv in
+// message.cc, through xfer_detail.hpp). The modes and the operations'
+// names come from the hardware contract's operation table (hw_ops.h),
+// whose direct-verbs opcodes are the values of Op.
+#include <array>
 #include <cerrno>
 #include <limits>
 #include <string>
 
 #include "rhinet/area.hpp"
+#include "rhinet/hw.h"
 #include "rhinet/xfer.hpp"
 #include "xfer_detail.hpp"
 
@@ -28,44 +32,33 @@ const char* mode_name(Mode mode) {
   return "unknown";
 }
 
+namespace {
+
+// The operation table's rows by direct-verbs opcode (= Op): name and modes.
+struct OpRow {
+  const char* name = nullptr;
+  std::uint32_t modes = 0;
+};
+
+constexpr std::array<OpRow, 32> kOps = [] {
+  std::array<OpRow, 32> t{};
+#define RHINET_OP_ROW(op, name, wire, cqe, dv, dv_name, flags, modes, ...) \
+  if (dv) t[dv] = OpRow{dv_name, modes};
+  RHN_OP_TABLE(RHINET_OP_ROW)
+#undef RHINET_OP_ROW
+  return t;
+}();
+
+const OpRow* row_of(Op op) {
+  const auto i = static_cast<std::uint32_t>(op);
+  return i < kOps.size() && kOps[i].name ? &kOps[i] : nullptr;
+}
+
+}  // namespace
+
 const char* op_name(Op op) {
-  switch (op) {
-    case Op::push:
-      return "push";
-    case Op::pull:
-      return "pull";
-    case Op::isend:
-      return "isend";
-    case Op::irecv:
-      return "irecv";
-    case Op::pd_req:
-      return "pd_req";
-    case Op::pd_release:
-      return "pd_release";
-    case Op::mcast:
-      return "mcast";
-    case Op::lock:
-      return "lock";
-    case Op::unlock:
-      return "unlock";
-    case Op::barrier:
-      return "barrier";
-    case Op::mcast_switch:
-      return "mcast_switch";
-    case Op::subscribe:
-      return "subscribe";
-    case Op::unsubscribe:
-      return "unsubscribe";
-    case Op::share_update:
-      return "share_update";
-    case Op::fetch_add:
-      return "fetch_add";
-    case Op::compare_swap:
-      return "compare_swap";
-    case Op::collective:
-      return "collective";
-  }
-  return "unknown";
+  const OpRow* r = row_of(op);
+  return r ? r->name : "unknown";
 }
 
 namespace {
@@ -77,22 +70,11 @@ Error invalid(std::string what) { return Error(EINVAL, std::move(what)); }
 namespace detail {
 
 bool mode_allowed(Op op, Mode mode) {
-  const bool sends = op == Op::push || op == Op::isend || op == Op::mcast ||
-                     op == Op::mcast_switch || op == Op::share_update;
-  const bool takes = op == Op::pull || op == Op::irecv;
-  // A subscribe takes the region's bytes as a PULL would, whole (table 1).
-  if (op == Op::subscribe) return mode == Mode::basic || mode == Mode::twin;
-  switch (mode) {
-    case Mode::basic:
-    case Mode::bitmap:
-    case Mode::stride:
-      return sends || takes;
-    case Mode::diff:
-      return sends;
-    case Mode::twin:
-      return takes;
-  }
-  return false;
+  // Operations that move no data take no mode at all.
+  const OpRow* r = row_of(op);
+  const auto m = static_cast<std::uint32_t>(mode);
+  return r && r->modes != RHN_XFER_BASIC_ONLY && m < 8 &&
+         (r->modes & RHN_XFER_MODE_BIT(m));
 }
 
 Result<void> check_stray_parameters(Op op, const XferOptions& o,
@@ -220,7 +202,7 @@ Result<void> check_xfer(Op op, Target target, const XferOptions& o,
   const std::string mode_s = mode_name(o.mode);
   if (!detail::mode_allowed(op, o.mode))
     return invalid(op_s + " does not take mode " + mode_s +
-                   " (004 table 1: push, mcast and share_update take basic, "
+                   " (push, mcast and share_update take basic, "
                    "diff, bitmap, stride; pull takes basic, twin, bitmap, "
                    "stride; subscribe basic, twin)");
   if (length > std::numeric_limits<std::uint32_t>::max())

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The checks of 004 table 1 that PUSH/PULL (check_xfer) and isend/irecv
+// The transfer-mode checks that PUSH/PULL (check_xfer) and isend/irecv
 // (check_message) share (internal).
 #ifndef RHINET_USERLIB_XFER_DETAIL_HPP
 #define RHINET_USERLIB_XFER_DETAIL_HPP
@@ -11,8 +11,10 @@
 
 namespace rhinet::detail {
 
-// Table 1: push and isend take basic, diff, bitmap, stride; pull and
-// irecv take basic, twin, bitmap, stride. False for other operations.
+// Whether @op takes @mode, as the operation table says: push and isend
+// take basic, diff, bitmap, stride; pull and irecv basic, twin, bitmap,
+// stride; multicasts and updates as push; subscribe basic and twin.
+// False for operations that move no data.
 bool mode_allowed(Op op, Mode mode);
 
 // EINVAL for a partial mode over an empty span, and for parameters of

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// What the files of Group (group*.cc, one per operation family) share.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "rhinet/group.hpp"
+
+namespace rhinet::detail {
+
+inline Error errno_error(int e, std::string what) {
+  return Error(e ? e : EIO, std::move(what));
+}
+
+inline std::string hex(std::uint64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// The partial mode of `o` into a PUSH's, PULL's or mcast's attributes
+// (rhinetdv_xfer_ex and rhinetdv_mcast_attr name these fields alike).
+template <typename Attr>
+void put_mode(Attr& a, const XferOptions& o, std::uint32_t bitmap_lkey) {
+  a.mode = static_cast<std::uint32_t>(o.mode);
+  switch (o.mode) {
+    case Mode::stride:
+      a.block = o.stride.block;
+      a.count = o.stride.count;
+      a.local_stride = o.stride.local_stride;
+      a.remote_stride = o.stride.remote_stride;
+      // One block: the strides say nothing, but the NIC wants them >= block.
+      if (a.count == 1) {
+        if (a.local_stride < a.block) a.local_stride = a.block;
+        if (a.remote_stride < a.block) a.remote_stride = a.block;
+      }
+      break;
+    case Mode::bitmap:
+      a.block = o.bitmap.granularity;
+      a.bitmap = o.bitmap.bits.data();
+      a.bitmap_lkey = bitmap_lkey;
+      break;
+    case Mode::diff:
+    case Mode::twin:
+      a.twin = o.twin.twin->dm();
+      a.twin_offset = o.twin.offset;
+      break;
+    case Mode::basic:
+      break;
+  }
+}
+
+}  // namespace rhinet::detail

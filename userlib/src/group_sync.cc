@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Group: remote atomics, locks and barriers.
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "device.hpp"
+#include "group_detail.hpp"
+#include "rhinet/group.hpp"
+
+namespace rhinet {
+
+using detail::errno_error;
+using detail::hex;
+using detail::put_mode;
+
+// ---- remote atomics ---------------------------------------------------------
+
+Request Group::fetch_add(std::uint32_t rank, std::uint32_t area_id,
+                         std::uint64_t offset, std::uint64_t add) {
+  return post_atomic(Op::fetch_add, rank, area_id, offset, add, 0);
+}
+
+Request Group::compare_swap(std::uint32_t rank, std::uint32_t area_id,
+                            std::uint64_t offset, std::uint64_t expected,
+                            std::uint64_t desired) {
+  return post_atomic(Op::compare_swap, rank, area_id, offset, expected,
+                     desired);
+}
+
+Request Group::post_atomic(Op op, std::uint32_t rank, std::uint32_t area_id,
+                           std::uint64_t offset, std::uint64_t compare_add,
+                           std::uint64_t swap) {
+  detail::Device& dev = *dev_;
+  detail::Device::Slot d;
+  d.op = op;
+  d.rank = rank;
+  d.area_or_rkey = area_id;
+  d.offset_or_addr = offset;
+  d.length = 8;
+  const auto fail = [&](int e, const std::string& why) {
+    return detail::Device::failed(Error(e, dev.describe(d) + ": " + why));
+  };
+  if (!(dev.attr.caps & RHINETDV_CAP_ATOMIC))
+    return fail(EOPNOTSUPP,
+                "the device (or librhinetdv) has no remote atomics "
+                "(RHINETDV_CAP_ATOMIC)");
+  if (rank >= size_)
+    return fail(EINVAL, "no rank " + std::to_string(rank) + " in a group of " +
+                            std::to_string(size_));
+  if (area_id > 0xffff) return fail(EINVAL, "area IDs are 0..65535");
+  if (offset & 7) return fail(EINVAL, "the word must be 8-byte aligned");
+  rhinetdv_atomic_attr a{};
+  a.op = op == Op::fetch_add ? RHINETDV_ATOMIC_FETCH_ADD
+                             : RHINETDV_ATOMIC_CMP_SWAP;
+  a.dest_node = static_cast<std::uint16_t>(table_[rank].node_id);
+  a.dest_endpoint = table_[rank].endpoint_id;
+  a.group_id = group_;
+  a.area_id = area_id;
+  a.offset = offset;
+  a.compare_add = compare_add;
+  a.swap = swap;
+  return dev.post_in_slot(d, fail, "rhinetdv_atomic", [&](std::uint32_t s) {
+    a.wr_id = s;
+    a.result = &dev.results[s];
+    a.result_lkey = dev.words_mr->lkey;
+    return rhinetdv_atomic(dev.ep, &a, sizeof(a));
+  });
+}
+
+// ---- locks and barriers -----------------------------------------------------
+
+bool Group::locks_and_barriers() const {
+  return dev_->attr.caps & RHINETDV_CAP_SYNC;
+}
+
+Request Group::post_sync(Op op, std::uint32_t manager, std::uint64_t id,
+                         std::uint32_t count) {
+  detail::Device& dev = *dev_;
+  detail::Device::Slot d;
+  d.op = op;
+  d.rank = manager;
+  d.offset_or_addr = id;
+  d.length = count;
+  const auto fail = [&](int e, const std::string& why) {
+    return detail::Device::failed(Error(e, dev.describe(d) + ": " + why));
+  };
+  if (!locks_and_barriers())
+    return fail(EOPNOTSUPP,
+                "the device (or librhinetdv) has no locks and barriers "
+                "(RHINETDV_CAP_SYNC)");
+  if (manager >= size_)
+    return fail(EINVAL, "no rank " + std::to_string(manager) +
+                            " in a group of " + std::to_string(size_) +
+                            " to manage it");
+  if (op == Op::barrier && (count == 0 || count > RHINETDV_BARRIER_MAX_COUNT))
+    return fail(EINVAL, "a barrier of " + std::to_string(count) +
+                            " ranks; the NIC counts 1.." +
+                            std::to_string(RHINETDV_BARRIER_MAX_COUNT));
+  rhinetdv_sync_attr a{};
+  a.manager_node = static_cast<std::uint16_t>(table_[manager].node_id);
+  a.manager_endpoint = table_[manager].endpoint_id;
+  a.id = id;
+  a.count = op == Op::barrier ? count : 0;
+  a.flags = RHINETDV_SYNC_STATUS_WORD;
+  return dev.post_in_slot(d, fail, std::string("rhinetdv_") + op_name(op),
+                          [&](std::uint32_t s) {
+                            dev.use_word(a, s);
+                            switch (op) {
+                              case Op::lock:
+                                return rhinetdv_lock(dev.ep, &a, sizeof(a));
+                              case Op::unlock:
+                                return rhinetdv_unlock(dev.ep, &a, sizeof(a));
+                              default:
+                                return rhinetdv_barrier(dev.ep, &a, sizeof(a));
+                            }
+                          });
+}
+
+Request Group::ilock(std::uint64_t lock_id, std::uint32_t manager) {
+  return post_sync(Op::lock, manager, lock_id, 0);
+}
+
+Request Group::iunlock(std::uint64_t lock_id, std::uint32_t manager) {
+  return post_sync(Op::unlock, manager, lock_id, 0);
+}
+
+Result<void> Group::lock(std::uint64_t lock_id, std::uint32_t manager) {
+  return ilock(lock_id, manager).wait();
+}
+
+Result<void> Group::unlock(std::uint64_t lock_id, std::uint32_t manager) {
+  return iunlock(lock_id, manager).wait();
+}
+
+Result<LockGuard> Group::scoped_lock(std::uint64_t lock_id,
+                                     std::uint32_t manager) {
+  if (auto r = lock(lock_id, manager); !r) return r.error();
+  return LockGuard(this, lock_id, manager);
+}
+
+Request Group::ibarrier(const BarrierOptions& options) {
+  return post_sync(Op::barrier, options.manager, options.id,
+                   options.count ? options.count : size_);
+}
+
+Result<void> Group::barrier(const BarrierOptions& options,
+                            std::chrono::milliseconds timeout) {
+  return ibarrier(options).wait(timeout);
+}
+
+LockGuard::LockGuard(LockGuard&& other) noexcept
+    : group_(other.group_), id_(other.id_), manager_(other.manager_) {
+  other.group_ = nullptr;
+}
+
+LockGuard& LockGuard::operator=(LockGuard&& other) noexcept {
+  if (this != &other) {
+    if (owns()) (void)unlock();
+    group_ = other.group_;
+    id_ = other.id_;
+    manager_ = other.manager_;
+    other.group_ = nullptr;
+  }
+  return *this;
+}
+
+LockGuard::~LockGuard() {
+  if (!owns()) return;
+  Group* g = group_;
+  if (auto r = unlock(); !r && !g->dev_->detached_error)
+    g->dev_->detached_error = r.error();
+}
+
+Result<void> LockGuard::unlock() {
+  if (!owns())
+    return Error(EINVAL, "LockGuard::unlock: the guard holds no lock");
+  Group* g = group_;
+  group_ = nullptr;
+  return g->unlock(id_, manager_);
+}
+
+}  // namespace rhinet
