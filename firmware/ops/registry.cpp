@@ -212,6 +212,12 @@ struct Tables {
   static constexpr uint32_t kMaxFrames = 8;
   std::array<FrameRoute, kMaxFrames> frames{};
   uint32_t nframes = 0;
+  // The poll turns of the modules that have one, before and after the
+  // firmware messages go out: poll() walks these on every call, so the
+  // modules without a turn cost nothing there.
+  using RunFn = bool (*)(Impl&, uint32_t);
+  std::array<RunFn, kFamilyModules> runs[2]{};
+  uint32_t nruns[2] = {};
 };
 
 const Tables& tables() {
@@ -226,6 +232,10 @@ const Tables& tables() {
       }
       for (const FrameRoute& r : kModules[i]->frames)
         if (t.nframes < Tables::kMaxFrames) t.frames[t.nframes++] = r;
+      if (kModules[i]->run) {
+        const int when = kModules[i]->before_fw ? 0 : 1;
+        t.runs[when][t.nruns[when]++] = kModules[i]->run;
+      }
     }
     return t;
   }();
@@ -270,9 +280,11 @@ void modules_node_failed(Impl& m, uint16_t node, NodeLoss why) {
 }
 
 bool modules_run(Impl& m, bool before_fw, uint32_t budget) {
+  const Tables& t = tables();
+  const int when = before_fw ? 0 : 1;
   bool did = false;
-  for (const FamilyModule* f : kModules)
-    if (f->run && f->before_fw == before_fw) did |= f->run(m, budget);
+  for (uint32_t i = 0; i < t.nruns[when]; i++)
+    did |= t.runs[when][i](m, budget);
   return did;
 }
 
