@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The tables of the families: which operation family a WQE opcode and a
-// wire opcode belong to, and how a WQE opcode shows on the wire and in its
-// CQE; and the list of family modules every stage loops over.
+// wire opcode belong to, with the rest of what the engine knows of a WQE
+// opcode taken from its row in the operation table (hw_ops.h); and the
+// list of family modules every stage loops over.
 #include <algorithm>
 #include <array>
 
