@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "requester/wqe_decoder.h"
 
+#include <array>
 #include <cstddef>
 #include <cstring>
 
@@ -13,6 +14,38 @@ constexpr uint8_t kKnownFlags = RHN_WQE_F_SIGNALED | RHN_WQE_F_SOLICITED |
                                 RHN_WQE_F_FENCE | RHN_WQE_F_INLINE |
                                 RHN_WQE_F_STATUS_WORD | RHN_WQE_F_AREA |
                                 RHN_WQE_F_SIGNAL_REMOTE | RHN_WQE_F_GRH;
+
+// What the decoder needs of each opcode's row of the operation table, by
+// opcode (an array: looking a row up is on every WQE's path).
+struct Row {
+  bool listed;  // a send-queue opcode of the table
+  uint8_t flags, modes, ext;
+};
+
+constexpr std::array<Row, 256> make_rows() {
+  std::array<Row, 256> t{};
+#define RHN_DECODER_ROW_(op, name, wire, cqe, dv, dv_name, flags, modes, ext, \
+                         cap)                                                 \
+  t[op] = {((flags)&RHN_OPF_RECV_QUEUE) == 0, static_cast<uint8_t>(flags),    \
+           static_cast<uint8_t>(modes), static_cast<uint8_t>(ext)};
+  RHN_OP_TABLE(RHN_DECODER_ROW_)
+#undef RHN_DECODER_ROW_
+  return t;
+}
+
+constexpr std::array<Row, 256> kRows = make_rows();
+
+// The families' own checks (OpFamily::decode) by opcode, read from the
+// registry once (its tables are constants, set before this runs).
+using FamilyDecode = rhn_syndrome (*)(const RawWqe&, const DecodedWqe&);
+const std::array<FamilyDecode, 256> kFamilyDecode = [] {
+  std::array<FamilyDecode, 256> t{};
+  for (uint32_t op = 0; op < t.size(); op++) {
+    const OpFamily* f = op_info(static_cast<uint8_t>(op)).family;
+    t[op] = f ? f->decode : nullptr;
+  }
+  return t;
+}();
 
 // out = DecodedWqe{}, without writing the slot copies that are zero
 // already.
@@ -46,8 +79,8 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   std::memcpy(&w, raw.bytes, sizeof(w));
   reset(out);
   // Every opcode the operation table lists for the send queue.
-  const rhn_op_desc* row = rhn_op_row(w.opcode);
-  if (!row || (row->flags & RHN_OPF_RECV_QUEUE)) return RHN_SYN_BAD_OPCODE;
+  const Row& row = kRows[w.opcode];
+  if (!row.listed) return RHN_SYN_BAD_OPCODE;
   if (wqe_slot_count(raw.bytes) != slots || slots == 0) return RHN_SYN_BAD_WQE;
   if (w.flags & ~kKnownFlags) return RHN_SYN_BAD_WQE;
   if (w.reserved0 != 0) return RHN_SYN_BAD_WQE;
@@ -72,22 +105,21 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   const bool has_xfer = w.xfer_mode != RHN_XFER_BASIC;
   // An opcode that never takes a partial transfer refuses one before its
   // other slots are looked at.
-  if (has_xfer && !(row->ext & RHN_EXT_XFER))
+  if (has_xfer && !(row.ext & RHN_EXT_XFER))
     return w.xfer_mode > RHN_XFER_STRIDE ? RHN_SYN_BAD_WQE : RHN_SYN_BAD_XFER;
-  if (out.has_grh && !(row->ext & RHN_EXT_GRH)) return RHN_SYN_BAD_WQE;
+  if (out.has_grh && !(row.ext & RHN_EXT_GRH)) return RHN_SYN_BAD_WQE;
   // The family's own description (an mcastB's destination list, a
   // collective's) takes the last slot; the family checks it and the rest
   // of what is its own.
-  const bool has_family_slot = row->ext & (RHN_EXT_MCAST | RHN_EXT_COLL);
+  const bool has_family_slot = row.ext & (RHN_EXT_MCAST | RHN_EXT_COLL);
   if (has_family_slot) {
     if (slots < 2) return RHN_SYN_BAD_WQE;
     std::memcpy(out.family_slot, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
                 sizeof(out.family_slot));
     out.filled |= DecodedWqe::kFilledFamily;
   }
-  const OpFamily* family = op_info(w.opcode).family;
-  if (family && family->decode) {
-    const rhn_syndrome s = family->decode(w, out);
+  if (const FamilyDecode family_decode = kFamilyDecode[w.opcode]) {
+    const rhn_syndrome s = family_decode(raw, out);
     if (s != RHN_SYN_NONE) return s;
   }
   // A partial transfer's descriptor takes the last slot left; the modes
@@ -95,7 +127,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   const uint32_t xfer_slot = slots - 1 - (has_family_slot ? 1 : 0);
   if (has_xfer) {
     if (w.xfer_mode > RHN_XFER_STRIDE) return RHN_SYN_BAD_WQE;
-    if (!rhn_op_takes_mode(w.opcode, w.xfer_mode) || out.has_grh ||
+    if (!(row.modes & RHN_XFER_MODE_BIT(w.xfer_mode)) || out.has_grh ||
         xfer_slot < 1 || (w.flags & RHN_WQE_F_INLINE))
       return RHN_SYN_BAD_XFER;
     std::memcpy(&out.xfer, raw.bytes + xfer_slot * RHN_SQ_SLOT_SIZE,
@@ -105,14 +137,14 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   const uint32_t ext = slots - 1 - (out.has_grh ? 1 : 0) - (has_xfer ? 1 : 0) -
                        (has_family_slot ? 1 : 0);
 
-  const bool atomic = row->flags & RHN_OPF_ATOMIC;
+  const bool atomic = row.flags & RHN_OPF_ATOMIC;
   if (atomic) {
     // Operands share the union with the status word reference.
     if (w.flags & (RHN_WQE_F_STATUS_WORD | RHN_WQE_F_INLINE))
       return RHN_SYN_BAD_WQE;
     out.compare_add = w.u.atomic.compare_add;
     out.swap = w.u.atomic.swap;
-  } else if (row->flags & RHN_OPF_NO_DATA) {
+  } else if (row.flags & RHN_OPF_NO_DATA) {
     // No data; the family's operands share the union.
     if (w.flags & (RHN_WQE_F_STATUS_WORD | RHN_WQE_F_INLINE | RHN_WQE_F_AREA |
                    RHN_WQE_F_GRH) ||
@@ -126,7 +158,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   }
 
   if (w.flags & RHN_WQE_F_INLINE) {
-    if (!(row->flags & RHN_OPF_INLINE)) return RHN_SYN_BAD_WQE;
+    if (!(row.flags & RHN_OPF_INLINE)) return RHN_SYN_BAD_WQE;
     if (w.num_sge > RHN_WQE_BASE_INLINE + ext * RHN_SQ_SLOT_SIZE)
       return RHN_SYN_BAD_WQE;
     out.inline_len = w.num_sge;

@@ -568,7 +568,9 @@ CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
 
 // The WQE's shape: the description in the last of two slots and no data
 // of its own (the buffers are the description's).
-rhn_syndrome coll_decode(const rhn_send_wqe& w, const DecodedWqe& out) {
+rhn_syndrome coll_decode(const RawWqe& raw, const DecodedWqe& out) {
+  rhn_send_wqe w;
+  std::memcpy(&w, raw.bytes, sizeof(w));
   if (out.slots != 2 || w.num_sge ||
       (w.flags & (RHN_WQE_F_INLINE | RHN_WQE_F_AREA | RHN_WQE_F_GRH |
                   RHN_WQE_F_SIGNAL_REMOTE)))

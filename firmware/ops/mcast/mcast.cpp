@@ -31,7 +31,7 @@ rhn_sge list_sge(const rhn_wqe_mcast& l) {
 
 // The list's description: no reserved bytes set, 1..RHN_MCAST_MAX_DESTS
 // destinations.
-rhn_syndrome decode_list(const rhn_send_wqe&, const DecodedWqe& out) {
+rhn_syndrome decode_list(const RawWqe&, const DecodedWqe& out) {
   const rhn_wqe_mcast l = list_of(out);
   for (uint8_t b : l.reserved)
     if (b) return RHN_SYN_BAD_WQE;

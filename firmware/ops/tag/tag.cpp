@@ -407,7 +407,9 @@ void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
 // ---- Local operations: iprobe and cancel (in SQ order, no message).
 
 // The probe's operands: only the flags it knows, reserved bits clear.
-rhn_syndrome decode_local(const rhn_send_wqe& w, const DecodedWqe&) {
+rhn_syndrome decode_local(const RawWqe& raw, const DecodedWqe&) {
+  rhn_send_wqe w;
+  std::memcpy(&w, raw.bytes, sizeof(w));
   if ((w.u.tag.flags & ~uint32_t{RHN_TAG_F_ANY_SRC}) || w.u.tag.reserved)
     return RHN_SYN_BAD_WQE;
   return RHN_SYN_NONE;
