@@ -39,6 +39,12 @@ struct PacketOut {
 struct OpFamily {
   const char* name;
   // ---- Requester
+  // The family's own parts of a WQE, checked by the decoder (pure, no
+  // state): its last slot when its row has one (out.family_slot) and its
+  // operands (in the raw first slot, struct rhn_send_wqe). Runs after the
+  // checks every opcode shares and before the partial-transfer descriptor's;
+  // RHN_SYN_NONE, or the refusal.
+  rhn_syndrome (*decode)(const RawWqe& raw, const DecodedWqe& out) = nullptr;
   // The family's rules for a decoded WQE on this QP: RHN_CQE_SUCCESS, or
   // the status (and *syndrome) to complete it with.
   uint8_t (*check)(Impl& m, const QpObj& qp, const DecodedWqe& w,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The tables of the families: which operation family a WQE opcode and a
-// wire opcode belong to, and how a WQE opcode shows on the wire and in its
-// CQE; and the list of family modules every stage loops over.
+// wire opcode belong to, with the rest of what the engine knows of a WQE
+// opcode taken from its row in the operation table (hw_ops.h); and the
+// list of family modules every stage loops over.
 #include <algorithm>
 #include <array>
 
@@ -13,7 +14,7 @@ namespace rhinet::fw {
 extern const OpFamily kSendFamily;    // ops/send: SEND, SEND_IMM
 extern const OpFamily kRdmaFamily;    // ops/rdma: WRITE, WRITE_IMM, READ
 extern const OpFamily kAtomicFamily;  // ops/atomic: FETCH_ADD, CMP_SWAP
-extern const OpFamily kRawFamily;     // ops/raw: Ethernet frames
+extern const OpFamily kRawFamily;     // ops/raw: RAW_ETH
 extern const OpFamily kWindowFamily;  // ops/window: BIND_MW, REG_MR, LOCAL_INV
 extern const OpFamily kTagFamily;     // ops/tag: ISEND
 extern const OpFamily kTagLocalFamily;  // ops/tag: IPROBE, IRECV_CANCEL
@@ -30,100 +31,78 @@ namespace {
 
 constexpr size_t kOps = RHN_OP_MAX + 1;  // every enum rhn_op
 
-std::array<OpInfo, kOps> make_ops() {
+// Which family carries out each WQE opcode; everything else about the
+// opcode comes from its row in the operation table (hw_ops.h). NOP and
+// IRECV (a receive-queue WQE) have none.
+constexpr const OpFamily* family_of_op(uint32_t op) {
+  switch (op) {
+    case RHN_OP_SEND:
+    case RHN_OP_SEND_IMM:
+    case RHN_OP_SEND_INV:
+      return &kSendFamily;
+    case RHN_OP_WRITE:
+    case RHN_OP_WRITE_IMM:
+    case RHN_OP_READ:
+      return &kRdmaFamily;
+    case RHN_OP_FETCH_ADD:
+    case RHN_OP_CMP_SWAP:
+      return &kAtomicFamily;
+    case RHN_OP_BIND_MW:
+    case RHN_OP_LOCAL_INV:
+    case RHN_OP_REG_MR:
+      return &kWindowFamily;
+    case RHN_OP_RAW_ETH:
+      return &kRawFamily;
+    case RHN_OP_ISEND:
+      return &kTagFamily;
+    case RHN_OP_IPROBE:
+    case RHN_OP_IRECV_CANCEL:
+      return &kTagLocalFamily;
+    case RHN_OP_PD_REQUEST:
+    case RHN_OP_PD_RELEASE:
+      return &kPinFamily;
+    case RHN_OP_LOCK:
+    case RHN_OP_UNLOCK:
+    case RHN_OP_BARRIER:
+      return &kSyncFamily;
+    case RHN_OP_MCAST_LIST:
+      return &kMcastFamily;
+    case RHN_OP_MCAST_SWITCH:
+      return &kMcastSwitchFamily;
+    case RHN_OP_SUBSCRIBE:
+    case RHN_OP_UNSUBSCRIBE:
+    case RHN_OP_SHARE_UPDATE:
+      return &kShareFamily;
+    case RHN_OP_COLLECTIVE:
+      return &kCollFamily;
+    default:
+      return nullptr;
+  }
+}
+
+// One OpInfo per row of RHN_OP_TABLE.
+constexpr OpInfo row_info(uint32_t wire, uint32_t cqe, uint32_t flags) {
+  return {nullptr,
+          static_cast<uint8_t>(wire),
+          static_cast<uint8_t>(cqe),
+          (flags & RHN_OPF_ANSWERED) != 0,
+          (flags & RHN_OPF_IMM) != 0,
+          (flags & RHN_OPF_INLINE) != 0,
+          (flags & RHN_OPF_READ_CTX) != 0,
+          (flags & RHN_OPF_ORDERED_RETRY) != 0};
+}
+
+constexpr std::array<OpInfo, kOps> make_ops() {
   std::array<OpInfo, kOps> t{};
-  t[RHN_OP_NOP] = {nullptr, 0, RHN_CQE_OP_SEND, false, false, false};
-  t[RHN_OP_SEND] = {&kSendFamily, RHN_WOP_SEND, RHN_CQE_OP_SEND,
-                    false,        false,        true};
-  t[RHN_OP_SEND_IMM] = {&kSendFamily, RHN_WOP_SEND, RHN_CQE_OP_SEND,
-                        false,        true,         true};
-  t[RHN_OP_WRITE] = {&kRdmaFamily, RHN_WOP_WRITE, RHN_CQE_OP_WRITE,
-                     false,        false,         true};
-  t[RHN_OP_WRITE_IMM] = {&kRdmaFamily, RHN_WOP_WRITE, RHN_CQE_OP_WRITE,
-                         false,        true,          true};
-  t[RHN_OP_READ] = {
-      &kRdmaFamily, RHN_WOP_READ_REQ, RHN_CQE_OP_READ, true, false, false,
-      true};
-  t[RHN_OP_FETCH_ADD] = {&kAtomicFamily,
-                         RHN_WOP_FETCH_ADD,
-                         RHN_CQE_OP_FETCH_ADD,
-                         true,
-                         false,
-                         false,
-                         true};
-  t[RHN_OP_CMP_SWAP] = {&kAtomicFamily,
-                        RHN_WOP_CMP_SWAP,
-                        RHN_CQE_OP_CMP_SWAP,
-                        true,
-                        false,
-                        false,
-                        true};
-  t[RHN_OP_ISEND] = {&kTagFamily, RHN_WOP_TAG, RHN_CQE_OP_SEND, true,
-                     false,       true,        false,           true};
-  t[RHN_OP_IPROBE] = {
-      &kTagLocalFamily, 0, RHN_CQE_OP_IPROBE, false, false, false};
-  t[RHN_OP_IRECV_CANCEL] = {
-      &kTagLocalFamily, 0, RHN_CQE_OP_IRECV_CANCEL, false, false, false};
-  t[RHN_OP_PD_REQUEST] = {&kPinFamily, RHN_WOP_PD_REQ, RHN_CQE_OP_PD_REQUEST,
-                          true,        false,          false};
-  t[RHN_OP_PD_RELEASE] = {
-      &kPinFamily, RHN_WOP_PD_RELEASE, RHN_CQE_OP_PD_RELEASE, false, false,
-      false};
-  t[RHN_OP_RAW_ETH] = {&kRawFamily, 0, RHN_CQE_OP_RAW_ETH, false, false, true};
-  t[RHN_OP_BIND_MW] = {&kWindowFamily, 0,     RHN_CQE_OP_BIND_MW,
-                       false,          false, false};
-  t[RHN_OP_LOCAL_INV] = {&kWindowFamily, 0,     RHN_CQE_OP_LOCAL_INV,
-                         false,          false, false};
-  t[RHN_OP_REG_MR] = {&kWindowFamily, 0,     RHN_CQE_OP_REG_MR,
-                      false,          false, false};
-  t[RHN_OP_MCAST_LIST] = {&kMcastFamily, RHN_WOP_WRITE, RHN_CQE_OP_MCAST_LIST,
-                          false,         false,         true};
-  // Into the group's own stream (ops/mcast_switch), as MCAST_DATA.
-  t[RHN_OP_MCAST_SWITCH] = {&kMcastSwitchFamily,
-                            RHN_WOP_MCAST_DATA,
-                            RHN_CQE_OP_MCAST_SWITCH,
-                            false,
-                            false,
-                            true};
-  // Locks and barriers: answered by the manager (BARRIER's count rides in
-  // imm_data, not as an immediate).
-  t[RHN_OP_LOCK] = {&kSyncFamily, RHN_WOP_LOCK, RHN_CQE_OP_LOCK,
-                    true,         false,        false};
-  t[RHN_OP_UNLOCK] = {&kSyncFamily, RHN_WOP_UNLOCK, RHN_CQE_OP_UNLOCK,
-                      true,         false,          false};
-  t[RHN_OP_BARRIER] = {&kSyncFamily, RHN_WOP_BARRIER, RHN_CQE_OP_BARRIER,
-                       true,         false,           false};
-  // Shared regions: a SUBSCRIBE is answered with the region's data (into
-  // its SGE, like a READ's); an update fans out to the directory as
-  // WRITEs, each numbered in imm_data.
-  t[RHN_OP_SUBSCRIBE] = {&kShareFamily,
-                         RHN_WOP_SHARE_REQ,
-                         RHN_CQE_OP_SUBSCRIBE,
-                         true,
-                         false,
-                         false,
-                         true};
-  t[RHN_OP_UNSUBSCRIBE] = {
-      &kShareFamily, RHN_WOP_SHARE_REQ, RHN_CQE_OP_UNSUBSCRIBE, false, false,
-      false};
-  t[RHN_OP_SHARE_UPDATE] = {&kShareFamily,
-                            RHN_WOP_SHARE_UPDATE,
-                            RHN_CQE_OP_SHARE_UPDATE,
-                            false,
-                            false,
-                            true};
-  // Collectives: executed by the NICs of the communicator together
-  // (firmware messages, not a message of this QP); the CQE comes when
-  // this rank's part is done.
-  t[RHN_OP_COLLECTIVE] = {&kCollFamily, 0,     RHN_CQE_OP_COLLECTIVE,
-                          true,         false, false};
-  // imm_data carries the key to invalidate, not an immediate.
-  t[RHN_OP_SEND_INV] = {&kSendFamily, RHN_WOP_SEND, RHN_CQE_OP_SEND,
-                        false,        false,        true};
+#define RHN_OP_INFO_(op, name, wire, cqe, dv, dv_name, flags, modes, ext, cap) \
+  t[op] = row_info(wire, cqe, flags);
+  RHN_OP_TABLE(RHN_OP_INFO_)
+#undef RHN_OP_INFO_
+  for (uint32_t op = 0; op < kOps; op++) t[op].family = family_of_op(op);
   return t;
 }
 
-const std::array<OpInfo, kOps> kOpTable = make_ops();
+constexpr std::array<OpInfo, kOps> kOpTable = make_ops();
 
 }  // namespace
 

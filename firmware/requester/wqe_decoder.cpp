@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "requester/wqe_decoder.h"
 
+#include <array>
 #include <cstddef>
 #include <cstring>
 
@@ -14,12 +15,37 @@ constexpr uint8_t kKnownFlags = RHN_WQE_F_SIGNALED | RHN_WQE_F_SOLICITED |
                                 RHN_WQE_F_STATUS_WORD | RHN_WQE_F_AREA |
                                 RHN_WQE_F_SIGNAL_REMOTE | RHN_WQE_F_GRH;
 
-// The opcodes the engine has a family for (ops/registry.cpp).
-bool opcode_supported(uint8_t op) {
-  return op == RHN_OP_NOP || op_info(op).family != nullptr;
+// What the decoder needs of each opcode's row of the operation table, by
+// opcode (an array: looking a row up is on every WQE's path).
+struct Row {
+  bool listed;  // a send-queue opcode of the table
+  uint8_t flags, modes, ext;
+};
+
+constexpr std::array<Row, 256> make_rows() {
+  std::array<Row, 256> t{};
+#define RHN_DECODER_ROW_(op, name, wire, cqe, dv, dv_name, flags, modes, ext, \
+                         cap)                                                 \
+  t[op] = {((flags)&RHN_OPF_RECV_QUEUE) == 0, static_cast<uint8_t>(flags),    \
+           static_cast<uint8_t>(modes), static_cast<uint8_t>(ext)};
+  RHN_OP_TABLE(RHN_DECODER_ROW_)
+#undef RHN_DECODER_ROW_
+  return t;
 }
 
-bool carries_payload(uint8_t op) { return op_info(op).carries_payload; }
+constexpr std::array<Row, 256> kRows = make_rows();
+
+// The families' own checks (OpFamily::decode) by opcode, read from the
+// registry once (its tables are constants, set before this runs).
+using FamilyDecode = rhn_syndrome (*)(const RawWqe&, const DecodedWqe&);
+const std::array<FamilyDecode, 256> kFamilyDecode = [] {
+  std::array<FamilyDecode, 256> t{};
+  for (uint32_t op = 0; op < t.size(); op++) {
+    const OpFamily* f = op_info(static_cast<uint8_t>(op)).family;
+    t[op] = f ? f->decode : nullptr;
+  }
+  return t;
+}();
 
 // out = DecodedWqe{}, without writing the slot copies that are zero
 // already.
@@ -29,8 +55,8 @@ void reset(DecodedWqe& out) {
   std::memcpy(static_cast<void*>(&out), &kEmpty, offsetof(DecodedWqe, grh));
   if (filled & DecodedWqe::kFilledGrh) out.grh = {};
   if (filled & DecodedWqe::kFilledXfer) out.xfer = {};
-  if (filled & DecodedWqe::kFilledMcast) out.mcast = {};
-  if (filled & DecodedWqe::kFilledColl) out.coll = {};
+  if (filled & DecodedWqe::kFilledFamily)
+    std::memset(out.family_slot, 0, sizeof(out.family_slot));
 }
 
 }  // namespace
@@ -52,7 +78,9 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   rhn_send_wqe w;
   std::memcpy(&w, raw.bytes, sizeof(w));
   reset(out);
-  if (!opcode_supported(w.opcode)) return RHN_SYN_BAD_OPCODE;
+  // Every opcode the operation table lists for the send queue.
+  const Row& row = kRows[w.opcode];
+  if (!row.listed) return RHN_SYN_BAD_OPCODE;
   if (wqe_slot_count(raw.bytes) != slots || slots == 0) return RHN_SYN_BAD_WQE;
   if (w.flags & ~kKnownFlags) return RHN_SYN_BAD_WQE;
   if (w.reserved0 != 0) return RHN_SYN_BAD_WQE;
@@ -73,90 +101,56 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
                 sizeof(out.grh));
     out.filled |= DecodedWqe::kFilledGrh;
   }
-  // An mcastB's destination list takes the last slot.
-  const bool has_mcast = w.opcode == RHN_OP_MCAST_LIST;
-  if (has_mcast) {
-    if (out.has_grh || slots < 2) return RHN_SYN_BAD_WQE;
-    std::memcpy(&out.mcast, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
-                sizeof(out.mcast));
-    out.filled |= DecodedWqe::kFilledMcast;
-    for (uint8_t b : out.mcast.reserved)
-      if (b) return RHN_SYN_BAD_WQE;
-    if (out.mcast.count == 0 || out.mcast.count > RHN_MCAST_MAX_DESTS)
-      return RHN_SYN_BAD_WQE;
-  }
-  // A partial transfer's descriptor takes the last slot left; which
-  // opcode takes which mode is 004's table 1.
   out.xfer_mode = w.xfer_mode;
   const bool has_xfer = w.xfer_mode != RHN_XFER_BASIC;
-  const uint32_t xfer_slot = slots - 1 - (has_mcast ? 1 : 0);
+  // An opcode that never takes a partial transfer refuses one before its
+  // other slots are looked at.
+  if (has_xfer && !(row.ext & RHN_EXT_XFER))
+    return w.xfer_mode > RHN_XFER_STRIDE ? RHN_SYN_BAD_WQE : RHN_SYN_BAD_XFER;
+  if (out.has_grh && !(row.ext & RHN_EXT_GRH)) return RHN_SYN_BAD_WQE;
+  // The family's own description (an mcastB's destination list, a
+  // collective's) takes the last slot; the family checks it and the rest
+  // of what is its own.
+  const bool has_family_slot = row.ext & (RHN_EXT_MCAST | RHN_EXT_COLL);
+  if (has_family_slot) {
+    if (slots < 2) return RHN_SYN_BAD_WQE;
+    std::memcpy(out.family_slot, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
+                sizeof(out.family_slot));
+    out.filled |= DecodedWqe::kFilledFamily;
+  }
+  if (const FamilyDecode family_decode = kFamilyDecode[w.opcode]) {
+    const rhn_syndrome s = family_decode(raw, out);
+    if (s != RHN_SYN_NONE) return s;
+  }
+  // A partial transfer's descriptor takes the last slot left; the modes
+  // an opcode takes are its row's.
+  const uint32_t xfer_slot = slots - 1 - (has_family_slot ? 1 : 0);
   if (has_xfer) {
     if (w.xfer_mode > RHN_XFER_STRIDE) return RHN_SYN_BAD_WQE;
-    const bool push_mode = w.xfer_mode == RHN_XFER_STRIDE ||
-                           w.xfer_mode == RHN_XFER_BITMAP ||
-                           w.xfer_mode == RHN_XFER_DIFF;
-    const bool pull_mode = w.xfer_mode == RHN_XFER_STRIDE ||
-                           w.xfer_mode == RHN_XFER_BITMAP ||
-                           w.xfer_mode == RHN_XFER_TWIN;
-    // An isend selects the bytes it sends as a PUSH does (ops/tag).
-    // An mcastB's members each get a PUSH, an mcastA's group one, a
-    // shared region's update every member; a SUBSCRIBE may bring the
-    // data into a twin too (the operation table allows it basic and twin).
-    const bool taken =
-        ((w.opcode == RHN_OP_WRITE || w.opcode == RHN_OP_ISEND ||
-          w.opcode == RHN_OP_MCAST_LIST || w.opcode == RHN_OP_MCAST_SWITCH ||
-          w.opcode == RHN_OP_SHARE_UPDATE) &&
-         push_mode) ||
-        (w.opcode == RHN_OP_READ && pull_mode) ||
-        (w.opcode == RHN_OP_SUBSCRIBE && w.xfer_mode == RHN_XFER_TWIN);
-    if (!taken || out.has_grh || xfer_slot < 1 || (w.flags & RHN_WQE_F_INLINE))
+    if (!(row.modes & RHN_XFER_MODE_BIT(w.xfer_mode)) || out.has_grh ||
+        xfer_slot < 1 || (w.flags & RHN_WQE_F_INLINE))
       return RHN_SYN_BAD_XFER;
     std::memcpy(&out.xfer, raw.bytes + xfer_slot * RHN_SQ_SLOT_SIZE,
                 sizeof(out.xfer));
     out.filled |= DecodedWqe::kFilledXfer;
   }
-  // A collective's description takes the last slot; it has no SGEs of
-  // its own (ops/coll checks the rest).
-  const bool has_coll = w.opcode == RHN_OP_COLLECTIVE;
-  if (has_coll) {
-    if (slots != 2 || w.num_sge ||
-        (w.flags & (RHN_WQE_F_INLINE | RHN_WQE_F_AREA | RHN_WQE_F_GRH |
-                    RHN_WQE_F_SIGNAL_REMOTE)))
-      return RHN_SYN_BAD_WQE;
-    std::memcpy(&out.coll, raw.bytes + RHN_SQ_SLOT_SIZE, sizeof(out.coll));
-    out.filled |= DecodedWqe::kFilledColl;
-  }
   const uint32_t ext = slots - 1 - (out.has_grh ? 1 : 0) - (has_xfer ? 1 : 0) -
-                       (has_mcast ? 1 : 0) - (has_coll ? 1 : 0);
+                       (has_family_slot ? 1 : 0);
 
-  if (is_atomic(w.opcode)) {
+  const bool atomic = row.flags & RHN_OPF_ATOMIC;
+  if (atomic) {
     // Operands share the union with the status word reference.
     if (w.flags & (RHN_WQE_F_STATUS_WORD | RHN_WQE_F_INLINE))
       return RHN_SYN_BAD_WQE;
     out.compare_add = w.u.atomic.compare_add;
     out.swap = w.u.atomic.swap;
-  } else if (w.opcode == RHN_OP_BIND_MW || w.opcode == RHN_OP_LOCAL_INV ||
-             w.opcode == RHN_OP_REG_MR) {
-    // No data; a bind's description shares the union too.
+  } else if (row.flags & RHN_OPF_NO_DATA) {
+    // No data; the family's operands share the union.
     if (w.flags & (RHN_WQE_F_STATUS_WORD | RHN_WQE_F_INLINE | RHN_WQE_F_AREA |
                    RHN_WQE_F_GRH) ||
         w.num_sge)
       return RHN_SYN_BAD_WQE;
-    out.bind_mw_key = w.u.bind.mw_key;
-    out.bind_mr_lkey = w.u.bind.mr_lkey;
-    out.bind_length = w.u.bind.length;
-    out.reg_length = w.u.reg.length;
-    out.reg_pages = w.u.reg.num_pages;
-    out.reg_page_shift = w.u.reg.page_shift;
-  } else if (w.opcode == RHN_OP_IPROBE || w.opcode == RHN_OP_IRECV_CANCEL) {
-    // No data; the probe's mask and flags share the union.
-    if (w.flags & (RHN_WQE_F_STATUS_WORD | RHN_WQE_F_INLINE | RHN_WQE_F_AREA |
-                   RHN_WQE_F_GRH) ||
-        w.num_sge || (w.u.tag.flags & ~uint32_t{RHN_TAG_F_ANY_SRC}) ||
-        w.u.tag.reserved)
-      return RHN_SYN_BAD_WQE;
-    out.tag_mask = w.u.tag.mask;
-    out.tag_flags = w.u.tag.flags;
+    out.operands = w.u;
   } else {
     out.status_addr = w.u.status.addr;
     out.status_lkey = w.u.status.lkey;
@@ -164,7 +158,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   }
 
   if (w.flags & RHN_WQE_F_INLINE) {
-    if (!carries_payload(w.opcode)) return RHN_SYN_BAD_WQE;
+    if (!(row.flags & RHN_OPF_INLINE)) return RHN_SYN_BAD_WQE;
     if (w.num_sge > RHN_WQE_BASE_INLINE + ext * RHN_SQ_SLOT_SIZE)
       return RHN_SYN_BAD_WQE;
     out.inline_len = w.num_sge;
@@ -212,8 +206,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     }
   }
   if (w.opcode == RHN_OP_NOP && out.length != 0) return RHN_SYN_BAD_WQE;
-  if (is_atomic(w.opcode) && (out.num_sge != 1 || out.length != 8))
-    return RHN_SYN_LENGTH;
+  if (atomic && (out.num_sge != 1 || out.length != 8)) return RHN_SYN_LENGTH;
   if (out.length > max_msg_size) return RHN_SYN_LENGTH;
   return RHN_SYN_NONE;
 }

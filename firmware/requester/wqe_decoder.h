@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "rhinet/hw.h"
@@ -15,6 +16,9 @@ namespace rhinet::fw {
 struct RawWqe {
   alignas(8) uint8_t bytes[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
 };
+
+// The operand area of a send WQE (the union in struct rhn_send_wqe).
+using WqeOperands = decltype(rhn_send_wqe::u);
 
 struct DecodedWqe {
   uint8_t opcode = 0;
@@ -31,14 +35,10 @@ struct DecodedWqe {
   uint32_t qkey = 0;
   uint64_t compare_add = 0;
   uint64_t swap = 0;
-  uint32_t bind_mw_key = 0;  // BIND_MW: u.bind
-  uint32_t bind_mr_lkey = 0;
-  uint64_t bind_length = 0;
-  uint64_t tag_mask = 0;  // IPROBE: u.tag
-  uint32_t tag_flags = 0;
-  uint64_t reg_length = 0;  // REG_MR: u.reg
-  uint32_t reg_pages = 0;
-  uint8_t reg_page_shift = 0;
+  // Operations without data (RHN_OPF_NO_DATA): the operand area as the
+  // WQE has it (a bind's, a registration's, a probe's; see rhn_send_wqe),
+  // read by the family.
+  WqeOperands operands{};
   uint32_t num_sge = 0;     // SGEs in the raw WQE at offset 48
   uint32_t inline_len = 0;  // inline bytes in the raw WQE at offset 48
   uint64_t length = 0;      // message length in bytes
@@ -48,26 +48,38 @@ struct DecodedWqe {
   // while it is sent (the twin takes the bytes when the WQE completes).
   bool keep_twin = false;
   // Which of the slot copies below the last decode filled (kFilled*); the
-  // others are all zero. A decode clears only these: zeroing all four for
+  // others are all zero. A decode clears only these: zeroing all three for
   // every WQE took most of its time.
   uint8_t filled = 0;
-  static constexpr uint8_t kFilledGrh = 1, kFilledXfer = 2, kFilledMcast = 4,
-                           kFilledColl = 8;
+  static constexpr uint8_t kFilledGrh = 1, kFilledXfer = 2, kFilledFamily = 4;
   // The slot copies, last so a decode can reset the fields above at once.
   rhn_wqe_grh grh{};
   rhn_wqe_xfer xfer{};
-  // MCAST_LIST: its destination list (the last slot; xfer the one before).
-  rhn_wqe_mcast mcast{};
-  // COLLECTIVE: its description (the last slot).
-  rhn_wqe_coll coll{};
+  // The family's own last slot, for opcodes whose row has one
+  // (RHN_EXT_MCAST, RHN_EXT_COLL; xfer is the slot before it). The family
+  // reads it with family_slot<T>().
+  alignas(8) uint8_t family_slot[RHN_SQ_SLOT_SIZE]{};
 };
+
+// The family's own last slot of a decoded WQE as its structure T (struct
+// rhn_wqe_mcast, struct rhn_wqe_coll).
+template <class T>
+T family_slot(const DecodedWqe& w) {
+  static_assert(sizeof(T) == sizeof(w.family_slot));
+  T t;
+  std::memcpy(&t, w.family_slot, sizeof(t));
+  return t;
+}
 
 // Slots the WQE beginning with this slot occupies (1..8), or 0 if the
 // first slot is already invalid (ext_units out of range).
 uint32_t wqe_slot_count(const uint8_t* first_slot);
 
 // Validates and decodes. Returns RHN_SYN_NONE or the reason it is refused
-// (RHN_SYN_BAD_OPCODE, RHN_SYN_BAD_WQE, RHN_SYN_LENGTH).
+// (RHN_SYN_BAD_OPCODE, RHN_SYN_BAD_WQE, RHN_SYN_BAD_XFER, RHN_SYN_LENGTH).
+// What an opcode may carry and which slots it may end with are its row's
+// in the operation table (hw_ops.h); its family checks its own parts
+// (OpFamily::decode).
 rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
                              uint32_t max_msg_size, DecodedWqe& out);
 
@@ -78,10 +90,6 @@ rhn_sge wqe_sge(const RawWqe& raw, uint32_t i);
 inline std::span<const uint8_t> wqe_inline(const RawWqe& raw,
                                            const DecodedWqe& w) {
   return {raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d), w.inline_len};
-}
-
-inline bool is_atomic(uint8_t opcode) {
-  return opcode == RHN_OP_FETCH_ADD || opcode == RHN_OP_CMP_SWAP;
 }
 
 }  // namespace rhinet::fw

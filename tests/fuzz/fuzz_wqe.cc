@@ -20,19 +20,15 @@ namespace {
 bool same_decode(const DecodedWqe& a, const DecodedWqe& b) {
   return !std::memcmp(&a.grh, &b.grh, sizeof(a.grh)) &&
          !std::memcmp(&a.xfer, &b.xfer, sizeof(a.xfer)) &&
-         !std::memcmp(&a.mcast, &b.mcast, sizeof(a.mcast)) &&
-         !std::memcmp(&a.coll, &b.coll, sizeof(a.coll)) &&
+         !std::memcmp(a.family_slot, b.family_slot, sizeof(a.family_slot)) &&
+         !std::memcmp(&a.operands, &b.operands, sizeof(a.operands)) &&
          a.filled == b.filled && a.opcode == b.opcode && a.flags == b.flags &&
          a.wqe_index == b.wqe_index && a.dst_node == b.dst_node &&
          a.dst_qpn == b.dst_qpn && a.imm_data == b.imm_data &&
          a.remote_key == b.remote_key && a.remote_addr == b.remote_addr &&
          a.status_addr == b.status_addr && a.status_lkey == b.status_lkey &&
          a.qkey == b.qkey && a.compare_add == b.compare_add &&
-         a.swap == b.swap && a.bind_mw_key == b.bind_mw_key &&
-         a.bind_mr_lkey == b.bind_mr_lkey && a.bind_length == b.bind_length &&
-         a.tag_mask == b.tag_mask && a.tag_flags == b.tag_flags &&
-         a.reg_length == b.reg_length && a.reg_pages == b.reg_pages &&
-         a.reg_page_shift == b.reg_page_shift && a.num_sge == b.num_sge &&
+         a.swap == b.swap && a.num_sge == b.num_sge &&
          a.inline_len == b.inline_len && a.length == b.length &&
          a.has_grh == b.has_grh && a.xfer_mode == b.xfer_mode;
 }
@@ -67,8 +63,14 @@ uint32_t rebuild(const RawWqe& raw, const DecodedWqe& w, RawWqe& out) {
   rhn_wqe_tail tail{};
   tail.xfer_mode = w.xfer_mode;
   if (w.filled & DecodedWqe::kFilledXfer) tail.xfer = &w.xfer;
-  if (w.filled & DecodedWqe::kFilledMcast) tail.mcast = &w.mcast;
-  if (w.filled & DecodedWqe::kFilledColl) tail.coll = &w.coll;
+  // The family's own slot: the structure its row names.
+  const rhn_wqe_mcast mcast = family_slot<rhn_wqe_mcast>(w);
+  const rhn_wqe_coll coll = family_slot<rhn_wqe_coll>(w);
+  const uint32_t ext = rhn_op_row(w.opcode)->ext;
+  if ((w.filled & DecodedWqe::kFilledFamily) && (ext & RHN_EXT_MCAST))
+    tail.mcast = &mcast;
+  if ((w.filled & DecodedWqe::kFilledFamily) && (ext & RHN_EXT_COLL))
+    tail.coll = &coll;
   if (w.filled & DecodedWqe::kFilledGrh) tail.grh = &w.grh;
   return rhn_wqe_finish(out.bytes, units, &tail);
 }
@@ -101,24 +103,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Its last slots are ones its row allows, and the family's own slot is
   // there if the row says it always is.
   const bool xfer = w.xfer_mode != RHN_XFER_BASIC;
-  const bool mcast = w.filled & DecodedWqe::kFilledMcast;
-  const bool coll = w.filled & DecodedWqe::kFilledColl;
-  const uint32_t ext =
-      (w.has_grh ? RHN_EXT_GRH : 0u) | (xfer ? RHN_EXT_XFER : 0u) |
-      (mcast ? RHN_EXT_MCAST : 0u) | (coll ? RHN_EXT_COLL : 0u);
   const uint32_t always = row->ext & (RHN_EXT_MCAST | RHN_EXT_COLL);
-  if ((ext & ~uint32_t{row->ext}) || (ext & always) != always) abort();
+  const bool family = w.filled & DecodedWqe::kFilledFamily;
+  const bool mcast = family && (always & RHN_EXT_MCAST);
+  const uint32_t ext = (w.has_grh ? uint32_t{RHN_EXT_GRH} : 0u) |
+                       (xfer ? uint32_t{RHN_EXT_XFER} : 0u) |
+                       (family ? always : 0u);
+  if ((ext & ~uint32_t{row->ext}) || (ext & always) != always ||
+      (family && !always))
+    abort();
   // A WQE the decoder accepts must be self-consistent: SGEs and inline
   // data in the slots before a GRH, partial-transfer descriptor,
   // multicast list or collective.
-  const size_t room = (try_slots - (w.has_grh ? 1 : 0) - (xfer ? 1 : 0) -
-                       (mcast ? 1 : 0) - (coll ? 1 : 0)) *
-                          RHN_SQ_SLOT_SIZE -
-                      RHN_OFFSETOF(rhn_send_wqe, d);
+  const size_t room =
+      (try_slots - (w.has_grh ? 1 : 0) - (xfer ? 1 : 0) - (family ? 1 : 0)) *
+          RHN_SQ_SLOT_SIZE -
+      RHN_OFFSETOF(rhn_send_wqe, d);
   if (mcast) {
-    if (w.has_grh || w.mcast.count == 0 || w.mcast.count > RHN_MCAST_MAX_DESTS)
+    const rhn_wqe_mcast list = family_slot<rhn_wqe_mcast>(w);
+    if (w.has_grh || list.count == 0 || list.count > RHN_MCAST_MAX_DESTS)
       abort();
-    for (uint8_t b : w.mcast.reserved)
+    for (uint8_t b : list.reserved)
       if (b) abort();
   }
   if (w.inline_len > room || w.num_sge * sizeof(rhn_sge) > room) abort();

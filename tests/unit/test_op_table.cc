@@ -84,6 +84,50 @@ TEST(OpTable, EachOpcodeTakesExactlyItsTransferModes) {
   }
 }
 
+TEST(OpTable, OnlyRowsWithTheSlotTakeAGrh) {
+  for (uint32_t op = 0; op <= RHN_OP_MAX; op++) {
+    const rhn_op_desc* d = rhn_op_row(op);
+    if (!d || (d->flags & RHN_OPF_RECV_QUEUE)) continue;
+    RawWqe raw;
+    const uint32_t slots = build(raw, static_cast<uint8_t>(op), 0);
+    ASSERT_GT(slots, 0u) << d->name;
+    // One more slot at the end, a GRH.
+    raw.bytes[RHN_OFFSETOF(rhn_send_wqe, flags)] |= RHN_WQE_F_GRH;
+    raw.bytes[RHN_OFFSETOF(rhn_send_wqe, ext_units)]++;
+    DecodedWqe w;
+    const rhn_syndrome syn = decode_send_wqe(raw, slots + 1, kMaxMsg, w);
+    EXPECT_EQ(syn, (d->ext & RHN_EXT_GRH) ? RHN_SYN_NONE : RHN_SYN_BAD_WQE)
+        << d->name;
+  }
+}
+
+// A family's own rules (OpFamily::decode) are checked before the
+// partial-transfer descriptor, as the decoder always did.
+TEST(OpTable, FamilyRulesComeBeforeTheDescriptor) {
+  RawWqe raw;
+  const uint32_t slots = build(raw, RHN_OP_MCAST_LIST, RHN_XFER_TWIN);
+  ASSERT_GT(slots, 0u);
+  DecodedWqe w;
+  EXPECT_EQ(decode_send_wqe(raw, slots, kMaxMsg, w), RHN_SYN_BAD_XFER);
+  rhn_wqe_mcast list;
+  uint8_t* last = raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE;
+  std::memcpy(&list, last, sizeof(list));
+  list.count = 0;
+  std::memcpy(last, &list, sizeof(list));
+  EXPECT_EQ(decode_send_wqe(raw, slots, kMaxMsg, w), RHN_SYN_BAD_WQE);
+  list.count = RHN_MCAST_MAX_DESTS + 1;
+  std::memcpy(last, &list, sizeof(list));
+  EXPECT_EQ(decode_send_wqe(raw, slots, kMaxMsg, w), RHN_SYN_BAD_WQE);
+  // A probe's unknown tag flag.
+  const uint32_t probe = build(raw, RHN_OP_IPROBE, 0);
+  ASSERT_EQ(decode_send_wqe(raw, probe, kMaxMsg, w), RHN_SYN_NONE);
+  rhn_send_wqe base;
+  std::memcpy(&base, raw.bytes, sizeof(base));
+  base.u.tag.flags = 2;
+  std::memcpy(raw.bytes, &base, sizeof(base));
+  EXPECT_EQ(decode_send_wqe(raw, probe, kMaxMsg, w), RHN_SYN_BAD_WQE);
+}
+
 TEST(OpTable, EngineFactsAreTheRows) {
   for (uint32_t op = 0; op <= RHN_OP_MAX; op++) {
     const rhn_op_desc* d = rhn_op_row(op);

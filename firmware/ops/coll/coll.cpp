@@ -566,9 +566,21 @@ CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
   return c;
 }
 
+// The WQE's shape: the description in the last of two slots and no data
+// of its own (the buffers are the description's).
+rhn_syndrome coll_decode(const RawWqe& raw, const DecodedWqe& out) {
+  rhn_send_wqe w;
+  std::memcpy(&w, raw.bytes, sizeof(w));
+  if (out.slots != 2 || w.num_sge ||
+      (w.flags & (RHN_WQE_F_INLINE | RHN_WQE_F_AREA | RHN_WQE_F_GRH |
+                  RHN_WQE_F_SIGNAL_REMOTE)))
+    return RHN_SYN_BAD_WQE;
+  return RHN_SYN_NONE;
+}
+
 uint8_t coll_check(Impl& m, const QpObj& qp, const DecodedWqe& w,
                    uint8_t* syndrome) {
-  const rhn_wqe_coll& x = w.coll;
+  const rhn_wqe_coll x = family_slot<rhn_wqe_coll>(w);
   auto refuse = [&](uint8_t status, uint8_t syn) {
     m.counters.add(RHN_CNT_COLL_ERRORS);
     *syndrome = syn;
@@ -621,7 +633,7 @@ uint8_t coll_check(Impl& m, const QpObj& qp, const DecodedWqe& w,
 Impl::TxResult coll_send_packet(Impl& m, QpObj& qp, uint32_t qpn) {
   Inflight& e = m.entry(qpn, qp.tx_entry);
   const DecodedWqe& w = qp.tx_wqe;
-  const rhn_wqe_coll& x = w.coll;
+  const rhn_wqe_coll x = family_slot<rhn_wqe_coll>(w);
   auto fail_now = [&](uint8_t status, uint8_t syn) {
     m.counters.add(RHN_CNT_COLL_ERRORS);
     m.abort_tx(qp);
@@ -708,6 +720,7 @@ Impl::TxResult coll_send_packet(Impl& m, QpObj& qp, uint32_t qpn) {
 
 extern const OpFamily kCollFamily = {
     .name = "coll",
+    .decode = coll_decode,
     .check = coll_check,
     .send_packet = coll_send_packet,
 };

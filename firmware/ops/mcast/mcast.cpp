@@ -18,10 +18,25 @@ extern const OpFamily kRdmaFamily;
 
 namespace {
 
-rhn_sge list_sge(const DecodedWqe& w) {
-  return rhn_sge{w.mcast.list_addr,
-                 static_cast<uint32_t>(w.mcast.count * sizeof(rhn_mcast_dest)),
-                 w.mcast.list_lkey};
+// The WQE's last slot names the destination list.
+rhn_wqe_mcast list_of(const DecodedWqe& w) {
+  return family_slot<rhn_wqe_mcast>(w);
+}
+
+rhn_sge list_sge(const rhn_wqe_mcast& l) {
+  return rhn_sge{l.list_addr,
+                 static_cast<uint32_t>(l.count * sizeof(rhn_mcast_dest)),
+                 l.list_lkey};
+}
+
+// The list's description: no reserved bytes set, 1..RHN_MCAST_MAX_DESTS
+// destinations.
+rhn_syndrome decode_list(const RawWqe&, const DecodedWqe& out) {
+  const rhn_wqe_mcast l = list_of(out);
+  for (uint8_t b : l.reserved)
+    if (b) return RHN_SYN_BAD_WQE;
+  if (l.count == 0 || l.count > RHN_MCAST_MAX_DESTS) return RHN_SYN_BAD_WQE;
+  return RHN_SYN_NONE;
 }
 
 bool valid_destination(Impl& m, const rhn_mcast_dest& d) {
@@ -42,7 +57,8 @@ uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
   }
   // The list is read whole once, when the first destination is taken.
   if (qp.mcast_next == 0) {
-    const rhn_sge list = list_sge(w);
+    const uint32_t count = list_of(w).count;
+    const rhn_sge list = list_sge(list_of(w));
     const rhn_syndrome s = m.check_key(list.lkey, kNone, qp.pdn, 0, list.addr,
                                        list.length, nullptr);
     if (s != RHN_SYN_NONE) {
@@ -50,8 +66,8 @@ uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
       return RHN_CQE_LOC_PROT_ERR;
     }
     rhn_mcast_dest batch[64];
-    for (uint32_t i = 0; i < w.mcast.count; i += 64) {
-      const uint32_t n = std::min<uint32_t>(64, w.mcast.count - i);
+    for (uint32_t i = 0; i < count; i += 64) {
+      const uint32_t n = std::min<uint32_t>(64, count - i);
       if (!m.sge_dma(&list, 1, uint64_t{i} * sizeof(rhn_mcast_dest),
                      reinterpret_cast<uint8_t*>(batch),
                      n * sizeof(rhn_mcast_dest), qp.pdn, false)) {
@@ -72,10 +88,11 @@ uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
 
 bool next_destination(Impl& m, QpObj& qp, const DecodedWqe& w, uint32_t index,
                       uint16_t* node, uint32_t* qpn, uint32_t* count) {
-  const rhn_sge list = list_sge(w);
+  const rhn_wqe_mcast l = list_of(w);
+  const rhn_sge list = list_sge(l);
   rhn_mcast_dest d;
-  *count = w.mcast.count;
-  if (index >= w.mcast.count ||
+  *count = l.count;
+  if (index >= l.count ||
       !m.sge_dma(&list, 1, uint64_t{index} * sizeof(d),
                  reinterpret_cast<uint8_t*>(&d), sizeof(d), qp.pdn, false) ||
       !valid_destination(m, d))
@@ -100,6 +117,7 @@ void on_response(Impl& m, Peer& p, uint32_t qpn, Inflight& e,
 // Requester only: what reaches the targets is a WRITE (ops/rdma).
 extern const OpFamily kMcastFamily = {
     .name = "mcast",
+    .decode = decode_list,
     .check = check,
     .build_packet = build_packet,
     .on_response = on_response,

@@ -406,6 +406,15 @@ void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
 
 // ---- Local operations: iprobe and cancel (in SQ order, no message).
 
+// The probe's operands: only the flags it knows, reserved bits clear.
+rhn_syndrome decode_local(const RawWqe& raw, const DecodedWqe&) {
+  rhn_send_wqe w;
+  std::memcpy(&w, raw.bytes, sizeof(w));
+  if ((w.u.tag.flags & ~uint32_t{RHN_TAG_F_ANY_SRC}) || w.u.tag.reserved)
+    return RHN_SYN_BAD_WQE;
+  return RHN_SYN_NONE;
+}
+
 uint8_t execute_local(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
                       uint8_t* syndrome) {
   if (qp.type != RHN_QP_ENDPOINT) {
@@ -417,11 +426,11 @@ uint8_t execute_local(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
   if (w.opcode == RHN_OP_IPROBE) {
     TagRecv probe{};
     probe.qpn = qpn;
-    probe.any_src = (w.tag_flags & RHN_TAG_F_ANY_SRC) != 0;
+    probe.any_src = (w.operands.tag.flags & RHN_TAG_F_ANY_SRC) != 0;
     probe.src_node = w.dst_node;
     probe.src_qpn = w.dst_qpn & RHN_WIRE_QPN_MASK;
     probe.tag = w.remote_addr;
-    probe.mask = w.tag_mask;
+    probe.mask = w.operands.tag.mask;
     const uint32_t i = match_unexpected(m, probe);
     if (i != kNone) {
       const TagMsg& g = m.tags.msgs[i];
@@ -641,6 +650,7 @@ extern const OpFamily kTagFamily = {
 // IPROBE and IRECV_CANCEL: the same folder, executed locally.
 extern const OpFamily kTagLocalFamily = {
     .name = "tag-local",
+    .decode = decode_local,
     .check = [](Impl&, const QpObj& qp, const DecodedWqe&,
                 uint8_t* syndrome) -> uint8_t {
       if (qp.type == RHN_QP_ENDPOINT) return RHN_CQE_SUCCESS;

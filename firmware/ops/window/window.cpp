@@ -30,7 +30,7 @@ uint8_t bind(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
   *syndrome = RHN_SYN_BAD_WINDOW;
   // The window by its index: software may still hold the key it was
   // created with (verbs do not update a type 2 window's key on a bind).
-  const uint32_t idx = w.bind_mw_key >> RHN_KEY_INDEX_SHIFT;
+  const uint32_t idx = w.operands.bind.mw_key >> RHN_KEY_INDEX_SHIFT;
   MrObj* mw = idx && idx < m.mrs.size() ? &m.mrs[idx] : nullptr;
   if (!mw || !mw->valid || !mw->window || mw->context != qp.context)
     return RHN_CQE_MW_BIND_ERR;
@@ -44,9 +44,9 @@ uint8_t bind(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
   if (rights & ~kRemoteRights) return RHN_CQE_MW_BIND_ERR;
   // Type 2 is bound once, until invalidated; type 1 rebinds freely, and a
   // zero length unbinds it.
-  if (mw->mw_type == 2 && (mw->bound || w.bind_length == 0))
+  if (mw->mw_type == 2 && (mw->bound || w.operands.bind.length == 0))
     return RHN_CQE_MW_BIND_ERR;
-  if (w.bind_length == 0) {
+  if (w.operands.bind.length == 0) {
     m.unbind_window(*mw);
     mw->variant = static_cast<uint8_t>(w.remote_key & RHN_KEY_VARIANT_MASK);
     *syndrome = RHN_SYN_NONE;
@@ -60,8 +60,9 @@ uint8_t bind(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
       (rights & (RHN_ACCESS_REMOTE_WRITE | RHN_ACCESS_REMOTE_ATOMIC)
            ? RHN_ACCESS_LOCAL_WRITE
            : 0);
-  const rhn_syndrome s = m.check_key(w.bind_mr_lkey, qp.context, qp.pdn, need,
-                                     w.remote_addr, w.bind_length, &mr_index);
+  const rhn_syndrome s =
+      m.check_key(w.operands.bind.mr_lkey, qp.context, qp.pdn, need,
+                  w.remote_addr, w.operands.bind.length, &mr_index);
   if (s != RHN_SYN_NONE) {
     *syndrome = s;
     return RHN_CQE_MW_BIND_ERR;
@@ -72,7 +73,7 @@ uint8_t bind(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
   m.mrs[mr_index].refs++;
   mw->bound_qpn = qpn;
   mw->iova = w.remote_addr;
-  mw->length = w.bind_length;
+  mw->length = w.operands.bind.length;
   mw->access = rights;
   mw->variant = static_cast<uint8_t>(w.remote_key & RHN_KEY_VARIANT_MASK);
   *syndrome = RHN_SYN_NONE;
@@ -107,18 +108,18 @@ uint8_t register_mr(Impl& m, QpObj& qp, const DecodedWqe& w,
   }
   // The pages must cover exactly [iova, iova + length).
   *syndrome = RHN_SYN_BOUNDS;
-  const uint64_t iova = w.remote_addr, len = w.reg_length;
-  if (w.reg_page_shift < 12 || w.reg_page_shift > 30 || len == 0 ||
-      iova + len < iova || (w.imm_data & ~kMrRights))
+  const uint64_t iova = w.remote_addr, len = w.operands.reg.length;
+  if (w.operands.reg.page_shift < 12 || w.operands.reg.page_shift > 30 ||
+      len == 0 || iova + len < iova || (w.imm_data & ~kMrRights))
     return RHN_CQE_LOC_PROT_ERR;
-  const uint64_t pages =
-      ((iova + len - 1) >> w.reg_page_shift) - (iova >> w.reg_page_shift) + 1;
-  if (pages != w.reg_pages || pages > mr->max_pages)
+  const uint64_t pages = ((iova + len - 1) >> w.operands.reg.page_shift) -
+                         (iova >> w.operands.reg.page_shift) + 1;
+  if (pages != w.operands.reg.num_pages || pages > mr->max_pages)
     return RHN_CQE_LOC_PROT_ERR;
   mr->iova = iova;
   mr->length = len;
-  mr->page_shift = w.reg_page_shift;
-  mr->num_pages = w.reg_pages;
+  mr->page_shift = w.operands.reg.page_shift;
+  mr->num_pages = w.operands.reg.num_pages;
   mr->access = w.imm_data;
   mr->variant = static_cast<uint8_t>(w.remote_key & RHN_KEY_VARIANT_MASK);
   mr->registered = true;
