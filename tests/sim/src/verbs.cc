@@ -12,8 +12,11 @@ constexpr uint32_t kQueueAccess = RHN_ACCESS_LOCAL_WRITE;
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+// Atomics carry their operands where other WQEs have a status word: the
+// operation table says which opcodes they are.
 bool is_atomic(uint8_t op) {
-  return op == RHN_OP_FETCH_ADD || op == RHN_OP_CMP_SWAP;
+  const rhn_op_desc* row = rhn_op_row(op);
+  return row && (row->flags & RHN_OPF_ATOMIC);
 }
 
 }  // namespace
