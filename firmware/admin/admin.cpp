@@ -10,7 +10,6 @@
 namespace rhinet::fw {
 namespace {
 
-constexpr uint32_t kMaxWqLog = 15;
 // A CQ is host memory the NIC writes by index: its producer and the
 // consumer index software reports (rhn_cq_record) are 32-bit and
 // free-running, so the depth is bounded by what host software can be
@@ -36,9 +35,30 @@ uint32_t find_free_from(const std::vector<T>& table, uint32_t first,
   return i != kNone ? i : find_free(table, first);
 }
 
+}  // namespace
+
 HostRef to_ref(const rhn_host_ref& r) { return HostRef{r.addr, r.lkey}; }
 
-}  // namespace
+rhn_admin_status check_queue_memory(Impl& m, uint32_t ctx,
+                                    const rhn_host_ref& r, uint64_t len,
+                                    bool nic_writes) {
+  if (r.addr & 7) return RHN_ADMIN_BAD_PARAM;
+  const rhn_syndrome s = m.check_host_ref(to_ref(r), ctx, len, nic_writes);
+  if (s == RHN_SYN_NONE) return RHN_ADMIN_OK;
+  if (r.lkey == RHN_LKEY_PHYSICAL) return RHN_ADMIN_NOT_PERMITTED;
+  return RHN_ADMIN_BAD_PARAM;
+}
+
+void hold_host_ref(Impl& m, const HostRef& r, int delta) {
+  if (r.lkey != RHN_LKEY_PHYSICAL)
+    m.mrs[r.lkey >> RHN_KEY_INDEX_SHIFT].refs += delta;
+}
+
+bool cq_of_context(const Impl& m, uint32_t cqn, uint32_t ctx) {
+  return cqn < m.cqs.size() && m.cqs[cqn].valid && m.cqs[cqn].context == ctx;
+}
+
+namespace {}  // namespace
 
 void Engine::Impl::admin_process() {
   if (!(status_reg.load() & RHN_STATUS_ADMIN_ON)) return;
@@ -101,9 +121,9 @@ void Engine::Impl::destroy_qp_state(uint32_t qpn) {
   qp.has_unanswered = false;
   qp.wake_at = 0;
   qp.prefetched_slot = kNone;
-  qp.mcast_next = 0;
-  qp.mcast_status = RHN_CQE_SUCCESS;
-  qp.mcast_syndrome = RHN_SYN_NONE;
+  qp.fanout_next = 0;
+  qp.fanout_status = RHN_CQE_SUCCESS;
+  qp.fanout_syndrome = RHN_SYN_NONE;
 }
 
 rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
@@ -118,9 +138,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
   auto pd_ok = [&](uint32_t pdn) {
     return pdn < pds.size() && pds[pdn].valid && pds[pdn].context == ctx;
   };
-  auto cq_ok = [&](uint32_t cqn) {
-    return cqn < cqs.size() && cqs[cqn].valid && cqs[cqn].context == ctx;
-  };
+  auto cq_ok = [&](uint32_t cqn) { return cq_of_context(*this, cqn, ctx); };
   auto mr_of_key = [&](uint32_t key) -> MrObj* {
     const uint32_t idx = key >> RHN_KEY_INDEX_SHIFT;
     if (idx == 0 || idx >= mrs.size()) return nullptr;
@@ -136,11 +154,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
   auto ref_check = [&](const rhn_host_ref& r, uint64_t len, bool nic_writes,
                        uint32_t which) -> rhn_admin_status {
     detail = which;
-    if (r.addr & 7) return RHN_ADMIN_BAD_PARAM;
-    const rhn_syndrome s = check_host_ref(to_ref(r), ctx, len, nic_writes);
-    if (s == RHN_SYN_NONE) return RHN_ADMIN_OK;
-    if (r.lkey == RHN_LKEY_PHYSICAL) return RHN_ADMIN_NOT_PERMITTED;
-    return RHN_ADMIN_BAD_PARAM;
+    return check_queue_memory(*this, ctx, r, len, nic_writes);
   };
   // A CQ's ring of 2^log_depth CQEs (the NIC writes it) and its record.
   auto cq_memory_check = [&](const rhn_host_ref& ring,
@@ -154,8 +168,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
                : st;
   };
   auto ref_get = [&](const HostRef& r, int delta) {
-    if (r.lkey != RHN_LKEY_PHYSICAL)
-      mrs[r.lkey >> RHN_KEY_INDEX_SHIFT].refs += delta;
+    hold_host_ref(*this, r, delta);
   };
 
   switch (cmd.hdr.opcode) {
@@ -187,7 +200,6 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       a.node_id = cfg.node_id;
       a.twin_bytes = uint64_t{twin_pages} * RHN_TWIN_PAGE;
       a.max_twins = static_cast<uint32_t>(twins.size());
-      a.tm_max_ops_log = kMaxWqLog;
       modules_query_device(*this, a);  // the families' limits
       if (!bus.dma_write(u.query.out_addr, &a, sizeof(a)))
         return RHN_ADMIN_DMA_ERROR;
@@ -501,28 +513,17 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (st == RHN_ADMIN_OK)
         st = ref_check(c.record, sizeof(rhn_queue_record), false, 4);
       if (st != RHN_ADMIN_OK) return st;
-      // A TM SRQ: its list-op CQ, the list's size and the operation ring
-      // (whose record the NIC writes: nic_consumer).
-      const bool tm = c.flags & RHN_CREATE_SRQ_F_TM;
-      if (c.flags & ~RHN_CREATE_SRQ_F_TM)
-        return detail = 5, RHN_ADMIN_BAD_PARAM;
-      if (tm) {
-        if (!cq_ok(c.cqn)) return detail = 6, RHN_ADMIN_BAD_HANDLE;
-        rhn_device_attr limits{};
-        modules_query_device(*this, limits);
-        if (c.max_tags < 1 || c.max_tags > limits.tm_max_tags)
-          return detail = 7, RHN_ADMIN_BAD_PARAM;
-        if (c.ops_log_depth < 1 || c.ops_log_depth > kMaxWqLog)
-          return detail = 8, RHN_ADMIN_BAD_PARAM;
-        st = ref_check(c.ops_ring,
-                       uint64_t{RHN_TM_OP_WQE_SIZE} << c.ops_log_depth, false,
-                       9);
-        if (st == RHN_ADMIN_OK)
-          st = ref_check(c.ops_record, sizeof(rhn_queue_record), true, 10);
+      // An SRQ some family runs (a flag of its own): the family checks
+      // and keeps the rest of the command.
+      const FamilyModule* owner = srq_owner(c.flags);
+      if (c.flags && !owner) return detail = 5, RHN_ADMIN_BAD_PARAM;
+      if (owner) {
+        st = owner->srq_check(*this, ctx, c, detail);
         if (st != RHN_ADMIN_OK) return st;
       }
       const uint32_t srqn = find_free(srqs, 0);
       if (srqn == kNone) return RHN_ADMIN_NO_RESOURCES;
+      if (owner) owner->srq_attach(*this, srqn, c);
       SrqObj& s = srqs[srqn];
       s = SrqObj{};
       s.valid = true;
@@ -532,20 +533,10 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       s.ring = to_ref(c.ring);
       s.record = to_ref(c.record);
       s.limit = c.limit;
+      s.family = owner ? static_cast<uint32_t>(owner->id) : kNone;
       ref_get(s.ring, 1);
       ref_get(s.record, 1);
       pds[c.pdn].refs++;
-      if (tm) {
-        s.tm = true;
-        s.tm_cqn = c.cqn;
-        s.tm_max_tags = c.max_tags;
-        s.ops_log = c.ops_log_depth;
-        s.ops_ring = to_ref(c.ops_ring);
-        s.ops_record = to_ref(c.ops_record);
-        ref_get(s.ops_ring, 1);
-        ref_get(s.ops_record, 1);
-        cqs[c.cqn].refs++;
-      }
       result = srqn;
       return RHN_ADMIN_OK;
     }
@@ -568,11 +559,6 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       ref_get(s.record, -1);
       pds[s.pdn].refs--;
       modules_srq_gone(*this, srqn);
-      if (s.tm) {
-        ref_get(s.ops_ring, -1);
-        ref_get(s.ops_record, -1);
-        cqs[s.tm_cqn].refs--;
-      }
       s.valid = false;
       return RHN_ADMIN_OK;
     }
@@ -601,8 +587,11 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (has_srq && (c.srqn >= srqs.size() || !srqs[c.srqn].valid ||
                       srqs[c.srqn].context != ctx))
         return detail = 4, RHN_ADMIN_BAD_HANDLE;
-      // Tag matching (a TM SRQ) is for RC QPs.
-      if (has_srq && srqs[c.srqn].tm && c.type != RHN_QP_RC)
+      // A family's SRQ takes the QP types the family allows.
+      if (has_srq && srqs[c.srqn].family != kNone &&
+          !(family_module(static_cast<FwOwner>(srqs[c.srqn].family))
+                .srq_qp_types &
+            (1u << c.type)))
         return detail = 4, RHN_ADMIN_BAD_PARAM;
       if (c.sq_log_depth < 1 || c.sq_log_depth > kMaxWqLog)
         return detail = 5, RHN_ADMIN_BAD_PARAM;
@@ -725,7 +714,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
           qp.incarnation++;
           qp.sq_producer = qp.sq_fetch = qp.sq_complete = 0;
           qp.msn_next = 0;
-          qp.rq_consumer = qp.rq_producer = qp.tag_rq_scan = 0;
+          qp.rq_consumer = qp.rq_producer = qp.rq_scan = 0;
           qp.rnr_blocked = false;
           qp.rnr_count = 0;
           qp.flushing = false;

@@ -6,11 +6,14 @@
 #include <cstdint>
 
 #include "core/bounded.h"
-#include "ops/tag/tag_wild.h"
 #include "requester/wqe_decoder.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
+
+// Work queues (SQs, RQs, SRQs and the rings families give them) hold at
+// most 2^kMaxWqLog entries.
+constexpr uint32_t kMaxWqLog = 15;
 
 struct HostRef {
   uint64_t addr = 0;
@@ -110,25 +113,9 @@ struct SrqObj {
   uint32_t producer_seen = 0;
   uint32_t limit = 0;
   uint32_t refs = 0;
-  // A TM SRQ (ops/tm): its tag list lives in the matching engine's
-  // entries (TagRecv with srqn set), in posting order by the index of the
-  // operation that added it; software edits it through the operation ring.
-  bool tm = false;
-  uint32_t tm_cqn = 0;  // where list operations complete
-  uint32_t tm_max_tags = 0;
-  uint32_t tm_tags = 0;  // entries in the list
-  uint32_t ops_log = 0;
-  HostRef ops_ring, ops_record;
-  uint32_t ops_consumer = 0;  // the next operation to execute
-  // Phase synchronisation (ibv_post_srq_ops(3)): messages handed to
-  // software unmatched, the count software last reported, and the last
-  // operation executed while the two agreed. An entry added after that
-  // one matches nothing until they agree again: software may not have
-  // seen an unexpected message it would have matched.
-  uint32_t unexpected = 0;
-  uint32_t sw_unexpected = 0;
-  uint32_t synced_at = ~0u;
-  TagWild tag_wild;
+  // Run by a family module (its place in ops/registry.cpp's list; kNone:
+  // a plain SRQ): the family keeps its own state of it by SRQ number.
+  uint32_t family = kNone;
 };
 
 // A piece of on-board twin memory, in RHN_TWIN_PAGE units. The
@@ -188,11 +175,12 @@ struct QpObj {
   uint32_t sq_fetch = 0;     // next slot to fetch
   uint32_t sq_complete = 0;  // oldest slot not completed
   uint32_t msn_next = 0;
-  // An mcastB WQE being expanded (ops/mcast): the next destination, and
-  // the first failure of those completed so far (its CQE reports it).
-  uint32_t mcast_next = 0;
-  uint8_t mcast_status = RHN_CQE_SUCCESS;
-  uint8_t mcast_syndrome = RHN_SYN_NONE;
+  // A fan-out WQE being expanded (a family with next_destination, such as
+  // a multicast list): the next destination, and the first failure of
+  // those completed so far (its CQE reports it).
+  uint32_t fanout_next = 0;
+  uint8_t fanout_status = RHN_CQE_SUCCESS;
+  uint8_t fanout_syndrome = RHN_SYN_NONE;
   uint32_t inflight_head = 0, inflight_tail = 0;  // into inflight_ pool
   uint32_t outstanding_reads = 0;
   uint32_t rnr_count = 0;
@@ -216,14 +204,10 @@ struct QpObj {
   uint32_t rnr_msn = 0;
   uint16_t rnr_node = 0;
   uint32_t rnr_src_qpn = 0;
-
-  // Tag matching (ops/tag), endpoints: the posted receives that take any
-  // source with a masked tag, the unexpected messages in arrival order,
-  // and the posting order counter.
-  TagWild tag_wild;
-  uint32_t tag_unx_head = kNone, tag_unx_tail = kNone;
-  uint32_t tag_rq_scan = 0;     // RQ index of the first irecv not read yet
-  bool tag_rq_stalled = false;  // irecvs wait in the RQ for list room
+  // RQ read-ahead: the index of the first receive WQE not read yet. A
+  // family that reads its WQEs from the RQ ahead of consuming them (an
+  // endpoint's irecvs, ops/tag) moves it; plain receives wait behind it.
+  uint32_t rq_scan = 0;
 
   // Scheduling.
   bool in_ready = false;

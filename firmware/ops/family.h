@@ -97,6 +97,9 @@ struct OpFamily {
   uint32_t (*fanout_imm)(Impl& m, QpObj& qp, const DecodedWqe& w) = nullptr;
   // Told when one of the family's messages is finished (any status).
   void (*message_done)(Impl& m, uint32_t qpn, const Inflight& e) = nullptr;
+  // A DIFF message whose completion leaves the twin as it was (an isend:
+  // its data leaves after the receiver's answer, not as compared runs).
+  bool diff_twin_stays = false;
 };
 
 // How a WQE opcode (enum rhn_op) appears at the other stages.
@@ -159,6 +162,13 @@ struct FrameRoute {
   void (*receive)(Impl& m, const Packet& pkt);
 };
 
+// Where a SEND to a QP of a family's SRQ went (FamilyModule::srq_land).
+enum class SrqLanding : uint8_t {
+  kReceive,    // `rx` is filled: a family entry or a receive WQE
+  kNoReceive,  // no receive WQE for it (RNR)
+  kConsumed,   // taken whole by the family (its data comes another way)
+};
+
 struct FamilyModule {
   const char* name;
   FwOwner id;  // its place in the list
@@ -188,6 +198,19 @@ struct FamilyModule {
                                uint32_t& detail) = nullptr;
   // Its part of RHN_ADMIN_QUERY_DEVICE's answer.
   void (*query_device)(const Impl& m, rhn_device_attr& a) = nullptr;
+  // SRQs the family runs: RHN_CREATE_SRQ_F_* bits that make an SRQ its
+  // own, its checks of the rest of CREATE_SRQ (detail: the field refused)
+  // and taking the SRQ once it has a number (the plain SRQ is set up by
+  // admin; srq_gone ends both); the QP types (1 << RHN_QP_*) such an SRQ
+  // takes; and where a SEND to one of its QPs lands.
+  uint32_t srq_flags = 0;
+  rhn_admin_status (*srq_check)(Impl& m, uint32_t ctx,
+                                const rhn_admin_create_srq& c,
+                                uint32_t& detail) = nullptr;
+  void (*srq_attach)(Impl& m, uint32_t srqn,
+                     const rhn_admin_create_srq& c) = nullptr;
+  uint32_t srq_qp_types = 0;
+  SrqLanding (*srq_land)(Impl& m, Request& r, RxContext& rx) = nullptr;
   // Doorbells: the RQ of a QP (endpoint irecvs), an SRQ's (`value`).
   void (*rq_kick)(Impl& m, uint32_t qpn) = nullptr;
   void (*srq_kick)(Impl& m, uint32_t srqn, uint64_t value) = nullptr;
@@ -228,9 +251,24 @@ uint8_t modules_send_to_group(Impl& m, QpObj& qp, uint32_t qpn, Inflight& e,
 // a frame outside the node channels (nullptr: a node channel's).
 const FamilyModule* fw_receiver(uint32_t kind, const FwKind** k);
 const FamilyModule* admin_owner(uint16_t op);
+// The module whose SRQ flags are exactly `flags` (nullptr: none, or 0).
+const FamilyModule* srq_owner(uint32_t flags);
+// The family running SRQ `srqn` (nullptr: a plain SRQ).
+const FamilyModule* srq_family(const Impl& m, uint32_t srqn);
 std::span<const FrameRoute> frame_routes();  // every module's, in order
 
 // ---- Services the stages offer the families.
+
+// Admin: memory a new queue lives in, checked as admin checks its own
+// rings (aligned, the context's, writable when the NIC writes it); a
+// reference held on (+1) or given back by (-1) such memory's MR; whether
+// `cqn` is a CQ of context `ctx`.
+HostRef to_ref(const rhn_host_ref& r);
+rhn_admin_status check_queue_memory(Impl& m, uint32_t ctx,
+                                    const rhn_host_ref& r, uint64_t len,
+                                    bool nic_writes);
+void hold_host_ref(Impl& m, const HostRef& r, int delta);
+bool cq_of_context(const Impl& m, uint32_t cqn, uint32_t ctx);
 
 // Responder: answer a refused request with a NAK (UD: count and drop).
 void refuse(Impl& m, Peer& p, const rhn_op_hdr& op, rhn_syndrome syndrome);

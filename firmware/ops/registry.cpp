@@ -314,6 +314,18 @@ const FamilyModule* fw_receiver(uint32_t kind, const FwKind** k) {
   return tables().fw_module[kind];
 }
 
+const FamilyModule* srq_owner(uint32_t flags) {
+  if (!flags) return nullptr;
+  for (const FamilyModule* f : kModules)
+    if (f->srq_flags == flags) return f;
+  return nullptr;
+}
+
+const FamilyModule* srq_family(const Impl& m, uint32_t srqn) {
+  if (srqn >= m.srqs.size() || m.srqs[srqn].family == kNone) return nullptr;
+  return kModules[m.srqs[srqn].family];
+}
+
 const FamilyModule* admin_owner(uint16_t op) {
   for (const FamilyModule* f : kModules)
     for (uint16_t o : f->admin_ops)

@@ -22,7 +22,7 @@ enum class MsgState : uint8_t {
   kDone,
 };
 
-constexpr uint8_t kMcastMember = 1, kMcastLast = 2;
+constexpr uint8_t kFanoutMember = 1, kFanoutLast = 2;
 
 // One message of a QP between its first packet and its completion.
 struct Inflight {
@@ -42,11 +42,14 @@ struct Inflight {
   uint64_t status_addr = 0;
   uint32_t status_lkey = 0;
   uint32_t dst_qpn = 0;
-  // ISEND (ops/tag): answered by the receiver yet; after its CTS, where
-  // the data goes (owed: no stream was free then).
-  bool tag_answered = false;
+  // An answered message whose data the receiver pulls (an isend, ops/tag):
+  // answered yet (it then leaves the ordered retries of its opcode);
+  // after the answer, the stream that carries the data: its key at the
+  // receiver, its length and destination QP (owed: no stream was free).
+  bool answered = false;
   uint32_t attempt = 0;  // transmissions of an ordered-retry message
-  bool tag_stream_owed = false;
+  bool stream_owed = false;
+  uint32_t stream_key = 0, stream_len = 0, stream_dst = 0;
   // Refused while the target host pins (ops/pindown): resent on the
   // target's PIN_READY (or after RHN_PIN_RETRY_US).
   bool pin_wait = false;
@@ -57,10 +60,9 @@ struct Inflight {
   // twin takes the SGE's bytes (ops/partial), not before, so a message
   // sent again (a refusal, another destination) sends the same runs.
   bool diff_twin = false;
-  uint32_t tag_handle = 0, tag_take = 0, tag_receiver = 0;
-  // An mcastB's message to one destination (ops/mcast): kMcastMember
-  // (the WQE's CQE waits for the last), kMcastLast (completes the WQE).
-  uint8_t mcast = 0;
+  // A fan-out WQE's message to one destination: kFanoutMember
+  // (the WQE's CQE waits for the last), kFanoutLast (completes the WQE).
+  uint8_t fanout = 0;
   // A local operation's result for its CQE (IPROBE: the message found).
   uint8_t ext_flags = 0;
   uint16_t answer_node = 0;

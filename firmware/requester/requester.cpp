@@ -266,15 +266,15 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   }
   // A fan-out WQE (mcastB) is fetched again for each destination: one
   // message each, the WQE's slots going with the last.
-  uint8_t mcast = 0;
+  uint8_t fanout = 0;
   bool nobody = false;  // a fan-out with no destination: done at once
   if (result == RHN_CQE_SUCCESS && family && family->next_destination) {
     uint32_t count = 0;
-    if (family->next_destination(*this, qp, w, qp.mcast_next, &dst_node,
+    if (family->next_destination(*this, qp, w, qp.fanout_next, &dst_node,
                                  &dst_qpn, &count)) {
       nobody = count == 0;
       if (!nobody)
-        mcast = qp.mcast_next + 1 < count ? kMcastMember : kMcastLast;
+        fanout = qp.fanout_next + 1 < count ? kFanoutMember : kFanoutLast;
       w.keep_twin = true;
       if (!nobody && family->fanout_imm)
         w.imm_data = family->fanout_imm(*this, qp, w);
@@ -312,19 +312,19 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   e.status_addr = w.status_addr;
   e.status_lkey = w.status_lkey;
   e.state = MsgState::kSending;
-  e.mcast = mcast;
+  e.fanout = fanout;
   e.fanout_imm = w.imm_data;
   // A DIFF PUSH compares every message it sends with the twin as it was
   // when posted; its last message's completion moves the twin.
   w.keep_twin = true;
   e.diff_twin = result == RHN_CQE_SUCCESS && w.xfer_mode == RHN_XFER_DIFF &&
-                mcast != kMcastMember && w.opcode != RHN_OP_ISEND;
-  if (mcast == kMcastMember) {
+                fanout != kFanoutMember && !(family && family->diff_twin_stays);
+  if (fanout == kFanoutMember) {
     e.slots = 0;  // the WQE stays at sq_fetch for its next destination
-    qp.mcast_next++;
+    qp.fanout_next++;
   } else {
     qp.sq_fetch += nslots;
-    qp.mcast_next = 0;
+    qp.fanout_next = 0;
   }
   if (result != RHN_CQE_SUCCESS) {
     // A WQE refused here still reports through its status word when the
@@ -520,25 +520,25 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
   while (qp.inflight_head != qp.inflight_tail) {
     Inflight& e = entry(qpn, qp.inflight_head);
     if (e.state != MsgState::kDone) break;
-    if (e.mcast == kMcastMember) {
+    if (e.fanout == kFanoutMember) {
       // One destination of an mcastB: its WQE's CQE (with the last one)
       // reports the first failure.
-      if (e.status != RHN_CQE_SUCCESS && qp.mcast_status == RHN_CQE_SUCCESS) {
-        qp.mcast_status = e.status;
-        qp.mcast_syndrome = e.syndrome;
+      if (e.status != RHN_CQE_SUCCESS && qp.fanout_status == RHN_CQE_SUCCESS) {
+        qp.fanout_status = e.status;
+        qp.fanout_syndrome = e.syndrome;
       }
       if (local_error(e.status)) to_error = true;
       qp.inflight_head++;
       freed = true;
       continue;
     }
-    if (e.mcast == kMcastLast) {
-      if (e.status == RHN_CQE_SUCCESS && qp.mcast_status != RHN_CQE_SUCCESS) {
-        e.status = qp.mcast_status;
-        e.syndrome = qp.mcast_syndrome;
+    if (e.fanout == kFanoutLast) {
+      if (e.status == RHN_CQE_SUCCESS && qp.fanout_status != RHN_CQE_SUCCESS) {
+        e.status = qp.fanout_status;
+        e.syndrome = qp.fanout_syndrome;
       }
-      qp.mcast_status = RHN_CQE_SUCCESS;
-      qp.mcast_syndrome = RHN_SYN_NONE;
+      qp.fanout_status = RHN_CQE_SUCCESS;
+      qp.fanout_syndrome = RHN_SYN_NONE;
     }
     const bool err = e.status != RHN_CQE_SUCCESS;
     if (!err && e.diff_twin) update_diff_twin(qp, e);
@@ -586,7 +586,7 @@ void Engine::Impl::qp_to_error(uint32_t qpn) {
   qp.prefetched_slot = kNone;
   // An mcastB WQE half expanded is flushed whole (it is still at
   // sq_fetch).
-  qp.mcast_next = 0;
+  qp.fanout_next = 0;
   // Outstanding messages complete as flushed (late ACKs find them done).
   for (uint32_t i = qp.inflight_head; i != qp.inflight_tail; i++) {
     Inflight& e = entry(qpn, i);
@@ -658,7 +658,7 @@ void Engine::Impl::flush_qp(uint32_t qpn) {
       counters.add(RHN_CNT_ERROR_CQES);
       qp.rq_consumer++;
     }
-    qp.tag_rq_scan = qp.rq_consumer;
+    qp.rq_scan = qp.rq_consumer;
   }
 }
 
@@ -714,7 +714,7 @@ void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx, Refusal why) {
     if (r.state == MsgState::kDone) continue;
     if (qp.type != RHN_QP_RC && i != idx &&
         ((!pinning && r.opcode != e.opcode) || r.peer != e.peer ||
-         r.dst_qpn != e.dst_qpn || r.tag_answered))
+         r.dst_qpn != e.dst_qpn || r.answered))
       continue;
     // Pinning: what was answered already (a READ whose data flows) stays.
     if (pinning && i != idx && r.state == MsgState::kAwaitResponse) continue;

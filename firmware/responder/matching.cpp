@@ -87,7 +87,7 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
   // An endpoint whose RQ holds irecvs (ops/tag) has no plain receive:
   // irecvs the NIC has read wait between the consumer and the scan.
   if (!srq && qp.type == RHN_QP_ENDPOINT &&
-      int32_t(qp.tag_rq_scan - qp.rq_consumer) > 0)
+      int32_t(qp.rq_scan - qp.rq_consumer) > 0)
     return false;
   if (*consumer == *producer) {
     rhn_queue_record rec;

@@ -38,11 +38,11 @@ struct ResponderRead {
   uint64_t remote_stride = 0;
   uint32_t msg_offset = 0;
   // An isend's data after a CTS (ops/tag) is streamed the same way:
-  // wop RHN_WOP_TAG_DATA to the receive `tag_handle`, the key an lkey.
+  // wop RHN_WOP_TAG_DATA to the receive `stream_key`, the key an lkey.
   // Its partial modes select as a READ's do (STRIDE: remote_stride is
   // the sender's stride), and a DIFF isend compares with its twin.
   uint8_t wop = RHN_WOP_READ_RESP;
-  uint32_t tag_handle = 0;
+  uint32_t stream_key = 0;
   uint32_t twin = 0;
   uint64_t twin_offset = 0;
   uint32_t next = kNone;  // the peer's queue of reads, in arrival order

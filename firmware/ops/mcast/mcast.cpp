@@ -56,7 +56,7 @@ uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
     return RHN_CQE_LOC_QP_OP_ERR;
   }
   // The list is read whole once, when the first destination is taken.
-  if (qp.mcast_next == 0) {
+  if (qp.fanout_next == 0) {
     const uint32_t count = list_of(w).count;
     const rhn_sge list = list_sge(list_of(w));
     const rhn_syndrome s = m.check_key(list.lkey, kNone, qp.pdn, 0, list.addr,

@@ -237,7 +237,7 @@ bool Engine::Impl::stream_reads(Peer& p) {
     op.src_qpn = r.responder_qpn;
     if (tag)
       op.src_qpn |= uint32_t{qp.incarnation} << RHN_WIRE_INCARNATION_SHIFT;
-    op.rkey = r.tag_handle;
+    op.rkey = r.stream_key;
     op.msn = r.msn;
     op.msg_len = r.length;
     if (r.cancelled || !qp.valid || qp.gen != r.responder_gen) {

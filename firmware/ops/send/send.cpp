@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "ops/family.h"
-#include "ops/tm/tm.h"
 
 namespace rhinet::fw {
 namespace {
@@ -120,17 +119,18 @@ void on_request(Impl& m, Request& r) {
         return;
       }
     }
-    // A TM SRQ decides between its tag list and its receive WQEs
-    // (ops/tm); a rendezvous header it takes whole.
+    // A family's SRQ (a TM SRQ, ops/tm) decides between its own entries
+    // and its receive WQEs, or takes the message whole.
     bool landed;
-    if (r.qp.srqn != kNone && m.srqs[r.qp.srqn].tm) {
-      const TmLanding l =
-          tm_land(m, r.qp, r.qpn, *ctx, r.node, r.src, op, r.data);
-      if (l == TmLanding::kConsumed) {
+    const FamilyModule* srq_owner =
+        r.qp.srqn != kNone ? srq_family(m, r.qp.srqn) : nullptr;
+    if (srq_owner && srq_owner->srq_land) {
+      const SrqLanding l = srq_owner->srq_land(m, r, *ctx);
+      if (l == SrqLanding::kConsumed) {
         if (ctx != &single) m.rx_free(p, *ctx);
         return;
       }
-      landed = l == TmLanding::kReceive;
+      landed = l == SrqLanding::kReceive;
     } else {
       landed = m.take_recv_wqe(r.qp, r.qpn, *ctx);
     }

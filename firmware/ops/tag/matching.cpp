@@ -66,8 +66,8 @@ TagIndex index_of(const TagRecv& r) {
 
 // The masked wildcards of an owner: an endpoint's or a TM SRQ's.
 TagWild& wild_of(Impl& m, uint32_t owner) {
-  if (owner & kSrqOwner) return m.srqs[owner & ~kSrqOwner].tag_wild;
-  return m.qps[owner].tag_wild;
+  if (owner & kSrqOwner) return m.tags.tm_srqs[owner & ~kSrqOwner].wild;
+  return m.tags.endpoints[owner].wild;
 }
 
 // The bucket of a mask class's chain holding receives whose masked tag is
@@ -151,11 +151,11 @@ void for_each_msg_list(Impl& m, const TagMsg& g, F f) {
           .msg_tag_buckets[bucket_of(m.tags, g.qpn, kAnyNode, kAnyQpn, g.tag)];
   auto& by_source =
       m.tags.msg_src_buckets[bucket_of(m.tags, g.qpn, g.node, src, 0)];
-  QpObj& qp = m.qps[g.qpn];
+  TagEndpoint& ep = m.tags.endpoints[g.qpn];
   f(exact[0], exact[1], &TagMsg::hprev, &TagMsg::hnext);
   f(by_tag[0], by_tag[1], &TagMsg::tprev, &TagMsg::tnext);
   f(by_source[0], by_source[1], &TagMsg::sprev, &TagMsg::snext);
-  f(qp.tag_unx_head, qp.tag_unx_tail, &TagMsg::lprev, &TagMsg::lnext);
+  f(ep.unx_head, ep.unx_tail, &TagMsg::lprev, &TagMsg::lnext);
 }
 
 }  // namespace
@@ -296,7 +296,7 @@ uint32_t match_unexpected(Impl& m, const TagRecv& r) {
                                                     r.src_qpn, 0)][0],
                    &TagMsg::snext);
     default:
-      return first(m.qps[r.qpn].tag_unx_head, &TagMsg::lnext);
+      return first(m.tags.endpoints[r.qpn].unx_head, &TagMsg::lnext);
   }
 }
 

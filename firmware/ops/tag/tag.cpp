@@ -96,7 +96,8 @@ void finish_recv(Impl& m, uint32_t i, uint8_t status, uint8_t syndrome) {
   const uint32_t qpn = m.tags.recvs[i].qpn;
   complete_recv(m, m.tags.recvs[i], status, syndrome);
   recv_free(m, i);
-  if (qpn < m.qps.size() && m.qps[qpn].tag_rq_stalled) tag_scan_rq(m, qpn);
+  if (qpn < m.qps.size() && m.tags.endpoints[qpn].rq_stalled)
+    tag_scan_rq(m, qpn);
 }
 
 void send_cts(Impl& m, uint32_t i) {
@@ -240,7 +241,7 @@ uint8_t check_recv_wqe(Impl& m, const TagRecv& r, const rhn_tag_recv_wqe& w,
 bool match_resident(Impl& m, QpObj& qp, uint32_t qpn, uint16_t node,
                     uint32_t src_qpn, uint64_t tag, uint32_t* index,
                     rhn_tag_recv_wqe* w) {
-  for (uint32_t k = qp.rq_consumer; k != qp.tag_rq_scan; k++) {
+  for (uint32_t k = qp.rq_consumer; k != qp.rq_scan; k++) {
     if (!rq_read(m, qp, k, *w)) return false;
     if (w->flags & RHN_RQ_F_TAKEN) continue;
     const TagRecv r = recv_of_wqe(qp, qpn, k, *w);
@@ -324,15 +325,15 @@ bool start_stream(Impl& m, uint32_t qpn, Inflight& e) {
     m.finish_entry(qpn, e, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
     return true;
   }
-  const uint32_t take = std::min<uint32_t>(e.tag_take, w.length);
+  const uint32_t take = std::min<uint32_t>(e.stream_len, w.length);
   rhn_op_hdr op{};
   op.opcode = RHN_WOP_TAG_DATA;
   op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
   op.qp_type = RHN_QP_ENDPOINT;
-  op.dst_qpn = e.tag_receiver;
+  op.dst_qpn = e.stream_dst;
   op.src_qpn = qpn | (uint32_t{qp.incarnation} << RHN_WIRE_INCARNATION_SHIFT);
   op.msn = e.msn;
-  op.rkey = e.tag_handle;
+  op.rkey = e.stream_key;
   op.msg_len = take;
   if (w.flags & RHN_WQE_F_INLINE) {
     if (!m.room_for_request(p)) return false;
@@ -343,7 +344,7 @@ bool start_stream(Impl& m, uint32_t qpn, Inflight& e) {
   ResponderRead rr;
   rr.qp_type = RHN_QP_ENDPOINT;
   rr.node = e.peer;
-  rr.requester_src = e.tag_receiver;
+  rr.requester_src = e.stream_dst;
   rr.responder_qpn = qpn;
   rr.responder_gen = qp.gen;
   rr.msn = e.msn;
@@ -353,7 +354,7 @@ bool start_stream(Impl& m, uint32_t qpn, Inflight& e) {
   rr.va = sge.addr;
   rr.length = take;
   rr.wop = RHN_WOP_TAG_DATA;
-  rr.tag_handle = e.tag_handle;
+  rr.stream_key = e.stream_key;
   switch (partial::start_send(m, qp, w, rr)) {
     case partial::SendStart::kWait:
       return false;
@@ -381,7 +382,7 @@ void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
     m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
     return;
   }
-  e.tag_answered = true;
+  e.answered = true;
   switch (pkt.op.imm_data) {
     case RHN_TAG_DONE:
       m.finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
@@ -389,12 +390,12 @@ void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
     case RHN_TAG_QUEUED:
       return;  // a receive will ask for it
     case RHN_TAG_CTS:
-      if (e.tag_stream_owed) return;  // a duplicate
-      e.tag_handle = pkt.op.rkey;
-      e.tag_take = pkt.op.msg_len;
-      e.tag_receiver = pkt.op.src_qpn;
+      if (e.stream_owed) return;  // a duplicate
+      e.stream_key = pkt.op.rkey;
+      e.stream_len = pkt.op.msg_len;
+      e.stream_dst = pkt.op.src_qpn;
       if (!start_stream(m, qpn, e)) {
-        e.tag_stream_owed = true;
+        e.stream_owed = true;
         m.tags.streams_owed.push({qpn, m.qps[qpn].gen, e.msn});
       }
       return;
@@ -457,7 +458,7 @@ uint8_t execute_local(Impl& m, QpObj& qp, uint32_t qpn, const DecodedWqe& w,
     return RHN_CQE_SUCCESS;
   }
   // ... or one still waiting in the RQ.
-  for (uint32_t k = qp.rq_consumer; k != qp.tag_rq_scan; k++) {
+  for (uint32_t k = qp.rq_consumer; k != qp.rq_scan; k++) {
     rhn_tag_recv_wqe rw;
     if (static_cast<uint16_t>(k) != index || !rq_read(m, qp, k, rw) ||
         (rw.flags & RHN_RQ_F_TAKEN))
@@ -645,6 +646,7 @@ extern const OpFamily kTagFamily = {
     .has_room = has_room,
     .on_request = on_request,
     .on_orphan_response = on_orphan_response,
+    .diff_twin_stays = true,
 };
 
 // IPROBE and IRECV_CANCEL: the same folder, executed locally.
@@ -701,6 +703,8 @@ void tag_reset(Impl& m) {
   t.streams_owed.clear();
   t.rq_retry = false;
   t.tm_handle_buckets.assign(buckets, {kNone, kNone});
+  std::fill(t.endpoints.begin(), t.endpoints.end(), TagEndpoint{});
+  std::fill(t.tm_srqs.begin(), t.tm_srqs.end(), TmSrq{});
   t.tm_retries.clear();
 }
 
@@ -709,15 +713,15 @@ void tag_scan_rq(Impl& m, uint32_t qpn) {
   if (qp.type != RHN_QP_ENDPOINT || qp.srqn != kNone || !qp.valid ||
       qp.state < RHN_QPS_INIT || qp.state == RHN_QPS_ERR)
     return;
-  qp.tag_rq_stalled = false;
+  bool& stalled = m.tags.endpoints[qpn].rq_stalled;
+  stalled = false;
   // Plain receives (datagrams) are consumed by the SEND path: the scan
   // starts after them, never behind the consumer.
-  if (int32_t(qp.tag_rq_scan - qp.rq_consumer) < 0)
-    qp.tag_rq_scan = qp.rq_consumer;
+  if (int32_t(qp.rq_scan - qp.rq_consumer) < 0) qp.rq_scan = qp.rq_consumer;
   // Irecvs the NIC has not seen yet: each takes the oldest queued message
   // it matches at once, out of RQ order, or waits in the RQ.
   for (;;) {
-    if (qp.tag_rq_scan == qp.rq_producer) {
+    if (qp.rq_scan == qp.rq_producer) {
       rhn_queue_record rec;
       if (!m.host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) break;
       if (rec.producer_index - qp.rq_consumer > (1u << qp.rq_log)) {
@@ -725,9 +729,9 @@ void tag_scan_rq(Impl& m, uint32_t qpn) {
         break;
       }
       qp.rq_producer = rec.producer_index;
-      if (qp.tag_rq_scan == qp.rq_producer) break;
+      if (qp.rq_scan == qp.rq_producer) break;
     }
-    const uint32_t index = qp.tag_rq_scan;
+    const uint32_t index = qp.rq_scan;
     rhn_tag_recv_wqe w;
     if (!rq_read(m, qp, index, w) || !(w.flags & RHN_RQ_F_TAG))
       break;  // a plain receive is next: it is the SENDs'
@@ -737,13 +741,13 @@ void tag_scan_rq(Impl& m, uint32_t qpn) {
     if (status != RHN_CQE_SUCCESS) {
       complete_recv(m, want, status, syndrome);
       rq_mark_taken(m, qp, index, w);
-      qp.tag_rq_scan++;
+      qp.rq_scan++;
       continue;
     }
     const uint32_t g_index = match_unexpected(m, want);
     if (g_index != kNone) {
       if (m.tags.free_recvs.empty()) {  // receives in progress hold them all
-        qp.tag_rq_stalled = true;
+        stalled = true;
         m.tags.rq_retry = true;
         break;
       }
@@ -756,13 +760,13 @@ void tag_scan_rq(Impl& m, uint32_t qpn) {
       match(m, i, g.node, g.src, g.msn, g.tag, g.length);
       send_cts(m, i);
     }
-    qp.tag_rq_scan++;
+    qp.rq_scan++;
   }
   // The oldest waiting irecvs move into the posted list while it has
   // room; the others stay in the RQ, where arriving messages look for
   // them too (overflow: slower, as exact).
   const uint32_t consumer_before = qp.rq_consumer;
-  while (qp.rq_consumer != qp.tag_rq_scan) {
+  while (qp.rq_consumer != qp.rq_scan) {
     const uint32_t index = qp.rq_consumer;
     rhn_tag_recv_wqe w;
     if (!rq_read(m, qp, index, w)) break;
@@ -771,8 +775,8 @@ void tag_scan_rq(Impl& m, uint32_t qpn) {
       continue;
     }
     if (!room_to_post(m, qp.context)) {
-      if (!qp.tag_rq_stalled) m.counters.add(RHN_CNT_TAG_RECV_WAITS);
-      qp.tag_rq_stalled = true;
+      if (!stalled) m.counters.add(RHN_CNT_TAG_RECV_WAITS);
+      stalled = true;
       m.tags.rq_retry = true;
       break;
     }
@@ -797,10 +801,10 @@ void tag_cancel_qp(Impl& m, uint32_t qpn, bool flush) {
     if (flush) complete_recv(m, r, RHN_CQE_WR_FLUSH_ERR, RHN_SYN_FLUSHED);
     recv_free(m, i);
   }
-  QpObj& qp = m.qps[qpn];
+  TagEndpoint& ep = m.tags.endpoints[qpn];
   // The senders of queued messages learn that nobody will take them.
-  while (qp.tag_unx_head != kNone) {
-    const uint32_t g_index = qp.tag_unx_head;
+  while (ep.unx_head != kNone) {
+    const uint32_t g_index = ep.unx_head;
     const TagMsg g = m.tags.msgs[g_index];
     msg_unlink(m, g_index);
     msg_free(m, g_index);
@@ -816,8 +820,8 @@ void tag_cancel_qp(Impl& m, uint32_t qpn, bool flush) {
   }
   for (auto& f : m.tags.refusals)
     if (f.used && f.qpn == qpn) drop_refusal(m, &f);
-  qp.tag_wild = TagWild{};
-  qp.tag_rq_stalled = false;
+  ep.wild = TagWild{};
+  ep.rq_stalled = false;
 }
 
 void tag_node_failed(Impl& m, uint16_t node, bool restarted) {
@@ -864,12 +868,12 @@ bool tag_run(Impl& m, uint32_t budget) {
         if (m.entry(s.qpn, k).msn == s.msn &&
             m.entry(s.qpn, k).state == MsgState::kAwaitResponse)
           e = &m.entry(s.qpn, k);
-    if (!e || !e->tag_stream_owed) {
+    if (!e || !e->stream_owed) {
       m.tags.streams_owed.pop();
       continue;
     }
     if (!start_stream(m, s.qpn, *e)) break;
-    e->tag_stream_owed = false;
+    e->stream_owed = false;
     m.tags.streams_owed.pop();
     did = true;
   }
@@ -878,7 +882,7 @@ bool tag_run(Impl& m, uint32_t budget) {
     m.tags.rq_retry = false;
     m.tags.room_freed = false;
     for (uint32_t q = 0; q < m.qps.size(); q++)
-      if (m.qps[q].valid && m.qps[q].tag_rq_stalled) tag_scan_rq(m, q);
+      if (m.qps[q].valid && m.tags.endpoints[q].rq_stalled) tag_scan_rq(m, q);
     did = true;
   }
   return did;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "admin/objects.h"
 #include "core/bounded.h"
 #include "ops/tag/tag_wild.h"
 #include "rhinet/hw.h"
@@ -107,6 +108,38 @@ struct TmRetry {
   uint64_t at = 0;
 };
 
+// An endpoint QP's matching state (by QP number): the posted receives
+// that take any source with a masked tag, the unexpected messages in
+// arrival order, and whether its irecvs wait in the RQ for list room.
+struct TagEndpoint {
+  TagWild wild;
+  uint32_t unx_head = kNone, unx_tail = kNone;
+  bool rq_stalled = false;
+};
+
+// A TM SRQ (ops/tm), by SRQ number: its tag list lives in the matching
+// engine's entries (TagRecv with srqn set), in posting order by the index
+// of the operation that added it; software edits it through the operation
+// ring.
+struct TmSrq {
+  bool active = false;
+  uint32_t cqn = 0;  // where list operations complete
+  uint32_t max_tags = 0;
+  uint32_t tags = 0;  // entries in the list
+  uint32_t ops_log = 0;
+  HostRef ops_ring, ops_record;
+  uint32_t ops_consumer = 0;  // the next operation to execute
+  // Phase synchronisation (ibv_post_srq_ops(3)): messages handed to
+  // software unmatched, the count software last reported, and the last
+  // operation executed while the two agreed. An entry added after that
+  // one matches nothing until they agree again: software may not have
+  // seen an unexpected message it would have matched.
+  uint32_t unexpected = 0;
+  uint32_t sw_unexpected = 0;
+  uint32_t synced_at = ~0u;
+  TagWild wild;
+};
+
 struct TagTables {
   std::vector<TagRecv> recvs;
   Fifo<uint32_t> free_recvs;
@@ -129,12 +162,17 @@ struct TagTables {
   // the order they are due (one delay for all).
   std::vector<std::array<uint32_t, 2>> tm_handle_buckets;
   Fifo<TmRetry> tm_retries;
-  TagTables(uint32_t max_recvs, uint32_t max_msgs, uint32_t owed_streams)
+  std::vector<TagEndpoint> endpoints;  // by QP number
+  std::vector<TmSrq> tm_srqs;          // by SRQ number
+  TagTables(uint32_t max_recvs, uint32_t max_msgs, uint32_t owed_streams,
+            uint32_t max_qps, uint32_t max_srqs)
       : free_recvs(max_recvs + max_msgs),
         free_msgs(max_msgs),
         cts_owed(max_recvs + max_msgs),
         streams_owed(owed_streams),
-        tm_retries(max_recvs + max_msgs) {}
+        tm_retries(max_recvs + max_msgs),
+        endpoints(max_qps),
+        tm_srqs(max_srqs) {}
 };
 
 }  // namespace rhinet::fw

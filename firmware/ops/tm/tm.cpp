@@ -49,7 +49,7 @@ void put_be(uint8_t* p, uint64_t v, int n) {
 
 // An entry added while software had not seen every unexpected message
 // matches nothing until the counts agree again.
-bool enabled(const SrqObj& s, const TagRecv& r) {
+bool enabled(const TmSrq& s, const TagRecv& r) {
   return int32_t(static_cast<uint32_t>(r.seq) - s.synced_at) <= 0;
 }
 
@@ -89,7 +89,7 @@ void take_off_list(Impl& m, uint32_t i) {
   if (r.state != TagRecvState::kPosted) return;
   handle_unlink(m, i);
   unpost(m, i);
-  m.srqs[r.srqn].tm_tags--;
+  m.tags.tm_srqs[r.srqn].tags--;
 }
 
 // ---- Completions.
@@ -130,7 +130,7 @@ void fail_entry(Impl& m, uint32_t i, uint8_t status, uint8_t syndrome) {
 
 void list_op_cqe(Impl& m, uint32_t srqn, uint32_t index, uint8_t opcode,
                  uint8_t status, uint8_t syndrome) {
-  const SrqObj& s = m.srqs[srqn];
+  const TmSrq& s = m.tags.tm_srqs[srqn];
   rhn_cqe c{};
   c.qpn = srqn;
   c.wqe_index = static_cast<uint16_t>(index);
@@ -143,22 +143,23 @@ void list_op_cqe(Impl& m, uint32_t srqn, uint32_t index, uint8_t opcode,
     m.counters.add(RHN_CNT_TM_OP_ERRORS);
   }
   m.counters.add(RHN_CNT_COMPLETIONS);
-  m.cq_push(s.tm_cqn, c, false);
+  m.cq_push(s.cqn, c, false);
 }
 
 // ---- Tag-list operations.
 
 uint8_t add(Impl& m, uint32_t srqn, uint32_t index, const rhn_tm_op_wqe& w,
             uint8_t* syndrome) {
-  SrqObj& s = m.srqs[srqn];
-  if (w.num_sge > RHN_TM_MAX_SGES || w.handle >= s.tm_max_tags) {
+  const SrqObj& srq = m.srqs[srqn];
+  TmSrq& s = m.tags.tm_srqs[srqn];
+  if (w.num_sge > RHN_TM_MAX_SGES || w.handle >= s.max_tags) {
     m.counters.add(RHN_CNT_BAD_WQES);
     *syndrome = RHN_SYN_BAD_WQE;
     return RHN_CQE_TM_ERR;
   }
   if (w.num_sge && w.sge.length &&
-      m.check_key(w.sge.lkey, kNone, s.pdn, RHN_ACCESS_LOCAL_WRITE, w.sge.addr,
-                  w.sge.length, nullptr) != RHN_SYN_NONE) {
+      m.check_key(w.sge.lkey, kNone, srq.pdn, RHN_ACCESS_LOCAL_WRITE,
+                  w.sge.addr, w.sge.length, nullptr) != RHN_SYN_NONE) {
     m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
     *syndrome = RHN_SYN_BAD_KEY;
     return RHN_CQE_LOC_PROT_ERR;
@@ -168,15 +169,15 @@ uint8_t add(Impl& m, uint32_t srqn, uint32_t index, const rhn_tm_op_wqe& w,
     *syndrome = RHN_SYN_BAD_WQE;
     return RHN_CQE_TM_ERR;
   }
-  if (s.tm_tags >= s.tm_max_tags || !room_to_post(m, s.context)) {
+  if (s.tags >= s.max_tags || !room_to_post(m, srq.context)) {
     *syndrome = RHN_SYN_BUSY;  // the list (or the context's share) is full
     return RHN_CQE_TM_ERR;
   }
   TagRecv r{};
   r.srqn = srqn;
   r.qpn = kNone;
-  r.context = s.context;
-  r.pdn = s.pdn;
+  r.context = srq.context;
+  r.pdn = srq.pdn;
   r.any_src = true;
   r.tag = w.tag;
   r.mask = w.mask;
@@ -186,12 +187,12 @@ uint8_t add(Impl& m, uint32_t srqn, uint32_t index, const rhn_tm_op_wqe& w,
   const uint32_t i = take_entry(m, r);
   post(m, i);
   handle_link(m, i);
-  s.tm_tags++;
+  s.tags++;
   return RHN_CQE_SUCCESS;
 }
 
 void execute(Impl& m, uint32_t srqn, uint32_t index, const rhn_tm_op_wqe& w) {
-  SrqObj& s = m.srqs[srqn];
+  TmSrq& s = m.tags.tm_srqs[srqn];
   if (w.flags & RHN_TM_OP_F_SYNC) s.sw_unexpected = w.unexpected_cnt;
   if (s.sw_unexpected == s.unexpected) s.synced_at = index;
   uint8_t status = RHN_CQE_SUCCESS;
@@ -285,8 +286,8 @@ QpObj* named_qp(Impl& m, const Peer& p, uint32_t qpn_inc, uint32_t src) {
 // ---- The stages' entry points.
 
 void tm_run_ops(Impl& m, uint32_t srqn) {
-  SrqObj& s = m.srqs[srqn];
-  if (!s.tm) {
+  TmSrq& s = m.tags.tm_srqs[srqn];
+  if (!s.active) {
     m.counters.add(RHN_CNT_BAD_DOORBELLS);
     return;
   }
@@ -325,32 +326,35 @@ void tm_srq_gone(Impl& m, uint32_t srqn) {
     take_off_list(m, i);
     recv_free(m, i);
   }
-  SrqObj& s = m.srqs[srqn];
-  s.tag_wild = TagWild{};
+  m.tags.tm_srqs[srqn].wild = TagWild{};
 }
 
-TmLanding tm_land(Impl& m, QpObj& qp, uint32_t qpn, RxContext& rx,
-                  uint16_t node, uint32_t src, const rhn_op_hdr& op,
-                  std::span<const uint8_t> first) {
-  SrqObj& s = m.srqs[qp.srqn];
+SrqLanding tm_land(Impl& m, Request& r, RxContext& rx) {
+  QpObj& qp = r.qp;
+  const uint32_t qpn = r.qpn;
+  const uint16_t node = r.node;
+  const uint32_t src = r.src;
+  const rhn_op_hdr& op = r.op;
+  const std::span<const uint8_t> first = r.data;
+  TmSrq& s = m.tags.tm_srqs[qp.srqn];
   const uint8_t tmh_op =
       first.size() >= sizeof(rhn_tmh) ? first[0] : uint8_t{RHN_TMH_NO_TAG};
   if (tmh_op != RHN_TMH_EAGER && tmh_op != RHN_TMH_RNDV) {
     // Not for matching (NO_TAG, a FIN, no header): a receive WQE.
-    if (!m.take_recv_wqe(qp, qpn, rx)) return TmLanding::kNoReceive;
+    if (!m.take_recv_wqe(qp, qpn, rx)) return SrqLanding::kNoReceive;
     rx.cqe_op = RHN_CQE_OP_TM_NO_TAG;
-    return TmLanding::kReceive;
+    return SrqLanding::kReceive;
   }
   const uint64_t tag = get_be(first.data() + 8, 8);
   uint32_t i = match_posted(m, qp.srqn | kSrqOwner, kAnyNode, kAnyQpn, tag);
   // The oldest match is disabled: so is every later one.
   if (i != kNone && !enabled(s, m.tags.recvs[i])) i = kNone;
   if (i == kNone) {
-    if (!m.take_recv_wqe(qp, qpn, rx)) return TmLanding::kNoReceive;
+    if (!m.take_recv_wqe(qp, qpn, rx)) return SrqLanding::kNoReceive;
     rx.cqe_op = RHN_CQE_OP_TM_UNEXPECTED;
     s.unexpected++;
     m.counters.add(RHN_CNT_TM_UNEXPECTED);
-    return TmLanding::kReceive;
+    return SrqLanding::kReceive;
   }
   take_off_list(m, i);
   TagRecv& e = m.tags.recvs[i];
@@ -377,7 +381,7 @@ TmLanding tm_land(Impl& m, QpObj& qp, uint32_t qpn, RxContext& rx,
     m.counters.add(RHN_CNT_TM_RNDV_READS);
     entry_cqe(m, e, RHN_CQE_SUCCESS, RHN_SYN_NONE, RHN_CQE_X_TM_MATCH, e.take);
     send_pull(m, i);
-    return TmLanding::kConsumed;
+    return SrqLanding::kConsumed;
   }
   e.tm_step = TmStep::kEager;
   e.tm_sw_rndv = tmh_op == RHN_TMH_RNDV;
@@ -394,7 +398,7 @@ TmLanding tm_land(Impl& m, QpObj& qp, uint32_t qpn, RxContext& rx,
   rx.drop = sizeof(rhn_tmh);
   rx.list_entry = handle_of(i, e.gen);
   rx.cqe_op = RHN_CQE_OP_TM_RECV;
-  return TmLanding::kReceive;
+  return SrqLanding::kReceive;
 }
 
 void tm_placed(Impl& m, RxContext& rx) {
@@ -467,7 +471,7 @@ void tm_pull(Impl& m, Peer& p, const Packet& pkt) {
   rr.va = q.va;
   rr.length = q.len;
   rr.wop = RHN_WOP_TM_DATA;
-  rr.tag_handle = q.handle;
+  rr.stream_key = q.handle;
   queue_stream(m, p, rr);
 }
 
@@ -548,7 +552,7 @@ void tm_fin(Impl& m, Peer& p, const Packet& pkt) {
       ctx.length = sizeof(f.tmh);
     }
   }
-  const bool tm = qp->srqn != kNone && m.srqs[qp->srqn].tm;
+  const bool tm = qp->srqn != kNone && m.tags.tm_srqs[qp->srqn].active;
   m.complete_receive(ctx, m.node_of(p), f.src_qpn & RHN_WIRE_QPN_MASK,
                      tm ? RHN_CQE_OP_TM_NO_TAG : RHN_CQE_OP_RECV, 0, 0);
 }

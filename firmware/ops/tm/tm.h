@@ -13,15 +13,10 @@ namespace rhinet::fw {
 void tm_run_ops(Impl& m, uint32_t srqn);
 // The SRQ goes: its tag list with it.
 void tm_srq_gone(Impl& m, uint32_t srqn);
-// The matching stage for a SEND on a QP whose SRQ is a TM SRQ.
-enum class TmLanding : uint8_t {
-  kReceive,    // `rx` is filled: a tag-list entry or a receive WQE
-  kNoReceive,  // no receive WQE for it (RNR)
-  kConsumed,   // a rendezvous header: taken whole, its data is pulled
-};
-TmLanding tm_land(Impl& m, QpObj& qp, uint32_t qpn, RxContext& rx,
-                  uint16_t node, uint32_t src, const rhn_op_hdr& op,
-                  std::span<const uint8_t> first_payload);
+// The matching stage for a SEND on a QP whose SRQ is a TM SRQ: a
+// tag-list entry, a receive WQE, or a rendezvous header taken whole
+// (kConsumed: its data is pulled).
+SrqLanding tm_land(Impl& m, Request& r, RxContext& rx);
 // A message placed into an entry's buffer ended (complete_receive).
 void tm_placed(Impl& m, RxContext& rx);
 // A matched entry completes (ops/tag's complete_recv): status, CQE.
