@@ -379,12 +379,10 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
       v = RHN_VERSION;
       break;
     case RHN_REG_CAPS:
+      // The stages' own, and what the families built in bring.
       v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
-          RHN_CAP_ATOMIC | RHN_CAP_AREA | RHN_CAP_INLINE_DB |
-          RHN_CAP_STATUS_WORD | RHN_CAP_RAW_ETH | RHN_CAP_TAG |
-          RHN_CAP_PIN_ON_DEMAND | RHN_CAP_TM | RHN_CAP_SYNC |
-          RHN_CAP_MCAST_LIST | RHN_CAP_MCAST_SWITCH | RHN_CAP_SHARE |
-          RHN_CAP_UD_MCAST | RHN_CAP_COLLECTIVE | RHN_CAP_COLL_SWITCH;
+          RHN_CAP_AREA | RHN_CAP_INLINE_DB | RHN_CAP_STATUS_WORD |
+          family_caps();
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;

@@ -18,33 +18,36 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/module_ids.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
 
-// The tables accounted here (one counter per context and per account each).
+// The tables accounted here (one counter per context and per account
+// each): the stages' own, then kKindsPerFamily for each family module,
+// which names its own with family_res (in its *_state.h).
 enum class Res : uint8_t {
-  kTxSlots,        // send-packet memory held by a context's requests
-  kRxContexts,     // multi-packet receives in progress
-  kTagRecvs,       // posted/matched tag receives
-  kTagMsgs,        // unexpected tag messages
-  kPinWaiters,     // remote pin-down: requests held for a target
-  kSyncLocks,      // manager: locks
-  kSyncMembers,    // manager: members queued in locks and barrier rounds
-  kSyncBarriers,   // manager: barrier IDs
-  kSyncHolds,      // member: records of locks held or waited for
-  kShareRegions,   // shared-region records
-  kCollComms,      // collective communicators
-  kMcastFrames,    // simultaneous-multicast packet memory
-  kMcastAttaches,  // verbs UD multicast attach entries
-  kFwMessages,     // firmware-originated messages sent on its behalf
-  kAreas,          // communication areas  it registered
-  kCount,
+  kTxSlots,     // send-packet memory held by a context's requests
+  kRxContexts,  // multi-packet receives in progress
+  kFwMessages,  // firmware-originated messages sent on its behalf
+  kAreas,       // communication areas it registered
+  kStageKinds,
 };
+constexpr uint32_t kKindsPerFamily = 4;
+
+// The i-th table family F accounts here.
+template <FwOwner F, uint32_t I>
+constexpr Res family_res() {
+  static_assert(I < kKindsPerFamily, "a family accounts at most 4 tables");
+  static_assert(static_cast<uint32_t>(F) < kFamilyModules, "not a family");
+  return static_cast<Res>(static_cast<uint32_t>(Res::kStageKinds) +
+                          static_cast<uint32_t>(F) * kKindsPerFamily + I);
+}
 
 class Shares {
  public:
-  static constexpr uint32_t kKinds = static_cast<uint32_t>(Res::kCount);
+  static constexpr uint32_t kKinds = static_cast<uint32_t>(Res::kStageKinds) +
+                                     kFamilyModules * kKindsPerFamily;
   using Counts = std::array<uint32_t, kKinds>;
 
   void init(uint32_t contexts) {

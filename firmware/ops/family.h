@@ -196,6 +196,9 @@ struct FamilyModule {
   std::span<const uint16_t> admin_ops = {};
   rhn_admin_status (*on_admin)(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
                                uint32_t& detail) = nullptr;
+  // Capability bits (RHN_CAP_*) beyond its opcodes' (the operation
+  // table's cap column).
+  uint32_t caps = 0;
   // Its part of RHN_ADMIN_QUERY_DEVICE's answer.
   void (*query_device)(const Impl& m, rhn_device_attr& a) = nullptr;
   // SRQs the family runs: RHN_CREATE_SRQ_F_* bits that make an SRQ its
@@ -230,6 +233,10 @@ struct FamilyModule {
 // The list, in its order (ops/registry.cpp).
 std::span<const FamilyModule* const> family_modules();
 const FamilyModule& family_module(FwOwner id);
+
+// RHN_REG_CAPS' family part: the cap column of every opcode a family
+// carries out, and every module's caps.
+uint32_t family_caps();
 
 // The loops the stages run over the list.
 void modules_reset(Impl& m);

@@ -314,6 +314,16 @@ const FamilyModule* fw_receiver(uint32_t kind, const FwKind** k) {
   return tables().fw_module[kind];
 }
 
+uint32_t family_caps() {
+  uint32_t caps = 0;
+#define RHN_OP_CAP_(op, name, wire, cqe, dv, dv_name, flags, modes, ext, cap) \
+  if (op_info(op).family) caps |= (cap);
+  RHN_OP_TABLE(RHN_OP_CAP_)
+#undef RHN_OP_CAP_
+  for (const FamilyModule* f : kModules) caps |= f->caps;
+  return caps;
+}
+
 const FamilyModule* srq_owner(uint32_t flags) {
   if (!flags) return nullptr;
   for (const FamilyModule* f : kModules)

@@ -38,6 +38,14 @@ TEST(BringUp, RegistersDescribeTheDevice) {
        {RHN_CAP_RC, RHN_CAP_UD, RHN_CAP_ENDPOINT, RHN_CAP_SRQ, RHN_CAP_ATOMIC,
         RHN_CAP_AREA, RHN_CAP_INLINE_DB, RHN_CAP_STATUS_WORD})
     EXPECT_TRUE(caps & cap) << "missing capability bit " << cap;
+  // The families' bits come from the operation table and the module list:
+  // every feature this engine has, and nothing beyond the last bit.
+  for (uint32_t cap :
+       {RHN_CAP_RAW_ETH, RHN_CAP_TAG, RHN_CAP_PIN_ON_DEMAND, RHN_CAP_TM,
+        RHN_CAP_SYNC, RHN_CAP_MCAST_LIST, RHN_CAP_MCAST_SWITCH, RHN_CAP_SHARE,
+        RHN_CAP_UD_MCAST, RHN_CAP_COLLECTIVE, RHN_CAP_COLL_SWITCH})
+    EXPECT_TRUE(caps & cap) << "missing family capability bit " << cap;
+  EXPECT_EQ(caps & ~((RHN_CAP_COLL_SWITCH << 1) - 1), 0u);
   const uint32_t status = d.reg32(RHN_REG_STATUS);
   EXPECT_TRUE(status & RHN_STATUS_READY);
   EXPECT_TRUE(status & RHN_STATUS_ADMIN_ON);

@@ -6,6 +6,7 @@
 // and one family's messages stuck behind a silent peer leave room for the
 // others'.
 #include "engine/shares.h"
+#include "ops/tag/tag_state.h"
 #include "test_helpers.h"
 
 namespace rhinet::test {
@@ -195,26 +196,26 @@ TEST(Shares, OneFamilyStuckOnASilentPeerLeavesRoomForOthers) {
 TEST(Shares, AccountingChecksContextAndAccount) {
   fw::Shares s;
   s.init(8);
-  s.set_limit(fw::Res::kTagRecvs, 16, 6, 128);  // 6 a context, 8 a user
+  s.set_limit(fw::kResTagRecvs, 16, 6, 128);  // 6 a context, 8 a user
   s.bind(1, 3);
   s.bind(2, 3);
   s.bind(3, 4);
   uint32_t one = 0, two = 0;
-  while (s.take(1, fw::Res::kTagRecvs)) one++;
-  while (s.take(2, fw::Res::kTagRecvs)) two++;
+  while (s.take(1, fw::kResTagRecvs)) one++;
+  while (s.take(2, fw::kResTagRecvs)) two++;
   EXPECT_EQ(one, 6u);
   EXPECT_EQ(two, 2u);
-  EXPECT_EQ(s.account_held(3, fw::Res::kTagRecvs), 8u);
-  EXPECT_TRUE(s.take(3, fw::Res::kTagRecvs));
-  s.give(1, fw::Res::kTagRecvs);
-  EXPECT_TRUE(s.take(2, fw::Res::kTagRecvs));
-  EXPECT_FALSE(s.take(2, fw::Res::kTagRecvs));
+  EXPECT_EQ(s.account_held(3, fw::kResTagRecvs), 8u);
+  EXPECT_TRUE(s.take(3, fw::kResTagRecvs));
+  s.give(1, fw::kResTagRecvs);
+  EXPECT_TRUE(s.take(2, fw::kResTagRecvs));
+  EXPECT_FALSE(s.take(2, fw::kResTagRecvs));
   // A context that comes back in another account takes what it still
   // holds along.
   s.bind(2, 5);
-  EXPECT_EQ(s.account_held(3, fw::Res::kTagRecvs), 5u);
-  EXPECT_EQ(s.account_held(5, fw::Res::kTagRecvs), 3u);
-  EXPECT_TRUE(s.room(0xffffffffu, fw::Res::kTagRecvs));
+  EXPECT_EQ(s.account_held(3, fw::kResTagRecvs), 5u);
+  EXPECT_EQ(s.account_held(5, fw::kResTagRecvs), 3u);
+  EXPECT_TRUE(s.room(0xffffffffu, fw::kResTagRecvs));
 }
 
 }  // namespace

@@ -265,7 +265,7 @@ void end_if_all_failed(Impl& m, CollComm& c) {
 void release_comm(Impl& m, CollComm& c) {
   c.valid = false;
   m.coll.used--;
-  m.shares.give(c.context, Res::kCollComms);
+  m.shares.give(c.context, kResCollComms);
   m.wake_all(c.waiters);
 }
 
@@ -515,7 +515,7 @@ CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
       c = &f;
       break;
     }
-  if (!c || !m.shares.room(qp.context, Res::kCollComms)) {
+  if (!c || !m.shares.room(qp.context, kResCollComms)) {
     *syndrome = RHN_SYN_COLL_NO_ROOM;
     return nullptr;
   }
@@ -560,7 +560,7 @@ CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
   apply_remembered(m, *c);
   c->valid = true;
   m.coll.used++;
-  m.shares.charge(c->context, Res::kCollComms);
+  m.shares.charge(c->context, kResCollComms);
   clear_slots(m, *c);
   *made = true;
   return c;
@@ -758,7 +758,7 @@ void coll_reset(Impl& m) {
   t.refused_next = 0;
   t.used = 0;
   m.shares.set_limit(
-      Res::kCollComms, m.cfg.coll_comms,
+      kResCollComms, m.cfg.coll_comms,
       std::max<uint32_t>(1, m.cfg.coll_comms * m.cfg.context_coll_share / 256),
       m.cfg.account_share);
   t.switch_path = Peer{};

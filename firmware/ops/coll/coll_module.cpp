@@ -52,6 +52,7 @@ extern const FamilyModule kCollModule{
     .on_fw_done = [](Impl& m, uint64_t cookie,
                      uint8_t syndrome) { coll_fw_done(m, cookie, syndrome); },
     .frames = kFrames,
+    .caps = RHN_CAP_COLL_SWITCH,
 };
 
 }  // namespace rhinet::fw

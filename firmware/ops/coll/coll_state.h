@@ -8,10 +8,15 @@
 #include <vector>
 
 #include "core/bounded.h"
+#include "engine/shares.h"
 #include "rhinet/hw.h"
 #include "transport/peer.h"
 
 namespace rhinet::fw {
+
+// What it charges to contexts and accounts (engine/shares.h).
+constexpr Res kResCollComms =
+    family_res<FwOwner::kColl, 0>();  // collective communicators
 
 // A rank of a communicator: its node and endpoint.
 struct CollMember {

@@ -143,7 +143,7 @@ void mcast_reset(Impl& m) {
   t.context_quota = std::max<uint32_t>(
       std::min(kMcastWindow, frames),
       uint32_t(uint64_t{frames} * m.cfg.context_mcast_share / 256));
-  m.shares.set_limit(Res::kMcastFrames, frames, t.context_quota,
+  m.shares.set_limit(kResMcastFrames, frames, t.context_quota,
                      m.cfg.account_share);
   t.frame_waiters = WaitList{};
   t.next_repair = UINT64_MAX;
@@ -160,7 +160,7 @@ namespace {
 
 void release_frame(Impl& m, uint32_t f) {
   McastFrame& fr = m.switch_mcast.frames[f];
-  m.shares.give(fr.context, Res::kMcastFrames);
+  m.shares.give(fr.context, kResMcastFrames);
   fr.context = kNone;
   m.switch_mcast.free_frames.push(f);
 }
@@ -314,7 +314,7 @@ Engine::Impl::Impl::TxResult mcast_send_packet(Impl& m, QpObj& qp,
     return Impl::TxResult::kBlocked;
   }
   if (m.switch_mcast.free_frames.empty() ||
-      !m.shares.room(qp.context, Res::kMcastFrames)) {
+      !m.shares.room(qp.context, kResMcastFrames)) {
     m.counters.add(RHN_CNT_MCAST_WAITS);
     m.wait_on(qpn, m.switch_mcast.frame_waiters);
     return Impl::TxResult::kBlocked;
@@ -323,7 +323,7 @@ Engine::Impl::Impl::TxResult mcast_send_packet(Impl& m, QpObj& qp,
   m.switch_mcast.free_frames.pop();
   McastFrame& fr = m.switch_mcast.frames[f];
   fr.context = qp.context;
-  m.shares.charge(qp.context, Res::kMcastFrames);
+  m.shares.charge(qp.context, kResMcastFrames);
 
   rhn_op_hdr op = m.request_header(qp, qpn, e);
   PacketOut out{fr.frame + RHN_DATA_HDR_LEN};

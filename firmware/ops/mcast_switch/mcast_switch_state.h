@@ -7,9 +7,15 @@
 #include <vector>
 
 #include "core/bounded.h"
+#include "engine/shares.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
+
+// What it charges to contexts and accounts (engine/shares.h).
+constexpr Res kResMcastFrames =
+    family_res<FwOwner::kMcastSwitch,
+               0>();  // simultaneous-multicast packet memory
 
 // Packets one (sender, group) stream keeps at most (sent, not yet
 // acknowledged by every member).

@@ -6,9 +6,14 @@
 #include <vector>
 
 #include "core/bounded.h"
+#include "engine/shares.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
+
+// What it charges to contexts and accounts (engine/shares.h).
+constexpr Res kResPinWaiters =
+    family_res<FwOwner::kPin, 0>();  // requests held for a target pinning
 
 // Pages [first, first + count) of an on-demand MR the host was asked to
 // pin (one RHN_EQE_PD_REQUEST), until RHN_ADMIN_PD_MAPPED answers.

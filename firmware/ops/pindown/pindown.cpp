@@ -61,7 +61,7 @@ void tell_ready(Impl& m, const PinWaiter& w) {
 }
 
 void free_waiter(Impl& m, PinWaiter& w) {
-  if (w.used) m.shares.give(w.context, Res::kPinWaiters);
+  if (w.used) m.shares.give(w.context, kResPinWaiters);
   w = PinWaiter{};
   m.pins.waiters_used--;
 }
@@ -75,7 +75,7 @@ PinWaiter* new_waiter(Impl& m, uint32_t context) {
       free_waiter(m, w);
     if (!w.used && !free) free = &w;
   }
-  if (!free || !m.shares.take(context, Res::kPinWaiters)) return nullptr;
+  if (!free || !m.shares.take(context, kResPinWaiters)) return nullptr;
   m.pins.waiters_used++;
   return free;
 }
@@ -297,7 +297,7 @@ void pin_reset(Impl& m) {
   m.pins.context_quota = std::max<uint32_t>(
       1, static_cast<uint32_t>(uint64_t{m.cfg.pin_waiters} *
                                m.cfg.context_pin_share / 256));
-  m.shares.set_limit(Res::kPinWaiters, m.cfg.pin_waiters, m.pins.context_quota,
+  m.shares.set_limit(kResPinWaiters, m.cfg.pin_waiters, m.pins.context_quota,
                      m.cfg.account_share);
 }
 

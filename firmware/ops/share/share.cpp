@@ -83,7 +83,7 @@ ShareRegion* new_region(Impl& m, uint32_t qpn, uint32_t area_key,
                         ShareState state) {
   ShareTables& t = m.share;
   const QpObj& qp = m.qps[qpn];
-  if (!m.shares.room(qp.context, Res::kShareRegions)) return nullptr;
+  if (!m.shares.room(qp.context, kResShareRegions)) return nullptr;
   for (auto& r : t.regions) {
     if (r.state != ShareState::kFree) continue;
     const uint16_t gen = static_cast<uint16_t>(r.gen + 1);
@@ -94,7 +94,7 @@ ShareRegion* new_region(Impl& m, uint32_t qpn, uint32_t area_key,
     r.qp_gen = qp.gen;
     r.context = qp.context;
     r.area_key = area_key;
-    m.shares.charge(qp.context, Res::kShareRegions);
+    m.shares.charge(qp.context, kResShareRegions);
     t.used++;
     return &r;
   }
@@ -104,7 +104,7 @@ ShareRegion* new_region(Impl& m, uint32_t qpn, uint32_t area_key,
 void free_region(Impl& m, ShareRegion& r) {
   ShareTables& t = m.share;
   if (r.state == ShareState::kFree) return;
-  m.shares.give(r.context, Res::kShareRegions);
+  m.shares.give(r.context, kResShareRegions);
   t.used--;
   const uint16_t gen = r.gen;
   r = ShareRegion{};
@@ -375,7 +375,7 @@ uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
       if (r)  // in it (or joining) already
         return fail(m, syndrome, RHN_CQE_REM_INV_REQ_ERR,
                     RHN_SYN_NOT_SUBSCRIBED);
-      if (!m.shares.room(qp.context, Res::kShareRegions) ||
+      if (!m.shares.room(qp.context, kResShareRegions) ||
           m.share.used >= m.share.regions.size())
         return fail(m, syndrome, RHN_CQE_GENERAL_ERR, RHN_SYN_BUSY);
       if (w.xfer_mode == RHN_XFER_TWIN) {
@@ -555,7 +555,7 @@ void share_reset(Impl& m) {
   ShareTables& t = m.share;
   t.regions.assign(std::max<uint32_t>(m.cfg.share_regions, 1), ShareRegion{});
   t.quota = share_of(m.cfg.share_regions, m.cfg.context_share_share);
-  m.shares.set_limit(Res::kShareRegions, m.cfg.share_regions, t.quota,
+  m.shares.set_limit(kResShareRegions, m.cfg.share_regions, t.quota,
                      m.cfg.account_share);
   t.used = 0;
   t.next_probe = UINT64_MAX;

@@ -5,9 +5,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/shares.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
+
+// What it charges to contexts and accounts (engine/shares.h).
+constexpr Res kResShareRegions =
+    family_res<FwOwner::kShare, 0>();  // shared-region records
 
 enum class ShareState : uint8_t {
   kFree,

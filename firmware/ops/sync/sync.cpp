@@ -119,7 +119,7 @@ void free_hold(Impl& m, uint32_t i) {
   uint32_t* link = &t.hold_buckets[hold_bucket(m, h.qpn, h.id)];
   while (*link != i) link = &t.holds[*link].next;
   *link = h.next;
-  if (h.context != kNone) m.shares.give(h.context, Res::kSyncHolds);
+  if (h.context != kNone) m.shares.give(h.context, kResSyncHolds);
   t.holds_used--;
   h = SyncHold{};
   t.free_holds.push(i);
@@ -187,7 +187,7 @@ uint32_t new_hold(Impl& m, uint32_t context, uint32_t qpn, uint64_t id) {
   const bool charged = context != kNone;
   auto full = [&] {
     return t.free_holds.empty() ||
-           (charged && !m.shares.room(context, Res::kSyncHolds));
+           (charged && !m.shares.room(context, kResSyncHolds));
   };
   if (full())
     for (uint32_t i = 0; i < t.holds.size(); i++) drop_if_stale(m, i);
@@ -204,7 +204,7 @@ uint32_t new_hold(Impl& m, uint32_t context, uint32_t qpn, uint64_t id) {
   uint32_t& head = t.hold_buckets[hold_bucket(m, qpn, id)];
   h.next = head;
   head = i;
-  if (charged) m.shares.charge(context, Res::kSyncHolds);
+  if (charged) m.shares.charge(context, kResSyncHolds);
   t.holds_used++;
   return i;
 }
@@ -648,13 +648,13 @@ void sync_reset(Impl& m) {
   t.member_quota = share_of(m.cfg.sync_waiters, m.cfg.context_sync_share);
   t.barrier_quota = share_of(m.cfg.sync_barriers, m.cfg.context_sync_share);
   t.hold_quota = share_of(m.cfg.sync_holds, m.cfg.context_sync_share);
-  m.shares.set_limit(Res::kSyncLocks, m.cfg.sync_locks, t.lock_quota,
+  m.shares.set_limit(kResSyncLocks, m.cfg.sync_locks, t.lock_quota,
                      m.cfg.account_share);
-  m.shares.set_limit(Res::kSyncMembers, m.cfg.sync_waiters, t.member_quota,
+  m.shares.set_limit(kResSyncMembers, m.cfg.sync_waiters, t.member_quota,
                      m.cfg.account_share);
-  m.shares.set_limit(Res::kSyncBarriers, m.cfg.sync_barriers, t.barrier_quota,
+  m.shares.set_limit(kResSyncBarriers, m.cfg.sync_barriers, t.barrier_quota,
                      m.cfg.account_share);
-  m.shares.set_limit(Res::kSyncHolds, m.cfg.sync_holds, t.hold_quota,
+  m.shares.set_limit(kResSyncHolds, m.cfg.sync_holds, t.hold_quota,
                      m.cfg.account_share);
   t.locks_used = t.barriers_used = t.holds_used = 0;
   t.member_waits = false;

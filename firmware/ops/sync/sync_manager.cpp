@@ -48,7 +48,7 @@ void list_cut(Impl& m, uint32_t& head, uint32_t& tail, uint32_t i) {
 
 uint32_t new_member(Impl& m, uint32_t context) {
   SyncTables& t = m.sync;
-  if (t.free_members.empty() || !m.shares.take(context, Res::kSyncMembers))
+  if (t.free_members.empty() || !m.shares.take(context, kResSyncMembers))
     return kNone;
   const uint32_t i = t.free_members.front();
   t.free_members.pop();
@@ -63,7 +63,7 @@ void free_member_if_idle(Impl& m, uint32_t i) {
   SyncTables& t = m.sync;
   SyncMember& w = t.members[i];
   if (!w.used || w.in_list || w.link_owed || w.done_owed || w.queued) return;
-  m.shares.give(w.context, Res::kSyncMembers);
+  m.shares.give(w.context, kResSyncMembers);
   w = SyncMember{};
   t.free_members.push(i);
 }
@@ -152,7 +152,7 @@ uint32_t find_lock(Impl& m, uint32_t qpn, uint32_t gen, uint64_t id) {
 // Refused only when the owner's share is used or no slot is free.
 uint32_t new_lock(Impl& m, const QpObj& qp, uint32_t qpn, uint64_t id) {
   SyncTables& t = m.sync;
-  if (t.free_locks.empty() || !m.shares.take(qp.context, Res::kSyncLocks))
+  if (t.free_locks.empty() || !m.shares.take(qp.context, kResSyncLocks))
     return kNone;
   const uint32_t s = t.free_locks.front();
   t.free_locks.pop();
@@ -176,7 +176,7 @@ void drop_lock(Impl& m, uint32_t s) {
   SyncTables& t = m.sync;
   SyncLock& l = t.locks[s];
   unchain(t.locks, lock_bucket(m, l.qpn, l.qp_gen, l.id), s);
-  m.shares.give(l.context, Res::kSyncLocks);
+  m.shares.give(l.context, kResSyncLocks);
   t.locks_used--;
   l.used = false;        // gen stays: a late LINK refusal finds it changed
   t.free_locks.push(s);  // one place per slot: never full
@@ -222,7 +222,7 @@ void drop_barrier(Impl& m, uint32_t s) {
   SyncTables& t = m.sync;
   SyncBarrier& b = t.barriers[s];
   unchain(t.barriers, barrier_bucket(m, b.qpn, b.qp_gen, b.id), s);
-  m.shares.give(b.context, Res::kSyncBarriers);
+  m.shares.give(b.context, kResSyncBarriers);
   t.barriers_used--;
   b = SyncBarrier{};
   t.free_barriers.push(s);  // one place per slot: never full
@@ -233,8 +233,7 @@ void drop_barrier(Impl& m, uint32_t s) {
 // seen is forgotten). Another context's IDs are never taken.
 uint32_t new_barrier(Impl& m, const QpObj& qp, uint32_t qpn, uint64_t id) {
   SyncTables& t = m.sync;
-  if (!m.shares.room(qp.context, Res::kSyncBarriers) ||
-      t.free_barriers.empty()) {
+  if (!m.shares.room(qp.context, kResSyncBarriers) || t.free_barriers.empty()) {
     uint32_t oldest = kNone;
     for (uint32_t s = 0; s < t.barriers.size(); s++) {  // bounded: one pass
       const SyncBarrier& b = t.barriers[s];
@@ -257,7 +256,7 @@ uint32_t new_barrier(Impl& m, const QpObj& qp, uint32_t qpn, uint64_t id) {
   uint32_t& head = barrier_bucket(m, qpn, qp.gen, id);
   b.chain = head;
   head = s;
-  m.shares.charge(qp.context, Res::kSyncBarriers);
+  m.shares.charge(qp.context, kResSyncBarriers);
   t.barriers_used++;
   return s;
 }

@@ -6,9 +6,22 @@
 #include <vector>
 
 #include "core/bounded.h"
+#include "engine/shares.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
+
+// What it charges to contexts and accounts (engine/shares.h).
+constexpr Res kResSyncLocks =
+    family_res<FwOwner::kSync, 0>();  // manager: locks
+constexpr Res kResSyncMembers =
+    family_res<FwOwner::kSync,
+               1>();  // manager: members queued in locks and barrier rounds
+constexpr Res kResSyncBarriers =
+    family_res<FwOwner::kSync, 2>();  // manager: barrier IDs
+constexpr Res kResSyncHolds =
+    family_res<FwOwner::kSync,
+               3>();  // member: records of locks held or waited for
 
 // A lock's or barrier round's member at the manager: the endpoint (node,
 // src_qpn with incarnation) and the msn of its LOCK or BARRIER. A lock's

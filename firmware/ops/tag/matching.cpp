@@ -167,7 +167,7 @@ void unpost(Impl& m, uint32_t i) {
   r.state = TagRecvState::kMatched;
   m.tags.posted--;
   m.tags.room_freed = true;
-  m.shares.give(r.context, Res::kTagRecvs);
+  m.shares.give(r.context, kResTagRecvs);
 }
 
 void recv_free(Impl& m, uint32_t i) {
@@ -182,7 +182,7 @@ void recv_free(Impl& m, uint32_t i) {
 
 bool room_to_post(const Impl& m, uint32_t context) {
   return !m.tags.free_recvs.empty() && m.tags.posted < m.cfg.tag_recvs &&
-         m.shares.room(context, Res::kTagRecvs);
+         m.shares.room(context, kResTagRecvs);
 }
 
 uint32_t take_entry(Impl& m, const TagRecv& r) {
@@ -200,7 +200,7 @@ void post(Impl& m, uint32_t i) {
   TagRecv& r = m.tags.recvs[i];
   r.state = TagRecvState::kPosted;
   m.tags.posted++;
-  m.shares.charge(r.context, Res::kTagRecvs);
+  m.shares.charge(r.context, kResTagRecvs);
   recv_link(m, i);
 }
 
@@ -316,7 +316,7 @@ void msg_unlink(Impl& m, uint32_t i) {
 
 void msg_free(Impl& m, uint32_t i) {
   TagMsg& g = m.tags.msgs[i];
-  if (g.used) m.shares.give(g.context, Res::kTagMsgs);
+  if (g.used) m.shares.give(g.context, kResTagMsgs);
   g = TagMsg{};
   m.tags.free_msgs.push(i);
 }

@@ -528,14 +528,14 @@ void tag_request(Impl& m, Request& r) {
     finish_recv(m, i, status, RHN_SYN_NONE);
     return;
   }
-  if (m.tags.free_msgs.empty() || !m.shares.room(r.qp.context, Res::kTagMsgs)) {
+  if (m.tags.free_msgs.empty() || !m.shares.room(r.qp.context, kResTagMsgs)) {
     refuse_ordered(m, r, held);
     return;
   }
   drop_refusal(m, held);
   const uint32_t g_index = m.tags.free_msgs.front();
   m.tags.free_msgs.pop();
-  m.shares.charge(r.qp.context, Res::kTagMsgs);
+  m.shares.charge(r.qp.context, kResTagMsgs);
   TagMsg& g = m.tags.msgs[g_index];
   g = TagMsg{};
   g.used = true;
@@ -695,9 +695,9 @@ void tag_reset(Impl& m) {
       1, uint32_t(uint64_t{m.cfg.tag_recvs} * m.cfg.context_tag_share / 256));
   t.msg_quota = std::max<uint32_t>(
       1, uint32_t(uint64_t{m.cfg.tag_msgs} * m.cfg.context_tag_share / 256));
-  m.shares.set_limit(Res::kTagRecvs, m.cfg.tag_recvs, t.recv_quota,
+  m.shares.set_limit(kResTagRecvs, m.cfg.tag_recvs, t.recv_quota,
                      m.cfg.account_share);
-  m.shares.set_limit(Res::kTagMsgs, m.cfg.tag_msgs, t.msg_quota,
+  m.shares.set_limit(kResTagMsgs, m.cfg.tag_msgs, t.msg_quota,
                      m.cfg.account_share);
   t.cts_owed.clear();
   t.streams_owed.clear();

@@ -8,10 +8,17 @@
 
 #include "admin/objects.h"
 #include "core/bounded.h"
+#include "engine/shares.h"
 #include "ops/tag/tag_wild.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
+
+// What it charges to contexts and accounts (engine/shares.h).
+constexpr Res kResTagRecvs =
+    family_res<FwOwner::kTag, 0>();  // posted/matched tag receives
+constexpr Res kResTagMsgs =
+    family_res<FwOwner::kTag, 1>();  // unexpected tag messages
 
 enum class TagRecvState : uint8_t { kFree, kPosted, kMatched };
 

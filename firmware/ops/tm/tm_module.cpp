@@ -71,6 +71,7 @@ extern const FamilyModule kTmModule{
     .on_fw_message = fw_message,
     .on_fw_done = [](Impl& m, uint64_t cookie,
                      uint8_t syndrome) { tm_fw_done(m, cookie, syndrome); },
+    .caps = RHN_CAP_TM,
     .query_device =
         [](const Impl& m, rhn_device_attr& a) {
           a.tm_max_tags = tm_max_tags(m);

@@ -55,7 +55,7 @@ void ud_mcast_reset(Impl& m) {
   t.context_quota =
       std::max<uint32_t>(1, uint32_t(uint64_t{t.attaches.size()} *
                                      m.cfg.context_mcast_attach_share / 256));
-  m.shares.set_limit(Res::kMcastAttaches, uint32_t(t.attaches.size()),
+  m.shares.set_limit(kResMcastAttaches, uint32_t(t.attaches.size()),
                      t.context_quota, m.cfg.account_share);
   t.unsettled = 0;
   t.wanted = 0;
@@ -126,7 +126,7 @@ void remove_entry(Engine::Impl& m, UdAttach& a) {
   UdMcastTables& t = m.ud_mcast;
   a.used = false;
   t.used--;
-  m.shares.give(a.context, Res::kMcastAttaches);
+  m.shares.give(a.context, kResMcastAttaches);
   UdJoin& j = join_of(t, a.group);
   if (--j.refs == 0) set_want(m, a.group, false);  // the last one: leave
 }
@@ -159,7 +159,7 @@ rhn_admin_status ud_mcast_attach(Impl& m, uint32_t ctx,
     return RHN_ADMIN_OK;
   }
   if (found) return RHN_ADMIN_OK;  // attached already: one entry
-  if (!free_entry || !m.shares.room(ctx, Res::kMcastAttaches))
+  if (!free_entry || !m.shares.room(ctx, kResMcastAttaches))
     return detail = free_entry ? 6 : 5, RHN_ADMIN_NO_RESOURCES;
   UdAttach& a = *free_entry;
   a.used = true;
@@ -168,7 +168,7 @@ rhn_admin_status ud_mcast_attach(Impl& m, uint32_t ctx,
   std::memcpy(a.mgid, c.mgid, 16);
   a.group = rhn_mgid_group(c.mgid);
   t.used++;
-  m.shares.charge(ctx, Res::kMcastAttaches);
+  m.shares.charge(ctx, kResMcastAttaches);
   m.counters.add(RHN_CNT_MCAST_ATTACHES);
   if (join_of(t, a.group).refs++ == 0) set_want(m, a.group, true);
   return RHN_ADMIN_OK;

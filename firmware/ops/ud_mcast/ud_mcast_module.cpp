@@ -56,6 +56,7 @@ extern const FamilyModule kUdMcastModule{
     .frames = kFrames,
     .admin_ops = kAdminOps,
     .on_admin = admin,
+    .caps = RHN_CAP_UD_MCAST,
     .query_device = query_device,
     .send_to_group =
         [](Impl& m, QpObj& qp, uint32_t qpn, Inflight& e, const DecodedWqe& w,

@@ -5,9 +5,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/shares.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
+
+// What it charges to contexts and accounts (engine/shares.h).
+constexpr Res kResMcastAttaches =
+    family_res<FwOwner::kUdMcast, 0>();  // verbs UD multicast attach entries
 
 // One entry of the attach table: QP `qpn` receives datagrams to `mgid`.
 struct UdAttach {
