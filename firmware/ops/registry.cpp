@@ -197,31 +197,62 @@ struct Tables {
   using RunFn = bool (*)(Impl&, uint32_t);
   std::array<RunFn, kFamilyModules> runs[2]{};
   uint32_t nruns[2] = {};
+  // The same for the hooks the data path calls per packet or doorbell.
+  using RqKickFn = decltype(FamilyModule::rq_kick);
+  using HoldBackFn = decltype(FamilyModule::holds_back);
+  using PlacedFn = decltype(FamilyModule::placed);
+  std::array<RqKickFn, kFamilyModules> rq_kicks{};
+  std::array<HoldBackFn, kFamilyModules> hold_backs{};
+  std::array<PlacedFn, kFamilyModules> placeds{};
+  uint32_t nrq_kicks = 0, nhold_backs = 0, nplaceds = 0;
 };
 
-const Tables& tables() {
-  static const Tables tables_ = [] {
-    Tables t{};
-    for (uint32_t i = 0; i < kFamilyModules; i++) {
-      for (const FwKind& k : kModules[i]->fw_kinds) {
-        if (k.kind < Tables::kKinds) {
-          t.fw_module[k.kind] = kModules[i];
-          t.fw_kind[k.kind] = &k;
-        }
-      }
-      for (const FrameRoute& r : kModules[i]->frames)
-        if (t.nframes < Tables::kMaxFrames) t.frames[t.nframes++] = r;
-      if (kModules[i]->run) {
-        const int when = kModules[i]->before_fw ? 0 : 1;
-        t.runs[when][t.nruns[when]++] = kModules[i]->run;
+Tables build_tables() {
+  Tables t{};
+  for (uint32_t i = 0; i < kFamilyModules; i++) {
+    for (const FwKind& k : kModules[i]->fw_kinds) {
+      if (k.kind < Tables::kKinds) {
+        t.fw_module[k.kind] = kModules[i];
+        t.fw_kind[k.kind] = &k;
       }
     }
-    return t;
-  }();
-  return tables_;
+    for (const FrameRoute& r : kModules[i]->frames)
+      if (t.nframes < Tables::kMaxFrames) t.frames[t.nframes++] = r;
+    if (kModules[i]->run) {
+      const int when = kModules[i]->before_fw ? 0 : 1;
+      t.runs[when][t.nruns[when]++] = kModules[i]->run;
+    }
+    if (kModules[i]->rq_kick) t.rq_kicks[t.nrq_kicks++] = kModules[i]->rq_kick;
+    if (kModules[i]->holds_back)
+      t.hold_backs[t.nhold_backs++] = kModules[i]->holds_back;
+    if (kModules[i]->placed) t.placeds[t.nplaceds++] = kModules[i]->placed;
+  }
+  return t;
 }
 
+// Built once at program start from the modules (constant data, so they
+// are in place before any dynamic initialisation): the lookups on the
+// data path then cost no first-use check.
+const Tables kTables = build_tables();
+
+FrameFilter build_frame_filter() {
+  FrameFilter f{};
+  for (const FamilyModule* m : kModules) {
+    for (const FrameRoute& r : m->frames) {
+      const uint32_t bit = 1u << r.type;
+      if (r.to_groups) f.to_groups |= bit;
+      for (uint32_t i = 0; i < r.nops && i < 2; i++)
+        f.by_op[r.type][r.ops[i] >> 5] |= 1u << (r.ops[i] & 31);
+      if (!r.to_groups && r.nops == 0) f.any_frame |= bit;
+    }
+  }
+  return f;
+}
+const Tables& tables() { return kTables; }
+
 }  // namespace
+
+const FrameFilter kFrameFilter = build_frame_filter();
 
 std::span<const FamilyModule* const> family_modules() { return kModules; }
 
@@ -259,7 +290,7 @@ void modules_node_failed(Impl& m, uint16_t node, NodeLoss why) {
 }
 
 bool modules_run(Impl& m, bool before_fw, uint32_t budget) {
-  const Tables& t = tables();
+  const Tables& t = kTables;
   const int when = before_fw ? 0 : 1;
   bool did = false;
   for (uint32_t i = 0; i < t.nruns[when]; i++)
@@ -280,8 +311,7 @@ void modules_query_device(const Impl& m, rhn_device_attr& a) {
 }
 
 void modules_rq_kick(Impl& m, uint32_t qpn) {
-  for (const FamilyModule* f : kModules)
-    if (f->rq_kick) f->rq_kick(m, qpn);
+  for (uint32_t i = 0; i < kTables.nrq_kicks; i++) kTables.rq_kicks[i](m, qpn);
 }
 
 void modules_srq_kick(Impl& m, uint32_t srqn, uint64_t value) {
@@ -290,14 +320,13 @@ void modules_srq_kick(Impl& m, uint32_t srqn, uint64_t value) {
 }
 
 bool modules_hold_back(Impl& m, Peer& p, uint32_t qpn, const rhn_op_hdr& op) {
-  for (const FamilyModule* f : kModules)
-    if (f->holds_back && f->holds_back(m, p, qpn, op)) return true;
+  for (uint32_t i = 0; i < kTables.nhold_backs; i++)
+    if (kTables.hold_backs[i](m, p, qpn, op)) return true;
   return false;
 }
 
 void modules_placed(Impl& m, RxContext& rx) {
-  for (const FamilyModule* f : kModules)
-    if (f->placed) f->placed(m, rx);
+  for (uint32_t i = 0; i < kTables.nplaceds; i++) kTables.placeds[i](m, rx);
 }
 
 uint8_t modules_send_to_group(Impl& m, QpObj& qp, uint32_t qpn, Inflight& e,

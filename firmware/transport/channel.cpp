@@ -244,8 +244,10 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
   }
   // Frames outside the node channels (switch groups' streams, the
   // switch's answers, datagrams to groups): the family that claims one.
-  for (const FrameRoute& r : frame_routes()) {
-    if (r.type != h.type) continue;
+  const bool routed = kFrameFilter.may_route(pkt, cfg.node_id);
+  for (const FrameRoute& r :
+       routed ? frame_routes() : std::span<const FrameRoute>{}) {
+    if (r.type != h.type || !r.considers(pkt, cfg.node_id)) continue;
     const FrameClaim claim = r.claim(*this, pkt);
     if (claim == FrameClaim::kNotMine) continue;
     if (claim == FrameClaim::kMalformed) {

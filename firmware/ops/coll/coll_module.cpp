@@ -43,8 +43,8 @@ extern const FamilyModule kCollModule{
           if (why != NodeLoss::kFirstContact) coll_node_failed(m, node);
         },
     .before_fw = true,  // its probes leave in the same turn
-    .run = [](Impl& m, uint32_t budget) { return coll_run(m, budget); },
-    .next_deadline = [](const Impl& m) { return coll_next_deadline(m); },
+    .run = coll_run,
+    .next_deadline = coll_next_deadline,
     .fw_kinds = kFwKinds,
     .on_fw_message = [](Impl& m, Peer& p,
                         const Packet& pkt) { coll_receive(m, p, pkt); },

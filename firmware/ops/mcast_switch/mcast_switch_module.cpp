@@ -20,8 +20,11 @@ FrameClaim claim(const Impl& m, const Packet& pkt) {
 }
 
 constexpr FrameRoute kFrames[] = {
-    {RHN_PKT_DATA, claim,
-     [](Impl& m, const Packet& pkt) { mcast_receive(m, pkt); }},
+    {RHN_PKT_DATA,
+     claim,
+     [](Impl& m, const Packet& pkt) { mcast_receive(m, pkt); },
+     2,
+     {RHN_WOP_MCAST_DATA, RHN_WOP_MCAST_ACK}},
 };
 constexpr uint16_t kAdminOps[] = {RHN_ADMIN_SET_MCAST_GROUP};
 
@@ -42,7 +45,7 @@ extern const FamilyModule kMcastSwitchModule{
     .before_fw = true,
     // Repairs of members that lag, deaths.
     .run = [](Impl& m, uint32_t) { return mcast_run(m); },
-    .next_deadline = [](const Impl& m) { return mcast_next_deadline(m); },
+    .next_deadline = mcast_next_deadline,
     .frames = kFrames,
     .admin_ops = kAdminOps,
     .on_admin = admin,

@@ -38,8 +38,8 @@ extern const FamilyModule kShareModule{
           if (why != NodeLoss::kFirstContact) share_node_failed(m, node);
         },
     .before_fw = true,
-    .run = [](Impl& m, uint32_t budget) { return share_run(m, budget); },
-    .next_deadline = [](const Impl& m) { return share_next_deadline(m); },
+    .run = share_run,
+    .next_deadline = share_next_deadline,
     .fw_kinds = kFwKinds,
     .on_fw_message = fw_message,
     // A directory message or a liveness probe.

@@ -920,8 +920,9 @@ void sync_fw_done(Impl& m, uint64_t cookie, uint8_t syndrome) {
 }
 
 bool sync_run(Impl& m, uint32_t budget) {
-  bool did = run_owed(m, budget);
-  did |= run_holds_owed(m, budget);
+  // Checked here: the poll loop asks every turn, and mostly nothing waits.
+  bool did = !m.sync.owed.empty() && run_owed(m, budget);
+  if (!m.sync.holds_owed.empty()) did |= run_holds_owed(m, budget);
   if (m.now >= m.sync.next_probe) {
     probe(m);
     did = true;

@@ -32,8 +32,8 @@ extern const FamilyModule kSyncModule{
           if (why != NodeLoss::kFirstContact) sync_node_failed(m, node);
         },
     .before_fw = true,
-    .run = [](Impl& m, uint32_t budget) { return sync_run(m, budget); },
-    .next_deadline = [](const Impl& m) { return sync_next_deadline(m); },
+    .run = sync_run,
+    .next_deadline = sync_next_deadline,
     .fw_kinds = kFwKinds,
     .on_fw_message = fw_message,
     // A lock's LINK or SYNC_DONE, or a liveness probe.

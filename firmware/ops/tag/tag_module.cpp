@@ -23,8 +23,8 @@ extern const FamilyModule kTagModule{
     .reset = [](Impl& m) { tag_reset(m); },
     .qp_gone = qp_gone,
     .node_failed = node_failed,
-    .run = [](Impl& m, uint32_t budget) { return tag_run(m, budget); },
-    .rq_kick = [](Impl& m, uint32_t qpn) { tag_scan_rq(m, qpn); },
+    .run = tag_run,
+    .rq_kick = tag_scan_rq,
 };
 
 }  // namespace rhinet::fw

@@ -20,8 +20,12 @@ FrameClaim claim_mgmt(const Impl&, const Packet&) { return FrameClaim::kMine; }
 constexpr FrameRoute kFrames[] = {
     {RHN_PKT_MGMT, claim_mgmt,
      [](Impl& m, const Packet& pkt) { ud_mcast_mgmt(m, pkt); }},
-    {RHN_PKT_DATA, claim_data,
-     [](Impl& m, const Packet& pkt) { ud_mcast_receive(m, pkt); }},
+    {RHN_PKT_DATA,
+     claim_data,
+     [](Impl& m, const Packet& pkt) { ud_mcast_receive(m, pkt); },
+     0,
+     {},
+     true},
 };
 constexpr uint16_t kAdminOps[] = {RHN_ADMIN_ATTACH_MCAST,
                                   RHN_ADMIN_DETACH_MCAST};
@@ -52,7 +56,7 @@ extern const FamilyModule kUdMcastModule{
     .before_fw = true,
     // Switch joins and leaves not answered yet.
     .run = [](Impl& m, uint32_t) { return ud_mcast_run(m); },
-    .next_deadline = [](const Impl& m) { return ud_mcast_next_deadline(m); },
+    .next_deadline = ud_mcast_next_deadline,
     .frames = kFrames,
     .admin_ops = kAdminOps,
     .on_admin = admin,
