@@ -95,7 +95,7 @@ SwitchCore::SwitchCore(unsigned ports, uint64_t seed, Egress egress,
 void SwitchCore::reseed(uint64_t seed) {
   seed_ = seed;
   for (size_t i = 0; i < ports_.size(); i++)
-    ports_[i].rng.seed(seed * 0x9e3779b97f4a7c15ull + i);
+    ports_[i].injector.seed(seed * 0x9e3779b97f4a7c15ull + i);
 }
 
 void SwitchCore::set_fault(int port, const FaultSpec& spec) {
@@ -129,11 +129,6 @@ bool SwitchCore::map_node(uint16_t node, unsigned port) {
   node_port_[node] = int32_t(port);
   port_node_[port] = node;
   return true;
-}
-
-bool SwitchCore::chance(Port& p, double probability) {
-  if (probability <= 0) return false;
-  return std::uniform_real_distribution<double>(0, 1)(p.rng) < probability;
 }
 
 void SwitchCore::ingress(unsigned port, std::span<const uint8_t> frame,
@@ -216,30 +211,34 @@ void SwitchCore::egress(unsigned port, std::span<const uint8_t> frame,
     p.cnt.link_down_drops++;
     return;
   }
-  if (chance(p, p.fault.loss)) {
+  const FaultVerdict v = p.injector.decide(p.fault, frame.size());
+  if (v.lost()) {
     p.cnt.loss_drops++;
     return;
   }
-  std::span<const uint8_t> out = frame;
-  if (chance(p, p.fault.corrupt)) {
-    scratch_.assign(frame.begin(), frame.end());
-    const size_t bit =
-        std::uniform_int_distribution<size_t>(0, frame.size() * 8 - 1)(p.rng);
-    scratch_[bit / 8] ^= uint8_t(1u << (bit % 8));
-    out = scratch_;
-    p.cnt.corrupted++;
+  if (v.copies == 2) p.cnt.duplicated++;
+  // A reordered copy is held back until the next frame (or its hold time):
+  // one at a time, so a copy drawn to be reordered while one is held goes
+  // out in order.
+  const bool was_holding = p.holding;
+  for (unsigned i = 0; i < v.copies; i++) {
+    std::span<const uint8_t> out = frame;
+    if (v.copy[i].corrupt) {
+      scratch_.assign(frame.begin(), frame.end());
+      FaultInjector::corrupt(v.copy[i], scratch_);
+      out = scratch_;
+      p.cnt.corrupted++;
+    }
+    if (v.copy[i].reorder && !p.holding) {
+      p.held.assign(out.begin(), out.end());
+      p.holding = true;
+      p.held_until_ns = now_ns + kReorderHoldNs;
+      p.cnt.reordered++;
+      continue;
+    }
+    deliver(port, out);
   }
-  if (!p.holding && chance(p, p.fault.reorder)) {
-    p.held.assign(out.begin(), out.end());
-    p.holding = true;
-    p.held_until_ns = now_ns + kReorderHoldNs;
-    p.cnt.reordered++;
-    return;
-  }
-  const int copies = chance(p, p.fault.duplicate) ? 2 : 1;
-  if (copies == 2) p.cnt.duplicated++;
-  for (int i = 0; i < copies; i++) deliver(port, out);
-  if (p.holding) {  // the held frame goes out after its successor
+  if (was_holding) {  // the held frame goes out after its successor
     p.holding = false;
     deliver(port, p.held);
   }

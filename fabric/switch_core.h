@@ -9,23 +9,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <random>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "coll_reducer.h"
+#include "fault_injector.h"
 #include "group_table.h"
 
 namespace rhinet::fabric {
-
-// Probabilities per frame leaving a port, each in [0, 1].
-struct FaultSpec {
-  double loss = 0;
-  double duplicate = 0;
-  double reorder = 0;  // held back and sent after the next frame
-  double corrupt = 0;  // one random bit flipped
-};
 
 struct PortCounters {
   uint64_t rx_frames = 0, rx_bytes = 0;
@@ -118,7 +110,7 @@ class SwitchCore {
   struct Port {
     FaultSpec fault;
     PortCounters cnt;
-    std::mt19937_64 rng;
+    FaultInjector injector;
     bool up = true;
     uint64_t up_at_ns = 0;  // 0: no timed link-down
     std::vector<uint8_t> held;
@@ -128,7 +120,6 @@ class SwitchCore {
 
   void egress(unsigned port, std::span<const uint8_t> frame, uint64_t now_ns);
   void deliver(unsigned port, std::span<const uint8_t> frame);
-  bool chance(Port& p, double probability);
 
   std::vector<Port> ports_;
   // The wiring, both ways (-1: none). Set by the administrator, never

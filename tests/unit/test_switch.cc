@@ -212,6 +212,37 @@ TEST(Switch, DuplicatesCorruptsAndReorders) {
   EXPECT_EQ(r.sw.next_deadline_ns(), UINT64_MAX);
 }
 
+// A duplicate's copies are corrupted and held back each on its own, as on
+// the simulator's links (the same FaultInjector decides both).
+TEST(Switch, DuplicateCopiesTakeTheirOwnFaults) {
+  Rig r(2, 7);
+  r.sw.set_fault(-1, FaultSpec{.duplicate = 1.0, .corrupt = 1.0});
+  const auto sent = frame(0, 1, RHN_PKT_DATA, 64, 0);
+  r.sw.ingress(0, sent, 0);
+  ASSERT_EQ(r.got(1), 2u);
+  EXPECT_EQ(r.sw.counters(1).duplicated, 1u);
+  EXPECT_EQ(r.sw.counters(1).corrupted, 2u);
+  for (const auto& copy : r.out[1]) {
+    int bits = 0;
+    for (size_t i = 0; i < sent.size(); i++)
+      bits += __builtin_popcount(sent[i] ^ copy[i]);
+    EXPECT_EQ(bits, 1);
+  }
+
+  // Both copies drawn to be held: one frame is held at a time, so the
+  // first copy waits and the second goes out.
+  r.out.clear();
+  r.sw.set_fault(-1, FaultSpec{.duplicate = 1.0, .reorder = 1.0});
+  r.sw.ingress(0, frame(0, 1, RHN_PKT_DATA, 1, 1), 0);
+  EXPECT_EQ(r.got(1), 1u);
+  EXPECT_EQ(r.sw.counters(1).reordered, 1u);
+  r.sw.set_fault(-1, FaultSpec{});
+  r.sw.ingress(0, frame(0, 1, RHN_PKT_DATA, 1, 2), 0);
+  ASSERT_EQ(r.got(1), 3u);
+  EXPECT_EQ(r.out[1][1].back(), 2);
+  EXPECT_EQ(r.out[1][2].back(), 1);
+}
+
 TEST(Switch, LinkDownForAPeriod) {
   Rig r(2);
   r.sw.set_link(1, false, 1000, 0);

@@ -23,7 +23,7 @@ class SimSwitch::PortWire : public fw::Wire {
 SimSwitch::SimSwitch(SimClock& clock, size_t ports, uint64_t seed)
     : clock_(clock),
       ports_(ports),
-      rng_(seed),
+      injector_(seed),
       // The switch's own fault injector stays off: faults are the links'.
       core_(unsigned(ports), seed,
             [this](unsigned out, std::span<const uint8_t> f) {
@@ -40,11 +40,6 @@ fw::Wire& SimSwitch::wire(size_t port) { return *ports_.at(port).wire; }
 void SimSwitch::clear_faults() {
   global_ = FaultConfig{};
   for (auto& p : ports_) p.faults.reset();
-}
-
-bool SimSwitch::chance(double p) {
-  if (p <= 0.0) return false;
-  return std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < p;
 }
 
 const FaultConfig& SimSwitch::faults_for(size_t src, size_t dst) const {
@@ -104,7 +99,11 @@ void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame,
     return;
   }
   const FaultConfig& f = faults_for(src, dst);
-  if (chance(f.loss)) {
+  // A frame for the switch itself is not forwarded: it can only be lost.
+  const fabric::FaultVerdict v =
+      to_switch ? fabric::FaultVerdict{injector_.lose(f) ? 0u : 1u}
+                : injector_.decide(f, frame.size());
+  if (v.lost()) {
     ++counters_.lost;
     return;
   }
@@ -114,19 +113,16 @@ void SimSwitch::route(size_t src, size_t dst, std::span<const uint8_t> frame,
     queue_.emplace(Key{at + hop, order_++}, std::move(q));
     return;
   }
-  const int copies = chance(f.duplicate) ? 2 : 1;
-  if (copies == 2) ++counters_.duplicated;
-  for (int c = 0; c < copies; ++c) {
+  if (v.copies == 2) ++counters_.duplicated;
+  for (unsigned c = 0; c < v.copies; ++c) {
     Queued q{dst, std::vector<uint8_t>(frame.begin(), frame.end())};
-    if (chance(f.corrupt)) {
-      const size_t bit = std::uniform_int_distribution<size_t>(
-          0, q.frame.size() * 8 - 1)(rng_);
-      q.frame[bit / 8] ^= uint8_t(1u << (bit % 8));
+    if (v.copy[c].corrupt) {
+      fabric::FaultInjector::corrupt(v.copy[c], q.frame);
       ++counters_.corrupted;
     }
     uint64_t extra = 0;
     // A held-back frame is overtaken by whatever follows it.
-    if (chance(f.reorder)) {
+    if (v.copy[c].reorder) {
       extra += f.reorder_delay_ns;
       ++counters_.reordered;
     }

@@ -188,102 +188,82 @@ SimQp::~SimQp() {
   if (recv_cq_ && recv_cq_ != send_cq_) recv_cq_->qps_.erase(qpn_);
 }
 
-bool SimQp::encode(const SendWr& wr, std::vector<uint8_t>* slots) {
-  rhn_send_wqe base;
-  std::memset(&base, 0, sizeof base);
-  base.opcode = wr.opcode;
-  base.flags = wr.flags;
-  base.xfer_mode = wr.xfer_mode;
-  base.dst_node = wr.dst_node;
-  base.dst_qpn = wr.dst_qpn;
-  base.imm_data = wr.imm_data;
-  base.remote_key = wr.remote_key;
-  base.remote_addr = wr.remote_addr;
+bool SimQp::encode(const SendWr& wr, uint16_t wqe_index,
+                   std::vector<uint8_t>* slots) {
+  const bool inl = (wr.flags & RHN_WQE_F_INLINE) != 0;
+  // The builders write where they are told: refuse what the buffer cannot
+  // hold before building.
+  if (inl ? wr.inline_data.size() > RHN_WQE_MAX_INLINE
+          : wr.sges.size() > RHN_WQE_MAX_SGES)
+    return false;
+  uint8_t buf[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE] = {};
+  rhn_send_wqe* w = rhn_wqe_start(buf, wr.opcode, wr.flags, wqe_index);
+  w->dst_node = wr.dst_node;
+  w->dst_qpn = wr.dst_qpn;
+  w->imm_data = wr.imm_data;
+  w->remote_key = wr.remote_key;
+  w->remote_addr = wr.remote_addr;
   if (is_atomic(wr.opcode)) {
-    base.u.atomic.compare_add = wr.compare_add;
-    base.u.atomic.swap = wr.swap;
+    w->u.atomic.compare_add = wr.compare_add;
+    w->u.atomic.swap = wr.swap;
   } else if (wr.opcode == RHN_OP_BIND_MW) {
-    base.u.bind.mw_key = wr.bind_mw_key;
-    base.u.bind.mr_lkey = wr.bind_mr_lkey;
-    base.u.bind.length = wr.bind_length;
+    w->u.bind.mw_key = wr.bind_mw_key;
+    w->u.bind.mr_lkey = wr.bind_mr_lkey;
+    w->u.bind.length = wr.bind_length;
   } else if (wr.opcode == RHN_OP_IPROBE || wr.opcode == RHN_OP_IRECV_CANCEL) {
-    base.u.tag.mask = wr.tag_mask;
-    base.u.tag.flags = wr.tag_flags;
+    w->u.tag.mask = wr.tag_mask;
+    w->u.tag.flags = wr.tag_flags;
   } else if (wr.opcode == RHN_OP_REG_MR) {
-    base.u.reg.length = wr.reg_length;
-    base.u.reg.num_pages = wr.reg_pages;
-    base.u.reg.page_shift = wr.reg_page_shift;
+    w->u.reg.length = wr.reg_length;
+    w->u.reg.num_pages = wr.reg_pages;
+    w->u.reg.page_shift = wr.reg_page_shift;
   } else {
     if (wr.flags & RHN_WQE_F_STATUS_WORD) {
-      base.u.status.addr = wr.status_addr;
-      base.u.status.lkey = wr.status_lkey;
+      w->u.status.addr = wr.status_addr;
+      w->u.status.lkey = wr.status_lkey;
     }
-    base.u.status.qkey = wr.qkey;
+    w->u.status.qkey = wr.qkey;
   }
 
-  std::vector<uint8_t> ext;  // bytes of the extension slots
-  if (wr.flags & RHN_WQE_F_INLINE) {
-    const size_t n = wr.inline_data.size();
-    if (n > RHN_WQE_MAX_INLINE) return false;
-    base.num_sge = uint16_t(n);
-    const size_t head = std::min<size_t>(n, RHN_WQE_BASE_INLINE);
-    std::memcpy(base.d.inline_data, wr.inline_data.data(), head);
-    ext.assign(wr.inline_data.begin() + head, wr.inline_data.end());
+  uint32_t data_units;
+  if (inl) {
+    const auto n = uint32_t(wr.inline_data.size());
+    if (n) rhn_wqe_put_inline(buf, 0, wr.inline_data.data(), n);
+    data_units = rhn_wqe_set_inline(buf, n);
   } else {
-    const size_t n = wr.sges.size();
-    if (n > RHN_WQE_MAX_SGES) return false;
-    base.num_sge = uint16_t(n);
-    for (size_t i = 0; i < n; ++i) {
-      rhn_sge s;
-      s.addr = wr.sges[i].addr;
-      s.length = wr.sges[i].length;
-      s.lkey = wr.sges[i].lkey;
-      if (i == 0) {
-        base.d.sge = s;
-      } else {
-        const auto* p = reinterpret_cast<const uint8_t*>(&s);
-        ext.insert(ext.end(), p, p + sizeof s);
-      }
-    }
+    for (size_t i = 0; i < wr.sges.size(); ++i)
+      rhn_wqe_put_sge(buf, uint32_t(i), wr.sges[i].addr, wr.sges[i].length,
+                      wr.sges[i].lkey);
+    data_units = rhn_wqe_set_sges(buf, uint32_t(wr.sges.size()));
   }
-  const size_t payload_units =
-      (ext.size() + RHN_SQ_SLOT_SIZE - 1) / RHN_SQ_SLOT_SIZE;
-  const bool grh = (wr.flags & RHN_WQE_F_GRH) != 0;
-  const bool xfer = wr.xfer_mode != RHN_XFER_BASIC;
-  const bool mcast = wr.opcode == RHN_OP_MCAST_LIST;
-  const bool coll = wr.opcode == RHN_OP_COLLECTIVE;
-  const size_t ext_units = payload_units + (grh ? 1 : 0) + (xfer ? 1 : 0) +
-                           (mcast ? 1 : 0) + (coll ? 1 : 0);
-  if (ext_units > RHN_WQE_MAX_EXT_UNITS) return false;
-  base.ext_units = uint8_t(ext_units);
-  slots->assign((1 + ext_units) * RHN_SQ_SLOT_SIZE, 0);
-  std::memcpy(slots->data(), &base, sizeof base);
-  std::copy(ext.begin(), ext.end(), slots->begin() + RHN_SQ_SLOT_SIZE);
-  if (grh)
-    std::memcpy(slots->data() + ext_units * RHN_SQ_SLOT_SIZE, &wr.grh,
-                sizeof wr.grh);
-  if (xfer)
-    std::memcpy(
-        slots->data() + (ext_units - (mcast ? 1 : 0)) * RHN_SQ_SLOT_SIZE,
-        &wr.xfer, sizeof wr.xfer);
-  if (mcast)
-    std::memcpy(slots->data() + ext_units * RHN_SQ_SLOT_SIZE, &wr.mcast,
-                sizeof wr.mcast);
-  if (coll)
-    std::memcpy(slots->data() + ext_units * RHN_SQ_SLOT_SIZE, &wr.coll,
-                sizeof wr.coll);
+  // The last slots: which the opcode has comes from the operation table.
+  const rhn_op_desc* row = rhn_op_row(wr.opcode);
+  const uint32_t ext = row ? row->ext : 0;
+  rhn_wqe_tail tail{};
+  tail.xfer_mode = wr.xfer_mode;
+  tail.xfer = &wr.xfer;
+  if (ext & RHN_EXT_MCAST) tail.mcast = &wr.mcast;
+  if (ext & RHN_EXT_COLL) tail.coll = &wr.coll;
+  if (wr.flags & RHN_WQE_F_GRH) tail.grh = &wr.grh;
+  const uint32_t n = rhn_wqe_finish(buf, data_units, &tail);
+  if (n == 0) return false;
+  slots->assign(buf, buf + size_t(n) * RHN_SQ_SLOT_SIZE);
   return true;
 }
 
 bool SimQp::post_send(const SendWr& wr) {
   std::vector<uint8_t> slots;
-  if (!encode(wr, &slots)) return false;
+  if (!encode(wr, uint16_t(sq_pi_), &slots)) return false;
   return write_and_kick(slots, wr.wr_id, wr.inline_doorbell);
 }
 
 bool SimQp::post_send_raw(std::vector<uint8_t> slots, uint64_t wr_id,
                           bool inline_doorbell) {
   if (slots.empty() || slots.size() % RHN_SQ_SLOT_SIZE != 0) return false;
+  // Verbatim but for the index, which only the ring position knows.
+  const uint16_t wqe_index = uint16_t(sq_pi_);
+  std::memcpy(slots.data() + RHN_OFFSETOF(rhn_send_wqe, wqe_index), &wqe_index,
+              sizeof wqe_index);
   return write_and_kick(slots, wr_id, inline_doorbell);
 }
 
@@ -293,9 +273,6 @@ bool SimQp::write_and_kick(std::vector<uint8_t>& slots, uint64_t wr_id,
   if (n == 0 || n > RHN_WQE_MAX_SLOTS || n > sq_depth_) return false;
   if (sq_pi_ - sq_ci_ + n > sq_depth_) return false;
   const uint32_t first = sq_pi_;
-  const uint16_t wqe_index = uint16_t(first);
-  std::memcpy(slots.data() + RHN_OFFSETOF(rhn_send_wqe, wqe_index), &wqe_index,
-              2);
   // Slots follow the ring index, wrapping at the end of the ring.
   for (uint32_t i = 0; i < n; ++i)
     sq_.buf.write(size_t((first + i) & (sq_depth_ - 1)) * RHN_SQ_SLOT_SIZE,

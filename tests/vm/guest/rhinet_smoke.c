@@ -142,20 +142,18 @@ static void post_send(uint16_t dst_node, uint32_t dst_qpn, size_t len)
 {
 	const uint32_t depth = 1u << WQ_LOG_DEPTH;
 	const struct dma_page *out = &out_bufs[sq_pi % depth];
-	struct rhn_send_wqe w;
+	uint8_t buf[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
+	struct rhn_send_wqe *w =
+		rhn_wqe_start(buf, RHN_OP_SEND, RHN_WQE_F_SIGNALED, sq_pi);
 
-	memset(&w, 0, sizeof(w));
-	w.opcode = RHN_OP_SEND;
-	w.flags = RHN_WQE_F_SIGNALED;
-	w.wqe_index = (uint16_t)sq_pi;
-	w.dst_node = dst_node;
-	w.dst_qpn = dst_qpn;
-	w.u.status.qkey = QKEY;
-	w.num_sge = 1;
-	w.d.sge.addr = out->pa;
-	w.d.sge.length = (uint32_t)len;
-	w.d.sge.lkey = dma_lkey;
-	memcpy(sq.va + (sq_pi % depth) * RHN_SQ_SLOT_SIZE, &w, sizeof(w));
+	w->dst_node = dst_node;
+	w->dst_qpn = dst_qpn;
+	w->u.status.qkey = QKEY;
+	rhn_wqe_put_sge(buf, 0, out->pa, (uint32_t)len, dma_lkey);
+	/* One slot: the SGE fits in the base slot, and no tail. */
+	rhn_wqe_finish(buf, rhn_wqe_set_sges(buf, 1), NULL);
+	memcpy(sq.va + (sq_pi % depth) * RHN_SQ_SLOT_SIZE, buf,
+	       RHN_SQ_SLOT_SIZE);
 	sq_pi++;
 	*(volatile uint32_t *)(records.va + SQ_RECORD) = sq_pi;
 	ring(RHN_DB_SQ, qpn);

@@ -2092,7 +2092,11 @@ static void dp_post(struct uctx *c, struct datapath *d, uint8_t *mem)
 {
 	uint8_t *qbuf = d->qp_buf;
 	struct rhn_recv_wqe *rwqe = (void *)(qbuf + d->qp.drv.rq_offset);
-	struct rhn_send_wqe *swqe = (void *)qbuf;
+	uint8_t wqe[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
+	struct rhn_wqe_grh grh = {.sgid_index = 0, .hop_limit = 1};
+	struct rhn_wqe_tail tail = {.grh = &grh};
+	struct rhn_send_wqe *swqe;
+	uint32_t slots;
 	struct rhn_queue_record *sq_rec =
 		(void *)(qbuf + d->qp.drv.sq_record_offset);
 	struct rhn_queue_record *rq_rec =
@@ -2106,24 +2110,17 @@ static void dp_post(struct uctx *c, struct datapath *d, uint8_t *mem)
 	rq_rec->producer_index = 1;
 	ring(c, RHN_DB_RQ, d->qp.qpn);
 
-	*swqe = (struct rhn_send_wqe){
-		.opcode = RHN_OP_SEND,
-		.flags = RHN_WQE_F_SIGNALED | RHN_WQE_F_GRH,
-		.ext_units = 1,
-		.dst_node = env.node,
-		.dst_qpn = d->qp.qpn,
-		.num_sge = 1,
-		.u.status.qkey = QKEY,
-		.d.sge = {(uintptr_t)mem + DP_SEND_OFF, 200, d->mr.lkey},
-	};
+	swqe = rhn_wqe_start(wqe, RHN_OP_SEND, RHN_WQE_F_SIGNALED, 0);
+	swqe->dst_node = env.node;
+	swqe->dst_qpn = d->qp.qpn;
+	swqe->u.status.qkey = QKEY;
+	rhn_wqe_put_sge(wqe, 0, (uintptr_t)mem + DP_SEND_OFF, 200, d->mr.lkey);
 	/* The GRH slot: the NIC fills in GID 0 of its table as the source. */
-	*(struct rhn_wqe_grh *)(swqe + 1) = (struct rhn_wqe_grh){
-		.sgid_index = 0,
-		.hop_limit = 1,
-	};
-	memcpy(((struct rhn_wqe_grh *)(swqe + 1))->dgid, env.gid, 16);
+	memcpy(grh.dgid, env.gid, 16);
+	slots = rhn_wqe_finish(wqe, rhn_wqe_set_sges(wqe, 1), &tail);
+	memcpy(qbuf, wqe, slots * RHN_SQ_SLOT_SIZE);
 	__sync_synchronize();
-	sq_rec->producer_index = 2; /* base slot and GRH slot */
+	sq_rec->producer_index = slots; /* base slot and GRH slot */
 	ring(c, RHN_DB_SQ, d->qp.qpn);
 }
 

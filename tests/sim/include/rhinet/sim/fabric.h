@@ -3,11 +3,12 @@
 // QEMU-connected rhinet-switch runs) between links of virtual time. Each
 // node's engine transmits into its port's Wire; the switch decides where
 // the frame goes (unicast by wiring, broadcast, groups, management frames,
-// in-switch reduction) and each frame it sends out passes the links' one
-// fault injector (loss, duplication, reordering, corruption, link down;
-// globally or per port, seeded) and waits in a queue until deliver()
-// hands it to the destination's engine, so an engine is never called back
-// from inside transmit.
+// in-switch reduction) and each frame it sends out passes the links'
+// faults (link down; loss, duplication, reordering, corruption as the
+// switch's own fabric::FaultInjector decides them; globally or per port,
+// seeded) and waits in a queue until deliver() hands it to the
+// destination's engine, so an engine is never called back from inside
+// transmit.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +16,10 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <random>
 #include <span>
 #include <vector>
 
+#include "fault_injector.h"
 #include "rhinet/fw/engine.h"
 #include "rhinet/sim/host.h"
 #include "switch_core.h"
@@ -65,7 +66,7 @@ class SimSwitch {
     ports_.at(port).engine = engine;
   }
 
-  void set_seed(uint64_t seed) { rng_.seed(seed); }
+  void set_seed(uint64_t seed) { injector_.seed(seed); }
   void set_faults(const FaultConfig& f) { global_ = f; }
   // Per-port faults apply to frames to or from that port (the destination
   // port's setting wins over the source port's, both over the global one).
@@ -161,21 +162,20 @@ class SimSwitch {
   void transmit(size_t src, std::span<const uint8_t> frame);
   // Hands the frame to the switch; what it sends out goes through route().
   void enter(const Ingress& in, std::span<const uint8_t> frame);
-  // The links' fault injector, the one place faults apply: a frame from
-  // port `src` to port `dst`, in the switch at `at`, out after `hop`. A
-  // frame for the switch itself (src == dst) can only be lost; the
-  // switch's own frames leave as if from their port.
+  // Where the links' faults apply (fabric::FaultInjector decides them): a
+  // frame from port `src` to port `dst`, in the switch at `at`, out after
+  // `hop`. A frame for the switch itself (src == dst) can only be lost;
+  // the switch's own frames leave as if from their port.
   void route(size_t src, size_t dst, std::span<const uint8_t> frame,
              uint64_t at, uint64_t hop, bool to_switch = false);
   const FaultConfig& faults_for(size_t src, size_t dst) const;
-  bool chance(double p);
 
   SimClock& clock_;
   std::vector<Port> ports_;
   FaultConfig global_;
   uint64_t hop_delay_ns_ = 500;
   uint64_t ps_per_byte_ = 0;
-  std::mt19937_64 rng_;
+  fabric::FaultInjector injector_;  // decides what faults_for() does
   std::map<Key, Queued> queue_;
   uint64_t order_ = 0;
   SwitchCounters counters_;  // the links' (the switch's own are in core_)

@@ -250,8 +250,10 @@ class SimQp {
   uint32_t sq_outstanding() const { return uint32_t(pending_.size()); }
   uint32_t sq_depth() const { return sq_depth_; }
 
-  // Encodes a send WQE into 64-byte slots (wqe_index left 0).
-  static bool encode(const SendWr& wr, std::vector<uint8_t>* slots);
+  // Builds a send WQE into 64-byte slots with the contract's builders
+  // (hw_wqe.h). False if it does not fit in a WQE.
+  static bool encode(const SendWr& wr, uint16_t wqe_index,
+                     std::vector<uint8_t>* slots);
 
  private:
   friend class SimContext;
