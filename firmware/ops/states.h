@@ -17,7 +17,7 @@ namespace rhinet::fw {
 
 struct FamilyStates {
   explicit FamilyStates(const EngineConfig& config)
-      : tags(config.tag_recvs, config.tag_msgs,
+      : tags(config.tag.recvs, config.tag.msgs,
              config.max_qps * config.max_inflight_per_qp, config.max_qps,
              config.max_srqs) {}
   TagTables tags;            // ops/tag, ops/tm

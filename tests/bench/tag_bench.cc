@@ -178,8 +178,8 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   fw::EngineConfig cfg;
-  cfg.tag_recvs = 20'000;  // room for the longest list below
-  cfg.context_tag_share = 256;
+  cfg.tag.recvs = 20'000;  // room for the longest list below
+  cfg.tag.context_share = 256;
   bench::Pair pair(cfg);
   Ends tag, rc;
   if (!pair.up || !make_ends(pair, RHN_QP_ENDPOINT, &tag) ||

@@ -45,8 +45,8 @@ TEST(Shares, CreateContextChecksTheAccount) {
 TEST(Shares, TwoProcessesOfOneUserShareTheLockRecords) {
   ClusterConfig cfg;
   cfg.tweak = [](uint16_t, fw::EngineConfig& e) {
-    e.sync_holds = 16;
-    e.context_sync_share = 128;
+    e.sync.holds = 16;
+    e.sync.context_share = 128;
   };
   SimCluster c(cfg);
   ASSERT_TRUE(c.all_up());
@@ -88,8 +88,8 @@ TEST(Shares, TwoProcessesOfOneUserShareTheLockRecords) {
 TEST(Shares, TwoManagersOfOneUserShareTheLockTable) {
   ClusterConfig cfg;
   cfg.tweak = [](uint16_t, fw::EngineConfig& e) {
-    e.sync_locks = 16;
-    e.context_sync_share = 128;
+    e.sync.locks = 16;
+    e.sync.context_share = 128;
   };
   SimCluster c(cfg);
   ASSERT_TRUE(c.all_up());

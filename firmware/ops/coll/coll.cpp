@@ -65,7 +65,7 @@ uint32_t comm_index(const Impl& m, const CollComm& c) {
   return static_cast<uint32_t>(&c - m.coll.comms.data());
 }
 uint32_t slot_index(const Impl& m, uint32_t seg) {
-  return seg % m.cfg.coll_window;
+  return seg % m.cfg.coll.window;
 }
 CollSlot& slot_of(Impl& m, const CollComm& c, uint32_t seg) {
   return m.coll.slots[c.slots + slot_index(m, seg)];
@@ -232,7 +232,7 @@ void complete_rank(Impl& m, CollLocal& l, uint8_t syndrome) {
 }
 
 void clear_slots(Impl& m, CollComm& c) {
-  for (uint32_t i = 0; i < m.cfg.coll_window; i++) {
+  for (uint32_t i = 0; i < m.cfg.coll.window; i++) {
     CollSlot& s = m.coll.slots[c.slots + i];
     const uint32_t buf = s.buf;
     s = CollSlot{};
@@ -730,10 +730,10 @@ extern const OpFamily kCollFamily = {
 void coll_reset(Impl& m) {
   CollTables& t = m.coll;
   // A message's cookie holds the communicator in 16 bits and the slot in 8.
-  const uint32_t comms = std::clamp<uint32_t>(m.cfg.coll_comms, 1, 0xffff);
-  const uint32_t window = std::clamp<uint32_t>(m.cfg.coll_window, 1, 256);
-  m.cfg.coll_window = window;
-  m.cfg.coll_comms = comms;
+  const uint32_t comms = std::clamp<uint32_t>(m.cfg.coll.comms, 1, 0xffff);
+  const uint32_t window = std::clamp<uint32_t>(m.cfg.coll.window, 1, 256);
+  m.cfg.coll.window = window;
+  m.cfg.coll.comms = comms;
   t.comms.assign(comms, CollComm{});
   t.members.assign(size_t{comms} * RHN_COLL_MAX_RANKS, CollMember{});
   t.nodes.assign(size_t{comms} * RHN_COLL_MAX_RANKS, 0);
@@ -758,8 +758,8 @@ void coll_reset(Impl& m) {
   t.refused_next = 0;
   t.used = 0;
   m.shares.set_limit(
-      kResCollComms, m.cfg.coll_comms,
-      std::max<uint32_t>(1, m.cfg.coll_comms * m.cfg.context_coll_share / 256),
+      kResCollComms, m.cfg.coll.comms,
+      std::max<uint32_t>(1, m.cfg.coll.comms * m.cfg.coll.context_share / 256),
       m.cfg.account_share);
   t.switch_path = Peer{};
   t.next_deadline = UINT64_MAX;
@@ -825,7 +825,7 @@ void coll_fw_done(Impl& m, uint64_t ck, uint8_t syndrome) {
       fail_collective(m, c, RHN_SYN_MEMBER_LOST, true);
     return;
   }
-  if (si >= m.cfg.coll_window || dest >= 32) return;
+  if (si >= m.cfg.coll.window || dest >= 32) return;
   CollSlot& s = m.coll.slots[c.slots + si];
   const uint32_t bit = 1u << dest;
   if (!(s.busy & bit)) return;

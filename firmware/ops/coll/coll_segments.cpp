@@ -261,7 +261,7 @@ bool progress(Impl& m, CollComm& c) {
   if (c.aborting) did |= send_aborts(m, c);
   if (!c.active || c.failed != RHN_SYN_NONE) return did;
   if (any(c.tell_start)) did |= tell_ready(m, c, c.tell_start);
-  const uint32_t window = m.cfg.coll_window;
+  const uint32_t window = m.cfg.coll.window;
   for (uint32_t seg = c.base; seg < c.nsegs && seg < c.base + window; seg++) {
     CollSlot& s = slot_of(m, c, seg);
     if (!s.used) open_slot(c, s, seg);
@@ -400,7 +400,7 @@ void coll_receive(Impl& m, Peer& p, const Packet& pkt) {
   if (is_ready) {
     // Its refused segments go again now, not at their back-off time.
     if (ahead == 0 && c.active && c.failed == RHN_SYN_NONE) {
-      for (uint32_t i = 0; i < m.cfg.coll_window; i++) {
+      for (uint32_t i = 0; i < m.cfg.coll.window; i++) {
         CollSlot& s = m.coll.slots[c.slots + i];
         if (s.used && s.todo) s.retry_at = 0;
       }
@@ -426,7 +426,7 @@ void coll_receive(Impl& m, Peer& p, const Packet& pkt) {
     return;
   }
   if (seg < c.base) return;  // done here: a late copy
-  if (seg >= c.base + m.cfg.coll_window) {
+  if (seg >= c.base + m.cfg.coll.window) {
     nak(RHN_SYN_COLL_NOT_READY);  // no buffer for it yet
     mark(c.tell_window, static_cast<uint32_t>(x));
     return;

@@ -36,7 +36,7 @@ void coll_switch_receive(Impl& m, const Packet& pkt) {
     return;
   }
   if (ahead != 0 || !c.active || c.failed != RHN_SYN_NONE || f.seg < c.base ||
-      f.seg >= c.base + m.cfg.coll_window) {
+      f.seg >= c.base + m.cfg.coll.window) {
     m.counters.add(RHN_CNT_STALE_PACKETS);
     return;
   }

@@ -126,8 +126,9 @@ extern const OpFamily kMcastSwitchFamily = {
 
 void mcast_reset(Impl& m) {
   McastTables& t = m.switch_mcast;
-  t.groups.assign(std::max<uint32_t>(m.cfg.mcast_groups, 1), McastGroup{});
-  const uint32_t frames = std::max<uint32_t>(m.cfg.mcast_frames, 1);
+  t.groups.assign(std::max<uint32_t>(m.cfg.mcast_switch.groups, 1),
+                  McastGroup{});
+  const uint32_t frames = std::max<uint32_t>(m.cfg.mcast_switch.frames, 1);
   // Sized at power-on; a device reset allocates nothing.
   if (t.free_frames.capacity() < frames) {
     t.free_frames = Fifo<uint32_t>(frames);
@@ -142,7 +143,7 @@ void mcast_reset(Impl& m) {
   // window's worth (small configurations).
   t.context_quota = std::max<uint32_t>(
       std::min(kMcastWindow, frames),
-      uint32_t(uint64_t{frames} * m.cfg.context_mcast_share / 256));
+      uint32_t(uint64_t{frames} * m.cfg.mcast_switch.context_share / 256));
   m.shares.set_limit(kResMcastFrames, frames, t.context_quota,
                      m.cfg.account_share);
   t.frame_waiters = WaitList{};

@@ -291,13 +291,13 @@ PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
 }
 
 void pin_reset(Impl& m) {
-  m.pins.runs.assign(std::max<uint32_t>(m.cfg.pin_runs, 1), PinRun{});
-  m.pins.waiters.assign(std::max<uint32_t>(m.cfg.pin_waiters, 1), PinWaiter{});
+  m.pins.runs.assign(std::max<uint32_t>(m.cfg.pin.runs, 1), PinRun{});
+  m.pins.waiters.assign(std::max<uint32_t>(m.cfg.pin.waiters, 1), PinWaiter{});
   m.pins.waiters_used = 0;
   m.pins.context_quota = std::max<uint32_t>(
-      1, static_cast<uint32_t>(uint64_t{m.cfg.pin_waiters} *
-                               m.cfg.context_pin_share / 256));
-  m.shares.set_limit(kResPinWaiters, m.cfg.pin_waiters, m.pins.context_quota,
+      1, static_cast<uint32_t>(uint64_t{m.cfg.pin.waiters} *
+                               m.cfg.pin.context_share / 256));
+  m.shares.set_limit(kResPinWaiters, m.cfg.pin.waiters, m.pins.context_quota,
                      m.cfg.account_share);
 }
 

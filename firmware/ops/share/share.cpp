@@ -28,7 +28,7 @@
 // taken it, and a later write of those bytes by anyone waits for that in
 // a correctly synchronised program.)
 //
-// Tables are bounded (EngineConfig::share_regions, a context's share of
+// Tables are bounded (EngineConfig::share.regions, a context's share of
 // them); nothing is allocated after power-on. Described in
 // Documentation/hardware/queues.md "Shared regions".
 #include "ops/share/share.h"
@@ -474,7 +474,7 @@ bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
       r->offset = w.remote_addr;
       r->length = w.length;
       r->subscribe_msn = op.msn;
-      r->join_deadline = m.now + m.cfg.share_join_timeout_ns;
+      r->join_deadline = m.now + m.cfg.share.join_timeout_ns;
       arm_probe(m);
       op.imm_data = RHN_SHARE_REQ_SUBSCRIBE;
       op.remote_addr = w.remote_addr;
@@ -553,9 +553,9 @@ void message_done(Impl& m, uint32_t qpn, const Inflight& e) {
 
 void share_reset(Impl& m) {
   ShareTables& t = m.share;
-  t.regions.assign(std::max<uint32_t>(m.cfg.share_regions, 1), ShareRegion{});
-  t.quota = share_of(m.cfg.share_regions, m.cfg.context_share_share);
-  m.shares.set_limit(kResShareRegions, m.cfg.share_regions, t.quota,
+  t.regions.assign(std::max<uint32_t>(m.cfg.share.regions, 1), ShareRegion{});
+  t.quota = share_of(m.cfg.share.regions, m.cfg.share.context_share);
+  m.shares.set_limit(kResShareRegions, m.cfg.share.regions, t.quota,
                      m.cfg.account_share);
   t.used = 0;
   t.next_probe = UINT64_MAX;

@@ -87,7 +87,7 @@ void home_subscribe(Impl& m, Request& r) {
   h->join_node = r.node;
   h->join_src = r.src;
   h->join_msn = op.msn;
-  h->join_deadline = m.now + m.cfg.share_join_timeout_ns;
+  h->join_deadline = m.now + m.cfg.share.join_timeout_ns;
   for (uint32_t i = 0; i < h->members; i++) {
     ShareMember& mb = h->dir[i];
     mb.wait_seq = 0;

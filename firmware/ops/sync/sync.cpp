@@ -608,8 +608,8 @@ void sync_reset(Impl& m) {
     while (b < n) b <<= 1;
     return b;
   };
-  const uint32_t locks = std::max<uint32_t>(m.cfg.sync_locks, 1);
-  const uint32_t barriers = std::max<uint32_t>(m.cfg.sync_barriers, 1);
+  const uint32_t locks = std::max<uint32_t>(m.cfg.sync.locks, 1);
+  const uint32_t barriers = std::max<uint32_t>(m.cfg.sync.barriers, 1);
   t.locks.assign(locks, SyncLock{});
   t.barriers.assign(barriers, SyncBarrier{});
   // Sized at power-on; a device reset allocates nothing.
@@ -624,7 +624,7 @@ void sync_reset(Impl& m) {
   t.lock_mask = static_cast<uint32_t>(t.lock_buckets.size() - 1);
   t.barrier_buckets.assign(buckets_for(barriers), kNone);
   t.barrier_mask = static_cast<uint32_t>(t.barrier_buckets.size() - 1);
-  const uint32_t members = std::max<uint32_t>(m.cfg.sync_waiters, 1);
+  const uint32_t members = std::max<uint32_t>(m.cfg.sync.waiters, 1);
   t.members.assign(members, SyncMember{});
   if (t.free_members.capacity() < members) {
     t.free_members = Fifo<uint32_t>(members);
@@ -633,7 +633,7 @@ void sync_reset(Impl& m) {
   t.free_members.clear();
   for (uint32_t i = 0; i < members; i++) t.free_members.push(i);
   t.owed.clear();
-  const uint32_t holds = std::max<uint32_t>(m.cfg.sync_holds, 1);
+  const uint32_t holds = std::max<uint32_t>(m.cfg.sync.holds, 1);
   t.holds.assign(holds, SyncHold{});
   if (t.free_holds.capacity() < holds) {
     t.free_holds = Fifo<uint32_t>(holds);
@@ -644,17 +644,17 @@ void sync_reset(Impl& m) {
   t.holds_owed.clear();
   t.hold_buckets.assign(buckets_for(holds), kNone);
   t.hold_mask = static_cast<uint32_t>(t.hold_buckets.size() - 1);
-  t.lock_quota = share_of(m.cfg.sync_locks, m.cfg.context_sync_share);
-  t.member_quota = share_of(m.cfg.sync_waiters, m.cfg.context_sync_share);
-  t.barrier_quota = share_of(m.cfg.sync_barriers, m.cfg.context_sync_share);
-  t.hold_quota = share_of(m.cfg.sync_holds, m.cfg.context_sync_share);
-  m.shares.set_limit(kResSyncLocks, m.cfg.sync_locks, t.lock_quota,
+  t.lock_quota = share_of(m.cfg.sync.locks, m.cfg.sync.context_share);
+  t.member_quota = share_of(m.cfg.sync.waiters, m.cfg.sync.context_share);
+  t.barrier_quota = share_of(m.cfg.sync.barriers, m.cfg.sync.context_share);
+  t.hold_quota = share_of(m.cfg.sync.holds, m.cfg.sync.context_share);
+  m.shares.set_limit(kResSyncLocks, m.cfg.sync.locks, t.lock_quota,
                      m.cfg.account_share);
-  m.shares.set_limit(kResSyncMembers, m.cfg.sync_waiters, t.member_quota,
+  m.shares.set_limit(kResSyncMembers, m.cfg.sync.waiters, t.member_quota,
                      m.cfg.account_share);
-  m.shares.set_limit(kResSyncBarriers, m.cfg.sync_barriers, t.barrier_quota,
+  m.shares.set_limit(kResSyncBarriers, m.cfg.sync.barriers, t.barrier_quota,
                      m.cfg.account_share);
-  m.shares.set_limit(kResSyncHolds, m.cfg.sync_holds, t.hold_quota,
+  m.shares.set_limit(kResSyncHolds, m.cfg.sync.holds, t.hold_quota,
                      m.cfg.account_share);
   t.locks_used = t.barriers_used = t.holds_used = 0;
   t.member_waits = false;

@@ -181,7 +181,7 @@ void recv_free(Impl& m, uint32_t i) {
 }
 
 bool room_to_post(const Impl& m, uint32_t context) {
-  return !m.tags.free_recvs.empty() && m.tags.posted < m.cfg.tag_recvs &&
+  return !m.tags.free_recvs.empty() && m.tags.posted < m.cfg.tag.recvs &&
          m.shares.room(context, kResTagRecvs);
 }
 

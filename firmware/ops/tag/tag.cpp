@@ -675,29 +675,29 @@ void tag_reset(Impl& m) {
   // that matches a queued message needs no place in the posted list, only
   // an entry, and receives in progress finish without help, so a full
   // posted list never blocks the irecv that would drain the queue.
-  t.recvs.assign(size_t{m.cfg.tag_recvs} + m.cfg.tag_msgs, TagRecv{});
+  t.recvs.assign(size_t{m.cfg.tag.recvs} + m.cfg.tag.msgs, TagRecv{});
   t.posted = 0;
-  t.msgs.assign(m.cfg.tag_msgs, TagMsg{});
+  t.msgs.assign(m.cfg.tag.msgs, TagMsg{});
   t.free_recvs.clear();
   for (uint32_t i = 0; i < t.recvs.size(); i++) t.free_recvs.push(i);
   t.free_msgs.clear();
-  for (uint32_t i = 0; i < m.cfg.tag_msgs; i++) t.free_msgs.push(i);
+  for (uint32_t i = 0; i < m.cfg.tag.msgs; i++) t.free_msgs.push(i);
   uint32_t buckets = 16;
-  while (buckets < std::max(m.cfg.tag_recvs, m.cfg.tag_msgs)) buckets <<= 1;
+  while (buckets < std::max(m.cfg.tag.recvs, m.cfg.tag.msgs)) buckets <<= 1;
   t.bucket_mask = buckets - 1;
   t.recv_buckets.assign(buckets, {kNone, kNone});
   t.msg_buckets.assign(buckets, {kNone, kNone});
   t.msg_tag_buckets.assign(buckets, {kNone, kNone});
   t.msg_src_buckets.assign(buckets, {kNone, kNone});
-  t.refusals.assign(std::max<uint32_t>(m.cfg.tag_refusals, 1), TagRefusal{});
+  t.refusals.assign(std::max<uint32_t>(m.cfg.tag.refusals, 1), TagRefusal{});
   t.refusals_used = 0;
   t.recv_quota = std::max<uint32_t>(
-      1, uint32_t(uint64_t{m.cfg.tag_recvs} * m.cfg.context_tag_share / 256));
+      1, uint32_t(uint64_t{m.cfg.tag.recvs} * m.cfg.tag.context_share / 256));
   t.msg_quota = std::max<uint32_t>(
-      1, uint32_t(uint64_t{m.cfg.tag_msgs} * m.cfg.context_tag_share / 256));
-  m.shares.set_limit(kResTagRecvs, m.cfg.tag_recvs, t.recv_quota,
+      1, uint32_t(uint64_t{m.cfg.tag.msgs} * m.cfg.tag.context_share / 256));
+  m.shares.set_limit(kResTagRecvs, m.cfg.tag.recvs, t.recv_quota,
                      m.cfg.account_share);
-  m.shares.set_limit(kResTagMsgs, m.cfg.tag_msgs, t.msg_quota,
+  m.shares.set_limit(kResTagMsgs, m.cfg.tag.msgs, t.msg_quota,
                      m.cfg.account_share);
   t.cts_owed.clear();
   t.streams_owed.clear();

@@ -47,14 +47,14 @@ void ud_mcast_reset(Impl& m) {
   UdMcastTables& t = m.ud_mcast;
   const bool first = t.joins.empty();
   // Sized at power-on; a device reset allocates nothing.
-  if (t.attaches.size() != std::max<uint32_t>(m.cfg.mcast_attach, 1))
-    t.attaches.assign(std::max<uint32_t>(m.cfg.mcast_attach, 1), UdAttach{});
+  if (t.attaches.size() != std::max<uint32_t>(m.cfg.ud_mcast.attach, 1))
+    t.attaches.assign(std::max<uint32_t>(m.cfg.ud_mcast.attach, 1), UdAttach{});
   for (UdAttach& a : t.attaches) a = UdAttach{};
   if (first) t.joins.assign(RHN_MCAST_UD_GROUPS, UdJoin{});
   t.used = 0;
   t.context_quota =
       std::max<uint32_t>(1, uint32_t(uint64_t{t.attaches.size()} *
-                                     m.cfg.context_mcast_attach_share / 256));
+                                     m.cfg.ud_mcast.context_share / 256));
   m.shares.set_limit(kResMcastAttaches, uint32_t(t.attaches.size()),
                      t.context_quota, m.cfg.account_share);
   t.unsettled = 0;
@@ -104,7 +104,7 @@ void unsettle(Engine::Impl& m, uint16_t group) {
   j.settled = false;
   j.backoff = 0;
   send_mgmt(m, group, j.want);
-  j.resend_at = m.now + m.cfg.mcast_join_retry_ns;
+  j.resend_at = m.now + m.cfg.ud_mcast.join_retry_ns;
   t.next_resend = std::min(t.next_resend, j.resend_at);
 }
 
@@ -114,8 +114,8 @@ void set_want(Engine::Impl& m, uint16_t group, bool want) {
   if (j.want == want) return;
   j.want = want;
   if (want) {
-    if (t.wanted++ == 0 && m.cfg.mcast_join_refresh_ns)
-      t.next_refresh = m.now + m.cfg.mcast_join_refresh_ns;
+    if (t.wanted++ == 0 && m.cfg.ud_mcast.join_refresh_ns)
+      t.next_refresh = m.now + m.cfg.ud_mcast.join_refresh_ns;
   } else if (--t.wanted == 0) {
     t.next_refresh = UINT64_MAX;
   }
@@ -188,7 +188,7 @@ bool ud_mcast_run(Impl& m) {
     for (uint32_t i = 0; i < t.joins.size(); i++)
       if (t.joins[i].want && t.joins[i].settled)
         unsettle(m, uint16_t(RHN_NODE_MCAST_UD_FIRST + i));
-    t.next_refresh = m.now + m.cfg.mcast_join_refresh_ns;
+    t.next_refresh = m.now + m.cfg.ud_mcast.join_refresh_ns;
     did = true;
   }
   if (m.now < t.next_resend) return did;
@@ -200,7 +200,7 @@ bool ud_mcast_run(Impl& m) {
     if (j.resend_at <= m.now) {
       send_mgmt(m, uint16_t(RHN_NODE_MCAST_UD_FIRST + i), j.want);
       if (j.backoff < 6) j.backoff++;
-      j.resend_at = m.now + (m.cfg.mcast_join_retry_ns << j.backoff);
+      j.resend_at = m.now + (m.cfg.ud_mcast.join_retry_ns << j.backoff);
       did = true;
     }
     t.next_resend = std::min(t.next_resend, j.resend_at);

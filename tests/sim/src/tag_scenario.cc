@@ -409,8 +409,8 @@ std::string Scenario::run(TagScenarioStats* stats) {
   cfg.nodes = 1 + size_t(s_.senders);
   // Room for the receiver's buffers (two slots a step) and the queues.
   cfg.memory_bytes = size_t(2 * s_.steps + 8) * kSlot + (32u << 20);
-  cfg.engine.tag_recvs = s_.recvs;
-  cfg.engine.tag_msgs = s_.msgs;
+  cfg.engine.tag.recvs = s_.recvs;
+  cfg.engine.tag.msgs = s_.msgs;
   c_ = std::make_unique<SimCluster>(cfg);
   if (!c_->all_up()) return "cluster did not come up";
   if (s_.lossy) {

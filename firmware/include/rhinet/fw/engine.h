@@ -13,6 +13,14 @@
 #include <memory>
 #include <span>
 
+#include "ops/coll/coll_config.h"
+#include "ops/mcast_switch/mcast_switch_config.h"
+#include "ops/pindown/pindown_config.h"
+#include "ops/share/share_config.h"
+#include "ops/sync/sync_config.h"
+#include "ops/tag/tag_config.h"
+#include "ops/ud_mcast/ud_mcast_config.h"
+
 namespace rhinet::fw {
 
 // The engine's view of the host: DMA to host memory, MSI-X, a clock.
@@ -108,74 +116,23 @@ struct EngineConfig {
   // account (one user's contexts together, RHN_ADMIN_CREATE_CONTEXT) to
   // this share of it, in 1/256ths (never below one context's share).
   uint32_t account_share = 128;
-  // Tag matching: posted receives and unexpected messages the
-  // NIC holds for all endpoints, and a context's share of each (in
-  // 1/256ths). Beyond them irecvs wait in the RQ and isends are refused
-  // and resent, in order. Refusal records bound how many senders can be
-  // held back at once.
-  uint32_t tag_recvs = 4096;
-  uint32_t tag_msgs = 4096;
-  uint32_t context_tag_share = 128;
-  uint32_t tag_refusals = 64;
-  // Remote pin-down: runs of pages the hosts are pinning at
-  // once, requests held for them, and a target context's share of those
-  // (in 1/256ths).
-  uint32_t pin_runs = 64;
-  uint32_t pin_waiters = 256;
-  uint32_t context_pin_share = 128;
-  // Locks and barriers, as a manager: locks, the members queued
-  // in locks and barrier rounds, and barrier IDs, for all of its manager
-  // endpoints; as a member: records of the locks its endpoints hold or wait
-  // for. A context's share of each (in 1/256ths; a manager's tables are
-  // charged to the manager endpoint's context). While anything waits, the
-  // NIC checks every sync_probe_ns that the nodes it waits on still answer,
-  // so a dead node fails the wait instead of hanging it.
-  uint32_t sync_locks = 1024;
-  uint32_t sync_waiters = 4096;
-  uint32_t sync_barriers = 256;
-  uint32_t sync_holds = 1024;
-  uint32_t context_sync_share = 128;
+  // Each family's own tables and timers (ops/<family>/<family>_config.h).
+  TagConfig tag;                   // ops/tag, ops/tm
+  PinConfig pin;                   // ops/pindown
+  SyncConfig sync;                 // ops/sync
+  ShareConfig share;               // ops/share
+  CollConfig coll;                 // ops/coll
+  McastSwitchConfig mcast_switch;  // ops/mcast_switch
+  UdMcastConfig ud_mcast;          // ops/ud_mcast
+  // While locks, barriers, shared-region joins or collectives wait on other
+  // nodes, the NIC checks this often that those nodes still answer, so a
+  // dead node fails the wait instead of hanging it.
   uint64_t sync_probe_ns = 20'000'000;
-  // Shared regions: records of the regions the NIC's endpoints
-  // are members or home of (one per endpoint and area key, each holding
-  // the region's directory), and a context's share of them (1/256ths).
-  // While a join waits, the NIC checks every sync_probe_ns that the nodes
-  // it waits on still answer; a join not done in share_join_timeout_ns
-  // fails (RHN_SYN_MEMBER_LOST) rather than hang.
-  // Collectives: communicators the NIC holds at once, each
-  // with coll_window segment buffers of RHN_WIRE_MTU bytes (sized at
-  // construction), and a context's share of the communicators (1/256ths).
-  // A communicator goes when the last of its local endpoints does. While
-  // a collective waits for other nodes, the NIC checks every
-  // sync_probe_ns that they still answer.
-  uint32_t coll_comms = 16;
-  uint32_t coll_window = 16;
-  uint32_t context_coll_share = 128;
-  uint32_t share_regions = 256;
-  uint32_t context_share_share = 128;
-  uint64_t share_join_timeout_ns = 2'000'000'000;
   // On-board twin memory, handed out by RHN_ADMIN_ALLOC_TWIN in
   // 4 KiB pages to at most max_twins allocations. Reserved, not touched,
   // until allocated.
   uint64_t twin_bytes = 16u << 20;
   uint32_t max_twins = 256;
-  // Simultaneous multicast: switch groups this NIC has member
-  // lists for (RHN_ADMIN_SET_MCAST_GROUP), and the packet memory that keeps
-  // each multicast packet until every member acknowledged it (shared by
-  // the groups' streams; a stream holds at most kMcastWindow of them, one
-  // context at most its share, in 1/256ths).
-  uint32_t mcast_groups = 16;
-  uint32_t mcast_frames = 64;
-  uint32_t context_mcast_share = 128;
-  // Verbs UD multicast: (MGID, QP) entries of the attach table and one
-  // context's share of them (in 1/256ths); a join or leave the switch has
-  // not answered is sent again after mcast_join_retry_ns (doubling up to
-  // 64 times that), and every joined group is confirmed again every
-  // mcast_join_refresh_ns (0: never), so a restarted switch learns them.
-  uint32_t mcast_attach = 256;
-  uint32_t context_mcast_attach_share = 64;
-  uint64_t mcast_join_retry_ns = 1'000'000;
-  uint64_t mcast_join_refresh_ns = 5'000'000'000;
   // Timers.
   // Retransmission timeout: smoothed RTT + 4 x its variation, measured per
   // peer, never below the first value (also used before any sample) nor

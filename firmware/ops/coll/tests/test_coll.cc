@@ -462,7 +462,7 @@ TEST_F(Coll, WqesTheNicRefuses) {
 // runs collectives.
 TEST_F(Coll, AProcessCannotFillTheCommunicatorTable) {
   start(2, 16u << 20, [](uint16_t, fw::EngineConfig& e) {
-    e.coll_comms = 4;  // a share of 2 each
+    e.coll.comms = 4;  // a share of 2 each
   });
   make_ranks(2, 1, 256);
   // Single-rank communicators of rank 0's own endpoint (nranks 1).

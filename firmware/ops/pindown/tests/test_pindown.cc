@@ -366,8 +366,8 @@ namespace {
 TEST(PinDownShare, OneProcessCannotTakeEveryRecord) {
   ClusterConfig cfg;
   cfg.nodes = 2;
-  cfg.engine.pin_waiters = 8;
-  cfg.engine.context_pin_share = 128;  // 4 records per target process
+  cfg.engine.pin.waiters = 8;
+  cfg.engine.pin.context_share = 128;  // 4 records per target process
   SimCluster c(cfg);
   ASSERT_TRUE(c.all_up());
   SimPinHost host(c.node(0));

@@ -382,8 +382,8 @@ TEST_F(Share, AHomeThatDiesFailsTheJoinAndLaterUpdates) {
 
 TEST_F(Share, AUserThatFillsItsShareOfTheTableGetsACleanErrorOthersStillJoin) {
   start(3, [](uint16_t, fw::EngineConfig& cfg) {
-    cfg.share_regions = 8;
-    cfg.context_share_share = 128;  // 4 records per process
+    cfg.share.regions = 8;
+    cfg.share.context_share = 128;  // 4 records per process
   });
   // Node 1's process subscribes to 4 regions (areas 20..23 of node 0): its
   // fifth is refused at once.

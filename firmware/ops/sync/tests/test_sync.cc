@@ -161,7 +161,7 @@ TEST_F(Sync, SixtyFourNodesPassFiveRoundsOfOneBarrierTogether) {
         e.max_qps = 64;
         e.max_nodes = 64;
         e.send_packet_slots = 512;
-        e.tag_recvs = e.tag_msgs = 64;
+        e.tag.recvs = e.tag.msgs = 64;
       },
       4u << 20);
   Ep mgr = make_ep(*c, 0);
@@ -474,8 +474,8 @@ TEST_F(Sync, RequestsTheNicRefuse) {
 // manager on the same NIC still has its share.
 TEST_F(Sync, OneProcessCannotTakeEveryLockOfTheManager) {
   start(2, [](uint16_t, fw::EngineConfig& e) {
-    e.sync_locks = 16;  // 8 per context
-    e.context_sync_share = 128;
+    e.sync.locks = 16;  // 8 per context
+    e.sync.context_share = 128;
   });
   Ep hog_mgr = make_ep(*c, 0), other_mgr = make_ep(*c, 0);
   Ep a = make_ep(*c, 1), b = make_ep(*c, 1);
@@ -502,7 +502,7 @@ TEST_F(Sync, OneProcessCannotTakeEveryLockOfTheManager) {
 // BUSY), the endpoint goes on.
 TEST_F(Sync, OneProcessCannotTakeEveryLockRecordOfItsNic) {
   start(2, [](uint16_t, fw::EngineConfig& e) {
-    e.sync_holds = 8;  // 4 per context
+    e.sync.holds = 8;  // 4 per context
   });
   Ep mgr = make_ep(*c, 0), a = make_ep(*c, 1), b = make_ep(*c, 1);
   for (uint64_t id = 0; id < 4; id++)

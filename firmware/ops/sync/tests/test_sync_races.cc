@@ -191,8 +191,8 @@ TEST_F(Sync, SixteenRoundsOfOneProcessDoNotLockOutAnothersBarrier) {
 // full table does, and a lock given back makes room again.
 TEST_F(Sync, AProcessAtItsShareLeavesTheRestOfTheLockTableToOthers) {
   start(2, [](uint16_t, fw::EngineConfig& e) {
-    e.sync_locks = 64;  // 32 per context
-    e.context_sync_share = 128;
+    e.sync.locks = 64;  // 32 per context
+    e.sync.context_share = 128;
   });
   Ep victim_mgr = make_ep(*c, 0), attacker_mgr = make_ep(*c, 0),
      third_mgr = make_ep(*c, 0);
@@ -233,8 +233,8 @@ TEST_F(Sync, AProcessAtItsShareLeavesTheRestOfTheLockTableToOthers) {
 // the victim's round instead of hanging it.
 TEST_F(Sync, BarrierIdsOfOneProcessAreNeverForgottenForAnothers) {
   start(4, [](uint16_t, fw::EngineConfig& e) {
-    e.sync_barriers = 8;  // 4 per context
-    e.context_sync_share = 128;
+    e.sync.barriers = 8;  // 4 per context
+    e.sync.context_share = 128;
   });
   Ep victim_mgr = make_ep(*c, 0), churn_mgr = make_ep(*c, 0),
      filler_mgr = make_ep(*c, 0);

@@ -93,8 +93,8 @@ class Tag : public ::testing::Test {
     ClusterConfig cfg;
     cfg.nodes = nodes;
     cfg.memory_bytes = 128u << 20;
-    cfg.engine.tag_recvs = recvs;
-    cfg.engine.tag_msgs = msgs;
+    cfg.engine.tag.recvs = recvs;
+    cfg.engine.tag.msgs = msgs;
     c = std::make_unique<SimCluster>(cfg);
     ASSERT_TRUE(c->all_up());
   }

@@ -111,7 +111,7 @@ class Tm : public ::testing::Test {
     ClusterConfig cfg;
     cfg.nodes = nodes;
     cfg.memory_bytes = 128u << 20;
-    cfg.engine.tag_recvs = recvs;
+    cfg.engine.tag.recvs = recvs;
     c = std::make_unique<SimCluster>(cfg);
     ASSERT_TRUE(c->all_up());
   }

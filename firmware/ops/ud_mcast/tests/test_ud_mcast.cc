@@ -258,8 +258,8 @@ TEST(UdMcast, DetachStopsDeliveryAndTheLastOneLeavesTheGroup) {
 // comes back) and, the node's last one, the switch's group.
 TEST(UdMcast, DestroyedQpIsDetached) {
   ClusterConfig cfg;
-  cfg.engine.mcast_attach = 8;
-  cfg.engine.context_mcast_attach_share = 64;  // 2 entries a context
+  cfg.engine.ud_mcast.attach = 8;
+  cfg.engine.ud_mcast.context_share = 64;  // 2 entries a context
   McastRig r(2, cfg);
   ASSERT_TRUE(r.ok);
   DatagramNode s = r.qp(0), a = r.qp(1);
@@ -296,8 +296,8 @@ TEST(UdMcast, DestroyedQpIsDetached) {
 // table itself is full. Bad requests get clear errors.
 TEST(UdMcast, AttachTableIsBoundedPerContext) {
   ClusterConfig cfg;
-  cfg.engine.mcast_attach = 8;
-  cfg.engine.context_mcast_attach_share = 64;  // 2 entries a context
+  cfg.engine.ud_mcast.attach = 8;
+  cfg.engine.ud_mcast.context_share = 64;  // 2 entries a context
   McastRig r(2, cfg);
   ASSERT_TRUE(r.ok);
   rhn_device_attr attr{};
