@@ -79,6 +79,17 @@ SRC="$WORK/src"
 BUILD="$SRC/build"
 mkdir -p "$WORK"
 
+# One tree fills or updates the entry at a time (two worktrees running
+# `make build` at once share it): the second waits here, then finds the
+# tree unpacked and configured, copies its own sources in and lets ninja
+# rebuild what differs. Held until the binary is built; the lock file sits
+# beside the entry, as the debug kernel's does (tests/vm/debug-kernel.sh).
+exec 9>"$WORK.lock"
+if ! flock -n 9; then
+	log "waiting for another build of $WORK"
+	flock 9
+fi
+
 if [[ ! -f $SRC/.rhinet-unpacked ]]; then
 	log "fetching and unpacking qemu $VERSION into $WORK"
 	rm -rf "$SRC" "$WORK/dl"

@@ -417,8 +417,8 @@ TEST_F(TwoNodes, WordsSoftwareClearsAreStoredOnce) {
   c->node(0).bus.between_passes = nullptr;
 
   // A remote FETCH_ADD's result and the host CPU writing the same counter
-  // after it saw the add (001's RecvCNT-style counters): the CPU's value
-  // stays.
+  // after it saw the add (as the Inbox's RecvCNT counters are used): the
+  // CPU's value stays.
   Region counter = make_region(B(), 64);
   counter.buf.store64(8, 100);
   Region result = make_region(A(), 64);

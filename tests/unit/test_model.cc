@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The one-sided RHiNET model on the NIC (004 2.1-2.4, 2.7, 2.11): every
-// partial-transfer mode of table 1 by area and by VA + key, through a lossy
+// The one-sided RHiNET model on the NIC (Documentation/userlib/design.md):
+// every partial-transfer mode an operation takes (the operation table,
+// hw_ops.h) by area and by VA + key, through a lossy
 // fabric, every byte checked against a model computed here; process groups
 // checked at both ends; twin memory allocation, exhaustion and isolation;
 // signals counted exactly.
@@ -89,7 +90,7 @@ const Shape kShapes[] = {{1, 0},       {7, 4093},   {4095, 1},
 class Matrix : public Model,
                public ::testing::WithParamInterface<std::tuple<Addr, Shape>> {};
 
-TEST_P(Matrix, EveryTable1RowMovesExactlyTheSelectedBytes) {
+TEST_P(Matrix, EveryModeMovesExactlyTheSelectedBytes) {
   const auto [addr, shape] = GetParam();
   const size_t n = shape.size;
   lossy(n + 1);
@@ -243,7 +244,7 @@ INSTANTIATE_TEST_SUITE_P(
              "_" + std::to_string(std::get<1>(param_info.param).size);
     });
 
-// ---- The multiple-writer protocol (004 2.7) ---------------------------------
+// ---- The multiple-writer protocol (twins and DIFF) --------------------------
 
 // Three writers PULL the home's page with TWIN, each changes its own 8-byte
 // chunks (dealt round-robin, so every writer's changes sit 16 bytes apart),
@@ -688,7 +689,7 @@ TEST_F(Model, AreasAreReachableOnlyWithinTheirGroup) {
             RHN_ADMIN_BAD_PARAM);
 }
 
-// ---- Signals (004 2.11) and put-with-signal --------------------------------
+// ---- Signals and put-with-signal --------------------------------------------
 
 TEST_F(Model, SignalsAreCountedExactlyThroughALossyFabric) {
   start(ClusterConfig{}, 4);

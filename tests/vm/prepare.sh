@@ -157,9 +157,9 @@ UL="$BUILD/userlib"
 if [[ -f $UL/librhinet_user.so.0 ]]; then
 	app_args+=(--tool "$UL/librhinet_user.so.0:$LIB/librhinet_user.so.0"
 		--tool "$UL/rhinet-run:/usr/bin/rhinet-run")
-	for ex in table1 twin_diff_dsm hello_push isend_irecv pin_on_demand \
-		partial_messages sync_mcast shared_region mcast_switch \
-		inbox_incast collectives; do
+	for ex in transfer_modes twin_diff_dsm hello_push isend_irecv \
+		pin_on_demand partial_messages sync_mcast shared_region \
+		mcast_switch inbox_incast collectives; do
 		app_args+=(--tool "$UL/rhinet_$ex:/usr/bin/rhinet_$ex")
 	done
 fi

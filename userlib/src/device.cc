@@ -243,13 +243,14 @@ void Device::poll_cq() {
   }
 }
 
-// A WQE the NIC refuses when it fetches it (a lock's NOT_HELD or
-// "held already" decided by this node's NIC, BUSY, a malformed WQE)
-// completes with a CQE and no status word: the NIC leaves the word alone
-// then. Its slot takes the CQE's outcome, written where the word would be
-// (the CQE comes before any word the NIC writes, so a word already done is
-// the NIC's own and is left as it is). An atomic has no status word at all
-// (its operands take the WQE's bytes): every outcome comes this way.
+// A failed operation's CQE. The NIC writes the status word of a WQE it
+// refuses as it fetches it only when the WQE is well formed and the word
+// usable; a malformed WQE (a length over the NIC's limit, a transfer mode
+// the NIC refuses) completes with a CQE alone. Its slot takes the CQE's
+// outcome, written where the word would be (the CQE comes before any word
+// the NIC writes, so a word already done is the NIC's own and is left as
+// it is). An atomic has no status word at all (its operands take the WQE's
+// bytes): every outcome, success included, comes this way.
 void Device::complete_from_cqe(const rhinetdv_completion& c) {
   if (c.wr_id >= slots.size()) return;  // a receive's, or the library's
   const auto s = static_cast<std::uint32_t>(c.wr_id);

@@ -111,8 +111,10 @@ bool Request::test() {
   }
   const auto s = static_cast<std::uint32_t>(slot_);
   if (dev_->reap(s)) return true;
-  // An operation the NIC refused as it fetched it completes on the CQ
-  // only (Device::complete_from_cqe); reading the CQ makes no system call.
+  // Some outcomes come as a CQE only, never as a status word: every
+  // atomic's (its operands use the word's place in the WQE) and that of a
+  // WQE the NIC finds malformed. Device::complete_from_cqe turns them into
+  // the word; reading the CQ makes no system call.
   dev_->poll_cq();
   return dev_->reap(s);
 }

@@ -66,7 +66,7 @@ XferOptions message_options(Mode mode) {
   return o;
 }
 
-TEST(CheckMessage, Table1) {
+TEST(CheckMessage, EachSideTakesItsOwnModes) {
   struct Row {
     Op op;
     Mode mode;

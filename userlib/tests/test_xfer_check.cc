@@ -33,7 +33,7 @@ std::string message(const rhinet::Result<void>& r) {
   return r ? "" : r.error().message();
 }
 
-TEST(XferCheck, Table1) {
+TEST(XferCheck, EachOperationTakesItsModes) {
   struct Row {
     Op op;
     Mode mode;

@@ -267,8 +267,8 @@ static bool bit(const uint8_t *bits, uint64_t i)
 	return bits[i / 8] >> (i % 8) & 1;
 }
 
-static void table1(bool by_key, uint8_t *local, struct ibv_mr *lmr,
-		   uint8_t *bits, struct ibv_mr *bmr, struct ibv_dm *twin)
+static void every_mode(bool by_key, uint8_t *local, struct ibv_mr *lmr,
+		       uint8_t *bits, struct ibv_mr *bmr, struct ibv_dm *twin)
 {
 	const char *how = by_key ? "by key" : "by area";
 	const uint32_t g = 61, block = 100, count = 5000, ls = 133, rs = 171;
@@ -449,8 +449,8 @@ static int client(const char *server, int port)
 	       srv.node, srv.endpoint, srv.group, AREA_ID,
 	       rhinetdv_twin_handle(twin));
 
-	table1(false, local, lmr, bits, bmr, twin);
-	table1(true, local, lmr, bits, bmr, twin);
+	every_mode(false, local, lmr, bits, bmr, twin);
+	every_mode(true, local, lmr, bits, bmr, twin);
 
 	/* Put-with-signal while the server sleeps in wait_signal: ten PUSHes
 	 * with values 1..10 wake it at 55.

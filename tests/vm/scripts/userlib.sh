@@ -1,11 +1,11 @@
 #!/bin/sh
 # userlib programs under rhinet-run across the nodes (ranks started over
 # ssh, the bootstrap over the NIC's own IP interface, one process group
-# with its token): table1 runs every operation in every partial-transfer
-# mode it takes, by area and by key, on a ring of ranks with every byte
-# checked, put-with-signal and sync; twin_diff_dsm is the multiple-writer
-# protocol of software DSMs with the NIC doing the diff; hello_push is the
-# README's example;
+# with its token): transfer_modes runs every operation in every
+# partial-transfer mode it takes, by area and by key, on a ring of ranks
+# with every byte checked, put-with-signal and sync; twin_diff_dsm is the
+# multiple-writer protocol of software DSMs with the NIC doing the diff;
+# hello_push is the README's example;
 # isend_irecv is NIC-matched messaging (ping-pong eager and rendezvous,
 # an all-to-all with exact and any-source receives, unexpected messages
 # and iprobe, cancel, truncation); pin_on_demand is remote pin-down (an
@@ -56,7 +56,7 @@ run() { # NAME rhinet-run arguments...
 	t0=$(now)
 	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
 		echo "userlib: $name passed in $(elapsed "$t0") s"
-		grep -E "ok|rank|^table1:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:|^inbox_incast:|^collectives:" \
+		grep -E "ok|rank|^transfer_modes:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:|^inbox_incast:|^collectives:" \
 			/tmp/run.log | head -40
 	else
 		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
@@ -65,9 +65,9 @@ run() { # NAME rhinet-run arguments...
 	fi
 }
 
-run "table1, $NODES ranks" -n "$NODES" --hosts "$hosts" rhinet_table1
-run "table1, 2 ranks per node" -n $((2 * NODES)) --per-node 2 \
-	--hosts "$hosts" rhinet_table1
+run "transfer_modes, $NODES ranks" -n "$NODES" --hosts "$hosts" rhinet_transfer_modes
+run "transfer_modes, 2 ranks per node" -n $((2 * NODES)) --per-node 2 \
+	--hosts "$hosts" rhinet_transfer_modes
 run "twin_diff_dsm, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_twin_diff_dsm
 run "hello_push" -n 2 --hosts node0,node1 rhinet_hello_push

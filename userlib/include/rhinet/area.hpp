@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// RAII owners of registered memory: Area (a group-wide communication area,
-// 004 2.2), Buffer (local memory for the local side of operations) and Twin
-// (twin memory on the NIC, 2.7). Each is made by a Group, keeps the
-// group's device alive, and undoes its registration when destroyed. Do
-// not destroy one while an operation that uses it is in flight (wait for
-// the Request or Group::sync() first).
+// RAII owners of registered memory: Area (a group-wide communication area:
+// the same ID names it at every rank), Buffer (local memory for the local
+// side of operations) and Twin (twin memory on the NIC, the reference copy
+// a DIFF PUSH compares against; Documentation/userlib/design.md). Each is made
+// by a Group, keeps the group's device alive, and undoes its registration when
+// destroyed. Do not destroy one while an operation that uses it is in flight
+// (wait for the Request or Group::sync() first).
 #ifndef RHINET_AREA_HPP
 #define RHINET_AREA_HPP
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The bootstrap (004 2.1): how the ranks of a parallel process group learn
+// The bootstrap: how the ranks of a parallel process group learn
 // each other's (node ID, endpoint ID) before the NIC can address them.
 //
 // Every rank connects by TCP to one rendezvous server (rhinet-run runs it;

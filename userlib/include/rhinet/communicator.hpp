@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// rhinet::Communicator: collectives executed by the NICs (seeds 003, 000):
+// rhinet::Communicator: collectives executed by the NICs
+// (Documentation/firmware/collectives.md):
 // allreduce, reduce, broadcast and barrier over ranks of a Group.
 //
 // The NICs do the work: each reads its ranks' operands from their buffers

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// rhinet::Group: a parallel process group (004 2.1) as this process sees
-// it: its rank, the group size and ID, the table rank -> (node, endpoint)
-// from the bootstrap, the NIC endpoint, and the operations of 004 tables 1
-// and 2 that exist so far: PUSH and PULL with their modes, signals, sync,
+// rhinet::Group: a parallel process group (the processes of one job that
+// reach each other's areas; Documentation/userlib/design.md, "Process
+// groups") as this process sees it: its rank, the group size and ID, the
+// table rank -> (node, endpoint) from the bootstrap, the NIC endpoint, and
+// the model's operations: PUSH and PULL with their modes, signals, sync,
 // messages matched by the NIC (isend, irecv, iprobe), multicast (mcast),
 // locks and barriers kept by the NIC, and shared regions (subscribe).
 //
@@ -121,7 +122,7 @@ class Group {
   // share or the NIC's twin memory is used up).
   Result<Twin> twin(std::size_t bytes);
 
-  // ---- remote pin-down (004 2.5; table 2: pd_req, pd_reply, pd_release) --
+  // ---- remote pin-down (pd_req, pd_release; reference.md) -----------------
   //
   // An on-demand area is memory this process has only mapped (mmap, not
   // touched, not registered): nothing is pinned when it is declared. Its
@@ -150,16 +151,16 @@ class Group {
   Request pd_release(std::uint32_t rank, std::uint32_t area_id,
                      std::uint64_t offset, std::uint64_t length);
 
-  // ---- PUSH and PULL (004 2.4, 2.7; table 1) ------------------------------
+  // ---- PUSH and PULL (one-sided, with partial-transfer modes) -------------
   //
   // The local span must lie inside one Buffer or Area of this group
   // (looked up in the group's registry; writable for a PULL), except for an
   // inline PUSH. Every operation completes through a status word; the
   // returned Request is either in flight or already failed (errors found
   // before posting: EINVAL for a rank out of range or a mode the operation
-  // does not take (table 1) or bad mode parameters, EFAULT for an
-  // unregistered span or bitmap, EACCES for a PULL into a read-only
-  // Buffer, EMSGSIZE, EOPNOTSUPP, errno of rhinetdv_push_ex/pull_ex).
+  // does not take (see Mode in xfer.hpp) or bad mode parameters, EFAULT
+  // for an unregistered span or bitmap, EACCES for a PULL into a
+  // read-only Buffer, EMSGSIZE, EOPNOTSUPP, errno of rhinetdv_push_ex/pull_ex).
   // The NIC's errors come with their syndrome when the request completes.
 
   // src -> (rank, area_id, offset). Modes: basic, diff, bitmap, stride.
@@ -182,8 +183,8 @@ class Group {
   Request compare_swap(std::uint32_t rank, std::uint32_t area_id,
                        std::uint64_t offset, std::uint64_t expected,
                        std::uint64_t desired);
-  // By virtual address and rkey in `rank`'s memory (004 2.4's other way to
-  // name the target; the key is the protection, the group is not checked).
+  // By virtual address and rkey in `rank`'s memory (the other way to name
+  // the target; the key is the protection, the group is not checked).
   // No signal.
   Request push_to(std::uint32_t rank, std::uint64_t remote_addr,
                   std::uint32_t rkey, std::span<const std::byte> src,
@@ -192,14 +193,14 @@ class Group {
                     std::uint32_t rkey, std::span<std::byte> dst,
                     const XferOptions& options = {});
 
-  // 004 table 2 `sync`: waits until every PUSH, PULL and isend this
-  // process issued has completed (not for receives: they complete when a
-  // message comes). Returns the first error among detached (or destroyed)
-  // requests that failed since the last sync(); the errors of requests
-  // still held stay with them. ETIMEDOUT leaves operations in flight.
+  // Waits until every PUSH, PULL and isend this process issued has
+  // completed (not for receives: they complete when a message comes). Returns
+  // the first error among detached (or destroyed) requests that failed since
+  // the last sync(); the errors of requests still held stay with them.
+  // ETIMEDOUT leaves operations in flight.
   Result<void> sync(std::chrono::milliseconds timeout = forever);
 
-  // ---- messages: isend / irecv / iprobe (004 2.6, table 2) ---------------
+  // ---- messages: isend / irecv / iprobe (matched by the NIC) --------------
   //
   // Matched by the receiving NIC: an irecv takes a message when its source
   // is the irecv's rank (or the irecv takes any_source) and its tag
@@ -211,8 +212,8 @@ class Group {
   // match; longer ones are sent once the irecv is known, straight into
   // its buffer. A basic isend may be inline_data.
   //
-  // Partial-transfer modes (004 table 1), chosen by each side for its own
-  // memory, as XferOptions: an isend takes basic, diff, bitmap, stride;
+  // Partial-transfer modes (Mode in xfer.hpp), chosen by each side for its
+  // own memory, as XferOptions: an isend takes basic, diff, bitmap, stride;
   // an irecv basic, twin, bitmap, stride.
   //   isend stride: the message is the `count` blocks of `block` bytes,
   //     local_stride apart in src, packed (block * count bytes;
@@ -276,8 +277,8 @@ class Group {
                 std::span<std::byte> dst, const XferOptions& options = {}) {
     return irecv(source, TagMatch{tag}, dst, options);
   }
-  // 004 table 2 iprobe: the oldest unexpected message an irecv(source,
-  // match) would take, without taking it; nullopt when none waits.
+  // iprobe: the oldest unexpected message an irecv(source, match) would
+  // take, without taking it; nullopt when none waits.
   // Nonblocking (the NIC answers; no system call). Errors: EOPNOTSUPP (no
   // tag matching), EINVAL (no such rank), errno of rhinetdv_iprobe.
   Result<std::optional<Message>> iprobe(std::uint32_t source, TagMatch match);
@@ -286,7 +287,7 @@ class Group {
     return iprobe(source, TagMatch{tag});
   }
 
-  // ---- signals (004 2.11) ------------------------------------------------
+  // ---- signals (counts PUSHed to an area; design.md, "Signals") -----------
 
   // The sum of the signal values PUSHed to this process's area `area_id`
   // since the group was joined (nonblocking).
@@ -299,10 +300,10 @@ class Group {
   // ---- bootstrap ----------------------------------------------------------
 
   // A barrier over the bootstrap's TCP connection through the rendezvous
-  // server (slow; for setup and tests). Not the NIC barrier of 004 2.10.
+  // server (slow; for setup and tests). Not the NIC barrier (below).
   Result<void> barrier_bootstrap(std::chrono::milliseconds timeout = forever);
 
-  // ---- sequential multicast (004 2.8, mcastB) -----------------------------
+  // ---- sequential multicast (the sender's NIC sends to each in turn) ------
   //
   // src -> the same (area_id, offset) at every rank of `ranks`, as one
   // operation: this process's NIC sends the data to each member in turn
@@ -326,7 +327,7 @@ class Group {
                 std::uint64_t offset, std::span<const std::byte> src,
                 const XferOptions& options = {});
 
-  // ---- simultaneous multicast (004 2.8, mcastA) --------------------------
+  // ---- simultaneous multicast (the switch replicates each packet) ---------
   //
   // src -> the same (area_id, offset) at every member of a switch group:
   // this process's NIC sends each packet once, to the group, and the fabric
@@ -353,7 +354,7 @@ class Group {
                 std::span<const std::byte> src,
                 const XferOptions& options = {});
 
-  // ---- locks and barriers (004 2.10) -------------------------------------
+  // ---- locks and barriers (kept by a manager rank's NIC) ------------------
   //
   // Kept by the NIC of a manager rank's endpoint (any rank; its process
   // does nothing): a lock is a 64-bit ID there, granted in the order the
@@ -401,7 +402,7 @@ class Group {
   Result<void> barrier(const BarrierOptions& options = {},
                        std::chrono::milliseconds timeout = forever);
 
-  // ---- shared regions (004 2.9) -----------------------------------------
+  // ---- shared regions (copies kept alike along a directory) ---------------
   //
   // A region is [offset, offset + length) of an area: every member keeps
   // its copy at that offset of its own Area of that ID, so an update means

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // A many-to-one message channel whose receiver memory does not grow with
-// the number of senders (seed 001: receive-buffer acquisition with remote
-// atomics). The receiver owns N slots in an area; a sender takes a ticket
-// with a remote fetch-add on the receiver's SendCNT and writes its slot
-// once the receiver's RecvCNT shows the slot free, reading RecvCNT again
-// meanwhile. Nothing is dropped and nobody is refused: under incast the
-// senders wait on a counter, the receiver's CPU takes no part in the
+// the number of senders (receive-buffer acquisition with remote atomics;
+// Documentation/userlib/inbox.md). The receiver owns N slots in an area; a
+// sender takes a ticket with a remote fetch-add on the receiver's SendCNT and
+// writes its slot once the receiver's RecvCNT shows the slot free, reading
+// RecvCNT again meanwhile. Nothing is dropped and nobody is refused: under
+// incast the senders wait on a counter, the receiver's CPU takes no part in the
 // acquisition, and the receiver holds N slots whether 1 or 10^6 ranks
 // send. The protocol itself is rhinet/inbox_protocol.hpp.
 //
@@ -35,7 +35,8 @@
 
 namespace rhinet {
 
-// Where each counter group's SendCNT and RecvCNT live (001 figs. 5 and 6):
+// Where each counter group's SendCNT and RecvCNT live (spread over ranks
+// so that the senders' fetch-adds do not all reach one NIC):
 // group g's at rank ranks[g % ranks.size()], in that rank's counter area
 // `area_id` (InboxCounterHost). Empty: at the receiver, in its own area.
 struct InboxPlacement {
@@ -146,7 +147,7 @@ class InboxSender {
   std::unique_ptr<State> s_;
 };
 
-// 001's message-count limiting, on top of any messaging (isend/irecv): a
+// Message-count limiting, on top of any messaging (isend/irecv): a
 // sender takes a credit before each message to the receiver, the receiver
 // gives one back for each message it has taken, and at most `slots`
 // messages of all senders together are ever outstanding at the receiver,

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The receive-buffer acquisition protocol of seed 001 (remote atomics for
-// memory-saving communication), independent of how its operations travel:
-// rhinet::Inbox and rhinet::InboxSender run it over the NIC, the unit tests
-// over an in-memory transport that completes operations in any order.
+// The receive-buffer acquisition protocol (remote atomics for
+// memory-saving communication; Documentation/userlib/inbox.md), independent of
+// how its operations travel: rhinet::Inbox and rhinet::InboxSender run it over
+// the NIC, the unit tests over an in-memory transport that completes operations
+// in any order.
 //
 // The receiver's area holds two counters and a queue of N slots:
 //
@@ -34,7 +35,7 @@ struct InboxLayout {
   std::uint32_t slot_bytes = 256;  // the longest message
   // The counters' first value (tests start near 2^64 to see them wrap).
   std::uint64_t first_ticket = 0;
-  // K counter groups (001 figs. 5 and 6): the slots are split evenly among
+  // K counter groups: the slots are split evenly among
   // them, and each group has its own SendCNT and RecvCNT, which may live at
   // another rank than the receiver, so that the senders' fetch-adds spread
   // over K NICs instead of all reaching the receiver's. A sender always
@@ -151,7 +152,7 @@ class SendMachine {
     op_ = t_.fetch_add(counter_offset(group_) + kSendCount, 1);
     state_ = State::ticket;
   }
-  // 001's message-count limiting: a ticket and the wait for room only,
+  // Message-count limiting: a ticket and the wait for room only,
   // done when the caller may send one message by other means.
   void start_credit() {
     credit_only_ = true;

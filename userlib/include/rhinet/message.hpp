@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Messages matched by the NIC (004 2.6, table 2): the vocabulary of
+// Messages matched by the NIC (Documentation/userlib/design.md, "isend and
+// irecv in userlib"): the vocabulary of
 // Group::isend / irecv / iprobe. A message carries a 64-bit tag; a
 // receive names the source rank it takes messages from (or any_source)
 // and a tag with a mask: it takes a message when
@@ -50,7 +51,7 @@ struct Message {
 };
 
 // The checks isend/irecv make on their options before posting (exposed
-// for tests and for callers who validate once): table 1 for messages
+// for tests and for callers who validate once): the modes a message takes
 // (isend: basic, diff, bitmap, stride; irecv: basic, twin, bitmap,
 // stride) and the mode's parameters against `length` (the local span's
 // bytes) as check_xfer's, a strided message's remote_stride 0 or the

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The RHiNET programming model (seed 004, section 2) in C++20, on the
+// The RHiNET programming model (one-sided PUSH and PULL between the areas
+// of a process group; Documentation/userlib/design.md) in C++20, on the
 // direct verbs of the RHiNET-NG NIC (infiniband/rhinetdv.h):
 //
 //   auto g = rhinet::Group::join_from_env();   // started by rhinet-run
@@ -9,10 +10,10 @@
 //   group.barrier_bootstrap();                   // everyone registered
 //   auto r = group.push(peer, 7, 0, std::as_bytes(std::span(src)));
 //   if (auto w = r.wait(); !w) ... w.error().syndrome_name() ...
-//   group.sync();                                // 004 table 2 `sync`
+//   group.sync();                                // all PUSHes complete
 //   auto rx = group.irecv(rhinet::any_source, 42, std::span(inbox));
 //   auto tx = group.isend(peer, 42, std::as_bytes(std::span(src)));
-//   rx.wait(); rx.message()->source ...          // 004 2.6 isend/irecv
+//   rx.wait(); rx.message()->source ...          // matched by the NIC
 //
 // Reference: Documentation/userlib/reference.md.
 #ifndef RHINET_RHINET_HPP

@@ -16,7 +16,7 @@ inline constexpr std::chrono::milliseconds forever =
 inline constexpr std::uint32_t max_ranks = 65536;
 
 // Where a rank is on the fabric: its NIC's node ID and its endpoint there
-// (004 2.3: node ID and process ID).
+// (the endpoint stands for the process on that node).
 struct Peer {
   std::uint32_t node_id = 0;
   std::uint32_t endpoint_id = 0;

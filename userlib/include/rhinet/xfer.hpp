@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Options of PUSH and PULL: the partial-transfer modes of 004 2.7 / table 1
-// with their parameters, put-with-signal (2.11) and the per-operation flags.
-// isend and irecv (message.hpp) take the same options: the modes of table
-// 1 (an isend as a PUSH, an irecv as a PULL, each for its own memory) and,
-// for a basic isend, inline_data.
+// Options of PUSH and PULL: the partial-transfer modes (Mode below; the
+// model in Documentation/userlib/design.md, "Partial transfers as placed
+// packets") with their parameters, put-with-signal and the per-operation
+// flags. isend and irecv (message.hpp) take the same options: the same
+// modes (an isend as a PUSH, an irecv as a PULL, each for its own memory)
+// and, for a basic isend, inline_data.
 #ifndef RHINET_XFER_HPP
 #define RHINET_XFER_HPP
 
@@ -23,14 +24,14 @@ enum class Op : std::uint32_t {
   pull = 2,
   isend = 3,
   irecv = 4,
-  pd_req = 5,  // remote pin-down (004 2.5)
+  pd_req = 5,  // remote pin-down: pin a part of an on-demand area
   pd_release = 6,
-  mcast = 7,  // sequential multicast (004 2.8 mcastB): a PUSH to many ranks
-  lock = 8,   // locks and barriers (004 2.10)
+  mcast = 7,  // sequential multicast: a PUSH to many ranks, one by one
+  lock = 8,   // locks and barriers kept by a manager rank's NIC
   unlock = 9,
   barrier = 10,
-  mcast_switch = 11,  // simultaneous multicast (004 2.8 mcastA): a switch group
-  subscribe = 12,     // shared regions (004 2.9): join a region at its home
+  mcast_switch = 11,  // simultaneous multicast: the switch replicates
+  subscribe = 12,     // shared regions: join a region at its home
   unsubscribe = 13,
   share_update = 14,  // a PUSH to every other member of the region
   fetch_add = 15,     // remote atomics on an aligned 64-bit word of an area
@@ -38,9 +39,9 @@ enum class Op : std::uint32_t {
   collective = 17,  // allreduce, reduce, bcast, barrier (rhinet::Communicator)
 };
 
-// The partial-transfer modes (values of RHINETDV_MODE_*). Table 1: PUSH
-// and isend take basic, diff, bitmap, stride; PULL and irecv take basic,
-// twin, bitmap, stride.
+// The partial-transfer modes (values of RHINETDV_MODE_*). Each side picks
+// one for its own memory: PUSH and isend take basic, diff, bitmap, stride; PULL
+// and irecv take basic, twin, bitmap, stride.
 enum class Mode : std::uint32_t {
   basic = 0,   // the whole span
   twin = 1,    // PULL, irecv: the NIC also keeps a copy in twin memory
@@ -90,8 +91,8 @@ struct XferOptions {
   Bitmap bitmap{};  // Mode::bitmap
   TwinRef twin{};   // Mode::twin, Mode::diff
   // PUSH by area only: when nonzero, the target's signal count of the area
-  // grows by this value once the data has landed (put-with-signal, 004
-  // 2.11); the target waits with Group::wait_signal.
+  // grows by this value once the data has landed (put-with-signal); the
+  // target waits with Group::wait_signal.
   std::uint32_t signal = 0;
   // Start only after this process's earlier PULLs completed.
   bool fence = false;
@@ -130,7 +131,7 @@ enum class Target : std::uint32_t {
 // The checks push/pull (and mcast and share_update, PUSHes by area to many
 // ranks, and subscribe, which takes basic or twin: all with Target::area)
 // make before posting (exposed for tests and for callers who want to
-// validate once): table 1's combinations, the
+// validate once): the modes each operation takes (Mode above), the
 // mode's parameters against `length` (the local span's bytes), signal
 // only on a PUSH by area, inline only on a basic PUSH. Errors: EINVAL with a
 // message naming the rule (also for Op::isend/irecv: see check_message);

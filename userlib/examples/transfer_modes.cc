@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// table1: every operation in every partial-transfer mode it takes (the
+// transfer_modes: every operation in every partial-transfer mode it takes (the
 // table in Documentation/userlib/reference.md, "PUSH and PULL") through
 // userlib, on a ring of ranks.
 //
@@ -12,7 +12,7 @@
 // wait_signal until its predecessor's five signals arrived. sync() ends
 // it.
 //
-//   rhinet-run -n 4 --hosts node0,node1,node2,node3 rhinet_table1
+//   rhinet-run -n 4 --hosts node0,node1,node2,node3 rhinet_transfer_modes
 //
 // Exit status 0 when every check passed on this rank.
 #include <algorithm>
@@ -66,7 +66,7 @@ class Ring {
  private:
   bool ok(const rhinet::Result<void>& r, const char* what) {
     if (r) return true;
-    std::fprintf(stderr, "table1: rank %u: %s: %s\n", me_, what,
+    std::fprintf(stderr, "transfer_modes: rank %u: %s: %s\n", me_, what,
                  r.error().to_string().c_str());
     bad_++;
     return false;
@@ -102,11 +102,12 @@ class Ring {
     checks_++;
     for (std::size_t i = 0; i < want.size(); i++)
       if (got[i] != want[i]) {
-        std::fprintf(stderr,
-                     "table1: rank %u: %s: byte %zu is 0x%02x, expected "
-                     "0x%02x\n",
-                     me_, what, i, std::to_integer<unsigned>(got[i]),
-                     std::to_integer<unsigned>(want[i]));
+        std::fprintf(
+            stderr,
+            "transfer_modes: rank %u: %s: byte %zu is 0x%02x, expected "
+            "0x%02x\n",
+            me_, what, i, std::to_integer<unsigned>(got[i]),
+            std::to_integer<unsigned>(want[i]));
         bad_++;
         return;
       }
@@ -215,7 +216,7 @@ void Ring::rows(bool by_key, std::uint32_t tag) {
   refill(tag + 30);
   auto twin = g_.twin(kN);
   if (!twin) {
-    std::fprintf(stderr, "table1: rank %u: twin: %s\n", me_,
+    std::fprintf(stderr, "transfer_modes: rank %u: twin: %s\n", me_,
                  twin.error().to_string().c_str());
     bad_++;
     return;
@@ -250,7 +251,7 @@ int Ring::run() {
   auto local = g_.buffer(local_);
   auto bits = g_.readonly_buffer(bits_);
   if (!area || !local || !bits) {
-    std::fprintf(stderr, "table1: rank %u: registration failed\n", me_);
+    std::fprintf(stderr, "transfer_modes: rank %u: registration failed\n", me_);
     return 1;
   }
   const std::uint64_t va = reinterpret_cast<std::uintptr_t>(area_.data());
@@ -281,7 +282,8 @@ int Ring::run() {
   if (ok(g_.wait_signal(kMain, 15, 60s), "wait_signal")) {
     auto c = g_.signal_count(kMain);
     if (!c || *c != 15) {
-      std::fprintf(stderr, "table1: rank %u: signal count %lu, expected 15\n",
+      std::fprintf(stderr,
+                   "transfer_modes: rank %u: signal count %lu, expected 15\n",
                    me_, c ? (unsigned long)*c : 0ul);
       bad_++;
     }
@@ -289,14 +291,15 @@ int Ring::run() {
   ok(g_.sync(60s), "sync");
   barrier();
   if (bad_) return 1;
-  std::printf("table1: rank %u of %u: ok, %d checks (node %u)\n", me_,
+  std::printf("transfer_modes: rank %u of %u: ok, %d checks (node %u)\n", me_,
               g_.size(), checks_, g_.self().node_id);
   if (me_ == 0) {
     // Rank 0's operations, each waited for alone (every rank busy too);
     // bytes = the span the operation covers (a DIFF sent ~0.1 % of it).
-    std::printf("table1: rank 0, %u ranks: %-16s %9s %10s %8s\n", g_.size(),
-                "operation", "bytes", "time [us]", "MB/s");
-    for (int i = 0; i < figures_; i++) std::printf("table1:%s\n", figure_[i]);
+    std::printf("transfer_modes: rank 0, %u ranks: %-16s %9s %10s %8s\n",
+                g_.size(), "operation", "bytes", "time [us]", "MB/s");
+    for (int i = 0; i < figures_; i++)
+      std::printf("transfer_modes:%s\n", figure_[i]);
   }
   return 0;
 }
@@ -307,12 +310,12 @@ int main() {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   auto joined = rhinet::Group::join_from_env();
   if (!joined) {
-    std::fprintf(stderr, "table1: join: %s\n",
+    std::fprintf(stderr, "transfer_modes: join: %s\n",
                  joined.error().to_string().c_str());
     return 1;
   }
   if ((*joined)->size() < 2) {
-    std::fprintf(stderr, "table1: needs at least 2 ranks\n");
+    std::fprintf(stderr, "transfer_modes: needs at least 2 ranks\n");
     return 2;
   }
   Ring ring(**joined);
