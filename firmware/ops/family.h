@@ -79,7 +79,7 @@ struct OpFamily {
   // TM SRQ's rendezvous data): taken before any message is looked for.
   // nullptr: the family's answers answer WQEs.
   void (*on_nic_answer)(Impl& m, Peer& p, const Packet& pkt) = nullptr;
-  // Fan-out families (an mcastB): the WQE goes to `*count` destinations;
+  // Fan-out families (a multicast list): the WQE goes to `*count` destinations;
   // the index-th is (*node, *qpn). False: the WQE fails (its list became
   // unreadable or wrong). nullptr: the WQE's own destination.
   // A *count of 0 (nobody to send to) completes the WQE at once.
@@ -87,7 +87,7 @@ struct OpFamily {
                            uint32_t index, uint16_t* node, uint32_t* qpn,
                            uint32_t* count) = nullptr;
   // Families with a reliable stream of their own instead of a node
-  // channel (an mcastA to a switch group): send the next packet of the
+  // channel (a multicast through a switch group): send the next packet of the
   // QP's current message (what send_packet does for the others) and
   // finish the entry themselves. nullptr: the node channel of dst_node.
   Impl::TxResult (*send_packet)(Impl& m, QpObj& qp, uint32_t qpn) = nullptr;

@@ -264,7 +264,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
       syndrome = s != RHN_SYN_NONE ? s : RHN_SYN_ALIGNMENT;
     }
   }
-  // A fan-out WQE (mcastB) is fetched again for each destination: one
+  // A fan-out WQE (a multicast list) is fetched again for each destination: one
   // message each, the WQE's slots going with the last.
   uint8_t fanout = 0;
   bool nobody = false;  // a fan-out with no destination: done at once
@@ -521,7 +521,7 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
     Inflight& e = entry(qpn, qp.inflight_head);
     if (e.state != MsgState::kDone) break;
     if (e.fanout == kFanoutMember) {
-      // One destination of an mcastB: its WQE's CQE (with the last one)
+      // One destination of a fan-out WQE: its WQE's CQE (with the last one)
       // reports the first failure.
       if (e.status != RHN_CQE_SUCCESS && qp.fanout_status == RHN_CQE_SUCCESS) {
         qp.fanout_status = e.status;
@@ -584,7 +584,7 @@ void Engine::Impl::qp_to_error(uint32_t qpn) {
   qp.has_unanswered = false;
   qp.wake_at = 0;
   qp.prefetched_slot = kNone;
-  // An mcastB WQE half expanded is flushed whole (it is still at
+  // A fan-out WQE half expanded is flushed whole (it is still at
   // sq_fetch).
   qp.fanout_next = 0;
   // Outstanding messages complete as flushed (late ACKs find them done).

@@ -108,7 +108,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   if (has_xfer && !(row.ext & RHN_EXT_XFER))
     return w.xfer_mode > RHN_XFER_STRIDE ? RHN_SYN_BAD_WQE : RHN_SYN_BAD_XFER;
   if (out.has_grh && !(row.ext & RHN_EXT_GRH)) return RHN_SYN_BAD_WQE;
-  // The family's own description (an mcastB's destination list, a
+  // The family's own description (a multicast list's destinations, a
   // collective's) takes the last slot; the family checks it and the rest
   // of what is its own.
   const bool has_family_slot = row.ext & (RHN_EXT_MCAST | RHN_EXT_COLL);

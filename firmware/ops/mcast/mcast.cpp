@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Sequential multicast (mcastB): one WQE, a PUSH by area to every
+// Sequential multicast (a multicast list): one WQE, a PUSH by area to every
 // endpoint of a destination list in host memory. The requester asks this
 // family for the destinations one at a time (next_destination) and sends
 // each an ordinary WRITE message on that node's reliable channel, so

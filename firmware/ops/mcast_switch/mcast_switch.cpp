@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Simultaneous multicast (mcastA): one WQE, a PUSH by area to every
-// endpoint of a switch group. The NIC sends each packet once, to the group's
-// node ID, and the switch copies it to the members (the pattern the
+// Simultaneous multicast (through a switch group): one WQE, a PUSH by area to
+// every endpoint of a switch group. The NIC sends each packet once, to the
+// group's node ID, and the switch copies it to the members (the pattern the
 // administrator registered there). Reliability is not the node channels':
 // every (sender, group) pair is a stream of its own with its own serial
 // numbers (Documentation/firmware/multicast.md):

@@ -4,7 +4,7 @@
 // A region is a range of an area, named by its home endpoint and the area
 // key. Every member's NIC keeps a record of it with the directory (the
 // members, home included); updates fan out to that directory as WRITEs
-// (the requester's per-destination expansion, as an mcastB's). The join
+// (the requester's per-destination expansion, as a multicast list's). The join
 // is run by the home's NIC with firmware messages:
 //
 //   newcomer --SHARE_REQ(SUBSCRIBE)--> home

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Sequential multicast (mcastB): one MCAST_LIST WQE pushes its data
+// Sequential multicast (a multicast list): one MCAST_LIST WQE pushes its data
 // by area to every endpoint of a destination list; every member gets every
 // byte exactly once, through a lossy fabric too, in any PUSH mode; the WQE
 // completes once, after the last member, with the first failure if any; a
@@ -267,7 +267,7 @@ TEST_F(McastList, BadListsAreRefusedBeforeAnythingIsSent) {
   EXPECT_EQ(w.status, RHN_CQE_LOC_QP_OP_ERR) << describe(w);
 }
 
-// The endpoint destroyed while its mcastB is half way through the list:
+// The endpoint destroyed while its multicast list is half way through the list:
 // nothing is left behind (the next endpoint's mcast works), no CQE lost.
 TEST_F(McastList, AnEndpointResetMidListFlushesTheWqeOnce) {
   FaultConfig f;
