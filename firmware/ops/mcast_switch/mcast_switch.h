@@ -23,4 +23,13 @@ inline uint64_t mcast_next_deadline(const Impl& m) {
   return m.switch_mcast.next_repair;
 }
 
+// What the family claims, for the registry.
+extern const OpFamily
+    kMcastSwitchFamily;  // mcast_switch.cpp: its frames travel outside the node
+                         // channels (its module)
+inline constexpr OpClaims kMcastSwitchClaims{
+    .family = &kMcastSwitchFamily,
+    .wqe_ops = {RHN_OP_MCAST_SWITCH},
+};
+
 }  // namespace rhinet::fw

@@ -38,4 +38,12 @@ inline uint32_t tm_max_tags(const Impl& m) {
   return m.tags.recv_quota < 0xffff ? m.tags.recv_quota : 0xffff;
 }
 
+// What the family claims, for the registry.
+extern const OpFamily kTmFamily;  // tm.cpp: no WQE of its own; its rendezvous
+                                  // data answers no WQE (on_nic_answer)
+inline constexpr OpClaims kTmClaims{
+    .family = &kTmFamily,
+    .answers = {RHN_WOP_TM_DATA},
+};
+
 }  // namespace rhinet::fw
