@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "ops/family.h"
 #include "test_helpers.h"
 
 namespace rhinet::test {
@@ -235,6 +236,72 @@ TEST_F(EchoOnUc, AnUnreliableQpCannotAskForAnAnswer) {
   const Completion s = wait_one(*c, *p.cq_a);
   EXPECT_EQ(s.status, RHN_CQE_LOC_QP_OP_ERR) << describe(s);
   EXPECT_EQ(s.vendor_err, uint32_t(RHN_SYN_BAD_OPCODE)) << describe(s);
+}
+
+// The registry of this build: the echo opcodes are echo's, every other
+// opcode keeps the family it had when the registry listed them itself.
+TEST(EchoRegistry, EachOpcodeHasItsFamily) {
+  using fw::family_of_wire;
+  using fw::op_info;
+  using fw::wire_is_request;
+  const std::map<uint8_t, std::string> ops = {
+      {RHN_OP_SEND, "send"},
+      {RHN_OP_SEND_IMM, "send"},
+      {RHN_OP_SEND_INV, "send"},
+      {RHN_OP_WRITE, "rdma"},
+      {RHN_OP_WRITE_IMM, "rdma"},
+      {RHN_OP_READ, "rdma"},
+      {RHN_OP_FETCH_ADD, "atomic"},
+      {RHN_OP_CMP_SWAP, "atomic"},
+      {RHN_OP_BIND_MW, "window"},
+      {RHN_OP_LOCAL_INV, "window"},
+      {RHN_OP_REG_MR, "window"},
+      {RHN_OP_RAW_ETH, "raw"},
+      {RHN_OP_ISEND, "tag"},
+      {RHN_OP_IPROBE, "tag-local"},
+      {RHN_OP_IRECV_CANCEL, "tag-local"},
+      {RHN_OP_PD_REQUEST, "pindown"},
+      {RHN_OP_PD_RELEASE, "pindown"},
+      {RHN_OP_LOCK, "sync"},
+      {RHN_OP_UNLOCK, "sync"},
+      {RHN_OP_BARRIER, "sync"},
+      {RHN_OP_MCAST_LIST, "mcast"},
+      {RHN_OP_MCAST_SWITCH, "mcast_switch"},
+      {RHN_OP_SUBSCRIBE, "share"},
+      {RHN_OP_UNSUBSCRIBE, "share"},
+      {RHN_OP_SHARE_UPDATE, "share"},
+      {RHN_OP_COLLECTIVE, "coll"},
+      {RHN_OP_ECHO, "echo"}};
+  const std::map<uint8_t, std::string> wires = {
+      {RHN_WOP_SEND, "send"},          {RHN_WOP_WRITE, "rdma"},
+      {RHN_WOP_READ_REQ, "rdma"},      {RHN_WOP_READ_RESP, "rdma"},
+      {RHN_WOP_FETCH_ADD, "atomic"},   {RHN_WOP_CMP_SWAP, "atomic"},
+      {RHN_WOP_ATOMIC_RESP, "atomic"}, {RHN_WOP_TAG, "tag"},
+      {RHN_WOP_TAG_DATA, "tag"},       {RHN_WOP_TAG_RESP, "tag"},
+      {RHN_WOP_PD_REQ, "pindown"},     {RHN_WOP_PD_RELEASE, "pindown"},
+      {RHN_WOP_PD_REPLY, "pindown"},   {RHN_WOP_TM_DATA, "tm"},
+      {RHN_WOP_LOCK, "sync"},          {RHN_WOP_UNLOCK, "sync"},
+      {RHN_WOP_BARRIER, "sync"},       {RHN_WOP_SYNC_RESP, "sync"},
+      {RHN_WOP_SHARE_REQ, "share"},    {RHN_WOP_SHARE_UPDATE, "share"},
+      {RHN_WOP_SHARE_DATA, "share"},   {RHN_WOP_ECHO, "echo"},
+      {RHN_WOP_ECHO_RESP, "echo"}};
+  for (uint32_t op = 0; op < 256; op++) {
+    const fw::OpFamily* f = op_info(uint8_t(op)).family;
+    const auto it = ops.find(uint8_t(op));
+    EXPECT_EQ(f ? std::string(f->name) : "", it == ops.end() ? "" : it->second)
+        << "WQE opcode " << op;
+  }
+  for (uint32_t w = 0; w < 256; w++) {
+    const fw::OpFamily* f = family_of_wire(uint8_t(w));
+    const auto it = wires.find(uint8_t(w));
+    EXPECT_EQ(f ? std::string(f->name) : "",
+              it == wires.end() ? "" : it->second)
+        << "wire opcode " << w;
+    // Requests are numbered below the first answer, but for echo's.
+    EXPECT_EQ(wire_is_request(uint8_t(w)),
+              w == RHN_WOP_ECHO || (w < RHN_WOP_READ_RESP))
+        << "wire opcode " << w;
+  }
 }
 
 }  // namespace
