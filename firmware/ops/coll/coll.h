@@ -23,8 +23,8 @@ inline uint64_t coll_next_deadline(const Impl& m) {
 }
 
 // What the family claims, for the registry.
-extern const OpFamily kCollFamily;  // coll.cpp: carried by firmware messages,
-                                    // no request of its own
+// Carried by firmware messages: no request of its own.
+extern const OpFamily kCollFamily;  // coll.cpp
 inline constexpr OpClaims kCollClaims{
     .family = &kCollFamily,
     .wqe_ops = {RHN_OP_COLLECTIVE},

@@ -24,9 +24,8 @@ inline uint64_t mcast_next_deadline(const Impl& m) {
 }
 
 // What the family claims, for the registry.
-extern const OpFamily
-    kMcastSwitchFamily;  // mcast_switch.cpp: its frames travel outside the node
-                         // channels (its module)
+// Its frames travel outside the node channels (its module's routes).
+extern const OpFamily kMcastSwitchFamily;  // mcast_switch.cpp
 inline constexpr OpClaims kMcastSwitchClaims{
     .family = &kMcastSwitchFamily,
     .wqe_ops = {RHN_OP_MCAST_SWITCH},

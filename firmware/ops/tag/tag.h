@@ -31,8 +31,8 @@ inline constexpr OpClaims kTagClaims{
     .answers = {RHN_WOP_TAG_RESP},
 };
 
-extern const OpFamily
-    kTagLocalFamily;  // tag.cpp: executed by the NIC, no message
+// IPROBE, IRECV_CANCEL: executed by the NIC, no message.
+extern const OpFamily kTagLocalFamily;  // tag.cpp
 inline constexpr OpClaims kTagLocalClaims{
     .family = &kTagLocalFamily,
     .wqe_ops = {RHN_OP_IPROBE, RHN_OP_IRECV_CANCEL},

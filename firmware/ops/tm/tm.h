@@ -39,8 +39,8 @@ inline uint32_t tm_max_tags(const Impl& m) {
 }
 
 // What the family claims, for the registry.
-extern const OpFamily kTmFamily;  // tm.cpp: no WQE of its own; its rendezvous
-                                  // data answers no WQE (on_nic_answer)
+// No WQE of its own; its rendezvous data answers no WQE (on_nic_answer).
+extern const OpFamily kTmFamily;  // tm.cpp
 inline constexpr OpClaims kTmClaims{
     .family = &kTmFamily,
     .answers = {RHN_WOP_TM_DATA},
