@@ -133,8 +133,17 @@ sync_file "$REPO/qemu_device/meson.build" "$DEV/meson.build"
 sync_tree "$REPO/firmware" "$DEV/firmware"
 sync_tree "$REPO/include/hw/rhinet" "$DEV/contract/rhinet"
 # The engine's source list, for qemu_device/meson.build. Rewritten only when
-# the list changes (a change makes ninja re-run meson).
+# the list changes (a change makes ninja re-run meson). A family for test
+# builds only (a folder under ops/ with a CMakeLists.txt, as in
+# firmware/CMakeLists.txt) is not part of the NIC.
+in_test_family() { # path below firmware/
+	local dir
+	[[ $1 == ops/*/* ]] || return 1
+	dir=${1#ops/}
+	[[ -f "$REPO/firmware/ops/${dir%%/*}/CMakeLists.txt" ]]
+}
 fw_list=$(cd "$DEV/firmware" && find . -name '*.cpp' | sed 's|^\./||' | sort |
+	while read -r f; do in_test_family "$f" || echo "$f"; done |
 	sed "s|.*|  '&',|")
 printf "rhinet_fw_sources = files(\n%s\n)\n" "$fw_list" >"$WORK/fw-meson.build"
 sync_file "$WORK/fw-meson.build" "$DEV/firmware/meson.build"

@@ -3,9 +3,12 @@
 // stage of the pipeline, lives in its folder under ops/ behind this
 // interface. The stages themselves (requester/, transport/, responder/,
 // completion/) know no opcode: they look the family up in ops/registry.cpp.
-// Adding an operation is a new folder here and a table entry there.
+// Adding an operation is a new folder here, its claims (OpClaims) and a
+// line in the registry's list; see Documentation/firmware/README.md.
 #pragma once
 
+#include <array>
+#include <initializer_list>
 #include <span>
 
 #include "engine/engine_impl.h"
@@ -120,8 +123,47 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(uint8_t wqe_opcode);
+
+// How the channel hands on a wire opcode that arrived: to the family that
+// claims it (nullptr: the NIC's own RHN_WOP_FW, a NAK, an unknown one), as
+// a request (to the responder) or as an answer (to the requester).
+struct WireRoute {
+  const OpFamily* family;
+  bool request;
+};
+extern const std::array<WireRoute, 256> kWireRoutes;  // ops/registry.cpp
 // The family handling a wire opcode (a request or an answer), or nullptr.
-const OpFamily* family_of_wire(uint8_t wire_op);
+inline const OpFamily* family_of_wire(uint8_t wire_op) {
+  return kWireRoutes[wire_op].family;
+}
+inline bool wire_is_request(uint8_t wire_op) {
+  return kWireRoutes[wire_op].request;
+}
+
+// ---- What a family carries out. Each family declares its claims in its
+// folder (ops/<family>/<family>.h); ops/registry.cpp lists them once and
+// builds op_info() and kWireRoutes from the list at compile time (an
+// opcode claimed twice does not compile).
+
+// A few opcodes of one kind (more than kMax does not compile).
+struct OpcodeList {
+  static constexpr uint32_t kMax = 4;
+  uint8_t count = 0;
+  uint8_t ops[kMax] = {};
+  constexpr OpcodeList() = default;
+  constexpr OpcodeList(std::initializer_list<uint8_t> list) {
+    for (uint8_t op : list) ops[count++] = op;
+  }
+  constexpr const uint8_t* begin() const { return ops; }
+  constexpr const uint8_t* end() const { return ops + count; }
+};
+
+struct OpClaims {
+  const OpFamily* family;
+  OpcodeList wqe_ops = {};   // enum rhn_wqe_opcode: the WQEs it carries out
+  OpcodeList requests = {};  // enum rhn_wire_op: what its responder takes
+  OpcodeList answers = {};   // enum rhn_wire_op: the answers to its requests
+};
 
 // ---- Family modules: a family's life beside its datapath hooks.
 //

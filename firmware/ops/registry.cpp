@@ -1,84 +1,68 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The tables of the families: which operation family a WQE opcode and a
-// wire opcode belong to, with the rest of what the engine knows of a WQE
-// opcode taken from its row in the operation table (hw_ops.h); and the
-// list of family modules every stage loops over.
+// wire opcode belong to, built from the one list of what each family
+// claims (its folder's <family>.h), with the rest of what the engine knows
+// of a WQE opcode taken from its row in the operation table (hw_ops.h);
+// and the list of family modules every stage loops over.
 #include <algorithm>
 #include <array>
 
+#include "ops/atomic/atomic.h"
+#include "ops/coll/coll.h"
 #include "ops/family.h"
+#include "ops/mcast/mcast.h"
+#include "ops/mcast_switch/mcast_switch.h"
+#include "ops/pindown/pindown.h"
+#include "ops/raw/raw.h"
+#include "ops/rdma/rdma.h"
+#include "ops/send/send.h"
+#include "ops/share/share.h"
+#include "ops/sync/sync.h"
+#include "ops/tag/tag.h"
+#include "ops/tm/tm.h"
+#include "ops/window/window.h"
+#ifdef RHN_TEST_FAMILY_ECHO
+#include "ops/echo/echo.h"  // test builds only: the worked example
+#endif
 
 namespace rhinet::fw {
-
-// One definition per folder under ops/.
-extern const OpFamily kSendFamily;    // ops/send: SEND, SEND_IMM
-extern const OpFamily kRdmaFamily;    // ops/rdma: WRITE, WRITE_IMM, READ
-extern const OpFamily kAtomicFamily;  // ops/atomic: FETCH_ADD, CMP_SWAP
-extern const OpFamily kRawFamily;     // ops/raw: RAW_ETH
-extern const OpFamily kWindowFamily;  // ops/window: BIND_MW, REG_MR, LOCAL_INV
-extern const OpFamily kTagFamily;     // ops/tag: ISEND
-extern const OpFamily kTagLocalFamily;  // ops/tag: IPROBE, IRECV_CANCEL
-extern const OpFamily kPinFamily;       // ops/pindown: PD_REQUEST, PD_RELEASE
-extern const OpFamily kTmFamily;        // ops/tm: TM SRQs' rendezvous data
-extern const OpFamily kSyncFamily;      // ops/sync: LOCK, UNLOCK, BARRIER
-extern const OpFamily kMcastFamily;     // ops/mcast: MCAST_LIST
-extern const OpFamily kMcastSwitchFamily;  // ops/mcast_switch: MCAST_SWITCH
-extern const OpFamily kShareFamily;        // ops/share: SUBSCRIBE, UNSUBSCRIBE,
-                                           // SHARE_UPDATE
-extern const OpFamily kCollFamily;         // ops/coll: COLLECTIVE
-
 namespace {
 
-constexpr size_t kOps = RHN_OP_MAX + 1;  // every enum rhn_op
+// Every family with per-opcode hooks. NOP and IRECV (a receive-queue WQE)
+// have none; RHN_WOP_FW and NAKs are the stages' own.
+constexpr const OpClaims* kFamilies[] = {
+    &kSendClaims,   &kRdmaClaims, &kAtomicClaims,   &kRawClaims,
+    &kWindowClaims, &kTagClaims,  &kTagLocalClaims, &kPinClaims,
+    &kTmClaims,     &kSyncClaims, &kMcastClaims,    &kMcastSwitchClaims,
+    &kShareClaims,  &kCollClaims,
+#ifdef RHN_TEST_FAMILY_ECHO
+    &kEchoClaims,
+#endif
+};
 
-// Which family carries out each WQE opcode; everything else about the
-// opcode comes from its row in the operation table (hw_ops.h). NOP and
-// IRECV (a receive-queue WQE) have none.
-constexpr const OpFamily* family_of_op(uint32_t op) {
-  switch (op) {
-    case RHN_OP_SEND:
-    case RHN_OP_SEND_IMM:
-    case RHN_OP_SEND_INV:
-      return &kSendFamily;
-    case RHN_OP_WRITE:
-    case RHN_OP_WRITE_IMM:
-    case RHN_OP_READ:
-      return &kRdmaFamily;
-    case RHN_OP_FETCH_ADD:
-    case RHN_OP_CMP_SWAP:
-      return &kAtomicFamily;
-    case RHN_OP_BIND_MW:
-    case RHN_OP_LOCAL_INV:
-    case RHN_OP_REG_MR:
-      return &kWindowFamily;
-    case RHN_OP_RAW_ETH:
-      return &kRawFamily;
-    case RHN_OP_ISEND:
-      return &kTagFamily;
-    case RHN_OP_IPROBE:
-    case RHN_OP_IRECV_CANCEL:
-      return &kTagLocalFamily;
-    case RHN_OP_PD_REQUEST:
-    case RHN_OP_PD_RELEASE:
-      return &kPinFamily;
-    case RHN_OP_LOCK:
-    case RHN_OP_UNLOCK:
-    case RHN_OP_BARRIER:
-      return &kSyncFamily;
-    case RHN_OP_MCAST_LIST:
-      return &kMcastFamily;
-    case RHN_OP_MCAST_SWITCH:
-      return &kMcastSwitchFamily;
-    case RHN_OP_SUBSCRIBE:
-    case RHN_OP_UNSUBSCRIBE:
-    case RHN_OP_SHARE_UPDATE:
-      return &kShareFamily;
-    case RHN_OP_COLLECTIVE:
-      return &kCollFamily;
-    default:
-      return nullptr;
+constexpr size_t kOps = RHN_OP_MAX + 1;  // every enum rhn_op
+constexpr size_t kWires = 256;           // every wire opcode (a byte)
+
+// No opcode of either kind is claimed twice, and none the stages handle
+// themselves is claimed.
+constexpr bool claimed_once() {
+  std::array<bool, kOps> op{};
+  std::array<bool, kWires> wire{};
+  wire[0] = wire[RHN_WOP_FW] = wire[RHN_WOP_NAK] = true;
+  for (const OpClaims* c : kFamilies) {
+    for (uint8_t o : c->wqe_ops) {
+      if (o >= kOps || op[o]) return false;
+      op[o] = true;
+    }
+    for (const OpcodeList* list : {&c->requests, &c->answers})
+      for (uint8_t w : *list) {
+        if (wire[w]) return false;
+        wire[w] = true;
+      }
   }
+  return true;
 }
+static_assert(claimed_once(), "an opcode is claimed twice");
 
 // One OpInfo per row of RHN_OP_TABLE.
 constexpr OpInfo row_info(uint32_t wire, uint32_t cqe, uint32_t flags) {
@@ -98,53 +82,32 @@ constexpr std::array<OpInfo, kOps> make_ops() {
   t[op] = row_info(wire, cqe, flags);
   RHN_OP_TABLE(RHN_OP_INFO_)
 #undef RHN_OP_INFO_
-  for (uint32_t op = 0; op < kOps; op++) t[op].family = family_of_op(op);
+  for (const OpClaims* c : kFamilies)
+    for (uint8_t o : c->wqe_ops) t[o].family = c->family;
   return t;
 }
 
 constexpr std::array<OpInfo, kOps> kOpTable = make_ops();
 
+constexpr std::array<WireRoute, kWires> make_wire_routes() {
+  std::array<WireRoute, kWires> t{};
+  // What no family claims keeps the contract's numbering: requests below
+  // RHN_WOP_READ_RESP (RHN_WOP_FW among them), answers from there on.
+  for (uint32_t w = 0; w < kWires; w++) t[w] = {nullptr, w < RHN_WOP_READ_RESP};
+  for (const OpClaims* c : kFamilies) {
+    for (uint8_t w : c->requests) t[w] = {c->family, true};
+    for (uint8_t w : c->answers) t[w] = {c->family, false};
+  }
+  return t;
+}
+
 }  // namespace
+
+constinit const std::array<WireRoute, kWires> kWireRoutes = make_wire_routes();
 
 const OpInfo& op_info(uint8_t wqe_opcode) {
   static constexpr OpInfo kNoSuchOp{};
   return wqe_opcode < kOps ? kOpTable[wqe_opcode] : kNoSuchOp;
-}
-
-const OpFamily* family_of_wire(uint8_t wire_op) {
-  switch (wire_op) {
-    case RHN_WOP_SEND:
-      return &kSendFamily;
-    case RHN_WOP_WRITE:
-    case RHN_WOP_READ_REQ:
-    case RHN_WOP_READ_RESP:
-      return &kRdmaFamily;
-    case RHN_WOP_FETCH_ADD:
-    case RHN_WOP_CMP_SWAP:
-    case RHN_WOP_ATOMIC_RESP:
-      return &kAtomicFamily;
-    case RHN_WOP_TAG:
-    case RHN_WOP_TAG_DATA:
-    case RHN_WOP_TAG_RESP:
-      return &kTagFamily;
-    case RHN_WOP_PD_REQ:
-    case RHN_WOP_PD_RELEASE:
-    case RHN_WOP_PD_REPLY:
-      return &kPinFamily;
-    case RHN_WOP_TM_DATA:
-      return &kTmFamily;
-    case RHN_WOP_LOCK:
-    case RHN_WOP_UNLOCK:
-    case RHN_WOP_BARRIER:
-    case RHN_WOP_SYNC_RESP:
-      return &kSyncFamily;
-    case RHN_WOP_SHARE_REQ:
-    case RHN_WOP_SHARE_UPDATE:
-    case RHN_WOP_SHARE_DATA:
-      return &kShareFamily;
-    default:
-      return nullptr;
-  }
 }
 
 }  // namespace rhinet::fw

@@ -345,7 +345,7 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
     return;
   }
   const uint8_t wop = pkt.op.opcode;
-  const bool is_request = wop < RHN_WOP_READ_RESP;
+  const bool is_request = wire_is_request(wop);
   if (is_request && !responder_has_room(p, pkt.op)) {
     // Not accepted: as if lost; the sender resends it after a timeout.
     counters.add(RHN_CNT_RX_DROPS);

@@ -22,4 +22,12 @@ inline uint64_t coll_next_deadline(const Impl& m) {
   return m.coll.next_deadline;
 }
 
+// What the family claims, for the registry.
+// Carried by firmware messages: no request of its own.
+extern const OpFamily kCollFamily;  // coll.cpp
+inline constexpr OpClaims kCollClaims{
+    .family = &kCollFamily,
+    .wqe_ops = {RHN_OP_COLLECTIVE},
+};
+
 }  // namespace rhinet::fw

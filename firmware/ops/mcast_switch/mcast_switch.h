@@ -23,4 +23,12 @@ inline uint64_t mcast_next_deadline(const Impl& m) {
   return m.switch_mcast.next_repair;
 }
 
+// What the family claims, for the registry.
+// Its frames travel outside the node channels (its module's routes).
+extern const OpFamily kMcastSwitchFamily;  // mcast_switch.cpp
+inline constexpr OpClaims kMcastSwitchClaims{
+    .family = &kMcastSwitchFamily,
+    .wqe_ops = {RHN_OP_MCAST_SWITCH},
+};
+
 }  // namespace rhinet::fw

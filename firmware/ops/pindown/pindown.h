@@ -24,4 +24,13 @@ bool pin_holds_back(Impl& m, Peer& p, uint32_t qpn, const rhn_op_hdr& op);
 // RHN_FW_PIN_READY from a target: that QP's refused messages go again.
 void pin_ready(Impl& m, Peer& p, std::span<const uint8_t> payload);
 
+// What the family claims, for the registry.
+extern const OpFamily kPinFamily;  // pindown.cpp
+inline constexpr OpClaims kPinClaims{
+    .family = &kPinFamily,
+    .wqe_ops = {RHN_OP_PD_REQUEST, RHN_OP_PD_RELEASE},
+    .requests = {RHN_WOP_PD_REQ, RHN_WOP_PD_RELEASE},
+    .answers = {RHN_WOP_PD_REPLY},
+};
+
 }  // namespace rhinet::fw

@@ -24,4 +24,13 @@ inline uint64_t share_next_deadline(const Impl& m) {
   return m.share.next_probe;
 }
 
+// What the family claims, for the registry.
+extern const OpFamily kShareFamily;  // share.cpp
+inline constexpr OpClaims kShareClaims{
+    .family = &kShareFamily,
+    .wqe_ops = {RHN_OP_SUBSCRIBE, RHN_OP_UNSUBSCRIBE, RHN_OP_SHARE_UPDATE},
+    .requests = {RHN_WOP_SHARE_REQ, RHN_WOP_SHARE_UPDATE},
+    .answers = {RHN_WOP_SHARE_DATA},
+};
+
 }  // namespace rhinet::fw

@@ -26,4 +26,13 @@ void sync_fw_done(Impl& m, uint64_t cookie,
 bool sync_run(Impl& m, uint32_t budget);  // owed messages, liveness probes
 inline uint64_t sync_next_deadline(const Impl& m) { return m.sync.next_probe; }
 
+// What the family claims, for the registry.
+extern const OpFamily kSyncFamily;  // sync.cpp
+inline constexpr OpClaims kSyncClaims{
+    .family = &kSyncFamily,
+    .wqe_ops = {RHN_OP_LOCK, RHN_OP_UNLOCK, RHN_OP_BARRIER},
+    .requests = {RHN_WOP_LOCK, RHN_WOP_UNLOCK, RHN_WOP_BARRIER},
+    .answers = {RHN_WOP_SYNC_RESP},
+};
+
 }  // namespace rhinet::fw

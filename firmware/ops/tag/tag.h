@@ -22,4 +22,20 @@ void tag_cancel_qp(Impl& m, uint32_t qpn, bool flush);
 void tag_node_failed(Impl& m, uint16_t node, bool restarted);
 bool tag_run(Impl& m, uint32_t budget);  // owed CTSs and streams, stalled RQs
 
+// What the family claims, for the registry.
+extern const OpFamily kTagFamily;  // tag.cpp: isends
+inline constexpr OpClaims kTagClaims{
+    .family = &kTagFamily,
+    .wqe_ops = {RHN_OP_ISEND},
+    .requests = {RHN_WOP_TAG, RHN_WOP_TAG_DATA},
+    .answers = {RHN_WOP_TAG_RESP},
+};
+
+// IPROBE, IRECV_CANCEL: executed by the NIC, no message.
+extern const OpFamily kTagLocalFamily;  // tag.cpp
+inline constexpr OpClaims kTagLocalClaims{
+    .family = &kTagLocalFamily,
+    .wqe_ops = {RHN_OP_IPROBE, RHN_OP_IRECV_CANCEL},
+};
+
 }  // namespace rhinet::fw

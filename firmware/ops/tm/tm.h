@@ -33,4 +33,12 @@ inline uint32_t tm_max_tags(const Impl& m) {
   return m.tags.recv_quota < 0xffff ? m.tags.recv_quota : 0xffff;
 }
 
+// What the family claims, for the registry.
+// No WQE of its own; its rendezvous data answers no WQE (on_nic_answer).
+extern const OpFamily kTmFamily;  // tm.cpp
+inline constexpr OpClaims kTmClaims{
+    .family = &kTmFamily,
+    .answers = {RHN_WOP_TM_DATA},
+};
+
 }  // namespace rhinet::fw

@@ -98,6 +98,26 @@ enum rhn_op_ext {
 #define RHN_OPT_DATA_EXT (RHN_EXT_GRH)
 #define RHN_OPT_PUSH_EXT (RHN_EXT_GRH | RHN_EXT_XFER)
 
+/* Rows that exist only in test builds: families that prove the steps of
+ * adding one (Documentation/firmware/README.md, "Adding a family") and are
+ * never part of a NIC. Their numbers are ones no NIC uses.
+ */
+#ifdef RHN_TEST_FAMILY_ECHO
+enum rhn_test_family_echo {
+	RHN_OP_ECHO = 0x70, /* enum rhn_wqe_opcode */
+	RHN_WOP_ECHO = 0x70, /* enum rhn_wire_op: the request */
+	RHN_WOP_ECHO_RESP = 0x71, /* enum rhn_wire_op: the answer */
+	RHN_CQE_OP_ECHO = 0x70, /* enum rhn_cqe_opcode */
+};
+/* clang-format off */
+#define RHN_OP_TABLE_TEST_ROWS(X)                                          \
+	X(RHN_OP_ECHO, "echo", RHN_WOP_ECHO, RHN_CQE_OP_ECHO, 0, "",       \
+	  RHN_OPF_ANSWERED | RHN_OPF_READ_CTX, RHN_XFER_BASIC_ONLY, 0, 0)
+/* clang-format on */
+#else
+#define RHN_OP_TABLE_TEST_ROWS(X)
+#endif
+
 /* clang-format off */
 #define RHN_OP_TABLE(X)                                                    \
 	X(RHN_OP_NOP, "nop", 0, RHN_CQE_OP_SEND, 0, "",                    \
@@ -183,7 +203,8 @@ enum rhn_op_ext {
 	 */                                                                \
 	X(RHN_OP_COLLECTIVE, "collective", 0, RHN_CQE_OP_COLLECTIVE, 17,   \
 	  "collective", RHN_OPF_ANSWERED, RHN_XFER_BASIC_ONLY,             \
-	  RHN_EXT_COLL, RHN_CAP_COLLECTIVE)
+	  RHN_EXT_COLL, RHN_CAP_COLLECTIVE)                                \
+	RHN_OP_TABLE_TEST_ROWS(X)
 /* clang-format on */
 
 /* One row, as C structure (for C users; C++ users may build their own). */
