@@ -232,12 +232,10 @@ struct FamilyModule {
   void (*srq_gone)(Impl& m, uint32_t srqn) = nullptr;
   void (*mr_gone)(Impl& m, uint32_t mr_index) = nullptr;
   void (*node_failed)(Impl& m, uint16_t node, NodeLoss why) = nullptr;
-  // A turn of poll(): true when it did something. before_fw: it runs
-  // before the firmware messages are sent, so what it posts leaves in the
-  // same turn.
-  bool before_fw = false;
-  bool (*run)(Impl& m, uint32_t budget) = nullptr;
-  // The earliest time run() has something to do (UINT64_MAX: none).
+  // A family with a turn in poll() (work it owes, timers) lists it in
+  // the registry's turn lists (ops/registry.cpp), which poll() calls
+  // directly. The earliest time its turn has something to do
+  // (UINT64_MAX: none).
   uint64_t (*next_deadline)(const Impl& m) = nullptr;
   // Firmware messages: the kinds it receives, and the outcome of those it
   // sent (acknowledged: RHN_SYN_NONE; refused; or its node dead).
@@ -268,16 +266,12 @@ struct FamilyModule {
                      const rhn_admin_create_srq& c) = nullptr;
   uint32_t srq_qp_types = 0;
   SrqLanding (*srq_land)(Impl& m, Request& r, RxContext& rx) = nullptr;
-  // Doorbells: the RQ of a QP (endpoint irecvs), an SRQ's (`value`).
-  void (*rq_kick)(Impl& m, uint32_t qpn) = nullptr;
+  // An SRQ's doorbell (`value`).
   void (*srq_kick)(Impl& m, uint32_t srqn, uint64_t value) = nullptr;
-  // Responder: a request to endpoint `qpn` the family holds back (its
-  // source has an earlier one held): true, nothing more is done with it.
-  bool (*holds_back)(Impl& m, Peer& p, uint32_t qpn,
-                     const rhn_op_hdr& op) = nullptr;
-  // A receive that landed in one of the family's buffers ended
-  // (RxContext::list_entry set).
-  void (*placed)(Impl& m, RxContext& rx) = nullptr;
+  // The hooks the data path calls per packet or doorbell (a QP's RQ
+  // doorbell, a request a family holds back, a receive placed into a
+  // family's buffer) are lists in the registry, called directly: see
+  // modules_rq_kick, modules_hold_back and modules_placed.
   // Requester: a UD SEND to a group (a destination node at or past
   // RHN_NODE_MCAST_UD_FIRST), out now; returns its CQE status.
   uint8_t (*send_to_group)(Impl& m, QpObj& qp, uint32_t qpn, Inflight& e,

@@ -6,6 +6,8 @@
 // and the list of family modules every stage loops over.
 #include <algorithm>
 #include <array>
+#include <iterator>
+#include <utility>
 
 #include "ops/atomic/atomic.h"
 #include "ops/coll/coll.h"
@@ -20,6 +22,7 @@
 #include "ops/sync/sync.h"
 #include "ops/tag/tag.h"
 #include "ops/tm/tm.h"
+#include "ops/ud_mcast/ud_mcast.h"
 #include "ops/window/window.h"
 #ifdef RHN_TEST_FAMILY_ECHO
 #include "ops/echo/echo.h"  // test builds only: the worked example
@@ -128,10 +131,7 @@ extern const FamilyModule kCollModule;         // ops/coll
 namespace {
 
 // The order is the order of every loop over the families, and it matters:
-// - poll(): the families that post firmware messages from their turn
-//   (mcast_switch's repairs and ud_mcast's joins go first as they did;
-//   then sync, share, coll) run before the firmware messages are sent, so
-//   what they post leaves in the same turn; tag and then tm run after.
+// - poll(): the turn lists below.
 // - A node lost: tag and pindown first (their held receives and requests),
 //   then the families whose waits it breaks (sync, share, coll).
 // - A QP gone: tag, pindown, sync, share, coll; ud_mcast's attachments
@@ -144,6 +144,29 @@ constexpr const FamilyModule* kModules[kFamilyModules] = {
     &kUdMcastModule, &kSyncModule, &kShareModule, &kCollModule,
 };
 
+// The families' turns in poll(), in order, called directly (poll() runs
+// them on every call, so no lookup stands between). Before the firmware
+// messages are sent: the turns that post them (mcast_switch's repairs and
+// ud_mcast's joins first; then sync, share, coll), so what they post
+// leaves in the same poll; tag and then tm after.
+using TurnFn = bool (*)(Impl&, uint32_t);
+constexpr TurnFn kTurnsBeforeFw[] = {
+    [](Impl& m, uint32_t) { return mcast_run(m); },
+    [](Impl& m, uint32_t) { return ud_mcast_run(m); },
+    sync_run,
+    share_run,
+    coll_run,
+};
+constexpr TurnFn kTurnsAfterFw[] = {tag_run, tm_run};
+
+template <size_t N, size_t... I>
+bool run_turns(const TurnFn (&turns)[N], Impl& m, uint32_t budget,
+               std::index_sequence<I...>) {
+  bool did = false;
+  ((did |= turns[I](m, budget)), ...);
+  return did;
+}
+
 struct Tables {
   // Firmware-message kinds by value (kinds are small numbers).
   static constexpr uint32_t kKinds = 64;
@@ -154,20 +177,6 @@ struct Tables {
   static constexpr uint32_t kMaxFrames = 8;
   std::array<FrameRoute, kMaxFrames> frames{};
   uint32_t nframes = 0;
-  // The poll turns of the modules that have one, before and after the
-  // firmware messages go out: poll() walks these on every call, so the
-  // modules without a turn cost nothing there.
-  using RunFn = bool (*)(Impl&, uint32_t);
-  std::array<RunFn, kFamilyModules> runs[2]{};
-  uint32_t nruns[2] = {};
-  // The same for the hooks the data path calls per packet or doorbell.
-  using RqKickFn = decltype(FamilyModule::rq_kick);
-  using HoldBackFn = decltype(FamilyModule::holds_back);
-  using PlacedFn = decltype(FamilyModule::placed);
-  std::array<RqKickFn, kFamilyModules> rq_kicks{};
-  std::array<HoldBackFn, kFamilyModules> hold_backs{};
-  std::array<PlacedFn, kFamilyModules> placeds{};
-  uint32_t nrq_kicks = 0, nhold_backs = 0, nplaceds = 0;
 };
 
 Tables build_tables() {
@@ -181,14 +190,6 @@ Tables build_tables() {
     }
     for (const FrameRoute& r : kModules[i]->frames)
       if (t.nframes < Tables::kMaxFrames) t.frames[t.nframes++] = r;
-    if (kModules[i]->run) {
-      const int when = kModules[i]->before_fw ? 0 : 1;
-      t.runs[when][t.nruns[when]++] = kModules[i]->run;
-    }
-    if (kModules[i]->rq_kick) t.rq_kicks[t.nrq_kicks++] = kModules[i]->rq_kick;
-    if (kModules[i]->holds_back)
-      t.hold_backs[t.nhold_backs++] = kModules[i]->holds_back;
-    if (kModules[i]->placed) t.placeds[t.nplaceds++] = kModules[i]->placed;
   }
   return t;
 }
@@ -253,12 +254,11 @@ void modules_node_failed(Impl& m, uint16_t node, NodeLoss why) {
 }
 
 bool modules_run(Impl& m, bool before_fw, uint32_t budget) {
-  const Tables& t = kTables;
-  const int when = before_fw ? 0 : 1;
-  bool did = false;
-  for (uint32_t i = 0; i < t.nruns[when]; i++)
-    did |= t.runs[when][i](m, budget);
-  return did;
+  return before_fw
+             ? run_turns(kTurnsBeforeFw, m, budget,
+                         std::make_index_sequence<std::size(kTurnsBeforeFw)>{})
+             : run_turns(kTurnsAfterFw, m, budget,
+                         std::make_index_sequence<std::size(kTurnsAfterFw)>{});
 }
 
 uint64_t modules_next_deadline(const Impl& m) {
@@ -273,9 +273,12 @@ void modules_query_device(const Impl& m, rhn_device_attr& a) {
     if (f->query_device) f->query_device(m, a);
 }
 
-void modules_rq_kick(Impl& m, uint32_t qpn) {
-  for (uint32_t i = 0; i < kTables.nrq_kicks; i++) kTables.rq_kicks[i](m, qpn);
-}
+// The data path's hooks, called directly like the turns: who reads a QP's
+// RQ on its doorbell (endpoint irecvs), who holds back a request to an
+// endpoint (its source has an earlier one held; true: nothing more is
+// done with it), who hears that a receive placed into its buffer ended
+// (RxContext::list_entry set).
+void modules_rq_kick(Impl& m, uint32_t qpn) { tag_scan_rq(m, qpn); }
 
 void modules_srq_kick(Impl& m, uint32_t srqn, uint64_t value) {
   for (const FamilyModule* f : kModules)
@@ -283,13 +286,11 @@ void modules_srq_kick(Impl& m, uint32_t srqn, uint64_t value) {
 }
 
 bool modules_hold_back(Impl& m, Peer& p, uint32_t qpn, const rhn_op_hdr& op) {
-  for (uint32_t i = 0; i < kTables.nhold_backs; i++)
-    if (kTables.hold_backs[i](m, p, qpn, op)) return true;
-  return false;
+  return m.pins.waiters_used && pin_holds_back(m, p, qpn, op);
 }
 
 void modules_placed(Impl& m, RxContext& rx) {
-  for (uint32_t i = 0; i < kTables.nplaceds; i++) kTables.placeds[i](m, rx);
+  if (rx.list_entry != kNone) tm_placed(m, rx);  // matched a TM tag list
 }
 
 uint8_t modules_send_to_group(Impl& m, QpObj& qp, uint32_t qpn, Inflight& e,

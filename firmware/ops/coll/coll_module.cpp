@@ -42,8 +42,6 @@ extern const FamilyModule kCollModule{
         [](Impl& m, uint16_t node, NodeLoss why) {
           if (why != NodeLoss::kFirstContact) coll_node_failed(m, node);
         },
-    .before_fw = true,  // its probes leave in the same turn
-    .run = coll_run,
     .next_deadline = coll_next_deadline,
     .fw_kinds = kFwKinds,
     .on_fw_message = [](Impl& m, Peer& p,

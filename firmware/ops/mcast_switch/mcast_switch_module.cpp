@@ -42,9 +42,7 @@ extern const FamilyModule kMcastSwitchModule{
     .name = "mcast_switch",
     .id = FwOwner::kMcastSwitch,
     .reset = [](Impl& m) { mcast_reset(m); },
-    .before_fw = true,
     // Repairs of members that lag, deaths.
-    .run = [](Impl& m, uint32_t) { return mcast_run(m); },
     .next_deadline = mcast_next_deadline,
     .frames = kFrames,
     .admin_ops = kAdminOps,

@@ -35,10 +35,6 @@ extern const FamilyModule kPinModule{
     .on_admin = [](Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
                    uint32_t&) { return pin_mapped(m, ctx, cmd.u.pd_mapped); },
     // A source's request held for pinning keeps its later ones back.
-    .holds_back =
-        [](Impl& m, Peer& p, uint32_t qpn, const rhn_op_hdr& op) {
-          return m.pins.waiters_used && pin_holds_back(m, p, qpn, op);
-        },
 };
 
 }  // namespace rhinet::fw

@@ -37,8 +37,6 @@ extern const FamilyModule kShareModule{
         [](Impl& m, uint16_t node, NodeLoss why) {
           if (why != NodeLoss::kFirstContact) share_node_failed(m, node);
         },
-    .before_fw = true,
-    .run = share_run,
     .next_deadline = share_next_deadline,
     .fw_kinds = kFwKinds,
     .on_fw_message = fw_message,

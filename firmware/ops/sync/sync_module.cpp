@@ -31,8 +31,6 @@ extern const FamilyModule kSyncModule{
         [](Impl& m, uint16_t node, NodeLoss why) {
           if (why != NodeLoss::kFirstContact) sync_node_failed(m, node);
         },
-    .before_fw = true,
-    .run = sync_run,
     .next_deadline = sync_next_deadline,
     .fw_kinds = kFwKinds,
     .on_fw_message = fw_message,

@@ -23,8 +23,6 @@ extern const FamilyModule kTagModule{
     .reset = [](Impl& m) { tag_reset(m); },
     .qp_gone = qp_gone,
     .node_failed = node_failed,
-    .run = tag_run,
-    .rq_kick = tag_scan_rq,
 };
 
 }  // namespace rhinet::fw

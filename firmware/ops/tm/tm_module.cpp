@@ -65,7 +65,6 @@ extern const FamilyModule kTmModule{
     .name = "tm",
     .id = FwOwner::kTm,
     .srq_gone = srq_gone,
-    .run = tm_run,
     .next_deadline = tm_next_retry,
     .fw_kinds = kFwKinds,
     .on_fw_message = fw_message,
@@ -87,10 +86,6 @@ extern const FamilyModule kTmModule{
           // A TM SRQ's tag-list operations run now; receives read the
           // SRQ record when they need a WQE.
           if (value & RHN_DB_SRQ_TM_OPS) tm_run_ops(m, srqn);
-        },
-    .placed =
-        [](Impl& m, RxContext& rx) {
-          if (rx.list_entry != kNone) tm_placed(m, rx);  // matched a tag list
         },
 };
 

@@ -53,9 +53,7 @@ extern const FamilyModule kUdMcastModule{
         [](Impl& m, uint32_t qpn, QpGone why) {
           if (why == QpGone::kDestroyed) ud_mcast_qp_gone(m, qpn);
         },
-    .before_fw = true,
     // Switch joins and leaves not answered yet.
-    .run = [](Impl& m, uint32_t) { return ud_mcast_run(m); },
     .next_deadline = ud_mcast_next_deadline,
     .frames = kFrames,
     .admin_ops = kAdminOps,
