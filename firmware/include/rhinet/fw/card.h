@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The card as the NIC firmware sees it: the blocks an FPGA shell provides
+ * around the soft core that runs the engine (host DMA window, doorbell
+ * FIFO, BAR0 register file, wire FIFOs, MSI-X, timer, on-card memory).
+ * Documentation/hardware/soft-core.md describes each block; this header is
+ * that description as plain C functions, so a card (or a simulator joined
+ * by a socket) implements it once in C.
+ *
+ * NOT USED YET. The engine still runs on HostBus and Wire (engine.h); a
+ * later step of the freestanding firmware build makes them thin wrappers of
+ * these functions. Until then the header is only compiled (as C11 and as
+ * C++) by tests/contract/card_check.c and card_check.cpp.
+ *
+ * All calls are made from the one engine thread (the soft core). None
+ * allocates. Bus addresses are host physical (or IOVA) addresses, 64 bits.
+ */
+#ifndef RHINET_FW_CARD_H
+#define RHINET_FW_CARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rhinet/hw_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a host DMA access came to. */
+enum rhn_card_status {
+  RHN_CARD_OK = 0,
+  /* A read completed with an error (unsupported request, completer abort,
+   * completion timeout), or the address lies outside host memory. */
+  RHN_CARD_BUS_ERROR = 1,
+  /* The card's own address translation (ATS) or the host's IOMMU refused
+   * the address, where the card can tell this apart from a bus error. */
+  RHN_CARD_IOMMU_FAULT = 2,
+  /* dma_store_u64 or a publish word not naturally aligned: nothing sent. */
+  RHN_CARD_MISALIGNED = 3,
+  /* Bus mastering is off (the driver has not enabled it, or reset). */
+  RHN_CARD_NO_BUS_MASTER = 4,
+};
+
+/* ---- Host DMA window -------------------------------------------------- */
+
+/*
+ * Reads len bytes of host memory into on-card memory at dst. Returns when
+ * the data is there (the call waits for the read completions). A read is
+ * ordered after every write issued before it.
+ */
+enum rhn_card_status rhn_card_dma_read(uint64_t bus_addr, void *dst,
+                                       size_t len);
+/*
+ * Writes len bytes from on-card memory. Returns when the write is queued;
+ * writes reach host memory in the order issued. The bytes may land in any
+ * order within the call (and a byte may be stored twice), so software must
+ * not take and clear words of it meanwhile. A posted write's failure at
+ * the host is usually not reported back: RHN_CARD_OK means "sent".
+ */
+enum rhn_card_status rhn_card_dma_write(uint64_t bus_addr, const void *src,
+                                        size_t len);
+/*
+ * An ordered write: src[0, publish_at) (an entry's body) becomes visible to
+ * the host's CPUs before src[publish_at, len) (the word with the owner
+ * bit). An aligned 8-byte tail is stored as by rhn_card_dma_store_u64.
+ */
+enum rhn_card_status rhn_card_dma_publish(uint64_t bus_addr, const void *src,
+                                          size_t len, size_t publish_at);
+/*
+ * One naturally aligned little-endian 8-byte store, atomic to the host's
+ * CPUs (one 8-byte memory write on the bus): a status word or an owner
+ * word, which software may read and then clear.
+ */
+enum rhn_card_status rhn_card_dma_store_u64(uint64_t bus_addr, uint64_t value);
+
+/* ---- Doorbell FIFO ---------------------------------------------------- */
+
+/* Where a doorbell FIFO entry comes from. */
+enum rhn_card_db_source {
+  RHN_CARD_DB_PAGE = 0, /* a write to a doorbell page in BAR2 */
+  RHN_CARD_DB_REG = 1,  /* a write to a BAR0 kick register */
+  RHN_CARD_DB_LINK = 2, /* the wire's link changed; value: 1 up, 0 down */
+};
+
+/* rhn_card_doorbell.flags */
+#define RHN_CARD_DB_F_INLINE 0x1u /* an inline WQE rides along */
+
+/*
+ * One entry of the doorbell FIFO. The doorbell block fills it from a
+ * host write; inline window stores (RHN_DB_INLINE_WQE..+512 of a page) are
+ * not entries, the block keeps them in the page's staging buffer.
+ */
+struct rhn_card_doorbell {
+  uint32_t page;   /* BAR2 page (the context); 0 for BAR0 and link */
+  uint32_t offset; /* within the page, or the BAR0 offset */
+  uint64_t value;  /* as written, zero-extended; for LINK 1 or 0 */
+  uint8_t size;    /* bytes written: 4 or 8 */
+  uint8_t source;  /* enum rhn_card_db_source */
+  uint8_t flags;   /* RHN_CARD_DB_F_* */
+  uint8_t reserved0;
+  /* With RHN_CARD_DB_F_INLINE: the buffer holding the staged WQE
+   * (rhn_card_doorbell_inline). */
+  uint16_t inline_slot;
+  uint16_t reserved1;
+};
+
+/*
+ * Takes the oldest entry into *out. False when the FIFO is empty. The
+ * inline buffer of the entry stays valid until the next pop.
+ */
+bool rhn_card_doorbell_pop(struct rhn_card_doorbell *out);
+/* The 512-byte WQE staged for an entry with RHN_CARD_DB_F_INLINE. */
+const void *rhn_card_doorbell_inline(const struct rhn_card_doorbell *entry);
+/*
+ * True (and cleared) if entries were lost because the FIFO was full since
+ * the last call. The firmware then looks at every queue, as if each had
+ * been kicked, and counts RHN_CNT_KICK_OVERFLOWS.
+ */
+bool rhn_card_doorbell_overflowed(void);
+
+/* ---- BAR0 register file ----------------------------------------------- */
+
+/*
+ * BAR0 reads are answered by the register file without the core. The
+ * firmware sets what reads return (read-only registers, CONTROL, STATUS)
+ * and reads what the host stored (ADMIN_SQ_BASE, ADMIN_CQ_BASE,
+ * ADMIN_LOG_DEPTH). offset is a BAR0 offset of a 32-bit register or of
+ * the low half of a 64-bit one.
+ */
+void rhn_card_reg_set(uint32_t offset, uint64_t value);
+uint64_t rhn_card_reg_get(uint32_t offset);
+/*
+ * Adds n to hardware counter index (RHN_CNT_*); BAR0 reads the counters
+ * from the card's counter block, 64 bits at a time.
+ */
+void rhn_card_counter_add(unsigned int index, uint64_t n);
+
+/* ---- Wire FIFOs ------------------------------------------------------- */
+
+/*
+ * Queues one frame (Documentation/hardware/wire.md) for the MAC. False when
+ * it was dropped: transmit FIFO full or link down (the transport resends).
+ * The frame is copied before the call returns.
+ */
+bool rhn_card_wire_tx(const void *frame, size_t len);
+/*
+ * The oldest received frame: its length, and *frame pointing at it in the
+ * receive FIFO's memory. 0 when the FIFO is empty. Valid until
+ * rhn_card_wire_rx_pop. Frames arriving at a full FIFO are dropped by the
+ * MAC block and counted in RHN_CNT_RX_DROPS.
+ */
+size_t rhn_card_wire_rx_peek(const uint8_t **frame);
+void rhn_card_wire_rx_pop(void);
+bool rhn_card_link_up(void);
+
+/* ---- Interrupts, time, waiting ---------------------------------------- */
+
+/* Requests MSI-X vector; masking and pending bits are the MSI-X block's. */
+void rhn_card_irq(uint16_t vector);
+/* Monotonic nanoseconds since the card came out of reset. */
+uint64_t rhn_card_now_ns(void);
+/*
+ * Sleeps until the doorbell or receive FIFO holds an entry, or until
+ * rhn_card_now_ns() >= deadline_ns (UINT64_MAX: no deadline).
+ */
+void rhn_card_wait(uint64_t deadline_ns);
+
+/* ---- On-card memory --------------------------------------------------- */
+
+/*
+ * The region handed out as twin memory (RHN_ADMIN_ALLOC_TWIN), addressable
+ * by the core and usable as the card side of every DMA call.
+ */
+void *rhn_card_twin_base(void);
+uint64_t rhn_card_twin_bytes(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* The entry's layout is fixed: a doorbell block writes it as 24 bytes. */
+RHN_ASSERT_SIZE(struct rhn_card_doorbell, 24);
+RHN_ASSERT_OFFSET(struct rhn_card_doorbell, value, 8);
+RHN_ASSERT_OFFSET(struct rhn_card_doorbell, size, 16);
+RHN_ASSERT_OFFSET(struct rhn_card_doorbell, inline_slot, 20);
+
+#endif /* RHINET_FW_CARD_H */
