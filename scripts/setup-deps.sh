@@ -72,6 +72,12 @@ PACKAGES=(
 	libelf-dev
 	libssl-dev
 	ccache
+	# The engine firmware's freestanding cross build for the RISC-V soft
+	# core (scripts/firmware-rv32.sh, the firmware_rv32 test): bare-metal
+	# gcc and binutils, and picolibc as the small C library
+	gcc-riscv64-unknown-elf
+	binutils-riscv64-unknown-elf
+	picolibc-riscv64-unknown-elf
 )
 
 is_installed() {

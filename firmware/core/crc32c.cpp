@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "core/crc32c.h"
 
-#include <array>
+#include <string.h>  // no C++ library in the soft core's build
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
-#include <cstring>
 
 namespace rhinet::fw {
 namespace {
@@ -13,8 +12,15 @@ namespace {
 constexpr uint32_t kPoly = 0x82f63b78u;  // reflected Castagnoli polynomial
 
 // Slicing-by-8 tables, built at compile time.
-constexpr std::array<std::array<uint32_t, 256>, 8> make_tables() {
-  std::array<std::array<uint32_t, 256>, 8> t{};
+struct Tables {
+  using Row = uint32_t[256];
+  Row t[8];
+  constexpr const Row& operator[](size_t s) const { return t[s]; }
+};
+
+constexpr Tables make_tables() {
+  Tables r{};
+  auto& t = r.t;
   for (uint32_t i = 0; i < 256; i++) {
     uint32_t c = i;
     for (int k = 0; k < 8; k++) c = (c >> 1) ^ ((c & 1) ? kPoly : 0);
@@ -23,14 +29,14 @@ constexpr std::array<std::array<uint32_t, 256>, 8> make_tables() {
   for (uint32_t i = 0; i < 256; i++)
     for (size_t s = 1; s < 8; s++)
       t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
-  return t;
+  return r;
 }
 constexpr auto kTables = make_tables();
 
 uint32_t crc32c_portable(uint32_t crc, const uint8_t* p, size_t len) {
   while (len >= 8) {
     uint64_t v;
-    std::memcpy(&v, p, 8);
+    memcpy(&v, p, 8);
     v ^= crc;
     crc = kTables[7][v & 0xff] ^ kTables[6][(v >> 8) & 0xff] ^
           kTables[5][(v >> 16) & 0xff] ^ kTables[4][(v >> 24) & 0xff] ^
@@ -77,9 +83,9 @@ __attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t crc,
     uint64_t c1 = 0, c2 = 0;
     for (size_t i = 0; i < kBlock; i += 8) {
       uint64_t v0, v1, v2;
-      std::memcpy(&v0, p + i, 8);
-      std::memcpy(&v1, p + kBlock + i, 8);
-      std::memcpy(&v2, p + 2 * kBlock + i, 8);
+      memcpy(&v0, p + i, 8);
+      memcpy(&v1, p + kBlock + i, 8);
+      memcpy(&v2, p + 2 * kBlock + i, 8);
       c = __builtin_ia32_crc32di(c, v0);
       c1 = __builtin_ia32_crc32di(c1, v1);
       c2 = __builtin_ia32_crc32di(c2, v2);
@@ -91,7 +97,7 @@ __attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t crc,
   }
   while (len >= 8) {
     uint64_t v;
-    std::memcpy(&v, p, 8);
+    memcpy(&v, p, 8);
     c = __builtin_ia32_crc32di(c, v);
     p += 8;
     len -= 8;

@@ -3,8 +3,9 @@
 // the software engine uses the CPU's crc32 instruction when present.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
+// C headers: the soft core's freestanding build has no C++ library.
+#include <stddef.h>
+#include <stdint.h>
 
 namespace rhinet::fw {
 

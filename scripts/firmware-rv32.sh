@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The freestanding cross build of the engine firmware for the NIC's RISC-V
+# soft core (rv32imac, ilp32), as far as the firmware is freestanding
+# today: every hardware contract header compiled as C11 and as C++20 (so
+# their static asserts hold on a 32-bit target), the firmware sources in
+# FW_SOURCES, and a small test image linking them. Then a symbol check:
+# the soft core has no heap, no threads and no C++ runtime, so any
+# allocation, thread or __cxa_* symbol fails the build. Prints the image
+# size. See Documentation/firmware/soft-core-build.md.
+#
+# Usage: scripts/firmware-rv32.sh [SOURCE_DIR [OUT_DIR]]
+set -euo pipefail
+
+SRC=$(cd "${1:-$(dirname "$0")/..}" && pwd)
+OUT=${2:-$SRC/build/firmware-rv32}
+PREFIX=riscv64-unknown-elf-
+
+# Firmware sources that build without the C++ standard library. Grows as
+# the firmware moves onto its own fixed-capacity containers.
+FW_SOURCES=(
+	firmware/core/crc32c.cpp
+)
+
+fail() {
+	echo "firmware-rv32: FAIL: $*" >&2
+	exit 1
+}
+
+for tool in gcc g++ nm size; do
+	command -v "$PREFIX$tool" >/dev/null 2>&1 ||
+		fail "$PREFIX$tool not found; install the cross toolchain with" \
+			"'bash scripts/setup-deps.sh' (gcc-riscv64-unknown-elf," \
+			"binutils-riscv64-unknown-elf, picolibc-riscv64-unknown-elf)"
+done
+specs=$("${PREFIX}gcc" -print-file-name=picolibc.specs)
+[[ -f "$specs" ]] ||
+	fail "picolibc.specs not found; install picolibc-riscv64-unknown-elf" \
+		"with 'bash scripts/setup-deps.sh'"
+
+ARCH=(-march=rv32imac -mabi=ilp32 --specs=picolibc.specs)
+WARN=(-Wall -Wextra -Werror -pedantic)
+CFLAGS=("${ARCH[@]}" "${WARN[@]}" -std=c11 -ffreestanding -Os)
+# No C++ library (the toolchain has none), no exceptions, no RTTI, and no
+# guards around local statics (they would call __cxa_guard_*).
+CXXFLAGS=("${ARCH[@]}" "${WARN[@]}" -std=c++20 -ffreestanding -nostdinc++
+	-fno-exceptions -fno-rtti -fno-threadsafe-statics -Os
+	-ffunction-sections -fdata-sections
+	-I"$SRC/firmware" -I"$SRC/include/hw")
+
+rm -rf "$OUT"
+mkdir -p "$OUT/contract" "$OUT/obj"
+
+# The contract headers, each on its own: C11 as QEMU and the kernel use
+# them, C++20 as the firmware does.
+for h in "$SRC"/include/hw/rhinet/*.h; do
+	name=$(basename "$h" .h)
+	echo "#include \"rhinet/$name.h\"" >"$OUT/contract/$name.c"
+	"${PREFIX}gcc" "${CFLAGS[@]}" -I"$SRC/include/hw" \
+		-c "$OUT/contract/$name.c" -o "$OUT/contract/$name.c.o" ||
+		fail "include/hw/rhinet/$name.h does not compile as C11 for rv32"
+	"${PREFIX}g++" "${CXXFLAGS[@]}" -x c++ \
+		-c "$OUT/contract/$name.c" -o "$OUT/contract/$name.cpp.o" ||
+		fail "include/hw/rhinet/$name.h does not compile as C++20 for rv32"
+done
+
+objs=()
+for s in "${FW_SOURCES[@]}" tests/firmware_rv32/entry.cpp; do
+	o="$OUT/obj/$(echo "$s" | tr / _).o"
+	"${PREFIX}g++" "${CXXFLAGS[@]}" -c "$SRC/$s" -o "$o" ||
+		fail "$s does not build freestanding for rv32"
+	objs+=("$o")
+done
+
+# Any symbol, defined or undefined, that needs a heap, threads or the C++
+# runtime. Names demangled, so "operator new(unsigned int)" matches.
+FORBIDDEN='^(malloc|free|calloc|realloc|aligned_alloc|posix_memalign|operator new.*|operator delete.*|__cxa_.*|pthread_.*)$'
+check_symbols() {
+	local what=$1
+	shift
+	local bad
+	bad=$("${PREFIX}nm" -C "$@" | sed -nE 's/^[0-9a-f ]* [A-Za-z] //p' |
+		grep -E "$FORBIDDEN" | sort -u || true)
+	if [[ -n "$bad" ]]; then
+		echo "firmware-rv32: forbidden symbols in $what (no heap, threads" \
+			"or C++ runtime on the soft core):" >&2
+		echo "$bad" | sed 's/^/  /' >&2
+		exit 1
+	fi
+}
+check_symbols "the firmware objects" "${objs[@]}"
+
+# The test image, linked by the C driver (g++ would ask for libstdc++,
+# which the toolchain lacks): picolibc's minimal start-up code (no
+# arguments, no atexit) and its default memory layout.
+elf="$OUT/firmware-rv32.elf"
+"${PREFIX}gcc" "${ARCH[@]}" --crt0=minimal -Wl,--gc-sections \
+	-o "$elf" "${objs[@]}" || fail "the test image does not link"
+check_symbols "the test image" "$elf"
+
+echo "firmware-rv32: ${#FW_SOURCES[@]} firmware source(s) and" \
+	"$(find "$OUT/contract" -name '*.c' | wc -l) contract headers built for rv32imac"
+"${PREFIX}size" "$elf" "${objs[@]}"
