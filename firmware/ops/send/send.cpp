@@ -122,10 +122,10 @@ void on_request(Impl& m, Request& r) {
     // A family's SRQ (a TM SRQ, ops/tm) decides between its own entries
     // and its receive WQEs, or takes the message whole.
     bool landed;
-    const FamilyModule* srq_owner =
+    const FamilyModule* srq_runner =
         r.qp.srqn != kNone ? srq_family(m, r.qp.srqn) : nullptr;
-    if (srq_owner && srq_owner->srq_land) {
-      const SrqLanding l = srq_owner->srq_land(m, r, *ctx);
+    if (srq_runner && srq_runner->srq_land) {
+      const SrqLanding l = srq_runner->srq_land(m, r, *ctx);
       if (l == SrqLanding::kConsumed) {
         if (ctx != &single) m.rx_free(p, *ctx);
         return;
