@@ -2,8 +2,7 @@
 // Admin queue: the driver's commands that create and destroy the NIC's
 // objects. Every field is checked before anything changes; a refused
 // command changes nothing and is counted.
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
 
@@ -21,7 +20,7 @@ constexpr uint32_t kKnownAccess =
     RHN_ACCESS_REMOTE_ATOMIC | RHN_ACCESS_MW_BIND;
 
 template <typename T>
-uint32_t find_free(const std::vector<T>& table, uint32_t first) {
+uint32_t find_free(const Table<T>& table, uint32_t first) {
   for (uint32_t i = first; i < table.size(); i++)
     if (!table[i].valid) return i;
   return kNone;
@@ -29,7 +28,7 @@ uint32_t find_free(const std::vector<T>& table, uint32_t first) {
 
 // The first free entry at or after cursor, wrapping around to first.
 template <typename T>
-uint32_t find_free_from(const std::vector<T>& table, uint32_t first,
+uint32_t find_free_from(const Table<T>& table, uint32_t first,
                         uint32_t cursor) {
   const uint32_t i = find_free(table, cursor < table.size() ? cursor : first);
   return i != kNone ? i : find_free(table, first);
@@ -75,13 +74,13 @@ void Engine::Impl::admin_process() {
   while (admin_consumer != admin_tail) {
     rhn_admin_cmd cmd;
     rhn_admin_cpl cpl;
-    std::memset(&cpl, 0, sizeof(cpl));
+    memset(&cpl, 0, sizeof(cpl));
     uint32_t result = 0, detail = 0;
     rhn_admin_status st;
     if (!bus.dma_read(sq + (admin_consumer & (depth - 1)) * sizeof(cmd), &cmd,
                       sizeof(cmd))) {
       counters.add(RHN_CNT_DMA_ERRORS);
-      std::memset(&cmd, 0, sizeof(cmd));
+      memset(&cmd, 0, sizeof(cmd));
       st = RHN_ADMIN_DMA_ERROR;
     } else {
       st = admin_execute(cmd, result, detail);
@@ -95,7 +94,7 @@ void Engine::Impl::admin_process() {
     const uint8_t owner = ((admin_cq_producer >> log) & 1) ^ 1;
     // Body first, owner byte last: the driver polls the owner byte.
     uint8_t entry[sizeof(cpl)];
-    std::memcpy(entry, &cpl, sizeof(cpl) - 1);
+    memcpy(entry, &cpl, sizeof(cpl) - 1);
     entry[sizeof(cpl) - 1] = owner;
     if (!bus.dma_write_publish(at, entry, sizeof(entry), sizeof(cpl) - 1))
       counters.add(RHN_CNT_DMA_ERRORS);
@@ -176,7 +175,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
       if (u.query.out_len < sizeof(rhn_device_attr)) return RHN_ADMIN_BAD_PARAM;
       rhn_device_attr a;
-      std::memset(&a, 0, sizeof(a));
+      memset(&a, 0, sizeof(a));
       a.max_contexts = cfg.db_pages;
       a.max_pds = cfg.max_pds;
       a.max_mrs = cfg.max_mrs - 1;
@@ -458,7 +457,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (cqn == kNone) return RHN_ADMIN_NO_RESOURCES;
       CqObj& cq = cqs[cqn];
       cq = CqObj{};
-      cq_published[cqn].store(0, std::memory_order_release);
+      cq_published[cqn].store(0, MemOrder::kRelease);
       cq.valid = true;
       cq.context = ctx;
       cq.log_depth = c.log_depth;
@@ -736,7 +735,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (u.query.out_len < sizeof(rhn_qp_attr)) return RHN_ADMIN_BAD_PARAM;
       const QpObj& qp = qps[qpn];
       rhn_qp_attr a;
-      std::memset(&a, 0, sizeof(a));
+      memset(&a, 0, sizeof(a));
       a.qpn = qpn;
       a.state = qp.state;
       a.type = qp.type;
@@ -873,7 +872,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       t.pages = pages;
       t.refs = 0;
       // Another process's bytes never show through a new allocation.
-      std::memset(twin_bytes(t), 0, uint64_t{pages} * RHN_TWIN_PAGE);
+      memset(twin_bytes(t), 0, uint64_t{pages} * RHN_TWIN_PAGE);
       contexts[ctx].refs++;
       result = free_idx | uint32_t{t.gen} << 16;
       return RHN_ADMIN_OK;
@@ -916,7 +915,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
         return detail = 1, RHN_ADMIN_BAD_PARAM;
       if (g.type != RHN_GID_ROCE_V1 && g.type != RHN_GID_ROCE_V2)
         return detail = 2, RHN_ADMIN_BAD_PARAM;
-      std::memcpy(gid_table[g.index].data(), g.gid, 16);
+      memcpy(gid_table[g.index].data(), g.gid, 16);
       gid_types[g.index] = g.type;
       return RHN_ADMIN_OK;
     }

@@ -3,9 +3,8 @@
 // PDs, MRs and windows, EQs, CQs, SRQs, twin memory, areas and QPs.
 #pragma once
 
-#include <cstdint>
-
 #include "core/bounded.h"
+#include "core/freestanding.h"
 #include "requester/wqe_decoder.h"
 #include "rhinet/hw.h"
 

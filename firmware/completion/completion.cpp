@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Completion: CQEs into completion queues, status words into the issuing
 // process's memory, events into event queues and MSI-X interrupts.
-#include <algorithm>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "engine/engine_impl.h"
 
 namespace rhinet::fw {
@@ -32,7 +30,7 @@ void Engine::Impl::cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited) {
   // Body, then the last 8 bytes holding the owner bit.
   host_publish(cq.ring, at, &cqe, RHN_CQE_SIZE, 24);
   cq.producer++;
-  cq_published[cqn].store(cq.producer, std::memory_order_release);
+  cq_published[cqn].store(cq.producer, MemOrder::kRelease);
   const bool failed = cqe.status != RHN_CQE_SUCCESS;
   if (solicited || failed) cq.solicited_end = cq.producer;
   if (cq.arm == 1 || (cq.arm == 2 && (solicited || failed))) {
@@ -72,7 +70,7 @@ rhn_admin_status Engine::Impl::resize_cq(uint32_t cqn, uint32_t log_depth,
   cq.log_depth = log_depth;
   cq.producer = unread;
   cq.consumer_seen = 0;
-  cq_published[cqn].store(unread, std::memory_order_release);
+  cq_published[cqn].store(unread, MemOrder::kRelease);
   return RHN_ADMIN_OK;
 }
 
@@ -94,7 +92,7 @@ void Engine::Impl::cq_arm(uint32_t cqn, bool solicited_only,
 
 uint32_t Engine::Impl::eq_completion_room(const EqObj& eq) const {
   const uint32_t depth = 1u << eq.log_depth;
-  const uint32_t reserve = std::min<uint32_t>(64, depth / 4);
+  const uint32_t reserve = min<uint32_t>(64, depth / 4);
   const uint32_t used = eq.producer - eq.consumer;
   return used + reserve < depth ? depth - reserve - used : 0;
 }

@@ -3,10 +3,7 @@
 // allocation afterwards, like on-chip FIFOs and tables.
 #pragma once
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <memory>
+#include "core/card_memory.h"
 
 namespace rhinet::fw {
 
@@ -22,11 +19,9 @@ struct WaitList {
 template <typename T>
 class Fifo {
  public:
-  explicit Fifo(uint32_t capacity) {
-    cap_ = 1;
-    while (cap_ < capacity) cap_ <<= 1;
-    buf_ = std::make_unique<T[]>(cap_);
-  }
+  Fifo() = default;  // no room until placed
+  Fifo(uint32_t capacity, CardMemory& mem)
+      : buf_(mem.table<T>(bit_ceil(capacity))), cap_(buf_.size()) {}
   bool empty() const { return head_ == tail_; }
   bool full() const { return tail_ - head_ == cap_; }
   uint32_t size() const { return tail_ - head_; }
@@ -41,9 +36,15 @@ class Fifo {
   T& at(uint32_t i) { return buf_[(head_ + i) & (cap_ - 1)]; }
   void pop() { head_++; }
   void clear() { head_ = tail_ = 0; }
+  // Holds 0..n-1 (at most its capacity), oldest first: a free list whose
+  // every entry is free again.
+  void fill_indices(uint32_t n) {
+    clear();
+    for (uint32_t i = 0; i < n && i < cap_; i++) push(static_cast<T>(i));
+  }
 
  private:
-  std::unique_ptr<T[]> buf_;
+  Table<T> buf_;
   uint32_t cap_ = 0;
   uint32_t head_ = 0;
   uint32_t tail_ = 0;
@@ -56,34 +57,32 @@ class Fifo {
 template <typename T>
 class MpscQueue {
  public:
-  explicit MpscQueue(uint32_t capacity) {
-    cap_ = 1;
-    while (cap_ < capacity) cap_ <<= 1;
-    cells_ = std::make_unique<Cell[]>(cap_);
+  MpscQueue(uint32_t capacity, CardMemory& mem)
+      : cells_(mem.table<Cell>(bit_ceil(capacity))), cap_(cells_.size()) {
     for (uint32_t i = 0; i < cap_; i++)
-      cells_[i].seq.store(i, std::memory_order_relaxed);
+      cells_[i].seq.store(i, MemOrder::kRelaxed);
   }
 
   // Fills the claimed cell through fill(T&) so large payloads are written
   // in place. Returns false when full.
   template <typename Fill>
   bool push_with(Fill&& fill) {
-    uint64_t pos = enqueue_.load(std::memory_order_relaxed);
+    uint32_t pos = enqueue_.load(MemOrder::kRelaxed);
     for (;;) {
       Cell& c = cells_[pos & (cap_ - 1)];
-      uint64_t seq = c.seq.load(std::memory_order_acquire);
-      auto diff = static_cast<int64_t>(seq) - static_cast<int64_t>(pos);
+      uint32_t seq = c.seq.load(MemOrder::kAcquire);
+      // Positions wrap at 2^32; the signed difference still orders them.
+      const auto diff = static_cast<int32_t>(seq - pos);
       if (diff == 0) {
-        if (enqueue_.compare_exchange_weak(pos, pos + 1,
-                                           std::memory_order_relaxed)) {
+        if (enqueue_.compare_exchange_weak(pos, pos + 1, MemOrder::kRelaxed)) {
           fill(c.value);
-          c.seq.store(pos + 1, std::memory_order_release);
+          c.seq.store(pos + 1, MemOrder::kRelease);
           return true;
         }
       } else if (diff < 0) {
         return false;
       } else {
-        pos = enqueue_.load(std::memory_order_relaxed);
+        pos = enqueue_.load(MemOrder::kRelaxed);
       }
     }
   }
@@ -91,26 +90,25 @@ class MpscQueue {
   // Consumer side: peek at the oldest element, then release it.
   T* peek() {
     Cell& c = cells_[dequeue_ & (cap_ - 1)];
-    uint64_t seq = c.seq.load(std::memory_order_acquire);
-    if (static_cast<int64_t>(seq) - static_cast<int64_t>(dequeue_ + 1) < 0)
-      return nullptr;
+    uint32_t seq = c.seq.load(MemOrder::kAcquire);
+    if (static_cast<int32_t>(seq - (dequeue_ + 1)) < 0) return nullptr;
     return &c.value;
   }
   void release() {
     Cell& c = cells_[dequeue_ & (cap_ - 1)];
-    c.seq.store(dequeue_ + cap_, std::memory_order_release);
+    c.seq.store(dequeue_ + cap_, MemOrder::kRelease);
     dequeue_++;
   }
 
  private:
   struct Cell {
-    std::atomic<uint64_t> seq;
+    Atomic<uint32_t> seq;
     T value;
   };
-  std::unique_ptr<Cell[]> cells_;
+  Table<Cell> cells_;
   uint32_t cap_ = 0;
-  alignas(64) std::atomic<uint64_t> enqueue_{0};
-  alignas(64) uint64_t dequeue_ = 0;
+  alignas(64) Atomic<uint32_t> enqueue_{0};
+  alignas(64) uint32_t dequeue_ = 0;
 };
 
 // Serial-number comparison for free-running 32-bit counters.

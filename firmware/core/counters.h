@@ -6,10 +6,7 @@
 // read sums both.
 #pragma once
 
-#include <array>
-#include <atomic>
-#include <cstdint>
-
+#include "core/freestanding.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
@@ -19,25 +16,25 @@ class Counters {
   // Engine thread only.
   void add(rhn_counter c, uint64_t n = 1) {
     auto& v = engine_[c];
-    v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    v.store(v.load(MemOrder::kRelaxed) + n, MemOrder::kRelaxed);
   }
   // Any thread.
   void add_shared(rhn_counter c, uint64_t n = 1) {
-    shared_[c].fetch_add(n, std::memory_order_relaxed);
+    shared_[c].fetch_add(n, MemOrder::kRelaxed);
   }
   uint64_t get(unsigned c) const {
     if (c >= RHN_CNT_COUNT) return 0;
-    return engine_[c].load(std::memory_order_relaxed) +
-           shared_[c].load(std::memory_order_relaxed);
+    return engine_[c].load(MemOrder::kRelaxed) +
+           shared_[c].load(MemOrder::kRelaxed);
   }
   void reset() {
-    for (auto& v : engine_) v.store(0, std::memory_order_relaxed);
-    for (auto& v : shared_) v.store(0, std::memory_order_relaxed);
+    for (auto& v : engine_) v.store(0, MemOrder::kRelaxed);
+    for (auto& v : shared_) v.store(0, MemOrder::kRelaxed);
   }
 
  private:
-  std::array<std::atomic<uint64_t>, RHN_CNT_COUNT> engine_{};
-  alignas(64) std::array<std::atomic<uint64_t>, RHN_CNT_COUNT> shared_{};
+  Array<Atomic<uint64_t>, RHN_CNT_COUNT> engine_{};
+  alignas(64) Array<Atomic<uint64_t>, RHN_CNT_COUNT> shared_{};
 };
 
 }  // namespace rhinet::fw

@@ -7,9 +7,7 @@
 // making another's lookups walk long chains.
 #pragma once
 
-#include <bit>
-#include <cstdint>
-#include <vector>
+#include "core/card_memory.h"
 
 namespace rhinet::fw {
 
@@ -35,15 +33,15 @@ class KeyedHash {
     uint64_t v3 = key_[1] ^ 0x7465646279746573ull;
     auto round = [&] {
       v0 += v1;
-      v1 = std::rotl(v1, 13) ^ v0;
-      v0 = std::rotl(v0, 32);
+      v1 = rotl(v1, 13) ^ v0;
+      v0 = rotl(v0, 32);
       v2 += v3;
-      v3 = std::rotl(v3, 16) ^ v2;
+      v3 = rotl(v3, 16) ^ v2;
       v0 += v3;
-      v3 = std::rotl(v3, 21) ^ v0;
+      v3 = rotl(v3, 21) ^ v0;
       v2 += v1;
-      v1 = std::rotl(v1, 17) ^ v2;
-      v2 = std::rotl(v2, 32);
+      v1 = rotl(v1, 17) ^ v2;
+      v2 = rotl(v2, 32);
     };
     for (const uint64_t w : {a, b, uint64_t{16} << 56}) {
       v3 ^= w;
@@ -64,7 +62,7 @@ class KeyedHash {
 // Entry `i` out of the chain that starts at `head` (entries link through
 // their `chain` field): the tables placed by KeyedHash share it.
 template <typename Entry>
-void unchain(std::vector<Entry>& table, uint32_t& head, uint32_t i) {
+void unchain(Table<Entry>& table, uint32_t& head, uint32_t i) {
   uint32_t* link = &head;
   while (*link != i) link = &table[*link].chain;
   *link = table[i].chain;

@@ -1,78 +1,82 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The engine shell: registers, ingress FIFOs and the poll loop that runs
 // every module for a bounded amount of work.
-#include <algorithm>
-#include <bit>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
 
 Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
-                   Wire& host_wire)
-    : FamilyStates(config),
-      cfg(config),
+                   Wire& host_wire, CardMemory& mem)
+    : cfg(config),
       bus(host_bus),
       wire(host_wire),
-      tlb(config.tlb_entries, counters),
-      kicks(config.kick_fifo_entries),
-      rx(config.rx_fifo_frames),
-      free_read_ctxs(config.max_qps),
-      free_responder_reads(config.responder_reads),
-      free_read_bitmaps(config.responder_bitmaps),
-      free_slots(config.send_packet_slots),
-      ready(config.max_qps),
-      peer_ready(config.max_nodes),
-      fw_queue(config.fw_messages),
-      free_fw_msgs(config.fw_messages),
-      free_rx_ctxs(config.rx_contexts) {
-  inline_staging = std::make_unique<RawWqe[]>(cfg.db_pages);
-  cq_published = std::make_unique<std::atomic<uint32_t>[]>(cfg.max_cqs);
-  raw_frame = std::make_unique<uint8_t[]>(RHN_MAX_FRAME);
-  contexts.resize(cfg.db_pages);
-  shares.init(cfg.db_pages);
-  pds.resize(cfg.max_pds);
-  mrs.resize(cfg.max_mrs);
-  eqs.resize(cfg.max_eqs);
-  cqs.resize(cfg.max_cqs);
-  srqs.resize(cfg.max_srqs);
-  qps.resize(cfg.max_qps);
-  areas.resize(cfg.max_areas);
-  area_buckets.resize(std::bit_ceil(std::max<uint32_t>(cfg.max_areas, 16)));
-  free_areas = Fifo<uint32_t>(cfg.max_areas);
+      tlb(config.tlb_entries, counters, mem),
+      kicks(config.kick_fifo_entries, mem),
+      rx(config.rx_fifo_frames, mem),
+      free_areas(config.max_areas, mem),
+      free_read_ctxs(config.max_qps, mem),
+      free_responder_reads(config.responder_reads, mem),
+      free_read_bitmaps(config.responder_bitmaps, mem),
+      free_slots(config.send_packet_slots, mem),
+      ready(config.max_qps, mem),
+      peer_ready(config.max_nodes, mem),
+      fw_queue(config.fw_messages, mem),
+      free_fw_msgs(config.fw_messages, mem),
+      free_rx_ctxs(config.rx_contexts, mem) {
+  inline_staging = mem.table<RawWqe>(cfg.db_pages);
+  cq_published = mem.table<Atomic<uint32_t>>(cfg.max_cqs);
+  raw_frame = mem.bytes(RHN_MAX_FRAME);
+  contexts = mem.table<ContextObj>(cfg.db_pages);
+  shares.place(cfg.db_pages, mem);
+  pds = mem.table<PdObj>(cfg.max_pds);
+  mrs = mem.table<MrObj>(cfg.max_mrs);
+  eqs = mem.table<EqObj>(cfg.max_eqs);
+  cqs = mem.table<CqObj>(cfg.max_cqs);
+  srqs = mem.table<SrqObj>(cfg.max_srqs);
+  qps = mem.table<QpObj>(cfg.max_qps);
+  areas = mem.table<AreaObj>(cfg.max_areas);
+  area_buckets =
+      mem.table<uint32_t>(bit_ceil(max<uint32_t>(cfg.max_areas, 16)));
   // Twin memory is reserved, not touched: pages cost host memory only once
   // an allocation zeroes them.
   twin_pages = static_cast<uint32_t>(
-      std::min<uint64_t>(cfg.twin_bytes / RHN_TWIN_PAGE, 1u << 24));
-  twin_mem.reset(new uint8_t[size_t{twin_pages} * RHN_TWIN_PAGE]);
-  twins.resize(std::min<uint32_t>(cfg.max_twins, 0xffff));
-  xfer_scratch.reset(new uint8_t[kXferScratch]);
-  read_bitmaps.reset(new uint8_t[size_t{cfg.responder_bitmaps} * RHN_WIRE_MTU]);
-  inflight = std::make_unique<Inflight[]>(size_t{cfg.max_qps} *
-                                          cfg.max_inflight_per_qp);
-  read_ctxs.resize(cfg.max_qps);
-  responder_reads.resize(cfg.responder_reads);
+      min<uint64_t>(cfg.twin_bytes / RHN_TWIN_PAGE, 1u << 24));
+  twin_mem = mem.bytes(size_t{twin_pages} * RHN_TWIN_PAGE, RHN_TWIN_PAGE);
+  twins = mem.table<TwinObj>(min<uint32_t>(cfg.max_twins, 0xffff));
+  xfer_scratch = mem.bytes(kXferScratch);
+  read_bitmaps = mem.bytes(size_t{cfg.responder_bitmaps} * RHN_WIRE_MTU);
+  inflight = mem.table<Inflight>(size_t{cfg.max_qps} * cfg.max_inflight_per_qp);
+  read_ctxs = mem.table<ReadCtx>(cfg.max_qps);
+  responder_reads = mem.table<ResponderRead>(cfg.responder_reads);
   if (cfg.max_nodes > RHN_MAX_NODES) cfg.max_nodes = RHN_MAX_NODES;
-  peers = std::make_unique<Peer[]>(cfg.max_nodes);
-  slots = std::make_unique<SendSlot[]>(cfg.send_packet_slots);
-  rx_ctxs = std::make_unique<RxContext[]>(cfg.rx_contexts);
-  fw_msgs = std::make_unique<FwMessage[]>(cfg.fw_messages);
+  peers = mem.table<Peer>(cfg.max_nodes);
+  slots = mem.table<SendSlot>(cfg.send_packet_slots);
+  rx_ctxs = mem.table<RxContext>(cfg.rx_contexts);
+  fw_msgs = mem.table<FwMessage>(cfg.fw_messages);
+  modules_place(*this, mem);
   response_reserve = cfg.send_packet_slots / 8;
   // A context's share of send memory, but at least one window's worth
   // (small configurations), so one context can always fill a channel.
   const uint32_t request_slots = cfg.send_packet_slots - response_reserve;
-  context_slot_quota = std::max<uint32_t>(
-      std::min(cfg.channel_window, request_slots),
+  context_slot_quota = max<uint32_t>(
+      min(cfg.channel_window, request_slots),
       uint32_t(uint64_t{request_slots} * cfg.context_slot_share / 256));
-  rx_context_quota = std::max<uint32_t>(
+  rx_context_quota = max<uint32_t>(
       1, uint32_t(uint64_t{cfg.rx_contexts} * cfg.context_rx_share / 256));
   // Power-on epoch for our sessions: different from the last power-on's
   // (peers accept an older one only after the old stream went quiet).
   boot_session = cfg.boot_session
                      ? cfg.boot_session
                      : static_cast<uint16_t>((bus.now_ns() >> 20) * 37 + 1);
+  if (mem.exhausted()) {
+    // The configuration does not fit the card's memory: the engine stays
+    // down and says so; the driver sees a failed device, not a wrong one.
+    out_of_memory = true;
+    status_reg.store(RHN_STATUS_FATAL);
+    return;
+  }
   for (uint32_t n = 0; n < cfg.max_nodes; n++)
     peers[n].tx_session = boot_session;
   reset();
@@ -95,7 +99,7 @@ void Engine::Impl::reset() {
   for (auto& o : eqs) o = EqObj{};
   for (auto& o : cqs) o = CqObj{};
   for (uint32_t i = 0; i < cfg.max_cqs; i++)
-    cq_published[i].store(0, std::memory_order_relaxed);
+    cq_published[i].store(0, MemOrder::kRelaxed);
   for (auto& o : srqs) o = SrqObj{};
   for (auto& o : qps) {
     const uint32_t gen = o.gen;
@@ -165,20 +169,19 @@ void Engine::Impl::reset() {
 uint64_t Engine::Impl::base_rto(const Peer& p) const {
   const uint64_t measured =
       (uint64_t{p.srtt_us} + 4 * uint64_t{p.rttvar_us}) * 1000;
-  return std::clamp(
-      measured, cfg.retransmit_timeout_ns,
-      std::max(cfg.retransmit_timeout_ns, cfg.max_retransmit_timeout_ns));
+  return clamp(measured, cfg.retransmit_timeout_ns,
+               max(cfg.retransmit_timeout_ns, cfg.max_retransmit_timeout_ns));
 }
 
 uint64_t Engine::Impl::rto(const Peer& p) const {
-  const uint32_t shift = std::min<uint32_t>(std::max(p.retries, p.backoff), 7);
+  const uint32_t shift = min<uint32_t>(max(p.retries, p.backoff), 7);
   const uint64_t base = base_rto(p);
-  return std::min(base << shift, std::max(base, cfg.max_backed_off_timeout_ns));
+  return min(base << shift, max(base, cfg.max_backed_off_timeout_ns));
 }
 
 void Engine::Impl::rtt_sample(Peer& p, uint32_t sample_us) {
   // RFC 6298 section 2, gains 1/8 and 1/4.
-  sample_us = std::max(sample_us, 1u);
+  sample_us = max(sample_us, 1u);
   p.backoff = 0;
   if (!p.srtt_us) {
     p.srtt_us = sample_us;
@@ -187,7 +190,7 @@ void Engine::Impl::rtt_sample(Peer& p, uint32_t sample_us) {
     const uint32_t err =
         sample_us > p.srtt_us ? sample_us - p.srtt_us : p.srtt_us - sample_us;
     p.rttvar_us = p.rttvar_us - p.rttvar_us / 4 + err / 4;
-    p.srtt_us = std::max(p.srtt_us - p.srtt_us / 8 + sample_us / 8, 1u);
+    p.srtt_us = max(p.srtt_us - p.srtt_us / 8 + sample_us / 8, 1u);
   }
 }
 
@@ -301,9 +304,9 @@ void Engine::Impl::handle_kick(Kick& k) {
           !qp.tx_active) {
         // Doorbell-page WQE: use it if it is the next one to fetch.
         uint16_t idx;
-        std::memcpy(&idx, k.inline_wqe.bytes + 4, sizeof(idx));
+        memcpy(&idx, k.inline_wqe.bytes + 4, sizeof(idx));
         if (idx == static_cast<uint16_t>(qp.sq_fetch)) {
-          std::memcpy(&qp.tx_raw, &k.inline_wqe, sizeof(RawWqe));
+          memcpy(&qp.tx_raw, &k.inline_wqe, sizeof(RawWqe));
           qp.prefetched_slot = qp.sq_fetch;
         }
       }
@@ -361,12 +364,14 @@ bool Engine::Impl::run_timers() {
 
 // ---- Engine (public) ---------------------------------------------------
 
-Engine::Engine(const EngineConfig& config, HostBus& bus, Wire& wire)
-    : impl_(std::make_unique<Impl>(config, bus, wire)) {}
+Engine::Engine(const EngineConfig& config, HostBus& bus, Wire& wire,
+               CardMemory& mem)
+    : impl_(mem.object<Impl>(config, bus, wire, mem)) {}
 
-Engine::~Engine() = default;
+bool Engine::failed() const { return !impl_ || impl_->out_of_memory; }
 
 uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
+  if (!impl_) return offset == RHN_REG_STATUS ? RHN_STATUS_FATAL : 0;
   Impl& m = *impl_;
   if (offset >= RHN_REG_COUNTERS &&
       offset < RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT) {
@@ -432,8 +437,8 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
 }
 
 namespace {
-void write_half(std::atomic<uint64_t>& reg, uint32_t offset_in_reg,
-                uint64_t value, unsigned size) {
+void write_half(Atomic<uint64_t>& reg, uint32_t offset_in_reg, uint64_t value,
+                unsigned size) {
   if (size == 8) {
     reg.store(value);
   } else if (offset_in_reg == 0) {
@@ -445,6 +450,7 @@ void write_half(std::atomic<uint64_t>& reg, uint32_t offset_in_reg,
 }  // namespace
 
 void Engine::reg_write(uint32_t offset, uint64_t value, unsigned size) {
+  if (failed()) return;
   Impl& m = *impl_;
   KickKind kind;
   switch (offset) {
@@ -483,12 +489,13 @@ void Engine::reg_write(uint32_t offset, uint64_t value, unsigned size) {
 
 void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
                             unsigned size) {
+  if (failed()) return;
   Impl& m = *impl_;
   if (page >= m.cfg.db_pages || offset >= RHN_DB_PAGE_SIZE) return;
   if (offset >= RHN_DB_INLINE_WQE &&
       offset + size <= RHN_DB_INLINE_WQE + RHN_DB_INLINE_WQE_SIZE) {
-    std::memcpy(m.inline_staging[page].bytes + (offset - RHN_DB_INLINE_WQE),
-                &value, size);
+    memcpy(m.inline_staging[page].bytes + (offset - RHN_DB_INLINE_WQE), &value,
+           size);
     return;
   }
   KickKind kind;
@@ -515,8 +522,7 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
     const uint32_t cqn = static_cast<uint32_t>(value) & RHN_DB_QN_MASK;
     value = (value & 0xffffffffu) |
             (cqn < m.cfg.max_cqs
-                 ? uint64_t{m.cq_published[cqn].load(std::memory_order_acquire)}
-                       << 32
+                 ? uint64_t{m.cq_published[cqn].load(MemOrder::kAcquire)} << 32
                  : 0);
   }
   if (!m.kicks.push_with([&](Kick& k) {
@@ -526,14 +532,15 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
         k.has_inline = with_inline;
         if (with_inline) {
           const uint32_t n = wqe_slot_count(m.inline_staging[page].bytes);
-          std::memcpy(k.inline_wqe.bytes, m.inline_staging[page].bytes,
-                      (n ? n : 1) * RHN_SQ_SLOT_SIZE);
+          memcpy(k.inline_wqe.bytes, m.inline_staging[page].bytes,
+                 (n ? n : 1) * RHN_SQ_SLOT_SIZE);
         }
       }))
     m.kick_overflow.store(true);
 }
 
-bool Engine::frame_arrived(std::span<const uint8_t> frame) {
+bool Engine::frame_arrived(Span<const uint8_t> frame) {
+  if (failed()) return false;
   Impl& m = *impl_;
   if (frame.empty() || frame.size() > sizeof(RxFrame::data)) {
     m.counters.add_shared(RHN_CNT_MALFORMED_PACKETS);
@@ -542,13 +549,14 @@ bool Engine::frame_arrived(std::span<const uint8_t> frame) {
   if (!m.link_up.load()) return false;
   const bool ok = m.rx.push_with([&](RxFrame& f) {
     f.len = static_cast<uint16_t>(frame.size());
-    std::memcpy(f.data, frame.data(), frame.size());
+    memcpy(f.data, frame.data(), frame.size());
   });
   if (!ok) m.counters.add_shared(RHN_CNT_RX_DROPS);
   return ok;
 }
 
 bool Engine::poll() {
+  if (failed()) return false;
   Impl& m = *impl_;
   m.now = m.bus.now_ns();
   bool did = m.drain_kicks();
@@ -573,13 +581,15 @@ bool Engine::poll() {
 }
 
 uint64_t Engine::next_deadline_ns() const {
+  if (failed()) return UINT64_MAX;
   const Impl& m = *impl_;
   // Peers with work to do now are served by the next poll.
   const uint64_t t = m.peer_ready.empty() ? m.next_peer_deadline : m.now;
-  return std::min({t, m.next_qp_wake, modules_next_deadline(m)});
+  return min({t, m.next_qp_wake, modules_next_deadline(m)});
 }
 
 void Engine::set_link_up(bool up) {
+  if (failed()) return;
   Impl& m = *impl_;
   m.link_up.store(up);
   if (!m.kicks.push_with([&](Kick& k) {
@@ -591,7 +601,7 @@ void Engine::set_link_up(bool up) {
 }
 
 uint64_t Engine::counter(unsigned index) const {
-  return impl_->counters.get(index);
+  return impl_ ? impl_->counters.get(index) : 0;
 }
 
 }  // namespace rhinet::fw

@@ -8,17 +8,10 @@
 // admin/ creates the objects (admin/objects.h) in the tables below.
 #pragma once
 
-#include <algorithm>
-#include <array>
-#include <atomic>
-#include <cstdint>
-#include <memory>
-#include <span>
-#include <vector>
-
 #include "admin/objects.h"
 #include "core/bounded.h"
 #include "core/counters.h"
+#include "core/freestanding.h"
 #include "core/keyed_hash.h"
 #include "engine/shares.h"
 #include "fwmsg/fw_message.h"
@@ -70,9 +63,12 @@ struct RxFrame {
 // The families' tables are its base (ops/states.h): their code reaches
 // them as members; the stages never name them.
 struct Engine::Impl : FamilyStates {
-  Impl(const EngineConfig& config, HostBus& bus, Wire& wire);
+  // Places every table in mem (sized by config); if mem runs out, the
+  // engine comes up failed (RHN_STATUS_FATAL) and does nothing.
+  Impl(const EngineConfig& config, HostBus& bus, Wire& wire, CardMemory& mem);
 
   EngineConfig cfg;
+  bool out_of_memory = false;  // power-on could not place the tables
   HostBus& bus;
   Wire& wire;
   Counters counters;
@@ -80,28 +76,28 @@ struct Engine::Impl : FamilyStates {
   uint64_t now = 0;
 
   // Registers.
-  std::atomic<uint32_t> status_reg{0};
-  std::atomic<uint32_t> control{0};
-  std::atomic<uint64_t> admin_sq_base{0}, admin_cq_base{0};
-  std::atomic<uint32_t> admin_log_depth{0};
-  std::atomic<bool> link_up{true};
+  Atomic<uint32_t> status_reg{0};
+  Atomic<uint32_t> control{0};
+  Atomic<uint64_t> admin_sq_base{0}, admin_cq_base{0};
+  Atomic<uint32_t> admin_log_depth{0};
+  Atomic<bool> link_up{true};
   bool link_reported = true;
 
   // Ingress.
   MpscQueue<Kick> kicks;
   MpscQueue<RxFrame> rx;
-  std::atomic<bool> kick_overflow{false};
-  std::unique_ptr<RawWqe[]> inline_staging;  // per doorbell page
+  Atomic<bool> kick_overflow{false};
+  Table<RawWqe> inline_staging;  // per doorbell page
   // Each CQ's producer index as the doorbells see it: an arm kick records
   // it when it is written (any thread), cq_push publishes it.
-  std::unique_ptr<std::atomic<uint32_t>[]> cq_published;
+  Table<Atomic<uint32_t>> cq_published;
   // The net_device's raw-frame QP (kernel context only), and the buffer a
   // raw frame is built in.
   uint32_t raw_qpn = kNone;
-  std::unique_ptr<uint8_t[]> raw_frame;
+  Table<uint8_t> raw_frame;
   // Source GIDs for outgoing GRHs, set by the kernel (all zero: unused).
-  std::array<std::array<uint8_t, 16>, RHN_GID_TABLE_LEN> gid_table{};
-  std::array<uint8_t, RHN_GID_TABLE_LEN> gid_types{};  // enum rhn_gid_type
+  Array<Array<uint8_t, 16>, RHN_GID_TABLE_LEN> gid_table{};
+  Array<uint8_t, RHN_GID_TABLE_LEN> gid_types{};  // enum rhn_gid_type
 
   // Admin queue.
   uint32_t admin_consumer = 0;
@@ -109,33 +105,33 @@ struct Engine::Impl : FamilyStates {
   uint32_t admin_cq_producer = 0;
 
   // Tables.
-  std::vector<ContextObj> contexts;
-  std::vector<PdObj> pds;
-  std::vector<MrObj> mrs;
-  std::vector<EqObj> eqs;
-  std::vector<CqObj> cqs;
-  std::vector<SrqObj> srqs;
-  std::vector<QpObj> qps;
-  std::vector<AreaObj> areas;
-  std::vector<uint32_t> area_buckets;  // chain heads, a power of two
-  Fifo<uint32_t> free_areas{1};
+  Table<ContextObj> contexts;
+  Table<PdObj> pds;
+  Table<MrObj> mrs;
+  Table<EqObj> eqs;
+  Table<CqObj> cqs;
+  Table<SrqObj> srqs;
+  Table<QpObj> qps;
+  Table<AreaObj> areas;
+  Table<uint32_t> area_buckets;  // chain heads, a power of two
+  Fifo<uint32_t> free_areas;
   // The hash of the tables users key (areas, locks, barriers): its secret
   // changes at every reset, when those tables are empty.
   KeyedHash table_hash;
   // On-board twin memory and its allocations (ops/partial).
-  std::unique_ptr<uint8_t[]> twin_mem;
+  Table<uint8_t> twin_mem;
   uint32_t twin_pages = 0;
-  std::vector<TwinObj> twins;
+  Table<TwinObj> twins;
   // Where partial transfers compare and gather (one packet's worth and a
   // look-ahead), so the data path allocates nothing.
-  std::unique_ptr<uint8_t[]> xfer_scratch;
-  std::unique_ptr<Inflight[]> inflight;  // max_inflight_per_qp per QP
-  std::vector<ReadCtx> read_ctxs;
+  Table<uint8_t> xfer_scratch;
+  Table<Inflight> inflight;  // max_inflight_per_qp per QP
+  Table<ReadCtx> read_ctxs;
   Fifo<uint16_t> free_read_ctxs;
-  std::vector<ResponderRead> responder_reads;
+  Table<ResponderRead> responder_reads;
   Fifo<uint32_t> free_responder_reads;
   // Bitmaps of partial READs being answered, one READ request's each.
-  std::unique_ptr<uint8_t[]> read_bitmaps;
+  Table<uint8_t> read_bitmaps;
   Fifo<uint16_t> free_read_bitmaps;
   uint32_t qp_gen_counter = 0;
   // QPNs are handed out round-robin: a number comes back only after all
@@ -145,8 +141,8 @@ struct Engine::Impl : FamilyStates {
   uint32_t next_qpn = RHN_QPN_GSI + 1;
 
   // Transport.
-  std::unique_ptr<Peer[]> peers;  // by node ID, cfg.max_nodes of them
-  std::unique_ptr<SendSlot[]> slots;
+  Table<Peer> peers;  // by node ID, cfg.max_nodes of them
+  Table<SendSlot> slots;
   Fifo<uint32_t> free_slots;
   uint32_t response_reserve = 0;    // slots only responses may take
   uint32_t context_slot_quota = 0;  // slots one context may hold
@@ -160,19 +156,19 @@ struct Engine::Impl : FamilyStates {
   uint32_t busy_head = kNone;
   uint64_t next_peer_deadline = UINT64_MAX;
   // Firmware-originated messages.
-  std::unique_ptr<FwMessage[]> fw_msgs;
+  Table<FwMessage> fw_msgs;
   Fifo<uint32_t> fw_queue;  // handles waiting to be sent
   Fifo<uint32_t> free_fw_msgs;
   // Entries each family holds, and how many one family may (no family,
   // however many of its messages wait for a silent peer, takes the table);
   // the last fw_reserve entries are for account 0 (the kernel, probes).
-  std::array<uint32_t, kFwOwners> fw_family_used{};
+  Array<uint32_t, kFwOwners> fw_family_used{};
   uint32_t fw_family_limit = 0;
   uint32_t fw_reserve = 0;
   // Share accounting of the tables above and below (engine/shares.h).
   Shares shares;
   // Receive contexts.
-  std::unique_ptr<RxContext[]> rx_ctxs;
+  Table<RxContext> rx_ctxs;
   Fifo<uint32_t> free_rx_ctxs;
   uint32_t rx_context_quota = 0;  // receive contexts one context may hold
 
@@ -236,7 +232,7 @@ struct Engine::Impl : FamilyStates {
   // The twin a handle names if it is live and the context's, else null.
   TwinObj* twin_of(uint32_t handle, uint32_t context);
   uint8_t* twin_bytes(const TwinObj& t) {
-    return twin_mem.get() + uint64_t{t.first_page} * RHN_TWIN_PAGE;
+    return twin_mem.data() + uint64_t{t.first_page} * RHN_TWIN_PAGE;
   }
   // An MR over twin memory (MrObj::on_twin): where its bytes [va, va +
   // len) are, or null when they are not all inside its twin.
@@ -290,7 +286,7 @@ struct Engine::Impl : FamilyStates {
   // The node's channel state, or nullptr for a node ID beyond max_nodes.
   Peer* peer_for(uint16_t node);
   uint16_t node_of(const Peer& p) const {
-    return static_cast<uint16_t>(&p - peers.get());
+    return static_cast<uint16_t>(&p - peers.data());
   }
   // Room for one more packet: responses (context kNone) use the reserve;
   // requests are also bounded by their context's share of send memory.
@@ -299,9 +295,9 @@ struct Engine::Impl : FamilyStates {
   // answers) but is charged to no context: READ data, the NIC's own.
   bool room_for_request(const Peer& p) const;
   bool context_over_quota(uint32_t context) const;
-  uint32_t send_data(Peer& p, const rhn_op_hdr& op,
-                     std::span<const uint8_t> payload, bool ack_req,
-                     uint32_t qpn, uint32_t qp_gen, bool completes_message);
+  uint32_t send_data(Peer& p, const rhn_op_hdr& op, Span<const uint8_t> payload,
+                     bool ack_req, uint32_t qpn, uint32_t qp_gen,
+                     bool completes_message);
   // Takes a free send-packet slot (after can_send); the caller writes the
   // payload at RHN_DATA_HDR_LEN of its frame, then calls commit_data.
   uint32_t begin_data(uint32_t context);
@@ -315,12 +311,12 @@ struct Engine::Impl : FamilyStates {
   bool run_peers();
   bool peer_idle(const Peer& p) const;
   void unlink_busy(Peer& p);
-  void transmit(uint16_t node, std::span<const uint8_t> frame);
+  void transmit(uint16_t node, Span<const uint8_t> frame);
   void send_ack(Peer& p, uint8_t type, uint16_t flags, uint16_t ack_session);
   void send_control(Peer& p, uint8_t type, uint16_t flags, uint16_t ack_session,
                     uint32_t ack_seq);
   void move_stream_after(Peer& p, uint16_t their_session);
-  void receive_frame(std::span<const uint8_t> frame);
+  void receive_frame(Span<const uint8_t> frame);
   void accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
                    uint16_t session, uint32_t seq);
   void release_gated(Peer& p);
@@ -344,10 +340,10 @@ struct Engine::Impl : FamilyStates {
   void handle_request(Peer& p, const Packet& pkt);
   bool responder_has_room(const Peer& p, const rhn_op_hdr& op) const;
   void respond(Peer& p, uint8_t wop, uint8_t syndrome, const rhn_op_hdr& req,
-               std::span<const uint8_t> payload);
+               Span<const uint8_t> payload);
   // respond() without the NAK memory: a second NAK of a held request.
   void send_answer(Peer& p, uint8_t wop, uint8_t syndrome,
-                   const rhn_op_hdr& req, std::span<const uint8_t> payload);
+                   const rhn_op_hdr& req, Span<const uint8_t> payload);
   bool take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m);
   void receive_raw_frame(const Packet& pkt);
   void complete_receive(RxContext& m, uint16_t src_node, uint32_t src_qpn,
@@ -372,9 +368,8 @@ struct Engine::Impl : FamilyStates {
   // Each message is charged to its family (owner) and to the account of
   // `context`, the context on whose behalf the NIC sends it (0: the NIC's
   // own, probes): kNone also when either holds its share of the table.
-  uint32_t fw_post(uint16_t node, uint32_t kind,
-                   std::span<const uint8_t> payload, FwOwner owner,
-                   uint64_t cookie, uint32_t context);
+  uint32_t fw_post(uint16_t node, uint32_t kind, Span<const uint8_t> payload,
+                   FwOwner owner, uint64_t cookie, uint32_t context);
   // A message whose payload (up to RHN_WIRE_MTU) is copied straight into
   // the channel's packet: sent now or not at all (kNone: no handle, or
   // the node's window is full; try again later). The header fields go
@@ -385,9 +380,8 @@ struct Engine::Impl : FamilyStates {
                            FwOwner owner, uint64_t cookie, uint32_t context,
                            FwState state);
   uint32_t fw_send_now(uint16_t node, uint32_t kind, uint32_t imm,
-                       uint64_t addr, uint32_t aux,
-                       std::span<const uint8_t> payload, FwOwner owner,
-                       uint64_t cookie, uint32_t context);
+                       uint64_t addr, uint32_t aux, Span<const uint8_t> payload,
+                       FwOwner owner, uint64_t cookie, uint32_t context);
   // Could `owner` take a handle for `context` now (family and account
   // shares, the kernel's reserve)?
   bool fw_room(FwOwner owner, uint32_t context) const;

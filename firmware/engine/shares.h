@@ -13,11 +13,7 @@
 // fixed tables sized at construction.
 #pragma once
 
-#include <algorithm>
-#include <array>
-#include <cstdint>
-#include <vector>
-
+#include "core/card_memory.h"
 #include "ops/module_ids.h"
 #include "rhinet/hw.h"
 
@@ -48,18 +44,19 @@ class Shares {
  public:
   static constexpr uint32_t kKinds = static_cast<uint32_t>(Res::kStageKinds) +
                                      kFamilyModules * kKindsPerFamily;
-  using Counts = std::array<uint32_t, kKinds>;
+  using Counts = Array<uint32_t, kKinds>;
 
-  void init(uint32_t contexts) {
-    ctx_used_.assign(contexts, Counts{});
-    account_of_.assign(contexts, 0);
-    acct_used_.assign(RHN_MAX_ACCOUNTS, Counts{});
+  // Power-on: the counters are placed in on-card memory.
+  void place(uint32_t contexts, CardMemory& mem) {
+    ctx_used_ = mem.table<Counts>(contexts);
+    account_of_ = mem.table<uint16_t>(contexts);
+    acct_used_ = mem.table<Counts>(RHN_MAX_ACCOUNTS);
   }
   // Power-on: nothing charged, every context in account 0.
   void reset() {
-    std::fill(ctx_used_.begin(), ctx_used_.end(), Counts{});
-    std::fill(account_of_.begin(), account_of_.end(), 0);
-    std::fill(acct_used_.begin(), acct_used_.end(), Counts{});
+    fill(ctx_used_.begin(), ctx_used_.end(), Counts{});
+    fill(account_of_.begin(), account_of_.end(), 0);
+    fill(acct_used_.begin(), acct_used_.end(), Counts{});
   }
   // A table of `table` entries: one context may hold `context_limit` of
   // them, one account `account_share`/256 of the table, but never less
@@ -67,9 +64,9 @@ class Shares {
   void set_limit(Res r, uint32_t table, uint32_t context_limit,
                  uint32_t account_share) {
     const uint32_t k = idx(r);
-    ctx_limit_[k] = std::max<uint32_t>(1, context_limit);
-    acct_limit_[k] = std::max(ctx_limit_[k],
-                              uint32_t(uint64_t{table} * account_share / 256));
+    ctx_limit_[k] = max<uint32_t>(1, context_limit);
+    acct_limit_[k] =
+        max(ctx_limit_[k], uint32_t(uint64_t{table} * account_share / 256));
   }
   // CREATE_CONTEXT: the context's account. Entries it still holds (a
   // destroyed context's packets not yet acknowledged) move along.
@@ -78,7 +75,7 @@ class Shares {
     Counts& from = acct_used_[account_of_[context]];
     Counts& to = acct_used_[account];
     for (uint32_t k = 0; k < kKinds; k++) {
-      from[k] -= std::min(from[k], ctx_used_[context][k]);
+      from[k] -= min(from[k], ctx_used_[context][k]);
       to[k] += ctx_used_[context][k];
     }
     account_of_[context] = static_cast<uint16_t>(account);
@@ -126,9 +123,9 @@ class Shares {
 
  private:
   static uint32_t idx(Res r) { return static_cast<uint32_t>(r); }
-  std::vector<Counts> ctx_used_;      // by context
-  std::vector<uint16_t> account_of_;  // by context
-  std::vector<Counts> acct_used_;     // by account
+  Table<Counts> ctx_used_;      // by context
+  Table<uint16_t> account_of_;  // by context
+  Table<Counts> acct_used_;     // by account
   Counts ctx_limit_{}, acct_limit_{};
 };
 

@@ -2,8 +2,7 @@
 // Firmware-originated messages (fwmsg/).
 #pragma once
 
-#include <cstdint>
-
+#include "core/freestanding.h"
 #include "ops/module_ids.h"
 #include "rhinet/hw.h"
 

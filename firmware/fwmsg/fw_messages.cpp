@@ -7,8 +7,7 @@
 // told. Sending is a work class of its own in poll(), so user queues
 // cannot starve it, and a message for a blocked node waits without
 // holding up the others.
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
 
@@ -36,9 +35,9 @@ void Engine::Impl::fw_reset() {
     free_fw_msgs.push(h);
   }
   fw_family_used.fill(0);
-  fw_family_limit = std::max<uint32_t>(
+  fw_family_limit = max<uint32_t>(
       1, uint32_t(uint64_t{cfg.fw_messages} * cfg.fw_family_share / 256));
-  fw_reserve = std::min<uint32_t>(
+  fw_reserve = min<uint32_t>(
       cfg.fw_messages - 1,
       uint32_t(uint64_t{cfg.fw_messages} * cfg.fw_kernel_share / 256));
   // A user's messages: its account's share of what the reserve leaves.
@@ -56,7 +55,7 @@ bool Engine::Impl::fw_room(FwOwner owner, uint32_t context) const {
 }
 
 uint32_t Engine::Impl::fw_post(uint16_t node, uint32_t kind,
-                               std::span<const uint8_t> payload, FwOwner owner,
+                               Span<const uint8_t> payload, FwOwner owner,
                                uint64_t cookie, uint32_t context) {
   if (node >= cfg.max_nodes || payload.size() > RHN_FW_MSG_MAX ||
       !fw_room(owner, context))
@@ -64,7 +63,7 @@ uint32_t Engine::Impl::fw_post(uint16_t node, uint32_t kind,
   const uint32_t h = take_fw_message(node, kind, 0, 0, 0, payload.size(), owner,
                                      cookie, context, FwState::kQueued);
   FwMessage& f = fw_msgs[h];
-  if (!payload.empty()) std::memcpy(f.payload, payload.data(), payload.size());
+  if (!payload.empty()) memcpy(f.payload, payload.data(), payload.size());
   fw_queue.push(h);
   return h;
 }
@@ -114,9 +113,8 @@ rhn_op_hdr fw_header(const FwMessage& f, uint32_t handle) {
 
 uint32_t Engine::Impl::fw_send_now(uint16_t node, uint32_t kind, uint32_t imm,
                                    uint64_t addr, uint32_t aux,
-                                   std::span<const uint8_t> payload,
-                                   FwOwner owner, uint64_t cookie,
-                                   uint32_t context) {
+                                   Span<const uint8_t> payload, FwOwner owner,
+                                   uint64_t cookie, uint32_t context) {
   if (node >= cfg.max_nodes || payload.size() > RHN_WIRE_MTU ||
       !fw_room(owner, context) || !room_for_request(peers[node]))
     return kNone;
@@ -126,8 +124,8 @@ uint32_t Engine::Impl::fw_send_now(uint16_t node, uint32_t kind, uint32_t imm,
   const FwMessage& f = fw_msgs[h];
   const uint32_t slot = begin_data(kNone);
   if (!payload.empty())
-    std::memcpy(slots[slot].frame + RHN_DATA_HDR_LEN, payload.data(),
-                payload.size());
+    memcpy(slots[slot].frame + RHN_DATA_HDR_LEN, payload.data(),
+           payload.size());
   const rhn_op_hdr op = fw_header(f, h);
   commit_data(peers[node], slot, op, f.len, true, kFwQpn, op.msn, true);
   return h;
@@ -147,8 +145,7 @@ bool Engine::Impl::fw_run(uint32_t budget) {
       continue;
     }
     const uint32_t slot = begin_data(kNone);
-    if (f.len)
-      std::memcpy(slots[slot].frame + RHN_DATA_HDR_LEN, f.payload, f.len);
+    if (f.len) memcpy(slots[slot].frame + RHN_DATA_HDR_LEN, f.payload, f.len);
     const rhn_op_hdr op = fw_header(f, h);
     commit_data(p, slot, op, f.len, true, kFwQpn, op.msn, true);
     f.state = FwState::kInFlight;

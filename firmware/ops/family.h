@@ -7,10 +7,7 @@
 // line in the registry's list; see Documentation/firmware/README.md.
 #pragma once
 
-#include <array>
-#include <initializer_list>
-#include <span>
-
+#include "core/freestanding.h"
 #include "engine/engine_impl.h"
 
 namespace rhinet::fw {
@@ -24,7 +21,7 @@ struct Request {
   QpObj& qp;
   uint32_t qpn;
   const rhn_op_hdr& op;
-  std::span<const uint8_t> data;
+  Span<const uint8_t> data;
   uint16_t node;     // the requester's node
   uint32_t src;      // its src_qpn: QPN and incarnation
   uint32_t src_qpn;  // its QPN
@@ -131,7 +128,7 @@ struct WireRoute {
   const OpFamily* family;
   bool request;
 };
-extern const std::array<WireRoute, 256> kWireRoutes;  // ops/registry.cpp
+extern const Array<WireRoute, 256> kWireRoutes;  // ops/registry.cpp
 // The family handling a wire opcode (a request or an answer), or nullptr.
 inline const OpFamily* family_of_wire(uint8_t wire_op) {
   return kWireRoutes[wire_op].family;
@@ -226,7 +223,11 @@ enum class SrqLanding : uint8_t {
 struct FamilyModule {
   const char* name;
   FwOwner id;  // its place in the list
-  // Power-on and RHN_CONTROL_RESET: its tables back to empty.
+  // Power-on, once: its tables placed in card memory, sized by the
+  // configuration (m.cfg); may clamp its part of m.cfg to what it placed.
+  void (*place)(Impl& m, CardMemory& mem) = nullptr;
+  // Power-on (after place) and RHN_CONTROL_RESET: its tables back to
+  // empty. Places nothing.
   void (*reset)(Impl& m) = nullptr;
   void (*qp_gone)(Impl& m, uint32_t qpn, QpGone why) = nullptr;
   void (*srq_gone)(Impl& m, uint32_t srqn) = nullptr;
@@ -239,13 +240,13 @@ struct FamilyModule {
   uint64_t (*next_deadline)(const Impl& m) = nullptr;
   // Firmware messages: the kinds it receives, and the outcome of those it
   // sent (acknowledged: RHN_SYN_NONE; refused; or its node dead).
-  std::span<const FwKind> fw_kinds = {};
+  Span<const FwKind> fw_kinds = {};
   void (*on_fw_message)(Impl& m, Peer& p, const Packet& pkt) = nullptr;
   void (*on_fw_done)(Impl& m, uint64_t cookie, uint8_t syndrome) = nullptr;
   // Frames outside the node channels.
-  std::span<const FrameRoute> frames = {};
+  Span<const FrameRoute> frames = {};
   // Admin commands it owns (RHN_ADMIN_*) and their execution for `ctx`.
-  std::span<const uint16_t> admin_ops = {};
+  Span<const uint16_t> admin_ops = {};
   rhn_admin_status (*on_admin)(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
                                uint32_t& detail) = nullptr;
   // Capability bits (RHN_CAP_*) beyond its opcodes' (the operation
@@ -279,7 +280,7 @@ struct FamilyModule {
 };
 
 // The list, in its order (ops/registry.cpp).
-std::span<const FamilyModule* const> family_modules();
+Span<const FamilyModule* const> family_modules();
 const FamilyModule& family_module(FwOwner id);
 
 // RHN_REG_CAPS' family part: the cap column of every opcode a family
@@ -287,6 +288,7 @@ const FamilyModule& family_module(FwOwner id);
 uint32_t family_caps();
 
 // The loops the stages run over the list.
+void modules_place(Impl& m, CardMemory& mem);
 void modules_reset(Impl& m);
 void modules_qp_gone(Impl& m, uint32_t qpn, QpGone why);
 void modules_srq_gone(Impl& m, uint32_t srqn);
@@ -310,7 +312,7 @@ const FamilyModule* admin_owner(uint16_t op);
 const FamilyModule* srq_owner(uint32_t flags);
 // The family running SRQ `srqn` (nullptr: a plain SRQ).
 const FamilyModule* srq_family(const Impl& m, uint32_t srqn);
-std::span<const FrameRoute> frame_routes();  // every module's, in order
+Span<const FrameRoute> frame_routes();  // every module's, in order
 // Which frames any route may consider, folded by packet type (types are
 // below 32): the data path asks this before it walks the routes.
 struct FrameFilter {
@@ -380,6 +382,6 @@ bool gather(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
 uint8_t status_of_nak(uint8_t syndrome);
 // Requester: scatters answer data into the local SGEs kept for `e`.
 bool scatter_answer(Impl& m, uint32_t qpn, Inflight& e, uint64_t offset,
-                    std::span<const uint8_t> data);
+                    Span<const uint8_t> data);
 
 }  // namespace rhinet::fw

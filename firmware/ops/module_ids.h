@@ -4,7 +4,7 @@
 // family may hold only its share of it), so the engine needs the count.
 #pragma once
 
-#include <cstdint>
+#include "core/freestanding.h"
 
 namespace rhinet::fw {
 

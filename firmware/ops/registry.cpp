@@ -4,11 +4,7 @@
 // claims (its folder's <family>.h), with the rest of what the engine knows
 // of a WQE opcode taken from its row in the operation table (hw_ops.h);
 // and the list of family modules every stage loops over.
-#include <algorithm>
-#include <array>
-#include <iterator>
-#include <utility>
-
+#include "core/freestanding.h"
 #include "ops/atomic/atomic.h"
 #include "ops/coll/coll.h"
 #include "ops/family.h"
@@ -49,8 +45,8 @@ constexpr size_t kWires = 256;           // every wire opcode (a byte)
 // No opcode of either kind is claimed twice, and none the stages handle
 // themselves is claimed.
 constexpr bool claimed_once() {
-  std::array<bool, kOps> op{};
-  std::array<bool, kWires> wire{};
+  Array<bool, kOps> op{};
+  Array<bool, kWires> wire{};
   wire[0] = wire[RHN_WOP_FW] = wire[RHN_WOP_NAK] = true;
   for (const OpClaims* c : kFamilies) {
     for (uint8_t o : c->wqe_ops) {
@@ -79,8 +75,8 @@ constexpr OpInfo row_info(uint32_t wire, uint32_t cqe, uint32_t flags) {
           (flags & RHN_OPF_ORDERED_RETRY) != 0};
 }
 
-constexpr std::array<OpInfo, kOps> make_ops() {
-  std::array<OpInfo, kOps> t{};
+constexpr Array<OpInfo, kOps> make_ops() {
+  Array<OpInfo, kOps> t{};
 #define RHN_OP_INFO_(op, name, wire, cqe, dv, dv_name, flags, modes, ext, cap) \
   t[op] = row_info(wire, cqe, flags);
   RHN_OP_TABLE(RHN_OP_INFO_)
@@ -90,10 +86,10 @@ constexpr std::array<OpInfo, kOps> make_ops() {
   return t;
 }
 
-constexpr std::array<OpInfo, kOps> kOpTable = make_ops();
+constexpr Array<OpInfo, kOps> kOpTable = make_ops();
 
-constexpr std::array<WireRoute, kWires> make_wire_routes() {
-  std::array<WireRoute, kWires> t{};
+constexpr Array<WireRoute, kWires> make_wire_routes() {
+  Array<WireRoute, kWires> t{};
   // What no family claims keeps the contract's numbering: requests below
   // RHN_WOP_READ_RESP (RHN_WOP_FW among them), answers from there on.
   for (uint32_t w = 0; w < kWires; w++) t[w] = {nullptr, w < RHN_WOP_READ_RESP};
@@ -106,7 +102,7 @@ constexpr std::array<WireRoute, kWires> make_wire_routes() {
 
 }  // namespace
 
-constinit const std::array<WireRoute, kWires> kWireRoutes = make_wire_routes();
+constinit const Array<WireRoute, kWires> kWireRoutes = make_wire_routes();
 
 const OpInfo& op_info(uint8_t wqe_opcode) {
   static constexpr OpInfo kNoSuchOp{};
@@ -161,7 +157,7 @@ constexpr TurnFn kTurnsAfterFw[] = {tag_run, tm_run};
 
 template <size_t N, size_t... I>
 bool run_turns(const TurnFn (&turns)[N], Impl& m, uint32_t budget,
-               std::index_sequence<I...>) {
+               IndexList<I...>) {
   bool did = false;
   ((did |= turns[I](m, budget)), ...);
   return did;
@@ -170,12 +166,12 @@ bool run_turns(const TurnFn (&turns)[N], Impl& m, uint32_t budget,
 struct Tables {
   // Firmware-message kinds by value (kinds are small numbers).
   static constexpr uint32_t kKinds = 64;
-  std::array<const FamilyModule*, kKinds> fw_module{};
-  std::array<const FwKind*, kKinds> fw_kind{};
+  Array<const FamilyModule*, kKinds> fw_module{};
+  Array<const FwKind*, kKinds> fw_kind{};
   // Every module's frame routes, in order (no allocation: the first
   // frame may come on the data path).
   static constexpr uint32_t kMaxFrames = 8;
-  std::array<FrameRoute, kMaxFrames> frames{};
+  Array<FrameRoute, kMaxFrames> frames{};
   uint32_t nframes = 0;
 };
 
@@ -218,14 +214,19 @@ const Tables& tables() { return kTables; }
 
 const FrameFilter kFrameFilter = build_frame_filter();
 
-std::span<const FamilyModule* const> family_modules() { return kModules; }
+Span<const FamilyModule* const> family_modules() { return kModules; }
 
 const FamilyModule& family_module(FwOwner id) {
   return *kModules[static_cast<uint32_t>(id)];
 }
 
-std::span<const FrameRoute> frame_routes() {
+Span<const FrameRoute> frame_routes() {
   return {tables().frames.data(), tables().nframes};
+}
+
+void modules_place(Impl& m, CardMemory& mem) {
+  for (const FamilyModule* f : kModules)
+    if (f->place) f->place(m, mem);
 }
 
 void modules_reset(Impl& m) {
@@ -254,17 +255,16 @@ void modules_node_failed(Impl& m, uint16_t node, NodeLoss why) {
 }
 
 bool modules_run(Impl& m, bool before_fw, uint32_t budget) {
-  return before_fw
-             ? run_turns(kTurnsBeforeFw, m, budget,
-                         std::make_index_sequence<std::size(kTurnsBeforeFw)>{})
-             : run_turns(kTurnsAfterFw, m, budget,
-                         std::make_index_sequence<std::size(kTurnsAfterFw)>{});
+  return before_fw ? run_turns(kTurnsBeforeFw, m, budget,
+                               IndexListOf<array_size(kTurnsBeforeFw)>{})
+                   : run_turns(kTurnsAfterFw, m, budget,
+                               IndexListOf<array_size(kTurnsAfterFw)>{});
 }
 
 uint64_t modules_next_deadline(const Impl& m) {
   uint64_t t = UINT64_MAX;
   for (const FamilyModule* f : kModules)
-    if (f->next_deadline) t = std::min(t, f->next_deadline(m));
+    if (f->next_deadline) t = min(t, f->next_deadline(m));
   return t;
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Every family's tables, held together: the engine's state is the shell's
+// Every family's tables (placed at power-on by each module's place hook),
+// held together: the engine's state is the shell's
 // (engine/engine_impl.h) and this. Each family's state is defined in its
 // folder; a family added with tables of its own adds them here.
 #pragma once
@@ -16,10 +17,6 @@
 namespace rhinet::fw {
 
 struct FamilyStates {
-  explicit FamilyStates(const EngineConfig& config)
-      : tags(config.tag.recvs, config.tag.msgs,
-             config.max_qps * config.max_inflight_per_qp, config.max_qps,
-             config.max_srqs) {}
   TagTables tags;            // ops/tag, ops/tm
   PinTables pins;            // ops/pindown
   SyncTables sync;           // ops/sync

@@ -3,9 +3,8 @@
 // their completion, and where READ and atomic answers go.
 #pragma once
 
-#include <cstdint>
-
 #include "core/bounded.h"
+#include "core/freestanding.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {

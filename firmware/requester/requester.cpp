@@ -4,9 +4,8 @@
 // operation's family (ops/) check the rest and build each packet, cuts
 // messages into packets for the channel and completes WQEs in order when
 // their ACK or answer arrives.
-#include <cstring>
-
 #include "core/crc32c.h"
+#include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
 #include "ops/partial/partial.h"
@@ -104,7 +103,7 @@ bool Engine::Impl::fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw,
   if (nslots <= 1) return true;
   // The rest, in up to two pieces when the WQE wraps around the ring.
   const uint32_t rest = nslots - 1;
-  const uint32_t before_wrap = std::min(rest, depth - first - 1);
+  const uint32_t before_wrap = min(rest, depth - first - 1);
   if (before_wrap &&
       !host_dma(qp.sq_ring, uint64_t{first + 1} * RHN_SQ_SLOT_SIZE,
                 raw.bytes + RHN_SQ_SLOT_SIZE,
@@ -758,7 +757,7 @@ bool Engine::Impl::expire_unanswered(uint32_t qpn) {
       return true;  // the QP is in error now: the rest are flushed
     }
     any = true;
-    next = std::min(next, e.resend_at);
+    next = min(next, e.resend_at);
   }
   qp.has_unanswered = any;
   if (next != UINT64_MAX) wake_later(qpn, next);
@@ -854,7 +853,7 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
 bool gather(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
             uint8_t* out, uint32_t len) {
   if (w.flags & RHN_WQE_F_INLINE) {
-    std::memcpy(out, wqe_inline(qp.tx_raw, w).data() + offset, len);
+    memcpy(out, wqe_inline(qp.tx_raw, w).data() + offset, len);
     return true;
   }
   rhn_sge sges[RHN_WQE_MAX_SGES];
@@ -863,7 +862,7 @@ bool gather(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
 }
 
 bool scatter_answer(Impl& m, uint32_t qpn, Inflight& e, uint64_t offset,
-                    std::span<const uint8_t> data) {
+                    Span<const uint8_t> data) {
   if (offset + data.size() > e.length) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
@@ -929,7 +928,7 @@ namespace {
 bool ipv4_mapped(const uint8_t* gid) {
   static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0,    0,
                                           0, 0, 0, 0, 0xff, 0xff};
-  return std::memcmp(gid, kPrefix, sizeof(kPrefix)) == 0;
+  return memcmp(gid, kPrefix, sizeof(kPrefix)) == 0;
 }
 
 // RFC 791 header checksum over 20 bytes whose checksum field is zero.
@@ -958,8 +957,8 @@ void Engine::Impl::build_grh(const DecodedWqe& w, uint8_t* out) const {
   if (v2 && ipv4_mapped(sgid)) {
     // RoCE v2 over IPv4: the 20-byte header at the end of the 40.
     uint8_t* ip = out + 20;
-    const uint32_t total = std::min<uint32_t>(20 + 8 + paylen, 0xffff);
-    std::memset(out, 0, RHN_WIRE_GRH_LEN);
+    const uint32_t total = min<uint32_t>(20 + 8 + paylen, 0xffff);
+    memset(out, 0, RHN_WIRE_GRH_LEN);
     ip[0] = 0x45;
     ip[1] = w.grh.traffic_class;
     ip[2] = static_cast<uint8_t>(total >> 8);
@@ -967,8 +966,8 @@ void Engine::Impl::build_grh(const DecodedWqe& w, uint8_t* out) const {
     ip[6] = 0x40;  // don't fragment
     ip[8] = w.grh.hop_limit;
     ip[9] = 17;  // UDP
-    std::memcpy(ip + 12, sgid + 12, 4);
-    std::memcpy(ip + 16, w.grh.dgid + 12, 4);
+    memcpy(ip + 12, sgid + 12, 4);
+    memcpy(ip + 16, w.grh.dgid + 12, 4);
     const uint16_t csum = ipv4_checksum(ip);
     ip[10] = static_cast<uint8_t>(csum >> 8);
     ip[11] = static_cast<uint8_t>(csum);
@@ -985,8 +984,8 @@ void Engine::Impl::build_grh(const DecodedWqe& w, uint8_t* out) const {
   // Next header: UDP for RoCE v2's IPv6, IBA transport for a v1 GRH.
   out[6] = v2 ? 17 : 0x1b;
   out[7] = w.grh.hop_limit;
-  std::memcpy(out + 8, sgid, 16);
-  std::memcpy(out + 24, w.grh.dgid, 16);
+  memcpy(out + 8, sgid, 16);
+  memcpy(out + 24, w.grh.dgid, 16);
 }
 
 }  // namespace rhinet::fw

@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "requester/wqe_decoder.h"
 
-#include <array>
-#include <cstddef>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
@@ -22,8 +19,8 @@ struct Row {
   uint8_t flags, modes, ext;
 };
 
-constexpr std::array<Row, 256> make_rows() {
-  std::array<Row, 256> t{};
+constexpr Array<Row, 256> make_rows() {
+  Array<Row, 256> t{};
 #define RHN_DECODER_ROW_(op, name, wire, cqe, dv, dv_name, flags, modes, ext, \
                          cap)                                                 \
   t[op] = {((flags)&RHN_OPF_RECV_QUEUE) == 0, static_cast<uint8_t>(flags),    \
@@ -33,13 +30,13 @@ constexpr std::array<Row, 256> make_rows() {
   return t;
 }
 
-constexpr std::array<Row, 256> kRows = make_rows();
+constexpr Array<Row, 256> kRows = make_rows();
 
 // The families' own checks (OpFamily::decode) by opcode, read from the
 // registry once (its tables are constants, set before this runs).
 using FamilyDecode = rhn_syndrome (*)(const RawWqe&, const DecodedWqe&);
-const std::array<FamilyDecode, 256> kFamilyDecode = [] {
-  std::array<FamilyDecode, 256> t{};
+const Array<FamilyDecode, 256> kFamilyDecode = [] {
+  Array<FamilyDecode, 256> t{};
   for (uint32_t op = 0; op < t.size(); op++) {
     const OpFamily* f = op_info(static_cast<uint8_t>(op)).family;
     t[op] = f ? f->decode : nullptr;
@@ -52,11 +49,11 @@ const std::array<FamilyDecode, 256> kFamilyDecode = [] {
 void reset(DecodedWqe& out) {
   static const DecodedWqe kEmpty{};
   const uint8_t filled = out.filled;
-  std::memcpy(static_cast<void*>(&out), &kEmpty, offsetof(DecodedWqe, grh));
+  memcpy(static_cast<void*>(&out), &kEmpty, offsetof(DecodedWqe, grh));
   if (filled & DecodedWqe::kFilledGrh) out.grh = {};
   if (filled & DecodedWqe::kFilledXfer) out.xfer = {};
   if (filled & DecodedWqe::kFilledFamily)
-    std::memset(out.family_slot, 0, sizeof(out.family_slot));
+    memset(out.family_slot, 0, sizeof(out.family_slot));
 }
 
 }  // namespace
@@ -68,15 +65,15 @@ uint32_t wqe_slot_count(const uint8_t* first_slot) {
 
 rhn_sge wqe_sge(const RawWqe& raw, uint32_t i) {
   rhn_sge s;
-  std::memcpy(&s, raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d) + i * sizeof(s),
-              sizeof(s));
+  memcpy(&s, raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d) + i * sizeof(s),
+         sizeof(s));
   return s;
 }
 
 rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
                              uint32_t max_msg_size, DecodedWqe& out) {
   rhn_send_wqe w;
-  std::memcpy(&w, raw.bytes, sizeof(w));
+  memcpy(&w, raw.bytes, sizeof(w));
   reset(out);
   // Every opcode the operation table lists for the send queue.
   const Row& row = kRows[w.opcode];
@@ -97,8 +94,8 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   out.has_grh = (w.flags & RHN_WQE_F_GRH) != 0;
   if (out.has_grh) {
     if (slots < 2) return RHN_SYN_BAD_WQE;
-    std::memcpy(&out.grh, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
-                sizeof(out.grh));
+    memcpy(&out.grh, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
+           sizeof(out.grh));
     out.filled |= DecodedWqe::kFilledGrh;
   }
   out.xfer_mode = w.xfer_mode;
@@ -114,8 +111,8 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   const bool has_family_slot = row.ext & (RHN_EXT_MCAST | RHN_EXT_COLL);
   if (has_family_slot) {
     if (slots < 2) return RHN_SYN_BAD_WQE;
-    std::memcpy(out.family_slot, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
-                sizeof(out.family_slot));
+    memcpy(out.family_slot, raw.bytes + (slots - 1) * RHN_SQ_SLOT_SIZE,
+           sizeof(out.family_slot));
     out.filled |= DecodedWqe::kFilledFamily;
   }
   if (const FamilyDecode family_decode = kFamilyDecode[w.opcode]) {
@@ -130,8 +127,8 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     if (!(row.modes & RHN_XFER_MODE_BIT(w.xfer_mode)) || out.has_grh ||
         xfer_slot < 1 || (w.flags & RHN_WQE_F_INLINE))
       return RHN_SYN_BAD_XFER;
-    std::memcpy(&out.xfer, raw.bytes + xfer_slot * RHN_SQ_SLOT_SIZE,
-                sizeof(out.xfer));
+    memcpy(&out.xfer, raw.bytes + xfer_slot * RHN_SQ_SLOT_SIZE,
+           sizeof(out.xfer));
     out.filled |= DecodedWqe::kFilledXfer;
   }
   const uint32_t ext = slots - 1 - (out.has_grh ? 1 : 0) - (has_xfer ? 1 : 0) -

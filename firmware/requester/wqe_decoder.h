@@ -4,10 +4,7 @@
 // Pure: no state, no host access, so it can be fuzzed alone.
 #pragma once
 
-#include <cstdint>
-#include <cstring>
-#include <span>
-
+#include "core/freestanding.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
@@ -67,7 +64,7 @@ template <class T>
 T family_slot(const DecodedWqe& w) {
   static_assert(sizeof(T) == sizeof(w.family_slot));
   T t;
-  std::memcpy(&t, w.family_slot, sizeof(t));
+  memcpy(&t, w.family_slot, sizeof(t));
   return t;
 }
 
@@ -87,8 +84,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
 rhn_sge wqe_sge(const RawWqe& raw, uint32_t i);
 
 // The inline payload of a decoded WQE.
-inline std::span<const uint8_t> wqe_inline(const RawWqe& raw,
-                                           const DecodedWqe& w) {
+inline Span<const uint8_t> wqe_inline(const RawWqe& raw, const DecodedWqe& w) {
   return {raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d), w.inline_len};
 }
 

@@ -4,8 +4,7 @@
 // tag list (ops/tm, which also decides which); a multi-packet message
 // holds it in a receive context from its first packet to its last.
 // Multicast groups and collective segments plug in here.
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
 
@@ -37,7 +36,7 @@ RxContext* Engine::Impl::rx_alloc(Peer& p, uint32_t dst_context) {
 }
 
 void Engine::Impl::rx_free(Peer& p, RxContext& m) {
-  const uint32_t idx = static_cast<uint32_t>(&m - rx_ctxs.get());
+  const uint32_t idx = static_cast<uint32_t>(&m - rx_ctxs.data());
   for (uint32_t* link = &p.rx_head; *link != kNone;
        link = &rx_ctxs[*link].next) {
     if (*link != idx) continue;

@@ -4,8 +4,7 @@
 // then handed to their operation family (ops/); the NAK memory, answers
 // and the responder work a QP owns (receive contexts, READ streams) are
 // kept here. Failures are answered with a NAK naming the reason.
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
 
@@ -68,8 +67,7 @@ void Engine::Impl::cancel_responder_work(uint32_t qpn, bool flush) {
 }
 
 void Engine::Impl::respond(Peer& p, uint8_t wop, uint8_t syndrome,
-                           const rhn_op_hdr& req,
-                           std::span<const uint8_t> payload) {
+                           const rhn_op_hdr& req, Span<const uint8_t> payload) {
   if (wop == RHN_WOP_NAK) {
     if (nak_remembered(p, req.src_qpn, req.msn)) return;  // once
     nak_remember(p, req.src_qpn, req.msn);
@@ -85,7 +83,7 @@ void Engine::Impl::respond(Peer& p, uint8_t wop, uint8_t syndrome,
 
 void Engine::Impl::send_answer(Peer& p, uint8_t wop, uint8_t syndrome,
                                const rhn_op_hdr& req,
-                               std::span<const uint8_t> payload) {
+                               Span<const uint8_t> payload) {
   rhn_op_hdr op{};
   op.opcode = wop;
   op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;

@@ -3,9 +3,8 @@
 // receives in progress.
 #pragma once
 
-#include <cstdint>
-
 #include "core/bounded.h"
+#include "core/freestanding.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {

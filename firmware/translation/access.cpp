@@ -2,9 +2,7 @@
 // Protection and address translation: every host access the engine makes
 // on behalf of a context goes through a key, is checked here and is then
 // translated page by page through the TLB and the VP translation tables.
-#include <algorithm>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "engine/engine_impl.h"
 
 namespace rhinet::fw {
@@ -140,7 +138,7 @@ bool Engine::Impl::mr_dma(uint32_t mr_index, uint64_t va, void* buf,
       counters.add(RHN_CNT_DMA_ERRORS);
       return false;
     }
-    if (len) std::memmove(write ? at : p, write ? p : at, len);
+    if (len) memmove(write ? at : p, write ? p : at, len);
     return true;
   }
   const uint64_t page_size =
@@ -175,7 +173,7 @@ bool Engine::Impl::mr_store_u64(uint32_t mr_index, uint64_t va,
       counters.add(RHN_CNT_DMA_ERRORS);
       return false;
     }
-    std::memcpy(at, &value, sizeof(value));
+    memcpy(at, &value, sizeof(value));
     return true;
   }
   uint64_t addr;
@@ -197,7 +195,7 @@ bool Engine::Impl::sge_dma(const rhn_sge* sges, uint32_t num_sge,
       offset -= sges[i].length;
       continue;
     }
-    const uint64_t take = std::min<uint64_t>(sges[i].length - offset, len);
+    const uint64_t take = min<uint64_t>(sges[i].length - offset, len);
     uint32_t mr_index;
     if (check_key(sges[i].lkey, kNone, pdn, right, sges[i].addr + offset, take,
                   &mr_index) != RHN_SYN_NONE ||

@@ -3,11 +3,13 @@
 
 namespace rhinet::fw {
 
-Tlb::Tlb(uint32_t entries, Counters& counters) : counters_(counters) {
+Tlb::Tlb(uint32_t entries, Counters& counters, CardMemory& mem)
+    : counters_(counters) {
   sets_ = 1;
   while (sets_ * kWays < entries) sets_ <<= 1;
-  entries_ = std::make_unique<Entry[]>(sets_ * kWays);
-  victim_ = std::make_unique<uint8_t[]>(sets_);
+  entries_ = mem.table<Entry>(sets_ * kWays);
+  victim_ = mem.table<uint8_t>(sets_);
+  if (victim_.empty()) sets_ = 0;  // no memory: the engine reports failure
 }
 
 uint32_t Tlb::set_of(uint32_t mr_index, uint64_t vpn) const {

@@ -4,9 +4,7 @@
 // (memory region index, virtual page number), round-robin replacement.
 #pragma once
 
-#include <cstdint>
-#include <memory>
-
+#include "core/card_memory.h"
 #include "core/counters.h"
 
 namespace rhinet::fw {
@@ -15,7 +13,7 @@ class Tlb {
  public:
   static constexpr uint32_t kWays = 4;
 
-  Tlb(uint32_t entries, Counters& counters);
+  Tlb(uint32_t entries, Counters& counters, CardMemory& mem);
   // Bus address of the page, counting a hit or a miss.
   bool lookup(uint32_t mr_index, uint64_t vpn, uint64_t& page_bus);
   void insert(uint32_t mr_index, uint64_t vpn, uint64_t page_bus);
@@ -32,8 +30,8 @@ class Tlb {
   };
   uint32_t set_of(uint32_t mr_index, uint64_t vpn) const;
 
-  std::unique_ptr<Entry[]> entries_;
-  std::unique_ptr<uint8_t[]> victim_;  // next way to replace, per set
+  Table<Entry> entries_;
+  Table<uint8_t> victim_;  // next way to replace, per set
   uint32_t sets_;
   Counters& counters_;
 };

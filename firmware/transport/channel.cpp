@@ -9,10 +9,8 @@
 // are visited only when they have work to do now (peer_ready) or when the
 // earliest deadline among those with timers running (the busy list) has
 // come, never all of them on every poll.
-#include <algorithm>
-#include <cstring>
-
 #include "core/crc32c.h"
+#include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
 
@@ -136,26 +134,26 @@ uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
 }
 
 uint32_t Engine::Impl::send_data(Peer& p, const rhn_op_hdr& op,
-                                 std::span<const uint8_t> payload, bool ack_req,
+                                 Span<const uint8_t> payload, bool ack_req,
                                  uint32_t qpn, uint32_t qp_gen,
                                  bool completes_message) {
   const uint32_t slot = begin_data(kNone);
   if (!payload.empty())
-    std::memcpy(slots[slot].frame + RHN_DATA_HDR_LEN, payload.data(),
-                payload.size());
+    memcpy(slots[slot].frame + RHN_DATA_HDR_LEN, payload.data(),
+           payload.size());
   return commit_data(p, slot, op, static_cast<uint32_t>(payload.size()),
                      ack_req, qpn, qp_gen, completes_message);
 }
 
-void Engine::Impl::transmit(uint16_t node, std::span<const uint8_t> frame) {
+void Engine::Impl::transmit(uint16_t node, Span<const uint8_t> frame) {
   counters.add(RHN_CNT_TX_PACKETS);
   counters.add(RHN_CNT_TX_BYTES, frame.size());
-  if (!link_up.load(std::memory_order_relaxed)) return;  // lost on the wire
+  if (!link_up.load(MemOrder::kRelaxed)) return;  // lost on the wire
   if (node == cfg.node_id) {
     // Loopback: the NIC turns the frame around without the switch.
     if (!rx.push_with([&](RxFrame& f) {
           f.len = static_cast<uint16_t>(frame.size());
-          std::memcpy(f.data, frame.data(), frame.size());
+          memcpy(f.data, frame.data(), frame.size());
         }))
       counters.add(RHN_CNT_RX_DROPS);
     return;
@@ -221,7 +219,7 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   release_gated(p);
 }
 
-void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
+void Engine::Impl::receive_frame(Span<const uint8_t> frame) {
   Packet pkt;
   switch (parse_packet(frame, pkt)) {
     case ParseStatus::kOk:
@@ -246,7 +244,7 @@ void Engine::Impl::receive_frame(std::span<const uint8_t> frame) {
   // switch's answers, datagrams to groups): the family that claims one.
   const bool routed = kFrameFilter.may_route(pkt, cfg.node_id);
   for (const FrameRoute& r :
-       routed ? frame_routes() : std::span<const FrameRoute>{}) {
+       routed ? frame_routes() : Span<const FrameRoute>{}) {
     if (r.type != h.type || !r.considers(pkt, cfg.node_id)) continue;
     const FrameClaim claim = r.claim(*this, pkt);
     if (claim == FrameClaim::kNotMine) continue;
@@ -396,8 +394,8 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
       } else {
         if (seq_before(slots[p.resend].serial, slots[first].serial))
           p.resend = first;
-        p.recover_window = static_cast<uint8_t>(
-            std::min<uint32_t>(2u * p.recover_window, 128));
+        p.recover_window =
+            static_cast<uint8_t>(min<uint32_t>(2u * p.recover_window, 128));
         p.recover_budget = p.recover_window;
         peer_needs_service(p);
       }
@@ -423,7 +421,7 @@ void Engine::Impl::release_gated(Peer& p) {
     else
       open = !seq_before(p.rx_expected, g.seq);
     if (!open) break;
-    std::memmove(&p.gates[0], &p.gates[1], sizeof(Gate) * (p.gate_count - 1));
+    memmove(&p.gates[0], &p.gates[1], sizeof(Gate) * (p.gate_count - 1));
     p.gate_count--;
     while (p.unacked_count) {
       const uint32_t id = p.unacked_head;
@@ -557,7 +555,7 @@ bool Engine::Impl::service_peer(Peer& p) {
     SendSlot& s = slots[p.resend];
     p.resend = s.next;
     rhn_pkt_hdr h;
-    std::memcpy(&h, s.frame, sizeof(h));
+    memcpy(&h, s.frame, sizeof(h));
     h.flags &= static_cast<uint16_t>(~RHN_PKT_F_ACK_VALID);
     if (p.tx_syn) h.flags |= RHN_PKT_F_SYN;
     if (p.rx_synced) {
@@ -565,7 +563,7 @@ bool Engine::Impl::service_peer(Peer& p) {
       h.ack_session = p.rx_session;
       h.ack_seq = p.rx_expected;
     }
-    std::memcpy(s.frame, &h, sizeof(h));
+    memcpy(s.frame, &h, sizeof(h));
     reseal_header(s.frame);
     counters.add(RHN_CNT_RETRANSMITS);
     transmit(node_of(p), {s.frame, s.len});
@@ -597,9 +595,9 @@ void Engine::Impl::move_stream_after(Peer& p, uint16_t their_session) {
   p.tx_session = next;
   for (uint32_t id = p.unacked_head; id != kNone; id = slots[id].next) {
     rhn_pkt_hdr h;
-    std::memcpy(&h, slots[id].frame, sizeof(h));
+    memcpy(&h, slots[id].frame, sizeof(h));
     h.session = next;
-    std::memcpy(slots[id].frame, &h, sizeof(h));
+    memcpy(slots[id].frame, &h, sizeof(h));
     reseal_header(slots[id].frame);
   }
   p.retries = 0;

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "transport/packet.h"
 
-#include <cstring>
-
 #include "core/crc32c.h"
+#include "core/freestanding.h"
 
 namespace rhinet::fw {
 namespace {
@@ -15,16 +14,16 @@ constexpr size_t kCrcOffset = RHN_OFFSETOF(rhn_pkt_hdr, hdr_crc);
 uint32_t header_crc(const uint8_t* frame, size_t hdr_len) {
   uint8_t copy[RHN_DATA_HDR_LEN];
   static_assert(RHN_DATA_HDR_LEN >= RHN_PKT_HDR_LEN);
-  std::memcpy(copy, frame, hdr_len);
-  std::memset(copy + kCrcOffset, 0, 4);
+  memcpy(copy, frame, hdr_len);
+  memset(copy + kCrcOffset, 0, 4);
   return crc32c(0, copy, hdr_len);
 }
 
 }  // namespace
 
-ParseStatus parse_packet(std::span<const uint8_t> frame, Packet& out) {
+ParseStatus parse_packet(Span<const uint8_t> frame, Packet& out) {
   if (frame.size() < RHN_PKT_HDR_LEN) return ParseStatus::kMalformed;
-  std::memcpy(&out.hdr, frame.data(), sizeof(out.hdr));
+  memcpy(&out.hdr, frame.data(), sizeof(out.hdr));
   const rhn_pkt_hdr& h = out.hdr;
   if (h.magic != RHN_WIRE_MAGIC || h.version != RHN_WIRE_VERSION)
     return ParseStatus::kMalformed;
@@ -46,9 +45,9 @@ ParseStatus parse_packet(std::span<const uint8_t> frame, Packet& out) {
       h.payload_len ? crc32c(0, out.payload.data(), h.payload_len) : 0;
   if (pcrc != h.payload_crc) return ParseStatus::kBadCrc;
   if (h.type == RHN_PKT_DATA) {
-    std::memcpy(&out.op, frame.data() + RHN_PKT_HDR_LEN, sizeof(out.op));
+    memcpy(&out.op, frame.data() + RHN_PKT_HDR_LEN, sizeof(out.op));
   } else {
-    std::memset(&out.op, 0, sizeof(out.op));
+    memset(&out.op, 0, sizeof(out.op));
   }
   return ParseStatus::kOk;
 }
@@ -67,16 +66,16 @@ size_t seal_packet(uint8_t* frame, const rhn_pkt_hdr& hdr, const rhn_op_hdr* op,
   uint32_t crc = crc32c(0, &h, sizeof(h));
   if (hdr.type == RHN_PKT_DATA) crc = crc32c(crc, op, sizeof(rhn_op_hdr));
   h.hdr_crc = crc;
-  std::memcpy(frame, &h, sizeof(h));
+  memcpy(frame, &h, sizeof(h));
   if (hdr.type == RHN_PKT_DATA)
-    std::memcpy(frame + RHN_PKT_HDR_LEN, op, sizeof(rhn_op_hdr));
+    memcpy(frame + RHN_PKT_HDR_LEN, op, sizeof(rhn_op_hdr));
   return header_length(hdr.type) + hdr.payload_len;
 }
 
 void reseal_header(uint8_t* frame) {
   const uint32_t crc =
       header_crc(frame, header_length(frame[RHN_OFFSETOF(rhn_pkt_hdr, type)]));
-  std::memcpy(frame + kCrcOffset, &crc, sizeof(crc));
+  memcpy(frame + kCrcOffset, &crc, sizeof(crc));
 }
 
 }  // namespace rhinet::fw

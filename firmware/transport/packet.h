@@ -3,29 +3,22 @@
 // functions on bytes, so the fuzzer and the bench can drive them alone.
 #pragma once
 
-#include <bit>
-#include <cstdint>
-#include <span>
-
+#include "core/freestanding.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
-
-static_assert(std::endian::native == std::endian::little,
-              "the contract is little-endian; a big-endian port needs "
-              "byte swaps in the codecs");
 
 enum class ParseStatus { kOk, kMalformed, kBadCrc };
 
 struct Packet {
   rhn_pkt_hdr hdr;
   rhn_op_hdr op;  // valid for RHN_PKT_DATA
-  std::span<const uint8_t> payload;
+  Span<const uint8_t> payload;
 };
 
 // Checks magic, version, type, lengths and both CRCs. Nothing in `frame`
 // is trusted before this returns kOk.
-ParseStatus parse_packet(std::span<const uint8_t> frame, Packet& out);
+ParseStatus parse_packet(Span<const uint8_t> frame, Packet& out);
 
 // Header length implied by the packet type.
 inline size_t header_length(uint8_t type) {

@@ -2,9 +2,8 @@
 // Channel state: send-packet memory and the per-node channel (Peer).
 #pragma once
 
-#include <cstdint>
-
 #include "core/bounded.h"
+#include "core/freestanding.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {

@@ -50,7 +50,7 @@ class BenchBus : public fw::HostBus {
 // A cable: frames go straight into the other engine's receive FIFO.
 class DirectWire : public fw::Wire {
  public:
-  void transmit(std::span<const uint8_t> frame) override {
+  void transmit(rhinet::fw::Span<const uint8_t> frame) override {
     while (!peer->frame_arrived(frame)) {
       // Receive FIFO full: a real link would apply back-pressure.
       full_waits++;

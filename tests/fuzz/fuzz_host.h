@@ -43,7 +43,7 @@ class FuzzBus : public fw::HostBus {
 
 class NullWire : public fw::Wire {
  public:
-  void transmit(std::span<const uint8_t> frame) override {
+  void transmit(rhinet::fw::Span<const uint8_t> frame) override {
     frames++;
     bytes += frame.size();
   }

@@ -32,7 +32,7 @@ constexpr uint32_t kRqDepthLog = 4;
 // The peers' side of the channel: what the engine sent each of them.
 class PeerWire : public fw::Wire {
  public:
-  void transmit(std::span<const uint8_t> frame) override {
+  void transmit(rhinet::fw::Span<const uint8_t> frame) override {
     fw::Packet pkt;
     if (fw::parse_packet(frame, pkt) != fw::ParseStatus::kOk) return;
     const uint16_t d = pkt.hdr.dst_node;

@@ -572,7 +572,7 @@ TEST(EngineRules, EntriesArePublishedBodyFirst) {
 // allocating frames inside Engine::poll().
 class CountingWire : public fw::Wire {
  public:
-  void transmit(std::span<const uint8_t>) override { frames++; }
+  void transmit(rhinet::fw::Span<const uint8_t>) override { frames++; }
   uint64_t frames = 0;
 };
 

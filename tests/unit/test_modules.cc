@@ -101,7 +101,10 @@ TEST(PacketCodec, SealThenParseRoundTripsAndCatchesEveryBitFlip) {
 
 TEST(Tlb, HitsMissesEvictionAndInvalidation) {
   Counters c;
-  Tlb tlb(16, c);
+  alignas(64) uint8_t on_card[4096];
+  CardMemory mem(on_card, sizeof on_card);
+  Tlb tlb(16, c, mem);
+  ASSERT_FALSE(mem.exhausted());
   uint64_t bus = 0;
   EXPECT_FALSE(tlb.lookup(1, 5, bus));
   tlb.insert(1, 5, 0x5000);

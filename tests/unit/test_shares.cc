@@ -195,7 +195,10 @@ TEST(Shares, OneFamilyStuckOnASilentPeerLeavesRoomForOthers) {
 // its share, its account's contexts together at the account's.
 TEST(Shares, AccountingChecksContextAndAccount) {
   fw::Shares s;
-  s.init(8);
+  std::vector<uint64_t> on_card(1 << 16);
+  fw::CardMemory mem(on_card.data(), on_card.size() * sizeof(uint64_t));
+  s.place(8, mem);
+  ASSERT_FALSE(mem.exhausted());
   s.set_limit(fw::kResTagRecvs, 16, 6, 128);  // 6 a context, 8 a user
   s.bind(1, 3);
   s.bind(2, 3);

@@ -2,8 +2,7 @@
 // Remote atomics: fetch-and-add and compare-and-swap on an aligned 64-bit
 // word, executed once by the responder (the channel drops duplicates), the
 // original value sent back and placed by the requester.
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
@@ -24,8 +23,8 @@ uint8_t check(Impl&, const QpObj& qp, const DecodedWqe& w, uint8_t* syndrome) {
 bool build_packet(Impl&, QpObj&, const DecodedWqe& w, uint64_t, rhn_op_hdr&,
                   PacketOut& out) {
   // The operands travel; the result comes back in the answer.
-  std::memcpy(out.payload, &w.compare_add, 8);
-  std::memcpy(out.payload + 8, &w.swap, 8);
+  memcpy(out.payload, &w.compare_add, 8);
+  memcpy(out.payload + 8, &w.swap, 8);
   out.len = 16;
   out.last = true;
   return true;
@@ -54,7 +53,7 @@ void on_request(Impl& m, Request& r) {
   }
   if (pin_check(m, r, mr_index, va, 8) != PinCheck::kPresent) return;
   uint64_t operand[2], old;
-  std::memcpy(operand, r.data.data(), sizeof(operand));
+  memcpy(operand, r.data.data(), sizeof(operand));
   if (!m.mr_dma(mr_index, va, &old, 8, false)) {
     refuse(m, r, RHN_SYN_DMA);
     return;

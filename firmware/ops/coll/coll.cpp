@@ -34,10 +34,8 @@
 // the very list the communicator was made from.
 #include "ops/coll/coll.h"
 
-#include <algorithm>
-#include <cstring>
-
 #include "core/crc32c.h"
+#include "core/freestanding.h"
 #include "ops/coll/coll_detail.h"
 #include "ops/coll/reduce.h"
 #include "ops/family.h"
@@ -71,7 +69,7 @@ CollSlot& slot_of(Impl& m, const CollComm& c, uint32_t seg) {
   return m.coll.slots[c.slots + slot_index(m, seg)];
 }
 uint8_t* bytes_of(Impl& m, const CollSlot& s) {
-  return m.coll.buffers.get() + uint64_t{s.buf} * RHN_WIRE_MTU;
+  return m.coll.buffers.data() + uint64_t{s.buf} * RHN_WIRE_MTU;
 }
 uint64_t cookie(const Impl& m, const CollComm& c, uint32_t slot,
                 uint32_t dest) {
@@ -96,7 +94,7 @@ rhn_fw_coll_life life_of(const CollComm& c, uint16_t flags) {
   l.flags = flags;
   return l;
 }
-std::span<const uint8_t> payload_of(const rhn_fw_coll_life& l) {
+Span<const uint8_t> payload_of(const rhn_fw_coll_life& l) {
   return {reinterpret_cast<const uint8_t*>(&l), sizeof l};
 }
 bool has_up_phase(const CollComm& c) { return c.op != RHN_COLL_BCAST; }
@@ -147,9 +145,9 @@ Topo topo(const CollComm& c, uint32_t seg, uint16_t index) {
   t.v = position(c, index, t.root);
   if (t.v > 0) t.parent = node_at(c, (t.v - 1) / c.radix, t.root);
   const uint32_t first = uint32_t{c.radix} * t.v + 1;
-  t.first_child = static_cast<uint16_t>(std::min<uint32_t>(first, c.nnodes));
+  t.first_child = static_cast<uint16_t>(min<uint32_t>(first, c.nnodes));
   t.children = static_cast<uint16_t>(
-      first >= c.nnodes ? 0 : std::min<uint32_t>(c.radix, c.nnodes - first));
+      first >= c.nnodes ? 0 : min<uint32_t>(c.radix, c.nnodes - first));
   t.all_children = t.children ? (1u << t.children) - 1 : 0;
   return t;
 }
@@ -188,15 +186,15 @@ bool expired(const Impl& m, uint64_t at) {
 }
 
 void update_deadline(Impl& m, uint64_t at) {
-  m.coll.next_deadline = std::min(m.coll.next_deadline, at);
+  m.coll.next_deadline = min(m.coll.next_deadline, at);
 }
 
 // A segment refused for now (a peer NIC NOT_READY, the switch BUSY): again
 // later, 20 us doubling to 1 ms.
 void back_off(Impl& m, CollSlot& s) {
   m.counters.add(RHN_CNT_COLL_RETRIES);
-  s.retry_at = m.now + std::min(kRetryMaxNs, kRetryFirstNs << std::min<uint8_t>(
-                                                 s.retries, 10));
+  s.retry_at =
+      m.now + min(kRetryMaxNs, kRetryFirstNs << min<uint8_t>(s.retries, 10));
   if (s.retries < 255) s.retries++;
   update_deadline(m, s.retry_at);
 }
@@ -378,7 +376,7 @@ uint8_t effective_radix(const rhn_wqe_coll& x, uint16_t nnodes) {
   if (x.length >= kChainFromBytes && nnodes > 2) return 1;
   if (x.op == RHN_COLL_ALLREDUCE || x.op == RHN_COLL_BARRIER)
     return static_cast<uint8_t>(
-        std::clamp<uint32_t>(nnodes - 1u, 1, RHN_COLL_MAX_RADIX));
+        clamp<uint32_t>(nnodes - 1u, 1, RHN_COLL_MAX_RADIX));
   return kTreeRadix;
 }
 
@@ -388,7 +386,7 @@ uint32_t effective_seg(const rhn_wqe_coll& x, uint16_t nnodes) {
   const uint32_t share = (x.length + 4u * nnodes - 1) / (4u * nnodes);
   const uint32_t rounded =
       (share + kSegQuantum - 1) / kSegQuantum * kSegQuantum;
-  return std::clamp<uint32_t>(rounded, kSegQuantum, RHN_WIRE_MTU);
+  return clamp<uint32_t>(rounded, kSegQuantum, RHN_WIRE_MTU);
 }
 
 void start_collective(Impl& m, CollComm& c, const rhn_wqe_coll& x) {
@@ -431,11 +429,11 @@ uint8_t read_list(Impl& m, const QpObj& qp, const rhn_wqe_coll& x) {
   static_assert(RHN_COLL_MAX_RANKS * sizeof(rhn_mcast_dest) <= RHN_WIRE_MTU);
   const uint32_t len = x.nranks * 8u;
   const rhn_sge sge{x.members_addr, len, x.members_lkey};
-  if (!m.sge_dma(&sge, 1, 0, m.coll.scratch.get(), len, qp.pdn, false))
+  if (!m.sge_dma(&sge, 1, 0, m.coll.scratch.data(), len, qp.pdn, false))
     return RHN_SYN_DMA;
   for (uint32_t r = 0; r < x.nranks; r++) {
     rhn_mcast_dest d;
-    std::memcpy(&d, m.coll.scratch.get() + r * 8u, 8);
+    memcpy(&d, m.coll.scratch.data() + r * 8u, 8);
     if (d.reserved || d.node >= m.cfg.max_nodes) return RHN_SYN_BAD_WQE;
   }
   return RHN_SYN_NONE;
@@ -443,7 +441,7 @@ uint8_t read_list(Impl& m, const QpObj& qp, const rhn_wqe_coll& x) {
 
 CollMember listed(const Impl& m, uint32_t rank) {
   rhn_mcast_dest d;
-  std::memcpy(&d, m.coll.scratch.get() + rank * 8u, 8);
+  memcpy(&d, m.coll.scratch.data() + rank * 8u, 8);
   return {d.node, d.qpn & RHN_WIRE_QPN_MASK};
 }
 
@@ -570,7 +568,7 @@ CollComm* comm_for(Impl& m, const QpObj& qp, uint32_t qpn,
 // of its own (the buffers are the description's).
 rhn_syndrome coll_decode(const RawWqe& raw, const DecodedWqe& out) {
   rhn_send_wqe w;
-  std::memcpy(&w, raw.bytes, sizeof(w));
+  memcpy(&w, raw.bytes, sizeof(w));
   if (out.slots != 2 || w.num_sge ||
       (w.flags & (RHN_WQE_F_INLINE | RHN_WQE_F_AREA | RHN_WQE_F_GRH |
                   RHN_WQE_F_SIGNAL_REMOTE)))
@@ -727,24 +725,30 @@ extern const OpFamily kCollFamily = {
 
 // ---- The engine's side.
 
-void coll_reset(Impl& m) {
+void coll_place(Impl& m, CardMemory& mem) {
   CollTables& t = m.coll;
   // A message's cookie holds the communicator in 16 bits and the slot in 8.
-  const uint32_t comms = std::clamp<uint32_t>(m.cfg.coll.comms, 1, 0xffff);
-  const uint32_t window = std::clamp<uint32_t>(m.cfg.coll.window, 1, 256);
+  const uint32_t comms = clamp<uint32_t>(m.cfg.coll.comms, 1, 0xffff);
+  const uint32_t window = clamp<uint32_t>(m.cfg.coll.window, 1, 256);
   m.cfg.coll.window = window;
   m.cfg.coll.comms = comms;
-  t.comms.assign(comms, CollComm{});
-  t.members.assign(size_t{comms} * RHN_COLL_MAX_RANKS, CollMember{});
-  t.nodes.assign(size_t{comms} * RHN_COLL_MAX_RANKS, 0);
-  t.slots.assign(size_t{comms} * window, CollSlot{});
-  // Sized at power-on; a device reset allocates nothing.
-  if (!t.buffers) {
-    t.buffers =
-        std::make_unique<uint8_t[]>(size_t{comms} * window * RHN_WIRE_MTU);
-    t.scratch = std::make_unique<uint8_t[]>(RHN_WIRE_MTU);
-    t.frame = std::make_unique<uint8_t[]>(RHN_MAX_FRAME);
-  }
+  t.comms = mem.table<CollComm>(comms);
+  t.members = mem.table<CollMember>(size_t{comms} * RHN_COLL_MAX_RANKS);
+  t.nodes = mem.table<uint16_t>(size_t{comms} * RHN_COLL_MAX_RANKS);
+  t.slots = mem.table<CollSlot>(size_t{comms} * window);
+  t.buffers = mem.bytes(size_t{comms} * window * RHN_WIRE_MTU);
+  t.scratch = mem.bytes(RHN_WIRE_MTU);
+  t.frame = mem.bytes(RHN_MAX_FRAME);
+}
+
+void coll_reset(Impl& m) {
+  CollTables& t = m.coll;
+  const uint32_t comms = t.comms.size();
+  const uint32_t window = m.cfg.coll.window;
+  t.comms.fill(CollComm{});
+  t.members.fill(CollMember{});
+  t.nodes.fill(0);
+  t.slots.fill(CollSlot{});
   for (uint32_t i = 0; i < comms; i++) {
     t.comms[i].members = i * RHN_COLL_MAX_RANKS;
     t.comms[i].nodes = i * RHN_COLL_MAX_RANKS;
@@ -759,7 +763,7 @@ void coll_reset(Impl& m) {
   t.used = 0;
   m.shares.set_limit(
       kResCollComms, m.cfg.coll.comms,
-      std::max<uint32_t>(1, m.cfg.coll.comms * m.cfg.coll.context_share / 256),
+      max<uint32_t>(1, m.cfg.coll.comms * m.cfg.coll.context_share / 256),
       m.cfg.account_share);
   t.switch_path = Peer{};
   t.next_deadline = UINT64_MAX;

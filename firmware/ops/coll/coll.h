@@ -3,12 +3,12 @@
 // entry (coll_module.cpp) and the other families call.
 #pragma once
 
-#include <span>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
 
+void coll_place(Impl& m, CardMemory& mem);
 void coll_reset(Impl& m);
 void coll_qp_gone(Impl& m,
                   uint32_t qpn);  // its communicators' collectives fail

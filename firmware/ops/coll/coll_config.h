@@ -2,7 +2,7 @@
 // ops/coll: its part of the engine's configuration (EngineConfig::coll).
 #pragma once
 
-#include <cstdint>
+#include "core/freestanding.h"
 
 namespace rhinet::fw {
 

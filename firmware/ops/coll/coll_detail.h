@@ -4,10 +4,8 @@
 // switch's frames).
 #pragma once
 
-#include <algorithm>
-#include <cstring>
-
 #include "core/crc32c.h"
+#include "core/freestanding.h"
 #include "ops/coll/coll.h"
 #include "ops/coll/reduce.h"
 #include "ops/family.h"
@@ -61,7 +59,7 @@ uint64_t cookie(const Impl& m, const CollComm& c, uint32_t slot, uint32_t dest);
 uint64_t abort_cookie(const Impl& m, const CollComm& c);
 uint32_t signature(const CollComm& c);
 rhn_fw_coll_life life_of(const CollComm& c, uint16_t flags);
-std::span<const uint8_t> payload_of(const rhn_fw_coll_life& l);
+Span<const uint8_t> payload_of(const rhn_fw_coll_life& l);
 bool has_up_phase(const CollComm& c);
 bool via_switch(const CollComm& c);
 bool down_carries_data(const CollComm& c);
@@ -95,7 +93,7 @@ void contribute(const CollComm& c, CollSlot& s, uint8_t* buf,
 bool read_local(Impl& m, CollComm& c, CollSlot& s);
 bool write_results(Impl& m, CollComm& c, CollSlot& s);
 void send_switch_frame(Impl& m, const CollComm& c, uint32_t seq, uint32_t seg,
-                       uint8_t kind, std::span<const uint8_t> data);
+                       uint8_t kind, Span<const uint8_t> data);
 bool send_switch_up(Impl& m, CollComm& c, CollSlot& s);
 bool send_due(Impl& m, CollComm& c, CollSlot& s, const Topo& t);
 bool step_slot(Impl& m, CollComm& c, CollSlot& s);

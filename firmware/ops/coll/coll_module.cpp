@@ -31,7 +31,8 @@ constexpr FrameRoute kFrames[] = {
 extern const FamilyModule kCollModule{
     .name = "coll",
     .id = FwOwner::kColl,
-    .reset = [](Impl& m) { coll_reset(m); },
+    .place = coll_place,
+    .reset = coll_reset,
     // Its communicators' collectives fail.
     .qp_gone =
         [](Impl& m, uint32_t qpn, QpGone why) {

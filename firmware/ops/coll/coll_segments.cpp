@@ -4,10 +4,8 @@
 // progress and liveness of a collective; and the firmware messages
 // between the NICs (segments, ABORT, READY). The tree and the WQE are in
 // coll.cpp, what comes from the switch in coll_switch.cpp.
-#include <algorithm>
-#include <cstring>
-
 #include "core/crc32c.h"
+#include "core/freestanding.h"
 #include "ops/coll/coll.h"
 #include "ops/coll/coll_detail.h"
 #include "ops/coll/reduce.h"
@@ -29,7 +27,7 @@ void open_slot(const CollComm& c, CollSlot& s, uint32_t seg) {
   s.seg = seg;
   const uint64_t off = uint64_t{seg} * c.seg;
   s.len = static_cast<uint32_t>(
-      std::min<uint64_t>(c.seg, c.length > off ? c.length - off : 0));
+      min<uint64_t>(c.seg, c.length > off ? c.length - off : 0));
 }
 
 // Adds `data` (the slot's length) into the slot: the first contribution
@@ -37,7 +35,7 @@ void open_slot(const CollComm& c, CollSlot& s, uint32_t seg) {
 void contribute(const CollComm& c, CollSlot& s, uint8_t* buf,
                 const uint8_t* data) {
   if (!s.filled)
-    std::memcpy(buf, data, s.len);
+    memcpy(buf, data, s.len);
   else
     coll::combine(c.reduce, c.type, buf, data, s.len);
   s.filled = true;
@@ -50,7 +48,7 @@ bool read_local(Impl& m, CollComm& c, CollSlot& s) {
   uint8_t* buf = bytes_of(m, s);
   for (CollLocal& l : c.local) {
     if (l.qpn == kNone || !reads_send(c, l.rank) || s.len == 0) continue;
-    uint8_t* into = s.filled ? m.coll.scratch.get() : buf;
+    uint8_t* into = s.filled ? m.coll.scratch.data() : buf;
     if (!m.sge_dma(&l.send, 1, off, into, s.len, l.pdn, false)) return false;
     if (s.filled && c.op != RHN_COLL_BCAST)
       coll::combine(c.reduce, c.type, buf, into, s.len);
@@ -72,8 +70,8 @@ bool write_results(Impl& m, CollComm& c, CollSlot& s) {
 // An RHN_PKT_COLL frame about segment `seg` of collective `seq` to the
 // switch.
 void send_switch_frame(Impl& m, const CollComm& c, uint32_t seq, uint32_t seg,
-                       uint8_t kind, std::span<const uint8_t> data) {
-  uint8_t* frame = m.coll.frame.get();
+                       uint8_t kind, Span<const uint8_t> data) {
+  uint8_t* frame = m.coll.frame.data();
   rhn_coll_frame f{};
   f.key = c.key;
   f.seq = seq;
@@ -84,9 +82,9 @@ void send_switch_frame(Impl& m, const CollComm& c, uint32_t seq, uint32_t seg,
   f.kind = kind;
   f.reduce = c.reduce;
   f.type = c.type;
-  std::memcpy(frame + RHN_PKT_HDR_LEN, &f, sizeof f);
+  memcpy(frame + RHN_PKT_HDR_LEN, &f, sizeof f);
   if (!data.empty())
-    std::memcpy(frame + RHN_PKT_HDR_LEN + sizeof f, data.data(), data.size());
+    memcpy(frame + RHN_PKT_HDR_LEN + sizeof f, data.data(), data.size());
   rhn_pkt_hdr h{};
   h.type = RHN_PKT_COLL;
   h.dst_node = RHN_NODE_BROADCAST;  // the switch takes it
@@ -115,9 +113,9 @@ bool send_switch_up(Impl& m, CollComm& c, CollSlot& s) {
   if (s.unanswered) m.counters.add(RHN_CNT_COLL_RETRIES);
   send_switch_frame(m, c, c.seq, s.seg, RHN_COLL_FRAME_UP,
                     {bytes_of(m, s), s.len});
-  const uint64_t rto = std::min(m.cfg.max_retransmit_timeout_ns,
-                                m.rto(m.coll.switch_path)
-                                    << std::min<uint8_t>(s.unanswered, 16));
+  const uint64_t rto =
+      min(m.cfg.max_retransmit_timeout_ns,
+          m.rto(m.coll.switch_path) << min<uint8_t>(s.unanswered, 16));
   if (s.unanswered < 255) s.unanswered++;
   s.sent_at = m.now;
   s.retry_at = m.now + rto;
@@ -142,7 +140,7 @@ bool send_due(Impl& m, CollComm& c, CollSlot& s, const Topo& t) {
         up ? t.parent
            : node_at(c, static_cast<uint16_t>(t.first_child + bit), t.root);
     const bool data = up || down_carries_data(c);
-    const std::span<const uint8_t> payload{bytes_of(m, s), data ? s.len : 0};
+    const Span<const uint8_t> payload{bytes_of(m, s), data ? s.len : 0};
     const uint32_t h = m.fw_send_now(
         nodes_of(m, c)[index], up ? RHN_FW_COLL_UP : RHN_FW_COLL_DOWN, c.key,
         addr, signature(c), payload, FwOwner::kColl, cookie(m, c, si, bit),
@@ -247,8 +245,8 @@ bool probe(Impl& m, CollComm& c) {
 // The local ranks' status words say how far the collective is (the
 // execution state, readable while it runs).
 void report_progress(Impl& m, const CollComm& c) {
-  const uint32_t bytes = static_cast<uint32_t>(
-      std::min<uint64_t>(uint64_t{c.base} * c.seg, c.length));
+  const uint32_t bytes =
+      static_cast<uint32_t>(min<uint64_t>(uint64_t{c.base} * c.seg, c.length));
   for (const CollLocal& l : c.local) {
     const Inflight* e = l.posted ? rank_entry(m, l) : nullptr;
     if (e && (e->wqe_flags & RHN_WQE_F_STATUS_WORD))
@@ -296,7 +294,7 @@ bool life_in(Impl& m, const Packet& pkt, rhn_fw_coll_life* life) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return false;
   }
-  std::memcpy(life, pkt.payload.data(), sizeof *life);
+  memcpy(life, pkt.payload.data(), sizeof *life);
   return true;
 }
 
@@ -465,7 +463,7 @@ void coll_receive(Impl& m, Peer& p, const Packet& pkt) {
     s.children_in |= bit;
   } else {
     if (s.down_in) return;
-    if (data) std::memcpy(buf, pkt.payload.data(), s.len);
+    if (data) memcpy(buf, pkt.payload.data(), s.len);
     s.down_in = true;
   }
   m.counters.add(RHN_CNT_COLL_SEGMENTS);

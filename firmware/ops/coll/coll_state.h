@@ -2,12 +2,11 @@
 // Collectives' tables (ops/coll).
 #pragma once
 
-#include <array>
-#include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "core/bounded.h"
+#include "core/freestanding.h"
 #include "engine/shares.h"
 #include "rhinet/hw.h"
 #include "transport/peer.h"
@@ -71,7 +70,7 @@ constexpr uint32_t kCollParent = 31;
 // a refused sender to tell READY) is remembered for it.
 constexpr uint64_t kCollRememberNs = 2'000'000'000;
 
-using CollNodeMask = std::array<uint64_t, RHN_COLL_MAX_RANKS / 64>;
+using CollNodeMask = Array<uint64_t, RHN_COLL_MAX_RANKS / 64>;
 
 // A communicator's life on this NIC: from the first post of one of its
 // local ranks until the last of them is gone (and its ABORTs are
@@ -137,13 +136,13 @@ struct CollComm {
 };
 
 struct CollTables {
-  std::vector<CollComm> comms;
-  std::vector<CollMember> members;     // RHN_COLL_MAX_RANKS per communicator
-  std::vector<uint16_t> nodes;         // RHN_COLL_MAX_RANKS per communicator
-  std::vector<CollSlot> slots;         // coll_window per communicator
-  std::unique_ptr<uint8_t[]> buffers;  // RHN_WIRE_MTU per slot
-  std::unique_ptr<uint8_t[]> scratch;  // one segment, to combine from
-  std::unique_ptr<uint8_t[]> frame;    // an RHN_PKT_COLL frame to send
+  Table<CollComm> comms;
+  Table<CollMember> members;  // RHN_COLL_MAX_RANKS per communicator
+  Table<uint16_t> nodes;      // RHN_COLL_MAX_RANKS per communicator
+  Table<CollSlot> slots;      // coll_window per communicator
+  Table<uint8_t> buffers;     // RHN_WIRE_MTU per slot
+  Table<uint8_t> scratch;     // one segment, to combine from
+  Table<uint8_t> frame;       // an RHN_PKT_COLL frame to send
   // ABORTs for communicators no local rank has posted on yet: applied
   // when one does, to that life of the key only, within kCollRememberNs
   // (oldest overwritten first).
@@ -156,7 +155,7 @@ struct CollTables {
     bool gone = false;  // RHN_FW_COLL_F_GONE
     uint64_t at = 0;    // when it came
   };
-  std::array<EarlyAbort, 16> early_aborts{};
+  Array<EarlyAbort, 16> early_aborts{};
   uint32_t early_next = 0;
   // Nodes refused NOT_READY for a communicator no local rank has posted
   // on yet: told READY when one does, within kCollRememberNs (oldest
@@ -167,7 +166,7 @@ struct CollTables {
     uint16_t node = 0;
     uint64_t at = 0;
   };
-  std::array<EarlyRefusal, 32> early_refused{};
+  Array<EarlyRefusal, 32> early_refused{};
   uint32_t refused_next = 0;
   uint32_t used = 0;
   // The round trip to the switch (in-switch mode), measured as the

@@ -2,10 +2,8 @@
 // ops/coll in in-switch mode: the switch's RHN_PKT_COLL frames (its
 // reduced segments and its answers). Sending to the switch is in
 // coll_segments.cpp.
-#include <algorithm>
-#include <cstring>
-
 #include "core/crc32c.h"
+#include "core/freestanding.h"
 #include "ops/coll/coll.h"
 #include "ops/coll/coll_detail.h"
 #include "ops/coll/reduce.h"
@@ -21,8 +19,8 @@ void coll_switch_receive(Impl& m, const Packet& pkt) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
-  std::memcpy(&f, pkt.payload.data(), sizeof f);
-  const std::span<const uint8_t> data = pkt.payload.subspan(sizeof f);
+  memcpy(&f, pkt.payload.data(), sizeof f);
+  const Span<const uint8_t> data = pkt.payload.subspan(sizeof f);
   CollComm* cp = find_comm(m, f.key);
   if (!cp || !via_switch(*cp) || f.members != cp->nodes_hash) {
     m.counters.add(RHN_CNT_STALE_PACKETS);  // a communicator gone from here
@@ -51,8 +49,8 @@ void coll_switch_receive(Impl& m, const Packet& pkt) {
   if ((f.kind == RHN_COLL_FRAME_HELD || f.kind == RHN_COLL_FRAME_BUSY) &&
       (s.todo & up) && s.unanswered == 1)
     m.rtt_sample(m.coll.switch_path,
-                 static_cast<uint32_t>(std::min<uint64_t>(
-                     (m.now - s.sent_at) / 1000, UINT32_MAX)));
+                 static_cast<uint32_t>(
+                     min<uint64_t>((m.now - s.sent_at) / 1000, UINT32_MAX)));
   switch (f.kind) {
     case RHN_COLL_FRAME_DOWN:
       send_switch_frame(m, c, f.seq, f.seg, RHN_COLL_FRAME_ACK, {});
@@ -66,7 +64,7 @@ void coll_switch_receive(Impl& m, const Packet& pkt) {
         fail_collective(m, c, RHN_SYN_COLL_MISMATCH, true);
         return;
       }
-      std::memcpy(bytes_of(m, s), data.data(), s.len);
+      memcpy(bytes_of(m, s), data.data(), s.len);
       s.down_in = true;
       s.todo &= ~up;
       m.counters.add(RHN_CNT_COLL_SEGMENTS);

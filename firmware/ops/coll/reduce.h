@@ -7,10 +7,7 @@
 
 #include <rhinet/hw.h>
 
-#include <algorithm>
-#include <cstdint>
-#include <cstring>
-#include <type_traits>
+#include "core/freestanding.h"
 
 namespace rhinet::coll {
 
@@ -47,8 +44,8 @@ T apply(uint8_t reduce, T a, T b) {
   switch (reduce) {
     case RHN_COLL_SUM:
       // Integers wrap (two's complement), as MPI_SUM does in practice.
-      if constexpr (std::is_integral_v<T>) {
-        using U = std::make_unsigned_t<T>;
+      if constexpr (fw::kIsInteger<T>) {
+        using U = typename fw::MakeUnsigned<T>::Type;
         return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
       } else {
         return a + b;
@@ -58,7 +55,7 @@ T apply(uint8_t reduce, T a, T b) {
     case RHN_COLL_MAX:
       return a < b ? b : a;
     default:
-      if constexpr (std::is_integral_v<T>) {
+      if constexpr (fw::kIsInteger<T>) {
         if (reduce == RHN_COLL_BAND) return a & b;
         if (reduce == RHN_COLL_BOR) return a | b;
         return a ^ b;
@@ -73,10 +70,10 @@ void combine_as(uint8_t reduce, uint8_t* dst, const uint8_t* src,
                 uint32_t len) {
   for (uint32_t off = 0; off + sizeof(T) <= len; off += sizeof(T)) {
     T a, b;
-    std::memcpy(&a, dst + off, sizeof(T));
-    std::memcpy(&b, src + off, sizeof(T));
+    memcpy(&a, dst + off, sizeof(T));
+    memcpy(&b, src + off, sizeof(T));
     const T r = apply<T>(reduce, a, b);
-    std::memcpy(dst + off, &r, sizeof(T));
+    memcpy(dst + off, &r, sizeof(T));
   }
 }
 

@@ -7,8 +7,7 @@
 // the WQE completes with its last destination (requester.cpp). The packets
 // are the WRITE family's, partial modes included; at the targets they are
 // WRITEs (ops/rdma).
-#include <algorithm>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 #include "ops/partial/partial.h"
 
@@ -67,7 +66,7 @@ uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
     }
     rhn_mcast_dest batch[64];
     for (uint32_t i = 0; i < count; i += 64) {
-      const uint32_t n = std::min<uint32_t>(64, count - i);
+      const uint32_t n = min<uint32_t>(64, count - i);
       if (!m.sge_dma(&list, 1, uint64_t{i} * sizeof(rhn_mcast_dest),
                      reinterpret_cast<uint8_t*>(batch),
                      n * sizeof(rhn_mcast_dest), qp.pdn, false)) {

@@ -21,10 +21,8 @@
 // packets in a shared, per-context-bounded packet memory.
 #include "ops/mcast_switch/mcast_switch.h"
 
-#include <algorithm>
-#include <cstring>
-
 #include "core/crc32c.h"
+#include "core/freestanding.h"
 #include "ops/family.h"
 #include "ops/partial/partial.h"
 
@@ -124,25 +122,24 @@ extern const OpFamily kMcastSwitchFamily = {
 
 // ---- Tables ---------------------------------------------------------------
 
+void mcast_place(Impl& m, CardMemory& mem) {
+  McastTables& t = m.switch_mcast;
+  const uint32_t frames = max<uint32_t>(m.cfg.mcast_switch.frames, 1);
+  t.groups = mem.table<McastGroup>(max<uint32_t>(m.cfg.mcast_switch.groups, 1));
+  t.frames = mem.table<McastFrame>(frames);
+  t.free_frames = Fifo<uint32_t>(frames, mem);
+}
+
 void mcast_reset(Impl& m) {
   McastTables& t = m.switch_mcast;
-  t.groups.assign(std::max<uint32_t>(m.cfg.mcast_switch.groups, 1),
-                  McastGroup{});
-  const uint32_t frames = std::max<uint32_t>(m.cfg.mcast_switch.frames, 1);
-  // Sized at power-on; a device reset allocates nothing.
-  if (t.free_frames.capacity() < frames) {
-    t.free_frames = Fifo<uint32_t>(frames);
-    t.frames.reset(new McastFrame[frames]);
-  }
-  t.free_frames.clear();
-  for (uint32_t i = 0; i < frames; i++) {
-    t.frames[i].context = kNone;
-    t.free_frames.push(i);
-  }
+  t.groups.fill(McastGroup{});
+  const uint32_t frames = t.frames.size();
+  for (McastFrame& f : t.frames) f.context = kNone;
+  t.free_frames.fill_indices(frames);
   // A context may hold its share of the packet memory, but at least one
   // window's worth (small configurations).
-  t.context_quota = std::max<uint32_t>(
-      std::min(kMcastWindow, frames),
+  t.context_quota = max<uint32_t>(
+      min(kMcastWindow, frames),
       uint32_t(uint64_t{frames} * m.cfg.mcast_switch.context_share / 256));
   m.shares.set_limit(kResMcastFrames, frames, t.context_quota,
                      m.cfg.account_share);
@@ -168,16 +165,15 @@ void release_frame(Impl& m, uint32_t f) {
 
 uint64_t repair_delay(const Impl& m, const McastMember& mb) {
   const uint64_t d = m.cfg.retransmit_timeout_ns
-                     << std::min<uint32_t>(mb.retries, 5);
-  return std::min(d, std::max(m.cfg.retransmit_timeout_ns,
-                              m.cfg.max_retransmit_timeout_ns));
+                     << min<uint32_t>(mb.retries, 5);
+  return min(d,
+             max(m.cfg.retransmit_timeout_ns, m.cfg.max_retransmit_timeout_ns));
 }
 
 void arm_repair(Impl& m, McastGroup& g, McastMember& mb) {
   mb.repair_at = m.now + repair_delay(m, mb);
-  g.next_repair = std::min(g.next_repair, mb.repair_at);
-  m.switch_mcast.next_repair =
-      std::min(m.switch_mcast.next_repair, mb.repair_at);
+  g.next_repair = min(g.next_repair, mb.repair_at);
+  m.switch_mcast.next_repair = min(m.switch_mcast.next_repair, mb.repair_at);
 }
 
 // Whether the QP is still sending the message (its later packets will
@@ -400,16 +396,16 @@ namespace {
 // Sends the packets from the member's first missing one again, to it alone
 // (its own node as the destination, the floor brought up to date).
 void repair(Impl& m, McastGroup& g, McastMember& mb) {
-  const uint32_t n = std::min(g.next_seq - mb.acked, kRepairBurst);
+  const uint32_t n = min(g.next_seq - mb.acked, kRepairBurst);
   for (uint32_t k = 0; k < n; k++) {
     const uint32_t f = g.frames[(mb.acked + k) % kMcastWindow];
     if (f == kNone) break;
     McastFrame& fr = m.switch_mcast.frames[f];
     rhn_pkt_hdr h;
-    std::memcpy(&h, fr.frame, sizeof(h));
+    memcpy(&h, fr.frame, sizeof(h));
     h.dst_node = mb.node;
     h.ack_seq = g.floor;
-    std::memcpy(fr.frame, &h, sizeof(h));
+    memcpy(fr.frame, &h, sizeof(h));
     reseal_header(fr.frame);
     m.counters.add(RHN_CNT_MCAST_REPAIRS);
     m.transmit(mb.node, {fr.frame, fr.len});
@@ -441,7 +437,7 @@ bool mcast_run(Impl& m) {
   for (McastGroup& g : m.switch_mcast.groups) {
     if (!g.valid) continue;
     if (g.next_repair > m.now) {
-      next = std::min(next, g.next_repair);
+      next = min(next, g.next_repair);
       continue;
     }
     uint64_t group_next = UINT64_MAX;
@@ -449,7 +445,7 @@ bool mcast_run(Impl& m) {
       McastMember& mb = g.members[i];
       if (!waited_for(g, i) || mb.acked == g.next_seq) continue;
       if (mb.repair_at > m.now) {
-        group_next = std::min(group_next, mb.repair_at);
+        group_next = min(group_next, mb.repair_at);
         continue;
       }
       did = true;
@@ -460,10 +456,10 @@ bool mcast_run(Impl& m) {
       mb.retries++;
       repair(m, g, mb);
       mb.repair_at = m.now + repair_delay(m, mb);
-      group_next = std::min(group_next, mb.repair_at);
+      group_next = min(group_next, mb.repair_at);
     }
     g.next_repair = group_next;
-    next = std::min(next, group_next);
+    next = min(next, group_next);
   }
   m.switch_mcast.next_repair = next;
   return did;
@@ -536,7 +532,7 @@ Landing place(Impl& m, McastGroup& g, Peer& p, const Packet& pkt,
   // lands.
   if (r.first && op.msg_len > op.msg_offset &&
       !(op.flags & (RHN_WOP_F_RUNS | RHN_WOP_F_STRIDED)))
-    extent = std::max<uint64_t>(extent, op.msg_len - op.msg_offset);
+    extent = max<uint64_t>(extent, op.msg_len - op.msg_offset);
   uint64_t va;
   uint32_t key, mr_index;
   const rhn_syndrome syn = resolve_target(m, r, RHN_ACCESS_REMOTE_WRITE, extent,

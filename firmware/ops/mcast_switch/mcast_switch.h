@@ -3,12 +3,12 @@
 // entry (mcast_switch_module.cpp) and the other families call.
 #pragma once
 
-#include <span>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
 
+void mcast_place(Impl& m, CardMemory& mem);
 void mcast_reset(Impl& m);
 rhn_admin_status mcast_set_group(Impl& m, const rhn_admin_mcast_group& c,
                                  uint32_t& detail);

@@ -3,7 +3,7 @@
 // (EngineConfig::mcast_switch).
 #pragma once
 
-#include <cstdint>
+#include "core/freestanding.h"
 
 namespace rhinet::fw {
 

@@ -41,7 +41,8 @@ rhn_admin_status admin(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
 extern const FamilyModule kMcastSwitchModule{
     .name = "mcast_switch",
     .id = FwOwner::kMcastSwitch,
-    .reset = [](Impl& m) { mcast_reset(m); },
+    .place = mcast_place,
+    .reset = mcast_reset,
     // Repairs of members that lag, deaths.
     .next_deadline = mcast_next_deadline,
     .frames = kFrames,

@@ -2,11 +2,11 @@
 // Simultaneous multicast's tables (ops/mcast_switch).
 #pragma once
 
-#include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "core/bounded.h"
+#include "core/freestanding.h"
 #include "engine/shares.h"
 #include "rhinet/hw.h"
 
@@ -83,9 +83,9 @@ struct McastFrame {
 };
 
 struct McastTables {
-  std::vector<McastGroup> groups;
-  std::unique_ptr<McastFrame[]> frames;
-  Fifo<uint32_t> free_frames{1};
+  Table<McastGroup> groups;
+  Table<McastFrame> frames;
+  Fifo<uint32_t> free_frames;
   uint32_t context_quota = 0;         // frames one context may hold
   WaitList frame_waiters;             // QPs waiting for packet memory
   uint64_t next_repair = UINT64_MAX;  // earliest of the groups'

@@ -2,8 +2,7 @@
 // Partial transfers: stride, bitmap, TWIN and DIFF (see partial.h).
 #include "ops/partial/partial.h"
 
-#include <algorithm>
-#include <cstring>
+#include "core/freestanding.h"
 
 namespace rhinet::fw::partial {
 namespace {
@@ -28,7 +27,7 @@ uint64_t next_selected(Load&& load, uint64_t g, uint64_t length, uint64_t pos) {
       b += 8;  // a whole byte of unmarked blocks
       continue;
     }
-    if (byte >> (b % 8) & 1) return std::max(pos, b * g);
+    if (byte >> (b % 8) & 1) return max(pos, b * g);
     b++;
   }
   return length;
@@ -38,10 +37,10 @@ uint64_t next_selected(Load&& load, uint64_t g, uint64_t length, uint64_t pos) {
 template <typename Load>
 uint64_t run_end(Load&& load, uint64_t g, uint64_t length, uint64_t pos,
                  uint64_t limit) {
-  limit = std::min(limit, length);
+  limit = min(limit, length);
   uint64_t end = (pos / g + 1) * g;
   while (end < limit && (load(end / g / 8) >> (end / g % 8) & 1)) end += g;
-  return std::min(end, limit);
+  return min(end, limit);
 }
 
 // Reads the requester's bitmap (host memory, through its key) 64 bytes at
@@ -72,7 +71,7 @@ class BitmapCursor {
     if (!ok_) return 0;
     if (index < base_ || index >= base_ + sizeof(buf_)) {
       base_ = index;
-      copy(index, buf_, std::min<uint64_t>(sizeof(buf_), bytes_ - index));
+      copy(index, buf_, min<uint64_t>(sizeof(buf_), bytes_ - index));
     }
     return buf_[index - base_];
   }
@@ -102,20 +101,19 @@ static_assert(kXferScratch - kXferCompare >= RHN_WIRE_MTU);
 template <typename Read>
 bool find_difference(Impl& m, Read&& read, const uint8_t* twin, uint64_t pos,
                      uint64_t length, uint64_t* found) {
-  uint8_t* scratch = m.xfer_scratch.get();
+  uint8_t* scratch = m.xfer_scratch.data();
   uint64_t piece = 256;
   while (pos < length) {
-    const auto n =
-        static_cast<uint32_t>(std::min<uint64_t>(piece, length - pos));
+    const auto n = static_cast<uint32_t>(min<uint64_t>(piece, length - pos));
     if (!read(pos, scratch, n)) return false;
-    if (std::memcmp(scratch, twin + pos, n) != 0) {
+    if (memcmp(scratch, twin + pos, n) != 0) {
       uint32_t i = 0;
       while (scratch[i] == twin[pos + i]) i++;
       *found = pos + i;
       return true;
     }
     pos += n;
-    piece = std::min<uint64_t>(piece * 2, kXferCompare);
+    piece = min<uint64_t>(piece * 2, kXferCompare);
   }
   *found = length;
   return true;
@@ -145,11 +143,11 @@ bool stream_bytes(Impl& m, const ResponderRead& rr, uint64_t at, uint8_t* out,
 // o % block of the SGEs (a strided PULL's answers, a strided irecv).
 bool scatter_strided(Impl& m, const rhn_sge* sges, uint32_t num_sge,
                      uint32_t pdn, uint64_t block, uint64_t stride,
-                     uint64_t offset, std::span<const uint8_t> data) {
+                     uint64_t offset, Span<const uint8_t> data) {
   for (uint64_t done = 0; done < data.size();) {
     const uint64_t at = offset + done;
     const uint64_t piece =
-        std::min<uint64_t>(data.size() - done, block - at % block);
+        min<uint64_t>(data.size() - done, block - at % block);
     if (!m.sge_dma(sges, num_sge, (at / block) * stride + at % block,
                    const_cast<uint8_t*>(data.data() + done), piece, pdn, true))
       return false;
@@ -196,11 +194,11 @@ bool write_stride(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
     // Small blocks apart at the target: as many whole blocks as fit, the
     // responder scatters them (RHN_WOP_F_STRIDED).
     const uint64_t first = offset / block;
-    const uint64_t n = std::min(kPackRoom / block, x.count - first);
+    const uint64_t n = min(kPackRoom / block, x.count - first);
     rhn_write_stride d{};
     d.block = x.block;
     d.remote_stride = x.remote_stride;
-    std::memcpy(out.payload, &d, sizeof(d));
+    memcpy(out.payload, &d, sizeof(d));
     for (uint64_t i = 0; i < n; i++)
       if (!gather(m, qp, w, (first + i) * x.local_stride,
                   out.payload + sizeof(d) + i * block,
@@ -213,12 +211,12 @@ bool write_stride(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
     out.last = offset + n * block >= w.length;
     return true;
   }
-  uint64_t chunk = std::min<uint64_t>(RHN_WIRE_MTU, w.length - offset);
+  uint64_t chunk = min<uint64_t>(RHN_WIRE_MTU, w.length - offset);
   if (x.remote_stride != block)
-    chunk = std::min<uint64_t>(chunk, block - offset % block);
+    chunk = min<uint64_t>(chunk, block - offset % block);
   for (uint64_t done = 0; done < chunk;) {
     const uint64_t at = offset + done;
-    const uint64_t piece = std::min<uint64_t>(chunk - done, block - at % block);
+    const uint64_t piece = min<uint64_t>(chunk - done, block - at % block);
     if (!gather(m, qp, w, (at / block) * x.local_stride + at % block,
                 out.payload + done, static_cast<uint32_t>(piece)))
       return false;
@@ -271,7 +269,7 @@ bool write_diff(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
   }
   const uint64_t first = pos;
   rhn_write_run runs[kMaxRuns];
-  uint8_t* data = m.xfer_scratch.get() + kXferCompare;
+  uint8_t* data = m.xfer_scratch.data() + kXferCompare;
   uint32_t count = 0, data_len = 0;
   uint64_t prev_end = first, next = pos;
   for (;;) {
@@ -279,12 +277,11 @@ bool write_diff(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
         sizeof(rhn_write_runs) + (count + 1) * sizeof(rhn_write_run) + data_len;
     // The run at pos: as long as it differs and fits (at least a byte).
     const auto cap = static_cast<uint32_t>(
-        std::min<uint64_t>({RHN_WIRE_MTU - used, 0xffff, w.length - pos}));
+        min<uint64_t>({RHN_WIRE_MTU - used, 0xffff, w.length - pos}));
     uint32_t len = 0, have = 0;
     while (len < cap) {
       if (len == have) {
-        const uint32_t more =
-            std::min<uint32_t>(std::max(have, 64u), cap - have);
+        const uint32_t more = min<uint32_t>(max(have, 64u), cap - have);
         if (!gather(m, qp, w, pos + have, data + data_len + have, more))
           return false;
         have += more;
@@ -295,7 +292,7 @@ bool write_diff(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
     runs[count].skip = static_cast<uint16_t>(pos - prev_end);
     runs[count].length = static_cast<uint16_t>(len);
     count++;
-    if (!w.keep_twin) std::memcpy(twin + pos, data + data_len, len);
+    if (!w.keep_twin) memcpy(twin + pos, data + data_len, len);
     data_len += len;
     prev_end = pos + len;
     if (!next_difference(m, qp, w, twin, prev_end, &next)) return false;
@@ -310,10 +307,10 @@ bool write_diff(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
   }
   rhn_write_runs h{};
   h.count = static_cast<uint16_t>(count);
-  std::memcpy(out.payload, &h, sizeof(h));
-  std::memcpy(out.payload + sizeof(h), runs, count * sizeof(rhn_write_run));
-  std::memcpy(out.payload + sizeof(h) + count * sizeof(rhn_write_run), data,
-              data_len);
+  memcpy(out.payload, &h, sizeof(h));
+  memcpy(out.payload + sizeof(h), runs, count * sizeof(rhn_write_run));
+  memcpy(out.payload + sizeof(h) + count * sizeof(rhn_write_run), data,
+         data_len);
   op.flags |= RHN_WOP_F_RUNS;
   m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED, next - offset - data_len);
   op.remote_addr = w.remote_addr + first;
@@ -385,19 +382,19 @@ bool build_read_request(Impl& m, QpObj& qp, const DecodedWqe& w,
       rhn_read_xfer d{};
       d.block = x.block;
       d.remote_stride = x.remote_stride;
-      std::memcpy(out.payload, &d, sizeof(d));
+      memcpy(out.payload, &d, sizeof(d));
       out.len = sizeof(d);
       return true;
     }
     case RHN_XFER_BITMAP: {
       // One request per RHN_READ_BITMAP_BLOCKS blocks, with their bits.
       const uint64_t window = uint64_t{RHN_READ_BITMAP_BLOCKS} * x.block;
-      const uint64_t len = std::min(window, w.length - offset);
+      const uint64_t len = min(window, w.length - offset);
       const uint64_t first_bit = offset / x.block;
       const uint64_t nbits = (len + x.block - 1) / x.block;
       rhn_read_xfer d{};
       d.block = x.block;
-      std::memcpy(out.payload, &d, sizeof(d));
+      memcpy(out.payload, &d, sizeof(d));
       BitmapCursor bits(m, qp, w);
       if (!bits.copy(first_bit / 8, out.payload + sizeof(d), (nbits + 7) / 8))
         return false;
@@ -429,10 +426,10 @@ struct RunList {
   uint64_t extent = 0;
 };
 
-bool parse_runs(std::span<const uint8_t> data, RunList* out) {
+bool parse_runs(Span<const uint8_t> data, RunList* out) {
   rhn_write_runs h;
   if (data.size() < sizeof(h)) return false;
-  std::memcpy(&h, data.data(), sizeof(h));
+  memcpy(&h, data.data(), sizeof(h));
   const uint64_t table = uint64_t{h.count} * sizeof(rhn_write_run);
   if (h.count == 0 || h.reserved || sizeof(h) + table > data.size())
     return false;
@@ -442,7 +439,7 @@ bool parse_runs(std::span<const uint8_t> data, RunList* out) {
   uint64_t total = 0, extent = 0;
   for (uint32_t i = 0; i < h.count; i++) {
     rhn_write_run r;
-    std::memcpy(&r, out->table + i * sizeof(r), sizeof(r));
+    memcpy(&r, out->table + i * sizeof(r), sizeof(r));
     if (r.length == 0) return false;
     total += r.length;
     extent += uint64_t{r.skip} + r.length;
@@ -453,7 +450,7 @@ bool parse_runs(std::span<const uint8_t> data, RunList* out) {
 
 }  // namespace
 
-rhn_syndrome write_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,
+rhn_syndrome write_extent(const rhn_op_hdr& op, Span<const uint8_t> data,
                           uint64_t* extent) {
   *extent = data.size();
   if ((op.flags & RHN_WOP_F_RUNS) && (op.flags & RHN_WOP_F_STRIDED))
@@ -467,7 +464,7 @@ rhn_syndrome write_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,
   if (!(op.flags & RHN_WOP_F_STRIDED)) return RHN_SYN_NONE;
   rhn_write_stride d;
   if (data.size() < sizeof(d)) return RHN_SYN_BAD_XFER;
-  std::memcpy(&d, data.data(), sizeof(d));
+  memcpy(&d, data.data(), sizeof(d));
   const uint64_t bytes = data.size() - sizeof(d);
   if (d.block == 0 || d.reserved || d.remote_stride < d.block ||
       d.remote_stride > (uint64_t{1} << 40) || bytes == 0 || bytes % d.block)
@@ -476,7 +473,7 @@ rhn_syndrome write_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,
   return RHN_SYN_NONE;
 }
 
-bool place_write(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
+bool place_write(Impl& m, const rhn_op_hdr& op, Span<const uint8_t> data,
                  uint32_t mr_index, uint64_t va) {
   if (op.flags & RHN_WOP_F_RUNS) {
     RunList runs;
@@ -484,7 +481,7 @@ bool place_write(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
     const uint8_t* bytes = runs.bytes;
     for (uint32_t i = 0; i < runs.count; i++) {
       rhn_write_run r;
-      std::memcpy(&r, runs.table + i * sizeof(r), sizeof(r));
+      memcpy(&r, runs.table + i * sizeof(r), sizeof(r));
       va += r.skip;
       if (!m.mr_dma(mr_index, va, const_cast<uint8_t*>(bytes), r.length, true))
         return false;
@@ -498,7 +495,7 @@ bool place_write(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
            m.mr_dma(mr_index, va, const_cast<uint8_t*>(data.data()),
                     data.size(), true);
   rhn_write_stride d;
-  std::memcpy(&d, data.data(), sizeof(d));
+  memcpy(&d, data.data(), sizeof(d));
   const uint8_t* bytes = data.data() + sizeof(d);
   const uint64_t n = (data.size() - sizeof(d)) / d.block;
   for (uint64_t i = 0; i < n; i++)
@@ -508,13 +505,13 @@ bool place_write(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
   return true;
 }
 
-rhn_syndrome read_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,
+rhn_syndrome read_extent(const rhn_op_hdr& op, Span<const uint8_t> data,
                          uint64_t* extent) {
   *extent = op.msg_len;
   if (op.imm_data == RHN_XFER_BASIC) return RHN_SYN_NONE;
   rhn_read_xfer d;
   if (data.size() < sizeof(d)) return RHN_SYN_BAD_XFER;
-  std::memcpy(&d, data.data(), sizeof(d));
+  memcpy(&d, data.data(), sizeof(d));
   if (d.block == 0 || d.reserved) return RHN_SYN_BAD_XFER;
   switch (op.imm_data) {
     case RHN_XFER_STRIDE: {
@@ -537,22 +534,22 @@ rhn_syndrome read_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,
   }
 }
 
-void start_read(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
+void start_read(Impl& m, const rhn_op_hdr& op, Span<const uint8_t> data,
                 ResponderRead& rr) {
   rr.xfer_mode = static_cast<uint8_t>(op.imm_data);
   rr.final = (op.flags & RHN_WOP_F_LAST) != 0;
   rr.msg_offset = op.msg_offset;
   if (rr.xfer_mode == RHN_XFER_BASIC) return;
   rhn_read_xfer d;
-  std::memcpy(&d, data.data(), sizeof(d));
+  memcpy(&d, data.data(), sizeof(d));
   rr.block = d.block;
   rr.remote_stride = d.remote_stride;
   if (rr.xfer_mode != RHN_XFER_BITMAP) return;
   // has_room kept a slot free for it.
   rr.bitmap_slot = m.free_read_bitmaps.front();
   m.free_read_bitmaps.pop();
-  uint8_t* bits = m.read_bitmaps.get() + size_t{rr.bitmap_slot} * RHN_WIRE_MTU;
-  std::memcpy(bits, data.data() + sizeof(d), data.size() - sizeof(d));
+  uint8_t* bits = m.read_bitmaps.data() + size_t{rr.bitmap_slot} * RHN_WIRE_MTU;
+  memcpy(bits, data.data() + sizeof(d), data.size() - sizeof(d));
   rr.sent = static_cast<uint32_t>(next_selected(
       [bits](uint64_t i) { return bits[i]; }, rr.block, rr.length, 0));
   // Counted by the NIC that does not send them.
@@ -562,18 +559,18 @@ void start_read(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
 rhn_syndrome read_piece(Impl& m, const ResponderRead& rr, uint64_t* at,
                         uint32_t* chunk, uint32_t* next) {
   const uint64_t pos = rr.sent;
-  uint64_t len = std::min<uint64_t>(RHN_WIRE_MTU, rr.length - pos);
+  uint64_t len = min<uint64_t>(RHN_WIRE_MTU, rr.length - pos);
   *at = pos;
   switch (rr.xfer_mode) {
     case RHN_XFER_STRIDE:
       if (rr.remote_stride != rr.block)
-        len = std::min<uint64_t>(len, rr.block - pos % rr.block);
+        len = min<uint64_t>(len, rr.block - pos % rr.block);
       *at = (pos / rr.block) * rr.remote_stride + pos % rr.block;
       *next = static_cast<uint32_t>(pos + len);
       break;
     case RHN_XFER_BITMAP: {
       const uint8_t* bits =
-          m.read_bitmaps.get() + size_t{rr.bitmap_slot} * RHN_WIRE_MTU;
+          m.read_bitmaps.data() + size_t{rr.bitmap_slot} * RHN_WIRE_MTU;
       auto load = [bits](uint64_t i) { return bits[i]; };
       const uint64_t end = pos < rr.length ? run_end(load, rr.block, rr.length,
                                                      pos, pos + RHN_WIRE_MTU)
@@ -591,12 +588,12 @@ rhn_syndrome read_piece(Impl& m, const ResponderRead& rr, uint64_t* at,
       uint8_t* twin =
           twin_at(m, m.qps[rr.responder_qpn], rr.twin, rr.twin_offset);
       if (!twin) return RHN_SYN_BAD_XFER;  // freed under the transfer
-      uint8_t* data = m.xfer_scratch.get() + kXferCompare;
+      uint8_t* data = m.xfer_scratch.data() + kXferCompare;
       if (len && !stream_bytes(m, rr, pos, data, static_cast<uint32_t>(len)))
         return RHN_SYN_DMA;
       uint64_t run = len ? 1 : 0;
       while (run < len && data[run] != twin[pos + run]) run++;
-      std::memcpy(twin + pos, data, run);
+      memcpy(twin + pos, data, run);
       uint64_t found;
       if (!find_difference(
               m,
@@ -627,7 +624,7 @@ void prepare_read(const DecodedWqe& w, ReadCtx& rc) {
 }
 
 bool place_answer(Impl& m, uint32_t qpn, Inflight& e, uint64_t offset,
-                  std::span<const uint8_t> data) {
+                  Span<const uint8_t> data) {
   const ReadCtx& rc = m.read_ctxs[e.read_ctx];
   if (rc.xfer_mode != RHN_XFER_STRIDE)
     if (!scatter_answer(m, qpn, e, offset, data)) return false;
@@ -652,7 +649,7 @@ bool place_answer(Impl& m, uint32_t qpn, Inflight& e, uint64_t offset,
         m.finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_BAD_XFER);
         return false;
       }
-      std::memcpy(twin + offset, data.data(), data.size());
+      memcpy(twin + offset, data.data(), data.size());
       return true;
     }
     default:  // BITMAP: message offsets are the extent's
@@ -677,7 +674,7 @@ SendStart start_send(Impl& m, QpObj& qp, const DecodedWqe& w,
       // runs (check() bounded them to one slot).
       if (m.free_read_bitmaps.empty()) return SendStart::kWait;
       const uint16_t slot = m.free_read_bitmaps.front();
-      uint8_t* bits = m.read_bitmaps.get() + size_t{slot} * RHN_WIRE_MTU;
+      uint8_t* bits = m.read_bitmaps.data() + size_t{slot} * RHN_WIRE_MTU;
       const uint64_t nbits = (uint64_t{rr.length} + x.block - 1) / x.block;
       BitmapCursor cursor(m, qp, w);
       if (nbits && !cursor.copy(0, bits, (nbits + 7) / 8))
@@ -697,7 +694,7 @@ SendStart start_send(Impl& m, QpObj& qp, const DecodedWqe& w,
         return SendStart::kFailed;
       rr.twin = x.twin;
       rr.twin_offset = x.twin_offset;
-      rr.sent = static_cast<uint32_t>(std::min<uint64_t>(first, rr.length));
+      rr.sent = static_cast<uint32_t>(min<uint64_t>(first, rr.length));
       m.counters.add(RHN_CNT_PARTIAL_BYTES_SKIPPED, rr.sent);
       return SendStart::kStarted;
     }
@@ -749,7 +746,7 @@ uint32_t receive_capacity(const TagRecv& r) {
 }
 
 bool place_message(Impl& m, const TagRecv& r, uint64_t offset,
-                   std::span<const uint8_t> data) {
+                   Span<const uint8_t> data) {
   if (data.empty()) return true;
   switch (r.xfer_mode) {
     case RHN_XFER_STRIDE:
@@ -783,8 +780,7 @@ bool place_message(Impl& m, const TagRecv& r, uint64_t offset,
       if (!t || !m.sge_dma(&r.sge, 1, offset, const_cast<uint8_t*>(data.data()),
                            data.size(), r.pdn, true))
         return false;
-      std::memcpy(m.twin_bytes(*t) + r.xfer_addr + offset, data.data(),
-                  data.size());
+      memcpy(m.twin_bytes(*t) + r.xfer_addr + offset, data.data(), data.size());
       return true;
     }
     default:

@@ -9,8 +9,7 @@
 // Documentation/hardware/queues.md.
 #pragma once
 
-#include <span>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw::partial {
@@ -30,9 +29,9 @@ bool build_read_request(Impl& m, QpObj& qp, const DecodedWqe& w,
 
 // ---- Responder side of a strided WRITE packet (RHN_WOP_F_STRIDED): the
 // extent its blocks span from remote_addr, and their placement.
-rhn_syndrome write_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,
+rhn_syndrome write_extent(const rhn_op_hdr& op, Span<const uint8_t> data,
                           uint64_t* extent);
-bool place_write(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
+bool place_write(Impl& m, const rhn_op_hdr& op, Span<const uint8_t> data,
                  uint32_t mr_index, uint64_t va);
 
 // ---- Responder side of a partial PULL: one READ request carries the
@@ -40,14 +39,14 @@ bool place_write(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
 
 // Checks the descriptor of the READ request `op` with payload `data`;
 // *extent is how many bytes from remote_addr the selection may touch.
-rhn_syndrome read_extent(const rhn_op_hdr& op, std::span<const uint8_t> data,
+rhn_syndrome read_extent(const rhn_op_hdr& op, Span<const uint8_t> data,
                          uint64_t* extent);
 // Whether answering `op` needs a bitmap slot (has_room).
 inline bool read_needs_bitmap(const rhn_op_hdr& op) {
   return op.opcode == RHN_WOP_READ_REQ && op.imm_data == RHN_XFER_BITMAP;
 }
 // Fills the stream's selection (after read_extent said yes).
-void start_read(Impl& m, const rhn_op_hdr& op, std::span<const uint8_t> data,
+void start_read(Impl& m, const rhn_op_hdr& op, Span<const uint8_t> data,
                 ResponderRead& rr);
 // The next piece of the stream: its offset from the stream's base
 // address, its length, and where the piece after it starts; a syndrome
@@ -74,7 +73,7 @@ uint8_t check_receive(Impl& m, const TagRecv& r, uint8_t* syndrome);
 uint32_t receive_capacity(const TagRecv& r);
 // Message bytes [offset, offset + data.size()) into the receive.
 bool place_message(Impl& m, const TagRecv& r, uint64_t offset,
-                   std::span<const uint8_t> data);
+                   Span<const uint8_t> data);
 
 // What placing a partial PULL's answers needs, kept with its READ context.
 void prepare_read(const DecodedWqe& w, ReadCtx& rc);
@@ -82,6 +81,6 @@ void prepare_read(const DecodedWqe& w, ReadCtx& rc);
 // READ answer bytes at message offset `offset` into local memory (and the
 // twin); false when the entry was finished with an error.
 bool place_answer(Impl& m, uint32_t qpn, Inflight& e, uint64_t offset,
-                  std::span<const uint8_t> data);
+                  Span<const uint8_t> data);
 
 }  // namespace rhinet::fw::partial

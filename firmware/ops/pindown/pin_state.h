@@ -2,10 +2,10 @@
 // Remote pin-down's tables (ops/pindown).
 #pragma once
 
-#include <cstdint>
 #include <vector>
 
 #include "core/bounded.h"
+#include "core/freestanding.h"
 #include "engine/shares.h"
 #include "rhinet/hw.h"
 
@@ -40,8 +40,8 @@ struct PinWaiter {
 };
 
 struct PinTables {
-  std::vector<PinRun> runs;
-  std::vector<PinWaiter> waiters;
+  Table<PinRun> runs;
+  Table<PinWaiter> waiters;
   uint32_t waiters_used = 0;
   uint32_t context_quota = 0;  // waiters one target context may have
 };

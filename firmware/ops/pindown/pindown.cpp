@@ -12,9 +12,7 @@
 //   refused, so pinning reorders nothing between two endpoints.
 #include "ops/pindown/pindown.h"
 
-#include <algorithm>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
@@ -41,8 +39,7 @@ bool present(Impl& m, uint32_t mr_index, uint32_t page) {
   const MrObj& mr = m.mrs[mr_index];
   const uint64_t va = ((mr.iova >> kPinPageShift) + page) << kPinPageShift;
   uint64_t bus_addr;
-  return m.translate(mr_index, std::max(va, mr.iova), bus_addr) ==
-         Impl::Fault::kOk;
+  return m.translate(mr_index, max(va, mr.iova), bus_addr) == Impl::Fault::kOk;
 }
 
 // A NAK outside the NAK memory: the request was refused (and remembered)
@@ -233,7 +230,7 @@ uint32_t first_missing(Impl& m, uint32_t mr_index, uint64_t va, uint64_t len) {
 // room or the host's queue is full (the caller asks again later).
 uint32_t pin_run(Impl& m, uint32_t mr_index, uint32_t missing, uint64_t end) {
   const MrObj& mr = m.mrs[mr_index];
-  end = std::min(end, mr.iova + mr.length);
+  end = min(end, mr.iova + mr.length);
   m.counters.add(RHN_CNT_PIN_HELD);
   uint32_t run = run_covering(m, mr_index, missing);
   if (run != kNone) return run;
@@ -270,7 +267,7 @@ PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
   // run: no record; the requester sends again after RHN_PIN_RETRY_US.
   uint64_t end = va + len;
   if (r.op.msg_len > r.op.msg_offset)
-    end = std::max(end, va + (r.op.msg_len - r.op.msg_offset));
+    end = max(end, va + (r.op.msg_len - r.op.msg_offset));
   const uint32_t run = pin_run(m, mr_index, missing, end);
   PinWaiter* w = run == kNone ? nullptr : new_waiter(m, r.qp.context);
   if (w) {
@@ -290,13 +287,18 @@ PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
   return PinCheck::kRefused;
 }
 
+void pin_place(Impl& m, CardMemory& mem) {
+  m.pins.runs = mem.table<PinRun>(max<uint32_t>(m.cfg.pin.runs, 1));
+  m.pins.waiters = mem.table<PinWaiter>(max<uint32_t>(m.cfg.pin.waiters, 1));
+}
+
 void pin_reset(Impl& m) {
-  m.pins.runs.assign(std::max<uint32_t>(m.cfg.pin.runs, 1), PinRun{});
-  m.pins.waiters.assign(std::max<uint32_t>(m.cfg.pin.waiters, 1), PinWaiter{});
+  m.pins.runs.fill(PinRun{});
+  m.pins.waiters.fill(PinWaiter{});
   m.pins.waiters_used = 0;
-  m.pins.context_quota = std::max<uint32_t>(
-      1, static_cast<uint32_t>(uint64_t{m.cfg.pin.waiters} *
-                               m.cfg.pin.context_share / 256));
+  m.pins.context_quota =
+      max<uint32_t>(1, static_cast<uint32_t>(uint64_t{m.cfg.pin.waiters} *
+                                             m.cfg.pin.context_share / 256));
   m.shares.set_limit(kResPinWaiters, m.cfg.pin.waiters, m.pins.context_quota,
                      m.cfg.account_share);
 }
@@ -370,13 +372,13 @@ bool pin_holds_back(Impl& m, Peer& p, uint32_t qpn, const rhn_op_hdr& op) {
   return false;
 }
 
-void pin_ready(Impl& m, Peer& p, std::span<const uint8_t> payload) {
+void pin_ready(Impl& m, Peer& p, Span<const uint8_t> payload) {
   rhn_fw_pin_ready msg;
   if (payload.size() != sizeof(msg)) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
-  std::memcpy(&msg, payload.data(), sizeof(msg));
+  memcpy(&msg, payload.data(), sizeof(msg));
   const uint32_t qpn = msg.qpn & RHN_WIRE_QPN_MASK;
   if (qpn == 0 || qpn >= m.qps.size() || !m.qps[qpn].valid ||
       (msg.qpn >> RHN_WIRE_INCARNATION_SHIFT) != m.qps[qpn].incarnation)

@@ -3,12 +3,12 @@
 // (pindown_module.cpp) and the other families call.
 #pragma once
 
-#include <span>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
 
+void pin_place(Impl& m, CardMemory& mem);
 void pin_reset(Impl& m);
 // The host answered a PD_REQUEST event (RHN_ADMIN_PD_MAPPED).
 rhn_admin_status pin_mapped(Impl& m, uint32_t context,
@@ -22,7 +22,7 @@ void pin_node_failed(Impl& m, uint16_t node);
 // (true) so that it does not overtake it.
 bool pin_holds_back(Impl& m, Peer& p, uint32_t qpn, const rhn_op_hdr& op);
 // RHN_FW_PIN_READY from a target: that QP's refused messages go again.
-void pin_ready(Impl& m, Peer& p, std::span<const uint8_t> payload);
+void pin_ready(Impl& m, Peer& p, Span<const uint8_t> payload);
 
 // What the family claims, for the registry.
 extern const OpFamily kPinFamily;  // pindown.cpp

@@ -2,7 +2,7 @@
 // ops/pindown: its part of the engine's configuration (EngineConfig::pin).
 #pragma once
 
-#include <cstdint>
+#include "core/freestanding.h"
 
 namespace rhinet::fw {
 

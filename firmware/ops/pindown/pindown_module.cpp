@@ -14,7 +14,8 @@ constexpr uint16_t kAdminOps[] = {RHN_ADMIN_PD_MAPPED};
 extern const FamilyModule kPinModule{
     .name = "pindown",
     .id = FwOwner::kPin,
-    .reset = [](Impl& m) { pin_reset(m); },
+    .place = pin_place,
+    .reset = pin_reset,
     .qp_gone =
         [](Impl& m, uint32_t qpn, QpGone why) {
           if (why != QpGone::kDestroyed) pin_qp_gone(m, qpn);

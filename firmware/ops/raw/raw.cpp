@@ -2,9 +2,8 @@
 // Raw frames: the Ethernet frames of the kernel's net_device, one frame a
 // packet, unsequenced (RHN_PKT_RAW): out on the wire at once and complete,
 // and on arrival into the raw QP's next receive WQE or dropped (counted).
-#include <cstring>
-
 #include "core/crc32c.h"
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
@@ -26,11 +25,11 @@ uint8_t check(Impl&, const QpObj& qp, const DecodedWqe& w, uint8_t* syndrome) {
 
 // Gathered from the WQE and sent as one unsequenced RAW packet.
 uint8_t send_unsequenced(Impl& m, QpObj& qp, const DecodedWqe& w) {
-  uint8_t* payload = m.raw_frame.get() + RHN_PKT_HDR_LEN;
+  uint8_t* payload = m.raw_frame.data() + RHN_PKT_HDR_LEN;
   const uint32_t len = static_cast<uint32_t>(w.length);
   if (w.flags & RHN_WQE_F_INLINE) {
     // Inline bytes run on from the first slot into the extension slots.
-    std::memcpy(payload, qp.tx_raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d), len);
+    memcpy(payload, qp.tx_raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d), len);
   } else if (!gather(m, qp, w, 0, payload, len)) {
     return RHN_CQE_LOC_PROT_ERR;
   }
@@ -39,11 +38,11 @@ uint8_t send_unsequenced(Impl& m, QpObj& qp, const DecodedWqe& w) {
   h.dst_node = w.dst_node;
   h.src_node = m.cfg.node_id;
   h.payload_len = static_cast<uint16_t>(len);
-  const size_t frame_len = seal_packet(m.raw_frame.get(), h, nullptr,
+  const size_t frame_len = seal_packet(m.raw_frame.data(), h, nullptr,
                                        len ? crc32c(0, payload, len) : 0);
   // Counted, dropped on a down link, looped back when sent to ourselves:
   // the same way out as every other frame.
-  m.transmit(w.dst_node, {m.raw_frame.get(), frame_len});
+  m.transmit(w.dst_node, {m.raw_frame.data(), frame_len});
   return RHN_CQE_SUCCESS;
 }
 

@@ -2,9 +2,7 @@
 // RDMA WRITE (PUSH), WRITE with immediate, and READ (PULL), by rkey + VA or
 // by area ID + offset: the requester's packets, the responder's placement
 // and READ streams, and the READ data arriving back at the requester.
-#include <algorithm>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 #include "ops/partial/partial.h"
 
@@ -43,8 +41,8 @@ bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
   }
   if (w.xfer_mode != RHN_XFER_BASIC)
     return partial::build_write(m, qp, w, offset, op, out);
-  const auto chunk = static_cast<uint32_t>(
-      std::min<uint64_t>(RHN_WIRE_MTU, w.length - offset));
+  const auto chunk =
+      static_cast<uint32_t>(min<uint64_t>(RHN_WIRE_MTU, w.length - offset));
   if (chunk && !gather(m, qp, w, offset, out.payload, chunk)) return false;
   out.len = out.advance = chunk;
   out.last = offset + chunk >= w.length;
@@ -107,7 +105,7 @@ void write_request(Impl& m, Request& r) {
   // once.
   if (r.first && shape == RHN_SYN_NONE && op.msg_len > op.msg_offset &&
       !(op.flags & (RHN_WOP_F_RUNS | RHN_WOP_F_STRIDED)))
-    extent = std::max<uint64_t>(extent, op.msg_len - op.msg_offset);
+    extent = max<uint64_t>(extent, op.msg_len - op.msg_offset);
   if (!target_of(m, r, shape, RHN_ACCESS_REMOTE_WRITE, extent, &va, &key,
                  &mr_index))
     return;

@@ -3,9 +3,7 @@
 // (UD datagrams of one packet, GRHs), their packets, and the responder's
 // side, which finds where the bytes land through the matching stage
 // (responder/matching.cpp: receive WQEs and receive contexts).
-#include <algorithm>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
@@ -43,8 +41,8 @@ uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
 
 bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
                   rhn_op_hdr& op, PacketOut& out) {
-  const auto chunk = static_cast<uint32_t>(
-      std::min<uint64_t>(RHN_WIRE_MTU, w.length - offset));
+  const auto chunk =
+      static_cast<uint32_t>(min<uint64_t>(RHN_WIRE_MTU, w.length - offset));
   uint8_t* p = out.payload;
   uint32_t grh_len = 0;
   if (w.has_grh) {
@@ -170,10 +168,10 @@ void on_request(Impl& m, Request& r) {
     }
   }
   // The message's first ctx->drop bytes (a TM header) land nowhere.
-  std::span<const uint8_t> data = r.data;
+  Span<const uint8_t> data = r.data;
   uint64_t at = op.msg_offset;
   if (at < ctx->drop) {
-    const size_t cut = std::min<size_t>(ctx->drop - at, data.size());
+    const size_t cut = min<size_t>(ctx->drop - at, data.size());
     data = data.subspan(cut);
     at += cut;
   }

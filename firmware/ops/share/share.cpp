@@ -33,9 +33,7 @@
 // Documentation/hardware/queues.md "Shared regions".
 #include "ops/share/share.h"
 
-#include <algorithm>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 #include "ops/partial/partial.h"
 #include "ops/share/share_detail.h"
@@ -52,8 +50,8 @@ uint64_t cookie_of(Msg kind, uint32_t region, uint16_t gen, uint16_t node) {
 }
 
 uint32_t share_of(uint32_t total, uint32_t share) {
-  return std::max<uint32_t>(
-      1, static_cast<uint32_t>(uint64_t{total} * std::min(share, 256u) / 256));
+  return max<uint32_t>(
+      1, static_cast<uint32_t>(uint64_t{total} * min(share, 256u) / 256));
 }
 
 uint32_t src_of(const Impl& m, uint32_t qpn) {
@@ -129,8 +127,7 @@ bool is_self(const Impl& m, const ShareRegion& r, const ShareMember& mb) {
 }
 
 void arm_probe(Impl& m) {
-  m.share.next_probe =
-      std::min(m.share.next_probe, m.now + m.cfg.sync_probe_ns);
+  m.share.next_probe = min(m.share.next_probe, m.now + m.cfg.sync_probe_ns);
 }
 
 // `context`: on whose behalf (its firmware-message share; 0: a probe).
@@ -551,9 +548,14 @@ void message_done(Impl& m, uint32_t qpn, const Inflight& e) {
 
 // ---- Engine hooks
 
+void share_place(Impl& m, CardMemory& mem) {
+  m.share.regions =
+      mem.table<ShareRegion>(max<uint32_t>(m.cfg.share.regions, 1));
+}
+
 void share_reset(Impl& m) {
   ShareTables& t = m.share;
-  t.regions.assign(std::max<uint32_t>(m.cfg.share.regions, 1), ShareRegion{});
+  t.regions.fill(ShareRegion{});
   t.quota = share_of(m.cfg.share.regions, m.cfg.share.context_share);
   m.shares.set_limit(kResShareRegions, m.cfg.share.regions, t.quota,
                      m.cfg.account_share);
@@ -572,7 +574,7 @@ void share_fw_receive(Impl& m, Peer& p, const Packet& pkt) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
-  std::memcpy(&f, pkt.payload.data(), sizeof(f));
+  memcpy(&f, pkt.payload.data(), sizeof(f));
   switch (pkt.op.rkey) {
     case RHN_FW_SHARE_ADD:
       on_add(m, from, f);

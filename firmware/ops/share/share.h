@@ -3,12 +3,12 @@
 // (share_module.cpp) and the other families call.
 #pragma once
 
-#include <span>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
 
+void share_place(Impl& m, CardMemory& mem);
 void share_reset(Impl& m);
 // The endpoint stops: as a member it leaves its regions (the home is
 // told), as a home its regions end (the members are told).

@@ -2,7 +2,7 @@
 // ops/share: its part of the engine's configuration (EngineConfig::share).
 #pragma once
 
-#include <cstdint>
+#include "core/freestanding.h"
 
 namespace rhinet::fw {
 

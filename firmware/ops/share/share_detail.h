@@ -3,9 +3,7 @@
 // engine hooks; share_responder.cpp: home, members, directory messages).
 #pragma once
 
-#include <algorithm>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 #include "ops/partial/partial.h"
 #include "ops/share/share.h"
@@ -64,7 +62,7 @@ void on_request(Impl& m, Request& r);
 ShareRegion* region_for(Impl& m, const rhn_fw_share& f);
 void on_add(Impl& m, uint16_t from, const rhn_fw_share& f);
 void on_added(Impl& m, uint16_t from, const rhn_fw_share& f);
-void on_joined(Impl& m, uint16_t from, std::span<const uint8_t> payload);
+void on_joined(Impl& m, uint16_t from, Span<const uint8_t> payload);
 void on_remove(Impl& m, uint16_t from, const rhn_fw_share& f);
 
 }  // namespace rhinet::fw::share_detail

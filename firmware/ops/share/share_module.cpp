@@ -27,7 +27,8 @@ void fw_message(Impl& m, Peer& p, const Packet& pkt) {
 extern const FamilyModule kShareModule{
     .name = "share",
     .id = FwOwner::kShare,
-    .reset = [](Impl& m) { share_reset(m); },
+    .place = share_place,
+    .reset = share_reset,
     .qp_gone =
         [](Impl& m, uint32_t qpn, QpGone why) {
           if (why != QpGone::kDestroyed) share_qp_gone(m, qpn);

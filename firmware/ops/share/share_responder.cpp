@@ -2,9 +2,7 @@
 // Shared regions at the responder: the home's SUBSCRIBE and UNSUBSCRIBE,
 // a member's updates, and the directory's firmware messages. The
 // requester side and the engine hooks are in share.cpp.
-#include <algorithm>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 #include "ops/partial/partial.h"
 #include "ops/share/share.h"
@@ -165,7 +163,7 @@ void member_update(Impl& m, Request& r) {
   if (partial::write_extent(op, r.data, &extent) == RHN_SYN_NONE) {
     if (r.first && op.msg_len > op.msg_offset &&
         !(op.flags & (RHN_WOP_F_RUNS | RHN_WOP_F_STRIDED)))
-      extent = std::max<uint64_t>(extent, op.msg_len - op.msg_offset);
+      extent = max<uint64_t>(extent, op.msg_len - op.msg_offset);
     if (op.remote_addr < s->offset || op.remote_addr - s->offset > s->length ||
         extent > s->length - (op.remote_addr - s->offset)) {
       mb.cur_accept = false;
@@ -263,14 +261,14 @@ void on_added(Impl& m, uint16_t from, const rhn_fw_share& f) {
   try_finish_join(m, *h);
 }
 
-void on_joined(Impl& m, uint16_t from, std::span<const uint8_t> payload) {
+void on_joined(Impl& m, uint16_t from, Span<const uint8_t> payload) {
   rhn_fw_share_joined j{};
   const size_t head = offsetof(rhn_fw_share_joined, members);
   if (payload.size() < head) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
-  std::memcpy(&j, payload.data(), std::min(payload.size(), sizeof(j)));
+  memcpy(&j, payload.data(), min(payload.size(), sizeof(j)));
   if (j.count > RHN_SHARE_MAX_MEMBERS ||
       payload.size() != head + size_t{j.count} * sizeof(rhn_share_member)) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);

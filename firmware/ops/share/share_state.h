@@ -2,9 +2,9 @@
 // Shared regions' tables (ops/share).
 #pragma once
 
-#include <cstdint>
 #include <vector>
 
+#include "core/freestanding.h"
 #include "engine/shares.h"
 #include "rhinet/hw.h"
 
@@ -81,7 +81,7 @@ struct ShareRegion {
 };
 
 struct ShareTables {
-  std::vector<ShareRegion> regions;
+  Table<ShareRegion> regions;
   uint32_t quota = 0;  // records one context may hold (Impl::shares)
   uint32_t used = 0;
   uint32_t joins = 0;  // joins waiting anywhere (newcomer or home)

@@ -49,10 +49,7 @@
 // FIFOs.
 #include "ops/sync/sync.h"
 
-#include <algorithm>
-#include <bit>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 #include "ops/sync/sync_detail.h"
 
@@ -72,8 +69,7 @@ uint32_t qpn_of(const Impl& m, const QpObj& qp) {
 }
 
 uint32_t share_of(uint32_t total, uint32_t share) {
-  return std::max<uint32_t>(
-      1, static_cast<uint32_t>(uint64_t{total} * share / 256));
+  return max<uint32_t>(1, static_cast<uint32_t>(uint64_t{total} * share / 256));
 }
 
 // The chains' hash (the NIC's keyed table hash, core/keyed_hash.h). Only
@@ -424,7 +420,7 @@ bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t,
   }
   const rhn_wire_unlock u =
       i != kNone ? unlock_payload(m.sync.holds[i]) : rhn_wire_unlock{};
-  std::memcpy(out.payload, &u, sizeof(u));
+  memcpy(out.payload, &u, sizeof(u));
   out.len = sizeof(u);
   op.msg_len = sizeof(u);
   return true;
@@ -517,7 +513,7 @@ void on_orphan_response(Impl& m, Peer& p, const Packet& pkt) {
 
 void probe(Impl& m) {
   SyncTables& t = m.sync;
-  std::fill(t.probe_nodes.begin(), t.probe_nodes.end(), 0);
+  fill(t.probe_nodes.begin(), t.probe_nodes.end(), 0);
   bool watching = false;
   auto mark = [&](uint16_t node) {
     watching = true;
@@ -566,7 +562,7 @@ void probe(Impl& m) {
   // channel is already waiting for an answer needs none. The channel
   // declares a node that does not answer dead (sync_node_failed).
   const uint32_t words = static_cast<uint32_t>(t.probe_nodes.size());
-  uint32_t budget = std::max<uint32_t>(1, m.cfg.fw_messages / 2);
+  uint32_t budget = max<uint32_t>(1, m.cfg.fw_messages / 2);
   for (uint32_t k = 0; k < words && budget; k++) {
     const uint32_t wi = (t.probe_from + k) % words;
     for (uint64_t bits = t.probe_nodes[wi]; bits && budget; bits &= bits - 1) {
@@ -601,49 +597,46 @@ extern const OpFamily kSyncFamily = {
 
 // ---- The stages' entry points.
 
+void sync_place(Impl& m, CardMemory& mem) {
+  SyncTables& t = m.sync;
+  const uint32_t locks = max<uint32_t>(m.cfg.sync.locks, 1);
+  const uint32_t barriers = max<uint32_t>(m.cfg.sync.barriers, 1);
+  const uint32_t members = max<uint32_t>(m.cfg.sync.waiters, 1);
+  const uint32_t holds = max<uint32_t>(m.cfg.sync.holds, 1);
+  t.locks = mem.table<SyncLock>(locks);
+  t.free_locks = Fifo<uint32_t>(locks, mem);
+  t.lock_buckets = mem.table<uint32_t>(bit_ceil(max(locks, 16u)));
+  t.lock_mask = t.lock_buckets.size() - 1;
+  t.barriers = mem.table<SyncBarrier>(barriers);
+  t.free_barriers = Fifo<uint32_t>(barriers, mem);
+  t.barrier_buckets = mem.table<uint32_t>(bit_ceil(max(barriers, 16u)));
+  t.barrier_mask = t.barrier_buckets.size() - 1;
+  t.members = mem.table<SyncMember>(members);
+  t.free_members = Fifo<uint32_t>(members, mem);
+  t.owed = Fifo<uint32_t>(members, mem);
+  t.holds = mem.table<SyncHold>(holds);
+  t.free_holds = Fifo<uint32_t>(holds, mem);
+  t.holds_owed = Fifo<uint32_t>(holds, mem);
+  t.hold_buckets = mem.table<uint32_t>(bit_ceil(max(holds, 16u)));
+  t.hold_mask = t.hold_buckets.size() - 1;
+  t.probe_nodes = mem.table<uint64_t>((m.cfg.max_nodes + 63) / 64);
+}
+
 void sync_reset(Impl& m) {
   SyncTables& t = m.sync;
-  auto buckets_for = [](uint32_t n) {
-    uint32_t b = 16;
-    while (b < n) b <<= 1;
-    return b;
-  };
-  const uint32_t locks = std::max<uint32_t>(m.cfg.sync.locks, 1);
-  const uint32_t barriers = std::max<uint32_t>(m.cfg.sync.barriers, 1);
-  t.locks.assign(locks, SyncLock{});
-  t.barriers.assign(barriers, SyncBarrier{});
-  // Sized at power-on; a device reset allocates nothing.
-  if (t.free_locks.capacity() < locks) t.free_locks = Fifo<uint32_t>(locks);
-  if (t.free_barriers.capacity() < barriers)
-    t.free_barriers = Fifo<uint32_t>(barriers);
-  t.free_locks.clear();
-  for (uint32_t i = 0; i < locks; i++) t.free_locks.push(i);
-  t.free_barriers.clear();
-  for (uint32_t i = 0; i < barriers; i++) t.free_barriers.push(i);
-  t.lock_buckets.assign(buckets_for(locks), kNone);
-  t.lock_mask = static_cast<uint32_t>(t.lock_buckets.size() - 1);
-  t.barrier_buckets.assign(buckets_for(barriers), kNone);
-  t.barrier_mask = static_cast<uint32_t>(t.barrier_buckets.size() - 1);
-  const uint32_t members = std::max<uint32_t>(m.cfg.sync.waiters, 1);
-  t.members.assign(members, SyncMember{});
-  if (t.free_members.capacity() < members) {
-    t.free_members = Fifo<uint32_t>(members);
-    t.owed = Fifo<uint32_t>(members);
-  }
-  t.free_members.clear();
-  for (uint32_t i = 0; i < members; i++) t.free_members.push(i);
+  t.locks.fill(SyncLock{});
+  t.barriers.fill(SyncBarrier{});
+  t.free_locks.fill_indices(t.locks.size());
+  t.free_barriers.fill_indices(t.barriers.size());
+  t.lock_buckets.fill(kNone);
+  t.barrier_buckets.fill(kNone);
+  t.members.fill(SyncMember{});
+  t.free_members.fill_indices(t.members.size());
   t.owed.clear();
-  const uint32_t holds = std::max<uint32_t>(m.cfg.sync.holds, 1);
-  t.holds.assign(holds, SyncHold{});
-  if (t.free_holds.capacity() < holds) {
-    t.free_holds = Fifo<uint32_t>(holds);
-    t.holds_owed = Fifo<uint32_t>(holds);
-  }
-  t.free_holds.clear();
-  for (uint32_t i = 0; i < holds; i++) t.free_holds.push(i);
+  t.holds.fill(SyncHold{});
+  t.free_holds.fill_indices(t.holds.size());
   t.holds_owed.clear();
-  t.hold_buckets.assign(buckets_for(holds), kNone);
-  t.hold_mask = static_cast<uint32_t>(t.hold_buckets.size() - 1);
+  t.hold_buckets.fill(kNone);
   t.lock_quota = share_of(m.cfg.sync.locks, m.cfg.sync.context_share);
   t.member_quota = share_of(m.cfg.sync.waiters, m.cfg.sync.context_share);
   t.barrier_quota = share_of(m.cfg.sync.barriers, m.cfg.sync.context_share);
@@ -659,7 +652,7 @@ void sync_reset(Impl& m) {
   t.locks_used = t.barriers_used = t.holds_used = 0;
   t.member_waits = false;
   t.next_probe = UINT64_MAX;
-  t.probe_nodes.assign((m.cfg.max_nodes + 63) / 64, 0);
+  t.probe_nodes.fill(0);
   t.probe_from = 0;
 }
 
@@ -789,7 +782,7 @@ void sync_link(Impl& m, Peer& p, const Packet& pkt) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
-  std::memcpy(&l, pkt.payload.data(), sizeof(l));
+  memcpy(&l, pkt.payload.data(), sizeof(l));
   const uint16_t mgr = m.node_of(p);
   const uint32_t qpn = l.holder_qpn & RHN_WIRE_QPN_MASK;
   const auto inc =
@@ -840,7 +833,7 @@ void sync_done(Impl& m, Peer&, const Packet& pkt) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
-  std::memcpy(&d, pkt.payload.data(), sizeof(d));
+  memcpy(&d, pkt.payload.data(), sizeof(d));
   const uint32_t qpn = d.qpn & RHN_WIRE_QPN_MASK;
   const auto inc = static_cast<uint8_t>(d.qpn >> RHN_WIRE_INCARNATION_SHIFT);
   if (qpn == 0 || qpn >= m.qps.size()) return;

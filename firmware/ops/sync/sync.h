@@ -3,12 +3,12 @@
 // (sync_module.cpp) and the other families call.
 #pragma once
 
-#include <span>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
 
+void sync_place(Impl& m, CardMemory& mem);
 void sync_reset(Impl& m);
 // The endpoint stops (destroyed, reset, in error): as a manager its
 // locks and rounds fail their members (MEMBER_LOST); as a member the NIC

@@ -2,7 +2,7 @@
 // ops/sync: its part of the engine's configuration (EngineConfig::sync).
 #pragma once
 
-#include <cstdint>
+#include "core/freestanding.h"
 
 namespace rhinet::fw {
 

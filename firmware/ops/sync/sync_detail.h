@@ -3,10 +3,7 @@
 // manager; sync.cpp: the member's NIC, requester, probes, hooks).
 #pragma once
 
-#include <algorithm>
-#include <bit>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 #include "ops/sync/sync.h"
 
@@ -98,7 +95,7 @@ void on_request(Impl& m, Request& r);
 void probe(Impl& m);
 
 template <typename T>
-std::span<const uint8_t> bytes_of(const T& v) {
+Span<const uint8_t> bytes_of(const T& v) {
   return {reinterpret_cast<const uint8_t*>(&v), sizeof(v)};
 }
 

@@ -3,10 +3,7 @@
 // rounds, and its side of the wire (LOCK, UNLOCK, BARRIER requests). The
 // member's NIC (holds), the requester and the engine hooks are in
 // sync.cpp.
-#include <algorithm>
-#include <bit>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 #include "ops/sync/sync.h"
 #include "ops/sync/sync_detail.h"
@@ -356,7 +353,7 @@ void unlock_request(Impl& m, Request& r) {
     refuse(m, r, RHN_SYN_LENGTH);
     return;
   }
-  std::memcpy(&u, r.data.data(), sizeof(u));
+  memcpy(&u, r.data.data(), sizeof(u));
   const uint32_t s = find_lock(m, r.qpn, r.qp.gen, r.op.remote_addr);
   uint32_t i = s == kNone ? kNone : t.locks[s].head;
   while (i != kNone &&

@@ -20,7 +20,8 @@ void fw_message(Impl& m, Peer& p, const Packet& pkt) {
 extern const FamilyModule kSyncModule{
     .name = "sync",
     .id = FwOwner::kSync,
-    .reset = [](Impl& m) { sync_reset(m); },
+    .place = sync_place,
+    .reset = sync_reset,
     .qp_gone =
         [](Impl& m, uint32_t qpn, QpGone why) {
           if (why != QpGone::kDestroyed) sync_qp_gone(m, qpn);

@@ -2,10 +2,10 @@
 // Locks' and barriers' tables (ops/sync).
 #pragma once
 
-#include <cstdint>
 #include <vector>
 
 #include "core/bounded.h"
+#include "core/freestanding.h"
 #include "engine/shares.h"
 #include "rhinet/hw.h"
 
@@ -113,23 +113,23 @@ struct SyncHold {
 };
 
 struct SyncTables {
-  std::vector<SyncLock> locks;
-  std::vector<SyncBarrier> barriers;
+  Table<SyncLock> locks;
+  Table<SyncBarrier> barriers;
   // Unused lock and barrier slots (any may be taken), and the chains
   // that find a used one by its key.
-  Fifo<uint32_t> free_locks{1}, free_barriers{1};
-  std::vector<uint32_t> lock_buckets, barrier_buckets;
+  Fifo<uint32_t> free_locks, free_barriers;
+  Table<uint32_t> lock_buckets, barrier_buckets;
   uint32_t lock_mask = 0, barrier_mask = 0;
-  std::vector<SyncMember> members;
-  Fifo<uint32_t> free_members{1};
+  Table<SyncMember> members;
+  Fifo<uint32_t> free_members;
   // Members whose LINK or SYNC_DONE found no firmware message free, in
   // order (LINKs to one NIC must arrive in the order they were decided).
-  Fifo<uint32_t> owed{1};
-  std::vector<SyncHold> holds;
-  Fifo<uint32_t> free_holds{1};
-  std::vector<uint32_t> hold_buckets;
+  Fifo<uint32_t> owed;
+  Table<SyncHold> holds;
+  Fifo<uint32_t> free_holds;
+  Table<uint32_t> hold_buckets;
   uint32_t hold_mask = 0;
-  Fifo<uint32_t> holds_owed{1};
+  Fifo<uint32_t> holds_owed;
   // Per context (Impl::shares counts): locks, members and barriers
   // charged to its manager endpoints, records of its member endpoints.
   uint32_t lock_quota = 0, member_quota = 0, barrier_quota = 0;
@@ -137,8 +137,8 @@ struct SyncTables {
   uint32_t locks_used = 0, barriers_used = 0, holds_used = 0;
   bool member_waits = false;  // a LOCK or BARRIER of ours may be waiting
   uint64_t next_probe = UINT64_MAX;
-  std::vector<uint64_t> probe_nodes;  // bitmap over max_nodes
-  uint32_t probe_from = 0;            // where the next probes start
+  Table<uint64_t> probe_nodes;  // bitmap over max_nodes
+  uint32_t probe_from = 0;      // where the next probes start
 };
 
 }  // namespace rhinet::fw

@@ -5,10 +5,7 @@
 // (ops/tm). The protocol around it is in tag.cpp.
 #include "ops/tag/matching.h"
 
-#include <algorithm>
-#include <cstring>
-#include <utility>
-
+#include "core/freestanding.h"
 #include "ops/tag/tag.h"
 
 namespace rhinet::fw {
@@ -78,7 +75,7 @@ uint32_t class_bucket(const Impl& m, uint32_t owner, uint32_t c,
 }
 
 // The head and tail of the chain or list that holds (or will hold) r.
-std::pair<uint32_t*, uint32_t*> recv_chain(Impl& m, const TagRecv& r) {
+Pair<uint32_t*, uint32_t*> recv_chain(Impl& m, const TagRecv& r) {
   const uint32_t owner = owner_of(r);
   uint32_t b;
   switch (index_of(r)) {

@@ -19,8 +19,8 @@ constexpr uint32_t kAnyQpn = ~uint32_t{0};
 // Doubly linked lists through indices into a pool (kNone ends them):
 // `prev` and `next` are the links a node has for this list.
 template <typename Node>
-void list_append(std::vector<Node>& pool, uint32_t& head, uint32_t& tail,
-                 uint32_t i, uint32_t Node::*prev, uint32_t Node::*next) {
+void list_append(Table<Node>& pool, uint32_t& head, uint32_t& tail, uint32_t i,
+                 uint32_t Node::*prev, uint32_t Node::*next) {
   pool[i].*prev = tail;
   pool[i].*next = kNone;
   if (tail != kNone)
@@ -31,8 +31,8 @@ void list_append(std::vector<Node>& pool, uint32_t& head, uint32_t& tail,
 }
 
 template <typename Node>
-void list_remove(std::vector<Node>& pool, uint32_t& head, uint32_t& tail,
-                 uint32_t i, uint32_t Node::*prev, uint32_t Node::*next) {
+void list_remove(Table<Node>& pool, uint32_t& head, uint32_t& tail, uint32_t i,
+                 uint32_t Node::*prev, uint32_t Node::*next) {
   Node& n = pool[i];
   if (n.*prev != kNone)
     pool[n.*prev].*next = n.*next;

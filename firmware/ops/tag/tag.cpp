@@ -23,10 +23,7 @@
 // order (refusal records), so overflow never drops or reorders.
 #include "ops/tag/tag.h"
 
-#include <algorithm>
-#include <cstring>
-#include <utility>
-
+#include "core/freestanding.h"
 #include "ops/partial/partial.h"
 #include "ops/tag/matching.h"
 #include "ops/tm/tm.h"
@@ -122,7 +119,7 @@ void match(Impl& m, uint32_t i, uint16_t node, uint32_t src, uint32_t msn,
   r.peer_msn = msn;
   r.msg_tag = tag;
   r.msg_len = length;
-  r.take = std::min(length, partial::receive_capacity(r));
+  r.take = min(length, partial::receive_capacity(r));
   r.received = 0;
 }
 
@@ -325,7 +322,7 @@ bool start_stream(Impl& m, uint32_t qpn, Inflight& e) {
     m.finish_entry(qpn, e, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
     return true;
   }
-  const uint32_t take = std::min<uint32_t>(e.stream_len, w.length);
+  const uint32_t take = min<uint32_t>(e.stream_len, w.length);
   rhn_op_hdr op{};
   op.opcode = RHN_WOP_TAG_DATA;
   op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
@@ -410,7 +407,7 @@ void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
 // The probe's operands: only the flags it knows, reserved bits clear.
 rhn_syndrome decode_local(const RawWqe& raw, const DecodedWqe&) {
   rhn_send_wqe w;
-  std::memcpy(&w, raw.bytes, sizeof(w));
+  memcpy(&w, raw.bytes, sizeof(w));
   if ((w.u.tag.flags & ~uint32_t{RHN_TAG_F_ANY_SRC}) || w.u.tag.reserved)
     return RHN_SYN_BAD_WQE;
   return RHN_SYN_NONE;
@@ -669,31 +666,53 @@ extern const OpFamily kTagLocalFamily = {
 
 // ---- The stages' entry points.
 
-void tag_reset(Impl& m) {
+void tag_place(Impl& m, CardMemory& mem) {
   TagTables& t = m.tags;
+  const EngineConfig& c = m.cfg;
   // Entries for the posted list and for receives in progress: an irecv
   // that matches a queued message needs no place in the posted list, only
   // an entry, and receives in progress finish without help, so a full
   // posted list never blocks the irecv that would drain the queue.
-  t.recvs.assign(size_t{m.cfg.tag.recvs} + m.cfg.tag.msgs, TagRecv{});
+  const uint32_t entries = c.tag.recvs + c.tag.msgs;
+  t.recvs = mem.table<TagRecv>(entries);
+  t.free_recvs = Fifo<uint32_t>(entries, mem);
+  t.msgs = mem.table<TagMsg>(c.tag.msgs);
+  t.free_msgs = Fifo<uint32_t>(c.tag.msgs, mem);
+  uint32_t buckets = 16;
+  while (buckets < max(c.tag.recvs, c.tag.msgs)) buckets <<= 1;
+  t.bucket_mask = buckets - 1;
+  t.recv_buckets = mem.table<Array<uint32_t, 2>>(buckets);
+  t.msg_buckets = mem.table<Array<uint32_t, 2>>(buckets);
+  t.msg_tag_buckets = mem.table<Array<uint32_t, 2>>(buckets);
+  t.msg_src_buckets = mem.table<Array<uint32_t, 2>>(buckets);
+  t.tm_handle_buckets = mem.table<Array<uint32_t, 2>>(buckets);
+  t.refusals = mem.table<TagRefusal>(max<uint32_t>(c.tag.refusals, 1));
+  t.cts_owed = Fifo<uint32_t>(entries, mem);
+  t.streams_owed = Fifo<TagOwedStream>(c.max_qps * c.max_inflight_per_qp, mem);
+  t.tm_retries = Fifo<TmRetry>(entries, mem);
+  t.endpoints = mem.table<TagEndpoint>(c.max_qps);
+  t.tm_srqs = mem.table<TmSrq>(c.max_srqs);
+}
+
+void tag_reset(Impl& m) {
+  TagTables& t = m.tags;
+  t.recvs.fill(TagRecv{});
   t.posted = 0;
-  t.msgs.assign(m.cfg.tag.msgs, TagMsg{});
+  t.msgs.fill(TagMsg{});
   t.free_recvs.clear();
   for (uint32_t i = 0; i < t.recvs.size(); i++) t.free_recvs.push(i);
   t.free_msgs.clear();
-  for (uint32_t i = 0; i < m.cfg.tag.msgs; i++) t.free_msgs.push(i);
-  uint32_t buckets = 16;
-  while (buckets < std::max(m.cfg.tag.recvs, m.cfg.tag.msgs)) buckets <<= 1;
-  t.bucket_mask = buckets - 1;
-  t.recv_buckets.assign(buckets, {kNone, kNone});
-  t.msg_buckets.assign(buckets, {kNone, kNone});
-  t.msg_tag_buckets.assign(buckets, {kNone, kNone});
-  t.msg_src_buckets.assign(buckets, {kNone, kNone});
-  t.refusals.assign(std::max<uint32_t>(m.cfg.tag.refusals, 1), TagRefusal{});
+  for (uint32_t i = 0; i < t.msgs.size(); i++) t.free_msgs.push(i);
+  const Array<uint32_t, 2> empty{kNone, kNone};
+  t.recv_buckets.fill(empty);
+  t.msg_buckets.fill(empty);
+  t.msg_tag_buckets.fill(empty);
+  t.msg_src_buckets.fill(empty);
+  t.refusals.fill(TagRefusal{});
   t.refusals_used = 0;
-  t.recv_quota = std::max<uint32_t>(
+  t.recv_quota = max<uint32_t>(
       1, uint32_t(uint64_t{m.cfg.tag.recvs} * m.cfg.tag.context_share / 256));
-  t.msg_quota = std::max<uint32_t>(
+  t.msg_quota = max<uint32_t>(
       1, uint32_t(uint64_t{m.cfg.tag.msgs} * m.cfg.tag.context_share / 256));
   m.shares.set_limit(kResTagRecvs, m.cfg.tag.recvs, t.recv_quota,
                      m.cfg.account_share);
@@ -702,9 +721,9 @@ void tag_reset(Impl& m) {
   t.cts_owed.clear();
   t.streams_owed.clear();
   t.rq_retry = false;
-  t.tm_handle_buckets.assign(buckets, {kNone, kNone});
-  std::fill(t.endpoints.begin(), t.endpoints.end(), TagEndpoint{});
-  std::fill(t.tm_srqs.begin(), t.tm_srqs.end(), TmSrq{});
+  t.tm_handle_buckets.fill(empty);
+  t.endpoints.fill(TagEndpoint{});
+  t.tm_srqs.fill(TmSrq{});
   t.tm_retries.clear();
 }
 

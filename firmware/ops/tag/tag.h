@@ -3,12 +3,12 @@
 // (tag_module.cpp) and the other families call.
 #pragma once
 
-#include <span>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
 
+void tag_place(Impl& m, CardMemory& mem);
 void tag_reset(Impl& m);
 // Reads the irecvs the endpoint posted since the last call (each takes
 // a queued message it matches) and moves the oldest waiting ones into

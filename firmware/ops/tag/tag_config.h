@@ -2,7 +2,7 @@
 // ops/tag: its part of the engine's configuration (EngineConfig::tag).
 #pragma once
 
-#include <cstdint>
+#include "core/freestanding.h"
 
 namespace rhinet::fw {
 

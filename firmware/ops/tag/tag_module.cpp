@@ -20,7 +20,8 @@ void node_failed(Impl& m, uint16_t node, NodeLoss why) {
 extern const FamilyModule kTagModule{
     .name = "tag",
     .id = FwOwner::kTag,
-    .reset = [](Impl& m) { tag_reset(m); },
+    .place = tag_place,
+    .reset = tag_reset,
     .qp_gone = qp_gone,
     .node_failed = node_failed,
 };

@@ -2,12 +2,11 @@
 // Tag matching's tables (ops/tag, and TM SRQs' entries, ops/tm).
 #pragma once
 
-#include <array>
-#include <cstdint>
 #include <vector>
 
 #include "admin/objects.h"
 #include "core/bounded.h"
+#include "core/freestanding.h"
 #include "engine/shares.h"
 #include "ops/tag/tag_wild.h"
 #include "rhinet/hw.h"
@@ -148,16 +147,16 @@ struct TmSrq {
 };
 
 struct TagTables {
-  std::vector<TagRecv> recvs;
+  Table<TagRecv> recvs;
   Fifo<uint32_t> free_recvs;
-  std::vector<TagMsg> msgs;
+  Table<TagMsg> msgs;
   Fifo<uint32_t> free_msgs;
   // Hash buckets (head, tail) of exact posted receives and of unexpected
   // messages, keyed by endpoint, source and tag.
-  std::vector<std::array<uint32_t, 2>> recv_buckets, msg_buckets;
-  std::vector<std::array<uint32_t, 2>> msg_tag_buckets, msg_src_buckets;
+  Table<Array<uint32_t, 2>> recv_buckets, msg_buckets;
+  Table<Array<uint32_t, 2>> msg_tag_buckets, msg_src_buckets;
   uint32_t bucket_mask = 0;
-  std::vector<TagRefusal> refusals;
+  Table<TagRefusal> refusals;
   uint32_t refusals_used = 0;
   uint32_t posted = 0;                     // receives in the posted lists
   uint32_t recv_quota = 0, msg_quota = 0;  // per context
@@ -167,19 +166,10 @@ struct TagTables {
   bool room_freed = false;  // since then an entry or a posted place freed
   // TM SRQs: entries by (SRQ, handle); pulls and FINs to send again, in
   // the order they are due (one delay for all).
-  std::vector<std::array<uint32_t, 2>> tm_handle_buckets;
+  Table<Array<uint32_t, 2>> tm_handle_buckets;
   Fifo<TmRetry> tm_retries;
-  std::vector<TagEndpoint> endpoints;  // by QP number
-  std::vector<TmSrq> tm_srqs;          // by SRQ number
-  TagTables(uint32_t max_recvs, uint32_t max_msgs, uint32_t owed_streams,
-            uint32_t max_qps, uint32_t max_srqs)
-      : free_recvs(max_recvs + max_msgs),
-        free_msgs(max_msgs),
-        cts_owed(max_recvs + max_msgs),
-        streams_owed(owed_streams),
-        tm_retries(max_recvs + max_msgs),
-        endpoints(max_qps),
-        tm_srqs(max_srqs) {}
+  Table<TagEndpoint> endpoints;  // by QP number
+  Table<TmSrq> tm_srqs;          // by SRQ number
 };
 
 }  // namespace rhinet::fw

@@ -3,9 +3,8 @@
 // endpoint QP and the TM SRQ objects.
 #pragma once
 
-#include <cstdint>
-
 #include "core/bounded.h"
+#include "core/freestanding.h"
 
 namespace rhinet::fw {
 

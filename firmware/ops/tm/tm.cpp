@@ -23,9 +23,7 @@
 // again after kRetryNs from a queue with room for every entry.
 #include "ops/tm/tm.h"
 
-#include <algorithm>
-#include <cstring>
-
+#include "core/freestanding.h"
 #include "ops/tag/matching.h"
 
 namespace rhinet::fw {
@@ -55,7 +53,7 @@ bool enabled(const TmSrq& s, const TagRecv& r) {
 
 // ---- Entries by software's handle: a chain per (SRQ, handle) bucket.
 
-std::array<uint32_t, 2>& handle_chain(Impl& m, uint32_t srqn, uint16_t handle) {
+Array<uint32_t, 2>& handle_chain(Impl& m, uint32_t srqn, uint16_t handle) {
   uint64_t h = (uint64_t{srqn} << 16 | handle) * 0x9e3779b97f4a7c15ull;
   return m.tags
       .tm_handle_buckets[static_cast<uint32_t>(h >> 32) & m.tags.bucket_mask];
@@ -335,7 +333,7 @@ SrqLanding tm_land(Impl& m, Request& r, RxContext& rx) {
   const uint16_t node = r.node;
   const uint32_t src = r.src;
   const rhn_op_hdr& op = r.op;
-  const std::span<const uint8_t> first = r.data;
+  const Span<const uint8_t> first = r.data;
   TmSrq& s = m.tags.tm_srqs[qp.srqn];
   const uint8_t tmh_op =
       first.size() >= sizeof(rhn_tmh) ? first[0] : uint8_t{RHN_TMH_NO_TAG};
@@ -376,7 +374,7 @@ SrqLanding tm_land(Impl& m, Request& r, RxContext& rx) {
     e.rv_va = get_be(rvh, 8);
     e.rv_rkey = static_cast<uint32_t>(get_be(rvh + 8, 4));
     e.msg_len = static_cast<uint32_t>(get_be(rvh + 12, 4));
-    e.take = std::min(e.msg_len, e.sge.length);
+    e.take = min(e.msg_len, e.sge.length);
     e.received = 0;
     m.counters.add(RHN_CNT_TM_RNDV_READS);
     entry_cqe(m, e, RHN_CQE_SUCCESS, RHN_SYN_NONE, RHN_CQE_X_TM_MATCH, e.take);
@@ -434,7 +432,7 @@ void tm_pull(Impl& m, Peer& p, const Packet& pkt) {
     m.respond(p, RHN_WOP_NAK, RHN_SYN_LENGTH, pkt.op, {});
     return;
   }
-  std::memcpy(&q, pkt.payload.data(), sizeof(q));
+  memcpy(&q, pkt.payload.data(), sizeof(q));
   QpObj* qp = named_qp(m, p, q.qpn, q.src_qpn);
   rhn_syndrome syn = RHN_SYN_NONE;
   if (!qp) {
@@ -525,7 +523,7 @@ void tm_fin(Impl& m, Peer& p, const Packet& pkt) {
     m.respond(p, RHN_WOP_NAK, RHN_SYN_LENGTH, pkt.op, {});
     return;
   }
-  std::memcpy(&f, pkt.payload.data(), sizeof(f));
+  memcpy(&f, pkt.payload.data(), sizeof(f));
   QpObj* qp = named_qp(m, p, f.qpn, f.src_qpn);
   if (!qp) {
     m.counters.add(RHN_CNT_NO_QP_REQUESTS);

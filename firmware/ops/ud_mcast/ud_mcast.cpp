@@ -10,9 +10,8 @@
 // Documentation/hardware/queues.md.
 #include "ops/ud_mcast/ud_mcast.h"
 
-#include <cstring>
-
 #include "core/crc32c.h"
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
@@ -33,28 +32,29 @@ bool is_ud_group(uint16_t id) {
 // an IPv6 header's, or an IPv4 header's address as an IPv4-mapped GID.
 void header_dgid(const uint8_t* h, uint8_t* gid) {
   if (Engine::Impl::grh_net_flag(h) == RHN_CQE_F_NET_IPV4) {
-    std::memset(gid, 0, 10);
+    memset(gid, 0, 10);
     gid[10] = gid[11] = 0xff;
-    std::memcpy(gid + 12, h + 36, 4);
+    memcpy(gid + 12, h + 36, 4);
     return;
   }
-  std::memcpy(gid, h + 24, 16);
+  memcpy(gid, h + 24, 16);
 }
 
 }  // namespace
 
+void ud_mcast_place(Impl& m, CardMemory& mem) {
+  UdMcastTables& t = m.ud_mcast;
+  t.attaches = mem.table<UdAttach>(max<uint32_t>(m.cfg.ud_mcast.attach, 1));
+  t.joins = mem.table<UdJoin>(RHN_MCAST_UD_GROUPS);
+}
+
 void ud_mcast_reset(Impl& m) {
   UdMcastTables& t = m.ud_mcast;
-  const bool first = t.joins.empty();
-  // Sized at power-on; a device reset allocates nothing.
-  if (t.attaches.size() != std::max<uint32_t>(m.cfg.ud_mcast.attach, 1))
-    t.attaches.assign(std::max<uint32_t>(m.cfg.ud_mcast.attach, 1), UdAttach{});
-  for (UdAttach& a : t.attaches) a = UdAttach{};
-  if (first) t.joins.assign(RHN_MCAST_UD_GROUPS, UdJoin{});
+  t.attaches.fill(UdAttach{});
   t.used = 0;
   t.context_quota =
-      std::max<uint32_t>(1, uint32_t(uint64_t{t.attaches.size()} *
-                                     m.cfg.ud_mcast.context_share / 256));
+      max<uint32_t>(1, uint32_t(uint64_t{t.attaches.size()} *
+                                m.cfg.ud_mcast.context_share / 256));
   m.shares.set_limit(kResMcastAttaches, uint32_t(t.attaches.size()),
                      t.context_quota, m.cfg.account_share);
   t.unsettled = 0;
@@ -66,7 +66,7 @@ void ud_mcast_reset(Impl& m) {
   for (UdJoin& j : t.joins) {
     const bool was_member = j.want || !j.settled;
     j = UdJoin{};
-    if (!first && was_member) {
+    if (was_member) {
       j.settled = false;
       j.resend_at = m.now;
       t.unsettled++;
@@ -83,7 +83,7 @@ void send_mgmt(Engine::Impl& m, uint16_t group, bool join) {
   msg.op = join ? RHN_MGMT_JOIN : RHN_MGMT_LEAVE;
   msg.group = group;
   msg.cookie = ++m.ud_mcast.cookie;
-  std::memcpy(frame + RHN_PKT_HDR_LEN, &msg, sizeof msg);
+  memcpy(frame + RHN_PKT_HDR_LEN, &msg, sizeof msg);
   rhn_pkt_hdr h{};
   h.type = RHN_PKT_MGMT;
   h.dst_node = RHN_NODE_BROADCAST;  // the switch takes it
@@ -105,7 +105,7 @@ void unsettle(Engine::Impl& m, uint16_t group) {
   j.backoff = 0;
   send_mgmt(m, group, j.want);
   j.resend_at = m.now + m.cfg.ud_mcast.join_retry_ns;
-  t.next_resend = std::min(t.next_resend, j.resend_at);
+  t.next_resend = min(t.next_resend, j.resend_at);
 }
 
 void set_want(Engine::Impl& m, uint16_t group, bool want) {
@@ -151,7 +151,7 @@ rhn_admin_status ud_mcast_attach(Impl& m, uint32_t ctx,
       if (!free_entry) free_entry = &a;
       continue;
     }
-    if (a.qpn == qpn && std::memcmp(a.mgid, c.mgid, 16) == 0) found = &a;
+    if (a.qpn == qpn && memcmp(a.mgid, c.mgid, 16) == 0) found = &a;
   }
   if (!attach) {
     if (!found) return detail = 4, RHN_ADMIN_BAD_HANDLE;
@@ -165,7 +165,7 @@ rhn_admin_status ud_mcast_attach(Impl& m, uint32_t ctx,
   a.used = true;
   a.qpn = qpn;
   a.context = ctx;
-  std::memcpy(a.mgid, c.mgid, 16);
+  memcpy(a.mgid, c.mgid, 16);
   a.group = rhn_mgid_group(c.mgid);
   t.used++;
   m.shares.charge(ctx, kResMcastAttaches);
@@ -203,7 +203,7 @@ bool ud_mcast_run(Impl& m) {
       j.resend_at = m.now + (m.cfg.ud_mcast.join_retry_ns << j.backoff);
       did = true;
     }
-    t.next_resend = std::min(t.next_resend, j.resend_at);
+    t.next_resend = min(t.next_resend, j.resend_at);
   }
   return did;
 }
@@ -215,7 +215,7 @@ void ud_mcast_mgmt(Impl& m, const Packet& pkt) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
   }
-  std::memcpy(&a, pkt.payload.data(), sizeof a);
+  memcpy(&a, pkt.payload.data(), sizeof a);
   if (a.op != RHN_MGMT_ANSWER || !is_ud_group(a.group)) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     return;
@@ -260,7 +260,7 @@ uint8_t ud_mcast_send(Impl& m, QpObj& qp, uint32_t qpn, Inflight& e,
   qp.tx_offset = 0;
   qp.tx_dst_qpn = RHN_WIRE_QPN_MASK;  // IB's multicast QPN
   rhn_op_hdr op = m.request_header(qp, qpn, e);
-  uint8_t* frame = m.raw_frame.get();
+  uint8_t* frame = m.raw_frame.data();
   PacketOut out{frame + RHN_DATA_HDR_LEN};
   if (!kSendFamily.build_packet(m, qp, w, 0, op, out)) {
     *syndrome = RHN_SYN_DMA;
@@ -278,11 +278,10 @@ uint8_t ud_mcast_send(Impl& m, QpObj& qp, uint32_t qpn, Inflight& e,
   m.transmit(group, {frame, len});
   // The switch sends nothing back where it came from: QPs of this node
   // attached to the group get their copy here (IB multicast loopback).
-  if (join_of(m.ud_mcast, group).refs &&
-      m.link_up.load(std::memory_order_relaxed) &&
+  if (join_of(m.ud_mcast, group).refs && m.link_up.load(MemOrder::kRelaxed) &&
       !m.rx.push_with([&](RxFrame& f) {
         f.len = static_cast<uint16_t>(len);
-        std::memcpy(f.data, frame, len);
+        memcpy(f.data, frame, len);
       }))
     m.counters.add(RHN_CNT_RX_DROPS);
   return RHN_CQE_SUCCESS;
@@ -308,8 +307,7 @@ void ud_mcast_receive(Impl& m, const Packet& pkt) {
   header_dgid(pkt.payload.data(), dgid);
   bool any = false;
   for (UdAttach& a : m.ud_mcast.attaches) {
-    if (!a.used || a.group != group || std::memcmp(a.mgid, dgid, 16) != 0)
-      continue;
+    if (!a.used || a.group != group || memcmp(a.mgid, dgid, 16) != 0) continue;
     QpObj& qp = m.qps[a.qpn];
     if (!qp.valid || qp.state < RHN_QPS_RTR || qp.state == RHN_QPS_ERR)
       continue;

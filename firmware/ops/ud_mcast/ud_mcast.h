@@ -3,12 +3,12 @@
 // (ud_mcast_module.cpp) and the other families call.
 #pragma once
 
-#include <span>
-
+#include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
 
+void ud_mcast_place(Impl& m, CardMemory& mem);
 void ud_mcast_reset(Impl& m);
 // RHN_ADMIN_ATTACH_MCAST (attach) / DETACH_MCAST for context `ctx`.
 rhn_admin_status ud_mcast_attach(Impl& m, uint32_t ctx,
@@ -24,7 +24,7 @@ void ud_mcast_receive(Impl& m, const Packet& pkt);  // a datagram to a UD group
 void ud_mcast_mgmt(Impl& m, const Packet& pkt);     // the switch's answer
 bool ud_mcast_run(Impl& m);  // joins and leaves to resend
 inline uint64_t ud_mcast_next_deadline(const Impl& m) {
-  return std::min(m.ud_mcast.next_resend, m.ud_mcast.next_refresh);
+  return min(m.ud_mcast.next_resend, m.ud_mcast.next_refresh);
 }
 
 }  // namespace rhinet::fw

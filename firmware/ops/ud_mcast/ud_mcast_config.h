@@ -3,7 +3,7 @@
 // (EngineConfig::ud_mcast).
 #pragma once
 
-#include <cstdint>
+#include "core/freestanding.h"
 
 namespace rhinet::fw {
 

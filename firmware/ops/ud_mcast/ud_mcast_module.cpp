@@ -47,7 +47,8 @@ void query_device(const Impl& m, rhn_device_attr& a) {
 extern const FamilyModule kUdMcastModule{
     .name = "ud_mcast",
     .id = FwOwner::kUdMcast,
-    .reset = [](Impl& m) { ud_mcast_reset(m); },
+    .place = ud_mcast_place,
+    .reset = ud_mcast_reset,
     // Its attachments end with the QP (not at a reset: the kernel detaches).
     .qp_gone =
         [](Impl& m, uint32_t qpn, QpGone why) {

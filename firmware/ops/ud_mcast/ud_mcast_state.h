@@ -2,9 +2,9 @@
 // Verbs UD multicast's tables (ops/ud_mcast).
 #pragma once
 
-#include <cstdint>
 #include <vector>
 
+#include "core/freestanding.h"
 #include "engine/shares.h"
 #include "rhinet/hw.h"
 
@@ -34,10 +34,10 @@ struct UdJoin {
 };
 
 struct UdMcastTables {
-  std::vector<UdAttach> attaches;
+  Table<UdAttach> attaches;
   uint32_t used = 0;
   uint32_t context_quota = 0;  // entries one context may hold
-  std::vector<UdJoin> joins;   // by group - RHN_NODE_MCAST_UD_FIRST
+  Table<UdJoin> joins;         // by group - RHN_NODE_MCAST_UD_FIRST
   uint32_t unsettled = 0;
   uint32_t wanted = 0;  // groups with want set
   uint32_t cookie = 0;

@@ -8,10 +8,10 @@
 
 namespace rhinet::sim {
 
-class SimSwitch::PortWire : public fw::Wire {
+class SimSwitch::PortWire final : public fw::Wire {
  public:
   PortWire(SimSwitch& sw, size_t port) : sw_(sw), port_(port) {}
-  void transmit(std::span<const uint8_t> frame) override {
+  void transmit(rhinet::fw::Span<const uint8_t> frame) override {
     sw_.transmit(port_, frame);
   }
 

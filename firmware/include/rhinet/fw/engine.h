@@ -6,13 +6,7 @@
 // may come from other threads; they only enqueue into bounded FIFOs.
 #pragma once
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <memory>
-#include <span>
-
+#include "core/card_memory.h"
 #include "ops/coll/coll_config.h"
 #include "ops/mcast_switch/mcast_switch_config.h"
 #include "ops/pindown/pindown_config.h"
@@ -26,7 +20,6 @@ namespace rhinet::fw {
 // The engine's view of the host: DMA to host memory, MSI-X, a clock.
 class HostBus {
  public:
-  virtual ~HostBus() = default;
   // False on a bus error (address outside host memory, IOMMU fault).
   virtual bool dma_read(uint64_t bus_addr, void* dst, size_t len) = 0;
   // dma_write may store a byte more than once (a host's memcpy does, e.g.
@@ -48,11 +41,11 @@ class HostBus {
                                  size_t publish_at) {
     const auto* p = static_cast<const uint8_t*>(src);
     if (!dma_write(bus_addr, p, publish_at)) return false;
-    std::atomic_thread_fence(std::memory_order_release);
+    thread_fence(MemOrder::kRelease);
     const uint64_t tail_addr = bus_addr + publish_at;
     if (len - publish_at == sizeof(uint64_t) && !(tail_addr & 7)) {
       uint64_t word;
-      std::memcpy(&word, p + publish_at, sizeof(word));
+      memcpy(&word, p + publish_at, sizeof(word));
       return dma_store_u64(tail_addr, word);
     }
     return dma_write(tail_addr, p + publish_at, len - publish_at);
@@ -60,20 +53,26 @@ class HostBus {
   virtual void raise_msix(uint16_t vector) = 0;
   // Monotonic nanoseconds; timers (retransmission, RNR) use it.
   virtual uint64_t now_ns() = 0;
+
+ protected:
+  // Never deleted through this interface (the soft core has no delete).
+  ~HostBus() = default;
 };
 
 // The engine's link to the fabric switch. The frame is only valid during
 // the call; the wire may drop it (the transport recovers).
 class Wire {
  public:
-  virtual ~Wire() = default;
-  virtual void transmit(std::span<const uint8_t> frame) = 0;
+  virtual void transmit(Span<const uint8_t> frame) = 0;
+
+ protected:
+  ~Wire() = default;
 };
 
 struct EngineConfig {
   uint16_t node_id = 0;
   uint8_t mac[6] = {0x02, 0x52, 0x4e, 0x00, 0x00, 0x00};  // low 2 = node
-  // Table sizes (bounded; allocated once at construction).
+  // Table sizes (bounded; placed once at power-on).
   uint32_t db_pages = 256;
   uint32_t max_pds = 1024;
   uint32_t max_mrs = 4096;
@@ -157,9 +156,17 @@ struct EngineConfig {
   uint64_t ack_delay_ns = 20'000;  // or this long after the first unacked
 };
 
+// The memory a host build hands the engine (firmware/host/).
+struct HostMemory;
+
 class Engine {
  public:
+  // On a host (QEMU device, test bench): the engine's tables come from the
+  // host's memory (firmware/host/engine_host.cpp).
   Engine(const EngineConfig& config, HostBus& bus, Wire& wire);
+  // On a card: every table, and the engine's state, placed in mem (the
+  // card's RAM). Never torn down.
+  Engine(const EngineConfig& config, HostBus& bus, Wire& wire, CardMemory& mem);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -175,7 +182,7 @@ class Engine {
 
   // A frame from the wire. Any thread. Returns false when the receive FIFO
   // was full and the frame was dropped (counted; the sender retransmits).
-  bool frame_arrived(std::span<const uint8_t> frame);
+  bool frame_arrived(Span<const uint8_t> frame);
 
   // Does a bounded amount of work on the engine thread. Returns true if
   // anything happened; a host may sleep until next_deadline_ns() or new
@@ -188,11 +195,15 @@ class Engine {
   void set_link_up(bool up);
 
   uint64_t counter(unsigned index) const;
+  // The configuration did not fit the memory: the engine stays down
+  // (RHN_STATUS_FATAL).
+  bool failed() const;
 
   struct Impl;
 
  private:
-  std::unique_ptr<Impl> impl_;
+  HostMemory* host_memory_ = nullptr;
+  Impl* impl_ = nullptr;
 };
 
 }  // namespace rhinet::fw

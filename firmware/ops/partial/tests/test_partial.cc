@@ -17,6 +17,9 @@ class Stride : public ::testing::Test {
   void SetUp() override { start(ClusterConfig{}); }
   void start(ClusterConfig cfg) {
     cfg.nodes = 2;
+    // The old pair's queues live in the old cluster's memory: they go
+    // first.
+    p = RcPair{};
     c = std::make_unique<SimCluster>(cfg);
     ASSERT_TRUE(c->all_up());
     p = make_rc_pair(*c, 0, 1);

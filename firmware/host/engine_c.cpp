@@ -29,7 +29,7 @@ class CallbackHost final : public rhinet::fw::HostBus, public rhinet::fw::Wire {
     ops_.raise_msix(ops_.opaque, vector);
   }
   uint64_t now_ns() override { return ops_.now_ns(ops_.opaque); }
-  void transmit(std::span<const uint8_t> frame) override {
+  void transmit(rhinet::fw::Span<const uint8_t> frame) override {
     ops_.transmit(ops_.opaque, frame.data(), frame.size());
   }
 
