@@ -181,7 +181,7 @@ uint64_t Engine::Impl::rto(const Peer& p) const {
 
 void Engine::Impl::rtt_sample(Peer& p, uint32_t sample_us) {
   // RFC 6298 section 2, gains 1/8 and 1/4.
-  sample_us = max(sample_us, 1u);
+  sample_us = max<uint32_t>(sample_us, 1);
   p.backoff = 0;
   if (!p.srtt_us) {
     p.srtt_us = sample_us;
@@ -190,7 +190,7 @@ void Engine::Impl::rtt_sample(Peer& p, uint32_t sample_us) {
     const uint32_t err =
         sample_us > p.srtt_us ? sample_us - p.srtt_us : p.srtt_us - sample_us;
     p.rttvar_us = p.rttvar_us - p.rttvar_us / 4 + err / 4;
-    p.srtt_us = max(p.srtt_us - p.srtt_us / 8 + sample_us / 8, 1u);
+    p.srtt_us = max<uint32_t>(p.srtt_us - p.srtt_us / 8 + sample_us / 8, 1);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "core/keyed_hash.h"
 #include "engine/shares.h"
 #include "fwmsg/fw_message.h"
+#include "ops/routes.h"
 #include "ops/states.h"
 #include "requester/inflight.h"
 #include "requester/wqe_decoder.h"
@@ -69,6 +70,7 @@ struct Engine::Impl : FamilyStates {
 
   EngineConfig cfg;
   bool out_of_memory = false;  // power-on could not place the tables
+  ModuleIndex modules;         // the family modules' lookups (ops/routes.h)
   HostBus& bus;
   Wire& wire;
   Counters counters;

@@ -202,7 +202,7 @@ void Engine::Impl::fw_receive(Peer& p, const Packet& pkt) {
   const rhn_op_hdr& op = pkt.op;
   // The family receiving the kind says how much payload it takes.
   const FwKind* kind = nullptr;
-  const FamilyModule* family = fw_receiver(op.rkey, &kind);
+  const FamilyModule* family = fw_receiver(*this, op.rkey, &kind);
   if ((op.flags & (RHN_WOP_F_FIRST | RHN_WOP_F_LAST)) !=
           (RHN_WOP_F_FIRST | RHN_WOP_F_LAST) ||
       pkt.payload.size() > (family ? kind->max_payload : RHN_FW_MSG_MAX)) {

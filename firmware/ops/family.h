@@ -185,34 +185,6 @@ enum class NodeLoss : uint8_t {
   kFirstContact,  // a new session of a node first heard from now
 };
 
-// A firmware-message kind a family receives (RHN_FW_*), and the largest
-// payload it takes (more is malformed).
-struct FwKind {
-  uint32_t kind;
-  uint32_t max_payload = RHN_FW_MSG_MAX;
-};
-
-// A frame outside the node channels: the packet type it arrives as, and
-// whether this one is the family's (kMalformed: counted and dropped).
-enum class FrameClaim : uint8_t { kNotMine, kMine, kMalformed };
-struct FrameRoute {
-  uint8_t type;  // RHN_PKT_*
-  FrameClaim (*claim)(const Impl& m, const Packet& pkt);
-  void (*receive)(Impl& m, const Packet& pkt);
-  // Which frames of `type` claim() is asked about, so the node channels'
-  // own frames pass without a call: those with one of the first `nops`
-  // operation opcodes (none: any), and with to_groups only those not
-  // addressed to this node.
-  uint8_t nops = 0;
-  uint8_t ops[2] = {};
-  bool to_groups = false;
-  bool considers(const Packet& pkt, uint16_t own_node) const {
-    if (to_groups && pkt.hdr.dst_node == own_node) return false;
-    if (nops == 0) return true;
-    return pkt.op.opcode == ops[0] || (nops > 1 && pkt.op.opcode == ops[1]);
-  }
-};
-
 // Where a SEND to a QP of a family's SRQ went (FamilyModule::srq_land).
 enum class SrqLanding : uint8_t {
   kReceive,    // `rx` is filled: a family entry or a receive WQE
@@ -306,30 +278,14 @@ uint8_t modules_send_to_group(Impl& m, QpObj& qp, uint32_t qpn, Inflight& e,
 // Lookups: the module receiving firmware-message kind `kind` (nullptr:
 // none) and its FwKind; the module owning admin opcode `op`; the route of
 // a frame outside the node channels (nullptr: a node channel's).
-const FamilyModule* fw_receiver(uint32_t kind, const FwKind** k);
+const FamilyModule* fw_receiver(const Impl& m, uint32_t kind, const FwKind** k);
 const FamilyModule* admin_owner(uint16_t op);
 // The module whose SRQ flags are exactly `flags` (nullptr: none, or 0).
 const FamilyModule* srq_owner(uint32_t flags);
 // The family running SRQ `srqn` (nullptr: a plain SRQ).
 const FamilyModule* srq_family(const Impl& m, uint32_t srqn);
-Span<const FrameRoute> frame_routes();  // every module's, in order
-// Which frames any route may consider, folded by packet type (types are
-// below 32): the data path asks this before it walks the routes.
-struct FrameFilter {
-  uint32_t any_frame = 0;      // types with a route that considers every frame
-  uint32_t to_groups = 0;      // types with a route for frames not to this node
-  uint32_t by_op[32][8] = {};  // [type]: the operation opcodes routes name
-  bool may_route(const Packet& pkt, uint16_t own_node) const {
-    const uint32_t t = pkt.hdr.type;
-    if (t >= 32) return false;
-    const uint32_t bit = 1u << t;
-    if (any_frame & bit) return true;
-    if ((to_groups & bit) && pkt.hdr.dst_node != own_node) return true;
-    const uint8_t op = pkt.op.opcode;
-    return by_op[t][op >> 5] >> (op & 31) & 1;
-  }
-};
-extern const FrameFilter kFrameFilter;
+// every module's, in order
+Span<const FrameRoute> frame_routes(const Impl& m);
 
 // ---- Services the stages offer the families.
 

@@ -163,56 +163,7 @@ bool run_turns(const TurnFn (&turns)[N], Impl& m, uint32_t budget,
   return did;
 }
 
-struct Tables {
-  // Firmware-message kinds by value (kinds are small numbers).
-  static constexpr uint32_t kKinds = 64;
-  Array<const FamilyModule*, kKinds> fw_module{};
-  Array<const FwKind*, kKinds> fw_kind{};
-  // Every module's frame routes, in order (no allocation: the first
-  // frame may come on the data path).
-  static constexpr uint32_t kMaxFrames = 8;
-  Array<FrameRoute, kMaxFrames> frames{};
-  uint32_t nframes = 0;
-};
-
-Tables build_tables() {
-  Tables t{};
-  for (uint32_t i = 0; i < kFamilyModules; i++) {
-    for (const FwKind& k : kModules[i]->fw_kinds) {
-      if (k.kind < Tables::kKinds) {
-        t.fw_module[k.kind] = kModules[i];
-        t.fw_kind[k.kind] = &k;
-      }
-    }
-    for (const FrameRoute& r : kModules[i]->frames)
-      if (t.nframes < Tables::kMaxFrames) t.frames[t.nframes++] = r;
-  }
-  return t;
-}
-
-// Built once at program start from the modules (constant data, so they
-// are in place before any dynamic initialisation): the lookups on the
-// data path then cost no first-use check.
-const Tables kTables = build_tables();
-
-FrameFilter build_frame_filter() {
-  FrameFilter f{};
-  for (const FamilyModule* m : kModules) {
-    for (const FrameRoute& r : m->frames) {
-      const uint32_t bit = 1u << r.type;
-      if (r.to_groups) f.to_groups |= bit;
-      for (uint32_t i = 0; i < r.nops && i < 2; i++)
-        f.by_op[r.type][r.ops[i] >> 5] |= 1u << (r.ops[i] & 31);
-      if (!r.to_groups && r.nops == 0) f.any_frame |= bit;
-    }
-  }
-  return f;
-}
-const Tables& tables() { return kTables; }
-
 }  // namespace
-
-const FrameFilter kFrameFilter = build_frame_filter();
 
 Span<const FamilyModule* const> family_modules() { return kModules; }
 
@@ -220,13 +171,29 @@ const FamilyModule& family_module(FwOwner id) {
   return *kModules[static_cast<uint32_t>(id)];
 }
 
-Span<const FrameRoute> frame_routes() {
-  return {tables().frames.data(), tables().nframes};
+Span<const FrameRoute> frame_routes(const Impl& m) {
+  return {m.modules.frames.data(), m.modules.nframes};
 }
 
 void modules_place(Impl& m, CardMemory& mem) {
-  for (const FamilyModule* f : kModules)
+  ModuleIndex& x = m.modules;
+  for (const FamilyModule* f : kModules) {
+    for (const FwKind& k : f->fw_kinds) {
+      if (k.kind < ModuleIndex::kKinds) {
+        x.fw_module[k.kind] = f;
+        x.fw_kind[k.kind] = &k;
+      }
+    }
+    for (const FrameRoute& r : f->frames) {
+      if (x.nframes < ModuleIndex::kMaxFrames) x.frames[x.nframes++] = r;
+      const uint32_t bit = 1u << r.type;
+      if (r.to_groups) x.filter.to_groups |= bit;
+      for (uint32_t i = 0; i < r.nops && i < 2; i++)
+        x.filter.by_op[r.type][r.ops[i] >> 5] |= 1u << (r.ops[i] & 31);
+      if (!r.to_groups && r.nops == 0) x.filter.any_frame |= bit;
+    }
     if (f->place) f->place(m, mem);
+  }
 }
 
 void modules_reset(Impl& m) {
@@ -301,10 +268,11 @@ uint8_t modules_send_to_group(Impl& m, QpObj& qp, uint32_t qpn, Inflight& e,
   return RHN_CQE_LOC_QP_OP_ERR;
 }
 
-const FamilyModule* fw_receiver(uint32_t kind, const FwKind** k) {
-  if (kind >= Tables::kKinds) return nullptr;
-  *k = tables().fw_kind[kind];
-  return tables().fw_module[kind];
+const FamilyModule* fw_receiver(const Impl& m, uint32_t kind,
+                                const FwKind** k) {
+  if (kind >= ModuleIndex::kKinds) return nullptr;
+  *k = m.modules.fw_kind[kind];
+  return m.modules.fw_module[kind];
 }
 
 uint32_t family_caps() {

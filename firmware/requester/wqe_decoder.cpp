@@ -32,18 +32,6 @@ constexpr Array<Row, 256> make_rows() {
 
 constexpr Array<Row, 256> kRows = make_rows();
 
-// The families' own checks (OpFamily::decode) by opcode, read from the
-// registry once (its tables are constants, set before this runs).
-using FamilyDecode = rhn_syndrome (*)(const RawWqe&, const DecodedWqe&);
-const Array<FamilyDecode, 256> kFamilyDecode = [] {
-  Array<FamilyDecode, 256> t{};
-  for (uint32_t op = 0; op < t.size(); op++) {
-    const OpFamily* f = op_info(static_cast<uint8_t>(op)).family;
-    t[op] = f ? f->decode : nullptr;
-  }
-  return t;
-}();
-
 // out = DecodedWqe{}, without writing the slot copies that are zero
 // already.
 void reset(DecodedWqe& out) {
@@ -115,7 +103,8 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
            sizeof(out.family_slot));
     out.filled |= DecodedWqe::kFilledFamily;
   }
-  if (const FamilyDecode family_decode = kFamilyDecode[w.opcode]) {
+  const OpFamily* family = op_info(w.opcode).family;
+  if (const auto family_decode = family ? family->decode : nullptr) {
     const rhn_syndrome s = family_decode(raw, out);
     if (s != RHN_SYN_NONE) return s;
   }

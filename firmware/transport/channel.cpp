@@ -242,9 +242,9 @@ void Engine::Impl::receive_frame(Span<const uint8_t> frame) {
   }
   // Frames outside the node channels (switch groups' streams, the
   // switch's answers, datagrams to groups): the family that claims one.
-  const bool routed = kFrameFilter.may_route(pkt, cfg.node_id);
+  const bool routed = modules.filter.may_route(pkt, cfg.node_id);
   for (const FrameRoute& r :
-       routed ? frame_routes() : Span<const FrameRoute>{}) {
+       routed ? frame_routes(*this) : Span<const FrameRoute>{}) {
     if (r.type != h.type || !r.considers(pkt, cfg.node_id)) continue;
     const FrameClaim claim = r.claim(*this, pkt);
     if (claim == FrameClaim::kNotMine) continue;

@@ -2,10 +2,8 @@
 // Simultaneous multicast's tables (ops/mcast_switch).
 #pragma once
 
-#include <memory>
-#include <vector>
-
 #include "core/bounded.h"
+#include "core/card_memory.h"
 #include "core/freestanding.h"
 #include "engine/shares.h"
 #include "rhinet/hw.h"

@@ -281,7 +281,8 @@ bool write_diff(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
     uint32_t len = 0, have = 0;
     while (len < cap) {
       if (len == have) {
-        const uint32_t more = min<uint32_t>(max(have, 64u), cap - have);
+        const uint32_t more =
+            min<uint32_t>(max<uint32_t>(have, 64), cap - have);
         if (!gather(m, qp, w, pos + have, data + data_len + have, more))
           return false;
         have += more;

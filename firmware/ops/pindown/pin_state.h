@@ -2,9 +2,8 @@
 // Remote pin-down's tables (ops/pindown).
 #pragma once
 
-#include <vector>
-
 #include "core/bounded.h"
+#include "core/card_memory.h"
 #include "core/freestanding.h"
 #include "engine/shares.h"
 #include "rhinet/hw.h"

@@ -51,7 +51,8 @@ uint64_t cookie_of(Msg kind, uint32_t region, uint16_t gen, uint16_t node) {
 
 uint32_t share_of(uint32_t total, uint32_t share) {
   return max<uint32_t>(
-      1, static_cast<uint32_t>(uint64_t{total} * min(share, 256u) / 256));
+      1,
+      static_cast<uint32_t>(uint64_t{total} * min<uint32_t>(share, 256) / 256));
 }
 
 uint32_t src_of(const Impl& m, uint32_t qpn) {

@@ -2,8 +2,7 @@
 // Shared regions' tables (ops/share).
 #pragma once
 
-#include <vector>
-
+#include "core/card_memory.h"
 #include "core/freestanding.h"
 #include "engine/shares.h"
 #include "rhinet/hw.h"

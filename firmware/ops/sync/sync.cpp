@@ -605,11 +605,12 @@ void sync_place(Impl& m, CardMemory& mem) {
   const uint32_t holds = max<uint32_t>(m.cfg.sync.holds, 1);
   t.locks = mem.table<SyncLock>(locks);
   t.free_locks = Fifo<uint32_t>(locks, mem);
-  t.lock_buckets = mem.table<uint32_t>(bit_ceil(max(locks, 16u)));
+  t.lock_buckets = mem.table<uint32_t>(bit_ceil(max<uint32_t>(locks, 16)));
   t.lock_mask = t.lock_buckets.size() - 1;
   t.barriers = mem.table<SyncBarrier>(barriers);
   t.free_barriers = Fifo<uint32_t>(barriers, mem);
-  t.barrier_buckets = mem.table<uint32_t>(bit_ceil(max(barriers, 16u)));
+  t.barrier_buckets =
+      mem.table<uint32_t>(bit_ceil(max<uint32_t>(barriers, 16)));
   t.barrier_mask = t.barrier_buckets.size() - 1;
   t.members = mem.table<SyncMember>(members);
   t.free_members = Fifo<uint32_t>(members, mem);
@@ -617,7 +618,7 @@ void sync_place(Impl& m, CardMemory& mem) {
   t.holds = mem.table<SyncHold>(holds);
   t.free_holds = Fifo<uint32_t>(holds, mem);
   t.holds_owed = Fifo<uint32_t>(holds, mem);
-  t.hold_buckets = mem.table<uint32_t>(bit_ceil(max(holds, 16u)));
+  t.hold_buckets = mem.table<uint32_t>(bit_ceil(max<uint32_t>(holds, 16)));
   t.hold_mask = t.hold_buckets.size() - 1;
   t.probe_nodes = mem.table<uint64_t>((m.cfg.max_nodes + 63) / 64);
 }

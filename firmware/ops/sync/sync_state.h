@@ -2,9 +2,8 @@
 // Locks' and barriers' tables (ops/sync).
 #pragma once
 
-#include <vector>
-
 #include "core/bounded.h"
+#include "core/card_memory.h"
 #include "core/freestanding.h"
 #include "engine/shares.h"
 #include "rhinet/hw.h"

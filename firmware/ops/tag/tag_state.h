@@ -2,10 +2,9 @@
 // Tag matching's tables (ops/tag, and TM SRQs' entries, ops/tm).
 #pragma once
 
-#include <vector>
-
 #include "admin/objects.h"
 #include "core/bounded.h"
+#include "core/card_memory.h"
 #include "core/freestanding.h"
 #include "engine/shares.h"
 #include "ops/tag/tag_wild.h"

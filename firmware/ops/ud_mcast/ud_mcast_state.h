@@ -2,8 +2,7 @@
 // Verbs UD multicast's tables (ops/ud_mcast).
 #pragma once
 
-#include <vector>
-
+#include "core/card_memory.h"
 #include "core/freestanding.h"
 #include "engine/shares.h"
 #include "rhinet/hw.h"
