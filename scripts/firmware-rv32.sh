@@ -15,18 +15,25 @@ SRC=$(cd "${1:-$(dirname "$0")/..}" && pwd)
 OUT=${2:-$SRC/build/firmware-rv32}
 PREFIX=riscv64-unknown-elf-
 
-# Firmware sources that build without the C++ standard library. Grows as
-# the firmware moves onto its own fixed-capacity containers.
-FW_SOURCES=(
-	firmware/core/crc32c.cpp
-)
+# The engine's sources: every firmware source except the host glue
+# (firmware/host/, which allocates), tests, families that exist only in
+# test builds (a CMakeLists.txt in their folder) and the image's main.
+mapfile -t FW_SOURCES < <(cd "$SRC" && find firmware -name '*.cpp' \
+	-not -path '*/tests/*' -not -path 'firmware/host/*' \
+	-not -name firmware_main.cpp | sort)
+for list in "$SRC"/firmware/ops/*/CMakeLists.txt; do
+	[[ -e "$list" ]] || continue
+	dir=${list#"$SRC"/}
+	dir=${dir%/CMakeLists.txt}
+	mapfile -t FW_SOURCES < <(printf '%s\n' "${FW_SOURCES[@]}" | grep -v "^$dir/")
+done
 
 fail() {
 	echo "firmware-rv32: FAIL: $*" >&2
 	exit 1
 }
 
-for tool in gcc g++ nm size; do
+for tool in gcc g++ nm objdump size; do
 	command -v "$PREFIX$tool" >/dev/null 2>&1 ||
 		fail "$PREFIX$tool not found; install the cross toolchain with" \
 			"'bash scripts/setup-deps.sh' (gcc-riscv64-unknown-elf," \
@@ -42,10 +49,13 @@ WARN=(-Wall -Wextra -Werror -pedantic)
 CFLAGS=("${ARCH[@]}" "${WARN[@]}" -std=c11 -ffreestanding -Os)
 # No C++ library (the toolchain has none), no exceptions, no RTTI, and no
 # guards around local statics (they would call __cxa_guard_*).
+# RHN_FW_SOLE_THREAD: the engine is the core's only thread (plain
+# accesses for its atomics); RHN_FW_CARD: counters also go to the card's
+# counter block.
 CXXFLAGS=("${ARCH[@]}" "${WARN[@]}" -std=c++20 -ffreestanding -nostdinc++
 	-fno-exceptions -fno-rtti -fno-threadsafe-statics -Os
-	-ffunction-sections -fdata-sections
-	-I"$SRC/firmware" -I"$SRC/include/hw")
+	-ffunction-sections -fdata-sections -DRHN_FW_SOLE_THREAD -DRHN_FW_CARD
+	-I"$SRC/firmware" -I"$SRC/firmware/include" -I"$SRC/include/hw")
 
 rm -rf "$OUT"
 mkdir -p "$OUT/contract" "$OUT/obj"
@@ -88,6 +98,14 @@ check_symbols() {
 	fi
 }
 check_symbols "the firmware objects" "${objs[@]}"
+
+# No static constructors: the soft core's start-up code runs none, so
+# every table is constant or zero-initialized and filled at power-on.
+for o in "${objs[@]}"; do
+	if "${PREFIX}objdump" -h "$o" | grep -qE '\.(init_array|ctors)'; then
+		fail "$(basename "$o") has static constructors (.init_array)"
+	fi
+done
 
 # The test image, linked by the C driver (g++ would ask for libstdc++,
 # which the toolchain lacks): picolibc's minimal start-up code (no

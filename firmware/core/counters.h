@@ -3,11 +3,16 @@
 // also counted at the doors (frames refused by frame_arrived on the wire's
 // thread). Each writer side has its own array, so the engine thread's
 // updates stay plain relaxed stores and the doors' are atomic adds; a
-// read sums both.
+// read sums both. On a card (RHN_FW_CARD) every count also goes to the
+// card's counter block, which answers the host's BAR0 reads without the
+// core.
 #pragma once
 
 #include "core/freestanding.h"
 #include "rhinet/hw.h"
+#if defined(RHN_FW_CARD)
+#include "rhinet/fw/card.h"
+#endif
 
 namespace rhinet::fw {
 
@@ -17,10 +22,12 @@ class Counters {
   void add(rhn_counter c, uint64_t n = 1) {
     auto& v = engine_[c];
     v.store(v.load(MemOrder::kRelaxed) + n, MemOrder::kRelaxed);
+    to_card(c, n);
   }
   // Any thread.
   void add_shared(rhn_counter c, uint64_t n = 1) {
     shared_[c].fetch_add(n, MemOrder::kRelaxed);
+    to_card(c, n);
   }
   uint64_t get(unsigned c) const {
     if (c >= RHN_CNT_COUNT) return 0;
@@ -30,9 +37,19 @@ class Counters {
   void reset() {
     for (auto& v : engine_) v.store(0, MemOrder::kRelaxed);
     for (auto& v : shared_) v.store(0, MemOrder::kRelaxed);
+#if defined(RHN_FW_CARD)
+    rhn_card_counters_clear();
+#endif
   }
 
  private:
+  static void to_card([[maybe_unused]] rhn_counter c,
+                      [[maybe_unused]] uint64_t n) {
+#if defined(RHN_FW_CARD)
+    rhn_card_counter_add(c, n);
+#endif
+  }
+
   Array<Atomic<uint64_t>, RHN_CNT_COUNT> engine_{};
   alignas(64) Array<Atomic<uint64_t>, RHN_CNT_COUNT> shared_{};
 };

@@ -539,6 +539,18 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
     m.kick_overflow.store(true);
 }
 
+void Engine::doorbells_lost() {
+  if (!failed()) impl_->kick_overflow.store(true);
+}
+
+void Engine::doorbell_inline(uint32_t page, const void* wqe, size_t len) {
+  if (failed()) return;
+  Impl& m = *impl_;
+  if (page >= m.cfg.db_pages) return;
+  memcpy(m.inline_staging[page].bytes, wqe,
+         min<size_t>(len, RHN_DB_INLINE_WQE_SIZE));
+}
+
 bool Engine::frame_arrived(Span<const uint8_t> frame) {
   if (failed()) return false;
   Impl& m = *impl_;

@@ -7,10 +7,10 @@
  * that description as plain C functions, so a card (or a simulator joined
  * by a socket) implements it once in C.
  *
- * NOT USED YET. The engine still runs on HostBus and Wire (engine.h); a
- * later step of the freestanding firmware build makes them thin wrappers of
- * these functions. Until then the header is only compiled (as C11 and as
- * C++) by tests/contract/card_check.c and card_check.cpp.
+ * The engine runs on it through firmware/card/ (CardBus and CardWire are
+ * HostBus and Wire over these functions; CardRunner feeds the engine from
+ * the FIFOs). tests/contract/card_check.c and card_check.cpp compile it
+ * as C11 and C++ and check its layout.
  *
  * All calls are made from the one engine thread (the soft core). None
  * allocates. Bus addresses are host physical (or IOVA) addresses, 64 bits.
@@ -136,6 +136,8 @@ uint64_t rhn_card_reg_get(uint32_t offset);
  * from the card's counter block, 64 bits at a time.
  */
 void rhn_card_counter_add(unsigned int index, uint64_t n);
+/* Every counter of the block back to zero (a device reset). */
+void rhn_card_counters_clear(void);
 
 /* ---- Wire FIFOs ------------------------------------------------------- */
 
@@ -167,6 +169,17 @@ uint64_t rhn_card_now_ns(void);
  */
 void rhn_card_wait(uint64_t deadline_ns);
 
+/* ---- Identity --------------------------------------------------------- */
+
+/* What the card's identity block (straps, an EEPROM, or the hosting
+ * device) says this NIC is. */
+struct rhn_card_identity {
+  uint16_t node_id; /* fabric node ID */
+  uint8_t mac[6];   /* the net_device's address */
+  uint64_t entropy; /* a fresh random value per power-on */
+};
+void rhn_card_get_identity(struct rhn_card_identity *out);
+
 /* ---- On-card memory --------------------------------------------------- */
 
 /*
@@ -185,5 +198,7 @@ RHN_ASSERT_SIZE(struct rhn_card_doorbell, 24);
 RHN_ASSERT_OFFSET(struct rhn_card_doorbell, value, 8);
 RHN_ASSERT_OFFSET(struct rhn_card_doorbell, size, 16);
 RHN_ASSERT_OFFSET(struct rhn_card_doorbell, inline_slot, 20);
+RHN_ASSERT_SIZE(struct rhn_card_identity, 16);
+RHN_ASSERT_OFFSET(struct rhn_card_identity, entropy, 8);
 
 #endif /* RHINET_FW_CARD_H */

@@ -180,6 +180,16 @@ class Engine {
   void doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
                       unsigned size);
 
+  // Doorbells were lost before they reached the engine (a card's doorbell
+  // FIFO overflowed): the engine looks at every queue, as after its own
+  // kick FIFO overflows.
+  void doorbells_lost();
+
+  // A whole inline WQE for `page`, as a card's doorbell block hands it
+  // over (it gathers the page's inline-window stores itself): the same as
+  // writing the bytes into the page's inline window.
+  void doorbell_inline(uint32_t page, const void* wqe, size_t len);
+
   // A frame from the wire. Any thread. Returns false when the receive FIFO
   // was full and the frame was dropped (counted; the sender retransmits).
   bool frame_arrived(Span<const uint8_t> frame);

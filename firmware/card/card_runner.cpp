@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "card/card_runner.h"
+
+namespace rhinet::fw::card {
+
+bool CardBus::dma_read(uint64_t bus_addr, void* dst, size_t len) {
+  return rhn_card_dma_read(bus_addr, dst, len) == RHN_CARD_OK;
+}
+
+bool CardBus::dma_write(uint64_t bus_addr, const void* src, size_t len) {
+  return rhn_card_dma_write(bus_addr, src, len) == RHN_CARD_OK;
+}
+
+bool CardBus::dma_store_u64(uint64_t bus_addr, uint64_t value) {
+  return rhn_card_dma_store_u64(bus_addr, value) == RHN_CARD_OK;
+}
+
+bool CardBus::dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
+                                size_t publish_at) {
+  // The DMA block orders the two parts itself (no barrier on the core).
+  return rhn_card_dma_publish(bus_addr, src, len, publish_at) == RHN_CARD_OK;
+}
+
+void CardBus::raise_msix(uint16_t vector) { rhn_card_irq(vector); }
+
+uint64_t CardBus::now_ns() { return rhn_card_now_ns(); }
+
+void CardWire::transmit(Span<const uint8_t> frame) {
+  // A full FIFO or a link down drops it: the transport resends.
+  rhn_card_wire_tx(frame.data(), frame.size());
+}
+
+namespace {
+
+EngineConfig with_identity(EngineConfig c) {
+  rhn_card_identity id{};
+  rhn_card_get_identity(&id);
+  c.node_id = id.node_id;
+  memcpy(c.mac, id.mac, sizeof(c.mac));
+  // The power-on epoch of the node's channels: a card that restarts must
+  // not reuse its last one (peers would take old packets for new).
+  if (!c.boot_session)
+    c.boot_session = static_cast<uint16_t>(id.entropy % 0xfffe + 1);
+  return c;
+}
+
+}  // namespace
+
+CardRunner::CardRunner(const EngineConfig& config, CardMemory& mem)
+    : engine_(mem.object<Engine>(with_identity(config), bus_, wire_, mem)) {
+  mirror_registers(true);
+}
+
+void CardRunner::take_doorbell(const rhn_card_doorbell& d) {
+  switch (d.source) {
+    case RHN_CARD_DB_PAGE:
+      if (d.flags & RHN_CARD_DB_F_INLINE)
+        engine_->doorbell_inline(d.page, rhn_card_doorbell_inline(&d),
+                                 RHN_DB_INLINE_WQE_SIZE);
+      engine_->doorbell_write(d.page, d.offset, d.value, d.size);
+      return;
+    case RHN_CARD_DB_REG:
+      // The admin ring registers live in the register file (the host
+      // stores them without a kick): the engine takes their values as
+      // they are when a kick may use them.
+      engine_->reg_write(RHN_REG_ADMIN_SQ_BASE,
+                         rhn_card_reg_get(RHN_REG_ADMIN_SQ_BASE), 8);
+      engine_->reg_write(RHN_REG_ADMIN_CQ_BASE,
+                         rhn_card_reg_get(RHN_REG_ADMIN_CQ_BASE), 8);
+      engine_->reg_write(RHN_REG_ADMIN_LOG_DEPTH,
+                         rhn_card_reg_get(RHN_REG_ADMIN_LOG_DEPTH), 4);
+      engine_->reg_write(d.offset, d.value, d.size);
+      return;
+    case RHN_CARD_DB_LINK:
+      engine_->set_link_up(d.value != 0);
+      return;
+    default:
+      return;  // a source this firmware does not know: ignored
+  }
+}
+
+void CardRunner::mirror_registers(bool all) {
+  if (all) {
+    for (uint32_t off = RHN_REG_VERSION; off <= RHN_REG_MAC_HI; off += 4)
+      rhn_card_reg_set(off, engine_->reg_read(off, 4));
+  }
+  // What the engine changes on its own: STATUS (ready, link, fatal,
+  // admin on) and CONTROL (a reset clears it).
+  const uint64_t status = engine_->reg_read(RHN_REG_STATUS, 4);
+  if (status != status_) rhn_card_reg_set(RHN_REG_STATUS, status_ = status);
+  const uint64_t control = engine_->reg_read(RHN_REG_CONTROL, 4);
+  if (control != control_)
+    rhn_card_reg_set(RHN_REG_CONTROL, control_ = control);
+}
+
+bool CardRunner::step() {
+  if (failed()) return false;
+  bool did = false;
+  rhn_card_doorbell d;
+  for (uint32_t n = 0; n < 64 && rhn_card_doorbell_pop(&d); n++) {
+    take_doorbell(d);
+    did = true;
+  }
+  if (rhn_card_doorbell_overflowed()) {
+    engine_->doorbells_lost();
+    did = true;
+  }
+  for (uint32_t n = 0; n < 64; n++) {
+    const uint8_t* frame = nullptr;
+    const size_t len = rhn_card_wire_rx_peek(&frame);
+    if (!len) break;
+    engine_->frame_arrived({frame, len});  // a refusal is counted there
+    rhn_card_wire_rx_pop();
+    did = true;
+  }
+  did |= engine_->poll();
+  mirror_registers(false);
+  return did;
+}
+
+void CardRunner::run() {
+  for (;;)
+    if (!step())
+      rhn_card_wait(failed() ? UINT64_MAX : engine_->next_deadline_ns());
+}
+
+}  // namespace rhinet::fw::card

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The engine on a card: HostBus and Wire as the card's blocks
+// (rhinet/fw/card.h), and the loop that feeds the engine from the
+// doorbell and receive FIFOs and mirrors what the host reads into the
+// register file. Documentation/hardware/soft-core.md describes the
+// blocks.
+#pragma once
+
+#include "rhinet/fw/card.h"
+#include "rhinet/fw/engine.h"
+#include "rhinet/hw.h"
+
+namespace rhinet::fw::card {
+
+// The DMA window, the MSI-X block and the timer.
+class CardBus final : public HostBus {
+ public:
+  bool dma_read(uint64_t bus_addr, void* dst, size_t len) override;
+  bool dma_write(uint64_t bus_addr, const void* src, size_t len) override;
+  bool dma_store_u64(uint64_t bus_addr, uint64_t value) override;
+  bool dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
+                         size_t publish_at) override;
+  void raise_msix(uint16_t vector) override;
+  uint64_t now_ns() override;
+};
+
+// The MAC's transmit FIFO.
+class CardWire final : public Wire {
+ public:
+  void transmit(Span<const uint8_t> frame) override;
+};
+
+class CardRunner {
+ public:
+  // Places the engine in mem with `config`, its identity from the card.
+  CardRunner(const EngineConfig& config, CardMemory& mem);
+  CardRunner(const CardRunner&) = delete;
+  CardRunner& operator=(const CardRunner&) = delete;
+
+  bool failed() const { return engine_->failed(); }
+  // One round: the doorbell FIFO, the receive FIFO, one poll() of the
+  // engine, the registers the host reads. True if anything happened.
+  bool step();
+  // Rounds forever; sleeps in rhn_card_wait while idle.
+  [[noreturn]] void run();
+
+ private:
+  void take_doorbell(const rhn_card_doorbell& d);
+  void mirror_registers(bool all);
+
+  CardBus bus_;
+  CardWire wire_;
+  Engine* engine_;
+  uint64_t status_ = ~0ull, control_ = ~0ull;
+};
+
+}  // namespace rhinet::fw::card

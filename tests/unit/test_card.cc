@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The engine on a card (firmware/card/): CardRunner against a fake card,
+// the rhn_card_* functions of rhinet/fw/card.h implemented here over a
+// host-memory model, a register file, the FIFOs and an interrupt log.
+// The soft-core image runs the same code on the real blocks (or their
+// socket twin).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "card/card_config.h"
+#include "card/card_runner.h"
+#include "rhinet/hw.h"
+
+namespace {
+
+constexpr uint64_t kHostBase = 0x100000;
+
+struct FakeCard {
+  std::vector<uint8_t> host = std::vector<uint8_t>(1 << 20);
+  std::map<uint32_t, uint64_t> regs;
+  std::map<unsigned, uint64_t> counters;
+  std::deque<rhn_card_doorbell> doorbells;
+  bool doorbell_overflow = false;
+  std::vector<std::vector<uint8_t>> tx, rx;
+  std::vector<uint16_t> irqs;
+  uint64_t now = 1'000'000;
+  uint8_t* at(uint64_t bus, size_t len) {
+    if (bus < kHostBase || bus + len > kHostBase + host.size()) return nullptr;
+    return host.data() + (bus - kHostBase);
+  }
+  void reg_kick(uint32_t offset, uint64_t value, uint8_t size = 4) {
+    doorbells.push_back({0, offset, value, size, RHN_CARD_DB_REG, 0, 0, 0, 0});
+  }
+};
+FakeCard* g_card;
+
+}  // namespace
+
+extern "C" {
+rhn_card_status rhn_card_dma_read(uint64_t bus, void* dst, size_t len) {
+  const uint8_t* p = g_card->at(bus, len);
+  if (!p) return RHN_CARD_BUS_ERROR;
+  memcpy(dst, p, len);
+  return RHN_CARD_OK;
+}
+rhn_card_status rhn_card_dma_write(uint64_t bus, const void* src, size_t len) {
+  uint8_t* p = g_card->at(bus, len);
+  if (!p) return RHN_CARD_BUS_ERROR;
+  memcpy(p, src, len);
+  return RHN_CARD_OK;
+}
+rhn_card_status rhn_card_dma_publish(uint64_t bus, const void* src, size_t len,
+                                     size_t) {
+  return rhn_card_dma_write(bus, src, len);
+}
+rhn_card_status rhn_card_dma_store_u64(uint64_t bus, uint64_t value) {
+  if (bus & 7) return RHN_CARD_MISALIGNED;
+  return rhn_card_dma_write(bus, &value, 8);
+}
+bool rhn_card_doorbell_pop(rhn_card_doorbell* out) {
+  if (g_card->doorbells.empty()) return false;
+  *out = g_card->doorbells.front();
+  g_card->doorbells.pop_front();
+  return true;
+}
+const void* rhn_card_doorbell_inline(const rhn_card_doorbell*) {
+  return nullptr;
+}
+bool rhn_card_doorbell_overflowed(void) {
+  const bool was = g_card->doorbell_overflow;
+  g_card->doorbell_overflow = false;
+  return was;
+}
+void rhn_card_reg_set(uint32_t offset, uint64_t value) {
+  g_card->regs[offset] = value;
+}
+uint64_t rhn_card_reg_get(uint32_t offset) { return g_card->regs[offset]; }
+void rhn_card_counter_add(unsigned int index, uint64_t n) {
+  g_card->counters[index] += n;
+}
+void rhn_card_counters_clear(void) { g_card->counters.clear(); }
+bool rhn_card_wire_tx(const void* frame, size_t len) {
+  const auto* p = static_cast<const uint8_t*>(frame);
+  g_card->tx.emplace_back(p, p + len);
+  return true;
+}
+size_t rhn_card_wire_rx_peek(const uint8_t** frame) {
+  if (g_card->rx.empty()) return 0;
+  *frame = g_card->rx.front().data();
+  return g_card->rx.front().size();
+}
+void rhn_card_wire_rx_pop(void) { g_card->rx.erase(g_card->rx.begin()); }
+bool rhn_card_link_up(void) { return true; }
+void rhn_card_irq(uint16_t vector) { g_card->irqs.push_back(vector); }
+uint64_t rhn_card_now_ns(void) { return g_card->now += 1000; }
+void rhn_card_wait(uint64_t) {}
+void rhn_card_get_identity(rhn_card_identity* out) {
+  out->node_id = 7;
+  const uint8_t mac[6] = {0x02, 0x52, 0x4e, 0x00, 0x00, 0x07};
+  memcpy(out->mac, mac, sizeof(mac));
+  out->entropy = 12345;
+}
+}
+
+namespace rhinet::fw::card {
+namespace {
+
+class Card : public ::testing::Test {
+ protected:
+  void SetUp() override { g_card = &fake; }
+  void TearDown() override { g_card = nullptr; }
+  FakeCard fake;
+};
+
+TEST_F(Card, TheCardConfigurationFitsItsMemoryAndTheRegistersAreMirrored) {
+  std::vector<uint64_t> ram(kCardTableBytes / 8);
+  CardMemory mem(ram.data(), kCardTableBytes);
+  CardRunner runner(card_config(), mem);
+  ASSERT_FALSE(runner.failed());
+  ASSERT_FALSE(mem.exhausted());
+  std::printf("card configuration: %zu of %zu bytes of card RAM placed\n",
+              mem.used(), kCardTableBytes);
+  EXPECT_EQ(fake.regs[RHN_REG_VERSION], uint64_t{RHN_VERSION});
+  EXPECT_EQ(fake.regs[RHN_REG_NODE_ID], 7u);  // from the identity block
+  EXPECT_EQ(fake.regs[RHN_REG_MAC_HI], 0x0700u);
+  EXPECT_EQ(fake.regs[RHN_REG_DB_PAGES], card_config().db_pages);
+  EXPECT_NE(fake.regs[RHN_REG_CAPS] & RHN_CAP_RC, 0u);
+  EXPECT_EQ(fake.regs[RHN_REG_STATUS],
+            uint64_t{RHN_STATUS_READY | RHN_STATUS_LINK_UP});
+  EXPECT_FALSE(runner.step());  // nothing to do
+}
+
+TEST_F(Card, TooLittleMemoryLeavesTheDeviceFailedAndSaysSo) {
+  std::vector<uint64_t> ram(1 << 14);  // 128 KiB
+  CardMemory mem(ram.data(), ram.size() * 8);
+  CardRunner runner(card_config(), mem);
+  EXPECT_TRUE(mem.exhausted());
+  EXPECT_TRUE(runner.failed());
+  EXPECT_EQ(fake.regs[RHN_REG_STATUS], uint64_t{RHN_STATUS_FATAL});
+  fake.reg_kick(RHN_REG_CONTROL, RHN_CONTROL_ENABLE);
+  EXPECT_FALSE(runner.step());  // a failed engine takes nothing
+  EXPECT_TRUE(fake.tx.empty());
+}
+
+// The admin ring's registers are stored by the host into the register
+// file without a kick; the runner hands them to the engine with the kick
+// that uses them. A QUERY_DEVICE then completes in host memory.
+TEST_F(Card, AnAdminCommandRunsWithTheRingsTheHostStoredInTheRegisterFile) {
+  std::vector<uint64_t> ram(kCardTableBytes / 8);
+  CardMemory mem(ram.data(), kCardTableBytes);
+  CardRunner runner(card_config(), mem);
+  ASSERT_FALSE(runner.failed());
+  const uint64_t sq = kHostBase, cq = kHostBase + 0x1000,
+                 out = kHostBase + 0x2000;
+  fake.regs[RHN_REG_ADMIN_SQ_BASE] = sq;
+  fake.regs[RHN_REG_ADMIN_CQ_BASE] = cq;
+  fake.regs[RHN_REG_ADMIN_LOG_DEPTH] = 4;
+  fake.reg_kick(RHN_REG_CONTROL, RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE);
+  EXPECT_TRUE(runner.step());
+  EXPECT_NE(fake.regs[RHN_REG_STATUS] & RHN_STATUS_ADMIN_ON, 0u);
+
+  rhn_admin_cmd cmd{};
+  cmd.hdr.opcode = RHN_ADMIN_QUERY_DEVICE;
+  cmd.hdr.cmd_id = 0x1234;
+  cmd.u.query.out_addr = out;
+  cmd.u.query.out_len = sizeof(rhn_device_attr);
+  memcpy(fake.at(sq, sizeof(cmd)), &cmd, sizeof(cmd));
+  fake.reg_kick(RHN_REG_ADMIN_SQ_TAIL, 1);
+  for (int i = 0; i < 4; i++) runner.step();
+
+  rhn_admin_cpl cpl;
+  memcpy(&cpl, fake.at(cq, sizeof(cpl)), sizeof(cpl));
+  EXPECT_EQ(cpl.owner & 1, 1);
+  EXPECT_EQ(cpl.cmd_id, 0x1234);
+  EXPECT_EQ(cpl.status, RHN_ADMIN_OK);
+  rhn_device_attr attr;
+  memcpy(&attr, fake.at(out, sizeof(attr)), sizeof(attr));
+  EXPECT_EQ(attr.max_cqs, card_config().max_cqs);
+  EXPECT_EQ(attr.max_pds, card_config().max_pds);
+  ASSERT_FALSE(fake.irqs.empty());
+  EXPECT_EQ(fake.irqs.back(), RHN_MSIX_ADMIN);
+}
+
+TEST_F(Card, TheLinkEntryOfTheDoorbellFifoReachesTheStatusRegister) {
+  std::vector<uint64_t> ram(kCardTableBytes / 8);
+  CardMemory mem(ram.data(), kCardTableBytes);
+  CardRunner runner(card_config(), mem);
+  fake.doorbells.push_back({0, 0, 0, 4, RHN_CARD_DB_LINK, 0, 0, 0, 0});
+  runner.step();
+  EXPECT_EQ(fake.regs[RHN_REG_STATUS] & RHN_STATUS_LINK_UP, 0u);
+  fake.doorbells.push_back({0, 0, 1, 4, RHN_CARD_DB_LINK, 0, 0, 0, 0});
+  runner.step();
+  EXPECT_NE(fake.regs[RHN_REG_STATUS] & RHN_STATUS_LINK_UP, 0u);
+}
+
+// Frames from the receive FIFO reach the engine and are popped; garbage
+// is counted, not fatal.
+TEST_F(Card, FramesFromTheReceiveFifoAreTakenAndGarbageIsHarmless) {
+  std::vector<uint64_t> ram(kCardTableBytes / 8);
+  CardMemory mem(ram.data(), kCardTableBytes);
+  CardRunner runner(card_config(), mem);
+  fake.rx.push_back(std::vector<uint8_t>(60, 0xee));
+  fake.rx.push_back(std::vector<uint8_t>(1, 0));
+  EXPECT_TRUE(runner.step());
+  EXPECT_TRUE(fake.rx.empty());
+  EXPECT_TRUE(fake.tx.empty());
+  EXPECT_FALSE(runner.failed());
+}
+
+}  // namespace
+}  // namespace rhinet::fw::card
