@@ -541,6 +541,10 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
     }
     const bool err = e.status != RHN_CQE_SUCCESS;
     if (!err && e.diff_twin) update_diff_twin(qp, e);
+    // The word before the CQE: software that sees the CQE sees the word,
+    // and may clear it for its next operation without this one's store
+    // coming after.
+    if (e.wqe_flags & RHN_WQE_F_STATUS_WORD) write_status_word(qp, e);
     if (err || (e.wqe_flags & RHN_WQE_F_SIGNALED)) {
       rhn_cqe c{};
       c.qpn = qpn;
@@ -559,7 +563,6 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
       }
       cq_push(qp.send_cqn, c, false);
     }
-    if (e.wqe_flags & RHN_WQE_F_STATUS_WORD) write_status_word(qp, e);
     if (err) {
       counters.add(RHN_CNT_ERROR_CQES);
       if (connected_qp(qp.type) || local_error(e.status)) to_error = true;

@@ -381,6 +381,32 @@ TEST_F(TwoNodes, StatusWordReportsCompletion) {
   EXPECT_EQ(status_word_length(words.buf.load64(24)), 100u);
 }
 
+// Software that sees a WQE's CQE may look at its status word (or clear it
+// for its next operation): a WQE with both has its word written before the
+// CQE is published, so the CQE never announces a word that is not there,
+// and a word cleared after the CQE is never overwritten by this WQE.
+TEST_F(TwoNodes, TheStatusWordIsWrittenBeforeTheCqe) {
+  Region src = make_region(A(), 64, kAllAccess, 5);
+  Region dst = make_region(B(), 64);
+  Region words = make_region(A(), 64);
+  int cqes = 0;
+  bool word_done_at_cqe = false;
+  c->node(0).bus.after_publish = [&](uint64_t, size_t) {
+    if (cqes++ == 0) word_done_at_cqe = status_word_done(words.buf.load64(8));
+  };
+  SendWr w = rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key(),
+                     RHN_WQE_F_SIGNALED | RHN_WQE_F_STATUS_WORD);
+  w.status_addr = words.va(8);
+  w.status_lkey = words.key();
+  ASSERT_TRUE(p.qp_a->post_send(w));
+  EXPECT_TRUE(wait_one(*c, *p.cq_a).ok());
+  c->node(0).bus.after_publish = nullptr;
+  EXPECT_EQ(cqes, 1);
+  EXPECT_TRUE(word_done_at_cqe)
+      << "the CQE was visible before the WQE's status word";
+  EXPECT_EQ(status_word_length(words.buf.load64(8)), 64u);
+}
+
 // A host's memcpy stores 8..15 bytes in two overlapping passes. Software
 // that sees a status word done takes it and clears the word for its next
 // operation (userlib reuses one word): were the NIC to write the word with

@@ -142,7 +142,10 @@ bool SimHostBus::dma_write_publish(uint64_t bus_addr, const void* src,
                                    size_t len, size_t publish_at) {
   if (publish_at == 0 || publish_at >= len) return false;  // no body or word
   published_++;
-  return fw::HostBus::dma_write_publish(bus_addr, src, len, publish_at);
+  const bool ok =
+      fw::HostBus::dma_write_publish(bus_addr, src, len, publish_at);
+  if (after_publish) after_publish(bus_addr, len);
+  return ok;
 }
 
 void SimHostBus::raise_msix(uint16_t vector) {

@@ -93,6 +93,9 @@ class SimHostBus : public fw::HostBus {
   // after a body that is already in memory.
   bool dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
                          size_t publish_at) override;
+  // Called after each entry published (a CQE, EQE, admin completion), as
+  // if software polled it at once (a test looks at what it would see).
+  std::function<void(uint64_t bus_addr, size_t len)> after_publish;
   void raise_msix(uint16_t vector) override;
   uint64_t now_ns() override { return clock_.now(); }
   // Entries written through dma_write_publish.
