@@ -89,7 +89,7 @@ void local_error(Target& t, Check& c, uint8_t status, uint8_t syndrome,
   CONFORM_EQ(c, "CQE vendor_err", syndrome, e.vendor_err);
   CONFORM_EQ(c, "CQE qpn", l.a.qpn, e.qpn);
   if (counter >= 0)
-    CONFORM_EQ(c, "counter " + std::to_string(counter) + " increase", 1,
+    CONFORM_EQ(c, counter_name(counter) + " increase", 1,
                n.counter(counter) - before);
   // The failed WQE moved the QP to ERR: the next one is flushed.
   n.post_one(l.a, RHN_OP_NOP, RHN_WQE_F_SIGNALED, 0, 0, 0);
@@ -112,8 +112,7 @@ void remote_error(Target& t, Check& c, uint8_t opcode, uint8_t status,
   CONFORM_EQ(c, "CQE status", status, e.status);
   CONFORM_EQ(c, "CQE vendor_err", syndrome, e.vendor_err);
   if (counter >= 0)
-    c.eq("counter " + std::to_string(counter) + " increase", 1,
-         n.counter(counter) - before);
+    c.eq(counter_name(counter) + " increase", 1, n.counter(counter) - before);
 }
 
 }  // namespace

@@ -17,6 +17,15 @@ std::string hex(uint64_t v) {
   return "0x" + s;
 }
 
+std::string counter_name(unsigned idx) {
+  static const char* const names[] = {
+#define RHN_CONFORM_NAME_(id, name, doc) "RHN_CNT_" #id,
+      RHN_COUNTERS(RHN_CONFORM_NAME_)
+#undef RHN_CONFORM_NAME_
+  };
+  return idx < RHN_CNT_COUNT ? names[idx] : "counter " + std::to_string(idx);
+}
+
 uint8_t pattern_byte(uint8_t seed, size_t i) {
   return static_cast<uint8_t>(seed * 31u + i * 7u + (i >> 8));
 }

@@ -181,6 +181,8 @@ class Nic {
 
 // Little helpers for the cases' messages.
 std::string hex(uint64_t v);
+// "RHN_CNT_<ID>" of counter `idx`, for messages.
+std::string counter_name(unsigned idx);
 // A pattern byte stream for payloads.
 uint8_t pattern_byte(uint8_t seed, size_t i);
 
