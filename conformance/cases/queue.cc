@@ -226,16 +226,12 @@ CONFORM_CASE(eq_port_change, "queue.eq.port_change", "queue",
              "SET_LINK posts RHN_EQE_PORT_CHANGE on the first EQ: data 0 "
              "down, 1 up") {
   Nic n(t);
-  const std::string e0 = n.bring_up();
-  CONFORM_THAT(c, e0.empty(), "bring-up", e0);
   Eq eq;
-  CONFORM_THAT(c, n.create_eq(3, 1, &eq), "CREATE_EQ", n.error());
+  const std::string e0 = n.bring_up_eq(&eq, 3, 1);
+  CONFORM_THAT(c, e0.empty(), "bring-up", e0);
   for (uint32_t up : {0u, 1u}) {
-    rhn_admin_cmd link = Nic::cmd(RHN_ADMIN_SET_LINK);
-    link.u.set_link.up = up;
-    CONFORM_EQ(c, "SET_LINK", RHN_ADMIN_OK, n.run(link));
     rhn_eqe ev;
-    CONFORM_THAT(c, n.wait_eqe(eq, &ev), "EQ", "no PORT_CHANGE");
+    CONFORM_THAT(c, n.link_event(eq, up, &ev), "PORT_CHANGE", n.error());
     CONFORM_EQ(c, "EQE type", RHN_EQE_PORT_CHANGE, ev.type);
     CONFORM_EQ(c, "EQE data", up, ev.data);
     CONFORM_EQ(c, "EQE flags", 0, ev.flags);
@@ -246,16 +242,12 @@ CONFORM_CASE(eq_port_change, "queue.eq.port_change", "queue",
 CONFORM_CASE(eq_wrap, "queue.eq.owner_wraps", "queue",
              "a 4-entry EQ: owner bits alternate per lap over 3 laps") {
   Nic n(t);
-  const std::string e0 = n.bring_up();
-  CONFORM_THAT(c, e0.empty(), "bring-up", e0);
   Eq eq;
-  CONFORM_THAT(c, n.create_eq(2, 1, &eq), "CREATE_EQ", n.error());
+  const std::string e0 = n.bring_up_eq(&eq, 2, 1);
+  CONFORM_THAT(c, e0.empty(), "bring-up", e0);
   for (uint32_t i = 0; i < 12; i++) {
-    rhn_admin_cmd link = Nic::cmd(RHN_ADMIN_SET_LINK);
-    link.u.set_link.up = i & 1;
-    CONFORM_EQ(c, "SET_LINK", RHN_ADMIN_OK, n.run(link));
     rhn_eqe ev;
-    CONFORM_THAT(c, n.wait_eqe(eq, &ev), "EQE " + std::to_string(i),
+    CONFORM_THAT(c, n.link_event(eq, i & 1, &ev), "EQE " + std::to_string(i),
                  "none with owner bit " + std::to_string(eq.phase(i)));
     CONFORM_EQ(c, "EQE " + std::to_string(i) + " data", i & 1, ev.data);
     n.eq_doorbell(eq, false);  // consumed: room for the next lap
@@ -265,15 +257,12 @@ CONFORM_CASE(eq_wrap, "queue.eq.owner_wraps", "queue",
 CONFORM_CASE(eq_vector, "queue.intr.eq_vector", "queue",
              "an EQ created with vector 3 raises vector 3, not another") {
   Nic n(t);
-  const std::string e0 = n.bring_up();
-  CONFORM_THAT(c, e0.empty(), "bring-up", e0);
   Eq eq;
-  CONFORM_THAT(c, n.create_eq(3, 3, &eq), "CREATE_EQ", n.error());
+  const std::string e0 = n.bring_up_eq(&eq, 3, 3);
+  CONFORM_THAT(c, e0.empty(), "bring-up", e0);
   const uint64_t v0 = t.msix_count(0);
-  rhn_admin_cmd link = Nic::cmd(RHN_ADMIN_SET_LINK);
-  CONFORM_EQ(c, "SET_LINK", RHN_ADMIN_OK, n.run(link));
   rhn_eqe ev;
-  CONFORM_THAT(c, n.wait_eqe(eq, &ev), "EQ", "no PORT_CHANGE");
+  CONFORM_THAT(c, n.link_event(eq, false, &ev), "PORT_CHANGE", n.error());
   t.settle();
   CONFORM_EQ(c, "MSI-X vector 3 messages", 1, t.msix_count(3));
   CONFORM_EQ(c, "MSI-X vector 1 messages", 0, t.msix_count(1));
@@ -285,64 +274,65 @@ CONFORM_CASE(intr_master, "queue.intr.master_disable", "queue",
              "with CONTROL.INTR_ENABLE clear, events are written but no "
              "MSI-X message is sent") {
   Nic n(t);
-  const std::string e0 = n.bring_up(5, false);
-  CONFORM_THAT(c, e0.empty(), "bring-up", e0);
   Eq eq;
-  CONFORM_THAT(c, n.create_eq(3, 2, &eq), "CREATE_EQ", n.error());
-  rhn_admin_cmd link = Nic::cmd(RHN_ADMIN_SET_LINK);
-  CONFORM_EQ(c, "SET_LINK", RHN_ADMIN_OK, n.run(link));
+  const std::string e0 = n.bring_up_eq(&eq, 3, 2, false);
+  CONFORM_THAT(c, e0.empty(), "bring-up", e0);
   rhn_eqe ev;
-  CONFORM_THAT(c, n.wait_eqe(eq, &ev), "EQ", "no PORT_CHANGE");
+  CONFORM_THAT(c, n.link_event(eq, false, &ev), "PORT_CHANGE", n.error());
   t.settle();
   c.eq("MSI-X vector 2 messages", 0, t.msix_count(2));
 }
 
 // ---- doorbells ----
 
-CONFORM_CASE(db_foreign_sq, "queue.doorbell.sq_foreign_page", "queue",
-             "an SQ kick on page 1 for a QP of context 0: ignored, counted "
-             "in BAD_DOORBELLS") {
-  bad_kick(t, c, 1, RHN_DB_SQ, Names::kQpA);
-}
+namespace {
 
-CONFORM_CASE(db_foreign_rq, "queue.doorbell.rq_foreign_page", "queue",
-             "an RQ kick on page 1 for a QP of context 0: ignored, counted "
-             "in BAD_DOORBELLS") {
-  bad_kick(t, c, 1, RHN_DB_RQ, Names::kQpA);
-}
+struct BadKick {
+  const char* name;
+  const char* description;
+  uint32_t page;
+  uint32_t offset;
+  Names names;
+  bool create_context;
+};
 
-CONFORM_CASE(db_foreign_cq, "queue.doorbell.cq_arm_foreign_page", "queue",
-             "a CQ arm on page 1 for a CQ of context 0: ignored, counted in "
-             "BAD_DOORBELLS") {
-  bad_kick(t, c, 1, RHN_DB_CQ_ARM, Names::kCq);
-}
+const BadKick kBadKicks[] = {
+    {"queue.doorbell.sq_foreign_page",
+     "an SQ kick on page 1 for a QP of context 0", 1, RHN_DB_SQ, Names::kQpA,
+     true},
+    {"queue.doorbell.rq_foreign_page",
+     "an RQ kick on page 1 for a QP of context 0", 1, RHN_DB_RQ, Names::kQpA,
+     true},
+    {"queue.doorbell.cq_arm_foreign_page",
+     "a CQ arm on page 1 for a CQ of context 0", 1, RHN_DB_CQ_ARM, Names::kCq,
+     true},
+    {"queue.doorbell.page_without_context",
+     "an SQ kick on a page whose context was never created", 5, RHN_DB_SQ,
+     Names::kQpA, false},
+    {"queue.doorbell.sq_no_such_qp", "an SQ kick naming no QP", 0, RHN_DB_SQ,
+     Names::kNothing, false},
+    {"queue.doorbell.rq_no_such_qp", "an RQ kick naming no QP", 0, RHN_DB_RQ,
+     Names::kNothing, false},
+    {"queue.doorbell.srq_no_such_srq", "an SRQ kick naming no SRQ", 0,
+     RHN_DB_SRQ, Names::kNothing, false},
+    {"queue.doorbell.cq_arm_no_such_cq", "a CQ arm naming no CQ", 0,
+     RHN_DB_CQ_ARM, Names::kNothing, false},
+};
 
-CONFORM_CASE(db_foreign_empty_ctx, "queue.doorbell.page_without_context",
-             "queue",
-             "an SQ kick on a page whose context was never created: ignored, "
-             "counted in BAD_DOORBELLS") {
-  bad_kick(t, c, 5, RHN_DB_SQ, Names::kQpA, false);
-}
+struct BadKickCases {
+  BadKickCases() {
+    for (const BadKick& k : kBadKicks)
+      CaseRegistrar(
+          k.name, "queue",
+          std::string(k.description) + ": ignored, counted in BAD_DOORBELLS",
+          [&k](Target& t, Check& c) {
+            bad_kick(t, c, k.page, k.offset, k.names, k.create_context);
+          });
+  }
+};
+const BadKickCases bad_kick_cases;
 
-CONFORM_CASE(db_bad_sq, "queue.doorbell.sq_no_such_qp", "queue",
-             "an SQ kick naming no QP: ignored, counted in BAD_DOORBELLS") {
-  bad_kick(t, c, 0, RHN_DB_SQ, Names::kNothing);
-}
-
-CONFORM_CASE(db_bad_rq, "queue.doorbell.rq_no_such_qp", "queue",
-             "an RQ kick naming no QP: ignored, counted in BAD_DOORBELLS") {
-  bad_kick(t, c, 0, RHN_DB_RQ, Names::kNothing);
-}
-
-CONFORM_CASE(db_bad_srq, "queue.doorbell.srq_no_such_srq", "queue",
-             "an SRQ kick naming no SRQ: ignored, counted in BAD_DOORBELLS") {
-  bad_kick(t, c, 0, RHN_DB_SRQ, Names::kNothing);
-}
-
-CONFORM_CASE(db_bad_cq, "queue.doorbell.cq_arm_no_such_cq", "queue",
-             "a CQ arm naming no CQ: ignored, counted in BAD_DOORBELLS") {
-  bad_kick(t, c, 0, RHN_DB_CQ_ARM, Names::kNothing);
-}
+}  // namespace
 
 CONFORM_CASE(db_bad_eq, "queue.doorbell.eq_no_such_eq", "queue",
              "an EQ doorbell naming no EQ: ignored, counted in "

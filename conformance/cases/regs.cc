@@ -81,33 +81,26 @@ void tail_kicks(Target& t, Check& c) {
 // EQ_DOORBELL: a 64-bit write with ARM re-arms the EQ's interrupt.
 void eq_doorbell_arms(Target& t, Check& c) {
   Nic n(t);
-  const std::string e = n.bring_up();
-  if (!c.that(e.empty(), "bring-up", e)) return;
   Eq eq;
-  if (!c.that(n.create_eq(4, 1, &eq), "CREATE_EQ", n.error())) return;
-  rhn_admin_cmd down = Nic::cmd(RHN_ADMIN_SET_LINK);
-  down.u.set_link.up = 0;
-  rhn_admin_cmd up = Nic::cmd(RHN_ADMIN_SET_LINK);
-  up.u.set_link.up = 1;
+  const std::string e = n.bring_up_eq(&eq, 4, 1);
+  if (!c.that(e.empty(), "bring-up", e)) return;
   // A new EQ is armed (README.md, decision 6): the first event interrupts.
-  n.run(down);
   rhn_eqe ev;
-  if (!c.that(n.wait_eqe(eq, &ev), "EQ", "no PORT_CHANGE after SET_LINK"))
-    return;
+  if (!c.that(n.link_event(eq, false, &ev), "PORT_CHANGE", n.error())) return;
   t.settle();
   if (!c.eq("MSI-X vector 1 messages after the first event", 1,
             t.msix_count(1)))
     return;
   // Disarmed: the next event raises nothing.
-  n.run(up);
-  if (!c.that(n.wait_eqe(eq, &ev), "EQ", "no second PORT_CHANGE")) return;
+  if (!c.that(n.link_event(eq, true, &ev), "second PORT_CHANGE", n.error()))
+    return;
   t.settle();
   if (!c.eq("MSI-X vector 1 messages with the EQ disarmed", 1, t.msix_count(1)))
     return;
   n.eq_doorbell(eq, true);
   t.settle();
-  n.run(down);
-  if (!c.that(n.wait_eqe(eq, &ev), "EQ", "no third PORT_CHANGE")) return;
+  if (!c.that(n.link_event(eq, false, &ev), "third PORT_CHANGE", n.error()))
+    return;
   t.settle();
   c.eq("MSI-X vector 1 messages after re-arming", 2, t.msix_count(1));
 }
@@ -116,23 +109,18 @@ void eq_doorbell_arms(Target& t, Check& c) {
 // writes are ignored (so they do not arm).
 void eq_doorbell_halves_ignored(Target& t, Check& c) {
   Nic n(t);
-  const std::string e = n.bring_up();
-  if (!c.that(e.empty(), "bring-up", e)) return;
   Eq eq;
-  if (!c.that(n.create_eq(4, 1, &eq), "CREATE_EQ", n.error())) return;
-  rhn_admin_cmd link = Nic::cmd(RHN_ADMIN_SET_LINK);
-  link.u.set_link.up = 0;
-  n.run(link);
+  const std::string e = n.bring_up_eq(&eq, 4, 1);
+  if (!c.that(e.empty(), "bring-up", e)) return;
   rhn_eqe ev;
-  if (!c.that(n.wait_eqe(eq, &ev), "EQ", "no PORT_CHANGE")) return;
+  if (!c.that(n.link_event(eq, false, &ev), "PORT_CHANGE", n.error())) return;
   const uint64_t db =
       uint64_t(eq.ci) | (uint64_t(eq.eqn) << 32) | RHN_EQ_DB_ARM;
   t.reg_write(RHN_REG_EQ_DOORBELL, db & 0xffffffffu, 4);
   t.reg_write(RHN_REG_EQ_DOORBELL + 4, db >> 32, 4);
   t.settle();
-  link.u.set_link.up = 1;
-  n.run(link);
-  if (!c.that(n.wait_eqe(eq, &ev), "EQ", "no second PORT_CHANGE")) return;
+  if (!c.that(n.link_event(eq, true, &ev), "second PORT_CHANGE", n.error()))
+    return;
   t.settle();
   c.eq("MSI-X vector 1 messages (the 32-bit arm must be ignored)", 1,
        t.msix_count(1));
@@ -222,13 +210,8 @@ CONFORM_CASE(value_node_id, "regs.value.RHN_REG_NODE_ID", "regs",
   Nic n(t);
   const std::string e = n.bring_up();
   CONFORM_THAT(c, e.empty(), "bring-up", e);
-  const uint64_t out = n.alloc(sizeof(rhn_device_attr));
-  rhn_admin_cmd q = Nic::cmd(RHN_ADMIN_QUERY_DEVICE);
-  q.u.query.out_addr = out;
-  q.u.query.out_len = sizeof(rhn_device_attr);
-  CONFORM_EQ(c, "QUERY_DEVICE status", RHN_ADMIN_OK, n.run(q));
   rhn_device_attr a;
-  t.mem_read(out, &a, sizeof(a));
+  CONFORM_EQ(c, "QUERY_DEVICE status", RHN_ADMIN_OK, n.query_device(&a));
   c.eq("NODE_ID vs rhn_device_attr.node_id", a.node_id, n.r32(RHN_REG_NODE_ID));
 }
 
@@ -237,13 +220,8 @@ CONFORM_CASE(value_mtu, "regs.value.RHN_REG_MTU", "regs",
   Nic n(t);
   const std::string e = n.bring_up();
   CONFORM_THAT(c, e.empty(), "bring-up", e);
-  const uint64_t out = n.alloc(sizeof(rhn_device_attr));
-  rhn_admin_cmd q = Nic::cmd(RHN_ADMIN_QUERY_DEVICE);
-  q.u.query.out_addr = out;
-  q.u.query.out_len = sizeof(rhn_device_attr);
-  CONFORM_EQ(c, "QUERY_DEVICE status", RHN_ADMIN_OK, n.run(q));
   rhn_device_attr a;
-  t.mem_read(out, &a, sizeof(a));
+  CONFORM_EQ(c, "QUERY_DEVICE status", RHN_ADMIN_OK, n.query_device(&a));
   const uint32_t mtu = n.r32(RHN_REG_MTU);
   CONFORM_EQ(c, "MTU vs rhn_device_attr.mtu", a.mtu, mtu);
   c.that(mtu > 0 && mtu <= RHN_WIRE_MTU, "MTU",

@@ -52,6 +52,37 @@ struct Wqe {
   }
 };
 
+// An atomic from QP a at the remote address `raddr` of dst; the old value
+// lands at src.
+void post_atomic(Nic& n, Loop& l, uint8_t opcode, uint64_t compare_add,
+                 uint64_t swap, uint64_t raddr) {
+  Wqe w(l.a, opcode);
+  w.w->u.atomic.compare_add = compare_add;
+  w.w->u.atomic.swap = swap;
+  w.sge(0, l.src.addr, 8, l.src.key).remote(raddr, l.dst.key);
+  w.post(n, l.a);
+}
+
+bool cqe_is(Check& c, Nic& n, Cq& cq, const std::string& what, uint8_t opcode,
+            uint8_t status, rhn_cqe* out);
+
+// One successful atomic on dst's first word: the old value it returns
+// and the word after it.
+bool atomic_step(Check& c, Nic& n, Loop& l, uint8_t opcode,
+                 uint64_t compare_add, uint64_t swap, uint64_t old,
+                 uint64_t after) {
+  post_atomic(n, l, opcode, compare_add, swap, l.dst.addr);
+  rhn_cqe e;
+  const uint8_t cqe_op =
+      opcode == RHN_OP_FETCH_ADD ? RHN_CQE_OP_FETCH_ADD : RHN_CQE_OP_CMP_SWAP;
+  const std::string what = "atomic " + hex(compare_add) + "/" + hex(swap);
+  if (!cqe_is(c, n, l.scq, what + " CQE", cqe_op, RHN_CQE_SUCCESS, &e))
+    return false;
+  if (!c.eq(what + ": old value returned", old, n.rd64(l.src.addr)))
+    return false;
+  return c.eq(what + ": target word after", after, n.rd64(l.dst.addr));
+}
+
 // Waits for the next CQE and checks the fields every CQE case shares.
 bool cqe_is(Check& c, Nic& n, Cq& cq, const std::string& what, uint8_t opcode,
             uint8_t status, rhn_cqe* out) {
@@ -392,16 +423,7 @@ CONFORM_CASE(fetch_add, "wqe.fetch_add", "wqe",
              "FETCH_ADD returns the old value and adds at the target") {
   LOOP(n, l, RHN_QP_RC);
   n.wr64(l.dst.addr, 1000);
-  Wqe w(l.a, RHN_OP_FETCH_ADD);
-  w.w->u.atomic.compare_add = 234;
-  w.sge(0, l.src.addr, 8, l.src.key).remote(l.dst.addr, l.dst.key);
-  w.post(n, l.a);
-  rhn_cqe e;
-  if (!cqe_is(c, n, l.scq, "send CQE", RHN_CQE_OP_FETCH_ADD, RHN_CQE_SUCCESS,
-              &e))
-    return;
-  CONFORM_EQ(c, "old value returned", 1000, n.rd64(l.src.addr));
-  c.eq("target after the add", 1234, n.rd64(l.dst.addr));
+  atomic_step(c, n, l, RHN_OP_FETCH_ADD, 234, 0, 1000, 1234);
 }
 
 CONFORM_CASE(cmp_swap, "wqe.cmp_swap", "wqe",
@@ -409,37 +431,15 @@ CONFORM_CASE(cmp_swap, "wqe.cmp_swap", "wqe",
              "different") {
   LOOP(n, l, RHN_QP_RC);
   n.wr64(l.dst.addr, 7);
-  Wqe w(l.a, RHN_OP_CMP_SWAP);
-  w.w->u.atomic.compare_add = 7;
-  w.w->u.atomic.swap = 99;
-  w.sge(0, l.src.addr, 8, l.src.key).remote(l.dst.addr, l.dst.key);
-  w.post(n, l.a);
-  rhn_cqe e;
-  if (!cqe_is(c, n, l.scq, "first CQE", RHN_CQE_OP_CMP_SWAP, RHN_CQE_SUCCESS,
-              &e))
-    return;
-  CONFORM_EQ(c, "old value (equal)", 7, n.rd64(l.src.addr));
-  CONFORM_EQ(c, "target after the swap", 99, n.rd64(l.dst.addr));
-  Wqe w2(l.a, RHN_OP_CMP_SWAP);
-  w2.w->u.atomic.compare_add = 7;
-  w2.w->u.atomic.swap = 5;
-  w2.sge(0, l.src.addr, 8, l.src.key).remote(l.dst.addr, l.dst.key);
-  w2.post(n, l.a);
-  if (!cqe_is(c, n, l.scq, "second CQE", RHN_CQE_OP_CMP_SWAP, RHN_CQE_SUCCESS,
-              &e))
-    return;
-  CONFORM_EQ(c, "old value (different)", 99, n.rd64(l.src.addr));
-  c.eq("target unchanged", 99, n.rd64(l.dst.addr));
+  if (!atomic_step(c, n, l, RHN_OP_CMP_SWAP, 7, 99, 7, 99)) return;
+  atomic_step(c, n, l, RHN_OP_CMP_SWAP, 7, 5, 99, 99);
 }
 
 CONFORM_CASE(atomic_align, "wqe.atomic.unaligned", "wqe",
              "an atomic to an address not 8-byte aligned fails with "
              "RHN_SYN_ALIGNMENT") {
   LOOP(n, l, RHN_QP_RC);
-  Wqe w(l.a, RHN_OP_FETCH_ADD);
-  w.w->u.atomic.compare_add = 1;
-  w.sge(0, l.src.addr, 8, l.src.key).remote(l.dst.addr + 4, l.dst.key);
-  w.post(n, l.a);
+  post_atomic(n, l, RHN_OP_FETCH_ADD, 1, 0, l.dst.addr + 4);
   rhn_cqe e;
   CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
   CONFORM_THAT(c, e.status != RHN_CQE_SUCCESS, "CQE status", "success");

@@ -100,6 +100,13 @@ std::string Nic::bring_up(uint32_t log_depth, bool intr) {
   return {};
 }
 
+std::string Nic::bring_up_eq(Eq* eq, uint32_t log_depth, uint16_t vector,
+                             bool intr) {
+  std::string e = bring_up(5, intr);
+  if (e.empty() && !create_eq(log_depth, vector, eq)) e = error_;
+  return e;
+}
+
 // ---- admin queue ----
 
 rhn_admin_cmd Nic::cmd(uint8_t opcode, uint32_t context) {
@@ -171,26 +178,34 @@ bool Nic::create_pd(uint32_t ctx, uint32_t* pdn) {
   return run(cmd(RHN_ADMIN_CREATE_PD, ctx), pdn) == RHN_ADMIN_OK;
 }
 
+rhn_admin_cmd Nic::mr_cmd(uint32_t ctx, uint32_t pdn, uint64_t iova,
+                          uint64_t len, uint32_t access, uint8_t levels,
+                          uint64_t table) {
+  rhn_admin_cmd c = cmd(RHN_ADMIN_CREATE_MR, ctx);
+  c.u.create_mr.pdn = pdn;
+  c.u.create_mr.access = access;
+  c.u.create_mr.iova = iova;
+  c.u.create_mr.length = len;
+  c.u.create_mr.table_addr = table;
+  c.u.create_mr.num_pages =
+      uint32_t(((iova + (len ? len : 1) - 1) >> 12) - (iova >> 12) + 1);
+  c.u.create_mr.page_shift = 12;
+  c.u.create_mr.levels = levels;
+  c.u.create_mr.key_variant = levels ? 0x33 : 0x5a;
+  return c;
+}
+
 bool Nic::make_buf(uint32_t pdn, uint32_t len, Buf* b, uint32_t access) {
   b->addr = alloc(len ? len : 1);
   b->len = len;
   if (!b->addr) return error_ = "host memory", false;
-  rhn_admin_cmd c = cmd(RHN_ADMIN_CREATE_MR, 0);
-  c.u.create_mr.pdn = pdn;
-  c.u.create_mr.access = access;
-  c.u.create_mr.iova = b->addr;
-  c.u.create_mr.length = len;
-  c.u.create_mr.levels = 0;
-  c.u.create_mr.page_shift = 12;
-  c.u.create_mr.num_pages = (len + 4095) / 4096;
-  c.u.create_mr.key_variant = 0x5a;
-  return run(c, &b->key) == RHN_ADMIN_OK;
+  return run(mr_cmd(0, pdn, b->addr, len, access), &b->key) == RHN_ADMIN_OK;
 }
 
 bool Nic::make_user_buf(uint32_t ctx, uint32_t pdn, uint32_t len, uint64_t iova,
                         Buf* b, uint32_t access) {
-  const uint64_t first = iova & ~0xfffull;
-  const uint32_t pages = uint32_t((iova + len - 1 - first) / 4096 + 1);
+  const rhn_admin_cmd c = mr_cmd(ctx, pdn, iova, len, access, 1);
+  const uint32_t pages = c.u.create_mr.num_pages;
   if (pages > RHN_VPT_ENTRIES_PER_PAGE) return error_ = "MR too large", false;
   const uint64_t mem = alloc(uint64_t(pages) * 4096);
   const uint64_t table = alloc(4096);
@@ -199,17 +214,28 @@ bool Nic::make_user_buf(uint32_t ctx, uint32_t pdn, uint32_t len, uint64_t iova,
     wr64(table + 8 * i, (mem + uint64_t(i) * 4096) | RHN_VPTE_VALID);
   b->addr = iova;
   b->len = len;
-  rhn_admin_cmd c = cmd(RHN_ADMIN_CREATE_MR, ctx);
-  c.u.create_mr.pdn = pdn;
-  c.u.create_mr.access = access;
-  c.u.create_mr.iova = iova;
-  c.u.create_mr.length = len;
-  c.u.create_mr.table_addr = table;
-  c.u.create_mr.num_pages = pages;
-  c.u.create_mr.page_shift = 12;
-  c.u.create_mr.levels = 1;
-  c.u.create_mr.key_variant = 0x33;
-  return run(c, &b->key) == RHN_ADMIN_OK;
+  rhn_admin_cmd m = c;
+  m.u.create_mr.table_addr = table;
+  return run(m, &b->key) == RHN_ADMIN_OK;
+}
+
+uint8_t Nic::query_device(rhn_device_attr* attr) {
+  std::memset(attr, 0, sizeof(*attr));
+  const uint64_t out = alloc(sizeof(*attr));
+  rhn_admin_cmd q = cmd(RHN_ADMIN_QUERY_DEVICE);
+  q.u.query.out_addr = out;
+  q.u.query.out_len = sizeof(*attr);
+  const uint8_t st = run(q);
+  if (st == RHN_ADMIN_OK) t_.mem_read(out, attr, sizeof(*attr));
+  return st;
+}
+
+bool Nic::link_event(Eq& eq, bool up, rhn_eqe* ev) {
+  rhn_admin_cmd link = cmd(RHN_ADMIN_SET_LINK);
+  link.u.set_link.up = up;
+  if (run(link) != RHN_ADMIN_OK) return false;
+  if (!wait_eqe(eq, ev)) return error_ = "no event after SET_LINK", false;
+  return true;
 }
 
 bool Nic::create_eq(uint32_t log_depth, uint16_t vector, Eq* eq) {

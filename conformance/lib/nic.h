@@ -94,6 +94,9 @@ class Nic {
   // Reset, admin rings of 2^log_depth entries, enable. Empty on success,
   // else what went wrong.
   std::string bring_up(uint32_t log_depth = 5, bool intr = true);
+  // bring_up, then an EQ of 2^log_depth entries on `vector`.
+  std::string bring_up_eq(Eq* eq, uint32_t log_depth, uint16_t vector,
+                          bool intr = true);
   // Only the reset step: CONTROL.RESET then wait for it to clear and READY.
   std::string reset();
 
@@ -116,6 +119,17 @@ class Nic {
   // Runs `cmd` and returns its status (0xff: no completion); result in *res.
   uint8_t run(const rhn_admin_cmd& cmd, uint32_t* res = nullptr,
               uint32_t* detail = nullptr);
+
+  // A CREATE_MR command over [iova, iova + len): levels 0 (iova is the
+  // bus address) or a table at `table` with `levels` levels.
+  static rhn_admin_cmd mr_cmd(uint32_t ctx, uint32_t pdn, uint64_t iova,
+                              uint64_t len, uint32_t access, uint8_t levels = 0,
+                              uint64_t table = 0);
+  // QUERY_DEVICE into *attr; the command's status.
+  uint8_t query_device(rhn_device_attr* attr);
+  // SET_LINK `up`, then waits for the PORT_CHANGE event on `eq`; false
+  // (reason in error()) when either did not happen.
+  bool link_event(Eq& eq, bool up, rhn_eqe* ev);
 
   // ---- objects; each returns false (and leaves the reason in error())
   // when the NIC refused ----
