@@ -42,7 +42,8 @@ struct Wqe {
   Wqe& to(const Loop& l, const Qp& dst) {
     w->dst_node = l.node;
     w->dst_qpn = dst.qpn;
-    w->u.status.qkey = 0x1111;
+    // The Q_Key's bytes are other opcodes' operands: UD only.
+    if (dst.type == RHN_QP_UD) w->u.status.qkey = 0x1111;
     return *this;
   }
   uint32_t post(Nic& n, Qp& qp) {
@@ -348,19 +349,75 @@ CONFORM_CASE(send_short_recv, "wqe.send.recv_too_small", "wqe",
 
 // ---- WRITE, READ, atomics ----
 
-CONFORM_CASE(write_rc, "wqe.write.rc", "wqe",
-             "an RC WRITE places the bytes at the remote address; WRITE CQE") {
+namespace {
+
+// A WRITE (src -> dst) or READ (dst <- src) of `mtus` MTUs and `extra`
+// bytes between src + src_off and dst + dst_off. It must complete with its
+// opcode and length, the bytes in place and nothing after them touched.
+struct Transfer {
+  const char* name;
+  const char* description;
+  uint8_t opcode;
+  uint32_t mtus;
+  uint32_t extra;
+  uint32_t src_off, dst_off;
+};
+
+const Transfer kTransfers[] = {
+    {"wqe.write.rc", "an RC WRITE of 256 bytes", RHN_OP_WRITE, 0, 256, 0, 512},
+    {"wqe.write.one_byte", "an RC WRITE of 1 byte", RHN_OP_WRITE, 0, 1, 7, 3},
+    {"wqe.write.unaligned", "an RC WRITE of 333 bytes at odd addresses",
+     RHN_OP_WRITE, 0, 333, 5, 1001},
+    {"wqe.write.one_mtu", "an RC WRITE of exactly one MTU", RHN_OP_WRITE, 1, 0,
+     0, 0},
+    {"wqe.write.multi_packet", "an RC WRITE of 2 MTUs + 9 bytes", RHN_OP_WRITE,
+     2, 9, 3, 0},
+    {"wqe.read.rc", "an RC READ of 300 bytes", RHN_OP_READ, 0, 300, 64, 0},
+    {"wqe.read.one_byte", "an RC READ of 1 byte", RHN_OP_READ, 0, 1, 9, 2},
+    {"wqe.read.unaligned", "an RC READ of 77 bytes at odd addresses",
+     RHN_OP_READ, 0, 77, 3, 513},
+    {"wqe.read.multi_packet", "an RC READ of 2 MTUs + 5 bytes", RHN_OP_READ, 2,
+     5, 0, 0},
+};
+
+void transfer(const Transfer& x, Target& t, Check& c) {
   LOOP(n, l, RHN_QP_RC);
-  Wqe(l.a, RHN_OP_WRITE)
-      .sge(0, l.src.addr, 256, l.src.key)
-      .remote(l.dst.addr + 512, l.dst.key)
-      .post(n, l.a);
+  const uint32_t len = x.mtus * n.r32(RHN_REG_MTU) + x.extra;
+  CONFORM_THAT(c, len + x.src_off <= l.src.len && len + x.dst_off < l.dst.len,
+               "MTU", "too large for the case's buffers");
+  const bool write = x.opcode == RHN_OP_WRITE;
+  Wqe w(l.a, x.opcode);
+  if (write)
+    w.sge(0, l.src.addr + x.src_off, len, l.src.key)
+        .remote(l.dst.addr + x.dst_off, l.dst.key);
+  else
+    w.sge(0, l.dst.addr + x.dst_off, len, l.dst.key)
+        .remote(l.src.addr + x.src_off, l.src.key);
+  w.post(n, l.a);
   rhn_cqe e;
-  if (!cqe_is(c, n, l.scq, "send CQE", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS, &e))
+  if (!cqe_is(c, n, l.scq, "send CQE",
+              write ? RHN_CQE_OP_WRITE : RHN_CQE_OP_READ, RHN_CQE_SUCCESS, &e))
     return;
-  CONFORM_EQ(c, "byte_len", 256, e.byte_len);
-  same_bytes(c, n, l.src.addr, l.dst.addr + 512, 256, "written data");
+  CONFORM_EQ(c, "byte_len", len, e.byte_len);
+  if (!same_bytes(c, n, l.src.addr + x.src_off, l.dst.addr + x.dst_off, len,
+                  "data"))
+    return;
+  // dst starts zeroed: the byte after the range must still be 0.
+  c.eq("byte after the range", 0, n.bytes(l.dst.addr + x.dst_off + len, 1)[0]);
 }
+
+struct TransferCases {
+  TransferCases() {
+    for (const Transfer& x : kTransfers)
+      CaseRegistrar(x.name, "wqe",
+                    std::string(x.description) +
+                        ": the bytes land, CQE with its opcode and length",
+                    [&x](Target& t, Check& c) { transfer(x, t, c); });
+  }
+};
+const TransferCases transfer_cases;
+
+}  // namespace
 
 CONFORM_CASE(write_imm, "wqe.write_imm.rc", "wqe",
              "WRITE_IMM places the data and consumes a receive WQE: "
@@ -388,35 +445,6 @@ CONFORM_CASE(write_zero, "wqe.write.zero_length_bad_rkey", "wqe",
   Wqe(l.a, RHN_OP_WRITE).remote(0x1234, 0xdead00).post(n, l.a);
   rhn_cqe e;
   cqe_is(c, n, l.scq, "send CQE", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS, &e);
-}
-
-CONFORM_CASE(read_rc, "wqe.read.rc", "wqe",
-             "an RC READ brings the remote bytes into the local SGE; READ "
-             "CQE with the length") {
-  LOOP(n, l, RHN_QP_RC);
-  Wqe(l.a, RHN_OP_READ)
-      .sge(0, l.dst.addr, 300, l.dst.key)
-      .remote(l.src.addr + 64, l.src.key)
-      .post(n, l.a);
-  rhn_cqe e;
-  if (!cqe_is(c, n, l.scq, "send CQE", RHN_CQE_OP_READ, RHN_CQE_SUCCESS, &e))
-    return;
-  CONFORM_EQ(c, "byte_len", 300, e.byte_len);
-  same_bytes(c, n, l.src.addr + 64, l.dst.addr, 300, "read data");
-}
-
-CONFORM_CASE(read_big, "wqe.read.multi_packet", "wqe",
-             "a READ of 2 MTUs and a bit arrives whole") {
-  LOOP(n, l, RHN_QP_RC);
-  const uint32_t len = 2 * n.r32(RHN_REG_MTU) + 5;
-  Wqe(l.a, RHN_OP_READ)
-      .sge(0, l.dst.addr, len, l.dst.key)
-      .remote(l.src.addr, l.src.key)
-      .post(n, l.a);
-  rhn_cqe e;
-  if (!cqe_is(c, n, l.scq, "send CQE", RHN_CQE_OP_READ, RHN_CQE_SUCCESS, &e))
-    return;
-  same_bytes(c, n, l.src.addr, l.dst.addr, len, "read data");
 }
 
 CONFORM_CASE(fetch_add, "wqe.fetch_add", "wqe",
@@ -819,6 +847,152 @@ CONFORM_CASE(qp_to_err_flush_sq, "wqe.flush.sq_on_err", "wqe",
   rhn_cqe e;
   CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no flush CQE");
   c.eq("CQE status", RHN_CQE_WR_FLUSH_ERR, e.status);
+}
+
+}  // namespace rhinet::conform
+
+// ---- opcodes on QP types that do not take them ----
+
+namespace rhinet::conform {
+namespace {
+
+// queues.md: a WQE with an opcode that is not implemented, or not valid
+// for the QP type, completes in error with RHN_SYN_BAD_OPCODE.
+struct WrongType {
+  const char* name;
+  uint8_t opcode;
+  uint8_t qp_type;
+  const char* why;
+};
+
+const WrongType kWrongTypes[] = {
+    {"wqe.opcode.isend_on_rc", RHN_OP_ISEND, RHN_QP_RC, "endpoints only"},
+    {"wqe.opcode.iprobe_on_rc", RHN_OP_IPROBE, RHN_QP_RC, "endpoints only"},
+    {"wqe.opcode.irecv_cancel_on_rc", RHN_OP_IRECV_CANCEL, RHN_QP_RC,
+     "endpoints only"},
+    {"wqe.opcode.irecv_reserved", RHN_OP_IRECV, RHN_QP_ENDPOINT,
+     "reserved: irecvs are RQ WQEs"},
+    {"wqe.opcode.lock_on_rc", RHN_OP_LOCK, RHN_QP_RC,
+     "locks and barriers: endpoints only"},
+    {"wqe.opcode.unlock_on_rc", RHN_OP_UNLOCK, RHN_QP_RC,
+     "locks and barriers: endpoints only"},
+    {"wqe.opcode.barrier_on_rc", RHN_OP_BARRIER, RHN_QP_RC,
+     "locks and barriers: endpoints only"},
+    {"wqe.opcode.pd_request_on_rc", RHN_OP_PD_REQUEST, RHN_QP_RC,
+     "remote pin-down: endpoints only"},
+    {"wqe.opcode.pd_release_on_rc", RHN_OP_PD_RELEASE, RHN_QP_RC,
+     "remote pin-down: endpoints only"},
+    {"wqe.opcode.unsubscribe_on_rc", RHN_OP_UNSUBSCRIBE, RHN_QP_RC,
+     "shared regions: endpoints only"},
+    {"wqe.opcode.raw_eth_on_ud", RHN_OP_RAW_ETH, RHN_QP_UD,
+     "only the RHN_QP_RAW_ETH QP (README.md decision 12)"},
+    {"wqe.opcode.undefined_0x0c", 0x0c, RHN_QP_RC,
+     "a number the header does not define"},
+    {"wqe.opcode.undefined_0x11", 0x11, RHN_QP_RC,
+     "a number the header does not define"},
+    {"wqe.opcode.undefined_0x7f", RHN_OP_MAX, RHN_QP_RC,
+     "the upper bound of the opcode space"},
+};
+
+void wrong_type(const WrongType& w, Target& t, Check& c) {
+  LOOP(n, l, w.qp_type);
+  Wqe x(l.a, w.opcode);
+  x.to(l, l.b);
+  const uint64_t before = n.counter(RHN_CNT_ERROR_CQES);
+  x.post(n, l.a);
+  rhn_cqe e;
+  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
+  CONFORM_EQ(c, "CQE status", RHN_CQE_LOC_QP_OP_ERR, e.status);
+  CONFORM_EQ(c, "CQE vendor_err", RHN_SYN_BAD_OPCODE, e.vendor_err);
+  t.settle();
+  c.eq("RHN_CNT_ERROR_CQES increase", 1,
+       n.counter(RHN_CNT_ERROR_CQES) - before);
+}
+
+struct WrongTypeCases {
+  WrongTypeCases() {
+    for (const WrongType& w : kWrongTypes)
+      CaseRegistrar(w.name, "wqe",
+                    std::string("opcode ") + hex(w.opcode) + " (" + w.why +
+                        "): LOC_QP_OP_ERR, RHN_SYN_BAD_OPCODE",
+                    [&w](Target& t, Check& c) { wrong_type(w, t, c); });
+  }
+};
+const WrongTypeCases wrong_type_cases;
+
+// Locks and barriers between two endpoints of one NIC (queues.md).
+void sync_op(Check& c, Nic& n, Loop& l, uint8_t opcode, uint64_t id,
+             uint32_t count, uint8_t cqe_op, uint8_t status, uint8_t syndrome) {
+  Wqe w(l.a, opcode);
+  w.to(l, l.b);
+  w.w->remote_addr = id;
+  w.w->imm_data = count;
+  w.post(n, l.a);
+  rhn_cqe e;
+  const std::string what = "opcode " + hex(opcode) + " CQE";
+  if (!c.that(n.wait_cqe(l.scq, &e), what, "none")) return;
+  if (!c.eq(what + " status", status, e.status)) return;
+  if (status == RHN_CQE_SUCCESS)
+    c.eq(what + " opcode", cqe_op, e.opcode);
+  else
+    c.eq(what + " vendor_err", syndrome, e.vendor_err);
+}
+
+}  // namespace
+
+CONFORM_CASE(lock_unlock, "wqe.sync.lock_unlock", "wqe",
+             "LOCK of a free lock completes (RHN_CQE_OP_LOCK), UNLOCK by the "
+             "holder completes (RHN_CQE_OP_UNLOCK)") {
+  LOOP(n, l, RHN_QP_ENDPOINT);
+  CONFORM_THAT(c, (n.r32(RHN_REG_CAPS) & RHN_CAP_SYNC) != 0, "CAPS.SYNC",
+               "not announced");
+  sync_op(c, n, l, RHN_OP_LOCK, 42, 0, RHN_CQE_OP_LOCK, RHN_CQE_SUCCESS, 0);
+  if (!c.ok()) return;
+  sync_op(c, n, l, RHN_OP_UNLOCK, 42, 0, RHN_CQE_OP_UNLOCK, RHN_CQE_SUCCESS, 0);
+}
+
+CONFORM_CASE(unlock_not_held, "wqe.sync.unlock_not_held", "wqe",
+             "UNLOCK of a lock the endpoint does not hold: REM_INV_REQ_ERR, "
+             "RHN_SYN_NOT_HELD") {
+  LOOP(n, l, RHN_QP_ENDPOINT);
+  sync_op(c, n, l, RHN_OP_UNLOCK, 43, 0, RHN_CQE_OP_UNLOCK,
+          RHN_CQE_REM_INV_REQ_ERR, RHN_SYN_NOT_HELD);
+}
+
+CONFORM_CASE(barrier_one, "wqe.sync.barrier_of_one", "wqe",
+             "a BARRIER of 1 participant completes at once "
+             "(RHN_CQE_OP_BARRIER)") {
+  LOOP(n, l, RHN_QP_ENDPOINT);
+  sync_op(c, n, l, RHN_OP_BARRIER, 7, 1, RHN_CQE_OP_BARRIER, RHN_CQE_SUCCESS,
+          0);
+}
+
+CONFORM_CASE(barrier_zero, "wqe.sync.barrier_count_zero", "wqe",
+             "a BARRIER count of 0: LOC_QP_OP_ERR, RHN_SYN_BAD_WQE") {
+  LOOP(n, l, RHN_QP_ENDPOINT);
+  sync_op(c, n, l, RHN_OP_BARRIER, 7, 0, RHN_CQE_OP_BARRIER,
+          RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
+}
+
+CONFORM_CASE(barrier_big, "wqe.sync.barrier_count_too_big", "wqe",
+             "a BARRIER count above RHN_BARRIER_MAX_MEMBERS: LOC_QP_OP_ERR, "
+             "RHN_SYN_BAD_WQE") {
+  LOOP(n, l, RHN_QP_ENDPOINT);
+  sync_op(c, n, l, RHN_OP_BARRIER, 7, RHN_BARRIER_MAX_MEMBERS + 1,
+          RHN_CQE_OP_BARRIER, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
+}
+
+CONFORM_CASE(lock_with_data, "wqe.sync.lock_with_sge", "wqe",
+             "a LOCK that carries an SGE: LOC_QP_OP_ERR, RHN_SYN_BAD_WQE") {
+  LOOP(n, l, RHN_QP_ENDPOINT);
+  Wqe w(l.a, RHN_OP_LOCK);
+  w.to(l, l.b).sge(0, l.src.addr, 8, l.src.key);
+  w.w->remote_addr = 1;
+  w.post(n, l.a);
+  rhn_cqe e;
+  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
+  CONFORM_EQ(c, "CQE status", RHN_CQE_LOC_QP_OP_ERR, e.status);
+  c.eq("CQE vendor_err", RHN_SYN_BAD_WQE, e.vendor_err);
 }
 
 }  // namespace rhinet::conform
