@@ -535,16 +535,59 @@ CONFORM_CASE(raw_on_rc, "wqe.error.raw_eth_on_rc", "wqe",
               [](Nic&, Loop&, Wqe& w) { w.w->opcode = RHN_OP_RAW_ETH; });
 }
 
-CONFORM_CASE(bad_ext, "wqe.error.ext_units_short", "wqe",
-             "two SGEs with ext_units 0 (they do not fit): RHN_SYN_BAD_WQE, "
-             "counted in BAD_WQES") {
+namespace {
+
+// A malformed send WQE (queues.md, extension units): LOC_QP_OP_ERR,
+// RHN_SYN_BAD_WQE, counted in BAD_WQES. `spoil` damages a one-SGE SEND
+// and returns the slots to post.
+struct Malformed {
+  const char* name;
+  const char* description;
+  uint32_t (*spoil)(rhn_send_wqe* w);
+};
+
+const Malformed kMalformed[] = {
+    {"wqe.error.ext_units_short", "two SGEs with ext_units 0 (they do not fit)",
+     [](rhn_send_wqe* w) -> uint32_t {
+       w->num_sge = 2;
+       return 1;
+     }},
+    {"wqe.error.too_many_sges", "num_sge above RHN_WQE_MAX_SGES",
+     [](rhn_send_wqe* w) -> uint32_t {
+       w->num_sge = RHN_WQE_MAX_SGES + 1;
+       w->ext_units = RHN_WQE_MAX_EXT_UNITS;
+       return RHN_WQE_MAX_SLOTS;
+     }},
+    {"wqe.error.inline_too_long", "inline data above RHN_WQE_MAX_INLINE",
+     [](rhn_send_wqe* w) -> uint32_t {
+       w->flags |= RHN_WQE_F_INLINE;
+       w->num_sge = RHN_WQE_MAX_INLINE + 1;
+       w->ext_units = RHN_WQE_MAX_EXT_UNITS;
+       return RHN_WQE_MAX_SLOTS;
+     }},
+    {"wqe.error.inline_ext_short",
+     "20 inline bytes with ext_units 0 (they do not fit)",
+     [](rhn_send_wqe* w) -> uint32_t {
+       w->flags |= RHN_WQE_F_INLINE;
+       w->num_sge = 20;
+       return 1;
+     }},
+    {"wqe.error.ext_units_too_many", "ext_units above RHN_WQE_MAX_EXT_UNITS",
+     [](rhn_send_wqe* w) -> uint32_t {
+       w->num_sge = 30;
+       w->ext_units = RHN_WQE_MAX_EXT_UNITS + 1;
+       return RHN_WQE_MAX_SLOTS;
+     }},
+};
+
+void malformed(const Malformed& m, Target& t, Check& c) {
   LOOP(n, l, RHN_QP_RC);
   n.post_recv(l.b, l.dst.addr, 4096, l.dst.key);
   Wqe w(l.a, RHN_OP_SEND);
   w.sge(0, l.src.addr, 8, l.src.key);
-  w.w->num_sge = 2;
+  const uint32_t slots = m.spoil(w.w);
   const uint64_t before = n.counter(RHN_CNT_BAD_WQES);
-  n.post_send(l.a, w.buf, 1);
+  n.post_send(l.a, w.buf, slots);
   rhn_cqe e;
   CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
   CONFORM_EQ(c, "CQE status", RHN_CQE_LOC_QP_OP_ERR, e.status);
@@ -552,33 +595,18 @@ CONFORM_CASE(bad_ext, "wqe.error.ext_units_short", "wqe",
   c.eq("RHN_CNT_BAD_WQES increase", 1, n.counter(RHN_CNT_BAD_WQES) - before);
 }
 
-CONFORM_CASE(too_many_sges, "wqe.error.too_many_sges", "wqe",
-             "num_sge above RHN_WQE_MAX_SGES: RHN_SYN_BAD_WQE") {
-  LOOP(n, l, RHN_QP_RC);
-  Wqe w(l.a, RHN_OP_SEND);
-  w.sge(0, l.src.addr, 8, l.src.key);
-  w.w->num_sge = RHN_WQE_MAX_SGES + 1;
-  w.w->ext_units = RHN_WQE_MAX_EXT_UNITS;
-  n.post_send(l.a, w.buf, RHN_WQE_MAX_SLOTS);
-  rhn_cqe e;
-  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
-  CONFORM_EQ(c, "CQE status", RHN_CQE_LOC_QP_OP_ERR, e.status);
-  c.eq("CQE vendor_err", RHN_SYN_BAD_WQE, e.vendor_err);
-}
+struct MalformedCases {
+  MalformedCases() {
+    for (const Malformed& m : kMalformed)
+      CaseRegistrar(m.name, "wqe",
+                    std::string(m.description) +
+                        ": LOC_QP_OP_ERR, RHN_SYN_BAD_WQE, BAD_WQES",
+                    [&m](Target& t, Check& c) { malformed(m, t, c); });
+  }
+};
+const MalformedCases malformed_cases;
 
-CONFORM_CASE(inline_long, "wqe.error.inline_too_long", "wqe",
-             "inline data above RHN_WQE_MAX_INLINE: RHN_SYN_BAD_WQE") {
-  LOOP(n, l, RHN_QP_RC);
-  Wqe w(l.a, RHN_OP_SEND);
-  w.w->flags |= RHN_WQE_F_INLINE;
-  w.w->num_sge = RHN_WQE_MAX_INLINE + 1;
-  w.w->ext_units = RHN_WQE_MAX_EXT_UNITS;
-  n.post_send(l.a, w.buf, RHN_WQE_MAX_SLOTS);
-  rhn_cqe e;
-  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
-  CONFORM_EQ(c, "CQE status", RHN_CQE_LOC_QP_OP_ERR, e.status);
-  c.eq("CQE vendor_err", RHN_SYN_BAD_WQE, e.vendor_err);
-}
+}  // namespace
 
 CONFORM_CASE(bad_lkey, "wqe.error.bad_lkey", "wqe",
              "an SGE with an unknown lkey: LOC_PROT_ERR, RHN_SYN_BAD_KEY, "
