@@ -5,6 +5,7 @@
 // the NIC differs from what the contract says (Documentation/hardware/).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -62,6 +63,17 @@ struct CaseRegistrar {
         {std::move(name), std::move(area), std::move(description), fn});
   }
 };
+
+// Registers one case per row of a table whose rows have `name` and
+// `description`: run(row, target, check). Returns true, for a static.
+template <class Row, size_t N, class Run>
+bool register_rows(const Row (&rows)[N], const char* area,
+                   const char* description_suffix, Run run) {
+  for (const Row& r : rows)
+    CaseRegistrar(r.name, area, std::string(r.description) + description_suffix,
+                  [&r, run](Target& t, Check& c) { run(r, t, c); });
+  return true;
+}
 
 // Cases whose expectation (from the contract) a target is known not to
 // meet yet. The runner still reports them FAIL in the verdicts, prints

@@ -792,20 +792,15 @@ const Single kSingles[] = {
      RHN_ADMIN_BAD_HANDLE},
 };
 
-struct SingleCases {
-  SingleCases() {
-    for (const Single& s : kSingles)
-      CaseRegistrar(s.name, "admin", s.description, [&s](Target& t, Check& c) {
-        Nic n(t);
-        UP(n);
-        Fx f(n, c);
-        const rhn_admin_cmd cmd = s.cmd(f);
-        if (!c.ok()) return;
-        status_is(n, c, cmd, s.status);
-      });
-  }
-};
-const SingleCases single_cases;
+void run_single(const Single& s, Target& t, Check& c) {
+  Nic n(t);
+  UP(n);
+  Fx f(n, c);
+  const rhn_admin_cmd cmd = s.cmd(f);
+  if (!c.ok()) return;
+  status_is(n, c, cmd, s.status);
+}
+const bool single_cases = register_rows(kSingles, "admin", "", run_single);
 
 }  // namespace
 

@@ -319,18 +319,11 @@ const BadKick kBadKicks[] = {
      RHN_DB_CQ_ARM, Names::kNothing, false},
 };
 
-struct BadKickCases {
-  BadKickCases() {
-    for (const BadKick& k : kBadKicks)
-      CaseRegistrar(
-          k.name, "queue",
-          std::string(k.description) + ": ignored, counted in BAD_DOORBELLS",
-          [&k](Target& t, Check& c) {
-            bad_kick(t, c, k.page, k.offset, k.names, k.create_context);
-          });
-  }
-};
-const BadKickCases bad_kick_cases;
+void run_bad_kick(const BadKick& k, Target& t, Check& c) {
+  bad_kick(t, c, k.page, k.offset, k.names, k.create_context);
+}
+const bool bad_kick_cases = register_rows(
+    kBadKicks, "queue", ": ignored, counted in BAD_DOORBELLS", run_bad_kick);
 
 }  // namespace
 

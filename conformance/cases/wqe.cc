@@ -406,16 +406,9 @@ void transfer(const Transfer& x, Target& t, Check& c) {
   c.eq("byte after the range", 0, n.bytes(l.dst.addr + x.dst_off + len, 1)[0]);
 }
 
-struct TransferCases {
-  TransferCases() {
-    for (const Transfer& x : kTransfers)
-      CaseRegistrar(x.name, "wqe",
-                    std::string(x.description) +
-                        ": the bytes land, CQE with its opcode and length",
-                    [&x](Target& t, Check& c) { transfer(x, t, c); });
-  }
-};
-const TransferCases transfer_cases;
+const bool transfer_cases =
+    register_rows(kTransfers, "wqe",
+                  ": the bytes land, CQE with its opcode and length", transfer);
 
 }  // namespace
 
@@ -595,16 +588,8 @@ void malformed(const Malformed& m, Target& t, Check& c) {
   c.eq("RHN_CNT_BAD_WQES increase", 1, n.counter(RHN_CNT_BAD_WQES) - before);
 }
 
-struct MalformedCases {
-  MalformedCases() {
-    for (const Malformed& m : kMalformed)
-      CaseRegistrar(m.name, "wqe",
-                    std::string(m.description) +
-                        ": LOC_QP_OP_ERR, RHN_SYN_BAD_WQE, BAD_WQES",
-                    [&m](Target& t, Check& c) { malformed(m, t, c); });
-  }
-};
-const MalformedCases malformed_cases;
+const bool malformed_cases = register_rows(
+    kMalformed, "wqe", ": LOC_QP_OP_ERR, RHN_SYN_BAD_WQE, BAD_WQES", malformed);
 
 }  // namespace
 
@@ -890,7 +875,7 @@ struct WrongType {
   const char* name;
   uint8_t opcode;
   uint8_t qp_type;
-  const char* why;
+  const char* description;  // why the QP does not take it
 };
 
 const WrongType kWrongTypes[] = {
@@ -937,16 +922,8 @@ void wrong_type(const WrongType& w, Target& t, Check& c) {
        n.counter(RHN_CNT_ERROR_CQES) - before);
 }
 
-struct WrongTypeCases {
-  WrongTypeCases() {
-    for (const WrongType& w : kWrongTypes)
-      CaseRegistrar(w.name, "wqe",
-                    std::string("opcode ") + hex(w.opcode) + " (" + w.why +
-                        "): LOC_QP_OP_ERR, RHN_SYN_BAD_OPCODE",
-                    [&w](Target& t, Check& c) { wrong_type(w, t, c); });
-  }
-};
-const WrongTypeCases wrong_type_cases;
+const bool wrong_type_cases = register_rows(
+    kWrongTypes, "wqe", ": LOC_QP_OP_ERR, RHN_SYN_BAD_OPCODE", wrong_type);
 
 // Locks and barriers between two endpoints of one NIC (queues.md).
 void sync_op(Check& c, Nic& n, Loop& l, uint8_t opcode, uint64_t id,
@@ -979,36 +956,43 @@ CONFORM_CASE(lock_unlock, "wqe.sync.lock_unlock", "wqe",
   sync_op(c, n, l, RHN_OP_UNLOCK, 42, 0, RHN_CQE_OP_UNLOCK, RHN_CQE_SUCCESS, 0);
 }
 
-CONFORM_CASE(unlock_not_held, "wqe.sync.unlock_not_held", "wqe",
-             "UNLOCK of a lock the endpoint does not hold: REM_INV_REQ_ERR, "
-             "RHN_SYN_NOT_HELD") {
-  LOOP(n, l, RHN_QP_ENDPOINT);
-  sync_op(c, n, l, RHN_OP_UNLOCK, 43, 0, RHN_CQE_OP_UNLOCK,
-          RHN_CQE_REM_INV_REQ_ERR, RHN_SYN_NOT_HELD);
-}
+namespace {
 
-CONFORM_CASE(barrier_one, "wqe.sync.barrier_of_one", "wqe",
-             "a BARRIER of 1 participant completes at once "
-             "(RHN_CQE_OP_BARRIER)") {
-  LOOP(n, l, RHN_QP_ENDPOINT);
-  sync_op(c, n, l, RHN_OP_BARRIER, 7, 1, RHN_CQE_OP_BARRIER, RHN_CQE_SUCCESS,
-          0);
-}
+// One LOCK, UNLOCK or BARRIER between two endpoints and its completion.
+struct SyncRow {
+  const char* name;
+  const char* description;
+  uint8_t opcode;
+  uint32_t count;  // BARRIER participants
+  uint8_t cqe_op, status, syndrome;
+};
 
-CONFORM_CASE(barrier_zero, "wqe.sync.barrier_count_zero", "wqe",
-             "a BARRIER count of 0: LOC_QP_OP_ERR, RHN_SYN_BAD_WQE") {
-  LOOP(n, l, RHN_QP_ENDPOINT);
-  sync_op(c, n, l, RHN_OP_BARRIER, 7, 0, RHN_CQE_OP_BARRIER,
-          RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
-}
+const SyncRow kSyncRows[] = {
+    {"wqe.sync.unlock_not_held",
+     "UNLOCK of a lock the endpoint does not hold: REM_INV_REQ_ERR, "
+     "RHN_SYN_NOT_HELD",
+     RHN_OP_UNLOCK, 0, RHN_CQE_OP_UNLOCK, RHN_CQE_REM_INV_REQ_ERR,
+     RHN_SYN_NOT_HELD},
+    {"wqe.sync.barrier_of_one",
+     "a BARRIER of 1 participant completes at once (RHN_CQE_OP_BARRIER)",
+     RHN_OP_BARRIER, 1, RHN_CQE_OP_BARRIER, RHN_CQE_SUCCESS, 0},
+    {"wqe.sync.barrier_count_zero",
+     "a BARRIER count of 0: LOC_QP_OP_ERR, RHN_SYN_BAD_WQE", RHN_OP_BARRIER, 0,
+     RHN_CQE_OP_BARRIER, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE},
+    {"wqe.sync.barrier_count_too_big",
+     "a BARRIER count above RHN_BARRIER_MAX_MEMBERS: LOC_QP_OP_ERR, "
+     "RHN_SYN_BAD_WQE",
+     RHN_OP_BARRIER, RHN_BARRIER_MAX_MEMBERS + 1, RHN_CQE_OP_BARRIER,
+     RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE},
+};
 
-CONFORM_CASE(barrier_big, "wqe.sync.barrier_count_too_big", "wqe",
-             "a BARRIER count above RHN_BARRIER_MAX_MEMBERS: LOC_QP_OP_ERR, "
-             "RHN_SYN_BAD_WQE") {
+void sync_row(const SyncRow& r, Target& t, Check& c) {
   LOOP(n, l, RHN_QP_ENDPOINT);
-  sync_op(c, n, l, RHN_OP_BARRIER, 7, RHN_BARRIER_MAX_MEMBERS + 1,
-          RHN_CQE_OP_BARRIER, RHN_CQE_LOC_QP_OP_ERR, RHN_SYN_BAD_WQE);
+  sync_op(c, n, l, r.opcode, 7, r.count, r.cqe_op, r.status, r.syndrome);
 }
+const bool sync_cases = register_rows(kSyncRows, "wqe", "", sync_row);
+
+}  // namespace
 
 CONFORM_CASE(lock_with_data, "wqe.sync.lock_with_sge", "wqe",
              "a LOCK that carries an SGE: LOC_QP_OP_ERR, RHN_SYN_BAD_WQE") {
