@@ -17,6 +17,7 @@ struct Loop {
   Qp a, b;
   Buf src, dst;
   uint16_t node = 0;
+  uint8_t rnr_retry = 7;  // a's RNR retries (7: forever)
 
   // Brings the NIC up and makes everything; empty on success.
   std::string make(Nic& n, uint8_t type = RHN_QP_RC, uint32_t buf_len = 16384,
@@ -32,7 +33,7 @@ struct Loop {
         !n.create_qp(0, pd, &rcq, &rcq, spec, &b) ||
         !n.make_buf(pd, buf_len, &src) || !n.make_buf(pd, buf_len, &dst))
       return n.error();
-    if (!n.activate(a, node, b.qpn, 0x1111) ||
+    if (!n.activate(a, node, b.qpn, 0x1111, rnr_retry) ||
         !n.activate(b, node, a.qpn, 0x1111))
       return n.error();
     n.fill(src.addr, buf_len, 1);

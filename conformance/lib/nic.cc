@@ -309,7 +309,7 @@ uint8_t Nic::modify_qp(const Qp& qp, uint32_t mask, uint8_t state,
 }
 
 bool Nic::activate(const Qp& qp, uint16_t dest_node, uint32_t dest_qpn,
-                   uint32_t qkey) {
+                   uint32_t qkey, uint8_t rnr_retry) {
   const bool connected = qp.type == RHN_QP_RC || qp.type == RHN_QP_UC;
   rhn_admin_modify_qp m{};
   m.access = RHN_ACCESS_REMOTE_WRITE | RHN_ACCESS_REMOTE_READ |
@@ -328,7 +328,7 @@ bool Nic::activate(const Qp& qp, uint16_t dest_node, uint32_t dest_qpn,
                     (connected ? RHN_QP_ATTR_DEST : 0),
                 RHN_QPS_RTR, m) != RHN_ADMIN_OK)
     return false;
-  m.rnr_retry = 7;
+  m.rnr_retry = rnr_retry;
   m.min_rnr_timer = 1;
   return modify_qp(qp, RHN_QP_ATTR_STATE | RHN_QP_ATTR_RETRY, RHN_QPS_RTS, m) ==
          RHN_ADMIN_OK;

@@ -150,7 +150,7 @@ class Nic {
                     const rhn_admin_modify_qp& extra = {});
   // RESET -> INIT -> RTR -> RTS; RC/UC connect to (node, qpn).
   bool activate(const Qp& qp, uint16_t dest_node = 0, uint32_t dest_qpn = 0,
-                uint32_t qkey = 0);
+                uint32_t qkey = 0, uint8_t rnr_retry = 7);
   const std::string& error() const { return error_; }
 
   // ---- work ----
