@@ -259,6 +259,19 @@ uint32_t bound_window(Check& c, Nic& n, Loop& l, Buf* region) {
   return bound;
 }
 
+// Binds a window (bound_window) and WRITEs 32 bytes by its key at
+// `offset` into the region; the WRITE's CQE in *e.
+bool window_write(Check& c, Nic& n, Loop& l, uint32_t offset, Buf* region,
+                  rhn_cqe* e) {
+  const uint32_t key = bound_window(c, n, l, region);
+  if (!key) return false;
+  Wqe(l.a, RHN_OP_WRITE)
+      .sge(0, l.src.addr, 32, l.src.key)
+      .remote(region->addr + offset, key)
+      .post(n, l.a);
+  return c.that(n.wait_cqe(l.scq, e), "send CQ", "no CQE for the WRITE");
+}
+
 }  // namespace
 
 CONFORM_CASE(mw_write, "wqe.window.bind_then_write", "wqe",
@@ -266,15 +279,9 @@ CONFORM_CASE(mw_write, "wqe.window.bind_then_write", "wqe",
              "key lands inside it") {
   LOOP(n, l, RHN_QP_RC);
   Buf region;
-  const uint32_t key = bound_window(c, n, l, &region);
-  if (!key) return;
-  Wqe(l.a, RHN_OP_WRITE)
-      .sge(0, l.src.addr, 32, l.src.key)
-      .remote(region.addr + 100, key)
-      .post(n, l.a);
   rhn_cqe e;
-  if (!cqe_is(c, n, l.scq, "WRITE CQE", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS, &e))
-    return;
+  if (!window_write(c, n, l, 100, &region, &e)) return;
+  CONFORM_EQ(c, "WRITE CQE status", RHN_CQE_SUCCESS, e.status);
   same_bytes(c, n, l.src.addr, region.addr + 100, 32, "data in the window");
 }
 
@@ -283,14 +290,8 @@ CONFORM_CASE(mw_bounds, "wqe.window.write_outside", "wqe",
              "RHN_SYN_BOUNDS") {
   LOOP(n, l, RHN_QP_RC);
   Buf region;
-  const uint32_t key = bound_window(c, n, l, &region);
-  if (!key) return;
-  Wqe(l.a, RHN_OP_WRITE)
-      .sge(0, l.src.addr, 32, l.src.key)
-      .remote(region.addr + 4090, key)
-      .post(n, l.a);
   rhn_cqe e;
-  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
+  if (!window_write(c, n, l, 4090, &region, &e)) return;
   CONFORM_EQ(c, "CQE status", RHN_CQE_REM_ACCESS_ERR, e.status);
   c.eq("CQE vendor_err", RHN_SYN_BOUNDS, e.vendor_err);
 }

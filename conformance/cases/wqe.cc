@@ -41,29 +41,36 @@ bool atomic_step(Check& c, Nic& n, Loop& l, uint8_t opcode,
   return c.eq(what + ": target word after", after, n.rd64(l.dst.addr));
 }
 
-// An operation that fails at the requester with `status`/`syndrome` and
-// counts `counter` once.
-void local_error(Target& t, Check& c, uint8_t status, uint8_t syndrome,
-                 int counter,
-                 const std::function<void(Nic&, Loop&, Wqe&)>& spoil,
-                 uint8_t opcode = RHN_OP_SEND) {
-  LOOP(n, l, RHN_QP_RC);
-  n.post_recv(l.b, l.dst.addr, 4096, l.dst.key);
+// Posts a 64-byte `opcode` from a to b damaged by `spoil`; its CQE must
+// carry `status` and `syndrome`, and `counter` (if >= 0) count it once.
+bool spoiled(Check& c, Nic& n, Loop& l, uint8_t opcode, uint8_t status,
+             uint8_t syndrome, int counter,
+             const std::function<void(Nic&, Loop&, Wqe&)>& spoil) {
   Wqe w(l.a, opcode);
   w.sge(0, l.src.addr, 64, l.src.key).remote(l.dst.addr, l.dst.key);
   spoil(n, l, w);
   const uint64_t before = counter >= 0 ? n.counter(counter) : 0;
   w.post(n, l.a);
   rhn_cqe e;
-  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
-  CONFORM_EQ(c, "CQE status", status, e.status);
-  CONFORM_EQ(c, "CQE vendor_err", syndrome, e.vendor_err);
-  CONFORM_EQ(c, "CQE qpn", l.a.qpn, e.qpn);
-  if (counter >= 0)
-    CONFORM_EQ(c, counter_name(counter) + " increase", 1,
-               n.counter(counter) - before);
-  // The failed WQE moved the QP to ERR: the next one is flushed.
+  if (!c.that(n.wait_cqe(l.scq, &e), "send CQ", "no CQE")) return false;
+  if (!c.eq("CQE status", status, e.status)) return false;
+  if (!c.eq("CQE vendor_err", syndrome, e.vendor_err)) return false;
+  if (!c.eq("CQE qpn", l.a.qpn, e.qpn)) return false;
+  return counter < 0 || c.eq(counter_name(counter) + " increase", 1,
+                             n.counter(counter) - before);
+}
+
+// An operation that fails at the requester: the QP then goes to ERR, so
+// the next WQE is flushed.
+void local_error(Target& t, Check& c, uint8_t status, uint8_t syndrome,
+                 int counter,
+                 const std::function<void(Nic&, Loop&, Wqe&)>& spoil,
+                 uint8_t opcode = RHN_OP_SEND) {
+  LOOP(n, l, RHN_QP_RC);
+  n.post_recv(l.b, l.dst.addr, 4096, l.dst.key);
+  if (!spoiled(c, n, l, opcode, status, syndrome, counter, spoil)) return;
   n.post_one(l.a, RHN_OP_NOP, RHN_WQE_F_SIGNALED, 0, 0, 0);
+  rhn_cqe e;
   CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "CQE after the error", "none");
   c.eq("next WQE's status (QP in ERR)", RHN_CQE_WR_FLUSH_ERR, e.status);
 }
@@ -73,17 +80,7 @@ void remote_error(Target& t, Check& c, uint8_t opcode, uint8_t status,
                   uint8_t syndrome, int counter,
                   const std::function<void(Nic&, Loop&, Wqe&)>& spoil) {
   LOOP(n, l, RHN_QP_RC);
-  Wqe w(l.a, opcode);
-  w.sge(0, l.src.addr, 64, l.src.key).remote(l.dst.addr, l.dst.key);
-  spoil(n, l, w);
-  const uint64_t before = counter >= 0 ? n.counter(counter) : 0;
-  w.post(n, l.a);
-  rhn_cqe e;
-  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
-  CONFORM_EQ(c, "CQE status", status, e.status);
-  CONFORM_EQ(c, "CQE vendor_err", syndrome, e.vendor_err);
-  if (counter >= 0)
-    c.eq(counter_name(counter) + " increase", 1, n.counter(counter) - before);
+  spoiled(c, n, l, opcode, status, syndrome, counter, spoil);
 }
 
 }  // namespace
