@@ -47,8 +47,11 @@ struct Wqe {
     if (dst.type == RHN_QP_UD) w->u.status.qkey = 0x1111;
     return *this;
   }
+  // The slots after the data (partial-mode descriptor, multicast list,
+  // route), if any.
+  const rhn_wqe_tail* tail = nullptr;
   uint32_t post(Nic& n, Qp& qp) {
-    const uint32_t slots = rhn_wqe_finish(buf, data, nullptr);
+    const uint32_t slots = rhn_wqe_finish(buf, data, tail);
     n.post_send(qp, buf, slots);
     return slots;
   }
