@@ -73,47 +73,91 @@ CONFORM_CASE(ep_write, "wqe.endpoint.write", "wqe",
   same_bytes(c, n, l.src.addr, l.dst.addr + 8, 96, "written data");
 }
 
+namespace {
+
+// An SRQ (limit `limit`) with QP b2 on it, and a reconnected to b2.
+struct SrqPair {
+  uint32_t srqn = 0;
+  uint64_t ring = 0, record = 0;
+  uint32_t pi = 0;
+  Qp b2;
+  bool make(Check& c, Nic& n, Loop& l, uint32_t limit) {
+    rhn_admin_cmd m = Nic::cmd(RHN_ADMIN_CREATE_SRQ);
+    ring = n.alloc(4096);
+    record = n.alloc(8, 8);
+    m.u.create_srq.ring.addr = ring;
+    m.u.create_srq.record.addr = record;
+    m.u.create_srq.pdn = l.pd;
+    m.u.create_srq.limit = limit;
+    m.u.create_srq.log_depth = 4;
+    if (!c.eq("CREATE_SRQ", RHN_ADMIN_OK, n.run(m, &srqn))) return false;
+    QpSpec spec;
+    spec.srqn = srqn;
+    if (!c.that(n.create_qp(0, l.pd, &l.rcq, &l.rcq, spec, &b2) &&
+                    n.activate(b2, l.node, l.a.qpn),
+                "QP on the SRQ", n.error()))
+      return false;
+    // a was connected to b: RESET it and connect it to b2.
+    if (!c.eq("MODIFY_QP a to RESET", RHN_ADMIN_OK,
+              n.modify_qp(l.a, RHN_QP_ATTR_STATE, RHN_QPS_RESET)))
+      return false;
+    return c.that(n.activate(l.a, l.node, b2.qpn), "reconnect a", n.error());
+  }
+  // Posts `count` receive WQEs of 64 bytes each into dst and kicks.
+  void post(Nic& n, Loop& l, uint32_t count) {
+    for (uint32_t i = 0; i < count; i++, pi++) {
+      rhn_recv_wqe r{};
+      r.wqe_index = static_cast<__u16>(pi);
+      r.num_sge = 1;
+      r.sge[0].addr = l.dst.addr + 64 * pi;
+      r.sge[0].length = 64;
+      r.sge[0].lkey = l.dst.key;
+      n.target().mem_write(ring + (pi & 15) * RHN_RQ_WQE_SIZE, &r, sizeof(r));
+    }
+    n.wr32(record, pi);
+    n.target().doorbell_write(0, RHN_DB_SRQ, srqn, 4);
+  }
+};
+
+}  // namespace
+
 CONFORM_CASE(srq_recv, "wqe.srq.receive", "wqe",
              "a QP created with an SRQ takes its receive WQE from the SRQ "
              "(after the SRQ kick)") {
-  Nic n(t);
-  Loop l;
-  std::string e0 = l.make(n);
-  CONFORM_THAT(c, e0.empty(), "setup", e0);
-  rhn_admin_cmd m = Nic::cmd(RHN_ADMIN_CREATE_SRQ);
-  const uint64_t ring = n.alloc(4096), record = n.alloc(8, 8);
-  m.u.create_srq.ring.addr = ring;
-  m.u.create_srq.record.addr = record;
-  m.u.create_srq.pdn = l.pd;
-  m.u.create_srq.log_depth = 4;
-  uint32_t srqn = 0;
-  CONFORM_EQ(c, "CREATE_SRQ", RHN_ADMIN_OK, n.run(m, &srqn));
-  QpSpec spec;
-  spec.srqn = srqn;
-  Qp b2;
-  CONFORM_THAT(c,
-               n.create_qp(0, l.pd, &l.rcq, &l.rcq, spec, &b2) &&
-                   n.activate(b2, l.node, l.a.qpn),
-               "QP on the SRQ", n.error());
-  // a was connected to b: reconnect it to b2 (RESET and up again).
-  CONFORM_EQ(c, "MODIFY_QP a to RESET", RHN_ADMIN_OK,
-             n.modify_qp(l.a, RHN_QP_ATTR_STATE, RHN_QPS_RESET));
-  CONFORM_THAT(c, n.activate(l.a, l.node, b2.qpn), "reconnect a", n.error());
-  rhn_recv_wqe r{};
-  r.num_sge = 1;
-  r.sge[0].addr = l.dst.addr;
-  r.sge[0].length = 4096;
-  r.sge[0].lkey = l.dst.key;
-  t.mem_write(ring, &r, sizeof(r));
-  n.wr32(record, 1);
-  t.doorbell_write(0, RHN_DB_SRQ, srqn, 4);
+  LOOP(n, l, RHN_QP_RC);
+  SrqPair s;
+  if (!s.make(c, n, l, 0)) return;
+  s.post(n, l, 1);
   Wqe(l.a, RHN_OP_SEND).sge(0, l.src.addr, 40, l.src.key).post(n, l.a);
   rhn_cqe e;
   if (!cqe_is(c, n, l.rcq, "receive CQE", RHN_CQE_OP_RECV, RHN_CQE_SUCCESS, &e))
     return;
-  CONFORM_EQ(c, "receive qpn", b2.qpn, e.qpn);
+  CONFORM_EQ(c, "receive qpn", s.b2.qpn, e.qpn);
   CONFORM_EQ(c, "receive wqe_index (SRQ WQE 0)", 0, e.wqe_index);
   same_bytes(c, n, l.src.addr, l.dst.addr, 40, "received data");
+}
+
+CONFORM_CASE(srq_limit, "wqe.srq.limit_event", "wqe",
+             "an SRQ with fewer WQEs left than its limit posts "
+             "RHN_EQE_SRQ_LIMIT (object = srqn) on the first EQ, once") {
+  LOOP(n, l, RHN_QP_RC);
+  SrqPair s;
+  if (!s.make(c, n, l, 2)) return;
+  s.post(n, l, 3);
+  for (int i = 0; i < 2; i++)
+    Wqe(l.a, RHN_OP_SEND).sge(0, l.src.addr, 8, l.src.key).post(n, l.a);
+  rhn_cqe e;
+  CONFORM_THAT(c, n.wait_cqe(l.rcq, &e) && n.wait_cqe(l.rcq, &e), "receive CQ",
+               "expected two receives");
+  rhn_eqe ev;
+  CONFORM_THAT(c, n.wait_eqe(l.eq, &ev), "EQ", "no SRQ_LIMIT event");
+  CONFORM_EQ(c, "EQE type", RHN_EQE_SRQ_LIMIT, ev.type);
+  CONFORM_EQ(c, "EQE object", s.srqn, ev.object);
+  Wqe(l.a, RHN_OP_SEND).sge(0, l.src.addr, 8, l.src.key).post(n, l.a);
+  CONFORM_THAT(c, n.wait_cqe(l.rcq, &e), "receive CQ", "no third receive");
+  t.settle();
+  c.that(!n.poll_eq(l.eq, &ev), "EQ",
+         "a second SRQ_LIMIT without re-arming (MODIFY_SRQ)");
 }
 
 CONFORM_CASE(rnr_exceeded, "wqe.rnr.retries_exceeded", "wqe",
@@ -189,6 +233,27 @@ CONFORM_CASE(resize_cq, "wqe.cq.resize_keeps_unread", "wqe",
   c.eq("its wqe_index", 3, e.wqe_index);
 }
 
+CONFORM_CASE(resize_small, "wqe.cq.resize_too_small", "wqe",
+             "RESIZE_CQ to a ring the unread CQEs do not fit: BAD_PARAM, the "
+             "CQ unchanged") {
+  LOOP(n, l, RHN_QP_RC);
+  for (int i = 0; i < 3; i++)
+    n.post_one(l.a, RHN_OP_NOP, RHN_WQE_F_SIGNALED, 0, 0, 0);
+  t.settle();
+  rhn_admin_cmd m = Nic::cmd(RHN_ADMIN_RESIZE_CQ);
+  m.u.resize_cq.cqn = l.scq.cqn;
+  m.u.resize_cq.log_depth = 1;
+  m.u.resize_cq.ring.addr = n.alloc(4096);
+  m.u.resize_cq.record.addr = n.alloc(8, 8);
+  CONFORM_EQ(c, "RESIZE_CQ", RHN_ADMIN_BAD_PARAM, n.run(m));
+  rhn_cqe e;
+  for (uint16_t i = 0; i < 3; i++) {
+    CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "CQE " + std::to_string(i),
+                 "not in the old ring");
+    CONFORM_EQ(c, "wqe_index", i, e.wqe_index);
+  }
+}
+
 CONFORM_CASE(query_consumer, "wqe.query_qp.consumers", "wqe",
              "QUERY_QP's sq_consumer and rq_consumer follow the completed "
              "work") {
@@ -235,13 +300,14 @@ namespace {
 
 // A type 1 window over the first 4 KiB of a bindable region, bound by
 // BIND_MW on QP a; returns the window's bound key (0 on failure).
-uint32_t bound_window(Check& c, Nic& n, Loop& l, Buf* region) {
+uint32_t bound_window(Check& c, Nic& n, Loop& l, Buf* region,
+                      uint8_t type = 1) {
   if (!c.that(n.make_buf(l.pd, 8192, region, kAllAccess | RHN_ACCESS_MW_BIND),
               "bindable MR", n.error()))
     return 0;
   rhn_admin_cmd m = Nic::cmd(RHN_ADMIN_CREATE_MW);
   m.u.create_mw.pdn = l.pd;
-  m.u.create_mw.type = 1;
+  m.u.create_mw.type = type;
   m.u.create_mw.key_variant = 0x20;
   uint32_t key = 0;
   if (!c.eq("CREATE_MW", RHN_ADMIN_OK, n.run(m, &key))) return 0;
@@ -319,6 +385,62 @@ CONFORM_CASE(mw_busy, "wqe.window.region_busy", "wqe",
   rhn_admin_cmd d = Nic::cmd(RHN_ADMIN_DESTROY_MR);
   d.u.handle.handle = region.key;
   c.eq("DESTROY_MR of the region", RHN_ADMIN_BUSY, n.run(d));
+}
+
+// Type 2: bound through a, a's peer (b) reaches it; unbound by a's
+// LOCAL_INV or b's SEND_INV, after which b's WRITE is refused.
+void type2_unbind(Target& t, Check& c, bool by_send_inv) {
+  LOOP(n, l, RHN_QP_RC);
+  Buf region;
+  const uint32_t key = bound_window(c, n, l, &region, 2);
+  if (!key) return;
+  rhn_cqe e;
+  Wqe(l.b, RHN_OP_WRITE)
+      .sge(0, l.src.addr, 16, l.src.key)
+      .remote(region.addr, key)
+      .post(n, l.b);
+  if (!cqe_is(c, n, l.rcq, "b's WRITE through the window", RHN_CQE_OP_WRITE,
+              RHN_CQE_SUCCESS, &e))
+    return;
+  if (by_send_inv) {
+    n.post_recv(l.a, l.dst.addr, 64, l.dst.key);
+    Wqe w(l.b, RHN_OP_SEND_INV);
+    w.w->imm_data = key;
+    w.sge(0, l.src.addr, 8, l.src.key).post(n, l.b);
+    if (!cqe_is(c, n, l.scq, "a's receive CQE", RHN_CQE_OP_RECV,
+                RHN_CQE_SUCCESS, &e))
+      return;
+    CONFORM_EQ(c, "receive flags & F_INV", RHN_CQE_F_INV,
+               e.flags & RHN_CQE_F_INV);
+    CONFORM_EQ(c, "receive imm_data (the key)", key, e.imm_data);
+    if (!cqe_is(c, n, l.rcq, "SEND_INV CQE", RHN_CQE_OP_SEND, RHN_CQE_SUCCESS,
+                &e))
+      return;
+  } else {
+    Wqe w(l.a, RHN_OP_LOCAL_INV);
+    w.remote(0, key).post(n, l.a);
+    if (!cqe_is(c, n, l.scq, "LOCAL_INV CQE", RHN_CQE_OP_LOCAL_INV,
+                RHN_CQE_SUCCESS, &e))
+      return;
+  }
+  Wqe(l.b, RHN_OP_WRITE)
+      .sge(0, l.src.addr, 16, l.src.key)
+      .remote(region.addr, key)
+      .post(n, l.b);
+  CONFORM_THAT(c, n.wait_cqe(l.rcq, &e), "b's CQ", "no CQE for the WRITE");
+  c.eq("WRITE after the unbind: status", RHN_CQE_REM_ACCESS_ERR, e.status);
+}
+
+CONFORM_CASE(mw2_local_inv, "wqe.window.type2_local_inv", "wqe",
+             "a type 2 window takes its peer's WRITE until LOCAL_INV "
+             "(RHN_CQE_OP_LOCAL_INV) unbinds it; then REM_ACCESS_ERR") {
+  type2_unbind(t, c, false);
+}
+
+CONFORM_CASE(mw2_send_inv, "wqe.window.type2_send_inv", "wqe",
+             "a peer's SEND_INV unbinds a type 2 window: the receive has "
+             "F_INV and the key in imm_data; then REM_ACCESS_ERR") {
+  type2_unbind(t, c, true);
 }
 
 // ---- fast registration ----
