@@ -10,7 +10,7 @@
 
 #include "case.h"
 #include "lib/frames.h"
-#include "lib/loop.h"
+#include "lib/work.h"
 #include "rhinet/hw_wqe.h"
 
 namespace rhinet::conform {
@@ -665,63 +665,171 @@ CONFORM_CASE(rx_raw_no_qp, "wire.rx.raw_without_raw_qp", "wire",
 
 // ---- two nodes ----
 
+namespace {
+
+// One QP of `type` on each of two NICs joined by the target's switch,
+// connected (RC/UC) or addressed (datagrams) to each other.
+struct Side {
+  Eq eq;
+  Cq cq;
+  uint32_t pd = 0;
+  Qp qp;
+  Buf buf;
+  uint16_t node = 0;
+  std::string make(Nic& n, uint8_t type) {
+    std::string e = n.bring_up();
+    if (!e.empty()) return e;
+    node = uint16_t(n.r32(RHN_REG_NODE_ID));
+    QpSpec spec;
+    spec.type = type;
+    if (!n.create_eq(4, 1, &eq) || !n.create_cq(0, 6, eq.eqn, &cq) ||
+        !n.create_pd(0, &pd) || !n.create_qp(0, pd, &cq, &cq, spec, &qp) ||
+        !n.make_buf(pd, 8192, &buf))
+      return n.error();
+    return {};
+  }
+};
+
+struct TwoNodes {
+  Nic* a = nullptr;
+  Nic* b = nullptr;
+  Side sa, sb;
+  std::string make(Nic& na, Nic& nb, uint8_t type) {
+    a = &na;
+    b = &nb;
+    std::string e = sa.make(na, type);
+    if (e.empty()) e = sb.make(nb, type);
+    if (!e.empty()) return e;
+    if (sa.node == sb.node) return "both nodes read NODE_ID " + hex(sa.node);
+    if (!na.activate(sa.qp, sb.node, sb.qp.qpn, 0x77) ||
+        !nb.activate(sb.qp, sa.node, sa.qp.qpn, 0x77))
+      return na.error() + nb.error();
+    na.fill(sa.buf.addr, 8192, 5);
+    return {};
+  }
+  // A SEND of `len` bytes from a to b; true when it landed whole.
+  bool send(Check& c, uint32_t len) {
+    b->post_recv(sb.qp, sb.buf.addr, 4096, sb.buf.key);
+    Wqe w(sa.qp, RHN_OP_SEND);
+    w.sge(0, sa.buf.addr, len, sa.buf.key);
+    w.w->dst_node = sb.node;
+    w.w->dst_qpn = sb.qp.qpn;
+    if (sa.qp.type == RHN_QP_UD) w.w->u.status.qkey = 0x77;
+    w.post(*a, sa.qp);
+    rhn_cqe e;
+    if (!cqe_is(c, *b, sb.cq, "node B receive CQE", RHN_CQE_OP_RECV,
+                RHN_CQE_SUCCESS, &e))
+      return false;
+    const uint32_t room = sa.qp.type == RHN_QP_UD ? RHN_UD_GRH_LEN : 0;
+    if (!c.eq("receive byte_len", room + len, e.byte_len)) return false;
+    if (sa.qp.type != RHN_QP_RC && !c.eq("src_node", sa.node, e.src_node))
+      return false;
+    const auto want = a->bytes(sa.buf.addr, len);
+    const auto got = b->bytes(sb.buf.addr + room, len);
+    for (size_t i = 0; i < len; i++)
+      if (!c.eq("byte " + std::to_string(i) + " at node B", want[i], got[i]))
+        return false;
+    return cqe_is(c, *a, sa.cq, "node A send CQE", RHN_CQE_OP_SEND,
+                  RHN_CQE_SUCCESS, &e);
+  }
+};
+
+#define TWO(type)                                                \
+  Target* p = t.peer();                                          \
+  CONFORM_THAT(c, p != nullptr, "target", "has no second node"); \
+  Nic na(t), nb(*p);                                             \
+  TwoNodes two;                                                  \
+  do {                                                           \
+    const std::string e_ = two.make(na, nb, type);               \
+    CONFORM_THAT(c, e_.empty(), "setup", e_);                    \
+  } while (0)
+
+}  // namespace
+
 CONFORM_CASE(two_node_rc, "wire.two_nodes.rc_send_write_read", "wire",
              "two NICs on one switch: an RC SEND, WRITE and READ between "
              "them") {
-  Target* p = t.peer();
-  CONFORM_THAT(c, p != nullptr, "target", "has no second node");
-  Nic a(t), b(*p);
-  std::string e = a.bring_up();
-  CONFORM_THAT(c, e.empty(), "bring-up node A", e);
-  e = b.bring_up();
-  CONFORM_THAT(c, e.empty(), "bring-up node B", e);
-  const uint16_t na = uint16_t(a.r32(RHN_REG_NODE_ID)),
-                 nb = uint16_t(b.r32(RHN_REG_NODE_ID));
-  CONFORM_THAT(c, na != nb, "NODE_ID", "both nodes read " + hex(na));
-  Eq ea, eb;
-  Cq ca, cb;
-  uint32_t pa, pb;
-  Qp qa, qb;
-  Buf ba, bb;
-  CONFORM_THAT(c,
-               a.create_eq(4, 1, &ea) && a.create_cq(0, 6, ea.eqn, &ca) &&
-                   a.create_pd(0, &pa) &&
-                   a.create_qp(0, pa, &ca, &ca, {}, &qa) &&
-                   a.make_buf(pa, 8192, &ba),
-               "node A objects", a.error());
-  CONFORM_THAT(c,
-               b.create_eq(4, 1, &eb) && b.create_cq(0, 6, eb.eqn, &cb) &&
-                   b.create_pd(0, &pb) &&
-                   b.create_qp(0, pb, &cb, &cb, {}, &qb) &&
-                   b.make_buf(pb, 8192, &bb),
-               "node B objects", b.error());
-  CONFORM_THAT(c, a.activate(qa, nb, qb.qpn) && b.activate(qb, na, qa.qpn),
-               "connect", a.error() + b.error());
-  a.fill(ba.addr, 8192, 5);
-  b.post_recv(qb, bb.addr, 4096, bb.key);
-  a.post_one(qa, RHN_OP_SEND, RHN_WQE_F_SIGNALED, ba.addr, 100, ba.key);
+  TWO(RHN_QP_RC);
+  if (!two.send(c, 100)) return;
+  Side& a = two.sa;
+  Side& b = two.sb;
   rhn_cqe ev;
-  CONFORM_THAT(c, b.wait_cqe(cb, &ev), "node B receive CQ", "no CQE");
-  CONFORM_EQ(c, "receive status", RHN_CQE_SUCCESS, ev.status);
-  CONFORM_EQ(c, "receive byte_len", 100, ev.byte_len);
-  CONFORM_THAT(c, a.wait_cqe(ca, &ev), "node A send CQ", "no SEND CQE");
-  CONFORM_EQ(c, "SEND status", RHN_CQE_SUCCESS, ev.status);
-  a.post_one(qa, RHN_OP_WRITE, RHN_WQE_F_SIGNALED, ba.addr + 200, 300, ba.key,
-             bb.addr + 4096, bb.key);
-  CONFORM_THAT(c, a.wait_cqe(ca, &ev), "node A send CQ", "no WRITE CQE");
-  CONFORM_EQ(c, "WRITE status", RHN_CQE_SUCCESS, ev.status);
-  const auto want = a.bytes(ba.addr + 200, 300);
-  const auto got = b.bytes(bb.addr + 4096, 300);
+  na.post_one(a.qp, RHN_OP_WRITE, RHN_WQE_F_SIGNALED, a.buf.addr + 200, 300,
+              a.buf.key, b.buf.addr + 4096, b.buf.key);
+  if (!cqe_is(c, na, a.cq, "WRITE CQE", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS, &ev))
+    return;
+  const auto want = na.bytes(a.buf.addr + 200, 300);
+  const auto got = nb.bytes(b.buf.addr + 4096, 300);
   for (size_t i = 0; i < want.size(); i++)
     CONFORM_EQ(c, "WRITE byte " + std::to_string(i) + " at node B", want[i],
                got[i]);
-  a.post_one(qa, RHN_OP_READ, RHN_WQE_F_SIGNALED, ba.addr + 6000, 64, ba.key,
-             bb.addr, bb.key);
-  CONFORM_THAT(c, a.wait_cqe(ca, &ev), "node A send CQ", "no READ CQE");
-  CONFORM_EQ(c, "READ status", RHN_CQE_SUCCESS, ev.status);
-  const auto rb = b.bytes(bb.addr, 64), ra = a.bytes(ba.addr + 6000, 64);
+  na.post_one(a.qp, RHN_OP_READ, RHN_WQE_F_SIGNALED, a.buf.addr + 6000, 64,
+              a.buf.key, b.buf.addr, b.buf.key);
+  if (!cqe_is(c, na, a.cq, "READ CQE", RHN_CQE_OP_READ, RHN_CQE_SUCCESS, &ev))
+    return;
+  const auto rb = nb.bytes(b.buf.addr, 64),
+             ra = na.bytes(a.buf.addr + 6000, 64);
   for (size_t i = 0; i < 64; i++)
     CONFORM_EQ(c, "READ byte " + std::to_string(i), rb[i], ra[i]);
+}
+
+CONFORM_CASE(two_node_ud, "wire.two_nodes.ud_send", "wire",
+             "a UD SEND from one NIC to another lands after the GRH room") {
+  TWO(RHN_QP_UD);
+  two.send(c, 200);
+}
+
+CONFORM_CASE(two_node_ep, "wire.two_nodes.endpoint_send", "wire",
+             "an endpoint SEND from one NIC to another, multi-packet") {
+  TWO(RHN_QP_ENDPOINT);
+  two.send(c, 4096 - 7);
+}
+
+CONFORM_CASE(two_node_counters, "wire.two_nodes.packet_counters", "wire",
+             "a SEND between two NICs counts TX_PACKETS at the sender and "
+             "RX_PACKETS at the receiver; ACKs flow back") {
+  TWO(RHN_QP_RC);
+  const uint64_t tx = na.counter(RHN_CNT_TX_PACKETS);
+  const uint64_t rx = nb.counter(RHN_CNT_RX_PACKETS);
+  if (!two.send(c, 64)) return;
+  t.advance(1'000'000);
+  CONFORM_THAT(c, na.counter(RHN_CNT_TX_PACKETS) > tx,
+               "node A RHN_CNT_TX_PACKETS", "did not increase");
+  CONFORM_THAT(c, nb.counter(RHN_CNT_RX_PACKETS) > rx,
+               "node B RHN_CNT_RX_PACKETS", "did not increase");
+  CONFORM_THAT(c, nb.counter(RHN_CNT_ACKS_SENT) > 0, "node B RHN_CNT_ACKS_SENT",
+               "still 0");
+  c.that(na.counter(RHN_CNT_ACKS_RECEIVED) > 0, "node A RHN_CNT_ACKS_RECEIVED",
+         "still 0");
+}
+
+CONFORM_CASE(two_node_wrong_peer, "wire.two_nodes.rc_peer_mismatch", "wire",
+             "an RC request to a QP connected elsewhere is refused: with "
+             "timeout 0 nothing completes until the QP is moved to ERR, "
+             "then WR_FLUSH_ERR; NO_QP_REQUESTS counts at the target") {
+  TWO(RHN_QP_RC);
+  // b's QP now points at a QP number a does not have.
+  CONFORM_EQ(c, "MODIFY_QP b to RESET", RHN_ADMIN_OK,
+             nb.modify_qp(two.sb.qp, RHN_QP_ATTR_STATE, RHN_QPS_RESET));
+  CONFORM_THAT(c, nb.activate(two.sb.qp, two.sa.node, two.sa.qp.qpn + 1000),
+               "reconnect b", nb.error());
+  na.post_one(two.sa.qp, RHN_OP_WRITE, RHN_WQE_F_SIGNALED, two.sa.buf.addr, 8,
+              two.sa.buf.key, two.sb.buf.addr, two.sb.buf.key);
+  CONFORM_THAT(
+      c,
+      t.wait_until([&] { return nb.counter(RHN_CNT_NO_QP_REQUESTS) > 0; },
+                   kWaitNs),
+      "node B RHN_CNT_NO_QP_REQUESTS", "still 0");
+  t.advance(10'000'000);
+  rhn_cqe e;
+  CONFORM_THAT(c, !na.poll_cq(two.sa.cq, &e), "node A send CQ",
+               "completed (status " + hex(e.status) +
+                   ") although timeout 0 waits forever");
+  CONFORM_EQ(c, "MODIFY_QP a to ERR", RHN_ADMIN_OK,
+             na.modify_qp(two.sa.qp, RHN_QP_ATTR_STATE, RHN_QPS_ERR));
+  CONFORM_THAT(c, na.wait_cqe(two.sa.cq, &e), "node A send CQ",
+               "no CQE after ERR");
+  c.eq("CQE status", RHN_CQE_WR_FLUSH_ERR, e.status);
 }
 
 }  // namespace rhinet::conform
