@@ -83,6 +83,19 @@ struct Remote {
   }
 };
 
+// Frame predicates for Remote::wait_frame.
+std::function<bool(const Frame&)> of_type(uint8_t type) {
+  return [type](const Frame& x) {
+    return x.size() >= RHN_PKT_HDR_LEN && x[3] == type;
+  };
+}
+std::function<bool(const Frame&)> with_op(uint8_t wop) {
+  return [wop](const Frame& x) {
+    return x.size() >= RHN_DATA_HDR_LEN && x[3] == RHN_PKT_DATA &&
+           op_of(x).opcode == wop;
+  };
+}
+
 #define REMOTE(n, r)                          \
   Nic n(t);                                   \
   Remote r;                                   \
@@ -134,11 +147,8 @@ CONFORM_CASE(tx_write, "wire.tx.write_frame", "wire",
   n.post_one(r.qp, RHN_OP_WRITE, RHN_WQE_F_SIGNALED, r.buf.addr, 8, r.buf.key,
              0x123456789ull, 0xabcd01);
   Frame f;
-  CONFORM_THAT(
-      c,
-      r.wait_frame(
-          t, [](const Frame& x) { return is_type(x, RHN_PKT_DATA); }, &f),
-      "wire", "no DATA frame transmitted");
+  CONFORM_THAT(c, r.wait_frame(t, of_type(RHN_PKT_DATA), &f), "wire",
+               "no DATA frame transmitted");
   CONFORM_EQ(c, "frame length", RHN_DATA_HDR_LEN + 8, f.size());
   const rhn_pkt_hdr h = hdr_of(f);
   CONFORM_EQ(c, "magic", RHN_WIRE_MAGIC, h.magic);
@@ -221,11 +231,8 @@ CONFORM_CASE(tx_retransmit, "wire.tx.retransmit_on_timeout", "wire",
   n.post_one(r.qp, RHN_OP_WRITE, RHN_WQE_F_SIGNALED, r.buf.addr, 8, r.buf.key,
              0x1000, 0x4401);
   Frame first, again;
-  CONFORM_THAT(
-      c,
-      r.wait_frame(
-          t, [](const Frame& x) { return is_type(x, RHN_PKT_DATA); }, &first),
-      "wire", "no DATA frame");
+  CONFORM_THAT(c, r.wait_frame(t, of_type(RHN_PKT_DATA), &first), "wire",
+               "no DATA frame");
   const size_t seen = r.seen.size();
   CONFORM_THAT(c,
                r.wait_frame(
@@ -267,11 +274,8 @@ CONFORM_CASE(rx_write, "wire.rx.write_lands_and_acks", "wire",
   const uint64_t rx = n.counter(RHN_CNT_RX_PACKETS);
   t.inject_frame(make_frame(r.first(), &op, data, sizeof(data)));
   Frame ack;
-  CONFORM_THAT(
-      c,
-      r.wait_frame(
-          t, [](const Frame& x) { return is_type(x, RHN_PKT_ACK); }, &ack),
-      "wire", "no ACK");
+  CONFORM_THAT(c, r.wait_frame(t, of_type(RHN_PKT_ACK), &ack), "wire",
+               "no ACK");
   const auto mem = n.bytes(r.buf.addr, sizeof(data));
   for (size_t i = 0; i < sizeof(data); i++)
     CONFORM_EQ(c, "target byte " + std::to_string(i), data[i], mem[i]);
@@ -318,15 +322,8 @@ CONFORM_CASE(rx_read, "wire.rx.read_answered", "wire",
   op.msn = 5;
   t.inject_frame(make_frame(r.first(), &op, nullptr, 0));
   Frame f;
-  CONFORM_THAT(c,
-               r.wait_frame(
-                   t,
-                   [](const Frame& x) {
-                     return is_type(x, RHN_PKT_DATA) &&
-                            op_of(x).opcode == RHN_WOP_READ_RESP;
-                   },
-                   &f),
-               "wire", "no READ_RESP");
+  CONFORM_THAT(c, r.wait_frame(t, with_op(RHN_WOP_READ_RESP), &f), "wire",
+               "no READ_RESP");
   const rhn_op_hdr o = op_of(f);
   CONFORM_EQ(c, "READ_RESP msn", 5, o.msn);
   CONFORM_EQ(c, "READ_RESP dst_qpn", kPhantomQpn, o.dst_qpn);
@@ -347,15 +344,8 @@ CONFORM_CASE(rx_fetch_add, "wire.rx.fetch_add_answered", "wire",
   uint64_t operands[2] = {2, 0};
   t.inject_frame(make_frame(r.first(), &op, operands, sizeof(operands)));
   Frame f;
-  CONFORM_THAT(c,
-               r.wait_frame(
-                   t,
-                   [](const Frame& x) {
-                     return is_type(x, RHN_PKT_DATA) &&
-                            op_of(x).opcode == RHN_WOP_ATOMIC_RESP;
-                   },
-                   &f),
-               "wire", "no ATOMIC_RESP");
+  CONFORM_THAT(c, r.wait_frame(t, with_op(RHN_WOP_ATOMIC_RESP), &f), "wire",
+               "no ATOMIC_RESP");
   CONFORM_EQ(c, "ATOMIC_RESP payload_len", 8, hdr_of(f).payload_len);
   uint64_t old = 0;
   std::memcpy(&old, f.data() + RHN_DATA_HDR_LEN, 8);
@@ -374,11 +364,8 @@ CONFORM_CASE(rx_dup, "wire.rx.duplicate", "wire",
   const Frame f = make_frame(r.first(), &op, data, sizeof(data));
   t.inject_frame(f);
   Frame ack;
-  CONFORM_THAT(
-      c,
-      r.wait_frame(
-          t, [](const Frame& x) { return is_type(x, RHN_PKT_ACK); }, &ack),
-      "wire", "no ACK for the first copy");
+  CONFORM_THAT(c, r.wait_frame(t, of_type(RHN_PKT_ACK), &ack), "wire",
+               "no ACK for the first copy");
   const size_t seen = r.seen.size();
   t.inject_frame(f);
   CONFORM_THAT(c,
@@ -408,11 +395,8 @@ CONFORM_CASE(rx_gap, "wire.rx.out_of_order", "wire",
       pkt_hdr(RHN_PKT_DATA, r.node, kPhantom, kSeq + 2, 1, RHN_PKT_F_ACK_REQ),
       &op, data, sizeof(data)));
   Frame nak;
-  CONFORM_THAT(
-      c,
-      r.wait_frame(
-          t, [](const Frame& x) { return is_type(x, RHN_PKT_NAK); }, &nak),
-      "wire", "no transport NAK");
+  CONFORM_THAT(c, r.wait_frame(t, of_type(RHN_PKT_NAK), &nak), "wire",
+               "no transport NAK");
   CONFORM_EQ(c, "NAK ack_seq", kSeq + 1, hdr_of(nak).ack_seq);
   CONFORM_EQ(c, "RHN_CNT_OUT_OF_ORDER", 1, n.counter(RHN_CNT_OUT_OF_ORDER));
   c.eq("memory of the dropped packet", before, n.rd64(r.buf.addr + 64));
@@ -429,11 +413,8 @@ CONFORM_CASE(rx_resync, "wire.rx.unknown_session", "wire",
       pkt_hdr(RHN_PKT_DATA, r.node, kPhantom, kSeq, 1, RHN_PKT_F_ACK_REQ), &op,
       data, sizeof(data)));
   Frame nak;
-  CONFORM_THAT(
-      c,
-      r.wait_frame(
-          t, [](const Frame& x) { return is_type(x, RHN_PKT_NAK); }, &nak),
-      "wire", "no NAK");
+  CONFORM_THAT(c, r.wait_frame(t, of_type(RHN_PKT_NAK), &nak), "wire",
+               "no NAK");
   CONFORM_EQ(c, "NAK flags & RESYNC", RHN_PKT_F_RESYNC,
              hdr_of(nak).flags & RHN_PKT_F_RESYNC);
   c.eq("target memory", before, n.rd64(r.buf.addr));
@@ -577,15 +558,8 @@ void nak_for(Target& t, Check& c, uint8_t syndrome, unsigned counter,
   const uint64_t before = n.counter(counter);
   t.inject_frame(make_frame(r.first(), &op, data, len));
   Frame f;
-  CONFORM_THAT(c,
-               r.wait_frame(
-                   t,
-                   [](const Frame& x) {
-                     return is_type(x, RHN_PKT_DATA) &&
-                            op_of(x).opcode == RHN_WOP_NAK;
-                   },
-                   &f),
-               "wire", "no NAK operation");
+  CONFORM_THAT(c, r.wait_frame(t, with_op(RHN_WOP_NAK), &f), "wire",
+               "no NAK operation");
   const rhn_op_hdr o = op_of(f);
   CONFORM_EQ(c, "NAK syndrome", syndrome, o.syndrome);
   CONFORM_EQ(c, "NAK msn", 3, o.msn);
