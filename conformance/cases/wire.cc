@@ -807,3 +807,26 @@ CONFORM_CASE(two_node_wrong_peer, "wire.two_nodes.rc_peer_mismatch", "wire",
 }
 
 }  // namespace rhinet::conform
+
+namespace rhinet::conform {
+
+CONFORM_CASE(counter_halves, "regs.counter.halves_nonzero", "regs",
+             "a counter that moved reads the same as one 64-bit access and "
+             "as two 32-bit halves (README.md decision 4)") {
+  REMOTE(n, r);
+  const uint8_t data[8] = {1};
+  const rhn_op_hdr op = r.request(RHN_WOP_WRITE, sizeof(data));
+  for (int i = 0; i < 3; i++) {
+    Frame f = make_frame(r.first(), &op, data, sizeof(data));
+    f[28] ^= 1;  // a header CRC error each
+    t.inject_frame(f);
+  }
+  t.settle();
+  const uint32_t off = RHN_REG_COUNTERS + 8 * RHN_CNT_CRC_ERRORS;
+  const uint64_t v = t.reg_read(off, 8);
+  CONFORM_EQ(c, "RHN_CNT_CRC_ERRORS (64-bit read)", 3, v);
+  CONFORM_EQ(c, "low half", v & 0xffffffffu, t.reg_read(off, 4));
+  c.eq("high half", v >> 32, t.reg_read(off + 4, 4));
+}
+
+}  // namespace rhinet::conform
