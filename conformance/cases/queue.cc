@@ -327,6 +327,24 @@ const bool bad_kick_cases = register_rows(
 
 }  // namespace
 
+CONFORM_CASE(db_flood, "queue.doorbell.kick_flood", "queue",
+             "5000 SQ kicks for one posted NOP: it completes exactly once "
+             "(lost kicks make the NIC rescan, so no work is lost or "
+             "doubled)") {
+  LOOP(n, l);
+  uint8_t w[RHN_SQ_SLOT_SIZE];
+  rhn_wqe_start(w, RHN_OP_NOP, RHN_WQE_F_SIGNALED,
+                static_cast<__u16>(l.a.sq_pi));
+  n.post_send(l.a, w, 1, false);
+  for (int i = 0; i < 5000; i++) n.kick_sq(l.a);
+  rhn_cqe e;
+  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
+  CONFORM_EQ(c, "CQE status", RHN_CQE_SUCCESS, e.status);
+  t.settle();
+  t.advance(1'000'000);
+  c.that(!n.poll_cq(l.scq, &e), "send CQ", "a second CQE for one WQE");
+}
+
 CONFORM_CASE(db_bad_eq, "queue.doorbell.eq_no_such_eq", "queue",
              "an EQ doorbell naming no EQ: ignored, counted in "
              "BAD_DOORBELLS") {

@@ -810,6 +810,24 @@ CONFORM_CASE(two_node_wrong_peer, "wire.two_nodes.rc_peer_mismatch", "wire",
 
 namespace rhinet::conform {
 
+CONFORM_CASE(rx_flood, "wire.rx.flood_accounted", "wire",
+             "1000 damaged frames at once: each is counted, as a CRC error "
+             "or as a drop of a full receive FIFO; the NIC goes on") {
+  REMOTE(n, r);
+  const uint8_t data[8] = {1};
+  const rhn_op_hdr op = r.request(RHN_WOP_WRITE, sizeof(data));
+  Frame f = make_frame(r.first(), &op, data, sizeof(data));
+  f[28] ^= 1;
+  const uint64_t before =
+      n.counter(RHN_CNT_CRC_ERRORS) + n.counter(RHN_CNT_RX_DROPS);
+  for (int i = 0; i < 1000; i++) t.inject_frame(f);
+  t.settle();
+  CONFORM_EQ(
+      c, "CRC_ERRORS + RX_DROPS increase", 1000,
+      n.counter(RHN_CNT_CRC_ERRORS) + n.counter(RHN_CNT_RX_DROPS) - before);
+  alive(n, c);
+}
+
 CONFORM_CASE(counter_halves, "regs.counter.halves_nonzero", "regs",
              "a counter that moved reads the same as one 64-bit access and "
              "as two 32-bit halves (README.md decision 4)") {

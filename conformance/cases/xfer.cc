@@ -3,6 +3,7 @@
 // BITMAP and TWIN transfers and the modes an opcode refuses, sequential
 // multicast to a destination list, put-with-signal.
 #include <string>
+#include <vector>
 
 #include "case.h"
 #include "lib/work.h"
@@ -55,8 +56,32 @@ void refused_mode(Target& t, Check& c, uint8_t opcode, uint8_t mode,
   w.post(n, l.a);
   rhn_cqe e;
   CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
-  CONFORM_THAT(c, e.status != RHN_CQE_SUCCESS, "CQE status", "success");
+  CONFORM_EQ(c, "CQE status", RHN_CQE_LOC_QP_OP_ERR, e.status);
   c.eq("CQE vendor_err", RHN_SYN_BAD_XFER, e.vendor_err);
+}
+
+// A twin of 8 KiB (zeroed by ALLOC_TWIN); its handle.
+uint32_t alloc_twin(Check& c, Nic& n) {
+  rhn_admin_cmd a = Nic::cmd(RHN_ADMIN_ALLOC_TWIN);
+  a.u.alloc_twin.length = 8192;
+  uint32_t h = 0;
+  c.eq("ALLOC_TWIN", RHN_ADMIN_OK, n.run(a, &h));
+  return h;
+}
+
+// A DIFF WRITE of src[0, len) against twin h at offset 0; its CQE.
+bool diff_write(Check& c, Nic& n, Loop& l, uint32_t h, uint32_t len,
+                rhn_cqe* e) {
+  rhn_wqe_xfer x{};
+  x.twin = h;
+  rhn_wqe_tail tail{};
+  tail.xfer_mode = RHN_XFER_DIFF;
+  tail.xfer = &x;
+  Wqe w(l.a, RHN_OP_WRITE);
+  w.tail = &tail;
+  w.sge(0, l.src.addr, len, l.src.key).remote(l.dst.addr, l.dst.key);
+  w.post(n, l.a);
+  return c.that(n.wait_cqe(l.scq, e), "send CQ", "no CQE");
 }
 
 }  // namespace
@@ -155,6 +180,79 @@ CONFORM_CASE(read_twin, "xfer.read.twin", "xfer",
   r.u.twin_copy.addr = out;
   CONFORM_EQ(c, "TWIN_READ", RHN_ADMIN_OK, n.run(r));
   same_bytes(c, n, l.src.addr, out, 100, "twin data");
+}
+
+CONFORM_CASE(write_diff, "xfer.write.diff", "xfer",
+             "a DIFF WRITE sends only the bytes that differ from the twin "
+             "(equal bytes stay as the target had them), counts the rest in "
+             "PARTIAL_BYTES_SKIPPED; the twin then equals the SGE") {
+  LOOP(n, l, RHN_QP_RC);
+  const uint32_t h = alloc_twin(c, n);
+  if (!c.ok()) return;
+  std::vector<uint8_t> src(256, 0), dst(256, 0xee);
+  for (int i = 10; i < 20; i++) src[i] = uint8_t(i);
+  for (int i = 100; i < 104; i++) src[i] = 0x77;
+  t.mem_write(l.src.addr, src.data(), src.size());
+  t.mem_write(l.dst.addr, dst.data(), dst.size());
+  rhn_cqe e;
+  if (!diff_write(c, n, l, h, 256, &e)) return;
+  CONFORM_EQ(c, "CQE status", RHN_CQE_SUCCESS, e.status);
+  const auto got = n.bytes(l.dst.addr, 256);
+  for (int i = 0; i < 256; i++) {
+    const bool differs = (i >= 10 && i < 20) || (i >= 100 && i < 104);
+    CONFORM_EQ(c, "target byte " + std::to_string(i), differs ? src[i] : 0xee,
+               got[i]);
+  }
+  CONFORM_EQ(c, "RHN_CNT_PARTIAL_BYTES_SKIPPED", 256 - 14,
+             n.counter(RHN_CNT_PARTIAL_BYTES_SKIPPED));
+  const uint64_t out = n.alloc(4096);
+  rhn_admin_cmd r = Nic::cmd(RHN_ADMIN_TWIN_READ);
+  r.u.twin_copy.handle = h;
+  r.u.twin_copy.length = 256;
+  r.u.twin_copy.addr = out;
+  CONFORM_EQ(c, "TWIN_READ", RHN_ADMIN_OK, n.run(r));
+  same_bytes(c, n, l.src.addr, out, 256, "twin after the DIFF");
+}
+
+CONFORM_CASE(diff_again, "xfer.write.diff_unchanged", "xfer",
+             "a second DIFF of unchanged data sends nothing: the target keeps "
+             "its bytes, all are skipped") {
+  LOOP(n, l, RHN_QP_RC);
+  const uint32_t h = alloc_twin(c, n);
+  if (!c.ok()) return;
+  rhn_cqe e;
+  if (!diff_write(c, n, l, h, 128, &e)) return;
+  CONFORM_EQ(c, "first CQE status", RHN_CQE_SUCCESS, e.status);
+  std::vector<uint8_t> marker(128, 0x5c);
+  t.mem_write(l.dst.addr, marker.data(), marker.size());
+  const uint64_t skipped = n.counter(RHN_CNT_PARTIAL_BYTES_SKIPPED);
+  if (!diff_write(c, n, l, h, 128, &e)) return;
+  CONFORM_EQ(c, "second CQE status", RHN_CQE_SUCCESS, e.status);
+  CONFORM_EQ(c, "RHN_CNT_PARTIAL_BYTES_SKIPPED increase", 128,
+             n.counter(RHN_CNT_PARTIAL_BYTES_SKIPPED) - skipped);
+  c.eq("target word (untouched)", 0x5c5c5c5c5c5c5c5cull, n.rd64(l.dst.addr));
+}
+
+CONFORM_CASE(diff_short_twin, "xfer.write.diff_twin_too_short", "xfer",
+             "a DIFF whose twin is shorter than twin_offset + the SGE: "
+             "RHN_SYN_BAD_XFER") {
+  LOOP(n, l, RHN_QP_RC);
+  const uint32_t h = alloc_twin(c, n);
+  if (!c.ok()) return;
+  rhn_wqe_xfer x{};
+  x.twin = h;
+  x.twin_offset = 8192 - 100;
+  rhn_wqe_tail tail{};
+  tail.xfer_mode = RHN_XFER_DIFF;
+  tail.xfer = &x;
+  Wqe w(l.a, RHN_OP_WRITE);
+  w.tail = &tail;
+  w.sge(0, l.src.addr, 256, l.src.key).remote(l.dst.addr, l.dst.key);
+  w.post(n, l.a);
+  rhn_cqe e;
+  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
+  CONFORM_EQ(c, "CQE status", RHN_CQE_LOC_QP_OP_ERR, e.status);
+  c.eq("CQE vendor_err", RHN_SYN_BAD_XFER, e.vendor_err);
 }
 
 CONFORM_CASE(stride_zero, "xfer.write.stride_zero_block", "xfer",
