@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// T1: the engine in-process. The target plays the card around the engine:
+// host memory behind a HostBus, MSI-X counted per vector, a virtual clock,
+// and a switch port that captures every transmitted frame and (forwarding
+// on) delivers it to the node it names. A second node, made on demand,
+// shares the clock and the switch.
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <span>
+
+#include "rhinet/fw/engine.h"
+#include "rhinet/hw.h"
+#include "target.h"
+
+namespace rhinet::conform {
+namespace {
+
+constexpr uint16_t kFirstNode = 1;
+constexpr uint64_t kBusBase = 0x1'0000'0000ull;
+// Host memory each node may hand out: far more than any case needs.
+constexpr uint64_t kBusBytes = 256ull << 20;
+// Work rounds settle() runs before it gives up on a NIC that never idles.
+constexpr unsigned kSettleRounds = 200000;
+
+class EngineNode;
+
+// What both nodes share: the clock and the switch's queue.
+struct World {
+  uint64_t now = 1'000'000;  // never 0, so a zero timestamp is invalid
+  std::vector<EngineNode*> nodes;
+  struct InFlight {
+    EngineNode* to;
+    Frame frame;
+  };
+  std::deque<InFlight> queue;
+
+  bool run_once();
+  uint64_t next_deadline() const;
+  void settle();
+};
+
+class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
+ public:
+  EngineNode(std::shared_ptr<World> world, uint16_t node_id)
+      : world_(std::move(world)), node_id_(node_id) {
+    fw::EngineConfig cfg;
+    cfg.node_id = node_id;
+    cfg.mac[4] = static_cast<uint8_t>(node_id >> 8);
+    cfg.mac[5] = static_cast<uint8_t>(node_id);
+    cfg.boot_session = 1;
+    engine_ = std::make_unique<fw::Engine>(cfg, *this, *this);
+    // The cable is plugged in at power-on.
+    engine_->set_link_up(true);
+    world_->nodes.push_back(this);
+  }
+  ~EngineNode() override {
+    auto& n = world_->nodes;
+    n.erase(std::remove(n.begin(), n.end(), this), n.end());
+    std::erase_if(world_->queue,
+                  [this](const World::InFlight& f) { return f.to == this; });
+  }
+
+  uint16_t node_id() const { return node_id_; }
+  fw::Engine& engine() { return *engine_; }
+
+  // ---- Target ----
+  std::string name() const override { return "engine"; }
+  uint64_t reg_read(uint32_t offset, unsigned size) override {
+    return engine_->reg_read(offset, size);
+  }
+  void reg_write(uint32_t offset, uint64_t value, unsigned size) override {
+    engine_->reg_write(offset, value, size);
+  }
+  void doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
+                      unsigned size) override {
+    engine_->doorbell_write(page, offset, value, size);
+  }
+  uint64_t dma_alloc(size_t len, size_t align) override {
+    if (!len || !align || (align & (align - 1)) || align > 4096) return 0;
+    const uint64_t at = (next_free_ + align - 1) & ~uint64_t(align - 1);
+    if (at + len > kBusBase + kBusBytes) return 0;
+    regions_[at] = std::vector<uint8_t>(len, 0);
+    // A guard gap after each buffer: running off its end is a bus error.
+    next_free_ = at + len + 4096;
+    return at;
+  }
+  void mem_write(uint64_t bus, const void* src, size_t len) override {
+    if (uint8_t* p = host_ptr(bus, len)) std::memcpy(p, src, len);
+  }
+  void mem_read(uint64_t bus, void* dst, size_t len) override {
+    if (const uint8_t* p = host_ptr(bus, len))
+      std::memcpy(dst, p, len);
+    else
+      std::memset(dst, 0xee, len);
+  }
+  uint64_t bad_bus_address() const override { return kBusBase - 0x10000; }
+  uint64_t msix_count(uint16_t vector) override {
+    auto it = msix_.find(vector);
+    return it == msix_.end() ? 0 : it->second;
+  }
+  void inject_frame(const Frame& frame) override {
+    world_->queue.push_back({this, frame});
+  }
+  std::vector<Frame> take_tx_frames() override {
+    std::vector<Frame> out;
+    out.swap(tx_);
+    return out;
+  }
+  void set_forwarding(bool on) override { forwarding_ = on; }
+  void settle() override { world_->settle(); }
+  bool wait_until(const std::function<bool()>& pred,
+                  uint64_t budget_ns) override {
+    const uint64_t end = world_->now + budget_ns;
+    for (;;) {
+      if (pred()) return true;
+      if (world_->run_once()) continue;
+      if (world_->now >= end) return pred();
+      // Idle: jump to the next timer, in steps of at most 10 us so that
+      // a host-side condition is noticed soon after it becomes true.
+      uint64_t next = world_->next_deadline();
+      next = std::min({next, world_->now + 10'000, end});
+      world_->now = std::max(next, world_->now + 1);
+    }
+  }
+  void advance(uint64_t ns) override {
+    const uint64_t end = world_->now + ns;
+    for (;;) {
+      world_->settle();
+      const uint64_t next = world_->next_deadline();
+      if (next > end) break;
+      world_->now = std::max(next, world_->now + 1);
+    }
+    world_->now = end;
+    world_->settle();
+  }
+  Target* peer() override {
+    if (world_->nodes.size() < 2) {
+      peer_ = std::make_unique<EngineNode>(world_, node_id_ + 1);
+      peer_->peer_of_ = this;
+    }
+    if (peer_) return peer_.get();
+    return peer_of_;
+  }
+
+  // ---- HostBus ----
+  bool dma_read(uint64_t bus_addr, void* dst, size_t len) override {
+    const uint8_t* p = host_ptr(bus_addr, len);
+    if (!p) return false;
+    std::memcpy(dst, p, len);
+    return true;
+  }
+  bool dma_write(uint64_t bus_addr, const void* src, size_t len) override {
+    uint8_t* p = host_ptr(bus_addr, len);
+    if (!p) return false;
+    std::memcpy(p, src, len);
+    return true;
+  }
+  bool dma_store_u64(uint64_t bus_addr, uint64_t value) override {
+    if (bus_addr & 7) return false;
+    return dma_write(bus_addr, &value, sizeof(value));
+  }
+  void raise_msix(uint16_t vector) override { msix_[vector]++; }
+  uint64_t now_ns() override { return world_->now; }
+
+  // ---- Wire ----
+  void transmit(std::span<const uint8_t> frame) override {
+    tx_.emplace_back(frame.begin(), frame.end());
+    if (!forwarding_ || frame.size() < RHN_PKT_HDR_LEN) return;
+    uint16_t dst;
+    std::memcpy(&dst, frame.data() + 4, sizeof(dst));
+    for (EngineNode* n : world_->nodes) {
+      const bool to_it =
+          n->node_id_ == dst || (dst == RHN_NODE_BROADCAST && n != this);
+      if (to_it)
+        world_->queue.push_back({n, Frame(frame.begin(), frame.end())});
+    }
+  }
+
+ private:
+  uint8_t* host_ptr(uint64_t bus, size_t len) {
+    auto it = regions_.upper_bound(bus);
+    if (it == regions_.begin()) return nullptr;
+    --it;
+    const uint64_t off = bus - it->first;
+    if (off > it->second.size() || len > it->second.size() - off)
+      return nullptr;
+    return it->second.data() + off;
+  }
+
+  std::shared_ptr<World> world_;
+  uint16_t node_id_;
+  std::unique_ptr<fw::Engine> engine_;
+  std::map<uint64_t, std::vector<uint8_t>> regions_;
+  uint64_t next_free_ = kBusBase;
+  std::map<uint16_t, uint64_t> msix_;
+  std::vector<Frame> tx_;
+  bool forwarding_ = true;
+  std::unique_ptr<EngineNode> peer_;
+  EngineNode* peer_of_ = nullptr;
+};
+
+bool World::run_once() {
+  bool did = false;
+  // Deliver what is on the wire now (frames transmitted meanwhile wait for
+  // the next round, as on a switch).
+  std::deque<InFlight> batch;
+  batch.swap(queue);
+  for (auto& f : batch) {
+    f.to->engine().frame_arrived(f.frame);
+    did = true;
+  }
+  for (EngineNode* n : nodes) did |= n->engine().poll();
+  return did;
+}
+
+uint64_t World::next_deadline() const {
+  uint64_t t = UINT64_MAX;
+  for (EngineNode* n : nodes) t = std::min(t, n->engine().next_deadline_ns());
+  return t;
+}
+
+void World::settle() {
+  for (unsigned i = 0; i < kSettleRounds; i++)
+    if (!run_once()) return;
+}
+
+}  // namespace
+
+std::unique_ptr<Target> make_engine_target() {
+  return std::make_unique<EngineNode>(std::make_shared<World>(), kFirstNode);
+}
+
+}  // namespace rhinet::conform

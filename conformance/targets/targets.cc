@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The targets the runner can drive. A new target adds its factory here.
+#include "target.h"
+
+namespace rhinet::conform {
+
+std::unique_ptr<Target> make_engine_target();
+
+const std::vector<TargetEntry>& targets() {
+  static const std::vector<TargetEntry> list = {
+      {"engine", "T1: the NIC engine in-process (firmware/), virtual time",
+       make_engine_target},
+  };
+  return list;
+}
+
+}  // namespace rhinet::conform
