@@ -166,7 +166,7 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
   uint64_t now_ns() override { return world_->now; }
 
   // ---- Wire ----
-  void transmit(std::span<const uint8_t> frame) override {
+  void transmit(fw::Span<const uint8_t> frame) override {
     tx_.emplace_back(frame.begin(), frame.end());
     if (!forwarding_ || frame.size() < RHN_PKT_HDR_LEN) return;
     uint16_t dst;
