@@ -20,7 +20,8 @@ constexpr uint16_t kPhantom = 50;  // a node no target has
 constexpr uint32_t kPhantomQpn = 0x10;
 // The serial of the phantom's first packet. Any serial is allowed after a
 // SYN (wire.md); 0 keeps the other cases independent of
-// wire.rx.syn_adopts_serial, which checks another one.
+// wire.rx.syn_stream_starts_at_zero, which checks what happens when it
+// is lost.
 constexpr uint32_t kSeq = 0;
 
 // A NIC with an RC QP connected to the phantom node's QP, frames only
@@ -293,25 +294,46 @@ CONFORM_CASE(rx_write, "wire.rx.write_lands_and_acks", "wire",
          "did not increase");
 }
 
-CONFORM_CASE(rx_syn_serial, "wire.rx.syn_adopts_serial", "wire",
-             "a SYN packet's serial (here 1000) becomes the next expected "
-             "one: the WRITE lands, the ACK says 1001") {
+CONFORM_CASE(rx_syn_serial, "wire.rx.syn_stream_starts_at_zero", "wire",
+             "a session's stream starts at serial 0: a SYN packet with "
+             "serial 1 (serial 0 was lost) is NAKed for 0 and not placed; "
+             "serial 0 then lands and the ACK covers both") {
   REMOTE(n, r);
-  const uint8_t data[8] = {4, 4, 4, 4, 4, 4, 4, 4};
-  const rhn_op_hdr op = r.request(RHN_WOP_WRITE, sizeof(data));
-  t.inject_frame(make_frame(r.first(1000), &op, data, sizeof(data)));
-  Frame ack;
+  const uint8_t first[8] = {4, 4, 4, 4, 4, 4, 4, 4};
+  const uint8_t second[8] = {5, 5, 5, 5, 5, 5, 5, 5};
+  rhn_op_hdr op0 = r.request(RHN_WOP_WRITE, sizeof(first));
+  rhn_op_hdr op1 = op0;
+  op1.remote_addr = r.buf.addr + 8;
+  op1.msn = 1;
+  t.inject_frame(make_frame(r.first(1), &op1, second, sizeof(second)));
+  Frame nak;
   CONFORM_THAT(c,
                r.wait_frame(
                    t,
                    [](const Frame& x) {
                      return is_type(x, RHN_PKT_ACK) || is_type(x, RHN_PKT_NAK);
                    },
+                   &nak),
+               "wire", "no answer to the SYN with serial 1");
+  CONFORM_EQ(c, "answer to serial 1 (NAK)", RHN_PKT_NAK, hdr_of(nak).type);
+  CONFORM_EQ(c, "NAK ack_seq (serial 0 expected)", 0, hdr_of(nak).ack_seq);
+  const std::vector<uint8_t> untouched = n.bytes(r.buf.addr + 8, 8);
+  c.that(std::memcmp(untouched.data(), second, 8) != 0,
+         "word of serial 1 before serial 0 came",
+         "written: serial 1 was taken as the start of the stream");
+  t.inject_frame(make_frame(r.first(0), &op0, first, sizeof(first)));
+  t.inject_frame(make_frame(r.first(1), &op1, second, sizeof(second)));
+  Frame ack;
+  CONFORM_THAT(c,
+               r.wait_frame(
+                   t,
+                   [](const Frame& x) {
+                     return is_type(x, RHN_PKT_ACK) && hdr_of(x).ack_seq == 2;
+                   },
                    &ack),
-               "wire", "no ACK or NAK");
-  CONFORM_EQ(c, "answer type (ACK)", RHN_PKT_ACK, hdr_of(ack).type);
-  CONFORM_EQ(c, "ACK ack_seq", 1001, hdr_of(ack).ack_seq);
-  c.eq("target word", 0x0404040404040404ull, n.rd64(r.buf.addr));
+               "wire", "no ACK of serials 0 and 1");
+  c.eq("word of serial 0", 0x0404040404040404ull, n.rd64(r.buf.addr));
+  c.eq("word of serial 1", 0x0505050505050505ull, n.rd64(r.buf.addr + 8));
 }
 
 CONFORM_CASE(rx_read, "wire.rx.read_answered", "wire",

@@ -227,8 +227,13 @@ bool Engine::Impl::drain_kicks() {
     did = true;
   }
   if (kick_overflow.exchange(false)) {
-    // Lost kicks: look at every queue, as if each had been kicked.
+    // Lost kicks: look at every queue, as if each had been kicked; a
+    // reset the host asked for (CONTROL reads RESET) happens.
     counters.add(RHN_CNT_KICK_OVERFLOWS);
+    if (control.load() & RHN_CONTROL_RESET) {
+      reset();
+      return true;
+    }
     for (uint32_t q = 0; q < qps.size(); q++)
       if (qps[q].valid) schedule(q);
     admin_process();
@@ -478,6 +483,10 @@ void Engine::reg_write(uint32_t offset, uint64_t value, unsigned size) {
       return;  // read-only or unknown: ignored
   }
   if (kind == KickKind::kEqDoorbell && size != 8) return;
+  // A reset reads as pending (RESET set) from the write until it is done,
+  // so a driver polling for RESET to clear never sees it done early.
+  if (kind == KickKind::kControl && (value & RHN_CONTROL_RESET))
+    m.control.fetch_or(RHN_CONTROL_RESET);
   if (!m.kicks.push_with([&](Kick& k) {
         k.kind = kind;
         k.has_inline = false;

@@ -92,7 +92,10 @@ constexpr Array<WireRoute, kWires> make_wire_routes() {
   Array<WireRoute, kWires> t{};
   // What no family claims keeps the contract's numbering: requests below
   // RHN_WOP_READ_RESP (RHN_WOP_FW among them), answers from there on.
-  for (uint32_t w = 0; w < kWires; w++) t[w] = {nullptr, w < RHN_WOP_READ_RESP};
+  // Unclaimed: the NIC's own RHN_WOP_FW and every undefined number are
+  // requests (the responder refuses what no family takes, BAD_OPCODE, and
+  // counts it); NAK is the one answer no family claims.
+  for (uint32_t w = 0; w < kWires; w++) t[w] = {nullptr, w != RHN_WOP_NAK};
   for (const OpClaims* c : kFamilies) {
     for (uint8_t w : c->requests) t[w] = {c->family, true};
     for (uint8_t w : c->answers) t[w] = {c->family, false};

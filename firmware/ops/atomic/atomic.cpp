@@ -47,7 +47,9 @@ void on_request(Impl& m, Request& r) {
       resolve_target(m, r, RHN_ACCESS_REMOTE_ATOMIC, 8, &va, &key, &mr_index);
   if (syn == RHN_SYN_NONE && (va & 7)) syn = RHN_SYN_ALIGNMENT;
   if (syn != RHN_SYN_NONE) {
-    m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
+    // A misaligned target is a malformed request, not a protection fault.
+    m.counters.add(syn == RHN_SYN_ALIGNMENT ? RHN_CNT_REMOTE_INVALID_REQUESTS
+                                            : RHN_CNT_REMOTE_ACCESS_ERRORS);
     refuse(m, r, syn);
     return;
   }
