@@ -21,6 +21,7 @@ import sys
 
 WINDOWS = {
     "trace_write_post": "1 posted WRITE: doorbell to engine idle",
+    "trace_write_inline": "1 WRITE, inline doorbell: to engine idle",
     "trace_write_rx": "2 received WRITE: frame in to engine idle",
     "trace_ack_rx": "3 ACK: frame in to engine idle",
     "trace_read_req_rx": "4 READ request in to engine idle",

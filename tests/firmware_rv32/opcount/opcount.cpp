@@ -507,9 +507,12 @@ void connect(Node& n, const Node& peer) {
 
 // Writes a one-SGE WQE into the QP's SQ and its producer index into the
 // SQ record; the doorbell is the caller's (it is what is measured).
+// With inline_out, the payload (len bytes at local) is copied into the
+// WQE, and the WQE also into inline_out (RHN_DB_INLINE_WQE_SIZE bytes):
+// what a card's doorbell block gathers from the page's inline window.
 void post(Node& n, Node::Qp& qp, uint8_t opcode, uint64_t local, uint32_t len,
           uint64_t remote_addr, uint32_t rkey, uint16_t dst_node = 0,
-          uint32_t dst_qpn = 0) {
+          uint32_t dst_qpn = 0, uint8_t* inline_out = nullptr) {
   alignas(8) uint8_t buf[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
   rhn_send_wqe* w =
       rhn_wqe_start(buf, opcode, RHN_WQE_F_SIGNALED, qp.sq.index & 0xffff);
@@ -517,8 +520,19 @@ void post(Node& n, Node::Qp& qp, uint8_t opcode, uint64_t local, uint32_t len,
   w->remote_key = rkey;
   w->dst_node = dst_node;
   w->dst_qpn = dst_qpn;
-  rhn_wqe_put_sge(buf, 0, local, len, n.lkey);
-  const uint32_t slots = rhn_wqe_finish(buf, rhn_wqe_set_sges(buf, 1), nullptr);
+  uint32_t units;
+  if (inline_out) {
+    rhn_wqe_put_inline(buf, 0, n.host.at(local, len), len);
+    units = rhn_wqe_set_inline(buf, len);
+  } else {
+    rhn_wqe_put_sge(buf, 0, local, len, n.lkey);
+    units = rhn_wqe_set_sges(buf, 1);
+  }
+  const uint32_t slots = rhn_wqe_finish(buf, units, nullptr);
+  if (inline_out) {
+    memset(inline_out, 0, RHN_DB_INLINE_WQE_SIZE);
+    memcpy(inline_out, buf, RHN_SQ_SLOT_SIZE);
+  }
   if (slots != 1) die("WQE does not fit one slot", slots);
   memcpy(n.host.at(
              qp.sq.ring + (qp.sq.index & (qp.sq.depth - 1)) * RHN_SQ_SLOT_SIZE,
@@ -590,25 +604,29 @@ struct Stat {
 };
 
 enum PathId {
-  kWriteTx,      // 1: doorbell -> WRITE frame on the wire
-  kWriteTxAll,   // 1: doorbell -> the engine idle again
-  kWritePlaced,  // 2: frame in -> data placed
-  kWriteAck,     // 2: frame in -> ACK on the wire
-  kWriteRxAll,   // 2: frame in -> the engine idle again
-  kAckCqe,       // 3: ACK in -> CQE written
-  kAckAll,       // 3: ACK in -> the engine idle again
-  kReadResp,     // 4: READ request in -> response chunk on the wire
-  kReadRespAll,  // 4: READ request in -> the engine idle again
-  kReadCqe,      // 4': READ response in -> CQE written
-  kIsendCqe,     // 5: isend in, matched -> data placed ... CQE written
-  kIsendPlaced,  // 5: isend in -> data placed
-  kIsendAll,     // 5: isend in -> the engine idle again
+  kWriteTx,         // 1: doorbell -> WRITE frame on the wire
+  kWriteTxAll,      // 1: doorbell -> the engine idle again
+  kWriteInlineTx,   // 1: inline doorbell -> WRITE frame on the wire
+  kWriteInlineAll,  // 1: inline doorbell -> the engine idle again
+  kWritePlaced,     // 2: frame in -> data placed
+  kWriteAck,        // 2: frame in -> ACK on the wire
+  kWriteRxAll,      // 2: frame in -> the engine idle again
+  kAckCqe,          // 3: ACK in -> CQE written
+  kAckAll,          // 3: ACK in -> the engine idle again
+  kReadResp,        // 4: READ request in -> response chunk on the wire
+  kReadRespAll,     // 4: READ request in -> the engine idle again
+  kReadCqe,         // 4': READ response in -> CQE written
+  kIsendCqe,        // 5: isend in, matched -> data placed ... CQE written
+  kIsendPlaced,     // 5: isend in -> data placed
+  kIsendAll,        // 5: isend in -> the engine idle again
   kPaths
 };
 
 Stat g_stats[kPaths] = {
     {"write_post_to_wire", "1 posted WRITE: doorbell to frame out"},
     {"write_post_total", "1 posted WRITE: doorbell to engine idle"},
+    {"write_inline_to_wire", "1 WRITE, inline doorbell: to frame out"},
+    {"write_inline_total", "1 WRITE, inline doorbell: to engine idle"},
     {"write_rx_to_placed", "2 received WRITE: frame in to data placed"},
     {"write_rx_to_ack", "2 received WRITE: frame in to ACK out"},
     {"write_rx_total", "2 received WRITE: frame in to engine idle"},
@@ -702,6 +720,34 @@ void write_op(bool measured) {
   end = window(a, measured, trace_ack_rx, &s, [&] { deliver(a); });
   record(kAckCqe, measured, g_marks.have_cqe, g_marks.cqe, s);
   record(kAckAll, measured, true, end - g_idle_poll, s);
+  take_cqe(a, RHN_CQE_OP_WRITE);
+  check_pattern(b, b.data);
+  settle();
+}
+
+// Path 1 with the WQE and its 8 bytes handed over with the doorbell, as a
+// card's doorbell block does for stores into the page's inline window:
+// no DMA read of the WQE or the payload. The rest as in write_op.
+RHN_TRACE_MARK(trace_write_inline, 16)
+
+void write_inline_op(bool measured) {
+  Node& a = *g_nodes[0];
+  Node& b = *g_nodes[1];
+  put_pattern(a, a.data);
+  alignas(8) uint8_t staged[RHN_DB_INLINE_WQE_SIZE];
+  post(a, a.rc, RHN_OP_WRITE, a.data, 8, b.data, b.lkey, 0, 0, staged);
+  uint32_t s;
+  const uint32_t end = window(a, measured, trace_write_inline, &s, [&] {
+    a.engine->doorbell_inline(kContext, staged, sizeof staged);
+    a.engine->doorbell_write(kContext, RHN_DB_SQ, a.rc.qpn | RHN_DB_SQ_INLINE,
+                             4);
+  });
+  record(kWriteInlineTx, measured, g_marks.have_tx, g_marks.tx, s);
+  record(kWriteInlineAll, measured, true, end - g_idle_poll, s);
+  deliver(b);
+  pump(b);
+  deliver(a);
+  pump(a);
   take_cqe(a, RHN_CQE_OP_WRITE);
   check_pattern(b, b.data);
   settle();
@@ -822,6 +868,7 @@ int main() {
   measure_idle(nodes[0]);
 
   for (int i = 0; i < kWarmup + kOps; i++) write_op(i >= kWarmup);
+  for (int i = 0; i < kWarmup + kOps; i++) write_inline_op(i >= kWarmup);
   for (int i = 0; i < kWarmup + kOps; i++) read_op(i >= kWarmup);
   for (int i = 0; i < kWarmup + kOps; i++)
     isend_op(i >= kWarmup, 0x5500 + static_cast<uint64_t>(i));
