@@ -3,7 +3,8 @@
 # soft core (rv32imac, ilp32), as far as the firmware is freestanding
 # today: every hardware contract header compiled as C11 and as C++20 (so
 # their static asserts hold on a 32-bit target), the firmware sources in
-# FW_SOURCES, and a small test image linking them. Then a symbol check:
+# FW_SOURCES, a small test image linking them, and the instruction-count
+# image (scripts/firmware-opcount.sh runs it). Then a symbol check:
 # the soft core has no heap, no threads and no C++ runtime, so any
 # allocation, thread or __cxa_* symbol fails the build. Prints the image
 # size. See Documentation/firmware/soft-core-build.md.
@@ -114,6 +115,24 @@ elf="$OUT/firmware-rv32.elf"
 "${PREFIX}gcc" "${ARCH[@]}" --crt0=minimal -Wl,--gc-sections \
 	-o "$elf" "${objs[@]}" || fail "the test image does not link"
 check_symbols "the test image" "$elf"
+
+# The instruction-count image (tests/firmware_rv32/opcount, run by
+# scripts/firmware-opcount.sh): the same firmware objects under a harness
+# that drives two engines, with semihosting for its output and exit, placed
+# in the RAM of QEMU's virt machine (code at 0x80000000, data after 2 MiB).
+opcount_o="$OUT/obj/opcount.o"
+"${PREFIX}g++" "${CXXFLAGS[@]}" -c "$SRC/tests/firmware_rv32/opcount/opcount.cpp" \
+	-o "$opcount_o" || fail "the instruction-count harness does not build"
+engine_objs=()
+for o in "${objs[@]}"; do
+	[[ "$o" == */tests_firmware_rv32_entry.cpp.o ]] || engine_objs+=("$o")
+done
+"${PREFIX}gcc" "${ARCH[@]}" --crt0=semihost --oslib=semihost \
+	-Wl,--gc-sections -Wl,--defsym=__flash=0x80000000 \
+	-Wl,--defsym=__flash_size=0x200000 -Wl,--defsym=__ram=0x80200000 \
+	-Wl,--defsym=__ram_size=0x3e00000 -o "$OUT/opcount.elf" \
+	"${engine_objs[@]}" "$opcount_o" || fail "the opcount image does not link"
+check_symbols "the opcount image" "$OUT/opcount.elf"
 
 echo "firmware-rv32: ${#FW_SOURCES[@]} firmware source(s) and" \
 	"$(find "$OUT/contract" -name '*.c' | wc -l) contract headers built for rv32imac"

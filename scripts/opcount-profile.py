@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Which functions the instructions of each measured path go to.
+
+Reads QEMU's log of the opcount image (qemu-system-riscv32 -d
+in_asm,exec,nochain: every translated block's instructions, then one line
+per block executed) and the image's symbols (riscv64-unknown-elf-nm), and
+counts every instruction executed inside a measured window, outside the
+stand-in hardware's brackets, against the function it belongs to. The
+image marks both with empty functions (trace_* in
+tests/firmware_rv32/opcount/opcount.cpp). Prints, per kind of window, the
+instructions per operation and the top functions.
+
+Usage: opcount-profile.py ELF LOG [TOP]   (LOG may be a FIFO)
+"""
+import bisect
+import collections
+import re
+import subprocess
+import sys
+
+WINDOWS = {
+    "trace_write_post": "1 posted WRITE: doorbell to engine idle",
+    "trace_write_inline": "1 WRITE, inline doorbell: to engine idle",
+    "trace_write_rx": "2 received WRITE: frame in to engine idle",
+    "trace_ack_rx": "3 ACK: frame in to engine idle",
+    "trace_read_req_rx": "4 READ request in to engine idle",
+    "trace_read_resp_rx": "4 READ response in to engine idle",
+    "trace_isend_rx": "5 isend matched: frame in to engine idle",
+}
+
+
+# Functions that call nothing: their instructions are shown per caller.
+LEAVES = {"memcpy", "memset", "memcmp", "rhinet::fw::crc32c"}
+
+
+def symbols(elf):
+    out = subprocess.run(
+        ["riscv64-unknown-elf-nm", "-C", "-n", elf],
+        check=True, capture_output=True, text=True).stdout
+    addrs, names = [], []
+    for line in out.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[1] in "tTwW":
+            addrs.append(int(parts[0], 16))
+            # Shorter names: no parameter lists, no anonymous namespace.
+            name = parts[2].replace("(anonymous namespace)::", "")
+            names.append(re.sub(r"\(.*", "", name))
+    return addrs, names
+
+
+def main():
+    elf, log = sys.argv[1], sys.argv[2]
+    top = int(sys.argv[3]) if len(sys.argv) > 3 else 12
+    addrs, names = symbols(elf)
+    by_name = {n: a for a, n in zip(addrs, names)}
+
+    def where(pc):
+        i = bisect.bisect_right(addrs, pc) - 1
+        return names[i] if i >= 0 else "?"
+
+    begin = {by_name[n]: n for n in WINDOWS}
+    out_begin = by_name["trace_outside_begin"]
+    out_end = by_name["trace_outside_end"]
+    win_end = by_name["trace_window_end"]
+    marks = set(begin) | {out_begin, out_end, win_end}
+
+    blocks = {}  # block start pc -> [instruction pcs]
+    pending = None
+    current = None  # the window being counted
+    outside = False
+    caller = leaf_caller = "?"
+    per_fn = collections.defaultdict(collections.Counter)
+    windows = collections.Counter()
+    insn = re.compile(r"^0x([0-9a-f]+):\s")
+    trace = re.compile(r"^Trace \d+: \S+ \[[0-9a-f]+/([0-9a-f]+)/")
+    with open(log, errors="replace") as f:
+        for line in f:
+            if line.startswith("Trace"):
+                pending = None
+                m = trace.match(line)
+                if not m:
+                    continue
+                pc = int(m.group(1), 16)
+                if pc in marks:
+                    if pc in begin:
+                        current = begin[pc]
+                        windows[current] += 1
+                        outside = False
+                    elif pc == win_end:
+                        current = None
+                    elif pc == out_begin:
+                        outside = True
+                    elif pc == out_end:
+                        outside = False
+                    continue
+                if current is None or outside:
+                    continue
+                counter = per_fn[current]
+                fn = where(pc)
+                if fn in LEAVES:
+                    # A leaf's instructions go to its caller too: the
+                    # block run just before its entry is the caller's.
+                    if by_name.get(fn) == pc:
+                        leaf_caller = caller
+                    fn = f"{fn} <- {leaf_caller}"
+                else:
+                    caller = fn
+                for ipc in blocks.get(pc, ()):
+                    counter[fn] += 1
+            elif line.startswith("IN:"):
+                pending = []
+            elif pending is not None:
+                m = insn.match(line)
+                if m:
+                    ipc = int(m.group(1), 16)
+                    if not pending:
+                        blocks[ipc] = pending
+                    pending.append(ipc)
+    for key, what in WINDOWS.items():
+        n = windows[key]
+        if not n:
+            continue
+        counter = per_fn[key]
+        total = sum(counter.values())
+        print(f"{what}: {total / n:.0f} instructions per operation "
+              f"({n} operations)")
+        for name, count in counter.most_common(top):
+            print(f"  {count / n:8.0f}  {100 * count / total:5.1f}%  {name}")
+        print()
+
+
+if __name__ == "__main__":
+    main()
