@@ -33,6 +33,8 @@
 /* Events (doorbells, frames) wait at most this much in the output queue;
  * beyond it they are dropped like at a full FIFO. Replies always queue. */
 #define SC_OUTQ_EVENT_CAP (4u << 20)
+/* Past this the core is taken for stuck and the link for broken. */
+#define SC_OUTQ_HARD_CAP (64u << 20)
 #define SC_INBUF_BYTES (2u * (RHN_LINK_HDR_BYTES + RHN_LINK_MAX_BODY))
 /* TIME goes before an event when the clock moved at least this much. */
 #define SC_TIME_GRAIN_NS 1000u
@@ -50,6 +52,7 @@ struct RhnSoftCore {
     char *sock_path;
     char *ram_path;
 
+    uint32_t spin_us;
     bool dead;
     char error[256];
     bool hello_done;
@@ -112,6 +115,16 @@ static void st_release(volatile uint32_t *p, uint32_t v)
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+/*
+ * A send that found the socket full (a wake-up is already on its way) or
+ * the peer gone (the read side reports that, after what it sent).
+ */
+static bool sc_send_gone(int err)
+{
+    return err == EAGAIN || err == EWOULDBLOCK || err == EPIPE ||
+           err == ECONNRESET;
+}
+
 static void sc_wake_core(RhnSoftCore *sc, volatile uint32_t *flag)
 {
     static const uint8_t one = 1;
@@ -119,9 +132,8 @@ static void sc_wake_core(RhnSoftCore *sc, volatile uint32_t *flag)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (*flag) {
         *flag = 0;
-        /* A full socket already holds a wake-up: losing this one is fine. */
         if (send(sc->fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
-            errno != EAGAIN && errno != EWOULDBLOCK) {
+            !sc_send_gone(errno)) {
             sc_fail(sc, "soft core: wake-up failed: %s", strerror(errno));
         }
     }
@@ -201,7 +213,7 @@ static void sc_flush_stream(RhnSoftCore *sc)
             if (errno == EINTR) {
                 continue;
             }
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            if (!sc_send_gone(errno)) {
                 sc_fail(sc, "soft core: link write failed: %s",
                         strerror(errno));
             }
@@ -242,6 +254,10 @@ static uint8_t *sc_begin(RhnSoftCore *sc, uint16_t type, uint16_t tag,
         return NULL;
     }
     if (is_event && sc->out_end - sc->out_start + need > SC_OUTQ_EVENT_CAP) {
+        return NULL;
+    }
+    if (sc->out_end - sc->out_start + need > SC_OUTQ_HARD_CAP) {
+        sc_fail(sc, "soft core: the core does not read its link");
         return NULL;
     }
     if (sc->out_start > 0 && sc->out_end + need > sc->out_cap) {
@@ -332,9 +348,11 @@ static void sc_on_dma_read(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
                 RHN_LINK_DMA_CHUNK);
         return;
     }
+    /* A core busy with DMA may not wait (and ask for the time) for long. */
+    sc_send_time(sc, false);
     p = sc_begin(sc, RHN_LINK_DMA_READ_DATA, tag, sizeof(st) + rq.len, false);
     if (!p) {
-        sc_fail(sc, "soft core: out of memory for a DMA read reply");
+        sc_fail(sc, "soft core: no memory for a DMA read reply");
         return;
     }
     st.status = (uint32_t)sc->ops.dma_read(sc->opaque, rq.bus_addr,
@@ -590,8 +608,11 @@ static void sc_child_gone(RhnSoftCore *sc, const char *what)
     }
 }
 
-/* Reads what the socket holds: the stream, or wake-up bytes. */
-static bool sc_read_socket(RhnSoftCore *sc)
+/*
+ * Reads what the socket holds: the stream, or wake-up bytes. False at its
+ * end (*eof) or on an error.
+ */
+static bool sc_read_socket(RhnSoftCore *sc, bool *eof)
 {
     uint8_t sink[256];
 
@@ -611,7 +632,7 @@ static bool sc_read_socket(RhnSoftCore *sc)
             continue;
         }
         if (n == 0 || errno == ECONNRESET) {
-            sc_child_gone(sc, "the core closed the link");
+            *eof = true;
             return false;
         }
         if (errno == EINTR) {
@@ -652,10 +673,13 @@ static bool sc_read_ring(RhnSoftCore *sc)
 
 int rhn_sc_process(RhnSoftCore *sc)
 {
+    bool eof = false;
+
     if (sc->dead) {
         return -1;
     }
-    if (!sc_read_socket(sc)) {
+    /* At the socket's end, what the core sent before it still counts. */
+    if (!sc_read_socket(sc, &eof) && !eof) {
         return -1;
     }
     for (;;) {
@@ -688,6 +712,9 @@ int rhn_sc_process(RhnSoftCore *sc)
         sc->db_lost = false;
         sc_flush(sc);
     }
+    if (eof) {
+        sc_child_gone(sc, "the core closed the link");
+    }
     return sc->dead ? -1 : 0;
 }
 
@@ -701,6 +728,16 @@ int rhn_sc_run(RhnSoftCore *sc, int timeout_ms)
     if (rhn_sc_want_write(sc)) {
         p.events |= POLLOUT;
     }
+    if (sc->shm_mode && sc->spin_us) {
+        volatile struct rhn_link_ring *r = &sc->shm->from_core;
+        uint64_t end = sc_now(sc) + (uint64_t)sc->spin_us * 1000u;
+
+        do {
+            if (ld_acquire(&r->head) != r->tail) {
+                return rhn_sc_process(sc);
+            }
+        } while (sc_now(sc) < end);
+    }
     if (poll(&p, 1, timeout_ms) < 0 && errno != EINTR) {
         sc_fail(sc, "soft core: poll failed: %s", strerror(errno));
         return -1;
@@ -710,8 +747,9 @@ int rhn_sc_run(RhnSoftCore *sc, int timeout_ms)
 
 /* ---- Towards the core ---------------------------------------------- */
 
-bool rhn_sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
-                     const void *wqe)
+/* may_drop: an entry of the FIFO; link changes must reach the core. */
+static bool sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
+                        const void *wqe, bool may_drop)
 {
     bool with_wqe = (entry->flags & RHN_CARD_DB_F_INLINE) != 0;
     uint32_t len = sizeof(*entry) + (with_wqe ? RHN_DB_INLINE_WQE_SIZE : 0);
@@ -722,7 +760,7 @@ bool rhn_sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
     }
     sc_send_time(sc, false);
     /* After a loss, the notice goes first, and only with this entry. */
-    if (sc->db_lost &&
+    if (may_drop && sc->db_lost &&
         sc->out_end - sc->out_start + 2 * RHN_LINK_HDR_BYTES + len >
             SC_OUTQ_EVENT_CAP) {
         return false;
@@ -730,7 +768,7 @@ bool rhn_sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
     if (sc->db_lost && sc_send(sc, RHN_LINK_DB_OVERFLOW, 0, NULL, 0, true)) {
         sc->db_lost = false;
     }
-    p = sc_begin(sc, RHN_LINK_DOORBELL, 0, len, true);
+    p = sc_begin(sc, RHN_LINK_DOORBELL, 0, len, may_drop);
     if (!p) {
         sc->db_lost = true;
         return false;
@@ -742,6 +780,12 @@ bool rhn_sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
     sc_commit(sc, len);
     sc_flush(sc);
     return true;
+}
+
+bool rhn_sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
+                     const void *wqe)
+{
+    return sc_doorbell(sc, entry, wqe, true);
 }
 
 bool rhn_sc_frame_in(RhnSoftCore *sc, const void *frame, uint32_t len)
@@ -768,7 +812,7 @@ void rhn_sc_set_link(RhnSoftCore *sc, bool up)
         return;
     }
     sc->link_up = up; /* STATUS.LINK_UP is the firmware's to set */
-    rhn_sc_doorbell(sc, &e, NULL);
+    sc_doorbell(sc, &e, NULL, false);
 }
 
 void rhn_sc_tick(RhnSoftCore *sc)
@@ -1078,6 +1122,7 @@ RhnSoftCore *rhn_sc_spawn(const RhnSoftCoreConfig *cfg,
                                                                 : "/tmp";
     }
     sc->shm_mode = !cfg->uart_stream;
+    sc->spin_us = cfg->spin_us;
     sc->sock_path = sc_path(dir, "sock");
     sc->ram_path = sc->shm_mode ? sc_path(dir, "ram") : NULL;
     if (!sc->sock_path || (sc->shm_mode && !sc->ram_path) ||

@@ -65,6 +65,12 @@ typedef struct RhnSoftCoreConfig {
     bool uart_stream;
     uint32_t db_pages;         /* BAR2 pages the doorbell block serves */
     int timeout_ms;            /* for the core's HELLO; 0: 10000 */
+    /*
+     * rhn_sc_run looks at the core's ring this long before it sleeps in
+     * poll: a core that sends again soon (the next DMA read) then needs
+     * no wake-up through the socket. Costs host CPU while idle.
+     */
+    uint32_t spin_us;
     const char *const *extra_args; /* more qemu arguments, NULL-ended */
 } RhnSoftCoreConfig;
 

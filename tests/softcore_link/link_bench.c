@@ -4,7 +4,7 @@
 // phase's rate. The shared-memory image and the UART image compare the
 // two transports (Documentation/hardware/soft-core.md has the numbers).
 //
-//   softcore_link_bench FIRMWARE.elf [uart] [BUDGET_KIB]
+//   softcore_link_bench FIRMWARE.elf [shm|uart] [BUDGET_KIB] [SPIN_US]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +51,9 @@ int main(int argc, char **argv) {
   static struct fake_host h;
   char err[256];
   if (argc < 2) {
-    fprintf(stderr, "usage: %s FIRMWARE.elf [uart] [BUDGET_KIB]\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s FIRMWARE.elf [shm|uart] [BUDGET_KIB] [SPIN_US]\n",
+            argv[0]);
     return 2;
   }
   bool uart = argc > 2 && strcmp(argv[2], "uart") == 0;
@@ -61,7 +63,8 @@ int main(int argc, char **argv) {
   RhnSoftCoreConfig cfg = {.firmware = argv[1],
                            .ram_mib = 16,
                            .uart_stream = uart,
-                           .db_pages = TEST_DB_PAGES};
+                           .db_pages = TEST_DB_PAGES,
+                           .spin_us = argc > 4 ? (uint32_t)atoi(argv[4]) : 0};
   RhnSoftCore *sc = rhn_sc_spawn(&cfg, &fake_host_ops, &h, err, sizeof(err));
   if (!sc) {
     fprintf(stderr, "%s\n", err);
@@ -85,8 +88,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   int status = rhn_sc_stop(sc, 5000);
-  printf("transport: %s, budget %u KiB per phase\n",
-         uart ? "UART byte stream" : "shared-memory rings", B.budget);
+  printf("transport: %s, budget %u KiB per phase, device spins %u us\n",
+         uart ? "UART byte stream" : "shared-memory rings", B.budget,
+         cfg.spin_us);
   row("DMA read", BENCH_READ_64, 64);
   row("DMA read", BENCH_READ_4K, 4096);
   row("DMA read", BENCH_READ_64K, 65536);
