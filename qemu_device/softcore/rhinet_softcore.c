@@ -318,6 +318,18 @@ static void sc_send_time(RhnSoftCore *sc, bool always)
 
 /* ---- Messages from the core ---------------------------------------- */
 
+/* A body of exactly size bytes into dst; else the link breaks. */
+static bool sc_body(RhnSoftCore *sc, const char *what, const uint8_t *b,
+                    uint32_t len, void *dst, size_t size)
+{
+    if (len != size) {
+        sc_fail(sc, "soft core: %s of %u bytes", what, len);
+        return false;
+    }
+    memcpy(dst, b, size);
+    return true;
+}
+
 /*
  * A posted write the host refused. The engine cannot see it (the write
  * returned when sent), so the DMA window counts it, and tells the core.
@@ -338,11 +350,9 @@ static void sc_on_dma_read(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
     struct rhn_link_status st = { 0, 0 };
     uint8_t *p;
 
-    if (len != sizeof(rq)) {
-        sc_fail(sc, "soft core: DMA_READ of %u bytes", len);
+    if (!sc_body(sc, "DMA_READ", b, len, &rq, sizeof(rq))) {
         return;
     }
-    memcpy(&rq, b, sizeof(rq));
     if (rq.len > RHN_LINK_DMA_CHUNK) {
         sc_fail(sc, "soft core: DMA_READ of %u bytes exceeds %u", rq.len,
                 RHN_LINK_DMA_CHUNK);
@@ -426,11 +436,9 @@ static void sc_on_store64(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
     struct rhn_link_store64 s;
     int st;
 
-    if (len != sizeof(s)) {
-        sc_fail(sc, "soft core: DMA_STORE64 of %u bytes", len);
+    if (!sc_body(sc, "DMA_STORE64", b, len, &s, sizeof(s))) {
         return;
     }
-    memcpy(&s, b, sizeof(s));
     st = (s.bus_addr & 7) ? RHN_CARD_MISALIGNED
                           : sc->ops.dma_store64(sc->opaque, s.bus_addr,
                                                 s.value);
@@ -449,11 +457,9 @@ static void sc_on_reg(RhnSoftCore *sc, uint16_t type, const uint8_t *b,
 {
     struct rhn_link_reg r;
 
-    if (len != sizeof(r)) {
-        sc_fail(sc, "soft core: register message of %u bytes", len);
+    if (!sc_body(sc, "register message", b, len, &r, sizeof(r))) {
         return;
     }
-    memcpy(&r, b, sizeof(r));
     if (type == RHN_LINK_COUNTER_ADD) {
         if (r.offset >= RHN_CNT_COUNT) {
             sc_fail(sc, "soft core: COUNTER_ADD to counter %u of %u",
@@ -531,22 +537,18 @@ static void sc_on_message(RhnSoftCore *sc, uint16_t type, uint16_t tag,
     case RHN_LINK_IRQ: {
         struct rhn_link_irq m;
 
-        if (len != sizeof(m)) {
-            sc_fail(sc, "soft core: IRQ of %u bytes", len);
+        if (!sc_body(sc, "IRQ", b, len, &m, sizeof(m))) {
             return;
         }
-        memcpy(&m, b, sizeof(m));
         sc->ops.irq(sc->opaque, m.vector);
         break;
     }
     case RHN_LINK_DEADLINE: {
         struct rhn_link_u64 d;
 
-        if (len != sizeof(d)) {
-            sc_fail(sc, "soft core: DEADLINE of %u bytes", len);
+        if (!sc_body(sc, "DEADLINE", b, len, &d, sizeof(d))) {
             return;
         }
-        memcpy(&d, b, sizeof(d));
         if (d.value <= sc_now(sc)) {
             sc_send_time(sc, true);
         } else {

@@ -7,10 +7,12 @@
  * that description as plain C functions, so a card (or a simulator joined
  * by a socket) implements it once in C.
  *
- * NOT USED YET. The engine still runs on HostBus and Wire (engine.h); a
- * later step of the freestanding firmware build makes them thin wrappers of
- * these functions. Until then the header is only compiled (as C11 and as
- * C++) by tests/contract/card_check.c and card_check.cpp.
+ * NOT USED BY THE ENGINE YET. The engine still runs on HostBus and Wire
+ * (engine.h); a later step of the freestanding firmware build makes them
+ * thin wrappers of these functions. tests/contract/card_check.c and
+ * card_check.cpp compile the header as C11 and as C++. One implementation
+ * exists: firmware/card/card_link.c, over the socket protocol to the QEMU
+ * device (soft-core.md, "The socket protocol").
  *
  * All calls are made from the one engine thread (the soft core). None
  * allocates. Bus addresses are host physical (or IOVA) addresses, 64 bits.
