@@ -8,7 +8,9 @@
  * follows the entry it announces. Messages to the core go through one
  * output queue, flushed into the transport as room allows.
  */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* accept4, asprintf; QEMU builds define it already */
+#endif
 #include "rhinet_softcore.h"
 
 #include <errno.h>
