@@ -47,6 +47,7 @@ uint32_t rhn_link_write_errors(void);
 /* Exit statuses of the core when the link breaks. */
 #define RHN_LINK_EXIT_PROTOCOL 90 /* the device sent something invalid */
 #define RHN_LINK_EXIT_VERSION 91
+#define RHN_LINK_EXIT_TRAP 92 /* the core took a trap (start.S) */
 
 #ifdef __cplusplus
 }

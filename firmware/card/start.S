@@ -33,6 +33,6 @@ _start:
 
 	.balign 4
 trap:
-	li a0, 0x7f
+	li a0, 92 /* RHN_LINK_EXIT_TRAP */
 	call rhn_virt_exit
 4:	j 4b

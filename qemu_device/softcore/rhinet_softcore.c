@@ -300,7 +300,9 @@ static bool sc_send(RhnSoftCore *sc, uint16_t type, uint16_t tag,
     if (!p) {
         return false;
     }
-    memcpy(p, body, len);
+    if (len) {
+        memcpy(p, body, len);
+    }
     sc_commit(sc, len);
     return true;
 }
@@ -1157,11 +1159,32 @@ RhnSoftCore *rhn_sc_spawn(const RhnSoftCoreConfig *cfg,
         snprintf(err, errlen, "soft core: fork: %s", strerror(errno));
         goto fail;
     }
-    p = (struct pollfd){ .fd = lfd, .events = POLLIN };
-    if (poll(&p, 1, timeout) <= 0) {
-        snprintf(err, errlen, "soft core: %s did not connect within %d ms",
-                 cfg->qemu ? cfg->qemu : "qemu-system-riscv32", timeout);
-        goto fail;
+    /* Wait for the emulator's connection, or its early end. */
+    end = sc_now(sc) + (uint64_t)timeout * 1000000ull;
+    for (;;) {
+        int status;
+
+        p = (struct pollfd){ .fd = lfd, .events = POLLIN };
+        if (poll(&p, 1, 50) > 0) {
+            break;
+        }
+        status = rhn_sc_wait_exit(sc, 0);
+        if (status >= 0) {
+            snprintf(err, errlen,
+                     "soft core: %s exited with status %d before it "
+                     "connected%s",
+                     cfg->qemu ? cfg->qemu : "qemu-system-riscv32", status,
+                     status == 127 ? " (not installed? it comes with "
+                                     "Debian's qemu-system-misc)"
+                                   : "");
+            goto fail;
+        }
+        if (sc_now(sc) >= end) {
+            snprintf(err, errlen,
+                     "soft core: %s did not connect within %d ms",
+                     cfg->qemu ? cfg->qemu : "qemu-system-riscv32", timeout);
+            goto fail;
+        }
     }
     sc->fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     close(lfd);
@@ -1171,7 +1194,6 @@ RhnSoftCore *rhn_sc_spawn(const RhnSoftCoreConfig *cfg,
         snprintf(err, errlen, "soft core: accept: %s", strerror(errno));
         goto fail;
     }
-    end = sc_now(sc) + (uint64_t)timeout * 1000000ull;
     while (!sc->hello_done) {
         uint64_t now = sc_now(sc);
 

@@ -594,6 +594,85 @@ static void test_bad_input(void) {
   close(core);
 }
 
+// Random messages from a fake core: mostly well framed with random
+// contents, some corrupt. Each either is applied or breaks the link with
+// an error; the device never crashes (the test runs under AddressSanitizer
+// and UBSan).
+static uint32_t rnd(void) {
+  static uint32_t x = 12345;
+  x = x * 1103515245u + 12345u;
+  return x >> 8;
+}
+
+// A message of a type the core sends, with a body of the right size.
+static void random_message(int core, uint8_t *body, uint32_t max) {
+  static const uint16_t types[] = {
+      RHN_LINK_DMA_READ,    RHN_LINK_DMA_WRITE, RHN_LINK_DMA_PUBLISH,
+      RHN_LINK_DMA_STORE64, RHN_LINK_REG_SET,   RHN_LINK_COUNTER_ADD,
+      RHN_LINK_FRAME_OUT,   RHN_LINK_IRQ,       RHN_LINK_DEADLINE};
+  uint16_t type = types[rnd() % (sizeof(types) / sizeof(types[0]))];
+  uint32_t len = 16;
+  uint64_t addr =
+      rnd() % 2 ? HOST_BASE + rnd() % HOST_BYTES : (uint64_t)rnd() << 20;
+  memcpy(body, &addr, 8);
+  if (type == RHN_LINK_DMA_READ) {
+    uint32_t n = rnd() % 9000;
+    memcpy(body + 8, &n, 4);
+  } else if (type == RHN_LINK_DMA_WRITE || type == RHN_LINK_DMA_PUBLISH) {
+    len += rnd() % (max - 16);
+    uint32_t at = rnd() % (len - 8);
+    memcpy(body + 8, &at, 4);
+  } else if (type == RHN_LINK_REG_SET || type == RHN_LINK_COUNTER_ADD) {
+    uint32_t off = type == RHN_LINK_REG_SET ? (rnd() % 1024) * 4
+                                            : rnd() % (RHN_CNT_COUNT + 1);
+    memcpy(body, &off, 4);
+  } else if (type == RHN_LINK_FRAME_OUT) {
+    len = 1 + rnd() % (max - 1);
+  } else if (type == RHN_LINK_IRQ || type == RHN_LINK_DEADLINE) {
+    len = 8;
+  }
+  put(core, type, (uint16_t)rnd(), body, len);
+}
+
+static void test_random_input(void) {
+  static struct fake_host h;
+  static uint8_t body[4096];
+  unsigned broken = 0, survived = 0;
+  for (unsigned trial = 0; trial < 300; trial++) {
+    int core;
+    RhnSoftCore *sc = fake_core(&h, &core, trial % 20 != 0);
+    for (unsigned m = 0; m < 20 && rhn_sc_alive(sc); m++) {
+      for (unsigned i = 16; i < sizeof(body); i++) body[i] = (uint8_t)rnd();
+      uint32_t r = rnd() % 64;
+      if (r == 0) {
+        // A header that promises more than will come, or too much.
+        struct rhn_link_hdr hd = {rnd() % 2 ? rnd() : 4 + 200,
+                                  (uint16_t)(rnd() % 24), 0};
+        if (write(core, &hd, sizeof(hd)) != sizeof(hd)) break;
+      } else if (r == 1) {
+        put(core, (uint16_t)(rnd() % 24), 0, body, rnd() % 64);
+      } else {
+        random_message(core, body, sizeof(body));
+      }
+      rhn_sc_process(sc);
+    }
+    if (rhn_sc_alive(sc))
+      survived++;
+    else
+      broken++;
+    close(core);
+    rhn_sc_process(sc);
+    expect(!rhn_sc_alive(sc) && rhn_sc_error(sc) && rhn_sc_error(sc)[0],
+           "random trial %u ends with an error", trial);
+    expect(!rhn_sc_doorbell(sc, &(struct rhn_card_doorbell){.size = 4}, NULL),
+           "a broken link takes no doorbell");
+    rhn_sc_free(sc);
+  }
+  printf("random input: %u links broken by it, %u survived to the end\n",
+         broken, survived);
+  expect(broken > 30 && survived > 30, "random input both breaks and passes");
+}
+
 // A core that does not read: the output queue fills, doorbells are
 // dropped, and the core is told (DB_OVERFLOW) once there is room.
 static void test_device_overflow(void) {
@@ -641,6 +720,7 @@ int main(int argc, char **argv) {
   firmware = argv[1];
   signal(SIGPIPE, SIG_IGN);
   test_bad_input();
+  test_random_input();
   test_device_overflow();
   test_script();
   test_core_vanishes();
