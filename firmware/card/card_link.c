@@ -241,6 +241,11 @@ void rhn_link_stop(int code) {
 
 uint32_t rhn_link_write_errors(void) { return L.write_errors; }
 
+void rhn_link_cq_produced(uint32_t cqn, uint32_t producer_index) {
+  struct rhn_link_reg r = {cqn, 4, producer_index};
+  send(RHN_LINK_CQ_PRODUCED, 0, &r, sizeof(r), 0, 0);
+}
+
 // ---- Host DMA window --------------------------------------------------
 
 enum rhn_card_status rhn_card_dma_read(uint64_t bus_addr, void *dst,

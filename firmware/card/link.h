@@ -55,8 +55,17 @@ enum rhn_link_type {
   RHN_LINK_TIME = 16,         /* device: struct rhn_link_u64 (now, ns) */
   RHN_LINK_DEADLINE = 17,     /* core: struct rhn_link_u64 (deadline) */
   RHN_LINK_BYE = 18,          /* both: struct rhn_link_status (exit code) */
+  RHN_LINK_CQ_PRODUCED = 19,  /* core: struct rhn_link_reg (cqn, index) */
 };
-#define RHN_LINK_TYPE_MAX RHN_LINK_BYE
+#define RHN_LINK_TYPE_MAX RHN_LINK_CQ_PRODUCED
+
+/*
+ * CQs whose producer index the doorbell block samples into a CQ arm
+ * (bits 63:32 of the DOORBELL's value). The core reports each CQ's index
+ * with CQ_PRODUCED after the CQE's publish, so the device's copy never
+ * runs ahead of what the host can see.
+ */
+#define RHN_LINK_MAX_CQS 65536u
 
 /*
  * HELLO: the core sends its own first; the device answers with its own,
@@ -103,7 +112,10 @@ struct rhn_link_status {
   uint32_t reserved;
 };
 
-/* REG_SET and REG_WRITE (BAR0 offset, size 4 or 8), COUNTER_ADD (index). */
+/*
+ * REG_SET and REG_WRITE (BAR0 offset, size 4 or 8), COUNTER_ADD (index in
+ * offset), CQ_PRODUCED (the CQ's number in offset, its index in value).
+ */
 struct rhn_link_reg {
   uint32_t offset;
   uint32_t size;

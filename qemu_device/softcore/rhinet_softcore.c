@@ -75,6 +75,7 @@ struct RhnSoftCore {
     uint8_t (*staging)[RHN_DB_INLINE_WQE_SIZE];
     uint32_t regs[RHN_REG_COUNTERS / 4];
     uint64_t counters[RHN_CNT_COUNT];
+    uint32_t *cq_produced; /* RHN_LINK_MAX_CQS, for CQ-arm samples */
 };
 
 static void sc_fail(RhnSoftCore *sc, const char *fmt, ...)
@@ -464,6 +465,14 @@ static void sc_on_reg(RhnSoftCore *sc, uint16_t type, const uint8_t *b,
     if (!sc_body(sc, "register message", b, len, &r, sizeof(r))) {
         return;
     }
+    if (type == RHN_LINK_CQ_PRODUCED) {
+        if (r.offset >= RHN_LINK_MAX_CQS) {
+            sc_fail(sc, "soft core: CQ_PRODUCED for CQ %u", r.offset);
+            return;
+        }
+        sc->cq_produced[r.offset] = (uint32_t)r.value;
+        return;
+    }
     if (type == RHN_LINK_COUNTER_ADD) {
         if (r.offset >= RHN_CNT_COUNT) {
             sc_fail(sc, "soft core: COUNTER_ADD to counter %u of %u",
@@ -529,6 +538,7 @@ static void sc_on_message(RhnSoftCore *sc, uint16_t type, uint16_t tag,
         break;
     case RHN_LINK_REG_SET:
     case RHN_LINK_COUNTER_ADD:
+    case RHN_LINK_CQ_PRODUCED:
         sc_on_reg(sc, type, b, len);
         break;
     case RHN_LINK_FRAME_OUT:
@@ -947,9 +957,20 @@ void rhn_sc_bar2_write(RhnSoftCore *sc, uint64_t addr, uint64_t value,
         sc_kick(sc, (uint32_t)page, off, value, size, RHN_CARD_DB_PAGE,
                 (value & RHN_DB_SQ_INLINE) ? sc->staging[page] : NULL);
         break;
+    case RHN_DB_CQ_ARM: {
+        /* The CQ's producer index now, so a completion between this write
+         * and the core's handling of it still raises the event. */
+        uint32_t cqn = (uint32_t)value & RHN_DB_QN_MASK;
+
+        if (cqn < RHN_LINK_MAX_CQS) {
+            value |= (uint64_t)sc->cq_produced[cqn] << 32;
+        }
+        sc_kick(sc, (uint32_t)page, off, value, size, RHN_CARD_DB_PAGE,
+                NULL);
+        break;
+    }
     case RHN_DB_RQ:
     case RHN_DB_SRQ:
-    case RHN_DB_CQ_ARM:
         sc_kick(sc, (uint32_t)page, off, value, size, RHN_CARD_DB_PAGE,
                 NULL);
         break;
@@ -982,9 +1003,11 @@ static RhnSoftCore *sc_new(uint32_t db_pages, const RhnSoftCoreOps *ops,
     sc->db_pages = db_pages;
     sc->inbuf = malloc(SC_INBUF_BYTES);
     sc->staging = calloc(db_pages ? db_pages : 1, sizeof(*sc->staging));
-    if (!sc->inbuf || !sc->staging) {
+    sc->cq_produced = calloc(RHN_LINK_MAX_CQS, sizeof(uint32_t));
+    if (!sc->inbuf || !sc->staging || !sc->cq_produced) {
         free(sc->inbuf);
         free(sc->staging);
+        free(sc->cq_produced);
         free(sc);
         return NULL;
     }
@@ -1293,6 +1316,7 @@ void rhn_sc_free(RhnSoftCore *sc)
     free(sc->outq);
     free(sc->inbuf);
     free(sc->staging);
+    free(sc->cq_produced);
     free(sc);
 }
 

@@ -585,6 +585,13 @@ static void test_bad_input(void) {
   rhn_sc_free(sc);
   close(core);
 
+  sc = fake_core(&h, &core, true);
+  r = (struct rhn_link_reg){RHN_LINK_MAX_CQS, 4, 1};
+  put(core, RHN_LINK_CQ_PRODUCED, 0, &r, sizeof(r));
+  expect_broken(sc, "CQ_PRODUCED of no CQ", "CQ_PRODUCED for CQ");
+  rhn_sc_free(sc);
+  close(core);
+
   sc = fake_core(&h, &core, false);
   struct rhn_link_hello old = good_hello;
   old.version = RHN_LINK_VERSION + 1;
@@ -606,10 +613,11 @@ static uint32_t rnd(void) {
 
 // A message of a type the core sends, with a body of the right size.
 static void random_message(int core, uint8_t *body, uint32_t max) {
-  static const uint16_t types[] = {
-      RHN_LINK_DMA_READ,    RHN_LINK_DMA_WRITE, RHN_LINK_DMA_PUBLISH,
-      RHN_LINK_DMA_STORE64, RHN_LINK_REG_SET,   RHN_LINK_COUNTER_ADD,
-      RHN_LINK_FRAME_OUT,   RHN_LINK_IRQ,       RHN_LINK_DEADLINE};
+  static const uint16_t types[] = {RHN_LINK_DMA_READ,    RHN_LINK_DMA_WRITE,
+                                   RHN_LINK_DMA_PUBLISH, RHN_LINK_DMA_STORE64,
+                                   RHN_LINK_REG_SET,     RHN_LINK_COUNTER_ADD,
+                                   RHN_LINK_FRAME_OUT,   RHN_LINK_IRQ,
+                                   RHN_LINK_DEADLINE,    RHN_LINK_CQ_PRODUCED};
   uint16_t type = types[rnd() % (sizeof(types) / sizeof(types[0]))];
   uint32_t len = 16;
   uint64_t addr =
@@ -622,9 +630,12 @@ static void random_message(int core, uint8_t *body, uint32_t max) {
     len += rnd() % (max - 16);
     uint32_t at = rnd() % (len - 8);
     memcpy(body + 8, &at, 4);
-  } else if (type == RHN_LINK_REG_SET || type == RHN_LINK_COUNTER_ADD) {
+  } else if (type == RHN_LINK_REG_SET || type == RHN_LINK_COUNTER_ADD ||
+             type == RHN_LINK_CQ_PRODUCED) {
     uint32_t off = type == RHN_LINK_REG_SET ? (rnd() % 1024) * 4
-                                            : rnd() % (RHN_CNT_COUNT + 1);
+                   : type == RHN_LINK_COUNTER_ADD
+                       ? rnd() % (RHN_CNT_COUNT + 1)
+                       : rnd() % (RHN_LINK_MAX_CQS + 64);
     memcpy(body, &off, 4);
   } else if (type == RHN_LINK_FRAME_OUT) {
     len = 1 + rnd() % (max - 1);
