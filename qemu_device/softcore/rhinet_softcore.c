@@ -1073,12 +1073,54 @@ static bool sc_map_ram(RhnSoftCore *sc, uint32_t ram_mib, char *err,
     return true;
 }
 
-static void sc_exec_qemu(const RhnSoftCoreConfig *cfg, const char *sock,
-                         const char *ram, uint32_t ram_mib, pid_t parent)
-{
-    char mem[64], obj[4096], chr[4096], machine[64];
+/* The emulator's command line, built before fork. */
+typedef struct ScArgs {
+    char mem[32], obj[4200], chr[4200];
     const char *argv[64];
+} ScArgs;
+
+static void sc_build_args(ScArgs *a, const RhnSoftCoreConfig *cfg,
+                          const char *sock, const char *ram, uint32_t ram_mib)
+{
     int n = 0;
+
+    snprintf(a->mem, sizeof(a->mem), "%uM", ram_mib);
+    snprintf(a->chr, sizeof(a->chr), "socket,id=link,path=%s", sock);
+    a->argv[n++] = cfg->qemu ? cfg->qemu : "qemu-system-riscv32";
+    a->argv[n++] = "-M";
+    if (ram) {
+        snprintf(a->obj, sizeof(a->obj),
+                 "memory-backend-file,id=ram0,size=%s,mem-path=%s,share=on",
+                 a->mem, ram);
+        a->argv[n++] = "virt,memory-backend=ram0";
+        a->argv[n++] = "-object";
+        a->argv[n++] = a->obj;
+    } else {
+        a->argv[n++] = "virt";
+    }
+    a->argv[n++] = "-m";
+    a->argv[n++] = a->mem;
+    a->argv[n++] = "-nodefaults";
+    a->argv[n++] = "-display";
+    a->argv[n++] = "none";
+    a->argv[n++] = "-bios";
+    a->argv[n++] = "none";
+    a->argv[n++] = "-kernel";
+    a->argv[n++] = cfg->firmware;
+    a->argv[n++] = "-chardev";
+    a->argv[n++] = a->chr;
+    a->argv[n++] = "-serial";
+    a->argv[n++] = "chardev:link";
+    for (int i = 0; cfg->extra_args && cfg->extra_args[i] && n < 63; i++) {
+        a->argv[n++] = cfg->extra_args[i];
+    }
+    a->argv[n] = NULL;
+}
+
+/* In the child: only calls that are safe after fork in a threaded host. */
+static void sc_exec_child(const ScArgs *a, pid_t parent)
+{
+    static const char msg[] = "soft core: cannot run the emulator\n";
     int devnull = open("/dev/null", O_RDWR);
 
     /* Ends with the device's thread that spawned it. */
@@ -1089,41 +1131,10 @@ static void sc_exec_qemu(const RhnSoftCoreConfig *cfg, const char *sock,
     if (devnull >= 0) {
         dup2(devnull, 0);
     }
-    snprintf(mem, sizeof(mem), "%uM", ram_mib);
-    snprintf(chr, sizeof(chr), "socket,id=link,path=%s", sock);
-    argv[n++] = cfg->qemu ? cfg->qemu : "qemu-system-riscv32";
-    if (ram) {
-        snprintf(machine, sizeof(machine), "virt,memory-backend=ram0");
-        snprintf(obj, sizeof(obj),
-                 "memory-backend-file,id=ram0,size=%s,mem-path=%s,share=on",
-                 mem, ram);
-        argv[n++] = "-object";
-        argv[n++] = obj;
-    } else {
-        snprintf(machine, sizeof(machine), "virt");
+    execvp(a->argv[0], (char *const *)a->argv);
+    if (write(2, msg, sizeof(msg) - 1) < 0) {
+        /* nothing more to say */
     }
-    argv[n++] = "-M";
-    argv[n++] = machine;
-    argv[n++] = "-m";
-    argv[n++] = mem;
-    argv[n++] = "-nodefaults";
-    argv[n++] = "-display";
-    argv[n++] = "none";
-    argv[n++] = "-bios";
-    argv[n++] = "none";
-    argv[n++] = "-kernel";
-    argv[n++] = cfg->firmware;
-    argv[n++] = "-chardev";
-    argv[n++] = chr;
-    argv[n++] = "-serial";
-    argv[n++] = "chardev:link";
-    for (int i = 0; cfg->extra_args && cfg->extra_args[i] && n < 62; i++) {
-        argv[n++] = cfg->extra_args[i];
-    }
-    argv[n] = NULL;
-    execvp(argv[0], (char *const *)argv);
-    fprintf(stderr, "soft core: cannot run %s: %s\n", argv[0],
-            strerror(errno));
     _exit(127);
 }
 
@@ -1172,11 +1183,18 @@ RhnSoftCore *rhn_sc_spawn(const RhnSoftCoreConfig *cfg,
     }
     {
         pid_t parent = getpid();
+        ScArgs *args = malloc(sizeof(*args));
 
+        if (!args) {
+            snprintf(err, errlen, "soft core: out of memory");
+            goto fail;
+        }
+        sc_build_args(args, cfg, sc->sock_path, sc->ram_path, ram_mib);
         sc->pid = fork();
         if (sc->pid == 0) {
-            sc_exec_qemu(cfg, sc->sock_path, sc->ram_path, ram_mib, parent);
+            sc_exec_child(args, parent);
         }
+        free(args);
     }
     if (sc->pid < 0) {
         snprintf(err, errlen, "soft core: fork: %s", strerror(errno));
