@@ -80,6 +80,8 @@ struct RhnSoftCore {
 
 static void sc_fail(RhnSoftCore *sc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+static bool sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
+                        const void *wqe, bool may_drop);
 
 static void sc_fail(RhnSoftCore *sc, const char *fmt, ...)
 {
@@ -253,7 +255,8 @@ static uint8_t *sc_begin(RhnSoftCore *sc, uint16_t type, uint16_t tag,
     struct rhn_link_hdr h = { 4 + body_len, type, tag };
     uint8_t *p;
 
-    if (sc->dead) {
+    /* Nothing goes ahead of the answer to the core's HELLO. */
+    if (sc->dead || !sc->hello_done) {
         return NULL;
     }
     if (is_event && sc->out_end - sc->out_start + need > SC_OUTQ_EVENT_CAP) {
@@ -513,6 +516,14 @@ static void sc_on_hello(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
     sc->hello_done = true;
     sc_send(sc, RHN_LINK_HELLO, tag, &mine, sizeof(mine), false);
     sc_send_time(sc, true);
+    if (sc->link_up) {
+        /* The link came up before the core did. */
+        struct rhn_card_doorbell e = {
+            .value = 1, .size = 4, .source = RHN_CARD_DB_LINK,
+        };
+
+        sc_doorbell(sc, &e, NULL, false);
+    }
 }
 
 static void sc_on_message(RhnSoftCore *sc, uint16_t type, uint16_t tag,
@@ -771,7 +782,8 @@ static bool sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
     uint32_t len = sizeof(*entry) + (with_wqe ? RHN_DB_INLINE_WQE_SIZE : 0);
     uint8_t *p;
 
-    if (sc->dead || (with_wqe && !wqe)) {
+    /* Before HELLO there is no core to lose anything: a plain drop. */
+    if (sc->dead || !sc->hello_done || (with_wqe && !wqe)) {
         return false;
     }
     sc_send_time(sc, false);

@@ -489,14 +489,30 @@ static void test_bad_input(void) {
   struct rhn_link_hdr hd;
   int core;
 
-  // A good exchange first: HELLO answered, then TIME; a DMA read served.
-  RhnSoftCore *sc = fake_core(&h, &core, true);
+  // A good exchange first: HELLO answered, then TIME, then the link that
+  // came up before the core; a DMA read served.
+  int sv[2];
+  socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+  fake_host_init(&h);
+  RhnSoftCore *sc = rhn_sc_attach(sv[0], TEST_DB_PAGES, &fake_host_ops, &h);
+  core = sv[1];
+  rhn_sc_set_link(sc, true);
+  expect(!rhn_sc_frame_in(sc, "x", 1) &&
+             !rhn_sc_doorbell(sc, &(struct rhn_card_doorbell){.size = 4}, NULL),
+         "nothing goes to the core before its HELLO");
+  put(core, RHN_LINK_HELLO, 9, &good_hello, sizeof(good_hello));
+  rhn_sc_process(sc);
   expect(take(core, &hd, body, sizeof(body)) && hd.type == RHN_LINK_HELLO &&
              hd.tag == 9 &&
              ((struct rhn_link_hello *)body)->version == RHN_LINK_VERSION,
          "HELLO answered");
   expect(take(core, &hd, body, sizeof(body)) && hd.type == RHN_LINK_TIME,
          "TIME after HELLO");
+  expect(take_reply(core, &hd, body, sizeof(body)) &&
+             hd.type == RHN_LINK_DOORBELL &&
+             ((struct rhn_card_doorbell *)body)->source == RHN_CARD_DB_LINK &&
+             ((struct rhn_card_doorbell *)body)->value == 1,
+         "then the link's state");
   struct rhn_link_dma_read rq = {HOST_BASE + 4095, 3, 0};
   put(core, RHN_LINK_DMA_READ, 33, &rq, sizeof(rq));
   rhn_sc_process(sc);
