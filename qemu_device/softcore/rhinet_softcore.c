@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -763,6 +764,7 @@ int rhn_sc_run(RhnSoftCore *sc, int timeout_ms)
             if (ld_acquire(&r->head) != r->tail) {
                 return rhn_sc_process(sc);
             }
+            sched_yield(); /* a busy CPU goes to the emulator */
         } while (sc_now(sc) < end);
     }
     if (poll(&p, 1, timeout_ms) < 0 && errno != EINTR) {

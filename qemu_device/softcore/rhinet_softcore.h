@@ -68,7 +68,9 @@ typedef struct RhnSoftCoreConfig {
     /*
      * rhn_sc_run looks at the core's ring this long before it sleeps in
      * poll: a core that sends again soon (the next DMA read) then needs
-     * no wake-up through the socket. Costs host CPU while idle.
+     * no wake-up through the socket. Costs host CPU while idle, and is
+     * slower when cores and devices outnumber the CPUs (soft-core.md has
+     * numbers); 0 is the default for that reason.
      */
     uint32_t spin_us;
     const char *const *extra_args; /* more qemu arguments, NULL-ended */
