@@ -483,6 +483,23 @@ static void expect_broken(RhnSoftCore *sc, const char *what,
          e ? e : "(none)");
 }
 
+// A fresh fake core (after HELLO if hello) sends one message of type with
+// body (type 0: body is raw bytes), which must break the link with an
+// error containing needle.
+static void expect_bad(bool hello, uint16_t type, const void *body,
+                       uint32_t len, const char *what, const char *needle) {
+  static struct fake_host h;
+  int core;
+  RhnSoftCore *sc = fake_core(&h, &core, hello);
+  if (type)
+    put(core, type, 0, body, len);
+  else if (write(core, body, len) != (ssize_t)len)
+    perror("write");
+  expect_broken(sc, what, needle);
+  rhn_sc_free(sc);
+  close(core);
+}
+
 static void test_bad_input(void) {
   static struct fake_host h;
   static uint8_t body[RHN_LINK_MAX_BODY];
@@ -557,64 +574,33 @@ static void test_bad_input(void) {
       {"short STORE64", "DMA_STORE64", true, RHN_LINK_DMA_STORE64, 8},
   };
   for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-    sc = fake_core(&h, &core, bad[i].hello);
     memset(body, 0, bad[i].len);
-    put(core, bad[i].type, 0, body, bad[i].len);
-    expect_broken(sc, bad[i].what, bad[i].needle);
-    rhn_sc_free(sc);
-    close(core);
+    expect_bad(bad[i].hello, bad[i].type, body, bad[i].len, bad[i].what,
+               bad[i].needle);
   }
 
   // Bodies that lie about what follows.
-  sc = fake_core(&h, &core, true);
-  hd = (struct rhn_link_hdr){0x7fffffffu, RHN_LINK_FRAME_OUT, 0};
-  expect(write(core, &hd, sizeof(hd)) == sizeof(hd), "write");
-  expect_broken(sc, "oversized length", "out of range");
-  rhn_sc_free(sc);
-  close(core);
-
-  sc = fake_core(&h, &core, true);
+  struct rhn_link_hdr huge = {0x7fffffffu, RHN_LINK_FRAME_OUT, 0};
+  expect_bad(true, 0, &huge, sizeof(huge), "oversized length", "out of range");
   rq = (struct rhn_link_dma_read){HOST_BASE, RHN_LINK_DMA_CHUNK + 1, 0};
-  put(core, RHN_LINK_DMA_READ, 1, &rq, sizeof(rq));
-  expect_broken(sc, "oversized DMA read", "exceeds");
-  rhn_sc_free(sc);
-  close(core);
-
-  sc = fake_core(&h, &core, true);
-  struct rhn_link_dma w = {HOST_BASE, 9, 0};
-  put(core, RHN_LINK_DMA_PUBLISH, 1, &w, sizeof(w));  // no bytes
-  expect_broken(sc, "publish past its end", "DMA_PUBLISH at 9");
-  rhn_sc_free(sc);
-  close(core);
-
-  sc = fake_core(&h, &core, true);
+  expect_bad(true, RHN_LINK_DMA_READ, &rq, sizeof(rq), "oversized DMA read",
+             "exceeds");
+  struct rhn_link_dma w = {HOST_BASE, 9, 0};  // and no bytes
+  expect_bad(true, RHN_LINK_DMA_PUBLISH, &w, sizeof(w), "publish past its end",
+             "DMA_PUBLISH at 9");
   struct rhn_link_reg r = {RHN_CNT_COUNT, 8, 1};
-  put(core, RHN_LINK_COUNTER_ADD, 0, &r, sizeof(r));
-  expect_broken(sc, "unknown counter", "COUNTER_ADD to counter");
-  rhn_sc_free(sc);
-  close(core);
-
-  sc = fake_core(&h, &core, true);
+  expect_bad(true, RHN_LINK_COUNTER_ADD, &r, sizeof(r), "unknown counter",
+             "COUNTER_ADD to counter");
   r = (struct rhn_link_reg){RHN_REG_COUNTERS, 8, 1};
-  put(core, RHN_LINK_REG_SET, 0, &r, sizeof(r));
-  expect_broken(sc, "REG_SET outside the file", "REG_SET at BAR0 offset");
-  rhn_sc_free(sc);
-  close(core);
-
-  sc = fake_core(&h, &core, true);
+  expect_bad(true, RHN_LINK_REG_SET, &r, sizeof(r), "REG_SET outside the file",
+             "REG_SET at BAR0 offset");
   r = (struct rhn_link_reg){RHN_LINK_MAX_CQS, 4, 1};
-  put(core, RHN_LINK_CQ_PRODUCED, 0, &r, sizeof(r));
-  expect_broken(sc, "CQ_PRODUCED of no CQ", "CQ_PRODUCED for CQ");
-  rhn_sc_free(sc);
-  close(core);
-
-  sc = fake_core(&h, &core, false);
+  expect_bad(true, RHN_LINK_CQ_PRODUCED, &r, sizeof(r), "CQ_PRODUCED of no CQ",
+             "CQ_PRODUCED for CQ");
   struct rhn_link_hello old = good_hello;
   old.version = RHN_LINK_VERSION + 1;
-  put(core, RHN_LINK_HELLO, 1, &old, sizeof(old));
-  expect_broken(sc, "another protocol version", "protocol version");
-  rhn_sc_free(sc);
-  close(core);
+  expect_bad(false, RHN_LINK_HELLO, &old, sizeof(old),
+             "another protocol version", "protocol version");
 }
 
 // Random messages from a fake core: mostly well framed with random
