@@ -78,6 +78,9 @@ PACKAGES=(
 	gcc-riscv64-unknown-elf
 	binutils-riscv64-unknown-elf
 	picolibc-riscv64-unknown-elf
+	# The soft core's link firmware runs in qemu-system-riscv32 beside the
+	# QEMU device (tests/softcore_link, Documentation/hardware/soft-core.md)
+	qemu-system-misc
 )
 
 is_installed() {

@@ -9,8 +9,10 @@
  *
  * The engine runs on it through firmware/card/ (CardBus and CardWire are
  * HostBus and Wire over these functions; CardRunner feeds the engine from
- * the FIFOs). tests/contract/card_check.c and card_check.cpp compile it
- * as C11 and C++ and check its layout.
+ * the FIFOs). One implementation exists: firmware/card/card_link.c, over
+ * the socket protocol to the QEMU device (soft-core.md, "The socket
+ * protocol"). tests/contract/card_check.c and card_check.cpp compile it as
+ * C11 and C++ and check its layout.
  *
  * All calls are made from the one engine thread (the soft core). None
  * allocates. Bus addresses are host physical (or IOVA) addresses, 64 bits.

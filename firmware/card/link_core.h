@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The core's side of the link (card_link.c): card.h implemented over the
+ * socket protocol of firmware/card/link.h, plus the few calls that start
+ * and end it. The FIFOs and the twin memory are static; their sizes are
+ * build-time macros (defaults below).
+ */
+#ifndef RHINET_CARD_LINK_CORE_H
+#define RHINET_CARD_LINK_CORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifndef RHN_LINK_CORE_DB_FIFO
+#define RHN_LINK_CORE_DB_FIFO 1024 /* doorbell FIFO entries, power of 2 */
+#endif
+#ifndef RHN_LINK_CORE_INLINE_SLOTS
+#define RHN_LINK_CORE_INLINE_SLOTS 16 /* staged WQE buffers */
+#endif
+#ifndef RHN_LINK_CORE_RX_FRAMES
+#define RHN_LINK_CORE_RX_FRAMES 16 /* receive FIFO, power of 2 */
+#endif
+#ifndef RHN_LINK_CORE_TWIN_BYTES
+#define RHN_LINK_CORE_TWIN_BYTES 65536
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rhn_link_core_config {
+  uint32_t node_id;
+  uint32_t db_pages;
+  uint32_t msix_vectors;
+};
+
+/*
+ * Waits for the device, says HELLO and waits for its answer. On a version
+ * mismatch the core stops (exit status RHN_LINK_EXIT_VERSION).
+ */
+void rhn_link_start(const struct rhn_link_core_config *config);
+/* Says BYE and ends the emulator with code as its exit status. */
+void rhn_link_stop(int code) __attribute__((noreturn));
+/*
+ * The producer index of CQ cqn after a CQE was published, for the doorbell
+ * block's CQ-arm sample (soft-core.md, "Doorbell FIFO"): on a card an
+ * array in memory the block reads; over the link a message, ordered after
+ * the CQE's publish.
+ */
+void rhn_link_cq_produced(uint32_t cqn, uint32_t producer_index);
+/* DMA_ERROR messages received: posted writes the host refused. */
+uint32_t rhn_link_write_errors(void);
+
+/* Exit statuses of the core when the link breaks. */
+#define RHN_LINK_EXIT_PROTOCOL 90 /* the device sent something invalid */
+#define RHN_LINK_EXIT_VERSION 91
+#define RHN_LINK_EXIT_TRAP 92 /* the core took a trap (start.S) */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RHINET_CARD_LINK_CORE_H */
