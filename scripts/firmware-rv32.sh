@@ -134,6 +134,37 @@ done
 	"${engine_objs[@]}" "$opcount_o" || fail "the opcount image does not link"
 check_symbols "the opcount image" "$OUT/opcount.elf"
 
+# The NIC firmware image, rhinet-fw.elf: the engine on the card
+# (firmware/card/firmware_main.cpp, card_runner.cpp) over the socket link
+# to the QEMU device (card_link.c and the shared-memory transport), with
+# the virt machine's start-up code and memory layout. What the QEMU
+# device's soft core (core=softcore) runs.
+CARD_CFLAGS=("${ARCH[@]}" "${WARN[@]}" -std=c11 -ffreestanding -O2
+	-ffunction-sections -fdata-sections -I"$SRC/firmware/card"
+	-I"$SRC/firmware/include" -I"$SRC/include/hw")
+main_o="$OUT/obj/firmware_main.o"
+"${PREFIX}g++" "${CXXFLAGS[@]}" -c "$SRC/firmware/card/firmware_main.cpp" \
+	-o "$main_o" || fail "firmware/card/firmware_main.cpp does not build"
+card_objs=()
+for c in start.S virt.c card_link.c transport_shm.c; do
+	o="$OUT/obj/card_$c.o"
+	"${PREFIX}gcc" "${CARD_CFLAGS[@]}" -c "$SRC/firmware/card/$c" -o "$o" ||
+		fail "firmware/card/$c does not build"
+	card_objs+=("$o")
+done
+fw="$OUT/rhinet-fw.elf"
+"${PREFIX}gcc" "${ARCH[@]}" -nostartfiles -T "$SRC/firmware/card/virt.ld" \
+	-Wl,--gc-sections -o "$fw" "${engine_objs[@]}" "$main_o" \
+	"${card_objs[@]}" || fail "the firmware image does not link"
+check_symbols "the firmware image" "$fw"
+# The image's code and data (not its .bss tables) must fit the soft
+# core's instruction and data memories: 256 KiB.
+read -r text data _ < <("${PREFIX}size" "$fw" | awk 'NR == 2 {print $1, $2}')
+(( text + data <= 256 * 1024 )) ||
+	fail "rhinet-fw.elf is $((text + data)) bytes of text and data, over 256 KiB"
+echo "firmware-rv32: rhinet-fw.elf: $text bytes of text, $data of data" \
+	"(limit 262144 together)"
+
 echo "firmware-rv32: ${#FW_SOURCES[@]} firmware source(s) and" \
 	"$(find "$OUT/contract" -name '*.c' | wc -l) contract headers built for rv32imac"
 "${PREFIX}size" "$elf" "${objs[@]}"

@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 
+#include "lib/host_memory.h"
 #include "rhinet/fw/engine.h"
 #include "rhinet/hw.h"
 #include "target.h"
@@ -19,9 +20,6 @@ namespace rhinet::conform {
 namespace {
 
 constexpr uint16_t kFirstNode = 1;
-constexpr uint64_t kBusBase = 0x1'0000'0000ull;
-// Host memory each node may hand out: far more than any case needs.
-constexpr uint64_t kBusBytes = 256ull << 20;
 // Work rounds settle() runs before it gives up on a NIC that never idles.
 constexpr unsigned kSettleRounds = 200000;
 
@@ -79,24 +77,17 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
     engine_->doorbell_write(page, offset, value, size);
   }
   uint64_t dma_alloc(size_t len, size_t align) override {
-    if (!len || !align || (align & (align - 1)) || align > 4096) return 0;
-    const uint64_t at = (next_free_ + align - 1) & ~uint64_t(align - 1);
-    if (at + len > kBusBase + kBusBytes) return 0;
-    regions_[at] = std::vector<uint8_t>(len, 0);
-    // A guard gap after each buffer: running off its end is a bus error.
-    next_free_ = at + len + 4096;
-    return at;
+    return host_.alloc(len, align);
   }
   void mem_write(uint64_t bus, const void* src, size_t len) override {
-    if (uint8_t* p = host_ptr(bus, len)) std::memcpy(p, src, len);
+    host_.write(bus, src, len);
   }
   void mem_read(uint64_t bus, void* dst, size_t len) override {
-    if (const uint8_t* p = host_ptr(bus, len))
-      std::memcpy(dst, p, len);
-    else
-      std::memset(dst, 0xee, len);
+    host_.cpu_read(bus, dst, len);
   }
-  uint64_t bad_bus_address() const override { return kBusBase - 0x10000; }
+  uint64_t bad_bus_address() const override {
+    return HostMemory::bad_address();
+  }
   uint64_t msix_count(uint16_t vector) override {
     auto it = msix_.find(vector);
     return it == msix_.end() ? 0 : it->second;
@@ -147,16 +138,10 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
 
   // ---- HostBus ----
   bool dma_read(uint64_t bus_addr, void* dst, size_t len) override {
-    const uint8_t* p = host_ptr(bus_addr, len);
-    if (!p) return false;
-    std::memcpy(dst, p, len);
-    return true;
+    return host_.read(bus_addr, dst, len);
   }
   bool dma_write(uint64_t bus_addr, const void* src, size_t len) override {
-    uint8_t* p = host_ptr(bus_addr, len);
-    if (!p) return false;
-    std::memcpy(p, src, len);
-    return true;
+    return host_.write(bus_addr, src, len);
   }
   bool dma_store_u64(uint64_t bus_addr, uint64_t value) override {
     if (bus_addr & 7) return false;
@@ -180,21 +165,10 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
   }
 
  private:
-  uint8_t* host_ptr(uint64_t bus, size_t len) {
-    auto it = regions_.upper_bound(bus);
-    if (it == regions_.begin()) return nullptr;
-    --it;
-    const uint64_t off = bus - it->first;
-    if (off > it->second.size() || len > it->second.size() - off)
-      return nullptr;
-    return it->second.data() + off;
-  }
-
   std::shared_ptr<World> world_;
   uint16_t node_id_;
   std::unique_ptr<fw::Engine> engine_;
-  std::map<uint64_t, std::vector<uint8_t>> regions_;
-  uint64_t next_free_ = kBusBase;
+  HostMemory host_;
   std::map<uint16_t, uint64_t> msix_;
   std::vector<Frame> tx_;
   bool forwarding_ = true;

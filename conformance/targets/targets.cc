@@ -5,11 +5,17 @@
 namespace rhinet::conform {
 
 std::unique_ptr<Target> make_engine_target();
+std::unique_ptr<Target> make_softcore_target();
 
 const std::vector<TargetEntry>& targets() {
   static const std::vector<TargetEntry> list = {
       {"engine", "T1: the NIC engine in-process (firmware/), virtual time",
        make_engine_target},
+      {"softcore",
+       "T3: the engine firmware on a RISC-V soft core in "
+       "qemu-system-riscv32, joined by the socket link (RHINET_FIRMWARE "
+       "names the image)",
+       make_softcore_target},
   };
   return list;
 }

@@ -59,6 +59,13 @@ bool cq_of_context(const Impl& m, uint32_t cqn, uint32_t ctx) {
 
 namespace {}  // namespace
 
+rhn_admin_status Engine::Impl::write_result(uint64_t addr, const void* p,
+                                            size_t len) {
+  if (bus.dma_write(addr, p, len)) return RHN_ADMIN_OK;
+  counters.add(RHN_CNT_DMA_ERRORS);
+  return RHN_ADMIN_DMA_ERROR;
+}
+
 void Engine::Impl::admin_process() {
   if (!(status_reg.load() & RHN_STATUS_ADMIN_ON)) return;
   const uint32_t log = admin_log_depth.load();
@@ -200,9 +207,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       a.twin_bytes = uint64_t{twin_pages} * RHN_TWIN_PAGE;
       a.max_twins = static_cast<uint32_t>(twins.size());
       modules_query_device(*this, a);  // the families' limits
-      if (!bus.dma_write(u.query.out_addr, &a, sizeof(a)))
-        return RHN_ADMIN_DMA_ERROR;
-      return RHN_ADMIN_OK;
+      return write_result(u.query.out_addr, &a, sizeof(a));
     }
     case RHN_ADMIN_PROBE_NODE: {
       // A firmware PING to the node's NIC; RHN_EQE_PROBE_DONE tells.
@@ -219,9 +224,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       uint64_t v[RHN_CNT_COUNT];
       if (u.query.out_len < sizeof(v)) return RHN_ADMIN_BAD_PARAM;
       for (unsigned i = 0; i < RHN_CNT_COUNT; i++) v[i] = counters.get(i);
-      if (!bus.dma_write(u.query.out_addr, v, sizeof(v)))
-        return RHN_ADMIN_DMA_ERROR;
-      return RHN_ADMIN_OK;
+      return write_result(u.query.out_addr, v, sizeof(v));
     }
     case RHN_ADMIN_CREATE_CONTEXT:
       if (ctx == 0) return RHN_ADMIN_BAD_PARAM;
@@ -457,7 +460,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (cqn == kNone) return RHN_ADMIN_NO_RESOURCES;
       CqObj& cq = cqs[cqn];
       cq = CqObj{};
-      cq_published[cqn].store(0, MemOrder::kRelease);
+      publish_cq_producer(cqn, 0);
       cq.valid = true;
       cq.context = ctx;
       cq.log_depth = c.log_depth;

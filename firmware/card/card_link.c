@@ -51,6 +51,7 @@ static struct {
   uint64_t deadline_sent;
   uint32_t write_errors;
   uint16_t next_tag;
+  struct rhn_link_hello identity;  // the device's HELLO
 
   // The DMA read waiting for its DMA_READ_DATA.
   uint16_t read_tag;
@@ -231,10 +232,23 @@ void rhn_link_start(const struct rhn_link_core_config *config) {
   rhn_lt_read(&h, sizeof(h));
   if (h.type != RHN_LINK_HELLO || h.tag != tag || h.len != 4 + sizeof(mine))
     fail();
-  struct rhn_link_hello theirs;
-  rhn_lt_read(&theirs, sizeof(theirs));
+  rhn_lt_read(&L.identity, sizeof(L.identity));
   rhn_lt_read_done();
-  if (theirs.version != RHN_LINK_VERSION) rhn_virt_exit(RHN_LINK_EXIT_VERSION);
+  if (L.identity.version != RHN_LINK_VERSION)
+    rhn_virt_exit(RHN_LINK_EXIT_VERSION);
+}
+
+void rhn_card_start(uint32_t db_pages, uint32_t msix_vectors) {
+  // The node ID the core was built with is only a hint: the device's
+  // answer is the identity (rhn_card_get_identity).
+  const struct rhn_link_core_config config = {0, db_pages, msix_vectors};
+  rhn_link_start(&config);
+}
+
+void rhn_card_get_identity(struct rhn_card_identity *out) {
+  out->node_id = (uint16_t)L.identity.node_id;
+  memcpy(out->mac, L.identity.mac, sizeof(out->mac));
+  out->entropy = L.identity.entropy;
 }
 
 void rhn_link_stop(int code) {
@@ -245,7 +259,7 @@ void rhn_link_stop(int code) {
 
 uint32_t rhn_link_write_errors(void) { return L.write_errors; }
 
-void rhn_link_cq_produced(uint32_t cqn, uint32_t producer_index) {
+void rhn_card_cq_produced(uint32_t cqn, uint32_t producer_index) {
   struct rhn_link_reg r = {cqn, 4, producer_index};
   send(RHN_LINK_CQ_PRODUCED, 0, &r, sizeof(r), 0, 0);
 }
@@ -373,6 +387,10 @@ uint64_t rhn_card_reg_get(uint32_t offset) {
 void rhn_card_counter_add(unsigned int index, uint64_t n) {
   struct rhn_link_reg r = {index, 8, n};
   send(RHN_LINK_COUNTER_ADD, 0, &r, sizeof(r), 0, 0);
+}
+
+void rhn_card_counters_clear(void) {
+  send(RHN_LINK_COUNTERS_CLEAR, 0, NULL, 0, 0, 0);
 }
 
 // ---- Wire FIFOs -------------------------------------------------------

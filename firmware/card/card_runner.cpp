@@ -70,6 +70,10 @@ void CardRunner::take_doorbell(const rhn_card_doorbell& d) {
       engine_->reg_write(RHN_REG_ADMIN_LOG_DEPTH,
                          rhn_card_reg_get(RHN_REG_ADMIN_LOG_DEPTH), 4);
       engine_->reg_write(d.offset, d.value, d.size);
+      // The file shows the host's RESET at once; what CONTROL reads once
+      // the engine handled the write goes there even if it equals what
+      // was mirrored before.
+      if (d.offset == RHN_REG_CONTROL) control_ = ~0ull;
       return;
     case RHN_CARD_DB_LINK:
       engine_->set_link_up(d.value != 0);

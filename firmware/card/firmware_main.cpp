@@ -15,9 +15,11 @@ alignas(64) uint8_t g_card_ram[rhinet::fw::card::kCardTableBytes];
 
 int main() {
   using namespace rhinet::fw;
+  constexpr EngineConfig kConfig = card::card_config();
+  rhn_card_start(kConfig.db_pages, kConfig.msix_vectors);
   // Both live as long as the core runs: run() never returns.
   CardMemory mem(g_card_ram, sizeof g_card_ram);
-  card::CardRunner runner(card::card_config(), mem);
+  card::CardRunner runner(kConfig, mem);
   // A configuration that does not fit leaves STATUS at FATAL (mirrored by
   // the runner) and the core asleep: the driver sees a failed device.
   runner.run();

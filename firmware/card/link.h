@@ -37,27 +37,28 @@ struct rhn_link_hdr {
 #define RHN_LINK_MAX_BODY (RHN_LINK_DMA_CHUNK + 16u)
 
 enum rhn_link_type {
-  RHN_LINK_HELLO = 1,         /* both: struct rhn_link_hello */
-  RHN_LINK_DMA_READ = 2,      /* core: struct rhn_link_dma_read */
-  RHN_LINK_DMA_READ_DATA = 3, /* device: struct rhn_link_status, bytes */
-  RHN_LINK_DMA_WRITE = 4,     /* core: struct rhn_link_dma, bytes */
-  RHN_LINK_DMA_PUBLISH = 5,   /* core: struct rhn_link_dma, bytes */
-  RHN_LINK_DMA_STORE64 = 6,   /* core: struct rhn_link_store64 */
-  RHN_LINK_DMA_ERROR = 7,     /* device: struct rhn_link_status */
-  RHN_LINK_DOORBELL = 8,      /* device: rhn_card_doorbell [+ 512 bytes] */
-  RHN_LINK_DB_OVERFLOW = 9,   /* device: empty; doorbells were dropped */
-  RHN_LINK_REG_SET = 10,      /* core: struct rhn_link_reg */
-  RHN_LINK_REG_WRITE = 11,    /* device: struct rhn_link_reg */
-  RHN_LINK_COUNTER_ADD = 12,  /* core: struct rhn_link_reg */
-  RHN_LINK_FRAME_OUT = 13,    /* core: the frame */
-  RHN_LINK_FRAME_IN = 14,     /* device: the frame */
-  RHN_LINK_IRQ = 15,          /* core: struct rhn_link_irq */
-  RHN_LINK_TIME = 16,         /* device: struct rhn_link_u64 (now, ns) */
-  RHN_LINK_DEADLINE = 17,     /* core: struct rhn_link_u64 (deadline) */
-  RHN_LINK_BYE = 18,          /* both: struct rhn_link_status (exit code) */
-  RHN_LINK_CQ_PRODUCED = 19,  /* core: struct rhn_link_reg (cqn, index) */
+  RHN_LINK_HELLO = 1,           /* both: struct rhn_link_hello */
+  RHN_LINK_DMA_READ = 2,        /* core: struct rhn_link_dma_read */
+  RHN_LINK_DMA_READ_DATA = 3,   /* device: struct rhn_link_status, bytes */
+  RHN_LINK_DMA_WRITE = 4,       /* core: struct rhn_link_dma, bytes */
+  RHN_LINK_DMA_PUBLISH = 5,     /* core: struct rhn_link_dma, bytes */
+  RHN_LINK_DMA_STORE64 = 6,     /* core: struct rhn_link_store64 */
+  RHN_LINK_DMA_ERROR = 7,       /* device: struct rhn_link_status */
+  RHN_LINK_DOORBELL = 8,        /* device: rhn_card_doorbell [+ 512 bytes] */
+  RHN_LINK_DB_OVERFLOW = 9,     /* device: empty; doorbells were dropped */
+  RHN_LINK_REG_SET = 10,        /* core: struct rhn_link_reg */
+  RHN_LINK_REG_WRITE = 11,      /* device: struct rhn_link_reg */
+  RHN_LINK_COUNTER_ADD = 12,    /* core: struct rhn_link_reg */
+  RHN_LINK_FRAME_OUT = 13,      /* core: the frame */
+  RHN_LINK_FRAME_IN = 14,       /* device: the frame */
+  RHN_LINK_IRQ = 15,            /* core: struct rhn_link_irq */
+  RHN_LINK_TIME = 16,           /* device: struct rhn_link_u64 (now, ns) */
+  RHN_LINK_DEADLINE = 17,       /* core: struct rhn_link_u64 (deadline) */
+  RHN_LINK_BYE = 18,            /* both: struct rhn_link_status (exit code) */
+  RHN_LINK_CQ_PRODUCED = 19,    /* core: struct rhn_link_reg (cqn, index) */
+  RHN_LINK_COUNTERS_CLEAR = 20, /* core: empty; every counter back to 0 */
 };
-#define RHN_LINK_TYPE_MAX RHN_LINK_CQ_PRODUCED
+#define RHN_LINK_TYPE_MAX RHN_LINK_COUNTERS_CLEAR
 
 /*
  * CQs whose producer index the doorbell block samples into a CQ arm
@@ -69,16 +70,21 @@ enum rhn_link_type {
 
 /*
  * HELLO: the core sends its own first; the device answers with its own,
- * same tag. Versions must be equal.
+ * same tag. Versions must be equal. The device's answer is the card's
+ * identity block (rhn_card_get_identity): the node ID and MAC address it
+ * was given, and a fresh random value for this power-on.
  */
 struct rhn_link_hello {
   uint32_t version;      /* RHN_LINK_VERSION */
-  uint32_t node_id;      /* core: the engine's fabric node */
+  uint32_t node_id;      /* core: as built; device: the node it is */
   uint32_t db_pages;     /* core: doorbell pages it serves */
   uint32_t msix_vectors; /* core: vectors it may raise */
   uint32_t db_fifo;      /* core: doorbell FIFO entries */
   uint32_t rx_fifo;      /* core: receive FIFO frames */
   uint64_t twin_bytes;   /* core: twin memory */
+  uint8_t mac[6];        /* device: the MAC address */
+  uint16_t reserved;
+  uint64_t entropy; /* device: random, new at every power-on */
 };
 
 /* DMA_READ: reply DMA_READ_DATA with the same tag. */

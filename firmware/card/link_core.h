@@ -41,13 +41,6 @@ struct rhn_link_core_config {
 void rhn_link_start(const struct rhn_link_core_config *config);
 /* Says BYE and ends the emulator with code as its exit status. */
 void rhn_link_stop(int code) __attribute__((noreturn));
-/*
- * The producer index of CQ cqn after a CQE was published, for the doorbell
- * block's CQ-arm sample (soft-core.md, "Doorbell FIFO"): on a card an
- * array in memory the block reads; over the link a message, ordered after
- * the CQE's publish.
- */
-void rhn_link_cq_produced(uint32_t cqn, uint32_t producer_index);
 /* DMA_ERROR messages received: posted writes the host refused. */
 uint32_t rhn_link_write_errors(void);
 

@@ -6,6 +6,13 @@
 
 namespace rhinet::fw {
 
+void Engine::Impl::publish_cq_producer(uint32_t cqn, uint32_t index) {
+  cq_published[cqn].store(index, MemOrder::kRelease);
+#if defined(RHN_FW_CARD)
+  rhn_card_cq_produced(cqn, index);
+#endif
+}
+
 void Engine::Impl::cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited) {
   CqObj& cq = cqs[cqn];
   if (!cq.valid || cq.error) return;
@@ -30,7 +37,7 @@ void Engine::Impl::cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited) {
   // Body, then the last 8 bytes holding the owner bit.
   host_publish(cq.ring, at, &cqe, RHN_CQE_SIZE, 24);
   cq.producer++;
-  cq_published[cqn].store(cq.producer, MemOrder::kRelease);
+  publish_cq_producer(cqn, cq.producer);
   const bool failed = cqe.status != RHN_CQE_SUCCESS;
   if (solicited || failed) cq.solicited_end = cq.producer;
   if (cq.arm == 1 || (cq.arm == 2 && (solicited || failed))) {
@@ -70,7 +77,7 @@ rhn_admin_status Engine::Impl::resize_cq(uint32_t cqn, uint32_t log_depth,
   cq.log_depth = log_depth;
   cq.producer = unread;
   cq.consumer_seen = 0;
-  cq_published[cqn].store(unread, MemOrder::kRelease);
+  publish_cq_producer(cqn, unread);
   return RHN_ADMIN_OK;
 }
 

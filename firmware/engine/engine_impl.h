@@ -188,6 +188,10 @@ struct Engine::Impl : FamilyStates {
 
   // ---- admin/admin.cpp
   void admin_process();
+  // A command's result into host memory. A write the bus refuses at once
+  // is DMA_ERROR and counted; on a bus of posted writes (a card) it is
+  // OK here and counted where the refusal is seen.
+  rhn_admin_status write_result(uint64_t addr, const void* p, size_t len);
   rhn_admin_status admin_execute(const rhn_admin_cmd& cmd, uint32_t& result,
                                  uint32_t& detail);
   void destroy_qp_state(uint32_t qpn);
@@ -397,6 +401,9 @@ struct Engine::Impl : FamilyStates {
 
   // ---- completion/completion.cpp
   void cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited);
+  // CQ cqn's producer index as CQ-arm doorbells see it from now on (on a
+  // card, the doorbell block's copy too).
+  void publish_cq_producer(uint32_t cqn, uint32_t index);
   // False: the event queue was full (the event is lost, and counted).
   bool eq_push(uint32_t eqn, uint8_t type, uint32_t object, uint64_t data,
                uint8_t flags = 0);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -73,6 +74,8 @@ struct RhnSoftCore {
     bool link_up;
 
     uint32_t db_pages;
+    uint16_t node_id; /* the identity the device's HELLO gives the core */
+    uint8_t mac[6];
     uint8_t (*staging)[RHN_DB_INLINE_WQE_SIZE];
     uint32_t regs[RHN_REG_COUNTERS / 4];
     uint64_t counters[RHN_CNT_COUNT];
@@ -111,7 +114,7 @@ static uint64_t sc_now(RhnSoftCore *sc)
 
 /* ---- Transport ------------------------------------------------------- */
 
-static uint32_t ld_acquire(volatile uint32_t *p)
+static uint32_t ld_acquire(const volatile uint32_t *p)
 {
     return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
@@ -499,10 +502,30 @@ static void sc_on_reg(RhnSoftCore *sc, uint16_t type, const uint8_t *b,
     }
 }
 
+/* A fresh random value per power-on (the core's first session). */
+static uint64_t sc_entropy(void)
+{
+    uint64_t v = 0;
+
+    if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        v = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+    }
+    return v;
+}
+
 static void sc_on_hello(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
                         uint32_t len)
 {
-    struct rhn_link_hello mine = { .version = RHN_LINK_VERSION };
+    /* The answer is the card's identity block. */
+    struct rhn_link_hello mine = {
+        .version = RHN_LINK_VERSION,
+        .node_id = sc->node_id,
+        .db_pages = sc->db_pages,
+        .entropy = sc_entropy(),
+    };
 
     if (len != sizeof(sc->hello) || sc->hello_done) {
         sc_fail(sc, "soft core: unexpected HELLO (%u bytes)", len);
@@ -515,6 +538,7 @@ static void sc_on_hello(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
         return;
     }
     sc->hello_done = true;
+    memcpy(mine.mac, sc->mac, sizeof(mine.mac));
     sc_send(sc, RHN_LINK_HELLO, tag, &mine, sizeof(mine), false);
     sc_send_time(sc, true);
     if (sc->link_up) {
@@ -552,6 +576,13 @@ static void sc_on_message(RhnSoftCore *sc, uint16_t type, uint16_t tag,
     case RHN_LINK_COUNTER_ADD:
     case RHN_LINK_CQ_PRODUCED:
         sc_on_reg(sc, type, b, len);
+        break;
+    case RHN_LINK_COUNTERS_CLEAR:
+        if (len) {
+            sc_fail(sc, "soft core: COUNTERS_CLEAR with %u bytes", len);
+            return;
+        }
+        memset(sc->counters, 0, sizeof(sc->counters));
         break;
     case RHN_LINK_FRAME_OUT:
         if (len == 0 || len > RHN_LINK_FRAME_MAX) {
@@ -746,6 +777,21 @@ int rhn_sc_process(RhnSoftCore *sc)
     return sc->dead ? -1 : 0;
 }
 
+bool rhn_sc_core_idle(const RhnSoftCore *sc)
+{
+    if (sc->dead || !sc->shm_mode || !sc->hello_done) {
+        return false;
+    }
+    const volatile struct rhn_link_ring *in = &sc->shm->to_core;
+    const volatile struct rhn_link_ring *out = &sc->shm->from_core;
+
+    /* Asleep, with nothing for it and nothing from it on the way. */
+    return ld_acquire(&in->consumer_sleeping) &&
+           ld_acquire(&in->head) == in->tail &&
+           ld_acquire(&out->head) == out->tail &&
+           sc->out_end == sc->out_start;
+}
+
 int rhn_sc_run(RhnSoftCore *sc, int timeout_ms)
 {
     struct pollfd p = { .fd = sc->fd, .events = POLLIN };
@@ -820,7 +866,15 @@ bool rhn_sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
 
 bool rhn_sc_frame_in(RhnSoftCore *sc, const void *frame, uint32_t len)
 {
-    if (sc->dead || !sc->link_up || len == 0 || len > RHN_LINK_FRAME_MAX) {
+    if (sc->dead) {
+        return false;
+    }
+    if (len == 0 || len > RHN_LINK_FRAME_MAX) {
+        /* The MAC block's runt and giant frames: never valid, counted. */
+        sc->counters[RHN_CNT_MALFORMED_PACKETS]++;
+        return false;
+    }
+    if (!sc->link_up) {
         return false;
     }
     sc_send_time(sc, false);
@@ -924,6 +978,13 @@ void rhn_sc_bar0_write(RhnSoftCore *sc, uint32_t offset, uint64_t value,
     }
     switch (offset) {
     case RHN_REG_CONTROL:
+        /* A reset reads as pending from the host's write until the
+         * firmware has done it and sets CONTROL again. */
+        if (value & RHN_CONTROL_RESET) {
+            sc->regs[RHN_REG_CONTROL / 4] |= RHN_CONTROL_RESET;
+        }
+        sc_kick(sc, 0, offset, value, size, RHN_CARD_DB_REG, NULL);
+        break;
     case RHN_REG_ADMIN_SQ_TAIL:
         sc_kick(sc, 0, offset, value, size, RHN_CARD_DB_REG, NULL);
         break;
@@ -1027,6 +1088,13 @@ static RhnSoftCore *sc_new(uint32_t db_pages, const RhnSoftCoreOps *ops,
     }
     sc->regs[RHN_REG_VERSION / 4] = RHN_VERSION;
     return sc;
+}
+
+void rhn_sc_set_identity(RhnSoftCore *sc, uint16_t node_id,
+                         const uint8_t mac[6])
+{
+    sc->node_id = node_id;
+    memcpy(sc->mac, mac, sizeof(sc->mac));
 }
 
 RhnSoftCore *rhn_sc_attach(int fd, uint32_t db_pages,
@@ -1169,6 +1237,7 @@ RhnSoftCore *rhn_sc_spawn(const RhnSoftCoreConfig *cfg,
         snprintf(err, errlen, "soft core: out of memory");
         return NULL;
     }
+    rhn_sc_set_identity(sc, cfg->node_id, cfg->mac);
     if (!dir) {
         struct stat st;
 

@@ -25,6 +25,10 @@
 #include "link.h"
 #include "rhinet/fw/card.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct RhnSoftCore RhnSoftCore;
 
 /*
@@ -64,6 +68,8 @@ typedef struct RhnSoftCoreConfig {
      */
     bool uart_stream;
     uint32_t db_pages;         /* BAR2 pages the doorbell block serves */
+    uint16_t node_id;          /* the card's identity, given to the core */
+    uint8_t mac[6];
     int timeout_ms;            /* for the core's HELLO; 0: 10000 */
     /*
      * rhn_sc_run looks at the core's ring this long before it sleeps in
@@ -83,6 +89,12 @@ typedef struct RhnSoftCoreConfig {
 RhnSoftCore *rhn_sc_spawn(const RhnSoftCoreConfig *cfg,
                           const RhnSoftCoreOps *ops, void *opaque,
                           char *err, size_t errlen);
+/*
+ * The identity the device's HELLO gives the core (rhn_card_get_identity):
+ * its fabric node and MAC address. Before the core's HELLO is answered.
+ */
+void rhn_sc_set_identity(RhnSoftCore *sc, uint16_t node_id,
+                         const uint8_t mac[6]);
 /*
  * Hosts a core already connected on a stream socket (fd is taken over).
  * The core's HELLO is answered when it comes (rhn_sc_process).
@@ -113,6 +125,13 @@ int rhn_sc_process(RhnSoftCore *sc);
  */
 int rhn_sc_run(RhnSoftCore *sc, int timeout_ms);
 const char *rhn_sc_error(const RhnSoftCore *sc);
+/*
+ * The core sleeps with nothing on the way in either direction (shared-
+ * memory rings only; false otherwise). A host that owns the clock (a test
+ * target) advances time only then. The core may be about to sleep a
+ * moment after this says false; a caller that needs "quiet" asks twice.
+ */
+bool rhn_sc_core_idle(const RhnSoftCore *sc);
 bool rhn_sc_alive(const RhnSoftCore *sc);
 /* The core's HELLO, once received; NULL before. */
 const struct rhn_link_hello *rhn_sc_hello(const RhnSoftCore *sc);
@@ -135,7 +154,11 @@ int rhn_sc_wait_exit(RhnSoftCore *sc, int timeout_ms);
  */
 bool rhn_sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
                      const void *wqe);
-/* A frame from the wire; false when dropped (too long, link down). */
+/*
+ * A frame from the wire; false when dropped: empty or too long (counted in
+ * RHN_CNT_MALFORMED_PACKETS, as a MAC counts runts and giants), link down,
+ * or no room (RHN_CNT_RX_DROPS).
+ */
 bool rhn_sc_frame_in(RhnSoftCore *sc, const void *frame, uint32_t len);
 /* The MAC's link state; a change becomes a LINK doorbell entry. */
 void rhn_sc_set_link(RhnSoftCore *sc, bool up);
@@ -154,5 +177,9 @@ void rhn_sc_bar2_write(RhnSoftCore *sc, uint64_t addr, uint64_t value,
                        unsigned size);
 /* A counter of the counter block (what BAR0 reads at its offset). */
 uint64_t rhn_sc_counter(const RhnSoftCore *sc, unsigned int index);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* RHINET_SOFTCORE_H */

@@ -98,6 +98,8 @@ bool rhn_card_link_up(void) { return true; }
 void rhn_card_irq(uint16_t vector) { g_card->irqs.push_back(vector); }
 uint64_t rhn_card_now_ns(void) { return g_card->now += 1000; }
 void rhn_card_wait(uint64_t) {}
+void rhn_card_start(uint32_t, uint32_t) {}
+void rhn_card_cq_produced(uint32_t, uint32_t) {}
 void rhn_card_get_identity(rhn_card_identity* out) {
   out->node_id = 7;
   const uint8_t mac[6] = {0x02, 0x52, 0x4e, 0x00, 0x00, 0x07};

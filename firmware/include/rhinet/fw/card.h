@@ -45,6 +45,16 @@ enum rhn_card_status {
   RHN_CARD_NO_BUS_MASTER = 4,
 };
 
+/* ---- Start --------------------------------------------------------- */
+
+/*
+ * Brings the card's blocks up, before any other call: the doorbell block
+ * learns how many pages (contexts) the firmware serves, the MSI-X block
+ * how many vectors it raises. Over the socket link to the QEMU device this
+ * is the HELLO exchange, after which rhn_card_get_identity answers.
+ */
+void rhn_card_start(uint32_t db_pages, uint32_t msix_vectors);
+
 /* ---- Host DMA window -------------------------------------------------- */
 
 /*
@@ -140,6 +150,14 @@ uint64_t rhn_card_reg_get(uint32_t offset);
 void rhn_card_counter_add(unsigned int index, uint64_t n);
 /* Every counter of the block back to zero (a device reset). */
 void rhn_card_counters_clear(void);
+/*
+ * CQ cqn's producer index after a CQE was published, for the doorbell
+ * block: it puts the index a CQ-arm doorbell finds into the entry (bits
+ * 63:32 of its value), so the firmware knows which completions the arm
+ * came after. On a card an array the block reads; never ahead of what
+ * the host can see.
+ */
+void rhn_card_cq_produced(uint32_t cqn, uint32_t producer_index);
 
 /* ---- Wire FIFOs ------------------------------------------------------- */
 

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// T3: the engine as firmware on the soft core. Each node is the firmware
+// image (rhinet-fw.elf) running in qemu-system-riscv32, joined by the
+// socket link to the QEMU device's library (qemu_device/softcore/), which
+// plays the card's blocks: this target is the device around it. Host
+// memory, MSI-X and the switch are modelled as for T1; the clock is the
+// target's and moves only when every core sleeps with nothing on the way,
+// so timers behave as on T1 however slowly the emulated core runs.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include "lib/host_memory.h"
+#include "rhinet/hw.h"
+#include "rhinet_softcore.h"
+#include "target.h"
+
+#ifndef RHINET_FW_IMAGE_DEFAULT
+#define RHINET_FW_IMAGE_DEFAULT "rhinet-fw.elf"
+#endif
+
+namespace rhinet::conform {
+namespace {
+
+constexpr uint16_t kFirstNode = 1;
+constexpr uint32_t kDbPages = 64;  // the card configuration's
+// How long every core must stay asleep with nothing on the way before the
+// target calls the NICs idle (the core polls a while before it sleeps).
+constexpr int kQuietChecks = 3;
+// Real time a wait may take at most, whatever the NIC time budget: a core
+// that never settles must not hang the suite.
+constexpr uint64_t kRealLimitNs = 20'000'000'000ull;
+
+uint64_t real_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
+}
+
+class CoreNode;
+
+struct World {
+  uint64_t now = 1'000'000;
+  std::vector<CoreNode*> nodes;
+  struct InFlight {
+    CoreNode* to;
+    Frame frame;
+  };
+  std::deque<InFlight> queue;
+
+  // Moves messages both ways once; true if anything moved.
+  bool pump(int timeout_ms);
+  bool quiet();
+  void settle();
+  uint64_t next_deadline() const;
+  void set_time(uint64_t t);
+};
+
+class CoreNode final : public Target {
+ public:
+  CoreNode(std::shared_ptr<World> world, uint16_t node_id)
+      : world_(std::move(world)), node_id_(node_id) {
+    static const RhnSoftCoreOps ops = {
+        .dma_read = [](void* o, uint64_t a, void* b, uint32_t n) -> int {
+          return self(o)->host_.read(a, b, n) ? RHN_CARD_OK
+                                              : RHN_CARD_BUS_ERROR;
+        },
+        .dma_write = [](void* o, uint64_t a, const void* b, uint32_t n) -> int {
+          self(o)->activity_++;
+          return self(o)->host_.write(a, b, n) ? RHN_CARD_OK
+                                               : RHN_CARD_BUS_ERROR;
+        },
+        .dma_store64 = [](void* o, uint64_t a, uint64_t v) -> int {
+          self(o)->activity_++;
+          if (a & 7) return RHN_CARD_MISALIGNED;
+          return self(o)->host_.write(a, &v, 8) ? RHN_CARD_OK
+                                                : RHN_CARD_BUS_ERROR;
+        },
+        .write_barrier = [](void*) {},
+        .irq = [](void* o, uint16_t v) { self(o)->msix_[v]++; },
+        .frame_out =
+            [](void* o, const void* f, uint32_t n) {
+              self(o)->transmit(static_cast<const uint8_t*>(f), n);
+            },
+        .deadline = [](void* o, uint64_t t) { self(o)->deadline_ = t; },
+        .reg_set = nullptr,
+        .now_ns = [](void* o) { return self(o)->world_->now; },
+    };
+    const char* image = std::getenv("RHINET_FIRMWARE");
+    RhnSoftCoreConfig cfg{};
+    cfg.firmware = image && *image ? image : RHINET_FW_IMAGE_DEFAULT;
+    cfg.db_pages = kDbPages;
+    cfg.node_id = node_id;
+    cfg.mac[0] = 0x02;
+    cfg.mac[1] = 0x52;
+    cfg.mac[2] = 0x4e;
+    cfg.mac[4] = static_cast<uint8_t>(node_id >> 8);
+    cfg.mac[5] = static_cast<uint8_t>(node_id);
+    cfg.ram_mib = 64;
+    char err[256] = "";
+    sc_ = rhn_sc_spawn(&cfg, &ops, this, err, sizeof(err));
+    if (!sc_) {
+      std::fprintf(stderr, "softcore target: %s (image %s)\n", err,
+                   cfg.firmware);
+      std::abort();
+    }
+    // The cable is plugged in at power-on.
+    rhn_sc_set_link(sc_, true);
+    world_->nodes.push_back(this);
+    world_->settle();
+  }
+  ~CoreNode() override {
+    peer_.reset();
+    auto& n = world_->nodes;
+    n.erase(std::remove(n.begin(), n.end(), this), n.end());
+    std::erase_if(world_->queue,
+                  [this](const World::InFlight& f) { return f.to == this; });
+    rhn_sc_free(sc_);
+  }
+
+  RhnSoftCore* core() { return sc_; }
+  uint64_t deadline() const { return deadline_; }
+  uint64_t activity() const { return activity_; }
+
+  // ---- Target ----
+  std::string name() const override { return "softcore"; }
+  uint64_t reg_read(uint32_t offset, unsigned size) override {
+    // The register file answers, as it does a host's read; what the core
+    // sent before is in it once the link is drained.
+    world_->pump(0);
+    return rhn_sc_bar0_read(sc_, offset, size);
+  }
+  void reg_write(uint32_t offset, uint64_t value, unsigned size) override {
+    rhn_sc_bar0_write(sc_, offset, value, size);
+    world_->pump(0);
+  }
+  void doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
+                      unsigned size) override {
+    rhn_sc_bar2_write(sc_, (uint64_t{page} << RHN_DB_PAGE_SHIFT) | offset,
+                      value, size);
+    world_->pump(0);
+  }
+  uint64_t dma_alloc(size_t len, size_t align) override {
+    return host_.alloc(len, align);
+  }
+  void mem_write(uint64_t bus, const void* src, size_t len) override {
+    host_.write(bus, src, len);
+  }
+  void mem_read(uint64_t bus, void* dst, size_t len) override {
+    world_->pump(0);
+    host_.cpu_read(bus, dst, len);
+  }
+  uint64_t bad_bus_address() const override {
+    return HostMemory::bad_address();
+  }
+  uint64_t msix_count(uint16_t vector) override {
+    world_->pump(0);
+    auto it = msix_.find(vector);
+    return it == msix_.end() ? 0 : it->second;
+  }
+  void inject_frame(const Frame& frame) override {
+    world_->queue.push_back({this, frame});
+  }
+  std::vector<Frame> take_tx_frames() override {
+    world_->pump(0);
+    std::vector<Frame> out;
+    out.swap(tx_);
+    return out;
+  }
+  void set_forwarding(bool on) override { forwarding_ = on; }
+  void settle() override { world_->settle(); }
+  bool wait_until(const std::function<bool()>& pred,
+                  uint64_t budget_ns) override {
+    const uint64_t end = world_->now + budget_ns;
+    const uint64_t real_end = real_ns() + kRealLimitNs;
+    for (;;) {
+      if (pred()) return true;
+      if (world_->pump(1)) continue;
+      if (!world_->quiet()) {
+        if (real_ns() > real_end) return pred();
+        continue;
+      }
+      if (pred()) return true;
+      if (world_->now >= end) return false;
+      // Every core sleeps: time moves to the next timer (or the end).
+      world_->set_time(
+          std::min(std::max(world_->next_deadline(), world_->now + 1), end));
+    }
+  }
+  void advance(uint64_t ns) override {
+    const uint64_t end = world_->now + ns;
+    for (;;) {
+      world_->settle();
+      const uint64_t next = world_->next_deadline();
+      if (next > end) break;
+      world_->set_time(std::max(next, world_->now + 1));
+    }
+    world_->set_time(end);
+    world_->settle();
+  }
+  Target* peer() override {
+    if (world_->nodes.size() < 2) {
+      peer_ = std::make_unique<CoreNode>(world_, node_id_ + 1);
+      peer_->peer_of_ = this;
+    }
+    if (peer_) return peer_.get();
+    return peer_of_;
+  }
+
+ private:
+  static CoreNode* self(void* o) { return static_cast<CoreNode*>(o); }
+
+  void transmit(const uint8_t* frame, uint32_t len) {
+    activity_++;
+    tx_.emplace_back(frame, frame + len);
+    if (!forwarding_ || len < RHN_PKT_HDR_LEN) return;
+    uint16_t dst;
+    std::memcpy(&dst, frame + 4, sizeof(dst));
+    for (CoreNode* n : world_->nodes) {
+      const bool to_it =
+          n->node_id_ == dst || (dst == RHN_NODE_BROADCAST && n != this);
+      if (to_it) world_->queue.push_back({n, Frame(frame, frame + len)});
+    }
+  }
+
+  std::shared_ptr<World> world_;
+  uint16_t node_id_;
+  RhnSoftCore* sc_ = nullptr;
+  HostMemory host_;
+  std::map<uint16_t, uint64_t> msix_;
+  std::vector<Frame> tx_;
+  bool forwarding_ = true;
+  uint64_t deadline_ = UINT64_MAX;
+  uint64_t activity_ = 0;
+  std::unique_ptr<CoreNode> peer_;
+  CoreNode* peer_of_ = nullptr;
+};
+
+bool World::pump(int timeout_ms) {
+  bool did = false;
+  std::deque<InFlight> batch;
+  batch.swap(queue);
+  for (auto& f : batch) {
+    rhn_sc_frame_in(f.to->core(), f.frame.data(),
+                    static_cast<uint32_t>(f.frame.size()));
+    did = true;
+  }
+  for (CoreNode* n : nodes) {
+    const uint64_t before = n->activity();
+    if (rhn_sc_run(n->core(), nodes.size() > 1 ? 0 : timeout_ms) < 0) {
+      std::fprintf(stderr, "softcore target: node link down: %s\n",
+                   rhn_sc_error(n->core()));
+      std::abort();
+    }
+    did |= n->activity() != before;
+  }
+  return did || !queue.empty();
+}
+
+bool World::quiet() {
+  for (int i = 0; i < kQuietChecks; i++) {
+    if (pump(1)) return false;
+    for (CoreNode* n : nodes)
+      if (!rhn_sc_core_idle(n->core())) return false;
+  }
+  return queue.empty();
+}
+
+void World::settle() {
+  const uint64_t real_end = real_ns() + kRealLimitNs;
+  while (!quiet() && real_ns() < real_end) {
+  }
+}
+
+uint64_t World::next_deadline() const {
+  // A deadline that has passed was served when the core woke (it sends a
+  // new one only when it changes): only future ones move the clock.
+  uint64_t t = UINT64_MAX;
+  for (CoreNode* n : nodes)
+    if (n->deadline() > now) t = std::min(t, n->deadline());
+  return t;
+}
+
+void World::set_time(uint64_t t) {
+  now = t;
+  for (CoreNode* n : nodes) rhn_sc_tick(n->core());
+}
+
+}  // namespace
+
+std::unique_ptr<Target> make_softcore_target() {
+  return std::make_unique<CoreNode>(std::make_shared<World>(), kFirstNode);
+}
+
+}  // namespace rhinet::conform
