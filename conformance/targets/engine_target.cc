@@ -12,6 +12,7 @@
 #include <span>
 
 #include "lib/host_memory.h"
+#include "lib/switch_model.h"
 #include "rhinet/fw/engine.h"
 #include "rhinet/hw.h"
 #include "target.h"
@@ -28,12 +29,7 @@ class EngineNode;
 // What both nodes share: the clock and the switch's queue.
 struct World {
   uint64_t now = 1'000'000;  // never 0, so a zero timestamp is invalid
-  std::vector<EngineNode*> nodes;
-  struct InFlight {
-    EngineNode* to;
-    Frame frame;
-  };
-  std::deque<InFlight> queue;
+  SwitchModel<EngineNode> fabric;
 
   bool run_once();
   uint64_t next_deadline() const;
@@ -44,6 +40,7 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
  public:
   EngineNode(std::shared_ptr<World> world, uint16_t node_id)
       : world_(std::move(world)), node_id_(node_id) {
+    port_.node_id = node_id;
     fw::EngineConfig cfg;
     cfg.node_id = node_id;
     cfg.mac[4] = static_cast<uint8_t>(node_id >> 8);
@@ -52,16 +49,11 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
     engine_ = std::make_unique<fw::Engine>(cfg, *this, *this);
     // The cable is plugged in at power-on.
     engine_->set_link_up(true);
-    world_->nodes.push_back(this);
+    world_->fabric.attach(this);
   }
-  ~EngineNode() override {
-    auto& n = world_->nodes;
-    n.erase(std::remove(n.begin(), n.end(), this), n.end());
-    std::erase_if(world_->queue,
-                  [this](const World::InFlight& f) { return f.to == this; });
-  }
+  ~EngineNode() override { world_->fabric.detach(this); }
 
-  uint16_t node_id() const { return node_id_; }
+  SwitchPort& port() { return port_; }
   fw::Engine& engine() { return *engine_; }
 
   // ---- Target ----
@@ -93,14 +85,10 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
     return it == msix_.end() ? 0 : it->second;
   }
   void inject_frame(const Frame& frame) override {
-    world_->queue.push_back({this, frame});
+    world_->fabric.inject(this, frame);
   }
-  std::vector<Frame> take_tx_frames() override {
-    std::vector<Frame> out;
-    out.swap(tx_);
-    return out;
-  }
-  void set_forwarding(bool on) override { forwarding_ = on; }
+  std::vector<Frame> take_tx_frames() override { return port_.take(); }
+  void set_forwarding(bool on) override { port_.forwarding = on; }
   void settle() override { world_->settle(); }
   bool wait_until(const std::function<bool()>& pred,
                   uint64_t budget_ns) override {
@@ -128,7 +116,7 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
     world_->settle();
   }
   Target* peer() override {
-    if (world_->nodes.size() < 2) {
+    if (world_->fabric.nodes.size() < 2) {
       peer_ = std::make_unique<EngineNode>(world_, node_id_ + 1);
       peer_->peer_of_ = this;
     }
@@ -152,16 +140,7 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
 
   // ---- Wire ----
   void transmit(fw::Span<const uint8_t> frame) override {
-    tx_.emplace_back(frame.begin(), frame.end());
-    if (!forwarding_ || frame.size() < RHN_PKT_HDR_LEN) return;
-    uint16_t dst;
-    std::memcpy(&dst, frame.data() + 4, sizeof(dst));
-    for (EngineNode* n : world_->nodes) {
-      const bool to_it =
-          n->node_id_ == dst || (dst == RHN_NODE_BROADCAST && n != this);
-      if (to_it)
-        world_->queue.push_back({n, Frame(frame.begin(), frame.end())});
-    }
+    world_->fabric.transmit(this, frame.data(), frame.size());
   }
 
  private:
@@ -170,29 +149,24 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
   std::unique_ptr<fw::Engine> engine_;
   HostMemory host_;
   std::map<uint16_t, uint64_t> msix_;
-  std::vector<Frame> tx_;
-  bool forwarding_ = true;
+  SwitchPort port_;
   std::unique_ptr<EngineNode> peer_;
   EngineNode* peer_of_ = nullptr;
 };
 
 bool World::run_once() {
-  bool did = false;
   // Deliver what is on the wire now (frames transmitted meanwhile wait for
   // the next round, as on a switch).
-  std::deque<InFlight> batch;
-  batch.swap(queue);
-  for (auto& f : batch) {
-    f.to->engine().frame_arrived(f.frame);
-    did = true;
-  }
-  for (EngineNode* n : nodes) did |= n->engine().poll();
+  bool did = fabric.deliver(
+      [](EngineNode* to, const Frame& f) { to->engine().frame_arrived(f); });
+  for (EngineNode* n : fabric.nodes) did |= n->engine().poll();
   return did;
 }
 
 uint64_t World::next_deadline() const {
   uint64_t t = UINT64_MAX;
-  for (EngineNode* n : nodes) t = std::min(t, n->engine().next_deadline_ns());
+  for (EngineNode* n : fabric.nodes)
+    t = std::min(t, n->engine().next_deadline_ns());
   return t;
 }
 

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "lib/host_memory.h"
+#include "lib/switch_model.h"
 #include "rhinet/hw.h"
 #include "rhinet_softcore.h"
 #include "target.h"
@@ -45,12 +46,7 @@ class CoreNode;
 
 struct World {
   uint64_t now = 1'000'000;
-  std::vector<CoreNode*> nodes;
-  struct InFlight {
-    CoreNode* to;
-    Frame frame;
-  };
-  std::deque<InFlight> queue;
+  SwitchModel<CoreNode> fabric;
 
   // Moves messages both ways once; true if anything moved.
   bool pump(int timeout_ms);
@@ -64,6 +60,7 @@ class CoreNode final : public Target {
  public:
   CoreNode(std::shared_ptr<World> world, uint16_t node_id)
       : world_(std::move(world)), node_id_(node_id) {
+    port_.node_id = node_id;
     static const RhnSoftCoreOps ops = {
         .dma_read = [](void* o, uint64_t a, void* b, uint32_t n) -> int {
           return self(o)->host_.read(a, b, n) ? RHN_CARD_OK
@@ -84,7 +81,9 @@ class CoreNode final : public Target {
         .irq = [](void* o, uint16_t v) { self(o)->msix_[v]++; },
         .frame_out =
             [](void* o, const void* f, uint32_t n) {
-              self(o)->transmit(static_cast<const uint8_t*>(f), n);
+              self(o)->activity_++;
+              self(o)->world_->fabric.transmit(
+                  self(o), static_cast<const uint8_t*>(f), n);
             },
         .deadline = [](void* o, uint64_t t) { self(o)->deadline_ = t; },
         .reg_set = nullptr,
@@ -110,19 +109,17 @@ class CoreNode final : public Target {
     }
     // The cable is plugged in at power-on.
     rhn_sc_set_link(sc_, true);
-    world_->nodes.push_back(this);
+    world_->fabric.attach(this);
     world_->settle();
   }
   ~CoreNode() override {
     peer_.reset();
-    auto& n = world_->nodes;
-    n.erase(std::remove(n.begin(), n.end(), this), n.end());
-    std::erase_if(world_->queue,
-                  [this](const World::InFlight& f) { return f.to == this; });
+    world_->fabric.detach(this);
     rhn_sc_free(sc_);
   }
 
   RhnSoftCore* core() { return sc_; }
+  SwitchPort& port() { return port_; }
   uint64_t deadline() const { return deadline_; }
   uint64_t activity() const { return activity_; }
 
@@ -163,15 +160,13 @@ class CoreNode final : public Target {
     return it == msix_.end() ? 0 : it->second;
   }
   void inject_frame(const Frame& frame) override {
-    world_->queue.push_back({this, frame});
+    world_->fabric.inject(this, frame);
   }
   std::vector<Frame> take_tx_frames() override {
     world_->pump(0);
-    std::vector<Frame> out;
-    out.swap(tx_);
-    return out;
+    return port_.take();
   }
-  void set_forwarding(bool on) override { forwarding_ = on; }
+  void set_forwarding(bool on) override { port_.forwarding = on; }
   void settle() override { world_->settle(); }
   bool wait_until(const std::function<bool()>& pred,
                   uint64_t budget_ns) override {
@@ -203,7 +198,7 @@ class CoreNode final : public Target {
     world_->settle();
   }
   Target* peer() override {
-    if (world_->nodes.size() < 2) {
+    if (world_->fabric.nodes.size() < 2) {
       peer_ = std::make_unique<CoreNode>(world_, node_id_ + 1);
       peer_->peer_of_ = this;
     }
@@ -214,26 +209,12 @@ class CoreNode final : public Target {
  private:
   static CoreNode* self(void* o) { return static_cast<CoreNode*>(o); }
 
-  void transmit(const uint8_t* frame, uint32_t len) {
-    activity_++;
-    tx_.emplace_back(frame, frame + len);
-    if (!forwarding_ || len < RHN_PKT_HDR_LEN) return;
-    uint16_t dst;
-    std::memcpy(&dst, frame + 4, sizeof(dst));
-    for (CoreNode* n : world_->nodes) {
-      const bool to_it =
-          n->node_id_ == dst || (dst == RHN_NODE_BROADCAST && n != this);
-      if (to_it) world_->queue.push_back({n, Frame(frame, frame + len)});
-    }
-  }
-
   std::shared_ptr<World> world_;
   uint16_t node_id_;
   RhnSoftCore* sc_ = nullptr;
   HostMemory host_;
   std::map<uint16_t, uint64_t> msix_;
-  std::vector<Frame> tx_;
-  bool forwarding_ = true;
+  SwitchPort port_;
   uint64_t deadline_ = UINT64_MAX;
   uint64_t activity_ = 0;
   std::unique_ptr<CoreNode> peer_;
@@ -241,33 +222,28 @@ class CoreNode final : public Target {
 };
 
 bool World::pump(int timeout_ms) {
-  bool did = false;
-  std::deque<InFlight> batch;
-  batch.swap(queue);
-  for (auto& f : batch) {
-    rhn_sc_frame_in(f.to->core(), f.frame.data(),
-                    static_cast<uint32_t>(f.frame.size()));
-    did = true;
-  }
-  for (CoreNode* n : nodes) {
+  bool did = fabric.deliver([](CoreNode* to, const Frame& f) {
+    rhn_sc_frame_in(to->core(), f.data(), static_cast<uint32_t>(f.size()));
+  });
+  for (CoreNode* n : fabric.nodes) {
     const uint64_t before = n->activity();
-    if (rhn_sc_run(n->core(), nodes.size() > 1 ? 0 : timeout_ms) < 0) {
+    if (rhn_sc_run(n->core(), fabric.nodes.size() > 1 ? 0 : timeout_ms) < 0) {
       std::fprintf(stderr, "softcore target: node link down: %s\n",
                    rhn_sc_error(n->core()));
       std::abort();
     }
     did |= n->activity() != before;
   }
-  return did || !queue.empty();
+  return did || !fabric.queue.empty();
 }
 
 bool World::quiet() {
   for (int i = 0; i < kQuietChecks; i++) {
     if (pump(1)) return false;
-    for (CoreNode* n : nodes)
+    for (CoreNode* n : fabric.nodes)
       if (!rhn_sc_core_idle(n->core())) return false;
   }
-  return queue.empty();
+  return fabric.queue.empty();
 }
 
 void World::settle() {
@@ -280,14 +256,14 @@ uint64_t World::next_deadline() const {
   // A deadline that has passed was served when the core woke (it sends a
   // new one only when it changes): only future ones move the clock.
   uint64_t t = UINT64_MAX;
-  for (CoreNode* n : nodes)
+  for (CoreNode* n : fabric.nodes)
     if (n->deadline() > now) t = std::min(t, n->deadline());
   return t;
 }
 
 void World::set_time(uint64_t t) {
   now = t;
-  for (CoreNode* n : nodes) rhn_sc_tick(n->core());
+  for (CoreNode* n : fabric.nodes) rhn_sc_tick(n->core());
 }
 
 }  // namespace

@@ -76,6 +76,9 @@ bool Engine::Impl::requester_step(uint32_t qpn, uint32_t budget) {
       if (qp.state == RHN_QPS_SQD) return did;  // drained: no new WQEs
       if (!start_message(qp, qpn)) return did;
       did = true;
+      // A WQE that failed here took the QP to the error state (and
+      // flushed what was posted): nothing posted after that may run.
+      if (qp.state == RHN_QPS_ERR) return did;
       if (!qp.tx_active) continue;  // completed without packets
     }
     if (send_packet(qp, qpn) == TxResult::kBlocked) return did;

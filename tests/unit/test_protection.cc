@@ -93,6 +93,60 @@ TEST_F(Protection, LkeyOfAnotherContext) {
   expect_dst_untouched();
 }
 
+// A WQE that fails its local checks takes the QP to the error state at
+// once: the WQEs behind it, already in the send queue when it failed,
+// are flushed, never carried out.
+TEST_F(Protection, WqesBehindALocalErrorAreFlushed) {
+  const SendWr bad =
+      rdma_wr(8, RHN_OP_WRITE,
+              {Sge{src.va(), 100, src.key() + (50u << RHN_KEY_INDEX_SHIFT)}},
+              dst.va(), dst.key());
+  const SendWr good =
+      rdma_wr(9, RHN_OP_WRITE, {src.sge(0, 100)}, dst.va(), dst.key());
+  ASSERT_TRUE(p.qp_a->post_send(bad));
+  ASSERT_TRUE(p.qp_a->post_send(good));
+  auto v = c->wait_cqes(*p.cq_a, 2);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].status, RHN_CQE_LOC_PROT_ERR) << describe(v[0]);
+  EXPECT_EQ(v[1].wr_id, 9u);
+  EXPECT_EQ(v[1].status, RHN_CQE_WR_FLUSH_ERR) << describe(v[1]);
+  c->run_for(500'000);
+  expect_dst_untouched();
+}
+
+// Software that sees the error CQEs may post again at once (the NIC runs
+// beside it): a WQE posted after the QP went to the error state is
+// flushed, even when the NIC reads the send queue's producer again in
+// the same turn. The bus hook posts the next WQE the moment the flushed
+// WQE's CQE is published, as a host CPU polling the CQ could.
+TEST_F(Protection, AWqePostedRightAfterTheFlushIsFlushedToo) {
+  const SendWr bad =
+      rdma_wr(10, RHN_OP_WRITE,
+              {Sge{src.va(), 100, src.key() + (50u << RHN_KEY_INDEX_SHIFT)}},
+              dst.va(), dst.key());
+  const SendWr behind =
+      rdma_wr(11, RHN_OP_WRITE, {src.sge(0, 100)}, dst.va(), dst.key());
+  const SendWr late =
+      rdma_wr(12, RHN_OP_WRITE, {src.sge(0, 100)}, dst.va(), dst.key());
+  int published = 0;
+  bool posted = false;
+  c->node(0).bus.after_publish = [&](uint64_t, size_t) {
+    if (++published == 2) posted = p.qp_a->post_send(late);
+  };
+  ASSERT_TRUE(p.qp_a->post_send(bad));
+  ASSERT_TRUE(p.qp_a->post_send(behind));
+  auto v = c->wait_cqes(*p.cq_a, 3);
+  c->node(0).bus.after_publish = nullptr;
+  ASSERT_TRUE(posted);
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].status, RHN_CQE_LOC_PROT_ERR) << describe(v[0]);
+  EXPECT_EQ(v[1].status, RHN_CQE_WR_FLUSH_ERR) << describe(v[1]);
+  EXPECT_EQ(v[2].wr_id, 12u);
+  EXPECT_EQ(v[2].status, RHN_CQE_WR_FLUSH_ERR) << describe(v[2]);
+  c->run_for(500'000);
+  expect_dst_untouched();
+}
+
 TEST_F(Protection, BadRkeyAlsoReportsInStatusWord) {
   Region words = make_region(A(), 64);
   SendWr wr = rdma_wr(7, RHN_OP_WRITE, {src.sge(0, 1000)}, dst.va(),
