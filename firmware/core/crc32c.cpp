@@ -34,14 +34,23 @@ constexpr Tables make_tables() {
 constexpr auto kTables = make_tables();
 
 uint32_t crc32c_portable(uint32_t crc, const uint8_t* p, size_t len) {
+  // Two aligned 32-bit words, not one 64-bit one: the soft core has
+  // 32-bit registers (64-bit shifts are calls into libgcc there) and no
+  // unaligned loads (an unaligned copy is a call to memcpy).
+  while (len >= 8 && (reinterpret_cast<uintptr_t>(p) & 3)) {
+    crc = (crc >> 8) ^ kTables[0][(crc ^ *p++) & 0xff];
+    len--;
+  }
+  using Word = uint32_t __attribute__((may_alias));
   while (len >= 8) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    v ^= crc;
-    crc = kTables[7][v & 0xff] ^ kTables[6][(v >> 8) & 0xff] ^
-          kTables[5][(v >> 16) & 0xff] ^ kTables[4][(v >> 24) & 0xff] ^
-          kTables[3][(v >> 32) & 0xff] ^ kTables[2][(v >> 40) & 0xff] ^
-          kTables[1][(v >> 48) & 0xff] ^ kTables[0][v >> 56];
+    const auto* w = reinterpret_cast<const Word*>(p);
+    uint32_t lo = w[0];
+    const uint32_t hi = w[1];
+    lo ^= crc;
+    crc = kTables[7][lo & 0xff] ^ kTables[6][(lo >> 8) & 0xff] ^
+          kTables[5][(lo >> 16) & 0xff] ^ kTables[4][lo >> 24] ^
+          kTables[3][hi & 0xff] ^ kTables[2][(hi >> 8) & 0xff] ^
+          kTables[1][(hi >> 16) & 0xff] ^ kTables[0][hi >> 24];
     p += 8;
     len -= 8;
   }
