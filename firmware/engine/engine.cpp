@@ -582,7 +582,10 @@ bool Engine::poll() {
   if (failed()) return false;
   Impl& m = *impl_;
   m.now = m.bus.now_ns();
-  bool did = m.drain_kicks();
+  // Each stage below is asked only when it has something to do: most
+  // polls find most of them idle, and entering one costs more than the
+  // test (a kick or overflow that comes after it is seen next poll).
+  bool did = (m.kicks.peek() || m.kick_overflow.load()) && m.drain_kicks();
   for (uint32_t n = 0; n < 64; n++) {
     RxFrame* f = m.rx.peek();
     if (!f) break;
@@ -593,13 +596,15 @@ bool Engine::poll() {
   // Work classes, each with a bounded turn: the driver's kicks, arriving
   // frames, the peers (resends, READ streams, timers), the NIC's own
   // messages, then the QPs' send queues, round robin.
-  did |= m.run_timers();
+  if (!m.peer_ready.empty() || m.now >= m.next_peer_deadline ||
+      m.now >= m.next_qp_wake)
+    did |= m.run_timers();
   // The families, in the registry's order: those whose turn posts
   // firmware messages before fw_run, so what they post leaves now.
   did |= modules_run(m, true, 16);
-  did |= m.fw_run(16);
+  if (!m.fw_queue.empty()) did |= m.fw_run(16);
   did |= modules_run(m, false, 16);
-  did |= m.requester_run(64);
+  if (!m.ready.empty()) did |= m.requester_run(64);
   return did;
 }
 
