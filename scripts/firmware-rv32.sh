@@ -45,7 +45,11 @@ specs=$("${PREFIX}gcc" -print-file-name=picolibc.specs)
 	fail "picolibc.specs not found; install picolibc-riscv64-unknown-elf" \
 		"with 'bash scripts/setup-deps.sh'"
 
-ARCH=(-march=rv32imac -mabi=ilp32 --specs=picolibc.specs)
+# picolibc's release build: its memcpy/memset copy words, not bytes (its
+# default build's byte loops were a third of every path's instructions,
+# see Documentation/firmware/instruction-counts.md).
+ARCH=(-march=rv32imac -mabi=ilp32 --specs=picolibc.specs
+	--picolibc-buildtype=release)
 WARN=(-Wall -Wextra -Werror -pedantic)
 CFLAGS=("${ARCH[@]}" "${WARN[@]}" -std=c11 -ffreestanding -Os)
 # No C++ library (the toolchain has none), no exceptions, no RTTI, and no
@@ -74,10 +78,16 @@ for h in "$SRC"/include/hw/rhinet/*.h; do
 		fail "include/hw/rhinet/$name.h does not compile as C++20 for rv32"
 done
 
+# The per-message path (doorbell, WQE, packet, translation, completion)
+# is built for speed: at -Os GCC calls libgcc for every 64-bit shift and
+# keeps small copies as calls. The rest (admin, the families) stays small.
+HOT='^firmware/(core|engine|requester|responder|transport|translation|completion)/'
 objs=()
 for s in "${FW_SOURCES[@]}" tests/firmware_rv32/entry.cpp; do
 	o="$OUT/obj/$(echo "$s" | tr / _).o"
-	"${PREFIX}g++" "${CXXFLAGS[@]}" -c "$SRC/$s" -o "$o" ||
+	opt=()
+	[[ "$s" =~ $HOT ]] && opt=(-O2)
+	"${PREFIX}g++" "${CXXFLAGS[@]}" "${opt[@]}" -c "$SRC/$s" -o "$o" ||
 		fail "$s does not build freestanding for rv32"
 	objs+=("$o")
 done

@@ -33,19 +33,34 @@ constexpr Tables make_tables() {
 }
 constexpr auto kTables = make_tables();
 
-uint32_t crc32c_portable(uint32_t crc, const uint8_t* p, size_t len) {
+// kHole: the 4 bytes at hole (4-byte aligned) are taken as zero.
+template <bool kHole = false>
+[[gnu::always_inline]] inline uint32_t crc32c_portable(
+    uint32_t crc, const uint8_t* p, size_t len, const uint8_t* hole = nullptr) {
+  const auto byte = [&](const uint8_t* b) -> uint8_t {
+    return kHole && static_cast<size_t>(b - hole) < 4 ? 0 : *b;
+  };
+  // Two aligned 32-bit words, not one 64-bit one: the soft core has
+  // 32-bit registers (64-bit shifts are calls into libgcc there) and no
+  // unaligned loads (an unaligned copy is a call to memcpy).
+  while (len >= 8 && (reinterpret_cast<uintptr_t>(p) & 3)) {
+    crc = (crc >> 8) ^ kTables[0][(crc ^ byte(p++)) & 0xff];
+    len--;
+  }
+  using Word = uint32_t __attribute__((may_alias));
   while (len >= 8) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    v ^= crc;
-    crc = kTables[7][v & 0xff] ^ kTables[6][(v >> 8) & 0xff] ^
-          kTables[5][(v >> 16) & 0xff] ^ kTables[4][(v >> 24) & 0xff] ^
-          kTables[3][(v >> 32) & 0xff] ^ kTables[2][(v >> 40) & 0xff] ^
-          kTables[1][(v >> 48) & 0xff] ^ kTables[0][v >> 56];
+    const auto* w = reinterpret_cast<const Word*>(p);
+    uint32_t lo = kHole && p == hole ? 0 : w[0];
+    const uint32_t hi = kHole && p + 4 == hole ? 0 : w[1];
+    lo ^= crc;
+    crc = kTables[7][lo & 0xff] ^ kTables[6][(lo >> 8) & 0xff] ^
+          kTables[5][(lo >> 16) & 0xff] ^ kTables[4][lo >> 24] ^
+          kTables[3][hi & 0xff] ^ kTables[2][(hi >> 8) & 0xff] ^
+          kTables[1][(hi >> 16) & 0xff] ^ kTables[0][hi >> 24];
     p += 8;
     len -= 8;
   }
-  while (len--) crc = (crc >> 8) ^ kTables[0][(crc ^ *p++) & 0xff];
+  while (len--) crc = (crc >> 8) ^ kTables[0][(crc ^ byte(p++)) & 0xff];
   return crc;
 }
 
@@ -215,6 +230,20 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t len) {
   if (have_sse42()) return ~crc32c_sse42(crc, p, len);
 #endif
   return ~crc32c_portable(crc, p, len);
+}
+
+uint32_t crc32c_hole(uint32_t crc, const void* data, size_t len, size_t hole) {
+  const auto* p = static_cast<const uint8_t*>(data);
+#if !defined(__x86_64__)
+  if (!(reinterpret_cast<uintptr_t>(p + hole) & 3))
+    return ~crc32c_portable<true>(~crc, p, len, p + hole);
+#endif
+  // Three pieces (cheap with a CRC instruction; otherwise the rare
+  // unaligned hole).
+  static constexpr uint8_t kZeros[4] = {};
+  crc = crc32c(crc, p, hole);
+  crc = crc32c(crc, kZeros, sizeof(kZeros));
+  return crc32c(crc, p + hole + 4, len - hole - 4);
 }
 
 }  // namespace rhinet::fw

@@ -13,4 +13,8 @@ namespace rhinet::fw {
 // (pre- and post-inversion are handled inside).
 uint32_t crc32c(uint32_t crc, const void* data, size_t len);
 
+// The same over data whose 4 bytes at offset hole are taken as zero (a
+// header's own CRC field), without copying it; hole + 4 <= len.
+uint32_t crc32c_hole(uint32_t crc, const void* data, size_t len, size_t hole);
+
 }  // namespace rhinet::fw

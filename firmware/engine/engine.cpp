@@ -311,7 +311,7 @@ void Engine::Impl::handle_kick(Kick& k) {
         uint16_t idx;
         memcpy(&idx, k.inline_wqe.bytes + 4, sizeof(idx));
         if (idx == static_cast<uint16_t>(qp.sq_fetch)) {
-          memcpy(&qp.tx_raw, &k.inline_wqe, sizeof(RawWqe));
+          memcpy(&qp.tx_raw, &k.inline_wqe, wqe_copy_bytes(k.inline_wqe.bytes));
           qp.prefetched_slot = qp.sq_fetch;
         }
       }
@@ -539,11 +539,9 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
         k.page = page;
         k.value = value;
         k.has_inline = with_inline;
-        if (with_inline) {
-          const uint32_t n = wqe_slot_count(m.inline_staging[page].bytes);
+        if (with_inline)
           memcpy(k.inline_wqe.bytes, m.inline_staging[page].bytes,
-                 (n ? n : 1) * RHN_SQ_SLOT_SIZE);
-        }
+                 wqe_copy_bytes(m.inline_staging[page].bytes));
       }))
     m.kick_overflow.store(true);
 }
@@ -556,6 +554,10 @@ void Engine::doorbell_inline(uint32_t page, const void* wqe, size_t len) {
   if (failed()) return;
   Impl& m = *impl_;
   if (page >= m.cfg.db_pages) return;
+  // The whole window arrives; only the WQE's slots are ever read from the
+  // staging buffer (doorbell_write copies as many), so only they are kept.
+  if (len >= RHN_SQ_SLOT_SIZE)
+    len = min<size_t>(len, wqe_copy_bytes(static_cast<const uint8_t*>(wqe)));
   memcpy(m.inline_staging[page].bytes, wqe,
          min<size_t>(len, RHN_DB_INLINE_WQE_SIZE));
 }
@@ -580,7 +582,10 @@ bool Engine::poll() {
   if (failed()) return false;
   Impl& m = *impl_;
   m.now = m.bus.now_ns();
-  bool did = m.drain_kicks();
+  // Each stage below is asked only when it has something to do: most
+  // polls find most of them idle, and entering one costs more than the
+  // test (a kick or overflow that comes after it is seen next poll).
+  bool did = (m.kicks.peek() || m.kick_overflow.load()) && m.drain_kicks();
   for (uint32_t n = 0; n < 64; n++) {
     RxFrame* f = m.rx.peek();
     if (!f) break;
@@ -591,13 +596,15 @@ bool Engine::poll() {
   // Work classes, each with a bounded turn: the driver's kicks, arriving
   // frames, the peers (resends, READ streams, timers), the NIC's own
   // messages, then the QPs' send queues, round robin.
-  did |= m.run_timers();
+  if (!m.peer_ready.empty() || m.now >= m.next_peer_deadline ||
+      m.now >= m.next_qp_wake)
+    did |= m.run_timers();
   // The families, in the registry's order: those whose turn posts
   // firmware messages before fw_run, so what they post leaves now.
   did |= modules_run(m, true, 16);
-  did |= m.fw_run(16);
+  if (!m.fw_queue.empty()) did |= m.fw_run(16);
   did |= modules_run(m, false, 16);
-  did |= m.requester_run(64);
+  if (!m.ready.empty()) did |= m.requester_run(64);
   return did;
 }
 

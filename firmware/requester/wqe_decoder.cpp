@@ -37,7 +37,7 @@ constexpr Array<Row, 256> kRows = make_rows();
 void reset(DecodedWqe& out) {
   static const DecodedWqe kEmpty{};
   const uint8_t filled = out.filled;
-  memcpy(static_cast<void*>(&out), &kEmpty, offsetof(DecodedWqe, grh));
+  copy_small(static_cast<void*>(&out), &kEmpty, offsetof(DecodedWqe, grh));
   if (filled & DecodedWqe::kFilledGrh) out.grh = {};
   if (filled & DecodedWqe::kFilledXfer) out.xfer = {};
   if (filled & DecodedWqe::kFilledFamily)
@@ -53,15 +53,15 @@ uint32_t wqe_slot_count(const uint8_t* first_slot) {
 
 rhn_sge wqe_sge(const RawWqe& raw, uint32_t i) {
   rhn_sge s;
-  memcpy(&s, raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d) + i * sizeof(s),
-         sizeof(s));
+  copy_small(&s, raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d) + i * sizeof(s),
+             sizeof(s));
   return s;
 }
 
 rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
                              uint32_t max_msg_size, DecodedWqe& out) {
   rhn_send_wqe w;
-  memcpy(&w, raw.bytes, sizeof(w));
+  copy_small(&w, raw.bytes, sizeof(w));
   reset(out);
   // Every opcode the operation table lists for the send queue.
   const Row& row = kRows[w.opcode];

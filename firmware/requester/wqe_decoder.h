@@ -72,6 +72,14 @@ T family_slot(const DecodedWqe& w) {
 // first slot is already invalid (ext_units out of range).
 uint32_t wqe_slot_count(const uint8_t* first_slot);
 
+// Bytes of the WQE beginning with this slot that are worth copying: its
+// slots, or the first one alone when that is already invalid (what a
+// fetch from the ring reads too).
+inline uint32_t wqe_copy_bytes(const uint8_t* first_slot) {
+  const uint32_t n = wqe_slot_count(first_slot);
+  return (n ? n : 1) * RHN_SQ_SLOT_SIZE;
+}
+
 // Validates and decodes. Returns RHN_SYN_NONE or the reason it is refused
 // (RHN_SYN_BAD_OPCODE, RHN_SYN_BAD_WQE, RHN_SYN_BAD_XFER, RHN_SYN_LENGTH).
 // What an opcode may carry and which slots it may end with are its row's
