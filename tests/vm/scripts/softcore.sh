@@ -7,7 +7,7 @@
 # 1 MiB), then ibv_rc_pingpong checking the bytes, perftest's ib_write_bw,
 # ib_read_bw, ib_send_bw and ib_atomic_bw, and userlib's hello_push under
 # rhinet-run (every rank checks what it was sent and what it pulls back).
-# Few iterations: the emulated core is slow. Node 0 prints one line per
+# 200 iterations each: the emulated core is slow. Node 0 prints one line per
 # figure:
 #   RHINET-SOFTCORE NAME VALUE UNIT [VALUE UNIT]
 # and the run fails unless every client passed and every figure is above 0.
@@ -64,13 +64,27 @@ pair() {
 		{ echo "softcore: $what: no figure above 0"; failed="$failed $what"; }
 }
 
-pair rc_pingpong ibv_rc_pingpong -d rhinet0 -g $GID -c -n 50 -s 4096
-P="-d rhinet0 -x $GID -F"
-pair write_bw ib_write_bw $P -n 50 -s 65536
-pair read_bw ib_read_bw $P -n 50 -s 65536
-pair send_bw ib_send_bw $P -n 50 -s 65536
-pair atomic_bw ib_atomic_bw $P -n 50
+# This node's NIC counters that are not 0 (what a figure owes to
+# retransmissions and drops).
+counters_moved() {
+	c=/sys/class/infiniband/rhinet0/ports/1/hw_counters
+	for f in tx_packets rx_packets retransmits timeouts duplicates \
+		out_of_order naks_sent rx_drops rnr_naks_sent rnr_retries \
+		stale_packets rx_context_busy send_quota_waits kick_overflows; do
+		[ -r "$c/$f" ] && [ "$(cat "$c/$f")" != 0 ] &&
+			printf ' %s=%s' "$f" "$(cat "$c/$f")"
+	done
+	echo
+}
 
+pair rc_pingpong ibv_rc_pingpong -d rhinet0 -g $GID -c -n 200 -s 4096
+P="-d rhinet0 -x $GID -F"
+pair write_bw ib_write_bw $P -n 200 -s 65536
+pair read_bw ib_read_bw $P -n 200 -s 65536
+pair send_bw ib_send_bw $P -n 200 -s 65536
+pair atomic_bw ib_atomic_bw $P -n 200
+
+echo "RHINET-SOFTCORE node $NODE counters:$(counters_moved)"
 [ "$NODE" = 0 ] || apps_wait 240
 t0=$(now)
 if timeout 200 rhinet-run --timeout 150 -n 2 --hosts node0,node1 \
@@ -83,6 +97,7 @@ else
 	failed="$failed hello_push"
 fi
 head -20 /tmp/run.log
+echo "RHINET-SOFTCORE node 0 counters:$(counters_moved)"
 verbs_check_dmesg
 [ -z "$failed" ] || fail "failed:$failed"
 apps_finish 0
