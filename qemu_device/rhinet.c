@@ -2,14 +2,19 @@
  * RHiNET-NG RDMA NIC: the PCI face of the NIC engine.
  *
  * This file is glue only. All protocol logic lives in the engine (firmware/),
- * reached through its C binding. The glue maps
- *   BAR0 (registers)      -> rhn_fw_reg_read/write
- *   BAR2 (doorbell pages) -> rhn_fw_doorbell_write
- *   BAR4 (MSI-X)          <- engine interrupts, raised from a bottom half
- *   wire=PATH             <-> engine frames, on the engine thread
- *   (or netdev, NICState) <-> engine frames, through the main loop
- * and runs the engine on its own thread, so a guest MMIO write returns at
- * once and the engine picks the work up.
+ * which runs as one of two NIC cores (property "core"):
+ *   engine    in this process, through its C binding (engine_c.h)
+ *   softcore  the engine's firmware image in qemu-system-riscv32, another
+ *             process, through the soft-core link library (softcore/)
+ * Either way the glue maps
+ *   BAR0 (registers)      -> the core's register file
+ *   BAR2 (doorbell pages) -> the core's doorbell block
+ *   BAR4 (MSI-X)          <- core interrupts, raised from a bottom half
+ *   wire=PATH             <-> core frames, on the engine thread
+ *   (or netdev, NICState) <-> core frames, through the main loop
+ * and runs the core's side on its own thread, so a guest MMIO write returns
+ * at once and the core picks the work up. RhinetCoreOps is all that differs
+ * between the two.
  *
  * The wire: with wire=PATH the engine thread connects to the fabric
  * switch's port socket itself and polls it beside its wake-up event. A
@@ -38,7 +43,10 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include "qemu/atomic.h"
+#include "qemu/cutils.h"
+#include "qemu/error-report.h"
 #include "qemu/event_notifier.h"
+#include "qemu/lockable.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
@@ -59,6 +67,7 @@
 #include "qom/object.h"
 
 #include "rhinet/fw/engine_c.h"
+#include "rhinet_softcore.h"
 #include "rhinet/hw_admin.h"
 #include "rhinet/hw_regs.h"
 #include "rhinet/hw_wire.h"
@@ -74,6 +83,8 @@ OBJECT_DECLARE_SIMPLE_TYPE(RhinetState, RHINET)
 #define RHINET_WIRE_TX_BYTES (4 * MiB) /* queued while the socket is full */
 #define RHINET_WIRE_RX_BATCH 64 /* frames handed over per engine poll */
 #define RHINET_WIRE_RETRY_NS (100 * SCALE_MS) /* reconnect interval */
+#define RHINET_DB_PAGES 256 /* the engine's doorbell pages unless given */
+#define RHINET_SOFTCORE_HELLO_MS 30000 /* a core starting on a busy host */
 
 /*
  * What an injected fault does. A hung or halted NIC still answers register
@@ -117,6 +128,33 @@ typedef struct RhinetTxSlot {
     uint8_t data[RHINET_FRAME_MAX];
 } RhinetTxSlot;
 
+/*
+ * A NIC core: what the glue asks of the engine in-process and of the
+ * firmware on a soft core alike.
+ */
+typedef struct RhinetCoreOps {
+    const char *name; /* as the property "core" names it */
+    /* A fresh core, link down; the engine thread is not running. */
+    bool (*start)(RhinetState *s, Error **errp);
+    void (*stop)(RhinetState *s);
+    /* vCPU threads, BQL held. */
+    uint64_t (*reg_read)(RhinetState *s, hwaddr addr, unsigned size);
+    void (*reg_write)(RhinetState *s, hwaddr addr, uint64_t val,
+                      unsigned size);
+    void (*doorbell_write)(RhinetState *s, hwaddr addr, uint64_t val,
+                           unsigned size);
+    /* The thread that owns the wire: the engine thread, or the main loop. */
+    void (*frame_in)(RhinetState *s, const uint8_t *frame, size_t len);
+    void (*set_link)(RhinetState *s, bool up);
+    /* Engine thread: does the work at hand; true if there was any. */
+    bool (*poll)(RhinetState *s);
+    /*
+     * Engine thread, before it sleeps: the core's next deadline (get_clock,
+     * UINT64_MAX: none), and in *pfd a descriptor to wait on (fd -1: none).
+     */
+    uint64_t (*sleep)(RhinetState *s, GPollFD *pfd);
+} RhinetCoreOps;
+
 struct RhinetState {
     PCIDevice parent_obj;
 
@@ -133,8 +171,23 @@ struct RhinetState {
     uint32_t rto_floor_us; /* property: retransmission timeout floor */
     uint8_t fault_cap;    /* its config offset, 0 if none */
     uint32_t fault;       /* atomic: RhinetFault */
+    char *core_name;      /* property "core": engine or softcore */
+    char *firmware;       /* property: the soft core's image (ELF) */
+    char *softcore_qemu;  /* property: its emulator; NULL: from PATH */
 
-    struct rhn_fw_engine *engine;
+    const RhinetCoreOps *core;
+    bool core_fresh; /* atomic: no host write nor frame reached it yet */
+    struct rhn_fw_engine *engine; /* core=engine */
+    /*
+     * core=softcore: the library is not thread-safe, and vCPUs, the engine
+     * thread and (netdev) the main loop all call it: every call holds
+     * sc_lock. Its callbacks run under it too, on the thread that called.
+     */
+    QemuMutex sc_lock;
+    RhnSoftCore *sc;
+    uint64_t sc_deadline; /* the core's wake-up time, under sc_lock */
+    bool sc_down_told;    /* the link's end was reported */
+
     QemuThread thread;
     EventNotifier wake;
     bool thread_running;
@@ -151,6 +204,15 @@ struct RhinetState {
     uint32_t msix_pending; /* atomic bitmap of vectors to raise */
 };
 
+/* A frame from the wire; the core is no longer as it started. */
+static void rhinet_frame_in(RhinetState *s, const uint8_t *frame, size_t len)
+{
+    if (qatomic_read(&s->core_fresh)) {
+        qatomic_set(&s->core_fresh, false);
+    }
+    s->core->frame_in(s, frame, len);
+}
+
 /* ---- Engine thread ------------------------------------------------------ */
 
 static void rhinet_kick_engine(RhinetState *s)
@@ -166,11 +228,35 @@ static bool rhinet_wire_service(RhinetState *s);
 static void rhinet_wire_flush(RhinetState *s);
 static int64_t rhinet_wire_poll_fd(RhinetState *s, GPollFD *pfd);
 
+/* Sleeps until a kick, the wire, the core's descriptor or its deadline. */
+static void rhinet_engine_sleep(RhinetState *s)
+{
+    GPollFD pfd[3] = {
+        { .fd = event_notifier_get_fd(&s->wake), .events = G_IO_IN },
+    };
+    unsigned n = 1;
+    uint64_t deadline = s->core->sleep(s, &pfd[n]);
+    uint64_t now = get_clock();
+    int64_t timeout = -1, wire_timeout;
+
+    if (pfd[n].fd >= 0) {
+        n++;
+    }
+    if (deadline != UINT64_MAX) {
+        timeout = deadline > now ? deadline - now : 0;
+    }
+    wire_timeout = rhinet_wire_poll_fd(s, &pfd[n]);
+    if (wire_timeout >= 0 && (timeout < 0 || wire_timeout < timeout)) {
+        timeout = wire_timeout;
+    }
+    qemu_poll_ns(pfd, s->wire.fd >= 0 ? n + 1 : n, timeout);
+}
+
 static void *rhinet_engine_thread(void *opaque)
 {
     RhinetState *s = opaque;
-    GPollFD pfd[2] = {
-        { .fd = event_notifier_get_fd(&s->wake), .events = G_IO_IN },
+    GPollFD wake = {
+        .fd = event_notifier_get_fd(&s->wake), .events = G_IO_IN,
     };
     bool did;
 
@@ -187,10 +273,10 @@ static void *rhinet_engine_thread(void *opaque)
         if (qatomic_read(&s->fault) != RHINET_FAULT_NONE) {
             /* Injected fault: the engine does nothing until cleared. */
             qatomic_set(&s->sleeping, true);
-            smp_mb();
+            smp_mb(); /* pairs with rhinet_kick_engine's */
             if (qatomic_read(&s->fault) != RHINET_FAULT_NONE &&
                 !qatomic_read(&s->stop)) {
-                qemu_poll_ns(pfd, 1, -1);
+                qemu_poll_ns(&wake, 1, -1);
             }
             qatomic_set(&s->sleeping, false);
             event_notifier_test_and_clear(&s->wake);
@@ -198,29 +284,18 @@ static void *rhinet_engine_thread(void *opaque)
         }
         /* Both, every turn: frames in feed the poll, the poll's go out. */
         did = rhinet_wire_service(s);
-        did |= rhn_fw_poll(s->engine);
+        did |= s->core->poll(s);
         rhinet_wire_flush(s);
         if (did) {
             continue;
         }
         qatomic_set(&s->sleeping, true);
-        smp_mb();
+        smp_mb(); /* pairs with rhinet_kick_engine's */
         /* Look once more: a producer may have missed the sleeping flag. */
-        did = !qatomic_read(&s->stop) && rhn_fw_poll(s->engine);
+        did = !qatomic_read(&s->stop) && s->core->poll(s);
         rhinet_wire_flush(s);
         if (!did && !qatomic_read(&s->stop)) {
-            uint64_t deadline = rhn_fw_next_deadline_ns(s->engine);
-            uint64_t now = get_clock();
-            int64_t timeout = -1, wire_timeout;
-
-            if (deadline != UINT64_MAX) {
-                timeout = deadline > now ? deadline - now : 0;
-            }
-            wire_timeout = rhinet_wire_poll_fd(s, &pfd[1]);
-            if (wire_timeout >= 0 && (timeout < 0 || wire_timeout < timeout)) {
-                timeout = wire_timeout;
-            }
-            qemu_poll_ns(pfd, s->wire.fd >= 0 ? 2 : 1, timeout);
+            rhinet_engine_sleep(s);
         }
         qatomic_set(&s->sleeping, false);
         event_notifier_test_and_clear(&s->wake);
@@ -340,7 +415,7 @@ static bool rhinet_dma_write_publish(void *opaque, uint64_t addr,
     if (!rhinet_dma(opaque, addr, (void *)p, publish_at, true)) {
         return false;
     }
-    smp_wmb();
+    smp_wmb(); /* the body before the owner word */
     if (len - publish_at == 8 && !((addr + publish_at) & 7)) {
         memcpy(&word, p + publish_at, 8);
         return rhinet_dma_store_u64(opaque, addr + publish_at,
@@ -382,7 +457,7 @@ static void rhinet_wire_disconnect(RhinetState *s)
     w->rx_len = 0;
     w->tx_len = 0;
     rhinet_wire_retry_later(w);
-    rhn_fw_set_link_up(s->engine, false);
+    s->core->set_link(s, false);
 }
 
 /* The switch may not listen yet, or may have restarted: try now and then. */
@@ -406,7 +481,7 @@ static void rhinet_wire_connect(RhinetState *s)
     }
     w->fd = fd;
     s->wire_connects++;
-    rhn_fw_set_link_up(s->engine, true);
+    s->core->set_link(s, true);
 }
 
 static void rhinet_wire_flush(RhinetState *s)
@@ -449,7 +524,7 @@ static void rhinet_wire_transmit(RhinetState *s, const uint8_t *frame,
 }
 
 /*
- * Hands whole frames to the engine, a batch at a time (its receive FIFO
+ * Hands whole frames to the core, a batch at a time (its receive FIFO
  * takes them until its next poll), reading more when the buffer has run
  * dry. True if anything moved.
  */
@@ -473,7 +548,7 @@ static bool rhinet_wire_receive(RhinetState *s)
             if (w->rx_len - off - 4 < len) {
                 break;
             }
-            rhn_fw_frame_arrived(s->engine, w->rx + off + 4, len);
+            rhinet_frame_in(s, w->rx + off + 4, len);
             off += 4 + len;
             frames++;
         }
@@ -594,8 +669,7 @@ static ssize_t rhinet_receive(NetClientState *nc, const uint8_t *buf,
     RhinetState *s = qemu_get_nic_opaque(nc);
 
     /* A full receive FIFO drops the frame and counts it (RX_DROPS). */
-    rhn_fw_frame_arrived(s->engine, buf, size);
-    rhinet_kick_engine(s);
+    rhinet_frame_in(s, buf, size);
     return size;
 }
 
@@ -603,8 +677,7 @@ static void rhinet_link_status_changed(NetClientState *nc)
 {
     RhinetState *s = qemu_get_nic_opaque(nc);
 
-    rhn_fw_set_link_up(s->engine, !nc->link_down);
-    rhinet_kick_engine(s);
+    s->core->set_link(s, !nc->link_down);
 }
 
 static NetClientInfo rhinet_net_info = {
@@ -614,10 +687,364 @@ static NetClientInfo rhinet_net_info = {
     .link_status_changed = rhinet_link_status_changed,
 };
 
+/* ---- Core: the engine in this process ----------------------------------- */
+
+static bool rhinet_engine_start(RhinetState *s, Error **errp)
+{
+    static const struct rhn_fw_host_ops ops_template = {
+        .dma_read = rhinet_dma_read,
+        .dma_write = rhinet_dma_write,
+        .dma_store_u64 = rhinet_dma_store_u64,
+        .dma_write_publish = rhinet_dma_write_publish,
+        .raise_msix = rhinet_raise_msix,
+        .now_ns = rhinet_now_ns,
+        .transmit = rhinet_transmit,
+    };
+    struct rhn_fw_host_ops ops = ops_template;
+    struct rhn_fw_config cfg = {
+        .node_id = s->node_id,
+        .db_pages = s->db_pages,
+        .msix_vectors = RHINET_MSIX_VECTORS,
+        .twin_bytes = s->twin_size,
+        .retransmit_timeout_ns = (uint64_t)s->rto_floor_us * SCALE_US,
+    };
+
+    ops.opaque = s;
+    memcpy(cfg.mac, s->conf.macaddr.a, sizeof(cfg.mac));
+    s->engine = rhn_fw_engine_new(&cfg, &ops);
+    return true;
+}
+
+static void rhinet_engine_stop(RhinetState *s)
+{
+    rhn_fw_engine_free(s->engine);
+    s->engine = NULL;
+}
+
+static uint64_t rhinet_engine_reg_read(RhinetState *s, hwaddr addr,
+                                       unsigned size)
+{
+    return rhn_fw_reg_read(s->engine, addr, size);
+}
+
+static void rhinet_engine_reg_write(RhinetState *s, hwaddr addr, uint64_t val,
+                                    unsigned size)
+{
+    rhn_fw_reg_write(s->engine, addr, val, size);
+    rhinet_kick_engine(s);
+}
+
+static void rhinet_engine_doorbell_write(RhinetState *s, hwaddr addr,
+                                         uint64_t val, unsigned size)
+{
+    rhn_fw_doorbell_write(s->engine, addr >> RHN_DB_PAGE_SHIFT,
+                          addr & (RHN_DB_PAGE_SIZE - 1), val, size);
+    rhinet_kick_engine(s);
+}
+
+/* The engine thread itself needs no kick (the wire= path). */
+static void rhinet_engine_frame_in(RhinetState *s, const uint8_t *frame,
+                                   size_t len)
+{
+    rhn_fw_frame_arrived(s->engine, frame, len);
+    if (!s->wire.path) {
+        rhinet_kick_engine(s);
+    }
+}
+
+static void rhinet_engine_set_link(RhinetState *s, bool up)
+{
+    rhn_fw_set_link_up(s->engine, up);
+    if (!s->wire.path) {
+        rhinet_kick_engine(s);
+    }
+}
+
+static bool rhinet_engine_poll(RhinetState *s)
+{
+    return rhn_fw_poll(s->engine);
+}
+
+static uint64_t rhinet_engine_sleep_until(RhinetState *s, GPollFD *pfd)
+{
+    pfd->fd = -1;
+    return rhn_fw_next_deadline_ns(s->engine);
+}
+
+static const RhinetCoreOps rhinet_core_engine = {
+    .name = "engine",
+    .start = rhinet_engine_start,
+    .stop = rhinet_engine_stop,
+    .reg_read = rhinet_engine_reg_read,
+    .reg_write = rhinet_engine_reg_write,
+    .doorbell_write = rhinet_engine_doorbell_write,
+    .frame_in = rhinet_engine_frame_in,
+    .set_link = rhinet_engine_set_link,
+    .poll = rhinet_engine_poll,
+    .sleep = rhinet_engine_sleep_until,
+};
+
+/* ---- Core: the firmware on a soft core ---------------------------------- */
+
+/*
+ * The library's callbacks, called under sc_lock by whichever thread called
+ * into it; only rhn_sc_process (the engine thread, or rhn_sc_spawn while
+ * that thread is stopped) makes them. DMA has the engine's discipline.
+ */
+static int rhinet_sc_dma_read(void *opaque, uint64_t addr, void *buf,
+                              uint32_t len)
+{
+    return rhinet_dma(opaque, addr, buf, len, false) ? RHN_CARD_OK :
+                                                       RHN_CARD_BUS_ERROR;
+}
+
+static int rhinet_sc_dma_write(void *opaque, uint64_t addr, const void *buf,
+                               uint32_t len)
+{
+    return rhinet_dma(opaque, addr, (void *)buf, len, true) ?
+           RHN_CARD_OK : RHN_CARD_BUS_ERROR;
+}
+
+static int rhinet_sc_dma_store64(void *opaque, uint64_t addr, uint64_t value)
+{
+    if (addr & 7) {
+        return RHN_CARD_MISALIGNED;
+    }
+    return rhinet_dma_store_u64(opaque, addr, value) ? RHN_CARD_OK :
+                                                       RHN_CARD_BUS_ERROR;
+}
+
+static void rhinet_sc_write_barrier(void *opaque)
+{
+    smp_wmb(); /* the core's writes before it land first */
+}
+
+static void rhinet_sc_frame_out(void *opaque, const void *frame, uint32_t len)
+{
+    rhinet_transmit(opaque, frame, len);
+}
+
+static void rhinet_sc_deadline(void *opaque, uint64_t deadline_ns)
+{
+    RhinetState *s = opaque;
+
+    s->sc_deadline = deadline_ns; /* the engine thread sleeps until then */
+}
+
+/*
+ * Spawns the emulator and waits for the core's HELLO (a second or so).
+ * BAR2 is as large as the core serves unless db-pages asks for fewer.
+ */
+static bool rhinet_sc_start(RhinetState *s, Error **errp)
+{
+    static const RhnSoftCoreOps ops = {
+        .dma_read = rhinet_sc_dma_read,
+        .dma_write = rhinet_sc_dma_write,
+        .dma_store64 = rhinet_sc_dma_store64,
+        .write_barrier = rhinet_sc_write_barrier,
+        .irq = rhinet_raise_msix,
+        .frame_out = rhinet_sc_frame_out,
+        .deadline = rhinet_sc_deadline,
+        .now_ns = rhinet_now_ns,
+    };
+    RhnSoftCoreConfig cfg = {
+        .qemu = s->softcore_qemu,
+        .firmware = s->firmware,
+        .node_id = s->node_id,
+        .timeout_ms = RHINET_SOFTCORE_HELLO_MS,
+    };
+    char err[256];
+    uint32_t pages;
+
+    memcpy(cfg.mac, s->conf.macaddr.a, sizeof(cfg.mac));
+    QEMU_LOCK_GUARD(&s->sc_lock);
+    s->sc_deadline = UINT64_MAX;
+    s->sc_down_told = false;
+    s->sc = rhn_sc_spawn(&cfg, &ops, s, err, sizeof(err));
+    if (!s->sc) {
+        error_setg(errp, "rhinet: node %u: %s", s->node_id, err);
+        return false;
+    }
+    pages = rhn_sc_hello(s->sc)->db_pages;
+    if (!s->db_pages) {
+        s->db_pages = pages;
+    } else if (s->db_pages > pages) {
+        error_setg(errp, "rhinet: db-pages=%u, but the soft core serves %u",
+                   s->db_pages, pages);
+        rhn_sc_free(s->sc);
+        s->sc = NULL;
+        return false;
+    }
+    return true;
+}
+
+static void rhinet_sc_stop(RhinetState *s)
+{
+    QEMU_LOCK_GUARD(&s->sc_lock);
+    rhn_sc_free(s->sc);
+    s->sc = NULL;
+}
+
+/* Without a core (it failed to start) the NIC reads as dead. */
+static uint64_t rhinet_sc_reg_read(RhinetState *s, hwaddr addr, unsigned size)
+{
+    QEMU_LOCK_GUARD(&s->sc_lock);
+    if (!s->sc) {
+        return addr == RHN_REG_STATUS ? RHN_STATUS_FATAL : 0;
+    }
+    return rhn_sc_bar0_read(s->sc, addr, size);
+}
+
+static void rhinet_sc_reg_write(RhinetState *s, hwaddr addr, uint64_t val,
+                                unsigned size)
+{
+    QEMU_LOCK_GUARD(&s->sc_lock);
+    if (s->sc) {
+        rhn_sc_bar0_write(s->sc, addr, val, size);
+    }
+}
+
+static void rhinet_sc_doorbell_write(RhinetState *s, hwaddr addr, uint64_t val,
+                                     unsigned size)
+{
+    QEMU_LOCK_GUARD(&s->sc_lock);
+    if (s->sc) {
+        rhn_sc_bar2_write(s->sc, addr, val, size);
+    }
+}
+
+static void rhinet_sc_frame_in(RhinetState *s, const uint8_t *frame,
+                               size_t len)
+{
+    QEMU_LOCK_GUARD(&s->sc_lock);
+    if (s->sc) {
+        rhn_sc_frame_in(s->sc, frame, len > UINT32_MAX ? UINT32_MAX : len);
+    }
+}
+
+static void rhinet_sc_set_link(RhinetState *s, bool up)
+{
+    QEMU_LOCK_GUARD(&s->sc_lock);
+    if (s->sc) {
+        rhn_sc_set_link(s->sc, up);
+    }
+}
+
+/*
+ * The library takes in all the core has sent and then sleeps; the core
+ * wakes it through the socket when it sends again. So nothing is left to
+ * do afterwards: false.
+ */
+static bool rhinet_sc_poll(RhinetState *s)
+{
+    QEMU_LOCK_GUARD(&s->sc_lock);
+    if (!s->sc || s->sc_down_told) {
+        return false;
+    }
+    if (s->sc_deadline != UINT64_MAX && get_clock() >= s->sc_deadline) {
+        s->sc_deadline = UINT64_MAX;
+        rhn_sc_tick(s->sc);
+    }
+    if (rhn_sc_process(s->sc) < 0) {
+        /*
+         * STATUS.FATAL is set: the driver's health check sees it. A device
+         * reset must replace the core, whatever reached it before.
+         */
+        s->sc_down_told = true;
+        qatomic_set(&s->core_fresh, false);
+        warn_report("rhinet: node %u: the soft core is gone: %s",
+                    s->node_id, rhn_sc_error(s->sc));
+    }
+    return false;
+}
+
+static uint64_t rhinet_sc_sleep_until(RhinetState *s, GPollFD *pfd)
+{
+    QEMU_LOCK_GUARD(&s->sc_lock);
+    pfd->fd = -1;
+    if (!s->sc || s->sc_down_told) {
+        return UINT64_MAX;
+    }
+    pfd->fd = rhn_sc_fd(s->sc);
+    pfd->events = G_IO_IN | (rhn_sc_want_write(s->sc) ? G_IO_OUT : 0);
+    pfd->revents = 0;
+    return s->sc_deadline;
+}
+
+static const RhinetCoreOps rhinet_core_softcore = {
+    .name = "softcore",
+    .start = rhinet_sc_start,
+    .stop = rhinet_sc_stop,
+    .reg_read = rhinet_sc_reg_read,
+    .reg_write = rhinet_sc_reg_write,
+    .doorbell_write = rhinet_sc_doorbell_write,
+    .frame_in = rhinet_sc_frame_in,
+    .set_link = rhinet_sc_set_link,
+    .poll = rhinet_sc_poll,
+    .sleep = rhinet_sc_sleep_until,
+};
+
+static const RhinetCoreOps *const rhinet_cores[] = {
+    &rhinet_core_engine,
+    &rhinet_core_softcore,
+};
+
+/* ---- Core lifetime ------------------------------------------------------ */
+
+static bool rhinet_core_start(RhinetState *s, Error **errp)
+{
+    if (!s->core->start(s, errp)) {
+        return false;
+    }
+    qatomic_set(&s->core_fresh, true);
+    return true;
+}
+
+/* The link as the wire has it, then the engine thread. */
+static void rhinet_core_run(RhinetState *s)
+{
+    char name[32];
+
+    s->core->set_link(s, s->wire.path ? s->wire.fd >= 0 :
+                                        !qemu_get_queue(s->nic)->link_down);
+    qatomic_set(&s->stop, false);
+    snprintf(name, sizeof(name), "rhinet-engine-%u", s->node_id);
+    qemu_thread_create(&s->thread, name, rhinet_engine_thread, s,
+                       QEMU_THREAD_JOINABLE);
+    s->thread_running = true;
+}
+
+static void rhinet_core_stop(RhinetState *s)
+{
+    if (s->thread_running) {
+        qatomic_set(&s->stop, true);
+        event_notifier_set(&s->wake);
+        qemu_thread_join(&s->thread);
+        s->thread_running = false;
+    }
+    s->core->stop(s);
+    /* Frames and interrupts of the old core die with it. */
+    qatomic_set(&s->tx_head, qatomic_read(&s->tx_tail));
+    qatomic_set(&s->msix_pending, 0);
+}
+
+/*
+ * A fresh core. One that fails to start (a soft core) leaves the NIC dead:
+ * STATUS.FATAL, as a card whose core does not come out of reset.
+ */
+static void rhinet_core_restart(RhinetState *s)
+{
+    Error *err = NULL;
+
+    rhinet_core_stop(s);
+    if (!rhinet_core_start(s, &err)) {
+        warn_report_err(err);
+    }
+    rhinet_core_run(s);
+}
+
 /* ---- BARs --------------------------------------------------------------- */
 
-static void rhinet_engine_start(RhinetState *s);
-static void rhinet_engine_stop(RhinetState *s);
 static void rhinet_set_fault(RhinetState *s, uint32_t fault);
 
 static uint64_t rhinet_regs_read(void *opaque, hwaddr addr, unsigned size)
@@ -629,7 +1056,7 @@ static uint64_t rhinet_regs_read(void *opaque, hwaddr addr, unsigned size)
     if (fault == RHINET_FAULT_GONE) {
         return size == 8 ? UINT64_MAX : UINT32_MAX;
     }
-    v = rhn_fw_reg_read(s->engine, addr, size);
+    v = s->core->reg_read(s, addr, size);
     if (fault == RHINET_FAULT_FATAL && addr == RHN_REG_STATUS) {
         v |= RHN_STATUS_FATAL;
     }
@@ -647,14 +1074,13 @@ static void rhinet_regs_write(void *opaque, hwaddr addr, uint64_t val,
     }
     if (fault != RHINET_FAULT_NONE && addr == RHN_REG_CONTROL &&
         (val & RHN_CONTROL_RESET)) {
-        /* The reset line works on a hung core: a fresh engine. */
+        /* The reset line works on a hung core: a fresh one. */
         rhinet_set_fault(s, RHINET_FAULT_NONE);
-        rhinet_engine_stop(s);
-        rhinet_engine_start(s);
+        rhinet_core_restart(s);
         return;
     }
-    rhn_fw_reg_write(s->engine, addr, val, size);
-    rhinet_kick_engine(s);
+    qatomic_set(&s->core_fresh, false);
+    s->core->reg_write(s, addr, val, size);
 }
 
 static const MemoryRegionOps rhinet_regs_ops = {
@@ -684,9 +1110,8 @@ static void rhinet_doorbell_write(void *opaque, hwaddr addr, uint64_t val,
     if (qatomic_read(&s->fault) == RHINET_FAULT_GONE) {
         return;
     }
-    rhn_fw_doorbell_write(s->engine, addr >> RHN_DB_PAGE_SHIFT,
-                          addr & (RHN_DB_PAGE_SIZE - 1), val, size);
-    rhinet_kick_engine(s);
+    qatomic_set(&s->core_fresh, false);
+    s->core->doorbell_write(s, addr, val, size);
 }
 
 static const MemoryRegionOps rhinet_doorbell_ops = {
@@ -696,59 +1121,6 @@ static const MemoryRegionOps rhinet_doorbell_ops = {
     .valid = { .min_access_size = 4, .max_access_size = 8 },
     .impl = { .min_access_size = 4, .max_access_size = 8 },
 };
-
-/* ---- Engine lifetime ---------------------------------------------------- */
-
-static void rhinet_engine_start(RhinetState *s)
-{
-    static const struct rhn_fw_host_ops ops_template = {
-        .dma_read = rhinet_dma_read,
-        .dma_write = rhinet_dma_write,
-        .dma_store_u64 = rhinet_dma_store_u64,
-        .dma_write_publish = rhinet_dma_write_publish,
-        .raise_msix = rhinet_raise_msix,
-        .now_ns = rhinet_now_ns,
-        .transmit = rhinet_transmit,
-    };
-    struct rhn_fw_host_ops ops = ops_template;
-    struct rhn_fw_config cfg = {
-        .node_id = s->node_id,
-        .db_pages = s->db_pages,
-        .msix_vectors = RHINET_MSIX_VECTORS,
-        .twin_bytes = s->twin_size,
-        .retransmit_timeout_ns = (uint64_t)s->rto_floor_us * SCALE_US,
-    };
-    char name[32];
-
-    ops.opaque = s;
-    memcpy(cfg.mac, s->conf.macaddr.a, sizeof(cfg.mac));
-    s->engine = rhn_fw_engine_new(&cfg, &ops);
-    rhn_fw_set_link_up(s->engine, s->wire.path ? s->wire.fd >= 0 :
-                                  !qemu_get_queue(s->nic)->link_down);
-
-    qatomic_set(&s->stop, false);
-    snprintf(name, sizeof(name), "rhinet-engine-%u", s->node_id);
-    qemu_thread_create(&s->thread, name, rhinet_engine_thread, s,
-                       QEMU_THREAD_JOINABLE);
-    s->thread_running = true;
-}
-
-static void rhinet_engine_stop(RhinetState *s)
-{
-    if (s->thread_running) {
-        qatomic_set(&s->stop, true);
-        event_notifier_set(&s->wake);
-        qemu_thread_join(&s->thread);
-        s->thread_running = false;
-    }
-    if (s->engine) {
-        rhn_fw_engine_free(s->engine);
-        s->engine = NULL;
-    }
-    /* Frames and interrupts of the old engine die with it. */
-    qatomic_set(&s->tx_head, qatomic_read(&s->tx_tail));
-    qatomic_set(&s->msix_pending, 0);
-}
 
 /* ---- Fault injection ---------------------------------------------------- */
 
@@ -784,15 +1156,20 @@ static void rhinet_set_fault_prop(Object *obj, const char *value, Error **errp)
     error_setg(errp, "rhinet: fault must be none, hang, fatal or gone");
 }
 
-/* A device reset (system reset, FLR) starts a fresh engine: nothing of the
- * old state survives. */
+/*
+ * A device reset (system reset, FLR) starts a fresh core: nothing of the
+ * old state survives. A core nothing has reached since it started is
+ * fresh already (the machine's reset right after realize): a soft core
+ * is not spawned twice.
+ */
 static void rhinet_reset(DeviceState *dev)
 {
     RhinetState *s = RHINET(dev);
 
     rhinet_set_fault(s, RHINET_FAULT_NONE);
-    rhinet_engine_stop(s);
-    rhinet_engine_start(s);
+    if (!qatomic_read(&s->core_fresh)) {
+        rhinet_core_restart(s);
+    }
 }
 
 static void rhinet_realize(PCIDevice *pdev, Error **errp)
@@ -801,8 +1178,27 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
     uint64_t db_size;
     unsigned i;
 
-    if (s->db_pages < 2 || !is_power_of_2(s->db_pages) ||
-        s->db_pages > 65536) {
+    s->core = s->core_name ? NULL : &rhinet_core_engine;
+    for (i = 0; !s->core && i < ARRAY_SIZE(rhinet_cores); i++) {
+        if (!strcmp(s->core_name, rhinet_cores[i]->name)) {
+            s->core = rhinet_cores[i];
+        }
+    }
+    if (!s->core) {
+        error_setg(errp, "rhinet: core must be engine or softcore");
+        return;
+    }
+    if (s->core == &rhinet_core_softcore && !s->firmware) {
+        error_setg(errp, "rhinet: core=softcore needs firmware=PATH, the "
+                   "engine's image (rhinet-fw.elf of a build tree)");
+        return;
+    }
+    if (s->core == &rhinet_core_engine && !s->db_pages) {
+        s->db_pages = RHINET_DB_PAGES;
+    }
+    /* 0 for a soft core: as many as it serves (rhinet_sc_start). */
+    if (s->db_pages && (s->db_pages < 2 || !is_power_of_2(s->db_pages) ||
+                        s->db_pages > 65536)) {
         error_setg(errp, "rhinet: db-pages must be a power of two in 2..65536");
         return;
     }
@@ -833,11 +1229,17 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
         memcpy(s->conf.macaddr.a, mac, 6);
     }
 
+    /* First the core: a soft core's HELLO sizes BAR2. */
+    qemu_mutex_init(&s->sc_lock);
+    if (!rhinet_core_start(s, errp)) {
+        goto fail_core;
+    }
+
     pci_config_set_interrupt_pin(pdev->config, 1);
     /* Function level reset, as a kernel driver's pci_reset_function() uses. */
     if (pcie_endpoint_cap_init(pdev, 0) < 0) {
         error_setg(errp, "rhinet: cannot add the PCI Express capability");
-        return;
+        goto fail_pcie;
     }
     pcie_cap_flr_init(pdev);
     if (s->fault_injection) {
@@ -845,8 +1247,7 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
                                      RHINET_FAULT_CAP_LEN, errp);
 
         if (off < 0) {
-            pcie_cap_exit(pdev);
-            return;
+            goto fail_cap;
         }
         s->fault_cap = off;
         pdev->config[off + PCI_CAP_FLAGS] = RHINET_FAULT_CAP_LEN;
@@ -869,8 +1270,7 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
 
     if (msix_init_exclusive_bar(pdev, RHINET_MSIX_VECTORS, RHN_BAR_MSIX,
                                 errp)) {
-        pcie_cap_exit(pdev);
-        return;
+        goto fail_cap;
     }
     for (i = 0; i < RHINET_MSIX_VECTORS; i++) {
         msix_vector_use(pdev, i);
@@ -878,9 +1278,7 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
 
     if (event_notifier_init(&s->wake, false) < 0) {
         error_setg(errp, "rhinet: cannot create the engine wake-up event");
-        msix_uninit_exclusive_bar(pdev);
-        pcie_cap_exit(pdev);
-        return;
+        goto fail_msix;
     }
     s->tx_ring = g_new0(RhinetTxSlot, RHINET_TX_RING);
     s->wire.fd = -1;
@@ -902,7 +1300,17 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
         qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
     }
 
-    rhinet_engine_start(s);
+    rhinet_core_run(s);
+    return;
+
+fail_msix:
+    msix_uninit_exclusive_bar(pdev);
+fail_cap:
+    pcie_cap_exit(pdev);
+fail_pcie:
+    s->core->stop(s);
+fail_core:
+    qemu_mutex_destroy(&s->sc_lock);
 }
 
 static void rhinet_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
@@ -925,7 +1333,7 @@ static void rhinet_exit(PCIDevice *pdev)
 {
     RhinetState *s = RHINET(pdev);
 
-    rhinet_engine_stop(s);
+    rhinet_core_stop(s);
     if (s->wire.fd >= 0) {
         close(s->wire.fd);
     }
@@ -939,21 +1347,26 @@ static void rhinet_exit(PCIDevice *pdev)
     event_notifier_cleanup(&s->wake);
     msix_uninit_exclusive_bar(pdev);
     pcie_cap_exit(pdev);
+    qemu_mutex_destroy(&s->sc_lock);
 }
 
 static Property rhinet_properties[] = {
     DEFINE_NIC_PROPERTIES(RhinetState, conf),
     DEFINE_PROP_STRING("wire", RhinetState, wire.path),
     DEFINE_PROP_UINT16("node-id", RhinetState, node_id, 0),
-    DEFINE_PROP_UINT32("db-pages", RhinetState, db_pages, 256),
+    /* 0: the engine's 256, or as many as the soft core serves */
+    DEFINE_PROP_UINT32("db-pages", RhinetState, db_pages, 0),
     DEFINE_PROP_SIZE("twin-size", RhinetState, twin_size, 16 * MiB),
     DEFINE_PROP_BOOL("fault-injection", RhinetState, fault_injection, false),
     DEFINE_PROP_INT32("engine-nice", RhinetState, engine_nice, 0),
     DEFINE_PROP_UINT32("rto-floor-us", RhinetState, rto_floor_us, 0),
+    DEFINE_PROP_STRING("core", RhinetState, core_name),
+    DEFINE_PROP_STRING("firmware", RhinetState, firmware),
+    DEFINE_PROP_STRING("softcore-qemu", RhinetState, softcore_qemu),
     DEFINE_PROP_END_OF_LIST(),
 };
 
-/* Engine state (queues in flight, peer channels) is not migrated. */
+/* Core state (queues in flight, peer channels) is not migrated. */
 static const VMStateDescription vmstate_rhinet = {
     .name = "rhinet",
     .unmigratable = 1,

@@ -130,6 +130,7 @@ DEV="$SRC/hw/net/rhinet"
 mkdir -p "$DEV"
 sync_file "$REPO/qemu_device/rhinet.c" "$DEV/rhinet.c"
 sync_file "$REPO/qemu_device/meson.build" "$DEV/meson.build"
+sync_tree "$REPO/qemu_device/softcore" "$DEV/softcore"
 sync_tree "$REPO/firmware" "$DEV/firmware"
 sync_tree "$REPO/include/hw/rhinet" "$DEV/contract/rhinet"
 # The engine's source list, for qemu_device/meson.build. Rewritten only when

@@ -516,6 +516,30 @@ static uint64_t sc_entropy(void)
     return v;
 }
 
+/*
+ * A device that sizes its doorbell BAR after the core (db_pages 0 at
+ * spawn) serves the pages the core's HELLO names.
+ */
+static bool sc_adopt_db_pages(RhnSoftCore *sc)
+{
+    uint32_t n = sc->hello.db_pages;
+    void *staging;
+
+    if (n < 2 || n > 65536 || (n & (n - 1))) {
+        sc_fail(sc, "soft core: HELLO names %u doorbell pages", n);
+        return false;
+    }
+    staging = calloc(n, sizeof(*sc->staging));
+    if (!staging) {
+        sc_fail(sc, "soft core: out of memory for %u doorbell pages", n);
+        return false;
+    }
+    free(sc->staging);
+    sc->staging = staging;
+    sc->db_pages = n;
+    return true;
+}
+
 static void sc_on_hello(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
                         uint32_t len)
 {
@@ -537,6 +561,10 @@ static void sc_on_hello(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
                 sc->hello.version, RHN_LINK_VERSION);
         return;
     }
+    if (!sc->db_pages && !sc_adopt_db_pages(sc)) {
+        return;
+    }
+    mine.db_pages = sc->db_pages;
     sc->hello_done = true;
     memcpy(mine.mac, sc->mac, sizeof(mine.mac));
     sc_send(sc, RHN_LINK_HELLO, tag, &mine, sizeof(mine), false);
@@ -1205,8 +1233,14 @@ static void sc_exec_child(const ScArgs *a, pid_t parent)
     static const char msg[] = "soft core: cannot run the emulator\n";
     int devnull = open("/dev/null", O_RDWR);
 
+    sigset_t none;
+
     /* Ends with the device's thread that spawned it. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* A host's threads block signals it takes elsewhere (QEMU's main loop
+     * does): the emulator starts with none blocked. */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     if (getppid() != parent) {
         _exit(127);
     }

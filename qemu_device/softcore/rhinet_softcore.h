@@ -11,8 +11,9 @@
  * protocol and its ordering rules.
  *
  * Plain C with no QEMU headers. Not thread-safe: the device calls every
- * function under one lock (QEMU's BQL) and spawns from the main thread
- * (the core is killed when the thread that spawned it ends).
+ * function under one lock of its own, and spawns from a thread that lives
+ * as long as the device (the core is killed when the thread that spawned
+ * it ends).
  */
 #ifndef RHINET_SOFTCORE_H
 #define RHINET_SOFTCORE_H
@@ -67,7 +68,9 @@ typedef struct RhnSoftCoreConfig {
      * firmware must be linked with transport_uart.c). For measurements.
      */
     bool uart_stream;
-    uint32_t db_pages;         /* BAR2 pages the doorbell block serves */
+    /* BAR2 pages the doorbell block serves; 0: as many as the core's
+     * HELLO names (rhn_sc_hello), for a device that sizes BAR2 after it */
+    uint32_t db_pages;
     uint16_t node_id;          /* the card's identity, given to the core */
     uint8_t mac[6];
     int timeout_ms;            /* for the core's HELLO; 0: 10000 */

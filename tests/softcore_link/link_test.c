@@ -39,7 +39,8 @@ static void expect(bool ok, const char *fmt, ...) {
 
 static const char *firmware;
 
-static RhnSoftCore *spawn(struct fake_host *h) {
+// db_pages 0: the library serves as many pages as the core's HELLO names.
+static RhnSoftCore *spawn_pages(struct fake_host *h, uint32_t db_pages) {
   char err[256];
   // RHINET_SOFTCORE_LOG=FILE: the emulator logs the core's traps there.
   // One file per emulator: FILE.1, FILE.2, ...
@@ -50,7 +51,7 @@ static RhnSoftCore *spawn(struct fake_host *h) {
   const char *const log_args[] = {"-d", "guest_errors,int", "-D", path, NULL};
   RhnSoftCoreConfig cfg = {.firmware = firmware,
                            .ram_mib = 16,
-                           .db_pages = TEST_DB_PAGES,
+                           .db_pages = db_pages,
                            .extra_args = log ? log_args : NULL};
   RhnSoftCore *sc = rhn_sc_spawn(&cfg, &fake_host_ops, h, err, sizeof(err));
   if (!sc) {
@@ -58,6 +59,10 @@ static RhnSoftCore *spawn(struct fake_host *h) {
     exit(1);
   }
   return sc;
+}
+
+static RhnSoftCore *spawn(struct fake_host *h) {
+  return spawn_pages(h, TEST_DB_PAGES);
 }
 
 /* ---- The scripted run ---------------------------------------------- */
@@ -384,11 +389,15 @@ static void test_core_vanishes(void) {
   rhn_sc_free(sc);
 }
 
-// The device's BYE: the core stops by itself, exit status 0.
+// The device's BYE: the core stops by itself, exit status 0. Spawned
+// without a page count, as the QEMU device does: the core's HELLO gives it.
 static void test_device_closes(void) {
   static struct fake_host h;
   fake_host_init(&h);
-  RhnSoftCore *sc = spawn(&h);
+  RhnSoftCore *sc = spawn_pages(&h, 0);
+  const struct rhn_link_hello *hello = rhn_sc_hello(sc);
+  expect(hello && hello->db_pages == TEST_DB_PAGES && rhn_sc_alive(sc),
+         "db_pages 0 takes the core's %u pages", TEST_DB_PAGES);
   fake_host_run(&h, sc, 50, NULL);
   int status = rhn_sc_stop(sc, 5000);
   expect(status == 0, "the core stops on the device's BYE (exit %d)", status);

@@ -10,6 +10,8 @@
 #              (UCX, Open MPI, libfabric, an ssh server, nvme-cli),
 #              appended only by the tests that ask for it (run-cluster.sh
 #              --apps)
+#   FIRMWARE   the engine's firmware image for the soft core
+#              (run-cluster.sh --core softcore)
 #   prepare.sh BUILD_DIR [--debug-kernel]
 # --debug-kernel: the same for the debug kernel (debug-kernel.sh: KASAN,
 # lockdep, kmemleak, UBSAN) into BUILD_DIR/vm-debug/env: its bzImage as
@@ -173,6 +175,7 @@ VMLINUX=$VMLINUX
 INITRAMFS=$VM/initramfs.cpio
 SWITCH=$SWITCH
 APPS=$VM/apps.cpio
+FIRMWARE=$BUILD/firmware-image/rhinet-fw.elf
 EOT
 printf '%s' "$env_extra" >>"$VM/env.tmp"
 mv "$VM/env.tmp" "$VM/env"

@@ -32,6 +32,10 @@
 #                      main loop (the NIC's other wire path) instead of
 #                      the engine thread's own socket (--wire socket, the
 #                      default)
+#     --core softcore  the NIC's core is the engine's firmware image
+#                      (FIRMWARE in the env file) in a qemu-system-riscv32
+#                      per node, instead of the engine in QEMU's process
+#                      (--core engine, the default)
 #     --switch-group "GROUP PORT..."
 #                      the switch's replication pattern of a simultaneous
 #                      multicast group (repeatable; GROUP 61440..63487),
@@ -48,7 +52,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 nodes=2 script="" shell_node="" timeout=120 out="" env_file="$REPO/build/vm/env"
-apps=0 mem=256M wire=socket virtio_link=0 restart_switch_frames=0
+apps=0 mem=256M wire=socket core=engine virtio_link=0 restart_switch_frames=0
 switch_args=() script_args=() switch_groups=()
 while (($#)); do
 	case $1 in
@@ -63,26 +67,31 @@ while (($#)); do
 	--apps) apps=1; shift ;;
 	--mem) mem=$2; shift 2 ;;
 	--wire) wire=$2; shift 2 ;;
+	--core) core=$2; shift 2 ;;
 	--virtio-link) virtio_link=1; shift ;;
 	--restart-switch) restart_switch_frames=$2; shift 2 ;;
 	--switch-group) switch_groups+=("$2"); shift 2 ;;
-	-h | --help) sed -n '2,45p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,49p' "$0"; exit 0 ;;
 	*) echo "run-cluster: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
 die() { echo "run-cluster: $*" >&2; exit 2; }
 [[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 1 && nodes <= 64)) || die "-n must be 1..64"
 [[ $wire == socket || $wire == netdev ]] || die "--wire must be socket or netdev"
+[[ $core == engine || $core == softcore ]] || die "--core must be engine or softcore"
 ((!virtio_link || nodes == 2)) || die "--virtio-link joins exactly two nodes"
 [[ -z $script && -z $shell_node ]] && die "give --script FILE or --shell K"
 [[ -z $script || -r $script ]] || die "cannot read script $script"
 [[ -z $shell_node ]] || ((shell_node < nodes)) || die "--shell must name a node below $nodes"
 [[ -r $env_file ]] || die "no $env_file: run tests/vm/prepare.sh (or make build) first"
 # shellcheck source=/dev/null
-source "$env_file" # QEMU VMLINUX INITRAMFS SWITCH APPS [KERNEL_ARGS CHECK_KERNEL_LOG]
+source "$env_file" # QEMU VMLINUX INITRAMFS SWITCH APPS FIRMWARE [KERNEL_ARGS CHECK_KERNEL_LOG]
 extra_cpio=()
 ((apps)) && extra_cpio=("${APPS:-}")
-for f in "$QEMU" "$VMLINUX" "$INITRAMFS" "$SWITCH" "${extra_cpio[@]}"; do
+core_props=""
+[[ $core == softcore ]] && core_props=",core=softcore,firmware=${FIRMWARE:-}"
+for f in "$QEMU" "$VMLINUX" "$INITRAMFS" "$SWITCH" "${extra_cpio[@]}" \
+	${core_props:+"${FIRMWARE:-}"}; do
 	[[ -e $f ]] || die "missing artifact $f (re-run tests/vm/prepare.sh)"
 done
 
@@ -150,7 +159,7 @@ run_qemu() { # node mode serial
 	# doorbell wakes it (as root; ignored without CAP_SYS_NICE), and a
 	# retransmission timeout above the stalls a TCG host gives its threads
 	# (Documentation/qemu/device-path.md). RHINET_NIC_PROPS adds to them.
-	local tuned=",engine-nice=-10,rto-floor-us=10000${RHINET_NIC_PROPS:-}"
+	local tuned=",engine-nice=-10,rto-floor-us=10000$core_props${RHINET_NIC_PROPS:-}"
 	local nic=(-device "rhinet,wire=$sockdir/port$1.sock,node-id=$1,fault-injection=on$tuned")
 	[[ $wire == netdev ]] && nic=(
 		-netdev "stream,id=fabric,server=off,addr.type=unix,addr.path=$sockdir/port$1.sock"

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The soft core dies, and a device reset brings a new one (QEMU alone, no
+# guest kernel: the firmware (SeaBIOS) places the BARs, the monitor reads
+# BAR0 as the guest's CPU would):
+#   1. the device's core is up: STATUS reads READY, not FATAL;
+#   2. its qemu-system-riscv32 is killed: STATUS reads FATAL (what the
+#      driver's health check looks for) and QEMU says why;
+#   3. system_reset: a new emulator, STATUS READY again without FATAL.
+#   softcore_crash.sh ENV_FILE   (tests/vm/prepare.sh's: QEMU, FIRMWARE)
+set -uo pipefail
+# shellcheck source=/dev/null
+source "${1:?usage: softcore_crash.sh ENV_FILE}"
+READY=1 FATAL=4 STATUS=0xc # RHN_STATUS_READY, RHN_STATUS_FATAL, RHN_REG_STATUS
+dir=$(mktemp -d /tmp/rhn-sc-crash.XXXXXX)
+qemu_pid=""
+cleanup() {
+	[[ -n $qemu_pid ]] && kill "$qemu_pid" 2>/dev/null && wait "$qemu_pid"
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() {
+	echo "softcore_crash: FAIL: $*"
+	sed 's/^/  | /' "$dir/out"
+	exit 1
+}
+
+mkfifo "$dir/in"
+exec 3<>"$dir/in"
+"$QEMU" -M q35 -nodefaults -display none -L /usr/share/seabios \
+	-L /usr/share/qemu -monitor stdio \
+	-device "rhinet,node-id=2,core=softcore,firmware=$FIRMWARE" \
+	<&3 >"$dir/out" 2>&1 &
+qemu_pid=$!
+
+# hmp CMD: the monitor's answer (up to its next prompt).
+hmp() {
+	local before
+	before=$(grep -c "(qemu)" "$dir/out")
+	echo "$1" >&3
+	for _ in $(seq 100); do
+		(($(grep -c "(qemu)" "$dir/out") > before)) && break
+		sleep 0.05
+	done
+	tr -d '\r' <"$dir/out" | awk -v n="$before" '/\(qemu\)/ { k++ } k == n'
+}
+core_pid() { pgrep -P "$qemu_pid" -f qemu-system-riscv32; }
+# STATUS through BAR0, wherever the BIOS put it.
+status() {
+	local bar0
+	bar0=$(hmp "info pci" | grep -A6 "1234:4e47" |
+		sed -n 's/.*BAR0: 32 bit memory at \(0x[0-9a-f]*\).*/\1/p')
+	[[ -n $bar0 ]] || fail "no BAR0 for the device"
+	hmp "xp /1wx $((bar0 + STATUS))" | awk '/^[0-9a-f]+:/ { print $2 }'
+}
+# wait_status WANT_SET WANT_CLEAR: until STATUS has those bits, up to 10 s.
+wait_status() {
+	local s
+	for _ in $(seq 100); do
+		s=$(status)
+		[[ -n $s ]] && (((s & $1) == $1 && !(s & $2))) && { echo "$s"; return 0; }
+		sleep 0.1
+	done
+	fail "STATUS is ${s:-unreadable}, not bits $1 set and $2 clear"
+}
+
+for _ in $(seq 200); do
+	[[ -n $(core_pid) ]] && grep -q "(qemu)" "$dir/out" && break
+	kill -0 "$qemu_pid" 2>/dev/null || fail "QEMU ended"
+	sleep 0.05
+done
+first=$(core_pid)
+[[ -n $first ]] || fail "no qemu-system-riscv32 under QEMU"
+echo "softcore_crash: core $first up, STATUS $(wait_status $READY $FATAL)"
+
+kill -9 "$first"
+echo "softcore_crash: core killed, STATUS $(wait_status $FATAL 0)"
+grep -q "the soft core is gone" "$dir/out" || fail "QEMU did not say the core is gone"
+grep "the soft core is gone" "$dir/out"
+
+hmp system_reset >/dev/null
+second=""
+for _ in $(seq 200); do
+	second=$(core_pid)
+	[[ -n $second && $second != "$first" ]] && break
+	sleep 0.05
+done
+[[ -n $second && $second != "$first" ]] || fail "no new core after system_reset"
+echo "softcore_crash: after system_reset core $second, STATUS $(wait_status $READY $FATAL)"
+hmp quit >/dev/null
+wait "$qemu_pid"
+qemu_pid=""
+echo "softcore_crash: PASS"
