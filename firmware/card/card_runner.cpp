@@ -62,13 +62,16 @@ void CardRunner::take_doorbell(const rhn_card_doorbell& d) {
     case RHN_CARD_DB_REG:
       // The admin ring registers live in the register file (the host
       // stores them without a kick): the engine takes their values as
-      // they are when a kick may use them.
-      engine_->reg_write(RHN_REG_ADMIN_SQ_BASE,
-                         rhn_card_reg_get(RHN_REG_ADMIN_SQ_BASE), 8);
-      engine_->reg_write(RHN_REG_ADMIN_CQ_BASE,
-                         rhn_card_reg_get(RHN_REG_ADMIN_CQ_BASE), 8);
-      engine_->reg_write(RHN_REG_ADMIN_LOG_DEPTH,
-                         rhn_card_reg_get(RHN_REG_ADMIN_LOG_DEPTH), 4);
+      // they are with the kicks that use them (not with an EQ doorbell,
+      // which comes with every event the driver takes).
+      if (d.offset == RHN_REG_CONTROL || d.offset == RHN_REG_ADMIN_SQ_TAIL) {
+        engine_->reg_write(RHN_REG_ADMIN_SQ_BASE,
+                           rhn_card_reg_get(RHN_REG_ADMIN_SQ_BASE), 8);
+        engine_->reg_write(RHN_REG_ADMIN_CQ_BASE,
+                           rhn_card_reg_get(RHN_REG_ADMIN_CQ_BASE), 8);
+        engine_->reg_write(RHN_REG_ADMIN_LOG_DEPTH,
+                           rhn_card_reg_get(RHN_REG_ADMIN_LOG_DEPTH), 4);
+      }
       engine_->reg_write(d.offset, d.value, d.size);
       // The file shows the host's RESET at once; what CONTROL reads once
       // the engine handled the write goes there even if it equals what

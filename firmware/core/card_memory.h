@@ -32,10 +32,6 @@ class Table {
   void fill(const T& v) {
     for (T& e : *this) e = v;
   }
-  // Index of an entry of this table.
-  uint32_t index_of(const T& e) const {
-    return static_cast<uint32_t>(&e - data_);
-  }
 
  private:
   T* data_ = nullptr;

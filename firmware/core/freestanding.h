@@ -104,13 +104,6 @@ constexpr typename RemoveReference<T>::Type&& move(T&& v) noexcept {
   return static_cast<typename RemoveReference<T>::Type&&>(v);
 }
 
-template <typename T>
-constexpr void swap(T& a, T& b) {
-  T t = move(a);
-  a = move(b);
-  b = move(t);
-}
-
 template <typename It, typename T>
 constexpr void fill(It first, It last, const T& value) {
   for (; first != last; ++first) *first = value;
@@ -194,10 +187,6 @@ constexpr uint64_t rotl(uint64_t v, unsigned n) {
 constexpr unsigned popcount(uint64_t v) {
   return static_cast<unsigned>(__builtin_popcountll(v));
 }
-// Trailing zero bits; 64 for zero.
-constexpr unsigned countr_zero(uint64_t v) {
-  return v ? static_cast<unsigned>(__builtin_ctzll(v)) : 64;
-}
 // The smallest power of two not below v (v at most 2^31).
 constexpr uint32_t bit_ceil(uint32_t v) {
   uint32_t p = 1;
@@ -238,9 +227,7 @@ class Span {
   constexpr T* begin() const { return data_; }
   constexpr T* end() const { return data_ + size_; }
   constexpr T& front() const { return data_[0]; }
-  constexpr T& back() const { return data_[size_ - 1]; }
   constexpr Span first(size_t n) const { return {data_, n}; }
-  constexpr Span last(size_t n) const { return {data_ + size_ - n, n}; }
   constexpr Span subspan(size_t offset) const {
     return {data_ + offset, size_ - offset};
   }

@@ -119,24 +119,17 @@ void Engine::Impl::reset() {
                     reinterpret_cast<uintptr_t>(this));
   for (auto& o : areas) o = AreaObj{};
   for (uint32_t& head : area_buckets) head = kNone;
-  free_areas.clear();
-  for (uint32_t i = 0; i < areas.size(); i++) free_areas.push(i);
+  free_areas.fill_indices(areas.size());
   for (auto& o : twins) {
     const uint16_t gen = o.gen;
     o = TwinObj{};
     o.gen = static_cast<uint16_t>(gen + 1);
   }
   for (auto& o : read_ctxs) o = ReadCtx{};
-  free_read_ctxs.clear();
-  for (uint32_t i = 0; i < read_ctxs.size(); i++)
-    free_read_ctxs.push(static_cast<uint16_t>(i));
+  free_read_ctxs.fill_indices(read_ctxs.size());
   for (auto& o : responder_reads) o = ResponderRead{};
-  free_read_bitmaps.clear();
-  for (uint32_t i = 0; i < cfg.responder_bitmaps && i < 0xffff; i++)
-    free_read_bitmaps.push(static_cast<uint16_t>(i));
-  free_responder_reads.clear();
-  for (uint32_t i = 0; i < responder_reads.size(); i++)
-    free_responder_reads.push(i);
+  free_read_bitmaps.fill_indices(min<uint32_t>(cfg.responder_bitmaps, 0xffff));
+  free_responder_reads.fill_indices(responder_reads.size());
   // Every channel starts a newer session than the one it had, so peers
   // see that we lost our state and never mistake it for an old stream.
   for (uint32_t n = 0; n < cfg.max_nodes; n++)
@@ -145,17 +138,15 @@ void Engine::Impl::reset() {
   next_peer_deadline = UINT64_MAX;
   peer_ready.clear();
   slot_waiters = WaitList{};
-  free_slots.clear();
-  for (uint32_t i = 0; i < cfg.send_packet_slots; i++) {
-    slots[i].next = kNone;
-    slots[i].context = kNone;
-    free_slots.push(i);
+  for (SendSlot& s : slots) {
+    s.next = kNone;
+    s.context = kNone;
   }
+  free_slots.fill_indices(slots.size());
   fw_reset();
   modules_reset(*this);
-  for (uint32_t i = 0; i < cfg.rx_contexts; i++) rx_ctxs[i] = RxContext{};
-  free_rx_ctxs.clear();
-  for (uint32_t i = 0; i < cfg.rx_contexts; i++) free_rx_ctxs.push(i);
+  rx_ctxs.fill(RxContext{});
+  free_rx_ctxs.fill_indices(rx_ctxs.size());
   ready.clear();
   tlb.invalidate_all();
   counters.reset();

@@ -699,10 +699,8 @@ void tag_reset(Impl& m) {
   t.recvs.fill(TagRecv{});
   t.posted = 0;
   t.msgs.fill(TagMsg{});
-  t.free_recvs.clear();
-  for (uint32_t i = 0; i < t.recvs.size(); i++) t.free_recvs.push(i);
-  t.free_msgs.clear();
-  for (uint32_t i = 0; i < t.msgs.size(); i++) t.free_msgs.push(i);
+  t.free_recvs.fill_indices(t.recvs.size());
+  t.free_msgs.fill_indices(t.msgs.size());
   const Array<uint32_t, 2> empty{kNone, kNone};
   t.recv_buckets.fill(empty);
   t.msg_buckets.fill(empty);
