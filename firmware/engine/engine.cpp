@@ -148,6 +148,7 @@ void Engine::Impl::reset() {
   rx_ctxs.fill(RxContext{});
   free_rx_ctxs.fill_indices(rx_ctxs.size());
   ready.clear();
+  next_due = 0;
   tlb.invalidate_all();
   counters.reset();
   admin_consumer = admin_tail = admin_cq_producer = 0;
@@ -356,6 +357,11 @@ bool Engine::Impl::run_timers() {
     }
   }
   return did;
+}
+
+uint64_t Engine::Impl::stages_due() {
+  if (!peer_ready.empty() || !fw_queue.empty() || !ready.empty()) return 0;
+  return min(min(next_peer_deadline, next_qp_wake), modules_due(*this));
 }
 
 // ---- Engine (public) ---------------------------------------------------
@@ -576,7 +582,14 @@ bool Engine::poll() {
   // Each stage below is asked only when it has something to do: most
   // polls find most of them idle, and entering one costs more than the
   // test (a kick or overflow that comes after it is seen next poll).
-  bool did = (m.kicks.peek() || m.kick_overflow.load()) && m.drain_kicks();
+  // Only kicks and frames arrive from outside; everything else the stages
+  // wait for was set up by an earlier poll. The first poll to find nothing
+  // to do notes in next_due when the first of it is due (a poll that did
+  // work leaves it 0, so a busy engine never computes it): until then an
+  // idle poll is these three tests.
+  const bool kicked = m.kicks.peek() || m.kick_overflow.load();
+  if (!kicked && m.now < m.next_due && !m.rx.peek()) return false;
+  bool did = kicked && m.drain_kicks();
   for (uint32_t n = 0; n < 64; n++) {
     RxFrame* f = m.rx.peek();
     if (!f) break;
@@ -596,6 +609,7 @@ bool Engine::poll() {
   if (!m.fw_queue.empty()) did |= m.fw_run(16);
   did |= modules_run(m, false, 16);
   if (!m.ready.empty()) did |= m.requester_run(64);
+  m.next_due = did ? 0 : m.stages_due();
   return did;
 }
 

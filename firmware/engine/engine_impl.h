@@ -76,6 +76,9 @@ struct Engine::Impl : FamilyStates {
   Counters counters;
   Tlb tlb;
   uint64_t now = 0;
+  // Until when a poll without kicks or frames finds every stage idle
+  // (stages_due); 0: the next poll looks at all of them (see poll()).
+  uint64_t next_due = 0;
 
   // Registers.
   Atomic<uint32_t> status_reg{0};
@@ -179,6 +182,9 @@ struct Engine::Impl : FamilyStates {
   bool drain_kicks();
   void handle_kick(Kick& k);
   bool run_timers();
+  // When a stage of poll() other than the kicks and frames next has work
+  // (0: now), by the tests poll() makes before entering each.
+  uint64_t stages_due();
   void schedule(uint32_t qpn);
   void wake_later(uint32_t qpn, uint64_t at);
   void report_link();

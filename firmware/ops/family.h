@@ -268,6 +268,8 @@ void modules_mr_gone(Impl& m, uint32_t mr_index);
 void modules_node_failed(Impl& m, uint16_t node, NodeLoss why);
 bool modules_run(Impl& m, bool before_fw, uint32_t budget);
 uint64_t modules_next_deadline(const Impl& m);
+// When a turn of modules_run next has work (0: now; see Engine::poll).
+uint64_t modules_due(Impl& m);
 void modules_query_device(const Impl& m, rhn_device_attr& a);
 void modules_rq_kick(Impl& m, uint32_t qpn);
 void modules_srq_kick(Impl& m, uint32_t srqn, uint64_t value);

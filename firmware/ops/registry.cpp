@@ -231,6 +231,17 @@ bool modules_run(Impl& m, bool before_fw, uint32_t budget) {
                                IndexListOf<array_size(kTurnsAfterFw)>{});
 }
 
+uint64_t modules_due(Impl& m) {
+  // The turns above, each by the test its *_run starts with (a chain of
+  // two-value mins: a list's min builds an array first).
+  if (tag_owes(m) || sync_owes(m)) return 0;
+  uint64_t t = min(coll_due(m), sync_next_deadline(m));
+  t = min(t, tm_next_retry(m));
+  t = min(t, mcast_next_deadline(m));
+  t = min(t, ud_mcast_next_deadline(m));
+  return min(t, share_next_deadline(m));
+}
+
 uint64_t modules_next_deadline(const Impl& m) {
   uint64_t t = UINT64_MAX;
   for (const FamilyModule* f : kModules)

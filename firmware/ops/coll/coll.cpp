@@ -880,10 +880,7 @@ namespace {
 }  // namespace
 
 bool coll_run(Impl& m, uint32_t budget) {
-  if (m.coll.used == 0) {
-    m.coll.next_deadline = UINT64_MAX;
-    return false;
-  }
+  if (m.now < coll_due(m)) return false;
   return run_comms(m, budget);
 }
 

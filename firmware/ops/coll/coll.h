@@ -21,6 +21,13 @@ bool coll_run(Impl& m, uint32_t budget);  // segments to move, sends due, probes
 inline uint64_t coll_next_deadline(const Impl& m) {
   return m.coll.next_deadline;
 }
+// When coll_run next has work: now while collectives run; never when none
+// does, and then its deadline is cleared (nothing is due).
+inline uint64_t coll_due(Impl& m) {
+  if (m.coll.used) return 0;
+  m.coll.next_deadline = UINT64_MAX;
+  return UINT64_MAX;
+}
 
 // What the family claims, for the registry.
 // Carried by firmware messages: no request of its own.

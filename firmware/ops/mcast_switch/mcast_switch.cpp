@@ -431,7 +431,7 @@ void member_died(Impl& m, McastGroup& g, McastMember& mb) {
 }  // namespace
 
 bool mcast_run(Impl& m) {
-  if (m.now < m.switch_mcast.next_repair) return false;
+  if (m.now < mcast_next_deadline(m)) return false;
   bool did = false;
   uint64_t next = UINT64_MAX;
   for (McastGroup& g : m.switch_mcast.groups) {

@@ -672,7 +672,7 @@ void share_node_failed(Impl& m, uint16_t node) {
 }
 
 bool share_run(Impl& m, uint32_t budget) {
-  if (m.now < m.share.next_probe || budget == 0) return false;
+  if (m.now < share_next_deadline(m) || budget == 0) return false;
   bool waiting = false;
   for (auto& r : m.share.regions) {
     if (r.state == ShareState::kJoining) {

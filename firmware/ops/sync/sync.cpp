@@ -931,9 +931,7 @@ namespace {
 }  // namespace
 
 bool sync_run(Impl& m, uint32_t budget) {
-  if (m.sync.owed.empty() && m.sync.holds_owed.empty() &&
-      m.now < m.sync.next_probe)
-    return false;
+  if (!sync_owes(m) && m.now < sync_next_deadline(m)) return false;
   return run_due(m, budget);
 }
 

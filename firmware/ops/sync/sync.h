@@ -25,6 +25,10 @@ void sync_fw_done(Impl& m, uint64_t cookie,
                   uint8_t syndrome);      // FwOwner::kSync
 bool sync_run(Impl& m, uint32_t budget);  // owed messages, liveness probes
 inline uint64_t sync_next_deadline(const Impl& m) { return m.sync.next_probe; }
+// Messages wait for room: sync_run has work now, whatever the time.
+inline bool sync_owes(const Impl& m) {
+  return !m.sync.owed.empty() || !m.sync.holds_owed.empty();
+}
 
 // What the family claims, for the registry.
 extern const OpFamily kSyncFamily;  // sync.cpp

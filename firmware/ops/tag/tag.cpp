@@ -913,9 +913,7 @@ namespace {
 }  // namespace
 
 bool tag_run(Impl& m, uint32_t budget) {
-  if (m.tags.cts_owed.empty() && m.tags.streams_owed.empty() &&
-      !(m.tags.rq_retry && m.tags.room_freed))
-    return false;
+  if (!tag_owes(m)) return false;
   return serve_owed(m, budget);
 }
 

@@ -21,6 +21,12 @@ void tag_cancel_qp(Impl& m, uint32_t qpn, bool flush);
 // otherwise it stopped answering (receives waiting for its data fail).
 void tag_node_failed(Impl& m, uint16_t node, bool restarted);
 bool tag_run(Impl& m, uint32_t budget);  // owed CTSs and streams, stalled RQs
+// tag_run has work (it has no timer): CTSs or streams owed, or irecvs
+// that waited for room since room was freed.
+inline bool tag_owes(const Impl& m) {
+  return !m.tags.cts_owed.empty() || !m.tags.streams_owed.empty() ||
+         (m.tags.rq_retry && m.tags.room_freed);
+}
 
 // What the family claims, for the registry.
 extern const OpFamily kTagFamily;  // tag.cpp: isends

@@ -603,13 +603,8 @@ namespace {
 }  // namespace
 
 bool tm_run(Impl& m, uint32_t budget) {
-  if (m.tags.tm_retries.empty() || m.tags.tm_retries.front().at > m.now)
-    return false;
+  if (m.now < tm_next_retry(m)) return false;
   return run_retries(m, budget);
-}
-
-uint64_t tm_next_retry(const Impl& m) {
-  return m.tags.tm_retries.empty() ? UINT64_MAX : m.tags.tm_retries.front().at;
 }
 
 extern const OpFamily kTmFamily = {

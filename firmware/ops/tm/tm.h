@@ -25,7 +25,9 @@ void tm_fin(Impl& m, Peer& p, const Packet& pkt);   // RHN_FW_TM_FIN arrived
 void tm_fw_done(Impl& m, uint64_t cookie, uint8_t syndrome);  // FwOwner::kTm
 void tm_data(Impl& m, Peer& p, const Packet& pkt);  // RHN_WOP_TM_DATA arrived
 bool tm_run(Impl& m, uint32_t budget);              // pulls and FINs due again
-uint64_t tm_next_retry(const Impl& m);
+inline uint64_t tm_next_retry(const Impl& m) {
+  return m.tags.tm_retries.empty() ? UINT64_MAX : m.tags.tm_retries.front().at;
+}
 // Entries one TM SRQ's list may hold: a context's share of the posted
 // list (its handles are 16 bits).
 inline uint32_t tm_max_tags(const Impl& m) {

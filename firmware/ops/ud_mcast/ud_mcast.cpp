@@ -216,8 +216,7 @@ namespace {
 }  // namespace
 
 bool ud_mcast_run(Impl& m) {
-  const UdMcastTables& t = m.ud_mcast;
-  if (m.now < t.next_refresh && m.now < t.next_resend) return false;
+  if (m.now < ud_mcast_next_deadline(m)) return false;
   return refresh_and_resend(m);
 }
 
