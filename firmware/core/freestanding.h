@@ -65,6 +65,21 @@ inline void copy_small(void* dst, const void* src, size_t n) {
   for (size_t i = 0; i < n / 4; i++) d[i] = w[i];
 }
 
+// A field of a structure laid out in an 8-byte aligned buffer (a frame in
+// the receive FIFO, a WQE's slots), read in place at its offset: one load,
+// where copying the structure out first costs a word per word of it. The
+// builtin, because a freestanding build would call memcpy for memcpy.
+template <typename T>
+inline T field_at(const uint8_t* aligned8, size_t offset) {
+  T v;
+  __builtin_memcpy(
+      &v,
+      static_cast<const uint8_t*>(__builtin_assume_aligned(aligned8, 8)) +
+          offset,
+      sizeof v);
+  return v;
+}
+
 // ---- Values
 
 template <typename T>

@@ -329,6 +329,12 @@ struct Engine::Impl : FamilyStates {
                     uint32_t ack_seq);
   void move_stream_after(Peer& p, uint16_t their_session);
   void receive_frame(Span<const uint8_t> frame);
+  // A DATA packet accepted in order (its operation is handled next), and
+  // what the channel does after its operation: the acknowledgement it
+  // carried, and one it asks for (now or after a delay).
+  void took_in_order(Peer& p);
+  void data_done(Peer& p, uint16_t flags, uint32_t seq, uint16_t session,
+                 uint32_t ack_seq, uint16_t ack_session);
   void accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
                    uint16_t session, uint32_t seq);
   void release_gated(Peer& p);
@@ -347,6 +353,12 @@ struct Engine::Impl : FamilyStates {
   }
   void rtt_sample(Peer& p, uint32_t sample_us);
   uint32_t first_unacked(const Peer& p) const;
+
+  // ---- responder/fast_write.cpp
+  // The common arriving packet, a plain RDMA WRITE on an RC QP in order,
+  // from the frame to its data placed; false (nothing done) for anything
+  // else, which takes the generic path.
+  bool fast_write(Span<const uint8_t> frame);
 
   // ---- responder/responder.cpp
   void handle_request(Peer& p, const Packet& pkt);

@@ -48,12 +48,16 @@ struct FrameFilter {
   uint32_t to_groups = 0;      // types with a route for frames not to this node
   uint32_t by_op[32][8] = {};  // [type]: the operation opcodes routes name
   bool may_route(const Packet& pkt, uint16_t own_node) const {
-    const uint32_t t = pkt.hdr.type;
+    return may_route_fields(pkt.hdr.type, pkt.hdr.dst_node, pkt.op.opcode,
+                            own_node);
+  }
+  // The same, from the fields (a frame read in place).
+  bool may_route_fields(uint32_t t, uint16_t dst_node, uint8_t op,
+                        uint16_t own_node) const {
     if (t >= 32) return false;
     const uint32_t bit = 1u << t;
     if (any_frame & bit) return true;
-    if ((to_groups & bit) && pkt.hdr.dst_node != own_node) return true;
-    const uint8_t op = pkt.op.opcode;
+    if ((to_groups & bit) && dst_node != own_node) return true;
     return by_op[t][op >> 5] >> (op & 31) & 1;
   }
 };

@@ -192,6 +192,9 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     result = RHN_CQE_LOC_QP_OP_ERR;
     syndrome = RHN_SYN_BAD_WQE;
     nslots = 1;
+  } else if (cfg.fast_paths &&
+             decode_plain_wqe(qp.tx_raw, nslots, 1u << 31, w)) {
+    decoded = true;
   } else {
     const rhn_syndrome s = decode_send_wqe(qp.tx_raw, nslots, 1u << 31, w);
     decoded = s == RHN_SYN_NONE;

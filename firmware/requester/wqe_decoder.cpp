@@ -32,16 +32,22 @@ constexpr Array<Row, 256> make_rows() {
 
 constexpr Array<Row, 256> kRows = make_rows();
 
-// out = DecodedWqe{}, without writing the slot copies that are zero
-// already.
-void reset(DecodedWqe& out) {
-  static const DecodedWqe kEmpty{};
+// The slot copies as in DecodedWqe{}, writing only those a decode filled.
+void clear_slot_copies(DecodedWqe& out) {
   const uint8_t filled = out.filled;
-  copy_small(static_cast<void*>(&out), &kEmpty, offsetof(DecodedWqe, grh));
   if (filled & DecodedWqe::kFilledGrh) out.grh = {};
   if (filled & DecodedWqe::kFilledXfer) out.xfer = {};
   if (filled & DecodedWqe::kFilledFamily)
     memset(out.family_slot, 0, sizeof(out.family_slot));
+  out.filled = 0;
+}
+
+// out = DecodedWqe{}, without writing the slot copies that are zero
+// already.
+void reset(DecodedWqe& out) {
+  static const DecodedWqe kEmpty{};
+  clear_slot_copies(out);
+  copy_small(static_cast<void*>(&out), &kEmpty, offsetof(DecodedWqe, grh));
 }
 
 }  // namespace
@@ -56,6 +62,65 @@ rhn_sge wqe_sge(const RawWqe& raw, uint32_t i) {
   copy_small(&s, raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d) + i * sizeof(s),
              sizeof(s));
   return s;
+}
+
+bool decode_plain_wqe(const RawWqe& raw, uint32_t slots, uint32_t max_msg_size,
+                      DecodedWqe& out) {
+  const uint8_t* b = raw.bytes;
+  const uint8_t opcode = b[RHN_OFFSETOF(rhn_send_wqe, opcode)];
+  const uint8_t flags = b[RHN_OFFSETOF(rhn_send_wqe, flags)];
+  if ((opcode != RHN_OP_WRITE && opcode != RHN_OP_SEND) || slots != 1 ||
+      b[RHN_OFFSETOF(rhn_send_wqe, ext_units)] != 0 ||
+      b[RHN_OFFSETOF(rhn_send_wqe, xfer_mode)] != RHN_XFER_BASIC ||
+      (flags & ~kKnownFlags) || (flags & RHN_WQE_F_GRH) ||
+      field_at<uint16_t>(b, RHN_OFFSETOF(rhn_send_wqe, reserved0)) != 0)
+    return false;
+  // Both opcodes take inline data and carry no family slot or decode
+  // (the generic decoder's checks that are left).
+  static_assert((kRows[RHN_OP_WRITE].flags & RHN_OPF_INLINE) &&
+                (kRows[RHN_OP_SEND].flags & RHN_OPF_INLINE));
+  const auto n = field_at<uint16_t>(b, RHN_OFFSETOF(rhn_send_wqe, num_sge));
+  uint64_t length = n;
+  if (flags & RHN_WQE_F_INLINE) {
+    if (n > RHN_WQE_BASE_INLINE) return false;
+  } else {
+    static_assert(RHN_WQE_BASE_SGES == 1);
+    if (n > 1) return false;
+    length = n ? field_at<uint32_t>(b, RHN_OFFSETOF(rhn_send_wqe, d) +
+                                           RHN_OFFSETOF(rhn_sge, length))
+               : 0;
+  }
+  if (length > max_msg_size) return false;
+  // Every field set here, rather than reset() first: copying a blank
+  // DecodedWqe over it cost as much as the rest of this decode.
+  if (out.filled) clear_slot_copies(out);
+  out.opcode = opcode;
+  out.flags = flags;
+  out.slots = 1;
+  out.wqe_index = field_at<uint16_t>(b, RHN_OFFSETOF(rhn_send_wqe, wqe_index));
+  out.dst_node = field_at<uint16_t>(b, RHN_OFFSETOF(rhn_send_wqe, dst_node));
+  out.dst_qpn = field_at<uint32_t>(b, RHN_OFFSETOF(rhn_send_wqe, dst_qpn));
+  out.imm_data = field_at<uint32_t>(b, RHN_OFFSETOF(rhn_send_wqe, imm_data));
+  out.remote_key =
+      field_at<uint32_t>(b, RHN_OFFSETOF(rhn_send_wqe, remote_key));
+  out.remote_addr =
+      field_at<uint64_t>(b, RHN_OFFSETOF(rhn_send_wqe, remote_addr));
+  out.status_addr =
+      field_at<uint64_t>(b, RHN_OFFSETOF(rhn_send_wqe, u.status.addr));
+  out.status_lkey =
+      field_at<uint32_t>(b, RHN_OFFSETOF(rhn_send_wqe, u.status.lkey));
+  out.qkey = field_at<uint32_t>(b, RHN_OFFSETOF(rhn_send_wqe, u.status.qkey));
+  out.compare_add = 0;
+  out.swap = 0;
+  out.operands = {};
+  const bool in = flags & RHN_WQE_F_INLINE;
+  out.num_sge = in ? 0 : n;
+  out.inline_len = in ? n : 0;
+  out.length = length;
+  out.has_grh = false;
+  out.xfer_mode = RHN_XFER_BASIC;
+  out.keep_twin = false;
+  return true;
 }
 
 rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,

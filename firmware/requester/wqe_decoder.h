@@ -88,6 +88,14 @@ inline uint32_t wqe_copy_bytes(const uint8_t* first_slot) {
 rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
                              uint32_t max_msg_size, DecodedWqe& out);
 
+// The common WQE's fast decode: a WRITE or SEND of one slot (one SGE or
+// inline data; no GRH or partial transfer), read in place. True when the
+// WQE is one and decode_send_wqe would accept it: `out` is then what
+// decode_send_wqe makes of it. False (out untouched) for every other WQE,
+// which decode_send_wqe takes.
+bool decode_plain_wqe(const RawWqe& raw, uint32_t slots, uint32_t max_msg_size,
+                      DecodedWqe& out);
+
 // The i-th SGE of a decoded WQE (i < num_sge).
 rhn_sge wqe_sge(const RawWqe& raw, uint32_t i);
 

@@ -220,6 +220,7 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
 }
 
 void Engine::Impl::receive_frame(Span<const uint8_t> frame) {
+  if (cfg.fast_paths && plain_rc_write(frame) && fast_write(frame)) return;
   Packet pkt;
   switch (parse_packet(frame, pkt)) {
     case ParseStatus::kOk:
@@ -349,20 +350,30 @@ void Engine::Impl::receive_frame(Span<const uint8_t> frame) {
     counters.add(RHN_CNT_RX_DROPS);
     return;
   }
-  p.rx_expected++;
-  p.rx_last = now;
-  p.nak_sent = false;
-  p.rx_unacked++;
+  took_in_order(p);
   if (is_request)
     handle_request(p, pkt);
   else
     handle_response(p, pkt);
+  data_done(p, h.flags, h.seq, h.session, h.ack_seq, h.ack_session);
+}
+
+void Engine::Impl::took_in_order(Peer& p) {
+  p.rx_expected++;
+  p.rx_last = now;
+  p.nak_sent = false;
+  p.rx_unacked++;
+}
+
+void Engine::Impl::data_done(Peer& p, uint16_t flags, uint32_t seq,
+                             uint16_t session, uint32_t ack_seq,
+                             uint16_t ack_session) {
   // Acknowledgements ride after the operation: a NAK in this very packet
   // has been applied before anything it covers completes.
-  if (h.flags & RHN_PKT_F_ACK_VALID)
-    accept_acks(p, h.ack_seq, h.ack_session, h.session, h.seq + 1);
+  if (flags & RHN_PKT_F_ACK_VALID)
+    accept_acks(p, ack_seq, ack_session, session, seq + 1);
   release_gated(p);
-  if ((h.flags & RHN_PKT_F_ACK_REQ) || p.rx_unacked >= cfg.ack_coalesce) {
+  if ((flags & RHN_PKT_F_ACK_REQ) || p.rx_unacked >= cfg.ack_coalesce) {
     send_ack(p, RHN_PKT_ACK, 0, p.rx_session);
   } else if (!p.ack_deadline) {
     p.ack_deadline = now + cfg.ack_delay_ns;

@@ -20,6 +20,25 @@ struct Packet {
 // is trusted before this returns kOk.
 ParseStatus parse_packet(Span<const uint8_t> frame, Packet& out);
 
+// A frame that says it is a packet of a plain RDMA WRITE (no flag beyond
+// first and last) of an RC QP: the fast path's candidates, told apart
+// with a few loads before anything is called.
+inline bool plain_rc_write(Span<const uint8_t> frame) {
+  constexpr size_t kOp = RHN_PKT_HDR_LEN;
+  const uint8_t* f = frame.data();
+  return frame.size() >= RHN_DATA_HDR_LEN &&
+         f[RHN_OFFSETOF(rhn_pkt_hdr, type)] == RHN_PKT_DATA &&
+         f[kOp + RHN_OFFSETOF(rhn_op_hdr, opcode)] == RHN_WOP_WRITE &&
+         !(f[kOp + RHN_OFFSETOF(rhn_op_hdr, flags)] &
+           ~(RHN_WOP_F_FIRST | RHN_WOP_F_LAST)) &&
+         f[kOp + RHN_OFFSETOF(rhn_op_hdr, qp_type)] == RHN_QP_RC;
+}
+
+// parse_packet's checks of a DATA frame, in place (8-byte aligned): true
+// when parse_packet would return kOk for it. Nothing is counted; a frame
+// that fails goes to parse_packet, which says why.
+bool data_frame_ok(Span<const uint8_t> frame);
+
 // Header length implied by the packet type.
 inline size_t header_length(uint8_t type) {
   return type == RHN_PKT_DATA ? RHN_DATA_HDR_LEN : RHN_PKT_HDR_LEN;

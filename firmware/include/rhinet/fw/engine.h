@@ -154,6 +154,11 @@ struct EngineConfig {
   uint64_t dead_holdoff_ns = 100'000'000;
   uint32_t ack_coalesce = 16;      // ACK at least every N received packets
   uint64_t ack_delay_ns = 20'000;  // or this long after the first unacked
+  // The common WQE and the common arriving packet take their fast paths
+  // (Documentation/firmware/instruction-counts.md); false: everything
+  // takes the generic ones (tests compare the two: same frames, CQEs and
+  // counters).
+  bool fast_paths = true;
 };
 
 // The memory a host build hands the engine (firmware/host/).
