@@ -57,13 +57,6 @@ uint32_t wqe_slot_count(const uint8_t* first_slot) {
   return ext > RHN_WQE_MAX_EXT_UNITS ? 0 : 1u + ext;
 }
 
-rhn_sge wqe_sge(const RawWqe& raw, uint32_t i) {
-  rhn_sge s;
-  copy_small(&s, raw.bytes + RHN_OFFSETOF(rhn_send_wqe, d) + i * sizeof(s),
-             sizeof(s));
-  return s;
-}
-
 bool decode_plain_wqe(const RawWqe& raw, uint32_t slots, uint32_t max_msg_size,
                       DecodedWqe& out) {
   const uint8_t* b = raw.bytes;

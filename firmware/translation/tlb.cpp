@@ -12,24 +12,6 @@ Tlb::Tlb(uint32_t entries, Counters& counters, CardMemory& mem)
   if (victim_.empty()) sets_ = 0;  // no memory: the engine reports failure
 }
 
-uint32_t Tlb::set_of(uint32_t mr_index, uint64_t vpn) const {
-  // Consecutive pages of one region land in consecutive sets.
-  return static_cast<uint32_t>(vpn + mr_index * 0x9e37u) & (sets_ - 1);
-}
-
-bool Tlb::lookup(uint32_t mr_index, uint64_t vpn, uint64_t& page_bus) {
-  Entry* set = &entries_[set_of(mr_index, vpn) * kWays];
-  for (uint32_t w = 0; w < kWays; w++) {
-    if (set[w].valid && set[w].vpn == vpn && set[w].mr_index == mr_index) {
-      page_bus = set[w].page_bus;
-      counters_.add(RHN_CNT_TLB_HITS);
-      return true;
-    }
-  }
-  counters_.add(RHN_CNT_TLB_MISSES);
-  return false;
-}
-
 void Tlb::insert(uint32_t mr_index, uint64_t vpn, uint64_t page_bus) {
   const uint32_t s = set_of(mr_index, vpn);
   Entry* set = &entries_[s * kWays];

@@ -14,8 +14,20 @@ class Tlb {
   static constexpr uint32_t kWays = 4;
 
   Tlb(uint32_t entries, Counters& counters, CardMemory& mem);
-  // Bus address of the page, counting a hit or a miss.
-  bool lookup(uint32_t mr_index, uint64_t vpn, uint64_t& page_bus);
+  // Bus address of the page, counting a hit or a miss (inline: every DMA
+  // through a region asks).
+  bool lookup(uint32_t mr_index, uint64_t vpn, uint64_t& page_bus) {
+    Entry* set = &entries_[set_of(mr_index, vpn) * kWays];
+    for (uint32_t w = 0; w < kWays; w++) {
+      if (set[w].valid && set[w].vpn == vpn && set[w].mr_index == mr_index) {
+        page_bus = set[w].page_bus;
+        counters_.add(RHN_CNT_TLB_HITS);
+        return true;
+      }
+    }
+    counters_.add(RHN_CNT_TLB_MISSES);
+    return false;
+  }
   void insert(uint32_t mr_index, uint64_t vpn, uint64_t page_bus);
   // Drops every entry of one region (deregistration) or all of them.
   void invalidate_region(uint32_t mr_index);
@@ -28,7 +40,10 @@ class Tlb {
     uint64_t vpn = 0;
     uint64_t page_bus = 0;
   };
-  uint32_t set_of(uint32_t mr_index, uint64_t vpn) const;
+  uint32_t set_of(uint32_t mr_index, uint64_t vpn) const {
+    // Consecutive pages of one region land in consecutive sets.
+    return static_cast<uint32_t>(vpn + mr_index * 0x9e37u) & (sets_ - 1);
+  }
 
   Table<Entry> entries_;
   Table<uint8_t> victim_;  // next way to replace, per set
