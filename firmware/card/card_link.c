@@ -251,6 +251,9 @@ void rhn_card_get_identity(struct rhn_card_identity *out) {
   out->entropy = L.identity.entropy;
 }
 
+// The socket link has no optional block: the firmware does it all.
+uint32_t rhn_card_caps(void) { return 0; }
+
 void rhn_link_stop(int code) {
   struct rhn_link_status st = {(uint32_t)code, 0};
   send(RHN_LINK_BYE, 0, &st, sizeof(st), 0, 0);

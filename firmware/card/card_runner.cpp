@@ -37,6 +37,8 @@ EngineConfig with_identity(EngineConfig c) {
   rhn_card_get_identity(&id);
   c.node_id = id.node_id;
   memcpy(c.mac, id.mac, sizeof(c.mac));
+  // A MAC that fills and checks the CRCs takes them off the core.
+  c.mac_crc = (rhn_card_caps() & RHN_CARD_CAP_MAC_CRC) != 0;
   // The power-on epoch of the node's channels: a card that restarts must
   // not reuse its last one (peers would take old packets for new).
   if (!c.boot_session)

@@ -91,8 +91,9 @@ uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
                                    uint32_t qpn, uint32_t qp_gen,
                                    bool completes_message) {
   SendSlot& s = slots[slot];
-  const uint32_t pcrc =
-      payload_len ? crc32c(0, s.frame + RHN_DATA_HDR_LEN, payload_len) : 0;
+  const uint32_t pcrc = payload_len && !cfg.mac_crc
+                            ? crc32c(0, s.frame + RHN_DATA_HDR_LEN, payload_len)
+                            : 0;
   rhn_pkt_hdr h{};
   h.type = RHN_PKT_DATA;
   h.dst_node = node_of(p);
@@ -109,7 +110,8 @@ uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
     p.rx_unacked = 0;
     p.ack_deadline = 0;
   }
-  s.len = static_cast<uint16_t>(seal_packet(s.frame, h, &op, pcrc));
+  s.len =
+      static_cast<uint16_t>(seal_packet(s.frame, h, &op, pcrc, !cfg.mac_crc));
   s.serial = h.seq;
   s.qpn = qpn;
   s.qp_gen = qp_gen;
@@ -178,7 +180,7 @@ void Engine::Impl::send_control(Peer& p, uint8_t type, uint16_t flags,
   h.flags = flags;
   h.ack_session = ack_session;
   h.ack_seq = ack_seq;
-  seal_packet(frame, h, nullptr, 0);
+  seal_packet(frame, h, nullptr, 0, !cfg.mac_crc);
   if (type == RHN_PKT_ACK) {
     counters.add(RHN_CNT_ACKS_SENT);
     p.rx_unacked = 0;
@@ -222,7 +224,7 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
 void Engine::Impl::receive_frame(Span<const uint8_t> frame) {
   if (cfg.fast_paths && plain_rc_write(frame) && fast_write(frame)) return;
   Packet pkt;
-  switch (parse_packet(frame, pkt)) {
+  switch (parse_packet(frame, pkt, !cfg.mac_crc)) {
     case ParseStatus::kOk:
       break;
     case ParseStatus::kMalformed:
@@ -575,7 +577,7 @@ bool Engine::Impl::service_peer(Peer& p) {
       h.ack_seq = p.rx_expected;
     }
     memcpy(s.frame, &h, sizeof(h));
-    reseal_header(s.frame);
+    if (!cfg.mac_crc) reseal_header(s.frame);
     counters.add(RHN_CNT_RETRANSMITS);
     transmit(node_of(p), {s.frame, s.len});
     did = true;
@@ -609,7 +611,7 @@ void Engine::Impl::move_stream_after(Peer& p, uint16_t their_session) {
     memcpy(&h, slots[id].frame, sizeof(h));
     h.session = next;
     memcpy(slots[id].frame, &h, sizeof(h));
-    reseal_header(slots[id].frame);
+    if (!cfg.mac_crc) reseal_header(slots[id].frame);
   }
   p.retries = 0;
   p.recover_window = 0;

@@ -26,7 +26,7 @@ bool crcs_ok(const uint8_t* frame, size_t hdr_len, uint32_t payload_len,
 
 }  // namespace
 
-bool data_frame_ok(Span<const uint8_t> frame) {
+bool data_frame_ok(Span<const uint8_t> frame, bool check_crcs) {
   const uint8_t* f = frame.data();
   if (frame.size() < RHN_DATA_HDR_LEN) return false;
   const auto payload_len =
@@ -37,12 +37,14 @@ bool data_frame_ok(Span<const uint8_t> frame) {
          f[RHN_OFFSETOF(rhn_pkt_hdr, type)] == RHN_PKT_DATA &&
          payload_len <= RHN_WIRE_MTU + RHN_WIRE_GRH_LEN &&
          frame.size() == size_t{RHN_DATA_HDR_LEN} + payload_len &&
-         crcs_ok(f, RHN_DATA_HDR_LEN, payload_len,
-                 field_at<uint32_t>(f, RHN_OFFSETOF(rhn_pkt_hdr, payload_crc)),
-                 field_at<uint32_t>(f, kCrcOffset));
+         (!check_crcs ||
+          crcs_ok(f, RHN_DATA_HDR_LEN, payload_len,
+                  field_at<uint32_t>(f, RHN_OFFSETOF(rhn_pkt_hdr, payload_crc)),
+                  field_at<uint32_t>(f, kCrcOffset)));
 }
 
-ParseStatus parse_packet(Span<const uint8_t> frame, Packet& out) {
+ParseStatus parse_packet(Span<const uint8_t> frame, Packet& out,
+                         bool check_crcs) {
   if (frame.size() < RHN_PKT_HDR_LEN) return ParseStatus::kMalformed;
   copy_small(&out.hdr, frame.data(), sizeof(out.hdr));
   const rhn_pkt_hdr& h = out.hdr;
@@ -59,7 +61,8 @@ ParseStatus parse_packet(Span<const uint8_t> frame, Packet& out) {
     return ParseStatus::kMalformed;
   }
   if (frame.size() != hdr_len + h.payload_len) return ParseStatus::kMalformed;
-  if (!crcs_ok(frame.data(), hdr_len, h.payload_len, h.payload_crc, h.hdr_crc))
+  if (check_crcs &&
+      !crcs_ok(frame.data(), hdr_len, h.payload_len, h.payload_crc, h.hdr_crc))
     return ParseStatus::kBadCrc;
   out.payload = frame.subspan(hdr_len, h.payload_len);
   if (h.type == RHN_PKT_DATA) {
@@ -71,7 +74,7 @@ ParseStatus parse_packet(Span<const uint8_t> frame, Packet& out) {
 }
 
 size_t seal_packet(uint8_t* frame, const rhn_pkt_hdr& hdr, const rhn_op_hdr* op,
-                   uint32_t payload_crc) {
+                   uint32_t payload_crc, bool fill_crc) {
   static_assert(RHN_PKT_HDR_LEN == sizeof(rhn_pkt_hdr) &&
                 RHN_DATA_HDR_LEN == RHN_PKT_HDR_LEN + sizeof(rhn_op_hdr));
   rhn_pkt_hdr h = hdr;
@@ -81,9 +84,11 @@ size_t seal_packet(uint8_t* frame, const rhn_pkt_hdr& hdr, const rhn_op_hdr* op,
   h.hdr_crc = 0;
   // From the structures, not from the frame just written: reading back
   // bytes still in the store queue costs more than the CRC itself.
-  uint32_t crc = crc32c(0, &h, sizeof(h));
-  if (hdr.type == RHN_PKT_DATA) crc = crc32c(crc, op, sizeof(rhn_op_hdr));
-  h.hdr_crc = crc;
+  if (fill_crc) {
+    uint32_t crc = crc32c(0, &h, sizeof(h));
+    if (hdr.type == RHN_PKT_DATA) crc = crc32c(crc, op, sizeof(rhn_op_hdr));
+    h.hdr_crc = crc;
+  }
   copy_small(frame, &h, sizeof(h));
   if (hdr.type == RHN_PKT_DATA)
     copy_small(frame + RHN_PKT_HDR_LEN, op, sizeof(rhn_op_hdr));

@@ -16,9 +16,11 @@ struct Packet {
   Span<const uint8_t> payload;
 };
 
-// Checks magic, version, type, lengths and both CRCs. Nothing in `frame`
-// is trusted before this returns kOk.
-ParseStatus parse_packet(Span<const uint8_t> frame, Packet& out);
+// Checks magic, version, type, lengths and both CRCs (not the CRCs when
+// the MAC checked them: EngineConfig::mac_crc). Nothing in `frame` is
+// trusted before this returns kOk.
+ParseStatus parse_packet(Span<const uint8_t> frame, Packet& out,
+                         bool check_crcs = true);
 
 // A frame that says it is a packet of a plain RDMA WRITE (no flag beyond
 // first and last) of an RC QP: the fast path's candidates, told apart
@@ -37,7 +39,7 @@ inline bool plain_rc_write(Span<const uint8_t> frame) {
 // parse_packet's checks of a DATA frame, in place (8-byte aligned): true
 // when parse_packet would return kOk for it. Nothing is counted; a frame
 // that fails goes to parse_packet, which says why.
-bool data_frame_ok(Span<const uint8_t> frame);
+bool data_frame_ok(Span<const uint8_t> frame, bool check_crcs);
 
 // Header length implied by the packet type.
 inline size_t header_length(uint8_t type) {
@@ -45,10 +47,10 @@ inline size_t header_length(uint8_t type) {
 }
 
 // Writes hdr (and op for DATA) in front of a payload already in place at
-// frame + header_length(type), filling payload_crc and hdr_crc. Returns the
-// frame length.
+// frame + header_length(type), filling payload_crc and hdr_crc (left 0
+// without fill_crc: the MAC fills it). Returns the frame length.
 size_t seal_packet(uint8_t* frame, const rhn_pkt_hdr& hdr, const rhn_op_hdr* op,
-                   uint32_t payload_crc);
+                   uint32_t payload_crc, bool fill_crc = true);
 
 // Recomputes hdr_crc after header fields changed (retransmission refreshes
 // the piggybacked acknowledgement).

@@ -100,6 +100,8 @@ uint64_t rhn_card_now_ns(void) { return g_card->now += 1000; }
 void rhn_card_wait(uint64_t) {}
 void rhn_card_start(uint32_t, uint32_t) {}
 void rhn_card_cq_produced(uint32_t, uint32_t) {}
+uint32_t rhn_card_caps() { return 0; }
+
 void rhn_card_get_identity(rhn_card_identity* out) {
   out->node_id = 7;
   const uint8_t mac[6] = {0x02, 0x52, 0x4e, 0x00, 0x00, 0x07};

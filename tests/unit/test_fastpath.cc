@@ -5,6 +5,8 @@
 // counters and the same memory. The traffic mixes what the fast paths
 // take (plain RC WRITEs, one or many packets, zero length, inline) with
 // what they hand on (WRITE with immediate, SEND, READ, refused WRITEs).
+// Also: with a MAC that fills and checks CRCs (EngineConfig::mac_crc) the
+// engine leaves both to it.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -201,6 +203,44 @@ TEST(FastPaths, PlainWqeDecodesAsTheGenericDecoder) {
                 slots == 1 && !(w.flags & RHN_WQE_F_GRH));
   }
   EXPECT_GT(plain, 500u);  // the common WQE was among them
+}
+
+// Both nodes' MACs fill and check the CRCs: the engines send frames with
+// both CRC fields 0 (the MAC fills them on the way out; the simulated
+// fabric has no MAC and passes them on as they are) and take frames
+// without checking them. RC traffic works as before.
+TEST(MacCrc, TheEngineLeavesTheCrcsToTheMac) {
+  ClusterConfig cfg;
+  cfg.nodes = 2;
+  cfg.engine.mac_crc = true;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  size_t channel_frames = 0, with_crc = 0;
+  c.fabric().tap = [&](size_t, std::span<const uint8_t> f) {
+    rhn_pkt_hdr h;
+    if (f.size() < sizeof h) return;
+    std::memcpy(&h, f.data(), sizeof h);
+    if (h.type != RHN_PKT_DATA && h.type != RHN_PKT_ACK) return;
+    channel_frames++;
+    if (h.hdr_crc || h.payload_crc) with_crc++;
+  };
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, 8192, kAllAccess, 36);
+  Region dst = make_region(*p.ctx_b, 8192, kAllAccess, 0, 0);
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 5000)}, dst.va(0), dst.key())));
+  EXPECT_TRUE(wait_one(c, *p.cq_a).ok());
+  ASSERT_TRUE(p.qp_b->post_recv(2, {dst.sge(6000, 100)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(3, {src.sge(6000, 100)})));
+  EXPECT_TRUE(wait_one(c, *p.cq_a).ok());
+  EXPECT_TRUE(wait_one(c, *p.cq_b).ok());
+  EXPECT_EQ(dst.buf.bytes(0, 5000), src.buf.bytes(0, 5000));
+  EXPECT_EQ(dst.buf.bytes(6000, 100), src.buf.bytes(6000, 100));
+  c.fabric().tap = nullptr;
+  EXPECT_GT(channel_frames, 4u);
+  EXPECT_EQ(with_crc, 0u) << "the engine computed CRCs the MAC fills";
+  EXPECT_EQ(c.node(1).counter(RHN_CNT_CRC_ERRORS), 0u);
 }
 
 }  // namespace

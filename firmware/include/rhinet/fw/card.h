@@ -200,6 +200,23 @@ struct rhn_card_identity {
 };
 void rhn_card_get_identity(struct rhn_card_identity *out);
 
+/* ---- Optional blocks -------------------------------------------------- */
+
+/*
+ * Blocks a card may have beyond the ones above, a bit each in
+ * rhn_card_caps(). The firmware leans on one only when its bit is set;
+ * every card works with none (the socket link has none).
+ */
+enum rhn_card_cap {
+  /* The MAC fills both CRCs of every frame rhn_card_wire_tx sends
+   * (payload_crc, then hdr_crc over the headers, as hw_wire.h defines
+   * them), and checks both on every frame it receives: a bad one is
+   * counted (rhn_card_counter_add, RHN_CNT_CRC_ERRORS) and dropped before
+   * it reaches the receive FIFO. The core then computes no CRC. */
+  RHN_CARD_CAP_MAC_CRC = 1u << 0,
+};
+uint32_t rhn_card_caps(void);
+
 /* ---- On-card memory --------------------------------------------------- */
 
 /*

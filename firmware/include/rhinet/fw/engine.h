@@ -159,6 +159,13 @@ struct EngineConfig {
   // takes the generic ones (tests compare the two: same frames, CQEs and
   // counters).
   bool fast_paths = true;
+  // The card's MAC fills both CRCs of every frame it sends and checks
+  // them on every frame it receives, dropping (and counting) bad ones
+  // before they reach the receive FIFO (RHN_CARD_CAP_MAC_CRC,
+  // Documentation/hardware/soft-core.md): the engine then neither
+  // computes nor checks them. Frames it turns around itself (loopback)
+  // never pass a MAC and are not checked either.
+  bool mac_crc = false;
 };
 
 // The memory a host build hands the engine (firmware/host/).
