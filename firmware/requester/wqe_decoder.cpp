@@ -70,8 +70,8 @@ bool decode_plain_wqe(const RawWqe& raw, uint32_t slots, uint32_t max_msg_size,
     return false;
   // Both opcodes take inline data and carry no family slot or decode
   // (the generic decoder's checks that are left).
-  static_assert((kRows[RHN_OP_WRITE].flags & RHN_OPF_INLINE) &&
-                (kRows[RHN_OP_SEND].flags & RHN_OPF_INLINE));
+  static_assert((kRows[RHN_OP_WRITE].flags & RHN_OPF_INLINE) != 0 &&
+                (kRows[RHN_OP_SEND].flags & RHN_OPF_INLINE) != 0);
   const auto n = field_at<uint16_t>(b, RHN_OFFSETOF(rhn_send_wqe, num_sge));
   uint64_t length = n;
   if (flags & RHN_WQE_F_INLINE) {
