@@ -859,7 +859,7 @@ bool rhn_sc_core_idle(const RhnSoftCore *sc)
     return ld_acquire(&in->consumer_sleeping) &&
            ld_acquire(&in->head) == in->tail &&
            ld_acquire(&out->head) == out->tail &&
-           sc->out_end == sc->out_start;
+           sc->out_end == sc->out_start && sc->rxq_end == sc->rxq_start;
 }
 
 int rhn_sc_run(RhnSoftCore *sc, int timeout_ms)

@@ -123,8 +123,26 @@ namespace {
 
 class Card : public ::testing::Test {
  protected:
+  static constexpr uint64_t kSq = kHostBase, kCq = kHostBase + 0x1000,
+                            kOut = kHostBase + 0x2000;
   void SetUp() override { g_card = &fake; }
   void TearDown() override { g_card = nullptr; }
+  // The admin rings in the register file, and the kick that enables them.
+  void enable_admin(uint32_t control) {
+    fake.regs[RHN_REG_ADMIN_SQ_BASE] = kSq;
+    fake.regs[RHN_REG_ADMIN_CQ_BASE] = kCq;
+    fake.regs[RHN_REG_ADMIN_LOG_DEPTH] = 4;
+    fake.reg_kick(RHN_REG_CONTROL, control);
+  }
+  // The first command of the ring, run; its completion.
+  rhn_admin_cpl run_admin(CardRunner& runner, const rhn_admin_cmd& cmd) {
+    memcpy(fake.at(kSq, sizeof(cmd)), &cmd, sizeof(cmd));
+    fake.reg_kick(RHN_REG_ADMIN_SQ_TAIL, 1);
+    for (int i = 0; i < 4; i++) runner.step();
+    rhn_admin_cpl cpl;
+    memcpy(&cpl, fake.at(kCq, sizeof(cpl)), sizeof(cpl));
+    return cpl;
+  }
   FakeCard fake;
 };
 
@@ -166,31 +184,21 @@ TEST_F(Card, AnAdminCommandRunsWithTheRingsTheHostStoredInTheRegisterFile) {
   CardMemory mem(ram.data(), kCardTableBytes);
   CardRunner runner(card_config(), mem);
   ASSERT_FALSE(runner.failed());
-  const uint64_t sq = kHostBase, cq = kHostBase + 0x1000,
-                 out = kHostBase + 0x2000;
-  fake.regs[RHN_REG_ADMIN_SQ_BASE] = sq;
-  fake.regs[RHN_REG_ADMIN_CQ_BASE] = cq;
-  fake.regs[RHN_REG_ADMIN_LOG_DEPTH] = 4;
-  fake.reg_kick(RHN_REG_CONTROL, RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE);
+  enable_admin(RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE);
   EXPECT_TRUE(runner.step());
   EXPECT_NE(fake.regs[RHN_REG_STATUS] & RHN_STATUS_ADMIN_ON, 0u);
 
   rhn_admin_cmd cmd{};
   cmd.hdr.opcode = RHN_ADMIN_QUERY_DEVICE;
   cmd.hdr.cmd_id = 0x1234;
-  cmd.u.query.out_addr = out;
+  cmd.u.query.out_addr = kOut;
   cmd.u.query.out_len = sizeof(rhn_device_attr);
-  memcpy(fake.at(sq, sizeof(cmd)), &cmd, sizeof(cmd));
-  fake.reg_kick(RHN_REG_ADMIN_SQ_TAIL, 1);
-  for (int i = 0; i < 4; i++) runner.step();
-
-  rhn_admin_cpl cpl;
-  memcpy(&cpl, fake.at(cq, sizeof(cpl)), sizeof(cpl));
+  const rhn_admin_cpl cpl = run_admin(runner, cmd);
   EXPECT_EQ(cpl.owner & 1, 1);
   EXPECT_EQ(cpl.cmd_id, 0x1234);
   EXPECT_EQ(cpl.status, RHN_ADMIN_OK);
   rhn_device_attr attr;
-  memcpy(&attr, fake.at(out, sizeof(attr)), sizeof(attr));
+  memcpy(&attr, fake.at(kOut, sizeof(attr)), sizeof(attr));
   EXPECT_EQ(attr.max_cqs, card_config().max_cqs);
   EXPECT_EQ(attr.max_pds, card_config().max_pds);
   ASSERT_FALSE(fake.irqs.empty());
@@ -229,12 +237,7 @@ TEST_F(Card, FramesTheMacDroppedShowInTheCountersTheHostQueries) {
   std::vector<uint64_t> ram(kCardTableBytes / 8);
   CardMemory mem(ram.data(), kCardTableBytes);
   CardRunner runner(card_config(), mem);
-  const uint64_t sq = kHostBase, cq = kHostBase + 0x1000,
-                 out = kHostBase + 0x2000;
-  fake.regs[RHN_REG_ADMIN_SQ_BASE] = sq;
-  fake.regs[RHN_REG_ADMIN_CQ_BASE] = cq;
-  fake.regs[RHN_REG_ADMIN_LOG_DEPTH] = 4;
-  fake.reg_kick(RHN_REG_CONTROL, RHN_CONTROL_ENABLE);
+  enable_admin(RHN_CONTROL_ENABLE);
   runner.step();
   fake.mac_drops = 5;
   EXPECT_TRUE(runner.step());
@@ -243,17 +246,13 @@ TEST_F(Card, FramesTheMacDroppedShowInTheCountersTheHostQueries) {
   rhn_admin_cmd cmd{};
   cmd.hdr.opcode = RHN_ADMIN_QUERY_COUNTERS;
   cmd.hdr.cmd_id = 7;
-  cmd.u.query.out_addr = out;
+  cmd.u.query.out_addr = kOut;
   cmd.u.query.out_len = RHN_CNT_COUNT * sizeof(uint64_t);
-  memcpy(fake.at(sq, sizeof(cmd)), &cmd, sizeof(cmd));
-  fake.reg_kick(RHN_REG_ADMIN_SQ_TAIL, 1);
-  for (int i = 0; i < 4; i++) runner.step();
-  rhn_admin_cpl cpl;
-  memcpy(&cpl, fake.at(cq, sizeof(cpl)), sizeof(cpl));
+  const rhn_admin_cpl cpl = run_admin(runner, cmd);
   ASSERT_EQ(cpl.owner & 1, 1);
   EXPECT_EQ(cpl.status, RHN_ADMIN_OK);
   uint64_t drops;
-  memcpy(&drops, fake.at(out + RHN_CNT_RX_DROPS * 8, 8), 8);
+  memcpy(&drops, fake.at(kOut + RHN_CNT_RX_DROPS * 8, 8), 8);
   EXPECT_EQ(drops, 5u);
 }
 
