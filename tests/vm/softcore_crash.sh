@@ -69,17 +69,11 @@ try_status() {
 	[[ -n $bar0 && ${bar0_first:-$bar0} == "$bar0" ]] || return 0
 	hmp "xp /1wx $((bar0 + STATUS))" | awk '/^[0-9a-f]+:/ { print $2 }'
 }
-status() {
-	local s
-	s=$(try_status)
-	[[ -n $s ]] || fail "no BAR0 for the device"
-	echo "$s"
-}
 # wait_status WANT_SET WANT_CLEAR: until STATUS has those bits, up to 10 s.
 wait_status() {
 	local s
 	for _ in $(seq 100); do
-		s=$(status)
+		s=$(try_status)
 		[[ -n $s ]] && (((s & $1) == $1 && !(s & $2))) && { echo "$s"; return 0; }
 		sleep 0.1
 	done
