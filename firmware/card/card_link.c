@@ -31,8 +31,11 @@ _Static_assert(RHN_LINK_CORE_INLINE_SLOTS <= 32, "inline slots fit a mask");
 #define RHN_LINK_CORE_READ_SPIN 20000u
 #endif
 #define WAIT_SPIN 2000u
-// Credits go back in batches (fewer messages for the emulated core), and
-// whatever is left before the core sleeps (link.h).
+// Credits go back a quarter of the FIFO at a time: fewer messages for the
+// emulated core and fewer wake-ups of the device. A core about to sleep
+// has an empty FIFO and has drained the link, so the device then still
+// has at least rx_fifo - CREDIT_BATCH + 1 credits: it never holds frames
+// back from a sleeping core (link.h).
 #define CREDIT_BATCH \
   (RHN_LINK_CORE_RX_FRAMES >= 4 ? RHN_LINK_CORE_RX_FRAMES / 4 : 1)
 
@@ -224,6 +227,8 @@ static void receive_one(void) {
 // Everything the device has sent so far into the FIFOs.
 static void drain(void) {
   while (rhn_lt_avail()) receive_one();
+  // Frames taken off the link without queueing them count too.
+  if (L.rx_credits >= CREDIT_BATCH) return_credits();
   if (rhn_lt_closed()) rhn_virt_exit(0);
 }
 
@@ -302,7 +307,6 @@ enum rhn_card_status rhn_card_dma_read(uint64_t bus_addr, void *dst,
     for (;;) {
       drain();
       if (L.read_done) break;
-      return_credits();
       rhn_lt_sleep(RHN_LINK_CORE_READ_SPIN);
     }
     if (L.read_status != RHN_CARD_OK)
@@ -473,7 +477,6 @@ void rhn_card_wait(uint64_t deadline_ns) {
       send(RHN_LINK_DEADLINE, 0, &d, sizeof(d), 0, 0);
       L.deadline_sent = deadline_ns;
     }
-    return_credits();
     rhn_lt_sleep(WAIT_SPIN);
   }
 }

@@ -67,10 +67,12 @@ enum rhn_link_type {
  * the device never has more FRAME_IN messages on the way than that, less
  * the frames the core has not handed back yet. The core hands them back
  * with RX_CREDIT as it pops them (and for any FRAME_IN it took without
- * queueing), at the latest before it sleeps. Frames beyond that wait in
- * the device (the MAC's buffer); when that is full, the device drops the
- * newest and tells the core with RX_DROPPED, which the engine counts as
- * RX_DROPS (so the driver's counters show them).
+ * queueing), a quarter of its FIFO at a time. A core never keeps more than
+ * that back, so when it sleeps (FIFO empty, link drained) the device has
+ * room to send: no frame waits for a sleeping core. Frames beyond the
+ * credits wait in the device (the MAC's buffer); when that is full, it
+ * drops the newest and tells the core with RX_DROPPED, which the engine
+ * counts as RX_DROPS (so the driver's counters show them).
  */
 
 /*
