@@ -809,9 +809,11 @@ static const RhinetCoreOps rhinet_core_engine = {
 /* ---- Core: the firmware on a soft core ---------------------------------- */
 
 /*
- * The library's callbacks, called under sc_lock by whichever thread called
- * into it; only rhn_sc_process (the engine thread, or rhn_sc_spawn while
- * that thread is stopped) makes them. DMA has the engine's discipline.
+ * The library's callbacks, called by whichever thread called into it; only
+ * rhn_sc_process makes them: on the engine thread under sc_lock, or in
+ * rhn_sc_spawn before the new core is published (the spawning thread, as
+ * long as the core's first messages are its HELLO and its registers). DMA
+ * has the engine's discipline.
  */
 static int rhinet_sc_dma_read(void *opaque, uint64_t addr, void *buf,
                               uint32_t len)
