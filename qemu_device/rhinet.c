@@ -85,6 +85,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(RhinetState, RHINET)
 #define RHINET_WIRE_RETRY_NS (100 * SCALE_MS) /* reconnect interval */
 #define RHINET_DB_PAGES 256 /* the engine's doorbell pages unless given */
 #define RHINET_SOFTCORE_HELLO_MS 30000 /* a core starting on a busy host */
+#define RHINET_SOFTCORE_HELD_WRITES 64 /* BAR0 writes kept while one starts */
 
 /*
  * What an injected fault does. A hung or halted NIC still answers register
@@ -187,6 +188,27 @@ struct RhinetState {
     RhnSoftCore *sc;
     uint64_t sc_deadline; /* the core's wake-up time, under sc_lock */
     bool sc_down_told;    /* the link's end was reported */
+    /*
+     * A reset's new core is spawned by a thread of the device's own (the
+     * emulator dies with the thread that forked it), so that neither the
+     * BQL nor a vCPU waits for it. Under sc_lock: spawns asked and done,
+     * the core to stop there, and while one starts (STATUS reads not
+     * ready) the BAR0 writes it will be given and the link's state.
+     */
+    QemuThread sc_thread;
+    QemuCond sc_cond;
+    bool sc_thread_running;
+    bool sc_quit;
+    unsigned sc_asked, sc_done;
+    RhnSoftCore *sc_old;
+    bool sc_starting;
+    bool sc_link;
+    unsigned sc_nheld;
+    struct {
+        uint32_t offset;
+        uint32_t size;
+        uint64_t value;
+    } sc_held[RHINET_SOFTCORE_HELD_WRITES];
 
     QemuThread thread;
     EventNotifier wake;
@@ -787,9 +809,11 @@ static const RhinetCoreOps rhinet_core_engine = {
 /* ---- Core: the firmware on a soft core ---------------------------------- */
 
 /*
- * The library's callbacks, called under sc_lock by whichever thread called
- * into it; only rhn_sc_process (the engine thread, or rhn_sc_spawn while
- * that thread is stopped) makes them. DMA has the engine's discipline.
+ * The library's callbacks, called by whichever thread called into it; only
+ * rhn_sc_process makes them: on the engine thread under sc_lock, or in
+ * rhn_sc_spawn before the new core is published (the spawning thread, as
+ * long as the core's first messages are its HELLO and its registers). DMA
+ * has the engine's discipline.
  */
 static int rhinet_sc_dma_read(void *opaque, uint64_t addr, void *buf,
                               uint32_t len)
@@ -831,11 +855,8 @@ static void rhinet_sc_deadline(void *opaque, uint64_t deadline_ns)
     s->sc_deadline = deadline_ns; /* the engine thread sleeps until then */
 }
 
-/*
- * Spawns the emulator and waits for the core's HELLO (a second or so).
- * BAR2 is as large as the core serves unless db-pages asks for fewer.
- */
-static bool rhinet_sc_start(RhinetState *s, Error **errp)
+/* A new emulator with the firmware, up to its HELLO; NULL: err says why. */
+static RhnSoftCore *rhinet_sc_spawn(RhinetState *s, char *err, size_t errlen)
 {
     static const RhnSoftCoreOps ops = {
         .dma_read = rhinet_sc_dma_read,
@@ -851,20 +872,110 @@ static bool rhinet_sc_start(RhinetState *s, Error **errp)
         .qemu = s->softcore_qemu,
         .firmware = s->firmware,
         .node_id = s->node_id,
+        .rto_floor_us = s->rto_floor_us,
         .timeout_ms = RHINET_SOFTCORE_HELLO_MS,
     };
-    char err[256];
-    uint32_t pages;
 
     memcpy(cfg.mac, s->conf.macaddr.a, sizeof(cfg.mac));
-    QEMU_LOCK_GUARD(&s->sc_lock);
-    s->sc_deadline = UINT64_MAX;
+    return rhn_sc_spawn(&cfg, &ops, s, err, errlen);
+}
+
+/* The new core takes over (under sc_lock): the writes held for it, the
+ * link, and the engine thread looks at its descriptor. */
+static void rhinet_sc_adopt(RhinetState *s, RhnSoftCore *sc)
+{
+    unsigned i;
+
+    s->sc = sc;
     s->sc_down_told = false;
-    s->sc = rhn_sc_spawn(&cfg, &ops, s, err, sizeof(err));
-    if (!s->sc) {
+    s->sc_starting = false;
+    for (i = 0; sc && i < s->sc_nheld; i++) {
+        rhn_sc_bar0_write(sc, s->sc_held[i].offset, s->sc_held[i].value,
+                          s->sc_held[i].size);
+    }
+    s->sc_nheld = 0;
+    if (sc) {
+        rhn_sc_set_link(sc, s->sc_link);
+    }
+    rhinet_kick_engine(s);
+}
+
+/* The device's spawning thread: a reset's new core, off the BQL. */
+static void *rhinet_sc_thread(void *opaque)
+{
+    RhinetState *s = opaque;
+
+    qemu_mutex_lock(&s->sc_lock);
+    while (!s->sc_quit) {
+        RhnSoftCore *old = s->sc_old, *sc;
+        unsigned asked = s->sc_asked;
+        char err[256] = "";
+
+        if (asked == s->sc_done && !old) {
+            qemu_cond_wait(&s->sc_cond, &s->sc_lock);
+            continue;
+        }
+        s->sc_old = NULL;
+        qemu_mutex_unlock(&s->sc_lock);
+        rhn_sc_free(old); /* BYE, and up to 2 s for its emulator's end */
+        sc = asked != s->sc_done ? rhinet_sc_spawn(s, err, sizeof(err)) :
+                                   NULL;
+        qemu_mutex_lock(&s->sc_lock);
+        if (asked == s->sc_done) {
+            continue;
+        }
+        if (s->sc_asked != asked || s->sc_quit) {
+            /* Another reset came (or the end): this core is stale. */
+            if (s->sc_old) {
+                rhn_sc_free(s->sc_old);
+            }
+            s->sc_old = sc;
+            continue;
+        }
+        s->sc_done = asked;
+        if (!sc) {
+            warn_report("rhinet: node %u: %s", s->node_id, err);
+        } else if (rhn_sc_hello(sc)->db_pages < s->db_pages) {
+            warn_report("rhinet: node %u: the new soft core serves %u "
+                        "doorbell pages, not %u", s->node_id,
+                        rhn_sc_hello(sc)->db_pages, s->db_pages);
+            s->sc_old = sc;
+            sc = NULL;
+        }
+        rhinet_sc_adopt(s, sc);
+    }
+    qemu_mutex_unlock(&s->sc_lock);
+    return NULL;
+}
+
+/*
+ * Spawns the emulator and waits for the core's HELLO (a second or so):
+ * at realize, where its HELLO sizes BAR2 (as large as the core serves
+ * unless db-pages asks for fewer). A reset's core comes from the device's
+ * thread (rhinet_sc_thread), and the device reads as not ready until then.
+ */
+static bool rhinet_sc_start(RhinetState *s, Error **errp)
+{
+    char err[256];
+    uint32_t pages;
+    RhnSoftCore *sc;
+
+    QEMU_LOCK_GUARD(&s->sc_lock);
+    /* The core may ask for one while it starts (rhinet_sc_deadline). */
+    s->sc_deadline = UINT64_MAX;
+    if (s->sc_thread_running) {
+        s->sc_starting = true;
+        s->sc_nheld = 0;
+        s->sc_asked++;
+        qemu_cond_signal(&s->sc_cond);
+        return true;
+    }
+    sc = rhinet_sc_spawn(s, err, sizeof(err));
+    if (!sc) {
         error_setg(errp, "rhinet: node %u: %s", s->node_id, err);
         return false;
     }
+    rhinet_sc_adopt(s, sc);
     pages = rhn_sc_hello(s->sc)->db_pages;
     if (!s->db_pages) {
         s->db_pages = pages;
@@ -878,29 +989,72 @@ static bool rhinet_sc_start(RhinetState *s, Error **errp)
     return true;
 }
 
+/* The old core is stopped by the device's thread (its BYE takes time). */
 static void rhinet_sc_stop(RhinetState *s)
 {
     QEMU_LOCK_GUARD(&s->sc_lock);
-    rhn_sc_free(s->sc);
+    if (s->sc_thread_running && !s->sc_old) {
+        s->sc_old = s->sc;
+        qemu_cond_signal(&s->sc_cond);
+    } else {
+        rhn_sc_free(s->sc);
+    }
     s->sc = NULL;
 }
 
-/* Without a core (it failed to start) the NIC reads as dead. */
+static void rhinet_sc_thread_start(RhinetState *s)
+{
+    char name[32];
+
+    qemu_cond_init(&s->sc_cond);
+    snprintf(name, sizeof(name), "rhinet-sc-%u", s->node_id);
+    qemu_thread_create(&s->sc_thread, name, rhinet_sc_thread, s,
+                       QEMU_THREAD_JOINABLE);
+    s->sc_thread_running = true;
+}
+
+static void rhinet_sc_thread_stop(RhinetState *s)
+{
+    if (!s->sc_thread_running) {
+        return;
+    }
+    qemu_mutex_lock(&s->sc_lock);
+    s->sc_quit = true;
+    qemu_cond_signal(&s->sc_cond);
+    qemu_mutex_unlock(&s->sc_lock);
+    qemu_thread_join(&s->sc_thread);
+    s->sc_thread_running = false;
+    rhn_sc_free(s->sc_old);
+    s->sc_old = NULL;
+    qemu_cond_destroy(&s->sc_cond);
+}
+
+/*
+ * Without a core the NIC reads as dead (it failed to start), or as not
+ * ready yet (a reset's core is on its way).
+ */
 static uint64_t rhinet_sc_reg_read(RhinetState *s, hwaddr addr, unsigned size)
 {
     QEMU_LOCK_GUARD(&s->sc_lock);
     if (!s->sc) {
-        return addr == RHN_REG_STATUS ? RHN_STATUS_FATAL : 0;
+        return addr == RHN_REG_STATUS && !s->sc_starting ? RHN_STATUS_FATAL :
+                                                           0;
     }
     return rhn_sc_bar0_read(s->sc, addr, size);
 }
 
+/* A starting core gets the host's writes when it is there, in order. */
 static void rhinet_sc_reg_write(RhinetState *s, hwaddr addr, uint64_t val,
                                 unsigned size)
 {
     QEMU_LOCK_GUARD(&s->sc_lock);
     if (s->sc) {
         rhn_sc_bar0_write(s->sc, addr, val, size);
+    } else if (s->sc_starting && s->sc_nheld < RHINET_SOFTCORE_HELD_WRITES) {
+        s->sc_held[s->sc_nheld].offset = addr;
+        s->sc_held[s->sc_nheld].size = size;
+        s->sc_held[s->sc_nheld].value = val;
+        s->sc_nheld++;
     }
 }
 
@@ -925,6 +1079,7 @@ static void rhinet_sc_frame_in(RhinetState *s, const uint8_t *frame,
 static void rhinet_sc_set_link(RhinetState *s, bool up)
 {
     QEMU_LOCK_GUARD(&s->sc_lock);
+    s->sc_link = up;
     if (s->sc) {
         rhn_sc_set_link(s->sc, up);
     }
@@ -1300,6 +1455,9 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
         qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
     }
 
+    if (s->core == &rhinet_core_softcore) {
+        rhinet_sc_thread_start(s);
+    }
     rhinet_core_run(s);
     return;
 
@@ -1334,6 +1492,7 @@ static void rhinet_exit(PCIDevice *pdev)
     RhinetState *s = RHINET(pdev);
 
     rhinet_core_stop(s);
+    rhinet_sc_thread_stop(s);
     if (s->wire.fd >= 0) {
         close(s->wire.fd);
     }

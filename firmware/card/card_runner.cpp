@@ -32,9 +32,14 @@ void CardWire::transmit(Span<const uint8_t> frame) {
 
 namespace {
 
-EngineConfig with_identity(EngineConfig c) {
+// The identity block's and the hosting device's word over the build's.
+EngineConfig from_card(EngineConfig c) {
   rhn_card_identity id{};
   rhn_card_get_identity(&id);
+  rhn_card_settings settings{};
+  rhn_card_get_settings(&settings);
+  if (settings.rto_floor_us)
+    c.retransmit_timeout_ns = uint64_t{settings.rto_floor_us} * 1000;
   c.node_id = id.node_id;
   memcpy(c.mac, id.mac, sizeof(c.mac));
   // A MAC that fills and checks the CRCs takes them off the core.
@@ -49,7 +54,8 @@ EngineConfig with_identity(EngineConfig c) {
 }  // namespace
 
 CardRunner::CardRunner(const EngineConfig& config, CardMemory& mem)
-    : engine_(mem.object<Engine>(with_identity(config), bus_, wire_, mem)) {
+    : config_(from_card(config)),
+      engine_(mem.object<Engine>(config_, bus_, wire_, mem)) {
   mirror_registers(true);
 }
 
@@ -120,6 +126,10 @@ bool CardRunner::step() {
     if (!len) break;
     engine_->frame_arrived({frame, len});  // a refusal is counted there
     rhn_card_wire_rx_pop();
+    did = true;
+  }
+  if (const uint32_t dropped = rhn_card_wire_rx_dropped()) {
+    engine_->frames_dropped(dropped);
     did = true;
   }
   did |= engine_->poll();

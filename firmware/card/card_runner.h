@@ -32,12 +32,15 @@ class CardWire final : public Wire {
 
 class CardRunner {
  public:
-  // Places the engine in mem with `config`, its identity from the card.
+  // Places the engine in mem with `config`, its identity and settings
+  // from the card.
   CardRunner(const EngineConfig& config, CardMemory& mem);
   CardRunner(const CardRunner&) = delete;
   CardRunner& operator=(const CardRunner&) = delete;
 
   bool failed() const { return engine_->failed(); }
+  // The configuration the engine was placed with.
+  const EngineConfig& config() const { return config_; }
   // One round: the doorbell FIFO, the receive FIFO, one poll() of the
   // engine, the registers the host reads. True if anything happened.
   bool step();
@@ -50,6 +53,7 @@ class CardRunner {
 
   CardBus bus_;
   CardWire wire_;
+  const EngineConfig config_;
   Engine* engine_;
   uint64_t status_ = ~0ull, control_ = ~0ull;
 };

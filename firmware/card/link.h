@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 /* Bumped on any change of a message's layout or meaning. */
-#define RHN_LINK_VERSION 1
+#define RHN_LINK_VERSION 2
 
 /*
  * Framing: every message is a header and a body. len counts the bytes that
@@ -57,8 +57,23 @@ enum rhn_link_type {
   RHN_LINK_BYE = 18,            /* both: struct rhn_link_status (exit code) */
   RHN_LINK_CQ_PRODUCED = 19,    /* core: struct rhn_link_reg (cqn, index) */
   RHN_LINK_COUNTERS_CLEAR = 20, /* core: empty; every counter back to 0 */
+  RHN_LINK_RX_CREDIT = 21,      /* core: struct rhn_link_u64 (frames) */
+  RHN_LINK_RX_DROPPED = 22,     /* device: struct rhn_link_u64 (frames) */
 };
-#define RHN_LINK_TYPE_MAX RHN_LINK_COUNTERS_CLEAR
+#define RHN_LINK_TYPE_MAX RHN_LINK_RX_DROPPED
+
+/*
+ * Receive flow control. The core's HELLO names its receive FIFO (rx_fifo):
+ * the device never has more FRAME_IN messages on the way than that, less
+ * the frames the core has not handed back yet. The core hands them back
+ * with RX_CREDIT as it pops them (and for any FRAME_IN it took without
+ * queueing), a quarter of its FIFO at a time. A core never keeps more than
+ * that back, so when it sleeps (FIFO empty, link drained) the device has
+ * room to send: no frame waits for a sleeping core. Frames beyond the
+ * credits wait in the device (the MAC's buffer); when that is full, it
+ * drops the newest and tells the core with RX_DROPPED, which the engine
+ * counts as RX_DROPS (so the driver's counters show them).
+ */
 
 /*
  * CQs whose producer index the doorbell block samples into a CQ arm
@@ -84,7 +99,9 @@ struct rhn_link_hello {
   uint64_t twin_bytes;   /* core: twin memory */
   uint8_t mac[6];        /* device: the MAC address */
   uint16_t reserved;
-  uint64_t entropy; /* device: random, new at every power-on */
+  uint64_t entropy;      /* device: random, new at every power-on */
+  uint32_t rto_floor_us; /* device: retransmission timeout floor; 0: own */
+  uint32_t reserved1;
 };
 
 /* DMA_READ: reply DMA_READ_DATA with the same tag. */

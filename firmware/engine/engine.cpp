@@ -559,6 +559,10 @@ void Engine::doorbell_inline(uint32_t page, const void* wqe, size_t len) {
          min<size_t>(len, RHN_DB_INLINE_WQE_SIZE));
 }
 
+void Engine::frames_dropped(uint64_t n) {
+  if (n && !failed()) impl_->counters.add_shared(RHN_CNT_RX_DROPS, n);
+}
+
 bool Engine::frame_arrived(Span<const uint8_t> frame) {
   if (failed()) return false;
   Impl& m = *impl_;

@@ -42,6 +42,11 @@
 #define SC_INBUF_BYTES (2u * (RHN_LINK_HDR_BYTES + RHN_LINK_MAX_BODY))
 /* TIME goes before an event when the clock moved at least this much. */
 #define SC_TIME_GRAIN_NS 1000u
+/*
+ * Frames held back while the core has no room for them (the MAC's buffer,
+ * see the flow control in link.h); past it the newest are dropped.
+ */
+#define SC_RX_HOLD_BYTES (4u << 20)
 
 struct RhnSoftCore {
     RhnSoftCoreOps ops;
@@ -73,6 +78,14 @@ struct RhnSoftCore {
     uint64_t time_sent;
     bool link_up;
 
+    /* Receive flow control: FRAME_IN messages the core has room for, the
+     * ones held back (whole messages, in order), drops not told yet. */
+    uint32_t rx_credits;
+    uint8_t *rxq;
+    size_t rxq_start, rxq_end, rxq_cap;
+    uint64_t rx_untold;
+    uint32_t rto_floor_us;
+
     uint32_t db_pages;
     uint16_t node_id; /* the identity the device's HELLO gives the core */
     uint8_t mac[6];
@@ -86,6 +99,8 @@ static void sc_fail(RhnSoftCore *sc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static bool sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
                         const void *wqe, bool may_drop);
+static void sc_release_frames(RhnSoftCore *sc);
+static void sc_tell_drops(RhnSoftCore *sc);
 
 static void sc_fail(RhnSoftCore *sc, const char *fmt, ...)
 {
@@ -561,10 +576,16 @@ static void sc_on_hello(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
                 sc->hello.version, RHN_LINK_VERSION);
         return;
     }
+    if (sc->hello.rx_fifo == 0) {
+        sc_fail(sc, "soft core: HELLO names no receive FIFO");
+        return;
+    }
     if (!sc->db_pages && !sc_adopt_db_pages(sc)) {
         return;
     }
     mine.db_pages = sc->db_pages;
+    mine.rto_floor_us = sc->rto_floor_us;
+    sc->rx_credits = sc->hello.rx_fifo;
     sc->hello_done = true;
     memcpy(mine.mac, sc->mac, sizeof(mine.mac));
     sc_send(sc, RHN_LINK_HELLO, tag, &mine, sizeof(mine), false);
@@ -612,6 +633,21 @@ static void sc_on_message(RhnSoftCore *sc, uint16_t type, uint16_t tag,
         }
         memset(sc->counters, 0, sizeof(sc->counters));
         break;
+    case RHN_LINK_RX_CREDIT: {
+        struct rhn_link_u64 c;
+
+        if (!sc_body(sc, "RX_CREDIT", b, len, &c, sizeof(c))) {
+            return;
+        }
+        if (c.value > sc->hello.rx_fifo - sc->rx_credits) {
+            sc_fail(sc, "soft core: RX_CREDIT of %llu frames, %u on the way",
+                    (unsigned long long)c.value,
+                    sc->hello.rx_fifo - sc->rx_credits);
+            return;
+        }
+        sc->rx_credits += (uint32_t)c.value;
+        break;
+    }
     case RHN_LINK_FRAME_OUT:
         if (len == 0 || len > RHN_LINK_FRAME_MAX) {
             sc_fail(sc, "soft core: FRAME_OUT of %u bytes", len);
@@ -799,6 +835,12 @@ int rhn_sc_process(RhnSoftCore *sc)
         sc->db_lost = false;
         sc_flush(sc);
     }
+    /* Room the core handed back (RX_CREDIT) goes to the frames held. */
+    if (!sc->dead && (sc->rxq_end > sc->rxq_start || sc->rx_untold)) {
+        sc_release_frames(sc);
+        sc_tell_drops(sc);
+        sc_flush(sc);
+    }
     if (eof) {
         sc_child_gone(sc, "the core closed the link");
     }
@@ -817,7 +859,7 @@ bool rhn_sc_core_idle(const RhnSoftCore *sc)
     return ld_acquire(&in->consumer_sleeping) &&
            ld_acquire(&in->head) == in->tail &&
            ld_acquire(&out->head) == out->tail &&
-           sc->out_end == sc->out_start;
+           sc->out_end == sc->out_start && sc->rxq_end == sc->rxq_start;
 }
 
 int rhn_sc_run(RhnSoftCore *sc, int timeout_ms)
@@ -892,6 +934,76 @@ bool rhn_sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
     return sc_doorbell(sc, entry, wqe, true);
 }
 
+/* Tells the core of the frames dropped since it was last told. */
+static void sc_tell_drops(RhnSoftCore *sc)
+{
+    struct rhn_link_u64 n = { sc->rx_untold };
+
+    if (n.value && sc_send(sc, RHN_LINK_RX_DROPPED, 0, &n, sizeof(n), false)) {
+        sc->rx_untold = 0;
+    }
+}
+
+/* Sends held frames while the core has room for them. */
+static void sc_release_frames(RhnSoftCore *sc)
+{
+    bool timed = false;
+
+    while (sc->rx_credits && sc->rxq_end > sc->rxq_start) {
+        struct rhn_link_hdr h;
+        uint8_t *p;
+
+        memcpy(&h, sc->rxq + sc->rxq_start, sizeof(h));
+        if (!timed) {
+            sc_send_time(sc, false);
+            timed = true;
+        }
+        p = sc_begin(sc, RHN_LINK_FRAME_IN, 0, h.len - 4, true);
+        if (!p) {
+            break; /* the queue is full of events: later */
+        }
+        memcpy(p, sc->rxq + sc->rxq_start + RHN_LINK_HDR_BYTES, h.len - 4);
+        sc_commit(sc, h.len - 4);
+        sc->rxq_start += 4 + h.len;
+        sc->rx_credits--;
+    }
+    if (sc->rxq_start == sc->rxq_end) {
+        sc->rxq_start = sc->rxq_end = 0;
+    }
+}
+
+/* Holds a frame back until the core has room; false when full. */
+static bool sc_hold_frame(RhnSoftCore *sc, const void *frame, uint32_t len)
+{
+    size_t need = RHN_LINK_HDR_BYTES + len;
+    struct rhn_link_hdr h = { 4 + len, RHN_LINK_FRAME_IN, 0 };
+
+    if (sc->rxq_end - sc->rxq_start + need > SC_RX_HOLD_BYTES) {
+        return false;
+    }
+    if (sc->rxq_end + need > sc->rxq_cap) {
+        if (sc->rxq_start > 0) {
+            memmove(sc->rxq, sc->rxq + sc->rxq_start,
+                    sc->rxq_end - sc->rxq_start);
+            sc->rxq_end -= sc->rxq_start;
+            sc->rxq_start = 0;
+        }
+        if (sc->rxq_end + need > sc->rxq_cap) {
+            uint8_t *q = realloc(sc->rxq, SC_RX_HOLD_BYTES);
+
+            if (!q) {
+                return false;
+            }
+            sc->rxq = q;
+            sc->rxq_cap = SC_RX_HOLD_BYTES;
+        }
+    }
+    memcpy(sc->rxq + sc->rxq_end, &h, sizeof(h));
+    memcpy(sc->rxq + sc->rxq_end + RHN_LINK_HDR_BYTES, frame, len);
+    sc->rxq_end += need;
+    return true;
+}
+
 bool rhn_sc_frame_in(RhnSoftCore *sc, const void *frame, uint32_t len)
 {
     if (sc->dead) {
@@ -902,14 +1014,19 @@ bool rhn_sc_frame_in(RhnSoftCore *sc, const void *frame, uint32_t len)
         sc->counters[RHN_CNT_MALFORMED_PACKETS]++;
         return false;
     }
-    if (!sc->link_up) {
+    if (!sc->link_up || !sc->hello_done) {
         return false;
     }
-    sc_send_time(sc, false);
-    if (!sc_send(sc, RHN_LINK_FRAME_IN, 0, frame, len, true)) {
-        sc->counters[RHN_CNT_RX_DROPS]++;
+    /* Frames go in order: none passes those held back. */
+    sc_release_frames(sc);
+    if (!sc_hold_frame(sc, frame, len)) {
+        /* Counted by the core's firmware, so the driver sees it too. */
+        sc->rx_untold++;
+        sc_tell_drops(sc);
+        sc_flush(sc);
         return false;
     }
+    sc_release_frames(sc);
     sc_flush(sc);
     return true;
 }
@@ -924,6 +1041,18 @@ void rhn_sc_set_link(RhnSoftCore *sc, bool up)
         return;
     }
     sc->link_up = up; /* STATUS.LINK_UP is the firmware's to set */
+    if (!up) {
+        /* The MAC loses what it held back with the link. */
+        while (sc->rxq_end > sc->rxq_start) {
+            struct rhn_link_hdr h;
+
+            memcpy(&h, sc->rxq + sc->rxq_start, sizeof(h));
+            sc->rxq_start += 4 + h.len;
+            sc->rx_untold++;
+        }
+        sc->rxq_start = sc->rxq_end = 0;
+        sc_tell_drops(sc);
+    }
     sc_doorbell(sc, &e, NULL, false);
 }
 
@@ -1272,6 +1401,7 @@ RhnSoftCore *rhn_sc_spawn(const RhnSoftCoreConfig *cfg,
         return NULL;
     }
     rhn_sc_set_identity(sc, cfg->node_id, cfg->mac);
+    sc->rto_floor_us = cfg->rto_floor_us;
     if (!dir) {
         struct stat st;
 
@@ -1449,6 +1579,7 @@ void rhn_sc_free(RhnSoftCore *sc)
     free(sc->sock_path);
     free(sc->ram_path);
     free(sc->outq);
+    free(sc->rxq);
     free(sc->inbuf);
     free(sc->staging);
     free(sc->cq_produced);

@@ -73,6 +73,7 @@ typedef struct RhnSoftCoreConfig {
     uint32_t db_pages;
     uint16_t node_id;          /* the card's identity, given to the core */
     uint8_t mac[6];
+    uint32_t rto_floor_us;     /* the core's settings (0: its own) */
     int timeout_ms;            /* for the core's HELLO; 0: 10000 */
     /*
      * rhn_sc_run looks at the core's ring this long before it sleeps in
@@ -160,7 +161,9 @@ bool rhn_sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
 /*
  * A frame from the wire; false when dropped: empty or too long (counted in
  * RHN_CNT_MALFORMED_PACKETS, as a MAC counts runts and giants), link down,
- * or no room (RHN_CNT_RX_DROPS).
+ * or no room. A frame the core has no room for is held back (link.h's
+ * flow control); when the held ones fill their buffer the frame is
+ * dropped, and the core is told: its firmware counts RHN_CNT_RX_DROPS.
  */
 bool rhn_sc_frame_in(RhnSoftCore *sc, const void *frame, uint32_t len);
 /* The MAC's link state; a change becomes a LINK doorbell entry. */

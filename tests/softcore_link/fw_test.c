@@ -172,6 +172,17 @@ static bool peek_is(uint32_t want, uint32_t seed) {
   return true;
 }
 
+// Waits up to 1 s for a frame in the receive FIFO.
+static bool wait_frame(void) {
+  const uint8_t *f;
+  uint64_t end = rhn_card_now_ns() + 1000000000ull;
+  while (rhn_card_wire_rx_peek(&f) == 0) {
+    if (rhn_card_now_ns() >= end) return false;
+    rhn_card_wait(rhn_card_now_ns() + 1000000);
+  }
+  return true;
+}
+
 static void test_frames(void) {
   static const uint32_t sizes[TEST_FRAME_COUNT] = TEST_FRAME_SIZES;
   struct rhn_card_doorbell e;
@@ -189,13 +200,35 @@ static void test_frames(void) {
   }
   CHECK(rhn_card_wire_rx_peek(&f) == 0);
 
-  // A full receive FIFO drops (the host checks RX_DROPS).
-  step(STEP_RX_OVERFLOW);
-  for (uint32_t i = 0; i < RHN_LINK_CORE_RX_FRAMES; i++) {
-    CHECK(peek_is(100, 50 + i));
+  // Many more frames than the receive FIFO holds, sent at once: the
+  // device holds the rest until the core has room, so every one comes,
+  // in order (the host checks that RX_DROPS stayed 0).
+  step(STEP_RX_FLOOD);
+  for (uint32_t i = 0; i < TEST_RX_FLOOD; i++) {
+    CHECK(wait_frame() && peek_is(100, 50 + i));
     rhn_card_wire_rx_pop();
   }
   CHECK(rhn_card_wire_rx_peek(&f) == 0);
+  CHECK(rhn_card_wire_rx_dropped() == 0);
+
+  // More than the device can hold back: it drops the newest and says how
+  // many (before its step marker); the others come in order.
+  step(STEP_RX_HOLD_FULL);
+  uint32_t dropped = rhn_card_wire_rx_dropped();
+  CHECK(dropped > 0 && dropped < TEST_RX_HOLD_FRAMES);
+  bool in_order = true;
+  for (uint32_t i = 0; i + dropped < TEST_RX_HOLD_FRAMES; i++) {
+    in_order &= wait_frame() &&
+                rhn_card_wire_rx_peek(&f) == RHN_LINK_FRAME_MAX &&
+                f[0] == fill_pattern(TEST_RX_HOLD_SEED + i, 0) &&
+                f[63] == fill_pattern(TEST_RX_HOLD_SEED + i, 63);
+    rhn_card_wire_rx_pop();
+  }
+  CHECK(in_order);
+  CHECK(rhn_card_wire_rx_peek(&f) == 0);
+  CHECK(rhn_card_wire_rx_dropped() == 0);  // each drop told once
+  rhn_card_reg_set(TEST_DROPS, dropped);
+  step(STEP_RX_HOLD_DONE);
 
   for (uint32_t i = 0; i < TEST_FRAME_COUNT; i++) {
     fill(out, 60 + i, sizes[i]);
@@ -262,6 +295,10 @@ int main(void) {
   const struct rhn_link_core_config cfg = {TEST_NODE, TEST_DB_PAGES,
                                            TEST_VECTORS};
   rhn_link_start(&cfg);
+  // The device's properties beyond the identity (its rto-floor-us).
+  struct rhn_card_settings settings = {0, 1};
+  rhn_card_get_settings(&settings);
+  CHECK(settings.rto_floor_us == TEST_RTO_FLOOR_US && settings.reserved == 0);
   CHECK(rhn_card_twin_bytes() == RHN_LINK_CORE_TWIN_BYTES);
   uint8_t *twin = rhn_card_twin_base();
   // Twin memory as the card side of a DMA read.

@@ -52,6 +52,7 @@ static RhnSoftCore *spawn_pages(struct fake_host *h, uint32_t db_pages) {
   RhnSoftCoreConfig cfg = {.firmware = firmware,
                            .ram_mib = 16,
                            .db_pages = db_pages,
+                           .rto_floor_us = TEST_RTO_FLOOR_US,
                            .extra_args = log ? log_args : NULL};
   RhnSoftCore *sc = rhn_sc_spawn(&cfg, &fake_host_ops, h, err, sizeof(err));
   if (!sc) {
@@ -210,9 +211,7 @@ static void check_regs(RhnSoftCore *sc) {
              rhn_sc_bar0_read(sc, tx + 4, 4) == 1,
          "TX_PACKETS whole and in halves");
   expect(rhn_sc_counter(sc, RHN_CNT_KICK_OVERFLOWS) == 1, "KICK_OVERFLOWS");
-  expect(rhn_sc_counter(sc, RHN_CNT_RX_DROPS) ==
-             TEST_RX_FLOOD - rhn_sc_hello(sc)->rx_fifo,
-         "RX_DROPS %llu",
+  expect(rhn_sc_counter(sc, RHN_CNT_RX_DROPS) == 0, "RX_DROPS %llu",
          (unsigned long long)rhn_sc_counter(sc, RHN_CNT_RX_DROPS));
   expect(rhn_sc_bar0_read(sc, RHN_REG_ADMIN_SQ_TAIL, 4) == 0 &&
              rhn_sc_bar0_read(sc, 0x800, 4) == 0 &&
@@ -220,6 +219,8 @@ static void check_regs(RhnSoftCore *sc) {
              rhn_sc_bar0_read(sc, RHN_REG_COUNTERS + 4, 8) == 0,
          "write-only, reserved, bad size and misaligned reads give 0");
 }
+
+static uint32_t hold_refused;  // frames the device dropped (HOLD_FULL)
 
 static void on_step(struct fake_host *h, RhnSoftCore *sc, uint64_t step) {
   static const uint32_t sizes[TEST_FRAME_COUNT] = TEST_FRAME_SIZES;
@@ -260,11 +261,25 @@ static void on_step(struct fake_host *h, RhnSoftCore *sc, uint64_t step) {
                  !rhn_sc_frame_in(sc, frame, 0),
              "oversized and empty frames refused");
       break;
-    case STEP_RX_OVERFLOW:
+    case STEP_RX_FLOOD:
       for (uint32_t i = 0; i < TEST_RX_FLOOD; i++) {
         for (uint32_t k = 0; k < 100; k++) frame[k] = fill_pattern(50 + i, k);
-        rhn_sc_frame_in(sc, frame, 100);
+        expect(rhn_sc_frame_in(sc, frame, 100), "flood frame %u taken", i);
       }
+      break;
+    case STEP_RX_HOLD_FULL:
+      hold_refused = 0;
+      for (uint32_t i = 0; i < TEST_RX_HOLD_FRAMES; i++) {
+        for (uint32_t k = 0; k < 64; k++)
+          frame[k] = fill_pattern(TEST_RX_HOLD_SEED + i, k);
+        hold_refused += !rhn_sc_frame_in(sc, frame, RHN_LINK_FRAME_MAX);
+      }
+      expect(hold_refused > 0, "a full buffer refused frames");
+      break;
+    case STEP_RX_HOLD_DONE:
+      expect(rhn_sc_bar0_read(sc, TEST_DROPS, 4) == hold_refused,
+             "the core was told of %u drops, the device refused %u",
+             (unsigned)rhn_sc_bar0_read(sc, TEST_DROPS, 4), hold_refused);
       break;
     case STEP_FRAMES_OUT_DONE:
       expect(h->nframes == TEST_FRAME_COUNT, "%u frames out", h->nframes);
@@ -581,6 +596,7 @@ static void test_bad_input(void) {
       {"short IRQ", "IRQ of 2 bytes", true, RHN_LINK_IRQ, 2},
       {"empty FRAME_OUT", "FRAME_OUT of 0 bytes", true, RHN_LINK_FRAME_OUT, 0},
       {"short STORE64", "DMA_STORE64", true, RHN_LINK_DMA_STORE64, 8},
+      {"short RX_CREDIT", "RX_CREDIT of 4 bytes", true, RHN_LINK_RX_CREDIT, 4},
   };
   for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     memset(body, 0, bad[i].len);
@@ -610,6 +626,14 @@ static void test_bad_input(void) {
   old.version = RHN_LINK_VERSION + 1;
   expect_bad(false, RHN_LINK_HELLO, &old, sizeof(old),
              "another protocol version", "protocol version");
+  struct rhn_link_hello no_rx = good_hello;
+  no_rx.rx_fifo = 0;
+  expect_bad(false, RHN_LINK_HELLO, &no_rx, sizeof(no_rx),
+             "a core without a receive FIFO", "no receive FIFO");
+  // Room for a frame the device never sent.
+  struct rhn_link_u64 credit = {1};
+  expect_bad(true, RHN_LINK_RX_CREDIT, &credit, sizeof(credit),
+             "more credit than frames on the way", "RX_CREDIT of 1 frames");
 }
 
 // Random messages from a fake core: mostly well framed with random

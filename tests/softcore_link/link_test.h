@@ -27,8 +27,9 @@
 #define TEST_FAIL 0x0f04u   /* a failed check: its line */
 #define TEST_CHECKS 0x0f08u /* at the end: checks passed */
 #define TEST_VALUE 0x0f10u  /* a measured value for the host to judge */
+#define TEST_DROPS 0x0f18u  /* drops the core was told of */
 /* The firmware's checks, all of which must have run. */
-#define TEST_CORE_CHECKS 200u
+#define TEST_CORE_CHECKS 298u
 #define TEST_NODE 7u
 #define TEST_DB_PAGES 4u
 #define TEST_VECTORS 8u
@@ -50,7 +51,9 @@ enum test_step {
   STEP_INLINE_SLOTS,    /* host: more inline kicks than buffers */
   STEP_OVERFLOW,        /* host: more kicks than FIFO entries */
   STEP_FRAMES_IN,       /* host: link up, frames of every size */
-  STEP_RX_OVERFLOW,     /* host: more frames than the receive FIFO */
+  STEP_RX_FLOOD,        /* host: many more frames than the receive FIFO */
+  STEP_RX_HOLD_FULL,    /* host: more frames than the device holds back */
+  STEP_RX_HOLD_DONE,    /* host: judge the drops (TEST_DROPS: the core's) */
   STEP_FRAMES_OUT_DONE, /* host: check the frames out, link down */
   STEP_IRQ_DONE,        /* host: check interrupts and their order */
   STEP_REGS_DONE,       /* host: check BAR0 reads of the file */
@@ -62,7 +65,15 @@ enum test_step {
 
 #define TEST_DB_OVERFLOW_KICKS 100u
 #define TEST_INLINE_KICKS 6u
-#define TEST_RX_FLOOD 12u
+/* Frames sent at once into the 8-frame receive FIFO: the device holds
+ * them until the core has room (credits), none is dropped. */
+#define TEST_RX_FLOOD 100u
+/* Largest frames sent at once, more than the device's buffer holds: the
+ * newest are dropped, and the core learns how many. */
+#define TEST_RX_HOLD_FRAMES 600u
+#define TEST_RX_HOLD_SEED 1000u
+/* The device property the core's settings must show. */
+#define TEST_RTO_FLOOR_US 4321u
 #define TEST_WAIT_NS 30000000ull
 #define TEST_IDLE_NS 300000000ull
 #define TEST_WAKE_MS 20

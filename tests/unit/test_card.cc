@@ -27,6 +27,8 @@ struct FakeCard {
   bool doorbell_overflow = false;
   std::vector<std::vector<uint8_t>> tx, rx;
   std::vector<uint16_t> irqs;
+  uint32_t mac_drops = 0;     // frames the MAC dropped, not yet taken
+  uint32_t rto_floor_us = 0;  // the hosting device's setting
   uint64_t now = 1'000'000;
   uint8_t* at(uint64_t bus, size_t len) {
     if (bus < kHostBase || bus + len > kHostBase + host.size()) return nullptr;
@@ -94,6 +96,11 @@ size_t rhn_card_wire_rx_peek(const uint8_t** frame) {
   return g_card->rx.front().size();
 }
 void rhn_card_wire_rx_pop(void) { g_card->rx.erase(g_card->rx.begin()); }
+uint32_t rhn_card_wire_rx_dropped(void) {
+  const uint32_t n = g_card->mac_drops;
+  g_card->mac_drops = 0;
+  return n;
+}
 bool rhn_card_link_up(void) { return true; }
 void rhn_card_irq(uint16_t vector) { g_card->irqs.push_back(vector); }
 uint64_t rhn_card_now_ns(void) { return g_card->now += 1000; }
@@ -108,6 +115,9 @@ void rhn_card_get_identity(rhn_card_identity* out) {
   memcpy(out->mac, mac, sizeof(mac));
   out->entropy = 12345;
 }
+void rhn_card_get_settings(rhn_card_settings* out) {
+  *out = {g_card->rto_floor_us, 0};
+}
 }
 
 namespace rhinet::fw::card {
@@ -115,8 +125,26 @@ namespace {
 
 class Card : public ::testing::Test {
  protected:
+  static constexpr uint64_t kSq = kHostBase, kCq = kHostBase + 0x1000,
+                            kOut = kHostBase + 0x2000;
   void SetUp() override { g_card = &fake; }
   void TearDown() override { g_card = nullptr; }
+  // The admin rings in the register file, and the kick that enables them.
+  void enable_admin(uint32_t control) {
+    fake.regs[RHN_REG_ADMIN_SQ_BASE] = kSq;
+    fake.regs[RHN_REG_ADMIN_CQ_BASE] = kCq;
+    fake.regs[RHN_REG_ADMIN_LOG_DEPTH] = 4;
+    fake.reg_kick(RHN_REG_CONTROL, control);
+  }
+  // The first command of the ring, run; its completion.
+  rhn_admin_cpl run_admin(CardRunner& runner, const rhn_admin_cmd& cmd) {
+    memcpy(fake.at(kSq, sizeof(cmd)), &cmd, sizeof(cmd));
+    fake.reg_kick(RHN_REG_ADMIN_SQ_TAIL, 1);
+    for (int i = 0; i < 4; i++) runner.step();
+    rhn_admin_cpl cpl;
+    memcpy(&cpl, fake.at(kCq, sizeof(cpl)), sizeof(cpl));
+    return cpl;
+  }
   FakeCard fake;
 };
 
@@ -158,31 +186,21 @@ TEST_F(Card, AnAdminCommandRunsWithTheRingsTheHostStoredInTheRegisterFile) {
   CardMemory mem(ram.data(), kCardTableBytes);
   CardRunner runner(card_config(), mem);
   ASSERT_FALSE(runner.failed());
-  const uint64_t sq = kHostBase, cq = kHostBase + 0x1000,
-                 out = kHostBase + 0x2000;
-  fake.regs[RHN_REG_ADMIN_SQ_BASE] = sq;
-  fake.regs[RHN_REG_ADMIN_CQ_BASE] = cq;
-  fake.regs[RHN_REG_ADMIN_LOG_DEPTH] = 4;
-  fake.reg_kick(RHN_REG_CONTROL, RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE);
+  enable_admin(RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE);
   EXPECT_TRUE(runner.step());
   EXPECT_NE(fake.regs[RHN_REG_STATUS] & RHN_STATUS_ADMIN_ON, 0u);
 
   rhn_admin_cmd cmd{};
   cmd.hdr.opcode = RHN_ADMIN_QUERY_DEVICE;
   cmd.hdr.cmd_id = 0x1234;
-  cmd.u.query.out_addr = out;
+  cmd.u.query.out_addr = kOut;
   cmd.u.query.out_len = sizeof(rhn_device_attr);
-  memcpy(fake.at(sq, sizeof(cmd)), &cmd, sizeof(cmd));
-  fake.reg_kick(RHN_REG_ADMIN_SQ_TAIL, 1);
-  for (int i = 0; i < 4; i++) runner.step();
-
-  rhn_admin_cpl cpl;
-  memcpy(&cpl, fake.at(cq, sizeof(cpl)), sizeof(cpl));
+  const rhn_admin_cpl cpl = run_admin(runner, cmd);
   EXPECT_EQ(cpl.owner & 1, 1);
   EXPECT_EQ(cpl.cmd_id, 0x1234);
   EXPECT_EQ(cpl.status, RHN_ADMIN_OK);
   rhn_device_attr attr;
-  memcpy(&attr, fake.at(out, sizeof(attr)), sizeof(attr));
+  memcpy(&attr, fake.at(kOut, sizeof(attr)), sizeof(attr));
   EXPECT_EQ(attr.max_cqs, card_config().max_cqs);
   EXPECT_EQ(attr.max_pds, card_config().max_pds);
   ASSERT_FALSE(fake.irqs.empty());
@@ -213,6 +231,44 @@ TEST_F(Card, FramesFromTheReceiveFifoAreTakenAndGarbageIsHarmless) {
   EXPECT_TRUE(fake.rx.empty());
   EXPECT_TRUE(fake.tx.empty());
   EXPECT_FALSE(runner.failed());
+}
+
+// Frames the card's MAC dropped (its buffer full) are counted by the
+// engine, so QUERY_COUNTERS (the driver's hw_counters) shows them.
+TEST_F(Card, FramesTheMacDroppedShowInTheCountersTheHostQueries) {
+  std::vector<uint64_t> ram(kCardTableBytes / 8);
+  CardMemory mem(ram.data(), kCardTableBytes);
+  CardRunner runner(card_config(), mem);
+  enable_admin(RHN_CONTROL_ENABLE);
+  runner.step();
+  fake.mac_drops = 5;
+  EXPECT_TRUE(runner.step());
+  EXPECT_EQ(fake.mac_drops, 0u);
+
+  rhn_admin_cmd cmd{};
+  cmd.hdr.opcode = RHN_ADMIN_QUERY_COUNTERS;
+  cmd.hdr.cmd_id = 7;
+  cmd.u.query.out_addr = kOut;
+  cmd.u.query.out_len = RHN_CNT_COUNT * sizeof(uint64_t);
+  const rhn_admin_cpl cpl = run_admin(runner, cmd);
+  ASSERT_EQ(cpl.owner & 1, 1);
+  EXPECT_EQ(cpl.status, RHN_ADMIN_OK);
+  uint64_t drops;
+  memcpy(&drops, fake.at(kOut + RHN_CNT_RX_DROPS * 8, 8), 8);
+  EXPECT_EQ(drops, 5u);
+}
+
+// The hosting device's rto-floor-us replaces the build's floor; 0 keeps it.
+TEST_F(Card, TheDevicesRetransmissionFloorReachesTheEngine) {
+  std::vector<uint64_t> ram(kCardTableBytes / 8), ram2(kCardTableBytes / 8);
+  CardMemory mem(ram.data(), kCardTableBytes);
+  CardRunner runner(card_config(), mem);
+  EXPECT_EQ(runner.config().retransmit_timeout_ns,
+            card_config().retransmit_timeout_ns);
+  fake.rto_floor_us = 10000;
+  CardMemory mem2(ram2.data(), kCardTableBytes);
+  CardRunner runner2(card_config(), mem2);
+  EXPECT_EQ(runner2.config().retransmit_timeout_ns, 10'000'000u);
 }
 
 }  // namespace

@@ -5,7 +5,12 @@
 #   1. the device's core is up: STATUS reads READY, not FATAL;
 #   2. its qemu-system-riscv32 is killed: STATUS reads FATAL (what the
 #      driver's health check looks for) and QEMU says why;
-#   3. system_reset: a new emulator, STATUS READY again without FATAL.
+#   3. system_reset: a new emulator, STATUS READY again without FATAL;
+#   4. that core killed too, and system_reset with an emulator slow to
+#      start (a wrapper sleeps 3 s first): the VM does not wait for it
+#      (the monitor answers at once: the device spawns off the BQL), and
+#      STATUS reads not ready, neither READY nor FATAL, until the new core
+#      says HELLO; then READY.
 #   softcore_crash.sh ENV_FILE   (tests/vm/prepare.sh's: QEMU, FIRMWARE)
 set -uo pipefail
 # shellcheck source=/dev/null
@@ -24,11 +29,17 @@ fail() {
 	exit 1
 }
 
+# The emulator, slow to start while $dir/slow exists.
+# shellcheck disable=SC2016 # expanded by the wrapper
+printf '#!/bin/sh\n[ -e "${0%%/*}/slow" ] && sleep 3\nexec qemu-system-riscv32 "$@"\n' \
+	>"$dir/slow-core"
+chmod +x "$dir/slow-core"
+
 mkfifo "$dir/in"
 exec 3<>"$dir/in"
 "$QEMU" -M q35 -nodefaults -display none -L /usr/share/seabios \
 	-L /usr/share/qemu -monitor stdio \
-	-device "rhinet,node-id=2,core=softcore,firmware=$FIRMWARE" \
+	-device "rhinet,node-id=2,core=softcore,firmware=$FIRMWARE,softcore-qemu=$dir/slow-core" \
 	<&3 >"$dir/out" 2>&1 &
 qemu_pid=$!
 
@@ -44,19 +55,25 @@ hmp() {
 	tr -d '\r' <"$dir/out" | awk -v n="$before" '/\(qemu\)/ { k++ } k == n'
 }
 core_pid() { pgrep -P "$qemu_pid" -f qemu-system-riscv32; }
-# STATUS through BAR0, wherever the BIOS put it.
-status() {
+# STATUS through BAR0, wherever the BIOS put it (empty while it has not:
+# after a reset the BIOS sizes the BARs again and places them where it
+# did the first time).
+bar0() {
+	hmp "info pci" | grep -A6 "1234:4e47" |
+		sed -n 's/.*BAR0: 32 bit memory at \(0x[0-9a-f]*\).*/\1/p'
+}
+bar0_first=""
+try_status() {
 	local bar0
-	bar0=$(hmp "info pci" | grep -A6 "1234:4e47" |
-		sed -n 's/.*BAR0: 32 bit memory at \(0x[0-9a-f]*\).*/\1/p')
-	[[ -n $bar0 ]] || fail "no BAR0 for the device"
+	bar0=$(bar0)
+	[[ -n $bar0 && ${bar0_first:-$bar0} == "$bar0" ]] || return 0
 	hmp "xp /1wx $((bar0 + STATUS))" | awk '/^[0-9a-f]+:/ { print $2 }'
 }
 # wait_status WANT_SET WANT_CLEAR: until STATUS has those bits, up to 10 s.
 wait_status() {
 	local s
 	for _ in $(seq 100); do
-		s=$(status)
+		s=$(try_status)
 		[[ -n $s ]] && (((s & $1) == $1 && !(s & $2))) && { echo "$s"; return 0; }
 		sleep 0.1
 	done
@@ -71,6 +88,7 @@ done
 first=$(core_pid)
 [[ -n $first ]] || fail "no qemu-system-riscv32 under QEMU"
 echo "softcore_crash: core $first up, STATUS $(wait_status $READY $FATAL)"
+bar0_first=$(bar0)
 
 kill -9 "$first"
 echo "softcore_crash: core killed, STATUS $(wait_status $FATAL 0)"
@@ -86,6 +104,31 @@ for _ in $(seq 200); do
 done
 [[ -n $second && $second != "$first" ]] || fail "no new core after system_reset"
 echo "softcore_crash: after system_reset core $second, STATUS $(wait_status $READY $FATAL)"
+
+kill -9 "$second"
+wait_status $FATAL 0 >/dev/null
+touch "$dir/slow"
+t0=$(date +%s%N)
+hmp system_reset >/dev/null
+hmp "info version" | grep -q "[0-9]\.[0-9]" || fail "no answer to info version"
+ms=$((($(date +%s%N) - t0) / 1000000))
+((ms < 1500)) || fail "the monitor waited $ms ms for the reset's new core"
+# Once the BIOS has placed BAR0 again: not ready, not fatal, twice.
+seen=""
+for _ in $(seq 20); do
+	s=$(try_status)
+	[[ -n $s ]] && seen="$seen $s"
+	[[ $seen == *\ *\ * ]] && break
+	sleep 0.3
+done
+for s in $seen; do
+	((s & (READY | FATAL))) &&
+		fail "STATUS $s while the new core starts, not 0"
+done
+[[ $seen == *\ *\ * ]] || fail "STATUS unreadable while the new core starts"
+echo "softcore_crash: slow core: monitor answered in $ms ms, STATUS$seen while it starts"
+rm "$dir/slow"
+echo "softcore_crash: then STATUS $(wait_status $READY $FATAL)"
 hmp quit >/dev/null
 wait "$qemu_pid"
 qemu_pid=""

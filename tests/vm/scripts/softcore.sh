@@ -98,6 +98,12 @@ else
 fi
 head -20 /tmp/run.log
 echo "RHINET-SOFTCORE node 0 counters:$(counters_moved)"
+# rhinet-run's ssh goes over eth0, IP through this NIC: a frame lost there
+# costs TCP a retransmission timeout (1 s, then doubling), which is how
+# hello_push once took 5 to 33 s. This node's TCP segments resent:
+echo "RHINET-SOFTCORE node 0 tcp_retransmits $(awk '/^Tcp:/ {
+	if (!c) { for (i = 1; i <= NF; i++) if ($i == "RetransSegs") c = i }
+	else print $c }' /proc/net/snmp)"
 verbs_check_dmesg
 [ -z "$failed" ] || fail "failed:$failed"
 apps_finish 0

@@ -170,11 +170,17 @@ bool rhn_card_wire_tx(const void *frame, size_t len);
 /*
  * The oldest received frame: its length, and *frame pointing at it in the
  * receive FIFO's memory. 0 when the FIFO is empty. Valid until
- * rhn_card_wire_rx_pop. Frames arriving at a full FIFO are dropped by the
- * MAC block and counted in RHN_CNT_RX_DROPS.
+ * rhn_card_wire_rx_pop. The MAC block holds frames back while the FIFO is
+ * full; it drops them only when its own buffer is full too.
  */
 size_t rhn_card_wire_rx_peek(const uint8_t **frame);
 void rhn_card_wire_rx_pop(void);
+/*
+ * Frames the MAC block dropped since the last call. The block does not
+ * count them itself: the firmware does (RHN_CNT_RX_DROPS), so that they
+ * show wherever the host reads its counters.
+ */
+uint32_t rhn_card_wire_rx_dropped(void);
 bool rhn_card_link_up(void);
 
 /* ---- Interrupts, time, waiting ---------------------------------------- */
@@ -217,6 +223,14 @@ enum rhn_card_cap {
 };
 uint32_t rhn_card_caps(void);
 
+/* What the hosting device sets beyond the identity (a card: straps or an
+ * EEPROM); 0 in a field leaves the firmware's own value. */
+struct rhn_card_settings {
+  uint32_t rto_floor_us; /* the retransmission timeout's floor */
+  uint32_t reserved;
+};
+void rhn_card_get_settings(struct rhn_card_settings *out);
+
 /* ---- On-card memory --------------------------------------------------- */
 
 /*
@@ -237,5 +251,6 @@ RHN_ASSERT_OFFSET(struct rhn_card_doorbell, size, 16);
 RHN_ASSERT_OFFSET(struct rhn_card_doorbell, inline_slot, 20);
 RHN_ASSERT_SIZE(struct rhn_card_identity, 16);
 RHN_ASSERT_OFFSET(struct rhn_card_identity, entropy, 8);
+RHN_ASSERT_SIZE(struct rhn_card_settings, 8);
 
 #endif /* RHINET_FW_CARD_H */

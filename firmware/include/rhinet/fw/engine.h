@@ -205,6 +205,9 @@ class Engine {
   // A frame from the wire. Any thread. Returns false when the receive FIFO
   // was full and the frame was dropped (counted; the sender retransmits).
   bool frame_arrived(Span<const uint8_t> frame);
+  // Frames a card's MAC dropped before they reached frame_arrived (its
+  // buffer was full): counted with the FIFO's drops (RX_DROPS).
+  void frames_dropped(uint64_t n);
 
   // Does a bounded amount of work on the engine thread. Returns true if
   // anything happened; a host may sleep until next_deadline_ns() or new
