@@ -83,6 +83,8 @@ PACKAGES=(
 	qemu-system-misc
 	# Elaborates the register map's SystemVerilog package (regmap_sv_lint)
 	verilator
+	# The driver's self-tests in the guests (ethtool -t, vm_selftest)
+	ethtool
 )
 
 is_installed() {

@@ -43,6 +43,7 @@ irqreturn_t rhinet_admin_irq(int irq, void *data)
 {
 	struct rhinet_dev *rdev = data;
 
+	atomic64_inc(&rdev->admin.irqs);
 	complete(&rdev->admin.event);
 	return IRQ_HANDLED;
 }

@@ -42,6 +42,7 @@ struct rhinet_admin {
 	u32 cq_head;
 	u16 next_cmd_id;
 	struct completion event; /* the admin vector fired */
+	atomic64_t irqs; /* times it fired (the interrupt self-test) */
 	struct mutex out_lock; /* one user of @out at a time */
 	void *out; /* DMA page for QUERY_* results */
 	dma_addr_t out_dma;
