@@ -186,7 +186,7 @@ out:
 	mutex_unlock(&adm->lock);
 	/* Queue and NIC disagree: nothing it does can be trusted now. */
 	if (failure)
-		rhinet_dev_fail(rdev, failure);
+		rhinet_dev_fail(rdev, RHINET_REPORT_ADMIN, failure);
 	return ret;
 }
 

@@ -69,6 +69,9 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	rdev->pdev = pdev;
 	pci_set_drvdata(pdev, rdev);
 	rhinet_health_init(rdev);
+	ret = rhinet_devlink_init(rdev);
+	if (ret)
+		return ret;
 
 	ret = pcim_enable_device(pdev);
 	if (ret)
@@ -148,6 +151,7 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 le32_to_cpu(rdev->attr.max_cqs),
 		 le32_to_cpu(rdev->attr.max_mrs),
 		 rdev->link_up ? "up" : "down");
+	rhinet_devlink_register(rdev);
 	rhinet_health_start(rdev);
 	return 0;
 
@@ -173,6 +177,7 @@ static void rhinet_remove(struct pci_dev *pdev)
 {
 	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
 
+	rhinet_devlink_unregister(rdev);
 	rhinet_health_stop(rdev);
 	rhinet_ib_fini(rdev);
 	rhinet_net_fini(rdev);

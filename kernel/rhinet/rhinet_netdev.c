@@ -295,7 +295,7 @@ static void rhinet_net_destroy(struct rhinet_net *net, u8 opcode, u32 handle)
 	cmd.hdr.opcode = opcode;
 	cmd.u.handle.handle = cpu_to_le32(handle);
 	if (rhinet_admin_exec(net->rdev, &cmd, NULL))
-		rhinet_dev_fail(net->rdev,
+		rhinet_dev_fail(net->rdev, RHINET_REPORT_ADMIN,
 				"the interface's queues cannot be destroyed");
 }
 
