@@ -22,6 +22,7 @@ HEADER = "include/hw/rhinet/hw_regs.h"
 SV_PACKAGE = "include/hw/rhinet/rhinet_regs_pkg.sv"
 CONFORM_TABLE = "conformance/reg_table.h"
 DOC = "Documentation/hardware/registers.md"
+DESC = "include/hw/rhinet/regmap_desc.h"
 
 
 class MapError(Exception):
@@ -372,6 +373,74 @@ def conform_table(d):
     return "\n".join(out) + "\n"
 
 
+# ---- the decode tables of tools ---------------------------------------------
+
+
+def c_string(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def desc_header(d):
+    out = []
+    w = out.append
+    w("/* SPDX-License-Identifier: BSD-2-Clause */")
+    w("/*")
+    w(" * The register map as data, for tools that decode a device or a dump")
+    w(" * (rhinet-diag): every BAR0 register with its fields, every counter with")
+    w(" * what it counts. Generated from registers.toml by scripts/regmap.py: edit")
+    w(" * that file, not this one.")
+    w(" */")
+    w("#ifndef RHINET_REGMAP_DESC_H")
+    w("#define RHINET_REGMAP_DESC_H")
+    w("")
+    w("struct rhn_regmap_field {")
+    w("\tconst char *name;")
+    w("\tunsigned int lsb;")
+    w("\tunsigned int width;")
+    w("};")
+    w("")
+    w("struct rhn_regmap_reg {")
+    w("\tconst char *name; /* without RHN_REG_ */")
+    w("\tunsigned int offset;")
+    w("\tunsigned int width; /* bits */")
+    w("\tconst char *access; /* RO, RW, WO */")
+    w("\tconst struct rhn_regmap_field *fields;")
+    w("\tunsigned int nfields;")
+    w("};")
+    w("")
+    w("struct rhn_regmap_counter {")
+    w("\tconst char *name; /* as the driver's statistics call it */")
+    w("\tconst char *doc;")
+    w("};")
+    for r in d["register"]:
+        if "fields" not in r:
+            continue
+        w("")
+        w(f"static const struct rhn_regmap_field rhn_regmap_fields_{r['name'].lower()}[] = {{")
+        for f in r["fields"]:
+            msb, lsb = field_bits(f)
+            w(f"\t{{ {c_string(f['name'])}, {lsb}, {msb - lsb + 1} }},")
+        w("};")
+    w("")
+    w("static const struct rhn_regmap_reg rhn_regmap_regs[] = {")
+    for r in d["register"]:
+        if "fields" in r:
+            f = f"rhn_regmap_fields_{r['name'].lower()}"
+            fields = f"{f}, sizeof({f}) / sizeof({f}[0])"
+        else:
+            fields = "0, 0"
+        w(f"\t{{ {c_string(r['name'])}, 0x{r['offset']:03x}, {r['width']}, \"{r['access']}\", {fields} }},")
+    w("};")
+    w("")
+    w("static const struct rhn_regmap_counter rhn_regmap_counters[] = {")
+    for k in d["counter"]:
+        w(f"\t{{ {c_string(k['id'].lower())}, {c_string(k['doc'])} }},")
+    w("};")
+    w("")
+    w("#endif /* RHINET_REGMAP_DESC_H */")
+    return "\n".join(out) + "\n"
+
+
 # ---- the document's tables -----------------------------------------------------
 
 
@@ -482,6 +551,7 @@ def outputs(d):
         HEADER: clang_format(HEADER, header(d)),
         SV_PACKAGE: sv_package(d),
         CONFORM_TABLE: clang_format(CONFORM_TABLE, conform_table(d)),
+        DESC: clang_format(DESC, desc_header(d)),
         DOC: doc_file(d, (REPO / DOC).read_text()),
     }
 

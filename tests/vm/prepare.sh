@@ -116,6 +116,9 @@ if [[ -f $PROV/librhinetdv.so.1 && -f $PROV/rhinet.driver ]]; then
 	# it on every node as its privileged step).
 	[[ -x $PROV/rhinet-group ]] &&
 		bin_args+=(--tool "$PROV/rhinet-group:/usr/bin/rhinet-group")
+	# The bring-up team's decoded dump of a device (devlink.sh).
+	[[ -x $PROV/rhinet-diag ]] &&
+		bin_args+=(--tool "$PROV/rhinet-diag:/usr/bin/rhinet-diag")
 fi
 bash "$HERE/build-initramfs.sh" "$VM/initramfs.cpio" "${bin_args[@]}"
 

@@ -11,7 +11,8 @@
 #      reporter's dump names the timeout;
 #   4. rmmod and insmod: a new devlink instance, every reporter healthy;
 #   5. fatal: the fatal reporter's dump, taken before the driver's reset,
-#      shows STATUS.FATAL.
+#      shows STATUS.FATAL; rhinet-diag decodes the device (before) and
+#      the dump saved as a file (after), and the device without a driver.
 #   devlink.sh NODE NODES
 NODE=$1
 LIB_NAME=devlink
@@ -62,6 +63,12 @@ grep -q "serial_number $mac" /tmp/info || fail "info: serial is not $mac"
 grep -q "fw.contract 1.0" /tmp/info || fail "info: no running fw.contract 1.0"
 grep -q "drv.contract 1.x" /tmp/info || fail "info: no drv.contract"
 all_healthy "after probe"
+# rhinet-diag on the running device: BAR0 decoded, the driver's side.
+rhinet-diag >/tmp/diag 2>&1 || { cat /tmp/diag; fail "rhinet-diag on the device"; }
+cat /tmp/diag
+grep -qE "^  STATUS +0x0000000b  READY LINK_UP ADMIN_ON$" /tmp/diag ||
+	fail "rhinet-diag: STATUS not READY LINK_UP ADMIN_ON"
+grep -qE "^  stopped +no$" /tmp/diag || fail "rhinet-diag: no driver state"
 
 # 2. Lost interrupts, found and recovered by the eq reporter.
 fault_find
@@ -108,6 +115,17 @@ done
 [ "$(count fatal error)" = 1 ] || fail "fatal: $(reporter fatal)"
 devlink health dump show "$dev" reporter fatal >/tmp/dump 2>&1
 grep -q "status_fatal true" /tmp/dump || { cat /tmp/dump; fail "fatal: dump"; }
+# The same dump as a file, decoded.
+devlink -j health dump show "$dev" reporter fatal >/tmp/fatal.json ||
+	fail "fatal: devlink -j dump"
+rhinet-diag --dump /tmp/fatal.json >/tmp/diag 2>&1 || { cat /tmp/diag; fail "rhinet-diag --dump"; }
+cat /tmp/diag
+grep -q "STATUS.FATAL: the NIC stopped itself" /tmp/diag ||
+	fail "rhinet-diag: the dump's STATUS is not decoded as FATAL"
+grep -qE "^  reason +NIC reports a fatal error$" /tmp/diag ||
+	fail "rhinet-diag: the dump's reason"
 rmmod rhinet || fail "rmmod after fatal"
+rhinet-diag >/tmp/diag 2>&1 || { cat /tmp/diag; fail "rhinet-diag without a driver"; }
+grep -q "^driver: no state" /tmp/diag || fail "rhinet-diag: a driver's state without a driver"
 sync_status ok
 echo "devlink: PASS"
