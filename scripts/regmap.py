@@ -142,6 +142,11 @@ def header(d):
     w(f"#define RHN_PCI_CLASS 0x{p['class']:04x} /* {p['class_note']} */")
     w(f"#define RHN_PCI_REVISION 0x{p['revision']:02x}")
     w("")
+    w("/* Boards a firmware image is built for (hw_fw.h, board_id). */")
+    for b in d["board"]:
+        w(f"/* {b['doc']} */")
+        w(f"#define RHN_BOARD_{b['name'].upper().replace('-', '_')} {b['id']}")
+    w("")
     w("/* BARs */")
     for b in d["bar"]:
         doc = f" /* {b['doc']} */" if "doc" in b else ""
@@ -491,6 +496,11 @@ def doc_sections(d):
         const = f"`{name}`" if msb == lsb else f"`{name}_MASK << {name}_SHIFT`"
         rows.append(f"| {md_bits(f)} | {const} | {f['doc']} |")
     s["eq_doorbell"] = rows
+    rows = ["| ID | constant | image file | board |", "|---|---|---|---|"]
+    for b in d["board"]:
+        c = "RHN_BOARD_" + b["name"].upper().replace("-", "_")
+        rows.append(f"| {b['id']} | `{c}` | `rhinet/{b['name']}.bin` | {b['doc']} |")
+    s["boards"] = rows
     rows = ["| offset | constant | width | value written |", "|---|---|---|---|"]
     dp = d["doorbell_page"]
     for k in d["doorbell"]:

@@ -18,6 +18,12 @@
 #define RHN_PCI_CLASS 0x0200 /* network controller, Ethernet */
 #define RHN_PCI_REVISION 0x01
 
+/* Boards a firmware image is built for (hw_fw.h, board_id). */
+/* the QEMU device with the engine in its own process */
+#define RHN_BOARD_QEMU 1
+/* the QEMU device hosting the firmware on a soft core (core=softcore) */
+#define RHN_BOARD_QEMU_SOFTCORE 2
+
 /* BARs */
 #define RHN_BAR_REGS 0 /* control/status registers, kernel only */
 #define RHN_BAR_REGS_SIZE 0x2000
