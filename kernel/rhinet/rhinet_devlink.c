@@ -15,8 +15,8 @@
  * reason; their recovery is a rebind of the driver (a fresh NIC), which
  * devlink cannot run from inside the device, so they have none here. eq
  * is rhinet_eq.c's: it watches its queues and recovers them in place.
- * Diagnose prints the state now; a dump (taken at the report) holds the
- * registers, the counters and the queue indices, which rhinet-diag
+ * Diagnose prints the state now, a dump the state at the report with its
+ * reason: registers, counters and queue indices, which rhinet-diag
  * decodes.
  */
 #include <linux/io-64-nonatomic-lo-hi.h>
@@ -194,13 +194,20 @@ static int rhinet_fmsg_state(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg)
 						 (status & RHN_STATUS_FATAL));
 }
 
-/* What every reporter's diagnose prints: the state now. */
+/*
+ * What every reporter's diagnose prints: the state now, registers and
+ * counters included. Userspace reads BAR0 no other way while the driver
+ * holds it (sysfs refuses to map a claimed BAR), and devlink asks for
+ * CAP_NET_ADMIN.
+ */
 int rhinet_devlink_diagnose(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg)
 {
-	return rhinet_fmsg_state(rdev, fmsg) ?: rhinet_fmsg_queues(rdev, fmsg);
+	return rhinet_fmsg_state(rdev, fmsg) ?:
+	       rhinet_fmsg_queues(rdev, fmsg) ?:
+	       rhinet_fmsg_registers(rdev, fmsg);
 }
 
-/* What every reporter's dump holds: the state, registers and counters. */
+/* What every reporter's dump holds: the reason, then as diagnose. */
 int rhinet_devlink_dump(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg,
 			const char *reason)
 {
@@ -208,8 +215,7 @@ int rhinet_devlink_dump(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg,
 
 	if (reason)
 		err = devlink_fmsg_string_pair_put(fmsg, "reason", reason);
-	err = err ?: rhinet_devlink_diagnose(rdev, fmsg);
-	return err ?: rhinet_fmsg_registers(rdev, fmsg);
+	return err ?: rhinet_devlink_diagnose(rdev, fmsg);
 }
 
 static int rhinet_stop_diagnose(struct devlink_health_reporter *reporter,

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // rhinet-diag: a decoded look at a RHiNET-NG NIC for the people bringing it
-// up. From a running device it reads BAR0 through sysfs (registers and
-// counters, root only) and asks the driver for its side (`devlink -j
-// health diagnose`); from a file it decodes a dump the driver wrote
-// (`devlink -j health dump show DEV reporter NAME > FILE`). The register
+// up. From a running device it asks the driver (`devlink -j health
+// diagnose`: registers, counters, its queues), or, with no driver bound,
+// maps BAR0 through sysfs (root); from a file it decodes a dump the driver
+// wrote (`devlink -j health dump show DEV reporter NAME > FILE`). The register
 // and counter names come from the register map (regmap_desc.h, generated
 // from registers.toml), so what is printed follows the contract.
 //
@@ -167,24 +167,30 @@ bool read_file(const std::string& path, std::string& out, std::string& err) {
   return true;
 }
 
-// A dump file: registers and counters by name, the driver's state.
-bool from_dump(const std::string& path, Snapshot& snap, std::string& err) {
-  std::string text;
-  if (!read_file(path, text, err)) return false;
-  auto j = JsonReader(text).parse(err);
-  if (!j) return err = path + ": " + err, false;
-  snap.source = "dump " + path;
-  if (const Json* regs = j->find("registers"))
+// Registers and counters by name, and the driver's state, from what the
+// driver's devlink reporters print (a dump, or diagnose).
+bool from_json(Json j, Snapshot& snap, std::string& err) {
+  if (const Json* regs = j.find("registers"))
     for (const auto& [k, v] : regs->members) snap.regs[upper(k)] = v.integer;
-  if (const Json* cnt = j->find("counters")) {
+  if (const Json* cnt = j.find("counters")) {
     snap.counters.assign(RHN_CNT_COUNT, 0);
     for (const auto& [k, v] : cnt->members)
       for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
         if (k == rhn_regmap_counters[i].name) snap.counters[i] = v.integer;
   }
-  if (snap.regs.empty() && !j->find("stopped"))
-    return err = path + ": not a rhinet devlink dump (no registers)", false;
-  snap.driver = std::move(*j);
+  if (snap.regs.empty() && !j.find("stopped"))
+    return err = "not a rhinet devlink dump (no registers)", false;
+  snap.driver = std::move(j);
+  return true;
+}
+
+bool from_dump(const std::string& path, Snapshot& snap, std::string& err) {
+  std::string text;
+  if (!read_file(path, text, err)) return false;
+  auto j = JsonReader(text).parse(err);
+  if (!j || !from_json(std::move(*j), snap, err))
+    return err = path + ": " + err, false;
+  snap.source = "dump " + path;
   return true;
 }
 
@@ -211,9 +217,28 @@ std::string find_device(std::string& err) {
   return found;
 }
 
-// A running device: BAR0 through sysfs, the driver's side through devlink.
+// A running device. With the driver bound, everything comes through it
+// (devlink -j health diagnose: needs CAP_NET_ADMIN); without one, BAR0 is
+// mapped through sysfs (root).
 bool from_device(std::string bdf, Snapshot& snap, std::string& err) {
   if (bdf.empty() && (bdf = find_device(err)).empty()) return false;
+  const std::string cmd =
+      "devlink -j health diagnose pci/" + bdf + " reporter fatal 2>/dev/null";
+  std::string out, perr;
+  {
+    std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+    char buf[4096];
+    size_t n;
+    while (p && (n = fread(buf, 1, sizeof(buf), p.get())) > 0)
+      out.append(buf, n);
+  }
+  if (!out.empty()) {
+    auto j = JsonReader(out).parse(perr);
+    if (j && j->find("registers") && from_json(std::move(*j), snap, perr)) {
+      snap.source = "device " + bdf + " (through the driver)";
+      return true;
+    }
+  }
   const std::string res = "/sys/bus/pci/devices/" + bdf + "/resource0";
   const int fd = open(res.c_str(), O_RDONLY | O_SYNC);
   if (fd < 0)
@@ -224,7 +249,11 @@ bool from_device(std::string bdf, Snapshot& snap, std::string& err) {
            false;
   void* map = mmap(nullptr, RHN_BAR_REGS_SIZE, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
-  if (map == MAP_FAILED) return err = res + ": mmap: " + strerror(errno), false;
+  if (map == MAP_FAILED)
+    return err = res + ": mmap: " + strerror(errno) +
+                 " (a driver holds the device but devlink gave nothing: "
+                 "is devlink installed, are you CAP_NET_ADMIN?)",
+           false;
   auto* bar = static_cast<volatile uint8_t*>(map);
   auto rd32 = [&](unsigned off) {
     return *reinterpret_cast<volatile uint32_t*>(bar + off);
@@ -240,17 +269,7 @@ bool from_device(std::string bdf, Snapshot& snap, std::string& err) {
     snap.counters[i] = rd32(RHN_REG_COUNTERS + 8 * i) |
                        uint64_t{rd32(RHN_REG_COUNTERS + 8 * i + 4)} << 32;
   munmap(map, RHN_BAR_REGS_SIZE);
-  snap.source = "device " + bdf;
-  // The driver's side: optional (no driver bound, no devlink tool).
-  const std::string cmd =
-      "devlink -j health diagnose pci/" + bdf + " reporter fatal 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof(buf), p.get())) > 0) out.append(buf, n);
-  std::string perr;
-  if (!out.empty()) snap.driver = JsonReader(out).parse(perr);
+  snap.source = "device " + bdf + " (BAR0 through sysfs, no driver bound)";
   return true;
 }
 
@@ -355,7 +374,7 @@ void print_text(const Snapshot& snap, bool all) {
                rhn_regmap_counters[i].doc);
   }
   if (!snap.driver) {
-    printf("\ndriver: no state (no devlink instance, or no devlink tool)\n");
+    printf("\ndriver: no state (no driver bound)\n");
     return;
   }
   const Json& d = *snap.driver;
