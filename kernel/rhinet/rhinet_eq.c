@@ -83,12 +83,12 @@ static irqreturn_t rhinet_eq_thread(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
-/* The NIC has destroyed an object: the events it wrote for it before its
- * destroy completed are in the queues now, and are taken here, before the
- * object's number can be given to another (a stale event would reach
- * that one otherwise).
+/*
+ * Takes every entry of every queue and reports the new consumer index;
+ * @rearm (devlink's recovery of a queue whose interrupt was lost) also
+ * arms each queue again and counts the recovery.
  */
-void rhinet_eq_drain(struct rhinet_dev *rdev)
+static void rhinet_eq_take_all(struct rhinet_dev *rdev, bool rearm)
 {
 	u32 i;
 
@@ -99,9 +99,23 @@ void rhinet_eq_drain(struct rhinet_dev *rdev)
 			continue;
 		mutex_lock(&eq->lock);
 		rhinet_eq_process(eq, UINT_MAX);
-		rhinet_eq_doorbell(eq, false);
+		rhinet_eq_doorbell(eq, rearm);
+		if (rearm) {
+			WRITE_ONCE(eq->recoveries, eq->recoveries + 1);
+			eq->watch_waiting = false;
+		}
 		mutex_unlock(&eq->lock);
 	}
+}
+
+/* The NIC has destroyed an object: the events it wrote for it before its
+ * destroy completed are in the queues now, and are taken here, before the
+ * object's number can be given to another (a stale event would reach
+ * that one otherwise).
+ */
+void rhinet_eq_drain(struct rhinet_dev *rdev)
+{
+	rhinet_eq_take_all(rdev, false);
 }
 
 /*
@@ -130,25 +144,6 @@ static u32 rhinet_eq_stalled(struct rhinet_dev *rdev)
 	return stalled;
 }
 
-/* devlink's recovery: every entry taken, every queue armed again. */
-static void rhinet_eq_recover(struct rhinet_dev *rdev)
-{
-	u32 i;
-
-	for (i = 0; i < rdev->nr_eqs; i++) {
-		struct rhinet_eq *eq = &rdev->eqs[i];
-
-		if (!eq->ring)
-			continue;
-		mutex_lock(&eq->lock);
-		rhinet_eq_process(eq, UINT_MAX);
-		rhinet_eq_doorbell(eq, true);
-		WRITE_ONCE(eq->recoveries, eq->recoveries + 1);
-		eq->watch_waiting = false;
-		mutex_unlock(&eq->lock);
-	}
-}
-
 static int rhinet_eq_report_diagnose(struct devlink_health_reporter *reporter,
 				     struct devlink_fmsg *fmsg,
 				     struct netlink_ext_ack *extack)
@@ -175,7 +170,7 @@ static int rhinet_eq_report_recover(struct devlink_health_reporter *reporter,
 		NL_SET_ERR_MSG_MOD(extack, "the NIC is stopped: rebind the driver");
 		return -EIO;
 	}
-	rhinet_eq_recover(rdev);
+	rhinet_eq_take_all(rdev, true);
 	return 0;
 }
 

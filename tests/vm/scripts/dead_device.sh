@@ -57,12 +57,7 @@ round() {
 	[ "$mode" = hang ] && poke=-p
 	rhinet-fatal $poke /tmp/go >/tmp/fatal.log 2>&1 &
 	pid=$!
-	i=0
-	until grep -q ready /tmp/fatal.log; do
-		i=$((i + 1))
-		[ $i -lt 300 ] || { cat /tmp/fatal.log; fail "$mode: user not ready"; }
-		usleep 100000
-	done
+	fault_user_ready /tmp/fatal.log "$mode"
 	inject "$mode"
 	touch /tmp/go
 	wait $pid

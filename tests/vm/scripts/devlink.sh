@@ -106,12 +106,7 @@ all_healthy "after insmod"
 # 5. STATUS.FATAL: the fatal reporter, its dump before the reset.
 dmesg -c >/dev/null
 fault_set fatal
-i=0
-until dmesg | grep -q "NIC stopped, device fatal"; do
-	i=$((i + 1))
-	[ $i -lt 50 ] || fail "fatal: the driver did not find it"
-	usleep 100000
-done
+fault_wait_stopped fatal
 [ "$(count fatal error)" = 1 ] || fail "fatal: $(reporter fatal)"
 devlink health dump show "$dev" reporter fatal >/tmp/dump 2>&1
 grep -q "status_fatal true" /tmp/dump || { cat /tmp/dump; fail "fatal: dump"; }

@@ -38,3 +38,24 @@ fault_set() {
 	printf "\\$(printf %03o "$v")" |
 		dd of="$PCI/config" bs=1 seek=$((FAULT_CAP + 4)) conv=notrunc 2>/dev/null
 }
+
+# fault_wait_stopped WHAT: until the driver says it stopped the NIC, 5 s.
+fault_wait_stopped() {
+	i=0
+	until dmesg | grep -q "NIC stopped, device fatal"; do
+		i=$((i + 1))
+		[ $i -lt 50 ] || fail "$1: the driver did not find the failed NIC"
+		usleep 100000
+	done
+}
+
+# fault_user_ready LOG WHAT: until the verbs user writing LOG (rhinet-fatal)
+# holds its objects, 30 s.
+fault_user_ready() {
+	i=0
+	until grep -q ready "$1"; do
+		i=$((i + 1))
+		[ $i -lt 300 ] || { cat "$1"; fail "$2: user not ready"; }
+		usleep 100000
+	done
+}

@@ -67,12 +67,7 @@ while [ $r -le $ROUNDS ]; do
 	rm -f /tmp/go
 	rhinet-fatal -r /tmp/go >/tmp/fatal.log 2>&1 &
 	user=$!
-	i=0
-	until grep -q ready /tmp/fatal.log; do
-		i=$((i + 1))
-		[ $i -lt 300 ] || { cat /tmp/fatal.log; fail "$what: user not ready"; }
-		usleep 100000
-	done
+	fault_user_ready /tmp/fatal.log "$what"
 	timeout 90 ib_write_bw -d rhinet0 -x 0 -s 65536 -D 30 >/tmp/bw.srv 2>&1 &
 	bw_srv=$!
 	sleep 1

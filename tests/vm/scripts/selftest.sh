@@ -62,12 +62,7 @@ wait $bw || { cat /tmp/pair.log; fail "ib_write_bw beside the self-tests"; }
 fault_find
 dmesg -c >/dev/null
 fault_set fatal
-i=0
-until dmesg | grep -q "NIC stopped, device fatal"; do
-	i=$((i + 1))
-	[ $i -lt 50 ] || fail "the driver did not find the fatal NIC"
-	usleep 100000
-done
+fault_wait_stopped fatal
 run_tests online FAIL
 awk -F'\t' '/\(online\)/ { if ($NF + 0 == 0) exit 1 }' /tmp/t.log ||
 	fail "a test passed on a dead NIC"
