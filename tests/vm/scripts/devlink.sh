@@ -109,7 +109,7 @@ fault_set fatal
 fault_wait_stopped fatal
 [ "$(count fatal error)" = 1 ] || fail "fatal: $(reporter fatal)"
 devlink health dump show "$dev" reporter fatal >/tmp/dump 2>&1
-grep -q "status_fatal true" /tmp/dump || { cat /tmp/dump; fail "fatal: dump"; }
+grep -q "status_fatal: true" /tmp/dump || { cat /tmp/dump; fail "fatal: dump"; }
 # The same dump as a file, decoded.
 devlink -j health dump show "$dev" reporter fatal >/tmp/fatal.json ||
 	fail "fatal: devlink -j dump"
