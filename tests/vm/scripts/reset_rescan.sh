@@ -23,6 +23,9 @@ elapsed() { echo "$1 $(now)" | awk '{ printf "%.1f", $2 - $1 }'; }
 
 modprobe ib_uverbs && modprobe rdma_ucm && insmod "$KO" || fail "insmod"
 echo 0 >/proc/sys/net/ipv6/conf/default/accept_dad
+# perftest and pingpong swap their QP data over TCP on 127.0.0.1.
+ip link set lo up || fail "lo up"
+
 fault_find
 
 # The interface up and the port ACTIVE, within 30 s of a (re)bind.
