@@ -29,11 +29,13 @@ if [ "$NODE" = 1 ]; then
 	echo "devlink: PASS: node 1 answered"
 	exit 0
 fi
-# Node 0's failures reach node 1 too.
+# Node 0's failures reach node 1 too, until the word is given (step 5
+# takes node 0's network away).
+synced=0
 fail() {
 	echo "devlink: FAIL: $*"
 	dmesg | tail -30
-	sync_status "fail: $*" >/dev/null 2>&1
+	[ $synced = 1 ] || sync_status "fail: $*" >/dev/null 2>&1
 	exit 1
 }
 
@@ -102,6 +104,16 @@ rmmod rhinet || fail "rmmod after the hang"
 insmod "$KO" || fail "insmod"
 dev=$(devlink dev show | grep -m1 '^pci/')
 all_healthy "after insmod"
+# The new interface back on the fabric, then node 1 is told: step 5
+# stops node 0's NIC for good.
+ip addr add "$ME/24" dev eth0 && ip link set eth0 up || fail "ip after insmod"
+i=0
+until ping -c 1 -W 1 "$THEM" >/dev/null 2>&1; do
+	i=$((i + 1))
+	[ $i -lt 30 ] || fail "no answer from $THEM after insmod"
+done
+sync_status ok
+synced=1
 
 # 5. STATUS.FATAL: the fatal reporter, its dump before the reset.
 dmesg -c >/dev/null
@@ -122,5 +134,4 @@ grep -qE "^  reason +NIC reports a fatal error$" /tmp/diag ||
 rmmod rhinet || fail "rmmod after fatal"
 rhinet-diag >/tmp/diag 2>&1 || { cat /tmp/diag; fail "rhinet-diag without a driver"; }
 grep -q "^driver: no state" /tmp/diag || fail "rhinet-diag: a driver's state without a driver"
-sync_status ok
 echo "devlink: PASS"

@@ -71,10 +71,10 @@ while [ $r -le $ROUNDS ]; do
 	rhinet-fatal -r /tmp/go >/tmp/fatal.log 2>&1 &
 	user=$!
 	fault_user_ready /tmp/fatal.log "$what"
-	timeout 90 ib_write_bw -d rhinet0 -x 0 -s 65536 -D 30 >/tmp/bw.srv 2>&1 &
+	timeout 90 ib_write_bw -d rhinet0 -x 0 -s 65536 -D 8 >/tmp/bw.srv 2>&1 &
 	bw_srv=$!
 	sleep 1
-	timeout 90 ib_write_bw -d rhinet0 -x 0 -s 65536 -D 30 127.0.0.1 >/tmp/bw.cli 2>&1 &
+	timeout 90 ib_write_bw -d rhinet0 -x 0 -s 65536 -D 8 127.0.0.1 >/tmp/bw.cli 2>&1 &
 	bw_cli=$!
 	sleep 3
 	touch /tmp/go
