@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// BAR0 registers as the conformance suite checks them: offset, width and
-// access type from hw_regs.h (its RO/RW/WO comments) and registers.md, and
-// the value each must read right after a reset. The contract headers carry
-// the access types but no reset values; until a machine-readable register
-// source generates this, this table is the one place the suite keeps them,
-// each with the document line it follows. Counters are not listed: every
-// one is a read-only 64-bit register reading 0 after a reset
-// (RHN_COUNTERS in hw_regs.h, CONTROL.RESET drops all state).
+// BAR0 registers as the conformance suite checks them: offset, width,
+// access type, the bits a reset fixes and their value, and a value an
+// RW register must read back. Generated from
+// include/hw/rhinet/registers.toml by scripts/regmap.py: edit that
+// file, not this one. Counters are not listed: every one is a
+// read-only 64-bit register reading 0 after a reset.
 #pragma once
 
 #include <cstdint>
@@ -26,47 +24,48 @@ struct RegSpec {
   // the contract gives no reset value (only other properties are checked).
   uint64_t reset_mask;
   uint64_t reset_value;
-  const char* source;  // where the expectation comes from
+  // RW: a value that must read back once written (0 otherwise).
+  uint64_t probe;
+  const char* meaning;  // registers.toml's words
 };
 
 inline constexpr RegSpec kRegs[] = {
-    {"RHN_REG_VERSION", RHN_REG_VERSION, 32, Access::kRO, 0xffffffffu,
-     RHN_VERSION, "registers.md: this contract is 1.0, i.e. 0x00010000"},
-    {"RHN_REG_CAPS", RHN_REG_CAPS, 32, Access::kRO,
-     ~uint64_t(RHN_CAP_COLL_SWITCH * 2 - 1) & 0xffffffffu, 0,
-     "README.md: numbers the headers do not define (capability bits) are "
-     "reserved"},
-    {"RHN_REG_NODE_ID", RHN_REG_NODE_ID, 32, Access::kRO, 0xffff0000u, 0,
-     "registers.md: the node ID in bits 15:0"},
-    {"RHN_REG_STATUS", RHN_REG_STATUS, 32, Access::kRO,
-     RHN_STATUS_READY | RHN_STATUS_FATAL | RHN_STATUS_ADMIN_ON,
-     RHN_STATUS_READY,
-     "registers.md bring-up order: READY after reset, no FATAL, admin queue "
-     "not yet accepted"},
-    {"RHN_REG_CONTROL", RHN_REG_CONTROL, 32, Access::kRW,
-     RHN_CONTROL_ENABLE | RHN_CONTROL_RESET | RHN_CONTROL_INTR_ENABLE, 0,
-     "registers.md: RESET clears itself; ENABLE and INTR_ENABLE are set by "
-     "the driver after reset (bring-up steps 4, 5)"},
-    {"RHN_REG_DB_PAGES", RHN_REG_DB_PAGES, 32, Access::kRO, 0, 0,
-     "registers.md: pages in BAR2, the kernel's page 0 included"},
-    {"RHN_REG_MSIX_VECTORS", RHN_REG_MSIX_VECTORS, 32, Access::kRO, 0, 0,
-     "registers.md: number of MSI-X vectors"},
-    {"RHN_REG_MTU", RHN_REG_MTU, 32, Access::kRO, 0, 0,
-     "registers.md: largest payload of one packet"},
-    {"RHN_REG_MAC_LO", RHN_REG_MAC_LO, 32, Access::kRO, 0, 0,
-     "registers.md: MAC bytes 0..3"},
-    {"RHN_REG_MAC_HI", RHN_REG_MAC_HI, 32, Access::kRO, 0xffff0000u, 0,
-     "registers.md: MAC bytes 4..5 (bits 15:0)"},
-    {"RHN_REG_ADMIN_SQ_BASE", RHN_REG_ADMIN_SQ_BASE, 64, Access::kRW, 0, 0,
-     "registers.md: RW 64, 4 KiB aligned bus address"},
-    {"RHN_REG_ADMIN_CQ_BASE", RHN_REG_ADMIN_CQ_BASE, 64, Access::kRW, 0, 0,
-     "registers.md: RW 64, 4 KiB aligned bus address"},
-    {"RHN_REG_ADMIN_LOG_DEPTH", RHN_REG_ADMIN_LOG_DEPTH, 32, Access::kRW, 0, 0,
-     "registers.md: RW, log2 entries of both admin rings"},
-    {"RHN_REG_ADMIN_SQ_TAIL", RHN_REG_ADMIN_SQ_TAIL, 32, Access::kWO, 0, 0,
-     "registers.md: WO, writing it is the kick"},
-    {"RHN_REG_EQ_DOORBELL", RHN_REG_EQ_DOORBELL, 64, Access::kWO, 0, 0,
-     "registers.md: WO 64, EQ consumer index and re-arm"},
+    {"RHN_REG_VERSION", 0x000, 32, Access::kRO, 0xffffffffull, 0x10000ull,
+     0x0ull,
+     "interface version: major << 16 | minor. This contract is 1.0, i.e. "
+     "0x00010000 (RHN_VERSION)."},
+    {"RHN_REG_CAPS", 0x004, 32, Access::kRO, 0xfff80000ull, 0x0ull, 0x0ull,
+     "capability bits, enum rhn_cap (table below)"},
+    {"RHN_REG_NODE_ID", 0x008, 32, Access::kRO, 0xffff0000ull, 0x0ull, 0x0ull,
+     "this NIC's fabric node ID in bits 15:0"},
+    {"RHN_REG_STATUS", 0x00c, 32, Access::kRO, 0xfffffffdull, 0x1ull, 0x0ull,
+     "status bits, enum rhn_status"},
+    {"RHN_REG_CONTROL", 0x010, 32, Access::kRW, 0xffffffffull, 0x0ull, 0x4ull,
+     "control bits, enum rhn_control"},
+    {"RHN_REG_DB_PAGES", 0x014, 32, Access::kRO, 0x0ull, 0x0ull, 0x0ull,
+     "number of doorbell pages in BAR2 (= number of contexts, including the "
+     "kernel's page 0)"},
+    {"RHN_REG_MSIX_VECTORS", 0x018, 32, Access::kRO, 0x0ull, 0x0ull, 0x0ull,
+     "number of MSI-X vectors"},
+    {"RHN_REG_MTU", 0x01c, 32, Access::kRO, 0x0ull, 0x0ull, 0x0ull,
+     "largest payload, in bytes, that one packet carries"},
+    {"RHN_REG_MAC_LO", 0x020, 32, Access::kRO, 0x0ull, 0x0ull, 0x0ull,
+     "MAC address bytes 0..3"},
+    {"RHN_REG_MAC_HI", 0x024, 32, Access::kRO, 0xffff0000ull, 0x0ull, 0x0ull,
+     "MAC address bytes 4..5"},
+    {"RHN_REG_ADMIN_SQ_BASE", 0x040, 64, Access::kRW, 0x0ull, 0x0ull,
+     0x1234567000ull,
+     "bus address of the admin submission ring, 4 KiB aligned"},
+    {"RHN_REG_ADMIN_CQ_BASE", 0x048, 64, Access::kRW, 0x0ull, 0x0ull,
+     0x1234567000ull,
+     "bus address of the admin completion ring, 4 KiB aligned"},
+    {"RHN_REG_ADMIN_LOG_DEPTH", 0x050, 32, Access::kRW, 0x0ull, 0x0ull, 0x3ull,
+     "log2 of the number of entries of both admin rings (at most "
+     "RHN_ADMIN_MAX_LOG_DEPTH = 8)"},
+    {"RHN_REG_ADMIN_SQ_TAIL", 0x054, 32, Access::kWO, 0x0ull, 0x0ull, 0x0ull,
+     "admin SQ producer index; writing it is the kick"},
+    {"RHN_REG_EQ_DOORBELL", 0x060, 64, Access::kWO, 0x0ull, 0x0ull, 0x0ull,
+     "event queue consumer index and re-arm (below)"},
 };
 
 }  // namespace rhinet::conform

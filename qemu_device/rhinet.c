@@ -31,8 +31,8 @@
  *
  * Fault injection (tests of a driver's dead-device handling): the QOM
  * property "fault", or a vendor capability in config space when
- * fault-injection=on, makes the NIC hang, halt with STATUS.FATAL, or
- * vanish from the bus (see RhinetFault).
+ * fault-injection=on, makes the NIC hang, halt with STATUS.FATAL,
+ * vanish from the bus, or lose its interrupts (see RhinetFault).
  *
  * Copyright (c) 2026 RHiNET-NG developers
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -98,12 +98,19 @@ typedef enum RhinetFault {
     RHINET_FAULT_HANG,  /* the engine stops: no DMA, interrupts, frames */
     RHINET_FAULT_FATAL, /* as HANG, and STATUS.FATAL reads as set */
     RHINET_FAULT_GONE,  /* as HANG, and BAR0/BAR2 read ~0, writes dropped */
+    RHINET_FAULT_IRQ_LOSS, /* the engine works; its MSI-X messages are lost */
     RHINET_FAULT__MAX,
 } RhinetFault;
 
 static const char *const rhinet_fault_names[RHINET_FAULT__MAX] = {
-    "none", "hang", "fatal", "gone",
+    "none", "hang", "fatal", "gone", "irq-loss",
 };
+
+/* Faults under which the engine does nothing until they are cleared. */
+static bool rhinet_fault_stops_engine(uint32_t fault)
+{
+    return fault != RHINET_FAULT_NONE && fault != RHINET_FAULT_IRQ_LOSS;
+}
 
 /* The vendor capability: id, next, length, 0, then the fault (32 bits). */
 #define RHINET_FAULT_CAP_LEN 8
@@ -292,11 +299,11 @@ static void *rhinet_engine_thread(void *opaque)
         setpriority(PRIO_PROCESS, qemu_get_thread_id(), s->engine_nice);
     }
     while (!qatomic_read(&s->stop)) {
-        if (qatomic_read(&s->fault) != RHINET_FAULT_NONE) {
+        if (rhinet_fault_stops_engine(qatomic_read(&s->fault))) {
             /* Injected fault: the engine does nothing until cleared. */
             qatomic_set(&s->sleeping, true);
             smp_mb(); /* pairs with rhinet_kick_engine's */
-            if (qatomic_read(&s->fault) != RHINET_FAULT_NONE &&
+            if (rhinet_fault_stops_engine(qatomic_read(&s->fault)) &&
                 !qatomic_read(&s->stop)) {
                 qemu_poll_ns(&wake, 1, -1);
             }
@@ -679,7 +686,8 @@ static void rhinet_bh(void *opaque)
         unsigned vector = ctz32(pending);
 
         pending &= pending - 1;
-        if (msix_enabled(pdev)) {
+        if (msix_enabled(pdev) &&
+            qatomic_read(&s->fault) != RHINET_FAULT_IRQ_LOSS) {
             msix_notify(pdev, vector);
         }
     }

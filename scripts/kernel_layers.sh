@@ -33,6 +33,7 @@ declare -A LAYER=(
 	[rhinet_eq.c]=1
 	[rhinet_health.c]=1
 	[rhinet_consumers.c]=1
+	[rhinet_devlink.c]=1
 
 	[rhinet_obj.h]=2
 	[rhinet_obj.c]=2
@@ -53,6 +54,7 @@ declare -A LAYER=(
 	[rhinet_kverbs.c]=3
 	[rhinet_netdev.c]=3
 	[rhinet_main.c]=3
+	[rhinet_selftest.c]=3
 )
 
 # The file's text without comments and string or character literals.

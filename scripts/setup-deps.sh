@@ -81,6 +81,10 @@ PACKAGES=(
 	# The soft core's link firmware runs in qemu-system-riscv32 beside the
 	# QEMU device (tests/softcore_link, Documentation/hardware/soft-core.md)
 	qemu-system-misc
+	# Elaborates the register map's SystemVerilog package (regmap_sv_lint)
+	verilator
+	# The driver's self-tests in the guests (ethtool -t, vm_selftest)
+	ethtool
 )
 
 is_installed() {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// BAR0: reset values and access types of every register (reg_table.h and
-// the counter list), the values registers.md ties to other state, the
-// 64-bit registers' halves, the bring-up order.
+// BAR0: reset values and access types of every register (reg_table.h,
+// generated from registers.toml, and the counter list), the values
+// registers.md ties to other state, the 64-bit registers' halves, the
+// bring-up order.
 #include <string>
 
 #include "case.h"
@@ -41,20 +42,10 @@ void read_only(const RegSpec& r, Target& t, Check& c) {
        before, read_reg(t, r));
 }
 
-// RW: what is written reads back (after the NIC took it).
+// RW: what is written reads back (after the NIC took it). The value is
+// the register map's probe for the register.
 void read_write(const RegSpec& r, Target& t, Check& c) {
-  uint64_t v = 0;
-  switch (r.offset) {
-    case RHN_REG_CONTROL:
-      v = RHN_CONTROL_INTR_ENABLE;
-      break;
-    case RHN_REG_ADMIN_LOG_DEPTH:
-      v = 3;
-      break;
-    default:  // the 64-bit ring bases: an aligned address above 4 GiB
-      v = 0x0000'0012'3456'7000ull;
-      break;
-  }
+  const uint64_t v = r.probe;
   t.reg_write(r.offset, v, r.width / 8);
   t.wait_until([&] { return read_reg(t, r) == v; }, kWaitNs);
   c.eq(std::string(r.name) + " after writing " + hex(v), v, read_reg(t, r));
@@ -155,7 +146,7 @@ struct RegCases {
       const std::string n = r.name;
       if (r.reset_mask)
         CaseRegistrar("regs.reset." + n, "regs",
-                      std::string("reset value: ") + r.source,
+                      std::string("reset value of: ") + r.meaning,
                       [&r](Target& t, Check& c) { reset_value(r, t, c); });
       if (r.access == Access::kRO)
         CaseRegistrar("regs.access." + n, "regs",

@@ -43,6 +43,7 @@ irqreturn_t rhinet_admin_irq(int irq, void *data)
 {
 	struct rhinet_dev *rdev = data;
 
+	atomic64_inc(&rdev->admin.irqs);
 	complete(&rdev->admin.event);
 	return IRQ_HANDLED;
 }
@@ -185,7 +186,7 @@ out:
 	mutex_unlock(&adm->lock);
 	/* Queue and NIC disagree: nothing it does can be trusted now. */
 	if (failure)
-		rhinet_dev_fail(rdev, failure);
+		rhinet_dev_fail(rdev, RHINET_REPORT_ADMIN, failure);
 	return ret;
 }
 

@@ -10,6 +10,7 @@
 #include <linux/interrupt.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/log2.h>
+#include <net/devlink.h>
 
 #include "rhinet_hw.h"
 
@@ -19,6 +20,8 @@
  */
 #define EQ_BUDGET 256
 #define EQ_REPORT_EVERY 64
+/* How often the queues are looked at for a lost interrupt. */
+#define RHINET_EQ_WATCH_MS 1000
 
 static void rhinet_eq_doorbell(struct rhinet_eq *eq, bool arm)
 {
@@ -80,12 +83,12 @@ static irqreturn_t rhinet_eq_thread(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
-/* The NIC has destroyed an object: the events it wrote for it before its
- * destroy completed are in the queues now, and are taken here, before the
- * object's number can be given to another (a stale event would reach
- * that one otherwise).
+/*
+ * Takes every entry of every queue and reports the new consumer index;
+ * @rearm (devlink's recovery of a queue whose interrupt was lost) also
+ * arms each queue again and counts the recovery.
  */
-void rhinet_eq_drain(struct rhinet_dev *rdev)
+static void rhinet_eq_take_all(struct rhinet_dev *rdev, bool rearm)
 {
 	u32 i;
 
@@ -96,9 +99,118 @@ void rhinet_eq_drain(struct rhinet_dev *rdev)
 			continue;
 		mutex_lock(&eq->lock);
 		rhinet_eq_process(eq, UINT_MAX);
-		rhinet_eq_doorbell(eq, false);
+		rhinet_eq_doorbell(eq, rearm);
+		if (rearm) {
+			WRITE_ONCE(eq->recoveries, eq->recoveries + 1);
+			eq->watch_waiting = false;
+		}
 		mutex_unlock(&eq->lock);
 	}
+}
+
+/* The NIC has destroyed an object: the events it wrote for it before its
+ * destroy completed are in the queues now, and are taken here, before the
+ * object's number can be given to another (a stale event would reach
+ * that one otherwise).
+ */
+void rhinet_eq_drain(struct rhinet_dev *rdev)
+{
+	rhinet_eq_take_all(rdev, false);
+}
+
+/*
+ * Health, once a period: the queues whose next entry was already waiting
+ * at the last check with no entry taken since. A queue whose handler runs
+ * now is busy, not stalled.
+ */
+static u32 rhinet_eq_stalled(struct rhinet_dev *rdev)
+{
+	u32 i, stalled = 0;
+
+	for (i = 0; i < rdev->nr_eqs; i++) {
+		struct rhinet_eq *eq = &rdev->eqs[i];
+		bool waiting;
+
+		if (!eq->ring || !mutex_trylock(&eq->lock))
+			continue;
+		waiting = rhinet_eq_waiting(eq);
+		if (waiting && eq->watch_waiting &&
+		    eq->consumer == eq->watch_consumer)
+			stalled++;
+		eq->watch_waiting = waiting;
+		eq->watch_consumer = eq->consumer;
+		mutex_unlock(&eq->lock);
+	}
+	return stalled;
+}
+
+static int rhinet_eq_report_diagnose(struct devlink_health_reporter *reporter,
+				     struct devlink_fmsg *fmsg,
+				     struct netlink_ext_ack *extack)
+{
+	return rhinet_devlink_diagnose(devlink_health_reporter_priv(reporter),
+				       fmsg);
+}
+
+static int rhinet_eq_report_dump(struct devlink_health_reporter *reporter,
+				 struct devlink_fmsg *fmsg, void *priv_ctx,
+				 struct netlink_ext_ack *extack)
+{
+	return rhinet_devlink_dump(devlink_health_reporter_priv(reporter), fmsg,
+				   priv_ctx);
+}
+
+static int rhinet_eq_report_recover(struct devlink_health_reporter *reporter,
+				    void *priv_ctx,
+				    struct netlink_ext_ack *extack)
+{
+	struct rhinet_dev *rdev = devlink_health_reporter_priv(reporter);
+
+	if (rhinet_dev_dead(rdev)) {
+		NL_SET_ERR_MSG_MOD(extack, "the NIC is stopped: rebind the driver");
+		return -EIO;
+	}
+	rhinet_eq_take_all(rdev, true);
+	return 0;
+}
+
+static const struct devlink_health_reporter_ops rhinet_eq_reporter_ops = {
+	.name = "eq",
+	.diagnose = rhinet_eq_report_diagnose,
+	.dump = rhinet_eq_report_dump,
+	.recover = rhinet_eq_report_recover,
+};
+
+/*
+ * Once a period: a queue whose next entry waited the whole period lost its
+ * interrupt, and a count of events the NIC held back that grew means a
+ * queue was full. Either goes to the eq reporter, and devlink recovers the
+ * queues (at once, and again on every later report).
+ */
+static void rhinet_eq_watch(struct work_struct *work)
+{
+	struct rhinet_dev *rdev =
+		container_of(to_delayed_work(work), struct rhinet_dev, eq_watch);
+	u64 deferred;
+	bool grew;
+
+	if (rhinet_dev_dead(rdev))
+		return; /* the fatal report said it all */
+	deferred = readq(rdev->regs + RHN_REG_COUNTERS +
+			 8 * RHN_CNT_EVENTS_DEFERRED);
+	if (deferred == U64_MAX)
+		goto again; /* gone from the bus: the health check's to tell */
+	grew = deferred > rdev->events_deferred;
+	rdev->events_deferred = deferred;
+	if (rhinet_eq_stalled(rdev))
+		rhinet_devlink_report(rdev, RHINET_REPORT_EQ,
+				      "an event queue's next entry waited a whole period: its interrupt was lost");
+	else if (grew)
+		rhinet_devlink_report(rdev, RHINET_REPORT_EQ,
+				      "the NIC held completion events back: an event queue was full");
+again:
+	schedule_delayed_work(&rdev->eq_watch,
+			      msecs_to_jiffies(RHINET_EQ_WATCH_MS));
 }
 
 void rhinet_eq_sync(struct rhinet_dev *rdev)
@@ -185,6 +297,11 @@ int rhinet_eq_init(struct rhinet_dev *rdev)
 		if (ret)
 			goto err;
 	}
+	rhinet_devlink_add_reporter(rdev, RHINET_REPORT_EQ,
+				    &rhinet_eq_reporter_ops);
+	INIT_DELAYED_WORK(&rdev->eq_watch, rhinet_eq_watch);
+	schedule_delayed_work(&rdev->eq_watch,
+			      msecs_to_jiffies(RHINET_EQ_WATCH_MS));
 	return 0;
 
 err:
@@ -198,6 +315,8 @@ void rhinet_eq_fini(struct rhinet_dev *rdev)
 {
 	u32 i;
 
+	cancel_delayed_work_sync(&rdev->eq_watch);
+	rhinet_devlink_remove_reporter(rdev, RHINET_REPORT_EQ);
 	for (i = 0; i < rdev->nr_eqs; i++)
 		rhinet_eq_free(&rdev->eqs[i]);
 }

@@ -36,7 +36,8 @@ int rhinet_reset_nic(struct rhinet_dev *rdev)
  * Stops a NIC that can no longer be trusted; returns once it touches no
  * host memory. Idempotent; may sleep (up to the reset timeout).
  */
-void rhinet_dev_fail(struct rhinet_dev *rdev, const char *why)
+void rhinet_dev_fail(struct rhinet_dev *rdev, enum rhinet_report kind,
+		     const char *why)
 {
 	bool tell;
 
@@ -47,9 +48,12 @@ void rhinet_dev_fail(struct rhinet_dev *rdev, const char *why)
 	}
 	/* Admin commands fail from here on, also those waiting now. */
 	WRITE_ONCE(rdev->dead, true);
+	rdev->failure = why;
 	dev_err(&rdev->pdev->dev,
 		"%s: NIC stopped, device fatal; rebind the driver to recover\n",
 		why);
+	/* Its dump shows the NIC as it failed, before the reset. */
+	rhinet_devlink_report(rdev, kind, why);
 	if (rhinet_reset_nic(rdev)) {
 		dev_err(&rdev->pdev->dev,
 			"NIC ignores reset: bus mastering turned off\n");
@@ -99,11 +103,13 @@ static void rhinet_health_work(struct work_struct *work)
 		return;
 	status = rhinet_read32(rdev, RHN_REG_STATUS);
 	if (status == U32_MAX) {
-		rhinet_dev_fail(rdev, "NIC reads as all ones (gone from the bus)");
+		rhinet_dev_fail(rdev, RHINET_REPORT_FATAL,
+				"NIC reads as all ones (gone from the bus)");
 		return;
 	}
 	if (status & RHN_STATUS_FATAL) {
-		rhinet_dev_fail(rdev, "NIC reports a fatal error");
+		rhinet_dev_fail(rdev, RHINET_REPORT_FATAL,
+				"NIC reports a fatal error");
 		return;
 	}
 	schedule_delayed_work(&rdev->health_work,

@@ -42,6 +42,7 @@ struct rhinet_admin {
 	u32 cq_head;
 	u16 next_cmd_id;
 	struct completion event; /* the admin vector fired */
+	atomic64_t irqs; /* times it fired (the interrupt self-test) */
 	struct mutex out_lock; /* one user of @out at a time */
 	void *out; /* DMA page for QUERY_* results */
 	dma_addr_t out_dma;
@@ -58,11 +59,27 @@ struct rhinet_eq {
 	u16 vector; /* MSI-X */
 	struct mutex lock; /* the handler thread and drains */
 	char irq_name[32];
+	/* Health: the consumer index and whether an entry waited at the
+	 * last check, and how often the queue was recovered.
+	 */
+	u32 watch_consumer;
+	bool watch_waiting;
+	u32 recoveries;
 };
 
 struct rhinet_net;
 struct rhinet_ib;
 struct rhinet_dev;
+struct devlink;
+struct devlink_health_reporter;
+
+/* The devlink health reporters (rhinet_devlink.c). */
+enum rhinet_report {
+	RHINET_REPORT_FATAL, /* STATUS.FATAL, gone from the bus */
+	RHINET_REPORT_ADMIN, /* the admin queue timed out or broke */
+	RHINET_REPORT_EQ, /* an event queue stalled or overflowed */
+	RHINET_NR_REPORTERS,
+};
 
 /*
  * The parts of the driver above this layer that hear from the hardware,
@@ -119,6 +136,14 @@ struct rhinet_dev {
 	bool removing; /* consumers are going: tell them nothing */
 	struct delayed_work health_work;
 	struct work_struct fatal_work;
+	const char *failure; /* why it was stopped (a literal) */
+	/* rhinet_eq.c's watch of its queues, once a health period, and the
+	 * NIC's count of held-back events it last saw.
+	 */
+	struct delayed_work eq_watch;
+	u64 events_deferred;
+	struct devlink *devlink;
+	struct devlink_health_reporter *reporters[RHINET_NR_REPORTERS];
 };
 
 static inline bool rhinet_dev_dead(struct rhinet_dev *rdev)
@@ -127,6 +152,15 @@ static inline bool rhinet_dev_dead(struct rhinet_dev *rdev)
 }
 
 /* The event queue of completion vector @vector. */
+/* The NIC has written the entry the driver is to take next. */
+static inline bool rhinet_eq_waiting(const struct rhinet_eq *eq)
+{
+	const struct rhn_eqe *e = &eq->ring[eq->consumer & (eq->depth - 1)];
+	u8 phase = ((eq->consumer >> eq->log_depth) & 1) ^ 1;
+
+	return (READ_ONCE(e->owner) & 1) == phase;
+}
+
 static inline struct rhinet_eq *rhinet_eq_of(struct rhinet_dev *rdev,
 					     u32 vector)
 {
@@ -201,14 +235,34 @@ int rhinet_admin_query_device(struct rhinet_dev *rdev,
 irqreturn_t rhinet_admin_irq(int irq, void *data);
 
 int rhinet_reset_nic(struct rhinet_dev *rdev);
-void rhinet_dev_fail(struct rhinet_dev *rdev, const char *why);
+void rhinet_dev_fail(struct rhinet_dev *rdev, enum rhinet_report kind,
+		     const char *why);
 bool rhinet_dev_quiesced(struct rhinet_dev *rdev);
 void rhinet_health_init(struct rhinet_dev *rdev);
+
 void rhinet_health_start(struct rhinet_dev *rdev);
 void rhinet_health_stop(struct rhinet_dev *rdev);
 
+/* rhinet_devlink.c */
+int rhinet_devlink_init(struct rhinet_dev *rdev);
+void rhinet_devlink_register(struct rhinet_dev *rdev);
+void rhinet_devlink_unregister(struct rhinet_dev *rdev);
+void rhinet_devlink_report(struct rhinet_dev *rdev, enum rhinet_report which,
+			   const char *why);
+struct devlink_fmsg;
+struct devlink_health_reporter_ops;
+int rhinet_devlink_diagnose(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg);
+int rhinet_devlink_dump(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg,
+			const char *reason);
+void rhinet_devlink_add_reporter(struct rhinet_dev *rdev,
+				 enum rhinet_report which,
+				 const struct devlink_health_reporter_ops *ops);
+void rhinet_devlink_remove_reporter(struct rhinet_dev *rdev,
+				    enum rhinet_report which);
+
 int rhinet_eq_init(struct rhinet_dev *rdev);
 void rhinet_eq_drain(struct rhinet_dev *rdev);
+
 /* No event handler is running on return. */
 void rhinet_eq_sync(struct rhinet_dev *rdev);
 void rhinet_eq_fini(struct rhinet_dev *rdev);

@@ -12,6 +12,24 @@
 
 #include "rhinet_obj.h"
 
+/* rhinet_selftest.c: `ethtool -t` on the interface. */
+struct rhinet_self_test_probe {
+	spinlock_t lock; /* the fields below */
+	struct completion done;
+	u16 node;
+	bool waiting;
+	u64 outcome; /* the PROBE_DONE's syndrome */
+};
+
+struct ethtool_test;
+int rhinet_self_test_count(void);
+void rhinet_self_test_strings(u8 *data);
+void rhinet_self_test(struct rhinet_dev *rdev,
+		      struct rhinet_self_test_probe *probe,
+		      struct ethtool_test *et, u64 *data);
+void rhinet_self_test_probe_done(struct rhinet_self_test_probe *probe,
+				 const struct rhn_eqe *eqe);
+
 /* rhinet_netdev.c */
 int rhinet_net_init(struct rhinet_dev *rdev);
 void rhinet_net_fini(struct rhinet_dev *rdev);

@@ -69,6 +69,9 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	rdev->pdev = pdev;
 	pci_set_drvdata(pdev, rdev);
 	rhinet_health_init(rdev);
+	ret = rhinet_devlink_init(rdev);
+	if (ret)
+		return ret;
 
 	ret = pcim_enable_device(pdev);
 	if (ret)
@@ -148,6 +151,7 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 le32_to_cpu(rdev->attr.max_cqs),
 		 le32_to_cpu(rdev->attr.max_mrs),
 		 rdev->link_up ? "up" : "down");
+	rhinet_devlink_register(rdev);
 	rhinet_health_start(rdev);
 	return 0;
 
@@ -173,6 +177,7 @@ static void rhinet_remove(struct pci_dev *pdev)
 {
 	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
 
+	rhinet_devlink_unregister(rdev);
 	rhinet_health_stop(rdev);
 	rhinet_ib_fini(rdev);
 	rhinet_net_fini(rdev);
@@ -200,14 +205,88 @@ static void rhinet_shutdown(struct pci_dev *pdev)
 	pci_clear_master(pdev);
 }
 
+/*
+ * A function-level reset (sysfs, a hypervisor, error recovery) takes the
+ * NIC's state away under the driver. Before it, the NIC is stopped as if
+ * it had failed: users hear DEVICE_FATAL and may release what they hold.
+ * After it, the driver binds again from scratch: in a work item of the
+ * module's own queue, as the reset holds the device lock a rebind takes
+ * (module exit drains the queue).
+ */
+static struct workqueue_struct *rhinet_rebind_wq;
+
+struct rhinet_rebind {
+	struct work_struct work;
+	struct pci_dev *pdev;
+};
+
+static void rhinet_rebind_work(struct work_struct *work)
+{
+	struct rhinet_rebind *rb =
+		container_of(work, struct rhinet_rebind, work);
+	int ret;
+
+	ret = device_reprobe(&rb->pdev->dev);
+	if (ret)
+		dev_err(&rb->pdev->dev, "binding again after the reset: %d\n",
+			ret);
+	pci_dev_put(rb->pdev);
+	kfree(rb);
+}
+
+static void rhinet_reset_prepare(struct pci_dev *pdev)
+{
+	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
+
+	rhinet_dev_fail(rdev, RHINET_REPORT_FATAL,
+			"function-level reset of the device");
+}
+
+static void rhinet_reset_done(struct pci_dev *pdev)
+{
+	struct rhinet_rebind *rb = kzalloc(sizeof(*rb), GFP_KERNEL);
+
+	if (!rb)
+		return; /* left unbound: bind the driver by hand */
+	INIT_WORK(&rb->work, rhinet_rebind_work);
+	rb->pdev = pci_dev_get(pdev);
+	queue_work(rhinet_rebind_wq, &rb->work);
+}
+
+static const struct pci_error_handlers rhinet_err_handlers = {
+	.reset_prepare = rhinet_reset_prepare,
+	.reset_done = rhinet_reset_done,
+};
+
 static struct pci_driver rhinet_pci_driver = {
 	.name = DRV_NAME,
 	.id_table = rhinet_pci_ids,
 	.probe = rhinet_probe,
 	.remove = rhinet_remove,
 	.shutdown = rhinet_shutdown,
+	.err_handler = &rhinet_err_handlers,
 };
-module_pci_driver(rhinet_pci_driver);
+
+static int __init rhinet_init(void)
+{
+	int ret;
+
+	rhinet_rebind_wq = alloc_workqueue("rhinet_rebind", 0, 0);
+	if (!rhinet_rebind_wq)
+		return -ENOMEM;
+	ret = pci_register_driver(&rhinet_pci_driver);
+	if (ret)
+		destroy_workqueue(rhinet_rebind_wq);
+	return ret;
+}
+module_init(rhinet_init);
+
+static void __exit rhinet_exit(void)
+{
+	pci_unregister_driver(&rhinet_pci_driver);
+	destroy_workqueue(rhinet_rebind_wq); /* after any rebind left */
+}
+module_exit(rhinet_exit);
 
 MODULE_DESCRIPTION("RHiNET-NG RDMA NIC driver");
 MODULE_AUTHOR("RHiNET-NG developers");

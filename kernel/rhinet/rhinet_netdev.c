@@ -51,6 +51,7 @@ struct rhinet_net {
 	u32 rx_buf_len;
 	struct rhinet_net_buf tx[SQ_DEPTH];
 	struct rhinet_net_buf rx[RQ_DEPTH];
+	struct rhinet_self_test_probe probe;
 };
 
 static void rhinet_net_ring_sq(struct rhinet_net *net)
@@ -204,13 +205,22 @@ static void rhinet_net_link_event(struct rhinet_dev *rdev, bool up)
 		netif_carrier_off(net->ndev);
 }
 
-/* From the kernel event queue: our CQ's completions, the link. */
+/* From the kernel event queue: our CQ's completions, the link, the
+ * self-test's probe.
+ */
 static void rhinet_net_event(struct rhinet_dev *rdev, const struct rhn_eqe *eqe)
 {
-	if (eqe->type == RHN_EQE_COMPLETION)
+	struct rhinet_net *net;
+
+	if (eqe->type == RHN_EQE_COMPLETION) {
 		rhinet_net_cq_event(rdev, le32_to_cpu(eqe->object));
-	else if (eqe->type == RHN_EQE_PORT_CHANGE)
+	} else if (eqe->type == RHN_EQE_PORT_CHANGE) {
 		rhinet_net_link_event(rdev, READ_ONCE(rdev->link_up));
+	} else if (eqe->type == RHN_EQE_PROBE_DONE) {
+		net = READ_ONCE(rdev->net);
+		if (net)
+			rhinet_self_test_probe_done(&net->probe, eqe);
+	}
 }
 
 static netdev_tx_t rhinet_net_xmit(struct sk_buff *skb, struct net_device *ndev)
@@ -285,7 +295,7 @@ static void rhinet_net_destroy(struct rhinet_net *net, u8 opcode, u32 handle)
 	cmd.hdr.opcode = opcode;
 	cmd.u.handle.handle = cpu_to_le32(handle);
 	if (rhinet_admin_exec(net->rdev, &cmd, NULL))
-		rhinet_dev_fail(net->rdev,
+		rhinet_dev_fail(net->rdev, RHINET_REPORT_ADMIN,
 				"the interface's queues cannot be destroyed");
 }
 
@@ -424,6 +434,46 @@ static int rhinet_net_change_mtu(struct net_device *ndev, int mtu)
 	return 0;
 }
 
+static void rhinet_net_get_drvinfo(struct net_device *ndev,
+				   struct ethtool_drvinfo *info)
+{
+	struct rhinet_net *net = netdev_priv(ndev);
+	u32 version = rhinet_read32(net->rdev, RHN_REG_VERSION);
+
+	strscpy(info->driver, DRV_NAME, sizeof(info->driver));
+	snprintf(info->fw_version, sizeof(info->fw_version), "contract %u.%u",
+		 version >> 16, version & 0xffff);
+	strscpy(info->bus_info, pci_name(net->rdev->pdev),
+		sizeof(info->bus_info));
+}
+
+static int rhinet_net_get_sset_count(struct net_device *ndev, int sset)
+{
+	return sset == ETH_SS_TEST ? rhinet_self_test_count() : -EOPNOTSUPP;
+}
+
+static void rhinet_net_get_strings(struct net_device *ndev, u32 sset, u8 *data)
+{
+	if (sset == ETH_SS_TEST)
+		rhinet_self_test_strings(data);
+}
+
+static void rhinet_net_self_test(struct net_device *ndev,
+				 struct ethtool_test *et, u64 *data)
+{
+	struct rhinet_net *net = netdev_priv(ndev);
+
+	rhinet_self_test(net->rdev, &net->probe, et, data);
+}
+
+static const struct ethtool_ops rhinet_net_ethtool_ops = {
+	.get_drvinfo = rhinet_net_get_drvinfo,
+	.get_link = ethtool_op_get_link,
+	.get_sset_count = rhinet_net_get_sset_count,
+	.get_strings = rhinet_net_get_strings,
+	.self_test = rhinet_net_self_test,
+};
+
 static const struct net_device_ops rhinet_net_ops = {
 	.ndo_open = rhinet_net_open,
 	.ndo_stop = rhinet_net_stop,
@@ -490,6 +540,9 @@ int rhinet_net_init(struct rhinet_dev *rdev)
 		goto err_rings;
 	}
 	ndev->netdev_ops = &rhinet_net_ops;
+	ndev->ethtool_ops = &rhinet_net_ethtool_ops;
+	spin_lock_init(&net->probe.lock);
+	init_completion(&net->probe.done);
 	ndev->min_mtu = ETH_MIN_MTU;
 	ndev->max_mtu = RHN_WIRE_MTU - ETH_HLEN - VLAN_HLEN;
 	eth_hw_addr_set(ndev, rdev->mac);

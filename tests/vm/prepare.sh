@@ -70,6 +70,9 @@ fi
 # ib_core and ib_uverbs for the RDMA device, rdma_ucm (with rdma_cm and
 # ib_cm) for connection management, and iproute2's rdma tool.
 bin_args+=(--module ib_uverbs --module rdma_ucm --bin "$(command -v rdma)")
+# ethtool for the driver's self-tests (selftest.sh), iproute2's devlink
+# for its info and health reporters (devlink.sh).
+bin_args+=(--bin "$(command -v ethtool)" --bin "$(command -v devlink)")
 # NVMe over Fabrics through the kernel's RDMA consumers (nvmeof.sh): the
 # target with a RAM-backed namespace and the host side.
 bin_args+=(--module nvmet_rdma --module nvme_rdma --module null_blk)
@@ -113,6 +116,9 @@ if [[ -f $PROV/librhinetdv.so.1 && -f $PROV/rhinet.driver ]]; then
 	# it on every node as its privileged step).
 	[[ -x $PROV/rhinet-group ]] &&
 		bin_args+=(--tool "$PROV/rhinet-group:/usr/bin/rhinet-group")
+	# The bring-up team's decoded dump of a device (devlink.sh).
+	[[ -x $PROV/rhinet-diag ]] &&
+		bin_args+=(--tool "$PROV/rhinet-diag:/usr/bin/rhinet-diag")
 fi
 bash "$HERE/build-initramfs.sh" "$VM/initramfs.cpio" "${bin_args[@]}"
 

@@ -10,5 +10,6 @@
 #include "hw_wire.h"
 #include "hw_wqe.h"
 #include "hw_ops.h"
+#include "hw_fw.h"
 
 #endif /* RHINET_HW_H */

@@ -3,17 +3,26 @@
  * RHiNET-NG hardware contract: PCI identity, BAR0 registers, doorbell pages,
  * MSI-X vectors and hardware counters. Described in
  * Documentation/hardware/registers.md.
+ *
+ * Generated from registers.toml by scripts/regmap.py: edit that file, not
+ * this one.
  */
 #ifndef RHINET_HW_REGS_H
 #define RHINET_HW_REGS_H
 
 #include "hw_common.h"
 
-/* PCI identity: QEMU's test vendor ID with a device ID we own. */
-#define RHN_PCI_VENDOR_ID 0x1234
+/* PCI identity */
+#define RHN_PCI_VENDOR_ID 0x1234 /* QEMU's test vendor ID */
 #define RHN_PCI_DEVICE_ID 0x4e47 /* "NG" */
 #define RHN_PCI_CLASS 0x0200 /* network controller, Ethernet */
 #define RHN_PCI_REVISION 0x01
+
+/* Boards a firmware image is built for (hw_fw.h, board_id). */
+/* the QEMU device with the engine in its own process */
+#define RHN_BOARD_QEMU 1
+/* the QEMU device hosting the firmware on a soft core (core=softcore) */
+#define RHN_BOARD_QEMU_SOFTCORE 2
 
 /* BARs */
 #define RHN_BAR_REGS 0 /* control/status registers, kernel only */
@@ -27,7 +36,7 @@
 #define RHN_VERSION_MINOR 0
 #define RHN_VERSION ((RHN_VERSION_MAJOR << 16) | RHN_VERSION_MINOR)
 
-/* BAR0 register offsets. 32-bit registers unless named _LO/_HI or "64". */
+/* BAR0 register offsets. 32-bit registers unless marked "64". */
 enum rhn_reg {
 	RHN_REG_VERSION = 0x000, /* RO: major << 16 | minor */
 	RHN_REG_CAPS = 0x004, /* RO: enum rhn_cap bits */
@@ -57,29 +66,20 @@ enum rhn_cap {
 	RHN_CAP_INLINE_DB = 1u << 6, /* WQE written into the doorbell page */
 	RHN_CAP_STATUS_WORD = 1u << 7,
 	RHN_CAP_RAW_ETH = 1u << 8, /* Ethernet frames for the net_device */
-	/* endpoints match isends against irecvs (RHN_OP_ISEND, tag RQs) */
 	RHN_CAP_TAG = 1u << 9,
-	/* remote pin-down: on-demand MRs, PD_REQUEST/RELEASE */
 	RHN_CAP_PIN_ON_DEMAND = 1u << 10,
-	/* TM SRQs: ibverbs tag matching on RC QPs, rendezvous included */
 	RHN_CAP_TM = 1u << 11,
-	/* locks and counting barriers: RHN_OP_LOCK/UNLOCK/BARRIER */
 	RHN_CAP_SYNC = 1u << 12,
-	/* sequential multicast: RHN_OP_MCAST_LIST */
 	RHN_CAP_MCAST_LIST = 1u << 13,
-	/* simultaneous multicast through switch groups: RHN_OP_MCAST_SWITCH */
 	RHN_CAP_MCAST_SWITCH = 1u << 14,
-	/* shared regions: RHN_OP_SUBSCRIBE/UNSUBSCRIBE/SHARE_UPDATE */
 	RHN_CAP_SHARE = 1u << 15,
-	/* verbs UD multicast: RHN_ADMIN_ATTACH_MCAST / DETACH_MCAST, UD
-	 * datagrams to hashed switch groups, switch joins (RHN_PKT_MGMT)
-	 */
 	RHN_CAP_UD_MCAST = 1u << 16,
-	/* collectives executed by the NICs: RHN_OP_COLLECTIVE */
 	RHN_CAP_COLLECTIVE = 1u << 17,
-	/* collectives reduced in the switch: RHN_COLL_F_IN_SWITCH */
 	RHN_CAP_COLL_SWITCH = 1u << 18,
 };
+
+#define RHN_NODE_ID_VALUE_SHIFT 0
+#define RHN_NODE_ID_VALUE_MASK 0xffffu
 
 enum rhn_status {
 	RHN_STATUS_READY = 1u << 0, /* engine out of reset */
@@ -94,11 +94,15 @@ enum rhn_control {
 	RHN_CONTROL_INTR_ENABLE = 1u << 2, /* master MSI-X enable */
 };
 
+#define RHN_MAC_HI_BYTES_SHIFT 0
+#define RHN_MAC_HI_BYTES_MASK 0xffffu
+
 /*
  * EQ doorbell (64-bit write): consumer index and optional re-arm. The NIC
  * raises the EQ's vector once when a new entry is written to an armed EQ, then
  * disarms it until the next arm.
  */
+#define RHN_EQ_DB_CI_SHIFT 0
 #define RHN_EQ_DB_CI_MASK 0xffffffffull
 #define RHN_EQ_DB_EQN_SHIFT 32
 #define RHN_EQ_DB_EQN_MASK 0xffffull
@@ -123,19 +127,18 @@ enum rhn_db_offset {
  * instead of fetching the WQE when its wqe_index is the next expected one.
  */
 #define RHN_DB_SQ_INLINE (1u << 31)
-#define RHN_DB_CQ_SOLICITED (1u << 31)
 /* The SRQ kick of a TM SRQ: execute the tag-list operations posted. */
 #define RHN_DB_SRQ_TM_OPS (1u << 31)
+#define RHN_DB_CQ_SOLICITED (1u << 31)
 
 /* MSI-X: vector 0 is the async/admin vector; EQs name their own vector. */
 #define RHN_MSIX_ADMIN 0
 
 /*
  * Hardware counters, 64-bit each at RHN_REG_COUNTERS + 8 * index, in the
- * order of this list: X(id, name, what it counts). The enum, the kernel's
- * port statistics (by name) and the table in
- * Documentation/hardware/registers.md (checked by the counter_doc test)
- * come from it. New counters go at the end: the index is the ABI.
+ * order of this list: X(id, name, what it counts). The enum and the
+ * kernel's port statistics (by name) come from it. New counters go at the
+ * end: the index is the ABI.
  */
 /* clang-format off */
 #define RHN_COUNTERS(X) \

@@ -5,13 +5,15 @@
  * see the port go down, be refused new objects at once, and still destroy
  * everything it holds without an error, pinned memory included.
  *
- *   rhinet-fatal [-d DEVICE] [-p] GO_FILE
+ *   rhinet-fatal [-d DEVICE] [-p] [-r] GO_FILE
  *
  * Creates a PD, a 4 MiB MR, CQs on a completion channel, an RC QP (INIT,
  * a receive posted), a UD QP and an SRQ, prints "rhinet-fatal: ready", and
  * waits until GO_FILE exists (the fault is in). With -p it then asks for a
  * new CQ itself: on a hung NIC that admin command is what finds the death.
- * Exits 0 only if every check passed.
+ * With -r the device is reset or removed (reset_rescan.sh): the driver
+ * lets go of it after DEVICE_FATAL, so the port may no longer answer at
+ * all instead of reading DOWN. Exits 0 only if every check passed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -51,22 +53,24 @@ int main(int argc, char **argv)
 {
 	const char *dev = "rhinet0", *go;
 	struct ibv_context *ctx;
-	bool poke = false;
+	bool poke = false, removed = false;
 	int opt, ev;
 	double t;
 
 	program = "rhinet-fatal";
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "d:p")) != -1) {
+	while ((opt = getopt(argc, argv, "d:pr")) != -1) {
 		if (opt == 'd')
 			dev = optarg;
 		else if (opt == 'p')
 			poke = true;
+		else if (opt == 'r')
+			removed = true;
 		else
 			return 2;
 	}
 	if (optind + 1 != argc) {
-		fprintf(stderr, "usage: %s [-d DEVICE] [-p] GO_FILE\n",
+		fprintf(stderr, "usage: %s [-d DEVICE] [-p] [-r] GO_FILE\n",
 			argv[0]);
 		return 2;
 	}
@@ -157,8 +161,15 @@ int main(int argc, char **argv)
 			break;
 		usleep(100000);
 	}
-	check(!ibv_query_port(ctx, 1, &pa) && pa.state == IBV_PORT_DOWN,
-	      "port state %d after the device died", pa.state);
+	if (removed) {
+		int err = ibv_query_port(ctx, 1, &pa);
+
+		check(err || pa.state == IBV_PORT_DOWN,
+		      "port state %d after the device was reset", pa.state);
+	} else {
+		check(!ibv_query_port(ctx, 1, &pa) && pa.state == IBV_PORT_DOWN,
+		      "port state %d after the device died", pa.state);
+	}
 
 	/* Refused at once: no admin command waits on a dead NIC. */
 	t = now();

@@ -28,31 +28,14 @@ if [ "$NODE" = 1 ]; then
 	exit 0
 fi
 
-pci=""
-for d in /sys/bus/pci/devices/*; do
-	[ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0x4e47 ] &&
-		pci=$d
-done
-[ -n "$pci" ] || fail "no RHiNET device"
-
-# Config byte at offset $1.
-cfg_byte() {
-	dd if="$pci/config" bs=1 skip="$1" count=1 2>/dev/null | od -An -tu1 |
-		tr -d ' '
-}
-# The vendor capability (ID 9) that carries the fault, found by walking
-# the capability list.
-cap=$(cfg_byte 52)
-while [ -n "$cap" ] && [ "$cap" != 0 ] && [ "$(cfg_byte "$cap")" != 9 ]; do
-	cap=$(cfg_byte $((cap + 1)))
-done
-[ -n "$cap" ] && [ "$cap" != 0 ] || fail "no fault-injection capability"
+# shellcheck source=fault.lib.sh
+. /test/fault.lib.sh
+fault_find
+pci=$PCI
 
 inject() { # none|hang|fatal|gone
-	case $1 in none) v=0 ;; hang) v=1 ;; fatal) v=2 ;; gone) v=3 ;; esac
-	printf "\\$(printf %03o "$v")" |
-		dd of="$pci/config" bs=1 seek=$((cap + 4)) conv=notrunc 2>/dev/null
-	got=$(cfg_byte $((cap + 4)))
+	fault_set "$1"
+	got=$(cfg_byte $((FAULT_CAP + 4)))
 	# A fatal NIC may already have been reset by the driver (its reset
 	# clears the fault) before the byte is read back: then it said so.
 	[ "$got" = "$v" ] ||
@@ -74,12 +57,7 @@ round() {
 	[ "$mode" = hang ] && poke=-p
 	rhinet-fatal $poke /tmp/go >/tmp/fatal.log 2>&1 &
 	pid=$!
-	i=0
-	until grep -q ready /tmp/fatal.log; do
-		i=$((i + 1))
-		[ $i -lt 300 ] || { cat /tmp/fatal.log; fail "$mode: user not ready"; }
-		usleep 100000
-	done
+	fault_user_ready /tmp/fatal.log "$mode"
 	inject "$mode"
 	touch /tmp/go
 	wait $pid

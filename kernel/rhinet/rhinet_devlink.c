@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * devlink: the device as a bring-up team looks at it. `devlink dev info`
+ * names the driver, the contract version the NIC speaks, its serial and
+ * board revision. Three health reporters say what went wrong:
+ *
+ *   fatal  the NIC was stopped: STATUS.FATAL, or gone from the bus
+ *   admin  the admin queue broke: a command timed out (the NIC's core
+ *          hangs) or a completion came out of order
+ *   eq     an event queue held entries the driver had not taken for a
+ *          whole health period (its interrupt was lost), or the NIC held
+ *          completion events back because a queue was full
+ *
+ * fatal and admin are reported once, from rhinet_dev_fail, with the
+ * reason; their recovery is a rebind of the driver (a fresh NIC), which
+ * devlink cannot run from inside the device, so they have none here. eq
+ * is rhinet_eq.c's: it watches its queues and recovers them in place.
+ * Diagnose prints the state now, a dump the state at the report with its
+ * reason: registers, counters and queue indices, which rhinet-diag
+ * decodes.
+ */
+#include <linux/io-64-nonatomic-lo-hi.h>
+#include <net/devlink.h>
+
+#include "rhinet_hw.h"
+
+struct rhinet_devlink_priv {
+	struct rhinet_dev *rdev;
+};
+
+static struct rhinet_dev *rhinet_devlink_rdev(struct devlink *devlink)
+{
+	struct rhinet_devlink_priv *priv = devlink_priv(devlink);
+
+	return priv->rdev;
+}
+
+static int rhinet_devlink_info_get(struct devlink *devlink,
+				   struct devlink_info_req *req,
+				   struct netlink_ext_ack *extack)
+{
+	struct rhinet_dev *rdev = rhinet_devlink_rdev(devlink);
+	u32 version = rhinet_read32(rdev, RHN_REG_VERSION);
+	char buf[32];
+	int err;
+
+	err = devlink_info_driver_name_put(req, DRV_NAME);
+	if (err)
+		return err;
+	/* The MAC: unique per card, and what the fabric knows it by. */
+	snprintf(buf, sizeof(buf), "%6phN", rdev->mac);
+	err = devlink_info_serial_number_put(req, buf);
+	if (err)
+		return err;
+	snprintf(buf, sizeof(buf), "%u", rdev->pdev->revision);
+	err = devlink_info_version_fixed_put(req,
+					     DEVLINK_INFO_VERSION_GENERIC_BOARD_REV,
+					     buf);
+	if (err)
+		return err;
+	if (version == U32_MAX)
+		strscpy(buf, "unknown (the NIC reads as all ones)", sizeof(buf));
+	else
+		snprintf(buf, sizeof(buf), "%u.%u", version >> 16,
+			 version & 0xffff);
+	err = devlink_info_version_running_put(req, "fw.contract", buf);
+	if (err)
+		return err;
+	snprintf(buf, sizeof(buf), "%u.x", RHN_VERSION_MAJOR);
+	return devlink_info_version_fixed_put(req, "drv.contract", buf);
+}
+
+static const struct devlink_ops rhinet_devlink_ops = {
+	.info_get = rhinet_devlink_info_get,
+};
+
+/* ---- what a reporter prints ------------------------------------------- */
+
+static const struct {
+	const char *name;
+	u32 offset;
+	bool wide;
+} rhinet_dump_regs[] = {
+	{ "version", RHN_REG_VERSION },
+	{ "caps", RHN_REG_CAPS },
+	{ "node_id", RHN_REG_NODE_ID },
+	{ "status", RHN_REG_STATUS },
+	{ "control", RHN_REG_CONTROL },
+	{ "db_pages", RHN_REG_DB_PAGES },
+	{ "msix_vectors", RHN_REG_MSIX_VECTORS },
+	{ "mtu", RHN_REG_MTU },
+	{ "mac_lo", RHN_REG_MAC_LO },
+	{ "mac_hi", RHN_REG_MAC_HI },
+	{ "admin_sq_base", RHN_REG_ADMIN_SQ_BASE, true },
+	{ "admin_cq_base", RHN_REG_ADMIN_CQ_BASE, true },
+	{ "admin_log_depth", RHN_REG_ADMIN_LOG_DEPTH },
+};
+
+/* The NIC's counters by the names the contract's list gives them. */
+#define RHINET_COUNTER_NAME(id_, name_, doc_) \
+	[RHN_CNT_##id_] = #name_,
+
+static const char *const rhinet_counter_names[] = {
+	RHN_COUNTERS(RHINET_COUNTER_NAME)
+};
+
+static int rhinet_fmsg_registers(struct rhinet_dev *rdev,
+				 struct devlink_fmsg *fmsg)
+{
+	unsigned int i;
+	int err;
+
+	err = devlink_fmsg_pair_nest_start(fmsg, "registers");
+	err = err ?: devlink_fmsg_obj_nest_start(fmsg);
+	for (i = 0; i < ARRAY_SIZE(rhinet_dump_regs); i++) {
+		const char *name = rhinet_dump_regs[i].name;
+		void __iomem *at = rdev->regs + rhinet_dump_regs[i].offset;
+
+		if (rhinet_dump_regs[i].wide)
+			err = err ?: devlink_fmsg_u64_pair_put(fmsg, name,
+							       readq(at));
+		else
+			err = err ?: devlink_fmsg_u32_pair_put(fmsg, name,
+							       readl(at));
+	}
+	err = err ?: devlink_fmsg_obj_nest_end(fmsg);
+	err = err ?: devlink_fmsg_pair_nest_end(fmsg);
+	err = err ?: devlink_fmsg_pair_nest_start(fmsg, "counters");
+	err = err ?: devlink_fmsg_obj_nest_start(fmsg);
+	for (i = 0; i < RHN_CNT_COUNT; i++)
+		err = err ?: devlink_fmsg_u64_pair_put(fmsg,
+						       rhinet_counter_names[i],
+						       readq(rdev->regs +
+							     RHN_REG_COUNTERS +
+							     8 * i));
+	err = err ?: devlink_fmsg_obj_nest_end(fmsg);
+	return err ?: devlink_fmsg_pair_nest_end(fmsg);
+}
+
+static int rhinet_fmsg_eq(struct rhinet_eq *eq, struct devlink_fmsg *fmsg)
+{
+	int err;
+
+	err = devlink_fmsg_obj_nest_start(fmsg);
+	err = err ?: devlink_fmsg_u32_pair_put(fmsg, "eqn", eq->eqn);
+	err = err ?: devlink_fmsg_u32_pair_put(fmsg, "vector", eq->vector);
+	err = err ?: devlink_fmsg_u32_pair_put(fmsg, "depth", eq->depth);
+	err = err ?: devlink_fmsg_u32_pair_put(fmsg, "consumer",
+					       READ_ONCE(eq->consumer));
+	err = err ?: devlink_fmsg_bool_pair_put(fmsg, "entry_waiting",
+						rhinet_eq_waiting(eq));
+	err = err ?: devlink_fmsg_u32_pair_put(fmsg, "recoveries",
+					       READ_ONCE(eq->recoveries));
+	return err ?: devlink_fmsg_obj_nest_end(fmsg);
+}
+
+/* The driver's side of its queues: what it produced and consumed. */
+static int rhinet_fmsg_queues(struct rhinet_dev *rdev,
+			      struct devlink_fmsg *fmsg)
+{
+	u32 i;
+	int err;
+
+	err = devlink_fmsg_pair_nest_start(fmsg, "admin");
+	err = err ?: devlink_fmsg_obj_nest_start(fmsg);
+	err = err ?: devlink_fmsg_u32_pair_put(fmsg, "sq_tail",
+					       READ_ONCE(rdev->admin.sq_tail));
+	err = err ?: devlink_fmsg_u32_pair_put(fmsg, "cq_head",
+					       READ_ONCE(rdev->admin.cq_head));
+	err = err ?: devlink_fmsg_u64_pair_put(fmsg, "interrupts",
+					       atomic64_read(&rdev->admin.irqs));
+	err = err ?: devlink_fmsg_obj_nest_end(fmsg);
+	err = err ?: devlink_fmsg_pair_nest_end(fmsg);
+	err = err ?: devlink_fmsg_arr_pair_nest_start(fmsg, "eqs");
+	for (i = 0; i < rdev->nr_eqs; i++)
+		if (rdev->eqs[i].ring)
+			err = err ?: rhinet_fmsg_eq(&rdev->eqs[i], fmsg);
+	return err ?: devlink_fmsg_arr_pair_nest_end(fmsg);
+}
+
+static int rhinet_fmsg_state(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg)
+{
+	u32 status = rhinet_read32(rdev, RHN_REG_STATUS);
+	int err;
+
+	err = devlink_fmsg_bool_pair_put(fmsg, "stopped", rhinet_dev_dead(rdev));
+	err = err ?: devlink_fmsg_string_pair_put(fmsg, "last_failure",
+						  rdev->failure ?: "none");
+	err = err ?: devlink_fmsg_u32_pair_put(fmsg, "status", status);
+	err = err ?: devlink_fmsg_bool_pair_put(fmsg, "reads_all_ones",
+						status == U32_MAX);
+	return err ?: devlink_fmsg_bool_pair_put(fmsg, "status_fatal",
+						 status != U32_MAX &&
+						 (status & RHN_STATUS_FATAL));
+}
+
+/*
+ * What every reporter's diagnose prints: the state now, registers and
+ * counters included. Userspace reads BAR0 no other way while the driver
+ * holds it (sysfs refuses to map a claimed BAR), and devlink asks for
+ * CAP_NET_ADMIN.
+ */
+int rhinet_devlink_diagnose(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg)
+{
+	return rhinet_fmsg_state(rdev, fmsg) ?:
+	       rhinet_fmsg_queues(rdev, fmsg) ?:
+	       rhinet_fmsg_registers(rdev, fmsg);
+}
+
+/* What every reporter's dump holds: the reason, then as diagnose. */
+int rhinet_devlink_dump(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg,
+			const char *reason)
+{
+	int err = 0;
+
+	if (reason)
+		err = devlink_fmsg_string_pair_put(fmsg, "reason", reason);
+	return err ?: rhinet_devlink_diagnose(rdev, fmsg);
+}
+
+static int rhinet_stop_diagnose(struct devlink_health_reporter *reporter,
+				struct devlink_fmsg *fmsg,
+				struct netlink_ext_ack *extack)
+{
+	return rhinet_devlink_diagnose(devlink_health_reporter_priv(reporter),
+				       fmsg);
+}
+
+static int rhinet_stop_dump(struct devlink_health_reporter *reporter,
+			    struct devlink_fmsg *fmsg, void *priv_ctx,
+			    struct netlink_ext_ack *extack)
+{
+	return rhinet_devlink_dump(devlink_health_reporter_priv(reporter), fmsg,
+				   priv_ctx);
+}
+
+static const struct devlink_health_reporter_ops rhinet_fatal_reporter_ops = {
+	.name = "fatal",
+	.diagnose = rhinet_stop_diagnose,
+	.dump = rhinet_stop_dump,
+};
+
+static const struct devlink_health_reporter_ops rhinet_admin_reporter_ops = {
+	.name = "admin",
+	.diagnose = rhinet_stop_diagnose,
+	.dump = rhinet_stop_dump,
+};
+
+void rhinet_devlink_report(struct rhinet_dev *rdev, enum rhinet_report which,
+			   const char *why)
+{
+	struct devlink_health_reporter *reporter = rdev->reporters[which];
+
+	if (reporter)
+		devlink_health_report(reporter, why, (void *)why);
+}
+
+/* A reporter of @rdev's; health reports are a help, not a need. */
+void rhinet_devlink_add_reporter(struct rhinet_dev *rdev,
+				 enum rhinet_report which,
+				 const struct devlink_health_reporter_ops *ops)
+{
+	struct devlink_health_reporter *r;
+
+	r = devlink_health_reporter_create(rdev->devlink, ops, 0, rdev);
+	if (IS_ERR(r)) {
+		dev_warn(&rdev->pdev->dev,
+			 "no devlink health reporter '%s': %pe\n", ops->name, r);
+		return;
+	}
+	rdev->reporters[which] = r;
+}
+
+void rhinet_devlink_remove_reporter(struct rhinet_dev *rdev,
+				    enum rhinet_report which)
+{
+	if (rdev->reporters[which])
+		devlink_health_reporter_destroy(rdev->reporters[which]);
+	rdev->reporters[which] = NULL;
+}
+
+static void rhinet_devlink_free(void *data)
+{
+	struct rhinet_dev *rdev = data;
+
+	rhinet_devlink_remove_reporter(rdev, RHINET_REPORT_ADMIN);
+	rhinet_devlink_remove_reporter(rdev, RHINET_REPORT_FATAL);
+	devlink_free(rdev->devlink);
+}
+
+/* Probe, early: freed with the device's managed resources. */
+int rhinet_devlink_init(struct rhinet_dev *rdev)
+{
+	struct device *dev = &rdev->pdev->dev;
+	struct rhinet_devlink_priv *priv;
+
+	rdev->devlink = devlink_alloc(&rhinet_devlink_ops, sizeof(*priv), dev);
+	if (!rdev->devlink)
+		return -ENOMEM;
+	priv = devlink_priv(rdev->devlink);
+	priv->rdev = rdev;
+	rhinet_devlink_add_reporter(rdev, RHINET_REPORT_FATAL,
+				    &rhinet_fatal_reporter_ops);
+	rhinet_devlink_add_reporter(rdev, RHINET_REPORT_ADMIN,
+				    &rhinet_admin_reporter_ops);
+	return devm_add_action_or_reset(dev, rhinet_devlink_free, rdev);
+}
+
+/* Last in probe and first in remove: userspace sees a whole device. */
+void rhinet_devlink_register(struct rhinet_dev *rdev)
+{
+	devlink_register(rdev->devlink);
+}
+
+void rhinet_devlink_unregister(struct rhinet_dev *rdev)
+{
+	devlink_unregister(rdev->devlink);
+}
