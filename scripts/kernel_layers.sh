@@ -53,6 +53,7 @@ declare -A LAYER=(
 	[rhinet_kverbs.c]=3
 	[rhinet_netdev.c]=3
 	[rhinet_main.c]=3
+	[rhinet_raw.c]=3
 )
 
 # The file's text without comments and string or character literals.

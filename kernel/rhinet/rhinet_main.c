@@ -4,7 +4,9 @@
  *
  * Bring-up: map BAR0 and the kernel's doorbell page, reset the NIC, give it
  * the admin queue, create the kernel event queue. Teardown resets the NIC
- * first, so it stops touching host memory before anything is freed.
+ * first, so it stops touching host memory before anything is freed. With
+ * raw_access=1 probe stops after mapping and leaves the NIC to
+ * /dev/rhinet_rawN (rhinet_raw.c).
  */
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
@@ -90,6 +92,8 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	pci_set_master(pdev);
+	if (rhinet_raw_access)
+		return rhinet_raw_probe(pdev);
 
 	ret = rhinet_reset_nic(rdev);
 	if (ret)
@@ -173,6 +177,10 @@ static void rhinet_remove(struct pci_dev *pdev)
 {
 	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
 
+	if (rhinet_raw_access) {
+		rhinet_raw_remove(pdev);
+		return;
+	}
 	rhinet_health_stop(rdev);
 	rhinet_ib_fini(rdev);
 	rhinet_net_fini(rdev);
@@ -195,6 +203,10 @@ static void rhinet_shutdown(struct pci_dev *pdev)
 {
 	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
 
+	if (rhinet_raw_access) {
+		rhinet_raw_shutdown(pdev);
+		return;
+	}
 	if (rdev && !rdev->quiesced)
 		rhinet_reset_nic(rdev);
 	pci_clear_master(pdev);
