@@ -75,6 +75,8 @@ void sleep_ns(uint64_t ns) {
 }
 
 [[noreturn]] void die(const std::string& why);
+// QEMU's process group, for die() to end it.
+std::atomic<pid_t> g_qemu{-1};
 
 // One device's wire: the socket its NIC connected to, and its port.
 struct WirePort {
@@ -168,10 +170,13 @@ class GuestVm {
     if (qemu_ < 0) die("fork");
     if (qemu_ == 0) {
       setpgid(0, 0);
+      // Not our sockets, nor a lock the runner's caller holds (flock).
+      close_range(3, ~0u, 0);
       execlp("bash", "bash", script_.c_str(), env_.c_str(), dir_.c_str(),
              nullptr);
       _exit(127);
     }
+    g_qemu.store(qemu_);
     agent_ = accept_from(agent_l, "agent's NIC");
     for (int i = 0; i < 2; i++) {
       ports_[i].fd = accept_from(wire_l[i], "device wire");
@@ -422,7 +427,8 @@ class GuestVm {
 void die(const std::string& why) {
   std::fprintf(stderr, "guest target: %s (guest console in /tmp/rhn-t2.*)\n",
                why.c_str());
-  std::fflush(stderr);
+  std::fflush(nullptr);
+  if (g_qemu.load() > 0) kill(-g_qemu.load(), SIGKILL);
   std::_Exit(3);
 }
 
