@@ -332,6 +332,23 @@ CONFORM_CASE(status_link, "regs.status.link_follows_set_link", "regs",
        n.r32(RHN_REG_STATUS) & RHN_STATUS_LINK_UP);
 }
 
+CONFORM_CASE(reset_link, "regs.control.reset_undoes_set_link", "regs",
+             "CONTROL.RESET drops an administrative SET_LINK 0: the link "
+             "is up again (the cable is plugged in)") {
+  Nic n(t);
+  const std::string e = n.bring_up();
+  CONFORM_THAT(c, e.empty(), "bring-up", e);
+  rhn_admin_cmd link = Nic::cmd(RHN_ADMIN_SET_LINK);
+  link.u.set_link.up = 0;
+  CONFORM_EQ(c, "SET_LINK down status", RHN_ADMIN_OK, n.run(link));
+  t.wait_until([&] { return !(n.r32(RHN_REG_STATUS) & RHN_STATUS_LINK_UP); },
+               kWaitNs);
+  const std::string r = n.reset();
+  CONFORM_THAT(c, r.empty(), "CONTROL.RESET", r);
+  c.eq("STATUS.LINK_UP after the reset", RHN_STATUS_LINK_UP,
+       n.r32(RHN_REG_STATUS) & RHN_STATUS_LINK_UP);
+}
+
 }  // namespace rhinet::conform
 
 namespace rhinet::conform {
