@@ -71,12 +71,15 @@ struct rhinet_raw_msix {
 };
 
 #define RHINET_RAW_INFO _IOR(RHINET_RAW_IOC_MAGIC, 0, struct rhinet_raw_info)
-#define RHINET_RAW_REG_READ _IOWR(RHINET_RAW_IOC_MAGIC, 1, struct rhinet_raw_reg)
-#define RHINET_RAW_REG_WRITE _IOW(RHINET_RAW_IOC_MAGIC, 2, struct rhinet_raw_reg)
+#define RHINET_RAW_REG_READ \
+	_IOWR(RHINET_RAW_IOC_MAGIC, 1, struct rhinet_raw_reg)
+#define RHINET_RAW_REG_WRITE \
+	_IOW(RHINET_RAW_IOC_MAGIC, 2, struct rhinet_raw_reg)
 #define RHINET_RAW_DB_WRITE _IOW(RHINET_RAW_IOC_MAGIC, 3, struct rhinet_raw_db)
 #define RHINET_RAW_DMA_ALLOC \
 	_IOWR(RHINET_RAW_IOC_MAGIC, 4, struct rhinet_raw_alloc)
-#define RHINET_RAW_MEM_WRITE _IOW(RHINET_RAW_IOC_MAGIC, 5, struct rhinet_raw_mem)
+#define RHINET_RAW_MEM_WRITE \
+	_IOW(RHINET_RAW_IOC_MAGIC, 5, struct rhinet_raw_mem)
 #define RHINET_RAW_MEM_READ _IOW(RHINET_RAW_IOC_MAGIC, 6, struct rhinet_raw_mem)
 #define RHINET_RAW_DMA_FREE_ALL _IO(RHINET_RAW_IOC_MAGIC, 7)
 #define RHINET_RAW_MSIX _IOWR(RHINET_RAW_IOC_MAGIC, 8, struct rhinet_raw_msix)
