@@ -7,12 +7,10 @@
 KO=/opt/rhinet/modules/rhinet.ko
 fail() { echo "raw_access: FAIL: $*"; dmesg | tail -20; exit 1; }
 
-dev=""
-for d in /sys/bus/pci/devices/*; do
-	[ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0x4e47 ] &&
-		dev=$(basename "$d")
-done
-[ -n "$dev" ] || fail "no RHiNET device"
+# The function whose device ID is ours (vendor 0x1234 is QEMU's).
+dev=$(grep -l 0x4e47 /sys/bus/pci/devices/*/device | head -n 1)
+dev=$(basename "$(dirname "$dev")")
+[ -e "/sys/bus/pci/devices/$dev/device" ] || fail "no RHiNET device"
 
 modprobe ib_uverbs && insmod "$KO" raw_access=1 || fail "insmod raw_access=1"
 [ "$(cat /sys/module/rhinet/parameters/raw_access)" = Y ] || fail "parameter"
