@@ -569,8 +569,12 @@ static bool rhinet_wire_receive(RhinetState *s)
         while (frames < RHINET_WIRE_RX_BATCH && w->rx_len - off >= 4) {
             uint32_t len = ldl_be_p(w->rx + off);
 
-            if (len == 0 || len > RHINET_FRAME_MAX) {
-                /* Broken framing: nothing after it can be trusted. */
+            /*
+             * An empty frame is a runt: the core counts it as malformed,
+             * the link stays up. A length beyond any frame is broken
+             * framing: nothing after it can be trusted.
+             */
+            if (len > RHINET_FRAME_MAX) {
                 rhinet_wire_disconnect(s);
                 return true;
             }

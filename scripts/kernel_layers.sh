@@ -55,6 +55,7 @@ declare -A LAYER=(
 	[rhinet_netdev.c]=3
 	[rhinet_main.c]=3
 	[rhinet_selftest.c]=3
+	[rhinet_raw.c]=3
 )
 
 # The file's text without comments and string or character literals.

@@ -303,23 +303,40 @@ CONFORM_CASE(control_enable_depth, "regs.control.enable_depth_too_big", "regs",
   c.eq("STATUS.ADMIN_ON", 0, n.r32(RHN_REG_STATUS) & RHN_STATUS_ADMIN_ON);
 }
 
+// Brings the NIC up, then the link administratively down.
+static bool link_down(Target& t, Check& c, Nic& n) {
+  const std::string e = n.bring_up();
+  if (!c.that(e.empty(), "bring-up", e)) return false;
+  rhn_admin_cmd link = Nic::cmd(RHN_ADMIN_SET_LINK);
+  link.u.set_link.up = 0;
+  if (!c.eq("SET_LINK down status", RHN_ADMIN_OK, n.run(link))) return false;
+  t.wait_until([&] { return !(n.r32(RHN_REG_STATUS) & RHN_STATUS_LINK_UP); },
+               kWaitNs);
+  return c.eq("STATUS.LINK_UP after SET_LINK 0", 0,
+              n.r32(RHN_REG_STATUS) & RHN_STATUS_LINK_UP);
+}
+
 CONFORM_CASE(status_link, "regs.status.link_follows_set_link", "regs",
              "STATUS.LINK_UP follows SET_LINK") {
   Nic n(t);
-  const std::string e = n.bring_up();
-  CONFORM_THAT(c, e.empty(), "bring-up", e);
+  if (!link_down(t, c, n)) return;
   rhn_admin_cmd link = Nic::cmd(RHN_ADMIN_SET_LINK);
-  link.u.set_link.up = 0;
-  CONFORM_EQ(c, "SET_LINK down status", RHN_ADMIN_OK, n.run(link));
-  t.wait_until([&] { return !(n.r32(RHN_REG_STATUS) & RHN_STATUS_LINK_UP); },
-               kWaitNs);
-  CONFORM_EQ(c, "STATUS.LINK_UP after SET_LINK 0", 0,
-             n.r32(RHN_REG_STATUS) & RHN_STATUS_LINK_UP);
   link.u.set_link.up = 1;
   CONFORM_EQ(c, "SET_LINK up status", RHN_ADMIN_OK, n.run(link));
   t.wait_until([&] { return (n.r32(RHN_REG_STATUS) & RHN_STATUS_LINK_UP); },
                kWaitNs);
   c.eq("STATUS.LINK_UP after SET_LINK 1", RHN_STATUS_LINK_UP,
+       n.r32(RHN_REG_STATUS) & RHN_STATUS_LINK_UP);
+}
+
+CONFORM_CASE(reset_link, "regs.control.reset_undoes_set_link", "regs",
+             "CONTROL.RESET drops an administrative SET_LINK 0: the link "
+             "is up again (the cable is plugged in)") {
+  Nic n(t);
+  if (!link_down(t, c, n)) return;
+  const std::string r = n.reset();
+  CONFORM_THAT(c, r.empty(), "CONTROL.RESET", r);
+  c.eq("STATUS.LINK_UP after the reset", RHN_STATUS_LINK_UP,
        n.r32(RHN_REG_STATUS) & RHN_STATUS_LINK_UP);
 }
 

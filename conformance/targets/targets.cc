@@ -6,6 +6,7 @@ namespace rhinet::conform {
 
 std::unique_ptr<Target> make_engine_target();
 std::unique_ptr<Target> make_softcore_target();
+std::unique_ptr<Target> make_guest_target();
 
 const std::vector<TargetEntry>& targets() {
   static const std::vector<TargetEntry> list = {
@@ -16,6 +17,11 @@ const std::vector<TargetEntry>& targets() {
        "qemu-system-riscv32, joined by the socket link (RHINET_FIRMWARE "
        "names the image)",
        make_softcore_target},
+      {"guest",
+       "T2: the QEMU device in a TCG guest through rhinet.ko's raw access "
+       "and the guest agent, real time (RHINET_VM_ENV names the VM "
+       "artifacts, default build/vm/env)",
+       make_guest_target},
   };
   return list;
 }

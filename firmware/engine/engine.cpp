@@ -153,6 +153,10 @@ void Engine::Impl::reset() {
   counters.reset();
   admin_consumer = admin_tail = admin_cq_producer = 0;
   contexts[0].valid = true;  // the kernel's context always exists
+  // An administrative SET_LINK is engine state: the link is the cable's
+  // again (no EQ exists to hear of it).
+  link_up.store(carrier.load());
+  link_reported = link_up.load();
   status_reg.store(RHN_STATUS_READY |
                    (link_up.load() ? RHN_STATUS_LINK_UP : 0));
   control.store(0);
@@ -628,6 +632,7 @@ uint64_t Engine::next_deadline_ns() const {
 void Engine::set_link_up(bool up) {
   if (failed()) return;
   Impl& m = *impl_;
+  m.carrier.store(up);
   m.link_up.store(up);
   if (!m.kicks.push_with([&](Kick& k) {
         k.kind = KickKind::kLink;

@@ -85,7 +85,10 @@ struct Engine::Impl : FamilyStates {
   Atomic<uint32_t> control{0};
   Atomic<uint64_t> admin_sq_base{0}, admin_cq_base{0};
   Atomic<uint32_t> admin_log_depth{0};
+  // The link as the host sees it: the cable (carrier, set_link_up) unless
+  // SET_LINK took it down administratively, which a reset undoes.
   Atomic<bool> link_up{true};
+  Atomic<bool> carrier{true};
   bool link_reported = true;
 
   // Ingress.

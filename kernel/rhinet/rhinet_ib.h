@@ -53,4 +53,10 @@ int rhinet_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int rhinet_add_gid(const struct ib_gid_attr *attr, void **context);
 int rhinet_del_gid(const struct ib_gid_attr *attr, void **context);
 
+/* rhinet_raw.c: raw access instead of the devices above */
+extern bool rhinet_raw_access;
+int rhinet_raw_probe(struct pci_dev *pdev);
+void rhinet_raw_remove(struct pci_dev *pdev);
+void rhinet_raw_shutdown(struct pci_dev *pdev);
+
 #endif /* RHINET_IB_H */

@@ -4,7 +4,9 @@
  *
  * Bring-up: map BAR0 and the kernel's doorbell page, reset the NIC, give it
  * the admin queue, create the kernel event queue. Teardown resets the NIC
- * first, so it stops touching host memory before anything is freed.
+ * first, so it stops touching host memory before anything is freed. With
+ * raw_access=1 probe stops after mapping and leaves the NIC to
+ * /dev/rhinet_rawN (rhinet_raw.c).
  */
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
@@ -93,6 +95,8 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	pci_set_master(pdev);
+	if (rhinet_raw_access)
+		return rhinet_raw_probe(pdev);
 
 	ret = rhinet_reset_nic(rdev);
 	if (ret)
@@ -177,6 +181,10 @@ static void rhinet_remove(struct pci_dev *pdev)
 {
 	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
 
+	if (rhinet_raw_access) {
+		rhinet_raw_remove(pdev);
+		return;
+	}
 	rhinet_devlink_unregister(rdev);
 	rhinet_health_stop(rdev);
 	rhinet_ib_fini(rdev);
@@ -200,6 +208,10 @@ static void rhinet_shutdown(struct pci_dev *pdev)
 {
 	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
 
+	if (rhinet_raw_access) {
+		rhinet_raw_shutdown(pdev);
+		return;
+	}
 	if (rdev && !rdev->quiesced)
 		rhinet_reset_nic(rdev);
 	pci_clear_master(pdev);
@@ -236,16 +248,20 @@ static void rhinet_rebind_work(struct work_struct *work)
 
 static void rhinet_reset_prepare(struct pci_dev *pdev)
 {
-	struct rhinet_dev *rdev = pci_get_drvdata(pdev);
-
-	rhinet_dev_fail(rdev, RHINET_REPORT_FATAL,
+	/* Raw access: the NIC is its one user's, reset included. */
+	if (rhinet_raw_access)
+		return;
+	rhinet_dev_fail(pci_get_drvdata(pdev), RHINET_REPORT_FATAL,
 			"function-level reset of the device");
 }
 
 static void rhinet_reset_done(struct pci_dev *pdev)
 {
-	struct rhinet_rebind *rb = kzalloc(sizeof(*rb), GFP_KERNEL);
+	struct rhinet_rebind *rb;
 
+	if (rhinet_raw_access)
+		return;
+	rb = kzalloc(sizeof(*rb), GFP_KERNEL);
 	if (!rb)
 		return; /* left unbound: bind the driver by hand */
 	INIT_WORK(&rb->work, rhinet_rebind_work);
