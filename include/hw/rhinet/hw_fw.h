@@ -51,7 +51,7 @@ enum rhn_fw_verdict {
 	RHN_FW_SHORT = 1, /* fewer bytes than a header, or than it announces */
 	RHN_FW_BAD_MAGIC = 2,
 	RHN_FW_BAD_HEADER = 3, /* header version, size, flags or its CRC */
-	RHN_FW_WRONG_CONTRACT = 4, /* a contract major this card does not speak */
+	RHN_FW_WRONG_CONTRACT = 4, /* a contract major the card lacks */
 	RHN_FW_WRONG_BOARD = 5, /* built for another board */
 	RHN_FW_TOO_LARGE = 6, /* more than the shell can hold */
 	RHN_FW_BAD_IMAGE = 7, /* the payload's CRC differs */
