@@ -195,55 +195,48 @@ static int rhinet_fmsg_state(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg)
 }
 
 /*
- * What every reporter's diagnose prints: the state now, registers and
- * counters included. Userspace reads BAR0 no other way while the driver
- * holds it (sysfs refuses to map a claimed BAR), and devlink asks for
- * CAP_NET_ADMIN.
+ * The state now, registers and counters included. Userspace reads BAR0
+ * no other way while the driver holds it (sysfs refuses to map a claimed
+ * BAR), and devlink asks for CAP_NET_ADMIN.
  */
-int rhinet_devlink_diagnose(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg)
+static int rhinet_fmsg_all(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg)
 {
 	return rhinet_fmsg_state(rdev, fmsg) ?:
 	       rhinet_fmsg_queues(rdev, fmsg) ?:
 	       rhinet_fmsg_registers(rdev, fmsg);
 }
 
-/* What every reporter's dump holds: the reason, then as diagnose. */
-int rhinet_devlink_dump(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg,
-			const char *reason)
+/* Every reporter's diagnose (rhinet_eq.c's too). */
+int rhinet_devlink_diagnose(struct devlink_health_reporter *reporter,
+			    struct devlink_fmsg *fmsg,
+			    struct netlink_ext_ack *extack)
+{
+	return rhinet_fmsg_all(devlink_health_reporter_priv(reporter), fmsg);
+}
+
+/* Every reporter's dump: the reason the report gave, then as diagnose. */
+int rhinet_devlink_dump(struct devlink_health_reporter *reporter,
+			struct devlink_fmsg *fmsg, void *priv_ctx,
+			struct netlink_ext_ack *extack)
 {
 	int err = 0;
 
-	if (reason)
-		err = devlink_fmsg_string_pair_put(fmsg, "reason", reason);
-	return err ?: rhinet_devlink_diagnose(rdev, fmsg);
-}
-
-static int rhinet_stop_diagnose(struct devlink_health_reporter *reporter,
-				struct devlink_fmsg *fmsg,
-				struct netlink_ext_ack *extack)
-{
-	return rhinet_devlink_diagnose(devlink_health_reporter_priv(reporter),
-				       fmsg);
-}
-
-static int rhinet_stop_dump(struct devlink_health_reporter *reporter,
-			    struct devlink_fmsg *fmsg, void *priv_ctx,
-			    struct netlink_ext_ack *extack)
-{
-	return rhinet_devlink_dump(devlink_health_reporter_priv(reporter), fmsg,
-				   priv_ctx);
+	if (priv_ctx)
+		err = devlink_fmsg_string_pair_put(fmsg, "reason", priv_ctx);
+	return err ?: rhinet_fmsg_all(devlink_health_reporter_priv(reporter),
+				      fmsg);
 }
 
 static const struct devlink_health_reporter_ops rhinet_fatal_reporter_ops = {
 	.name = "fatal",
-	.diagnose = rhinet_stop_diagnose,
-	.dump = rhinet_stop_dump,
+	.diagnose = rhinet_devlink_diagnose,
+	.dump = rhinet_devlink_dump,
 };
 
 static const struct devlink_health_reporter_ops rhinet_admin_reporter_ops = {
 	.name = "admin",
-	.diagnose = rhinet_stop_diagnose,
-	.dump = rhinet_stop_dump,
+	.diagnose = rhinet_devlink_diagnose,
+	.dump = rhinet_devlink_dump,
 };
 
 void rhinet_devlink_report(struct rhinet_dev *rdev, enum rhinet_report which,

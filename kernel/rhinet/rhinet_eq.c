@@ -144,22 +144,6 @@ static u32 rhinet_eq_stalled(struct rhinet_dev *rdev)
 	return stalled;
 }
 
-static int rhinet_eq_report_diagnose(struct devlink_health_reporter *reporter,
-				     struct devlink_fmsg *fmsg,
-				     struct netlink_ext_ack *extack)
-{
-	return rhinet_devlink_diagnose(devlink_health_reporter_priv(reporter),
-				       fmsg);
-}
-
-static int rhinet_eq_report_dump(struct devlink_health_reporter *reporter,
-				 struct devlink_fmsg *fmsg, void *priv_ctx,
-				 struct netlink_ext_ack *extack)
-{
-	return rhinet_devlink_dump(devlink_health_reporter_priv(reporter), fmsg,
-				   priv_ctx);
-}
-
 static int rhinet_eq_report_recover(struct devlink_health_reporter *reporter,
 				    void *priv_ctx,
 				    struct netlink_ext_ack *extack)
@@ -176,8 +160,8 @@ static int rhinet_eq_report_recover(struct devlink_health_reporter *reporter,
 
 static const struct devlink_health_reporter_ops rhinet_eq_reporter_ops = {
 	.name = "eq",
-	.diagnose = rhinet_eq_report_diagnose,
-	.dump = rhinet_eq_report_dump,
+	.diagnose = rhinet_devlink_diagnose,
+	.dump = rhinet_devlink_dump,
 	.recover = rhinet_eq_report_recover,
 };
 

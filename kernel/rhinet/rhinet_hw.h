@@ -251,9 +251,13 @@ void rhinet_devlink_report(struct rhinet_dev *rdev, enum rhinet_report which,
 			   const char *why);
 struct devlink_fmsg;
 struct devlink_health_reporter_ops;
-int rhinet_devlink_diagnose(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg);
-int rhinet_devlink_dump(struct rhinet_dev *rdev, struct devlink_fmsg *fmsg,
-			const char *reason);
+struct netlink_ext_ack;
+int rhinet_devlink_diagnose(struct devlink_health_reporter *reporter,
+			    struct devlink_fmsg *fmsg,
+			    struct netlink_ext_ack *extack);
+int rhinet_devlink_dump(struct devlink_health_reporter *reporter,
+			struct devlink_fmsg *fmsg, void *priv_ctx,
+			struct netlink_ext_ack *extack);
 void rhinet_devlink_add_reporter(struct rhinet_dev *rdev,
 				 enum rhinet_report which,
 				 const struct devlink_health_reporter_ops *ops);

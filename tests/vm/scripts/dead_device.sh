@@ -76,6 +76,12 @@ round() {
 	rdma link show rhinet0/1 | grep -q " state DOWN " ||
 		fail "$mode: port not DOWN: $(rdma link show rhinet0/1)"
 
+	if [ "$mode" = gone ]; then
+		# What the bring-up tool says of a card that does not answer.
+		rhinet-diag >/tmp/diag 2>&1 || { cat /tmp/diag; fail "gone: rhinet-diag"; }
+		grep -q "STATUS reads all ones: the card does not answer" /tmp/diag ||
+			{ cat /tmp/diag; fail "gone: rhinet-diag does not say so"; }
+	fi
 	t0=$(now)
 	rmmod rhinet || fail "$mode: rmmod"
 	echo "dead_device: $mode: rmmod took $(elapsed "$t0") s"
@@ -94,13 +100,7 @@ round() {
 	fi
 	dmesg -c >/dev/null
 	insmod "$KO" || fail "$mode: insmod after the failure"
-	echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad
-	ip addr add "$ME/24" dev eth0 && ip link set eth0 up || fail "ip setup"
-	i=0
-	until ping -c 1 -W 1 "$THEM" >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ $i -lt 30 ] || fail "$mode: no IP after recovery"
-	done
+	verbs_net_up "$mode: after recovery"
 	verbs_device rhinet0
 	j=0
 	until ibv_rc_pingpong -d rhinet0 -g $GID -n 20 -s 4096 -c "$SERVER"; do

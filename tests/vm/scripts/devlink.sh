@@ -106,12 +106,7 @@ dev=$(devlink dev show | grep -m1 '^pci/')
 all_healthy "after insmod"
 # The new interface back on the fabric, then node 1 is told: step 5
 # stops node 0's NIC for good.
-ip addr add "$ME/24" dev eth0 && ip link set eth0 up || fail "ip after insmod"
-i=0
-until ping -c 1 -W 1 "$THEM" >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ $i -lt 30 ] || fail "no answer from $THEM after insmod"
-done
+verbs_net_up "after insmod"
 sync_status ok
 synced=1
 

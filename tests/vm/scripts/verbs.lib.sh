@@ -28,14 +28,20 @@ verbs_setup() {
 	modprobe ib_uverbs && modprobe rdma_ucm && insmod "$KO" || fail "insmod"
 	# RoCE GID 0 is eth0's IPv6 link-local address: usable at once without
 	# duplicate address detection (soft-RoCE resolves it through the IP stack).
+	verbs_net_up "setup" virtio_link_setup
+}
+
+# verbs_net_up WHAT [HOOK]: eth0 (rhinet.ko's, perhaps just bound again)
+# addressed and up, HOOK run, then the peer answering ping (it boots, or
+# recovers, at its own pace).
+verbs_net_up() {
 	echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad
-	ip addr add "$ME/24" dev eth0 && ip link set eth0 up || fail "ip setup"
-	virtio_link_setup
-	# Wait until the peer answers (it boots at its own pace).
+	ip addr add "$ME/24" dev eth0 && ip link set eth0 up || fail "$1: ip setup"
+	${2:-}
 	i=0
 	until ping -c 1 -W 1 "$THEM" >/dev/null 2>&1; do
 		i=$((i + 1))
-		[ $i -lt 30 ] || fail "no answer from $THEM"
+		[ $i -lt 30 ] || fail "$1: no answer from $THEM"
 	done
 }
 
