@@ -23,6 +23,11 @@
 #define RHN_BOARD_QEMU 1
 /* the QEMU device hosting the firmware on a soft core (core=softcore) */
 #define RHN_BOARD_QEMU_SOFTCORE 2
+/* A board's name by its ID, as firmware files are named (NULL: none). */
+#define RHN_BOARD_NAMES                              \
+	{                                            \
+		[1] = "qemu", [2] = "qemu-softcore", \
+	}
 
 /* BARs */
 #define RHN_BAR_REGS 0 /* control/status registers, kernel only */
