@@ -53,6 +53,20 @@ inline constexpr RegSpec kRegs[] = {
      "MAC address bytes 0..3"},
     {"RHN_REG_MAC_HI", 0x024, 32, Access::kRO, 0xffff0000ull, 0x0ull, 0x0ull,
      "MAC address bytes 4..5"},
+    {"RHN_REG_BOARD_ID", 0x028, 32, Access::kRO, 0x0ull, 0x0ull, 0x0ull,
+     "which board this is: the board_id firmware images for it carry, and the "
+     "name of the file the host loads (rhinet/<board>.bin)"},
+    {"RHN_REG_FW_STATE", 0x02c, 32, Access::kRO, 0xffffffe0ull, 0x0ull, 0x0ull,
+     "the firmware's state: STATE (0 none, 1 booting, 2 running, 3 crashed), "
+     "HOST_LOADED (the running image came from the host, not the card's "
+     "flash), PENDING (a committed image boots at the next CONTROL.RESET)"},
+    {"RHN_REG_SERIAL", 0x030, 64, Access::kRO, 0x0ull, 0x0ull, 0x0ull,
+     "the card's serial number (0: none)"},
+    {"RHN_REG_FW_RUNNING", 0x038, 32, Access::kRO, 0x0ull, 0x0ull, 0x0ull,
+     "version of the firmware running, major << 16 | minor << 8 | patch "
+     "(hw_fw.h); 0: none"},
+    {"RHN_REG_FW_STORED", 0x03c, 32, Access::kRO, 0x0ull, 0x0ull, 0x0ull,
+     "version of the image in the card's flash, booted at power-on; 0: none"},
     {"RHN_REG_ADMIN_SQ_BASE", 0x040, 64, Access::kRW, 0x0ull, 0x0ull,
      0x1234567000ull,
      "bus address of the admin submission ring, 4 KiB aligned"},

@@ -146,6 +146,12 @@ def header(d):
     for b in d["board"]:
         w(f"/* {b['doc']} */")
         w(f"#define RHN_BOARD_{b['name'].upper().replace('-', '_')} {b['id']}")
+    w("/* A board's name by its ID, as firmware files are named (NULL: none). */")
+    w("#define RHN_BOARD_NAMES \\")
+    w("\t{ \\")
+    for b in d["board"]:
+        w(f"\t\t[{b['id']}] = \"{b['name']}\", \\")
+    w("\t}")
     w("")
     w("/* BARs */")
     for b in d["bar"]:

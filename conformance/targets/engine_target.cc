@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 
+#include "lib/card_shell.h"
 #include "lib/host_memory.h"
 #include "lib/switch_model.h"
 #include "rhinet/fw/engine.h"
@@ -59,9 +60,12 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
   // ---- Target ----
   std::string name() const override { return "engine"; }
   uint64_t reg_read(uint32_t offset, unsigned size) override {
+    uint64_t v;
+    if (shell_.reg_read(offset, size, v)) return v;
     return engine_->reg_read(offset, size);
   }
   void reg_write(uint32_t offset, uint64_t value, unsigned size) override {
+    shell_.reg_written(offset, value);
     engine_->reg_write(offset, value, size);
   }
   void doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
@@ -137,6 +141,12 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
   }
   void raise_msix(uint16_t vector) override { msix_[vector]++; }
   uint64_t now_ns() override { return world_->now; }
+  uint32_t fw_stage(uint32_t offset, fw::Span<const uint8_t> bytes) override {
+    return shell_.stage(offset, bytes.data(), bytes.size());
+  }
+  uint32_t fw_commit(uint32_t length, uint32_t flags) override {
+    return shell_.commit(length, flags);
+  }
 
   // ---- Wire ----
   void transmit(fw::Span<const uint8_t> frame) override {
@@ -146,6 +156,7 @@ class EngineNode final : public Target, public fw::HostBus, public fw::Wire {
  private:
   std::shared_ptr<World> world_;
   uint16_t node_id_;
+  CardShell shell_{RHN_BOARD_QEMU, node_id_};
   std::unique_ptr<fw::Engine> engine_;
   HostMemory host_;
   std::map<uint16_t, uint64_t> msix_;

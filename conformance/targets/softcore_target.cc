@@ -14,6 +14,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "lib/card_shell.h"
 #include "lib/host_memory.h"
 #include "lib/switch_model.h"
 #include "rhinet/hw.h"
@@ -88,6 +89,12 @@ class CoreNode final : public Target {
         .deadline = [](void* o, uint64_t t) { self(o)->deadline_ = t; },
         .reg_set = nullptr,
         .now_ns = [](void* o) { return self(o)->world_->now; },
+        .fw_stage = [](void* o, uint32_t off, const void* d,
+                       uint32_t n) { return self(o)->shell_.stage(off, d, n); },
+        .fw_commit =
+            [](void* o, uint32_t len, uint32_t flags) {
+              return self(o)->shell_.commit(len, flags);
+            },
     };
     const char* image = std::getenv("RHINET_FIRMWARE");
     RhnSoftCoreConfig cfg{};
@@ -129,9 +136,12 @@ class CoreNode final : public Target {
     // The register file answers, as it does a host's read; what the core
     // sent before is in it once the link is drained.
     world_->pump(0);
+    uint64_t v;
+    if (shell_.reg_read(offset, size, v)) return v;
     return rhn_sc_bar0_read(sc_, offset, size);
   }
   void reg_write(uint32_t offset, uint64_t value, unsigned size) override {
+    shell_.reg_written(offset, value);
     rhn_sc_bar0_write(sc_, offset, value, size);
     world_->pump(0);
   }
@@ -217,6 +227,7 @@ class CoreNode final : public Target {
 
   std::shared_ptr<World> world_;
   uint16_t node_id_;
+  CardShell shell_{RHN_BOARD_QEMU_SOFTCORE, node_id_};
   RhnSoftCore* sc_ = nullptr;
   HostMemory host_;
   std::map<uint16_t, uint64_t> msix_;

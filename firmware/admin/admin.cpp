@@ -132,6 +132,44 @@ void Engine::Impl::destroy_qp_state(uint32_t qpn) {
   qp.fanout_syndrome = RHN_SYN_NONE;
 }
 
+// Firmware images belong to the card's shell (firmware-image.md): the
+// engine only carries a chunk's bytes from the host to it, through a
+// small buffer, and the shell's verdict back. A refusal is BAD_PARAM (or
+// BAD_OPCODE for a card that takes no image) with the verdict as detail.
+static rhn_admin_status fw_refusal(uint32_t verdict, uint32_t& detail) {
+  detail = verdict;
+  return verdict == RHN_FW_NO_STAGING ? RHN_ADMIN_BAD_OPCODE
+                                      : RHN_ADMIN_BAD_PARAM;
+}
+
+static rhn_admin_status fw_download(Engine::Impl& m,
+                                    const rhn_admin_fw_download& c,
+                                    uint32_t& detail) {
+  if (c.length == 0) return fw_refusal(RHN_FW_SHORT, detail);
+  if (c.length > RHN_FW_CHUNK_MAX || c.offset > UINT32_MAX - c.length)
+    return fw_refusal(RHN_FW_TOO_LARGE, detail);
+  uint8_t piece[256];
+  for (uint32_t done = 0; done < c.length;) {
+    const uint32_t n = min<uint32_t>(sizeof(piece), c.length - done);
+    if (!m.bus.dma_read(c.addr + done, piece, n)) {
+      m.counters.add(RHN_CNT_DMA_ERRORS);
+      return RHN_ADMIN_DMA_ERROR;
+    }
+    const uint32_t verdict = m.bus.fw_stage(c.offset + done, {piece, n});
+    if (verdict != RHN_FW_OK) return fw_refusal(verdict, detail);
+    done += n;
+  }
+  return RHN_ADMIN_OK;
+}
+
+static rhn_admin_status fw_commit(Engine::Impl& m, const rhn_admin_fw_commit& c,
+                                  uint32_t& detail) {
+  constexpr uint32_t kKnown = RHN_FW_COMMIT_STORE | RHN_FW_COMMIT_ACTIVATE;
+  if (c.flags == 0 || (c.flags & ~kKnown)) return RHN_ADMIN_BAD_PARAM;
+  const uint32_t verdict = m.bus.fw_commit(c.length, c.flags);
+  return verdict == RHN_FW_OK ? RHN_ADMIN_OK : fw_refusal(verdict, detail);
+}
+
 rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
                                              uint32_t& result,
                                              uint32_t& detail) {
@@ -922,6 +960,12 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       gid_types[g.index] = g.type;
       return RHN_ADMIN_OK;
     }
+    case RHN_ADMIN_FW_DOWNLOAD:
+    case RHN_ADMIN_FW_COMMIT:
+      if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
+      return cmd.hdr.opcode == RHN_ADMIN_FW_DOWNLOAD
+                 ? fw_download(*this, u.fw_download, detail)
+                 : fw_commit(*this, u.fw_commit, detail);
     case RHN_ADMIN_SET_LINK:
       if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;
       link_up.store(u.set_link.up != 0);

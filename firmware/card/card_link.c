@@ -13,6 +13,7 @@
 #include "link.h"
 #include "link_core.h"
 #include "rhinet/fw/card.h"
+#include "rhinet/hw_fw.h"
 #include "rhinet/hw_regs.h"
 #include "transport.h"
 
@@ -61,7 +62,9 @@ static struct {
   uint16_t next_tag;
   struct rhn_link_hello identity;  // the device's HELLO
 
-  // The DMA read waiting for its DMA_READ_DATA.
+  // The request waiting for its answer: a DMA read for its DMA_READ_DATA,
+  // or the shell's FW_VERDICT (read_reply says which).
+  uint16_t read_reply;
   uint16_t read_tag;
   bool read_done;
   uint32_t read_status;
@@ -159,10 +162,23 @@ static void on_frame(uint32_t body) {
 static void on_read_data(uint16_t tag, uint32_t body) {
   struct rhn_link_status st;
   read_fixed(&st, sizeof(st), body);
-  if (tag != L.read_tag || L.read_done) fail();
+  if (tag != L.read_tag || L.read_done ||
+      L.read_reply != RHN_LINK_DMA_READ_DATA)
+    fail();
   uint32_t n = body - sizeof(st);
   if (st.status == RHN_CARD_OK ? n != L.read_len : n != 0) fail();
   rhn_lt_read(L.read_dst, n);
+  L.read_status = st.status;
+  L.read_done = true;
+}
+
+// The shell's answer to a FW_STAGE or FW_COMMIT: the wait of a DMA read.
+static void on_fw_verdict(uint16_t tag, uint32_t body) {
+  struct rhn_link_status st;
+  read_fixed(&st, sizeof(st), body);
+  if (body != sizeof(st) || tag != L.read_tag || L.read_done ||
+      L.read_reply != RHN_LINK_FW_VERDICT)
+    fail();
   L.read_status = st.status;
   L.read_done = true;
 }
@@ -186,6 +202,9 @@ static void receive_one(void) {
   switch (h.type) {
     case RHN_LINK_DMA_READ_DATA:
       on_read_data(h.tag, body);
+      break;
+    case RHN_LINK_FW_VERDICT:
+      on_fw_verdict(h.tag, body);
       break;
     case RHN_LINK_DOORBELL:
       on_doorbell(body);
@@ -296,23 +315,32 @@ void rhn_card_cq_produced(uint32_t cqn, uint32_t producer_index) {
 
 // ---- Host DMA window --------------------------------------------------
 
+// Sends a request and waits for its answer (DMA_READ_DATA, FW_VERDICT):
+// its status.
+static uint32_t request(uint16_t type, uint16_t reply, const void *fixed,
+                        uint32_t fixed_len, const void *data,
+                        uint32_t data_len) {
+  L.read_reply = reply;
+  L.read_tag = new_tag();
+  L.read_done = false;
+  send(type, L.read_tag, fixed, fixed_len, data, data_len);
+  for (;;) {
+    drain();
+    if (L.read_done) return L.read_status;
+    rhn_lt_sleep(RHN_LINK_CORE_READ_SPIN);
+  }
+}
+
 enum rhn_card_status rhn_card_dma_read(uint64_t bus_addr, void *dst,
                                        size_t len) {
   uint8_t *p = dst;
   while (len) {
     uint32_t n = len < RHN_LINK_DMA_CHUNK ? (uint32_t)len : RHN_LINK_DMA_CHUNK;
     struct rhn_link_dma_read rq = {bus_addr, n, 0};
-    L.read_tag = new_tag();
-    L.read_done = false;
     L.read_dst = p;
     L.read_len = n;
-    send(RHN_LINK_DMA_READ, L.read_tag, &rq, sizeof(rq), 0, 0);
-    for (;;) {
-      drain();
-      if (L.read_done) break;
-      rhn_lt_sleep(RHN_LINK_CORE_READ_SPIN);
-    }
-    if (L.read_status != RHN_CARD_OK)
+    if (request(RHN_LINK_DMA_READ, RHN_LINK_DMA_READ_DATA, &rq, sizeof(rq), 0,
+                0) != RHN_CARD_OK)
       return (enum rhn_card_status)L.read_status;
     p += n;
     bus_addr += n;
@@ -489,3 +517,25 @@ void rhn_card_wait(uint64_t deadline_ns) {
 void *rhn_card_twin_base(void) { return twin; }
 
 uint64_t rhn_card_twin_bytes(void) { return sizeof(twin); }
+
+// ---- The shell's firmware slot -----------------------------------------
+
+uint32_t rhn_card_fw_stage(uint32_t offset, const void *data, uint32_t len) {
+  const uint8_t *p = data;
+  do {
+    uint32_t n = len < RHN_LINK_DMA_CHUNK ? len : RHN_LINK_DMA_CHUNK;
+    struct rhn_link_fw f = {offset, 0};
+    uint32_t verdict =
+        request(RHN_LINK_FW_STAGE, RHN_LINK_FW_VERDICT, &f, sizeof(f), p, n);
+    if (verdict != RHN_FW_OK) return verdict;
+    p += n;
+    offset += n;
+    len -= n;
+  } while (len);
+  return RHN_FW_OK;
+}
+
+uint32_t rhn_card_fw_commit(uint32_t length, uint32_t flags) {
+  struct rhn_link_fw f = {length, flags};
+  return request(RHN_LINK_FW_COMMIT, RHN_LINK_FW_VERDICT, &f, sizeof(f), 0, 0);
+}

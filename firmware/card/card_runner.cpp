@@ -24,6 +24,13 @@ bool CardBus::dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
 void CardBus::raise_msix(uint16_t vector) { rhn_card_irq(vector); }
 
 uint64_t CardBus::now_ns() { return rhn_card_now_ns(); }
+uint32_t CardBus::fw_stage(uint32_t offset, Span<const uint8_t> bytes) {
+  return rhn_card_fw_stage(offset, bytes.data(),
+                           static_cast<uint32_t>(bytes.size()));
+}
+uint32_t CardBus::fw_commit(uint32_t length, uint32_t flags) {
+  return rhn_card_fw_commit(length, flags);
+}
 
 void CardWire::transmit(Span<const uint8_t> frame) {
   // A full FIFO or a link down drops it: the transport resends.

@@ -22,6 +22,8 @@ class CardBus final : public HostBus {
                          size_t publish_at) override;
   void raise_msix(uint16_t vector) override;
   uint64_t now_ns() override;
+  uint32_t fw_stage(uint32_t offset, Span<const uint8_t> bytes) override;
+  uint32_t fw_commit(uint32_t length, uint32_t flags) override;
 };
 
 // The MAC's transmit FIFO.

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 /* Bumped on any change of a message's layout or meaning. */
-#define RHN_LINK_VERSION 2
+#define RHN_LINK_VERSION 3
 
 /*
  * Framing: every message is a header and a body. len counts the bytes that
@@ -59,8 +59,11 @@ enum rhn_link_type {
   RHN_LINK_COUNTERS_CLEAR = 20, /* core: empty; every counter back to 0 */
   RHN_LINK_RX_CREDIT = 21,      /* core: struct rhn_link_u64 (frames) */
   RHN_LINK_RX_DROPPED = 22,     /* device: struct rhn_link_u64 (frames) */
+  RHN_LINK_FW_STAGE = 23,       /* core: struct rhn_link_fw, bytes */
+  RHN_LINK_FW_COMMIT = 24,      /* core: struct rhn_link_fw */
+  RHN_LINK_FW_VERDICT = 25,     /* device: struct rhn_link_status */
 };
-#define RHN_LINK_TYPE_MAX RHN_LINK_RX_DROPPED
+#define RHN_LINK_TYPE_MAX RHN_LINK_FW_VERDICT
 
 /*
  * Receive flow control. The core's HELLO names its receive FIFO (rx_fifo):
@@ -153,6 +156,18 @@ struct rhn_link_irq {
 
 struct rhn_link_u64 {
   uint64_t value;
+};
+
+/*
+ * The shell's firmware slot (card.h's rhn_card_fw_stage and
+ * rhn_card_fw_commit). FW_STAGE: value is the offset into the staging
+ * buffer and the bytes follow (at most RHN_LINK_DMA_CHUNK); FW_COMMIT:
+ * value is the length, flags the enum rhn_fw_commit_flags. The device
+ * answers each with FW_VERDICT, same tag, status an enum rhn_fw_verdict.
+ */
+struct rhn_link_fw {
+  uint32_t value;
+  uint32_t flags;
 };
 
 /*

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rhinet/hw_fw.h"
 #include "rhinet/hw_regs.h"
 
 /* Events (doorbells, frames) wait at most this much in the output queue;
@@ -406,6 +407,32 @@ static void sc_on_dma_read(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
     sc_commit(sc, sizeof(st) + rq.len);
 }
 
+/*
+ * The shell's firmware slot: the device's (rhn_card_fw_stage and
+ * rhn_card_fw_commit); a device without one takes no image.
+ */
+static void sc_on_fw(RhnSoftCore *sc, uint16_t type, uint16_t tag,
+                     const uint8_t *b, uint32_t len)
+{
+    struct rhn_link_fw f;
+    struct rhn_link_status st = { RHN_FW_NO_STAGING, 0 };
+    uint32_t data_len = len - (uint32_t)sizeof(f);
+
+    if (len < sizeof(f) || (type == RHN_LINK_FW_COMMIT && data_len) ||
+        data_len > RHN_LINK_DMA_CHUNK) {
+        sc_fail(sc, "soft core: firmware message of %u bytes", len);
+        return;
+    }
+    memcpy(&f, b, sizeof(f));
+    if (type == RHN_LINK_FW_STAGE && sc->ops.fw_stage) {
+        st.status = sc->ops.fw_stage(sc->opaque, f.value, b + sizeof(f),
+                                     data_len);
+    } else if (type == RHN_LINK_FW_COMMIT && sc->ops.fw_commit) {
+        st.status = sc->ops.fw_commit(sc->opaque, f.value, f.flags);
+    }
+    sc_send(sc, RHN_LINK_FW_VERDICT, tag, &st, sizeof(st), false);
+}
+
 static void sc_on_dma_write(RhnSoftCore *sc, uint16_t type, uint16_t tag,
                             const uint8_t *b, uint32_t len)
 {
@@ -620,6 +647,10 @@ static void sc_on_message(RhnSoftCore *sc, uint16_t type, uint16_t tag,
         break;
     case RHN_LINK_DMA_STORE64:
         sc_on_store64(sc, tag, b, len);
+        break;
+    case RHN_LINK_FW_STAGE:
+    case RHN_LINK_FW_COMMIT:
+        sc_on_fw(sc, type, tag, b, len);
         break;
     case RHN_LINK_REG_SET:
     case RHN_LINK_COUNTER_ADD:

@@ -56,6 +56,14 @@ typedef struct RhnSoftCoreOps {
     void (*reg_set)(void *opaque, uint32_t offset, uint64_t value);
     /* The device's monotonic clock, ns; NULL: CLOCK_MONOTONIC. */
     uint64_t (*now_ns)(void *opaque);
+    /*
+     * Optional (NULL: the card takes no image): the shell's firmware
+     * slot, answering rhn_card_fw_stage and rhn_card_fw_commit with an
+     * enum rhn_fw_verdict.
+     */
+    uint32_t (*fw_stage)(void *opaque, uint32_t offset, const void *data,
+                         uint32_t len);
+    uint32_t (*fw_commit)(void *opaque, uint32_t length, uint32_t flags);
 } RhnSoftCoreOps;
 
 typedef struct RhnSoftCoreConfig {

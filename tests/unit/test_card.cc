@@ -30,6 +30,10 @@ struct FakeCard {
   uint32_t mac_drops = 0;     // frames the MAC dropped, not yet taken
   uint32_t rto_floor_us = 0;  // the hosting device's setting
   uint64_t now = 1'000'000;
+  // The shell's firmware slot: what was staged where, and the commits.
+  std::map<uint32_t, std::vector<uint8_t>> fw_staged;
+  std::vector<std::pair<uint32_t, uint32_t>> fw_commits;
+  uint32_t fw_verdict = RHN_FW_OK;
   uint8_t* at(uint64_t bus, size_t len) {
     if (bus < kHostBase || bus + len > kHostBase + host.size()) return nullptr;
     return host.data() + (bus - kHostBase);
@@ -108,6 +112,15 @@ void rhn_card_wait(uint64_t) {}
 void rhn_card_start(uint32_t, uint32_t) {}
 void rhn_card_cq_produced(uint32_t, uint32_t) {}
 uint32_t rhn_card_caps() { return 0; }
+uint32_t rhn_card_fw_stage(uint32_t offset, const void* data, uint32_t len) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  g_card->fw_staged[offset].assign(p, p + len);
+  return g_card->fw_verdict;
+}
+uint32_t rhn_card_fw_commit(uint32_t length, uint32_t flags) {
+  g_card->fw_commits.emplace_back(length, flags);
+  return g_card->fw_verdict;
+}
 
 void rhn_card_get_identity(rhn_card_identity* out) {
   out->node_id = 7;
@@ -259,6 +272,54 @@ TEST_F(Card, FramesTheMacDroppedShowInTheCountersTheHostQueries) {
 }
 
 // The hosting device's rto-floor-us replaces the build's floor; 0 keeps it.
+// A firmware image goes to the shell, not the core: FW_DOWNLOAD's bytes
+// reach rhn_card_fw_stage at their offsets, FW_COMMIT reaches
+// rhn_card_fw_commit, and the shell's refusal comes back as the detail.
+TEST_F(Card, FirmwareChunksAndTheCommitReachTheShellWithItsVerdictBack) {
+  std::vector<uint64_t> ram(kCardTableBytes / 8);
+  CardMemory mem(ram.data(), kCardTableBytes);
+  CardRunner runner(card_config(), mem);
+  ASSERT_FALSE(runner.failed());
+  enable_admin(RHN_CONTROL_ENABLE);
+  runner.step();
+
+  constexpr uint32_t kLen = 1000;  // more than one of the engine's pieces
+  for (uint32_t i = 0; i < kLen; i++) fake.at(kOut, kLen)[i] = uint8_t(i * 7);
+  rhn_admin_cmd cmd{};
+  cmd.hdr.opcode = RHN_ADMIN_FW_DOWNLOAD;
+  cmd.u.fw_download.addr = kOut;
+  cmd.u.fw_download.offset = 4096;
+  cmd.u.fw_download.length = kLen;
+  EXPECT_EQ(run_admin(runner, cmd).status, RHN_ADMIN_OK);
+  std::vector<uint8_t> got(kLen);
+  for (const auto& [off, bytes] : fake.fw_staged) {
+    ASSERT_GE(off, 4096u);
+    ASSERT_LE(off - 4096 + bytes.size(), kLen);
+    memcpy(got.data() + (off - 4096), bytes.data(), bytes.size());
+  }
+  EXPECT_EQ(0, memcmp(got.data(), fake.at(kOut, kLen), kLen));
+
+  // The ring's next slot: a commit the shell refuses.
+  fake.fw_verdict = RHN_FW_BAD_IMAGE;
+  rhn_admin_cmd commit{};
+  commit.hdr.opcode = RHN_ADMIN_FW_COMMIT;
+  commit.hdr.cmd_id = 2;
+  commit.u.fw_commit.length = 5096;
+  commit.u.fw_commit.flags = RHN_FW_COMMIT_ACTIVATE;
+  memcpy(fake.at(kSq + sizeof(commit), sizeof(commit)), &commit,
+         sizeof(commit));
+  fake.reg_kick(RHN_REG_ADMIN_SQ_TAIL, 2);
+  for (int i = 0; i < 4; i++) runner.step();
+  rhn_admin_cpl cpl;
+  memcpy(&cpl, fake.at(kCq + sizeof(cpl), sizeof(cpl)), sizeof(cpl));
+  EXPECT_EQ(cpl.cmd_id, 2);
+  EXPECT_EQ(cpl.status, RHN_ADMIN_BAD_PARAM);
+  EXPECT_EQ(cpl.detail, uint32_t{RHN_FW_BAD_IMAGE});
+  ASSERT_EQ(fake.fw_commits.size(), 1u);
+  EXPECT_EQ(fake.fw_commits[0],
+            std::make_pair(5096u, uint32_t{RHN_FW_COMMIT_ACTIVATE}));
+}
+
 TEST_F(Card, TheDevicesRetransmissionFloorReachesTheEngine) {
   std::vector<uint64_t> ram(kCardTableBytes / 8), ram2(kCardTableBytes / 8);
   CardMemory mem(ram.data(), kCardTableBytes);

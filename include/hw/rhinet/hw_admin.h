@@ -80,6 +80,13 @@ enum rhn_admin_opcode {
 	 */
 	RHN_ADMIN_TWIN_WRITE = 0x36, /* host bytes into the twin */
 	RHN_ADMIN_TWIN_READ = 0x37, /* the twin's bytes to the host */
+	/* Kernel only: a firmware image (hw_fw.h) handed to the card's
+	 * shell, chunk by chunk (u.fw_download), then checked and kept to
+	 * boot or store (u.fw_commit; a refusal's detail is the shell's
+	 * enum rhn_fw_verdict). See firmware-image.md.
+	 */
+	RHN_ADMIN_FW_DOWNLOAD = 0x38,
+	RHN_ADMIN_FW_COMMIT = 0x39,
 };
 
 enum rhn_admin_status {
@@ -469,6 +476,25 @@ enum rhn_gid_type {
 	RHN_GID_ROCE_V2 = 1,
 };
 
+/* Bytes [offset, offset + length) of the image, from host memory. */
+#define RHN_FW_CHUNK_MAX (64u << 10)
+struct rhn_admin_fw_download {
+	__le64 addr; /* bus address of the chunk */
+	__le32 offset; /* into the image */
+	__le32 length; /* 1..RHN_FW_CHUNK_MAX */
+};
+
+enum rhn_fw_commit_flags {
+	RHN_FW_COMMIT_STORE = 1u << 0, /* into the card's flash */
+	RHN_FW_COMMIT_ACTIVATE = 1u << 1, /* booted at the next CONTROL.RESET */
+};
+
+/* The first `length` bytes downloaded are the image. */
+struct rhn_admin_fw_commit {
+	__le32 length;
+	__le32 flags; /* enum rhn_fw_commit_flags, at least one */
+};
+
 struct rhn_admin_set_gid {
 	__le32 index; /* < RHN_GID_TABLE_LEN */
 	__u8 type; /* enum rhn_gid_type */
@@ -501,10 +527,14 @@ struct rhn_admin_cmd {
 		struct rhn_admin_set_gid set_gid;
 		struct rhn_admin_mcast_group mcast_group;
 		struct rhn_admin_mcast_attach mcast_attach;
+		struct rhn_admin_fw_download fw_download;
+		struct rhn_admin_fw_commit fw_commit;
 		__u8 raw[RHN_ADMIN_CMD_SIZE - 8];
 	} u;
 };
 RHN_ASSERT_SIZE(struct rhn_admin_cmd, RHN_ADMIN_CMD_SIZE);
+RHN_ASSERT_SIZE(struct rhn_admin_fw_download, 16);
+RHN_ASSERT_SIZE(struct rhn_admin_fw_commit, 8);
 RHN_ASSERT_SIZE(struct rhn_admin_create_context, 8);
 RHN_ASSERT_OFFSET(struct rhn_admin_create_context, reserved, 4);
 RHN_ASSERT_SIZE(struct rhn_admin_create_mr, 40);

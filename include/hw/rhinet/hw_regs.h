@@ -23,6 +23,11 @@
 #define RHN_BOARD_QEMU 1
 /* the QEMU device hosting the firmware on a soft core (core=softcore) */
 #define RHN_BOARD_QEMU_SOFTCORE 2
+/* A board's name by its ID, as firmware files are named (NULL: none). */
+#define RHN_BOARD_NAMES                              \
+	{                                            \
+		[1] = "qemu", [2] = "qemu-softcore", \
+	}
 
 /* BARs */
 #define RHN_BAR_REGS 0 /* control/status registers, kernel only */
@@ -48,6 +53,12 @@ enum rhn_reg {
 	RHN_REG_MTU = 0x01c, /* RO: max payload bytes per packet */
 	RHN_REG_MAC_LO = 0x020, /* RO: MAC bytes 0..3 */
 	RHN_REG_MAC_HI = 0x024, /* RO: MAC bytes 4..5 */
+	RHN_REG_BOARD_ID =
+		0x028, /* RO: the board (registers.toml's [[board]]) */
+	RHN_REG_FW_STATE = 0x02c, /* RO: STATE, HOST_LOADED, PENDING */
+	RHN_REG_SERIAL = 0x030, /* RO 64: the card's serial number */
+	RHN_REG_FW_RUNNING = 0x038, /* RO: version of the running firmware */
+	RHN_REG_FW_STORED = 0x03c, /* RO: version of the firmware in flash */
 	RHN_REG_ADMIN_SQ_BASE = 0x040, /* RW 64: bus address, 4 KiB aligned */
 	RHN_REG_ADMIN_CQ_BASE = 0x048, /* RW 64: bus address, 4 KiB aligned */
 	RHN_REG_ADMIN_LOG_DEPTH = 0x050, /* RW: log2 entries of both rings */
@@ -96,6 +107,11 @@ enum rhn_control {
 
 #define RHN_MAC_HI_BYTES_SHIFT 0
 #define RHN_MAC_HI_BYTES_MASK 0xffffu
+
+#define RHN_FW_STATE_STATE_SHIFT 0
+#define RHN_FW_STATE_STATE_MASK 0xfu
+#define RHN_FW_STATE_HOST_LOADED (1u << 4)
+#define RHN_FW_STATE_PENDING (1u << 5)
 
 /*
  * EQ doorbell (64-bit write): consumer index and optional re-arm. The NIC

@@ -71,6 +71,12 @@ static const struct rhn_regmap_field rhn_regmap_fields_mac_hi[] = {
 	{"BYTES", 0, 16},
 };
 
+static const struct rhn_regmap_field rhn_regmap_fields_fw_state[] = {
+	{"STATE", 0, 4},
+	{"HOST_LOADED", 4, 1},
+	{"PENDING", 5, 1},
+};
+
 static const struct rhn_regmap_field rhn_regmap_fields_eq_doorbell[] = {
 	{"CI", 0, 32},
 	{"EQN", 32, 16},
@@ -97,6 +103,13 @@ static const struct rhn_regmap_reg rhn_regmap_regs[] = {
 	{"MAC_HI", 0x024, 32, "RO", rhn_regmap_fields_mac_hi,
 	 sizeof(rhn_regmap_fields_mac_hi) /
 		 sizeof(rhn_regmap_fields_mac_hi[0])},
+	{"BOARD_ID", 0x028, 32, "RO", 0, 0},
+	{"FW_STATE", 0x02c, 32, "RO", rhn_regmap_fields_fw_state,
+	 sizeof(rhn_regmap_fields_fw_state) /
+		 sizeof(rhn_regmap_fields_fw_state[0])},
+	{"SERIAL", 0x030, 64, "RO", 0, 0},
+	{"FW_RUNNING", 0x038, 32, "RO", 0, 0},
+	{"FW_STORED", 0x03c, 32, "RO", 0, 0},
 	{"ADMIN_SQ_BASE", 0x040, 64, "RW", 0, 0},
 	{"ADMIN_CQ_BASE", 0x048, 64, "RW", 0, 0},
 	{"ADMIN_LOG_DEPTH", 0x050, 32, "RW", 0, 0},

@@ -206,6 +206,20 @@ struct rhn_card_identity {
 };
 void rhn_card_get_identity(struct rhn_card_identity *out);
 
+/* ---- The shell's firmware slot ---------------------------------------- */
+
+/*
+ * Firmware images the host hands the card (RHN_ADMIN_FW_DOWNLOAD and
+ * FW_COMMIT, firmware-image.md) go to the shell, not to the core: the core
+ * only carries the bytes. rhn_card_fw_stage puts @len bytes of an image at
+ * @offset of the shell's staging buffer; rhn_card_fw_commit has the shell
+ * check the first @length bytes staged and keep them (enum
+ * rhn_fw_commit_flags). Both return the shell's enum rhn_fw_verdict
+ * (RHN_FW_NO_STAGING: the card takes no image from the host).
+ */
+uint32_t rhn_card_fw_stage(uint32_t offset, const void *data, uint32_t len);
+uint32_t rhn_card_fw_commit(uint32_t length, uint32_t flags);
+
 /* ---- Optional blocks -------------------------------------------------- */
 
 /*

@@ -14,6 +14,7 @@
 #include "ops/sync/sync_config.h"
 #include "ops/tag/tag_config.h"
 #include "ops/ud_mcast/ud_mcast_config.h"
+#include "rhinet/hw_fw.h"
 
 namespace rhinet::fw {
 
@@ -53,6 +54,20 @@ class HostBus {
   virtual void raise_msix(uint16_t vector) = 0;
   // Monotonic nanoseconds; timers (retransmission, RNR) use it.
   virtual uint64_t now_ns() = 0;
+  // The card shell's firmware slot (firmware-image.md): bytes of an image
+  // into its staging buffer, and the check and keeping of what was staged.
+  // Each returns the shell's enum rhn_fw_verdict; a host with no shell
+  // takes no image.
+  virtual uint32_t fw_stage(uint32_t offset, Span<const uint8_t> bytes) {
+    (void)offset;
+    (void)bytes;
+    return RHN_FW_NO_STAGING;
+  }
+  virtual uint32_t fw_commit(uint32_t length, uint32_t flags) {
+    (void)length;
+    (void)flags;
+    return RHN_FW_NO_STAGING;
+  }
 
  protected:
   // Never deleted through this interface (the soft core has no delete).

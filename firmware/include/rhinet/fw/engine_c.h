@@ -39,6 +39,14 @@ struct rhn_fw_host_ops {
   uint64_t (*now_ns)(void *opaque);
   /* the frame is valid only during the call */
   void (*transmit)(void *opaque, const uint8_t *frame, size_t len);
+  /*
+   * Optional (NULL: the card takes no image, RHN_FW_NO_STAGING): the
+   * shell's firmware slot, see HostBus::fw_stage and fw_commit. Each
+   * returns an enum rhn_fw_verdict.
+   */
+  uint32_t (*fw_stage)(void *opaque, uint32_t offset, const uint8_t *bytes,
+                       size_t len);
+  uint32_t (*fw_commit)(void *opaque, uint32_t length, uint32_t flags);
 };
 
 struct rhn_fw_config {
