@@ -108,6 +108,11 @@ void rhn_card_wait(uint64_t) {}
 void rhn_card_start(uint32_t, uint32_t) {}
 void rhn_card_cq_produced(uint32_t, uint32_t) {}
 uint32_t rhn_card_caps() { return 0; }
+// No region DMA block (no RHN_CARD_CAP_DMA_REGION): never called.
+rhn_card_status rhn_card_dma_region(const rhn_card_region*, uint64_t, void*,
+                                    size_t, bool) {
+  return RHN_CARD_BUS_ERROR;
+}
 
 void rhn_card_get_identity(rhn_card_identity* out) {
   out->node_id = 7;
