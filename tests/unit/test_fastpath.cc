@@ -47,18 +47,28 @@ void take(SimCluster& c, SimCq& cq, size_t n, Trace& t,
     t.cqes.push_back(describe(x) + " wr_id=" + std::to_string(x.wr_id));
 }
 
-Trace run(bool fast, bool region_dma = false) {
-  Trace t;
+// Two nodes, the fast paths on or off, every frame recorded into t.
+ClusterConfig two_nodes(bool fast) {
   ClusterConfig cfg;
   cfg.nodes = 2;
   cfg.engine.boot_session = 7;
   cfg.engine.fast_paths = fast;
-  cfg.engine.dma_region = region_dma;
-  SimCluster c(cfg);
+  return cfg;
+}
+
+void tap_frames(SimCluster& c, Trace& t) {
   EXPECT_TRUE(c.all_up());
   c.fabric().tap = [&t](size_t port, std::span<const uint8_t> f) {
     t.frames.push_back(hex(port, f));
   };
+}
+
+Trace run(bool fast, bool region_dma = false) {
+  Trace t;
+  ClusterConfig cfg = two_nodes(fast);
+  cfg.engine.dma_region = region_dma;
+  SimCluster c(cfg);
+  tap_frames(c, t);
   RcPair p = make_rc_pair(c, 0, 1);
   EXPECT_TRUE(p.ok);
   if (!p.ok) return t;
@@ -123,16 +133,10 @@ Trace run(bool fast, bool region_dma = false) {
 // the error state, a peer that stopped answering.
 Trace run_unhappy(bool fast) {
   Trace t;
-  ClusterConfig cfg;
-  cfg.nodes = 2;
-  cfg.engine.boot_session = 7;
-  cfg.engine.fast_paths = fast;
+  ClusterConfig cfg = two_nodes(fast);
   cfg.engine.send_packet_slots = 8;  // runs out under a burst
   SimCluster c(cfg);
-  EXPECT_TRUE(c.all_up());
-  c.fabric().tap = [&t](size_t port, std::span<const uint8_t> f) {
-    t.frames.push_back(hex(port, f));
-  };
+  tap_frames(c, t);
   RcPair p = make_rc_pair(c, 0, 1);
   EXPECT_TRUE(p.ok);
   if (!p.ok) return t;
