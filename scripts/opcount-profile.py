@@ -34,6 +34,9 @@ WINDOWS = {
 LEAVES = {"memcpy", "memset", "memcmp", "rhinet::fw::crc32c"}
 
 
+ROUND_MAC = " (MAC fills and checks CRCs)"
+ROUND_BLOCKS = " (MAC's CRCs and region DMA)"
+
 def symbols(elf):
     out = subprocess.run(
         ["riscv64-unknown-elf-nm", "-C", "-n", elf],
@@ -63,11 +66,12 @@ def main():
     out_begin = by_name["trace_outside_begin"]
     out_end = by_name["trace_outside_end"]
     win_end = by_name["trace_window_end"]
-    # The image's second round has a MAC that fills and checks the CRCs:
-    # its windows are counted apart.
+    # The image's second round has a MAC that fills and checks the CRCs,
+    # its third every optional block: their windows are counted apart.
     round_mac = by_name["trace_round_mac"]
+    round_blocks = by_name["trace_round_blocks"]
     suffix = ""
-    marks = set(begin) | {out_begin, out_end, win_end, round_mac}
+    marks = set(begin) | {out_begin, out_end, win_end, round_mac, round_blocks}
 
     blocks = {}  # block start pc -> [instruction pcs]
     pending = None
@@ -98,7 +102,9 @@ def main():
                     elif pc == out_end:
                         outside = False
                     elif pc == round_mac:
-                        suffix = " (MAC fills and checks CRCs)"
+                        suffix = ROUND_MAC
+                    elif pc == round_blocks:
+                        suffix = ROUND_BLOCKS
                     continue
                 if current is None or outside:
                     continue
@@ -123,7 +129,7 @@ def main():
                     if not pending:
                         blocks[ipc] = pending
                     pending.append(ipc)
-    for suffix in ("", " (MAC fills and checks CRCs)"):
+    for suffix in ("", ROUND_MAC, ROUND_BLOCKS):
         for mark, what in WINDOWS.items():
             key = (mark, suffix)
             n = windows[key]

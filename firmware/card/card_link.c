@@ -295,6 +295,18 @@ void rhn_card_get_identity(struct rhn_card_identity *out) {
 // The socket link has no optional block: the firmware does it all.
 uint32_t rhn_card_caps(void) { return 0; }
 
+// Never called without RHN_CARD_CAP_DMA_REGION; refused if it were.
+enum rhn_card_status rhn_card_dma_region(const struct rhn_card_region *region,
+                                         uint64_t va, void *buf, size_t len,
+                                         bool write) {
+  (void)region;
+  (void)va;
+  (void)buf;
+  (void)len;
+  (void)write;
+  return RHN_CARD_BUS_ERROR;
+}
+
 void rhn_card_get_settings(struct rhn_card_settings *out) {
   out->rto_floor_us = L.identity.rto_floor_us;
   out->reserved = 0;

@@ -21,6 +21,13 @@ bool CardBus::dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
   return rhn_card_dma_publish(bus_addr, src, len, publish_at) == RHN_CARD_OK;
 }
 
+bool CardBus::dma_region(const DmaRegion& r, uint64_t va, void* buf, size_t len,
+                         bool write) {
+  const rhn_card_region region = {r.table,  r.iova,       r.num_pages,
+                                  r.levels, r.page_shift, 0};
+  return rhn_card_dma_region(&region, va, buf, len, write) == RHN_CARD_OK;
+}
+
 void CardBus::raise_msix(uint16_t vector) { rhn_card_irq(vector); }
 
 uint64_t CardBus::now_ns() { return rhn_card_now_ns(); }
@@ -51,6 +58,8 @@ EngineConfig from_card(EngineConfig c) {
   memcpy(c.mac, id.mac, sizeof(c.mac));
   // A MAC that fills and checks the CRCs takes them off the core.
   c.mac_crc = (rhn_card_caps() & RHN_CARD_CAP_MAC_CRC) != 0;
+  // A DMA block that walks the regions' tables takes them off the core.
+  c.dma_region = (rhn_card_caps() & RHN_CARD_CAP_DMA_REGION) != 0;
   // The power-on epoch of the node's channels: a card that restarts must
   // not reuse its last one (peers would take old packets for new).
   if (!c.boot_session)

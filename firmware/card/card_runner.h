@@ -20,6 +20,8 @@ class CardBus final : public HostBus {
   bool dma_store_u64(uint64_t bus_addr, uint64_t value) override;
   bool dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
                          size_t publish_at) override;
+  bool dma_region(const DmaRegion& r, uint64_t va, void* buf, size_t len,
+                  bool write) override;
   void raise_msix(uint16_t vector) override;
   uint64_t now_ns() override;
   uint32_t fw_stage(uint32_t offset, Span<const uint8_t> bytes) override;

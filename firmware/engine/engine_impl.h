@@ -363,6 +363,13 @@ struct Engine::Impl : FamilyStates {
   // else, which takes the generic path.
   bool fast_write(Span<const uint8_t> frame);
 
+  // ---- requester/fast_post.cpp
+  // The common posted WQE (decoded by decode_plain_wqe into qp.tx_wqe), a
+  // one-packet RC WRITE or SEND, from its checks to its frame on the
+  // wire; false (nothing done) for anything else, which start_message
+  // goes on with.
+  bool fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots);
+
   // ---- responder/responder.cpp
   void handle_request(Peer& p, const Packet& pkt);
   bool responder_has_room(const Peer& p, const rhn_op_hdr& op) const;

@@ -194,6 +194,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     nslots = 1;
   } else if (cfg.fast_paths &&
              decode_plain_wqe(qp.tx_raw, nslots, 1u << 31, w)) {
+    if (fast_post(qp, qpn, nslots)) return true;
     decoded = true;
   } else {
     const rhn_syndrome s = decode_send_wqe(qp.tx_raw, nslots, 1u << 31, w);

@@ -127,6 +127,37 @@ uint8_t* Engine::Impl::twin_mr_bytes(const MrObj& mr, uint64_t va,
   return twin_bytes(*t) + off;
 }
 
+bool dma_region_walk(HostBus& bus, const DmaRegion& r, uint64_t va, void* buf,
+                     size_t len, bool write) {
+  auto* p = static_cast<uint8_t*>(buf);
+  const uint64_t page_size = 1ull << r.page_shift;
+  while (len) {
+    const uint64_t page = (va >> r.page_shift) - (r.iova >> r.page_shift);
+    if (page >= r.num_pages) return false;
+    uint64_t table = r.table;
+    for (int level = r.levels - 1; level >= 0; level--) {
+      const uint64_t index = level == r.levels - 1 && r.levels == 1
+                                 ? page
+                                 : (page >> (RHN_VPT_LEVEL_SHIFT * level)) &
+                                       (RHN_VPT_ENTRIES_PER_PAGE - 1);
+      uint64_t pte;
+      if (!bus.dma_read(table + index * sizeof(pte), &pte, sizeof(pte)) ||
+          !(pte & RHN_VPTE_VALID))
+        return false;
+      table = pte & RHN_VPTE_ADDR_MASK;
+    }
+    const uint64_t addr = (table & ~(page_size - 1)) + (va & (page_size - 1));
+    const size_t chunk = static_cast<size_t>(
+        min<uint64_t>(len, page_size - (va & (page_size - 1))));
+    if (!(write ? bus.dma_write(addr, p, chunk) : bus.dma_read(addr, p, chunk)))
+      return false;
+    p += chunk;
+    va += chunk;
+    len -= chunk;
+  }
+  return true;
+}
+
 // Every DMA through a key comes here: translate() is inlined into it (a
 // call costs as much as the TLB hit it makes).
 [[gnu::flatten]] bool Engine::Impl::mr_dma(uint32_t mr_index, uint64_t va,
@@ -143,6 +174,18 @@ uint8_t* Engine::Impl::twin_mr_bytes(const MrObj& mr, uint64_t va,
     }
     if (len) memmove(write ? at : p, write ? p : at, len);
     return true;
+  }
+  if (cfg.dma_region && mr.levels) {
+    // The DMA block walks the region's table (RHN_CARD_CAP_DMA_REGION).
+    DmaRegion r;
+    r.table = mr.table;
+    r.iova = mr.iova;
+    r.num_pages = static_cast<uint32_t>(mr.num_pages);
+    r.levels = mr.levels;
+    r.page_shift = mr.page_shift;
+    if (bus.dma_region(r, va, p, len, write)) return true;
+    counters.add(RHN_CNT_DMA_ERRORS);
+    return false;
   }
   const uint64_t page_size =
       mr.levels == 0 ? UINT64_MAX : (1ull << mr.page_shift);

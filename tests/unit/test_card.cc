@@ -121,6 +121,11 @@ uint32_t rhn_card_fw_commit(uint32_t length, uint32_t flags) {
   g_card->fw_commits.emplace_back(length, flags);
   return g_card->fw_verdict;
 }
+// No region DMA block (no RHN_CARD_CAP_DMA_REGION): never called.
+rhn_card_status rhn_card_dma_region(const rhn_card_region*, uint64_t, void*,
+                                    size_t, bool) {
+  return RHN_CARD_BUS_ERROR;
+}
 
 void rhn_card_get_identity(rhn_card_identity* out) {
   out->node_id = 7;

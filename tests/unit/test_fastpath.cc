@@ -4,7 +4,9 @@
 // same frames on the wire, byte for byte, the same completions, the same
 // counters and the same memory. The traffic mixes what the fast paths
 // take (plain RC WRITEs, one or many packets, zero length, inline) with
-// what they hand on (WRITE with immediate, SEND, READ, refused WRITEs).
+// what they hand on (WRITE with immediate, SEND, READ, refused WRITEs),
+// and the posted side's unhappy cases (no send slot, a bad key, a QP
+// taken to error with work queued, a peer gone).
 // Also: with a MAC that fills and checks CRCs (EngineConfig::mac_crc) the
 // engine leaves both to it.
 #include <gtest/gtest.h>
@@ -37,24 +39,36 @@ std::string hex(size_t port, std::span<const uint8_t> f) {
   return s;
 }
 
-void take(SimCluster& c, SimCq& cq, size_t n, Trace& t) {
-  const auto v = c.wait_cqes(cq, n);
+void take(SimCluster& c, SimCq& cq, size_t n, Trace& t,
+          uint64_t timeout_ns = 50'000'000) {
+  const auto v = c.wait_cqes(cq, n, timeout_ns);
   EXPECT_EQ(v.size(), n) << describe(v);
   for (const Completion& x : v)
     t.cqes.push_back(describe(x) + " wr_id=" + std::to_string(x.wr_id));
 }
 
-Trace run(bool fast) {
-  Trace t;
+// Two nodes, the fast paths on or off, every frame recorded into t.
+ClusterConfig two_nodes(bool fast) {
   ClusterConfig cfg;
   cfg.nodes = 2;
   cfg.engine.boot_session = 7;
   cfg.engine.fast_paths = fast;
-  SimCluster c(cfg);
+  return cfg;
+}
+
+void tap_frames(SimCluster& c, Trace& t) {
   EXPECT_TRUE(c.all_up());
   c.fabric().tap = [&t](size_t port, std::span<const uint8_t> f) {
     t.frames.push_back(hex(port, f));
   };
+}
+
+Trace run(bool fast, bool region_dma = false) {
+  Trace t;
+  ClusterConfig cfg = two_nodes(fast);
+  cfg.engine.dma_region = region_dma;
+  SimCluster c(cfg);
+  tap_frames(c, t);
   RcPair p = make_rc_pair(c, 0, 1);
   EXPECT_TRUE(p.ok);
   if (!p.ok) return t;
@@ -113,9 +127,78 @@ Trace run(bool fast) {
   return t;
 }
 
-TEST(FastPaths, SameFramesCompletionsAndCountersAsTheGenericPaths) {
-  const Trace fast = run(true);
-  const Trace generic = run(false);
+// Where the posted fast path (requester/fast_post.cpp) must hand a WQE
+// on, or fail it as the generic path does: a channel out of send slots,
+// a bad local key (an error CQE), work queued when the QP is taken to
+// the error state, a peer that stopped answering.
+Trace run_unhappy(bool fast) {
+  Trace t;
+  ClusterConfig cfg = two_nodes(fast);
+  cfg.engine.send_packet_slots = 8;  // runs out under a burst
+  SimCluster c(cfg);
+  tap_frames(c, t);
+  RcPair p = make_rc_pair(c, 0, 1);
+  EXPECT_TRUE(p.ok);
+  if (!p.ok) return t;
+  Region src = make_region(*p.ctx_a, 16384, kAllAccess, 37);
+  Region dst = make_region(*p.ctx_b, 16384, kAllAccess, 0, 0);
+
+  // A burst of 40 queued before the engine runs: more than the send
+  // slots, the last one signalled.
+  for (uint64_t i = 0; i < 40; i++)
+    EXPECT_TRUE(p.qp_a->post_send(
+        rdma_wr(10 + i, RHN_OP_WRITE, {src.sge(8 * i, 8)}, dst.va(8 * i),
+                dst.key(), i == 39 ? RHN_WQE_F_SIGNALED : 0)));
+  take(c, *p.cq_a, 1, t);
+  // A bad local key: an error CQE, the QP in error, the next flushed.
+  Sge bad = src.sge(0, 8);
+  bad.lkey ^= 0x100;
+  EXPECT_TRUE(p.qp_a->post_send(
+      rdma_wr(60, RHN_OP_WRITE, {bad}, dst.va(0), dst.key())));
+  EXPECT_TRUE(p.qp_a->post_send(
+      rdma_wr(61, RHN_OP_WRITE, {src.sge(0, 8)}, dst.va(0), dst.key())));
+  take(c, *p.cq_a, 2, t);
+
+  // Work queued when the QP is taken to the error state: flushed.
+  RcPair q = make_rc_pair(c, 0, 1);
+  EXPECT_TRUE(q.ok);
+  if (!q.ok) return t;
+  Region src2 = make_region(*q.ctx_a, 4096, kAllAccess, 38);
+  Region dst2 = make_region(*q.ctx_b, 4096, kAllAccess, 0, 0);
+  for (uint64_t i = 0; i < 5; i++)
+    EXPECT_TRUE(
+        q.qp_a->post_send(rdma_wr(70 + i, RHN_OP_WRITE, {src2.sge(8 * i, 8)},
+                                  dst2.va(8 * i), dst2.key())));
+  EXPECT_EQ(q.qp_a->to_err().status, RHN_ADMIN_OK);
+  take(c, *q.cq_a, 5, t);
+
+  // The peer gone: its link down, the WRITEs fail when the channel gives
+  // up (and the next is flushed).
+  RcPair r = make_rc_pair(c, 0, 1);
+  EXPECT_TRUE(r.ok);
+  if (!r.ok) return t;
+  Region src3 = make_region(*r.ctx_a, 4096, kAllAccess, 39);
+  Region dst3 = make_region(*r.ctx_b, 4096, kAllAccess, 0, 0);
+  c.fabric().set_link(1, false);
+  EXPECT_TRUE(r.qp_a->post_send(
+      rdma_wr(80, RHN_OP_WRITE, {src3.sge(0, 8)}, dst3.va(0), dst3.key())));
+  EXPECT_TRUE(
+      r.qp_a->post_send(rdma_wr(81, RHN_OP_SEND, {src3.sge(8, 8)}, 0, 0)));
+  take(c, *r.cq_a, 2, t, 60'000'000'000);
+  c.fabric().set_link(1, true);
+  c.run_for(1'000'000);
+
+  for (size_t n = 0; n < 2; n++)
+    for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
+      t.counters[n].push_back(c.node(n).counter(i));
+  t.memory = dst.buf.bytes();
+  c.fabric().tap = nullptr;
+  return t;
+}
+
+// tlb: also the core's TLB counters (not when one side's DMA block walks
+// the tables: its core's TLB then sees fewer lookups).
+void expect_same(const Trace& fast, const Trace& generic, bool tlb = true) {
   ASSERT_FALSE(generic.frames.empty());
   for (size_t i = 0; i < std::min(fast.frames.size(), generic.frames.size());
        i++)
@@ -123,10 +206,50 @@ TEST(FastPaths, SameFramesCompletionsAndCountersAsTheGenericPaths) {
   EXPECT_EQ(fast.frames.size(), generic.frames.size());
   EXPECT_EQ(fast.cqes, generic.cqes);
   for (size_t n = 0; n < 2; n++)
-    for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
+    for (unsigned i = 0; i < RHN_CNT_COUNT; i++) {
+      if (!tlb && (i == RHN_CNT_TLB_HITS || i == RHN_CNT_TLB_MISSES)) continue;
       EXPECT_EQ(fast.counters[n][i], generic.counters[n][i])
           << "node " << n << " counter " << i;
+    }
   EXPECT_EQ(fast.memory, generic.memory);
+}
+
+TEST(FastPaths, SameFramesCompletionsAndCountersAsTheGenericPaths) {
+  expect_same(run(true), run(false));
+}
+
+// A DMA block that walks the regions' tables (EngineConfig::dma_region;
+// the simulated host bus walks them as HostBus's default does) moves the
+// same bytes as the core's own translation: same frames, CQEs, counters
+// (the core's TLB's aside) and memory, with the fast paths on and off.
+TEST(RegionDma, SameTrafficAsTheCoresTranslation) {
+  const Trace generic = run(false);
+  const Trace with_block = run(true, true);
+  expect_same(with_block, generic, false);
+  expect_same(run(false, true), generic, false);
+  // The block did the walking: the core's TLB was asked less.
+  EXPECT_LT(with_block.counters[0][RHN_CNT_TLB_HITS] +
+                with_block.counters[0][RHN_CNT_TLB_MISSES],
+            generic.counters[0][RHN_CNT_TLB_HITS] +
+                generic.counters[0][RHN_CNT_TLB_MISSES]);
+}
+
+TEST(FastPaths, UnhappyPostsFailOrWaitAsOnTheGenericPaths) {
+  const Trace fast = run_unhappy(true);
+  expect_same(fast, run_unhappy(false));
+  // What happened is what the cases want: the burst's CQE, the bad key's
+  // error and the flushes, the peer's failure.
+  ASSERT_EQ(fast.cqes.size(), 10u);
+  auto status = [&](size_t i, int want) {
+    EXPECT_NE(fast.cqes[i].find(" status=" + std::to_string(want) + " "),
+              std::string::npos)
+        << fast.cqes[i];
+  };
+  status(0, RHN_CQE_SUCCESS);
+  status(1, RHN_CQE_LOC_PROT_ERR);
+  for (size_t i = 2; i < 8; i++) status(i, RHN_CQE_WR_FLUSH_ERR);
+  status(8, RHN_CQE_RETRY_EXC_ERR);
+  status(9, RHN_CQE_RETRY_EXC_ERR);
 }
 
 // The fast decode of the common WQE gives what the generic decoder gives,

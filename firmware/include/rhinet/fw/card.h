@@ -234,8 +234,43 @@ enum rhn_card_cap {
    * counted (rhn_card_counter_add, RHN_CNT_CRC_ERRORS) and dropped before
    * it reaches the receive FIFO. The core then computes no CRC. */
   RHN_CARD_CAP_MAC_CRC = 1u << 0,
+  /* The DMA block translates I/O virtual addresses itself: given a
+   * region's VP table (rhn_card_dma_region), it walks the table for each
+   * page it moves. The core still checks
+   * keys, rights and bounds; it walks no table and keeps no TLB for
+   * these accesses. */
+  RHN_CARD_CAP_DMA_REGION = 1u << 1,
 };
 uint32_t rhn_card_caps(void);
+
+/* ---- Optional: region DMA (RHN_CARD_CAP_DMA_REGION) -------------------- */
+
+/* A memory region's translation (Documentation/hardware/README.md):
+ * the VP table at `table`, `levels` deep (1 or more), num_pages pages of
+ * 1 << page_shift bytes from I/O virtual address iova on. */
+struct rhn_card_region {
+  uint64_t table;
+  uint64_t iova;
+  uint32_t num_pages;
+  uint8_t levels;
+  uint8_t page_shift;
+  uint16_t reserved;
+};
+
+/*
+ * Moves len bytes between on-card memory at buf and I/O virtual address
+ * va of the region, page by page, each page translated through the
+ * region's table by the block. write: to the host (as rhn_card_dma_write,
+ * in order), else from it (as rhn_card_dma_read, returns when the data is
+ * there). RHN_CARD_IOMMU_FAULT for a page outside the region or not valid
+ * in its table, RHN_CARD_BUS_ERROR for a failed table or data access; the
+ * pages before it moved. The block reads the table entries on every call
+ * and keeps none: the host may change a table whenever the driver's rules
+ * allow, and nothing tells the block.
+ */
+enum rhn_card_status rhn_card_dma_region(const struct rhn_card_region *region,
+                                         uint64_t va, void *buf, size_t len,
+                                         bool write);
 
 /* What the hosting device sets beyond the identity (a card: straps or an
  * EEPROM); 0 in a field leaves the firmware's own value. */
@@ -266,5 +301,6 @@ RHN_ASSERT_OFFSET(struct rhn_card_doorbell, inline_slot, 20);
 RHN_ASSERT_SIZE(struct rhn_card_identity, 16);
 RHN_ASSERT_OFFSET(struct rhn_card_identity, entropy, 8);
 RHN_ASSERT_SIZE(struct rhn_card_settings, 8);
+RHN_ASSERT_SIZE(struct rhn_card_region, 24);
 
 #endif /* RHINET_FW_CARD_H */

@@ -19,6 +19,24 @@
 namespace rhinet::fw {
 
 // The engine's view of the host: DMA to host memory, MSI-X, a clock.
+// A memory region's translation as a DMA block that walks it takes it
+// (EngineConfig::dma_region, RHN_CARD_CAP_DMA_REGION): its VP table
+// (Documentation/hardware/README.md), I/O virtual addresses from
+// iova on, num_pages pages of 1 << page_shift bytes, levels >= 1.
+struct DmaRegion {
+  uint64_t table = 0;
+  uint64_t iova = 0;
+  uint32_t num_pages = 0;
+  uint8_t levels = 0;
+  uint8_t page_shift = 0;
+};
+
+class HostBus;
+// What HostBus::dma_region does unless a block does it: the walk by the
+// core, each table entry and page through dma_read and dma_write.
+bool dma_region_walk(HostBus& bus, const DmaRegion& r, uint64_t va, void* buf,
+                     size_t len, bool write);
+
 class HostBus {
  public:
   // False on a bus error (address outside host memory, IOMMU fault).
@@ -50,6 +68,18 @@ class HostBus {
       return dma_store_u64(tail_addr, word);
     }
     return dma_write(tail_addr, p + publish_at, len - publish_at);
+  }
+  // With EngineConfig::dma_region: len bytes at I/O virtual address va of
+  // region r to (write) or from host memory, translated page by page
+  // through r's table by the DMA block itself, not by the core. False at
+  // the first page not valid in the table, or a bus error (the pages
+  // before it moved). The default walks the table with dma_read, as such
+  // a block would; a card's block does it without the core.
+  // (Inline: a vtable emitted with a pure virtual in it would need the
+  // C++ runtime's __cxa_pure_virtual.)
+  virtual bool dma_region(const DmaRegion& r, uint64_t va, void* buf,
+                          size_t len, bool write) {
+    return dma_region_walk(*this, r, va, buf, len, write);
   }
   virtual void raise_msix(uint16_t vector) = 0;
   // Monotonic nanoseconds; timers (retransmission, RNR) use it.
@@ -181,6 +211,11 @@ struct EngineConfig {
   // computes nor checks them. Frames it turns around itself (loopback)
   // never pass a MAC and are not checked either.
   bool mac_crc = false;
+  // The card's DMA block translates I/O virtual addresses itself
+  // (HostBus::dma_region, RHN_CARD_CAP_DMA_REGION): a DMA through a key
+  // hands it the region and the address, and the core walks no TLB or
+  // table for it. Keys, rights and bounds are still the core's.
+  bool dma_region = false;
 };
 
 // The memory a host build hands the engine (firmware/host/).
