@@ -43,6 +43,12 @@ class Check {
   do {                                            \
     if (!(c).that((cond), (what), (msg))) return; \
   } while (0)
+// Brings the NIC `n` up (Nic::bring_up) or stops the case saying why.
+#define CONFORM_UP(c, n)                         \
+  do {                                           \
+    const std::string e_ = (n).bring_up();       \
+    CONFORM_THAT(c, e_.empty(), "bring-up", e_); \
+  } while (0)
 
 using CaseFn = std::function<void(Target&, Check&)>;
 

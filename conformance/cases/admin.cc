@@ -12,12 +12,6 @@
 namespace rhinet::conform {
 namespace {
 
-#define UP(n)                                    \
-  do {                                           \
-    const std::string e_ = (n).bring_up();       \
-    CONFORM_THAT(c, e_.empty(), "bring-up", e_); \
-  } while (0)
-
 // Runs `cmd`, checks its status, and that a refusal was counted.
 bool status_is(Nic& n, Check& c, const rhn_admin_cmd& cmd, uint8_t expected,
                uint32_t* result = nullptr) {
@@ -52,7 +46,7 @@ rhn_admin_cmd query_cmd(uint8_t op, uint64_t out, uint32_t len,
 CONFORM_CASE(cmd_id_echo, "admin.protocol.cmd_id_echo", "admin",
              "the completion carries the command's cmd_id") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   auto cpl = n.admin(Nic::cmd(RHN_ADMIN_CREATE_PD));
   CONFORM_THAT(c, cpl.has_value(), "admin CQ", "no completion");
   c.eq("cpl.cmd_id", n.last_cmd_id(), cpl->cmd_id);
@@ -61,7 +55,7 @@ CONFORM_CASE(cmd_id_echo, "admin.protocol.cmd_id_echo", "admin",
 CONFORM_CASE(in_order, "admin.protocol.in_order_batch", "admin",
              "several commands behind one kick complete in order, one each") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   for (int i = 0; i < 3; i++) n.admin_post(Nic::cmd(RHN_ADMIN_CREATE_PD));
   n.admin_post(Nic::cmd(0x7e));  // refused, still answered in its turn
   n.kick_admin();
@@ -99,7 +93,7 @@ CONFORM_CASE(owner_wrap, "admin.protocol.owner_wrap", "admin",
 CONFORM_CASE(admin_msix, "admin.protocol.msix_vector0", "admin",
              "completions raise MSI-X vector 0 with INTR_ENABLE") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   const uint64_t before = t.msix_count(RHN_MSIX_ADMIN);
   n.run(Nic::cmd(RHN_ADMIN_CREATE_PD));
   t.settle();
@@ -120,7 +114,7 @@ CONFORM_CASE(admin_no_msix, "admin.protocol.no_msix_without_intr_enable",
 CONFORM_CASE(bad_opcode, "admin.bad_opcode", "admin",
              "an unknown opcode completes BAD_OPCODE and is counted") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   status_is(n, c, Nic::cmd(0x7e), RHN_ADMIN_BAD_OPCODE);
 }
 
@@ -129,7 +123,7 @@ CONFORM_CASE(bad_opcode, "admin.bad_opcode", "admin",
 CONFORM_CASE(query_device_ok, "admin.query_device.ok", "admin",
              "writes rhn_device_attr: node_id as NODE_ID, reserved 0") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   const uint64_t out = n.alloc(256);
   n.fill(out, 256, 9);
   CONFORM_THAT(
@@ -153,7 +147,7 @@ CONFORM_CASE(query_device_short, "admin.query_device.short_buffer", "admin",
              "out_len below the result: BAD_PARAM, nothing written "
              "(README.md decision 9)") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   const uint64_t out = n.alloc(256);
   if (!status_is(n, c, query_cmd(RHN_ADMIN_QUERY_DEVICE, out, 64),
                  RHN_ADMIN_BAD_PARAM))
@@ -165,7 +159,7 @@ CONFORM_CASE(query_device_dma, "admin.query_device.dma_error", "admin",
              "a result address no memory answers at: DMA_ERROR, or OK where "
              "result writes are posted; RHN_CNT_DMA_ERRORS counts it") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   const uint64_t errors = n.counter(RHN_CNT_DMA_ERRORS);
   const uint8_t st = n.run(query_cmd(
       RHN_ADMIN_QUERY_DEVICE, t.bad_bus_address(), sizeof(rhn_device_attr)));
@@ -180,7 +174,7 @@ CONFORM_CASE(query_counters, "admin.query_counters.ok", "admin",
              "writes u64[RHN_CNT_COUNT], the values the counter registers "
              "read") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   n.run(Nic::cmd(0x7e));  // BAD_ADMIN_CMDS = 1
   const uint32_t len = 8 * RHN_CNT_COUNT;
   const uint64_t out = n.alloc(len);
@@ -197,7 +191,7 @@ CONFORM_CASE(query_counters, "admin.query_counters.ok", "admin",
 CONFORM_CASE(query_counters_short, "admin.query_counters.short_buffer", "admin",
              "out_len below the result: BAD_PARAM") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   const uint64_t out = n.alloc(4096);
   status_is(n, c, query_cmd(RHN_ADMIN_QUERY_COUNTERS, out, 8),
             RHN_ADMIN_BAD_PARAM);
@@ -799,7 +793,7 @@ const Single kSingles[] = {
 
 void run_single(const Single& s, Target& t, Check& c) {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   const rhn_admin_cmd cmd = s.cmd(f);
   if (!c.ok()) return;
@@ -814,7 +808,7 @@ const bool single_cases = register_rows(kSingles, "admin", "", run_single);
 CONFORM_CASE(pd_ok, "admin.create_pd.distinct", "admin",
              "two PDs get different numbers") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   uint32_t a = 0, b = 0;
   CONFORM_THAT(c, n.create_pd(0, &a) && n.create_pd(0, &b), "CREATE_PD",
                n.error());
@@ -824,7 +818,7 @@ CONFORM_CASE(pd_ok, "admin.create_pd.distinct", "admin",
 CONFORM_CASE(mr_key, "admin.create_mr.key_format", "admin",
              "the key is mr_index << 8 | key_variant, index not 0") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   const Buf& b = f.buf();
   if (!c.ok()) return;
@@ -837,7 +831,7 @@ CONFORM_CASE(mr_key, "admin.create_mr.key_format", "admin",
 CONFORM_CASE(mr_user_ok, "admin.create_mr.translated_user", "admin",
              "a user context's one-level translated MR is created") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   f.user_buf();
 }
@@ -845,7 +839,7 @@ CONFORM_CASE(mr_user_ok, "admin.create_mr.translated_user", "admin",
 CONFORM_CASE(mw_key, "admin.create_mw.key_variant", "admin",
              "a window's key carries the variant asked for; it destroys") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   const uint32_t key = f.must(mw_cmd(f.pd(), 1), "CREATE_MW");
   if (!c.ok()) return;
@@ -856,7 +850,7 @@ CONFORM_CASE(mw_key, "admin.create_mw.key_variant", "admin",
 CONFORM_CASE(eq_user, "admin.create_eq.user_context", "admin",
              "only the kernel context creates EQs (bus-address rings)") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   f.user_pd();
   rhn_admin_cmd m = Nic::cmd(RHN_ADMIN_CREATE_EQ, 1);
@@ -871,7 +865,7 @@ CONFORM_CASE(eq_user, "admin.create_eq.user_context", "admin",
 CONFORM_CASE(cq_size, "admin.create_cq.bad_size", "admin",
              "log_depth above QUERY_DEVICE's max_cq_log_depth: BAD_PARAM") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   rhn_device_attr a;
   CONFORM_EQ(c, "QUERY_DEVICE", RHN_ADMIN_OK, n.query_device(&a));
@@ -886,7 +880,7 @@ CONFORM_CASE(cq_size, "admin.create_cq.bad_size", "admin",
 CONFORM_CASE(qp_ok, "admin.create_qp.rc", "admin",
              "an RC QP gets a QPN of at least 2 and starts in RESET") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   const uint32_t qpn = f.must(qp_cmd(f, RHN_QP_RC), "CREATE_QP");
   if (!c.ok()) return;
@@ -904,7 +898,7 @@ CONFORM_CASE(qp_ok, "admin.create_qp.rc", "admin",
 CONFORM_CASE(qp_gsi, "admin.create_qp.gsi", "admin",
              "RHN_CREATE_QP_F_GSI on a UD QP of the kernel gives QPN 1") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   const uint32_t qpn =
       f.must(qp_cmd(f, RHN_QP_UD, RHN_CREATE_QP_F_GSI), "CREATE_QP GSI");
@@ -915,7 +909,7 @@ CONFORM_CASE(qp_gsi, "admin.create_qp.gsi", "admin",
 CONFORM_CASE(qp_bad_type, "admin.create_qp.bad_type", "admin",
              "a QP type the header does not define: refused") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   const rhn_admin_cmd m = qp_cmd(f, 9);
   if (!c.ok()) return;
@@ -925,7 +919,7 @@ CONFORM_CASE(qp_bad_type, "admin.create_qp.bad_type", "admin",
 CONFORM_CASE(qp_round_robin, "admin.create_qp.no_quick_reuse", "admin",
              "a destroyed QP's number does not come back at once") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   const uint32_t a = f.qp().qpn;
   f.must(handle_cmd(RHN_ADMIN_DESTROY_QP, a), "DESTROY_QP");
@@ -937,7 +931,7 @@ CONFORM_CASE(qp_round_robin, "admin.create_qp.no_quick_reuse", "admin",
 CONFORM_CASE(qp_rts, "admin.modify_qp.to_rts", "admin",
              "RESET, INIT, RTR, RTS: QUERY_QP shows RTS and the destination") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   const Qp qp = f.qp();
   if (!c.ok()) return;
@@ -956,7 +950,7 @@ CONFORM_CASE(qp_rts, "admin.modify_qp.to_rts", "admin",
 CONFORM_CASE(qp_to_err, "admin.modify_qp.rts_to_err", "admin",
              "RTS to ERR is legal") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   const Qp qp = f.qp();
   if (!c.ok()) return;
@@ -968,7 +962,7 @@ CONFORM_CASE(qp_to_err, "admin.modify_qp.rts_to_err", "admin",
 CONFORM_CASE(twin_roundtrip, "admin.twin.write_read", "admin",
              "TWIN_WRITE then TWIN_READ bring the bytes back") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   const uint32_t h = twin(f);
   const uint64_t src = n.alloc(4096), dst = n.alloc(4096);
@@ -990,7 +984,7 @@ CONFORM_CASE(probe_self, "admin.probe_node.self", "admin",
              "PROBE_NODE of the own node: OK, then PROBE_DONE with "
              "RHN_SYN_NONE on the first EQ") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   Eq& eq = f.eq();
   if (!c.ok()) return;
@@ -1009,7 +1003,7 @@ CONFORM_CASE(attach_ok, "admin.attach_mcast.ok_twice", "admin",
              "attaching a UD QP twice to one MGID is OK, one entry "
              "(RHN_CNT_MCAST_ATTACHES counts once); it detaches") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   Fx f(n, c);
   const uint32_t qpn = f.qp(RHN_QP_UD).qpn;
   if (!c.ok()) return;

@@ -13,12 +13,6 @@
 namespace rhinet::conform {
 namespace {
 
-#define UP(n)                                    \
-  do {                                           \
-    const std::string e_ = (n).bring_up();       \
-    CONFORM_THAT(c, e_.empty(), "bring-up", e_); \
-  } while (0)
-
 void put32(std::vector<uint8_t>& b, size_t at, uint32_t v) {
   for (int i = 0; i < 4; i++) b[at + i] = uint8_t(v >> (8 * i));
 }
@@ -105,7 +99,7 @@ CONFORM_CASE(fw_download_bad, "fw.download.refusals", "fw",
              "FW_DOWNLOAD refuses a user context, length 0, more than a "
              "chunk, beyond the image, and a bus error (counted)") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   const uint64_t buf = n.alloc(RHN_FW_CHUNK_MAX + 4096);
   CONFORM_THAT(c, n.create_context(1), "context 1", n.error());
   rhn_admin_cmd user = download(buf, 0, 64);
@@ -132,7 +126,7 @@ CONFORM_CASE(fw_commit_verdicts, "fw.commit.verdicts", "fw",
              "each kind of bad image is refused with the shell's verdict as "
              "detail, and changes nothing") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   const uint32_t board = n.r32(RHN_REG_BOARD_ID);
   const uint32_t stored = n.r32(RHN_REG_FW_STORED);
   const uint32_t state = n.r32(RHN_REG_FW_STATE);
@@ -178,7 +172,7 @@ CONFORM_CASE(fw_store, "fw.commit.store", "fw",
              "an image committed with STORE, downloaded in chunks out of "
              "order, becomes FW_STORED; what runs does not change") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   const uint32_t running = n.r32(RHN_REG_FW_RUNNING);
   const uint32_t version = RHN_FW_VERSION(3, 2, 1);
   const std::vector<uint8_t> img =
@@ -201,7 +195,7 @@ CONFORM_CASE(fw_activate, "fw.commit.activate_boots_at_reset", "fw",
              "an image committed with ACTIVATE is pending until CONTROL.RESET "
              "and then runs, loaded by the host") {
   Nic n(t);
-  UP(n);
+  CONFORM_UP(c, n);
   const uint32_t running = n.r32(RHN_REG_FW_RUNNING);
   const uint32_t stored = n.r32(RHN_REG_FW_STORED);
   const uint32_t version = RHN_FW_VERSION(4, 5, 6);
