@@ -655,6 +655,8 @@ int rhinet_devlink_init(struct rhinet_dev *rdev)
 		return -ENOMEM;
 	priv = devlink_priv(rdev->devlink);
 	priv->rdev = rdev;
+	/* devlink offers reload (fw_activate) only when asked to. */
+	devlink_set_features(rdev->devlink, DEVLINK_F_RELOAD);
 	rhinet_devlink_add_reporters(rdev);
 	rhinet_devlink_add_reporter(rdev, RHINET_REPORT_FW,
 				    &rhinet_fw_reporter_ops);
