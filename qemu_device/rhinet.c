@@ -29,6 +29,11 @@
  * bounded ring and a bottom half. So a reset may join it while holding the
  * BQL.
  *
+ * The card's shell (firmware/card/fw_shell.c) answers the firmware
+ * registers and keeps the images the host hands over: with core=engine
+ * they are checked and recorded, with core=softcore the image committed
+ * for the next reset is the one the new core runs.
+ *
  * Fault injection (tests of a driver's dead-device handling): the QOM
  * property "fault", or a vendor capability in config space when
  * fault-injection=on, makes the NIC hang, halt with STATUS.FATAL,
@@ -67,6 +72,8 @@
 #include "qom/object.h"
 
 #include "rhinet/fw/engine_c.h"
+#include "rhinet/fw/version.h"
+#include "fw_shell.h"
 #include "rhinet_softcore.h"
 #include "rhinet/hw_admin.h"
 #include "rhinet/hw_regs.h"
@@ -86,6 +93,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(RhinetState, RHINET)
 #define RHINET_DB_PAGES 256 /* the engine's doorbell pages unless given */
 #define RHINET_SOFTCORE_HELLO_MS 30000 /* a core starting on a busy host */
 #define RHINET_SOFTCORE_HELD_WRITES 64 /* BAR0 writes kept while one starts */
+#define RHINET_SERIAL_BASE 0x52484e0000000000ull /* "RHN", then the node */
 
 /*
  * What an injected fault does. A hung or halted NIC still answers register
@@ -182,6 +190,16 @@ struct RhinetState {
     char *core_name;      /* property "core": engine or softcore */
     char *firmware;       /* property: the soft core's image (ELF) */
     char *softcore_qemu;  /* property: its emulator; NULL: from PATH */
+    uint64_t serial;      /* property: the card's serial; 0: from node-id */
+
+    /*
+     * The shell's firmware slot, under shell_lock (the engine thread
+     * stages and commits, vCPUs read its registers and reset it). A soft
+     * core booting a host's image runs it from boot_file.
+     */
+    QemuMutex shell_lock;
+    struct rhn_fw_shell shell;
+    char *boot_file; /* under sc_lock */
 
     const RhinetCoreOps *core;
     bool core_fresh; /* atomic: no host write nor frame reached it yet */
@@ -469,6 +487,38 @@ static uint64_t rhinet_now_ns(void *opaque)
     return get_clock();
 }
 
+/* ---- The shell's firmware slot ------------------------------------------ */
+
+static uint32_t rhinet_fw_stage(void *opaque, uint32_t offset,
+                                const void *data, uint32_t len)
+{
+    RhinetState *s = opaque;
+
+    QEMU_LOCK_GUARD(&s->shell_lock);
+    return rhn_fw_shell_stage(&s->shell, offset, data, len);
+}
+
+static uint32_t rhinet_fw_stage_engine(void *opaque, uint32_t offset,
+                                       const uint8_t *data, size_t len)
+{
+    return rhinet_fw_stage(opaque, offset, data, len);
+}
+
+static uint32_t rhinet_fw_commit(void *opaque, uint32_t length,
+                                 uint32_t flags)
+{
+    RhinetState *s = opaque;
+
+    QEMU_LOCK_GUARD(&s->shell_lock);
+    return rhn_fw_shell_commit(&s->shell, length, flags);
+}
+
+static void rhinet_fw_state(RhinetState *s, enum rhn_fw_run_state state)
+{
+    QEMU_LOCK_GUARD(&s->shell_lock);
+    rhn_fw_shell_set_state(&s->shell, state);
+}
+
 /* ---- Wire: the switch port's socket (engine thread) --------------------- */
 
 static void rhinet_wire_retry_later(RhinetWire *w)
@@ -733,6 +783,8 @@ static bool rhinet_engine_start(RhinetState *s, Error **errp)
         .raise_msix = rhinet_raise_msix,
         .now_ns = rhinet_now_ns,
         .transmit = rhinet_transmit,
+        .fw_stage = rhinet_fw_stage_engine,
+        .fw_commit = rhinet_fw_commit,
     };
     struct rhn_fw_host_ops ops = ops_template;
     struct rhn_fw_config cfg = {
@@ -746,6 +798,8 @@ static bool rhinet_engine_start(RhinetState *s, Error **errp)
     ops.opaque = s;
     memcpy(cfg.mac, s->conf.macaddr.a, sizeof(cfg.mac));
     s->engine = rhn_fw_engine_new(&cfg, &ops);
+    /* The engine is up at once; it runs whatever image was "booted". */
+    rhinet_fw_state(s, RHN_FW_STATE_RUNNING);
     return true;
 }
 
@@ -867,8 +921,12 @@ static void rhinet_sc_deadline(void *opaque, uint64_t deadline_ns)
     s->sc_deadline = deadline_ns; /* the engine thread sleeps until then */
 }
 
-/* A new emulator with the firmware, up to its HELLO; NULL: err says why. */
-static RhnSoftCore *rhinet_sc_spawn(RhinetState *s, char *err, size_t errlen)
+/*
+ * A new emulator with the firmware image at @image, up to its HELLO; NULL:
+ * err says why.
+ */
+static RhnSoftCore *rhinet_sc_spawn(RhinetState *s, const char *image,
+                                    char *err, size_t errlen)
 {
     static const RhnSoftCoreOps ops = {
         .dma_read = rhinet_sc_dma_read,
@@ -879,10 +937,12 @@ static RhnSoftCore *rhinet_sc_spawn(RhinetState *s, char *err, size_t errlen)
         .frame_out = rhinet_sc_frame_out,
         .deadline = rhinet_sc_deadline,
         .now_ns = rhinet_now_ns,
+        .fw_stage = rhinet_fw_stage,
+        .fw_commit = rhinet_fw_commit,
     };
     RhnSoftCoreConfig cfg = {
         .qemu = s->softcore_qemu,
-        .firmware = s->firmware,
+        .firmware = image,
         .node_id = s->node_id,
         .rto_floor_us = s->rto_floor_us,
         .timeout_ms = RHINET_SOFTCORE_HELLO_MS,
@@ -901,6 +961,7 @@ static void rhinet_sc_adopt(RhinetState *s, RhnSoftCore *sc)
     s->sc = sc;
     s->sc_down_told = false;
     s->sc_starting = false;
+    rhinet_fw_state(s, sc ? RHN_FW_STATE_RUNNING : RHN_FW_STATE_CRASHED);
     for (i = 0; sc && i < s->sc_nheld; i++) {
         rhn_sc_bar0_write(sc, s->sc_held[i].offset, s->sc_held[i].value,
                           s->sc_held[i].size);
@@ -922,16 +983,18 @@ static void *rhinet_sc_thread(void *opaque)
         RhnSoftCore *old = s->sc_old, *sc;
         unsigned asked = s->sc_asked;
         char err[256] = "";
+        g_autofree char *image = NULL;
 
         if (asked == s->sc_done && !old) {
             qemu_cond_wait(&s->sc_cond, &s->sc_lock);
             continue;
         }
         s->sc_old = NULL;
+        image = g_strdup(s->boot_file ? s->boot_file : s->firmware);
         qemu_mutex_unlock(&s->sc_lock);
         rhn_sc_free(old); /* BYE, and up to 2 s for its emulator's end */
-        sc = asked != s->sc_done ? rhinet_sc_spawn(s, err, sizeof(err)) :
-                                   NULL;
+        sc = asked != s->sc_done ? rhinet_sc_spawn(s, image, err,
+                                                   sizeof(err)) : NULL;
         qemu_mutex_lock(&s->sc_lock);
         if (asked == s->sc_done) {
             continue;
@@ -982,7 +1045,7 @@ static bool rhinet_sc_start(RhinetState *s, Error **errp)
         qemu_cond_signal(&s->sc_cond);
         return true;
     }
-    sc = rhinet_sc_spawn(s, err, sizeof(err));
+    sc = rhinet_sc_spawn(s, s->firmware, err, sizeof(err));
     if (!sc) {
         error_setg(errp, "rhinet: node %u: %s", s->node_id, err);
         return false;
@@ -1119,6 +1182,7 @@ static bool rhinet_sc_poll(RhinetState *s)
          */
         s->sc_down_told = true;
         qatomic_set(&s->core_fresh, false);
+        rhinet_fw_state(s, RHN_FW_STATE_CRASHED);
         warn_report("rhinet: node %u: the soft core is gone: %s",
                     s->node_id, rhn_sc_error(s->sc));
     }
@@ -1210,6 +1274,47 @@ static void rhinet_core_restart(RhinetState *s)
     rhinet_core_run(s);
 }
 
+/*
+ * A reset: the shell says what boots. True if the core must be replaced
+ * for it: a soft core that is to run another image (from boot_file, or
+ * the firmware= image when that is the flash's) or that had died. The
+ * engine core only records the image.
+ */
+static bool rhinet_shell_reset(RhinetState *s)
+{
+    bool softcore = s->core == &rhinet_core_softcore;
+    g_autofree char *path = NULL;
+    g_autoptr(GError) gerr = NULL;
+    enum rhn_fw_boot boot;
+    const uint8_t *payload;
+    size_t len = 0;
+
+    qemu_mutex_lock(&s->shell_lock);
+    boot = rhn_fw_shell_reset(&s->shell);
+    payload = rhn_fw_shell_payload(&s->shell, &len);
+    if (!softcore) {
+        rhn_fw_shell_set_state(&s->shell, RHN_FW_STATE_RUNNING);
+    } else if (boot != RHN_FW_BOOT_SAME && payload) {
+        path = g_strdup_printf("%s/rhinet-fw-%d-%u.elf", g_get_tmp_dir(),
+                               (int)getpid(), s->node_id);
+        if (!g_file_set_contents(path, (const char *)payload, len, &gerr)) {
+            warn_report("rhinet: node %u: cannot write the image to boot: "
+                        "%s", s->node_id, gerr->message);
+            g_free(path);
+            path = NULL;
+        }
+    }
+    qemu_mutex_unlock(&s->shell_lock);
+    if (!softcore || boot == RHN_FW_BOOT_SAME) {
+        return false;
+    }
+    qemu_mutex_lock(&s->sc_lock);
+    g_free(s->boot_file);
+    s->boot_file = g_steal_pointer(&path);
+    qemu_mutex_unlock(&s->sc_lock);
+    return true;
+}
+
 /* ---- BARs --------------------------------------------------------------- */
 
 static void rhinet_set_fault(RhinetState *s, uint32_t fault);
@@ -1222,6 +1327,11 @@ static uint64_t rhinet_regs_read(void *opaque, hwaddr addr, unsigned size)
 
     if (fault == RHINET_FAULT_GONE) {
         return size == 8 ? UINT64_MAX : UINT32_MAX;
+    }
+    WITH_QEMU_LOCK_GUARD(&s->shell_lock) {
+        if (rhn_fw_shell_reg_read(&s->shell, addr, size, &v)) {
+            return v;
+        }
     }
     v = s->core->reg_read(s, addr, size);
     if (fault == RHINET_FAULT_FATAL && addr == RHN_REG_STATUS) {
@@ -1239,9 +1349,12 @@ static void rhinet_regs_write(void *opaque, hwaddr addr, uint64_t val,
     if (fault == RHINET_FAULT_GONE) {
         return;
     }
-    if (fault != RHINET_FAULT_NONE && addr == RHN_REG_CONTROL &&
-        (val & RHN_CONTROL_RESET)) {
-        /* The reset line works on a hung core: a fresh one. */
+    if (addr == RHN_REG_CONTROL && (val & RHN_CONTROL_RESET) &&
+        (rhinet_shell_reset(s) || fault != RHINET_FAULT_NONE)) {
+        /*
+         * The reset line works on a hung core, and boots the image the
+         * shell chose: a fresh core.
+         */
         rhinet_set_fault(s, RHINET_FAULT_NONE);
         rhinet_core_restart(s);
         return;
@@ -1334,8 +1447,23 @@ static void rhinet_reset(DeviceState *dev)
     RhinetState *s = RHINET(dev);
 
     rhinet_set_fault(s, RHINET_FAULT_NONE);
-    if (!qatomic_read(&s->core_fresh)) {
+    if (rhinet_shell_reset(s) || !qatomic_read(&s->core_fresh)) {
         rhinet_core_restart(s);
+    }
+}
+
+static void rhinet_shell_free(RhinetState *s)
+{
+    g_free(s->shell.staging);
+    g_free(s->shell.pending);
+    g_free(s->shell.running);
+    g_free(s->shell.flash);
+    memset(&s->shell, 0, sizeof(s->shell));
+    qemu_mutex_destroy(&s->shell_lock);
+    if (s->boot_file) {
+        unlink(s->boot_file);
+        g_free(s->boot_file);
+        s->boot_file = NULL;
     }
 }
 
@@ -1396,7 +1524,18 @@ static void rhinet_realize(PCIDevice *pdev, Error **errp)
         memcpy(s->conf.macaddr.a, mac, 6);
     }
 
-    /* First the core: a soft core's HELLO sizes BAR2. */
+    /* The shell, then the core: a soft core's HELLO sizes BAR2. */
+    qemu_mutex_init(&s->shell_lock);
+    s->shell.staging = g_malloc0(RHN_FW_SHELL_CAPACITY);
+    s->shell.pending = g_malloc0(RHN_FW_SHELL_CAPACITY);
+    s->shell.running = g_malloc0(RHN_FW_SHELL_CAPACITY);
+    s->shell.flash = g_malloc0(RHN_FW_SHELL_CAPACITY);
+    rhn_fw_shell_init(&s->shell,
+                      s->core == &rhinet_core_softcore ?
+                      RHN_BOARD_QEMU_SOFTCORE : RHN_BOARD_QEMU,
+                      s->serial ? s->serial :
+                      RHINET_SERIAL_BASE | s->node_id,
+                      RHN_ENGINE_FW_VERSION);
     qemu_mutex_init(&s->sc_lock);
     if (!rhinet_core_start(s, errp)) {
         goto fail_core;
@@ -1481,6 +1620,7 @@ fail_pcie:
     s->core->stop(s);
 fail_core:
     qemu_mutex_destroy(&s->sc_lock);
+    rhinet_shell_free(s);
 }
 
 static void rhinet_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
@@ -1519,6 +1659,7 @@ static void rhinet_exit(PCIDevice *pdev)
     msix_uninit_exclusive_bar(pdev);
     pcie_cap_exit(pdev);
     qemu_mutex_destroy(&s->sc_lock);
+    rhinet_shell_free(s);
 }
 
 static Property rhinet_properties[] = {
@@ -1534,6 +1675,8 @@ static Property rhinet_properties[] = {
     DEFINE_PROP_STRING("core", RhinetState, core_name),
     DEFINE_PROP_STRING("firmware", RhinetState, firmware),
     DEFINE_PROP_STRING("softcore-qemu", RhinetState, softcore_qemu),
+    /* 0: "RHN" and the node ID */
+    DEFINE_PROP_UINT64("serial", RhinetState, serial, 0),
     DEFINE_PROP_END_OF_LIST(),
 };
 
