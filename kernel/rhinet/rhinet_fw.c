@@ -30,8 +30,12 @@ module_param(load_firmware, bool, 0644);
 MODULE_PARM_DESC(load_firmware,
 		 "load rhinet/<board>.bin into the card at probe (default on)");
 
-/* A soft core boots its image in a process of its own: give it time. */
-#define RHINET_FW_BOOT_TIMEOUT_US (30 * USEC_PER_SEC)
+/*
+ * A soft core boots its image in a process of its own, and the QEMU
+ * device waits up to 30 s for a core's first word before it calls the
+ * core crashed: wait longer than that.
+ */
+#define RHINET_FW_BOOT_TIMEOUT_US (60 * USEC_PER_SEC)
 
 static const char *const rhinet_board_names[] = RHN_BOARD_NAMES;
 
@@ -267,10 +271,14 @@ static int rhinet_fw_activate(struct rhinet_dev *rdev, const char *what,
 	int ret;
 
 	ret = rhinet_fw_reboot(rdev);
+	if (!ret)
+		dev_info(dev, "%s: firmware %s loaded\n", what,
+			 rhinet_fw_version(version).s);
 	if (ret == -EIO && rhinet_fw_crashed_now(rdev)) {
 		dev_err(dev, "%s: firmware %s did not start; booting the card's flash\n",
 			what, rhinet_fw_version(version).s);
 		rhinet_fw_remember_crash(rdev, version);
+		rdev->fw_boot_failed = true;
 		ret = rhinet_fw_reboot(rdev);
 	}
 	if (ret) {
@@ -356,9 +364,6 @@ int rhinet_fw_probe(struct rhinet_dev *rdev)
 				NULL))
 		goto release;
 	ret = rhinet_fw_activate(rdev, file, version);
-	if (!ret)
-		dev_info(dev, "%s: firmware %s loaded\n", file,
-			 rhinet_fw_version(version).s);
 release:
 	release_firmware(fw);
 show:
@@ -611,7 +616,8 @@ static int rhinet_fw_dump(struct devlink_health_reporter *reporter,
 
 /*
  * Runs at the report, before the NIC is reset: a host-loaded image that
- * crashed is not loaded again by the rebind's probe.
+ * crashed is not loaded again by the rebind's probe, whose reset boots
+ * the card's flash.
  */
 static int rhinet_fw_recover(struct devlink_health_reporter *reporter,
 			     void *priv_ctx, struct netlink_ext_ack *extack)
@@ -619,7 +625,10 @@ static int rhinet_fw_recover(struct devlink_health_reporter *reporter,
 	struct rhinet_dev *rdev = devlink_health_reporter_priv(reporter);
 	u32 state = rhinet_fw_state(rdev);
 
-	if (rhinet_fw_crashed_now(rdev) && (state & RHN_FW_STATE_HOST_LOADED))
+	/* Probe's own fallback on flash left a running core: done. */
+	if (!rhinet_fw_crashed_now(rdev))
+		return 0;
+	if (state & RHN_FW_STATE_HOST_LOADED)
 		rhinet_fw_remember_crash(rdev,
 					 rhinet_read32(rdev, RHN_REG_FW_RUNNING));
 	dev_err(&rdev->pdev->dev,
@@ -667,6 +676,9 @@ int rhinet_devlink_init(struct rhinet_dev *rdev)
 void rhinet_devlink_register(struct rhinet_dev *rdev)
 {
 	devlink_register(rdev->devlink);
+	if (rdev->fw_boot_failed)
+		rhinet_devlink_report(rdev, RHINET_REPORT_FW,
+				      "the firmware probe loaded did not start; the card booted its flash");
 }
 
 void rhinet_devlink_unregister(struct rhinet_dev *rdev)

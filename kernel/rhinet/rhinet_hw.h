@@ -145,6 +145,10 @@ struct rhinet_dev {
 	u64 events_deferred;
 	struct devlink *devlink;
 	struct devlink_health_reporter *reporters[RHINET_NR_REPORTERS];
+	/* The image probe loaded did not start (the card booted its flash):
+	 * told on the fw reporter once devlink is registered.
+	 */
+	bool fw_boot_failed;
 };
 
 static inline bool rhinet_dev_dead(struct rhinet_dev *rdev)

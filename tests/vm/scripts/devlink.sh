@@ -29,15 +29,8 @@ if [ "$NODE" = 1 ]; then
 	echo "devlink: PASS: node 1 answered"
 	exit 0
 fi
-# Node 0's failures reach node 1 too, until the word is given (step 5
-# takes node 0's network away).
-synced=0
-fail() {
-	echo "devlink: FAIL: $*"
-	dmesg | tail -30
-	[ $synced = 1 ] || sync_status "fail: $*" >/dev/null 2>&1
-	exit 1
-}
+# Until the word is given (step 5 takes node 0's network away).
+fail_tells_peer
 
 dev=$(devlink dev show | grep -m1 '^pci/')
 [ -n "$dev" ] || fail "no devlink instance: $(devlink dev show 2>&1)"

@@ -32,21 +32,10 @@ if [ "$NODE" = 1 ]; then
 	echo "firmware: PASS: node 1 answered"
 	exit 0
 fi
-synced=0
-fail() {
-	echo "firmware: FAIL: $*"
-	dmesg | tail -30
-	[ $synced = 1 ] || sync_status "fail: $*" >/dev/null 2>&1
-	exit 1
-}
-
-dev=$(devlink dev show | grep -m1 '^pci/')
-[ -n "$dev" ] || fail "no devlink instance"
-# fw running|stored: that "fw" version of `devlink dev info`.
-fw() {
-	devlink dev info "$dev" |
-		awk -v sec="$1:" '$1 ~ /:$/ { cur = $1 } cur == sec && $1 == "fw" { print $2 }'
-}
+fail_tells_peer
+# shellcheck source=firmware.lib.sh
+. /test/firmware.lib.sh
+fw_dev
 info() {
 	devlink dev info "$dev" >/tmp/info 2>&1
 	cat /tmp/info
@@ -56,15 +45,21 @@ reprobe() {
 	dmesg -c >/dev/null
 	rmmod rhinet || fail "$1: rmmod"
 	insmod "$KO" || fail "$1: insmod"
-	dev=$(devlink dev show | grep -m1 '^pci/')
+	fw_dev
 	verbs_net_up "$1"
 	ibv_devinfo -d rhinet0 | grep -q "PORT_ACTIVE" || fail "$1: port not active"
 }
+# refused WHAT IMAGE PATTERN: IMAGE as qemu.bin, the next probe refuses it
+# as PATTERN says, and 1.1.7 still runs.
+refused() {
+	cp "/test/fw/$2" /lib/firmware/rhinet/qemu.bin
+	reprobe "$1"
+	fw_log "$1" "$3"
+	[ "$(fw running)" = 1.1.7 ] || fail "$1: running $(fw running)"
+}
 
 # 1. Loaded at probe.
-dmesg | grep "rhinet" | grep -E "firmware|qemu.bin"
-dmesg | grep -q "rhinet/qemu.bin: firmware 1.1.7 loaded" ||
-	fail "probe: rhinet/qemu.bin not loaded"
+fw_log probe "rhinet/qemu.bin: firmware 1.1.7 loaded"
 dmesg | grep -qE "firmware: board qemu \(1\), running 1.1.7 HOST_LOADED, flash [0-9]+\.[0-9]+\.[0-9]+, serial $(printf 52484e%010x "$NODE")" ||
 	fail "probe: no firmware identity line"
 info
@@ -76,21 +71,12 @@ grep -q "serial_number $serial" /tmp/info || fail "info: serial is not $serial"
 grep -q "fw.contract 1.0" /tmp/info || fail "info: the contract version went"
 ibv_devinfo -d rhinet0 | grep -q "PORT_ACTIVE" || fail "probe: port not active"
 
-# 2. A contract the driver does not speak.
-cp /test/fw/qemu-contract2.bin /lib/firmware/rhinet/qemu.bin
-reprobe contract2
-dmesg | grep "contract"
-dmesg | grep -q "rhinet/qemu.bin: firmware 1.1.8 speaks contract 2.0, the driver 1.x: refused" ||
-	fail "contract2: no refusal naming file and versions"
-[ "$(fw running)" = 1.1.7 ] || fail "contract2: running $(fw running)"
-
-# 3. A payload the card finds corrupt.
-cp /test/fw/qemu-badcrc.bin /lib/firmware/rhinet/qemu.bin
-reprobe badcrc
-dmesg | grep "refused"
-dmesg | grep -q "rhinet/qemu.bin: the card refused the firmware commit: .*verdict BAD_IMAGE" ||
-	fail "badcrc: no refusal naming BAD_IMAGE"
-[ "$(fw running)" = 1.1.7 ] || fail "badcrc: running $(fw running)"
+# 2. A contract the driver does not speak; 3. a payload the card finds
+# corrupt.
+refused contract2 qemu-contract2.bin \
+	"rhinet/qemu.bin: firmware 1.1.8 speaks contract 2.0, the driver 1.x: refused"
+refused badcrc qemu-badcrc.bin \
+	"rhinet/qemu.bin: the card refused the firmware commit: .*verdict BAD_IMAGE"
 
 # 4. devlink dev flash, then reload fw_activate.
 cp /test/fw/qemu-1.1.7.bin /lib/firmware/rhinet/qemu.bin
@@ -117,14 +103,12 @@ until dmesg | grep -q "rhinet.*firmware: board" && [ -e /sys/class/net/eth0 ] &&
 	[ $i -lt 100 ] || fail "reload: the driver did not come back"
 	usleep 100000
 done
-dmesg | grep "rhinet" | grep -E "firmware|qemu.bin|reload"
-dev=$(devlink dev show | grep -m1 '^pci/')
+fw_dev
 verbs_net_up reload
 info
 [ "$(fw running)" = 1.2.0 ] || fail "reload: running $(fw running), not 1.2.0"
 [ "$(fw stored)" = 1.2.0 ] || fail "reload: stored $(fw stored)"
-dmesg | grep -q "firmware 1.1.7 not loaded: the card runs the image devlink flashed" ||
-	fail "reload: probe did not leave the flashed image"
+fw_log reload "firmware 1.1.7 not loaded: the card runs the image devlink flashed"
 sync_status ok
 synced=1
 [ "$PEER_STATUS" = ok ] || fail "node 1: $PEER_STATUS"
