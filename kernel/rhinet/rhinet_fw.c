@@ -625,8 +625,10 @@ static int rhinet_fw_recover(struct devlink_health_reporter *reporter,
 	struct rhinet_dev *rdev = devlink_health_reporter_priv(reporter);
 	u32 state = rhinet_fw_state(rdev);
 
-	/* Probe's own fallback on flash left a running core: done. */
-	if (!rhinet_fw_crashed_now(rdev))
+	/* Probe's own fallback on flash left a running core: done. A
+	 * driver being unbound is not bound again.
+	 */
+	if (!rhinet_fw_crashed_now(rdev) || READ_ONCE(rdev->removing))
 		return 0;
 	if (state & RHN_FW_STATE_HOST_LOADED)
 		rhinet_fw_remember_crash(rdev,

@@ -4,10 +4,9 @@
  *
  * Bring-up: map BAR0 and the kernel's doorbell page, reset the NIC, give it
  * the admin queue, load its firmware (rhinet_fw.c), create the kernel
- * event queue. Teardown resets the NIC
- * first, so it stops touching host memory before anything is freed. With
- * raw_access=1 probe stops after mapping and leaves the NIC to
- * /dev/rhinet_rawN (rhinet_raw.c).
+ * event queue. Teardown resets the NIC first, so it stops touching host
+ * memory before anything is freed. With raw_access=1 probe stops after
+ * mapping and leaves the NIC to /dev/rhinet_rawN (rhinet_raw.c).
  */
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
