@@ -34,6 +34,7 @@ declare -A LAYER=(
 	[rhinet_health.c]=1
 	[rhinet_consumers.c]=1
 	[rhinet_devlink.c]=1
+	[rhinet_fw.c]=1
 
 	[rhinet_obj.h]=2
 	[rhinet_obj.c]=2

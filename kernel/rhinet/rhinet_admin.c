@@ -48,12 +48,38 @@ irqreturn_t rhinet_admin_irq(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
+/*
+ * Gives the NIC the admin rings, empty, and waits until it takes them: at
+ * probe, and after a reset that booted another firmware image.
+ */
+int rhinet_admin_start(struct rhinet_dev *rdev)
+{
+	struct rhinet_admin *adm = &rdev->admin;
+	const u32 want = RHN_STATUS_READY | RHN_STATUS_ADMIN_ON;
+	u32 status;
+	int ret;
+
+	memset(adm->cq, 0, ADMIN_DEPTH * RHN_ADMIN_CPL_SIZE);
+	adm->sq_tail = 0;
+	adm->cq_head = 0;
+	writeq(adm->sq_dma, rdev->regs + RHN_REG_ADMIN_SQ_BASE);
+	writeq(adm->cq_dma, rdev->regs + RHN_REG_ADMIN_CQ_BASE);
+	rhinet_write32(rdev, RHN_REG_ADMIN_LOG_DEPTH, RHINET_ADMIN_LOG_DEPTH);
+	rhinet_write32(rdev, RHN_REG_CONTROL,
+		       RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE);
+	ret = readl_poll_timeout(rdev->regs + RHN_REG_STATUS, status,
+				 (status & want) == want, 100,
+				 RHINET_ADMIN_TIMEOUT_MS * USEC_PER_MSEC);
+	if (ret)
+		dev_err(&rdev->pdev->dev,
+			"admin queue not accepted (status 0x%x)\n", status);
+	return ret;
+}
+
 int rhinet_admin_init(struct rhinet_dev *rdev)
 {
 	struct rhinet_admin *adm = &rdev->admin;
 	struct device *dev = &rdev->pdev->dev;
-	const u32 want = RHN_STATUS_READY | RHN_STATUS_ADMIN_ON;
-	u32 status;
 	int ret;
 
 	mutex_init(&adm->lock);
@@ -69,23 +95,10 @@ int rhinet_admin_init(struct rhinet_dev *rdev)
 		ret = -ENOMEM;
 		goto err_free;
 	}
-	adm->sq_tail = 0;
-	adm->cq_head = 0;
 	adm->next_cmd_id = 1;
-
-	writeq(adm->sq_dma, rdev->regs + RHN_REG_ADMIN_SQ_BASE);
-	writeq(adm->cq_dma, rdev->regs + RHN_REG_ADMIN_CQ_BASE);
-	rhinet_write32(rdev, RHN_REG_ADMIN_LOG_DEPTH, RHINET_ADMIN_LOG_DEPTH);
-	rhinet_write32(rdev, RHN_REG_CONTROL,
-		       RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE);
-	ret = readl_poll_timeout(rdev->regs + RHN_REG_STATUS, status,
-				 (status & want) == want, 100,
-				 RHINET_ADMIN_TIMEOUT_MS * USEC_PER_MSEC);
-	if (ret) {
-		dev_err(dev, "admin queue not accepted (status 0x%x)\n",
-			status);
+	ret = rhinet_admin_start(rdev);
+	if (ret)
 		goto err_reset;
-	}
 	return 0;
 
 err_reset:
@@ -118,10 +131,12 @@ void rhinet_admin_fini(struct rhinet_dev *rdev)
 
 /*
  * Runs one command. Returns 0 or a negative errno mapped from the NIC's
- * status; *result gets the handle or key the command created.
+ * status; *result gets the handle or key the command created, *detail
+ * (if given) what a refusal's completion said about it.
  */
-int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
-		      u32 *result)
+int rhinet_admin_exec_detail(struct rhinet_dev *rdev,
+			     struct rhn_admin_cmd *cmd, u32 *result,
+			     u32 *detail)
 {
 	struct rhinet_admin *adm = &rdev->admin;
 	const char *failure = NULL;
@@ -176,6 +191,8 @@ int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
 		goto out;
 	}
 	ret = rhinet_admin_errno(cpl->status);
+	if (detail)
+		*detail = le32_to_cpu(cpl->detail);
 	if (ret)
 		dev_dbg(&rdev->pdev->dev,
 			"admin command 0x%02x: status %u detail %u\n",
@@ -188,6 +205,12 @@ out:
 	if (failure)
 		rhinet_dev_fail(rdev, RHINET_REPORT_ADMIN, failure);
 	return ret;
+}
+
+int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
+		      u32 *result)
+{
+	return rhinet_admin_exec_detail(rdev, cmd, result, NULL);
 }
 
 /* Runs a QUERY_* command whose result the NIC writes to the out page. */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * devlink: the device as a bring-up team looks at it. `devlink dev info`
- * names the driver, the contract version the NIC speaks, its serial and
- * board revision. Three health reporters say what went wrong:
+ * devlink health: what went wrong with the device, as a bring-up team
+ * looks at it (the devlink instance itself, `devlink dev info`, flash and
+ * reload are rhinet_fw.c's). Health reporters say what went wrong:
  *
  *   fatal  the NIC was stopped: STATUS.FATAL, or gone from the bus
  *   admin  the admin queue broke: a command timed out (the NIC's core
@@ -10,10 +10,12 @@
  *   eq     an event queue held entries the driver had not taken for a
  *          whole health period (its interrupt was lost), or the NIC held
  *          completion events back because a queue was full
+ *   fw     the card's core crashed (FW_STATE.STATE crashed)
  *
- * fatal and admin are reported once, from rhinet_dev_fail, with the
- * reason; their recovery is a rebind of the driver (a fresh NIC), which
- * devlink cannot run from inside the device, so they have none here. eq
+ * fatal, admin and fw are reported once, from rhinet_dev_fail, with the
+ * reason. The recovery of fatal and admin is a rebind of the driver by
+ * hand (a fresh NIC); fw's (rhinet_fw.c) rebinds by itself, as a crashed
+ * core is the card's expected failure and the shell boots its flash. eq
  * is rhinet_eq.c's: it watches its queues and recovers them in place.
  * Diagnose prints the state now, a dump the state at the report with its
  * reason: registers, counters and queue indices, which rhinet-diag
@@ -23,56 +25,6 @@
 #include <net/devlink.h>
 
 #include "rhinet_hw.h"
-
-struct rhinet_devlink_priv {
-	struct rhinet_dev *rdev;
-};
-
-static struct rhinet_dev *rhinet_devlink_rdev(struct devlink *devlink)
-{
-	struct rhinet_devlink_priv *priv = devlink_priv(devlink);
-
-	return priv->rdev;
-}
-
-static int rhinet_devlink_info_get(struct devlink *devlink,
-				   struct devlink_info_req *req,
-				   struct netlink_ext_ack *extack)
-{
-	struct rhinet_dev *rdev = rhinet_devlink_rdev(devlink);
-	u32 version = rhinet_read32(rdev, RHN_REG_VERSION);
-	char buf[32];
-	int err;
-
-	err = devlink_info_driver_name_put(req, DRV_NAME);
-	if (err)
-		return err;
-	/* The MAC: unique per card, and what the fabric knows it by. */
-	snprintf(buf, sizeof(buf), "%6phN", rdev->mac);
-	err = devlink_info_serial_number_put(req, buf);
-	if (err)
-		return err;
-	snprintf(buf, sizeof(buf), "%u", rdev->pdev->revision);
-	err = devlink_info_version_fixed_put(req,
-					     DEVLINK_INFO_VERSION_GENERIC_BOARD_REV,
-					     buf);
-	if (err)
-		return err;
-	if (version == U32_MAX)
-		strscpy(buf, "unknown (the NIC reads as all ones)", sizeof(buf));
-	else
-		snprintf(buf, sizeof(buf), "%u.%u", version >> 16,
-			 version & 0xffff);
-	err = devlink_info_version_running_put(req, "fw.contract", buf);
-	if (err)
-		return err;
-	snprintf(buf, sizeof(buf), "%u.x", RHN_VERSION_MAJOR);
-	return devlink_info_version_fixed_put(req, "drv.contract", buf);
-}
-
-static const struct devlink_ops rhinet_devlink_ops = {
-	.info_get = rhinet_devlink_info_get,
-};
 
 /* ---- what a reporter prints ------------------------------------------- */
 
@@ -272,40 +224,11 @@ void rhinet_devlink_remove_reporter(struct rhinet_dev *rdev,
 	rdev->reporters[which] = NULL;
 }
 
-static void rhinet_devlink_free(void *data)
+/* The reporters every device has; firmware adds its own (rhinet_fw.c). */
+void rhinet_devlink_add_reporters(struct rhinet_dev *rdev)
 {
-	struct rhinet_dev *rdev = data;
-
-	rhinet_devlink_remove_reporter(rdev, RHINET_REPORT_ADMIN);
-	rhinet_devlink_remove_reporter(rdev, RHINET_REPORT_FATAL);
-	devlink_free(rdev->devlink);
-}
-
-/* Probe, early: freed with the device's managed resources. */
-int rhinet_devlink_init(struct rhinet_dev *rdev)
-{
-	struct device *dev = &rdev->pdev->dev;
-	struct rhinet_devlink_priv *priv;
-
-	rdev->devlink = devlink_alloc(&rhinet_devlink_ops, sizeof(*priv), dev);
-	if (!rdev->devlink)
-		return -ENOMEM;
-	priv = devlink_priv(rdev->devlink);
-	priv->rdev = rdev;
 	rhinet_devlink_add_reporter(rdev, RHINET_REPORT_FATAL,
 				    &rhinet_fatal_reporter_ops);
 	rhinet_devlink_add_reporter(rdev, RHINET_REPORT_ADMIN,
 				    &rhinet_admin_reporter_ops);
-	return devm_add_action_or_reset(dev, rhinet_devlink_free, rdev);
-}
-
-/* Last in probe and first in remove: userspace sees a whole device. */
-void rhinet_devlink_register(struct rhinet_dev *rdev)
-{
-	devlink_register(rdev->devlink);
-}
-
-void rhinet_devlink_unregister(struct rhinet_dev *rdev)
-{
-	devlink_unregister(rdev->devlink);
 }

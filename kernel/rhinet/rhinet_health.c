@@ -48,6 +48,12 @@ void rhinet_dev_fail(struct rhinet_dev *rdev, enum rhinet_report kind,
 	}
 	/* Admin commands fail from here on, also those waiting now. */
 	WRITE_ONCE(rdev->dead, true);
+	/* A core that crashed is the firmware's failure, whatever the
+	 * driver saw first (a timeout, STATUS.FATAL): fw reports and
+	 * recovers it.
+	 */
+	if (rhinet_fw_crashed_now(rdev))
+		kind = RHINET_REPORT_FW;
 	rdev->failure = why;
 	dev_err(&rdev->pdev->dev,
 		"%s: NIC stopped, device fatal; rebind the driver to recover\n",

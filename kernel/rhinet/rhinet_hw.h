@@ -78,6 +78,7 @@ enum rhinet_report {
 	RHINET_REPORT_FATAL, /* STATUS.FATAL, gone from the bus */
 	RHINET_REPORT_ADMIN, /* the admin queue timed out or broke */
 	RHINET_REPORT_EQ, /* an event queue stalled or overflowed */
+	RHINET_REPORT_FW, /* the card's core crashed */
 	RHINET_NR_REPORTERS,
 };
 
@@ -144,6 +145,10 @@ struct rhinet_dev {
 	u64 events_deferred;
 	struct devlink *devlink;
 	struct devlink_health_reporter *reporters[RHINET_NR_REPORTERS];
+	/* The image probe loaded did not start (the card booted its flash):
+	 * told on the fw reporter once devlink is registered.
+	 */
+	bool fw_boot_failed;
 };
 
 static inline bool rhinet_dev_dead(struct rhinet_dev *rdev)
@@ -170,6 +175,24 @@ static inline struct rhinet_eq *rhinet_eq_of(struct rhinet_dev *rdev,
 static inline u32 rhinet_read32(struct rhinet_dev *rdev, u32 reg)
 {
 	return readl(rdev->regs + reg);
+}
+
+/* FW_STATE.STATE: what the card's core does. */
+enum rhinet_fw_state {
+	RHINET_FW_NONE = 0,
+	RHINET_FW_BOOTING = 1,
+	RHINET_FW_RUNNING = 2,
+	RHINET_FW_CRASHED = 3,
+};
+
+/* The card's shell says its core crashed. */
+static inline bool rhinet_fw_crashed_now(struct rhinet_dev *rdev)
+{
+	u32 state = rhinet_read32(rdev, RHN_REG_FW_STATE);
+
+	return state != U32_MAX &&
+	       (state & RHN_FW_STATE_STATE_MASK) >> RHN_FW_STATE_STATE_SHIFT ==
+		       RHINET_FW_CRASHED;
 }
 
 static inline void rhinet_write32(struct rhinet_dev *rdev, u32 reg, u32 val)
@@ -223,9 +246,13 @@ static inline bool rhinet_next_cqe(const struct rhn_cqe *ring, u32 depth,
 }
 
 int rhinet_admin_init(struct rhinet_dev *rdev);
+int rhinet_admin_start(struct rhinet_dev *rdev);
 void rhinet_admin_fini(struct rhinet_dev *rdev);
 int rhinet_admin_exec(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
 		      u32 *result);
+int rhinet_admin_exec_detail(struct rhinet_dev *rdev,
+			     struct rhn_admin_cmd *cmd, u32 *result,
+			     u32 *detail);
 int rhinet_admin_query(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
 		       void *out, size_t len);
 int rhinet_admin_exec_in(struct rhinet_dev *rdev, struct rhn_admin_cmd *cmd,
@@ -243,10 +270,17 @@ void rhinet_health_init(struct rhinet_dev *rdev);
 void rhinet_health_start(struct rhinet_dev *rdev);
 void rhinet_health_stop(struct rhinet_dev *rdev);
 
-/* rhinet_devlink.c */
+/* rhinet_fw.c: the card's firmware and the devlink instance */
+int rhinet_fw_module_init(void);
+void rhinet_fw_module_exit(void);
+int rhinet_fw_probe(struct rhinet_dev *rdev);
+int rhinet_rebind_later(struct pci_dev *pdev);
 int rhinet_devlink_init(struct rhinet_dev *rdev);
 void rhinet_devlink_register(struct rhinet_dev *rdev);
 void rhinet_devlink_unregister(struct rhinet_dev *rdev);
+
+/* rhinet_devlink.c: the health reporters */
+void rhinet_devlink_add_reporters(struct rhinet_dev *rdev);
 void rhinet_devlink_report(struct rhinet_dev *rdev, enum rhinet_report which,
 			   const char *why);
 struct devlink_fmsg;

@@ -3,10 +3,10 @@
  * RHiNET-NG RDMA NIC driver: PCI probe and remove.
  *
  * Bring-up: map BAR0 and the kernel's doorbell page, reset the NIC, give it
- * the admin queue, create the kernel event queue. Teardown resets the NIC
- * first, so it stops touching host memory before anything is freed. With
- * raw_access=1 probe stops after mapping and leaves the NIC to
- * /dev/rhinet_rawN (rhinet_raw.c).
+ * the admin queue, load its firmware (rhinet_fw.c), create the kernel
+ * event queue. Teardown resets the NIC first, so it stops touching host
+ * memory before anything is freed. With raw_access=1 probe stops after
+ * mapping and leaves the NIC to /dev/rhinet_rawN (rhinet_raw.c).
  */
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
@@ -121,6 +121,10 @@ static int rhinet_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = rhinet_admin_init(rdev);
 	if (ret)
 		goto err_admin_irq;
+	/* Before the NIC is asked what it can do: a new image may differ. */
+	ret = rhinet_fw_probe(rdev);
+	if (ret)
+		goto err_reset;
 	ret = rhinet_admin_query_device(rdev, &rdev->attr);
 	if (ret)
 		goto err_reset;
@@ -221,31 +225,9 @@ static void rhinet_shutdown(struct pci_dev *pdev)
  * A function-level reset (sysfs, a hypervisor, error recovery) takes the
  * NIC's state away under the driver. Before it, the NIC is stopped as if
  * it had failed: users hear DEVICE_FATAL and may release what they hold.
- * After it, the driver binds again from scratch: in a work item of the
- * module's own queue, as the reset holds the device lock a rebind takes
- * (module exit drains the queue).
+ * After it, the driver binds again from scratch (rhinet_rebind_later: the
+ * reset holds the device lock a rebind takes).
  */
-static struct workqueue_struct *rhinet_rebind_wq;
-
-struct rhinet_rebind {
-	struct work_struct work;
-	struct pci_dev *pdev;
-};
-
-static void rhinet_rebind_work(struct work_struct *work)
-{
-	struct rhinet_rebind *rb =
-		container_of(work, struct rhinet_rebind, work);
-	int ret;
-
-	ret = device_reprobe(&rb->pdev->dev);
-	if (ret)
-		dev_err(&rb->pdev->dev, "binding again after the reset: %d\n",
-			ret);
-	pci_dev_put(rb->pdev);
-	kfree(rb);
-}
-
 static void rhinet_reset_prepare(struct pci_dev *pdev)
 {
 	/* Raw access: the NIC is its one user's, reset included. */
@@ -257,16 +239,8 @@ static void rhinet_reset_prepare(struct pci_dev *pdev)
 
 static void rhinet_reset_done(struct pci_dev *pdev)
 {
-	struct rhinet_rebind *rb;
-
-	if (rhinet_raw_access)
-		return;
-	rb = kzalloc(sizeof(*rb), GFP_KERNEL);
-	if (!rb)
-		return; /* left unbound: bind the driver by hand */
-	INIT_WORK(&rb->work, rhinet_rebind_work);
-	rb->pdev = pci_dev_get(pdev);
-	queue_work(rhinet_rebind_wq, &rb->work);
+	if (!rhinet_raw_access)
+		rhinet_rebind_later(pdev);
 }
 
 static const struct pci_error_handlers rhinet_err_handlers = {
@@ -287,12 +261,12 @@ static int __init rhinet_init(void)
 {
 	int ret;
 
-	rhinet_rebind_wq = alloc_workqueue("rhinet_rebind", 0, 0);
-	if (!rhinet_rebind_wq)
-		return -ENOMEM;
+	ret = rhinet_fw_module_init();
+	if (ret)
+		return ret;
 	ret = pci_register_driver(&rhinet_pci_driver);
 	if (ret)
-		destroy_workqueue(rhinet_rebind_wq);
+		rhinet_fw_module_exit();
 	return ret;
 }
 module_init(rhinet_init);
@@ -300,7 +274,7 @@ module_init(rhinet_init);
 static void __exit rhinet_exit(void)
 {
 	pci_unregister_driver(&rhinet_pci_driver);
-	destroy_workqueue(rhinet_rebind_wq); /* after any rebind left */
+	rhinet_fw_module_exit();
 }
 module_exit(rhinet_exit);
 

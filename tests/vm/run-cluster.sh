@@ -36,6 +36,9 @@
 #                      (FIRMWARE in the env file) in a qemu-system-riscv32
 #                      per node, instead of the engine in QEMU's process
 #                      (--core engine, the default)
+#     --file SRC:DST   host file or directory SRC at DST in every guest
+#                      (repeatable), e.g. firmware images at
+#                      /lib/firmware/rhinet/
 #     --switch-group "GROUP PORT..."
 #                      the switch's replication pattern of a simultaneous
 #                      multicast group (repeatable; GROUP 61440..63487),
@@ -53,7 +56,7 @@ REPO=$(cd "$HERE/../.." && pwd)
 
 nodes=2 script="" shell_node="" timeout=120 out="" env_file="$REPO/build/vm/env"
 apps=0 mem=256M wire=socket core=engine virtio_link=0 restart_switch_frames=0
-switch_args=() script_args=() switch_groups=()
+switch_args=() script_args=() switch_groups=() files=()
 while (($#)); do
 	case $1 in
 	-n) nodes=$2; shift 2 ;;
@@ -71,7 +74,8 @@ while (($#)); do
 	--virtio-link) virtio_link=1; shift ;;
 	--restart-switch) restart_switch_frames=$2; shift 2 ;;
 	--switch-group) switch_groups+=("$2"); shift 2 ;;
-	-h | --help) sed -n '2,49p' "$0"; exit 0 ;;
+	--file) files+=("$2"); shift 2 ;;
+	-h | --help) sed -n '2,52p' "$0"; exit 0 ;;
 	*) echo "run-cluster: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -124,6 +128,11 @@ if [[ -n $script ]]; then
 	printf '%s\n' "${script_args[@]}" >"$stage/test/args"
 fi
 for spec in "${switch_groups[@]}"; do echo "$spec"; done >"$stage/test/switch_groups"
+for spec in "${files[@]}"; do
+	[[ -e ${spec%%:*} ]] || die "--file: no ${spec%%:*}"
+	mkdir -p "$stage$(dirname "${spec#*:}")"
+	cp -r "${spec%%:*}" "$stage${spec#*:}"
+done
 # Its "." would set the guest's / to mktemp's 0700: keep / open to all.
 chmod 0755 "$stage"
 (cd "$stage" && find . | cpio -o -H newc --owner=0:0 --quiet) >"$out/run.cpio"

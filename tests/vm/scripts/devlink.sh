@@ -1,8 +1,8 @@
 #!/bin/sh
 # devlink on rhinet.ko (rhinet_devlink.c, rhinet_eq.c's watch), two nodes;
 # node 0 checks, node 1 answers pings until node 0 is done:
-#   1. `devlink dev info`: the driver, the serial (the MAC), the contract
-#      versions; three health reporters, all healthy;
+#   1. `devlink dev info`: the driver, the serial (the shell's SERIAL),
+#      the contract versions; four health reporters, all healthy;
 #   2. irq-loss (the NIC's MSI-X messages lost, fault capability) while
 #      node 1 is pinged: the eq reporter finds the stalled queue and
 #      recovers it, so the pings are answered; diagnose and the dump show
@@ -29,15 +29,8 @@ if [ "$NODE" = 1 ]; then
 	echo "devlink: PASS: node 1 answered"
 	exit 0
 fi
-# Node 0's failures reach node 1 too, until the word is given (step 5
-# takes node 0's network away).
-synced=0
-fail() {
-	echo "devlink: FAIL: $*"
-	dmesg | tail -30
-	[ $synced = 1 ] || sync_status "fail: $*" >/dev/null 2>&1
-	exit 1
-}
+# Until the word is given (step 5 takes node 0's network away).
+fail_tells_peer
 
 dev=$(devlink dev show | grep -m1 '^pci/')
 [ -n "$dev" ] || fail "no devlink instance: $(devlink dev show 2>&1)"
@@ -50,7 +43,7 @@ count() {
 	reporter "$1" | sed -n "s/.* $2 \([0-9]*\).*/\1/p"
 }
 all_healthy() {
-	for r in fatal admin eq; do
+	for r in fatal admin eq fw; do
 		reporter $r | grep -q "state healthy error 0 recover 0" ||
 			fail "$1: reporter $r: $(reporter $r)"
 	done
@@ -59,9 +52,10 @@ all_healthy() {
 # 1. Identity and reporters.
 devlink dev info "$dev" >/tmp/info 2>&1
 cat /tmp/info
-mac=$(tr -d ':' </sys/class/net/eth0/address)
+# The card's SERIAL: the QEMU device's default is "RHN" and the node.
+serial=$(printf '52484e%010x' "$NODE")
 grep -q "driver rhinet" /tmp/info || fail "info: no driver"
-grep -q "serial_number $mac" /tmp/info || fail "info: serial is not $mac"
+grep -q "serial_number $serial" /tmp/info || fail "info: serial is not $serial"
 grep -q "fw.contract 1.0" /tmp/info || fail "info: no running fw.contract 1.0"
 grep -q "drv.contract 1.x" /tmp/info || fail "info: no drv.contract"
 all_healthy "after probe"

@@ -50,6 +50,20 @@ verbs_net_up() {
 . /test/rdma_device.lib.sh
 verbs_device() { rdma_device "$1"; }
 
+# fail_tells_peer: from here on node 0's failures reach node 1, waiting in
+# sync_status for node 0's word, too; until the script sets synced=1 (the
+# word was given).
+fail_tells_peer() {
+	synced=0
+	# shellcheck disable=SC2317 # called later, as every script's fail
+	fail() {
+		echo "$LIB_NAME: FAIL: $*"
+		dmesg | tail -30
+		[ "$synced" = 1 ] || sync_status "fail: $*" >/dev/null 2>&1
+		exit 1
+	}
+}
+
 # Exchanges this node's result of a run for the peer's, in PEER_STATUS:
 # node 1 listens, node 0 connects (the peer may still be busy with its run).
 sync_status() {
