@@ -4,8 +4,10 @@
 # BAR0 as the guest's CPU would):
 #   1. the device's core is up: STATUS reads READY, not FATAL;
 #   2. its qemu-system-riscv32 is killed: STATUS reads FATAL (what the
-#      driver's health check looks for) and QEMU says why;
-#   3. system_reset: a new emulator, STATUS READY again without FATAL;
+#      driver's health check looks for), the shell's FW_STATE crashed (3),
+#      and QEMU says why;
+#   3. system_reset: a new emulator, STATUS READY again without FATAL,
+#      FW_STATE running (2) from flash (HOST_LOADED clear);
 #   4. that core killed too, and system_reset with an emulator slow to
 #      start (a wrapper sleeps 3 s first): the VM does not wait for it
 #      (the monitor answers at once: the device spawns off the BQL), and
@@ -16,6 +18,7 @@ set -uo pipefail
 # shellcheck source=/dev/null
 source "${1:?usage: softcore_crash.sh ENV_FILE}"
 READY=1 FATAL=4 STATUS=0xc # RHN_STATUS_READY, RHN_STATUS_FATAL, RHN_REG_STATUS
+FW_STATE=0x2c # RHN_REG_FW_STATE: STATE in bits 3:0, HOST_LOADED bit 4
 dir=$(mktemp -d /tmp/rhn-sc-crash.XXXXXX)
 qemu_pid=""
 cleanup() {
@@ -23,9 +26,12 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+# To stderr: a failure inside $(...) is seen, and the caller exits.
 fail() {
-	echo "softcore_crash: FAIL: $*"
-	sed 's/^/  | /' "$dir/out"
+	{
+		echo "softcore_crash: FAIL: $*"
+		sed 's/^/  | /' "$dir/out"
+	} >&2
 	exit 1
 }
 
@@ -63,11 +69,19 @@ bar0() {
 		sed -n 's/.*BAR0: 32 bit memory at \(0x[0-9a-f]*\).*/\1/p'
 }
 bar0_first=""
-try_status() {
+try_reg() { # OFFSET
 	local bar0
 	bar0=$(bar0)
 	[[ -n $bar0 && ${bar0_first:-$bar0} == "$bar0" ]] || return 0
-	hmp "xp /1wx $((bar0 + STATUS))" | awk '/^[0-9a-f]+:/ { print $2 }'
+	hmp "xp /1wx $((bar0 + $1))" | awk '/^[0-9a-f]+:/ { print $2 }'
+}
+try_status() { try_reg $STATUS; }
+# fw_state_is WANT: FW_STATE reads WANT (the shell answers it at once).
+fw_state_is() {
+	local v
+	v=$(try_reg $FW_STATE)
+	[[ -n $v ]] && (($1 == v)) || fail "FW_STATE reads ${v:-nothing}, not $1"
+	echo "FW_STATE $v"
 }
 # wait_status WANT_SET WANT_CLEAR: until STATUS has those bits, up to 10 s.
 wait_status() {
@@ -87,11 +101,14 @@ for _ in $(seq 200); do
 done
 first=$(core_pid)
 [[ -n $first ]] || fail "no qemu-system-riscv32 under QEMU"
-echo "softcore_crash: core $first up, STATUS $(wait_status $READY $FATAL)"
+st=$(wait_status $READY $FATAL) || exit 1
+echo "softcore_crash: core $first up, STATUS $st"
 bar0_first=$(bar0)
 
 kill -9 "$first"
-echo "softcore_crash: core killed, STATUS $(wait_status $FATAL 0)"
+st=$(wait_status $FATAL 0) || exit 1
+fw=$(fw_state_is 3) || exit 1
+echo "softcore_crash: core killed, STATUS $st, $fw"
 grep -q "the soft core is gone" "$dir/out" || fail "QEMU did not say the core is gone"
 grep "the soft core is gone" "$dir/out"
 
@@ -103,10 +120,12 @@ for _ in $(seq 200); do
 	sleep 0.05
 done
 [[ -n $second && $second != "$first" ]] || fail "no new core after system_reset"
-echo "softcore_crash: after system_reset core $second, STATUS $(wait_status $READY $FATAL)"
+st=$(wait_status $READY $FATAL) || exit 1
+fw=$(fw_state_is 2) || exit 1
+echo "softcore_crash: after system_reset core $second, STATUS $st, $fw"
 
 kill -9 "$second"
-wait_status $FATAL 0 >/dev/null
+wait_status $FATAL 0 >/dev/null || exit 1
 touch "$dir/slow"
 t0=$(date +%s%N)
 hmp system_reset >/dev/null
@@ -128,7 +147,8 @@ done
 [[ $seen == *\ *\ * ]] || fail "STATUS unreadable while the new core starts"
 echo "softcore_crash: slow core: monitor answered in $ms ms, STATUS$seen while it starts"
 rm "$dir/slow"
-echo "softcore_crash: then STATUS $(wait_status $READY $FATAL)"
+st=$(wait_status $READY $FATAL) || exit 1
+echo "softcore_crash: then STATUS $st"
 hmp quit >/dev/null
 wait "$qemu_pid"
 qemu_pid=""
