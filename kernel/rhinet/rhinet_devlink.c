@@ -22,31 +22,13 @@
  * decodes.
  */
 #include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/string_helpers.h>
 #include <net/devlink.h>
 
 #include "rhinet_hw.h"
+#include "rhinet/regmap_desc.h"
 
 /* ---- what a reporter prints ------------------------------------------- */
-
-static const struct {
-	const char *name;
-	u32 offset;
-	bool wide;
-} rhinet_dump_regs[] = {
-	{ "version", RHN_REG_VERSION },
-	{ "caps", RHN_REG_CAPS },
-	{ "node_id", RHN_REG_NODE_ID },
-	{ "status", RHN_REG_STATUS },
-	{ "control", RHN_REG_CONTROL },
-	{ "db_pages", RHN_REG_DB_PAGES },
-	{ "msix_vectors", RHN_REG_MSIX_VECTORS },
-	{ "mtu", RHN_REG_MTU },
-	{ "mac_lo", RHN_REG_MAC_LO },
-	{ "mac_hi", RHN_REG_MAC_HI },
-	{ "admin_sq_base", RHN_REG_ADMIN_SQ_BASE, true },
-	{ "admin_cq_base", RHN_REG_ADMIN_CQ_BASE, true },
-	{ "admin_log_depth", RHN_REG_ADMIN_LOG_DEPTH },
-};
 
 /* The NIC's counters by the names the contract's list gives them. */
 #define RHINET_COUNTER_NAME(id_, name_, doc_) \
@@ -64,11 +46,16 @@ static int rhinet_fmsg_registers(struct rhinet_dev *rdev,
 
 	err = devlink_fmsg_pair_nest_start(fmsg, "registers");
 	err = err ?: devlink_fmsg_obj_nest_start(fmsg);
-	for (i = 0; i < ARRAY_SIZE(rhinet_dump_regs); i++) {
-		const char *name = rhinet_dump_regs[i].name;
-		void __iomem *at = rdev->regs + rhinet_dump_regs[i].offset;
+	/* Every readable register of the map, by its name in lower case. */
+	for (i = 0; i < ARRAY_SIZE(rhn_regmap_regs); i++) {
+		const struct rhn_regmap_reg *r = &rhn_regmap_regs[i];
+		void __iomem *at = rdev->regs + r->offset;
+		char name[32];
 
-		if (rhinet_dump_regs[i].wide)
+		if (!strcmp(r->access, "WO") || strlen(r->name) >= sizeof(name))
+			continue;
+		string_lower(name, r->name);
+		if (r->width == 64)
 			err = err ?: devlink_fmsg_u64_pair_put(fmsg, name,
 							       readq(at));
 		else
