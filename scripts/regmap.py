@@ -152,6 +152,11 @@ def header(d):
     for b in d["board"]:
         w(f"\t\t[{b['id']}] = \"{b['name']}\", \\")
     w("\t}")
+    w("/* The same by position, for C++ too (\"\": no board of that ID). */")
+    top = max(b['id'] for b in d["board"])
+    byid = {b['id']: b['name'] for b in d["board"]}
+    names = ", ".join('"%s"' % byid.get(i, "") for i in range(top + 1))
+    w(f"#define RHN_BOARD_NAME_LIST {names}")
     w("")
     w("/* BARs */")
     for b in d["bar"]:

@@ -28,6 +28,8 @@
 	{                                            \
 		[1] = "qemu", [2] = "qemu-softcore", \
 	}
+/* The same by position, for C++ too ("": no board of that ID). */
+#define RHN_BOARD_NAME_LIST "", "qemu", "qemu-softcore"
 
 /* BARs */
 #define RHN_BAR_REGS 0 /* control/status registers, kernel only */

@@ -275,9 +275,26 @@ bool from_device(std::string bdf, Snapshot& snap, std::string& err) {
 
 // ---- printing --------------------------------------------------------------
 
+// What the shell's identity registers say, for people.
+std::string identity(const rhn_regmap_reg& r, uint64_t v) {
+  static const char* const boards[] = {RHN_BOARD_NAME_LIST};
+  static const char* const states[] = {"none", "booting", "running", "crashed"};
+  const std::string name = r.name;
+  if (name == "BOARD_ID")
+    return v < std::size(boards) && *boards[v] ? boards[v] : "unknown board";
+  if (name == "FW_RUNNING" || name == "FW_STORED")
+    return v ? std::to_string(v >> 16) + "." + std::to_string(v >> 8 & 0xff) +
+                   "." + std::to_string(v & 0xff)
+             : "none";
+  if (name == "FW_STATE")
+    return ((v & 0xf) < std::size(states) ? states[v & 0xf] : "undefined") +
+           std::string(",");
+  return "";
+}
+
 // The set fields of a register, "READY LINK_UP" or "VALUE=5".
 std::string fields(const rhn_regmap_reg& r, uint64_t v) {
-  std::string s;
+  std::string s = identity(r, v);
   uint64_t named = 0;
   for (unsigned i = 0; i < r.nfields; i++) {
     const rhn_regmap_field& f = r.fields[i];

@@ -65,6 +65,10 @@ cat /tmp/diag
 grep -qE "^  STATUS +0x0000000b  READY LINK_UP ADMIN_ON$" /tmp/diag ||
 	fail "rhinet-diag: STATUS not READY LINK_UP ADMIN_ON"
 grep -qE "^  stopped +no$" /tmp/diag || fail "rhinet-diag: no driver state"
+grep -qE "^  BOARD_ID +0x00000001  qemu$" /tmp/diag ||
+	fail "rhinet-diag: BOARD_ID not decoded as qemu"
+grep -qE "^  FW_STATE +0x00000002  running, STATE=2$" /tmp/diag ||
+	fail "rhinet-diag: FW_STATE not running from flash"
 
 # 2. Lost interrupts, found and recovered by the eq reporter.
 fault_find
