@@ -40,7 +40,8 @@ guest_bins=("$BUILD"/tests/vm/guest/rhinet-*)
 }
 bin_args=()
 for b in "${guest_bins[@]}"; do
-	[[ $b == */rhinet-mpi ]] && continue # in the applications overlay
+	# in the applications overlay
+	[[ $b == */rhinet-mpi || $b == */rhinet-dmabuf-user ]] && continue
 	bin_args+=(--bin "$b")
 done
 # Our kernel module, when the kernel headers let it be built.
@@ -177,6 +178,10 @@ if [[ -f $UL/librhinet_user.so.0 ]]; then
 fi
 mpi_bin="$BUILD/tests/vm/guest/rhinet-mpi"
 [[ -x $mpi_bin ]] && app_args+=(--bin "$mpi_bin")
+# userlib over a vgem dma-buf (dmabuf.sh).
+dmabuf_user="$BUILD/tests/vm/guest/rhinet-dmabuf-user"
+[[ -x $dmabuf_user ]] &&
+	app_args+=(--tool "$dmabuf_user:/usr/bin/rhinet-dmabuf-user")
 bash "$HERE/build-initramfs.sh" "$VM/apps.cpio" "${app_args[@]}"
 
 cat >"$VM/env.tmp" <<EOT

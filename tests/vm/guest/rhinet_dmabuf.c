@@ -27,58 +27,21 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
-#include <linux/types.h>
 
 #include "verbs_guest.h"
-
-/*
- * The DRM ioctls used, from the kernel's UAPI (include/uapi/drm/drm.h and
- * drm_mode.h): Debian ships those headers only with libdrm-dev.
- */
-struct drm_version {
-	int version_major, version_minor, version_patchlevel;
-	size_t name_len;
-	char *name;
-	size_t date_len;
-	char *date;
-	size_t desc_len;
-	char *desc;
-};
-
-struct drm_gem_close {
-	__u32 handle, pad;
-};
-
-struct drm_prime_handle {
-	__u32 handle, flags;
-	__s32 fd;
-};
-
-struct drm_mode_create_dumb {
-	__u32 height, width, bpp, flags;
-	__u32 handle, pitch;
-	__u64 size;
-};
-
-#define DRM_IOCTL_VERSION _IOWR('d', 0x00, struct drm_version)
-#define DRM_IOCTL_GEM_CLOSE _IOW('d', 0x09, struct drm_gem_close)
-#define DRM_IOCTL_PRIME_HANDLE_TO_FD _IOWR('d', 0x2d, struct drm_prime_handle)
-#define DRM_IOCTL_MODE_CREATE_DUMB _IOWR('d', 0xb2, struct drm_mode_create_dumb)
+#include "vgem.h"
 
 #define HOST_SIZE (512u << 10)
-#define BUF_PITCH 4096u /* dumb buffers: 1024 pixels of 32 bits a row */
 #define BIG_ROWS 64u /* the main dma-buf: 256 KiB */
 #define SMALL_ROWS 16u /* the one whose descriptor is closed: 64 KiB */
 /* Offsets in the main dma-buf (and the same in the host buffer). */
@@ -122,26 +85,6 @@ static long differs(const volatile uint8_t *p, uint32_t len, uint32_t seed)
 
 /* ---- vgem ---------------------------------------------------------------- */
 
-/* The vgem DRM device's card node, or -1. */
-static int open_vgem(void)
-{
-	for (int i = 0; i < 16; i++) {
-		char path[32], name[16] = "";
-		struct drm_version v = {.name_len = sizeof(name) - 1,
-					.name = name};
-		int fd;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (!ioctl(fd, DRM_IOCTL_VERSION, &v) && !strcmp(name, "vgem"))
-			return fd;
-		close(fd);
-	}
-	return -1;
-}
-
 struct dbuf {
 	uint32_t handle; /* GEM handle, 0 once closed */
 	int fd; /* the dma-buf, -1 once closed */
@@ -152,31 +95,21 @@ struct dbuf {
 /* A dumb buffer of @rows rows, exported as a dma-buf and mapped. */
 static void dbuf_create(int card, uint32_t rows, struct dbuf *b)
 {
-	struct drm_mode_create_dumb c = {
-		.height = rows, .width = BUF_PITCH / 4, .bpp = 32};
-	struct drm_prime_handle h = {.flags = O_CLOEXEC | O_RDWR};
 	void *map;
 
-	if (ioctl(card, DRM_IOCTL_MODE_CREATE_DUMB, &c))
-		die("DRM_IOCTL_MODE_CREATE_DUMB");
-	h.handle = c.handle;
-	if (ioctl(card, DRM_IOCTL_PRIME_HANDLE_TO_FD, &h))
-		die("DRM_IOCTL_PRIME_HANDLE_TO_FD");
-	map = mmap(NULL, c.size, PROT_READ | PROT_WRITE, MAP_SHARED, h.fd, 0);
+	b->fd = vgem_dmabuf(card, rows, &b->handle, &b->size);
+	if (b->fd < 0)
+		die("vgem dumb buffer as a dma-buf");
+	map = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
 	if (map == MAP_FAILED)
 		die("mmap of the dma-buf");
-	b->handle = c.handle;
-	b->fd = h.fd;
-	b->size = c.size;
 	b->map = map;
-	memset(map, 0, c.size);
+	memset(map, 0, b->size);
 }
 
 static void dbuf_close_handle(int card, struct dbuf *b)
 {
-	struct drm_gem_close c = {.handle = b->handle};
-
-	check(!ioctl(card, DRM_IOCTL_GEM_CLOSE, &c), "GEM_CLOSE: %s",
+	check(!vgem_close_handle(card, b->handle), "GEM_CLOSE: %s",
 	      strerror(errno));
 	b->handle = 0;
 }
@@ -499,7 +432,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	role = NULL;
-	card = open_vgem();
+	card = vgem_open();
 	if (card < 0) {
 		printf("rhinet-dmabuf: FAIL: no vgem device (modprobe vgem)\n");
 		return 2;

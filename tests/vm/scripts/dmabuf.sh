@@ -1,29 +1,33 @@
 #!/bin/sh
-# Memory of another device through standard verbs, on one node: vgem (a
-# DRM driver without hardware) exports a dumb buffer as a dma-buf, and
-# rhinet-dmabuf (tests/vm/guest/rhinet_dmabuf.c) registers it with
-# ibv_reg_dmabuf_mr and runs RDMA WRITE and READ into and out of it
-# between two RC QPs connected through the NIC's loopback, every byte
-# checked through the process's mmap of the dma-buf; then the refusals (no
-# dma-buf, a closed descriptor, a range past the end), the descriptor,
-# GEM handle and mapping closed under a registered MR (it keeps working;
-# dereg frees the buffer), and dereg under a queued WRITE. The dma-bufs
-# alive and their attachments are counted in debugfs before and after.
-# Then the kernel log has no warning.
-#   dmabuf.sh NODE NODES
+# Memory of another device through standard verbs. vgem (a DRM driver
+# without hardware) exports dumb buffers as dma-bufs:
+#   rhinet-dmabuf       (tests/vm/guest/rhinet_dmabuf.c) on node 0 alone:
+#                       ibv_reg_dmabuf_mr, RDMA WRITE and READ into and
+#                       out of the dma-buf between two RC QPs connected
+#                       through the NIC's loopback, every byte checked
+#                       through the process's mmap of it; the refusals (no
+#                       dma-buf, a closed descriptor, a range past the
+#                       end); descriptor, GEM handle and mapping closed
+#                       under a registered MR (it keeps working, dereg
+#                       frees the buffer); dereg under a queued WRITE. The
+#                       dma-bufs alive and their attachments are counted
+#                       in debugfs before and after.
+#   rhinet-dmabuf-user  (tests/vm/guest/rhinet_dmabuf_user.cc) under
+#                       rhinet-run, one rank per node: userlib's
+#                       Group::dmabuf_buffer as the source of a PUSH and
+#                       the target of a PULL, and its refusals.
+# Then no node's kernel log has a warning and vgem unloads (no buffer
+# left). Node 0 drives the test; node 1 waits for its result.
+#   dmabuf.sh NODE NODES   (the applications overlay: run-cluster --apps)
+NODE=$1
+NODES=$2
 LIB_NAME=dmabuf
-KO=/opt/rhinet/modules/rhinet.ko
-fail() { echo "$LIB_NAME: FAIL: $*"; dmesg | tail -40; exit 1; }
-# shellcheck source=rdma_device.lib.sh
-. /test/rdma_device.lib.sh
-
-dmesg -c >/dev/null
-modprobe ib_uverbs && modprobe rdma_ucm && insmod "$KO" || fail "insmod"
+# shellcheck source=apps.lib.sh
+. /test/apps.lib.sh
+apps_setup
 modprobe vgem || fail "modprobe vgem"
-echo 0 >/proc/sys/net/ipv6/conf/default/accept_dad
-echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad
-ip link set eth0 up || fail "eth0 up"
-rdma_device rhinet0
+[ "$NODE" = 0 ] || apps_wait 600
+
 # RoCE GID 0: eth0's IPv6 link-local address, there once the link is up.
 i=0
 until [ -n "$(ip -6 addr show dev eth0 scope link)" ]; do
@@ -32,13 +36,27 @@ until [ -n "$(ip -6 addr show dev eth0 scope link)" ]; do
 	usleep 100000
 done
 
-timeout 120 /opt/rhinet/bin/rhinet-dmabuf -d rhinet0 -g 0
-rc=$?
-[ $rc = 0 ] || fail "rhinet-dmabuf exited $rc"
-if dmesg | grep -v "module verification failed" |
-	grep -E "BUG:|WARNING:|Oops|rhinet.*not destroyed"; then
-	fail "kernel warnings"
+failed=""
+timeout 120 /opt/rhinet/bin/rhinet-dmabuf -d rhinet0 -g 0 ||
+	failed="$failed rhinet-dmabuf(rc=$?)"
+
+if timeout 200 rhinet-run --timeout 180 -n 2 --hosts node0,node1 \
+	rhinet-dmabuf-user >/tmp/run.log 2>&1; then
+	cat /tmp/run.log
+else
+	failed="$failed rhinet-dmabuf-user(rc=$?)"
+	head -40 /tmp/run.log
 fi
-# vgem goes with every buffer released (it refuses while one is held).
-rmmod vgem || fail "vgem still in use"
+
+for k in 0 1; do
+	if ssh "node$k" dmesg | grep -v "module verification failed" |
+		grep -E "BUG:|WARNING:|Oops|rhinet.*not destroyed"; then
+		failed="$failed kernel-warnings-node$k"
+	fi
+	# vgem goes only with every buffer released.
+	ssh "node$k" rmmod vgem || failed="$failed vgem-busy-node$k"
+done
+
+[ -z "$failed" ] || fail "failed:$failed" # (tells node 1 too)
+apps_finish 0
 echo "$LIB_NAME: PASS"
