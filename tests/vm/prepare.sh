@@ -100,9 +100,9 @@ bin_args+=(--tool "$VERBS_LIB/libibverbs/librxe-rdmav34.so"
 # kernel (the debug kernel has no such modules).
 ((DEBUG_KERNEL)) || bin_args+=(--module virtio_pci --module virtio_net)
 # vgem, a DRM driver with no hardware that exports dma-bufs of plain
-# memory: the exporter ibv_reg_dmabuf_mr registers from (dmabuf.sh). The
-# debug kernel is built without DRM.
-((DEBUG_KERNEL)) || bin_args+=(--module vgem)
+# memory: the exporter ibv_reg_dmabuf_mr registers from (dmabuf.sh); both
+# kernels have it (debug-kernel.config).
+bin_args+=(--module vgem)
 # Our provider, once it is built: librhinetdv.so.1 (direct verbs and
 # provider in one object) next to libibverbs, and the provider file
 # libibverbs dlopens as a symlink to it, so that a program linked with

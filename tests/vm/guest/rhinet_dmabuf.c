@@ -8,6 +8,8 @@
  *  - the dma-buf MR as the target of the peer QP's RDMA WRITE and source of
  *    its RDMA READ, and as the local lkey of a WRITE and a READ, every byte
  *    checked through the process's mmap of the dma-buf;
+ *  - rereg to a new translation refused (by libibverbs, and by the driver
+ *    to a raw uverbs command), rights changed in place, the MR working;
  *  - an MR over part of the dma-buf (an offset into it, an iova unrelated
  *    to any address), written through its rkey;
  *  - refusals: a descriptor that is no dma-buf (EINVAL), one that is not
@@ -37,6 +39,7 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "verbs_guest.h"
 #include "vgem.h"
@@ -268,6 +271,36 @@ static void refusals(struct node *n, const struct dbuf *b)
 	refused(n, 0, 0, b->fd, EINVAL, "empty");
 }
 
+/*
+ * Rereg as a raw uverbs write (IB_USER_VERBS_CMD_REREG_MR): libibverbs 44
+ * refuses to rereg a dma-buf MR itself, this reaches the driver. 0 or the
+ * driver's errno.
+ */
+static int raw_rereg(struct ibv_mr *mr, uint32_t flags, void *addr, size_t len,
+		     int access)
+{
+	struct ib_uverbs_cmd_hdr hdr = {
+		.command = IB_USER_VERBS_CMD_REREG_MR,
+		.in_words =
+			(sizeof(hdr) + sizeof(struct ib_uverbs_rereg_mr)) / 4,
+		.out_words = sizeof(struct ib_uverbs_rereg_mr_resp) / 4};
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ib_uverbs_rereg_mr cmd = {.response = (uintptr_t)&resp,
+					 .mr_handle = mr->handle,
+					 .flags = flags,
+					 .start = (uintptr_t)addr,
+					 .length = len,
+					 .hca_va = (uintptr_t)addr,
+					 .access_flags = access};
+	uint8_t buf[sizeof(hdr) + sizeof(cmd)];
+
+	memcpy(buf, &hdr, sizeof(hdr));
+	memcpy(buf + sizeof(hdr), &cmd, sizeof(cmd));
+	if (write(mr->context->cmd_fd, buf, sizeof(buf)) == sizeof(buf))
+		return 0;
+	return errno;
+}
+
 /* The main dma-buf @b as remote and local memory of RDMA WRITE and READ. */
 static void data_path(struct node *n, struct dbuf *b)
 {
@@ -275,6 +308,7 @@ static void data_path(struct node *n, struct dbuf *b)
 	uint32_t hkey = n->host_mr->lkey;
 	struct ibv_mr *mr, *sub;
 	long bad;
+	int ret;
 
 	/* Addressed by the mapping's addresses: spans of it are SGEs. */
 	mr = ibv_reg_dmabuf_mr(n->pd, 0, b->size, map, b->fd, kAllAccess);
@@ -312,6 +346,31 @@ static void data_path(struct node *n, struct dbuf *b)
 		 n->host_mr->rkey, LR_LEN, true, "READ into the dma-buf")) {
 		bad = differs(b->map + LR_OFF, LR_LEN, 4);
 		check(bad < 0, "READ into the dma-buf: byte %ld differs", bad);
+	}
+
+	/* No new translation for it (there is no process memory to pin);
+	 * the MR stays as it was.
+	 */
+	errno = 0;
+	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, n->host,
+			   4096, 0);
+	check(ret != 0 && (errno == EINVAL || errno == EOPNOTSUPP),
+	      "ibv_rereg_mr of the dma-buf MR to host memory: %d, errno %d "
+	      "(%s)",
+	      ret, errno, strerror(errno));
+	ret = raw_rereg(mr, IBV_REREG_MR_CHANGE_TRANSLATION, n->host, 4096,
+			kAllAccess);
+	check(ret == EOPNOTSUPP, "raw rereg to host memory: %s, want %s",
+	      strerror(ret), strerror(EOPNOTSUPP));
+	/* Rights change in place: the keys stay. */
+	ret = raw_rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, 0, kAllAccess);
+	check(!ret, "raw rereg of the rights in place: %s", strerror(ret));
+	fill(n->host + W_OFF, W_LEN, 9);
+	if (rdma(n, 0, IBV_WR_RDMA_WRITE, host + W_OFF, hkey, map + W_OFF,
+		 mr->rkey, W_LEN, true, "WRITE after the refused rereg")) {
+		bad = differs(b->map + W_OFF, W_LEN, 9);
+		check(bad < 0,
+		      "WRITE after the refused rereg: byte %ld differs", bad);
 	}
 
 	/* Part of it, from an offset, at an iova of its own. */
