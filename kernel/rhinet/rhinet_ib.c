@@ -392,6 +392,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.query_srq = rhinet_query_srq,
 	.reg_dm_mr = rhinet_reg_dm_mr,
 	.reg_user_mr = rhinet_reg_user_mr,
+	.reg_user_mr_dmabuf = rhinet_reg_user_mr_dmabuf,
 	.req_notify_cq = rhinet_req_notify_cq,
 	.rereg_user_mr = rhinet_rereg_user_mr,
 	.resize_cq = rhinet_resize_cq,

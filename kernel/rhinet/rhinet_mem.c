@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Registered memory: user memory pinned with ib_umem_get, cut into the
+ * Registered memory: user memory pinned with ib_umem_get (or a dma-buf
+ * pinned through ib_umem_dmabuf_get_pinned), cut into the
  * largest page size the NIC supports and the layout allows
  * (ib_umem_find_best_pgsz), and described to the NIC by a radix tree of
  * 4 KiB VP translation tables (Documentation/hardware/admin.md). Memory
@@ -105,11 +106,14 @@ err_nomem:
 }
 
 /*
- * Pins [start, start + length) and registers it as NIC memory region of
- * context @ctx and PD @pdn, addressed by the NIC from @iova on.
+ * Describes the pages of mem->umem to the NIC as a memory region of context
+ * @ctx and PD @pdn, addressed by the NIC from @iova on: one translation for
+ * every kind of pinned memory (a process's pages, a dma-buf's). The caller
+ * releases the umem if this fails.
  */
-int rhinet_mem_pin(struct rhinet_ib *ib, struct rhinet_mem *mem, u64 start,
-		   u64 length, u64 iova, int access, u32 ctx, u32 pdn)
+static int rhinet_mem_register(struct rhinet_ib *ib, struct rhinet_mem *mem,
+			       u64 length, u64 iova, int access, u32 ctx,
+			       u32 pdn)
 {
 	struct rhinet_dev *rdev = ib->rdev;
 	unsigned long pgsz_bitmap, pgsz;
@@ -117,29 +121,16 @@ int rhinet_mem_pin(struct rhinet_ib *ib, struct rhinet_mem *mem, u64 start,
 	u64 npages;
 	int levels, ret;
 
-	if (!length || length > le64_to_cpu(rdev->attr.max_mr_size) ||
-	    iova + length < iova)
-		return -EINVAL;
-	mem->umem = ib_umem_get(&ib->ibdev, start, length, access);
-	if (IS_ERR(mem->umem)) {
-		ret = PTR_ERR(mem->umem);
-		mem->umem = NULL;
-		return ret;
-	}
 	pgsz_bitmap = le32_to_cpu(rdev->attr.page_size_cap) &
 		      GENMASK(RHINET_MAX_PAGE_SHIFT, RHINET_MIN_PAGE_SHIFT);
 	pgsz = ib_umem_find_best_pgsz(mem->umem, pgsz_bitmap, iova);
-	if (!pgsz) {
-		ret = -EINVAL;
-		goto err_release;
-	}
+	if (!pgsz)
+		return -EINVAL;
 	mem->page_shift = __ffs(pgsz);
 	npages = ib_umem_num_dma_blocks(mem->umem, pgsz);
 	levels = rhinet_vpt_build(ib, mem, pgsz, npages);
-	if (levels < 0) {
-		ret = levels;
-		goto err_release;
-	}
+	if (levels < 0)
+		return levels;
 
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_MR;
 	cmd.u.create_mr.pdn = cpu_to_le32(pdn);
@@ -156,19 +147,79 @@ int rhinet_mem_pin(struct rhinet_ib *ib, struct rhinet_mem *mem, u64 start,
 	 */
 	cmd.u.create_mr.key_variant = atomic_inc_return(&ib->key_variant);
 	ret = rhinet_ctx_exec(ib, ctx, &cmd, &mem->key);
-	if (ret)
-		goto err_tables;
+	if (ret) {
+		rhinet_vpt_free(ib, mem);
+		return ret;
+	}
 	mem->ctx = ctx;
+	return 0;
+}
+
+static bool rhinet_mem_range_ok(struct rhinet_ib *ib, u64 length, u64 iova)
+{
+	return length && length <= le64_to_cpu(ib->rdev->attr.max_mr_size) &&
+	       iova + length >= iova;
+}
+
+/*
+ * Pins [start, start + length) and registers it as NIC memory region of
+ * context @ctx and PD @pdn, addressed by the NIC from @iova on.
+ */
+int rhinet_mem_pin(struct rhinet_ib *ib, struct rhinet_mem *mem, u64 start,
+		   u64 length, u64 iova, int access, u32 ctx, u32 pdn)
+{
+	int ret;
+
+	if (!rhinet_mem_range_ok(ib, length, iova))
+		return -EINVAL;
+	mem->umem = ib_umem_get(&ib->ibdev, start, length, access);
+	if (IS_ERR(mem->umem)) {
+		ret = PTR_ERR(mem->umem);
+		mem->umem = NULL;
+		return ret;
+	}
+	ret = rhinet_mem_register(ib, mem, length, iova, access, ctx, pdn);
+	if (ret) {
+		ib_umem_release(mem->umem);
+		mem->umem = NULL;
+		return ret;
+	}
 	mem->pinned = ib_umem_num_pages(mem->umem);
 	atomic64_add(mem->pinned, &ib->pinned_pages);
 	return 0;
+}
 
-err_tables:
-	rhinet_vpt_free(ib, mem);
-err_release:
-	ib_umem_release(mem->umem);
-	mem->umem = NULL;
-	return ret;
+/*
+ * Bytes [offset, offset + length) of the dma-buf @fd, registered as
+ * rhinet_mem_pin() registers a process's memory. The exporter pins the
+ * buffer for as long as the umem holds the attachment, so its pages do
+ * not move under the NIC: no move_notify to handle. The pages are the
+ * exporter's, not the process's, and are not counted in pinned_pages.
+ * Errors: EBADF (@fd is no file), EINVAL (no dma-buf, or the range is
+ * outside it), the exporter's errno when it cannot pin or map.
+ */
+int rhinet_mem_pin_dmabuf(struct rhinet_ib *ib, struct rhinet_mem *mem,
+			  u64 offset, u64 length, u64 iova, int fd, int access,
+			  u32 ctx, u32 pdn)
+{
+	struct ib_umem_dmabuf *umem_dmabuf;
+	int ret;
+
+	if (!rhinet_mem_range_ok(ib, length, iova))
+		return -EINVAL;
+	umem_dmabuf = ib_umem_dmabuf_get_pinned(&ib->ibdev, offset, length, fd,
+						access);
+	if (IS_ERR(umem_dmabuf))
+		return PTR_ERR(umem_dmabuf);
+	mem->umem = &umem_dmabuf->umem;
+	ret = rhinet_mem_register(ib, mem, length, iova, access, ctx, pdn);
+	if (ret) {
+		/* Unpins, detaches and drops the dma-buf reference. */
+		ib_umem_release(mem->umem);
+		mem->umem = NULL;
+		return ret;
+	}
+	return 0;
 }
 
 /* A queue's ring buffer: aligned, at least @need bytes, of which exactly

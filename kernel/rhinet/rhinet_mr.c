@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Memory regions and memory windows: user MRs over pinned memory
- * (rhinet_mem.c) or on demand (rhinet_pindown.c), communication areas,
+ * (rhinet_mem.c), over a dma-buf another driver exports, or on demand
+ * (rhinet_pindown.c), communication areas,
  * rereg, MRs over twin memory, and the kernel's fast-registration MRs.
  */
 #include <linux/dma-mapping.h>
@@ -105,8 +106,12 @@ static int rhinet_mr_release(struct rhinet_ib *ib, struct rhinet_mr *mr)
 			rhinet_mem_release(ib, &mr->mem);
 }
 
+/*
+ * A user MR over the process's memory at @start, or with @fd >= 0 over
+ * the dma-buf @fd from byte @start on; both are translated alike.
+ */
 static struct ib_mr *rhinet_reg_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				   u64 iova, int access,
+				   u64 iova, int fd, int access,
 				   const struct rhinet_reg_mr_cmd *req,
 				   struct rhinet_ucontext *uc)
 {
@@ -119,18 +124,25 @@ static struct ib_mr *rhinet_reg_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		ibdev_dbg(&ib->ibdev, "MR access %#x not supported\n", access);
 		return ERR_PTR(-EOPNOTSUPP);
 	}
+	if (fd >= 0 && req->comp_mask & RHINET_REG_MR_ON_DEMAND) {
+		ibdev_dbg(&ib->ibdev, "dma-buf MR on demand refused\n");
+		return ERR_PTR(-EOPNOTSUPP);
+	}
 	mr = rhinet_mr_new(ib);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
-	if (req->comp_mask & RHINET_REG_MR_ON_DEMAND)
+	if (fd >= 0)
+		ret = rhinet_mem_pin_dmabuf(ib, &mr->mem, start, length, iova,
+					    fd, access, pd->ctx, pd->pdn);
+	else if (req->comp_mask & RHINET_REG_MR_ON_DEMAND)
 		ret = rhinet_od_reg(ib, mr, uc, start, length, iova, access,
 				    pd->pdn);
 	else
 		ret = rhinet_mem_pin(ib, &mr->mem, start, length, iova, access,
 				     pd->ctx, pd->pdn);
 	if (ret) {
-		ibdev_dbg(&ib->ibdev, "MR %#llx+%llu: %d\n", start, length,
-			  ret);
+		ibdev_dbg(&ib->ibdev, "MR %#llx+%llu (dma-buf fd %d): %d\n",
+			  start, length, fd, ret);
 		goto err_free;
 	}
 	mr->access = access;
@@ -153,8 +165,10 @@ err_free:
 	return ERR_PTR(ret);
 }
 
-struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				 u64 iova, int access, struct ib_udata *udata)
+/* The driver request and response of both kinds of user MR. */
+static struct ib_mr *rhinet_reg_user_mr_fd(struct ib_pd *ibpd, u64 start,
+					   u64 length, u64 iova, int fd,
+					   int access, struct ib_udata *udata)
 {
 	struct rhinet_reg_mr_cmd req;
 	int ret;
@@ -165,7 +179,7 @@ struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	ret = rhinet_reg_mr_req(to_rib(ibpd->device), udata, &req);
 	if (ret)
 		return ERR_PTR(ret);
-	ibmr = rhinet_reg_mr(ibpd, start, length, iova, access, &req,
+	ibmr = rhinet_reg_mr(ibpd, start, length, iova, fd, access, &req,
 			     rhinet_uctx(udata));
 	if (IS_ERR(ibmr) || !udata || udata->outlen < sizeof(resp))
 		return ibmr;
@@ -178,6 +192,29 @@ struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		return ERR_PTR(ret);
 	}
 	return ibmr;
+}
+
+struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				 u64 iova, int access, struct ib_udata *udata)
+{
+	return rhinet_reg_user_mr_fd(ibpd, start, length, iova, -1, access,
+				     udata);
+}
+
+/*
+ * ibv_reg_dmabuf_mr: ib_core has checked the access flags against the
+ * device and that @offset and @iova share their offset in a page.
+ */
+struct ib_mr *rhinet_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
+					u64 length, u64 iova, int fd,
+					int access, struct ib_udata *udata)
+{
+	if (fd < 0) {
+		ibdev_dbg(ibpd->device, "dma-buf MR: fd %d\n", fd);
+		return ERR_PTR(-EBADF);
+	}
+	return rhinet_reg_user_mr_fd(ibpd, offset, length, iova, fd, access,
+				     udata);
 }
 
 /* Rights and PD change in place (keys kept); a new translation, or a
@@ -240,6 +277,13 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 			mr->access = access;
 		return NULL;
 	}
+	/* A new region would pin the process's memory: a dma-buf's MR is
+	 * registered anew with ibv_reg_dmabuf_mr instead.
+	 */
+	if (mr->mem.umem && mr->mem.umem->is_dmabuf) {
+		ibdev_dbg(ibmr->device, "rereg of a dma-buf MR to a new region\n");
+		return ERR_PTR(-EOPNOTSUPP);
+	}
 	if (!(flags & IB_MR_REREG_TRANS)) {
 		start = mr->mem.umem->address;
 		length = ibmr->length;
@@ -248,7 +292,7 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	if (!(flags & IB_MR_REREG_ACCESS))
 		access = mr->access;
 	return rhinet_reg_mr(flags & IB_MR_REREG_PD ? new_pd : ibmr->pd, start,
-			     length, iova, access, &none, NULL);
+			     length, iova, -1, access, &none, NULL);
 }
 
 /*

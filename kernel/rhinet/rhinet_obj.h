@@ -348,6 +348,9 @@ int rhinet_vpt_build(struct rhinet_ib *ib, struct rhinet_mem *mem,
 		     unsigned long pgsz, u64 npages);
 int rhinet_mem_pin(struct rhinet_ib *ib, struct rhinet_mem *mem, u64 start,
 		   u64 length, u64 iova, int access, u32 ctx, u32 pdn);
+int rhinet_mem_pin_dmabuf(struct rhinet_ib *ib, struct rhinet_mem *mem,
+			  u64 offset, u64 length, u64 iova, int fd, int access,
+			  u32 ctx, u32 pdn);
 int rhinet_mem_pin_queue(struct rhinet_ib *ib, struct rhinet_ucontext *uc,
 			 struct rhinet_mem *mem, u64 va, u64 len, u64 need);
 int rhinet_mem_release(struct rhinet_ib *ib, struct rhinet_mem *mem);
@@ -361,6 +364,9 @@ int rhinet_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		     unsigned int *sg_offset);
 struct ib_mr *rhinet_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				 u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *rhinet_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
+					u64 length, u64 iova, int fd,
+					int access, struct ib_udata *udata);
 struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				   u64 length, u64 iova, int access,
 				   struct ib_pd *new_pd,

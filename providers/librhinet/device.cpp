@@ -111,6 +111,7 @@ const verbs_context_ops kOps = [] {
   ops.query_port = query_port;
   ops.query_qp = query_qp;
   ops.query_srq = query_srq;
+  ops.reg_dmabuf_mr = reg_dmabuf_mr;
   ops.reg_mr = reg_mr;
   ops.req_notify_cq = req_notify_cq;
   ops.rereg_mr = rereg_mr;

@@ -302,6 +302,8 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
 ibv_mr* reg_mr_area(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
                     int access, const uint32_t* area_id,
                     bool on_demand = false);
+ibv_mr* reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova,
+                      int fd, int access);
 int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length,
              int access);
 int dereg_mr(verbs_mr* vmr);

@@ -135,6 +135,25 @@ ibv_mr* reg_mr_area(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va,
   return &mr->vmr.ibv_mr;
 }
 
+// ibv_reg_dmabuf_mr: bytes [offset, offset + length) of the dma-buf @fd,
+// addressed from @iova on. The kernel pins them through the exporter for
+// the MR's life (its own reference on the dma-buf: closing @fd does not end
+// the MR) and refuses a descriptor that is not a dma-buf (EINVAL, EBADF) or
+// a range beyond its end (EINVAL); ibv_dereg_mr as for any MR.
+ibv_mr* reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova,
+                      int fd, int access) {
+  Mr* mr = make<Mr>();
+  if (!mr) return errno = ENOMEM, nullptr;
+  int err =
+      ibv_cmd_reg_dmabuf_mr(pd, offset, length, iova, fd, access, &mr->vmr);
+  if (err) {
+    destroy_obj(mr);
+    errno = err;
+    return nullptr;
+  }
+  return &mr->vmr.ibv_mr;
+}
+
 int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length,
              int access) {
   ReregMrCmd cmd{};

@@ -239,7 +239,9 @@ struct verbs_context_ops {
 	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm,
 				    uint64_t dm_offset, size_t length,
 				    unsigned int access);
-	verbs_op reg_dmabuf_mr;
+	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset,
+					size_t length, uint64_t iova, int fd,
+					int access);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
@@ -349,6 +351,14 @@ int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr,
 		     struct ibv_pd *pd, struct ibv_rereg_mr *cmd,
 		     size_t cmd_sz, struct ib_uverbs_rereg_mr_resp *resp,
 		     size_t resp_sz);
+/*
+ * UVERBS_METHOD_REG_DMABUF_MR through the ioctl interface, with no driver
+ * data (44.0 takes no command buffer from the provider); fills in the
+ * handle and keys, and sets mr_type to IBV_MR_TYPE_DMABUF_MR.
+ */
+int ibv_cmd_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
+			  uint64_t iova, int fd, int access,
+			  struct verbs_mr *vmr);
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
 /* Public since IBVERBS_1.1, declared only in driver.h. */
 int ibv_dontfork_range(void *base, size_t size);
@@ -449,6 +459,8 @@ RHINET_ABI_OFFSET(struct verbs_context_ops, create_srq_ex, 23 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, poll_cq, 53 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, post_srq_ops, 56 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, query_device_ex, 58 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, reg_dm_mr, 66 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, reg_dmabuf_mr, 67 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, reg_mr, 68 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, rereg_mr, 70 * 8);
 RHINET_ABI_SIZE(struct verbs_sysfs_dev, 992);

@@ -40,7 +40,8 @@ guest_bins=("$BUILD"/tests/vm/guest/rhinet-*)
 }
 bin_args=()
 for b in "${guest_bins[@]}"; do
-	[[ $b == */rhinet-mpi ]] && continue # in the applications overlay
+	# in the applications overlay
+	[[ $b == */rhinet-mpi || $b == */rhinet-dmabuf-user ]] && continue
 	bin_args+=(--bin "$b")
 done
 # Our kernel module, when the kernel headers let it be built.
@@ -98,6 +99,10 @@ bin_args+=(--tool "$VERBS_LIB/libibverbs/librxe-rdmav34.so"
 # user without our NIC runs between two guests: a benchmark on Debian's
 # kernel (the debug kernel has no such modules).
 ((DEBUG_KERNEL)) || bin_args+=(--module virtio_pci --module virtio_net)
+# vgem, a DRM driver with no hardware that exports dma-bufs of plain
+# memory: the exporter ibv_reg_dmabuf_mr registers from (dmabuf.sh); both
+# kernels have it (debug-kernel.config).
+bin_args+=(--module vgem)
 # Our provider, once it is built: librhinetdv.so.1 (direct verbs and
 # provider in one object) next to libibverbs, and the provider file
 # libibverbs dlopens as a symlink to it, so that a program linked with
@@ -173,6 +178,10 @@ if [[ -f $UL/librhinet_user.so.0 ]]; then
 fi
 mpi_bin="$BUILD/tests/vm/guest/rhinet-mpi"
 [[ -x $mpi_bin ]] && app_args+=(--bin "$mpi_bin")
+# userlib over a vgem dma-buf (dmabuf.sh).
+dmabuf_user="$BUILD/tests/vm/guest/rhinet-dmabuf-user"
+[[ -x $dmabuf_user ]] &&
+	app_args+=(--tool "$dmabuf_user:/usr/bin/rhinet-dmabuf-user")
 bash "$HERE/build-initramfs.sh" "$VM/apps.cpio" "${app_args[@]}"
 
 cat >"$VM/env.tmp" <<EOT

@@ -271,18 +271,31 @@ Result<Area> Group::register_area(std::uint32_t area_id,
 
 namespace {
 
+// Host memory at `p`, or with `dmabuf_fd` >= 0 bytes from `dmabuf_offset`
+// on of that dma-buf, mapped by the process at `p` (the MR's iova).
 Result<Buffer> make_buffer(detail::Device& dev, std::byte* p, std::size_t len,
-                           bool writable) {
+                           bool writable, int dmabuf_fd = -1,
+                           std::uint64_t dmabuf_offset = 0) {
+  const bool dmabuf = dmabuf_fd >= 0;
   const std::string what =
       std::string(writable ? "buffer" : "read-only buffer") + " (" +
       std::to_string(len) + " bytes at " +
-      hex(reinterpret_cast<std::uintptr_t>(p)) + ")";
+      hex(reinterpret_cast<std::uintptr_t>(p)) +
+      (dmabuf ? ", dma-buf fd " + std::to_string(dmabuf_fd) + " from byte " +
+                    std::to_string(dmabuf_offset)
+              : std::string()) +
+      ")";
   if (!len) return Error(EINVAL, what + ": empty");
   if (dev.find_region(p, 1) || dev.find_region(p + len - 1, 1))
     return Error(EEXIST, what + ": overlaps a Buffer or Area of the group");
-  ibv_mr* mr =
-      ibv_reg_mr(dev.pd, p, len, writable ? IBV_ACCESS_LOCAL_WRITE : 0);
-  if (!mr) return errno_error(errno, what + ": ibv_reg_mr");
+  const int access = writable ? IBV_ACCESS_LOCAL_WRITE : 0;
+  ibv_mr* mr = dmabuf ? ibv_reg_dmabuf_mr(dev.pd, dmabuf_offset, len,
+                                          reinterpret_cast<std::uintptr_t>(p),
+                                          dmabuf_fd, access)
+                      : ibv_reg_mr(dev.pd, p, len, access);
+  if (!mr)
+    return errno_error(
+        errno, what + (dmabuf ? ": ibv_reg_dmabuf_mr" : ": ibv_reg_mr"));
   if (auto r = dev.add_region(p, len, mr->lkey, writable); !r) {
     ibv_dereg_mr(mr);
     return Error(r.error().code(), what + ": " + r.error().message());
@@ -299,6 +312,12 @@ Result<Buffer> Group::buffer(std::span<std::byte> memory) {
 Result<Buffer> Group::readonly_buffer(std::span<const std::byte> memory) {
   return make_buffer(*dev_, const_cast<std::byte*>(memory.data()),
                      memory.size(), false);
+}
+
+Result<Buffer> Group::dmabuf_buffer(int fd, std::uint64_t offset,
+                                    std::span<std::byte> memory) {
+  if (fd < 0) return Error(EBADF, "dma-buf buffer: fd " + std::to_string(fd));
+  return make_buffer(*dev_, memory.data(), memory.size(), true, fd, offset);
 }
 
 Result<Twin> Group::twin(std::size_t bytes) {

@@ -117,6 +117,20 @@ class Group {
   Result<Buffer> buffer(std::span<std::byte> memory);
   // Read-only registration: a PUSH source or a bitmap, not a PULL target.
   Result<Buffer> readonly_buffer(std::span<const std::byte> memory);
+  // Registers bytes [offset, offset + memory.size()) of the dma-buf `fd`
+  // (memory another device exports: an accelerator's, vgem's) as local
+  // memory, as buffer() registers host memory (ibv_reg_dmabuf_mr, local
+  // write). `memory` is where this process mapped those bytes (its mmap of
+  // the dma-buf): spans inside it are the local side of push/pull as for
+  // buffer(); the NIC reaches the bytes through the exporter, not through
+  // the mapping. The kernel holds the dma-buf while the Buffer lives:
+  // `fd` may be closed after. Errors: EINVAL (empty span, `fd` is not a
+  // dma-buf, the range goes past its end, `offset` and `memory` at
+  // different places in a page), EBADF (`fd` is not open), EEXIST
+  // (overlap), EOPNOTSUPP (a driver without dma-buf MRs), errno of
+  // ibv_reg_dmabuf_mr.
+  Result<Buffer> dmabuf_buffer(int fd, std::uint64_t offset,
+                               std::span<std::byte> memory);
   // Allocates `bytes` of twin memory on the NIC (ibv_alloc_dm). Errors:
   // EINVAL (0 bytes), EOPNOTSUPP (no twin memory), ENOMEM (the process's
   // share or the NIC's twin memory is used up).
