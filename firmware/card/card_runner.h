@@ -28,10 +28,11 @@ class CardBus final : public HostBus {
   uint32_t fw_commit(uint32_t length, uint32_t flags) override;
 };
 
-// The MAC's transmit FIFO.
+// The MAC's transmit FIFO, and the transmit assembler in front of it.
 class CardWire final : public Wire {
  public:
   void transmit(Span<const uint8_t> frame) override;
+  bool assemble(HostBus& bus, const TxGather& g) override;
 };
 
 class CardRunner {

@@ -80,6 +80,15 @@ inline T field_at(const uint8_t* aligned8, size_t offset) {
   return v;
 }
 
+// Stores a field of a frame whose base is 8-byte aligned with one store
+// (field_at's counterpart).
+template <typename T>
+inline void put_field(uint8_t* aligned8, size_t offset, T v) {
+  __builtin_memcpy(
+      static_cast<uint8_t*>(__builtin_assume_aligned(aligned8, 8)) + offset, &v,
+      sizeof v);
+}
+
 // ---- Values
 
 template <typename T>

@@ -48,6 +48,7 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
   xfer_scratch = mem.bytes(kXferScratch);
   read_bitmaps = mem.bytes(size_t{cfg.responder_bitmaps} * RHN_WIRE_MTU);
   inflight = mem.table<Inflight>(size_t{cfg.max_qps} * cfg.max_inflight_per_qp);
+  tx_templates = mem.table<TxTemplate>(cfg.max_qps);
   read_ctxs = mem.table<ReadCtx>(cfg.max_qps);
   responder_reads = mem.table<ResponderRead>(cfg.responder_reads);
   if (cfg.max_nodes > RHN_MAX_NODES) cfg.max_nodes = RHN_MAX_NODES;

@@ -127,6 +127,12 @@ rhn_card_status rhn_card_dma_region(const rhn_card_region*, uint64_t, void*,
   return RHN_CARD_BUS_ERROR;
 }
 
+// No transmit assembler (no RHN_CARD_CAP_TX_ASSEMBLER): never called.
+rhn_card_status rhn_card_tx_assemble(void*, uint32_t, const rhn_card_region*,
+                                     uint64_t, uint32_t, uint32_t) {
+  return RHN_CARD_BUS_ERROR;
+}
+
 void rhn_card_get_identity(rhn_card_identity* out) {
   out->node_id = 7;
   const uint8_t mac[6] = {0x02, 0x52, 0x4e, 0x00, 0x00, 0x07};

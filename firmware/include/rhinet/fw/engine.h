@@ -104,11 +104,37 @@ class HostBus {
   ~HostBus() = default;
 };
 
+// A frame for the transmit assembler (EngineConfig::tx_assembler): its
+// headers are at frame[0, hdr_len) in the engine's send-packet memory;
+// the block reads len bytes at I/O virtual address va of region into
+// frame + hdr_len, then, when `send`, sends frame[0, hdr_len + len) as
+// Wire::transmit does (the MAC filling its CRCs on the way out).
+struct TxGather {
+  uint8_t* frame = nullptr;
+  uint32_t hdr_len = 0;
+  uint32_t len = 0;
+  const DmaRegion* region = nullptr;
+  uint64_t va = 0;
+  bool send = true;
+};
+
 // The engine's link to the fabric switch. The frame is only valid during
 // the call; the wire may drop it (the transport recovers).
 class Wire {
  public:
   virtual void transmit(Span<const uint8_t> frame) = 0;
+  // With EngineConfig::tx_assembler: the transmit assembler block gathers
+  // a frame's payload behind its headers and sends it
+  // (RHN_CARD_CAP_TX_ASSEMBLER, Documentation/hardware/soft-core.md).
+  // False when the payload's DMA failed: nothing was sent, and the slot
+  // holds what the block had read so far. The default does what the
+  // block does with the host's region DMA and transmit.
+  virtual bool assemble(HostBus& bus, const TxGather& g) {
+    if (!bus.dma_region(*g.region, g.va, g.frame + g.hdr_len, g.len, false))
+      return false;
+    if (g.send) transmit({g.frame, size_t{g.hdr_len} + g.len});
+    return true;
+  }
 
  protected:
   ~Wire() = default;
@@ -216,6 +242,13 @@ struct EngineConfig {
   // hands it the region and the address, and the core walks no TLB or
   // table for it. Keys, rights and bounds are still the core's.
   bool dma_region = false;
+  // The card's transmit assembler (Wire::assemble,
+  // RHN_CARD_CAP_TX_ASSEMBLER) reads a posted packet's payload into its
+  // send slot behind the headers the core wrote and sends the frame: the
+  // payload never passes through the core. Used together with mac_crc
+  // and dma_region (its gathers name a region, its frames leave their
+  // CRCs to the MAC); without both the engine does not use it.
+  bool tx_assembler = false;
 };
 
 // The memory a host build hands the engine (firmware/host/).

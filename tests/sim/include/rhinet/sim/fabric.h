@@ -36,10 +36,13 @@ struct FaultConfig : fabric::FaultSpec {
 
 struct SwitchCounters {
   uint64_t transmitted = 0;  // frames handed to the switch by engines
-  uint64_t delivered = 0;    // frame_arrived() calls made
-  uint64_t rx_refused = 0;   // frame_arrived() returned false
-  uint64_t lost = 0;         // dropped by the loss fault or the drop filter
-  uint64_t link_drops = 0;   // dropped because a port's link is down
+  // Frames an engine handed to its transmit assembler (Wire::assemble),
+  // sent or kept in their slots.
+  uint64_t assembled = 0;
+  uint64_t delivered = 0;   // frame_arrived() calls made
+  uint64_t rx_refused = 0;  // frame_arrived() returned false
+  uint64_t lost = 0;        // dropped by the loss fault or the drop filter
+  uint64_t link_drops = 0;  // dropped because a port's link is down
   // The switch has no port for the destination (or does not reduce), or
   // no engine is attached to the destination port.
   uint64_t unroutable = 0;
