@@ -51,6 +51,12 @@ void CardWire::transmit(Span<const uint8_t> frame) {
   rhn_card_wire_tx(frame.data(), frame.size());
 }
 
+size_t CardRx::peek(const uint8_t** frame) {
+  return rhn_card_wire_rx_peek(frame);
+}
+
+void CardRx::pop() { rhn_card_wire_rx_pop(); }
+
 bool CardWire::assemble(HostBus&, const TxGather& g) {
   const rhn_card_region region = card_region(*g.region);
   return rhn_card_tx_assemble(g.frame, g.hdr_len, &region, g.va, g.len,
@@ -87,6 +93,11 @@ EngineConfig from_card(EngineConfig c) {
 CardRunner::CardRunner(const EngineConfig& config, CardMemory& mem)
     : config_(from_card(config)),
       engine_(mem.object<Engine>(config_, bus_, wire_, mem)) {
+  // A MAC FIFO the core reads as its own memory: no copy of each frame.
+  if (engine_ && (rhn_card_caps() & RHN_CARD_CAP_RX_IN_PLACE)) {
+    engine_->attach_rx(rx_);
+    rx_in_place_ = true;
+  }
   mirror_registers(true);
 }
 
@@ -151,7 +162,7 @@ bool CardRunner::step() {
     engine_->doorbells_lost();
     did = true;
   }
-  for (uint32_t n = 0; n < 64; n++) {
+  for (uint32_t n = 0; n < 64 && !rx_in_place_; n++) {
     const uint8_t* frame = nullptr;
     const size_t len = rhn_card_wire_rx_peek(&frame);
     if (!len) break;

@@ -568,6 +568,10 @@ void Engine::frames_dropped(uint64_t n) {
   if (n && !failed()) impl_->counters.add_shared(RHN_CNT_RX_DROPS, n);
 }
 
+void Engine::attach_rx(RxSource& src) {
+  if (impl_) impl_->rx_source = &src;
+}
+
 bool Engine::frame_arrived(Span<const uint8_t> frame) {
   if (failed()) return false;
   Impl& m = *impl_;
@@ -584,6 +588,22 @@ bool Engine::frame_arrived(Span<const uint8_t> frame) {
   return ok;
 }
 
+bool Engine::Impl::take_in_place(uint32_t budget) {
+  uint32_t n = 0;
+  for (; n < budget; n++) {
+    const uint8_t* frame = nullptr;
+    const size_t len = rx_source->peek(&frame);
+    if (!len) break;
+    // What frame_arrived checks before it queues a frame.
+    if (len > sizeof(RxFrame::data))
+      counters.add(RHN_CNT_MALFORMED_PACKETS);
+    else if (link_up.load(MemOrder::kRelaxed))
+      receive_frame({frame, len});
+    rx_source->pop();
+  }
+  return n != 0;
+}
+
 bool Engine::poll() {
   if (failed()) return false;
   Impl& m = *impl_;
@@ -597,7 +617,9 @@ bool Engine::poll() {
   // work leaves it 0, so a busy engine never computes it): until then an
   // idle poll is these three tests.
   const bool kicked = m.kicks.peek() || m.kick_overflow.load();
-  if (!kicked && m.now < m.next_due && !m.rx.peek()) return false;
+  if (!kicked && m.now < m.next_due && !m.rx.peek() &&
+      !(m.rx_source && m.rx_source->waiting()))
+    return false;
   bool did = kicked && m.drain_kicks();
   for (uint32_t n = 0; n < 64; n++) {
     RxFrame* f = m.rx.peek();
@@ -606,6 +628,7 @@ bool Engine::poll() {
     m.rx.release();
     did = true;
   }
+  if (m.rx_source && m.rx_source->waiting()) did |= m.take_in_place(64);
   // Work classes, each with a bounded turn: the driver's kicks, arriving
   // frames, the peers (resends, READ streams, timers), the NIC's own
   // messages, then the QPs' send queues, round robin.

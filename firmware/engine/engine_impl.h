@@ -99,6 +99,7 @@ struct Engine::Impl : FamilyStates {
   // Ingress.
   MpscQueue<Kick> kicks;
   MpscQueue<RxFrame> rx;
+  RxSource* rx_source = nullptr;  // frames read in place (attach_rx)
   Atomic<bool> kick_overflow{false};
   Table<RawWqe> inline_staging;  // per doorbell page
   // Each CQ's producer index as the doorbells see it: an arm kick records
@@ -189,6 +190,8 @@ struct Engine::Impl : FamilyStates {
   // ---- engine/engine.cpp
   void reset();
   bool drain_kicks();
+  // Up to `budget` frames of rx_source, after the receive FIFO's.
+  bool take_in_place(uint32_t budget);
   void handle_kick(Kick& k);
   bool run_timers();
   // When a stage of poll() other than the kicks and frames next has work

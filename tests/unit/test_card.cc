@@ -28,6 +28,7 @@ struct FakeCard {
   std::vector<std::vector<uint8_t>> tx, rx;
   std::vector<uint16_t> irqs;
   uint32_t mac_drops = 0;     // frames the MAC dropped, not yet taken
+  uint32_t caps = 0;          // enum rhn_card_cap
   uint32_t rto_floor_us = 0;  // the hosting device's setting
   uint64_t now = 1'000'000;
   // The shell's firmware slot: what was staged where, and the commits.
@@ -111,7 +112,7 @@ uint64_t rhn_card_now_ns(void) { return g_card->now += 1000; }
 void rhn_card_wait(uint64_t) {}
 void rhn_card_start(uint32_t, uint32_t) {}
 void rhn_card_cq_produced(uint32_t, uint32_t) {}
-uint32_t rhn_card_caps() { return 0; }
+uint32_t rhn_card_caps() { return g_card->caps; }
 uint32_t rhn_card_fw_stage(uint32_t offset, const void* data, uint32_t len) {
   const auto* p = static_cast<const uint8_t*>(data);
   g_card->fw_staged[offset].assign(p, p + len);
@@ -255,6 +256,40 @@ TEST_F(Card, FramesFromTheReceiveFifoAreTakenAndGarbageIsHarmless) {
   EXPECT_TRUE(fake.rx.empty());
   EXPECT_TRUE(fake.tx.empty());
   EXPECT_FALSE(runner.failed());
+}
+
+// With a receive FIFO the core reads in place (RHN_CARD_CAP_RX_IN_PLACE)
+// the engine takes the frames from it itself, with the same outcome:
+// the FIFO emptied, garbage counted as without the block.
+TEST_F(Card, FramesReadInPlaceCountAsFramesCopied) {
+  uint64_t counted[2][RHN_CNT_COUNT];
+  for (int in_place = 0; in_place < 2; in_place++) {
+    fake.caps = in_place ? RHN_CARD_CAP_RX_IN_PLACE : 0;
+    std::vector<uint64_t> ram(kCardTableBytes / 8);
+    CardMemory mem(ram.data(), kCardTableBytes);
+    CardRunner runner(card_config(), mem);
+    enable_admin(RHN_CONTROL_ENABLE);
+    runner.step();
+    fake.rx.push_back(std::vector<uint8_t>(60, 0xee));
+    fake.rx.push_back(std::vector<uint8_t>(RHN_MAX_FRAME + 65, 0));
+    fake.rx.push_back(std::vector<uint8_t>(72, 0x11));
+    EXPECT_TRUE(runner.step());
+    EXPECT_TRUE(fake.rx.empty());
+    EXPECT_TRUE(fake.tx.empty());
+    rhn_admin_cmd cmd{};
+    cmd.hdr.opcode = RHN_ADMIN_QUERY_COUNTERS;
+    cmd.hdr.cmd_id = 7;
+    cmd.u.query.out_addr = kOut;
+    cmd.u.query.out_len = RHN_CNT_COUNT * sizeof(uint64_t);
+    const rhn_admin_cpl cpl = run_admin(runner, cmd);
+    EXPECT_EQ(cpl.status, RHN_ADMIN_OK);
+    memcpy(counted[in_place], fake.at(kOut, sizeof counted[0]),
+           sizeof counted[0]);
+    memset(fake.at(kSq, 0x3000), 0, 0x3000);  // the next run's rings afresh
+  }
+  for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
+    EXPECT_EQ(counted[0][i], counted[1][i]) << "counter " << i;
+  EXPECT_EQ(counted[1][RHN_CNT_MALFORMED_PACKETS], 3u);
 }
 
 // Frames the card's MAC dropped (its buffer full) are counted by the

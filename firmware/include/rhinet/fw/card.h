@@ -247,6 +247,11 @@ enum rhn_card_cap {
    * and hands the frame to the MAC. Used with RHN_CARD_CAP_MAC_CRC and
    * RHN_CARD_CAP_DMA_REGION, not without. */
   RHN_CARD_CAP_TX_ASSEMBLER = 1u << 2,
+  /* The MAC's receive FIFO keeps each frame 8-byte aligned in memory the
+   * core reads as fast as its own, until rhn_card_wire_rx_pop: the
+   * engine then works on the frames where the MAC wrote them instead of
+   * copying each into a receive FIFO of its own. */
+  RHN_CARD_CAP_RX_IN_PLACE = 1u << 3,
 };
 uint32_t rhn_card_caps(void);
 

@@ -140,6 +140,30 @@ class Wire {
   ~Wire() = default;
 };
 
+// A receive FIFO the engine reads frames from in place (Engine::attach_rx):
+// a card's MAC FIFO (rhn_card_wire_rx_peek/pop) whose frames stay where
+// the MAC wrote them until popped. peek: the oldest frame's length and
+// address (0: none); pop frees it. Called on the engine thread only.
+class RxSource {
+ public:
+  virtual size_t peek(const uint8_t** frame) {
+    (void)frame;
+    return 0;
+  }
+  virtual void pop() {}
+  // Whether a frame may be waiting, as cheaply as the FIFO allows: every
+  // poll() asks. With `pending` (a FIFO's frame count where the core can
+  // read it, e.g. a status register), a load; else peek.
+  bool waiting() {
+    const uint8_t* frame;
+    return pending ? *pending != 0 : peek(&frame) != 0;
+  }
+  const volatile uint32_t* pending = nullptr;
+
+ protected:
+  ~RxSource() = default;
+};
+
 struct EngineConfig {
   uint16_t node_id = 0;
   uint8_t mac[6] = {0x02, 0x52, 0x4e, 0x00, 0x00, 0x00};  // low 2 = node
@@ -291,6 +315,11 @@ class Engine {
   // Frames a card's MAC dropped before they reached frame_arrived (its
   // buffer was full): counted with the FIFO's drops (RX_DROPS).
   void frames_dropped(uint64_t n);
+  // From now on poll() also takes frames from src, in place, after those
+  // in its own receive FIFO (frames it turned around to itself, and any
+  // handed to frame_arrived): as frame_arrived would take them, without
+  // the copy. Engine thread only; src outlives the engine.
+  void attach_rx(RxSource& src);
 
   // Does a bounded amount of work on the engine thread. Returns true if
   // anything happened; a host may sleep until next_deadline_ns() or new
