@@ -218,6 +218,23 @@ constexpr uint32_t bit_ceil(uint32_t v) {
   return p;
 }
 
+// The low 32 bits of n / 1000 (nanoseconds to microseconds) with 32-bit
+// multiplies and one 32-bit divide: rv32 has no 64-bit divide, and
+// libgcc's takes about 50 instructions. 2^32 = 1000 * 4294967 + 296, so
+// n = a * 2^32 + b is 1000 * 4294967 * a + (296 * a + b): the quotient
+// is 4294967 * a plus that of the smaller second part, and so on until
+// it fits 32 bits (two or three rounds for any clock).
+constexpr uint32_t low32_div1000(uint64_t n) {
+  constexpr uint32_t kQ = 4294967, kR = 296;
+  uint32_t q = 0;
+  while (n >> 32) {
+    const auto a = static_cast<uint32_t>(n >> 32);
+    q += a * kQ;
+    n = uint64_t{a} * kR + static_cast<uint32_t>(n);
+  }
+  return q + static_cast<uint32_t>(n) / 1000;
+}
+
 // ---- Views and fixed arrays
 
 // From converts to To without a cast.

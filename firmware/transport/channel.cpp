@@ -342,7 +342,7 @@ void Engine::Impl::receive_frame(Span<const uint8_t> frame) {
       send_ack(p, RHN_PKT_ACK, 0, p.rx_session);  // stop the resending
     } else {
       counters.add(RHN_CNT_OUT_OF_ORDER);
-      const uint32_t now_us = static_cast<uint32_t>(now / 1000);
+      const uint32_t now_us = low32_div1000(now);
       if (!p.nak_sent || now_us - p.nak_at_us >= renak_interval_us(p)) {
         p.nak_sent = true;
         p.nak_at_us = now_us;
@@ -400,7 +400,7 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
   if (seq_before(p.acked_seen, ack_seq)) {
     p.acked_seen = ack_seq;
     if (p.timing && seq_before(p.timed_seq, ack_seq)) {
-      rtt_sample(p, static_cast<uint32_t>(now / 1000) - p.timed_at_us);
+      rtt_sample(p, low32_div1000(now) - p.timed_at_us);
       p.timing = false;
     }
     p.retries = 0;

@@ -32,7 +32,7 @@ inline uint32_t Engine::Impl::data_sent(Peer& p, uint32_t slot, uint32_t qpn,
   p.unacked_tail = slot;
   if (!p.timing) {
     p.timing = true;
-    p.timed_at_us = static_cast<uint32_t>(now / 1000);
+    p.timed_at_us = low32_div1000(now);
     p.timed_seq = seq;
   }
   if (++p.unacked_count == 1) {

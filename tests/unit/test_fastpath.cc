@@ -309,6 +309,31 @@ std::string fields(const fw::DecodedWqe& w) {
          bytes(w.family_slot, sizeof w.family_slot);
 }
 
+// The channel's round-trip timer takes microseconds from the clock
+// without a 64-bit division (core/freestanding.h): the same low 32 bits
+// as the division, at the edges of each round and at random.
+TEST(FastPaths, MicrosecondsWithoutA64BitDivideAreTheDivisions) {
+  static_assert(fw::low32_div1000(999) == 0 && fw::low32_div1000(1000) == 1 &&
+                fw::low32_div1000(uint64_t{1} << 32) == 4294967);
+  std::mt19937_64 rng(1000);
+  std::vector<uint64_t> v = {0,
+                             1,
+                             999,
+                             1000,
+                             0xffffffffull,
+                             1ull << 32,
+                             (1ull << 32) + 703,
+                             UINT64_MAX,
+                             UINT64_MAX - 999,
+                             100'000'000'000ull};
+  for (int i = 0; i < 200000; i++) {
+    const uint64_t r = rng();
+    v.push_back(r >> (rng() % 64));
+  }
+  for (uint64_t n : v)
+    ASSERT_EQ(fw::low32_div1000(n), static_cast<uint32_t>(n / 1000)) << n;
+}
+
 TEST(FastPaths, PlainWqeDecodesAsTheGenericDecoder) {
   std::mt19937_64 rng(35);
   // A DecodedWqe left full by earlier WQEs: every slot copy filled.
