@@ -176,17 +176,23 @@ void Engine::Impl::send_ack(Peer& p, uint8_t type, uint16_t flags,
 
 void Engine::Impl::send_control(Peer& p, uint8_t type, uint16_t flags,
                                 uint16_t ack_session, uint32_t ack_seq) {
+  // The header written word by word in place, as seal_packet would write
+  // it (no payload, no payload CRC), without building it twice first.
+  using namespace hdr_word;
   alignas(8) uint8_t frame[RHN_PKT_HDR_LEN];
-  rhn_pkt_hdr h{};
-  h.type = type;
-  h.dst_node = node_of(p);
-  h.src_node = cfg.node_id;
-  h.seq = p.tx_next;
-  h.session = p.tx_session;
-  h.flags = flags;
-  h.ack_session = ack_session;
-  h.ack_seq = ack_seq;
-  seal_packet(frame, h, nullptr, 0, !cfg.mac_crc);
+  put_field<uint32_t>(
+      frame, kMagic,
+      RHN_WIRE_MAGIC | uint32_t{RHN_WIRE_VERSION} << 16 | uint32_t{type} << 24);
+  put_field<uint32_t>(frame, kNodes, node_of(p) | uint32_t{cfg.node_id} << 16);
+  put_field<uint32_t>(frame, kSeq, p.tx_next);
+  put_field<uint32_t>(frame, kAckSeq, ack_seq);
+  put_field<uint32_t>(frame, kSessionFlags,
+                      p.tx_session | uint32_t{flags} << 16);
+  put_field<uint32_t>(frame, kLenAckSession, uint32_t{ack_session} << 16);
+  put_field<uint32_t>(frame, kPayloadCrc, 0);
+  put_field<uint32_t>(frame, kHdrCrc, 0);
+  if (!cfg.mac_crc)
+    put_field<uint32_t>(frame, kHdrCrc, crc32c(0, frame, RHN_PKT_HDR_LEN));
   if (type == RHN_PKT_ACK) {
     counters.add(RHN_CNT_ACKS_SENT);
     p.rx_unacked = 0;
