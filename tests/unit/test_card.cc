@@ -170,6 +170,15 @@ class Card : public ::testing::Test {
     memcpy(&cpl, fake.at(kCq, sizeof(cpl)), sizeof(cpl));
     return cpl;
   }
+  // QUERY_COUNTERS as the first command: the counters at kOut.
+  rhn_admin_cpl query_counters(CardRunner& runner) {
+    rhn_admin_cmd cmd{};
+    cmd.hdr.opcode = RHN_ADMIN_QUERY_COUNTERS;
+    cmd.hdr.cmd_id = 7;
+    cmd.u.query.out_addr = kOut;
+    cmd.u.query.out_len = RHN_CNT_COUNT * sizeof(uint64_t);
+    return run_admin(runner, cmd);
+  }
   FakeCard fake;
 };
 
@@ -276,13 +285,7 @@ TEST_F(Card, FramesReadInPlaceCountAsFramesCopied) {
     EXPECT_TRUE(runner.step());
     EXPECT_TRUE(fake.rx.empty());
     EXPECT_TRUE(fake.tx.empty());
-    rhn_admin_cmd cmd{};
-    cmd.hdr.opcode = RHN_ADMIN_QUERY_COUNTERS;
-    cmd.hdr.cmd_id = 7;
-    cmd.u.query.out_addr = kOut;
-    cmd.u.query.out_len = RHN_CNT_COUNT * sizeof(uint64_t);
-    const rhn_admin_cpl cpl = run_admin(runner, cmd);
-    EXPECT_EQ(cpl.status, RHN_ADMIN_OK);
+    EXPECT_EQ(query_counters(runner).status, RHN_ADMIN_OK);
     memcpy(counted[in_place], fake.at(kOut, sizeof counted[0]),
            sizeof counted[0]);
     memset(fake.at(kSq, 0x3000), 0, 0x3000);  // the next run's rings afresh
@@ -304,12 +307,7 @@ TEST_F(Card, FramesTheMacDroppedShowInTheCountersTheHostQueries) {
   EXPECT_TRUE(runner.step());
   EXPECT_EQ(fake.mac_drops, 0u);
 
-  rhn_admin_cmd cmd{};
-  cmd.hdr.opcode = RHN_ADMIN_QUERY_COUNTERS;
-  cmd.hdr.cmd_id = 7;
-  cmd.u.query.out_addr = kOut;
-  cmd.u.query.out_len = RHN_CNT_COUNT * sizeof(uint64_t);
-  const rhn_admin_cpl cpl = run_admin(runner, cmd);
+  const rhn_admin_cpl cpl = query_counters(runner);
   ASSERT_EQ(cpl.owner & 1, 1);
   EXPECT_EQ(cpl.status, RHN_ADMIN_OK);
   uint64_t drops;
