@@ -62,6 +62,9 @@ inline void copy_small(void* dst, const void* src, size_t n) {
   }
   auto* d = static_cast<Word*>(dst);
   const auto* w = static_cast<const Word*>(src);
+  // Four words a round: a WQE slot in 4 rounds, not 16 of a load, a
+  // store and the loop's three instructions.
+#pragma GCC unroll 4
   for (size_t i = 0; i < n / 4; i++) d[i] = w[i];
 }
 

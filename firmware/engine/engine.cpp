@@ -308,7 +308,8 @@ void Engine::Impl::handle_kick(Kick& k) {
         uint16_t idx;
         memcpy(&idx, k.inline_wqe.bytes + 4, sizeof(idx));
         if (idx == static_cast<uint16_t>(qp.sq_fetch)) {
-          memcpy(&qp.tx_raw, &k.inline_wqe, wqe_copy_bytes(k.inline_wqe.bytes));
+          copy_small(&qp.tx_raw, &k.inline_wqe,
+                     wqe_copy_bytes(k.inline_wqe.bytes));
           qp.prefetched_slot = qp.sq_fetch;
         }
       }
@@ -542,8 +543,8 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
         k.value = value;
         k.has_inline = with_inline;
         if (with_inline)
-          memcpy(k.inline_wqe.bytes, m.inline_staging[page].bytes,
-                 wqe_copy_bytes(m.inline_staging[page].bytes));
+          copy_small(k.inline_wqe.bytes, m.inline_staging[page].bytes,
+                     wqe_copy_bytes(m.inline_staging[page].bytes));
       }))
     m.kick_overflow.store(true);
 }
@@ -560,8 +561,8 @@ void Engine::doorbell_inline(uint32_t page, const void* wqe, size_t len) {
   // staging buffer (doorbell_write copies as many), so only they are kept.
   if (len >= RHN_SQ_SLOT_SIZE)
     len = min<size_t>(len, wqe_copy_bytes(static_cast<const uint8_t*>(wqe)));
-  memcpy(m.inline_staging[page].bytes, wqe,
-         min<size_t>(len, RHN_DB_INLINE_WQE_SIZE));
+  copy_small(m.inline_staging[page].bytes, wqe,
+             min<size_t>(len, RHN_DB_INLINE_WQE_SIZE));
 }
 
 void Engine::frames_dropped(uint64_t n) {
