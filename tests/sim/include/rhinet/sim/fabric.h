@@ -36,13 +36,10 @@ struct FaultConfig : fabric::FaultSpec {
 
 struct SwitchCounters {
   uint64_t transmitted = 0;  // frames handed to the switch by engines
-  // Frames an engine handed to its transmit assembler (Wire::assemble),
-  // sent or kept in their slots.
-  uint64_t assembled = 0;
-  uint64_t delivered = 0;   // frame_arrived() calls made
-  uint64_t rx_refused = 0;  // frame_arrived() returned false
-  uint64_t lost = 0;        // dropped by the loss fault or the drop filter
-  uint64_t link_drops = 0;  // dropped because a port's link is down
+  uint64_t delivered = 0;    // frame_arrived() calls made
+  uint64_t rx_refused = 0;   // frame_arrived() returned false
+  uint64_t lost = 0;         // dropped by the loss fault or the drop filter
+  uint64_t link_drops = 0;   // dropped because a port's link is down
   // The switch has no port for the destination (or does not reduce), or
   // no engine is attached to the destination port.
   uint64_t unroutable = 0;
@@ -54,6 +51,9 @@ struct SwitchCounters {
   uint64_t mgmt_applied = 0;  // management frames that joined or left
   uint64_t mgmt_refused = 0;  // management frames for a non-UD group
   uint64_t coll_frames = 0;   // in-switch collective frames taken
+  // Frames an engine handed to its transmit assembler (Wire::assemble),
+  // sent or kept in their slots.
+  uint64_t assembled = 0;
 };
 
 class SimSwitch {
