@@ -267,6 +267,40 @@ TEST(TxAssembler, SameFramesAsTheCoresOwnCopy) {
   EXPECT_GT(unhappy.assembled, 30u);
 }
 
+// A payload the assembler cannot read (a bus error on the host) fails
+// its WQE as the core's own DMA would: a local protection error, the DMA
+// error counted, no frame of it on the wire; the QP goes to the error
+// state and what was posted behind it is flushed.
+TEST(TxAssembler, AFailedReadFailsTheWqeAndSendsNothing) {
+  SimCluster c(two_nodes(
+      true, {.region_dma = true, .mac_crc = true, .tx_assembler = true}));
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, 4096, kAllAccess, 41);
+  Region dst = make_region(*p.ctx_b, 4096, kAllAccess, 0, 0);
+  size_t data_frames = 0;
+  c.fabric().tap = [&](size_t port, std::span<const uint8_t> f) {
+    if (port == 0 && f.size() > RHN_PKT_HDR_LEN &&
+        f[RHN_OFFSETOF(rhn_pkt_hdr, type)] == RHN_PKT_DATA)
+      data_frames++;
+  };
+  const uint64_t dma_errors = c.node(0).counter(RHN_CNT_DMA_ERRORS);
+  c.fabric().failing_assemblies = 1;
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 8)}, dst.va(0), dst.key())));
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(2, RHN_OP_WRITE, {src.sge(8, 8)}, dst.va(8), dst.key())));
+  const auto v = c.wait_cqes(*p.cq_a, 2, 50'000'000);
+  ASSERT_EQ(v.size(), 2u) << describe(v);
+  EXPECT_EQ(v[0].status, RHN_CQE_LOC_PROT_ERR) << describe(v);
+  EXPECT_EQ(v[1].status, RHN_CQE_WR_FLUSH_ERR) << describe(v);
+  EXPECT_EQ(c.node(0).counter(RHN_CNT_DMA_ERRORS), dma_errors + 1);
+  EXPECT_EQ(c.fabric().failing_assemblies, 0u);
+  EXPECT_EQ(data_frames, 0u);
+  c.fabric().tap = nullptr;
+}
+
 TEST(FastPaths, UnhappyPostsFailOrWaitAsOnTheGenericPaths) {
   const Trace fast = run_unhappy(true);
   expect_same(fast, run_unhappy(false));

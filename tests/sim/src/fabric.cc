@@ -18,6 +18,10 @@ class SimSwitch::PortWire final : public fw::Wire {
   // (the payload's read through the host bus, then transmit), counted.
   bool assemble(fw::HostBus& bus, const fw::TxGather& g) override {
     ++sw_.counters_.assembled;
+    if (sw_.failing_assemblies) {
+      --sw_.failing_assemblies;
+      return false;
+    }
     return fw::Wire::assemble(bus, g);
   }
 
