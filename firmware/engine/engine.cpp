@@ -308,8 +308,7 @@ void Engine::Impl::handle_kick(Kick& k) {
         uint16_t idx;
         memcpy(&idx, k.inline_wqe.bytes + 4, sizeof(idx));
         if (idx == static_cast<uint16_t>(qp.sq_fetch)) {
-          copy_small(&qp.tx_raw, &k.inline_wqe,
-                     wqe_copy_bytes(k.inline_wqe.bytes));
+          copy_wqe(qp.tx_raw, k.inline_wqe);
           qp.prefetched_slot = qp.sq_fetch;
         }
       }
@@ -542,9 +541,7 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
         k.page = page;
         k.value = value;
         k.has_inline = with_inline;
-        if (with_inline)
-          copy_small(k.inline_wqe.bytes, m.inline_staging[page].bytes,
-                     wqe_copy_bytes(m.inline_staging[page].bytes));
+        if (with_inline) copy_wqe(k.inline_wqe, m.inline_staging[page]);
       }))
     m.kick_overflow.store(true);
 }
