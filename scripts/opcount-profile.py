@@ -35,7 +35,7 @@ LEAVES = {"memcpy", "memset", "memcmp", "rhinet::fw::crc32c"}
 
 
 ROUND_MAC = " (MAC fills and checks CRCs)"
-ROUND_BLOCKS = " (MAC's CRCs and region DMA)"
+ROUND_BLOCKS = " (every block)"
 
 def symbols(elf):
     out = subprocess.run(

@@ -307,6 +307,20 @@ enum rhn_card_status rhn_card_dma_region(const struct rhn_card_region *region,
   return RHN_CARD_BUS_ERROR;
 }
 
+// Never called without RHN_CARD_CAP_TX_ASSEMBLER; refused if it were.
+enum rhn_card_status rhn_card_tx_assemble(void *frame, uint32_t hdr_len,
+                                          const struct rhn_card_region *region,
+                                          uint64_t va, uint32_t len,
+                                          uint32_t flags) {
+  (void)frame;
+  (void)hdr_len;
+  (void)region;
+  (void)va;
+  (void)len;
+  (void)flags;
+  return RHN_CARD_BUS_ERROR;
+}
+
 void rhn_card_get_settings(struct rhn_card_settings *out) {
   out->rto_floor_us = L.identity.rto_floor_us;
   out->reserved = 0;

@@ -21,10 +21,17 @@ bool CardBus::dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
   return rhn_card_dma_publish(bus_addr, src, len, publish_at) == RHN_CARD_OK;
 }
 
+namespace {
+
+rhn_card_region card_region(const DmaRegion& r) {
+  return {r.table, r.iova, r.num_pages, r.levels, r.page_shift, 0};
+}
+
+}  // namespace
+
 bool CardBus::dma_region(const DmaRegion& r, uint64_t va, void* buf, size_t len,
                          bool write) {
-  const rhn_card_region region = {r.table,  r.iova,       r.num_pages,
-                                  r.levels, r.page_shift, 0};
+  const rhn_card_region region = card_region(r);
   return rhn_card_dma_region(&region, va, buf, len, write) == RHN_CARD_OK;
 }
 
@@ -44,6 +51,18 @@ void CardWire::transmit(Span<const uint8_t> frame) {
   rhn_card_wire_tx(frame.data(), frame.size());
 }
 
+size_t CardRx::peek(const uint8_t** frame) {
+  return rhn_card_wire_rx_peek(frame);
+}
+
+void CardRx::pop() { rhn_card_wire_rx_pop(); }
+
+bool CardWire::assemble(HostBus&, const TxGather& g) {
+  const rhn_card_region region = card_region(*g.region);
+  return rhn_card_tx_assemble(g.frame, g.hdr_len, &region, g.va, g.len,
+                              g.send ? RHN_CARD_TX_SEND : 0) == RHN_CARD_OK;
+}
+
 namespace {
 
 // The identity block's and the hosting device's word over the build's.
@@ -60,6 +79,8 @@ EngineConfig from_card(EngineConfig c) {
   c.mac_crc = (rhn_card_caps() & RHN_CARD_CAP_MAC_CRC) != 0;
   // A DMA block that walks the regions' tables takes them off the core.
   c.dma_region = (rhn_card_caps() & RHN_CARD_CAP_DMA_REGION) != 0;
+  // A transmit assembler takes the posted payload's bytes off the core.
+  c.tx_assembler = (rhn_card_caps() & RHN_CARD_CAP_TX_ASSEMBLER) != 0;
   // The power-on epoch of the node's channels: a card that restarts must
   // not reuse its last one (peers would take old packets for new).
   if (!c.boot_session)
@@ -72,6 +93,11 @@ EngineConfig from_card(EngineConfig c) {
 CardRunner::CardRunner(const EngineConfig& config, CardMemory& mem)
     : config_(from_card(config)),
       engine_(mem.object<Engine>(config_, bus_, wire_, mem)) {
+  // A MAC FIFO the core reads as its own memory: no copy of each frame.
+  if (engine_ && (rhn_card_caps() & RHN_CARD_CAP_RX_IN_PLACE)) {
+    engine_->attach_rx(rx_);
+    rx_in_place_ = true;
+  }
   mirror_registers(true);
 }
 
@@ -136,7 +162,7 @@ bool CardRunner::step() {
     engine_->doorbells_lost();
     did = true;
   }
-  for (uint32_t n = 0; n < 64; n++) {
+  for (uint32_t n = 0; n < 64 && !rx_in_place_; n++) {
     const uint8_t* frame = nullptr;
     const size_t len = rhn_card_wire_rx_peek(&frame);
     if (!len) break;

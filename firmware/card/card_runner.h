@@ -28,10 +28,18 @@ class CardBus final : public HostBus {
   uint32_t fw_commit(uint32_t length, uint32_t flags) override;
 };
 
-// The MAC's transmit FIFO.
+// The MAC's transmit FIFO, and the transmit assembler in front of it.
 class CardWire final : public Wire {
  public:
   void transmit(Span<const uint8_t> frame) override;
+  bool assemble(HostBus& bus, const TxGather& g) override;
+};
+
+// The MAC's receive FIFO, read in place (RHN_CARD_CAP_RX_IN_PLACE).
+class CardRx final : public RxSource {
+ public:
+  size_t peek(const uint8_t** frame) override;
+  void pop() override;
 };
 
 class CardRunner {
@@ -45,8 +53,9 @@ class CardRunner {
   bool failed() const { return engine_->failed(); }
   // The configuration the engine was placed with.
   const EngineConfig& config() const { return config_; }
-  // One round: the doorbell FIFO, the receive FIFO, one poll() of the
-  // engine, the registers the host reads. True if anything happened.
+  // One round: the doorbell FIFO, the receive FIFO (unless the engine
+  // reads it in place), one poll() of the engine, the registers the host
+  // reads. True if anything happened.
   bool step();
   // Rounds forever; sleeps in rhn_card_wait while idle.
   [[noreturn]] void run();
@@ -57,8 +66,10 @@ class CardRunner {
 
   CardBus bus_;
   CardWire wire_;
+  CardRx rx_;
   const EngineConfig config_;
   Engine* engine_;
+  bool rx_in_place_ = false;  // the engine reads the MAC's FIFO itself
   uint64_t status_ = ~0ull, control_ = ~0ull;
 };
 

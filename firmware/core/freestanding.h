@@ -62,6 +62,9 @@ inline void copy_small(void* dst, const void* src, size_t n) {
   }
   auto* d = static_cast<Word*>(dst);
   const auto* w = static_cast<const Word*>(src);
+  // Four words a round: a WQE slot in 4 rounds, not 16 of a load, a
+  // store and the loop's three instructions.
+#pragma GCC unroll 4
   for (size_t i = 0; i < n / 4; i++) d[i] = w[i];
 }
 
@@ -78,6 +81,15 @@ inline T field_at(const uint8_t* aligned8, size_t offset) {
           offset,
       sizeof v);
   return v;
+}
+
+// Stores a field of a frame whose base is 8-byte aligned with one store
+// (field_at's counterpart).
+template <typename T>
+inline void put_field(uint8_t* aligned8, size_t offset, T v) {
+  __builtin_memcpy(
+      static_cast<uint8_t*>(__builtin_assume_aligned(aligned8, 8)) + offset, &v,
+      sizeof v);
 }
 
 // ---- Values
@@ -207,6 +219,23 @@ constexpr uint32_t bit_ceil(uint32_t v) {
   uint32_t p = 1;
   while (p < v) p <<= 1;
   return p;
+}
+
+// The low 32 bits of n / 1000 (nanoseconds to microseconds) with 32-bit
+// multiplies and one 32-bit divide: rv32 has no 64-bit divide, and
+// libgcc's takes about 50 instructions. 2^32 = 1000 * 4294967 + 296, so
+// n = a * 2^32 + b is 1000 * 4294967 * a + (296 * a + b): the quotient
+// is 4294967 * a plus that of the smaller second part, and so on until
+// it fits 32 bits (two or three rounds for any clock).
+constexpr uint32_t low32_div1000(uint64_t n) {
+  constexpr uint32_t kQ = 4294967, kR = 296;
+  uint32_t q = 0;
+  while (n >> 32) {
+    const auto a = static_cast<uint32_t>(n >> 32);
+    q += a * kQ;
+    n = uint64_t{a} * kR + static_cast<uint32_t>(n);
+  }
+  return q + static_cast<uint32_t>(n) / 1000;
 }
 
 // ---- Views and fixed arrays

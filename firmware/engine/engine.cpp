@@ -48,6 +48,7 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
   xfer_scratch = mem.bytes(kXferScratch);
   read_bitmaps = mem.bytes(size_t{cfg.responder_bitmaps} * RHN_WIRE_MTU);
   inflight = mem.table<Inflight>(size_t{cfg.max_qps} * cfg.max_inflight_per_qp);
+  tx_templates = mem.table<TxTemplate>(cfg.max_qps);
   read_ctxs = mem.table<ReadCtx>(cfg.max_qps);
   responder_reads = mem.table<ResponderRead>(cfg.responder_reads);
   if (cfg.max_nodes > RHN_MAX_NODES) cfg.max_nodes = RHN_MAX_NODES;
@@ -307,7 +308,7 @@ void Engine::Impl::handle_kick(Kick& k) {
         uint16_t idx;
         memcpy(&idx, k.inline_wqe.bytes + 4, sizeof(idx));
         if (idx == static_cast<uint16_t>(qp.sq_fetch)) {
-          memcpy(&qp.tx_raw, &k.inline_wqe, wqe_copy_bytes(k.inline_wqe.bytes));
+          copy_wqe(qp.tx_raw, k.inline_wqe);
           qp.prefetched_slot = qp.sq_fetch;
         }
       }
@@ -540,9 +541,7 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
         k.page = page;
         k.value = value;
         k.has_inline = with_inline;
-        if (with_inline)
-          memcpy(k.inline_wqe.bytes, m.inline_staging[page].bytes,
-                 wqe_copy_bytes(m.inline_staging[page].bytes));
+        if (with_inline) copy_wqe(k.inline_wqe, m.inline_staging[page]);
       }))
     m.kick_overflow.store(true);
 }
@@ -559,12 +558,16 @@ void Engine::doorbell_inline(uint32_t page, const void* wqe, size_t len) {
   // staging buffer (doorbell_write copies as many), so only they are kept.
   if (len >= RHN_SQ_SLOT_SIZE)
     len = min<size_t>(len, wqe_copy_bytes(static_cast<const uint8_t*>(wqe)));
-  memcpy(m.inline_staging[page].bytes, wqe,
-         min<size_t>(len, RHN_DB_INLINE_WQE_SIZE));
+  copy_small(m.inline_staging[page].bytes, wqe,
+             min<size_t>(len, RHN_DB_INLINE_WQE_SIZE));
 }
 
 void Engine::frames_dropped(uint64_t n) {
   if (n && !failed()) impl_->counters.add_shared(RHN_CNT_RX_DROPS, n);
+}
+
+void Engine::attach_rx(RxSource& src) {
+  if (impl_) impl_->rx_source = &src;
 }
 
 bool Engine::frame_arrived(Span<const uint8_t> frame) {
@@ -583,6 +586,22 @@ bool Engine::frame_arrived(Span<const uint8_t> frame) {
   return ok;
 }
 
+bool Engine::Impl::take_in_place(uint32_t budget) {
+  uint32_t n = 0;
+  for (; n < budget; n++) {
+    const uint8_t* frame = nullptr;
+    const size_t len = rx_source->peek(&frame);
+    if (!len) break;
+    // What frame_arrived checks before it queues a frame.
+    if (len > sizeof(RxFrame::data))
+      counters.add(RHN_CNT_MALFORMED_PACKETS);
+    else if (link_up.load(MemOrder::kRelaxed))
+      receive_frame({frame, len});
+    rx_source->pop();
+  }
+  return n != 0;
+}
+
 bool Engine::poll() {
   if (failed()) return false;
   Impl& m = *impl_;
@@ -596,7 +615,9 @@ bool Engine::poll() {
   // work leaves it 0, so a busy engine never computes it): until then an
   // idle poll is these three tests.
   const bool kicked = m.kicks.peek() || m.kick_overflow.load();
-  if (!kicked && m.now < m.next_due && !m.rx.peek()) return false;
+  if (!kicked && m.now < m.next_due && !m.rx.peek() &&
+      !(m.rx_source && m.rx_source->waiting()))
+    return false;
   bool did = kicked && m.drain_kicks();
   for (uint32_t n = 0; n < 64; n++) {
     RxFrame* f = m.rx.peek();
@@ -605,6 +626,7 @@ bool Engine::poll() {
     m.rx.release();
     did = true;
   }
+  if (m.rx_source && m.rx_source->waiting()) did |= m.take_in_place(64);
   // Work classes, each with a bounded turn: the driver's kicks, arriving
   // frames, the peers (resends, READ streams, timers), the NIC's own
   // messages, then the QPs' send queues, round robin.

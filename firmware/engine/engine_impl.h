@@ -25,6 +25,7 @@
 #include "translation/tlb.h"
 #include "transport/packet.h"
 #include "transport/peer.h"
+#include "transport/tx_template.h"
 
 namespace rhinet::fw {
 
@@ -58,6 +59,10 @@ struct RxFrame {
   uint16_t len = 0;
   alignas(64) uint8_t data[RHN_MAX_FRAME + 64];
 };
+
+// An MR's translation as the DMA block takes it (EngineConfig::dma_region;
+// an MR with a table, levels > 0, not on twin memory).
+DmaRegion region_of(const MrObj& mr);
 
 // ---- The engine ---------------------------------------------------------
 
@@ -94,6 +99,7 @@ struct Engine::Impl : FamilyStates {
   // Ingress.
   MpscQueue<Kick> kicks;
   MpscQueue<RxFrame> rx;
+  RxSource* rx_source = nullptr;  // frames read in place (attach_rx)
   Atomic<bool> kick_overflow{false};
   Table<RawWqe> inline_staging;  // per doorbell page
   // Each CQ's producer index as the doorbells see it: an arm kick records
@@ -133,7 +139,8 @@ struct Engine::Impl : FamilyStates {
   // Where partial transfers compare and gather (one packet's worth and a
   // look-ahead), so the data path allocates nothing.
   Table<uint8_t> xfer_scratch;
-  Table<Inflight> inflight;  // max_inflight_per_qp per QP
+  Table<Inflight> inflight;        // max_inflight_per_qp per QP
+  Table<TxTemplate> tx_templates;  // per QP (transport/tx_template.h)
   Table<ReadCtx> read_ctxs;
   Fifo<uint16_t> free_read_ctxs;
   Table<ResponderRead> responder_reads;
@@ -183,6 +190,8 @@ struct Engine::Impl : FamilyStates {
   // ---- engine/engine.cpp
   void reset();
   bool drain_kicks();
+  // Up to `budget` frames of rx_source, after the receive FIFO's.
+  bool take_in_place(uint32_t budget);
   void handle_kick(Kick& k);
   bool run_timers();
   // When a stage of poll() other than the kicks and frames next has work
@@ -320,6 +329,18 @@ struct Engine::Impl : FamilyStates {
   uint32_t commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
                        uint32_t payload_len, bool ack_req, uint32_t qpn,
                        uint32_t qp_gen, bool completes_message);
+  // The headers of a request packet of one whole message into `frame`
+  // (a send slot's, the payload after them), from the QP's template and
+  // the channel's next serial and acknowledgement, as commit_data writes
+  // them; nothing changes yet. Both CRCs too without the MAC's.
+  void write_request_header(const Peer& p, uint8_t* frame, const TxTemplate& t,
+                            const TxPatch& x);
+  // The channel takes a DATA packet whose frame is in the slot (s.len
+  // set): its serial, the piggybacked acknowledgement, the slot queued
+  // unacknowledged, its timers. Returns the serial; the caller sends it.
+  // (transport/channel_inline.h)
+  inline uint32_t data_sent(Peer& p, uint32_t slot, uint32_t qpn,
+                            uint32_t qp_gen, bool completes_message);
   // Peer scheduling.
   void peer_needs_service(Peer& p);             // work to do now
   void peer_timer(Peer& p, uint64_t deadline);  // a deadline was set
@@ -327,6 +348,11 @@ struct Engine::Impl : FamilyStates {
   bool peer_idle(const Peer& p) const;
   void unlink_busy(Peer& p);
   void transmit(uint16_t node, Span<const uint8_t> frame);
+  // transmit's part before the wire: the frame counted, dropped while the
+  // link is down, turned around when it is for this node; true when it
+  // is for the wire. What the core does for a frame the transmit
+  // assembler sent (Wire::assemble).
+  inline bool tx_account(uint16_t node, Span<const uint8_t> frame);
   void send_ack(Peer& p, uint8_t type, uint16_t flags, uint16_t ack_session);
   void send_control(Peer& p, uint8_t type, uint16_t flags, uint16_t ack_session,
                     uint32_t ack_seq);
@@ -369,6 +395,8 @@ struct Engine::Impl : FamilyStates {
   // wire; false (nothing done) for anything else, which start_message
   // goes on with.
   bool fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots);
+  // The QP's header template, rebuilt when its generation or peer changed.
+  const TxTemplate& tx_template(const QpObj& qp, uint32_t qpn);
 
   // ---- responder/responder.cpp
   void handle_request(Peer& p, const Packet& pkt);

@@ -12,6 +12,7 @@
 #include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
+#include "transport/channel_inline.h"
 
 namespace rhinet::fw {
 
@@ -51,22 +52,25 @@ bool Engine::Impl::fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots) {
   if (!pp || !can_send(*pp, qp.context)) return false;
   Peer& p = *pp;
 
-  // The in-flight entry: what the ACK, a NAK, a resend and the CQE read.
+  // The in-flight entry: what the ACK, a NAK, a resend and the CQE read,
+  // each word stored once (no blank entry copied first); the rest as a
+  // blank Inflight has it.
   const uint32_t idx = qp.inflight_tail++;
   Inflight& e = entry(qpn, idx);
-  e = Inflight{};
-  e.slot = qp.sq_fetch;
-  e.slots = static_cast<uint8_t>(nslots);
-  e.opcode = w.opcode;
-  e.wqe_flags = w.flags;
-  e.msn = qp.msn_next++;
-  e.peer = qp.dest_node;
-  e.dst_qpn = qp.dest_qpn;
-  e.length = static_cast<uint32_t>(w.length);
-  e.status_addr = w.status_addr;
-  e.status_lkey = w.status_lkey;
-  e.state = MsgState::kSending;
-  e.fanout_imm = w.imm_data;
+  const auto len = static_cast<uint32_t>(w.length);
+  const uint32_t msn = qp.msn_next++;
+  e = Inflight{.slot = qp.sq_fetch,
+               .slots = static_cast<uint8_t>(nslots),
+               .opcode = w.opcode,
+               .wqe_flags = w.flags,
+               .state = MsgState::kSending,
+               .peer = qp.dest_node,
+               .msn = msn,
+               .length = len,
+               .status_addr = w.status_addr,
+               .status_lkey = w.status_lkey,
+               .dst_qpn = qp.dest_qpn,
+               .fanout_imm = w.imm_data};
   qp.tx_wqe.keep_twin = true;
   qp.sq_fetch += nslots;
   qp.fanout_next = 0;
@@ -74,40 +78,80 @@ bool Engine::Impl::fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots) {
   qp.tx_peer = qp.dest_node;
   qp.tx_dst_qpn = qp.dest_qpn;
 
-  // The packet: its payload into a send slot, then its header.
+  // The packet: its payload into a send slot and its header from the
+  // QP's template; or the header, and the transmit assembler gathers the
+  // payload behind it and sends the frame.
   const uint32_t slot = begin_data(qp.context);
-  const auto len = static_cast<uint32_t>(w.length);
-  uint8_t* payload = slots[slot].frame + RHN_DATA_HDR_LEN;
-  if (in) {
-    copy_small(payload, wqe_inline(qp.tx_raw, w).data(), len);
-  } else if (len && !mr_dma(mr_index, sge.addr, payload, len, false)) {
+  SendSlot& s = slots[slot];
+  TxPatch x;
+  x.wire_op = info.wire_op;
+  x.op_flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST |
+               ((w.flags & RHN_WQE_F_SOLICITED) ? RHN_WOP_F_SOLICITED : 0);
+  x.ack_req = (w.flags & RHN_WQE_F_SIGNALED) ||
+              p.unacked_count + 1 >= cfg.channel_window / 2;
+  x.msn = msn;
+  x.rkey = w.remote_key;
+  x.imm = w.imm_data;
+  x.remote_addr = w.remote_addr;
+  x.len = len;
+  const bool gather = !in && len && cfg.tx_assembler && cfg.mac_crc &&
+                      cfg.dma_region && mrs[mr_index].levels &&
+                      !mrs[mr_index].on_twin;
+  bool ok = true;
+  if (in)
+    copy_small(s.frame + RHN_DATA_HDR_LEN, wqe_inline(qp.tx_raw, w).data(),
+               len);
+  else if (len && !gather)
+    ok = mr_dma(mr_index, sge.addr, s.frame + RHN_DATA_HDR_LEN, len, false);
+  if (ok) write_request_header(p, s.frame, tx_template(qp, qpn), x);
+  if (gather) {
+    const DmaRegion region = region_of(mrs[mr_index]);
+    TxGather g;
+    g.frame = s.frame;
+    g.hdr_len = RHN_DATA_HDR_LEN;
+    g.len = len;
+    g.region = &region;
+    g.va = sge.addr;
+    // A frame to this node or with the link down stays in its slot only
+    // (transmit turns it around or drops it, as for any other).
+    g.send = qp.dest_node != cfg.node_id && link_up.load(MemOrder::kRelaxed);
+    ok = wire.assemble(bus, g);
+    if (!ok) counters.add(RHN_CNT_DMA_ERRORS);
+  }
+  if (!ok) {
     qp.tx_offset = 0;
     return_slot(slot);
     counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
     finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
     return true;
   }
-  rhn_op_hdr op;
-  op.opcode = info.wire_op;
-  op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST |
-             ((w.flags & RHN_WQE_F_SOLICITED) ? RHN_WOP_F_SOLICITED : 0);
-  op.qp_type = qp.type;
-  op.syndrome = 0;
-  op.dst_qpn = qp.dest_qpn;
-  op.src_qpn = qpn | (uint32_t{qp.incarnation} << RHN_WIRE_INCARNATION_SHIFT);
-  op.msn = e.msn;
-  op.rkey = w.remote_key;
-  op.imm_data = w.imm_data;
-  op.remote_addr = w.remote_addr;
-  op.msg_len = len;
-  op.msg_offset = 0;
-  const bool wants_ack = (w.flags & RHN_WQE_F_SIGNALED) ||
-                         p.unacked_count + 1 >= cfg.channel_window / 2;
-  e.last_serial = commit_data(p, slot, op, len, wants_ack, qpn, qp.gen, true);
+  s.len = static_cast<uint16_t>(RHN_DATA_HDR_LEN + len);
+  e.last_serial = data_sent(p, slot, qpn, qp.gen, true);
+  if (gather)
+    tx_account(node_of(p), {s.frame, s.len});
+  else
+    transmit(node_of(p), {s.frame, s.len});
   e.state = MsgState::kAwaitAck;
   qp.tx_offset = len;
   qp.tx_active = false;
   return true;
+}
+
+const TxTemplate& Engine::Impl::tx_template(const QpObj& qp, uint32_t qpn) {
+  TxTemplate& t = tx_templates[qpn];
+  if (t.gen == qp.gen && t.dest_node == qp.dest_node &&
+      t.dest_qpn == qp.dest_qpn)
+    return t;
+  t.gen = qp.gen;
+  t.dest_node = qp.dest_node;
+  t.dest_qpn = qp.dest_qpn;
+  t.magic_type = RHN_WIRE_MAGIC | uint32_t{RHN_WIRE_VERSION} << 16 |
+                 uint32_t{RHN_PKT_DATA} << 24;
+  t.nodes = qp.dest_node | uint32_t{cfg.node_id} << 16;
+  t.op_base = uint32_t{qp.type} << 24;
+  t.dst_qpn = qp.dest_qpn;
+  t.src_qpn = qpn | uint32_t{qp.incarnation} << RHN_WIRE_INCARNATION_SHIFT;
+  return t;
 }
 
 }  // namespace rhinet::fw

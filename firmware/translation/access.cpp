@@ -160,6 +160,16 @@ bool dma_region_walk(HostBus& bus, const DmaRegion& r, uint64_t va, void* buf,
 
 // Every DMA through a key comes here: translate() is inlined into it (a
 // call costs as much as the TLB hit it makes).
+DmaRegion region_of(const MrObj& mr) {
+  DmaRegion r;
+  r.table = mr.table;
+  r.iova = mr.iova;
+  r.num_pages = static_cast<uint32_t>(mr.num_pages);
+  r.levels = mr.levels;
+  r.page_shift = mr.page_shift;
+  return r;
+}
+
 [[gnu::flatten]] bool Engine::Impl::mr_dma(uint32_t mr_index, uint64_t va,
                                            void* buf, uint64_t len,
                                            bool write) {
@@ -177,13 +187,7 @@ bool dma_region_walk(HostBus& bus, const DmaRegion& r, uint64_t va, void* buf,
   }
   if (cfg.dma_region && mr.levels) {
     // The DMA block walks the region's table (RHN_CARD_CAP_DMA_REGION).
-    DmaRegion r;
-    r.table = mr.table;
-    r.iova = mr.iova;
-    r.num_pages = static_cast<uint32_t>(mr.num_pages);
-    r.levels = mr.levels;
-    r.page_shift = mr.page_shift;
-    if (bus.dma_region(r, va, p, len, write)) return true;
+    if (bus.dma_region(region_of(mr), va, p, len, write)) return true;
     counters.add(RHN_CNT_DMA_ERRORS);
     return false;
   }

@@ -13,6 +13,7 @@
 #include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
+#include "transport/channel_inline.h"
 
 namespace rhinet::fw {
 namespace {
@@ -98,7 +99,7 @@ uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
   h.type = RHN_PKT_DATA;
   h.dst_node = node_of(p);
   h.src_node = cfg.node_id;
-  h.seq = p.tx_next++;
+  h.seq = p.tx_next;
   h.session = p.tx_session;
   h.payload_len = static_cast<uint16_t>(payload_len);
   h.flags = (p.tx_syn ? RHN_PKT_F_SYN : 0) | (ack_req ? RHN_PKT_F_ACK_REQ : 0);
@@ -107,32 +108,49 @@ uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
     h.flags |= RHN_PKT_F_ACK_VALID;
     h.ack_session = p.rx_session;
     h.ack_seq = p.rx_expected;
-    p.rx_unacked = 0;
-    p.ack_deadline = 0;
   }
   s.len =
       static_cast<uint16_t>(seal_packet(s.frame, h, &op, pcrc, !cfg.mac_crc));
-  s.serial = h.seq;
-  s.qpn = qpn;
-  s.qp_gen = qp_gen;
-  s.completes_message = completes_message;
-  s.next = kNone;
-  if (p.unacked_tail != kNone)
-    slots[p.unacked_tail].next = slot;
-  else
-    p.unacked_head = slot;
-  p.unacked_tail = slot;
-  if (!p.timing) {
-    p.timing = true;
-    p.timed_at_us = static_cast<uint32_t>(now / 1000);
-    p.timed_seq = h.seq;
-  }
-  if (++p.unacked_count == 1) {
-    p.rto_deadline = now + rto(p);
-    peer_timer(p, p.rto_deadline);
-  }
+  const uint32_t seq = data_sent(p, slot, qpn, qp_gen, completes_message);
   transmit(node_of(p), {s.frame, s.len});
-  return h.seq;
+  return seq;
+}
+
+void Engine::Impl::write_request_header(const Peer& p, uint8_t* f,
+                                        const TxTemplate& t, const TxPatch& x) {
+  using namespace hdr_word;
+  uint32_t flags =
+      (p.tx_syn ? RHN_PKT_F_SYN : 0) | (x.ack_req ? RHN_PKT_F_ACK_REQ : 0);
+  uint32_t ack_seq = 0, ack_session = 0;
+  if (p.rx_synced) {
+    flags |= RHN_PKT_F_ACK_VALID;
+    ack_session = p.rx_session;
+    ack_seq = p.rx_expected;
+  }
+  put_field<uint32_t>(f, kMagic, t.magic_type);
+  put_field<uint32_t>(f, kNodes, t.nodes);
+  put_field<uint32_t>(f, kSeq, p.tx_next);
+  put_field<uint32_t>(f, kAckSeq, ack_seq);
+  put_field<uint32_t>(f, kSessionFlags, p.tx_session | flags << 16);
+  put_field<uint32_t>(f, kLenAckSession, x.len | ack_session << 16);
+  put_field<uint32_t>(f, kPayloadCrc, 0);
+  put_field<uint32_t>(f, kHdrCrc, 0);
+  put_field<uint32_t>(f, kOpWord,
+                      t.op_base | x.wire_op | uint32_t{x.op_flags} << 8);
+  put_field<uint32_t>(f, kDstQpn, t.dst_qpn);
+  put_field<uint32_t>(f, kSrcQpn, t.src_qpn);
+  put_field<uint32_t>(f, kMsn, x.msn);
+  put_field<uint32_t>(f, kRkey, x.rkey);
+  put_field<uint32_t>(f, kImm, x.imm);
+  put_field<uint64_t>(f, kRemoteAddr, x.remote_addr);
+  put_field<uint32_t>(f, kMsgLen, x.len);
+  put_field<uint32_t>(f, kMsgOffset, 0);
+  if (cfg.mac_crc) return;
+  // As seal_packet: the payload's CRC, then the headers' with the field
+  // still 0.
+  if (x.len)
+    put_field<uint32_t>(f, kPayloadCrc, crc32c(0, f + RHN_DATA_HDR_LEN, x.len));
+  put_field<uint32_t>(f, kHdrCrc, crc32c(0, f, RHN_DATA_HDR_LEN));
 }
 
 uint32_t Engine::Impl::send_data(Peer& p, const rhn_op_hdr& op,
@@ -148,19 +166,7 @@ uint32_t Engine::Impl::send_data(Peer& p, const rhn_op_hdr& op,
 }
 
 void Engine::Impl::transmit(uint16_t node, Span<const uint8_t> frame) {
-  counters.add(RHN_CNT_TX_PACKETS);
-  counters.add(RHN_CNT_TX_BYTES, frame.size());
-  if (!link_up.load(MemOrder::kRelaxed)) return;  // lost on the wire
-  if (node == cfg.node_id) {
-    // Loopback: the NIC turns the frame around without the switch.
-    if (!rx.push_with([&](RxFrame& f) {
-          f.len = static_cast<uint16_t>(frame.size());
-          memcpy(f.data, frame.data(), frame.size());
-        }))
-      counters.add(RHN_CNT_RX_DROPS);
-    return;
-  }
-  wire.transmit(frame);
+  if (tx_account(node, frame)) wire.transmit(frame);
 }
 
 void Engine::Impl::send_ack(Peer& p, uint8_t type, uint16_t flags,
@@ -170,17 +176,23 @@ void Engine::Impl::send_ack(Peer& p, uint8_t type, uint16_t flags,
 
 void Engine::Impl::send_control(Peer& p, uint8_t type, uint16_t flags,
                                 uint16_t ack_session, uint32_t ack_seq) {
+  // The header written word by word in place, as seal_packet would write
+  // it (no payload, no payload CRC), without building it twice first.
+  using namespace hdr_word;
   alignas(8) uint8_t frame[RHN_PKT_HDR_LEN];
-  rhn_pkt_hdr h{};
-  h.type = type;
-  h.dst_node = node_of(p);
-  h.src_node = cfg.node_id;
-  h.seq = p.tx_next;
-  h.session = p.tx_session;
-  h.flags = flags;
-  h.ack_session = ack_session;
-  h.ack_seq = ack_seq;
-  seal_packet(frame, h, nullptr, 0, !cfg.mac_crc);
+  put_field<uint32_t>(
+      frame, kMagic,
+      RHN_WIRE_MAGIC | uint32_t{RHN_WIRE_VERSION} << 16 | uint32_t{type} << 24);
+  put_field<uint32_t>(frame, kNodes, node_of(p) | uint32_t{cfg.node_id} << 16);
+  put_field<uint32_t>(frame, kSeq, p.tx_next);
+  put_field<uint32_t>(frame, kAckSeq, ack_seq);
+  put_field<uint32_t>(frame, kSessionFlags,
+                      p.tx_session | uint32_t{flags} << 16);
+  put_field<uint32_t>(frame, kLenAckSession, uint32_t{ack_session} << 16);
+  put_field<uint32_t>(frame, kPayloadCrc, 0);
+  put_field<uint32_t>(frame, kHdrCrc, 0);
+  if (!cfg.mac_crc)
+    put_field<uint32_t>(frame, kHdrCrc, crc32c(0, frame, RHN_PKT_HDR_LEN));
   if (type == RHN_PKT_ACK) {
     counters.add(RHN_CNT_ACKS_SENT);
     p.rx_unacked = 0;
@@ -336,7 +348,7 @@ void Engine::Impl::receive_frame(Span<const uint8_t> frame) {
       send_ack(p, RHN_PKT_ACK, 0, p.rx_session);  // stop the resending
     } else {
       counters.add(RHN_CNT_OUT_OF_ORDER);
-      const uint32_t now_us = static_cast<uint32_t>(now / 1000);
+      const uint32_t now_us = low32_div1000(now);
       if (!p.nak_sent || now_us - p.nak_at_us >= renak_interval_us(p)) {
         p.nak_sent = true;
         p.nak_at_us = now_us;
@@ -394,7 +406,7 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
   if (seq_before(p.acked_seen, ack_seq)) {
     p.acked_seen = ack_seq;
     if (p.timing && seq_before(p.timed_seq, ack_seq)) {
-      rtt_sample(p, static_cast<uint32_t>(now / 1000) - p.timed_at_us);
+      rtt_sample(p, low32_div1000(now) - p.timed_at_us);
       p.timing = false;
     }
     p.retries = 0;

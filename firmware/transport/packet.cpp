@@ -15,32 +15,14 @@ uint32_t header_crc(const uint8_t* frame, size_t hdr_len) {
   return crc32c_hole(0, frame, hdr_len, kCrcOffset);
 }
 
-// Both CRCs of a frame whose lengths were checked.
+}  // namespace
+
 bool crcs_ok(const uint8_t* frame, size_t hdr_len, uint32_t payload_len,
              uint32_t payload_crc, uint32_t hdr_crc) {
   if (header_crc(frame, hdr_len) != hdr_crc) return false;
   const uint32_t pcrc =
       payload_len ? crc32c(0, frame + hdr_len, payload_len) : 0;
   return pcrc == payload_crc;
-}
-
-}  // namespace
-
-bool data_frame_ok(Span<const uint8_t> frame, bool check_crcs) {
-  const uint8_t* f = frame.data();
-  if (frame.size() < RHN_DATA_HDR_LEN) return false;
-  const auto payload_len =
-      field_at<uint16_t>(f, RHN_OFFSETOF(rhn_pkt_hdr, payload_len));
-  return field_at<uint16_t>(f, RHN_OFFSETOF(rhn_pkt_hdr, magic)) ==
-             RHN_WIRE_MAGIC &&
-         f[RHN_OFFSETOF(rhn_pkt_hdr, version)] == RHN_WIRE_VERSION &&
-         f[RHN_OFFSETOF(rhn_pkt_hdr, type)] == RHN_PKT_DATA &&
-         payload_len <= RHN_WIRE_MTU + RHN_WIRE_GRH_LEN &&
-         frame.size() == size_t{RHN_DATA_HDR_LEN} + payload_len &&
-         (!check_crcs ||
-          crcs_ok(f, RHN_DATA_HDR_LEN, payload_len,
-                  field_at<uint32_t>(f, RHN_OFFSETOF(rhn_pkt_hdr, payload_crc)),
-                  field_at<uint32_t>(f, kCrcOffset)));
 }
 
 ParseStatus parse_packet(Span<const uint8_t> frame, Packet& out,

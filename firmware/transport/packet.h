@@ -36,10 +36,30 @@ inline bool plain_rc_write(Span<const uint8_t> frame) {
          f[kOp + RHN_OFFSETOF(rhn_op_hdr, qp_type)] == RHN_QP_RC;
 }
 
+// Both CRCs of a frame whose lengths were checked.
+bool crcs_ok(const uint8_t* frame, size_t hdr_len, uint32_t payload_len,
+             uint32_t payload_crc, uint32_t hdr_crc);
+
 // parse_packet's checks of a DATA frame, in place (8-byte aligned): true
 // when parse_packet would return kOk for it. Nothing is counted; a frame
-// that fails goes to parse_packet, which says why.
-bool data_frame_ok(Span<const uint8_t> frame, bool check_crcs);
+// that fails goes to parse_packet, which says why. Inline: the fast
+// path's loads of the header are near it.
+inline bool data_frame_ok(Span<const uint8_t> frame, bool check_crcs) {
+  const uint8_t* f = frame.data();
+  if (frame.size() < RHN_DATA_HDR_LEN) return false;
+  const auto payload_len =
+      field_at<uint16_t>(f, RHN_OFFSETOF(rhn_pkt_hdr, payload_len));
+  return field_at<uint16_t>(f, RHN_OFFSETOF(rhn_pkt_hdr, magic)) ==
+             RHN_WIRE_MAGIC &&
+         f[RHN_OFFSETOF(rhn_pkt_hdr, version)] == RHN_WIRE_VERSION &&
+         f[RHN_OFFSETOF(rhn_pkt_hdr, type)] == RHN_PKT_DATA &&
+         payload_len <= RHN_WIRE_MTU + RHN_WIRE_GRH_LEN &&
+         frame.size() == size_t{RHN_DATA_HDR_LEN} + payload_len &&
+         (!check_crcs ||
+          crcs_ok(f, RHN_DATA_HDR_LEN, payload_len,
+                  field_at<uint32_t>(f, RHN_OFFSETOF(rhn_pkt_hdr, payload_crc)),
+                  field_at<uint32_t>(f, RHN_OFFSETOF(rhn_pkt_hdr, hdr_crc))));
+}
 
 // Header length implied by the packet type.
 inline size_t header_length(uint8_t type) {

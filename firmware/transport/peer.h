@@ -50,7 +50,7 @@ struct Peer {
   // peer really answers (a host that runs the NIC on a busy CPU is slow).
   // In microseconds, to keep the state small (4096 peers).
   uint32_t srtt_us = 0, rttvar_us = 0;  // srtt_us 0: no sample yet
-  uint32_t timed_at_us = 0;             // low 32 bits of now / 1000
+  uint32_t timed_at_us = 0;             // low32_div1000(now)
   uint32_t timed_seq = 0;
   // Retries ran out: datagrams are dropped at once until then (or until
   // the node is heard from), after which the next one probes again.

@@ -28,6 +28,7 @@ struct FakeCard {
   std::vector<std::vector<uint8_t>> tx, rx;
   std::vector<uint16_t> irqs;
   uint32_t mac_drops = 0;     // frames the MAC dropped, not yet taken
+  uint32_t caps = 0;          // enum rhn_card_cap
   uint32_t rto_floor_us = 0;  // the hosting device's setting
   uint64_t now = 1'000'000;
   // The shell's firmware slot: what was staged where, and the commits.
@@ -111,7 +112,7 @@ uint64_t rhn_card_now_ns(void) { return g_card->now += 1000; }
 void rhn_card_wait(uint64_t) {}
 void rhn_card_start(uint32_t, uint32_t) {}
 void rhn_card_cq_produced(uint32_t, uint32_t) {}
-uint32_t rhn_card_caps() { return 0; }
+uint32_t rhn_card_caps() { return g_card->caps; }
 uint32_t rhn_card_fw_stage(uint32_t offset, const void* data, uint32_t len) {
   const auto* p = static_cast<const uint8_t*>(data);
   g_card->fw_staged[offset].assign(p, p + len);
@@ -124,6 +125,12 @@ uint32_t rhn_card_fw_commit(uint32_t length, uint32_t flags) {
 // No region DMA block (no RHN_CARD_CAP_DMA_REGION): never called.
 rhn_card_status rhn_card_dma_region(const rhn_card_region*, uint64_t, void*,
                                     size_t, bool) {
+  return RHN_CARD_BUS_ERROR;
+}
+
+// No transmit assembler (no RHN_CARD_CAP_TX_ASSEMBLER): never called.
+rhn_card_status rhn_card_tx_assemble(void*, uint32_t, const rhn_card_region*,
+                                     uint64_t, uint32_t, uint32_t) {
   return RHN_CARD_BUS_ERROR;
 }
 
@@ -162,6 +169,15 @@ class Card : public ::testing::Test {
     rhn_admin_cpl cpl;
     memcpy(&cpl, fake.at(kCq, sizeof(cpl)), sizeof(cpl));
     return cpl;
+  }
+  // QUERY_COUNTERS as the first command: the counters at kOut.
+  rhn_admin_cpl query_counters(CardRunner& runner) {
+    rhn_admin_cmd cmd{};
+    cmd.hdr.opcode = RHN_ADMIN_QUERY_COUNTERS;
+    cmd.hdr.cmd_id = 7;
+    cmd.u.query.out_addr = kOut;
+    cmd.u.query.out_len = RHN_CNT_COUNT * sizeof(uint64_t);
+    return run_admin(runner, cmd);
   }
   FakeCard fake;
 };
@@ -251,6 +267,34 @@ TEST_F(Card, FramesFromTheReceiveFifoAreTakenAndGarbageIsHarmless) {
   EXPECT_FALSE(runner.failed());
 }
 
+// With a receive FIFO the core reads in place (RHN_CARD_CAP_RX_IN_PLACE)
+// the engine takes the frames from it itself, with the same outcome:
+// the FIFO emptied, garbage counted as without the block.
+TEST_F(Card, FramesReadInPlaceCountAsFramesCopied) {
+  uint64_t counted[2][RHN_CNT_COUNT];
+  for (int in_place = 0; in_place < 2; in_place++) {
+    fake.caps = in_place ? RHN_CARD_CAP_RX_IN_PLACE : 0;
+    std::vector<uint64_t> ram(kCardTableBytes / 8);
+    CardMemory mem(ram.data(), kCardTableBytes);
+    CardRunner runner(card_config(), mem);
+    enable_admin(RHN_CONTROL_ENABLE);
+    runner.step();
+    fake.rx.push_back(std::vector<uint8_t>(60, 0xee));
+    fake.rx.push_back(std::vector<uint8_t>(RHN_MAX_FRAME + 65, 0));
+    fake.rx.push_back(std::vector<uint8_t>(72, 0x11));
+    EXPECT_TRUE(runner.step());
+    EXPECT_TRUE(fake.rx.empty());
+    EXPECT_TRUE(fake.tx.empty());
+    EXPECT_EQ(query_counters(runner).status, RHN_ADMIN_OK);
+    memcpy(counted[in_place], fake.at(kOut, sizeof counted[0]),
+           sizeof counted[0]);
+    memset(fake.at(kSq, 0x3000), 0, 0x3000);  // the next run's rings afresh
+  }
+  for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
+    EXPECT_EQ(counted[0][i], counted[1][i]) << "counter " << i;
+  EXPECT_EQ(counted[1][RHN_CNT_MALFORMED_PACKETS], 3u);
+}
+
 // Frames the card's MAC dropped (its buffer full) are counted by the
 // engine, so QUERY_COUNTERS (the driver's hw_counters) shows them.
 TEST_F(Card, FramesTheMacDroppedShowInTheCountersTheHostQueries) {
@@ -263,12 +307,7 @@ TEST_F(Card, FramesTheMacDroppedShowInTheCountersTheHostQueries) {
   EXPECT_TRUE(runner.step());
   EXPECT_EQ(fake.mac_drops, 0u);
 
-  rhn_admin_cmd cmd{};
-  cmd.hdr.opcode = RHN_ADMIN_QUERY_COUNTERS;
-  cmd.hdr.cmd_id = 7;
-  cmd.u.query.out_addr = kOut;
-  cmd.u.query.out_len = RHN_CNT_COUNT * sizeof(uint64_t);
-  const rhn_admin_cpl cpl = run_admin(runner, cmd);
+  const rhn_admin_cpl cpl = query_counters(runner);
   ASSERT_EQ(cpl.owner & 1, 1);
   EXPECT_EQ(cpl.status, RHN_ADMIN_OK);
   uint64_t drops;

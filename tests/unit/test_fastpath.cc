@@ -27,6 +27,14 @@ struct Trace {
   std::vector<std::string> cqes;
   std::vector<uint64_t> counters[2];
   std::vector<uint8_t> memory;  // the target region afterwards
+  uint64_t assembled = 0;       // frames the transmit assemblers took
+};
+
+// The optional blocks a run's cards have (both nodes alike).
+struct Blocks {
+  bool region_dma = false;
+  bool mac_crc = false;
+  bool tx_assembler = false;
 };
 
 std::string hex(size_t port, std::span<const uint8_t> f) {
@@ -48,11 +56,14 @@ void take(SimCluster& c, SimCq& cq, size_t n, Trace& t,
 }
 
 // Two nodes, the fast paths on or off, every frame recorded into t.
-ClusterConfig two_nodes(bool fast) {
+ClusterConfig two_nodes(bool fast, Blocks b = {}) {
   ClusterConfig cfg;
   cfg.nodes = 2;
   cfg.engine.boot_session = 7;
   cfg.engine.fast_paths = fast;
+  cfg.engine.dma_region = b.region_dma;
+  cfg.engine.mac_crc = b.mac_crc;
+  cfg.engine.tx_assembler = b.tx_assembler;
   return cfg;
 }
 
@@ -63,11 +74,9 @@ void tap_frames(SimCluster& c, Trace& t) {
   };
 }
 
-Trace run(bool fast, bool region_dma = false) {
+Trace run(bool fast, Blocks blocks = {}) {
   Trace t;
-  ClusterConfig cfg = two_nodes(fast);
-  cfg.engine.dma_region = region_dma;
-  SimCluster c(cfg);
+  SimCluster c(two_nodes(fast, blocks));
   tap_frames(c, t);
   RcPair p = make_rc_pair(c, 0, 1);
   EXPECT_TRUE(p.ok);
@@ -123,6 +132,7 @@ Trace run(bool fast, bool region_dma = false) {
     for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
       t.counters[n].push_back(c.node(n).counter(i));
   t.memory = dst.buf.bytes();
+  t.assembled = c.fabric().counters().assembled;
   c.fabric().tap = nullptr;
   return t;
 }
@@ -131,9 +141,9 @@ Trace run(bool fast, bool region_dma = false) {
 // on, or fail it as the generic path does: a channel out of send slots,
 // a bad local key (an error CQE), work queued when the QP is taken to
 // the error state, a peer that stopped answering.
-Trace run_unhappy(bool fast) {
+Trace run_unhappy(bool fast, Blocks blocks = {}) {
   Trace t;
-  ClusterConfig cfg = two_nodes(fast);
+  ClusterConfig cfg = two_nodes(fast, blocks);
   cfg.engine.send_packet_slots = 8;  // runs out under a burst
   SimCluster c(cfg);
   tap_frames(c, t);
@@ -192,6 +202,7 @@ Trace run_unhappy(bool fast) {
     for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
       t.counters[n].push_back(c.node(n).counter(i));
   t.memory = dst.buf.bytes();
+  t.assembled = c.fabric().counters().assembled;
   c.fabric().tap = nullptr;
   return t;
 }
@@ -224,14 +235,70 @@ TEST(FastPaths, SameFramesCompletionsAndCountersAsTheGenericPaths) {
 // (the core's TLB's aside) and memory, with the fast paths on and off.
 TEST(RegionDma, SameTrafficAsTheCoresTranslation) {
   const Trace generic = run(false);
-  const Trace with_block = run(true, true);
+  const Blocks region{.region_dma = true};
+  const Trace with_block = run(true, region);
   expect_same(with_block, generic, false);
-  expect_same(run(false, true), generic, false);
+  expect_same(run(false, region), generic, false);
   // The block did the walking: the core's TLB was asked less.
   EXPECT_LT(with_block.counters[0][RHN_CNT_TLB_HITS] +
                 with_block.counters[0][RHN_CNT_TLB_MISSES],
             generic.counters[0][RHN_CNT_TLB_HITS] +
                 generic.counters[0][RHN_CNT_TLB_MISSES]);
+}
+
+// A transmit assembler (EngineConfig::tx_assembler, with the MAC's CRCs
+// and region DMA; the simulated wire assembles as Wire's default does)
+// sends the same frames as the core that copies the payload itself, on
+// the happy and the unhappy runs (a burst beyond the send slots, a bad
+// key, a QP taken to error, a peer whose link is down: the frames kept
+// in their slots and resent).
+TEST(TxAssembler, SameFramesAsTheCoresOwnCopy) {
+  const Blocks mac{.mac_crc = true};
+  const Blocks all{.region_dma = true, .mac_crc = true, .tx_assembler = true};
+  const Trace with_block = run(true, all);
+  expect_same(with_block, run(false, mac), false);
+  // The posted WRITEs of one packet took it; nothing without the block.
+  EXPECT_GE(with_block.assembled, 21u);
+  EXPECT_EQ(run(true, {.region_dma = true, .mac_crc = true}).assembled, 0u);
+  const Trace unhappy = run_unhappy(true, all);
+  expect_same(unhappy, run_unhappy(false, mac), false);
+  // Most of the burst (a WQE that finds no slot waits on the generic
+  // path) and the two to the peer that is gone.
+  EXPECT_GT(unhappy.assembled, 30u);
+}
+
+// A payload the assembler cannot read (a bus error on the host) fails
+// its WQE as the core's own DMA would: a local protection error, the DMA
+// error counted, no frame of it on the wire; the QP goes to the error
+// state and what was posted behind it is flushed.
+TEST(TxAssembler, AFailedReadFailsTheWqeAndSendsNothing) {
+  SimCluster c(two_nodes(
+      true, {.region_dma = true, .mac_crc = true, .tx_assembler = true}));
+  ASSERT_TRUE(c.all_up());
+  RcPair p = make_rc_pair(c, 0, 1);
+  ASSERT_TRUE(p.ok);
+  Region src = make_region(*p.ctx_a, 4096, kAllAccess, 41);
+  Region dst = make_region(*p.ctx_b, 4096, kAllAccess, 0, 0);
+  size_t data_frames = 0;
+  c.fabric().tap = [&](size_t port, std::span<const uint8_t> f) {
+    if (port == 0 && f.size() > RHN_PKT_HDR_LEN &&
+        f[RHN_OFFSETOF(rhn_pkt_hdr, type)] == RHN_PKT_DATA)
+      data_frames++;
+  };
+  const uint64_t dma_errors = c.node(0).counter(RHN_CNT_DMA_ERRORS);
+  c.fabric().failing_assemblies = 1;
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 8)}, dst.va(0), dst.key())));
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(2, RHN_OP_WRITE, {src.sge(8, 8)}, dst.va(8), dst.key())));
+  const auto v = c.wait_cqes(*p.cq_a, 2, 50'000'000);
+  ASSERT_EQ(v.size(), 2u) << describe(v);
+  EXPECT_EQ(v[0].status, RHN_CQE_LOC_PROT_ERR) << describe(v);
+  EXPECT_EQ(v[1].status, RHN_CQE_WR_FLUSH_ERR) << describe(v);
+  EXPECT_EQ(c.node(0).counter(RHN_CNT_DMA_ERRORS), dma_errors + 1);
+  EXPECT_EQ(c.fabric().failing_assemblies, 0u);
+  EXPECT_EQ(data_frames, 0u);
+  c.fabric().tap = nullptr;
 }
 
 TEST(FastPaths, UnhappyPostsFailOrWaitAsOnTheGenericPaths) {
@@ -274,6 +341,31 @@ std::string fields(const fw::DecodedWqe& w) {
          bytes(&w.operands, sizeof w.operands) + bytes(&w.grh, sizeof w.grh) +
          bytes(&w.xfer, sizeof w.xfer) +
          bytes(w.family_slot, sizeof w.family_slot);
+}
+
+// The channel's round-trip timer takes microseconds from the clock
+// without a 64-bit division (core/freestanding.h): the same low 32 bits
+// as the division, at the edges of each round and at random.
+TEST(FastPaths, MicrosecondsWithoutA64BitDivideAreTheDivisions) {
+  static_assert(fw::low32_div1000(999) == 0 && fw::low32_div1000(1000) == 1 &&
+                fw::low32_div1000(uint64_t{1} << 32) == 4294967);
+  std::mt19937_64 rng(1000);
+  std::vector<uint64_t> v = {0,
+                             1,
+                             999,
+                             1000,
+                             0xffffffffull,
+                             1ull << 32,
+                             (1ull << 32) + 703,
+                             UINT64_MAX,
+                             UINT64_MAX - 999,
+                             100'000'000'000ull};
+  for (int i = 0; i < 200000; i++) {
+    const uint64_t r = rng();
+    v.push_back(r >> (rng() % 64));
+  }
+  for (uint64_t n : v)
+    ASSERT_EQ(fw::low32_div1000(n), static_cast<uint32_t>(n / 1000)) << n;
 }
 
 TEST(FastPaths, PlainWqeDecodesAsTheGenericDecoder) {

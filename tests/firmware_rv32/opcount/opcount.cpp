@@ -107,7 +107,7 @@ constexpr uint64_t kBusBase = 0x10000000;
 constexpr size_t kHostBytes = 256 << 10;
 constexpr size_t kPage = 4096;
 constexpr size_t kFrameMax = 4096;
-constexpr int kMailbox = 8;
+constexpr uint32_t kMailbox = 8;
 
 struct Range {
   uint64_t addr = 0;
@@ -157,19 +157,10 @@ class Host final : public rhinet::fw::HostBus {
     uint32_t walk_start = instret();
     trace_outside_begin();
     auto* p = static_cast<uint8_t*>(buf);
-    const uint64_t page_size = 1ull << r.page_shift;
     while (len) {
-      const uint64_t page = (va >> r.page_shift) - (r.iova >> r.page_shift);
-      uint64_t pte = 0;
-      if (page >= r.num_pages || r.levels != 1) break;
-      const uint8_t* e = at(r.table + page * sizeof pte, sizeof pte);
-      if (!e) break;
-      memcpy(&pte, e, sizeof pte);
-      if (!(pte & RHN_VPTE_VALID)) break;
-      const uint64_t addr = (pte & RHN_VPTE_ADDR_MASK & ~(page_size - 1)) +
-                            (va & (page_size - 1));
-      uint64_t chunk = page_size - (va & (page_size - 1));
-      if (chunk > len) chunk = len;
+      uint64_t chunk = len;
+      const uint64_t addr = walk(r, va, chunk);
+      if (!addr) break;
       trace_outside_end();
       g_outside += instret() - walk_start;
       // The data moves as any DMA does (the first write into the watched
@@ -186,12 +177,30 @@ class Host final : public rhinet::fw::HostBus {
     g_outside += instret() - walk_start;
     return len == 0;
   }
+  // A read through the region by a block, all of it outside the count
+  // (the caller brackets it).
+  bool region_read(const rhinet::fw::DmaRegion& r, uint64_t va, uint8_t* p,
+                   size_t len) {
+    while (len) {
+      uint64_t chunk = len;
+      const uint64_t addr = walk(r, va, chunk);
+      const uint8_t* src = addr ? at(addr, chunk) : nullptr;
+      if (!src) return false;
+      memcpy(p, src, chunk);
+      p += chunk;
+      va += chunk;
+      len -= chunk;
+    }
+    return true;
+  }
   void raise_msix(uint16_t) override {}
   uint64_t now_ns() override { return now; }
 
   // The time the harness sets: it only moves between measured windows, so
-  // no timer fires inside one.
-  uint64_t now = 1'000'000;
+  // no timer fires inside one. It starts at 100 s, past 2^32 ns, where a
+  // card's clock is a few seconds after power-on (the engine's 64-bit
+  // time arithmetic costs more there).
+  uint64_t now = 100'000'000'000;
   Range watch_data;
   Range watch_cq;
 
@@ -212,6 +221,24 @@ class Host final : public rhinet::fw::HostBus {
     return p != nullptr;
   }
 
+  // The bus address of va in region r (one level of table), and in
+  // chunk (in: at most) the bytes that follow it in its page; 0 when va
+  // is outside the region or its page is not valid.
+  uint64_t walk(const rhinet::fw::DmaRegion& r, uint64_t va, uint64_t& chunk) {
+    const uint64_t page_size = 1ull << r.page_shift;
+    const uint64_t page = (va >> r.page_shift) - (r.iova >> r.page_shift);
+    uint64_t pte = 0;
+    if (page >= r.num_pages || r.levels != 1) return 0;
+    const uint8_t* e = at(r.table + page * sizeof pte, sizeof pte);
+    if (!e) return 0;
+    memcpy(&pte, e, sizeof pte);
+    if (!(pte & RHN_VPTE_VALID)) return 0;
+    const uint64_t in_page = page_size - (va & (page_size - 1));
+    if (chunk > in_page) chunk = in_page;
+    return (pte & RHN_VPTE_ADDR_MASK & ~(page_size - 1)) +
+           (va & (page_size - 1));
+  }
+
   alignas(64) uint8_t ram_[kHostBytes];
   size_t next_ = kPage;  // bus address kBusBase stays unused
 };
@@ -221,10 +248,22 @@ struct Frame {
   alignas(8) uint8_t data[kFrameMax];
 };
 
-// Frames on their way to one node, in order.
-struct Mailbox {
+// Frames on their way to one node, in order. In the third round it is
+// also that node's MAC receive FIFO, read in place by the engine
+// (Engine::attach_rx): the MAC wrote each frame there, not the core.
+struct Mailbox final : rhinet::fw::RxSource {
+  Mailbox() { pending = &count; }
   Frame frames[kMailbox];
-  int head = 0, count = 0;
+  uint32_t head = 0, count = 0;
+  size_t peek(const uint8_t** frame) override {
+    if (!count) return 0;
+    *frame = frames[head].data;
+    return frames[head].len;
+  }
+  void pop() override {
+    head = (head + 1) % kMailbox;
+    count--;
+  }
   bool push(Span<const uint8_t> f) {
     if (count == kMailbox || f.size() > kFrameMax) return false;
     Frame& slot = frames[(head + count++) % kMailbox];
@@ -239,7 +278,9 @@ struct Mailbox {
 bool g_mac_crc = false;
 // The third round's card also has the optional blocks the engine can use
 // beyond the MAC's CRCs: a DMA block that walks the regions' tables
-// (EngineConfig::dma_region).
+// (EngineConfig::dma_region), a transmit assembler that gathers a posted
+// packet's payload behind its headers (EngineConfig::tx_assembler) and a
+// MAC receive FIFO the engine reads in place (Engine::attach_rx).
 bool g_blocks = false;
 
 // What that MAC does to a frame on its way out (not the core's work).
@@ -264,10 +305,34 @@ class Link final : public rhinet::fw::Wire {
   void transmit(Span<const uint8_t> frame) override {
     const uint32_t t = engine_clock();
     Outside o;
+    mark_tx(t);
+    send(frame);
+  }
+  // The third round's transmit assembler: the payload's read through the
+  // region, the frame's way to the MAC and its CRCs are the block's work.
+  bool assemble(rhinet::fw::HostBus& bus,
+                const rhinet::fw::TxGather& g) override {
+    const uint32_t t = engine_clock();
+    Outside o;
+    if (!static_cast<Host&>(bus).region_read(*g.region, g.va,
+                                             g.frame + g.hdr_len, g.len))
+      return false;
+    if (g.send) {
+      mark_tx(t);
+      send({g.frame, size_t{g.hdr_len} + g.len});
+    }
+    return true;
+  }
+  uint32_t dropped = 0;
+
+ private:
+  static void mark_tx(uint32_t t) {
     if (!g_marks.have_tx) {
       g_marks.tx = t;
       g_marks.have_tx = true;
     }
+  }
+  void send(Span<const uint8_t> frame) {
     if (!to_.push(frame)) {
       dropped++;
       return;
@@ -277,9 +342,7 @@ class Link final : public rhinet::fw::Wire {
       mac_fill_crcs(f.data, f.len);
     }
   }
-  uint32_t dropped = 0;
 
- private:
   Mailbox& to_;
 };
 
@@ -313,6 +376,7 @@ EngineConfig node_config(uint16_t node) {
   c.max_rd_atomic = 8;
   c.mac_crc = g_mac_crc;
   c.dma_region = g_blocks;
+  c.tx_assembler = g_blocks;
   c.responder_reads = 16;
   c.responder_bitmaps = 1;
   c.fw_messages = 16;
@@ -372,8 +436,10 @@ void pump(Node& n) {
   }
 }
 
-// Hands every frame queued for n to its engine.
+// Hands every frame queued for n to its engine (in the third round the
+// engine takes them from its inbox itself: true when there are some).
 bool deliver(Node& n) {
+  if (g_blocks) return n.inbox.count != 0;
   bool any = false;
   while (n.inbox.count) {
     Frame& f = n.inbox.frames[n.inbox.head];
@@ -907,8 +973,10 @@ void print_results() {
       " %d warm-up; the engine's own (the host's DMA copies and the"
       " wire's are hardware on a card)%s\n",
       kOps, kWarmup,
-      g_blocks    ? "; with a MAC that fills and checks CRCs and a DMA block"
-                    " that walks the regions' tables (names +blocks)"
+      g_blocks    ? "; with a MAC that fills and checks CRCs, a DMA block"
+                    " that walks the regions' tables, a transmit"
+                    " assembler and a receive FIFO read in place (names"
+                    " +blocks)"
       : g_mac_crc ? "; with a MAC that fills and checks CRCs (names +mac)"
                   : "");
   for (const Stat& s : g_stats) {
@@ -924,7 +992,7 @@ void print_results() {
         static_cast<unsigned long>(tenths / 10),
         static_cast<unsigned long>(tenths % 10),
         static_cast<unsigned long>(kops), s.what,
-        g_blocks    ? ", MAC CRCs and region DMA"
+        g_blocks    ? ", every block"
         : g_mac_crc ? ", MAC fills/checks CRCs"
                     : "");
   }
@@ -950,6 +1018,7 @@ void run_round(Node (&nodes)[2]) {
     n.engine =
         mems[i]->object<Engine>(node_config(n.id), n.host, *n.wire, *mems[i]);
     if (!n.engine || mems[i]->exhausted()) die("card memory too small", i);
+    if (g_blocks) n.engine->attach_rx(n.inbox);
   }
   for (Node* n : g_nodes) bring_up(*n);
   connect(nodes[0], nodes[1]);

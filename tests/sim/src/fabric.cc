@@ -14,6 +14,16 @@ class SimSwitch::PortWire final : public fw::Wire {
   void transmit(rhinet::fw::Span<const uint8_t> frame) override {
     sw_.transmit(port_, frame);
   }
+  // The simulated card's transmit assembler does what Wire's default does
+  // (the payload's read through the host bus, then transmit), counted.
+  bool assemble(fw::HostBus& bus, const fw::TxGather& g) override {
+    ++sw_.counters_.assembled;
+    if (sw_.failing_assemblies) {
+      --sw_.failing_assemblies;
+      return false;
+    }
+    return fw::Wire::assemble(bus, g);
+  }
 
  private:
   SimSwitch& sw_;

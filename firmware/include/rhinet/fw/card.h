@@ -240,6 +240,18 @@ enum rhn_card_cap {
    * keys, rights and bounds; it walks no table and keeps no TLB for
    * these accesses. */
   RHN_CARD_CAP_DMA_REGION = 1u << 1,
+  /* The transmit assembler (rhn_card_tx_assemble): the core writes a
+   * frame's headers into a send-packet slot and names where its payload
+   * is (a region and an I/O virtual address, walked as region DMA walks
+   * it); the block reads the payload into the slot behind the headers
+   * and hands the frame to the MAC. Used with RHN_CARD_CAP_MAC_CRC and
+   * RHN_CARD_CAP_DMA_REGION, not without. */
+  RHN_CARD_CAP_TX_ASSEMBLER = 1u << 2,
+  /* The MAC's receive FIFO keeps each frame 8-byte aligned in memory the
+   * core reads as fast as its own, until rhn_card_wire_rx_pop: the
+   * engine then works on the frames where the MAC wrote them instead of
+   * copying each into a receive FIFO of its own. */
+  RHN_CARD_CAP_RX_IN_PLACE = 1u << 3,
 };
 uint32_t rhn_card_caps(void);
 
@@ -271,6 +283,31 @@ struct rhn_card_region {
 enum rhn_card_status rhn_card_dma_region(const struct rhn_card_region *region,
                                          uint64_t va, void *buf, size_t len,
                                          bool write);
+
+/* ---- Optional: transmit assembler (RHN_CARD_CAP_TX_ASSEMBLER) --------- */
+
+enum rhn_card_tx_flags {
+  /* Send the frame once assembled; without it the frame is only
+   * assembled in the slot (a frame the engine turns around to itself,
+   * or the link is down: the slot keeps it for a resend). */
+  RHN_CARD_TX_SEND = 1u << 0,
+};
+
+/*
+ * Reads len bytes at I/O virtual address va of the region into card
+ * memory at frame + hdr_len (as rhn_card_dma_region does), then with
+ * RHN_CARD_TX_SEND queues frame[0, hdr_len + len) for the MAC as
+ * rhn_card_wire_tx does, its CRCs filled on the way out. frame is a
+ * send-packet slot of the core's: the assembled frame stays there,
+ * byte for byte what was sent (with the CRC fields as the core left
+ * them), so a retransmission is an rhn_card_wire_tx of the slot.
+ * Returns when the payload is in the slot; a failed read returns the
+ * status rhn_card_dma_region would and sends nothing.
+ */
+enum rhn_card_status rhn_card_tx_assemble(void *frame, uint32_t hdr_len,
+                                          const struct rhn_card_region *region,
+                                          uint64_t va, uint32_t len,
+                                          uint32_t flags);
 
 /* What the hosting device sets beyond the identity (a card: straps or an
  * EEPROM); 0 in a field leaves the firmware's own value. */

@@ -104,14 +104,64 @@ class HostBus {
   ~HostBus() = default;
 };
 
+// A frame for the transmit assembler (EngineConfig::tx_assembler): its
+// headers are at frame[0, hdr_len) in the engine's send-packet memory;
+// the block reads len bytes at I/O virtual address va of region into
+// frame + hdr_len, then, when `send`, sends frame[0, hdr_len + len) as
+// Wire::transmit does (the MAC filling its CRCs on the way out).
+struct TxGather {
+  uint8_t* frame = nullptr;
+  uint32_t hdr_len = 0;
+  uint32_t len = 0;
+  const DmaRegion* region = nullptr;
+  uint64_t va = 0;
+  bool send = true;
+};
+
 // The engine's link to the fabric switch. The frame is only valid during
 // the call; the wire may drop it (the transport recovers).
 class Wire {
  public:
   virtual void transmit(Span<const uint8_t> frame) = 0;
+  // With EngineConfig::tx_assembler: the transmit assembler block gathers
+  // a frame's payload behind its headers and sends it
+  // (RHN_CARD_CAP_TX_ASSEMBLER, Documentation/hardware/soft-core.md).
+  // False when the payload's DMA failed: nothing was sent, and the slot
+  // holds what the block had read so far. The default does what the
+  // block does with the host's region DMA and transmit.
+  virtual bool assemble(HostBus& bus, const TxGather& g) {
+    if (!bus.dma_region(*g.region, g.va, g.frame + g.hdr_len, g.len, false))
+      return false;
+    if (g.send) transmit({g.frame, size_t{g.hdr_len} + g.len});
+    return true;
+  }
 
  protected:
   ~Wire() = default;
+};
+
+// A receive FIFO the engine reads frames from in place (Engine::attach_rx):
+// a card's MAC FIFO (rhn_card_wire_rx_peek/pop) whose frames stay where
+// the MAC wrote them until popped. peek: the oldest frame's length and
+// address (0: none); pop frees it. Called on the engine thread only.
+class RxSource {
+ public:
+  virtual size_t peek(const uint8_t** frame) {
+    (void)frame;
+    return 0;
+  }
+  virtual void pop() {}
+  // Whether a frame may be waiting, as cheaply as the FIFO allows: every
+  // poll() asks. With `pending` (a FIFO's frame count where the core can
+  // read it, e.g. a status register), a load; else peek.
+  bool waiting() {
+    const uint8_t* frame;
+    return pending ? *pending != 0 : peek(&frame) != 0;
+  }
+  const volatile uint32_t* pending = nullptr;
+
+ protected:
+  ~RxSource() = default;
 };
 
 struct EngineConfig {
@@ -216,6 +266,13 @@ struct EngineConfig {
   // hands it the region and the address, and the core walks no TLB or
   // table for it. Keys, rights and bounds are still the core's.
   bool dma_region = false;
+  // The card's transmit assembler (Wire::assemble,
+  // RHN_CARD_CAP_TX_ASSEMBLER) reads a posted packet's payload into its
+  // send slot behind the headers the core wrote and sends the frame: the
+  // payload never passes through the core. Used together with mac_crc
+  // and dma_region (its gathers name a region, its frames leave their
+  // CRCs to the MAC); without both the engine does not use it.
+  bool tx_assembler = false;
 };
 
 // The memory a host build hands the engine (firmware/host/).
@@ -258,6 +315,11 @@ class Engine {
   // Frames a card's MAC dropped before they reached frame_arrived (its
   // buffer was full): counted with the FIFO's drops (RX_DROPS).
   void frames_dropped(uint64_t n);
+  // From now on poll() also takes frames from src, in place, after those
+  // in its own receive FIFO (frames it turned around to itself, and any
+  // handed to frame_arrived): as frame_arrived would take them, without
+  // the copy. Engine thread only; src outlives the engine.
+  void attach_rx(RxSource& src);
 
   // Does a bounded amount of work on the engine thread. Returns true if
   // anything happened; a host may sleep until next_deadline_ns() or new

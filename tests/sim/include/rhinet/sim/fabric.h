@@ -51,6 +51,9 @@ struct SwitchCounters {
   uint64_t mgmt_applied = 0;  // management frames that joined or left
   uint64_t mgmt_refused = 0;  // management frames for a non-UD group
   uint64_t coll_frames = 0;   // in-switch collective frames taken
+  // Frames an engine handed to its transmit assembler (Wire::assemble),
+  // sent or kept in their slots.
+  uint64_t assembled = 0;
 };
 
 class SimSwitch {
@@ -118,6 +121,9 @@ class SimSwitch {
   SwitchCounters counters() const;
   // Observes every frame as transmitted (before faults): src port, bytes.
   std::function<void(size_t, std::span<const uint8_t>)> tap;
+  // The next this many transmit assemblies (Wire::assemble) fail as a
+  // payload read that failed would: nothing sent.
+  uint32_t failing_assemblies = 0;
   // A test's filter over every frame as transmitted (after tap, before
   // faults): true drops it, counted as lost. Holds a chosen frame back
   // (its sender retransmits it) to force an interleaving.
