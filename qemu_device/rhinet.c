@@ -498,12 +498,6 @@ static uint32_t rhinet_fw_stage(void *opaque, uint32_t offset,
     return rhn_fw_shell_stage(&s->shell, offset, data, len);
 }
 
-static uint32_t rhinet_fw_stage_engine(void *opaque, uint32_t offset,
-                                       const uint8_t *data, size_t len)
-{
-    return rhinet_fw_stage(opaque, offset, data, len);
-}
-
 static uint32_t rhinet_fw_commit(void *opaque, uint32_t length,
                                  uint32_t flags)
 {
@@ -783,7 +777,7 @@ static bool rhinet_engine_start(RhinetState *s, Error **errp)
         .raise_msix = rhinet_raise_msix,
         .now_ns = rhinet_now_ns,
         .transmit = rhinet_transmit,
-        .fw_stage = rhinet_fw_stage_engine,
+        .fw_stage = rhinet_fw_stage,
         .fw_commit = rhinet_fw_commit,
     };
     struct rhn_fw_host_ops ops = ops_template;

@@ -91,6 +91,10 @@ def load():
             if used & field_mask(f):
                 raise MapError(f"{r['name']}.{f['name']}: overlaps a field")
             used |= field_mask(f)
+            if "values" in f and (len(f["values"]) > field_mask(f) >> lsb
+                                  or "values_enum" not in f):
+                raise MapError(f"{r['name']}.{f['name']}: values need a "
+                               "values_enum and must fit the field")
     cb = data["counter_block"]
     end = cb["offset"] + 8 * len(data["counter"])
     if end > data["bar"][0]["size"]:
@@ -146,13 +150,7 @@ def header(d):
     for b in d["board"]:
         w(f"/* {b['doc']} */")
         w(f"#define RHN_BOARD_{b['name'].upper().replace('-', '_')} {b['id']}")
-    w("/* A board's name by its ID, as firmware files are named (NULL: none). */")
-    w("#define RHN_BOARD_NAMES \\")
-    w("\t{ \\")
-    for b in d["board"]:
-        w(f"\t\t[{b['id']}] = \"{b['name']}\", \\")
-    w("\t}")
-    w("/* The same by position, for C++ too (\"\": no board of that ID). */")
+    w("/* Boards' names by ID, as firmware files are named (\"\": no board). */")
     top = max(b['id'] for b in d["board"])
     byid = {b['id']: b['name'] for b in d["board"]}
     names = ", ".join('"%s"' % byid.get(i, "") for i in range(top + 1))
@@ -204,6 +202,15 @@ def header(d):
             else:
                 w(f"#define {name}_SHIFT {lsb}")
                 w(f"#define {name}_MASK {c_mask((1 << (msb - lsb + 1)) - 1, r['width'])}")
+            if "values" in f:
+                # A field's named values, and their names by position for
+                # the tools that print them (driver, rhinet-diag).
+                w(f"enum {f['values_enum']} {{")
+                for i, v in enumerate(f["values"]):
+                    w(f"\tRHN_{r['prefix']}_{v.upper()} = {i},")
+                w("};")
+                names = ", ".join(c_string(v) for v in f["values"])
+                w(f"#define {name}_NAMES {names}")
     w("")
     out.extend(c_comment(dp["comment"]))
     w("enum rhn_db_offset {")

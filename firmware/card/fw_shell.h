@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "rhinet/hw_fw.h"
+#include "rhinet/hw_regs.h" /* enum rhn_fw_run_state (FW_STATE.STATE) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,14 +31,6 @@ enum rhn_fw_boot {
   RHN_FW_BOOT_SAME = 0,  /* the image it ran before, again */
   RHN_FW_BOOT_HOST = 1,  /* the image the host committed with ACTIVATE */
   RHN_FW_BOOT_FLASH = 2, /* the image in flash (after a crash) */
-};
-
-/* FW_STATE.STATE */
-enum rhn_fw_run_state {
-  RHN_FW_STATE_NONE = 0,
-  RHN_FW_STATE_BOOTING = 1,
-  RHN_FW_STATE_RUNNING = 2,
-  RHN_FW_STATE_CRASHED = 3,
 };
 
 struct rhn_fw_shell {

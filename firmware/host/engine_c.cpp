@@ -31,9 +31,9 @@ class CallbackHost final : public rhinet::fw::HostBus, public rhinet::fw::Wire {
   uint64_t now_ns() override { return ops_.now_ns(ops_.opaque); }
   uint32_t fw_stage(uint32_t offset,
                     rhinet::fw::Span<const uint8_t> bytes) override {
-    return ops_.fw_stage
-               ? ops_.fw_stage(ops_.opaque, offset, bytes.data(), bytes.size())
-               : uint32_t{RHN_FW_NO_STAGING};
+    return ops_.fw_stage ? ops_.fw_stage(ops_.opaque, offset, bytes.data(),
+                                         static_cast<uint32_t>(bytes.size()))
+                         : uint32_t{RHN_FW_NO_STAGING};
   }
   uint32_t fw_commit(uint32_t length, uint32_t flags) override {
     return ops_.fw_commit ? ops_.fw_commit(ops_.opaque, length, flags)

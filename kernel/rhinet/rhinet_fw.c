@@ -37,7 +37,7 @@ MODULE_PARM_DESC(load_firmware,
  */
 #define RHINET_FW_BOOT_TIMEOUT_US (60 * USEC_PER_SEC)
 
-static const char *const rhinet_board_names[] = RHN_BOARD_NAMES;
+static const char *const rhinet_board_names[] = { RHN_BOARD_NAME_LIST };
 
 /* The shell's verdicts (enum rhn_fw_verdict), as dmesg names them. */
 static const char *const rhinet_fw_verdicts[] = {
@@ -52,12 +52,7 @@ static const char *const rhinet_fw_verdicts[] = {
 	[RHN_FW_NO_STAGING] = "NO_STAGING (the card takes no image)",
 };
 
-static const char *const rhinet_fw_states[] = {
-	[RHINET_FW_NONE] = "none",
-	[RHINET_FW_BOOTING] = "booting",
-	[RHINET_FW_RUNNING] = "running",
-	[RHINET_FW_CRASHED] = "crashed",
-};
+static const char *const rhinet_fw_states[] = { RHN_FW_STATE_STATE_NAMES };
 
 /*
  * Images that crashed on a card (by its PCI name's hash: domain, bus,
@@ -103,7 +98,7 @@ static const char *rhinet_fw_state_name(u32 state)
 /* The board's name as firmware files are named, or NULL. */
 static const char *rhinet_fw_board_name(u32 board)
 {
-	if (board < ARRAY_SIZE(rhinet_board_names))
+	if (board < ARRAY_SIZE(rhinet_board_names) && *rhinet_board_names[board])
 		return rhinet_board_names[board];
 	return NULL;
 }
@@ -240,7 +235,7 @@ static int rhinet_fw_reboot(struct rhinet_dev *rdev)
 	ret = readx_poll_timeout(rhinet_fw_state, rdev, state,
 				 state == U32_MAX ||
 				 (state & RHN_FW_STATE_STATE_MASK) !=
-					 RHINET_FW_BOOTING,
+					 RHN_FW_STATE_BOOTING,
 				 1000, RHINET_FW_BOOT_TIMEOUT_US);
 	if (ret)
 		return ret;

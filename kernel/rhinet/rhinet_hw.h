@@ -177,14 +177,6 @@ static inline u32 rhinet_read32(struct rhinet_dev *rdev, u32 reg)
 	return readl(rdev->regs + reg);
 }
 
-/* FW_STATE.STATE: what the card's core does. */
-enum rhinet_fw_state {
-	RHINET_FW_NONE = 0,
-	RHINET_FW_BOOTING = 1,
-	RHINET_FW_RUNNING = 2,
-	RHINET_FW_CRASHED = 3,
-};
-
 /* The card's shell says its core crashed. */
 static inline bool rhinet_fw_crashed_now(struct rhinet_dev *rdev)
 {
@@ -192,7 +184,7 @@ static inline bool rhinet_fw_crashed_now(struct rhinet_dev *rdev)
 
 	return state != U32_MAX &&
 	       (state & RHN_FW_STATE_STATE_MASK) >> RHN_FW_STATE_STATE_SHIFT ==
-		       RHINET_FW_CRASHED;
+		       RHN_FW_STATE_CRASHED;
 }
 
 static inline void rhinet_write32(struct rhinet_dev *rdev, u32 reg, u32 val)

@@ -23,12 +23,7 @@
 #define RHN_BOARD_QEMU 1
 /* the QEMU device hosting the firmware on a soft core (core=softcore) */
 #define RHN_BOARD_QEMU_SOFTCORE 2
-/* A board's name by its ID, as firmware files are named (NULL: none). */
-#define RHN_BOARD_NAMES                              \
-	{                                            \
-		[1] = "qemu", [2] = "qemu-softcore", \
-	}
-/* The same by position, for C++ too ("": no board of that ID). */
+/* Boards' names by ID, as firmware files are named ("": no board). */
 #define RHN_BOARD_NAME_LIST "", "qemu", "qemu-softcore"
 
 /* BARs */
@@ -112,6 +107,13 @@ enum rhn_control {
 
 #define RHN_FW_STATE_STATE_SHIFT 0
 #define RHN_FW_STATE_STATE_MASK 0xfu
+enum rhn_fw_run_state {
+	RHN_FW_STATE_NONE = 0,
+	RHN_FW_STATE_BOOTING = 1,
+	RHN_FW_STATE_RUNNING = 2,
+	RHN_FW_STATE_CRASHED = 3,
+};
+#define RHN_FW_STATE_STATE_NAMES "none", "booting", "running", "crashed"
 #define RHN_FW_STATE_HOST_LOADED (1u << 4)
 #define RHN_FW_STATE_PENDING (1u << 5)
 

@@ -278,7 +278,7 @@ bool from_device(std::string bdf, Snapshot& snap, std::string& err) {
 // What the shell's identity registers say, for people.
 std::string identity(const rhn_regmap_reg& r, uint64_t v) {
   static const char* const boards[] = {RHN_BOARD_NAME_LIST};
-  static const char* const states[] = {"none", "booting", "running", "crashed"};
+  static const char* const states[] = {RHN_FW_STATE_STATE_NAMES};
   const std::string name = r.name;
   if (name == "BOARD_ID")
     return v < std::size(boards) && *boards[v] ? boards[v] : "unknown board";

@@ -42,10 +42,11 @@ struct rhn_fw_host_ops {
   /*
    * Optional (NULL: the card takes no image, RHN_FW_NO_STAGING): the
    * shell's firmware slot, see HostBus::fw_stage and fw_commit. Each
-   * returns an enum rhn_fw_verdict.
+   * returns an enum rhn_fw_verdict. The same signatures as the soft
+   * core's (card.h), so one shell serves both.
    */
-  uint32_t (*fw_stage)(void *opaque, uint32_t offset, const uint8_t *bytes,
-                       size_t len);
+  uint32_t (*fw_stage)(void *opaque, uint32_t offset, const void *data,
+                       uint32_t len);
   uint32_t (*fw_commit)(void *opaque, uint32_t length, uint32_t flags);
 };
 
