@@ -223,19 +223,29 @@ int rhinet_mem_pin_dmabuf(struct rhinet_ib *ib, struct rhinet_mem *mem,
 }
 
 /* A queue's ring buffer: aligned, at least @need bytes, of which exactly
- * @need are pinned and registered in the context's queue PD.
+ * @need are pinned and registered in the context's queue PD. In a dma-buf
+ * the same holds for the offset, so the rings keep their alignment.
  */
 int rhinet_mem_pin_queue(struct rhinet_ib *ib, struct rhinet_ucontext *uc,
-			 struct rhinet_mem *mem, u64 va, u64 len, u64 need)
+			 struct rhinet_mem *mem,
+			 const struct rhinet_queue_buf *buf, u64 need)
 {
-	if (!va || !IS_ALIGNED(va, RHINET_QUEUE_BUF_ALIGN) || len < need) {
+	if (!buf->va || !IS_ALIGNED(buf->va, RHINET_QUEUE_BUF_ALIGN) ||
+	    buf->len < need ||
+	    (buf->dmabuf && !IS_ALIGNED(buf->offset, RHINET_QUEUE_BUF_ALIGN))) {
 		ibdev_dbg(&ib->ibdev,
-			  "queue buffer %#llx+%llu: need %llu bytes, %u-aligned\n",
-			  va, len, need, RHINET_QUEUE_BUF_ALIGN);
+			  "queue buffer %#llx+%llu (dma-buf %d at %llu): need %llu bytes, %u-aligned\n",
+			  buf->va, buf->len, buf->dmabuf ? buf->fd : -1,
+			  buf->offset, need, RHINET_QUEUE_BUF_ALIGN);
 		return -EINVAL;
 	}
-	return rhinet_mem_pin(ib, mem, va, need, va, IB_ACCESS_LOCAL_WRITE,
-			      uc->ctx, uc->queue_pdn);
+	if (buf->dmabuf)
+		return rhinet_mem_pin_dmabuf(ib, mem, buf->offset, need,
+					     buf->va, buf->fd,
+					     IB_ACCESS_LOCAL_WRITE, uc->ctx,
+					     uc->queue_pdn);
+	return rhinet_mem_pin(ib, mem, buf->va, need, buf->va,
+			      IB_ACCESS_LOCAL_WRITE, uc->ctx, uc->queue_pdn);
 }
 
 /* Unregisters (the NIC drops its TLB entries), then unpins. */

@@ -351,8 +351,18 @@ int rhinet_mem_pin(struct rhinet_ib *ib, struct rhinet_mem *mem, u64 start,
 int rhinet_mem_pin_dmabuf(struct rhinet_ib *ib, struct rhinet_mem *mem,
 			  u64 offset, u64 length, u64 iova, int fd, int access,
 			  u32 ctx, u32 pdn);
+/* Where a user queue's buffer lies: process memory, or a dma-buf's bytes. */
+struct rhinet_queue_buf {
+	u64 va; /* the NIC's address of its first byte */
+	u64 len;
+	bool dmabuf; /* RHINET_QUEUE_BUF_DMABUF: fd and offset valid */
+	int fd;
+	u64 offset;
+};
+
 int rhinet_mem_pin_queue(struct rhinet_ib *ib, struct rhinet_ucontext *uc,
-			 struct rhinet_mem *mem, u64 va, u64 len, u64 need);
+			 struct rhinet_mem *mem,
+			 const struct rhinet_queue_buf *buf, u64 need);
 int rhinet_mem_release(struct rhinet_ib *ib, struct rhinet_mem *mem);
 u32 rhinet_mr_access(int access);
 

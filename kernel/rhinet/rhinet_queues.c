@@ -65,6 +65,24 @@ static int rhinet_queue_destroy(struct rhinet_ib *ib, struct xarray *xa,
 
 /* ---- CQ ------------------------------------------------------------------ */
 
+/* A queue request's buffer: process memory, or a dma-buf's bytes. */
+static int rhinet_queue_buf_of(u32 comp_mask, u64 va, u64 len, s32 fd,
+			       u64 offset, u32 reserved,
+			       struct rhinet_queue_buf *buf)
+{
+	if ((comp_mask & ~RHINET_QUEUE_BUF_DMABUF) || reserved)
+		return -EOPNOTSUPP;
+	*buf = (struct rhinet_queue_buf){ .va = va, .len = len };
+	if (comp_mask & RHINET_QUEUE_BUF_DMABUF) {
+		buf->dmabuf = true;
+		buf->fd = fd;
+		buf->offset = offset;
+	} else if (fd || offset) {
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /*
  * A user CQ's buffer (RHINET_CQ_LAYOUT) for @cqe entries, as create and
  * resize receive it: the request checked, the buffer pinned into @mem.
@@ -74,12 +92,17 @@ static int rhinet_ucq_pin(struct rhinet_ib *ib, struct rhinet_ucontext *uc,
 			  struct rhinet_create_cq_cmd *req,
 			  struct rhinet_mem *mem, u64 *ring_bytes)
 {
-	int ret = rhinet_udata_in(udata, req, sizeof(*req));
+	struct rhinet_queue_buf buf;
+	int ret = rhinet_udata_in_min(udata, req, RHINET_CREATE_CQ_CMD_V0_LEN,
+				      sizeof(*req));
 
 	if (ret)
 		return ret;
-	if (req->comp_mask)
-		return -EOPNOTSUPP;
+	ret = rhinet_queue_buf_of(req->comp_mask, req->buf_va, req->buf_len,
+				  req->dmabuf_fd, req->dmabuf_offset,
+				  req->reserved, &buf);
+	if (ret)
+		return ret;
 	if (req->log_depth < 1 ||
 	    req->log_depth > le32_to_cpu(ib->rdev->attr.max_cq_log_depth) ||
 	    cqe < 1 || cqe > (1 << req->log_depth)) {
@@ -88,7 +111,7 @@ static int rhinet_ucq_pin(struct rhinet_ib *ib, struct rhinet_ucontext *uc,
 		return -EINVAL;
 	}
 	*ring_bytes = (u64)RHN_CQE_SIZE << req->log_depth;
-	return rhinet_mem_pin_queue(ib, uc, mem, req->buf_va, req->buf_len,
+	return rhinet_mem_pin_queue(ib, uc, mem, &buf,
 				    *ring_bytes + sizeof(struct rhn_cq_record));
 }
 
@@ -191,6 +214,7 @@ int rhinet_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 	struct rhn_admin_cmd cmd = {};
 	struct rhn_admin_create_srq *c = &cmd.u.create_srq;
 	bool tm = attr->srq_type == IB_SRQT_TM;
+	struct rhinet_queue_buf buf;
 	u64 ring_bytes, ops_bytes = 0;
 	int ret;
 
@@ -238,7 +262,8 @@ int rhinet_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 		c->max_tags = cpu_to_le32(tags);
 	}
 	ring_bytes = (u64)RHN_RQ_WQE_SIZE << req.log_depth;
-	ret = rhinet_mem_pin_queue(ib, uc, &srq->buf, req.buf_va, req.buf_len,
+	buf = (struct rhinet_queue_buf){ .va = req.buf_va, .len = req.buf_len };
+	ret = rhinet_mem_pin_queue(ib, uc, &srq->buf, &buf,
 				   ring_bytes + ops_bytes +
 					   (tm ? 2 : 1) *
 						   sizeof(struct rhn_queue_record));
@@ -394,7 +419,14 @@ static int rhinet_qp_create_nic(struct rhinet_ib *ib,
 	struct rhn_admin_create_qp *c;
 	struct rhn_admin_cmd cmd = {};
 	u64 need, va = req->buf_va;
+	struct rhinet_queue_buf buf;
 	int ret;
+
+	ret = rhinet_queue_buf_of(req->comp_mask, va, req->buf_len,
+				  req->dmabuf_fd, req->dmabuf_offset,
+				  req->reserved2, &buf);
+	if (ret)
+		return ret;
 
 	resp->rq_offset = sq_bytes;
 	resp->sq_record_offset = sq_bytes + rq_bytes;
@@ -402,7 +434,7 @@ static int rhinet_qp_create_nic(struct rhinet_ib *ib,
 			resp->sq_record_offset + RHINET_QP_RECORDS_SIZE;
 	need = sq_bytes + rq_bytes +
 	       (attr->srq ? 1 : 2) * RHINET_QP_RECORDS_SIZE;
-	ret = rhinet_mem_pin_queue(ib, uc, &qp->buf, va, req->buf_len, need);
+	ret = rhinet_mem_pin_queue(ib, uc, &qp->buf, &buf, need);
 	if (ret)
 		return ret;
 
@@ -443,10 +475,12 @@ int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		return rhinet_kqp_create(ib, qp, attr);
 	if (attr->create_flags || !attr->send_cq || !attr->recv_cq)
 		return -EOPNOTSUPP;
-	ret = rhinet_udata_in(udata, &req, sizeof(req));
+	ret = rhinet_udata_in_min(udata, &req, RHINET_CREATE_QP_CMD_V0_LEN,
+				  sizeof(req));
 	if (ret)
 		return ret;
-	if (req.comp_mask || memchr_inv(req.reserved, 0, sizeof(req.reserved)))
+	if ((req.comp_mask & ~RHINET_QUEUE_BUF_DMABUF) ||
+	    memchr_inv(req.reserved, 0, sizeof(req.reserved)))
 		return -EOPNOTSUPP;
 	type = rhinet_qp_nic_type(attr, &req);
 	if (type < 0)

@@ -73,6 +73,11 @@ void read_tm_info(ibv_cq_ex* c, ibv_wc_tm_info* tm) { *tm = cur(c).tm; }
 }  // namespace
 
 ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
+  return create_cq_ex_in(context, attr, nullptr);
+}
+
+ibv_cq_ex* create_cq_ex_in(ibv_context* context, ibv_cq_init_attr_ex* attr,
+                           const QueueBuf* buf) {
   // No parent domains; IBV_CQ_INIT_ATTR_MASK_FLAGS only without flags
   // (IBV_CREATE_CQ_ATTR_SINGLE_THREADED changes nothing here: the lock is
   // uncontended then, so it is accepted).
@@ -82,7 +87,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
       (attr->flags & ~uint32_t{IBV_CREATE_CQ_ATTR_SINGLE_THREADED}))
     return errno = EOPNOTSUPP, nullptr;
   if (attr->wc_flags & ~kWcFlags) return errno = EOPNOTSUPP, nullptr;
-  Cq* cq = create_cq_common(context, attr);
+  Cq* cq = create_cq_common(context, attr, buf);
   if (!cq) return nullptr;
   ibv_cq_ex& c = cq->vcq.cq_ex;
   c.start_poll = start_poll;

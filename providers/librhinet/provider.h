@@ -128,11 +128,22 @@ struct Mr {
   verbs_mr vmr;
 };
 
+// A queue's buffer the application gives (rhinetdv_create_qp/cq): bytes
+// of a dma-buf, and the process's mapping of them, where the provider
+// writes WQEs and reads CQEs. The provider neither allocates nor frees it.
+struct QueueBuf {
+  int dmabuf_fd = -1;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint8_t* addr = nullptr;
+};
+
 struct Cq {
   verbs_cq vcq;
   std::mutex lock;
   uint8_t* buf = nullptr;  // ring, then the record
   size_t buf_len = 0;
+  bool foreign_buf = false;  // a QueueBuf: not the provider's to free
   rhn_cqe* ring = nullptr;
   rhn_cq_record* record = nullptr;
   uint32_t cqn = 0;
@@ -238,6 +249,7 @@ struct Qp {
   std::mutex sq_lock, rq_lock;
   uint8_t* buf = nullptr;
   size_t buf_len = 0;
+  bool foreign_buf = false;  // a QueueBuf: not the provider's to free
   uint32_t qpn = 0;
   bool sq_sig_all = false;
   // Send queue: slots, free-running indices.
@@ -327,11 +339,27 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 // create_qp, create_qp_ex and the endpoint (attr->pd set, comp_mask
 // checked): RC/UD with driver_qp_type 0, or IBV_QPT_DRIVER of that
 // rhinet_qp_driver_type.
-Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type);
+// A QP's queues as create_qp_common lays them out for @attr's caps: its
+// buffer's length and ring depths; 0 or the errno that refuses them.
+struct QpGeometry {
+  uint32_t slots = 0;  // per WQE
+  uint32_t sq_log = 0, rq_log = 0, rq_depth = 0;
+  bool no_sq = false;
+  size_t buf_len = 0;
+};
+int qp_geometry(Context* ctx, const ibv_qp_init_attr_ex* attr,
+                uint32_t driver_qp_type, QpGeometry* g);
+// With @buf, the QP's rings and records lie in that dma-buf.
+Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type,
+                     const QueueBuf* buf = nullptr);
 ibv_qp* create_qp_typed(ibv_pd* pd, ibv_qp_init_attr* attr,
                         uint32_t driver_qp_type);
 // Both create_cq and create_cq_ex: wc_flags and comp_mask checked.
-Cq* create_cq_common(ibv_context* context, const ibv_cq_init_attr_ex* attr);
+// Bytes of a CQ's buffer for @cqe entries (RHINET_CQ_LAYOUT).
+size_t cq_buf_len(uint32_t cqe);
+// With @buf, the CQ's ring and record lie in that dma-buf.
+Cq* create_cq_common(ibv_context* context, const ibv_cq_init_attr_ex* attr,
+                     const QueueBuf* buf = nullptr);
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask);
 int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init);
 int destroy_qp(ibv_qp* qp);
@@ -401,8 +429,12 @@ void clean_qp_cqes(Qp* qp, bool forget);
 
 // qp_ex.cpp
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
+ibv_qp* create_qp_ex_in(ibv_context* context, ibv_qp_init_attr_ex* attr,
+                        const QueueBuf* buf);
 
 // cq_ex.cpp
 ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);
+ibv_cq_ex* create_cq_ex_in(ibv_context* context, ibv_cq_init_attr_ex* attr,
+                           const QueueBuf* buf);
 
 }  // namespace rhinet

@@ -236,6 +236,11 @@ void wr_abort(ibv_qp_ex* q) {
 }  // namespace
 
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  return create_qp_ex_in(context, attr, nullptr);
+}
+
+ibv_qp* create_qp_ex_in(ibv_context* context, ibv_qp_init_attr_ex* attr,
+                        const QueueBuf* buf) {
   Context* ctx = to_ctx(context);
   constexpr uint32_t kMask = IBV_QP_INIT_ATTR_PD |
                              IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
@@ -263,7 +268,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   // The kernel command knows no create-flags field: it leaves the mask.
   ibv_qp_init_attr_ex core = *attr;
   core.comp_mask &= ~uint32_t{IBV_QP_INIT_ATTR_CREATE_FLAGS};
-  Qp* qp = create_qp_common(&core, 0);
+  Qp* qp = create_qp_common(&core, 0, buf);
   attr->cap = core.cap;
   if (!qp) return nullptr;
   if (ops) {

@@ -175,17 +175,46 @@ int dereg_mr(verbs_mr* vmr) {
 RHINET_CMD_EX(CreateCqCmd, ib_uverbs_ex_create_cq, rhinet_create_cq_cmd);
 RHINET_RESP(CreateCqResp, ib_uverbs_ex_create_cq_resp, rhinet_create_cq_resp);
 
-Cq* create_cq_common(ibv_context* context, const ibv_cq_init_attr_ex* attr) {
+// The application's buffer for @need bytes of a queue: long enough and
+// mapped, and zeroed as a new queue's memory must be (owner bits, records).
+static bool take_queue_buf(const QueueBuf& b, size_t need) {
+  if (b.dmabuf_fd < 0 || !b.addr || b.length < need ||
+      reinterpret_cast<uintptr_t>(b.addr) % RHINET_QUEUE_BUF_ALIGN ||
+      b.offset % RHINET_QUEUE_BUF_ALIGN)
+    return false;
+  memset(b.addr, 0, need);
+  return true;
+}
+
+static uint32_t cq_log_depth(uint32_t cqe) {
+  const uint32_t log = log2_ceil(cqe);
+  return log < 1 ? 1 : log;
+}
+
+size_t cq_buf_len(uint32_t cqe) {
+  return (size_t{RHN_CQE_SIZE} << cq_log_depth(cqe)) + sizeof(rhn_cq_record);
+}
+
+Cq* create_cq_common(ibv_context* context, const ibv_cq_init_attr_ex* attr,
+                     const QueueBuf* qbuf) {
   Context* ctx = to_ctx(context);
   if (attr->cqe < 1 || attr->cqe > (1u << ctx->attr.max_cq_log_depth))
     return errno = EINVAL, nullptr;
   Cq* cq = make<Cq>();
   if (!cq) return errno = ENOMEM, nullptr;
-  cq->log_depth = log2_ceil(attr->cqe);
-  if (cq->log_depth < 1) cq->log_depth = 1;
+  cq->log_depth = cq_log_depth(attr->cqe);
   const size_t ring_bytes = size_t{RHN_CQE_SIZE} << cq->log_depth;
-  cq->buf_len = ring_bytes + sizeof(rhn_cq_record);
-  cq->buf = alloc_queue_buffer(cq->buf_len);
+  cq->buf_len = cq_buf_len(attr->cqe);
+  if (qbuf) {
+    if (!take_queue_buf(*qbuf, cq->buf_len)) {
+      destroy_obj(cq);
+      return errno = EINVAL, nullptr;
+    }
+    cq->buf = qbuf->addr;
+    cq->foreign_buf = true;
+  } else {
+    cq->buf = alloc_queue_buffer(cq->buf_len);
+  }
   if (!cq->buf) {
     destroy_obj(cq);
     return errno = ENOMEM, nullptr;
@@ -199,13 +228,18 @@ Cq* create_cq_common(ibv_context* context, const ibv_cq_init_attr_ex* attr) {
   cmd.drv.log_depth = cq->log_depth;
   cmd.drv.buf_va = reinterpret_cast<uintptr_t>(cq->buf);
   cmd.drv.buf_len = cq->buf_len;
+  if (qbuf) {
+    cmd.drv.comp_mask = RHINET_QUEUE_BUF_DMABUF;
+    cmd.drv.dmabuf_fd = qbuf->dmabuf_fd;
+    cmd.drv.dmabuf_offset = qbuf->offset;
+  }
   CreateCqResp resp{};
   int err = ibv_cmd_create_cq_ex(
       context, attr, &cq->vcq, reinterpret_cast<struct ibv_create_cq_ex*>(&cmd),
       sizeof(cmd), reinterpret_cast<ib_uverbs_ex_create_cq_resp*>(resp.core),
       sizeof(resp), 0);
   if (err) {
-    free_queue_buffer(cq->buf, cq->buf_len);
+    if (!cq->foreign_buf) free_queue_buffer(cq->buf, cq->buf_len);
     destroy_obj(cq);
     errno = err;
     return nullptr;
@@ -233,6 +267,8 @@ RHINET_RESP(ResizeCqResp, ib_uverbs_resize_cq_resp, rhinet_no_data);
 int resize_cq(ibv_cq* ibcq, int cqe) {
   Cq* cq = to_cq(ibcq);
   Context* ctx = to_ctx(ibcq->context);
+  // The application's buffer has no room to grow into.
+  if (cq->foreign_buf) return EOPNOTSUPP;
   if (cqe < 1 ||
       static_cast<uint32_t>(cqe) > (1u << ctx->attr.max_cq_log_depth))
     return EINVAL;
@@ -271,7 +307,7 @@ int destroy_cq(ibv_cq* ibcq) {
   Cq* cq = to_cq(ibcq);
   int err = ibv_cmd_destroy_cq(ibcq);
   if (err) return err;
-  free_queue_buffer(cq->buf, cq->buf_len);
+  if (!cq->foreign_buf) free_queue_buffer(cq->buf, cq->buf_len);
   destroy_obj(cq);
   return 0;
 }
@@ -460,61 +496,86 @@ static uint32_t inline_capacity(uint32_t slots, bool ud, uint32_t device_max) {
 }
 
 static void free_qp(Qp* qp) {
-  free_queue_buffer(qp->buf, qp->buf_len);
+  if (!qp->foreign_buf) free_queue_buffer(qp->buf, qp->buf_len);
   free(qp->sq_info);
   free(qp->rq_wr_ids);
   destroy_obj(qp);
 }
 
-Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type) {
-  ibv_pd* pd = attr->pd;
-  Context* ctx = to_ctx(pd->context);
-  ibv_qp_cap& cap = attr->cap;
+int qp_geometry(Context* ctx, const ibv_qp_init_attr_ex* attr,
+                uint32_t driver_qp_type, QpGeometry* g) {
+  const ibv_qp_cap& cap = attr->cap;
   if (driver_qp_type
           ? attr->qp_type != IBV_QPT_DRIVER
           : attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
                 attr->qp_type != IBV_QPT_UD)
-    return errno = EOPNOTSUPP, nullptr;
+    return EOPNOTSUPP;
   if (cap.max_send_sge > ctx->attr.max_send_sge ||
       cap.max_recv_sge > ctx->attr.max_recv_sge ||
       cap.max_inline_data > ctx->attr.max_inline)
-    return errno = EINVAL, nullptr;
+    return EINVAL;
   const bool ud = attr->qp_type == IBV_QPT_UD;
-  const uint32_t slots =
-      rhn_wqe_slots(cap.max_send_sge, cap.max_inline_data, ud);
-  if (slots > RHN_WQE_MAX_SLOTS) return errno = EINVAL, nullptr;
+  g->slots = rhn_wqe_slots(cap.max_send_sge, cap.max_inline_data, ud);
+  if (g->slots > RHN_WQE_MAX_SLOTS) return EINVAL;
   // max_send_wr 0: a QP without a send queue (one that only receives, on
   // an SRQ for instance). The NIC still gets the smallest ring, which
   // nothing is ever posted to.
-  const bool no_sq = cap.max_send_wr == 0;
+  g->no_sq = cap.max_send_wr == 0;
   const uint64_t sq_slots =
-      uint64_t{cap.max_send_wr ? cap.max_send_wr : 1} * slots;
+      uint64_t{cap.max_send_wr ? cap.max_send_wr : 1} * g->slots;
   const uint32_t max_depth = 1u << ctx->attr.max_wq_log_depth;
-  if (sq_slots > max_depth || cap.max_recv_wr > max_depth)
-    return errno = EINVAL, nullptr;
-
-  Qp* qp = make<Qp>();
-  if (!qp) return errno = ENOMEM, nullptr;
+  if (sq_slots > max_depth || cap.max_recv_wr > max_depth) return EINVAL;
   // At least kMinSqLog: applications such as perftest keep a WR or two
   // more in flight than they asked for (as hardware with larger minimum
   // queues allows).
-  qp->sq_log = log2_ceil(static_cast<uint32_t>(sq_slots));
-  if (qp->sq_log < kMinSqLog && kMinSqLog <= ctx->attr.max_wq_log_depth &&
-      !no_sq)
-    qp->sq_log = kMinSqLog;
-  if (qp->sq_log < 1) qp->sq_log = 1;
-  qp->srq = attr->srq ? to_srq(attr->srq) : nullptr;
-  uint32_t rq_log = 0;
-  if (!qp->srq) {
-    rq_log = log2_ceil(cap.max_recv_wr ? cap.max_recv_wr : 1);
-    if (rq_log < 1) rq_log = 1;
-    qp->rq_depth = 1u << rq_log;
+  g->sq_log = log2_ceil(static_cast<uint32_t>(sq_slots));
+  if (g->sq_log < kMinSqLog && kMinSqLog <= ctx->attr.max_wq_log_depth &&
+      !g->no_sq)
+    g->sq_log = kMinSqLog;
+  if (g->sq_log < 1) g->sq_log = 1;
+  g->rq_log = 0;
+  g->rq_depth = 0;
+  if (!attr->srq) {
+    g->rq_log = log2_ceil(cap.max_recv_wr ? cap.max_recv_wr : 1);
+    if (g->rq_log < 1) g->rq_log = 1;
+    g->rq_depth = 1u << g->rq_log;
   }
-  const size_t sq_bytes = size_t{RHN_SQ_SLOT_SIZE} << qp->sq_log;
-  const size_t rq_bytes = size_t{RHN_RQ_WQE_SIZE} * qp->rq_depth;
-  qp->buf_len =
-      sq_bytes + rq_bytes + (qp->srq ? 1 : 2) * sizeof(rhn_queue_record);
-  qp->buf = alloc_queue_buffer(qp->buf_len);
+  const size_t sq_bytes = size_t{RHN_SQ_SLOT_SIZE} << g->sq_log;
+  const size_t rq_bytes = size_t{RHN_RQ_WQE_SIZE} * g->rq_depth;
+  g->buf_len =
+      sq_bytes + rq_bytes + (attr->srq ? 1 : 2) * sizeof(rhn_queue_record);
+  return 0;
+}
+
+Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type,
+                     const QueueBuf* qbuf) {
+  ibv_pd* pd = attr->pd;
+  Context* ctx = to_ctx(pd->context);
+  ibv_qp_cap& cap = attr->cap;
+  QpGeometry geo;
+  if (int err = qp_geometry(ctx, attr, driver_qp_type, &geo))
+    return errno = err, nullptr;
+  const bool ud = attr->qp_type == IBV_QPT_UD;
+  const uint32_t slots = geo.slots;
+  const bool no_sq = geo.no_sq;
+
+  Qp* qp = make<Qp>();
+  if (!qp) return errno = ENOMEM, nullptr;
+  qp->sq_log = geo.sq_log;
+  qp->srq = attr->srq ? to_srq(attr->srq) : nullptr;
+  const uint32_t rq_log = geo.rq_log;
+  qp->rq_depth = geo.rq_depth;
+  qp->buf_len = geo.buf_len;
+  if (qbuf) {
+    if (!take_queue_buf(*qbuf, qp->buf_len)) {
+      free_qp(qp);
+      return errno = EINVAL, nullptr;
+    }
+    qp->buf = qbuf->addr;
+    qp->foreign_buf = true;
+  } else {
+    qp->buf = alloc_queue_buffer(qp->buf_len);
+  }
   qp->sq_info =
       static_cast<SendSlot*>(calloc(size_t{1} << qp->sq_log, sizeof(SendSlot)));
   qp->rq_wr_ids = static_cast<uint64_t*>(
@@ -530,6 +591,11 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type) {
   cmd.drv.rq_log_depth = static_cast<uint8_t>(rq_log);
   cmd.drv.buf_va = reinterpret_cast<uintptr_t>(qp->buf);
   cmd.drv.buf_len = qp->buf_len;
+  if (qbuf) {
+    cmd.drv.comp_mask = RHINET_QUEUE_BUF_DMABUF;
+    cmd.drv.dmabuf_fd = qbuf->dmabuf_fd;
+    cmd.drv.dmabuf_offset = qbuf->offset;
+  }
   CreateQpResp resp{};
   int err = ibv_cmd_create_qp_ex(
       pd->context, &qp->vqp, attr,

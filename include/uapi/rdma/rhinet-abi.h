@@ -201,6 +201,22 @@ struct rhinet_reg_mr_resp {
 	__u32 page_shift;
 };
 
+/* ---- Queue buffers ------------------------------------------------------ */
+
+/*
+ * rhinet_create_cq_cmd.comp_mask and rhinet_create_qp_cmd.comp_mask.
+ * RHINET_QUEUE_BUF_DMABUF: the queue's buffer (its rings and records, laid
+ * out as without the bit) is bytes [dmabuf_offset, + buf_len) of the
+ * dma-buf dmabuf_fd, the memory of another device, not process memory.
+ * buf_va is then only the address the NIC gives the buffer's first byte
+ * (nonzero and aligned as always; providers pass their mapping of it, if
+ * they have one). Nothing is counted as the process's pinned memory: the
+ * exporter keeps the buffer in place while the queue lives.
+ */
+enum rhinet_queue_buf_mask {
+	RHINET_QUEUE_BUF_DMABUF = 1 << 0,
+};
+
 /* ---- CQ ----------------------------------------------------------------- */
 
 /*
@@ -213,11 +229,17 @@ struct rhinet_reg_mr_resp {
  * start, and the consumer index restarts at 0. The old buffer is unpinned.
  */
 struct rhinet_create_cq_cmd {
-	__u32 comp_mask;
+	__u32 comp_mask; /* enum rhinet_queue_buf_mask */
 	__u32 log_depth;
 	__aligned_u64 buf_va;
 	__aligned_u64 buf_len;
+	__s32 dmabuf_fd; /* RHINET_QUEUE_BUF_DMABUF */
+	__u32 reserved;
+	__aligned_u64 dmabuf_offset;
 };
+
+/* A request of this length (an older provider) has no dma-buf fields. */
+#define RHINET_CREATE_CQ_CMD_V0_LEN 24
 
 struct rhinet_create_cq_resp {
 	__u32 comp_mask;
@@ -280,14 +302,20 @@ enum rhinet_qp_driver_type {
  * offsets the kernel used.
  */
 struct rhinet_create_qp_cmd {
-	__u32 comp_mask;
+	__u32 comp_mask; /* enum rhinet_queue_buf_mask */
 	__u32 driver_qp_type; /* enum rhinet_qp_driver_type, IB_QPT_DRIVER */
 	__u8 sq_log_depth; /* SQ slots; a WQE takes 1 + ext_units slots */
 	__u8 rq_log_depth; /* RQ WQEs; 0 with an SRQ */
 	__u8 reserved[6];
 	__aligned_u64 buf_va;
 	__aligned_u64 buf_len;
+	__s32 dmabuf_fd; /* RHINET_QUEUE_BUF_DMABUF */
+	__u32 reserved2;
+	__aligned_u64 dmabuf_offset;
 };
+
+/* A request of this length (an older provider) has no dma-buf fields. */
+#define RHINET_CREATE_QP_CMD_V0_LEN 32
 
 struct rhinet_create_qp_resp {
 	__u32 comp_mask;

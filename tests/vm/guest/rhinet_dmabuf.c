@@ -41,6 +41,9 @@
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
 
+#include <infiniband/rhinetdv.h>
+#include <rhinet/hw_queues.h>
+
 #include "verbs_guest.h"
 #include "vgem.h"
 
@@ -477,6 +480,292 @@ static void dereg_queued(struct node *n, struct dbuf *b)
 	      obj1, att0, att1);
 }
 
+/* ---- queues in a dma-buf --------------------------------------------------- */
+
+#define QBUF_ROWS 64u /* 256 KiB: two CQs and two QPs */
+#define Q_OPS 100u /* more than the rings hold: they wrap */
+#define Q_LEN 256u /* bytes per operation */
+
+/* Bytes [@off, @off + @len) of @b and its mapping, for rhinetdv. */
+static struct rhinetdv_queue_buf qbuf(const struct dbuf *b, uint64_t off,
+				      size_t len)
+{
+	return (struct rhinetdv_queue_buf){.dmabuf_fd = b->fd,
+					   .offset = off,
+					   .length = len,
+					   .addr = (void *)(b->map + off)};
+}
+
+static struct ibv_cq *q_cq(struct node *n, const struct rhinetdv_queue_buf *qb)
+{
+	struct ibv_cq_init_attr_ex a = {.cqe = 32};
+	struct rhinetdv_cq_init_attr dv = {
+		.comp_mask = RHINETDV_CQ_INIT_ATTR_BUF, .buf = *qb};
+	struct ibv_cq_ex *cq = rhinetdv_create_cq(n->ctx, &a, &dv, sizeof(dv));
+
+	return cq ? ibv_cq_ex_to_cq(cq) : NULL;
+}
+
+static struct ibv_qp *q_qp(struct node *n, struct ibv_cq *cq,
+			   const struct rhinetdv_queue_buf *qb)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {.max_send_wr = 16,
+			.max_recv_wr = 16,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = n->pd,
+	};
+	struct rhinetdv_qp_init_attr dv = {
+		.comp_mask = RHINETDV_QP_INIT_ATTR_BUF, .buf = *qb};
+
+	return rhinetdv_create_qp(n->ctx, &a, &dv, sizeof(dv));
+}
+
+/* An RDMA WRITE posted on @qp and not waited for. */
+static void rdma_on(struct ibv_qp *qp, uint64_t laddr, uint32_t lkey,
+		    uint64_t raddr, uint32_t rkey, uint32_t len)
+{
+	struct ibv_sge sge = {laddr, len, lkey};
+	struct ibv_send_wr wr = {.wr_id = 9,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = {raddr, rkey}};
+	struct ibv_send_wr *bad;
+	int ret = ibv_post_send(qp, &wr, &bad);
+
+	check(!ret, "WRITE to be torn down: ibv_post_send: %s", strerror(ret));
+}
+
+/* A refused queue: NULL, errno @want, no attachment left behind. */
+static void q_refused(struct node *n, struct ibv_cq *cq,
+		      struct rhinetdv_queue_buf qb, int want, const char *what)
+{
+	int obj0, att0, obj1, att1;
+	struct ibv_qp *qp;
+	struct ibv_cq *c;
+
+	bufinfo(&obj0, &att0);
+	errno = 0;
+	qp = q_qp(n, cq, &qb);
+	check(!qp && errno == want, "QP %s: %s, errno %d (%s), want %s", what,
+	      qp ? "created" : "refused", errno, strerror(errno),
+	      strerror(want));
+	if (qp)
+		ibv_destroy_qp(qp);
+	errno = 0;
+	c = q_cq(n, &qb);
+	check(!c && errno == want, "CQ %s: %s, errno %d (%s), want %s", what,
+	      c ? "created" : "refused", errno, strerror(errno),
+	      strerror(want));
+	if (c)
+		ibv_destroy_cq(c);
+	bufinfo(&obj1, &att1);
+	check(obj1 == obj0 && att1 == att0,
+	      "%s: dma-bufs %d -> %d, attachments %d -> %d", what, obj0, obj1,
+	      att0, att1);
+}
+
+/*
+ * Two RC QPs and their CQs whose rings and records all lie in one vgem
+ * dma-buf: SENDs and WRITEs between them, more than the rings hold, every
+ * byte and every completion checked, and the CQEs and WQEs seen in the
+ * dma-buf through its mapping (so the NIC fetched and wrote them there).
+ * Then the refusals, and a QP destroyed with WRITEs queued on it.
+ */
+static void queues(struct node *n, int card)
+{
+	uintptr_t host = (uintptr_t)n->host;
+	struct rhinetdv_queue_buf qb[4];
+	size_t cq_len, qp_len, off = 0;
+	struct ibv_qp_init_attr_ex qa = {
+		.cap = {.max_send_wr = 16,
+			.max_recv_wr = 16,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = n->pd,
+	};
+	int obj0, att0, obj1, att1, ret;
+	struct ibv_cq *cq[2] = {0};
+	struct ibv_qp *qp[2] = {0};
+	const volatile struct rhn_cqe *cqe;
+	uint8_t gid[16];
+	unsigned int seen = 0;
+	struct dbuf b;
+
+	bufinfo(&obj0, &att0);
+	dbuf_create(card, QBUF_ROWS, &b);
+	check(!rhinetdv_cq_buf_len(n->ctx, 32, &cq_len) &&
+		      !rhinetdv_qp_buf_len(n->ctx, &qa, &qp_len),
+	      "queue buffer lengths");
+	for (int i = 0; i < 4; i++) {
+		size_t len = i < 2 ? cq_len : qp_len;
+
+		qb[i] = qbuf(&b, off, len);
+		off += (len + 4095) & ~(size_t)4095;
+	}
+	check(off <= b.size, "queues need %zu bytes of %zu", off, b.size);
+	printf("rhinet-dmabuf: queues in a dma-buf: CQ %zu bytes, QP %zu "
+	       "bytes\n",
+	       cq_len, qp_len);
+	for (int i = 0; i < 2; i++) {
+		cq[i] = q_cq(n, &qb[i]);
+		check(cq[i], "CQ %d in the dma-buf: %s", i, strerror(errno));
+		qp[i] = cq[i] ? q_qp(n, cq[i], &qb[2 + i]) : NULL;
+		check(qp[i], "QP %d in the dma-buf: %s", i, strerror(errno));
+	}
+	if (!qp[0] || !qp[1])
+		goto out;
+	bufinfo(&obj1, &att1);
+	check(att1 == att0 + 4, "four queues: attachments %d -> %d", att0,
+	      att1);
+	local_gid(n->ctx, n->gid_index, gid);
+	rc_connect(qp[0], "dma-buf QP 0", qp[1]->qp_num, gid, n->gid_index, 4);
+	rc_connect(qp[1], "dma-buf QP 1", qp[0]->qp_num, gid, n->gid_index, 4);
+
+	/* Each round: a RECV on QP 1, a SEND and a WRITE from QP 0. */
+	for (uint32_t i = 0; i < Q_OPS && !failures; i++) {
+		uint32_t so = (i % 64) * Q_LEN, ro = 65536 + (i % 64) * Q_LEN;
+		uint32_t wo = 131072 + (i % 64) * Q_LEN;
+		struct ibv_sge rs = {host + ro, Q_LEN, n->host_mr->lkey};
+		struct ibv_sge ss = {host + so, Q_LEN, n->host_mr->lkey};
+		struct ibv_recv_wr rwr = {
+			.wr_id = 100 + i, .sg_list = &rs, .num_sge = 1};
+		struct ibv_send_wr wr[2] = {
+			{.wr_id = 200 + i,
+			 .next = &wr[1],
+			 .sg_list = &ss,
+			 .num_sge = 1,
+			 .opcode = IBV_WR_SEND,
+			 .send_flags = IBV_SEND_SIGNALED},
+			{.wr_id = 300 + i,
+			 .sg_list = &ss,
+			 .num_sge = 1,
+			 .opcode = IBV_WR_RDMA_WRITE,
+			 .send_flags = IBV_SEND_SIGNALED,
+			 .wr.rdma = {host + wo, n->host_mr->rkey}}};
+		struct ibv_recv_wr *rbad;
+		struct ibv_send_wr *sbad;
+		struct ibv_wc wc;
+		double end = now() + 30;
+		int got = 0;
+
+		fill(n->host + so, Q_LEN, 20 + i);
+		ret = ibv_post_recv(qp[1], &rwr, &rbad);
+		check(!ret, "round %u: post_recv: %s", i, strerror(ret));
+		ret = ibv_post_send(qp[0], wr, &sbad);
+		check(!ret, "round %u: post_send: %s", i, strerror(ret));
+		while (got < 3 && now() < end) {
+			int r = ibv_poll_cq(got < 2 ? cq[0] : cq[1], 1, &wc);
+
+			if (r < 0)
+				die("ibv_poll_cq");
+			if (!r)
+				continue;
+			check(wc.status == IBV_WC_SUCCESS,
+			      "round %u: wr_id %" PRIu64 " %s", i, wc.wr_id,
+			      ibv_wc_status_str(wc.status));
+			check(wc.wr_id == (got == 0   ? 200 + i
+					   : got == 1 ? 300 + i
+						      : 100 + i),
+			      "round %u: wr_id %" PRIu64 " out of order", i,
+			      wc.wr_id);
+			got++;
+		}
+		check(got == 3, "round %u: %d of 3 completions in 30 s", i,
+		      got);
+		check(differs(n->host + ro, Q_LEN, 20 + i) < 0,
+		      "round %u: the SEND's bytes differ", i);
+		check(differs(n->host + wo, Q_LEN, 20 + i) < 0,
+		      "round %u: the WRITE's bytes differ", i);
+	}
+	/* The completions are in the dma-buf: every CQE slot of both rings
+	 * written (each took more than its ring holds), and QP 0's SQ ring
+	 * holds its WQEs.
+	 */
+	for (int i = 0; i < 2; i++) {
+		cqe = (const volatile struct rhn_cqe *)(b.map + qb[i].offset);
+		for (uint32_t k = 0; k < 32; k++)
+			seen += cqe[k].qpn != 0;
+	}
+	check(seen == 64, "CQEs written in the dma-buf: %u of 64 slots", seen);
+	check(b.map[qb[2].offset] == RHN_OP_SEND ||
+		      b.map[qb[2].offset] == RHN_OP_WRITE,
+	      "QP 0's first SQ slot in the dma-buf holds opcode %u",
+	      b.map[qb[2].offset]);
+
+	/* Resize would need a buffer of the application's. */
+	errno = 0;
+	ret = ibv_resize_cq(cq[0], 64);
+	check(ret == EOPNOTSUPP, "ibv_resize_cq in the dma-buf: %d, want %s",
+	      ret, strerror(EOPNOTSUPP));
+
+	/* Torn down with work queued: WRITEs posted, the QP destroyed at
+	 * once, its CQ after it.
+	 */
+	for (uint32_t i = 0; i < 8; i++)
+		rdma_on(qp[0], host, n->host_mr->lkey, host + 131072,
+			n->host_mr->rkey, 4096);
+out:
+	for (int i = 0; i < 2; i++) {
+		if (qp[i])
+			check(!ibv_destroy_qp(qp[i]), "destroy dma-buf QP %d",
+			      i);
+		if (cq[i])
+			check(!ibv_destroy_cq(cq[i]), "destroy dma-buf CQ %d",
+			      i);
+	}
+	bufinfo(&obj1, &att1);
+	check(obj1 == obj0 + 1 && att1 == att0,
+	      "queues destroyed: dma-bufs %d -> %d, attachments %d -> %d", obj0,
+	      obj1, att0, att1);
+
+	/* Refusals, each leaving nothing attached. */
+	{
+		struct ibv_cq *hcq = ibv_create_cq(n->ctx, 32, NULL, NULL, 0);
+		struct rhinetdv_queue_buf r;
+		int pipefd[2];
+
+		if (!hcq || pipe(pipefd))
+			die("CQ or pipe");
+		r = qbuf(&b, 0, 4096);
+		r.length = 64;
+		q_refused(n, hcq, r, EINVAL, "in too short a buffer");
+		r = qbuf(&b, 4096 + 32, qp_len);
+		q_refused(n, hcq, r, EINVAL, "at a misaligned offset");
+		r = qbuf(&b, b.size - 512, qp_len);
+		r.addr = (void *)b.map; /* a mapping long enough */
+		q_refused(n, hcq, r, EINVAL, "past the dma-buf's end");
+		r = qbuf(&b, 0, qp_len);
+		r.dmabuf_fd = pipefd[0];
+		q_refused(n, hcq, r, EINVAL, "in a pipe");
+		close(pipefd[0]);
+		close(pipefd[1]);
+		r.dmabuf_fd = pipefd[0];
+		q_refused(n, hcq, r, EBADF, "in a closed descriptor");
+		r = qbuf(&b, 0, qp_len);
+		r.addr = NULL;
+		q_refused(n, hcq, r, EINVAL, "without a mapping");
+		ibv_destroy_cq(hcq);
+	}
+	munmap((void *)b.map, b.size);
+	close(b.fd);
+	dbuf_close_handle(card, &b);
+	bufinfo(&obj1, &att1);
+	check(obj1 == obj0 && att1 == att0,
+	      "dma-buf of the queues freed: dma-bufs %d -> %d, attachments %d "
+	      "-> %d",
+	      obj0, obj1, att0, att1);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = "rhinet0";
@@ -514,6 +803,7 @@ int main(int argc, char **argv)
 	printf("rhinet-dmabuf: %d checks so far, %d failed\n", checks,
 	       failures);
 	dereg_queued(&n, &big);
+	queues(&n, card);
 
 	check(!ibv_destroy_qp(n.qp[0]) && !ibv_destroy_qp(n.qp[1]),
 	      "destroy the QPs");

@@ -9,9 +9,14 @@
 #                       dma-buf, a closed descriptor, a range past the
 #                       end); descriptor, GEM handle and mapping closed
 #                       under a registered MR (it keeps working, dereg
-#                       frees the buffer); dereg under a queued WRITE. The
-#                       dma-bufs alive and their attachments are counted
-#                       in debugfs before and after.
+#                       frees the buffer); dereg under a queued WRITE;
+#                       two RC QPs and their CQs whose rings and records
+#                       lie in a dma-buf (rhinetdv_create_qp/cq): SENDs
+#                       and WRITEs past the rings' ends, the CQEs and
+#                       WQEs seen in the dma-buf, the refusals, a QP
+#                       destroyed with WRITEs queued. The dma-bufs alive
+#                       and their attachments are counted in debugfs
+#                       before and after.
 #   rhinet-dmabuf-user  (tests/vm/guest/rhinet_dmabuf_user.cc) under
 #                       rhinet-run, one rank per node: userlib's
 #                       Group::dmabuf_buffer as the source of a PUSH and

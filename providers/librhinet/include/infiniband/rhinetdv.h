@@ -129,6 +129,68 @@ struct rhinetdv_device_attr {
 int rhinetdv_query_device(struct ibv_context *context,
 			  struct rhinetdv_device_attr *attr, size_t inlen);
 
+/* ---- queues in another device's memory ---------------------------------- */
+
+/*
+ * A queue's buffer given by the application: bytes [offset, offset +
+ * length) of a dma-buf it holds (another device's memory, exported by that
+ * device's driver), and its own mapping of them at addr, through which the
+ * library writes WQEs and reads CQEs. The NIC reaches the buffer by
+ * peer-to-peer DMA. addr and offset are 64-byte aligned; the buffer must
+ * stay mapped and the dma-buf open until the queue is destroyed; the
+ * library zeroes the bytes it uses and never frees them.
+ */
+struct rhinetdv_queue_buf {
+	int dmabuf_fd;
+	uint32_t reserved; /* 0 */
+	uint64_t offset;
+	uint64_t length;
+	void *addr;
+};
+
+enum rhinetdv_qp_init_attr_mask {
+	RHINETDV_QP_INIT_ATTR_BUF = 1 << 0, /* buf is set */
+};
+
+struct rhinetdv_qp_init_attr {
+	uint64_t comp_mask; /* enum rhinetdv_qp_init_attr_mask */
+	struct rhinetdv_queue_buf buf; /* the send and receive queues */
+};
+
+enum rhinetdv_cq_init_attr_mask {
+	RHINETDV_CQ_INIT_ATTR_BUF = 1 << 0, /* buf is set */
+};
+
+struct rhinetdv_cq_init_attr {
+	uint64_t comp_mask; /* enum rhinetdv_cq_init_attr_mask */
+	struct rhinetdv_queue_buf buf; /* the completion ring */
+};
+
+/*
+ * ibv_create_qp_ex and ibv_create_cq_ex with the queues where @dv_attr
+ * says (inlen: sizeof(*dv_attr) as the caller knows it). Errors (errno):
+ * EINVAL for a buffer too short or misaligned, comp_mask bits unknown;
+ * EBADF for an fd that is no file; the exporter's or the kernel's errno
+ * when the dma-buf cannot be pinned or reached by the NIC. A CQ in such a
+ * buffer cannot be resized (EOPNOTSUPP).
+ */
+struct ibv_qp *rhinetdv_create_qp(struct ibv_context *context,
+				  struct ibv_qp_init_attr_ex *attr,
+				  const struct rhinetdv_qp_init_attr *dv_attr,
+				  size_t inlen);
+struct ibv_cq_ex *rhinetdv_create_cq(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr,
+				     const struct rhinetdv_cq_init_attr *dv_attr,
+				     size_t inlen);
+/*
+ * Bytes the buffer of a QP or CQ created with @attr needs (the same rules
+ * as the create calls); 0, or EINVAL/EOPNOTSUPP as they would fail.
+ */
+int rhinetdv_qp_buf_len(struct ibv_context *context,
+			const struct ibv_qp_init_attr_ex *attr, size_t *length);
+int rhinetdv_cq_buf_len(struct ibv_context *context, uint32_t cqe,
+			size_t *length);
+
 /* ---- endpoint ----------------------------------------------------------- */
 
 enum rhinetdv_endpoint_init_attr_mask {
