@@ -182,4 +182,8 @@ rhinetdv_mcast_attr mcast_request_of(const Attr& s) {
   return a;
 }
 
+// The application's queue buffer of the direct verbs (rhinetdv_create_qp,
+// _cq, _endpoint), or EINVAL (no mapping, no descriptor, reserved set).
+int queue_buf_of(const rhinetdv_queue_buf& b, QueueBuf* out);
+
 }  // namespace rhinet

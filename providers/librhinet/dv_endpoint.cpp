@@ -215,20 +215,28 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
   return 0;
 }
 
-RHINETDV_EXPORT rhinetdv_endpoint* rhinetdv_create_endpoint(
-    ibv_pd* pd, const rhinetdv_endpoint_init_attr* attr) {
-  if (!pd) return errno = EINVAL, nullptr;
-  if (!is_rhinet_context(pd->context)) return errno = EOPNOTSUPP, nullptr;
-  Context* ctx = to_ctx(pd->context);
-  const rhinetdv_endpoint_init_attr none{};
-  if (!attr) attr = &none;
+namespace {
+
+constexpr uint64_t kEndpointMask = RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV |
+                                   RHINETDV_ENDPOINT_INIT_ATTR_QUEUE_BUFS;
+
+// What an endpoint of @attr is made of: its QP's and CQ's sizes; 0 or
+// EINVAL.
+struct EndpointGeometry {
+  uint32_t max = 0;  // operations in flight
+  uint32_t cq_entries = 0;
+  ibv_qp_init_attr_ex qa{};
+};
+
+int endpoint_geometry(Context* ctx, const rhinetdv_endpoint_init_attr* attr,
+                      EndpointGeometry* g) {
   const uint32_t max = attr->max_outstanding ? attr->max_outstanding
                                              : rhinet::kDefaultOutstanding;
   uint32_t max_irecv = rhinet::kDefaultIrecv;
   if ((attr->comp_mask & RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV) &&
       attr->max_irecv)
     max_irecv = attr->max_irecv;
-  if ((attr->comp_mask & ~uint64_t{RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV}) ||
+  if ((attr->comp_mask & ~kEndpointMask) ||
       ((attr->comp_mask & RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV) &&
        (attr->reserved || max_irecv > (1u << ctx->attr.max_wq_log_depth) ||
         max_irecv > 16384)) ||
@@ -236,36 +244,92 @@ RHINETDV_EXPORT rhinetdv_endpoint* rhinetdv_create_endpoint(
        ~static_cast<uint32_t>(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                               IBV_ACCESS_REMOTE_ATOMIC)) ||
       max > rhinet::ep_max_outstanding(ctx))
-    return errno = EINVAL, nullptr;
+    return EINVAL;
+  const uint32_t slots = rhinet::ep_slots_per_wqe(ctx);
+  // The CQ holds a CQE per SQ slot: never more completions than WQEs.
+  const uint32_t sq_slots = 1u << rhinet::log2_ceil(max * slots);
+  const uint32_t rq_depth = 1u << rhinet::log2_ceil(max_irecv);
+  g->max = max;
+  g->cq_entries = std::min<uint32_t>(sq_slots + rq_depth + rhinet::kSignalRoom,
+                                     1u << ctx->attr.max_cq_log_depth);
+  g->qa.qp_type = IBV_QPT_DRIVER;
+  g->qa.cap.max_send_wr = max;
+  g->qa.cap.max_recv_wr = rq_depth;
+  g->qa.cap.max_send_sge = 1;
+  g->qa.cap.max_recv_sge = 1;
+  g->qa.cap.max_inline_data = ctx->attr.max_inline;
+  return 0;
+}
+
+// The endpoint's queue buffers from @attr, or EINVAL.
+int endpoint_bufs(const rhinetdv_endpoint_init_attr* attr, rhinet::QueueBuf* qp,
+                  rhinet::QueueBuf* cq) {
+  if (int err = rhinet::queue_buf_of(attr->qp_buf, qp)) return err;
+  return rhinet::queue_buf_of(attr->cq_buf, cq);
+}
+
+}  // namespace
+
+RHINETDV_EXPORT int rhinetdv_endpoint_buf_len(
+    ibv_context* context, const rhinetdv_endpoint_init_attr* attr,
+    size_t* qp_len, size_t* cq_len) {
+  if (!context || !qp_len || !cq_len) return EINVAL;
+  if (!is_rhinet_context(context)) return EOPNOTSUPP;
+  Context* ctx = to_ctx(context);
+  const rhinetdv_endpoint_init_attr none{};
+  EndpointGeometry g;
+  if (int err = endpoint_geometry(ctx, attr ? attr : &none, &g)) return err;
+  rhinet::QpGeometry q;
+  if (int err =
+          rhinet::qp_geometry(ctx, &g.qa, RHINET_QP_DRIVER_TYPE_ENDPOINT, &q))
+    return err;
+  *qp_len = q.buf_len;
+  *cq_len = rhinet::cq_buf_len(g.cq_entries);
+  return 0;
+}
+
+RHINETDV_EXPORT rhinetdv_endpoint* rhinetdv_create_endpoint(
+    ibv_pd* pd, const rhinetdv_endpoint_init_attr* attr) {
+  if (!pd) return errno = EINVAL, nullptr;
+  if (!is_rhinet_context(pd->context)) return errno = EOPNOTSUPP, nullptr;
+  Context* ctx = to_ctx(pd->context);
+  const rhinetdv_endpoint_init_attr none{};
+  if (!attr) attr = &none;
+  EndpointGeometry g;
+  if (int e = endpoint_geometry(ctx, attr, &g)) return errno = e, nullptr;
+  const bool in_bufs = attr->comp_mask & RHINETDV_ENDPOINT_INIT_ATTR_QUEUE_BUFS;
+  rhinet::QueueBuf qp_buf, cq_buf;
+  if (in_bufs)
+    if (int e = endpoint_bufs(attr, &qp_buf, &cq_buf))
+      return errno = e, nullptr;
+  const uint32_t max = g.max;
 
   void* mem = calloc(1, sizeof(Endpoint));
   if (!mem) return errno = ENOMEM, nullptr;
   auto* ep = new (mem) Endpoint;
   int err = 0;
-  ibv_qp_init_attr qa{};
   ibv_qp_attr m{};
-  const uint32_t slots = rhinet::ep_slots_per_wqe(ctx);
-  // The CQ holds a CQE per SQ slot: never more completions than WQEs.
-  const uint32_t sq_slots = 1u << rhinet::log2_ceil(max * slots);
-  const uint32_t rq_depth = 1u << rhinet::log2_ceil(max_irecv);
+  ibv_cq_init_attr_ex ca{};
+  rhinet::Cq* cq = nullptr;
+  rhinet::Qp* qp = nullptr;
   ep->channel = ibv_create_comp_channel(pd->context);
   if (!ep->channel) goto err;
-  ep->cq = ibv_create_cq(pd->context,
-                         static_cast<int>(std::min<uint32_t>(
-                             sq_slots + rq_depth + rhinet::kSignalRoom,
-                             1u << ctx->attr.max_cq_log_depth)),
-                         nullptr, ep->channel, 0);
-  if (!ep->cq) goto err;
-  qa.send_cq = ep->cq;
-  qa.recv_cq = ep->cq;
-  qa.qp_type = IBV_QPT_DRIVER;
-  qa.cap.max_send_wr = max;
-  qa.cap.max_recv_wr = rq_depth;
-  qa.cap.max_send_sge = 1;
-  qa.cap.max_recv_sge = 1;
-  qa.cap.max_inline_data = ctx->attr.max_inline;
-  ep->ibqp = rhinet::create_qp_typed(pd, &qa, RHINET_QP_DRIVER_TYPE_ENDPOINT);
-  if (!ep->ibqp) goto err;
+  ca.cqe = g.cq_entries;
+  ca.channel = ep->channel;
+  cq = rhinet::create_cq_common(pd->context, &ca, in_bufs ? &cq_buf : nullptr);
+  if (!cq) goto err;
+  ep->cq = &cq->vcq.cq;
+  // What libibverbs' ibv_create_cq does after the provider's call (the
+  // channel's reference, the events' lock).
+  verbs_init_cq(ep->cq, pd->context, ep->channel, nullptr);
+  g.qa.send_cq = ep->cq;
+  g.qa.recv_cq = ep->cq;
+  g.qa.comp_mask = IBV_QP_INIT_ATTR_PD;
+  g.qa.pd = pd;
+  qp = rhinet::create_qp_common(&g.qa, RHINET_QP_DRIVER_TYPE_ENDPOINT,
+                                in_bufs ? &qp_buf : nullptr);
+  if (!qp) goto err;
+  ep->ibqp = &qp->vqp.qp;
   ep->qp = rhinet::to_qp(ep->ibqp);
   m.qp_state = IBV_QPS_INIT;
   m.port_num = 1;

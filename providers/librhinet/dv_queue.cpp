@@ -8,15 +8,37 @@
 
 #include "dv.h"
 
-namespace {
+namespace rhinet {
 
-// The application's buffer from @b, or EINVAL.
-int queue_buf_of(const rhinetdv_queue_buf& b, rhinet::QueueBuf* out) {
+int queue_buf_of(const rhinetdv_queue_buf& b, QueueBuf* out) {
   if (b.reserved || b.dmabuf_fd < 0 || !b.addr) return EINVAL;
   out->dmabuf_fd = b.dmabuf_fd;
   out->offset = b.offset;
   out->length = b.length;
   out->addr = static_cast<uint8_t*>(b.addr);
+  return 0;
+}
+
+}  // namespace rhinet
+
+namespace {
+
+// A create call's direct-verbs attributes (@inlen bytes as the caller
+// knows them), of which only @bit is defined: 0 with *buf set, or nullptr
+// when no buffer is asked for; otherwise an errno.
+template <typename Attr>
+int take_queue_attr(ibv_context* context, const Attr* dv_attr, size_t inlen,
+                    uint64_t bit, rhinet::QueueBuf* buf,
+                    const rhinet::QueueBuf** use) {
+  if (!context) return EINVAL;
+  if (!rhinet::is_rhinet_context(context)) return EOPNOTSUPP;
+  Attr a;
+  if (!rhinet::extend(dv_attr, inlen, &a, sizeof(a)) || (a.comp_mask & ~bit))
+    return EINVAL;
+  *use = nullptr;
+  if (!(a.comp_mask & bit)) return 0;
+  if (const int err = rhinet::queue_buf_of(a.buf, buf)) return err;
+  *use = buf;
   return 0;
 }
 
@@ -26,33 +48,31 @@ RHINETDV_EXPORT ibv_qp* rhinetdv_create_qp(ibv_context* context,
                                            ibv_qp_init_attr_ex* attr,
                                            const rhinetdv_qp_init_attr* dv_attr,
                                            size_t inlen) {
-  if (!context || !attr) return errno = EINVAL, nullptr;
-  if (!rhinet::is_rhinet_context(context)) return errno = EOPNOTSUPP, nullptr;
-  rhinetdv_qp_init_attr a;
-  if (!rhinet::extend(dv_attr, inlen, &a, sizeof(a)) ||
-      (a.comp_mask & ~uint64_t{RHINETDV_QP_INIT_ATTR_BUF}))
-    return errno = EINVAL, nullptr;
-  if (!(a.comp_mask & RHINETDV_QP_INIT_ATTR_BUF))
-    return rhinet::create_qp_ex_in(context, attr, nullptr);
   rhinet::QueueBuf buf;
-  if (const int err = queue_buf_of(a.buf, &buf)) return errno = err, nullptr;
-  return rhinet::create_qp_ex_in(context, attr, &buf);
+  const rhinet::QueueBuf* use;
+  if (!attr) return errno = EINVAL, nullptr;
+  if (const int err = take_queue_attr(context, dv_attr, inlen,
+                                      RHINETDV_QP_INIT_ATTR_BUF, &buf, &use))
+    return errno = err, nullptr;
+  return rhinet::create_qp_ex_in(context, attr, use);
 }
 
 RHINETDV_EXPORT ibv_cq_ex* rhinetdv_create_cq(
     ibv_context* context, ibv_cq_init_attr_ex* attr,
     const rhinetdv_cq_init_attr* dv_attr, size_t inlen) {
-  if (!context || !attr) return errno = EINVAL, nullptr;
-  if (!rhinet::is_rhinet_context(context)) return errno = EOPNOTSUPP, nullptr;
-  rhinetdv_cq_init_attr a;
-  if (!rhinet::extend(dv_attr, inlen, &a, sizeof(a)) ||
-      (a.comp_mask & ~uint64_t{RHINETDV_CQ_INIT_ATTR_BUF}))
-    return errno = EINVAL, nullptr;
-  if (!(a.comp_mask & RHINETDV_CQ_INIT_ATTR_BUF))
-    return rhinet::create_cq_ex_in(context, attr, nullptr);
   rhinet::QueueBuf buf;
-  if (const int err = queue_buf_of(a.buf, &buf)) return errno = err, nullptr;
-  return rhinet::create_cq_ex_in(context, attr, &buf);
+  const rhinet::QueueBuf* use;
+  if (!attr) return errno = EINVAL, nullptr;
+  if (const int err = take_queue_attr(context, dv_attr, inlen,
+                                      RHINETDV_CQ_INIT_ATTR_BUF, &buf, &use))
+    return errno = err, nullptr;
+  ibv_cq_ex* cq = rhinet::create_cq_ex_in(context, attr, use);
+  // What libibverbs' ibv_create_cq_ex does after the provider's call: the
+  // CQ's context and channel, the channel's reference, the events' lock.
+  if (cq)
+    verbs_init_cq(ibv_cq_ex_to_cq(cq), context, attr->channel,
+                  attr->cq_context);
+  return cq;
 }
 
 RHINETDV_EXPORT int rhinetdv_qp_buf_len(ibv_context* context,

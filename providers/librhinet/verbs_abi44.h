@@ -371,7 +371,12 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 /*
  * Does not call verbs_init_cq(): libibverbs' create_cq_ex wrapper does that
  * after the provider returns (and refuses wc_flags beyond 0xfff itself).
+ * A CQ the provider creates outside that wrapper (the direct verbs) calls
+ * it itself: it sets the CQ's context and channel, takes a reference on the
+ * channel and readies the event counters' lock.
  */
+void verbs_init_cq(struct ibv_cq *cq, struct ibv_context *context,
+		   struct ibv_comp_channel *channel, void *cq_context);
 int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 const struct ibv_cq_init_attr_ex *cq_attr,
 			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,

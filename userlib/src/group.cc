@@ -60,6 +60,33 @@ Result<ibv_context*> open_device(const std::string& want) {
   return ctx;
 }
 
+// The endpoint's queues in `q`: its CQ's ring first, its QP's 4 KiB on.
+Result<void> place_queues(ibv_context* ctx,
+                          const BootstrapOptions::QueueMemory& q,
+                          rhinetdv_endpoint_init_attr* ea) {
+  std::size_t qp_len = 0, cq_len = 0;
+  if (int e = rhinetdv_endpoint_buf_len(ctx, ea, &qp_len, &cq_len))
+    return errno_error(e, "rhinetdv_endpoint_buf_len");
+  constexpr std::size_t kPage = 4096;
+  const std::size_t qp_at = (cq_len + kPage - 1) / kPage * kPage;
+  if (q.memory.size() < qp_at + qp_len)
+    return Error(EINVAL, "queue_memory: " + std::to_string(q.memory.size()) +
+                             " bytes given, the endpoint's queues need " +
+                             std::to_string(qp_at + qp_len));
+  const auto buf = [&](std::size_t at, std::size_t len) {
+    rhinetdv_queue_buf b{};
+    b.dmabuf_fd = q.fd;
+    b.offset = q.offset + at;
+    b.length = len;
+    b.addr = q.memory.data() + at;
+    return b;
+  };
+  ea->comp_mask |= RHINETDV_ENDPOINT_INIT_ATTR_QUEUE_BUFS;
+  ea->cq_buf = buf(0, cq_len);
+  ea->qp_buf = buf(qp_at, qp_len);
+  return ok();
+}
+
 }  // namespace
 
 // ---- joining ----------------------------------------------------------------
@@ -138,6 +165,10 @@ Result<std::unique_ptr<Group>> Group::join(const BootstrapOptions& o) {
   if (tag) {
     ea.comp_mask |= RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV;
     ea.max_irecv = o.max_irecv ? o.max_irecv : 1024;
+  }
+  if (o.queue_memory) {
+    if (auto r = place_queues(dev->ctx, *o.queue_memory, &ea); !r)
+      return std::move(r).error();
   }
   dev->ep = rhinetdv_create_endpoint(dev->pd, &ea);
   if (!dev->ep)

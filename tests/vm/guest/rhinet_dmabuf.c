@@ -182,9 +182,9 @@ static int wait_one(struct node *n, int q, uint64_t wr_id, const char *what)
  * Posts one RDMA WRITE or READ on qp[@q] (local @laddr with @lkey, remote
  * @raddr with @rkey); with @wait, waits for it and checks it succeeded.
  */
-static bool rdma(struct node *n, int q, enum ibv_wr_opcode op, uint64_t laddr,
-		 uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len,
-		 bool wait, const char *what)
+/* Posts one signaled RDMA @op (wr_id 7) on @qp; ibv_post_send's result. */
+static int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t laddr,
+		     uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len)
 {
 	struct ibv_sge sge = {laddr, len, lkey};
 	struct ibv_send_wr wr = {.wr_id = 7,
@@ -194,9 +194,17 @@ static bool rdma(struct node *n, int q, enum ibv_wr_opcode op, uint64_t laddr,
 				 .send_flags = IBV_SEND_SIGNALED,
 				 .wr.rdma = {raddr, rkey}};
 	struct ibv_send_wr *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static bool rdma(struct node *n, int q, enum ibv_wr_opcode op, uint64_t laddr,
+		 uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len,
+		 bool wait, const char *what)
+{
 	int ret, st;
 
-	ret = ibv_post_send(n->qp[q], &wr, &bad);
+	ret = post_rdma(n->qp[q], op, laddr, lkey, raddr, rkey, len);
 	check(!ret, "%s: ibv_post_send: %s", what, strerror(ret));
 	if (ret || !wait)
 		return !ret;
@@ -237,24 +245,38 @@ static void connect_pair(struct node *n)
 /* What a refused registration must leave: no MR, errno @want, no
  * attachment more than before.
  */
+/* A call that must have failed with errno @want; @made: it did not. */
+static void refused_as(bool made, int want, const char *what)
+{
+	check(!made && errno == want, "%s: %s, errno %d (%s), want %s", what,
+	      made ? "done" : "refused", errno, strerror(errno),
+	      strerror(want));
+}
+
+/* The dma-bufs and attachments are as @obj0 and @att0 counted them. */
+static void bufs_as_before(int obj0, int att0, const char *what)
+{
+	int obj1, att1;
+
+	bufinfo(&obj1, &att1);
+	check(obj1 == obj0 && att1 == att0,
+	      "%s: dma-bufs %d -> %d, attachments %d -> %d", what, obj0, obj1,
+	      att0, att1);
+}
+
 static void refused(struct node *n, uint64_t off, size_t len, int fd, int want,
 		    const char *what)
 {
-	int obj0, att0, obj1, att1;
+	int obj0, att0;
 	struct ibv_mr *mr;
 
 	bufinfo(&obj0, &att0);
 	errno = 0;
 	mr = ibv_reg_dmabuf_mr(n->pd, off, len, off, fd, kAllAccess);
-	check(!mr && errno == want, "%s: %s, errno %d (%s), want %s", what,
-	      mr ? "registered" : "refused", errno, strerror(errno),
-	      strerror(want));
+	refused_as(mr, want, what);
 	if (mr)
 		ibv_dereg_mr(mr);
-	bufinfo(&obj1, &att1);
-	check(obj1 == obj0 && att1 == att0,
-	      "%s: dma-bufs %d -> %d, attachments %d -> %d", what, obj0, obj1,
-	      att0, att1);
+	bufs_as_before(obj0, att0, what);
 }
 
 static void refusals(struct node *n, const struct dbuf *b)
@@ -506,10 +528,10 @@ static struct ibv_cq *q_cq(struct node *n, const struct rhinetdv_queue_buf *qb)
 	return cq ? ibv_cq_ex_to_cq(cq) : NULL;
 }
 
-static struct ibv_qp *q_qp(struct node *n, struct ibv_cq *cq,
-			   const struct rhinetdv_queue_buf *qb)
+/* The RC QPs in the dma-buf: 16 WRs each way, one SGE, completing on @cq. */
+static struct ibv_qp_init_attr_ex q_attr(struct node *n, struct ibv_cq *cq)
 {
-	struct ibv_qp_init_attr_ex a = {
+	return (struct ibv_qp_init_attr_ex){
 		.send_cq = cq,
 		.recv_cq = cq,
 		.cap = {.max_send_wr = 16,
@@ -520,56 +542,38 @@ static struct ibv_qp *q_qp(struct node *n, struct ibv_cq *cq,
 		.comp_mask = IBV_QP_INIT_ATTR_PD,
 		.pd = n->pd,
 	};
+}
+
+static struct ibv_qp *q_qp(struct node *n, struct ibv_cq *cq,
+			   const struct rhinetdv_queue_buf *qb)
+{
+	struct ibv_qp_init_attr_ex a = q_attr(n, cq);
 	struct rhinetdv_qp_init_attr dv = {
 		.comp_mask = RHINETDV_QP_INIT_ATTR_BUF, .buf = *qb};
 
 	return rhinetdv_create_qp(n->ctx, &a, &dv, sizeof(dv));
 }
 
-/* An RDMA WRITE posted on @qp and not waited for. */
-static void rdma_on(struct ibv_qp *qp, uint64_t laddr, uint32_t lkey,
-		    uint64_t raddr, uint32_t rkey, uint32_t len)
-{
-	struct ibv_sge sge = {laddr, len, lkey};
-	struct ibv_send_wr wr = {.wr_id = 9,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_RDMA_WRITE,
-				 .send_flags = IBV_SEND_SIGNALED,
-				 .wr.rdma = {raddr, rkey}};
-	struct ibv_send_wr *bad;
-	int ret = ibv_post_send(qp, &wr, &bad);
-
-	check(!ret, "WRITE to be torn down: ibv_post_send: %s", strerror(ret));
-}
-
 /* A refused queue: NULL, errno @want, no attachment left behind. */
 static void q_refused(struct node *n, struct ibv_cq *cq,
 		      struct rhinetdv_queue_buf qb, int want, const char *what)
 {
-	int obj0, att0, obj1, att1;
 	struct ibv_qp *qp;
 	struct ibv_cq *c;
+	int obj0, att0;
 
 	bufinfo(&obj0, &att0);
 	errno = 0;
 	qp = q_qp(n, cq, &qb);
-	check(!qp && errno == want, "QP %s: %s, errno %d (%s), want %s", what,
-	      qp ? "created" : "refused", errno, strerror(errno),
-	      strerror(want));
+	refused_as(qp, want, what);
 	if (qp)
 		ibv_destroy_qp(qp);
 	errno = 0;
 	c = q_cq(n, &qb);
-	check(!c && errno == want, "CQ %s: %s, errno %d (%s), want %s", what,
-	      c ? "created" : "refused", errno, strerror(errno),
-	      strerror(want));
+	refused_as(c, want, what);
 	if (c)
 		ibv_destroy_cq(c);
-	bufinfo(&obj1, &att1);
-	check(obj1 == obj0 && att1 == att0,
-	      "%s: dma-bufs %d -> %d, attachments %d -> %d", what, obj0, obj1,
-	      att0, att1);
+	bufs_as_before(obj0, att0, what);
 }
 
 /*
@@ -584,15 +588,7 @@ static void queues(struct node *n, int card)
 	uintptr_t host = (uintptr_t)n->host;
 	struct rhinetdv_queue_buf qb[4];
 	size_t cq_len, qp_len, off = 0;
-	struct ibv_qp_init_attr_ex qa = {
-		.cap = {.max_send_wr = 16,
-			.max_recv_wr = 16,
-			.max_send_sge = 1,
-			.max_recv_sge = 1},
-		.qp_type = IBV_QPT_RC,
-		.comp_mask = IBV_QP_INIT_ATTR_PD,
-		.pd = n->pd,
-	};
+	struct ibv_qp_init_attr_ex qa = q_attr(n, NULL);
 	int obj0, att0, obj1, att1, ret;
 	struct ibv_cq *cq[2] = {0};
 	struct ibv_qp *qp[2] = {0};
@@ -711,9 +707,13 @@ static void queues(struct node *n, int card)
 	/* Torn down with work queued: WRITEs posted, the QP destroyed at
 	 * once, its CQ after it.
 	 */
-	for (uint32_t i = 0; i < 8; i++)
-		rdma_on(qp[0], host, n->host_mr->lkey, host + 131072,
-			n->host_mr->rkey, 4096);
+	for (uint32_t i = 0; i < 8; i++) {
+		ret = post_rdma(qp[0], IBV_WR_RDMA_WRITE, host,
+				n->host_mr->lkey, host + 131072,
+				n->host_mr->rkey, 4096);
+		check(!ret, "WRITE to be torn down: ibv_post_send: %s",
+		      strerror(ret));
+	}
 out:
 	for (int i = 0; i < 2; i++) {
 		if (qp[i])

@@ -8,7 +8,10 @@
 // part of the dma-buf and checks it through the mapping. The refusals: a
 // descriptor that is not open (EBADF), one that is no dma-buf (EINVAL), a
 // range past the dma-buf's end (EINVAL), a span overlapping the Buffer
-// (EEXIST).
+// (EEXIST). The group's endpoint itself has its queues in a second vgem
+// dma-buf (BootstrapOptions::queue_memory), so every operation above is
+// fetched from and completed into it; a span too small for them is refused
+// at join (EINVAL), and the completions are seen in the dma-buf.
 //
 //   rhinet-run -n 2 --hosts node0,node1 rhinet-dmabuf-user   (vgem loaded)
 //
@@ -35,6 +38,7 @@ constexpr std::uint32_t kArea = 3;
 constexpr std::size_t kBytes = 12288; // a PUSH and a PULL of this size
 constexpr std::uint32_t kRows = 16; // the dma-buf: 64 KiB
 constexpr std::size_t kPullAt = 32768; // where in it the PULL lands
+constexpr std::uint32_t kQueueRows = 128; // the queues' dma-buf: 512 KiB
 
 std::byte pattern(std::uint32_t rank, std::size_t i)
 {
@@ -86,37 +90,73 @@ int fail(const char *what, const rhinet::Error &e)
 	return 1;
 }
 
+// A vgem dumb buffer of `rows` rows as a dma-buf, mapped: its fd, or -1.
+int mapped_dmabuf(int card, std::uint32_t rows, std::uint32_t *handle,
+		  std::span<std::byte> *mem)
+{
+	std::size_t size = 0;
+	int fd = vgem_dmabuf(card, rows, handle, &size);
+	if (fd < 0) {
+		std::perror("dmabuf_user: vgem dma-buf");
+		return -1;
+	}
+	void *map =
+		mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		std::perror("dmabuf_user: mmap");
+		return -1;
+	}
+	*mem = std::span<std::byte>(static_cast<std::byte *>(map), size);
+	return fd;
+}
+
 } // namespace
 
 int main()
 {
-	auto joined = rhinet::Group::join_from_env();
-	if (!joined)
-		return fail("join", joined.error());
-	rhinet::Group &g = **joined;
-	const std::uint32_t me = g.rank(), n = g.size();
-	const std::uint32_t right = (me + 1) % n, left = (me + n - 1) % n;
-
 	int card = vgem_open();
 	if (card < 0) {
 		std::fprintf(stderr,
 			     "dmabuf_user: no vgem device (modprobe vgem)\n");
 		return 1;
 	}
+	std::uint32_t qhandle = 0;
+	std::span<std::byte> queues;
+	const int qfd = mapped_dmabuf(card, kQueueRows, &qhandle, &queues);
+	if (qfd < 0)
+		return 1;
+	auto o = rhinet::BootstrapOptions::from_env();
+	if (!o)
+		return fail("options", o.error());
+	// Too small for the endpoint's queues: refused before anything else.
+	o->queue_memory = {qfd, 0, queues.first(4096)};
+	auto small = rhinet::Group::join(*o);
+	if (small || small.error().errno_value() != EINVAL) {
+		std::fprintf(stderr,
+			     "dmabuf_user: FAIL: queue memory of 4 KiB: %s\n",
+			     small ? "joined"
+				   : small.error().to_string().c_str());
+		return 1;
+	}
+	std::printf("dmabuf_user: %s\n", small.error().to_string().c_str());
+	o->queue_memory = {qfd, 0, queues};
+	auto joined = rhinet::Group::join(*o);
+	if (!joined)
+		return fail("join", joined.error());
+	// The endpoint holds the queues' dma-buf now.
+	close(qfd);
+	vgem_close_handle(card, qhandle);
+	rhinet::Group &g = **joined;
+	const std::uint32_t me = g.rank(), n = g.size();
+	const std::uint32_t right = (me + 1) % n, left = (me + n - 1) % n;
+
 	std::uint32_t handle = 0;
-	std::size_t size = 0;
-	int fd = vgem_dmabuf(card, kRows, &handle, &size);
-	if (fd < 0) {
-		std::perror("dmabuf_user: vgem dma-buf");
+	std::span<std::byte> mem;
+	int fd = mapped_dmabuf(card, kRows, &handle, &mem);
+	if (fd < 0)
 		return 1;
-	}
-	void *map =
-		mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		std::perror("dmabuf_user: mmap");
-		return 1;
-	}
-	std::span<std::byte> mem(static_cast<std::byte *>(map), size);
+	void *map = mem.data();
+	const std::size_t size = mem.size();
 
 	// The refusals first, on this rank's own descriptors.
 	int pipefd[2];
@@ -163,6 +203,13 @@ int main()
 		return fail("pull", w.error());
 	at = mismatch(dst, me);
 	expect(at < 0, me, "the PULL into the dma-buf");
+	// The completion ring is the first bytes of the queues' dma-buf: the
+	// PUSH's and the PULL's CQEs were written there (a CQE's first word is
+	// its QP number, never 0).
+	bool cqe_seen = false;
+	for (std::size_t i = 0; i < 4 * 32; i++)
+		cqe_seen |= queues[i] != std::byte{0};
+	expect(cqe_seen, me, "no CQE in the queues' dma-buf");
 	if (auto b = g.barrier_bootstrap(60s); !b)
 		return fail("barrier", b.error());
 

@@ -56,6 +56,21 @@ struct BootstrapOptions {
   // RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV; rounded up to a power of two by
   // the provider); 0 = 1024.
   std::uint32_t max_irecv = 0;
+  // Where the endpoint's queues live (its send and receive rings, their
+  // doorbell records, its completion ring): by default in this process's
+  // memory. Set, in memory of another device: `memory` is this process's
+  // mapping of bytes [offset, offset + memory.size()) of the dma-buf `fd`
+  // (an accelerator's, vgem's), which the NIC reaches by peer-to-peer DMA
+  // (RHINETDV_ENDPOINT_INIT_ATTR_QUEUE_BUFS). The completion ring comes
+  // first, the queue pair's rings 4 KiB further on; join fails with
+  // EINVAL naming the bytes needed when the span is too small. The span
+  // must stay mapped while the Group lives; `fd` may be closed after join.
+  struct QueueMemory {
+    int fd = -1;
+    std::uint64_t offset = 0;  // 64-byte aligned, as the span
+    std::span<std::byte> memory;
+  };
+  std::optional<QueueMemory> queue_memory;
 
   // From RHINET_RANK, RHINET_SIZE, RHINET_GROUP, RHINET_RENDEZVOUS
   // (required), RHINET_GROUPS (the token of RHINET_GROUP, if named),

@@ -196,6 +196,8 @@ int rhinetdv_cq_buf_len(struct ibv_context *context, uint32_t cqe,
 enum rhinetdv_endpoint_init_attr_mask {
 	/* max_irecv is set */
 	RHINETDV_ENDPOINT_INIT_ATTR_MAX_IRECV = 1 << 0,
+	/* qp_buf and cq_buf are set (1.12) */
+	RHINETDV_ENDPOINT_INIT_ATTR_QUEUE_BUFS = 1 << 1,
 };
 
 struct rhinetdv_endpoint_init_attr {
@@ -212,6 +214,13 @@ struct rhinetdv_endpoint_init_attr {
 	 */
 	uint32_t max_irecv;
 	uint32_t reserved; /* 0 */
+	/* With RHINETDV_ENDPOINT_INIT_ATTR_QUEUE_BUFS (1.12): the endpoint's
+	 * queues in buffers of the application's, as rhinetdv_create_qp and
+	 * rhinetdv_create_cq take them; rhinetdv_endpoint_buf_len gives the
+	 * bytes each needs. Read only with the bit set.
+	 */
+	struct rhinetdv_queue_buf qp_buf;
+	struct rhinetdv_queue_buf cq_buf;
 };
 
 /* Read-only after creation. */
@@ -229,6 +238,14 @@ struct rhinetdv_endpoint {
 struct rhinetdv_endpoint *
 rhinetdv_create_endpoint(struct ibv_pd *pd,
 			 const struct rhinetdv_endpoint_init_attr *attr);
+/*
+ * Bytes the endpoint's QP and CQ buffers need for @attr (NULL: the
+ * defaults), for RHINETDV_ENDPOINT_INIT_ATTR_QUEUE_BUFS (1.12); 0, or
+ * EINVAL as rhinetdv_create_endpoint would refuse @attr.
+ */
+int rhinetdv_endpoint_buf_len(struct ibv_context *context,
+			      const struct rhinetdv_endpoint_init_attr *attr,
+			      size_t *qp_len, size_t *cq_len);
 /* Operations still in flight are abandoned (their status words may never
  * be written).
  */
