@@ -36,6 +36,13 @@
 #                      (FIRMWARE in the env file) in a qemu-system-riscv32
 #                      per node, instead of the engine in QEMU's process
 #                      (--core engine, the default)
+#     --xpu PLACE      every node also gets an xpu (the accelerator
+#                      stand-in, Documentation/hardware/xpu.md): with
+#                      PLACE "bridge" the NIC and the xpu sit behind one
+#                      PCI bridge, so the kernel's P2PDMA lets the NIC
+#                      reach the xpu's memory; with "apart" the xpu is on
+#                      the root bus beside the NIC, a path P2PDMA judges
+#                      by the host bridge
 #     --file SRC:DST   host file or directory SRC at DST in every guest
 #                      (repeatable), e.g. firmware images at
 #                      /lib/firmware/rhinet/
@@ -55,7 +62,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 nodes=2 script="" shell_node="" timeout=120 out="" env_file="$REPO/build/vm/env"
-apps=0 mem=256M wire=socket core=engine virtio_link=0 restart_switch_frames=0
+apps=0 mem=256M wire=socket core=engine virtio_link=0 restart_switch_frames=0 xpu=""
 switch_args=() script_args=() switch_groups=() files=()
 while (($#)); do
 	case $1 in
@@ -75,7 +82,8 @@ while (($#)); do
 	--restart-switch) restart_switch_frames=$2; shift 2 ;;
 	--switch-group) switch_groups+=("$2"); shift 2 ;;
 	--file) files+=("$2"); shift 2 ;;
-	-h | --help) sed -n '2,52p' "$0"; exit 0 ;;
+	--xpu) xpu=$2; shift 2 ;;
+	-h | --help) sed -n '2,59p' "$0"; exit 0 ;;
 	*) echo "run-cluster: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -83,6 +91,7 @@ die() { echo "run-cluster: $*" >&2; exit 2; }
 [[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 1 && nodes <= 64)) || die "-n must be 1..64"
 [[ $wire == socket || $wire == netdev ]] || die "--wire must be socket or netdev"
 [[ $core == engine || $core == softcore ]] || die "--core must be engine or softcore"
+[[ -z $xpu || $xpu == bridge || $xpu == apart ]] || die "--xpu must be bridge or apart"
 ((!virtio_link || nodes == 2)) || die "--virtio-link joins exactly two nodes"
 [[ -z $script && -z $shell_node ]] && die "give --script FILE or --shell K"
 [[ -z $script || -r $script ]] || die "cannot read script $script"
@@ -169,10 +178,18 @@ run_qemu() { # node mode serial
 	# retransmission timeout above the stalls a TCG host gives its threads
 	# (Documentation/qemu/device-path.md). RHINET_NIC_PROPS adds to them.
 	local tuned=",engine-nice=-10,rto-floor-us=10000$core_props${RHINET_NIC_PROPS:-}"
-	local nic=(-device "rhinet,wire=$sockdir/port$1.sock,node-id=$1,fault-injection=on$tuned")
-	[[ $wire == netdev ]] && nic=(
+	local pre=() at=""
+	case $xpu in
+	bridge)
+		pre=(-device pci-bridge,id=p2p,chassis_nr=1,addr=0x10
+			-device xpu,bus=p2p,addr=2)
+		at=",bus=p2p,addr=1" ;;
+	apart) pre=(-device xpu) ;;
+	esac
+	local nic=("${pre[@]}" -device "rhinet$at,wire=$sockdir/port$1.sock,node-id=$1,fault-injection=on$tuned")
+	[[ $wire == netdev ]] && nic=("${pre[@]}"
 		-netdev "stream,id=fabric,server=off,addr.type=unix,addr.path=$sockdir/port$1.sock"
-		-device "rhinet,netdev=fabric,node-id=$1,fault-injection=on$tuned")
+		-device "rhinet$at,netdev=fabric,node-id=$1,fault-injection=on$tuned")
 	if ((virtio_link)); then
 		local server=off
 		(($1 == 0)) && server=on
