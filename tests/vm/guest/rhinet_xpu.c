@@ -15,6 +15,10 @@
  * XPU_EXPECT=p2p (or none) in the environment says which the kernel
  * must do.
  *
+ * XPU_EXPECT=unreachable: alone, no peer; the node's NIC cannot reach its
+ * xpu by peer-to-peer DMA (run-cluster --xpu apart), so registering a
+ * dma-buf of the xpu's memory must fail with EREMOTEIO and leave no MR.
+ *
  *   rhinet-xpu [-d DEVICE] [-g GID_INDEX] [-p PORT] [SERVER]
  *
  * Exits 0 only if every check passed.
@@ -324,6 +328,38 @@ out:
 	close(x.fd);
 }
 
+/* The NIC cannot reach the xpu: the registration is refused. */
+static void unreachable(struct ibv_context *ctx)
+{
+	struct ibv_mr *mr;
+	struct ibv_pd *pd;
+	struct xpu x;
+	int fd;
+
+	xpu_open(&x);
+	check(x.info.flags & XPU_INFO_P2PDMA, "P2PDMA on");
+	pd = ibv_alloc_pd(ctx);
+	if (!pd)
+		die("ibv_alloc_pd");
+	fd = xpu_export_range(&x, EXP_OFF, EXP_LEN);
+	check(fd >= 0, "export: %s", strerror(-fd));
+	if (fd >= 0) {
+		errno = 0;
+		mr = ibv_reg_dmabuf_mr(pd, 0, EXP_LEN, EXP_IOVA, fd,
+				       IBV_ACCESS_LOCAL_WRITE |
+					       IBV_ACCESS_REMOTE_WRITE);
+		check(!mr && errno == EREMOTEIO,
+		      "a NIC that cannot reach the xpu: %s, errno %d (%s)",
+		      mr ? "registered" : "refused", errno, strerror(errno));
+		if (mr)
+			ibv_dereg_mr(mr);
+		close(fd);
+	}
+	ibv_dealloc_pd(pd);
+	munmap((void *)x.mem, x.info.mem_size);
+	close(x.fd);
+}
+
 /* ---- the client: the peer, from host memory ------------------------------- */
 
 static void client(int sock, struct ibv_context *ctx, int gid_index)
@@ -378,17 +414,25 @@ int main(int argc, char **argv)
 	server_addr = peer_args(argc, argv, &dev, &gid_index, &port);
 	expect = getenv("XPU_EXPECT");
 	if (!server_addr &&
-	    (!expect || (strcmp(expect, "p2p") && strcmp(expect, "none")))) {
-		fprintf(stderr, "rhinet-xpu: XPU_EXPECT=p2p or none\n");
+	    (!expect || (strcmp(expect, "p2p") && strcmp(expect, "none") &&
+			 strcmp(expect, "unreachable")))) {
+		fprintf(stderr,
+			"rhinet-xpu: XPU_EXPECT=p2p, none or unreachable\n");
 		return 2;
 	}
 	ctx = open_device(dev);
+	if (!server_addr && !strcmp(expect, "unreachable")) {
+		role = "alone";
+		unreachable(ctx);
+		goto out;
+	}
 	sock = tcp_connect(server_addr, port);
 	if (server_addr)
 		client(sock, ctx, gid_index);
 	else
 		server(sock, ctx, gid_index, !strcmp(expect, "p2p"));
 	close(sock);
+out:
 	ibv_close_device(ctx);
 	printf("rhinet-xpu %s: %s (%d checks, %d failed)\n", role,
 	       failures ? "FAIL" : "PASS", checks, failures);

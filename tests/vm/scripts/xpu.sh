@@ -1,7 +1,10 @@
 #!/bin/sh
-# The xpu's memory through standard verbs (run-cluster --xpu bridge: the NIC
-# and the xpu behind one PCI bridge on every node). xpu.ko loads beside
-# rhinet.ko; then rhinet-xpu (tests/vm/guest/rhinet_xpu.c): node 1 exports
+# The xpu's memory through standard verbs (run-cluster --xpu apart,bridge:
+# node 1's NIC and xpu behind one PCI bridge, node 0's xpu on the root bus
+# beside its NIC). xpu.ko loads beside rhinet.ko. Under the debug kernel,
+# node 0 first checks that its NIC, which cannot reach its xpu by
+# peer-to-peer DMA, is refused the xpu's dma-buf (EREMOTEIO). Then
+# rhinet-xpu (tests/vm/guest/rhinet_xpu.c): node 1 exports
 # a dma-buf of its xpu's memory and registers it with ibv_reg_dmabuf_mr,
 # node 0 RDMA-WRITEs into it and READs from it, node 1 checks the bytes
 # through its mapping of the memory and has an xpu lane copy them, node 0
@@ -32,6 +35,13 @@ case $(uname -r) in
 	[ "$n" = 1 ] || fail "xpu.ko said $n times that P2PDMA is missing"
 	;;
 esac
+
+if [ "$NODE" = 0 ] && [ "$XPU_EXPECT" = p2p ]; then
+	XPU_EXPECT=unreachable /opt/rhinet/bin/rhinet-xpu -d rhinet0 ||
+		failed="$failed unreachable"
+	dmesg | grep -q "xpu.*cannot reach this device's memory" ||
+		failed="$failed no-refusal-logged"
+fi
 
 run_pair rhinet-xpu /opt/rhinet/bin/rhinet-xpu -d rhinet0 -g "$GID"
 
