@@ -66,25 +66,6 @@ struct wire {
 	uint32_t pad;
 };
 
-static uint8_t pat(uint32_t i, uint32_t seed)
-{
-	return (uint8_t)(i * 131u + seed * 7u + (i >> 8) + 1);
-}
-
-static void fill(volatile uint8_t *p, uint32_t len, uint32_t seed)
-{
-	for (uint32_t i = 0; i < len; i++)
-		p[i] = pat(i, seed);
-}
-
-static long differs(const volatile uint8_t *p, uint32_t len, uint32_t seed)
-{
-	for (uint32_t i = 0; i < len; i++)
-		if (p[i] != pat(i, seed))
-			return (long)i;
-	return -1;
-}
-
 static struct ibv_cq *cq;
 
 static int wait_one(const char *what)
@@ -214,7 +195,7 @@ static void lane_copy(struct xpu *x)
 	check(run.status == XPU_LANE_DONE && run.executed == 3,
 	      "lane 0: status %u, error %u, %" PRIu64 " commands", run.status,
 	      run.error, (uint64_t)run.executed);
-	check(differs(x->mem + EXP_OFF + C_OFF, W_LEN, 1) < 0,
+	check(pattern_differs(x->mem + EXP_OFF + C_OFF, W_LEN, 1) < 0,
 	      "the lane's copy of the WRITE's bytes");
 	check(*(volatile uint64_t *)(x->mem + EXP_OFF + FLAG_OFF) == XPU_FLAG,
 	      "the lane's flag");
@@ -271,7 +252,7 @@ static void server(int sock, struct ibv_context *ctx, int gid_index,
 		close(fd);
 	}
 	memset((void *)(x.mem + EXP_OFF), 0, EXP_LEN);
-	fill(x.mem + EXP_OFF + R_OFF, R_LEN, 2);
+	pattern_fill(x.mem + EXP_OFF + R_OFF, R_LEN, 2);
 	if (ioctl(x.fd, XPU_IOC_CLEAR_COUNTERS))
 		die("XPU_IOC_CLEAR_COUNTERS");
 
@@ -287,7 +268,7 @@ static void server(int sock, struct ibv_context *ctx, int gid_index,
 		goto out;
 
 	sync_peer(sock); /* the client WROTE and READ */
-	check(differs(x.mem + EXP_OFF + W_OFF, W_LEN, 1) < 0,
+	check(pattern_differs(x.mem + EXP_OFF + W_OFF, W_LEN, 1) < 0,
 	      "the WRITE's bytes in the xpu's memory");
 	check(x.mem[EXP_OFF + W_OFF - 1] == 0 &&
 		      x.mem[EXP_OFF + W_OFF + W_LEN] == 0,
@@ -383,18 +364,19 @@ static void client(int sock, struct ibv_context *ctx, int gid_index)
 		printf("rhinet-xpu client: no dma-buf MR on the server\n");
 		goto out;
 	}
-	fill(buf, W_LEN, 1);
+	pattern_fill(buf, W_LEN, 1);
 	rdma(qp, IBV_WR_RDMA_WRITE, buf, mr->lkey, peer.addr + W_OFF, peer.rkey,
 	     W_LEN, "WRITE into the xpu");
 	rdma(qp, IBV_WR_RDMA_READ, buf + 16384, mr->lkey, peer.addr + R_OFF,
 	     peer.rkey, R_LEN, "READ from the xpu");
-	check(differs(buf + 16384, R_LEN, 2) < 0, "the READ's bytes");
+	check(pattern_differs(buf + 16384, R_LEN, 2) < 0, "the READ's bytes");
 	sync_peer(sock);
 	sync_peer(sock); /* the lane's copy is there */
 	memset(buf + 32768, 0, W_LEN);
 	rdma(qp, IBV_WR_RDMA_READ, buf + 32768, mr->lkey, peer.addr + C_OFF,
 	     peer.rkey, W_LEN, "READ of the lane's copy");
-	check(differs(buf + 32768, W_LEN, 1) < 0, "the lane's copy, READ");
+	check(pattern_differs(buf + 32768, W_LEN, 1) < 0,
+	      "the lane's copy, READ");
 	sync_peer(sock);
 out:
 	ibv_destroy_qp(qp);

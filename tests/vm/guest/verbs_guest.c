@@ -59,6 +59,25 @@ double now(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+uint8_t pattern_byte(uint32_t i, uint32_t seed)
+{
+	return (uint8_t)(i * 131u + seed * 7u + (i >> 8) + 1);
+}
+
+void pattern_fill(volatile uint8_t *p, uint32_t len, uint32_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = pattern_byte(i, seed);
+}
+
+long pattern_differs(const volatile uint8_t *p, uint32_t len, uint32_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] != pattern_byte(i, seed))
+			return (long)i;
+	return -1;
+}
+
 const char *peer_args(int argc, char **argv, const char **dev, int *gid_index,
 		      int *port)
 {
