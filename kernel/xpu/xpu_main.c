@@ -403,6 +403,10 @@ static int xpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return ret;
 	if (!(pci_resource_flags(pdev, XPU_BAR_MEM) & IORESOURCE_MEM))
 		return -ENODEV;
+	/* Claimed, not mapped: P2PDMA maps it, or user space through us. */
+	ret = pci_request_region(pdev, XPU_BAR_MEM, "xpu");
+	if (ret)
+		return ret;
 	pci_set_master(pdev);
 
 	xdev = kzalloc(sizeof(*xdev), GFP_KERNEL);
