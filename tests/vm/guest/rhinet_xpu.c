@@ -201,6 +201,64 @@ static void lane_copy(struct xpu *x)
 	      "the lane's flag");
 }
 
+static int lane_run(struct xpu *x, struct xpu_lane_run *run)
+{
+	return ioctl(x->fd, XPU_IOC_LANE_RUN, run) ? errno : 0;
+}
+
+/* The driver's lane calls: refusals, a fault, a wait that runs out. */
+static void lane_checks(struct xpu *x)
+{
+	volatile uint64_t *word =
+		(volatile uint64_t *)(x->mem + PROG_OFF + 0x100);
+	struct xpu_lane_run run = {.lane = x->info.lanes, .pc = PROG_OFF};
+	int r;
+
+	r = lane_run(x, &run);
+	check(r == EINVAL, "a lane past the device's: %s", strerror(r));
+	run = (struct xpu_lane_run){.pc = PROG_OFF + 8};
+	r = lane_run(x, &run);
+	check(r == EINVAL, "an unaligned PC: %s", strerror(r));
+	run = (struct xpu_lane_run){.pc = PROG_OFF, .flags = 1u << 7};
+	r = lane_run(x, &run);
+	check(r == EINVAL, "an unknown flag: %s", strerror(r));
+
+	put_cmd(x, 0, 99, 0, 0, 0, 0);
+	run = (struct xpu_lane_run){.pc = PROG_OFF, .flags = XPU_RUN_WAIT};
+	r = lane_run(x, &run);
+	check(!r && run.status == XPU_LANE_FAULT && run.error == XPU_ERR_OPCODE,
+	      "an unknown opcode: %s, status %u, error %u", strerror(r),
+	      run.status, run.error);
+
+	/* POLL for a value nobody stores: the wait runs out, the lane stops. */
+	*word = 0;
+	put_cmd(x, 0, XPU_OP_POLL, 0, PROG_OFF + 0x100, 0, 1);
+	put_cmd(x, 1, XPU_OP_STOP, 0, 0, 0, 0);
+	run = (struct xpu_lane_run){.lane = 1,
+				    .pc = PROG_OFF,
+				    .flags = XPU_RUN_WAIT,
+				    .timeout_ms = 50};
+	r = lane_run(x, &run);
+	check(r == ETIMEDOUT && run.status == XPU_LANE_IDLE,
+	      "a wait that runs out: %s, status %u (aborted)", strerror(r),
+	      run.status);
+	/* Started without waiting: EBUSY while it runs. */
+	run = (struct xpu_lane_run){.lane = 1, .pc = PROG_OFF};
+	r = lane_run(x, &run);
+	check(!r && run.status == XPU_LANE_RUNNING, "started: %s, status %u",
+	      strerror(r), run.status);
+	r = lane_run(x, &run);
+	check(r == EBUSY, "the running lane again: %s", strerror(r));
+	/* The value arrives: it ends; run again (EBUSY until then), waiting. */
+	*word = 1;
+	run.flags = XPU_RUN_WAIT;
+	for (int i = 0; i < 1000 && (r = lane_run(x, &run)) == EBUSY; i++)
+		usleep(1000);
+	check(!r && run.status == XPU_LANE_DONE && run.executed == 2,
+	      "the POLL ended when the value came: %s, status %u", strerror(r),
+	      run.status);
+}
+
 static void refusals(struct xpu *x)
 {
 	int r;
@@ -229,6 +287,7 @@ static void server(int sock, struct ibv_context *ctx, int gid_index,
 	      "P2PDMA %s, expected %s",
 	      x.info.flags & XPU_INFO_P2PDMA ? "on" : "off",
 	      expect_p2p ? "on" : "off");
+	lane_checks(&x);
 	pd = ibv_alloc_pd(ctx);
 	if (!pd)
 		die("ibv_alloc_pd");
