@@ -187,7 +187,7 @@ run_qemu() { # node mode serial
 	((${#xpu_places[@]})) && place=${xpu_places[$1]:-${xpu_places[-1]}}
 	case $place in
 	bridge)
-		pre=(-device pci-bridge,id=p2p,chassis_nr=1,addr=0x10
+		pre=(-device pci-bridge,id=p2p,chassis_nr=1,shpc=off,addr=0x10
 			-device xpu,bus=p2p,addr=2)
 		at=",bus=p2p,addr=1" ;;
 	apart) pre=(-device xpu) ;;
