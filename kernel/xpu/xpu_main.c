@@ -350,15 +350,16 @@ static int xpu_release(struct inode *inode, struct file *file)
 static int xpu_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct xpu_dev *xdev = xpu_from_file(file);
-	int ret = -ENODEV;
 
+	/*
+	 * Not under alive: the ioctls fault user memory (mmap_lock) while
+	 * holding it, and mmap comes here holding mmap_lock.
+	 */
+	if (READ_ONCE(xdev->gone))
+		return -ENODEV;
 	if (!xdev->p2pdma)
 		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
-	down_read(&xdev->alive);
-	if (!xdev->gone)
-		ret = vm_iomap_memory(vma, xdev->mem_start, xdev->mem_size);
-	up_read(&xdev->alive);
-	return ret;
+	return vm_iomap_memory(vma, xdev->mem_start, xdev->mem_size);
 }
 
 static const struct file_operations xpu_fops = {
@@ -472,7 +473,7 @@ static void xpu_remove(struct pci_dev *pdev)
 
 	misc_deregister(&xdev->misc);
 	down_write(&xdev->alive);
-	xdev->gone = true;
+	WRITE_ONCE(xdev->gone, true);
 	up_write(&xdev->alive);
 	xpu_dev_put(xdev);
 }
