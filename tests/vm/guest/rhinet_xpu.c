@@ -147,9 +147,9 @@ static void xpu_open(struct xpu *x)
 	if (map == MAP_FAILED)
 		die("mmap of the xpu's memory");
 	x->mem = map;
-	printf("rhinet-xpu server: %s: %" PRIu64 " MiB at bus %#" PRIx64
+	printf("rhinet-xpu %s: %s: %" PRIu64 " MiB at bus %#" PRIx64
 	       ", %u lanes, P2PDMA %s\n",
-	       XPU_DEV, (uint64_t)x->info.mem_size >> 20,
+	       role, XPU_DEV, (uint64_t)x->info.mem_size >> 20,
 	       (uint64_t)x->info.mem_bus_addr, x->info.lanes,
 	       x->info.flags & XPU_INFO_P2PDMA ? "yes" : "no");
 }
