@@ -163,17 +163,9 @@ static bool rdma(struct node *n, int q, enum ibv_wr_opcode op, uint64_t laddr,
 		 uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len,
 		 bool wait, const char *what)
 {
-	struct ibv_sge sge = {laddr, len, lkey};
-	struct ibv_send_wr wr = {.wr_id = 7,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED,
-				 .wr.rdma = {raddr, rkey}};
-	struct ibv_send_wr *bad;
 	int ret, st;
 
-	ret = ibv_post_send(n->qp[q], &wr, &bad);
+	ret = post_rdma(n->qp[q], op, 7, laddr, lkey, raddr, rkey, len);
 	check(!ret, "%s: ibv_post_send: %s", what, strerror(ret));
 	if (ret || !wait)
 		return !ret;

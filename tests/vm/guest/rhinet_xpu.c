@@ -87,17 +87,9 @@ static void rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, void *laddr,
 		 uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len,
 		 const char *what)
 {
-	struct ibv_sge sge = {(uintptr_t)laddr, len, lkey};
-	struct ibv_send_wr wr = {.wr_id = 1,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED,
-				 .wr.rdma = {raddr, rkey}};
-	struct ibv_send_wr *bad;
 	int ret, st;
 
-	ret = ibv_post_send(qp, &wr, &bad);
+	ret = post_rdma(qp, op, 1, (uintptr_t)laddr, lkey, raddr, rkey, len);
 	check(!ret, "%s: ibv_post_send: %s", what, strerror(ret));
 	if (ret)
 		return;

@@ -271,3 +271,19 @@ void rc_connect(struct ibv_qp *qp, const char *what, uint32_t qpn,
 	a.max_rd_atomic = rd_atomic;
 	modify_or_die(qp, &a, kRcRtsMask, what, "RTS");
 }
+
+int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
+	      uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+	      uint32_t len)
+{
+	struct ibv_sge sge = {laddr, len, lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = {raddr, rkey}};
+	struct ibv_send_wr *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}

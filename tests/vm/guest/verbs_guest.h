@@ -80,4 +80,10 @@ void rc_rtr_attr_to(struct ibv_qp_attr *a, uint32_t qpn, const uint8_t gid[16],
 void rc_connect(struct ibv_qp *qp, const char *what, uint32_t qpn,
 		const uint8_t gid[16], int gid_index, uint8_t rd_atomic);
 
+/* Posts one signalled RDMA @op (WRITE or READ) on @qp: @len bytes between
+ * local @laddr (@lkey) and remote @raddr (@rkey); ibv_post_send's result. */
+int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
+	      uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+	      uint32_t len);
+
 #endif
