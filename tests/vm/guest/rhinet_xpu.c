@@ -119,6 +119,14 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd)
 
 /* ---- the server: the xpu's side ------------------------------------------ */
 
+/* As enum xpu_counter orders them. */
+static const char *const counter_names[XPU_CNT_NUM] = {
+	"HOST_RD_BYTES", "HOST_RD_COUNT", "HOST_WR_BYTES", "HOST_WR_COUNT",
+	"P2P_RD_BYTES",	 "P2P_RD_COUNT",  "P2P_WR_BYTES",  "P2P_WR_COUNT",
+	"IN_RD_BYTES",	 "IN_RD_COUNT",	  "IN_WR_BYTES",   "IN_WR_COUNT",
+	"CMDS",		 "FAULTS",
+};
+
 struct xpu {
 	int fd;
 	struct xpu_info info;
@@ -330,8 +338,8 @@ static void server(int sock, struct ibv_context *ctx, int gid_index,
 	sync_peer(sock); /* the client READ it */
 	xpu_counters(&x, &c1);
 	for (int i = 0; i < XPU_CNT_NUM; i++)
-		printf("rhinet-xpu server: counter %2d: %" PRIu64 "\n", i,
-		       (uint64_t)c1.count[i]);
+		printf("rhinet-xpu server: %-14s %" PRIu64 "\n",
+		       counter_names[i], (uint64_t)c1.count[i]);
 	check(c0.count[XPU_CNT_IN_WR_BYTES] >= W_LEN &&
 		      c0.count[XPU_CNT_IN_WR_COUNT] >= 1,
 	      "the NIC's p2p writes counted: %" PRIu64 " bytes",
