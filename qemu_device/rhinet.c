@@ -25,7 +25,8 @@
  *
  * The engine thread never takes the BQL: it touches guest RAM directly
  * (DMA to anything that is not RAM is refused and counted by the engine as a
- * DMA error), and hands frames and interrupts to the main loop through a
+ * DMA error; RAM includes an xpu's memory BAR, told of each access through
+ * xpu_bus.h), and hands frames and interrupts to the main loop through a
  * bounded ring and a bottom half. So a reset may join it while holding the
  * BQL.
  *
@@ -78,6 +79,7 @@
 #include "rhinet/hw_admin.h"
 #include "rhinet/hw_regs.h"
 #include "rhinet/hw_wire.h"
+#include "xpu_bus.h"
 
 #define TYPE_RHINET "rhinet"
 OBJECT_DECLARE_SIMPLE_TYPE(RhinetState, RHINET)
@@ -393,6 +395,10 @@ static bool rhinet_dma(RhinetState *s, uint64_t addr, void *buf, size_t len,
             } else {
                 address_space_read_cached(&cache, 0, p, plen);
             }
+            /* Peer-to-peer into an xpu's memory: it counts those. */
+            if (qatomic_read(&xpu_devices)) {
+                xpu_note_peer_access(mr, plen, is_write);
+            }
         }
         address_space_cache_destroy(&cache);
         if (!ok) {
@@ -443,6 +449,9 @@ static bool rhinet_dma_store_u64(void *opaque, uint64_t addr, uint64_t value)
     if (ok) {
         qatomic_set((uint64_t *)cache.ptr, cpu_to_le64(value));
         address_space_cache_invalidate(&cache, 0, 8);
+        if (qatomic_read(&xpu_devices)) {
+            xpu_note_peer_access(mr, 8, true);
+        }
     }
     address_space_cache_destroy(&cache);
     return ok;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds qemu-system-x86_64 with the RHiNET-NG device from Debian's QEMU 7.2
-# source package and prints the path of the binary on stdout.
+# Builds qemu-system-x86_64 with the RHiNET-NG devices (the NIC, rhinet, and
+# the accelerator stand-in, xpu) from Debian's QEMU 7.2 source package and
+# prints the path of the binary on stdout.
 #
 # The QEMU tree lives outside the repository, in
 #   $RHINET_CACHE_DIR (default ~/.cache/rhinet)/qemu-<key>/
@@ -129,10 +130,14 @@ sync_tree() { # src_dir dst_dir; also removes files gone from src
 DEV="$SRC/hw/net/rhinet"
 mkdir -p "$DEV"
 sync_file "$REPO/qemu_device/rhinet.c" "$DEV/rhinet.c"
+# The xpu (qemu_device/xpu.c), built with the NIC under its Kconfig symbol.
+sync_file "$REPO/qemu_device/xpu.c" "$DEV/xpu.c"
+sync_file "$REPO/qemu_device/xpu_bus.h" "$DEV/xpu_bus.h"
 sync_file "$REPO/qemu_device/meson.build" "$DEV/meson.build"
 sync_tree "$REPO/qemu_device/softcore" "$DEV/softcore"
 sync_tree "$REPO/firmware" "$DEV/firmware"
 sync_tree "$REPO/include/hw/rhinet" "$DEV/contract/rhinet"
+sync_tree "$REPO/include/hw/xpu" "$DEV/contract/xpu"
 # The engine's source list, for qemu_device/meson.build. Rewritten only when
 # the list changes (a change makes ninja re-run meson). A family for test
 # builds only (a folder under ops/ with a CMakeLists.txt, as in

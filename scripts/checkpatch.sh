@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs the kernel's scripts/checkpatch.pl over rhinet.ko's sources:
-#   scripts/checkpatch.sh [FILES...]   (default: kernel/rhinet/*.c *.h)
+# Runs the kernel's scripts/checkpatch.pl over rhinet.ko's and xpu.ko's
+# sources:
+#   scripts/checkpatch.sh [FILES...]   (default: kernel/rhinet/*.c *.h,
+#                                       kernel/xpu/*.c)
 #
 # checkpatch.pl is not in Debian's linux-headers packages, so it is taken
 # from Debian's linux-source-<major.minor> package of the same version as the
@@ -41,7 +43,7 @@ for f in "$@"; do
 done
 cd "$REPO"
 if ((${#FILES[@]} == 0)); then
-	FILES=(kernel/rhinet/*.c kernel/rhinet/*.h)
+	FILES=(kernel/rhinet/*.c kernel/rhinet/*.h kernel/xpu/*.c)
 fi
 
 command -v perl >/dev/null || { echo "checkpatch.sh: perl is missing (make deps)" >&2; exit 1; }

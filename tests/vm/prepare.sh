@@ -44,30 +44,37 @@ for b in "${guest_bins[@]}"; do
 	[[ $b == */rhinet-mpi || $b == */rhinet-dmabuf-user ]] && continue
 	bin_args+=(--bin "$b")
 done
-# Our kernel module, when the kernel headers let it be built.
-KO="$BUILD/kernel/rhinet/rhinet.ko"
+# Our kernel modules, when the kernel headers let them be built: rhinet.ko
+# and xpu.ko (the accelerator stand-in's driver, kernel/xpu).
+KOS=()
+for m in rhinet xpu; do
+	[[ -f $BUILD/kernel/$m/$m.ko ]] && KOS+=("$m")
+done
 env_extra=""
 if ((DEBUG_KERNEL)); then
 	DK=$(bash "$HERE/debug-kernel.sh")
 	VMLINUX=$DK/bzImage # (a bzImage: KASAN does not boot through PVH)
 	bin_args+=(--kernel "$DK/modules:$(cat "$DK/kernelrelease")")
-	# rhinet.ko again, against the debug tree, from a copy of its sources
-	# in the build tree (as kernel/CMakeLists.txt does for Debian's).
-	if [[ -f $KO ]]; then
-		kodir="$VM/rhinet-ko"
+	# The modules again, against the debug tree, from a copy of their
+	# sources in the build tree (as kernel/CMakeLists.txt does for
+	# Debian's).
+	for m in "${KOS[@]}"; do
+		kodir="$VM/$m-ko"
 		mkdir -p "$kodir"
 		# (their times kept: make rebuilds what changed since)
-		cp -p "$REPO"/kernel/rhinet/{*.c,*.h,Kbuild} "$kodir/"
+		cp -p "$REPO"/kernel/$m/*.[ch] "$REPO/kernel/$m/Kbuild" "$kodir/"
 		make -s -C "$DK/tree" M="$kodir" RHINET_UAPI="$REPO/include/uapi" modules >&2
-		KO="$kodir/rhinet.ko"
-	fi
+		bin_args+=(--file "$kodir/$m.ko:/opt/rhinet/modules/$m.ko")
+	done
 	# Kernel warnings (lockdep's splats among them) on the console too, for
 	# run-cluster.sh's checks: quiet alone shows only errors.
 	env_extra=$'KERNEL_ARGS=loglevel=5\nCHECK_KERNEL_LOG=1\n'
 else
 	VMLINUX=$(bash "$HERE/kernel.sh" vmlinux)
+	for m in "${KOS[@]}"; do
+		bin_args+=(--file "$BUILD/kernel/$m/$m.ko:/opt/rhinet/modules/$m.ko")
+	done
 fi
-[[ -f $KO ]] && bin_args+=(--file "$KO:/opt/rhinet/modules/rhinet.ko")
 # ib_core and ib_uverbs for the RDMA device, rdma_ucm (with rdma_cm and
 # ib_cm) for connection management, and iproute2's rdma tool.
 bin_args+=(--module ib_uverbs --module rdma_ucm --bin "$(command -v rdma)")

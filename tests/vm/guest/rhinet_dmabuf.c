@@ -69,26 +69,6 @@
 static const int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			      IBV_ACCESS_REMOTE_READ;
 
-static uint8_t pat(uint32_t i, uint32_t seed)
-{
-	return (uint8_t)(i * 131u + seed * 7u + (i >> 8) + 1);
-}
-
-static void fill(volatile uint8_t *p, uint32_t len, uint32_t seed)
-{
-	for (uint32_t i = 0; i < len; i++)
-		p[i] = pat(i, seed);
-}
-
-/* The first byte of @p that is not pattern @seed, or -1. */
-static long differs(const volatile uint8_t *p, uint32_t len, uint32_t seed)
-{
-	for (uint32_t i = 0; i < len; i++)
-		if (p[i] != pat(i, seed))
-			return (long)i;
-	return -1;
-}
-
 /* ---- vgem ---------------------------------------------------------------- */
 
 struct dbuf {
@@ -182,29 +162,13 @@ static int wait_one(struct node *n, int q, uint64_t wr_id, const char *what)
  * Posts one RDMA WRITE or READ on qp[@q] (local @laddr with @lkey, remote
  * @raddr with @rkey); with @wait, waits for it and checks it succeeded.
  */
-/* Posts one signaled RDMA @op (wr_id 7) on @qp; ibv_post_send's result. */
-static int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t laddr,
-		     uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len)
-{
-	struct ibv_sge sge = {laddr, len, lkey};
-	struct ibv_send_wr wr = {.wr_id = 7,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED,
-				 .wr.rdma = {raddr, rkey}};
-	struct ibv_send_wr *bad;
-
-	return ibv_post_send(qp, &wr, &bad);
-}
-
 static bool rdma(struct node *n, int q, enum ibv_wr_opcode op, uint64_t laddr,
 		 uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len,
 		 bool wait, const char *what)
 {
 	int ret, st;
 
-	ret = post_rdma(n->qp[q], op, laddr, lkey, raddr, rkey, len);
+	ret = post_rdma(n->qp[q], op, 7, laddr, lkey, raddr, rkey, len);
 	check(!ret, "%s: ibv_post_send: %s", what, strerror(ret));
 	if (ret || !wait)
 		return !ret;
@@ -345,31 +309,31 @@ static void data_path(struct node *n, struct dbuf *b)
 	      "MR fields: length %zu addr %p", mr->length, mr->addr);
 
 	/* The peer's WRITE into it, its READ from it. */
-	fill(n->host + W_OFF, W_LEN, 1);
+	pattern_fill(n->host + W_OFF, W_LEN, 1);
 	if (rdma(n, 0, IBV_WR_RDMA_WRITE, host + W_OFF, hkey, map + W_OFF,
 		 mr->rkey, W_LEN, true, "WRITE into the dma-buf")) {
-		bad = differs(b->map + W_OFF, W_LEN, 1);
+		bad = pattern_differs(b->map + W_OFF, W_LEN, 1);
 		check(bad < 0, "WRITE into the dma-buf: byte %ld differs", bad);
 		check(b->map[W_OFF - 1] == 0 && b->map[W_OFF + W_LEN] == 0,
 		      "WRITE into the dma-buf: bytes around it changed");
 	}
-	fill(b->map + R_OFF, R_LEN, 2);
+	pattern_fill(b->map + R_OFF, R_LEN, 2);
 	if (rdma(n, 0, IBV_WR_RDMA_READ, host + R_OFF, hkey, map + R_OFF,
 		 mr->rkey, R_LEN, true, "READ from the dma-buf")) {
-		bad = differs(n->host + R_OFF, R_LEN, 2);
+		bad = pattern_differs(n->host + R_OFF, R_LEN, 2);
 		check(bad < 0, "READ from the dma-buf: byte %ld differs", bad);
 	}
 	/* Its own lkey: the source of a WRITE, the target of a READ. */
-	fill(b->map + LW_OFF, LW_LEN, 3);
+	pattern_fill(b->map + LW_OFF, LW_LEN, 3);
 	if (rdma(n, 1, IBV_WR_RDMA_WRITE, map + LW_OFF, mr->lkey, host + LW_OFF,
 		 n->host_mr->rkey, LW_LEN, true, "WRITE from the dma-buf")) {
-		bad = differs(n->host + LW_OFF, LW_LEN, 3);
+		bad = pattern_differs(n->host + LW_OFF, LW_LEN, 3);
 		check(bad < 0, "WRITE from the dma-buf: byte %ld differs", bad);
 	}
-	fill(n->host + LR_OFF, LR_LEN, 4);
+	pattern_fill(n->host + LR_OFF, LR_LEN, 4);
 	if (rdma(n, 1, IBV_WR_RDMA_READ, map + LR_OFF, mr->lkey, host + LR_OFF,
 		 n->host_mr->rkey, LR_LEN, true, "READ into the dma-buf")) {
-		bad = differs(b->map + LR_OFF, LR_LEN, 4);
+		bad = pattern_differs(b->map + LR_OFF, LR_LEN, 4);
 		check(bad < 0, "READ into the dma-buf: byte %ld differs", bad);
 	}
 
@@ -390,10 +354,10 @@ static void data_path(struct node *n, struct dbuf *b)
 	/* Rights change in place: the keys stay. */
 	ret = raw_rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, 0, kAllAccess);
 	check(!ret, "raw rereg of the rights in place: %s", strerror(ret));
-	fill(n->host + W_OFF, W_LEN, 9);
+	pattern_fill(n->host + W_OFF, W_LEN, 9);
 	if (rdma(n, 0, IBV_WR_RDMA_WRITE, host + W_OFF, hkey, map + W_OFF,
 		 mr->rkey, W_LEN, true, "WRITE after the refused rereg")) {
-		bad = differs(b->map + W_OFF, W_LEN, 9);
+		bad = pattern_differs(b->map + W_OFF, W_LEN, 9);
 		check(bad < 0,
 		      "WRITE after the refused rereg: byte %ld differs", bad);
 	}
@@ -405,10 +369,11 @@ static void data_path(struct node *n, struct dbuf *b)
 	check(sub, "ibv_reg_dmabuf_mr at offset %u: %s", SUB_OFF,
 	      strerror(errno));
 	if (sub) {
-		fill(n->host, SUB_W_LEN, 5);
+		pattern_fill(n->host, SUB_W_LEN, 5);
 		if (rdma(n, 0, IBV_WR_RDMA_WRITE, host, hkey, SUB_IOVA + SUB_W,
 			 sub->rkey, SUB_W_LEN, true, "WRITE into the part")) {
-			bad = differs(b->map + SUB_OFF + SUB_W, SUB_W_LEN, 5);
+			bad = pattern_differs(b->map + SUB_OFF + SUB_W,
+					      SUB_W_LEN, 5);
 			check(bad < 0, "WRITE into the part: byte %ld differs",
 			      bad);
 		}
@@ -444,19 +409,19 @@ static void closed_fd(struct node *n, int card)
 	b.fd = -1;
 
 	/* Still the same memory: the mapping sees what the NIC writes. */
-	fill(n->host, 8192, 6);
+	pattern_fill(n->host, 8192, 6);
 	if (rdma(n, 0, IBV_WR_RDMA_WRITE, host, n->host_mr->lkey, 4096,
 		 mr->rkey, 8192, true, "WRITE after close")) {
-		bad = differs(b.map + 4096, 8192, 6);
+		bad = pattern_differs(b.map + 4096, 8192, 6);
 		check(bad < 0, "WRITE after close: byte %ld differs", bad);
 	}
-	fill(b.map + 32768, 4096, 7);
+	pattern_fill(b.map + 32768, 4096, 7);
 	check(!munmap((void *)b.map, b.size), "munmap");
 	b.map = NULL;
 	memset(n->host, 0, 4096);
 	if (rdma(n, 0, IBV_WR_RDMA_READ, host, n->host_mr->lkey, 32768,
 		 mr->rkey, 4096, true, "READ after close and munmap")) {
-		bad = differs(n->host, 4096, 7);
+		bad = pattern_differs(n->host, 4096, 7);
 		check(bad < 0, "READ after close and munmap: byte %ld differs",
 		      bad);
 	}
@@ -486,7 +451,7 @@ static void dereg_queued(struct node *n, struct dbuf *b)
 	check(mr, "ibv_reg_dmabuf_mr (queued): %s", strerror(errno));
 	if (!mr)
 		return;
-	fill(n->host, HOST_SIZE < b->size ? HOST_SIZE : b->size, 8);
+	pattern_fill(n->host, HOST_SIZE < b->size ? HOST_SIZE : b->size, 8);
 	rdma(n, 0, IBV_WR_RDMA_WRITE, (uintptr_t)n->host, n->host_mr->lkey, 0,
 	     mr->rkey, b->size, false, "queued WRITE");
 	check(!ibv_dereg_mr(mr), "dereg under a queued WRITE");
@@ -654,7 +619,7 @@ static void queues(struct node *n, int card)
 		double end = now() + 30;
 		int got = 0;
 
-		fill(n->host + so, Q_LEN, 20 + i);
+		pattern_fill(n->host + so, Q_LEN, 20 + i);
 		ret = ibv_post_recv(qp[1], &rwr, &rbad);
 		check(!ret, "round %u: post_recv: %s", i, strerror(ret));
 		ret = ibv_post_send(qp[0], wr, &sbad);
@@ -678,9 +643,9 @@ static void queues(struct node *n, int card)
 		}
 		check(got == 3, "round %u: %d of 3 completions in 30 s", i,
 		      got);
-		check(differs(n->host + ro, Q_LEN, 20 + i) < 0,
+		check(pattern_differs(n->host + ro, Q_LEN, 20 + i) < 0,
 		      "round %u: the SEND's bytes differ", i);
-		check(differs(n->host + wo, Q_LEN, 20 + i) < 0,
+		check(pattern_differs(n->host + wo, Q_LEN, 20 + i) < 0,
 		      "round %u: the WRITE's bytes differ", i);
 	}
 	/* The completions are in the dma-buf: every CQE slot of both rings
@@ -708,7 +673,7 @@ static void queues(struct node *n, int card)
 	 * once, its CQ after it.
 	 */
 	for (uint32_t i = 0; i < 8; i++) {
-		ret = post_rdma(qp[0], IBV_WR_RDMA_WRITE, host,
+		ret = post_rdma(qp[0], IBV_WR_RDMA_WRITE, 7, host,
 				n->host_mr->lkey, host + 131072,
 				n->host_mr->rkey, 4096);
 		check(!ret, "WRITE to be torn down: ibv_post_send: %s",

@@ -68,26 +68,6 @@
 
 #define INLINE_MSG "rdma_xclient-msg" /* 16 bytes, as rdma_xclient sends */
 
-static uint8_t pat(uint32_t i, uint32_t seed)
-{
-	return (uint8_t)(i * 131u + seed * 7u + (i >> 8) + 1);
-}
-
-static void fill(uint8_t *p, uint32_t len, uint32_t seed)
-{
-	for (uint32_t i = 0; i < len; i++)
-		p[i] = pat(i, seed);
-}
-
-/* The first byte of @p that is not pattern @seed, or -1. */
-static long differs(const uint8_t *p, uint32_t len, uint32_t seed)
-{
-	for (uint32_t i = 0; i < len; i++)
-		if (p[i] != pat(i, seed))
-			return (long)i;
-	return -1;
-}
-
 /* ---- setup ---------------------------------------------------------------- */
 
 struct info {
@@ -377,27 +357,30 @@ static void dm_local(struct node *n)
 	for (at = 0; at < DM_LEN && !b[at]; at++)
 		;
 	check(ret || at == DM_LEN, "a new DM is not zero at byte %ld", at);
-	fill(a, DM_LEN, 1);
+	pattern_fill(a, DM_LEN, 1);
 	ret = ibv_memcpy_to_dm(n->dm, 0, a, DM_LEN);
 	check(ret == 0, "memcpy_to_dm %u bytes: %s", DM_LEN, strerror(ret));
 	memset(b, 0, sizeof(b));
 	ret = ibv_memcpy_from_dm(b, n->dm, 0, DM_LEN);
-	at = differs(b, DM_LEN, 1);
+	at = pattern_differs(b, DM_LEN, 1);
 	check(ret == 0 && at < 0,
 	      "memcpy_from_dm %u bytes: %s, byte %ld differs", DM_LEN,
 	      strerror(ret), at);
 	/* Across a page, odd offsets and lengths. */
-	fill(a, 300, 2);
+	pattern_fill(a, 300, 2);
 	ret = ibv_memcpy_to_dm(n->dm, 4093, a, 300);
 	check(ret == 0, "memcpy_to_dm at 4093: %s", strerror(ret));
 	ret = ibv_memcpy_from_dm(b, n->dm, 4090, 306);
-	check(ret == 0 && b[0] == pat(4090, 1) && b[1] == pat(4091, 1) &&
-		      b[2] == pat(4092, 1) && differs(b + 3, 300, 2) < 0 &&
-		      b[303] == pat(4393, 1) && b[305] == pat(4395, 1),
+	check(ret == 0 && b[0] == pattern_byte(4090, 1) &&
+		      b[1] == pattern_byte(4091, 1) &&
+		      b[2] == pattern_byte(4092, 1) &&
+		      pattern_differs(b + 3, 300, 2) < 0 &&
+		      b[303] == pattern_byte(4393, 1) &&
+		      b[305] == pattern_byte(4395, 1),
 	      "memcpy_from_dm around 4093: %s", strerror(ret));
 	ret = ibv_memcpy_from_dm(b, n->dm, DM_LEN - 7, 7);
-	check(ret == 0 && b[0] == pat(DM_LEN - 7, 1) &&
-		      b[6] == pat(DM_LEN - 1, 1),
+	check(ret == 0 && b[0] == pattern_byte(DM_LEN - 7, 1) &&
+		      b[6] == pattern_byte(DM_LEN - 1, 1),
 	      "memcpy_from_dm of the last 7 bytes: %s", strerror(ret));
 	check(ibv_memcpy_to_dm(n->dm, 5, a, 0) == 0, "memcpy_to_dm of 0 bytes");
 	/* Beyond the DM: refused, nothing copied. */
@@ -474,7 +457,7 @@ static void client(struct node *n, int fd)
 		return;
 	}
 	/* A SEND whose source is this node's DM MR (lkey, zero-based). */
-	fill(b, DMR_SEND_LEN, 5);
+	pattern_fill(b, DMR_SEND_LEN, 5);
 	check(!ibv_memcpy_to_dm(n->dm, DM_MR_OFF + DMR_SEND, b, DMR_SEND_LEN),
 	      "memcpy_to_dm of the SEND's bytes");
 	sge = (struct ibv_sge){DMR_SEND, DMR_SEND_LEN, n->dm_mr->lkey};
@@ -483,7 +466,7 @@ static void client(struct node *n, int fd)
 	post_wait(n, &wr, "SEND from device memory");
 
 	/* WRITE into the peer's DM, READ it back into this node's DM. */
-	fill(n->buf + SRC, DMR_WRITE_LEN, 6);
+	pattern_fill(n->buf + SRC, DMR_WRITE_LEN, 6);
 	sge = (struct ibv_sge){(uintptr_t)n->buf + SRC, DMR_WRITE_LEN,
 			       n->mr->lkey};
 	wr.wr_id = 3;
@@ -497,7 +480,7 @@ static void client(struct node *n, int fd)
 	post_wait(n, &wr, "READ from the peer's DM into this DM");
 	memset(b, 0, sizeof(b));
 	ret = ibv_memcpy_from_dm(b, n->dm, DM_MR_OFF + DMR_READ, DMR_WRITE_LEN);
-	at = differs(b, DMR_WRITE_LEN, 6);
+	at = pattern_differs(b, DMR_WRITE_LEN, 6);
 	check(!ret && at < 0, "READ into device memory: %s, byte %ld differs",
 	      strerror(ret), at);
 
@@ -555,9 +538,10 @@ static void server(struct node *n, int fd)
 		if (want == 2)
 			check(wc[1].status == IBV_WC_SUCCESS &&
 				      wc[1].byte_len == DMR_SEND_LEN &&
-				      differs(n->buf + RECV +
-						      wc[1].wr_id * RECV_SLOT,
-					      DMR_SEND_LEN, 5) < 0,
+				      pattern_differs(n->buf + RECV +
+							      wc[1].wr_id *
+								      RECV_SLOT,
+						      DMR_SEND_LEN, 5) < 0,
 			      "SEND from the peer's DM: %s, %u bytes",
 			      ibv_wc_status_str(wc[1].status), wc[1].byte_len);
 	}
@@ -581,7 +565,7 @@ static void server(struct node *n, int fd)
 		return;
 	ret = ibv_memcpy_from_dm(b, n->dm, DM_MR_OFF + DMR_WRITE,
 				 DMR_WRITE_LEN);
-	at = differs(b, DMR_WRITE_LEN, 6);
+	at = pattern_differs(b, DMR_WRITE_LEN, 6);
 	check(!ret && at < 0,
 	      "the peer's WRITE into device memory: %s, byte %ld differs",
 	      strerror(ret), at);
@@ -595,8 +579,9 @@ static void server(struct node *n, int fd)
 	}
 	/* Before the WRITE: what dm_local's copy at 4093 left there. */
 	check(!ibv_memcpy_from_dm(b, n->dm, DM_MR_OFF + DMR_WRITE - 4, 4) &&
-		      b[0] == pat(DM_MR_OFF + DMR_WRITE - 4 - 4093, 2) &&
-		      b[3] == pat(DM_MR_OFF + DMR_WRITE - 1 - 4093, 2),
+		      b[0] == pattern_byte(DM_MR_OFF + DMR_WRITE - 4 - 4093,
+					   2) &&
+		      b[3] == pattern_byte(DM_MR_OFF + DMR_WRITE - 1 - 4093, 2),
 	      "device memory before the WRITE changed");
 }
 

@@ -59,6 +59,25 @@ double now(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+uint8_t pattern_byte(uint32_t i, uint32_t seed)
+{
+	return (uint8_t)(i * 131u + seed * 7u + (i >> 8) + 1);
+}
+
+void pattern_fill(volatile uint8_t *p, uint32_t len, uint32_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = pattern_byte(i, seed);
+}
+
+long pattern_differs(const volatile uint8_t *p, uint32_t len, uint32_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] != pattern_byte(i, seed))
+			return (long)i;
+	return -1;
+}
+
 const char *peer_args(int argc, char **argv, const char **dev, int *gid_index,
 		      int *port)
 {
@@ -251,4 +270,20 @@ void rc_connect(struct ibv_qp *qp, const char *what, uint32_t qpn,
 	a.rnr_retry = 7;
 	a.max_rd_atomic = rd_atomic;
 	modify_or_die(qp, &a, kRcRtsMask, what, "RTS");
+}
+
+int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
+	      uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+	      uint32_t len)
+{
+	struct ibv_sge sge = {laddr, len, lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = {raddr, rkey}};
+	struct ibv_send_wr *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * What the verbs guest programs (rhinet-qpex, rhinet-fatal, rhinet-gaps)
- * share: checks and messages, the TCP side channel between the two nodes,
- * opening the device, the registered buffer and RC connection set-up.
+ * What the verbs guest programs (rhinet-qpex, rhinet-fatal, rhinet-gaps,
+ * rhinet-dmabuf, rhinet-xpu) share: checks and messages, a test pattern,
+ * the TCP side channel between the two nodes, opening the device, the
+ * registered buffer and RC connection set-up.
  */
 #ifndef VERBS_GUEST_H
 #define VERBS_GUEST_H
@@ -33,6 +34,15 @@ double now(void);
  */
 const char *peer_args(int argc, char **argv, const char **dev, int *gid_index,
 		      int *port);
+
+/* ---- test data ---- */
+
+/* Byte @i of test pattern @seed. */
+uint8_t pattern_byte(uint32_t i, uint32_t seed);
+/* @len bytes of pattern @seed at @p (host memory or a device's). */
+void pattern_fill(volatile uint8_t *p, uint32_t len, uint32_t seed);
+/* The first byte of @p that is not pattern @seed, or -1. */
+long pattern_differs(const volatile uint8_t *p, uint32_t len, uint32_t seed);
 
 /* ---- TCP side channel ---- */
 
@@ -69,5 +79,11 @@ void rc_rtr_attr_to(struct ibv_qp_attr *a, uint32_t qpn, const uint8_t gid[16],
  * way; dies "WHAT to STATE" if a step fails. */
 void rc_connect(struct ibv_qp *qp, const char *what, uint32_t qpn,
 		const uint8_t gid[16], int gid_index, uint8_t rd_atomic);
+
+/* Posts one signalled RDMA @op (WRITE or READ) on @qp: @len bytes between
+ * local @laddr (@lkey) and remote @raddr (@rkey); ibv_post_send's result. */
+int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
+	      uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+	      uint32_t len);
 
 #endif

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause */
+/*
+ * xpu.ko's user interface: ioctls on /dev/xpuN, one character device per
+ * xpu (the accelerator stand-in, Documentation/hardware/xpu.md). Described
+ * in Documentation/driver/xpu.md.
+ *
+ * mmap of /dev/xpuN at offset 0 maps the device's memory (BAR2); a lane
+ * program is written there and run with XPU_IOC_LANE_RUN.
+ * Reserved fields and unknown flags must be zero, else EINVAL.
+ */
+#ifndef XPU_ABI_USER_H
+#define XPU_ABI_USER_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+/* xpu_info.flags */
+/* BAR2 is published as p2p memory: dma-bufs of it can be exported */
+#define XPU_INFO_P2PDMA (1u << 0)
+
+struct xpu_info {
+	__u64 mem_size; /* bytes of the device's memory */
+	__u64 mem_bus_addr; /* its bus address (BAR2) */
+	__u32 lanes;
+	__u32 flags; /* XPU_INFO_* */
+};
+
+/*
+ * A dma-buf over [offset, offset + length) of the device's memory, both
+ * page aligned. flags: O_CLOEXEC and O_RDWR as dma_buf_fd takes them.
+ * EOPNOTSUPP when the kernel cannot publish the memory (no
+ * CONFIG_PCI_P2PDMA). An importer that cannot reach the memory by
+ * peer-to-peer DMA is refused when it attaches, with EREMOTEIO.
+ */
+struct xpu_export {
+	__u64 offset;
+	__u64 length;
+	__u32 flags;
+	__s32 fd; /* out */
+};
+
+/* xpu_lane_run.flags */
+/* wait until the lane stops, up to timeout_ms; then abort it, ETIMEDOUT */
+#define XPU_RUN_WAIT (1u << 0)
+
+/* Runs lane `lane` from pc (an offset in the device's memory). */
+struct xpu_lane_run {
+	__u32 lane;
+	__u32 flags; /* XPU_RUN_* */
+	__u64 pc;
+	__u32 timeout_ms; /* with XPU_RUN_WAIT; 0: 10 seconds */
+	__u32 status; /* out: enum xpu_lane_status */
+	__u32 error; /* out: enum xpu_lane_error */
+	__u32 rsvd;
+	__u64 executed; /* out: commands run */
+};
+
+/* The device's bus counters, indexed by enum xpu_counter. */
+#define XPU_COUNTERS_MAX 16
+struct xpu_counters {
+	__u64 count[XPU_COUNTERS_MAX]; /* out; past the device's last: 0 */
+};
+
+#define XPU_IOC_MAGIC 'X'
+#define XPU_IOC_INFO _IOR(XPU_IOC_MAGIC, 0, struct xpu_info)
+#define XPU_IOC_EXPORT_DMABUF _IOWR(XPU_IOC_MAGIC, 1, struct xpu_export)
+#define XPU_IOC_LANE_RUN _IOWR(XPU_IOC_MAGIC, 2, struct xpu_lane_run)
+#define XPU_IOC_COUNTERS _IOR(XPU_IOC_MAGIC, 3, struct xpu_counters)
+#define XPU_IOC_CLEAR_COUNTERS _IO(XPU_IOC_MAGIC, 4)
+
+#endif /* XPU_ABI_USER_H */

@@ -1,0 +1,497 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * xpu.ko: the driver of the accelerator stand-in (Documentation/hardware/
+ * xpu.md). It publishes the device's memory (BAR2) as PCI peer-to-peer
+ * memory, exports dma-bufs over ranges of it for other drivers to DMA into
+ * (rhinet.ko's ibv_reg_dmabuf_mr), and gives user space the memory, the
+ * lanes and the bus counters through /dev/xpuN (include/uapi/xpu/
+ * xpu-abi.h, Documentation/driver/xpu.md).
+ */
+#include <linux/dma-buf.h>
+#include <linux/dma-mapping.h>
+#include <linux/fs.h>
+#include <linux/idr.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/iopoll.h>
+#include <linux/kref.h>
+#include <linux/memremap.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/pci-p2pdma.h>
+#include <linux/rwsem.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "xpu/xpu.h"
+#include "xpu/xpu-abi.h"
+
+#define XPU_RUN_TIMEOUT_MS_DEFAULT 10000
+/* One scatterlist entry covers an export: its length is 32 bits. */
+#define XPU_EXPORT_MAX BIT_ULL(31)
+
+struct xpu_dev {
+	struct kref ref; /* the probe's, and one per exported dma-buf */
+	struct pci_dev *pdev;
+	void __iomem *regs;
+	resource_size_t mem_start; /* CPU physical address of BAR2 */
+	u64 mem_size;
+	u32 lanes;
+	bool p2pdma; /* BAR2 published with pci_p2pdma_add_resource */
+	int id;
+	char name[16];
+	struct miscdevice misc;
+	struct mutex lane_lock; /* a lane's PC and START written together */
+	/* Held for reading by every ioctl; remove sets gone under it. */
+	struct rw_semaphore alive;
+	bool gone;
+};
+
+/* A dma-buf over [offset, offset + length) of one device's memory. */
+struct xpu_dmabuf {
+	struct xpu_dev *xdev;
+	struct dev_pagemap *pgmap; /* held: the pages outlive no dma-buf */
+	u64 offset;
+	u64 length;
+};
+
+static DEFINE_IDA(xpu_ida);
+
+static void xpu_dev_free(struct kref *ref)
+{
+	struct xpu_dev *xdev = container_of(ref, struct xpu_dev, ref);
+
+	ida_free(&xpu_ida, xdev->id);
+	pci_dev_put(xdev->pdev);
+	kfree(xdev);
+}
+
+static void xpu_dev_put(struct xpu_dev *xdev)
+{
+	kref_put(&xdev->ref, xpu_dev_free);
+}
+
+/* ---- dma-buf exporter ------------------------------------------------- */
+
+/*
+ * Only an importer that takes peer-to-peer memory (attach->peer2peer) and
+ * that the PCI topology lets reach BAR2 may attach; the kernel's P2PDMA
+ * code judges the path (a common upstream bridge, or a host bridge it
+ * trusts).
+ */
+static int xpu_dmabuf_attach(struct dma_buf *dmabuf,
+			     struct dma_buf_attachment *attach)
+{
+	struct xpu_dmabuf *xb = dmabuf->priv;
+	struct pci_dev *pdev = xb->xdev->pdev;
+
+	if (!attach->peer2peer) {
+		dev_warn_ratelimited(&pdev->dev,
+				     "%s does not take peer-to-peer memory\n",
+				     dev_name(attach->dev));
+		return -EOPNOTSUPP;
+	}
+	if (pci_p2pdma_distance(pdev, attach->dev, true) < 0) {
+		dev_warn_ratelimited(&pdev->dev,
+				     "%s cannot reach this device's memory\n",
+				     dev_name(attach->dev));
+		return -EREMOTEIO;
+	}
+	return 0;
+}
+
+static struct sg_table *xpu_dmabuf_map(struct dma_buf_attachment *attach,
+				       enum dma_data_direction dir)
+{
+	struct xpu_dmabuf *xb = attach->dmabuf->priv;
+	struct page *page = pfn_to_page(PHYS_PFN(xb->xdev->mem_start +
+						 xb->offset));
+	struct sg_table *sgt;
+	int ret;
+
+	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
+	if (!sgt)
+		return ERR_PTR(-ENOMEM);
+	ret = sg_alloc_table(sgt, 1, GFP_KERNEL);
+	if (ret)
+		goto err_free;
+	/* The pages of a BAR are contiguous: one entry covers the range. */
+	sg_set_page(sgt->sgl, page, xb->length, 0);
+	ret = dma_map_sgtable(attach->dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
+	if (ret)
+		goto err_table;
+	return sgt;
+
+err_table:
+	sg_free_table(sgt);
+err_free:
+	kfree(sgt);
+	return ERR_PTR(ret);
+}
+
+static void xpu_dmabuf_unmap(struct dma_buf_attachment *attach,
+			     struct sg_table *sgt, enum dma_data_direction dir)
+{
+	dma_unmap_sgtable(attach->dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
+	sg_free_table(sgt);
+	kfree(sgt);
+}
+
+static void xpu_dmabuf_free(struct xpu_dmabuf *xb)
+{
+	put_dev_pagemap(xb->pgmap);
+	xpu_dev_put(xb->xdev);
+	kfree(xb);
+}
+
+static void xpu_dmabuf_release(struct dma_buf *dmabuf)
+{
+	xpu_dmabuf_free(dmabuf->priv);
+}
+
+static const struct dma_buf_ops xpu_dmabuf_ops = {
+	.attach = xpu_dmabuf_attach,
+	.map_dma_buf = xpu_dmabuf_map,
+	.unmap_dma_buf = xpu_dmabuf_unmap,
+	.release = xpu_dmabuf_release,
+};
+
+static int xpu_export(struct xpu_dev *xdev, struct xpu_export *req)
+{
+	DEFINE_DMA_BUF_EXPORT_INFO(exp_info);
+	struct xpu_dmabuf *xb;
+	struct dma_buf *dmabuf;
+	int fd;
+
+	if (!xdev->p2pdma)
+		return -EOPNOTSUPP;
+	if (req->flags & ~(O_CLOEXEC | O_ACCMODE))
+		return -EINVAL;
+	if (!req->length || req->length > XPU_EXPORT_MAX ||
+	    !PAGE_ALIGNED(req->offset) || !PAGE_ALIGNED(req->length) ||
+	    req->offset >= xdev->mem_size ||
+	    req->length > xdev->mem_size - req->offset)
+		return -EINVAL;
+	xb = kzalloc(sizeof(*xb), GFP_KERNEL);
+	if (!xb)
+		return -ENOMEM;
+	xb->pgmap = get_dev_pagemap(PHYS_PFN(xdev->mem_start + req->offset),
+				    NULL);
+	if (!xb->pgmap) {
+		kfree(xb);
+		return -ENODEV;
+	}
+	kref_get(&xdev->ref);
+	xb->xdev = xdev;
+	xb->offset = req->offset;
+	xb->length = req->length;
+	exp_info.ops = &xpu_dmabuf_ops;
+	exp_info.size = req->length;
+	exp_info.flags = O_RDWR;
+	exp_info.priv = xb;
+	dmabuf = dma_buf_export(&exp_info);
+	if (IS_ERR(dmabuf)) {
+		xpu_dmabuf_free(xb);
+		return PTR_ERR(dmabuf);
+	}
+	fd = dma_buf_fd(dmabuf, req->flags & O_CLOEXEC);
+	if (fd < 0) {
+		dma_buf_put(dmabuf); /* releases xb */
+		return fd;
+	}
+	req->fd = fd;
+	return 0;
+}
+
+/* ---- Lanes and counters ------------------------------------------------ */
+
+static void __iomem *xpu_lane_reg(struct xpu_dev *xdev, u32 lane, u32 off)
+{
+	return xdev->regs + XPU_REG_LANE(lane) + off;
+}
+
+static int xpu_lane_run(struct xpu_dev *xdev, struct xpu_lane_run *req)
+{
+	u32 timeout_ms = req->timeout_ms ?: XPU_RUN_TIMEOUT_MS_DEFAULT;
+	u32 status;
+	int ret = 0;
+
+	if (req->flags & ~XPU_RUN_WAIT || req->rsvd)
+		return -EINVAL;
+	if (req->lane >= xdev->lanes || req->pc >= xdev->mem_size ||
+	    req->pc % XPU_CMD_SIZE)
+		return -EINVAL;
+	mutex_lock(&xdev->lane_lock);
+	status = readl(xpu_lane_reg(xdev, req->lane, XPU_LANE_STATUS));
+	if (status == XPU_LANE_RUNNING) {
+		mutex_unlock(&xdev->lane_lock);
+		return -EBUSY;
+	}
+	lo_hi_writeq(req->pc, xpu_lane_reg(xdev, req->lane, XPU_LANE_PC));
+	writel(XPU_LANE_CTRL_START,
+	       xpu_lane_reg(xdev, req->lane, XPU_LANE_CTRL));
+	mutex_unlock(&xdev->lane_lock);
+
+	if (req->flags & XPU_RUN_WAIT) {
+		ret = readl_poll_timeout(xpu_lane_reg(xdev, req->lane,
+						      XPU_LANE_STATUS),
+					 status, status != XPU_LANE_RUNNING,
+					 100, timeout_ms * 1000ULL);
+		if (ret)
+			writel(XPU_LANE_CTRL_ABORT,
+			       xpu_lane_reg(xdev, req->lane, XPU_LANE_CTRL));
+	}
+	req->status = readl(xpu_lane_reg(xdev, req->lane, XPU_LANE_STATUS));
+	req->error = readl(xpu_lane_reg(xdev, req->lane, XPU_LANE_ERROR));
+	req->executed = lo_hi_readq(xpu_lane_reg(xdev, req->lane,
+						 XPU_LANE_EXECUTED));
+	return ret;
+}
+
+static void xpu_read_counters(struct xpu_dev *xdev, struct xpu_counters *c)
+{
+	int i;
+
+	memset(c, 0, sizeof(*c));
+	BUILD_BUG_ON(XPU_CNT_NUM > XPU_COUNTERS_MAX);
+	for (i = 0; i < XPU_CNT_NUM; i++)
+		c->count[i] = lo_hi_readq(xdev->regs + XPU_REG_CNT(i));
+}
+
+/* ---- /dev/xpuN ----------------------------------------------------------- */
+
+static struct xpu_dev *xpu_from_file(struct file *file)
+{
+	struct miscdevice *misc = file->private_data;
+
+	return container_of(misc, struct xpu_dev, misc);
+}
+
+static long xpu_do_ioctl(struct xpu_dev *xdev, unsigned int cmd,
+			 unsigned long arg)
+{
+	void __user *uarg = (void __user *)arg;
+	union {
+		struct xpu_info info;
+		struct xpu_export exp;
+		struct xpu_lane_run run;
+		struct xpu_counters counters;
+	} u;
+	int ret;
+
+	switch (cmd) {
+	case XPU_IOC_INFO:
+		memset(&u.info, 0, sizeof(u.info));
+		u.info.mem_size = xdev->mem_size;
+		u.info.mem_bus_addr = pci_bus_address(xdev->pdev, XPU_BAR_MEM);
+		u.info.lanes = xdev->lanes;
+		u.info.flags = xdev->p2pdma ? XPU_INFO_P2PDMA : 0;
+		return copy_to_user(uarg, &u.info, sizeof(u.info)) ? -EFAULT : 0;
+	case XPU_IOC_EXPORT_DMABUF:
+		if (copy_from_user(&u.exp, uarg, sizeof(u.exp)))
+			return -EFAULT;
+		ret = xpu_export(xdev, &u.exp);
+		if (ret)
+			return ret;
+		/* The descriptor is the caller's now, even if this fails. */
+		return copy_to_user(uarg, &u.exp, sizeof(u.exp)) ? -EFAULT : 0;
+	case XPU_IOC_LANE_RUN:
+		if (copy_from_user(&u.run, uarg, sizeof(u.run)))
+			return -EFAULT;
+		ret = xpu_lane_run(xdev, &u.run);
+		if (ret && ret != -ETIMEDOUT)
+			return ret;
+		if (copy_to_user(uarg, &u.run, sizeof(u.run)))
+			return -EFAULT;
+		return ret;
+	case XPU_IOC_COUNTERS:
+		xpu_read_counters(xdev, &u.counters);
+		return copy_to_user(uarg, &u.counters, sizeof(u.counters)) ?
+			       -EFAULT : 0;
+	case XPU_IOC_CLEAR_COUNTERS:
+		writel(XPU_CTRL_CLEAR_COUNTERS, xdev->regs + XPU_REG_CTRL);
+		return 0;
+	}
+	return -ENOTTY;
+}
+
+static long xpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct xpu_dev *xdev = xpu_from_file(file);
+	long ret = -ENODEV;
+
+	down_read(&xdev->alive);
+	if (!xdev->gone)
+		ret = xpu_do_ioctl(xdev, cmd, arg);
+	up_read(&xdev->alive);
+	return ret;
+}
+
+/* An open file keeps the structure (not the device) alive. */
+static int xpu_open(struct inode *inode, struct file *file)
+{
+	kref_get(&xpu_from_file(file)->ref);
+	return 0;
+}
+
+static int xpu_release(struct inode *inode, struct file *file)
+{
+	xpu_dev_put(xpu_from_file(file));
+	return 0;
+}
+
+/*
+ * The device's memory, for the programs and the data a test checks. With
+ * P2PDMA the kernel already maps it write-back (ZONE_DEVICE pages), and a
+ * second mapping must not ask for another memory type.
+ */
+static int xpu_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct xpu_dev *xdev = xpu_from_file(file);
+
+	/*
+	 * Not under alive: the ioctls fault user memory (mmap_lock) while
+	 * holding it, and mmap comes here holding mmap_lock.
+	 */
+	if (READ_ONCE(xdev->gone))
+		return -ENODEV;
+	if (!xdev->p2pdma)
+		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
+	return vm_iomap_memory(vma, xdev->mem_start, xdev->mem_size);
+}
+
+static const struct file_operations xpu_fops = {
+	.owner = THIS_MODULE,
+	.open = xpu_open,
+	.release = xpu_release,
+	.unlocked_ioctl = xpu_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = xpu_mmap,
+};
+
+/* ---- PCI ----------------------------------------------------------------- */
+
+static void xpu_publish(struct xpu_dev *xdev)
+{
+	struct pci_dev *pdev = xdev->pdev;
+	int ret;
+
+	if (!IS_ENABLED(CONFIG_PCI_P2PDMA)) {
+		pci_info(pdev,
+			 "kernel without CONFIG_PCI_P2PDMA: no dma-buf export\n");
+		return;
+	}
+	ret = pci_p2pdma_add_resource(pdev, XPU_BAR_MEM, 0, 0);
+	if (ret) {
+		pci_warn(pdev, "memory not published for P2PDMA (%d)\n", ret);
+		return;
+	}
+	xdev->p2pdma = true;
+}
+
+static int xpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct xpu_dev *xdev;
+	int ret;
+
+	ret = pcim_enable_device(pdev);
+	if (ret)
+		return ret;
+	ret = pcim_iomap_regions(pdev, BIT(XPU_BAR_REGS), "xpu");
+	if (ret)
+		return ret;
+	if (!(pci_resource_flags(pdev, XPU_BAR_MEM) & IORESOURCE_MEM))
+		return -ENODEV;
+	/* Claimed, not mapped: P2PDMA maps it, or user space through us. */
+	ret = pci_request_region(pdev, XPU_BAR_MEM, "xpu");
+	if (ret)
+		return ret;
+	pci_set_master(pdev);
+
+	xdev = kzalloc(sizeof(*xdev), GFP_KERNEL);
+	if (!xdev)
+		return -ENOMEM;
+	kref_init(&xdev->ref);
+	mutex_init(&xdev->lane_lock);
+	init_rwsem(&xdev->alive);
+	xdev->pdev = pci_dev_get(pdev);
+	xdev->regs = pcim_iomap_table(pdev)[XPU_BAR_REGS];
+	xdev->id = ida_alloc(&xpu_ida, GFP_KERNEL);
+	if (xdev->id < 0) {
+		ret = xdev->id;
+		pci_dev_put(pdev);
+		kfree(xdev);
+		return ret;
+	}
+	if (readl(xdev->regs + XPU_REG_ID) != XPU_ID_VALUE) {
+		pci_err(pdev, "not an xpu (ID %#x)\n",
+			readl(xdev->regs + XPU_REG_ID));
+		ret = -ENODEV;
+		goto err_put;
+	}
+	xdev->mem_start = pci_resource_start(pdev, XPU_BAR_MEM);
+	xdev->mem_size = lo_hi_readq(xdev->regs + XPU_REG_MEM_SIZE);
+	xdev->lanes = readl(xdev->regs + XPU_REG_LANES);
+	if (xdev->mem_size != pci_resource_len(pdev, XPU_BAR_MEM) ||
+	    !xdev->lanes || xdev->lanes > XPU_LANES_MAX) {
+		pci_err(pdev, "inconsistent memory size or lanes\n");
+		ret = -ENODEV;
+		goto err_put;
+	}
+	xpu_publish(xdev);
+
+	snprintf(xdev->name, sizeof(xdev->name), "xpu%d", xdev->id);
+	xdev->misc.minor = MISC_DYNAMIC_MINOR;
+	xdev->misc.name = xdev->name;
+	xdev->misc.fops = &xpu_fops;
+	xdev->misc.parent = &pdev->dev;
+	ret = misc_register(&xdev->misc);
+	if (ret)
+		goto err_put;
+	pci_set_drvdata(pdev, xdev);
+	pci_info(pdev, "%s: %llu MiB, %u lanes%s\n", xdev->name,
+		 xdev->mem_size >> 20, xdev->lanes,
+		 xdev->p2pdma ? ", memory published for P2PDMA" : "");
+	return 0;
+
+err_put:
+	xpu_dev_put(xdev);
+	return ret;
+}
+
+/*
+ * The P2PDMA pages go with the device (devres); exported dma-bufs hold
+ * their page map, so that waits for the last one to be released. Open
+ * files keep the structure and find the device gone (ENODEV); a mapping
+ * of the memory stays, as one of a sysfs resource file does.
+ */
+static void xpu_remove(struct pci_dev *pdev)
+{
+	struct xpu_dev *xdev = pci_get_drvdata(pdev);
+
+	misc_deregister(&xdev->misc);
+	down_write(&xdev->alive);
+	WRITE_ONCE(xdev->gone, true);
+	up_write(&xdev->alive);
+	xpu_dev_put(xdev);
+}
+
+static const struct pci_device_id xpu_ids[] = {
+	{ PCI_DEVICE(XPU_PCI_VENDOR_ID, XPU_PCI_DEVICE_ID) },
+	{}
+};
+MODULE_DEVICE_TABLE(pci, xpu_ids);
+
+static struct pci_driver xpu_driver = {
+	.name = "xpu",
+	.id_table = xpu_ids,
+	.probe = xpu_probe,
+	.remove = xpu_remove,
+};
+module_pci_driver(xpu_driver);
+
+MODULE_DESCRIPTION("RHiNET-NG accelerator stand-in (xpu)");
+MODULE_LICENSE("Dual BSD/GPL");
+MODULE_IMPORT_NS(DMA_BUF);

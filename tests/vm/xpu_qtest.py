@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""The xpu device model alone, driven through QEMU's qtest protocol (no
+guest): two xpus on a q35 machine, their BARs placed by hand. A lane program
+on the first exercises every command; the bus counters must tell host RAM
+from the second xpu's BAR (peer-to-peer) exactly; each fault has its error
+code; bus mastering off leaves nothing reachable.
+
+    xpu_qtest.py ENV_FILE   (QEMU=... in it, as tests/vm/prepare.sh writes)
+"""
+import struct
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True
+
+# The contract's numbers (include/hw/xpu/xpu.h), checked against the header
+# below so the two cannot drift apart.
+HDR = {
+    "XPU_ID_VALUE": 0x31555058, "XPU_VERSION_VALUE": 1,
+    "XPU_REG_MEM_SIZE": 0x008, "XPU_REG_LANES": 0x010, "XPU_REG_CTRL": 0x014,
+    "XPU_REG_CNT_BASE": 0x100, "XPU_REG_LANE_BASE": 0x400,
+    "XPU_REG_LANE_STRIDE": 0x20, "XPU_LANE_PC": 0x00, "XPU_LANE_CTRL": 0x08,
+    "XPU_LANE_STATUS": 0x0C, "XPU_LANE_ERROR": 0x10,
+    "XPU_LANE_EXECUTED": 0x18, "XPU_PCI_DEVICE_ID": 0x5850,
+    "XPU_CMD_SIZE": 32,
+}
+CNT = ["HOST_RD_BYTES", "HOST_RD_COUNT", "HOST_WR_BYTES", "HOST_WR_COUNT",
+       "P2P_RD_BYTES", "P2P_RD_COUNT", "P2P_WR_BYTES", "P2P_WR_COUNT",
+       "IN_RD_BYTES", "IN_RD_COUNT", "IN_WR_BYTES", "IN_WR_COUNT",
+       "CMDS", "FAULTS"]
+STOP, STORE, COPY, WRITE64, DMA_READ, DMA_WRITE, FADD, POLL = range(8)
+IDLE, RUNNING, DONE, FAULT = range(4)
+E_NONE, E_OPCODE, E_RANGE, E_BUS, E_TIMEOUT = range(5)
+
+# Where the test puts things: two xpus in slots 4 and 5.
+REGS = {4: 0xFE000000, 5: 0xFE001000}
+MEM = {4: 0xC0000000, 5: 0xC1000000}
+HOST = 0x100000  # a page of guest RAM
+UNMAPPED = 0xD0000000  # in the PCI hole, no BAR there
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def check_header(repo):
+    text = open(f"{repo}/include/hw/xpu/xpu.h").read()
+    for name, value in HDR.items():
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] == "#define" and parts[1] == name:
+                got = int(parts[2].rstrip("u"), 0)
+                check(got == value, f"header {name} = {value:#x} (got {got:#x})")
+                break
+        else:
+            check(False, f"header defines {name}")
+    enum = text[text.index("enum xpu_counter {"):]
+    names = [w.strip(",") for w in enum[:enum.index("}")].split()
+             if w.startswith("XPU_CNT_") and w != "XPU_CNT_NUM"]
+    check(names == ["XPU_CNT_" + n for n in CNT], "header counter order")
+
+
+class Qtest:
+    def __init__(self, qemu):
+        self.p = subprocess.Popen(
+            [qemu, "-M", "q35", "-accel", "qtest", "-qtest", "stdio",
+             "-qtest-log", "/dev/null",
+             "-display", "none", "-nodefaults", "-m", "128M",
+             "-L", "/usr/share/seabios", "-L", "/usr/share/qemu",
+             "-device", "xpu,addr=4,lanes=4",
+             "-device", "xpu,addr=5,lanes=2,mem-size=64K"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def cmd(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        while True:
+            out = self.p.stdout.readline()
+            if not out:
+                raise RuntimeError(f"qemu gone after {line!r}")
+            if not out.startswith("IRQ"):
+                break
+        if not out.startswith("OK"):
+            raise RuntimeError(f"{line!r}: {out.strip()}")
+        return out.split()[1] if len(out.split()) > 1 else None
+
+    def cfg_addr(self, slot, reg):
+        self.cmd(f"outl 0xcf8 {0x80000000 | slot << 11 | reg:#x}")
+
+    def cfg_read(self, slot, reg):
+        self.cfg_addr(slot, reg)
+        return int(self.cmd("inl 0xcfc"), 16)
+
+    def cfg_write(self, slot, reg, val):
+        self.cfg_addr(slot, reg)
+        self.cmd(f"outl 0xcfc {val:#x}")
+
+    def readl(self, addr):
+        return int(self.cmd(f"readl {addr:#x}"), 16)
+
+    def readq(self, addr):
+        return int(self.cmd(f"readq {addr:#x}"), 16)
+
+    def writel(self, addr, val):
+        self.cmd(f"writel {addr:#x} {val:#x}")
+
+    def writeq(self, addr, val):
+        self.cmd(f"writeq {addr:#x} {val:#x}")
+
+    def write(self, addr, data):
+        self.cmd(f"write {addr:#x} {len(data)} 0x{data.hex()}")
+
+    def read(self, addr, n):
+        return bytes.fromhex(self.cmd(f"read {addr:#x} {n}")[2:])
+
+    def step(self, ns):
+        self.cmd(f"clock_step {ns}")
+
+    def close(self):
+        # (QEMU does not end with the qtest connection)
+        self.p.stdin.close()
+        self.p.terminate()
+        self.p.wait(timeout=10)
+
+
+def cmd(op, a=0, b=0, imm=0, length=0, flags=0):
+    return struct.pack("<BBHIQQQ", op, flags, 0, length, a, b, imm)
+
+
+def lane_reg(slot, lane, off):
+    return REGS[slot] + HDR["XPU_REG_LANE_BASE"] + \
+        HDR["XPU_REG_LANE_STRIDE"] * lane + off
+
+
+def counters(q, slot):
+    return {n: q.readq(REGS[slot] + HDR["XPU_REG_CNT_BASE"] + 8 * i)
+            for i, n in enumerate(CNT)}
+
+
+def run(q, lane, pc, program, rounds=50):
+    """Loads program at pc of xpu 4, starts lane, lets it run."""
+    q.write(MEM[4] + pc, b"".join(program))
+    q.writeq(lane_reg(4, lane, HDR["XPU_LANE_PC"]), pc)
+    q.writel(lane_reg(4, lane, HDR["XPU_LANE_CTRL"]), 1)
+    for _ in range(rounds):
+        q.step(10000)
+        if q.readl(lane_reg(4, lane, HDR["XPU_LANE_STATUS"])) != RUNNING:
+            break
+    return (q.readl(lane_reg(4, lane, HDR["XPU_LANE_STATUS"])),
+            q.readl(lane_reg(4, lane, HDR["XPU_LANE_ERROR"])))
+
+
+def main():
+    env = dict(line.split("=", 1) for line in
+               open(sys.argv[1]).read().splitlines() if "=" in line)
+    repo = __file__.rsplit("/tests/vm/", 1)[0]
+    check_header(repo)
+    q = Qtest(env["QEMU"])
+    for slot in (4, 5):
+        check(q.cfg_read(slot, 0) == HDR["XPU_PCI_DEVICE_ID"] << 16 | 0x1234,
+              f"slot {slot}: the xpu's vendor and device IDs")
+        q.cfg_write(slot, 0x10, REGS[slot])
+        q.cfg_write(slot, 0x18, MEM[slot])
+        q.cfg_write(slot, 0x1C, 0)
+        q.cfg_write(slot, 0x04, 0x6)  # memory space, bus master
+    r4 = REGS[4]
+    check(q.readl(r4) == HDR["XPU_ID_VALUE"] and
+          q.readl(r4 + 4) == HDR["XPU_VERSION_VALUE"], "ID and VERSION")
+    check(q.readq(r4 + HDR["XPU_REG_MEM_SIZE"]) == 16 << 20, "MEM_SIZE 16M")
+    check(q.readq(REGS[5] + HDR["XPU_REG_MEM_SIZE"]) == 64 << 10,
+          "MEM_SIZE of mem-size=64K")
+    check(q.readl(r4 + HDR["XPU_REG_LANES"]) == 4 and
+          q.readl(REGS[5] + HDR["XPU_REG_LANES"]) == 2, "LANES")
+    check(all(v == 0 for v in counters(q, 4).values()), "counters start at 0")
+
+    # Every command once. Data at 0x300 (64 bytes), written as the CPU
+    # would (not counted).
+    data = bytes(range(64))
+    q.write(MEM[4] + 0x300, data)
+    q.write(MEM[4] + 0x600, struct.pack("<Q", 0))
+    peer = MEM[5]
+    prog = [
+        cmd(STORE, a=0x100, imm=40),
+        cmd(FADD, a=0x100, b=0x108, imm=2),
+        cmd(COPY, a=0x400, b=0x300, length=64),
+        cmd(DMA_WRITE, a=0x400, b=HOST, length=64),
+        cmd(DMA_READ, a=0x500, b=HOST, length=64),
+        cmd(WRITE64, b=peer + 0x800, imm=0xABCDEF0123456789),
+        cmd(DMA_WRITE, a=0x300, b=peer + 0x900, length=64),
+        cmd(DMA_READ, a=0x700, b=peer + 0x800, length=8),
+        cmd(POLL, a=0x600, imm=7, flags=1),
+        cmd(STOP),
+    ]
+    status, _ = run(q, 0, 0x1000, prog, rounds=5)
+    check(status == RUNNING, "lane 0 waits in POLL while mem[0x600] < 7")
+    q.write(MEM[4] + 0x600, struct.pack("<Q", 9))
+    for _ in range(5):
+        q.step(10000)
+    status = q.readl(lane_reg(4, 0, HDR["XPU_LANE_STATUS"]))
+    check(status == DONE, "POLL GE ends at 9 >= 7, the lane reaches STOP")
+    check(q.readq(lane_reg(4, 0, HDR["XPU_LANE_EXECUTED"])) == len(prog),
+          "EXECUTED counts every command")
+    check(struct.unpack("<QQ", q.read(MEM[4] + 0x100, 16)) == (42, 40),
+          "STORE then FADD: 42 in place, the old 40 fetched")
+    check(q.read(MEM[4] + 0x400, 64) == data, "COPY")
+    check(q.read(HOST, 64) == data, "DMA_WRITE into host RAM")
+    check(q.read(MEM[4] + 0x500, 64) == data, "DMA_READ from host RAM")
+    check(q.read(peer + 0x800, 8) == struct.pack("<Q", 0xABCDEF0123456789),
+          "WRITE64 into the peer's BAR")
+    check(q.read(peer + 0x900, 64) == data, "DMA_WRITE into the peer's BAR")
+    check(q.read(MEM[4] + 0x700, 8) == q.read(peer + 0x800, 8),
+          "DMA_READ from the peer's BAR")
+    c = counters(q, 4)
+    want = {"HOST_RD_BYTES": 64, "HOST_RD_COUNT": 1, "HOST_WR_BYTES": 64,
+            "HOST_WR_COUNT": 1, "P2P_RD_BYTES": 8, "P2P_RD_COUNT": 1,
+            "P2P_WR_BYTES": 72, "P2P_WR_COUNT": 2, "IN_RD_BYTES": 0,
+            "IN_WR_BYTES": 0, "CMDS": len(prog), "FAULTS": 0}
+    check(all(c[k] == v for k, v in want.items()),
+          f"counters classify host RAM and peer BARs: {c}")
+    check(all(v == 0 for v in counters(q, 5).values()),
+          "the peer's own counters: its memory was reached, it did nothing")
+
+    # A program on the peer, with no access outside its memory.
+    q.write(MEM[5] + 0x1000, cmd(STORE, a=0x10, imm=5) + cmd(STOP))
+    q.writeq(lane_reg(5, 1, 0), 0x1000)
+    q.writel(lane_reg(5, 1, HDR["XPU_LANE_CTRL"]), 1)
+    q.step(20000)
+    check(q.readl(lane_reg(5, 1, HDR["XPU_LANE_STATUS"])) == DONE and
+          q.read(MEM[5] + 0x10, 8) == struct.pack("<Q", 5),
+          "the peer's lane 1 runs from its own memory")
+    check(q.readl(lane_reg(5, 2, HDR["XPU_LANE_STATUS"])) == 0 and
+          q.readq(lane_reg(5, 2, 0)) == 0, "a lane past LANES reads 0")
+
+    # Faults, each with its code; the PC stays at the faulting command.
+    cases = [
+        ("unknown opcode", [cmd(9)], E_OPCODE),
+        ("flags on a STORE", [cmd(STORE, a=0x100, flags=1)], E_OPCODE),
+        ("STORE unaligned", [cmd(STORE, a=0x101)], E_RANGE),
+        ("COPY past the end", [cmd(COPY, a=16 << 20, b=0, length=8)],
+         E_RANGE),
+        ("DMA longer than XPU_DMA_MAX",
+         [cmd(DMA_READ, a=0, b=HOST, length=(1 << 20) + 8)], E_RANGE),
+        ("DMA to nothing", [cmd(DMA_WRITE, a=0, b=UNMAPPED, length=8)],
+         E_BUS),
+        ("WRITE64 into its own BAR", [cmd(WRITE64, b=MEM[4] + 0x100)],
+         E_BUS),
+        ("POLL out of rounds", [cmd(POLL, a=0x600, imm=1000, length=3)],
+         E_TIMEOUT),
+    ]
+    pc = 0x2000
+    for what, prog, code in cases:
+        status, err = run(q, 1, pc, prog)
+        check(status == FAULT and err == code,
+              f"{what}: FAULT, error {code} (got {status}, {err})")
+        check(q.readq(lane_reg(4, 1, 0)) == pc, f"{what}: PC at the command")
+        pc += 0x100
+    check(counters(q, 4)["FAULTS"] == len(cases), "FAULTS counted")
+    check(counters(q, 4)["HOST_WR_COUNT"] == 1,
+          "a refused access is not counted as bus traffic")
+
+    # Bus mastering off: nothing reachable, not even host RAM.
+    q.cfg_write(4, 0x04, 0x2)
+    status, err = run(q, 2, 0x3000, [cmd(DMA_READ, a=0, b=HOST, length=8)])
+    check(status == FAULT and err == E_BUS, "bus master off: BUS fault")
+    q.cfg_write(4, 0x04, 0x6)
+    # ABORT stops a lane; START runs it again from PC.
+    status, _ = run(q, 3, 0x3100, [cmd(POLL, a=0x600, imm=1000), cmd(STOP)],
+                    rounds=2)
+    q.writel(lane_reg(4, 3, HDR["XPU_LANE_CTRL"]), 2)
+    check(status == RUNNING and
+          q.readl(lane_reg(4, 3, HDR["XPU_LANE_STATUS"])) == IDLE,
+          "ABORT stops a waiting lane")
+    q.writel(r4 + HDR["XPU_REG_CTRL"], 1)
+    check(all(v == 0 for v in counters(q, 4).values()), "CTRL clears counters")
+    q.close()
+    if failures:
+        print(f"xpu_qtest: {len(failures)} FAILED")
+        return 1
+    print("xpu_qtest: PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
