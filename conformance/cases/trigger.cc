@@ -43,7 +43,7 @@ void add(Nic& n, uint32_t page, uint32_t h, uint32_t addend) {
                             rhn_db_trigger_value(h, addend), 8);
 }
 
-// A WQE of `opcode` on l.a with trigger flags `xflags`: waiting on
+// A WQE of `opcode` on `qp` with trigger flags `xflags`: waiting on
 // `counter` for `threshold`, chaining to `chain`. Not copied: its tail
 // points into it.
 struct TrigWqe {
@@ -51,10 +51,10 @@ struct TrigWqe {
   rhn_wqe_tail tail{};
   Wqe w;
   uint16_t index;  // its wqe_index
-  TrigWqe(const Loop& l, uint8_t opcode, uint16_t xflags, uint32_t counter,
+  TrigWqe(const Qp& qp, uint8_t opcode, uint16_t xflags, uint32_t counter,
           uint64_t threshold, uint32_t chain = 0,
           uint8_t flags = RHN_WQE_F_SIGNALED)
-      : w(l.a, opcode, flags), index(static_cast<uint16_t>(l.a.sq_pi)) {
+      : w(qp, opcode, flags), index(static_cast<uint16_t>(qp.sq_pi)) {
     tr.counter = counter;
     tr.chain = chain;
     tr.threshold = threshold;
@@ -70,7 +70,7 @@ struct TrigWqe {
 uint16_t post_write(Nic& n, Loop& l, uint32_t off, uint32_t len,
                     uint16_t xflags, uint32_t counter, uint64_t threshold,
                     uint32_t chain = 0, uint8_t flags = RHN_WQE_F_SIGNALED) {
-  TrigWqe t(l, RHN_OP_WRITE, xflags, counter, threshold, chain, flags);
+  TrigWqe t(l.a, RHN_OP_WRITE, xflags, counter, threshold, chain, flags);
   t.w.sge(0, l.src.addr + off, len, l.src.key)
       .remote(l.dst.addr + off, l.dst.key);
   t.w.post(n, l.a);
@@ -172,7 +172,7 @@ CONFORM_CASE(trigger_read, "trigger.fire.read", "trigger",
              "a triggered READ (an answered operation) parks, fires and "
              "brings its data") {
   LOOP_WITH_COUNTER(n, l, h, 0);
-  TrigWqe r(l, RHN_OP_READ, RHN_WQE_X_TRIGGERED, h, 1);
+  TrigWqe r(l.a, RHN_OP_READ, RHN_WQE_X_TRIGGERED, h, 1);
   r.w.sge(0, l.dst.addr, 512, l.dst.key).remote(l.src.addr, l.src.key);
   CONFORM_EQ(c, "slots (base + trigger)", 2, r.w.post(n, l.a));
   if (!no_cqe(c, n, l.scq, "parked")) return;
@@ -188,7 +188,7 @@ CONFORM_CASE(trigger_rnr, "trigger.fire.send_rnr", "trigger",
              "a triggered SEND that fires before a receive is posted is "
              "resent after the RNR wait (from the NIC's copy) and lands") {
   LOOP_WITH_COUNTER(n, l, h, 0);
-  TrigWqe s(l, RHN_OP_SEND, RHN_WQE_X_TRIGGERED, h, 2);
+  TrigWqe s(l.a, RHN_OP_SEND, RHN_WQE_X_TRIGGERED, h, 2);
   s.w.sge(0, l.src.addr, 48, l.src.key).post(n, l.a);
   add(n, 0, h, 2);
   // Its first attempt finds no receive WQE; it is sent again (rnr_retry
@@ -205,6 +205,71 @@ CONFORM_CASE(trigger_rnr, "trigger.fire.send_rnr", "trigger",
     return;
   CONFORM_EQ(c, "received byte_len", 48, e.byte_len);
   same_bytes(c, n, l.src.addr, l.dst.addr, 48, "data");
+}
+
+CONFORM_CASE(trigger_ud, "trigger.fire.ud_send", "trigger",
+             "a triggered UD SEND (its destination in the WQE) parks and, "
+             "fired, lands at its destination") {
+  Nic n(t);
+  Loop l;
+  const std::string err = l.make(n, RHN_QP_UD);
+  CONFORM_THAT(c, err.empty(), "setup", err);
+  const uint32_t h = new_counter(c, n, 0, 0);
+  if (!c.ok()) return;
+  n.post_recv(l.b, l.dst.addr, 4096, l.dst.key);
+  TrigWqe s(l.a, RHN_OP_SEND, RHN_WQE_X_TRIGGERED, h, 4);
+  s.w.sge(0, l.src.addr, 64, l.src.key).to(l, l.b).post(n, l.a);
+  if (!no_cqe(c, n, l.rcq, "parked")) return;
+  add(n, 0, h, 4);
+  rhn_cqe e;
+  if (!cqe_is(c, n, l.rcq, "receive CQE", RHN_CQE_OP_RECV, RHN_CQE_SUCCESS, &e))
+    return;
+  CONFORM_EQ(c, "src_qpn", l.a.qpn, e.src_qpn & RHN_WIRE_QPN_MASK);
+  if (!send_cqe(c, n, l, "triggered SEND", RHN_CQE_OP_SEND, RHN_CQE_SUCCESS,
+                s.index, &e))
+    return;
+  same_bytes(c, n, l.src.addr, l.dst.addr + RHN_UD_GRH_LEN, 64, "payload");
+}
+
+CONFORM_CASE(trigger_chain_qps, "trigger.chain.across_qps", "trigger",
+             "a WRITE on one QP chains to the counter a WRITE parked on "
+             "another QP waits on: its completion runs the other") {
+  LOOP_WITH_COUNTER(n, l, h, 0);
+  // b's WRITE goes the other way: dst[2048, +64) into src[2048, +64).
+  TrigWqe back(l.b, RHN_OP_WRITE, RHN_WQE_X_TRIGGERED, h, 1);
+  back.w.sge(0, l.dst.addr + 2048, 64, l.dst.key)
+      .remote(l.src.addr + 2048, l.src.key);
+  n.fill(l.dst.addr + 2048, 64, 9);
+  back.w.post(n, l.b);
+  if (!no_cqe(c, n, l.rcq, "parked on b")) return;
+  post_write(n, l, 0, 64, RHN_WQE_X_CHAIN, 0, 0, h, 0);  // unsignalled
+  rhn_cqe e;
+  if (!cqe_is(c, n, l.rcq, "b's triggered WRITE", RHN_CQE_OP_WRITE,
+              RHN_CQE_SUCCESS, &e))
+    return;
+  CONFORM_EQ(c, "b's wqe_index", back.index, e.wqe_index);
+  if (!same_bytes(c, n, l.src.addr, l.dst.addr, 64, "a's WRITE")) return;
+  same_bytes(c, n, l.dst.addr + 2048, l.src.addr + 2048, 64, "b's WRITE");
+}
+
+CONFORM_CASE(trigger_qp_error, "trigger.flush.qp_error", "trigger",
+             "an RC QP moved to the error state by a failed WRITE completes "
+             "its parked WQE WR_FLUSH_ERR / RHN_SYN_FLUSHED") {
+  LOOP_WITH_COUNTER(n, l, h, 0);
+  const uint16_t parked = post_write(n, l, 0, 64, RHN_WQE_X_TRIGGERED, h, 1);
+  TrigWqe bad(l.a, RHN_OP_WRITE, 0, 0, 0);
+  bad.w.sge(0, l.src.addr, 64, l.src.key).remote(l.dst.addr, l.dst.key ^ 0x80);
+  bad.w.post(n, l.a);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "bad WRITE", RHN_CQE_OP_WRITE, RHN_CQE_REM_ACCESS_ERR,
+                bad.index, &e))
+    return;
+  if (!send_cqe(c, n, l, "parked WQE", RHN_CQE_OP_WRITE, RHN_CQE_WR_FLUSH_ERR,
+                parked, &e))
+    return;
+  CONFORM_EQ(c, "vendor_err", RHN_SYN_FLUSHED, e.vendor_err);
+  add(n, 0, h, 1);
+  no_cqe(c, n, l.scq, "after the doorbell");
 }
 
 CONFORM_CASE(trigger_chain3, "trigger.chain.three", "trigger",
@@ -241,7 +306,7 @@ CONFORM_CASE(trigger_chain_failed, "trigger.chain.failure", "trigger",
              "a chained WRITE that fails (a bad rkey) adds nothing to its "
              "counter; its error CQE is written as usual") {
   LOOP_WITH_COUNTER(n, l, h, 0);
-  TrigWqe w(l, RHN_OP_WRITE, RHN_WQE_X_CHAIN, 0, 0, h);
+  TrigWqe w(l.a, RHN_OP_WRITE, RHN_WQE_X_CHAIN, 0, 0, h);
   w.w.sge(0, l.src.addr, 64, l.src.key).remote(l.dst.addr, l.dst.key ^ 0x80);
   w.w.post(n, l.a);
   rhn_cqe e;
