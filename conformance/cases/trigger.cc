@@ -110,10 +110,10 @@ bool qp_goes_on(Check& c, Nic& n, Loop& l) {
 
 }  // namespace
 
-// An RC loopback pair (LOOP) and a counter `h` of the kernel context
-// holding `value`, or the case stops.
-#define LOOP_WITH_COUNTER(n, l, h, value)           \
-  LOOP(n, l, RHN_QP_RC);                            \
+// A loopback pair of `type` (LOOP) and a counter `h` of the kernel
+// context holding `value`, or the case stops.
+#define LOOP_WITH_COUNTER(n, l, type, h, value)     \
+  LOOP(n, l, (type));                               \
   const uint32_t h = new_counter(c, n, 0, (value)); \
   if (!c.ok()) return
 
@@ -134,7 +134,7 @@ CONFORM_CASE(trigger_threshold, "trigger.fire.threshold", "trigger",
              "a triggered WRITE waits, parked, while the QP's next WQE runs; "
              "it runs when TRIGGER doorbells bring its counter to the "
              "threshold, with its own CQE (wqe_index) on the QP's CQ") {
-  LOOP_WITH_COUNTER(n, l, h, 0);
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
   const uint64_t fired = n.counter(RHN_CNT_TRIGGER_FIRED);
   const uint16_t idx = post_write(n, l, 0, 256, RHN_WQE_X_TRIGGERED, h, 3);
   if (!qp_goes_on(c, n, l)) return;
@@ -159,7 +159,7 @@ CONFORM_CASE(trigger_threshold, "trigger.fire.threshold", "trigger",
 CONFORM_CASE(trigger_reached, "trigger.fire.already_reached", "trigger",
              "a triggered WRITE whose counter holds its threshold already "
              "runs at once") {
-  LOOP_WITH_COUNTER(n, l, h, 5);
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 5);
   const uint16_t idx = post_write(n, l, 0, 128, RHN_WQE_X_TRIGGERED, h, 5);
   rhn_cqe e;
   if (!send_cqe(c, n, l, "triggered WRITE", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS,
@@ -171,7 +171,7 @@ CONFORM_CASE(trigger_reached, "trigger.fire.already_reached", "trigger",
 CONFORM_CASE(trigger_read, "trigger.fire.read", "trigger",
              "a triggered READ (an answered operation) parks, fires and "
              "brings its data") {
-  LOOP_WITH_COUNTER(n, l, h, 0);
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
   TrigWqe r(l.a, RHN_OP_READ, RHN_WQE_X_TRIGGERED, h, 1);
   r.w.sge(0, l.dst.addr, 512, l.dst.key).remote(l.src.addr, l.src.key);
   CONFORM_EQ(c, "slots (base + trigger)", 2, r.w.post(n, l.a));
@@ -187,7 +187,7 @@ CONFORM_CASE(trigger_read, "trigger.fire.read", "trigger",
 CONFORM_CASE(trigger_rnr, "trigger.fire.send_rnr", "trigger",
              "a triggered SEND that fires before a receive is posted is "
              "resent after the RNR wait (from the NIC's copy) and lands") {
-  LOOP_WITH_COUNTER(n, l, h, 0);
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
   TrigWqe s(l.a, RHN_OP_SEND, RHN_WQE_X_TRIGGERED, h, 2);
   s.w.sge(0, l.src.addr, 48, l.src.key).post(n, l.a);
   add(n, 0, h, 2);
@@ -210,12 +210,7 @@ CONFORM_CASE(trigger_rnr, "trigger.fire.send_rnr", "trigger",
 CONFORM_CASE(trigger_ud, "trigger.fire.ud_send", "trigger",
              "a triggered UD SEND (its destination in the WQE) parks and, "
              "fired, lands at its destination") {
-  Nic n(t);
-  Loop l;
-  const std::string err = l.make(n, RHN_QP_UD);
-  CONFORM_THAT(c, err.empty(), "setup", err);
-  const uint32_t h = new_counter(c, n, 0, 0);
-  if (!c.ok()) return;
+  LOOP_WITH_COUNTER(n, l, RHN_QP_UD, h, 0);
   n.post_recv(l.b, l.dst.addr, 4096, l.dst.key);
   TrigWqe s(l.a, RHN_OP_SEND, RHN_WQE_X_TRIGGERED, h, 4);
   s.w.sge(0, l.src.addr, 64, l.src.key).to(l, l.b).post(n, l.a);
@@ -234,7 +229,7 @@ CONFORM_CASE(trigger_ud, "trigger.fire.ud_send", "trigger",
 CONFORM_CASE(trigger_chain_qps, "trigger.chain.across_qps", "trigger",
              "a WRITE on one QP chains to the counter a WRITE parked on "
              "another QP waits on: its completion runs the other") {
-  LOOP_WITH_COUNTER(n, l, h, 0);
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
   // b's WRITE goes the other way: dst[2048, +64) into src[2048, +64).
   TrigWqe back(l.b, RHN_OP_WRITE, RHN_WQE_X_TRIGGERED, h, 1);
   back.w.sge(0, l.dst.addr + 2048, 64, l.dst.key)
@@ -255,7 +250,7 @@ CONFORM_CASE(trigger_chain_qps, "trigger.chain.across_qps", "trigger",
 CONFORM_CASE(trigger_qp_error, "trigger.flush.qp_error", "trigger",
              "an RC QP moved to the error state by a failed WRITE completes "
              "its parked WQE WR_FLUSH_ERR / RHN_SYN_FLUSHED") {
-  LOOP_WITH_COUNTER(n, l, h, 0);
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
   const uint16_t parked = post_write(n, l, 0, 64, RHN_WQE_X_TRIGGERED, h, 1);
   TrigWqe bad(l.a, RHN_OP_WRITE, 0, 0, 0);
   bad.w.sge(0, l.src.addr, 64, l.src.key).remote(l.dst.addr, l.dst.key ^ 0x80);
@@ -270,6 +265,89 @@ CONFORM_CASE(trigger_qp_error, "trigger.flush.qp_error", "trigger",
   CONFORM_EQ(c, "vendor_err", RHN_SYN_FLUSHED, e.vendor_err);
   add(n, 0, h, 1);
   no_cqe(c, n, l.scq, "after the doorbell");
+}
+
+CONFORM_CASE(trigger_lock, "trigger.ops.lock_then_unlock", "trigger",
+             "a LOCK chained to the counter a parked UNLOCK waits on: the "
+             "lock is taken, and its completion releases it with no CPU "
+             "between") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_ENDPOINT, h, 0);
+  TrigWqe unlock(l.a, RHN_OP_UNLOCK, RHN_WQE_X_TRIGGERED, h, 1);
+  unlock.w.to(l, l.b).w->remote_addr = 42;
+  unlock.w.post(n, l.a);
+  if (!no_cqe(c, n, l.scq, "UNLOCK parked")) return;
+  TrigWqe lock(l.a, RHN_OP_LOCK, RHN_WQE_X_CHAIN, 0, 0, h);
+  lock.w.to(l, l.b).w->remote_addr = 42;
+  lock.w.post(n, l.a);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "LOCK", RHN_CQE_OP_LOCK, RHN_CQE_SUCCESS, lock.index,
+                &e))
+    return;
+  send_cqe(c, n, l, "triggered UNLOCK", RHN_CQE_OP_UNLOCK, RHN_CQE_SUCCESS,
+           unlock.index, &e);
+}
+
+CONFORM_CASE(trigger_stride, "trigger.ops.write_stride", "trigger",
+             "a triggered STRIDE WRITE: its partial-transfer descriptor and "
+             "its trigger slot (after it); fired, it places the blocks") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  rhn_wqe_xfer x{};
+  x.block = 8;
+  x.count = 4;
+  x.local_stride = 64;
+  x.remote_stride = 16;
+  TrigWqe w(l.a, RHN_OP_WRITE, RHN_WQE_X_TRIGGERED, h, 1);
+  w.tail.xfer_mode = RHN_XFER_STRIDE;
+  w.tail.xfer = &x;
+  w.w.sge(0, l.src.addr, 3 * 64 + 8, l.src.key).remote(l.dst.addr, l.dst.key);
+  CONFORM_EQ(c, "slots (base + descriptor + trigger)", 3, w.w.post(n, l.a));
+  if (!no_cqe(c, n, l.scq, "parked")) return;
+  add(n, 0, h, 1);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "triggered WRITE", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS,
+                w.index, &e))
+    return;
+  CONFORM_EQ(c, "byte_len", 32, e.byte_len);
+  for (uint32_t i = 0; i < 4; i++)
+    if (!same_bytes(c, n, l.src.addr + 64 * i, l.dst.addr + 16 * i, 8,
+                    "block " + std::to_string(i)))
+      return;
+}
+
+CONFORM_CASE(trigger_mcast, "trigger.ops.mcast_list", "trigger",
+             "a triggered MCAST_LIST (a fan-out WQE with a family slot) "
+             "fires and reaches its member") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_ENDPOINT, h, 0);
+  constexpr uint32_t kArea = RHN_AREA_KEY(0, 5);
+  rhn_admin_cmd r = Nic::cmd(RHN_ADMIN_REGISTER_AREA);
+  r.u.register_area.area_id = kArea;
+  r.u.register_area.key = l.dst.key;
+  r.u.register_area.iova = l.dst.addr;
+  r.u.register_area.length = l.dst.len;
+  CONFORM_EQ(c, "REGISTER_AREA", RHN_ADMIN_OK, n.run(r));
+  const uint64_t list = l.src.addr + 12288;
+  rhn_mcast_dest d{};
+  d.node = l.node;
+  d.qpn = l.b.qpn;
+  t.mem_write(list, &d, sizeof(d));
+  rhn_wqe_mcast m{};
+  m.list_addr = list;
+  m.list_lkey = l.src.key;
+  m.count = 1;
+  TrigWqe w(l.a, RHN_OP_MCAST_LIST, RHN_WQE_X_TRIGGERED, h, 1, 0,
+            RHN_WQE_F_SIGNALED | RHN_WQE_F_AREA);
+  w.tail.mcast = &m;
+  w.w.sge(0, l.src.addr, 64, l.src.key).remote(256, kArea);
+  w.w.post(n, l.a);
+  if (!no_cqe(c, n, l.scq, "parked")) return;
+  if (!untouched(c, n, l.dst.addr + 256, 64, "member before the doorbell"))
+    return;
+  add(n, 0, h, 1);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "triggered MCAST_LIST", RHN_CQE_OP_MCAST_LIST,
+                RHN_CQE_SUCCESS, w.index, &e))
+    return;
+  same_bytes(c, n, l.src.addr, l.dst.addr + 256, 64, "member's data");
 }
 
 CONFORM_CASE(trigger_chain3, "trigger.chain.three", "trigger",
@@ -305,7 +383,7 @@ CONFORM_CASE(trigger_chain3, "trigger.chain.three", "trigger",
 CONFORM_CASE(trigger_chain_failed, "trigger.chain.failure", "trigger",
              "a chained WRITE that fails (a bad rkey) adds nothing to its "
              "counter; its error CQE is written as usual") {
-  LOOP_WITH_COUNTER(n, l, h, 0);
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
   TrigWqe w(l.a, RHN_OP_WRITE, RHN_WQE_X_CHAIN, 0, 0, h);
   w.w.sge(0, l.src.addr, 64, l.src.key).remote(l.dst.addr, l.dst.key ^ 0x80);
   w.w.post(n, l.a);
@@ -321,7 +399,7 @@ CONFORM_CASE(trigger_stale, "trigger.error.stale_handle", "trigger",
              "a destroyed counter's handle: a triggered WQE naming it "
              "completes GENERAL_ERR / RHN_SYN_BAD_TRIGGER and the RC QP goes "
              "on; a TRIGGER doorbell naming it is dropped and counted") {
-  LOOP_WITH_COUNTER(n, l, h, 0);
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
   CONFORM_EQ(c, "DESTROY_TRIGGER", RHN_ADMIN_OK, destroy_counter(n, 0, h));
   const uint32_t again = new_counter(c, n, 0, 0);  // may reuse the entry
   if (!c.ok()) return;
@@ -406,7 +484,7 @@ CONFORM_CASE(trigger_full, "trigger.error.table_full", "trigger",
 CONFORM_CASE(trigger_qp_destroyed, "trigger.flush.qp_destroyed", "trigger",
              "destroying a QP with a parked WQE completes it WR_FLUSH_ERR / "
              "RHN_SYN_FLUSHED on the QP's CQ; its counter stays usable") {
-  LOOP_WITH_COUNTER(n, l, h, 0);
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
   const uint16_t idx = post_write(n, l, 0, 64, RHN_WQE_X_TRIGGERED, h, 1);
   if (!no_cqe(c, n, l.scq, "parked")) return;
   rhn_admin_cmd m = Nic::cmd(RHN_ADMIN_DESTROY_QP);
@@ -426,7 +504,7 @@ CONFORM_CASE(trigger_counter_destroyed, "trigger.flush.counter_destroyed",
              "trigger",
              "destroying a counter completes the WQEs parked on it "
              "WR_FLUSH_ERR / RHN_SYN_TRIGGER_GONE; the QP goes on") {
-  LOOP_WITH_COUNTER(n, l, h, 0);
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
   const uint16_t i0 = post_write(n, l, 0, 64, RHN_WQE_X_TRIGGERED, h, 1);
   const uint16_t i1 = post_write(n, l, 64, 64, RHN_WQE_X_TRIGGERED, h, 2, 0, 0);
   if (!no_cqe(c, n, l.scq, "parked")) return;
@@ -472,7 +550,7 @@ CONFORM_CASE(trigger_context_gone, "trigger.context.teardown", "trigger",
 CONFORM_CASE(trigger_bad_flags, "trigger.error.unknown_xflags", "trigger",
              "an unknown RHN_WQE_X_* bit is a malformed WQE: LOC_QP_OP_ERR / "
              "RHN_SYN_BAD_WQE") {
-  LOOP_WITH_COUNTER(n, l, h, 0);
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
   post_write(n, l, 0, 64, RHN_WQE_X_TRIGGERED | 0x8000, h, 1);
   rhn_cqe e;
   if (!cqe_is(c, n, l.scq, "WQE", RHN_CQE_OP_WRITE, RHN_CQE_LOC_QP_OP_ERR, &e))
