@@ -281,6 +281,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (ctx == 0) return RHN_ADMIN_BAD_PARAM;
       if (contexts[ctx].refs) return RHN_ADMIN_BUSY;
       contexts[ctx].valid = false;
+      modules_context_gone(*this, ctx);  // what it held of the families'
       return RHN_ADMIN_OK;
     case RHN_ADMIN_CREATE_PD: {
       const uint32_t pdn = find_free(pds, 0);
@@ -975,7 +976,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       // The families' own commands.
       const FamilyModule* family = admin_owner(cmd.hdr.opcode);
       if (!family) return RHN_ADMIN_BAD_OPCODE;
-      return family->on_admin(*this, ctx, cmd, detail);
+      return family->on_admin(*this, ctx, cmd, result, detail);
     }
   }
 }

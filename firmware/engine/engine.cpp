@@ -4,6 +4,7 @@
 #include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
+#include "ops/trigger/trigger.h"
 
 namespace rhinet::fw {
 
@@ -288,6 +289,9 @@ void Engine::Impl::handle_kick(Kick& k) {
     case KickKind::kLink:
       report_link();
       return;
+    case KickKind::kTrigger:
+      trigger_doorbell(*this, k.page, k.value);
+      return;
     default:
       break;
   }
@@ -522,6 +526,14 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
       break;
     case RHN_DB_CQ_ARM:
       kind = KickKind::kCqArm;
+      break;
+    case RHN_DB_TRIGGER:
+      // One 8-byte store carries the handle and the addend together.
+      if (size != 8) {
+        m.counters.add_shared(RHN_CNT_TRIGGER_DROPPED_ADDS);
+        return;
+      }
+      kind = KickKind::kTrigger;
       break;
     default:
       return;

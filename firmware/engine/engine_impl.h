@@ -45,6 +45,7 @@ enum class KickKind : uint8_t {
   kSrq,
   kCqArm,
   kLink,
+  kTrigger,  // a trigger counter's increment (ops/trigger)
 };
 
 struct Kick {
@@ -276,6 +277,13 @@ struct Engine::Impl : FamilyStates {
   bool requester_step(uint32_t qpn, uint32_t budget);
   bool start_message(QpObj& qp, uint32_t qpn);
   bool fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw, uint32_t& nslots);
+  // The WQE of in-flight message e again, as start_message decoded it:
+  // from its SQ slots (its trigger slot taken off) or, fired from the
+  // trigger table, from there. False: its slots were overwritten.
+  bool refetch_wqe(QpObj& qp, const Inflight& e, RawWqe& raw, uint32_t& nslots);
+  // A triggered WQE parked (ops/trigger): its `consumed` SQ slots
+  // complete without a CQE, in order with the QP's other WQEs.
+  void park_consumed(QpObj& qp, uint32_t qpn, uint32_t consumed);
   enum class TxResult { kSent, kBlocked, kFinished, kAborted };
   TxResult send_packet(QpObj& qp, uint32_t qpn);
   // The operation header every request packet of the QP's current message

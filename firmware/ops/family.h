@@ -217,10 +217,14 @@ struct FamilyModule {
   void (*on_fw_done)(Impl& m, uint64_t cookie, uint8_t syndrome) = nullptr;
   // Frames outside the node channels.
   Span<const FrameRoute> frames = {};
-  // Admin commands it owns (RHN_ADMIN_*) and their execution for `ctx`.
+  // Admin commands it owns (RHN_ADMIN_*) and their execution for `ctx`
+  // (result: the completion's result, detail: the field refused).
   Span<const uint16_t> admin_ops = {};
   rhn_admin_status (*on_admin)(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
-                               uint32_t& detail) = nullptr;
+                               uint32_t& result, uint32_t& detail) = nullptr;
+  // A context was destroyed (RHN_ADMIN_DESTROY_CONTEXT): what the family
+  // keeps for it that holds no reference on it ends.
+  void (*context_gone)(Impl& m, uint32_t ctx) = nullptr;
   // Capability bits (RHN_CAP_*) beyond its opcodes' (the operation
   // table's cap column).
   uint32_t caps = 0;
@@ -265,6 +269,7 @@ void modules_reset(Impl& m);
 void modules_qp_gone(Impl& m, uint32_t qpn, QpGone why);
 void modules_srq_gone(Impl& m, uint32_t srqn);
 void modules_mr_gone(Impl& m, uint32_t mr_index);
+void modules_context_gone(Impl& m, uint32_t ctx);
 void modules_node_failed(Impl& m, uint16_t node, NodeLoss why);
 bool modules_run(Impl& m, bool before_fw, uint32_t budget);
 uint64_t modules_next_deadline(const Impl& m);

@@ -18,9 +18,10 @@ enum class FwOwner : uint8_t {
   kSync,
   kShare,
   kColl,
+  kTrigger,
   kProbe,  // the engine's own: a node probe (RHN_ADMIN_PROBE_NODE)
 };
-constexpr uint32_t kFamilyModules = 8;
+constexpr uint32_t kFamilyModules = 9;
 constexpr uint32_t kFwOwners = kFamilyModules + 1;
 
 }  // namespace rhinet::fw

@@ -126,6 +126,7 @@ extern const FamilyModule kUdMcastModule;      // ops/ud_mcast
 extern const FamilyModule kSyncModule;         // ops/sync
 extern const FamilyModule kShareModule;        // ops/share
 extern const FamilyModule kCollModule;         // ops/coll
+extern const FamilyModule kTriggerModule;      // ops/trigger
 
 namespace {
 
@@ -134,13 +135,15 @@ namespace {
 // - A node lost: tag and pindown first (their held receives and requests),
 //   then the families whose waits it breaks (sync, share, coll).
 // - A QP gone: tag, pindown, sync, share, coll; ud_mcast's attachments
-//   end only when the QP is destroyed, after all of them.
+//   end only when the QP is destroyed, after all of them; trigger's parked
+//   WQEs complete flushed last.
 // - Frames outside the channels: mcast_switch's claim on a DATA frame
 //   (its group opcodes) comes before ud_mcast's (a UD group address).
 // Each module's `id` is its index here (FwOwner, ops/module_ids.h).
 constexpr const FamilyModule* kModules[kFamilyModules] = {
-    &kTagModule,     &kTmModule,   &kPinModule,   &kMcastSwitchModule,
-    &kUdMcastModule, &kSyncModule, &kShareModule, &kCollModule,
+    &kTagModule,         &kTmModule,      &kPinModule,
+    &kMcastSwitchModule, &kUdMcastModule, &kSyncModule,
+    &kShareModule,       &kCollModule,    &kTriggerModule,
 };
 
 // The families' turns in poll(), in order, called directly (poll() runs
@@ -217,6 +220,11 @@ void modules_srq_gone(Impl& m, uint32_t srqn) {
 void modules_mr_gone(Impl& m, uint32_t mr_index) {
   for (const FamilyModule* f : kModules)
     if (f->mr_gone) f->mr_gone(m, mr_index);
+}
+
+void modules_context_gone(Impl& m, uint32_t ctx) {
+  for (const FamilyModule* f : kModules)
+    if (f->context_gone) f->context_gone(m, ctx);
 }
 
 void modules_node_failed(Impl& m, uint16_t node, NodeLoss why) {

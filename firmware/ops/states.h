@@ -11,6 +11,7 @@
 #include "ops/share/share_state.h"
 #include "ops/sync/sync_state.h"
 #include "ops/tag/tag_state.h"
+#include "ops/trigger/trigger_state.h"
 #include "ops/ud_mcast/ud_mcast_state.h"
 #include "rhinet/fw/engine.h"
 
@@ -24,6 +25,7 @@ struct FamilyStates {
   ShareTables share;         // ops/share
   UdMcastTables ud_mcast;    // ops/ud_mcast
   CollTables coll;           // ops/coll
+  TriggerTables trig;        // ops/trigger
 };
 
 }  // namespace rhinet::fw

@@ -24,6 +24,9 @@ enum class MsgState : uint8_t {
 constexpr uint8_t kFanoutMember = 1, kFanoutLast = 2;
 
 // One message of a QP between its first packet and its completion.
+// Inflight::trig of a WQE that came from its SQ slots.
+constexpr uint16_t kNoTrigger = 0xffff;
+
 struct Inflight {
   uint32_t slot = 0;  // first SQ slot of the WQE
   uint8_t slots = 1;
@@ -34,9 +37,15 @@ struct Inflight {
   uint8_t syndrome = RHN_SYN_NONE;
   uint16_t peer = 0;
   uint16_t read_ctx = 0xffff;
+  // Triggered operations (ops/trigger): a fired WQE's entry in the trigger
+  // table, which holds the WQE (kNoTrigger: the WQE is in its SQ slots),
+  // and a chained WQE's counter, which its successful completion adds 1
+  // to. (In the struct's holes: every WQE clears the entry.)
+  uint16_t trig = kNoTrigger;
   uint32_t msn = 0;
   uint32_t last_serial = 0;
   uint32_t length = 0;
+  uint32_t chain = 0;
   uint64_t resend_at = 0;
   uint64_t status_addr = 0;
   uint32_t status_lkey = 0;
@@ -64,10 +73,12 @@ struct Inflight {
   uint8_t fanout = 0;
   // A local operation's result for its CQE (IPROBE: the message found).
   uint8_t ext_flags = 0;
+  bool has_chain = false;
   uint16_t answer_node = 0;
   uint32_t answer_qpn = 0;
   uint64_t answer_tag = 0;
 };
+static_assert(sizeof(Inflight) == 112, "keep Inflight in its holes");
 
 // Local destination of a READ or atomic result, kept until the response.
 // A partial READ also keeps how message offsets map onto the SGE (stride)

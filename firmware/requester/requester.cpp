@@ -9,6 +9,7 @@
 #include "engine/engine_impl.h"
 #include "ops/family.h"
 #include "ops/partial/partial.h"
+#include "ops/trigger/trigger.h"
 
 namespace rhinet::fw {
 namespace {
@@ -119,6 +120,27 @@ bool Engine::Impl::fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw,
   return true;
 }
 
+bool Engine::Impl::refetch_wqe(QpObj& qp, const Inflight& e, RawWqe& raw,
+                               uint32_t& nslots) {
+  if (e.trig != kNoTrigger) {
+    TriggerIntake t;
+    trigger_load(*this, e.trig, raw, nslots, t);
+    return true;
+  }
+  if (!fetch_wqe(qp, e.slot, raw, nslots) || nslots != e.slots) return false;
+  return !wqe_has_trigger(raw) || trigger_strip(raw, nslots);
+}
+
+void Engine::Impl::park_consumed(QpObj& qp, uint32_t qpn, uint32_t consumed) {
+  Inflight& e = entry(qpn, qp.inflight_tail++);
+  e = Inflight{};
+  e.slot = qp.sq_fetch;
+  e.slots = static_cast<uint8_t>(consumed);
+  e.opcode = RHN_OP_NOP;
+  qp.sq_fetch += consumed;
+  finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+}
+
 bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   // RNR resends go first, in order, before any new WQE.
   if (qp.has_resend) {
@@ -135,7 +157,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
         return false;
       }
       uint32_t nslots = 0;
-      if (!fetch_wqe(qp, e.slot, qp.tx_raw, nslots) || nslots != e.slots ||
+      if (!refetch_wqe(qp, e, qp.tx_raw, nslots) ||
           decode_send_wqe(qp.tx_raw, nslots, 1u << 31, qp.tx_wqe) !=
               RHN_SYN_NONE) {
         // The software overwrote a WQE it had not got back.
@@ -158,41 +180,71 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
 
   if (qp.inflight_tail - qp.inflight_head >= cfg.max_inflight_per_qp)
     return false;  // woken when the head completes
-  if (qp.sq_fetch == qp.sq_producer) {
-    rhn_queue_record rec;
-    if (!host_dma(qp.sq_record, 0, &rec, sizeof(rec), false)) {
+
+  // A fired triggered WQE (ops/trigger) goes before the ring's next one;
+  // it comes from the trigger table and frees no SQ slot.
+  TriggerIntake intake;
+  const uint32_t fired = trigger_fired(*this, qpn);
+  uint32_t slot = qp.sq_fetch;
+  uint32_t nslots = 0;
+  uint32_t consumed = 0;  // SQ slots the WQE takes from the ring
+  bool fetched = true;
+  uint32_t posted = 0;
+  if (fired != kNone) {
+    trigger_load(*this, fired, qp.tx_raw, nslots, intake);
+    slot = intake.slot;
+    qp.prefetched_slot = kNone;  // tx_raw holds no slot of the ring now
+  } else {
+    if (qp.sq_fetch == qp.sq_producer) {
+      rhn_queue_record rec;
+      if (!host_dma(qp.sq_record, 0, &rec, sizeof(rec), false)) {
+        qp_to_error(qpn);
+        return true;
+      }
+      qp.sq_producer = rec.producer_index;
+      if (qp.sq_fetch == qp.sq_producer) return false;
+    }
+    const uint32_t depth = 1u << qp.sq_log;
+    posted = qp.sq_producer - qp.sq_fetch;
+    if (qp.sq_producer - qp.sq_complete > depth) {
+      // A producer index beyond the ring: the software broke the contract.
+      counters.add(RHN_CNT_BAD_WQES);
+      qp.sq_producer = qp.sq_fetch;
       qp_to_error(qpn);
       return true;
     }
-    qp.sq_producer = rec.producer_index;
-    if (qp.sq_fetch == qp.sq_producer) return false;
+    fetched = fetch_wqe(qp, qp.sq_fetch, qp.tx_raw, nslots);
+    consumed = nslots;
   }
-  const uint32_t depth = 1u << qp.sq_log;
-  const uint32_t posted = qp.sq_producer - qp.sq_fetch;
-  if (qp.sq_producer - qp.sq_complete > depth) {
-    // A producer index beyond the ring: the software broke the contract.
-    counters.add(RHN_CNT_BAD_WQES);
-    qp.sq_producer = qp.sq_fetch;
-    qp_to_error(qpn);
-    return true;
-  }
-
-  uint32_t nslots = 0;
-  const bool fetched = fetch_wqe(qp, qp.sq_fetch, qp.tx_raw, nslots);
   bool decoded = false;
   DecodedWqe& w = qp.tx_wqe;
   uint8_t result = RHN_CQE_SUCCESS;
   uint8_t syndrome = RHN_SYN_NONE;
+  // Trigger flags: the one place every opcode passes between its fetch
+  // and its decode. The trigger slot comes off here (the WQE is then
+  // fetched again from the ring, not kept prefetched).
+  const bool had_trigger = fired == kNone && fetched && nslots != 0 &&
+                           nslots <= posted && wqe_has_trigger(qp.tx_raw);
+  if (had_trigger) {
+    intake = trigger_intake(*this, qp, qpn, slot, qp.tx_raw, nslots);
+    if (intake.verdict == TriggerIntake::kParked) {
+      park_consumed(qp, qpn, consumed);
+      return true;
+    }
+  }
   if (!fetched) {
     result = RHN_CQE_LOC_QP_OP_ERR;
     syndrome = RHN_SYN_DMA;
-    nslots = 1;
-  } else if (nslots == 0 || nslots > posted) {
+    nslots = consumed = 1;
+  } else if (fired == kNone && (nslots == 0 || nslots > posted)) {
     counters.add(RHN_CNT_BAD_WQES);
     result = RHN_CQE_LOC_QP_OP_ERR;
     syndrome = RHN_SYN_BAD_WQE;
-    nslots = 1;
-  } else if (cfg.fast_paths &&
+    nslots = consumed = 1;
+  } else if (intake.verdict == TriggerIntake::kRefused) {
+    result = intake.status;
+    syndrome = intake.syndrome;
+  } else if (cfg.fast_paths && fired == kNone && !had_trigger &&
              decode_plain_wqe(qp.tx_raw, nslots, 1u << 31, w)) {
     if (fast_post(qp, qpn, nslots)) return true;
     decoded = true;
@@ -213,7 +265,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     if ((reads && qp.outstanding_reads >= qp.max_rd_atomic) ||
         ((w.flags & RHN_WQE_F_FENCE) && qp.outstanding_reads > 0) ||
         (reads && free_read_ctxs.empty())) {
-      qp.prefetched_slot = qp.sq_fetch;
+      if (fired == kNone && !had_trigger) qp.prefetched_slot = qp.sq_fetch;
       if (reads && free_read_ctxs.empty()) wake_later(qpn, now + 10'000);
       return false;
     }
@@ -307,8 +359,11 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   const uint32_t idx = qp.inflight_tail++;
   Inflight& e = entry(qpn, idx);
   e = Inflight{};
-  e.slot = qp.sq_fetch;
-  e.slots = static_cast<uint8_t>(nslots);
+  e.slot = slot;
+  e.slots = static_cast<uint8_t>(fired == kNone ? consumed : nslots);
+  e.trig = fired == kNone ? kNoTrigger : static_cast<uint16_t>(fired);
+  e.has_chain = intake.has_chain;
+  e.chain = intake.chain;
   e.opcode = fetched ? qp.tx_raw.bytes[0] : uint8_t{RHN_OP_NOP};
   e.wqe_flags = fetched ? qp.tx_raw.bytes[1] : 0;
   e.msn = qp.msn_next++;
@@ -329,7 +384,10 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     e.slots = 0;  // the WQE stays at sq_fetch for its next destination
     qp.fanout_next++;
   } else {
-    qp.sq_fetch += nslots;
+    if (fired == kNone)
+      qp.sq_fetch += consumed;
+    else
+      trigger_started(*this, qpn);  // its table entry stays until it completes
     qp.fanout_next = 0;
   }
   if (result != RHN_CQE_SUCCESS) {
@@ -499,7 +557,7 @@ void Engine::Impl::update_diff_twin(QpObj& qp, const Inflight& e) {
   RawWqe raw;
   DecodedWqe w;
   uint32_t nslots = 0;
-  if (!fetch_wqe(qp, e.slot, raw, nslots) || nslots == 0 ||
+  if (!refetch_wqe(qp, e, raw, nslots) || nslots == 0 ||
       decode_send_wqe(raw, nslots, 1u << 31, w) != RHN_SYN_NONE ||
       w.xfer_mode != RHN_XFER_DIFF || w.num_sge != 1)
     return;  // overwritten by its software: the twin stays as it was
@@ -572,10 +630,19 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
     }
     if (err) {
       counters.add(RHN_CNT_ERROR_CQES);
-      if (connected_qp(qp.type) || local_error(e.status)) to_error = true;
+      // A triggered WQE the NIC had no room for (or a bad counter) leaves
+      // its QP going on.
+      if ((connected_qp(qp.type) || local_error(e.status)) &&
+          !trigger_refusal(e.status, e.syndrome))
+        to_error = true;
+    } else if (e.has_chain) {
+      trigger_chain(*this, qp.context, e.chain);  // the next link may fire
     }
     counters.add(RHN_CNT_COMPLETIONS);
-    qp.sq_complete = e.slot + e.slots;
+    if (e.trig == kNoTrigger)
+      qp.sq_complete = e.slot + e.slots;
+    else
+      trigger_retire(*this, e.trig);  // it freed no slot of the ring
     qp.inflight_head++;
     freed = true;
   }

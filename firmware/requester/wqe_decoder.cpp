@@ -66,7 +66,7 @@ bool decode_plain_wqe(const RawWqe& raw, uint32_t slots, uint32_t max_msg_size,
       b[RHN_OFFSETOF(rhn_send_wqe, ext_units)] != 0 ||
       b[RHN_OFFSETOF(rhn_send_wqe, xfer_mode)] != RHN_XFER_BASIC ||
       (flags & ~kKnownFlags) || (flags & RHN_WQE_F_GRH) ||
-      field_at<uint16_t>(b, RHN_OFFSETOF(rhn_send_wqe, reserved0)) != 0)
+      field_at<uint16_t>(b, RHN_OFFSETOF(rhn_send_wqe, xflags)) != 0)
     return false;
   // Both opcodes take inline data and carry no family slot or decode
   // (the generic decoder's checks that are left).
@@ -126,7 +126,7 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
   if (!row.listed) return RHN_SYN_BAD_OPCODE;
   if (wqe_slot_count(raw.bytes) != slots || slots == 0) return RHN_SYN_BAD_WQE;
   if (w.flags & ~kKnownFlags) return RHN_SYN_BAD_WQE;
-  if (w.reserved0 != 0) return RHN_SYN_BAD_WQE;
+  if (w.xflags != 0) return RHN_SYN_BAD_WQE;  // its trigger slot not taken off
   out.opcode = w.opcode;
   out.flags = w.flags;
   out.slots = static_cast<uint8_t>(slots);

@@ -1234,6 +1234,7 @@ void rhn_sc_bar2_write(RhnSoftCore *sc, uint64_t addr, uint64_t value,
     }
     case RHN_DB_RQ:
     case RHN_DB_SRQ:
+    case RHN_DB_TRIGGER:
         sc_kick(sc, (uint32_t)page, off, value, size, RHN_CARD_DB_PAGE,
                 NULL);
         break;

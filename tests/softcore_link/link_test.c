@@ -180,7 +180,7 @@ static void send_doorbells(RhnSoftCore *sc) {
   stage(sc, 2, 100);
   rhn_sc_bar2_write(sc, db(2, RHN_DB_SQ), 10 | RHN_DB_SQ_INLINE, 4);
   rhn_sc_bar2_write(sc, db(TEST_DB_PAGES, RHN_DB_RQ), 1, 4);  // no page
-  rhn_sc_bar2_write(sc, db(1, 0x20), 1, 4);                   // no kick
+  rhn_sc_bar2_write(sc, db(1, 0x28), 1, 4);                   // no kick
   rhn_sc_bar0_write(sc, RHN_REG_VERSION, 0xdead, 4);          // read-only
   rhn_sc_bar0_write(sc, RHN_REG_CONTROL, RHN_CONTROL_ENABLE, 4);
   rhn_sc_bar0_write(sc, RHN_REG_ADMIN_SQ_TAIL, 3, 4);

@@ -398,7 +398,7 @@ TEST(FastPaths, PlainWqeDecodesAsTheGenericDecoder) {
     w.flags = kFlags[rng() % std::size(kFlags)];
     w.ext_units = rng() % 4 ? 0 : 1;
     w.xfer_mode = rng() % 4 ? RHN_XFER_BASIC : RHN_XFER_STRIDE;
-    w.reserved0 = rng() % 8 ? 0 : 1;
+    w.xflags = rng() % 8 ? 0 : 1;
     w.num_sge = static_cast<uint16_t>(rng() % 20);
     std::memcpy(raw.bytes, &w, sizeof w);
     const uint32_t slots = 1 + w.ext_units;

@@ -29,7 +29,7 @@ constexpr FrameRoute kFrames[] = {
 constexpr uint16_t kAdminOps[] = {RHN_ADMIN_SET_MCAST_GROUP};
 
 rhn_admin_status admin(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
-                       uint32_t& detail) {
+                       uint32_t&, uint32_t& detail) {
   // The kernel passes on what the administrator decided (the switch
   // pattern's members); user space never reaches this.
   if (ctx != 0) return RHN_ADMIN_NOT_PERMITTED;

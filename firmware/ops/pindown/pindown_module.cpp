@@ -33,7 +33,7 @@ extern const FamilyModule kPinModule{
     // A PIN_READY needs no outcome: a requester that misses it sends
     // again on its timer.
     .admin_ops = kAdminOps,
-    .on_admin = [](Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
+    .on_admin = [](Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd, uint32_t&,
                    uint32_t&) { return pin_mapped(m, ctx, cmd.u.pd_mapped); },
     // A source's request held for pinning keeps its later ones back.
 };

@@ -32,7 +32,7 @@ constexpr uint16_t kAdminOps[] = {RHN_ADMIN_ATTACH_MCAST,
 
 // The kernel's attach_mcast / detach_mcast for a QP of `ctx`.
 rhn_admin_status admin(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
-                       uint32_t& detail) {
+                       uint32_t&, uint32_t& detail) {
   return ud_mcast_attach(m, ctx, cmd.u.mcast_attach,
                          cmd.hdr.opcode == RHN_ADMIN_ATTACH_MCAST, detail);
 }

@@ -87,6 +87,15 @@ enum rhn_admin_opcode {
 	 */
 	RHN_ADMIN_FW_DOWNLOAD = 0x38,
 	RHN_ADMIN_FW_COMMIT = 0x39,
+	/* Triggered operations (triggered.md): a trigger counter of
+	 * hdr.context (u.create_trigger; result: its handle), its end
+	 * (u.handle.handle = the handle: the WQEs parked on it complete
+	 * with WR_FLUSH_ERR), and its value (u.query: handle, and out_addr
+	 * receives a __le64). DESTROY_CONTEXT ends the context's counters.
+	 */
+	RHN_ADMIN_CREATE_TRIGGER = 0x3a,
+	RHN_ADMIN_DESTROY_TRIGGER = 0x3b,
+	RHN_ADMIN_QUERY_TRIGGER = 0x3c,
 };
 
 enum rhn_admin_status {
@@ -495,6 +504,16 @@ struct rhn_admin_fw_commit {
 	__le32 flags; /* enum rhn_fw_commit_flags, at least one */
 };
 
+/* A trigger counter: its first value, and the key a peer's increment
+ * must carry (chosen by the driver; kept for remote increments, see
+ * triggered.md).
+ */
+struct rhn_admin_create_trigger {
+	__le64 value;
+	__le32 key;
+	__le32 reserved; /* 0 */
+};
+
 struct rhn_admin_set_gid {
 	__le32 index; /* < RHN_GID_TABLE_LEN */
 	__u8 type; /* enum rhn_gid_type */
@@ -529,12 +548,15 @@ struct rhn_admin_cmd {
 		struct rhn_admin_mcast_attach mcast_attach;
 		struct rhn_admin_fw_download fw_download;
 		struct rhn_admin_fw_commit fw_commit;
+		struct rhn_admin_create_trigger create_trigger;
 		__u8 raw[RHN_ADMIN_CMD_SIZE - 8];
 	} u;
 };
 RHN_ASSERT_SIZE(struct rhn_admin_cmd, RHN_ADMIN_CMD_SIZE);
 RHN_ASSERT_SIZE(struct rhn_admin_fw_download, 16);
 RHN_ASSERT_SIZE(struct rhn_admin_fw_commit, 8);
+RHN_ASSERT_SIZE(struct rhn_admin_create_trigger, 16);
+RHN_ASSERT_OFFSET(struct rhn_admin_create_trigger, key, 8);
 RHN_ASSERT_SIZE(struct rhn_admin_create_context, 8);
 RHN_ASSERT_OFFSET(struct rhn_admin_create_context, reserved, 4);
 RHN_ASSERT_SIZE(struct rhn_admin_create_mr, 40);
@@ -605,7 +627,12 @@ struct rhn_device_attr {
 	 */
 	__le32 max_mcast_attach;
 	__le32 mcast_attach_per_context;
-	__le32 reserved[3];
+	/* triggered operations: trigger counters, and parked WQEs, all
+	 * contexts together
+	 */
+	__le32 max_trigger_counters;
+	__le32 max_trigger_parked;
+	__le32 reserved[1];
 };
 RHN_ASSERT_SIZE(struct rhn_device_attr, 128);
 

@@ -197,6 +197,54 @@ enum rhn_wqe_flags {
 };
 
 /*
+ * Triggered operations (Documentation/hardware/triggered.md): a second
+ * flags word, rhn_send_wqe.xflags. With either flag set the WQE's last
+ * slot (after every other, a GRH or a family's slot included) is a struct
+ * rhn_wqe_trigger, counted in ext_units. The NIC takes that slot off when
+ * it fetches the WQE; what is left is an ordinary WQE of its opcode.
+ */
+enum rhn_wqe_xflags {
+	/* Parked in the NIC until trigger counter `counter` holds at least
+	 * `threshold`, then run as if just fetched (at once if it does
+	 * already); the QP's later WQEs do not wait for it.
+	 */
+	RHN_WQE_X_TRIGGERED = 1u << 0,
+	/* When the WQE completes successfully (where its CQE is or would be
+	 * written, signalled or not), counter `chain` goes up by one.
+	 */
+	RHN_WQE_X_CHAIN = 1u << 1,
+};
+#define RHN_WQE_X_KNOWN (RHN_WQE_X_TRIGGERED | RHN_WQE_X_CHAIN)
+
+/*
+ * Trigger counter handles: table index | generation << 16, given by
+ * RHN_ADMIN_CREATE_TRIGGER. Generation 0 is never given, so 0 is no
+ * counter's handle.
+ */
+#define RHN_TRIGGER_INDEX_MASK 0xffffu
+#define RHN_TRIGGER_GEN_SHIFT 16
+
+/* The TRIGGER doorbell (RHN_DB_TRIGGER, one 8-byte store): adds `addend`
+ * to the counter `handle` names, if it is one of the page's context.
+ */
+#define RHN_DB_TRIGGER_ADDEND_SHIFT 32
+static inline __u64 rhn_db_trigger_value(__u32 handle, __u32 addend)
+{
+	return (__u64)handle | (__u64)addend << RHN_DB_TRIGGER_ADDEND_SHIFT;
+}
+
+/* The last slot of a WQE with RHN_WQE_X_* flags. */
+struct rhn_wqe_trigger {
+	__le32 counter; /* RHN_WQE_X_TRIGGERED: the counter waited on */
+	__le32 chain; /* RHN_WQE_X_CHAIN: the counter its completion adds to */
+	__le64 threshold; /* RHN_WQE_X_TRIGGERED: runs once value >= this */
+	__u8 reserved[48]; /* 0 */
+};
+RHN_ASSERT_SIZE(struct rhn_wqe_trigger, RHN_SQ_SLOT_SIZE);
+RHN_ASSERT_OFFSET(struct rhn_wqe_trigger, chain, 4);
+RHN_ASSERT_OFFSET(struct rhn_wqe_trigger, threshold, 8);
+
+/*
  * Partial-transfer mode: which bytes travel and where they land. Which
  * opcode takes which mode is its row's in hw_ops.h.
  */
@@ -244,7 +292,7 @@ struct rhn_send_wqe {
 	__le32 imm_data; /* _IMM opcodes */
 	__le32 remote_key; /* rkey, or area ID with RHN_WQE_F_AREA */
 	__le16 num_sge; /* SGEs, or inline byte count with F_INLINE */
-	__le16 reserved0;
+	__le16 xflags; /* enum rhn_wqe_xflags; 0 without a trigger slot */
 	__le64 remote_addr; /* remote I/O VA, or offset in the area */
 	union {
 		struct {
@@ -285,6 +333,7 @@ struct rhn_send_wqe {
 RHN_ASSERT_SIZE(struct rhn_send_wqe, RHN_SQ_SLOT_SIZE);
 RHN_ASSERT_OFFSET(struct rhn_send_wqe, wqe_index, 4);
 RHN_ASSERT_OFFSET(struct rhn_send_wqe, remote_key, 16);
+RHN_ASSERT_OFFSET(struct rhn_send_wqe, xflags, 22);
 RHN_ASSERT_OFFSET(struct rhn_send_wqe, remote_addr, 24);
 RHN_ASSERT_OFFSET(struct rhn_send_wqe, u, 32);
 RHN_ASSERT_OFFSET(struct rhn_send_wqe, d, 48);
@@ -869,6 +918,19 @@ enum rhn_syndrome {
 	 * reduce, or it is gone)
 	 */
 	RHN_SYN_COLL_NO_SWITCH = 30,
+	/* a triggered or chained WQE naming a trigger counter that is not a
+	 * live counter of its QP's context (destroyed, of an earlier life,
+	 * another context's): a GENERAL_ERR completion, the QP goes on
+	 */
+	RHN_SYN_BAD_TRIGGER = 31,
+	/* the NIC's table of parked triggered WQEs is full, or the context
+	 * holds its share of it (a GENERAL_ERR completion, the QP goes on)
+	 */
+	RHN_SYN_TRIGGER_NO_ROOM = 32,
+	/* a parked WQE whose counter was destroyed (or whose context went):
+	 * it completes with WR_FLUSH_ERR
+	 */
+	RHN_SYN_TRIGGER_GONE = 33,
 };
 
 /* Shared regions: the largest region (RHN_SHARE_MAX_MEMBERS, the most

@@ -84,6 +84,7 @@ enum rhn_cap {
 	RHN_CAP_UD_MCAST = 1u << 16,
 	RHN_CAP_COLLECTIVE = 1u << 17,
 	RHN_CAP_COLL_SWITCH = 1u << 18,
+	RHN_CAP_TRIGGER = 1u << 19,
 };
 
 #define RHN_NODE_ID_VALUE_SHIFT 0
@@ -139,6 +140,8 @@ enum rhn_db_offset {
 	RHN_DB_RQ = 0x008, /* 32-bit: qpn */
 	RHN_DB_SRQ = 0x010, /* 32-bit: srqn */
 	RHN_DB_CQ_ARM = 0x018, /* 32-bit: cqn | RHN_DB_CQ_SOLICITED */
+	RHN_DB_TRIGGER =
+		0x020, /* 64-bit, one store: handle | addend << 32 (triggered.md) */
 	RHN_DB_INLINE_WQE = 0x100, /* inline WQE window, 8-byte stores */
 };
 #define RHN_DB_INLINE_WQE_SIZE 512
@@ -319,7 +322,11 @@ enum rhn_db_offset {
 	X(COLL_ERRORS, coll_errors, \
 	  "collectives refused or failed (bad WQE, mismatch, table full, member lost), counted once per failing rank's WQE") \
 	X(COLL_SWITCH_FRAMES, coll_switch_frames, \
-	  "in-switch collectives: `RHN_PKT_COLL` frames sent to the switch (partials, their repeats, acknowledgements)")
+	  "in-switch collectives: `RHN_PKT_COLL` frames sent to the switch (partials, their repeats, acknowledgements)") \
+	X(TRIGGER_DROPPED_ADDS, trigger_dropped_adds, \
+	  "trigger counter increments dropped: a `TRIGGER` doorbell that was not one 8-byte store or named no live counter of its page's context (a stale handle, another context's), or a chained completion whose counter was gone") \
+	X(TRIGGER_FIRED, trigger_fired, \
+	  "parked triggered WQEs whose counter reached their threshold (each then ran on its QP)")
 /* clang-format on */
 
 enum rhn_counter {

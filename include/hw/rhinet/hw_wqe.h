@@ -11,7 +11,9 @@
  *   a partial-transfer descriptor (struct rhn_wqe_xfer), if the mode is
  *   not basic
  *   the family's description (struct rhn_wqe_mcast or rhn_wqe_coll), or,
- *   for a UD SEND, the route (struct rhn_wqe_grh): always the last slot
+ *   for a UD SEND, the route (struct rhn_wqe_grh): the last slot
+ *   a trigger slot (struct rhn_wqe_trigger) after all of them, with
+ *   RHN_WQE_X_* flags (the NIC takes it off when it fetches the WQE)
  *
  *   __u8 buf[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
  *   struct rhn_send_wqe *w = rhn_wqe_start(buf, RHN_OP_WRITE, flags, pi);
@@ -138,12 +140,15 @@ struct rhn_wqe_tail {
 	const struct rhn_wqe_mcast *mcast;
 	const struct rhn_wqe_coll *coll;
 	const struct rhn_wqe_grh *grh; /* UD: also sets RHN_WQE_F_GRH */
+	/* enum rhn_wqe_xflags; not 0: trigger is set and goes last */
+	__u16 xflags;
+	const struct rhn_wqe_trigger *trigger;
 };
 
 /*
- * Appends the tail after @data_units data slots and sets ext_units.
- * Returns the WQE's slots, or 0 if it would not fit in RHN_WQE_MAX_SLOTS
- * or names more than one last slot.
+ * Appends the tail after @data_units data slots and sets ext_units (and
+ * xflags). Returns the WQE's slots, or 0 if it would not fit in
+ * RHN_WQE_MAX_SLOTS or names more than one last slot.
  */
 static inline __u32 rhn_wqe_finish(void *buf, __u32 data_units,
 				   const struct rhn_wqe_tail *t)
@@ -181,6 +186,13 @@ static inline __u32 rhn_wqe_finish(void *buf, __u32 data_units,
 				 RHN_SQ_SLOT_SIZE);
 		w->flags |= RHN_WQE_F_GRH;
 		last++;
+	}
+	if (t && t->xflags) {
+		if (!t->trigger || n >= RHN_WQE_MAX_SLOTS)
+			return 0;
+		__builtin_memcpy(slots + n++ * RHN_SQ_SLOT_SIZE, t->trigger,
+				 RHN_SQ_SLOT_SIZE);
+		w->xflags = (__le16)t->xflags;
 	}
 	if (last > 1 || n > RHN_WQE_MAX_SLOTS)
 		return 0;

@@ -48,6 +48,7 @@ static const struct rhn_regmap_field rhn_regmap_fields_caps[] = {
 	{"UD_MCAST", 16, 1},
 	{"COLLECTIVE", 17, 1},
 	{"COLL_SWITCH", 18, 1},
+	{"TRIGGER", 19, 1},
 };
 
 static const struct rhn_regmap_field rhn_regmap_fields_node_id[] = {
@@ -266,6 +267,13 @@ static const struct rhn_regmap_counter rhn_regmap_counters[] = {
 	{"coll_switch_frames",
 	 "in-switch collectives: `RHN_PKT_COLL` frames sent to the switch "
 	 "(partials, their repeats, acknowledgements)"},
+	{"trigger_dropped_adds",
+	 "trigger counter increments dropped: a `TRIGGER` doorbell that was "
+	 "not one 8-byte store or named no live counter of its page's context "
+	 "(a stale handle, another context's), or a chained completion whose "
+	 "counter was gone"},
+	{"trigger_fired", "parked triggered WQEs whose counter reached their "
+			  "threshold (each then ran on its QP)"},
 };
 
 #endif /* RHINET_REGMAP_DESC_H */

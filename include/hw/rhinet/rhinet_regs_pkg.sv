@@ -31,7 +31,7 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_REG_CAPS_WIDTH = 32;
   localparam rhn_access_e RHN_REG_CAPS_ACCESS = RHN_ACCESS_RO;
   localparam logic [63:0] RHN_REG_CAPS_RESET = 64'h0;
-  localparam logic [63:0] RHN_REG_CAPS_RESET_MASK = 64'hfff80000;
+  localparam logic [63:0] RHN_REG_CAPS_RESET_MASK = 64'hfff00000;
   localparam int unsigned RHN_CAP_RC_LSB = 0;
   localparam int unsigned RHN_CAP_RC_WIDTH = 1;
   localparam int unsigned RHN_CAP_UD_LSB = 1;
@@ -70,6 +70,8 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_CAP_COLLECTIVE_WIDTH = 1;
   localparam int unsigned RHN_CAP_COLL_SWITCH_LSB = 18;
   localparam int unsigned RHN_CAP_COLL_SWITCH_WIDTH = 1;
+  localparam int unsigned RHN_CAP_TRIGGER_LSB = 19;
+  localparam int unsigned RHN_CAP_TRIGGER_WIDTH = 1;
   localparam logic [12:0] RHN_REG_NODE_ID = 13'h008;
   localparam int unsigned RHN_REG_NODE_ID_WIDTH = 32;
   localparam rhn_access_e RHN_REG_NODE_ID_ACCESS = RHN_ACCESS_RO;
@@ -203,11 +205,12 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_DB_SRQ_TM_OPS_BIT = 31;
   localparam logic [11:0] RHN_DB_CQ_ARM = 12'h018;
   localparam int unsigned RHN_DB_CQ_SOLICITED_BIT = 31;
+  localparam logic [11:0] RHN_DB_TRIGGER = 12'h020;
   localparam logic [11:0] RHN_DB_INLINE_WQE = 12'h100;
   localparam int unsigned RHN_MSIX_ADMIN = 0;
 
   // Hardware counters: index i at RHN_REG_COUNTERS + 8 * i.
-  localparam int unsigned RHN_CNT_COUNT = 79;
+  localparam int unsigned RHN_CNT_COUNT = 81;
   localparam int unsigned RHN_CNT_TX_PACKETS = 0;
   localparam int unsigned RHN_CNT_RX_PACKETS = 1;
   localparam int unsigned RHN_CNT_TX_BYTES = 2;
@@ -287,5 +290,7 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_CNT_COLL_RETRIES = 76;
   localparam int unsigned RHN_CNT_COLL_ERRORS = 77;
   localparam int unsigned RHN_CNT_COLL_SWITCH_FRAMES = 78;
+  localparam int unsigned RHN_CNT_TRIGGER_DROPPED_ADDS = 79;
+  localparam int unsigned RHN_CNT_TRIGGER_FIRED = 80;
 
 endpackage

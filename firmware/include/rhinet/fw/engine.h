@@ -13,6 +13,7 @@
 #include "ops/share/share_config.h"
 #include "ops/sync/sync_config.h"
 #include "ops/tag/tag_config.h"
+#include "ops/trigger/trigger_config.h"
 #include "ops/ud_mcast/ud_mcast_config.h"
 #include "rhinet/hw_fw.h"
 
@@ -218,6 +219,7 @@ struct EngineConfig {
   CollConfig coll;                 // ops/coll
   McastSwitchConfig mcast_switch;  // ops/mcast_switch
   UdMcastConfig ud_mcast;          // ops/ud_mcast
+  TriggerConfig trigger;           // ops/trigger
   // While locks, barriers, shared-region joins or collectives wait on other
   // nodes, the NIC checks this often that those nodes still answer, so a
   // dead node fails the wait instead of hanging it.

@@ -1,0 +1,561 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Triggered operations (triggered.md): trigger counters made by admin
+// commands, increments by the TRIGGER doorbell, WQEs parked until their
+// counter reaches a threshold, chains, and how parked WQEs end.
+#include <string>
+
+#include "case.h"
+#include "lib/work.h"
+
+namespace rhinet::conform {
+namespace {
+
+// A counter of context ctx holding `value`; its handle (0 when refused).
+uint32_t new_counter(Check& c, Nic& n, uint32_t ctx, uint64_t value) {
+  rhn_admin_cmd m = Nic::cmd(RHN_ADMIN_CREATE_TRIGGER, ctx);
+  m.u.create_trigger.value = value;
+  m.u.create_trigger.key = 0x5eed;
+  uint32_t h = 0;
+  c.eq("CREATE_TRIGGER", RHN_ADMIN_OK, n.run(m, &h));
+  return h;
+}
+
+uint8_t destroy_counter(Nic& n, uint32_t ctx, uint32_t h) {
+  rhn_admin_cmd m = Nic::cmd(RHN_ADMIN_DESTROY_TRIGGER, ctx);
+  m.u.handle.handle = h;
+  return n.run(m);
+}
+
+// QUERY_TRIGGER: the admin status, the value in *v.
+uint8_t query_counter(Nic& n, uint32_t ctx, uint32_t h, uint64_t* v) {
+  const uint64_t out = n.alloc(8, 8);
+  rhn_admin_cmd m = Nic::cmd(RHN_ADMIN_QUERY_TRIGGER, ctx);
+  m.u.query.out_addr = out;
+  m.u.query.out_len = 8;
+  m.u.query.handle = h;
+  const uint8_t st = n.run(m);
+  *v = n.rd64(out);
+  return st;
+}
+
+void add(Nic& n, uint32_t page, uint32_t h, uint32_t addend) {
+  n.target().doorbell_write(page, RHN_DB_TRIGGER,
+                            rhn_db_trigger_value(h, addend), 8);
+}
+
+// A WQE of `opcode` on `qp` with trigger flags `xflags`: waiting on
+// `counter` for `threshold`, chaining to `chain`. Not copied: its tail
+// points into it.
+struct TrigWqe {
+  rhn_wqe_trigger tr{};
+  rhn_wqe_tail tail{};
+  Wqe w;
+  uint16_t index;  // its wqe_index
+  TrigWqe(const Qp& qp, uint8_t opcode, uint16_t xflags, uint32_t counter,
+          uint64_t threshold, uint32_t chain = 0,
+          uint8_t flags = RHN_WQE_F_SIGNALED)
+      : w(qp, opcode, flags), index(static_cast<uint16_t>(qp.sq_pi)) {
+    tr.counter = counter;
+    tr.chain = chain;
+    tr.threshold = threshold;
+    tail.xflags = xflags;
+    tail.trigger = &tr;
+    w.tail = &tail;
+  }
+  TrigWqe(const TrigWqe&) = delete;
+};
+
+// A WRITE of src[off, off + len) to dst[off, ...) on l.a, with trigger
+// flags as TrigWqe's; its wqe_index.
+uint16_t post_write(Nic& n, Loop& l, uint32_t off, uint32_t len,
+                    uint16_t xflags, uint32_t counter, uint64_t threshold,
+                    uint32_t chain = 0, uint8_t flags = RHN_WQE_F_SIGNALED) {
+  TrigWqe t(l.a, RHN_OP_WRITE, xflags, counter, threshold, chain, flags);
+  t.w.sge(0, l.src.addr + off, len, l.src.key)
+      .remote(l.dst.addr + off, l.dst.key);
+  t.w.post(n, l.a);
+  return t.index;
+}
+
+// The next CQE of l.a's send CQ: `opcode`, `status`, and the WQE's own
+// wqe_index (a parked WQE completes with its own, whenever it runs).
+bool send_cqe(Check& c, Nic& n, Loop& l, const std::string& what,
+              uint8_t opcode, uint8_t status, uint16_t index, rhn_cqe* e) {
+  return cqe_is(c, n, l.scq, what, opcode, status, e) &&
+         c.eq(what + " wqe_index", index, e->wqe_index);
+}
+
+bool no_cqe(Check& c, Nic& n, Cq& cq, const std::string& what) {
+  n.target().settle();
+  rhn_cqe e;
+  return c.that(!n.poll_cq(cq, &e), what,
+                "a CQE came (status " + hex(e.status) + ", wqe_index " +
+                    hex(e.wqe_index) + ")");
+}
+
+bool untouched(Check& c, Nic& n, uint64_t addr, size_t len,
+               const std::string& what) {
+  for (uint8_t b : n.bytes(addr, len))
+    if (b) return c.fail(what, "bytes were written");
+  return true;
+}
+
+// A plain signalled WRITE goes through after whatever came before.
+bool qp_goes_on(Check& c, Nic& n, Loop& l) {
+  const uint16_t i = post_write(n, l, 3072, 64, 0, 0, 0);
+  rhn_cqe e;
+  return send_cqe(c, n, l, "a later WRITE", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS,
+                  i, &e);
+}
+
+}  // namespace
+
+// A loopback pair of `type` (LOOP) and a counter `h` of the kernel
+// context holding `value`, or the case stops.
+#define LOOP_WITH_COUNTER(n, l, type, h, value)     \
+  LOOP(n, l, (type));                               \
+  const uint32_t h = new_counter(c, n, 0, (value)); \
+  if (!c.ok()) return
+
+CONFORM_CASE(trigger_caps, "trigger.device.caps", "trigger",
+             "RHN_REG_CAPS announces RHN_CAP_TRIGGER and QUERY_DEVICE the "
+             "sizes of the counter and parked-WQE tables") {
+  Nic n(t);
+  CONFORM_UP(c, n);
+  CONFORM_THAT(c, (n.r32(RHN_REG_CAPS) & RHN_CAP_TRIGGER) != 0, "CAPS",
+               "RHN_CAP_TRIGGER not set");
+  rhn_device_attr a{};
+  CONFORM_EQ(c, "QUERY_DEVICE", RHN_ADMIN_OK, n.query_device(&a));
+  CONFORM_THAT(c, a.max_trigger_counters > 0, "max_trigger_counters", "0");
+  c.that(a.max_trigger_parked > 0, "max_trigger_parked", "0");
+}
+
+CONFORM_CASE(trigger_threshold, "trigger.fire.threshold", "trigger",
+             "a triggered WRITE waits, parked, while the QP's next WQE runs; "
+             "it runs when TRIGGER doorbells bring its counter to the "
+             "threshold, with its own CQE (wqe_index) on the QP's CQ") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  const uint64_t fired = n.counter(RHN_CNT_TRIGGER_FIRED);
+  const uint16_t idx = post_write(n, l, 0, 256, RHN_WQE_X_TRIGGERED, h, 3);
+  if (!qp_goes_on(c, n, l)) return;
+  add(n, 0, h, 2);
+  if (!no_cqe(c, n, l.scq, "value 2 of 3")) return;
+  if (!untouched(c, n, l.dst.addr, 256, "destination before the threshold"))
+    return;
+  uint64_t v = 0;
+  CONFORM_EQ(c, "QUERY_TRIGGER", RHN_ADMIN_OK, query_counter(n, 0, h, &v));
+  CONFORM_EQ(c, "counter value", 2, v);
+  add(n, 0, h, 1);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "triggered WRITE", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS,
+                idx, &e))
+    return;
+  CONFORM_EQ(c, "byte_len", 256, e.byte_len);
+  if (!same_bytes(c, n, l.src.addr, l.dst.addr, 256, "triggered data")) return;
+  c.eq(counter_name(RHN_CNT_TRIGGER_FIRED), fired + 1,
+       n.counter(RHN_CNT_TRIGGER_FIRED));
+}
+
+CONFORM_CASE(trigger_reached, "trigger.fire.already_reached", "trigger",
+             "a triggered WRITE whose counter holds its threshold already "
+             "runs at once") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 5);
+  const uint16_t idx = post_write(n, l, 0, 128, RHN_WQE_X_TRIGGERED, h, 5);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "triggered WRITE", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS,
+                idx, &e))
+    return;
+  same_bytes(c, n, l.src.addr, l.dst.addr, 128, "data");
+}
+
+CONFORM_CASE(trigger_read, "trigger.fire.read", "trigger",
+             "a triggered READ (an answered operation) parks, fires and "
+             "brings its data") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  TrigWqe r(l.a, RHN_OP_READ, RHN_WQE_X_TRIGGERED, h, 1);
+  r.w.sge(0, l.dst.addr, 512, l.dst.key).remote(l.src.addr, l.src.key);
+  CONFORM_EQ(c, "slots (base + trigger)", 2, r.w.post(n, l.a));
+  if (!no_cqe(c, n, l.scq, "parked")) return;
+  add(n, 0, h, 1);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "triggered READ", RHN_CQE_OP_READ, RHN_CQE_SUCCESS,
+                r.index, &e))
+    return;
+  same_bytes(c, n, l.src.addr, l.dst.addr, 512, "data");
+}
+
+CONFORM_CASE(trigger_rnr, "trigger.fire.send_rnr", "trigger",
+             "a triggered SEND that fires before a receive is posted is "
+             "resent after the RNR wait (from the NIC's copy) and lands") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  TrigWqe s(l.a, RHN_OP_SEND, RHN_WQE_X_TRIGGERED, h, 2);
+  s.w.sge(0, l.src.addr, 48, l.src.key).post(n, l.a);
+  add(n, 0, h, 2);
+  // Its first attempt finds no receive WQE; it is sent again (rnr_retry
+  // 7: for ever) until one is posted.
+  t.settle();
+  CONFORM_THAT(c, n.counter(RHN_CNT_RNR_NAKS_SENT) > 0,
+               counter_name(RHN_CNT_RNR_NAKS_SENT), "no RNR NAK");
+  n.post_recv(l.b, l.dst.addr, 64, l.dst.key);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "send CQE", RHN_CQE_OP_SEND, RHN_CQE_SUCCESS, s.index,
+                &e))
+    return;
+  if (!cqe_is(c, n, l.rcq, "receive CQE", RHN_CQE_OP_RECV, RHN_CQE_SUCCESS, &e))
+    return;
+  CONFORM_EQ(c, "received byte_len", 48, e.byte_len);
+  same_bytes(c, n, l.src.addr, l.dst.addr, 48, "data");
+}
+
+CONFORM_CASE(trigger_ud, "trigger.fire.ud_send", "trigger",
+             "a triggered UD SEND (its destination in the WQE) parks and, "
+             "fired, lands at its destination") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_UD, h, 0);
+  n.post_recv(l.b, l.dst.addr, 4096, l.dst.key);
+  TrigWqe s(l.a, RHN_OP_SEND, RHN_WQE_X_TRIGGERED, h, 4);
+  s.w.sge(0, l.src.addr, 64, l.src.key).to(l, l.b).post(n, l.a);
+  if (!no_cqe(c, n, l.rcq, "parked")) return;
+  add(n, 0, h, 4);
+  rhn_cqe e;
+  if (!cqe_is(c, n, l.rcq, "receive CQE", RHN_CQE_OP_RECV, RHN_CQE_SUCCESS, &e))
+    return;
+  CONFORM_EQ(c, "src_qpn", l.a.qpn, e.src_qpn & RHN_WIRE_QPN_MASK);
+  if (!send_cqe(c, n, l, "triggered SEND", RHN_CQE_OP_SEND, RHN_CQE_SUCCESS,
+                s.index, &e))
+    return;
+  same_bytes(c, n, l.src.addr, l.dst.addr + RHN_UD_GRH_LEN, 64, "payload");
+}
+
+CONFORM_CASE(trigger_chain_qps, "trigger.chain.across_qps", "trigger",
+             "a WRITE on one QP chains to the counter a WRITE parked on "
+             "another QP waits on: its completion runs the other") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  // b's WRITE goes the other way: dst[2048, +64) into src[2048, +64).
+  TrigWqe back(l.b, RHN_OP_WRITE, RHN_WQE_X_TRIGGERED, h, 1);
+  back.w.sge(0, l.dst.addr + 2048, 64, l.dst.key)
+      .remote(l.src.addr + 2048, l.src.key);
+  n.fill(l.dst.addr + 2048, 64, 9);
+  back.w.post(n, l.b);
+  if (!no_cqe(c, n, l.rcq, "parked on b")) return;
+  post_write(n, l, 0, 64, RHN_WQE_X_CHAIN, 0, 0, h, 0);  // unsignalled
+  rhn_cqe e;
+  if (!cqe_is(c, n, l.rcq, "b's triggered WRITE", RHN_CQE_OP_WRITE,
+              RHN_CQE_SUCCESS, &e))
+    return;
+  CONFORM_EQ(c, "b's wqe_index", back.index, e.wqe_index);
+  if (!same_bytes(c, n, l.src.addr, l.dst.addr, 64, "a's WRITE")) return;
+  same_bytes(c, n, l.dst.addr + 2048, l.src.addr + 2048, 64, "b's WRITE");
+}
+
+CONFORM_CASE(trigger_qp_error, "trigger.flush.qp_error", "trigger",
+             "an RC QP moved to the error state by a failed WRITE completes "
+             "its parked WQE WR_FLUSH_ERR / RHN_SYN_FLUSHED") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  const uint16_t parked = post_write(n, l, 0, 64, RHN_WQE_X_TRIGGERED, h, 1);
+  TrigWqe bad(l.a, RHN_OP_WRITE, 0, 0, 0);
+  bad.w.sge(0, l.src.addr, 64, l.src.key).remote(l.dst.addr, l.dst.key ^ 0x80);
+  bad.w.post(n, l.a);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "bad WRITE", RHN_CQE_OP_WRITE, RHN_CQE_REM_ACCESS_ERR,
+                bad.index, &e))
+    return;
+  if (!send_cqe(c, n, l, "parked WQE", RHN_CQE_OP_WRITE, RHN_CQE_WR_FLUSH_ERR,
+                parked, &e))
+    return;
+  CONFORM_EQ(c, "vendor_err", RHN_SYN_FLUSHED, e.vendor_err);
+  add(n, 0, h, 1);
+  no_cqe(c, n, l.scq, "after the doorbell");
+}
+
+CONFORM_CASE(trigger_lock, "trigger.ops.lock_then_unlock", "trigger",
+             "a LOCK chained to the counter a parked UNLOCK waits on: the "
+             "lock is taken, and its completion releases it with no CPU "
+             "between") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_ENDPOINT, h, 0);
+  TrigWqe unlock(l.a, RHN_OP_UNLOCK, RHN_WQE_X_TRIGGERED, h, 1);
+  unlock.w.to(l, l.b).w->remote_addr = 42;
+  unlock.w.post(n, l.a);
+  if (!no_cqe(c, n, l.scq, "UNLOCK parked")) return;
+  TrigWqe lock(l.a, RHN_OP_LOCK, RHN_WQE_X_CHAIN, 0, 0, h);
+  lock.w.to(l, l.b).w->remote_addr = 42;
+  lock.w.post(n, l.a);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "LOCK", RHN_CQE_OP_LOCK, RHN_CQE_SUCCESS, lock.index,
+                &e))
+    return;
+  send_cqe(c, n, l, "triggered UNLOCK", RHN_CQE_OP_UNLOCK, RHN_CQE_SUCCESS,
+           unlock.index, &e);
+}
+
+CONFORM_CASE(trigger_stride, "trigger.ops.write_stride", "trigger",
+             "a triggered STRIDE WRITE: its partial-transfer descriptor and "
+             "its trigger slot (after it); fired, it places the blocks") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  rhn_wqe_xfer x{};
+  x.block = 8;
+  x.count = 4;
+  x.local_stride = 64;
+  x.remote_stride = 16;
+  TrigWqe w(l.a, RHN_OP_WRITE, RHN_WQE_X_TRIGGERED, h, 1);
+  w.tail.xfer_mode = RHN_XFER_STRIDE;
+  w.tail.xfer = &x;
+  w.w.sge(0, l.src.addr, 3 * 64 + 8, l.src.key).remote(l.dst.addr, l.dst.key);
+  CONFORM_EQ(c, "slots (base + descriptor + trigger)", 3, w.w.post(n, l.a));
+  if (!no_cqe(c, n, l.scq, "parked")) return;
+  add(n, 0, h, 1);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "triggered WRITE", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS,
+                w.index, &e))
+    return;
+  CONFORM_EQ(c, "byte_len", 32, e.byte_len);
+  for (uint32_t i = 0; i < 4; i++)
+    if (!same_bytes(c, n, l.src.addr + 64 * i, l.dst.addr + 16 * i, 8,
+                    "block " + std::to_string(i)))
+      return;
+}
+
+CONFORM_CASE(trigger_mcast, "trigger.ops.mcast_list", "trigger",
+             "a triggered MCAST_LIST (a fan-out WQE with a family slot) "
+             "fires and reaches its member") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_ENDPOINT, h, 0);
+  constexpr uint32_t kArea = RHN_AREA_KEY(0, 5);
+  rhn_admin_cmd r = Nic::cmd(RHN_ADMIN_REGISTER_AREA);
+  r.u.register_area.area_id = kArea;
+  r.u.register_area.key = l.dst.key;
+  r.u.register_area.iova = l.dst.addr;
+  r.u.register_area.length = l.dst.len;
+  CONFORM_EQ(c, "REGISTER_AREA", RHN_ADMIN_OK, n.run(r));
+  const uint64_t list = l.src.addr + 12288;
+  rhn_mcast_dest d{};
+  d.node = l.node;
+  d.qpn = l.b.qpn;
+  t.mem_write(list, &d, sizeof(d));
+  rhn_wqe_mcast m{};
+  m.list_addr = list;
+  m.list_lkey = l.src.key;
+  m.count = 1;
+  TrigWqe w(l.a, RHN_OP_MCAST_LIST, RHN_WQE_X_TRIGGERED, h, 1, 0,
+            RHN_WQE_F_SIGNALED | RHN_WQE_F_AREA);
+  w.tail.mcast = &m;
+  w.w.sge(0, l.src.addr, 64, l.src.key).remote(256, kArea);
+  w.w.post(n, l.a);
+  if (!no_cqe(c, n, l.scq, "parked")) return;
+  if (!untouched(c, n, l.dst.addr + 256, 64, "member before the doorbell"))
+    return;
+  add(n, 0, h, 1);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "triggered MCAST_LIST", RHN_CQE_OP_MCAST_LIST,
+                RHN_CQE_SUCCESS, w.index, &e))
+    return;
+  same_bytes(c, n, l.src.addr, l.dst.addr + 256, 64, "member's data");
+}
+
+CONFORM_CASE(trigger_chain3, "trigger.chain.three", "trigger",
+             "three WRITEs each waiting on the counter the one before chains "
+             "to (unsignalled ones too): one doorbell runs them in turn; the "
+             "last chain adds 1 to its counter") {
+  LOOP(n, l, RHN_QP_RC);
+  uint32_t k[4];
+  for (uint32_t& h : k) h = new_counter(c, n, 0, 0);
+  if (!c.ok()) return;
+  // Posted last link first: each parks until the one before completes.
+  constexpr uint16_t kBoth = RHN_WQE_X_TRIGGERED | RHN_WQE_X_CHAIN;
+  const uint16_t last = post_write(n, l, 512, 64, kBoth, k[2], 1, k[3]);
+  post_write(n, l, 256, 64, kBoth, k[1], 1, k[2], 0);
+  post_write(n, l, 0, 64, kBoth, k[0], 1, k[1], 0);
+  if (!no_cqe(c, n, l.scq, "before the doorbell")) return;
+  if (!untouched(c, n, l.dst.addr, 1024, "destination before the doorbell"))
+    return;
+  add(n, 0, k[0], 1);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "last link", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS, last,
+                &e))
+    return;
+  for (uint32_t off : {0u, 256u, 512u})
+    if (!same_bytes(c, n, l.src.addr + off, l.dst.addr + off, 64,
+                    "link at " + std::to_string(off)))
+      return;
+  uint64_t v = 0;
+  CONFORM_EQ(c, "QUERY_TRIGGER", RHN_ADMIN_OK, query_counter(n, 0, k[3], &v));
+  c.eq("last chain's counter", 1, v);
+}
+
+CONFORM_CASE(trigger_chain_failed, "trigger.chain.failure", "trigger",
+             "a chained WRITE that fails (a bad rkey) adds nothing to its "
+             "counter; its error CQE is written as usual") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  TrigWqe w(l.a, RHN_OP_WRITE, RHN_WQE_X_CHAIN, 0, 0, h);
+  w.w.sge(0, l.src.addr, 64, l.src.key).remote(l.dst.addr, l.dst.key ^ 0x80);
+  w.w.post(n, l.a);
+  rhn_cqe e;
+  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
+  CONFORM_EQ(c, "status", RHN_CQE_REM_ACCESS_ERR, e.status);
+  uint64_t v = 0;
+  CONFORM_EQ(c, "QUERY_TRIGGER", RHN_ADMIN_OK, query_counter(n, 0, h, &v));
+  c.eq("counter value", 0, v);
+}
+
+CONFORM_CASE(trigger_stale, "trigger.error.stale_handle", "trigger",
+             "a destroyed counter's handle: a triggered WQE naming it "
+             "completes GENERAL_ERR / RHN_SYN_BAD_TRIGGER and the RC QP goes "
+             "on; a TRIGGER doorbell naming it is dropped and counted") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  CONFORM_EQ(c, "DESTROY_TRIGGER", RHN_ADMIN_OK, destroy_counter(n, 0, h));
+  const uint32_t again = new_counter(c, n, 0, 0);  // may reuse the entry
+  if (!c.ok()) return;
+  CONFORM_THAT(c, again != h, "new handle", "the stale handle again");
+  const uint16_t idx = post_write(n, l, 0, 64, RHN_WQE_X_TRIGGERED, h, 1);
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "triggered WRITE", RHN_CQE_OP_WRITE,
+                RHN_CQE_GENERAL_ERR, idx, &e))
+    return;
+  CONFORM_EQ(c, "vendor_err", RHN_SYN_BAD_TRIGGER, e.vendor_err);
+  if (!qp_goes_on(c, n, l)) return;
+  const uint64_t dropped = n.counter(RHN_CNT_TRIGGER_DROPPED_ADDS);
+  add(n, 0, h, 1);
+  n.target().settle();
+  CONFORM_EQ(c, counter_name(RHN_CNT_TRIGGER_DROPPED_ADDS), dropped + 1,
+             n.counter(RHN_CNT_TRIGGER_DROPPED_ADDS));
+  uint64_t v = 1;
+  CONFORM_EQ(c, "QUERY_TRIGGER (new)", RHN_ADMIN_OK,
+             query_counter(n, 0, again, &v));
+  c.eq("new counter's value", 0, v);
+}
+
+CONFORM_CASE(trigger_foreign, "trigger.doorbell.foreign_context", "trigger",
+             "a TRIGGER doorbell on another context's page (or not one "
+             "8-byte store) is dropped and counted; on its own page it adds") {
+  Nic n(t);
+  CONFORM_UP(c, n);
+  CONFORM_THAT(c, n.create_context(1), "context 1", n.error());
+  const uint32_t h = new_counter(c, n, 1, 0);
+  if (!c.ok()) return;
+  const uint64_t dropped = n.counter(RHN_CNT_TRIGGER_DROPPED_ADDS);
+  add(n, 0, h, 7);                            // the kernel's page
+  t.doorbell_write(1, RHN_DB_TRIGGER, h, 4);  // half a store
+  t.settle();
+  CONFORM_EQ(c, counter_name(RHN_CNT_TRIGGER_DROPPED_ADDS), dropped + 2,
+             n.counter(RHN_CNT_TRIGGER_DROPPED_ADDS));
+  uint64_t v = 1;
+  CONFORM_EQ(c, "QUERY_TRIGGER", RHN_ADMIN_OK, query_counter(n, 1, h, &v));
+  CONFORM_EQ(c, "value after foreign adds", 0, v);
+  // The handle alone names nothing outside its context.
+  CONFORM_EQ(c, "QUERY_TRIGGER from the kernel context", RHN_ADMIN_BAD_HANDLE,
+             query_counter(n, 0, h, &v));
+  add(n, 1, h, 7);
+  t.settle();
+  CONFORM_EQ(c, "QUERY_TRIGGER", RHN_ADMIN_OK, query_counter(n, 1, h, &v));
+  c.eq("value after its own page's add", 7, v);
+}
+
+CONFORM_CASE(trigger_full, "trigger.error.table_full", "trigger",
+             "triggered WQEs past the context's share of the parked table "
+             "complete GENERAL_ERR / RHN_SYN_TRIGGER_NO_ROOM, the QP goes on, "
+             "and the parked ones all run when their counter is reached") {
+  LOOP(n, l, RHN_QP_RC);
+  rhn_device_attr a{};
+  CONFORM_EQ(c, "QUERY_DEVICE", RHN_ADMIN_OK, n.query_device(&a));
+  const uint32_t h = new_counter(c, n, 0, 0);
+  if (!c.ok()) return;
+  uint32_t parked = 0;
+  rhn_cqe e;
+  for (;;) {
+    const uint16_t idx = post_write(n, l, 0, 64, RHN_WQE_X_TRIGGERED, h, 1);
+    n.target().settle();
+    if (n.poll_cq(l.scq, &e)) {
+      CONFORM_EQ(c, "refusal's wqe_index", idx, e.wqe_index);
+      break;
+    }
+    CONFORM_THAT(c, ++parked <= a.max_trigger_parked, "parked WQEs",
+                 "more than max_trigger_parked");
+  }
+  CONFORM_EQ(c, "refusal status", RHN_CQE_GENERAL_ERR, e.status);
+  CONFORM_EQ(c, "refusal vendor_err", RHN_SYN_TRIGGER_NO_ROOM, e.vendor_err);
+  CONFORM_THAT(c, parked > 0, "parked WQEs", "none before the refusal");
+  if (!qp_goes_on(c, n, l)) return;
+  add(n, 0, h, 1);
+  for (uint32_t i = 0; i < parked; i++)
+    if (!cqe_is(c, n, l.scq, "fired WQE " + std::to_string(i), RHN_CQE_OP_WRITE,
+                RHN_CQE_SUCCESS, &e))
+      return;
+  no_cqe(c, n, l.scq, "after the fired WQEs");
+}
+
+CONFORM_CASE(trigger_qp_destroyed, "trigger.flush.qp_destroyed", "trigger",
+             "destroying a QP with a parked WQE completes it WR_FLUSH_ERR / "
+             "RHN_SYN_FLUSHED on the QP's CQ; its counter stays usable") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  const uint16_t idx = post_write(n, l, 0, 64, RHN_WQE_X_TRIGGERED, h, 1);
+  if (!no_cqe(c, n, l.scq, "parked")) return;
+  rhn_admin_cmd m = Nic::cmd(RHN_ADMIN_DESTROY_QP);
+  m.u.handle.handle = l.a.qpn;
+  CONFORM_EQ(c, "DESTROY_QP", RHN_ADMIN_OK, n.run(m));
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "parked WQE", RHN_CQE_OP_WRITE, RHN_CQE_WR_FLUSH_ERR,
+                idx, &e))
+    return;
+  CONFORM_EQ(c, "vendor_err", RHN_SYN_FLUSHED, e.vendor_err);
+  add(n, 0, h, 1);
+  if (!no_cqe(c, n, l.scq, "after the doorbell")) return;
+  untouched(c, n, l.dst.addr, 64, "destination");
+}
+
+CONFORM_CASE(trigger_counter_destroyed, "trigger.flush.counter_destroyed",
+             "trigger",
+             "destroying a counter completes the WQEs parked on it "
+             "WR_FLUSH_ERR / RHN_SYN_TRIGGER_GONE; the QP goes on") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  const uint16_t i0 = post_write(n, l, 0, 64, RHN_WQE_X_TRIGGERED, h, 1);
+  const uint16_t i1 = post_write(n, l, 64, 64, RHN_WQE_X_TRIGGERED, h, 2, 0, 0);
+  if (!no_cqe(c, n, l.scq, "parked")) return;
+  CONFORM_EQ(c, "DESTROY_TRIGGER", RHN_ADMIN_OK, destroy_counter(n, 0, h));
+  rhn_cqe e;
+  for (uint16_t idx : {i0, i1}) {
+    if (!send_cqe(c, n, l, "parked WQE", RHN_CQE_OP_WRITE, RHN_CQE_WR_FLUSH_ERR,
+                  idx, &e))
+      return;
+    CONFORM_EQ(c, "vendor_err", RHN_SYN_TRIGGER_GONE, e.vendor_err);
+  }
+  CONFORM_EQ(c, "DESTROY_TRIGGER again", RHN_ADMIN_BAD_HANDLE,
+             destroy_counter(n, 0, h));
+  if (!qp_goes_on(c, n, l)) return;
+  untouched(c, n, l.dst.addr, 128, "destination");
+}
+
+CONFORM_CASE(trigger_context_gone, "trigger.context.teardown", "trigger",
+             "DESTROY_CONTEXT ends the context's counters: in the context's "
+             "next life the old handle names nothing (admin refuses it, a "
+             "doorbell naming it is dropped and counted)") {
+  Nic n(t);
+  CONFORM_UP(c, n);
+  CONFORM_THAT(c, n.create_context(1), "context 1", n.error());
+  const uint32_t h = new_counter(c, n, 1, 3);
+  if (!c.ok()) return;
+  CONFORM_EQ(c, "DESTROY_CONTEXT", RHN_ADMIN_OK,
+             n.run(Nic::cmd(RHN_ADMIN_DESTROY_CONTEXT, 1)));
+  CONFORM_THAT(c, n.create_context(1), "context 1 again", n.error());
+  uint64_t v = 0;
+  CONFORM_EQ(c, "QUERY_TRIGGER (old handle)", RHN_ADMIN_BAD_HANDLE,
+             query_counter(n, 1, h, &v));
+  const uint64_t dropped = n.counter(RHN_CNT_TRIGGER_DROPPED_ADDS);
+  add(n, 1, h, 1);
+  t.settle();
+  CONFORM_EQ(c, counter_name(RHN_CNT_TRIGGER_DROPPED_ADDS), dropped + 1,
+             n.counter(RHN_CNT_TRIGGER_DROPPED_ADDS));
+  const uint32_t again = new_counter(c, n, 1, 0);
+  if (!c.ok()) return;
+  c.that(again != h, "new counter's handle", "the old handle again");
+}
+
+CONFORM_CASE(trigger_bad_flags, "trigger.error.unknown_xflags", "trigger",
+             "an unknown RHN_WQE_X_* bit is a malformed WQE: LOC_QP_OP_ERR / "
+             "RHN_SYN_BAD_WQE") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  post_write(n, l, 0, 64, RHN_WQE_X_TRIGGERED | 0x8000, h, 1);
+  rhn_cqe e;
+  if (!cqe_is(c, n, l.scq, "WQE", RHN_CQE_OP_WRITE, RHN_CQE_LOC_QP_OP_ERR, &e))
+    return;
+  c.eq("vendor_err", RHN_SYN_BAD_WQE, e.vendor_err);
+}
+
+}  // namespace rhinet::conform
