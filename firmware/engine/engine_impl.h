@@ -84,6 +84,12 @@ struct Engine::Impl : FamilyStates {
   // Until when a poll without kicks or frames finds every stage idle
   // (stages_due); 0: the next poll looks at all of them (see poll()).
   uint64_t next_due = 0;
+  // This poll began with every stage idle and has done only the fast
+  // path's work so far (see poll()): the families have nothing to do.
+  bool lane_only = false;
+  // Bumps with every admin command and reset: the regions cached per QP
+  // (QpObj::key_epoch) are valid while it stays (never 0).
+  uint32_t mr_epoch = 1;
 
   // Registers.
   Atomic<uint32_t> status_reg{0};
@@ -193,6 +199,10 @@ struct Engine::Impl : FamilyStates {
   // Up to `budget` frames of rx_source, after the receive FIFO's.
   bool take_in_place(uint32_t budget);
   void handle_kick(Kick& k);
+  // An SQ doorbell's WQE handed over with it, taken when it is the next.
+  void take_inline(QpObj& qp, const Kick& k);
+  // The SQ doorbell's lane: true when it took the only kick.
+  bool lane_kick();
   bool run_timers();
   // When a stage of poll() other than the kicks and frames next has work
   // (0: now), by the tests poll() makes before entering each.
@@ -226,6 +236,21 @@ struct Engine::Impl : FamilyStates {
                          uint32_t access, uint64_t va, uint64_t len,
                          uint32_t* mr_index, uint32_t via_qpn = kNone);
   // The window a key names in `context`, or nullptr.
+  // check_key for a context's own key (context kNone) through a QP's
+  // cache of its last one (KeyCache): on a hit, the bounds only.
+  [[gnu::always_inline]] rhn_syndrome check_key_cached(
+      KeyCache& c, uint32_t key, uint32_t pdn, uint32_t access, uint64_t va,
+      uint64_t len, uint32_t* mr_index, uint32_t via_qpn) {
+    if (c.holds(key, mr_epoch, va, len)) {
+      *mr_index = c.mr_index;
+      return RHN_SYN_NONE;
+    }
+    return check_key_remember(c, key, pdn, access, va, len, mr_index, via_qpn);
+  }
+  // check_key, and the region kept in c when it may be.
+  rhn_syndrome check_key_remember(KeyCache& c, uint32_t key, uint32_t pdn,
+                                  uint32_t access, uint64_t va, uint64_t len,
+                                  uint32_t* mr_index, uint32_t via_qpn);
   MrObj* window_of_key(uint32_t key, uint32_t context);
   // Unbinds a window: its region is free of it.
   void unbind_window(MrObj& mw);

@@ -45,8 +45,8 @@ bool Engine::Impl::fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots) {
   const bool in = w.flags & RHN_WQE_F_INLINE;
   const rhn_sge sge = in ? rhn_sge{} : wqe_sge(qp.tx_raw, 0);
   if (!in && w.length &&
-      check_key(sge.lkey, kNone, qp.pdn, 0, sge.addr, sge.length, &mr_index) !=
-          RHN_SYN_NONE)
+      check_key_cached(qp.tx_key, sge.lkey, qp.pdn, 0, sge.addr, sge.length,
+                       &mr_index, kNone) != RHN_SYN_NONE)
     return false;
   Peer* const pp = peer_for(qp.dest_node);
   if (!pp || !can_send(*pp, qp.context)) return false;

@@ -67,8 +67,8 @@ bool Engine::Impl::fast_write(Span<const uint8_t> frame) {
     if (!(qp.access & RHN_ACCESS_REMOTE_WRITE)) return false;
     const auto rkey =
         field_at<uint32_t>(f, kOp + RHN_OFFSETOF(rhn_op_hdr, rkey));
-    if (check_key(rkey, kNone, qp.pdn, RHN_ACCESS_REMOTE_WRITE, va, extent,
-                  &mr_index, qpn) != RHN_SYN_NONE ||
+    if (check_key_cached(qp.rx_key, rkey, qp.pdn, RHN_ACCESS_REMOTE_WRITE, va,
+                         extent, &mr_index, qpn) != RHN_SYN_NONE ||
         (extent && mrs[mr_index].on_demand))
       return false;
   }
@@ -85,6 +85,7 @@ bool Engine::Impl::fast_write(Span<const uint8_t> frame) {
               payload_len, true)) {
     rhn_op_hdr op;
     copy_small(&op, f + kOp, sizeof op);
+    lane_only = false;
     refuse(*this, p, op, RHN_SYN_DMA);
   }
   data_done(p, field_at<uint16_t>(f, RHN_OFFSETOF(rhn_pkt_hdr, flags)), seq,

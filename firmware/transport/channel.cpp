@@ -235,6 +235,7 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
 
 void Engine::Impl::receive_frame(Span<const uint8_t> frame) {
   if (cfg.fast_paths && plain_rc_write(frame) && fast_write(frame)) return;
+  lane_only = false;
   Packet pkt;
   switch (parse_packet(frame, pkt, !cfg.mac_crc)) {
     case ParseStatus::kOk:
@@ -446,7 +447,8 @@ void Engine::Impl::release_gated(Peer& p) {
     else
       open = !seq_before(p.rx_expected, g.seq);
     if (!open) break;
-    memmove(&p.gates[0], &p.gates[1], sizeof(Gate) * (p.gate_count - 1));
+    if (p.gate_count > 1)
+      memmove(&p.gates[0], &p.gates[1], sizeof(Gate) * (p.gate_count - 1));
     p.gate_count--;
     while (p.unacked_count) {
       const uint32_t id = p.unacked_head;
@@ -460,6 +462,7 @@ void Engine::Impl::release_gated(Peer& p) {
       const uint32_t qpn = s.qpn, gen = s.qp_gen, serial = s.serial;
       return_slot(id);
       freed = true;
+      lane_only = false;  // messages complete: the families hear of it
       if (completes) message_acked(qpn, gen, serial, node_of(p));
     }
   }
