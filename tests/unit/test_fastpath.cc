@@ -186,30 +186,26 @@ Trace run_unhappy(bool fast, Blocks blocks = {}) {
   // QP, the lkey on the posting one) deregistered: the next WRITE with
   // the old rkey is refused by the target, one with the old lkey fails
   // on the sender, as on the generic paths.
-  RcPair k = make_rc_pair(c, 0, 1);
-  EXPECT_TRUE(k.ok);
-  if (!k.ok) return t;
-  Region src4 = make_region(*k.ctx_a, 4096, kAllAccess, 40);
-  Region dst4 = make_region(*k.ctx_b, 4096, kAllAccess, 0, 0);
-  EXPECT_TRUE(k.qp_a->post_send(
-      rdma_wr(90, RHN_OP_WRITE, {src4.sge(0, 8)}, dst4.va(0), dst4.key())));
-  take(c, *k.cq_a, 1, t);
-  EXPECT_EQ(k.ctx_b->dereg_mr(dst4.mr).status, RHN_ADMIN_OK);
-  EXPECT_TRUE(k.qp_a->post_send(
-      rdma_wr(91, RHN_OP_WRITE, {src4.sge(8, 8)}, dst4.va(8), dst4.key())));
-  take(c, *k.cq_a, 1, t);
-  RcPair l = make_rc_pair(c, 0, 1);
-  EXPECT_TRUE(l.ok);
-  if (!l.ok) return t;
-  Region src5 = make_region(*l.ctx_a, 4096, kAllAccess, 41);
-  Region dst5 = make_region(*l.ctx_b, 4096, kAllAccess, 0, 0);
-  EXPECT_TRUE(l.qp_a->post_send(
-      rdma_wr(92, RHN_OP_WRITE, {src5.sge(0, 8)}, dst5.va(0), dst5.key())));
-  take(c, *l.cq_a, 1, t);
-  EXPECT_EQ(l.ctx_a->dereg_mr(src5.mr).status, RHN_ADMIN_OK);
-  EXPECT_TRUE(l.qp_a->post_send(
-      rdma_wr(93, RHN_OP_WRITE, {src5.sge(8, 8)}, dst5.va(8), dst5.key())));
-  take(c, *l.cq_a, 1, t);
+  RcPair keyed[2] = {make_rc_pair(c, 0, 1), make_rc_pair(c, 0, 1)};
+  Region src4[2], dst4[2];
+  for (int sender = 0; sender < 2; sender++) {
+    RcPair& k = keyed[sender];
+    EXPECT_TRUE(k.ok);
+    if (!k.ok) return t;
+    src4[sender] = make_region(*k.ctx_a, 4096, kAllAccess, 40 + sender);
+    dst4[sender] = make_region(*k.ctx_b, 4096, kAllAccess, 0, 0);
+    const Region &from = src4[sender], &to = dst4[sender];
+    for (uint64_t i = 0; i < 2; i++) {
+      EXPECT_TRUE(k.qp_a->post_send(rdma_wr(90 + 2 * sender + i, RHN_OP_WRITE,
+                                            {from.sge(8 * i, 8)}, to.va(8 * i),
+                                            to.key())));
+      take(c, *k.cq_a, 1, t);
+      if (i != 0) continue;
+      const AdminResult gone = sender ? k.ctx_a->dereg_mr(src4[1].mr)
+                                      : k.ctx_b->dereg_mr(dst4[0].mr);
+      EXPECT_EQ(gone.status, RHN_ADMIN_OK);
+    }
+  }
 
   // The peer gone: its link down, the WRITEs fail when the channel gives
   // up (and the next is flushed).
