@@ -6,6 +6,7 @@
 #include "core/bounded.h"
 #include "core/freestanding.h"
 #include "requester/wqe_decoder.h"
+#include "rhinet/fw/engine.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
@@ -144,7 +145,9 @@ struct AreaObj {
 };
 
 // A key check remembered (Engine::Impl::check_key_cached): the key's
-// region, valid while the engine's mr_epoch is `epoch`. Only plain MRs
+// region and its translation for the DMA block (`region`, levels 0 for
+// a region without a table), valid while the engine's mr_epoch is
+// `epoch`. Only plain MRs
 // (no window, fast-registered, twin or on-demand region) are kept: every
 // change of one is an admin command, and every admin command bumps the
 // epoch. A check for the same key, rights and QP (each cache serves one
@@ -155,6 +158,12 @@ struct KeyCache {
   uint32_t mr_index = 0;
   uint64_t iova = 0;
   uint64_t length = 0;
+  DmaRegion region;
+  // The DMA block's descriptor of mr_index's region, if kept and current.
+  const DmaRegion* region_of(uint32_t mr, uint32_t mr_epoch) const {
+    return region.levels && mr == mr_index && epoch == mr_epoch ? &region
+                                                                : nullptr;
+  }
   bool holds(uint32_t k, uint32_t mr_epoch, uint64_t va, uint64_t len) const {
     return k == key && epoch == mr_epoch &&
            (!len ||

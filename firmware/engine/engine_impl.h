@@ -247,6 +247,17 @@ struct Engine::Impl : FamilyStates {
     }
     return check_key_remember(c, key, pdn, access, va, len, mr_index, via_qpn);
   }
+  // mr_dma through the region check_key_cached left in c when it is
+  // mr_index's and current: the DMA block's descriptor as it is kept.
+  [[gnu::always_inline]] bool key_dma(const KeyCache& c, uint32_t mr_index,
+                                      uint64_t va, void* buf, uint64_t len,
+                                      bool write) {
+    const DmaRegion* r = c.region_of(mr_index, mr_epoch);
+    if (!cfg.dma_region || !r) return mr_dma(mr_index, va, buf, len, write);
+    if (bus.dma_region(*r, va, buf, len, write)) return true;
+    counters.add(RHN_CNT_DMA_ERRORS);
+    return false;
+  }
   // check_key, and the region kept in c when it may be.
   rhn_syndrome check_key_remember(KeyCache& c, uint32_t key, uint32_t pdn,
                                   uint32_t access, uint64_t va, uint64_t len,

@@ -81,8 +81,8 @@ bool Engine::Impl::fast_write(Span<const uint8_t> frame) {
   took_in_order(p);
   if (first) nak_forget(p, src_full);
   if (payload_len &&
-      !mr_dma(mr_index, va, const_cast<uint8_t*>(f + RHN_DATA_HDR_LEN),
-              payload_len, true)) {
+      !key_dma(qp.rx_key, mr_index, va,
+               const_cast<uint8_t*>(f + RHN_DATA_HDR_LEN), payload_len, true)) {
     rhn_op_hdr op;
     copy_small(&op, f + kOp, sizeof op);
     lane_only = false;

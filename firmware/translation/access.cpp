@@ -52,7 +52,8 @@ rhn_syndrome Engine::Impl::check_key_remember(KeyCache& c, uint32_t key,
                  .key = key,
                  .mr_index = *mr_index,
                  .iova = mr.iova,
-                 .length = mr.length};
+                 .length = mr.length,
+                 .region = mr.levels ? region_of(mr) : DmaRegion{}};
   return s;
 }
 
