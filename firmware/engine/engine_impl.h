@@ -252,8 +252,9 @@ struct Engine::Impl : FamilyStates {
   [[gnu::always_inline]] bool key_dma(const KeyCache& c, uint32_t mr_index,
                                       uint64_t va, void* buf, uint64_t len,
                                       bool write) {
+    if (!cfg.dma_region) return mr_dma(mr_index, va, buf, len, write);
     const DmaRegion* r = c.region_of(mr_index, mr_epoch);
-    if (!cfg.dma_region || !r) return mr_dma(mr_index, va, buf, len, write);
+    if (!r) return mr_dma(mr_index, va, buf, len, write);
     if (bus.dma_region(*r, va, buf, len, write)) return true;
     counters.add(RHN_CNT_DMA_ERRORS);
     return false;
