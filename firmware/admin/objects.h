@@ -147,11 +147,10 @@ struct AreaObj {
 // A key check remembered (Engine::Impl::check_key_cached): the key's
 // region and its translation for the DMA block (`region`, levels 0 for
 // a region without a table), valid while the engine's mr_epoch is
-// `epoch`. Only plain MRs
-// (no window, fast-registered, twin or on-demand region) are kept: every
-// change of one is an admin command, and every admin command bumps the
-// epoch. A check for the same key, rights and QP (each cache serves one
-// use on one QP) then only needs the bounds.
+// `epoch`. Only plain MRs (no window, fast-registered, twin or on-demand
+// region) are kept: every change of one is an admin command, and every
+// admin command bumps the epoch. A check for the same key, rights and
+// QP (each cache serves one use on one QP) then only needs the bounds.
 struct KeyCache {
   uint32_t epoch = 0;  // mr_epoch is never 0
   uint32_t key = 0;

@@ -87,8 +87,8 @@ struct Engine::Impl : FamilyStates {
   // This poll began with every stage idle and has done only the fast
   // path's work so far (see poll()): the families have nothing to do.
   bool lane_only = false;
-  // Bumps with every admin command and reset: the regions cached per QP
-  // (QpObj::key_epoch) are valid while it stays (never 0).
+  // Bumps with every admin command and reset: the keys cached per QP
+  // (QpObj::rx_key, tx_key) are valid while it stays (never 0).
   uint32_t mr_epoch = 1;
 
   // Registers.
