@@ -237,6 +237,9 @@ struct QpObj {
   // The regions of the last keys the fast paths checked: an arriving
   // WRITE's rkey (fast_write), a posted WQE's lkey (fast_post).
   KeyCache rx_key, tx_key;
+  // The regions of the SQ's ring and record, for the DMA block
+  // (Engine::Impl::queue_dma; their `key` is unused).
+  KeyCache sq_ring_key, sq_record_key;
 
   // Scheduling.
   bool in_ready = false;

@@ -301,6 +301,21 @@ struct Engine::Impl : FamilyStates {
   // Queue memory (rings, records, status words) owned by a context.
   rhn_syndrome check_host_ref(const HostRef& ref, uint32_t context,
                               uint64_t len, bool nic_writes);
+  // host_dma of a QP's queue through its region kept in c (KeyCache,
+  // filled by remember_region for a plain MR: the queue holds a
+  // reference on it, and any change of it bumps mr_epoch).
+  [[gnu::always_inline]] bool queue_dma(KeyCache& c, const HostRef& ref,
+                                        uint64_t offset, void* buf,
+                                        uint64_t len, bool write) {
+    if (cfg.dma_region && ref.lkey != RHN_LKEY_PHYSICAL) {
+      const uint32_t mr_index = ref.lkey >> RHN_KEY_INDEX_SHIFT;
+      if (c.region_of(mr_index, mr_epoch) || remember_region(c, mr_index))
+        return key_dma(c, mr_index, ref.addr + offset, buf, len, write);
+    }
+    return host_dma(ref, offset, buf, len, write);
+  }
+  // Keeps mr_index's region in c if it may be kept (see KeyCache).
+  bool remember_region(KeyCache& c, uint32_t mr_index);
   bool host_dma(const HostRef& ref, uint64_t offset, void* buf, uint64_t len,
                 bool write);
   // An entry (CQE) into queue memory, body before its owner word

@@ -299,6 +299,15 @@ bool Engine::Impl::host_dma(const HostRef& ref, uint64_t offset, void* buf,
                 write);
 }
 
+bool Engine::Impl::remember_region(KeyCache& c, uint32_t mr_index) {
+  const MrObj& mr = mrs[mr_index];
+  if (!mr.levels || mr.window || mr.fast_reg || mr.on_twin || mr.on_demand)
+    return false;
+  c = KeyCache{
+      .epoch = mr_epoch, .mr_index = mr_index, .region = region_of(mr)};
+  return true;
+}
+
 bool Engine::Impl::host_publish(const HostRef& ref, uint64_t offset,
                                 const void* buf, uint32_t len,
                                 uint32_t publish_at) {
