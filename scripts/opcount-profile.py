@@ -27,6 +27,9 @@ WINDOWS = {
     "trace_read_req_rx": "4 READ request in to engine idle",
     "trace_read_resp_rx": "4 READ response in to engine idle",
     "trace_isend_rx": "5 isend matched: frame in to engine idle",
+    "trace_stream_post": "1 stream: 32 WRITEs, one doorbell, to engine idle",
+    "trace_stream_rx": "2 stream: 32 WRITEs in, to engine idle",
+    "trace_stream_ack_rx": "1 stream: the ACKs of 32 WRITEs in, to idle",
 }
 
 

@@ -90,6 +90,7 @@ void Engine::Impl::admin_process() {
       memset(&cmd, 0, sizeof(cmd));
       st = RHN_ADMIN_DMA_ERROR;
     } else {
+      if (!++mr_epoch) mr_epoch = 1;  // any object may change
       st = admin_execute(cmd, result, detail);
     }
     if (st != RHN_ADMIN_OK) counters.add(RHN_CNT_BAD_ADMIN_CMDS);

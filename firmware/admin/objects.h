@@ -6,6 +6,7 @@
 #include "core/bounded.h"
 #include "core/freestanding.h"
 #include "requester/wqe_decoder.h"
+#include "rhinet/fw/engine.h"
 #include "rhinet/hw.h"
 
 namespace rhinet::fw {
@@ -143,6 +144,32 @@ struct AreaObj {
   uint64_t length = 0;
 };
 
+// A key check remembered (Engine::Impl::check_key_cached): the key's
+// region and its translation for the DMA block (`region`, levels 0 for
+// a region without a table), valid while the engine's mr_epoch is
+// `epoch`. Only plain MRs (no window, fast-registered, twin or on-demand
+// region) are kept: every change of one is an admin command, and every
+// admin command bumps the epoch. A check for the same key, rights and
+// QP (each cache serves one use on one QP) then only needs the bounds.
+struct KeyCache {
+  uint32_t epoch = 0;  // mr_epoch is never 0
+  uint32_t key = 0;
+  uint32_t mr_index = 0;
+  uint64_t iova = 0;
+  uint64_t length = 0;
+  DmaRegion region;
+  // The DMA block's descriptor of mr_index's region, if kept and current.
+  const DmaRegion* region_of(uint32_t mr, uint32_t mr_epoch) const {
+    return region.levels && mr == mr_index && epoch == mr_epoch ? &region
+                                                                : nullptr;
+  }
+  bool holds(uint32_t k, uint32_t mr_epoch, uint64_t va, uint64_t len) const {
+    return k == key && epoch == mr_epoch &&
+           (!len ||
+            (va >= iova && va - iova <= length && len <= length - (va - iova)));
+  }
+};
+
 struct QpObj {
   bool valid = false;
   uint8_t type = 0;
@@ -207,6 +234,12 @@ struct QpObj {
   // family that reads its WQEs from the RQ ahead of consuming them (an
   // endpoint's irecvs, ops/tag) moves it; plain receives wait behind it.
   uint32_t rq_scan = 0;
+  // The regions of the last keys the fast paths checked: an arriving
+  // WRITE's rkey (fast_write), a posted WQE's lkey (fast_post).
+  KeyCache rx_key, tx_key;
+  // The regions of the SQ's ring and record, for the DMA block
+  // (Engine::Impl::queue_dma; their `key` is unused).
+  KeyCache sq_ring_key, sq_record_key;
 
   // Scheduling.
   bool in_ready = false;

@@ -94,6 +94,13 @@ class MpscQueue {
     if (static_cast<int32_t>(seq - (dequeue_ + 1)) < 0) return nullptr;
     return &c.value;
   }
+  // The oldest element is there and none behind it (yet).
+  bool holds_one() {
+    if (!peek()) return false;
+    const Cell& c = cells_[(dequeue_ + 1) & (cap_ - 1)];
+    return static_cast<int32_t>(c.seq.load(MemOrder::kAcquire) -
+                                (dequeue_ + 2)) < 0;
+  }
   void release() {
     Cell& c = cells_[dequeue_ & (cap_ - 1)];
     c.seq.store(dequeue_ + cap_, MemOrder::kRelease);

@@ -98,6 +98,7 @@ void Engine::Impl::reset() {
       cfg.account_share);
   for (auto& o : pds) o = PdObj{};
   for (auto& o : mrs) o = MrObj{};
+  if (!++mr_epoch) mr_epoch = 1;
   for (auto& o : eqs) o = EqObj{};
   for (auto& o : cqs) o = CqObj{};
   for (uint32_t i = 0; i < cfg.max_cqs; i++)
@@ -306,16 +307,7 @@ void Engine::Impl::handle_kick(Kick& k) {
         return;
       }
       QpObj& qp = qps[qn];
-      if (k.kind == KickKind::kSq && k.has_inline && qp.state == RHN_QPS_RTS &&
-          !qp.tx_active) {
-        // Doorbell-page WQE: use it if it is the next one to fetch.
-        uint16_t idx;
-        memcpy(&idx, k.inline_wqe.bytes + 4, sizeof(idx));
-        if (idx == static_cast<uint16_t>(qp.sq_fetch)) {
-          copy_wqe(qp.tx_raw, k.inline_wqe);
-          qp.prefetched_slot = qp.sq_fetch;
-        }
-      }
+      if (k.kind == KickKind::kSq && k.has_inline) take_inline(qp, k);
       if (qp.state == RHN_QPS_ERR) qp.flushing = true;  // flush new posts
       if (k.kind == KickKind::kRq) modules_rq_kick(*this, qn);  // irecvs
       schedule(qn);
@@ -339,6 +331,38 @@ void Engine::Impl::handle_kick(Kick& k) {
     default:
       return;
   }
+}
+
+void Engine::Impl::take_inline(QpObj& qp, const Kick& k) {
+  // Doorbell-page WQE: use it if it is the next one to fetch.
+  if (qp.state != RHN_QPS_RTS || qp.tx_active) return;
+  uint16_t idx;
+  memcpy(&idx, k.inline_wqe.bytes + 4, sizeof(idx));
+  if (idx == static_cast<uint16_t>(qp.sq_fetch)) {
+    copy_wqe(qp.tx_raw, k.inline_wqe);
+    qp.prefetched_slot = qp.sq_fetch;
+  }
+}
+
+bool Engine::Impl::lane_kick() {
+  // Only when this SQ doorbell is the one event: another kick, a lost
+  // one or a frame would come before the requester in the generic poll.
+  if (kick_overflow.load(MemOrder::kRelaxed) || !kicks.holds_one() ||
+      rx.peek() || (rx_source && rx_source->waiting()))
+    return false;
+  const Kick& k = *kicks.peek();
+  const uint32_t qn = static_cast<uint32_t>(k.value) & RHN_DB_QN_MASK;
+  if (k.kind != KickKind::kSq || qn >= qps.size()) return false;
+  QpObj& qp = qps[qn];
+  // A QP the kick would put on the ready list (handle_kick, schedule):
+  // valid, of the page's context, sending, not queued or waiting.
+  if (!qp.valid || qp.context != k.page || qp.state != RHN_QPS_RTS ||
+      qp.in_ready || qp.waiting_on)
+    return false;
+  if (k.has_inline) take_inline(qp, k);
+  kicks.release();
+  requester_step(qn, 16);
+  return true;
 }
 
 void Engine::Impl::wake_later(uint32_t qpn, uint64_t at) {
@@ -627,9 +651,21 @@ bool Engine::poll() {
   // work leaves it 0, so a busy engine never computes it): until then an
   // idle poll is these three tests.
   const bool kicked = m.kicks.peek() || m.kick_overflow.load();
-  if (!kicked && m.now < m.next_due && !m.rx.peek() &&
+  const bool quiet = m.now < m.next_due;
+  if (!kicked && quiet && !m.rx.peek() &&
       !(m.rx_source && m.rx_source->waiting()))
     return false;
+  // The lanes (Documentation/firmware/instruction-counts.md): with every
+  // stage idle, an SQ doorbell that is the only event goes straight to
+  // its QP's requester step, which is all the generic poll would do for
+  // it (queue the QP, find every other stage idle, run the QP); and a
+  // poll whose only work was frames the fast path took skips the
+  // families, which had nothing due and were given nothing.
+  if (kicked && quiet && m.cfg.fast_paths && m.lane_kick()) {
+    m.next_due = 0;
+    return true;
+  }
+  m.lane_only = quiet && !kicked && m.cfg.fast_paths;
   bool did = kicked && m.drain_kicks();
   for (uint32_t n = 0; n < 64; n++) {
     RxFrame* f = m.rx.peek();
@@ -643,13 +679,18 @@ bool Engine::poll() {
   // frames, the peers (resends, READ streams, timers), the NIC's own
   // messages, then the QPs' send queues, round robin.
   if (!m.peer_ready.empty() || m.now >= m.next_peer_deadline ||
-      m.now >= m.next_qp_wake)
+      m.now >= m.next_qp_wake) {
+    m.lane_only = false;
     did |= m.run_timers();
+  }
   // The families, in the registry's order: those whose turn posts
   // firmware messages before fw_run, so what they post leaves now.
-  did |= modules_run(m, true, 16);
-  if (!m.fw_queue.empty()) did |= m.fw_run(16);
-  did |= modules_run(m, false, 16);
+  if (!m.lane_only) did |= modules_run(m, true, 16);
+  if (!m.fw_queue.empty()) {
+    m.lane_only = false;
+    did |= m.fw_run(16);
+  }
+  if (!m.lane_only) did |= modules_run(m, false, 16);
   if (!m.ready.empty()) did |= m.requester_run(64);
   m.next_due = did ? 0 : m.stages_due();
   return did;

@@ -85,6 +85,12 @@ struct Engine::Impl : FamilyStates {
   // Until when a poll without kicks or frames finds every stage idle
   // (stages_due); 0: the next poll looks at all of them (see poll()).
   uint64_t next_due = 0;
+  // This poll began with every stage idle and has done only the fast
+  // path's work so far (see poll()): the families have nothing to do.
+  bool lane_only = false;
+  // Bumps with every admin command and reset: the keys cached per QP
+  // (QpObj::rx_key, tx_key) are valid while it stays (never 0).
+  uint32_t mr_epoch = 1;
 
   // Registers.
   Atomic<uint32_t> status_reg{0};
@@ -194,6 +200,10 @@ struct Engine::Impl : FamilyStates {
   // Up to `budget` frames of rx_source, after the receive FIFO's.
   bool take_in_place(uint32_t budget);
   void handle_kick(Kick& k);
+  // An SQ doorbell's WQE handed over with it, taken when it is the next.
+  void take_inline(QpObj& qp, const Kick& k);
+  // The SQ doorbell's lane: true when it took the only kick.
+  bool lane_kick();
   bool run_timers();
   // When a stage of poll() other than the kicks and frames next has work
   // (0: now), by the tests poll() makes before entering each.
@@ -227,6 +237,33 @@ struct Engine::Impl : FamilyStates {
                          uint32_t access, uint64_t va, uint64_t len,
                          uint32_t* mr_index, uint32_t via_qpn = kNone);
   // The window a key names in `context`, or nullptr.
+  // check_key for a context's own key (context kNone) through a QP's
+  // cache of its last one (KeyCache): on a hit, the bounds only.
+  [[gnu::always_inline]] rhn_syndrome check_key_cached(
+      KeyCache& c, uint32_t key, uint32_t pdn, uint32_t access, uint64_t va,
+      uint64_t len, uint32_t* mr_index, uint32_t via_qpn) {
+    if (c.holds(key, mr_epoch, va, len)) {
+      *mr_index = c.mr_index;
+      return RHN_SYN_NONE;
+    }
+    return check_key_remember(c, key, pdn, access, va, len, mr_index, via_qpn);
+  }
+  // mr_dma through the region check_key_cached left in c when it is
+  // mr_index's and current: the DMA block's descriptor as it is kept.
+  [[gnu::always_inline]] bool key_dma(const KeyCache& c, uint32_t mr_index,
+                                      uint64_t va, void* buf, uint64_t len,
+                                      bool write) {
+    if (!cfg.dma_region) return mr_dma(mr_index, va, buf, len, write);
+    const DmaRegion* r = c.region_of(mr_index, mr_epoch);
+    if (!r) return mr_dma(mr_index, va, buf, len, write);
+    if (bus.dma_region(*r, va, buf, len, write)) return true;
+    counters.add(RHN_CNT_DMA_ERRORS);
+    return false;
+  }
+  // check_key, and the region kept in c when it may be.
+  rhn_syndrome check_key_remember(KeyCache& c, uint32_t key, uint32_t pdn,
+                                  uint32_t access, uint64_t va, uint64_t len,
+                                  uint32_t* mr_index, uint32_t via_qpn);
   MrObj* window_of_key(uint32_t key, uint32_t context);
   // Unbinds a window: its region is free of it.
   void unbind_window(MrObj& mw);
@@ -265,6 +302,21 @@ struct Engine::Impl : FamilyStates {
   // Queue memory (rings, records, status words) owned by a context.
   rhn_syndrome check_host_ref(const HostRef& ref, uint32_t context,
                               uint64_t len, bool nic_writes);
+  // host_dma of a QP's queue through its region kept in c (KeyCache,
+  // filled by remember_region for a plain MR: the queue holds a
+  // reference on it, and any change of it bumps mr_epoch).
+  [[gnu::always_inline]] bool queue_dma(KeyCache& c, const HostRef& ref,
+                                        uint64_t offset, void* buf,
+                                        uint64_t len, bool write) {
+    if (cfg.dma_region && ref.lkey != RHN_LKEY_PHYSICAL) {
+      const uint32_t mr_index = ref.lkey >> RHN_KEY_INDEX_SHIFT;
+      if (c.region_of(mr_index, mr_epoch) || remember_region(c, mr_index))
+        return key_dma(c, mr_index, ref.addr + offset, buf, len, write);
+    }
+    return host_dma(ref, offset, buf, len, write);
+  }
+  // Keeps mr_index's region in c if it may be kept (see KeyCache).
+  bool remember_region(KeyCache& c, uint32_t mr_index);
   bool host_dma(const HostRef& ref, uint64_t offset, void* buf, uint64_t len,
                 bool write);
   // An entry (CQE) into queue memory, body before its owner word

@@ -45,8 +45,8 @@ bool Engine::Impl::fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots) {
   const bool in = w.flags & RHN_WQE_F_INLINE;
   const rhn_sge sge = in ? rhn_sge{} : wqe_sge(qp.tx_raw, 0);
   if (!in && w.length &&
-      check_key(sge.lkey, kNone, qp.pdn, 0, sge.addr, sge.length, &mr_index) !=
-          RHN_SYN_NONE)
+      check_key_cached(qp.tx_key, sge.lkey, qp.pdn, 0, sge.addr, sge.length,
+                       &mr_index, kNone) != RHN_SYN_NONE)
     return false;
   Peer* const pp = peer_for(qp.dest_node);
   if (!pp || !can_send(*pp, qp.context)) return false;
@@ -102,15 +102,18 @@ bool Engine::Impl::fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots) {
     copy_small(s.frame + RHN_DATA_HDR_LEN, wqe_inline(qp.tx_raw, w).data(),
                len);
   else if (len && !gather)
-    ok = mr_dma(mr_index, sge.addr, s.frame + RHN_DATA_HDR_LEN, len, false);
+    ok = key_dma(qp.tx_key, mr_index, sge.addr, s.frame + RHN_DATA_HDR_LEN, len,
+                 false);
   if (ok) write_request_header(p, s.frame, tx_template(qp, qpn), x);
   if (gather) {
-    const DmaRegion region = region_of(mrs[mr_index]);
+    // The region as the key cache keeps it, or built from the MR.
+    const DmaRegion* kept = qp.tx_key.region_of(mr_index, mr_epoch);
+    const DmaRegion region = kept ? DmaRegion{} : region_of(mrs[mr_index]);
     TxGather g;
     g.frame = s.frame;
     g.hdr_len = RHN_DATA_HDR_LEN;
     g.len = len;
-    g.region = &region;
+    g.region = kept ? kept : &region;
     g.va = sge.addr;
     // A frame to this node or with the link down stays in its slot only
     // (transmit turns it around or drops it, as for any other).

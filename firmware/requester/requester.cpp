@@ -100,8 +100,8 @@ bool Engine::Impl::fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw,
   qp.prefetched_slot = kNone;
   const uint32_t depth = 1u << qp.sq_log;
   const uint32_t first = slot & (depth - 1);
-  if (!host_dma(qp.sq_ring, uint64_t{first} * RHN_SQ_SLOT_SIZE, raw.bytes,
-                RHN_SQ_SLOT_SIZE, false))
+  if (!queue_dma(qp.sq_ring_key, qp.sq_ring, uint64_t{first} * RHN_SQ_SLOT_SIZE,
+                 raw.bytes, RHN_SQ_SLOT_SIZE, false))
     return false;
   nslots = wqe_slot_count(raw.bytes);
   if (nslots <= 1) return true;
@@ -109,13 +109,15 @@ bool Engine::Impl::fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw,
   const uint32_t rest = nslots - 1;
   const uint32_t before_wrap = min(rest, depth - first - 1);
   if (before_wrap &&
-      !host_dma(qp.sq_ring, uint64_t{first + 1} * RHN_SQ_SLOT_SIZE,
-                raw.bytes + RHN_SQ_SLOT_SIZE,
-                uint64_t{before_wrap} * RHN_SQ_SLOT_SIZE, false))
+      !queue_dma(qp.sq_ring_key, qp.sq_ring,
+                 uint64_t{first + 1} * RHN_SQ_SLOT_SIZE,
+                 raw.bytes + RHN_SQ_SLOT_SIZE,
+                 uint64_t{before_wrap} * RHN_SQ_SLOT_SIZE, false))
     return false;
   if (rest > before_wrap &&
-      !host_dma(qp.sq_ring, 0, raw.bytes + (1 + before_wrap) * RHN_SQ_SLOT_SIZE,
-                uint64_t{rest - before_wrap} * RHN_SQ_SLOT_SIZE, false))
+      !queue_dma(qp.sq_ring_key, qp.sq_ring, 0,
+                 raw.bytes + (1 + before_wrap) * RHN_SQ_SLOT_SIZE,
+                 uint64_t{rest - before_wrap} * RHN_SQ_SLOT_SIZE, false))
     return false;
   return true;
 }
@@ -197,7 +199,8 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   } else {
     if (qp.sq_fetch == qp.sq_producer) {
       rhn_queue_record rec;
-      if (!host_dma(qp.sq_record, 0, &rec, sizeof(rec), false)) {
+      if (!queue_dma(qp.sq_record_key, qp.sq_record, 0, &rec, sizeof(rec),
+                     false)) {
         qp_to_error(qpn);
         return true;
       }

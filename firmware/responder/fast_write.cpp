@@ -67,8 +67,8 @@ bool Engine::Impl::fast_write(Span<const uint8_t> frame) {
     if (!(qp.access & RHN_ACCESS_REMOTE_WRITE)) return false;
     const auto rkey =
         field_at<uint32_t>(f, kOp + RHN_OFFSETOF(rhn_op_hdr, rkey));
-    if (check_key(rkey, kNone, qp.pdn, RHN_ACCESS_REMOTE_WRITE, va, extent,
-                  &mr_index, qpn) != RHN_SYN_NONE ||
+    if (check_key_cached(qp.rx_key, rkey, qp.pdn, RHN_ACCESS_REMOTE_WRITE, va,
+                         extent, &mr_index, qpn) != RHN_SYN_NONE ||
         (extent && mrs[mr_index].on_demand))
       return false;
   }
@@ -81,10 +81,11 @@ bool Engine::Impl::fast_write(Span<const uint8_t> frame) {
   took_in_order(p);
   if (first) nak_forget(p, src_full);
   if (payload_len &&
-      !mr_dma(mr_index, va, const_cast<uint8_t*>(f + RHN_DATA_HDR_LEN),
-              payload_len, true)) {
+      !key_dma(qp.rx_key, mr_index, va,
+               const_cast<uint8_t*>(f + RHN_DATA_HDR_LEN), payload_len, true)) {
     rhn_op_hdr op;
     copy_small(&op, f + kOp, sizeof op);
+    lane_only = false;
     refuse(*this, p, op, RHN_SYN_DMA);
   }
   data_done(p, field_at<uint16_t>(f, RHN_OFFSETOF(rhn_pkt_hdr, flags)), seq,

@@ -38,6 +38,25 @@ rhn_syndrome Engine::Impl::check_key(uint32_t key, uint32_t context,
   return RHN_SYN_NONE;
 }
 
+rhn_syndrome Engine::Impl::check_key_remember(KeyCache& c, uint32_t key,
+                                              uint32_t pdn, uint32_t access,
+                                              uint64_t va, uint64_t len,
+                                              uint32_t* mr_index,
+                                              uint32_t via_qpn) {
+  const rhn_syndrome s =
+      check_key(key, kNone, pdn, access, va, len, mr_index, via_qpn);
+  if (s != RHN_SYN_NONE) return s;
+  const MrObj& mr = mrs[key >> RHN_KEY_INDEX_SHIFT];
+  if (!mr.window && !mr.fast_reg && !mr.on_twin && !mr.on_demand)
+    c = KeyCache{.epoch = mr_epoch,
+                 .key = key,
+                 .mr_index = *mr_index,
+                 .iova = mr.iova,
+                 .length = mr.length,
+                 .region = mr.levels ? region_of(mr) : DmaRegion{}};
+  return s;
+}
+
 MrObj* Engine::Impl::window_of_key(uint32_t key, uint32_t context) {
   const uint32_t idx = key >> RHN_KEY_INDEX_SHIFT;
   if (idx == 0 || idx >= mrs.size()) return nullptr;
@@ -278,6 +297,15 @@ bool Engine::Impl::host_dma(const HostRef& ref, uint64_t offset, void* buf,
   // The queue holds a reference on its MR, so the key stays valid.
   return mr_dma(ref.lkey >> RHN_KEY_INDEX_SHIFT, ref.addr + offset, buf, len,
                 write);
+}
+
+bool Engine::Impl::remember_region(KeyCache& c, uint32_t mr_index) {
+  const MrObj& mr = mrs[mr_index];
+  if (!mr.levels || mr.window || mr.fast_reg || mr.on_twin || mr.on_demand)
+    return false;
+  c = KeyCache{
+      .epoch = mr_epoch, .mr_index = mr_index, .region = region_of(mr)};
+  return true;
 }
 
 bool Engine::Impl::host_publish(const HostRef& ref, uint64_t offset,

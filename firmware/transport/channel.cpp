@@ -18,6 +18,14 @@
 namespace rhinet::fw {
 namespace {
 
+// Whether an acknowledgement's gate opens: the packet that carried it has
+// been taken in order (or the stream it came on is gone).
+bool gate_open(const Peer& p, const Gate& g) {
+  if (!p.rx_synced) return g.seq == 0;         // the peer had sent us nothing
+  if (g.session != p.rx_session) return true;  // that reverse stream is gone
+  return !seq_before(p.rx_expected, g.seq);
+}
+
 // Serial-number order of 16-bit session epochs.
 bool session_before(uint16_t a, uint16_t b) {
   return static_cast<int16_t>(static_cast<uint16_t>(a - b)) < 0;
@@ -235,6 +243,7 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
 
 void Engine::Impl::receive_frame(Span<const uint8_t> frame) {
   if (cfg.fast_paths && plain_rc_write(frame) && fast_write(frame)) return;
+  lane_only = false;
   Packet pkt;
   switch (parse_packet(frame, pkt, !cfg.mac_crc)) {
     case ParseStatus::kOk:
@@ -427,6 +436,11 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
     }
   }
   const Gate g{ack_seq, session, seq};
+  // A gate with none before it that opens at once and covers no packet
+  // still queued would be released at once and free nothing.
+  if (!p.gate_count && gate_open(p, g) &&
+      !(p.unacked_count && seq_before(slots[p.unacked_head].serial, ack_seq)))
+    return;
   if (p.gate_count < kGates)
     p.gates[p.gate_count++] = g;
   else
@@ -438,15 +452,9 @@ void Engine::Impl::release_gated(Peer& p) {
   bool freed = false;
   while (p.gate_count) {
     const Gate g = p.gates[0];
-    bool open;
-    if (!p.rx_synced)
-      open = g.seq == 0;  // the peer had sent us nothing
-    else if (g.session != p.rx_session)
-      open = true;  // that reverse stream is gone
-    else
-      open = !seq_before(p.rx_expected, g.seq);
-    if (!open) break;
-    memmove(&p.gates[0], &p.gates[1], sizeof(Gate) * (p.gate_count - 1));
+    if (!gate_open(p, g)) break;
+    if (p.gate_count > 1)
+      memmove(&p.gates[0], &p.gates[1], sizeof(Gate) * (p.gate_count - 1));
     p.gate_count--;
     while (p.unacked_count) {
       const uint32_t id = p.unacked_head;
@@ -460,6 +468,7 @@ void Engine::Impl::release_gated(Peer& p) {
       const uint32_t qpn = s.qpn, gen = s.qp_gen, serial = s.serial;
       return_slot(id);
       freed = true;
+      lane_only = false;  // messages complete: the families hear of it
       if (completes) message_acked(qpn, gen, serial, node_of(p));
     }
   }

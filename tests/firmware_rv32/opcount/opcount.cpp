@@ -107,7 +107,7 @@ constexpr uint64_t kBusBase = 0x10000000;
 constexpr size_t kHostBytes = 256 << 10;
 constexpr size_t kPage = 4096;
 constexpr size_t kFrameMax = 4096;
-constexpr uint32_t kMailbox = 8;
+constexpr uint32_t kMailbox = 64;  // a stream's 32 frames fit
 
 struct Range {
   uint64_t addr = 0;
@@ -652,10 +652,10 @@ void connect(Node& n, const Node& peer) {
 // what a card's doorbell block gathers from the page's inline window.
 void post(Node& n, Node::Qp& qp, uint8_t opcode, uint64_t local, uint32_t len,
           uint64_t remote_addr, uint32_t rkey, uint16_t dst_node = 0,
-          uint32_t dst_qpn = 0, uint8_t* inline_out = nullptr) {
+          uint32_t dst_qpn = 0, uint8_t* inline_out = nullptr,
+          uint8_t wqe_flags = RHN_WQE_F_SIGNALED) {
   alignas(8) uint8_t buf[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
-  rhn_send_wqe* w =
-      rhn_wqe_start(buf, opcode, RHN_WQE_F_SIGNALED, qp.sq.index & 0xffff);
+  rhn_send_wqe* w = rhn_wqe_start(buf, opcode, wqe_flags, qp.sq.index & 0xffff);
   w->remote_addr = remote_addr;
   w->remote_key = rkey;
   w->dst_node = dst_node;
@@ -759,6 +759,8 @@ enum PathId {
   kIsendCqe,        // 5: isend in, matched -> data placed ... CQE written
   kIsendPlaced,     // 5: isend in -> data placed
   kIsendAll,        // 5: isend in -> the engine idle again
+  kStreamTx,        // 1': kStream WRITEs, one doorbell -> idle, ACKs in
+  kStreamRx,        // 2': kStream WRITEs in -> idle, ACKs out
   kPaths
 };
 
@@ -778,6 +780,8 @@ Stat g_stats[kPaths] = {
     {"isend_rx_to_cqe", "5 isend matched: frame in to CQE written"},
     {"isend_rx_to_placed", "5 isend matched: frame in to data placed"},
     {"isend_rx_total", "5 isend matched: frame in to engine idle"},
+    {"stream_post_total", "1 stream of 32 posted WRITEs: per op, to idle"},
+    {"stream_rx_total", "2 stream of 32 received WRITEs: per op, to idle"},
 };
 
 // Where each kind of window begins, for the trace.
@@ -787,6 +791,9 @@ RHN_TRACE_MARK(trace_ack_rx, 12)
 RHN_TRACE_MARK(trace_read_req_rx, 13)
 RHN_TRACE_MARK(trace_read_resp_rx, 14)
 RHN_TRACE_MARK(trace_isend_rx, 15)
+RHN_TRACE_MARK(trace_stream_post, 17)
+RHN_TRACE_MARK(trace_stream_rx, 18)
+RHN_TRACE_MARK(trace_stream_ack_rx, 19)
 
 // One measured window on node n: work() starts the path (a doorbell or a
 // frame handed in), then the engine polls until it is idle. Returns the
@@ -936,6 +943,76 @@ void isend_op(bool measured, uint64_t tag) {
   take_cqe(a, RHN_CQE_OP_SEND);
 }
 
+// The message rate: kStream unsignalled 8-byte WRITEs posted with one
+// doorbell, each with its own payload and target. The sender's count is
+// its window from the doorbell to idle plus the window in which the ACKs
+// they caused arrive (the receiver acknowledges every ack_coalesce
+// packets); the receiver's its window from the frames to idle, the ACKs
+// it sends included. Both per operation. Frames reach the receive FIFO
+// as it has room (rounds one and two); the engine takes them in place in
+// the third.
+constexpr uint32_t kStream = 32;
+
+// A window that hands the node its frames as its FIFO takes them (the
+// handing over counted, as frame_arrived is the engine's) until it idles.
+uint32_t stream_window(Node& n, bool measured, void (*mark)(),
+                       uint32_t* start) {
+  g_marks = Marks{};
+  if (measured) {
+    Outside o;
+    mark();
+  }
+  *start = engine_clock();
+  uint32_t end;
+  for (;;) {
+    while (!g_blocks && n.inbox.count) {
+      Frame& f = n.inbox.frames[n.inbox.head];
+      if (!n.engine->frame_arrived({f.data, f.len})) break;
+      n.inbox.head = (n.inbox.head + 1) % kMailbox;
+      n.inbox.count--;
+    }
+    end = engine_clock();
+    if (!n.engine->poll() && !n.inbox.count) break;
+  }
+  if (measured) {
+    Outside o;
+    trace_window_end();
+  }
+  return end;
+}
+
+void stream_op(bool measured) {
+  Node& a = *g_nodes[0];
+  Node& b = *g_nodes[1];
+  uint64_t patterns[kStream];
+  for (uint32_t i = 0; i < kStream; i++) {
+    put_pattern(a, a.data + 1024 + 8 * i);
+    patterns[i] = g_pattern;
+    post(a, a.rc, RHN_OP_WRITE, a.data + 1024 + 8 * i, 8, b.data + 1024 + 8 * i,
+         b.lkey, 0, 0, nullptr, 0);
+  }
+  uint32_t s;
+  const uint32_t sent =
+      window(
+          a, measured, trace_stream_post, &s,
+          [&] { a.engine->doorbell_write(kContext, RHN_DB_SQ, a.rc.qpn, 4); }) -
+      s;
+  if (b.inbox.count != kStream) die("stream frames", b.inbox.count);
+  const uint32_t received = stream_window(b, measured, trace_stream_rx, &s) - s;
+  if (!a.inbox.count) die("stream not acknowledged");
+  const uint32_t acked =
+      stream_window(a, measured, trace_stream_ack_rx, &s) - s;
+  if (a.inbox.count || b.inbox.count) die("stream frames left");
+  for (uint32_t i = 0; i < kStream; i++)
+    if (memcmp(b.host.at(b.data + 1024 + 8 * i, 8), &patterns[i], 8) != 0)
+      die("stream data did not arrive", i);
+  if (measured) {
+    g_stats[kStreamTx].add((sent + acked) / kStream);
+    g_stats[kStreamRx].add(received / kStream);
+  }
+  settle();
+}
+
 // minstret under -icount counts every retired instruction exactly: a loop
 // of known length must read as exactly that many, or no count is trusted.
 void check_counter() {
@@ -1031,6 +1108,7 @@ void run_round(Node (&nodes)[2]) {
   for (int i = 0; i < kWarmup + kOps; i++) read_op(i >= kWarmup);
   for (int i = 0; i < kWarmup + kOps; i++)
     isend_op(i >= kWarmup, 0x5500 + static_cast<uint64_t>(i));
+  for (int i = 0; i < kWarmup + kOps; i++) stream_op(i >= kWarmup);
   if (wire0.dropped || wire1.dropped) die("frames dropped on the wire");
   print_results();
   printf("opcount: card memory used %lu + %lu bytes\n",
