@@ -663,6 +663,33 @@ static void queues(struct node *n, int card)
 	      "QP 0's first SQ slot in the dma-buf holds opcode %u",
 	      b.map[qb[2].offset]);
 
+	/* A CQ made through rhinetdv holds its completion channel as one
+	 * of ibv_create_cq's does: the channel cannot go before it.
+	 */
+	{
+		struct ibv_comp_channel *ch = ibv_create_comp_channel(n->ctx);
+		struct ibv_cq_init_attr_ex ca = {.cqe = 8, .channel = ch};
+		struct rhinetdv_cq_init_attr none = {0};
+		struct ibv_cq_ex *c =
+			ch ? rhinetdv_create_cq(n->ctx, &ca, &none,
+						sizeof(none))
+			   : NULL;
+
+		check(c, "rhinetdv_create_cq with a channel: %s",
+		      strerror(errno));
+		if (c) {
+			ret = ibv_destroy_comp_channel(ch);
+			check(ret == EBUSY,
+			      "channel destroyed under its CQ: %d, want %s",
+			      ret, strerror(EBUSY));
+			check(!ibv_destroy_cq(ibv_cq_ex_to_cq(c)),
+			      "destroy the channel's CQ");
+		}
+		if (ch)
+			check(!ibv_destroy_comp_channel(ch),
+			      "destroy the channel after its CQ");
+	}
+
 	/* Resize would need a buffer of the application's. */
 	errno = 0;
 	ret = ibv_resize_cq(cq[0], 64);
