@@ -1179,7 +1179,25 @@ static void cq_unmapped(void *req)
 
 static void cq_comp_mask(void *req)
 {
-	((struct cq_req *)req)->drv.cmd.comp_mask = 1;
+	((struct cq_req *)req)->drv.cmd.comp_mask = 2;
+}
+
+/* RHINET_QUEUE_BUF_DMABUF with stdin or no descriptor as the dma-buf. */
+static void cq_dmabuf_stdin(void *req)
+{
+	((struct cq_req *)req)->drv.cmd.comp_mask = RHINET_QUEUE_BUF_DMABUF;
+}
+
+static void cq_dmabuf_closed(void *req)
+{
+	((struct cq_req *)req)->drv.cmd.comp_mask = RHINET_QUEUE_BUF_DMABUF;
+	((struct cq_req *)req)->drv.cmd.dmabuf_fd = -1;
+}
+
+/* A dma-buf's fields without the bit that makes them mean anything. */
+static void cq_dmabuf_fd_alone(void *req)
+{
+	((struct cq_req *)req)->drv.cmd.dmabuf_fd = 5;
 }
 
 static void cq_cmd_8_bytes(void *req)
@@ -1208,7 +1226,11 @@ static const struct err_case cq_cases[] = {
 	{"buf_len 8 bytes short", cq_buf_short, EINVAL, 0},
 	{"buf_va not 64-byte aligned", cq_misaligned, EINVAL, 0},
 	{"buf_va unmapped", cq_unmapped, EFAULT, 0},
-	{"comp_mask 1", cq_comp_mask, EOPNOTSUPP, 0},
+	{"comp_mask 2", cq_comp_mask, EOPNOTSUPP, 0},
+	{"a dma-buf that is stdin", cq_dmabuf_stdin, EINVAL, 0},
+	{"a dma-buf of descriptor -1", cq_dmabuf_closed, EBADF, 0},
+	{"dmabuf_fd without RHINET_QUEUE_BUF_DMABUF", cq_dmabuf_fd_alone,
+	 EINVAL, 0},
 	{"an 8-byte driver request", cq_cmd_8_bytes, EINVAL, 0},
 	{"8 non-zero bytes after the driver request", cq_trailing_junk,
 	 EOPNOTSUPP, 0},
@@ -1385,7 +1407,17 @@ static void qp_driver_type_7(void *req)
 
 static void qp_comp_mask(void *req)
 {
-	((struct qp_req *)req)->drv.comp_mask = 1;
+	((struct qp_req *)req)->drv.comp_mask = 2;
+}
+
+static void qp_dmabuf_stdin(void *req)
+{
+	((struct qp_req *)req)->drv.comp_mask = RHINET_QUEUE_BUF_DMABUF;
+}
+
+static void qp_dmabuf_offset_alone(void *req)
+{
+	((struct qp_req *)req)->drv.dmabuf_offset = 4096;
 }
 
 static void qp_reserved(void *req)
@@ -1408,7 +1440,10 @@ static const struct err_case qp_cases[] = {
 	{"an SRQ and rq_log_depth 4", qp_srq_with_rq, EINVAL, 0},
 	{"IB_QPT_XRC_INI", qp_xrc_ini, EOPNOTSUPP, EINVAL},
 	{"IB_QPT_DRIVER of driver_qp_type 7", qp_driver_type_7, EINVAL, 0},
-	{"comp_mask 1", qp_comp_mask, EOPNOTSUPP, 0},
+	{"comp_mask 2", qp_comp_mask, EOPNOTSUPP, 0},
+	{"a dma-buf that is stdin", qp_dmabuf_stdin, EINVAL, 0},
+	{"dmabuf_offset without RHINET_QUEUE_BUF_DMABUF",
+	 qp_dmabuf_offset_alone, EINVAL, 0},
 	{"reserved[0] 1", qp_reserved, EOPNOTSUPP, 0},
 };
 
