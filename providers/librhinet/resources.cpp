@@ -175,15 +175,35 @@ int dereg_mr(verbs_mr* vmr) {
 RHINET_CMD_EX(CreateCqCmd, ib_uverbs_ex_create_cq, rhinet_create_cq_cmd);
 RHINET_RESP(CreateCqResp, ib_uverbs_ex_create_cq_resp, rhinet_create_cq_resp);
 
-// The application's buffer for @need bytes of a queue: long enough and
-// mapped, and zeroed as a new queue's memory must be (owner bits, records).
-static bool take_queue_buf(const QueueBuf& b, size_t need) {
+// A queue's buffer of @need bytes: the library's own (*buf NULL when it
+// cannot be had), or the application's @qbuf, which must be long enough,
+// mapped and aligned, and is zeroed as a new queue's memory must be (owner
+// bits, records). False only for an application buffer that is not fit.
+static bool queue_buffer(const QueueBuf* qbuf, size_t need, uint8_t** buf,
+                         bool* foreign) {
+  *foreign = qbuf != nullptr;
+  if (!qbuf) {
+    *buf = alloc_queue_buffer(need);
+    return true;
+  }
+  const QueueBuf& b = *qbuf;
   if (b.dmabuf_fd < 0 || !b.addr || b.length < need ||
       reinterpret_cast<uintptr_t>(b.addr) % RHINET_QUEUE_BUF_ALIGN ||
       b.offset % RHINET_QUEUE_BUF_ALIGN)
     return false;
   memset(b.addr, 0, need);
+  *buf = b.addr;
   return true;
+}
+
+// The create command's dma-buf fields, for a queue in the application's
+// buffer (RHINET_QUEUE_BUF_DMABUF).
+template <typename DriverCmd>
+static void ask_for_dmabuf(DriverCmd& drv, const QueueBuf* qbuf) {
+  if (!qbuf) return;
+  drv.comp_mask = RHINET_QUEUE_BUF_DMABUF;
+  drv.dmabuf_fd = qbuf->dmabuf_fd;
+  drv.dmabuf_offset = qbuf->offset;
 }
 
 static uint32_t cq_log_depth(uint32_t cqe) {
@@ -205,15 +225,9 @@ Cq* create_cq_common(ibv_context* context, const ibv_cq_init_attr_ex* attr,
   cq->log_depth = cq_log_depth(attr->cqe);
   const size_t ring_bytes = size_t{RHN_CQE_SIZE} << cq->log_depth;
   cq->buf_len = cq_buf_len(attr->cqe);
-  if (qbuf) {
-    if (!take_queue_buf(*qbuf, cq->buf_len)) {
-      destroy_obj(cq);
-      return errno = EINVAL, nullptr;
-    }
-    cq->buf = qbuf->addr;
-    cq->foreign_buf = true;
-  } else {
-    cq->buf = alloc_queue_buffer(cq->buf_len);
+  if (!queue_buffer(qbuf, cq->buf_len, &cq->buf, &cq->foreign_buf)) {
+    destroy_obj(cq);
+    return errno = EINVAL, nullptr;
   }
   if (!cq->buf) {
     destroy_obj(cq);
@@ -228,11 +242,7 @@ Cq* create_cq_common(ibv_context* context, const ibv_cq_init_attr_ex* attr,
   cmd.drv.log_depth = cq->log_depth;
   cmd.drv.buf_va = reinterpret_cast<uintptr_t>(cq->buf);
   cmd.drv.buf_len = cq->buf_len;
-  if (qbuf) {
-    cmd.drv.comp_mask = RHINET_QUEUE_BUF_DMABUF;
-    cmd.drv.dmabuf_fd = qbuf->dmabuf_fd;
-    cmd.drv.dmabuf_offset = qbuf->offset;
-  }
+  ask_for_dmabuf(cmd.drv, qbuf);
   CreateCqResp resp{};
   int err = ibv_cmd_create_cq_ex(
       context, attr, &cq->vcq, reinterpret_cast<struct ibv_create_cq_ex*>(&cmd),
@@ -566,15 +576,9 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type,
   const uint32_t rq_log = geo.rq_log;
   qp->rq_depth = geo.rq_depth;
   qp->buf_len = geo.buf_len;
-  if (qbuf) {
-    if (!take_queue_buf(*qbuf, qp->buf_len)) {
-      free_qp(qp);
-      return errno = EINVAL, nullptr;
-    }
-    qp->buf = qbuf->addr;
-    qp->foreign_buf = true;
-  } else {
-    qp->buf = alloc_queue_buffer(qp->buf_len);
+  if (!queue_buffer(qbuf, qp->buf_len, &qp->buf, &qp->foreign_buf)) {
+    free_qp(qp);
+    return errno = EINVAL, nullptr;
   }
   qp->sq_info =
       static_cast<SendSlot*>(calloc(size_t{1} << qp->sq_log, sizeof(SendSlot)));
@@ -591,11 +595,7 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type,
   cmd.drv.rq_log_depth = static_cast<uint8_t>(rq_log);
   cmd.drv.buf_va = reinterpret_cast<uintptr_t>(qp->buf);
   cmd.drv.buf_len = qp->buf_len;
-  if (qbuf) {
-    cmd.drv.comp_mask = RHINET_QUEUE_BUF_DMABUF;
-    cmd.drv.dmabuf_fd = qbuf->dmabuf_fd;
-    cmd.drv.dmabuf_offset = qbuf->offset;
-  }
+  ask_for_dmabuf(cmd.drv, qbuf);
   CreateQpResp resp{};
   int err = ibv_cmd_create_qp_ex(
       pd->context, &qp->vqp, attr,
