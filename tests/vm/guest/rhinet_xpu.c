@@ -124,7 +124,7 @@ static const char *const counter_names[XPU_CNT_NUM] = {
 	"HOST_RD_BYTES", "HOST_RD_COUNT", "HOST_WR_BYTES", "HOST_WR_COUNT",
 	"P2P_RD_BYTES",	 "P2P_RD_COUNT",  "P2P_WR_BYTES",  "P2P_WR_COUNT",
 	"IN_RD_BYTES",	 "IN_RD_COUNT",	  "IN_WR_BYTES",   "IN_WR_COUNT",
-	"CMDS",		 "FAULTS",
+	"CMDS",		 "FAULTS",	  "WINDOW_FAULTS",
 };
 
 struct xpu {
