@@ -9,6 +9,7 @@ and anything else faults WINDOW without touching the bus.
 
     xpu_qtest.py ENV_FILE   (QEMU=... in it, as tests/vm/prepare.sh writes)
 """
+import re
 import struct
 import subprocess
 import sys
@@ -59,7 +60,10 @@ def check_header(repo):
         for line in text.splitlines():
             parts = line.split()
             if len(parts) >= 3 and parts[0] == "#define" and parts[1] == name:
-                got = int(parts[2].rstrip("u"), 0)
+                # a number, or (1u << n)
+                shift = re.match(r"\((\d+)u? << (\d+)\)", " ".join(parts[2:5]))
+                got = (int(shift[1]) << int(shift[2]) if shift else
+                       int(parts[2].rstrip("u"), 0))
                 check(got == value, f"header {name} = {value:#x} (got {got:#x})")
                 break
         else:
