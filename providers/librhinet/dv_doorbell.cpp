@@ -12,9 +12,12 @@
 RHINETDV_EXPORT int rhinetdv_export_doorbell(
     ibv_context* context, const rhinetdv_export_doorbell_attr* attr,
     size_t inlen) {
-  rhinetdv_export_doorbell_attr a;
-  if (!context || !rhinet::extend(attr, inlen, &a, sizeof(a)) || a.comp_mask ||
-      a.reserved || (a.flags & ~RHINETDV_EXPORT_DOORBELL_CLOEXEC))
+  // No attributes (NULL, 0): the defaults.
+  rhinetdv_export_doorbell_attr a{};
+  if (!context ||
+      ((attr || inlen) && !rhinet::extend(attr, inlen, &a, sizeof(a))) ||
+      a.comp_mask || a.reserved ||
+      (a.flags & ~RHINETDV_EXPORT_DOORBELL_CLOEXEC))
     return errno = EINVAL, -1;
   if (!rhinet::is_rhinet_context(context)) return errno = EOPNOTSUPP, -1;
   const uint32_t flags =

@@ -452,8 +452,11 @@ static void server(int sock, struct ibv_context *ctx, const char *dev,
 	struct wire me = {0}, peer;
 	int r;
 
+	struct rhinetdv_export_doorbell_attr da = {
+		.flags = RHINETDV_EXPORT_DOORBELL_CLOEXEC};
+
 	xpu_open(&d.x);
-	d.db_fd = rhinetdv_export_doorbell(ctx, NULL, 0);
+	d.db_fd = rhinetdv_export_doorbell(ctx, &da, sizeof(da));
 	if (!expect_p2p) {
 		check(d.db_fd < 0 && errno == EOPNOTSUPP,
 		      "doorbell export without P2PDMA: %s", strerror(errno));
