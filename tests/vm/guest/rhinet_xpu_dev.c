@@ -47,10 +47,10 @@
 #include <rhinet/hw_wqe.h>
 
 #include "verbs_guest.h"
+#include "xpu_guest.h"
 #include "xpu/xpu-abi.h"
 #include "xpu/xpu.h"
 
-#define XPU_DEV "/dev/xpu0"
 #define PROG_OFF 0x1000u /* lane 0's program; lane 1's at PROG1_OFF */
 #define PROG1_OFF 0x3000u
 #define STAGE_OFF 0x8000u /* the WQEs as built here, before the lane */
@@ -78,28 +78,6 @@ struct wire {
 	uint32_t ok; /* the server set up device mode */
 	uint32_t pad;
 };
-
-struct xpu {
-	int fd;
-	struct xpu_info info;
-	volatile uint8_t *mem;
-};
-
-static void xpu_open(struct xpu *x)
-{
-	void *map;
-
-	x->fd = open(XPU_DEV, O_RDWR | O_CLOEXEC);
-	if (x->fd < 0)
-		die("open " XPU_DEV " (xpu.ko loaded?)");
-	if (ioctl(x->fd, XPU_IOC_INFO, &x->info))
-		die("XPU_IOC_INFO");
-	map = mmap(NULL, x->info.mem_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   x->fd, 0);
-	if (map == MAP_FAILED)
-		die("mmap of the xpu's memory");
-	x->mem = map;
-}
 
 static void put_cmd(struct xpu *x, uint32_t pc, uint8_t op, uint8_t flags,
 		    uint32_t len, uint64_t a, uint64_t b, uint64_t imm)
