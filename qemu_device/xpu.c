@@ -146,6 +146,8 @@ static uint32_t xpu_bus_rw(XpuState *s, XpuLane *l, uint64_t addr,
                            uint8_t *buf, uint64_t len, bool is_write)
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    /* A device's TLPs carry its requester ID: a peer counts by it. */
+    MemTxAttrs attrs = { .requester_id = pci_requester_id(PCI_DEVICE(s)) };
 
     if (addr + len < addr) {
         return XPU_ERR_BUS;
@@ -161,14 +163,14 @@ static uint32_t xpu_bus_rw(XpuState *s, XpuLane *l, uint64_t addr,
 
         WITH_RCU_READ_LOCK_GUARD() {
             mr = address_space_translate(as, addr, &xlat, &plen, is_write,
-                                         MEMTXATTRS_UNSPECIFIED);
+                                         attrs);
             host = xpu_is_host_ram(mr);
             if (mr == &s->mem || !plen) {
                 return XPU_ERR_BUS;
             }
         }
-        if (address_space_rw(as, addr, MEMTXATTRS_UNSPECIFIED, buf, plen,
-                             is_write) != MEMTX_OK) {
+        if (address_space_rw(as, addr, attrs, buf, plen, is_write) !=
+            MEMTX_OK) {
             return XPU_ERR_BUS;
         }
         if (host) {
