@@ -134,6 +134,19 @@ static uint64_t hw_counter(const char *dev, const char *name)
 	return v;
 }
 
+/* Frames rhinet.ko's eth0 sent: each rings the kernel's SQ doorbell once. */
+static uint64_t eth0_tx(void)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen("/sys/class/net/eth0/statistics/tx_packets", "r");
+
+	if (!f || fscanf(f, "%llu", &v) != 1)
+		check(false, "cannot read eth0's tx_packets");
+	if (f)
+		fclose(f);
+	return v;
+}
+
 /* ---- the server: the device posts ---------------------------------------- */
 
 struct dev_side {
@@ -267,13 +280,20 @@ static void device_posts(struct dev_side *d)
 {
 	const volatile struct rhn_cqe *cqe =
 		(const volatile struct rhn_cqe *)(d->x.mem + EXP_OFF + CQ_OFF);
+	uint64_t tx0 = eth0_tx();
 	uint64_t bad0 = hw_counter(d->dev, "bad_doorbells");
+	uint64_t host0 = hw_counter(d->dev, "host_doorbells");
+	uint64_t peer0 = hw_counter(d->dev, "peer_doorbells");
+	uint64_t host1, peer1, tx1;
 	struct xpu_counters c;
 	uint32_t st, err = 0;
 
 	if (ioctl(d->x.fd, XPU_IOC_CLEAR_COUNTERS))
 		die("XPU_IOC_CLEAR_COUNTERS");
 	st = lane_run(&d->x, 0, PROG_OFF, &err);
+	host1 = hw_counter(d->dev, "host_doorbells");
+	peer1 = hw_counter(d->dev, "peer_doorbells");
+	tx1 = eth0_tx(); /* eth0's frames from before host0 to after host1 */
 	check(st == XPU_LANE_DONE,
 	      "the lane posted and saw its CQEs: status "
 	      "%u, error %u",
@@ -318,6 +338,17 @@ static void device_posts(struct dev_side *d)
 	check(c.count[XPU_CNT_FAULTS] == 0, "no fault");
 	check(hw_counter(d->dev, "bad_doorbells") == bad0,
 	      "the NIC took every doorbell");
+	printf("rhinet-xpu-dev server: NIC: SQ doorbells from the host %" PRIu64
+	       " (eth0 frames sent %" PRIu64 "), from a peer %" PRIu64
+	       " during the lane's run\n",
+	       host1 - host0, tx1 - tx0, peer1 - peer0);
+	/*
+	 * The host's count may move only by the kernel's own eth0 (the side
+	 * channel's TCP runs over it): nothing of the lane's.
+	 */
+	check(peer1 - peer0 == NBATCH && host1 - host0 <= tx1 - tx0,
+	      "the NIC counted the xpu's doorbells as a peer's, none as the "
+	      "host's");
 }
 
 /* A doorbell page the lane was not given: WINDOW, and the NIC saw nothing. */

@@ -8,6 +8,7 @@
 # process, a closed context. Under the debug kernel (CONFIG_PCI_P2PDMA) all
 # of it; under Debian's kernel both exports are refused (EOPNOTSUPP).
 #   xpu_device.sh NODE NODES
+# shellcheck disable=SC2034 # read by verbs.lib.sh (run_pair)
 NODE=$1
 # shellcheck disable=SC2034 # read by verbs.lib.sh
 LIB_NAME=xpu_device
@@ -16,12 +17,7 @@ LIB_NAME=xpu_device
 
 verbs_setup
 verbs_device rhinet0
-insmod /opt/rhinet/modules/xpu.ko || fail "insmod xpu.ko"
-[ -c /dev/xpu0 ] || fail "no /dev/xpu0"
-case $(uname -r) in
-*-rhinet-debug) export XPU_EXPECT=p2p ;;
-*) export XPU_EXPECT=none ;;
-esac
+xpu_load
 
 run_pair rhinet-xpu-dev /opt/rhinet/bin/rhinet-xpu-dev -d rhinet0 -g "$GID"
 
