@@ -43,14 +43,17 @@ static DEFINE_MUTEX(rhinet_db_export_lock);
 
 /*
  * Only a revocable importer that takes peer-to-peer memory, and that the
- * PCI topology lets reach the NIC's BAR (the kernel's P2PDMA judges).
+ * PCI topology lets reach the NIC's BAR (the kernel's P2PDMA judges). The
+ * NIC itself is none: an MR over its own doorbell page (a pinned importer,
+ * which cannot be revoked) would be nonsense.
  */
 static int rhinet_db_attach(struct dma_buf *dmabuf,
 			    struct dma_buf_attachment *attach)
 {
 	struct rhinet_db_export *e = dmabuf->priv;
 
-	if (!attach->peer2peer || !attach->importer_ops) {
+	if (!attach->peer2peer || !attach->importer_ops ||
+	    attach->dev == &e->pdev->dev) {
 		dev_warn_ratelimited(&e->pdev->dev,
 				     "doorbell dma-buf: %s is no revocable peer-to-peer importer\n",
 				     dev_name(attach->dev));

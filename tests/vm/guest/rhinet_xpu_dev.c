@@ -482,6 +482,22 @@ static void server(int sock, struct ibv_context *ctx, const char *dev,
 	d.buf_fd = e.fd;
 	memset((void *)(d.x.mem + EXP_OFF), 0, EXP_LEN);
 	pattern_fill(d.x.mem + EXP_OFF + SRC_OFF, NWQE * WLEN, 7);
+	{
+		/* The NIC may not take its own doorbell page as memory. */
+		struct ibv_pd *pd = ibv_alloc_pd(ctx);
+		struct ibv_mr *mr =
+			pd ? ibv_reg_dmabuf_mr(pd, 0, RHN_DB_PAGE_SIZE, 0x1000,
+					       d.db_fd, IBV_ACCESS_LOCAL_WRITE)
+			   : NULL;
+
+		check(!mr && errno == EOPNOTSUPP,
+		      "the doorbell's dma-buf as an MR: %s",
+		      mr ? "registered" : strerror(errno));
+		if (mr)
+			ibv_dereg_mr(mr);
+		if (pd)
+			ibv_dealloc_pd(pd);
+	}
 	r = xpu_import(d.x.fd, d.db_fd, 1, &d.db);
 	check(!r && d.db.size == RHN_DB_PAGE_SIZE,
 	      "doorbell imported for lane 0: %s, bus %#" PRIx64 ", window %u",
