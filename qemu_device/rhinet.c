@@ -159,8 +159,9 @@ typedef struct RhinetCoreOps {
     uint64_t (*reg_read)(RhinetState *s, hwaddr addr, unsigned size);
     void (*reg_write)(RhinetState *s, hwaddr addr, uint64_t val,
                       unsigned size);
+    /* requester: the write's PCIe requester ID, 0 for the CPU */
     void (*doorbell_write)(RhinetState *s, hwaddr addr, uint64_t val,
-                           unsigned size);
+                           unsigned size, uint16_t requester);
     /* The thread that owns the wire: the engine thread, or the main loop. */
     void (*frame_in)(RhinetState *s, const uint8_t *frame, size_t len);
     void (*set_link)(RhinetState *s, bool up);
@@ -826,10 +827,12 @@ static void rhinet_engine_reg_write(RhinetState *s, hwaddr addr, uint64_t val,
 }
 
 static void rhinet_engine_doorbell_write(RhinetState *s, hwaddr addr,
-                                         uint64_t val, unsigned size)
+                                         uint64_t val, unsigned size,
+                                         uint16_t requester)
 {
-    rhn_fw_doorbell_write(s->engine, addr >> RHN_DB_PAGE_SHIFT,
-                          addr & (RHN_DB_PAGE_SIZE - 1), val, size);
+    rhn_fw_doorbell_write_from(s->engine, addr >> RHN_DB_PAGE_SHIFT,
+                               addr & (RHN_DB_PAGE_SIZE - 1), val, size,
+                               requester);
     rhinet_kick_engine(s);
 }
 
@@ -1136,8 +1139,9 @@ static void rhinet_sc_reg_write(RhinetState *s, hwaddr addr, uint64_t val,
     }
 }
 
+/* The soft core's BAR2 window does not carry the requester (yet). */
 static void rhinet_sc_doorbell_write(RhinetState *s, hwaddr addr, uint64_t val,
-                                     unsigned size)
+                                     unsigned size, uint16_t requester)
 {
     QEMU_LOCK_GUARD(&s->sc_lock);
     if (s->sc) {
@@ -1385,21 +1389,28 @@ static uint64_t rhinet_doorbell_read(void *opaque, hwaddr addr, unsigned size)
     return 0;
 }
 
-static void rhinet_doorbell_write(void *opaque, hwaddr addr, uint64_t val,
-                                  unsigned size)
+/*
+ * With the transaction's attributes: a peer device's DMA carries its
+ * requester ID (the xpu's does), a CPU store none (0), and the NIC counts
+ * SQ doorbells by it, as a card's PCIe shell sees each TLP's requester.
+ */
+static MemTxResult rhinet_doorbell_write(void *opaque, hwaddr addr,
+                                         uint64_t val, unsigned size,
+                                         MemTxAttrs attrs)
 {
     RhinetState *s = opaque;
 
     if (qatomic_read(&s->fault) == RHINET_FAULT_GONE) {
-        return;
+        return MEMTX_OK;
     }
     qatomic_set(&s->core_fresh, false);
-    s->core->doorbell_write(s, addr, val, size);
+    s->core->doorbell_write(s, addr, val, size, attrs.requester_id);
+    return MEMTX_OK;
 }
 
 static const MemoryRegionOps rhinet_doorbell_ops = {
     .read = rhinet_doorbell_read,
-    .write = rhinet_doorbell_write,
+    .write_with_attrs = rhinet_doorbell_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
     .valid = { .min_access_size = 4, .max_access_size = 8 },
     .impl = { .min_access_size = 4, .max_access_size = 8 },

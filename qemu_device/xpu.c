@@ -13,7 +13,10 @@
  * Their bus accesses go through the device's bus-master address space, as
  * a real device's DMA would, and each is classified by what it reached:
  * host RAM, or a PCI device's BAR (peer-to-peer). So a test can prove that
- * a path touched no host RAM: the HOST counters stay 0.
+ * a path touched no host RAM: the HOST counters stay 0. Once the driver
+ * turns enforcement on, a lane reaches only the bus ranges of the windows
+ * its WINDOWS register names (what its owner imported), else it faults
+ * WINDOW before the access.
  *
  * Peers' DMA into BAR2 does not pass through this code (the memory is a RAM
  * region, which is what lets rhinet's engine thread reach it without the
@@ -56,7 +59,13 @@ typedef struct XpuLane {
     uint32_t status; /* enum xpu_lane_status */
     uint32_t error; /* enum xpu_lane_error */
     uint32_t poll_rounds; /* rounds the current POLL has waited */
+    uint32_t windows; /* the windows it reaches, a bit each */
 } XpuLane;
+
+typedef struct XpuWindow {
+    uint64_t addr;
+    uint64_t size; /* 0: closed */
+} XpuWindow;
 
 struct XpuState {
     PCIDevice parent_obj;
@@ -66,6 +75,8 @@ struct XpuState {
     uint8_t *mem_ptr;
     QEMUTimer *timer;
     XpuLane lanes[XPU_LANES_MAX];
+    XpuWindow windows[XPU_WINDOWS_MAX];
+    bool enforce; /* XPU_CTRL_ENFORCE was written: until reset */
     /* Updated atomically: rhinet's engine thread adds the IN counters. */
     uint64_t counters[XPU_CNT_NUM];
 
@@ -106,19 +117,44 @@ static bool xpu_is_host_ram(MemoryRegion *mr)
            !(owner && object_dynamic_cast(owner, TYPE_PCI_DEVICE));
 }
 
+/* [addr, addr + len) is in one of the lane's windows, or none enforced */
+static bool xpu_window_ok(XpuState *s, XpuLane *l, uint64_t addr, uint64_t len)
+{
+    if (!s->enforce) {
+        return true;
+    }
+    for (int w = 0; w < XPU_WINDOWS_MAX; w++) {
+        XpuWindow *win = &s->windows[w];
+
+        if ((l->windows & (1u << w)) && win->size && addr >= win->addr &&
+            len <= win->size && addr - win->addr <= win->size - len) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /*
- * A DMA of the device, piece by piece as the address space maps it, each
- * piece counted by what it reached. The device's own memory through the bus
- * is refused (a program copies within it with COPY), as is an address that
- * reaches nothing; bus mastering off leaves nothing reachable.
+ * A DMA of the lane, piece by piece as the address space maps it, each
+ * piece counted by what it reached; XPU_ERR_NONE, or why it was refused.
+ * The device's own memory through the bus is refused (a program copies
+ * within it with COPY), as is an address that reaches nothing; bus
+ * mastering off leaves nothing reachable. Outside the lane's windows
+ * nothing is touched at all.
  */
-static bool xpu_bus_rw(XpuState *s, uint64_t addr, uint8_t *buf,
-                       uint64_t len, bool is_write)
+static uint32_t xpu_bus_rw(XpuState *s, XpuLane *l, uint64_t addr,
+                           uint8_t *buf, uint64_t len, bool is_write)
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    /* A device's TLPs carry its requester ID: a peer counts by it. */
+    MemTxAttrs attrs = { .requester_id = pci_requester_id(PCI_DEVICE(s)) };
 
     if (addr + len < addr) {
-        return false;
+        return XPU_ERR_BUS;
+    }
+    if (!xpu_window_ok(s, l, addr, len)) {
+        qatomic_inc(&s->counters[XPU_CNT_WINDOW_FAULTS]);
+        return XPU_ERR_WINDOW;
     }
     while (len) {
         hwaddr xlat, plen = len;
@@ -127,15 +163,15 @@ static bool xpu_bus_rw(XpuState *s, uint64_t addr, uint8_t *buf,
 
         WITH_RCU_READ_LOCK_GUARD() {
             mr = address_space_translate(as, addr, &xlat, &plen, is_write,
-                                         MEMTXATTRS_UNSPECIFIED);
+                                         attrs);
             host = xpu_is_host_ram(mr);
             if (mr == &s->mem || !plen) {
-                return false;
+                return XPU_ERR_BUS;
             }
         }
-        if (address_space_rw(as, addr, MEMTXATTRS_UNSPECIFIED, buf, plen,
-                             is_write) != MEMTX_OK) {
-            return false;
+        if (address_space_rw(as, addr, attrs, buf, plen, is_write) !=
+            MEMTX_OK) {
+            return XPU_ERR_BUS;
         }
         if (host) {
             xpu_count(s, is_write ? XPU_CNT_HOST_WR_BYTES
@@ -148,7 +184,7 @@ static bool xpu_bus_rw(XpuState *s, uint64_t addr, uint8_t *buf,
         buf += plen;
         len -= plen;
     }
-    return true;
+    return XPU_ERR_NONE;
 }
 
 /* ---- The lanes ----------------------------------------------------------- */
@@ -256,16 +292,18 @@ static bool xpu_step(XpuState *s, XpuLane *l)
         break;
     case XPU_OP_WRITE64:
         v = cpu_to_le64(c.imm);
-        if (!xpu_bus_rw(s, c.b, (uint8_t *)&v, 8, true)) {
-            xpu_lane_fault(s, l, XPU_ERR_BUS);
+        err = xpu_bus_rw(s, l, c.b, (uint8_t *)&v, 8, true);
+        if (err) {
+            xpu_lane_fault(s, l, err);
             return false;
         }
         break;
     case XPU_OP_DMA_READ:
     case XPU_OP_DMA_WRITE:
-        if (!xpu_bus_rw(s, c.b, s->mem_ptr + c.a, c.len,
-                        c.op == XPU_OP_DMA_WRITE)) {
-            xpu_lane_fault(s, l, XPU_ERR_BUS);
+        err = xpu_bus_rw(s, l, c.b, s->mem_ptr + c.a, c.len,
+                         c.op == XPU_OP_DMA_WRITE);
+        if (err) {
+            xpu_lane_fault(s, l, err);
             return false;
         }
         if (c.op == XPU_OP_DMA_READ) {
@@ -362,12 +400,22 @@ static uint64_t xpu_reg_word(XpuState *s, hwaddr addr)
             return l->pc;
         case XPU_LANE_CTRL: /* CTRL reads 0, STATUS above it */
             return (uint64_t)l->status << 32;
-        case XPU_LANE_ERROR:
-            return l->error;
+        case XPU_LANE_ERROR: /* WINDOWS above it */
+            return l->error | (uint64_t)l->windows << 32;
         case XPU_LANE_EXECUTED:
             return l->executed;
         }
         return 0;
+    }
+    if (addr >= XPU_REG_WINDOW_BASE) {
+        uint32_t w = (addr - XPU_REG_WINDOW_BASE) / XPU_REG_WINDOW_STRIDE;
+
+        if (w >= XPU_WINDOWS_MAX) {
+            return 0;
+        }
+        return addr % XPU_REG_WINDOW_STRIDE == XPU_WINDOW_ADDR
+                   ? s->windows[w].addr
+                   : s->windows[w].size;
     }
     if (addr >= XPU_REG_CNT_BASE) {
         uint32_t i = (addr - XPU_REG_CNT_BASE) / 8;
@@ -381,6 +429,9 @@ static uint64_t xpu_reg_word(XpuState *s, hwaddr addr)
         return s->mem_size;
     case XPU_REG_LANES: /* CTRL above it reads 0 */
         return s->nr_lanes;
+    case XPU_REG_STATUS: /* WINDOWS above it */
+        return (s->enforce ? XPU_STATUS_ENFORCING : 0) |
+               (uint64_t)XPU_WINDOWS_MAX << 32;
     }
     return 0;
 }
@@ -406,6 +457,22 @@ static void xpu_reg_write32(XpuState *s, hwaddr addr, uint32_t val)
                 qatomic_set(&s->counters[i], 0);
             }
         }
+        if (val & XPU_CTRL_ENFORCE) {
+            s->enforce = true;
+        }
+        return;
+    }
+    if (addr >= XPU_REG_WINDOW_BASE && addr < XPU_REG_LANE_BASE) {
+        uint32_t w = (addr - XPU_REG_WINDOW_BASE) / XPU_REG_WINDOW_STRIDE;
+        hwaddr off = addr % XPU_REG_WINDOW_STRIDE;
+        uint64_t *reg;
+
+        if (w >= XPU_WINDOWS_MAX) {
+            return;
+        }
+        reg = off < XPU_WINDOW_SIZE ? &s->windows[w].addr
+                                    : &s->windows[w].size;
+        *reg = deposit64(*reg, off & 4 ? 32 : 0, 32, val);
         return;
     }
     if (addr < XPU_REG_LANE_BASE) {
@@ -429,6 +496,9 @@ static void xpu_reg_write32(XpuState *s, hwaddr addr, uint32_t val)
         break;
     case XPU_LANE_CTRL:
         xpu_lane_ctrl(s, l, val);
+        break;
+    case XPU_LANE_WINDOWS:
+        l->windows = val;
         break;
     }
 }
@@ -500,6 +570,8 @@ static void xpu_reset(DeviceState *dev)
 
     timer_del(s->timer);
     memset(s->lanes, 0, sizeof(s->lanes));
+    memset(s->windows, 0, sizeof(s->windows));
+    s->enforce = false;
     for (int i = 0; i < XPU_CNT_NUM; i++) {
         qatomic_set(&s->counters[i], 0);
     }

@@ -43,6 +43,7 @@ declare -A LAYER=(
 	[rhinet_pindown.c]=2
 	[rhinet_twin.c]=2
 	[rhinet_groups.c]=2
+	[rhinet_dbexport.c]=2
 	[rhinet_mcast_switch.c]=2
 	[rhinet_queues.c]=2
 	[rhinet_kqueues.c]=2

@@ -348,6 +348,21 @@ CONFORM_CASE(db_flood, "queue.doorbell.kick_flood", "queue",
   c.that(!n.poll_cq(l.scq, &e), "send CQ", "a second CQE for one WQE");
 }
 
+CONFORM_CASE(db_host_count, "queue.doorbell.host_count", "queue",
+             "an SQ kick the host CPU writes counts in HOST_DOORBELLS, not "
+             "in PEER_DOORBELLS (the doorbell's requester is 0)") {
+  LOOP(n, l);
+  const uint64_t host = n.counter(RHN_CNT_HOST_DOORBELLS);
+  const uint64_t peer = n.counter(RHN_CNT_PEER_DOORBELLS);
+  nop(n, l.a);
+  rhn_cqe e;
+  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
+  c.eq("RHN_CNT_HOST_DOORBELLS increase", 1,
+       n.counter(RHN_CNT_HOST_DOORBELLS) - host);
+  c.eq("RHN_CNT_PEER_DOORBELLS increase", 0,
+       n.counter(RHN_CNT_PEER_DOORBELLS) - peer);
+}
+
 CONFORM_CASE(db_bad_eq, "queue.doorbell.eq_no_such_eq", "queue",
              "an EQ doorbell naming no EQ: ignored, counted in "
              "BAD_DOORBELLS") {

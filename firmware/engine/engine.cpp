@@ -520,6 +520,7 @@ void Engine::reg_write(uint32_t offset, uint64_t value, unsigned size) {
   if (!m.kicks.push_with([&](Kick& k) {
         k.kind = kind;
         k.has_inline = false;
+        k.requester = 0;
         k.page = 0;
         k.value = value;
       }))
@@ -527,7 +528,7 @@ void Engine::reg_write(uint32_t offset, uint64_t value, unsigned size) {
 }
 
 void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
-                            unsigned size) {
+                            unsigned size, uint16_t requester) {
   if (failed()) return;
   Impl& m = *impl_;
   if (page >= m.cfg.db_pages || offset >= RHN_DB_PAGE_SIZE) return;
@@ -541,6 +542,9 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
   switch (offset) {
     case RHN_DB_SQ:
       kind = KickKind::kSq;
+      // Who rang: the host CPU, or a device posting by itself.
+      m.counters.add_shared(requester ? RHN_CNT_PEER_DOORBELLS
+                                      : RHN_CNT_HOST_DOORBELLS);
       break;
     case RHN_DB_RQ:
       kind = KickKind::kRq;
@@ -576,6 +580,7 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
         k.kind = kind;
         k.page = page;
         k.value = value;
+        k.requester = requester;
         k.has_inline = with_inline;
         if (with_inline) copy_wqe(k.inline_wqe, m.inline_staging[page]);
       }))

@@ -95,6 +95,12 @@ void rhn_fw_doorbell_write(rhn_fw_engine* e, uint32_t page, uint32_t offset,
   e->engine.doorbell_write(page, offset, value, size);
 }
 
+void rhn_fw_doorbell_write_from(rhn_fw_engine* e, uint32_t page,
+                                uint32_t offset, uint64_t value,
+                                unsigned int size, uint16_t requester) {
+  e->engine.doorbell_write(page, offset, value, size, requester);
+}
+
 bool rhn_fw_frame_arrived(rhn_fw_engine* e, const uint8_t* frame, size_t len) {
   return e->engine.frame_arrived({frame, len});
 }

@@ -156,6 +156,8 @@ struct rhinet_ucontext {
 	u16 groups[RHINET_MAX_GROUPS];
 	struct rhinet_twin_use twin; /* under the device's twin_lock */
 	atomic64_t od_pinned; /* pages pinned on demand, all its MRs */
+	/* dma-bufs of the doorbell page (rhinet_dbexport.c), its lock */
+	struct list_head db_exports;
 };
 
 /* A piece of the NIC's twin memory a process holds (ibverbs DM). */
@@ -418,6 +420,10 @@ void rhinet_mmap_free(struct rdma_user_mmap_entry *entry);
  * chain those of rhinet_mcast_switch.c and rhinet_groups.c)
  */
 extern const struct uapi_definition rhinet_uapi_defs[];
+
+/* rhinet_dbexport.c */
+extern const struct uapi_definition rhinet_db_export_defs[];
+void rhinet_db_exports_revoke(struct rhinet_ucontext *uc);
 
 /* rhinet_mcast_switch.c, rhinet_groups.c */
 extern const struct uapi_definition rhinet_mcast_switch_defs[];

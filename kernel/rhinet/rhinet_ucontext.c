@@ -238,6 +238,7 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	u32 refused, account = 0;
 	int page, ret;
 
+	INIT_LIST_HEAD(&uc->db_exports);
 	ret = rhinet_ucontext_req(ib, udata, &req);
 	if (ret)
 		return ret;
@@ -349,6 +350,8 @@ void rhinet_dealloc_ucontext(struct ib_ucontext *ibuc)
 
 	WARN_ON(uc->twin.bytes || uc->twin.count);
 	WARN_ON(atomic64_read(&uc->od_pinned)); /* its MRs are gone */
+	/* Before the page can be another context's: no peer reaches it. */
+	rhinet_db_exports_revoke(uc);
 	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_PD, uc->queue_pdn);
 	rhinet_destroy_object(ib, uc->ctx, RHN_ADMIN_DESTROY_CONTEXT, 0);
 	/* The NIC context is gone (or the NIC is): the groups may go. */

@@ -5,10 +5,14 @@
  * memory, exports dma-bufs over ranges of it for other drivers to DMA into
  * (rhinet.ko's ibv_reg_dmabuf_mr), and gives user space the memory, the
  * lanes and the bus counters through /dev/xpuN (include/uapi/xpu/
- * xpu-abi.h, Documentation/driver/xpu.md).
+ * xpu-abi.h, Documentation/driver/xpu.md). It turns the device's windows
+ * on at probe: a lane reaches by DMA only what its open file imported for
+ * it (another device's dma-buf, such as rhinet.ko's doorbell page), and
+ * lanes and windows are the file's until it is closed.
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/dma-resv.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
@@ -43,7 +47,14 @@ struct xpu_dev {
 	int id;
 	char name[16];
 	struct miscdevice misc;
-	struct mutex lane_lock; /* a lane's PC and START written together */
+	/*
+	 * A lane's PC and START written together; the owners below, and the
+	 * lanes' WINDOWS registers.
+	 */
+	struct mutex lane_lock;
+	struct xpu_file *lane_owner[XPU_LANES_MAX];
+	u32 lane_windows[XPU_LANES_MAX];
+	struct xpu_file *window_owner[XPU_WINDOWS_MAX];
 	/* Held for reading by every ioctl; remove sets gone under it. */
 	struct rw_semaphore alive;
 	bool gone;
@@ -55,6 +66,22 @@ struct xpu_dmabuf {
 	struct dev_pagemap *pgmap; /* held: the pages outlive no dma-buf */
 	u64 offset;
 	u64 length;
+};
+
+/* An open /dev/xpuN: the lanes and windows it holds. */
+struct xpu_file {
+	struct xpu_dev *xdev;
+	struct list_head imports; /* struct xpu_import_ent, under lane_lock */
+};
+
+/* A dma-buf the file imported, mapped for the device, and its window. */
+struct xpu_import_ent {
+	struct list_head node;
+	struct xpu_file *xf;
+	struct dma_buf *dmabuf;
+	struct dma_buf_attachment *attach;
+	struct sg_table *sgt; /* NULL once revoked; under the dma-buf's lock */
+	u32 window;
 };
 
 static DEFINE_IDA(xpu_ida);
@@ -212,8 +239,9 @@ static void __iomem *xpu_lane_reg(struct xpu_dev *xdev, u32 lane, u32 off)
 	return xdev->regs + XPU_REG_LANE(lane) + off;
 }
 
-static int xpu_lane_run(struct xpu_dev *xdev, struct xpu_lane_run *req)
+static int xpu_lane_run(struct xpu_file *xf, struct xpu_lane_run *req)
 {
+	struct xpu_dev *xdev = xf->xdev;
 	u32 timeout_ms = req->timeout_ms ?: XPU_RUN_TIMEOUT_MS_DEFAULT;
 	u32 status;
 	int ret = 0;
@@ -224,6 +252,11 @@ static int xpu_lane_run(struct xpu_dev *xdev, struct xpu_lane_run *req)
 	    req->pc % XPU_CMD_SIZE)
 		return -EINVAL;
 	mutex_lock(&xdev->lane_lock);
+	if (xdev->lane_owner[req->lane] && xdev->lane_owner[req->lane] != xf) {
+		mutex_unlock(&xdev->lane_lock);
+		return -EBUSY;
+	}
+	xdev->lane_owner[req->lane] = xf; /* a free lane: claimed */
 	status = readl(xpu_lane_reg(xdev, req->lane, XPU_LANE_STATUS));
 	if (status == XPU_LANE_RUNNING) {
 		mutex_unlock(&xdev->lane_lock);
@@ -250,6 +283,224 @@ static int xpu_lane_run(struct xpu_dev *xdev, struct xpu_lane_run *req)
 	return ret;
 }
 
+/* Claims @lanes for @xf; the caller holds lane_lock. */
+static int xpu_claim_locked(struct xpu_file *xf, u32 lanes)
+{
+	struct xpu_dev *xdev = xf->xdev;
+	unsigned long l, mask = lanes;
+
+	lockdep_assert_held(&xdev->lane_lock);
+	if (!lanes || lanes & ~GENMASK(xdev->lanes - 1, 0))
+		return -EINVAL;
+	for_each_set_bit(l, &mask, XPU_LANES_MAX)
+		if (xdev->lane_owner[l] && xdev->lane_owner[l] != xf)
+			return -EBUSY;
+	for_each_set_bit(l, &mask, XPU_LANES_MAX)
+		xdev->lane_owner[l] = xf;
+	return 0;
+}
+
+static int xpu_lane_claim(struct xpu_file *xf, struct xpu_lane_claim *req)
+{
+	int ret;
+
+	if (req->rsvd)
+		return -EINVAL;
+	mutex_lock(&xf->xdev->lane_lock);
+	ret = xpu_claim_locked(xf, req->lanes);
+	mutex_unlock(&xf->xdev->lane_lock);
+	return ret;
+}
+
+static void __iomem *xpu_window_reg(struct xpu_dev *xdev, u32 w, u32 off)
+{
+	return xdev->regs + XPU_REG_WINDOW(w) + off;
+}
+
+/* One 8-byte write each: the device never sees half of a range. */
+static void xpu_window_set(struct xpu_dev *xdev, u32 w, u64 addr, u64 size)
+{
+	writeq(0, xpu_window_reg(xdev, w, XPU_WINDOW_SIZE));
+	if (size) {
+		writeq(addr, xpu_window_reg(xdev, w, XPU_WINDOW_ADDR));
+		writeq(size, xpu_window_reg(xdev, w, XPU_WINDOW_SIZE));
+	}
+}
+
+/*
+ * The exporter takes the dma-buf back (its owner is gone, or it moves):
+ * the window closes at once, before the exporter lets the memory be
+ * another's, and stays the file's (the lanes keep naming it) until close.
+ * Called under the dma-buf's reservation lock, which the import ioctl
+ * takes inside alive: only a trylock here, and a device being removed
+ * has its windows closed by xpu_remove.
+ */
+static void xpu_import_move_notify(struct dma_buf_attachment *attach)
+{
+	struct xpu_import_ent *imp = attach->importer_priv;
+	struct xpu_dev *xdev = imp->xf->xdev;
+
+	if (down_read_trylock(&xdev->alive)) {
+		if (!xdev->gone)
+			xpu_window_set(xdev, imp->window, 0, 0);
+		up_read(&xdev->alive);
+	}
+	if (imp->sgt) {
+		dma_buf_unmap_attachment(attach, imp->sgt, DMA_BIDIRECTIONAL);
+		imp->sgt = NULL;
+	}
+}
+
+static const struct dma_buf_attach_ops xpu_importer_ops = {
+	.allow_peer2peer = true,
+	.move_notify = xpu_import_move_notify,
+};
+
+/* Unmaps and detaches the dma-buf and lets it go; the window stays set. */
+static void xpu_import_drop(struct xpu_import_ent *imp)
+{
+	dma_resv_lock(imp->dmabuf->resv, NULL);
+	if (imp->sgt)
+		dma_buf_unmap_attachment(imp->attach, imp->sgt,
+					 DMA_BIDIRECTIONAL);
+	imp->sgt = NULL;
+	dma_resv_unlock(imp->dmabuf->resv);
+	dma_buf_detach(imp->dmabuf, imp->attach);
+	dma_buf_put(imp->dmabuf);
+	kfree(imp);
+}
+
+static int xpu_import(struct xpu_file *xf, struct xpu_import *req)
+{
+	struct xpu_dev *xdev = xf->xdev;
+	struct xpu_import_ent *imp;
+	unsigned long l, mask = req->lanes;
+	struct scatterlist *sg;
+	u64 addr = 0, size = 0;
+	int ret, i;
+	u32 w;
+
+	if (req->rsvd || req->rsvd2)
+		return -EINVAL;
+	imp = kzalloc(sizeof(*imp), GFP_KERNEL);
+	if (!imp)
+		return -ENOMEM;
+	imp->xf = xf;
+	imp->dmabuf = dma_buf_get(req->fd);
+	if (IS_ERR(imp->dmabuf)) {
+		ret = PTR_ERR(imp->dmabuf);
+		kfree(imp);
+		return ret;
+	}
+	mutex_lock(&xdev->lane_lock);
+	ret = xpu_claim_locked(xf, req->lanes);
+	if (ret)
+		goto err_unlock;
+	for (w = 0; w < XPU_WINDOWS_MAX && xdev->window_owner[w]; w++)
+		;
+	if (w == XPU_WINDOWS_MAX) {
+		ret = -ENOSPC;
+		goto err_unlock;
+	}
+	imp->window = w;
+	imp->attach = dma_buf_dynamic_attach(imp->dmabuf, &xdev->pdev->dev,
+					     &xpu_importer_ops, imp);
+	if (IS_ERR(imp->attach)) {
+		ret = PTR_ERR(imp->attach);
+		goto err_unlock;
+	}
+	/*
+	 * Mapped and the window set under the reservation lock, which a
+	 * revocation holds too: a revoked dma-buf maps nothing, and one
+	 * revoked after this finds the window set and closes it.
+	 */
+	dma_resv_lock(imp->dmabuf->resv, NULL);
+	imp->sgt = dma_buf_map_attachment(imp->attach, DMA_BIDIRECTIONAL);
+	if (IS_ERR(imp->sgt)) {
+		ret = PTR_ERR(imp->sgt);
+		imp->sgt = NULL;
+		goto err_resv;
+	}
+	/* One contiguous bus range: a window is one. */
+	ret = -EINVAL;
+	for_each_sgtable_dma_sg(imp->sgt, sg, i) {
+		if (size && sg_dma_address(sg) != addr + size)
+			goto err_resv;
+		if (!size)
+			addr = sg_dma_address(sg);
+		size += sg_dma_len(sg);
+	}
+	if (!size)
+		goto err_resv;
+	xpu_window_set(xdev, w, addr, size);
+	dma_resv_unlock(imp->dmabuf->resv);
+
+	xdev->window_owner[w] = xf;
+	for_each_set_bit(l, &mask, XPU_LANES_MAX) {
+		xdev->lane_windows[l] |= BIT(w);
+		writel(xdev->lane_windows[l],
+		       xpu_lane_reg(xdev, l, XPU_LANE_WINDOWS));
+	}
+	list_add(&imp->node, &xf->imports);
+	mutex_unlock(&xdev->lane_lock);
+	req->bus_addr = addr;
+	req->size = size;
+	req->window = w;
+	return 0;
+
+err_resv:
+	dma_resv_unlock(imp->dmabuf->resv);
+	mutex_unlock(&xdev->lane_lock);
+	xpu_import_drop(imp);
+	return ret;
+err_unlock:
+	mutex_unlock(&xdev->lane_lock);
+	if (!IS_ERR_OR_NULL(imp->attach))
+		dma_buf_detach(imp->dmabuf, imp->attach);
+	dma_buf_put(imp->dmabuf);
+	kfree(imp);
+	return ret;
+}
+
+/*
+ * The file goes: its lanes stop and reach nothing, its imports are let
+ * go, then its windows close and may be another file's: after the
+ * detach, so that no revocation of this file's dma-buf closes them then.
+ */
+static void xpu_file_release(struct xpu_file *xf)
+{
+	struct xpu_dev *xdev = xf->xdev;
+	struct xpu_import_ent *imp, *tmp;
+	bool live;
+	u32 i;
+
+	down_read(&xdev->alive);
+	live = !xdev->gone;
+	mutex_lock(&xdev->lane_lock);
+	for (i = 0; i < xdev->lanes; i++) {
+		if (xdev->lane_owner[i] != xf)
+			continue;
+		if (live) {
+			writel(XPU_LANE_CTRL_ABORT,
+			       xpu_lane_reg(xdev, i, XPU_LANE_CTRL));
+			writel(0, xpu_lane_reg(xdev, i, XPU_LANE_WINDOWS));
+		}
+		xdev->lane_owner[i] = NULL;
+		xdev->lane_windows[i] = 0;
+	}
+	list_for_each_entry_safe(imp, tmp, &xf->imports, node)
+		xpu_import_drop(imp);
+	for (i = 0; i < XPU_WINDOWS_MAX; i++) {
+		if (xdev->window_owner[i] != xf)
+			continue;
+		if (live)
+			xpu_window_set(xdev, i, 0, 0);
+		xdev->window_owner[i] = NULL;
+	}
+	mutex_unlock(&xdev->lane_lock);
+	up_read(&xdev->alive);
+}
+
 static void xpu_read_counters(struct xpu_dev *xdev, struct xpu_counters *c)
 {
 	int i;
@@ -262,22 +513,23 @@ static void xpu_read_counters(struct xpu_dev *xdev, struct xpu_counters *c)
 
 /* ---- /dev/xpuN ----------------------------------------------------------- */
 
-static struct xpu_dev *xpu_from_file(struct file *file)
+static struct xpu_file *xpu_file_of(struct file *file)
 {
-	struct miscdevice *misc = file->private_data;
-
-	return container_of(misc, struct xpu_dev, misc);
+	return file->private_data;
 }
 
-static long xpu_do_ioctl(struct xpu_dev *xdev, unsigned int cmd,
+static long xpu_do_ioctl(struct xpu_file *xf, unsigned int cmd,
 			 unsigned long arg)
 {
+	struct xpu_dev *xdev = xf->xdev;
 	void __user *uarg = (void __user *)arg;
 	union {
 		struct xpu_info info;
 		struct xpu_export exp;
 		struct xpu_lane_run run;
 		struct xpu_counters counters;
+		struct xpu_import imp;
+		struct xpu_lane_claim claim;
 	} u;
 	int ret;
 
@@ -300,7 +552,7 @@ static long xpu_do_ioctl(struct xpu_dev *xdev, unsigned int cmd,
 	case XPU_IOC_LANE_RUN:
 		if (copy_from_user(&u.run, uarg, sizeof(u.run)))
 			return -EFAULT;
-		ret = xpu_lane_run(xdev, &u.run);
+		ret = xpu_lane_run(xf, &u.run);
 		if (ret && ret != -ETIMEDOUT)
 			return ret;
 		if (copy_to_user(uarg, &u.run, sizeof(u.run)))
@@ -313,32 +565,58 @@ static long xpu_do_ioctl(struct xpu_dev *xdev, unsigned int cmd,
 	case XPU_IOC_CLEAR_COUNTERS:
 		writel(XPU_CTRL_CLEAR_COUNTERS, xdev->regs + XPU_REG_CTRL);
 		return 0;
+	case XPU_IOC_IMPORT_DMABUF:
+		if (copy_from_user(&u.imp, uarg, sizeof(u.imp)))
+			return -EFAULT;
+		ret = xpu_import(xf, &u.imp);
+		if (ret)
+			return ret;
+		/* The window is the file's now, even if this fails. */
+		return copy_to_user(uarg, &u.imp, sizeof(u.imp)) ? -EFAULT : 0;
+	case XPU_IOC_LANE_CLAIM:
+		if (copy_from_user(&u.claim, uarg, sizeof(u.claim)))
+			return -EFAULT;
+		return xpu_lane_claim(xf, &u.claim);
 	}
 	return -ENOTTY;
 }
 
 static long xpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
-	struct xpu_dev *xdev = xpu_from_file(file);
+	struct xpu_file *xf = xpu_file_of(file);
 	long ret = -ENODEV;
 
-	down_read(&xdev->alive);
-	if (!xdev->gone)
-		ret = xpu_do_ioctl(xdev, cmd, arg);
-	up_read(&xdev->alive);
+	down_read(&xf->xdev->alive);
+	if (!xf->xdev->gone)
+		ret = xpu_do_ioctl(xf, cmd, arg);
+	up_read(&xf->xdev->alive);
 	return ret;
 }
 
 /* An open file keeps the structure (not the device) alive. */
 static int xpu_open(struct inode *inode, struct file *file)
 {
-	kref_get(&xpu_from_file(file)->ref);
+	struct miscdevice *misc = file->private_data;
+	struct xpu_dev *xdev = container_of(misc, struct xpu_dev, misc);
+	struct xpu_file *xf;
+
+	xf = kzalloc(sizeof(*xf), GFP_KERNEL);
+	if (!xf)
+		return -ENOMEM;
+	kref_get(&xdev->ref);
+	xf->xdev = xdev;
+	INIT_LIST_HEAD(&xf->imports);
+	file->private_data = xf;
 	return 0;
 }
 
 static int xpu_release(struct inode *inode, struct file *file)
 {
-	xpu_dev_put(xpu_from_file(file));
+	struct xpu_file *xf = xpu_file_of(file);
+
+	xpu_file_release(xf);
+	xpu_dev_put(xf->xdev);
+	kfree(xf);
 	return 0;
 }
 
@@ -349,7 +627,7 @@ static int xpu_release(struct inode *inode, struct file *file)
  */
 static int xpu_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	struct xpu_dev *xdev = xpu_from_file(file);
+	struct xpu_dev *xdev = xpu_file_of(file)->xdev;
 
 	/*
 	 * Not under alive: the ioctls fault user memory (mmap_lock) while
@@ -409,6 +687,10 @@ static int xpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	pci_set_master(pdev);
+	/* The lanes' DMA takes any 64-bit bus address (the windows limit it). */
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		return ret;
 
 	xdev = kzalloc(sizeof(*xdev), GFP_KERNEL);
 	if (!xdev)
@@ -441,6 +723,13 @@ static int xpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_put;
 	}
 	xpu_publish(xdev);
+	/* From here on a lane reaches only what its file imported for it. */
+	writel(XPU_CTRL_ENFORCE, xdev->regs + XPU_REG_CTRL);
+	if (!(readl(xdev->regs + XPU_REG_STATUS) & XPU_STATUS_ENFORCING)) {
+		pci_err(pdev, "the device does not enforce its windows\n");
+		ret = -ENODEV;
+		goto err_put;
+	}
 
 	snprintf(xdev->name, sizeof(xdev->name), "xpu%d", xdev->id);
 	xdev->misc.minor = MISC_DYNAMIC_MINOR;
@@ -470,9 +759,15 @@ err_put:
 static void xpu_remove(struct pci_dev *pdev)
 {
 	struct xpu_dev *xdev = pci_get_drvdata(pdev);
+	u32 i;
 
 	misc_deregister(&xdev->misc);
 	down_write(&xdev->alive);
+	/* Nothing a file set up reaches anywhere once the driver is gone. */
+	for (i = 0; i < xdev->lanes; i++)
+		writel(XPU_LANE_CTRL_ABORT, xpu_lane_reg(xdev, i, XPU_LANE_CTRL));
+	for (i = 0; i < XPU_WINDOWS_MAX; i++)
+		xpu_window_set(xdev, i, 0, 0);
 	WRITE_ONCE(xdev->gone, true);
 	up_write(&xdev->alive);
 	xpu_dev_put(xdev);

@@ -416,6 +416,28 @@ TEST_F(Protection, AreaRegistrationIsChecked) {
             RHN_ADMIN_OK);
 }
 
+// An SQ kick a peer device wrote (its requester ID on the write, one
+// 8-byte store as the xpu's WRITE64) runs the WQE like the CPU's and
+// counts in PEER_DOORBELLS; the CPU's own kick in HOST_DOORBELLS.
+TEST_F(Protection, PeerDoorbellIsCountedApart) {
+  p.qp_a->auto_kick = false;
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(1, RHN_OP_WRITE, {src.sge(0, 4096)}, dst.va(), dst.key())));
+  CounterSnap a(c->node(0));
+  c->node(0).engine->doorbell_write(A().index(), RHN_DB_SQ, p.qp_a->qpn(), 8,
+                                    0x0110);  // device 01:02.0
+  Completion s = wait_one(*c, *p.cq_a);
+  EXPECT_TRUE(s.ok()) << describe(s);
+  EXPECT_EQ(dst.buf.bytes(0, 4096), src.buf.bytes(0, 4096));
+  EXPECT_EQ(a.delta(RHN_CNT_PEER_DOORBELLS), 1u);
+  EXPECT_EQ(a.delta(RHN_CNT_HOST_DOORBELLS), 0u);
+  CounterSnap b(c->node(0));
+  p.qp_a->kick_sq();
+  c->run_for(100'000);
+  EXPECT_EQ(b.delta(RHN_CNT_HOST_DOORBELLS), 1u);
+  EXPECT_EQ(b.delta(RHN_CNT_PEER_DOORBELLS), 0u);
+}
+
 TEST_F(Protection, ForeignDoorbellIsIgnoredAndCounted) {
   auto intruder = c->node(0).open_context();
   ASSERT_TRUE(intruder->ok());

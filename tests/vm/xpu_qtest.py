@@ -3,10 +3,13 @@
 guest): two xpus on a q35 machine, their BARs placed by hand. A lane program
 on the first exercises every command; the bus counters must tell host RAM
 from the second xpu's BAR (peer-to-peer) exactly; each fault has its error
-code; bus mastering off leaves nothing reachable.
+code; bus mastering off leaves nothing reachable. Then windows: once
+enforcement is on, a lane reaches only the bus ranges its windows give it,
+and anything else faults WINDOW without touching the bus.
 
     xpu_qtest.py ENV_FILE   (QEMU=... in it, as tests/vm/prepare.sh writes)
 """
+import re
 import struct
 import subprocess
 import sys
@@ -22,15 +25,19 @@ HDR = {
     "XPU_REG_LANE_STRIDE": 0x20, "XPU_LANE_PC": 0x00, "XPU_LANE_CTRL": 0x08,
     "XPU_LANE_STATUS": 0x0C, "XPU_LANE_ERROR": 0x10,
     "XPU_LANE_EXECUTED": 0x18, "XPU_PCI_DEVICE_ID": 0x5850,
-    "XPU_CMD_SIZE": 32,
+    "XPU_CMD_SIZE": 32, "XPU_CTRL_ENFORCE": 1 << 1, "XPU_REG_STATUS": 0x018,
+    "XPU_STATUS_ENFORCING": 1, "XPU_REG_WINDOWS": 0x01C,
+    "XPU_WINDOWS_MAX": 16, "XPU_REG_WINDOW_BASE": 0x200,
+    "XPU_REG_WINDOW_STRIDE": 0x10, "XPU_WINDOW_ADDR": 0x00,
+    "XPU_WINDOW_SIZE": 0x08, "XPU_LANE_WINDOWS": 0x14,
 }
 CNT = ["HOST_RD_BYTES", "HOST_RD_COUNT", "HOST_WR_BYTES", "HOST_WR_COUNT",
        "P2P_RD_BYTES", "P2P_RD_COUNT", "P2P_WR_BYTES", "P2P_WR_COUNT",
        "IN_RD_BYTES", "IN_RD_COUNT", "IN_WR_BYTES", "IN_WR_COUNT",
-       "CMDS", "FAULTS"]
+       "CMDS", "FAULTS", "WINDOW_FAULTS"]
 STOP, STORE, COPY, WRITE64, DMA_READ, DMA_WRITE, FADD, POLL = range(8)
 IDLE, RUNNING, DONE, FAULT = range(4)
-E_NONE, E_OPCODE, E_RANGE, E_BUS, E_TIMEOUT = range(5)
+E_NONE, E_OPCODE, E_RANGE, E_BUS, E_TIMEOUT, E_WINDOW = range(6)
 
 # Where the test puts things: two xpus in slots 4 and 5.
 REGS = {4: 0xFE000000, 5: 0xFE001000}
@@ -53,7 +60,10 @@ def check_header(repo):
         for line in text.splitlines():
             parts = line.split()
             if len(parts) >= 3 and parts[0] == "#define" and parts[1] == name:
-                got = int(parts[2].rstrip("u"), 0)
+                # a number, or (1u << n)
+                shift = re.match(r"\((\d+)u? << (\d+)\)", " ".join(parts[2:5]))
+                got = (int(shift[1]) << int(shift[2]) if shift else
+                       int(parts[2].rstrip("u"), 0))
                 check(got == value, f"header {name} = {value:#x} (got {got:#x})")
                 break
         else:
@@ -152,6 +162,65 @@ def run(q, lane, pc, program, rounds=50):
             break
     return (q.readl(lane_reg(4, lane, HDR["XPU_LANE_STATUS"])),
             q.readl(lane_reg(4, lane, HDR["XPU_LANE_ERROR"])))
+
+
+def window_reg(w, off):
+    return REGS[4] + HDR["XPU_REG_WINDOW_BASE"] + \
+        HDR["XPU_REG_WINDOW_STRIDE"] * w + off
+
+
+def windows(q):
+    """Enforcement on xpu 4: window 0 over 256 bytes of the peer's BAR,
+    given to lane 0 only."""
+    r4 = REGS[4]
+    peer = MEM[5] + 0x2000
+    check(q.readl(r4 + HDR["XPU_REG_STATUS"]) == 0 and
+          q.readl(r4 + HDR["XPU_REG_WINDOWS"]) == HDR["XPU_WINDOWS_MAX"],
+          "not enforcing before CTRL ENFORCE; WINDOWS")
+    status, _ = run(q, 1, 0x4000, [cmd(WRITE64, b=peer, imm=1), cmd(STOP)])
+    check(status == DONE, "without enforcement a lane reaches any address")
+    q.writel(r4 + HDR["XPU_REG_CTRL"], HDR["XPU_CTRL_ENFORCE"])
+    q.writel(r4 + HDR["XPU_REG_CTRL"], 0)
+    check(q.readl(r4 + HDR["XPU_REG_STATUS"]) ==
+          HDR["XPU_STATUS_ENFORCING"], "ENFORCE sticks: writing 0 keeps it")
+    q.writeq(window_reg(0, HDR["XPU_WINDOW_ADDR"]), peer)
+    q.writeq(window_reg(0, HDR["XPU_WINDOW_SIZE"]), 0x100)
+    q.writel(lane_reg(4, 0, HDR["XPU_LANE_WINDOWS"]), 1)
+    check(q.readq(window_reg(0, 0)) == peer and
+          q.readq(window_reg(0, 8)) == 0x100 and
+          q.readl(lane_reg(4, 0, HDR["XPU_LANE_WINDOWS"])) == 1,
+          "window 0 and lane 0's WINDOWS read back")
+    q.write(peer, bytes(0x110))
+    q.write(HOST, bytes(8))
+    status, _ = run(q, 0, 0x4100, [cmd(WRITE64, b=peer + 0xF8, imm=0x77),
+                                   cmd(STORE, a=0x100, imm=3),
+                                   cmd(STOP)])
+    check(status == DONE and
+          q.read(peer + 0xF8, 8) == struct.pack("<Q", 0x77),
+          "lane 0 writes inside its window, and its own memory")
+    cases = [
+        ("a DMA across the window's end", 0,
+         [cmd(DMA_WRITE, a=0x300, b=peer + 0xF8, length=16)], peer + 0x100),
+        ("host RAM outside every window", 0, [cmd(WRITE64, b=HOST, imm=5)],
+         HOST),
+        ("the window from a lane not given it", 1,
+         [cmd(WRITE64, b=peer, imm=5)], peer),
+    ]
+    pc = 0x4200
+    for what, lane, prog, untouched in cases:
+        status, err = run(q, lane, pc, prog)
+        check(status == FAULT and err == E_WINDOW and
+              q.read(untouched, 8) == bytes(8),
+              f"{what}: WINDOW fault, nothing written ({status}, {err})")
+        pc += 0x100
+    q.writeq(window_reg(0, HDR["XPU_WINDOW_SIZE"]), 0)
+    status, err = run(q, 0, pc, [cmd(DMA_READ, a=0x700, b=peer, length=8)])
+    check(status == FAULT and err == E_WINDOW, "a closed window: WINDOW")
+    c = counters(q, 4)
+    check(c["WINDOW_FAULTS"] == len(cases) + 1 and
+          c["FAULTS"] == len(cases) + 1 and c["P2P_WR_COUNT"] == 2 and
+          c["HOST_WR_COUNT"] == 0 and c["P2P_RD_COUNT"] == 0,
+          f"WINDOW faults counted, no bus access made by them: {c}")
 
 
 def main():
@@ -276,6 +345,7 @@ def main():
           "ABORT stops a waiting lane")
     q.writel(r4 + HDR["XPU_REG_CTRL"], 1)
     check(all(v == 0 for v in counters(q, 4).values()), "CTRL clears counters")
+    windows(q)
     q.close()
     if failures:
         print(f"xpu_qtest: {len(failures)} FAILED")

@@ -326,7 +326,11 @@ enum rhn_db_offset {
 	X(TRIGGER_DROPPED_ADDS, trigger_dropped_adds, \
 	  "trigger counter increments dropped: a `TRIGGER` doorbell that was not one 8-byte store or named no live counter of its page's context (a stale handle, another context's), or a chained completion whose counter was gone") \
 	X(TRIGGER_FIRED, trigger_fired, \
-	  "parked triggered WQEs whose counter reached their threshold (each then ran on its QP)")
+	  "parked triggered WQEs whose counter reached their threshold (each then ran on its QP)") \
+	X(HOST_DOORBELLS, host_doorbells, \
+	  "SQ kicks (`RHN_DB_SQ`) the host CPU wrote: the doorbell write's PCIe requester is 0 (on the soft core, every SQ kick: its BAR2 window does not carry the requester)") \
+	X(PEER_DOORBELLS, peer_doorbells, \
+	  "SQ kicks (`RHN_DB_SQ`) a peer device wrote by peer-to-peer DMA: the doorbell write carries the device's PCIe requester ID (nonzero)")
 /* clang-format on */
 
 enum rhn_counter {

@@ -274,6 +274,13 @@ static const struct rhn_regmap_counter rhn_regmap_counters[] = {
 	 "counter was gone"},
 	{"trigger_fired", "parked triggered WQEs whose counter reached their "
 			  "threshold (each then ran on its QP)"},
+	{"host_doorbells",
+	 "SQ kicks (`RHN_DB_SQ`) the host CPU wrote: the doorbell write's PCIe "
+	 "requester is 0 (on the soft core, every SQ kick: its BAR2 window "
+	 "does not carry the requester)"},
+	{"peer_doorbells",
+	 "SQ kicks (`RHN_DB_SQ`) a peer device wrote by peer-to-peer DMA: the "
+	 "doorbell write carries the device's PCIe requester ID (nonzero)"},
 };
 
 #endif /* RHINET_REGMAP_DESC_H */

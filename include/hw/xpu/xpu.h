@@ -41,6 +41,11 @@
 #define XPU_REG_LANES 0x010 /* RO lanes this device runs */
 #define XPU_REG_CTRL 0x014 /* WO XPU_CTRL_* */
 #define XPU_CTRL_CLEAR_COUNTERS (1u << 0)
+/* Enforce the windows from now until reset (it cannot be turned off). */
+#define XPU_CTRL_ENFORCE (1u << 1)
+#define XPU_REG_STATUS 0x018 /* RO XPU_STATUS_* */
+#define XPU_STATUS_ENFORCING (1u << 0)
+#define XPU_REG_WINDOWS 0x01c /* RO windows of this device */
 
 /*
  * Bus counters (RO, 64-bit each), by who made the access and what it
@@ -65,9 +70,27 @@ enum xpu_counter {
 	XPU_CNT_IN_WR_COUNT,
 	XPU_CNT_CMDS, /* commands the lanes executed */
 	XPU_CNT_FAULTS, /* lanes stopped by a fault */
+	XPU_CNT_WINDOW_FAULTS, /* of them, bus accesses outside the windows */
 	XPU_CNT_NUM
 };
 #define XPU_REG_CNT(i) (XPU_REG_CNT_BASE + 8 * (i))
+
+/*
+ * Windows: the bus address ranges the lanes may reach. Window W is
+ * [BASE, BASE + SIZE) (SIZE 0: none); a lane reaches the windows whose
+ * bits are set in its WINDOWS register. While enforcing
+ * (XPU_STATUS_ENFORCING), a lane's WRITE64, DMA_READ or DMA_WRITE whose
+ * range is not inside one of its windows faults with XPU_ERR_WINDOW and
+ * reaches nothing; without enforcement every address is open. A window's
+ * registers may be written at any time: the lanes see the new range from
+ * their next command on.
+ */
+#define XPU_WINDOWS_MAX 16
+#define XPU_REG_WINDOW_BASE 0x200
+#define XPU_REG_WINDOW_STRIDE 0x10
+#define XPU_REG_WINDOW(w) (XPU_REG_WINDOW_BASE + XPU_REG_WINDOW_STRIDE * (w))
+#define XPU_WINDOW_ADDR 0x00 /* RW 64: the first bus address */
+#define XPU_WINDOW_SIZE 0x08 /* RW 64: bytes; 0 closes the window */
 
 /*
  * Lanes: lane L's registers at XPU_REG_LANE(L). Writing XPU_LANE_CTRL_START
@@ -81,6 +104,7 @@ enum xpu_counter {
 #define XPU_LANE_CTRL 0x08 /* WO XPU_LANE_CTRL_* */
 #define XPU_LANE_STATUS 0x0c /* RO enum xpu_lane_status */
 #define XPU_LANE_ERROR 0x10 /* RO enum xpu_lane_error of the last fault */
+#define XPU_LANE_WINDOWS 0x14 /* RW bit W: the lane reaches window W */
 #define XPU_LANE_EXECUTED 0x18 /* RO 64: commands run since START */
 #define XPU_LANE_CTRL_START 1u
 #define XPU_LANE_CTRL_ABORT 2u
@@ -98,6 +122,7 @@ enum xpu_lane_error {
 	XPU_ERR_RANGE = 2, /* an offset or length outside BAR2, or unaligned */
 	XPU_ERR_BUS = 3, /* a bus address reached nothing, or was refused */
 	XPU_ERR_TIMEOUT = 4, /* a POLL ran out of rounds */
+	XPU_ERR_WINDOW = 5, /* a bus address outside the lane's windows */
 };
 
 /*

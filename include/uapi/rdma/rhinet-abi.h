@@ -362,6 +362,7 @@ struct rhinet_mcast_member {
 enum rhinet_ib_objects {
 	RHINET_IB_OBJECT_MCAST_SWITCH = (1U << UVERBS_ID_NS_SHIFT),
 	RHINET_IB_OBJECT_GROUP, /* process group grants, below */
+	RHINET_IB_OBJECT_DOORBELL, /* the context's doorbell page, below */
 };
 
 enum rhinet_ib_mcast_switch_methods {
@@ -479,6 +480,32 @@ struct rhinet_group_grant {
 	__u32 members; /* contexts in the group on this node */
 	__u32 granted_by; /* real uid of the process that granted it */
 	__u32 expires_in; /* seconds of lifetime left (0: none, or over) */
+};
+
+/* ---- the doorbell page for a peer device (ioctl method) ---------------- */
+
+/*
+ * A process hands its own doorbell page (the context's, nobody else's) to
+ * another device as a dma-buf, so that the device rings the NIC by itself
+ * (device-initiated posting: Documentation/driver/uapi.md, "The doorbell
+ * page for a peer device"). A driver method of the driver object
+ * RHINET_IB_OBJECT_DOORBELL, no object handle; the context is the
+ * caller's. The dma-buf covers the one page; its importer must take
+ * peer-to-peer memory and must be revocable (a dynamic importer, with
+ * move_notify), else attaching is EOPNOTSUPP: when the context goes, the
+ * driver revokes every dma-buf of its page before the page can be another
+ * context's, and mapping it again is ENODEV. Its size (lseek SEEK_END) is
+ * the doorbell page's, RHN_DB_PAGE_SIZE. Errors: EOPNOTSUPP (a kernel
+ * without CONFIG_PCI_P2PDMA), EINVAL (unknown flags), EMFILE/ENFILE.
+ */
+enum rhinet_ib_doorbell_methods {
+	RHINET_IB_METHOD_EXPORT_DOORBELL = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum rhinet_ib_export_doorbell_attrs {
+	/* u32, optional: O_CLOEXEC, else 0 */
+	RHINET_IB_ATTR_EXPORT_DOORBELL_FLAGS = (1U << UVERBS_ID_NS_SHIFT),
+	RHINET_IB_ATTR_EXPORT_DOORBELL_FD, /* s32, out: the dma-buf */
 };
 
 #endif /* RHINET_ABI_USER_H */

@@ -6,6 +6,10 @@
  *
  * mmap of /dev/xpuN at offset 0 maps the device's memory (BAR2); a lane
  * program is written there and run with XPU_IOC_LANE_RUN.
+ *
+ * Lanes and windows belong to the open file that claimed them, until it is
+ * closed. The device enforces the windows: a lane reaches by DMA only the
+ * bus ranges its file imported for it (XPU_IOC_IMPORT_DMABUF).
  * Reserved fields and unknown flags must be zero, else EINVAL.
  */
 #ifndef XPU_ABI_USER_H
@@ -43,7 +47,11 @@ struct xpu_export {
 /* wait until the lane stops, up to timeout_ms; then abort it, ETIMEDOUT */
 #define XPU_RUN_WAIT (1u << 0)
 
-/* Runs lane `lane` from pc (an offset in the device's memory). */
+/*
+ * Runs lane `lane` from pc (an offset in the device's memory). The lane
+ * must be the file's (XPU_IOC_LANE_CLAIM); a free lane is claimed here.
+ * EBUSY: another file's lane, or running.
+ */
 struct xpu_lane_run {
 	__u32 lane;
 	__u32 flags; /* XPU_RUN_* */
@@ -61,11 +69,41 @@ struct xpu_counters {
 	__u64 count[XPU_COUNTERS_MAX]; /* out; past the device's last: 0 */
 };
 
+/*
+ * Another device's memory for the lanes: the dma-buf fd is attached and
+ * mapped for the xpu (as a revocable peer-to-peer importer), a window of
+ * the device is set to the mapping, and the lanes in `lanes` (claimed
+ * here, EBUSY if another file's) may reach it from now on. The mapping
+ * must be one contiguous bus range. The window is the file's until it is
+ * closed; if the exporter revokes the dma-buf (its owner went away), the
+ * window closes and the lanes fault WINDOW there. Errors: EBADF, EINVAL
+ * (reserved fields, no lanes, a lane past the device's, a mapping that is
+ * not contiguous), ENOSPC (every window taken), the exporter's errno
+ * (EOPNOTSUPP, EREMOTEIO, ENODEV for a revoked dma-buf).
+ */
+struct xpu_import {
+	__s32 fd; /* the dma-buf */
+	__u32 lanes; /* bit L: lane L reaches it */
+	__u64 rsvd; /* 0 */
+	__u64 bus_addr; /* out: the bus address a lane uses */
+	__u64 size; /* out: bytes */
+	__u32 window; /* out: the window's number */
+	__u32 rsvd2; /* 0 */
+};
+
+/* Claims the lanes in the mask for this file; EBUSY if one is another's. */
+struct xpu_lane_claim {
+	__u32 lanes;
+	__u32 rsvd; /* 0 */
+};
+
 #define XPU_IOC_MAGIC 'X'
 #define XPU_IOC_INFO _IOR(XPU_IOC_MAGIC, 0, struct xpu_info)
 #define XPU_IOC_EXPORT_DMABUF _IOWR(XPU_IOC_MAGIC, 1, struct xpu_export)
 #define XPU_IOC_LANE_RUN _IOWR(XPU_IOC_MAGIC, 2, struct xpu_lane_run)
 #define XPU_IOC_COUNTERS _IOR(XPU_IOC_MAGIC, 3, struct xpu_counters)
 #define XPU_IOC_CLEAR_COUNTERS _IO(XPU_IOC_MAGIC, 4)
+#define XPU_IOC_IMPORT_DMABUF _IOWR(XPU_IOC_MAGIC, 5, struct xpu_import)
+#define XPU_IOC_LANE_CLAIM _IOW(XPU_IOC_MAGIC, 6, struct xpu_lane_claim)
 
 #endif /* XPU_ABI_USER_H */

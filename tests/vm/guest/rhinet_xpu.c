@@ -39,10 +39,10 @@
 #include <infiniband/verbs.h>
 
 #include "verbs_guest.h"
+#include "xpu_guest.h"
 #include "xpu/xpu-abi.h"
 #include "xpu/xpu.h"
 
-#define XPU_DEV "/dev/xpu0"
 #define EXP_OFF (1u << 20) /* the dma-buf: [1 MiB, 1 MiB + EXP_LEN) */
 #define EXP_LEN (256u << 10)
 #define EXP_IOVA 0x7700000000ull /* its iova, unrelated to any address */
@@ -124,35 +124,8 @@ static const char *const counter_names[XPU_CNT_NUM] = {
 	"HOST_RD_BYTES", "HOST_RD_COUNT", "HOST_WR_BYTES", "HOST_WR_COUNT",
 	"P2P_RD_BYTES",	 "P2P_RD_COUNT",  "P2P_WR_BYTES",  "P2P_WR_COUNT",
 	"IN_RD_BYTES",	 "IN_RD_COUNT",	  "IN_WR_BYTES",   "IN_WR_COUNT",
-	"CMDS",		 "FAULTS",
+	"CMDS",		 "FAULTS",	  "WINDOW_FAULTS",
 };
-
-struct xpu {
-	int fd;
-	struct xpu_info info;
-	volatile uint8_t *mem; /* the device's memory, mapped */
-};
-
-static void xpu_open(struct xpu *x)
-{
-	void *map;
-
-	x->fd = open(XPU_DEV, O_RDWR | O_CLOEXEC);
-	if (x->fd < 0)
-		die("open " XPU_DEV " (xpu.ko loaded?)");
-	if (ioctl(x->fd, XPU_IOC_INFO, &x->info))
-		die("XPU_IOC_INFO");
-	map = mmap(NULL, x->info.mem_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   x->fd, 0);
-	if (map == MAP_FAILED)
-		die("mmap of the xpu's memory");
-	x->mem = map;
-	printf("rhinet-xpu %s: %s: %" PRIu64 " MiB at bus %#" PRIx64
-	       ", %u lanes, P2PDMA %s\n",
-	       role, XPU_DEV, (uint64_t)x->info.mem_size >> 20,
-	       (uint64_t)x->info.mem_bus_addr, x->info.lanes,
-	       x->info.flags & XPU_INFO_P2PDMA ? "yes" : "no");
-}
 
 static int xpu_export_range(struct xpu *x, uint64_t off, uint64_t len)
 {

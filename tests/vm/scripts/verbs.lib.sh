@@ -163,6 +163,19 @@ run_pair() {
 	return 1
 }
 
+# The xpu (the accelerator stand-in): xpu.ko loaded, /dev/xpu0 there, and
+# XPU_EXPECT exported as what the kernel must do with its dma-bufs: p2p
+# under the debug kernel (CONFIG_PCI_P2PDMA), none under Debian's.
+xpu_load() {
+	insmod /opt/rhinet/modules/xpu.ko || fail "insmod xpu.ko"
+	[ -c /dev/xpu0 ] || fail "no /dev/xpu0"
+	case $(uname -r) in
+	*-rhinet-debug) XPU_EXPECT=p2p ;;
+	*) XPU_EXPECT=none ;;
+	esac
+	export XPU_EXPECT
+}
+
 # The kernel must not have complained during the run.
 verbs_check_dmesg() {
 	if dmesg | grep -v "module verification failed" | grep -E "BUG:|WARNING:|Oops"; then

@@ -21,20 +21,14 @@ LIB_NAME=xpu
 
 verbs_setup
 verbs_device rhinet0
-insmod /opt/rhinet/modules/xpu.ko || fail "insmod xpu.ko"
-[ -c /dev/xpu0 ] || fail "no /dev/xpu0"
-case $(uname -r) in
-*-rhinet-debug)
-	export XPU_EXPECT=p2p
+xpu_load
+if [ "$XPU_EXPECT" = p2p ]; then
 	dmesg | grep -q "xpu0: .*memory published for P2PDMA" ||
 		fail "xpu.ko did not publish its memory"
-	;;
-*)
-	export XPU_EXPECT=none
+else
 	n=$(dmesg | grep -c "kernel without CONFIG_PCI_P2PDMA")
 	[ "$n" = 1 ] || fail "xpu.ko said $n times that P2PDMA is missing"
-	;;
-esac
+fi
 
 if [ "$NODE" = 0 ] && [ "$XPU_EXPECT" = p2p ]; then
 	XPU_EXPECT=unreachable /opt/rhinet/bin/rhinet-xpu -d rhinet0 ||

@@ -298,8 +298,11 @@ class Engine {
 
   // Doorbell BAR access: page = context, offset within the page. Any thread,
   // but writes to one page must not race each other (one process per page).
+  // requester: the write's PCIe requester ID as the card's PCIe shell saw
+  // it, 0 for the host CPU, a device's otherwise (a peer-to-peer write);
+  // SQ kicks are counted by it (HOST_DOORBELLS, PEER_DOORBELLS).
   void doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
-                      unsigned size);
+                      unsigned size, uint16_t requester = 0);
 
   // Doorbells were lost before they reached the engine (a card's doorbell
   // FIFO overflowed): the engine looks at every queue, as after its own

@@ -74,6 +74,10 @@ void rhn_fw_reg_write(struct rhn_fw_engine *engine, uint32_t offset,
                       uint64_t value, unsigned int size);
 void rhn_fw_doorbell_write(struct rhn_fw_engine *engine, uint32_t page,
                            uint32_t offset, uint64_t value, unsigned int size);
+/* The same, written by @requester (its PCIe requester ID; 0: the host). */
+void rhn_fw_doorbell_write_from(struct rhn_fw_engine *engine, uint32_t page,
+                                uint32_t offset, uint64_t value,
+                                unsigned int size, uint16_t requester);
 bool rhn_fw_frame_arrived(struct rhn_fw_engine *engine, const uint8_t *frame,
                           size_t len);
 bool rhn_fw_poll(struct rhn_fw_engine *engine);

@@ -178,10 +178,10 @@ struct ibv_qp *rhinetdv_create_qp(struct ibv_context *context,
 				  struct ibv_qp_init_attr_ex *attr,
 				  const struct rhinetdv_qp_init_attr *dv_attr,
 				  size_t inlen);
-struct ibv_cq_ex *rhinetdv_create_cq(struct ibv_context *context,
-				     struct ibv_cq_init_attr_ex *attr,
-				     const struct rhinetdv_cq_init_attr *dv_attr,
-				     size_t inlen);
+struct ibv_cq_ex *
+rhinetdv_create_cq(struct ibv_context *context,
+		   struct ibv_cq_init_attr_ex *attr,
+		   const struct rhinetdv_cq_init_attr *dv_attr, size_t inlen);
 /*
  * Bytes the buffer of a QP or CQ created with @attr needs (the same rules
  * as the create calls); 0, or EINVAL/EOPNOTSUPP as they would fail.
@@ -190,6 +190,30 @@ int rhinetdv_qp_buf_len(struct ibv_context *context,
 			const struct ibv_qp_init_attr_ex *attr, size_t *length);
 int rhinetdv_cq_buf_len(struct ibv_context *context, uint32_t cqe,
 			size_t *length);
+
+/* ---- the doorbell page for a peer device -------------------------------- */
+
+enum rhinetdv_export_doorbell_flags {
+	RHINETDV_EXPORT_DOORBELL_CLOEXEC = 1 << 0, /* the fd is O_CLOEXEC */
+};
+
+struct rhinetdv_export_doorbell_attr {
+	uint64_t comp_mask; /* 0: no optional field yet */
+	uint32_t flags; /* enum rhinetdv_export_doorbell_flags */
+	uint32_t reserved; /* 0 */
+};
+
+/*
+ * The context's own doorbell page as a dma-buf, for another device's
+ * driver to import, so that the device rings the NIC itself (1.13). attr
+ * may be NULL (inlen 0). Returns the dma-buf's fd, or -1 with errno:
+ * EINVAL (unknown bits), EOPNOTSUPP (not a rhinet context, or a kernel
+ * without CONFIG_PCI_P2PDMA), EMFILE. The dma-buf is revoked when the
+ * context is closed.
+ */
+int rhinetdv_export_doorbell(struct ibv_context *context,
+			     const struct rhinetdv_export_doorbell_attr *attr,
+			     size_t inlen);
 
 /* ---- endpoint ----------------------------------------------------------- */
 
@@ -322,8 +346,7 @@ struct ibv_mr *rhinetdv_reg_area_ex(struct ibv_pd *pd, void *addr,
 				    size_t inlen);
 
 /* The groups the process is a member of (up to n); returns how many. */
-int rhinetdv_query_groups(struct ibv_context *context, uint16_t *groups,
-			  int n);
+int rhinetdv_query_groups(struct ibv_context *context, uint16_t *groups, int n);
 
 /*
  * Twin memory: on-board NIC memory (as RHiNET's SDRAM) that keeps the

@@ -1,0 +1,605 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Device mode: the xpu posts RDMA WRITEs on the NIC by itself. The server
+ * (the device's side) creates an RC QP whose send ring, doorbell record and
+ * CQ lie in a dma-buf of its xpu's memory (rhinetdv_create_qp/cq), a source
+ * MR in that memory (ibv_reg_dmabuf_mr), exports its context's doorbell
+ * page (rhinetdv_export_doorbell) and imports it into the xpu for lane 0
+ * (XPU_IOC_IMPORT_DMABUF). A lane program then copies WQEs, built here
+ * from the contract's headers (hw_wqe.h), into the send ring's slots,
+ * stores the record's producer index, writes the doorbell (one 8-byte
+ * peer-to-peer write per batch) and polls the last CQE's owner bit in its
+ * own memory; twice. The client, on the other node, registered the target
+ * in host memory and checks the bytes. The xpu's counters: no host RAM
+ * touched, one peer-to-peer write per doorbell.
+ *
+ * Then the protection: a write to a doorbell page the lane was not given
+ * faults WINDOW and the NIC sees nothing; another process can neither run,
+ * claim nor import for the first one's lanes (EBUSY); a second context's
+ * doorbell page imported for lane 1 is revoked when that context is
+ * closed: the lane's next write faults WINDOW (also once a new context may
+ * hold the page), and the revoked dma-buf maps nothing (ENODEV).
+ *
+ * XPU_EXPECT=none (a kernel without CONFIG_PCI_P2PDMA): both exports are
+ * refused with EOPNOTSUPP, which the server checks; both sides stop there.
+ *
+ *   rhinet-xpu-dev [-d DEVICE] [-g GID_INDEX] [-p PORT] [SERVER]
+ *
+ * Exits 0 only if every check passed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <infiniband/rhinetdv.h>
+#include <infiniband/verbs.h>
+#include <rhinet/hw_regs.h>
+#include <rhinet/hw_wqe.h>
+
+#include "verbs_guest.h"
+#include "xpu_guest.h"
+#include "xpu/xpu-abi.h"
+#include "xpu/xpu.h"
+
+#define PROG_OFF 0x1000u /* lane 0's program; lane 1's at PROG1_OFF */
+#define PROG1_OFF 0x3000u
+#define STAGE_OFF 0x8000u /* the WQEs as built here, before the lane */
+#define EXP_OFF (1u << 20) /* the dma-buf: [1 MiB, 1 MiB + EXP_LEN) */
+#define EXP_LEN (256u << 10)
+/* In the dma-buf */
+#define CQ_OFF 0u
+#define QP_OFF (64u << 10)
+#define SRC_OFF (128u << 10) /* the source MR: [SRC_OFF, SRC_OFF + SRC_LEN) */
+#define SRC_LEN (64u << 10)
+#define SRC_IOVA 0x5500000000ull
+#define NWQE 8u /* WRITEs, in NBATCH batches, a doorbell each */
+#define NBATCH 2u
+#define WLEN 1000u /* bytes per WRITE */
+#define SQ_WRS 64u /* max_send_wr: 64 one-slot WQEs, a 64-slot ring */
+#define RQ_WRS 2u
+#define HOST_SIZE (64u << 10)
+#define POLL_ROUNDS 200000u /* 2 s of the guest's clock */
+
+struct wire {
+	uint32_t qpn;
+	uint32_t rkey;
+	uint64_t addr;
+	uint8_t gid[16];
+	uint32_t ok; /* the server set up device mode */
+	uint32_t pad;
+};
+
+static void put_cmd(struct xpu *x, uint32_t pc, uint8_t op, uint8_t flags,
+		    uint32_t len, uint64_t a, uint64_t b, uint64_t imm)
+{
+	struct xpu_cmd c = {.op = op,
+			    .flags = flags,
+			    .len = len,
+			    .a = a,
+			    .b = b,
+			    .imm = imm};
+
+	memcpy((void *)(x->mem + pc), &c, sizeof(c));
+}
+
+/* Runs @lane from @pc and waits; the lane's status, error in *err. */
+static uint32_t lane_run(struct xpu *x, uint32_t lane, uint32_t pc,
+			 uint32_t *err)
+{
+	struct xpu_lane_run run = {.lane = lane,
+				   .pc = pc,
+				   .flags = XPU_RUN_WAIT,
+				   .timeout_ms = 20000};
+
+	if (ioctl(x->fd, XPU_IOC_LANE_RUN, &run)) {
+		check(false, "XPU_IOC_LANE_RUN lane %u: %s", lane,
+		      strerror(errno));
+		return XPU_LANE_IDLE;
+	}
+	*err = run.error;
+	return run.status;
+}
+
+/* Imports dma-buf @fd for @lanes; 0 and *imp, or errno. */
+static int xpu_import(int xfd, int fd, uint32_t lanes, struct xpu_import *imp)
+{
+	*imp = (struct xpu_import){.fd = fd, .lanes = lanes};
+	return ioctl(xfd, XPU_IOC_IMPORT_DMABUF, imp) ? errno : 0;
+}
+
+static uint64_t hw_counter(const char *dev, const char *name)
+{
+	char path[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	usleep(20000); /* the driver caches the counters for 10 ms */
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%llu", &v) != 1)
+		check(false, "cannot read %s", path);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Frames rhinet.ko's eth0 sent: each rings the kernel's SQ doorbell once. */
+static uint64_t eth0_tx(void)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen("/sys/class/net/eth0/statistics/tx_packets", "r");
+
+	if (!f || fscanf(f, "%llu", &v) != 1)
+		check(false, "cannot read eth0's tx_packets");
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* ---- the server: the device posts ---------------------------------------- */
+
+struct dev_side {
+	struct ibv_context *ctx;
+	const char *dev;
+	struct xpu x;
+	int buf_fd; /* the dma-buf of the queues and the source */
+	int db_fd; /* the context's doorbell page */
+	struct xpu_import db; /* ... as lane 0 reaches it */
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *src;
+	size_t sq_rec_off; /* the SQ record, in the QP's buffer */
+};
+
+static struct rhinetdv_queue_buf qbuf(struct dev_side *d, uint64_t off,
+				      size_t len)
+{
+	return (struct rhinetdv_queue_buf){
+		.dmabuf_fd = d->buf_fd,
+		.offset = off,
+		.length = len,
+		.addr = (void *)(d->x.mem + EXP_OFF + off)};
+}
+
+/* The CQ and the QP in the dma-buf, the source MR; false if refused. */
+static bool make_queues(struct dev_side *d)
+{
+	struct ibv_cq_init_attr_ex ca = {.cqe = 32};
+	struct ibv_qp_init_attr_ex qa = {
+		.cap = {.max_send_wr = SQ_WRS,
+			.max_recv_wr = RQ_WRS,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+	};
+	struct rhinetdv_cq_init_attr cdv = {.comp_mask =
+						    RHINETDV_CQ_INIT_ATTR_BUF};
+	struct rhinetdv_qp_init_attr qdv = {.comp_mask =
+						    RHINETDV_QP_INIT_ATTR_BUF};
+	size_t cq_len, qp_len, want;
+	struct ibv_cq_ex *cq;
+
+	d->pd = ibv_alloc_pd(d->ctx);
+	if (!d->pd)
+		die("ibv_alloc_pd");
+	qa.pd = d->pd;
+	/*
+	 * The QP's buffer as queues.md lays it out: the send ring (one
+	 * 64-byte slot per WQE here), the receive ring, the SQ record, the
+	 * RQ record.
+	 */
+	d->sq_rec_off = (size_t)RHN_SQ_SLOT_SIZE * SQ_WRS +
+			(size_t)RHN_RQ_WQE_SIZE * RQ_WRS;
+	want = d->sq_rec_off + 2 * sizeof(struct rhn_queue_record);
+	check(!rhinetdv_cq_buf_len(d->ctx, ca.cqe, &cq_len) &&
+		      !rhinetdv_qp_buf_len(d->ctx, &qa, &qp_len) &&
+		      qp_len == want && cq_len <= QP_OFF,
+	      "queue buffers: QP %zu bytes (want %zu), CQ %zu", qp_len, want,
+	      cq_len);
+	cdv.buf = qbuf(d, CQ_OFF, cq_len);
+	cq = rhinetdv_create_cq(d->ctx, &ca, &cdv, sizeof(cdv));
+	check(cq, "CQ in the xpu's memory: %s", strerror(errno));
+	if (!cq)
+		return false;
+	d->cq = ibv_cq_ex_to_cq(cq);
+	qa.send_cq = qa.recv_cq = d->cq;
+	qdv.buf = qbuf(d, QP_OFF, qp_len);
+	d->qp = rhinetdv_create_qp(d->ctx, &qa, &qdv, sizeof(qdv));
+	check(d->qp, "QP in the xpu's memory: %s", strerror(errno));
+	d->src = ibv_reg_dmabuf_mr(d->pd, SRC_OFF, SRC_LEN, SRC_IOVA, d->buf_fd,
+				   IBV_ACCESS_LOCAL_WRITE);
+	check(d->src, "source MR in the xpu's memory: %s", strerror(errno));
+	return d->qp && d->src;
+}
+
+/*
+ * Lane 0's program: per batch, COPY each WQE into its slot, STORE the
+ * producer index, WRITE64 the SQ doorbell, POLL the batch's last CQE
+ * until the NIC has written it (owner bit of the first lap: 1).
+ */
+static void build_program(struct dev_side *d, uint32_t rkey, uint64_t raddr)
+{
+	uint64_t ring = EXP_OFF + QP_OFF, cqes = EXP_OFF + CQ_OFF;
+	uint32_t pc = PROG_OFF, per = NWQE / NBATCH;
+	uint8_t wqe[RHN_SQ_SLOT_SIZE * RHN_WQE_MAX_SLOTS];
+
+	for (uint32_t i = 0; i < NWQE; i++) {
+		struct rhn_send_wqe *w;
+		uint32_t slots;
+
+		memset(wqe, 0, sizeof(wqe));
+		w = rhn_wqe_start(wqe, RHN_OP_WRITE, RHN_WQE_F_SIGNALED, i);
+		w->remote_key = rkey;
+		w->remote_addr = raddr + (uint64_t)i * WLEN;
+		rhn_wqe_put_sge(wqe, 0, SRC_IOVA + (uint64_t)i * WLEN, WLEN,
+				d->src->lkey);
+		slots = rhn_wqe_finish(wqe, rhn_wqe_set_sges(wqe, 1), NULL);
+		check(slots == 1, "WQE %u: %u slots", i, slots);
+		memcpy((void *)(d->x.mem + STAGE_OFF + i * RHN_SQ_SLOT_SIZE),
+		       wqe, RHN_SQ_SLOT_SIZE);
+	}
+	for (uint32_t b = 0; b < NBATCH; b++) {
+		uint32_t last = (b + 1) * per - 1;
+
+		for (uint32_t i = b * per; i <= last; i++) {
+			put_cmd(&d->x, pc, XPU_OP_COPY, 0, RHN_SQ_SLOT_SIZE,
+				ring + i * RHN_SQ_SLOT_SIZE,
+				STAGE_OFF + i * RHN_SQ_SLOT_SIZE, 0);
+			pc += XPU_CMD_SIZE;
+		}
+		/* producer_index = last + 1; nic_consumer stays 0 */
+		put_cmd(&d->x, pc, XPU_OP_STORE, 0, 0, ring + d->sq_rec_off, 0,
+			last + 1);
+		pc += XPU_CMD_SIZE;
+		put_cmd(&d->x, pc, XPU_OP_WRITE64, 0, 0, 0,
+			d->db.bus_addr + RHN_DB_SQ, d->qp->qp_num);
+		pc += XPU_CMD_SIZE;
+		/* bytes 24..31 of the CQE: the owner bit is bit 63 */
+		put_cmd(&d->x, pc, XPU_OP_POLL, XPU_POLL_GE, POLL_ROUNDS,
+			cqes + (uint64_t)last * RHN_CQE_SIZE + 24, 0,
+			1ull << 63);
+		pc += XPU_CMD_SIZE;
+	}
+	put_cmd(&d->x, pc, XPU_OP_STOP, 0, 0, 0, 0, 0);
+}
+
+static void device_posts(struct dev_side *d)
+{
+	const volatile struct rhn_cqe *cqe =
+		(const volatile struct rhn_cqe *)(d->x.mem + EXP_OFF + CQ_OFF);
+	uint64_t tx0 = eth0_tx();
+	uint64_t bad0 = hw_counter(d->dev, "bad_doorbells");
+	uint64_t host0 = hw_counter(d->dev, "host_doorbells");
+	uint64_t peer0 = hw_counter(d->dev, "peer_doorbells");
+	uint64_t host1, peer1, tx1;
+	struct xpu_counters c;
+	uint32_t st, err = 0;
+
+	if (ioctl(d->x.fd, XPU_IOC_CLEAR_COUNTERS))
+		die("XPU_IOC_CLEAR_COUNTERS");
+	st = lane_run(&d->x, 0, PROG_OFF, &err);
+	host1 = hw_counter(d->dev, "host_doorbells");
+	peer1 = hw_counter(d->dev, "peer_doorbells");
+	tx1 = eth0_tx(); /* eth0's frames from before host0 to after host1 */
+	check(st == XPU_LANE_DONE,
+	      "the lane posted and saw its CQEs: status "
+	      "%u, error %u",
+	      st, err);
+	for (uint32_t i = 0; i < NWQE; i++)
+		check(cqe[i].status == RHN_CQE_SUCCESS &&
+			      cqe[i].opcode == RHN_CQE_OP_WRITE &&
+			      cqe[i].qpn == d->qp->qp_num &&
+			      cqe[i].wqe_index == i &&
+			      (cqe[i].flags & RHN_CQE_F_SQ) &&
+			      (cqe[i].flags & RHN_CQE_F_OWNER),
+		      "CQE %u: status %u opcode %u qpn %u index %u flags %#x",
+		      i, cqe[i].status, cqe[i].opcode, cqe[i].qpn,
+		      cqe[i].wqe_index, cqe[i].flags);
+	check(!(cqe[NWQE].flags & RHN_CQE_F_OWNER), "no CQE past the last");
+	if (ioctl(d->x.fd, XPU_IOC_COUNTERS, &c))
+		die("XPU_IOC_COUNTERS");
+	printf("rhinet-xpu-dev server: xpu: host rd %" PRIu64 " wr %" PRIu64
+	       ", p2p wr %" PRIu64 " (%" PRIu64 " B), in rd %" PRIu64
+	       " wr %" PRIu64 ", cmds %" PRIu64 "\n",
+	       (uint64_t)c.count[XPU_CNT_HOST_RD_COUNT],
+	       (uint64_t)c.count[XPU_CNT_HOST_WR_COUNT],
+	       (uint64_t)c.count[XPU_CNT_P2P_WR_COUNT],
+	       (uint64_t)c.count[XPU_CNT_P2P_WR_BYTES],
+	       (uint64_t)c.count[XPU_CNT_IN_RD_COUNT],
+	       (uint64_t)c.count[XPU_CNT_IN_WR_COUNT],
+	       (uint64_t)c.count[XPU_CNT_CMDS]);
+	check(c.count[XPU_CNT_HOST_RD_COUNT] == 0 &&
+		      c.count[XPU_CNT_HOST_WR_COUNT] == 0,
+	      "the xpu touched no host RAM");
+	check(c.count[XPU_CNT_P2P_WR_COUNT] == NBATCH &&
+		      c.count[XPU_CNT_P2P_WR_BYTES] == 8 * NBATCH &&
+		      c.count[XPU_CNT_P2P_RD_COUNT] == 0,
+	      "one 8-byte peer-to-peer write per doorbell: %" PRIu64,
+	      (uint64_t)c.count[XPU_CNT_P2P_WR_COUNT]);
+	check(c.count[XPU_CNT_IN_RD_BYTES] >= NWQE * (RHN_SQ_SLOT_SIZE + WLEN),
+	      "the NIC read the WQEs and the data from the xpu: %" PRIu64 " B",
+	      (uint64_t)c.count[XPU_CNT_IN_RD_BYTES]);
+	check(c.count[XPU_CNT_IN_WR_COUNT] >= NWQE,
+	      "the NIC wrote the CQEs into the xpu: %" PRIu64,
+	      (uint64_t)c.count[XPU_CNT_IN_WR_COUNT]);
+	check(c.count[XPU_CNT_FAULTS] == 0, "no fault");
+	check(hw_counter(d->dev, "bad_doorbells") == bad0,
+	      "the NIC took every doorbell");
+	printf("rhinet-xpu-dev server: NIC: SQ doorbells from the host %" PRIu64
+	       " (eth0 frames sent %" PRIu64 "), from a peer %" PRIu64
+	       " during the lane's run\n",
+	       host1 - host0, tx1 - tx0, peer1 - peer0);
+	/*
+	 * The host's count may move only by the kernel's own eth0 (the side
+	 * channel's TCP runs over it): nothing of the lane's.
+	 */
+	check(peer1 - peer0 == NBATCH && host1 - host0 <= tx1 - tx0,
+	      "the NIC counted the xpu's doorbells as a peer's, none as the "
+	      "host's");
+}
+
+/* A doorbell page the lane was not given: WINDOW, and the NIC saw nothing. */
+static void foreign_page(struct dev_side *d)
+{
+	uint64_t bad0 = hw_counter(d->dev, "bad_doorbells");
+	uint32_t st, err = 0;
+
+	put_cmd(&d->x, PROG_OFF, XPU_OP_WRITE64, 0, 0, 0,
+		d->db.bus_addr + RHN_DB_PAGE_SIZE + RHN_DB_SQ, 0xffffff);
+	put_cmd(&d->x, PROG_OFF + XPU_CMD_SIZE, XPU_OP_STOP, 0, 0, 0, 0, 0);
+	st = lane_run(&d->x, 0, PROG_OFF, &err);
+	check(st == XPU_LANE_FAULT && err == XPU_ERR_WINDOW,
+	      "a write to the next doorbell page: status %u, error %u", st,
+	      err);
+	check(hw_counter(d->dev, "bad_doorbells") == bad0,
+	      "the NIC saw no doorbell");
+}
+
+/* Another process: lane 0 and the doorbell are not its to use. */
+static void other_process(struct dev_side *d)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		struct xpu_lane_claim claim = {.lanes = 1};
+		struct xpu_lane_run run = {.lane = 0, .pc = PROG_OFF};
+		struct xpu_import imp;
+		int fd = open(XPU_DEV, O_RDWR | O_CLOEXEC), r;
+
+		role = "other process";
+		if (fd < 0)
+			die("open " XPU_DEV);
+		r = ioctl(fd, XPU_IOC_LANE_RUN, &run) ? errno : 0;
+		check(r == EBUSY, "running another's lane: %s", strerror(r));
+		r = ioctl(fd, XPU_IOC_LANE_CLAIM, &claim) ? errno : 0;
+		check(r == EBUSY, "claiming another's lane: %s", strerror(r));
+		r = xpu_import(fd, d->db_fd, 1, &imp);
+		check(r == EBUSY, "importing for another's lane: %s",
+		      strerror(r));
+		close(fd);
+		_exit(failures ? 1 : 0);
+	}
+	check(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		      !WEXITSTATUS(status),
+	      "another process is refused the lane (EBUSY)");
+}
+
+/*
+ * A second context's doorbell page for lane 1: reached while the context
+ * lives, revoked when it is closed, never reached after (a third context
+ * may hold the page then), and the revoked dma-buf maps nothing.
+ */
+static void revoked(struct dev_side *d)
+{
+	struct ibv_context *ctx2 = open_device(d->dev), *ctx3;
+	struct xpu_import imp, again;
+	uint32_t st, err = 0;
+	int fd2, fd3, r;
+
+	fd2 = rhinetdv_export_doorbell(ctx2, NULL, 0);
+	check(fd2 >= 0, "second context's doorbell: %s", strerror(errno));
+	if (fd2 < 0)
+		return;
+	check(lseek(fd2, 0, SEEK_END) == RHN_DB_PAGE_SIZE,
+	      "the dma-buf is one doorbell page");
+	r = xpu_import(d->x.fd, fd2, 2, &imp);
+	check(!r && imp.bus_addr != d->db.bus_addr &&
+		      imp.size == RHN_DB_PAGE_SIZE &&
+		      imp.window != d->db.window,
+	      "imported for lane 1: %s, bus %#" PRIx64 " window %u",
+	      strerror(r), (uint64_t)imp.bus_addr, imp.window);
+	/* A kick naming no queue of the context: harmless, and counted. */
+	put_cmd(&d->x, PROG1_OFF, XPU_OP_WRITE64, 0, 0, 0,
+		imp.bus_addr + RHN_DB_SQ, 0xffffff);
+	put_cmd(&d->x, PROG1_OFF + XPU_CMD_SIZE, XPU_OP_STOP, 0, 0, 0, 0, 0);
+	st = lane_run(&d->x, 1, PROG1_OFF, &err);
+	check(st == XPU_LANE_DONE, "lane 1 reaches the live page: %u, %u", st,
+	      err);
+	check(!ibv_close_device(ctx2), "second context closed");
+	st = lane_run(&d->x, 1, PROG1_OFF, &err);
+	check(st == XPU_LANE_FAULT && err == XPU_ERR_WINDOW,
+	      "after the context: the lane's write faults WINDOW (%u, %u)", st,
+	      err);
+	ctx3 = open_device(d->dev);
+	fd3 = rhinetdv_export_doorbell(ctx3, NULL, 0);
+	check(fd3 >= 0, "a third context's doorbell: %s", strerror(errno));
+	st = lane_run(&d->x, 1, PROG1_OFF, &err);
+	check(st == XPU_LANE_FAULT && err == XPU_ERR_WINDOW,
+	      "with a new context about: still WINDOW (%u, %u)", st, err);
+	r = xpu_import(d->x.fd, fd2, 2, &again);
+	check(r == ENODEV, "the revoked dma-buf imported again: %s",
+	      strerror(r));
+	if (fd3 >= 0)
+		close(fd3);
+	close(fd2);
+	ibv_close_device(ctx3);
+}
+
+static void server(int sock, struct ibv_context *ctx, const char *dev,
+		   int gid_index, bool expect_p2p)
+{
+	struct xpu_export e = {.offset = EXP_OFF,
+			       .length = EXP_LEN,
+			       .flags = O_CLOEXEC | O_RDWR};
+	struct dev_side d = {.ctx = ctx, .dev = dev, .buf_fd = -1};
+	struct wire me = {0}, peer;
+	int r;
+
+	struct rhinetdv_export_doorbell_attr da = {
+		.flags = RHINETDV_EXPORT_DOORBELL_CLOEXEC};
+
+	xpu_open(&d.x);
+	d.db_fd = rhinetdv_export_doorbell(ctx, &da, sizeof(da));
+	if (!expect_p2p) {
+		check(d.db_fd < 0 && errno == EOPNOTSUPP,
+		      "doorbell export without P2PDMA: %s", strerror(errno));
+		check(ioctl(d.x.fd, XPU_IOC_EXPORT_DMABUF, &e) &&
+			      errno == EOPNOTSUPP,
+		      "xpu export without P2PDMA: %s", strerror(errno));
+		goto talk;
+	}
+	check(d.db_fd >= 0, "doorbell export: %s", strerror(errno));
+	r = ioctl(d.x.fd, XPU_IOC_EXPORT_DMABUF, &e) ? errno : 0;
+	check(!r, "xpu export: %s", strerror(r));
+	if (d.db_fd < 0 || r)
+		goto talk;
+	d.buf_fd = e.fd;
+	memset((void *)(d.x.mem + EXP_OFF), 0, EXP_LEN);
+	pattern_fill(d.x.mem + EXP_OFF + SRC_OFF, NWQE * WLEN, 7);
+	{
+		/* The NIC may not take its own doorbell page as memory. */
+		struct ibv_pd *pd = ibv_alloc_pd(ctx);
+		struct ibv_mr *mr =
+			pd ? ibv_reg_dmabuf_mr(pd, 0, RHN_DB_PAGE_SIZE, 0x1000,
+					       d.db_fd, IBV_ACCESS_LOCAL_WRITE)
+			   : NULL;
+
+		check(!mr && errno == EOPNOTSUPP,
+		      "the doorbell's dma-buf as an MR: %s",
+		      mr ? "registered" : strerror(errno));
+		if (mr)
+			ibv_dereg_mr(mr);
+		if (pd)
+			ibv_dealloc_pd(pd);
+	}
+	r = xpu_import(d.x.fd, d.db_fd, 1, &d.db);
+	check(!r && d.db.size == RHN_DB_PAGE_SIZE,
+	      "doorbell imported for lane 0: %s, bus %#" PRIx64 ", window %u",
+	      strerror(r), (uint64_t)d.db.bus_addr, d.db.window);
+	if (r || !make_queues(&d))
+		goto talk;
+	me.ok = 1;
+	me.qpn = d.qp->qp_num;
+talk:
+	local_gid(ctx, gid_index, me.gid);
+	xfer(sock, &me, &peer, sizeof(me));
+	if (!me.ok)
+		return;
+	rc_connect(d.qp, "QP", peer.qpn, peer.gid, gid_index, 4);
+	sync_peer(sock); /* both connected */
+	build_program(&d, peer.rkey, peer.addr);
+	device_posts(&d);
+	sync_peer(sock); /* the client checks the bytes */
+	sync_peer(sock);
+	foreign_page(&d);
+	other_process(&d);
+	revoked(&d);
+	ibv_destroy_qp(d.qp);
+	ibv_destroy_cq(d.cq);
+	ibv_dereg_mr(d.src);
+	ibv_dealloc_pd(d.pd);
+	close(d.buf_fd);
+	close(d.db_fd);
+	close(d.x.fd);
+}
+
+/* ---- the client: the target, in host memory ------------------------------- */
+
+static void client(int sock, struct ibv_context *ctx, int gid_index)
+{
+	struct ibv_qp_init_attr a = {
+		.cap = {.max_send_wr = 1,
+			.max_recv_wr = 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+	};
+	struct wire me = {0}, peer;
+	struct ibv_mr *mr;
+	struct ibv_pd *pd;
+	struct ibv_qp *qp;
+	uint8_t *buf;
+
+	mr = alloc_buffer(ctx, HOST_SIZE, &pd, &buf);
+	if (!mr)
+		die("host MR");
+	a.send_cq = a.recv_cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	qp = a.send_cq ? ibv_create_qp(pd, &a) : NULL;
+	if (!qp)
+		die("CQ/QP");
+	me.qpn = qp->qp_num;
+	me.rkey = mr->rkey;
+	me.addr = (uintptr_t)buf;
+	local_gid(ctx, gid_index, me.gid);
+	xfer(sock, &me, &peer, sizeof(me));
+	if (!peer.ok) {
+		printf("rhinet-xpu-dev client: the server has no device "
+		       "mode\n");
+		goto out;
+	}
+	rc_connect(qp, "QP", peer.qpn, peer.gid, gid_index, 4);
+	sync_peer(sock);
+	sync_peer(sock); /* the device posted */
+	check(pattern_differs(buf, NWQE * WLEN, 7) < 0,
+	      "the device's WRITEs arrived");
+	check(buf[NWQE * WLEN] == 0, "nothing written past them");
+	sync_peer(sock);
+out:
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(a.send_cq);
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = "rhinet0", *server_name, *expect;
+	int gid_index = 1, port = 18521, sock;
+	struct ibv_context *ctx;
+
+	program = "rhinet-xpu-dev";
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	server_name = peer_args(argc, argv, &dev, &gid_index, &port);
+	expect = getenv("XPU_EXPECT");
+	if (!expect || (strcmp(expect, "p2p") && strcmp(expect, "none"))) {
+		fprintf(stderr, "XPU_EXPECT=p2p or none\n");
+		return 2;
+	}
+	ctx = open_device(dev);
+	sock = tcp_connect(server_name, port);
+	if (server_name)
+		client(sock, ctx, gid_index);
+	else
+		server(sock, ctx, dev, gid_index, !strcmp(expect, "p2p"));
+	close(sock);
+	ibv_close_device(ctx);
+	printf("%s %s: %d checks, %d failed\n", program, role, checks,
+	       failures);
+	return failures ? 1 : 0;
+}
