@@ -44,6 +44,7 @@ declare -A LAYER=(
 	[rhinet_twin.c]=2
 	[rhinet_groups.c]=2
 	[rhinet_mcast_switch.c]=2
+	[rhinet_trigger.c]=2
 	[rhinet_queues.c]=2
 	[rhinet_kqueues.c]=2
 	[rhinet_ucontext.c]=2

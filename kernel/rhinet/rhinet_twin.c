@@ -145,6 +145,7 @@ const struct uapi_definition rhinet_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &rhinet_ib_dm_methods),
 	UAPI_DEF_CHAIN(rhinet_mcast_switch_defs),
 	UAPI_DEF_CHAIN(rhinet_groups_defs),
+	UAPI_DEF_CHAIN(rhinet_trigger_defs),
 	{},
 };
 
