@@ -71,3 +71,13 @@ apps_wait() {
 
 # The NIC's counter NAME on this node.
 counter() { cat "/sys/class/infiniband/rhinet0/ports/1/hw_counters/$1"; }
+
+# RoCE GID 0: eth0's IPv6 link-local address, there once the link is up.
+wait_link_local() {
+	i=0
+	until [ -n "$(ip -6 addr show dev eth0 scope link)" ]; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || fail "no link-local address on eth0"
+		usleep 100000
+	done
+}
