@@ -154,22 +154,9 @@ static int post_write(struct node *n, uint64_t wr_id, uint32_t slot,
 	return ibv_wr_complete(n->qx);
 }
 
-/* Completions for up to @ms milliseconds until @want came; how many. */
 static int poll_for(struct node *n, struct ibv_wc *wc, int want, int ms)
 {
-	double end = now() + ms / 1000.0;
-	int got = 0;
-
-	while (got < want && now() < end) {
-		int r = ibv_poll_cq(n->cq, want - got, wc + got);
-
-		if (r < 0)
-			die("ibv_poll_cq");
-		got += r;
-		if (!r)
-			usleep(1000);
-	}
-	return got;
+	return poll_cq_for(n->cq, wc, want, ms);
 }
 
 /* Whether the WRITE of @slot landed (its bytes are the source's). */
@@ -245,6 +232,19 @@ static void expect_wc(const struct ibv_wc *wc, uint64_t wr_id,
 	      wr_id, ibv_wc_status_str(status), vendor_err);
 }
 
+/* One completion within 2 s, as expected. */
+static void expect_one(struct node *n, uint64_t wr_id,
+		       enum ibv_wc_status status, uint32_t vendor_err,
+		       const char *what)
+{
+	struct ibv_wc wc;
+	int got = poll_for(n, &wc, 1, 2000);
+
+	check(got == 1, "%s: a completion within 2 s", what);
+	if (got == 1)
+		expect_wc(&wc, wr_id, status, vendor_err, what);
+}
+
 /* ---- the first process ---- */
 
 static void threshold_three(struct node *n)
@@ -259,10 +259,8 @@ static void threshold_three(struct node *n)
 	      err);
 	check(post_write(n, 0x102, 2, NULL, 0, NULL, NULL) == 0,
 	      "plain WRITE posted behind it");
-	got = poll_for(n, wc, 1, 2000);
-	check(got == 1, "the plain WRITE completes while the other waits");
-	if (got == 1)
-		expect_wc(&wc[0], 0x102, IBV_WC_SUCCESS, 0, "plain WRITE");
+	expect_one(n, 0x102, IBV_WC_SUCCESS, 0,
+		   "the plain WRITE completes while the other waits");
 	check(landed(n, 2), "the plain WRITE's bytes landed");
 	check(rhinetdv_trigger_add(t, 1) == 0 &&
 		      rhinetdv_trigger_add(t, 1) == 0,
@@ -272,10 +270,8 @@ static void threshold_three(struct node *n)
 	check(got == 0, "no completion at 2 of 3 (got %d)", got);
 	check(!landed(n, 1), "nothing landed at 2 of 3");
 	check(rhinetdv_trigger_add(t, 1) == 0, "third add");
-	got = poll_for(n, wc, 1, 2000);
-	check(got == 1, "the triggered WRITE completes after the third add");
-	if (got == 1)
-		expect_wc(&wc[0], 0x101, IBV_WC_SUCCESS, 0, "triggered WRITE");
+	expect_one(n, 0x101, IBV_WC_SUCCESS, 0,
+		   "the triggered WRITE completes after the third add");
 	check(landed(n, 1), "the triggered WRITE's bytes landed");
 	check(value_of(t, 3) == 3, "value 3");
 	check(rhinetdv_destroy_trigger(t) == 0, "destroy");
@@ -307,10 +303,7 @@ static void ring_wraps(struct node *n)
 	check(order, "each with its own wr_id, in order");
 	check(!landed(n, 3), "the parked WRITE did not go");
 	rhinetdv_trigger_add(t, 1);
-	got = poll_for(n, wc, 1, 2000);
-	check(got == 1, "the parked WRITE fires");
-	if (got == 1)
-		expect_wc(&wc[0], 0x201, IBV_WC_SUCCESS, 0, "fired after wrap");
+	expect_one(n, 0x201, IBV_WC_SUCCESS, 0, "the parked WRITE fires");
 	check(landed(n, 3), "its bytes landed");
 	rhinetdv_destroy_trigger(t);
 }
@@ -344,15 +337,11 @@ static void chain_of_two(struct node *n)
 static void already_reached(struct node *n)
 {
 	struct rhinetdv_trigger *t = make_trigger(n->ctx, 5);
-	struct ibv_wc wc[2];
-	int err, got;
+	int err;
 
 	check(post_write(n, 0x401, 40, t, 3, NULL, &err) == 0 && !err,
 	      "WRITE at threshold 3 on a counter at 5");
-	got = poll_for(n, wc, 1, 2000);
-	check(got == 1, "it goes at post");
-	if (got == 1)
-		expect_wc(&wc[0], 0x401, IBV_WC_SUCCESS, 0, "already reached");
+	expect_one(n, 0x401, IBV_WC_SUCCESS, 0, "it goes at post");
 	check(landed(n, 40), "its bytes landed");
 	rhinetdv_destroy_trigger(t);
 }
@@ -429,7 +418,7 @@ static int intruder(void *arg)
 	} fake;
 	struct ibv_wc wc[2];
 	struct node n;
-	int err, got;
+	int err;
 
 	setup(&n);
 	memset(&fake, 0, sizeof(fake));
@@ -444,11 +433,8 @@ static int intruder(void *arg)
 	/* The bare handle reaches the NIC, which refuses it. */
 	check(post_write(&n, 0x602, 61, &fake.pub, 1, NULL, &err) == 0 && !err,
 	      "a WRITE naming the other process's handle is posted");
-	got = poll_for(&n, wc, 1, 2000);
-	check(got == 1, "it completes at once");
-	if (got == 1)
-		expect_wc(&wc[0], 0x602, IBV_WC_GENERAL_ERR,
-			  RHINETDV_SYN_BAD_TRIGGER, "foreign handle");
+	expect_one(&n, 0x602, IBV_WC_GENERAL_ERR, RHINETDV_SYN_BAD_TRIGGER,
+		   "a foreign handle completes at once");
 	check(!landed(&n, 61), "nothing landed");
 	check(post_write(&n, 0x603, 62, NULL, 0, NULL, NULL) == 0 &&
 		      poll_for(&n, wc, 1, 2000) == 1 &&

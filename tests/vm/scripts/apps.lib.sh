@@ -81,3 +81,15 @@ wait_link_local() {
 		usleep 100000
 	done
 }
+
+# PROG under rhinet-run, one rank on node0 and one on node1: its output,
+# or its failure appended to $failed and the first lines of its output.
+run_ranks() {
+	if timeout 200 rhinet-run --timeout 180 -n 2 --hosts node0,node1 \
+		"$1" >/tmp/run.log 2>&1; then
+		cat /tmp/run.log
+	else
+		failed="$failed $1(rc=$?)"
+		head -40 /tmp/run.log
+	fi
+}

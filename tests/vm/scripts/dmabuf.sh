@@ -39,13 +39,7 @@ failed=""
 timeout 120 /opt/rhinet/bin/rhinet-dmabuf -d rhinet0 -g 0 ||
 	failed="$failed rhinet-dmabuf(rc=$?)"
 
-if timeout 200 rhinet-run --timeout 180 -n 2 --hosts node0,node1 \
-	rhinet-dmabuf-user >/tmp/run.log 2>&1; then
-	cat /tmp/run.log
-else
-	failed="$failed rhinet-dmabuf-user(rc=$?)"
-	head -40 /tmp/run.log
-fi
+run_ranks rhinet-dmabuf-user
 
 for k in 0 1; do
 	if ssh "node$k" dmesg | grep -v "module verification failed" |

@@ -38,22 +38,10 @@ timeout 200 /opt/rhinet/bin/rhinet-trigger -d rhinet0 -g 0 ||
 [ $(($(counter trigger_fired) - fired)) -ge 5 ] ||
 	failed="$failed trigger_fired($fired -> $(counter trigger_fired))"
 
-if timeout 200 rhinet-run --timeout 180 -n 2 --hosts node0,node1 \
-	rhinet-trigger-user >/tmp/run.log 2>&1; then
-	cat /tmp/run.log
-else
-	failed="$failed rhinet-trigger-user(rc=$?)"
-	head -40 /tmp/run.log
-fi
+run_ranks rhinet-trigger-user
 
 # userlib's example program.
-if timeout 120 rhinet-run --timeout 100 -n 2 --hosts node0,node1 \
-	rhinet_triggered_push >/tmp/run.log 2>&1; then
-	cat /tmp/run.log
-else
-	failed="$failed rhinet_triggered_push(rc=$?)"
-	head -40 /tmp/run.log
-fi
+run_ranks rhinet_triggered_push
 
 for k in 0 1; do
 	if ssh "node$k" dmesg | grep -v "module verification failed" |
