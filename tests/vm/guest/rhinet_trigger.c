@@ -14,6 +14,8 @@
  *  - a chain of two: the first's completion adds 1 to the counter the
  *    second waits on;
  *  - a threshold already reached: the WRITE goes at post;
+ *  - a READ and a FETCH_ADD triggered in one batch wait on one counter
+ *    and both go at its threshold;
  *  - a counter destroyed with two WRITEs parked on it: both complete with
  *    IBV_WC_WR_FLUSH_ERR, RHINETDV_SYN_TRIGGER_GONE and their wr_ids, and
  *    the QP goes on;
@@ -93,7 +95,9 @@ static void setup(struct node *n)
 		a.comp_mask =
 			IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 		a.pd = n->pd;
-		a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+		a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE |
+				   IBV_QP_EX_WITH_RDMA_READ |
+				   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 		n->qp[q] = ibv_create_qp_ex(n->ctx, &a);
 		if (!n->qp[q])
 			die("ibv_create_qp_ex");
@@ -346,6 +350,57 @@ static void already_reached(struct node *n)
 	rhinetdv_destroy_trigger(t);
 }
 
+/* Other opcodes wait the same way: a READ and a FETCH_ADD on one counter. */
+static void other_opcodes(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	struct rhinetdv_wr_trigger wt = {
+		.comp_mask = RHINETDV_WR_TRIGGER_COUNTER,
+		.counter = t,
+		.threshold = 2,
+	};
+	static const uint8_t zeros[LEN];
+	uint64_t *word = (uint64_t *)(n->buf + DST); /* slot 0's, unused */
+	uint64_t *old = word + 1;
+	uint8_t *read_to = n->buf + DST + 100 * LEN;
+	struct ibv_wc wc[2];
+	int e1, e2, got;
+
+	*word = 40;
+	*old = 0;
+	memset(read_to, 0, LEN);
+	ibv_wr_start(n->qx);
+	n->qx->wr_id = 0x901;
+	n->qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_read(n->qx, n->mr->rkey, (uintptr_t)(n->buf + SRC));
+	ibv_wr_set_sge(n->qx, n->mr->lkey, (uintptr_t)read_to, LEN);
+	e1 = rhinetdv_wr_set_trigger(n->qx, &wt, sizeof(wt));
+	n->qx->wr_id = 0x902;
+	n->qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_fetch_add(n->qx, n->mr->rkey, (uintptr_t)word, 2);
+	ibv_wr_set_sge(n->qx, n->mr->lkey, (uintptr_t)old, 8);
+	e2 = rhinetdv_wr_set_trigger(n->qx, &wt, sizeof(wt));
+	check(ibv_wr_complete(n->qx) == 0 && !e1 && !e2,
+	      "a triggered READ and FETCH_ADD in one batch");
+	check(poll_for(n, wc, 1, 300) == 0 && *word == 40 &&
+		      memcmp(read_to, zeros, LEN) == 0,
+	      "both wait");
+	rhinetdv_trigger_add(t, 2);
+	got = poll_for(n, wc, 2, 2000);
+	check(got == 2, "both complete at threshold 2 (%d)", got);
+	if (got == 2) {
+		expect_wc(&wc[0], 0x901, IBV_WC_SUCCESS, 0, "triggered READ");
+		expect_wc(&wc[1], 0x902, IBV_WC_SUCCESS, 0,
+			  "triggered FETCH_ADD");
+	}
+	check(pattern_differs(read_to, LEN, 7) < 0,
+	      "the READ brought the bytes");
+	check(*word == 42 && *old == 40,
+	      "the FETCH_ADD added (%" PRIu64 ", old %" PRIu64 ")", *word,
+	      *old);
+	rhinetdv_destroy_trigger(t);
+}
+
 static void destroyed_with_parked(struct node *n)
 {
 	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
@@ -569,6 +624,7 @@ int main(int argc, char **argv)
 	ring_wraps(&n);
 	chain_of_two(&n);
 	already_reached(&n);
+	other_opcodes(&n);
 	destroyed_with_parked(&n);
 	foreign_process(&n);
 	/* The first process holds no counter now: the shares are whole. */
