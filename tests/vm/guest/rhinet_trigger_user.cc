@@ -8,12 +8,17 @@
 //    to a PUSH waiting on c2: one add to c1 releases both;
 //  - destroys a counter under a parked PUSH: the Request fails with
 //    ECANCELED (Syndrome::trigger_gone), and the endpoint goes on;
+//  - arms the group's endpoint itself (rhinetdv_set_trigger) for an
+//    operation userlib does not trigger, a fetch_add on its right
+//    neighbour's word: it waits until the counter is added to;
 //  - is refused a trigger on an isend (EINVAL) and an add through a
 //    moved-from Trigger (EINVAL).
 //
 //   rhinet-run -n 2 --hosts node0,node1 rhinet-trigger-user
 //
 // Exit status 0 when every check passed on this rank.
+#include <infiniband/rhinetdv.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +35,7 @@ namespace
 using namespace std::chrono_literals;
 
 constexpr std::uint32_t kArea = 5;
+constexpr std::uint32_t kWordArea = 6; // the fetch_add's word, at 0
 constexpr std::size_t kBytes = 4096;
 constexpr std::size_t kPushAt = 0; // the first PUSH lands here
 constexpr std::size_t kPullFrom = 8192; // the chained PULL reads here
@@ -92,9 +98,12 @@ int main()
 	const std::uint32_t left = (me + g.size() - 1) % g.size();
 
 	std::vector<std::byte> mem(32768), local(32768);
+	std::vector<std::byte> word_mem(4096);
 	auto area = g.area(kArea, mem);
+	auto word_area =
+		g.area(kWordArea, word_mem, rhinet::Access::remote_atomic);
 	auto buf = g.buffer(local);
-	if (!area || !buf) {
+	if (!area || !buf || !word_area) {
 		std::fprintf(stderr, "trigger_user: registration failed\n");
 		return 1;
 	}
@@ -179,6 +188,29 @@ int main()
 	auto after =
 		g.push(right, kArea, kPushAt, std::span(local).first(kBytes));
 	must(after.wait(10s), "the endpoint goes on");
+
+	// Any operation of the endpoint, armed through the direct verbs.
+	{
+		auto armed = g.trigger();
+		must(armed, "trigger to arm");
+		if (!armed)
+			return 1;
+		rhinetdv_wr_trigger wt{};
+		wt.comp_mask = RHINETDV_WR_TRIGGER_COUNTER;
+		wt.counter = armed->get();
+		wt.threshold = 1;
+		expect(rhinetdv_set_trigger(g.endpoint(), &wt, sizeof(wt)) == 0,
+		       "rhinetdv_set_trigger");
+		auto fa = g.fetch_add(right, kWordArea, 0, 5);
+		expect(waits(fa), "the armed fetch_add waits");
+		must(armed->add(), "add to the armed counter");
+		must(fa.wait(10s), "the armed fetch_add");
+		expect(fa.value() == 0, "the word was 0 before");
+		must(g.barrier_bootstrap(), "barrier");
+		std::uint64_t w;
+		std::memcpy(&w, word_mem.data(), sizeof(w));
+		expect(w == 5, "the left neighbour's fetch_add added 5");
+	}
 
 	// Only push and pull take a trigger.
 	rhinet::XferOptions bad{};
