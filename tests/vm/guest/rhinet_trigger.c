@@ -16,6 +16,9 @@
  *  - a threshold already reached: the WRITE goes at post;
  *  - a READ and a FETCH_ADD triggered in one batch wait on one counter
  *    and both go at its threshold;
+ *  - more WRITEs parked than the process's share: those beyond complete at
+ *    once with RHINETDV_SYN_TRIGGER_NO_ROOM, the rest flush with their
+ *    wr_ids when the counter goes;
  *  - a counter destroyed with two WRITEs parked on it: both complete with
  *    IBV_WC_WR_FLUSH_ERR, RHINETDV_SYN_TRIGGER_GONE and their wr_ids, and
  *    the QP goes on;
@@ -427,6 +430,86 @@ static void destroyed_with_parked(struct node *n)
 	      "the QP goes on");
 }
 
+/*
+ * More WRITEs parked than the process's share of the NIC's table: those
+ * beyond it complete at once with RHINETDV_SYN_TRIGGER_NO_ROOM, in order;
+ * a plain WRITE between them frees the ring (parked WRITEs leave it as
+ * unsignaled ones do), and destroying the counter flushes every parked
+ * one with its own wr_id.
+ */
+#define MANY 48
+
+struct tally {
+	bool done[MANY];
+	int refused, flushed, plain, other;
+};
+
+/* Counts completions: a refusal or a flush of a triggered WRITE (each
+ * once), a plain WRITE's success, anything else.
+ */
+static void tally(struct tally *y, const struct ibv_wc *wc, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t k = wc[i].wr_id - 0xa00;
+		bool mine = k < MANY && !y->done[k];
+
+		if (wc[i].wr_id >= 0xb00 && wc[i].status == IBV_WC_SUCCESS) {
+			y->plain++;
+		} else if (mine && wc[i].status == IBV_WC_GENERAL_ERR &&
+			   wc[i].vendor_err == RHINETDV_SYN_TRIGGER_NO_ROOM) {
+			y->done[k] = true;
+			y->refused++;
+		} else if (mine && wc[i].status == IBV_WC_WR_FLUSH_ERR &&
+			   wc[i].vendor_err == RHINETDV_SYN_TRIGGER_GONE) {
+			y->done[k] = true;
+			y->flushed++;
+		} else {
+			y->other++;
+		}
+	}
+}
+
+static void more_than_the_share(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	struct tally y = {0};
+	struct ibv_wc wc[MANY];
+	int i, err = 0;
+
+	for (i = 0; i < MANY && !err; i++) {
+		int e = 0;
+
+		err = post_write(n, 0xa00 + i, 120 + i, t, 1000, NULL, &e) | e;
+		/* A plain WRITE every 16: its CQE frees the ring behind it. */
+		if (!err && i % 16 == 15) {
+			int plain = y.plain;
+
+			err = post_write(n, 0xb00 + i, 200, NULL, 0, NULL,
+					 NULL);
+			while (!err && y.plain == plain) {
+				int got = poll_for(n, wc, 1, 2000);
+
+				if (!got)
+					break;
+				tally(&y, wc, got);
+			}
+		}
+	}
+	check(!err && y.plain == MANY / 16, "%d triggered WRITEs posted (%d)",
+	      MANY, err);
+	/* The refusals come at once. */
+	tally(&y, wc, poll_for(n, wc, MANY, 500));
+	check(y.refused > 0 && y.refused < MANY && !y.other,
+	      "%d of %d refused for want of room, nothing else (%d)", y.refused,
+	      MANY, y.other);
+	check(rhinetdv_destroy_trigger(t) == 0, "destroy");
+	tally(&y, wc, poll_for(n, wc, MANY - y.refused, 2000));
+	check(y.flushed == MANY - y.refused && !y.other,
+	      "the other %d flushed with their wr_ids (%d)", MANY - y.refused,
+	      y.flushed);
+	check(poll_for(n, wc, 1, 100) == 0, "no completion beyond");
+}
+
 /* ---- other processes ---- */
 
 /* A process that runs @fn as @name and exits with its failures (0: all
@@ -625,6 +708,7 @@ int main(int argc, char **argv)
 	chain_of_two(&n);
 	already_reached(&n);
 	other_opcodes(&n);
+	more_than_the_share(&n);
 	destroyed_with_parked(&n);
 	foreign_process(&n);
 	/* The first process holds no counter now: the shares are whole. */
