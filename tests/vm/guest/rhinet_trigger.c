@@ -11,6 +11,9 @@
  *  - while one WRITE is parked, hundreds of plain WRITEs go around the
  *    send queue (its slots stay taken, the others wrap past them), then
  *    the parked one fires and completes with its own wr_id;
+ *  - one lap of the 16-bit WQE index after a parked WRITE the queue is
+ *    full (its CQE will name it by those bits), and takes WRITEs again
+ *    once it fired;
  *  - a chain of two: the first's completion adds 1 to the counter the
  *    second waits on;
  *  - a threshold already reached: the WRITE goes at post;
@@ -312,6 +315,58 @@ static void ring_wraps(struct node *n)
 	rhinetdv_trigger_add(t, 1);
 	expect_one(n, 0x201, IBV_WC_SUCCESS, 0, "the parked WRITE fires");
 	check(landed(n, 3), "its bytes landed");
+	rhinetdv_destroy_trigger(t);
+}
+
+/*
+ * The CQE of a parked WRITE names it by the low 16 bits of its index, so
+ * the library posts nothing that those bits would name again until it
+ * completed: one lap of 16 bits after it, the queue is full (ENOMEM) even
+ * though the ring is empty; the WRITE fires with its own wr_id, and the
+ * queue takes WRITEs again.
+ */
+static void index_lap(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	struct ibv_wc wc[64];
+	uint32_t posted = 0, done = 0, bad = 0;
+	double start = now();
+	int err, got;
+
+	check(post_write(n, 0xc01, 5, t, 1, NULL, &err) == 0 && !err,
+	      "a WRITE parked (two slots)");
+	for (;;) {
+		ibv_wr_start(n->qx);
+		n->qx->wr_id = 0xd0000000u + posted;
+		n->qx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_write(n->qx, n->mr->rkey,
+				  (uintptr_t)(n->buf + DST));
+		ibv_wr_set_sge_list(n->qx, 0, NULL);
+		err = ibv_wr_complete(n->qx);
+		if (!err) {
+			posted++;
+			continue;
+		}
+		/* Full: the ring, or the lap. Completions free the ring. */
+		got = poll_for(n, wc, 64, done == posted ? 200 : 2000);
+		for (int k = 0; k < got; k++)
+			bad += wc[k].status != IBV_WC_SUCCESS ||
+			       wc[k].wr_id != 0xd0000000u + done + k;
+		done += got;
+		if (!got && done == posted)
+			break;
+	}
+	check(err == ENOMEM, "the queue says ENOMEM (%d)", err);
+	check(posted == 65534 && done == posted && !bad,
+	      "one 16-bit lap of one-slot WRITEs after it: %u posted, %u "
+	      "completed, %u wrong (%.1f s)",
+	      posted, done, bad, now() - start);
+	rhinetdv_trigger_add(t, 1);
+	expect_one(n, 0xc01, IBV_WC_SUCCESS, 0, "the parked WRITE after a lap");
+	check(landed(n, 5), "its bytes landed");
+	check(post_write(n, 0xc02, 6, NULL, 0, NULL, NULL) == 0,
+	      "the queue takes WRITEs again");
+	expect_one(n, 0xc02, IBV_WC_SUCCESS, 0, "a WRITE after the lap");
 	rhinetdv_destroy_trigger(t);
 }
 
@@ -705,6 +760,7 @@ int main(int argc, char **argv)
 	setup(&n);
 	threshold_three(&n);
 	ring_wraps(&n);
+	index_lap(&n);
 	chain_of_two(&n);
 	already_reached(&n);
 	other_opcodes(&n);
