@@ -45,6 +45,7 @@ declare -A LAYER=(
 	[rhinet_groups.c]=2
 	[rhinet_dbexport.c]=2
 	[rhinet_mcast_switch.c]=2
+	[rhinet_trigger.c]=2
 	[rhinet_queues.c]=2
 	[rhinet_kqueues.c]=2
 	[rhinet_ucontext.c]=2

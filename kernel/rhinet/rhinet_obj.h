@@ -417,7 +417,8 @@ int rhinet_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
 void rhinet_mmap_free(struct rdma_user_mmap_entry *entry);
 
 /* rhinet_twin.c (rhinet_uapi_defs: the driver's uverbs methods, which
- * chain those of rhinet_mcast_switch.c and rhinet_groups.c)
+ * chain those of rhinet_mcast_switch.c, rhinet_groups.c and
+ * rhinet_trigger.c)
  */
 extern const struct uapi_definition rhinet_uapi_defs[];
 
@@ -428,6 +429,8 @@ void rhinet_db_exports_revoke(struct rhinet_ucontext *uc);
 /* rhinet_mcast_switch.c, rhinet_groups.c */
 extern const struct uapi_definition rhinet_mcast_switch_defs[];
 extern const struct uapi_definition rhinet_groups_defs[];
+/* rhinet_trigger.c: trigger counters as the driver's uverbs objects */
+extern const struct uapi_definition rhinet_trigger_defs[];
 bool rhinet_group_live(const struct rhinet_group *g);
 bool rhinet_group_may_join(struct rhinet_ib *ib, u16 id,
 			   const struct rhinet_group *g, u64 token);

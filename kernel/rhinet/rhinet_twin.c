@@ -146,6 +146,7 @@ const struct uapi_definition rhinet_uapi_defs[] = {
 	UAPI_DEF_CHAIN(rhinet_mcast_switch_defs),
 	UAPI_DEF_CHAIN(rhinet_groups_defs),
 	UAPI_DEF_CHAIN(rhinet_db_export_defs),
+	UAPI_DEF_CHAIN(rhinet_trigger_defs),
 	{},
 };
 

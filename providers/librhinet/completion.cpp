@@ -105,12 +105,7 @@ OpNames op_names(uint8_t op) {
 
 void complete_send(Qp* qp, const rhn_cqe& e, Completion* c) {
   std::lock_guard<std::mutex> g(qp->sq_lock);
-  const uint32_t idx = widen(qp->sq_consumer, e.wqe_index);
-  const SendSlot& info = qp->sq_info[idx & ((1u << qp->sq_log) - 1)];
-  c->wr_id = info.wr_id;
-  c->reported = info.report;
-  // Every WQE before this one is complete too (unsignaled ones included).
-  qp->sq_consumer = idx + info.slots;
+  sq_complete(qp, e.wqe_index, &c->wr_id, &c->reported);
 }
 
 // ---- Tag matching (TM SRQs).

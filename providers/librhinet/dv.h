@@ -58,6 +58,9 @@ struct Endpoint {
   uint64_t probe_wr_id = 0, probe_seq = 0;
   bool probe_done = false;
   rhinetdv_tag_info probe_info{};
+  // rhinetdv_set_trigger: what the next operation posted gets.
+  uint16_t trig_xflags = 0;
+  rhn_wqe_trigger trig{};
 };
 
 inline Endpoint* to_ep(rhinetdv_endpoint* ep) {
@@ -121,6 +124,11 @@ struct DvWqe {
 // queue's writer, then kicks; the endpoint's lock is held. @wanted: the
 // caller gets its completion. EINVAL if the WQE does not fit.
 int post_wqe_locked(Endpoint* ep, DvWqe& w, uint64_t wr_id, bool wanted);
+
+// dv_trigger.cpp: @t (of @inlen bytes) for a WQE of a QP of @context: its
+// RHN_WQE_X_* flags and trigger slot; 0 or errno.
+int wqe_trigger_of(ibv_context* context, const rhinetdv_wr_trigger* t,
+                   size_t inlen, uint16_t* xflags, rhn_wqe_trigger* slot);
 
 // The operation table's word on @opcode: the NIC announces it (its
 // capability bit), it takes transfer mode @mode.

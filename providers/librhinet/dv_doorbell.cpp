@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// The context's doorbell page for a peer device (RHINETDV_1.13): rhinet.ko's
+// The context's doorbell page for a peer device (RHINETDV_1.14): rhinet.ko's
 // driver method RHINET_IB_METHOD_EXPORT_DOORBELL returns it as a dma-buf,
 // which the device's driver imports (xpu.ko: XPU_IOC_IMPORT_DMABUF).
 #include <fcntl.h>

@@ -55,6 +55,12 @@ void destroy_parts(Endpoint* ep) {
 int post_wqe_locked(Endpoint* ep, DvWqe& w, uint64_t wr_id, bool wanted) {
   Qp* qp = ep->qp;
   rhn_send_wqe* h = w.h;
+  if (ep->trig_xflags) {  // rhinetdv_set_trigger armed the endpoint
+    w.tail.xflags = ep->trig_xflags;
+    w.tail.trigger = &ep->trig;
+    // Its CQE is what frees its index (sq_hold): always signaled.
+    h->flags |= RHN_WQE_F_SIGNALED;
+  }
   const uint32_t slots = rhn_wqe_finish(w.buf, w.data, &w.tail);
   if (!slots) return EINVAL;
   const uint32_t depth = 1u << qp->sq_log;
@@ -74,9 +80,19 @@ int post_wqe_locked(Endpoint* ep, DvWqe& w, uint64_t wr_id, bool wanted) {
     h->flags |= RHN_WQE_F_SIGNALED;
     ep->last_signaled = qp->sq_producer + slots;
   }
-  const int err = sq_write(qp, w.buf, slots, wr_id, wanted);
-  if (!err) sq_publish(qp);
-  return err;
+  uint32_t first = 0;
+  const int err = sq_write(qp, w.buf, slots, wr_id, wanted, &first);
+  if (err) return err;
+  if (ep->trig_xflags & RHN_WQE_X_TRIGGERED) {
+    const int held = sq_hold(qp, first);
+    if (held) {
+      sq_rollback(qp, first);
+      return held;
+    }
+  }
+  ep->trig_xflags = 0;  // armed for one operation
+  sq_publish(qp);
+  return 0;
 }
 
 bool op_supported(const Context* ctx, uint8_t opcode) {
@@ -206,6 +222,7 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
   if ((a.caps & RHINETDV_CAP_COLLECTIVE) &&
       (ctx->attr.caps & RHN_CAP_COLL_SWITCH))
     a.caps |= RHINETDV_CAP_COLL_IN_SWITCH;
+  if (ctx->attr.caps & RHN_CAP_TRIGGER) a.caps |= RHINETDV_CAP_TRIGGER;
   a.max_areas = ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS
                     ? ctx->attr.max_areas
                     : 0;

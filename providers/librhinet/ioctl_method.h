@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // One call of a driver method of rhinet.ko's uverbs ioctl interface
-// (driver namespace, no object handle): the administrator's switch groups
-// (mcast_group.cpp) and process group grants (group_grant.cpp).
+// (driver namespace): the administrator's switch groups (mcast_group.cpp)
+// and process group grants (group_grant.cpp), without an object handle;
+// trigger counters (dv_trigger.cpp), objects of their own.
 #ifndef RHINET_IOCTL_METHOD_H
 #define RHINET_IOCTL_METHOD_H
 
@@ -43,6 +44,17 @@ struct MethodCall {
     a.attr_id = id;
     a.len = static_cast<uint16_t>(len);
     a.data = reinterpret_cast<uintptr_t>(p);
+  }
+  // A uverbs object by its ID (length 0; a new object's ID comes back in
+  // data: see object_id).
+  void obj(size_t i, uint16_t id, uint32_t object) {
+    ib_uverbs_attr& a = hdr.attrs[i];
+    a.attr_id = id;
+    a.len = 0;
+    a.data = object;
+  }
+  uint32_t object_id(size_t i) const {
+    return static_cast<uint32_t>(hdr.attrs[i].data);
   }
   // Fewer attributes than N (optional ones left out).
   void trim(size_t n) {

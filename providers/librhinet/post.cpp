@@ -75,7 +75,9 @@ uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
     return 0;
   const uint32_t nsge = d.num_sge;
   uint8_t flags = 0;
-  if ((d.send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+  // A triggered WQE is always signaled: its CQE is what frees its index.
+  if ((d.send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all ||
+      (d.xflags & RHN_WQE_X_TRIGGERED))
     flags |= RHN_WQE_F_SIGNALED;
   if (d.send_flags & IBV_SEND_SOLICITED) flags |= RHN_WQE_F_SOLICITED;
   if (d.send_flags & IBV_SEND_FENCE) flags |= RHN_WQE_F_FENCE;
@@ -125,6 +127,10 @@ uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
   } else if (op != RHN_OP_SEND && op != RHN_OP_SEND_IMM) {
     h->remote_addr = d.remote_addr;
     h->remote_key = d.rkey;
+  }
+  if (d.xflags) {  // the trigger slot goes last (rhinetdv_wr_set_trigger)
+    tail.xflags = d.xflags;
+    tail.trigger = &d.trigger;
   }
   const uint32_t slots = rhn_wqe_finish(w, data, &tail);
   if (slots) *err = 0;
@@ -198,7 +204,13 @@ int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id) {
   int err = 0;
   const uint32_t slots = build_wqe(qp, desc, w, &err);
   if (!slots) return err;
-  return sq_write(qp, w, slots, wr_id);
+  uint32_t first = 0;
+  err = sq_write(qp, w, slots, wr_id, true, &first);
+  if (!err && (desc.xflags & RHN_WQE_X_TRIGGERED)) {
+    err = sq_hold(qp, first);
+    if (err) sq_rollback(qp, first);
+  }
+  return err;
 }
 
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {

@@ -207,6 +207,15 @@ struct SendSlot {
   bool report;    // its poster wants its completion (see sq_write)
 };
 
+// A triggered WQE not completed yet (sq_hold): what its CQE will need once
+// the ring has moved on, and its full index, whose low 16 bits the CQE
+// names.
+struct HeldWqe {
+  uint64_t wr_id;
+  uint32_t index;
+  bool report;
+};
+
 struct Ah;
 
 // One send work request as the WQE builder takes it, from an ibv_send_wr
@@ -228,6 +237,9 @@ struct SendDesc {
   uint32_t invalidate_rkey = 0;
   const Ah* ah = nullptr;  // UD
   uint32_t remote_qpn = 0, remote_qkey = 0;
+  // rhinetdv_wr_set_trigger: RHN_WQE_X_* and the WQE's trigger slot.
+  uint16_t xflags = 0;
+  rhn_wqe_trigger trigger{};
 };
 
 // The ibv_qp_ex batch between wr_start and wr_complete/wr_abort: the WR
@@ -256,6 +268,9 @@ struct Qp {
   uint8_t* sq = nullptr;
   uint32_t sq_log = 0;
   uint32_t sq_producer = 0, sq_consumer = 0;
+  // Triggered WQEs not completed yet, oldest first (sq_hold).
+  HeldWqe* sq_held = nullptr;
+  uint32_t sq_num_held = 0;
   uint32_t max_send_sge = 0, max_inline = 0;
   bool no_sq = false;  // created with max_send_wr 0: every post is ENOMEM
   SendSlot* sq_info = nullptr;  // per slot of a WQE's first slot
@@ -392,6 +407,15 @@ uint32_t sq_room(const Qp* qp);
 void sq_publish(Qp* qp);
 // Forgets WQEs written since the producer was @producer (never published).
 void sq_rollback(Qp* qp, uint32_t producer);
+// The WQE written at @first is triggered: the NIC may complete it after
+// WQEs behind it, so its 16-bit index names nothing else until its own
+// CQE (sq_complete). 0, or ENOMEM when the QP holds kMaxHeld already.
+constexpr uint32_t kMaxHeld = 256;
+int sq_hold(Qp* qp, uint32_t first);
+// A send CQE naming @wqe_index came (sq_lock held): the wr_id and report of
+// the WQE it completes; a held WQE is done alone, any other with every WQE
+// before it in the ring.
+void sq_complete(Qp* qp, uint16_t wqe_index, uint64_t* wr_id, bool* report);
 // Both indices back to 0 (the QP goes to RESET).
 void sq_reset(Qp* qp);
 
@@ -429,6 +453,10 @@ void clean_qp_cqes(Qp* qp, bool forget);
 
 // qp_ex.cpp
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
+// Inside an ibv_qp_ex batch (sq_lock held): the WR the last wr_<opcode>
+// started, or null and the batch fails with EINVAL; a failure of the batch.
+SendDesc* wr_current(ibv_qp_ex* q);
+void wr_fail(ibv_qp_ex* q, int err);
 ibv_qp* create_qp_ex_in(ibv_context* context, ibv_qp_init_attr_ex* attr,
                         const QueueBuf* buf);
 

@@ -235,6 +235,10 @@ void wr_abort(ibv_qp_ex* q) {
 
 }  // namespace
 
+SendDesc* wr_current(ibv_qp_ex* q) { return current(q); }
+
+void wr_fail(ibv_qp_ex* q, int err) { fail(qp_of(q), err); }
+
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   return create_qp_ex_in(context, attr, nullptr);
 }

@@ -508,6 +508,7 @@ static uint32_t inline_capacity(uint32_t slots, bool ud, uint32_t device_max) {
 static void free_qp(Qp* qp) {
   if (!qp->foreign_buf) free_queue_buffer(qp->buf, qp->buf_len);
   free(qp->sq_info);
+  free(qp->sq_held);
   free(qp->rq_wr_ids);
   destroy_obj(qp);
 }

@@ -41,7 +41,7 @@ guest_bins=("$BUILD"/tests/vm/guest/rhinet-*)
 bin_args=()
 for b in "${guest_bins[@]}"; do
 	# in the applications overlay
-	[[ $b == */rhinet-mpi || $b == */rhinet-dmabuf-user ]] && continue
+	[[ $b == */rhinet-mpi || $b == */rhinet-*-user ]] && continue
 	bin_args+=(--bin "$b")
 done
 # Our kernel modules, when the kernel headers let them be built: rhinet.ko
@@ -179,16 +179,20 @@ if [[ -f $UL/librhinet_user.so.0 ]]; then
 		--tool "$UL/rhinet-run:/usr/bin/rhinet-run")
 	for ex in transfer_modes twin_diff_dsm hello_push isend_irecv \
 		pin_on_demand partial_messages sync_mcast shared_region \
-		mcast_switch inbox_incast collectives; do
+		mcast_switch inbox_incast collectives triggered_push; do
 		app_args+=(--tool "$UL/rhinet_$ex:/usr/bin/rhinet_$ex")
 	done
 fi
 mpi_bin="$BUILD/tests/vm/guest/rhinet-mpi"
 [[ -x $mpi_bin ]] && app_args+=(--bin "$mpi_bin")
-# userlib over a vgem dma-buf (dmabuf.sh).
-dmabuf_user="$BUILD/tests/vm/guest/rhinet-dmabuf-user"
-[[ -x $dmabuf_user ]] &&
-	app_args+=(--tool "$dmabuf_user:/usr/bin/rhinet-dmabuf-user")
+# userlib over a vgem dma-buf (dmabuf.sh), userlib's triggered operations
+# (trigger.sh).
+for user in dmabuf trigger; do
+	prog="$BUILD/tests/vm/guest/rhinet-$user-user"
+	if [[ -x $prog ]]; then
+		app_args+=(--tool "$prog:/usr/bin/rhinet-$user-user")
+	fi
+done
 bash "$HERE/build-initramfs.sh" "$VM/apps.cpio" "${app_args[@]}"
 
 cat >"$VM/env.tmp" <<EOT

@@ -14,6 +14,12 @@ inline Error errno_error(int e, std::string what) {
   return Error(e ? e : EIO, std::move(what));
 }
 
+// trigger.cc: arms the endpoint for the next operation posted on it as
+// `on` says (0 when it names no counter, else rhinetdv_set_trigger's
+// errno), or disarms it after a refused post.
+int arm_trigger(rhinetdv_endpoint* ep, const TriggerOn& on);
+void disarm_trigger(rhinetdv_endpoint* ep);
+
 inline std::string hex(std::uint64_t v) {
   char buf[24];
   snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));

@@ -66,6 +66,13 @@ constexpr SyndromeInfo kSyndromes[] = {
      "the fabric switch never answered an in-switch collective (it does not "
      "reduce, or it is gone)",
      EHOSTUNREACH},
+    {31, "BAD_TRIGGER",
+     "the trigger counter is no live counter of this process", EINVAL},
+    {32, "TRIGGER_NO_ROOM",
+     "the NIC holds no more waiting triggered operations for this process",
+     ENOSPC},
+    {33, "TRIGGER_GONE",
+     "the trigger counter was destroyed while the operation waited", ECANCELED},
 };
 
 const SyndromeInfo* find(std::uint32_t s) {

@@ -54,6 +54,9 @@ TEST(Error, SyndromeNamesAndErrnos) {
   EXPECT_EQ(rhinet::syndrome_name(18), "BAD_XFER");
   EXPECT_EQ(rhinet::syndrome_name(4), "BOUNDS");
   EXPECT_EQ(rhinet::syndrome_name(12), "RETRY_EXCEEDED");
+  EXPECT_EQ(rhinet::syndrome_name(33), "TRIGGER_GONE");
+  EXPECT_EQ(rhinet::syndrome_errno(33), ECANCELED);
+  EXPECT_EQ(rhinet::syndrome_errno(32), ENOSPC);
   EXPECT_EQ(rhinet::syndrome_name(99), "SYNDROME_99");
   EXPECT_EQ(rhinet::syndrome_text(99), "unknown syndrome");
   EXPECT_EQ(rhinet::syndrome_errno(19), EPERM);

@@ -293,3 +293,16 @@ TEST(XferCheck, SyncOpsAreNotTransfers) {
   EXPECT_STREQ(rhinet::op_name(Op::unlock), "unlock");
   EXPECT_STREQ(rhinet::op_name(Op::barrier), "barrier");
 }
+
+// A trigger goes only with PUSH and PULL (Group::post arms the endpoint).
+TEST(XferCheck, TriggerOnlyOnPushAndPull) {
+  XferOptions o;
+  o.trigger.threshold = 1;
+  o.trigger.counter = reinterpret_cast<const rhinet::Trigger*>(&o);
+  EXPECT_TRUE(check_xfer(Op::push, Target::area, o, 8));
+  EXPECT_TRUE(check_xfer(Op::pull, Target::key, o, 8));
+  auto r = check_xfer(Op::isend, Target::area, o, 8);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().errno_value(), EINVAL);
+  EXPECT_FALSE(check_xfer(Op::mcast, Target::area, o, 8));
+}

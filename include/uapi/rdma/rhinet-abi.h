@@ -363,6 +363,7 @@ enum rhinet_ib_objects {
 	RHINET_IB_OBJECT_MCAST_SWITCH = (1U << UVERBS_ID_NS_SHIFT),
 	RHINET_IB_OBJECT_GROUP, /* process group grants, below */
 	RHINET_IB_OBJECT_DOORBELL, /* the context's doorbell page, below */
+	RHINET_IB_OBJECT_TRIGGER, /* trigger counters, below */
 };
 
 enum rhinet_ib_mcast_switch_methods {
@@ -506,6 +507,52 @@ enum rhinet_ib_export_doorbell_attrs {
 	/* u32, optional: O_CLOEXEC, else 0 */
 	RHINET_IB_ATTR_EXPORT_DOORBELL_FLAGS = (1U << UVERBS_ID_NS_SHIFT),
 	RHINET_IB_ATTR_EXPORT_DOORBELL_FD, /* s32, out: the dma-buf */
+};
+
+/* ---- trigger counters (ioctl methods) ---------------------------------- */
+
+/*
+ * Trigger counters of triggered operations (Documentation/hardware/
+ * triggered.md): a 64-bit value on the NIC that the process's doorbell
+ * page adds to (RHN_DB_TRIGGER), and that WQEs posted with
+ * RHN_WQE_X_TRIGGERED wait on and with RHN_WQE_X_CHAIN add to. A driver
+ * object of its own, RHINET_IB_OBJECT_TRIGGER: it belongs to the process
+ * that created it and goes with its context (the WQEs parked on it then
+ * complete with WR_FLUSH_ERR, vendor_err RHN_SYN_TRIGGER_GONE). Needs
+ * RHN_CAP_TRIGGER (EOPNOTSUPP otherwise). rdma-core:
+ * rhinetdv_create_trigger(3).
+ */
+enum rhinet_ib_trigger_methods {
+	/*
+	 * Creates a counter of the caller's context with the first value
+	 * VALUE (0 if absent). Returns the NIC's handle (what the doorbell
+	 * and WQEs name; valid in this context only) and its key, a random
+	 * number the driver chose that a peer's increment will have to
+	 * carry. ENOSPC: the NIC's table is full, or the context (or its
+	 * user's account) holds its share of it; EIO: the device failed.
+	 */
+	RHINET_IB_METHOD_TRIGGER_CREATE = (1U << UVERBS_ID_NS_SHIFT),
+	/* Ends the counter: the WQEs parked on it complete (flushed). */
+	RHINET_IB_METHOD_TRIGGER_DESTROY,
+	/* The counter's value now (QUERY_TRIGGER). */
+	RHINET_IB_METHOD_TRIGGER_QUERY,
+};
+
+enum rhinet_ib_trigger_create_attrs {
+	/* the new object */
+	RHINET_IB_ATTR_TRIGGER_CREATE_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	RHINET_IB_ATTR_TRIGGER_CREATE_VALUE, /* u64, optional */
+	RHINET_IB_ATTR_TRIGGER_CREATE_NIC_HANDLE, /* u32, out */
+	RHINET_IB_ATTR_TRIGGER_CREATE_KEY, /* u32, out */
+};
+
+enum rhinet_ib_trigger_destroy_attrs {
+	RHINET_IB_ATTR_TRIGGER_DESTROY_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum rhinet_ib_trigger_query_attrs {
+	RHINET_IB_ATTR_TRIGGER_QUERY_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	RHINET_IB_ATTR_TRIGGER_QUERY_VALUE, /* u64, out */
 };
 
 #endif /* RHINET_ABI_USER_H */

@@ -120,16 +120,8 @@ static void connect_qp(struct node *n)
 /* Busy-polls @n completions of n->cq into @wc (or 30 s). */
 static int poll_n(struct node *n, struct ibv_wc *wc, int count)
 {
-	double end = now() + 30;
-	int got = 0;
+	int got = poll_cq_for(n->cq, wc, count, 30000);
 
-	while (got < count && now() < end) {
-		int r = ibv_poll_cq(n->cq, count - got, wc + got);
-
-		if (r < 0)
-			die("ibv_poll_cq");
-		got += r;
-	}
 	check(got == count, "%d of %d completions", got, count);
 	return got;
 }

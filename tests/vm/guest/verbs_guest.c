@@ -287,3 +287,20 @@ int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
 
 	return ibv_post_send(qp, &wr, &bad);
 }
+
+int poll_cq_for(struct ibv_cq *cq, struct ibv_wc *wc, int want, int ms)
+{
+	double end = now() + ms / 1000.0;
+	int got = 0;
+
+	while (got < want && now() < end) {
+		int r = ibv_poll_cq(cq, want - got, wc + got);
+
+		if (r < 0)
+			die("ibv_poll_cq");
+		got += r;
+		if (!r)
+			usleep(200); /* let the NIC's threads run */
+	}
+	return got;
+}

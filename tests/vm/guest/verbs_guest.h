@@ -80,6 +80,11 @@ void rc_rtr_attr_to(struct ibv_qp_attr *a, uint32_t qpn, const uint8_t gid[16],
 void rc_connect(struct ibv_qp *qp, const char *what, uint32_t qpn,
 		const uint8_t gid[16], int gid_index, uint8_t rd_atomic);
 
+/* Polls @cq for up to @ms milliseconds until @want completions came into
+ * @wc; how many came. Dies if polling fails.
+ */
+int poll_cq_for(struct ibv_cq *cq, struct ibv_wc *wc, int want, int ms);
+
 /* Posts one signalled RDMA @op (WRITE or READ) on @qp: @len bytes between
  * local @laddr (@lkey) and remote @raddr (@rkey); ibv_post_send's result. */
 int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,

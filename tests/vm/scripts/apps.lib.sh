@@ -71,3 +71,25 @@ apps_wait() {
 
 # The NIC's counter NAME on this node.
 counter() { cat "/sys/class/infiniband/rhinet0/ports/1/hw_counters/$1"; }
+
+# RoCE GID 0: eth0's IPv6 link-local address, there once the link is up.
+wait_link_local() {
+	i=0
+	until [ -n "$(ip -6 addr show dev eth0 scope link)" ]; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || fail "no link-local address on eth0"
+		usleep 100000
+	done
+}
+
+# PROG under rhinet-run, one rank on node0 and one on node1: its output,
+# or its failure appended to $failed and the first lines of its output.
+run_ranks() {
+	if timeout 200 rhinet-run --timeout 180 -n 2 --hosts node0,node1 \
+		"$1" >/tmp/run.log 2>&1; then
+		cat /tmp/run.log
+	else
+		failed="$failed $1(rc=$?)"
+		head -40 /tmp/run.log
+	fi
+}

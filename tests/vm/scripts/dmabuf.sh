@@ -33,25 +33,13 @@ apps_setup
 modprobe vgem || fail "modprobe vgem"
 [ "$NODE" = 0 ] || apps_wait 600
 
-# RoCE GID 0: eth0's IPv6 link-local address, there once the link is up.
-i=0
-until [ -n "$(ip -6 addr show dev eth0 scope link)" ]; do
-	i=$((i + 1))
-	[ $i -lt 100 ] || fail "no link-local address on eth0"
-	usleep 100000
-done
+wait_link_local
 
 failed=""
 timeout 120 /opt/rhinet/bin/rhinet-dmabuf -d rhinet0 -g 0 ||
 	failed="$failed rhinet-dmabuf(rc=$?)"
 
-if timeout 200 rhinet-run --timeout 180 -n 2 --hosts node0,node1 \
-	rhinet-dmabuf-user >/tmp/run.log 2>&1; then
-	cat /tmp/run.log
-else
-	failed="$failed rhinet-dmabuf-user(rc=$?)"
-	head -40 /tmp/run.log
-fi
+run_ranks rhinet-dmabuf-user
 
 for k in 0 1; do
 	if ssh "node$k" dmesg | grep -v "module verification failed" |

@@ -25,6 +25,7 @@
 #include "rhinet/message.hpp"
 #include "rhinet/request.hpp"
 #include "rhinet/result.hpp"
+#include "rhinet/trigger.hpp"
 #include "rhinet/types.hpp"
 #include "rhinet/xfer.hpp"
 
@@ -135,6 +136,12 @@ class Group {
   // EINVAL (0 bytes), EOPNOTSUPP (no twin memory), ENOMEM (the process's
   // share or the NIC's twin memory is used up).
   Result<Twin> twin(std::size_t bytes);
+  // A trigger counter of this process with the first value `value`
+  // (trigger.hpp); PUSH and PULL take it in XferOptions::trigger. Errors:
+  // EOPNOTSUPP (the NIC or driver has no triggered operations), ENOSPC
+  // (the NIC's table is full, or this process or its user holds its
+  // share of it), errno of rhinetdv_create_trigger.
+  Result<Trigger> trigger(std::uint64_t value = 0);
 
   // ---- remote pin-down (pd_req, pd_release; reference.md) -----------------
   //

@@ -27,6 +27,7 @@
 #include "rhinet/message.hpp"
 #include "rhinet/request.hpp"
 #include "rhinet/result.hpp"
+#include "rhinet/trigger.hpp"
 #include "rhinet/types.hpp"
 #include "rhinet/version.hpp"
 #include "rhinet/xfer.hpp"

@@ -13,6 +13,7 @@
 #include <span>
 
 #include "rhinet/result.hpp"
+#include "rhinet/trigger.hpp"
 
 namespace rhinet {
 
@@ -100,6 +101,9 @@ struct XferOptions {
   // request (at most Group::max_inline() bytes), so the span need not be
   // registered and is free again as soon as push() / isend() returns.
   bool inline_data = false;
+  // Triggered (waits on a counter) and/or chained (adds to one when done):
+  // see trigger.hpp. The Request completes once the operation ran.
+  TriggerOn trigger{};
 
   static XferOptions strided(const Stride& s) {
     return {.mode = Mode::stride, .stride = s};

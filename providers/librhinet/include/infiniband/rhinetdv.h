@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.9;
+ * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.14;
  * rhinetdv 1.4 added no function, only fields: the partial-transfer modes
  * of isend and irecv, which a library has when it reports
  * RHINETDV_CAP_TAG_XFER; RHINETDV_1.5 adds sequential multicast, locks and
  * barriers; RHINETDV_1.6 simultaneous multicast; RHINETDV_1.7 shared
  * regions; RHINETDV_1.8 the administrator's switch groups; RHINETDV_1.9
  * remote atomics on endpoints; RHINETDV_1.10 collectives executed by the
- * NICs; RHINETDV_1.11 the administrator's process group grants). What
+ * NICs; RHINETDV_1.11 the administrator's process group grants;
+ * RHINETDV_1.12 queues in another device's memory; RHINETDV_1.13 trigger
+ * counters and triggered work requests). What
  * ibverbs has no words for: the reliable connectionless endpoint (one per
  * process; it reaches every (node, endpoint) of the fabric), communication
  * areas registered under a group-wide area ID, PUSH and PULL addressed as
@@ -17,7 +19,7 @@
  *
  * This header is the one to include: the operation families' declarations
  * live in <infiniband/rhinetdv/FAMILY.h> (FAMILY: tag, pindown, mcast,
- * share, admin, sync, atomic, coll), which it includes. Every operation's
+ * share, admin, sync, atomic, coll, trigger), which it includes. Every operation's
  * attributes begin with struct rhinetdv_op_common and are passed with
  * their size.
  *
@@ -33,7 +35,8 @@
  * rhinetdv_isend(3), rhinetdv_pd_req(3), rhinetdv_mcast_list(3),
  * rhinetdv_mcast_switch(3), rhinetdv_set_mcast_group(3), rhinetdv_lock(3),
  * rhinetdv_subscribe(3), rhinetdv_atomic(3), rhinetdv_collective(3),
- * rhinetdv_grant_group(3), rhinet-group(8).
+ * rhinetdv_grant_group(3), rhinetdv_create_trigger(3),
+ * rhinetdv_wr_set_trigger(3), rhinet-group(8).
  */
 #ifndef INFINIBAND_RHINETDV_H
 #define INFINIBAND_RHINETDV_H
@@ -110,6 +113,10 @@ enum rhinetdv_device_caps {
 	 * (RHINETDV_1.10)
 	 */
 	RHINETDV_CAP_COLL_IN_SWITCH = 1 << 15,
+	/* triggered operations: rhinetdv_create_trigger,
+	 * rhinetdv_wr_set_trigger, rhinetdv_set_trigger (RHINETDV_1.13)
+	 */
+	RHINETDV_CAP_TRIGGER = 1 << 16,
 };
 
 struct rhinetdv_device_attr {
@@ -205,7 +212,7 @@ struct rhinetdv_export_doorbell_attr {
 
 /*
  * The context's own doorbell page as a dma-buf, for another device's
- * driver to import, so that the device rings the NIC itself (1.13). attr
+ * driver to import, so that the device rings the NIC itself (1.14). attr
  * may be NULL (inlen 0). Returns the dma-buf's fd, or -1 with errno:
  * EINVAL (unknown bits), EOPNOTSUPP (not a rhinet context, or a kernel
  * without CONFIG_PCI_P2PDMA), EMFILE. The dma-buf is revoked when the
@@ -495,6 +502,7 @@ int rhinetdv_wait_signal(struct rhinetdv_endpoint *ep, uint32_t group_id,
 #include <infiniband/rhinetdv/sync.h>
 #include <infiniband/rhinetdv/atomic.h>
 #include <infiniband/rhinetdv/coll.h>
+#include <infiniband/rhinetdv/trigger.h>
 
 /* ---- completions -------------------------------------------------------- */
 

@@ -1,0 +1,775 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Triggered operations through the direct verbs (rhinetdv_create_trigger,
+ * rhinetdv_wr_set_trigger), between two RC QPs of one node connected to
+ * each other through the NIC, RDMA WRITEs built on an ibv_qp_ex:
+ *
+ *  - a WRITE triggered at threshold 3 does not go after two adds (the
+ *    target's bytes stay zero, no completion), a plain WRITE posted behind
+ *    it completes meanwhile, and the third add sends it: it completes with
+ *    its own wr_id and its bytes land;
+ *  - while one WRITE is parked, hundreds of plain WRITEs go around the
+ *    send queue (its slots stay taken, the others wrap past them), then
+ *    the parked one fires and completes with its own wr_id;
+ *  - one lap of the 16-bit WQE index after a parked WRITE the queue is
+ *    full (its CQE will name it by those bits), and takes WRITEs again
+ *    once it fired;
+ *  - a chain of two: the first's completion adds 1 to the counter the
+ *    second waits on;
+ *  - a threshold already reached: the WRITE goes at post;
+ *  - a READ and a FETCH_ADD triggered in one batch wait on one counter
+ *    and both go at its threshold;
+ *  - more WRITEs parked than the process's share: those beyond complete at
+ *    once with RHINETDV_SYN_TRIGGER_NO_ROOM, the rest flush with their
+ *    wr_ids when the counter goes;
+ *  - a counter destroyed with two WRITEs parked on it: both complete with
+ *    IBV_WC_WR_FLUSH_ERR, RHINETDV_SYN_TRIGGER_GONE and their wr_ids, and
+ *    the QP goes on;
+ *  - a second process cannot add to the first's counter (its doorbell page
+ *    names its own context: the NIC drops the add and counts it in
+ *    trigger_dropped_adds, the value does not move) nor post on it (the
+ *    library refuses a counter of another context with EINVAL; the bare
+ *    handle in a WQE completes with RHINETDV_SYN_BAD_TRIGGER);
+ *  - a process that creates counters until refused gets ENOSPC, and a
+ *    process of another user can still create one meanwhile;
+ *  - that process exits holding its counters and WRITEs parked on them:
+ *    a new process of its user gets the same number of counters again.
+ *
+ *   rhinet-trigger [-d DEVICE] [-g GID_INDEX]
+ *
+ * Exits 0 only if every check passed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <infiniband/rhinetdv.h>
+#include <infiniband/verbs.h>
+
+#include "verbs_guest.h"
+
+#define BUF_SIZE (256u << 10)
+#define SRC 0u /* WRITEs read from here */
+#define DST (128u << 10) /* and land here */
+#define LEN 256u /* bytes per WRITE */
+#define NOBODY 65534
+#define MAX_COUNTERS 1024
+
+static const char *dev_name = "rhinet0";
+static int gid_index;
+
+/* One process's view: a buffer and two RC QPs connected to each other. */
+struct node {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp[2];
+	struct ibv_qp_ex *qx; /* qp[0]'s extended view: WRITEs go from it */
+};
+
+static void setup(struct node *n)
+{
+	struct ibv_qp_init_attr_ex a;
+	uint8_t gid[16];
+	int q;
+
+	n->ctx = open_device(dev_name);
+	n->mr = alloc_buffer(n->ctx, BUF_SIZE, &n->pd, &n->buf);
+	if (!n->mr)
+		die("ibv_reg_mr");
+	n->cq = ibv_create_cq(n->ctx, 512, NULL, NULL, 0);
+	if (!n->cq)
+		die("ibv_create_cq");
+	for (q = 0; q < 2; q++) {
+		memset(&a, 0, sizeof(a));
+		a.qp_type = IBV_QPT_RC;
+		a.send_cq = n->cq;
+		a.recv_cq = n->cq;
+		a.cap.max_send_wr = 64;
+		a.cap.max_recv_wr = 4;
+		a.cap.max_send_sge = 1;
+		a.cap.max_recv_sge = 1;
+		a.comp_mask =
+			IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		a.pd = n->pd;
+		a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE |
+				   IBV_QP_EX_WITH_RDMA_READ |
+				   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+		n->qp[q] = ibv_create_qp_ex(n->ctx, &a);
+		if (!n->qp[q])
+			die("ibv_create_qp_ex");
+	}
+	n->qx = ibv_qp_to_qp_ex(n->qp[0]);
+	local_gid(n->ctx, gid_index, gid);
+	rc_connect(n->qp[0], "QP 0", n->qp[1]->qp_num, gid, gid_index, 4);
+	rc_connect(n->qp[1], "QP 1", n->qp[0]->qp_num, gid, gid_index, 4);
+	pattern_fill(n->buf + SRC, DST - SRC, 7);
+}
+
+static void teardown(struct node *n)
+{
+	ibv_destroy_qp(n->qp[0]);
+	ibv_destroy_qp(n->qp[1]);
+	ibv_destroy_cq(n->cq);
+	ibv_dereg_mr(n->mr);
+	ibv_dealloc_pd(n->pd);
+	free(n->buf);
+	ibv_close_device(n->ctx);
+}
+
+/*
+ * One WRITE of LEN bytes from SRC + slot * LEN to DST + slot * LEN, posted
+ * on qp[0] with wr_id; triggered on @counter at @threshold and/or chained
+ * to @chain when they are given. ibv_wr_complete's result (and *set_err
+ * rhinetdv_wr_set_trigger's).
+ */
+static int post_write(struct node *n, uint64_t wr_id, uint32_t slot,
+		      struct rhinetdv_trigger *counter, uint64_t threshold,
+		      struct rhinetdv_trigger *chain, int *set_err)
+{
+	struct rhinetdv_wr_trigger t;
+	uint32_t off = (slot * LEN) % (DST - SRC);
+	int err = 0;
+
+	ibv_wr_start(n->qx);
+	n->qx->wr_id = wr_id;
+	n->qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(n->qx, n->mr->rkey, (uintptr_t)(n->buf + DST + off));
+	ibv_wr_set_sge(n->qx, n->mr->lkey, (uintptr_t)(n->buf + SRC + off),
+		       LEN);
+	if (counter || chain) {
+		memset(&t, 0, sizeof(t));
+		if (counter) {
+			t.comp_mask |= RHINETDV_WR_TRIGGER_COUNTER;
+			t.counter = counter;
+			t.threshold = threshold;
+		}
+		if (chain) {
+			t.comp_mask |= RHINETDV_WR_TRIGGER_CHAIN;
+			t.chain = chain;
+		}
+		err = rhinetdv_wr_set_trigger(n->qx, &t, sizeof(t));
+	}
+	if (set_err)
+		*set_err = err;
+	return ibv_wr_complete(n->qx);
+}
+
+static int poll_for(struct node *n, struct ibv_wc *wc, int want, int ms)
+{
+	return poll_cq_for(n->cq, wc, want, ms);
+}
+
+/* Whether the WRITE of @slot landed (its bytes are the source's). */
+static bool landed(struct node *n, uint32_t slot)
+{
+	uint32_t off = (slot * LEN) % (DST - SRC);
+
+	return memcmp(n->buf + DST + off, n->buf + SRC + off, LEN) == 0;
+}
+
+/* The counter's value once it equals @want (adds are asynchronous), or
+ * the last one read after a second.
+ */
+static uint64_t value_of(struct rhinetdv_trigger *t, uint64_t want)
+{
+	double end = now() + 1.0;
+	uint64_t v = ~0ull;
+
+	do {
+		int err = rhinetdv_trigger_read(t, &v);
+
+		if (err) {
+			errno = err;
+			die("rhinetdv_trigger_read");
+		}
+		if (v == want)
+			break;
+		usleep(1000);
+	} while (now() < end);
+	return v;
+}
+
+static uint64_t hw_counter(const char *name)
+{
+	char path[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev_name,
+		 name);
+	f = fopen(path, "r");
+	if (!f)
+		die(path);
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+static struct rhinetdv_trigger *make_trigger(struct ibv_context *ctx,
+					     uint64_t value)
+{
+	struct rhinetdv_trigger_init_attr a = {.value = value};
+	struct rhinetdv_trigger *t;
+
+	t = rhinetdv_create_trigger(ctx, &a, sizeof(a));
+	if (!t)
+		die("rhinetdv_create_trigger");
+	return t;
+}
+
+static void expect_wc(const struct ibv_wc *wc, uint64_t wr_id,
+		      enum ibv_wc_status status, uint32_t vendor_err,
+		      const char *what)
+{
+	check(wc->wr_id == wr_id && wc->status == status &&
+		      (status == IBV_WC_SUCCESS ||
+		       wc->vendor_err == vendor_err),
+	      "%s: wr_id %#" PRIx64
+	      " status %s vendor_err %u (expected %#" PRIx64 " %s %u)",
+	      what, wc->wr_id, ibv_wc_status_str(wc->status), wc->vendor_err,
+	      wr_id, ibv_wc_status_str(status), vendor_err);
+}
+
+/* One completion within 2 s, as expected. */
+static void expect_one(struct node *n, uint64_t wr_id,
+		       enum ibv_wc_status status, uint32_t vendor_err,
+		       const char *what)
+{
+	struct ibv_wc wc;
+	int got = poll_for(n, &wc, 1, 2000);
+
+	check(got == 1, "%s: a completion within 2 s", what);
+	if (got == 1)
+		expect_wc(&wc, wr_id, status, vendor_err, what);
+}
+
+/* ---- the first process ---- */
+
+static void threshold_three(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	struct ibv_wc wc[4];
+	int err, got;
+
+	check(t->handle != 0, "a handle is never 0");
+	got = post_write(n, 0x101, 1, t, 3, NULL, &err);
+	check(got == 0 && !err, "triggered WRITE posted (%d, set %d)", got,
+	      err);
+	check(post_write(n, 0x102, 2, NULL, 0, NULL, NULL) == 0,
+	      "plain WRITE posted behind it");
+	expect_one(n, 0x102, IBV_WC_SUCCESS, 0,
+		   "the plain WRITE completes while the other waits");
+	check(landed(n, 2), "the plain WRITE's bytes landed");
+	check(rhinetdv_trigger_add(t, 1) == 0 &&
+		      rhinetdv_trigger_add(t, 1) == 0,
+	      "two adds");
+	check(value_of(t, 2) == 2, "value 2 after two adds");
+	got = poll_for(n, wc, 1, 300);
+	check(got == 0, "no completion at 2 of 3 (got %d)", got);
+	check(!landed(n, 1), "nothing landed at 2 of 3");
+	check(rhinetdv_trigger_add(t, 1) == 0, "third add");
+	expect_one(n, 0x101, IBV_WC_SUCCESS, 0,
+		   "the triggered WRITE completes after the third add");
+	check(landed(n, 1), "the triggered WRITE's bytes landed");
+	check(value_of(t, 3) == 3, "value 3");
+	check(rhinetdv_destroy_trigger(t) == 0, "destroy");
+}
+
+/* The parked WRITE keeps its slots while the ring wraps around it. */
+static void ring_wraps(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	struct ibv_wc wc[16];
+	int i, b, err, got, ok = 0, order = 1;
+
+	check(post_write(n, 0x201, 3, t, 1, NULL, &err) == 0 && !err,
+	      "parked WRITE posted");
+	for (b = 0; b < 20; b++) {
+		for (i = 0; i < 16; i++)
+			if (post_write(n, 0x1000 + b * 16 + i, 4 + i, NULL, 0,
+				       NULL, NULL))
+				break;
+		check(i == 16,
+		      "batch %d: 16 WRITEs posted beside the parked one", b);
+		got = poll_for(n, wc, i, 2000);
+		for (int k = 0; k < got; k++) {
+			ok += wc[k].status == IBV_WC_SUCCESS;
+			order &= wc[k].wr_id == (uint64_t)(0x1000 + b * 16 + k);
+		}
+	}
+	check(ok == 320, "320 plain WRITEs completed around it (%d)", ok);
+	check(order, "each with its own wr_id, in order");
+	check(!landed(n, 3), "the parked WRITE did not go");
+	rhinetdv_trigger_add(t, 1);
+	expect_one(n, 0x201, IBV_WC_SUCCESS, 0, "the parked WRITE fires");
+	check(landed(n, 3), "its bytes landed");
+	rhinetdv_destroy_trigger(t);
+}
+
+/*
+ * The CQE of a parked WRITE names it by the low 16 bits of its index, so
+ * the library posts nothing that those bits would name again until it
+ * completed: one lap of 16 bits after it, the queue is full (ENOMEM) even
+ * though the ring is empty; the WRITE fires with its own wr_id, and the
+ * queue takes WRITEs again.
+ */
+static void index_lap(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	struct ibv_wc wc[64];
+	uint32_t posted = 0, done = 0, bad = 0;
+	double start = now();
+	int err, got;
+
+	check(post_write(n, 0xc01, 5, t, 1, NULL, &err) == 0 && !err,
+	      "a WRITE parked (two slots)");
+	for (;;) {
+		ibv_wr_start(n->qx);
+		n->qx->wr_id = 0xd0000000u + posted;
+		n->qx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_write(n->qx, n->mr->rkey,
+				  (uintptr_t)(n->buf + DST));
+		ibv_wr_set_sge_list(n->qx, 0, NULL);
+		err = ibv_wr_complete(n->qx);
+		if (!err) {
+			posted++;
+			continue;
+		}
+		/* Full: the ring, or the lap. Completions free the ring. */
+		got = poll_for(n, wc, 64, done == posted ? 200 : 2000);
+		for (int k = 0; k < got; k++)
+			bad += wc[k].status != IBV_WC_SUCCESS ||
+			       wc[k].wr_id != 0xd0000000u + done + k;
+		done += got;
+		if (!got && done == posted)
+			break;
+	}
+	check(err == ENOMEM, "the queue says ENOMEM (%d)", err);
+	check(posted == 65534 && done == posted && !bad,
+	      "one 16-bit lap of one-slot WRITEs after it: %u posted, %u "
+	      "completed, %u wrong (%.1f s)",
+	      posted, done, bad, now() - start);
+	rhinetdv_trigger_add(t, 1);
+	expect_one(n, 0xc01, IBV_WC_SUCCESS, 0, "the parked WRITE after a lap");
+	check(landed(n, 5), "its bytes landed");
+	check(post_write(n, 0xc02, 6, NULL, 0, NULL, NULL) == 0,
+	      "the queue takes WRITEs again");
+	expect_one(n, 0xc02, IBV_WC_SUCCESS, 0, "a WRITE after the lap");
+	rhinetdv_destroy_trigger(t);
+}
+
+static void chain_of_two(struct node *n)
+{
+	struct rhinetdv_trigger *c1 = make_trigger(n->ctx, 0);
+	struct rhinetdv_trigger *c2 = make_trigger(n->ctx, 0);
+	struct ibv_wc wc[4];
+	int e1, e2, got;
+
+	check(post_write(n, 0x301, 30, c1, 1, c2, &e1) == 0 && !e1,
+	      "first link: waits on c1, chains to c2");
+	check(post_write(n, 0x302, 31, c2, 1, NULL, &e2) == 0 && !e2,
+	      "second link: waits on c2");
+	got = poll_for(n, wc, 1, 300);
+	check(got == 0, "the chain waits");
+	rhinetdv_trigger_add(c1, 1);
+	got = poll_for(n, wc, 2, 2000);
+	check(got == 2, "both links complete after one add (%d)", got);
+	if (got == 2) {
+		expect_wc(&wc[0], 0x301, IBV_WC_SUCCESS, 0, "first link");
+		expect_wc(&wc[1], 0x302, IBV_WC_SUCCESS, 0, "second link");
+	}
+	check(landed(n, 30) && landed(n, 31), "both links' bytes landed");
+	check(value_of(c2, 1) == 1, "the first completion added 1 to c2");
+	rhinetdv_destroy_trigger(c1);
+	rhinetdv_destroy_trigger(c2);
+}
+
+static void already_reached(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 5);
+	int err;
+
+	check(post_write(n, 0x401, 40, t, 3, NULL, &err) == 0 && !err,
+	      "WRITE at threshold 3 on a counter at 5");
+	expect_one(n, 0x401, IBV_WC_SUCCESS, 0, "it goes at post");
+	check(landed(n, 40), "its bytes landed");
+	rhinetdv_destroy_trigger(t);
+}
+
+/* Other opcodes wait the same way: a READ and a FETCH_ADD on one counter. */
+static void other_opcodes(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	struct rhinetdv_wr_trigger wt = {
+		.comp_mask = RHINETDV_WR_TRIGGER_COUNTER,
+		.counter = t,
+		.threshold = 2,
+	};
+	static const uint8_t zeros[LEN];
+	uint64_t *word = (uint64_t *)(n->buf + DST); /* slot 0's, unused */
+	uint64_t *old = word + 1;
+	uint8_t *read_to = n->buf + DST + 100 * LEN;
+	struct ibv_wc wc[2];
+	int e1, e2, got;
+
+	*word = 40;
+	*old = 0;
+	memset(read_to, 0, LEN);
+	ibv_wr_start(n->qx);
+	n->qx->wr_id = 0x901;
+	n->qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_read(n->qx, n->mr->rkey, (uintptr_t)(n->buf + SRC));
+	ibv_wr_set_sge(n->qx, n->mr->lkey, (uintptr_t)read_to, LEN);
+	e1 = rhinetdv_wr_set_trigger(n->qx, &wt, sizeof(wt));
+	n->qx->wr_id = 0x902;
+	n->qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_fetch_add(n->qx, n->mr->rkey, (uintptr_t)word, 2);
+	ibv_wr_set_sge(n->qx, n->mr->lkey, (uintptr_t)old, 8);
+	e2 = rhinetdv_wr_set_trigger(n->qx, &wt, sizeof(wt));
+	check(ibv_wr_complete(n->qx) == 0 && !e1 && !e2,
+	      "a triggered READ and FETCH_ADD in one batch");
+	check(poll_for(n, wc, 1, 300) == 0 && *word == 40 &&
+		      memcmp(read_to, zeros, LEN) == 0,
+	      "both wait");
+	rhinetdv_trigger_add(t, 2);
+	got = poll_for(n, wc, 2, 2000);
+	check(got == 2, "both complete at threshold 2 (%d)", got);
+	if (got == 2) {
+		expect_wc(&wc[0], 0x901, IBV_WC_SUCCESS, 0, "triggered READ");
+		expect_wc(&wc[1], 0x902, IBV_WC_SUCCESS, 0,
+			  "triggered FETCH_ADD");
+	}
+	check(pattern_differs(read_to, LEN, 7) < 0,
+	      "the READ brought the bytes");
+	check(*word == 42 && *old == 40,
+	      "the FETCH_ADD added (%" PRIu64 ", old %" PRIu64 ")", *word,
+	      *old);
+	rhinetdv_destroy_trigger(t);
+}
+
+static void destroyed_with_parked(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	struct ibv_wc wc[4];
+	int e1, e2, got;
+
+	check(post_write(n, 0x501, 50, t, 10, NULL, &e1) == 0 && !e1 &&
+		      post_write(n, 0x502, 51, t, 20, NULL, &e2) == 0 && !e2,
+	      "two WRITEs parked");
+	check(poll_for(n, wc, 1, 200) == 0, "they wait");
+	check(rhinetdv_destroy_trigger(t) == 0, "destroy with WRITEs parked");
+	got = poll_for(n, wc, 2, 2000);
+	check(got == 2, "both flushed (%d)", got);
+	if (got == 2) {
+		expect_wc(&wc[0], 0x501, IBV_WC_WR_FLUSH_ERR,
+			  RHINETDV_SYN_TRIGGER_GONE, "flushed first");
+		expect_wc(&wc[1], 0x502, IBV_WC_WR_FLUSH_ERR,
+			  RHINETDV_SYN_TRIGGER_GONE, "flushed second");
+	}
+	check(!landed(n, 50) && !landed(n, 51), "nothing landed");
+	check(post_write(n, 0x503, 52, NULL, 0, NULL, NULL) == 0 &&
+		      poll_for(n, wc, 1, 2000) == 1 &&
+		      wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 0x503,
+	      "the QP goes on");
+}
+
+/*
+ * More WRITEs parked than the process's share of the NIC's table: those
+ * beyond it complete at once with RHINETDV_SYN_TRIGGER_NO_ROOM, in order;
+ * a plain WRITE between them frees the ring (parked WRITEs leave it as
+ * unsignaled ones do), and destroying the counter flushes every parked
+ * one with its own wr_id.
+ */
+#define MANY 48
+
+struct tally {
+	bool done[MANY];
+	int refused, flushed, plain, other;
+};
+
+/* Counts completions: a refusal or a flush of a triggered WRITE (each
+ * once), a plain WRITE's success, anything else.
+ */
+static void tally(struct tally *y, const struct ibv_wc *wc, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t k = wc[i].wr_id - 0xa00;
+		bool mine = k < MANY && !y->done[k];
+
+		if (wc[i].wr_id >= 0xb00 && wc[i].status == IBV_WC_SUCCESS) {
+			y->plain++;
+		} else if (mine && wc[i].status == IBV_WC_GENERAL_ERR &&
+			   wc[i].vendor_err == RHINETDV_SYN_TRIGGER_NO_ROOM) {
+			y->done[k] = true;
+			y->refused++;
+		} else if (mine && wc[i].status == IBV_WC_WR_FLUSH_ERR &&
+			   wc[i].vendor_err == RHINETDV_SYN_TRIGGER_GONE) {
+			y->done[k] = true;
+			y->flushed++;
+		} else {
+			y->other++;
+		}
+	}
+}
+
+static void more_than_the_share(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	struct tally y = {0};
+	struct ibv_wc wc[MANY];
+	int i, err = 0;
+
+	for (i = 0; i < MANY && !err; i++) {
+		int e = 0;
+
+		err = post_write(n, 0xa00 + i, 120 + i, t, 1000, NULL, &e) | e;
+		/* A plain WRITE every 16: its CQE frees the ring behind it. */
+		if (!err && i % 16 == 15) {
+			int plain = y.plain;
+
+			err = post_write(n, 0xb00 + i, 200, NULL, 0, NULL,
+					 NULL);
+			while (!err && y.plain == plain) {
+				int got = poll_for(n, wc, 1, 2000);
+
+				if (!got)
+					break;
+				tally(&y, wc, got);
+			}
+		}
+	}
+	check(!err && y.plain == MANY / 16, "%d triggered WRITEs posted (%d)",
+	      MANY, err);
+	/* The refusals come at once. */
+	tally(&y, wc, poll_for(n, wc, MANY, 500));
+	check(y.refused > 0 && y.refused < MANY && !y.other,
+	      "%d of %d refused for want of room, nothing else (%d)", y.refused,
+	      MANY, y.other);
+	check(rhinetdv_destroy_trigger(t) == 0, "destroy");
+	tally(&y, wc, poll_for(n, wc, MANY - y.refused, 2000));
+	check(y.flushed == MANY - y.refused && !y.other,
+	      "the other %d flushed with their wr_ids (%d)", MANY - y.refused,
+	      y.flushed);
+	check(poll_for(n, wc, 1, 100) == 0, "no completion beyond");
+}
+
+/* ---- other processes ---- */
+
+/* A process that runs @fn as @name and exits with its failures (0: all
+ * passed); its pid.
+ */
+static pid_t spawn(const char *name, int (*fn)(void *), void *arg)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		role = name;
+		checks = failures = 0;
+		_exit(fn(arg) ? 1 : failures ? 1 : 0);
+	}
+	return pid;
+}
+
+/* Its exit status (128: it did not exit). */
+static int reap(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) < 0)
+		die("waitpid");
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* The first process's counter as another process would name it. */
+struct foreign {
+	struct rhinetdv_trigger *theirs;
+	uint32_t handle;
+};
+
+static int intruder(void *arg)
+{
+	struct foreign *f = arg;
+	struct {
+		struct rhinetdv_trigger pub;
+		uint64_t pad[2]; /* the library's private part */
+	} fake;
+	struct ibv_wc wc[2];
+	struct node n;
+	int err;
+
+	setup(&n);
+	memset(&fake, 0, sizeof(fake));
+	fake.pub.context = n.ctx;
+	fake.pub.handle = f->handle;
+	/* The store goes to this process's page: the NIC drops it. */
+	check(rhinetdv_trigger_add(&fake.pub, 100) == 0,
+	      "the add is one store (the NIC judges it)");
+	/* The library knows the struct is not of this context. */
+	post_write(&n, 0x601, 60, f->theirs, 1, NULL, &err);
+	check(err == EINVAL, "a counter of another context: EINVAL (%d)", err);
+	/* The bare handle reaches the NIC, which refuses it. */
+	check(post_write(&n, 0x602, 61, &fake.pub, 1, NULL, &err) == 0 && !err,
+	      "a WRITE naming the other process's handle is posted");
+	expect_one(&n, 0x602, IBV_WC_GENERAL_ERR, RHINETDV_SYN_BAD_TRIGGER,
+		   "a foreign handle completes at once");
+	check(!landed(&n, 61), "nothing landed");
+	check(post_write(&n, 0x603, 62, NULL, 0, NULL, NULL) == 0 &&
+		      poll_for(&n, wc, 1, 2000) == 1 &&
+		      wc[0].status == IBV_WC_SUCCESS,
+	      "its QP goes on");
+	teardown(&n);
+	return 0;
+}
+
+static void foreign_process(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	struct foreign f = {.theirs = t, .handle = t->handle};
+	uint64_t dropped = hw_counter("trigger_dropped_adds");
+	struct ibv_wc wc[2];
+	int err;
+
+	check(post_write(n, 0x701, 70, t, 1, NULL, &err) == 0 && !err,
+	      "a WRITE parked on the counter");
+	check(reap(spawn("intruder", intruder, &f)) == 0,
+	      "the second process's checks");
+	check(hw_counter("trigger_dropped_adds") > dropped,
+	      "the NIC counted the dropped add (%" PRIu64 " -> %" PRIu64 ")",
+	      dropped, hw_counter("trigger_dropped_adds"));
+	check(value_of(t, 0) == 0, "the value did not move");
+	check(poll_for(n, wc, 1, 200) == 0 && !landed(n, 70),
+	      "the parked WRITE still waits");
+	rhinetdv_trigger_add(t, 1);
+	check(poll_for(n, wc, 1, 2000) == 1 && wc[0].wr_id == 0x701 &&
+		      wc[0].status == IBV_WC_SUCCESS,
+	      "its owner's add sends it");
+	rhinetdv_destroy_trigger(t);
+}
+
+/* Counters until refused; the count through @fd, then waits for a byte. */
+struct hog {
+	int report, go;
+	bool park; /* WRITEs parked on the first counters */
+	bool as_nobody;
+};
+
+static int hog(void *arg)
+{
+	static struct rhinetdv_trigger *t[MAX_COUNTERS];
+	struct hog *h = arg;
+	struct node n;
+	int count = 0, err, e = 0;
+	char c;
+
+	if (h->as_nobody && setresuid(NOBODY, NOBODY, NOBODY))
+		die("setresuid");
+	if (h->park)
+		setup(&n);
+	else
+		n.ctx = open_device(dev_name);
+	while (count < MAX_COUNTERS) {
+		t[count] = rhinetdv_create_trigger(n.ctx, NULL, 0);
+		if (!t[count]) {
+			e = errno;
+			break;
+		}
+		count++;
+	}
+	check(e == ENOSPC, "refused with ENOSPC after %d counters (%s)", count,
+	      strerror(e));
+	for (int i = 0; h->park && i < 4 && i < count; i++)
+		check(post_write(&n, 0x800 + i, 80 + i, t[i], 1000, NULL,
+				 &err) == 0 &&
+			      !err,
+		      "WRITE parked on counter %d", i);
+	if (write(h->report, &count, sizeof(count)) != sizeof(count))
+		die("write");
+	if (h->go >= 0 && read(h->go, &c, 1) != 1)
+		die("read");
+	/* Exits holding everything: the kernel and the NIC clean up. */
+	return 0;
+}
+
+static int run_hog(struct hog *h, int *count, pid_t *pid)
+{
+	int rep[2], go[2];
+
+	if (pipe(rep) || pipe(go))
+		die("pipe");
+	h->report = rep[1];
+	h->go = go[0];
+	*pid = spawn(h->as_nobody ? "hog (nobody)" : "hog", hog, h);
+	close(rep[1]);
+	close(go[0]);
+	if (read(rep[0], count, sizeof(*count)) != sizeof(*count))
+		*count = -1;
+	close(rep[0]);
+	return go[1];
+}
+
+static int finish_hog(int go, pid_t pid)
+{
+	if (write(go, "x", 1) != 1)
+		die("write");
+	close(go);
+	return reap(pid);
+}
+
+static void shares(void)
+{
+	struct hog a = {.park = true}, b = {.as_nobody = true}, c = {0};
+	int na, nb, nc, ga, gb, gc;
+	pid_t pa, pb, pc;
+
+	ga = run_hog(&a, &na, &pa);
+	check(na > 0, "the first process got %d counters", na);
+	gb = run_hog(&b, &nb, &pb);
+	check(nb > 0, "another user's process still gets counters (%d)", nb);
+	check(finish_hog(gb, pb) == 0, "the other user's process");
+	/* The first exits holding its counters and parked WRITEs. */
+	check(finish_hog(ga, pa) == 0, "the first process's checks");
+	gc = run_hog(&c, &nc, &pc);
+	check(nc == na, "a new process gets the share back: %d of %d", nc, na);
+	check(finish_hog(gc, pc) == 0, "the new process");
+}
+
+int main(int argc, char **argv)
+{
+	struct node n;
+
+	program = "rhinet-trigger";
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	peer_args(argc, argv, &dev_name, &gid_index, NULL);
+	role = NULL;
+	setup(&n);
+	threshold_three(&n);
+	ring_wraps(&n);
+	index_lap(&n);
+	chain_of_two(&n);
+	already_reached(&n);
+	other_opcodes(&n);
+	more_than_the_share(&n);
+	destroyed_with_parked(&n);
+	foreign_process(&n);
+	/* The first process holds no counter now: the shares are whole. */
+	shares();
+	teardown(&n);
+	printf("rhinet-trigger: %d checks, %d failures\n", checks, failures);
+	return failures ? 1 : 0;
+}
