@@ -342,7 +342,10 @@ struct Engine::Impl : FamilyStates {
   // starts from (the family fills in the rest).
   rhn_op_hdr request_header(const QpObj& qp, uint32_t qpn,
                             const Inflight& e) const;
-  Inflight& entry(uint32_t qpn, uint32_t idx);
+  Inflight& entry(uint32_t qpn, uint32_t idx) {
+    return inflight[size_t{qpn} * cfg.max_inflight_per_qp +
+                    idx % cfg.max_inflight_per_qp];
+  }
   void finish_entry(uint32_t qpn, Inflight& e, uint8_t status,
                     uint8_t syndrome);
   // Returns the entry's READ context (if any) to the free list.
@@ -354,6 +357,13 @@ struct Engine::Impl : FamilyStates {
   void flush_qp(uint32_t qpn);
   void message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,
                      uint16_t peer);
+  // message_acked's common case, without its schedule(qpn) and its count
+  // of the completion (release_gated makes both once for a run): the
+  // QP's oldest message, quiet (Inflight::quiet), with no completed one
+  // behind it. False (nothing changed) for anything else.
+  // (transport/channel_inline.h)
+  inline bool retire_quiet(uint32_t qpn, uint32_t gen, uint32_t serial,
+                           uint16_t peer);
   void handle_response(Peer& p, const Packet& pkt);
   // RNR: counts against rnr_retry; BUSY: retried like RNR without;
   // PINNING: like BUSY, resent when the target says its pages are in.
@@ -375,6 +385,10 @@ struct Engine::Impl : FamilyStates {
   // Room for one more packet: responses (context kNone) use the reserve;
   // requests are also bounded by their context's share of send memory.
   bool can_send(const Peer& p, uint32_t context) const;
+  // can_send and begin_data for the fast paths, inline
+  // (transport/channel_inline.h).
+  inline bool can_send_now(const Peer& p, uint32_t context) const;
+  inline uint32_t take_slot(uint32_t context);
   // Room for a packet that waits like a request (window, reserve kept for
   // answers) but is charged to no context: READ data, the NIC's own.
   bool room_for_request(const Peer& p) const;
@@ -386,6 +400,7 @@ struct Engine::Impl : FamilyStates {
   // payload at RHN_DATA_HDR_LEN of its frame, then calls commit_data.
   uint32_t begin_data(uint32_t context);
   void return_slot(uint32_t slot);
+  inline void give_slot(uint32_t slot);  // return_slot, inline
   uint32_t commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
                        uint32_t payload_len, bool ack_req, uint32_t qpn,
                        uint32_t qp_gen, bool completes_message);
@@ -400,7 +415,7 @@ struct Engine::Impl : FamilyStates {
   // unacknowledged, its timers. Returns the serial; the caller sends it.
   // (transport/channel_inline.h)
   inline uint32_t data_sent(Peer& p, uint32_t slot, uint32_t qpn,
-                            uint32_t qp_gen, bool completes_message);
+                            uint32_t qp_gen, uint8_t completes_message);
   // Peer scheduling.
   void peer_needs_service(Peer& p);             // work to do now
   void peer_timer(Peer& p, uint64_t deadline);  // a deadline was set
@@ -421,9 +436,16 @@ struct Engine::Impl : FamilyStates {
   // A DATA packet accepted in order (its operation is handled next), and
   // what the channel does after its operation: the acknowledgement it
   // carried, and one it asks for (now or after a delay).
-  void took_in_order(Peer& p);
-  void data_done(Peer& p, uint16_t flags, uint32_t seq, uint16_t session,
-                 uint32_t ack_seq, uint16_t ack_session);
+  // (Both inline, transport/channel_inline.h: every DATA packet takes
+  // them.)
+  inline void took_in_order(Peer& p);
+  inline void data_done(Peer& p, uint16_t flags, uint32_t seq, uint16_t session,
+                        uint32_t ack_seq, uint16_t ack_session);
+  // Whether an acknowledgement would change nothing: the one seen last,
+  // on the current stream, nothing queued or gated, and its gate open at
+  // once. accept_acks would return at its last test.
+  inline bool ack_news(const Peer& p, uint32_t ack_seq, uint16_t ack_session,
+                       uint16_t session, uint32_t seq) const;
   void accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
                    uint16_t session, uint32_t seq);
   void release_gated(Peer& p);
@@ -481,7 +503,7 @@ struct Engine::Impl : FamilyStates {
   // NAK memory.
   bool nak_remembered(const Peer& p, uint32_t src, uint32_t msn) const;
   void nak_remember(Peer& p, uint32_t src, uint32_t msn);
-  void nak_forget(Peer& p, uint32_t src);
+  inline void nak_forget(Peer& p, uint32_t src);
   void free_read(Peer& p, uint32_t r);
 
   // ---- fwmsg/fw_messages.cpp

@@ -45,11 +45,6 @@ uint8_t status_of_nak(uint8_t syndrome) {
   }
 }
 
-Inflight& Engine::Impl::entry(uint32_t qpn, uint32_t idx) {
-  return inflight[size_t{qpn} * cfg.max_inflight_per_qp +
-                  idx % cfg.max_inflight_per_qp];
-}
-
 bool Engine::Impl::requester_run(uint32_t budget) {
   bool did = false;
   const uint32_t n = ready.size();
