@@ -99,8 +99,13 @@ bool Engine::Impl::fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw,
                  raw.bytes, RHN_SQ_SLOT_SIZE, false))
     return false;
   nslots = wqe_slot_count(raw.bytes);
-  if (nslots <= 1) return true;
+  return nslots <= 1 || fetch_rest(qp, first, raw, nslots);
+}
+
+bool Engine::Impl::fetch_rest(QpObj& qp, uint32_t first, RawWqe& raw,
+                              uint32_t nslots) {
   // The rest, in up to two pieces when the WQE wraps around the ring.
+  const uint32_t depth = 1u << qp.sq_log;
   const uint32_t rest = nslots - 1;
   const uint32_t before_wrap = min(rest, depth - first - 1);
   if (before_wrap &&
