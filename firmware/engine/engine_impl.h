@@ -451,8 +451,10 @@ struct Engine::Impl : FamilyStates {
   // (Both inline, transport/channel_inline.h: every DATA packet takes
   // them.)
   inline void took_in_order(Peer& p);
-  inline void data_done(Peer& p, uint16_t flags, uint32_t seq, uint16_t session,
-                        uint32_t ack_seq, uint16_t ack_session);
+  [[gnu::always_inline]] inline void data_done(Peer& p, uint16_t flags,
+                                               uint32_t seq, uint16_t session,
+                                               uint32_t ack_seq,
+                                               uint16_t ack_session);
   // Whether an acknowledgement would change nothing: the one seen last,
   // on the current stream, nothing queued or gated, and its gate open at
   // once. accept_acks would return at its last test.
