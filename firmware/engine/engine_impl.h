@@ -491,8 +491,17 @@ struct Engine::Impl : FamilyStates {
   // wire; false (nothing done) for anything else, which start_message
   // goes on with.
   bool fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots);
-  // The QP's header template, rebuilt when its generation or peer changed.
-  const TxTemplate& tx_template(const QpObj& qp, uint32_t qpn);
+  // The QP's header template, rebuilt when its generation or peer
+  // changed: the test inline, the rebuild apart.
+  const TxTemplate& tx_template(const QpObj& qp, uint32_t qpn) {
+    const TxTemplate& t = tx_templates[qpn];
+    if (t.gen == qp.gen && t.dest_node == qp.dest_node &&
+        t.dest_qpn == qp.dest_qpn)
+      return t;
+    return rebuild_template(qp, qpn);
+  }
+  [[gnu::noinline]] const TxTemplate& rebuild_template(const QpObj& qp,
+                                                       uint32_t qpn);
 
   // ---- responder/responder.cpp
   void handle_request(Peer& p, const Packet& pkt);

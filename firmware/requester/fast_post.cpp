@@ -145,11 +145,9 @@ bool Engine::Impl::fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots) {
   return true;
 }
 
-const TxTemplate& Engine::Impl::tx_template(const QpObj& qp, uint32_t qpn) {
+const TxTemplate& Engine::Impl::rebuild_template(const QpObj& qp,
+                                                 uint32_t qpn) {
   TxTemplate& t = tx_templates[qpn];
-  if (t.gen == qp.gen && t.dest_node == qp.dest_node &&
-      t.dest_qpn == qp.dest_qpn)
-    return t;
   t.gen = qp.gen;
   t.dest_node = qp.dest_node;
   t.dest_qpn = qp.dest_qpn;
