@@ -257,7 +257,12 @@ struct Engine::Impl : FamilyStates {
     if (!cfg.dma_region) return mr_dma(mr_index, va, buf, len, write);
     const DmaRegion* r = c.region_of(mr_index, mr_epoch);
     if (!r) return mr_dma(mr_index, va, buf, len, write);
-    if (bus.dma_region(*r, va, buf, len, write)) return true;
+    return region_dma(*r, va, buf, len, write);
+  }
+  // The DMA block through a region (a failure counted).
+  [[gnu::always_inline]] bool region_dma(const DmaRegion& r, uint64_t va,
+                                         void* buf, uint64_t len, bool write) {
+    if (bus.dma_region(r, va, buf, len, write)) return true;
     counters.add(RHN_CNT_DMA_ERRORS);
     return false;
   }
@@ -311,7 +316,10 @@ struct Engine::Impl : FamilyStates {
                                         uint64_t len, bool write) {
     if (cfg.dma_region && ref.lkey != RHN_LKEY_PHYSICAL) {
       const uint32_t mr_index = ref.lkey >> RHN_KEY_INDEX_SHIFT;
-      if (c.region_of(mr_index, mr_epoch) || remember_region(c, mr_index))
+      // The kept region looked up once (key_dma would look again).
+      if (const DmaRegion* r = c.region_of(mr_index, mr_epoch))
+        return region_dma(*r, ref.addr + offset, buf, len, write);
+      if (remember_region(c, mr_index))
         return key_dma(c, mr_index, ref.addr + offset, buf, len, write);
     }
     return host_dma(ref, offset, buf, len, write);
@@ -330,6 +338,10 @@ struct Engine::Impl : FamilyStates {
   bool requester_step(uint32_t qpn, uint32_t budget);
   bool start_message(QpObj& qp, uint32_t qpn);
   bool fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw, uint32_t& nslots);
+  // fetch_wqe's slots after the first (a WQE of several), apart so that
+  // the common WQE of one slot is fetched with few registers saved.
+  [[gnu::noinline]] bool fetch_rest(QpObj& qp, uint32_t first, RawWqe& raw,
+                                    uint32_t nslots);
   // The WQE of in-flight message e again, as start_message decoded it:
   // from its SQ slots (its trigger slot taken off) or, fired from the
   // trigger table, from there. False: its slots were overwritten.
@@ -343,7 +355,10 @@ struct Engine::Impl : FamilyStates {
   // starts from (the family fills in the rest).
   rhn_op_hdr request_header(const QpObj& qp, uint32_t qpn,
                             const Inflight& e) const;
-  Inflight& entry(uint32_t qpn, uint32_t idx);
+  Inflight& entry(uint32_t qpn, uint32_t idx) {
+    return inflight[size_t{qpn} * cfg.max_inflight_per_qp +
+                    idx % cfg.max_inflight_per_qp];
+  }
   void finish_entry(uint32_t qpn, Inflight& e, uint8_t status,
                     uint8_t syndrome);
   // Returns the entry's READ context (if any) to the free list.
@@ -355,6 +370,13 @@ struct Engine::Impl : FamilyStates {
   void flush_qp(uint32_t qpn);
   void message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,
                      uint16_t peer);
+  // message_acked's common case, without its schedule(qpn) and its count
+  // of the completion (release_gated makes both once for a run): the
+  // QP's oldest message, quiet (Inflight::quiet), with no completed one
+  // behind it. False (nothing changed) for anything else.
+  // (transport/channel_inline.h)
+  inline bool retire_quiet(uint32_t qpn, uint32_t gen, uint32_t serial,
+                           uint16_t peer);
   void handle_response(Peer& p, const Packet& pkt);
   // RNR: counts against rnr_retry; BUSY: retried like RNR without;
   // PINNING: like BUSY, resent when the target says its pages are in.
@@ -376,6 +398,10 @@ struct Engine::Impl : FamilyStates {
   // Room for one more packet: responses (context kNone) use the reserve;
   // requests are also bounded by their context's share of send memory.
   bool can_send(const Peer& p, uint32_t context) const;
+  // can_send and begin_data for the fast paths, inline
+  // (transport/channel_inline.h).
+  inline bool can_send_now(const Peer& p, uint32_t context) const;
+  inline uint32_t take_slot(uint32_t context);
   // Room for a packet that waits like a request (window, reserve kept for
   // answers) but is charged to no context: READ data, the NIC's own.
   bool room_for_request(const Peer& p) const;
@@ -387,6 +413,7 @@ struct Engine::Impl : FamilyStates {
   // payload at RHN_DATA_HDR_LEN of its frame, then calls commit_data.
   uint32_t begin_data(uint32_t context);
   void return_slot(uint32_t slot);
+  inline void give_slot(uint32_t slot);  // return_slot, inline
   uint32_t commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
                        uint32_t payload_len, bool ack_req, uint32_t qpn,
                        uint32_t qp_gen, bool completes_message);
@@ -401,7 +428,7 @@ struct Engine::Impl : FamilyStates {
   // unacknowledged, its timers. Returns the serial; the caller sends it.
   // (transport/channel_inline.h)
   inline uint32_t data_sent(Peer& p, uint32_t slot, uint32_t qpn,
-                            uint32_t qp_gen, bool completes_message);
+                            uint32_t qp_gen, uint8_t completes_message);
   // Peer scheduling.
   void peer_needs_service(Peer& p);             // work to do now
   void peer_timer(Peer& p, uint64_t deadline);  // a deadline was set
@@ -422,9 +449,18 @@ struct Engine::Impl : FamilyStates {
   // A DATA packet accepted in order (its operation is handled next), and
   // what the channel does after its operation: the acknowledgement it
   // carried, and one it asks for (now or after a delay).
-  void took_in_order(Peer& p);
-  void data_done(Peer& p, uint16_t flags, uint32_t seq, uint16_t session,
-                 uint32_t ack_seq, uint16_t ack_session);
+  // (Both inline, transport/channel_inline.h: every DATA packet takes
+  // them.)
+  inline void took_in_order(Peer& p);
+  [[gnu::always_inline]] inline void data_done(Peer& p, uint16_t flags,
+                                               uint32_t seq, uint16_t session,
+                                               uint32_t ack_seq,
+                                               uint16_t ack_session);
+  // Whether an acknowledgement would change nothing: the one seen last,
+  // on the current stream, nothing queued or gated, and its gate open at
+  // once. accept_acks would return at its last test.
+  inline bool ack_news(const Peer& p, uint32_t ack_seq, uint16_t ack_session,
+                       uint16_t session, uint32_t seq) const;
   void accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
                    uint16_t session, uint32_t seq);
   void release_gated(Peer& p);
@@ -456,8 +492,17 @@ struct Engine::Impl : FamilyStates {
   // wire; false (nothing done) for anything else, which start_message
   // goes on with.
   bool fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots);
-  // The QP's header template, rebuilt when its generation or peer changed.
-  const TxTemplate& tx_template(const QpObj& qp, uint32_t qpn);
+  // The QP's header template, rebuilt when its generation or peer
+  // changed: the test inline, the rebuild apart.
+  const TxTemplate& tx_template(const QpObj& qp, uint32_t qpn) {
+    const TxTemplate& t = tx_templates[qpn];
+    if (t.gen == qp.gen && t.dest_node == qp.dest_node &&
+        t.dest_qpn == qp.dest_qpn)
+      return t;
+    return rebuild_template(qp, qpn);
+  }
+  [[gnu::noinline]] const TxTemplate& rebuild_template(const QpObj& qp,
+                                                       uint32_t qpn);
 
   // ---- responder/responder.cpp
   void handle_request(Peer& p, const Packet& pkt);
@@ -482,7 +527,7 @@ struct Engine::Impl : FamilyStates {
   // NAK memory.
   bool nak_remembered(const Peer& p, uint32_t src, uint32_t msn) const;
   void nak_remember(Peer& p, uint32_t src, uint32_t msn);
-  void nak_forget(Peer& p, uint32_t src);
+  inline void nak_forget(Peer& p, uint32_t src);
   void free_read(Peer& p, uint32_t r);
 
   // ---- fwmsg/fw_messages.cpp

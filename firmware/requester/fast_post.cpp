@@ -48,40 +48,18 @@ bool Engine::Impl::fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots) {
       check_key_cached(qp.tx_key, sge.lkey, qp.pdn, 0, sge.addr, sge.length,
                        &mr_index, kNone) != RHN_SYN_NONE)
     return false;
-  Peer* const pp = peer_for(qp.dest_node);
-  if (!pp || !can_send(*pp, qp.context)) return false;
-  Peer& p = *pp;
+  if (qp.dest_node >= cfg.max_nodes) return false;  // beyond the fabric
+  Peer& p = peers[qp.dest_node];
+  if (!can_send_now(p, qp.context)) return false;
 
-  // The in-flight entry: what the ACK, a NAK, a resend and the CQE read,
-  // each word stored once (no blank entry copied first); the rest as a
-  // blank Inflight has it.
   const uint32_t idx = qp.inflight_tail++;
-  Inflight& e = entry(qpn, idx);
   const auto len = static_cast<uint32_t>(w.length);
   const uint32_t msn = qp.msn_next++;
-  e = Inflight{.slot = qp.sq_fetch,
-               .slots = static_cast<uint8_t>(nslots),
-               .opcode = w.opcode,
-               .wqe_flags = w.flags,
-               .state = MsgState::kSending,
-               .peer = qp.dest_node,
-               .msn = msn,
-               .length = len,
-               .status_addr = w.status_addr,
-               .status_lkey = w.status_lkey,
-               .dst_qpn = qp.dest_qpn,
-               .fanout_imm = w.imm_data};
-  qp.tx_wqe.keep_twin = true;
-  qp.sq_fetch += nslots;
-  qp.fanout_next = 0;
-  qp.tx_entry = idx;
-  qp.tx_peer = qp.dest_node;
-  qp.tx_dst_qpn = qp.dest_qpn;
 
   // The packet: its payload into a send slot and its header from the
   // QP's template; or the header, and the transmit assembler gathers the
   // payload behind it and sends the frame.
-  const uint32_t slot = begin_data(qp.context);
+  const uint32_t slot = take_slot(qp.context);
   SendSlot& s = slots[slot];
   TxPatch x;
   x.wire_op = info.wire_op;
@@ -121,6 +99,34 @@ bool Engine::Impl::fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots) {
     ok = wire.assemble(bus, g);
     if (!ok) counters.add(RHN_CNT_DMA_ERRORS);
   }
+  // The in-flight entry: what the ACK, a NAK, a resend and the CQE read,
+  // each word stored once (no blank entry copied first); the rest as a
+  // blank Inflight has it. Stored once the frame is on its way (nothing
+  // before reads it): the assembler reads the payload meanwhile.
+  Inflight& e = entry(qpn, idx);
+  e = Inflight{
+      .slot = qp.sq_fetch,
+      .slots = static_cast<uint8_t>(nslots),
+      .opcode = w.opcode,
+      .wqe_flags = w.flags,
+      // Sent: waits for its ACK (a failure below finishes it).
+      .state = MsgState::kAwaitAck,
+      .peer = qp.dest_node,
+      .msn = msn,
+      .last_serial = p.tx_next,  // data_sent takes it
+      .length = len,
+      .status_addr = w.status_addr,
+      .status_lkey = w.status_lkey,
+      .dst_qpn = qp.dest_qpn,
+      .quiet = !(w.flags & RHN_WQE_F_SIGNALED) && !family->message_done,
+      .fanout_imm = w.imm_data};
+  qp.tx_wqe.keep_twin = true;
+  qp.sq_fetch += nslots;
+  qp.fanout_next = 0;
+  qp.tx_entry = idx;
+  qp.tx_peer = qp.dest_node;
+  qp.tx_dst_qpn = qp.dest_qpn;
+
   if (!ok) {
     qp.tx_offset = 0;
     return_slot(slot);
@@ -129,22 +135,19 @@ bool Engine::Impl::fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots) {
     return true;
   }
   s.len = static_cast<uint16_t>(RHN_DATA_HDR_LEN + len);
-  e.last_serial = data_sent(p, slot, qpn, qp.gen, true);
+  data_sent(p, slot, qpn, qp.gen, e.quiet ? kCompletesQuiet : kCompletes);
   if (gather)
     tx_account(node_of(p), {s.frame, s.len});
   else
     transmit(node_of(p), {s.frame, s.len});
-  e.state = MsgState::kAwaitAck;
   qp.tx_offset = len;
   qp.tx_active = false;
   return true;
 }
 
-const TxTemplate& Engine::Impl::tx_template(const QpObj& qp, uint32_t qpn) {
+const TxTemplate& Engine::Impl::rebuild_template(const QpObj& qp,
+                                                 uint32_t qpn) {
   TxTemplate& t = tx_templates[qpn];
-  if (t.gen == qp.gen && t.dest_node == qp.dest_node &&
-      t.dest_qpn == qp.dest_qpn)
-    return t;
   t.gen = qp.gen;
   t.dest_node = qp.dest_node;
   t.dest_qpn = qp.dest_qpn;

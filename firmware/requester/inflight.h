@@ -55,6 +55,12 @@ struct Inflight {
   // after the answer, the stream that carries the data: its key at the
   // receiver, its length and destination QP (owed: no stream was free).
   bool answered = false;
+  // Retired by its ACK with nothing to tell anyone: unsignalled, no
+  // status word, READ context, fan-out, twin, chain or trigger, and a
+  // family without message_done (what fast_post takes). The ACK of a run
+  // of such messages retires each at the head of its QP in a few stores
+  // (retire_quiet) instead of finish_entry and complete_in_order.
+  bool quiet = false;
   uint32_t attempt = 0;  // transmissions of an ordered-retry message
   bool stream_owed = false;
   uint32_t stream_key = 0, stream_len = 0, stream_dst = 0;

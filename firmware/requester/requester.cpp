@@ -45,11 +45,6 @@ uint8_t status_of_nak(uint8_t syndrome) {
   }
 }
 
-Inflight& Engine::Impl::entry(uint32_t qpn, uint32_t idx) {
-  return inflight[size_t{qpn} * cfg.max_inflight_per_qp +
-                  idx % cfg.max_inflight_per_qp];
-}
-
 bool Engine::Impl::requester_run(uint32_t budget) {
   bool did = false;
   const uint32_t n = ready.size();
@@ -104,8 +99,13 @@ bool Engine::Impl::fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw,
                  raw.bytes, RHN_SQ_SLOT_SIZE, false))
     return false;
   nslots = wqe_slot_count(raw.bytes);
-  if (nslots <= 1) return true;
+  return nslots <= 1 || fetch_rest(qp, first, raw, nslots);
+}
+
+bool Engine::Impl::fetch_rest(QpObj& qp, uint32_t first, RawWqe& raw,
+                              uint32_t nslots) {
   // The rest, in up to two pieces when the WQE wraps around the ring.
+  const uint32_t depth = 1u << qp.sq_log;
   const uint32_t rest = nslots - 1;
   const uint32_t before_wrap = min(rest, depth - first - 1);
   if (before_wrap &&

@@ -11,6 +11,7 @@
 #include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
+#include "transport/channel_inline.h"
 
 namespace rhinet::fw {
 
@@ -29,7 +30,7 @@ bool Engine::Impl::fast_write(Span<const uint8_t> frame) {
   if (dst != cfg.node_id || src >= cfg.max_nodes) return false;
   Peer& p = peers[src];
   if (!p.rx_synced || session != p.rx_session || seq != p.rx_expected ||
-      !can_send(p, kNone))
+      !can_send_now(p, kNone))
     return false;
   // No family claims a plain WRITE to this node outside the channels.
   if (modules.filter.may_route_fields(RHN_PKT_DATA, dst, RHN_WOP_WRITE,

@@ -7,6 +7,7 @@
 #include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
+#include "transport/channel_inline.h"
 
 namespace rhinet::fw {
 
@@ -30,11 +31,6 @@ bool Engine::Impl::nak_remembered(const Peer& p, uint32_t src,
 void Engine::Impl::nak_remember(Peer& p, uint32_t src, uint32_t msn) {
   p.naks[p.nak_next] = Peer::Naked{src, msn};
   p.nak_next = static_cast<uint8_t>((p.nak_next + 1) % kNakMemory);
-}
-
-void Engine::Impl::nak_forget(Peer& p, uint32_t src) {
-  for (auto& n : p.naks)
-    if (n.src == src) n = Peer::Naked{};
 }
 
 void Engine::Impl::free_read(Peer& p, uint32_t r) {

@@ -18,14 +18,6 @@
 namespace rhinet::fw {
 namespace {
 
-// Whether an acknowledgement's gate opens: the packet that carried it has
-// been taken in order (or the stream it came on is gone).
-bool gate_open(const Peer& p, const Gate& g) {
-  if (!p.rx_synced) return g.seq == 0;         // the peer had sent us nothing
-  if (g.session != p.rx_session) return true;  // that reverse stream is gone
-  return !seq_before(p.rx_expected, g.seq);
-}
-
 // Serial-number order of 16-bit session epochs.
 bool session_before(uint16_t a, uint16_t b) {
   return static_cast<int16_t>(static_cast<uint16_t>(a - b)) < 0;
@@ -64,12 +56,7 @@ bool Engine::Impl::context_over_quota(uint32_t context) const {
 }
 
 bool Engine::Impl::can_send(const Peer& p, uint32_t context) const {
-  // Responses bypass the window and use a reserve of the send memory, so
-  // a responder can always answer: ACKs then always flow and both sides
-  // drain even when each one's window is full.
-  if (context == kNone)
-    return !free_slots.empty() && p.unacked_count < 2 * cfg.channel_window;
-  return room_for_request(p) && !context_over_quota(context);
+  return can_send_now(p, context);
 }
 
 bool Engine::Impl::room_for_request(const Peer& p) const {
@@ -78,22 +65,10 @@ bool Engine::Impl::room_for_request(const Peer& p) const {
 }
 
 uint32_t Engine::Impl::begin_data(uint32_t context) {
-  const uint32_t slot = free_slots.front();
-  free_slots.pop();
-  slots[slot].context = context;
-  slots[slot].next = kNone;
-  shares.charge(context, Res::kTxSlots);
-  return slot;
+  return take_slot(context);
 }
 
-void Engine::Impl::return_slot(uint32_t slot) {
-  SendSlot& s = slots[slot];
-  shares.give(s.context, Res::kTxSlots);
-  s.context = kNone;
-  s.next = kNone;
-  free_slots.push(slot);
-  if (slot_waiters.head != kNone) wake_all(slot_waiters);
-}
+void Engine::Impl::return_slot(uint32_t slot) { give_slot(slot); }
 
 uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
                                    uint32_t payload_len, bool ack_req,
@@ -119,7 +94,8 @@ uint32_t Engine::Impl::commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
   }
   s.len =
       static_cast<uint16_t>(seal_packet(s.frame, h, &op, pcrc, !cfg.mac_crc));
-  const uint32_t seq = data_sent(p, slot, qpn, qp_gen, completes_message);
+  const uint32_t seq =
+      data_sent(p, slot, qpn, qp_gen, completes_message ? kCompletes : 0);
   transmit(node_of(p), {s.frame, s.len});
   return seq;
 }
@@ -381,29 +357,6 @@ void Engine::Impl::receive_frame(Span<const uint8_t> frame) {
   data_done(p, h.flags, h.seq, h.session, h.ack_seq, h.ack_session);
 }
 
-void Engine::Impl::took_in_order(Peer& p) {
-  p.rx_expected++;
-  p.rx_last = now;
-  p.nak_sent = false;
-  p.rx_unacked++;
-}
-
-void Engine::Impl::data_done(Peer& p, uint16_t flags, uint32_t seq,
-                             uint16_t session, uint32_t ack_seq,
-                             uint16_t ack_session) {
-  // Acknowledgements ride after the operation: a NAK in this very packet
-  // has been applied before anything it covers completes.
-  if (flags & RHN_PKT_F_ACK_VALID)
-    accept_acks(p, ack_seq, ack_session, session, seq + 1);
-  release_gated(p);
-  if ((flags & RHN_PKT_F_ACK_REQ) || p.rx_unacked >= cfg.ack_coalesce) {
-    send_ack(p, RHN_PKT_ACK, 0, p.rx_session);
-  } else if (!p.ack_deadline) {
-    p.ack_deadline = now + cfg.ack_delay_ns;
-    peer_timer(p, p.ack_deadline);
-  }
-}
-
 void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
                                uint16_t session, uint32_t seq) {
   if (ack_session != p.tx_session) return;
@@ -450,6 +403,14 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
 
 void Engine::Impl::release_gated(Peer& p) {
   bool freed = false;
+  // The QP whose quiet messages were retired here and whose schedule()
+  // is owed: made once for a run of them, still before anything else
+  // could schedule a QP (another message's completion). The waiters for
+  // a send slot are all woken by the first slot returned, before any
+  // message is retired, and nothing here adds one.
+  uint32_t owed = kNone;
+  uint32_t quiet = 0;  // messages retire_quiet retired, counted at the end
+  const uint16_t node = node_of(p);
   while (p.gate_count) {
     const Gate g = p.gates[0];
     if (!gate_open(p, g)) break;
@@ -464,14 +425,31 @@ void Engine::Impl::release_gated(Peer& p) {
       if (p.unacked_head == kNone) p.unacked_tail = kNone;
       p.unacked_count--;
       if (p.resend == id) p.resend = s.next;
-      const bool completes = s.completes_message;
+      const uint8_t completes = s.completes_message;
       const uint32_t qpn = s.qpn, gen = s.qp_gen, serial = s.serial;
-      return_slot(id);
+      give_slot(id);
       freed = true;
       lane_only = false;  // messages complete: the families hear of it
-      if (completes) message_acked(qpn, gen, serial, node_of(p));
+      if (!completes) continue;
+      if (owed != kNone && owed != qpn) {
+        schedule(owed);
+        owed = kNone;
+      }
+      if (completes == kCompletesQuiet &&
+          retire_quiet(qpn, gen, serial, node)) {
+        owed = qpn;
+        quiet++;
+        continue;
+      }
+      if (owed != kNone) {
+        schedule(owed);
+        owed = kNone;
+      }
+      message_acked(qpn, gen, serial, node);
     }
   }
+  if (owed != kNone) schedule(owed);
+  if (quiet) counters.add(RHN_CNT_COMPLETIONS, quiet);
   if (freed) {
     p.rto_deadline = p.unacked_count ? now + rto(p) : 0;
     wake_all(p.waiters);

@@ -8,9 +8,14 @@
 
 namespace rhinet::fw {
 
+// SendSlot::completes_message: the last packet of a request, and of one
+// whose message retires quietly (Inflight::quiet), which its ACK hands to
+// retire_quiet first.
+constexpr uint8_t kCompletes = 1, kCompletesQuiet = 2;
+
 struct SendSlot {
   uint16_t len = 0;
-  bool completes_message = false;  // last packet of a request
+  uint8_t completes_message = 0;  // 0, kCompletes or kCompletesQuiet
   uint32_t serial = 0;
   uint32_t qpn = kNone;
   uint32_t qp_gen = 0;
