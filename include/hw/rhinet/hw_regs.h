@@ -326,7 +326,9 @@ enum rhn_db_offset {
 	X(TRIGGER_DROPPED_ADDS, trigger_dropped_adds, \
 	  "trigger counter increments dropped: a `TRIGGER` doorbell that was not one 8-byte store or named no live counter of its page's context (a stale handle, another context's), or a chained completion whose counter was gone") \
 	X(TRIGGER_FIRED, trigger_fired, \
-	  "parked triggered WQEs whose counter reached their threshold (each then ran on its QP)")
+	  "parked triggered WQEs whose counter reached their threshold (each then ran on its QP)") \
+	X(SQ_RECOVERED, sq_recovered, \
+	  "send-queue slots of multi-producer QPs (`RHN_CREATE_QP_F_MULTI_PRODUCER`) that the NIC's record scan found published with no doorbell (each of its doorbells lost, or never rung), and took")
 /* clang-format on */
 
 enum rhn_counter {

@@ -274,6 +274,10 @@ static const struct rhn_regmap_counter rhn_regmap_counters[] = {
 	 "counter was gone"},
 	{"trigger_fired", "parked triggered WQEs whose counter reached their "
 			  "threshold (each then ran on its QP)"},
+	{"sq_recovered", "send-queue slots of multi-producer QPs "
+			 "(`RHN_CREATE_QP_F_MULTI_PRODUCER`) that the NIC's "
+			 "record scan found published with no doorbell (each "
+			 "of its doorbells lost, or never rung), and took"},
 };
 
 #endif /* RHINET_REGMAP_DESC_H */

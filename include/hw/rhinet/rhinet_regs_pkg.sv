@@ -210,7 +210,7 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_MSIX_ADMIN = 0;
 
   // Hardware counters: index i at RHN_REG_COUNTERS + 8 * i.
-  localparam int unsigned RHN_CNT_COUNT = 81;
+  localparam int unsigned RHN_CNT_COUNT = 82;
   localparam int unsigned RHN_CNT_TX_PACKETS = 0;
   localparam int unsigned RHN_CNT_RX_PACKETS = 1;
   localparam int unsigned RHN_CNT_TX_BYTES = 2;
@@ -292,5 +292,6 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_CNT_COLL_SWITCH_FRAMES = 78;
   localparam int unsigned RHN_CNT_TRIGGER_DROPPED_ADDS = 79;
   localparam int unsigned RHN_CNT_TRIGGER_FIRED = 80;
+  localparam int unsigned RHN_CNT_SQ_RECOVERED = 81;
 
 endpackage
