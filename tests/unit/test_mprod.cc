@@ -27,6 +27,7 @@ struct MpConfig {
   double dup = 0;    // a doorbell is written twice (the copy late)
   double delay = 0;  // a doorbell arrives late, after later ones
   uint8_t sq_log = 10;
+  uint8_t type = RHN_QP_RC;   // or RHN_QP_ENDPOINT
   uint32_t max_burst = 4000;  // reservations between two quiet periods
 };
 
@@ -80,16 +81,21 @@ class MpHarness {
     cq_b_ = ctx_b_->create_cq(12);
     if (!cq_a_ || !cq_b_) return false;
     QpInit ia;
+    ia.type = cfg_.type;
     ia.send_cq = cq_a_.get();
     ia.sq_log_depth = cfg_.sq_log;
     ia.flags = RHN_CREATE_QP_F_MULTI_PRODUCER;
     qa_ = ctx_a_->create_qp(ia);
     QpInit ib;
+    ib.type = cfg_.type;
     ib.send_cq = cq_b_.get();
     ib.rq_log_depth = kRecvLog;
     qb_ = ctx_b_->create_qp(ib);
     if (!qa_ || !qb_) return false;
-    if (!connect_rc(*qa_, 1, qb_->qpn()) || !connect_rc(*qb_, 0, qa_->qpn()))
+    if (cfg_.type == RHN_QP_RC ? !connect_rc(*qa_, 1, qb_->qpn()) ||
+                                     !connect_rc(*qb_, 0, qa_->qpn())
+                               : !activate_datagram(*qa_, kQkey) ||
+                                     !activate_datagram(*qb_, kQkey))
       return false;
     rbuf_ = make_region(*ctx_b_, size_t{kRecvs} * kMsg, kAllAccess, 0, 0);
     for (uint32_t i = 0; i < kRecvs; i++)
@@ -183,6 +189,7 @@ class MpHarness {
   static constexpr uint32_t kRecvs = 1u << kRecvLog;
   static constexpr uint32_t kMsg = 16;  // lane, magic, sequence
   static constexpr uint32_t kMagic = 0x4d50524f;
+  static constexpr uint32_t kQkey = 0x1111;
 
   // One access of lane l; false when it waited (nothing changed).
   bool lane_step(Lane& l, MpResult& r) {
@@ -204,6 +211,8 @@ class MpHarness {
         SendWr wr;
         wr.opcode = RHN_OP_SEND;
         wr.flags = RHN_WQE_F_INLINE;  // unsignaled
+        wr.dst_node = 1;              // an endpoint's destination, per WQE
+        wr.dst_qpn = qb_->qpn();
         wr.inline_data.resize(kMsg);
         const uint32_t head[2] = {l.id, kMagic};
         std::memcpy(wr.inline_data.data(), head, 8);
@@ -361,48 +370,58 @@ void expect_batching(const MpResult& r) {
             1.0 / RHN_MP_DB_BATCH + 0.001);
 }
 
+// 32 lanes, `per_lane` messages each, doorbells lost, duplicated (the
+// copy late) and late with these probabilities.
+MpConfig lanes(uint64_t seed, uint32_t per_lane, double drop, double dup,
+               double delay) {
+  MpConfig cfg;
+  cfg.seed = seed;
+  cfg.per_lane = per_lane;
+  cfg.drop = drop;
+  cfg.dup = dup;
+  cfg.delay = delay;
+  return cfg;
+}
+
+// What every run must show: each message in (exactly once and in its
+// lane's order: drain() checks each), the doorbells batched.
+MpResult run_checked(const MpConfig& cfg) {
+  const MpResult r = run_lanes(cfg);
+  EXPECT_EQ(r.delivered, uint64_t{cfg.lanes} * cfg.per_lane);
+  expect_batching(r);
+  return r;
+}
+
 TEST(MultiProducer, LanesWithoutLossNeedNoRecovery) {
   // Duplicated and late (reordered) doorbells, none lost: everything
   // arrives in order and the scan never takes work it was not owed.
-  MpConfig cfg;
-  cfg.seed = 11;
-  cfg.per_lane = 3000;
-  cfg.dup = 0.1;
-  cfg.delay = 0.1;
-  const MpResult r = run_lanes(cfg);
-  EXPECT_EQ(r.delivered, uint64_t{cfg.lanes} * cfg.per_lane);
+  const MpResult r = run_checked(lanes(11, 3000, 0, 0.1, 0.1));
   EXPECT_EQ(r.recovered, 0u);
-  expect_batching(r);
 }
 
 TEST(MultiProducer, MillionMessagesWithLostDoorbells) {
   // 10^6 messages from 32 lanes, 10 % of doorbells lost, others
   // duplicated or late: exactly once, in each lane's order; the lost
   // tails are found by the record scan.
-  MpConfig cfg;
-  cfg.seed = 37;
-  cfg.per_lane = 31250;
-  cfg.drop = 0.1;
-  cfg.dup = 0.05;
-  cfg.delay = 0.05;
-  const MpResult r = run_lanes(cfg);
+  const MpResult r = run_checked(lanes(37, 31250, 0.1, 0.05, 0.05));
   EXPECT_EQ(r.delivered, 1'000'000u);
   EXPECT_GT(r.dropped, 0u);
   EXPECT_GT(r.recovered, 0u);
-  expect_batching(r);
+}
+
+TEST(MultiProducer, LanesOnOneEndpoint) {
+  // The same protocol on an endpoint's SQ (destination in every WQE).
+  MpConfig cfg = lanes(3, 2000, 0.1, 0.05, 0.05);
+  cfg.type = RHN_QP_ENDPOINT;
+  run_checked(cfg);
 }
 
 TEST(MultiProducer, SmallRingWaitsForRoom) {
   // A 64-slot ring (the smallest the default batch allows): producers
   // wait for nic_consumer, never overwrite a WQE the NIC still needs.
-  MpConfig cfg;
-  cfg.seed = 5;
+  MpConfig cfg = lanes(5, 500, 0.1, 0, 0);
   cfg.sq_log = 6;
-  cfg.per_lane = 500;
-  cfg.drop = 0.1;
-  const MpResult r = run_lanes(cfg);
-  EXPECT_EQ(r.delivered, uint64_t{cfg.lanes} * cfg.per_lane);
-  expect_batching(r);
+  run_checked(cfg);
 }
 
 }  // namespace
