@@ -51,6 +51,14 @@ void expect_cqes(Nic& n, Loop& l, Check& c, uint32_t first, uint32_t count) {
   }
 }
 
+// Lets the NIC run a while; no further CQE may come.
+bool no_more_cqes(Target& t, Nic& n, Loop& l, Check& c) {
+  t.settle();
+  t.advance(1'000'000);
+  rhn_cqe e;
+  return c.that(!n.poll_cq(l.scq, &e), "send CQ", "one CQE too many");
+}
+
 }  // namespace
 
 CONFORM_CASE(mp_consumer, "mprod.nic_consumer", "mprod",
@@ -103,10 +111,8 @@ CONFORM_CASE(mp_plain_record, "mprod.plain_record_untouched", "mprod",
   n.wr32(l.a.sq_record + 4, 0);
   n.post_one(l.a, RHN_OP_NOP, RHN_WQE_F_SIGNALED, 0, 0, 0);
   expect_cqes(n, l, c, 0, 1);
-  if (!c.ok()) return;
-  t.settle();
-  t.advance(1'000'000);
-  c.eq("record bytes 4..7", 0, n.rd32(l.a.sq_record + 4));
+  if (c.ok() && no_more_cqes(t, n, l, c))
+    c.eq("record bytes 4..7", 0, n.rd32(l.a.sq_record + 4));
 }
 
 CONFORM_CASE(mp_lost_doorbell, "mprod.lost_doorbell_scan", "mprod",
@@ -134,10 +140,7 @@ CONFORM_CASE(mp_duplicate_doorbell, "mprod.duplicate_doorbell", "mprod",
   expect_cqes(n, l, c, 0, 1);
   if (!c.ok()) return;
   n.kick_sq(l.a);  // late: its WQE completed already
-  t.settle();
-  t.advance(1'000'000);
-  rhn_cqe e;
-  CONFORM_THAT(c, !n.poll_cq(l.scq, &e), "send CQ", "a second CQE for one WQE");
+  if (!no_more_cqes(t, n, l, c)) return;
   CONFORM_EQ(c, "RHN_CNT_BAD_DOORBELLS increase", 0,
              n.counter(RHN_CNT_BAD_DOORBELLS) - bad);
   c.eq("RHN_CNT_SQ_RECOVERED increase", 0,

@@ -374,13 +374,11 @@ void expect_batching(const MpResult& r) {
 // copy late) and late with these probabilities.
 MpConfig lanes(uint64_t seed, uint32_t per_lane, double drop, double dup,
                double delay) {
-  MpConfig cfg;
-  cfg.seed = seed;
-  cfg.per_lane = per_lane;
-  cfg.drop = drop;
-  cfg.dup = dup;
-  cfg.delay = delay;
-  return cfg;
+  return MpConfig{.seed = seed,
+                  .per_lane = per_lane,
+                  .drop = drop,
+                  .dup = dup,
+                  .delay = delay};
 }
 
 // What every run must show: each message in (exactly once and in its
