@@ -29,7 +29,8 @@ static const struct check checks[] = {
     VAL(RHN_VERSION, 0x10000),
     VAL(RHN_BAR_REGS_SIZE, 0x2000),
     VAL(RHN_DB_PAGE_SIZE, 4096),
-    VAL(RHN_CNT_COUNT, 81),
+    VAL(RHN_CNT_COUNT, 82),
+    VAL(RHN_CNT_SQ_RECOVERED, 81),
     VAL(RHN_CNT_COLL_ERRORS, 77),
     VAL(RHN_CNT_COLL_SWITCH_FRAMES, 78),
     VAL(RHN_SYN_COLL_NO_SWITCH, 30),
@@ -94,7 +95,7 @@ static const struct check checks[] = {
     SIZE(struct rhn_fw_lock_link, 32),
     SIZE(struct rhn_fw_sync_done, 24),
     OFF(struct rhn_fw_lock_link, holder_qpn, 16),
-    VAL(RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT, 0x1288),
+    VAL(RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT, 0x1290),
     VAL(RHN_CAP_TM, 0x800),
     VAL(RHN_DB_SRQ_TM_OPS, 0x80000000),
 
