@@ -207,7 +207,7 @@ class MpHarness {
       case Lane::kRoom: {  // poll nic_consumer until the slot is free
         const uint64_t done = sq.buf.load64(
             rec_ + RHN_OFFSETOF(rhn_mp_queue_record, nic_consumer));
-        if (l.t + 1 > done + depth_) return false;
+        if (!rhn_mp_has_room(l.t, 1, done, depth_)) return false;
         SendWr wr;
         wr.opcode = RHN_OP_SEND;
         wr.flags = RHN_WQE_F_INLINE;  // unsignaled
@@ -237,8 +237,10 @@ class MpHarness {
         l.step = Lane::kTail;
         return true;
       case Lane::kTail: {  // the doorbell rule: batch or tail
-        const bool batch = (l.t + 1) % RHN_MP_DB_BATCH == 0;
-        l.ring_tail = !batch && reserve_ == l.t + 1;
+        // Which rule rings: the batch alone, seen with no later
+        // reservation, or else the tail.
+        const bool batch = rhn_mp_rings(l.t, 1, ~uint64_t{0}, RHN_MP_DB_BATCH);
+        l.ring_tail = !batch && rhn_mp_rings(l.t, 1, reserve_, RHN_MP_DB_BATCH);
         if (batch) r.batch_rings++;
         if (l.ring_tail) {
           r.tail_rings++;

@@ -710,6 +710,28 @@ RHN_STATIC_ASSERT((RHN_MP_DB_BATCH & (RHN_MP_DB_BATCH - 1)) == 0,
 RHN_STATIC_ASSERT(RHN_MP_DB_BATCH + RHN_WQE_MAX_SLOTS <= 64,
 		  "the default batch fits an SQ of 64 slots");
 
+/*
+ * The producers' two decisions, for a WQE of `slots` slots at ticket t on
+ * a ring of `depth` slots, all counts 64-bit. Room: its slots may be
+ * written once nic_consumer + depth has passed them.
+ */
+static inline int rhn_mp_has_room(__u64 t, __u32 slots, __u64 nic_consumer,
+				  __u32 depth)
+{
+	return t + slots <= nic_consumer + depth;
+}
+
+/*
+ * After publishing: ring the doorbell if the WQE covers the last slot of
+ * a batch, or if nobody reserved a later slot (`reserved`: the
+ * reservation counter, read after the publishing store).
+ */
+static inline int rhn_mp_rings(__u64 t, __u32 slots, __u64 reserved,
+			       __u32 batch)
+{
+	return (t + slots) / batch != t / batch || reserved == t + slots;
+}
+
 /* CQ: consumer index, read by the NIC only when the ring looks full or on
  * an arm kick.
  */
