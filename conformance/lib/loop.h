@@ -20,16 +20,19 @@ struct Loop {
   uint8_t rnr_retry = 7;  // a's RNR retries (7: forever)
 
   // Brings the NIC up and makes everything; empty on success.
+  // a_flags: a's create flags (enum rhn_create_qp_flags).
   std::string make(Nic& n, uint8_t type = RHN_QP_RC, uint32_t buf_len = 16384,
-                   uint32_t cq_log = 6) {
+                   uint32_t cq_log = 6, uint8_t a_flags = 0) {
     std::string e = n.bring_up();
     if (!e.empty()) return e;
     node = static_cast<uint16_t>(n.r32(RHN_REG_NODE_ID) & 0xffff);
     QpSpec spec;
     spec.type = type;
+    QpSpec a_spec = spec;
+    a_spec.flags = a_flags;
     if (!n.create_eq(5, 1, &eq) || !n.create_cq(0, cq_log, eq.eqn, &scq) ||
         !n.create_cq(0, cq_log, eq.eqn, &rcq) || !n.create_pd(0, &pd) ||
-        !n.create_qp(0, pd, &scq, &scq, spec, &a) ||
+        !n.create_qp(0, pd, &scq, &scq, a_spec, &a) ||
         !n.create_qp(0, pd, &rcq, &rcq, spec, &b) ||
         !n.make_buf(pd, buf_len, &src) || !n.make_buf(pd, buf_len, &dst))
       return n.error();

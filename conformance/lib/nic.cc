@@ -276,7 +276,11 @@ bool Nic::create_qp(uint32_t ctx, uint32_t pdn, Cq* scq, Cq* rcq,
   qp->rq_log = spec.rq_log;
   qp->sq = alloc(uint64_t(RHN_SQ_SLOT_SIZE) << spec.sq_log);
   qp->rq = alloc(uint64_t(RHN_RQ_WQE_SIZE) << spec.rq_log);
-  qp->sq_record = alloc(sizeof(rhn_queue_record), 8);
+  // A multi-producer SQ's record is two 8-byte words (queues.md).
+  qp->sq_record = alloc((spec.flags & RHN_CREATE_QP_F_MULTI_PRODUCER)
+                            ? sizeof(rhn_mp_queue_record)
+                            : sizeof(rhn_queue_record),
+                        8);
   qp->rq_record = alloc(sizeof(rhn_queue_record), 8);
   qp->sq_pi = qp->rq_pi = 0;
   qp->send_cq = scq;

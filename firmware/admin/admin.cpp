@@ -618,7 +618,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
         return detail = 2, RHN_ADMIN_EXISTS;
       // The management QP: the kernel's, UD, and always QPN 1.
       const bool gsi = c.flags & RHN_CREATE_QP_F_GSI;
-      if (c.flags & ~RHN_CREATE_QP_F_GSI)
+      const bool mp = c.flags & RHN_CREATE_QP_F_MULTI_PRODUCER;
+      if (c.flags & ~(RHN_CREATE_QP_F_GSI | RHN_CREATE_QP_F_MULTI_PRODUCER))
         return detail = 11, RHN_ADMIN_BAD_PARAM;
       if (gsi && ctx != 0) return detail = 11, RHN_ADMIN_NOT_PERMITTED;
       if (gsi && c.type != RHN_QP_UD) return detail = 11, RHN_ADMIN_BAD_PARAM;
@@ -642,7 +643,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       rhn_admin_status st = ref_check(
           c.sq_ring, uint64_t{RHN_SQ_SLOT_SIZE} << c.sq_log_depth, false, 7);
       if (st == RHN_ADMIN_OK)
-        st = ref_check(c.sq_record, sizeof(rhn_queue_record), false, 8);
+        st = mp ? ref_check(c.sq_record, sizeof(rhn_mp_queue_record), true, 8)
+                : ref_check(c.sq_record, sizeof(rhn_queue_record), false, 8);
       if (st == RHN_ADMIN_OK && !has_srq)
         st = ref_check(c.rq_ring, uint64_t{RHN_RQ_WQE_SIZE} << c.rq_log_depth,
                        false, 9);
@@ -685,6 +687,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       cqs[c.recv_cqn].refs++;
       pds[c.pdn].refs++;
       if (c.type == RHN_QP_RAW_ETH) raw_qpn = qpn;
+      if (mp) mp_link(qpn);
       result = qpn;
       return RHN_ADMIN_OK;
     }
@@ -755,6 +758,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
           qp.gen = ++qp_gen_counter;
           qp.incarnation++;
           qp.sq_producer = qp.sq_fetch = qp.sq_complete = 0;
+          qp.mp_consumed = 0;
+          qp.mp_suspect = false;
           qp.msn_next = 0;
           qp.rq_consumer = qp.rq_producer = qp.rq_scan = 0;
           qp.rnr_blocked = false;
@@ -798,6 +803,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       destroy_qp_state(qpn);
       modules_qp_gone(*this, qpn, QpGone::kDestroyed);
       QpObj& qp = qps[qpn];
+      if (qp.mp) mp_unlink(qpn);
       ref_get(qp.sq_ring, -1);
       ref_get(qp.sq_record, -1);
       if (qp.srqn == kNone) {

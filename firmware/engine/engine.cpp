@@ -139,6 +139,8 @@ void Engine::Impl::reset() {
     reset_peer(peers[n], static_cast<uint16_t>(peers[n].tx_session + 1));
   busy_head = kNone;
   next_peer_deadline = UINT64_MAX;
+  mp_head = kNone;  // every QP is gone
+  mp_scan_at = UINT64_MAX;
   peer_ready.clear();
   slot_waiters = WaitList{};
   for (SendSlot& s : slots) {
@@ -369,25 +371,30 @@ void Engine::Impl::wake_later(uint32_t qpn, uint64_t at) {
   // The earliest wins: whoever is woken early looks again and re-arms.
   if (qps[qpn].wake_at && qps[qpn].wake_at < at) return;
   qps[qpn].wake_at = at;
+  if (at < next_rnr_wake) next_rnr_wake = at;
   if (at < next_qp_wake) next_qp_wake = at;
 }
 
 bool Engine::Impl::run_timers() {
   bool did = run_peers();
   if (now >= next_qp_wake) {
-    // Rare (RNR waits): a scan of the QP table is fine here.
-    next_qp_wake = UINT64_MAX;
-    for (uint32_t q = 0; q < qps.size(); q++) {
-      QpObj& qp = qps[q];
-      if (!qp.valid || !qp.wake_at) continue;
-      if (qp.wake_at <= now) {
-        qp.wake_at = 0;
-        schedule(q);
-        did = true;
-      } else if (qp.wake_at < next_qp_wake) {
-        next_qp_wake = qp.wake_at;
+    if (now >= mp_scan_at) did |= mp_scan();
+    if (now >= next_rnr_wake) {
+      // Rare (RNR waits): a scan of the QP table is fine here.
+      next_rnr_wake = UINT64_MAX;
+      for (uint32_t q = 0; q < qps.size(); q++) {
+        QpObj& qp = qps[q];
+        if (!qp.valid || !qp.wake_at) continue;
+        if (qp.wake_at <= now) {
+          qp.wake_at = 0;
+          schedule(q);
+          did = true;
+        } else if (qp.wake_at < next_rnr_wake) {
+          next_rnr_wake = qp.wake_at;
+        }
       }
     }
+    next_qp_wake = min(next_rnr_wake, mp_scan_at);
   }
   return did;
 }

@@ -172,7 +172,8 @@ struct Engine::Impl : FamilyStates {
   uint16_t boot_session = 1;        // first session of every peer
   WaitList slot_waiters;  // QPs waiting for send memory or their quota
   Fifo<uint32_t> ready;   // QPs with requester work
-  uint64_t next_qp_wake = UINT64_MAX;  // earliest QpObj::wake_at
+  // The earliest QpObj::wake_at (next_rnr_wake) or record scan.
+  uint64_t next_qp_wake = UINT64_MAX;
   // Peer scheduling: peers with work to do now, and peers with timers
   // (visited only when the earliest of their deadlines has come).
   Fifo<uint32_t> peer_ready;
@@ -194,6 +195,13 @@ struct Engine::Impl : FamilyStates {
   Table<RxContext> rx_ctxs;
   Fifo<uint32_t> free_rx_ctxs;
   uint32_t rx_context_quota = 0;  // receive contexts one context may hold
+  // Last, so the fields above keep their offsets: the earliest
+  // QpObj::wake_at; the multi-producer QPs (requester/mprod.cpp), when
+  // their record scan runs next (UINT64_MAX: no such QP) and its interval.
+  uint64_t next_rnr_wake = UINT64_MAX;
+  uint32_t mp_head = kNone;
+  uint64_t mp_scan_at = UINT64_MAX;
+  uint64_t mp_interval = 0;
 
   // ---- engine/engine.cpp
   void reset();
@@ -332,6 +340,21 @@ struct Engine::Impl : FamilyStates {
   // (HostBus::dma_write_publish), translated once.
   bool host_publish(const HostRef& ref, uint64_t offset, const void* buf,
                     uint32_t len, uint32_t publish_at);
+
+  // ---- requester/mprod.cpp: many producers on one SQ (queues.md)
+  // The QP joins or leaves the list the record scan walks.
+  void mp_link(uint32_t qpn);
+  void mp_unlink(uint32_t qpn);
+  // The requester read the QP's record into sq_producer (it had taken
+  // up to sq_fetch): nic_consumer is stored if it moved; new work brings
+  // the scan back to its shortest interval.
+  void mp_record_read(QpObj& qp);
+  // nic_consumer = slots done, if that changed since the last store.
+  void mp_store_consumer(QpObj& qp);
+  // The record scan (run_timers): true if it handed work to a QP.
+  bool mp_scan();
+  // The scan runs again `mp_interval` from now (the timers see it).
+  void mp_arm(uint64_t interval);
 
   // ---- requester/requester.cpp
   bool requester_run(uint32_t budget);

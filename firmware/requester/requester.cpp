@@ -205,6 +205,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
         return true;
       }
       qp.sq_producer = rec.producer_index;
+      if (qp.mp) mp_record_read(qp);
       if (qp.sq_fetch == qp.sq_producer) return false;
     }
     const uint32_t depth = 1u << qp.sq_log;
@@ -739,6 +740,7 @@ void Engine::Impl::flush_qp(uint32_t qpn) {
     }
     qp.rq_scan = qp.rq_consumer;
   }
+  if (qp.mp) mp_store_consumer(qp);  // flushed slots are free too
 }
 
 void Engine::Impl::message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,

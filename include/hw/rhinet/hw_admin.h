@@ -167,6 +167,13 @@ enum rhn_qp_attr_mask {
 
 enum rhn_create_qp_flags {
 	RHN_CREATE_QP_F_GSI = 1u << 0,
+	/*
+	 * Many producers share the SQ (queues.md, "Many producers on one
+	 * queue"): its record is a struct rhn_mp_queue_record (16 bytes, the
+	 * NIC writes nic_consumer), and the NIC scans the record on its timer
+	 * to find work whose doorbell was lost.
+	 */
+	RHN_CREATE_QP_F_MULTI_PRODUCER = 1u << 1,
 };
 
 /* Source GIDs of outgoing GRHs (RHN_WQE_F_GRH) are taken from this table. */

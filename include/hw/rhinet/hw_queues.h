@@ -677,6 +677,61 @@ struct rhn_queue_record {
 RHN_ASSERT_OFFSET(struct rhn_queue_record, nic_consumer, 4);
 RHN_ASSERT_SIZE(struct rhn_queue_record, 8);
 
+/*
+ * The SQ record of a QP created with RHN_CREATE_QP_F_MULTI_PRODUCER
+ * (queues.md, "Many producers on one queue"). Two 8-byte words, each
+ * written by one side only and always as one aligned 8-byte store, so a
+ * producer that can store only 8 bytes at a time (a peer device's lane)
+ * never overwrites the NIC's word:
+ * producer: the producers' 64-bit count of published slots; the NIC reads
+ *   its low 32 bits as the SQ producer index (so the first 8 bytes are a
+ *   struct rhn_queue_record as the NIC reads one).
+ * nic_consumer: written by the NIC, a 64-bit count of the SQ slots it is
+ *   done with (it will never read them again: their WQEs completed); a
+ *   producer may write slot s once s < nic_consumer + depth.
+ */
+struct rhn_mp_queue_record {
+	__le64 producer;
+	__le64 nic_consumer;
+};
+RHN_ASSERT_OFFSET(struct rhn_mp_queue_record, nic_consumer, 8);
+RHN_ASSERT_SIZE(struct rhn_mp_queue_record, 16);
+
+/*
+ * Producers ring the SQ doorbell once per RHN_MP_DB_BATCH slots: the one
+ * whose WQE covers a slot s with s % RHN_MP_DB_BATCH == RHN_MP_DB_BATCH - 1,
+ * and the one that publishes while no later slot is reserved (the tail).
+ * A power of two, and at most the SQ depth minus one WQE's slots, so a
+ * ring never fills with published WQEs no doorbell announced.
+ */
+#define RHN_MP_DB_BATCH 32
+RHN_STATIC_ASSERT((RHN_MP_DB_BATCH & (RHN_MP_DB_BATCH - 1)) == 0,
+		  "the doorbell batch is a power of two");
+RHN_STATIC_ASSERT(RHN_MP_DB_BATCH + RHN_WQE_MAX_SLOTS <= 64,
+		  "the default batch fits an SQ of 64 slots");
+
+/*
+ * The producers' two decisions, for a WQE of `slots` slots at ticket t on
+ * a ring of `depth` slots, all counts 64-bit. Room: its slots may be
+ * written once nic_consumer + depth has passed them.
+ */
+static inline int rhn_mp_has_room(__u64 t, __u32 slots, __u64 nic_consumer,
+				  __u32 depth)
+{
+	return t + slots <= nic_consumer + depth;
+}
+
+/*
+ * After publishing: ring the doorbell if the WQE covers the last slot of
+ * a batch, or if nobody reserved a later slot (`reserved`: the
+ * reservation counter, read after the publishing store).
+ */
+static inline int rhn_mp_rings(__u64 t, __u32 slots, __u64 reserved,
+			       __u32 batch)
+{
+	return (t + slots) / batch != t / batch || reserved == t + slots;
+}
+
 /* CQ: consumer index, read by the NIC only when the ring looks full or on
  * an arm kick.
  */

@@ -330,7 +330,9 @@ enum rhn_db_offset {
 	X(HOST_DOORBELLS, host_doorbells, \
 	  "SQ kicks (`RHN_DB_SQ`) the host CPU wrote: the doorbell write's PCIe requester is 0 (on the soft core, every SQ kick: its BAR2 window does not carry the requester)") \
 	X(PEER_DOORBELLS, peer_doorbells, \
-	  "SQ kicks (`RHN_DB_SQ`) a peer device wrote by peer-to-peer DMA: the doorbell write carries the device's PCIe requester ID (nonzero)")
+	  "SQ kicks (`RHN_DB_SQ`) a peer device wrote by peer-to-peer DMA: the doorbell write carries the device's PCIe requester ID (nonzero)") \
+	X(SQ_RECOVERED, sq_recovered, \
+	  "send-queue slots of multi-producer QPs (`RHN_CREATE_QP_F_MULTI_PRODUCER`) that the NIC's record scan found published with no doorbell (each of its doorbells lost, or never rung), and took")
 /* clang-format on */
 
 enum rhn_counter {

@@ -281,6 +281,10 @@ static const struct rhn_regmap_counter rhn_regmap_counters[] = {
 	{"peer_doorbells",
 	 "SQ kicks (`RHN_DB_SQ`) a peer device wrote by peer-to-peer DMA: the "
 	 "doorbell write carries the device's PCIe requester ID (nonzero)"},
+	{"sq_recovered", "send-queue slots of multi-producer QPs "
+			 "(`RHN_CREATE_QP_F_MULTI_PRODUCER`) that the NIC's "
+			 "record scan found published with no doorbell (each "
+			 "of its doorbells lost, or never rung), and took"},
 };
 
 #endif /* RHINET_REGMAP_DESC_H */

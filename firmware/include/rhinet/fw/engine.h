@@ -275,6 +275,12 @@ struct EngineConfig {
   // and dma_region (its gathers name a region, its frames leave their
   // CRCs to the MAC); without both the engine does not use it.
   bool tx_assembler = false;
+  // Multi-producer SQs (RHN_CREATE_QP_F_MULTI_PRODUCER): the record scan
+  // that finds work whose doorbell was lost runs this often after any
+  // sign of their producers, doubling while it finds nothing up to the
+  // second value. Each scan reads 8 bytes per idle such QP.
+  uint64_t mp_scan_ns = 100'000;
+  uint64_t mp_scan_max_ns = 10'000'000;
 };
 
 // The memory a host build hands the engine (firmware/host/).

@@ -249,6 +249,9 @@ class SimQp {
   uint32_t sq_posted_slots() const { return sq_pi_; }
   uint32_t sq_outstanding() const { return uint32_t(pending_.size()); }
   uint32_t sq_depth() const { return sq_depth_; }
+  // The SQ's ring and record, for tests that play the producers
+  // themselves (many producers on one queue).
+  QueueMemory& sq_memory() { return sq_; }
 
   // Builds a send WQE into 64-byte slots with the contract's builders
   // (hw_wqe.h). False if it does not fit in a WQE.
