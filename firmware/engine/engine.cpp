@@ -527,7 +527,6 @@ void Engine::reg_write(uint32_t offset, uint64_t value, unsigned size) {
   if (!m.kicks.push_with([&](Kick& k) {
         k.kind = kind;
         k.has_inline = false;
-        k.requester = 0;
         k.page = 0;
         k.value = value;
       }))
@@ -587,7 +586,6 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
         k.kind = kind;
         k.page = page;
         k.value = value;
-        k.requester = requester;
         k.has_inline = with_inline;
         if (with_inline) copy_wqe(k.inline_wqe, m.inline_staging[page]);
       }))

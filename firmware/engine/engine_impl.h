@@ -51,7 +51,6 @@ enum class KickKind : uint8_t {
 struct Kick {
   KickKind kind;
   bool has_inline = false;
-  uint16_t requester = 0;  // the write's PCIe requester (0: the host CPU)
   uint32_t page = 0;
   uint64_t value = 0;
   RawWqe inline_wqe;
