@@ -92,6 +92,7 @@ bench: build
 	$(BUILD_DIR)/tests/bench/tag_bench
 	$(BUILD_DIR)/tests/bench/sync_bench
 	$(BUILD_DIR)/tests/bench/fabric_floor
+	$(BUILD_DIR)/tests/bench/modes_bench
 
 # Two nodes boot once and run the same unmodified clients over rhinet0 and
 # then over rxe0 (rdma_rxe on eth0, the IP interface of the same NIC); one

@@ -108,6 +108,7 @@ bool SimHostBus::dma_read(uint64_t bus_addr, void* dst, size_t len) {
     return false;
   }
   std::memcpy(dst, src, len);
+  if (mem_.observer) mem_.observer->access(bus_addr, len, true);
   read_bytes_ += len;
   return true;
 }
@@ -123,6 +124,7 @@ bool SimHostBus::dma_write(uint64_t bus_addr, const void* src, size_t len) {
     between_passes(bus_addr, len);
     std::memcpy(dst, src, len);  // the second, overlapping pass
   }
+  if (mem_.observer) mem_.observer->access(bus_addr, len, true);
   write_bytes_ += len;
   return true;
 }
@@ -134,6 +136,7 @@ bool SimHostBus::dma_store_u64(uint64_t bus_addr, uint64_t value) {
     return false;
   }
   std::memcpy(dst, &value, sizeof(value));
+  if (mem_.observer) mem_.observer->access(bus_addr, sizeof(value), true);
   write_bytes_ += sizeof(value);
   return true;
 }
@@ -211,6 +214,7 @@ void SimBuffer::write(size_t offset, const void* src, size_t len) {
     const uint64_t b = bus(offset);
     const size_t chunk = std::min<size_t>(len, kPageSize - (b & kPageMask));
     std::memcpy(mem_->ptr(b, chunk), s, chunk);
+    if (mem_->observer) mem_->observer->access(b, chunk, false);
     s += chunk;
     offset += chunk;
     len -= chunk;
@@ -223,6 +227,7 @@ void SimBuffer::read(size_t offset, void* dst, size_t len) const {
     const uint64_t b = bus(offset);
     const size_t chunk = std::min<size_t>(len, kPageSize - (b & kPageMask));
     std::memcpy(d, mem_->ptr(b, chunk), chunk);
+    if (mem_->observer) mem_->observer->access(b, chunk, false);
     d += chunk;
     offset += chunk;
     len -= chunk;

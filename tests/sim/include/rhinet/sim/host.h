@@ -36,6 +36,17 @@ class SimClock {
   uint64_t now_ = 1'000'000;
 };
 
+// Sees every access to one SimMemory: the engine's DMA (nic) and
+// software's loads and stores through SimBuffer. Benchmarks count bus
+// transactions with it (who touched which memory).
+class MemoryObserver {
+ public:
+  virtual void access(uint64_t bus_addr, size_t len, bool nic) = 0;
+
+ protected:
+  ~MemoryObserver() = default;
+};
+
 // A flat arena of "physical" host memory mapped at a non-zero bus base, so
 // bus address 0 and everything outside the arena are bus errors.
 class SimMemory {
@@ -66,6 +77,8 @@ class SimMemory {
   void free_contiguous(uint64_t first, size_t count);
   size_t free_page_count() const { return free_count_; }
   size_t page_count() const { return used_.size(); }
+  // Told of every access when set (not owned).
+  MemoryObserver* observer = nullptr;
 
  private:
   uint8_t* arena_ = nullptr;

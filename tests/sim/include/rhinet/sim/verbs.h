@@ -327,9 +327,11 @@ class SimContext {
   // Result of the last create_* call (for tests of refused commands).
   AdminResult last;
 
-  // A write to this context's doorbell page.
-  void doorbell(uint32_t offset, uint64_t value, unsigned size = 4) {
-    engine().doorbell_write(index_, offset, value, size);
+  // A write to this context's doorbell page; `requester` is the writer's
+  // PCIe requester ID (0: the host CPU, else a device posting by itself).
+  void doorbell(uint32_t offset, uint64_t value, unsigned size = 4,
+                uint16_t requester = 0) {
+    engine().doorbell_write(index_, offset, value, size, requester);
   }
 
  private:
