@@ -173,8 +173,9 @@ void check_modes(const std::vector<Run>& runs) {
                   0,
               name, "the lanes touched host RAM");
         check(b.get(Actor::kCpu, Place::kHostRam) +
-                      b.get(Actor::kCpu, Place::kDeviceMemory) + i.total() -
-                      i.get(Actor::kLane, Place::kDeviceMemory) ==
+                      b.get(Actor::kCpu, Place::kDeviceMemory) +
+                      i.get(Actor::kCpu, Place::kHostRam) +
+                      i.get(Actor::kCpu, Place::kDeviceMemory) ==
                   0,
               name, "the CPU took part");
         // A TLB miss per page, not per message.

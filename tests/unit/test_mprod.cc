@@ -93,5 +93,61 @@ TEST(MultiProducer, SmallRingWaitsForRoom) {
   run_checked(cfg);
 }
 
+// The post modes of modes_bench (issue 37), small: who touches what.
+MpResult run_mode(PostMode mode, uint16_t requester = 0x0300) {
+  MpConfig cfg = lanes(9, 100, 0, 0, 0);
+  cfg.mode = mode;
+  cfg.device_requester = requester;
+  cfg.parallel_lanes = true;
+  const MpResult r = run_lanes(cfg);
+  EXPECT_EQ(r.delivered, uint64_t{cfg.lanes} * cfg.per_lane);
+  EXPECT_EQ(r.recovered, 0u);
+  return r;
+}
+
+TEST(PostModes, DeviceLanesTouchNoHostRam) {
+  const MpResult r = run_mode(PostMode::kDevice);
+  EXPECT_EQ(r.host_doorbells, 0u);
+  EXPECT_EQ(r.peer_doorbells, r.doorbells_in);
+  EXPECT_GT(r.peer_doorbells, 0u);
+  EXPECT_EQ(check_batching(r), "");
+  for (Actor a : {Actor::kNic, Actor::kLane, Actor::kCpu})
+    EXPECT_EQ(r.busy.get(a, Place::kHostRam) + r.idle.get(a, Place::kHostRam),
+              0u);
+  // The WQEs were written and fetched in device memory: 8 stores each, at
+  // least one DMA read each.
+  EXPECT_GE(r.busy.get(Actor::kLane, Place::kDeviceMemory), 8 * r.delivered);
+  EXPECT_GE(r.busy.get(Actor::kNic, Place::kDeviceMemory), r.delivered);
+}
+
+TEST(PostModes, RequesterPicksTheDoorbellCounter) {
+  // The same lanes ringing with the host CPU's requester ID (0).
+  const MpResult r = run_mode(PostMode::kDevice, 0);
+  EXPECT_EQ(r.peer_doorbells, 0u);
+  EXPECT_EQ(r.host_doorbells, r.doorbells_in);
+}
+
+TEST(PostModes, CpuRingsForTheLanes) {
+  const MpResult r = run_mode(PostMode::kCpuDoorbell);
+  EXPECT_EQ(r.peer_doorbells, 0u);
+  EXPECT_EQ(r.host_doorbells, r.doorbells_in);
+  // One request word in host RAM per doorbell the lanes asked for.
+  EXPECT_EQ(r.busy.get(Actor::kLane, Place::kHostRam),
+            r.batch_rings + r.tail_rings);
+  EXPECT_EQ(r.busy.get(Actor::kNic, Place::kHostRam), 0u);
+}
+
+TEST(PostModes, ProxyTakesDescriptorsFromHostRam) {
+  const MpResult r = run_mode(PostMode::kProxy);
+  EXPECT_EQ(r.peer_doorbells, 0u);
+  EXPECT_GT(r.host_doorbells, 0u);
+  // Two words and the full flag per message, into host RAM; the queues
+  // are host RAM too, so the NIC never reaches device memory.
+  EXPECT_EQ(r.busy.get(Actor::kLane, Place::kHostRam), 3 * r.delivered);
+  EXPECT_EQ(r.busy.get(Actor::kNic, Place::kDeviceMemory), 0u);
+  EXPECT_GT(r.busy.get(Actor::kCpu, Place::kDeviceMemory), 0u);
+  EXPECT_GT(r.cpu_completions, 0u);
+}
+
 }  // namespace
 }  // namespace rhinet::test
