@@ -306,18 +306,24 @@ bool MpHarness::lanes_write_sq_record() const {
   return cfg_.mode == PostMode::kDevice || cfg_.mode == PostMode::kCpuDoorbell;
 }
 
+// A ticket by fetch-and-add on the producers' counter, or idle once the
+// burst is spent.
+void MpHarness::reserve(Lane& l) {
+  if (!burst_left_) {
+    l.step = Lane::kIdle;
+    return;
+  }
+  burst_left_--;
+  l.t = reserve_++;
+  l.step = Lane::kRoom;
+}
+
 bool MpHarness::lane_step(Lane& l, MpResult& r) {
   if (cfg_.mode == PostMode::kProxy) return proxy_lane_step(l);
   QueueMemory& sq = qa_->sq_memory();
   switch (l.step) {
-    case Lane::kReserve:  // fetch-and-add on the producers' counter
-      if (!burst_left_) {
-        l.step = Lane::kIdle;
-        return true;
-      }
-      burst_left_--;
-      l.t = reserve_++;
-      l.step = Lane::kRoom;
+    case Lane::kReserve:  // a slot of the SQ
+      reserve(l);
       return true;
     case Lane::kRoom: {  // poll nic_consumer until the slot is free
       const uint64_t done =
@@ -385,14 +391,8 @@ bool MpHarness::proxy_lane_step(Lane& l) {
   const uint64_t mask = (uint64_t{1} << kProxyLog) - 1;
   const size_t slot = size_t(l.t & mask) * kProxySlot;
   switch (l.step) {
-    case Lane::kReserve:  // a ticket in the proxy's ring
-      if (!burst_left_) {
-        l.step = Lane::kIdle;
-        return true;
-      }
-      burst_left_--;
-      l.t = reserve_++;
-      l.step = Lane::kRoom;
+    case Lane::kReserve:  // a slot of the proxy's ring
+      reserve(l);
       return true;
     case Lane::kRoom:  // the proxy's consumer, which it writes back
       if (l.t - proxy_back_.load64(0) > mask) return false;

@@ -192,6 +192,7 @@ class MpHarness {
   bool lanes_write_sq_record() const;
   bool run_lanes(MpResult& r);
   bool run_host_only(MpResult& r);
+  void reserve(Lane& l);
   bool lane_step(Lane& l, MpResult& r);
   bool proxy_lane_step(Lane& l);
   // One step of the CPU agent, its time charged to the clock.
