@@ -329,17 +329,8 @@ bool MpHarness::lane_step(Lane& l, MpResult& r) {
       const uint64_t done =
           sq.buf.load64(rec_ + RHN_OFFSETOF(rhn_mp_queue_record, nic_consumer));
       if (!rhn_mp_has_room(l.t, 1, done, depth_)) return false;
-      SendWr wr;
-      wr.opcode = RHN_OP_SEND;
-      wr.flags = RHN_WQE_F_INLINE;  // unsignaled
-      wr.dst_node = 1;              // an endpoint's destination, per WQE
-      wr.dst_qpn = qb_->qpn();
-      wr.inline_data.resize(kMsg);
-      const uint32_t head[2] = {l.id, kMagic};
-      std::memcpy(wr.inline_data.data(), head, 8);
-      std::memcpy(wr.inline_data.data() + 8, &l.seq, 8);
       l.wqe.clear();
-      SimQp::encode(wr, uint16_t(l.t), &l.wqe);
+      SimQp::encode(message_wr(l.id, l.seq), uint16_t(l.t), &l.wqe);
       l.word = 0;
       l.step = Lane::kWrite;
       return true;
@@ -441,19 +432,26 @@ bool MpHarness::cpu_doorbell_step(MpResult& r) {
   return true;
 }
 
-bool MpHarness::post_message(uint32_t lane, uint64_t seq, uint64_t index) {
+// Lane `lane`'s message `seq`: an unsignaled inline SEND of (lane, magic,
+// sequence), its destination in the WQE as an endpoint needs.
+SendWr MpHarness::message_wr(uint32_t lane, uint64_t seq) const {
   SendWr wr;
-  wr.wr_id = index;
   wr.opcode = RHN_OP_SEND;
-  // A completion per batch retires the batch's WQEs (selective signaling).
-  wr.flags = RHN_WQE_F_INLINE |
-             (index % kCpuBatch == kCpuBatch - 1 ? RHN_WQE_F_SIGNALED : 0);
+  wr.flags = RHN_WQE_F_INLINE;
   wr.dst_node = 1;
   wr.dst_qpn = qb_->qpn();
   wr.inline_data.resize(kMsg);
   const uint32_t head[2] = {lane, kMagic};
   std::memcpy(wr.inline_data.data(), head, 8);
   std::memcpy(wr.inline_data.data() + 8, &seq, 8);
+  return wr;
+}
+
+bool MpHarness::post_message(uint32_t lane, uint64_t seq, uint64_t index) {
+  SendWr wr = message_wr(lane, seq);
+  wr.wr_id = index;
+  // A completion per batch retires the batch's WQEs (selective signaling).
+  if (index % kCpuBatch == kCpuBatch - 1) wr.flags |= RHN_WQE_F_SIGNALED;
   return qa_->post_send(wr);
 }
 

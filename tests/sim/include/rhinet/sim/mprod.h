@@ -62,7 +62,7 @@ struct AccessCounts {
 // accesses are charged to `actor`; a step that only waited (a poll that
 // found nothing) is charged to `idle` instead, so the figures per message
 // do not depend on how often the scheduler let a poller spin.
-class MemoryMap : public MemoryObserver {
+class MemoryMap final : public MemoryObserver {
  public:
   explicit MemoryMap(SimMemory& mem);
   ~MemoryMap();
@@ -202,6 +202,7 @@ class MpHarness {
   bool proxy_step(MpResult& r);
   bool host_only_step(MpResult& r);
   bool proxy_poll_cq(MpResult& r);
+  SendWr message_wr(uint32_t lane, uint64_t seq) const;
   bool post_message(uint32_t lane, uint64_t seq, uint64_t index);
   void ring(MpResult& r, uint16_t requester);
   void doorbell(MpResult& r, uint16_t requester);
