@@ -10,8 +10,9 @@
 //     and a request word in host RAM; a CPU agent polls that word and
 //     rings the doorbell;
 //   - proxy: the lanes write descriptors into a host-RAM ring; a CPU proxy
-//     builds WQEs in a host-RAM SQ, rings once per 32, polls the CQ and
-//     writes completions back into device memory;
+//     builds WQEs in a host-RAM SQ, rings once per 32 or when its ring
+//     runs dry, polls the CQ and writes completions back into device
+//     memory;
 //   - host_only (the reference, same run): one CPU producer posts the same
 //     messages on an ordinary QP in host RAM, lists of 32, one doorbell
 //     each.
