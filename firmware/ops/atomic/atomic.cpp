@@ -8,7 +8,15 @@
 namespace rhinet::fw {
 namespace {
 
-uint8_t check(Impl&, const QpObj& qp, const DecodedWqe& w, uint8_t* syndrome) {
+uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
+              uint8_t* syndrome) {
+  // The original value always comes back: its SGE is not optional (the
+  // decoder lets a remote trigger add go without one).
+  if (w.num_sge != 1) {
+    m.counters.add(RHN_CNT_BAD_WQES);
+    *syndrome = RHN_SYN_LENGTH;
+    return RHN_CQE_LOC_LEN_ERR;
+  }
   if (qp.type == RHN_QP_UD || qp.type == RHN_QP_UC) {
     *syndrome = RHN_SYN_BAD_OPCODE;
     return RHN_CQE_LOC_QP_OP_ERR;
