@@ -339,5 +339,59 @@ TEST(RemoteTriggerUd, ADatagramQpCannotAdd) {
   EXPECT_EQ(v, 0u);
 }
 
+// Endpoints: the request reaches the addressed endpoint's process, and
+// only its counters.
+TEST(RemoteTriggerEndpoint, TheAddressedEndpointsCountersOnly) {
+  SimCluster c(two_nodes());
+  ASSERT_TRUE(c.all_up());
+  ContextEp a = make_context_ep(c, 0), b = make_context_ep(c, 1),
+            other = make_context_ep(c, 1);
+  ASSERT_TRUE(a.qp && b.qp && other.qp);
+  const AdminResult mine =
+      b.ctx->driver().create_trigger(b.ctx->index(), 1, kKey);
+  const AdminResult theirs =
+      other.ctx->driver().create_trigger(other.ctx->index(), 1, kKey);
+  ASSERT_TRUE(mine.ok() && theirs.ok());
+  Region result = make_region(*a.ctx, 8, kAllAccess, 0, 0);
+  SendWr wr = add_wr(1, mine.result, kKey, 9, result.sge(0, 8));
+  wr.dst_node = 1;
+  wr.dst_qpn = b.qpn();
+  ASSERT_TRUE(a.qp->post_send(wr));
+  const Completion s = wait_one(c, *a.cq);
+  ASSERT_TRUE(s.ok()) << describe(s);
+  uint64_t v = 0;
+  std::memcpy(&v, result.buf.bytes(0, 8).data(), 8);
+  EXPECT_EQ(v, 1u);
+  ASSERT_TRUE(
+      b.ctx->driver().query_trigger(b.ctx->index(), mine.result, &v).ok());
+  EXPECT_EQ(v, 10u);
+  // The other process's counter through b's endpoint: refused; the
+  // endpoint goes on (an endpoint is not moved to error by a remote
+  // refusal).
+  CounterSnap target(c.node(1));
+  wr = add_wr(2, theirs.result, kKey, 9);
+  wr.dst_node = 1;
+  wr.dst_qpn = b.qpn();
+  ASSERT_TRUE(a.qp->post_send(wr));
+  const Completion r = wait_one(c, *a.cq);
+  EXPECT_EQ(r.status, RHN_CQE_REM_ACCESS_ERR) << describe(r);
+  EXPECT_EQ(r.vendor_err, uint32_t(RHN_SYN_BAD_REMOTE_TRIGGER)) << describe(r);
+  EXPECT_EQ(target.delta(RHN_CNT_TRIGGER_REMOTE_REFUSED), 1u);
+  ASSERT_TRUE(other.ctx->driver()
+                  .query_trigger(other.ctx->index(), theirs.result, &v)
+                  .ok());
+  EXPECT_EQ(v, 1u);
+  // Addressed to its own endpoint, the same counter takes the add.
+  wr.wr_id = 3;
+  wr.dst_qpn = other.qpn();
+  ASSERT_TRUE(a.qp->post_send(wr));
+  const Completion ok = wait_one(c, *a.cq);
+  ASSERT_TRUE(ok.ok()) << describe(ok);
+  ASSERT_TRUE(other.ctx->driver()
+                  .query_trigger(other.ctx->index(), theirs.result, &v)
+                  .ok());
+  EXPECT_EQ(v, 10u);
+}
+
 }  // namespace
 }  // namespace rhinet::test
