@@ -563,17 +563,17 @@ CONFORM_CASE(trigger_bad_flags, "trigger.error.unknown_xflags", "trigger",
 namespace {
 
 // A TRIGGER_ADD on `qp` of `addend` to the peer's counter (handle, key);
-// with result_key != 0 an SGE takes the value before the add. Its
-// wqe_index.
+// with result_key != 0 an SGE (of result_len bytes) takes the value
+// before the add. Its wqe_index.
 uint16_t post_remote_add(Nic& n, Qp& qp, uint32_t handle, uint32_t key,
                          uint64_t addend, uint64_t result_addr = 0,
-                         uint32_t result_key = 0) {
+                         uint32_t result_key = 0, uint32_t result_len = 8) {
   Wqe w(qp, RHN_OP_TRIGGER_ADD);
   const auto index = static_cast<uint16_t>(qp.sq_pi);
   w.w->u.trigger.addend = addend;
   w.w->u.trigger.handle = handle;
   w.w->u.trigger.key = key;
-  if (result_key) w.sge(0, result_addr, 8, result_key);
+  if (result_key) w.sge(0, result_addr, result_len, result_key);
   w.post(n, qp);
   return index;
 }
@@ -704,12 +704,7 @@ CONFORM_CASE(trigger_remote_len, "trigger.remote.result_length", "trigger",
              "a TRIGGER_ADD whose result SGE is not 8 bytes is refused at the "
              "post (LOC_LEN_ERR / RHN_SYN_LENGTH) and adds nothing") {
   LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
-  Wqe w(l.a, RHN_OP_TRIGGER_ADD);
-  w.w->u.trigger.addend = 1;
-  w.w->u.trigger.handle = h;
-  w.w->u.trigger.key = 0x5eed;
-  w.sge(0, l.dst.addr, 4, l.dst.key);
-  w.post(n, l.a);
+  post_remote_add(n, l.a, h, 0x5eed, 1, l.dst.addr, l.dst.key, 4);
   rhn_cqe e;
   if (!cqe_is(c, n, l.scq, "TRIGGER_ADD", RHN_CQE_OP_TRIGGER_ADD,
               RHN_CQE_LOC_LEN_ERR, &e))

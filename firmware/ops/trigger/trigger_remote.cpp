@@ -7,6 +7,7 @@
 // the atomics are: the channel delivers each request once and keeps the
 // answer until it is acknowledged, so a resent request never adds again.
 #include "core/freestanding.h"
+#include "ops/atomic/atomic.h"
 #include "ops/trigger/trigger.h"
 
 namespace rhinet::fw {
@@ -63,16 +64,10 @@ void on_request(Impl& m, Request& r) {
             {reinterpret_cast<const uint8_t*>(&before), sizeof(before)});
 }
 
-// The value before the add, into the WQE's SGE if it has one.
+// The value before the add, into the WQE's SGE if it has one (as an
+// atomic's answer).
 void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
-  if (pkt.op.opcode != RHN_WOP_TRIGGER_RESP || pkt.payload.size() != 8) {
-    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
-    m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
-    return;
-  }
-  // A failed placement has finished the WQE already.
-  if (e.length && !scatter_answer(m, qpn, e, 0, pkt.payload)) return;
-  m.finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+  finish_value_answer(m, qpn, e, pkt, RHN_WOP_TRIGGER_RESP);
 }
 
 }  // namespace

@@ -18,24 +18,6 @@ ClusterConfig two_nodes() {
   return cfg;
 }
 
-// The operation header and payload of a DATA frame, if it is one.
-struct OpFrame {
-  rhn_op_hdr op;
-  std::vector<uint8_t> payload;
-};
-
-std::optional<OpFrame> op_frame(std::span<const uint8_t> f) {
-  rhn_pkt_hdr h{};
-  if (f.size() < RHN_DATA_HDR_LEN) return std::nullopt;
-  std::memcpy(&h, f.data(), sizeof(h));
-  if (h.type != RHN_PKT_DATA) return std::nullopt;
-  OpFrame o;
-  std::memcpy(&o.op, f.data() + RHN_PKT_HDR_LEN, sizeof(o.op));
-  o.payload.assign(f.begin() + RHN_DATA_HDR_LEN, f.end());
-  o.payload.resize(h.payload_len);
-  return o;
-}
-
 class Echo : public ::testing::Test {
  protected:
   void SetUp() override {

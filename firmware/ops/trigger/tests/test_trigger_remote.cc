@@ -18,17 +18,6 @@ ClusterConfig two_nodes() {
   return cfg;
 }
 
-// The operation header of a DATA frame, if it is one.
-std::optional<rhn_op_hdr> op_of(std::span<const uint8_t> f) {
-  rhn_pkt_hdr h{};
-  if (f.size() < RHN_DATA_HDR_LEN) return std::nullopt;
-  std::memcpy(&h, f.data(), sizeof(h));
-  if (h.type != RHN_PKT_DATA) return std::nullopt;
-  rhn_op_hdr op;
-  std::memcpy(&op, f.data() + RHN_PKT_HDR_LEN, sizeof(op));
-  return op;
-}
-
 // A remote add of `addend` to (handle, key); the value before the add
 // goes to `result` if given.
 SendWr add_wr(uint64_t wr_id, uint32_t handle, uint32_t key, uint64_t addend,
@@ -190,8 +179,8 @@ TEST_F(RemoteTrigger, TheCounterDestroyedWhileTheAddIsInFlight) {
   // The first request is lost; the counter goes before it is sent again.
   int lost = 0;
   c->fabric().drop = [&](size_t src_node, std::span<const uint8_t> f) {
-    const auto op = op_of(f);
-    if (src_node == 0 && op && op->opcode == RHN_WOP_TRIGGER_ADD && !lost)
+    const auto o = op_frame(f);
+    if (src_node == 0 && o && o->op.opcode == RHN_WOP_TRIGGER_ADD && !lost)
       return ++lost, true;
     return false;
   };
@@ -214,13 +203,13 @@ TEST_F(RemoteTrigger, LostRequestsAndAnswersAddOnce) {
   Region result = make_region(A(), 8, kAllAccess, 0, 0);
   int lost_requests = 0, lost_answers = 0, requests = 0;
   c->fabric().drop = [&](size_t src, std::span<const uint8_t> f) {
-    const auto op = op_of(f);
-    if (!op) return false;
-    if (src == 0 && op->opcode == RHN_WOP_TRIGGER_ADD) {
+    const auto o = op_frame(f);
+    if (!o) return false;
+    if (src == 0 && o->op.opcode == RHN_WOP_TRIGGER_ADD) {
       requests++;
       if (lost_requests < 1) return ++lost_requests, true;
     }
-    if (src == 1 && op->opcode == RHN_WOP_TRIGGER_RESP && lost_answers < 2)
+    if (src == 1 && o->op.opcode == RHN_WOP_TRIGGER_RESP && lost_answers < 2)
       return ++lost_answers, true;
     return false;
   };
@@ -324,8 +313,8 @@ TEST(RemoteTriggerUd, ADatagramQpCannotAdd) {
   wr.qkey = 0x11;
   uint64_t sent = 0;
   c.fabric().drop = [&](size_t, std::span<const uint8_t> f) {
-    const auto op = op_of(f);
-    if (op && op->opcode == RHN_WOP_TRIGGER_ADD) sent++;
+    const auto o = op_frame(f);
+    if (o && o->op.opcode == RHN_WOP_TRIGGER_ADD) sent++;
     return false;
   };
   ASSERT_TRUE(a.qp->post_send(wr));
