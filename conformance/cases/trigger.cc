@@ -558,4 +558,161 @@ CONFORM_CASE(trigger_bad_flags, "trigger.error.unknown_xflags", "trigger",
   c.eq("vendor_err", RHN_SYN_BAD_WQE, e.vendor_err);
 }
 
+// ---- Remote increments (RHN_OP_TRIGGER_ADD) ------------------------------
+
+namespace {
+
+// A TRIGGER_ADD on `qp` of `addend` to the peer's counter (handle, key);
+// with result_key != 0 an SGE (of result_len bytes) takes the value
+// before the add. Its wqe_index.
+uint16_t post_remote_add(Nic& n, Qp& qp, uint32_t handle, uint32_t key,
+                         uint64_t addend, uint64_t result_addr = 0,
+                         uint32_t result_key = 0, uint32_t result_len = 8) {
+  Wqe w(qp, RHN_OP_TRIGGER_ADD);
+  const auto index = static_cast<uint16_t>(qp.sq_pi);
+  w.w->u.trigger.addend = addend;
+  w.w->u.trigger.handle = handle;
+  w.w->u.trigger.key = key;
+  if (result_key) w.sge(0, result_addr, result_len, result_key);
+  w.post(n, qp);
+  return index;
+}
+
+// A refused remote add: its CQE, the target's count, the counter as it
+// was.
+void remote_refused(Check& c, Nic& n, Loop& l, uint32_t ctx, uint32_t h,
+                    uint64_t value, uint64_t refused_before) {
+  rhn_cqe e;
+  if (!cqe_is(c, n, l.scq, "TRIGGER_ADD", RHN_CQE_OP_TRIGGER_ADD,
+              RHN_CQE_REM_ACCESS_ERR, &e))
+    return;
+  if (!c.eq("vendor_err", RHN_SYN_BAD_REMOTE_TRIGGER, e.vendor_err)) return;
+  if (!c.eq(counter_name(RHN_CNT_TRIGGER_REMOTE_REFUSED), refused_before + 1,
+            n.counter(RHN_CNT_TRIGGER_REMOTE_REFUSED)))
+    return;
+  uint64_t v = ~value;
+  if (!c.eq("QUERY_TRIGGER", RHN_ADMIN_OK, query_counter(n, ctx, h, &v)))
+    return;
+  c.eq("counter value", value, v);
+}
+
+}  // namespace
+
+CONFORM_CASE(trigger_remote_fire, "trigger.remote.fires", "trigger",
+             "TRIGGER_ADDs over an RC QP add to the peer's counter (handle "
+             "and key), the first returning the value before it into its "
+             "8-byte SGE, the second without an SGE; reaching the threshold "
+             "fires the WRITE parked on it") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 10);
+  const uint64_t refused = n.counter(RHN_CNT_TRIGGER_REMOTE_REFUSED);
+  const uint64_t result = l.dst.addr + 8192;
+  n.wr64(result, 0xeeeeeeeeeeeeeeee);
+  n.wr64(result + 8, 0xeeeeeeeeeeeeeeee);
+  const uint16_t wi = post_write(n, l, 0, 256, RHN_WQE_X_TRIGGERED, h, 15);
+  if (!no_cqe(c, n, l.scq, "parked")) return;
+  const uint16_t a1 = post_remote_add(n, l.a, h, 0x5eed, 3, result, l.dst.key);
+  const uint16_t a2 = post_remote_add(n, l.a, h, 0x5eed, 2);
+  // Three CQEs: the two adds, and the WRITE their second one fired.
+  bool seen1 = false, seen2 = false, seen_write = false;
+  for (int i = 0; i < 3; i++) {
+    rhn_cqe e;
+    CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "CQE " + std::to_string(i),
+                 "no CQE");
+    CONFORM_EQ(c, "status", RHN_CQE_SUCCESS, e.status);
+    if (e.wqe_index == a1) {
+      seen1 = c.eq("first add opcode", RHN_CQE_OP_TRIGGER_ADD, e.opcode) &&
+              c.eq("first add byte_len", 8, e.byte_len);
+    } else if (e.wqe_index == a2) {
+      seen2 = c.eq("second add opcode", RHN_CQE_OP_TRIGGER_ADD, e.opcode);
+    } else if (e.wqe_index == wi) {
+      seen_write = c.eq("fired WRITE opcode", RHN_CQE_OP_WRITE, e.opcode);
+    } else {
+      CONFORM_THAT(c, false, "wqe_index", "unknown " + hex(e.wqe_index));
+    }
+  }
+  CONFORM_THAT(c, seen1 && seen2 && seen_write, "CQEs",
+               "not one each for the adds and the WRITE");
+  CONFORM_EQ(c, "value before the first add", 10, n.rd64(result));
+  CONFORM_EQ(c, "bytes after the SGE", 0xeeeeeeeeeeeeeeee, n.rd64(result + 8));
+  if (!same_bytes(c, n, l.src.addr, l.dst.addr, 256, "fired WRITE's data"))
+    return;
+  uint64_t v = 0;
+  CONFORM_EQ(c, "QUERY_TRIGGER", RHN_ADMIN_OK, query_counter(n, 0, h, &v));
+  CONFORM_EQ(c, "counter value", 15, v);
+  c.eq(counter_name(RHN_CNT_TRIGGER_REMOTE_REFUSED), refused,
+       n.counter(RHN_CNT_TRIGGER_REMOTE_REFUSED));
+}
+
+CONFORM_CASE(trigger_remote_key, "trigger.remote.wrong_key", "trigger",
+             "a TRIGGER_ADD with the wrong key completes REM_ACCESS_ERR / "
+             "RHN_SYN_BAD_REMOTE_TRIGGER, is counted at the target, adds "
+             "nothing and writes no result") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 4);
+  const uint64_t refused = n.counter(RHN_CNT_TRIGGER_REMOTE_REFUSED);
+  const uint64_t result = l.dst.addr + 8192;
+  n.wr64(result, 0xeeeeeeeeeeeeeeee);
+  post_remote_add(n, l.a, h, 0x5eed ^ 0x100, 1, result, l.dst.key);
+  remote_refused(c, n, l, 0, h, 4, refused);
+  if (!c.ok()) return;
+  c.eq("result word", 0xeeeeeeeeeeeeeeee, n.rd64(result));
+}
+
+CONFORM_CASE(trigger_remote_stale, "trigger.remote.stale_handle", "trigger",
+             "a TRIGGER_ADD naming a destroyed counter (its key right, the "
+             "entry given again) is refused: REM_ACCESS_ERR / "
+             "RHN_SYN_BAD_REMOTE_TRIGGER, the new counter untouched") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, old, 0);
+  CONFORM_EQ(c, "DESTROY_TRIGGER", RHN_ADMIN_OK, destroy_counter(n, 0, old));
+  const uint32_t h = new_counter(c, n, 0, 0);
+  if (!c.ok()) return;
+  const uint64_t refused = n.counter(RHN_CNT_TRIGGER_REMOTE_REFUSED);
+  post_remote_add(n, l.a, old, 0x5eed, 1);
+  remote_refused(c, n, l, 0, h, 0, refused);
+}
+
+CONFORM_CASE(trigger_remote_foreign, "trigger.remote.foreign_context",
+             "trigger",
+             "a TRIGGER_ADD reaches only counters of the target QP's "
+             "context: another context's counter, with its handle and key, "
+             "is refused (REM_ACCESS_ERR / RHN_SYN_BAD_REMOTE_TRIGGER)") {
+  LOOP(n, l, RHN_QP_RC);
+  CONFORM_THAT(c, n.create_context(1), "context 1", n.error());
+  const uint32_t h = new_counter(c, n, 1, 0);
+  if (!c.ok()) return;
+  const uint64_t refused = n.counter(RHN_CNT_TRIGGER_REMOTE_REFUSED);
+  post_remote_add(n, l.a, h, 0x5eed, 1);
+  remote_refused(c, n, l, 1, h, 0, refused);
+}
+
+CONFORM_CASE(trigger_remote_uc, "trigger.remote.unreliable_qp", "trigger",
+             "a TRIGGER_ADD on a UC QP is refused at the post "
+             "(LOC_QP_OP_ERR / RHN_SYN_BAD_OPCODE) and adds nothing") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_UC, h, 0);
+  post_remote_add(n, l.a, h, 0x5eed, 1);
+  rhn_cqe e;
+  if (!cqe_is(c, n, l.scq, "TRIGGER_ADD", RHN_CQE_OP_TRIGGER_ADD,
+              RHN_CQE_LOC_QP_OP_ERR, &e))
+    return;
+  CONFORM_EQ(c, "vendor_err", RHN_SYN_BAD_OPCODE, e.vendor_err);
+  t.settle();
+  uint64_t v = 1;
+  CONFORM_EQ(c, "QUERY_TRIGGER", RHN_ADMIN_OK, query_counter(n, 0, h, &v));
+  c.eq("counter value", 0, v);
+}
+
+CONFORM_CASE(trigger_remote_len, "trigger.remote.result_length", "trigger",
+             "a TRIGGER_ADD whose result SGE is not 8 bytes is refused at the "
+             "post (LOC_LEN_ERR / RHN_SYN_LENGTH) and adds nothing") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  post_remote_add(n, l.a, h, 0x5eed, 1, l.dst.addr, l.dst.key, 4);
+  rhn_cqe e;
+  if (!cqe_is(c, n, l.scq, "TRIGGER_ADD", RHN_CQE_OP_TRIGGER_ADD,
+              RHN_CQE_LOC_LEN_ERR, &e))
+    return;
+  CONFORM_EQ(c, "vendor_err", RHN_SYN_LENGTH, e.vendor_err);
+  uint64_t v = 1;
+  CONFORM_EQ(c, "QUERY_TRIGGER", RHN_ADMIN_OK, query_counter(n, 0, h, &v));
+  c.eq("counter value", 0, v);
+}
+
 }  // namespace rhinet::conform

@@ -18,6 +18,7 @@
 #include "ops/sync/sync.h"
 #include "ops/tag/tag.h"
 #include "ops/tm/tm.h"
+#include "ops/trigger/trigger.h"
 #include "ops/ud_mcast/ud_mcast.h"
 #include "ops/window/window.h"
 #ifdef RHN_TEST_FAMILY_ECHO
@@ -33,7 +34,7 @@ constexpr const OpClaims* kFamilies[] = {
     &kSendClaims,   &kRdmaClaims, &kAtomicClaims,   &kRawClaims,
     &kWindowClaims, &kTagClaims,  &kTagLocalClaims, &kPinClaims,
     &kTmClaims,     &kSyncClaims, &kMcastClaims,    &kMcastSwitchClaims,
-    &kShareClaims,  &kCollClaims,
+    &kShareClaims,  &kCollClaims, &kTriggerClaims,
 #ifdef RHN_TEST_FAMILY_ECHO
     &kEchoClaims,
 #endif

@@ -30,6 +30,7 @@ uint8_t status_of_nak(uint8_t syndrome) {
     case RHN_SYN_BAD_AREA:
     case RHN_SYN_BAD_GROUP:
     case RHN_SYN_NOT_PINNED:
+    case RHN_SYN_BAD_REMOTE_TRIGGER:  // no such counter there, or its key
       return RHN_CQE_REM_ACCESS_ERR;
     case RHN_SYN_ALIGNMENT:  // a misaligned atomic is an invalid request
     case RHN_SYN_BAD_QP:

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -244,6 +246,24 @@ inline void expect_packed_column(const Region& dst, uint64_t base,
     std::memcpy(&v, dst.buf.bytes(i * 8, 8).data(), 8);
     EXPECT_EQ(v, base + i) << "node " << node << " element " << i;
   }
+}
+
+// The operation header and payload of a DATA frame, if it is one.
+struct OpFrame {
+  rhn_op_hdr op;
+  std::vector<uint8_t> payload;
+};
+
+inline std::optional<OpFrame> op_frame(std::span<const uint8_t> f) {
+  rhn_pkt_hdr h{};
+  if (f.size() < RHN_DATA_HDR_LEN) return std::nullopt;
+  std::memcpy(&h, f.data(), sizeof(h));
+  if (h.type != RHN_PKT_DATA) return std::nullopt;
+  OpFrame o;
+  std::memcpy(&o.op, f.data() + RHN_PKT_HDR_LEN, sizeof(o.op));
+  o.payload.assign(f.begin() + RHN_DATA_HDR_LEN, f.end());
+  o.payload.resize(h.payload_len);
+  return o;
 }
 
 // The fabric most tests call lossy: 3 % of frames lost, 3 % reordered,

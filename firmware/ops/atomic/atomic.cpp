@@ -2,13 +2,23 @@
 // Remote atomics: fetch-and-add and compare-and-swap on an aligned 64-bit
 // word, executed once by the responder (the channel drops duplicates), the
 // original value sent back and placed by the requester.
+#include "ops/atomic/atomic.h"
+
 #include "core/freestanding.h"
 #include "ops/family.h"
 
 namespace rhinet::fw {
 namespace {
 
-uint8_t check(Impl&, const QpObj& qp, const DecodedWqe& w, uint8_t* syndrome) {
+uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
+              uint8_t* syndrome) {
+  // The original value always comes back: its SGE is not optional (the
+  // decoder lets a remote trigger add go without one).
+  if (w.num_sge != 1) {
+    m.counters.add(RHN_CNT_BAD_WQES);
+    *syndrome = RHN_SYN_LENGTH;
+    return RHN_CQE_LOC_LEN_ERR;
+  }
   if (qp.type == RHN_QP_UD || qp.type == RHN_QP_UC) {
     *syndrome = RHN_SYN_BAD_OPCODE;
     return RHN_CQE_LOC_QP_OP_ERR;
@@ -76,16 +86,24 @@ void on_request(Impl& m, Request& r) {
 }
 
 void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
-  if (pkt.op.opcode != RHN_WOP_ATOMIC_RESP || pkt.payload.size() != 8) {
+  finish_value_answer(m, qpn, e, pkt, RHN_WOP_ATOMIC_RESP);
+}
+
+}  // namespace
+
+void finish_value_answer(Impl& m, uint32_t qpn, Inflight& e, const Packet& pkt,
+                         uint8_t wop) {
+  if (pkt.op.opcode != wop || pkt.payload.size() != 8) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
     return;
   }
-  if (!scatter_answer(m, qpn, e, pkt.op.msg_offset, pkt.payload)) return;
+  // No SGE (length 0): the value is not wanted. A failed placement has
+  // finished the WQE already.
+  if (e.length && !scatter_answer(m, qpn, e, pkt.op.msg_offset, pkt.payload))
+    return;
   m.finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
 }
-
-}  // namespace
 
 extern const OpFamily kAtomicFamily = {
     .name = "atomic",

@@ -235,6 +235,15 @@ void trigger_chain(Impl& m, uint32_t ctx, uint32_t handle) {
   add(m, *c, 1);
 }
 
+bool trigger_remote_add(Impl& m, uint32_t ctx, uint32_t handle, uint32_t key,
+                        uint64_t addend, uint64_t* before) {
+  TrigCounter* c = counter_of(m, ctx, handle);
+  if (!c || c->key != key) return false;
+  *before = c->value;
+  add(m, *c, addend);
+  return true;
+}
+
 void trigger_doorbell(Impl& m, uint32_t ctx, uint64_t value) {
   TrigCounter* c = counter_of(m, ctx, static_cast<uint32_t>(value));
   if (!c) {

@@ -9,10 +9,19 @@
 
 #include "core/freestanding.h"
 #include "engine/engine_impl.h"
+#include "ops/family.h"
 
 namespace rhinet::fw {
 
-using Impl = Engine::Impl;
+// Remote increments (RHN_OP_TRIGGER_ADD): what the family claims, for the
+// registry. Its hooks are in trigger_remote.cpp.
+extern const OpFamily kTriggerFamily;
+inline constexpr OpClaims kTriggerClaims{
+    .family = &kTriggerFamily,
+    .wqe_ops = {RHN_OP_TRIGGER_ADD},
+    .requests = {RHN_WOP_TRIGGER_ADD},
+    .answers = {RHN_WOP_TRIGGER_RESP},
+};
 
 // What trigger_intake made of a fetched WQE with RHN_WQE_X_* flags, or
 // trigger_load of a fired one.
@@ -58,6 +67,10 @@ void trigger_started(Impl& m, uint32_t qpn);
 void trigger_retire(Impl& m, uint32_t entry);
 // A chained WQE of context ctx completed successfully.
 void trigger_chain(Impl& m, uint32_t ctx, uint32_t handle);
+// A peer's remote add to context ctx's counter `handle`, allowed only with
+// its key: true (and the value before the add in *before) when it added.
+bool trigger_remote_add(Impl& m, uint32_t ctx, uint32_t handle, uint32_t key,
+                        uint64_t addend, uint64_t* before);
 // The TRIGGER doorbell of context ctx's page.
 void trigger_doorbell(Impl& m, uint32_t ctx, uint64_t value);
 // A refusal of trigger_intake: the QP goes on (no error state).

@@ -57,7 +57,9 @@ enum rhn_op_flag {
 	 */
 	RHN_OPF_NO_DATA = 1u << 5,
 	/* Atomic: one 8-byte SGE receives the original value; the operand
-	 * area holds the operands (no status word).
+	 * area holds the operands (no status word). The decoder takes at
+	 * most one such SGE; FETCH_ADD and CMP_SWAP require it (their
+	 * family's check), TRIGGER_ADD may go without.
 	 */
 	RHN_OPF_ATOMIC = 1u << 6,
 	/* Posted to a receive queue, never a send WQE (the transfer modes of
@@ -204,6 +206,13 @@ enum rhn_test_family_echo {
 	X(RHN_OP_COLLECTIVE, "collective", 0, RHN_CQE_OP_COLLECTIVE, 17,   \
 	  "collective", RHN_OPF_ANSWERED, RHN_XFER_BASIC_ONLY,             \
 	  RHN_EXT_COLL, RHN_CAP_COLLECTIVE)                                \
+	/* atomic operands: the addend, the counter's handle and key; the \
+	 * one SGE (of 8 bytes) is optional                                \
+	 */                                                                \
+	X(RHN_OP_TRIGGER_ADD, "trigger_add", RHN_WOP_TRIGGER_ADD,          \
+	  RHN_CQE_OP_TRIGGER_ADD, 0, "",                                   \
+	  RHN_OPF_ANSWERED | RHN_OPF_READ_CTX | RHN_OPF_ATOMIC,            \
+	  RHN_XFER_BASIC_ONLY, 0, RHN_CAP_TRIGGER)                         \
 	RHN_OP_TABLE_TEST_ROWS(X)
 /* clang-format on */
 

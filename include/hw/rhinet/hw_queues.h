@@ -179,6 +179,17 @@ enum rhn_wqe_opcode {
 	 * done (all results in place). Described in queues.md "Collectives".
 	 */
 	RHN_OP_COLLECTIVE = 0x48,
+	/* Adds to a trigger counter of the peer's NIC (triggered.md, "Remote
+	 * increments"), RC QPs and endpoints only: the operand area holds
+	 * u.trigger (the addend, the counter's handle and its key); at most
+	 * one SGE, of 8 bytes, which receives the counter's value before the
+	 * add (none: the value is not wanted); no inline data, status word
+	 * or GRH. The peer's NIC adds only to a live counter of the context
+	 * the request reaches (the connected QP's, the addressed endpoint's)
+	 * whose key matches; otherwise the WQE completes REM_ACCESS_ERR,
+	 * RHN_SYN_BAD_REMOTE_TRIGGER.
+	 */
+	RHN_OP_TRIGGER_ADD = 0x50,
 	RHN_OP_MAX = 0x7f
 };
 
@@ -304,6 +315,14 @@ struct rhn_send_wqe {
 			__le64 compare_add; /* CMP_SWAP: compare; FETCH_ADD: add */
 			__le64 swap;
 		} atomic;
+		/* RHN_OP_TRIGGER_ADD: read by the NIC as the atomics' two
+		 * operands (addend, then handle | key << 32).
+		 */
+		struct {
+			__le64 addend;
+			__le32 handle; /* the peer's counter */
+			__le32 key; /* its key */
+		} trigger;
 		struct {
 			/* The window (by the index of any of its keys);
 			 * remote_key: its key once bound (same index, the
@@ -337,6 +356,10 @@ RHN_ASSERT_OFFSET(struct rhn_send_wqe, xflags, 22);
 RHN_ASSERT_OFFSET(struct rhn_send_wqe, remote_addr, 24);
 RHN_ASSERT_OFFSET(struct rhn_send_wqe, u, 32);
 RHN_ASSERT_OFFSET(struct rhn_send_wqe, d, 48);
+RHN_ASSERT_OFFSET(struct rhn_send_wqe, u.trigger.addend, 32);
+RHN_ASSERT_OFFSET(struct rhn_send_wqe, u.trigger.handle, 40);
+RHN_ASSERT_OFFSET(struct rhn_send_wqe, u.trigger.key, 44);
+RHN_ASSERT_OFFSET(struct rhn_send_wqe, u.atomic.swap, 40);
 
 /*
  * Global route of a UD SEND (RoCE addressing, as in the address handle): the
@@ -785,6 +808,7 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_UNSUBSCRIBE = 22,
 	RHN_CQE_OP_SHARE_UPDATE = 23,
 	RHN_CQE_OP_COLLECTIVE = 24,
+	RHN_CQE_OP_TRIGGER_ADD = 25,
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
@@ -986,6 +1010,12 @@ enum rhn_syndrome {
 	 * it completes with WR_FLUSH_ERR
 	 */
 	RHN_SYN_TRIGGER_GONE = 33,
+	/* a remote trigger add (RHN_OP_TRIGGER_ADD) whose handle and key do
+	 * not name a live counter of the context it reached (a wrong key, a
+	 * destroyed counter, another context's): REM_ACCESS_ERR, nothing
+	 * added
+	 */
+	RHN_SYN_BAD_REMOTE_TRIGGER = 34,
 };
 
 /* Shared regions: the largest region (RHN_SHARE_MAX_MEMBERS, the most

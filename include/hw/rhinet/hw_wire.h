@@ -327,6 +327,17 @@ enum rhn_wire_op {
 	 */
 	RHN_WOP_MCAST_ACK = 26,
 	/* 27: reserved for simultaneous multicast */
+	/* A remote increment of a trigger counter (RHN_OP_TRIGGER_ADD): one
+	 * packet, payload a struct rhn_wire_trigger_add, to the connected QP
+	 * or the addressed endpoint. Answered by RHN_WOP_TRIGGER_RESP
+	 * (payload: the counter's 8-byte value before the add), or a NAK
+	 * RHN_SYN_BAD_REMOTE_TRIGGER when the handle and key name no live
+	 * counter of the target QP's context. Executed once: the channel
+	 * delivers each request once and keeps the answer until it is
+	 * acknowledged, as for the atomics.
+	 */
+	RHN_WOP_TRIGGER_ADD = 28,
+	RHN_WOP_TRIGGER_RESP = 29,
 	/* A UD SEND to a multicast group (dst_node in the UD sub-range) is an
 	 * RHN_WOP_SEND with dst_qpn RHN_WIRE_QPN_MASK, sent outside the node
 	 * channels: seq, session and the ack fields are 0, no ACK, no resend.
@@ -747,6 +758,15 @@ struct rhn_op_hdr {
 	__le32 msg_offset; /* offset of this packet's payload */
 };
 RHN_ASSERT_SIZE(struct rhn_op_hdr, 40);
+
+/* RHN_WOP_TRIGGER_ADD's payload. */
+struct rhn_wire_trigger_add {
+	__le64 addend;
+	__le32 handle; /* the counter, as RHN_ADMIN_CREATE_TRIGGER gave it */
+	__le32 key; /* its key */
+};
+RHN_ASSERT_SIZE(struct rhn_wire_trigger_add, 16);
+RHN_ASSERT_OFFSET(struct rhn_wire_trigger_add, key, 12);
 
 /*
  * A partial PULL: its READ_REQ carries imm_data = the mode

@@ -285,6 +285,11 @@ static const struct rhn_regmap_counter rhn_regmap_counters[] = {
 			 "(`RHN_CREATE_QP_F_MULTI_PRODUCER`) that the NIC's "
 			 "record scan found published with no doorbell (each "
 			 "of its doorbells lost, or never rung), and took"},
+	{"trigger_remote_refused",
+	 "remote trigger adds (`RHN_WOP_TRIGGER_ADD`) this NIC refused as "
+	 "target (`RHN_SYN_BAD_REMOTE_TRIGGER`, nothing added): the handle "
+	 "named no live counter of the context the request reached, or the key "
+	 "did not match; or a malformed request"},
 };
 
 #endif /* RHINET_REGMAP_DESC_H */

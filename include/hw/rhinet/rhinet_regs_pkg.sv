@@ -210,7 +210,7 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_MSIX_ADMIN = 0;
 
   // Hardware counters: index i at RHN_REG_COUNTERS + 8 * i.
-  localparam int unsigned RHN_CNT_COUNT = 84;
+  localparam int unsigned RHN_CNT_COUNT = 85;
   localparam int unsigned RHN_CNT_TX_PACKETS = 0;
   localparam int unsigned RHN_CNT_RX_PACKETS = 1;
   localparam int unsigned RHN_CNT_TX_BYTES = 2;
@@ -295,5 +295,6 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_CNT_HOST_DOORBELLS = 81;
   localparam int unsigned RHN_CNT_PEER_DOORBELLS = 82;
   localparam int unsigned RHN_CNT_SQ_RECOVERED = 83;
+  localparam int unsigned RHN_CNT_TRIGGER_REMOTE_REFUSED = 84;
 
 endpackage

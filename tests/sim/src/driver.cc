@@ -155,6 +155,26 @@ AdminResult SimDriver::query_qp(uint32_t context, uint32_t qpn,
   return r;
 }
 
+AdminResult SimDriver::create_trigger(uint32_t context, uint64_t value,
+                                      uint32_t key) {
+  rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_CREATE_TRIGGER, context);
+  cmd.u.create_trigger.value = value;
+  cmd.u.create_trigger.key = key;
+  return exec(cmd);
+}
+
+AdminResult SimDriver::query_trigger(uint32_t context, uint32_t handle,
+                                     uint64_t* value) {
+  rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_QUERY_TRIGGER, context);
+  cmd.u.query.out_addr = scratch_;
+  cmd.u.query.out_len = sizeof(uint64_t);
+  cmd.u.query.handle = handle;
+  AdminResult r = exec(cmd);
+  if (r.ok() && value)
+    std::memcpy(value, mem_.ptr(scratch_, sizeof *value), sizeof *value);
+  return r;
+}
+
 AdminResult SimDriver::create_context(uint32_t context, uint32_t account) {
   rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_CREATE_CONTEXT, context);
   cmd.u.create_context.account =

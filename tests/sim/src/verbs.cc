@@ -245,6 +245,10 @@ bool SimQp::encode(const SendWr& wr, uint16_t wqe_index,
   if (ext & RHN_EXT_MCAST) tail.mcast = &wr.mcast;
   if (ext & RHN_EXT_COLL) tail.coll = &wr.coll;
   if (wr.flags & RHN_WQE_F_GRH) tail.grh = &wr.grh;
+  if (wr.xflags) {
+    tail.xflags = wr.xflags;
+    tail.trigger = &wr.trigger;
+  }
   const uint32_t n = rhn_wqe_finish(buf, data_units, &tail);
   if (n == 0) return false;
   slots->assign(buf, buf + size_t(n) * RHN_SQ_SLOT_SIZE);

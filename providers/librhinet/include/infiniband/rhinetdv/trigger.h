@@ -23,8 +23,10 @@
 struct rhinetdv_trigger {
 	struct ibv_context *context;
 	uint32_t handle; /* the NIC's: what the doorbell and WQEs name */
-	/* Chosen at random by the driver: what a peer's increment will have
-	 * to carry besides the handle (remote increments are not there yet).
+	/* Chosen at random by the driver: what a peer's increment has to
+	 * carry besides the handle (the NIC's RHN_OP_TRIGGER_ADD,
+	 * triggered.md "Remote increments"; no direct-verbs call posts one
+	 * yet).
 	 */
 	uint32_t key;
 };

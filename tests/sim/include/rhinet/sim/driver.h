@@ -116,6 +116,10 @@ class SimDriver {
   AdminResult destroy(uint8_t opcode, uint32_t context, uint32_t handle) {
     return exec_handle(opcode, context, handle);
   }
+  // A trigger counter (RHN_ADMIN_CREATE_TRIGGER; result = its handle), and
+  // its value (RHN_ADMIN_QUERY_TRIGGER).
+  AdminResult create_trigger(uint32_t context, uint64_t value, uint32_t key);
+  AdminResult query_trigger(uint32_t context, uint32_t handle, uint64_t* value);
   AdminResult register_area(uint32_t context, uint32_t area_id, uint32_t key,
                             uint64_t iova, uint64_t length);
   AdminResult unregister_area(uint32_t context, uint32_t area_id);

@@ -89,6 +89,10 @@ struct SendWr {
   // source dst_node/dst_qpn).
   uint64_t tag_mask = ~uint64_t{0};
   uint32_t tag_flags = 0;
+  // Triggered and chained WQEs: RHN_WQE_X_* and the trigger slot, which
+  // goes last.
+  uint16_t xflags = 0;
+  rhn_wqe_trigger trigger{};
 };
 
 // A tag-matched receive (irecv) as an RQ WQE.
