@@ -193,10 +193,15 @@ int rhinet_mem_pin(struct rhinet_ib *ib, struct rhinet_mem *mem, u64 start,
  * Bytes [offset, offset + length) of the dma-buf @fd, registered as
  * rhinet_mem_pin() registers a process's memory. The exporter pins the
  * buffer for as long as the umem holds the attachment, so its pages do
- * not move under the NIC: no move_notify to handle. The pages are the
- * exporter's, not the process's, and are not counted in pinned_pages.
+ * not move under the NIC: no move_notify to handle. An exporter that
+ * must be free to move its buffer (VRAM it may evict) refuses the pin,
+ * and the registration fails with its errno. One that moved a pinned
+ * buffer anyway would reach ib_core's move_notify for pinned umems,
+ * which only warns ("Invalidate callback should not be called..."); the
+ * VM tests fail on that line. The pages are the exporter's, not the
+ * process's, and are not counted in pinned_pages.
  * Errors: EBADF (@fd is no file), EINVAL (no dma-buf, or the range is
- * outside it), the exporter's errno when it cannot pin or map.
+ * outside it), the exporter's errno when it cannot attach, pin or map.
  */
 int rhinet_mem_pin_dmabuf(struct rhinet_ib *ib, struct rhinet_mem *mem,
 			  u64 offset, u64 length, u64 iova, int fd, int access,
@@ -209,8 +214,12 @@ int rhinet_mem_pin_dmabuf(struct rhinet_ib *ib, struct rhinet_mem *mem,
 		return -EINVAL;
 	umem_dmabuf = ib_umem_dmabuf_get_pinned(&ib->ibdev, offset, length, fd,
 						access);
-	if (IS_ERR(umem_dmabuf))
+	if (IS_ERR(umem_dmabuf)) {
+		ibdev_dbg_ratelimited(&ib->ibdev,
+				      "dma-buf fd %d bytes %llu+%llu: not a dma-buf, or its exporter did not let it be attached, pinned and mapped: %ld\n",
+				      fd, offset, length, PTR_ERR(umem_dmabuf));
 		return PTR_ERR(umem_dmabuf);
+	}
 	mem->umem = &umem_dmabuf->umem;
 	ret = rhinet_mem_register(ib, mem, length, iova, access, ctx, pdn);
 	if (ret) {

@@ -66,6 +66,8 @@ struct xpu_dmabuf {
 	struct dev_pagemap *pgmap; /* held: the pages outlive no dma-buf */
 	u64 offset;
 	u64 length;
+	bool movable; /* XPU_EXPORT_MOVABLE: never pinned */
+	u32 pins; /* importers that pinned it; under the reservation lock */
 };
 
 /* An open /dev/xpuN: the lanes and windows it holds. */
@@ -166,6 +168,35 @@ static void xpu_dmabuf_unmap(struct dma_buf_attachment *attach,
 	kfree(sgt);
 }
 
+/*
+ * Both kinds of export are dynamic, so that the exporter knows who pins
+ * them. A movable one stands for VRAM that must stay evictable: no
+ * importer may pin it (ibv_reg_dmabuf_mr's pinned umem is refused here),
+ * and the importers that take it must follow a move.
+ */
+static int xpu_dmabuf_pin(struct dma_buf_attachment *attach)
+{
+	struct xpu_dmabuf *xb = attach->dmabuf->priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	if (xb->movable) {
+		dev_warn_ratelimited(&xb->xdev->pdev->dev,
+				     "%s cannot pin a movable dma-buf\n",
+				     dev_name(attach->dev));
+		return -EOPNOTSUPP;
+	}
+	xb->pins++;
+	return 0;
+}
+
+static void xpu_dmabuf_unpin(struct dma_buf_attachment *attach)
+{
+	struct xpu_dmabuf *xb = attach->dmabuf->priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	xb->pins--;
+}
+
 static void xpu_dmabuf_free(struct xpu_dmabuf *xb)
 {
 	put_dev_pagemap(xb->pgmap);
@@ -180,6 +211,8 @@ static void xpu_dmabuf_release(struct dma_buf *dmabuf)
 
 static const struct dma_buf_ops xpu_dmabuf_ops = {
 	.attach = xpu_dmabuf_attach,
+	.pin = xpu_dmabuf_pin,
+	.unpin = xpu_dmabuf_unpin,
 	.map_dma_buf = xpu_dmabuf_map,
 	.unmap_dma_buf = xpu_dmabuf_unmap,
 	.release = xpu_dmabuf_release,
@@ -194,7 +227,7 @@ static int xpu_export(struct xpu_dev *xdev, struct xpu_export *req)
 
 	if (!xdev->p2pdma)
 		return -EOPNOTSUPP;
-	if (req->flags & ~(O_CLOEXEC | O_ACCMODE))
+	if (req->flags & ~(O_CLOEXEC | O_ACCMODE | XPU_EXPORT_MOVABLE))
 		return -EINVAL;
 	if (!req->length || req->length > XPU_EXPORT_MAX ||
 	    !PAGE_ALIGNED(req->offset) || !PAGE_ALIGNED(req->length) ||
@@ -214,6 +247,7 @@ static int xpu_export(struct xpu_dev *xdev, struct xpu_export *req)
 	xb->xdev = xdev;
 	xb->offset = req->offset;
 	xb->length = req->length;
+	xb->movable = req->flags & XPU_EXPORT_MOVABLE;
 	exp_info.ops = &xpu_dmabuf_ops;
 	exp_info.size = req->length;
 	exp_info.flags = O_RDWR;
@@ -230,6 +264,39 @@ static int xpu_export(struct xpu_dev *xdev, struct xpu_export *req)
 	}
 	req->fd = fd;
 	return 0;
+}
+
+/*
+ * An eviction's first step: the importers unmap (move_notify) under the
+ * reservation lock, and map again from wherever the buffer is then. The
+ * memory here stays where it is, which the importers cannot tell. A
+ * pinned buffer does not move.
+ */
+static int xpu_move(struct xpu_dev *xdev, struct xpu_move *req)
+{
+	struct dma_buf *dmabuf;
+	struct xpu_dmabuf *xb;
+	int ret = 0;
+
+	if (req->rsvd)
+		return -EINVAL;
+	dmabuf = dma_buf_get(req->fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	xb = dmabuf->priv;
+	if (dmabuf->ops != &xpu_dmabuf_ops || xb->xdev != xdev) {
+		ret = -EINVAL;
+		goto out;
+	}
+	dma_resv_lock(dmabuf->resv, NULL);
+	if (xb->pins)
+		ret = -EBUSY;
+	else
+		dma_buf_move_notify(dmabuf);
+	dma_resv_unlock(dmabuf->resv);
+out:
+	dma_buf_put(dmabuf);
+	return ret;
 }
 
 /* ---- Lanes and counters ------------------------------------------------ */
@@ -462,6 +529,55 @@ err_unlock:
 	return ret;
 }
 
+/* Closes window @w and frees it; after its dma-buf is detached. */
+static void xpu_window_free(struct xpu_dev *xdev, u32 w, bool live)
+{
+	lockdep_assert_held(&xdev->lane_lock);
+	if (live)
+		xpu_window_set(xdev, w, 0, 0);
+	xdev->window_owner[w] = NULL;
+}
+
+/*
+ * A window given back before close, in xpu_file_release's order: the
+ * file's lanes stop reaching it, its dma-buf goes, then it closes and is
+ * free.
+ */
+static int xpu_unimport(struct xpu_file *xf, struct xpu_unimport *req)
+{
+	struct xpu_dev *xdev = xf->xdev;
+	struct xpu_import_ent *imp;
+	u32 l, w = req->window;
+	int ret = -ENOENT;
+
+	if (req->rsvd || w >= XPU_WINDOWS_MAX)
+		return -EINVAL;
+	mutex_lock(&xdev->lane_lock);
+	if (xdev->window_owner[w] != xf) {
+		ret = xdev->window_owner[w] ? -EBUSY : -ENOENT;
+		goto out;
+	}
+	for (l = 0; l < xdev->lanes; l++) {
+		if (!(xdev->lane_windows[l] & BIT(w)))
+			continue;
+		xdev->lane_windows[l] &= ~BIT(w);
+		writel(xdev->lane_windows[l],
+		       xpu_lane_reg(xdev, l, XPU_LANE_WINDOWS));
+	}
+	list_for_each_entry(imp, &xf->imports, node) {
+		if (imp->window == w) {
+			list_del(&imp->node);
+			xpu_import_drop(imp);
+			break;
+		}
+	}
+	xpu_window_free(xdev, w, true);
+	ret = 0;
+out:
+	mutex_unlock(&xdev->lane_lock);
+	return ret;
+}
+
 /*
  * The file goes: its lanes stop and reach nothing, its imports are let
  * go, then its windows close and may be another file's: after the
@@ -490,13 +606,9 @@ static void xpu_file_release(struct xpu_file *xf)
 	}
 	list_for_each_entry_safe(imp, tmp, &xf->imports, node)
 		xpu_import_drop(imp);
-	for (i = 0; i < XPU_WINDOWS_MAX; i++) {
-		if (xdev->window_owner[i] != xf)
-			continue;
-		if (live)
-			xpu_window_set(xdev, i, 0, 0);
-		xdev->window_owner[i] = NULL;
-	}
+	for (i = 0; i < XPU_WINDOWS_MAX; i++)
+		if (xdev->window_owner[i] == xf)
+			xpu_window_free(xdev, i, live);
 	mutex_unlock(&xdev->lane_lock);
 	up_read(&xdev->alive);
 }
@@ -530,6 +642,8 @@ static long xpu_do_ioctl(struct xpu_file *xf, unsigned int cmd,
 		struct xpu_counters counters;
 		struct xpu_import imp;
 		struct xpu_lane_claim claim;
+		struct xpu_move move;
+		struct xpu_unimport unimp;
 	} u;
 	int ret;
 
@@ -577,6 +691,14 @@ static long xpu_do_ioctl(struct xpu_file *xf, unsigned int cmd,
 		if (copy_from_user(&u.claim, uarg, sizeof(u.claim)))
 			return -EFAULT;
 		return xpu_lane_claim(xf, &u.claim);
+	case XPU_IOC_MOVE_DMABUF:
+		if (copy_from_user(&u.move, uarg, sizeof(u.move)))
+			return -EFAULT;
+		return xpu_move(xdev, &u.move);
+	case XPU_IOC_UNIMPORT_DMABUF:
+		if (copy_from_user(&u.unimp, uarg, sizeof(u.unimp)))
+			return -EFAULT;
+		return xpu_unimport(xf, &u.unimp);
 	}
 	return -ENOTTY;
 }

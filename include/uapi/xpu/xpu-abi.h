@@ -29,9 +29,20 @@ struct xpu_info {
 	__u32 flags; /* XPU_INFO_* */
 };
 
+/* xpu_export.flags, beside O_CLOEXEC and O_RDWR */
+/*
+ * The buffer may move, as VRAM that must stay evictable does: importers
+ * must follow a move (XPU_IOC_MOVE_DMABUF), and none may pin it
+ * (EOPNOTSUPP, e.g. ibv_reg_dmabuf_mr). A kernel without
+ * CONFIG_DMABUF_MOVE_NOTIFY pins every mapping, so none is let map it
+ * there. Without the flag, a buffer an importer pinned does not move.
+ */
+#define XPU_EXPORT_MOVABLE (1u << 31)
+
 /*
  * A dma-buf over [offset, offset + length) of the device's memory, both
- * page aligned. flags: O_CLOEXEC and O_RDWR as dma_buf_fd takes them.
+ * page aligned. flags: O_CLOEXEC and O_RDWR as dma_buf_fd takes them,
+ * XPU_EXPORT_MOVABLE.
  * EOPNOTSUPP when the kernel cannot publish the memory (no
  * CONFIG_PCI_P2PDMA). An importer that cannot reach the memory by
  * peer-to-peer DMA is refused when it attaches, with EREMOTEIO.
@@ -97,6 +108,29 @@ struct xpu_lane_claim {
 	__u32 rsvd; /* 0 */
 };
 
+/*
+ * Moves the dma-buf fd (one of this device's exports), as an eviction
+ * would: its importers are told (move_notify) under its reservation lock
+ * and must map it again. EBUSY while an importer has it pinned; EINVAL
+ * for a dma-buf that is not this device's or a nonzero rsvd.
+ */
+struct xpu_move {
+	__s32 fd;
+	__u32 rsvd; /* 0 */
+};
+
+/*
+ * Gives back a window of this file's (xpu_import.window) before close:
+ * the file's lanes no longer reach it, the dma-buf is unmapped and
+ * detached, and the window is free. EINVAL for a number past the windows
+ * or a nonzero rsvd, ENOENT for a window no file holds, EBUSY for
+ * another file's.
+ */
+struct xpu_unimport {
+	__u32 window;
+	__u32 rsvd; /* 0 */
+};
+
 #define XPU_IOC_MAGIC 'X'
 #define XPU_IOC_INFO _IOR(XPU_IOC_MAGIC, 0, struct xpu_info)
 #define XPU_IOC_EXPORT_DMABUF _IOWR(XPU_IOC_MAGIC, 1, struct xpu_export)
@@ -105,5 +139,7 @@ struct xpu_lane_claim {
 #define XPU_IOC_CLEAR_COUNTERS _IO(XPU_IOC_MAGIC, 4)
 #define XPU_IOC_IMPORT_DMABUF _IOWR(XPU_IOC_MAGIC, 5, struct xpu_import)
 #define XPU_IOC_LANE_CLAIM _IOW(XPU_IOC_MAGIC, 6, struct xpu_lane_claim)
+#define XPU_IOC_MOVE_DMABUF _IOW(XPU_IOC_MAGIC, 7, struct xpu_move)
+#define XPU_IOC_UNIMPORT_DMABUF _IOW(XPU_IOC_MAGIC, 8, struct xpu_unimport)
 
 #endif /* XPU_ABI_USER_H */

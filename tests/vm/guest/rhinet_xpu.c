@@ -10,6 +10,11 @@
  * counters then show the NIC's peer-to-peer reads and writes of its
  * memory, and no access of host RAM by the xpu.
  *
+ * The server also checks what may move: a movable export (like VRAM that
+ * must stay evictable) is refused by ibv_reg_dmabuf_mr, whose MR pins,
+ * with EOPNOTSUPP, and its descriptor stays usable; a pinned export does
+ * not move (EBUSY) while an MR holds it, and does once the MR is gone.
+ *
  * On a kernel without CONFIG_PCI_P2PDMA the export is refused with
  * EOPNOTSUPP, which the server checks; both sides then stop there.
  * XPU_EXPECT=p2p (or none) in the environment says which the kernel
@@ -127,14 +132,29 @@ static const char *const counter_names[XPU_CNT_NUM] = {
 	"CMDS",		 "FAULTS",	  "WINDOW_FAULTS",
 };
 
-static int xpu_export_range(struct xpu *x, uint64_t off, uint64_t len)
+static int xpu_export_flags(struct xpu *x, uint64_t off, uint64_t len,
+			    uint32_t flags)
 {
-	struct xpu_export e = {
-		.offset = off, .length = len, .flags = O_CLOEXEC | O_RDWR};
+	struct xpu_export e = {.offset = off,
+			       .length = len,
+			       .flags = O_CLOEXEC | O_RDWR | flags};
 
 	if (ioctl(x->fd, XPU_IOC_EXPORT_DMABUF, &e))
 		return -errno;
 	return e.fd;
+}
+
+static int xpu_export_range(struct xpu *x, uint64_t off, uint64_t len)
+{
+	return xpu_export_flags(x, off, len, 0);
+}
+
+/* Moves dma-buf @fd as an eviction would; 0 or errno. */
+static int xpu_move(struct xpu *x, int fd, uint32_t rsvd)
+{
+	struct xpu_move m = {.fd = fd, .rsvd = rsvd};
+
+	return ioctl(x->fd, XPU_IOC_MOVE_DMABUF, &m) ? errno : 0;
 }
 
 static void xpu_counters(struct xpu *x, struct xpu_counters *c)
@@ -242,6 +262,62 @@ static void refusals(struct xpu *x)
 	check(r == -EINVAL, "export past the end: %d", r);
 	r = xpu_export_range(x, 0, 0);
 	check(r == -EINVAL, "empty export: %d", r);
+	r = xpu_export_flags(x, 0, 4096, 1u << 30);
+	check(r == -EINVAL, "export with an unknown flag: %d", r);
+}
+
+#define MOVE_OFF (2u << 20) /* the dma-bufs that move, or do not */
+#define MOVE_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+
+/*
+ * A movable dma-buf cannot be pinned, so not registered: the MR's pin is
+ * refused with the exporter's errno, nothing is left attached (it moves,
+ * pinned by none) and the descriptor still works. A pinned one does not
+ * move while an MR holds it.
+ */
+static void moves(struct xpu *x, struct ibv_pd *pd)
+{
+	struct ibv_mr *mr;
+	int fd, r;
+
+	fd = xpu_export_flags(x, MOVE_OFF, EXP_LEN, XPU_EXPORT_MOVABLE);
+	check(fd >= 0, "movable export: %s", strerror(-fd));
+	if (fd >= 0) {
+		errno = 0;
+		mr = ibv_reg_dmabuf_mr(pd, 0, EXP_LEN, EXP_IOVA, fd,
+				       MOVE_ACCESS);
+		check(!mr && errno == EOPNOTSUPP,
+		      "a movable dma-buf as an MR: %s, errno %d (%s)",
+		      mr ? "registered" : "refused", errno, strerror(errno));
+		if (mr)
+			ibv_dereg_mr(mr);
+		check(lseek(fd, 0, SEEK_END) == EXP_LEN,
+		      "the movable dma-buf's size after the refusal");
+		r = xpu_move(x, fd, 0);
+		check(!r, "the movable dma-buf moves: %s", strerror(r));
+		close(fd);
+	}
+
+	fd = xpu_export_range(x, MOVE_OFF, EXP_LEN);
+	check(fd >= 0, "pinned export: %s", strerror(-fd));
+	if (fd < 0)
+		return;
+	mr = ibv_reg_dmabuf_mr(pd, 0, EXP_LEN, EXP_IOVA, fd, MOVE_ACCESS);
+	check(mr, "the pinned export as an MR: %s", strerror(errno));
+	r = xpu_move(x, fd, 0);
+	check(r == (mr ? EBUSY : 0), "moving it while the MR pins it: %s",
+	      strerror(r));
+	if (mr)
+		check(!ibv_dereg_mr(mr), "dereg the pinned export's MR");
+	r = xpu_move(x, fd, 0);
+	check(!r, "moving it once the MR is gone: %s", strerror(r));
+	r = xpu_move(x, fd, 1);
+	check(r == EINVAL, "a move with a reserved field: %s", strerror(r));
+	r = xpu_move(x, x->fd, 0);
+	check(r == EINVAL, "moving what is no dma-buf: %s", strerror(r));
+	r = xpu_move(x, -1, 0);
+	check(r == EBADF, "moving no descriptor: %s", strerror(r));
+	close(fd);
 }
 
 static void server(int sock, struct ibv_context *ctx, int gid_index,
@@ -269,9 +345,13 @@ static void server(int sock, struct ibv_context *ctx, int gid_index,
 	if (!(x.info.flags & XPU_INFO_P2PDMA)) {
 		check(fd == -EOPNOTSUPP, "export without P2PDMA: %d, want %d",
 		      fd, -EOPNOTSUPP);
+		fd = xpu_export_flags(&x, EXP_OFF, EXP_LEN, XPU_EXPORT_MOVABLE);
+		check(fd == -EOPNOTSUPP, "movable export without P2PDMA: %d",
+		      fd);
 	} else {
 		check(fd >= 0, "export: %s", strerror(-fd));
 		refusals(&x);
+		moves(&x, pd);
 	}
 	if (fd >= 0) {
 		mr = ibv_reg_dmabuf_mr(pd, 0, EXP_LEN, EXP_IOVA, fd,

@@ -18,7 +18,11 @@
  * claim nor import for the first one's lanes (EBUSY); a second context's
  * doorbell page imported for lane 1 is revoked when that context is
  * closed: the lane's next write faults WINDOW (also once a new context may
- * hold the page), and the revoked dma-buf maps nothing (ENODEV).
+ * hold the page), and the revoked dma-buf maps nothing (ENODEV). A
+ * window given back (XPU_IOC_UNIMPORT_DMABUF) is reached no more: the
+ * lane's write faults WINDOW and the NIC sees nothing; it is free for the
+ * next import; another process cannot give back the first one's window
+ * (EBUSY), nor anyone a window that is free (ENOENT).
  *
  * XPU_EXPECT=none (a kernel without CONFIG_PCI_P2PDMA): both exports are
  * refused with EOPNOTSUPP, which the server checks; both sides stop there.
@@ -132,6 +136,25 @@ static uint64_t hw_counter(const char *dev, const char *name)
 	if (f)
 		fclose(f);
 	return v;
+}
+
+/* @name once it has moved past @from, or after a second as it is then. */
+static uint64_t hw_counter_past(const char *dev, const char *name,
+				uint64_t from)
+{
+	uint64_t v = hw_counter(dev, name);
+
+	for (int i = 0; i < 50 && v == from; i++)
+		v = hw_counter(dev, name);
+	return v;
+}
+
+/* Gives window @w back; 0 or errno. */
+static int xpu_unimport(int xfd, uint32_t w, uint32_t rsvd)
+{
+	struct xpu_unimport u = {.window = w, .rsvd = rsvd};
+
+	return ioctl(xfd, XPU_IOC_UNIMPORT_DMABUF, &u) ? errno : 0;
 }
 
 /* Frames rhinet.ko's eth0 sent: each rings the kernel's SQ doorbell once. */
@@ -392,6 +415,9 @@ static void other_process(struct dev_side *d)
 		r = xpu_import(fd, d->db_fd, 1, &imp);
 		check(r == EBUSY, "importing for another's lane: %s",
 		      strerror(r));
+		r = xpu_unimport(fd, d->db.window, 0);
+		check(r == EBUSY, "giving back another's window: %s",
+		      strerror(r));
 		close(fd);
 		_exit(failures ? 1 : 0);
 	}
@@ -400,22 +426,101 @@ static void other_process(struct dev_side *d)
 	      "another process is refused the lane (EBUSY)");
 }
 
+/* Lane 1 kicks through @bus_addr's doorbell page: its status and error. */
+static uint32_t lane1_kick(struct dev_side *d, uint64_t bus_addr, uint32_t *err)
+{
+	put_cmd(&d->x, PROG1_OFF, XPU_OP_WRITE64, 0, 0, 0, bus_addr + RHN_DB_SQ,
+		0xffffff);
+	put_cmd(&d->x, PROG1_OFF + XPU_CMD_SIZE, XPU_OP_STOP, 0, 0, 0, 0, 0);
+	return lane_run(&d->x, 1, PROG1_OFF, err);
+}
+
+/*
+ * Windows given back before close: the context's doorbell page again, in
+ * a second window for lane 1, reached (a kick naming no queue: the NIC
+ * counts it as bad) until it is given back, then never: WINDOW, and the
+ * NIC sees nothing. Every window taken, one given back is free for the
+ * next import. The window @revoked_w, closed by its exporter, is given
+ * back like any. Bad numbers: EINVAL; a free window: ENOENT.
+ */
+static void unimported(struct dev_side *d, uint32_t revoked_w)
+{
+	struct xpu_import imp, more[XPU_WINDOWS_MAX];
+	uint64_t bad0, bad1, peer0;
+	uint32_t st, err = 0, n = 0;
+	int r;
+
+	r = xpu_import(d->x.fd, d->db_fd, 2, &imp);
+	check(!r, "the doorbell imported again for lane 1: %s", strerror(r));
+	if (r)
+		return;
+	bad0 = hw_counter(d->dev, "bad_doorbells");
+	st = lane1_kick(d, imp.bus_addr, &err);
+	bad1 = hw_counter_past(d->dev, "bad_doorbells", bad0);
+	check(st == XPU_LANE_DONE && bad1 == bad0 + 1,
+	      "lane 1 kicks through window %u: status %u, error %u, the NIC "
+	      "saw %" PRIu64,
+	      imp.window, st, err, bad1 - bad0);
+	r = xpu_unimport(d->x.fd, imp.window, 0);
+	check(!r, "window %u given back: %s", imp.window, strerror(r));
+	peer0 = hw_counter(d->dev, "peer_doorbells");
+	st = lane1_kick(d, imp.bus_addr, &err);
+	check(st == XPU_LANE_FAULT && err == XPU_ERR_WINDOW,
+	      "after the un-import: the lane's write faults WINDOW (%u, %u)",
+	      st, err);
+	check(hw_counter(d->dev, "bad_doorbells") == bad1 &&
+		      hw_counter(d->dev, "peer_doorbells") == peer0,
+	      "the NIC saw nothing of it");
+	r = xpu_unimport(d->x.fd, imp.window, 0);
+	check(r == ENOENT, "the window given back twice: %s", strerror(r));
+	r = xpu_unimport(d->x.fd, XPU_WINDOWS_MAX, 0);
+	check(r == EINVAL, "a window past the device's: %s", strerror(r));
+	r = xpu_unimport(d->x.fd, d->db.window, 1);
+	check(r == EINVAL, "a nonzero reserved field: %s", strerror(r));
+	r = xpu_unimport(d->x.fd, revoked_w, 0);
+	check(!r, "the revoked window given back: %s", strerror(r));
+
+	/* Every window taken; one given back serves the next import. */
+	while (n < XPU_WINDOWS_MAX &&
+	       !(r = xpu_import(d->x.fd, d->db_fd, 2, &more[n])))
+		n++;
+	check(r == ENOSPC && n > 0, "imports until ENOSPC: %u, then %s", n,
+	      strerror(r));
+	if (n) {
+		r = xpu_unimport(d->x.fd, more[n - 1].window, 0);
+		check(!r, "one given back: %s", strerror(r));
+		r = xpu_import(d->x.fd, d->db_fd, 2, &imp);
+		check(!r && imp.window == more[n - 1].window,
+		      "the next import takes it: %s, window %u", strerror(r),
+		      imp.window);
+		st = lane1_kick(d, imp.bus_addr, &err);
+		check(st == XPU_LANE_DONE, "and lane 1 reaches it: %u, %u", st,
+		      err);
+		n--;
+	}
+	while (n--)
+		check(!xpu_unimport(d->x.fd, more[n].window, 0),
+		      "window %u given back", more[n].window);
+	check(!xpu_unimport(d->x.fd, imp.window, 0), "the last given back");
+}
+
 /*
  * A second context's doorbell page for lane 1: reached while the context
  * lives, revoked when it is closed, never reached after (a third context
- * may hold the page then), and the revoked dma-buf maps nothing.
+ * may hold the page then), and the revoked dma-buf maps nothing. Returns
+ * the revoked window (still the file's), XPU_WINDOWS_MAX if none.
  */
-static void revoked(struct dev_side *d)
+static uint32_t revoked(struct dev_side *d)
 {
 	struct ibv_context *ctx2 = open_device(d->dev), *ctx3;
 	struct xpu_import imp, again;
-	uint32_t st, err = 0;
+	uint32_t st, err = 0, window = XPU_WINDOWS_MAX;
 	int fd2, fd3, r;
 
 	fd2 = rhinetdv_export_doorbell(ctx2, NULL, 0);
 	check(fd2 >= 0, "second context's doorbell: %s", strerror(errno));
 	if (fd2 < 0)
-		return;
+		return XPU_WINDOWS_MAX;
 	check(lseek(fd2, 0, SEEK_END) == RHN_DB_PAGE_SIZE,
 	      "the dma-buf is one doorbell page");
 	r = xpu_import(d->x.fd, fd2, 2, &imp);
@@ -424,6 +529,8 @@ static void revoked(struct dev_side *d)
 		      imp.window != d->db.window,
 	      "imported for lane 1: %s, bus %#" PRIx64 " window %u",
 	      strerror(r), (uint64_t)imp.bus_addr, imp.window);
+	if (!r)
+		window = imp.window;
 	/* A kick naming no queue of the context: harmless, and counted. */
 	put_cmd(&d->x, PROG1_OFF, XPU_OP_WRITE64, 0, 0, 0,
 		imp.bus_addr + RHN_DB_SQ, 0xffffff);
@@ -449,6 +556,7 @@ static void revoked(struct dev_side *d)
 		close(fd3);
 	close(fd2);
 	ibv_close_device(ctx3);
+	return window;
 }
 
 static void server(int sock, struct ibv_context *ctx, const char *dev,
@@ -519,7 +627,7 @@ talk:
 	sync_peer(sock);
 	foreign_page(&d);
 	other_process(&d);
-	revoked(&d);
+	unimported(&d, revoked(&d));
 	ibv_destroy_qp(d.qp);
 	ibv_destroy_cq(d.cq);
 	ibv_dereg_mr(d.src);

@@ -9,7 +9,11 @@
 # node 0 RDMA-WRITEs into it and READs from it, node 1 checks the bytes
 # through its mapping of the memory and has an xpu lane copy them, node 0
 # READs the copy; the xpu's counters show the NIC's peer-to-peer accesses
-# and no host RAM touched by the xpu. Under the debug kernel
+# and no host RAM touched by the xpu. Node 1 also checks what may move: a
+# movable export refused by ibv_reg_dmabuf_mr (EOPNOTSUPP, xpu.ko naming the
+# NIC that tried to pin it), a pinned one not moved while an MR holds it
+# (EBUSY), and no ib_core warning of a pinned MR moved (verbs_check_dmesg).
+# Under the debug kernel
 # (CONFIG_PCI_P2PDMA) all of it; under Debian's kernel, which lacks P2PDMA,
 # xpu.ko says so once and the export is refused with EOPNOTSUPP.
 #   xpu.sh NODE NODES
@@ -38,6 +42,10 @@ if [ "$NODE" = 0 ] && [ "$XPU_EXPECT" = p2p ]; then
 fi
 
 run_pair rhinet-xpu /opt/rhinet/bin/rhinet-xpu -d rhinet0 -g "$GID"
+if [ "$NODE" = 1 ] && [ "$XPU_EXPECT" = p2p ]; then
+	dmesg | grep -q "xpu.*cannot pin a movable dma-buf" ||
+		failed="$failed no-pin-refusal-logged"
+fi
 
 verbs_check_dmesg
 rmmod xpu || fail "rmmod xpu (a dma-buf left?)"
