@@ -61,6 +61,16 @@ std::uint64_t ctrl_off(std::uint64_t data_length) {
   return kDataOff + round_up(data_length, kPage);
 }
 
+// The channel's QP, in xpu memory or host memory alike: one-slot WRITEs.
+ibv_qp_cap channel_qp_caps() {
+  ibv_qp_cap c{};
+  c.max_send_wr = kSqWrs;
+  c.max_recv_wr = kRqWrs;
+  c.max_send_sge = 1;
+  c.max_recv_sge = 1;
+  return c;
+}
+
 std::string errno_name(int e) {
   switch (e) {
     case EOPNOTSUPP:
@@ -205,10 +215,7 @@ Result<void> PutChannel::Impl::setup_device_queues(bool doorbell) {
   ibv_cq_init_attr_ex ca{};
   ca.cqe = kCqes;
   ibv_qp_init_attr_ex qa{};
-  qa.cap.max_send_wr = kSqWrs;
-  qa.cap.max_recv_wr = kRqWrs;
-  qa.cap.max_send_sge = 1;
-  qa.cap.max_recv_sge = 1;
+  qa.cap = channel_qp_caps();
   qa.qp_type = IBV_QPT_RC;
   qa.comp_mask = IBV_QP_INIT_ATTR_PD;
   qa.pd = pd;
@@ -263,10 +270,7 @@ Result<void> PutChannel::Impl::setup_proxy() {
   cq = ibv_create_cq(cfg.context, kCqes, nullptr, nullptr, 0);
   if (!cq) return Error(errno, "ibv_create_cq");
   ibv_qp_init_attr qa{};
-  qa.cap.max_send_wr = kSqWrs;
-  qa.cap.max_recv_wr = kRqWrs;
-  qa.cap.max_send_sge = 1;
-  qa.cap.max_recv_sge = 1;
+  qa.cap = channel_qp_caps();
   qa.qp_type = IBV_QPT_RC;
   qa.send_cq = qa.recv_cq = cq;
   qp = ibv_create_qp(pd, &qa);

@@ -58,32 +58,6 @@ struct Wire {
 	std::uint8_t gid[16];
 };
 
-std::uint64_t hw_counter(const char *dev, const char *name)
-{
-	char path[256];
-	unsigned long long v = 0;
-	usleep(20000); // the driver caches the counters for 10 ms
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	FILE *f = fopen(path, "r");
-	if (!f || fscanf(f, "%llu", &v) != 1)
-		check(false, "cannot read %s", path);
-	if (f)
-		fclose(f);
-	return v;
-}
-
-std::uint64_t eth0_tx()
-{
-	unsigned long long v = 0;
-	FILE *f = fopen("/sys/class/net/eth0/statistics/tx_packets", "r");
-	if (!f || fscanf(f, "%llu", &v) != 1)
-		check(false, "eth0 tx_packets");
-	if (f)
-		fclose(f);
-	return v;
-}
-
 // The device program, the same in every mode.
 rhinet::xpu::PutProgram the_program()
 {
@@ -121,11 +95,11 @@ void measure(const char *dev, const rhinet::xpu::Device &x,
 	if (!x.clear_counters())
 		check(false, "clearing the xpu's counters");
 	const std::uint64_t tx0 = eth0_tx();
-	const std::uint64_t host0 = hw_counter(dev, "host_doorbells");
-	const std::uint64_t peer0 = hw_counter(dev, "peer_doorbells");
+	const std::uint64_t host0 = ib_hw_counter(dev, "host_doorbells");
+	const std::uint64_t peer0 = ib_hw_counter(dev, "peer_doorbells");
 	auto r = ch.run(the_program());
-	const std::uint64_t host = hw_counter(dev, "host_doorbells") - host0;
-	const std::uint64_t peer = hw_counter(dev, "peer_doorbells") - peer0;
+	const std::uint64_t host = ib_hw_counter(dev, "host_doorbells") - host0;
+	const std::uint64_t peer = ib_hw_counter(dev, "peer_doorbells") - peer0;
 	const std::uint64_t tx = eth0_tx() - tx0;
 	check(r.has_value(), "%s: the program ran: %s", name,
 	      r ? "yes" : r.error().to_string().c_str());
