@@ -545,27 +545,26 @@ void PutChannel::Impl::cpu_thread(std::stop_token st, PutRunStats* stats,
         wr.wr.rdma.remote_addr = target.addr + dst;
         wr.wr.rdma.rkey = target.rkey;
         ibv_send_wr* bad = nullptr;
+        ibv_wc wc{};
         int e = ibv_post_send(qp, &wr, &bad);
         if (!e) {
           stats->cpu_doorbells++;  // the provider rang for this post
-          ibv_wc wc{};
           int n = 0;
           while (!st.stop_requested() && (n = ibv_poll_cq(cq, 1, &wc)) == 0)
             std::this_thread::yield();
-          if (n < 0)
-            e = EIO;
-          else if (n == 1 && wc.status != IBV_WC_SUCCESS)
-            e = -static_cast<int>(wc.status);
+          if (n != 1) e = n < 0 ? EIO : ECANCELED;
         }
-        if (e && !*failure)
-          *failure =
-              e > 0 ? Error(e, "proxy post of put " + std::to_string(next))
-                    : Error::completion(
-                          static_cast<std::uint32_t>(-e),
-                          ibv_wc_status_str(static_cast<ibv_wc_status>(-e)), 0,
-                          "proxy put " + std::to_string(next), EIO);
-        else if (!e)
+        if (e) {
+          if (!*failure)
+            *failure = Error(e, "proxy post of put " + std::to_string(next));
+        } else if (wc.status != IBV_WC_SUCCESS) {
+          if (!*failure)
+            *failure = Error::completion(
+                wc.status, ibv_wc_status_str(wc.status), wc.vendor_err,
+                "proxy put " + std::to_string(next));
+        } else {
           stats->puts++;
+        }
         next++;
         *cpu_word(kDoneWord) = next;
         busy = true;
@@ -615,18 +614,20 @@ Result<PutRunStats> PutChannel::run(const PutProgram& program,
                        " stopped: status " + std::to_string(out->status) +
                        ", error " + std::to_string(out->error);
     if (im.mode != PutMode::proxy) {
-      // The first CQE that is not a successful WRITE's: why the NIC failed.
+      // The lane cleared the CQEs it took; the first one left that is not
+      // a successful WRITE's says why the NIC failed.
       for (std::uint32_t i = cq0; i != im.cq_ci; i++) {
         const volatile std::uint8_t* c = im.cfg.device->mem() + im.base +
                                          kCqOff +
                                          (i % im.cq_depth) * RHN_CQE_SIZE;
-        if (c[24] != RHN_CQE_OP_WRITE || c[25] != RHN_CQE_SUCCESS) {
-          if (!(c[31] & RHN_CQE_F_OWNER) && !c[24]) break;
+        bool written = false;
+        for (int b = 24; b < 32; b++) written |= c[b] != 0;
+        if (written && c[25] != RHN_CQE_SUCCESS) {
           std::uint32_t syn;
           std::memcpy(&syn, const_cast<const std::uint8_t*>(c) + 20, 4);
           return Error::completion(
               c[25], "CQE status " + std::to_string(c[25]), syn,
-              what + " at completion " + std::to_string(i - cq0), EIO);
+              what + " at put " + std::to_string(i - cq0), EIO);
         }
       }
     }

@@ -178,6 +178,28 @@ void measure(const char *dev, const rhinet::xpu::Device &x,
 	}
 }
 
+/*
+ * A put the peer refuses (past its MR): the run fails with the NIC's
+ * completion error, not a hang, and the channel refuses to run again.
+ */
+void refused_put(rhinet::xpu::PutChannel &ch)
+{
+	const char *name = rhinet::xpu::to_string(ch.mode()).data();
+	rhinet::xpu::PutProgram p;
+
+	p.put(0, kHost - 8, 16);
+	auto r = ch.run(p);
+	check(!r && r.error().is_completion() &&
+		      r.error().syndrome() == static_cast<std::uint32_t>(
+						      rhinet::Syndrome::bounds),
+	      "%s: a put past the peer's memory: %s", name,
+	      r ? "completed" : r.error().to_string().c_str());
+	auto again = ch.run(the_program());
+	check(!again && again.error() == std::errc::io_error,
+	      "%s: the channel runs no more after it: %s", name,
+	      again ? "ran" : again.error().to_string().c_str());
+}
+
 // Bad input: a put past the channel's data is refused before the lane runs.
 void bad_put(rhinet::xpu::PutChannel &ch)
 {
@@ -271,6 +293,7 @@ void server(int sock, ibv_context *ctx, const char *dev, int gid_index,
 		sync_peer(sock); // both connected
 		bad_put(*ch);
 		measure(dev, x, *ch);
+		refused_put(*ch);
 		sync_peer(sock); // the client checks the bytes
 		sync_peer(sock);
 	}
