@@ -40,7 +40,7 @@ constexpr std::uint64_t kProgLen = 128 << 10;  // 4096 commands per run
 constexpr std::uint64_t kReqLen = 4 << 10;     // the proxy's request ring
 constexpr std::uint64_t kWordsLen = 4 << 10;
 constexpr std::uint32_t kSqWrs = 64;  // one-slot WQEs
-constexpr std::uint32_t kRqWrs = 1;
+constexpr std::uint32_t kRqWrs = 2;   // the smallest receive ring
 constexpr std::uint32_t kCqes = 64;
 constexpr std::uint32_t kReqSlots = 64;  // 32-byte request descriptors
 constexpr std::uint32_t kMaxPut = 1u << 20;
@@ -135,6 +135,9 @@ struct PutChannel::Impl {
   // proxy requests issued.
   std::uint32_t sq_pi = 0, cq_ci = 0;
   std::uint64_t kicks = 0, issued = 0;
+  // Kicks the thread has rung: what it compares the lane's kick word with
+  // (not the word at its start: the lane may have written it already).
+  std::uint64_t kicks_rung = 0;
   std::uint32_t sq_rec_off = 0, cq_depth = 0, cq_rec_off = 0;
 
   ~Impl();
@@ -224,12 +227,14 @@ Result<void> PutChannel::Impl::setup_device_queues(bool doorbell) {
     return Error(e, "rhinetdv_cq_buf_len");
   if (int e = rhinetdv_qp_buf_len(cfg.context, &qa, &qp_len))
     return Error(e, "rhinetdv_qp_buf_len");
-  sq_rec_off = RHN_SQ_SLOT_SIZE * kSqWrs + RHN_RQ_WQE_SIZE * kRqWrs;
+  // queues.md's layout: the send ring first, the SQ and RQ records last.
+  sq_rec_off =
+      static_cast<std::uint32_t>(qp_len - 2 * sizeof(rhn_queue_record));
   cq_depth = static_cast<std::uint32_t>((cq_len - sizeof(rhn_cq_record)) /
                                         RHN_CQE_SIZE);
   cq_rec_off = cq_depth * RHN_CQE_SIZE;
-  if (qp_len != sq_rec_off + 2 * sizeof(rhn_queue_record) || cq_len > kQpOff ||
-      qp_len > kDataOff - kQpOff || cq_depth < kCqes)
+  if (qp_len < RHN_SQ_SLOT_SIZE * kSqWrs + 2 * sizeof(rhn_queue_record) ||
+      cq_len > kQpOff || qp_len > kDataOff - kQpOff || cq_depth < kCqes)
     return Error(EINVAL, "queue layout: QP " + std::to_string(qp_len) +
                              " bytes, CQ " + std::to_string(cq_len));
   auto qbuf = [&](std::uint64_t off, std::size_t len) {
@@ -494,8 +499,6 @@ Result<LaneProgram> PutChannel::Impl::emit(const PutProgram& p) {
 // (cpu_doorbell), or serves its request ring (proxy).
 void PutChannel::Impl::cpu_thread(std::stop_token st, PutRunStats* stats,
                                   std::optional<Error>* failure) {
-  const std::uint64_t kicked0 = *cpu_word(kKickWord);
-  std::uint64_t kicked = kicked0;
   std::uint64_t next = *cpu_word(kConsumedWord);
   volatile std::uint8_t* mem = cfg.device->mem();
   const std::uint64_t req = ctrl() + kStageLen + kProgLen;
@@ -503,9 +506,9 @@ void PutChannel::Impl::cpu_thread(std::stop_token st, PutRunStats* stats,
     bool busy = false;
     if (mode == PutMode::cpu_doorbell) {
       const std::uint64_t k = *cpu_word(kKickWord);
-      if (k != kicked) {
+      if (k != kicks_rung) {
         stats->cpu_requests++;
-        kicked = k;
+        kicks_rung = k;
         if (int e = rhinetdv_ring_sq(qp)) {
           if (!*failure) *failure = Error(e, "rhinetdv_ring_sq");
         } else {
