@@ -30,3 +30,12 @@ RHINETDV_EXPORT int rhinetdv_export_doorbell(
   if (const int err = call.run(context)) return errno = err, -1;
   return fd;
 }
+
+// The CPU's doorbell for a QP whose ring another device fills
+// (RHINETDV_1.15): only the kick; the record is the device's to write.
+RHINETDV_EXPORT int rhinetdv_ring_sq(ibv_qp* qp) {
+  if (!qp) return EINVAL;
+  if (!rhinet::is_rhinet_context(qp->context)) return EOPNOTSUPP;
+  rhinet::to_ctx(qp->context)->kick(RHN_DB_SQ, rhinet::to_qp(qp)->qpn);
+  return 0;
+}

@@ -186,8 +186,8 @@ fi
 mpi_bin="$BUILD/tests/vm/guest/rhinet-mpi"
 [[ -x $mpi_bin ]] && app_args+=(--bin "$mpi_bin")
 # userlib over a vgem dma-buf (dmabuf.sh), userlib's triggered operations
-# (trigger.sh).
-for user in dmabuf trigger; do
+# (trigger.sh), userlib's device-initiated puts (xpu_modes.sh).
+for user in dmabuf trigger xpu-modes; do
 	prog="$BUILD/tests/vm/guest/rhinet-$user-user"
 	if [[ -x $prog ]]; then
 		app_args+=(--tool "$prog:/usr/bin/rhinet-$user-user")

@@ -121,31 +121,14 @@ static int xpu_import(int xfd, int fd, uint32_t lanes, struct xpu_import *imp)
 	return ioctl(xfd, XPU_IOC_IMPORT_DMABUF, imp) ? errno : 0;
 }
 
-static uint64_t hw_counter(const char *dev, const char *name)
-{
-	char path[256];
-	unsigned long long v = 0;
-	FILE *f;
-
-	usleep(20000); /* the driver caches the counters for 10 ms */
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (!f || fscanf(f, "%llu", &v) != 1)
-		check(false, "cannot read %s", path);
-	if (f)
-		fclose(f);
-	return v;
-}
-
 /* @name once it has moved past @from, or after a second as it is then. */
 static uint64_t hw_counter_past(const char *dev, const char *name,
 				uint64_t from)
 {
-	uint64_t v = hw_counter(dev, name);
+	uint64_t v = ib_hw_counter(dev, name);
 
 	for (int i = 0; i < 50 && v == from; i++)
-		v = hw_counter(dev, name);
+		v = ib_hw_counter(dev, name);
 	return v;
 }
 
@@ -155,19 +138,6 @@ static int xpu_unimport(int xfd, uint32_t w, uint32_t rsvd)
 	struct xpu_unimport u = {.window = w, .rsvd = rsvd};
 
 	return ioctl(xfd, XPU_IOC_UNIMPORT_DMABUF, &u) ? errno : 0;
-}
-
-/* Frames rhinet.ko's eth0 sent: each rings the kernel's SQ doorbell once. */
-static uint64_t eth0_tx(void)
-{
-	unsigned long long v = 0;
-	FILE *f = fopen("/sys/class/net/eth0/statistics/tx_packets", "r");
-
-	if (!f || fscanf(f, "%llu", &v) != 1)
-		check(false, "cannot read eth0's tx_packets");
-	if (f)
-		fclose(f);
-	return v;
 }
 
 /* ---- the server: the device posts ---------------------------------------- */
@@ -304,9 +274,9 @@ static void device_posts(struct dev_side *d)
 	const volatile struct rhn_cqe *cqe =
 		(const volatile struct rhn_cqe *)(d->x.mem + EXP_OFF + CQ_OFF);
 	uint64_t tx0 = eth0_tx();
-	uint64_t bad0 = hw_counter(d->dev, "bad_doorbells");
-	uint64_t host0 = hw_counter(d->dev, "host_doorbells");
-	uint64_t peer0 = hw_counter(d->dev, "peer_doorbells");
+	uint64_t bad0 = ib_hw_counter(d->dev, "bad_doorbells");
+	uint64_t host0 = ib_hw_counter(d->dev, "host_doorbells");
+	uint64_t peer0 = ib_hw_counter(d->dev, "peer_doorbells");
 	uint64_t host1, peer1, tx1;
 	struct xpu_counters c;
 	uint32_t st, err = 0;
@@ -314,8 +284,8 @@ static void device_posts(struct dev_side *d)
 	if (ioctl(d->x.fd, XPU_IOC_CLEAR_COUNTERS))
 		die("XPU_IOC_CLEAR_COUNTERS");
 	st = lane_run(&d->x, 0, PROG_OFF, &err);
-	host1 = hw_counter(d->dev, "host_doorbells");
-	peer1 = hw_counter(d->dev, "peer_doorbells");
+	host1 = ib_hw_counter(d->dev, "host_doorbells");
+	peer1 = ib_hw_counter(d->dev, "peer_doorbells");
 	tx1 = eth0_tx(); /* eth0's frames from before host0 to after host1 */
 	check(st == XPU_LANE_DONE,
 	      "the lane posted and saw its CQEs: status "
@@ -359,7 +329,7 @@ static void device_posts(struct dev_side *d)
 	      "the NIC wrote the CQEs into the xpu: %" PRIu64,
 	      (uint64_t)c.count[XPU_CNT_IN_WR_COUNT]);
 	check(c.count[XPU_CNT_FAULTS] == 0, "no fault");
-	check(hw_counter(d->dev, "bad_doorbells") == bad0,
+	check(ib_hw_counter(d->dev, "bad_doorbells") == bad0,
 	      "the NIC took every doorbell");
 	printf("rhinet-xpu-dev server: NIC: SQ doorbells from the host %" PRIu64
 	       " (eth0 frames sent %" PRIu64 "), from a peer %" PRIu64
@@ -377,7 +347,7 @@ static void device_posts(struct dev_side *d)
 /* A doorbell page the lane was not given: WINDOW, and the NIC saw nothing. */
 static void foreign_page(struct dev_side *d)
 {
-	uint64_t bad0 = hw_counter(d->dev, "bad_doorbells");
+	uint64_t bad0 = ib_hw_counter(d->dev, "bad_doorbells");
 	uint32_t st, err = 0;
 
 	put_cmd(&d->x, PROG_OFF, XPU_OP_WRITE64, 0, 0, 0,
@@ -387,7 +357,7 @@ static void foreign_page(struct dev_side *d)
 	check(st == XPU_LANE_FAULT && err == XPU_ERR_WINDOW,
 	      "a write to the next doorbell page: status %u, error %u", st,
 	      err);
-	check(hw_counter(d->dev, "bad_doorbells") == bad0,
+	check(ib_hw_counter(d->dev, "bad_doorbells") == bad0,
 	      "the NIC saw no doorbell");
 }
 
@@ -454,7 +424,7 @@ static void unimported(struct dev_side *d, uint32_t revoked_w)
 	check(!r, "the doorbell imported again for lane 1: %s", strerror(r));
 	if (r)
 		return;
-	bad0 = hw_counter(d->dev, "bad_doorbells");
+	bad0 = ib_hw_counter(d->dev, "bad_doorbells");
 	st = lane1_kick(d, imp.bus_addr, &err);
 	bad1 = hw_counter_past(d->dev, "bad_doorbells", bad0);
 	check(st == XPU_LANE_DONE && bad1 == bad0 + 1,
@@ -463,13 +433,13 @@ static void unimported(struct dev_side *d, uint32_t revoked_w)
 	      imp.window, st, err, bad1 - bad0);
 	r = xpu_unimport(d->x.fd, imp.window, 0);
 	check(!r, "window %u given back: %s", imp.window, strerror(r));
-	peer0 = hw_counter(d->dev, "peer_doorbells");
+	peer0 = ib_hw_counter(d->dev, "peer_doorbells");
 	st = lane1_kick(d, imp.bus_addr, &err);
 	check(st == XPU_LANE_FAULT && err == XPU_ERR_WINDOW,
 	      "after the un-import: the lane's write faults WINDOW (%u, %u)",
 	      st, err);
-	check(hw_counter(d->dev, "bad_doorbells") == bad1 &&
-		      hw_counter(d->dev, "peer_doorbells") == peer0,
+	check(ib_hw_counter(d->dev, "bad_doorbells") == bad1 &&
+		      ib_hw_counter(d->dev, "peer_doorbells") == peer0,
 	      "the NIC saw nothing of it");
 	r = xpu_unimport(d->x.fd, imp.window, 0);
 	check(r == ENOENT, "the window given back twice: %s", strerror(r));

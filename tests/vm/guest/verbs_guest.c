@@ -304,3 +304,32 @@ int poll_cq_for(struct ibv_cq *cq, struct ibv_wc *wc, int want, int ms)
 	}
 	return got;
 }
+
+uint64_t ib_hw_counter(const char *dev, const char *name)
+{
+	char path[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	usleep(20000); /* the driver caches the counters for 10 ms */
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%llu", &v) != 1)
+		check(false, "cannot read %s", path);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+uint64_t eth0_tx(void)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen("/sys/class/net/eth0/statistics/tx_packets", "r");
+
+	if (!f || fscanf(f, "%llu", &v) != 1)
+		check(false, "cannot read eth0's tx_packets");
+	if (f)
+		fclose(f);
+	return v;
+}

@@ -44,6 +44,15 @@ void pattern_fill(volatile uint8_t *p, uint32_t len, uint32_t seed);
 /* The first byte of @p that is not pattern @seed, or -1. */
 long pattern_differs(const volatile uint8_t *p, uint32_t len, uint32_t seed);
 
+/* ---- counters ---- */
+
+/* Port 1's hw_counters/@name of @dev, read after the driver's 10 ms cache
+ * expired; check fails if it cannot be read. */
+uint64_t ib_hw_counter(const char *dev, const char *name);
+/* Frames rhinet.ko's eth0 sent: each rings the kernel's SQ doorbell once,
+ * which the NIC counts as the host's. */
+uint64_t eth0_tx(void);
+
 /* ---- TCP side channel ---- */
 
 /* Sends @len bytes of @out and receives as many into @in. */

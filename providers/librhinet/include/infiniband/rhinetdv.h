@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.14;
+ * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.15;
  * rhinetdv 1.4 added no function, only fields: the partial-transfer modes
  * of isend and irecv, which a library has when it reports
  * RHINETDV_CAP_TAG_XFER; RHINETDV_1.5 adds sequential multicast, locks and
@@ -221,6 +221,16 @@ struct rhinetdv_export_doorbell_attr {
 int rhinetdv_export_doorbell(struct ibv_context *context,
 			     const struct rhinetdv_export_doorbell_attr *attr,
 			     size_t inlen);
+
+/*
+ * Kicks the send queue of @qp on its context's doorbell page from this
+ * CPU, without posting (1.15): for a QP whose send ring and record another
+ * device fills (rhinetdv_create_qp with a dma-buf), when that device
+ * cannot reach the doorbell page itself and asks a CPU thread to ring for
+ * it. The NIC reads the SQ record and fetches up to its producer index.
+ * Returns 0, or an errno: EINVAL (NULL), EOPNOTSUPP (not a rhinet QP).
+ */
+int rhinetdv_ring_sq(struct ibv_qp *qp);
 
 /* ---- endpoint ----------------------------------------------------------- */
 
