@@ -59,6 +59,23 @@ double now(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+uint64_t nic_counter(const char *dev, const char *name)
+{
+	char path[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	usleep(20000); /* the driver caches the counters for 10 ms */
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%llu", &v) != 1)
+		check(false, "cannot read %s", path);
+	if (f)
+		fclose(f);
+	return v;
+}
+
 uint8_t pattern_byte(uint32_t i, uint32_t seed)
 {
 	return (uint8_t)(i * 131u + seed * 7u + (i >> 8) + 1);

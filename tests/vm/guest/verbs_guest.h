@@ -44,6 +44,14 @@ void pattern_fill(volatile uint8_t *p, uint32_t len, uint32_t seed);
 /* The first byte of @p that is not pattern @seed, or -1. */
 long pattern_differs(const volatile uint8_t *p, uint32_t len, uint32_t seed);
 
+/* ---- the NIC's counters ---- */
+
+/* Hardware counter @name of port 1 of @dev (its hw_counters file in
+ * sysfs), read after the driver's 10 ms cache has expired; a failed check
+ * and 0 if it cannot be read.
+ */
+uint64_t nic_counter(const char *dev, const char *name);
+
 /* ---- TCP side channel ---- */
 
 /* Sends @len bytes of @out and receives as many into @in. */
