@@ -102,7 +102,21 @@ int sq_mp_write(Qp* qp, uint8_t* wqe, uint32_t slots, uint64_t wr_id,
   to_device_barrier();
   __atomic_store_n(&rec->producer, t + slots, __ATOMIC_SEQ_CST);
   const uint64_t reserved = qp->mp_reserve.load(std::memory_order_seq_cst);
-  if (!no_doorbell && rhn_mp_rings(t, slots, reserved, RHN_MP_DB_BATCH))
+  if (no_doorbell || !rhn_mp_rings(t, slots, reserved, RHN_MP_DB_BATCH))
+    return 0;
+  // The tail of a burst need not ring while the NIC still owes a
+  // completion before it: the NIC reads the record again when it has
+  // fetched what it knew of and at each completion after that, and takes
+  // this WQE then. One thread posting alone is the tail of every post,
+  // so otherwise it would ring each time. Should the NIC's last record
+  // read have come just before the publishing store (its nic_consumer
+  // not yet visible here), its record scan finds the WQE. Only in RTS:
+  // the scan looks at no other state.
+  const bool batch_end = (t + slots) / RHN_MP_DB_BATCH != t / RHN_MP_DB_BATCH;
+  const bool nic_busy =
+      __atomic_load_n(&qp->vqp.qp.state, __ATOMIC_ACQUIRE) == IBV_QPS_RTS &&
+      __atomic_load_n(&rec->nic_consumer, __ATOMIC_SEQ_CST) < t;
+  if (batch_end || !nic_busy)
     to_ctx(qp->vqp.qp.context)->kick(RHN_DB_SQ, qp->qpn);
   return 0;
 }

@@ -223,7 +223,7 @@ enum rhinetdv_mp_post_flags {
  * an atomic add, is written, published in slot order and announced by one
  * doorbell per 32 slots. 0, or an errno with *bad_wr the first WR not
  * posted: ENOMEM when the send queue (or the completions the send CQ could
- * hold for this QP) is full, EINVAL for a bad WR, a QP not in RTS or SQD,
+ * hold for this QP) is full, EINVAL for a bad WR, a QP not yet in RTS,
  * a destroyed QP or unknown flags, EOPNOTSUPP for a QP without the flag.
  */
 int rhinetdv_mp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
