@@ -406,9 +406,12 @@ static void client_flaky(struct node *n, int fd)
 	printf("rhinet-mprod client: lost doorbells: sq_recovered +%" PRIu64
 	       " during the burst, +%" PRIu64 " on the idle QP\n",
 	       rec1 - rec0, rec2 - rec1);
-	check(rec2 - rec1 >= IDLE_LOST,
-	      "sq_recovered moved %" PRIu64 " for %d WRITEs without doorbell",
-	      rec2 - rec1, IDLE_LOST);
+	/* The first of them at least only the scan could find (the NIC had
+	 * completed everything and read the record before they came).
+	 */
+	check(rec2 > rec1,
+	      "sq_recovered did not move for %d WRITEs without doorbell",
+	      IDLE_LOST);
 	sync_peer(fd);
 	xfer(fd, &server_bad, &server_bad, sizeof(server_bad));
 	check(server_bad == 0,
