@@ -14,6 +14,8 @@
 #include "rhinet_obj.h"
 
 #define RHINET_QP_RECORDS_SIZE sizeof(struct rhn_queue_record)
+#define RHINET_QP_BUF_MASK \
+	(RHINET_QUEUE_BUF_DMABUF | RHINET_CREATE_QP_MULTI_PRODUCER)
 
 static struct rhn_host_ref rhinet_ref(const struct rhinet_mem *mem, u64 va)
 {
@@ -70,6 +72,7 @@ static int rhinet_queue_buf_of(u32 comp_mask, u64 va, u64 len, s32 fd,
 			       u64 offset, u32 reserved,
 			       struct rhinet_queue_buf *buf)
 {
+	/* The caller has taken the bits of its own queue type off. */
 	if ((comp_mask & ~RHINET_QUEUE_BUF_DMABUF) || reserved)
 		return -EOPNOTSUPP;
 	*buf = (struct rhinet_queue_buf){ .va = va, .len = len };
@@ -375,6 +378,13 @@ static int rhinet_qp_check(struct rhinet_ib *ib, struct ib_qp_init_attr *attr,
 	if (req->sq_log_depth < 1 || req->sq_log_depth > max_log ||
 	    (u64)cap->max_send_wr * slots > (1u << req->sq_log_depth))
 		return -EINVAL;
+	/* Many producers: a doorbell batch and the largest WQE fit the SQ,
+	 * and there is one to post to.
+	 */
+	if ((req->comp_mask & RHINET_CREATE_QP_MULTI_PRODUCER) &&
+	    (req->sq_log_depth < RHINET_MP_MIN_SQ_LOG_DEPTH ||
+	     !cap->max_send_wr))
+		return -EINVAL;
 	/* Tag matching (a TM SRQ) is for RC QPs. */
 	if (attr->srq && attr->srq->srq_type == IB_SRQT_TM &&
 	    attr->qp_type != IB_QPT_RC)
@@ -416,24 +426,28 @@ static int rhinet_qp_create_nic(struct rhinet_ib *ib,
 {
 	u64 sq_bytes = (u64)RHN_SQ_SLOT_SIZE << req->sq_log_depth;
 	u64 rq_bytes = attr->srq ? 0 : (u64)RHN_RQ_WQE_SIZE << req->rq_log_depth;
+	bool mp = req->comp_mask & RHINET_CREATE_QP_MULTI_PRODUCER;
+	u32 sq_record_size = mp ? sizeof(struct rhn_mp_queue_record) :
+				  RHINET_QP_RECORDS_SIZE;
 	struct rhn_admin_create_qp *c;
 	struct rhn_admin_cmd cmd = {};
 	u64 need, va = req->buf_va;
 	struct rhinet_queue_buf buf;
 	int ret;
 
-	ret = rhinet_queue_buf_of(req->comp_mask, va, req->buf_len,
-				  req->dmabuf_fd, req->dmabuf_offset,
-				  req->reserved2, &buf);
+	ret = rhinet_queue_buf_of(req->comp_mask &
+					  ~RHINET_CREATE_QP_MULTI_PRODUCER,
+				  va, req->buf_len, req->dmabuf_fd,
+				  req->dmabuf_offset, req->reserved2, &buf);
 	if (ret)
 		return ret;
 
 	resp->rq_offset = sq_bytes;
 	resp->sq_record_offset = sq_bytes + rq_bytes;
 	resp->rq_record_offset = attr->srq ? 0 :
-			resp->sq_record_offset + RHINET_QP_RECORDS_SIZE;
-	need = sq_bytes + rq_bytes +
-	       (attr->srq ? 1 : 2) * RHINET_QP_RECORDS_SIZE;
+			resp->sq_record_offset + sq_record_size;
+	need = sq_bytes + rq_bytes + sq_record_size +
+	       (attr->srq ? 0 : RHINET_QP_RECORDS_SIZE);
 	ret = rhinet_mem_pin_queue(ib, uc, &qp->buf, &buf, need);
 	if (ret)
 		return ret;
@@ -446,6 +460,8 @@ static int rhinet_qp_create_nic(struct rhinet_ib *ib,
 	c->srqn = cpu_to_le32(attr->srq ? to_rsrq(attr->srq)->srqn :
 					  RHN_NO_SRQ);
 	c->type = qp->nic_type;
+	if (mp)
+		c->flags = RHN_CREATE_QP_F_MULTI_PRODUCER;
 	c->sq_log_depth = req->sq_log_depth;
 	c->rq_log_depth = req->rq_log_depth;
 	c->sq_ring = rhinet_ref(&qp->buf, va);
@@ -479,7 +495,7 @@ int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 				  sizeof(req));
 	if (ret)
 		return ret;
-	if ((req.comp_mask & ~RHINET_QUEUE_BUF_DMABUF) ||
+	if ((req.comp_mask & ~RHINET_QP_BUF_MASK) ||
 	    memchr_inv(req.reserved, 0, sizeof(req.reserved)))
 		return -EOPNOTSUPP;
 	type = rhinet_qp_nic_type(attr, &req);

@@ -66,6 +66,7 @@ int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
 
 void free_context(ibv_context* ibctx) {
   Context* ctx = to_ctx(ibctx);
+  free_closed_qps(ctx);
   if (ctx->db) munmap(const_cast<uint8_t*>(ctx->db), ctx->db_size);
   verbs_uninit_context(&ctx->vctx);
   ctx->~Context();

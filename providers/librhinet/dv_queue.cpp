@@ -26,15 +26,19 @@ namespace {
 // A create call's direct-verbs attributes (@inlen bytes as the caller
 // knows them), of which only @bit is defined: 0 with *buf set, or nullptr
 // when no buffer is asked for; otherwise an errno.
+// @others: the further comp_mask bits the call knows, left to it (*mask).
 template <typename Attr>
 int take_queue_attr(ibv_context* context, const Attr* dv_attr, size_t inlen,
                     uint64_t bit, rhinet::QueueBuf* buf,
-                    const rhinet::QueueBuf** use) {
+                    const rhinet::QueueBuf** use, uint64_t others = 0,
+                    uint64_t* mask = nullptr) {
   if (!context) return EINVAL;
   if (!rhinet::is_rhinet_context(context)) return EOPNOTSUPP;
   Attr a;
-  if (!rhinet::extend(dv_attr, inlen, &a, sizeof(a)) || (a.comp_mask & ~bit))
+  if (!rhinet::extend(dv_attr, inlen, &a, sizeof(a)) ||
+      (a.comp_mask & ~(bit | others)))
     return EINVAL;
+  if (mask) *mask = a.comp_mask;
   *use = nullptr;
   if (!(a.comp_mask & bit)) return 0;
   if (const int err = rhinet::queue_buf_of(a.buf, buf)) return err;
@@ -50,11 +54,14 @@ RHINETDV_EXPORT ibv_qp* rhinetdv_create_qp(ibv_context* context,
                                            size_t inlen) {
   rhinet::QueueBuf buf;
   const rhinet::QueueBuf* use;
+  uint64_t mask = 0;
   if (!attr) return errno = EINVAL, nullptr;
-  if (const int err = take_queue_attr(context, dv_attr, inlen,
-                                      RHINETDV_QP_INIT_ATTR_BUF, &buf, &use))
+  if (const int err = take_queue_attr(
+          context, dv_attr, inlen, RHINETDV_QP_INIT_ATTR_BUF, &buf, &use,
+          RHINETDV_QP_INIT_ATTR_MULTI_PRODUCER, &mask))
     return errno = err, nullptr;
-  return rhinet::create_qp_ex_in(context, attr, use);
+  return rhinet::create_qp_ex_in(context, attr, use,
+                                 mask & RHINETDV_QP_INIT_ATTR_MULTI_PRODUCER);
 }
 
 RHINETDV_EXPORT ibv_cq_ex* rhinetdv_create_cq(
@@ -83,7 +90,9 @@ RHINETDV_EXPORT int rhinetdv_qp_buf_len(ibv_context* context,
   rhinet::QpGeometry g;
   if (const int err = rhinet::qp_geometry(rhinet::to_ctx(context), attr, 0, &g))
     return err;
-  *length = g.buf_len;
+  // Room for the multi-producer SQ record (8 bytes longer): the length
+  // fits the QP with or without RHINETDV_QP_INIT_ATTR_MULTI_PRODUCER.
+  *length = g.buf_len + sizeof(rhn_mp_queue_record) - sizeof(rhn_queue_record);
   return 0;
 }
 

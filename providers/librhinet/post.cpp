@@ -4,6 +4,8 @@
 // receives and tag-list operations have rings of their own, written here
 // the same way: WQE, barrier, producer index in the doorbell record, then
 // the doorbell on the process's page. Completions: completion.cpp.
+#include <infiniband/rhinetdv.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -200,6 +202,9 @@ int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id) {
   // A QP without a send queue is full whatever the request (sq_write says
   // the same; checked first so that no check of the WQE answers instead).
   if (qp->no_sq) return ENOMEM;
+  // A multi-producer QP's ring is written only by mp_post_send, without
+  // sq_lock (ibv_bind_mw, for one, is refused).
+  if (qp->mp) return EINVAL;
   uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
   int err = 0;
   const uint32_t slots = build_wqe(qp, desc, w, &err);
@@ -213,10 +218,40 @@ int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id) {
   return err;
 }
 
+int mp_post_send(Qp* qp, ibv_send_wr* wr, ibv_send_wr** bad, uint32_t flags) {
+  // Posters inside are counted before the closed flag is read, and destroy
+  // sets the flag before it waits for the count: one of the two sees the
+  // other.
+  qp->mp_users.fetch_add(1, std::memory_order_seq_cst);
+  // Set by libibverbs after each modify; read once, without the lock.
+  const ibv_qp_state state =
+      __atomic_load_n(&qp->vqp.qp.state, __ATOMIC_ACQUIRE);
+  int err = 0;
+  if (qp->mp_closed.load(std::memory_order_seq_cst) ||
+      (flags & ~uint32_t{RHINETDV_MP_POST_NO_DOORBELL}) ||
+      (state < IBV_QPS_RTS && state != IBV_QPS_SQD))
+    err = EINVAL;
+  for (; wr && !err; wr = wr->next) {
+    uint8_t w[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
+    err = EINVAL;
+    const uint32_t slots =
+        wr->num_sge < 0 ? 0 : build_wqe(qp, desc_of(qp, wr), w, &err);
+    if (slots)
+      err = sq_mp_write(qp, w, slots, wr->wr_id,
+                        flags & RHINETDV_MP_POST_NO_DOORBELL);
+    if (err) break;
+  }
+  qp->mp_users.fetch_sub(1, std::memory_order_seq_cst);
+  if (err) *bad = wr;
+  return err;
+}
+
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
   Qp* qp = to_qp(ibqp);
   int err = 0;
   bool posted = false;
+
+  if (qp->mp) return mp_post_send(qp, wr, bad, 0);
 
   std::lock_guard<std::mutex> g(qp->sq_lock);
   if (ibqp->state < IBV_QPS_RTS && ibqp->state != IBV_QPS_SQD) {

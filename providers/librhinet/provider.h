@@ -105,6 +105,10 @@ struct Context {
   std::mutex table_lock;  // create/destroy of qps and srqs entries
   NumTable<Qp> qps;
   NumTable<Srq> srqs;  // TM SRQs: their list operations complete by srqn
+  // Destroyed multi-producer QPs: their structs stay (and are freed with
+  // the context) so that a poster racing the destroy gets EINVAL rather
+  // than touching freed memory. Under table_lock.
+  Qp* mp_closed_qps = nullptr;
 
   void kick(uint32_t offset, uint32_t value) {
     to_device_barrier();
@@ -287,6 +291,20 @@ struct Qp {
   // sq_lock, which wr_start takes and wr_complete/wr_abort release.
   uint64_t send_ops = 0;
   WrBatch wr;
+  // Many producers (RHINETDV_QP_INIT_ATTR_MULTI_PRODUCER, sq_mp_write):
+  // posters take no lock; the record is sq_mp_record, sq_record names its
+  // first 8 bytes. mp_credit: slots a poster may still reserve, returned
+  // when a poller has taken the completion covering them (sq_complete),
+  // so that a slot is rewritten only after its wr_id was read. mp_users
+  // counts posters inside the QP, mp_closed turns new ones away (destroy).
+  bool mp = false;
+  rhn_mp_queue_record* sq_mp_record = nullptr;
+  std::atomic<uint64_t> mp_reserve{0};
+  std::atomic<int64_t> mp_credit{0};
+  std::atomic<uint32_t> mp_users{0};
+  std::atomic<bool> mp_closed{false};
+  int64_t mp_credit_max = 0;
+  Qp* mp_next_closed = nullptr;  // Context::mp_closed_qps
 };
 
 struct Ah {
@@ -362,11 +380,14 @@ struct QpGeometry {
   bool no_sq = false;
   size_t buf_len = 0;
 };
+// @mp: a multi-producer QP (its 16-byte SQ record, at least 64 slots).
 int qp_geometry(Context* ctx, const ibv_qp_init_attr_ex* attr,
-                uint32_t driver_qp_type, QpGeometry* g);
+                uint32_t driver_qp_type, QpGeometry* g, bool mp = false);
 // With @buf, the QP's rings and records lie in that dma-buf.
 Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type,
-                     const QueueBuf* buf = nullptr);
+                     const QueueBuf* buf = nullptr, bool mp = false);
+// Frees what destroy_qp left of a multi-producer QP (the context goes).
+void free_closed_qps(Context* ctx);
 ibv_qp* create_qp_typed(ibv_pd* pd, ibv_qp_init_attr* attr,
                         uint32_t driver_qp_type);
 // Both create_cq and create_cq_ex: wc_flags and comp_mask checked.
@@ -407,6 +428,13 @@ uint32_t sq_room(const Qp* qp);
 void sq_publish(Qp* qp);
 // Forgets WQEs written since the producer was @producer (never published).
 void sq_rollback(Qp* qp, uint32_t producer);
+// Many producers, no lock (qp->mp): reserves @slots, waits for room and
+// for the WQEs before it to be published, writes and publishes the WQE,
+// rings the doorbell where the batch rule says so (unless @no_doorbell).
+// ENOMEM when the ring or the completions owed are at their limit,
+// EINVAL when the QP was destroyed meanwhile.
+int sq_mp_write(Qp* qp, uint8_t* wqe, uint32_t slots, uint64_t wr_id,
+                bool no_doorbell);
 // The WQE written at @first is triggered: the NIC may complete it after
 // WQEs behind it, so its 16-bit index names nothing else until its own
 // CQE (sq_complete). 0, or ENOMEM when the QP holds kMaxHeld already.
@@ -430,6 +458,10 @@ void clean_srq_cqes(Srq* srq);
 // Builds one verbs WQE and writes it with sq_write (sq_lock held); 0 or
 // errno.
 int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id);
+// ibv_post_send on a multi-producer QP, and rhinetdv_mp_post_send: each WR
+// built as enqueue_send does and handed to sq_mp_write. @flags: enum
+// rhinetdv_mp_post_flags.
+int mp_post_send(Qp* qp, ibv_send_wr* wr, ibv_send_wr** bad, uint32_t flags);
 void reset_qp_queues(Qp* qp);
 
 // completion.cpp
@@ -458,7 +490,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
 SendDesc* wr_current(ibv_qp_ex* q);
 void wr_fail(ibv_qp_ex* q, int err);
 ibv_qp* create_qp_ex_in(ibv_context* context, ibv_qp_init_attr_ex* attr,
-                        const QueueBuf* buf);
+                        const QueueBuf* buf, bool mp = false);
 
 // cq_ex.cpp
 ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);

@@ -244,7 +244,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
 }
 
 ibv_qp* create_qp_ex_in(ibv_context* context, ibv_qp_init_attr_ex* attr,
-                        const QueueBuf* buf) {
+                        const QueueBuf* buf, bool mp) {
   Context* ctx = to_ctx(context);
   constexpr uint32_t kMask = IBV_QP_INIT_ATTR_PD |
                              IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
@@ -269,10 +269,13 @@ ibv_qp* create_qp_ex_in(ibv_context* context, ibv_qp_init_attr_ex* attr,
     if (!ops || (ops & ~can)) return errno = EOPNOTSUPP, nullptr;
   }
   if (!attr->pd || attr->pd->context != context) return errno = EINVAL, nullptr;
+  // The wr_* batch holds sq_lock from wr_start on; many producers take no
+  // lock, so the two do not mix.
+  if (mp && ops) return errno = EINVAL, nullptr;
   // The kernel command knows no create-flags field: it leaves the mask.
   ibv_qp_init_attr_ex core = *attr;
   core.comp_mask &= ~uint32_t{IBV_QP_INIT_ATTR_CREATE_FLAGS};
-  Qp* qp = create_qp_common(&core, 0, buf);
+  Qp* qp = create_qp_common(&core, 0, buf, mp);
   attr->cap = core.cap;
   if (!qp) return nullptr;
   if (ops) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // Creating and destroying objects: each is one uverbs command carrying the
 // driver data of rdma/rhinet-abi.h; queues get their buffers here.
+#include <sched.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -514,7 +516,7 @@ static void free_qp(Qp* qp) {
 }
 
 int qp_geometry(Context* ctx, const ibv_qp_init_attr_ex* attr,
-                uint32_t driver_qp_type, QpGeometry* g) {
+                uint32_t driver_qp_type, QpGeometry* g, bool mp) {
   const ibv_qp_cap& cap = attr->cap;
   if (driver_qp_type
           ? attr->qp_type != IBV_QPT_DRIVER
@@ -532,6 +534,9 @@ int qp_geometry(Context* ctx, const ibv_qp_init_attr_ex* attr,
   // an SRQ for instance). The NIC still gets the smallest ring, which
   // nothing is ever posted to.
   g->no_sq = cap.max_send_wr == 0;
+  // Many producers need a queue to post to, of a doorbell batch and the
+  // largest WQE at least (the kernel checks the same).
+  if (mp && (g->no_sq || ctx->attr.max_wq_log_depth < kMinSqLog)) return EINVAL;
   const uint64_t sq_slots =
       uint64_t{cap.max_send_wr ? cap.max_send_wr : 1} * g->slots;
   const uint32_t max_depth = 1u << ctx->attr.max_wq_log_depth;
@@ -553,18 +558,20 @@ int qp_geometry(Context* ctx, const ibv_qp_init_attr_ex* attr,
   }
   const size_t sq_bytes = size_t{RHN_SQ_SLOT_SIZE} << g->sq_log;
   const size_t rq_bytes = size_t{RHN_RQ_WQE_SIZE} * g->rq_depth;
-  g->buf_len =
-      sq_bytes + rq_bytes + (attr->srq ? 1 : 2) * sizeof(rhn_queue_record);
+  const size_t sq_record =
+      mp ? sizeof(rhn_mp_queue_record) : sizeof(rhn_queue_record);
+  g->buf_len = sq_bytes + rq_bytes + sq_record +
+               (attr->srq ? 0 : sizeof(rhn_queue_record));
   return 0;
 }
 
 Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type,
-                     const QueueBuf* qbuf) {
+                     const QueueBuf* qbuf, bool mp) {
   ibv_pd* pd = attr->pd;
   Context* ctx = to_ctx(pd->context);
   ibv_qp_cap& cap = attr->cap;
   QpGeometry geo;
-  if (int err = qp_geometry(ctx, attr, driver_qp_type, &geo))
+  if (int err = qp_geometry(ctx, attr, driver_qp_type, &geo, mp))
     return errno = err, nullptr;
   const bool ud = attr->qp_type == IBV_QPT_UD;
   const uint32_t slots = geo.slots;
@@ -597,6 +604,7 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type,
   cmd.drv.buf_va = reinterpret_cast<uintptr_t>(qp->buf);
   cmd.drv.buf_len = qp->buf_len;
   ask_for_dmabuf(cmd.drv, qbuf);
+  if (mp) cmd.drv.comp_mask |= RHINET_CREATE_QP_MULTI_PRODUCER;
   CreateQpResp resp{};
   int err = ibv_cmd_create_qp_ex(
       pd->context, &qp->vqp, attr,
@@ -612,6 +620,16 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type,
   qp->sq = qp->buf;
   qp->sq_record =
       reinterpret_cast<rhn_queue_record*>(qp->buf + resp.drv.sq_record_offset);
+  if (mp) {
+    qp->mp = true;
+    qp->sq_mp_record = reinterpret_cast<rhn_mp_queue_record*>(
+        qp->buf + resp.drv.sq_record_offset);
+    // The QP alone never owes more completions than its send CQ holds.
+    const int64_t cq_entries = int64_t{1} << to_cq(attr->send_cq)->log_depth;
+    const int64_t depth = int64_t{1} << qp->sq_log;
+    qp->mp_credit_max = depth < cq_entries ? depth : cq_entries;
+    qp->mp_credit.store(qp->mp_credit_max);
+  }
   if (!qp->srq) {
     qp->rq = reinterpret_cast<rhn_recv_wqe*>(qp->buf + resp.drv.rq_offset);
     qp->rq_record = reinterpret_cast<rhn_queue_record*>(
@@ -684,13 +702,43 @@ int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask,
 
 int destroy_qp(ibv_qp* ibqp) {
   Qp* qp = to_qp(ibqp);
+  if (qp->mp) {
+    // Posters still at work are waited for; later ones find the flag.
+    qp->mp_closed.store(true, std::memory_order_seq_cst);
+    while (qp->mp_users.load(std::memory_order_seq_cst)) sched_yield();
+  }
   int err = ibv_cmd_destroy_qp(ibqp);
-  if (err) return err;
+  if (err) {
+    qp->mp_closed.store(false);
+    return err;
+  }
   // The NIC has forgotten the QP: its CQEs go, then the QP itself, under
   // the CQ locks a poller holds while it looks QPs up.
   clean_qp_cqes(qp, true);
-  free_qp(qp);
+  if (!qp->mp) {
+    free_qp(qp);
+    return 0;
+  }
+  // A multi-producer QP's rings go; its struct stays with the context.
+  if (!qp->foreign_buf) free_queue_buffer(qp->buf, qp->buf_len);
+  qp->buf = nullptr;
+  qp->foreign_buf = true;
+  free(qp->sq_info);
+  free(qp->rq_wr_ids);
+  qp->sq_info = nullptr;
+  qp->rq_wr_ids = nullptr;
+  Context* ctx = to_ctx(ibqp->context);
+  std::lock_guard<std::mutex> g(ctx->table_lock);
+  qp->mp_next_closed = ctx->mp_closed_qps;
+  ctx->mp_closed_qps = qp;
   return 0;
+}
+
+void free_closed_qps(Context* ctx) {
+  while (Qp* qp = ctx->mp_closed_qps) {
+    ctx->mp_closed_qps = qp->mp_next_closed;
+    free_qp(qp);
+  }
 }
 
 // ---- AH -------------------------------------------------------------------

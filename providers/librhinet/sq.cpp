@@ -6,7 +6,10 @@
 // producer index in the doorbell record, then the doorbell write (kick()
 // orders it behind the record with another barrier). All of it happens
 // under the QP's sq_lock; the CQ side moves only sq_consumer and the held
-// triggered WQEs (sq_complete), under the same lock.
+// triggered WQEs (sq_complete), under the same lock. A multi-producer QP's
+// posters take no lock (sq_mp_write); its pollers still take sq_lock.
+#include <sched.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -27,19 +30,94 @@ uint32_t sq_room(const Qp* qp) {
   return room < names ? room : names;
 }
 
-int sq_write(Qp* qp, uint8_t* wqe, uint32_t slots, uint64_t wr_id, bool report,
-             uint32_t* first) {
-  // A QP without a send queue is always full, as a queue of 0 WRs is.
-  if (qp->no_sq || slots > sq_room(qp)) return ENOMEM;
+namespace {
+
+// The WQE into its slots from @at on, stamped with its index, and what its
+// completion will need in the table by slot; nothing is published yet.
+void copy_wqe(Qp* qp, uint8_t* wqe, uint32_t slots, uint32_t at, uint64_t wr_id,
+              bool report) {
   const uint32_t mask = (1u << qp->sq_log) - 1;
-  const uint32_t at = qp->sq_producer;
   reinterpret_cast<rhn_send_wqe*>(wqe)->wqe_index = static_cast<uint16_t>(at);
   for (uint32_t s = 0; s < slots; s++)
     memcpy(qp->sq + ((at + s) & mask) * RHN_SQ_SLOT_SIZE,
            wqe + s * RHN_SQ_SLOT_SIZE, RHN_SQ_SLOT_SIZE);
   qp->sq_info[at & mask] = SendSlot{wr_id, static_cast<uint8_t>(slots), report};
+}
+
+// A multi-producer poster's waits are on other threads (the poster before
+// it) or on the NIC: spin briefly, then give the core away, since there
+// may be more posters than cores.
+void mp_pause(uint32_t* spins) {
+  if (++*spins >= 64) {
+    sched_yield();
+    return;
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+int sq_write(Qp* qp, uint8_t* wqe, uint32_t slots, uint64_t wr_id, bool report,
+             uint32_t* first) {
+  // A QP without a send queue is always full, as a queue of 0 WRs is.
+  if (qp->no_sq || slots > sq_room(qp)) return ENOMEM;
+  const uint32_t at = qp->sq_producer;
+  copy_wqe(qp, wqe, slots, at, wr_id, report);
   qp->sq_producer = at + slots;
   if (first) *first = at;
+  return 0;
+}
+
+// The producers' protocol of queues.md "Many producers on one queue".
+// Credit first: a reservation cannot be handed back once later posters
+// hold tickets behind it, so whether there is room is settled before the
+// ticket is taken, and ENOMEM leaves nothing behind.
+int sq_mp_write(Qp* qp, uint8_t* wqe, uint32_t slots, uint64_t wr_id,
+                bool no_doorbell) {
+  const int64_t n = slots;
+  if (qp->mp_credit.fetch_sub(n, std::memory_order_acq_rel) < n) {
+    qp->mp_credit.fetch_add(n, std::memory_order_acq_rel);
+    return ENOMEM;
+  }
+  const uint32_t depth = 1u << qp->sq_log;
+  const uint64_t t = qp->mp_reserve.fetch_add(slots, std::memory_order_acq_rel);
+  rhn_mp_queue_record* rec = qp->sq_mp_record;
+  uint32_t spins = 0;
+  // The credit says the poller is past these slots; the NIC says so in
+  // nic_consumer at its next record read.
+  while (!rhn_mp_has_room(
+      t, slots, __atomic_load_n(&rec->nic_consumer, __ATOMIC_ACQUIRE), depth)) {
+    if (qp->mp_closed.load(std::memory_order_acquire)) return EINVAL;
+    mp_pause(&spins);
+  }
+  copy_wqe(qp, wqe, slots, static_cast<uint32_t>(t), wr_id, true);
+  // Publish in slot order: the NIC sees one producer count.
+  spins = 0;
+  while (__atomic_load_n(&rec->producer, __ATOMIC_ACQUIRE) != t) {
+    if (qp->mp_closed.load(std::memory_order_acquire)) return EINVAL;
+    mp_pause(&spins);
+  }
+  to_device_barrier();
+  __atomic_store_n(&rec->producer, t + slots, __ATOMIC_SEQ_CST);
+  const uint64_t reserved = qp->mp_reserve.load(std::memory_order_seq_cst);
+  if (no_doorbell || !rhn_mp_rings(t, slots, reserved, RHN_MP_DB_BATCH))
+    return 0;
+  // The tail of a burst need not ring while the NIC still owes a
+  // completion before it: the NIC reads the record again when it has
+  // fetched what it knew of and at each completion after that, and takes
+  // this WQE then. One thread posting alone is the tail of every post,
+  // so otherwise it would ring each time. Should the NIC's last record
+  // read have come just before the publishing store (its nic_consumer
+  // not yet visible here), its record scan finds the WQE. Only in RTS:
+  // the scan looks at no other state.
+  const bool batch_end = (t + slots) / RHN_MP_DB_BATCH != t / RHN_MP_DB_BATCH;
+  const bool nic_busy =
+      __atomic_load_n(&qp->vqp.qp.state, __ATOMIC_ACQUIRE) == IBV_QPS_RTS &&
+      __atomic_load_n(&rec->nic_consumer, __ATOMIC_SEQ_CST) < t;
+  if (batch_end || !nic_busy)
+    to_ctx(qp->vqp.qp.context)->kick(RHN_DB_SQ, qp->qpn);
   return 0;
 }
 
@@ -94,12 +172,24 @@ void sq_complete(Qp* qp, uint16_t wqe_index, uint64_t* wr_id, bool* report) {
   *wr_id = info.wr_id;
   *report = info.report;
   // Every WQE before this one is complete too (unsignaled ones included).
+  // Their slots go back to the multi-producer posters only now, after
+  // their wr_ids were read.
+  if (qp->mp)
+    qp->mp_credit.fetch_add(idx + info.slots - qp->sq_consumer,
+                            std::memory_order_acq_rel);
   qp->sq_consumer = idx + info.slots;
 }
 
 void sq_reset(Qp* qp) {
   qp->sq_producer = qp->sq_consumer = 0;
   qp->sq_num_held = 0;
+  if (qp->mp) {  // no poster runs across a RESET (the QP is not in RTS)
+    qp->mp_reserve.store(0);
+    qp->mp_credit.store(qp->mp_credit_max);
+    __atomic_store_n(&qp->sq_mp_record->producer, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&qp->sq_mp_record->nic_consumer, 0, __ATOMIC_RELEASE);
+    return;
+  }
   qp->sq_record->producer_index = 0;
 }
 

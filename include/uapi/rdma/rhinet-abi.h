@@ -215,7 +215,19 @@ struct rhinet_reg_mr_resp {
  */
 enum rhinet_queue_buf_mask {
 	RHINET_QUEUE_BUF_DMABUF = 1 << 0,
+	/*
+	 * rhinet_create_qp_cmd only: many producers share the SQ
+	 * (RHN_CREATE_QP_F_MULTI_PRODUCER). Its record is then a struct
+	 * rhn_mp_queue_record (16 bytes, the NIC writes its nic_consumer),
+	 * so the RQ record moves 8 bytes on (RHINET_QP_LAYOUT). Needs an SQ
+	 * of at least RHINET_MP_MIN_SQ_LOG_DEPTH: a doorbell batch
+	 * (RHN_MP_DB_BATCH) and the largest WQE must fit. EINVAL otherwise,
+	 * or without a send queue (max_send_wr 0); on a CQ, EOPNOTSUPP.
+	 */
+	RHINET_CREATE_QP_MULTI_PRODUCER = 1 << 1,
 };
+
+#define RHINET_MP_MIN_SQ_LOG_DEPTH 6
 
 /* ---- CQ ----------------------------------------------------------------- */
 
@@ -298,11 +310,12 @@ enum rhinet_qp_driver_type {
  * RHINET_QP_LAYOUT: the SQ ring (64-byte slots, 1 << sq_log_depth of them)
  * at buf_va; the RQ ring (64-byte WQEs, 1 << rq_log_depth) right after it,
  * absent with an SRQ (rq_log_depth 0); then the SQ's struct
- * rhn_queue_record and, without an SRQ, the RQ's. The response repeats the
- * offsets the kernel used.
+ * rhn_queue_record (struct rhn_mp_queue_record with
+ * RHINET_CREATE_QP_MULTI_PRODUCER) and, without an SRQ, the RQ's. The
+ * response repeats the offsets the kernel used.
  */
 struct rhinet_create_qp_cmd {
-	__u32 comp_mask; /* enum rhinet_queue_buf_mask */
+	__u32 comp_mask; /* enum rhinet_queue_buf_mask (both bits) */
 	__u32 driver_qp_type; /* enum rhinet_qp_driver_type, IB_QPT_DRIVER */
 	__u8 sq_log_depth; /* SQ slots; a WQE takes 1 + ext_units slots */
 	__u8 rq_log_depth; /* RQ WQEs; 0 with an SRQ */

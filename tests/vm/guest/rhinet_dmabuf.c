@@ -20,6 +20,8 @@
  *    and a READ through it), and deregistering it frees the buffer;
  *  - the MR deregistered while a WRITE into it is queued: the WRITE either
  *    lands first or fails with a remote access error, nothing else.
+ *  - queues in a dma-buf (rhinetdv_create_qp/cq), and a multi-producer
+ *    QP there, its 16-byte SQ record written by the library and the NIC.
  * The dma-bufs alive and the devices attached to them are counted in
  * debugfs (dma_buf/bufinfo), so a leaked pin or reference fails the test.
  *
@@ -758,6 +760,92 @@ out:
 	      obj0, obj1, att0, att1);
 }
 
+/*
+ * A multi-producer QP (RHINETDV_QP_INIT_ATTR_MULTI_PRODUCER) whose rings
+ * and 16-byte SQ record lie in a dma-buf of rhinetdv_qp_buf_len's length:
+ * WRITEs through rhinetdv_mp_post_send to a plain QP, more than the ring
+ * holds, and the record seen in the dma-buf: the producer count the
+ * library published and the nic_consumer the NIC wrote back.
+ */
+static void mp_queue(struct node *n, int card)
+{
+	struct ibv_cq *cq = ibv_create_cq(n->ctx, 64, NULL, NULL, 0);
+	struct ibv_qp_init_attr_ex qa = q_attr(n, cq);
+	uintptr_t host = (uintptr_t)n->host;
+	struct rhinetdv_queue_buf qb;
+	struct rhinetdv_qp_init_attr dv;
+	struct ibv_qp *mp = NULL, *peer = NULL;
+	const volatile uint64_t *rec;
+	uint64_t consumer = 0;
+	uint8_t gid[16];
+	size_t len = 0;
+	struct dbuf b;
+	double end;
+
+	if (!cq)
+		die("CQ");
+	dbuf_create(card, 16, &b);
+	check(!rhinetdv_qp_buf_len(n->ctx, &qa, &len), "QP buffer length");
+	qb = qbuf(&b, 0, len);
+	dv = (struct rhinetdv_qp_init_attr){
+		.comp_mask = RHINETDV_QP_INIT_ATTR_BUF |
+			     RHINETDV_QP_INIT_ATTR_MULTI_PRODUCER,
+		.buf = qb};
+	mp = rhinetdv_create_qp(n->ctx, &qa, &dv, sizeof(dv));
+	check(mp, "multi-producer QP in the dma-buf (%zu bytes): %s", len,
+	      strerror(errno));
+	qa = q_attr(n, cq);
+	peer = ibv_create_qp_ex(n->ctx, &qa);
+	if (!mp || !peer)
+		goto out;
+	local_gid(n->ctx, n->gid_index, gid);
+	rc_connect(mp, "multi-producer QP", peer->qp_num, gid, n->gid_index, 1);
+	rc_connect(peer, "its peer", mp->qp_num, gid, n->gid_index, 1);
+	for (uint32_t i = 0; i < Q_OPS && !failures; i++) {
+		uint32_t so = (i % 64) * Q_LEN, wo = 131072 + (i % 64) * Q_LEN;
+		struct ibv_sge sge = {host + so, Q_LEN, n->host_mr->lkey};
+		struct ibv_send_wr wr = {
+			.wr_id = 400 + i,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = {host + wo, n->host_mr->rkey}};
+		struct ibv_send_wr *bad;
+		struct ibv_wc wc;
+		int ret;
+
+		pattern_fill(n->host + so, Q_LEN, 40 + i);
+		ret = rhinetdv_mp_post_send(mp, &wr, &bad, 0);
+		check(!ret, "multi-producer WRITE %u: %s", i, strerror(ret));
+		check(poll_cq_for(cq, &wc, 1, 30000) == 1 &&
+			      wc.status == IBV_WC_SUCCESS &&
+			      wc.wr_id == 400 + i,
+		      "multi-producer WRITE %u: no completion, or not its own",
+		      i);
+		check(pattern_differs(n->host + wo, Q_LEN, 40 + i) < 0,
+		      "multi-producer WRITE %u: bytes differ", i);
+	}
+	/* The layout's end: the 16-byte SQ record, then the RQ's 8 bytes. */
+	rec = (const volatile uint64_t *)(b.map + len - 24);
+	end = now() + 5;
+	while ((consumer = rec[1]) != Q_OPS && now() < end)
+		usleep(1000);
+	check(rec[0] == Q_OPS && consumer == Q_OPS,
+	      "the record in the dma-buf: producer %" PRIu64
+	      ", nic_consumer %" PRIu64 ", want %u each",
+	      rec[0], consumer, Q_OPS);
+out:
+	if (mp)
+		check(!ibv_destroy_qp(mp), "destroy the multi-producer QP");
+	if (peer)
+		check(!ibv_destroy_qp(peer), "destroy its peer");
+	check(!ibv_destroy_cq(cq), "destroy their CQ");
+	munmap((void *)b.map, b.size);
+	close(b.fd);
+	dbuf_close_handle(card, &b);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = "rhinet0";
@@ -796,6 +884,7 @@ int main(int argc, char **argv)
 	       failures);
 	dereg_queued(&n, &big);
 	queues(&n, card);
+	mp_queue(&n, card);
 
 	check(!ibv_destroy_qp(n.qp[0]) && !ibv_destroy_qp(n.qp[1]),
 	      "destroy the QPs");

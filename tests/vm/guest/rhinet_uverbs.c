@@ -1177,6 +1177,7 @@ static void cq_unmapped(void *req)
 	r->drv.cmd.buf_va = unmapped_va(r->drv.cmd.buf_len);
 }
 
+/* Bit 1 is RHINET_CREATE_QP_MULTI_PRODUCER: unknown to a CQ. */
 static void cq_comp_mask(void *req)
 {
 	((struct cq_req *)req)->drv.cmd.comp_mask = 2;
@@ -1407,7 +1408,53 @@ static void qp_driver_type_7(void *req)
 
 static void qp_comp_mask(void *req)
 {
-	((struct qp_req *)req)->drv.comp_mask = 2;
+	((struct qp_req *)req)->drv.comp_mask = 4;
+}
+
+/*
+ * Many producers (RHINET_CREATE_QP_MULTI_PRODUCER): an SQ of 64 slots and
+ * the buffer 8 bytes longer for the 16-byte SQ record, which is accepted;
+ * the variants below spoil one part of it.
+ */
+static void qp_mp(void *req)
+{
+	struct qp_req *r = req;
+
+	r->drv.comp_mask = RHINET_CREATE_QP_MULTI_PRODUCER;
+	r->core.max_send_wr = 1u << RHINET_MP_MIN_SQ_LOG_DEPTH;
+	qp_req_layout(r, RHINET_MP_MIN_SQ_LOG_DEPTH, RQ_LOG);
+	r->drv.buf_len += 8;
+}
+
+/* The layout of a QP without the bit: the RQ record overlaps the SQ's. */
+static void qp_mp_buf_short(void *req)
+{
+	qp_mp(req);
+	((struct qp_req *)req)->drv.buf_len -= 8;
+}
+
+/* 32 slots: a doorbell batch and the largest WQE do not fit. */
+static void qp_mp_sq_small(void *req)
+{
+	struct qp_req *r = req;
+
+	r->drv.comp_mask = RHINET_CREATE_QP_MULTI_PRODUCER;
+	r->core.max_send_wr = 1u << (RHINET_MP_MIN_SQ_LOG_DEPTH - 1);
+	qp_req_layout(r, RHINET_MP_MIN_SQ_LOG_DEPTH - 1, RQ_LOG);
+	r->drv.buf_len += 8;
+}
+
+/* Nothing to post to. */
+static void qp_mp_no_sq(void *req)
+{
+	qp_mp(req);
+	((struct qp_req *)req)->core.max_send_wr = 0;
+}
+
+static void qp_mp_unknown_bit(void *req)
+{
+	qp_mp(req);
+	((struct qp_req *)req)->drv.comp_mask |= 4;
 }
 
 static void qp_dmabuf_stdin(void *req)
@@ -1440,7 +1487,14 @@ static const struct err_case qp_cases[] = {
 	{"an SRQ and rq_log_depth 4", qp_srq_with_rq, EINVAL, 0},
 	{"IB_QPT_XRC_INI", qp_xrc_ini, EOPNOTSUPP, EINVAL},
 	{"IB_QPT_DRIVER of driver_qp_type 7", qp_driver_type_7, EINVAL, 0},
-	{"comp_mask 2", qp_comp_mask, EOPNOTSUPP, 0},
+	{"comp_mask 4", qp_comp_mask, EOPNOTSUPP, 0},
+	{"MULTI_PRODUCER, 64 slots, 16-byte SQ record", qp_mp, 0, 0},
+	{"MULTI_PRODUCER, buf_len for an 8-byte SQ record", qp_mp_buf_short,
+	 EINVAL, 0},
+	{"MULTI_PRODUCER with 32 SQ slots", qp_mp_sq_small, EINVAL, 0},
+	{"MULTI_PRODUCER with max_send_wr 0", qp_mp_no_sq, EINVAL, 0},
+	{"MULTI_PRODUCER and comp_mask bit 4", qp_mp_unknown_bit, EOPNOTSUPP,
+	 0},
 	{"a dma-buf that is stdin", qp_dmabuf_stdin, EINVAL, 0},
 	{"dmabuf_offset without RHINET_QUEUE_BUF_DMABUF",
 	 qp_dmabuf_offset_alone, EINVAL, 0},

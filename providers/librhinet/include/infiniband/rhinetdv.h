@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.15;
+ * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.16;
  * rhinetdv 1.4 added no function, only fields: the partial-transfer modes
  * of isend and irecv, which a library has when it reports
  * RHINETDV_CAP_TAG_XFER; RHINETDV_1.5 adds sequential multicast, locks and
@@ -157,6 +157,14 @@ struct rhinetdv_queue_buf {
 
 enum rhinetdv_qp_init_attr_mask {
 	RHINETDV_QP_INIT_ATTR_BUF = 1 << 0, /* buf is set */
+	/*
+	 * Many producers (RHINETDV_1.16): any number of threads post on the
+	 * QP at once without a lock, through rhinetdv_mp_post_send or
+	 * ibv_post_send. RC, UC or UD; at least 64 send queue slots are
+	 * used whatever max_send_wr asks; not with IBV_QP_INIT_ATTR_SEND_OPS
+	 * _FLAGS (EINVAL). See rhinetdv_mp_post_send(3).
+	 */
+	RHINETDV_QP_INIT_ATTR_MULTI_PRODUCER = 1 << 1,
 };
 
 struct rhinetdv_qp_init_attr {
@@ -197,6 +205,29 @@ int rhinetdv_qp_buf_len(struct ibv_context *context,
 			const struct ibv_qp_init_attr_ex *attr, size_t *length);
 int rhinetdv_cq_buf_len(struct ibv_context *context, uint32_t cqe,
 			size_t *length);
+
+/* ---- many producers on one send queue (RHINETDV_1.16) ------------------- */
+
+enum rhinetdv_mp_post_flags {
+	/*
+	 * Publish the WQEs but ring no doorbell even where the batch rule
+	 * says to: the NIC finds them by its record scan (slower; for tests
+	 * of lost doorbells).
+	 */
+	RHINETDV_MP_POST_NO_DOORBELL = 1 << 0,
+};
+
+/*
+ * ibv_post_send for a QP created with RHINETDV_QP_INIT_ATTR_MULTI_PRODUCER,
+ * callable by any number of threads at once: each WQE takes its slots with
+ * an atomic add, is written, published in slot order and announced by one
+ * doorbell per 32 slots. 0, or an errno with *bad_wr the first WR not
+ * posted: ENOMEM when the send queue (or the completions the send CQ could
+ * hold for this QP) is full, EINVAL for a bad WR, a QP not yet in RTS,
+ * a destroyed QP or unknown flags, EOPNOTSUPP for a QP without the flag.
+ */
+int rhinetdv_mp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			  struct ibv_send_wr **bad_wr, uint32_t flags);
 
 /* ---- the doorbell page for a peer device -------------------------------- */
 
