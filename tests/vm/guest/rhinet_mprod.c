@@ -38,7 +38,7 @@
 #include "verbs_guest.h"
 
 #define THREADS 8
-#define PER_THREAD 20000
+#define PER_THREAD 20000 /* the burst's most; MPROD_BURST may ask fewer */
 #define FLAKY_PER_THREAD 2000
 #define IDLE_LOST 5 /* WRITEs posted without doorbell on an idle QP */
 /* The send queue holds more than the CQ: the CQ is what limits posters. */
@@ -50,6 +50,13 @@
 #define TEARDOWN_AT (FLAKY_AT + FLAKY_BYTES)
 #define TEARDOWN_SLOTS 4096 /* each thread writes round a ring of these */
 #define BUF_BYTES (TEARDOWN_AT + (size_t)THREADS * TEARDOWN_SLOTS * 8)
+
+/* WRITEs per thread in the burst: PER_THREAD, or MPROD_BURST (1 to
+ * PER_THREAD) from the environment, which mprod.sh sets under the debug
+ * kernel: there eight posters on one vCPU hand their turns to publish over
+ * yields that lockdep makes about a hundred times dearer.
+ */
+static uint32_t burst_per_thread = PER_THREAD;
 
 struct info {
 	uint32_t qpn, rkey;
@@ -138,9 +145,13 @@ static void *poster_main(void *arg)
 		if (p->mode == TEARDOWN)
 			raddr = p->remote + (uint64_t)(i % TEARDOWN_SLOTS) * 8;
 		err = post_one(p, i, raddr, flags);
-		if (err == ENOMEM) { /* the poller frees room */
+		if (err == ENOMEM) {
+			/* Only the poller frees room: give it the CPU rather
+			 * than spin (a guest has one, and under the debug
+			 * kernel a yield costs tens of microseconds).
+			 */
 			p->enomem++;
-			sched_yield();
+			usleep(50);
 			continue;
 		}
 		if (err) {
@@ -327,20 +338,20 @@ static void client_burst(struct node *n, int fd)
 	uint64_t db0 = counter(n, "host_doorbells"), db, enomem = 0;
 	uint32_t next[THREADS] = {0};
 	struct poster p[THREADS];
-	const uint64_t want = (uint64_t)THREADS * PER_THREAD;
+	const uint64_t want = (uint64_t)THREADS * burst_per_thread;
 	double t0 = now();
 	uint64_t got;
 	int32_t server_bad = -1;
 
-	start_posters(n, p, BURST, PER_THREAD, 0);
+	start_posters(n, p, BURST, burst_per_thread, 0);
 	got = poll_in_order(n, next, want, t0 + 600);
 	join_posters(p, now() + 30);
 	db = counter(n, "host_doorbells") - db0;
 	for (uint32_t t = 0; t < THREADS; t++) {
-		check(!p[t].err && p[t].posted == PER_THREAD,
+		check(!p[t].err && p[t].posted == burst_per_thread,
 		      "burst: thread %u posted %u, stopped by %s", t,
 		      p[t].posted, strerror(p[t].err));
-		check(next[t] == PER_THREAD,
+		check(next[t] == burst_per_thread,
 		      "burst: thread %u: %u completions in order", t, next[t]);
 		enomem += p[t].enomem;
 	}
@@ -349,7 +360,7 @@ static void client_burst(struct node *n, int fd)
 	printf("rhinet-mprod client: burst: %d threads x %d WRITEs in %.1f s; "
 	       "doorbells %" PRIu64 " for %" PRIu64 " WQEs = %.4f per WQE "
 	       "(1/%d = %.4f); ENOMEM retries %" PRIu64 "\n",
-	       THREADS, PER_THREAD, now() - t0, db, want, rate(db, want),
+	       THREADS, burst_per_thread, now() - t0, db, want, rate(db, want),
 	       RHN_MP_DB_BATCH, 1.0 / RHN_MP_DB_BATCH, enomem);
 	/* Every batch boundary rings (one-slot WQEs: want / 32 of them);
 	 * beyond those only the tails of bursts do.
@@ -517,6 +528,13 @@ int main(int argc, char **argv)
 
 	program = "rhinet-mprod";
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (getenv("MPROD_BURST")) {
+		long b = strtol(getenv("MPROD_BURST"), NULL, 10);
+
+		if (b < 1 || b > PER_THREAD)
+			die("MPROD_BURST must be 1 to 20000");
+		burst_per_thread = (uint32_t)b;
+	}
 	server = peer_args(argc, argv, &n.dev, &n.gid_index, &port);
 	n.ctx = open_device(n.dev);
 	n.mr = alloc_buffer(n.ctx, BUF_BYTES, &n.pd, &n.buf);
@@ -546,7 +564,7 @@ int main(int argc, char **argv)
 		client_flaky(&n, fd);
 		client_teardown(&n);
 	} else {
-		server_round(&n, fd, 0, PER_THREAD, 0);
+		server_round(&n, fd, 0, burst_per_thread, 0);
 		server_round(&n, fd, FLAKY_AT, FLAKY_PER_THREAD, IDLE_LOST);
 	}
 	sync_peer(fd);
