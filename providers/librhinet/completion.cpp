@@ -103,7 +103,12 @@ OpNames op_names(uint8_t op) {
           kDvOfCqe[op] ? int{kDvOfCqe[op]} : int{RHINETDV_OP_PUSH}};
 }
 
-void complete_send(Qp* qp, const rhn_cqe& e, Completion* c) {
+void complete_send(Cq* cq, Qp* qp, const rhn_cqe& e, Completion* c) {
+  // A multi-producer QP's posters take the room this completion frees at
+  // once, and the NIC may write their CQEs before this poll ends: it must
+  // see this entry as read first, or a CQ exactly as deep as the posters'
+  // credit looks full to it and overflows.
+  if (qp->mp) publish_consumer(cq);
   std::lock_guard<std::mutex> g(qp->sq_lock);
   sq_complete(qp, e.wqe_index, &c->wr_id, &c->reported);
 }
@@ -247,12 +252,12 @@ bool poll_one(Cq* cq, Completion* out) {
       } else if (e.opcode == RHN_CQE_OP_TAG_RECV) {
         c.wr_id = e.wqe_index;
       } else {
-        complete_send(qp, e, &c);
+        complete_send(cq, qp, e, &c);
       }
     } else if (e.opcode == RHN_CQE_OP_TM_RECV) {
       complete_tm_recv(qp, e, &c);
     } else if (e.flags & RHN_CQE_F_SQ) {
-      complete_send(qp, e, &c);
+      complete_send(cq, qp, e, &c);
     } else {
       complete_recv(qp, e, &c);
       c.src_qp = e.src_qpn;

@@ -336,6 +336,7 @@ static double rate(uint64_t a, uint64_t b)
 static void client_burst(struct node *n, int fd)
 {
 	uint64_t db0 = counter(n, "host_doorbells"), db, enomem = 0;
+	uint64_t ovf0 = counter(n, "cq_overflows");
 	uint32_t next[THREADS] = {0};
 	struct poster p[THREADS];
 	const uint64_t want = (uint64_t)THREADS * burst_per_thread;
@@ -347,6 +348,14 @@ static void client_burst(struct node *n, int fd)
 	got = poll_in_order(n, next, want, t0 + 600);
 	join_posters(p, now() + 30);
 	db = counter(n, "host_doorbells") - db0;
+	/* Posters get room from the poller's completions: the CQ must never
+	 * have looked full to the NIC (the consumer index the poller publishes
+	 * has to be ahead of the credit it hands back).
+	 */
+	check(counter(n, "cq_overflows") == ovf0,
+	      "burst: the send CQ overflowed (cq_overflows %" PRIu64
+	      " -> %" PRIu64 ")",
+	      ovf0, counter(n, "cq_overflows"));
 	for (uint32_t t = 0; t < THREADS; t++) {
 		check(!p[t].err && p[t].posted == burst_per_thread,
 		      "burst: thread %u posted %u, stopped by %s", t,
