@@ -52,9 +52,7 @@
 #define BUF_BYTES (TEARDOWN_AT + (size_t)THREADS * TEARDOWN_SLOTS * 8)
 
 /* WRITEs per thread in the burst: PER_THREAD, or MPROD_BURST (1 to
- * PER_THREAD) from the environment, which mprod.sh sets under the debug
- * kernel: there eight posters on one vCPU hand their turns to publish over
- * yields that lockdep makes about a hundred times dearer.
+ * PER_THREAD) from the environment, for a quick run by hand.
  */
 static uint32_t burst_per_thread = PER_THREAD;
 

@@ -19,15 +19,6 @@ RUN_TIMEOUT=700
 verbs_setup
 verbs_device rhinet0
 
-# Under the debug kernel a tenth of the burst: the eight posters share one
-# vCPU and pass their turns to publish through sched_yield, which lockdep
-# and KASAN make so dear that 160 000 WRITEs take over ten minutes there.
-# What the twin is for (KASAN, lockdep, kmemleak over the same paths) does
-# not need the volume; the count checks stay exact.
-case "$(uname -r)" in
-*debug*) export MPROD_BURST=2000 ;;
-esac
-
 # Objects of the device (the kernel's own among them) before and after.
 resources() { rdma resource show rhinet0 | sed 's/^[0-9]*: rhinet0: //'; }
 before=$(resources)
