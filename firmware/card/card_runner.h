@@ -35,11 +35,17 @@ class CardWire final : public Wire {
   bool assemble(HostBus& bus, const TxGather& g) override;
 };
 
-// The MAC's receive FIFO, read in place (RHN_CARD_CAP_RX_IN_PLACE).
+// The MAC's receive FIFO, read in place (RHN_CARD_CAP_RX_IN_PLACE), and
+// the receive placement block in front of it (RHN_CARD_CAP_RX_WRITE).
 class CardRx final : public RxSource {
  public:
   size_t peek(const uint8_t** frame) override;
   void pop() override;
+  bool placed() override;
+  void target(uint32_t qpn, const Target* t) override;
+  bool arm(uint16_t node, uint16_t session, uint32_t next_serial) override;
+  void disarm(uint16_t node) override;
+  void flush() override;
 };
 
 class CardRunner {
