@@ -21,14 +21,6 @@ bool CardBus::dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
   return rhn_card_dma_publish(bus_addr, src, len, publish_at) == RHN_CARD_OK;
 }
 
-namespace {
-
-rhn_card_region card_region(const DmaRegion& r) {
-  return {r.table, r.iova, r.num_pages, r.levels, r.page_shift, 0};
-}
-
-}  // namespace
-
 bool CardBus::dma_region(const DmaRegion& r, uint64_t va, void* buf, size_t len,
                          bool write) {
   const rhn_card_region region = card_region(r);
@@ -64,13 +56,7 @@ void CardRx::target(uint32_t qpn, const Target* t) {
     rhn_card_rxw_set_target(qpn, nullptr);
     return;
   }
-  rhn_card_rxw_target c{};
-  c.region = card_region(t->region);
-  c.iova = t->iova;
-  c.length = t->length;
-  c.rkey = t->rkey;
-  c.peer_qpn = t->peer_qpn;
-  c.peer_node = t->peer_node;
+  const rhn_card_rxw_target c = card_target(*t);
   rhn_card_rxw_set_target(qpn, &c);
 }
 

@@ -318,9 +318,10 @@ TEST_F(Card, FramesReadInPlaceCountAsFramesCopied) {
 TEST_F(Card, ThePlacementBlockIsClearedAtEveryAdminCommandWhenUsed) {
   constexpr uint32_t kNeeded =
       RHN_CARD_CAP_MAC_CRC | RHN_CARD_CAP_DMA_REGION | RHN_CARD_CAP_RX_IN_PLACE;
-  for (uint32_t caps : {kNeeded | RHN_CARD_CAP_RX_WRITE, kNeeded,
-                        RHN_CARD_CAP_RX_WRITE | RHN_CARD_CAP_MAC_CRC |
-                            RHN_CARD_CAP_DMA_REGION}) {
+  const uint32_t runs[] = {
+      kNeeded | RHN_CARD_CAP_RX_WRITE, kNeeded,
+      RHN_CARD_CAP_RX_WRITE | RHN_CARD_CAP_MAC_CRC | RHN_CARD_CAP_DMA_REGION};
+  for (uint32_t caps : runs) {
     fake = FakeCard{};
     fake.caps = caps;
     std::vector<uint64_t> ram(kCardTableBytes / 8);

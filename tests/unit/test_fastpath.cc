@@ -79,6 +79,17 @@ uint64_t placed_frames(SimCluster& c) {
   return n;
 }
 
+// The end of a run: the counters, the target memory, the blocks' work.
+void finish(SimCluster& c, Trace& t, std::vector<uint8_t> memory) {
+  for (size_t n = 0; n < 2; n++)
+    for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
+      t.counters[n].push_back(c.node(n).counter(i));
+  t.memory = std::move(memory);
+  t.assembled = c.fabric().counters().assembled;
+  t.placed = placed_frames(c);
+  c.fabric().tap = nullptr;
+}
+
 void tap_frames(SimCluster& c, Trace& t) {
   EXPECT_TRUE(c.all_up());
   c.fabric().tap = [&t](size_t port, std::span<const uint8_t> f) {
@@ -140,13 +151,7 @@ Trace run(bool fast, Blocks blocks = {}) {
   take(c, *p.cq_a, 1, t);
   c.run_for(1'000'000);
 
-  for (size_t n = 0; n < 2; n++)
-    for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
-      t.counters[n].push_back(c.node(n).counter(i));
-  t.memory = dst.buf.bytes();
-  t.assembled = c.fabric().counters().assembled;
-  t.placed = placed_frames(c);
-  c.fabric().tap = nullptr;
+  finish(c, t, dst.buf.bytes());
   return t;
 }
 
@@ -236,13 +241,7 @@ Trace run_unhappy(bool fast, Blocks blocks = {}) {
   c.fabric().set_link(1, true);
   c.run_for(1'000'000);
 
-  for (size_t n = 0; n < 2; n++)
-    for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
-      t.counters[n].push_back(c.node(n).counter(i));
-  t.memory = dst.buf.bytes();
-  t.assembled = c.fabric().counters().assembled;
-  t.placed = placed_frames(c);
-  c.fabric().tap = nullptr;
+  finish(c, t, dst.buf.bytes());
   return t;
 }
 
@@ -349,16 +348,12 @@ Trace run_quiet(bool fast, Blocks blocks = {}) {
     }
   }
   c.run_for(1'000'000);
-  for (size_t n = 0; n < 2; n++)
-    for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
-      t.counters[n].push_back(c.node(n).counter(i));
+  std::vector<uint8_t> memory;
   for (const Region& r : regions) {
     const std::vector<uint8_t> b = r.buf.bytes();
-    t.memory.insert(t.memory.end(), b.begin(), b.end());
+    memory.insert(memory.end(), b.begin(), b.end());
   }
-  t.assembled = c.fabric().counters().assembled;
-  t.placed = placed_frames(c);
-  c.fabric().tap = nullptr;
+  finish(c, t, std::move(memory));
   return t;
 }
 
@@ -535,12 +530,7 @@ Trace run_lossy(bool fast, Blocks blocks = {}) {
   }
   c.fabric().clear_faults();
   c.run_for(1'000'000);
-  for (size_t n = 0; n < 2; n++)
-    for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
-      t.counters[n].push_back(c.node(n).counter(i));
-  t.memory = dst.buf.bytes();
-  t.placed = placed_frames(c);
-  c.fabric().tap = nullptr;
+  finish(c, t, dst.buf.bytes());
   return t;
 }
 
@@ -563,8 +553,9 @@ const Blocks kPlacing{.region_dma = true,
 TEST(RxPlacement, SameTrafficAsTheCoreAlone) {
   const Trace with_block = run(true, kPlacing);
   expect_same(with_block, run(false, kMac), false);
-  // The run of 20 unsignalled WRITEs, once the channel was armed.
-  EXPECT_GE(with_block.placed, 15u);
+  // The end of the run of 20 unsignalled WRITEs (the burst is in the
+  // FIFO before the core arms the channel), the 9000-byte one and more.
+  EXPECT_GE(with_block.placed, 5u);
   const Trace in_place = run(true, kInPlace);
   EXPECT_EQ(in_place.placed, 0u);
   expect_same(in_place, run(false, kMac), false);
@@ -592,10 +583,10 @@ TEST(RxPlacement, OutOfSequenceAndDuplicatesGoToTheCoreAsWithout) {
 // error, leaves no entry behind in the block: the next WRITE is not
 // placed and the target's memory keeps its bytes (the protection rule).
 TEST(RxPlacement, AKeyGoneOrAQpInErrorIsNeverPlacedAgain) {
-  SimCluster c(two_nodes(true, kPlacing));
-  ASSERT_TRUE(c.all_up());
-  SimRxFifo& fifo = *c.node(1).rx_fifo;
   for (int qp_error = 0; qp_error < 2; qp_error++) {
+    SimCluster c(two_nodes(true, kPlacing));
+    ASSERT_TRUE(c.all_up());
+    SimRxFifo& fifo = *c.node(1).rx_fifo;
     RcPair p = make_rc_pair(c, 0, 1);
     ASSERT_TRUE(p.ok);
     Region src = make_region(*p.ctx_a, 4096, kAllAccess, 60 + qp_error);
@@ -614,11 +605,15 @@ TEST(RxPlacement, AKeyGoneOrAQpInErrorIsNeverPlacedAgain) {
     const std::vector<uint8_t> before = dst.buf.bytes();
     ASSERT_TRUE(p.qp_a->post_send(
         rdma_wr(99, RHN_OP_WRITE, {src.sge(512, 8)}, dst.va(512), dst.key())));
-    const auto v = c.wait_cqes(*p.cq_a, 1, 60'000'000'000);
-    ASSERT_EQ(v.size(), 1u);
-    EXPECT_NE(v[0].status, RHN_CQE_SUCCESS) << describe(v[0]);
-    EXPECT_EQ(fifo.placed_frames, placed);
-    EXPECT_EQ(dst.buf.bytes(), before);
+    if (!qp_error) {
+      // Refused by the target: a remote access error, as without it.
+      const auto v = c.wait_cqes(*p.cq_a, 1, 50'000'000);
+      ASSERT_EQ(v.size(), 1u);
+      EXPECT_EQ(v[0].status, RHN_CQE_REM_ACCESS_ERR) << describe(v[0]);
+    }
+    c.run_for(20'000'000);
+    EXPECT_EQ(fifo.placed_frames, placed) << "QP in error: " << qp_error;
+    EXPECT_EQ(dst.buf.bytes(), before) << "QP in error: " << qp_error;
   }
 }
 

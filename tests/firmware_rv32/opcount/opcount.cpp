@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "card/card_runner.h"
 #include "card/rx_write_block.h"
 #include "core/crc32c.h"
 #include "rhinet/fw/card.h"
@@ -318,14 +319,7 @@ struct Mailbox final : rhinet::fw::RxSource {
       block->target(qpn, nullptr);
       return;
     }
-    rhn_card_rxw_target c{};
-    c.region = {t->region.table,  t->region.iova,       t->region.num_pages,
-                t->region.levels, t->region.page_shift, 0};
-    c.iova = t->iova;
-    c.length = t->length;
-    c.rkey = t->rkey;
-    c.peer_qpn = t->peer_qpn;
-    c.peer_node = t->peer_node;
+    const rhn_card_rxw_target c = rhinet::fw::card::card_target(*t);
     block->target(qpn, &c);
   }
   bool arm(uint16_t node, uint16_t session, uint32_t next_serial) override {

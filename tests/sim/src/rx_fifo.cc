@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "card/rx_write_block.h"
+#include "card/card_runner.h"
 
 namespace rhinet::sim {
 
@@ -63,14 +63,7 @@ void SimRxFifo::target(uint32_t qpn, const Target* t) {
     block_->target(qpn, nullptr);
     return;
   }
-  rhn_card_rxw_target c{};
-  c.region = {t->region.table,  t->region.iova,       t->region.num_pages,
-              t->region.levels, t->region.page_shift, 0};
-  c.iova = t->iova;
-  c.length = t->length;
-  c.rkey = t->rkey;
-  c.peer_qpn = t->peer_qpn;
-  c.peer_node = t->peer_node;
+  const rhn_card_rxw_target c = fw::card::card_target(*t);
   block_->target(qpn, &c);
 }
 
