@@ -39,6 +39,7 @@ LEAVES = {"memcpy", "memset", "memcmp", "rhinet::fw::crc32c"}
 
 ROUND_MAC = " (MAC fills and checks CRCs)"
 ROUND_BLOCKS = " (every block)"
+ROUND_RXW = " (every block and the receive placement block)"
 
 def symbols(elf):
     out = subprocess.run(
@@ -70,11 +71,14 @@ def main():
     out_end = by_name["trace_outside_end"]
     win_end = by_name["trace_window_end"]
     # The image's second round has a MAC that fills and checks the CRCs,
-    # its third every optional block: their windows are counted apart.
+    # its third every optional block, its fourth the receive placement
+    # block besides: their windows are counted apart.
     round_mac = by_name["trace_round_mac"]
     round_blocks = by_name["trace_round_blocks"]
+    round_rxw = by_name["trace_round_rxw"]
     suffix = ""
-    marks = set(begin) | {out_begin, out_end, win_end, round_mac, round_blocks}
+    marks = set(begin) | {out_begin, out_end, win_end, round_mac, round_blocks,
+                          round_rxw}
 
     blocks = {}  # block start pc -> [instruction pcs]
     pending = None
@@ -108,6 +112,8 @@ def main():
                         suffix = ROUND_MAC
                     elif pc == round_blocks:
                         suffix = ROUND_BLOCKS
+                    elif pc == round_rxw:
+                        suffix = ROUND_RXW
                     continue
                 if current is None or outside:
                     continue
@@ -132,7 +138,7 @@ def main():
                     if not pending:
                         blocks[ipc] = pending
                     pending.append(ipc)
-    for suffix in ("", ROUND_MAC, ROUND_BLOCKS):
+    for suffix in ("", ROUND_MAC, ROUND_BLOCKS, ROUND_RXW):
         for mark, what in WINDOWS.items():
             key = (mark, suffix)
             n = windows[key]

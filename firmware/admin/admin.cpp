@@ -91,6 +91,7 @@ void Engine::Impl::admin_process() {
       st = RHN_ADMIN_DMA_ERROR;
     } else {
       if (!++mr_epoch) mr_epoch = 1;  // any object may change
+      rxw_flush();                    // and the block's targets with it
       st = admin_execute(cmd, result, detail);
     }
     if (st != RHN_ADMIN_OK) counters.add(RHN_CNT_BAD_ADMIN_CMDS);

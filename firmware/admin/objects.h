@@ -226,7 +226,10 @@ struct QpObj {
   // Responder.
   uint32_t rq_consumer = 0;
   uint32_t rq_producer = 0;
-  bool rnr_blocked = false;  // until (rnr_node, rnr_src_qpn) resends rnr_msn
+  bool rnr_blocked = false;
+  // The mr_epoch at which the receive placement block got this QP's
+  // target (RxSource::target); 0 or an older epoch: it has none.
+  uint32_t rxw_epoch = 0;  // until (rnr_node, rnr_src_qpn) resends rnr_msn
   uint32_t rnr_msn = 0;
   uint16_t rnr_node = 0;
   uint32_t rnr_src_qpn = 0;

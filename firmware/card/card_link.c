@@ -321,6 +321,22 @@ enum rhn_card_status rhn_card_tx_assemble(void *frame, uint32_t hdr_len,
   return RHN_CARD_BUS_ERROR;
 }
 
+// Never called without RHN_CARD_CAP_RX_WRITE: no block, nothing placed.
+void rhn_card_rxw_set_target(uint32_t qpn,
+                             const struct rhn_card_rxw_target *t) {
+  (void)qpn;
+  (void)t;
+}
+bool rhn_card_rxw_arm(uint16_t node, uint16_t session, uint32_t next_serial) {
+  (void)node;
+  (void)session;
+  (void)next_serial;
+  return false;
+}
+void rhn_card_rxw_disarm(uint16_t node) { (void)node; }
+void rhn_card_rxw_flush(void) {}
+bool rhn_card_wire_rx_placed(void) { return false; }
+
 void rhn_card_get_settings(struct rhn_card_settings *out) {
   out->rto_floor_us = L.identity.rto_floor_us;
   out->reserved = 0;

@@ -21,14 +21,6 @@ bool CardBus::dma_write_publish(uint64_t bus_addr, const void* src, size_t len,
   return rhn_card_dma_publish(bus_addr, src, len, publish_at) == RHN_CARD_OK;
 }
 
-namespace {
-
-rhn_card_region card_region(const DmaRegion& r) {
-  return {r.table, r.iova, r.num_pages, r.levels, r.page_shift, 0};
-}
-
-}  // namespace
-
 bool CardBus::dma_region(const DmaRegion& r, uint64_t va, void* buf, size_t len,
                          bool write) {
   const rhn_card_region region = card_region(r);
@@ -57,6 +49,25 @@ size_t CardRx::peek(const uint8_t** frame) {
 
 void CardRx::pop() { rhn_card_wire_rx_pop(); }
 
+bool CardRx::placed() { return rhn_card_wire_rx_placed(); }
+
+void CardRx::target(uint32_t qpn, const Target* t) {
+  if (!t) {
+    rhn_card_rxw_set_target(qpn, nullptr);
+    return;
+  }
+  const rhn_card_rxw_target c = card_target(*t);
+  rhn_card_rxw_set_target(qpn, &c);
+}
+
+bool CardRx::arm(uint16_t node, uint16_t session, uint32_t next_serial) {
+  return rhn_card_rxw_arm(node, session, next_serial);
+}
+
+void CardRx::disarm(uint16_t node) { rhn_card_rxw_disarm(node); }
+
+void CardRx::flush() { rhn_card_rxw_flush(); }
+
 bool CardWire::assemble(HostBus&, const TxGather& g) {
   const rhn_card_region region = card_region(*g.region);
   return rhn_card_tx_assemble(g.frame, g.hdr_len, &region, g.va, g.len,
@@ -81,6 +92,9 @@ EngineConfig from_card(EngineConfig c) {
   c.dma_region = (rhn_card_caps() & RHN_CARD_CAP_DMA_REGION) != 0;
   // A transmit assembler takes the posted payload's bytes off the core.
   c.tx_assembler = (rhn_card_caps() & RHN_CARD_CAP_TX_ASSEMBLER) != 0;
+  // A receive placement block takes a plain WRITE's checks and placement
+  // (the engine uses it only with the FIFO read in place).
+  c.rx_write = (rhn_card_caps() & RHN_CARD_CAP_RX_WRITE) != 0;
   // The power-on epoch of the node's channels: a card that restarts must
   // not reuse its last one (peers would take old packets for new).
   if (!c.boot_session)

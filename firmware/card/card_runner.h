@@ -35,11 +35,32 @@ class CardWire final : public Wire {
   bool assemble(HostBus& bus, const TxGather& g) override;
 };
 
-// The MAC's receive FIFO, read in place (RHN_CARD_CAP_RX_IN_PLACE).
+// The engine's descriptions in the card's terms (rhinet/fw/card.h).
+inline rhn_card_region card_region(const DmaRegion& r) {
+  return {r.table, r.iova, r.num_pages, r.levels, r.page_shift, 0};
+}
+inline rhn_card_rxw_target card_target(const RxSource::Target& t) {
+  rhn_card_rxw_target c{};
+  c.region = card_region(t.region);
+  c.iova = t.iova;
+  c.length = t.length;
+  c.rkey = t.rkey;
+  c.peer_qpn = t.peer_qpn;
+  c.peer_node = t.peer_node;
+  return c;
+}
+
+// The MAC's receive FIFO, read in place (RHN_CARD_CAP_RX_IN_PLACE), and
+// the receive placement block in front of it (RHN_CARD_CAP_RX_WRITE).
 class CardRx final : public RxSource {
  public:
   size_t peek(const uint8_t** frame) override;
   void pop() override;
+  bool placed() override;
+  void target(uint32_t qpn, const Target* t) override;
+  bool arm(uint16_t node, uint16_t session, uint32_t next_serial) override;
+  void disarm(uint16_t node) override;
+  void flush() override;
 };
 
 class CardRunner {

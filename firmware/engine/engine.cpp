@@ -99,6 +99,7 @@ void Engine::Impl::reset() {
   for (auto& o : pds) o = PdObj{};
   for (auto& o : mrs) o = MrObj{};
   if (!++mr_epoch) mr_epoch = 1;
+  rxw_flush();
   for (auto& o : eqs) o = EqObj{};
   for (auto& o : cqs) o = CqObj{};
   for (uint32_t i = 0; i < cfg.max_cqs; i++)
@@ -613,7 +614,12 @@ void Engine::frames_dropped(uint64_t n) {
 }
 
 void Engine::attach_rx(RxSource& src) {
-  if (impl_) impl_->rx_source = &src;
+  if (!impl_) return;
+  Impl& m = *impl_;
+  m.rx_source = &src;
+  m.rx_write =
+      m.cfg.rx_write && m.cfg.mac_crc && m.cfg.dma_region && m.cfg.fast_paths;
+  m.rxw_flush();
 }
 
 bool Engine::frame_arrived(Span<const uint8_t> frame) {
@@ -684,7 +690,8 @@ bool Engine::poll() {
     m.rx.release();
     did = true;
   }
-  if (m.rx_source && m.rx_source->waiting()) did |= m.take_in_place(64);
+  if (m.rx_source && m.rx_source->waiting())
+    did |= m.rx_write ? m.take_placed(64) : m.take_in_place(64);
   // Work classes, each with a bounded turn: the driver's kicks, arriving
   // frames, the peers (resends, READ streams, timers), the NIC's own
   // messages, then the QPs' send queues, round robin.

@@ -107,6 +107,9 @@ struct Engine::Impl : FamilyStates {
   MpscQueue<Kick> kicks;
   MpscQueue<RxFrame> rx;
   RxSource* rx_source = nullptr;  // frames read in place (attach_rx)
+  // The receive placement block is used (EngineConfig::rx_write, with
+  // what it needs: the MAC's CRCs, region DMA, rx_source, fast paths).
+  bool rx_write = false;
   Atomic<bool> kick_overflow{false};
   Table<RawWqe> inline_staging;  // per doorbell page
   // Each CQ's producer index as the doorbells see it: an arm kick records
@@ -207,6 +210,8 @@ struct Engine::Impl : FamilyStates {
   bool drain_kicks();
   // Up to `budget` frames of rx_source, after the receive FIFO's.
   bool take_in_place(uint32_t budget);
+  // take_in_place with the receive placement block (placed_write.cpp).
+  bool take_placed(uint32_t budget);
   void handle_kick(Kick& k);
   // An SQ doorbell's WQE handed over with it, taken when it is the next.
   void take_inline(QpObj& qp, const Kick& k);
@@ -507,6 +512,24 @@ struct Engine::Impl : FamilyStates {
   // from the frame to its data placed; false (nothing done) for anything
   // else, which takes the generic path.
   bool fast_write(Span<const uint8_t> frame);
+  // ---- responder/placed_write.cpp: the receive placement block
+  // A frame the block placed: the channel's bookkeeping only.
+  bool placed_write(Span<const uint8_t> frame);
+  // After a frame the block handed over unplaced: the channel it
+  // disarmed (kNone if none), noted; rxw_arm arms it again when the
+  // core's state lets the block take its next frames.
+  uint32_t rxw_missed(const uint8_t* f, size_t len);
+  void rxw_arm(uint32_t node);
+  void rxw_disarm(Peer& p);
+  // After a plain WRITE the core took itself: its QP's target for the
+  // block, when the QP's state and its cached rkey allow one.
+  void rxw_note_target(const uint8_t* f, size_t len);
+  // The QP's target gone (its state changed), or every target (any
+  // object may have changed).
+  void rxw_clear_target(uint32_t qpn);
+  void rxw_flush() {
+    if (rx_write) rx_source->flush();
+  }
 
   // ---- requester/fast_post.cpp
   // The common posted WQE (decoded by decode_plain_wqe into qp.tx_wqe), a

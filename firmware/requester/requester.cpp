@@ -658,6 +658,7 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
 void Engine::Impl::qp_to_error(uint32_t qpn) {
   QpObj& qp = qps[qpn];
   qp.state = RHN_QPS_ERR;
+  rxw_clear_target(qpn);
   unlink_waiter(qpn);
   cancel_responder_work(qpn, true);
   abort_tx(qp);

@@ -172,6 +172,7 @@ void not_ready(Impl& m, Request& r, rhn_syndrome syndrome) {
   m.counters.add(RHN_CNT_RNR_NAKS_SENT);
   if (r.qp.type == RHN_QP_RC) {
     r.qp.rnr_blocked = true;
+    m.rxw_clear_target(r.qpn);
     r.qp.rnr_msn = r.op.msn;
     r.qp.rnr_node = r.node;
     r.qp.rnr_src_qpn = r.src;

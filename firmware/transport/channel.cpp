@@ -47,6 +47,7 @@ Peer* Engine::Impl::peer_for(uint16_t node) {
 }
 
 void Engine::Impl::reset_peer(Peer& p, uint16_t session) {
+  rxw_disarm(p);
   p = Peer{};
   p.tx_session = session;
 }
@@ -195,6 +196,7 @@ void Engine::Impl::adopt_session(Peer& p, uint16_t session) {
   // ours is outstanding, our stream starts afresh too (a newer session,
   // SYN), so the peer's new incarnation hears us at once.
   const bool known = p.rx_synced;  // not the first contact
+  rxw_disarm(p);
   if (p.rx_synced && p.rx_session != session && !p.tx_syn && !p.unacked_count &&
       p.reads_head == kNone) {
     p.tx_session++;

@@ -64,7 +64,11 @@ struct Peer {
   WaitList waiters;  // QPs waiting for this peer's window
   uint32_t reads_head = kNone, reads_tail = kNone;  // READ streams
   // Receive side.
-  bool rx_synced = false;
+  bool rx_synced : 1 = false;
+  // The receive placement block has this channel armed (RxSource::arm);
+  // it disarms it itself on a DATA frame it hands over unplaced. A bit
+  // beside rx_synced: the state stays within its size.
+  bool rxw_armed : 1 = false;
   bool nak_sent = false;
   uint16_t rx_session = 0;
   uint8_t nak_next = 0;

@@ -13,6 +13,7 @@
 
 #include "card/card_config.h"
 #include "card/card_runner.h"
+#include "card/rx_write_block.h"
 #include "rhinet/hw.h"
 
 namespace {
@@ -35,6 +36,8 @@ struct FakeCard {
   std::map<uint32_t, std::vector<uint8_t>> fw_staged;
   std::vector<std::pair<uint32_t, uint32_t>> fw_commits;
   uint32_t fw_verdict = RHN_FW_OK;
+  // The receive placement block's calls (RHN_CARD_CAP_RX_WRITE).
+  uint32_t rxw_flushes = 0, rxw_arms = 0, rxw_targets = 0;
   uint8_t* at(uint64_t bus, size_t len) {
     if (bus < kHostBase || bus + len > kHostBase + host.size()) return nullptr;
     return host.data() + (bus - kHostBase);
@@ -133,6 +136,18 @@ rhn_card_status rhn_card_tx_assemble(void*, uint32_t, const rhn_card_region*,
                                      uint64_t, uint32_t, uint32_t) {
   return RHN_CARD_BUS_ERROR;
 }
+
+// The receive placement block: its calls counted; it places nothing.
+void rhn_card_rxw_set_target(uint32_t, const rhn_card_rxw_target*) {
+  g_card->rxw_targets++;
+}
+bool rhn_card_rxw_arm(uint16_t, uint16_t, uint32_t) {
+  g_card->rxw_arms++;
+  return true;
+}
+void rhn_card_rxw_disarm(uint16_t) {}
+void rhn_card_rxw_flush(void) { g_card->rxw_flushes++; }
+bool rhn_card_wire_rx_placed(void) { return false; }
 
 void rhn_card_get_identity(rhn_card_identity* out) {
   out->node_id = 7;
@@ -293,6 +308,157 @@ TEST_F(Card, FramesReadInPlaceCountAsFramesCopied) {
   for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
     EXPECT_EQ(counted[0][i], counted[1][i]) << "counter " << i;
   EXPECT_EQ(counted[1][RHN_CNT_MALFORMED_PACKETS], 3u);
+}
+
+// The card runner hands the engine the receive placement block only
+// with what it needs (the MAC's CRCs, region DMA, the FIFO read in
+// place): the engine then clears the block's targets at power-on and at
+// every admin command (any key or QP may change); without one of them
+// the block is never called.
+TEST_F(Card, ThePlacementBlockIsClearedAtEveryAdminCommandWhenUsed) {
+  constexpr uint32_t kNeeded =
+      RHN_CARD_CAP_MAC_CRC | RHN_CARD_CAP_DMA_REGION | RHN_CARD_CAP_RX_IN_PLACE;
+  const uint32_t runs[] = {
+      kNeeded | RHN_CARD_CAP_RX_WRITE, kNeeded,
+      RHN_CARD_CAP_RX_WRITE | RHN_CARD_CAP_MAC_CRC | RHN_CARD_CAP_DMA_REGION};
+  for (uint32_t caps : runs) {
+    fake = FakeCard{};
+    fake.caps = caps;
+    std::vector<uint64_t> ram(kCardTableBytes / 8);
+    CardMemory mem(ram.data(), kCardTableBytes);
+    CardRunner runner(card_config(), mem);
+    EXPECT_EQ(runner.config().rx_write, (caps & RHN_CARD_CAP_RX_WRITE) != 0);
+    enable_admin(RHN_CONTROL_ENABLE);
+    runner.step();
+    const uint32_t at_start = fake.rxw_flushes;
+    EXPECT_EQ(query_counters(runner).status, RHN_ADMIN_OK);
+    if (caps == (kNeeded | RHN_CARD_CAP_RX_WRITE)) {
+      EXPECT_GE(at_start, 1u);
+      EXPECT_EQ(fake.rxw_flushes, at_start + 1) << "caps " << caps;
+    } else {
+      EXPECT_EQ(fake.rxw_flushes, 0u) << "caps " << caps;
+    }
+    EXPECT_EQ(fake.rxw_arms, 0u);  // no channel has spoken yet
+  }
+}
+
+// The block's reference model (card/rx_write_block.h) on its own: it
+// places only an armed channel's next serial for a QP with a target and
+// the key and bounds the core wrote; anything else goes to the core
+// whole and disarms the channel, which takes no arm while a frame of it
+// waits; a flush or a target cleared makes what was placed before it
+// not current (the core then checks those frames itself).
+struct Wrote {
+  uint64_t va = 0;
+  size_t len = 0;
+  int calls = 0;
+};
+
+std::vector<uint64_t> write_frame(uint16_t src, uint16_t dst, uint16_t session,
+                                  uint32_t seq, uint32_t dst_qpn,
+                                  uint32_t src_qpn, uint32_t rkey, uint64_t va,
+                                  uint16_t payload) {
+  std::vector<uint64_t> words((RHN_DATA_HDR_LEN + payload + 7) / 8);
+  auto* f = reinterpret_cast<uint8_t*>(words.data());
+  rhn_pkt_hdr h{};
+  h.magic = RHN_WIRE_MAGIC;
+  h.version = RHN_WIRE_VERSION;
+  h.type = RHN_PKT_DATA;
+  h.src_node = src;
+  h.dst_node = dst;
+  h.session = session;
+  h.seq = seq;
+  h.payload_len = payload;
+  rhn_op_hdr op{};
+  op.opcode = RHN_WOP_WRITE;
+  op.flags = RHN_WOP_F_FIRST | RHN_WOP_F_LAST;
+  op.qp_type = RHN_QP_RC;
+  op.dst_qpn = dst_qpn;
+  op.src_qpn = src_qpn;
+  op.rkey = rkey;
+  op.remote_addr = va;
+  op.msg_len = payload;
+  memcpy(f, &h, sizeof h);
+  memcpy(f + RHN_PKT_HDR_LEN, &op, sizeof op);
+  return words;
+}
+
+TEST(RxWriteBlockModel, PlacesOnlyWhatTheCoreArmedAndForgetsOnFlush) {
+  RxWriteBlock<4, 8> block;
+  block.node_id = 1;
+  Wrote wrote;
+  auto place = [&wrote](const rhn_card_region&, uint64_t va, const uint8_t*,
+                        size_t len) {
+    wrote = {va, len, wrote.calls + 1};
+    return true;
+  };
+  auto arrive = [&](const std::vector<uint64_t>& w) {
+    const auto* f = reinterpret_cast<const uint8_t*>(w.data());
+    rhn_pkt_hdr h;
+    memcpy(&h, f, sizeof h);
+    return block.arrive(f, RHN_DATA_HDR_LEN + h.payload_len, place);
+  };
+  rhn_card_rxw_target t{};
+  t.region = {0x1000, 0x40000, 4, 1, 12, 0};
+  t.iova = 0x40000;
+  t.length = 0x4000;
+  t.rkey = 0x77;
+  t.peer_qpn = 5;
+  t.peer_node = 2;
+  auto frame = [](uint32_t seq, uint32_t rkey = 0x77, uint64_t va = 0x40010,
+                  uint16_t len = 8) {
+    return write_frame(2, 1, 9, seq, 3, 5, rkey, va, len);
+  };
+  // Nothing armed: handed over, and the channel waits for the core.
+  auto v = arrive(frame(0));
+  EXPECT_FALSE(v.placed);
+  EXPECT_FALSE(block.arm(2, 9, 1));  // that frame still waits
+  block.popped(v);
+  EXPECT_TRUE(block.arm(2, 9, 1));
+  // Armed, no target yet.
+  v = arrive(frame(1));
+  EXPECT_FALSE(v.placed);
+  EXPECT_FALSE(block.armed(2));
+  block.popped(v);
+  block.target(3, &t);
+  ASSERT_TRUE(block.arm(2, 9, 2));
+  v = arrive(frame(2));
+  EXPECT_TRUE(block.current(v));
+  EXPECT_EQ(wrote.calls, 1);
+  EXPECT_EQ(wrote.va, 0x40010u);
+  EXPECT_EQ(wrote.len, 8u);
+  block.popped(v);
+  // A duplicate, a gap, a wrong key, out of bounds: none placed, each
+  // disarms the channel.
+  const std::vector<uint64_t> refused[] = {frame(2), frame(4), frame(3, 0x78),
+                                           frame(3, 0x77, 0x43ffc)};
+  for (const auto& w : refused) {
+    ASSERT_TRUE(block.arm(2, 9, 3));
+    v = arrive(w);
+    EXPECT_FALSE(v.placed);
+    EXPECT_FALSE(block.armed(2));
+    block.popped(v);
+  }
+  EXPECT_EQ(wrote.calls, 1);
+  // Placed before a flush or a cleared target: no longer current.
+  ASSERT_TRUE(block.arm(2, 9, 3));
+  v = arrive(frame(3));
+  EXPECT_TRUE(block.current(v));
+  block.flush();
+  EXPECT_FALSE(block.current(v));
+  block.popped(v);
+  v = arrive(frame(4));  // the target went with the flush
+  EXPECT_FALSE(v.placed);
+  block.popped(v);
+  block.target(3, &t);
+  ASSERT_TRUE(block.arm(2, 9, 5));
+  v = arrive(frame(5));
+  EXPECT_TRUE(block.current(v));
+  block.target(3, nullptr);
+  EXPECT_FALSE(block.current(v));
+  // Frames from a node beyond the table, and non-DATA frames, leave every
+  // channel alone.
+  EXPECT_FALSE(arrive(write_frame(9, 1, 9, 6, 3, 5, 0x77, 0x40010, 8)).placed);
 }
 
 // Frames the card's MAC dropped (its buffer full) are counted by the

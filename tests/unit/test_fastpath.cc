@@ -28,6 +28,7 @@ struct Trace {
   std::vector<uint64_t> counters[2];
   std::vector<uint8_t> memory;  // the target region afterwards
   uint64_t assembled = 0;       // frames the transmit assemblers took
+  uint64_t placed = 0;          // frames the receive placement blocks took
 };
 
 // The optional blocks a run's cards have (both nodes alike).
@@ -35,6 +36,8 @@ struct Blocks {
   bool region_dma = false;
   bool mac_crc = false;
   bool tx_assembler = false;
+  bool rx_in_place = false;  // the engine reads the MAC's FIFO in place
+  bool rx_write = false;     // and the receive placement block is there
 };
 
 std::string hex(size_t port, std::span<const uint8_t> f) {
@@ -64,7 +67,27 @@ ClusterConfig two_nodes(bool fast, Blocks b = {}) {
   cfg.engine.dma_region = b.region_dma;
   cfg.engine.mac_crc = b.mac_crc;
   cfg.engine.tx_assembler = b.tx_assembler;
+  cfg.engine.rx_write = b.rx_write;
+  cfg.rx_in_place = b.rx_in_place || b.rx_write;
   return cfg;
+}
+
+uint64_t placed_frames(SimCluster& c) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < 2; i++)
+    if (c.node(i).rx_fifo) n += c.node(i).rx_fifo->placed_frames;
+  return n;
+}
+
+// The end of a run: the counters, the target memory, the blocks' work.
+void finish(SimCluster& c, Trace& t, std::vector<uint8_t> memory) {
+  for (size_t n = 0; n < 2; n++)
+    for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
+      t.counters[n].push_back(c.node(n).counter(i));
+  t.memory = std::move(memory);
+  t.assembled = c.fabric().counters().assembled;
+  t.placed = placed_frames(c);
+  c.fabric().tap = nullptr;
 }
 
 void tap_frames(SimCluster& c, Trace& t) {
@@ -128,12 +151,7 @@ Trace run(bool fast, Blocks blocks = {}) {
   take(c, *p.cq_a, 1, t);
   c.run_for(1'000'000);
 
-  for (size_t n = 0; n < 2; n++)
-    for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
-      t.counters[n].push_back(c.node(n).counter(i));
-  t.memory = dst.buf.bytes();
-  t.assembled = c.fabric().counters().assembled;
-  c.fabric().tap = nullptr;
+  finish(c, t, dst.buf.bytes());
   return t;
 }
 
@@ -223,12 +241,7 @@ Trace run_unhappy(bool fast, Blocks blocks = {}) {
   c.fabric().set_link(1, true);
   c.run_for(1'000'000);
 
-  for (size_t n = 0; n < 2; n++)
-    for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
-      t.counters[n].push_back(c.node(n).counter(i));
-  t.memory = dst.buf.bytes();
-  t.assembled = c.fabric().counters().assembled;
-  c.fabric().tap = nullptr;
+  finish(c, t, dst.buf.bytes());
   return t;
 }
 
@@ -335,15 +348,12 @@ Trace run_quiet(bool fast, Blocks blocks = {}) {
     }
   }
   c.run_for(1'000'000);
-  for (size_t n = 0; n < 2; n++)
-    for (unsigned i = 0; i < RHN_CNT_COUNT; i++)
-      t.counters[n].push_back(c.node(n).counter(i));
+  std::vector<uint8_t> memory;
   for (const Region& r : regions) {
     const std::vector<uint8_t> b = r.buf.bytes();
-    t.memory.insert(t.memory.end(), b.begin(), b.end());
+    memory.insert(memory.end(), b.begin(), b.end());
   }
-  t.assembled = c.fabric().counters().assembled;
-  c.fabric().tap = nullptr;
+  finish(c, t, std::move(memory));
   return t;
 }
 
@@ -486,6 +496,125 @@ TEST(FastPaths, RunsOfUnsignalledWritesRetireAsOnTheGenericPaths) {
   const Blocks mac{.mac_crc = true};
   const Blocks all{.region_dma = true, .mac_crc = true, .tx_assembler = true};
   expect_same(run_quiet(true, all), run_quiet(false, mac), false);
+}
+
+// Plain WRITEs, one packet and many, under loss, duplicates and
+// reordering: out-of-sequence frames, duplicates and resends, which the
+// receive placement block hands to the core.
+Trace run_lossy(bool fast, Blocks blocks = {}) {
+  Trace t;
+  ClusterConfig cfg = two_nodes(fast, blocks);
+  SimCluster c(cfg);
+  tap_frames(c, t);
+  RcPair p = make_rc_pair(c, 0, 1);
+  EXPECT_TRUE(p.ok);
+  if (!p.ok) return t;
+  Region src = make_region(*p.ctx_a, 16384, kAllAccess, 44);
+  Region dst = make_region(*p.ctx_b, 16384, kAllAccess, 0, 0);
+  FaultConfig f;
+  f.loss = 0.05;
+  f.duplicate = 0.05;
+  f.reorder = 0.05;
+  c.fabric().set_faults(f);
+  for (uint64_t round = 0; round < 4; round++) {
+    for (uint64_t i = 0; i < 24; i++)
+      EXPECT_TRUE(p.qp_a->post_send(
+          rdma_wr(100 * round + i, RHN_OP_WRITE, {src.sge(64 * i + round, 8)},
+                  dst.va(64 * i + 8 * round), dst.key(),
+                  i == 23 ? RHN_WQE_F_SIGNALED : 0)));
+    take(c, *p.cq_a, 1, t, 10'000'000'000);
+    EXPECT_TRUE(p.qp_a->post_send(rdma_wr(100 * round + 50, RHN_OP_WRITE,
+                                          {src.sge(2000, 6000)},
+                                          dst.va(4000 + round), dst.key())));
+    take(c, *p.cq_a, 1, t, 10'000'000'000);
+  }
+  c.fabric().clear_faults();
+  c.run_for(1'000'000);
+  finish(c, t, dst.buf.bytes());
+  return t;
+}
+
+const Blocks kMac{.mac_crc = true};
+const Blocks kInPlace{.region_dma = true,
+                      .mac_crc = true,
+                      .tx_assembler = true,
+                      .rx_in_place = true};
+const Blocks kPlacing{.region_dma = true,
+                      .mac_crc = true,
+                      .tx_assembler = true,
+                      .rx_write = true};
+
+// The receive placement block (EngineConfig::rx_write; the simulated
+// card runs firmware/card/rx_write_block.h's model in front of a FIFO the
+// engine reads in place) gives the same frames, completions, counters and
+// memory as the core alone, on the happy runs and the unhappy ones: a
+// region without remote write, keys deregistered between WRITEs, QPs
+// taken to error, refusals inside runs of unsignalled WRITEs, a peer gone.
+TEST(RxPlacement, SameTrafficAsTheCoreAlone) {
+  const Trace with_block = run(true, kPlacing);
+  expect_same(with_block, run(false, kMac), false);
+  // The end of the run of 20 unsignalled WRITEs (the burst is in the
+  // FIFO before the core arms the channel), the 9000-byte one and more.
+  EXPECT_GE(with_block.placed, 5u);
+  const Trace in_place = run(true, kInPlace);
+  EXPECT_EQ(in_place.placed, 0u);
+  expect_same(in_place, run(false, kMac), false);
+  const Trace unhappy = run_unhappy(true, kPlacing);
+  expect_same(unhappy, run_unhappy(false, kMac), false);
+  EXPECT_GT(unhappy.placed, 0u);
+  const Trace quiet = run_quiet(true, kPlacing);
+  expect_same(quiet, run_quiet(false, kMac), false);
+  EXPECT_GT(quiet.placed, 0u);
+}
+
+// Lost, duplicated and reordered frames: the block places only the
+// serial its channel expects; a gap, a duplicate or a resend goes to the
+// core, which NAKs, drops or takes it as without the block.
+TEST(RxPlacement, OutOfSequenceAndDuplicatesGoToTheCoreAsWithout) {
+  const Trace with_block = run_lossy(true, kPlacing);
+  expect_same(with_block, run_lossy(false, kMac), false);
+  EXPECT_GT(with_block.placed, 0u);
+  EXPECT_GT(with_block.counters[1][RHN_CNT_OUT_OF_ORDER] +
+                with_block.counters[1][RHN_CNT_DUPLICATES],
+            0u);
+}
+
+// A key deregistered between two frames, or the target QP taken to
+// error, leaves no entry behind in the block: the next WRITE is not
+// placed and the target's memory keeps its bytes (the protection rule).
+TEST(RxPlacement, AKeyGoneOrAQpInErrorIsNeverPlacedAgain) {
+  for (int qp_error = 0; qp_error < 2; qp_error++) {
+    SimCluster c(two_nodes(true, kPlacing));
+    ASSERT_TRUE(c.all_up());
+    SimRxFifo& fifo = *c.node(1).rx_fifo;
+    RcPair p = make_rc_pair(c, 0, 1);
+    ASSERT_TRUE(p.ok);
+    Region src = make_region(*p.ctx_a, 4096, kAllAccess, 60 + qp_error);
+    Region dst = make_region(*p.ctx_b, 4096, kAllAccess, 0, 0);
+    for (uint64_t i = 0; i < 6; i++) {
+      ASSERT_TRUE(p.qp_a->post_send(rdma_wr(
+          i, RHN_OP_WRITE, {src.sge(8 * i, 8)}, dst.va(8 * i), dst.key())));
+      ASSERT_EQ(c.wait_cqes(*p.cq_a, 1, 50'000'000).size(), 1u);
+    }
+    const uint64_t placed = fifo.placed_frames;
+    EXPECT_GE(placed, 3u);  // the channel armed and the QP's target set
+    if (qp_error)
+      ASSERT_EQ(p.qp_b->to_err().status, RHN_ADMIN_OK);
+    else
+      ASSERT_EQ(p.ctx_b->dereg_mr(dst.mr).status, RHN_ADMIN_OK);
+    const std::vector<uint8_t> before = dst.buf.bytes();
+    ASSERT_TRUE(p.qp_a->post_send(
+        rdma_wr(99, RHN_OP_WRITE, {src.sge(512, 8)}, dst.va(512), dst.key())));
+    if (!qp_error) {
+      // Refused by the target: a remote access error, as without it.
+      const auto v = c.wait_cqes(*p.cq_a, 1, 50'000'000);
+      ASSERT_EQ(v.size(), 1u);
+      EXPECT_EQ(v[0].status, RHN_CQE_REM_ACCESS_ERR) << describe(v[0]);
+    }
+    c.run_for(20'000'000);
+    EXPECT_EQ(fifo.placed_frames, placed) << "QP in error: " << qp_error;
+    EXPECT_EQ(dst.buf.bytes(), before) << "QP in error: " << qp_error;
+  }
 }
 
 // The fast decode of the common WQE gives what the generic decoder gives,

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "card/card_runner.h"
+#include "card/rx_write_block.h"
 #include "core/crc32c.h"
 #include "rhinet/fw/card.h"
 #include "rhinet/fw/engine.h"
@@ -74,6 +76,7 @@ RHN_TRACE_MARK(trace_outside_end, 2)
 RHN_TRACE_MARK(trace_window_end, 3)
 RHN_TRACE_MARK(trace_round_mac, 4)     // the round with the MAC's CRCs begins
 RHN_TRACE_MARK(trace_round_blocks, 5)  // the round with every block begins
+RHN_TRACE_MARK(trace_round_rxw, 6)     // and with the rx placement block
 
 // Brackets a stand-in's work so it is not counted (the marks inside the
 // bracket are not counted either).
@@ -177,6 +180,27 @@ class Host final : public rhinet::fw::HostBus {
     g_outside += instret() - walk_start;
     return len == 0;
   }
+  // The receive placement block's write of a payload through the region,
+  // outside the count (the caller brackets it). A write into the watched
+  // buffer sets placed_by_block: the data was there before the core
+  // looked.
+  bool region_write(const rhn_card_region& cr, uint64_t va, const uint8_t* p,
+                    size_t len) {
+    const rhinet::fw::DmaRegion r{cr.table, cr.iova, cr.num_pages, cr.levels,
+                                  cr.page_shift};
+    while (len) {
+      uint64_t chunk = len;
+      const uint64_t addr = walk(r, va, chunk);
+      uint8_t* dst = addr ? at(addr, chunk) : nullptr;
+      if (!dst) return false;
+      if (watch_data.holds(addr)) placed_by_block = true;
+      memcpy(dst, p, chunk);
+      p += chunk;
+      va += chunk;
+      len -= chunk;
+    }
+    return true;
+  }
   // A read through the region by a block, all of it outside the count
   // (the caller brackets it).
   bool region_read(const rhinet::fw::DmaRegion& r, uint64_t va, uint8_t* p,
@@ -203,6 +227,7 @@ class Host final : public rhinet::fw::HostBus {
   uint64_t now = 100'000'000'000;
   Range watch_data;
   Range watch_cq;
+  bool placed_by_block = false;
 
  private:
   // A write into host memory. The first one into `watch` in a window sets
@@ -243,31 +268,77 @@ class Host final : public rhinet::fw::HostBus {
   size_t next_ = kPage;  // bus address kBusBase stays unused
 };
 
+// The fourth round's receive placement block (RHN_CARD_CAP_RX_WRITE),
+// sized as node_config's tables.
+using RxWriteBlock = rhinet::fw::card::RxWriteBlock<4, 8>;
+
 struct Frame {
   uint16_t len;
+  RxWriteBlock::Verdict verdict;  // the placement block's (fourth round)
   alignas(8) uint8_t data[kFrameMax];
 };
 
 // Frames on their way to one node, in order. In the third round it is
 // also that node's MAC receive FIFO, read in place by the engine
-// (Engine::attach_rx): the MAC wrote each frame there, not the core.
+// (Engine::attach_rx): the MAC wrote each frame there, not the core. In
+// the fourth the placement block takes each frame as it arrives, before
+// the core looks, all of it outside the count.
 struct Mailbox final : rhinet::fw::RxSource {
   Mailbox() { pending = &count; }
   Frame frames[kMailbox];
   uint32_t head = 0, count = 0;
+  RxWriteBlock* block = nullptr;
+  Host* host = nullptr;  // where the block places
   size_t peek(const uint8_t** frame) override {
     if (!count) return 0;
     *frame = frames[head].data;
     return frames[head].len;
   }
+  // The block's work on the frame just queued (the caller brackets it).
+  void arrive_last() {
+    Frame& f = frames[(head + count - 1) % kMailbox];
+    f.verdict = block->arrive(
+        f.data, f.len,
+        [&](const rhn_card_region& r, uint64_t va, const uint8_t* p,
+            size_t len) { return host->region_write(r, va, p, len); });
+  }
+  // The FIFO's pop and the block's flag read as a card's registers are:
+  // a few instructions, counted.
   void pop() override {
+    const RxWriteBlock::Verdict& v = frames[head].verdict;
+    if (v.waiting_node != RxWriteBlock::kNoNode) block->popped(v);
     head = (head + 1) % kMailbox;
     count--;
+  }
+  // The block's registers: the core's call is counted, the block's work
+  // is not.
+  bool placed() override { return block->current(frames[head].verdict); }
+  void target(uint32_t qpn, const Target* t) override {
+    Outside o;
+    if (!t) {
+      block->target(qpn, nullptr);
+      return;
+    }
+    const rhn_card_rxw_target c = rhinet::fw::card::card_target(*t);
+    block->target(qpn, &c);
+  }
+  bool arm(uint16_t node, uint16_t session, uint32_t next_serial) override {
+    Outside o;
+    return block->arm(node, session, next_serial);
+  }
+  void disarm(uint16_t node) override {
+    Outside o;
+    block->disarm(node);
+  }
+  void flush() override {
+    Outside o;
+    block->flush();
   }
   bool push(Span<const uint8_t> f) {
     if (count == kMailbox || f.size() > kFrameMax) return false;
     Frame& slot = frames[(head + count++) % kMailbox];
     slot.len = static_cast<uint16_t>(f.size());
+    slot.verdict = {};
     memcpy(slot.data, f.data(), f.size());
     return true;
   }
@@ -282,6 +353,9 @@ bool g_mac_crc = false;
 // packet's payload behind its headers (EngineConfig::tx_assembler) and a
 // MAC receive FIFO the engine reads in place (Engine::attach_rx).
 bool g_blocks = false;
+// The fourth round's card also has the receive placement block
+// (EngineConfig::rx_write).
+bool g_rxw = false;
 
 // What that MAC does to a frame on its way out (not the core's work).
 void mac_fill_crcs(uint8_t* f, size_t len) {
@@ -341,6 +415,7 @@ class Link final : public rhinet::fw::Wire {
       Frame& f = to_.frames[(to_.head + to_.count - 1) % kMailbox];
       mac_fill_crcs(f.data, f.len);
     }
+    if (to_.block) to_.arrive_last();
   }
 
   Mailbox& to_;
@@ -377,6 +452,7 @@ EngineConfig node_config(uint16_t node) {
   c.mac_crc = g_mac_crc;
   c.dma_region = g_blocks;
   c.tx_assembler = g_blocks;
+  c.rx_write = g_rxw;
   c.responder_reads = 16;
   c.responder_bitmaps = 1;
   c.fw_messages = 16;
@@ -852,6 +928,7 @@ void write_op(bool measured) {
   Node& b = *g_nodes[1];
   put_pattern(a, a.data);
   b.host.watch_data = {b.data, 8};
+  b.host.placed_by_block = false;
   post(a, a.rc, RHN_OP_WRITE, a.data, 8, b.data, b.lkey);
   uint32_t s;
   uint32_t end = window(a, measured, trace_write_post, &s, [&] {
@@ -861,7 +938,12 @@ void write_op(bool measured) {
   record(kWriteTxAll, measured, true, end, s);
 
   end = window(b, measured, trace_write_rx, &s, [&] { deliver(b); });
-  record(kWritePlaced, measured, g_marks.have_placed, g_marks.placed, s);
+  // With the placement block the data is in place before the window
+  // opens (the block placed it as the frame arrived): 0 of the core's.
+  if (b.host.placed_by_block && !g_marks.have_placed)
+    record(kWritePlaced, measured, true, s, s);
+  else
+    record(kWritePlaced, measured, g_marks.have_placed, g_marks.placed, s);
   record(kWriteAck, measured, g_marks.have_tx, g_marks.tx, s);
   record(kWriteRxAll, measured, true, end, s);
 
@@ -1038,7 +1120,10 @@ void check_counter() {
 const char* name(const Stat& s) {
   static char buf[48];
   if (!g_mac_crc) return s.name;
-  snprintf(buf, sizeof buf, "%s%s", s.name, g_blocks ? "+blocks" : "+mac");
+  snprintf(buf, sizeof buf, "%s%s", s.name,
+           g_rxw      ? "+rxw"
+           : g_blocks ? "+blocks"
+                      : "+mac");
   return buf;
 }
 
@@ -1050,7 +1135,9 @@ void print_results() {
       " %d warm-up; the engine's own (the host's DMA copies and the"
       " wire's are hardware on a card)%s\n",
       kOps, kWarmup,
-      g_blocks    ? "; with a MAC that fills and checks CRCs, a DMA block"
+      g_rxw       ? "; with every block of +blocks and the receive placement"
+                    " block (names +rxw)"
+      : g_blocks  ? "; with a MAC that fills and checks CRCs, a DMA block"
                     " that walks the regions' tables, a transmit"
                     " assembler and a receive FIFO read in place (names"
                     " +blocks)"
@@ -1069,7 +1156,8 @@ void print_results() {
         static_cast<unsigned long>(tenths / 10),
         static_cast<unsigned long>(tenths % 10),
         static_cast<unsigned long>(kops), s.what,
-        g_blocks    ? ", every block"
+        g_rxw       ? ", every block and rx placement"
+        : g_blocks  ? ", every block"
         : g_mac_crc ? ", MAC fills/checks CRCs"
                     : "");
   }
@@ -1079,7 +1167,7 @@ void print_results() {
 
 // One round: two nodes from power-on, every path measured and printed.
 // Each round has nodes of its own; the card memory is used afresh.
-void run_round(Node (&nodes)[2]) {
+void run_round(Node (&nodes)[2], RxWriteBlock* blocks = nullptr) {
   for (Stat& s : g_stats) s = Stat{s.name, s.what};
   Link wire0(nodes[1].inbox);
   Link wire1(nodes[0].inbox);
@@ -1095,6 +1183,11 @@ void run_round(Node (&nodes)[2]) {
     n.engine =
         mems[i]->object<Engine>(node_config(n.id), n.host, *n.wire, *mems[i]);
     if (!n.engine || mems[i]->exhausted()) die("card memory too small", i);
+    if (blocks) {
+      blocks[i].node_id = n.id;
+      n.inbox.block = &blocks[i];
+      n.inbox.host = &n.host;
+    }
     if (g_blocks) n.engine->attach_rx(n.inbox);
   }
   for (Node* n : g_nodes) bring_up(*n);
@@ -1131,5 +1224,11 @@ int main() {
   g_blocks = true;
   trace_round_blocks();
   run_round(with_blocks);
+  // And with the receive placement block besides.
+  static Node with_rxw[2];
+  static RxWriteBlock rxw_blocks[2];
+  g_rxw = true;
+  trace_round_rxw();
+  run_round(with_rxw, rxw_blocks);
   return 0;
 }

@@ -30,6 +30,11 @@ SimNode::SimNode(SimCluster& cluster, uint16_t node_id,
   if (cfg.tweak) cfg.tweak(node_id, config);
   engine =
       std::make_unique<fw::Engine>(config, bus, cluster.fabric().wire(node_id));
+  if (cfg.rx_in_place) {
+    rx_fifo = std::make_unique<SimRxFifo>(bus, node_id, config.rx_fifo_frames,
+                                          config.rx_write);
+    engine->attach_rx(*rx_fifo);
+  }
   driver = std::make_unique<SimDriver>(*engine, memory,
                                        [&cluster] { cluster.tick(); });
 }
@@ -54,7 +59,8 @@ SimCluster::SimCluster(const ClusterConfig& cfg)
   switch_.set_link_rate(cfg.link_ps_per_byte);
   for (size_t i = 0; i < cfg.nodes; ++i) {
     nodes_.push_back(std::make_unique<SimNode>(*this, uint16_t(i), cfg));
-    switch_.attach(i, nodes_.back()->engine.get());
+    switch_.attach(i, nodes_.back()->engine.get(),
+                   nodes_.back()->rx_fifo.get());
   }
   if (cfg.bring_up) {
     for (auto& n : nodes_) all_up_ = n->driver->bring_up() && all_up_;
@@ -67,10 +73,15 @@ bool SimCluster::power_cycle(size_t i, const fw::EngineConfig& cfg) {
   n.driver.reset();
   n.config = cfg;
   n.engine = std::make_unique<fw::Engine>(n.config, n.bus, switch_.wire(i));
+  if (cfg_.rx_in_place) {
+    n.rx_fifo = std::make_unique<SimRxFifo>(
+        n.bus, n.id, n.config.rx_fifo_frames, n.config.rx_write);
+    n.engine->attach_rx(*n.rx_fifo);
+  }
   n.driver =
       std::make_unique<SimDriver>(*n.engine, n.memory, [this] { tick(); });
   n.next_context = 1;
-  switch_.attach(i, n.engine.get());
+  switch_.attach(i, n.engine.get(), n.rx_fifo.get());
   return n.driver->bring_up();
 }
 

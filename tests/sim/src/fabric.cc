@@ -190,7 +190,17 @@ bool SimSwitch::deliver() {
       continue;
     }
     ++counters_.delivered;
-    if (!p.engine->frame_arrived(q.frame)) ++counters_.rx_refused;
+    if (p.rx) {
+      // An empty frame is no FIFO entry: frame_arrived counts it.
+      if (q.frame.empty()) {
+        p.engine->frame_arrived(q.frame);
+      } else if (!p.rx->arrive(q.frame)) {
+        p.engine->frames_dropped(1);
+        ++counters_.rx_refused;
+      }
+    } else if (!p.engine->frame_arrived(q.frame)) {
+      ++counters_.rx_refused;
+    }
     any = true;
   }
   return any;

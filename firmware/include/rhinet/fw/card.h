@@ -252,6 +252,13 @@ enum rhn_card_cap {
    * engine then works on the frames where the MAC wrote them instead of
    * copying each into a receive FIFO of its own. */
   RHN_CARD_CAP_RX_IN_PLACE = 1u << 3,
+  /* The receive placement of plain WRITEs (rhn_card_rxw_*): a block
+   * between the MAC and its receive FIFO that, for a frame the core
+   * armed it for, checks the channel's serial and the target's key and
+   * places the payload itself; the frame then reaches the core marked
+   * placed (rhn_card_wire_rx_placed), for its bookkeeping only. Used
+   * with the three blocks above, not without. */
+  RHN_CARD_CAP_RX_WRITE = 1u << 4,
 };
 uint32_t rhn_card_caps(void);
 
@@ -309,6 +316,45 @@ enum rhn_card_status rhn_card_tx_assemble(void *frame, uint32_t hdr_len,
                                           uint64_t va, uint32_t len,
                                           uint32_t flags);
 
+/* ---- Optional: receive placement of plain WRITEs (RHN_CARD_CAP_RX_WRITE) */
+
+/*
+ * What the block needs to place a plain RDMA WRITE for one QP, written by
+ * the core from its own checks (Documentation/hardware/soft-core.md,
+ * "Optional blocks"): the peer the QP is connected to, the one rkey the
+ * block accepts for it and that key's region and bounds. The core writes
+ * an entry only for a QP in RTR or RTS allowing remote writes, and a key
+ * of a plain MR with its region in a table.
+ */
+struct rhn_card_rxw_target {
+  struct rhn_card_region region; /* where the payload goes (region DMA) */
+  uint64_t iova;                 /* the key's first I/O virtual address */
+  uint64_t length;               /* and its length in bytes */
+  uint32_t rkey;
+  uint32_t peer_qpn; /* the connected QP, as the frames' src_qpn name it */
+  uint16_t peer_node;
+  uint16_t reserved0;
+  uint32_t reserved1;
+};
+
+/* Sets (target) or clears (NULL) QP qpn's entry. Takes effect for the
+ * next frame the MAC hands the block. */
+void rhn_card_rxw_set_target(uint32_t qpn, const struct rhn_card_rxw_target *t);
+/*
+ * Arms the channel from node: frames of its session `session` with serial
+ * `next_serial` may be placed; each placed one moves next_serial on. The
+ * block disarms the channel itself when it hands a frame from node to the
+ * core unplaced. Refused (false) while a frame from node waits in the
+ * receive FIFO: the core arms again after it took that one.
+ */
+bool rhn_card_rxw_arm(uint16_t node, uint16_t session, uint32_t next_serial);
+/* Disarms the channel from node; every channel and entry (NULL). */
+void rhn_card_rxw_disarm(uint16_t node);
+void rhn_card_rxw_flush(void);
+/* Whether the frame rhn_card_wire_rx_peek returns was placed by the
+ * block (its payload is in host memory, its channel moved on). */
+bool rhn_card_wire_rx_placed(void);
+
 /* What the hosting device sets beyond the identity (a card: straps or an
  * EEPROM); 0 in a field leaves the firmware's own value. */
 struct rhn_card_settings {
@@ -339,5 +385,7 @@ RHN_ASSERT_SIZE(struct rhn_card_identity, 16);
 RHN_ASSERT_OFFSET(struct rhn_card_identity, entropy, 8);
 RHN_ASSERT_SIZE(struct rhn_card_settings, 8);
 RHN_ASSERT_SIZE(struct rhn_card_region, 24);
+RHN_ASSERT_SIZE(struct rhn_card_rxw_target, 56);
+RHN_ASSERT_OFFSET(struct rhn_card_rxw_target, rkey, 40);
 
 #endif /* RHINET_FW_CARD_H */

@@ -161,6 +161,30 @@ class RxSource {
   }
   const volatile uint32_t* pending = nullptr;
 
+  // The receive placement of plain WRITEs (EngineConfig::rx_write,
+  // RHN_CARD_CAP_RX_WRITE): the block's tables, which the core keeps
+  // equal to its own state, and whether the frame peek returned was
+  // placed by the block. Without the block never called.
+  struct Target {
+    DmaRegion region;
+    uint64_t iova = 0, length = 0;
+    uint32_t rkey = 0, peer_qpn = 0;
+    uint16_t peer_node = 0;
+  };
+  virtual bool placed() { return false; }
+  virtual void target(uint32_t qpn, const Target* t) {
+    (void)qpn;
+    (void)t;
+  }
+  virtual bool arm(uint16_t node, uint16_t session, uint32_t next_serial) {
+    (void)node;
+    (void)session;
+    (void)next_serial;
+    return false;
+  }
+  virtual void disarm(uint16_t node) { (void)node; }
+  virtual void flush() {}
+
  protected:
   ~RxSource() = default;
 };
@@ -275,6 +299,13 @@ struct EngineConfig {
   // and dma_region (its gathers name a region, its frames leave their
   // CRCs to the MAC); without both the engine does not use it.
   bool tx_assembler = false;
+  // The card's receive placement of plain WRITEs (RxSource::placed,
+  // RHN_CARD_CAP_RX_WRITE): for a frame of an armed channel and a QP
+  // whose target the core wrote, the block checks the serial and the key
+  // and places the payload; the core keeps only the channel's
+  // bookkeeping. Used with mac_crc, dma_region and a receive FIFO read in
+  // place (attach_rx), not without.
+  bool rx_write = false;
   // Multi-producer SQs (RHN_CREATE_QP_F_MULTI_PRODUCER): the record scan
   // that finds work whose doorbell was lost runs this often after any
   // sign of their producers, doubling while it finds nothing up to the

@@ -28,6 +28,9 @@ struct ClusterConfig {
   uint64_t busy_step_ns = 50;
   bool bring_up = true;
   fw::EngineConfig engine;  // node_id and mac are set per node
+  // The engines read the MAC's receive FIFO in place (SimRxFifo), with
+  // the receive placement block in front when engine.rx_write is set.
+  bool rx_in_place = false;
   // Per-node adjustment of the engine configuration.
   std::function<void(uint16_t node, fw::EngineConfig&)> tweak;
 };
@@ -52,6 +55,7 @@ struct SimNode {
   SimHostBus bus;
   SimAddressSpace address_space;
   std::unique_ptr<fw::Engine> engine;
+  std::unique_ptr<SimRxFifo> rx_fifo;  // with ClusterConfig::rx_in_place
   std::unique_ptr<SimDriver> driver;
   uint32_t next_context = 1;
   // The host's own work between engine polls (an interrupt handler's):

@@ -22,6 +22,7 @@
 #include "fault_injector.h"
 #include "rhinet/fw/engine.h"
 #include "rhinet/sim/host.h"
+#include "rhinet/sim/rx_fifo.h"
 #include "switch_core.h"
 
 namespace rhinet::sim {
@@ -65,8 +66,11 @@ class SimSwitch {
   // The Wire a node's engine transmits into.
   fw::Wire& wire(size_t port);
   // Where frames for `port` are delivered. Must be set before deliver().
-  void attach(size_t port, fw::Engine* engine) {
+  // With `rx`, frames go into that receive FIFO the engine reads in
+  // place instead of through Engine::frame_arrived.
+  void attach(size_t port, fw::Engine* engine, SimRxFifo* rx = nullptr) {
     ports_.at(port).engine = engine;
+    ports_.at(port).rx = rx;
   }
 
   void set_seed(uint64_t seed) { injector_.seed(seed); }
@@ -134,6 +138,7 @@ class SimSwitch {
   struct Port {
     std::unique_ptr<PortWire> wire;
     fw::Engine* engine = nullptr;
+    SimRxFifo* rx = nullptr;
     bool link_up = true;
     std::optional<FaultConfig> faults;
     uint64_t in_free = 0, out_free = 0;  // when each link is idle again
