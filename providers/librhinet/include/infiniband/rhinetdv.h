@@ -534,6 +534,7 @@ enum rhinetdv_opcode {
 	RHINETDV_OP_FETCH_ADD = 15, /* rhinetdv_atomic (1.9) */
 	RHINETDV_OP_CMP_SWAP = 16, /* rhinetdv_atomic (1.9) */
 	RHINETDV_OP_COLLECTIVE = 17, /* rhinetdv_collective (1.10) */
+	RHINETDV_OP_TRIGGER_ADD = 18, /* rhinetdv_trigger_add_remote (1.17) */
 };
 
 /* Why an operation failed (values of the NIC's syndromes). */
