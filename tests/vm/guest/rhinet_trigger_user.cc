@@ -101,8 +101,11 @@ bool waits(rhinet::Request &r)
 	return !r.test();
 }
 
+// A NIC counter of this node, read anew (ib_core answers from a read of
+// the last 10 ms).
 std::uint64_t nic_counter(const char *name)
 {
+	std::this_thread::sleep_for(20ms);
 	char path[160];
 	std::snprintf(path, sizeof(path),
 		      "/sys/class/infiniband/rhinet0/ports/1/hw_counters/%s",
@@ -327,15 +330,15 @@ int main()
 		on_back.trigger = {.counter = &*back, .threshold = 1};
 		for (std::size_t i = 0; i < kSmall; i++)
 			local[kBackAt + i] = pattern(me, i, 4);
-		auto push = g.push(right, kArea, kBackAt,
-				   std::span(local).subspan(kBackAt, kSmall),
-				   on_back);
-		expect(waits(add) && !push.test(), "the chain waits");
+		auto back_push = g.push(
+			right, kArea, kBackAt,
+			std::span(local).subspan(kBackAt, kSmall), on_back);
+		expect(waits(add) && !back_push.test(), "the chain waits");
 		must(g.barrier_bootstrap(), "barrier");
 		must(go->add(), "add to go");
 		must(add.wait(10s), "the parked remote add");
 		expect(add.value() == 0, "the right's back was 0");
-		must(push.wait(10s), "the PUSH the left's add released");
+		must(back_push.wait(10s), "the PUSH the left's add released");
 		must(g.barrier_bootstrap(), "barrier");
 		expect(matches(std::span(mem).subspan(kBackAt, kSmall), left,
 			       4),
@@ -432,11 +435,15 @@ int main()
 		expect(nic_counter("trigger_remote_refused") - refused == 2,
 		       "this node refused two adds");
 		expect(nic_counter("trigger_fired") == fired, "nothing fired");
+		// The left rank's add below must not come before these checks.
+		must(g.barrier_bootstrap(), "barrier");
 		must(guard->add(), "its owner's add");
 		must(parked.wait(10s), "the guarded PUSH goes");
 		fired = nic_counter("trigger_fired");
 		auto ok = g.trigger_add(right, right_guard, 1);
 		must(ok.wait(10s), "the endpoint goes on after refusals");
+		// The right rank's guard lives until this rank's add is in.
+		must(g.barrier_bootstrap(), "barrier");
 	}
 
 	// Only push, pull and mcast take a trigger.
