@@ -56,7 +56,8 @@ static_assert(kDvOfCqe[RHN_CQE_OP_WRITE] == RHINETDV_OP_PUSH &&
                   kDvOfCqe[RHN_CQE_OP_TAG_RECV] == RHINETDV_OP_IRECV &&
                   kDvOfCqe[RHN_CQE_OP_PD_RELEASE] == RHINETDV_OP_PD_RELEASE &&
                   kDvOfCqe[RHN_CQE_OP_BARRIER] == RHINETDV_OP_BARRIER &&
-                  kDvOfCqe[RHN_CQE_OP_COLLECTIVE] == RHINETDV_OP_COLLECTIVE,
+                  kDvOfCqe[RHN_CQE_OP_COLLECTIVE] == RHINETDV_OP_COLLECTIVE &&
+                  kDvOfCqe[RHN_CQE_OP_TRIGGER_ADD] == RHINETDV_OP_TRIGGER_ADD,
               "the operation table's direct-verbs opcodes are rhinetdv's");
 
 // A CQE opcode in verbs' terms (kNoWcOpcode: direct verbs only) and in
@@ -77,6 +78,9 @@ int wc_opcode(uint8_t op) {
     case RHN_CQE_OP_CMP_SWAP:
       return IBV_WC_COMP_SWAP;
     case RHN_CQE_OP_FETCH_ADD:
+    // verbs have no opcode of their own for it: a fetch-and-add of a
+    // peer's counter (rhinetdv_wr_trigger_add)
+    case RHN_CQE_OP_TRIGGER_ADD:
       return IBV_WC_FETCH_ADD;
     case RHN_CQE_OP_RECV_WRITE_IMM:
       return IBV_WC_RECV_RDMA_WITH_IMM;

@@ -169,3 +169,49 @@ RHINETDV_EXPORT int rhinetdv_set_trigger(rhinetdv_endpoint* pub,
   ep->trig = slot;
   return 0;
 }
+
+// RHINETDV_1.17: a remote increment on an ibv_qp_ex. The operands ride in
+// the atomics' fields of the WR's description (post.cpp builds them).
+RHINETDV_EXPORT int rhinetdv_wr_trigger_add(ibv_qp_ex* q, uint32_t handle,
+                                            uint32_t key, uint64_t addend) {
+  if (!q) return EINVAL;
+  ibv_context* context = q->qp_base.context;
+  if (!is_rhinet_context(context)) return EOPNOTSUPP;
+  SendDesc* d = wr_begin_private(q, kWrTriggerAdd);
+  // The answer needs a reliable channel: RC only.
+  int err = 0;
+  if (q->qp_base.qp_type != IBV_QPT_RC || !has_triggers(context))
+    err = EOPNOTSUPP;
+  d->compare_add = addend;
+  d->swap = uint64_t{handle} | uint64_t{key} << 32;
+  if (err) wr_fail(q, err);
+  return err;
+}
+
+// RHINETDV_1.17: the endpoint form. Always signaled: the operand bytes of
+// the WQE are where a status word's reference would go.
+RHINETDV_EXPORT int rhinetdv_trigger_add_remote(
+    rhinetdv_endpoint* pub, const rhinetdv_trigger_add_attr* attr,
+    size_t inlen) {
+  rhinetdv_trigger_add_attr a;
+  if (const int err = take_attr(pub, attr, inlen, &a)) return err;
+  if (a.comp_mask || a.reserved0 || a.reserved1 ||
+      (reinterpret_cast<uintptr_t>(a.result) & 7))
+    return EINVAL;
+  const Context* ctx = to_ctx(pub->context);
+  if (!op_supported(ctx, RHN_OP_TRIGGER_ADD)) return EOPNOTSUPP;
+  DvWqe w(RHN_OP_TRIGGER_ADD);
+  rhn_send_wqe* h = w.h;
+  h->dst_node = a.dest_node;
+  h->dst_qpn = a.dest_endpoint;
+  h->u.trigger.addend = a.addend;
+  h->u.trigger.handle = a.handle;
+  h->u.trigger.key = a.key;
+  if (a.result)
+    rhn_wqe_put_sge(w.buf, 0, reinterpret_cast<uintptr_t>(a.result), 8,
+                    a.result_lkey);
+  w.data = rhn_wqe_set_sges(w.buf, a.result ? 1 : 0);
+  Endpoint* ep = to_ep(pub);
+  std::lock_guard<std::mutex> g(ep->lock);
+  return post_wqe_locked(ep, w, a.wr_id, true);
+}

@@ -18,6 +18,7 @@ namespace {
 bool is_ud(const Qp* qp) { return qp->vqp.qp.qp_type == IBV_QPT_UD; }
 
 int nic_opcode(ibv_wr_opcode op) {
+  if (op == kWrTriggerAdd) return RHN_OP_TRIGGER_ADD;
   switch (op) {
     case IBV_WR_SEND:
       return RHN_OP_SEND;
@@ -97,7 +98,12 @@ uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
     }
     data = rhn_wqe_set_inline(w, static_cast<uint32_t>(len));
   } else {
-    if (nsge > qp->max_send_sge || (atomic && nsge != 1)) return 0;
+    // An atomic's one SGE receives the old value; a remote trigger add
+    // may go without (the value not wanted), else it takes 8 bytes.
+    const bool trigger_add = op == RHN_OP_TRIGGER_ADD;
+    if (nsge > qp->max_send_sge || (atomic && !trigger_add && nsge != 1) ||
+        (trigger_add && (nsge > 1 || (nsge && d.sge[0].length != 8))))
+      return 0;
     for (uint32_t i = 0; i < nsge; i++)
       rhn_wqe_put_sge(w, i, d.sge[i].addr, d.sge[i].length, d.sge[i].lkey);
     data = rhn_wqe_set_sges(w, nsge);
@@ -110,6 +116,10 @@ uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
     h->dst_qpn = d.remote_qpn;
     h->u.status.qkey = d.remote_qkey;
     tail.grh = &d.ah->grh;  // the route: the WQE's last slot
+  } else if (op == RHN_OP_TRIGGER_ADD) {
+    h->u.trigger.addend = d.compare_add;
+    h->u.trigger.handle = static_cast<uint32_t>(d.swap);
+    h->u.trigger.key = static_cast<uint32_t>(d.swap >> 32);
   } else if (atomic) {
     h->remote_addr = d.remote_addr;
     h->remote_key = d.rkey;
@@ -142,6 +152,8 @@ uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
 SendDesc desc_of(const Qp* qp, const ibv_send_wr* wr) {
   SendDesc d;
   d.opcode = wr->opcode;
+  // The provider's own opcode is built only by rhinetdv_wr_trigger_add.
+  if (d.opcode == kWrTriggerAdd) d.opcode = static_cast<ibv_wr_opcode>(-1);
   d.send_flags = wr->send_flags;
   // The NIC has no inline READ or atomic: the flag is ignored for those.
   d.inline_data =

@@ -489,6 +489,13 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
 // started, or null and the batch fails with EINVAL; a failure of the batch.
 SendDesc* wr_current(ibv_qp_ex* q);
 void wr_fail(ibv_qp_ex* q, int err);
+// A WR of an operation verbs have no opcode for, started as ibv_wr_<op>
+// would start one (dv_trigger.cpp's remote increment).
+SendDesc* wr_begin_private(ibv_qp_ex* q, ibv_wr_opcode op);
+
+// Verbs have no opcode for a remote trigger add: the provider's own value,
+// outside enum ibv_wr_opcode's range, taken only from a SendDesc.
+constexpr auto kWrTriggerAdd = static_cast<ibv_wr_opcode>(0x1000 | 0x50);
 ibv_qp* create_qp_ex_in(ibv_context* context, ibv_qp_init_attr_ex* attr,
                         const QueueBuf* buf, bool mp = false);
 

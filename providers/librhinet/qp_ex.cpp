@@ -51,11 +51,12 @@ void flush_staged(Qp* qp) {
 
 // Every wr_<opcode>: the previous WR is complete, a new one starts with the
 // wr_id and wr_flags the caller set on the ibv_qp_ex.
+// @needs 0: an operation of the provider's own, checked by its caller.
 SendDesc* begin(ibv_qp_ex* q, ibv_wr_opcode op, uint64_t needs) {
   Qp* qp = qp_of(q);
   WrBatch& b = qp->wr;
   flush_staged(qp);
-  if (!(qp->send_ops & needs)) fail(qp, EOPNOTSUPP);
+  if (needs && !(qp->send_ops & needs)) fail(qp, EOPNOTSUPP);
   b.staged = true;
   b.ud_addr = false;
   b.wr_id = q->wr_id;
@@ -236,6 +237,10 @@ void wr_abort(ibv_qp_ex* q) {
 }  // namespace
 
 SendDesc* wr_current(ibv_qp_ex* q) { return current(q); }
+
+SendDesc* wr_begin_private(ibv_qp_ex* q, ibv_wr_opcode op) {
+  return begin(q, op, 0);
+}
 
 void wr_fail(ibv_qp_ex* q, int err) { fail(qp_of(q), err); }
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "group_detail.hpp"
 #include "net.hpp"
 
 namespace rhinet::detail {
@@ -76,7 +77,8 @@ static_assert(
         static_cast<std::uint32_t>(Op::share_update) ==
             RHINETDV_OP_SHARE_UPDATE &&
         static_cast<std::uint32_t>(Op::fetch_add) == RHINETDV_OP_FETCH_ADD &&
-        static_cast<std::uint32_t>(Op::compare_swap) == RHINETDV_OP_CMP_SWAP,
+        static_cast<std::uint32_t>(Op::compare_swap) == RHINETDV_OP_CMP_SWAP &&
+        static_cast<std::uint32_t>(Op::trigger_add) == RHINETDV_OP_TRIGGER_ADD,
     "rhinet::Op mirrors RHINETDV_OP_*");
 static_assert(wc_success == IBV_WC_SUCCESS &&
                   wc_loc_len_err == IBV_WC_LOC_LEN_ERR &&
@@ -95,6 +97,12 @@ std::string wc_name(std::uint32_t status) {
 // would deadlock; a barrier's NOT_HELD is a count that differs from its
 // round's, not a lock; a subscribe's NOT_SUBSCRIBED means it is in the
 // region already).
+// Operations whose WQE has no room for a status word (their operands take
+// its bytes): every outcome comes as a CQE, the old value in results[].
+bool reports_by_cqe(Op op) {
+  return op == Op::fetch_add || op == Op::compare_swap || op == Op::trigger_add;
+}
+
 int sync_errno(Op op, std::uint32_t syndrome) {
   if (op == Op::lock && syndrome == RHINETDV_SYN_BAD_WQE) return EDEADLK;
   if (op == Op::subscribe && syndrome == RHINETDV_SYN_NOT_SUBSCRIBED)
@@ -201,8 +209,7 @@ bool Device::reap(std::uint32_t s) {
     bytes = 0;
     poll_cq();
   }
-  if (slot.owner && !err &&
-      (slot.op == Op::fetch_add || slot.op == Op::compare_swap))
+  if (slot.owner && !err && reports_by_cqe(slot.op))
     slot.owner->value_ = __atomic_load_n(&results[s], __ATOMIC_ACQUIRE);
   if (slot.owner)
     slot.owner->complete(bytes, std::move(err));
@@ -236,7 +243,8 @@ void Device::poll_cq() {
         complete_recv(c[k]);
       else if (c[k].base.status != IBV_WC_SUCCESS ||
                c[k].base.opcode == RHINETDV_OP_FETCH_ADD ||
-               c[k].base.opcode == RHINETDV_OP_CMP_SWAP)
+               c[k].base.opcode == RHINETDV_OP_CMP_SWAP ||
+               c[k].base.opcode == RHINETDV_OP_TRIGGER_ADD)
         complete_from_cqe(c[k].base);
     }
     if (n < kBatch) break;
@@ -257,8 +265,7 @@ void Device::complete_from_cqe(const rhinetdv_completion& c) {
   if (!slots[s].busy) return;
   std::uint64_t* w = &words[s];
   if (__atomic_load_n(w, __ATOMIC_ACQUIRE) & RHINETDV_STATUS_WORD_DONE) return;
-  const bool atomic =
-      slots[s].op == Op::fetch_add || slots[s].op == Op::compare_swap;
+  const bool atomic = reports_by_cqe(slots[s].op);
   if (c.status == IBV_WC_SUCCESS && !atomic) return;  // not ours
   const std::uint64_t word =
       (c.status == IBV_WC_SUCCESS ? c.byte_len : 0u) |
@@ -358,6 +365,10 @@ std::string Device::describe(const Slot& s) const {
   }
   if (s.op == Op::isend)
     return describe_message(Op::isend, s.rank, {s.tag}, s.length, s.mode);
+  if (s.op == Op::trigger_add)
+    return "trigger_add of " + std::to_string(s.offset_or_addr) +
+           " to counter " + hex(s.area_or_rkey) + " of rank " +
+           std::to_string(s.rank);
   if (s.op == Op::lock || s.op == Op::unlock || s.op == Op::barrier) {
     char id[24];
     snprintf(id, sizeof(id), "0x%llx",

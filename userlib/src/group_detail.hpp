@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "device.hpp"
 #include "rhinet/group.hpp"
 
 namespace rhinet::detail {
@@ -19,6 +20,20 @@ inline Error errno_error(int e, std::string what) {
 // errno), or disarms it after a refused post.
 int arm_trigger(rhinetdv_endpoint* ep, const TriggerOn& on);
 void disarm_trigger(rhinetdv_endpoint* ep);
+
+// Device::post_in_slot of one operation triggered and/or chained as `on`
+// says (untriggered when it names no counter). A post refused before the
+// NIC saw it leaves the endpoint disarmed for the next one.
+template <class Fail, class Post>
+Request post_triggered(Device& dev, const TriggerOn& on, const Device::Slot& d,
+                       Fail&& fail, const std::string& call, Post&& post) {
+  if (const int e = arm_trigger(dev.ep, on))
+    return fail(e, "rhinetdv_set_trigger");
+  Request r = dev.post_in_slot(d, fail, call, std::forward<Post>(post));
+  // Done at once: refused before the NIC saw it (a posted one holds a slot).
+  if ((on.counter || on.chain) && r.done()) disarm_trigger(dev.ep);
+  return r;
+}
 
 inline std::string hex(std::uint64_t v) {
   char buf[24];

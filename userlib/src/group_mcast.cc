@@ -145,7 +145,7 @@ Request Group::post_mcast(Op op, std::span<const std::uint32_t> ranks,
   const char* call = list    ? "rhinetdv_mcast_list"
                      : share ? "rhinetdv_share_update"
                              : "rhinetdv_mcast_switch";
-  return dev.post_in_slot(d, fail, call, [&](std::uint32_t slot) {
+  const auto post = [&](std::uint32_t slot) {
     dev.use_word(a, slot);
     if (list) return rhinetdv_mcast_list(dev.ep, &a, sizeof(a));
     if (share) {
@@ -186,7 +186,9 @@ Request Group::post_mcast(Op op, std::span<const std::uint32_t> ranks,
     s.twin = a.twin;
     s.twin_offset = a.twin_offset;
     return rhinetdv_mcast_switch(dev.ep, &s, sizeof(s));
-  });
+  };
+  // Only the list multicast takes a trigger (check_xfer).
+  return detail::post_triggered(dev, o.trigger, d, fail, call, post);
 }
 
 // ---- shared regions ---------------------------------------------------------

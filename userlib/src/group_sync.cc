@@ -75,7 +75,7 @@ bool Group::locks_and_barriers() const {
 }
 
 Request Group::post_sync(Op op, std::uint32_t manager, std::uint64_t id,
-                         std::uint32_t count) {
+                         std::uint32_t count, const TriggerOn& on) {
   detail::Device& dev = *dev_;
   detail::Device::Slot d;
   d.op = op;
@@ -103,26 +103,37 @@ Request Group::post_sync(Op op, std::uint32_t manager, std::uint64_t id,
   a.id = id;
   a.count = op == Op::barrier ? count : 0;
   a.flags = RHINETDV_SYNC_STATUS_WORD;
-  return dev.post_in_slot(d, fail, std::string("rhinetdv_") + op_name(op),
-                          [&](std::uint32_t s) {
-                            dev.use_word(a, s);
-                            switch (op) {
-                              case Op::lock:
-                                return rhinetdv_lock(dev.ep, &a, sizeof(a));
-                              case Op::unlock:
-                                return rhinetdv_unlock(dev.ep, &a, sizeof(a));
-                              default:
-                                return rhinetdv_barrier(dev.ep, &a, sizeof(a));
-                            }
-                          });
+  return detail::post_triggered(
+      dev, on, d, fail, std::string("rhinetdv_") + op_name(op),
+      [&](std::uint32_t s) {
+        dev.use_word(a, s);
+        switch (op) {
+          case Op::lock:
+            return rhinetdv_lock(dev.ep, &a, sizeof(a));
+          case Op::unlock:
+            return rhinetdv_unlock(dev.ep, &a, sizeof(a));
+          default:
+            return rhinetdv_barrier(dev.ep, &a, sizeof(a));
+        }
+      });
 }
 
 Request Group::ilock(std::uint64_t lock_id, std::uint32_t manager) {
-  return post_sync(Op::lock, manager, lock_id, 0);
+  return post_sync(Op::lock, manager, lock_id, 0, {});
 }
 
 Request Group::iunlock(std::uint64_t lock_id, std::uint32_t manager) {
-  return post_sync(Op::unlock, manager, lock_id, 0);
+  return post_sync(Op::unlock, manager, lock_id, 0, {});
+}
+
+Request Group::ilock(std::uint64_t lock_id, std::uint32_t manager,
+                     const TriggerOn& on) {
+  return post_sync(Op::lock, manager, lock_id, 0, on);
+}
+
+Request Group::iunlock(std::uint64_t lock_id, std::uint32_t manager,
+                       const TriggerOn& on) {
+  return post_sync(Op::unlock, manager, lock_id, 0, on);
 }
 
 Result<void> Group::lock(std::uint64_t lock_id, std::uint32_t manager) {
@@ -141,7 +152,7 @@ Result<LockGuard> Group::scoped_lock(std::uint64_t lock_id,
 
 Request Group::ibarrier(const BarrierOptions& options) {
   return post_sync(Op::barrier, options.manager, options.id,
-                   options.count ? options.count : size_);
+                   options.count ? options.count : size_, {});
 }
 
 Result<void> Group::barrier(const BarrierOptions& options,

@@ -127,20 +127,15 @@ Request Group::post(Op op, Target target, std::uint32_t rank,
     x.signal = o.signal;
   }
   put_mode(x, o, bitmap_lkey);
-  const bool triggered = o.trigger.counter || o.trigger.chain;
-  if (const int e = detail::arm_trigger(dev.ep, o.trigger))
-    return fail(e, "rhinetdv_set_trigger");
   // The endpoint's queue may be full: earlier operations finish first.
-  Request r = dev.post_in_slot(
-      d, fail, op == Op::push ? "rhinetdv_push_ex" : "rhinetdv_pull_ex",
+  return detail::post_triggered(
+      dev, o.trigger, d, fail,
+      op == Op::push ? "rhinetdv_push_ex" : "rhinetdv_pull_ex",
       [&](std::uint32_t s) {
         dev.use_word(x.base, s);
         return op == Op::push ? rhinetdv_push_ex(dev.ep, &x, sizeof(x))
                               : rhinetdv_pull_ex(dev.ep, &x, sizeof(x));
       });
-  // Done at once: refused before the NIC saw it (a posted one holds a slot).
-  if (triggered && r.done()) detail::disarm_trigger(dev.ep);
-  return r;
 }
 
 // ---- remote pin-down -------------------------------------------------------

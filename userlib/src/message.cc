@@ -43,7 +43,7 @@ Result<void> check_message(Op op, const XferOptions& o, std::size_t length) {
   if (o.fence)
     return Error(EINVAL, op_s + ": fence orders PULLs; isend/irecv take none");
   if (o.trigger.counter || o.trigger.chain)
-    return Error(EINVAL, op_s + ": only push and pull take a trigger");
+    return Error(EINVAL, op_s + ": only push, pull and mcast take a trigger");
   if (o.inline_data && (op != Op::isend || o.mode != Mode::basic))
     return Error(EINVAL, op_s +
                              ": inline data goes only with a basic isend (or "

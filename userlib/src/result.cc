@@ -73,6 +73,10 @@ constexpr SyndromeInfo kSyndromes[] = {
      ENOSPC},
     {33, "TRIGGER_GONE",
      "the trigger counter was destroyed while the operation waited", ECANCELED},
+    {34, "BAD_REMOTE_TRIGGER",
+     "the peer refused the add: no live counter of the process reached has "
+     "that handle and key",
+     EACCES},
 };
 
 const SyndromeInfo* find(std::uint32_t s) {

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "device.hpp"
@@ -16,6 +17,10 @@
 namespace rhinet {
 
 using detail::errno_error;
+
+static_assert(std::is_trivially_copyable_v<RemoteTrigger> &&
+                  sizeof(RemoteTrigger) == 8,
+              "a RemoteTrigger travels as plain bytes");
 
 Trigger::Trigger(std::shared_ptr<detail::Device> dev, rhinetdv_trigger* t)
     : dev_(std::move(dev)), t_(t) {}
@@ -66,6 +71,40 @@ Result<Trigger> Group::trigger(std::uint64_t value) {
   rhinetdv_trigger* t = rhinetdv_create_trigger(dev_->ctx, &attr, sizeof(attr));
   if (!t) return errno_error(errno, "trigger counter: rhinetdv_create_trigger");
   return Trigger(dev_, t);
+}
+
+Request Group::trigger_add(std::uint32_t rank, RemoteTrigger counter,
+                           std::uint64_t amount, const TriggerOn& on) {
+  detail::Device& dev = *dev_;
+  detail::Device::Slot d;
+  d.op = Op::trigger_add;
+  d.rank = rank;
+  d.area_or_rkey = counter.handle;
+  d.offset_or_addr = amount;
+  d.length = 8;
+  const auto fail = [&](int e, const std::string& why) {
+    return detail::Device::failed(Error(e, dev.describe(d) + ": " + why));
+  };
+  if (!(dev.attr.caps & RHINETDV_CAP_TRIGGER))
+    return fail(EOPNOTSUPP,
+                "the device (or librhinetdv) has no triggered operations "
+                "(RHINETDV_CAP_TRIGGER)");
+  if (rank >= size_)
+    return fail(EINVAL, "no rank " + std::to_string(rank) + " in a group of " +
+                            std::to_string(size_));
+  rhinetdv_trigger_add_attr a{};
+  a.dest_node = static_cast<std::uint16_t>(table_[rank].node_id);
+  a.dest_endpoint = table_[rank].endpoint_id;
+  a.handle = counter.handle;
+  a.key = counter.key;
+  a.addend = amount;
+  return detail::post_triggered(
+      dev, on, d, fail, "rhinetdv_trigger_add_remote", [&](std::uint32_t s) {
+        a.wr_id = s;
+        a.result = &dev.results[s];
+        a.result_lkey = dev.words_mr->lkey;
+        return rhinetdv_trigger_add_remote(dev.ep, &a, sizeof(a));
+      });
 }
 
 namespace detail {

@@ -220,10 +220,11 @@ Result<void> check_xfer(Op op, Target target, const XferOptions& o,
     return invalid(op_s +
                    ": fence is not taken (a multicast reads nothing "
                    "back; a subscribe waits for nothing of this process)");
-  // Only Group::push and pull arm the endpoint for a triggered operation.
+  // Group::push, pull and the list mcast arm the endpoint for a triggered
+  // operation (locks and trigger_add take a TriggerOn of their own).
   if ((o.trigger.counter || o.trigger.chain) && op != Op::push &&
-      op != Op::pull)
-    return invalid(op_s + ": only push and pull take a trigger");
+      op != Op::pull && op != Op::mcast)
+    return invalid(op_s + ": only push, pull and mcast take a trigger");
   return detail::check_mode_parameters(op, o, length);
 }
 

@@ -57,6 +57,10 @@ TEST(Error, SyndromeNamesAndErrnos) {
   EXPECT_EQ(rhinet::syndrome_name(33), "TRIGGER_GONE");
   EXPECT_EQ(rhinet::syndrome_errno(33), ECANCELED);
   EXPECT_EQ(rhinet::syndrome_errno(32), ENOSPC);
+  EXPECT_EQ(rhinet::syndrome_name(34), "BAD_REMOTE_TRIGGER");
+  EXPECT_EQ(rhinet::syndrome_errno(34), EACCES);
+  EXPECT_EQ(static_cast<std::uint32_t>(rhinet::Syndrome::bad_remote_trigger),
+            34u);
   EXPECT_EQ(rhinet::syndrome_name(99), "SYNDROME_99");
   EXPECT_EQ(rhinet::syndrome_text(99), "unknown syndrome");
   EXPECT_EQ(rhinet::syndrome_errno(19), EPERM);

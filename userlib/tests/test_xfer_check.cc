@@ -294,15 +294,27 @@ TEST(XferCheck, SyncOpsAreNotTransfers) {
   EXPECT_STREQ(rhinet::op_name(Op::barrier), "barrier");
 }
 
-// A trigger goes only with PUSH and PULL (Group::post arms the endpoint).
-TEST(XferCheck, TriggerOnlyOnPushAndPull) {
+// XferOptions::trigger goes with PUSH, PULL and the list mcast (they arm
+// the endpoint); the switch mcast and shared-region updates refuse it.
+TEST(XferCheck, TriggerOnPushPullAndListMcast) {
   XferOptions o;
   o.trigger.threshold = 1;
   o.trigger.counter = reinterpret_cast<const rhinet::Trigger*>(&o);
   EXPECT_TRUE(check_xfer(Op::push, Target::area, o, 8));
   EXPECT_TRUE(check_xfer(Op::pull, Target::key, o, 8));
+  EXPECT_TRUE(check_xfer(Op::mcast, Target::area, o, 8));
   auto r = check_xfer(Op::isend, Target::area, o, 8);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().errno_value(), EINVAL);
-  EXPECT_FALSE(check_xfer(Op::mcast, Target::area, o, 8));
+  EXPECT_FALSE(check_xfer(Op::mcast_switch, Target::area, o, 8));
+  EXPECT_FALSE(check_xfer(Op::share_update, Target::area, o, 8));
+  // A chain alone is a trigger too.
+  XferOptions c;
+  c.trigger.chain = reinterpret_cast<const rhinet::Trigger*>(&c);
+  EXPECT_FALSE(check_xfer(Op::mcast_switch, Target::area, c, 8));
+}
+
+// The remote add is a row of the operation table like the others.
+TEST(XferCheck, TriggerAddIsNamed) {
+  EXPECT_STREQ(rhinet::op_name(Op::trigger_add), "trigger_add");
 }

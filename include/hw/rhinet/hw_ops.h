@@ -210,7 +210,7 @@ enum rhn_test_family_echo {
 	 * one SGE (of 8 bytes) is optional                                \
 	 */                                                                \
 	X(RHN_OP_TRIGGER_ADD, "trigger_add", RHN_WOP_TRIGGER_ADD,          \
-	  RHN_CQE_OP_TRIGGER_ADD, 0, "",                                   \
+	  RHN_CQE_OP_TRIGGER_ADD, 18, "trigger_add",                       \
 	  RHN_OPF_ANSWERED | RHN_OPF_READ_CTX | RHN_OPF_ATOMIC,            \
 	  RHN_XFER_BASIC_ONLY, 0, RHN_CAP_TRIGGER)                         \
 	RHN_OP_TABLE_TEST_ROWS(X)

@@ -76,9 +76,36 @@ struct node {
 	struct ibv_qp_ex *qx; /* qp[0]'s extended view: WRITEs go from it */
 };
 
-static void setup(struct node *n)
+/* A QP of @type on @n's CQ and PD, with an ibv_qp_ex view. */
+static struct ibv_qp *make_qp(struct node *n, enum ibv_qp_type type)
 {
 	struct ibv_qp_init_attr_ex a;
+	struct ibv_qp *qp;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_type = type;
+	a.send_cq = n->cq;
+	a.recv_cq = n->cq;
+	a.cap.max_send_wr = 64;
+	a.cap.max_recv_wr = 4;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	a.pd = n->pd;
+	a.send_ops_flags =
+		type == IBV_QPT_UD ? IBV_QP_EX_WITH_SEND
+		: type == IBV_QPT_UC
+			? IBV_QP_EX_WITH_RDMA_WRITE
+			: IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
+				  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	qp = ibv_create_qp_ex(n->ctx, &a);
+	if (!qp)
+		die("ibv_create_qp_ex");
+	return qp;
+}
+
+static void setup(struct node *n)
+{
 	uint8_t gid[16];
 	int q;
 
@@ -89,25 +116,8 @@ static void setup(struct node *n)
 	n->cq = ibv_create_cq(n->ctx, 512, NULL, NULL, 0);
 	if (!n->cq)
 		die("ibv_create_cq");
-	for (q = 0; q < 2; q++) {
-		memset(&a, 0, sizeof(a));
-		a.qp_type = IBV_QPT_RC;
-		a.send_cq = n->cq;
-		a.recv_cq = n->cq;
-		a.cap.max_send_wr = 64;
-		a.cap.max_recv_wr = 4;
-		a.cap.max_send_sge = 1;
-		a.cap.max_recv_sge = 1;
-		a.comp_mask =
-			IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-		a.pd = n->pd;
-		a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE |
-				   IBV_QP_EX_WITH_RDMA_READ |
-				   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-		n->qp[q] = ibv_create_qp_ex(n->ctx, &a);
-		if (!n->qp[q])
-			die("ibv_create_qp_ex");
-	}
+	for (q = 0; q < 2; q++)
+		n->qp[q] = make_qp(n, IBV_QPT_RC);
 	n->qx = ibv_qp_to_qp_ex(n->qp[0]);
 	local_gid(n->ctx, gid_index, gid);
 	rc_connect(n->qp[0], "QP 0", n->qp[1]->qp_num, gid, gid_index, 4);
@@ -214,6 +224,25 @@ static uint64_t hw_counter(const char *name)
 	if (fscanf(f, "%llu", &v) != 1)
 		v = 0;
 	fclose(f);
+	return v;
+}
+
+/* A NIC counter read anew: ib_core answers from a read of the last 10 ms. */
+static uint64_t hw_counter_fresh(const char *name)
+{
+	usleep(20000);
+	return hw_counter(name);
+}
+
+/* The NIC counter once it reads @want, or the last value after a second. */
+static uint64_t hw_counter_is(const char *name, uint64_t want)
+{
+	double end = now() + 1.0;
+	uint64_t v;
+
+	do
+		v = hw_counter_fresh(name);
+	while (v != want && now() < end);
 	return v;
 }
 
@@ -565,6 +594,177 @@ static void more_than_the_share(struct node *n)
 	check(poll_for(n, wc, 1, 100) == 0, "no completion beyond");
 }
 
+/* ---- remote increments (rhinetdv_wr_trigger_add) ---- */
+
+/* Where an add's old value lands: a word of the buffer no WRITE uses. */
+static uint64_t *old_word(struct node *n)
+{
+	return (uint64_t *)(n->buf + DST + 120 * LEN);
+}
+
+/*
+ * Posts on @qx an add of @addend to the counter (handle, key) at the other
+ * end of the connection, signaled, with wr_id; with @sge_len its old value
+ * goes to old_word (0: no SGE); triggered on @on at @threshold when given.
+ * ibv_wr_complete's result, and in *add_err rhinetdv_wr_trigger_add's.
+ */
+static int post_remote_add(struct node *n, struct ibv_qp_ex *qx, uint64_t wr_id,
+			   uint32_t handle, uint32_t key, uint64_t addend,
+			   uint32_t sge_len, struct rhinetdv_trigger *on,
+			   uint64_t threshold, int *add_err)
+{
+	struct rhinetdv_wr_trigger t = {
+		.comp_mask = RHINETDV_WR_TRIGGER_COUNTER,
+		.counter = on,
+		.threshold = threshold,
+	};
+	int err;
+
+	ibv_wr_start(qx);
+	qx->wr_id = wr_id;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	err = rhinetdv_wr_trigger_add(qx, handle, key, addend);
+	if (sge_len)
+		ibv_wr_set_sge(qx, n->mr->lkey, (uintptr_t)old_word(n),
+			       sge_len);
+	if (on && !err)
+		err = rhinetdv_wr_set_trigger(qx, &t, sizeof(t));
+	if (add_err)
+		*add_err = err;
+	return ibv_wr_complete(qx);
+}
+
+/* The completion of @wr_id among @wc[0..n). */
+static const struct ibv_wc *wc_of(const struct ibv_wc *wc, int n,
+				  uint64_t wr_id)
+{
+	for (int i = 0; i < n; i++)
+		if (wc[i].wr_id == wr_id)
+			return &wc[i];
+	return NULL;
+}
+
+/*
+ * A WRITE parked on counter t at 5; the peer end of the connection (here
+ * the same process, through the NIC) adds 3 with the old value wanted,
+ * then 2 without: the first completes FETCH_ADD with byte_len 8 and old
+ * value 0, and the WRITE still waits; the second (byte_len 0) fires it.
+ * Exactly one triggered WQE fired.
+ */
+static void remote_add(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	uint64_t fired = hw_counter_fresh("trigger_fired");
+	const struct ibv_wc *w;
+	struct ibv_wc wc[4];
+	int err, got;
+
+	check(post_write(n, 0xa01, 90, t, 5, NULL, &err) == 0 && !err,
+	      "a WRITE parked at 5");
+	*old_word(n) = ~0ull;
+	check(post_remote_add(n, n->qx, 0xa02, t->handle, t->key, 3, 8, NULL, 0,
+			      &err) == 0 &&
+		      !err,
+	      "remote add of 3 posted");
+	got = poll_for(n, wc, 1, 2000);
+	check(got == 1 && wc[0].wr_id == 0xa02 &&
+		      wc[0].status == IBV_WC_SUCCESS &&
+		      wc[0].opcode == IBV_WC_FETCH_ADD && wc[0].byte_len == 8,
+	      "the add completes as FETCH_ADD, byte_len 8 (%d: %s op %d len "
+	      "%u)",
+	      got, got ? ibv_wc_status_str(wc[0].status) : "-",
+	      got ? (int)wc[0].opcode : -1, got ? wc[0].byte_len : 0);
+	check(*old_word(n) == 0, "the old value 0 came back (%" PRIu64 ")",
+	      *old_word(n));
+	check(value_of(t, 3) == 3, "the counter is 3");
+	check(poll_for(n, wc, 1, 200) == 0 && !landed(n, 90),
+	      "the WRITE waits at 3 of 5");
+	check(post_remote_add(n, n->qx, 0xa03, t->handle, t->key, 2, 0, NULL, 0,
+			      &err) == 0 &&
+		      !err,
+	      "remote add of 2, no SGE");
+	got = poll_for(n, wc, 2, 2000);
+	check(got == 2, "the add and the fired WRITE complete (%d)", got);
+	w = wc_of(wc, got, 0xa03);
+	check(w && w->status == IBV_WC_SUCCESS && w->byte_len == 0,
+	      "the add without SGE: byte_len 0");
+	w = wc_of(wc, got, 0xa01);
+	check(w && w->status == IBV_WC_SUCCESS, "the WRITE fired");
+	check(landed(n, 90), "its bytes landed");
+	check(value_of(t, 5) == 5, "the counter is 5");
+	check(hw_counter_is("trigger_fired", fired + 1) == fired + 1,
+	      "exactly one WQE fired (%" PRIu64 ")",
+	      hw_counter("trigger_fired") - fired);
+	rhinetdv_destroy_trigger(t);
+}
+
+/*
+ * A chain through a remote add: an add parked on counter c (threshold 2)
+ * names counter t, on which a WRITE is parked at 1. Two local adds to c
+ * fire the add, whose arrival fires the WRITE: two WQEs fired, none
+ * before the second add.
+ */
+static void remote_chain(struct node *n)
+{
+	struct rhinetdv_trigger *c = make_trigger(n->ctx, 0);
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	uint64_t fired = hw_counter_fresh("trigger_fired");
+	struct ibv_wc wc[4];
+	int err, got;
+
+	check(post_write(n, 0xa11, 91, t, 1, NULL, &err) == 0 && !err,
+	      "a WRITE parked on t at 1");
+	check(post_remote_add(n, n->qx, 0xa12, t->handle, t->key, 1, 8, c, 2,
+			      &err) == 0 &&
+		      !err,
+	      "a remote add to t parked on c at 2");
+	rhinetdv_trigger_add(c, 1);
+	check(poll_for(n, wc, 1, 300) == 0 && value_of(t, 0) == 0 &&
+		      !landed(n, 91),
+	      "nothing goes at 1 of 2");
+	rhinetdv_trigger_add(c, 1);
+	got = poll_for(n, wc, 2, 2000);
+	check(got == 2 && wc_of(wc, got, 0xa11) && wc_of(wc, got, 0xa12),
+	      "the add and the WRITE behind it complete (%d)", got);
+	for (int i = 0; i < got; i++)
+		check(wc[i].status == IBV_WC_SUCCESS, "wr %#" PRIx64 ": %s",
+		      wc[i].wr_id, ibv_wc_status_str(wc[i].status));
+	check(landed(n, 91) && value_of(t, 1) == 1, "the WRITE landed");
+	check(hw_counter_is("trigger_fired", fired + 2) == fired + 2,
+	      "two WQEs fired (%" PRIu64 ")",
+	      hw_counter("trigger_fired") - fired);
+	rhinetdv_destroy_trigger(t);
+	rhinetdv_destroy_trigger(c);
+}
+
+/* What the library refuses before the NIC sees it. */
+static void remote_add_refused_at_post(struct node *n)
+{
+	struct ibv_qp *uc = make_qp(n, IBV_QPT_UC);
+	struct ibv_qp *ud = make_qp(n, IBV_QPT_UD);
+	struct ibv_qp_ex *ux;
+	struct ibv_wc wc;
+	int err, rc;
+
+	rc = post_remote_add(n, n->qx, 0xa21, 1, 1, 1, 4, NULL, 0, &err);
+	check(rc == EINVAL && !err, "a 4-byte result SGE: EINVAL (%d)", rc);
+	ux = ibv_qp_to_qp_ex(uc);
+	ibv_wr_start(ux);
+	err = rhinetdv_wr_trigger_add(ux, 1, 1, 1);
+	rc = ibv_wr_complete(ux);
+	check(err == EOPNOTSUPP && rc != 0, "on a UC QP: EOPNOTSUPP (%d, %d)",
+	      err, rc);
+	ux = ibv_qp_to_qp_ex(ud);
+	ibv_wr_start(ux);
+	err = rhinetdv_wr_trigger_add(ux, 1, 1, 1);
+	rc = ibv_wr_complete(ux);
+	check(err == EOPNOTSUPP && rc != 0, "on a UD QP: EOPNOTSUPP (%d, %d)",
+	      err, rc);
+	check(poll_for(n, &wc, 1, 100) == 0, "nothing was posted");
+	ibv_destroy_qp(uc);
+	ibv_destroy_qp(ud);
+}
+
 /* ---- other processes ---- */
 
 /* A process that runs @fn as @name and exits with its failures (0: all
@@ -749,6 +949,146 @@ static void shares(void)
 	check(finish_hog(gc, pc) == 0, "the new process");
 }
 
+/*
+ * Refusals by the target, each in a process of its own (the RC QP goes to
+ * the error state after one): a wrong key, and the handle and key of a
+ * destroyed counter (another counter made since). The add completes
+ * REM_ACCESS_ERR / RHINETDV_SYN_BAD_REMOTE_TRIGGER, the NIC counts it in
+ * trigger_remote_refused, nothing is added and nothing fires.
+ */
+static int refused_by_peer(void *arg)
+{
+	const bool stale = arg != NULL;
+	uint64_t refused, fired;
+	struct rhinetdv_trigger *t;
+	const struct ibv_wc *w;
+	uint32_t handle, key;
+	struct ibv_wc wc[4];
+	struct node n;
+	int err, got;
+
+	setup(&n);
+	refused = hw_counter_fresh("trigger_remote_refused");
+	fired = hw_counter_fresh("trigger_fired");
+	t = make_trigger(n.ctx, 0);
+	handle = t->handle;
+	key = t->key + 1;
+	if (stale) {
+		key = t->key;
+		rhinetdv_destroy_trigger(t);
+		t = make_trigger(n.ctx, 0);
+	}
+	check(post_write(&n, 0xb01, 95, t, 1, NULL, &err) == 0 && !err,
+	      "a WRITE parked at 1");
+	check(post_remote_add(&n, n.qx, 0xb02, handle, key, 1, 8, NULL, 0,
+			      &err) == 0 &&
+		      !err,
+	      "the add is posted");
+	got = poll_for(&n, wc, 2, 2000);
+	w = wc_of(wc, got, 0xb02);
+	check(w && w->status == IBV_WC_REM_ACCESS_ERR &&
+		      w->vendor_err == RHINETDV_SYN_BAD_REMOTE_TRIGGER,
+	      "REM_ACCESS_ERR / BAD_REMOTE_TRIGGER (%s %u)",
+	      w ? ibv_wc_status_str(w->status) : "none", w ? w->vendor_err : 0);
+	check(hw_counter_is("trigger_remote_refused", refused + 1) ==
+		      refused + 1,
+	      "the target counted one refusal (%" PRIu64 ")",
+	      hw_counter("trigger_remote_refused") - refused);
+	check(value_of(t, 0) == 0 && !landed(&n, 95), "nothing added");
+	check(hw_counter_is("trigger_fired", fired) == fired, "nothing fired");
+	rhinetdv_destroy_trigger(t);
+	teardown(&n);
+	return 0;
+}
+
+/* A process whose QP is connected to one of the first's: it adds to the
+ * first's counter (handle and key through a pipe), parks another add on
+ * a counter of its own that nothing reaches, and exits without waiting.
+ */
+struct leaver {
+	int to_child, from_child;
+};
+
+static int leaver(void *arg)
+{
+	struct leaver *l = arg;
+	struct {
+		uint32_t qpn, handle, key;
+	} peer;
+	struct rhinetdv_trigger *own;
+	struct ibv_qp *qp;
+	uint8_t gid[16];
+	struct node n;
+	int err;
+
+	setup(&n);
+	qp = make_qp(&n, IBV_QPT_RC);
+	if (write(l->from_child, &qp->qp_num, 4) != 4 ||
+	    read(l->to_child, &peer, sizeof(peer)) != sizeof(peer))
+		die("pipe");
+	local_gid(n.ctx, gid_index, gid);
+	rc_connect(qp, "leaver QP", peer.qpn, gid, gid_index, 4);
+	own = make_trigger(n.ctx, 0);
+	check(post_remote_add(&n, ibv_qp_to_qp_ex(qp), 0xc02, peer.handle,
+			      peer.key, 1000, 0, own, 1, &err) == 0 &&
+		      !err,
+	      "an add parked on a counter nothing reaches");
+	check(post_remote_add(&n, ibv_qp_to_qp_ex(qp), 0xc01, peer.handle,
+			      peer.key, 1, 8, NULL, 0, &err) == 0 &&
+		      !err,
+	      "an add to the other process's counter");
+	/* Exits with both in flight: the kernel and the NIC clean up. */
+	return 0;
+}
+
+static void exit_with_add_in_flight(struct node *n)
+{
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	struct leaver l;
+	struct {
+		uint32_t qpn, handle, key;
+	} me;
+	int down[2], up[2];
+	struct ibv_qp *qp = make_qp(n, IBV_QPT_RC);
+	uint32_t child_qpn;
+	uint8_t gid[16];
+	struct ibv_wc wc;
+	pid_t pid;
+
+	if (pipe(down) || pipe(up))
+		die("pipe");
+	l.to_child = down[0];
+	l.from_child = up[1];
+	pid = spawn("leaver", leaver, &l);
+	if (read(up[0], &child_qpn, 4) != 4)
+		die("read");
+	local_gid(n->ctx, gid_index, gid);
+	rc_connect(qp, "QP to the leaver", child_qpn, gid, gid_index, 4);
+	me.qpn = qp->qp_num;
+	me.handle = t->handle;
+	me.key = t->key;
+	if (write(down[1], &me, sizeof(me)) != sizeof(me))
+		die("write");
+	check(reap(pid) == 0, "the leaving process's checks");
+	/* Its add arrives once or not at all, the parked one never. */
+	{
+		uint64_t v = value_of(t, 1);
+
+		check(v <= 1,
+		      "the counter got at most the one add (%" PRIu64 ")", v);
+	}
+	check(post_write(n, 0xc03, 96, NULL, 0, NULL, NULL) == 0 &&
+		      poll_for(n, &wc, 1, 2000) == 1 &&
+		      wc.status == IBV_WC_SUCCESS && wc.wr_id == 0xc03,
+	      "this process's QPs go on");
+	ibv_destroy_qp(qp);
+	rhinetdv_destroy_trigger(t);
+	close(down[0]);
+	close(down[1]);
+	close(up[0]);
+	close(up[1]);
+}
+
 int main(int argc, char **argv)
 {
 	struct node n;
@@ -766,6 +1106,14 @@ int main(int argc, char **argv)
 	other_opcodes(&n);
 	more_than_the_share(&n);
 	destroyed_with_parked(&n);
+	remote_add(&n);
+	remote_chain(&n);
+	remote_add_refused_at_post(&n);
+	check(reap(spawn("wrong key", refused_by_peer, NULL)) == 0,
+	      "a wrong key refused by the target");
+	check(reap(spawn("stale handle", refused_by_peer, &n)) == 0,
+	      "a stale handle refused by the target");
+	exit_with_add_in_flight(&n);
 	foreign_process(&n);
 	/* The first process holds no counter now: the shares are whole. */
 	shares();

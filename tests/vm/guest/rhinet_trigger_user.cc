@@ -12,7 +12,21 @@
 //    operation userlib does not trigger, a fetch_add on its right
 //    neighbour's word: it waits until the counter is added to;
 //  - is refused a trigger on an isend (EINVAL) and an add through a
-//    moved-from Trigger (EINVAL).
+//    moved-from Trigger (EINVAL);
+//  - hands its counters to its left neighbour (Trigger::remote(), pushed
+//    into the neighbour's area) and adds to its right neighbour's: a PUSH
+//    parked there on threshold 2 goes after the second add only, and each
+//    add's value() is the counter before it;
+//  - a remote chain: its trigger_add parked on a local counter adds to the
+//    right neighbour's counter, on which a PUSH back is parked; one local
+//    add releases both, and the PUSH lands here from the left one;
+//  - an mcast, and a LOCK chained to the counter its UNLOCK waits on, all
+//    triggered: they wait, then one add releases them;
+//  - its adds with a wrong key, and with the handle and key of a counter
+//    destroyed since, fail with EACCES (Syndrome::bad_remote_trigger); the
+//    PUSH parked on the right neighbour's counter does not go.
+// The NIC's trigger_fired and trigger_remote_refused counters of this
+// node move exactly by what this rank's operations fired and refused.
 //
 //   rhinet-run -n 2 --hosts node0,node1 rhinet-trigger-user
 //
@@ -40,6 +54,11 @@ constexpr std::size_t kBytes = 4096;
 constexpr std::size_t kPushAt = 0; // the first PUSH lands here
 constexpr std::size_t kPullFrom = 8192; // the chained PULL reads here
 constexpr std::size_t kChainAt = 16384; // the chained PUSH lands here
+constexpr std::size_t kRemoteAt = 24576; // the right neighbour's counter
+constexpr std::size_t kBackAt = 25600; // the remote chain's PUSH lands here
+constexpr std::size_t kMcastAt = 28672; // the triggered mcast lands here
+constexpr std::size_t kSmall = 1024;
+constexpr std::uint64_t kLock = 0x7e57;
 
 std::byte pattern(std::uint32_t rank, std::size_t i, std::uint32_t salt)
 {
@@ -80,6 +99,44 @@ bool waits(rhinet::Request &r)
 {
 	std::this_thread::sleep_for(200ms);
 	return !r.test();
+}
+
+// A NIC counter of this node, read anew (ib_core answers from a read of
+// the last 10 ms).
+std::uint64_t nic_counter(const char *name)
+{
+	std::this_thread::sleep_for(20ms);
+	char path[160];
+	std::snprintf(path, sizeof(path),
+		      "/sys/class/infiniband/rhinet0/ports/1/hw_counters/%s",
+		      name);
+	unsigned long long v = 0;
+	if (FILE *f = std::fopen(path, "r")) {
+		if (std::fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		std::fclose(f);
+	}
+	return v;
+}
+
+// This rank's counter as its left neighbour will name it, and the right
+// neighbour's as it named it: each PUSHes its own into its left
+// neighbour's area (plain bytes; a place of its own per exchange `n`, as a
+// rank may still read an earlier one), then a barrier.
+rhinet::RemoteTrigger exchange(rhinet::Group &g, std::span<std::byte> mem,
+			       std::span<std::byte> local,
+			       const rhinet::Trigger &mine, std::size_t n)
+{
+	const std::uint32_t left = (g.rank() + g.size() - 1) % g.size();
+	const rhinet::RemoteTrigger out = mine.remote();
+	const std::size_t at = kRemoteAt + n * sizeof(out);
+	std::memcpy(local.data() + at, &out, sizeof(out));
+	must(g.push(left, kArea, at, local.subspan(at, sizeof(out))).wait(10s),
+	     "push of the counter's name");
+	must(g.barrier_bootstrap(), "barrier");
+	rhinet::RemoteTrigger in{};
+	std::memcpy(&in, mem.data() + at, sizeof(in));
+	return in;
 }
 
 } // namespace
@@ -212,7 +269,184 @@ int main()
 		expect(w == 5, "the left neighbour's fetch_add added 5");
 	}
 
-	// Only push and pull take a trigger.
+	// ---- remote increments ----
+	std::uint64_t fired = nic_counter("trigger_fired");
+	std::uint64_t fired_now = 0;
+	for (std::size_t i = 0; i < kSmall; i++)
+		local[kBackAt + i] = pattern(me, i, 3);
+
+	// Adds from the left neighbour release a PUSH parked here at 2.
+	{
+		auto mine = g.trigger();
+		must(mine, "trigger for peers");
+		if (!mine)
+			return 1;
+		expect(mine->remote().handle == mine->handle() &&
+			       mine->remote().key == mine->key(),
+		       "remote() is handle and key");
+		const rhinet::RemoteTrigger theirs =
+			exchange(g, mem, local, *mine, 0);
+		expect(theirs.handle != 0, "the right neighbour's counter");
+		rhinet::XferOptions at2{};
+		at2.trigger = {.counter = &*mine, .threshold = 2};
+		auto parked =
+			g.push(right, kArea, kBackAt,
+			       std::span(local).subspan(kBackAt, kSmall), at2);
+		must(g.barrier_bootstrap(), "barrier");
+		auto a1 = g.trigger_add(right, theirs, 1);
+		must(a1.wait(10s), "the first remote add");
+		expect(a1.value() == 0, "the counter was 0 before the first");
+		expect(waits(parked), "the PUSH waits at 1 of 2");
+		must(g.barrier_bootstrap(), "barrier");
+		auto a2 = g.trigger_add(right, theirs, 1);
+		must(a2.wait(10s), "the second remote add");
+		expect(a2.value() == 1, "the counter was 1 before the second");
+		must(parked.wait(10s), "the PUSH released by the left rank");
+		auto v2 = mine->read();
+		expect(v2 && *v2 == 2, "this rank's counter is 2");
+		must(g.barrier_bootstrap(), "barrier");
+		expect(matches(std::span(mem).subspan(kBackAt, kSmall), left,
+			       3),
+		       "the PUSH the remote adds released landed");
+		fired_now = nic_counter("trigger_fired");
+		expect(fired_now - fired == 1,
+		       "remote adds: one WQE fired on this node");
+		fired = fired_now;
+	}
+
+	// A remote chain: go (here) -> add to the right's back -> its PUSH.
+	{
+		auto go = g.trigger(), back = g.trigger();
+		must(go, "go");
+		must(back, "back");
+		if (!go || !back)
+			return 1;
+		const rhinet::RemoteTrigger right_back =
+			exchange(g, mem, local, *back, 1);
+		std::memset(mem.data() + kBackAt, 0, kSmall);
+		auto add = g.trigger_add(right, right_back, 1,
+					 {.counter = &*go, .threshold = 1});
+		rhinet::XferOptions on_back{};
+		on_back.trigger = {.counter = &*back, .threshold = 1};
+		for (std::size_t i = 0; i < kSmall; i++)
+			local[kBackAt + i] = pattern(me, i, 4);
+		auto back_push = g.push(
+			right, kArea, kBackAt,
+			std::span(local).subspan(kBackAt, kSmall), on_back);
+		expect(waits(add) && !back_push.test(), "the chain waits");
+		must(g.barrier_bootstrap(), "barrier");
+		must(go->add(), "add to go");
+		must(add.wait(10s), "the parked remote add");
+		expect(add.value() == 0, "the right's back was 0");
+		must(back_push.wait(10s), "the PUSH the left's add released");
+		must(g.barrier_bootstrap(), "barrier");
+		expect(matches(std::span(mem).subspan(kBackAt, kSmall), left,
+			       4),
+		       "the remote chain's PUSH landed");
+		fired_now = nic_counter("trigger_fired");
+		expect(fired_now - fired == 2,
+		       "remote chain: two WQEs fired on this node");
+		fired = fired_now;
+	}
+
+	// A triggered mcast; a LOCK whose completion releases its UNLOCK.
+	{
+		auto t2 = g.trigger(), unlock_on = g.trigger();
+		must(t2, "mcast trigger");
+		must(unlock_on, "unlock trigger");
+		if (!t2 || !unlock_on)
+			return 1;
+		for (std::size_t i = 0; i < kSmall; i++)
+			local[kMcastAt + i] = pattern(me, i, 5);
+		const std::uint32_t to[] = {right};
+		rhinet::XferOptions o{};
+		o.trigger = {.counter = &*t2, .threshold = 1};
+		auto mc =
+			g.mcast(to, kArea, kMcastAt,
+				std::span(local).subspan(kMcastAt, kSmall), o);
+		auto lk = g.ilock(kLock, 0,
+				  {.counter = &*t2,
+				   .threshold = 1,
+				   .chain = &*unlock_on});
+		auto ul = g.iunlock(kLock, 0,
+				    {.counter = &*unlock_on, .threshold = 1});
+		expect(waits(mc) && !lk.test() && !ul.test(),
+		       "mcast, lock and unlock wait");
+		must(t2->add(), "add");
+		must(mc.wait(10s), "the triggered mcast");
+		must(lk.wait(10s), "the triggered lock");
+		must(ul.wait(10s), "the unlock its completion released");
+		must(g.barrier_bootstrap(), "barrier");
+		expect(matches(std::span(mem).subspan(kMcastAt, kSmall), left,
+			       5),
+		       "the triggered mcast landed");
+		// The lock is free again: a plain lock and unlock go.
+		must(g.lock(kLock, 0), "the lock is free");
+		must(g.unlock(kLock, 0), "and released");
+		fired_now = nic_counter("trigger_fired");
+		expect(fired_now - fired == 3,
+		       "mcast, lock, unlock: three WQEs fired on this node");
+		fired = fired_now;
+	}
+
+	// Refusals: a wrong key, a destroyed counter's handle and key.
+	{
+		const std::uint64_t refused =
+			nic_counter("trigger_remote_refused");
+		auto guard = g.trigger(), stale = g.trigger();
+		must(guard, "guard");
+		must(stale, "stale");
+		if (!guard || !stale)
+			return 1;
+		const rhinet::RemoteTrigger right_guard =
+			exchange(g, mem, local, *guard, 2);
+		const rhinet::RemoteTrigger right_stale =
+			exchange(g, mem, local, *stale, 3);
+		rhinet::XferOptions o{};
+		o.trigger = {.counter = &*guard, .threshold = 1};
+		auto parked = g.push(right, kArea, kPushAt,
+				     std::span(local).first(kBytes), o);
+		{
+			rhinet::Trigger dying = std::move(*stale);
+		} // destroyed: its handle is stale now
+		must(g.barrier_bootstrap(), "barrier");
+		const rhinet::RemoteTrigger wrong{right_guard.handle,
+						  right_guard.key ^ 0x5a5a};
+		auto bad = g.trigger_add(right, wrong, 1);
+		auto bw = bad.wait(10s);
+		expect(!bw && bw.error().errno_value() == EACCES &&
+			       bw.error().syndrome() ==
+				       static_cast<std::uint32_t>(
+					       rhinet::Syndrome::
+						       bad_remote_trigger),
+		       "a wrong key: EACCES, BAD_REMOTE_TRIGGER");
+		auto gone = g.trigger_add(right, right_stale, 1);
+		auto gw = gone.wait(10s);
+		expect(!gw && gw.error().errno_value() == EACCES &&
+			       gw.error().syndrome() ==
+				       static_cast<std::uint32_t>(
+					       rhinet::Syndrome::
+						       bad_remote_trigger),
+		       "a destroyed counter: EACCES, BAD_REMOTE_TRIGGER");
+		must(g.barrier_bootstrap(), "barrier");
+		expect(waits(parked), "the PUSH parked on the guard waits");
+		auto gv = guard->read();
+		expect(gv && *gv == 0, "nothing was added to the guard");
+		expect(nic_counter("trigger_remote_refused") - refused == 2,
+		       "this node refused two adds");
+		expect(nic_counter("trigger_fired") == fired, "nothing fired");
+		// The left rank's add below must not come before these checks.
+		must(g.barrier_bootstrap(), "barrier");
+		must(guard->add(), "its owner's add");
+		must(parked.wait(10s), "the guarded PUSH goes");
+		fired = nic_counter("trigger_fired");
+		auto ok = g.trigger_add(right, right_guard, 1);
+		must(ok.wait(10s), "the endpoint goes on after refusals");
+		// The right rank's guard lives until this rank's add is in.
+		must(g.barrier_bootstrap(), "barrier");
+	}
+
+	// Only push, pull and mcast take a trigger.
 	rhinet::XferOptions bad{};
 	bad.trigger = {.counter = &*t, .threshold = 1};
 	auto s = g.isend(right, 7, std::span(local).first(16), bad);

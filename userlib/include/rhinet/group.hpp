@@ -142,6 +142,19 @@ class Group {
   // (the NIC's table is full, or this process or its user holds its
   // share of it), errno of rhinetdv_create_trigger.
   Result<Trigger> trigger(std::uint64_t value = 0);
+  // Adds `amount` to the counter `counter` of rank `rank` (what that rank's
+  // Trigger::remote() gave out): operations parked on it there start when
+  // it reaches their threshold. Nonblocking; the Request's value() is the
+  // counter's value before the add. With `on` the add itself waits on a
+  // counter of this process and/or chains to one: rank A's counter reaching
+  // a threshold then releases work at rank B with no CPU on the path.
+  // Errors before posting: EOPNOTSUPP (no triggered operations), EINVAL (a
+  // rank out of range, `on` naming a moved-from Trigger). At completion:
+  // EACCES (Syndrome::bad_remote_trigger: the peer has no live counter with
+  // that handle and key; nothing added), ECANCELED (`on`'s counter was
+  // destroyed first), EHOSTUNREACH.
+  Request trigger_add(std::uint32_t rank, RemoteTrigger counter,
+                      std::uint64_t amount = 1, const TriggerOn& on = {});
 
   // ---- remote pin-down (pd_req, pd_release; reference.md) -----------------
   //
@@ -399,8 +412,16 @@ class Group {
   // ilock completes after it, but is not held back by it; post the
   // critical section's work once the lock is held, and the unlock once
   // that work has completed.
+  // With `on` naming a counter the LOCK / UNLOCK waits in this rank's NIC
+  // until the counter reaches on.threshold (trigger.hpp); with on.chain its
+  // completion adds 1 to that counter: a LOCK chained to the counter an
+  // UNLOCK waits on releases the lock with no CPU between them.
   Request ilock(std::uint64_t lock_id, std::uint32_t manager = 0);
   Request iunlock(std::uint64_t lock_id, std::uint32_t manager = 0);
+  Request ilock(std::uint64_t lock_id, std::uint32_t manager,
+                const TriggerOn& on);
+  Request iunlock(std::uint64_t lock_id, std::uint32_t manager,
+                  const TriggerOn& on);
   // Blocking: ilock(...).wait() / iunlock(...).wait(). No timeout: a lock
   // given up while queued would be granted later to nobody.
   Result<void> lock(std::uint64_t lock_id, std::uint32_t manager = 0);
@@ -496,7 +517,7 @@ class Group {
                       std::uint64_t offset, std::uint64_t compare_add,
                       std::uint64_t swap);
   Request post_sync(Op op, std::uint32_t manager, std::uint64_t id,
-                    std::uint32_t count);
+                    std::uint32_t count, const TriggerOn& on);
   Request post_share(Op op, std::uint32_t home, std::uint32_t area_id,
                      const Area* area, std::uint64_t offset,
                      std::uint64_t length, const XferOptions& options);

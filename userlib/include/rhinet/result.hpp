@@ -21,32 +21,34 @@ namespace rhinet {
 // the NIC's RHN_SYN_*), checked at build time in the library.
 enum class Syndrome : std::uint32_t {
   none = 0,
-  bad_key = 1,           // local or remote key unknown
-  pd_mismatch = 2,       // memory of another protection domain
-  access_rights = 3,     // the area or key does not allow the access
-  bounds = 4,            // offset + length beyond the area
-  bad_area = 5,          // no such area at the target
-  bad_endpoint = 6,      // no such endpoint at the target
-  length = 8,            // length error
-  bad_wqe = 10,          // malformed work request
-  dma = 11,              // host memory access failed
-  retry_exceeded = 12,   // target node unreachable
-  alignment = 14,        // misaligned address
-  busy = 15,             // the NIC's tables for this process are full
-  flushed = 16,          // the endpoint went to the error state
-  bad_xfer = 18,         // partial-transfer descriptor refused
-  bad_group = 19,        // not a member of the area's group
-  not_pinned = 21,       // the target host would not pin (its limit)
-  member_lost = 22,      // a lock's or barrier's member or manager was lost
-  not_held = 23,         // unlock of a lock not held; barrier count mismatch
-  no_mcast_group = 24,   // a switch multicast group the NIC has no list for
-  not_subscribed = 26,   // not in the shared region (or in it already)
-  coll_mismatch = 28,    // the ranks of a communicator disagree
-  coll_no_room = 29,     // the NIC holds no more communicators for us
-  coll_no_switch = 30,   // in-switch collective: the switch never answered
-  bad_trigger = 31,      // a trigger counter that is not this process's
-  trigger_no_room = 32,  // the NIC holds no more waiting triggered ops
-  trigger_gone = 33,     // the counter was destroyed while the op waited
+  bad_key = 1,              // local or remote key unknown
+  pd_mismatch = 2,          // memory of another protection domain
+  access_rights = 3,        // the area or key does not allow the access
+  bounds = 4,               // offset + length beyond the area
+  bad_area = 5,             // no such area at the target
+  bad_endpoint = 6,         // no such endpoint at the target
+  length = 8,               // length error
+  bad_wqe = 10,             // malformed work request
+  dma = 11,                 // host memory access failed
+  retry_exceeded = 12,      // target node unreachable
+  alignment = 14,           // misaligned address
+  busy = 15,                // the NIC's tables for this process are full
+  flushed = 16,             // the endpoint went to the error state
+  bad_xfer = 18,            // partial-transfer descriptor refused
+  bad_group = 19,           // not a member of the area's group
+  not_pinned = 21,          // the target host would not pin (its limit)
+  member_lost = 22,         // a lock's or barrier's member or manager was lost
+  not_held = 23,            // unlock of a lock not held; barrier count mismatch
+  no_mcast_group = 24,      // a switch multicast group the NIC has no list for
+  not_subscribed = 26,      // not in the shared region (or in it already)
+  coll_mismatch = 28,       // the ranks of a communicator disagree
+  coll_no_room = 29,        // the NIC holds no more communicators for us
+  coll_no_switch = 30,      // in-switch collective: the switch never answered
+  bad_trigger = 31,         // a trigger counter that is not this process's
+  trigger_no_room = 32,     // the NIC holds no more waiting triggered ops
+  trigger_gone = 33,        // the counter was destroyed while the op waited
+  bad_remote_trigger = 34,  // a peer's counter refused our add (its key,
+                            // handle or owner did not match)
 };
 
 // "BAD_GROUP", "BOUNDS", ...; "SYNDROME_<n>" for a value not listed.

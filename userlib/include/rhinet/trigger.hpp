@@ -26,6 +26,15 @@ namespace detail {
 struct Device;
 }
 
+// A counter as its owner names it to peers: what a rank sends to the ranks
+// it lets add to the counter (Group::trigger_add). Plain bytes, so it may
+// travel in any message; it names the counter only for adds that reach the
+// owner's process, and only while the counter lives.
+struct RemoteTrigger {
+  std::uint32_t handle = 0;
+  std::uint32_t key = 0;
+};
+
 // A counter of this process, destroyed with the object: operations still
 // waiting on it then complete with ECANCELED (Syndrome::trigger_gone). It
 // keeps the device open, so it may outlive its Group.
@@ -48,6 +57,8 @@ class Trigger {
   // increment will have to carry (chosen by the driver).
   std::uint32_t handle() const;
   std::uint32_t key() const;
+  // Handle and key together, to hand to peers ({0, 0} when moved-from).
+  RemoteTrigger remote() const { return {handle(), key()}; }
   rhinetdv_trigger* get() const { return t_; }
 
  private:

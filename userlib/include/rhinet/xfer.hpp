@@ -37,7 +37,8 @@ enum class Op : std::uint32_t {
   share_update = 14,  // a PUSH to every other member of the region
   fetch_add = 15,     // remote atomics on an aligned 64-bit word of an area
   compare_swap = 16,
-  collective = 17,  // allreduce, reduce, bcast, barrier (rhinet::Communicator)
+  collective = 17,   // allreduce, reduce, bcast, barrier (rhinet::Communicator)
+  trigger_add = 18,  // an add to a peer's trigger counter (Group::trigger_add)
 };
 
 // The partial-transfer modes (values of RHINETDV_MODE_*). Each side picks

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.16;
+ * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.17;
  * rhinetdv 1.4 added no function, only fields: the partial-transfer modes
  * of isend and irecv, which a library has when it reports
  * RHINETDV_CAP_TAG_XFER; RHINETDV_1.5 adds sequential multicast, locks and
@@ -565,6 +565,7 @@ enum rhinetdv_opcode {
 	RHINETDV_OP_FETCH_ADD = 15, /* rhinetdv_atomic (1.9) */
 	RHINETDV_OP_CMP_SWAP = 16, /* rhinetdv_atomic (1.9) */
 	RHINETDV_OP_COLLECTIVE = 17, /* rhinetdv_collective (1.10) */
+	RHINETDV_OP_TRIGGER_ADD = 18, /* rhinetdv_trigger_add_remote (1.17) */
 };
 
 /* Why an operation failed (values of the NIC's syndromes). */

@@ -24,9 +24,9 @@ struct rhinetdv_trigger {
 	struct ibv_context *context;
 	uint32_t handle; /* the NIC's: what the doorbell and WQEs name */
 	/* Chosen at random by the driver: what a peer's increment has to
-	 * carry besides the handle (the NIC's RHN_OP_TRIGGER_ADD,
-	 * triggered.md "Remote increments"; no direct-verbs call posts one
-	 * yet).
+	 * carry besides the handle (rhinetdv_wr_trigger_add,
+	 * rhinetdv_trigger_add_remote). The owner hands handle and key to
+	 * the peers it lets in; neither is secret from the owner.
 	 */
 	uint32_t key;
 };
@@ -119,5 +119,69 @@ int rhinetdv_wr_set_trigger(struct ibv_qp_ex *qp,
  */
 int rhinetdv_set_trigger(struct rhinetdv_endpoint *ep,
 			 const struct rhinetdv_wr_trigger *trig, size_t inlen);
+
+/* ---- remote increments (RHINETDV_1.17) ---------------------------------- */
+
+/* vendor_err of a refused remote increment */
+enum rhinetdv_remote_trigger_syndrome {
+	/* IBV_WC_REM_ACCESS_ERR: the handle and key do not name a live
+	 * counter of the process the request reached (a wrong key, a
+	 * destroyed counter, another process's); nothing was added
+	 */
+	RHINETDV_SYN_BAD_REMOTE_TRIGGER = 34,
+};
+
+/*
+ * Starts a work request on an RC @qp (between ibv_wr_start and
+ * ibv_wr_complete, like ibv_wr_rdma_write) that adds @addend to a peer's
+ * counter, named by the handle and key its owner gave out (struct
+ * rhinetdv_trigger's fields). Work requests parked on it whose threshold
+ * is reached start at the peer. Optionally ibv_wr_set_sge with exactly 8
+ * bytes (local write) receives the counter's value before the add; with
+ * no SGE the value is not wanted. It completes as IBV_WC_FETCH_ADD
+ * (byte_len 8 with the SGE, 0 without); a refusal at the peer as
+ * IBV_WC_REM_ACCESS_ERR, vendor_err RHINETDV_SYN_BAD_REMOTE_TRIGGER (the
+ * QP then goes to the error state, as after any remote error). It may be
+ * triggered or chained itself (rhinetdv_wr_set_trigger). Errors fail the
+ * batch at ibv_wr_complete and are returned at once: EOPNOTSUPP (a UD or
+ * UC QP: the answer needs a reliable channel; a NIC without triggered
+ * operations; a QP of another provider, whose batch is not touched),
+ * EINVAL at ibv_wr_complete (an SGE list of another length, or of more
+ * than one entry; inline data).
+ */
+int rhinetdv_wr_trigger_add(struct ibv_qp_ex *qp, uint32_t handle,
+			    uint32_t key, uint64_t addend);
+
+struct rhinetdv_trigger_add_attr {
+	uint64_t comp_mask; /* 0 */
+	uint64_t wr_id; /* returned in the completion */
+	/* NULL, or where the counter's value before the add lands: 8-byte
+	 * aligned, in an MR with local write of the endpoint's PD
+	 */
+	uint64_t *result;
+	uint32_t result_lkey;
+	uint16_t dest_node;
+	uint16_t reserved0; /* 0 */
+	uint32_t dest_endpoint; /* the counter's owner's endpoint */
+	uint32_t handle; /* the peer's counter, as its owner gave it out */
+	uint32_t key; /* its key */
+	uint32_t reserved1; /* 0 */
+	uint64_t addend;
+};
+
+/*
+ * The endpoint form of rhinetdv_wr_trigger_add: adds attr->addend to the
+ * counter (handle, key) of the process owning endpoint dest_endpoint of
+ * dest_node; inlen is sizeof(*attr) as the caller knows it. Always
+ * reports through rhinetdv_poll (RHINETDV_OP_TRIGGER_ADD; byte_len 8 with
+ * a result, 0 without): no status word. A refusal at the peer completes
+ * IBV_WC_REM_ACCESS_ERR, syndrome RHINETDV_SYN_BAD_REMOTE_TRIGGER. It
+ * may be triggered or chained (rhinetdv_set_trigger). EINVAL: unknown
+ * comp_mask bits, reserved fields not 0, a misaligned result; ENOMEM:
+ * the endpoint's queue is full; EOPNOTSUPP: no triggered operations.
+ */
+int rhinetdv_trigger_add_remote(struct rhinetdv_endpoint *ep,
+				const struct rhinetdv_trigger_add_attr *attr,
+				size_t inlen);
 
 #endif /* INFINIBAND_RHINETDV_TRIGGER_H */
