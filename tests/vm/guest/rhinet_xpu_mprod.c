@@ -199,8 +199,8 @@ static void build_lane(struct xpu *x, const struct layout *lo,
 	memcpy((void *)(x->mem + stage), tpl, RHN_SQ_SLOT_SIZE);
 	memset((void *)(x->mem + s), 0, W_STAGE);
 	*(volatile uint64_t *)(x->mem + s + W_I) = i0;
-	*(volatile uint64_t *)(x->mem + s + W_LCG) = 0x9e3779b97f4a7c15ull *
-						     (lane + 1);
+	*(volatile uint64_t *)(x->mem + s + W_LCG) =
+		0x9e3779b97f4a7c15ull * (lane + 1);
 
 	top = prog_pc(&p);
 	/* 1. Reserve. */
@@ -208,14 +208,14 @@ static void build_lane(struct xpu *x, const struct layout *lo,
 	/* 2. Room: t + 1 <= nic_consumer + depth (nothing to wait for
 	 * while t < depth), and the CQ's room the same way.
 	 */
-	no_room = emit(&p, XPU_OP_BRANCH, 0, XPU_COND_LT, s + W_T, lo->depth,
-		       0);
+	no_room =
+		emit(&p, XPU_OP_BRANCH, 0, XPU_COND_LT, s + W_T, lo->depth, 0);
 	alu(&p, XPU_ALU_ADD, s + W_NEED, s + W_T, 1ull - lo->depth, 0);
 	emit(&p, XPU_OP_POLL, XPU_POLL_GE | XPU_IND_IMM, POLL_ROUNDS,
 	     lo->nic_consumer, 0, s + W_NEED);
 	land(&p, no_room);
-	cq_room = emit(&p, XPU_OP_BRANCH, 0, XPU_COND_LT, s + W_T,
-		       lo->cq_depth, 0);
+	cq_room = emit(&p, XPU_OP_BRANCH, 0, XPU_COND_LT, s + W_T, lo->cq_depth,
+		       0);
 	alu(&p, XPU_ALU_ADD, s + W_NEED, s + W_T, 1ull - lo->cq_depth, 0);
 	emit(&p, XPU_OP_POLL, XPU_POLL_GE | XPU_IND_IMM, POLL_ROUNDS,
 	     CQ_USED_OFF, 0, s + W_NEED);
@@ -255,8 +255,7 @@ static void build_lane(struct xpu *x, const struct layout *lo,
 	alu(&p, XPU_ALU_MUL, s + W_LCG, s + W_LCG, 6364136223846793005ull, 0);
 	alu(&p, XPU_ALU_ADD, s + W_LCG, s + W_LCG, 1442695040888963407ull, 0);
 	alu(&p, XPU_ALU_SHR, s + W_X, s + W_LCG, 56, 0);
-	drop = emit(&p, XPU_OP_BRANCH, 0, XPU_COND_LT, s + W_X, drop_below,
-		    0);
+	drop = emit(&p, XPU_OP_BRANCH, 0, XPU_COND_LT, s + W_X, drop_below, 0);
 	emit(&p, XPU_OP_WRITE64, 0, 0, 0, lo->doorbell, lo->qpn);
 	rang = emit(&p, XPU_OP_BRANCH, 0, XPU_COND_GE, s + W_X, 0, 0);
 	land(&p, drop);
@@ -354,9 +353,9 @@ static bool make_queues(struct dev_side *d)
 	d->lo.producer = d->lo.ring + rec_off;
 	d->lo.nic_consumer = d->lo.producer + 8;
 	d->lo.cq_depth = (cq_len - sizeof(struct rhn_cq_record)) / RHN_CQE_SIZE;
-	d->cq_rec = (struct rhn_cq_record *)(d->x.mem + EXP_OFF + CQ_OFF +
-					     (size_t)d->lo.cq_depth *
-						     RHN_CQE_SIZE);
+	d->cq_rec =
+		(struct rhn_cq_record *)(d->x.mem + EXP_OFF + CQ_OFF +
+					 (size_t)d->lo.cq_depth * RHN_CQE_SIZE);
 	d->lo.qpn = d->qp->qp_num;
 	d->lo.doorbell = d->db.bus_addr + RHN_DB_SQ;
 	return true;
@@ -423,15 +422,18 @@ static bool consume(struct dev_side *d, uint64_t end)
 				    xpu_count(d, XPU_CNT_FAULTS)) {
 					check(false,
 					      "CQEs stopped at %" PRIu64
-					      " of %" PRIu64 " (lane faults %" PRIu64
+					      " of %" PRIu64
+					      " (lane faults %" PRIu64
 					      ", published %" PRIu64
 					      ", nic_consumer %" PRIu64 ")",
 					      d->cq_ci, end,
 					      xpu_count(d, XPU_CNT_FAULTS),
-					      *(volatile uint64_t *)(d->x.mem +
-							d->lo.producer),
-					      *(volatile uint64_t *)(d->x.mem +
-							d->lo.nic_consumer));
+					      *(volatile uint64_t
+							*)(d->x.mem +
+							   d->lo.producer),
+					      *(volatile uint64_t
+							*)(d->x.mem +
+							   d->lo.nic_consumer));
 					return false;
 				}
 				/* Leave the host's cores to the lanes. */
@@ -459,8 +461,9 @@ static bool consume(struct dev_side *d, uint64_t end)
 			*used = d->cq_ci;
 		}
 	}
-	check(!bad, "%" PRIu64 " CQEs, all successful WRITEs of this QP in "
-		    "ticket order (%" PRIu64 " not)",
+	check(!bad,
+	      "%" PRIu64 " CQEs, all successful WRITEs of this QP in "
+	      "ticket order (%" PRIu64 " not)",
 	      end, bad);
 	return true;
 }
@@ -497,9 +500,9 @@ static bool phase(struct dev_side *d, uint32_t n, uint32_t drop_below,
 	ok = consume(d, d->t_end + want);
 	for (int i = 0; ok && *done != LANES && i < 10000; i++)
 		usleep(1000);
-	check(ok && *done == LANES, "%s: all %u lanes reached their end (%" PRIu64
-				    ")",
-	      name, LANES, (uint64_t)*done);
+	check(ok && *done == LANES,
+	      "%s: all %u lanes reached their end (%" PRIu64 ")", name, LANES,
+	      (uint64_t)*done);
 	host1 = ib_hw_counter(d->dev, "host_doorbells");
 	peer1 = ib_hw_counter(d->dev, "peer_doorbells");
 	tx1 = eth0_tx();
@@ -556,7 +559,8 @@ static bool phase(struct dev_side *d, uint32_t n, uint32_t drop_below,
 		check(drops > 0 && drops < batch + tail,
 		      "%s: some rings skipped: %" PRIu64, name, drops);
 		check(rec1 > rec0,
-		      "%s: the record scan recovered work: sq_recovered +%" PRIu64,
+		      "%s: the record scan recovered work: sq_recovered "
+		      "+%" PRIu64,
 		      name, rec1 - rec0);
 	}
 	return true;
@@ -735,8 +739,9 @@ int main(int argc, char **argv)
 	if (count)
 		total = (uint32_t)strtoul(count, NULL, 0);
 	if (!total || total % (LANES * PHASES) || total > (1u << 20)) {
-		fprintf(stderr, "XPU_MPROD_TOTAL: a multiple of %u up to "
-				"2^20\n",
+		fprintf(stderr,
+			"XPU_MPROD_TOTAL: a multiple of %u up to "
+			"2^20\n",
 			LANES * PHASES);
 		return 2;
 	}
