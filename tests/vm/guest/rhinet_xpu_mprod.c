@@ -68,6 +68,7 @@
 #include <rhinet/hw_wqe.h>
 
 #include "verbs_guest.h"
+#include "xpu_devmode.h"
 #include "xpu_guest.h"
 #include "xpu/xpu-abi.h"
 #include "xpu/xpu.h"
@@ -139,16 +140,9 @@ static uint64_t prog_pc(const struct prog *p)
 static uint32_t emit(struct prog *p, uint8_t op, uint8_t flags, uint32_t len,
 		     uint64_t a, uint64_t b, uint64_t imm)
 {
-	struct xpu_cmd c = {.op = op,
-			    .flags = flags,
-			    .len = len,
-			    .a = a,
-			    .b = b,
-			    .imm = imm};
-
 	if ((p->n + 1) * XPU_CMD_SIZE > PROG_LEN)
 		die("lane program too long");
-	memcpy((void *)(p->x->mem + prog_pc(p)), &c, sizeof(c));
+	xpu_put_cmd(p->x, prog_pc(p), op, flags, len, a, b, imm);
 	return p->n++;
 }
 
@@ -291,11 +285,7 @@ struct dev_side {
 static struct rhinetdv_queue_buf qbuf(struct dev_side *d, uint64_t off,
 				      size_t len)
 {
-	return (struct rhinetdv_queue_buf){
-		.dmabuf_fd = d->buf_fd,
-		.offset = off,
-		.length = len,
-		.addr = (void *)(d->x.mem + EXP_OFF + off)};
+	return xpu_queue_buf(&d->x, d->buf_fd, EXP_OFF, off, len);
 }
 
 static bool make_queues(struct dev_side *d)
@@ -569,12 +559,7 @@ static bool phase(struct dev_side *d, uint32_t n, uint32_t drop_below,
 static void server(int sock, struct ibv_context *ctx, const char *dev,
 		   int gid_index, bool expect_p2p)
 {
-	struct xpu_export e = {.offset = EXP_OFF,
-			       .length = EXP_LEN,
-			       .flags = O_CLOEXEC | O_RDWR};
 	struct dev_side d = {.ctx = ctx, .dev = dev, .buf_fd = -1};
-	struct rhinetdv_export_doorbell_attr da = {
-		.flags = RHINETDV_EXPORT_DOORBELL_CLOEXEC};
 	struct wire me = {.total = total}, peer;
 	const uint32_t n = total / LANES / PHASES;
 	int r;
@@ -582,23 +567,10 @@ static void server(int sock, struct ibv_context *ctx, const char *dev,
 	xpu_open(&d.x);
 	check(d.x.info.lanes >= LANES, "the xpu runs %u lanes (want %u)",
 	      d.x.info.lanes, LANES);
-	d.db_fd = rhinetdv_export_doorbell(ctx, &da, sizeof(da));
-	if (!expect_p2p) {
-		check(d.db_fd < 0 && errno == EOPNOTSUPP,
-		      "doorbell export without P2PDMA: %s", strerror(errno));
-		check(ioctl(d.x.fd, XPU_IOC_EXPORT_DMABUF, &e) &&
-			      errno == EOPNOTSUPP,
-		      "xpu export without P2PDMA: %s", strerror(errno));
+	if (d.x.info.lanes < LANES ||
+	    !xpu_devmode_exports(ctx, &d.x, EXP_OFF, EXP_LEN, &d.db_fd,
+				 &d.buf_fd, expect_p2p))
 		goto talk;
-	}
-	if (d.x.info.lanes < LANES)
-		goto talk;
-	check(d.db_fd >= 0, "doorbell export: %s", strerror(errno));
-	r = ioctl(d.x.fd, XPU_IOC_EXPORT_DMABUF, &e) ? errno : 0;
-	check(!r, "xpu export: %s", strerror(r));
-	if (d.db_fd < 0 || r)
-		goto talk;
-	d.buf_fd = e.fd;
 	memset((void *)(d.x.mem + EXP_OFF), 0, EXP_LEN);
 	memset((void *)(d.x.mem + SHARED_OFF), 0, 64);
 	d.db = (struct xpu_import){.fd = d.db_fd, .lanes = 0xffffffffu};
@@ -675,13 +647,6 @@ static void check_target(const volatile uint64_t *v, uint32_t want)
 
 static void client(int sock, struct ibv_context *ctx, int gid_index)
 {
-	struct ibv_qp_init_attr a = {
-		.cap = {.max_send_wr = 1,
-			.max_recv_wr = 1,
-			.max_send_sge = 1,
-			.max_recv_sge = 1},
-		.qp_type = IBV_QPT_RC,
-	};
 	const size_t len = (size_t)total * 8;
 	struct wire me = {0}, peer;
 	struct ibv_mr *mr;
@@ -693,10 +658,7 @@ static void client(int sock, struct ibv_context *ctx, int gid_index)
 	if (!mr)
 		die("host MR");
 	memset(buf, 0, len);
-	a.send_cq = a.recv_cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
-	qp = a.send_cq ? ibv_create_qp(pd, &a) : NULL;
-	if (!qp)
-		die("CQ/QP");
+	qp = xpu_target_qp(ctx, pd);
 	me.qpn = qp->qp_num;
 	me.rkey = mr->rkey;
 	me.addr = (uintptr_t)buf;
@@ -715,26 +677,23 @@ static void client(int sock, struct ibv_context *ctx, int gid_index)
 	check_target((const volatile uint64_t *)buf, total);
 	sync_peer(sock);
 out:
-	ibv_destroy_qp(qp);
-	ibv_destroy_cq(a.send_cq);
+	xpu_target_qp_destroy(qp);
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
 }
 
 int main(int argc, char **argv)
 {
-	const char *dev = "rhinet0", *server_name, *expect, *count;
-	int gid_index = 1, port = 18522, sock;
+	const char *dev = "rhinet0", *server_name, *count;
+	int gid_index = 1, port = 18522, sock, p2p;
 	struct ibv_context *ctx;
 
 	program = "rhinet-xpu-mprod";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	server_name = peer_args(argc, argv, &dev, &gid_index, &port);
-	expect = getenv("XPU_EXPECT");
-	if (!expect || (strcmp(expect, "p2p") && strcmp(expect, "none"))) {
-		fprintf(stderr, "XPU_EXPECT=p2p or none\n");
+	p2p = xpu_expect_p2p();
+	if (p2p < 0)
 		return 2;
-	}
 	count = getenv("XPU_MPROD_TOTAL");
 	if (count)
 		total = (uint32_t)strtoul(count, NULL, 0);
@@ -750,7 +709,7 @@ int main(int argc, char **argv)
 	if (server_name)
 		client(sock, ctx, gid_index);
 	else
-		server(sock, ctx, dev, gid_index, !strcmp(expect, "p2p"));
+		server(sock, ctx, dev, gid_index, p2p);
 	close(sock);
 	ibv_close_device(ctx);
 	printf("%s %s: %d checks, %d failed\n", program, role, checks,
