@@ -125,6 +125,13 @@ static uint32_t total = TOTAL_DEFAULT;
 
 /* ---- the lanes' program --------------------------------------------------- */
 
+/* The words of a WQE the lanes change are 8-byte words of their own. */
+_Static_assert(offsetof(struct rhn_send_wqe, wqe_index) == 4,
+	       "wqe_index is bits 32..47 of the first word");
+_Static_assert(offsetof(struct rhn_send_wqe, remote_addr) % 8 == 0 &&
+		       offsetof(struct rhn_send_wqe, d) % 8 == 0,
+	       "remote_addr and the inline data are aligned words");
+
 struct prog {
 	struct xpu *x;
 	uint64_t base; /* its first command's offset */
@@ -184,6 +191,9 @@ static void build_lane(struct xpu *x, const struct layout *lo,
 {
 	const uint64_t s = SCRATCH_OFF + (uint64_t)lane * SCRATCH_LEN;
 	const uint64_t stage = s + W_STAGE;
+	const uint64_t raddr =
+		stage + offsetof(struct rhn_send_wqe, remote_addr);
+	const uint64_t payload = stage + offsetof(struct rhn_send_wqe, d);
 	const uint64_t region = lo->raddr + (uint64_t)lane * lo->per_lane * 8;
 	struct prog p = {.x = x, .base = PROG_OFF + (uint64_t)lane * PROG_LEN};
 	uint64_t tpl0, top;
@@ -221,11 +231,11 @@ static void build_lane(struct xpu *x, const struct layout *lo,
 	alu(&p, XPU_ALU_AND, stage, s + W_T, 0xffff, 0);
 	alu(&p, XPU_ALU_SHL, stage, stage, 32, 0);
 	alu(&p, XPU_ALU_OR, stage, stage, tpl0, 0);
-	alu(&p, XPU_ALU_SHL, stage + 24, s + W_I, 3, 0);
-	alu(&p, XPU_ALU_ADD, stage + 24, stage + 24, region, 0);
-	alu(&p, XPU_ALU_SHL, stage + 32, s + W_T, 20, 0);
-	alu(&p, XPU_ALU_OR, stage + 32, stage + 32, s + W_I, XPU_IND_IMM);
-	alu(&p, XPU_ALU_OR, stage + 32, stage + 32, (uint64_t)lane << 40, 0);
+	alu(&p, XPU_ALU_SHL, raddr, s + W_I, 3, 0);
+	alu(&p, XPU_ALU_ADD, raddr, raddr, region, 0);
+	alu(&p, XPU_ALU_SHL, payload, s + W_T, 20, 0);
+	alu(&p, XPU_ALU_OR, payload, payload, s + W_I, XPU_IND_IMM);
+	alu(&p, XPU_ALU_OR, payload, payload, (uint64_t)lane << 40, 0);
 	emit(&p, XPU_OP_COPY, XPU_IND_A, RHN_SQ_SLOT_SIZE, s + W_SLOT, stage,
 	     0);
 	/* 4. Publish in order. */
@@ -495,6 +505,7 @@ static bool phase(struct dev_side *d, uint32_t n, uint32_t drop_below,
 	      (uint64_t)*done);
 	host1 = ib_hw_counter(d->dev, "host_doorbells");
 	peer1 = ib_hw_counter(d->dev, "peer_doorbells");
+	usleep(200000); /* eth0 counts a frame when it completes */
 	tx1 = eth0_tx();
 	rec1 = ib_hw_counter(d->dev, "sq_recovered"); /* all completed */
 	batch = lanes_sum(d, W_BATCH);
