@@ -5,7 +5,9 @@ on the first exercises every command; the bus counters must tell host RAM
 from the second xpu's BAR (peer-to-peer) exactly; each fault has its error
 code; bus mastering off leaves nothing reachable. Then windows: once
 enforcement is on, a lane reaches only the bus ranges its windows give it,
-and anything else faults WINDOW without touching the bus.
+and anything else faults WINDOW without touching the bus. Last, ALU,
+BRANCH and the indirect operand flags: results, loops, lanes taking
+tickets in turn, precise faults, a runaway loop stopped by ABORT.
 
     xpu_qtest.py ENV_FILE   (QEMU=... in it, as tests/vm/prepare.sh writes)
 """
