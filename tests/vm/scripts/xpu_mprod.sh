@@ -13,7 +13,7 @@
 NODE=$1
 # shellcheck disable=SC2034 # read by verbs.lib.sh
 LIB_NAME=xpu_mprod
-RUN_TIMEOUT=800
+RUN_TIMEOUT=300
 # shellcheck source=verbs.lib.sh
 . "$(dirname "$0")/verbs.lib.sh" # rides next to this script (run-cluster.sh)
 
