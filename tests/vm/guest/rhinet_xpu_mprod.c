@@ -81,6 +81,7 @@
 #define DROP_BELOW 64u /* of 256: a quarter of the rings skipped */
 #define POLL_ROUNDS 3000000u /* 30 s of the guest's clock */
 #define STALL_S 60.0 /* no CQE for this long: the run is stuck */
+#define KERNEL_KICKS 16 /* the kernel's management QP's, a phase at most */
 
 /* The xpu's memory */
 #define SHARED_OFF 0x8000u /* the words all lanes share */
@@ -298,6 +299,8 @@ struct dev_side {
 	uint8_t tpl[RHN_SQ_SLOT_SIZE];
 	uint64_t cq_ci; /* CQEs consumed */
 	uint64_t t_end; /* tickets handed out so far */
+	uint64_t
+		recovered_ringing; /* sq_recovered of the phase without drops */
 	struct rhn_cq_record *cq_rec;
 };
 
@@ -556,31 +559,38 @@ static bool phase(struct dev_side *d, uint32_t n, uint32_t drop_below,
 	check(peer1 - peer0 == p2p,
 	      "%s: the NIC counted each as a peer's doorbell: %" PRIu64, name,
 	      peer1 - peer0);
-	/* The host's count moves only by the kernel's own eth0 (the side
-	 * channel's TCP): nothing of the lanes'.
+	/*
+	 * The test never posts and rings nothing: SQ kicks of the host's
+	 * during the phase are the kernel's own, its eth0 frames and the
+	 * management QP's few (KERNEL_KICKS); the lanes' run 15 000.
 	 */
-	check(host1 - host0 <= tx1 - tx0,
-	      "%s: no host doorbell beyond eth0's: %" PRIu64 " (eth0 %" PRIu64
-	      ")",
+	check(host1 - host0 <= tx1 - tx0 + KERNEL_KICKS,
+	      "%s: no host doorbell beyond the kernel's: %" PRIu64
+	      " (eth0 %" PRIu64 ")",
 	      name, host1 - host0, tx1 - tx0);
 	if (!drop_below) {
+		d->recovered_ringing = rec1 - rec0;
 		check(!drops, "%s: no ring skipped", name);
 		/*
 		 * A tail rings only when the NIC owes nothing before it (it
-		 * was idle): at the start, or after a stall. Beside the
-		 * batches' exact 1/32 per WQE they must be a trace.
+		 * was idle): at the start, or when the lanes fell behind it.
+		 * Beside the batches' exact 1/32 per WQE, under 1 % more.
 		 */
-		check(p2p == batch + tail && tail * 1000 <= batch,
+		check(p2p == batch + tail && tail * 100 <= batch,
 		      "%s: %" PRIu64 " doorbells for %" PRIu64
 		      " WQEs: one per 32 and %" PRIu64 " tails",
 		      name, p2p, want, tail);
 	} else {
 		check(drops > 0 && drops < batch + tail,
 		      "%s: some rings skipped: %" PRIu64, name, drops);
-		check(rec1 > rec0,
-		      "%s: the record scan recovered work: sq_recovered "
-		      "+%" PRIu64,
-		      name, rec1 - rec0);
+		/* The scan takes some work without drops too (a ring the
+		 * lane makes a round after its publishing store, a tail left
+		 * to the NIC); skipped rings must make it take much more.
+		 */
+		check(rec1 - rec0 > 2 * d->recovered_ringing,
+		      "%s: the record scan recovered the lost rings' work: "
+		      "sq_recovered +%" PRIu64 " (ringing: +%" PRIu64 ")",
+		      name, rec1 - rec0, d->recovered_ringing);
 	}
 	return true;
 }
