@@ -81,7 +81,7 @@
 #define DROP_BELOW 64u /* of 256: a quarter of the rings skipped */
 #define POLL_ROUNDS 3000000u /* 30 s of the guest's clock */
 #define STALL_S 60.0 /* no CQE for this long: the run is stuck */
-#define KERNEL_KICKS 16 /* the kernel's management QP's, a phase at most */
+#define KERNEL_KICKS 16 /* host SQ kicks beyond eth0's frames, a phase */
 
 /* The xpu's memory */
 #define SHARED_OFF 0x8000u /* the words all lanes share */
@@ -561,8 +561,10 @@ static bool phase(struct dev_side *d, uint32_t n, uint32_t drop_below,
 	      peer1 - peer0);
 	/*
 	 * The test never posts and rings nothing: SQ kicks of the host's
-	 * during the phase are the kernel's own, its eth0 frames and the
-	 * management QP's few (KERNEL_KICKS); the lanes' run 15 000.
+	 * during the phase are the kernel's own. Its eth0 frames account
+	 * for most; a few more were seen (4 kicks for 2 frames in 13 s:
+	 * the management QP, or a frame not yet counted), so KERNEL_KICKS
+	 * beyond them. The lanes ring 15 000 in a phase.
 	 */
 	check(host1 - host0 <= tx1 - tx0 + KERNEL_KICKS,
 	      "%s: no host doorbell beyond the kernel's: %" PRIu64
