@@ -166,8 +166,9 @@ static bool make_queues(struct dev_side *d)
 						    RHINETDV_CQ_INIT_ATTR_BUF};
 	struct rhinetdv_qp_init_attr qdv = {.comp_mask =
 						    RHINETDV_QP_INIT_ATTR_BUF};
-	size_t cq_len, qp_len, want;
+	size_t cq_len = 0, qp_len = 0, want;
 	struct ibv_cq_ex *cq;
+	int lens;
 
 	d->pd = ibv_alloc_pd(d->ctx);
 	if (!d->pd)
@@ -181,11 +182,21 @@ static bool make_queues(struct dev_side *d)
 	d->sq_rec_off = (size_t)RHN_SQ_SLOT_SIZE * SQ_WRS +
 			(size_t)RHN_RQ_WQE_SIZE * RQ_WRS;
 	want = d->sq_rec_off + 2 * sizeof(struct rhn_queue_record);
-	check(!rhinetdv_cq_buf_len(d->ctx, ca.cqe, &cq_len) &&
-		      !rhinetdv_qp_buf_len(d->ctx, &qa, &qp_len) &&
-		      qp_len == want && cq_len <= QP_OFF,
-	      "queue buffers: QP %zu bytes (want %zu), CQ %zu", qp_len, want,
-	      cq_len);
+	/*
+	 * The provider's length also fits the QP with many producers (its
+	 * SQ record 8 bytes longer), with or without the flag.
+	 */
+	lens = rhinetdv_cq_buf_len(d->ctx, ca.cqe, &cq_len);
+	lens = lens ?: rhinetdv_qp_buf_len(d->ctx, &qa, &qp_len);
+	check(!lens &&
+		      qp_len == want + sizeof(struct rhn_mp_queue_record) -
+					sizeof(struct rhn_queue_record) &&
+		      cq_len <= QP_OFF,
+	      "queue buffers: %s, QP %zu bytes (want %zu and the larger SQ "
+	      "record), CQ %zu",
+	      strerror(lens), lens ? 0 : qp_len, want, lens ? 0 : cq_len);
+	if (lens)
+		return false;
 	cdv.buf = qbuf(d, CQ_OFF, cq_len);
 	cq = rhinetdv_create_cq(d->ctx, &ca, &cdv, sizeof(cdv));
 	check(cq, "CQ in the xpu's memory: %s", strerror(errno));
@@ -360,6 +371,7 @@ static void other_process(struct dev_side *d)
 		int fd = open(XPU_DEV, O_RDWR | O_CLOEXEC), r;
 
 		role = "other process";
+		failures = 0; /* its own checks only, not the parent's */
 		if (fd < 0)
 			die("open " XPU_DEV);
 		r = ioctl(fd, XPU_IOC_LANE_RUN, &run) ? errno : 0;
