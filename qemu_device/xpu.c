@@ -218,13 +218,48 @@ static void xpu_lane_fault(XpuState *s, XpuLane *l, uint32_t error)
                   l - s->lanes, error, l->pc);
 }
 
+/*
+ * The command's operand fields that are indirect (XPU_IND_*) replaced by
+ * the words they name; XPU_ERR_RANGE if such a word is not in BAR2.
+ */
+static uint32_t xpu_resolve(XpuState *s, struct xpu_cmd *c)
+{
+    uint64_t *fields[] = { &c->a, &c->b, &c->imm };
+    static const uint8_t bits[] = { XPU_IND_A, XPU_IND_B, XPU_IND_IMM };
+
+    for (int i = 0; i < ARRAY_SIZE(bits); i++) {
+        uint64_t *w;
+
+        if (!(c->flags & bits[i])) {
+            continue;
+        }
+        w = xpu_word(s, *fields[i]);
+        if (!w) {
+            return XPU_ERR_RANGE;
+        }
+        *fields[i] = le64_to_cpu(qatomic_read(w));
+    }
+    return XPU_ERR_NONE;
+}
+
 /* A command's memory operands, checked; XPU_ERR_NONE when they are good. */
-static uint32_t xpu_check(XpuState *s, const struct xpu_cmd *c)
+static uint32_t xpu_check(XpuState *s, struct xpu_cmd *c)
 {
     uint32_t flags_ok = c->op == XPU_OP_POLL ? XPU_POLL_GE : 0;
 
-    if ((c->flags & ~flags_ok) || c->rsvd) {
+    if (c->op != XPU_OP_STOP) {
+        flags_ok |= XPU_IND_ALL;
+    }
+    if ((c->flags & ~flags_ok) || c->rsvd || c->op >= XPU_OP_NUM) {
         return XPU_ERR_OPCODE;
+    }
+    /* An ALU op or condition is part of the opcode: unknown is OPCODE. */
+    if ((c->op == XPU_OP_ALU && c->len >= XPU_ALU_NUM) ||
+        (c->op == XPU_OP_BRANCH && c->len >= XPU_COND_NUM)) {
+        return XPU_ERR_OPCODE;
+    }
+    if (xpu_resolve(s, c)) {
+        return XPU_ERR_RANGE;
     }
     switch (c->op) {
     case XPU_OP_STOP:
@@ -233,8 +268,14 @@ static uint32_t xpu_check(XpuState *s, const struct xpu_cmd *c)
     case XPU_OP_POLL:
         return xpu_word(s, c->a) ? XPU_ERR_NONE : XPU_ERR_RANGE;
     case XPU_OP_FADD:
+    case XPU_OP_ALU:
         return xpu_word(s, c->a) && xpu_word(s, c->b) ? XPU_ERR_NONE
                                                       : XPU_ERR_RANGE;
+    case XPU_OP_BRANCH:
+        return xpu_word(s, c->a) && !(c->imm & (XPU_CMD_SIZE - 1)) &&
+                       xpu_range_ok(s, c->imm, XPU_CMD_SIZE)
+                   ? XPU_ERR_NONE
+                   : XPU_ERR_RANGE;
     case XPU_OP_WRITE64:
         return c->b & 7 ? XPU_ERR_RANGE : XPU_ERR_NONE;
     case XPU_OP_COPY:
@@ -252,6 +293,42 @@ static uint32_t xpu_check(XpuState *s, const struct xpu_cmd *c)
     }
 }
 
+static uint64_t xpu_alu(uint32_t op, uint64_t x, uint64_t y)
+{
+    switch (op) {
+    case XPU_ALU_ADD:
+        return x + y;
+    case XPU_ALU_SUB:
+        return x - y;
+    case XPU_ALU_AND:
+        return x & y;
+    case XPU_ALU_OR:
+        return x | y;
+    case XPU_ALU_XOR:
+        return x ^ y;
+    case XPU_ALU_SHL:
+        return x << (y & 63);
+    case XPU_ALU_SHR:
+        return x >> (y & 63);
+    default: /* XPU_ALU_MUL; xpu_check refused the others */
+        return x * y;
+    }
+}
+
+static bool xpu_cond(uint32_t cond, uint64_t x, uint64_t y)
+{
+    switch (cond) {
+    case XPU_COND_EQ:
+        return x == y;
+    case XPU_COND_NE:
+        return x != y;
+    case XPU_COND_LT:
+        return x < y;
+    default: /* XPU_COND_GE */
+        return x >= y;
+    }
+}
+
 /*
  * Runs the command at the lane's PC. Returns false when the lane yields
  * this round: it stopped, faulted, or waits in a POLL.
@@ -259,7 +336,7 @@ static uint32_t xpu_check(XpuState *s, const struct xpu_cmd *c)
 static bool xpu_step(XpuState *s, XpuLane *l)
 {
     struct xpu_cmd c;
-    uint64_t *w, old, v;
+    uint64_t *w, old, v, next = l->pc + XPU_CMD_SIZE;
     uint32_t err;
     bool done;
 
@@ -331,13 +408,25 @@ static bool xpu_step(XpuState *s, XpuLane *l)
         }
         l->poll_rounds = 0;
         break;
+    case XPU_OP_ALU:
+        v = xpu_alu(c.len, le64_to_cpu(qatomic_read(xpu_word(s, c.b))),
+                    c.imm);
+        qatomic_set(xpu_word(s, c.a), cpu_to_le64(v));
+        xpu_mem_written(s, c.a, 8);
+        break;
+    case XPU_OP_BRANCH:
+        v = le64_to_cpu(qatomic_read(xpu_word(s, c.a)));
+        if (xpu_cond(c.len, v, c.b)) {
+            next = c.imm;
+        }
+        break;
     }
     l->executed++;
     qatomic_inc(&s->counters[XPU_CNT_CMDS]);
     if (l->status != XPU_LANE_RUNNING) {
         return false;
     }
-    l->pc += XPU_CMD_SIZE;
+    l->pc = next;
     return true;
 }
 

@@ -45,6 +45,8 @@
 #                      reach the xpu's memory; "apart" puts the xpu on the
 #                      root bus beside the NIC, a path P2PDMA judges by
 #                      the host bridge (q35's is not one it trusts)
+#     --xpu-lanes N    lanes of each xpu (1..32; the device's default, 4,
+#                      without it)
 #     --file SRC:DST   host file or directory SRC at DST in every guest
 #                      (repeatable), e.g. firmware images at
 #                      /lib/firmware/rhinet/
@@ -64,7 +66,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 nodes=2 script="" shell_node="" timeout=120 out="" env_file="$REPO/build/vm/env"
-apps=0 mem=256M wire=socket core=engine virtio_link=0 restart_switch_frames=0 xpu=""
+apps=0 mem=256M wire=socket core=engine virtio_link=0 restart_switch_frames=0 xpu="" xpu_lanes=""
 switch_args=() script_args=() switch_groups=() files=()
 while (($#)); do
 	case $1 in
@@ -85,7 +87,8 @@ while (($#)); do
 	--switch-group) switch_groups+=("$2"); shift 2 ;;
 	--file) files+=("$2"); shift 2 ;;
 	--xpu) xpu=$2; shift 2 ;;
-	-h | --help) sed -n '2,61p' "$0"; exit 0 ;;
+	--xpu-lanes) xpu_lanes=",lanes=$2"; shift 2 ;;
+	-h | --help) sed -n '2,63p' "$0"; exit 0 ;;
 	*) echo "run-cluster: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -188,9 +191,9 @@ run_qemu() { # node mode serial
 	case $place in
 	bridge)
 		pre=(-device pci-bridge,id=p2p,chassis_nr=1,shpc=off,addr=0x10
-			-device xpu,bus=p2p,addr=2)
+			-device "xpu,bus=p2p,addr=2$xpu_lanes")
 		at=",bus=p2p,addr=1" ;;
-	apart) pre=(-device xpu) ;;
+	apart) pre=(-device "xpu$xpu_lanes") ;;
 	esac
 	local nic=("${pre[@]}" -device "rhinet$at,wire=$sockdir/port$1.sock,node-id=$1,fault-injection=on$tuned")
 	[[ $wire == netdev ]] && nic=("${pre[@]}"

@@ -5,7 +5,9 @@ on the first exercises every command; the bus counters must tell host RAM
 from the second xpu's BAR (peer-to-peer) exactly; each fault has its error
 code; bus mastering off leaves nothing reachable. Then windows: once
 enforcement is on, a lane reaches only the bus ranges its windows give it,
-and anything else faults WINDOW without touching the bus.
+and anything else faults WINDOW without touching the bus. Last, ALU,
+BRANCH and the indirect operand flags: results, loops, lanes taking
+tickets in turn, precise faults, a runaway loop stopped by ABORT.
 
     xpu_qtest.py ENV_FILE   (QEMU=... in it, as tests/vm/prepare.sh writes)
 """
@@ -30,12 +32,19 @@ HDR = {
     "XPU_WINDOWS_MAX": 16, "XPU_REG_WINDOW_BASE": 0x200,
     "XPU_REG_WINDOW_STRIDE": 0x10, "XPU_WINDOW_ADDR": 0x00,
     "XPU_WINDOW_SIZE": 0x08, "XPU_LANE_WINDOWS": 0x14,
+    "XPU_OP_NUM": 10, "XPU_IND_A": 1 << 4, "XPU_IND_B": 1 << 5,
+    "XPU_IND_IMM": 1 << 6,
 }
 CNT = ["HOST_RD_BYTES", "HOST_RD_COUNT", "HOST_WR_BYTES", "HOST_WR_COUNT",
        "P2P_RD_BYTES", "P2P_RD_COUNT", "P2P_WR_BYTES", "P2P_WR_COUNT",
        "IN_RD_BYTES", "IN_RD_COUNT", "IN_WR_BYTES", "IN_WR_COUNT",
        "CMDS", "FAULTS", "WINDOW_FAULTS"]
-STOP, STORE, COPY, WRITE64, DMA_READ, DMA_WRITE, FADD, POLL = range(8)
+STOP, STORE, COPY, WRITE64, DMA_READ, DMA_WRITE, FADD, POLL, ALU, BRANCH = \
+    range(10)
+IND_A, IND_B, IND_IMM = 1 << 4, 1 << 5, 1 << 6
+ADD, SUB, AND, OR, XOR, SHL, SHR, MUL = range(8)
+EQ, NE, LT, GE = range(4)
+M64 = (1 << 64) - 1
 IDLE, RUNNING, DONE, FAULT = range(4)
 E_NONE, E_OPCODE, E_RANGE, E_BUS, E_TIMEOUT, E_WINDOW = range(6)
 
@@ -223,6 +232,159 @@ def windows(q):
           f"WINDOW faults counted, no bus access made by them: {c}")
 
 
+def word(q, off):
+    return struct.unpack("<Q", q.read(MEM[4] + off, 8))[0]
+
+
+def put_words(q, off, *vals):
+    q.write(MEM[4] + off, struct.pack(f"<{len(vals)}Q", *vals))
+
+
+def isa(q):
+    """ALU, indirect operands and BRANCH on xpu 4 (enforcement is on: lane
+    1 has no window, so its programs stay in their own memory)."""
+    x, y = 0x0123456789ABCDEF, 0xFEDCBA9876543210
+    ops = [(ADD, x, y, (x + y) & M64), (SUB, x, y, (x - y) & M64),
+           (AND, x, y, x & y), (OR, x, y, x | y), (XOR, x, y, x ^ y),
+           (SHL, x, 68, (x << 4) & M64), (SHR, y, 4, y >> 4),
+           (MUL, x, y, (x * y) & M64)]
+    put_words(q, 0x8000, x, y)
+    prog = [cmd(ALU, a=0x8100 + 8 * i, b=0x8000 + 8 * (v == y), imm=w,
+                length=op) for i, (op, v, w, _) in enumerate(ops)]
+    status, _ = run(q, 1, 0x9000, prog + [cmd(STOP)])
+    check(status == DONE and
+          [word(q, 0x8100 + 8 * i) for i in range(len(ops))] ==
+          [r for *_, r in ops],
+          "ALU: add sub and or xor shl (imm & 63) shr mul, 64-bit wrapping")
+
+    # Indirect operands: where and what computed by the lane itself.
+    put_words(q, 0x8200, 0x8300, 0x8308, 77, 0, 0)
+    status, _ = run(q, 1, 0x9400, [
+        cmd(STORE, a=0x8200, imm=0x8210, flags=IND_A | IND_IMM),
+        cmd(COPY, a=0x8208, b=0x8300, length=8, flags=IND_A),
+        cmd(ALU, a=0x8200, b=0x8200, imm=0x8210, length=ADD,
+            flags=IND_A | IND_IMM),
+        cmd(POLL, a=0x8300, imm=0x8210, flags=IND_IMM | 1, length=3),
+        cmd(STOP)])
+    check(status == DONE and word(q, 0x8300) == 77 + 0x8300 and
+          word(q, 0x8308) == 77,
+          "IND_A/IND_IMM: STORE, COPY, ALU, POLL through words "
+          f"({status}, {word(q, 0x8300)}, {word(q, 0x8308)})")
+
+    # A loop: sum 0..99 in 100 rounds of 4 commands, BRANCH LT back.
+    put_words(q, 0x8400, 0, 0)
+    loop = [cmd(ALU, a=0x8408, b=0x8408, imm=0x8400, length=ADD,
+                flags=IND_IMM),
+            cmd(ALU, a=0x8400, b=0x8400, imm=1, length=ADD),
+            cmd(BRANCH, a=0x8400, b=100, imm=0x9800, length=LT),
+            cmd(STOP)]
+    status, _ = run(q, 1, 0x9800, loop)
+    check(status == DONE and word(q, 0x8408) == 4950 and
+          q.readq(lane_reg(4, 1, HDR["XPU_LANE_EXECUTED"])) == 3 * 100 + 1,
+          "BRANCH LT loops: sum of 0..99, 301 commands executed")
+    conds = [(EQ, 5, 5, 1), (EQ, 5, 6, 0), (NE, 5, 6, 1), (NE, 5, 5, 0),
+             (LT, 5, 6, 1), (LT, 6, 5, 0), (LT, 1 << 63, 1, 0),
+             (GE, 6, 6, 1), (GE, 5, 6, 0), (GE, M64, 0, 1)]
+    results = []
+    for cond, v, w, _ in conds:
+        put_words(q, 0x8500, v, w, 0)
+        status, _ = run(q, 1, 0x9A00, [
+            cmd(BRANCH, a=0x8500, b=0x8508, imm=0x9A60, length=cond,
+                flags=IND_B),
+            cmd(STORE, a=0x8510, imm=0),
+            cmd(STOP),
+            cmd(STORE, a=0x8510, imm=1),
+            cmd(STOP)])
+        results.append(word(q, 0x8510) if status == DONE else -1)
+    check(results == [r for *_, r in conds],
+          f"BRANCH conditions (unsigned) with IND_B: {results}")
+
+    # Four lanes take tickets (FADD), wait for their turn (the published
+    # count equals their ticket), put a mark, lane << 32 | their count, in
+    # the ticket's slot of a ring (address = ring + (ticket & 127) * 8)
+    # and publish (count = ticket + 1): 25 times each, a loop each.
+    ring, n, lanes = 0xD000, 25, 4
+    put_words(q, 0x8600, 0, 0)  # reserve, published
+    q.write(MEM[4] + ring, bytes(8 * 128))
+    for lane in range(lanes):
+        s = 0x8800 + 0x40 * lane  # ticket, slot address, count, mark
+        put_words(q, s, 0, 0, 0, lane << 32)
+        pc = 0xA000 + 0x400 * lane
+        q.write(MEM[4] + pc, b"".join([
+            cmd(FADD, a=0x8600, b=s, imm=1),
+            cmd(POLL, a=0x8608, imm=s, flags=IND_IMM, length=1000),
+            cmd(ALU, a=s + 8, b=s, imm=127, length=AND),
+            cmd(ALU, a=s + 8, b=s + 8, imm=3, length=SHL),
+            cmd(ALU, a=s + 8, b=s + 8, imm=ring, length=ADD),
+            cmd(ALU, a=s + 24, b=s + 24, imm=1, length=ADD),
+            cmd(STORE, a=s + 8, imm=s + 24, flags=IND_A | IND_IMM),
+            cmd(ALU, a=0x8608, b=s, imm=1, length=ADD),
+            cmd(ALU, a=s + 16, b=s + 16, imm=1, length=ADD),
+            cmd(BRANCH, a=s + 16, b=n, imm=pc, length=LT),
+            cmd(STOP)]))
+        q.writeq(lane_reg(4, lane, HDR["XPU_LANE_PC"]), pc)
+    for lane in range(lanes):
+        q.writel(lane_reg(4, lane, HDR["XPU_LANE_CTRL"]), 1)
+    for _ in range(500):
+        q.step(10000)
+        if all(q.readl(lane_reg(4, ln, HDR["XPU_LANE_STATUS"])) != RUNNING
+               for ln in range(lanes)):
+            break
+    st = [q.readl(lane_reg(4, ln, HDR["XPU_LANE_STATUS"]))
+          for ln in range(lanes)]
+    marks = struct.unpack("<100Q", q.read(MEM[4] + ring, 800))
+    seqs = {ln: [m & 0xFFFFFFFF for m in marks if m >> 32 == ln]
+            for ln in range(lanes)}
+    check(st == [DONE] * lanes and word(q, 0x8600) == n * lanes and
+          word(q, 0x8608) == n * lanes and
+          all(seqs[ln] == list(range(1, n + 1)) for ln in range(lanes)),
+          f"four looping lanes: 100 tickets, each slot marked once, each "
+          f"lane's marks in its order ({st})")
+
+    # Faults stay precise: PC at the command, nothing done.
+    put_words(q, 0x8A00, 0x101, 1 << 40, 0)
+    cases = [
+        ("an ALU op past MUL", [cmd(ALU, a=0x8A10, b=0x8A10, length=8)],
+         E_OPCODE),
+        ("a condition past GE", [cmd(BRANCH, a=0x8A10, imm=0, length=4)],
+         E_OPCODE),
+        ("an indirect flag on STOP", [cmd(STOP, flags=IND_A)], E_OPCODE),
+        ("a BRANCH target not aligned",
+         [cmd(BRANCH, a=0x8A10, b=1, imm=0x10, length=EQ)], E_RANGE),
+        ("a BRANCH target past the end",
+         [cmd(BRANCH, a=0x8A10, b=1, imm=16 << 20, length=EQ)], E_RANGE),
+        ("an indirect word unaligned",
+         [cmd(STORE, a=0x8A04, imm=1, flags=IND_A)], E_RANGE),
+        ("an indirect word past the end",
+         [cmd(STORE, a=16 << 20, imm=1, flags=IND_A)], E_RANGE),
+        ("an indirect address unaligned",
+         [cmd(STORE, a=0x8A00, imm=1, flags=IND_A)], E_RANGE),
+        ("an indirect address past the end",
+         [cmd(COPY, a=0x8A08, b=0, length=8, flags=IND_A)], E_RANGE),
+        ("POLL on a computed value still times out",
+         [cmd(POLL, a=0x8A10, imm=0x8A08, flags=IND_IMM, length=3)],
+         E_TIMEOUT),
+    ]
+    pc = 0xB000
+    for what, prog, code in cases:
+        put_words(q, 0x8A10, 0)
+        status, err = run(q, 1, pc, prog)
+        check(status == FAULT and err == code and
+              q.readq(lane_reg(4, 1, 0)) == pc and word(q, 0x8A10) == 0,
+              f"{what}: FAULT {code}, PC at it (got {status}, {err})")
+        pc += 0x100
+
+    # A runaway loop runs until ABORT, other lanes go on beside it.
+    status, _ = run(q, 2, 0xC000, [cmd(BRANCH, a=0x8A10, b=0, imm=0xC000,
+                                       length=EQ)], rounds=3)
+    ran = q.readq(lane_reg(4, 2, HDR["XPU_LANE_EXECUTED"]))
+    other, _ = run(q, 1, 0xC100, [cmd(STORE, a=0x8A18, imm=9), cmd(STOP)])
+    q.writel(lane_reg(4, 2, HDR["XPU_LANE_CTRL"]), 2)
+    check(status == RUNNING and ran > 0 and other == DONE and
+          q.readl(lane_reg(4, 2, HDR["XPU_LANE_STATUS"])) == IDLE,
+          f"a lane looping forever ({ran} commands) is stopped by ABORT")
+
+
 def main():
     env = dict(line.split("=", 1) for line in
                open(sys.argv[1]).read().splitlines() if "=" in line)
@@ -306,7 +468,7 @@ def main():
 
     # Faults, each with its code; the PC stays at the faulting command.
     cases = [
-        ("unknown opcode", [cmd(9)], E_OPCODE),
+        ("unknown opcode", [cmd(10)], E_OPCODE),
         ("flags on a STORE", [cmd(STORE, a=0x100, flags=1)], E_OPCODE),
         ("STORE unaligned", [cmd(STORE, a=0x101)], E_RANGE),
         ("COPY past the end", [cmd(COPY, a=16 << 20, b=0, length=8)],
@@ -346,6 +508,7 @@ def main():
     q.writel(r4 + HDR["XPU_REG_CTRL"], 1)
     check(all(v == 0 for v in counters(q, 4).values()), "CTRL clears counters")
     windows(q)
+    isa(q)
     q.close()
     if failures:
         print(f"xpu_qtest: {len(failures)} FAILED")

@@ -140,8 +140,54 @@ enum xpu_opcode {
 	XPU_OP_DMA_WRITE = 5, /* bus[b, b+len) = mem[a, a+len) */
 	XPU_OP_FADD = 6, /* atomically: mem[b] = mem[a]; mem[a] += imm */
 	XPU_OP_POLL = 7, /* wait until mem[a] == imm (or >= with flags GE) */
+	XPU_OP_ALU = 8, /* mem[a] = mem[b] <len: enum xpu_alu> imm */
+	XPU_OP_BRANCH = 9, /* if mem[a] <len: enum xpu_cond> b: PC = imm */
 };
+#define XPU_OP_NUM 10
 #define XPU_POLL_GE 1u /* flags of POLL: unsigned mem[a] >= imm ends it */
+
+/*
+ * Operand flags, valid on every command but STOP: the operand field is
+ * not the value itself but the offset of an 8-byte word of BAR2 that holds
+ * it, read when the command runs. With ALU and indirect addresses a lane
+ * computes where to go (a ring slot from a ticket), with IND_IMM and
+ * IND_B it stores, writes, waits for or compares a value it computed.
+ * The operand word itself must be aligned and inside BAR2 (else RANGE);
+ * what it holds is then checked as the field would be.
+ */
+#define XPU_IND_A (1u << 4) /* a is mem[a] */
+#define XPU_IND_B (1u << 5) /* b is mem[b] */
+#define XPU_IND_IMM (1u << 6) /* imm is mem[imm] */
+#define XPU_IND_ALL (XPU_IND_A | XPU_IND_B | XPU_IND_IMM)
+
+/* ALU: mem[a] = mem[b] op imm, 64-bit, wrapping; shifts take imm & 63. */
+enum xpu_alu {
+	XPU_ALU_ADD = 0,
+	XPU_ALU_SUB = 1,
+	XPU_ALU_AND = 2,
+	XPU_ALU_OR = 3,
+	XPU_ALU_XOR = 4,
+	XPU_ALU_SHL = 5,
+	XPU_ALU_SHR = 6, /* logical */
+	XPU_ALU_MUL = 7, /* low 64 bits */
+	XPU_ALU_NUM
+};
+
+/*
+ * BRANCH: compares mem[a] with b (unsigned 64-bit; with XPU_IND_B with
+ * mem[b]); if the condition holds the next command is at imm (32-byte
+ * aligned, inside BAR2, else RANGE whether taken or not), otherwise the
+ * one after. A loop is not special: the device runs a bounded number of
+ * commands of each lane per scheduling round, so other lanes and the
+ * registers are served, and ABORT stops it.
+ */
+enum xpu_cond {
+	XPU_COND_EQ = 0,
+	XPU_COND_NE = 1,
+	XPU_COND_LT = 2,
+	XPU_COND_GE = 3,
+	XPU_COND_NUM
+};
 /*
  * POLL checks once per scheduling round of the device (about 10 us of the
  * guest's clock), for at most len rounds (0: XPU_POLL_ROUNDS_DEFAULT),
@@ -162,6 +208,11 @@ struct xpu_cmd {
 #define XPU_CMD_SIZE 32
 #ifndef __cplusplus
 _Static_assert(sizeof(struct xpu_cmd) == XPU_CMD_SIZE, "xpu_cmd is 32 bytes");
+_Static_assert(XPU_OP_NUM <= 256, "an opcode is one byte");
+_Static_assert((XPU_IND_ALL & XPU_POLL_GE) == 0 && XPU_IND_ALL <= 0xff,
+	       "operand flags fit the flags byte beside POLL's GE");
+_Static_assert(XPU_ALU_NUM <= 8 && XPU_COND_NUM <= 4,
+	       "ALU ops and conditions are small numbers in len");
 #endif
 
 #endif /* XPU_HW_XPU_H */

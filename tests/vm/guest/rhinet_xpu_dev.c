@@ -51,6 +51,7 @@
 #include <rhinet/hw_wqe.h>
 
 #include "verbs_guest.h"
+#include "xpu_devmode.h"
 #include "xpu_guest.h"
 #include "xpu/xpu-abi.h"
 #include "xpu/xpu.h"
@@ -82,19 +83,6 @@ struct wire {
 	uint32_t ok; /* the server set up device mode */
 	uint32_t pad;
 };
-
-static void put_cmd(struct xpu *x, uint32_t pc, uint8_t op, uint8_t flags,
-		    uint32_t len, uint64_t a, uint64_t b, uint64_t imm)
-{
-	struct xpu_cmd c = {.op = op,
-			    .flags = flags,
-			    .len = len,
-			    .a = a,
-			    .b = b,
-			    .imm = imm};
-
-	memcpy((void *)(x->mem + pc), &c, sizeof(c));
-}
 
 /* Runs @lane from @pc and waits; the lane's status, error in *err. */
 static uint32_t lane_run(struct xpu *x, uint32_t lane, uint32_t pc,
@@ -159,11 +147,7 @@ struct dev_side {
 static struct rhinetdv_queue_buf qbuf(struct dev_side *d, uint64_t off,
 				      size_t len)
 {
-	return (struct rhinetdv_queue_buf){
-		.dmabuf_fd = d->buf_fd,
-		.offset = off,
-		.length = len,
-		.addr = (void *)(d->x.mem + EXP_OFF + off)};
+	return xpu_queue_buf(&d->x, d->buf_fd, EXP_OFF, off, len);
 }
 
 /* The CQ and the QP in the dma-buf, the source MR; false if refused. */
@@ -182,8 +166,9 @@ static bool make_queues(struct dev_side *d)
 						    RHINETDV_CQ_INIT_ATTR_BUF};
 	struct rhinetdv_qp_init_attr qdv = {.comp_mask =
 						    RHINETDV_QP_INIT_ATTR_BUF};
-	size_t cq_len, qp_len, want;
+	size_t cq_len = 0, qp_len = 0, want;
 	struct ibv_cq_ex *cq;
+	int lens;
 
 	d->pd = ibv_alloc_pd(d->ctx);
 	if (!d->pd)
@@ -197,11 +182,21 @@ static bool make_queues(struct dev_side *d)
 	d->sq_rec_off = (size_t)RHN_SQ_SLOT_SIZE * SQ_WRS +
 			(size_t)RHN_RQ_WQE_SIZE * RQ_WRS;
 	want = d->sq_rec_off + 2 * sizeof(struct rhn_queue_record);
-	check(!rhinetdv_cq_buf_len(d->ctx, ca.cqe, &cq_len) &&
-		      !rhinetdv_qp_buf_len(d->ctx, &qa, &qp_len) &&
-		      qp_len == want && cq_len <= QP_OFF,
-	      "queue buffers: QP %zu bytes (want %zu), CQ %zu", qp_len, want,
-	      cq_len);
+	/*
+	 * The provider's length also fits the QP with many producers (its
+	 * SQ record 8 bytes longer), with or without the flag.
+	 */
+	lens = rhinetdv_cq_buf_len(d->ctx, ca.cqe, &cq_len);
+	lens = lens ?: rhinetdv_qp_buf_len(d->ctx, &qa, &qp_len);
+	check(!lens &&
+		      qp_len == want + sizeof(struct rhn_mp_queue_record) -
+					sizeof(struct rhn_queue_record) &&
+		      cq_len <= QP_OFF,
+	      "queue buffers: %s, QP %zu bytes (want %zu and the larger SQ "
+	      "record), CQ %zu",
+	      strerror(lens), lens ? 0 : qp_len, want, lens ? 0 : cq_len);
+	if (lens)
+		return false;
 	cdv.buf = qbuf(d, CQ_OFF, cq_len);
 	cq = rhinetdv_create_cq(d->ctx, &ca, &cdv, sizeof(cdv));
 	check(cq, "CQ in the xpu's memory: %s", strerror(errno));
@@ -248,25 +243,25 @@ static void build_program(struct dev_side *d, uint32_t rkey, uint64_t raddr)
 		uint32_t last = (b + 1) * per - 1;
 
 		for (uint32_t i = b * per; i <= last; i++) {
-			put_cmd(&d->x, pc, XPU_OP_COPY, 0, RHN_SQ_SLOT_SIZE,
-				ring + i * RHN_SQ_SLOT_SIZE,
-				STAGE_OFF + i * RHN_SQ_SLOT_SIZE, 0);
+			xpu_put_cmd(&d->x, pc, XPU_OP_COPY, 0, RHN_SQ_SLOT_SIZE,
+				    ring + i * RHN_SQ_SLOT_SIZE,
+				    STAGE_OFF + i * RHN_SQ_SLOT_SIZE, 0);
 			pc += XPU_CMD_SIZE;
 		}
 		/* producer_index = last + 1; nic_consumer stays 0 */
-		put_cmd(&d->x, pc, XPU_OP_STORE, 0, 0, ring + d->sq_rec_off, 0,
-			last + 1);
+		xpu_put_cmd(&d->x, pc, XPU_OP_STORE, 0, 0, ring + d->sq_rec_off,
+			    0, last + 1);
 		pc += XPU_CMD_SIZE;
-		put_cmd(&d->x, pc, XPU_OP_WRITE64, 0, 0, 0,
-			d->db.bus_addr + RHN_DB_SQ, d->qp->qp_num);
+		xpu_put_cmd(&d->x, pc, XPU_OP_WRITE64, 0, 0, 0,
+			    d->db.bus_addr + RHN_DB_SQ, d->qp->qp_num);
 		pc += XPU_CMD_SIZE;
 		/* bytes 24..31 of the CQE: the owner bit is bit 63 */
-		put_cmd(&d->x, pc, XPU_OP_POLL, XPU_POLL_GE, POLL_ROUNDS,
-			cqes + (uint64_t)last * RHN_CQE_SIZE + 24, 0,
-			1ull << 63);
+		xpu_put_cmd(&d->x, pc, XPU_OP_POLL, XPU_POLL_GE, POLL_ROUNDS,
+			    cqes + (uint64_t)last * RHN_CQE_SIZE + 24, 0,
+			    1ull << 63);
 		pc += XPU_CMD_SIZE;
 	}
-	put_cmd(&d->x, pc, XPU_OP_STOP, 0, 0, 0, 0, 0);
+	xpu_put_cmd(&d->x, pc, XPU_OP_STOP, 0, 0, 0, 0, 0);
 }
 
 static void device_posts(struct dev_side *d)
@@ -350,9 +345,9 @@ static void foreign_page(struct dev_side *d)
 	uint64_t bad0 = ib_hw_counter(d->dev, "bad_doorbells");
 	uint32_t st, err = 0;
 
-	put_cmd(&d->x, PROG_OFF, XPU_OP_WRITE64, 0, 0, 0,
-		d->db.bus_addr + RHN_DB_PAGE_SIZE + RHN_DB_SQ, 0xffffff);
-	put_cmd(&d->x, PROG_OFF + XPU_CMD_SIZE, XPU_OP_STOP, 0, 0, 0, 0, 0);
+	xpu_put_cmd(&d->x, PROG_OFF, XPU_OP_WRITE64, 0, 0, 0,
+		    d->db.bus_addr + RHN_DB_PAGE_SIZE + RHN_DB_SQ, 0xffffff);
+	xpu_put_cmd(&d->x, PROG_OFF + XPU_CMD_SIZE, XPU_OP_STOP, 0, 0, 0, 0, 0);
 	st = lane_run(&d->x, 0, PROG_OFF, &err);
 	check(st == XPU_LANE_FAULT && err == XPU_ERR_WINDOW,
 	      "a write to the next doorbell page: status %u, error %u", st,
@@ -376,6 +371,7 @@ static void other_process(struct dev_side *d)
 		int fd = open(XPU_DEV, O_RDWR | O_CLOEXEC), r;
 
 		role = "other process";
+		failures = 0; /* its own checks only, not the parent's */
 		if (fd < 0)
 			die("open " XPU_DEV);
 		r = ioctl(fd, XPU_IOC_LANE_RUN, &run) ? errno : 0;
@@ -399,9 +395,10 @@ static void other_process(struct dev_side *d)
 /* Lane 1 kicks through @bus_addr's doorbell page: its status and error. */
 static uint32_t lane1_kick(struct dev_side *d, uint64_t bus_addr, uint32_t *err)
 {
-	put_cmd(&d->x, PROG1_OFF, XPU_OP_WRITE64, 0, 0, 0, bus_addr + RHN_DB_SQ,
-		0xffffff);
-	put_cmd(&d->x, PROG1_OFF + XPU_CMD_SIZE, XPU_OP_STOP, 0, 0, 0, 0, 0);
+	xpu_put_cmd(&d->x, PROG1_OFF, XPU_OP_WRITE64, 0, 0, 0,
+		    bus_addr + RHN_DB_SQ, 0xffffff);
+	xpu_put_cmd(&d->x, PROG1_OFF + XPU_CMD_SIZE, XPU_OP_STOP, 0, 0, 0, 0,
+		    0);
 	return lane_run(&d->x, 1, PROG1_OFF, err);
 }
 
@@ -502,9 +499,10 @@ static uint32_t revoked(struct dev_side *d)
 	if (!r)
 		window = imp.window;
 	/* A kick naming no queue of the context: harmless, and counted. */
-	put_cmd(&d->x, PROG1_OFF, XPU_OP_WRITE64, 0, 0, 0,
-		imp.bus_addr + RHN_DB_SQ, 0xffffff);
-	put_cmd(&d->x, PROG1_OFF + XPU_CMD_SIZE, XPU_OP_STOP, 0, 0, 0, 0, 0);
+	xpu_put_cmd(&d->x, PROG1_OFF, XPU_OP_WRITE64, 0, 0, 0,
+		    imp.bus_addr + RHN_DB_SQ, 0xffffff);
+	xpu_put_cmd(&d->x, PROG1_OFF + XPU_CMD_SIZE, XPU_OP_STOP, 0, 0, 0, 0,
+		    0);
 	st = lane_run(&d->x, 1, PROG1_OFF, &err);
 	check(st == XPU_LANE_DONE, "lane 1 reaches the live page: %u, %u", st,
 	      err);
@@ -532,32 +530,14 @@ static uint32_t revoked(struct dev_side *d)
 static void server(int sock, struct ibv_context *ctx, const char *dev,
 		   int gid_index, bool expect_p2p)
 {
-	struct xpu_export e = {.offset = EXP_OFF,
-			       .length = EXP_LEN,
-			       .flags = O_CLOEXEC | O_RDWR};
 	struct dev_side d = {.ctx = ctx, .dev = dev, .buf_fd = -1};
 	struct wire me = {0}, peer;
 	int r;
 
-	struct rhinetdv_export_doorbell_attr da = {
-		.flags = RHINETDV_EXPORT_DOORBELL_CLOEXEC};
-
 	xpu_open(&d.x);
-	d.db_fd = rhinetdv_export_doorbell(ctx, &da, sizeof(da));
-	if (!expect_p2p) {
-		check(d.db_fd < 0 && errno == EOPNOTSUPP,
-		      "doorbell export without P2PDMA: %s", strerror(errno));
-		check(ioctl(d.x.fd, XPU_IOC_EXPORT_DMABUF, &e) &&
-			      errno == EOPNOTSUPP,
-		      "xpu export without P2PDMA: %s", strerror(errno));
+	if (!xpu_devmode_exports(ctx, &d.x, EXP_OFF, EXP_LEN, &d.db_fd,
+				 &d.buf_fd, expect_p2p))
 		goto talk;
-	}
-	check(d.db_fd >= 0, "doorbell export: %s", strerror(errno));
-	r = ioctl(d.x.fd, XPU_IOC_EXPORT_DMABUF, &e) ? errno : 0;
-	check(!r, "xpu export: %s", strerror(r));
-	if (d.db_fd < 0 || r)
-		goto talk;
-	d.buf_fd = e.fd;
 	memset((void *)(d.x.mem + EXP_OFF), 0, EXP_LEN);
 	pattern_fill(d.x.mem + EXP_OFF + SRC_OFF, NWQE * WLEN, 7);
 	{
@@ -611,13 +591,6 @@ talk:
 
 static void client(int sock, struct ibv_context *ctx, int gid_index)
 {
-	struct ibv_qp_init_attr a = {
-		.cap = {.max_send_wr = 1,
-			.max_recv_wr = 1,
-			.max_send_sge = 1,
-			.max_recv_sge = 1},
-		.qp_type = IBV_QPT_RC,
-	};
 	struct wire me = {0}, peer;
 	struct ibv_mr *mr;
 	struct ibv_pd *pd;
@@ -627,10 +600,7 @@ static void client(int sock, struct ibv_context *ctx, int gid_index)
 	mr = alloc_buffer(ctx, HOST_SIZE, &pd, &buf);
 	if (!mr)
 		die("host MR");
-	a.send_cq = a.recv_cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
-	qp = a.send_cq ? ibv_create_qp(pd, &a) : NULL;
-	if (!qp)
-		die("CQ/QP");
+	qp = xpu_target_qp(ctx, pd);
 	me.qpn = qp->qp_num;
 	me.rkey = mr->rkey;
 	me.addr = (uintptr_t)buf;
@@ -649,32 +619,29 @@ static void client(int sock, struct ibv_context *ctx, int gid_index)
 	check(buf[NWQE * WLEN] == 0, "nothing written past them");
 	sync_peer(sock);
 out:
-	ibv_destroy_qp(qp);
-	ibv_destroy_cq(a.send_cq);
+	xpu_target_qp_destroy(qp);
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
 }
 
 int main(int argc, char **argv)
 {
-	const char *dev = "rhinet0", *server_name, *expect;
-	int gid_index = 1, port = 18521, sock;
+	const char *dev = "rhinet0", *server_name;
+	int gid_index = 1, port = 18521, sock, p2p;
 	struct ibv_context *ctx;
 
 	program = "rhinet-xpu-dev";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	server_name = peer_args(argc, argv, &dev, &gid_index, &port);
-	expect = getenv("XPU_EXPECT");
-	if (!expect || (strcmp(expect, "p2p") && strcmp(expect, "none"))) {
-		fprintf(stderr, "XPU_EXPECT=p2p or none\n");
+	p2p = xpu_expect_p2p();
+	if (p2p < 0)
 		return 2;
-	}
 	ctx = open_device(dev);
 	sock = tcp_connect(server_name, port);
 	if (server_name)
 		client(sock, ctx, gid_index);
 	else
-		server(sock, ctx, dev, gid_index, !strcmp(expect, "p2p"));
+		server(sock, ctx, dev, gid_index, p2p);
 	close(sock);
 	ibv_close_device(ctx);
 	printf("%s %s: %d checks, %d failed\n", program, role, checks,
