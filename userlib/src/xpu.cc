@@ -85,6 +85,33 @@ Result<Import> Device::import_dmabuf(int fd, std::uint32_t lane_mask) const {
   return Import{imp.bus_addr, imp.size, imp.window};
 }
 
+Result<void> Device::unimport(std::uint32_t window) const {
+  xpu_unimport u{};
+  u.window = window;
+  if (ioctl(fd_, XPU_IOC_UNIMPORT_DMABUF, &u))
+    return Error(errno,
+                 "giving back the xpu's window " + std::to_string(window));
+  return ok();
+}
+
+Result<void> Device::claim_lanes(std::uint32_t lane_mask) const {
+  xpu_lane_claim c{};
+  c.lanes = lane_mask;
+  if (ioctl(fd_, XPU_IOC_LANE_CLAIM, &c))
+    return Error(errno, "claiming the xpu's lanes " +
+                            std::to_string(lane_mask) + " (mask)");
+  return ok();
+}
+
+Result<void> Device::release_lanes(std::uint32_t lane_mask) const {
+  xpu_lane_claim c{};
+  c.lanes = lane_mask;
+  if (ioctl(fd_, XPU_IOC_LANE_RELEASE, &c))
+    return Error(errno, "giving back the xpu's lanes " +
+                            std::to_string(lane_mask) + " (mask)");
+  return ok();
+}
+
 Result<LaneOutcome> Device::run(std::uint32_t lane, std::uint64_t pc,
                                 std::uint32_t timeout_ms) const {
   xpu_lane_run r{};
