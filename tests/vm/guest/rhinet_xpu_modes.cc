@@ -61,8 +61,8 @@ constexpr std::uint64_t kTwoRegion0 = 4u << 20;
 constexpr std::uint64_t kTwoRegionStride = 2u << 20;
 constexpr std::uint32_t kTwoSeed0 = 21;
 constexpr std::uint32_t kHalf = kHost / 2;
-constexpr std::uint32_t kLongPuts = 600;
-constexpr std::uint32_t kLongLen = 16u << 10;
+constexpr std::uint32_t kLongPuts = 600; // each with a quiet
+constexpr std::uint32_t kLongLen = 32u << 10;
 
 struct Round {
 	PutMode asked;
@@ -456,8 +456,10 @@ rhinet::xpu::PutProgram short_program()
 			rhinet::xpu::PutProgram p = short_program();
 			if (cmd == kRunLong) {
 				p = {};
-				for (std::uint32_t k = 0; k < kLongPuts; k++)
+				for (std::uint32_t k = 0; k < kLongPuts; k++) {
 					p.put(0, 0, kLongLen);
+					p.quiet();
+				}
 				const char started = 1;
 				if (write(ctl, &started, 1) != 1)
 					die("write");
@@ -466,7 +468,7 @@ rhinet::xpu::PutProgram short_program()
 			check(r && r->puts == p.ops().size(),
 			      "%s: the run completed: %s", role,
 			      r ? "yes" : r.error().to_string().c_str());
-			ans = r ? 1 : 0;
+			ans = r ? 1 : 2; // 0: the process is gone
 		}
 		if (write(ctl, &ans, 1) != 1)
 			die("write");
@@ -545,27 +547,59 @@ void two_processes(int sock, const char *dev, int gid_index, bool p2p)
 	sync_peer(sock); // and cleared them
 	if (ok) {
 		const char lng = kRunLong, run = kRunShort;
+		auto yr = rhinet::xpu::Device::open();
+		if (!yr)
+			die("open /dev/xpu0");
+		auto c0 = yr->counters();
 		if (write(ctl[1], &lng, 1) != 1)
 			die("write");
 		check(answer(ctl[1]) == 1, "B started its long run");
+		// Killed once its lane is well into the program (the lanes'
+		// command count, B's alone so far), not before it loads.
+		std::uint64_t b_cmds = 0;
+		for (const double t0 = now();
+		     b_cmds < 100 && now() - t0 < 20;) {
+			auto c = yr->counters();
+			if (c && c0)
+				b_cmds = (*c)[XPU_CNT_CMDS] -
+					 (*c0)[XPU_CNT_CMDS];
+		}
+		check(b_cmds >= 100, "B's lane runs (%" PRIu64 " commands)",
+		      b_cmds);
 		if (write(ctl[0], &run, 1) != 1)
 			die("write");
+		const double t_kill = now();
 		kill(pid[1], SIGKILL);
 		int st = 0;
 		check(waitpid(pid[1], &st, 0) == pid[1] && WIFSIGNALED(st),
 		      "B killed in its run");
-		check(answer(ctl[1]) == 0, "B's run had not ended");
+		const double reaped = now() - t_kill;
+		const char b_end = answer(ctl[1]);
+		check(b_end == 0, "B's run had not ended (B answered %d)",
+		      b_end);
 		check(answer(ctl[0]) == 1, "A's run completed meanwhile");
+		// B's program alone is at least 5 commands a put (device modes:
+		// a WQE's copy, the record, the kick, a completion's poll and
+		// clear; proxy: a request's 4 stores and the wait for it): a
+		// lane that ran it out after the kill would show.
+		auto c1 = yr->counters();
+		const std::uint64_t cmds =
+			c0 && c1 ? (*c1)[XPU_CNT_CMDS] - (*c0)[XPU_CNT_CMDS]
+				 : 0;
+		check(c0 && c1 && cmds < 5 * kLongPuts,
+		      "B's lane stopped when B was killed: %" PRIu64
+		      " lane commands ran in all, B's program has %u+",
+		      cmds, 5 * kLongPuts);
 		printf("rhinet-xpu-modes server: two processes (%s): A on "
 		       "lane %u, B on lane %u (window %s), B killed in a "
-		       "run of %u puts\n",
+		       "run of %u puts, %" PRIu64 " lane commands ran, "
+		       "reaped %.3f s after the kill\n",
 		       rhinet::xpu::to_string(mode).data(), hello[0].lane,
 		       hello[1].lane,
 		       hello[1].db_bus ? std::to_string(hello[1].window).c_str()
 				       : "none",
-		       kLongPuts);
-		auto yr = rhinet::xpu::Device::open();
-		if (yr) {
+		       kLongPuts, cmds, reaped);
+		{
 			auto c = yr->claim_lanes(1u << hello[1].lane);
 			check(c.has_value(),
 			      "B's lane is free once B is gone: %s",
