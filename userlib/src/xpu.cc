@@ -94,22 +94,23 @@ Result<void> Device::unimport(std::uint32_t window) const {
   return ok();
 }
 
-Result<void> Device::claim_lanes(std::uint32_t lane_mask) const {
+// XPU_IOC_LANE_CLAIM or XPU_IOC_LANE_RELEASE of @lane_mask; @what: which.
+static Result<void> lane_ioctl(int fd, unsigned long cmd,
+                               std::uint32_t lane_mask, const char* what) {
   xpu_lane_claim c{};
   c.lanes = lane_mask;
-  if (ioctl(fd_, XPU_IOC_LANE_CLAIM, &c))
-    return Error(errno, "claiming the xpu's lanes " +
+  if (ioctl(fd, cmd, &c))
+    return Error(errno, std::string(what) + " the xpu's lanes " +
                             std::to_string(lane_mask) + " (mask)");
   return ok();
 }
 
+Result<void> Device::claim_lanes(std::uint32_t lane_mask) const {
+  return lane_ioctl(fd_, XPU_IOC_LANE_CLAIM, lane_mask, "claiming");
+}
+
 Result<void> Device::release_lanes(std::uint32_t lane_mask) const {
-  xpu_lane_claim c{};
-  c.lanes = lane_mask;
-  if (ioctl(fd_, XPU_IOC_LANE_RELEASE, &c))
-    return Error(errno, "giving back the xpu's lanes " +
-                            std::to_string(lane_mask) + " (mask)");
-  return ok();
+  return lane_ioctl(fd_, XPU_IOC_LANE_RELEASE, lane_mask, "giving back");
 }
 
 Result<LaneOutcome> Device::run(std::uint32_t lane, std::uint64_t pc,

@@ -722,6 +722,22 @@ void server(int sock, ibv_context *ctx, const char *dev, int gid_index,
 	two_processes(sock, dev, gid_index, p2p);
 }
 
+// The client's side of a put channel: an RC QP that only receives WRITEs.
+ibv_qp *target_qp(ibv_pd *pd, ibv_cq *cq)
+{
+	ibv_qp_init_attr a{};
+	a.cap.max_send_wr = 1;
+	a.cap.max_recv_wr = 1;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	a.qp_type = IBV_QPT_RC;
+	a.send_cq = a.recv_cq = cq;
+	ibv_qp *qp = cq ? ibv_create_qp(pd, &a) : nullptr;
+	if (!qp)
+		die("CQ/QP");
+	return qp;
+}
+
 /*
  * two_processes()'s peer: two QPs, process A's puts into the first half of
  * @buf and B's into the second; both halves after the concurrent runs, A's
@@ -734,16 +750,7 @@ void two_clients(int sock, ibv_context *ctx, ibv_pd *pd, ibv_mr *mr,
 	ibv_qp *qp[2] = {};
 	Wire me[2]{}, peer[2]{};
 	for (std::uint32_t i = 0; i < 2; i++) {
-		ibv_qp_init_attr a{};
-		a.cap.max_send_wr = 1;
-		a.cap.max_recv_wr = 1;
-		a.cap.max_send_sge = 1;
-		a.cap.max_recv_sge = 1;
-		a.qp_type = IBV_QPT_RC;
-		a.send_cq = a.recv_cq = cq;
-		qp[i] = cq ? ibv_create_qp(pd, &a) : nullptr;
-		if (!qp[i])
-			die("CQ/QP");
+		qp[i] = target_qp(pd, cq);
 		me[i].qpn = qp[i]->qp_num;
 		me[i].rkey = mr->rkey;
 		me[i].addr = reinterpret_cast<std::uintptr_t>(buf) + i * kHalf;
@@ -782,17 +789,8 @@ void client(int sock, ibv_context *ctx, int gid_index, bool p2p)
 		die("host MR");
 	(void)p2p;
 	for (int round = 0; round < 4; round++) {
-		ibv_qp_init_attr a{};
-		a.cap.max_send_wr = 1;
-		a.cap.max_recv_wr = 1;
-		a.cap.max_send_sge = 1;
-		a.cap.max_recv_sge = 1;
-		a.qp_type = IBV_QPT_RC;
-		a.send_cq = a.recv_cq =
-			ibv_create_cq(ctx, 4, nullptr, nullptr, 0);
-		ibv_qp *qp = a.send_cq ? ibv_create_qp(pd, &a) : nullptr;
-		if (!qp)
-			die("CQ/QP");
+		ibv_cq *cq = ibv_create_cq(ctx, 4, nullptr, nullptr, 0);
+		ibv_qp *qp = target_qp(pd, cq);
 		std::memset(buf, 0, kHost);
 		Wire me{}, peer{};
 		me.qpn = qp->qp_num;
@@ -811,7 +809,7 @@ void client(int sock, ibv_context *ctx, int gid_index, bool p2p)
 			sync_peer(sock);
 		}
 		ibv_destroy_qp(qp);
-		ibv_destroy_cq(a.send_cq);
+		ibv_destroy_cq(cq);
 	}
 	two_clients(sock, ctx, pd, mr, buf, gid_index);
 	ibv_dereg_mr(mr);
