@@ -10,13 +10,13 @@
  * it (another device's dma-buf, such as rhinet.ko's doorbell page), and
  * lanes and windows are the file's until it is closed.
  */
+#include <linux/delay.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
-#include <linux/iopoll.h>
 #include <linux/kref.h>
 #include <linux/memremap.h>
 #include <linux/miscdevice.h>
@@ -26,6 +26,7 @@
 #include <linux/pci.h>
 #include <linux/pci-p2pdma.h>
 #include <linux/rwsem.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -306,6 +307,27 @@ static void __iomem *xpu_lane_reg(struct xpu_dev *xdev, u32 lane, u32 off)
 	return xdev->regs + XPU_REG_LANE(lane) + off;
 }
 
+/*
+ * Until the lane stops, @timeout_ms pass (ETIMEDOUT) or the caller is
+ * killed (EINTR): a process killed mid-run goes at once, and its close
+ * aborts the lane, rather than waiting out a program that may never end.
+ */
+static int xpu_lane_wait(struct xpu_dev *xdev, u32 lane, u32 timeout_ms)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(timeout_ms);
+
+	for (;;) {
+		if (readl(xpu_lane_reg(xdev, lane, XPU_LANE_STATUS)) !=
+		    XPU_LANE_RUNNING)
+			return 0;
+		if (time_after(jiffies, end))
+			return -ETIMEDOUT;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		usleep_range(100, 200);
+	}
+}
+
 static int xpu_lane_run(struct xpu_file *xf, struct xpu_lane_run *req)
 {
 	struct xpu_dev *xdev = xf->xdev;
@@ -335,10 +357,7 @@ static int xpu_lane_run(struct xpu_file *xf, struct xpu_lane_run *req)
 	mutex_unlock(&xdev->lane_lock);
 
 	if (req->flags & XPU_RUN_WAIT) {
-		ret = readl_poll_timeout(xpu_lane_reg(xdev, req->lane,
-						      XPU_LANE_STATUS),
-					 status, status != XPU_LANE_RUNNING,
-					 100, timeout_ms * 1000ULL);
+		ret = xpu_lane_wait(xdev, req->lane, timeout_ms);
 		if (ret)
 			writel(XPU_LANE_CTRL_ABORT,
 			       xpu_lane_reg(xdev, req->lane, XPU_LANE_CTRL));
@@ -365,6 +384,46 @@ static int xpu_claim_locked(struct xpu_file *xf, u32 lanes)
 	for_each_set_bit(l, &mask, XPU_LANES_MAX)
 		xdev->lane_owner[l] = xf;
 	return 0;
+}
+
+/* Lane @l is no file's: stopped and reaching no window (on a live device). */
+static void xpu_lane_free(struct xpu_dev *xdev, u32 l, bool live)
+{
+	lockdep_assert_held(&xdev->lane_lock);
+	if (live) {
+		writel(XPU_LANE_CTRL_ABORT, xpu_lane_reg(xdev, l, XPU_LANE_CTRL));
+		writel(0, xpu_lane_reg(xdev, l, XPU_LANE_WINDOWS));
+	}
+	xdev->lane_owner[l] = NULL;
+	xdev->lane_windows[l] = 0;
+}
+
+/*
+ * Lanes given back before close, as close does: each is aborted, reaches
+ * no window, and is free for any file. The file's windows stay its own.
+ * All or nothing: one lane that is not the file's refuses the lot.
+ */
+static int xpu_lane_release(struct xpu_file *xf, struct xpu_lane_claim *req)
+{
+	struct xpu_dev *xdev = xf->xdev;
+	unsigned long l, mask = req->lanes;
+	int ret = 0;
+
+	if (req->rsvd || !req->lanes ||
+	    req->lanes & ~GENMASK(xdev->lanes - 1, 0))
+		return -EINVAL;
+	mutex_lock(&xdev->lane_lock);
+	for_each_set_bit(l, &mask, XPU_LANES_MAX) {
+		if (xdev->lane_owner[l] != xf) {
+			ret = xdev->lane_owner[l] ? -EBUSY : -ENOENT;
+			goto out;
+		}
+	}
+	for_each_set_bit(l, &mask, XPU_LANES_MAX)
+		xpu_lane_free(xdev, l, true);
+out:
+	mutex_unlock(&xdev->lane_lock);
+	return ret;
 }
 
 static int xpu_lane_claim(struct xpu_file *xf, struct xpu_lane_claim *req)
@@ -593,17 +652,9 @@ static void xpu_file_release(struct xpu_file *xf)
 	down_read(&xdev->alive);
 	live = !xdev->gone;
 	mutex_lock(&xdev->lane_lock);
-	for (i = 0; i < xdev->lanes; i++) {
-		if (xdev->lane_owner[i] != xf)
-			continue;
-		if (live) {
-			writel(XPU_LANE_CTRL_ABORT,
-			       xpu_lane_reg(xdev, i, XPU_LANE_CTRL));
-			writel(0, xpu_lane_reg(xdev, i, XPU_LANE_WINDOWS));
-		}
-		xdev->lane_owner[i] = NULL;
-		xdev->lane_windows[i] = 0;
-	}
+	for (i = 0; i < xdev->lanes; i++)
+		if (xdev->lane_owner[i] == xf)
+			xpu_lane_free(xdev, i, live);
 	list_for_each_entry_safe(imp, tmp, &xf->imports, node)
 		xpu_import_drop(imp);
 	for (i = 0; i < XPU_WINDOWS_MAX; i++)
@@ -691,6 +742,10 @@ static long xpu_do_ioctl(struct xpu_file *xf, unsigned int cmd,
 		if (copy_from_user(&u.claim, uarg, sizeof(u.claim)))
 			return -EFAULT;
 		return xpu_lane_claim(xf, &u.claim);
+	case XPU_IOC_LANE_RELEASE:
+		if (copy_from_user(&u.claim, uarg, sizeof(u.claim)))
+			return -EFAULT;
+		return xpu_lane_release(xf, &u.claim);
 	case XPU_IOC_MOVE_DMABUF:
 		if (copy_from_user(&u.move, uarg, sizeof(u.move)))
 			return -EFAULT;

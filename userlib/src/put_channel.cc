@@ -35,9 +35,13 @@ constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kCqOff = 0;
 constexpr std::uint64_t kQpOff = 64 << 10;
 constexpr std::uint64_t kDataOff = 128 << 10;
-constexpr std::uint64_t kStageLen = 64 << 10;  // 1024 WQEs per run
-constexpr std::uint64_t kProgLen = 128 << 10;  // 4096 commands per run
-constexpr std::uint64_t kReqLen = 4 << 10;     // the proxy's request ring
+// A run is one straight-line lane program (the xpu has no branch): its
+// length in the region bounds the puts of a run, as the staged WQEs do.
+constexpr std::uint64_t kStageLen = 64 << 10;
+constexpr std::uint64_t kMaxStagedPuts = kStageLen / RHN_SQ_SLOT_SIZE;
+constexpr std::uint64_t kProgLen = 128 << 10;
+constexpr std::uint64_t kMaxLaneCommands = kProgLen / 32;  // xpu.h's command
+constexpr std::uint64_t kReqLen = 4 << 10;  // the proxy's request ring
 constexpr std::uint64_t kWordsLen = 4 << 10;
 constexpr std::uint32_t kSqWrs = 64;  // one-slot WQEs
 constexpr std::uint32_t kRqWrs = 2;   // the smallest receive ring
@@ -121,6 +125,8 @@ struct PutChannel::Impl {
   int buf_fd = -1;         // its dma-buf (device modes)
   int db_fd = -1;          // the doorbell page's (device mode)
   Import db{};
+  bool db_imported = false;  // db's window is ours: given back at release
+  bool lane_held = false;    // cfg.lane claimed: given back at release
   ibv_pd* pd = nullptr;
   ibv_cq* cq = nullptr;
   ibv_qp* qp = nullptr;
@@ -161,7 +167,13 @@ struct PutChannel::Impl {
 
 PutChannel::Impl::~Impl() { release(); }
 
+// Everything the channel took, given back: the lane first (aborted, so
+// nothing writes the queues any more), then the doorbell page's window
+// (a lane naming it faults WINDOW from then on), then the NIC's objects.
 void PutChannel::Impl::release() {
+  if (lane_held) (void)cfg.device->release_lanes(1u << cfg.lane);
+  if (db_imported) (void)cfg.device->unimport(db.window);
+  lane_held = db_imported = false;
   if (qp) ibv_destroy_qp(qp);
   if (cq) ibv_destroy_cq(cq);
   if (mr) ibv_dereg_mr(mr);
@@ -210,6 +222,7 @@ Result<void> PutChannel::Impl::setup_device_queues(bool doorbell) {
                    "the xpu cannot reach the doorbell page: " +
                        errno_name(imp.error().errno_value()));
     db = *imp;
+    db_imported = true;
   }
   volatile std::uint8_t* mem = dev.mem() + base;
   std::memset(const_cast<std::uint8_t*>(mem), 0, kDataOff);
@@ -322,6 +335,16 @@ Result<PutChannel> PutChannel::open(const PutChannelConfig& config) {
     impl->cfg = config;
     impl->base = config.region_offset;
     impl->mode = m;
+    // The lane is the channel's until it is destroyed; a lane another
+    // file holds is no mode's refusal but the caller's error.
+    if (auto c = dev.claim_lanes(1u << config.lane); !c)
+      return Error(c.error().errno_value(),
+                   "put channel: lane " + std::to_string(config.lane) +
+                       " not free: " + errno_name(c.error().errno_value()) +
+                       (c.error().errno_value() == EBUSY
+                            ? ", another file of the xpu holds it"
+                            : ""));
+    impl->lane_held = true;
     std::memset(const_cast<std::uint8_t*>(dev.mem() + impl->ctrl()), 0,
                 kStageLen + kProgLen + kReqLen + kWordsLen);
     Result<void> r = m == PutMode::proxy
@@ -347,6 +370,11 @@ PutChannel& PutChannel::operator=(PutChannel&&) noexcept = default;
 PutChannel::~PutChannel() = default;
 
 PutMode PutChannel::mode() const { return impl_->mode; }
+
+std::optional<Import> PutChannel::doorbell_window() const {
+  if (!impl_->db_imported) return std::nullopt;
+  return impl_->db;
+}
 
 const std::vector<PutRefusal>& PutChannel::refusals() const {
   return impl_->refusals;
@@ -452,9 +480,12 @@ Result<LaneProgram> PutChannel::Impl::emit(const PutProgram& p) {
                        std::to_string(cfg.data_length) + " bytes");
     puts += op.len != 0;
   }
-  if (mode != PutMode::proxy && puts > kStageLen / RHN_SQ_SLOT_SIZE)
-    return Error(E2BIG, std::to_string(puts) + " puts in one run, more than " +
-                            std::to_string(kStageLen / RHN_SQ_SLOT_SIZE));
+  if (mode != PutMode::proxy && puts > kMaxStagedPuts)
+    return Error(E2BIG, std::to_string(puts) +
+                            " puts in one run, more than the " +
+                            std::to_string(kMaxStagedPuts) +
+                            " WQEs a run stages in the xpu's memory; split "
+                            "the program into several runs");
   for (const PutProgram::Op& op : ops) {
     if (mode == PutMode::proxy) {
       if (!op.len) {
@@ -492,6 +523,15 @@ Result<LaneProgram> PutChannel::Impl::emit(const PutProgram& p) {
     unkicked = true;
   }
   lp.stop();
+  if (lp.bytes() > kProgLen)
+    return Error(E2BIG,
+                 std::to_string(puts) + " puts and " +
+                     std::to_string(ops.size() - puts - 1) + " quiets take " +
+                     std::to_string(lp.commands()) +
+                     " lane commands, more than the " +
+                     std::to_string(kMaxLaneCommands) +
+                     " of a run's straight-line program in the xpu's memory; "
+                     "split the program into several runs");
   return lp;
 }
 

@@ -85,6 +85,34 @@ Result<Import> Device::import_dmabuf(int fd, std::uint32_t lane_mask) const {
   return Import{imp.bus_addr, imp.size, imp.window};
 }
 
+Result<void> Device::unimport(std::uint32_t window) const {
+  xpu_unimport u{};
+  u.window = window;
+  if (ioctl(fd_, XPU_IOC_UNIMPORT_DMABUF, &u))
+    return Error(errno,
+                 "giving back the xpu's window " + std::to_string(window));
+  return ok();
+}
+
+// XPU_IOC_LANE_CLAIM or XPU_IOC_LANE_RELEASE of @lane_mask; @what: which.
+static Result<void> lane_ioctl(int fd, unsigned long cmd,
+                               std::uint32_t lane_mask, const char* what) {
+  xpu_lane_claim c{};
+  c.lanes = lane_mask;
+  if (ioctl(fd, cmd, &c))
+    return Error(errno, std::string(what) + " the xpu's lanes " +
+                            std::to_string(lane_mask) + " (mask)");
+  return ok();
+}
+
+Result<void> Device::claim_lanes(std::uint32_t lane_mask) const {
+  return lane_ioctl(fd_, XPU_IOC_LANE_CLAIM, lane_mask, "claiming");
+}
+
+Result<void> Device::release_lanes(std::uint32_t lane_mask) const {
+  return lane_ioctl(fd_, XPU_IOC_LANE_RELEASE, lane_mask, "giving back");
+}
+
 Result<LaneOutcome> Device::run(std::uint32_t lane, std::uint64_t pc,
                                 std::uint32_t timeout_ms) const {
   xpu_lane_run r{};

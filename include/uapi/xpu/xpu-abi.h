@@ -61,7 +61,8 @@ struct xpu_export {
 /*
  * Runs lane `lane` from pc (an offset in the device's memory). The lane
  * must be the file's (XPU_IOC_LANE_CLAIM); a free lane is claimed here.
- * EBUSY: another file's lane, or running.
+ * EBUSY: another file's lane, or running. EINTR: the caller was killed
+ * while waiting (the lane is aborted).
  */
 struct xpu_lane_run {
 	__u32 lane;
@@ -102,7 +103,12 @@ struct xpu_import {
 	__u32 rsvd2; /* 0 */
 };
 
-/* Claims the lanes in the mask for this file; EBUSY if one is another's. */
+/*
+ * XPU_IOC_LANE_CLAIM: claims the lanes in the mask for this file; EBUSY if
+ * one is another's. XPU_IOC_LANE_RELEASE: gives them back before close
+ * (each aborted, reaching no window, free for any file); all must be this
+ * file's: EBUSY for another's, ENOENT for a free one, nothing released.
+ */
 struct xpu_lane_claim {
 	__u32 lanes;
 	__u32 rsvd; /* 0 */
@@ -141,5 +147,6 @@ struct xpu_unimport {
 #define XPU_IOC_LANE_CLAIM _IOW(XPU_IOC_MAGIC, 6, struct xpu_lane_claim)
 #define XPU_IOC_MOVE_DMABUF _IOW(XPU_IOC_MAGIC, 7, struct xpu_move)
 #define XPU_IOC_UNIMPORT_DMABUF _IOW(XPU_IOC_MAGIC, 8, struct xpu_unimport)
+#define XPU_IOC_LANE_RELEASE _IOW(XPU_IOC_MAGIC, 9, struct xpu_lane_claim)
 
 #endif /* XPU_ABI_USER_H */

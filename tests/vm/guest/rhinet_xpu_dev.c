@@ -384,6 +384,19 @@ static void other_process(struct dev_side *d)
 		r = xpu_unimport(fd, d->db.window, 0);
 		check(r == EBUSY, "giving back another's window: %s",
 		      strerror(r));
+		r = ioctl(fd, XPU_IOC_LANE_RELEASE, &claim) ? errno : 0;
+		check(r == EBUSY, "giving back another's lane: %s",
+		      strerror(r));
+		claim.lanes = 1u << 3;
+		r = ioctl(fd, XPU_IOC_LANE_RELEASE, &claim) ? errno : 0;
+		check(r == ENOENT, "giving back a free lane: %s", strerror(r));
+		claim.lanes = 1u << 31;
+		r = ioctl(fd, XPU_IOC_LANE_RELEASE, &claim) ? errno : 0;
+		check(r == EINVAL, "giving back a lane past the device's: %s",
+		      strerror(r));
+		claim = (struct xpu_lane_claim){.lanes = 1u << 3, .rsvd = 1};
+		r = ioctl(fd, XPU_IOC_LANE_RELEASE, &claim) ? errno : 0;
+		check(r == EINVAL, "a release with rsvd set: %s", strerror(r));
 		close(fd);
 		_exit(failures ? 1 : 0);
 	}

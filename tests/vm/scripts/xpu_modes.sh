@@ -7,6 +7,8 @@
 # (the NIC's counts by requester) and touched host memory (the xpu's
 # counters, the library's own). Under Debian's kernel (no P2PDMA) device
 # and cpu_doorbell are refused with the reason and automatic takes proxy.
+# Also: runs past the program's limits, what a destroyed channel gives
+# back, and two processes' channels at once (one killed mid-run).
 #   xpu_modes.sh NODE NODES
 # shellcheck disable=SC2034 # read by verbs.lib.sh (run_pair)
 NODE=$1

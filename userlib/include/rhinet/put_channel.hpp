@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,6 +106,8 @@ class PutChannel {
   static Result<PutChannel> open(const PutChannelConfig& config);
   PutChannel(PutChannel&&) noexcept;
   PutChannel& operator=(PutChannel&&) noexcept;
+  // Gives back what open took: the lane (claimed from open on, aborted
+  // here), the doorbell page's window, the NIC's QP, CQ, MR and dma-bufs.
   ~PutChannel();
 
   // Bytes of xpu memory a channel with @data_length of source data needs.
@@ -117,6 +120,10 @@ class PutChannel {
   const std::vector<PutRefusal>& refusals() const;
   // One line: the mode and why each faster one was refused.
   std::string describe() const;
+
+  // Device mode: the doorbell page's window in the xpu, where the lane
+  // rings the NIC; given back when the channel is destroyed.
+  std::optional<Import> doorbell_window() const;
 
   PutEndpoint local() const;
   Result<void> connect(const PutEndpoint& peer, const PutTarget& target);

@@ -55,6 +55,13 @@ class Device {
   Result<int> export_dmabuf(std::uint64_t offset, std::uint64_t length) const;
   // Dma-buf @fd of another device for the lanes in @lane_mask.
   Result<Import> import_dmabuf(int fd, std::uint32_t lane_mask) const;
+  // Gives back window @window of this file's (XPU_IOC_UNIMPORT_DMABUF):
+  // its lanes reach it no more. ENOENT: no file holds it; EBUSY: another's.
+  Result<void> unimport(std::uint32_t window) const;
+  // Claims the lanes in @lane_mask for this file (EBUSY: one is another's),
+  // or gives them back (aborted, reaching no window; ENOENT for a free one).
+  Result<void> claim_lanes(std::uint32_t lane_mask) const;
+  Result<void> release_lanes(std::uint32_t lane_mask) const;
   // Runs @lane from @pc and waits for it to stop (at most @timeout_ms).
   Result<LaneOutcome> run(std::uint32_t lane, std::uint64_t pc,
                           std::uint32_t timeout_ms) const;
