@@ -191,14 +191,22 @@ TEST(Shares, OneFamilyStuckOnASilentPeerLeavesRoomForOthers) {
   c.fabric().clear_port_faults(2);
 }
 
+// Shares of 8 contexts placed in a card memory of their own.
+struct PlacedShares {
+  PlacedShares() {
+    shares.place(8, mem);
+    EXPECT_FALSE(mem.exhausted());
+  }
+  std::vector<uint64_t> on_card = std::vector<uint64_t>(1 << 16);
+  fw::CardMemory mem{on_card.data(), on_card.size() * sizeof(uint64_t)};
+  fw::Shares shares;
+};
+
 // The accounting every table uses (engine/shares.h): a context stops at
 // its share, its account's contexts together at the account's.
 TEST(Shares, AccountingChecksContextAndAccount) {
-  fw::Shares s;
-  std::vector<uint64_t> on_card(1 << 16);
-  fw::CardMemory mem(on_card.data(), on_card.size() * sizeof(uint64_t));
-  s.place(8, mem);
-  ASSERT_FALSE(mem.exhausted());
+  PlacedShares placed;
+  fw::Shares& s = placed.shares;
   s.set_limit(fw::kResTagRecvs, 16, 6, 128);  // 6 a context, 8 a user
   s.bind(1, 3);
   s.bind(2, 3);
@@ -225,11 +233,8 @@ TEST(Shares, AccountingChecksContextAndAccount) {
 // messages' send slots) is n single gives: context and account both,
 // never below 0, nothing for a context beyond the table.
 TEST(Shares, GivingSeveralAtOnceIsGivingEachOne) {
-  fw::Shares s;
-  std::vector<uint64_t> on_card(1 << 16);
-  fw::CardMemory mem(on_card.data(), on_card.size() * sizeof(uint64_t));
-  s.place(8, mem);
-  ASSERT_FALSE(mem.exhausted());
+  PlacedShares placed;
+  fw::Shares& s = placed.shares;
   s.set_limit(fw::kResTagRecvs, 32, 8, 256);
   s.bind(1, 3);
   s.bind(2, 3);
