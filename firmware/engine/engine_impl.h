@@ -441,6 +441,8 @@ struct Engine::Impl : FamilyStates {
   uint32_t begin_data(uint32_t context);
   void return_slot(uint32_t slot);
   inline void give_slot(uint32_t slot);  // return_slot, inline
+  // give_slot without the context's share, which the caller gives back.
+  inline void free_slot(uint32_t slot);
   uint32_t commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
                        uint32_t payload_len, bool ack_req, uint32_t qpn,
                        uint32_t qp_gen, bool completes_message);

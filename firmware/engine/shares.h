@@ -104,13 +104,14 @@ class Shares {
     ctx_used_[context][k]++;
     acct_used_[account_of_[context]][k]++;
   }
-  void give(uint32_t context, Res r) {
+  // Gives back n entries (as n single gives: never below 0).
+  void give(uint32_t context, Res r, uint32_t n = 1) {
     if (context >= ctx_used_.size()) return;
     const uint32_t k = idx(r);
     uint32_t& c = ctx_used_[context][k];
     uint32_t& a = acct_used_[account_of_[context]][k];
-    if (c) c--;
-    if (a) a--;
+    c = c > n ? c - n : 0;
+    a = a > n ? a - n : 0;
   }
   uint32_t held(uint32_t context, Res r) const {
     return context < ctx_used_.size() ? ctx_used_[context][idx(r)] : 0;

@@ -412,6 +412,11 @@ void Engine::Impl::release_gated(Peer& p) {
   // message is retired, and nothing here adds one.
   uint32_t owed = kNone;
   uint32_t quiet = 0;  // messages retire_quiet retired, counted at the end
+  // The shares of the slots of quiet messages and of packets that
+  // complete none go back once for each run of one context's slots (a
+  // stream's are all one QP's), before anything else could charge one
+  // (a completion's family); a signaled message's slot at once.
+  uint32_t share_ctx = kNone, share_n = 0;
   const uint16_t node = node_of(p);
   while (p.gate_count) {
     const Gate g = p.gates[0];
@@ -429,7 +434,17 @@ void Engine::Impl::release_gated(Peer& p) {
       if (p.resend == id) p.resend = s.next;
       const uint8_t completes = s.completes_message;
       const uint32_t qpn = s.qpn, gen = s.qp_gen, serial = s.serial;
-      give_slot(id);
+      if (completes == kCompletes) {
+        give_slot(id);
+      } else {
+        if (s.context != share_ctx) {
+          if (share_n) shares.give(share_ctx, Res::kTxSlots, share_n);
+          share_ctx = s.context;
+          share_n = 0;
+        }
+        share_n++;
+        free_slot(id);
+      }
       freed = true;
       lane_only = false;  // messages complete: the families hear of it
       if (!completes) continue;
@@ -447,9 +462,12 @@ void Engine::Impl::release_gated(Peer& p) {
         schedule(owed);
         owed = kNone;
       }
+      if (share_n) shares.give(share_ctx, Res::kTxSlots, share_n);
+      share_n = 0;
       message_acked(qpn, gen, serial, node);
     }
   }
+  if (share_n) shares.give(share_ctx, Res::kTxSlots, share_n);
   if (owed != kNone) schedule(owed);
   if (quiet) counters.add(RHN_CNT_COMPLETIONS, quiet);
   if (freed) {

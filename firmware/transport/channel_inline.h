@@ -155,8 +155,12 @@ inline bool Engine::Impl::retire_quiet(uint32_t qpn, uint32_t gen,
 }
 
 inline void Engine::Impl::give_slot(uint32_t slot) {
+  shares.give(slots[slot].context, Res::kTxSlots);
+  free_slot(slot);
+}
+
+inline void Engine::Impl::free_slot(uint32_t slot) {
   SendSlot& s = slots[slot];
-  shares.give(s.context, Res::kTxSlots);
   s.context = kNone;
   s.next = kNone;
   free_slots.push(slot);

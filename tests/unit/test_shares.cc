@@ -191,14 +191,22 @@ TEST(Shares, OneFamilyStuckOnASilentPeerLeavesRoomForOthers) {
   c.fabric().clear_port_faults(2);
 }
 
+// Shares of 8 contexts placed in a card memory of their own.
+struct PlacedShares {
+  PlacedShares() {
+    shares.place(8, mem);
+    EXPECT_FALSE(mem.exhausted());
+  }
+  std::vector<uint64_t> on_card = std::vector<uint64_t>(1 << 16);
+  fw::CardMemory mem{on_card.data(), on_card.size() * sizeof(uint64_t)};
+  fw::Shares shares;
+};
+
 // The accounting every table uses (engine/shares.h): a context stops at
 // its share, its account's contexts together at the account's.
 TEST(Shares, AccountingChecksContextAndAccount) {
-  fw::Shares s;
-  std::vector<uint64_t> on_card(1 << 16);
-  fw::CardMemory mem(on_card.data(), on_card.size() * sizeof(uint64_t));
-  s.place(8, mem);
-  ASSERT_FALSE(mem.exhausted());
+  PlacedShares placed;
+  fw::Shares& s = placed.shares;
   s.set_limit(fw::kResTagRecvs, 16, 6, 128);  // 6 a context, 8 a user
   s.bind(1, 3);
   s.bind(2, 3);
@@ -219,6 +227,34 @@ TEST(Shares, AccountingChecksContextAndAccount) {
   EXPECT_EQ(s.account_held(3, fw::kResTagRecvs), 5u);
   EXPECT_EQ(s.account_held(5, fw::kResTagRecvs), 3u);
   EXPECT_TRUE(s.room(0xffffffffu, fw::kResTagRecvs));
+}
+
+// Giving back n entries at once (release_gated, for a run of quiet
+// messages' send slots) is n single gives: context and account both,
+// never below 0, nothing for a context beyond the table.
+TEST(Shares, GivingSeveralAtOnceIsGivingEachOne) {
+  PlacedShares placed;
+  fw::Shares& s = placed.shares;
+  s.set_limit(fw::kResTagRecvs, 32, 8, 256);
+  s.bind(1, 3);
+  s.bind(2, 3);
+  for (int i = 0; i < 6; i++) ASSERT_TRUE(s.take(1, fw::kResTagRecvs));
+  for (int i = 0; i < 2; i++) ASSERT_TRUE(s.take(2, fw::kResTagRecvs));
+  s.give(1, fw::kResTagRecvs, 4);
+  EXPECT_EQ(s.held(1, fw::kResTagRecvs), 2u);
+  EXPECT_EQ(s.held(2, fw::kResTagRecvs), 2u);
+  EXPECT_EQ(s.account_held(3, fw::kResTagRecvs), 4u);
+  // More than the context holds: it and the account stop at 0 for it,
+  // as that many single gives would leave them.
+  s.give(1, fw::kResTagRecvs, 5);
+  EXPECT_EQ(s.held(1, fw::kResTagRecvs), 0u);
+  EXPECT_EQ(s.account_held(3, fw::kResTagRecvs), 0u);
+  s.give(2, fw::kResTagRecvs, 0);
+  EXPECT_EQ(s.held(2, fw::kResTagRecvs), 2u);
+  s.give(0xffffffffu, fw::kResTagRecvs, 3);
+  EXPECT_EQ(s.held(2, fw::kResTagRecvs), 2u);
+  for (int i = 0; i < 8; i++) EXPECT_TRUE(s.take(1, fw::kResTagRecvs)) << i;
+  EXPECT_FALSE(s.take(1, fw::kResTagRecvs));
 }
 
 }  // namespace
