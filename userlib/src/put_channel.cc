@@ -35,8 +35,9 @@ constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kCqOff = 0;
 constexpr std::uint64_t kQpOff = 64 << 10;
 constexpr std::uint64_t kDataOff = 128 << 10;
-// A run is one straight-line lane program (the xpu has no branch): its
-// length in the region bounds the puts of a run, as the staged WQEs do.
+// A run is one straight-line lane program (it does not loop with the xpu's
+// BRANCH yet): its length in the region bounds the puts of a run, as the
+// staged WQEs do.
 constexpr std::uint64_t kStageLen = 64 << 10;
 constexpr std::uint64_t kMaxStagedPuts = kStageLen / RHN_SQ_SLOT_SIZE;
 constexpr std::uint64_t kProgLen = 128 << 10;
