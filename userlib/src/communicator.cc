@@ -11,6 +11,7 @@
 #include <string>
 
 #include "device.hpp"
+#include "group_detail.hpp"
 #include "rhinet/group.hpp"
 
 namespace rhinet {
@@ -105,13 +106,14 @@ Communicator::Communicator(Group& group, std::vector<std::uint32_t> ranks,
       options_(options),
       members_(std::move(members)) {}
 
-Request Communicator::ibarrier() {
-  return post(kBarrier, Reduce::sum, 0, nullptr, nullptr, 0, 0, 0);
+Request Communicator::ibarrier(const TriggerOn& on) {
+  return post(kBarrier, Reduce::sum, 0, nullptr, nullptr, 0, 0, 0, on);
 }
 
 Request Communicator::post(std::uint32_t op, Reduce reduce, std::uint32_t type,
                            const void* send, void* recv, std::size_t send_bytes,
-                           std::size_t recv_bytes, std::uint32_t root) {
+                           std::size_t recv_bytes, std::uint32_t root,
+                           const TriggerOn& on) {
   detail::Device& dev = *group_->dev_;
   detail::Device::Slot d;
   d.op = Op::collective;
@@ -182,10 +184,11 @@ Request Communicator::post(std::uint32_t op, Reduce reduce, std::uint32_t type,
   if (options_.in_switch && (op == kAllreduce || op == kBarrier))
     a.flags |= RHINETDV_COLL_IN_SWITCH;
   d.keep = members_;  // the NIC may read the list until the word comes
-  return dev.post_in_slot(d, fail, "rhinetdv_collective", [&](std::uint32_t s) {
-    dev.use_word(a, s);
-    return rhinetdv_collective(dev.ep, &a, sizeof(a));
-  });
+  return detail::post_triggered(
+      dev, on, d, fail, "rhinetdv_collective", [&](std::uint32_t s) {
+        dev.use_word(a, s);
+        return rhinetdv_collective(dev.ep, &a, sizeof(a));
+      });
 }
 
 }  // namespace rhinet

@@ -22,6 +22,11 @@
 //    add releases both, and the PUSH lands here from the left one;
 //  - an mcast, and a LOCK chained to the counter its UNLOCK waits on, all
 //    triggered: they wait, then one add releases them;
+//  - a Communicator's collectives (every rank): an allreduce whose rank 0
+//    part is triggered keeps every rank waiting until rank 0's add, then
+//    all get the sum; a barrier chained to a counter adds 1 to it; an
+//    allreduce parked at every rank on counters then destroyed fails with
+//    ECANCELED everywhere and joins nothing: the next one gets the sum;
 //  - its adds with a wrong key, and with the handle and key of a counter
 //    destroyed since, fail with EACCES (Syndrome::bad_remote_trigger); the
 //    PUSH parked on the right neighbour's counter does not go.
@@ -57,6 +62,8 @@ constexpr std::size_t kChainAt = 16384; // the chained PUSH lands here
 constexpr std::size_t kRemoteAt = 24576; // the right neighbour's counter
 constexpr std::size_t kBackAt = 25600; // the remote chain's PUSH lands here
 constexpr std::size_t kMcastAt = 28672; // the triggered mcast lands here
+constexpr std::size_t kCollAt = 29696; // operands; results 1 KiB on
+constexpr std::size_t kCollCount = 16;
 constexpr std::size_t kSmall = 1024;
 constexpr std::uint64_t kLock = 0x7e57;
 
@@ -386,6 +393,93 @@ int main()
 		fired_now = nic_counter("trigger_fired");
 		expect(fired_now - fired == 3,
 		       "mcast, lock, unlock: three WQEs fired on this node");
+		fired = fired_now;
+	}
+
+	// Collectives: rank 0's part triggered, a chained barrier, parts
+	// flushed by their counter's end.
+	{
+		auto comm = rhinet::Communicator::create(g, {.id = 3});
+		auto go = g.trigger(), done = g.trigger();
+		must(comm, "communicator");
+		must(go, "collective trigger");
+		must(done, "barrier's chain");
+		if (!comm || !go || !done)
+			return 1;
+		auto *op = reinterpret_cast<std::int64_t *>(local.data() +
+							    kCollAt);
+		std::span<const std::int64_t> send(op, kCollCount);
+		std::span<std::int64_t> recv(op + kSmall / 8, kCollCount);
+		auto element = [](std::uint32_t rank, std::size_t i,
+				  std::int64_t salt) {
+			return static_cast<std::int64_t>((rank + 1) * 1000 +
+							 i) +
+			       salt;
+		};
+		auto sum_is = [&](std::int64_t salt) {
+			for (std::size_t i = 0; i < kCollCount; i++) {
+				std::int64_t want = 0;
+				for (std::uint32_t k = 0; k < g.size(); k++)
+					want += element(k, i, salt);
+				if (recv[i] != want)
+					return false;
+			}
+			return true;
+		};
+		auto fill = [&](std::int64_t salt) {
+			for (std::size_t i = 0; i < kCollCount; i++) {
+				op[i] = element(me, i, salt);
+				recv[i] = -1;
+			}
+		};
+		fill(1);
+		rhinet::TriggerOn on{};
+		if (me == 0)
+			on = {.counter = &*go, .threshold = 1};
+		auto ar = comm->iallreduce<std::int64_t>(
+			send, recv, rhinet::Reduce::sum, on);
+		expect(waits(ar), "every rank waits for rank 0's trigger");
+		must(g.barrier_bootstrap(), "barrier");
+		if (me == 0)
+			must(go->add(), "add");
+		must(ar.wait(10s), "the allreduce rank 0's add released");
+		expect(sum_is(1), "the triggered allreduce's sum");
+
+		auto br = comm->ibarrier({.chain = &*done});
+		must(br.wait(10s), "the chained barrier");
+		auto dv = done->read();
+		expect(dv && *dv == 1, "the barrier's chain added 1");
+
+		fill(2);
+		{
+			auto never = g.trigger();
+			must(never, "a counter to destroy");
+			if (!never)
+				return 1;
+			auto flushed = comm->iallreduce<std::int64_t>(
+				send, recv, rhinet::Reduce::sum,
+				{.counter = &*never, .threshold = 1});
+			expect(waits(flushed), "parked at every rank");
+			{
+				rhinet::Trigger dying = std::move(*never);
+			} // destroyed under the parked parts
+			auto fw = flushed.wait(10s);
+			expect(!fw && fw.error().errno_value() == ECANCELED &&
+				       fw.error().syndrome() ==
+					       static_cast<std::uint32_t>(
+						       rhinet::Syndrome::
+							       trigger_gone),
+			       "a flushed allreduce: ECANCELED, TRIGGER_GONE");
+		}
+		must(g.barrier_bootstrap(), "barrier");
+		expect(recv[0] == -1, "the flushed allreduce wrote nothing");
+		must(comm->allreduce<std::int64_t>(send, recv,
+						   rhinet::Reduce::sum, 10s),
+		     "the allreduce after the flushed one");
+		expect(sum_is(2), "its sum");
+		fired_now = nic_counter("trigger_fired");
+		expect(fired_now - fired == (me == 0 ? 1 : 0),
+		       "collectives: rank 0's allreduce fired on its node");
 		fired = fired_now;
 	}
 

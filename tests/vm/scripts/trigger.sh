@@ -23,7 +23,8 @@
 #                        rhinet-run, one rank per node: rhinet::Trigger and
 #                        triggered, chained and flushed PUSHes and PULLs;
 #                        remote adds and a remote chain across the nodes,
-#                        a triggered mcast, LOCK and UNLOCK, refused adds;
+#                        a triggered mcast, LOCK and UNLOCK, triggered,
+#                        chained and flushed collectives, refused adds;
 #                        then the example rhinet_triggered_push.
 # The NIC counts the WRITEs that fired. Then no node's kernel log has a
 # warning. Node 0 drives the test; node 1 waits for its result.

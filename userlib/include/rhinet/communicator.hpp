@@ -38,6 +38,7 @@
 
 #include "rhinet/request.hpp"
 #include "rhinet/result.hpp"
+#include "rhinet/trigger.hpp"
 #include "rhinet/types.hpp"
 
 namespace rhinet {
@@ -118,30 +119,40 @@ class Communicator {
   // rhinetdv_collective. At completion: ECONNRESET (a member lost), EPROTO
   // (the ranks disagree), ENOSPC (the NIC holds no more communicators for
   // this process), and the NIC's others.
+  //
+  // `on` (last, default none) makes the collective triggered and/or
+  // chained, as XferOptions::trigger does a PUSH: this rank's part waits
+  // in the NIC until on.counter reaches on.threshold (the other ranks wait
+  // for it as for a late rank), and with on.chain its successful completion
+  // adds 1 to that counter. A counter destroyed first fails it with
+  // ECANCELED (Syndrome::trigger_gone); that part never joined, so this
+  // rank's next collective is the communicator's next one for it.
 
   // recv[i] = send[i] combined over every rank; recv may be send.
   template <CollectiveElement T>
-  Request iallreduce(std::span<const T> send, std::span<T> recv, Reduce op) {
+  Request iallreduce(std::span<const T> send, std::span<T> recv, Reduce op,
+                     const TriggerOn& on = {}) {
     return post(kAllreduce, op, type_of<T>(), send.data(), recv.data(),
-                send.size_bytes(), recv.size_bytes(), 0);
+                send.size_bytes(), recv.size_bytes(), 0, on);
   }
   // As allreduce, the result only at `root` (recv is not touched at the
   // others; they may pass an empty one).
   template <CollectiveElement T>
   Request ireduce(std::span<const T> send, std::span<T> recv, Reduce op,
-                  std::uint32_t root) {
-    return post(kReduce, op, type_of<T>(), send.data(), recv.data(),
-                send.size_bytes(),
-                rank_ == root ? recv.size_bytes() : send.size_bytes(), root);
+                  std::uint32_t root, const TriggerOn& on = {}) {
+    return post(
+        kReduce, op, type_of<T>(), send.data(), recv.data(), send.size_bytes(),
+        rank_ == root ? recv.size_bytes() : send.size_bytes(), root, on);
   }
   // root's data into every other rank's data.
   template <CollectiveElement T>
-  Request ibcast(std::span<T> data, std::uint32_t root) {
+  Request ibcast(std::span<T> data, std::uint32_t root,
+                 const TriggerOn& on = {}) {
     return post(kBcast, Reduce::sum, type_of<T>(), data.data(), data.data(),
-                data.size_bytes(), data.size_bytes(), root);
+                data.size_bytes(), data.size_bytes(), root, on);
   }
   // Completes once every rank has entered it.
-  Request ibarrier();
+  Request ibarrier(const TriggerOn& on = {});
 
   // ---- blocking: the nonblocking call, then Request::wait(timeout) -------
   // ETIMEDOUT leaves the collective in flight (the buffers stay in use).
@@ -183,7 +194,7 @@ class Communicator {
                std::shared_ptr<const detail::McastList> members);
   Request post(std::uint32_t op, Reduce reduce, std::uint32_t type,
                const void* send, void* recv, std::size_t send_bytes,
-               std::size_t recv_bytes, std::uint32_t root);
+               std::size_t recv_bytes, std::uint32_t root, const TriggerOn& on);
 
   Group* group_;
   std::vector<std::uint32_t> ranks_;
