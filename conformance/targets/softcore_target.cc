@@ -55,6 +55,8 @@ struct World {
   void settle();
   uint64_t next_deadline() const;
   void set_time(uint64_t t);
+  // Tells on stderr why the world is not quiet (a wait that gave up).
+  void describe_busy() const;
 };
 
 class CoreNode final : public Target {
@@ -126,6 +128,7 @@ class CoreNode final : public Target {
   }
 
   RhnSoftCore* core() { return sc_; }
+  uint16_t node_id() const { return node_id_; }
   SwitchPort& port() { return port_; }
   uint64_t deadline() const { return deadline_; }
   uint64_t activity() const { return activity_; }
@@ -186,7 +189,11 @@ class CoreNode final : public Target {
       if (pred()) return true;
       if (world_->pump(1)) continue;
       if (!world_->quiet()) {
-        if (real_ns() > real_end) return pred();
+        if (real_ns() > real_end) {
+          if (pred()) return true;
+          world_->describe_busy();
+          return false;
+        }
         continue;
       }
       if (pred()) return true;
@@ -267,6 +274,16 @@ void World::settle() {
   const uint64_t real_end = real_ns() + kRealLimitNs;
   while (!quiet() && real_ns() < real_end) {
   }
+}
+
+void World::describe_busy() const {
+  char buf[512];
+  for (CoreNode* n : fabric.nodes)
+    std::fprintf(stderr, "softcore target: node %u %s: %s\n", n->node_id(),
+                 rhn_sc_core_idle(n->core()) ? "idle" : "busy",
+                 rhn_sc_describe(n->core(), buf, sizeof(buf)));
+  std::fprintf(stderr, "softcore target: %zu frames on the fabric\n",
+               fabric.queue.size());
 }
 
 uint64_t World::next_deadline() const {

@@ -893,6 +893,32 @@ bool rhn_sc_core_idle(const RhnSoftCore *sc)
            sc->out_end == sc->out_start && sc->rxq_end == sc->rxq_start;
 }
 
+const char *rhn_sc_describe(const RhnSoftCore *sc, char *buf, size_t len)
+{
+    if (!sc->shm_mode) {
+        snprintf(buf, len, "socket link: %zu bytes queued out, %zu in",
+                 sc->out_end - sc->out_start, sc->in_len);
+        return buf;
+    }
+    const volatile struct rhn_link_ring *in = &sc->shm->to_core;
+    const volatile struct rhn_link_ring *out = &sc->shm->from_core;
+
+    snprintf(buf, len,
+             "to core: head %u tail %u consumer_sleeping %u "
+             "producer_sleeping %u; from core: head %u tail %u "
+             "consumer_sleeping %u producer_sleeping %u; device: %zu bytes "
+             "queued out, %zu in, %zu bytes of frames held, %u rx credits%s",
+             ld_acquire(&in->head), ld_acquire(&in->tail),
+             ld_acquire(&in->consumer_sleeping),
+             ld_acquire(&in->producer_sleeping), ld_acquire(&out->head),
+             ld_acquire(&out->tail), ld_acquire(&out->consumer_sleeping),
+             ld_acquire(&out->producer_sleeping),
+             sc->out_end - sc->out_start, sc->in_len,
+             sc->rxq_end - sc->rxq_start, sc->rx_credits,
+             sc->dead ? ", link down" : "");
+    return buf;
+}
+
 int rhn_sc_run(RhnSoftCore *sc, int timeout_ms)
 {
     struct pollfd p = { .fd = sc->fd, .events = POLLIN };
@@ -1369,6 +1395,17 @@ static void sc_build_args(ScArgs *a, const RhnSoftCoreConfig *cfg,
     } else {
         a->argv[n++] = "virt";
     }
+    /*
+     * One hart, but translated as if it had company: with a single
+     * possible CPU, TCG drops the core's fences, and the host may then let
+     * the core's sleep flag sit in its store buffer while the core reads a
+     * stale ring head. The device, which saw no flag, sends no wake-up and
+     * the core sleeps with a message unread (softcore_link's sleep race).
+     */
+    a->argv[n++] = "-accel";
+    a->argv[n++] = "tcg,thread=multi";
+    a->argv[n++] = "-smp";
+    a->argv[n++] = "cpus=1,maxcpus=2";
     a->argv[n++] = "-m";
     a->argv[n++] = a->mem;
     a->argv[n++] = "-nodefaults";

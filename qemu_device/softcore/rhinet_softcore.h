@@ -144,6 +144,11 @@ const char *rhn_sc_error(const RhnSoftCore *sc);
  * moment after this says false; a caller that needs "quiet" asks twice.
  */
 bool rhn_sc_core_idle(const RhnSoftCore *sc);
+/*
+ * Describes the link for a bring-up log: both rings' indices and sleep
+ * flags, what the device holds back. Returns buf.
+ */
+const char *rhn_sc_describe(const RhnSoftCore *sc, char *buf, size_t len);
 bool rhn_sc_alive(const RhnSoftCore *sc);
 /* The core's HELLO, once received; NULL before. */
 const struct rhn_link_hello *rhn_sc_hello(const RhnSoftCore *sc);

@@ -291,6 +291,25 @@ static void test_time(void) {
   CHECK(rhn_card_now_ns() - t0 >= TEST_WAKE_MS * 1000000ull);
 }
 
+// Round trips where the core sleeps between kicks and the host's kick
+// lands at varying moments around the core's decision to sleep: a store
+// of the sleep flag that the emulator let pass the core's look at the
+// ring would leave the core asleep with the kick unread.
+static void test_sleep_race(void) {
+  rhn_card_reg_set(TEST_STEP, STEP_SLEEP_RACE);
+  uint32_t in_order = 0;
+  for (uint32_t round = 1; round <= TEST_RACE_ROUNDS; round++) {
+    struct rhn_card_doorbell e;
+    while (!rhn_card_doorbell_pop(&e)) rhn_card_wait(UINT64_MAX);
+    uint32_t last = e.value;
+    // The host's second kick of a round it thought lost.
+    while (rhn_card_doorbell_pop(&e)) last = e.value;
+    in_order += last == round;
+    rhn_card_reg_set(TEST_RACE_ECHO, last);
+  }
+  CHECK(in_order == TEST_RACE_ROUNDS);
+}
+
 int main(void) {
   const struct rhn_link_core_config cfg = {TEST_NODE, TEST_DB_PAGES,
                                            TEST_VECTORS};
@@ -310,6 +329,7 @@ int main(void) {
   test_frames();
   test_irq_regs();
   test_time();
+  test_sleep_race();
   rhn_card_reg_set(TEST_CHECKS, checks);
   rhn_link_stop(failures ? 1 : 0);
 }

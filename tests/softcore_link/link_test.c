@@ -75,6 +75,13 @@ struct script {
   uint64_t idle_start;  // and the clock
   uint32_t core_checks;
   unsigned core_failures;
+  uint32_t race_round;    // STEP_SLEEP_RACE: the round the core answers next
+  uint64_t race_kick_at;  // when to kick for it (0: not yet due)
+  uint64_t race_sent_at;  // when its kick went (0: none out)
+  unsigned race_lost;     // kicks the core slept through
+  unsigned race_wrong;    // answers out of turn
+  uint64_t race_echo_at;  // when the last answer came
+  uint64_t race_nap_ns;   // from an answer until the core is seen asleep
 };
 
 static struct script S;
@@ -317,11 +324,29 @@ static void on_step(struct fake_host *h, RhnSoftCore *sc, uint64_t step) {
     case STEP_WAKE:
       S.wake_at = fake_host_now() + TEST_WAKE_MS * 1000000ull;
       return;
+    case STEP_SLEEP_RACE:
+      S.race_round = 1;
+      S.race_kick_at = fake_host_now();
+      return;
     default:
       break;
   }
   // Tells the core all of the step's actions were sent.
   rhn_sc_bar0_write(sc, RHN_REG_ADMIN_LOG_DEPTH, (uint32_t)step, 4);
+}
+
+/*
+ * The first rounds learn how long the core takes from its answer until
+ * its sleep flag shows; the rest kick within a few microseconds of that
+ * moment, where a kick and the flag race.
+ */
+static uint64_t race_pause(void) {
+  uint64_t now = fake_host_now();
+  S.race_echo_at = now;
+  if (S.race_round <= TEST_RACE_LEARN)
+    return now + 1000ull * (rand() % TEST_RACE_PAUSE_US);
+  uint64_t jitter = (uint64_t)(rand() % 6000);
+  return now + (S.race_nap_ns > 4000 ? S.race_nap_ns - 4000 : 0) + jitter;
 }
 
 static void on_reg_set(struct fake_host *h, uint32_t offset, uint64_t value) {
@@ -332,6 +357,14 @@ static void on_reg_set(struct fake_host *h, uint32_t offset, uint64_t value) {
     S.core_failures++;
   } else if (offset == TEST_CHECKS) {
     S.core_checks = (uint32_t)value;
+  } else if (offset == TEST_RACE_ECHO) {
+    S.race_wrong += value != S.race_round;
+    S.race_sent_at = 0;
+    if (++S.race_round > TEST_RACE_ROUNDS) {
+      S.race_round = 0;
+    } else {
+      S.race_kick_at = race_pause();
+    }
   } else if (offset == TEST_VALUE) {
     expect(value >= TEST_WAIT_NS && value < 2000000000ull,
            "the core waited %llu ns for a %llu ns deadline",
@@ -341,7 +374,39 @@ static void on_reg_set(struct fake_host *h, uint32_t offset, uint64_t value) {
 
 static bool wake_due(struct fake_host *h) {
   (void)h;
-  return S.wake_at && fake_host_now() >= S.wake_at;
+  return (S.wake_at && fake_host_now() >= S.wake_at) || S.race_kick_at;
+}
+
+static void race_kick(RhnSoftCore *sc) {
+  rhn_sc_doorbell(
+      sc,
+      &(struct rhn_card_doorbell){.page = 1, .value = S.race_round, .size = 4},
+      NULL);
+  S.race_sent_at = fake_host_now();
+}
+
+// A race round's kick, sent after its pause with the link kept moving (a
+// 1 ms poll would round every pause up to the same moment).
+static void race_turn(RhnSoftCore *sc) {
+  if (S.race_kick_at) {
+    bool seen = false;
+    while (fake_host_now() < S.race_kick_at && rhn_sc_run(sc, 0) == 0) {
+      if (!seen && S.race_round <= TEST_RACE_LEARN && rhn_sc_core_idle(sc)) {
+        uint64_t nap = fake_host_now() - S.race_echo_at;
+        seen = true;
+        if (!S.race_nap_ns || nap < S.race_nap_ns) S.race_nap_ns = nap;
+      }
+    }
+    S.race_kick_at = 0;
+    race_kick(sc);
+  } else if (S.race_sent_at &&
+             fake_host_now() - S.race_sent_at > 1000000000ull) {
+    char state[512];
+    fprintf(stderr, "round %u: the core slept through its kick for 1 s: %s\n",
+            S.race_round, rhn_sc_describe(sc, state, sizeof(state)));
+    S.race_lost++;
+    race_kick(sc);
+  }
 }
 
 static void test_script(void) {
@@ -359,7 +424,8 @@ static void test_script(void) {
   // Short turns, so the kick of STEP_WAKE goes on time.
   while (fake_host_run(&h, S.sc, 5, wake_due) == 0) {
     if (fake_host_now() - start > 60000000000ull) break;
-    if (wake_due(&h)) {
+    race_turn(S.sc);
+    if (S.wake_at && fake_host_now() >= S.wake_at) {
       S.wake_at = 0;
       rhn_sc_doorbell(
           S.sc, &(struct rhn_card_doorbell){.page = 1, .value = 77, .size = 4},
@@ -369,6 +435,13 @@ static void test_script(void) {
   printf("script: %.2f s, core: %u checks passed, %u failed\n",
          (double)(fake_host_now() - start) / 1e9, S.core_checks,
          S.core_failures);
+  printf("sleep race: the core's flag shows %.1f us after its answer\n",
+         (double)S.race_nap_ns / 1e3);
+  expect(S.race_nap_ns != 0, "the core was seen asleep between rounds");
+  expect(S.race_lost == 0 && S.race_wrong == 0,
+         "%u round trips with the core asleep between: %u kicks slept "
+         "through, %u answers out of turn",
+         TEST_RACE_ROUNDS, S.race_lost, S.race_wrong);
   expect(rhn_sc_bye_status(S.sc) == 0, "the core ended with BYE 0 (%d): %s",
          rhn_sc_bye_status(S.sc), rhn_sc_error(S.sc));
   expect(S.core_failures == 0 && S.core_checks == TEST_CORE_CHECKS,

@@ -29,7 +29,7 @@
 #define TEST_VALUE 0x0f10u  /* a measured value for the host to judge */
 #define TEST_DROPS 0x0f18u  /* drops the core was told of */
 /* The firmware's checks, all of which must have run. */
-#define TEST_CORE_CHECKS 298u
+#define TEST_CORE_CHECKS 299u
 #define TEST_NODE 7u
 #define TEST_DB_PAGES 4u
 #define TEST_VECTORS 8u
@@ -61,6 +61,7 @@ enum test_step {
   STEP_IDLE_START,      /* host: start measuring the emulator's CPU */
   STEP_IDLE_END,        /* host: the CPU used while the core waited */
   STEP_WAKE,            /* host: a kick some ms later */
+  STEP_SLEEP_RACE,      /* host: kicks timed around the core's sleep */
 };
 
 #define TEST_DB_OVERFLOW_KICKS 100u
@@ -77,6 +78,14 @@ enum test_step {
 #define TEST_WAIT_NS 30000000ull
 #define TEST_IDLE_NS 300000000ull
 #define TEST_WAKE_MS 20
+/* Round trips of STEP_SLEEP_RACE: the host kicks (value: the round) after
+ * a random pause of up to TEST_RACE_PAUSE_US, the core answers each with
+ * TEST_RACE_ECHO. A wake-up lost on the way leaves the core asleep with
+ * the kick in its ring: the host tells, then kicks again. */
+#define TEST_RACE_ROUNDS 4000u
+#define TEST_RACE_PAUSE_US 400u
+#define TEST_RACE_LEARN 200u
+#define TEST_RACE_ECHO 0x0f20u
 
 /* Frames in and out: their sizes; the largest is the link's maximum. */
 #define TEST_FRAME_SIZES \
