@@ -5,6 +5,8 @@
 // (RHINET_QUEUE_BUF_DMABUF) and the library works on the mapping as on
 // its own buffers.
 #include <cerrno>
+#include <cstddef>
+#include <cstring>
 
 #include "dv.h"
 
@@ -103,5 +105,36 @@ RHINETDV_EXPORT int rhinetdv_cq_buf_len(ibv_context* context, uint32_t cqe,
   const rhinet::Context* ctx = rhinet::to_ctx(context);
   if (cqe < 1 || cqe > (1u << ctx->attr.max_cq_log_depth)) return EINVAL;
   *length = rhinet::cq_buf_len(cqe);
+  return 0;
+}
+
+RHINETDV_EXPORT int rhinetdv_query_qp_buf(ibv_qp* ibqp,
+                                          rhinetdv_qp_buf_layout* layout,
+                                          size_t outlen) {
+  if (!ibqp || !layout ||
+      outlen < offsetof(rhinetdv_qp_buf_layout, flags) + sizeof(uint32_t))
+    return EINVAL;
+  if (!rhinet::is_rhinet_context(ibqp->context)) return EOPNOTSUPP;
+  const rhinet::Qp* qp = rhinet::to_qp(ibqp);
+  rhinetdv_qp_buf_layout l{};
+  const auto at = [qp](const void* p) {
+    return static_cast<uint64_t>(static_cast<const uint8_t*>(p) - qp->buf);
+  };
+  l.length = qp->buf_len;
+  l.sq_offset = at(qp->sq);
+  l.sq_slots = 1u << qp->sq_log;
+  l.sq_record_offset = at(qp->mp ? static_cast<const void*>(qp->sq_mp_record)
+                                 : static_cast<const void*>(qp->sq_record));
+  if (qp->mp) l.flags |= RHINETDV_QP_BUF_MULTI_PRODUCER;
+  if (qp->rq) {
+    l.rq_offset = at(qp->rq);
+    l.rq_record_offset = at(qp->rq_record);
+    l.rq_wqes = qp->rq_depth;
+  } else {
+    l.flags |= RHINETDV_QP_BUF_SRQ;
+  }
+  // A caller that knows a longer struct gets zeros past ours.
+  std::memset(layout, 0, outlen);
+  std::memcpy(layout, &l, outlen < sizeof(l) ? outlen : sizeof(l));
   return 0;
 }

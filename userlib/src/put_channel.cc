@@ -241,18 +241,10 @@ Result<void> PutChannel::Impl::setup_device_queues(bool doorbell) {
     return Error(e, "rhinetdv_cq_buf_len");
   if (int e = rhinetdv_qp_buf_len(cfg.context, &qa, &qp_len))
     return Error(e, "rhinetdv_qp_buf_len");
-  // queues.md's layout: the send ring first, then the receive ring, the
-  // SQ and RQ records; the length also leaves room for a multi-producer SQ
-  // record (rhinetdv_qp_buf_len(3)), which this plain QP does not use.
-  constexpr std::size_t kMpSlack =
-      sizeof(rhn_mp_queue_record) - sizeof(rhn_queue_record);
-  sq_rec_off = static_cast<std::uint32_t>(qp_len - kMpSlack -
-                                          2 * sizeof(rhn_queue_record));
   cq_depth = static_cast<std::uint32_t>((cq_len - sizeof(rhn_cq_record)) /
                                         RHN_CQE_SIZE);
   cq_rec_off = cq_depth * RHN_CQE_SIZE;
-  if (qp_len <
-          RHN_SQ_SLOT_SIZE * kSqWrs + kMpSlack + 2 * sizeof(rhn_queue_record) ||
+  if (qp_len < RHN_SQ_SLOT_SIZE * kSqWrs + 2 * sizeof(rhn_queue_record) ||
       cq_len > kQpOff || qp_len > kDataOff - kQpOff || cq_depth < kCqes)
     return Error(EINVAL, "queue layout: QP " + std::to_string(qp_len) +
                              " bytes, CQ " + std::to_string(cq_len));
@@ -276,6 +268,18 @@ Result<void> PutChannel::Impl::setup_device_queues(bool doorbell) {
   qdv.buf = qbuf(kQpOff, qp_len);
   qp = rhinetdv_create_qp(cfg.context, &qa, &qdv, sizeof(qdv));
   if (!qp) return Error(errno, "QP in the xpu's memory");
+  // Where the kernel put the SQ record the lane publishes to; the lane's
+  // program wraps its slots at kSqWrs, as the NIC must.
+  rhinetdv_qp_buf_layout layout{};
+  if (int e = rhinetdv_query_qp_buf(qp, &layout, sizeof(layout)))
+    return Error(e, "rhinetdv_query_qp_buf");
+  if (layout.sq_offset != 0 || layout.sq_slots != kSqWrs ||
+      layout.sq_record_offset + sizeof(rhn_queue_record) > qp_len)
+    return Error(EINVAL, "queue layout: SQ of " +
+                             std::to_string(layout.sq_slots) +
+                             " slots, record at " +
+                             std::to_string(layout.sq_record_offset));
+  sq_rec_off = static_cast<std::uint32_t>(layout.sq_record_offset);
   mr = ibv_reg_dmabuf_mr(pd, kDataOff, cfg.data_length, kSrcIova, buf_fd,
                          IBV_ACCESS_LOCAL_WRITE);
   if (!mr) {

@@ -31,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -550,6 +551,37 @@ static void q_refused(struct node *n, struct ibv_cq *cq,
  * dma-buf through its mapping (so the NIC fetched and wrote them there).
  * Then the refusals, and a QP destroyed with WRITEs queued on it.
  */
+/* A plain QP's layout: the 8-byte records after both rings. */
+static void plain_layout(struct ibv_qp *qp, size_t len)
+{
+	struct rhinetdv_qp_buf_layout lay = {0};
+	uint8_t longer[sizeof(lay) + 16];
+
+	memset(longer, 0xa5, sizeof(longer));
+	check(!rhinetdv_query_qp_buf(qp, &lay, sizeof(lay)) && lay.flags == 0 &&
+		      lay.sq_offset == 0 &&
+		      lay.rq_offset ==
+			      (uint64_t)lay.sq_slots * RHN_SQ_SLOT_SIZE &&
+		      lay.sq_record_offset ==
+			      lay.rq_offset +
+				      (uint64_t)lay.rq_wqes * RHN_RQ_WQE_SIZE &&
+		      lay.rq_record_offset ==
+			      lay.sq_record_offset +
+				      sizeof(struct rhn_queue_record) &&
+		      lay.rq_record_offset + sizeof(struct rhn_queue_record) <=
+			      len,
+	      "QP layout: %u SQ slots, %u RQ WQEs, records at %" PRIu64
+	      " and %" PRIu64 " of %zu bytes",
+	      lay.sq_slots, lay.rq_wqes, lay.sq_record_offset,
+	      lay.rq_record_offset, len);
+	/* A caller built against a longer struct gets zeros past ours. */
+	check(!rhinetdv_query_qp_buf(qp, (void *)longer, sizeof(longer)) &&
+		      !memcmp(longer, &lay, sizeof(lay)) &&
+		      longer[sizeof(lay)] == 0 &&
+		      longer[sizeof(longer) - 1] == 0,
+	      "a longer layout struct: ours, then zeros");
+}
+
 static void queues(struct node *n, int card)
 {
 	uintptr_t host = (uintptr_t)n->host;
@@ -587,6 +619,7 @@ static void queues(struct node *n, int card)
 	}
 	if (!qp[0] || !qp[1])
 		goto out;
+	plain_layout(qp[0], qp_len);
 	bufinfo(&obj1, &att1);
 	check(att1 == att0 + 4, "four queues: attachments %d -> %d", att0,
 	      att1);
@@ -775,6 +808,7 @@ static void mp_queue(struct node *n, int card)
 	struct rhinetdv_queue_buf qb;
 	struct rhinetdv_qp_init_attr dv;
 	struct ibv_qp *mp = NULL, *peer = NULL;
+	struct rhinetdv_qp_buf_layout lay = {0};
 	const volatile uint64_t *rec;
 	uint64_t consumer = 0;
 	uint8_t gid[16];
@@ -826,8 +860,24 @@ static void mp_queue(struct node *n, int card)
 		check(pattern_differs(n->host + wo, Q_LEN, 40 + i) < 0,
 		      "multi-producer WRITE %u: bytes differ", i);
 	}
-	/* The layout's end: the 16-byte SQ record, then the RQ's 8 bytes. */
-	rec = (const volatile uint64_t *)(b.map + len - 24);
+	/*
+	 * Where the kernel put the record, by rhinetdv_query_qp_buf; the
+	 * layout's end: the 16-byte SQ record, then the RQ's 8 bytes.
+	 */
+	check(!rhinetdv_query_qp_buf(mp, &lay, sizeof(lay)) &&
+		      lay.flags == RHINETDV_QP_BUF_MULTI_PRODUCER &&
+		      lay.sq_offset == 0 && lay.sq_record_offset == len - 24 &&
+		      lay.rq_record_offset == len - 8 && lay.length == len &&
+		      lay.sq_slots * RHN_SQ_SLOT_SIZE <= lay.rq_offset,
+	      "multi-producer QP's layout: flags %u, SQ record at %" PRIu64
+	      ", RQ record at %" PRIu64 " of %zu bytes",
+	      lay.flags, lay.sq_record_offset, lay.rq_record_offset, len);
+	check(rhinetdv_query_qp_buf(mp, &lay,
+				    offsetof(struct rhinetdv_qp_buf_layout,
+					     flags)) == EINVAL &&
+		      rhinetdv_query_qp_buf(NULL, &lay, sizeof(lay)) == EINVAL,
+	      "a layout query with a short struct or no QP is EINVAL");
+	rec = (const volatile uint64_t *)(b.map + lay.sq_record_offset);
 	end = now() + 5;
 	while ((consumer = rec[1]) != Q_OPS && now() < end)
 		usleep(1000);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.17;
+ * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.18;
  * rhinetdv 1.4 added no function, only fields: the partial-transfer modes
  * of isend and irecv, which a library has when it reports
  * RHINETDV_CAP_TAG_XFER; RHINETDV_1.5 adds sequential multicast, locks and
@@ -205,6 +205,43 @@ int rhinetdv_qp_buf_len(struct ibv_context *context,
 			const struct ibv_qp_init_attr_ex *attr, size_t *length);
 int rhinetdv_cq_buf_len(struct ibv_context *context, uint32_t cqe,
 			size_t *length);
+
+/* ---- where a QP's queues lie in its buffer (RHINETDV_1.18) -------------- */
+
+enum rhinetdv_qp_buf_flags {
+	/* The SQ record is a struct rhn_mp_queue_record (many producers). */
+	RHINETDV_QP_BUF_MULTI_PRODUCER = 1 << 0,
+	/* The QP receives through an SRQ: it has no receive ring or record. */
+	RHINETDV_QP_BUF_SRQ = 1 << 1,
+};
+
+/*
+ * Offsets in bytes from the start of the QP's buffer, as the kernel placed
+ * them: what a device that posts on the QP by itself needs to find the
+ * send ring and the SQ record it publishes (see the hardware's
+ * queues.md for their formats).
+ */
+struct rhinetdv_qp_buf_layout {
+	uint64_t comp_mask; /* none defined yet: 0 */
+	uint64_t length; /* bytes of the buffer the queues use */
+	uint64_t sq_offset; /* sq_slots slots of RHN_SQ_SLOT_SIZE bytes */
+	uint64_t sq_record_offset;
+	uint64_t rq_offset; /* rq_wqes WQEs of RHN_RQ_WQE_SIZE bytes */
+	uint64_t rq_record_offset;
+	uint32_t sq_slots;
+	uint32_t rq_wqes;
+	uint32_t flags; /* enum rhinetdv_qp_buf_flags */
+	uint32_t reserved; /* 0 */
+};
+
+/*
+ * The layout of @qp's buffer (one the library allocated or one given with
+ * RHINETDV_QP_INIT_ATTR_BUF), into @layout of @outlen bytes as the caller
+ * knows the struct (at least up to `flags`). 0, or EINVAL (no QP, a
+ * shorter struct), EOPNOTSUPP (not this provider's QP).
+ */
+int rhinetdv_query_qp_buf(struct ibv_qp *qp,
+			  struct rhinetdv_qp_buf_layout *layout, size_t outlen);
 
 /* ---- many producers on one send queue (RHINETDV_1.16) ------------------- */
 
