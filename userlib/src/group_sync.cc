@@ -17,20 +17,21 @@ using detail::put_mode;
 // ---- remote atomics ---------------------------------------------------------
 
 Request Group::fetch_add(std::uint32_t rank, std::uint32_t area_id,
-                         std::uint64_t offset, std::uint64_t add) {
-  return post_atomic(Op::fetch_add, rank, area_id, offset, add, 0);
+                         std::uint64_t offset, std::uint64_t add,
+                         const TriggerOn& on) {
+  return post_atomic(Op::fetch_add, rank, area_id, offset, add, 0, on);
 }
 
 Request Group::compare_swap(std::uint32_t rank, std::uint32_t area_id,
                             std::uint64_t offset, std::uint64_t expected,
-                            std::uint64_t desired) {
-  return post_atomic(Op::compare_swap, rank, area_id, offset, expected,
-                     desired);
+                            std::uint64_t desired, const TriggerOn& on) {
+  return post_atomic(Op::compare_swap, rank, area_id, offset, expected, desired,
+                     on);
 }
 
 Request Group::post_atomic(Op op, std::uint32_t rank, std::uint32_t area_id,
                            std::uint64_t offset, std::uint64_t compare_add,
-                           std::uint64_t swap) {
+                           std::uint64_t swap, const TriggerOn& on) {
   detail::Device& dev = *dev_;
   detail::Device::Slot d;
   d.op = op;
@@ -60,12 +61,13 @@ Request Group::post_atomic(Op op, std::uint32_t rank, std::uint32_t area_id,
   a.offset = offset;
   a.compare_add = compare_add;
   a.swap = swap;
-  return dev.post_in_slot(d, fail, "rhinetdv_atomic", [&](std::uint32_t s) {
-    a.wr_id = s;
-    a.result = &dev.results[s];
-    a.result_lkey = dev.words_mr->lkey;
-    return rhinetdv_atomic(dev.ep, &a, sizeof(a));
-  });
+  return detail::post_triggered(dev, on, d, fail, "rhinetdv_atomic",
+                                [&](std::uint32_t s) {
+                                  a.wr_id = s;
+                                  a.result = &dev.results[s];
+                                  a.result_lkey = dev.words_mr->lkey;
+                                  return rhinetdv_atomic(dev.ep, &a, sizeof(a));
+                                });
 }
 
 // ---- locks and barriers -----------------------------------------------------

@@ -127,10 +127,11 @@ Request Group::isend(std::uint32_t rank, std::uint64_t tag,
   const auto fail = [&](int e, const std::string& why) {
     return detail::Device::failed(errno_error(e, dev.describe(d) + ": " + why));
   };
-  return dev.post_in_slot(d, fail, "rhinetdv_isend", [&](std::uint32_t s) {
-    dev.use_word(a, s);
-    return rhinetdv_isend(dev.ep, &a, sizeof(a));
-  });
+  return detail::post_triggered(dev, options.trigger, d, fail, "rhinetdv_isend",
+                                [&](std::uint32_t s) {
+                                  dev.use_word(a, s);
+                                  return rhinetdv_isend(dev.ep, &a, sizeof(a));
+                                });
 }
 
 Request Group::irecv(std::uint32_t source, TagMatch match,

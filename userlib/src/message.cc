@@ -42,8 +42,10 @@ Result<void> check_message(Op op, const XferOptions& o, std::size_t length) {
                              "(a message's arrival is its own notice)");
   if (o.fence)
     return Error(EINVAL, op_s + ": fence orders PULLs; isend/irecv take none");
-  if (o.trigger.counter || o.trigger.chain)
-    return Error(EINVAL, op_s + ": only push, pull and mcast take a trigger");
+  if (op == Op::irecv && (o.trigger.counter || o.trigger.chain))
+    return Error(EINVAL, op_s +
+                             ": an irecv takes no trigger (it waits for its "
+                             "message; trigger the isend)");
   if (o.inline_data && (op != Op::isend || o.mode != Mode::basic))
     return Error(EINVAL, op_s +
                              ": inline data goes only with a basic isend (or "

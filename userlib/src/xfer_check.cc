@@ -221,10 +221,13 @@ Result<void> check_xfer(Op op, Target target, const XferOptions& o,
                    ": fence is not taken (a multicast reads nothing "
                    "back; a subscribe waits for nothing of this process)");
   // Group::push, pull and the list mcast arm the endpoint for a triggered
-  // operation (locks and trigger_add take a TriggerOn of their own).
+  // operation (isend too, check_message; atomics, locks and trigger_add
+  // take a TriggerOn of their own).
   if ((o.trigger.counter || o.trigger.chain) && op != Op::push &&
       op != Op::pull && op != Op::mcast)
-    return invalid(op_s + ": only push, pull and mcast take a trigger");
+    return invalid(op_s +
+                   ": takes no trigger (push, pull, isend, the list mcast, "
+                   "atomics, locks and collectives do)");
   return detail::check_mode_parameters(op, o, length);
 }
 

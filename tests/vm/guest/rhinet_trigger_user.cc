@@ -11,8 +11,11 @@
 //  - arms the group's endpoint itself (rhinetdv_set_trigger) for an
 //    operation userlib does not trigger, a fetch_add on its right
 //    neighbour's word: it waits until the counter is added to;
-//  - is refused a trigger on an isend (EINVAL) and an add through a
-//    moved-from Trigger (EINVAL);
+//  - is refused an add through a moved-from Trigger (EINVAL);
+//  - sends a triggered isend that its right neighbour's irecv waits for
+//    until the add, and is refused a trigger on an irecv (EINVAL);
+//  - chains a triggered fetch_add to the counter a compare_swap waits on:
+//    one add releases both;
 //  - hands its counters to its left neighbour (Trigger::remote(), pushed
 //    into the neighbour's area) and adds to its right neighbour's: a PUSH
 //    parked there on threshold 2 goes after the second add only, and each
@@ -540,13 +543,67 @@ int main()
 		must(g.barrier_bootstrap(), "barrier");
 	}
 
-	// Only push, pull and mcast take a trigger.
-	rhinet::XferOptions bad{};
-	bad.trigger = {.counter = &*t, .threshold = 1};
-	auto s = g.isend(right, 7, std::span(local).first(16), bad);
-	auto sw = s.wait(1s);
-	expect(!sw && sw.error().errno_value() == EINVAL,
-	       "an isend with a trigger: EINVAL");
+	// A triggered isend: the right neighbour's irecv waits for it.
+	{
+		// Into the registered buffer (the chained PULL's place, done).
+		const std::span<std::byte> in =
+			std::span(local).subspan(kChainAt, kSmall);
+		for (std::size_t i = 0; i < kSmall; i++)
+			local[kBackAt + i] = pattern(me, i, 4);
+		auto rr = g.irecv(left, 7, in);
+		auto ti = g.trigger();
+		must(ti, "trigger for the isend");
+		if (!ti)
+			return 1;
+		rhinet::XferOptions o{};
+		o.trigger = {.counter = &*ti, .threshold = 1};
+		auto s = g.isend(right, 7,
+				 std::span(local).subspan(kBackAt, kSmall), o);
+		expect(waits(s), "the triggered isend waits");
+		// No rank adds before the barrier: the left one's isend waits.
+		expect(!rr.test(), "the irecv waits for the parked isend");
+		must(g.barrier_bootstrap(), "barrier");
+		must(ti->add(), "add to the isend's counter");
+		must(s.wait(10s), "the triggered isend");
+		must(rr.wait(10s), "the irecv it matched");
+		expect(rr.bytes() == kSmall && matches(std::span(in), left, 4),
+		       "the left neighbour's triggered isend arrived");
+		// An irecv takes no trigger: it waits for its message.
+		auto bad = g.irecv(left, 8, in, o);
+		auto bw = bad.wait(1s);
+		expect(!bw && bw.error().errno_value() == EINVAL,
+		       "an irecv with a trigger: EINVAL");
+		must(g.barrier_bootstrap(), "barrier");
+	}
+
+	// Triggered atomics: a fetch_add chained to the counter a
+	// compare_swap waits on; one add releases both.
+	{
+		auto go = g.trigger(), next = g.trigger();
+		must(go, "go");
+		must(next, "next");
+		if (!go || !next)
+			return 1;
+		auto fa = g.fetch_add(
+			right, kWordArea, 8, 3,
+			{.counter = &*go, .threshold = 1, .chain = &*next});
+		auto cs = g.compare_swap(right, kWordArea, 16, 0, 99,
+					 {.counter = &*next, .threshold = 1});
+		expect(waits(fa) && !cs.test(), "the atomics wait");
+		must(go->add(), "add to go");
+		must(fa.wait(10s), "the triggered fetch_add");
+		must(cs.wait(10s), "the compare_swap chained behind it");
+		expect(fa.value() == 0 && cs.value() == 0,
+		       "both words were 0 before");
+		auto nv = next->read();
+		expect(nv && *nv == 1, "the fetch_add's completion added 1");
+		must(g.barrier_bootstrap(), "barrier");
+		std::uint64_t w8, w16;
+		std::memcpy(&w8, word_mem.data() + 8, sizeof(w8));
+		std::memcpy(&w16, word_mem.data() + 16, sizeof(w16));
+		expect(w8 == 3 && w16 == 99,
+		       "the left neighbour's triggered atomics landed");
+	}
 
 	must(g.sync(10s), "sync");
 	must(g.barrier_bootstrap(), "final barrier");

@@ -209,14 +209,17 @@ class Group {
   // word, not against the target's CPU (as in ibverbs). EINVAL: offset not
   // 8-byte aligned; EOPNOTSUPP: no RHINETDV_CAP_ATOMIC; the target NIC's
   // refusals (Syndrome::alignment, bounds, bad_area, access_rights) come
-  // with the completion.
+  // with the completion. With `on` naming a counter the atomic waits in
+  // this rank's NIC until the counter reaches on.threshold; with on.chain
+  // its completion adds 1 to that counter (trigger.hpp).
   Request fetch_add(std::uint32_t rank, std::uint32_t area_id,
-                    std::uint64_t offset, std::uint64_t add);
+                    std::uint64_t offset, std::uint64_t add,
+                    const TriggerOn& on = {});
   // Stores `desired` if the word equals `expected`; value() == expected
   // tells that it did.
   Request compare_swap(std::uint32_t rank, std::uint32_t area_id,
                        std::uint64_t offset, std::uint64_t expected,
-                       std::uint64_t desired);
+                       std::uint64_t desired, const TriggerOn& on = {});
   // By virtual address and rkey in `rank`'s memory (the other way to name
   // the target; the key is the protection, the group is not checked).
   // No signal.
@@ -515,7 +518,7 @@ class Group {
                      const XferOptions& options);
   Request post_atomic(Op op, std::uint32_t rank, std::uint32_t area_id,
                       std::uint64_t offset, std::uint64_t compare_add,
-                      std::uint64_t swap);
+                      std::uint64_t swap, const TriggerOn& on);
   Request post_sync(Op op, std::uint32_t manager, std::uint64_t id,
                     std::uint32_t count, const TriggerOn& on);
   Request post_share(Op op, std::uint32_t home, std::uint32_t area_id,
