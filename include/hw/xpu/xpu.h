@@ -123,7 +123,8 @@ enum xpu_counter {
  */
 #define XPU_REG_LANE_MEM_BASE 0x800
 #define XPU_REG_LANE_MEM_STRIDE 0x10
-#define XPU_REG_LANE_MEM(l) (XPU_REG_LANE_MEM_BASE + XPU_REG_LANE_MEM_STRIDE * (l))
+#define XPU_REG_LANE_MEM(l) \
+	(XPU_REG_LANE_MEM_BASE + XPU_REG_LANE_MEM_STRIDE * (l))
 #define XPU_LANE_MEM_OFFSET 0x00 /* RW 64: where the lane's memory starts */
 #define XPU_LANE_MEM_SIZE 0x08 /* RW 64: its bytes; 0: all of BAR2 */
 

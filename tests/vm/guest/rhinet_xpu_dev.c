@@ -187,9 +187,8 @@ static uint64_t local_faults(int fd)
  */
 static void b_attacks(int fd, const struct xpu_mem *m, uint64_t rel)
 {
-	struct xpu_export e = {.offset = rel,
-			       .length = MARK_LEN,
-			       .flags = O_CLOEXEC | O_RDWR};
+	struct xpu_export e = {
+		.offset = rel, .length = MARK_LEN, .flags = O_CLOEXEC | O_RDWR};
 	struct xpu_lane_run run = {.lane = B_LANE, .pc = rel & ~31ull};
 	const struct {
 		const char *what;
