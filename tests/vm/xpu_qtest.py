@@ -164,9 +164,11 @@ def counters(q, slot):
             for i, n in enumerate(CNT)}
 
 
-def run(q, lane, pc, program, rounds=50):
-    """Loads program at pc of xpu 4, starts lane, lets it run."""
-    q.write(MEM[4] + pc, b"".join(program))
+def run(q, lane, pc, program, rounds=50, base=0):
+    """Loads program at pc of xpu 4 (past base, a bounded lane's memory
+    start), starts lane, lets it run."""
+    if program:
+        q.write(MEM[4] + base + pc, b"".join(program))
     q.writeq(lane_reg(4, lane, HDR["XPU_LANE_PC"]), pc)
     q.writel(lane_reg(4, lane, HDR["XPU_LANE_CTRL"]), 1)
     for _ in range(rounds):
@@ -408,16 +410,7 @@ def lane_memory(q):
           q.readq(mem_reg(1, 8)) == 0, "lane 2's MEM registers read back")
 
     def bounded(pc, program, rounds=50):
-        if program:
-            q.write(MEM[4] + base + pc, b"".join(program))
-        q.writeq(lane_reg(4, lane, HDR["XPU_LANE_PC"]), pc)
-        q.writel(lane_reg(4, lane, HDR["XPU_LANE_CTRL"]), 1)
-        for _ in range(rounds):
-            q.step(10000)
-            if q.readl(lane_reg(4, lane, HDR["XPU_LANE_STATUS"])) != RUNNING:
-                break
-        return (q.readl(lane_reg(4, lane, HDR["XPU_LANE_STATUS"])),
-                q.readl(lane_reg(4, lane, HDR["XPU_LANE_ERROR"])))
+        return run(q, lane, pc, program, rounds, base)
 
     c0 = counters(q, 4)
     status, err = bounded(0x1000, [cmd(STORE, a=0x20, imm=0x55),
