@@ -16,7 +16,9 @@
  * a path touched no host RAM: the HOST counters stay 0. Once the driver
  * turns enforcement on, a lane reaches only the bus ranges of the windows
  * its WINDOWS register names (what its owner imported), else it faults
- * WINDOW before the access.
+ * WINDOW before the access. Likewise a lane whose memory the driver bounded
+ * (XPU_LANE_MEM_*, the part of BAR2 its owner was given) names offsets in
+ * that part only; any other faults LOCAL before the access.
  *
  * Peers' DMA into BAR2 does not pass through this code (the memory is a RAM
  * region, which is what lets rhinet's engine thread reach it without the
@@ -60,6 +62,8 @@ typedef struct XpuLane {
     uint32_t error; /* enum xpu_lane_error */
     uint32_t poll_rounds; /* rounds the current POLL has waited */
     uint32_t windows; /* the windows it reaches, a bit each */
+    uint64_t mem_offset; /* its memory in BAR2 (XPU_LANE_MEM_*) */
+    uint64_t mem_size; /* 0: all of BAR2 */
 } XpuLane;
 
 typedef struct XpuWindow {
@@ -189,23 +193,47 @@ static uint32_t xpu_bus_rw(XpuState *s, XpuLane *l, uint64_t addr,
 
 /* ---- The lanes ----------------------------------------------------------- */
 
-static bool xpu_range_ok(XpuState *s, uint64_t off, uint64_t len)
+/*
+ * [off, off + len) of the lane's memory: XPU_ERR_NONE, LOCAL outside a
+ * bounded lane's memory, RANGE outside BAR2 (an unbounded lane, or a bound
+ * the driver set past BAR2's end).
+ */
+static uint32_t xpu_local_ok(XpuState *s, XpuLane *l, uint64_t off,
+                             uint64_t len)
 {
-    return off + len >= off && off + len <= s->mem_size;
+    uint64_t base = l->mem_size ? l->mem_offset : 0, end = off + len;
+
+    if (l->mem_size && (len > l->mem_size || off > l->mem_size - len)) {
+        return XPU_ERR_LOCAL;
+    }
+    if (end < off || base + end < base || base + end > s->mem_size) {
+        return XPU_ERR_RANGE;
+    }
+    return XPU_ERR_NONE;
 }
 
-static uint64_t *xpu_word(XpuState *s, uint64_t off)
+/* Lane-relative offset @off in the device's memory (checked before). */
+static uint8_t *xpu_ptr(XpuState *s, XpuLane *l, uint64_t off)
 {
-    if ((off & 7) || !xpu_range_ok(s, off, 8)) {
-        return NULL;
-    }
-    return (uint64_t *)(s->mem_ptr + off);
+    return s->mem_ptr + (l->mem_size ? l->mem_offset : 0) + off;
+}
+
+/* An 8-byte word of the lane's memory: XPU_ERR_NONE, RANGE or LOCAL. */
+static uint32_t xpu_word_ok(XpuState *s, XpuLane *l, uint64_t off)
+{
+    return off & 7 ? XPU_ERR_RANGE : xpu_local_ok(s, l, off, 8);
+}
+
+static uint64_t *xpu_word(XpuState *s, XpuLane *l, uint64_t off)
+{
+    return (uint64_t *)xpu_ptr(s, l, off);
 }
 
 /* The device wrote its memory: migration and translated code must know. */
-static void xpu_mem_written(XpuState *s, uint64_t off, uint64_t len)
+static void xpu_mem_written(XpuState *s, XpuLane *l, uint64_t off,
+                            uint64_t len)
 {
-    memory_region_set_dirty(&s->mem, off, len);
+    memory_region_set_dirty(&s->mem, xpu_ptr(s, l, off) - s->mem_ptr, len);
 }
 
 static void xpu_lane_fault(XpuState *s, XpuLane *l, uint32_t error)
@@ -213,6 +241,9 @@ static void xpu_lane_fault(XpuState *s, XpuLane *l, uint32_t error)
     l->status = XPU_LANE_FAULT;
     l->error = error;
     qatomic_inc(&s->counters[XPU_CNT_FAULTS]);
+    if (error == XPU_ERR_LOCAL) {
+        qatomic_inc(&s->counters[XPU_CNT_LOCAL_FAULTS]);
+    }
     qemu_log_mask(LOG_GUEST_ERROR,
                   "xpu: lane %td: error %u at pc 0x%" PRIx64 "\n",
                   l - s->lanes, error, l->pc);
@@ -220,32 +251,33 @@ static void xpu_lane_fault(XpuState *s, XpuLane *l, uint32_t error)
 
 /*
  * The command's operand fields that are indirect (XPU_IND_*) replaced by
- * the words they name; XPU_ERR_RANGE if such a word is not in BAR2.
+ * the words they name; RANGE or LOCAL if such a word is not the lane's.
  */
-static uint32_t xpu_resolve(XpuState *s, struct xpu_cmd *c)
+static uint32_t xpu_resolve(XpuState *s, XpuLane *l, struct xpu_cmd *c)
 {
     uint64_t *fields[] = { &c->a, &c->b, &c->imm };
     static const uint8_t bits[] = { XPU_IND_A, XPU_IND_B, XPU_IND_IMM };
 
     for (int i = 0; i < ARRAY_SIZE(bits); i++) {
-        uint64_t *w;
+        uint32_t err;
 
         if (!(c->flags & bits[i])) {
             continue;
         }
-        w = xpu_word(s, *fields[i]);
-        if (!w) {
-            return XPU_ERR_RANGE;
+        err = xpu_word_ok(s, l, *fields[i]);
+        if (err) {
+            return err;
         }
-        *fields[i] = le64_to_cpu(qatomic_read(w));
+        *fields[i] = le64_to_cpu(qatomic_read(xpu_word(s, l, *fields[i])));
     }
     return XPU_ERR_NONE;
 }
 
 /* A command's memory operands, checked; XPU_ERR_NONE when they are good. */
-static uint32_t xpu_check(XpuState *s, struct xpu_cmd *c)
+static uint32_t xpu_check(XpuState *s, XpuLane *l, struct xpu_cmd *c)
 {
     uint32_t flags_ok = c->op == XPU_OP_POLL ? XPU_POLL_GE : 0;
+    uint32_t err;
 
     if (c->op != XPU_OP_STOP) {
         flags_ok |= XPU_IND_ALL;
@@ -258,36 +290,41 @@ static uint32_t xpu_check(XpuState *s, struct xpu_cmd *c)
         (c->op == XPU_OP_BRANCH && c->len >= XPU_COND_NUM)) {
         return XPU_ERR_OPCODE;
     }
-    if (xpu_resolve(s, c)) {
-        return XPU_ERR_RANGE;
+    err = xpu_resolve(s, l, c);
+    if (err) {
+        return err;
     }
     switch (c->op) {
     case XPU_OP_STOP:
         return XPU_ERR_NONE;
     case XPU_OP_STORE:
     case XPU_OP_POLL:
-        return xpu_word(s, c->a) ? XPU_ERR_NONE : XPU_ERR_RANGE;
+        return xpu_word_ok(s, l, c->a);
     case XPU_OP_FADD:
     case XPU_OP_ALU:
-        return xpu_word(s, c->a) && xpu_word(s, c->b) ? XPU_ERR_NONE
-                                                      : XPU_ERR_RANGE;
+        err = xpu_word_ok(s, l, c->a);
+        return err ? err : xpu_word_ok(s, l, c->b);
     case XPU_OP_BRANCH:
-        return xpu_word(s, c->a) && !(c->imm & (XPU_CMD_SIZE - 1)) &&
-                       xpu_range_ok(s, c->imm, XPU_CMD_SIZE)
-                   ? XPU_ERR_NONE
-                   : XPU_ERR_RANGE;
+        err = xpu_word_ok(s, l, c->a);
+        if (!err && (c->imm & (XPU_CMD_SIZE - 1))) {
+            err = XPU_ERR_RANGE;
+        }
+        return err ? err : xpu_local_ok(s, l, c->imm, XPU_CMD_SIZE);
     case XPU_OP_WRITE64:
         return c->b & 7 ? XPU_ERR_RANGE : XPU_ERR_NONE;
     case XPU_OP_COPY:
-        if (!xpu_range_ok(s, c->b, c->len)) {
+        if (c->len > XPU_DMA_MAX) {
             return XPU_ERR_RANGE;
+        }
+        err = xpu_local_ok(s, l, c->b, c->len);
+        if (err) {
+            return err;
         }
         /* fall through */
     case XPU_OP_DMA_READ:
     case XPU_OP_DMA_WRITE:
-        return c->len <= XPU_DMA_MAX && xpu_range_ok(s, c->a, c->len)
-                   ? XPU_ERR_NONE
-                   : XPU_ERR_RANGE;
+        return c->len <= XPU_DMA_MAX ? xpu_local_ok(s, l, c->a, c->len)
+                                     : XPU_ERR_RANGE;
     default:
         return XPU_ERR_OPCODE;
     }
@@ -340,17 +377,19 @@ static bool xpu_step(XpuState *s, XpuLane *l)
     uint32_t err;
     bool done;
 
-    if ((l->pc & (XPU_CMD_SIZE - 1)) || !xpu_range_ok(s, l->pc, XPU_CMD_SIZE)) {
-        xpu_lane_fault(s, l, XPU_ERR_RANGE);
+    err = l->pc & (XPU_CMD_SIZE - 1) ? XPU_ERR_RANGE
+                                     : xpu_local_ok(s, l, l->pc, XPU_CMD_SIZE);
+    if (err) {
+        xpu_lane_fault(s, l, err);
         return false;
     }
-    memcpy(&c, s->mem_ptr + l->pc, sizeof(c));
+    memcpy(&c, xpu_ptr(s, l, l->pc), sizeof(c));
     c.rsvd = le16_to_cpu(c.rsvd);
     c.len = le32_to_cpu(c.len);
     c.a = le64_to_cpu(c.a);
     c.b = le64_to_cpu(c.b);
     c.imm = le64_to_cpu(c.imm);
-    err = xpu_check(s, &c);
+    err = xpu_check(s, l, &c);
     if (err) {
         xpu_lane_fault(s, l, err);
         return false;
@@ -360,12 +399,12 @@ static bool xpu_step(XpuState *s, XpuLane *l)
         l->status = XPU_LANE_DONE;
         break;
     case XPU_OP_STORE:
-        qatomic_set(xpu_word(s, c.a), cpu_to_le64(c.imm));
-        xpu_mem_written(s, c.a, 8);
+        qatomic_set(xpu_word(s, l, c.a), cpu_to_le64(c.imm));
+        xpu_mem_written(s, l, c.a, 8);
         break;
     case XPU_OP_COPY:
-        memmove(s->mem_ptr + c.a, s->mem_ptr + c.b, c.len);
-        xpu_mem_written(s, c.a, c.len);
+        memmove(xpu_ptr(s, l, c.a), xpu_ptr(s, l, c.b), c.len);
+        xpu_mem_written(s, l, c.a, c.len);
         break;
     case XPU_OP_WRITE64:
         v = cpu_to_le64(c.imm);
@@ -377,28 +416,28 @@ static bool xpu_step(XpuState *s, XpuLane *l)
         break;
     case XPU_OP_DMA_READ:
     case XPU_OP_DMA_WRITE:
-        err = xpu_bus_rw(s, l, c.b, s->mem_ptr + c.a, c.len,
+        err = xpu_bus_rw(s, l, c.b, xpu_ptr(s, l, c.a), c.len,
                          c.op == XPU_OP_DMA_WRITE);
         if (err) {
             xpu_lane_fault(s, l, err);
             return false;
         }
         if (c.op == XPU_OP_DMA_READ) {
-            xpu_mem_written(s, c.a, c.len);
+            xpu_mem_written(s, l, c.a, c.len);
         }
         break;
     case XPU_OP_FADD:
-        w = xpu_word(s, c.a);
+        w = xpu_word(s, l, c.a);
         do {
             old = qatomic_read(w);
             v = cpu_to_le64(le64_to_cpu(old) + c.imm);
         } while (qatomic_cmpxchg(w, old, v) != old);
-        qatomic_set(xpu_word(s, c.b), old);
-        xpu_mem_written(s, c.a, 8);
-        xpu_mem_written(s, c.b, 8);
+        qatomic_set(xpu_word(s, l, c.b), old);
+        xpu_mem_written(s, l, c.a, 8);
+        xpu_mem_written(s, l, c.b, 8);
         break;
     case XPU_OP_POLL:
-        v = le64_to_cpu(qatomic_read(xpu_word(s, c.a)));
+        v = le64_to_cpu(qatomic_read(xpu_word(s, l, c.a)));
         done = c.flags & XPU_POLL_GE ? v >= c.imm : v == c.imm;
         if (!done) {
             if (++l->poll_rounds > (c.len ? c.len : XPU_POLL_ROUNDS_DEFAULT)) {
@@ -409,13 +448,13 @@ static bool xpu_step(XpuState *s, XpuLane *l)
         l->poll_rounds = 0;
         break;
     case XPU_OP_ALU:
-        v = xpu_alu(c.len, le64_to_cpu(qatomic_read(xpu_word(s, c.b))),
+        v = xpu_alu(c.len, le64_to_cpu(qatomic_read(xpu_word(s, l, c.b))),
                     c.imm);
-        qatomic_set(xpu_word(s, c.a), cpu_to_le64(v));
-        xpu_mem_written(s, c.a, 8);
+        qatomic_set(xpu_word(s, l, c.a), cpu_to_le64(v));
+        xpu_mem_written(s, l, c.a, 8);
         break;
     case XPU_OP_BRANCH:
-        v = le64_to_cpu(qatomic_read(xpu_word(s, c.a)));
+        v = le64_to_cpu(qatomic_read(xpu_word(s, l, c.a)));
         if (xpu_cond(c.len, v, c.b)) {
             next = c.imm;
         }
@@ -476,6 +515,17 @@ static void xpu_lane_ctrl(XpuState *s, XpuLane *l, uint32_t val)
 /* The 8-byte aligned register word at addr. */
 static uint64_t xpu_reg_word(XpuState *s, hwaddr addr)
 {
+    if (addr >= XPU_REG_LANE_MEM_BASE) {
+        hwaddr off = addr - XPU_REG_LANE_MEM_BASE;
+        uint32_t lane = off / XPU_REG_LANE_MEM_STRIDE;
+
+        if (lane >= s->nr_lanes) {
+            return 0;
+        }
+        return off % XPU_REG_LANE_MEM_STRIDE == XPU_LANE_MEM_OFFSET
+                   ? s->lanes[lane].mem_offset
+                   : s->lanes[lane].mem_size;
+    }
     if (addr >= XPU_REG_LANE_BASE) {
         hwaddr off = addr - XPU_REG_LANE_BASE;
         uint32_t lane = off / XPU_REG_LANE_STRIDE;
@@ -562,6 +612,22 @@ static void xpu_reg_write32(XpuState *s, hwaddr addr, uint32_t val)
         reg = off < XPU_WINDOW_SIZE ? &s->windows[w].addr
                                     : &s->windows[w].size;
         *reg = deposit64(*reg, off & 4 ? 32 : 0, 32, val);
+        return;
+    }
+    if (addr >= XPU_REG_LANE_MEM_BASE) {
+        off = addr - XPU_REG_LANE_MEM_BASE;
+        if (off / XPU_REG_LANE_MEM_STRIDE >= s->nr_lanes) {
+            return;
+        }
+        l = &s->lanes[off / XPU_REG_LANE_MEM_STRIDE];
+        off %= XPU_REG_LANE_MEM_STRIDE;
+        /* A running lane's memory is its own, as its PC is. */
+        if (l->status != XPU_LANE_RUNNING) {
+            uint64_t *reg = off < XPU_LANE_MEM_SIZE ? &l->mem_offset
+                                                    : &l->mem_size;
+
+            *reg = deposit64(*reg, off & 4 ? 32 : 0, 32, val);
+        }
         return;
     }
     if (addr < XPU_REG_LANE_BASE) {

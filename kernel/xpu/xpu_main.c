@@ -9,15 +9,24 @@
  * on at probe: a lane reaches by DMA only what its open file imported for
  * it (another device's dma-buf, such as rhinet.ko's doorbell page), and
  * lanes and windows are the file's until it is closed.
+ *
+ * BAR2 is shared out too: each open file gets a range of it of its own
+ * (struct xpu_mem_area, first fit over a bitmap of granules), and every
+ * offset the file names (mmap, export, a lane's PC) is in that range. The
+ * device bounds each lane's memory to its file's range at LANE_RUN, so no
+ * file's lanes, mappings or dma-bufs reach another's queues or data. One
+ * file holds at most a share (a quarter of BAR2), so none starves the rest.
  */
 #include <linux/delay.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/bitmap.h>
 #include <linux/dma-resv.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/kref.h>
+#include <linux/log2.h>
 #include <linux/memremap.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
@@ -36,6 +45,10 @@
 #define XPU_RUN_TIMEOUT_MS_DEFAULT 10000
 /* One scatterlist entry covers an export: its length is 32 bits. */
 #define XPU_EXPORT_MAX BIT_ULL(31)
+/* BAR2 is shared out in at most this many granules of a page or more. */
+#define XPU_MEM_GRANULES 256
+/* The most of BAR2 one file may hold: 1 / XPU_MEM_SHARE_DIV of it. */
+#define XPU_MEM_SHARE_DIV 4
 
 struct xpu_dev {
 	struct kref ref; /* the probe's, and one per exported dma-buf */
@@ -59,13 +72,31 @@ struct xpu_dev {
 	/* Held for reading by every ioctl; remove sets gone under it. */
 	struct rw_semaphore alive;
 	bool gone;
+	/* The granules of BAR2 some file's memory holds; the files' mem. */
+	struct mutex mem_lock;
+	unsigned long *mem_used;
+	u32 mem_granules;
+	u64 mem_granule; /* bytes */
+	u64 mem_share; /* the most one file holds */
+};
+
+/*
+ * An open file's memory: [offset, offset + size) of BAR2. The file and
+ * each dma-buf exported of it hold a reference; the last one frees it.
+ */
+struct xpu_mem_area {
+	struct kref ref;
+	struct xpu_dev *xdev;
+	u64 offset;
+	u64 size;
 };
 
 /* A dma-buf over [offset, offset + length) of one device's memory. */
 struct xpu_dmabuf {
 	struct xpu_dev *xdev;
 	struct dev_pagemap *pgmap; /* held: the pages outlive no dma-buf */
-	u64 offset;
+	struct xpu_mem_area *area; /* held: the range is the file's till then */
+	u64 offset; /* in BAR2 */
 	u64 length;
 	bool movable; /* XPU_EXPORT_MOVABLE: never pinned */
 	u32 pins; /* importers that pinned it; under the reservation lock */
@@ -75,6 +106,7 @@ struct xpu_dmabuf {
 struct xpu_file {
 	struct xpu_dev *xdev;
 	struct list_head imports; /* struct xpu_import_ent, under lane_lock */
+	struct xpu_mem_area *mem; /* NULL until first needed; under mem_lock */
 };
 
 /* A dma-buf the file imported, mapped for the device, and its window. */
@@ -95,12 +127,120 @@ static void xpu_dev_free(struct kref *ref)
 
 	ida_free(&xpu_ida, xdev->id);
 	pci_dev_put(xdev->pdev);
+	bitmap_free(xdev->mem_used);
 	kfree(xdev);
 }
 
 static void xpu_dev_put(struct xpu_dev *xdev)
 {
 	kref_put(&xdev->ref, xpu_dev_free);
+}
+
+/* ---- The files' memory ------------------------------------------------ */
+
+static void xpu_mem_free(struct kref *ref)
+{
+	struct xpu_mem_area *area = container_of(ref, struct xpu_mem_area, ref);
+	struct xpu_dev *xdev = area->xdev;
+
+	mutex_lock(&xdev->mem_lock);
+	bitmap_clear(xdev->mem_used, area->offset / xdev->mem_granule,
+		     area->size / xdev->mem_granule);
+	mutex_unlock(&xdev->mem_lock);
+	kfree(area);
+}
+
+static void xpu_mem_put(struct xpu_mem_area *area)
+{
+	if (area)
+		kref_put(&area->ref, xpu_mem_free);
+}
+
+/*
+ * The file's memory: the range it has, or a new one of @size bytes (0:
+ * the default) taken first fit. EEXIST when it has one of another size,
+ * EDQUOT beyond the share, ENOSPC when no free range is that large.
+ */
+static int xpu_file_mem(struct xpu_file *xf, u64 size,
+			struct xpu_mem_area **out)
+{
+	struct xpu_dev *xdev = xf->xdev;
+	struct xpu_mem_area *area;
+	unsigned long first;
+	bool asked = size;
+	u32 n;
+	int ret = 0;
+
+	if (size > xdev->mem_share) {
+		dev_dbg(&xdev->pdev->dev,
+			"%llu bytes asked, a file's share is %llu\n", size,
+			xdev->mem_share);
+		return -EDQUOT;
+	}
+	/* Whole granules; the default is one too (both divide the share). */
+	size = roundup(size ?: min_t(u64, XPU_MEM_DEFAULT, xdev->mem_share),
+		       xdev->mem_granule);
+	mutex_lock(&xdev->mem_lock);
+	if (xf->mem) {
+		if (asked && size != xf->mem->size) {
+			dev_dbg(&xdev->pdev->dev,
+				"a file with %llu bytes asked for %llu\n",
+				xf->mem->size, size);
+			ret = -EEXIST;
+		}
+		goto out;
+	}
+	n = size / xdev->mem_granule;
+	first = bitmap_find_next_zero_area(xdev->mem_used, xdev->mem_granules,
+					   0, n, 0);
+	if (first >= xdev->mem_granules) {
+		dev_dbg(&xdev->pdev->dev, "no %llu free bytes of memory\n",
+			size);
+		ret = -ENOSPC;
+		goto out;
+	}
+	area = kzalloc(sizeof(*area), GFP_KERNEL);
+	if (!area) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	kref_init(&area->ref);
+	area->xdev = xdev;
+	area->offset = (u64)first * xdev->mem_granule;
+	area->size = (u64)n * xdev->mem_granule;
+	bitmap_set(xdev->mem_used, first, n);
+	xf->mem = area;
+out:
+	if (!ret)
+		*out = xf->mem;
+	mutex_unlock(&xdev->mem_lock);
+	return ret;
+}
+
+/* [off, off + len) lies in @area (len 0: off does). */
+static bool xpu_mem_has(struct xpu_mem_area *area, u64 off, u64 len)
+{
+	return off < area->size && len <= area->size - off;
+}
+
+static int xpu_mem_ioctl(struct xpu_file *xf, struct xpu_mem *req)
+{
+	struct xpu_dev *xdev = xf->xdev;
+	struct xpu_mem_area *area;
+	int ret;
+
+	if (req->rsvd)
+		return -EINVAL;
+	ret = xpu_file_mem(xf, req->size, &area);
+	if (ret)
+		return ret;
+	req->size = area->size;
+	req->offset = area->offset;
+	req->bus_addr = pci_bus_address(xdev->pdev, XPU_BAR_MEM) +
+			area->offset;
+	req->share = xdev->mem_share;
+	req->granule = xdev->mem_granule;
+	return 0;
 }
 
 /* ---- dma-buf exporter ------------------------------------------------- */
@@ -200,6 +340,7 @@ static void xpu_dmabuf_unpin(struct dma_buf_attachment *attach)
 
 static void xpu_dmabuf_free(struct xpu_dmabuf *xb)
 {
+	xpu_mem_put(xb->area);
 	put_dev_pagemap(xb->pgmap);
 	xpu_dev_put(xb->xdev);
 	kfree(xb);
@@ -219,34 +360,45 @@ static const struct dma_buf_ops xpu_dmabuf_ops = {
 	.release = xpu_dmabuf_release,
 };
 
-static int xpu_export(struct xpu_dev *xdev, struct xpu_export *req)
+static int xpu_export(struct xpu_file *xf, struct xpu_export *req)
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(exp_info);
+	struct xpu_dev *xdev = xf->xdev;
+	struct xpu_mem_area *area;
 	struct xpu_dmabuf *xb;
 	struct dma_buf *dmabuf;
-	int fd;
+	int fd, ret;
 
-	if (!xdev->p2pdma)
-		return -EOPNOTSUPP;
 	if (req->flags & ~(O_CLOEXEC | O_ACCMODE | XPU_EXPORT_MOVABLE))
 		return -EINVAL;
+	ret = xpu_file_mem(xf, 0, &area);
+	if (ret)
+		return ret;
+	/* Only the file's own memory, whether or not it can be exported. */
 	if (!req->length || req->length > XPU_EXPORT_MAX ||
 	    !PAGE_ALIGNED(req->offset) || !PAGE_ALIGNED(req->length) ||
-	    req->offset >= xdev->mem_size ||
-	    req->length > xdev->mem_size - req->offset)
+	    !xpu_mem_has(area, req->offset, req->length)) {
+		dev_dbg(&xdev->pdev->dev,
+			"export of [%#llx, +%#llx): not in the file's %#llx bytes\n",
+			req->offset, req->length, area->size);
 		return -EINVAL;
+	}
+	if (!xdev->p2pdma)
+		return -EOPNOTSUPP;
 	xb = kzalloc(sizeof(*xb), GFP_KERNEL);
 	if (!xb)
 		return -ENOMEM;
-	xb->pgmap = get_dev_pagemap(PHYS_PFN(xdev->mem_start + req->offset),
-				    NULL);
+	xb->pgmap = get_dev_pagemap(PHYS_PFN(xdev->mem_start + area->offset +
+					     req->offset), NULL);
 	if (!xb->pgmap) {
 		kfree(xb);
 		return -ENODEV;
 	}
 	kref_get(&xdev->ref);
+	kref_get(&area->ref);
+	xb->area = area;
 	xb->xdev = xdev;
-	xb->offset = req->offset;
+	xb->offset = area->offset + req->offset;
 	xb->length = req->length;
 	xb->movable = req->flags & XPU_EXPORT_MOVABLE;
 	exp_info.ops = &xpu_dmabuf_ops;
@@ -307,6 +459,12 @@ static void __iomem *xpu_lane_reg(struct xpu_dev *xdev, u32 lane, u32 off)
 	return xdev->regs + XPU_REG_LANE(lane) + off;
 }
 
+static void __iomem *xpu_lane_mem_reg(struct xpu_dev *xdev, u32 lane,
+				      u32 off)
+{
+	return xdev->regs + XPU_REG_LANE_MEM(lane) + off;
+}
+
 /*
  * Until the lane stops, @timeout_ms pass (ETIMEDOUT) or the caller is
  * killed (EINTR): a process killed mid-run goes at once, and its close
@@ -332,14 +490,22 @@ static int xpu_lane_run(struct xpu_file *xf, struct xpu_lane_run *req)
 {
 	struct xpu_dev *xdev = xf->xdev;
 	u32 timeout_ms = req->timeout_ms ?: XPU_RUN_TIMEOUT_MS_DEFAULT;
+	struct xpu_mem_area *area;
 	u32 status;
 	int ret = 0;
 
 	if (req->flags & ~XPU_RUN_WAIT || req->rsvd)
 		return -EINVAL;
-	if (req->lane >= xdev->lanes || req->pc >= xdev->mem_size ||
-	    req->pc % XPU_CMD_SIZE)
+	ret = xpu_file_mem(xf, 0, &area);
+	if (ret)
+		return ret;
+	if (req->lane >= xdev->lanes || req->pc % XPU_CMD_SIZE ||
+	    !xpu_mem_has(area, req->pc, XPU_CMD_SIZE)) {
+		dev_dbg(&xdev->pdev->dev,
+			"run of lane %u at %#llx: not in the file's %#llx bytes\n",
+			req->lane, req->pc, area->size);
 		return -EINVAL;
+	}
 	mutex_lock(&xdev->lane_lock);
 	if (xdev->lane_owner[req->lane] && xdev->lane_owner[req->lane] != xf) {
 		mutex_unlock(&xdev->lane_lock);
@@ -351,6 +517,11 @@ static int xpu_lane_run(struct xpu_file *xf, struct xpu_lane_run *req)
 		mutex_unlock(&xdev->lane_lock);
 		return -EBUSY;
 	}
+	/* The lane reaches its file's memory only, named from its start. */
+	lo_hi_writeq(area->offset, xpu_lane_mem_reg(xdev, req->lane,
+						    XPU_LANE_MEM_OFFSET));
+	lo_hi_writeq(area->size, xpu_lane_mem_reg(xdev, req->lane,
+						  XPU_LANE_MEM_SIZE));
 	lo_hi_writeq(req->pc, xpu_lane_reg(xdev, req->lane, XPU_LANE_PC));
 	writel(XPU_LANE_CTRL_START,
 	       xpu_lane_reg(xdev, req->lane, XPU_LANE_CTRL));
@@ -662,6 +833,8 @@ static void xpu_file_release(struct xpu_file *xf)
 			xpu_window_free(xdev, i, live);
 	mutex_unlock(&xdev->lane_lock);
 	up_read(&xdev->alive);
+	/* Its lanes stopped: the memory goes once no dma-buf holds it. */
+	xpu_mem_put(xf->mem);
 }
 
 static void xpu_read_counters(struct xpu_dev *xdev, struct xpu_counters *c)
@@ -686,7 +859,9 @@ static long xpu_do_ioctl(struct xpu_file *xf, unsigned int cmd,
 {
 	struct xpu_dev *xdev = xf->xdev;
 	void __user *uarg = (void __user *)arg;
+	struct xpu_mem_area *area;
 	union {
+		struct xpu_mem mem;
 		struct xpu_info info;
 		struct xpu_export exp;
 		struct xpu_lane_run run;
@@ -700,16 +875,20 @@ static long xpu_do_ioctl(struct xpu_file *xf, unsigned int cmd,
 
 	switch (cmd) {
 	case XPU_IOC_INFO:
+		ret = xpu_file_mem(xf, 0, &area);
+		if (ret)
+			return ret;
 		memset(&u.info, 0, sizeof(u.info));
-		u.info.mem_size = xdev->mem_size;
-		u.info.mem_bus_addr = pci_bus_address(xdev->pdev, XPU_BAR_MEM);
+		u.info.mem_size = area->size;
+		u.info.mem_bus_addr = pci_bus_address(xdev->pdev, XPU_BAR_MEM) +
+				      area->offset;
 		u.info.lanes = xdev->lanes;
 		u.info.flags = xdev->p2pdma ? XPU_INFO_P2PDMA : 0;
 		return copy_to_user(uarg, &u.info, sizeof(u.info)) ? -EFAULT : 0;
 	case XPU_IOC_EXPORT_DMABUF:
 		if (copy_from_user(&u.exp, uarg, sizeof(u.exp)))
 			return -EFAULT;
-		ret = xpu_export(xdev, &u.exp);
+		ret = xpu_export(xf, &u.exp);
 		if (ret)
 			return ret;
 		/* The descriptor is the caller's now, even if this fails. */
@@ -750,6 +929,13 @@ static long xpu_do_ioctl(struct xpu_file *xf, unsigned int cmd,
 		if (copy_from_user(&u.move, uarg, sizeof(u.move)))
 			return -EFAULT;
 		return xpu_move(xdev, &u.move);
+	case XPU_IOC_MEM:
+		if (copy_from_user(&u.mem, uarg, sizeof(u.mem)))
+			return -EFAULT;
+		ret = xpu_mem_ioctl(xf, &u.mem);
+		if (ret)
+			return ret;
+		return copy_to_user(uarg, &u.mem, sizeof(u.mem)) ? -EFAULT : 0;
 	case XPU_IOC_UNIMPORT_DMABUF:
 		if (copy_from_user(&u.unimp, uarg, sizeof(u.unimp)))
 			return -EFAULT;
@@ -798,13 +984,17 @@ static int xpu_release(struct inode *inode, struct file *file)
 }
 
 /*
- * The device's memory, for the programs and the data a test checks. With
+ * The file's memory, for the programs and the data a test checks; offsets
+ * and length inside it (vm_iomap_memory refuses others, EINVAL). With
  * P2PDMA the kernel already maps it write-back (ZONE_DEVICE pages), and a
  * second mapping must not ask for another memory type.
  */
 static int xpu_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	struct xpu_dev *xdev = xpu_file_of(file)->xdev;
+	struct xpu_file *xf = xpu_file_of(file);
+	struct xpu_dev *xdev = xf->xdev;
+	struct xpu_mem_area *area;
+	int ret;
 
 	/*
 	 * Not under alive: the ioctls fault user memory (mmap_lock) while
@@ -812,9 +1002,17 @@ static int xpu_mmap(struct file *file, struct vm_area_struct *vma)
 	 */
 	if (READ_ONCE(xdev->gone))
 		return -ENODEV;
+	ret = xpu_file_mem(xf, 0, &area);
+	if (ret)
+		return ret;
 	if (!xdev->p2pdma)
 		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
-	return vm_iomap_memory(vma, xdev->mem_start, xdev->mem_size);
+	ret = vm_iomap_memory(vma, xdev->mem_start + area->offset, area->size);
+	if (ret)
+		dev_dbg(&xdev->pdev->dev,
+			"mmap of page %lu, %lu bytes: not in the file's %#llx\n",
+			vma->vm_pgoff, vma->vm_end - vma->vm_start, area->size);
+	return ret;
 }
 
 static const struct file_operations xpu_fops = {
@@ -874,6 +1072,7 @@ static int xpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return -ENOMEM;
 	kref_init(&xdev->ref);
 	mutex_init(&xdev->lane_lock);
+	mutex_init(&xdev->mem_lock);
 	init_rwsem(&xdev->alive);
 	xdev->pdev = pci_dev_get(pdev);
 	xdev->regs = pcim_iomap_table(pdev)[XPU_BAR_REGS];
@@ -894,9 +1093,21 @@ static int xpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	xdev->mem_size = lo_hi_readq(xdev->regs + XPU_REG_MEM_SIZE);
 	xdev->lanes = readl(xdev->regs + XPU_REG_LANES);
 	if (xdev->mem_size != pci_resource_len(pdev, XPU_BAR_MEM) ||
+	    !is_power_of_2(xdev->mem_size) || xdev->mem_size < PAGE_SIZE ||
 	    !xdev->lanes || xdev->lanes > XPU_LANES_MAX) {
 		pci_err(pdev, "inconsistent memory size or lanes\n");
 		ret = -ENODEV;
+		goto err_put;
+	}
+	/* Granules of a page at least; the memory is a power of 2 (device). */
+	xdev->mem_granule = max_t(u64, PAGE_SIZE,
+				  xdev->mem_size / XPU_MEM_GRANULES);
+	xdev->mem_granules = xdev->mem_size / xdev->mem_granule;
+	xdev->mem_share = max_t(u64, xdev->mem_granule,
+				xdev->mem_size / XPU_MEM_SHARE_DIV);
+	xdev->mem_used = bitmap_zalloc(xdev->mem_granules, GFP_KERNEL);
+	if (!xdev->mem_used) {
+		ret = -ENOMEM;
 		goto err_put;
 	}
 	xpu_publish(xdev);

@@ -46,7 +46,10 @@
 #                      root bus beside the NIC, a path P2PDMA judges by
 #                      the host bridge (q35's is not one it trusts)
 #     --xpu-lanes N    lanes of each xpu (1..32; the device's default, 4,
-#                      without it)
+#                      without it). Each xpu has 64 MiB of memory: xpu.ko
+#                      gives each open file 8 MiB of it by default (a
+#                      quarter of it at most), room for the processes a
+#                      test runs at once
 #     --file SRC:DST   host file or directory SRC at DST in every guest
 #                      (repeatable), e.g. firmware images at
 #                      /lib/firmware/rhinet/
@@ -191,9 +194,9 @@ run_qemu() { # node mode serial
 	case $place in
 	bridge)
 		pre=(-device pci-bridge,id=p2p,chassis_nr=1,shpc=off,addr=0x10
-			-device "xpu,bus=p2p,addr=2$xpu_lanes")
+			-device "xpu,mem-size=64M,bus=p2p,addr=2$xpu_lanes")
 		at=",bus=p2p,addr=1" ;;
-	apart) pre=(-device "xpu$xpu_lanes") ;;
+	apart) pre=(-device "xpu,mem-size=64M$xpu_lanes") ;;
 	esac
 	local nic=("${pre[@]}" -device "rhinet$at,wire=$sockdir/port$1.sock,node-id=$1,fault-injection=on$tuned")
 	[[ $wire == netdev ]] && nic=("${pre[@]}"

@@ -5,9 +5,11 @@ on the first exercises every command; the bus counters must tell host RAM
 from the second xpu's BAR (peer-to-peer) exactly; each fault has its error
 code; bus mastering off leaves nothing reachable. Then windows: once
 enforcement is on, a lane reaches only the bus ranges its windows give it,
-and anything else faults WINDOW without touching the bus. Last, ALU,
+and anything else faults WINDOW without touching the bus. Then ALU,
 BRANCH and the indirect operand flags: results, loops, lanes taking
-tickets in turn, precise faults, a runaway loop stopped by ABORT.
+tickets in turn, precise faults, a runaway loop stopped by ABORT. Last, a
+lane's memory bound (XPU_LANE_MEM_*): offsets relative to it, and every
+kind of access outside it faults LOCAL, touches nothing and is counted.
 
     xpu_qtest.py ENV_FILE   (QEMU=... in it, as tests/vm/prepare.sh writes)
 """
@@ -33,12 +35,14 @@ HDR = {
     "XPU_REG_WINDOW_STRIDE": 0x10, "XPU_WINDOW_ADDR": 0x00,
     "XPU_WINDOW_SIZE": 0x08, "XPU_LANE_WINDOWS": 0x14,
     "XPU_OP_NUM": 10, "XPU_IND_A": 1 << 4, "XPU_IND_B": 1 << 5,
-    "XPU_IND_IMM": 1 << 6,
+    "XPU_IND_IMM": 1 << 6, "XPU_REG_LANE_MEM_BASE": 0x800,
+    "XPU_REG_LANE_MEM_STRIDE": 0x10, "XPU_LANE_MEM_OFFSET": 0x00,
+    "XPU_LANE_MEM_SIZE": 0x08,
 }
 CNT = ["HOST_RD_BYTES", "HOST_RD_COUNT", "HOST_WR_BYTES", "HOST_WR_COUNT",
        "P2P_RD_BYTES", "P2P_RD_COUNT", "P2P_WR_BYTES", "P2P_WR_COUNT",
        "IN_RD_BYTES", "IN_RD_COUNT", "IN_WR_BYTES", "IN_WR_COUNT",
-       "CMDS", "FAULTS", "WINDOW_FAULTS"]
+       "CMDS", "FAULTS", "WINDOW_FAULTS", "LOCAL_FAULTS"]
 STOP, STORE, COPY, WRITE64, DMA_READ, DMA_WRITE, FADD, POLL, ALU, BRANCH = \
     range(10)
 IND_A, IND_B, IND_IMM = 1 << 4, 1 << 5, 1 << 6
@@ -46,7 +50,7 @@ ADD, SUB, AND, OR, XOR, SHL, SHR, MUL = range(8)
 EQ, NE, LT, GE = range(4)
 M64 = (1 << 64) - 1
 IDLE, RUNNING, DONE, FAULT = range(4)
-E_NONE, E_OPCODE, E_RANGE, E_BUS, E_TIMEOUT, E_WINDOW = range(6)
+E_NONE, E_OPCODE, E_RANGE, E_BUS, E_TIMEOUT, E_WINDOW, E_LOCAL = range(7)
 
 # Where the test puts things: two xpus in slots 4 and 5.
 REGS = {4: 0xFE000000, 5: 0xFE001000}
@@ -160,9 +164,11 @@ def counters(q, slot):
             for i, n in enumerate(CNT)}
 
 
-def run(q, lane, pc, program, rounds=50):
-    """Loads program at pc of xpu 4, starts lane, lets it run."""
-    q.write(MEM[4] + pc, b"".join(program))
+def run(q, lane, pc, program, rounds=50, base=0):
+    """Loads program at pc of xpu 4 (past base, a bounded lane's memory
+    start), starts lane, lets it run."""
+    if program:
+        q.write(MEM[4] + base + pc, b"".join(program))
     q.writeq(lane_reg(4, lane, HDR["XPU_LANE_PC"]), pc)
     q.writel(lane_reg(4, lane, HDR["XPU_LANE_CTRL"]), 1)
     for _ in range(rounds):
@@ -385,6 +391,90 @@ def isa(q):
           f"a lane looping forever ({ran} commands) is stopped by ABORT")
 
 
+def mem_reg(lane, off):
+    return REGS[4] + HDR["XPU_REG_LANE_MEM_BASE"] + \
+        HDR["XPU_REG_LANE_MEM_STRIDE"] * lane + off
+
+
+def lane_memory(q):
+    """Lane 2 of xpu 4 bounded to [1 MiB, 1 MiB + 64 KiB) of its memory:
+    its offsets are relative to that part; outside it, LOCAL."""
+    base, size, lane = 1 << 20, 64 << 10, 2
+    marks = {0x20: 0x1111, base - 8: 0x2222, base + size: 0x3333}
+    for off, v in marks.items():
+        put_words(q, off, v)
+    q.writeq(mem_reg(lane, HDR["XPU_LANE_MEM_OFFSET"]), base)
+    q.writeq(mem_reg(lane, HDR["XPU_LANE_MEM_SIZE"]), size)
+    check(q.readq(mem_reg(lane, 0)) == base and
+          q.readq(mem_reg(lane, 8)) == size and
+          q.readq(mem_reg(1, 8)) == 0, "lane 2's MEM registers read back")
+
+    def bounded(pc, program, rounds=50):
+        return run(q, lane, pc, program, rounds, base)
+
+    c0 = counters(q, 4)
+    status, err = bounded(0x1000, [cmd(STORE, a=0x20, imm=0x55),
+                                   cmd(COPY, a=0x40, b=0x20, length=8),
+                                   cmd(FADD, a=0x40, b=0x48, imm=1),
+                                   cmd(STOP)])
+    check(status == DONE and word(q, base + 0x20) == 0x55 and
+          word(q, base + 0x40) == 0x56 and word(q, base + 0x48) == 0x55 and
+          word(q, 0x20) == 0x1111,
+          f"offsets are relative to MEM_OFFSET ({status}, {err})")
+    below = (0x20 - base) & M64  # names BAR2's 0x20, wrapping
+    cases = [
+        ("STORE just past the end", [cmd(STORE, a=size, imm=9)], E_LOCAL),
+        ("STORE wrapping below the start", [cmd(STORE, a=below, imm=9)],
+         E_LOCAL),
+        ("COPY from across the end",
+         [cmd(COPY, a=0x100, b=size - 8, length=16)], E_LOCAL),
+        ("COPY into across the end",
+         [cmd(COPY, a=size - 8, b=0x100, length=16)], E_LOCAL),
+        ("POLL outside", [cmd(POLL, a=size, imm=0)], E_LOCAL),
+        ("ALU reading outside",
+         [cmd(ALU, a=0x100, b=size + 8, imm=1, length=ADD)], E_LOCAL),
+        ("FADD fetching outside", [cmd(FADD, a=0x100, b=size, imm=1)],
+         E_LOCAL),
+        ("BRANCH to outside",
+         [cmd(BRANCH, a=0x20, b=0x55, imm=size, length=EQ)], E_LOCAL),
+        ("an indirect operand word outside",
+         [cmd(STORE, a=size + 0x100, imm=9, flags=IND_A)], E_LOCAL),
+        ("DMA_WRITE of memory across the end",
+         [cmd(DMA_WRITE, a=size - 8, b=HOST, length=16)], E_LOCAL),
+        ("STORE unaligned inside", [cmd(STORE, a=0x21, imm=9)], E_RANGE),
+    ]
+    pc = 0x2000
+    for what, prog, code in cases:
+        status, err = bounded(pc, prog)
+        check(status == FAULT and err == code and
+              q.readq(lane_reg(4, lane, 0)) == pc,
+              f"bounded {what}: FAULT {code}, PC at it ({status}, {err})")
+        pc += 0x100
+    status, err = bounded(size, [])
+    check(status == FAULT and err == E_LOCAL, "a PC outside: LOCAL")
+    check(all(word(q, off) == v for off, v in marks.items()),
+          "nothing outside the lane's memory was touched")
+    c = counters(q, 4)
+    local = sum(code == E_LOCAL for *_, code in cases) + 1
+    check(c["LOCAL_FAULTS"] - c0["LOCAL_FAULTS"] == local and
+          c["FAULTS"] - c0["FAULTS"] == len(cases) + 1 and
+          c["HOST_RD_COUNT"] == c0["HOST_RD_COUNT"],
+          f"LOCAL faults counted ({local}), no bus access made: {c}")
+
+    # A running lane's bound is its own; 0 opens all of BAR2 again.
+    status, _ = bounded(0x3000, [cmd(POLL, a=0x200, imm=1), cmd(STOP)],
+                        rounds=2)
+    q.writeq(mem_reg(lane, HDR["XPU_LANE_MEM_SIZE"]), 0)
+    check(status == RUNNING and q.readq(mem_reg(lane, 8)) == size,
+          "MEM_SIZE is not written while the lane runs")
+    q.writel(lane_reg(4, lane, HDR["XPU_LANE_CTRL"]), 2)
+    q.writeq(mem_reg(lane, HDR["XPU_LANE_MEM_SIZE"]), 0)
+    status, _ = run(q, lane, 0xE000, [cmd(STORE, a=0x20, imm=0x77),
+                                      cmd(STOP)])
+    check(status == DONE and word(q, 0x20) == 0x77,
+          "MEM_SIZE 0: the lane names all of BAR2 again")
+
+
 def main():
     env = dict(line.split("=", 1) for line in
                open(sys.argv[1]).read().splitlines() if "=" in line)
@@ -509,6 +599,7 @@ def main():
     check(all(v == 0 for v in counters(q, 4).values()), "CTRL clears counters")
     windows(q)
     isa(q)
+    lane_memory(q)
     q.close()
     if failures:
         print(f"xpu_qtest: {len(failures)} FAILED")

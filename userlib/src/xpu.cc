@@ -20,10 +20,16 @@ namespace rhinet::xpu {
 static_assert(sizeof(xpu_cmd) == XPU_CMD_SIZE);
 static_assert(std::tuple_size_v<Counters> == XPU_COUNTERS_MAX);
 
-Result<Device> Device::open(const std::string& path) {
+Result<Device> Device::open(const std::string& path, std::uint64_t mem_bytes) {
   Device d;
   d.fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (d.fd_ < 0) return Error(errno, "open " + path + " (xpu.ko loaded?)");
+  // INFO below gives the file the default memory if it has none yet.
+  xpu_mem m{};
+  m.size = mem_bytes;
+  if (mem_bytes && ioctl(d.fd_, XPU_IOC_MEM, &m))
+    return Error(errno,
+                 std::to_string(mem_bytes) + " bytes of " + path + "'s memory");
   xpu_info info{};
   if (ioctl(d.fd_, XPU_IOC_INFO, &info))
     return Error(errno, "XPU_IOC_INFO on " + path);

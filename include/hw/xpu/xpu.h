@@ -71,6 +71,7 @@ enum xpu_counter {
 	XPU_CNT_CMDS, /* commands the lanes executed */
 	XPU_CNT_FAULTS, /* lanes stopped by a fault */
 	XPU_CNT_WINDOW_FAULTS, /* of them, bus accesses outside the windows */
+	XPU_CNT_LOCAL_FAULTS, /* of them, BAR2 offsets outside the lane's memory */
 	XPU_CNT_NUM
 };
 #define XPU_REG_CNT(i) (XPU_REG_CNT_BASE + 8 * (i))
@@ -109,6 +110,24 @@ enum xpu_counter {
 #define XPU_LANE_CTRL_START 1u
 #define XPU_LANE_CTRL_ABORT 2u
 
+/*
+ * A lane's memory: the part of BAR2 its programs work in, [MEM_BASE,
+ * MEM_BASE + MEM_SIZE). With MEM_SIZE 0 (after reset) it is all of BAR2 and
+ * the offsets are BAR2's. Otherwise every offset the lane uses (its PC,
+ * the a and b fields, branch targets, indirect operand words) is relative
+ * to MEM_BASE, and one whose range is not inside [0, MEM_SIZE) faults
+ * XPU_ERR_LOCAL and reaches nothing: the driver gives each open file such
+ * a part, so one file's lanes cannot touch another's memory, while the
+ * programs stay the same wherever their memory lies. Both registers are
+ * written while the lane is not running (ignored while it runs).
+ */
+#define XPU_REG_LANE_MEM_BASE 0x800
+#define XPU_REG_LANE_MEM_STRIDE 0x10
+#define XPU_REG_LANE_MEM(l) \
+	(XPU_REG_LANE_MEM_BASE + XPU_REG_LANE_MEM_STRIDE * (l))
+#define XPU_LANE_MEM_OFFSET 0x00 /* RW 64: where the lane's memory starts */
+#define XPU_LANE_MEM_SIZE 0x08 /* RW 64: its bytes; 0: all of BAR2 */
+
 enum xpu_lane_status {
 	XPU_LANE_IDLE = 0, /* never started, or aborted */
 	XPU_LANE_RUNNING = 1,
@@ -123,6 +142,7 @@ enum xpu_lane_error {
 	XPU_ERR_BUS = 3, /* a bus address reached nothing, or was refused */
 	XPU_ERR_TIMEOUT = 4, /* a POLL ran out of rounds */
 	XPU_ERR_WINDOW = 5, /* a bus address outside the lane's windows */
+	XPU_ERR_LOCAL = 6, /* an offset outside the lane's memory (MEM_SIZE) */
 };
 
 /*
@@ -208,6 +228,11 @@ struct xpu_cmd {
 #define XPU_CMD_SIZE 32
 #ifndef __cplusplus
 _Static_assert(sizeof(struct xpu_cmd) == XPU_CMD_SIZE, "xpu_cmd is 32 bytes");
+_Static_assert(XPU_REG_LANE(XPU_LANES_MAX) <= XPU_REG_LANE_MEM_BASE &&
+		       XPU_REG_LANE_MEM(XPU_LANES_MAX) <= XPU_BAR_REGS_SIZE,
+	       "the lanes' memory registers follow their others, inside BAR0");
+_Static_assert(XPU_REG_WINDOW(XPU_WINDOWS_MAX) <= XPU_REG_LANE_BASE,
+	       "the windows end before the lanes");
 _Static_assert(XPU_OP_NUM <= 256, "an opcode is one byte");
 _Static_assert((XPU_IND_ALL & XPU_POLL_GE) == 0 && XPU_IND_ALL <= 0xff,
 	       "operand flags fit the flags byte beside POLL's GE");

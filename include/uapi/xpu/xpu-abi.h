@@ -4,8 +4,12 @@
  * xpu (the accelerator stand-in, Documentation/hardware/xpu.md). Described
  * in Documentation/driver/xpu.md.
  *
- * mmap of /dev/xpuN at offset 0 maps the device's memory (BAR2); a lane
- * program is written there and run with XPU_IOC_LANE_RUN.
+ * Each open file has memory of its own, a range of the device's memory
+ * (BAR2) the driver allocates for it (XPU_IOC_MEM, or a default size on
+ * first use). Every offset the file names is in that memory: mmap of
+ * /dev/xpuN at offset 0 maps it, dma-bufs are exported of ranges of it, and
+ * the file's lanes run programs in it and reach nothing else of BAR2. A
+ * lane program is written there and run with XPU_IOC_LANE_RUN.
  *
  * Lanes and windows belong to the open file that claimed them, until it is
  * closed. The device enforces the windows: a lane reaches by DMA only the
@@ -22,9 +26,13 @@
 /* BAR2 is published as p2p memory: dma-bufs of it can be exported */
 #define XPU_INFO_P2PDMA (1u << 0)
 
+/*
+ * The file's memory (XPU_IOC_INFO allocates it at the default size if the
+ * file has none yet; ENOSPC when the device has no room).
+ */
 struct xpu_info {
-	__u64 mem_size; /* bytes of the device's memory */
-	__u64 mem_bus_addr; /* its bus address (BAR2) */
+	__u64 mem_size; /* bytes of the file's memory */
+	__u64 mem_bus_addr; /* its bus address */
 	__u32 lanes;
 	__u32 flags; /* XPU_INFO_* */
 };
@@ -40,8 +48,8 @@ struct xpu_info {
 #define XPU_EXPORT_MOVABLE (1u << 31)
 
 /*
- * A dma-buf over [offset, offset + length) of the device's memory, both
- * page aligned. flags: O_CLOEXEC and O_RDWR as dma_buf_fd takes them,
+ * A dma-buf over [offset, offset + length) of the file's memory, both
+ * page aligned; EINVAL for a range not inside it. flags: O_CLOEXEC and O_RDWR as dma_buf_fd takes them,
  * XPU_EXPORT_MOVABLE.
  * EOPNOTSUPP when the kernel cannot publish the memory (no
  * CONFIG_PCI_P2PDMA). An importer that cannot reach the memory by
@@ -59,7 +67,9 @@ struct xpu_export {
 #define XPU_RUN_WAIT (1u << 0)
 
 /*
- * Runs lane `lane` from pc (an offset in the device's memory). The lane
+ * Runs lane `lane` from pc (an offset in the file's memory, EINVAL past
+ * it); the lane reaches only that memory from now on (a command outside it
+ * faults XPU_ERR_LOCAL). The lane
  * must be the file's (XPU_IOC_LANE_CLAIM); a free lane is claimed here.
  * EBUSY: another file's lane, or running. EINTR: the caller was killed
  * while waiting (the lane is aborted).
@@ -137,6 +147,25 @@ struct xpu_unimport {
 	__u32 rsvd; /* 0 */
 };
 
+/*
+ * The file's memory, allocated once: size is what the file asks for
+ * (rounded up to mem_granule; 0: the default, XPU_MEM_DEFAULT or the
+ * share if smaller). A file that has memory already gets it described
+ * when size is 0 or its size, EEXIST otherwise. EDQUOT: more than the
+ * share one file may hold (share, a quarter of BAR2); ENOSPC: no free
+ * range that large. EINVAL: reserved fields. The memory is freed when the
+ * file is closed and every dma-buf exported of it is released.
+ */
+#define XPU_MEM_DEFAULT (8ull << 20)
+struct xpu_mem {
+	__u64 size; /* in: bytes wanted, 0: the default; out: the file's */
+	__u64 offset; /* out: where it lies in BAR2 */
+	__u64 bus_addr; /* out: its bus address */
+	__u64 share; /* out: the most one file may hold */
+	__u32 granule; /* out: sizes are multiples of it */
+	__u32 rsvd; /* 0 */
+};
+
 #define XPU_IOC_MAGIC 'X'
 #define XPU_IOC_INFO _IOR(XPU_IOC_MAGIC, 0, struct xpu_info)
 #define XPU_IOC_EXPORT_DMABUF _IOWR(XPU_IOC_MAGIC, 1, struct xpu_export)
@@ -148,5 +177,6 @@ struct xpu_unimport {
 #define XPU_IOC_MOVE_DMABUF _IOW(XPU_IOC_MAGIC, 7, struct xpu_move)
 #define XPU_IOC_UNIMPORT_DMABUF _IOW(XPU_IOC_MAGIC, 8, struct xpu_unimport)
 #define XPU_IOC_LANE_RELEASE _IOW(XPU_IOC_MAGIC, 9, struct xpu_lane_claim)
+#define XPU_IOC_MEM _IOWR(XPU_IOC_MAGIC, 10, struct xpu_mem)
 
 #endif /* XPU_ABI_USER_H */

@@ -24,6 +24,15 @@
  * next import; another process cannot give back the first one's window
  * (EBUSY), nor anyone a window that is free (ENOENT).
  *
+ * First of all, each file's memory is its own (XPU_IOC_MEM): another
+ * process, with memory of its own on the same xpu, cannot map the server's
+ * memory, export a dma-buf of it, nor run a lane STORE, COPY (either way)
+ * or POLL on it: each lane command faults LOCAL (counted in LOCAL_FAULTS),
+ * and the server's bytes stay as they were; a run whose PC lies outside is
+ * refused. A file asking for more than its share is refused (EDQUOT), files
+ * asking their share fill the device up to ENOSPC, and a closed file's
+ * memory is free again, after the dma-buf exported of it is released.
+ *
  * XPU_EXPECT=none (a kernel without CONFIG_PCI_P2PDMA): both exports are
  * refused with EOPNOTSUPP, which the server checks; both sides stop there.
  *
@@ -73,6 +82,13 @@
 #define SQ_WRS 64u /* max_send_wr: 64 one-slot WQEs, a 64-slot ring */
 #define RQ_WRS 2u
 #define HOST_SIZE (64u << 10)
+/* The memory of each file's own: A's bytes another process goes for */
+#define MARK_OFF 0x10000u
+#define MARK_LEN 4096u
+#define MARK_SEED 9u
+#define B_PROG_OFF 0x2000u /* the other process's programs, in its memory */
+#define B_DATA_OFF 0x4000u
+#define B_LANE 3u
 #define POLL_ROUNDS 200000u /* 2 s of the guest's clock */
 
 struct wire {
@@ -126,6 +142,205 @@ static int xpu_unimport(int xfd, uint32_t w, uint32_t rsvd)
 	struct xpu_unimport u = {.window = w, .rsvd = rsvd};
 
 	return ioctl(xfd, XPU_IOC_UNIMPORT_DMABUF, &u) ? errno : 0;
+}
+
+/* The file's memory (XPU_IOC_MEM asking @size), or errno. */
+static int xpu_mem(int fd, uint64_t size, struct xpu_mem *m)
+{
+	*m = (struct xpu_mem){.size = size};
+	return ioctl(fd, XPU_IOC_MEM, m) ? errno : 0;
+}
+
+/* Lane @lane of file @fd runs the one command at @pc (mapped at @mem). */
+static uint32_t b_run(int fd, volatile uint8_t *mem, uint32_t lane,
+		      struct xpu_cmd c, uint32_t *err)
+{
+	struct xpu_cmd stop = {.op = XPU_OP_STOP};
+	struct xpu_lane_run run = {.lane = lane,
+				   .pc = B_PROG_OFF,
+				   .flags = XPU_RUN_WAIT,
+				   .timeout_ms = 20000};
+
+	memcpy((void *)(mem + B_PROG_OFF), &c, sizeof(c));
+	memcpy((void *)(mem + B_PROG_OFF + XPU_CMD_SIZE), &stop, sizeof(stop));
+	if (ioctl(fd, XPU_IOC_LANE_RUN, &run)) {
+		check(false, "XPU_IOC_LANE_RUN lane %u: %s", lane,
+		      strerror(errno));
+		return XPU_LANE_IDLE;
+	}
+	*err = run.error;
+	return run.status;
+}
+
+static uint64_t local_faults(int fd)
+{
+	struct xpu_counters c = {0};
+
+	if (ioctl(fd, XPU_IOC_COUNTERS, &c))
+		die("XPU_IOC_COUNTERS");
+	return c.count[XPU_CNT_LOCAL_FAULTS];
+}
+
+/*
+ * Another process's file (@fd, its memory @m) goes for the server's bytes
+ * at @rel, its own name for them: refused, or faults LOCAL.
+ */
+static void b_attacks(int fd, const struct xpu_mem *m, uint64_t rel)
+{
+	struct xpu_export e = {
+		.offset = rel, .length = MARK_LEN, .flags = O_CLOEXEC | O_RDWR};
+	struct xpu_lane_run run = {.lane = B_LANE, .pc = rel & ~31ull};
+	const struct {
+		const char *what;
+		struct xpu_cmd c;
+	} cmds[] = {
+		{"STORE into it",
+		 {.op = XPU_OP_STORE, .a = rel, .imm = 0xdeadbeef}},
+		{"COPY into it",
+		 {.op = XPU_OP_COPY, .len = 64, .a = rel, .b = B_DATA_OFF}},
+		{"COPY from it",
+		 {.op = XPU_OP_COPY, .len = 64, .a = B_DATA_OFF, .b = rel}},
+		{"POLL on it", {.op = XPU_OP_POLL, .len = 1, .a = rel}},
+	};
+	struct xpu_cmd mine = {.op = XPU_OP_STORE, .a = B_DATA_OFF, .imm = 77};
+	volatile uint8_t *mem;
+	uint64_t faults0 = local_faults(fd);
+	uint32_t st, err = 0;
+	void *map;
+	int r;
+
+	map = mmap(NULL, MARK_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		   (off_t)rel);
+	check(map == MAP_FAILED && errno == EINVAL,
+	      "mapping another's memory: %s",
+	      map == MAP_FAILED ? strerror(errno) : "mapped");
+	if (map != MAP_FAILED)
+		munmap(map, MARK_LEN);
+	r = ioctl(fd, XPU_IOC_EXPORT_DMABUF, &e) ? errno : 0;
+	check(r == EINVAL, "exporting another's memory: %s", strerror(r));
+	if (!r)
+		close(e.fd);
+	r = ioctl(fd, XPU_IOC_LANE_RUN, &run) ? errno : 0;
+	check(r == EINVAL, "a run from another's memory: %s", strerror(r));
+
+	map = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		die("mmap of the other process's own memory");
+	mem = map;
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		st = b_run(fd, mem, B_LANE, cmds[i].c, &err);
+		check(st == XPU_LANE_FAULT && err == XPU_ERR_LOCAL,
+		      "a lane's %s: status %u, error %u", cmds[i].what, st,
+		      err);
+	}
+	check(local_faults(fd) - faults0 == 4,
+	      "LOCAL_FAULTS counted the 4: %" PRIu64,
+	      local_faults(fd) - faults0);
+	/* Its own memory it reaches, at the same offsets as ever. */
+	st = b_run(fd, mem, B_LANE, mine, &err);
+	check(st == XPU_LANE_DONE &&
+		      *(volatile uint64_t *)(mem + B_DATA_OFF) == 77,
+	      "a lane's STORE into its own memory: status %u, error %u", st,
+	      err);
+	munmap(map, m->size);
+}
+
+/*
+ * The share: more than a file may hold is EDQUOT; files taking theirs
+ * fill the device (ENOSPC); a closed file's memory is free again, after
+ * its dma-buf is released.
+ */
+static void b_share(const struct xpu_mem *m, bool expect_p2p)
+{
+	struct xpu_mem got, bad = {.rsvd = 1};
+	int fds[64], n = 0, r, fd = open(XPU_DEV, O_RDWR | O_CLOEXEC);
+	struct xpu_export e = {.length = 4096, .flags = O_CLOEXEC | O_RDWR};
+
+	if (fd < 0)
+		die("open " XPU_DEV);
+	r = ioctl(fd, XPU_IOC_MEM, &bad) ? errno : 0;
+	check(r == EINVAL, "XPU_IOC_MEM with rsvd set: %s", strerror(r));
+	r = xpu_mem(fd, m->share + m->granule, &got);
+	check(r == EDQUOT, "more than the share (%" PRIu64 "): %s",
+	      (uint64_t)m->share, strerror(r));
+	close(fd);
+	for (r = 0; !r && n < 64; n++) {
+		fds[n] = open(XPU_DEV, O_RDWR | O_CLOEXEC);
+		if (fds[n] < 0)
+			die("open " XPU_DEV);
+		r = xpu_mem(fds[n], m->share, &got);
+	}
+	check(r == ENOSPC && n > 1, "files taking their share: %d, then %s",
+	      n - 1, strerror(r));
+	close(fds[--n]); /* the one refused */
+	if (n < 1)
+		return;
+	/* The last file's memory outlives it while a dma-buf holds it. */
+	if (expect_p2p) {
+		r = ioctl(fds[n - 1], XPU_IOC_EXPORT_DMABUF, &e) ? errno : 0;
+		check(!r, "export of a share: %s", strerror(r));
+	}
+	close(fds[--n]);
+	fd = open(XPU_DEV, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		die("open " XPU_DEV);
+	if (expect_p2p && !r) {
+		r = xpu_mem(fd, m->share, &got);
+		check(r == ENOSPC, "a share held by a dma-buf: %s",
+		      strerror(r));
+		close(e.fd);
+	}
+	r = xpu_mem(fd, m->share, &got);
+	check(!r, "a closed file's share, free again: %s", strerror(r));
+	close(fd);
+	while (n)
+		close(fds[--n]);
+}
+
+/*
+ * Another process goes for the server's bytes at MARK_OFF; they stay.
+ * Its name for them: where they lie in BAR2 less where its own memory
+ * does (a kernel without XPU_IOC_MEM gives everyone all of BAR2).
+ */
+static void memory_isolation(struct xpu *x, bool expect_p2p)
+{
+	struct xpu_mem a = {0};
+	pid_t pid;
+	int status, r;
+
+	r = xpu_mem(x->fd, 0, &a);
+	check(!r && a.size == x->info.mem_size &&
+		      a.bus_addr == x->info.mem_bus_addr,
+	      "XPU_IOC_MEM describes the server's memory: %s", strerror(r));
+	pattern_fill(x->mem + MARK_OFF, MARK_LEN, MARK_SEED);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		int fd = open(XPU_DEV, O_RDWR | O_CLOEXEC);
+		struct xpu_mem b = {0};
+
+		role = "other process";
+		failures = 0; /* its own checks only, not the parent's */
+		if (fd < 0)
+			die("open " XPU_DEV);
+		r = xpu_mem(fd, 0, &b);
+		check(!r && b.size && b.offset != a.offset,
+		      "memory of its own: %s, at %#" PRIx64, strerror(r),
+		      (uint64_t)b.offset);
+		if (r)
+			b.size = x->info.mem_size;
+		b_attacks(fd, &b, a.offset + MARK_OFF - b.offset);
+		close(fd);
+		if (!r)
+			b_share(&b, expect_p2p);
+		_exit(failures ? 1 : 0);
+	}
+	check(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		      !WEXITSTATUS(status),
+	      "another process is kept out of the server's memory");
+	check(pattern_differs(x->mem + MARK_OFF, MARK_LEN, MARK_SEED) < 0,
+	      "the server's bytes are intact");
 }
 
 /* ---- the server: the device posts ---------------------------------------- */
@@ -548,6 +763,7 @@ static void server(int sock, struct ibv_context *ctx, const char *dev,
 	int r;
 
 	xpu_open(&d.x);
+	memory_isolation(&d.x, expect_p2p);
 	if (!xpu_devmode_exports(ctx, &d.x, EXP_OFF, EXP_LEN, &d.db_fd,
 				 &d.buf_fd, expect_p2p))
 		goto talk;

@@ -53,12 +53,14 @@ constexpr std::uint64_t kData = 64u << 10;
 constexpr std::uint32_t kHost = 64u << 10;
 constexpr std::uint32_t kSeed = 11;
 constexpr std::uint32_t kLane = 0; // the rounds' channels
-// Two processes' channels at once: lanes 1 and 2, regions of their own, each
-// putting into its half of the client's buffer; the second one's long run
-// (kLongPuts of kLongLen) is the one killed.
+// Two processes' channels at once: lanes 1 and 2, each putting into its
+// half of the client's buffer; the second one's long run (kLongPuts of
+// kLongLen) is the one killed. Their regions have the same offset, each in
+// its own memory of the xpu (kTwoMem bytes, asked for): the puts come out
+// right only if neither reaches the other's.
 constexpr std::uint32_t kTwoLane0 = 1;
-constexpr std::uint64_t kTwoRegion0 = 4u << 20;
-constexpr std::uint64_t kTwoRegionStride = 2u << 20;
+constexpr std::uint64_t kTwoRegion = 4u << 20;
+constexpr std::uint64_t kTwoMem = 6u << 20;
 constexpr std::uint32_t kTwoSeed0 = 21;
 constexpr std::uint32_t kHalf = kHost / 2;
 constexpr std::uint32_t kLongPuts = 600; // each with a quiet
@@ -387,13 +389,19 @@ rhinet::xpu::PutProgram short_program()
 	role = i ? "process B" : "process A";
 	checks = failures = 0; // its own, not the parent's so far
 	ibv_context *ctx = open_device(dev);
-	auto xr = rhinet::xpu::Device::open();
+	auto huge = rhinet::xpu::Device::open("/dev/xpu0", 1ull << 40);
+	check(!huge && huge.error().errno_value() == EDQUOT,
+	      "%s: more of the xpu's memory than a share: %s", role,
+	      huge ? "given" : huge.error().to_string().c_str());
+	auto xr = rhinet::xpu::Device::open("/dev/xpu0", kTwoMem);
 	if (!xr)
 		die("open /dev/xpu0");
 	const rhinet::xpu::Device &x = *xr;
+	check(x.mem_size() == kTwoMem, "%s: %llu bytes of memory of its own",
+	      role, (unsigned long long)x.mem_size());
 	rhinet::xpu::PutChannelConfig c = config(ctx, x, mode, gid_index);
 	c.lane = kTwoLane0 + i;
-	c.region_offset = kTwoRegion0 + i * kTwoRegionStride;
+	c.region_offset = kTwoRegion;
 	pattern_fill(x.mem() + c.region_offset +
 			     rhinet::xpu::PutChannel::data_offset(),
 		     kData, kTwoSeed0 + i);

@@ -32,10 +32,14 @@ struct Import {
 };
 
 // An open /dev/xpuN with its memory mapped; closed (lanes aborted, windows
-// freed by the driver) when destroyed.
+// freed by the driver) when destroyed. The memory is this Device's own
+// part of the xpu's (xpu.ko gives each open file one; another process
+// cannot reach it): @mem_bytes of it, or the driver's default with 0.
+// EDQUOT beyond the share one file may hold, ENOSPC when the xpu is full.
 class Device {
  public:
-  static Result<Device> open(const std::string& path = "/dev/xpu0");
+  static Result<Device> open(const std::string& path = "/dev/xpu0",
+                             std::uint64_t mem_bytes = 0);
   Device(Device&& o) noexcept;
   Device& operator=(Device&& o) noexcept;
   Device(const Device&) = delete;
@@ -43,7 +47,8 @@ class Device {
   ~Device();
 
   int fd() const { return fd_; }
-  // The CPU's mapping of the device's memory (BAR2).
+  // The CPU's mapping of this Device's memory; offsets everywhere below
+  // (exports, lane programs, PCs) are in it.
   volatile std::uint8_t* mem() const { return mem_; }
   std::uint64_t mem_size() const { return mem_size_; }
   std::uint32_t lanes() const { return lanes_; }
