@@ -381,6 +381,7 @@ static bool make_queues(struct dev_side *d)
 						    RHINETDV_CQ_INIT_ATTR_BUF};
 	struct rhinetdv_qp_init_attr qdv = {.comp_mask =
 						    RHINETDV_QP_INIT_ATTR_BUF};
+	struct rhinetdv_qp_buf_layout lay = {0};
 	size_t cq_len = 0, qp_len = 0, want;
 	struct ibv_cq_ex *cq;
 	int lens;
@@ -422,6 +423,12 @@ static bool make_queues(struct dev_side *d)
 	qdv.buf = qbuf(d, QP_OFF, qp_len);
 	d->qp = rhinetdv_create_qp(d->ctx, &qa, &qdv, sizeof(qdv));
 	check(d->qp, "QP in the xpu's memory: %s", strerror(errno));
+	/* What the provider reports is what queues.md lays out. */
+	check(!d->qp || (!rhinetdv_query_qp_buf(d->qp, &lay, sizeof(lay)) &&
+			 lay.sq_record_offset == d->sq_rec_off &&
+			 lay.sq_slots == SQ_WRS && lay.rq_wqes == RQ_WRS),
+	      "rhinetdv_query_qp_buf: SQ record at %" PRIu64 ", want %zu",
+	      lay.sq_record_offset, d->sq_rec_off);
 	d->src = ibv_reg_dmabuf_mr(d->pd, SRC_OFF, SRC_LEN, SRC_IOVA, d->buf_fd,
 				   IBV_ACCESS_LOCAL_WRITE);
 	check(d->src, "source MR in the xpu's memory: %s", strerror(errno));

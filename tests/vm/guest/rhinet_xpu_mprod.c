@@ -327,6 +327,7 @@ static bool make_queues(struct dev_side *d)
 	struct rhinetdv_qp_init_attr qdv = {
 		.comp_mask = RHINETDV_QP_INIT_ATTR_BUF |
 			     RHINETDV_QP_INIT_ATTR_MULTI_PRODUCER};
+	struct rhinetdv_qp_buf_layout lay = {0};
 	size_t cq_len, qp_len, rec_off;
 	struct ibv_cq_ex *cq;
 
@@ -354,13 +355,20 @@ static bool make_queues(struct dev_side *d)
 	      strerror(errno));
 	if (!d->qp)
 		return false;
-	/* queues.md's layout: send ring, receive ring, SQ record, RQ one. */
+	/* Where the kernel put the ring and the record the lanes publish. */
+	if (rhinetdv_query_qp_buf(d->qp, &lay, sizeof(lay)) ||
+	    lay.flags != RHINETDV_QP_BUF_MULTI_PRODUCER || lay.sq_offset ||
+	    lay.sq_slots != SQ_WRS ||
+	    lay.sq_record_offset + sizeof(struct rhn_mp_queue_record) >
+		    qp_len) {
+		check(false,
+		      "QP layout: flags %u, %u slots, record at %" PRIu64
+		      " of %zu bytes",
+		      lay.flags, lay.sq_slots, lay.sq_record_offset, qp_len);
+		return false;
+	}
 	d->lo.depth = SQ_WRS;
-	rec_off = (size_t)RHN_SQ_SLOT_SIZE * SQ_WRS + RHN_RQ_WQE_SIZE * 2;
-	check(qp_len == rec_off + sizeof(struct rhn_mp_queue_record) +
-				sizeof(struct rhn_queue_record),
-	      "QP buffer %zu bytes: a %u-slot ring, two records", qp_len,
-	      SQ_WRS);
+	rec_off = lay.sq_record_offset;
 	d->lo.ring = EXP_OFF + QP_OFF;
 	d->lo.producer = d->lo.ring + rec_off;
 	d->lo.nic_consumer = d->lo.producer + 8;
