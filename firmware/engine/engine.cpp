@@ -236,6 +236,7 @@ bool Engine::Impl::drain_kicks() {
       reset();
       return true;
     }
+    trigger_take_sums(*this);  // adds rung before the lost kicks
     for (uint32_t q = 0; q < qps.size(); q++)
       if (qps[q].valid) schedule(q);
     admin_process();
@@ -295,6 +296,9 @@ void Engine::Impl::handle_kick(Kick& k) {
       return;
     case KickKind::kTrigger:
       trigger_doorbell(*this, k.page, k.value);
+      return;
+    case KickKind::kTriggerSums:
+      trigger_take_sums(*this);
       return;
     default:
       break;
@@ -568,7 +572,19 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
         m.counters.add_shared(RHN_CNT_TRIGGER_DROPPED_ADDS);
         return;
       }
-      kind = KickKind::kTrigger;
+      // Into the counter's pending sum, so that a full FIFO loses no
+      // add: only a kick saying "sums pending" is queued, and that one
+      // may be lost (the overflow's rescan takes the sums).
+      switch (trigger_doorbell_sum(m, page, value)) {
+        case TriggerDbAdd::kKickSums:
+          kind = KickKind::kTriggerSums;
+          break;
+        case TriggerDbAdd::kViaFifo:
+          kind = KickKind::kTrigger;
+          break;
+        default:
+          return;
+      }
       break;
     default:
       return;

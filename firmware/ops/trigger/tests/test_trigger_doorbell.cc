@@ -50,8 +50,8 @@ class TriggerDoorbell : public ::testing::Test {
   }
   void park_write(uint64_t wr_id, uint32_t handle, uint64_t threshold,
                   const Region& src, const Region& dst) {
-    SendWr wr = rdma_wr(wr_id, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(),
-                        dst.key());
+    SendWr wr =
+        rdma_wr(wr_id, RHN_OP_WRITE, {src.sge(0, 64)}, dst.va(), dst.key());
     wr.xflags = RHN_WQE_X_TRIGGERED;
     wr.trigger.counter = handle;
     wr.trigger.threshold = threshold;
@@ -155,7 +155,12 @@ TEST_F(TriggerDoorbell, AContextDestroyedRightAfterItsAdds) {
   const uint32_t page = other->index();
   const uint32_t h = counter(*other, 0);
   for (uint32_t i = 0; i < 20; i++) add(page, h, 1);
-  other.reset();  // DESTROY_CONTEXT, its kick behind the adds
+  // DESTROY_CONTEXT (its PD first), its kick behind the adds' kick.
+  ASSERT_TRUE(
+      B().driver().destroy(RHN_ADMIN_DESTROY_PD, page, other->pdn()).ok());
+  ASSERT_TRUE(B().driver().destroy_context(page).ok());
+  EXPECT_EQ(B().driver().query_trigger(page, h, nullptr).status,
+            RHN_ADMIN_BAD_HANDLE);
   CounterSnap nic_counts(c->node(1));
   // A counter in the freed entry, of B: the old handle reaches nothing.
   const uint32_t mine = counter(B(), 9);
