@@ -613,6 +613,18 @@ void Engine::doorbells_lost() {
   if (!failed()) impl_->kick_overflow.store(true);
 }
 
+void Engine::trigger_sums_pending() {
+  if (failed()) return;
+  Impl& m = *impl_;
+  if (!m.kicks.push_with([&](Kick& k) {
+        k.kind = KickKind::kTriggerSums;
+        k.has_inline = false;
+        k.page = 0;
+        k.value = 0;
+      }))
+    m.kick_overflow.store(true);
+}
+
 void Engine::doorbell_inline(uint32_t page, const void* wqe, size_t len) {
   if (failed()) return;
   Impl& m = *impl_;

@@ -113,7 +113,8 @@ void take_sum(Impl& m, uint32_t idx) {
   while ((w & RHN_TRIGGER_SUM_MASK) &&
          !word.compare_exchange_weak(w, w & ~RHN_TRIGGER_SUM_MASK)) {
   }
-  const uint64_t sum = w & RHN_TRIGGER_SUM_MASK;
+  uint64_t sum = w & RHN_TRIGGER_SUM_MASK;
+  if (m.cfg.trigger_sums) sum += m.bus.trigger_take(idx);
   TrigCounter& c = m.trig.counters[idx];
   // A word with a sum carries the live counter's generation: the engine
   // clears it (taking the sum) before the counter ends.
@@ -123,8 +124,10 @@ void take_sum(Impl& m, uint32_t idx) {
 // A counter's end: the doorbell block forgets it (a sum rung before the
 // end still counts), then what is parked on it completes flushed.
 void expire(Impl& m, TrigCounter& c) {
-  const uint64_t w = m.trig.slots[index_of(m, c)].word.exchange(0);
-  if (w & RHN_TRIGGER_SUM_MASK) add(m, c, w & RHN_TRIGGER_SUM_MASK);
+  const uint32_t idx = index_of(m, c);
+  uint64_t sum = m.trig.slots[idx].word.exchange(0) & RHN_TRIGGER_SUM_MASK;
+  if (m.cfg.trigger_sums) sum += m.bus.trigger_set(idx, 0, 0);
+  if (sum) add(m, c, sum);
   while (c.first != kNone) {
     const uint32_t i = c.first;
     unlink_parked(m, i);
@@ -305,6 +308,10 @@ TriggerDbAdd trigger_doorbell_sum(Impl& m, uint32_t ctx, uint64_t value) {
 
 void trigger_take_sums(Impl& m) {
   TriggerTables& t = m.trig;
+  if (m.cfg.trigger_sums)  // the card's block: it says which have sums
+    for (uint32_t i = m.bus.trigger_next(); i < t.counters.size();
+         i = m.bus.trigger_next())
+      take_sum(m, i);
   // Cleared first: an add after this owes a kick of its own.
   if (!t.sums_kicked.exchange(false)) return;
   for (uint32_t i = 0; i < t.pending.size(); i++) {
@@ -338,6 +345,8 @@ void trigger_reset(Impl& m) {
   }
   // Sums not taken go with the reset, as kicks still queued do.
   for (TrigSlot& s : t.slots) s.word.store(0);
+  if (m.cfg.trigger_sums)
+    for (uint32_t i = 0; i < t.counters.size(); i++) m.bus.trigger_set(i, 0, 0);
   for (Atomic<uint64_t>& p : t.pending) p.store(0);
   t.sums_kicked.store(false);
   for (TrigEntry& e : t.entries) e.state = TrigState::kFree;
@@ -406,6 +415,7 @@ rhn_admin_status trigger_admin(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
       t.slots[idx].owner.store(ctx, MemOrder::kRelaxed);
       t.slots[idx].word.store(uint64_t{gen} << RHN_TRIGGER_SUM_GEN_SHIFT,
                               MemOrder::kRelease);
+      if (m.cfg.trigger_sums) m.bus.trigger_set(idx, gen, ctx);
       result = idx | uint32_t{gen} << RHN_TRIGGER_GEN_SHIFT;
       return RHN_ADMIN_OK;
     }
