@@ -228,7 +228,7 @@ uint32_t rhn_card_fw_commit(uint32_t length, uint32_t flags);
 /*
  * Blocks a card may have beyond the ones above, a bit each in
  * rhn_card_caps(). The firmware leans on one only when its bit is set;
- * every card works with none (the socket link has none).
+ * every card works with none (the socket link has the trigger sums only).
  */
 enum rhn_card_cap {
   /* The MAC fills both CRCs of every frame rhn_card_wire_tx sends
