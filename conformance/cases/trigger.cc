@@ -422,6 +422,40 @@ CONFORM_CASE(trigger_stale, "trigger.error.stale_handle", "trigger",
   c.eq("new counter's value", 0, v);
 }
 
+CONFORM_CASE(trigger_flood, "trigger.doorbell.past_full_fifo", "trigger",
+             "TRIGGER doorbells rung among more kicks than the kick FIFO "
+             "holds all count: the value is their exact sum, and a WRITE "
+             "parked at that sum fires once while one parked a unit "
+             "beyond it waits") {
+  LOOP_WITH_COUNTER(n, l, RHN_QP_RC, h, 0);
+  constexpr uint32_t kAdds = 3000;  // each behind an RQ kick
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < kAdds; i++) sum += i % 7 + 1;
+  const uint64_t fired = n.counter(RHN_CNT_TRIGGER_FIRED);
+  const uint64_t dropped = n.counter(RHN_CNT_TRIGGER_DROPPED_ADDS);
+  const uint16_t idx = post_write(n, l, 0, 256, RHN_WQE_X_TRIGGERED, h, sum);
+  post_write(n, l, 1024, 256, RHN_WQE_X_TRIGGERED, h, sum + 1);
+  t.settle();
+  // No settle in between: on a NIC that takes kicks more slowly than
+  // they come, the FIFO fills (KICK_OVERFLOWS), which must cost no add.
+  for (uint32_t i = 0; i < kAdds; i++) {
+    t.doorbell_write(0, RHN_DB_RQ, l.a.qpn, 4);
+    add(n, 0, h, i % 7 + 1);
+  }
+  rhn_cqe e;
+  if (!send_cqe(c, n, l, "WRITE parked at the sum", RHN_CQE_OP_WRITE,
+                RHN_CQE_SUCCESS, idx, &e))
+    return;
+  if (!no_cqe(c, n, l.scq, "the WRITE parked beyond the sum")) return;
+  uint64_t v = 0;
+  CONFORM_EQ(c, "QUERY_TRIGGER", RHN_ADMIN_OK, query_counter(n, 0, h, &v));
+  CONFORM_EQ(c, "counter value", sum, v);
+  CONFORM_EQ(c, counter_name(RHN_CNT_TRIGGER_FIRED), fired + 1,
+             n.counter(RHN_CNT_TRIGGER_FIRED));
+  c.eq(counter_name(RHN_CNT_TRIGGER_DROPPED_ADDS), dropped,
+       n.counter(RHN_CNT_TRIGGER_DROPPED_ADDS));
+}
+
 CONFORM_CASE(trigger_foreign, "trigger.doorbell.foreign_context", "trigger",
              "a TRIGGER doorbell on another context's page (or not one "
              "8-byte store) is dropped and counted; on its own page it adds") {

@@ -14,6 +14,7 @@
 #include "link_core.h"
 #include "rhinet/fw/card.h"
 #include "rhinet/hw_fw.h"
+#include "rhinet/hw_queues.h"
 #include "rhinet/hw_regs.h"
 #include "transport.h"
 
@@ -47,6 +48,13 @@ static struct {
   uint32_t inline_free;  // bit per free slot
   uint16_t inline_held;  // slot of the last popped entry, or NO_SLOT
   bool db_overflow;
+  // The trigger sums block: per entry the word (generation, sum) and the
+  // owner context, a bit per entry with a sum, and whether an
+  // RHN_CARD_DB_SUMS entry was queued since the core last asked.
+  uint64_t trig_word[RHN_LINK_CORE_TRIGGERS];
+  uint32_t trig_owner[RHN_LINK_CORE_TRIGGERS];
+  uint64_t trig_pending[RHN_LINK_CORE_TRIGGERS / 64];
+  bool trig_owed;
 
   uint8_t rx[RHN_LINK_CORE_RX_FRAMES][RHN_LINK_FRAME_MAX];
   uint32_t rx_len[RHN_LINK_CORE_RX_FRAMES];
@@ -106,11 +114,46 @@ static void read_fixed(void *dst, uint32_t want, uint32_t body) {
   rhn_lt_read(dst, want);
 }
 
+static bool db_push(const struct rhn_card_doorbell *e) {
+  if (L.db_head - L.db_tail == RHN_LINK_CORE_DB_FIFO) {
+    L.db_overflow = true;
+    return false;
+  }
+  L.db[L.db_head++ & (RHN_LINK_CORE_DB_FIFO - 1)] = *e;
+  return true;
+}
+
+// A TRIGGER doorbell the trigger sums block takes: true when it went into
+// a pending sum (card.h, RHN_CARD_CAP_TRIGGER_SUMS).
+static bool trigger_summed(const struct rhn_card_doorbell *e) {
+  uint32_t handle = (uint32_t)e->value;
+  uint64_t addend = e->value >> RHN_DB_TRIGGER_ADDEND_SHIFT;
+  uint32_t idx = handle & RHN_TRIGGER_INDEX_MASK;
+  uint64_t gen = handle >> RHN_TRIGGER_GEN_SHIFT;
+  if (e->source != RHN_CARD_DB_PAGE || e->offset != RHN_DB_TRIGGER ||
+      e->size != 8 || (e->flags & RHN_CARD_DB_F_INLINE) ||
+      idx >= RHN_LINK_CORE_TRIGGERS || !gen)
+    return false;
+  uint64_t w = L.trig_word[idx];
+  if (w >> RHN_TRIGGER_SUM_GEN_SHIFT != gen || L.trig_owner[idx] != e->page ||
+      (w & RHN_TRIGGER_SUM_MASK) + addend > RHN_TRIGGER_SUM_MASK)
+    return false;
+  L.trig_word[idx] = w + addend;
+  L.trig_pending[idx / 64] |= 1ull << (idx % 64);
+  if (!L.trig_owed) {
+    struct rhn_card_doorbell sums = {.source = RHN_CARD_DB_SUMS};
+    L.trig_owed = true;
+    db_push(&sums);
+  }
+  return true;
+}
+
 static void on_doorbell(uint32_t body) {
   struct rhn_card_doorbell e;
   read_fixed(&e, sizeof(e), body);
   bool has_inline = (e.flags & RHN_CARD_DB_F_INLINE) != 0;
   if (body != sizeof(e) + (has_inline ? RHN_DB_INLINE_WQE_SIZE : 0u)) fail();
+  if (trigger_summed(&e)) return;
   // The MAC's state changes at once; the entry tells the engine later.
   if (e.source == RHN_CARD_DB_LINK) L.link_up = e.value != 0;
   if (L.db_head - L.db_tail == RHN_LINK_CORE_DB_FIFO) {
@@ -292,8 +335,37 @@ void rhn_card_get_identity(struct rhn_card_identity *out) {
   out->entropy = L.identity.entropy;
 }
 
-// The socket link has no optional block: the firmware does it all.
-uint32_t rhn_card_caps(void) { return 0; }
+// Of the optional blocks the socket link has only the trigger sums (it
+// sits where doorbells enter the core's FIFO); the firmware does the rest.
+uint32_t rhn_card_caps(void) { return RHN_CARD_CAP_TRIGGER_SUMS; }
+
+uint64_t rhn_card_trigger_set(uint32_t index, uint16_t gen, uint32_t owner) {
+  if (index >= RHN_LINK_CORE_TRIGGERS) return 0;
+  uint64_t sum = L.trig_word[index] & RHN_TRIGGER_SUM_MASK;
+  L.trig_word[index] = (uint64_t)gen << RHN_TRIGGER_SUM_GEN_SHIFT;
+  L.trig_owner[index] = owner;
+  return sum;
+}
+
+uint64_t rhn_card_trigger_take(uint32_t index) {
+  if (index >= RHN_LINK_CORE_TRIGGERS) return 0;
+  uint64_t sum = L.trig_word[index] & RHN_TRIGGER_SUM_MASK;
+  L.trig_word[index] &= ~RHN_TRIGGER_SUM_MASK;
+  return sum;
+}
+
+uint32_t rhn_card_trigger_next(void) {
+  L.trig_owed = false;
+  for (uint32_t i = 0; i < RHN_LINK_CORE_TRIGGERS / 64; i++) {
+    if (!L.trig_pending[i]) continue;
+    uint64_t bits = L.trig_pending[i];
+    uint32_t b = 0;
+    while (!(bits >> b & 1)) b++;
+    L.trig_pending[i] &= ~(1ull << b);
+    return i * 64 + b;
+  }
+  return UINT32_MAX;
+}
 
 // Never called without RHN_CARD_CAP_DMA_REGION; refused if it were.
 enum rhn_card_status rhn_card_dma_region(const struct rhn_card_region *region,

@@ -37,6 +37,13 @@ uint32_t CardBus::fw_stage(uint32_t offset, Span<const uint8_t> bytes) {
 uint32_t CardBus::fw_commit(uint32_t length, uint32_t flags) {
   return rhn_card_fw_commit(length, flags);
 }
+uint64_t CardBus::trigger_set(uint32_t index, uint16_t gen, uint32_t owner) {
+  return rhn_card_trigger_set(index, gen, owner);
+}
+uint64_t CardBus::trigger_take(uint32_t index) {
+  return rhn_card_trigger_take(index);
+}
+uint32_t CardBus::trigger_next() { return rhn_card_trigger_next(); }
 
 void CardWire::transmit(Span<const uint8_t> frame) {
   // A full FIFO or a link down drops it: the transport resends.
@@ -95,6 +102,8 @@ EngineConfig from_card(EngineConfig c) {
   // A receive placement block takes a plain WRITE's checks and placement
   // (the engine uses it only with the FIFO read in place).
   c.rx_write = (rhn_card_caps() & RHN_CARD_CAP_RX_WRITE) != 0;
+  // A doorbell block that sums TRIGGER adds loses none to a full FIFO.
+  c.trigger_sums = (rhn_card_caps() & RHN_CARD_CAP_TRIGGER_SUMS) != 0;
   // The power-on epoch of the node's channels: a card that restarts must
   // not reuse its last one (peers would take old packets for new).
   if (!c.boot_session)
@@ -122,6 +131,9 @@ void CardRunner::take_doorbell(const rhn_card_doorbell& d) {
         engine_->doorbell_inline(d.page, rhn_card_doorbell_inline(&d),
                                  RHN_DB_INLINE_WQE_SIZE);
       engine_->doorbell_write(d.page, d.offset, d.value, d.size);
+      return;
+    case RHN_CARD_DB_SUMS:
+      engine_->trigger_sums_pending();
       return;
     case RHN_CARD_DB_REG:
       // The admin ring registers live in the register file (the host

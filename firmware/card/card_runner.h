@@ -26,6 +26,9 @@ class CardBus final : public HostBus {
   uint64_t now_ns() override;
   uint32_t fw_stage(uint32_t offset, Span<const uint8_t> bytes) override;
   uint32_t fw_commit(uint32_t length, uint32_t flags) override;
+  uint64_t trigger_set(uint32_t index, uint16_t gen, uint32_t owner) override;
+  uint64_t trigger_take(uint32_t index) override;
+  uint32_t trigger_next() override;
 };
 
 // The MAC's transmit FIFO, and the transmit assembler in front of it.

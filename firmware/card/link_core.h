@@ -14,6 +14,9 @@
 #ifndef RHN_LINK_CORE_DB_FIFO
 #define RHN_LINK_CORE_DB_FIFO 1024 /* doorbell FIFO entries, power of 2 */
 #endif
+#ifndef RHN_LINK_CORE_TRIGGERS
+#define RHN_LINK_CORE_TRIGGERS 256 /* trigger sums block entries, 64 * n */
+#endif
 #ifndef RHN_LINK_CORE_INLINE_SLOTS
 #define RHN_LINK_CORE_INLINE_SLOTS 16 /* staged WQE buffers */
 #endif

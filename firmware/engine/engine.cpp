@@ -236,6 +236,7 @@ bool Engine::Impl::drain_kicks() {
       reset();
       return true;
     }
+    trigger_take_sums(*this);  // adds rung before the lost kicks
     for (uint32_t q = 0; q < qps.size(); q++)
       if (qps[q].valid) schedule(q);
     admin_process();
@@ -295,6 +296,9 @@ void Engine::Impl::handle_kick(Kick& k) {
       return;
     case KickKind::kTrigger:
       trigger_doorbell(*this, k.page, k.value);
+      return;
+    case KickKind::kTriggerSums:
+      trigger_take_sums(*this);
       return;
     default:
       break;
@@ -568,7 +572,19 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
         m.counters.add_shared(RHN_CNT_TRIGGER_DROPPED_ADDS);
         return;
       }
-      kind = KickKind::kTrigger;
+      // Into the counter's pending sum, so that a full FIFO loses no
+      // add: only a kick saying "sums pending" is queued, and that one
+      // may be lost (the overflow's rescan takes the sums).
+      switch (trigger_doorbell_sum(m, page, value)) {
+        case TriggerDbAdd::kKickSums:
+          kind = KickKind::kTriggerSums;
+          break;
+        case TriggerDbAdd::kViaFifo:
+          kind = KickKind::kTrigger;
+          break;
+        default:
+          return;
+      }
       break;
     default:
       return;
@@ -595,6 +611,18 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
 
 void Engine::doorbells_lost() {
   if (!failed()) impl_->kick_overflow.store(true);
+}
+
+void Engine::trigger_sums_pending() {
+  if (failed()) return;
+  Impl& m = *impl_;
+  if (!m.kicks.push_with([&](Kick& k) {
+        k.kind = KickKind::kTriggerSums;
+        k.has_inline = false;
+        k.page = 0;
+        k.value = 0;
+      }))
+    m.kick_overflow.store(true);
 }
 
 void Engine::doorbell_inline(uint32_t page, const void* wqe, size_t len) {

@@ -45,7 +45,8 @@ enum class KickKind : uint8_t {
   kSrq,
   kCqArm,
   kLink,
-  kTrigger,  // a trigger counter's increment (ops/trigger)
+  kTrigger,      // a trigger counter's increment (ops/trigger)
+  kTriggerSums,  // doorbell adds wait in pending sums (ops/trigger)
 };
 
 struct Kick {

@@ -137,6 +137,11 @@ rhn_card_status rhn_card_tx_assemble(void*, uint32_t, const rhn_card_region*,
   return RHN_CARD_BUS_ERROR;
 }
 
+// No trigger sums block (no RHN_CARD_CAP_TRIGGER_SUMS): never called.
+uint64_t rhn_card_trigger_set(uint32_t, uint16_t, uint32_t) { return 0; }
+uint64_t rhn_card_trigger_take(uint32_t) { return 0; }
+uint32_t rhn_card_trigger_next(void) { return UINT32_MAX; }
+
 // The receive placement block: its calls counted; it places nothing.
 void rhn_card_rxw_set_target(uint32_t, const rhn_card_rxw_target*) {
   g_card->rxw_targets++;

@@ -97,13 +97,37 @@ void fire_reached(Impl& m, uint32_t counter_idx) {
   recompute_min(m, c);
 }
 
-void add(Impl& m, TrigCounter& c, uint64_t addend) {
-  c.value += addend;
-  fire_reached(m, static_cast<uint32_t>(&c - m.trig.counters.data()));
+uint32_t index_of(const Impl& m, const TrigCounter& c) {
+  return static_cast<uint32_t>(&c - m.trig.counters.data());
 }
 
-// A counter's end: what is parked on it completes flushed.
+void add(Impl& m, TrigCounter& c, uint64_t addend) {
+  c.value += addend;
+  fire_reached(m, index_of(m, c));
+}
+
+// Takes counter idx's pending sum (its generation stays) and adds it.
+void take_sum(Impl& m, uint32_t idx) {
+  Atomic<uint64_t>& word = m.trig.slots[idx].word;
+  uint64_t w = word.load(MemOrder::kAcquire);
+  while ((w & RHN_TRIGGER_SUM_MASK) &&
+         !word.compare_exchange_weak(w, w & ~RHN_TRIGGER_SUM_MASK)) {
+  }
+  uint64_t sum = w & RHN_TRIGGER_SUM_MASK;
+  if (m.cfg.trigger_sums) sum += m.bus.trigger_take(idx);
+  TrigCounter& c = m.trig.counters[idx];
+  // A word with a sum carries the live counter's generation: the engine
+  // clears it (taking the sum) before the counter ends.
+  if (sum && c.valid) add(m, c, sum);
+}
+
+// A counter's end: the doorbell block forgets it (a sum rung before the
+// end still counts), then what is parked on it completes flushed.
 void expire(Impl& m, TrigCounter& c) {
+  const uint32_t idx = index_of(m, c);
+  uint64_t sum = m.trig.slots[idx].word.exchange(0) & RHN_TRIGGER_SUM_MASK;
+  if (m.cfg.trigger_sums) sum += m.bus.trigger_set(idx, 0, 0);
+  if (sum) add(m, c, sum);
   while (c.first != kNone) {
     const uint32_t i = c.first;
     unlink_parked(m, i);
@@ -253,6 +277,51 @@ void trigger_doorbell(Impl& m, uint32_t ctx, uint64_t value) {
   add(m, *c, value >> RHN_DB_TRIGGER_ADDEND_SHIFT);
 }
 
+TriggerDbAdd trigger_doorbell_sum(Impl& m, uint32_t ctx, uint64_t value) {
+  TriggerTables& t = m.trig;
+  const auto handle = static_cast<uint32_t>(value);
+  const uint64_t addend = value >> RHN_DB_TRIGGER_ADDEND_SHIFT;
+  const uint32_t idx = handle & RHN_TRIGGER_INDEX_MASK;
+  const uint64_t gen = handle >> RHN_TRIGGER_GEN_SHIFT;
+  if (idx >= t.slots.size()) {
+    m.counters.add_shared(RHN_CNT_TRIGGER_DROPPED_ADDS);
+    return TriggerDbAdd::kDropped;
+  }
+  TrigSlot& slot = t.slots[idx];
+  uint64_t w = slot.word.load(MemOrder::kAcquire);
+  // The owner is written before the word's generation, so with the
+  // generation seen the owner read is that counter's.
+  const bool owned = slot.owner.load(MemOrder::kRelaxed) == ctx;
+  for (;;) {
+    if (!gen || w >> RHN_TRIGGER_SUM_GEN_SHIFT != gen || !owned) {
+      m.counters.add_shared(RHN_CNT_TRIGGER_DROPPED_ADDS);
+      return TriggerDbAdd::kDropped;
+    }
+    if ((w & RHN_TRIGGER_SUM_MASK) + addend > RHN_TRIGGER_SUM_MASK)
+      return TriggerDbAdd::kViaFifo;
+    if (slot.word.compare_exchange_weak(w, w + addend)) break;
+  }
+  t.pending[idx / 64].fetch_or(uint64_t{1} << (idx % 64));
+  return t.sums_kicked.exchange(true) ? TriggerDbAdd::kSummed
+                                      : TriggerDbAdd::kKickSums;
+}
+
+void trigger_take_sums(Impl& m) {
+  TriggerTables& t = m.trig;
+  if (m.cfg.trigger_sums)  // the card's block: it says which have sums
+    for (uint32_t i = m.bus.trigger_next(); i < t.counters.size();
+         i = m.bus.trigger_next())
+      take_sum(m, i);
+  // Cleared first: an add after this owes a kick of its own.
+  if (!t.sums_kicked.exchange(false)) return;
+  for (uint32_t i = 0; i < t.pending.size(); i++) {
+    if (!t.pending[i].load(MemOrder::kRelaxed)) continue;
+    uint64_t bits = t.pending[i].exchange(0);
+    for (uint32_t b = 0; bits; b++, bits >>= 1)
+      if (bits & 1) take_sum(m, i * 64 + b);
+  }
+}
+
 void trigger_place(Impl& m, CardMemory& mem) {
   TriggerTables& t = tables(m);
   // Handles hold a 16-bit index.
@@ -262,6 +331,8 @@ void trigger_place(Impl& m, CardMemory& mem) {
   t.entries = mem.table<TrigEntry>(
       min<uint32_t>(max<uint32_t>(m.cfg.trigger.parked, 1), kNoTrigger));
   t.fired = mem.table<TrigQueue>(m.cfg.max_qps);
+  t.slots = mem.table<TrigSlot>(t.counters.size());
+  t.pending = mem.table<Atomic<uint64_t>>((t.counters.size() + 63) / 64);
 }
 
 void trigger_reset(Impl& m) {
@@ -272,6 +343,12 @@ void trigger_reset(Impl& m) {
     c = TrigCounter{};
     c.gen = gen;
   }
+  // Sums not taken go with the reset, as kicks still queued do.
+  for (TrigSlot& s : t.slots) s.word.store(0);
+  if (m.cfg.trigger_sums)
+    for (uint32_t i = 0; i < t.counters.size(); i++) m.bus.trigger_set(i, 0, 0);
+  for (Atomic<uint64_t>& p : t.pending) p.store(0);
+  t.sums_kicked.store(false);
   for (TrigEntry& e : t.entries) e.state = TrigState::kFree;
   t.fired.fill(TrigQueue{});
   t.fired_count = 0;
@@ -334,6 +411,11 @@ rhn_admin_status trigger_admin(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
                       .context = ctx,
                       .key = c.key,
                       .value = c.value};
+      // The doorbell block takes adds from here on (owner first).
+      t.slots[idx].owner.store(ctx, MemOrder::kRelaxed);
+      t.slots[idx].word.store(uint64_t{gen} << RHN_TRIGGER_SUM_GEN_SHIFT,
+                              MemOrder::kRelease);
+      if (m.cfg.trigger_sums) m.bus.trigger_set(idx, gen, ctx);
       result = idx | uint32_t{gen} << RHN_TRIGGER_GEN_SHIFT;
       return RHN_ADMIN_OK;
     }
@@ -348,6 +430,8 @@ rhn_admin_status trigger_admin(Impl& m, uint32_t ctx, const rhn_admin_cmd& cmd,
       if (!c) return RHN_ADMIN_BAD_HANDLE;
       if (cmd.u.query.out_len < sizeof(uint64_t))
         return detail = 1, RHN_ADMIN_BAD_PARAM;
+      // Adds rung before the query count even if their kick was lost.
+      take_sum(m, index_of(m, *c));
       const uint64_t v = c->value;
       return m.write_result(cmd.u.query.out_addr, &v, sizeof(v));
     }

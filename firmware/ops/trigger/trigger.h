@@ -71,8 +71,20 @@ void trigger_chain(Impl& m, uint32_t ctx, uint32_t handle);
 // its key: true (and the value before the add in *before) when it added.
 bool trigger_remote_add(Impl& m, uint32_t ctx, uint32_t handle, uint32_t key,
                         uint64_t addend, uint64_t* before);
-// The TRIGGER doorbell of context ctx's page.
+// An add that came through the kick FIFO (trigger_doorbell_sum said so).
 void trigger_doorbell(Impl& m, uint32_t ctx, uint64_t value);
+// The TRIGGER doorbell of context ctx's page, on the thread that takes
+// doorbell stores: the add goes into its counter's pending sum.
+enum class TriggerDbAdd : uint8_t {
+  kSummed,    // in the sum; a kick is owed already
+  kKickSums,  // in the sum; the caller queues a KickKind::kTriggerSums
+  kViaFifo,   // the sum is full: the caller queues the add itself
+  kDropped,   // no live counter of ctx: counted
+};
+TriggerDbAdd trigger_doorbell_sum(Impl& m, uint32_t ctx, uint64_t value);
+// The engine takes every pending sum (a "sums pending" kick, or lost
+// kicks): each is added to its counter, which may fire parked WQEs.
+void trigger_take_sums(Impl& m);
 // A refusal of trigger_intake: the QP goes on (no error state).
 inline bool trigger_refusal(uint8_t status, uint8_t syndrome) {
   return status == RHN_CQE_GENERAL_ERR && (syndrome == RHN_SYN_BAD_TRIGGER ||

@@ -56,8 +56,22 @@ struct TrigQueue {
   uint32_t head = kNone, tail = kNone;
 };
 
+// The doorbell block's side of counter i, which a doorbell store (on a
+// host's MMIO thread) adds to without the kick FIFO: `word` holds the
+// generation and the pending sum (RHN_TRIGGER_SUM_*), `owner` the
+// counter's context. The engine writes both when it makes the counter
+// and clears the word when it ends; an add changes the word by a
+// compare-and-swap only while its generation is the handle's.
+struct TrigSlot {
+  Atomic<uint64_t> word;
+  Atomic<uint32_t> owner;
+};
+
 struct TriggerTables {
   Table<TrigCounter> counters;
+  Table<TrigSlot> slots;            // by counter index
+  Table<Atomic<uint64_t>> pending;  // a bit per slot with a sum
+  Atomic<bool> sums_kicked{false};  // a "sums pending" kick is owed
   Table<TrigEntry> entries;
   Table<TrigQueue> fired;    // by QPN
   uint32_t fired_count = 0;  // entries in kFired, all QPs together

@@ -244,6 +244,20 @@ static inline __u64 rhn_db_trigger_value(__u32 handle, __u32 addend)
 	return (__u64)handle | (__u64)addend << RHN_DB_TRIGGER_ADDEND_SHIFT;
 }
 
+/*
+ * The doorbell block's word for a trigger counter (triggered.md, "Pending
+ * sums"): the counter's generation in bits 63:48 (0: no live counter)
+ * and the sum of the adds the engine has not taken yet in bits 47:0.
+ * An add that would carry the sum past 48 bits is not summed: it goes
+ * through the kick FIFO as one add.
+ */
+#define RHN_TRIGGER_SUM_GEN_SHIFT 48
+#define RHN_TRIGGER_SUM_MASK ((1ull << RHN_TRIGGER_SUM_GEN_SHIFT) - 1)
+RHN_STATIC_ASSERT(RHN_TRIGGER_SUM_GEN_SHIFT + 16 == 64,
+		  "the pending-sum word holds a 16-bit generation");
+RHN_STATIC_ASSERT(RHN_TRIGGER_GEN_SHIFT + 16 == 32,
+		  "a handle's generation is 16 bits, as the word's");
+
 /* The last slot of a WQE with RHN_WQE_X_* flags. */
 struct rhn_wqe_trigger {
 	__le32 counter; /* RHN_WQE_X_TRIGGERED: the counter waited on */

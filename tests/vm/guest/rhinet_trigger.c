@@ -8,6 +8,9 @@
  *    target's bytes stay zero, no completion), a plain WRITE posted behind
  *    it completes meanwhile, and the third add sends it: it completes with
  *    its own wr_id and its bytes land;
+ *  - 50000 adds rung back to back (far more than the NIC's kick FIFO
+ *    holds): the value is their exact sum, a WRITE parked at that sum
+ *    fires once and one parked a unit beyond it waits for one more add;
  *  - while one WRITE is parked, hundreds of plain WRITEs go around the
  *    send queue (its slots stay taken, the others wrap past them), then
  *    the parked one fires and completes with its own wr_id;
@@ -327,6 +330,52 @@ static void threshold_three(struct node *n)
 		   "the triggered WRITE completes after the third add");
 	check(landed(n, 1), "the triggered WRITE's bytes landed");
 	check(value_of(t, 3) == 3, "value 3");
+	check(rhinetdv_destroy_trigger(t) == 0, "destroy");
+}
+
+/*
+ * A burst of adds from the CPU, far more than the NIC's kick FIFO holds
+ * (1024 entries), as fast as the stores go: every one counts. A WRITE
+ * parked at the exact sum fires once, one parked a unit beyond it waits.
+ */
+static void add_burst(struct node *n)
+{
+	enum {
+		ADDS = 50000
+	};
+	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
+	uint64_t fired = hw_counter_fresh("trigger_fired");
+	uint64_t dropped = hw_counter("trigger_dropped_adds");
+	uint64_t lost = hw_counter("kick_overflows");
+	uint64_t sum = 0, v;
+	struct ibv_wc wc;
+	int i, err = 0, got;
+
+	for (i = 0; i < ADDS; i++)
+		sum += i % 7 + 1;
+	check(post_write(n, 0x1b1, 11, t, sum, NULL, NULL) == 0 &&
+		      post_write(n, 0x1b2, 12, t, sum + 1, NULL, NULL) == 0,
+	      "two WRITEs parked (at the sum and beyond)");
+	for (i = 0; i < ADDS; i++)
+		err |= rhinetdv_trigger_add(t, i % 7 + 1);
+	check(!err, "%d adds rung", ADDS);
+	expect_one(n, 0x1b1, IBV_WC_SUCCESS, 0,
+		   "the WRITE parked at the sum completes");
+	v = value_of(t, sum);
+	check(v == sum,
+	      "the value is the sum of %d adds (%" PRIu64 ", expected %" PRIu64
+	      ")",
+	      ADDS, v, sum);
+	got = poll_for(n, &wc, 1, 300);
+	check(got == 0, "the WRITE parked beyond the sum waits (got %d)", got);
+	check(hw_counter_is("trigger_fired", fired + 1) == fired + 1,
+	      "trigger_fired moved by one");
+	check(hw_counter("trigger_dropped_adds") == dropped, "no add dropped");
+	printf("rhinet-trigger: %d adds, kick_overflows +%" PRIu64 "\n", ADDS,
+	       hw_counter("kick_overflows") - lost);
+	check(rhinetdv_trigger_add(t, 1) == 0, "one more add");
+	expect_one(n, 0x1b2, IBV_WC_SUCCESS, 0,
+		   "then the WRITE parked beyond it completes");
 	check(rhinetdv_destroy_trigger(t) == 0, "destroy");
 }
 
@@ -1115,6 +1164,7 @@ int main(int argc, char **argv)
 	role = NULL;
 	setup(&n);
 	threshold_three(&n);
+	add_burst(&n);
 	ring_wraps(&n);
 	index_lap(&n);
 	chain_of_two(&n);

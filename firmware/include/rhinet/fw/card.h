@@ -94,6 +94,9 @@ enum rhn_card_db_source {
   RHN_CARD_DB_PAGE = 0, /* a write to a doorbell page in BAR2 */
   RHN_CARD_DB_REG = 1,  /* a write to a BAR0 kick register */
   RHN_CARD_DB_LINK = 2, /* the wire's link changed; value: 1 up, 0 down */
+  /* The trigger sums block (RHN_CARD_CAP_TRIGGER_SUMS) holds sums not
+   * taken yet; page, offset and value 0. */
+  RHN_CARD_DB_SUMS = 3,
 };
 
 /* rhn_card_doorbell.flags */
@@ -225,7 +228,7 @@ uint32_t rhn_card_fw_commit(uint32_t length, uint32_t flags);
 /*
  * Blocks a card may have beyond the ones above, a bit each in
  * rhn_card_caps(). The firmware leans on one only when its bit is set;
- * every card works with none (the socket link has none).
+ * every card works with none (the socket link has the trigger sums only).
  */
 enum rhn_card_cap {
   /* The MAC fills both CRCs of every frame rhn_card_wire_tx sends
@@ -259,8 +262,36 @@ enum rhn_card_cap {
    * placed (rhn_card_wire_rx_placed), for its bookkeeping only. Used
    * with the three blocks above, not without. */
   RHN_CARD_CAP_RX_WRITE = 1u << 4,
+  /* The trigger sums block (rhn_card_trigger_*): the doorbell block adds
+   * a TRIGGER doorbell to its counter's pending sum instead of queuing it,
+   * so a full doorbell FIFO loses no add (triggered.md, "Pending sums"). */
+  RHN_CARD_CAP_TRIGGER_SUMS = 1u << 5,
 };
 uint32_t rhn_card_caps(void);
+
+/* ---- Optional: trigger sums (RHN_CARD_CAP_TRIGGER_SUMS) ---------------- */
+
+/*
+ * The block keeps, per trigger counter entry below its size, the pending
+ * sum word of hw_queues.h (generation in bits 63:48, sum in 47:0) and the
+ * owner context. An 8-byte store to RHN_DB_TRIGGER of page N whose
+ * handle names an entry it keeps with the word's generation (not 0) and
+ * owner N is added to the sum, and the first sum since the core last
+ * asked for them (rhn_card_trigger_next) queues one RHN_CARD_DB_SUMS
+ * entry (a full FIFO loses it as any entry: the core's rescan asks
+ * anyway). Any other store there (another generation or context, an
+ * entry beyond the block's size, a sum that would pass 48 bits) is
+ * queued as a doorbell entry, as without the block: the core checks it
+ * and counts a drop.
+ */
+/* Entry index takes adds for generation gen (0: none) of context owner;
+ * returns the sum the entry held, which is gone from it. */
+uint64_t rhn_card_trigger_set(uint32_t index, uint16_t gen, uint32_t owner);
+/* Takes entry index's sum (its generation stays). */
+uint64_t rhn_card_trigger_take(uint32_t index);
+/* The next entry with a sum, or UINT32_MAX when none; the first call
+ * after an RHN_CARD_DB_SUMS entry re-arms it. */
+uint32_t rhn_card_trigger_next(void);
 
 /* ---- Optional: region DMA (RHN_CARD_CAP_DMA_REGION) -------------------- */
 

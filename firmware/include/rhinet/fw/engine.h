@@ -99,6 +99,22 @@ class HostBus {
     (void)flags;
     return RHN_FW_NO_STAGING;
   }
+  // With EngineConfig::trigger_sums: the card's doorbell block keeps the
+  // TRIGGER doorbells' pending sums (rhn_card_trigger_*). Entry `index`
+  // takes adds for generation `gen` of context `owner` (gen 0: none),
+  // returning the sum it held; the sum of one entry taken; the next entry
+  // with a sum (UINT32_MAX: none).
+  virtual uint64_t trigger_set(uint32_t index, uint16_t gen, uint32_t owner) {
+    (void)index;
+    (void)gen;
+    (void)owner;
+    return 0;
+  }
+  virtual uint64_t trigger_take(uint32_t index) {
+    (void)index;
+    return 0;
+  }
+  virtual uint32_t trigger_next() { return UINT32_MAX; }
 
  protected:
   // Never deleted through this interface (the soft core has no delete).
@@ -306,6 +322,10 @@ struct EngineConfig {
   // bookkeeping. Used with mac_crc, dma_region and a receive FIFO read in
   // place (attach_rx), not without.
   bool rx_write = false;
+  // The card's doorbell block keeps the TRIGGER doorbells' pending sums
+  // (HostBus::trigger_*, RHN_CARD_CAP_TRIGGER_SUMS): the engine tells it
+  // which counters live and takes the sums from it.
+  bool trigger_sums = false;
   // Multi-producer SQs (RHN_CREATE_QP_F_MULTI_PRODUCER): the record scan
   // that finds work whose doorbell was lost runs this often after any
   // sign of their producers, doubling while it finds nothing up to the
@@ -345,6 +365,8 @@ class Engine {
   // FIFO overflowed): the engine looks at every queue, as after its own
   // kick FIFO overflows.
   void doorbells_lost();
+  // The card's doorbell block holds pending TRIGGER sums (trigger_sums).
+  void trigger_sums_pending();
 
   // A whole inline WQE for `page`, as a card's doorbell block hands it
   // over (it gathers the page's inline-window stores itself): the same as
