@@ -622,6 +622,14 @@ void Engine::attach_rx(RxSource& src) {
   m.rxw_flush();
 }
 
+void Engine::attach_tx(TxSink& sink) {
+  if (!impl_) return;
+  Impl& m = *impl_;
+  m.tx_sink = &sink;
+  m.tx_write = m.cfg.tx_write && m.cfg.mac_crc && m.cfg.dma_region &&
+               m.cfg.tx_assembler && m.cfg.fast_paths;
+}
+
 bool Engine::frame_arrived(Span<const uint8_t> frame) {
   if (failed()) return false;
   Impl& m = *impl_;
