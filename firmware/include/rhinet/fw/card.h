@@ -393,6 +393,10 @@ struct rhn_card_txw_qp {
   uint16_t peer_node;
   uint8_t sq_log; /* log2 of the ring's slots */
   uint8_t reserved;
+  /* Read back only: the producer index the block last read from the SQ
+   * record (the core's copy then skips its own read). */
+  uint32_t sq_producer;
+  uint32_t reserved1;
 };
 
 /* A channel's transmit entry: the next serial, its session, the packets
@@ -479,7 +483,7 @@ RHN_ASSERT_SIZE(struct rhn_card_settings, 8);
 RHN_ASSERT_SIZE(struct rhn_card_region, 24);
 RHN_ASSERT_SIZE(struct rhn_card_rxw_target, 56);
 RHN_ASSERT_OFFSET(struct rhn_card_rxw_target, rkey, 40);
-RHN_ASSERT_SIZE(struct rhn_card_txw_qp, 152);
+RHN_ASSERT_SIZE(struct rhn_card_txw_qp, 160);
 RHN_ASSERT_OFFSET(struct rhn_card_txw_qp, lkey, 104);
 RHN_ASSERT_SIZE(struct rhn_card_txw_channel, 24);
 RHN_ASSERT_SIZE(struct rhn_card_txw_record, 40);
