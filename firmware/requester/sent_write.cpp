@@ -21,20 +21,6 @@
 
 namespace rhinet::fw {
 
-namespace {
-
-rhn_card_region card_region(const DmaRegion& r) {
-  rhn_card_region c{};
-  c.table = r.table;
-  c.iova = r.iova;
-  c.num_pages = r.num_pages;
-  c.levels = r.levels;
-  c.page_shift = r.page_shift;
-  return c;
-}
-
-}  // namespace
-
 uint32_t Engine::Impl::txw_run(QpObj& qp, uint32_t qpn, uint32_t budget) {
   // Nothing new for the block: the QP woken by its ACKs with no doorbell
   // since and nothing the core knows of (the commonest wake-up, first).

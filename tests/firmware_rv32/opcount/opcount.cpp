@@ -188,8 +188,7 @@ class Host final : public rhinet::fw::HostBus {
   // looked.
   bool region_write(const rhn_card_region& cr, uint64_t va, const uint8_t* p,
                     size_t len) {
-    const rhinet::fw::DmaRegion r{cr.table, cr.iova, cr.num_pages, cr.levels,
-                                  cr.page_shift};
+    const rhinet::fw::DmaRegion r = rhinet::fw::engine_region(cr);
     while (len) {
       uint64_t chunk = len;
       const uint64_t addr = walk(r, va, chunk);
@@ -474,16 +473,14 @@ struct TxBlock final : rhinet::fw::TxSink {
     struct Port {
       TxBlock& b;
       uint32_t t;
-      static rhinet::fw::DmaRegion region(const rhn_card_region& r) {
-        return {r.table, r.iova, r.num_pages, r.levels, r.page_shift};
-      }
       bool read(const rhn_card_region& r, uint64_t va, void* buf, size_t len) {
-        return b.host->region_read(region(r), va, static_cast<uint8_t*>(buf),
-                                   len);
+        return b.host->region_read(rhinet::fw::engine_region(r), va,
+                                   static_cast<uint8_t*>(buf), len);
       }
       bool assemble(uint8_t* frame, uint32_t hdr_len, const rhn_card_region& r,
                     uint64_t va, uint32_t len) {
-        if (!b.host->region_read(region(r), va, frame + hdr_len, len))
+        if (!b.host->region_read(rhinet::fw::engine_region(r), va,
+                                 frame + hdr_len, len))
           return false;
         b.link->block_send(t, {frame, size_t{hdr_len} + len});
         return true;

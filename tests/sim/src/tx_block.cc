@@ -3,14 +3,6 @@
 
 namespace rhinet::sim {
 
-namespace {
-
-fw::DmaRegion dma_region(const rhn_card_region& r) {
-  return fw::DmaRegion{r.table, r.iova, r.num_pages, r.levels, r.page_shift};
-}
-
-}  // namespace
-
 SimTxBlock::SimTxBlock(fw::HostBus& bus, fw::Wire& wire)
     : bus_(bus), wire_(wire), block_(std::make_unique<Block>()) {}
 
@@ -41,12 +33,12 @@ bool SimTxBlock::kick(uint32_t qpn) {
   struct Port {
     SimTxBlock& b;
     bool read(const rhn_card_region& r, uint64_t va, void* buf, size_t len) {
-      return b.bus_.dma_region(dma_region(r), va, buf, len, false);
+      return b.bus_.dma_region(fw::engine_region(r), va, buf, len, false);
     }
     bool assemble(uint8_t* frame, uint32_t hdr_len, const rhn_card_region& r,
                   uint64_t va, uint32_t len) {
       b.sent_frames++;
-      const fw::DmaRegion region = dma_region(r);
+      const fw::DmaRegion region = fw::engine_region(r);
       fw::TxGather g;
       g.frame = frame;
       g.hdr_len = hdr_len;

@@ -190,6 +190,14 @@ class RxSource {
   ~RxSource() = default;
 };
 
+// A region in the card's terms and back (rhinet/fw/card.h).
+inline rhn_card_region card_region(const DmaRegion& r) {
+  return {r.table, r.iova, r.num_pages, r.levels, r.page_shift, 0};
+}
+inline DmaRegion engine_region(const rhn_card_region& r) {
+  return {r.table, r.iova, r.num_pages, r.levels, r.page_shift};
+}
+
 // The transmit block for plain WRITEs (EngineConfig::tx_write,
 // RHN_CARD_CAP_TX_WRITE): card.h's rhn_card_txw_* calls, with the
 // block's entries as card.h lays them out, and the kick as the doorbell
