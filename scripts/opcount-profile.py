@@ -40,6 +40,7 @@ LEAVES = {"memcpy", "memset", "memcmp", "rhinet::fw::crc32c"}
 ROUND_MAC = " (MAC fills and checks CRCs)"
 ROUND_BLOCKS = " (every block)"
 ROUND_RXW = " (every block and the receive placement block)"
+ROUND_TXW = " (every block, the receive placement and the transmit block)"
 
 def symbols(elf):
     out = subprocess.run(
@@ -76,9 +77,10 @@ def main():
     round_mac = by_name["trace_round_mac"]
     round_blocks = by_name["trace_round_blocks"]
     round_rxw = by_name["trace_round_rxw"]
+    round_txw = by_name["trace_round_txw"]
     suffix = ""
     marks = set(begin) | {out_begin, out_end, win_end, round_mac, round_blocks,
-                          round_rxw}
+                          round_rxw, round_txw}
 
     blocks = {}  # block start pc -> [instruction pcs]
     pending = None
@@ -114,6 +116,8 @@ def main():
                         suffix = ROUND_BLOCKS
                     elif pc == round_rxw:
                         suffix = ROUND_RXW
+                    elif pc == round_txw:
+                        suffix = ROUND_TXW
                     continue
                 if current is None or outside:
                     continue
@@ -138,7 +142,7 @@ def main():
                     if not pending:
                         blocks[ipc] = pending
                     pending.append(ipc)
-    for suffix in ("", ROUND_MAC, ROUND_BLOCKS, ROUND_RXW):
+    for suffix in ("", ROUND_MAC, ROUND_BLOCKS, ROUND_RXW, ROUND_TXW):
         for mark, what in WINDOWS.items():
             key = (mark, suffix)
             n = windows[key]

@@ -227,6 +227,9 @@ struct QpObj {
   uint32_t rq_consumer = 0;
   uint32_t rq_producer = 0;
   bool rnr_blocked = false;
+  // An SQ doorbell came since the transmit block last ran for the QP
+  // (requester/sent_write.cpp): it may hold WQEs the core has not seen.
+  bool txw_kicked = false;
   // The mr_epoch at which the receive placement block got this QP's
   // target (RxSource::target); 0 or an older epoch: it has none.
   uint32_t rxw_epoch = 0;  // until (rnr_node, rnr_src_qpn) resends rnr_msn

@@ -409,6 +409,38 @@ void rhn_card_rxw_disarm(uint16_t node) { (void)node; }
 void rhn_card_rxw_flush(void) {}
 bool rhn_card_wire_rx_placed(void) { return false; }
 
+// Never called without RHN_CARD_CAP_TX_WRITE: no block, nothing sent.
+void rhn_card_txw_set_qp(uint32_t qpn, const struct rhn_card_txw_qp *q,
+                         struct rhn_card_txw_qp *left) {
+  (void)qpn;
+  (void)q;
+  (void)left;
+}
+void rhn_card_txw_grant(uint32_t qpn, uint32_t inflight, uint32_t slots) {
+  (void)qpn;
+  (void)inflight;
+  (void)slots;
+}
+void rhn_card_txw_set_channel(uint16_t node,
+                              const struct rhn_card_txw_channel *c) {
+  (void)node;
+  (void)c;
+}
+bool rhn_card_txw_slot_push(uint32_t slot, void *frame) {
+  (void)slot;
+  (void)frame;
+  return false;
+}
+bool rhn_card_txw_slot_back(uint32_t *slot) {
+  (void)slot;
+  return false;
+}
+bool rhn_card_txw_record_pop(struct rhn_card_txw_record *out) {
+  (void)out;
+  return false;
+}
+void rhn_card_txw_flush(void) {}
+
 void rhn_card_get_settings(struct rhn_card_settings *out) {
   out->rto_floor_us = L.identity.rto_floor_us;
   out->reserved = 0;

@@ -38,10 +38,8 @@ class CardWire final : public Wire {
   bool assemble(HostBus& bus, const TxGather& g) override;
 };
 
-// The engine's descriptions in the card's terms (rhinet/fw/card.h).
-inline rhn_card_region card_region(const DmaRegion& r) {
-  return {r.table, r.iova, r.num_pages, r.levels, r.page_shift, 0};
-}
+// The engine's descriptions in the card's terms (rhinet/fw/card.h;
+// card_region is engine.h's).
 inline rhn_card_rxw_target card_target(const RxSource::Target& t) {
   rhn_card_rxw_target c{};
   c.region = card_region(t.region);

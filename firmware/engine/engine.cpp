@@ -315,6 +315,7 @@ void Engine::Impl::handle_kick(Kick& k) {
       }
       QpObj& qp = qps[qn];
       if (k.kind == KickKind::kSq && k.has_inline) take_inline(qp, k);
+      if (k.kind == KickKind::kSq) qp.txw_kicked = true;
       if (qp.state == RHN_QPS_ERR) qp.flushing = true;  // flush new posts
       if (k.kind == KickKind::kRq) modules_rq_kick(*this, qn);  // irecvs
       schedule(qn);
@@ -367,6 +368,7 @@ bool Engine::Impl::lane_kick() {
       qp.in_ready || qp.waiting_on)
     return false;
   if (k.has_inline) take_inline(qp, k);
+  qp.txw_kicked = true;
   kicks.release();
   requester_step(qn, 16);
   return true;
@@ -648,6 +650,14 @@ void Engine::attach_rx(RxSource& src) {
   m.rx_write =
       m.cfg.rx_write && m.cfg.mac_crc && m.cfg.dma_region && m.cfg.fast_paths;
   m.rxw_flush();
+}
+
+void Engine::attach_tx(TxSink& sink) {
+  if (!impl_) return;
+  Impl& m = *impl_;
+  m.tx_sink = &sink;
+  m.tx_write = m.cfg.tx_write && m.cfg.mac_crc && m.cfg.dma_region &&
+               m.cfg.tx_assembler && m.cfg.fast_paths;
 }
 
 bool Engine::frame_arrived(Span<const uint8_t> frame) {

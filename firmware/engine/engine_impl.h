@@ -111,6 +111,10 @@ struct Engine::Impl : FamilyStates {
   // The receive placement block is used (EngineConfig::rx_write, with
   // what it needs: the MAC's CRCs, region DMA, rx_source, fast paths).
   bool rx_write = false;
+  // The transmit block for plain WRITEs is used (EngineConfig::tx_write,
+  // attach_tx, with the blocks it needs).
+  TxSink* tx_sink = nullptr;
+  bool tx_write = false;
   Atomic<bool> kick_overflow{false};
   Table<RawWqe> inline_staging;  // per doorbell page
   // Each CQ's producer index as the doorbells see it: an arm kick records
@@ -533,6 +537,17 @@ struct Engine::Impl : FamilyStates {
   void rxw_flush() {
     if (rx_write) rx_source->flush();
   }
+
+  // ---- requester/sent_write.cpp: the transmit block's plain WRITEs
+  // The block takes up to `budget` WQEs of the QP (armed for the kick,
+  // disarmed after it); returns how many it took, their records taken.
+  uint32_t txw_run(QpObj& qp, uint32_t qpn, uint32_t budget);
+  // One arm, kick and disarm for up to `want` WQEs; how many it took.
+  uint32_t txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
+                    const DmaRegion& ring, const DmaRegion& record,
+                    const DmaRegion& key_region);
+  // The sent FIFO's records into in-flight entries and the channel.
+  uint32_t txw_take();
 
   // ---- requester/fast_post.cpp
   // The common posted WQE (decoded by decode_plain_wqe into qp.tx_wqe), a

@@ -67,8 +67,12 @@ bool Engine::Impl::requester_step(uint32_t qpn, uint32_t budget) {
   }
   if (qp.state != RHN_QPS_RTS && qp.state != RHN_QPS_SQD) return false;
   if (qp.has_unanswered && expire_unanswered(qpn)) return true;
-  bool did = false;
-  for (uint32_t n = 0; n < budget; n++) {
+  // The transmit block first: the plain WRITEs it takes count against
+  // the budget as the core's own would.
+  uint32_t n = tx_write ? txw_run(qp, qpn, budget) : 0;
+  bool did = n != 0;
+  if (qp.state == RHN_QPS_ERR) return did;
+  for (; n < budget; n++) {
     if (!qp.tx_active) {
       if (qp.state == RHN_QPS_SQD) return did;  // drained: no new WQEs
       if (!start_message(qp, qpn)) return did;

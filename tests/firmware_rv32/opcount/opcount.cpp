@@ -22,6 +22,7 @@
 
 #include "card/card_runner.h"
 #include "card/rx_write_block.h"
+#include "card/tx_write_block.h"
 #include "core/crc32c.h"
 #include "rhinet/fw/card.h"
 #include "rhinet/fw/engine.h"
@@ -77,6 +78,7 @@ RHN_TRACE_MARK(trace_window_end, 3)
 RHN_TRACE_MARK(trace_round_mac, 4)     // the round with the MAC's CRCs begins
 RHN_TRACE_MARK(trace_round_blocks, 5)  // the round with every block begins
 RHN_TRACE_MARK(trace_round_rxw, 6)     // and with the rx placement block
+RHN_TRACE_MARK(trace_round_txw, 7)     // and with the tx block for WRITEs
 
 // Brackets a stand-in's work so it is not counted (the marks inside the
 // bracket are not counted either).
@@ -186,8 +188,7 @@ class Host final : public rhinet::fw::HostBus {
   // looked.
   bool region_write(const rhn_card_region& cr, uint64_t va, const uint8_t* p,
                     size_t len) {
-    const rhinet::fw::DmaRegion r{cr.table, cr.iova, cr.num_pages, cr.levels,
-                                  cr.page_shift};
+    const rhinet::fw::DmaRegion r = rhinet::fw::engine_region(cr);
     while (len) {
       uint64_t chunk = len;
       const uint64_t addr = walk(r, va, chunk);
@@ -356,6 +357,9 @@ bool g_blocks = false;
 // The fourth round's card also has the receive placement block
 // (EngineConfig::rx_write).
 bool g_rxw = false;
+// The fifth round's card also has the transmit block for plain WRITEs
+// (EngineConfig::tx_write).
+bool g_txw = false;
 
 // What that MAC does to a frame on its way out (not the core's work).
 void mac_fill_crcs(uint8_t* f, size_t len) {
@@ -397,6 +401,13 @@ class Link final : public rhinet::fw::Wire {
     }
     return true;
   }
+  // A frame the transmit block for WRITEs sends: its work, outside the
+  // count (the caller brackets it); t is the engine's clock when the
+  // block took the kick.
+  void block_send(uint32_t t, Span<const uint8_t> frame) {
+    mark_tx(t);
+    send(frame);
+  }
   uint32_t dropped = 0;
 
  private:
@@ -419,6 +430,67 @@ class Link final : public rhinet::fw::Wire {
   }
 
   Mailbox& to_;
+};
+
+// The fifth round's transmit block for plain WRITEs
+// (RHN_CARD_CAP_TX_WRITE), sized as node_config's tables. The core's calls
+// into it are counted (a card's register reads and writes); the block's
+// fetch, checks, header and gather are not.
+using TxWriteBlock = rhinet::fw::card::TxWriteBlock<4, 8, 64, 64>;
+
+struct TxBlock final : rhinet::fw::TxSink {
+  TxWriteBlock block;
+  Host* host = nullptr;
+  Link* link = nullptr;
+  void set_qp(uint32_t qpn, const rhn_card_txw_qp* q,
+              rhn_card_txw_qp* left) override {
+    Outside o;
+    block.set_qp(qpn, q, left);
+  }
+  void set_channel(uint16_t node, const rhn_card_txw_channel* c) override {
+    Outside o;
+    block.set_channel(node, c);
+  }
+  bool slot_push(uint32_t slot, void* frame) override {
+    Outside o;
+    return block.slot_push(slot, frame);
+  }
+  bool slot_back(uint32_t* slot) override {
+    Outside o;
+    return block.slot_back(slot);
+  }
+  bool record_pop(rhn_card_txw_record* out) override {
+    Outside o;
+    return block.record_pop(out);
+  }
+  void flush() override {
+    Outside o;
+    block.flush();
+  }
+  bool kick(uint32_t qpn) override {
+    const uint32_t t = engine_clock();
+    Outside o;
+    struct Port {
+      TxBlock& b;
+      uint32_t t;
+      bool read(const rhn_card_region& r, uint64_t va, void* buf, size_t len) {
+        return b.host->region_read(rhinet::fw::engine_region(r), va,
+                                   static_cast<uint8_t*>(buf), len);
+      }
+      bool assemble(uint8_t* frame, uint32_t hdr_len, const rhn_card_region& r,
+                    uint64_t va, uint32_t len) {
+        if (!b.host->region_read(rhinet::fw::engine_region(r), va,
+                                 frame + hdr_len, len))
+          return false;
+        b.link->block_send(t, {frame, size_t{hdr_len} + len});
+        return true;
+      }
+      void send(const uint8_t* frame, size_t len) {
+        b.link->block_send(t, {frame, len});
+      }
+    } port{*this, t};
+    return block.kick(qpn, port);
+  }
 };
 
 // ---- The two nodes -------------------------------------------------------
@@ -453,6 +525,7 @@ EngineConfig node_config(uint16_t node) {
   c.dma_region = g_blocks;
   c.tx_assembler = g_blocks;
   c.rx_write = g_rxw;
+  c.tx_write = g_txw;
   c.responder_reads = 16;
   c.responder_bitmaps = 1;
   c.fw_messages = 16;
@@ -1121,7 +1194,8 @@ const char* name(const Stat& s) {
   static char buf[48];
   if (!g_mac_crc) return s.name;
   snprintf(buf, sizeof buf, "%s%s", s.name,
-           g_rxw      ? "+rxw"
+           g_txw      ? "+txw"
+           : g_rxw    ? "+rxw"
            : g_blocks ? "+blocks"
                       : "+mac");
   return buf;
@@ -1135,7 +1209,9 @@ void print_results() {
       " %d warm-up; the engine's own (the host's DMA copies and the"
       " wire's are hardware on a card)%s\n",
       kOps, kWarmup,
-      g_rxw       ? "; with every block of +blocks and the receive placement"
+      g_txw       ? "; with every block of +rxw and the transmit block for"
+                    " plain WRITEs (names +txw)"
+      : g_rxw     ? "; with every block of +blocks and the receive placement"
                     " block (names +rxw)"
       : g_blocks  ? "; with a MAC that fills and checks CRCs, a DMA block"
                     " that walks the regions' tables, a transmit"
@@ -1156,7 +1232,8 @@ void print_results() {
         static_cast<unsigned long>(tenths / 10),
         static_cast<unsigned long>(tenths % 10),
         static_cast<unsigned long>(kops), s.what,
-        g_rxw       ? ", every block and rx placement"
+        g_txw       ? ", every block, rx placement and tx block"
+        : g_rxw     ? ", every block and rx placement"
         : g_blocks  ? ", every block"
         : g_mac_crc ? ", MAC fills/checks CRCs"
                     : "");
@@ -1167,7 +1244,8 @@ void print_results() {
 
 // One round: two nodes from power-on, every path measured and printed.
 // Each round has nodes of its own; the card memory is used afresh.
-void run_round(Node (&nodes)[2], RxWriteBlock* blocks = nullptr) {
+void run_round(Node (&nodes)[2], RxWriteBlock* blocks = nullptr,
+               TxBlock* tx_blocks = nullptr) {
   for (Stat& s : g_stats) s = Stat{s.name, s.what};
   Link wire0(nodes[1].inbox);
   Link wire1(nodes[0].inbox);
@@ -1189,6 +1267,11 @@ void run_round(Node (&nodes)[2], RxWriteBlock* blocks = nullptr) {
       n.inbox.host = &n.host;
     }
     if (g_blocks) n.engine->attach_rx(n.inbox);
+    if (tx_blocks) {
+      tx_blocks[i].host = &n.host;
+      tx_blocks[i].link = n.wire;
+      n.engine->attach_tx(tx_blocks[i]);
+    }
   }
   for (Node* n : g_nodes) bring_up(*n);
   connect(nodes[0], nodes[1]);
@@ -1230,5 +1313,12 @@ int main() {
   g_rxw = true;
   trace_round_rxw();
   run_round(with_rxw, rxw_blocks);
+  // And with the transmit block for plain WRITEs besides.
+  static Node with_txw[2];
+  static RxWriteBlock txw_rx_blocks[2];
+  static TxBlock txw_blocks[2];
+  g_txw = true;
+  trace_round_txw();
+  run_round(with_txw, txw_rx_blocks, txw_blocks);
   return 0;
 }

@@ -35,6 +35,11 @@ SimNode::SimNode(SimCluster& cluster, uint16_t node_id,
                                           config.rx_write);
     engine->attach_rx(*rx_fifo);
   }
+  if (config.tx_write) {
+    tx_block =
+        std::make_unique<SimTxBlock>(bus, cluster.fabric().wire(node_id));
+    engine->attach_tx(*tx_block);
+  }
   driver = std::make_unique<SimDriver>(*engine, memory,
                                        [&cluster] { cluster.tick(); });
 }
@@ -77,6 +82,11 @@ bool SimCluster::power_cycle(size_t i, const fw::EngineConfig& cfg) {
     n.rx_fifo = std::make_unique<SimRxFifo>(
         n.bus, n.id, n.config.rx_fifo_frames, n.config.rx_write);
     n.engine->attach_rx(*n.rx_fifo);
+  }
+  n.tx_block.reset();
+  if (n.config.tx_write) {
+    n.tx_block = std::make_unique<SimTxBlock>(n.bus, switch_.wire(i));
+    n.engine->attach_tx(*n.tx_block);
   }
   n.driver =
       std::make_unique<SimDriver>(*n.engine, n.memory, [this] { tick(); });

@@ -24,15 +24,13 @@ bool SimRxFifo::arrive(std::span<const uint8_t> frame) {
   if (!frame.empty()) memcpy(e.words.data(), frame.data(), frame.size());
   if (block_) {
     const auto* f = reinterpret_cast<const uint8_t*>(e.words.data());
-    const auto v = block_->arrive(
-        f, e.len,
-        [&](const rhn_card_region& r, uint64_t va, const uint8_t* p,
-            size_t len) {
-          const fw::DmaRegion region{r.table, r.iova, r.num_pages, r.levels,
-                                     r.page_shift};
-          return bus_.dma_region(region, va, const_cast<uint8_t*>(p), len,
-                                 true);
-        });
+    const auto v = block_->arrive(f, e.len,
+                                  [&](const rhn_card_region& r, uint64_t va,
+                                      const uint8_t* p, size_t len) {
+                                    return bus_.dma_region(
+                                        fw::engine_region(r), va,
+                                        const_cast<uint8_t*>(p), len, true);
+                                  });
     e.verdict = v;
     placed_frames += v.placed;
   }

@@ -266,6 +266,12 @@ enum rhn_card_cap {
    * a TRIGGER doorbell to its counter's pending sum instead of queuing it,
    * so a full doorbell FIFO loses no add (triggered.md, "Pending sums"). */
   RHN_CARD_CAP_TRIGGER_SUMS = 1u << 5,
+  /* The posted side of plain WRITEs (rhn_card_txw_*): a block between
+   * the doorbell FIFO and the core that, for an SQ the core armed it
+   * for, fetches each one-slot RC WRITE, checks it, builds its frame in a
+   * send slot the core granted and hands the core a record of it. Used
+   * with the MAC's CRCs, region DMA and the transmit assembler. */
+  RHN_CARD_CAP_TX_WRITE = 1u << 6,
 };
 uint32_t rhn_card_caps(void);
 
@@ -386,6 +392,96 @@ void rhn_card_rxw_flush(void);
  * block (its payload is in host memory, its channel moved on). */
 bool rhn_card_wire_rx_placed(void);
 
+/* ---- Optional: posted plain WRITEs (RHN_CARD_CAP_TX_WRITE) ------------ */
+
+/*
+ * A QP's transmit entry, written by the core from its own checks
+ * (Documentation/hardware/soft-core.md, "Optional blocks"): where its SQ
+ * ring and SQ record are, the next slot to fetch and how many slots past
+ * it the ring holds before the oldest uncompleted one, the next MSN, the
+ * header template (the words fast_post's template holds), the one lkey it
+ * accepts with that key's region and bounds (the core arms only with a key
+ * it checked for the QP's PD and local read), and two credits: in-flight
+ * entries and send slots the QP may still take.
+ */
+struct rhn_card_txw_qp {
+  struct rhn_card_region sq_ring; /* the ring, slot 0 at sq_ring_va */
+  uint64_t sq_ring_va;
+  struct rhn_card_region sq_record; /* struct rhn_queue_record at va */
+  uint64_t sq_record_va;
+  struct rhn_card_region key_region; /* the lkey's region */
+  uint64_t key_iova;                 /* the key's first I/O VA */
+  uint64_t key_length;               /* and its length */
+  uint32_t lkey;
+  uint32_t sq_fetch; /* next slot to fetch (free-running) */
+  uint32_t sq_room;  /* slots from sq_fetch on the ring may hold */
+  uint32_t msn_next; /* MSN of the next message */
+  uint32_t inflight_credit;
+  uint32_t slot_credit;
+  /* The template's words as on the wire: magic/version/type, nodes,
+   * the operation word's QP type, destination and source QPN. */
+  uint32_t hdr[5];
+  uint16_t peer_node;
+  uint8_t sq_log; /* log2 of the ring's slots */
+  uint8_t reserved;
+  /* Read back only: the producer index the block last read from the SQ
+   * record (the core's copy then skips its own read). */
+  uint32_t sq_producer;
+  uint32_t reserved1;
+};
+
+/* A channel's transmit entry: the next serial, its session, the packets
+ * unacknowledged and the window, and the acknowledgement DATA frames
+ * carry (ack_valid 0: none). */
+struct rhn_card_txw_channel {
+  uint32_t tx_next;
+  uint32_t unacked;
+  uint32_t window;
+  uint32_t ack_seq;
+  uint16_t session;
+  uint16_t ack_session;
+  uint8_t ack_valid;
+  uint8_t reserved[3];
+};
+
+/* One WRITE the block sent (or failed to gather: failed 1, no frame). */
+struct rhn_card_txw_record {
+  uint32_t qpn;
+  uint32_t wqe_slot; /* its SQ slot (free-running) */
+  uint32_t serial;   /* the channel serial it took */
+  uint32_t msn;
+  uint32_t send_slot; /* the granted send slot holding its frame */
+  uint32_t length;    /* payload bytes */
+  uint32_t ack_seq;   /* the acknowledgement it carried */
+  uint16_t ack_session;
+  uint8_t ack_valid;
+  uint8_t wqe_flags; /* RHN_WQE_F_SIGNALED, _SOLICITED, _INLINE */
+  uint8_t failed;    /* the payload's DMA failed: nothing was sent */
+  uint8_t reserved[7];
+};
+
+/* Arms (q) QP qpn's entry; NULL disarms it. Disarming returns once the
+ * block's current WQE is finished and its record queued; *left (if not
+ * NULL) gets the credits it did not use. */
+void rhn_card_txw_set_qp(uint32_t qpn, const struct rhn_card_txw_qp *q,
+                         struct rhn_card_txw_qp *left);
+/* More in-flight entries for an armed QP (the core retired some). */
+void rhn_card_txw_grant(uint32_t qpn, uint32_t inflight, uint32_t slots);
+/* Arms (c) or disarms (NULL) the channel to node; updates of an armed
+ * channel's unacked count and acknowledgement are arms with the new
+ * values. */
+void rhn_card_txw_set_channel(uint16_t node,
+                              const struct rhn_card_txw_channel *c);
+/* A free send slot (its number and its frame in card memory) for the
+ * block; false when the slot FIFO is full. rhn_card_txw_slot_back takes
+ * back one it did not use (false: none left). */
+bool rhn_card_txw_slot_push(uint32_t slot, void *frame);
+bool rhn_card_txw_slot_back(uint32_t *slot);
+/* The oldest record of the sent FIFO; false when empty. */
+bool rhn_card_txw_record_pop(struct rhn_card_txw_record *out);
+/* Every QP entry disarmed (admin command, reset, channel reset). */
+void rhn_card_txw_flush(void);
+
 /* What the hosting device sets beyond the identity (a card: straps or an
  * EEPROM); 0 in a field leaves the firmware's own value. */
 struct rhn_card_settings {
@@ -418,5 +514,9 @@ RHN_ASSERT_SIZE(struct rhn_card_settings, 8);
 RHN_ASSERT_SIZE(struct rhn_card_region, 24);
 RHN_ASSERT_SIZE(struct rhn_card_rxw_target, 56);
 RHN_ASSERT_OFFSET(struct rhn_card_rxw_target, rkey, 40);
+RHN_ASSERT_SIZE(struct rhn_card_txw_qp, 160);
+RHN_ASSERT_OFFSET(struct rhn_card_txw_qp, lkey, 104);
+RHN_ASSERT_SIZE(struct rhn_card_txw_channel, 24);
+RHN_ASSERT_SIZE(struct rhn_card_txw_record, 40);
 
 #endif /* RHINET_FW_CARD_H */

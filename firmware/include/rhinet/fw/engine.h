@@ -15,6 +15,7 @@
 #include "ops/tag/tag_config.h"
 #include "ops/trigger/trigger_config.h"
 #include "ops/ud_mcast/ud_mcast_config.h"
+#include "rhinet/fw/card.h"
 #include "rhinet/hw_fw.h"
 
 namespace rhinet::fw {
@@ -205,6 +206,54 @@ class RxSource {
   ~RxSource() = default;
 };
 
+// A region in the card's terms and back (rhinet/fw/card.h).
+inline rhn_card_region card_region(const DmaRegion& r) {
+  return {r.table, r.iova, r.num_pages, r.levels, r.page_shift, 0};
+}
+inline DmaRegion engine_region(const rhn_card_region& r) {
+  return {r.table, r.iova, r.num_pages, r.levels, r.page_shift};
+}
+
+// The transmit block for plain WRITEs (EngineConfig::tx_write,
+// RHN_CARD_CAP_TX_WRITE): card.h's rhn_card_txw_* calls, with the
+// block's entries as card.h lays them out, and the kick as the doorbell
+// FIFO hands it to the block (true when the block took every WQE
+// posted). Without the block never called.
+class TxSink {
+ public:
+  virtual void set_qp(uint32_t qpn, const rhn_card_txw_qp* q,
+                      rhn_card_txw_qp* left) {
+    (void)qpn;
+    (void)q;
+    (void)left;
+  }
+  virtual void set_channel(uint16_t node, const rhn_card_txw_channel* c) {
+    (void)node;
+    (void)c;
+  }
+  virtual bool slot_push(uint32_t slot, void* frame) {
+    (void)slot;
+    (void)frame;
+    return false;
+  }
+  virtual bool slot_back(uint32_t* slot) {
+    (void)slot;
+    return false;
+  }
+  virtual bool record_pop(rhn_card_txw_record* out) {
+    (void)out;
+    return false;
+  }
+  virtual void flush() {}
+  virtual bool kick(uint32_t qpn) {
+    (void)qpn;
+    return false;
+  }
+
+ protected:
+  ~TxSink() = default;
+};
+
 struct EngineConfig {
   uint16_t node_id = 0;
   uint8_t mac[6] = {0x02, 0x52, 0x4e, 0x00, 0x00, 0x00};  // low 2 = node
@@ -326,6 +375,12 @@ struct EngineConfig {
   // (HostBus::trigger_*, RHN_CARD_CAP_TRIGGER_SUMS): the engine tells it
   // which counters live and takes the sums from it.
   bool trigger_sums = false;
+  // The card's transmit block for plain WRITEs (TxSink,
+  // RHN_CARD_CAP_TX_WRITE): for a QP the core arms, the block fetches,
+  // checks and sends one-packet RC WRITEs and the core takes a record of
+  // each. Used with mac_crc, dma_region, tx_assembler and the fast
+  // paths (attach_tx), not without.
+  bool tx_write = false;
   // Multi-producer SQs (RHN_CREATE_QP_F_MULTI_PRODUCER): the record scan
   // that finds work whose doorbell was lost runs this often after any
   // sign of their producers, doubling while it finds nothing up to the
@@ -384,6 +439,10 @@ class Engine {
   // handed to frame_arrived): as frame_arrived would take them, without
   // the copy. Engine thread only; src outlives the engine.
   void attach_rx(RxSource& src);
+  // From now on plain WRITEs of the QPs the core arms go through the
+  // transmit block (EngineConfig::tx_write). Engine thread only; sink
+  // outlives the engine.
+  void attach_tx(TxSink& sink);
 
   // Does a bounded amount of work on the engine thread. Returns true if
   // anything happened; a host may sleep until next_deadline_ns() or new

@@ -12,6 +12,7 @@
 #include "rhinet/sim/driver.h"
 #include "rhinet/sim/fabric.h"
 #include "rhinet/sim/host.h"
+#include "rhinet/sim/tx_block.h"
 #include "rhinet/sim/verbs.h"
 
 namespace rhinet::sim {
@@ -55,7 +56,8 @@ struct SimNode {
   SimHostBus bus;
   SimAddressSpace address_space;
   std::unique_ptr<fw::Engine> engine;
-  std::unique_ptr<SimRxFifo> rx_fifo;  // with ClusterConfig::rx_in_place
+  std::unique_ptr<SimRxFifo> rx_fifo;    // with ClusterConfig::rx_in_place
+  std::unique_ptr<SimTxBlock> tx_block;  // with engine.tx_write
   std::unique_ptr<SimDriver> driver;
   uint32_t next_context = 1;
   // The host's own work between engine polls (an interrupt handler's):
