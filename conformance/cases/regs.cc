@@ -136,7 +136,17 @@ void counter_case(unsigned idx, const char* name, Target& t, Check& c) {
   t.reg_write(off, 0x5a5a5a5au, 4);
   t.reg_write(off + 4, 0xa5a5a5a5u, 4);
   t.settle();
-  c.eq(what + " after writes (read-only)", 0, t.reg_read(off, 8));
+  const uint64_t after = t.reg_read(off, 8);
+  if (idx == RHN_CNT_MMIO_WRITES) {
+    // The three writes are themselves MMIO writes: a NIC that counts its
+    // bus transactions shows them, the soft core (which leaves the bus
+    // counters at 0, registers.md) none; never anything else.
+    c.that(after == 0 || after == 3, what + " after writes",
+           "counts the 3 writes to it, or none (soft core); reads " +
+               std::to_string(after));
+    return;
+  }
+  c.eq(what + " after writes (read-only)", 0, after);
 }
 
 // One case per register and access type, from the table.

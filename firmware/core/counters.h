@@ -29,6 +29,20 @@ class Counters {
     shared_[c].fetch_add(n, MemOrder::kRelaxed);
     to_card(c, n);
   }
+  // Bus-transaction counts (MMIO writes, DMA, MSI-X): instrumentation of
+  // the emulated NIC, which counts what a real card's bus block would
+  // count in hardware. Compiled out on the card, so they cost its
+  // firmware's paths nothing (its counters stay 0).
+  void add_bus([[maybe_unused]] rhn_counter c, [[maybe_unused]] uint64_t n) {
+#if !defined(RHN_FW_CARD)
+    add(c, n);
+#endif
+  }
+  void add_bus_shared([[maybe_unused]] rhn_counter c) {
+#if !defined(RHN_FW_CARD)
+    add_shared(c);
+#endif
+  }
   uint64_t get(unsigned c) const {
     if (c >= RHN_CNT_COUNT) return 0;
     return engine_[c].load(MemOrder::kRelaxed) +

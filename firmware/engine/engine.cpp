@@ -11,7 +11,12 @@ namespace rhinet::fw {
 Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
                    Wire& host_wire, CardMemory& mem)
     : cfg(config),
+#if defined(RHN_FW_CARD)
       bus(host_bus),
+#else
+      counted_bus(host_bus, counters),
+      bus(counted_bus),
+#endif
       wire(host_wire),
       tlb(config.tlb_entries, counters, mem),
       kicks(config.kick_fifo_entries, mem),
@@ -501,6 +506,7 @@ void write_half(Atomic<uint64_t>& reg, uint32_t offset_in_reg, uint64_t value,
 void Engine::reg_write(uint32_t offset, uint64_t value, unsigned size) {
   if (failed()) return;
   Impl& m = *impl_;
+  m.counters.add_bus_shared(RHN_CNT_MMIO_WRITES);
   KickKind kind;
   switch (offset) {
     case RHN_REG_CONTROL:
@@ -545,6 +551,7 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
   if (failed()) return;
   Impl& m = *impl_;
   if (page >= m.cfg.db_pages || offset >= RHN_DB_PAGE_SIZE) return;
+  m.counters.add_bus_shared(RHN_CNT_MMIO_WRITES);
   if (offset >= RHN_DB_INLINE_WQE &&
       offset + size <= RHN_DB_INLINE_WQE + RHN_DB_INLINE_WQE_SIZE) {
     memcpy(m.inline_staging[page].bytes + (offset - RHN_DB_INLINE_WQE), &value,
@@ -561,12 +568,15 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
       break;
     case RHN_DB_RQ:
       kind = KickKind::kRq;
+      m.counters.add_bus_shared(RHN_CNT_RQ_DOORBELLS);
       break;
     case RHN_DB_SRQ:
       kind = KickKind::kSrq;
+      m.counters.add_bus_shared(RHN_CNT_SRQ_DOORBELLS);
       break;
     case RHN_DB_CQ_ARM:
       kind = KickKind::kCqArm;
+      m.counters.add_bus_shared(RHN_CNT_CQ_ARM_DOORBELLS);
       break;
     case RHN_DB_TRIGGER:
       // One 8-byte store carries the handle and the addend together.
@@ -593,6 +603,7 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
   }
   const bool with_inline =
       kind == KickKind::kSq && (value & RHN_DB_SQ_INLINE) != 0;
+  if (with_inline) m.counters.add_bus_shared(RHN_CNT_SQ_INLINE_DOORBELLS);
   if (kind == KickKind::kCqArm) {
     // Where the CQ stood when the arm was requested (see cq_arm).
     const uint32_t cqn = static_cast<uint32_t>(value) & RHN_DB_QN_MASK;

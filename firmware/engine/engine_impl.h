@@ -66,6 +66,67 @@ struct RxFrame {
 // an MR with a table, levels > 0, not on twin memory).
 DmaRegion region_of(const MrObj& mr);
 
+#if !defined(RHN_FW_CARD)
+// The emulated NIC's bus block: counts each request the engine makes of
+// the host bus (RHN_CNT_DMA_*, RHN_CNT_MSIX_INTERRUPTS) and passes it on.
+// A request is counted once however the host carries it out (a region
+// walked by the host's own block is one read or write of len bytes).
+class CountingBus final : public HostBus {
+ public:
+  CountingBus(HostBus& bus, Counters& counters)
+      : bus_(bus), counters_(counters) {}
+  bool dma_read(uint64_t addr, void* dst, size_t len) override {
+    read(len);
+    return bus_.dma_read(addr, dst, len);
+  }
+  bool dma_write(uint64_t addr, const void* src, size_t len) override {
+    written(len);
+    return bus_.dma_write(addr, src, len);
+  }
+  bool dma_store_u64(uint64_t addr, uint64_t value) override {
+    written(sizeof(value));
+    return bus_.dma_store_u64(addr, value);
+  }
+  bool dma_write_publish(uint64_t addr, const void* src, size_t len,
+                         size_t publish_at) override {
+    written(len);
+    return bus_.dma_write_publish(addr, src, len, publish_at);
+  }
+  bool dma_region(const DmaRegion& r, uint64_t va, void* buf, size_t len,
+                  bool write) override {
+    if (write)
+      written(len);
+    else
+      read(len);
+    return bus_.dma_region(r, va, buf, len, write);
+  }
+  void raise_msix(uint16_t vector) override {
+    counters_.add(RHN_CNT_MSIX_INTERRUPTS);
+    bus_.raise_msix(vector);
+  }
+  uint64_t now_ns() override { return bus_.now_ns(); }
+  uint32_t fw_stage(uint32_t offset, Span<const uint8_t> bytes) override {
+    return bus_.fw_stage(offset, bytes);
+  }
+  uint32_t fw_commit(uint32_t length, uint32_t flags) override {
+    return bus_.fw_commit(length, flags);
+  }
+
+ private:
+  void read(size_t len) {
+    counters_.add(RHN_CNT_DMA_READS);
+    counters_.add(RHN_CNT_DMA_READ_BYTES, len);
+  }
+  void written(size_t len) {
+    counters_.add(RHN_CNT_DMA_WRITES);
+    counters_.add(RHN_CNT_DMA_WRITE_BYTES, len);
+  }
+
+  HostBus& bus_;
+  Counters& counters_;
+};
+#endif
+
 // ---- The engine ---------------------------------------------------------
 
 // The families' tables are its base (ops/states.h): their code reaches
@@ -78,9 +139,12 @@ struct Engine::Impl : FamilyStates {
   EngineConfig cfg;
   bool out_of_memory = false;  // power-on could not place the tables
   ModuleIndex modules;         // the family modules' lookups (ops/routes.h)
+  Counters counters;
+#if !defined(RHN_FW_CARD)
+  CountingBus counted_bus;  // what `bus` names in an emulated NIC
+#endif
   HostBus& bus;
   Wire& wire;
-  Counters counters;
   Tlb tlb;
   uint64_t now = 0;
   // Until when a poll without kicks or frames finds every stage idle

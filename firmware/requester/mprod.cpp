@@ -92,6 +92,7 @@ bool Engine::Impl::mp_scan() {
       continue;
     }
     rhn_queue_record rec;
+    counters.add_bus(RHN_CNT_QUEUE_RECORD_READS, 1);
     if (!queue_dma(qp.sq_record_key, qp.sq_record, 0, &rec, sizeof(rec),
                    false) ||
         rec.producer_index == qp.sq_producer) {

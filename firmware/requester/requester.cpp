@@ -100,6 +100,8 @@ bool Engine::Impl::fetch_wqe(QpObj& qp, uint32_t slot, RawWqe& raw,
   qp.prefetched_slot = kNone;
   const uint32_t depth = 1u << qp.sq_log;
   const uint32_t first = slot & (depth - 1);
+  counters.add_bus(RHN_CNT_SQ_WQE_FETCHES, 1);
+  counters.add_bus(RHN_CNT_SQ_WQE_FETCH_BYTES, RHN_SQ_SLOT_SIZE);
   if (!queue_dma(qp.sq_ring_key, qp.sq_ring, uint64_t{first} * RHN_SQ_SLOT_SIZE,
                  raw.bytes, RHN_SQ_SLOT_SIZE, false))
     return false;
@@ -113,6 +115,8 @@ bool Engine::Impl::fetch_rest(QpObj& qp, uint32_t first, RawWqe& raw,
   const uint32_t depth = 1u << qp.sq_log;
   const uint32_t rest = nslots - 1;
   const uint32_t before_wrap = min(rest, depth - first - 1);
+  counters.add_bus(RHN_CNT_SQ_WQE_FETCH_BYTES,
+                   uint64_t{rest} * RHN_SQ_SLOT_SIZE);
   if (before_wrap &&
       !queue_dma(qp.sq_ring_key, qp.sq_ring,
                  uint64_t{first + 1} * RHN_SQ_SLOT_SIZE,
@@ -204,6 +208,7 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
   } else {
     if (qp.sq_fetch == qp.sq_producer) {
       rhn_queue_record rec;
+      counters.add_bus(RHN_CNT_QUEUE_RECORD_READS, 1);
       if (!queue_dma(qp.sq_record_key, qp.sq_record, 0, &rec, sizeof(rec),
                      false)) {
         qp_to_error(qpn);

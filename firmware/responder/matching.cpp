@@ -90,6 +90,7 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
     return false;
   if (*consumer == *producer) {
     rhn_queue_record rec;
+    counters.add_bus(RHN_CNT_QUEUE_RECORD_READS, 1);
     if (!host_dma(record, 0, &rec, sizeof(rec), false)) return false;
     if (rec.producer_index - *consumer > (1u << log)) {
       counters.add(RHN_CNT_BAD_WQES);  // a producer beyond the ring
@@ -100,6 +101,7 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
   }
   rhn_recv_wqe w;
   const uint32_t index = *consumer;
+  counters.add_bus(RHN_CNT_RECV_WQE_FETCHES, 1);
   const bool fetched =
       host_dma(ring, uint64_t{index & ((1u << log) - 1)} * RHN_RQ_WQE_SIZE, &w,
                sizeof(w), false);

@@ -258,6 +258,42 @@ if grep -aq '^RHINET-CNT ' "$out/node0.log"; then
 		if (tx > 0) printf "  (%.2f%% resent)", 100 * re / tx
 		printf "\n" }'
 fi
+bus_lines() {
+	for log in "$out/node0.log" "$out/node1.log"; do
+		[[ -r $log ]] && grep -a '^RHINET-BUS ' "$log" | tr -d '\r'
+	done
+}
+if bus_lines | grep -q .; then
+	echo
+	echo "Bus transactions per message on each node (counter delta over the test / its -n;"
+	echo "node 0 is the client, node 1 the server; setup and perftest's TCP exchange on eth0 included):"
+	bus_lines | awk '
+	BEGIN {
+		split("mmio_writes host_doorbells sq_inline_doorbells rq_doorbells+srq_doorbells cq_arm_doorbells sq_wqe_fetches recv_wqe_fetches queue_record_reads dma_reads dma_read_bytes dma_writes dma_write_bytes msix_interrupts", col, " ")
+		split("MMIO SQ-db inl-db RQ-db arm-db SQ-WQE-rd RQ-WQE-rd rec-rd DMA-rd rd-B DMA-wr wr-B MSI-X", head, " ")
+		nc = 13
+		printf "  %-14s %4s %6s", "test", "node", "msgs"
+		for (i = 1; i <= nc; i++) printf " %9s", head[i]
+		printf "\n"
+	}
+	{
+		delete v
+		for (i = 4; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		n = v["msgs"]
+		printf "  %-14s %4s %6s", $3, v["node"], n
+		for (i = 1; i <= nc; i++) {
+			k = split(col[i], parts, "+")
+			x = 0
+			for (j = 1; j <= k; j++) x += v[parts[j]]
+			if (n > 0) printf " %9.3f", x / n
+			else printf " %9s", "-"
+		}
+		printf "\n"
+	}'
+	echo "  MMIO: BAR0/BAR2 writes (each a VM exit); SQ-db/inl-db/RQ-db/arm-db: doorbells by kind"
+	echo "  (inl-db: SQ kicks with the WQE in the doorbell page); SQ-WQE-rd/RQ-WQE-rd: WQEs read by"
+	echo "  DMA; rec-rd: doorbell records read; DMA-rd/DMA-wr: all DMA requests, rd-B/wr-B their bytes."
+fi
 echo
 echo "Two TCG guests (1 vCPU each) through rhinet-switch on $(nproc) host cores;" \
 	"run took ${took}s; host load average before: $load_before, after: $load_after."

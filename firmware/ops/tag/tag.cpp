@@ -740,6 +740,7 @@ void tag_scan_rq(Impl& m, uint32_t qpn) {
   for (;;) {
     if (qp.rq_scan == qp.rq_producer) {
       rhn_queue_record rec;
+      m.counters.add_bus(RHN_CNT_QUEUE_RECORD_READS, 1);
       if (!m.host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) break;
       if (rec.producer_index - qp.rq_consumer > (1u << qp.rq_log)) {
         m.counters.add(RHN_CNT_BAD_WQES);

@@ -290,6 +290,7 @@ void tm_run_ops(Impl& m, uint32_t srqn) {
     return;
   }
   rhn_queue_record rec;
+  m.counters.add_bus(RHN_CNT_QUEUE_RECORD_READS, 1);
   if (!m.host_dma(s.ops_record, 0, &rec, sizeof(rec), false)) return;
   const uint32_t depth = 1u << s.ops_log;
   if (rec.producer_index - s.ops_consumer > depth) {

@@ -334,7 +334,35 @@ enum rhn_db_offset {
 	X(SQ_RECOVERED, sq_recovered, \
 	  "send-queue slots of multi-producer QPs (`RHN_CREATE_QP_F_MULTI_PRODUCER`) that the NIC's record scan found published with no doorbell (each of its doorbells lost, or never rung), and took") \
 	X(TRIGGER_REMOTE_REFUSED, trigger_remote_refused, \
-	  "remote trigger adds (`RHN_WOP_TRIGGER_ADD`) this NIC refused as target (`RHN_SYN_BAD_REMOTE_TRIGGER`, nothing added): the handle named no live counter of the context the request reached, or the key did not match; or a malformed request")
+	  "remote trigger adds (`RHN_WOP_TRIGGER_ADD`) this NIC refused as target (`RHN_SYN_BAD_REMOTE_TRIGGER`, nothing added): the handle named no live counter of the context the request reached, or the key did not match; or a malformed request") \
+	X(MMIO_WRITES, mmio_writes, \
+	  "writes the host made to BAR0 registers and BAR2 doorbell pages (each store to the inline WQE window included); under emulation each is a VM exit") \
+	X(RQ_DOORBELLS, rq_doorbells, \
+	  "RQ kicks (`RHN_DB_RQ`) written") \
+	X(SRQ_DOORBELLS, srq_doorbells, \
+	  "SRQ kicks (`RHN_DB_SRQ`) written") \
+	X(CQ_ARM_DOORBELLS, cq_arm_doorbells, \
+	  "CQ arm kicks (`RHN_DB_CQ_ARM`) written") \
+	X(SQ_INLINE_DOORBELLS, sq_inline_doorbells, \
+	  "SQ kicks that carried a WQE in the inline window (`RHN_DB_SQ_INLINE`); also counted in `RHN_CNT_HOST_DOORBELLS` or `RHN_CNT_PEER_DOORBELLS`") \
+	X(DMA_READS, dma_reads, \
+	  "DMA reads the NIC made from host memory (one per request to the bus: WQEs, doorbell records, payload, translation table entries)") \
+	X(DMA_READ_BYTES, dma_read_bytes, \
+	  "bytes of those DMA reads") \
+	X(DMA_WRITES, dma_writes, \
+	  "DMA writes the NIC made to host memory (one per request to the bus: payload, CQEs, EQEs, status words, admin completions)") \
+	X(DMA_WRITE_BYTES, dma_write_bytes, \
+	  "bytes of those DMA writes") \
+	X(SQ_WQE_FETCHES, sq_wqe_fetches, \
+	  "send WQEs read from an SQ ring by DMA (a WQE taken from the doorbell's inline window is not); also counted in `RHN_CNT_DMA_READS`") \
+	X(SQ_WQE_FETCH_BYTES, sq_wqe_fetch_bytes, \
+	  "bytes of those SQ WQE reads") \
+	X(RECV_WQE_FETCHES, recv_wqe_fetches, \
+	  "receive WQEs read from an RQ or SRQ ring by DMA; also counted in `RHN_CNT_DMA_READS`") \
+	X(QUEUE_RECORD_READS, queue_record_reads, \
+	  "doorbell records (a queue's producer index in host memory) read by DMA; also counted in `RHN_CNT_DMA_READS`") \
+	X(MSIX_INTERRUPTS, msix_interrupts, \
+	  "MSI-X messages the NIC sent (event queues' vectors and the admin vector)")
 /* clang-format on */
 
 enum rhn_counter {

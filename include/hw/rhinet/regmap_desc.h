@@ -290,6 +290,35 @@ static const struct rhn_regmap_counter rhn_regmap_counters[] = {
 	 "target (`RHN_SYN_BAD_REMOTE_TRIGGER`, nothing added): the handle "
 	 "named no live counter of the context the request reached, or the key "
 	 "did not match; or a malformed request"},
+	{"mmio_writes", "writes the host made to BAR0 registers and BAR2 "
+			"doorbell pages (each store to the inline WQE window "
+			"included); under emulation each is a VM exit"},
+	{"rq_doorbells", "RQ kicks (`RHN_DB_RQ`) written"},
+	{"srq_doorbells", "SRQ kicks (`RHN_DB_SRQ`) written"},
+	{"cq_arm_doorbells", "CQ arm kicks (`RHN_DB_CQ_ARM`) written"},
+	{"sq_inline_doorbells",
+	 "SQ kicks that carried a WQE in the inline window "
+	 "(`RHN_DB_SQ_INLINE`); also counted in `RHN_CNT_HOST_DOORBELLS` or "
+	 "`RHN_CNT_PEER_DOORBELLS`"},
+	{"dma_reads",
+	 "DMA reads the NIC made from host memory (one per request to the bus: "
+	 "WQEs, doorbell records, payload, translation table entries)"},
+	{"dma_read_bytes", "bytes of those DMA reads"},
+	{"dma_writes",
+	 "DMA writes the NIC made to host memory (one per request to the bus: "
+	 "payload, CQEs, EQEs, status words, admin completions)"},
+	{"dma_write_bytes", "bytes of those DMA writes"},
+	{"sq_wqe_fetches", "send WQEs read from an SQ ring by DMA (a WQE taken "
+			   "from the doorbell's inline window is not); also "
+			   "counted in `RHN_CNT_DMA_READS`"},
+	{"sq_wqe_fetch_bytes", "bytes of those SQ WQE reads"},
+	{"recv_wqe_fetches", "receive WQEs read from an RQ or SRQ ring by DMA; "
+			     "also counted in `RHN_CNT_DMA_READS`"},
+	{"queue_record_reads",
+	 "doorbell records (a queue's producer index in host memory) read by "
+	 "DMA; also counted in `RHN_CNT_DMA_READS`"},
+	{"msix_interrupts", "MSI-X messages the NIC sent (event queues' "
+			    "vectors and the admin vector)"},
 };
 
 #endif /* RHINET_REGMAP_DESC_H */

@@ -210,7 +210,7 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_MSIX_ADMIN = 0;
 
   // Hardware counters: index i at RHN_REG_COUNTERS + 8 * i.
-  localparam int unsigned RHN_CNT_COUNT = 85;
+  localparam int unsigned RHN_CNT_COUNT = 99;
   localparam int unsigned RHN_CNT_TX_PACKETS = 0;
   localparam int unsigned RHN_CNT_RX_PACKETS = 1;
   localparam int unsigned RHN_CNT_TX_BYTES = 2;
@@ -296,5 +296,19 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_CNT_PEER_DOORBELLS = 82;
   localparam int unsigned RHN_CNT_SQ_RECOVERED = 83;
   localparam int unsigned RHN_CNT_TRIGGER_REMOTE_REFUSED = 84;
+  localparam int unsigned RHN_CNT_MMIO_WRITES = 85;
+  localparam int unsigned RHN_CNT_RQ_DOORBELLS = 86;
+  localparam int unsigned RHN_CNT_SRQ_DOORBELLS = 87;
+  localparam int unsigned RHN_CNT_CQ_ARM_DOORBELLS = 88;
+  localparam int unsigned RHN_CNT_SQ_INLINE_DOORBELLS = 89;
+  localparam int unsigned RHN_CNT_DMA_READS = 90;
+  localparam int unsigned RHN_CNT_DMA_READ_BYTES = 91;
+  localparam int unsigned RHN_CNT_DMA_WRITES = 92;
+  localparam int unsigned RHN_CNT_DMA_WRITE_BYTES = 93;
+  localparam int unsigned RHN_CNT_SQ_WQE_FETCHES = 94;
+  localparam int unsigned RHN_CNT_SQ_WQE_FETCH_BYTES = 95;
+  localparam int unsigned RHN_CNT_RECV_WQE_FETCHES = 96;
+  localparam int unsigned RHN_CNT_QUEUE_RECORD_READS = 97;
+  localparam int unsigned RHN_CNT_MSIX_INTERRUPTS = 98;
 
 endpackage

@@ -2177,10 +2177,13 @@ struct datapath {
 #define DP_SEND_OFF (3 * MIB + 100)
 #define DP_RECV_OFF (3 * MIB + MIB / 2)
 
-static void dp_post(struct uctx *c, struct datapath *d, uint8_t *mem)
+/* The i-th datagram (i < 8: no ring wraps): its receive, then its send. */
+static void dp_post(struct uctx *c, struct datapath *d, uint8_t *mem,
+		    uint32_t i)
 {
 	uint8_t *qbuf = d->qp_buf;
-	struct rhn_recv_wqe *rwqe = (void *)(qbuf + d->qp.drv.rq_offset);
+	struct rhn_recv_wqe *rwqe =
+		(void *)(qbuf + d->qp.drv.rq_offset + i * RHN_RQ_WQE_SIZE);
 	uint8_t wqe[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
 	struct rhn_wqe_grh grh = {.sgid_index = 0, .hop_limit = 1};
 	struct rhn_wqe_tail tail = {.grh = &grh};
@@ -2196,7 +2199,7 @@ static void dp_post(struct uctx *c, struct datapath *d, uint8_t *mem)
 		.sge[0] = {(uintptr_t)mem + DP_RECV_OFF, 4096, d->mr.lkey},
 	};
 	__sync_synchronize();
-	rq_rec->producer_index = 1;
+	rq_rec->producer_index = i + 1;
 	ring(c, RHN_DB_RQ, d->qp.qpn);
 
 	swqe = rhn_wqe_start(wqe, RHN_OP_SEND, RHN_WQE_F_SIGNALED, 0);
@@ -2207,9 +2210,10 @@ static void dp_post(struct uctx *c, struct datapath *d, uint8_t *mem)
 	/* The GRH slot: the NIC fills in GID 0 of its table as the source. */
 	memcpy(grh.dgid, env.gid, 16);
 	slots = rhn_wqe_finish(wqe, rhn_wqe_set_sges(wqe, 1), &tail);
-	memcpy(qbuf, wqe, slots * RHN_SQ_SLOT_SIZE);
+	memcpy(qbuf + i * slots * RHN_SQ_SLOT_SIZE, wqe,
+	       slots * RHN_SQ_SLOT_SIZE);
 	__sync_synchronize();
-	sq_rec->producer_index = slots; /* base slot and GRH slot */
+	sq_rec->producer_index = (i + 1) * slots; /* base and GRH slots */
 	ring(c, RHN_DB_SQ, d->qp.qpn);
 }
 
@@ -2243,18 +2247,22 @@ static bool dp_complete(struct datapath *d, struct rhn_cqe *cqe, int want)
 	return expect(got == want, "%d of %d CQEs", got, want);
 }
 
-static bool check_datapath(void)
+/*
+ * The MR (its first 200 B of the datagram patterned), the CQ with a
+ * completion channel and a UD QP in RTS, all on the main context. False
+ * after a complaint; the check runner destroys what was made, dp_close
+ * frees the memory.
+ */
+static bool dp_open(struct datapath *d, uint8_t **memp)
 {
 	struct uctx *c = &env.ctx;
 	struct ib_uverbs_create_comp_channel ch = {0};
 	struct ib_uverbs_create_comp_channel_resp ch_resp;
-	struct datapath d = {.channel = -1};
-	uint8_t *mem = mmap(NULL, DP_MR_LEN, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	struct rhn_cqe cqe[2], *send, *recv;
-	bool pass = false;
+	uint8_t *mem;
 	int i;
 
+	*d = (struct datapath){.channel = -1};
+	*memp = NULL;
 	if (!ok(uv_write(c->fd,
 			 &(struct uv_req){
 				 .cmd = IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
@@ -2262,33 +2270,66 @@ static bool check_datapath(void)
 				 UV_RESP(ch_resp)}),
 		"CREATE_COMP_CHANNEL"))
 		return false;
-	d.channel = ch_resp.fd;
+	d->channel = ch_resp.fd;
+	mem = mmap(NULL, DP_MR_LEN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		die("mmap: %s", ename(errno));
+	*memp = mem;
 	madvise(mem, DP_MR_LEN, MADV_NOHUGEPAGE);
 	memset(mem, 0, DP_MR_LEN);
 	for (i = 0; i < 200; i++)
 		mem[DP_SEND_OFF + i] = (uint8_t)(i * 7 + 3);
-	cq_req_init(&d.cq_req, CQ_LOG, 16);
-	d.cq_req.channel = d.channel;
-	d.cq_req.cookie = 0xc0ffee;
-	d.cq_ring = d.cq_req.mem.map;
-	qp_req_init(&d.qp_req, c, IB_UVERBS_QPT_UD, env.pd, 0, -1);
-	d.qp_buf = d.qp_req.mem.map;
+	cq_req_init(&d->cq_req, CQ_LOG, 16);
+	d->cq_req.channel = d->channel;
+	d->cq_req.cookie = 0xc0ffee;
+	d->cq_ring = d->cq_req.mem.map;
+	qp_req_init(&d->qp_req, c, IB_UVERBS_QPT_UD, env.pd, 0, -1);
+	d->qp_buf = d->qp_req.mem.map;
 	if (!ok(mr_reg(c, env.pd, (uintptr_t)mem, DP_MR_LEN,
-		       IB_UVERBS_ACCESS_LOCAL_WRITE, &d.mr),
+		       IB_UVERBS_ACCESS_LOCAL_WRITE, &d->mr),
 		"REG_MR") ||
-	    !ok(cq_create(c, &d.cq_req, &d.cq), "CREATE_CQ with a channel"))
-		goto out;
-	d.qp_req.core.send_cq_handle = d.cq.handle;
-	d.qp_req.core.recv_cq_handle = d.cq.handle;
-	if (!ok(qp_create(c, &d.qp_req, &d.qp), "CREATE_QP UD") ||
-	    !ok(qp_modify(c, &d.qp, IB_QPS_INIT), "MODIFY_QP INIT") ||
-	    !ok(qp_modify(c, &d.qp, IB_QPS_RTR), "MODIFY_QP RTR") ||
-	    !ok(qp_modify(c, &d.qp, IB_QPS_RTS), "MODIFY_QP RTS"))
+	    !ok(cq_create(c, &d->cq_req, &d->cq), "CREATE_CQ with a channel"))
+		return false;
+	d->qp_req.core.send_cq_handle = d->cq.handle;
+	d->qp_req.core.recv_cq_handle = d->cq.handle;
+	return ok(qp_create(c, &d->qp_req, &d->qp), "CREATE_QP UD") &&
+	       ok(qp_modify(c, &d->qp, IB_QPS_INIT), "MODIFY_QP INIT") &&
+	       ok(qp_modify(c, &d->qp, IB_QPS_RTR), "MODIFY_QP RTR") &&
+	       ok(qp_modify(c, &d->qp, IB_QPS_RTS), "MODIFY_QP RTS");
+}
+
+static bool dp_destroy(struct datapath *d)
+{
+	struct uctx *c = &env.ctx;
+
+	return ok(destroy(c, OBJ_QP, d->qp.handle), "DESTROY_QP") &&
+	       ok(destroy(c, OBJ_CQ, d->cq.handle), "DESTROY_CQ") &&
+	       ok(destroy(c, OBJ_MR, d->mr.handle), "DEREG_MR");
+}
+
+static void dp_close(struct datapath *d, uint8_t *mem)
+{
+	qmem_put(&d->qp_req.mem);
+	qmem_put(&d->cq_req.mem);
+	if (mem)
+		munmap(mem, DP_MR_LEN);
+	if (d->channel >= 0)
+		close(d->channel);
+}
+
+static bool check_datapath(void)
+{
+	struct uctx *c = &env.ctx;
+	struct datapath d;
+	uint8_t *mem;
+	struct rhn_cqe cqe[2], *send, *recv;
+	bool pass = false;
+
+	if (!dp_open(&d, &mem))
 		goto out;
 	ring(c, RHN_DB_CQ_ARM, d.cq.cqn); /* record: consumer index 0 */
-	dp_post(c, &d, mem);
+	dp_post(c, &d, mem, 0);
 	if (!dp_complete(&d, cqe, 2))
 		goto out;
 	send = cqe[0].flags & RHN_CQE_F_SQ ? &cqe[0] : &cqe[1];
@@ -2316,15 +2357,162 @@ static bool check_datapath(void)
 	       expect(!memcmp(mem + DP_SEND_OFF,
 			      mem + DP_RECV_OFF + RHN_UD_GRH_LEN, 200),
 		      "received bytes differ from the sent ones");
-	pass = pass && ok(destroy(c, OBJ_QP, d.qp.handle), "DESTROY_QP") &&
-	       ok(destroy(c, OBJ_CQ, d.cq.handle), "DESTROY_CQ") &&
-	       ok(destroy(c, OBJ_MR, d.mr.handle), "DEREG_MR");
+	pass = pass && dp_destroy(&d);
 out:
 	/* On failure the check runner destroys what is left. */
-	qmem_put(&d.qp_req.mem);
-	qmem_put(&d.cq_req.mem);
-	munmap(mem, DP_MR_LEN);
-	close(d.channel);
+	dp_close(&d, mem);
+	return pass;
+}
+
+/*
+ * The bus counters (registers.md, "Bus transaction counters") move by
+ * exactly what known posts cause: BUS_MSGS datagrams to itself, one at a
+ * time, each an RQ kick and an SQ kick (two MMIO writes), one receive WQE
+ * and one send WQE of two slots read, two CQEs, no interrupt (the CQ is
+ * not armed). The DMA totals are bounded from below (how often the NIC
+ * reads a doorbell record is its own affair). The kernel's own frames on
+ * eth0 would move them too: a window in which eth0 sent or took a frame is
+ * measured again.
+ */
+#define BUS_MSGS 4
+static const char *const bus_names[] = {
+	"host_doorbells",     "rq_doorbells",	     "sq_wqe_fetches",
+	"sq_wqe_fetch_bytes", "recv_wqe_fetches",    "completions",
+	"cq_arm_doorbells",   "sq_inline_doorbells", "mmio_writes",
+	"msix_interrupts",    "dma_reads",	     "dma_writes",
+};
+#define BUS_N (sizeof(bus_names) / sizeof(bus_names[0]))
+
+/*
+ * The counters from BAR0 through the driver (rhinet-diag reads them with
+ * devlink: no MMIO write, DMA or interrupt of its own); the bus counters
+ * are no port statistics (registers.md).
+ */
+static bool bus_read(uint64_t *v, uint64_t *eth_frames)
+{
+	char line[512], name[64];
+	unsigned long long val;
+	bool in_counters = false;
+	size_t found = 0, i;
+	uint64_t tx, rx;
+	FILE *f = popen("rhinet-diag --all", "r");
+
+	if (!expect(f != NULL, "rhinet-diag: %s", ename(errno)))
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] != ' ') {
+			in_counters = !strncmp(line, "counters", 8);
+			continue;
+		}
+		if (!in_counters || sscanf(line, " %63s %llu", name, &val) != 2)
+			continue;
+		for (i = 0; i < BUS_N; i++)
+			if (!strcmp(name, bus_names[i])) {
+				v[i] = val;
+				found++;
+			}
+	}
+	pclose(f);
+	if (!expect(found == BUS_N, "rhinet-diag showed %zu of %zu counters",
+		    found, BUS_N))
+		return false;
+	if (!expect(read_u64("/sys/class/net/eth0/statistics/tx_packets",
+			     &tx) &&
+			    read_u64(
+				    "/sys/class/net/eth0/statistics/rx_packets",
+				    &rx),
+		    "cannot read eth0's statistics"))
+		return false;
+	*eth_frames = tx + rx;
+	return true;
+}
+
+/* Polls the CQ ring for its CQEs [first, first + want): no event. */
+static bool dp_poll(struct datapath *d, int first, int want)
+{
+	struct rhn_cqe *ring_ = (void *)d->cq_ring;
+	int got = 0, tries;
+
+	for (tries = 0; got < want && tries < 5000; tries++) {
+		volatile struct rhn_cqe *e = &ring_[first + got];
+
+		if (!(e->flags & RHN_CQE_F_OWNER)) {
+			usleep(1000);
+			continue;
+		}
+		__sync_synchronize();
+		if (!expect(e->status == RHN_CQE_SUCCESS, "CQE %d status %u",
+			    first + got, e->status))
+			return false;
+		got++;
+	}
+	return expect(got == want, "%d of %d CQEs", got, want);
+}
+
+static bool check_bus_counts(void)
+{
+	static const uint64_t want[BUS_N] = {
+		BUS_MSGS,
+		BUS_MSGS,
+		BUS_MSGS,
+		BUS_MSGS * 2 * RHN_SQ_SLOT_SIZE,
+		BUS_MSGS,
+		2 * BUS_MSGS,
+		0,
+		0,
+		2 * BUS_MSGS,
+		0,
+	};
+	struct uctx *c = &env.ctx;
+	uint64_t before[BUS_N], after[BUS_N], eth0, eth1;
+	struct datapath d;
+	uint8_t *mem;
+	bool pass = false;
+	int attempt;
+	uint32_t i;
+	size_t k;
+
+	if (!dp_open(&d, &mem))
+		goto out;
+	/* Two windows at most, each on fresh ring slots (8 UD WQEs fit). */
+	for (attempt = 0; attempt < 2; attempt++) {
+		if (!bus_read(before, &eth0))
+			goto out;
+		for (i = 0; i < BUS_MSGS; i++) {
+			dp_post(c, &d, mem, attempt * BUS_MSGS + i);
+			if (!dp_poll(&d, 2 * (attempt * BUS_MSGS + i), 2))
+				goto out;
+		}
+		if (!bus_read(after, &eth1))
+			goto out;
+		if (eth0 == eth1)
+			break;
+		note("eth0 moved %llu frames during the window: again",
+		     (unsigned long long)(eth1 - eth0));
+	}
+	if (!expect(eth0 == eth1, "eth0 never quiet for a window"))
+		goto out;
+	pass = true;
+	for (k = 0; k < BUS_N; k++) {
+		const uint64_t delta = after[k] - before[k];
+
+		note("%s +%llu", bus_names[k], (unsigned long long)delta);
+		if (k < 10)
+			pass &= expect(delta == want[k],
+				       "%s moved %llu, not %llu", bus_names[k],
+				       (unsigned long long)delta,
+				       (unsigned long long)want[k]);
+	}
+	/* Bounded below: the kicks; the WQEs, records and payload read; the
+	 * CQEs and payload written.
+	 */
+	pass &= expect(after[10] - before[10] >= 3 * BUS_MSGS,
+		       "dma_reads moved less than the WQEs and payload read");
+	pass &= expect(after[11] - before[11] >= 3 * BUS_MSGS,
+		       "dma_writes moved less than the CQEs and payload");
+	pass = pass && dp_destroy(&d);
+out:
+	dp_close(&d, mem);
 	return pass;
 }
 
@@ -2370,6 +2558,7 @@ static const struct check {
 	{"pd_limit", check_pd_limit, false, false},
 	{"doorbell_protection", check_doorbell_protection, false, false},
 	{"datapath", check_datapath, false, false},
+	{"bus_counts", check_bus_counts, false, false},
 	{"teardown", check_teardown, false, false},
 };
 

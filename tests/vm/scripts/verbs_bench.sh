@@ -20,6 +20,10 @@
 #   RHINET-CNT DEVICE TEST NAME=DELTA... (node 0's rhinet0 transport counters
 #     that moved during the test: retransmits, RNR NAKs, drops...; rxe's
 #     frames ride on the same NIC through eth0)
+# On rhinet* devices both nodes also print the bus transactions of the test
+# (MMIO writes, doorbells by kind, WQE and record fetches, DMA, MSI-X), all
+# of them, zeros included, with the test's message count (its -n):
+#   RHINET-BUS DEVICE TEST node=N msgs=M NAME=DELTA...
 # `quick` runs fewer iterations. Any failed client on a rhinet device fails
 # the run; a failed client on a reference device (soft-RoCE) is reported as
 # FAIL in the table and listed, not counted.
@@ -49,6 +53,29 @@ counters() {
 		[ -r "$CNT_DIR/$c" ] && echo "$c=$(cat "$CNT_DIR/$c")"
 	done
 }
+BUS_NAMES="mmio_writes host_doorbells sq_inline_doorbells rq_doorbells
+srq_doorbells cq_arm_doorbells sq_wqe_fetches sq_wqe_fetch_bytes
+recv_wqe_fetches queue_record_reads dma_reads dma_read_bytes dma_writes
+dma_write_bytes msix_interrupts completions"
+# Read from BAR0 through the driver (rhinet-diag: devlink, no MMIO write,
+# DMA or interrupt of its own); they are no port statistics (registers.md).
+bus_counters() {
+	rhinet-diag --all 2>/dev/null | awk -v names="$BUS_NAMES" '
+		BEGIN { n = split(names, w); for (i = 1; i <= n; i++) want[w[i]] = 1 }
+		/^counters/ { c = 1; next }
+		/^[^ ]/ { c = 0 }
+		c && ($1 in want) { v[$1] = $2 }
+		END { for (i = 1; i <= n; i++) print w[i] "=" (w[i] in v ? v[w[i]] : 0) }'
+}
+# The test's message count: the value after its -n.
+msg_count() {
+	n=0
+	while [ $# -gt 0 ]; do
+		[ "$1" = -n ] && [ $# -ge 2 ] && n=$2
+		shift
+	done
+	echo "$n"
+}
 
 # bench DEVICE NAME CMD...: run_pair, then node 0 reports the figures and
 # the counters that moved.
@@ -56,6 +83,7 @@ bench() {
 	dev=$1
 	shift
 	counters >/tmp/cnt_before
+	bus_counters >/tmp/bus_before
 	ok=1
 	if ! run_pair "$@"; then
 		ok=0
@@ -75,6 +103,14 @@ bench() {
 			$2 - b[$1] > 0 { s = s " " $1 "=" $2 - b[$1] }
 			END { if (s != "") print p s }' /tmp/cnt_before -
 	fi
+	case $dev in
+	rhinet*)
+		bus_counters | awk -F= -v p="RHINET-BUS $dev $1 node=$NODE msgs=$(msg_count "$@")" '
+			NR == FNR { b[$1] = $2; next }
+			{ s = s " " $1 "=" $2 - b[$1] }
+			END { print p s }' /tmp/bus_before -
+		;;
+	esac
 	if [ $ok = 0 ]; then
 		[ "$NODE" = 0 ] && echo "RHINET-BENCH $dev $1 FAIL"
 		return
