@@ -1,0 +1,714 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rhinet-odremap: on-demand MRs (remote pin-down) follow the process's
+ * mappings (tests/vm/scripts/pindown_invalidate.sh). The writer is the
+ * process's own endpoint (a loopback PUSH into its own area goes through
+ * the NIC's first-touch and pin path as a peer's does). The area's first
+ * mapping is a memfd mapped twice: the second mapping ("old view") shows
+ * whether the NIC still writes the pages after the process replaced them.
+ * Each mode prints "rhinet-odremap: PASS ..." or "... FAIL ..." lines and
+ * exits 0 only if every check passed.
+ *
+ *   remap   PUSH (first touch pins), munmap: pinned_pages back to its
+ *           start, pin_invalidations grown; a PUSH into the unmapped range
+ *           fails NOT_PINNED; mmap(MAP_FIXED) new anonymous pages, PUSH:
+ *           the bytes are in the new mapping, the old view keeps the
+ *           first PUSH's; after deregistration pinned_pages and VmPin are
+ *           back where they were
+ *   stream  a stream of PUSHes, each its own byte; the range is mapped
+ *           anew (MAP_FIXED) while they are in flight: every PUSH
+ *           succeeds, the old view does not change after the mmap
+ *           returned, the new mapping ends with the last PUSH's byte
+ *   loop    a thread maps the range anew 200 times while PUSHes go on:
+ *           every PUSH succeeds, the old view is never written after the
+ *           first replacement, a last PUSH lands in the current mapping,
+ *           nothing stays pinned
+ *   fork    private anonymous memory, pinned by a PUSH; fork(); a PUSH
+ *           after the fork lands in the parent's mapping (its pages are
+ *           faulted again: fork write-protected them), the child still
+ *           sees what it had at the fork
+ *   exit    a child declares 1 MiB, posts PUSHes that fault and exits at
+ *           once: its pinned pages all come back (pinned_pages)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <infiniband/rhinetdv.h>
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE 4096ul
+#define AREA_PAGES 16u
+#define AREA_BYTES (AREA_PAGES * PAGE)
+#define AREA_ID 21
+#define WAIT_MS 60000
+
+static int failures;
+
+static void say(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("rhinet-odremap: %s ", ok ? "PASS" : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (!ok)
+		failures++;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static long vmpin_kb(void)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmPin:", 6))
+			v = strtol(line + 6, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+struct node {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct rhinetdv_endpoint *ep;
+	const char *dev;
+};
+
+static int open_node(struct node *n)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct rhinetdv_endpoint_init_attr ea = {0};
+	struct rhinetdv_device_attr da;
+
+	memset(n, 0, sizeof(*n));
+	for (int i = 0; list && list[i]; i++)
+		if (!strncmp(ibv_get_device_name(list[i]), "rhinet", 6)) {
+			n->ctx = ibv_open_device(list[i]);
+			break;
+		}
+	if (list)
+		ibv_free_device_list(list);
+	if (!n->ctx) {
+		say(false, "no rhinet device to open: %s", strerror(errno));
+		return -1;
+	}
+	n->dev = ibv_get_device_name(n->ctx->device);
+	if (rhinetdv_query_device(n->ctx, &da, sizeof(da)) ||
+	    !(da.caps & RHINETDV_CAP_PIN_ON_DEMAND)) {
+		say(false, "%s does not pin on demand", n->dev);
+		return -1;
+	}
+	n->pd = ibv_alloc_pd(n->ctx);
+	ea.max_outstanding = da.max_outstanding;
+	n->ep = n->pd ? rhinetdv_create_endpoint(n->pd, &ea) : NULL;
+	if (!n->ep) {
+		say(false, "pd or endpoint: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A port statistic of the device, read fresh: ib_core hands out its last
+ * read for 10 ms.
+ */
+static long port_stat(const char *dev, const char *name)
+{
+	char path[256];
+	long v = -1;
+	FILE *f;
+
+	usleep(30000);
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Waits until pinned_pages is @want (work may still be queued); its value. */
+static long pinned_settles(const char *dev, long want)
+{
+	const uint64_t deadline = now_ms() + WAIT_MS;
+	long p;
+
+	while ((p = port_stat(dev, "pinned_pages")) != want &&
+	       now_ms() < deadline)
+		usleep(100000);
+	return p;
+}
+
+static struct ibv_mr *reg_on_demand(struct node *n, void *addr, size_t len)
+{
+	struct rhinetdv_area_attr aa = {0};
+
+	aa.comp_mask = RHINETDV_AREA_ATTR_MASK_FLAGS;
+	aa.area_id = AREA_ID;
+	aa.flags = RHINETDV_AREA_PIN_ON_DEMAND;
+	return rhinetdv_reg_area_ex(n->pd, addr, len,
+				    IBV_ACCESS_LOCAL_WRITE |
+					    IBV_ACCESS_REMOTE_WRITE |
+					    IBV_ACCESS_REMOTE_READ,
+				    &aa, sizeof(aa));
+}
+
+/* Posts a PUSH of @len bytes of @src (lkey) to the node's own area at @off;
+ * 0 or the error of posting.
+ */
+static int post_push(struct node *n, const void *src, uint32_t lkey,
+		     uint64_t off, uint32_t len, uint64_t wr_id)
+{
+	struct rhinetdv_xfer x = {0};
+
+	x.wr_id = wr_id;
+	x.local_addr = (void *)src;
+	x.length = len;
+	x.lkey = lkey;
+	x.dest_node = (uint16_t)n->ep->node_id;
+	x.dest_endpoint = n->ep->endpoint_id;
+	x.area_id = AREA_ID;
+	x.offset = off;
+	x.flags = RHINETDV_XFER_SIGNALED;
+	return rhinetdv_push(n->ep, &x);
+}
+
+/* One PUSH of the whole area, waited for; its completion in *@c. */
+static bool push_sync(struct node *n, const void *src, uint32_t lkey,
+		      struct rhinetdv_completion *c)
+{
+	const uint64_t deadline = now_ms() + WAIT_MS;
+	int err = post_push(n, src, lkey, 0, AREA_BYTES, 1);
+
+	if (err) {
+		say(false, "rhinetdv_push: %s", strerror(err));
+		return false;
+	}
+	while (now_ms() < deadline) {
+		int k = rhinetdv_poll(n->ep, 1, c);
+
+		if (k < 0) {
+			say(false, "rhinetdv_poll: %s", strerror(errno));
+			return false;
+		}
+		if (k == 1)
+			return true;
+	}
+	say(false, "PUSH: no completion within %d s", WAIT_MS / 1000);
+	return false;
+}
+
+/* The first byte of @p that is not @v, or -1. */
+static long differs(const uint8_t *p, uint8_t v, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != v)
+			return (long)i;
+	return -1;
+}
+
+/* The two views of one memfd of @len bytes, read-write and shared. */
+static bool memfd_views(size_t len, uint8_t **mem, uint8_t **old)
+{
+	int fd = memfd_create("rhinet-odremap", 0);
+
+	if (fd < 0 || ftruncate(fd, (off_t)len)) {
+		say(false, "memfd: %s", strerror(errno));
+		return false;
+	}
+	*mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	*old = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (*mem == MAP_FAILED || *old == MAP_FAILED) {
+		say(false, "mmap of the memfd: %s", strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/* New anonymous pages at @addr, in place of what was there. */
+static bool map_anew(void *addr, size_t len)
+{
+	void *m = mmap(addr, len, PROT_READ | PROT_WRITE,
+		       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		say(false, "mmap(MAP_FIXED): %s", strerror(errno));
+	return m != MAP_FAILED;
+}
+
+/* A source buffer of @len bytes registered for local use. */
+static uint8_t *source(struct node *n, size_t len, struct ibv_mr **mr)
+{
+	uint8_t *src = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	*mr = src == MAP_FAILED
+		      ? NULL
+		      : ibv_reg_mr(n->pd, src, len, IBV_ACCESS_LOCAL_WRITE);
+	if (!*mr) {
+		say(false, "source buffer: %s", strerror(errno));
+		return NULL;
+	}
+	return src;
+}
+
+/* ---- remap ---------------------------------------------------------------- */
+
+static int remap(void)
+{
+	struct rhinetdv_completion c;
+	struct ibv_mr *mr, *src_mr;
+	uint8_t *mem, *old, *src;
+	long p0, vp0, inv0, p;
+	struct node n;
+
+	if (open_node(&n) || !memfd_views(AREA_BYTES, &mem, &old))
+		return 1;
+	src = source(&n, AREA_BYTES, &src_mr);
+	if (!src)
+		return 1;
+	p0 = port_stat(n.dev, "pinned_pages");
+	inv0 = port_stat(n.dev, "pin_invalidations");
+	vp0 = vmpin_kb();
+	mr = reg_on_demand(&n, mem, AREA_BYTES);
+	if (!mr) {
+		say(false, "remap: on-demand area: %s", strerror(errno));
+		return 1;
+	}
+	memset(src, 0x11, AREA_BYTES);
+	if (push_sync(&n, src, src_mr->lkey, &c))
+		say(c.status == IBV_WC_SUCCESS &&
+			    differs(mem, 0x11, AREA_BYTES) < 0,
+		    "remap: first PUSH lands in the first mapping: %s, byte "
+		    "%ld "
+		    "differs",
+		    ibv_wc_status_str(c.status),
+		    differs(mem, 0x11, AREA_BYTES));
+	p = port_stat(n.dev, "pinned_pages");
+	say(p == p0 + AREA_PAGES, "remap: pinned_pages %ld after it (%ld + %u)",
+	    p, p0, AREA_PAGES);
+
+	if (munmap(mem, AREA_BYTES))
+		say(false, "munmap: %s", strerror(errno));
+	p = port_stat(n.dev, "pinned_pages");
+	say(p == p0,
+	    "remap: munmap unpinned the pages (pinned_pages %ld, %ld "
+	    "before the area)",
+	    p, p0);
+	p = port_stat(n.dev, "pin_invalidations");
+	say(inv0 >= 0 && p > inv0, "remap: pin_invalidations %ld -> %ld", inv0,
+	    p);
+	memset(src, 0x33, AREA_BYTES);
+	if (push_sync(&n, src, src_mr->lkey, &c))
+		say(c.status != IBV_WC_SUCCESS &&
+			    c.syndrome == RHINETDV_SYN_NOT_PINNED,
+		    "remap: a PUSH into the unmapped range fails: %s syndrome "
+		    "%u (NOT_PINNED is %u)",
+		    ibv_wc_status_str(c.status), c.syndrome,
+		    RHINETDV_SYN_NOT_PINNED);
+
+	if (!map_anew(mem, AREA_BYTES))
+		return 1;
+	memset(src, 0x22, AREA_BYTES);
+	if (push_sync(&n, src, src_mr->lkey, &c))
+		say(c.status == IBV_WC_SUCCESS &&
+			    differs(mem, 0x22, AREA_BYTES) < 0,
+		    "remap: after mmap(MAP_FIXED) the PUSH lands in the new "
+		    "mapping: %s, byte %ld differs (0x%02x)",
+		    ibv_wc_status_str(c.status), differs(mem, 0x22, AREA_BYTES),
+		    mem[0]);
+	say(differs(old, 0x11, AREA_BYTES) < 0,
+	    "remap: the old pages keep the first PUSH's bytes (byte %ld "
+	    "differs, 0x%02x)",
+	    differs(old, 0x11, AREA_BYTES), old[0]);
+	p = port_stat(n.dev, "pinned_pages");
+	say(p == p0 + AREA_PAGES,
+	    "remap: pinned_pages %ld with the new pages (%ld + %u)", p, p0,
+	    AREA_PAGES);
+	if (ibv_dereg_mr(mr))
+		say(false, "ibv_dereg_mr: %s", strerror(errno));
+	p = port_stat(n.dev, "pinned_pages");
+	say(p == p0, "remap: pinned_pages %ld after deregistration (%ld)", p,
+	    p0);
+	say(vmpin_kb() == vp0, "remap: VmPin %ld kB (%ld before)", vmpin_kb(),
+	    vp0);
+	return failures != 0;
+}
+
+/* ---- stream, loop: remapped while PUSHes are in flight ------------------ */
+
+#define STREAM_PUSHES 96u
+
+/*
+ * Posts @count PUSHes of the whole area, PUSH i from slot i of @src
+ * (filled with byte i % 250 + 1), as fast as the endpoint takes them;
+ * @midway is called once, when a quarter completed. True if every one
+ * succeeded.
+ */
+static bool stream(struct node *n, uint8_t *src, uint32_t lkey, uint32_t count,
+		   void (*midway)(void *), void *arg)
+{
+	struct rhinetdv_completion c[32];
+	uint32_t posted = 0, done = 0;
+	const uint64_t deadline = now_ms() + 4 * WAIT_MS;
+	bool called = false;
+
+	for (uint32_t i = 0; i < count; i++)
+		memset(src + (size_t)i * AREA_BYTES, (int)(i % 250 + 1),
+		       AREA_BYTES);
+	while (done < count) {
+		while (posted < count) {
+			int err =
+				post_push(n, src + (size_t)posted * AREA_BYTES,
+					  lkey, 0, AREA_BYTES, posted);
+
+			if (err == ENOMEM)
+				break;
+			if (err) {
+				say(false, "rhinetdv_push: %s", strerror(err));
+				return false;
+			}
+			posted++;
+		}
+		if (!called && done >= count / 4) {
+			called = true;
+			if (midway)
+				midway(arg);
+		}
+		int k = rhinetdv_poll(n->ep, 32, c);
+
+		if (k < 0) {
+			say(false, "rhinetdv_poll: %s", strerror(errno));
+			return false;
+		}
+		for (int i = 0; i < k; i++)
+			if (c[i].status != IBV_WC_SUCCESS) {
+				say(false, "PUSH %llu: %s syndrome %u",
+				    (unsigned long long)c[i].wr_id,
+				    ibv_wc_status_str(c[i].status),
+				    c[i].syndrome);
+				return false;
+			}
+		done += (uint32_t)k;
+		if (now_ms() > deadline) {
+			say(false, "%u of %u PUSHes done in %d s", done, count,
+			    4 * WAIT_MS / 1000);
+			return false;
+		}
+	}
+	return true;
+}
+
+struct stream_remap {
+	uint8_t *mem, *old, *snapshot;
+	bool mapped;
+};
+
+/* Midway through the stream: new pages, and what the old ones hold then. */
+static void stream_midway(void *arg)
+{
+	struct stream_remap *s = arg;
+
+	s->mapped = map_anew(s->mem, AREA_BYTES);
+	memcpy(s->snapshot, s->old, AREA_BYTES);
+}
+
+static int stream_mode(void)
+{
+	struct stream_remap s = {0};
+	struct ibv_mr *mr, *src_mr;
+	uint8_t last = (STREAM_PUSHES - 1) % 250 + 1;
+	long p0, p;
+	uint8_t *src;
+	struct node n;
+	bool ok;
+
+	if (open_node(&n) || !memfd_views(AREA_BYTES, &s.mem, &s.old))
+		return 1;
+	src = source(&n, (size_t)STREAM_PUSHES * AREA_BYTES, &src_mr);
+	s.snapshot = malloc(AREA_BYTES);
+	if (!src || !s.snapshot)
+		return 1;
+	p0 = port_stat(n.dev, "pinned_pages");
+	mr = reg_on_demand(&n, s.mem, AREA_BYTES);
+	if (!mr) {
+		say(false, "stream: on-demand area: %s", strerror(errno));
+		return 1;
+	}
+	ok = stream(&n, src, src_mr->lkey, STREAM_PUSHES, stream_midway, &s);
+	say(ok && s.mapped,
+	    "stream: %u PUSHes of %lu KiB, the range mapped anew midway: "
+	    "every one succeeded",
+	    STREAM_PUSHES, AREA_BYTES >> 10);
+	say(!memcmp(s.snapshot, s.old, AREA_BYTES),
+	    "stream: no PUSH wrote the old pages after the mmap returned");
+	say(differs(s.mem, last, AREA_BYTES) < 0,
+	    "stream: the new mapping holds the last PUSH's byte 0x%02x (byte "
+	    "%ld differs, 0x%02x)",
+	    last, differs(s.mem, last, AREA_BYTES), s.mem[0]);
+	if (ibv_dereg_mr(mr))
+		say(false, "ibv_dereg_mr: %s", strerror(errno));
+	p = port_stat(n.dev, "pinned_pages");
+	say(p == p0, "stream: pinned_pages %ld after deregistration (%ld)", p,
+	    p0);
+	return failures != 0;
+}
+
+#define LOOP_REMAPS 200
+#define LOOP_PUSHES 64u
+
+struct loop_arg {
+	uint8_t *mem;
+	int remaps;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool first_done;
+};
+
+static void *loop_thread(void *arg)
+{
+	struct loop_arg *l = arg;
+
+	for (int i = 0; i < LOOP_REMAPS; i++) {
+		if (!map_anew(l->mem, AREA_BYTES))
+			break;
+		l->remaps++;
+		if (i == 0) {
+			pthread_mutex_lock(&l->lock);
+			l->first_done = true;
+			pthread_cond_signal(&l->cond);
+			pthread_mutex_unlock(&l->lock);
+		}
+	}
+	pthread_mutex_lock(&l->lock);
+	l->first_done = true; /* also when the first failed */
+	pthread_cond_signal(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	return NULL;
+}
+
+static int loop_mode(void)
+{
+	struct loop_arg l = {.lock = PTHREAD_MUTEX_INITIALIZER,
+			     .cond = PTHREAD_COND_INITIALIZER};
+	struct rhinetdv_completion c;
+	struct ibv_mr *mr, *src_mr;
+	uint8_t *old, *src;
+	long p0, p, inv0;
+	pthread_t t;
+	struct node n;
+	bool ok;
+
+	if (open_node(&n) || !memfd_views(AREA_BYTES, &l.mem, &old))
+		return 1;
+	src = source(&n, (size_t)LOOP_PUSHES * AREA_BYTES, &src_mr);
+	if (!src)
+		return 1;
+	p0 = port_stat(n.dev, "pinned_pages");
+	inv0 = port_stat(n.dev, "pin_invalidations");
+	mr = reg_on_demand(&n, l.mem, AREA_BYTES);
+	if (!mr) {
+		say(false, "loop: on-demand area: %s", strerror(errno));
+		return 1;
+	}
+	memset(src, 0xee, AREA_BYTES);
+	ok = push_sync(&n, src, src_mr->lkey, &c) && c.status == IBV_WC_SUCCESS;
+	say(ok, "loop: first PUSH into the memfd pages");
+	if (pthread_create(&t, NULL, loop_thread, &l))
+		return 1;
+	pthread_mutex_lock(&l.lock);
+	while (!l.first_done)
+		pthread_cond_wait(&l.cond, &l.lock);
+	pthread_mutex_unlock(&l.lock);
+	ok = stream(&n, src, src_mr->lkey, LOOP_PUSHES, NULL, NULL);
+	pthread_join(t, NULL);
+	say(ok && l.remaps == LOOP_REMAPS,
+	    "loop: %u PUSHes while the range was mapped anew %d times: every "
+	    "one succeeded",
+	    LOOP_PUSHES, l.remaps);
+	say(differs(old, 0xee, AREA_BYTES) < 0,
+	    "loop: the first pages were not written after they were replaced "
+	    "(byte %ld differs)",
+	    differs(old, 0xee, AREA_BYTES));
+	memset(src, 0x5c, AREA_BYTES);
+	ok = push_sync(&n, src, src_mr->lkey, &c) && c.status == IBV_WC_SUCCESS;
+	say(ok && differs(l.mem, 0x5c, AREA_BYTES) < 0,
+	    "loop: a last PUSH lands in the current mapping (byte %ld differs)",
+	    differs(l.mem, 0x5c, AREA_BYTES));
+	p = port_stat(n.dev, "pin_invalidations");
+	printf("rhinet-odremap: loop: pin_invalidations %ld -> %ld\n", inv0, p);
+	if (ibv_dereg_mr(mr))
+		say(false, "ibv_dereg_mr: %s", strerror(errno));
+	p = port_stat(n.dev, "pinned_pages");
+	say(p == p0, "loop: pinned_pages %ld after deregistration (%ld)", p,
+	    p0);
+	return failures != 0;
+}
+
+/* ---- fork ------------------------------------------------------------------ */
+
+static int fork_mode(void)
+{
+	struct rhinetdv_completion c;
+	struct ibv_mr *mr, *src_mr;
+	int go[2], status = -1;
+	uint8_t *mem, *src;
+	long p0, p;
+	struct node n;
+	pid_t pid;
+	char b;
+
+	if (open_node(&n) || pipe(go))
+		return 1;
+	mem = mmap(NULL, AREA_BYTES, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	src = source(&n, AREA_BYTES, &src_mr);
+	if (mem == MAP_FAILED || !src)
+		return 1;
+	p0 = port_stat(n.dev, "pinned_pages");
+	mr = reg_on_demand(&n, mem, AREA_BYTES);
+	if (!mr) {
+		say(false, "fork: on-demand area: %s", strerror(errno));
+		return 1;
+	}
+	memset(src, 0x11, AREA_BYTES);
+	if (push_sync(&n, src, src_mr->lkey, &c))
+		say(c.status == IBV_WC_SUCCESS &&
+			    differs(mem, 0x11, AREA_BYTES) < 0,
+		    "fork: PUSH before the fork: %s",
+		    ibv_wc_status_str(c.status));
+	pid = fork();
+	if (pid == 0) {
+		/* Only reads its memory: verbs are the parent's. */
+		if (read(go[0], &b, 1) != 1)
+			_exit(2);
+		_exit(differs(mem, 0x11, AREA_BYTES) < 0 ? 0 : 1);
+	}
+	if (pid < 0)
+		return 1;
+	memset(src, 0x22, AREA_BYTES);
+	if (push_sync(&n, src, src_mr->lkey, &c))
+		say(c.status == IBV_WC_SUCCESS &&
+			    differs(mem, 0x22, AREA_BYTES) < 0,
+		    "fork: a PUSH after the fork lands in the parent's "
+		    "mapping: %s, byte %ld differs (0x%02x)",
+		    ibv_wc_status_str(c.status), differs(mem, 0x22, AREA_BYTES),
+		    mem[0]);
+	if (write(go[1], "g", 1) != 1 || waitpid(pid, &status, 0) != pid)
+		return 1;
+	say(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "fork: the child still sees what it had at the fork (status %d)",
+	    status);
+	if (ibv_dereg_mr(mr))
+		say(false, "ibv_dereg_mr: %s", strerror(errno));
+	p = port_stat(n.dev, "pinned_pages");
+	say(p == p0, "fork: pinned_pages %ld after deregistration (%ld)", p,
+	    p0);
+	return failures != 0;
+}
+
+/* ---- exit ------------------------------------------------------------------ */
+
+#define EXIT_PAGES 256u
+
+/* Declares 1 MiB, posts PUSHes into it that fault, exits without waiting. */
+static void exit_child(void)
+{
+	const size_t len = (size_t)EXIT_PAGES * PAGE;
+	struct ibv_mr *src_mr;
+	uint8_t *mem, *src;
+	struct node n;
+	int posted = 0;
+
+	if (open_node(&n))
+		_exit(1);
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	src = source(&n, AREA_BYTES, &src_mr);
+	if (mem == MAP_FAILED || !src || !reg_on_demand(&n, mem, len))
+		_exit(1);
+	for (uint64_t off = 0; off < len; off += AREA_BYTES)
+		posted +=
+			!post_push(&n, src, src_mr->lkey, off, AREA_BYTES, off);
+	printf("rhinet-odremap: exit: child posted %d PUSHes, exits\n", posted);
+	fflush(stdout);
+	_exit(posted ? 0 : 1);
+}
+
+static int exit_mode(void)
+{
+	struct node n;
+	int status;
+	long p0, p;
+	pid_t pid;
+
+	if (open_node(&n))
+		return 1;
+	p0 = port_stat(n.dev, "pinned_pages");
+	for (int round = 0; round < 3; round++) {
+		pid = fork();
+		if (pid == 0)
+			exit_child();
+		if (pid < 0 || waitpid(pid, &status, 0) != pid)
+			return 1;
+		say(WIFEXITED(status) && !WEXITSTATUS(status),
+		    "exit: round %d: child exited with PUSHes pending", round);
+		p = pinned_settles(n.dev, p0);
+		say(p == p0, "exit: round %d: pinned_pages back to %ld (%ld)",
+		    round, p0, p);
+	}
+	return failures != 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	int ret;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(mode, "remap"))
+		ret = remap();
+	else if (!strcmp(mode, "stream"))
+		ret = stream_mode();
+	else if (!strcmp(mode, "loop"))
+		ret = loop_mode();
+	else if (!strcmp(mode, "fork"))
+		ret = fork_mode();
+	else if (!strcmp(mode, "exit"))
+		ret = exit_mode();
+	else {
+		fprintf(stderr,
+			"usage: rhinet-odremap remap | stream | loop | fork | "
+			"exit\n");
+		return 2;
+	}
+	printf("rhinet-odremap: %s: %s\n", mode, ret ? "FAIL" : "PASS");
+	return ret ? 1 : 0;
+}
