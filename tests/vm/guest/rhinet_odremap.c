@@ -365,12 +365,14 @@ static int remap(void)
 /* ---- stream, loop: remapped while PUSHes are in flight ------------------ */
 
 #define STREAM_PUSHES 96u
+/* PUSHes in flight at most: most are posted after the midway remap. */
+#define STREAM_WINDOW 8u
 
 /*
  * Posts @count PUSHes of the whole area, PUSH i from slot i of @src
- * (filled with byte i % 250 + 1), as fast as the endpoint takes them;
- * @midway is called once, when a quarter completed. True if every one
- * succeeded.
+ * (filled with byte i % 250 + 1), at most STREAM_WINDOW in flight;
+ * @midway is called once, when a quarter completed, with the next ones in
+ * flight. True if every one succeeded.
  */
 static bool stream(struct node *n, uint8_t *src, uint32_t lkey, uint32_t count,
 		   void (*midway)(void *), void *arg)
@@ -384,7 +386,7 @@ static bool stream(struct node *n, uint8_t *src, uint32_t lkey, uint32_t count,
 		memset(src + (size_t)i * AREA_BYTES, (int)(i % 250 + 1),
 		       AREA_BYTES);
 	while (done < count) {
-		while (posted < count) {
+		while (posted < count && posted - done < STREAM_WINDOW) {
 			int err =
 				post_push(n, src + (size_t)posted * AREA_BYTES,
 					  lkey, 0, AREA_BYTES, posted);
