@@ -582,7 +582,7 @@ static int fork_mode(void)
 	struct ibv_mr *mr, *src_mr;
 	int go[2], status = -1;
 	uint8_t *mem, *src;
-	long p0, p;
+	long p0, p, inv0, req0;
 	struct node n;
 	pid_t pid;
 	char b;
@@ -606,6 +606,7 @@ static int fork_mode(void)
 			    differs(mem, 0x11, AREA_BYTES) < 0,
 		    "fork: PUSH before the fork: %s",
 		    ibv_wc_status_str(c.status));
+	inv0 = port_stat(n.dev, "pin_invalidations");
 	pid = fork();
 	if (pid == 0) {
 		/* Only reads its memory: verbs are the parent's. */
@@ -615,6 +616,12 @@ static int fork_mode(void)
 	}
 	if (pid < 0)
 		return 1;
+	p = port_stat(n.dev, "pin_invalidations");
+	say(p > inv0,
+	    "fork: the fork's write protection invalidated the pinned pages "
+	    "(pin_invalidations %ld -> %ld)",
+	    inv0, p);
+	req0 = port_stat(n.dev, "pin_requests");
 	memset(src, 0x22, AREA_BYTES);
 	if (push_sync(&n, src, src_mr->lkey, &c))
 		say(c.status == IBV_WC_SUCCESS &&
@@ -623,6 +630,11 @@ static int fork_mode(void)
 		    "mapping: %s, byte %ld differs (0x%02x)",
 		    ibv_wc_status_str(c.status), differs(mem, 0x22, AREA_BYTES),
 		    mem[0]);
+	p = port_stat(n.dev, "pin_requests");
+	say(p > req0,
+	    "fork: the parent's pages were faulted again (pin_requests %ld -> "
+	    "%ld)",
+	    req0, p);
 	if (write(go[1], "g", 1) != 1 || waitpid(pid, &status, 0) != pid)
 		return 1;
 	say(WIFEXITED(status) && WEXITSTATUS(status) == 0,
