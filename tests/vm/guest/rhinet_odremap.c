@@ -46,143 +46,39 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "od_guest.h"
+
 #define PAGE 4096ul
 #define AREA_PAGES 16u
 #define AREA_BYTES (AREA_PAGES * PAGE)
 #define AREA_ID 21
 #define WAIT_MS 60000
 
-static int failures;
-
-static void say(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("rhinet-odremap: %s ", ok ? "PASS" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!ok)
-		failures++;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
-static long vmpin_kb(void)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmPin:", 6))
-			v = strtol(line + 6, NULL, 10);
-	fclose(f);
-	return v;
-}
-
-struct node {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct rhinetdv_endpoint *ep;
-	const char *dev;
-};
-
-static int open_node(struct node *n)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct rhinetdv_endpoint_init_attr ea = {0};
-	struct rhinetdv_device_attr da;
-
-	memset(n, 0, sizeof(*n));
-	for (int i = 0; list && list[i]; i++)
-		if (!strncmp(ibv_get_device_name(list[i]), "rhinet", 6)) {
-			n->ctx = ibv_open_device(list[i]);
-			break;
-		}
-	if (list)
-		ibv_free_device_list(list);
-	if (!n->ctx) {
-		say(false, "no rhinet device to open: %s", strerror(errno));
-		return -1;
-	}
-	n->dev = ibv_get_device_name(n->ctx->device);
-	if (rhinetdv_query_device(n->ctx, &da, sizeof(da)) ||
-	    !(da.caps & RHINETDV_CAP_PIN_ON_DEMAND)) {
-		say(false, "%s does not pin on demand", n->dev);
-		return -1;
-	}
-	n->pd = ibv_alloc_pd(n->ctx);
-	ea.max_outstanding = da.max_outstanding;
-	n->ep = n->pd ? rhinetdv_create_endpoint(n->pd, &ea) : NULL;
-	if (!n->ep) {
-		say(false, "pd or endpoint: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * A port statistic of the device, read fresh: ib_core hands out its last
- * read for 10 ms.
+/* A port statistic, read fresh: ib_core hands out its last read for
+ * 10 ms.
  */
-static long port_stat(const char *dev, const char *name)
+static long fresh_stat(const struct od_node *n, const char *name)
 {
-	char path[256];
-	long v = -1;
-	FILE *f;
-
 	usleep(30000);
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (!f || fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	if (f)
-		fclose(f);
-	return v;
+	return od_port_stat(n, name);
 }
 
 /* Waits until pinned_pages is @want (work may still be queued); its value. */
-static long pinned_settles(const char *dev, long want)
+static long pinned_settles(const struct od_node *n, long want)
 {
-	const uint64_t deadline = now_ms() + WAIT_MS;
+	const uint64_t deadline = od_now_ms() + WAIT_MS;
 	long p;
 
-	while ((p = port_stat(dev, "pinned_pages")) != want &&
-	       now_ms() < deadline)
+	while ((p = fresh_stat(n, "pinned_pages")) != want &&
+	       od_now_ms() < deadline)
 		usleep(100000);
 	return p;
-}
-
-static struct ibv_mr *reg_on_demand(struct node *n, void *addr, size_t len)
-{
-	struct rhinetdv_area_attr aa = {0};
-
-	aa.comp_mask = RHINETDV_AREA_ATTR_MASK_FLAGS;
-	aa.area_id = AREA_ID;
-	aa.flags = RHINETDV_AREA_PIN_ON_DEMAND;
-	return rhinetdv_reg_area_ex(n->pd, addr, len,
-				    IBV_ACCESS_LOCAL_WRITE |
-					    IBV_ACCESS_REMOTE_WRITE |
-					    IBV_ACCESS_REMOTE_READ,
-				    &aa, sizeof(aa));
 }
 
 /* Posts a PUSH of @len bytes of @src (lkey) to the node's own area at @off;
  * 0 or the error of posting.
  */
-static int post_push(struct node *n, const void *src, uint32_t lkey,
+static int post_push(struct od_node *n, const void *src, uint32_t lkey,
 		     uint64_t off, uint32_t len, uint64_t wr_id)
 {
 	struct rhinetdv_xfer x = {0};
@@ -200,27 +96,27 @@ static int post_push(struct node *n, const void *src, uint32_t lkey,
 }
 
 /* One PUSH of the whole area, waited for; its completion in *@c. */
-static bool push_sync(struct node *n, const void *src, uint32_t lkey,
+static bool push_sync(struct od_node *n, const void *src, uint32_t lkey,
 		      struct rhinetdv_completion *c)
 {
-	const uint64_t deadline = now_ms() + WAIT_MS;
+	const uint64_t deadline = od_now_ms() + WAIT_MS;
 	int err = post_push(n, src, lkey, 0, AREA_BYTES, 1);
 
 	if (err) {
-		say(false, "rhinetdv_push: %s", strerror(err));
+		od_say(false, "rhinetdv_push: %s", strerror(err));
 		return false;
 	}
-	while (now_ms() < deadline) {
+	while (od_now_ms() < deadline) {
 		int k = rhinetdv_poll(n->ep, 1, c);
 
 		if (k < 0) {
-			say(false, "rhinetdv_poll: %s", strerror(errno));
+			od_say(false, "rhinetdv_poll: %s", strerror(errno));
 			return false;
 		}
 		if (k == 1)
 			return true;
 	}
-	say(false, "PUSH: no completion within %d s", WAIT_MS / 1000);
+	od_say(false, "PUSH: no completion within %d s", WAIT_MS / 1000);
 	return false;
 }
 
@@ -239,14 +135,14 @@ static bool memfd_views(size_t len, uint8_t **mem, uint8_t **old)
 	int fd = memfd_create("rhinet-odremap", 0);
 
 	if (fd < 0 || ftruncate(fd, (off_t)len)) {
-		say(false, "memfd: %s", strerror(errno));
+		od_say(false, "memfd: %s", strerror(errno));
 		return false;
 	}
 	*mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	*old = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (*mem == MAP_FAILED || *old == MAP_FAILED) {
-		say(false, "mmap of the memfd: %s", strerror(errno));
+		od_say(false, "mmap of the memfd: %s", strerror(errno));
 		return false;
 	}
 	return true;
@@ -259,12 +155,12 @@ static bool map_anew(void *addr, size_t len)
 		       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (m == MAP_FAILED)
-		say(false, "mmap(MAP_FIXED): %s", strerror(errno));
+		od_say(false, "mmap(MAP_FIXED): %s", strerror(errno));
 	return m != MAP_FAILED;
 }
 
 /* A source buffer of @len bytes registered for local use. */
-static uint8_t *source(struct node *n, size_t len, struct ibv_mr **mr)
+static uint8_t *source(struct od_node *n, size_t len, struct ibv_mr **mr)
 {
 	uint8_t *src = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -273,7 +169,7 @@ static uint8_t *source(struct node *n, size_t len, struct ibv_mr **mr)
 		      ? NULL
 		      : ibv_reg_mr(n->pd, src, len, IBV_ACCESS_LOCAL_WRITE);
 	if (!*mr) {
-		say(false, "source buffer: %s", strerror(errno));
+		od_say(false, "source buffer: %s", strerror(errno));
 		return NULL;
 	}
 	return src;
@@ -287,79 +183,81 @@ static int remap(void)
 	struct ibv_mr *mr, *src_mr;
 	uint8_t *mem, *old, *src;
 	long p0, vp0, inv0, p;
-	struct node n;
+	struct od_node n;
 
-	if (open_node(&n) || !memfd_views(AREA_BYTES, &mem, &old))
+	if (od_open_node(&n, true) || !memfd_views(AREA_BYTES, &mem, &old))
 		return 1;
 	src = source(&n, AREA_BYTES, &src_mr);
 	if (!src)
 		return 1;
-	p0 = port_stat(n.dev, "pinned_pages");
-	inv0 = port_stat(n.dev, "pin_invalidations");
-	vp0 = vmpin_kb();
-	mr = reg_on_demand(&n, mem, AREA_BYTES);
+	p0 = fresh_stat(&n, "pinned_pages");
+	inv0 = fresh_stat(&n, "pin_invalidations");
+	vp0 = od_vmpin_kb();
+	mr = od_reg_on_demand(&n, mem, AREA_BYTES, AREA_ID);
 	if (!mr) {
-		say(false, "remap: on-demand area: %s", strerror(errno));
+		od_say(false, "remap: on-demand area: %s", strerror(errno));
 		return 1;
 	}
 	memset(src, 0x11, AREA_BYTES);
 	if (push_sync(&n, src, src_mr->lkey, &c))
-		say(c.status == IBV_WC_SUCCESS &&
-			    differs(mem, 0x11, AREA_BYTES) < 0,
-		    "remap: first PUSH lands in the first mapping: %s, byte "
-		    "%ld "
-		    "differs",
-		    ibv_wc_status_str(c.status),
-		    differs(mem, 0x11, AREA_BYTES));
-	p = port_stat(n.dev, "pinned_pages");
-	say(p == p0 + AREA_PAGES, "remap: pinned_pages %ld after it (%ld + %u)",
-	    p, p0, AREA_PAGES);
+		od_say(c.status == IBV_WC_SUCCESS &&
+			       differs(mem, 0x11, AREA_BYTES) < 0,
+		       "remap: first PUSH lands in the first mapping: %s, byte "
+		       "%ld "
+		       "differs",
+		       ibv_wc_status_str(c.status),
+		       differs(mem, 0x11, AREA_BYTES));
+	p = fresh_stat(&n, "pinned_pages");
+	od_say(p == p0 + AREA_PAGES,
+	       "remap: pinned_pages %ld after it (%ld + %u)", p, p0,
+	       AREA_PAGES);
 
 	if (munmap(mem, AREA_BYTES))
-		say(false, "munmap: %s", strerror(errno));
-	p = port_stat(n.dev, "pinned_pages");
-	say(p == p0,
-	    "remap: munmap unpinned the pages (pinned_pages %ld, %ld "
-	    "before the area)",
-	    p, p0);
-	p = port_stat(n.dev, "pin_invalidations");
-	say(inv0 >= 0 && p > inv0, "remap: pin_invalidations %ld -> %ld", inv0,
-	    p);
+		od_say(false, "munmap: %s", strerror(errno));
+	p = fresh_stat(&n, "pinned_pages");
+	od_say(p == p0,
+	       "remap: munmap unpinned the pages (pinned_pages %ld, %ld "
+	       "before the area)",
+	       p, p0);
+	p = fresh_stat(&n, "pin_invalidations");
+	od_say(inv0 >= 0 && p > inv0, "remap: pin_invalidations %ld -> %ld",
+	       inv0, p);
 	memset(src, 0x33, AREA_BYTES);
 	if (push_sync(&n, src, src_mr->lkey, &c))
-		say(c.status != IBV_WC_SUCCESS &&
-			    c.syndrome == RHINETDV_SYN_NOT_PINNED,
-		    "remap: a PUSH into the unmapped range fails: %s syndrome "
-		    "%u (NOT_PINNED is %u)",
-		    ibv_wc_status_str(c.status), c.syndrome,
-		    RHINETDV_SYN_NOT_PINNED);
+		od_say(c.status != IBV_WC_SUCCESS &&
+			       c.syndrome == RHINETDV_SYN_NOT_PINNED,
+		       "remap: a PUSH into the unmapped range fails: %s "
+		       "syndrome "
+		       "%u (NOT_PINNED is %u)",
+		       ibv_wc_status_str(c.status), c.syndrome,
+		       RHINETDV_SYN_NOT_PINNED);
 
 	if (!map_anew(mem, AREA_BYTES))
 		return 1;
 	memset(src, 0x22, AREA_BYTES);
 	if (push_sync(&n, src, src_mr->lkey, &c))
-		say(c.status == IBV_WC_SUCCESS &&
-			    differs(mem, 0x22, AREA_BYTES) < 0,
-		    "remap: after mmap(MAP_FIXED) the PUSH lands in the new "
-		    "mapping: %s, byte %ld differs (0x%02x)",
-		    ibv_wc_status_str(c.status), differs(mem, 0x22, AREA_BYTES),
-		    mem[0]);
-	say(differs(old, 0x11, AREA_BYTES) < 0,
-	    "remap: the old pages keep the first PUSH's bytes (byte %ld "
-	    "differs, 0x%02x)",
-	    differs(old, 0x11, AREA_BYTES), old[0]);
-	p = port_stat(n.dev, "pinned_pages");
-	say(p == p0 + AREA_PAGES,
-	    "remap: pinned_pages %ld with the new pages (%ld + %u)", p, p0,
-	    AREA_PAGES);
+		od_say(c.status == IBV_WC_SUCCESS &&
+			       differs(mem, 0x22, AREA_BYTES) < 0,
+		       "remap: after mmap(MAP_FIXED) the PUSH lands in the new "
+		       "mapping: %s, byte %ld differs (0x%02x)",
+		       ibv_wc_status_str(c.status),
+		       differs(mem, 0x22, AREA_BYTES), mem[0]);
+	od_say(differs(old, 0x11, AREA_BYTES) < 0,
+	       "remap: the old pages keep the first PUSH's bytes (byte %ld "
+	       "differs, 0x%02x)",
+	       differs(old, 0x11, AREA_BYTES), old[0]);
+	p = fresh_stat(&n, "pinned_pages");
+	od_say(p == p0 + AREA_PAGES,
+	       "remap: pinned_pages %ld with the new pages (%ld + %u)", p, p0,
+	       AREA_PAGES);
 	if (ibv_dereg_mr(mr))
-		say(false, "ibv_dereg_mr: %s", strerror(errno));
-	p = port_stat(n.dev, "pinned_pages");
-	say(p == p0, "remap: pinned_pages %ld after deregistration (%ld)", p,
-	    p0);
-	say(vmpin_kb() == vp0, "remap: VmPin %ld kB (%ld before)", vmpin_kb(),
-	    vp0);
-	return failures != 0;
+		od_say(false, "ibv_dereg_mr: %s", strerror(errno));
+	p = fresh_stat(&n, "pinned_pages");
+	od_say(p == p0, "remap: pinned_pages %ld after deregistration (%ld)", p,
+	       p0);
+	od_say(od_vmpin_kb() == vp0, "remap: VmPin %ld kB (%ld before)",
+	       od_vmpin_kb(), vp0);
+	return od_failures != 0;
 }
 
 /* ---- stream, loop: remapped while PUSHes are in flight ------------------ */
@@ -374,12 +272,12 @@ static int remap(void)
  * @midway is called once, when a quarter completed, with the next ones in
  * flight. True if every one succeeded.
  */
-static bool stream(struct node *n, uint8_t *src, uint32_t lkey, uint32_t count,
-		   void (*midway)(void *), void *arg)
+static bool stream(struct od_node *n, uint8_t *src, uint32_t lkey,
+		   uint32_t count, void (*midway)(void *), void *arg)
 {
 	struct rhinetdv_completion c[32];
 	uint32_t posted = 0, done = 0;
-	const uint64_t deadline = now_ms() + 4 * WAIT_MS;
+	const uint64_t deadline = od_now_ms() + 4 * WAIT_MS;
 	bool called = false;
 
 	for (uint32_t i = 0; i < count; i++)
@@ -394,7 +292,8 @@ static bool stream(struct node *n, uint8_t *src, uint32_t lkey, uint32_t count,
 			if (err == ENOMEM)
 				break;
 			if (err) {
-				say(false, "rhinetdv_push: %s", strerror(err));
+				od_say(false, "rhinetdv_push: %s",
+				       strerror(err));
 				return false;
 			}
 			posted++;
@@ -407,21 +306,21 @@ static bool stream(struct node *n, uint8_t *src, uint32_t lkey, uint32_t count,
 		int k = rhinetdv_poll(n->ep, 32, c);
 
 		if (k < 0) {
-			say(false, "rhinetdv_poll: %s", strerror(errno));
+			od_say(false, "rhinetdv_poll: %s", strerror(errno));
 			return false;
 		}
 		for (int i = 0; i < k; i++)
 			if (c[i].status != IBV_WC_SUCCESS) {
-				say(false, "PUSH %llu: %s syndrome %u",
-				    (unsigned long long)c[i].wr_id,
-				    ibv_wc_status_str(c[i].status),
-				    c[i].syndrome);
+				od_say(false, "PUSH %llu: %s syndrome %u",
+				       (unsigned long long)c[i].wr_id,
+				       ibv_wc_status_str(c[i].status),
+				       c[i].syndrome);
 				return false;
 			}
 		done += (uint32_t)k;
-		if (now_ms() > deadline) {
-			say(false, "%u of %u PUSHes done in %d s", done, count,
-			    4 * WAIT_MS / 1000);
+		if (od_now_ms() > deadline) {
+			od_say(false, "%u of %u PUSHes done in %d s", done,
+			       count, 4 * WAIT_MS / 1000);
 			return false;
 		}
 	}
@@ -449,38 +348,39 @@ static int stream_mode(void)
 	uint8_t last = (STREAM_PUSHES - 1) % 250 + 1;
 	long p0, p;
 	uint8_t *src;
-	struct node n;
+	struct od_node n;
 	bool ok;
 
-	if (open_node(&n) || !memfd_views(AREA_BYTES, &s.mem, &s.old))
+	if (od_open_node(&n, true) || !memfd_views(AREA_BYTES, &s.mem, &s.old))
 		return 1;
 	src = source(&n, (size_t)STREAM_PUSHES * AREA_BYTES, &src_mr);
 	s.snapshot = malloc(AREA_BYTES);
 	if (!src || !s.snapshot)
 		return 1;
-	p0 = port_stat(n.dev, "pinned_pages");
-	mr = reg_on_demand(&n, s.mem, AREA_BYTES);
+	p0 = fresh_stat(&n, "pinned_pages");
+	mr = od_reg_on_demand(&n, s.mem, AREA_BYTES, AREA_ID);
 	if (!mr) {
-		say(false, "stream: on-demand area: %s", strerror(errno));
+		od_say(false, "stream: on-demand area: %s", strerror(errno));
 		return 1;
 	}
 	ok = stream(&n, src, src_mr->lkey, STREAM_PUSHES, stream_midway, &s);
-	say(ok && s.mapped,
-	    "stream: %u PUSHes of %lu KiB, the range mapped anew midway: "
-	    "every one succeeded",
-	    STREAM_PUSHES, AREA_BYTES >> 10);
-	say(!memcmp(s.snapshot, s.old, AREA_BYTES),
-	    "stream: no PUSH wrote the old pages after the mmap returned");
-	say(differs(s.mem, last, AREA_BYTES) < 0,
-	    "stream: the new mapping holds the last PUSH's byte 0x%02x (byte "
-	    "%ld differs, 0x%02x)",
-	    last, differs(s.mem, last, AREA_BYTES), s.mem[0]);
+	od_say(ok && s.mapped,
+	       "stream: %u PUSHes of %lu KiB, the range mapped anew midway: "
+	       "every one succeeded",
+	       STREAM_PUSHES, AREA_BYTES >> 10);
+	od_say(!memcmp(s.snapshot, s.old, AREA_BYTES),
+	       "stream: no PUSH wrote the old pages after the mmap returned");
+	od_say(differs(s.mem, last, AREA_BYTES) < 0,
+	       "stream: the new mapping holds the last PUSH's byte 0x%02x "
+	       "(byte "
+	       "%ld differs, 0x%02x)",
+	       last, differs(s.mem, last, AREA_BYTES), s.mem[0]);
 	if (ibv_dereg_mr(mr))
-		say(false, "ibv_dereg_mr: %s", strerror(errno));
-	p = port_stat(n.dev, "pinned_pages");
-	say(p == p0, "stream: pinned_pages %ld after deregistration (%ld)", p,
-	    p0);
-	return failures != 0;
+		od_say(false, "ibv_dereg_mr: %s", strerror(errno));
+	p = fresh_stat(&n, "pinned_pages");
+	od_say(p == p0, "stream: pinned_pages %ld after deregistration (%ld)",
+	       p, p0);
+	return od_failures != 0;
 }
 
 #define LOOP_REMAPS 200
@@ -525,24 +425,24 @@ static int loop_mode(void)
 	uint8_t *old, *src;
 	long p0, p, inv0;
 	pthread_t t;
-	struct node n;
+	struct od_node n;
 	bool ok;
 
-	if (open_node(&n) || !memfd_views(AREA_BYTES, &l.mem, &old))
+	if (od_open_node(&n, true) || !memfd_views(AREA_BYTES, &l.mem, &old))
 		return 1;
 	src = source(&n, (size_t)LOOP_PUSHES * AREA_BYTES, &src_mr);
 	if (!src)
 		return 1;
-	p0 = port_stat(n.dev, "pinned_pages");
-	inv0 = port_stat(n.dev, "pin_invalidations");
-	mr = reg_on_demand(&n, l.mem, AREA_BYTES);
+	p0 = fresh_stat(&n, "pinned_pages");
+	inv0 = fresh_stat(&n, "pin_invalidations");
+	mr = od_reg_on_demand(&n, l.mem, AREA_BYTES, AREA_ID);
 	if (!mr) {
-		say(false, "loop: on-demand area: %s", strerror(errno));
+		od_say(false, "loop: on-demand area: %s", strerror(errno));
 		return 1;
 	}
 	memset(src, 0xee, AREA_BYTES);
 	ok = push_sync(&n, src, src_mr->lkey, &c) && c.status == IBV_WC_SUCCESS;
-	say(ok, "loop: first PUSH into the memfd pages");
+	od_say(ok, "loop: first PUSH into the memfd pages");
 	if (pthread_create(&t, NULL, loop_thread, &l))
 		return 1;
 	pthread_mutex_lock(&l.lock);
@@ -551,27 +451,30 @@ static int loop_mode(void)
 	pthread_mutex_unlock(&l.lock);
 	ok = stream(&n, src, src_mr->lkey, LOOP_PUSHES, NULL, NULL);
 	pthread_join(t, NULL);
-	say(ok && l.remaps == LOOP_REMAPS,
-	    "loop: %u PUSHes while the range was mapped anew %d times: every "
-	    "one succeeded",
-	    LOOP_PUSHES, l.remaps);
-	say(differs(old, 0xee, AREA_BYTES) < 0,
-	    "loop: the first pages were not written after they were replaced "
-	    "(byte %ld differs)",
-	    differs(old, 0xee, AREA_BYTES));
+	od_say(ok && l.remaps == LOOP_REMAPS,
+	       "loop: %u PUSHes while the range was mapped anew %d times: "
+	       "every "
+	       "one succeeded",
+	       LOOP_PUSHES, l.remaps);
+	od_say(differs(old, 0xee, AREA_BYTES) < 0,
+	       "loop: the first pages were not written after they were "
+	       "replaced "
+	       "(byte %ld differs)",
+	       differs(old, 0xee, AREA_BYTES));
 	memset(src, 0x5c, AREA_BYTES);
 	ok = push_sync(&n, src, src_mr->lkey, &c) && c.status == IBV_WC_SUCCESS;
-	say(ok && differs(l.mem, 0x5c, AREA_BYTES) < 0,
-	    "loop: a last PUSH lands in the current mapping (byte %ld differs)",
-	    differs(l.mem, 0x5c, AREA_BYTES));
-	p = port_stat(n.dev, "pin_invalidations");
+	od_say(ok && differs(l.mem, 0x5c, AREA_BYTES) < 0,
+	       "loop: a last PUSH lands in the current mapping (byte %ld "
+	       "differs)",
+	       differs(l.mem, 0x5c, AREA_BYTES));
+	p = fresh_stat(&n, "pin_invalidations");
 	printf("rhinet-odremap: loop: pin_invalidations %ld -> %ld\n", inv0, p);
 	if (ibv_dereg_mr(mr))
-		say(false, "ibv_dereg_mr: %s", strerror(errno));
-	p = port_stat(n.dev, "pinned_pages");
-	say(p == p0, "loop: pinned_pages %ld after deregistration (%ld)", p,
-	    p0);
-	return failures != 0;
+		od_say(false, "ibv_dereg_mr: %s", strerror(errno));
+	p = fresh_stat(&n, "pinned_pages");
+	od_say(p == p0, "loop: pinned_pages %ld after deregistration (%ld)", p,
+	       p0);
+	return od_failures != 0;
 }
 
 /* ---- fork ------------------------------------------------------------------ */
@@ -583,30 +486,30 @@ static int fork_mode(void)
 	int go[2], status = -1;
 	uint8_t *mem, *src;
 	long p0, p, inv0, req0;
-	struct node n;
+	struct od_node n;
 	pid_t pid;
 	char b;
 
-	if (open_node(&n) || pipe(go))
+	if (od_open_node(&n, true) || pipe(go))
 		return 1;
 	mem = mmap(NULL, AREA_BYTES, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	src = source(&n, AREA_BYTES, &src_mr);
 	if (mem == MAP_FAILED || !src)
 		return 1;
-	p0 = port_stat(n.dev, "pinned_pages");
-	mr = reg_on_demand(&n, mem, AREA_BYTES);
+	p0 = fresh_stat(&n, "pinned_pages");
+	mr = od_reg_on_demand(&n, mem, AREA_BYTES, AREA_ID);
 	if (!mr) {
-		say(false, "fork: on-demand area: %s", strerror(errno));
+		od_say(false, "fork: on-demand area: %s", strerror(errno));
 		return 1;
 	}
 	memset(src, 0x11, AREA_BYTES);
 	if (push_sync(&n, src, src_mr->lkey, &c))
-		say(c.status == IBV_WC_SUCCESS &&
-			    differs(mem, 0x11, AREA_BYTES) < 0,
-		    "fork: PUSH before the fork: %s",
-		    ibv_wc_status_str(c.status));
-	inv0 = port_stat(n.dev, "pin_invalidations");
+		od_say(c.status == IBV_WC_SUCCESS &&
+			       differs(mem, 0x11, AREA_BYTES) < 0,
+		       "fork: PUSH before the fork: %s",
+		       ibv_wc_status_str(c.status));
+	inv0 = fresh_stat(&n, "pin_invalidations");
 	pid = fork();
 	if (pid == 0) {
 		/* Only reads its memory: verbs are the parent's. */
@@ -616,36 +519,37 @@ static int fork_mode(void)
 	}
 	if (pid < 0)
 		return 1;
-	p = port_stat(n.dev, "pin_invalidations");
-	say(p > inv0,
-	    "fork: the fork's write protection invalidated the pinned pages "
-	    "(pin_invalidations %ld -> %ld)",
-	    inv0, p);
-	req0 = port_stat(n.dev, "pin_requests");
+	p = fresh_stat(&n, "pin_invalidations");
+	od_say(p > inv0,
+	       "fork: the fork's write protection invalidated the pinned pages "
+	       "(pin_invalidations %ld -> %ld)",
+	       inv0, p);
+	req0 = fresh_stat(&n, "pin_requests");
 	memset(src, 0x22, AREA_BYTES);
 	if (push_sync(&n, src, src_mr->lkey, &c))
-		say(c.status == IBV_WC_SUCCESS &&
-			    differs(mem, 0x22, AREA_BYTES) < 0,
-		    "fork: a PUSH after the fork lands in the parent's "
-		    "mapping: %s, byte %ld differs (0x%02x)",
-		    ibv_wc_status_str(c.status), differs(mem, 0x22, AREA_BYTES),
-		    mem[0]);
-	p = port_stat(n.dev, "pin_requests");
-	say(p > req0,
-	    "fork: the parent's pages were faulted again (pin_requests %ld -> "
-	    "%ld)",
-	    req0, p);
+		od_say(c.status == IBV_WC_SUCCESS &&
+			       differs(mem, 0x22, AREA_BYTES) < 0,
+		       "fork: a PUSH after the fork lands in the parent's "
+		       "mapping: %s, byte %ld differs (0x%02x)",
+		       ibv_wc_status_str(c.status),
+		       differs(mem, 0x22, AREA_BYTES), mem[0]);
+	p = fresh_stat(&n, "pin_requests");
+	od_say(p > req0,
+	       "fork: the parent's pages were faulted again (pin_requests %ld "
+	       "-> "
+	       "%ld)",
+	       req0, p);
 	if (write(go[1], "g", 1) != 1 || waitpid(pid, &status, 0) != pid)
 		return 1;
-	say(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	    "fork: the child still sees what it had at the fork (status %d)",
-	    status);
+	od_say(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "fork: the child still sees what it had at the fork (status %d)",
+	       status);
 	if (ibv_dereg_mr(mr))
-		say(false, "ibv_dereg_mr: %s", strerror(errno));
-	p = port_stat(n.dev, "pinned_pages");
-	say(p == p0, "fork: pinned_pages %ld after deregistration (%ld)", p,
-	    p0);
-	return failures != 0;
+		od_say(false, "ibv_dereg_mr: %s", strerror(errno));
+	p = fresh_stat(&n, "pinned_pages");
+	od_say(p == p0, "fork: pinned_pages %ld after deregistration (%ld)", p,
+	       p0);
+	return od_failures != 0;
 }
 
 /* ---- exit ------------------------------------------------------------------ */
@@ -658,15 +562,16 @@ static void exit_child(void)
 	const size_t len = (size_t)EXIT_PAGES * PAGE;
 	struct ibv_mr *src_mr;
 	uint8_t *mem, *src;
-	struct node n;
+	struct od_node n;
 	int posted = 0;
 
-	if (open_node(&n))
+	if (od_open_node(&n, true))
 		_exit(1);
 	mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	src = source(&n, AREA_BYTES, &src_mr);
-	if (mem == MAP_FAILED || !src || !reg_on_demand(&n, mem, len))
+	if (mem == MAP_FAILED || !src ||
+	    !od_reg_on_demand(&n, mem, len, AREA_ID))
 		_exit(1);
 	for (uint64_t off = 0; off < len; off += AREA_BYTES)
 		posted +=
@@ -678,27 +583,29 @@ static void exit_child(void)
 
 static int exit_mode(void)
 {
-	struct node n;
+	struct od_node n;
 	int status;
 	long p0, p;
 	pid_t pid;
 
-	if (open_node(&n))
+	if (od_open_node(&n, true))
 		return 1;
-	p0 = port_stat(n.dev, "pinned_pages");
+	p0 = fresh_stat(&n, "pinned_pages");
 	for (int round = 0; round < 3; round++) {
 		pid = fork();
 		if (pid == 0)
 			exit_child();
 		if (pid < 0 || waitpid(pid, &status, 0) != pid)
 			return 1;
-		say(WIFEXITED(status) && !WEXITSTATUS(status),
-		    "exit: round %d: child exited with PUSHes pending", round);
-		p = pinned_settles(n.dev, p0);
-		say(p == p0, "exit: round %d: pinned_pages back to %ld (%ld)",
-		    round, p0, p);
+		od_say(WIFEXITED(status) && !WEXITSTATUS(status),
+		       "exit: round %d: child exited with PUSHes pending",
+		       round);
+		p = pinned_settles(&n, p0);
+		od_say(p == p0,
+		       "exit: round %d: pinned_pages back to %ld (%ld)", round,
+		       p0, p);
 	}
-	return failures != 0;
+	return od_failures != 0;
 }
 
 int main(int argc, char **argv)
@@ -706,7 +613,7 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "";
 	int ret;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	od_init("rhinet-odremap");
 	if (!strcmp(mode, "remap"))
 		ret = remap();
 	else if (!strcmp(mode, "stream"))
