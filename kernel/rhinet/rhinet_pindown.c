@@ -378,44 +378,45 @@ static int rhinet_od_flush_tlb(struct rhinet_ib *ib, struct rhinet_od *od)
 }
 
 /*
- * The pinned pages of [first, end) that nobody holds are invalidated, and
- * unpinned once the NIC has dropped the translations it cached
- * (notifier_lock held).
+ * Unpins the pinned pages of [first, end) (with @idle only those nobody
+ * holds) once their leaf entries are invalid and the NIC has dropped the
+ * translations it cached (notifier_lock held; @mapped: from the
+ * notifier). A NIC that does not confirm has timed out and been failed
+ * (reset: it reaches no memory), or refused: the pages stay pinned, their
+ * entries invalid, until the MR goes.
  */
-static void rhinet_od_unpin_idle(struct rhinet_ib *ib, struct rhinet_od *od,
-				 u32 first, u32 end)
+static void rhinet_od_unpin(struct rhinet_ib *ib, struct rhinet_od *od,
+			    u32 first, u32 end, bool idle, bool mapped)
 {
 	u32 i, n = 0;
 	__le64 *leaf;
-	int ret;
+	int ret = 0;
 
 	for (i = first; i < end; i++) {
-		if (!od->pages[i] || od->holds[i])
+		if (!od->pages[i] || (idle && od->holds[i]))
 			continue;
 		leaf = rhinet_od_leaf(od, i);
+		/* The bus address stays for rhinet_od_drop(). */
 		WRITE_ONCE(*leaf, *leaf & ~cpu_to_le64(RHN_VPTE_VALID));
 		n++;
 	}
 	if (!n)
 		return;
-	ret = rhinet_od_flush_tlb(ib, od);
-	if (ret && rhinet_dev_quiesced(ib->rdev))
-		ret = 0; /* the NIC touches no memory any more */
-	if (ret)
+	/* A destroyed NIC MR has no translations left. */
+	if (!od->dead)
+		ret = rhinet_od_flush_tlb(ib, od);
+	if (ret) {
 		ibdev_warn_ratelimited(&ib->ibdev,
-				       "MR %#x: TLB not invalidated (%d), %u pages stay pinned\n",
+				       "MR %#x: TLB not invalidated (%d), %u pages stay pinned until it goes\n",
 				       od->key, ret, n);
-	for (i = first; i < end; i++) {
-		if (!od->pages[i] || od->holds[i])
-			continue;
-		leaf = rhinet_od_leaf(od, i);
-		if (ret) /* the NIC may still use them */
-			WRITE_ONCE(*leaf, *leaf | cpu_to_le64(RHN_VPTE_VALID));
-		else
-			rhinet_od_drop(ib, od, i, false);
+		return;
 	}
-	if (!ret)
-		rhinet_od_uncharge(ib, od, n);
+	for (i = first; i < end; i++)
+		if (od->pages[i] && !(idle && od->holds[i]))
+			rhinet_od_drop(ib, od, i, mapped);
+	rhinet_od_uncharge(ib, od, n);
+	if (mapped)
+		atomic64_inc(&ib->pin_invalidations);
 }
 
 /* Tells the NIC it may resume (or must fail) what waits for the pages. */
@@ -456,7 +457,7 @@ static void rhinet_od_handle(struct rhinet_ib *ib, struct rhinet_od *od,
 		atomic64_inc(&ib->pin_releases);
 		mutex_lock(&od->notifier_lock);
 		rhinet_od_unhold(od, first, end);
-		rhinet_od_unpin_idle(ib, od, first, end);
+		rhinet_od_unpin(ib, od, first, end, true, false);
 		mutex_unlock(&od->notifier_lock);
 		goto out;
 	}
@@ -564,7 +565,8 @@ static void rhinet_od_drain(struct rhinet_ib *ib, struct rhinet_od *od,
 		if (!od->pages[i])
 			od->holds[i] = 0;
 	if (b->act_release)
-		rhinet_od_unpin_idle(ib, od, b->act_first, b->act_end);
+		rhinet_od_unpin(ib, od, b->act_first, b->act_end, true,
+				false);
 	mutex_unlock(&od->notifier_lock);
 out:
 	mutex_unlock(&od->lock);
@@ -720,12 +722,10 @@ void rhinet_od_queue(struct rhinet_ib *ib, const struct rhn_eqe *eqe)
 
 /*
  * The process's mapping of part of the MR changes (munmap, mmap over it,
- * fork's write protection, exit, migration): the pinned pages there lose
- * their leaf entries, the NIC its cached translations, and only then are
- * they unpinned, before the mm frees them. The next touch pins what the
- * process maps then. If the NIC does not confirm, it is treated as dead
- * (reset: it reaches no memory) and the pages stay pinned until the MR
- * goes. Called under the mm's locks: takes notifier_lock alone.
+ * fork's write protection, exit, migration): the pinned pages there go
+ * (rhinet_od_unpin) before the mm frees them; the next touch pins what
+ * the process maps then. Called under the mm's locks: takes
+ * notifier_lock alone.
  */
 static bool rhinet_od_invalidate(struct mmu_interval_notifier *mni,
 				 const struct mmu_notifier_range *range,
@@ -733,10 +733,7 @@ static bool rhinet_od_invalidate(struct mmu_interval_notifier *mni,
 {
 	struct rhinet_od *od = container_of(mni, struct rhinet_od, notifier);
 	unsigned long end = od->start + ((unsigned long)od->npages << PAGE_SHIFT);
-	struct rhinet_ib *ib = od->ib;
-	u32 i, first, last, n = 0;
-	__le64 *leaf;
-	int ret = 0;
+	u32 first, last;
 
 	if (!mmu_notifier_range_blockable(range))
 		return false; /* the OOM reaper: it leaves this mm alone */
@@ -744,34 +741,7 @@ static bool rhinet_od_invalidate(struct mmu_interval_notifier *mni,
 	last = (min(range->end, end) - od->start + PAGE_SIZE - 1) >> PAGE_SHIFT;
 	mutex_lock(&od->notifier_lock);
 	mmu_interval_set_seq(mni, cur_seq);
-	for (i = first; i < last; i++) {
-		if (!od->pages[i])
-			continue;
-		leaf = rhinet_od_leaf(od, i);
-		/* The bus address stays for rhinet_od_drop(). */
-		WRITE_ONCE(*leaf, *leaf & ~cpu_to_le64(RHN_VPTE_VALID));
-		n++;
-	}
-	if (!n)
-		goto out;
-	/* A destroyed NIC MR has no translations left. */
-	if (!od->dead)
-		ret = rhinet_od_flush_tlb(ib, od);
-	if (ret) {
-		if (!rhinet_dev_dead(ib->rdev))
-			rhinet_dev_fail(ib->rdev, RHINET_REPORT_ADMIN,
-					"on-demand TLB invalidation failed");
-		ibdev_warn_ratelimited(&ib->ibdev,
-				       "MR %#x: TLB not invalidated (%d), %u unmapped pages stay pinned until it goes\n",
-				       od->key, ret, n);
-		goto out;
-	}
-	for (i = first; i < last; i++)
-		if (od->pages[i])
-			rhinet_od_drop(ib, od, i, true);
-	rhinet_od_uncharge(ib, od, n);
-	atomic64_inc(&ib->pin_invalidations);
-out:
+	rhinet_od_unpin(od->ib, od, first, last, false, true);
 	mutex_unlock(&od->notifier_lock);
 	return true;
 }
