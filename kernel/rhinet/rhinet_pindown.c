@@ -55,6 +55,11 @@ MODULE_PARM_DESC(max_on_demand_reg_pages,
 #define RHINET_OD_CTX_SHARE (RHINET_OD_RING / 8)
 /* Pages pinned per pin_user_pages_remote() call. */
 #define RHINET_OD_BATCH 512
+/* Pins of one range the notifier may undo before the pin fails: a
+ * process remapping its range without pause must not hold the work item
+ * (every MR of the device) forever.
+ */
+#define RHINET_OD_PIN_TRIES 64
 
 struct rhinet_od_event {
 	u32 key;
@@ -288,7 +293,7 @@ static void rhinet_od_unpin_batch(struct rhinet_ib *ib, struct rhinet_od *od,
 static bool rhinet_od_pin(struct rhinet_ib *ib, struct rhinet_od *od,
 			  u32 first, u32 end)
 {
-	u32 i, j, n, got, missing, done;
+	u32 i, j, n, got, missing, done, tries = 0;
 	unsigned long seq;
 	bool pinned = false;
 
@@ -320,6 +325,12 @@ again:
 			mutex_unlock(&od->notifier_lock);
 			rhinet_od_unpin_batch(ib, od, got);
 			rhinet_od_uncharge(ib, od, missing - done);
+			if (++tries == RHINET_OD_PIN_TRIES) {
+				ibdev_dbg(&ib->ibdev,
+					  "MR %#x: pages %u..%u remapped during %u pins\n",
+					  od->key, first, end - 1, tries);
+				goto out;
+			}
 			cond_resched();
 			goto again;
 		}
