@@ -25,7 +25,8 @@
 #define RHINET_STAT_PIN_REFUSALS (RHINET_PORT_HW_STATS + 4)
 #define RHINET_STAT_PIN_RELEASES (RHINET_PORT_HW_STATS + 5)
 #define RHINET_STAT_PIN_OVERFLOWS (RHINET_PORT_HW_STATS + 6)
-#define RHINET_STATS (RHINET_PORT_HW_STATS + 7)
+#define RHINET_STAT_PIN_INVALIDATIONS (RHINET_PORT_HW_STATS + 7)
+#define RHINET_STATS (RHINET_PORT_HW_STATS + 8)
 
 /*
  * The NIC's counters by the names the contract's list gives them; those
@@ -44,13 +45,14 @@ static const struct rdma_stat_desc rhinet_stats[] = {
 	/* Nor this: twin memory users hold (device memory), in bytes. */
 	[RHINET_STAT_TWIN_BYTES].name = "twin_bytes",
 	/* Remote pin-down, the driver's side: PIN requests answered, those
-	 * answered NOT_PINNED, releases, and events its queue had no room
-	 * for.
+	 * answered NOT_PINNED, releases, events its queue had no room for,
+	 * and changes of a process's mappings that unpinned pages.
 	 */
 	[RHINET_STAT_PIN_REQUESTS].name = "pin_requests",
 	[RHINET_STAT_PIN_REFUSALS].name = "pin_refusals",
 	[RHINET_STAT_PIN_RELEASES].name = "pin_releases",
 	[RHINET_STAT_PIN_OVERFLOWS].name = "pin_overflows",
+	[RHINET_STAT_PIN_INVALIDATIONS].name = "pin_invalidations",
 };
 
 static_assert(ARRAY_SIZE(rhinet_stats) == RHINET_STATS + 1);
@@ -99,5 +101,7 @@ int rhinet_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		atomic64_read(&ib->pin_releases);
 	stats->value[RHINET_STAT_PIN_OVERFLOWS] =
 		atomic64_read(&ib->pin_overflows);
+	stats->value[RHINET_STAT_PIN_INVALIDATIONS] =
+		atomic64_read(&ib->pin_invalidations);
 	return RHINET_STATS;
 }

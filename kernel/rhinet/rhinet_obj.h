@@ -107,6 +107,7 @@ struct rhinet_ib {
 	struct mutex od_users_lock; /* od_users, each entry's reg_pages */
 	struct xarray od_users;
 	atomic64_t pin_requests, pin_refusals, pin_releases, pin_overflows;
+	atomic64_t pin_invalidations; /* notifier calls that unpinned */
 	/* Switch groups of simultaneous multicast (rhinet_mcast_switch.c):
 	 * group ID -> the list last set on the NIC.
 	 */

@@ -10,6 +10,13 @@
  * counts holders, and unpins pages nobody holds once the NIC has dropped
  * their translations.
  *
+ * The MR follows the process's mappings: an mmu_interval_notifier over its
+ * range drops the pinned pages of any range the mm invalidates (munmap,
+ * mmap over it, fork's write protection, exit) once the NIC has dropped
+ * their translations; the next touch pins the page mapped then. The pin
+ * path pins without the notifier's lock and enters pages under it only if
+ * no invalidation ran meanwhile (mmu_interval_read_retry()).
+ *
  * Limits: what a declaration costs the kernel (VP tables and bookkeeping,
  * 28 bytes a page) is charged to the process's memory cgroup and bounded
  * per user (max_on_demand_reg_pages); pinned pages count in the process's
@@ -21,6 +28,7 @@
 #include <linux/capability.h>
 #include <linux/dma-mapping.h>
 #include <linux/mm.h>
+#include <linux/mmu_notifier.h>
 #include <linux/module.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -47,6 +55,11 @@ MODULE_PARM_DESC(max_on_demand_reg_pages,
 #define RHINET_OD_CTX_SHARE (RHINET_OD_RING / 8)
 /* Pages pinned per pin_user_pages_remote() call. */
 #define RHINET_OD_BATCH 512
+/* Pins of one range the notifier may undo before the pin fails: a
+ * process remapping its range without pause must not hold the work item
+ * (every MR of the device) forever.
+ */
+#define RHINET_OD_PIN_TRIES 64
 
 struct rhinet_od_event {
 	u32 key;
@@ -67,7 +80,16 @@ struct rhinet_od_user {
 struct rhinet_od {
 	refcount_t ref; /* the MR's, od_lost's, the work item's */
 	struct mutex lock; /* all below but the constants; the leaf entries */
-	bool dead; /* the MR is going: nothing may be pinned any more */
+	/*
+	 * Taken by the notifier (under the mm's locks): never held across
+	 * pinning or allocating. pages[], holds[] and the leaf entries change
+	 * under both it and lock, but the notifier's clearing under it alone.
+	 */
+	struct mutex notifier_lock;
+	struct mmu_interval_notifier notifier;
+	bool dead; /* the MR is going: nothing may be pinned any more (set
+		    * under both locks)
+		    */
 	bool writable;
 	bool lock_cap; /* CAP_IPC_LOCK at registration: no RLIMIT_MEMLOCK */
 	u32 key;
@@ -79,8 +101,12 @@ struct rhinet_od {
 	struct task_struct *task; /* its group leader: RLIMIT_MEMLOCK */
 	struct rhinet_ucontext *uc; /* charged with the pages (od_pinned) */
 	struct rhinet_od_user *user; /* charged with npages and the pins */
+	struct rhinet_ib *ib;
 	struct rhinet_mem *mem; /* its leaf tables come first */
 	struct page **pages; /* NULL: not pinned */
+	/* One batch being pinned, not entered yet (min(npages, BATCH)). */
+	struct page **batch;
+	dma_addr_t *batch_dma;
 	u32 *holds; /* PD_REQUEST holders; nonzero only for pinned pages */
 	/*
 	 * Events coalesced (under the device's od_lock). While the MR is on
@@ -119,6 +145,7 @@ static __le64 *rhinet_od_leaf(struct rhinet_od *od, u32 i)
 static void rhinet_od_put(struct rhinet_od *od)
 {
 	if (refcount_dec_and_test(&od->ref)) {
+		mutex_destroy(&od->notifier_lock);
 		mutex_destroy(&od->lock);
 		kfree(od);
 	}
@@ -177,94 +204,158 @@ static void rhinet_od_uncharge(struct rhinet_ib *ib, struct rhinet_od *od,
 	atomic64_sub(n, &od->user->pinned);
 }
 
-/* Unmaps and unpins page @i; the NIC reaches it no longer. */
-static void rhinet_od_drop(struct rhinet_ib *ib, struct rhinet_od *od, u32 i)
+/*
+ * Unmaps and unpins page @i; the NIC reaches it no longer. From the
+ * notifier (@mapped) the page is still mapped and whoever invalidates may
+ * hold its lock: it is dirtied without taking it, as ib_umem_odp does.
+ */
+static void rhinet_od_drop(struct rhinet_ib *ib, struct rhinet_od *od, u32 i,
+			   bool mapped)
 {
 	__le64 *leaf = rhinet_od_leaf(od, i);
+	struct page *page = od->pages[i];
 
 	dma_unmap_page(&ib->rdev->pdev->dev,
 		       le64_to_cpu(*leaf) & RHN_VPTE_ADDR_MASK, PAGE_SIZE,
 		       DMA_BIDIRECTIONAL);
 	WRITE_ONCE(*leaf, 0);
-	/* The NIC may have written to it. */
-	unpin_user_pages_dirty_lock(&od->pages[i], 1, od->writable);
 	od->pages[i] = NULL;
 	od->holds[i] = 0;
+	/* The NIC may have written to it. */
+	if (!mapped) {
+		unpin_user_pages_dirty_lock(&page, 1, od->writable);
+		return;
+	}
+	if (od->writable)
+		set_page_dirty(page);
+	unpin_user_page(page);
+}
+
+/* The pages of [first, end) not pinned (notifier_lock held). */
+static u32 rhinet_od_missing(struct rhinet_od *od, u32 first, u32 end)
+{
+	u32 i, missing = 0;
+
+	for (i = first; i < end; i++)
+		missing += !od->pages[i];
+	return missing;
 }
 
 /*
- * Maps the @got pages pin_user_pages_remote() returned for [i, i + n) and
- * enters them; what it left in the rest is cleared (a failed call may
- * leave pointers of pages it unpinned again). Returns the pages entered.
+ * Pins [i, i + n) into od->batch and maps it for the NIC; what
+ * pin_user_pages_remote() or the mapping left out is unpinned again.
+ * Returns the pages of the batch ready, from its start.
  */
-static u32 rhinet_od_map(struct rhinet_ib *ib, struct rhinet_od *od, u32 i,
-			 u32 n, long got)
+static u32 rhinet_od_pin_batch(struct rhinet_ib *ib, struct rhinet_od *od,
+			       u32 i, u32 n)
 {
+	unsigned int gup = FOLL_LONGTERM | (od->writable ? FOLL_WRITE : 0);
 	struct device *dev = &ib->rdev->pdev->dev;
-	dma_addr_t dma;
+	long got;
 	u32 j;
 
+	mmap_read_lock(od->mm);
+	got = pin_user_pages_remote(od->mm,
+				    od->start + ((unsigned long)i << PAGE_SHIFT),
+				    n, gup, od->batch, NULL, NULL);
+	mmap_read_unlock(od->mm);
 	got = clamp_t(long, got, 0, n);
 	for (j = 0; j < got; j++) {
-		dma = dma_map_page(dev, od->pages[i + j], 0, PAGE_SIZE,
-				   DMA_BIDIRECTIONAL);
-		if (dma_mapping_error(dev, dma)) {
-			unpin_user_pages(&od->pages[i + j], got - j);
+		od->batch_dma[j] = dma_map_page(dev, od->batch[j], 0, PAGE_SIZE,
+						DMA_BIDIRECTIONAL);
+		if (dma_mapping_error(dev, od->batch_dma[j])) {
+			unpin_user_pages(&od->batch[j], got - j);
 			break;
 		}
-		WRITE_ONCE(*rhinet_od_leaf(od, i + j),
-			   cpu_to_le64(dma | RHN_VPTE_VALID));
 	}
-	memset(&od->pages[i + j], 0, (n - j) * sizeof(*od->pages));
 	return j;
+}
+
+/* Gives back the @n pages of a batch the NIC never saw. */
+static void rhinet_od_unpin_batch(struct rhinet_ib *ib, struct rhinet_od *od,
+				  u32 n)
+{
+	u32 j;
+
+	for (j = 0; j < n; j++)
+		dma_unmap_page(&ib->rdev->pdev->dev, od->batch_dma[j],
+			       PAGE_SIZE, DMA_BIDIRECTIONAL);
+	unpin_user_pages(od->batch, n);
 }
 
 /*
  * Pins the pages of [first, end) that are not, if the limits allow all of
- * them (rhinet_od_charge()), and enters them in the leaf tables. Returns
- * true when the whole range is pinned; what did get pinned stays.
+ * them (rhinet_od_charge()), and enters them in the leaf tables; pinned
+ * while the notifier invalidated part of the range, they are pinned again
+ * from what the process maps now. Returns true when the whole range is
+ * pinned; what did get pinned stays.
  */
 static bool rhinet_od_pin(struct rhinet_ib *ib, struct rhinet_od *od,
 			  u32 first, u32 end)
 {
-	unsigned int gup = FOLL_LONGTERM | (od->writable ? FOLL_WRITE : 0);
-	u32 i, n, missing = 0, done = 0;
-	long got;
+	u32 i, j, n, got, missing, done, tries = 0;
+	unsigned long seq;
+	bool pinned = false;
 
-	for (i = first; i < end; i++)
-		missing += !od->pages[i];
-	if (!missing)
-		return true;
 	if (!mmget_not_zero(od->mm))
 		return false; /* the process is exiting */
+again:
+	seq = mmu_interval_read_begin(&od->notifier);
+	done = 0;
+	mutex_lock(&od->notifier_lock);
+	missing = rhinet_od_missing(od, first, end);
+	mutex_unlock(&od->notifier_lock);
+	if (!missing) {
+		pinned = true;
+		goto out;
+	}
 	if (!rhinet_od_charge(ib, od, missing))
 		goto out;
+	/* Only the notifier changes pages[] meanwhile, and that is retried. */
 	for (i = first; i < end; i += n) {
 		n = 1;
-		if (od->pages[i])
+		if (READ_ONCE(od->pages[i]))
 			continue;
-		while (i + n < end && n < RHINET_OD_BATCH && !od->pages[i + n])
+		while (i + n < end && n < RHINET_OD_BATCH &&
+		       !READ_ONCE(od->pages[i + n]))
 			n++;
-		mmap_read_lock(od->mm);
-		got = pin_user_pages_remote(od->mm,
-					    od->start + ((unsigned long)i << PAGE_SHIFT),
-					    n, gup, &od->pages[i], NULL, NULL);
-		mmap_read_unlock(od->mm);
-		got = rhinet_od_map(ib, od, i, n, got);
+		got = rhinet_od_pin_batch(ib, od, i, n);
+		mutex_lock(&od->notifier_lock);
+		if (mmu_interval_read_retry(&od->notifier, seq)) {
+			mutex_unlock(&od->notifier_lock);
+			rhinet_od_unpin_batch(ib, od, got);
+			rhinet_od_uncharge(ib, od, missing - done);
+			if (++tries == RHINET_OD_PIN_TRIES) {
+				ibdev_dbg(&ib->ibdev,
+					  "MR %#x: pages %u..%u remapped during %u pins\n",
+					  od->key, first, end - 1, tries);
+				goto out;
+			}
+			cond_resched();
+			goto again;
+		}
+		for (j = 0; j < got; j++) {
+			od->pages[i + j] = od->batch[j];
+			WRITE_ONCE(*rhinet_od_leaf(od, i + j),
+				   cpu_to_le64(od->batch_dma[j] |
+					       RHN_VPTE_VALID));
+		}
+		mutex_unlock(&od->notifier_lock);
 		done += got;
 		if (got < n) {
 			ibdev_dbg(&ib->ibdev, "MR %#x: page %u not pinned\n",
-				  od->key, i + (u32)got);
+				  od->key, i + got);
 			break;
 		}
 		cond_resched();
 	}
 	rhinet_od_uncharge(ib, od, missing - done);
+	pinned = done == missing;
 	/* The entries before the PD_MAPPED that names them. */
 	dma_wmb();
 out:
 	mmput(od->mm);
-	return done == missing;
+	return pinned;
 }
 
 /* One more holder of each pinned page of [first, end). */
@@ -287,47 +378,56 @@ static void rhinet_od_unhold(struct rhinet_od *od, u32 first, u32 end)
 			od->holds[i]--;
 }
 
-/*
- * The pinned pages of [first, end) that nobody holds are invalidated, and
- * unpinned once the NIC has dropped the translations it cached.
- */
-static void rhinet_od_unpin_idle(struct rhinet_ib *ib, struct rhinet_od *od,
-				 u32 first, u32 end)
+/* The NIC drops the translations of the MR it cached. */
+static int rhinet_od_flush_tlb(struct rhinet_ib *ib, struct rhinet_od *od)
 {
 	struct rhn_admin_cmd cmd = {};
+
+	cmd.hdr.opcode = RHN_ADMIN_INVALIDATE_TLB;
+	cmd.u.handle.handle = cpu_to_le32(od->key);
+	return rhinet_ctx_exec(ib, od->ctx, &cmd, NULL);
+}
+
+/*
+ * Unpins the pinned pages of [first, end) (with @idle only those nobody
+ * holds) once their leaf entries are invalid and the NIC has dropped the
+ * translations it cached (notifier_lock held; @mapped: from the
+ * notifier). A NIC that does not confirm has timed out and been failed
+ * (reset: it reaches no memory), or refused: the pages stay pinned, their
+ * entries invalid, until the MR goes.
+ */
+static void rhinet_od_unpin(struct rhinet_ib *ib, struct rhinet_od *od,
+			    u32 first, u32 end, bool idle, bool mapped)
+{
 	u32 i, n = 0;
 	__le64 *leaf;
-	int ret;
+	int ret = 0;
 
 	for (i = first; i < end; i++) {
-		if (!od->pages[i] || od->holds[i])
+		if (!od->pages[i] || (idle && od->holds[i]))
 			continue;
 		leaf = rhinet_od_leaf(od, i);
+		/* The bus address stays for rhinet_od_drop(). */
 		WRITE_ONCE(*leaf, *leaf & ~cpu_to_le64(RHN_VPTE_VALID));
 		n++;
 	}
 	if (!n)
 		return;
-	cmd.hdr.opcode = RHN_ADMIN_INVALIDATE_TLB;
-	cmd.u.handle.handle = cpu_to_le32(od->key);
-	ret = rhinet_ctx_exec(ib, od->ctx, &cmd, NULL);
-	if (ret && rhinet_dev_quiesced(ib->rdev))
-		ret = 0; /* the NIC touches no memory any more */
-	if (ret)
+	/* A destroyed NIC MR has no translations left. */
+	if (!od->dead)
+		ret = rhinet_od_flush_tlb(ib, od);
+	if (ret) {
 		ibdev_warn_ratelimited(&ib->ibdev,
-				       "MR %#x: TLB not invalidated (%d), %u pages stay pinned\n",
+				       "MR %#x: TLB not invalidated (%d), %u pages stay pinned until it goes\n",
 				       od->key, ret, n);
-	for (i = first; i < end; i++) {
-		if (!od->pages[i] || od->holds[i])
-			continue;
-		leaf = rhinet_od_leaf(od, i);
-		if (ret) /* the NIC may still use them */
-			WRITE_ONCE(*leaf, *leaf | cpu_to_le64(RHN_VPTE_VALID));
-		else
-			rhinet_od_drop(ib, od, i);
+		return;
 	}
-	if (!ret)
-		rhinet_od_uncharge(ib, od, n);
+	for (i = first; i < end; i++)
+		if (od->pages[i] && !(idle && od->holds[i]))
+			rhinet_od_drop(ib, od, i, mapped);
+	rhinet_od_uncharge(ib, od, n);
+	if (mapped)
+		atomic64_inc(&ib->pin_invalidations);
 }
 
 /* Tells the NIC it may resume (or must fail) what waits for the pages. */
@@ -359,15 +459,17 @@ static void rhinet_od_handle(struct rhinet_ib *ib, struct rhinet_od *od,
 	u64 end64 = (u64)ev->first + ev->count;
 	u32 first = min(ev->first, od->npages);
 	u32 end = min_t(u64, end64, od->npages);
-	bool pinned;
+	bool pinned, hold = false;
 
 	mutex_lock(&od->lock);
 	if (od->dead)
 		goto out;
 	if (ev->type == RHN_EQE_PD_RELEASE) {
 		atomic64_inc(&ib->pin_releases);
+		mutex_lock(&od->notifier_lock);
 		rhinet_od_unhold(od, first, end);
-		rhinet_od_unpin_idle(ib, od, first, end);
+		rhinet_od_unpin(ib, od, first, end, true, false);
+		mutex_unlock(&od->notifier_lock);
 		goto out;
 	}
 	if (ev->flags & RHN_EQE_F_PD_PIN) {
@@ -375,15 +477,20 @@ static void rhinet_od_handle(struct rhinet_ib *ib, struct rhinet_od *od,
 			 rhinet_od_pin(ib, od, first, end);
 		rhinet_od_answer(ib, od, ev, pinned);
 		/* A failed PD_REQUEST holds nothing. */
-		if (pinned && ev->flags & RHN_EQE_F_PD_HOLD)
-			rhinet_od_hold(od, first, end);
+		hold = pinned && ev->flags & RHN_EQE_F_PD_HOLD;
 	} else if (ev->flags & RHN_EQE_F_PD_HOLD) {
 		/* Answered by the NIC already: a release may have unpinned
 		 * pages since. Pinned again if possible; pages that are not
 		 * are pinned again on their next touch.
 		 */
 		rhinet_od_pin(ib, od, first, end);
+		hold = true;
+	}
+	/* Pages the notifier dropped since get no holder. */
+	if (hold) {
+		mutex_lock(&od->notifier_lock);
 		rhinet_od_hold(od, first, end);
+		mutex_unlock(&od->notifier_lock);
 	}
 out:
 	mutex_unlock(&od->lock);
@@ -441,6 +548,7 @@ static void rhinet_od_drain(struct rhinet_ib *ib, struct rhinet_od *od,
 	}
 	if (!b->act_end)
 		goto out;
+	mutex_lock(&od->notifier_lock);
 	for (i = b->act_first; i < b->act_end; i++) {
 		carry += b->diff[i];
 		b->diff[i] = 0;
@@ -453,6 +561,8 @@ static void rhinet_od_drain(struct rhinet_ib *ib, struct rhinet_od *od,
 			cond_resched();
 	}
 	b->diff[b->act_end] = 0;
+	mutex_unlock(&od->notifier_lock);
+	/* (What the notifier clears meanwhile is found by the pin.) */
 	for (i = b->act_first; i < b->act_end; i = j) {
 		j = i + 1;
 		if (!rhinet_od_repin(od, i))
@@ -461,11 +571,14 @@ static void rhinet_od_drain(struct rhinet_ib *ib, struct rhinet_od *od,
 			j++;
 		rhinet_od_pin(ib, od, i, j);
 	}
+	mutex_lock(&od->notifier_lock);
 	for (i = b->act_first; i < b->act_end; i++)
 		if (!od->pages[i])
 			od->holds[i] = 0;
 	if (b->act_release)
-		rhinet_od_unpin_idle(ib, od, b->act_first, b->act_end);
+		rhinet_od_unpin(ib, od, b->act_first, b->act_end, true,
+				false);
+	mutex_unlock(&od->notifier_lock);
 out:
 	mutex_unlock(&od->lock);
 }
@@ -619,6 +732,36 @@ void rhinet_od_queue(struct rhinet_ib *ib, const struct rhn_eqe *eqe)
 }
 
 /*
+ * The process's mapping of part of the MR changes (munmap, mmap over it,
+ * fork's write protection, exit, migration): the pinned pages there go
+ * (rhinet_od_unpin) before the mm frees them; the next touch pins what
+ * the process maps then. Called under the mm's locks: takes
+ * notifier_lock alone.
+ */
+static bool rhinet_od_invalidate(struct mmu_interval_notifier *mni,
+				 const struct mmu_notifier_range *range,
+				 unsigned long cur_seq)
+{
+	struct rhinet_od *od = container_of(mni, struct rhinet_od, notifier);
+	unsigned long end = od->start + ((unsigned long)od->npages << PAGE_SHIFT);
+	u32 first, last;
+
+	if (!mmu_notifier_range_blockable(range))
+		return false; /* the OOM reaper: it leaves this mm alone */
+	first = (max(range->start, od->start) - od->start) >> PAGE_SHIFT;
+	last = (min(range->end, end) - od->start + PAGE_SIZE - 1) >> PAGE_SHIFT;
+	mutex_lock(&od->notifier_lock);
+	mmu_interval_set_seq(mni, cur_seq);
+	rhinet_od_unpin(od->ib, od, first, last, false, true);
+	mutex_unlock(&od->notifier_lock);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops rhinet_od_notifier_ops = {
+	.invalidate = rhinet_od_invalidate,
+};
+
+/*
  * Charges an MR of @od->npages declared pages to its user; -ENOMEM beyond
  * max_on_demand_reg_pages (by default the host's RAM in pages).
  */
@@ -675,6 +818,17 @@ static void rhinet_od_user_uncharge(struct rhinet_ib *ib, struct rhinet_od *od)
 	od->user = NULL;
 }
 
+/* The bookkeeping of an MR's pages. */
+static void rhinet_od_free(struct rhinet_od *od)
+{
+	kvfree(od->pages);
+	kvfree(od->holds);
+	kvfree(od->diff[0]);
+	kvfree(od->diff[1]);
+	kvfree(od->batch);
+	kvfree(od->batch_dma);
+}
+
 /*
  * Registers [start, start + length) as an on-demand MR addressed from
  * @iova (in the same place within a page), pinning nothing. Its tables
@@ -720,7 +874,12 @@ int rhinet_od_reg(struct rhinet_ib *ib, struct rhinet_mr *mr,
 	od->holds = kvcalloc(npages, sizeof(*od->holds), gfp);
 	od->diff[0] = kvcalloc(npages + 1, sizeof(*od->diff[0]), gfp);
 	od->diff[1] = kvcalloc(npages + 1, sizeof(*od->diff[1]), gfp);
-	if (!od->pages || !od->holds || !od->diff[0] || !od->diff[1]) {
+	od->batch = kvcalloc(min_t(u64, npages, RHINET_OD_BATCH),
+			     sizeof(*od->batch), gfp);
+	od->batch_dma = kvcalloc(min_t(u64, npages, RHINET_OD_BATCH),
+				 sizeof(*od->batch_dma), gfp);
+	if (!od->pages || !od->holds || !od->diff[0] || !od->diff[1] ||
+	    !od->batch || !od->batch_dma) {
 		ibdev_dbg(&ib->ibdev, "MR of %llu pages on demand: no memory\n",
 			  npages);
 		ret = -ENOMEM;
@@ -728,13 +887,21 @@ int rhinet_od_reg(struct rhinet_ib *ib, struct rhinet_mr *mr,
 	}
 	refcount_set(&od->ref, 1);
 	mutex_init(&od->lock);
+	mutex_init(&od->notifier_lock);
 	INIT_LIST_HEAD(&od->lost);
 	od->writable = ib_access_writable(access);
 	od->lock_cap = capable(CAP_IPC_LOCK);
 	od->ctx = uc->ctx;
 	od->start = start & PAGE_MASK;
 	od->uc = uc;
+	od->ib = ib;
 	od->mem = mem;
+	/* Before the NIC can ask for a page: the pin path reads its sequence. */
+	ret = mmu_interval_notifier_insert(&od->notifier, current->mm,
+					   od->start, (u64)npages << PAGE_SHIFT,
+					   &rhinet_od_notifier_ops);
+	if (ret)
+		goto err_free;
 
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_MR;
 	cmd.u.create_mr.pdn = cpu_to_le32(pdn);
@@ -768,17 +935,16 @@ int rhinet_od_reg(struct rhinet_ib *ib, struct rhinet_mr *mr,
 	if (ret) {
 		put_task_struct(od->task);
 		mmdrop(od->mm);
-		goto err_free;
+		goto err_notifier;
 	}
 	mr->od = od;
 	return 0;
 
+err_notifier:
+	mmu_interval_notifier_remove(&od->notifier);
 err_free:
 	rhinet_mem_release(ib, mem); /* the NIC MR, the tables */
-	kvfree(od->pages);
-	kvfree(od->holds);
-	kvfree(od->diff[0]);
-	kvfree(od->diff[1]);
+	rhinet_od_free(od);
 err_user:
 	rhinet_od_user_uncharge(ib, od);
 err_od:
@@ -787,8 +953,9 @@ err_od:
 }
 
 /*
- * Destroys the NIC MR (its held requests fail), waits for the work item
- * to be done with the MR, then unpins every page and frees the tables.
+ * Waits for the work item and the notifier to be done with the MR,
+ * destroys the NIC MR (its held requests fail), stops the notifier, then
+ * unpins every page and frees the tables.
  */
 int rhinet_od_dereg(struct rhinet_ib *ib, struct rhinet_mr *mr)
 {
@@ -796,33 +963,37 @@ int rhinet_od_dereg(struct rhinet_ib *ib, struct rhinet_mr *mr)
 	u32 i, n = 0;
 	int ret;
 
-	if (mr->mem.key) {
-		ret = rhinet_destroy_object(ib, mr->mem.ctx,
-					    RHN_ADMIN_DESTROY_MR, mr->mem.key);
-		if (ret)
-			return ret;
+	/* The NIC MR goes between two invalidations, never in one. */
+	mutex_lock(&od->lock);
+	mutex_lock(&od->notifier_lock);
+	ret = mr->mem.key ? rhinet_destroy_object(ib, mr->mem.ctx,
+						  RHN_ADMIN_DESTROY_MR,
+						  mr->mem.key) :
+			    0;
+	if (!ret) {
 		mr->mem.key = 0;
+		od->dead = true;
 	}
+	mutex_unlock(&od->notifier_lock);
+	mutex_unlock(&od->lock);
+	if (ret)
+		return ret;
 	/* The event handler finds it no more. */
 	xa_cmpxchg_irq(&ib->od_mrs, od->key >> RHN_KEY_INDEX_SHIFT, od, NULL,
 		       0);
-	mutex_lock(&od->lock);
-	od->dead = true;
-	mutex_unlock(&od->lock);
+	/* Waits for an invalidation that is running. */
+	mmu_interval_notifier_remove(&od->notifier);
 	for (i = 0; i < od->npages; i++) {
 		if (!(i % RHINET_OD_BATCH))
 			cond_resched();
 		if (!od->pages[i])
 			continue;
-		rhinet_od_drop(ib, od, i);
+		rhinet_od_drop(ib, od, i, false);
 		n++;
 	}
 	rhinet_od_uncharge(ib, od, n);
 	rhinet_mem_release(ib, &mr->mem); /* the tables */
-	kvfree(od->pages);
-	kvfree(od->holds);
-	kvfree(od->diff[0]);
-	kvfree(od->diff[1]);
+	rhinet_od_free(od);
 	mmdrop(od->mm);
 	put_task_struct(od->task);
 	rhinet_od_user_uncharge(ib, od);

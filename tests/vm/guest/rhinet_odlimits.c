@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "../../../providers/librhinet/examples/example_tcp.h"
+#include "od_guest.h"
 
 #define PAGE 4096ul
 #define NOBODY 65534
@@ -62,152 +63,23 @@
 #define FLOOD_HOLDS 6000u
 #define FLOOD_CHUNK 1000u
 
-static int failures;
-
-static void say(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("rhinet-odlimits: %s ", ok ? "PASS" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!ok)
-		failures++;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
-/* A line "NAME: N kB" of a /proc file, or -1. */
-static long proc_kb(const char *file, const char *name)
-{
-	char line[256];
-	size_t n = strlen(name);
-	long v = -1;
-	FILE *f = fopen(file, "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, name, n) && line[n] == ':') {
-			v = strtol(line + n + 1, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
 static long mem_available_kb(void)
 {
-	return proc_kb("/proc/meminfo", "MemAvailable");
-}
-
-static long vmpin_kb(void)
-{
-	return proc_kb("/proc/self/status", "VmPin");
+	return od_proc_kb("/proc/meminfo", "MemAvailable");
 }
 
 /* ---- the device ---------------------------------------------------------- */
 
-struct node {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct rhinetdv_endpoint *ep;
-	const char *dev;
-};
-
-static int open_node(struct node *n, bool endpoint)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct rhinetdv_endpoint_init_attr ea = {0};
-	struct rhinetdv_device_attr da;
-
-	memset(n, 0, sizeof(*n));
-	for (int i = 0; list && list[i]; i++)
-		if (!strncmp(ibv_get_device_name(list[i]), "rhinet", 6)) {
-			n->ctx = ibv_open_device(list[i]);
-			break;
-		}
-	if (list)
-		ibv_free_device_list(list);
-	if (!n->ctx) {
-		say(false, "no rhinet device to open: %s", strerror(errno));
-		return -1;
-	}
-	n->dev = ibv_get_device_name(n->ctx->device);
-	if (rhinetdv_query_device(n->ctx, &da, sizeof(da)) ||
-	    !(da.caps & RHINETDV_CAP_PIN_ON_DEMAND)) {
-		say(false, "%s does not pin on demand", n->dev);
-		return -1;
-	}
-	n->pd = ibv_alloc_pd(n->ctx);
-	if (!n->pd) {
-		say(false, "ibv_alloc_pd: %s", strerror(errno));
-		return -1;
-	}
-	if (!endpoint)
-		return 0;
-	ea.max_outstanding = da.max_outstanding;
-	n->ep = rhinetdv_create_endpoint(n->pd, &ea);
-	if (!n->ep) {
-		say(false, "endpoint: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-/* A port statistic of the node's device, or -1. */
-static long port_stat(const struct node *n, const char *name)
-{
-	char path[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", n->dev,
-		 name);
-	f = fopen(path, "r");
-	if (!f || fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	if (f)
-		fclose(f);
-	return v;
-}
-
-/* Declares [addr, addr + len) on demand as area @id; NULL with errno. */
-static struct ibv_mr *reg_on_demand(struct node *n, void *addr, size_t len,
-				    uint32_t id)
-{
-	struct rhinetdv_area_attr aa = {0};
-
-	aa.comp_mask = RHINETDV_AREA_ATTR_MASK_FLAGS;
-	aa.area_id = id;
-	aa.flags = RHINETDV_AREA_PIN_ON_DEMAND;
-	return rhinetdv_reg_area_ex(n->pd, addr, len,
-				    IBV_ACCESS_LOCAL_WRITE |
-					    IBV_ACCESS_REMOTE_WRITE |
-					    IBV_ACCESS_REMOTE_READ,
-				    &aa, sizeof(aa));
-}
-
 /* Waits up to WAIT_MS for one completion; 1 if it came. */
-static int wait_one(struct node *n, struct rhinetdv_completion *c)
+static int wait_one(struct od_node *n, struct rhinetdv_completion *c)
 {
-	const uint64_t deadline = now_ms() + WAIT_MS;
+	const uint64_t deadline = od_now_ms() + WAIT_MS;
 
-	while (now_ms() < deadline) {
+	while (od_now_ms() < deadline) {
 		int k = rhinetdv_poll(n->ep, 1, c);
 
 		if (k < 0) {
-			say(false, "rhinetdv_poll: %s", strerror(errno));
+			od_say(false, "rhinetdv_poll: %s", strerror(errno));
 			return 0;
 		}
 		if (k == 1)
@@ -219,7 +91,7 @@ static int wait_one(struct node *n, struct rhinetdv_completion *c)
 /* A pd_req (@request) or pd_release of [off, off + len) of area @area of
  * (@node, @endpoint), signaled; 0 or the error of posting.
  */
-static int post_pin(struct node *n, bool request, uint32_t node,
+static int post_pin(struct od_node *n, bool request, uint32_t node,
 		    uint32_t endpoint, uint32_t area, uint64_t off,
 		    uint32_t len, uint64_t wr_id)
 {
@@ -239,20 +111,20 @@ static int post_pin(struct node *n, bool request, uint32_t node,
 /* Posts one operation and waits for its completion into *@c; false when
  * it could not be posted or did not complete.
  */
-static bool pin_sync(struct node *n, bool request, uint32_t node,
+static bool pin_sync(struct od_node *n, bool request, uint32_t node,
 		     uint32_t endpoint, uint32_t area, uint64_t off,
 		     uint32_t len, struct rhinetdv_completion *c)
 {
 	int err = post_pin(n, request, node, endpoint, area, off, len, 1);
 
 	if (err) {
-		say(false, "rhinetdv_pd_%s: %s", request ? "req" : "release",
-		    strerror(err));
+		od_say(false, "rhinetdv_pd_%s: %s", request ? "req" : "release",
+		       strerror(err));
 		return false;
 	}
 	if (!wait_one(n, c)) {
-		say(false, "pd_%s of %u bytes: no completion within %d s",
-		    request ? "req" : "release", len, WAIT_MS / 1000);
+		od_say(false, "pd_%s of %u bytes: no completion within %d s",
+		       request ? "req" : "release", len, WAIT_MS / 1000);
 		return false;
 	}
 	return true;
@@ -267,12 +139,12 @@ static int reg_default(void)
 {
 	struct ibv_mr *mr[REG_DEFAULT_MAX] = {0};
 	void *mem[REG_DEFAULT_MAX] = {0};
-	long total = proc_kb("/proc/meminfo", "MemTotal");
+	long total = od_proc_kb("/proc/meminfo", "MemTotal");
 	long a0 = mem_available_kb(), taken = 0;
 	int i, declared = 0, refused = 0;
-	struct node n;
+	struct od_node n;
 
-	if (open_node(&n, false))
+	if (od_open_node(&n, false))
 		return 1;
 	for (i = 0; i < REG_DEFAULT_MAX && taken <= total / 8; i++) {
 		mem[i] = mmap(NULL, REG_DEFAULT_BYTES, PROT_NONE,
@@ -280,10 +152,11 @@ static int reg_default(void)
 			      0);
 		if (mem[i] == MAP_FAILED) {
 			mem[i] = NULL;
-			say(false, "mmap of 8 GiB: %s", strerror(errno));
+			od_say(false, "mmap of 8 GiB: %s", strerror(errno));
 			break;
 		}
-		mr[i] = reg_on_demand(&n, mem[i], REG_DEFAULT_BYTES, 100 + i);
+		mr[i] = od_reg_on_demand(&n, mem[i], REG_DEFAULT_BYTES,
+					 100 + i);
 		if (!mr[i]) {
 			refused = errno;
 			break;
@@ -295,21 +168,21 @@ static int reg_default(void)
 		       declared, taken);
 	}
 	taken = a0 - mem_available_kb();
-	say(taken <= total / 8,
-	    "reg-default: %d on-demand areas of 8 GiB declared, the kernel "
-	    "took %ld kB for them (limit 1/8 of MemTotal %ld kB)",
-	    declared, taken, total);
-	say(refused == ENOMEM,
-	    "reg-default: a declaration beyond the user's share is refused "
-	    "(ENOMEM): %s",
-	    refused ? strerror(refused) : "none was");
+	od_say(taken <= total / 8,
+	       "reg-default: %d on-demand areas of 8 GiB declared, the kernel "
+	       "took %ld kB for them (limit 1/8 of MemTotal %ld kB)",
+	       declared, taken, total);
+	od_say(refused == ENOMEM,
+	       "reg-default: a declaration beyond the user's share is refused "
+	       "(ENOMEM): %s",
+	       refused ? strerror(refused) : "none was");
 	for (i = 0; i < REG_DEFAULT_MAX; i++) {
 		if (mr[i] && ibv_dereg_mr(mr[i]))
-			say(false, "ibv_dereg_mr: %s", strerror(errno));
+			od_say(false, "ibv_dereg_mr: %s", strerror(errno));
 		if (mem[i])
 			munmap(mem[i], REG_DEFAULT_BYTES);
 	}
-	return failures != 0;
+	return od_failures != 0;
 }
 
 /* In a child of the same user: one more area of @bytes; its errno or 0. */
@@ -319,16 +192,16 @@ static int reg_in_child(size_t bytes)
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		struct node n;
+		struct od_node n;
 		void *m;
 
-		if (open_node(&n, false))
+		if (od_open_node(&n, false))
 			_exit(100);
 		m = mmap(NULL, bytes, PROT_NONE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (m == MAP_FAILED)
 			_exit(101);
-		_exit(reg_on_demand(&n, m, bytes, 200) ? 0 : errno);
+		_exit(od_reg_on_demand(&n, m, bytes, 200) ? 0 : errno);
 	}
 	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return -1;
@@ -340,50 +213,51 @@ static int reg_limit(unsigned long pages)
 	const size_t bytes = pages / 4 * PAGE;
 	struct ibv_mr *mr[5] = {0};
 	void *mem[5] = {0};
-	struct node n;
+	struct od_node n;
 	int err;
 
-	if (pages < 4 || open_node(&n, false))
+	if (pages < 4 || od_open_node(&n, false))
 		return 1;
 	for (int i = 0; i < 5; i++) {
 		mem[i] = mmap(NULL, bytes, PROT_NONE,
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 			      0);
 		if (mem[i] == MAP_FAILED) {
-			say(false, "mmap: %s", strerror(errno));
+			od_say(false, "mmap: %s", strerror(errno));
 			return 1;
 		}
 	}
 	for (int i = 0; i < 4; i++) {
-		mr[i] = reg_on_demand(&n, mem[i], bytes, 100 + i);
-		say(mr[i],
-		    "reg-limit: area %d of %lu pages (of %lu) declared%s%s",
-		    i + 1, pages / 4, pages, mr[i] ? "" : ": ",
-		    mr[i] ? "" : strerror(errno));
+		mr[i] = od_reg_on_demand(&n, mem[i], bytes, 100 + i);
+		od_say(mr[i],
+		       "reg-limit: area %d of %lu pages (of %lu) declared%s%s",
+		       i + 1, pages / 4, pages, mr[i] ? "" : ": ",
+		       mr[i] ? "" : strerror(errno));
 	}
-	mr[4] = reg_on_demand(&n, mem[4], bytes, 104);
+	mr[4] = od_reg_on_demand(&n, mem[4], bytes, 104);
 	err = mr[4] ? 0 : errno;
-	say(err == ENOMEM,
-	    "reg-limit: a fifth area beyond %lu pages refused: %s", pages,
-	    err ? strerror(err) : "it was accepted");
+	od_say(err == ENOMEM,
+	       "reg-limit: a fifth area beyond %lu pages refused: %s", pages,
+	       err ? strerror(err) : "it was accepted");
 	err = reg_in_child(bytes);
-	say(err == ENOMEM,
-	    "reg-limit: another process of the same user refused too: %s",
-	    err > 0 ? strerror(err)
-	    : err   ? "child failed"
-		    : "it was accepted");
+	od_say(err == ENOMEM,
+	       "reg-limit: another process of the same user refused too: %s",
+	       err > 0 ? strerror(err)
+	       : err   ? "child failed"
+		       : "it was accepted");
 	if (mr[0] && !ibv_dereg_mr(mr[0])) {
-		mr[0] = reg_on_demand(&n, mem[0], bytes, 100);
-		say(mr[0],
-		    "reg-limit: after a deregistration there is room again%s%s",
-		    mr[0] ? "" : ": ", mr[0] ? "" : strerror(errno));
+		mr[0] = od_reg_on_demand(&n, mem[0], bytes, 100);
+		od_say(mr[0],
+		       "reg-limit: after a deregistration there is room "
+		       "again%s%s",
+		       mr[0] ? "" : ": ", mr[0] ? "" : strerror(errno));
 	}
 	for (int i = 0; i < 5; i++) {
 		if (mr[i] && ibv_dereg_mr(mr[i]))
-			say(false, "ibv_dereg_mr: %s", strerror(errno));
+			od_say(false, "ibv_dereg_mr: %s", strerror(errno));
 		munmap(mem[i], bytes);
 	}
-	return failures != 0;
+	return od_failures != 0;
 }
 
 /* ---- memlock, user-limit: what pinning may take ------------------------ */
@@ -394,7 +268,7 @@ static void become_nobody(rlim_t bytes)
 	struct rlimit r = {bytes, bytes};
 
 	if (setrlimit(RLIMIT_MEMLOCK, &r) || setgid(NOBODY) || setuid(NOBODY)) {
-		say(false, "becoming nobody: %s", strerror(errno));
+		od_say(false, "becoming nobody: %s", strerror(errno));
 		exit(1);
 	}
 }
@@ -411,32 +285,32 @@ static void memlock_child(void)
 	long base, pin;
 	struct rlimit r;
 	uint8_t *mem, *src;
-	struct node n;
+	struct od_node n;
 	int err;
 
 	become_nobody(16ul << 20);
-	if (open_node(&n, true))
+	if (od_open_node(&n, true))
 		exit(1);
 	mem = mmap(NULL, ML_BYTES, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	src = mmap(NULL, ML_BYTES, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED || src == MAP_FAILED) {
-		say(false, "mmap: %s", strerror(errno));
+		od_say(false, "mmap: %s", strerror(errno));
 		exit(1);
 	}
 	memset(src, 0x5a, ML_BYTES);
 	src_mr = ibv_reg_mr(n.pd, src, ML_BYTES, IBV_ACCESS_LOCAL_WRITE);
-	mr = reg_on_demand(&n, mem, ML_BYTES, ML_AREA);
+	mr = od_reg_on_demand(&n, mem, ML_BYTES, ML_AREA);
 	if (!src_mr || !mr) {
-		say(false, "memlock: registrations: %s", strerror(errno));
+		od_say(false, "memlock: registrations: %s", strerror(errno));
 		exit(1);
 	}
-	base = vmpin_kb();
+	base = od_vmpin_kb();
 	r.rlim_cur = r.rlim_max = (rlim_t)base * 1024 + ML_SLACK;
 	if (base < 0 || setrlimit(RLIMIT_MEMLOCK, &r)) {
-		say(false, "memlock: VmPin %ld kB, setrlimit: %s", base,
-		    strerror(errno));
+		od_say(false, "memlock: VmPin %ld kB, setrlimit: %s", base,
+		       strerror(errno));
 		exit(1);
 	}
 	printf("rhinet-odlimits: memlock: as uid %d, VmPin %ld kB, "
@@ -446,25 +320,26 @@ static void memlock_child(void)
 	/* Within the limit: granted. */
 	if (pin_sync(&n, true, n.ep->node_id, n.ep->endpoint_id, ML_AREA, 0,
 		     ML_SLACK / 2, &c))
-		say(c.status == IBV_WC_SUCCESS,
-		    "memlock: pd_req of %lu KiB of its own area: %s syndrome "
-		    "%u",
-		    ML_SLACK / 2 >> 10, ibv_wc_status_str(c.status),
-		    c.syndrome);
-	pin = vmpin_kb();
-	say(pin == base + (long)(ML_SLACK / 2 >> 10),
-	    "memlock: VmPin %ld kB after it (%ld + %lu)", pin, base,
-	    ML_SLACK / 2 >> 10);
+		od_say(c.status == IBV_WC_SUCCESS,
+		       "memlock: pd_req of %lu KiB of its own area: %s "
+		       "syndrome "
+		       "%u",
+		       ML_SLACK / 2 >> 10, ibv_wc_status_str(c.status),
+		       c.syndrome);
+	pin = od_vmpin_kb();
+	od_say(pin == base + (long)(ML_SLACK / 2 >> 10),
+	       "memlock: VmPin %ld kB after it (%ld + %lu)", pin, base,
+	       ML_SLACK / 2 >> 10);
 
 	/* Beyond it: refused, the access completes with an error. */
 	if (pin_sync(&n, true, n.ep->node_id, n.ep->endpoint_id, ML_AREA, 0,
 		     ML_BYTES, &c))
-		say(c.status != IBV_WC_SUCCESS &&
-			    c.syndrome == RHINETDV_SYN_NOT_PINNED,
-		    "memlock: pd_req of the whole %lu KiB beyond "
-		    "RLIMIT_MEMLOCK: %s syndrome %u (NOT_PINNED is %u)",
-		    ML_BYTES >> 10, ibv_wc_status_str(c.status), c.syndrome,
-		    RHINETDV_SYN_NOT_PINNED);
+		od_say(c.status != IBV_WC_SUCCESS &&
+			       c.syndrome == RHINETDV_SYN_NOT_PINNED,
+		       "memlock: pd_req of the whole %lu KiB beyond "
+		       "RLIMIT_MEMLOCK: %s syndrome %u (NOT_PINNED is %u)",
+		       ML_BYTES >> 10, ibv_wc_status_str(c.status), c.syndrome,
+		       RHINETDV_SYN_NOT_PINNED);
 	x.wr_id = 2;
 	x.local_addr = src;
 	x.length = ML_BYTES;
@@ -475,35 +350,36 @@ static void memlock_child(void)
 	x.flags = RHINETDV_XFER_SIGNALED;
 	err = rhinetdv_push(n.ep, &x);
 	if (err)
-		say(false, "rhinetdv_push: %s", strerror(err));
+		od_say(false, "rhinetdv_push: %s", strerror(err));
 	else if (!wait_one(&n, &c))
-		say(false, "memlock: PUSH: no completion within %d s",
-		    WAIT_MS / 1000);
+		od_say(false, "memlock: PUSH: no completion within %d s",
+		       WAIT_MS / 1000);
 	else
-		say(c.status != IBV_WC_SUCCESS &&
-			    c.syndrome == RHINETDV_SYN_NOT_PINNED,
-		    "memlock: PUSH of %lu KiB into its own area beyond "
-		    "RLIMIT_MEMLOCK: %s syndrome %u",
-		    ML_BYTES >> 10, ibv_wc_status_str(c.status), c.syndrome);
-	pin = vmpin_kb();
-	say(pin >= 0 && (unsigned long)pin * 1024 <= r.rlim_cur,
-	    "memlock: VmPin %ld kB within RLIMIT_MEMLOCK %lu kB", pin,
-	    (unsigned long)r.rlim_cur >> 10);
+		od_say(c.status != IBV_WC_SUCCESS &&
+			       c.syndrome == RHINETDV_SYN_NOT_PINNED,
+		       "memlock: PUSH of %lu KiB into its own area beyond "
+		       "RLIMIT_MEMLOCK: %s syndrome %u",
+		       ML_BYTES >> 10, ibv_wc_status_str(c.status), c.syndrome);
+	pin = od_vmpin_kb();
+	od_say(pin >= 0 && (unsigned long)pin * 1024 <= r.rlim_cur,
+	       "memlock: VmPin %ld kB within RLIMIT_MEMLOCK %lu kB", pin,
+	       (unsigned long)r.rlim_cur >> 10);
 	if (pin_sync(&n, false, n.ep->node_id, n.ep->endpoint_id, ML_AREA, 0,
 		     ML_BYTES, &c) &&
 	    c.status != IBV_WC_SUCCESS)
-		say(false, "memlock: pd_release: %s",
-		    ibv_wc_status_str(c.status));
+		od_say(false, "memlock: pd_release: %s",
+		       ibv_wc_status_str(c.status));
 	if (ibv_dereg_mr(mr))
-		say(false, "ibv_dereg_mr: %s", strerror(errno));
-	pin = vmpin_kb();
-	say(pin == base,
-	    "memlock: VmPin %ld kB after deregistering the area (%ld before it "
-	    "pinned)",
-	    pin, base);
+		od_say(false, "ibv_dereg_mr: %s", strerror(errno));
+	pin = od_vmpin_kb();
+	od_say(pin == base,
+	       "memlock: VmPin %ld kB after deregistering the area (%ld before "
+	       "it "
+	       "pinned)",
+	       pin, base);
 	if (ibv_dereg_mr(src_mr))
-		say(false, "ibv_dereg_mr: %s", strerror(errno));
-	exit(failures != 0);
+		od_say(false, "ibv_dereg_mr: %s", strerror(errno));
+	exit(od_failures != 0);
 }
 
 /* Runs @fn in a child; its exit status (0: passed). */
@@ -533,20 +409,21 @@ static void user_limit_proc(int up, int go)
 {
 	struct rhinetdv_completion c;
 	struct ibv_mr *mr;
-	struct node n;
+	struct od_node n;
 	char b = 'n';
 	void *mem;
 
 	become_nobody(64ul << 20);
-	if (open_node(&n, true))
+	if (od_open_node(&n, true))
 		goto out;
 	mem = mmap(NULL, 2 * UL_PIN_PAGES * PAGE, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	mr = mem == MAP_FAILED
 		     ? NULL
-		     : reg_on_demand(&n, mem, 2 * UL_PIN_PAGES * PAGE, UL_AREA);
+		     : od_reg_on_demand(&n, mem, 2 * UL_PIN_PAGES * PAGE,
+					UL_AREA);
 	if (!mr) {
-		say(false, "user-limit: area: %s", strerror(errno));
+		od_say(false, "user-limit: area: %s", strerror(errno));
 		goto out;
 	}
 	if (pin_sync(&n, true, n.ep->node_id, n.ep->endpoint_id, UL_AREA, 0,
@@ -554,7 +431,7 @@ static void user_limit_proc(int up, int go)
 		printf("rhinet-odlimits: user-limit: pid %d: pd_req of %u "
 		       "pages: %s syndrome %u, VmPin %ld kB\n",
 		       (int)getpid(), UL_PIN_PAGES, ibv_wc_status_str(c.status),
-		       c.syndrome, vmpin_kb());
+		       c.syndrome, od_vmpin_kb());
 		fflush(stdout);
 		b = c.status == IBV_WC_SUCCESS ? 'y' : 'n';
 	}
@@ -583,19 +460,20 @@ static int user_limit(unsigned long limit)
 		user_limit_proc(up[1], go[0]);
 	if (pb < 0 || read(up[0], &b, 1) != 1)
 		return 1;
-	say(a == 'y',
-	    "user-limit: the first process of user nobody pinned %u pages "
-	    "(limit %lu per user)",
-	    UL_PIN_PAGES, limit);
-	say(b == 'n',
-	    "user-limit: a second process of the same user was refused another "
-	    "%u pages (%s)",
-	    UL_PIN_PAGES, b == 'y' ? "it pinned them" : "refused");
+	od_say(a == 'y',
+	       "user-limit: the first process of user nobody pinned %u pages "
+	       "(limit %lu per user)",
+	       UL_PIN_PAGES, limit);
+	od_say(b == 'n',
+	       "user-limit: a second process of the same user was refused "
+	       "another "
+	       "%u pages (%s)",
+	       UL_PIN_PAGES, b == 'y' ? "it pinned them" : "refused");
 	if (write(go[1], "gg", 2) != 2)
 		return 1;
 	waitpid(pa, &status, 0);
 	waitpid(pb, &status, 0);
-	return failures != 0;
+	return od_failures != 0;
 }
 
 /* ---- flood: no pin-down event may be lost ------------------------------ */
@@ -612,7 +490,8 @@ static bool step(uint32_t s)
 
 	if (!example_step(sock, s, &peer))
 		return true;
-	say(false, "flood: lost step with the peer at %u (peer %u)", s, peer);
+	od_say(false, "flood: lost step with the peer at %u (peer %u)", s,
+	       peer);
 	return false;
 }
 
@@ -623,22 +502,23 @@ static int flood_server(void)
 	long p0, o0, vp0, p, o;
 	struct ibv_mr *mr;
 	uint64_t deadline;
-	struct node n;
+	struct od_node n;
 	void *mem;
 
 	sock = example_tcp_open(NULL, FLOOD_PORT, 0);
-	if (sock < 0 || open_node(&n, true))
+	if (sock < 0 || od_open_node(&n, true))
 		return 1;
 	mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	mr = mem == MAP_FAILED ? NULL : reg_on_demand(&n, mem, len, FLOOD_AREA);
+	mr = mem == MAP_FAILED ? NULL
+			       : od_reg_on_demand(&n, mem, len, FLOOD_AREA);
 	if (!mr) {
-		say(false, "flood: area: %s", strerror(errno));
+		od_say(false, "flood: area: %s", strerror(errno));
 		return 1;
 	}
-	p0 = port_stat(&n, "pinned_pages");
-	o0 = port_stat(&n, "pin_overflows");
-	vp0 = vmpin_kb(); /* the endpoint's queues */
+	p0 = od_port_stat(&n, "pinned_pages");
+	o0 = od_port_stat(&n, "pin_overflows");
+	vp0 = od_vmpin_kb(); /* the endpoint's queues */
 	me.node = n.ep->node_id;
 	me.endpoint = n.ep->endpoint_id;
 	if (example_full_io(sock, &me, sizeof(me), true) ||
@@ -650,47 +530,49 @@ static int flood_server(void)
 	 * (10 ms, in jiffies): at once, p0's snapshot may come back.
 	 */
 	usleep(50000);
-	p = port_stat(&n, "pinned_pages");
-	say(p == p0 + FLOOD_PAGES,
-	    "flood: the client's pd_req pinned %ld pages (%u)", p - p0,
-	    FLOOD_PAGES);
+	p = od_port_stat(&n, "pinned_pages");
+	od_say(p == p0 + FLOOD_PAGES,
+	       "flood: the client's pd_req pinned %ld pages (%u)", p - p0,
+	       FLOOD_PAGES);
 	if (!step(2)) /* held 6000 times more, released 6001 times */
 		return 1;
-	deadline = now_ms() + 2 * WAIT_MS;
-	while ((p = port_stat(&n, "pinned_pages")) != p0 && now_ms() < deadline)
+	deadline = od_now_ms() + 2 * WAIT_MS;
+	while ((p = od_port_stat(&n, "pinned_pages")) != p0 &&
+	       od_now_ms() < deadline)
 		usleep(100000);
-	o = port_stat(&n, "pin_overflows");
+	o = od_port_stat(&n, "pin_overflows");
 	printf("rhinet-odlimits: flood: %u holds and %u releases of %u pages: "
 	       "pinned_pages %ld -> %ld, pin_overflows %ld -> %ld, "
 	       "pin_releases %ld, VmPin %ld kB\n",
 	       FLOOD_HOLDS + 1, FLOOD_HOLDS + 1, FLOOD_PAGES, p0, p, o0, o,
-	       port_stat(&n, "pin_releases"), vmpin_kb());
-	say(o > o0,
-	    "flood: the flood went past the driver's event ring (pin_overflows "
-	    "+%ld)",
-	    o - o0);
-	say(p == p0,
-	    "flood: after every release no page stays pinned (pinned_pages "
-	    "%ld, %ld before)",
-	    p, p0);
-	say(vmpin_kb() == vp0,
-	    "flood: the target's VmPin is %ld kB (%ld before)", vmpin_kb(),
-	    vp0);
+	       od_port_stat(&n, "pin_releases"), od_vmpin_kb());
+	od_say(o > o0,
+	       "flood: the flood went past the driver's event ring "
+	       "(pin_overflows "
+	       "+%ld)",
+	       o - o0);
+	od_say(p == p0,
+	       "flood: after every release no page stays pinned (pinned_pages "
+	       "%ld, %ld before)",
+	       p, p0);
+	od_say(od_vmpin_kb() == vp0,
+	       "flood: the target's VmPin is %ld kB (%ld before)",
+	       od_vmpin_kb(), vp0);
 	if (ibv_dereg_mr(mr))
-		say(false, "ibv_dereg_mr: %s", strerror(errno));
+		od_say(false, "ibv_dereg_mr: %s", strerror(errno));
 	step(3);
-	return failures != 0;
+	return od_failures != 0;
 }
 
 /* Posts @count pd_req or pd_release of the held pages as fast as the
  * endpoint takes them; every one must succeed.
  */
-static bool flood_post(struct node *n, const struct flood_info *peer,
+static bool flood_post(struct od_node *n, const struct flood_info *peer,
 		       bool request, uint32_t count)
 {
 	struct rhinetdv_completion c[64];
 	uint32_t posted = 0, done = 0;
-	uint64_t deadline = now_ms() + 4 * WAIT_MS;
+	uint64_t deadline = od_now_ms() + 4 * WAIT_MS;
 
 	while (done < count) {
 		while (posted < count) {
@@ -701,8 +583,9 @@ static bool flood_post(struct node *n, const struct flood_info *peer,
 			if (err == ENOMEM)
 				break;
 			if (err) {
-				say(false, "flood: rhinetdv_pd_%s: %s",
-				    request ? "req" : "release", strerror(err));
+				od_say(false, "flood: rhinetdv_pd_%s: %s",
+				       request ? "req" : "release",
+				       strerror(err));
 				return false;
 			}
 			posted++;
@@ -710,23 +593,24 @@ static bool flood_post(struct node *n, const struct flood_info *peer,
 		int k = rhinetdv_poll(n->ep, 64, c);
 
 		if (k < 0) {
-			say(false, "rhinetdv_poll: %s", strerror(errno));
+			od_say(false, "rhinetdv_poll: %s", strerror(errno));
 			return false;
 		}
 		for (int i = 0; i < k; i++)
 			if (c[i].status != IBV_WC_SUCCESS) {
-				say(false, "flood: pd_%s %llu: %s syndrome %u",
-				    request ? "req" : "release",
-				    (unsigned long long)c[i].wr_id,
-				    ibv_wc_status_str(c[i].status),
-				    c[i].syndrome);
+				od_say(false,
+				       "flood: pd_%s %llu: %s syndrome %u",
+				       request ? "req" : "release",
+				       (unsigned long long)c[i].wr_id,
+				       ibv_wc_status_str(c[i].status),
+				       c[i].syndrome);
 				return false;
 			}
 		done += k;
-		if (now_ms() > deadline) {
-			say(false, "flood: %u of %u pd_%s done in %d s", done,
-			    count, request ? "req" : "release",
-			    4 * WAIT_MS / 1000);
+		if (od_now_ms() > deadline) {
+			od_say(false, "flood: %u of %u pd_%s done in %d s",
+			       done, count, request ? "req" : "release",
+			       4 * WAIT_MS / 1000);
 			return false;
 		}
 	}
@@ -738,11 +622,11 @@ static int flood_client(const char *server)
 	struct flood_info me, peer;
 	struct rhinetdv_completion c;
 	uint64_t t0;
-	struct node n;
+	struct od_node n;
 	bool ok;
 
 	sock = example_tcp_open(server, FLOOD_PORT, 120);
-	if (sock < 0 || open_node(&n, true))
+	if (sock < 0 || od_open_node(&n, true))
 		return 1;
 	me.node = n.ep->node_id;
 	me.endpoint = n.ep->endpoint_id;
@@ -752,7 +636,7 @@ static int flood_client(const char *server)
 	ok = pin_sync(&n, true, peer.node, peer.endpoint, FLOOD_AREA, 0,
 		      FLOOD_PAGES * PAGE, &c) &&
 	     c.status == IBV_WC_SUCCESS;
-	say(ok, "flood: pd_req of %u pages", FLOOD_PAGES);
+	od_say(ok, "flood: pd_req of %u pages", FLOOD_PAGES);
 	if (!step(1))
 		return 1;
 	/* Paced: the target's host catches up after every chunk (the fence
@@ -765,22 +649,23 @@ static int flood_client(const char *server)
 			      (uint64_t)(FLOOD_PAGES + k) * PAGE, PAGE, &c) &&
 		     c.status == IBV_WC_SUCCESS;
 	}
-	say(ok, "flood: %u more pd_reqs of the %u pages, paced", FLOOD_HOLDS,
-	    FLOOD_PAGES);
+	od_say(ok, "flood: %u more pd_reqs of the %u pages, paced", FLOOD_HOLDS,
+	       FLOOD_PAGES);
 	/* Without a pause: exactly as many releases as holds. */
-	t0 = now_ms();
+	t0 = od_now_ms();
 	ok = ok && flood_post(&n, &peer, false, FLOOD_HOLDS + 1);
-	say(ok, "flood: %u pd_releases of the %u pages in %llu ms",
-	    FLOOD_HOLDS + 1, FLOOD_PAGES, (unsigned long long)(now_ms() - t0));
+	od_say(ok, "flood: %u pd_releases of the %u pages in %llu ms",
+	       FLOOD_HOLDS + 1, FLOOD_PAGES,
+	       (unsigned long long)(od_now_ms() - t0));
 	/* The fence pages (first-touch pinned, held once) go too. */
 	ok = ok &&
 	     pin_sync(&n, false, peer.node, peer.endpoint, FLOOD_AREA,
 		      (uint64_t)FLOOD_PAGES * PAGE, FLOOD_FENCES * PAGE, &c) &&
 	     c.status == IBV_WC_SUCCESS;
-	say(ok, "flood: pd_release of the fence pages");
+	od_say(ok, "flood: pd_release of the fence pages");
 	if (!step(2) || !step(3))
 		return 1;
-	return failures != 0;
+	return od_failures != 0;
 }
 
 int main(int argc, char **argv)
@@ -788,7 +673,7 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "";
 	int ret;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	od_init("rhinet-odlimits");
 	if (!strcmp(mode, "reg-default"))
 		ret = reg_default();
 	else if (!strcmp(mode, "reg-limit") && argc > 2)
