@@ -281,10 +281,12 @@ void Engine::Impl::take_lost_doorbells() {
       cq_arm(c, v & kLostArmSolicited, static_cast<uint32_t>(v >> 32));
   }
   trigger_take_sums(*this);  // adds rung before the lost kicks
-  // SRQs as if kicked: a tag-matching SRQ's list operations (plain SRQs
-  // are read when a receive needs a WQE).
+  // SRQs a family runs as if kicked: a tag-matching SRQ's list operations
+  // (plain SRQs are read when a receive needs a WQE; kicking their family
+  // hook would count a bad doorbell).
   for (uint32_t s = 0; s < srqs.size(); s++)
-    if (srqs[s].valid) modules_srq_kick(*this, s, RHN_DB_SRQ_TM_OPS);
+    if (srqs[s].valid && srqs[s].family != kNone)
+      modules_srq_kick(*this, s, RHN_DB_SRQ_TM_OPS);
   for (uint32_t q = 0; q < qps.size(); q++)
     if (qps[q].valid) {
       if (qps[q].state == RHN_QPS_ERR) qps[q].flushing = true;

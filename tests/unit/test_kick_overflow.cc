@@ -172,9 +172,13 @@ TEST_F(KickOverflow, SrqPostsAndTagOpsRungIntoAFullFifoAreUsed) {
   ASSERT_TRUE(connect_rc(*qp, 0, p.qp_a->qpn()));
   src = make_region(*p.ctx_a, 64, kAllAccess, 9);
   dst = make_region(*p.ctx_b, 64);
+  CounterSnap counts(nb());
   flood();
   ASSERT_TRUE(srq->post_recv(7, {dst.sge(0, 64)}));
   settle();
+  EXPECT_GT(counts.delta(RHN_CNT_KICK_OVERFLOWS), 0u);
+  // The rescan kicks nothing that is not there to kick.
+  EXPECT_EQ(counts.delta(RHN_CNT_BAD_DOORBELLS), 0u);
   ASSERT_TRUE(p.qp_a->post_send(send_wr(1, {src.sge(0, 64)})));
   const Completion r = wait_one(*c, *p.cq_b);
   ASSERT_TRUE(r.ok()) << describe(r);
