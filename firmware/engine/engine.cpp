@@ -174,6 +174,10 @@ void Engine::Impl::reset() {
   tlb.invalidate_all();
   counters.reset();
   admin_consumer = admin_tail = admin_cq_producer = 0;
+  // The driver starts its ring again at 0 after a reset; a rescan must not
+  // take the tail (or CONTROL) written before it.
+  admin_tail_written.store(0);
+  control_written.store(0);
   contexts[0].valid = true;  // the kernel's context always exists
   // An administrative SET_LINK is engine state: the link is the cable's
   // again (no EQ exists to hear of it).
