@@ -4,6 +4,9 @@
 // kernel's admin commands, EQ and CONTROL writes or another context's CQ
 // arms and SRQ operations with it (Documentation/hardware/queues.md,
 // "Lost kicks").
+#include <algorithm>
+#include <cstring>
+
 #include "test_helpers.h"
 
 namespace rhinet::test {
@@ -156,6 +159,38 @@ TEST_F(KickOverflow, ControlWriteIntoAFullFifoTakesEffect) {
   EXPECT_EQ(control(), uint64_t{RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE});
   // Admin still on: a command completes.
   EXPECT_TRUE(nb().driver->create_pd(p.ctx_b->index()).ok());
+}
+
+TEST_F(KickOverflow, EnableLostAfterAResetReplaysNoOldCommand) {
+  // The ring still holds the commands of the setup; after a reset the
+  // driver starts it again at 0, and its ENABLE finds the FIFO full.
+  SimDriver& d = *nb().driver;
+  const uint64_t sq = d.reg64(RHN_REG_ADMIN_SQ_BASE);
+  const uint64_t cq = d.reg64(RHN_REG_ADMIN_CQ_BASE);
+  const uint32_t log = d.reg32(RHN_REG_ADMIN_LOG_DEPTH);
+  d.write32(RHN_REG_CONTROL, RHN_CONTROL_RESET);
+  settle();
+  ASSERT_EQ(d.reg32(RHN_REG_CONTROL) & RHN_CONTROL_RESET, 0u);
+  CounterSnap counts(nb());
+  // A fresh completion ring, as a driver starting again would have.
+  std::memset(nb().memory.ptr(cq, 4096), 0, 4096);
+  d.write64(RHN_REG_ADMIN_SQ_BASE, sq);
+  d.write64(RHN_REG_ADMIN_CQ_BASE, cq);
+  d.write32(RHN_REG_ADMIN_LOG_DEPTH, log);
+  for (uint32_t i = 0; i < 2 * kFifo; i++)
+    d.write64(RHN_REG_EQ_DOORBELL, uint64_t{0xffff} << RHN_EQ_DB_EQN_SHIFT);
+  d.write32(RHN_REG_CONTROL, RHN_CONTROL_ENABLE);
+  settle();
+  EXPECT_GT(counts.delta(RHN_CNT_KICK_OVERFLOWS), 0u);
+  EXPECT_NE(d.reg32(RHN_REG_STATUS) & RHN_STATUS_ADMIN_ON, 0u)
+      << "the lost ENABLE was not applied";
+  // Nothing of the ring before the reset ran again: no completion, no
+  // refused command.
+  const auto* ring = nb().memory.ptr(cq, 4096);
+  EXPECT_EQ(std::count(ring, ring + 4096, 0), 4096)
+      << "commands rung before the reset ran again";
+  EXPECT_EQ(counts.delta(RHN_CNT_BAD_ADMIN_CMDS), 0u);
+  EXPECT_TRUE(d.bring_up());
 }
 
 TEST_F(KickOverflow, SrqPostsAndTagOpsRungIntoAFullFifoAreUsed) {
