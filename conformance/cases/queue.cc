@@ -157,6 +157,35 @@ CONFORM_CASE(arm_event, "queue.cq_arm.event", "queue",
        t.msix_count(l.eq.vector));
 }
 
+CONFORM_CASE(kicks_past_full_fifo, "queue.kick_fifo.nothing_lost", "queue",
+             "a CQ arm, an EQ arm and an admin command rung among more kicks "
+             "than the kick FIFO holds all take effect: the command "
+             "completes and the next completion raises its event") {
+  LOOP(n, l);
+  // No settle in between: on a NIC that takes kicks more slowly than they
+  // come, the FIFO fills (KICK_OVERFLOWS), which must lose no doorbell.
+  constexpr uint32_t kKicks = 3000;
+  auto flood = [&] {
+    for (uint32_t i = 0; i < kKicks; i++)
+      t.doorbell_write(0, RHN_DB_RQ, l.a.qpn, 4);
+  };
+  const uint64_t before = t.msix_count(l.eq.vector);
+  flood();
+  t.doorbell_write(0, RHN_DB_CQ_ARM, l.scq.cqn, 4);
+  flood();
+  n.eq_doorbell(l.eq, true);
+  flood();
+  uint32_t pd = 0;
+  CONFORM_THAT(c, n.create_pd(0, &pd), "CREATE_PD after the flood", n.error());
+  nop(n, l.a);
+  rhn_eqe ev;
+  CONFORM_THAT(c, n.wait_eqe(l.eq, &ev), "EQ", "no completion event");
+  CONFORM_EQ(c, "EQE object", l.scq.cqn, ev.object);
+  t.settle();
+  c.eq("MSI-X messages on the EQ's vector", before + 1,
+       t.msix_count(l.eq.vector));
+}
+
 CONFORM_CASE(arm_none, "queue.cq_arm.not_armed", "queue",
              "a CQ that is not armed posts no completion event") {
   LOOP(n, l);

@@ -475,6 +475,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       const uint32_t eqn = find_free(eqs, 0);
       if (eqn == kNone) return RHN_ADMIN_NO_RESOURCES;
       eqs[eqn] = EqObj{};
+      eq_db_lost[eqn].store(0);  // a gone EQ's doorbell is not this one's
       eqs[eqn].valid = true;
       eqs[eqn].armed = true;
       eqs[eqn].vector = c.vector;
@@ -502,6 +503,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       CqObj& cq = cqs[cqn];
       cq = CqObj{};
       publish_cq_producer(cqn, 0);
+      cq_arm_lost[cqn].store(0);
+      cq_owner[cqn].store(ctx + 1);
       cq.valid = true;
       cq.context = ctx;
       cq.log_depth = c.log_depth;
@@ -544,6 +547,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       }
       contexts[ctx].refs--;
       cq.valid = false;
+      cq_owner[cqn].store(0);
       return RHN_ADMIN_OK;
     }
     case RHN_ADMIN_CREATE_SRQ: {

@@ -17,6 +17,14 @@
 #ifndef RHN_LINK_CORE_TRIGGERS
 #define RHN_LINK_CORE_TRIGGERS 256 /* trigger sums block entries, 64 * n */
 #endif
+/* Doorbells a full FIFO keeps aside (card.h, "Full FIFO"): the kernel's
+ * EQs by number below this, and CQ arms of this many (page, CQ) pairs. */
+#ifndef RHN_LINK_CORE_EQS
+#define RHN_LINK_CORE_EQS 64
+#endif
+#ifndef RHN_LINK_CORE_KEPT_ARMS
+#define RHN_LINK_CORE_KEPT_ARMS 64
+#endif
 #ifndef RHN_LINK_CORE_INLINE_SLOTS
 #define RHN_LINK_CORE_INLINE_SLOTS 16 /* staged WQE buffers */
 #endif

@@ -8,6 +8,14 @@
 
 namespace rhinet::fw {
 
+namespace {
+// Lost-doorbell words (Engine::Impl::eq_db_lost, cq_arm_lost): the bit
+// that says the word holds one; for a CQ arm also "solicited only".
+constexpr uint64_t kLostPending = 1ull << 32;
+constexpr uint64_t kLostArmPending = 1;
+constexpr uint64_t kLostArmSolicited = 2;
+}  // namespace
+
 Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
                    Wire& host_wire, CardMemory& mem)
     : cfg(config),
@@ -33,6 +41,9 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
       free_rx_ctxs(config.rx_contexts, mem) {
   inline_staging = mem.table<RawWqe>(cfg.db_pages);
   cq_published = mem.table<Atomic<uint32_t>>(cfg.max_cqs);
+  eq_db_lost = mem.table<Atomic<uint64_t>>(cfg.max_eqs);
+  cq_arm_lost = mem.table<Atomic<uint64_t>>(cfg.max_cqs);
+  cq_owner = mem.table<Atomic<uint32_t>>(cfg.max_cqs);
   raw_frame = mem.bytes(RHN_MAX_FRAME);
   contexts = mem.table<ContextObj>(cfg.db_pages);
   shares.place(cfg.db_pages, mem);
@@ -107,8 +118,13 @@ void Engine::Impl::reset() {
   rxw_flush();
   for (auto& o : eqs) o = EqObj{};
   for (auto& o : cqs) o = CqObj{};
-  for (uint32_t i = 0; i < cfg.max_cqs; i++)
+  for (uint32_t i = 0; i < cfg.max_cqs; i++) {
     cq_published[i].store(0, MemOrder::kRelaxed);
+    cq_arm_lost[i].store(0, MemOrder::kRelaxed);
+    cq_owner[i].store(0, MemOrder::kRelaxed);
+  }
+  for (uint32_t i = 0; i < cfg.max_eqs; i++)
+    eq_db_lost[i].store(0, MemOrder::kRelaxed);
   for (auto& o : srqs) o = SrqObj{};
   for (auto& o : qps) {
     const uint32_t gen = o.gen;
@@ -163,6 +179,10 @@ void Engine::Impl::reset() {
   tlb.invalidate_all();
   counters.reset();
   admin_consumer = admin_tail = admin_cq_producer = 0;
+  // The driver starts its ring again at 0 after a reset; a rescan must not
+  // take the tail (or CONTROL) written before it.
+  admin_tail_written.store(0);
+  control_written.store(0);
   contexts[0].valid = true;  // the kernel's context always exists
   // An administrative SET_LINK is engine state: the link is the cable's
   // again (no EQ exists to hear of it).
@@ -241,13 +261,80 @@ bool Engine::Impl::drain_kicks() {
       reset();
       return true;
     }
-    trigger_take_sums(*this);  // adds rung before the lost kicks
-    for (uint32_t q = 0; q < qps.size(); q++)
-      if (qps[q].valid) schedule(q);
-    admin_process();
+    take_lost_doorbells();
     did = true;
   }
   return did;
+}
+
+void Engine::Impl::take_lost_doorbells() {
+  // Every kind of kick, without the kick: what it would have said is in
+  // the registers' latest values, the lost-doorbell words and the queues'
+  // indices in host memory. Each is safe to apply twice (a consumer index
+  // only moves forward, an arm is one arm), as a kick still queued may
+  // say it again.
+  const uint32_t written = control_written.load();
+  if (written != control.load() && !(written & RHN_CONTROL_RESET))
+    apply_control(written);
+  for (uint32_t e = 0; e < eqs.size(); e++) {
+    if (!(eq_db_lost[e].load(MemOrder::kRelaxed) & kLostPending)) continue;
+    const uint64_t v = eq_db_lost[e].exchange(0);
+    if (eqs[e].valid)
+      apply_eq_doorbell(e, static_cast<uint32_t>(v), v & RHN_EQ_DB_ARM);
+  }
+  for (uint32_t c = 0; c < cqs.size(); c++) {
+    if (!(cq_arm_lost[c].load(MemOrder::kRelaxed) & kLostArmPending)) continue;
+    const uint64_t v = cq_arm_lost[c].exchange(0);
+    if (cqs[c].valid &&
+        cq_owner[c].load(MemOrder::kRelaxed) == cqs[c].context + 1)
+      cq_arm(c, v & kLostArmSolicited, static_cast<uint32_t>(v >> 32));
+  }
+  trigger_take_sums(*this);  // adds rung before the lost kicks
+  // SRQs a family runs as if kicked: a tag-matching SRQ's list operations
+  // (plain SRQs are read when a receive needs a WQE; kicking their family
+  // hook would count a bad doorbell).
+  for (uint32_t s = 0; s < srqs.size(); s++)
+    if (srqs[s].valid && srqs[s].family != kNone)
+      modules_srq_kick(*this, s, RHN_DB_SRQ_TM_OPS);
+  for (uint32_t q = 0; q < qps.size(); q++)
+    if (qps[q].valid) {
+      if (qps[q].state == RHN_QPS_ERR) qps[q].flushing = true;
+      modules_rq_kick(*this, q);
+      schedule(q);
+    }
+  admin_tail = admin_tail_written.load();
+  admin_process();
+  report_link();
+}
+
+void Engine::Impl::apply_control(uint32_t value) {
+  control.store(value);
+  if (value & RHN_CONTROL_ENABLE) {
+    const uint32_t log = admin_log_depth.load();
+    const uint64_t sq = admin_sq_base.load(), cq = admin_cq_base.load();
+    if (log >= 1 && log <= RHN_ADMIN_MAX_LOG_DEPTH && sq && cq &&
+        !(sq & 0xfff) && !(cq & 0xfff))
+      status_reg.fetch_or(RHN_STATUS_ADMIN_ON);
+    else
+      counters.add(RHN_CNT_BAD_ADMIN_CMDS);
+  } else {
+    status_reg.fetch_and(~RHN_STATUS_ADMIN_ON);
+  }
+}
+
+void Engine::Impl::apply_eq_doorbell(uint32_t eqn, uint32_t ci, bool arm) {
+  EqObj& eq = eqs[eqn];
+  if (ci - eq.consumer <= eq.producer - eq.consumer) eq.consumer = ci;
+  if (eq.deferred) eq_catch_up(eqn);
+  if (arm) {
+    eq.armed = true;
+    // Entries the driver has not consumed yet: interrupt right away.
+    if (eq.producer != eq.consumer &&
+        (control.load() & RHN_CONTROL_INTR_ENABLE)) {
+      eq.armed = false;
+      bus.raise_msix(eq.vector);
+    }
+  }
 }
 
 void Engine::Impl::handle_kick(Kick& k) {
@@ -257,21 +344,12 @@ void Engine::Impl::handle_kick(Kick& k) {
         reset();
         return;
       }
-      control.store(static_cast<uint32_t>(k.value));
-      if (k.value & RHN_CONTROL_ENABLE) {
-        const uint32_t log = admin_log_depth.load();
-        const uint64_t sq = admin_sq_base.load(), cq = admin_cq_base.load();
-        if (log >= 1 && log <= RHN_ADMIN_MAX_LOG_DEPTH && sq && cq &&
-            !(sq & 0xfff) && !(cq & 0xfff))
-          status_reg.fetch_or(RHN_STATUS_ADMIN_ON);
-        else
-          counters.add(RHN_CNT_BAD_ADMIN_CMDS);
-      } else {
-        status_reg.fetch_and(~RHN_STATUS_ADMIN_ON);
-      }
+      apply_control(static_cast<uint32_t>(k.value));
       return;
     case KickKind::kAdmin:
-      admin_tail = static_cast<uint32_t>(k.value);
+      // The latest tail written: a kick still queued behind a rescan that
+      // took a newer one never moves the tail back.
+      admin_tail = admin_tail_written.load();
       admin_process();
       return;
     case KickKind::kEqDoorbell: {
@@ -281,19 +359,8 @@ void Engine::Impl::handle_kick(Kick& k) {
         counters.add(RHN_CNT_BAD_DOORBELLS);
         return;
       }
-      EqObj& eq = eqs[eqn];
-      const uint32_t ci = static_cast<uint32_t>(k.value & RHN_EQ_DB_CI_MASK);
-      if (ci - eq.consumer <= eq.producer - eq.consumer) eq.consumer = ci;
-      if (eq.deferred) eq_catch_up(eqn);
-      if (k.value & RHN_EQ_DB_ARM) {
-        eq.armed = true;
-        // Entries the driver has not consumed yet: interrupt right away.
-        if (eq.producer != eq.consumer &&
-            (control.load() & RHN_CONTROL_INTR_ENABLE)) {
-          eq.armed = false;
-          bus.raise_msix(eq.vector);
-        }
-      }
+      apply_eq_doorbell(eqn, static_cast<uint32_t>(k.value & RHN_EQ_DB_CI_MASK),
+                        k.value & RHN_EQ_DB_ARM);
       return;
     }
     case KickKind::kLink:
@@ -537,13 +604,19 @@ void Engine::reg_write(uint32_t offset, uint64_t value, unsigned size) {
   // so a driver polling for RESET to clear never sees it done early.
   if (kind == KickKind::kControl && (value & RHN_CONTROL_RESET))
     m.control.fetch_or(RHN_CONTROL_RESET);
+  if (kind == KickKind::kControl)
+    m.control_written.store(static_cast<uint32_t>(value));
+  if (kind == KickKind::kAdmin)
+    m.admin_tail_written.store(static_cast<uint32_t>(value));
   if (!m.kicks.push_with([&](Kick& k) {
         k.kind = kind;
         k.has_inline = false;
         k.page = 0;
         k.value = value;
-      }))
+      })) {
+    if (kind == KickKind::kEqDoorbell) m.keep_lost_eq_doorbell(value);
     m.kick_overflow.store(true);
+  }
 }
 
 void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
@@ -618,8 +691,45 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
         k.value = value;
         k.has_inline = with_inline;
         if (with_inline) copy_wqe(k.inline_wqe, m.inline_staging[page]);
-      }))
+      })) {
+    if (kind == KickKind::kCqArm) m.keep_lost_cq_arm(page, value);
     m.kick_overflow.store(true);
+  }
+}
+
+void Engine::Impl::keep_lost_eq_doorbell(uint64_t value) {
+  // The latest consumer index; an arm stays asked for until taken.
+  const uint32_t eqn = static_cast<uint32_t>((value >> RHN_EQ_DB_EQN_SHIFT) &
+                                             RHN_EQ_DB_EQN_MASK);
+  if (eqn >= eq_db_lost.size()) return;  // counted as bad by no one: no EQ
+  Atomic<uint64_t>& w = eq_db_lost[eqn];
+  uint64_t old = w.load();
+  uint64_t next;
+  do {
+    next = (value & (RHN_EQ_DB_CI_MASK | RHN_EQ_DB_ARM)) | kLostPending |
+           ((old & kLostPending) ? (old & RHN_EQ_DB_ARM) : 0);
+  } while (!w.compare_exchange_weak(old, next));
+}
+
+void Engine::Impl::keep_lost_cq_arm(uint32_t page, uint64_t value) {
+  // Only the owner's page may leave an arm here, so a foreign flood cannot
+  // replace it. Arms kept together: the earliest request (an event for
+  // anything added since), and "solicited only" only if every one was.
+  const uint32_t cqn = static_cast<uint32_t>(value) & RHN_DB_QN_MASK;
+  if (cqn >= cq_arm_lost.size() ||
+      cq_owner[cqn].load(MemOrder::kRelaxed) != page + 1)
+    return;
+  const bool solicited = (value & RHN_DB_CQ_SOLICITED) != 0;
+  Atomic<uint64_t>& w = cq_arm_lost[cqn];
+  uint64_t old = w.load();
+  uint64_t next;
+  do {
+    if (old & kLostArmPending)
+      next = solicited ? old : old & ~kLostArmSolicited;
+    else
+      next = (value & ~0xffffffffull) | kLostArmPending |
+             (solicited ? kLostArmSolicited : 0);
+  } while (!w.compare_exchange_weak(old, next));
 }
 
 void Engine::doorbells_lost() {

@@ -180,6 +180,18 @@ struct Engine::Impl : FamilyStates {
   TxSink* tx_sink = nullptr;
   bool tx_write = false;
   Atomic<bool> kick_overflow{false};
+  // What the kicks only point at, so that a kick lost to a full FIFO
+  // loses nothing (Documentation/hardware/queues.md, "Lost kicks"): the
+  // latest CONTROL and ADMIN_SQ_TAIL written, and per EQ and per CQ the
+  // doorbells that found the FIFO full (kLostPending set; applied and
+  // cleared by the overflow's rescan).
+  Atomic<uint32_t> control_written{0};
+  Atomic<uint32_t> admin_tail_written{0};
+  Table<Atomic<uint64_t>> eq_db_lost;   // CI | RHN_EQ_DB_ARM | pending
+  Table<Atomic<uint64_t>> cq_arm_lost;  // requested_at << 32 | flags
+  // A CQ's owner context + 1 (0: none), for the doorbell side to keep a
+  // foreign page's arm out of the owner's lost-arm word.
+  Table<Atomic<uint32_t>> cq_owner;
   Table<RawWqe> inline_staging;  // per doorbell page
   // Each CQ's producer index as the doorbells see it: an arm kick records
   // it when it is written (any thread), cq_push publishes it.
@@ -299,6 +311,13 @@ struct Engine::Impl : FamilyStates {
 
   // ---- admin/admin.cpp
   void admin_process();
+  // The rescan after lost kicks (drain_kicks): every doorbell kept aside.
+  void take_lost_doorbells();
+  void apply_control(uint32_t value);
+  void apply_eq_doorbell(uint32_t eqn, uint32_t ci, bool arm);
+  // The doorbell side (any thread), for a doorbell the FIFO had no room for.
+  void keep_lost_eq_doorbell(uint64_t value);
+  void keep_lost_cq_arm(uint32_t page, uint64_t value);
   // A command's result into host memory. A write the bus refuses at once
   // is DMA_ERROR and counted; on a bus of posted writes (a card) it is
   // OK here and counted where the refusal is seen.

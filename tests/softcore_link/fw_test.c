@@ -160,6 +160,17 @@ static void test_doorbells(void) {
   CHECK(!rhn_card_doorbell_overflowed());
   for (uint32_t i = 0; i < RHN_LINK_CORE_DB_FIFO; i++)
     CHECK(pop_is(1, RHN_DB_RQ, i, 4, RHN_CARD_DB_PAGE, false));
+  // What found the FIFO full and is not in the queues: the latest CONTROL
+  // and EQ doorbell (its arm kept), each page's CQ arm (solicited only if
+  // each was), the latest admin tail last.
+  CHECK(pop_is(0, RHN_REG_CONTROL, RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE,
+               4, RHN_CARD_DB_REG, false));
+  CHECK(pop_is(0, RHN_REG_EQ_DOORBELL, RHN_EQ_DB_ARM | (2ull << 32) | 6, 8,
+               RHN_CARD_DB_REG, false));
+  CHECK(pop_is(3, RHN_DB_CQ_ARM, 7, 4, RHN_CARD_DB_PAGE, false));
+  CHECK(pop_is(4, RHN_DB_CQ_ARM, 7 | RHN_DB_CQ_SOLICITED, 4, RHN_CARD_DB_PAGE,
+               false));
+  CHECK(pop_is(0, RHN_REG_ADMIN_SQ_TAIL, 6, 4, RHN_CARD_DB_REG, false));
   CHECK(!rhn_card_doorbell_pop(&e));
 }
 

@@ -256,6 +256,30 @@ static void on_step(struct fake_host *h, RhnSoftCore *sc, uint64_t step) {
                                                .source = RHN_CARD_DB_PAGE},
                    NULL),
                "kick %u sent", i);
+        // Into the full FIFO: kept aside, the latest of each (fw_test.c).
+#define KEPT(pg, off, val, sz, src) \
+  {.page = (pg), .offset = (off), .value = (val), .size = (sz), .source = (src)}
+      {
+        const struct rhn_card_doorbell kept[] = {
+            KEPT(0, RHN_REG_CONTROL, RHN_CONTROL_ENABLE, 4, RHN_CARD_DB_REG),
+            KEPT(0, RHN_REG_ADMIN_SQ_TAIL, 5, 4, RHN_CARD_DB_REG),
+            KEPT(0, RHN_REG_EQ_DOORBELL, RHN_EQ_DB_ARM | (2ull << 32) | 4, 8,
+                 RHN_CARD_DB_REG),
+            KEPT(3, RHN_DB_CQ_ARM, 7 | RHN_DB_CQ_SOLICITED, 4,
+                 RHN_CARD_DB_PAGE),
+            KEPT(4, RHN_DB_CQ_ARM, 7 | RHN_DB_CQ_SOLICITED, 4,
+                 RHN_CARD_DB_PAGE),
+            KEPT(3, RHN_DB_CQ_ARM, 7, 4, RHN_CARD_DB_PAGE),
+            KEPT(0, RHN_REG_CONTROL,
+                 RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE, 4,
+                 RHN_CARD_DB_REG),
+            KEPT(0, RHN_REG_EQ_DOORBELL, (2ull << 32) | 6, 8, RHN_CARD_DB_REG),
+            KEPT(0, RHN_REG_ADMIN_SQ_TAIL, 6, 4, RHN_CARD_DB_REG),
+        };
+        for (uint32_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+          expect(rhn_sc_doorbell(sc, &kept[i], NULL), "kept %u sent", i);
+#undef KEPT
+      }
       break;
     case STEP_FRAMES_IN:
       expect(!rhn_sc_frame_in(sc, frame, 60), "no frame while link down");

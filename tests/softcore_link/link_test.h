@@ -29,7 +29,7 @@
 #define TEST_VALUE 0x0f10u  /* a measured value for the host to judge */
 #define TEST_DROPS 0x0f18u  /* drops the core was told of */
 /* The firmware's checks, all of which must have run. */
-#define TEST_CORE_CHECKS 299u
+#define TEST_CORE_CHECKS 304u
 #define TEST_NODE 7u
 #define TEST_DB_PAGES 4u
 #define TEST_VECTORS 8u

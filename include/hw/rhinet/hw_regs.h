@@ -224,7 +224,7 @@ enum rhn_db_offset {
 	X(CQ_OVERFLOWS, cq_overflows, \
 	  "CQEs that found their CQ full") \
 	X(KICK_OVERFLOWS, kick_overflows, \
-	  "kicks lost because the kick FIFO was full; the NIC then rescans its queues, so no work is lost") \
+	  "times the kick FIFO was full and dropped kicks; the NIC then rescans, and no doorbell of any kind is lost (queue, admin tail, CONTROL, EQ doorbell, CQ arm, trigger add)") \
 	X(UD_DROPS, ud_drops, \
 	  "UD messages and raw frames dropped: no receive WQE, wrong Q_Key, or no raw QP ready") \
 	X(ERROR_CQES, error_cqes, \

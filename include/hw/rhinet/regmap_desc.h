@@ -154,8 +154,10 @@ static const struct rhn_regmap_counter rhn_regmap_counters[] = {
 	{"rnr_naks_sent", "receiver-not-ready NAKs sent"},
 	{"rnr_retries", "messages resent after an RNR NAK"},
 	{"cq_overflows", "CQEs that found their CQ full"},
-	{"kick_overflows", "kicks lost because the kick FIFO was full; the NIC "
-			   "then rescans its queues, so no work is lost"},
+	{"kick_overflows",
+	 "times the kick FIFO was full and dropped kicks; the NIC then "
+	 "rescans, and no doorbell of any kind is lost (queue, admin tail, "
+	 "CONTROL, EQ doorbell, CQ arm, trigger add)"},
 	{"ud_drops", "UD messages and raw frames dropped: no receive WQE, "
 		     "wrong Q_Key, or no raw QP ready"},
 	{"error_cqes", "CQEs written with a status other than success"},

@@ -131,7 +131,11 @@ const void *rhn_card_doorbell_inline(const struct rhn_card_doorbell *entry);
 /*
  * True (and cleared) if entries were lost because the FIFO was full since
  * the last call. The firmware then looks at every queue, as if each had
- * been kicked, and counts RHN_CNT_KICK_OVERFLOWS.
+ * been kicked, and counts RHN_CNT_KICK_OVERFLOWS. Writes that carry a
+ * value of their own are not lost but kept aside when the FIFO is full
+ * (CONTROL and ADMIN_SQ_TAIL: the latest; an EQ doorbell: the latest per
+ * EQ, its arm kept; a CQ arm: one per page and CQ) and popped as ordinary
+ * entries once the FIFO is empty (soft-core.md, "Overflow").
  */
 bool rhn_card_doorbell_overflowed(void);
 
