@@ -15,7 +15,9 @@
  * offset the file names (mmap, export, a lane's PC) is in that range. The
  * device bounds each lane's memory to its file's range at LANE_RUN, so no
  * file's lanes, mappings or dma-bufs reach another's queues or data. One
- * file holds at most a share (a quarter of BAR2), so none starves the rest.
+ * file holds at most a share (a quarter of BAR2), and one user's files
+ * together at most user_mem_percent of it (half by default), so no opener
+ * and no user starves the rest.
  */
 #include <linux/delay.h>
 #include <linux/dma-buf.h>
@@ -38,6 +40,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/uidgid.h>
 
 #include "xpu/xpu.h"
 #include "xpu/xpu-abi.h"
@@ -49,6 +52,11 @@
 #define XPU_MEM_GRANULES 256
 /* The most of BAR2 one file may hold: 1 / XPU_MEM_SHARE_DIV of it. */
 #define XPU_MEM_SHARE_DIV 4
+
+static unsigned int user_mem_percent = 50;
+module_param(user_mem_percent, uint, 0444);
+MODULE_PARM_DESC(user_mem_percent,
+		 "the most of a device's memory one user's files hold together, in percent (default 50; at least a file's share)");
 
 struct xpu_dev {
 	struct kref ref; /* the probe's, and one per exported dma-buf */
@@ -75,9 +83,11 @@ struct xpu_dev {
 	/* The granules of BAR2 some file's memory holds; the files' mem. */
 	struct mutex mem_lock;
 	unsigned long *mem_used;
+	struct list_head mem_areas; /* struct xpu_mem_area, by node */
 	u32 mem_granules;
 	u64 mem_granule; /* bytes */
 	u64 mem_share; /* the most one file holds */
+	u64 mem_user_share; /* the most one user's files hold together */
 };
 
 /*
@@ -87,6 +97,8 @@ struct xpu_dev {
 struct xpu_mem_area {
 	struct kref ref;
 	struct xpu_dev *xdev;
+	struct list_head node; /* in xdev->mem_areas, under mem_lock */
+	kuid_t uid; /* the user it counts against: who allocated it */
 	u64 offset;
 	u64 size;
 };
@@ -146,6 +158,7 @@ static void xpu_mem_free(struct kref *ref)
 	mutex_lock(&xdev->mem_lock);
 	bitmap_clear(xdev->mem_used, area->offset / xdev->mem_granule,
 		     area->size / xdev->mem_granule);
+	list_del(&area->node);
 	mutex_unlock(&xdev->mem_lock);
 	kfree(area);
 }
@@ -156,10 +169,23 @@ static void xpu_mem_put(struct xpu_mem_area *area)
 		kref_put(&area->ref, xpu_mem_free);
 }
 
+/* What @uid's files (and the dma-bufs left of them) hold; under mem_lock. */
+static u64 xpu_user_mem(struct xpu_dev *xdev, kuid_t uid)
+{
+	struct xpu_mem_area *area;
+	u64 held = 0;
+
+	list_for_each_entry(area, &xdev->mem_areas, node)
+		if (uid_eq(area->uid, uid))
+			held += area->size;
+	return held;
+}
+
 /*
  * The file's memory: the range it has, or a new one of @size bytes (0:
- * the default) taken first fit. EEXIST when it has one of another size,
- * EDQUOT beyond the share, ENOSPC when no free range is that large.
+ * the default) taken first fit and counted against the calling user.
+ * EEXIST when it has one of another size, EDQUOT beyond a file's share or
+ * the user's, ENOSPC when no free range is that large.
  */
 static int xpu_file_mem(struct xpu_file *xf, u64 size,
 			struct xpu_mem_area **out)
@@ -168,6 +194,8 @@ static int xpu_file_mem(struct xpu_file *xf, u64 size,
 	struct xpu_mem_area *area;
 	unsigned long first;
 	bool asked = size;
+	kuid_t uid = current_uid();
+	u64 held;
 	u32 n;
 	int ret = 0;
 
@@ -190,6 +218,15 @@ static int xpu_file_mem(struct xpu_file *xf, u64 size,
 		}
 		goto out;
 	}
+	held = xpu_user_mem(xdev, uid);
+	if (size > xdev->mem_user_share - held) {
+		dev_dbg(&xdev->pdev->dev,
+			"user %u holds %llu bytes, asks %llu, a user's share is %llu\n",
+			from_kuid(&init_user_ns, uid), held, size,
+			xdev->mem_user_share);
+		ret = -EDQUOT;
+		goto out;
+	}
 	n = size / xdev->mem_granule;
 	first = bitmap_find_next_zero_area(xdev->mem_used, xdev->mem_granules,
 					   0, n, 0);
@@ -206,6 +243,8 @@ static int xpu_file_mem(struct xpu_file *xf, u64 size,
 	}
 	kref_init(&area->ref);
 	area->xdev = xdev;
+	area->uid = uid;
+	list_add(&area->node, &xdev->mem_areas);
 	area->offset = (u64)first * xdev->mem_granule;
 	area->size = (u64)n * xdev->mem_granule;
 	bitmap_set(xdev->mem_used, first, n);
@@ -1073,6 +1112,7 @@ static int xpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	kref_init(&xdev->ref);
 	mutex_init(&xdev->lane_lock);
 	mutex_init(&xdev->mem_lock);
+	INIT_LIST_HEAD(&xdev->mem_areas);
 	init_rwsem(&xdev->alive);
 	xdev->pdev = pci_dev_get(pdev);
 	xdev->regs = pcim_iomap_table(pdev)[XPU_BAR_REGS];
@@ -1105,6 +1145,12 @@ static int xpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	xdev->mem_granules = xdev->mem_size / xdev->mem_granule;
 	xdev->mem_share = max_t(u64, xdev->mem_granule,
 				xdev->mem_size / XPU_MEM_SHARE_DIV);
+	/* BAR2 is at most a few GiB: the product does not overflow. */
+	xdev->mem_user_share =
+		rounddown(div_u64(xdev->mem_size * min(user_mem_percent, 100U),
+				  100),
+			  xdev->mem_granule);
+	xdev->mem_user_share = max(xdev->mem_user_share, xdev->mem_share);
 	xdev->mem_used = bitmap_zalloc(xdev->mem_granules, GFP_KERNEL);
 	if (!xdev->mem_used) {
 		ret = -ENOMEM;

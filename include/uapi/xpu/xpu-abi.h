@@ -152,7 +152,9 @@ struct xpu_unimport {
  * (rounded up to mem_granule; 0: the default, XPU_MEM_DEFAULT or the
  * share if smaller). A file that has memory already gets it described
  * when size is 0 or its size, EEXIST otherwise. EDQUOT: more than the
- * share one file may hold (share, a quarter of BAR2); ENOSPC: no free
+ * share one file may hold (share, a quarter of BAR2), or more than the
+ * calling user's files may hold together (xpu.ko's user_mem_percent of
+ * BAR2, half by default); ENOSPC: no free
  * range that large. EINVAL: reserved fields. The memory is freed when the
  * file is closed and every dma-buf exported of it is released.
  */

@@ -29,8 +29,9 @@
  * memory, export a dma-buf of it, nor run a lane STORE, COPY (either way)
  * or POLL on it: each lane command faults LOCAL (counted in LOCAL_FAULTS),
  * and the server's bytes stay as they were; a run whose PC lies outside is
- * refused. A file asking for more than its share is refused (EDQUOT), files
- * asking their share fill the device up to ENOSPC, and a closed file's
+ * refused. A file asking for more than its share is refused (EDQUOT), so
+ * is a user whose files together would hold more than a user's share,
+ * other users' files fill the device up to ENOSPC, and a closed file's
  * memory is free again, after the dma-buf exported of it is released.
  *
  * XPU_EXPECT=none (a kernel without CONFIG_PCI_P2PDMA): both exports are
@@ -245,16 +246,85 @@ static void b_attacks(int fd, const struct xpu_mem *m, uint64_t rel)
 	munmap(map, m->size);
 }
 
-/*
- * The share: more than a file may hold is EDQUOT; files taking theirs
- * fill the device (ENOSPC); a closed file's memory is free again, after
- * its dma-buf is released.
- */
-static void b_share(const struct xpu_mem *m, bool expect_p2p)
+/* The size of the xpu's memory, BAR2 (the third line of sysfs "resource"). */
+static uint64_t xpu_bar_size(void)
 {
+	FILE *f = fopen("/sys/class/misc/xpu0/device/resource", "r");
+	unsigned long long start = 0, end = 0, flags;
+	int line;
+
+	if (!f)
+		die("open /sys/class/misc/xpu0/device/resource");
+	for (line = 0; line < 3; line++)
+		if (fscanf(f, "%llx %llx %llx", &start, &end, &flags) != 3)
+			die("parse /sys/class/misc/xpu0/device/resource");
+	fclose(f);
+	return end > start ? end - start + 1 : 0;
+}
+
+/*
+ * The most one user's files hold together: xpu.ko's user_mem_percent of
+ * BAR2 in whole granules, a file's share at least. A module without the
+ * parameter is held to the default, 50.
+ */
+static uint64_t user_share(const struct xpu_mem *m, uint64_t bar)
+{
+	FILE *f = fopen("/sys/module/xpu/parameters/user_mem_percent", "r");
+	unsigned int pct = 50;
+	uint64_t u;
+
+	if (f) {
+		if (fscanf(f, "%u", &pct) != 1)
+			die("parse user_mem_percent");
+		fclose(f);
+	}
+	u = bar * (pct < 100 ? pct : 100) / 100 / m->granule * m->granule;
+	return u > m->share ? u : m->share;
+}
+
+/*
+ * XPU_IOC_MEM on @fd (opened by this process) asking @size, by a child
+ * running as @uid: the memory is charged to the user who allocates it.
+ */
+static int xpu_mem_as(uid_t uid, int fd, uint64_t size)
+{
+	struct xpu_mem got;
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+			_exit(255);
+		_exit(xpu_mem(fd, size, &got));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) == 255)
+		die("a child that runs as another user");
+	return WEXITSTATUS(status);
+}
+
+/*
+ * The shares. More than a file may hold is EDQUOT. One user's files
+ * together hold at most the user's share (this user already holds @held,
+ * the server's memory): past it, EDQUOT while memory is free, which other
+ * users then take, a share each, until the device is full (ENOSPC, also
+ * for a user holding nothing). A file's memory is given back to its user
+ * and to the device when the file is closed, once the dma-buf exported of
+ * it is released.
+ */
+static void b_share(const struct xpu_mem *m, uint64_t held, bool expect_p2p)
+{
+	enum {
+		FIRST_UID = 61000
+	};
 	struct xpu_mem got, bad = {.rsvd = 1};
-	int fds[64], n = 0, r, fd = open(XPU_DEV, O_RDWR | O_CLOEXEC);
 	struct xpu_export e = {.length = 4096, .flags = O_CLOEXEC | O_RDWR};
+	uint64_t bar = xpu_bar_size(), user = user_share(m, bar);
+	uint64_t mine = (user - held) / m->share, taken = held;
+	int fds[64], n = 0, others = 0, r, x;
+	int fd = open(XPU_DEV, O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
 		die("open " XPU_DEV);
@@ -264,18 +334,53 @@ static void b_share(const struct xpu_mem *m, bool expect_p2p)
 	check(r == EDQUOT, "more than the share (%" PRIu64 "): %s",
 	      (uint64_t)m->share, strerror(r));
 	close(fd);
-	for (r = 0; !r && n < 64; n++) {
+	printf("rhinet-xpu-dev: BAR2 %" PRIu64 " MiB, a file's share %" PRIu64
+	       " MiB, a user's %" PRIu64 " MiB, held %" PRIu64 " MiB\n",
+	       bar >> 20, (uint64_t)m->share >> 20, user >> 20, held >> 20);
+	/* This user's files, a share each, up to the user's share. */
+	for (r = 0; !r && n < 32; n++) {
 		fds[n] = open(XPU_DEV, O_RDWR | O_CLOEXEC);
 		if (fds[n] < 0)
 			die("open " XPU_DEV);
 		r = xpu_mem(fds[n], m->share, &got);
+		if (!r)
+			taken += got.size;
 	}
-	check(r == ENOSPC && n > 1, "files taking their share: %d, then %s",
-	      n - 1, strerror(r));
 	close(fds[--n]); /* the one refused */
-	if (n < 1)
-		return;
-	/* The last file's memory outlives it while a dma-buf holds it. */
+	check(r == EDQUOT && (uint64_t)n == mine,
+	      "one user's files taking a share each: %d, then %s (expected "
+	      "%" PRIu64 ", then EDQUOT)",
+	      n, strerror(r), mine);
+	/* Other users, a share each, until the device is full. */
+	for (r = 0; !r && n < 64; n++, others++) {
+		fds[n] = open(XPU_DEV, O_RDWR | O_CLOEXEC);
+		if (fds[n] < 0)
+			die("open " XPU_DEV);
+		r = xpu_mem_as(FIRST_UID + others, fds[n], m->share);
+		if (!r)
+			taken += m->share;
+	}
+	close(fds[--n]); /* the one refused */
+	check(r == ENOSPC && others > 1 && bar - taken < m->share,
+	      "other users, a share each: %d, then %s with %" PRIu64
+	      " MiB of %" PRIu64 " taken (expected ENOSPC, full)",
+	      others - 1, strerror(r), taken >> 20, bar >> 20);
+	if (n < 1 || others < 2)
+		goto out;
+	/* This user, at its share, gets one back when one of its files closes. */
+	if (mine) {
+		x = (int)mine - 1;
+		close(fds[x]);
+		fds[x] = open(XPU_DEV, O_RDWR | O_CLOEXEC);
+		r = xpu_mem(fds[x], m->share, &got);
+		check(!r, "a user's closed file's share, its own again: %s",
+		      strerror(r));
+	}
+	/*
+	 * The last other user's memory outlives its file while a dma-buf
+	 * holds it, then is free for that user again.
+	 */
+	x = FIRST_UID + others - 2;
 	if (expect_p2p) {
 		r = ioctl(fds[n - 1], XPU_IOC_EXPORT_DMABUF, &e) ? errno : 0;
 		check(!r, "export of a share: %s", strerror(r));
@@ -285,14 +390,15 @@ static void b_share(const struct xpu_mem *m, bool expect_p2p)
 	if (fd < 0)
 		die("open " XPU_DEV);
 	if (expect_p2p && !r) {
-		r = xpu_mem(fd, m->share, &got);
+		r = xpu_mem_as(x, fd, m->share);
 		check(r == ENOSPC, "a share held by a dma-buf: %s",
 		      strerror(r));
 		close(e.fd);
 	}
-	r = xpu_mem(fd, m->share, &got);
+	r = xpu_mem_as(x, fd, m->share);
 	check(!r, "a closed file's share, free again: %s", strerror(r));
 	close(fd);
+out:
 	while (n)
 		close(fds[--n]);
 }
@@ -333,7 +439,7 @@ static void memory_isolation(struct xpu *x, bool expect_p2p)
 		b_attacks(fd, &b, a.offset + MARK_OFF - b.offset);
 		close(fd);
 		if (!r)
-			b_share(&b, expect_p2p);
+			b_share(&b, a.size, expect_p2p);
 		_exit(failures ? 1 : 0);
 	}
 	check(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
