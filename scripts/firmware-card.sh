@@ -30,7 +30,8 @@ CFLAGS=(-march=rv32imac -mabi=ilp32 --specs=picolibc.specs
 	-ffunction-sections -fdata-sections
 	-I"$SRC/firmware/card" -I"$SRC/tests/softcore_link" -I"$SRC/firmware/include" -I"$SRC/include/hw")
 LDFLAGS=(-nostartfiles -T "$SRC/firmware/card/virt.ld" -Wl,--gc-sections)
-CARD=(firmware/card/start.S firmware/card/virt.c firmware/card/card_link.c)
+CARD=(firmware/card/start.S firmware/card/virt.c firmware/card/card_link.c
+	firmware/card/kept_doorbells.c)
 
 FORBIDDEN='^(malloc|free|calloc|realloc|aligned_alloc|posix_memalign|operator new.*|operator delete.*|__cxa_.*|pthread_.*)$'
 

@@ -156,7 +156,7 @@ main_o="$OUT/obj/firmware_main.o"
 "${PREFIX}g++" "${CXXFLAGS[@]}" -c "$SRC/firmware/card/firmware_main.cpp" \
 	-o "$main_o" || fail "firmware/card/firmware_main.cpp does not build"
 card_objs=()
-for c in start.S virt.c card_link.c transport_shm.c; do
+for c in start.S virt.c card_link.c kept_doorbells.c transport_shm.c; do
 	o="$OUT/obj/card_$c.o"
 	"${PREFIX}gcc" "${CARD_CFLAGS[@]}" -c "$SRC/firmware/card/$c" -o "$o" ||
 		fail "firmware/card/$c does not build"

@@ -10,6 +10,7 @@
 // read is queued, as the card's FIFOs would queue it.
 #include <string.h>
 
+#include "kept_doorbells.h"
 #include "link.h"
 #include "link_core.h"
 #include "rhinet/fw/card.h"
@@ -55,14 +56,9 @@ static struct {
   uint32_t trig_owner[RHN_LINK_CORE_TRIGGERS];
   uint64_t trig_pending[RHN_LINK_CORE_TRIGGERS / 64];
   bool trig_owed;
-  // Doorbells kept aside when the FIFO was full (card.h, "Full FIFO"):
-  // the latest CONTROL and ADMIN_SQ_TAIL, per EQ its latest doorbell, per
-  // (page, CQ) one arm. Handed out as entries once the FIFO is empty.
-  struct rhn_card_doorbell kept_control, kept_admin;
-  bool has_control, has_admin;
-  uint64_t kept_eq[RHN_LINK_CORE_EQS];  // CI | ARM | KEPT_EQ_VALID
-  struct rhn_card_doorbell kept_arm[RHN_LINK_CORE_KEPT_ARMS];
-  uint32_t kept;  // entries kept in all of the above
+  // Doorbells kept aside when the FIFO was full (card.h, "Full FIFO"),
+  // handed out as entries once the FIFO is empty.
+  struct rhn_kept_doorbells kept;
 
   uint8_t rx[RHN_LINK_CORE_RX_FRAMES][RHN_LINK_FRAME_MAX];
   uint32_t rx_len[RHN_LINK_CORE_RX_FRAMES];
@@ -122,98 +118,6 @@ static void read_fixed(void *dst, uint32_t want, uint32_t body) {
   rhn_lt_read(dst, want);
 }
 
-#define KEPT_EQ_VALID (1ull << 32)
-#define KEPT_ARM_VALID 0x1u  // in a kept arm's reserved0
-
-// A doorbell the full FIFO has no room for: true when it is kept aside
-// (a newer one of the same register, EQ or CQ arm takes its place), false
-// when it is lost (the engine's rescan then recovers it from the queues).
-static bool keep_lost(const struct rhn_card_doorbell *e) {
-  if (e->source == RHN_CARD_DB_REG && e->offset == RHN_REG_CONTROL) {
-    L.kept += !L.has_control;
-    L.has_control = true;
-    L.kept_control = *e;
-    return true;
-  }
-  if (e->source == RHN_CARD_DB_REG && e->offset == RHN_REG_ADMIN_SQ_TAIL) {
-    L.kept += !L.has_admin;
-    L.has_admin = true;
-    L.kept_admin = *e;
-    return true;
-  }
-  if (e->source == RHN_CARD_DB_REG && e->offset == RHN_REG_EQ_DOORBELL &&
-      e->size == 8) {
-    uint32_t eqn =
-        (uint32_t)((e->value >> RHN_EQ_DB_EQN_SHIFT) & RHN_EQ_DB_EQN_MASK);
-    if (eqn >= RHN_LINK_CORE_EQS) return false;
-    uint64_t old = L.kept_eq[eqn];
-    // The latest consumer index; an arm stays asked for until taken.
-    L.kept_eq[eqn] = (e->value & (RHN_EQ_DB_CI_MASK | RHN_EQ_DB_ARM)) |
-                     (old & RHN_EQ_DB_ARM) | KEPT_EQ_VALID;
-    L.kept += !(old & KEPT_EQ_VALID);
-    return true;
-  }
-  if (e->source == RHN_CARD_DB_PAGE && e->offset == RHN_DB_CQ_ARM) {
-    uint32_t cqn = (uint32_t)e->value & RHN_DB_QN_MASK;
-    struct rhn_card_doorbell *free_slot = 0;
-    for (uint32_t i = 0; i < RHN_LINK_CORE_KEPT_ARMS; i++) {
-      struct rhn_card_doorbell *k = &L.kept_arm[i];
-      if (!(k->reserved0 & KEPT_ARM_VALID)) {
-        if (!free_slot) free_slot = k;
-      } else if (k->page == e->page &&
-                 ((uint32_t)k->value & RHN_DB_QN_MASK) == cqn) {
-        // Arms kept together: the first request (an event for anything
-        // added since it), "solicited only" only if each one was.
-        if (!(e->value & RHN_DB_CQ_SOLICITED))
-          k->value &= ~(uint64_t)RHN_DB_CQ_SOLICITED;
-        return true;
-      }
-    }
-    // Keyed by page too: another context's arms never take this one's place.
-    if (!free_slot) return false;
-    *free_slot = *e;
-    free_slot->flags = 0;
-    free_slot->reserved0 = KEPT_ARM_VALID;
-    L.kept++;
-    return true;
-  }
-  return false;
-}
-
-// The next doorbell kept aside, in the order the engine needs them:
-// CONTROL (which may enable the admin queue) first, the admin tail last.
-static bool take_kept(struct rhn_card_doorbell *out) {
-  if (!L.kept) return false;
-  L.kept--;
-  if (L.has_control) {
-    L.has_control = false;
-    *out = L.kept_control;
-    return true;
-  }
-  for (uint32_t eqn = 0; eqn < RHN_LINK_CORE_EQS; eqn++) {
-    uint64_t w = L.kept_eq[eqn];
-    if (!(w & KEPT_EQ_VALID)) continue;
-    L.kept_eq[eqn] = 0;
-    memset(out, 0, sizeof(*out));
-    out->source = RHN_CARD_DB_REG;
-    out->offset = RHN_REG_EQ_DOORBELL;
-    out->size = 8;
-    out->value = (w & (RHN_EQ_DB_CI_MASK | RHN_EQ_DB_ARM)) |
-                 ((uint64_t)eqn << RHN_EQ_DB_EQN_SHIFT);
-    return true;
-  }
-  for (uint32_t i = 0; i < RHN_LINK_CORE_KEPT_ARMS; i++) {
-    if (!(L.kept_arm[i].reserved0 & KEPT_ARM_VALID)) continue;
-    *out = L.kept_arm[i];
-    out->reserved0 = 0;
-    L.kept_arm[i].reserved0 = 0;
-    return true;
-  }
-  L.has_admin = false;
-  *out = L.kept_admin;
-  return true;
-}
-
 static bool db_push(const struct rhn_card_doorbell *e) {
   if (L.db_head - L.db_tail == RHN_LINK_CORE_DB_FIFO) {
     L.db_overflow = true;
@@ -257,7 +161,7 @@ static void on_doorbell(uint32_t body) {
   // The MAC's state changes at once; the entry tells the engine later.
   if (e.source == RHN_CARD_DB_LINK) L.link_up = e.value != 0;
   if (L.db_head - L.db_tail == RHN_LINK_CORE_DB_FIFO) {
-    if (!keep_lost(&e)) L.db_overflow = true;
+    if (!rhn_kept_put(&L.kept, &e)) L.db_overflow = true;
     skip(body - sizeof(e));
     return;
   }
@@ -648,7 +552,7 @@ bool rhn_card_doorbell_pop(struct rhn_card_doorbell *out) {
     L.inline_free |= 1u << L.inline_held;
     L.inline_held = NO_SLOT;
   }
-  if (L.db_head == L.db_tail) return take_kept(out);
+  if (L.db_head == L.db_tail) return rhn_kept_take(&L.kept, out);
   *out = L.db[L.db_tail++ & (RHN_LINK_CORE_DB_FIFO - 1)];
   if (out->flags & RHN_CARD_DB_F_INLINE) L.inline_held = out->inline_slot;
   return true;
@@ -746,7 +650,7 @@ uint64_t rhn_card_now_ns(void) {
 void rhn_card_wait(uint64_t deadline_ns) {
   for (;;) {
     drain();
-    if (L.db_head != L.db_tail || L.kept || L.rx_head != L.rx_tail ||
+    if (L.db_head != L.db_tail || L.kept.count || L.rx_head != L.rx_tail ||
         L.now_ns >= deadline_ns)
       return;
     if (deadline_ns != L.deadline_sent) {

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kept_doorbells.h"
 #include "rhinet/hw_fw.h"
 #include "rhinet/hw_regs.h"
 
@@ -72,6 +73,9 @@ struct RhnSoftCore {
     uint8_t *outq;
     size_t out_start, out_end, out_cap;
     bool db_lost; /* doorbells dropped, DB_OVERFLOW not sent yet */
+    /* Writes with a value of their own that found the queue full: sent,
+     * the latest of each, ahead of any newer doorbell (kept_doorbells.h). */
+    struct rhn_kept_doorbells kept;
 
     uint8_t *inbuf;
     size_t in_len;
@@ -101,6 +105,7 @@ static void sc_fail(RhnSoftCore *sc, const char *fmt, ...)
 static bool sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
                         const void *wqe, bool may_drop);
 static void sc_release_frames(RhnSoftCore *sc);
+static void sc_send_kept(RhnSoftCore *sc);
 static void sc_tell_drops(RhnSoftCore *sc);
 
 static void sc_fail(RhnSoftCore *sc, const char *fmt, ...)
@@ -866,6 +871,9 @@ int rhn_sc_process(RhnSoftCore *sc)
         sc->db_lost = false;
         sc_flush(sc);
     }
+    if (sc->kept.count) {
+        sc_send_kept(sc);
+    }
     /* Room the core handed back (RX_CREDIT) goes to the frames held. */
     if (!sc->dead && (sc->rxq_end > sc->rxq_start || sc->rx_untold)) {
         sc_release_frames(sc);
@@ -890,7 +898,8 @@ bool rhn_sc_core_idle(const RhnSoftCore *sc)
     return ld_acquire(&in->consumer_sleeping) &&
            ld_acquire(&in->head) == in->tail &&
            ld_acquire(&out->head) == out->tail &&
-           sc->out_end == sc->out_start && sc->rxq_end == sc->rxq_start;
+           sc->out_end == sc->out_start && sc->rxq_end == sc->rxq_start &&
+           !sc->kept.count;
 }
 
 const char *rhn_sc_describe(const RhnSoftCore *sc, char *buf, size_t len)
@@ -949,6 +958,40 @@ int rhn_sc_run(RhnSoftCore *sc, int timeout_ms)
 
 /* ---- Towards the core ---------------------------------------------- */
 
+/* The doorbells kept aside, into the queue while it has room. */
+static void sc_send_kept(RhnSoftCore *sc)
+{
+    struct rhn_card_doorbell e;
+    bool sent = false;
+
+    while (!sc->dead && rhn_kept_take(&sc->kept, &e)) {
+        uint8_t *p = sc_begin(sc, RHN_LINK_DOORBELL, 0, sizeof(e), true);
+
+        if (!p) {
+            rhn_kept_put(&sc->kept, &e); /* its place was just freed */
+            break;
+        }
+        memcpy(p, &e, sizeof(e));
+        sc_commit(sc, sizeof(e));
+        sent = true;
+    }
+    if (sent) {
+        sc_flush(sc);
+    }
+}
+
+/* A doorbell the queue has no room for: kept aside if it can be, else lost. */
+static bool sc_keep_or_lose(RhnSoftCore *sc,
+                            const struct rhn_card_doorbell *entry)
+{
+    if (!(entry->flags & RHN_CARD_DB_F_INLINE) &&
+        rhn_kept_put(&sc->kept, entry)) {
+        return true;
+    }
+    sc->db_lost = true;
+    return false;
+}
+
 /* may_drop: an entry of the FIFO; link changes must reach the core. */
 static bool sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
                         const void *wqe, bool may_drop)
@@ -962,19 +1005,25 @@ static bool sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
         return false;
     }
     sc_send_time(sc, false);
+    /* What was kept aside is older: it goes first, or this waits too. */
+    if (may_drop && sc->kept.count) {
+        sc_send_kept(sc);
+        if (sc->kept.count) {
+            return sc_keep_or_lose(sc, entry);
+        }
+    }
     /* After a loss, the notice goes first, and only with this entry. */
     if (may_drop && sc->db_lost &&
         sc->out_end - sc->out_start + 2 * RHN_LINK_HDR_BYTES + len >
             SC_OUTQ_EVENT_CAP) {
-        return false;
+        return sc_keep_or_lose(sc, entry);
     }
     if (sc->db_lost && sc_send(sc, RHN_LINK_DB_OVERFLOW, 0, NULL, 0, true)) {
         sc->db_lost = false;
     }
     p = sc_begin(sc, RHN_LINK_DOORBELL, 0, len, may_drop);
     if (!p) {
-        sc->db_lost = true;
-        return false;
+        return may_drop ? sc_keep_or_lose(sc, entry) : false;
     }
     memcpy(p, entry, sizeof(*entry));
     if (with_wqe) {

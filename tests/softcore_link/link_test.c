@@ -855,6 +855,95 @@ static void test_device_overflow(void) {
   close(core);
 }
 
+// The device's queue towards the core full: writes that carry a value of
+// their own (CONTROL, ADMIN_SQ_TAIL, an EQ doorbell, a CQ arm) are kept
+// aside, the latest of each, and reach the core once there is room, after
+// the doorbells queued before them; queue doorbells are dropped (told by
+// one DB_OVERFLOW: the core's rescan finds them in host memory).
+static void test_device_overflow_keeps(void) {
+  static struct fake_host h;
+  static uint8_t body[RHN_LINK_MAX_BODY];
+  struct rhn_link_hdr hd;
+  int core;
+  RhnSoftCore *sc = fake_core(&h, &core, true);
+  struct rhn_card_doorbell e = {
+      .page = 1, .offset = RHN_DB_SQ, .size = 4, .source = RHN_CARD_DB_PAGE};
+  unsigned sent = 0;
+  for (; sent < 1000000; sent++) {
+    e.value = sent;
+    if (!rhn_sc_doorbell(sc, &e, NULL)) break;
+  }
+  expect(sent > 1000 && sent < 1000000, "the queue is full after %u", sent);
+#define REG(off, val, sz) \
+  { .offset = (off), .value = (val), .size = (sz), .source = RHN_CARD_DB_REG }
+#define ARM(pg, val)                                                  \
+  {                                                                   \
+    .page = (pg), .offset = RHN_DB_CQ_ARM, .value = (val), .size = 4, \
+    .source = RHN_CARD_DB_PAGE                                        \
+  }
+  const struct rhn_card_doorbell writes[] = {
+      REG(RHN_REG_CONTROL, RHN_CONTROL_ENABLE, 4),
+      REG(RHN_REG_ADMIN_SQ_TAIL, 5, 4),
+      REG(RHN_REG_EQ_DOORBELL, RHN_EQ_DB_ARM | (2ull << 32) | 4, 8),
+      ARM(3, 7 | RHN_DB_CQ_SOLICITED),
+      ARM(4, 7 | RHN_DB_CQ_SOLICITED),
+      ARM(3, 7),
+      REG(RHN_REG_CONTROL, RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE, 4),
+      REG(RHN_REG_EQ_DOORBELL, (2ull << 32) | 6, 8),
+      REG(RHN_REG_ADMIN_SQ_TAIL, 6, 4),
+  };
+  // What reaches the core: the latest CONTROL, the EQ (latest index, the
+  // arm kept), page 3's arm (no longer solicited only), page 4's, the
+  // latest admin tail.
+  const struct rhn_card_doorbell want[] = {
+      REG(RHN_REG_CONTROL, RHN_CONTROL_ENABLE | RHN_CONTROL_INTR_ENABLE, 4),
+      REG(RHN_REG_EQ_DOORBELL, RHN_EQ_DB_ARM | (2ull << 32) | 6, 8),
+      ARM(3, 7),
+      ARM(4, 7 | RHN_DB_CQ_SOLICITED),
+      REG(RHN_REG_ADMIN_SQ_TAIL, 6, 4),
+  };
+#undef REG
+#undef ARM
+  const unsigned nwrites = sizeof(writes) / sizeof(writes[0]);
+  const unsigned nwant = sizeof(want) / sizeof(want[0]);
+  for (unsigned i = 0; i < nwrites; i++)
+    expect(rhn_sc_doorbell(sc, &writes[i], NULL), "write %u kept", i);
+  e.value = sent;
+  expect(!rhn_sc_doorbell(sc, &e, NULL), "an SQ doorbell is still dropped");
+  unsigned doorbells = 0, overflows = 0, kept = 0;
+  bool in_order = true, kept_right = true, kept_last = true;
+  for (;;) {
+    rhn_sc_process(sc);
+    struct pollfd p = {.fd = core, .events = POLLIN};
+    if (poll(&p, 1, 200) <= 0) break;
+    if (!take(core, &hd, body, sizeof(body))) break;
+    overflows += hd.type == RHN_LINK_DB_OVERFLOW;
+    if (hd.type != RHN_LINK_DOORBELL) continue;
+    const struct rhn_card_doorbell *d = (const void *)body;
+    if (d->offset == RHN_DB_SQ && d->source == RHN_CARD_DB_PAGE) {
+      in_order &= d->value == doorbells;
+      kept_last &= kept == 0;
+      doorbells++;
+      continue;
+    }
+    if (kept < nwant)
+      kept_right &=
+          d->page == want[kept].page && d->offset == want[kept].offset &&
+          d->value == want[kept].value && d->size == want[kept].size &&
+          d->source == want[kept].source;
+    kept++;
+  }
+  expect(doorbells == sent && in_order, "%u of %u SQ doorbells came, in order",
+         doorbells, sent);
+  expect(kept == nwant && kept_right && kept_last,
+         "%u kept writes came (%u expected), as the latest of each, after "
+         "the doorbells queued before them",
+         kept, nwant);
+  expect(overflows == 1, "one DB_OVERFLOW (%u)", overflows);
+  rhn_sc_free(sc);
+  close(core);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s FIRMWARE.elf\n", argv[0]);
@@ -865,6 +954,7 @@ int main(int argc, char **argv) {
   test_bad_input();
   test_random_input();
   test_device_overflow();
+  test_device_overflow_keeps();
   test_script();
   test_core_vanishes();
   test_device_closes();
