@@ -8,6 +8,7 @@
 //   --expect-local L0,L1,..   RHINET_LOCAL_RANK of each rank
 //   --expect-host H0,H1,..    the host each rank runs on (fake rsh only)
 //   --quoted STR              STR must be the literal kQuoted below
+//   --expect-cwd DIR          every rank starts in DIR
 //   --fail-rank R --code C    rank R exits C after the exchange; the others
 //                             then sleep until stopped
 //   --fail-before-join R      rank R exits C before the exchange
@@ -69,6 +70,7 @@ std::string env(const char* name) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> expect_local, expect_host;
+  std::string expect_cwd;
   long fail_rank = -1, fail_before = -1, exit_before = -1, die_after = -1;
   long code = 1;
   long sleep_s = 0, barriers = 2;
@@ -79,6 +81,8 @@ int main(int argc, char** argv) {
       expect_local = split(argv[++i]);
     else if (a == "--expect-host" && more)
       expect_host = split(argv[++i]);
+    else if (a == "--expect-cwd" && more)
+      expect_cwd = argv[++i];
     else if (a == "--quoted" && more) {
       const std::string q = argv[++i];
       check(q == kQuoted, "--quoted arrived as [" + q + "]");
@@ -134,6 +138,14 @@ int main(int argc, char** argv) {
     check(static_cast<long>(expect_host.size()) == size &&
               expect_host[static_cast<std::size_t>(rank)] == host,
           "rank " + rank_s + " runs on [" + host + "]");
+
+  if (!expect_cwd.empty()) {
+    char here[4096];
+    const bool got = getcwd(here, sizeof(here)) != nullptr;
+    check(got && expect_cwd == here, "rank " + rank_s + " starts in [" +
+                                         (got ? here : "?") + "], not [" +
+                                         expect_cwd + "]");
+  }
 
   if (sleep_s) sleep(static_cast<unsigned>(sleep_s));
   if (rank == fail_before) return static_cast<int>(code);

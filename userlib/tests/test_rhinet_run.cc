@@ -38,7 +38,8 @@ struct Outcome {
 // RHINET_GRANT_CMD is the fake rhinet-group unless `env` says otherwise);
 // kills it after `limit_s`.
 Outcome rhinet_run(const std::vector<std::string>& args, int limit_s = 60,
-                   const std::vector<std::string>& env = {}) {
+                   const std::vector<std::string>& env = {},
+                   const char* cwd = nullptr) {
   std::vector<std::string> all = {RHINET_RUN_BIN};
   all.insert(all.end(), args.begin(), args.end());
   int out[2], err[2];
@@ -50,6 +51,7 @@ Outcome rhinet_run(const std::vector<std::string>& args, int limit_s = 60,
     dup2(out[1], 1);
     dup2(err[1], 2);
     setenv("RHINET_GRANT_CMD", "/bin/sh " FAKE_GROUP, 1);
+    if (cwd && chdir(cwd) != 0) _exit(98);
     for (const auto& kv : env) {
       const auto eq = kv.find('=');
       setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
@@ -199,6 +201,39 @@ TEST(RhinetRun, RemoteHostsGoThroughTheRemoteShell) {
   EXPECT_TRUE(has(r.err, "rank 3 on " + h[1] + ": /bin/sh"));
   EXPECT_TRUE(has(r.err, " env "));
   EXPECT_TRUE(has(r.err, "rendezvous 127.0.0.1:"));
+}
+
+TEST(RhinetRun, RanksStartInTheLaunchersDirectory) {
+  // As mpirun's: "./prog" and relative paths work on every host. The fake
+  // rsh starts in /, as ssh starts in the home directory.
+  const auto h = foreign_hosts();
+  ASSERT_EQ(h.size(), 2u);
+  char tmpl[] = "/tmp/rhinet-run-wdir.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const Outcome r = rhinet_run(
+      {"-n", "3", "-N", "1", "--hosts", "localhost," + h[0] + "," + h[1],
+       "--rsh", std::string("/bin/sh ") + FAKE_RSH, "--advertise", "127.0.0.1",
+       PROBE_BIN, "--expect-cwd", dir},
+      60, {}, dir.c_str());
+  expect_consistent(r, 3, {"0/1", "0/1", "0/1"});
+  // --wdir names another directory, for local and remote ranks alike.
+  const Outcome w = rhinet_run(
+      {"-n", "2", "-N", "1", "--hosts", "localhost," + h[0], "--rsh",
+       std::string("/bin/sh ") + FAKE_RSH, "--advertise", "127.0.0.1", "--wdir",
+       "/tmp", PROBE_BIN, "--expect-cwd", "/tmp"},
+      60, {}, dir.c_str());
+  expect_consistent(w, 2, {"0/1", "0/1"});
+  rmdir(dir.c_str());
+  // A --wdir that does not exist fails the ranks, with the reason.
+  const Outcome bad =
+      rhinet_run({"-n", "1", "--wdir", "/nonexistent/rhinet-run", PROBE_BIN});
+  EXPECT_NE(bad.code, 0) << bad.err;
+  EXPECT_TRUE(has(bad.err, "cannot change to --wdir /nonexistent/rhinet-run"))
+      << bad.err;
+  const Outcome rel = rhinet_run({"-n", "1", "--wdir", "tmp", PROBE_BIN});
+  EXPECT_EQ(rel.code, 2) << rel.err;
+  EXPECT_TRUE(has(rel.err, "--wdir wants an absolute directory")) << rel.err;
 }
 
 TEST(RhinetRun, OversubscribeWrapsAroundTheHosts) {

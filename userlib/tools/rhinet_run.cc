@@ -190,7 +190,20 @@ void Launcher::start(Rank& r, const std::vector<std::string>& env) {
   } else {
     args = o_.rsh;
     args.push_back(r.host);
-    // The remote side runs this through a shell: quote every word.
+    // The remote side runs this through a shell: quote every word. It
+    // starts where this one runs, as mpirun's ranks do; a host without
+    // that directory keeps the remote shell's, unless --wdir named it.
+    if (!o_.wdir.empty()) {
+      args.push_back("cd");
+      args.push_back(quote(o_.wdir));
+      if (o_.wdir_given) {
+        args.push_back("&&");
+      } else {
+        args.push_back("2>/dev/null");
+        args.push_back(";");
+      }
+    }
+    args.push_back("exec");
     args.push_back("env");
     for (const auto& kv : o_.exports) args.push_back(quote(kv));
     for (const auto& kv : env) args.push_back(quote(kv));
@@ -231,6 +244,11 @@ void Launcher::start(Rank& r, const std::vector<std::string>& env) {
     if (const int fd = open("/dev/null", O_RDONLY); fd >= 0) {
       dup2(fd, 0);
       if (fd > 0) close(fd);
+    }
+    if (r.local && o_.wdir_given && chdir(o_.wdir.c_str()) != 0) {
+      std::fprintf(stderr, "%s: rank %u: cannot change to --wdir %s: %s\n", kMe,
+                   r.rank, o_.wdir.c_str(), std::strerror(errno));
+      _exit(127);
     }
     execvpe(argv[0], argv.data(), ev.data());
     const int e = errno;
@@ -621,6 +639,14 @@ Launcher* g_launcher = nullptr;
 
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
+  if (o.wdir.empty()) {
+    // Remote ranks start here too (a directory that cannot be named is
+    // left to the remote shell).
+    if (char* cwd = getcwd(nullptr, 0)) {
+      o.wdir = cwd;
+      std::free(cwd);
+    }
+  }
   Launcher l(std::move(o));
   g_launcher = &l;
   g_at_fatal = [] { g_launcher->revoke(); };

@@ -30,6 +30,10 @@ struct Options {
   std::string iface, advertise;
   long port = 0;
   std::vector<std::string> exports;  // NAME=VALUE
+  // Where the ranks start: --wdir, else this process's working directory
+  // (remote ranks fall back to the remote shell's when it has none).
+  std::string wdir;
+  bool wdir_given = false;
   std::optional<long> timeout_s;
   bool verbose = false;
   // A group the administrator granted (--group, --token-file), else the

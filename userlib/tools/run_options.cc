@@ -74,6 +74,9 @@ void print_help() {
       "                         (default: the first non-loopback IPv4 "
       "address)\n"
       "      --port P           rendezvous port (default: any free one)\n"
+      "      --wdir DIR         the ranks' working directory (default: this\n"
+      "                         one; where a remote host lacks it, the\n"
+      "                         remote shell's)\n"
       "  -x NAME[=VALUE]        also set NAME for remote ranks (its value "
       "here,\n"
       "                         or VALUE); repeatable\n"
@@ -203,6 +206,7 @@ Options parse(int argc, char** argv) {
     kGroup,
     kTokenFile,
     kGrantCmd,
+    kWdir,
     kVersion
   };
   static const option longs[] = {
@@ -219,6 +223,7 @@ Options parse(int argc, char** argv) {
       {"group", required_argument, nullptr, kGroup},
       {"token-file", required_argument, nullptr, kTokenFile},
       {"grant-cmd", required_argument, nullptr, kGrantCmd},
+      {"wdir", required_argument, nullptr, kWdir},
       {"verbose", no_argument, nullptr, 'v'},
       {"help", no_argument, nullptr, 'h'},
       {"version", no_argument, nullptr, kVersion},
@@ -289,6 +294,13 @@ Options parse(int argc, char** argv) {
       case kGrantCmd:
         o.grant_cmd = split_blanks(optarg);
         if (o.grant_cmd.empty()) usage_error("--grant-cmd wants a command");
+        break;
+      case kWdir:
+        if (!*optarg || optarg[0] != '/')
+          usage_error(std::string("--wdir wants an absolute directory, not '") +
+                      optarg + "'");
+        o.wdir = optarg;
+        o.wdir_given = true;
         break;
       case 'x': {
         std::string kv = optarg;
