@@ -114,9 +114,13 @@ cluster-workload: build
 		--arg $(ROUNDS) --timeout 600 --out $(BUILD_DIR)/vm/main-run
 	@grep -h "PASS\|counters" $(BUILD_DIR)/vm/main-run/node*.log
 
-# Interactive: NODES nodes, a shell on node 0's console.
+# A user's job (scripts/rhinet-cluster, Documentation/userlib/running.md):
+# NODES nodes with the driver, addresses, ssh and userlib; COPY's files in
+# /job; RUN on node 0 (its output and status returned), or without RUN a
+# shell on node 0's console in the same environment.
 cluster: build
-	bash tests/vm/run-cluster.sh -n $(NODES) --shell 0
+	bash scripts/rhinet-cluster -n $(NODES) $(foreach c,$(COPY),-c $(c)) \
+		$(if $(RUN),-- "$(RUN)",--shell)
 
 # The main job (scripts/main.sh, whose quick variant make test runs as
 # vm_main): rdma-core clients over rhinet0 beside soft-RoCE, UCX and Open

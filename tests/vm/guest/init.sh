@@ -73,6 +73,8 @@ batch)
 	;;
 shell)
 	echo "rhinet-init: shell on node $NODE; 'rhinet-vm-exit 0' powers off"
+	# A user's job (scripts/rhinet-cluster --shell) sets the node up first.
+	[ -r /job/.profile ] && . /job/.profile
 	setsid cttyhack sh -l
 	rhinet-vm-exit 0
 	;;
