@@ -58,7 +58,8 @@ resolves_under() {
 		grep 'not found' <<<"$out"
 	fi
 	for lib in "$@"; do
-		where=$(awk -v l="$lib" '$1 == l { print $3 }' <<<"$out")
+		where=$(awk -v l="$lib" '$1 == l && $3 != "not" { print $3 }' <<<"$out")
+		[[ -z $where ]] || where=$(realpath -m "$where")
 		[[ $where == "$dir"/* ]] ||
 			fail "$bin: $lib resolves to '${where:-nothing}', not under $dir"
 	done
@@ -101,6 +102,14 @@ fi
 for lib in "$USERLIB" "$LIBDIR/librhinetdv.so.1"; do
 	readelf -d "$lib" | grep -q 'RUNPATH.*\[\$ORIGIN\]' ||
 		fail "$lib has no RUNPATH \$ORIGIN"
+done
+# No installed file keeps a path into the build tree or an empty RUNPATH
+# entry (the loader would search the current directory).
+for f in "$P"/bin/* "$LIBDIR"/*.so*; do
+	rp=$(readelf -d "$f" 2>/dev/null | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+	if [[ $rp == *"$BUILD"* || $rp == :* || $rp == *: || $rp == *::* ]]; then
+		fail "$f: RUNPATH '$rp'"
+	fi
 done
 resolves_under "$USERLIB" "$LIBDIR" librhinetdv.so.1
 resolves_under "$P/bin/rhinet_hello_push" "$LIBDIR" librhinet_user.so.0 \
@@ -157,8 +166,13 @@ if ! DESTDIR=$D confined cmake --install "$BUILD" --prefix /usr \
 	fail "DESTDIR=$D cmake --install --prefix /usr failed:"
 	tail -5 "$T/install-d.log"
 fi
-out=$(outside_of "$D")
-[[ -z $out ]] || fail "installed outside DESTDIR $D: $out"
+# The manifest names the files without DESTDIR: each is under /usr or
+# /etc, and there under $D (writing anywhere else failed above).
+out=$(grep -v -e '^/usr/' -e '^/etc/' "$BUILD/install_manifest.txt")
+[[ -z $out ]] || fail "installed outside /usr and /etc: $out"
+while read -r f; do
+	[[ -e $D$f || -L $D$f ]] || fail "$f is not under DESTDIR $D"
+done <"$BUILD/install_manifest.txt"
 [[ -f $D/etc/libibverbs.d/rhinet.driver ]] ||
 	fail "no $D/etc/libibverbs.d/rhinet.driver"
 dlink=$(find "$D/usr" -path '*/libibverbs/librhinet-rdmav34.so' -print -quit)
