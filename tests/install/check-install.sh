@@ -34,6 +34,7 @@ confined() {
 		"$@"
 		return
 	fi
+	# shellcheck disable=SC2016 # expanded by the inner shell
 	unshare -m --propagation private sh -c '
 		t=$1 b=$2
 		shift 2
@@ -67,6 +68,7 @@ resolves_under() {
 
 # 1. A private prefix.
 P=$T/p
+rm -f "$BUILD/install_manifest.txt"
 if ! confined cmake --install "$BUILD" --prefix "$P" >"$T/install-p.log" 2>&1; then
 	fail "cmake --install --prefix $P failed:"
 	tail -5 "$T/install-p.log"
@@ -100,6 +102,7 @@ fi
 
 # RUNPATH: libraries find each other from their own place.
 for lib in "$USERLIB" "$LIBDIR/librhinetdv.so.1"; do
+	# shellcheck disable=SC2016 # a literal $ORIGIN
 	readelf -d "$lib" | grep -q 'RUNPATH.*\[\$ORIGIN\]' ||
 		fail "$lib has no RUNPATH \$ORIGIN"
 done
@@ -119,6 +122,15 @@ resolves_under "$P/bin/rhinetdv_pingpong" "$LIBDIR" librhinetdv.so.1
 resolves_under "$P/bin/rhinet-run" "$LIBDIR"
 "$P/bin/rhinet-run" --help >"$T/run-help.txt" 2>&1 ||
 	fail "installed rhinet-run --help: $(head -3 "$T/run-help.txt")"
+
+# A prefix the user cannot write: cmake --install fails and names it.
+if confined cmake --install "$BUILD" --prefix /opt/rhinet-install-test \
+	>"$T/install-ro.log" 2>&1; then
+	fail "cmake --install into an unwritable prefix succeeded"
+elif ! grep -q /opt/rhinet-install-test "$T/install-ro.log"; then
+	fail "cmake --install into an unwritable prefix: no message naming it"
+fi
+[[ ! -e /opt/rhinet-install-test ]] || fail "/opt/rhinet-install-test was written"
 
 # 2. Out-of-tree programs: a copy of an example, built with the CMake
 # package and with pkg-config, and no flags beyond the documented ones.
@@ -142,6 +154,7 @@ else
 fi
 
 export PKG_CONFIG_PATH=$LIBDIR/pkgconfig
+# shellcheck disable=SC2046 # the documented command splits pkg-config's words
 if g++ -std=c++20 $(pkg-config --cflags rhinet-user) "$T/app/app.cc" \
 	-o "$T/app/app-pc" $(pkg-config --libs rhinet-user) \
 	>"$T/app-pc.log" 2>&1; then
@@ -161,6 +174,7 @@ resolves_under "$T/moved/bin/rhinet_hello_push" "$T/moved/${LIBDIR#"$P"/}" \
 # 3. DESTDIR staging for /usr: everything under it, the driver file where
 # libibverbs reads it (/etc/libibverbs.d) once the tree is unpacked.
 D=$T/d
+rm -f "$BUILD/install_manifest.txt"
 if ! DESTDIR=$D confined cmake --install "$BUILD" --prefix /usr \
 	>"$T/install-d.log" 2>&1; then
 	fail "DESTDIR=$D cmake --install --prefix /usr failed:"
