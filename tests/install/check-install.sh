@@ -43,6 +43,12 @@ confined() {
 		exec "$@"' sh "$T" "$BUILD" "$@"
 }
 
+if [[ $(id -u) -eq 0 ]] && ! unshare -m --propagation private true 2>/dev/null; then
+	echo "FAIL: root, but no mount namespace (unshare -m) to make / read-only;" \
+		"run as a user who cannot write outside the prefix"
+	exit 1
+fi
+
 # outside_of DIR: manifest entries that are not under DIR.
 outside_of() {
 	grep -v "^$1/" "$BUILD/install_manifest.txt"
