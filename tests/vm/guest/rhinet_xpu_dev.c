@@ -1154,6 +1154,11 @@ static void lanes_add(struct dev_side *d, int gid_index)
 		      c.count[XPU_CNT_P2P_WR_BYTES] == 8 * adds,
 	      "one 8-byte peer-to-peer write per add: %" PRIu64,
 	      (uint64_t)c.count[XPU_CNT_P2P_WR_COUNT]);
+	/* per add WRITE64, two ALUs, BRANCH; per lane FADD and STOP */
+	check(c.count[XPU_CNT_CMDS] == 4 * adds + 2 * lanes,
+	      "the lanes ran their loops and nothing else: %" PRIu64
+	      " commands",
+	      (uint64_t)c.count[XPU_CNT_CMDS]);
 	check(rhinetdv_trigger_add(t, 1) == 0, "the CPU adds one more");
 	expect_fired(&p, 1, "then the WRITE parked beyond the sum");
 	sum++;
