@@ -24,6 +24,14 @@
  * next import; another process cannot give back the first one's window
  * (EBUSY), nor anyone a window that is free (ENOENT).
  *
+ * Last, trigger adds from the device (issue 37): every lane (up to 8) rings
+ * ADDS_PER_LANE adds of its own values on one trigger counter through a
+ * window onto the doorbell page, far more than the NIC's kick FIFO holds.
+ * A WRITE parked at the exact sum fires once, one parked a unit beyond it
+ * waits for the CPU's add; no add is dropped, each is one peer-to-peer
+ * write, none touches host RAM. Through another context's page the NIC
+ * drops the add; a lane with no window faults WINDOW and nothing moves.
+ *
  * First of all, each file's memory is its own (XPU_IOC_MEM): another
  * process, with memory of its own on the same xpu, cannot map the server's
  * memory, export a dma-buf of it, nor run a lane STORE, COPY (either way)
@@ -101,7 +109,11 @@ struct wire {
 	uint32_t pad;
 };
 
-/* Runs @lane from @pc and waits; the lane's status, error in *err. */
+/*
+ * Runs @lane from @pc and waits; the lane's status, error in *err. A lane
+ * that has just signalled its end in memory may not have reached its STOP
+ * yet: EBUSY then, for a moment.
+ */
 static uint32_t lane_run(struct xpu *x, uint32_t lane, uint32_t pc,
 			 uint32_t *err)
 {
@@ -109,10 +121,15 @@ static uint32_t lane_run(struct xpu *x, uint32_t lane, uint32_t pc,
 				   .pc = pc,
 				   .flags = XPU_RUN_WAIT,
 				   .timeout_ms = 20000};
+	int r = EBUSY;
 
-	if (ioctl(x->fd, XPU_IOC_LANE_RUN, &run)) {
-		check(false, "XPU_IOC_LANE_RUN lane %u: %s", lane,
-		      strerror(errno));
+	for (int i = 0; i < 1000 && r == EBUSY; i++) {
+		r = ioctl(x->fd, XPU_IOC_LANE_RUN, &run) ? errno : 0;
+		if (r == EBUSY)
+			usleep(1000);
+	}
+	if (r) {
+		check(false, "XPU_IOC_LANE_RUN lane %u: %s", lane, strerror(r));
 		return XPU_LANE_IDLE;
 	}
 	*err = run.error;
@@ -868,6 +885,336 @@ static uint32_t revoked(struct dev_side *d)
 	return window;
 }
 
+/* ---- a burst of trigger adds rung by the lanes ---------------------------- */
+
+#define ADD_LANES_MAX 8u
+#define ADDS_PER_LANE 8192u /* 4 lanes: 32 times the NIC's kick FIFO */
+#define ADD_PROG_OFF 0x20000u /* lane L's program at + L * ADD_PROG_LEN */
+#define ADD_PROG_LEN 0x400u
+#define ADD_DATA_OFF 0x24000u /* lane L's words at + L * ADD_DATA_LEN */
+#define ADD_DATA_LEN 64u
+#define ADD_DONE_OFF 0x25000u /* each lane adds 1 here at its end */
+#define ADD_W_VALUE 0u /* the doorbell word the lane writes next */
+#define ADD_W_COUNT 8u /* adds rung so far */
+#define ADD_W_SCRATCH 16u /* what FADD reads back */
+#define TRIG_BUF (64u << 10)
+#define TRIG_LEN 256u /* bytes per WRITE: at the sum, and beyond it */
+
+/* Lane @l's first addend; its k-th add is that plus k. */
+static uint32_t lane_addend(uint32_t l)
+{
+	return 1 + 7 * l;
+}
+
+/* What lane @l adds in all: ADDS_PER_LANE addends from lane_addend(l) on. */
+static uint64_t lane_sum(uint32_t l)
+{
+	const uint64_t n = ADDS_PER_LANE;
+
+	return n * lane_addend(l) + n * (n - 1) / 2;
+}
+
+/*
+ * Lane @l's program: one 8-byte write of its doorbell word to the page's
+ * TRIGGER doorbell (the store rhinetdv_trigger_add makes), the addend in
+ * the word's high half moved on by 1, the count by 1, back until
+ * ADDS_PER_LANE adds are rung; then 1 added to the done word.
+ */
+static void build_adder(struct xpu *x, uint32_t l, uint64_t db_bus,
+			uint32_t handle)
+{
+	const uint64_t pc0 = ADD_PROG_OFF + (uint64_t)l * ADD_PROG_LEN;
+	const uint64_t data = ADD_DATA_OFF + (uint64_t)l * ADD_DATA_LEN;
+	volatile uint64_t *w = (volatile uint64_t *)(x->mem + data);
+	uint64_t pc = pc0;
+
+	w[ADD_W_VALUE / 8] = rhn_db_trigger_value(handle, lane_addend(l));
+	w[ADD_W_COUNT / 8] = 0;
+	xpu_put_cmd(x, pc, XPU_OP_WRITE64, XPU_IND_IMM, 0, 0,
+		    db_bus + RHN_DB_TRIGGER, data + ADD_W_VALUE);
+	pc += XPU_CMD_SIZE;
+	xpu_put_cmd(x, pc, XPU_OP_ALU, 0, XPU_ALU_ADD, data + ADD_W_VALUE,
+		    data + ADD_W_VALUE, 1ull << RHN_DB_TRIGGER_ADDEND_SHIFT);
+	pc += XPU_CMD_SIZE;
+	xpu_put_cmd(x, pc, XPU_OP_ALU, 0, XPU_ALU_ADD, data + ADD_W_COUNT,
+		    data + ADD_W_COUNT, 1);
+	pc += XPU_CMD_SIZE;
+	xpu_put_cmd(x, pc, XPU_OP_BRANCH, 0, XPU_COND_LT, data + ADD_W_COUNT,
+		    ADDS_PER_LANE, pc0);
+	pc += XPU_CMD_SIZE;
+	xpu_put_cmd(x, pc, XPU_OP_FADD, 0, 0, ADD_DONE_OFF,
+		    data + ADD_W_SCRATCH, 1);
+	pc += XPU_CMD_SIZE;
+	xpu_put_cmd(x, pc, XPU_OP_STOP, 0, 0, 0, 0, 0);
+}
+
+/* Two RC QPs of @ctx connected to each other: WRITEs go from qp[0]. */
+struct trig_pair {
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp[2];
+};
+
+static void trig_pair_make(struct ibv_context *ctx, int gid_index,
+			   struct trig_pair *p)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.cap = {.max_send_wr = 4,
+			.max_recv_wr = 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+		.comp_mask =
+			IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE,
+	};
+	uint8_t gid[16];
+
+	p->mr = alloc_buffer(ctx, TRIG_BUF, &p->pd, &p->buf);
+	p->cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	if (!p->mr || !p->cq)
+		die("MR/CQ for the triggered WRITEs");
+	a.pd = p->pd;
+	a.send_cq = a.recv_cq = p->cq;
+	for (int q = 0; q < 2; q++) {
+		p->qp[q] = ibv_create_qp_ex(ctx, &a);
+		if (!p->qp[q])
+			die("ibv_create_qp_ex");
+	}
+	local_gid(ctx, gid_index, gid);
+	rc_connect(p->qp[0], "trigger QP 0", p->qp[1]->qp_num, gid, gid_index,
+		   1);
+	rc_connect(p->qp[1], "trigger QP 1", p->qp[0]->qp_num, gid, gid_index,
+		   1);
+	pattern_fill(p->buf, TRIG_LEN * 2, 11);
+}
+
+static void trig_pair_destroy(struct trig_pair *p)
+{
+	ibv_destroy_qp(p->qp[0]);
+	ibv_destroy_qp(p->qp[1]);
+	ibv_destroy_cq(p->cq);
+	ibv_dereg_mr(p->mr);
+	ibv_dealloc_pd(p->pd);
+	free(p->buf);
+}
+
+/* WRITE @i (bytes [i * TRIG_LEN, +TRIG_LEN) to the buffer's second half)
+ * parked on @t until it reaches @threshold; ibv_wr_complete's result.
+ */
+static int park_write(struct trig_pair *p, uint32_t i,
+		      struct rhinetdv_trigger *t, uint64_t threshold)
+{
+	struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(p->qp[0]);
+	struct rhinetdv_wr_trigger wt = {.comp_mask =
+						 RHINETDV_WR_TRIGGER_COUNTER,
+					 .counter = t,
+					 .threshold = threshold};
+	int err;
+
+	ibv_wr_start(qx);
+	qx->wr_id = 0x7700 + i;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qx, p->mr->rkey,
+			  (uintptr_t)(p->buf + TRIG_BUF / 2 + i * TRIG_LEN));
+	ibv_wr_set_sge(qx, p->mr->lkey, (uintptr_t)(p->buf + i * TRIG_LEN),
+		       TRIG_LEN);
+	err = rhinetdv_wr_set_trigger(qx, &wt, sizeof(wt));
+	return ibv_wr_complete(qx) ?: err;
+}
+
+/* Whether WRITE @i's bytes landed. */
+static bool write_landed(struct trig_pair *p, uint32_t i)
+{
+	return !memcmp(p->buf + TRIG_BUF / 2 + i * TRIG_LEN,
+		       p->buf + i * TRIG_LEN, TRIG_LEN);
+}
+
+/* The counter's value once it reads @want, or the last read after 2 s. */
+static uint64_t trigger_value(struct rhinetdv_trigger *t, uint64_t want)
+{
+	uint64_t v = ~0ull;
+	double end = now() + 2.0;
+	int r;
+
+	do {
+		r = rhinetdv_trigger_read(t, &v);
+		if (r)
+			check(false, "rhinetdv_trigger_read: %s", strerror(r));
+		if (r || v == want)
+			break;
+		usleep(1000);
+	} while (now() < end);
+	return v;
+}
+
+/* One completion of WRITE @i, successful, within 5 s. */
+static void expect_fired(struct trig_pair *p, uint32_t i, const char *what)
+{
+	struct ibv_wc wc;
+	int got = poll_cq_for(p->cq, &wc, 1, 5000);
+
+	check(got == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 0x7700 + i,
+	      "%s: %d completions, status %s, wr_id %#" PRIx64, what, got,
+	      got == 1 ? ibv_wc_status_str(wc.status) : "-",
+	      got == 1 ? wc.wr_id : 0);
+	check(write_landed(p, i), "%s: its bytes landed", what);
+}
+
+/*
+ * The lanes ring the counter: every lane of the xpu (up to 8) at once, a
+ * loop of ADDS_PER_LANE adds each with values of its own, all through a
+ * window onto the context's doorbell page. A WRITE parked at the exact sum
+ * of them all fires once; one parked a unit beyond it waits for one more
+ * add (by the CPU). No add is lost or dropped although there are far more
+ * than the NIC's kick FIFO holds, and each is one 8-byte peer-to-peer
+ * write of the xpu, none reaching host RAM.
+ */
+static void lanes_add(struct dev_side *d, int gid_index)
+{
+	const uint32_t lanes = d->x.info.lanes < ADD_LANES_MAX ? d->x.info.lanes
+							       : ADD_LANES_MAX;
+	const uint64_t adds = (uint64_t)lanes * ADDS_PER_LANE;
+	volatile uint64_t *done =
+		(volatile uint64_t *)(d->x.mem + ADD_DONE_OFF);
+	struct rhinetdv_trigger_init_attr ta = {0};
+	struct rhinetdv_trigger *t;
+	uint64_t sum = 0, v, fired0, dropped0, lost0;
+	struct trig_pair p;
+	struct xpu_import imp;
+	struct xpu_counters c;
+	struct ibv_wc wc;
+	uint32_t st, err = 0;
+	double t0;
+	int r, got;
+
+	r = xpu_import(d->x.fd, d->db_fd, (1u << lanes) - 1, &imp);
+	check(!r, "the doorbell imported for %u lanes: %s", lanes, strerror(r));
+	t = rhinetdv_create_trigger(d->ctx, &ta, sizeof(ta));
+	check(t, "a trigger counter: %s", strerror(errno));
+	if (r || !t)
+		return;
+	trig_pair_make(d->ctx, gid_index, &p);
+	for (uint32_t l = 0; l < lanes; l++) {
+		sum += lane_sum(l);
+		build_adder(&d->x, l, imp.bus_addr, t->handle);
+	}
+	check(!park_write(&p, 0, t, sum) && !park_write(&p, 1, t, sum + 1),
+	      "two WRITEs parked, at %" PRIu64 " and a unit beyond", sum);
+	*done = 0;
+	if (ioctl(d->x.fd, XPU_IOC_CLEAR_COUNTERS))
+		die("XPU_IOC_CLEAR_COUNTERS");
+	fired0 = ib_hw_counter(d->dev, "trigger_fired");
+	dropped0 = ib_hw_counter(d->dev, "trigger_dropped_adds");
+	lost0 = ib_hw_counter(d->dev, "kick_overflows");
+	t0 = now();
+	for (uint32_t l = 0; l < lanes; l++) {
+		struct xpu_lane_run run = {
+			.lane = l, .pc = ADD_PROG_OFF + l * ADD_PROG_LEN};
+
+		r = ioctl(d->x.fd, XPU_IOC_LANE_RUN, &run) ? errno : 0;
+		check(!r, "lane %u started: %s", l, strerror(r));
+	}
+	while (*done < lanes && now() < t0 + 60)
+		usleep(1000);
+	check(*done == lanes, "%u lanes rang their adds (%" PRIu64 ")", lanes,
+	      (uint64_t)*done);
+	expect_fired(&p, 0, "the WRITE parked at the lanes' sum");
+	v = trigger_value(t, sum);
+	check(v == sum,
+	      "the value is the sum of the %" PRIu64 " adds: %" PRIu64
+	      ", expected %" PRIu64,
+	      adds, v, sum);
+	got = poll_cq_for(p.cq, &wc, 1, 300);
+	check(got == 0 && !write_landed(&p, 1),
+	      "the WRITE parked beyond the sum waits (%d completions)", got);
+	check(ib_hw_counter(d->dev, "trigger_fired") == fired0 + 1,
+	      "trigger_fired moved by one");
+	check(ib_hw_counter(d->dev, "trigger_dropped_adds") == dropped0,
+	      "no add dropped");
+	if (ioctl(d->x.fd, XPU_IOC_COUNTERS, &c))
+		die("XPU_IOC_COUNTERS");
+	printf("rhinet-xpu-dev server: %u lanes, %" PRIu64
+	       " trigger adds in %.2f s: xpu p2p wr %" PRIu64 " (%" PRIu64
+	       " B), host rd %" PRIu64 " wr %" PRIu64 ", cmds %" PRIu64
+	       "; NIC kick_overflows +%" PRIu64 "\n",
+	       lanes, adds, now() - t0, (uint64_t)c.count[XPU_CNT_P2P_WR_COUNT],
+	       (uint64_t)c.count[XPU_CNT_P2P_WR_BYTES],
+	       (uint64_t)c.count[XPU_CNT_HOST_RD_COUNT],
+	       (uint64_t)c.count[XPU_CNT_HOST_WR_COUNT],
+	       (uint64_t)c.count[XPU_CNT_CMDS],
+	       ib_hw_counter(d->dev, "kick_overflows") - lost0);
+	check(c.count[XPU_CNT_HOST_RD_COUNT] == 0 &&
+		      c.count[XPU_CNT_HOST_WR_COUNT] == 0 &&
+		      c.count[XPU_CNT_FAULTS] == 0,
+	      "the lanes touched no host RAM and did not fault");
+	check(c.count[XPU_CNT_P2P_WR_COUNT] == adds &&
+		      c.count[XPU_CNT_P2P_WR_BYTES] == 8 * adds,
+	      "one 8-byte peer-to-peer write per add: %" PRIu64,
+	      (uint64_t)c.count[XPU_CNT_P2P_WR_COUNT]);
+	/* per add WRITE64, two ALUs, BRANCH; per lane FADD and STOP */
+	check(c.count[XPU_CNT_CMDS] == 4 * adds + 2 * lanes,
+	      "the lanes ran their loops and nothing else: %" PRIu64
+	      " commands",
+	      (uint64_t)c.count[XPU_CNT_CMDS]);
+	check(rhinetdv_trigger_add(t, 1) == 0, "the CPU adds one more");
+	expect_fired(&p, 1, "then the WRITE parked beyond the sum");
+	sum++;
+
+	/*
+	 * Another context's doorbell page, live, reached by lane 0: the add
+	 * names this context's counter, so the NIC drops it and counts it.
+	 */
+	{
+		struct ibv_context *ctx2 = open_device(d->dev);
+		int fd2 = rhinetdv_export_doorbell(ctx2, NULL, 0);
+		struct xpu_import imp2;
+
+		r = fd2 < 0 ? errno : xpu_import(d->x.fd, fd2, 1, &imp2);
+		check(!r, "another context's page imported for lane 0: %s",
+		      strerror(r));
+		if (!r) {
+			build_adder(&d->x, 0, imp2.bus_addr, t->handle);
+			/* one add, then STOP */
+			xpu_put_cmd(&d->x, ADD_PROG_OFF + XPU_CMD_SIZE,
+				    XPU_OP_STOP, 0, 0, 0, 0, 0);
+			st = lane_run(&d->x, 0, ADD_PROG_OFF, &err);
+			check(st == XPU_LANE_DONE,
+			      "lane 0 writes the other page: %u, %u", st, err);
+			v = hw_counter_past(d->dev, "trigger_dropped_adds",
+					    dropped0);
+			check(v == dropped0 + 1,
+			      "the NIC dropped the add through another "
+			      "context's page (+%" PRIu64 ")",
+			      v - dropped0);
+			check(trigger_value(t, sum) == sum,
+			      "the counter did not move");
+			check(!xpu_unimport(d->x.fd, imp2.window, 0),
+			      "its window given back");
+		}
+		if (fd2 >= 0)
+			close(fd2);
+		ibv_close_device(ctx2);
+	}
+
+	/* No window onto a doorbell page any more: lane 1 cannot add. */
+	check(!xpu_unimport(d->x.fd, imp.window, 0), "window %u given back",
+	      imp.window);
+	build_adder(&d->x, 1, imp.bus_addr, t->handle);
+	dropped0 = ib_hw_counter(d->dev, "trigger_dropped_adds");
+	st = lane_run(&d->x, 1, ADD_PROG_OFF + ADD_PROG_LEN, &err);
+	check(st == XPU_LANE_FAULT && err == XPU_ERR_WINDOW,
+	      "lane 1 without a window: its add faults WINDOW (%u, %u)", st,
+	      err);
+	check(trigger_value(t, sum) == sum &&
+		      ib_hw_counter(d->dev, "trigger_dropped_adds") == dropped0,
+	      "the counter did not move, the NIC saw nothing");
+	check(rhinetdv_destroy_trigger(t) == 0, "the counter destroyed");
+	trig_pair_destroy(&p);
+}
+
 static void server(int sock, struct ibv_context *ctx, const char *dev,
 		   int gid_index, bool expect_p2p)
 {
@@ -920,6 +1267,7 @@ talk:
 	foreign_page(&d);
 	other_process(&d);
 	unimported(&d, revoked(&d));
+	lanes_add(&d, gid_index);
 	ibv_destroy_qp(d.qp);
 	ibv_destroy_cq(d.cq);
 	ibv_dereg_mr(d.src);

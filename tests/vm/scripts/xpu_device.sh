@@ -6,7 +6,9 @@
 # and imported by xpu.ko, a lane writing WQEs, the record and the doorbell
 # and polling the CQEs. Then the refusals: another doorbell page, another
 # process, a closed context. Under the debug kernel (CONFIG_PCI_P2PDMA) all
-# of it; under Debian's kernel both exports are refused (EOPNOTSUPP).
+# of it, and last the lanes ring a burst of trigger adds (a WRITE parked at
+# their exact sum fires); under Debian's kernel both exports are refused
+# (EOPNOTSUPP).
 #   xpu_device.sh NODE NODES
 # shellcheck disable=SC2034 # read by verbs.lib.sh (run_pair)
 NODE=$1
