@@ -186,6 +186,50 @@ CONFORM_CASE(kicks_past_full_fifo, "queue.kick_fifo.nothing_lost", "queue",
        t.msix_count(l.eq.vector));
 }
 
+// ---- Receives without doorbells ----
+
+CONFORM_CASE(rq_no_doorbell, "queue.rq.no_doorbell", "queue",
+             "CAPS.RQ_RECORD_READ: a receive stored only in the RQ record "
+             "takes a SEND; after ERR the record asks for kicks and a "
+             "receive posted with its kick is flushed; RESET clears the "
+             "request") {
+  LOOP(n, l);
+  CONFORM_THAT(c, (n.r32(RHN_REG_CAPS) & RHN_CAP_RQ_RECORD_READ) != 0,
+               "CAPS.RQ_RECORD_READ", "not advertised");
+  const uint64_t kicks = n.counter(RHN_CNT_RQ_DOORBELLS);
+  n.post_recv(l.b, l.dst.addr, 64, l.dst.key, false);
+  n.post_one(l.a, RHN_OP_SEND, RHN_WQE_F_SIGNALED, l.src.addr, 64, l.src.key);
+  rhn_cqe e;
+  CONFORM_THAT(c, n.wait_cqe(l.rcq, &e), "receive CQ",
+               "no CQE for a receive posted without a kick");
+  CONFORM_EQ(c, "receive CQE status", RHN_CQE_SUCCESS, e.status);
+  CONFORM_THAT(c, n.bytes(l.dst.addr, 64) == n.bytes(l.src.addr, 64),
+               "receive buffer", "payload differs");
+  c.eq("RHN_CNT_RQ_DOORBELLS increase", 0,
+       n.counter(RHN_CNT_RQ_DOORBELLS) - kicks);
+  const uint64_t nic_word =
+      l.b.rq_record + RHN_OFFSETOF(rhn_queue_record, nic_consumer);
+  c.eq("nic_consumer in RTS", 0, n.rd32(nic_word));
+
+  // A receive stored before the transition: the NIC's flush finds it.
+  n.post_recv(l.b, l.dst.addr, 64, l.dst.key, false);
+  CONFORM_EQ(c, "MODIFY_QP to ERR", RHN_ADMIN_OK,
+             n.modify_qp(l.b, RHN_QP_ATTR_STATE, RHN_QPS_ERR));
+  CONFORM_THAT(c, n.wait_cqe(l.rcq, &e), "receive CQ",
+               "the receive stored before ERR was not flushed");
+  CONFORM_EQ(c, "flushed CQE status", RHN_CQE_WR_FLUSH_ERR, e.status);
+  c.eq("nic_consumer in ERR", RHN_RQ_RECORD_DOORBELL_WANTED, n.rd32(nic_word));
+  // One stored after: the request says kick, and the kick flushes it.
+  n.post_recv(l.b, l.dst.addr, 64, l.dst.key,
+              (n.rd32(nic_word) & RHN_RQ_RECORD_DOORBELL_WANTED) != 0);
+  CONFORM_THAT(c, n.wait_cqe(l.rcq, &e), "receive CQ",
+               "the receive posted in ERR was not flushed");
+  CONFORM_EQ(c, "flushed CQE status", RHN_CQE_WR_FLUSH_ERR, e.status);
+  CONFORM_EQ(c, "MODIFY_QP to RESET", RHN_ADMIN_OK,
+             n.modify_qp(l.b, RHN_QP_ATTR_STATE, RHN_QPS_RESET));
+  c.eq("nic_consumer after RESET", 0, n.rd32(nic_word));
+}
+
 CONFORM_CASE(arm_none, "queue.cq_arm.not_armed", "queue",
              "a CQ that is not armed posts no completion event") {
   LOOP(n, l);

@@ -508,7 +508,7 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
       // The stages' own, and what the families built in bring.
       v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
           RHN_CAP_AREA | RHN_CAP_INLINE_DB | RHN_CAP_STATUS_WORD |
-          family_caps();
+          RHN_CAP_RQ_RECORD_READ | family_caps();
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;

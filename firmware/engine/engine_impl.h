@@ -483,6 +483,9 @@ struct Engine::Impl : FamilyStates {
   void complete_in_order(uint32_t qpn);
   void qp_to_error(uint32_t qpn);
   void flush_qp(uint32_t qpn);
+  // A plain RQ's record word that asks software for RQ kicks (ERR) or
+  // not; an endpoint's word is its tag index (ops/tag).
+  void rq_ask_for_kicks(QpObj& qp, bool ask);
   void message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,
                      uint16_t peer);
   // message_acked's common case, without its schedule(qpn) and its count

@@ -689,8 +689,25 @@ void Engine::Impl::qp_to_error(uint32_t qpn) {
   }
   qp.outstanding_reads = 0;
   complete_in_order(qpn);
+  // Posts from now on must be kicked to be flushed. The request is
+  // stored before flush_qp reads the record: a post that stored its
+  // index too late for that read sees the request (queues.md).
+  rq_ask_for_kicks(qp, true);
   qp.flushing = true;
   flush_qp(qpn);
+}
+
+static_assert(sizeof(rhn_queue_record::nic_consumer) == sizeof(uint32_t) &&
+                  RHN_RQ_RECORD_DOORBELL_WANTED > (2u << kMaxWqLog),
+              "the request is one bit no RQ index of a ring reaches");
+
+void Engine::Impl::rq_ask_for_kicks(QpObj& qp, bool ask) {
+  if (qp.srqn != kNone) return;
+  if (ask && qp.type == RHN_QP_ENDPOINT) return;
+  // RESET also gives an endpoint its tag index back: 0, as rq_consumer.
+  uint32_t word = ask ? RHN_RQ_RECORD_DOORBELL_WANTED : 0;
+  host_dma(qp.rq_record, RHN_OFFSETOF(rhn_queue_record, nic_consumer), &word,
+           sizeof(word), true);
 }
 
 void Engine::Impl::flush_qp(uint32_t qpn) {

@@ -160,6 +160,16 @@ bad:
 RHINET_RESP(GetContextResp, ib_uverbs_get_context_resp,
             rhinet_alloc_ucontext_resp);
 
+// An older driver or NIC sets neither bit: every post kicks, as before.
+// RHINET_RQ_DOORBELL=always keeps every kick (a reference to measure
+// against in the same run).
+bool rq_kick_on_request_allowed(const rhinet_alloc_ucontext_resp& r) {
+  const char* env = getenv("RHINET_RQ_DOORBELL");
+  if (env && !strcmp(env, "always")) return false;
+  return (r.comp_mask & RHINET_UCONTEXT_RESP_RQ_DOORBELL_ON_REQUEST) &&
+         (r.caps & RHN_CAP_RQ_RECORD_READ);
+}
+
 verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
   auto* raw = static_cast<Context*>(_verbs_init_and_alloc_context(
       ibdev, cmd_fd, sizeof(Context),
@@ -180,6 +190,7 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
           sizeof(resp)))
     goto err;
   ctx->attr = resp.drv;
+  ctx->rq_kick_on_request = rq_kick_on_request_allowed(resp.drv);
   if (cmd.drv.num_groups &&
       !(resp.drv.comp_mask & RHINET_UCONTEXT_RESP_GROUPS)) {
     fprintf(stderr, "librhinet: rhinet.ko does not support process groups\n");

@@ -300,6 +300,17 @@ bool build_recv(const ibv_recv_wr* wr, uint32_t index, uint32_t max_sge,
   return true;
 }
 
+// The NIC reads the record when a message needs a receive; it asks for
+// kicks (QP in ERR: posts are flushed only when kicked) by storing the
+// request, then reading the record. We store the index, then load the
+// request, with a full fence between: one of us sees the other's store,
+// so no post is left unflushed (queues.md, "Receives without doorbells").
+bool rq_kick_wanted(const Qp* qp) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  return __atomic_load_n(&qp->rq_record->nic_consumer, __ATOMIC_RELAXED) &
+         RHN_RQ_RECORD_DOORBELL_WANTED;
+}
+
 }  // namespace
 
 int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
@@ -331,7 +342,8 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
     to_device_barrier();
     __atomic_store_n(&qp->rq_record->producer_index, qp->rq_producer,
                      __ATOMIC_RELEASE);
-    to_ctx(ibqp->context)->kick(RHN_DB_RQ, qp->qpn);
+    if (!qp->rq_kick_on_request || rq_kick_wanted(qp))
+      to_ctx(ibqp->context)->kick(RHN_DB_RQ, qp->qpn);
   }
   if (err) *bad = wr;
   return err;

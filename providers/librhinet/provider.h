@@ -99,6 +99,9 @@ struct Context {
   volatile uint8_t* db = nullptr;  // the doorbell page
   size_t db_size = 0;
   rhinet_alloc_ucontext_resp attr{};
+  // Plain RQs' posts may leave out the kick (both the NIC and the driver
+  // say so, and RHINET_RQ_DOORBELL=always did not ask for every kick).
+  bool rq_kick_on_request = false;
   // The groups joined at open (RHINET_GROUPS), for rhinetdv.
   uint32_t num_groups = 0;
   uint16_t groups[RHINET_MAX_GROUPS] = {};
@@ -286,6 +289,9 @@ struct Qp {
   uint32_t max_recv_sge = 0;
   uint64_t* rq_wr_ids = nullptr;
   rhn_queue_record* rq_record = nullptr;
+  // Posts ring RHN_DB_RQ only when the record asks (plain RQs on a NIC
+  // and driver that allow it; see rq_kick_wanted in post.cpp).
+  bool rq_kick_on_request = false;
   Srq* srq = nullptr;
   // ibv_qp_ex (created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS): guarded by
   // sq_lock, which wr_start takes and wr_complete/wr_abort release.

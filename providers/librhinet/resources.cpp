@@ -634,6 +634,10 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type,
     qp->rq = reinterpret_cast<rhn_recv_wqe*>(qp->buf + resp.drv.rq_offset);
     qp->rq_record = reinterpret_cast<rhn_queue_record*>(
         qp->buf + resp.drv.rq_record_offset);
+    // An endpoint's RQ holds irecvs, which the NIC matches as they come:
+    // it must hear of each one.
+    qp->rq_kick_on_request = ctx->rq_kick_on_request &&
+                             driver_qp_type != RHINET_QP_DRIVER_TYPE_ENDPOINT;
   }
   // What the QP got: no send queue reports none; otherwise the inline
   // limit is what its WQEs hold (the kernel answers the same).

@@ -263,7 +263,9 @@ bus_lines() {
 		[[ -r $log ]] && grep -a '^RHINET-BUS ' "$log" | tr -d '\r'
 	done
 }
-if bus_lines | grep -q .; then
+# Not `bus_lines | grep -q`: under pipefail grep's early exit breaks the
+# pipe and the table went missing.
+if [[ -n $(bus_lines) ]]; then
 	echo
 	echo "Bus transactions per message on each node (counter delta over the test / its -n;"
 	echo "node 0 is the client, node 1 the server; setup and perftest's TCP exchange on eth0 included):"

@@ -705,7 +705,10 @@ RHN_ASSERT_OFFSET(struct rhn_tm_op_wqe, sge, 32);
  * the index of the oldest RQ WQE the NIC may still read. Software reuses
  * a ring slot only when its index is before nic_consumer (a receive that
  * waits in the ring keeps its slot however many later ones complete).
- * Elsewhere 0, and never read by the NIC.
+ * In the RQ record of any other QP (RHN_CAP_RQ_RECORD_READ): 0, or
+ * RHN_RQ_RECORD_DOORBELL_WANTED while the NIC needs an RHN_DB_RQ kick for
+ * every post (queues.md, "Receives without doorbells"). Elsewhere 0, and
+ * never read by the NIC.
  */
 struct rhn_queue_record {
 	__le32 producer_index;
@@ -713,6 +716,13 @@ struct rhn_queue_record {
 };
 RHN_ASSERT_OFFSET(struct rhn_queue_record, nic_consumer, 4);
 RHN_ASSERT_SIZE(struct rhn_queue_record, 8);
+
+/*
+ * Set by the NIC in a plain RQ's nic_consumer (the QP entered ERR: posts
+ * are flushed only when kicked); cleared when the QP enters RESET. The
+ * top bit, so no RQ index (at most 2^15 WQEs) can be mistaken for it.
+ */
+#define RHN_RQ_RECORD_DOORBELL_WANTED 0x80000000u
 
 /*
  * The SQ record of a QP created with RHN_CREATE_QP_F_MULTI_PRODUCER

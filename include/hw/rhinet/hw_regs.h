@@ -85,6 +85,8 @@ enum rhn_cap {
 	RHN_CAP_COLLECTIVE = 1u << 17,
 	RHN_CAP_COLL_SWITCH = 1u << 18,
 	RHN_CAP_TRIGGER = 1u << 19,
+	RHN_CAP_RQ_RECORD_READ =
+		1u << 20, /* RQ posts need a kick only when the record asks */
 };
 
 #define RHN_NODE_ID_VALUE_SHIFT 0

@@ -49,6 +49,7 @@ static const struct rhn_regmap_field rhn_regmap_fields_caps[] = {
 	{"COLLECTIVE", 17, 1},
 	{"COLL_SWITCH", 18, 1},
 	{"TRIGGER", 19, 1},
+	{"RQ_RECORD_READ", 20, 1},
 };
 
 static const struct rhn_regmap_field rhn_regmap_fields_node_id[] = {

@@ -37,6 +37,12 @@ enum rhinet_alloc_ucontext_resp_mask {
 	RHINET_UCONTEXT_RESP_GROUPS = 1 << 1,
 	/* reg_mr takes RHINET_REG_MR_ON_DEMAND (remote pin-down) */
 	RHINET_UCONTEXT_RESP_PIN_ON_DEMAND = 1 << 2,
+	/* the NIC has RHN_CAP_RQ_RECORD_READ and this driver keeps QP
+	 * buffers NIC-writable: a post to a plain RQ (not an endpoint's)
+	 * may leave out the RHN_DB_RQ kick unless the RQ record's
+	 * nic_consumer holds RHN_RQ_RECORD_DOORBELL_WANTED
+	 */
+	RHINET_UCONTEXT_RESP_RQ_DOORBELL_ON_REQUEST = 1 << 3,
 };
 
 /* rhinet_alloc_ucontext_cmd.comp_mask */

@@ -444,10 +444,9 @@ AdminResult SimQp::to_reset() {
   sq_pi_ = sq_ci_ = rq_pi_ = rq_ci_ = 0;
   pending_.clear();
   sq_.set_record(0);
-  if (rq_depth_) {
-    const rhn_queue_record zero{};
-    rq_.buf.write(rq_.record_offset, &zero, sizeof zero);
-  }
+  // Only the producer index, as a provider does: the NIC clears its own
+  // word (nic_consumer) when the QP enters RESET.
+  if (rq_depth_) rq_.set_record(0);
   tag_shadow_.clear();
   return r;
 }

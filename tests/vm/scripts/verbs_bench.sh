@@ -24,6 +24,8 @@
 # (MMIO writes, doorbells by kind, WQE and record fetches, DMA, MSI-X), all
 # of them, zeros included, with the test's message count (its -n):
 #   RHINET-BUS DEVICE TEST node=N msgs=M NAME=DELTA...
+# send_rate_kick is send_rate with RHINET_RQ_DOORBELL=always (a kick per
+# receive posted, as before the NIC read RQ records on its own).
 # `quick` runs fewer iterations. Any failed client on a rhinet device fails
 # the run; a failed client on a reference device (soft-RoCE) is reported as
 # FAIL in the table and listed, not counted.
@@ -167,6 +169,12 @@ for DEV in "$@"; do
 		bench "$DEV" tag rhinetdv_tag_bench -n $LAT_N -b $BW_N -B $BIG_N \
 			-c $CHECKED_N
 		bench "$DEV" write_bw_1m ib_write_bw $P -n $BIG_N -s 1048576
+		# The 8-byte SENDs again with a kick per post_recv, the
+		# reference for receives posted without doorbells (queues.md):
+		# its RQ-db column against send_rate's.
+		export RHINET_RQ_DOORBELL=always
+		bench "$DEV" send_rate_kick ib_send_bw $P -n $RATE_N -s 8
+		unset RHINET_RQ_DOORBELL
 		if [ $QUICK = 0 ]; then
 			bench "$DEV" send_bw_1m ib_send_bw $P -n $BIG_N -s 1048576
 			for size in 64 4096 65536; do

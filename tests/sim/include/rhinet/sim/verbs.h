@@ -249,6 +249,9 @@ class SimQp {
   // When false, post_* update ring and record but do not kick (tests kick
   // by hand, e.g. from a foreign doorbell page).
   bool auto_kick = true;
+  // The RQ record's nic_consumer word: on a plain RQ the NIC sets
+  // RHN_RQ_RECORD_DOORBELL_WANTED there when posts need an RQ kick.
+  uint32_t rq_nic_word() const { return rq_.nic_consumer(); }
 
   uint32_t sq_posted_slots() const { return sq_pi_; }
   uint32_t sq_outstanding() const { return uint32_t(pending_.size()); }
