@@ -360,6 +360,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.uverbs_abi_ver = RHINET_UVERBS_ABI_VERSION,
 
 	.add_gid = rhinet_add_gid,
+	.advise_mr = rhinet_advise_mr,
 	.alloc_dm = rhinet_alloc_dm,
 	.alloc_mr = rhinet_alloc_mr,
 	.alloc_hw_port_stats = rhinet_alloc_hw_port_stats,
