@@ -18,6 +18,7 @@
  *    MR or of length 0, another PD's or another context's MR (EINVAL),
  *    PREFETCH_WRITE of a read-only MR (EINVAL), PREFETCH_NO_FAULT
  *    (EOPNOTSUPP); rereg of a pinned MR to on demand; nothing pinned by them;
+ *    with FLUSH a range partly unmapped fails EFAULT, as a hint it does not;
  *  - a SEND from a page of an on-demand MR nobody pinned completes with
  *    LOC_PROT_ERR (local accesses do not fault yet);
  *  - deregistering gives every page back.
@@ -153,7 +154,8 @@ static void refusals(struct node *n, struct ibv_mr *odp)
 	struct ibv_context *ctx2 = open_device(n->dev);
 	struct ibv_pd *pd2 = ibv_alloc_pd(n->ctx);
 	struct ibv_pd *foreign = ibv_alloc_pd(ctx2);
-	uint8_t *ro_buf = untouched(PAGE);
+	uint8_t *ro_buf = untouched(PAGE), *holed;
+	struct ibv_sge sge;
 	struct ibv_mr *ro;
 	int r;
 
@@ -207,6 +209,32 @@ static void refusals(struct node *n, struct ibv_mr *odp)
 	check(stat_of(n, "pinned_pages") == pinned,
 	      "its page stays pinned after dereg");
 	munmap(ro_buf, PAGE);
+
+	/* Half of it unmapped after registration: FLUSH says what could not
+	 * be pinned (EFAULT), a plain hint does not; the mapped page stays
+	 * pinned until dereg.
+	 */
+	holed = untouched(2 * PAGE);
+	ro = reg_odp(n, holed, 2 * PAGE, kOdpAccess);
+	munmap(holed + PAGE, PAGE);
+	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+		     (uintptr_t)holed, 2 * PAGE, ro->lkey);
+	check(r == EFAULT,
+	      "FLUSH prefetch over an unmapped page: %d, want EFAULT", r);
+	sge.addr = (uintptr_t)holed;
+	sge.length = 2 * PAGE;
+	sge.lkey = ro->lkey;
+	r = ibv_advise_mr(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, &sge,
+			  1);
+	check(!r, "prefetch hint over an unmapped page: %d, want 0", r);
+	check(stat_of(n, "pinned_pages") == pinned + 1,
+	      "prefetch over a half-mapped range pinned %" PRIu64
+	      " pages, want 1",
+	      stat_of(n, "pinned_pages") - pinned);
+	check(!ibv_dereg_mr(ro), "dereg the half-mapped MR");
+	check(stat_of(n, "pinned_pages") == pinned,
+	      "its page stays pinned after dereg");
+	munmap(holed, PAGE);
 	ibv_dealloc_pd(foreign);
 	ibv_dealloc_pd(pd2);
 	ibv_close_device(ctx2);
