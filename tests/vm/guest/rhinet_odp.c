@@ -243,16 +243,10 @@ static void refusals(struct node *n, struct ibv_mr *odp)
 /* A SEND of @len bytes from @addr (@lkey); its completion's status. */
 static int send_from(struct node *n, uint64_t addr, uint32_t lkey, uint32_t len)
 {
-	struct ibv_sge sge = {addr, len, lkey};
-	struct ibv_send_wr wr = {.wr_id = 7,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED};
-	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
 
-	if (ibv_post_send(n->qp, &wr, &bad))
+	/* post_rdma's remote address and key mean nothing to a SEND. */
+	if (post_rdma(n->qp, IBV_WR_SEND, 7, addr, lkey, 0, 0, len))
 		die("post SEND");
 	if (poll_cq_for(n->cq, &wc, 1, 20000) != 1)
 		return -1;
