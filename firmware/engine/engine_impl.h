@@ -389,7 +389,9 @@ struct Engine::Impl : FamilyStates {
   enum class Fault : uint8_t { kOk, kNotPresent, kBounds, kBusError };
   Fault translate(uint32_t mr_index, uint64_t va, uint64_t& bus_addr);
   // Moves len bytes between buf and an SGE list, starting offset bytes
-  // into the list; each piece is checked against pdn and rights first.
+  // into the list; each piece is checked against pdn and rights first. A
+  // gather stopped by a page of an on-demand MR not pinned notes it in
+  // pins.fault_mr (ops/pindown: the send waits for its host).
   bool sge_dma(const rhn_sge* sges, uint32_t num_sge, uint64_t offset,
                uint8_t* buf, uint64_t len, uint32_t pdn, bool to_host);
   // Areas: the bucket of (context, ID) under table_hash.

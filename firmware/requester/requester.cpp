@@ -9,6 +9,7 @@
 #include "engine/engine_impl.h"
 #include "ops/family.h"
 #include "ops/partial/partial.h"
+#include "ops/pindown/pindown.h"
 #include "ops/trigger/trigger.h"
 
 namespace rhinet::fw {
@@ -525,6 +526,9 @@ Engine::Impl::TxResult Engine::Impl::send_packet(QpObj& qp, uint32_t qpn) {
   PacketOut out{slots[slot].frame + RHN_DATA_HDR_LEN};
   if (!info.family->build_packet(*this, qp, w, qp.tx_offset, op, out)) {
     return_slot(slot);
+    // Its source is on demand and not pinned yet: the QP waits, in order.
+    if (pins.fault_mr != kNone && pin_local_fault(*this, qpn))
+      return TxResult::kBlocked;
     counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
     abort_tx(qp);
     finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);

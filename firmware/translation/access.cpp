@@ -267,9 +267,18 @@ bool Engine::Impl::sge_dma(const rhn_sge* sges, uint32_t num_sge,
     const uint64_t take = min<uint64_t>(sges[i].length - offset, len);
     uint32_t mr_index;
     if (check_key(sges[i].lkey, kNone, pdn, right, sges[i].addr + offset, take,
-                  &mr_index) != RHN_SYN_NONE ||
-        !mr_dma(mr_index, sges[i].addr + offset, buf, take, to_host))
+                  &mr_index) != RHN_SYN_NONE)
       return false;
+    if (!mr_dma(mr_index, sges[i].addr + offset, buf, take, to_host)) {
+      // A send's source not pinned yet: its QP may wait for the host
+      // (pin_local_fault) instead of failing.
+      if (!to_host && mrs[mr_index].on_demand) {
+        pins.fault_mr = mr_index;
+        pins.fault_va = sges[i].addr + offset;
+        pins.fault_len = sges[i].length - offset;
+      }
+      return false;
+    }
     buf += take;
     len -= take;
     offset = 0;

@@ -59,6 +59,18 @@ static int rhinet_query_device(struct ib_device *ibdev,
 				 IB_DEVICE_MEM_MGT_EXTENSIONS;
 	/* Every kernel PD uses the local_dma_lkey (bus addresses). */
 	attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
+	if (ib->od_ring) {
+		/* ibv_reg_mr(IBV_ACCESS_ON_DEMAND) is an on-demand MR. Only
+		 * a peer's access faults and pins; a local one (lkey) needs
+		 * the pages pinned first (ibv_advise_mr), so SEND and RECV
+		 * are not claimed.
+		 */
+		attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
+		attr->odp_caps.general_caps = IB_ODP_SUPPORT;
+		attr->odp_caps.per_transport_caps.rc_odp_caps =
+			IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
+			IB_ODP_SUPPORT_ATOMIC;
+	}
 	attr->max_fast_reg_page_list_len = RHN_VPT_ENTRIES_PER_PAGE;
 	attr->max_send_sge = le32_to_cpu(hw->max_send_sges);
 	attr->max_recv_sge = le32_to_cpu(hw->max_recv_sges);
@@ -348,6 +360,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.uverbs_abi_ver = RHINET_UVERBS_ABI_VERSION,
 
 	.add_gid = rhinet_add_gid,
+	.advise_mr = rhinet_advise_mr,
 	.alloc_dm = rhinet_alloc_dm,
 	.alloc_mr = rhinet_alloc_mr,
 	.alloc_hw_port_stats = rhinet_alloc_hw_port_stats,

@@ -120,11 +120,19 @@ static struct ib_mr *rhinet_reg_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct rhinet_mr *mr;
 	int ret;
 
-	if (access & ~(RHINET_MR_ACCESS | IB_ACCESS_OPTIONAL)) {
+	/* ibv_reg_mr(IBV_ACCESS_ON_DEMAND): ib_core lets it through only
+	 * while query_device says IBK_ON_DEMAND_PAGING; it is the same MR as
+	 * the driver request's RHINET_REG_MR_ON_DEMAND.
+	 */
+	bool on_demand = access & IB_ACCESS_ON_DEMAND ||
+			 req->comp_mask & RHINET_REG_MR_ON_DEMAND;
+
+	if (access &
+	    ~(RHINET_MR_ACCESS | IB_ACCESS_ON_DEMAND | IB_ACCESS_OPTIONAL)) {
 		ibdev_dbg(&ib->ibdev, "MR access %#x not supported\n", access);
 		return ERR_PTR(-EOPNOTSUPP);
 	}
-	if (fd >= 0 && req->comp_mask & RHINET_REG_MR_ON_DEMAND) {
+	if (fd >= 0 && on_demand) {
 		ibdev_dbg(&ib->ibdev, "dma-buf MR on demand refused\n");
 		return ERR_PTR(-EOPNOTSUPP);
 	}
@@ -134,7 +142,7 @@ static struct ib_mr *rhinet_reg_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (fd >= 0)
 		ret = rhinet_mem_pin_dmabuf(ib, &mr->mem, start, length, iova,
 					    fd, access, pd->ctx, pd->pdn);
-	else if (req->comp_mask & RHINET_REG_MR_ON_DEMAND)
+	else if (on_demand)
 		ret = rhinet_od_reg(ib, mr, uc, start, length, iova, access,
 				    pd->pdn);
 	else
@@ -236,8 +244,10 @@ struct ib_mr *rhinet_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		return ERR_PTR(ret);
 	if (flags & ~(IB_MR_REREG_TRANS | IB_MR_REREG_PD | IB_MR_REREG_ACCESS))
 		return ERR_PTR(-EOPNOTSUPP);
-	if (mr->has_area || mr->od) {
-		ibdev_dbg(ibmr->device, "rereg of an area's or on-demand MR\n");
+	if (mr->has_area || mr->od ||
+	    (flags & IB_MR_REREG_ACCESS && access & IB_ACCESS_ON_DEMAND)) {
+		ibdev_dbg(ibmr->device,
+			  "rereg of an area's or on-demand MR, or to one\n");
 		return ERR_PTR(-EOPNOTSUPP);
 	}
 	if (!(flags & IB_MR_REREG_TRANS) &&

@@ -395,6 +395,9 @@ int rhinet_dealloc_mw(struct ib_mw *ibmw);
 int rhinet_od_init(struct rhinet_ib *ib);
 void rhinet_od_fini(struct rhinet_ib *ib);
 void rhinet_od_queue(struct rhinet_ib *ib, const struct rhn_eqe *eqe);
+int rhinet_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
+		     u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		     struct uverbs_attr_bundle *attrs);
 int rhinet_od_reg(struct rhinet_ib *ib, struct rhinet_mr *mr,
 		  struct rhinet_ucontext *uc, u64 start, u64 length, u64 iova,
 		  int access, u32 pdn);

@@ -514,6 +514,109 @@ static struct rhinet_od *rhinet_od_get(struct rhinet_ib *ib, u32 key)
 	return od;
 }
 
+/*
+ * The on-demand MR of @sge's lkey in @ibpd with a reference, and the pages
+ * [*first, *end) its range covers; NULL if the key is no on-demand MR of
+ * that PD (another process's included) or the range is not inside it.
+ */
+static struct rhinet_od *rhinet_od_advised(struct rhinet_ib *ib,
+					   struct ib_pd *ibpd,
+					   const struct ib_sge *sge, u32 *first,
+					   u32 *end)
+{
+	struct rhinet_od *od = rhinet_od_get(ib, sge->lkey);
+	struct ib_mr *ibmr;
+
+	if (!od) {
+		ibdev_dbg(&ib->ibdev, "advise_mr: lkey %#x is no on-demand MR\n",
+			  sge->lkey);
+		return NULL;
+	}
+	ibmr = &container_of(od->mem, struct rhinet_mr, mem)->ibmr;
+	if (ibmr->pd != ibpd) {
+		ibdev_dbg(&ib->ibdev, "advise_mr: lkey %#x of another PD\n",
+			  sge->lkey);
+		goto err;
+	}
+	if (!sge->length || sge->addr < ibmr->iova ||
+	    sge->addr - ibmr->iova > ibmr->length ||
+	    sge->length > ibmr->length - (sge->addr - ibmr->iova)) {
+		ibdev_dbg(&ib->ibdev,
+			  "advise_mr: %#llx+%u outside MR %#x (%#llx+%llu)\n",
+			  sge->addr, sge->length, sge->lkey, ibmr->iova,
+			  ibmr->length);
+		goto err;
+	}
+	/* Pages count from the page that holds the iova (rhinet_od_reg). */
+	*first = (sge->addr >> PAGE_SHIFT) - (ibmr->iova >> PAGE_SHIFT);
+	*end = ((sge->addr + sge->length - 1) >> PAGE_SHIFT) -
+	       (ibmr->iova >> PAGE_SHIFT) + 1;
+	return od;
+
+err:
+	rhinet_od_put(od);
+	return NULL;
+}
+
+/*
+ * ibv_advise_mr PREFETCH / PREFETCH_WRITE: pins the pages of each range of
+ * an on-demand MR and enters them in its leaf tables, as the answer to a
+ * PD_REQUEST does, so that neither a peer's first touch nor a local
+ * access (lkey) finds them missing. Every SGE is checked before anything
+ * is pinned (EINVAL). Done at once, also without IB_UVERBS_ADVISE_MR_FLAG_FLUSH;
+ * only with it does a range that could not be pinned (RLIMIT_MEMLOCK,
+ * max_pin_on_demand_pages, unmapped memory) fail the call (EFAULT); without
+ * it the advice is a hint and such pages fault on their first touch.
+ */
+int rhinet_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
+		     u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		     struct uverbs_attr_bundle *attrs)
+{
+	struct rhinet_ib *ib = to_rib(ibpd->device);
+	struct rhinet_od *od;
+	u32 i, first, end;
+	bool pinned;
+	int ret = 0;
+
+	if (advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH &&
+	    advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE) {
+		ibdev_dbg(&ib->ibdev, "advise_mr: advice %d not supported\n",
+			  advice);
+		return -EOPNOTSUPP;
+	}
+	for (i = 0; i < num_sge; i++) {
+		od = rhinet_od_advised(ib, ibpd, &sg_list[i], &first, &end);
+		if (!od)
+			return -EINVAL;
+		if (advice == IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+		    !od->writable) {
+			ibdev_dbg(&ib->ibdev,
+				  "advise_mr: PREFETCH_WRITE of read-only MR %#x\n",
+				  od->key);
+			ret = -EINVAL;
+		}
+		rhinet_od_put(od);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < num_sge; i++) {
+		od = rhinet_od_advised(ib, ibpd, &sg_list[i], &first, &end);
+		if (!od)
+			return -EINVAL; /* deregistered meanwhile */
+		mutex_lock(&od->lock);
+		pinned = !od->dead && rhinet_od_pin(ib, od, first, end);
+		mutex_unlock(&od->lock);
+		rhinet_od_put(od);
+		if (!pinned && flags & IB_UVERBS_ADVISE_MR_FLAG_FLUSH) {
+			ibdev_dbg(&ib->ibdev,
+				  "advise_mr: pages %u..%u of MR %#x not pinned\n",
+				  first, end - 1, sg_list[i].lkey);
+			return -EFAULT;
+		}
+	}
+	return 0;
+}
+
 /* Page @i is held but not pinned (a release unpinned it meanwhile). */
 static bool rhinet_od_repin(struct rhinet_od *od, u32 i)
 {

@@ -75,6 +75,9 @@ void free_context(ibv_context* ibctx) {
 
 const verbs_context_ops kOps = [] {
   verbs_context_ops ops{};
+  // ibv_advise_mr (prefetch of on-demand MRs): the kernel checks the keys,
+  // ranges and PD and pins; nothing of the provider's is involved.
+  ops.advise_mr = ibv_cmd_advise_mr;
   ops.alloc_pd = alloc_pd;
   // Verbs UD multicast: the kernel tells the NIC, which keeps the attach
   // table and joins the switch group (no provider state).

@@ -20,6 +20,7 @@ struct PinRun {
   bool used = false;
   uint32_t mr_index = 0;
   uint32_t first = 0, count = 0;
+  WaitList senders;  // QPs whose send gathers from these pages (in order)
 };
 
 // A request refused (NAK PINNING) or held (a PD_REQ) for a run. An
@@ -43,6 +44,11 @@ struct PinTables {
   Table<PinWaiter> waiters;
   uint32_t waiters_used = 0;
   uint32_t context_quota = 0;  // waiters one target context may have
+  // The last gather of a send that reached a page of an on-demand MR not
+  // pinned (Impl::sge_dma): [fault_va, + fault_len) of MR fault_mr, the
+  // rest of that SGE; kNone: none since the requester took it.
+  uint32_t fault_mr = kNone;
+  uint64_t fault_va = 0, fault_len = 0;
 };
 
 }  // namespace rhinet::fw

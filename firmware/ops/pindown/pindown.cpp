@@ -14,6 +14,7 @@
 
 #include "core/freestanding.h"
 #include "ops/family.h"
+#include "requester/wqe_decoder.h"
 
 namespace rhinet::fw {
 namespace {
@@ -87,11 +88,32 @@ bool hold(Impl& m, uint32_t mr_index, const rhn_op_hdr& op, uint64_t va) {
                        pages_word(first, count), RHN_EQE_F_PD_HOLD);
 }
 
+// The host refused (or the MR went): the send waiting for its source
+// completes LOC_PROT_ERR with the host's syndrome, as a gather fault.
+void fail_local(Impl& m, uint32_t qpn, uint8_t syn) {
+  QpObj& qp = m.qps[qpn];
+  if (!qp.tx_active) return;  // ended meanwhile (flushed, reset)
+  Inflight& e = m.entry(qpn, qp.tx_entry);
+  if (e.state != MsgState::kSending) return;
+  m.counters.add(RHN_CNT_PIN_FAILED);
+  m.counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+  m.abort_tx(qp);
+  m.finish_entry(qpn, e, RHN_CQE_LOC_PROT_ERR, syn);
+}
+
 // The host is done with a run (syn: NONE, NOT_PINNED, or BAD_KEY when
 // its MR went away): its held PD_REQs are answered, refused requesters
 // told to send again, or failed.
 void finish_run(Impl& m, uint32_t run, uint8_t syn) {
   const uint32_t mr_index = m.pins.runs[run].mr_index;
+  // Local senders go on from where they stopped, or fail.
+  WaitList& senders = m.pins.runs[run].senders;
+  if (syn == RHN_SYN_NONE) m.wake_all(senders);
+  while (senders.head != kNone) {
+    const uint32_t qpn = senders.head;
+    m.unlink_waiter(qpn);
+    fail_local(m, qpn, syn);
+  }
   m.pins.runs[run] = PinRun{};
   for (auto& w : m.pins.waiters) {
     if (!w.used || w.run != run) continue;
@@ -241,7 +263,7 @@ uint32_t pin_run(Impl& m, uint32_t mr_index, uint32_t missing, uint64_t end) {
       !m.async_event(RHN_EQE_PD_REQUEST, key_of(m, mr_index),
                      pages_word(missing, count), RHN_EQE_F_PD_PIN))
     return kNone;
-  m.pins.runs[run] = PinRun{true, mr_index, missing, count};
+  m.pins.runs[run] = PinRun{true, mr_index, missing, count, {}};
   m.counters.add(RHN_CNT_PIN_EVENTS);
   return run;
 }
@@ -254,6 +276,32 @@ bool pin_range(Impl& m, uint32_t mr_index, uint64_t va, uint64_t len) {
   if (missing > page_of(m.mrs[mr_index], va + len - 1)) return true;
   pin_run(m, mr_index, missing, va + len);
   return false;
+}
+
+bool pin_local_fault(Impl& m, uint32_t qpn) {
+  const uint32_t mr_index = m.pins.fault_mr;
+  m.pins.fault_mr = kNone;
+  if (mr_index >= m.mrs.size() || !m.mrs[mr_index].valid ||
+      !m.mrs[mr_index].on_demand || m.pins.fault_len == 0)
+    return false;
+  // Left by another gather (a family's own) only if no SGE of this WQE
+  // names that MR: this send failed otherwise.
+  const QpObj& qp = m.qps[qpn];
+  bool ours = false;
+  for (uint32_t i = 0;
+       i < qp.tx_wqe.num_sge && !(qp.tx_wqe.flags & RHN_WQE_F_INLINE); i++)
+    ours |= wqe_sge(qp.tx_raw, i).lkey >> RHN_KEY_INDEX_SHIFT == mr_index;
+  if (!ours) return false;
+  const uint64_t va = m.pins.fault_va, end = va + m.pins.fault_len;
+  const uint32_t missing = first_missing(m, mr_index, va, end - va);
+  if (missing > page_of(m.mrs[mr_index], end - 1)) return false;
+  // One event for the rest of the SGE; no run: ask again after a while.
+  const uint32_t run = pin_run(m, mr_index, missing, end);
+  if (run == kNone)
+    m.wake_later(qpn, m.now + RHN_PIN_RETRY_US * 1000ull);
+  else
+    m.wait_on(qpn, m.pins.runs[run].senders);
+  return true;
 }
 
 PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,

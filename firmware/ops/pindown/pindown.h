@@ -18,6 +18,12 @@ rhn_admin_status pin_mapped(Impl& m, uint32_t context,
 void pin_mr_gone(Impl& m, uint32_t mr_index);
 void pin_qp_gone(Impl& m, uint32_t qpn);
 void pin_node_failed(Impl& m, uint16_t node);
+// Requester: a send's gather found a page of an on-demand MR not pinned
+// (pins.fault_mr): true when QP qpn now waits for its host to pin the
+// rest of that SGE (the WQE stays where it is, the QP stalls in order and
+// goes on at PD_MAPPED, or fails LOC_PROT_ERR if the host refuses); false
+// when nothing is missing there (the gather failed for another reason).
+bool pin_local_fault(Impl& m, uint32_t qpn);
 // An endpoint request from a source with an earlier one held: refused
 // (true) so that it does not overtake it.
 bool pin_holds_back(Impl& m, Peer& p, uint32_t qpn, const rhn_op_hdr& op);

@@ -424,3 +424,121 @@ TEST(PinDownShare, OneProcessCannotTakeEveryRecord) {
 
 }  // namespace
 }  // namespace rhinet::test
+
+// ---- A local source on demand: the sender's own MR not pinned yet.
+
+namespace rhinet::test {
+namespace {
+
+constexpr uint32_t kFlagArea = 9;
+
+class LocalPin : public PinDown {
+ protected:
+  // Node 1's source on demand over `bytes` it wrote (nothing pinned),
+  // node 0 a registered area kFlagArea of 1 MiB as the target.
+  void local_source(size_t bytes, uint64_t seed) {
+    start(2);
+    src_host = std::make_unique<SimPinHost>(c->node(1));
+    src = eps[1].ctx->alloc(bytes);
+    ASSERT_TRUE(src.valid());
+    data = pattern(seed, bytes);
+    src.write(0, data.data(), data.size());
+    MrOptions opt;
+    opt.on_demand = true;
+    src_mr = eps[1].ctx->reg_mr(src, kAllAccess, {}, opt);
+    ASSERT_TRUE(src_mr.ok());
+    src_host->add(src_mr);
+    dst = make_region(*eps[0].ctx, kMiB, kAllAccess, 0, 0);
+    ASSERT_TRUE(
+        eps[0].ctx->register_area(kFlagArea, dst.mr, dst.va(), kMiB).ok());
+  }
+  SendWr write_from(uint64_t wr_id, Sge sge, uint64_t offset) {
+    SendWr wr = to_area(wr_id, RHN_OP_WRITE, {sge}, offset);
+    wr.remote_key = kFlagArea;
+    return wr;
+  }
+  Sge src_sge(size_t off, size_t len) const {
+    return Sge{src.va() + off, uint32_t(len), src_mr.key};
+  }
+  std::unique_ptr<SimPinHost> src_host;
+  SimBuffer src;
+  SimMr src_mr;
+  Region dst;
+  std::vector<uint8_t> data;
+};
+
+TEST_F(LocalPin, ASendFromUnpinnedPagesWaitsForItsHostThenGoes) {
+  local_source(256 * 1024, 31);
+  CounterSnap sender(c->node(1));
+  Completion w = run(1, write_from(1, src_sge(0, 256 * 1024), 0));
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(dst.buf.bytes(0, 256 * 1024), data);
+  // The rest of the SGE in one host event.
+  EXPECT_EQ(src_host->pin_events(), 1u);
+  EXPECT_EQ(sender.delta(RHN_CNT_PIN_EVENTS), 1u);
+  EXPECT_EQ(src_host->pinned(src_mr), 64u);
+  EXPECT_EQ(sender.delta(RHN_CNT_LOCAL_PROT_ERRORS), 0u);
+  // Pinned now: the same WRITE asks nothing.
+  w = run(1, write_from(2, src_sge(0, 256 * 1024), 0));
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(src_host->pin_events(), 1u);
+}
+
+TEST_F(LocalPin, LaterWorkOfTheQpWaitsBehindIt) {
+  local_source(128 * 1024, 32);
+  src_host->answer = false;
+  eps[1].buf.buf.store64(0, 77);
+  ASSERT_TRUE(eps[1].qp->post_send(write_from(1, src_sge(0, 128 * 1024), 0)));
+  ASSERT_TRUE(
+      eps[1].qp->post_send(write_from(2, eps[1].buf.sge(0, 8), kMiB - 8)));
+  c->run_for(4 * RHN_PIN_RETRY_US * 1000ull);
+  EXPECT_TRUE(eps[1].cq->poll(4).empty());
+  EXPECT_EQ(dst.buf.load64(kMiB - 8), 0u) << "overtook the stalled send";
+  EXPECT_EQ(src_host->pin_events(), 1u);  // asked once while it waits
+  src_host->answer_deferred();
+  auto done = c->wait_cqes(*eps[1].cq, 2, 100'000'000);
+  ASSERT_EQ(done.size(), 2u) << describe(done);
+  EXPECT_TRUE(done[0].ok() && done[1].ok()) << describe(done);
+  EXPECT_EQ(done[0].wr_id, 1u);
+  EXPECT_EQ(dst.buf.bytes(0, 128 * 1024), data);
+  EXPECT_EQ(dst.buf.load64(kMiB - 8), 77u);
+}
+
+TEST_F(LocalPin, RefusedByItsHostTheSendFailsLocally) {
+  local_source(256 * 1024, 33);
+  src_host->limit = 4;
+  CounterSnap sender(c->node(1));
+  Completion w = run(1, write_from(1, src_sge(0, 256 * 1024), 0));
+  EXPECT_EQ(w.status, RHN_CQE_LOC_PROT_ERR) << describe(w);
+  EXPECT_EQ(w.vendor_err, uint32_t(RHN_SYN_NOT_PINNED));
+  EXPECT_GE(sender.delta(RHN_CNT_PIN_FAILED), 1u);
+  EXPECT_EQ(src_host->pin_events(), 1u);
+}
+
+TEST_F(LocalPin, SourceDeregisteredWhileItWaits) {
+  local_source(64 * 1024, 34);
+  src_host->answer = false;
+  ASSERT_TRUE(eps[1].qp->post_send(write_from(1, src_sge(0, 64 * 1024), 0)));
+  c->run_for(1'000'000);
+  src_host->remove(src_mr);
+  ASSERT_TRUE(eps[1].ctx->dereg_mr(src_mr).ok());
+  src_host->answer_deferred();  // too late
+  Completion w = wait_one(*c, *eps[1].cq, 100'000'000);
+  EXPECT_EQ(w.status, RHN_CQE_LOC_PROT_ERR) << describe(w);
+  EXPECT_EQ(dst.buf.load64(0), 0u);
+}
+
+TEST_F(LocalPin, DestroyingTheWaitingQpLeavesNothingBehind) {
+  local_source(64 * 1024, 35);
+  src_host->answer = false;
+  ASSERT_TRUE(eps[1].qp->post_send(write_from(1, src_sge(0, 64 * 1024), 0)));
+  c->run_for(1'000'000);
+  eps[1].qp.reset();  // destroyed while it waits
+  src_host->answer_deferred();
+  c->run_for(2'000'000);
+  // The node goes on: a new QP sends from the (now pinned) source.
+  EXPECT_EQ(src_host->pinned(src_mr), 16u);
+}
+
+}  // namespace
+}  // namespace rhinet::test

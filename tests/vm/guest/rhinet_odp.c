@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * On-demand paging through plain verbs, between two nodes: the server
+ * (node 1) registers memory it only mmap()ed with IBV_ACCESS_ON_DEMAND, the
+ * client (node 0) reaches it through the rkey; remote pin-down pins it.
+ *
+ *  - ibv_query_device_ex reports what works: IBV_ODP_SUPPORT, and on RC
+ *    WRITE, READ and ATOMIC only (not SEND, RECV: a local access through
+ *    the lkey does not fault), nothing on UC, UD, XRC, no implicit ODP;
+ *  - registration pins nothing (pinned_pages, VmPin);
+ *  - first touch: a 1 MiB WRITE into it, the READ back, a fetch-and-add
+ *    on another untouched page; every byte checked on both sides; the
+ *    pin events and pinned pages moved (256 + 1 pages);
+ *  - ibv_advise_mr(PREFETCH_WRITE, FLUSH) pins a second 1 MiB MR before
+ *    the peer comes: its WRITE and READ then post no pin event and ask the
+ *    driver nothing; its lkey serves a SEND;
+ *  - refused: advise of an MR that is not on demand, a range outside the
+ *    MR or of length 0, another PD's or another context's MR (EINVAL),
+ *    PREFETCH_WRITE of a read-only MR (EINVAL), PREFETCH_NO_FAULT
+ *    (EOPNOTSUPP); rereg of a pinned MR to on demand; nothing pinned by them;
+ *    with FLUSH a range partly unmapped fails EFAULT, as a hint it does not;
+ *  - a SEND from a page of an on-demand MR nobody pinned completes with
+ *    LOC_PROT_ERR (local accesses do not fault yet);
+ *  - deregistering gives every page back.
+ *
+ *   rhinet-odp [-d DEVICE] [-g GID_INDEX] [-p PORT]           server (node 1)
+ *   rhinet-odp [-d DEVICE] [-g GID_INDEX] [-p PORT] SERVER    client (node 0)
+ *
+ * Exits 0 only if every check passed on this node.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "verbs_guest.h"
+
+#define MIB (1u << 20)
+#define PAGE 4096u
+#define FAA_ADD 5u
+#define SEND_LEN PAGE
+
+/* What the server tells the client. */
+struct server_info {
+	uint32_t qpn;
+	uint8_t gid[16];
+	uint64_t touch_addr, prefetched_addr, atomic_addr;
+	uint32_t touch_rkey, prefetched_rkey, atomic_rkey;
+};
+
+struct node {
+	const char *dev;
+	int gid_index;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr; /* pinned, registered as any buffer */
+	uint8_t *buf;
+};
+
+static const int kOdpAccess = IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE |
+			      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			      IBV_ACCESS_REMOTE_ATOMIC;
+
+static uint64_t stat_of(const struct node *n, const char *name)
+{
+	return ib_hw_counter(n->dev, name);
+}
+
+/* VmPin of this process in kB, -1 if absent. */
+static long vmpin_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* @len bytes only mapped, never touched. */
+static uint8_t *untouched(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		die("mmap");
+	return p;
+}
+
+static struct ibv_mr *reg_odp(struct node *n, void *p, size_t len, int access)
+{
+	struct ibv_mr *mr = ibv_reg_mr(n->pd, p, len, access);
+
+	if (!mr)
+		die("ibv_reg_mr(IBV_ACCESS_ON_DEMAND)");
+	return mr;
+}
+
+static int prefetch(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		    uint64_t addr, uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = {addr, len, lkey};
+
+	return ibv_advise_mr(pd, advice, IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+}
+
+static void odp_caps(struct node *n)
+{
+	struct ibv_device_attr_ex a;
+	const uint32_t rc = IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+			    IBV_ODP_SUPPORT_ATOMIC;
+
+	memset(&a, 0, sizeof(a));
+	check(!ibv_query_device_ex(n->ctx, NULL, &a), "ibv_query_device_ex");
+	printf("rhinet-odp %s: odp_caps general %#" PRIx64
+	       " rc %#x uc %#x ud %#x xrc %#x\n",
+	       role, a.odp_caps.general_caps,
+	       a.odp_caps.per_transport_caps.rc_odp_caps,
+	       a.odp_caps.per_transport_caps.uc_odp_caps,
+	       a.odp_caps.per_transport_caps.ud_odp_caps, a.xrc_odp_caps);
+	check(a.odp_caps.general_caps == IBV_ODP_SUPPORT,
+	      "general_caps %#" PRIx64 ": want IBV_ODP_SUPPORT alone",
+	      a.odp_caps.general_caps);
+	check(a.odp_caps.per_transport_caps.rc_odp_caps == rc,
+	      "rc_odp_caps %#x: want WRITE|READ|ATOMIC (%#x)",
+	      a.odp_caps.per_transport_caps.rc_odp_caps, rc);
+	check(!a.odp_caps.per_transport_caps.uc_odp_caps &&
+		      !a.odp_caps.per_transport_caps.ud_odp_caps &&
+		      !a.xrc_odp_caps,
+	      "UC/UD/XRC claim on-demand paging");
+}
+
+/* Advice the kernel must refuse, and pin nothing for. */
+static void refusals(struct node *n, struct ibv_mr *odp)
+{
+	uint64_t pinned = stat_of(n, "pinned_pages");
+	long vmpin = vmpin_kb();
+	uint64_t a = (uintptr_t)odp->addr;
+	struct ibv_context *ctx2 = open_device(n->dev);
+	struct ibv_pd *pd2 = ibv_alloc_pd(n->ctx);
+	struct ibv_pd *foreign = ibv_alloc_pd(ctx2);
+	uint8_t *ro_buf = untouched(PAGE), *holed;
+	struct ibv_sge sge;
+	struct ibv_mr *ro;
+	int r;
+
+	if (!pd2 || !foreign)
+		die("PDs");
+	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+		     (uintptr_t)n->buf, PAGE, n->mr->lkey);
+	check(r == EINVAL, "advise of an MR not on demand: %d, want EINVAL", r);
+	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+		     a + odp->length - PAGE, 2 * PAGE, odp->lkey);
+	check(r == EINVAL, "advise past the MR's end: %d, want EINVAL", r);
+	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, a - PAGE, PAGE,
+		     odp->lkey);
+	check(r == EINVAL, "advise before the MR: %d, want EINVAL", r);
+	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, a, 0,
+		     odp->lkey);
+	check(r == EINVAL, "advise of 0 bytes: %d, want EINVAL", r);
+	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, a, PAGE,
+		     odp->lkey ^ 1);
+	check(r == EINVAL, "advise of an unknown lkey: %d, want EINVAL", r);
+	r = prefetch(pd2, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, a, PAGE,
+		     odp->lkey);
+	check(r == EINVAL, "advise through another PD: %d, want EINVAL", r);
+	r = prefetch(foreign, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, a, PAGE,
+		     odp->lkey);
+	check(r == EINVAL, "advise of another context's MR: %d, want EINVAL",
+	      r);
+	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, a, PAGE,
+		     odp->lkey);
+	check(r == EOPNOTSUPP, "PREFETCH_NO_FAULT: %d, want EOPNOTSUPP", r);
+	check(ibv_rereg_mr(n->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND) != 0,
+	      "rereg of a pinned MR to on demand succeeded");
+	check(stat_of(n, "pinned_pages") == pinned && vmpin_kb() == vmpin,
+	      "refused advice pinned pages");
+
+	/* Read-only: PREFETCH pins it, PREFETCH_WRITE is refused. */
+	memset(ro_buf, 0x5a, PAGE);
+	ro = reg_odp(n, ro_buf, PAGE,
+		     IBV_ACCESS_ON_DEMAND | IBV_ACCESS_REMOTE_READ);
+	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+		     (uintptr_t)ro_buf, PAGE, ro->lkey);
+	check(r == EINVAL, "PREFETCH_WRITE of a read-only MR: %d", r);
+	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH, (uintptr_t)ro_buf,
+		     PAGE, ro->lkey);
+	check(!r, "PREFETCH of a read-only MR: %d", r);
+	check(stat_of(n, "pinned_pages") == pinned + 1,
+	      "PREFETCH of a read-only page pinned %" PRIu64 " pages",
+	      stat_of(n, "pinned_pages") - pinned);
+	check(!ibv_dereg_mr(ro), "dereg the read-only MR");
+	check(stat_of(n, "pinned_pages") == pinned,
+	      "its page stays pinned after dereg");
+	munmap(ro_buf, PAGE);
+
+	/* Half of it unmapped after registration: FLUSH says what could not
+	 * be pinned (EFAULT), a plain hint does not; the mapped page stays
+	 * pinned until dereg.
+	 */
+	holed = untouched(2 * PAGE);
+	ro = reg_odp(n, holed, 2 * PAGE, kOdpAccess);
+	munmap(holed + PAGE, PAGE);
+	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+		     (uintptr_t)holed, 2 * PAGE, ro->lkey);
+	check(r == EFAULT,
+	      "FLUSH prefetch over an unmapped page: %d, want EFAULT", r);
+	sge.addr = (uintptr_t)holed;
+	sge.length = 2 * PAGE;
+	sge.lkey = ro->lkey;
+	r = ibv_advise_mr(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, &sge,
+			  1);
+	check(!r, "prefetch hint over an unmapped page: %d, want 0", r);
+	check(stat_of(n, "pinned_pages") == pinned + 1,
+	      "prefetch over a half-mapped range pinned %" PRIu64
+	      " pages, want 1",
+	      stat_of(n, "pinned_pages") - pinned);
+	check(!ibv_dereg_mr(ro), "dereg the half-mapped MR");
+	check(stat_of(n, "pinned_pages") == pinned,
+	      "its page stays pinned after dereg");
+	munmap(holed, PAGE);
+	ibv_dealloc_pd(foreign);
+	ibv_dealloc_pd(pd2);
+	ibv_close_device(ctx2);
+}
+
+/* A SEND of @len bytes from @addr (@lkey); its completion's status. */
+static int send_from(struct node *n, uint64_t addr, uint32_t lkey, uint32_t len)
+{
+	struct ibv_wc wc;
+
+	/* post_rdma's remote address and key mean nothing to a SEND. */
+	if (post_rdma(n->qp, IBV_WR_SEND, 7, addr, lkey, 0, 0, len))
+		die("post SEND");
+	if (poll_cq_for(n->cq, &wc, 1, 20000) != 1)
+		return -1;
+	return wc.status;
+}
+
+static void server(struct node *n, int fd)
+{
+	uint8_t *touch = untouched(MIB), *prefetched = untouched(MIB);
+	uint8_t *atomic = untouched(PAGE), *unpinned = untouched(PAGE);
+	struct server_info me = {.qpn = n->qp->qp_num}, peer;
+	uint64_t pinned0, pinned, requests, events;
+	struct ibv_mr *touch_mr, *pre_mr, *atomic_mr, *unpinned_mr;
+	long vmpin0 = vmpin_kb();
+	int r;
+
+	pinned0 = stat_of(n, "pinned_pages");
+	touch_mr = reg_odp(n, touch, MIB, kOdpAccess);
+	pre_mr = reg_odp(n, prefetched, MIB, kOdpAccess);
+	atomic_mr = reg_odp(n, atomic, PAGE, kOdpAccess);
+	unpinned_mr = reg_odp(n, unpinned, PAGE, kOdpAccess);
+	check(stat_of(n, "pinned_pages") == pinned0 && vmpin_kb() == vmpin0,
+	      "registration on demand pinned pages");
+	refusals(n, touch_mr);
+
+	local_gid(n->ctx, n->gid_index, me.gid);
+	me.touch_addr = (uintptr_t)touch;
+	me.touch_rkey = touch_mr->rkey;
+	me.prefetched_addr = (uintptr_t)prefetched;
+	me.prefetched_rkey = pre_mr->rkey;
+	me.atomic_addr = (uintptr_t)atomic;
+	me.atomic_rkey = atomic_mr->rkey;
+	xfer(fd, &me, &peer, sizeof(me));
+	rc_connect(n->qp, "RC", peer.qpn, peer.gid, n->gid_index, 4);
+	requests = stat_of(n, "pin_requests");
+	events = stat_of(n, "pin_events");
+	sync_peer(fd); /* connected */
+
+	/* The client's first touch: WRITE, READ back, fetch-and-add. */
+	sync_peer(fd);
+	pinned = stat_of(n, "pinned_pages");
+	printf("rhinet-odp server: first touch: pin_events +%" PRIu64
+	       ", pin_requests +%" PRIu64 ", pinned_pages +%" PRIu64
+	       ", VmPin +%ld kB\n",
+	       stat_of(n, "pin_events") - events,
+	       stat_of(n, "pin_requests") - requests, pinned - pinned0,
+	       vmpin_kb() - vmpin0);
+	check(pinned - pinned0 == MIB / PAGE + 1,
+	      "first touch pinned %" PRIu64 " pages, want %u", pinned - pinned0,
+	      MIB / PAGE + 1);
+	check(vmpin_kb() - vmpin0 == (long)(MIB + PAGE) / 1024, "VmPin +%ld kB",
+	      vmpin_kb() - vmpin0);
+	check(stat_of(n, "pin_events") - events >= 2 &&
+		      stat_of(n, "pin_requests") - requests >= 2,
+	      "first touches posted no pin event or request");
+	check(pattern_differs(touch, MIB, 1) < 0,
+	      "the WRITE's bytes in the on-demand MR differ at %ld",
+	      pattern_differs(touch, MIB, 1));
+	check(*(volatile uint64_t *)atomic == FAA_ADD,
+	      "fetch-and-add left %" PRIu64, *(volatile uint64_t *)atomic);
+
+	/* Prefetched: the peer's accesses then need no pinning. */
+	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+		     (uintptr_t)prefetched, MIB, pre_mr->lkey);
+	check(!r, "ibv_advise_mr(PREFETCH_WRITE, FLUSH) of 1 MiB: %s",
+	      strerror(r));
+	check(stat_of(n, "pinned_pages") - pinned == MIB / PAGE,
+	      "prefetch pinned %" PRIu64 " pages, want %u",
+	      stat_of(n, "pinned_pages") - pinned, MIB / PAGE);
+	requests = stat_of(n, "pin_requests");
+	events = stat_of(n, "pin_events");
+	sync_peer(fd);
+	sync_peer(fd); /* the client wrote and read it */
+	check(stat_of(n, "pin_events") == events &&
+		      stat_of(n, "pin_requests") == requests,
+	      "the peer's accesses to prefetched pages posted %" PRIu64
+	      " pin events, %" PRIu64 " requests",
+	      stat_of(n, "pin_events") - events,
+	      stat_of(n, "pin_requests") - requests);
+	check(pattern_differs(prefetched, MIB, 2) < 0,
+	      "the WRITE into the prefetched MR differs at %ld",
+	      pattern_differs(prefetched, MIB, 2));
+
+	/* Local use: the lkey of prefetched pages serves, of others not. */
+	r = send_from(n, (uintptr_t)prefetched, pre_mr->lkey, SEND_LEN);
+	check(r == IBV_WC_SUCCESS, "SEND from a prefetched page: %d", r);
+	sync_peer(fd); /* the client checked it */
+	r = send_from(n, (uintptr_t)unpinned, unpinned_mr->lkey, SEND_LEN);
+	check(r == IBV_WC_LOC_PROT_ERR,
+	      "SEND from an on-demand page nobody pinned: status %d, want "
+	      "LOC_PROT_ERR",
+	      r);
+
+	check(!ibv_dereg_mr(touch_mr) && !ibv_dereg_mr(pre_mr) &&
+		      !ibv_dereg_mr(atomic_mr) && !ibv_dereg_mr(unpinned_mr),
+	      "dereg the on-demand MRs");
+	check(stat_of(n, "pinned_pages") == pinned0 && vmpin_kb() == vmpin0,
+	      "pages stay pinned after dereg: %" PRIu64 ", VmPin %ld kB",
+	      stat_of(n, "pinned_pages") - pinned0, vmpin_kb() - vmpin0);
+	munmap(touch, MIB);
+	munmap(prefetched, MIB);
+	munmap(atomic, PAGE);
+	munmap(unpinned, PAGE);
+}
+
+/* WRITE @seed's pattern to [@raddr, +MIB) and READ it back. */
+static void write_read(struct node *n, uint64_t raddr, uint32_t rkey,
+		       uint32_t seed, const char *what)
+{
+	uint8_t *src = n->buf, *dst = n->buf + MIB;
+	struct ibv_wc wc[2];
+
+	pattern_fill(src, MIB, seed);
+	memset(dst, 0, MIB);
+	if (post_rdma(n->qp, IBV_WR_RDMA_WRITE, 1, (uintptr_t)src, n->mr->lkey,
+		      raddr, rkey, MIB) ||
+	    post_rdma(n->qp, IBV_WR_RDMA_READ, 2, (uintptr_t)dst, n->mr->lkey,
+		      raddr, rkey, MIB))
+		die("post WRITE/READ");
+	check(poll_cq_for(n->cq, wc, 2, 60000) == 2 &&
+		      wc[0].status == IBV_WC_SUCCESS &&
+		      wc[1].status == IBV_WC_SUCCESS,
+	      "%s: WRITE and READ of 1 MiB did not both complete", what);
+	check(pattern_differs(dst, MIB, seed) < 0,
+	      "%s: READ back differs at %ld", what,
+	      pattern_differs(dst, MIB, seed));
+}
+
+static void client(struct node *n, int fd)
+{
+	struct server_info me = {.qpn = n->qp->qp_num}, peer;
+	uint8_t *faa_result = n->buf + 2 * MIB;
+	uint8_t *recv_buf = n->buf + 2 * MIB + PAGE;
+	struct ibv_sge sge = {(uintptr_t)faa_result, 8, n->mr->lkey};
+	struct ibv_send_wr faa = {.wr_id = 3,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				  .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_sge rsge = {(uintptr_t)recv_buf, SEND_LEN, n->mr->lkey};
+	struct ibv_recv_wr rwr = {.wr_id = 4, .sg_list = &rsge, .num_sge = 1};
+	struct ibv_recv_wr *rbad;
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+
+	local_gid(n->ctx, n->gid_index, me.gid);
+	xfer(fd, &me, &peer, sizeof(me));
+	rc_connect(n->qp, "RC", peer.qpn, peer.gid, n->gid_index, 4);
+	if (ibv_post_recv(n->qp, &rwr, &rbad))
+		die("post_recv");
+	sync_peer(fd); /* connected */
+
+	write_read(n, peer.touch_addr, peer.touch_rkey, 1, "first touch");
+	memset(faa_result, 0xff, 8);
+	faa.wr.atomic.remote_addr = peer.atomic_addr;
+	faa.wr.atomic.rkey = peer.atomic_rkey;
+	faa.wr.atomic.compare_add = FAA_ADD;
+	if (ibv_post_send(n->qp, &faa, &bad))
+		die("post fetch-and-add");
+	check(poll_cq_for(n->cq, &wc, 1, 20000) == 1 &&
+		      wc.status == IBV_WC_SUCCESS,
+	      "fetch-and-add on an untouched page did not complete");
+	check(*(uint64_t *)faa_result == 0,
+	      "fetch-and-add fetched %" PRIu64 " from an untouched page",
+	      *(uint64_t *)faa_result);
+	sync_peer(fd);
+
+	sync_peer(fd); /* the server prefetched */
+	write_read(n, peer.prefetched_addr, peer.prefetched_rkey, 2,
+		   "prefetched");
+	sync_peer(fd);
+
+	/* The server's SEND from its prefetched pages (pattern 2). */
+	check(poll_cq_for(n->cq, &wc, 1, 20000) == 1 &&
+		      wc.status == IBV_WC_SUCCESS && wc.byte_len == SEND_LEN,
+	      "no SEND from the prefetched pages arrived");
+	check(pattern_differs(recv_buf, SEND_LEN, 2) < 0,
+	      "the SEND from prefetched pages differs at %ld",
+	      pattern_differs(recv_buf, SEND_LEN, 2));
+	sync_peer(fd);
+}
+
+int main(int argc, char **argv)
+{
+	struct node n = {.dev = "rhinet0"};
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC,
+				      .cap = {.max_send_wr = 8,
+					      .max_recv_wr = 4,
+					      .max_send_sge = 1,
+					      .max_recv_sge = 1}};
+	int port = 18530, fd;
+	const char *srv;
+
+	program = "rhinet-odp";
+	srv = peer_args(argc, argv, &n.dev, &n.gid_index, &port);
+	n.ctx = open_device(n.dev);
+	n.mr = alloc_buffer(n.ctx, 2 * MIB + 2 * PAGE, &n.pd, &n.buf);
+	n.cq = ibv_create_cq(n.ctx, 16, NULL, NULL, 0);
+	if (!n.mr || !n.cq)
+		die("MR/CQ");
+	qa.send_cq = qa.recv_cq = n.cq;
+	n.qp = ibv_create_qp(n.pd, &qa);
+	if (!n.qp)
+		die("create RC QP");
+	odp_caps(&n);
+	fd = tcp_connect(srv, port);
+	if (srv)
+		client(&n, fd);
+	else
+		server(&n, fd);
+	close(fd);
+	check(!ibv_destroy_qp(n.qp), "destroy QP");
+	ibv_destroy_cq(n.cq);
+	ibv_dereg_mr(n.mr);
+	ibv_dealloc_pd(n.pd);
+	ibv_close_device(n.ctx);
+	printf("rhinet-odp %s: %s (%d checks, %d failed)\n", role,
+	       failures ? "FAIL" : "PASS", checks, failures);
+	return failures ? 1 : 0;
+}
