@@ -965,14 +965,10 @@ static void sc_send_kept(RhnSoftCore *sc)
     bool sent = false;
 
     while (!sc->dead && rhn_kept_take(&sc->kept, &e)) {
-        uint8_t *p = sc_begin(sc, RHN_LINK_DOORBELL, 0, sizeof(e), true);
-
-        if (!p) {
+        if (!sc_send(sc, RHN_LINK_DOORBELL, 0, &e, sizeof(e), true)) {
             rhn_kept_put(&sc->kept, &e); /* its place was just freed */
             break;
         }
-        memcpy(p, &e, sizeof(e));
-        sc_commit(sc, sizeof(e));
         sent = true;
     }
     if (sent) {
