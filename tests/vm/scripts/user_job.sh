@@ -10,17 +10,8 @@
 NODE=$1
 NODES=$2
 TIMEOUT=${3:-3600}
-LIB_NAME=rhinet-cluster
-# ssh then checks the nodes' keys against /root/.ssh/known_hosts (quietly).
-export HOME=/root
-. /test/apps.lib.sh
-# Libraries the user's programs brought (rhinet-cluster copies those that
-# are not system ones) go where the loader looks without a cache, so the
-# ranks ssh starts find them too.
-for lib in /job/.lib/*; do
-	[ -e "$lib" ] && ln -sf "$lib" /usr/lib/x86_64-linux-gnu/
-done
-apps_setup
+. /test/user_job.lib.sh
+user_job_setup
 [ "$NODE" = 0 ] || apps_wait $((TIMEOUT + 60))
 
 cd /job || fail "no /job"
