@@ -22,6 +22,7 @@
 #include <cstring>
 #include <memory>
 #include <rhinet/rhinet.hpp>
+#include <string>
 #include <vector>
 
 namespace {
@@ -129,6 +130,7 @@ class Ring {
                   : g_.pull(next_, kMain, off, dst, o);
   }
   void rows(bool by_key, std::uint32_t tag);
+  void refused_stride();
 
   rhinet::Group& g_;
   std::uint32_t me_, next_, prev_;
@@ -242,6 +244,31 @@ void Ring::rows(bool by_key, std::uint32_t tag) {
   barrier();
 }
 
+// A strided PUSH whose packed bytes fit in the successor's area but whose
+// blocks, spread by the remote stride, do not: the NIC refuses it with
+// BOUNDS, and the error names the span the blocks cover at the target,
+// not the packed length.
+void Ring::refused_stride() {
+  const std::uint64_t packed = std::uint64_t{kCount} * kBlock;
+  const std::uint64_t offset = kArea - packed;
+  const std::uint64_t spread = std::uint64_t{kCount - 1} * kRs + kBlock;
+  const std::size_t extent = (kCount - 1) * kLs + kBlock;
+  auto r = g_.push(next_, kMain, offset, local_.first(extent),
+                   XferOptions::strided({kBlock, kCount, kLs, kRs}))
+               .wait(60s);
+  checks_++;
+  const std::string want = std::to_string(spread) + " bytes at the target";
+  if (r || r.error().errno_value() != ERANGE ||
+      r.error().message().find(want) == std::string::npos) {
+    std::fprintf(stderr,
+                 "transfer_modes: rank %u: a strided push past the area: %s "
+                 "(expected ERANGE naming \"%s\")\n",
+                 me_, r ? "succeeded" : r.error().to_string().c_str(),
+                 want.c_str());
+    bad_++;
+  }
+}
+
 int Ring::run() {
   for (std::size_t i = 0; i < bits_.size(); i++)
     bits_[i] = static_cast<std::byte>(pat(7, 0, i) & pat(8, 1, i));
@@ -288,6 +315,7 @@ int Ring::run() {
       bad_++;
     }
   }
+  refused_stride();
   ok(g_.sync(60s), "sync");
   barrier();
   if (bad_) return 1;

@@ -103,6 +103,21 @@ bool reports_by_cqe(Op op) {
   return op == Op::fetch_add || op == Op::compare_swap || op == Op::trigger_add;
 }
 
+// What a refusal for missing rights means for this operation: the access
+// the target's area (or the key's memory region) lacks.
+std::string access_hint(Op op, Target target, std::uint32_t syndrome) {
+  if (syndrome != RHINETDV_SYN_ACCESS_RIGHTS) return {};
+  const bool atomic = op == Op::fetch_add || op == Op::compare_swap;
+  if (!atomic && op != Op::push && op != Op::pull) return {};
+  if (target == Target::key)
+    return atomic           ? " (the key's memory needs remote atomic access)"
+           : op == Op::push ? " (the key's memory needs remote write access)"
+                            : " (the key's memory needs remote read access)";
+  return atomic           ? " (the target's area needs Access::remote_atomic)"
+         : op == Op::push ? " (the target's area needs Access::remote_write)"
+                          : " (the target's area needs Access::remote_read)";
+}
+
 int sync_errno(Op op, std::uint32_t syndrome) {
   if (op == Op::lock && syndrome == RHINETDV_SYN_BAD_WQE) return EDEADLK;
   if (op == Op::subscribe && syndrome == RHINETDV_SYN_NOT_SUBSCRIBED)
@@ -202,8 +217,10 @@ bool Device::reap(std::uint32_t s) {
     err = std::move(out.error);
     bytes = out.bytes;
   } else if (st.status != IBV_WC_SUCCESS) {
-    err = Error::completion(st.status, wc_name(st.status), st.syndrome,
-                            describe(slot), sync_errno(slot.op, st.syndrome));
+    err = Error::completion(
+        st.status, wc_name(st.status), st.syndrome,
+        describe(slot) + access_hint(slot.op, slot.target, st.syndrome),
+        sync_errno(slot.op, st.syndrome));
   }
   if (err) {
     bytes = 0;
@@ -429,6 +446,8 @@ std::string Device::describe(const Slot& s) const {
          }();
   d += ", " + std::to_string(s.length) + " bytes";
   if (s.mode != Mode::basic) d += std::string(", mode ") + mode_name(s.mode);
+  if (s.remote_span)
+    d += " (" + std::to_string(s.remote_span) + " bytes at the target)";
   return d;
 }
 

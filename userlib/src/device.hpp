@@ -64,6 +64,9 @@ struct Device : std::enable_shared_from_this<Device> {
     std::uint32_t area_or_rkey = 0;
     std::uint64_t offset_or_addr = 0;
     std::uint32_t length = 0;
+    // Bytes the operation covers at the target when that differs from
+    // `length` (a strided PUSH or PULL spreads its blocks); 0 otherwise.
+    std::uint64_t remote_span = 0;
     std::uint64_t tag = 0;  // isend
     // What the NIC reads until the slot completes (mcast: its list).
     std::shared_ptr<const void> keep;

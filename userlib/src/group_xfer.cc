@@ -68,6 +68,10 @@ Request Group::post(Op op, Target target, std::uint32_t rank,
     return fail(EINVAL, "area IDs are 0..65535");
   if (auto r = check_xfer(op, target, o, local.size()); !r)
     return fail(r.error().errno_value(), r.error().message());
+  // check_xfer refused any span that would overflow.
+  if (o.mode == Mode::stride && o.stride.count > 1)
+    d.remote_span =
+        (o.stride.count - 1) * o.stride.remote_stride + o.stride.block;
   if (o.twin.twin && detail::Device::owner_of(*o.twin.twin) != &dev)
     return fail(EINVAL, "the twin belongs to another group");
 
