@@ -293,6 +293,50 @@ CONFORM_CASE(arm_solicited, "queue.cq_arm.solicited", "queue",
   c.eq("EQE object", l.rcq.cqn, ev.object);
 }
 
+CONFORM_CASE(arm_moderated, "queue.cq_arm.moderated", "queue",
+             "MODIFY_CQ count 3: an armed CQ's first two completions raise "
+             "no event, the third raises one; with count 16 and a period, "
+             "one completion raises it once the period has passed") {
+  LOOP(n, l);
+  auto moderate = [&](uint16_t count, uint16_t period_us) {
+    rhn_admin_cmd m = Nic::cmd(RHN_ADMIN_MODIFY_CQ);
+    m.u.modify_cq.cqn = l.scq.cqn;
+    m.u.modify_cq.count = count;
+    m.u.modify_cq.period_us = period_us;
+    return n.run(m);
+  };
+  CONFORM_EQ(c, "MODIFY_CQ count 3", RHN_ADMIN_OK, moderate(3, 0xffff));
+  t.doorbell_write(0, RHN_DB_CQ_ARM, l.scq.cqn, 4);
+  t.settle();
+  rhn_cqe e;
+  rhn_eqe ev;
+  for (int i = 1; i <= 2; i++) {
+    nop(n, l.a);
+    CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
+    t.settle();
+    CONFORM_THAT(c, !n.poll_eq(l.eq, &ev), "EQ",
+                 "an event after " + std::to_string(i) + " of 3 completions");
+  }
+  nop(n, l.a);
+  CONFORM_THAT(c, n.wait_eqe(l.eq, &ev), "EQ", "no event after 3 completions");
+  CONFORM_EQ(c, "EQE object", l.scq.cqn, ev.object);
+  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no third CQE");
+
+  CONFORM_EQ(c, "MODIFY_CQ count 16, 2 ms", RHN_ADMIN_OK, moderate(16, 2000));
+  t.doorbell_write(0, RHN_DB_CQ_ARM, l.scq.cqn, 4);
+  t.settle();
+  nop(n, l.a);
+  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
+  t.advance(5'000'000);
+  CONFORM_THAT(c, n.wait_eqe(l.eq, &ev), "EQ", "no event after the period");
+  CONFORM_EQ(c, "EQE object", l.scq.cqn, ev.object);
+
+  rhn_admin_cmd bad = Nic::cmd(RHN_ADMIN_MODIFY_CQ);
+  bad.u.modify_cq.cqn = 0xfffff;
+  bad.u.modify_cq.count = 2;
+  c.eq("MODIFY_CQ of no CQ", RHN_ADMIN_BAD_HANDLE, n.run(bad));
+}
+
 // ---- EQs ----
 
 CONFORM_CASE(eq_port_change, "queue.eq.port_change", "queue",

@@ -232,6 +232,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       a.max_eqs = cfg.max_eqs;
       a.max_areas = cfg.max_areas;
       a.max_cq_log_depth = kMaxCqLog;
+      a.max_cq_mod_count = kMaxCqModCount;
+      a.max_cq_mod_period_us = kMaxCqModPeriodUs;
       a.max_wq_log_depth = kMaxWqLog;
       a.max_send_sges = RHN_WQE_MAX_SGES;
       a.max_recv_sges = RHN_RQ_MAX_SGES;
@@ -531,6 +533,12 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       ref_get(old_record, -1);
       ref_get(cqs[c.cqn].ring, 1);
       ref_get(cqs[c.cqn].record, 1);
+      return RHN_ADMIN_OK;
+    }
+    case RHN_ADMIN_MODIFY_CQ: {
+      const auto& c = u.modify_cq;
+      if (!cq_ok(c.cqn)) return detail = 3, RHN_ADMIN_BAD_HANDLE;
+      modify_cq(c.cqn, c.count, c.period_us);
       return RHN_ADMIN_OK;
     }
     case RHN_ADMIN_DESTROY_CQ: {

@@ -88,6 +88,10 @@ inline bool connected_qp(uint8_t type) {
   return type == RHN_QP_RC || type == RHN_QP_UC;
 }
 
+// The largest completion event moderation (RHN_ADMIN_MODIFY_CQ).
+constexpr uint32_t kMaxCqModCount = 0xffff;
+constexpr uint32_t kMaxCqModPeriodUs = 0xffff;
+
 struct CqObj {
   bool valid = false;
   bool error = false;
@@ -101,6 +105,13 @@ struct CqObj {
   bool event_deferred = false;  // owed a completion event (its EQ was full)
   uint32_t eqn = 0;
   uint32_t refs = 0;
+  // Event moderation (RHN_ADMIN_MODIFY_CQ): while armed, the event waits
+  // for mod_count completions that would raise it, or until mod_deadline
+  // (set by the first of them; 0: none counted yet).
+  uint16_t mod_count = 0;
+  uint16_t mod_period_us = 0;
+  uint32_t mod_counted = 0;
+  uint64_t mod_deadline = 0;
 };
 
 struct SrqObj {

@@ -40,10 +40,56 @@ void Engine::Impl::cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited) {
   publish_cq_producer(cqn, cq.producer);
   const bool failed = cqe.status != RHN_CQE_SUCCESS;
   if (solicited || failed) cq.solicited_end = cq.producer;
-  if (cq.arm == 1 || (cq.arm == 2 && (solicited || failed))) {
-    cq.arm = 0;
-    cq_event(cqn);
+  if (cq.arm == 1 || (cq.arm == 2 && (solicited || failed))) cq_arm_hit(cqn, 1);
+}
+
+void Engine::Impl::cq_arm_hit(uint32_t cqn, uint32_t n) {
+  CqObj& cq = cqs[cqn];
+  if (cq.mod_count > 1 && cq.mod_period_us) {
+    if (!cq.mod_deadline) {
+      cq.mod_deadline = now + uint64_t{cq.mod_period_us} * 1000;
+      if (cq.mod_deadline < cq_mod_at) cq_mod_at = cq.mod_deadline;
+      if (cq.mod_deadline < next_qp_wake) next_qp_wake = cq.mod_deadline;
+    }
+    cq.mod_counted += n;
+    if (cq.mod_counted < cq.mod_count) return;
   }
+  cq.mod_counted = 0;
+  cq.mod_deadline = 0;  // cq_mod_at may stay earlier: the scan finds none
+  cq.arm = 0;
+  cq_event(cqn);
+}
+
+void Engine::Impl::modify_cq(uint32_t cqn, uint16_t count, uint16_t period_us) {
+  // The command's 16-bit fields cannot exceed the NIC's limits.
+  static_assert(kMaxCqModCount == 0xffff && kMaxCqModPeriodUs == 0xffff);
+  CqObj& cq = cqs[cqn];
+  cq.mod_count = count;
+  cq.mod_period_us = period_us;
+  // An event already owed: at once when moderation is now off or its
+  // count is reached; otherwise it keeps its deadline.
+  if (cq.mod_deadline && (count <= 1 || !period_us || cq.mod_counted >= count))
+    cq_arm_hit(cqn, 0);
+}
+
+bool Engine::Impl::cq_mod_expire() {
+  // Rare (one deadline per moderated event): a scan of the CQ table.
+  bool did = false;
+  cq_mod_at = UINT64_MAX;
+  for (uint32_t n = 0; n < cqs.size(); n++) {
+    CqObj& cq = cqs[n];
+    if (!cq.valid || !cq.mod_deadline) continue;
+    if (cq.mod_deadline <= now) {
+      cq.mod_counted = 0;
+      cq.mod_deadline = 0;
+      cq.arm = 0;
+      cq_event(n);
+      did = true;
+    } else if (cq.mod_deadline < cq_mod_at) {
+      cq_mod_at = cq.mod_deadline;
+    }
+  }
+  return did;
 }
 
 // RHN_ADMIN_RESIZE_CQ: the unread CQEs go to the start of the new ring,
@@ -91,10 +137,7 @@ void Engine::Impl::cq_arm(uint32_t cqn, bool solicited_only,
   // this kick were added after the request: they fire now.
   const uint32_t since =
       (solicited_only ? cq.solicited_end : cq.producer) - requested_at;
-  if (since != 0 && since < (1u << 31)) {
-    cq.arm = 0;
-    cq_event(cqn);
-  }
+  if (since != 0 && since < (1u << 31)) cq_arm_hit(cqn, since);
 }
 
 uint32_t Engine::Impl::eq_completion_room(const EqObj& eq) const {

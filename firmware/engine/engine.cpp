@@ -163,6 +163,7 @@ void Engine::Impl::reset() {
   next_peer_deadline = UINT64_MAX;
   mp_head = kNone;  // every QP is gone
   mp_scan_at = UINT64_MAX;
+  cq_mod_at = UINT64_MAX;
   peer_ready.clear();
   slot_waiters = WaitList{};
   for (SendSlot& s : slots) {
@@ -458,6 +459,7 @@ bool Engine::Impl::run_timers() {
   bool did = run_peers();
   if (now >= next_qp_wake) {
     if (now >= mp_scan_at) did |= mp_scan();
+    if (now >= cq_mod_at) did |= cq_mod_expire();
     if (now >= next_rnr_wake) {
       // Rare (RNR waits): a scan of the QP table is fine here.
       next_rnr_wake = UINT64_MAX;
@@ -473,7 +475,7 @@ bool Engine::Impl::run_timers() {
         }
       }
     }
-    next_qp_wake = min(next_rnr_wake, mp_scan_at);
+    next_qp_wake = min(min(next_rnr_wake, mp_scan_at), cq_mod_at);
   }
   return did;
 }

@@ -285,6 +285,8 @@ struct Engine::Impl : FamilyStates {
   uint32_t mp_head = kNone;
   uint64_t mp_scan_at = UINT64_MAX;
   uint64_t mp_interval = 0;
+  // The earliest CqObj::mod_deadline (UINT64_MAX: none).
+  uint64_t cq_mod_at = UINT64_MAX;
 
   // ---- engine/engine.cpp
   void reset();
@@ -730,6 +732,12 @@ struct Engine::Impl : FamilyStates {
   // the doorbell was written): the event is for completions added after
   // the request, those already added before this kick was handled too.
   void cq_arm(uint32_t cqn, bool solicited_only, uint32_t requested_at);
+  // `n` completions that would raise an armed CQ's event were added:
+  // raise it, or count them towards a moderated one.
+  void cq_arm_hit(uint32_t cqn, uint32_t n);
+  void modify_cq(uint32_t cqn, uint16_t count, uint16_t period_us);
+  // Raises the moderated events whose period ended; true if any.
+  bool cq_mod_expire();
   rhn_admin_status resize_cq(uint32_t cqn, uint32_t log_depth, HostRef ring,
                              HostRef record, uint32_t& detail);
   void write_status_word(const QpObj& qp, const Inflight& e);

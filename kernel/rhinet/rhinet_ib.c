@@ -78,6 +78,9 @@ static int rhinet_query_device(struct ib_device *ibdev,
 	/* The net_device and the management QP own one CQ each. */
 	attr->max_cq = le32_to_cpu(hw->max_cqs) - 2;
 	attr->max_cqe = 1 << le32_to_cpu(hw->max_cq_log_depth);
+	attr->cq_caps.max_cq_moderation_count = le16_to_cpu(hw->max_cq_mod_count);
+	attr->cq_caps.max_cq_moderation_period =
+		le16_to_cpu(hw->max_cq_mod_period_us);
 	attr->max_mr = ib->max_mrs;
 	attr->max_mw = ib->max_mrs; /* one pool with the MRs */
 	attr->max_pd = ib->max_pds;
@@ -393,6 +396,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.map_mr_sg = rhinet_map_mr_sg,
 	.mmap = rhinet_mmap,
 	.mmap_free = rhinet_mmap_free,
+	.modify_cq = rhinet_modify_cq,
 	.modify_qp = rhinet_modify_qp,
 	.modify_srq = rhinet_modify_srq,
 	.poll_cq = rhinet_poll_cq,

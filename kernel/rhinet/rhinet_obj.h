@@ -463,6 +463,7 @@ int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		     struct ib_udata *udata);
 int rhinet_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int rhinet_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int rhinet_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period);
 int rhinet_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 		      struct ib_udata *udata);
 int rhinet_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,

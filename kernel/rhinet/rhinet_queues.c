@@ -192,6 +192,30 @@ int rhinet_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * Completion event moderation (ibv_modify_cq, and the kernel's DIM): an
+ * armed CQ raises its event after cq_count completions, or cq_period
+ * microseconds after the first of them.
+ */
+int rhinet_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
+{
+	struct rhinet_ib *ib = to_rib(ibcq->device);
+	const struct rhn_device_attr *hw = &ib->rdev->attr;
+	struct rhinet_cq *cq = to_rcq(ibcq);
+	struct rhn_admin_cmd cmd = {};
+
+	if (!le16_to_cpu(hw->max_cq_mod_count))
+		return -EOPNOTSUPP;
+	if (cq_count > le16_to_cpu(hw->max_cq_mod_count) ||
+	    cq_period > le16_to_cpu(hw->max_cq_mod_period_us))
+		return -EINVAL;
+	cmd.hdr.opcode = RHN_ADMIN_MODIFY_CQ;
+	cmd.u.modify_cq.cqn = cpu_to_le32(cq->cqn);
+	cmd.u.modify_cq.count = cpu_to_le16(cq_count);
+	cmd.u.modify_cq.period_us = cpu_to_le16(cq_period);
+	return rhinet_ctx_exec(ib, cq->user ? cq->ubuf.ctx : 0, &cmd, NULL);
+}
+
 int rhinet_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct rhinet_ib *ib = to_rib(ibcq->device);

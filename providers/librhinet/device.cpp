@@ -95,6 +95,7 @@ const verbs_context_ops kOps = [] {
   ops.destroy_ah = destroy_ah;
   ops.destroy_cq = destroy_cq;
   ops.resize_cq = resize_cq;
+  ops.modify_cq = modify_cq;
   ops.alloc_mw = alloc_mw;
   ops.dealloc_mw = dealloc_mw;
   ops.bind_mw = bind_mw;

@@ -362,6 +362,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel,
                   int comp_vector);
 int destroy_cq(ibv_cq* cq);
 int resize_cq(ibv_cq* cq, int cqe);
+int modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
 ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type);
 int dealloc_mw(ibv_mw* mw);
 int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind);

@@ -276,6 +276,17 @@ RHINET_RESP(ResizeCqResp, ib_uverbs_resize_cq_resp, rhinet_no_data);
 
 // A new, zeroed buffer; the NIC moves the unread CQEs to its start, so the
 // consumer index restarts at 0. Polling waits on the CQ lock meanwhile.
+RHINET_CMD_EX(ModifyCqCmd, ib_uverbs_ex_modify_cq, rhinet_no_data);
+
+// Completion event moderation is the NIC's (RHN_ADMIN_MODIFY_CQ, set by
+// the kernel): nothing of it lives in the provider.
+int modify_cq(ibv_cq* ibcq, ibv_modify_cq_attr* attr) {
+  ModifyCqCmd cmd{};
+  return ibv_cmd_modify_cq(ibcq, attr,
+                           reinterpret_cast<struct ibv_modify_cq*>(&cmd),
+                           sizeof(cmd));
+}
+
 int resize_cq(ibv_cq* ibcq, int cqe) {
   Cq* cq = to_cq(ibcq);
   Context* ctx = to_ctx(ibcq->context);

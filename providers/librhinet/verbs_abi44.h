@@ -210,7 +210,8 @@ struct verbs_context_ops {
 	void (*free_context)(struct ibv_context *context);
 	int (*free_dm)(struct ibv_dm *dm);
 	verbs_op get_srq_num, import_dm, import_mr, import_pd;
-	verbs_op modify_cq, modify_flow_action_esp;
+	int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
+	verbs_op modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask);
 	verbs_op modify_qp_rate_limit;
@@ -307,6 +308,7 @@ struct ibv_reg_mr;
 struct ibv_rereg_mr;
 struct ibv_create_cq;
 struct ibv_resize_cq;
+struct ibv_modify_cq;
 struct ibv_alloc_mw;
 struct ibv_create_cq_ex;
 struct ibv_create_srq;
@@ -398,6 +400,9 @@ int ibv_cmd_dealloc_mw(struct ibv_mw *mw);
 int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_resize_cq_resp *resp,
 		      size_t resp_size);
+/* ibv_modify_cq: an extended command (IB_USER_VERBS_EX_CMD_MODIFY_CQ). */
+int ibv_cmd_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr,
+		      struct ibv_modify_cq *cmd, size_t cmd_size);
 int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 		       struct ibv_srq_init_attr *attr,
 		       struct ibv_create_srq *cmd, size_t cmd_size,
@@ -467,6 +472,7 @@ RHINET_ABI_OFFSET(struct verbs_context_ops, create_qp, 19 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, create_qp_ex, 20 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, free_context, 39 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, create_srq_ex, 23 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, modify_cq, 45 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, poll_cq, 53 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, post_srq_ops, 56 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, query_device_ex, 58 * 8);

@@ -224,6 +224,13 @@ static const struct check checks[] = {
     OFF(struct rhn_admin_resize_cq, ring, 8),
     OFF(struct rhn_admin_resize_cq, record, 24),
     VAL(RHN_ADMIN_RESIZE_CQ, 0x1f),
+    /* completion event moderation (admin.md) */
+    VAL(RHN_ADMIN_MODIFY_CQ, 0x26),
+    SIZE(struct rhn_admin_modify_cq, 8),
+    OFF(struct rhn_admin_modify_cq, count, 4),
+    OFF(struct rhn_admin_modify_cq, period_us, 6),
+    OFF(struct rhn_device_attr, max_cq_mod_count, 124),
+    OFF(struct rhn_device_attr, max_cq_mod_period_us, 126),
     VAL(RHN_QP_UC, 5),
     VAL(RHN_PKT_F_BEHIND, 16),
     SIZE(struct rhn_admin_create_mw, 8),

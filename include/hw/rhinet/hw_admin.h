@@ -46,6 +46,8 @@ enum rhn_admin_opcode {
 	RHN_ADMIN_CREATE_MW = 0x24, /* result: its key */
 	/* u.handle.handle = the key CREATE_MW gave (its index counts) */
 	RHN_ADMIN_DESTROY_MW = 0x25,
+	/* Completion event moderation of a CQ (u.modify_cq) */
+	RHN_ADMIN_MODIFY_CQ = 0x26,
 	RHN_ADMIN_REGISTER_AREA = 0x28,
 	RHN_ADMIN_UNREGISTER_AREA = 0x29,
 	/* kernel only: the groups a context is a member of (u.set_groups) */
@@ -317,6 +319,20 @@ struct rhn_admin_resize_cq {
 	struct rhn_host_ref record; /* struct rhn_cq_record */
 };
 
+/*
+ * An armed CQ raises its event once `count` completions that would have
+ * raised it have been added, or `period_us` microseconds after the first
+ * of them, whichever comes first. count <= 1 or period_us 0: at the first
+ * (no moderation). An event already owed under the old setting is raised
+ * at once when moderation is turned off or its count is reached, else
+ * kept with its deadline. A CQ of another context: BAD_HANDLE (detail 3).
+ */
+struct rhn_admin_modify_cq {
+	__le32 cqn;
+	__le16 count;
+	__le16 period_us;
+};
+
 enum rhn_create_srq_flags {
 	/* A TM SRQ (hw_queues.h, "Tag matching on a TM SRQ"): the fields
 	 * from cqn on are valid; QPs using it must be RC.
@@ -539,6 +555,7 @@ struct rhn_admin_cmd {
 		struct rhn_admin_create_eq create_eq;
 		struct rhn_admin_create_cq create_cq;
 		struct rhn_admin_resize_cq resize_cq;
+		struct rhn_admin_modify_cq modify_cq;
 		struct rhn_admin_create_mw create_mw;
 		struct rhn_admin_create_srq create_srq;
 		struct rhn_admin_modify_srq modify_srq;
@@ -574,6 +591,8 @@ RHN_ASSERT_OFFSET(struct rhn_admin_twin_copy, addr, 16);
 RHN_ASSERT_SIZE(struct rhn_admin_modify_mr, 16);
 RHN_ASSERT_SIZE(struct rhn_admin_create_cq, 40);
 RHN_ASSERT_SIZE(struct rhn_admin_resize_cq, 40);
+RHN_ASSERT_SIZE(struct rhn_admin_modify_cq, 8);
+RHN_ASSERT_OFFSET(struct rhn_admin_modify_cq, period_us, 6);
 RHN_ASSERT_SIZE(struct rhn_admin_create_mw, 8);
 RHN_ASSERT_OFFSET(struct rhn_admin_resize_cq, ring, 8);
 RHN_ASSERT_SIZE(struct rhn_admin_create_srq, 88);
@@ -639,7 +658,11 @@ struct rhn_device_attr {
 	 */
 	__le32 max_trigger_counters;
 	__le32 max_trigger_parked;
-	__le32 reserved[1];
+	/* completion event moderation (RHN_ADMIN_MODIFY_CQ): the largest
+	 * count and period; 0 when the NIC does not moderate
+	 */
+	__le16 max_cq_mod_count;
+	__le16 max_cq_mod_period_us;
 };
 RHN_ASSERT_SIZE(struct rhn_device_attr, 128);
 

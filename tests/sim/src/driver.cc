@@ -340,6 +340,25 @@ AdminResult SimDriver::modify_srq(uint32_t context, uint32_t srqn,
   return exec(cmd);
 }
 
+uint32_t SimDriver::completion_events(uint32_t cqn, uint32_t slots) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < slots; i++) {
+    rhn_eqe e;
+    std::memcpy(&e, mem_.ptr(eq_ring_ + i * RHN_EQE_SIZE, sizeof e), sizeof e);
+    if ((e.owner & 1) && e.type == RHN_EQE_COMPLETION && e.object == cqn) n++;
+  }
+  return n;
+}
+
+AdminResult SimDriver::modify_cq(uint32_t context, uint32_t cqn, uint16_t count,
+                                 uint16_t period_us) {
+  rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_MODIFY_CQ, context);
+  cmd.u.modify_cq.cqn = cqn;
+  cmd.u.modify_cq.count = count;
+  cmd.u.modify_cq.period_us = period_us;
+  return exec(cmd);
+}
+
 AdminResult SimDriver::create_qp(uint32_t context,
                                  const rhn_admin_create_qp& c) {
   rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_CREATE_QP, context);

@@ -4,7 +4,8 @@
  * provider: RC and UD QPs driven through ibv_qp_ex (wr_start ... wr_complete,
  * every opcode, SGE lists, inline lists, wr_abort), completions read through
  * ibv_cq_ex (start_poll/next_poll/end_poll and every read_*), the receive CQ
- * waited for through a completion channel. Every byte moved and every
+ * waited for through a completion channel, completion events moderated
+ * with ibv_modify_cq. Every byte moved and every
  * completion field is checked on both sides, then the error cases: batches
  * that must post nothing, and objects the provider must refuse.
  *
@@ -955,6 +956,100 @@ static void expect_flushed(struct ibv_cq *cq, int first, int count)
 	check(got == count, "%d of %d flushed receives", got, count);
 }
 
+/* Completion events of @ch within @ms milliseconds, each acknowledged. */
+static int events_within(struct ibv_comp_channel *ch, int ms)
+{
+	double end = now() + ms / 1000.0;
+	int events = 0;
+
+	while (now() < end) {
+		struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+		struct ibv_cq *ev_cq;
+		void *ev_ctx;
+		int left = (int)((end - now()) * 1000) + 1;
+
+		if (poll(&pfd, 1, left) != 1 ||
+		    ibv_get_cq_event(ch, &ev_cq, &ev_ctx))
+			continue;
+		ibv_ack_cq_events(ev_cq, 1);
+		events++;
+	}
+	return events;
+}
+
+/*
+ * ibv_modify_cq (completion event moderation, the NIC's MODIFY_CQ): with
+ * count 4 and the longest period, 3 completions on an armed CQ raise no
+ * event and the 4th raises one; with count 16 and a period of 2 ms, one
+ * completion raises its event once the period is over; moderation off
+ * again, the next completion raises its own. The limits are in
+ * ibv_query_device_ex; bad attribute masks are refused.
+ */
+static void moderation(struct node *n)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(n->ctx);
+	struct ibv_cq *cq = ch ? ibv_create_cq(n->ctx, 64, NULL, ch, 0) : NULL;
+	struct ibv_device_attr_ex dx;
+	struct ibv_modify_cq_attr m = {.attr_mask = IBV_CQ_ATTR_MODERATE};
+	struct ibv_qp *qp[4] = {};
+	int ev;
+
+	check(cq != NULL, "CQ with a channel for moderation");
+	if (!cq)
+		goto out;
+	check(!ibv_query_device_ex(n->ctx, NULL, &dx) &&
+		      dx.cq_mod_caps.max_cq_count == 0xffff &&
+		      dx.cq_mod_caps.max_cq_period == 0xffff,
+	      "cq_mod_caps %u %u", dx.cq_mod_caps.max_cq_count,
+	      dx.cq_mod_caps.max_cq_period);
+	for (int i = 0; i < 4; i++) {
+		qp[i] = plain_rc_qp(n, cq);
+		check(qp[i] != NULL, "moderation QP %d", i);
+		if (!qp[i])
+			goto out;
+	}
+	m.moderate.cq_count = 4;
+	m.moderate.cq_period = 0xffff; /* 65 ms: the count decides */
+	check(!ibv_modify_cq(cq, &m), "modify_cq count 4: errno %d", errno);
+	check(!ibv_req_notify_cq(cq, 0), "arm the moderated CQ");
+	flushed_receives(n, qp[0], 1, 3);
+	ev = events_within(ch, 30);
+	check(ev == 0, "%d events for 3 of 4 completions", ev);
+	flushed_receives(n, qp[1], 4, 1);
+	ev = events_within(ch, 1000);
+	check(ev == 1, "%d events for 4 completions with count 4", ev);
+	expect_flushed(cq, 1, 4);
+
+	m.moderate.cq_count = 16;
+	m.moderate.cq_period = 2000;
+	check(!ibv_modify_cq(cq, &m), "modify_cq count 16, 2 ms");
+	check(!ibv_req_notify_cq(cq, 0), "arm again");
+	flushed_receives(n, qp[2], 10, 1);
+	ev = events_within(ch, 1000);
+	check(ev == 1, "%d events for 1 completion after the period", ev);
+	expect_flushed(cq, 10, 1);
+
+	m.moderate.cq_count = 0;
+	m.moderate.cq_period = 0;
+	check(!ibv_modify_cq(cq, &m), "modify_cq off");
+	check(!ibv_req_notify_cq(cq, 0), "arm unmoderated");
+	flushed_receives(n, qp[3], 20, 1);
+	ev = events_within(ch, 1000);
+	check(ev == 1, "%d events for 1 unmoderated completion", ev);
+	expect_flushed(cq, 20, 1);
+
+	m.attr_mask = 1u << 7;
+	check(ibv_modify_cq(cq, &m) != 0, "modify_cq with an unknown mask bit");
+out:
+	for (int i = 0; i < 4; i++)
+		if (qp[i])
+			ibv_destroy_qp(qp[i]);
+	if (cq)
+		check(!ibv_destroy_cq(cq), "destroy the moderated CQ");
+	if (ch)
+		ibv_destroy_comp_channel(ch);
+}
+
 /*
  * ibv_resize_cq: a CQ of 4 holding 3 unread completions refuses to shrink
  * below them, grows to 100 with the 3 kept in order, then takes 40 more
@@ -1370,6 +1465,7 @@ int main(int argc, char **argv)
 		query_reconnect(&n);
 		second_vector(&n);
 		resize(&n);
+		moderation(&n);
 		windows_client(&n, fd);
 		printf("rhinet-qpex client: error cases done (%d failures)\n",
 		       failures);
@@ -1383,6 +1479,7 @@ int main(int argc, char **argv)
 		query_reconnect(&n);
 		second_vector(&n);
 		resize(&n);
+		moderation(&n);
 		windows_server(&n, fd);
 		server_ud(&n, fd, &events);
 		sync_peer(fd); /* the client's remote error */

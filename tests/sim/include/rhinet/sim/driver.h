@@ -111,6 +111,8 @@ class SimDriver {
                         uint8_t log_depth);
   AdminResult create_srq(uint32_t context, const rhn_admin_create_srq& c);
   AdminResult modify_srq(uint32_t context, uint32_t srqn, uint32_t limit);
+  AdminResult modify_cq(uint32_t context, uint32_t cqn, uint16_t count,
+                        uint16_t period_us);
   AdminResult create_qp(uint32_t context, const rhn_admin_create_qp& c);
   AdminResult modify_qp(uint32_t context, const rhn_admin_modify_qp& m);
   AdminResult destroy(uint8_t opcode, uint32_t context, uint32_t handle) {
@@ -140,6 +142,9 @@ class SimDriver {
                       uint8_t type = RHN_GID_ROCE_V1);
 
   uint32_t kernel_eqn() const { return eqn_; }
+  // Completion events for CQ cqn among the first `slots` entries of the
+  // kernel EQ that the NIC wrote in its first lap (owner bit 1).
+  uint32_t completion_events(uint32_t cqn, uint32_t slots = 16);
   uint64_t eq_ring_bus() const { return eq_ring_; }
   SimMemory& memory() { return mem_; }
   fw::Engine& engine() { return engine_; }
