@@ -276,7 +276,12 @@ RHINET_RESP(ResizeCqResp, ib_uverbs_resize_cq_resp, rhinet_no_data);
 
 // A new, zeroed buffer; the NIC moves the unread CQEs to its start, so the
 // consumer index restarts at 0. Polling waits on the CQ lock meanwhile.
-RHINET_CMD_EX(ModifyCqCmd, ib_uverbs_ex_modify_cq, rhinet_no_data);
+// An extended command without driver data (the kernel takes none).
+struct ModifyCqCmd {
+  ib_uverbs_cmd_hdr hdr;
+  ib_uverbs_ex_cmd_hdr ex_hdr;
+  ib_uverbs_ex_modify_cq core;
+};
 
 // Completion event moderation is the NIC's (RHN_ADMIN_MODIFY_CQ, set by
 // the kernel): nothing of it lives in the provider.
