@@ -503,9 +503,9 @@ struct Engine::Impl : FamilyStates {
   // After retire_quiet took a message of qpn: the quiet packets that
   // follow it at the channel's head, of the same QP and context and
   // covered by ack_seq, retired with the QP looked up once (a stream's
-  // run); how many. Their slots' shares are added to share_n.
+  // run); how many (their slots' shares are the caller's to give).
   uint32_t retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
-                            uint32_t gen, uint32_t context, uint32_t& share_n);
+                            uint32_t gen, uint32_t context);
   void handle_response(Peer& p, const Packet& pkt);
   // RNR: counts against rnr_retry; BUSY: retried like RNR without;
   // PINNING: like BUSY, resent when the target says its pages are in.

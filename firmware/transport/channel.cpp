@@ -452,8 +452,10 @@ void Engine::Impl::release_gated(Peer& p) {
       if (completes == kCompletesQuiet &&
           retire_quiet(qpn, gen, serial, node)) {
         owed = qpn;
-        quiet +=
-            1 + retire_quiet_run(p, g.ack_seq, qpn, gen, share_ctx, share_n);
+        const uint32_t run =
+            retire_quiet_run(p, g.ack_seq, qpn, gen, share_ctx);
+        quiet += 1 + run;
+        share_n += run;
         continue;
       }
       if (owed != kNone) {
@@ -476,27 +478,31 @@ void Engine::Impl::release_gated(Peer& p) {
 }
 
 uint32_t Engine::Impl::retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
-                                        uint32_t gen, uint32_t context,
-                                        uint32_t& share_n) {
+                                        uint32_t gen, uint32_t context) {
   // What release_gated does for each of them, less what holds for the
   // run: the QP valid, of that generation and not in error (nothing here
   // changes it), the share's context, the owed schedule().
+  // The list's head is moved once, after the run.
   QpObj& qp = qps[qpn];
   const uint16_t node = node_of(p);
-  uint32_t n = 0;
-  while (p.unacked_count) {
-    const uint32_t id = p.unacked_head;
+  const uint32_t queued = p.unacked_count;
+  uint32_t n = 0, id = p.unacked_head;
+  while (n < queued) {
     const SendSlot& s = slots[id];
     if (!seq_before(s.serial, ack_seq) ||
         s.completes_message != kCompletesQuiet || s.qpn != qpn ||
         s.qp_gen != gen || s.context != context ||
         !retire_quiet_entry(qp, qpn, s.serial, node))
       break;
-    unlink_acked(p, id);
+    const uint32_t next = s.next;
+    if (p.resend == id) p.resend = next;
     free_slot(id);
-    share_n++;
+    id = next;
     n++;
   }
+  p.unacked_head = id;
+  if (id == kNone) p.unacked_tail = kNone;
+  p.unacked_count = queued - n;
   return n;
 }
 
