@@ -499,6 +499,15 @@ struct Engine::Impl : FamilyStates {
   // (transport/channel_inline.h)
   inline bool retire_quiet(uint32_t qpn, uint32_t gen, uint32_t serial,
                            uint16_t peer);
+  // Its checks of the entry and the retirement, for a QP already checked.
+  inline bool retire_quiet_entry(QpObj& qp, uint32_t qpn, uint32_t serial,
+                                 uint16_t peer);
+  // After retire_quiet took a message of qpn: the quiet packets that
+  // follow it at the channel's head, of the same QP and context and
+  // covered by ack_seq, retired with the QP looked up once (a stream's
+  // run); how many (their slots' shares are the caller's to give).
+  uint32_t retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
+                            uint32_t gen, uint32_t context);
   void handle_response(Peer& p, const Packet& pkt);
   // RNR: counts against rnr_retry; BUSY: retried like RNR without;
   // PINNING: like BUSY, resent when the target says its pages are in.
@@ -538,6 +547,8 @@ struct Engine::Impl : FamilyStates {
   inline void give_slot(uint32_t slot);  // return_slot, inline
   // give_slot without the context's share, which the caller gives back.
   inline void free_slot(uint32_t slot);
+  // The channel's oldest unacknowledged packet (slot id) off its list.
+  inline void unlink_acked(Peer& p, uint32_t id);
   uint32_t commit_data(Peer& p, uint32_t slot, const rhn_op_hdr& op,
                        uint32_t payload_len, bool ack_req, uint32_t qpn,
                        uint32_t qp_gen, bool completes_message);

@@ -428,10 +428,7 @@ void Engine::Impl::release_gated(Peer& p) {
       const uint32_t id = p.unacked_head;
       SendSlot& s = slots[id];
       if (!seq_before(s.serial, g.ack_seq)) break;
-      p.unacked_head = s.next;
-      if (p.unacked_head == kNone) p.unacked_tail = kNone;
-      p.unacked_count--;
-      if (p.resend == id) p.resend = s.next;
+      unlink_acked(p, id);
       const uint8_t completes = s.completes_message;
       const uint32_t qpn = s.qpn, gen = s.qp_gen, serial = s.serial;
       if (completes == kCompletes) {
@@ -455,7 +452,10 @@ void Engine::Impl::release_gated(Peer& p) {
       if (completes == kCompletesQuiet &&
           retire_quiet(qpn, gen, serial, node)) {
         owed = qpn;
-        quiet++;
+        const uint32_t run =
+            retire_quiet_run(p, g.ack_seq, qpn, gen, share_ctx);
+        quiet += 1 + run;
+        share_n += run;
         continue;
       }
       if (owed != kNone) {
@@ -475,6 +475,35 @@ void Engine::Impl::release_gated(Peer& p) {
     wake_all(p.waiters);
     if (p.reads_head != kNone) peer_needs_service(p);
   }
+}
+
+uint32_t Engine::Impl::retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
+                                        uint32_t gen, uint32_t context) {
+  // What release_gated does for each of them, less what holds for the
+  // run: the QP valid, of that generation and not in error (nothing here
+  // changes it), the share's context, the owed schedule().
+  // The list's head is moved once, after the run.
+  QpObj& qp = qps[qpn];
+  const uint16_t node = node_of(p);
+  const uint32_t queued = p.unacked_count;
+  uint32_t n = 0, id = p.unacked_head;
+  while (n < queued) {
+    const SendSlot& s = slots[id];
+    if (!seq_before(s.serial, ack_seq) ||
+        s.completes_message != kCompletesQuiet || s.qpn != qpn ||
+        s.qp_gen != gen || s.context != context ||
+        !retire_quiet_entry(qp, qpn, s.serial, node))
+      break;
+    const uint32_t next = s.next;
+    if (p.resend == id) p.resend = next;
+    free_slot(id);
+    id = next;
+    n++;
+  }
+  p.unacked_head = id;
+  if (id == kNone) p.unacked_tail = kNone;
+  p.unacked_count = queued - n;
+  return n;
 }
 
 uint32_t Engine::Impl::first_unacked(const Peer& p) const {

@@ -131,9 +131,13 @@ inline bool Engine::Impl::retire_quiet(uint32_t qpn, uint32_t gen,
                                        uint32_t serial, uint16_t peer) {
   if (qpn >= qps.size()) return false;  // the firmware's own too
   QpObj& qp = qps[qpn];
-  if (!qp.valid || qp.gen != gen || qp.state == RHN_QPS_ERR ||
-      qp.inflight_head == qp.inflight_tail)
-    return false;
+  if (!qp.valid || qp.gen != gen || qp.state == RHN_QPS_ERR) return false;
+  return retire_quiet_entry(qp, qpn, serial, peer);
+}
+
+inline bool Engine::Impl::retire_quiet_entry(QpObj& qp, uint32_t qpn,
+                                             uint32_t serial, uint16_t peer) {
+  if (qp.inflight_head == qp.inflight_tail) return false;
   Inflight& e = entry(qpn, qp.inflight_head);
   if (!e.quiet || e.state != MsgState::kAwaitAck || e.last_serial != serial ||
       e.peer != peer)
@@ -157,6 +161,14 @@ inline bool Engine::Impl::retire_quiet(uint32_t qpn, uint32_t gen,
 inline void Engine::Impl::give_slot(uint32_t slot) {
   shares.give(slots[slot].context, Res::kTxSlots);
   free_slot(slot);
+}
+
+inline void Engine::Impl::unlink_acked(Peer& p, uint32_t id) {
+  const uint32_t next = slots[id].next;
+  p.unacked_head = next;
+  if (next == kNone) p.unacked_tail = kNone;
+  p.unacked_count--;
+  if (p.resend == id) p.resend = next;
 }
 
 inline void Engine::Impl::free_slot(uint32_t slot) {
