@@ -258,9 +258,10 @@ int shmem_team_sync(shmem_team_t team);
 int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
                        size_t nelems, int PE_root);
 
-/* Reductions: X(TYPENAME, TYPE) per operation class. The NIC reduces 32-
- * and 64-bit integers, float and double; the other types return nonzero
- * with a message naming the routine. */
+/* Reductions: the bitwise ones on SHMEMI_REDUCE_BITWISE_TYPES, sum, prod,
+ * min and max on the RMA types. The NIC reduces 32- and 64-bit integers,
+ * float and double; the other types return nonzero with a message naming
+ * the routine. */
 #define SHMEMI_REDUCE_BITWISE_TYPES(X) \
   X(uchar, unsigned char)              \
   X(ushort, unsigned short)            \
@@ -276,32 +277,6 @@ int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
   X(uint32, uint32_t)                  \
   X(uint64, uint64_t)                  \
   X(size, size_t)
-#define SHMEMI_REDUCE_MINMAX_TYPES(X) \
-  X(char, char)                       \
-  X(schar, signed char)               \
-  X(short, short)                     \
-  X(int, int)                         \
-  X(long, long)                       \
-  X(longlong, long long)              \
-  X(ptrdiff, ptrdiff_t)               \
-  X(uchar, unsigned char)             \
-  X(ushort, unsigned short)           \
-  X(uint, unsigned int)               \
-  X(ulong, unsigned long)             \
-  X(ulonglong, unsigned long long)    \
-  X(int8, int8_t)                     \
-  X(int16, int16_t)                   \
-  X(int32, int32_t)                   \
-  X(int64, int64_t)                   \
-  X(uint8, uint8_t)                   \
-  X(uint16, uint16_t)                 \
-  X(uint32, uint32_t)                 \
-  X(uint64, uint64_t)                 \
-  X(size, size_t)                     \
-  X(float, float)                     \
-  X(double, double)                   \
-  X(longdouble, long double)
-
 #define SHMEMI_DECLARE_REDUCE(N, T, OP)                                      \
   int shmem_##N##_##OP##_reduce(shmem_team_t team, T* dest, const T* source, \
                                 size_t nreduce);
@@ -315,10 +290,10 @@ int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
 SHMEMI_REDUCE_BITWISE_TYPES(SHMEMI_DECLARE_REDUCE_AND)
 SHMEMI_REDUCE_BITWISE_TYPES(SHMEMI_DECLARE_REDUCE_OR)
 SHMEMI_REDUCE_BITWISE_TYPES(SHMEMI_DECLARE_REDUCE_XOR)
-SHMEMI_REDUCE_MINMAX_TYPES(SHMEMI_DECLARE_REDUCE_MIN)
-SHMEMI_REDUCE_MINMAX_TYPES(SHMEMI_DECLARE_REDUCE_MAX)
-SHMEMI_REDUCE_MINMAX_TYPES(SHMEMI_DECLARE_REDUCE_SUM)
-SHMEMI_REDUCE_MINMAX_TYPES(SHMEMI_DECLARE_REDUCE_PROD)
+SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_MIN)
+SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_MAX)
+SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_SUM)
+SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_PROD)
 
 #ifdef __cplusplus
 }

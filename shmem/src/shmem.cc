@@ -34,7 +34,7 @@ using rhinet::shmem::HeapAllocator;
 
 // Area ID of the symmetric heap, the communicator's ID and the NIC barrier's
 // ID: fixed so that every PE names the same ones without agreeing first.
-constexpr std::uint32_t kHeapArea = 0x5348;
+constexpr std::uint32_t kHeapArea = SHMEMX_HEAP_AREA_ID;
 constexpr std::uint16_t kWorldComm = 0x5348;
 constexpr std::uint64_t kBarrierId = 0x5348'4d45'4d00'0001ull;
 constexpr std::size_t kDefaultHeap = std::size_t{64} << 20;
@@ -59,14 +59,21 @@ State& state() {
   return s;
 }
 
+// "shmem: PE 3: routine: " (no PE before the job is joined).
+void print_prefix(const char* routine) {
+  if (state().group)
+    std::fprintf(stderr, "shmem: PE %u: %s: ", state().group->rank(), routine);
+  else
+    std::fprintf(stderr, "shmem: %s: ", routine);
+}
+
 [[noreturn]] void die(const char* routine, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 // Ends this PE (and, through oshrun, the job) after a message naming the
 // routine: RMA and AMO routines have no error return in the specification.
 [[noreturn]] void die(const char* routine, const char* fmt, ...) {
-  const int pe = state().group ? static_cast<int>(state().group->rank()) : -1;
-  std::fprintf(stderr, "shmem: PE %d: %s: ", pe, routine);
+  print_prefix(routine);
   va_list ap;
   va_start(ap, fmt);
   std::vfprintf(stderr, fmt, ap);
@@ -78,8 +85,8 @@ State& state() {
 
 // For routines that return an error: a message naming the routine.
 int refuse(const char* routine, const char* why) {
-  const int pe = state().group ? static_cast<int>(state().group->rank()) : -1;
-  std::fprintf(stderr, "shmem: PE %d: %s: %s\n", pe, routine, why);
+  print_prefix(routine);
+  std::fprintf(stderr, "%s\n", why);
   return -1;
 }
 
@@ -817,6 +824,13 @@ size_t shmemx_heap_in_use(void) {
   return state().heap->bytes_in_use();
 }
 
+void* shmemx_rhinet_group(void) { return &group("shmemx_rhinet_group"); }
+
+void* shmemx_heap_base(void) {
+  group("shmemx_heap_base");
+  return state().heap_base;
+}
+
 // ---- RMA
 // -----------------------------------------------------------------------
 
@@ -1029,31 +1043,18 @@ SHMEMI_AMO_EXTENDED_TYPES(RHINET_SHMEM_AMO_EXTENDED)
   }
 SHMEMI_AMO_TYPES(RHINET_SHMEM_AMO)
 
-#define RHINET_SHMEM_AMO_BITWISE(N, T)                                   \
-  T shmem_##N##_atomic_fetch_and(T* dest, T value, int pe) {             \
-    return amo_bitwise("shmem_" #N "_atomic_fetch_and", dest, value, pe, \
-                       std::bit_and<>{});                                \
-  }                                                                      \
-  void shmem_##N##_atomic_and(T* dest, T value, int pe) {                \
-    (void)amo_bitwise("shmem_" #N "_atomic_and", dest, value, pe,        \
-                      std::bit_and<>{});                                 \
-  }                                                                      \
-  T shmem_##N##_atomic_fetch_or(T* dest, T value, int pe) {              \
-    return amo_bitwise("shmem_" #N "_atomic_fetch_or", dest, value, pe,  \
-                       std::bit_or<>{});                                 \
-  }                                                                      \
-  void shmem_##N##_atomic_or(T* dest, T value, int pe) {                 \
-    (void)amo_bitwise("shmem_" #N "_atomic_or", dest, value, pe,         \
-                      std::bit_or<>{});                                  \
-  }                                                                      \
-  T shmem_##N##_atomic_fetch_xor(T* dest, T value, int pe) {             \
-    return amo_bitwise("shmem_" #N "_atomic_fetch_xor", dest, value, pe, \
-                       std::bit_xor<>{});                                \
-  }                                                                      \
-  void shmem_##N##_atomic_xor(T* dest, T value, int pe) {                \
-    (void)amo_bitwise("shmem_" #N "_atomic_xor", dest, value, pe,        \
-                      std::bit_xor<>{});                                 \
+#define RHINET_SHMEM_AMO_BIT_OP(N, T, OP, FN)                             \
+  T shmem_##N##_atomic_fetch_##OP(T* dest, T value, int pe) {             \
+    return amo_bitwise("shmem_" #N "_atomic_fetch_" #OP, dest, value, pe, \
+                       FN{});                                             \
+  }                                                                       \
+  void shmem_##N##_atomic_##OP(T* dest, T value, int pe) {                \
+    (void)amo_bitwise("shmem_" #N "_atomic_" #OP, dest, value, pe, FN{}); \
   }
+#define RHINET_SHMEM_AMO_BITWISE(N, T)               \
+  RHINET_SHMEM_AMO_BIT_OP(N, T, and, std::bit_and<>) \
+  RHINET_SHMEM_AMO_BIT_OP(N, T, or, std::bit_or<>)   \
+  RHINET_SHMEM_AMO_BIT_OP(N, T, xor, std::bit_xor<>)
 SHMEMI_AMO_BITWISE_TYPES(RHINET_SHMEM_AMO_BITWISE)
 
 // ---- collectives
@@ -1124,9 +1125,9 @@ int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
 SHMEMI_REDUCE_BITWISE_TYPES(RHINET_SHMEM_REDUCE_AND)
 SHMEMI_REDUCE_BITWISE_TYPES(RHINET_SHMEM_REDUCE_OR)
 SHMEMI_REDUCE_BITWISE_TYPES(RHINET_SHMEM_REDUCE_XOR)
-SHMEMI_REDUCE_MINMAX_TYPES(RHINET_SHMEM_REDUCE_MIN)
-SHMEMI_REDUCE_MINMAX_TYPES(RHINET_SHMEM_REDUCE_MAX)
-SHMEMI_REDUCE_MINMAX_TYPES(RHINET_SHMEM_REDUCE_SUM)
-SHMEMI_REDUCE_MINMAX_TYPES(RHINET_SHMEM_REDUCE_PROD)
+SHMEMI_RMA_TYPES(RHINET_SHMEM_REDUCE_MIN)
+SHMEMI_RMA_TYPES(RHINET_SHMEM_REDUCE_MAX)
+SHMEMI_RMA_TYPES(RHINET_SHMEM_REDUCE_SUM)
+SHMEMI_RMA_TYPES(RHINET_SHMEM_REDUCE_PROD)
 
 }  // extern "C"

@@ -6,7 +6,9 @@
 # (scripts/rhinet-cluster; the nodes take librhinet_shmem from the prefix
 # through the programs' RUNPATH). Each program checks its results and
 # exits nonzero on a mismatch; the misuse cases must end with the status
-# and message shmem.md promises. The guest half: shmem_guest.sh.
+# and message shmem.md promises. The benchmark prints its figures (not
+# judged; it checks its reduction's result). The guest half:
+# shmem_guest.sh.
 #   shmem.sh BUILD_DIR NODES
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,7 +32,8 @@ for src in "$REPO"/shmem/tests/programs/*.c; do
 		exit 1
 	}
 done
-cp "$work/prefix/bin/oshrun" "$HERE/shmem_guest.sh" "$work/shmem/"
+cp "$work/prefix/bin/oshrun" "$work/prefix/bin/rhinet_shmem_bench" \
+	"$HERE/shmem_guest.sh" "$work/shmem/"
 
 out=$("$REPO/scripts/rhinet-cluster" -n "$NODES" --timeout 1500 \
 	--out "$work/logs" -c "$work/shmem" -- \

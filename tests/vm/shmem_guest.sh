@@ -44,6 +44,17 @@ export SHMEM_SYMMETRIC_SIZE=16M
 for p in put_get nbi_quiet atomics pingpong put_signal collectives barrier; do
 	run $p
 done
+# The benchmark's figures, for the log (its own check: the reduction).
+./oshrun -n 4 --hosts "$hosts" --timeout 300 ./rhinet_shmem_bench 100 >bench.out 2>&1
+rc=$?
+sed 's/^/  /' bench.out
+if [ "$rc" = 0 ]; then
+	echo "shmem_guest: ok: rhinet_shmem_bench"
+else
+	echo "shmem_guest: FAIL: rhinet_shmem_bench: status $rc"
+	fails=$((fails + 1))
+fi
+
 misuse int-amo 1 "shmem_int_atomic_inc: the NIC's atomics work on 64-bit words only"
 misuse global 1 "shmem_long_p: dest"
 misuse global 1 "is not symmetric"
