@@ -135,63 +135,57 @@ void complete(const char* routine, const rhinet::Result<void>& r) {
 
 // ---- RMA -----------------------------------------------------------------
 
-void put_bytes(const char* routine, void* dest, const void* source,
+// A put (PUSH from source to the target's dest) or a get (PULL from the
+// target's source into dest) of `bytes` contiguous bytes.
+void rma_bytes(const char* routine, bool put, void* dest, const void* source,
                std::size_t bytes, int pe, bool nbi) {
   auto& g = group(routine);
   check_pe(routine, pe);
   if (!bytes) return;
-  const std::size_t offset = symmetric_offset(routine, dest, bytes, "dest");
-  const auto* src = static_cast<const std::byte*>(source);
+  const void* remote = put ? dest : source;
+  auto* local = static_cast<std::byte*>(put ? const_cast<void*>(source) : dest);
+  const std::size_t offset =
+      symmetric_offset(routine, remote, bytes, put ? "dest" : "source");
   const auto rank = static_cast<std::uint32_t>(pe);
-  if (bytes <= g.max_inline()) {
+  auto post = [&](std::uint64_t at, std::span<std::byte> span,
+                  const rhinet::XferOptions& opts) {
+    return put ? g.push(rank, kHeapArea, at, span, opts)
+               : g.pull(rank, kHeapArea, at, span, opts);
+  };
+  if (put && bytes <= g.max_inline()) {
     // Copied into the work request: source is free at once, so even the
     // blocking put need not wait for the NIC.
-    g.push(rank, kHeapArea, offset, {src, bytes}, {.inline_data = true})
-        .detach();
+    post(offset, {local, bytes}, {.inline_data = true}).detach();
     return;
   }
-  if (in_heap(source, bytes)) {
-    auto r = g.push(rank, kHeapArea, offset, {src, bytes});
+  if (in_heap(local, bytes)) {
+    auto r = post(offset, {local, bytes}, {});
     if (nbi)
       r.detach();
     else
       complete(routine, r);
     return;
   }
-  // Unregistered source: through the bounce buffer, chunk by chunk, each
-  // completed before the buffer is used again.
+  // Unregistered local memory: through the bounce buffer, chunk by chunk,
+  // each completed before the buffer is used again.
   State& s = state();
   for (std::size_t done = 0; done < bytes; done += kBounceBytes) {
     const std::size_t n = std::min(kBounceBytes, bytes - done);
-    std::memcpy(s.bounce, src + done, n);
-    auto r = g.push(rank, kHeapArea, offset + done, {s.bounce, n});
+    if (put) std::memcpy(s.bounce, local + done, n);
+    auto r = post(offset + done, {s.bounce, n}, {});
     complete(routine, r);
+    if (!put) std::memcpy(local + done, s.bounce, n);
   }
+}
+
+void put_bytes(const char* routine, void* dest, const void* source,
+               std::size_t bytes, int pe, bool nbi) {
+  rma_bytes(routine, true, dest, source, bytes, pe, nbi);
 }
 
 void get_bytes(const char* routine, void* dest, const void* source,
                std::size_t bytes, int pe, bool nbi) {
-  auto& g = group(routine);
-  check_pe(routine, pe);
-  if (!bytes) return;
-  const std::size_t offset = symmetric_offset(routine, source, bytes, "source");
-  auto* dst = static_cast<std::byte*>(dest);
-  const auto rank = static_cast<std::uint32_t>(pe);
-  if (in_heap(dest, bytes)) {
-    auto r = g.pull(rank, kHeapArea, offset, {dst, bytes});
-    if (nbi)
-      r.detach();
-    else
-      complete(routine, r);
-    return;
-  }
-  State& s = state();
-  for (std::size_t done = 0; done < bytes; done += kBounceBytes) {
-    const std::size_t n = std::min(kBounceBytes, bytes - done);
-    auto r = g.pull(rank, kHeapArea, offset + done, {s.bounce, n});
-    complete(routine, r);
-    std::memcpy(dst + done, s.bounce, n);
-  }
+  rma_bytes(routine, false, dest, source, bytes, pe, nbi);
 }
 
 // Strided put/get on the NIC's stride mode: nelems blocks of `elem` bytes,
