@@ -59,12 +59,22 @@ State& state() {
   return s;
 }
 
-// "shmem: PE 3: routine: " (no PE before the job is joined).
-void print_prefix(const char* routine) {
-  if (state().group)
-    std::fprintf(stderr, "shmem: PE %u: %s: ", state().group->rank(), routine);
-  else
-    std::fprintf(stderr, "shmem: %s: ", routine);
+// One line "shmem: PE 3: routine: why" (no PE before the job is joined),
+// written with one write so that other PEs' output sharing the terminal
+// does not split it.
+void vreport(const char* routine, const char* fmt, va_list ap) {
+  char line[1024];
+  int at =
+      state().group
+          ? std::snprintf(line, sizeof line,
+                          "shmem: PE %u: %s: ", state().group->rank(), routine)
+          : std::snprintf(line, sizeof line, "shmem: %s: ", routine);
+  at = std::clamp(at, 0, static_cast<int>(sizeof line) - 2);
+  const int n = std::vsnprintf(line + at, sizeof line - at - 1, fmt, ap);
+  at = std::clamp(at + std::max(n, 0), 0, static_cast<int>(sizeof line) - 2);
+  line[at++] = '\n';
+  std::fflush(stderr);
+  (void)!write(STDERR_FILENO, line, static_cast<std::size_t>(at));
 }
 
 [[noreturn]] void die(const char* routine, const char* fmt, ...)
@@ -73,20 +83,23 @@ void print_prefix(const char* routine) {
 // Ends this PE (and, through oshrun, the job) after a message naming the
 // routine: RMA and AMO routines have no error return in the specification.
 [[noreturn]] void die(const char* routine, const char* fmt, ...) {
-  print_prefix(routine);
   va_list ap;
   va_start(ap, fmt);
-  std::vfprintf(stderr, fmt, ap);
+  vreport(routine, fmt, ap);
   va_end(ap);
-  std::fputc('\n', stderr);
   std::fflush(nullptr);
   _exit(1);
 }
 
+int refuse(const char* routine, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 // For routines that return an error: a message naming the routine.
-int refuse(const char* routine, const char* why) {
-  print_prefix(routine);
-  std::fprintf(stderr, "%s\n", why);
+int refuse(const char* routine, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(routine, fmt, ap);
+  va_end(ap);
   return -1;
 }
 
@@ -484,7 +497,7 @@ int reduce(const char* routine, [[maybe_unused]] shmem_team_t team,
     auto r =
         world(routine).allreduce<N>({reinterpret_cast<const N*>(source), n},
                                     {reinterpret_cast<N*>(dest), n}, op);
-    if (!r) return refuse(routine, r.error().to_string().c_str());
+    if (!r) return refuse(routine, "%s", r.error().to_string().c_str());
     return 0;
   }
 }
@@ -568,11 +581,11 @@ void* heap_alloc(const char* routine, std::size_t bytes, std::size_t align,
   if (!offset) {
     if (align & (align - 1))
       die(routine, "alignment %zu is not a power of two", align);
-    std::fprintf(stderr,
-                 "shmem: PE %u: %s: no room for %zu bytes in the symmetric "
-                 "heap of %s (%zu in use; set SHMEM_SYMMETRIC_SIZE)\n",
-                 s.group->rank(), routine, bytes,
-                 heap_size_text(s.heap_size).c_str(), s.heap->bytes_in_use());
+    (void)refuse(routine,
+                 "no room for %zu bytes in the symmetric heap of %s (%zu in "
+                 "use; set SHMEM_SYMMETRIC_SIZE)",
+                 bytes, heap_size_text(s.heap_size).c_str(),
+                 s.heap->bytes_in_use());
     heap_barrier(routine);
     return nullptr;
   }
@@ -796,10 +809,9 @@ void* shmem_realloc(void* ptr, size_t size) {
   auto moved = s.heap->allocate(size);
   if (!moved) {
     heap_barrier("shmem_realloc");
-    std::fprintf(stderr,
-                 "shmem: PE %u: shmem_realloc: no room for %zu bytes in the "
-                 "symmetric heap of %s\n",
-                 s.group->rank(), size, heap_size_text(s.heap_size).c_str());
+    (void)refuse("shmem_realloc",
+                 "no room for %zu bytes in the symmetric heap of %s", size,
+                 heap_size_text(s.heap_size).c_str());
     return nullptr;
   }
   std::memcpy(s.heap_base + *moved, ptr, std::min(old, size));
@@ -1088,7 +1100,7 @@ int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
     auto r = world(routine).bcast<std::uint32_t>(
         {static_cast<std::uint32_t*>(dest), words},
         static_cast<std::uint32_t>(PE_root));
-    if (!r) return refuse(routine, r.error().to_string().c_str());
+    if (!r) return refuse(routine, "%s", r.error().to_string().c_str());
   }
   if (tail) {
     auto* end = static_cast<std::byte*>(dest) + words * 4;
