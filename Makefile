@@ -19,7 +19,7 @@ NODES          ?= 2
 ROUNDS         ?= 2000
 
 # C/C++ sources that clang-format owns (build trees excluded).
-FORMAT_DIRS  := firmware fabric tests include userlib conformance
+FORMAT_DIRS  := firmware fabric tests include userlib conformance shmem
 FORMAT_FILES  = $(shell find $(FORMAT_DIRS) \
 	\( -name 'build' -o -name 'build-*' -o -name 'corpus' \) -prune -o \
 	-type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' -o -name '*.cpp' \

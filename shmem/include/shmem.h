@@ -1,0 +1,302 @@
+/*
+ * shmem.h: OpenSHMEM 1.5 on the RHiNET NIC (librhinet_shmem).
+ *
+ * What is implemented, and how each routine maps to the NIC:
+ * Documentation/userlib/shmem.md. Routines of the specification that are
+ * declared here but not implemented yet print a message naming themselves
+ * and return an error (or end the program where the routine has no way to
+ * return one); routines not declared here are not implemented.
+ */
+#ifndef RHINET_SHMEM_H
+#define RHINET_SHMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SHMEM_MAJOR_VERSION 1
+#define SHMEM_MINOR_VERSION 5
+#define _SHMEM_MAJOR_VERSION SHMEM_MAJOR_VERSION
+#define _SHMEM_MINOR_VERSION SHMEM_MINOR_VERSION
+#define SHMEM_MAX_NAME_LEN 256
+#define SHMEM_VENDOR_STRING "RHiNET-NG OpenSHMEM (librhinet_shmem)"
+
+#define SHMEM_THREAD_SINGLE 0
+#define SHMEM_THREAD_FUNNELED 1
+#define SHMEM_THREAD_SERIALIZED 2
+#define SHMEM_THREAD_MULTIPLE 3
+
+#define SHMEM_CMP_EQ 0
+#define SHMEM_CMP_NE 1
+#define SHMEM_CMP_GT 2
+#define SHMEM_CMP_GE 3
+#define SHMEM_CMP_LT 4
+#define SHMEM_CMP_LE 5
+
+#define SHMEM_SIGNAL_SET 0
+#define SHMEM_SIGNAL_ADD 1
+
+#define SHMEM_MALLOC_ATOMICS_REMOTE 1L
+#define SHMEM_MALLOC_SIGNAL_REMOTE 2L
+
+/* Teams: SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED (this PE alone: no other
+ * PE's memory is load/store accessible). Splitting is not implemented. */
+typedef struct rhinet_shmem_team* shmem_team_t;
+#define SHMEM_TEAM_INVALID ((shmem_team_t)0)
+#define SHMEM_TEAM_WORLD ((shmem_team_t)1)
+#define SHMEM_TEAM_SHARED ((shmem_team_t)2)
+typedef struct {
+  int num_contexts;
+} shmem_team_config_t;
+
+/* Contexts: only SHMEM_CTX_DEFAULT; shmem_ctx_create fails. */
+typedef struct rhinet_shmem_ctx* shmem_ctx_t;
+#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
+#define SHMEM_CTX_DEFAULT ((shmem_ctx_t)1)
+#define SHMEM_CTX_SERIALIZED 1L
+#define SHMEM_CTX_PRIVATE 2L
+#define SHMEM_CTX_NOSTORE 4L
+
+/* Library setup and query */
+void shmem_init(void);
+int shmem_init_thread(int requested, int* provided);
+void shmem_query_thread(int* provided);
+void shmem_finalize(void);
+void shmem_global_exit(int status);
+int shmem_my_pe(void);
+int shmem_n_pes(void);
+int shmem_pe_accessible(int pe);
+int shmem_addr_accessible(const void* addr, int pe);
+void* shmem_ptr(const void* dest, int pe);
+void shmem_info_get_version(int* major, int* minor);
+void shmem_info_get_name(char* name);
+
+/* Teams */
+int shmem_team_my_pe(shmem_team_t team);
+int shmem_team_n_pes(shmem_team_t team);
+int shmem_team_translate_pe(shmem_team_t src_team, int src_pe,
+                            shmem_team_t dest_team);
+int shmem_team_get_config(shmem_team_t team, long config_mask,
+                          shmem_team_config_t* config);
+int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride,
+                             int size, const shmem_team_config_t* config,
+                             long config_mask, shmem_team_t* new_team);
+int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
+                        const shmem_team_config_t* xaxis_config,
+                        long xaxis_mask, shmem_team_t* xaxis_team,
+                        const shmem_team_config_t* yaxis_config,
+                        long yaxis_mask, shmem_team_t* yaxis_team);
+void shmem_team_destroy(shmem_team_t team);
+
+/* Contexts */
+int shmem_ctx_create(long options, shmem_ctx_t* ctx);
+int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t* ctx);
+void shmem_ctx_destroy(shmem_ctx_t ctx);
+
+/* Symmetric heap */
+void* shmem_malloc(size_t size);
+void* shmem_malloc_with_hints(size_t size, long hints);
+void* shmem_calloc(size_t count, size_t size);
+void* shmem_align(size_t alignment, size_t size);
+void* shmem_realloc(void* ptr, size_t size);
+void shmem_free(void* ptr);
+
+/* The standard RMA types: SHMEMI_RMA_TYPES(X) calls X(TYPENAME, TYPE). */
+#define SHMEMI_RMA_TYPES(X)        \
+  X(float, float)                  \
+  X(double, double)                \
+  X(longdouble, long double)       \
+  X(char, char)                    \
+  X(schar, signed char)            \
+  X(short, short)                  \
+  X(int, int)                      \
+  X(long, long)                    \
+  X(longlong, long long)           \
+  X(uchar, unsigned char)          \
+  X(ushort, unsigned short)        \
+  X(uint, unsigned int)            \
+  X(ulong, unsigned long)          \
+  X(ulonglong, unsigned long long) \
+  X(int8, int8_t)                  \
+  X(int16, int16_t)                \
+  X(int32, int32_t)                \
+  X(int64, int64_t)                \
+  X(uint8, uint8_t)                \
+  X(uint16, uint16_t)              \
+  X(uint32, uint32_t)              \
+  X(uint64, uint64_t)              \
+  X(size, size_t)                  \
+  X(ptrdiff, ptrdiff_t)
+
+/* Sized RMA: X(BITS, bytes) */
+#define SHMEMI_RMA_SIZES(X) X(8, 1) X(16, 2) X(32, 4) X(64, 8) X(128, 16)
+
+#define SHMEMI_DECLARE_RMA(N, T)                                               \
+  void shmem_##N##_put(T* dest, const T* source, size_t nelems, int pe);       \
+  void shmem_##N##_get(T* dest, const T* source, size_t nelems, int pe);       \
+  void shmem_##N##_put_nbi(T* dest, const T* source, size_t nelems, int pe);   \
+  void shmem_##N##_get_nbi(T* dest, const T* source, size_t nelems, int pe);   \
+  void shmem_##N##_p(T* dest, T value, int pe);                                \
+  T shmem_##N##_g(const T* source, int pe);                                    \
+  void shmem_##N##_iput(T* dest, const T* source, ptrdiff_t dst,               \
+                        ptrdiff_t sst, size_t nelems, int pe);                 \
+  void shmem_##N##_iget(T* dest, const T* source, ptrdiff_t dst,               \
+                        ptrdiff_t sst, size_t nelems, int pe);                 \
+  void shmem_##N##_put_signal(T* dest, const T* source, size_t nelems,         \
+                              uint64_t* sig_addr, uint64_t signal, int sig_op, \
+                              int pe);                                         \
+  void shmem_##N##_put_signal_nbi(T* dest, const T* source, size_t nelems,     \
+                                  uint64_t* sig_addr, uint64_t signal,         \
+                                  int sig_op, int pe);                         \
+  int shmem_##N##_broadcast(shmem_team_t team, T* dest, const T* source,       \
+                            size_t nelems, int PE_root);
+SHMEMI_RMA_TYPES(SHMEMI_DECLARE_RMA)
+
+#define SHMEMI_DECLARE_SIZED(BITS, BYTES)                                      \
+  void shmem_put##BITS(void* dest, const void* source, size_t nelems, int pe); \
+  void shmem_get##BITS(void* dest, const void* source, size_t nelems, int pe); \
+  void shmem_put##BITS##_nbi(void* dest, const void* source, size_t nelems,    \
+                             int pe);                                          \
+  void shmem_get##BITS##_nbi(void* dest, const void* source, size_t nelems,    \
+                             int pe);                                          \
+  void shmem_iput##BITS(void* dest, const void* source, ptrdiff_t dst,         \
+                        ptrdiff_t sst, size_t nelems, int pe);                 \
+  void shmem_iget##BITS(void* dest, const void* source, ptrdiff_t dst,         \
+                        ptrdiff_t sst, size_t nelems, int pe);                 \
+  void shmem_put##BITS##_signal(void* dest, const void* source, size_t nelems, \
+                                uint64_t* sig_addr, uint64_t signal,           \
+                                int sig_op, int pe);                           \
+  void shmem_put##BITS##_signal_nbi(void* dest, const void* source,            \
+                                    size_t nelems, uint64_t* sig_addr,         \
+                                    uint64_t signal, int sig_op, int pe);
+SHMEMI_RMA_SIZES(SHMEMI_DECLARE_SIZED)
+
+void shmem_putmem(void* dest, const void* source, size_t nelems, int pe);
+void shmem_getmem(void* dest, const void* source, size_t nelems, int pe);
+void shmem_putmem_nbi(void* dest, const void* source, size_t nelems, int pe);
+void shmem_getmem_nbi(void* dest, const void* source, size_t nelems, int pe);
+void shmem_putmem_signal(void* dest, const void* source, size_t nelems,
+                         uint64_t* sig_addr, uint64_t signal, int sig_op,
+                         int pe);
+void shmem_putmem_signal_nbi(void* dest, const void* source, size_t nelems,
+                             uint64_t* sig_addr, uint64_t signal, int sig_op,
+                             int pe);
+uint64_t shmem_signal_fetch(const uint64_t* sig_addr);
+uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp,
+                                 uint64_t cmp_value);
+
+/* Ordering and completion */
+void shmem_fence(void);
+void shmem_quiet(void);
+
+/* Atomic memory operations. The standard AMO types: X(TYPENAME, TYPE). The
+ * NIC's atomics are 64-bit: the 32-bit types end the program with a message
+ * naming the routine. */
+#define SHMEMI_AMO_TYPES(X)        \
+  X(int, int)                      \
+  X(long, long)                    \
+  X(longlong, long long)           \
+  X(uint, unsigned int)            \
+  X(ulong, unsigned long)          \
+  X(ulonglong, unsigned long long) \
+  X(int32, int32_t)                \
+  X(int64, int64_t)                \
+  X(uint32, uint32_t)              \
+  X(uint64, uint64_t)              \
+  X(size, size_t)                  \
+  X(ptrdiff, ptrdiff_t)
+#define SHMEMI_AMO_EXTENDED_TYPES(X) \
+  SHMEMI_AMO_TYPES(X) X(float, float) X(double, double)
+#define SHMEMI_AMO_BITWISE_TYPES(X) \
+  X(uint, unsigned int)             \
+  X(ulong, unsigned long)           \
+  X(ulonglong, unsigned long long)  \
+  X(int32, int32_t)                 \
+  X(int64, int64_t)                 \
+  X(uint32, uint32_t)               \
+  X(uint64, uint64_t)
+
+#define SHMEMI_DECLARE_AMO_EXTENDED(N, T)                               \
+  T shmem_##N##_atomic_fetch(const T* source, int pe);                  \
+  void shmem_##N##_atomic_fetch_nbi(T* fetch, const T* source, int pe); \
+  void shmem_##N##_atomic_set(T* dest, T value, int pe);                \
+  T shmem_##N##_atomic_swap(T* dest, T value, int pe);                  \
+  void shmem_##N##_atomic_swap_nbi(T* fetch, T* dest, T value, int pe);
+SHMEMI_AMO_EXTENDED_TYPES(SHMEMI_DECLARE_AMO_EXTENDED)
+
+#define SHMEMI_DECLARE_AMO(N, T)                                               \
+  T shmem_##N##_atomic_compare_swap(T* dest, T cond, T value, int pe);         \
+  void shmem_##N##_atomic_compare_swap_nbi(T* fetch, T* dest, T cond, T value, \
+                                           int pe);                            \
+  T shmem_##N##_atomic_fetch_inc(T* dest, int pe);                             \
+  void shmem_##N##_atomic_fetch_inc_nbi(T* fetch, T* dest, int pe);            \
+  void shmem_##N##_atomic_inc(T* dest, int pe);                                \
+  T shmem_##N##_atomic_fetch_add(T* dest, T value, int pe);                    \
+  void shmem_##N##_atomic_fetch_add_nbi(T* fetch, T* dest, T value, int pe);   \
+  void shmem_##N##_atomic_add(T* dest, T value, int pe);                       \
+  void shmem_##N##_wait_until(T* ivar, int cmp, T cmp_value);                  \
+  int shmem_##N##_test(T* ivar, int cmp, T cmp_value);
+SHMEMI_AMO_TYPES(SHMEMI_DECLARE_AMO)
+
+#define SHMEMI_DECLARE_AMO_BITWISE(N, T)                    \
+  T shmem_##N##_atomic_fetch_and(T* dest, T value, int pe); \
+  void shmem_##N##_atomic_and(T* dest, T value, int pe);    \
+  T shmem_##N##_atomic_fetch_or(T* dest, T value, int pe);  \
+  void shmem_##N##_atomic_or(T* dest, T value, int pe);     \
+  T shmem_##N##_atomic_fetch_xor(T* dest, T value, int pe); \
+  void shmem_##N##_atomic_xor(T* dest, T value, int pe);
+SHMEMI_AMO_BITWISE_TYPES(SHMEMI_DECLARE_AMO_BITWISE)
+
+/* Collectives (on SHMEM_TEAM_WORLD over the NIC's collectives;
+ * SHMEM_TEAM_SHARED is this PE alone). */
+void shmem_barrier_all(void);
+void shmem_sync_all(void);
+int shmem_team_sync(shmem_team_t team);
+int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
+                       size_t nelems, int PE_root);
+
+/* Reductions: the bitwise ones on SHMEMI_REDUCE_BITWISE_TYPES, sum, prod,
+ * min and max on the RMA types. The NIC reduces 32- and 64-bit integers,
+ * float and double; the other types return nonzero with a message naming
+ * the routine. */
+#define SHMEMI_REDUCE_BITWISE_TYPES(X) \
+  X(uchar, unsigned char)              \
+  X(ushort, unsigned short)            \
+  X(uint, unsigned int)                \
+  X(ulong, unsigned long)              \
+  X(ulonglong, unsigned long long)     \
+  X(int8, int8_t)                      \
+  X(int16, int16_t)                    \
+  X(int32, int32_t)                    \
+  X(int64, int64_t)                    \
+  X(uint8, uint8_t)                    \
+  X(uint16, uint16_t)                  \
+  X(uint32, uint32_t)                  \
+  X(uint64, uint64_t)                  \
+  X(size, size_t)
+#define SHMEMI_DECLARE_REDUCE(N, T, OP)                                      \
+  int shmem_##N##_##OP##_reduce(shmem_team_t team, T* dest, const T* source, \
+                                size_t nreduce);
+#define SHMEMI_DECLARE_REDUCE_AND(N, T) SHMEMI_DECLARE_REDUCE(N, T, and)
+#define SHMEMI_DECLARE_REDUCE_OR(N, T) SHMEMI_DECLARE_REDUCE(N, T, or)
+#define SHMEMI_DECLARE_REDUCE_XOR(N, T) SHMEMI_DECLARE_REDUCE(N, T, xor)
+#define SHMEMI_DECLARE_REDUCE_MIN(N, T) SHMEMI_DECLARE_REDUCE(N, T, min)
+#define SHMEMI_DECLARE_REDUCE_MAX(N, T) SHMEMI_DECLARE_REDUCE(N, T, max)
+#define SHMEMI_DECLARE_REDUCE_SUM(N, T) SHMEMI_DECLARE_REDUCE(N, T, sum)
+#define SHMEMI_DECLARE_REDUCE_PROD(N, T) SHMEMI_DECLARE_REDUCE(N, T, prod)
+SHMEMI_REDUCE_BITWISE_TYPES(SHMEMI_DECLARE_REDUCE_AND)
+SHMEMI_REDUCE_BITWISE_TYPES(SHMEMI_DECLARE_REDUCE_OR)
+SHMEMI_REDUCE_BITWISE_TYPES(SHMEMI_DECLARE_REDUCE_XOR)
+SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_MIN)
+SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_MAX)
+SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_SUM)
+SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_PROD)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RHINET_SHMEM_H */

@@ -1,0 +1,32 @@
+/*
+ * shmemx.h: RHiNET extensions to OpenSHMEM (librhinet_shmem).
+ * Documentation/userlib/shmem.md describes each.
+ */
+#ifndef RHINET_SHMEMX_H
+#define RHINET_SHMEMX_H
+
+#include <shmem.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes of the symmetric heap: its size (SHMEM_SYMMETRIC_SIZE) and the
+ * bytes live blocks take now. */
+size_t shmemx_heap_size(void);
+size_t shmemx_heap_in_use(void);
+
+/* For programs that mix OpenSHMEM with userlib's C++ calls on the same
+ * PEs: the userlib rhinet::Group this PE joined (cast the pointer), the
+ * symmetric heap's start in this PE, and the heap's area ID in the group
+ * (a symmetric object's area offset is its address minus the heap's
+ * start). Valid between shmem_init and shmem_finalize. */
+#define SHMEMX_HEAP_AREA_ID 0x5348
+void* shmemx_rhinet_group(void);
+void* shmemx_heap_base(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RHINET_SHMEMX_H */

@@ -1,0 +1,77 @@
+/* broadcast (bytes, odd lengths, typed) and sum/min/max reductions on
+ * SHMEM_TEAM_WORLD, each checked; what the NIC cannot reduce is refused. */
+#include <shmem.h>
+#include <string.h>
+#define PROGRAM "shmem_collectives"
+#include "check.h"
+
+int main(void) {
+  static const size_t lengths[] = {1, 3, 4, 7, 4096, 10003};
+  shmem_init();
+  const int me = shmem_my_pe(), n = shmem_n_pes();
+  unsigned char* src = shmem_malloc(10003);
+  unsigned char* dst = shmem_malloc(10003 + 8);
+  CHECK(src && dst, "allocation");
+  for (size_t l = 0; l < sizeof lengths / sizeof *lengths; l++) {
+    const size_t len = lengths[l];
+    const int root = (int)(l % (size_t)n);
+    for (size_t i = 0; i < len; i++) src[i] = (unsigned char)(me * 13 + i);
+    memset(dst, 0xab, len + 8);
+    shmem_barrier_all();
+    CHECK(shmem_broadcastmem(SHMEM_TEAM_WORLD, dst, src, len, root) == 0,
+          "broadcastmem %zu", len);
+    for (size_t i = 0; i < len; i++)
+      CHECK(dst[i] == (unsigned char)(root * 13 + i),
+            "broadcast %zu bytes from %d: [%zu] = %u", len, root, i, dst[i]);
+    for (size_t i = len; i < len + 8; i++)
+      CHECK(dst[i] == 0xab, "broadcast %zu wrote past the end", len);
+    shmem_barrier_all();
+  }
+  long* lsrc = shmem_malloc(100 * sizeof(long));
+  long* ldst = shmem_malloc(100 * sizeof(long));
+  double* dsrc = shmem_malloc(100 * sizeof(double));
+  double* ddst = shmem_malloc(100 * sizeof(double));
+  int* isrc = shmem_malloc(100 * sizeof(int));
+  int* idst = shmem_malloc(100 * sizeof(int));
+  short* ssrc = shmem_calloc(4, sizeof(short));
+  short* sdst = shmem_calloc(4, sizeof(short));
+  for (int i = 0; i < 100; i++) {
+    lsrc[i] = (long)me * 1000 + i;
+    dsrc[i] = me * 0.5 + i;
+    isrc[i] = (me % 2 ? -1 : 1) * (me + i);
+  }
+  shmem_barrier_all();
+  CHECK(shmem_long_broadcast(SHMEM_TEAM_WORLD, ldst, lsrc, 100, n - 1) == 0,
+        "long_broadcast");
+  for (int i = 0; i < 100; i++)
+    CHECK(ldst[i] == (long)(n - 1) * 1000 + i, "long_broadcast [%d]", i);
+  CHECK(shmem_long_sum_reduce(SHMEM_TEAM_WORLD, ldst, lsrc, 100) == 0, "sum");
+  for (int i = 0; i < 100; i++)
+    CHECK(ldst[i] == 1000L * n * (n - 1) / 2 + (long)n * i,
+          "long sum [%d] = %ld", i, ldst[i]);
+  CHECK(shmem_double_max_reduce(SHMEM_TEAM_WORLD, ddst, dsrc, 100) == 0, "max");
+  for (int i = 0; i < 100; i++)
+    CHECK(ddst[i] == (n - 1) * 0.5 + i, "double max [%d] = %g", i, ddst[i]);
+  CHECK(shmem_int_min_reduce(SHMEM_TEAM_WORLD, idst, isrc, 100) == 0, "min");
+  for (int i = 0; i < 100; i++) {
+    int want = isrc[i];
+    for (int pe = 0; pe < n; pe++) {
+      int v = (pe % 2 ? -1 : 1) * (pe + i);
+      if (v < want) want = v;
+    }
+    CHECK(idst[i] == want, "int min [%d] = %d, want %d", i, idst[i], want);
+  }
+  /* In place. */
+  CHECK(shmem_long_sum_reduce(SHMEM_TEAM_WORLD, lsrc, lsrc, 100) == 0,
+        "in place");
+  CHECK(lsrc[7] == 1000L * n * (n - 1) / 2 + 7L * n, "in place sum");
+  /* The NIC has no 16-bit reduction and no product: refused, nonzero. */
+  CHECK(shmem_short_sum_reduce(SHMEM_TEAM_WORLD, sdst, ssrc, 4) != 0,
+        "a short sum was not refused");
+  CHECK(shmem_long_prod_reduce(SHMEM_TEAM_WORLD, ldst, lsrc, 4) != 0,
+        "a product was not refused");
+  shmem_barrier_all();
+  PASS();
+  shmem_finalize();
+  return 0;
+}

@@ -1,0 +1,29 @@
+/* What the library refuses, one case per run (argv[1]); each must end the
+ * PE with a message naming the routine (the test checks the message). */
+#include <shmem.h>
+#include <string.h>
+#define PROGRAM "shmem_misuse"
+#include "check.h"
+
+int main(int argc, char** argv) {
+  const char* what = argc > 1 ? argv[1] : "";
+  static long global_var;
+  long* heap = NULL;
+  shmem_init();
+  heap = shmem_calloc(2, sizeof(long));
+  shmem_barrier_all();
+  if (!strcmp(what, "int-amo")) shmem_int_atomic_inc((int*)heap, 0);
+  if (!strcmp(what, "global")) shmem_long_p(&global_var, 1, 0);
+  if (!strcmp(what, "pe")) shmem_long_p(heap, 1, shmem_n_pes());
+  if (!strcmp(what, "team")) {
+    shmem_team_t t = SHMEM_TEAM_INVALID;
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 1, NULL, 0, &t) != 0)
+      shmem_global_exit(3);
+  }
+  if (!strcmp(what, "heap")) {
+    void* p = shmem_malloc((size_t)1 << 40);
+    shmem_global_exit(p == NULL ? 4 : 0);
+  }
+  shmem_finalize();
+  return 0;
+}

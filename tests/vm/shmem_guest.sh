@@ -1,0 +1,72 @@
+#!/bin/sh
+# On node 0 of vm_shmem (tests/vm/shmem.sh), in /job: each OpenSHMEM test
+# program with oshrun, four PEs on NODES nodes; then the misuse cases,
+# each of which must end with its status and a message naming the routine.
+#   shmem_guest.sh NODES
+NODES=$1
+hosts=node0
+i=1
+while [ "$i" -lt "$NODES" ]; do
+	hosts="$hosts,node$i"
+	i=$((i + 1))
+done
+cd /job/shmem || exit 1
+fails=0
+run() { # NAME [ARGS]: four PEs, each must print its ok line
+	name=$1
+	shift
+	./oshrun -n 4 --hosts "$hosts" --timeout 300 "./$name" "$@" >"$name.out" 2>&1
+	rc=$?
+	# Not anchored: another PE's message may share the line.
+	oks=$(grep -o "shmem_$name: PE [0-3] of 4: ok" "$name.out" | sort -u | wc -l)
+	if [ "$rc" = 0 ] && [ "$oks" = 4 ]; then
+		echo "shmem_guest: ok: $name (4 PEs on $NODES nodes)"
+	else
+		echo "shmem_guest: FAIL: $name: status $rc, $oks of 4 PEs ok"
+		sed 's/^/  | /' "$name.out"
+		fails=$((fails + 1))
+	fi
+}
+misuse() { # CASE STATUS TEXT: the PE ends with STATUS and TEXT
+	./oshrun -n 2 --hosts "$hosts" --timeout 120 ./misuse "$1" >"misuse-$1.out" 2>&1
+	rc=$?
+	if [ "$rc" = "$2" ] && grep -qF -- "$3" "misuse-$1.out"; then
+		echo "shmem_guest: ok: misuse $1: status $rc, '$3'"
+	else
+		echo "shmem_guest: FAIL: misuse $1: status $rc (want $2), want '$3'"
+		sed 's/^/  | /' "misuse-$1.out"
+		fails=$((fails + 1))
+	fi
+}
+
+# The default heap (64 MiB) once; the others with a smaller one.
+run hello
+export SHMEM_SYMMETRIC_SIZE=16M
+for p in put_get nbi_quiet atomics pingpong put_signal collectives barrier; do
+	run $p
+done
+# The benchmark's figures, for the log (its own check: the reduction).
+./oshrun -n 4 --hosts "$hosts" --timeout 300 ./rhinet_shmem_bench 100 >bench.out 2>&1
+rc=$?
+sed 's/^/  /' bench.out
+if [ "$rc" = 0 ]; then
+	echo "shmem_guest: ok: rhinet_shmem_bench"
+else
+	echo "shmem_guest: FAIL: rhinet_shmem_bench: status $rc"
+	fails=$((fails + 1))
+fi
+
+misuse int-amo 1 "shmem_int_atomic_inc: the NIC's atomics work on 64-bit words only"
+misuse global 1 "shmem_long_p: dest"
+misuse global 1 "is not symmetric"
+misuse pe 1 "shmem_long_p: PE 2 is not a PE of this program (0 to 1)"
+misuse team 3 "shmem_team_split_strided: not implemented"
+misuse heap 4 "shmem_malloc: no room for 1099511627776 bytes in the symmetric heap"
+SHMEM_SYMMETRIC_SIZE=lots misuse none 1 "SHMEM_SYMMETRIC_SIZE: 'lots' is not a size"
+
+if [ "$fails" = 0 ]; then
+	echo "shmem_guest: PASS"
+else
+	echo "shmem_guest: FAIL: $fails"
+	exit 1
+fi
