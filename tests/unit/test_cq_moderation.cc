@@ -35,13 +35,7 @@ class CqModeration : public ::testing::Test {
   }
   uint32_t events() { return nb().driver->completion_events(p.cq_b->cqn()); }
   // A SEND from A that B receives (one completion on B's CQ).
-  void send_to_b(uint64_t id) {
-    ASSERT_TRUE(p.qp_b->post_recv(id, {dst.sge(0, 64)}));
-    ASSERT_TRUE(p.qp_a->post_send(send_wr(id, {src.sge(0, 64)})));
-    const Completion r = wait_one(*c, *p.cq_b);
-    ASSERT_TRUE(r.ok()) << describe(r);
-    ASSERT_TRUE(wait_one(*c, *p.cq_a).ok());
-  }
+  void send_to_b(uint64_t id) { send_a_to_b(*c, p, src, dst, id); }
 
   std::unique_ptr<SimCluster> c;
   RcPair p;

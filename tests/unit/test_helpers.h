@@ -106,6 +106,17 @@ inline Completion wait_one(SimCluster& c, SimCq& cq,
   return v.front();
 }
 
+// One 64-byte SEND from the pair's A to B, received into dst: both
+// completions taken and checked (a completion on each side's CQ).
+inline void send_a_to_b(SimCluster& c, RcPair& p, const Region& src,
+                        const Region& dst, uint64_t id) {
+  ASSERT_TRUE(p.qp_b->post_recv(id, {dst.sge(0, 64)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(id, {src.sge(0, 64)})));
+  const Completion r = wait_one(c, *p.cq_b);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  ASSERT_TRUE(wait_one(c, *p.cq_a).ok());
+}
+
 // Counter delta helper: snapshot now, read the difference later.
 struct CounterSnap {
   SimNode& node;
