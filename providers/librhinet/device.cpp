@@ -173,6 +173,14 @@ bool rq_kick_on_request_allowed(const rhinet_alloc_ucontext_resp& r) {
          (r.caps & RHN_CAP_RQ_RECORD_READ);
 }
 
+// The SQ's the same way, with its own bit and RHINET_SQ_DOORBELL.
+bool sq_kick_on_request_allowed(const rhinet_alloc_ucontext_resp& r) {
+  const char* env = getenv("RHINET_SQ_DOORBELL");
+  if (env && !strcmp(env, "always")) return false;
+  return (r.comp_mask & RHINET_UCONTEXT_RESP_SQ_DOORBELL_ON_REQUEST) &&
+         (r.caps & RHN_CAP_SQ_DOORBELL_ON_REQUEST);
+}
+
 verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
   auto* raw = static_cast<Context*>(_verbs_init_and_alloc_context(
       ibdev, cmd_fd, sizeof(Context),
@@ -194,6 +202,7 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
     goto err;
   ctx->attr = resp.drv;
   ctx->rq_kick_on_request = rq_kick_on_request_allowed(resp.drv);
+  ctx->sq_kick_on_request = sq_kick_on_request_allowed(resp.drv);
   if (cmd.drv.num_groups &&
       !(resp.drv.comp_mask & RHINET_UCONTEXT_RESP_GROUPS)) {
     fprintf(stderr, "librhinet: rhinet.ko does not support process groups\n");
@@ -227,6 +236,11 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
     }
     ctx->db = static_cast<volatile uint8_t*>(db);
   }
+  // The inline window rides with kicks that are left to the NIC's asking
+  // (RHINET_SQ_DOORBELL=always keeps the doorbell as it was).
+  ctx->sq_inline_db =
+      ctx->sq_kick_on_request && (ctx->attr.caps & RHN_CAP_INLINE_DB) &&
+      ctx->db_size >= RHN_DB_INLINE_WQE + RHN_DB_INLINE_WQE_SIZE;
   verbs_set_ops(&ctx->vctx, &kOps);
   return &ctx->vctx;
 
