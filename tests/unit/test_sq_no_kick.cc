@@ -72,8 +72,43 @@ class SqNoKick : public ::testing::Test {
       c->run_for(1'000);
     ASSERT_GE(b.delta(RHN_CNT_RNR_NAKS_SENT), 1u);
   }
+  // The NIC busy on a SEND waiting for a receive, the request taken back
+  // by a second kick; then a post made inside the NIC access that `match`
+  // picks (one of the idle transition's), the receives that let both
+  // SENDs complete, and the kicks the post made counted.
+  void race_at(const OnNicAccess::Match& match, uint64_t want_kicks) {
+    Region src = make_region(*p.ctx_a, kLen * 2, kAllAccess, 63);
+    Region dst = make_region(*p.ctx_b, kLen * 2);
+    make_a_busy(src);
+    p.qp_a->kick_sq();  // a kick while busy: the request is taken back
+    c->run_for(1'000);
+    ASSERT_FALSE(wanted(*p.qp_a));
+    CounterSnap a(node_a());
+    published_before = node_a().bus.published();
+    bool post_ok = false;
+    OnNicAccess hook(node_a().memory, match, [&] {
+      post_ok = p.qp_a->post_send(send_wr(1, {src.sge(kLen, kLen)}));
+    });
+    for (int i = 0; i < 2; ++i)
+      ASSERT_TRUE(
+          p.qp_b->post_recv(uint64_t(i), {dst.sge(size_t(i) * kLen, kLen)}));
+    auto sends = c->wait_cqes(*p.cq_a, 2);
+    ASSERT_TRUE(hook.fired);
+    ASSERT_TRUE(post_ok);
+    ASSERT_EQ(sends.size(), 2u) << describe(sends);
+    EXPECT_EQ(sends[1].wr_id, 1u);
+    EXPECT_TRUE(sends[1].ok()) << describe(sends[1]);
+    EXPECT_EQ(a.delta(RHN_CNT_HOST_DOORBELLS), want_kicks);
+    ASSERT_EQ(c->wait_cqes(*p.cq_b, 2).size(), 2u);
+    c->run_for(100'000);
+    EXPECT_TRUE(p.cq_a->poll().empty());  // not sent twice
+    EXPECT_TRUE(p.cq_b->poll().empty());
+    EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
+    EXPECT_TRUE(wanted(*p.qp_a));  // idle again
+  }
   std::unique_ptr<SimCluster> c;
   RcPair p;
+  uint64_t published_before = 0;  // entries the NIC had published
 };
 
 TEST_F(SqNoKick, CapabilityAndIdleRequestAfterRts) {
@@ -149,34 +184,9 @@ TEST_F(SqNoKick, IdleNicGetsOneKickPerPostAndTheWqeWithIt) {
 // the request (and before its read after it). The post sees it and
 // kicks; the NIC's read finds the WQE too; it is sent once.
 TEST_F(SqNoKick, RaceNicStoresBeforeThePostLoads) {
-  Region src = make_region(*p.ctx_a, kLen * 2, kAllAccess, 63);
-  Region dst = make_region(*p.ctx_b, kLen * 2);
-  make_a_busy(src);
-  p.qp_a->kick_sq();  // a kick while busy: the request is taken back
-  c->run_for(1'000);
-  ASSERT_FALSE(wanted(*p.qp_a));
-  CounterSnap a(node_a());
-  bool post_ok = false;
-  const uint64_t word = sq_record_bus() + 4;
-  OnNicAccess hook(
-      node_a().memory,
-      [&](uint64_t at, size_t len) { return at == word && len == 4; },
-      [&] { post_ok = p.qp_a->post_send(send_wr(1, {src.sge(kLen, kLen)})); });
-  for (int i = 0; i < 2; ++i)
-    ASSERT_TRUE(
-        p.qp_b->post_recv(uint64_t(i), {dst.sge(size_t(i) * kLen, kLen)}));
-  auto sends = c->wait_cqes(*p.cq_a, 2);
-  ASSERT_TRUE(hook.fired);
-  ASSERT_TRUE(post_ok);
-  ASSERT_EQ(sends.size(), 2u) << describe(sends);
-  EXPECT_EQ(sends[1].wr_id, 1u);
-  EXPECT_TRUE(sends[1].ok()) << describe(sends[1]);
-  EXPECT_EQ(a.delta(RHN_CNT_HOST_DOORBELLS), 1u);  // the post saw it
-  ASSERT_EQ(c->wait_cqes(*p.cq_b, 2).size(), 2u);
-  c->run_for(100'000);
-  EXPECT_TRUE(p.cq_a->poll().empty());  // not sent twice
-  EXPECT_TRUE(p.cq_b->poll().empty());
-  EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
+  race_at([&](uint64_t at,
+              size_t len) { return at == sq_record_bus() + 4 && len == 4; },
+          1);
 }
 
 // The race, post first: the post stores its index and loads the word
@@ -184,38 +194,12 @@ TEST_F(SqNoKick, RaceNicStoresBeforeThePostLoads) {
 // completion) and its store of the request. It sees no request and rings
 // nothing; the NIC's read after its store finds the WQE.
 TEST_F(SqNoKick, RacePostLoadsBeforeTheNicStores) {
-  Region src = make_region(*p.ctx_a, kLen * 2, kAllAccess, 64);
-  Region dst = make_region(*p.ctx_b, kLen * 2);
-  make_a_busy(src);
-  p.qp_a->kick_sq();
-  c->run_for(1'000);
-  ASSERT_FALSE(wanted(*p.qp_a));
-  CounterSnap a(node_a());
-  bool post_ok = false;
-  const uint64_t record = sq_record_bus();
-  const uint64_t cqes = node_a().bus.published();
-  // The first record read after the SEND's CQE was written.
-  OnNicAccess hook(
-      node_a().memory,
+  race_at(
       [&](uint64_t at, size_t len) {
-        return at == record && len == 8 && node_a().bus.published() > cqes &&
-               !wanted(*p.qp_a);
+        return at == sq_record_bus() && len == 8 &&
+               node_a().bus.published() > published_before && !wanted(*p.qp_a);
       },
-      [&] { post_ok = p.qp_a->post_send(send_wr(1, {src.sge(kLen, kLen)})); });
-  for (int i = 0; i < 2; ++i)
-    ASSERT_TRUE(
-        p.qp_b->post_recv(uint64_t(i), {dst.sge(size_t(i) * kLen, kLen)}));
-  auto sends = c->wait_cqes(*p.cq_a, 2);
-  ASSERT_TRUE(hook.fired);
-  ASSERT_TRUE(post_ok);
-  ASSERT_EQ(sends.size(), 2u) << describe(sends);
-  EXPECT_EQ(sends[1].wr_id, 1u);
-  EXPECT_TRUE(sends[1].ok()) << describe(sends[1]);
-  EXPECT_EQ(a.delta(RHN_CNT_HOST_DOORBELLS), 0u);
-  ASSERT_EQ(c->wait_cqes(*p.cq_b, 2).size(), 2u);
-  EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
-  c->run_for(100'000);
-  EXPECT_TRUE(wanted(*p.qp_a));
+      0);
 }
 
 // A post that leaves its kick out while the NIC is idle and asked for
