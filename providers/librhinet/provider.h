@@ -107,6 +107,10 @@ struct Context {
   bool sq_kick_on_request = false;
   // A kick may carry a one-slot WQE in the page's inline window.
   bool sq_inline_db = false;
+  // The page has one window: held from its first store to the kick, so
+  // two QPs' posters never mix their WQEs in it. A poster that finds it
+  // held kicks without the window rather than wait.
+  std::atomic_flag inline_window_held = ATOMIC_FLAG_INIT;
   // The groups joined at open (RHINET_GROUPS), for rhinetdv.
   uint32_t num_groups = 0;
   uint16_t groups[RHINET_MAX_GROUPS] = {};

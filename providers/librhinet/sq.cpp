@@ -139,7 +139,8 @@ static void sq_kick(Context* ctx, Qp* qp, uint32_t first) {
   const uint8_t* wqe =
       qp->sq + (first & ((1u << qp->sq_log) - 1)) * RHN_SQ_SLOT_SIZE;
   if (!ctx->sq_inline_db || first == qp->sq_producer ||
-      reinterpret_cast<const rhn_send_wqe*>(wqe)->ext_units != 0) {
+      reinterpret_cast<const rhn_send_wqe*>(wqe)->ext_units != 0 ||
+      ctx->inline_window_held.test_and_set(std::memory_order_acquire)) {
     ctx->kick(RHN_DB_SQ, qp->qpn);
     return;
   }
@@ -151,6 +152,7 @@ static void sq_kick(Context* ctx, Qp* qp, uint32_t first) {
     window[i] = v;
   }
   ctx->kick(RHN_DB_SQ, qp->qpn | RHN_DB_SQ_INLINE);
+  ctx->inline_window_held.clear(std::memory_order_release);
 }
 
 void sq_publish(Qp* qp) {
