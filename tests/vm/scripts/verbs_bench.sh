@@ -29,6 +29,8 @@
 # write_rate_sqkick and send_rate_sqkick are write_rate and send_rate with
 # RHINET_SQ_DOORBELL=always (a plain SQ kick per post, no WQE in the
 # doorbell page, as before the NIC asked for kicks in SQ records).
+# write_lat_inline is write_lat with RHINET_SQ_INLINE=1 (each kick carries
+# its one-slot WQE in the doorbell page's inline window).
 # `quick` runs fewer iterations. Any failed client on a rhinet device fails
 # the run; a failed client on a reference device (soft-RoCE) is reported as
 # FAIL in the table and listed, not counted.
@@ -185,6 +187,11 @@ for DEV in "$@"; do
 		bench "$DEV" write_rate_sqkick ib_write_bw $P -n $RATE_N -s 8
 		bench "$DEV" send_rate_sqkick ib_send_bw $P -n $RATE_N -s 8
 		unset RHINET_SQ_DOORBELL
+		# A latency test with the WQE written into the doorbell page
+		# (RHINET_SQ_INLINE=1): SQ-WQE-rd and MMIO against write_lat's.
+		export RHINET_SQ_INLINE=1
+		bench "$DEV" write_lat_inline ib_write_lat $P -n $LAT_N -s 2
+		unset RHINET_SQ_INLINE
 		if [ $QUICK = 0 ]; then
 			bench "$DEV" send_bw_1m ib_send_bw $P -n $BIG_N -s 1048576
 			for size in 64 4096 65536; do
