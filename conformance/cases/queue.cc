@@ -230,6 +230,84 @@ CONFORM_CASE(rq_no_doorbell, "queue.rq.no_doorbell", "queue",
   c.eq("nic_consumer after RESET", 0, n.rd32(nic_word));
 }
 
+// ---- Sends without doorbells ----
+
+// A one-SGE WQE (none for a NOP) into the SQ without a kick.
+void post_quiet(Nic& n, Qp& qp, uint8_t opcode, const Buf& src, uint32_t off) {
+  uint8_t buf[RHN_WQE_MAX_SLOTS * RHN_SQ_SLOT_SIZE];
+  rhn_wqe_start(buf, opcode, RHN_WQE_F_SIGNALED, static_cast<__u16>(qp.sq_pi));
+  uint32_t data = 0;
+  if (opcode != RHN_OP_NOP) {
+    rhn_wqe_put_sge(buf, 0, src.addr + off, 64, src.key);
+    data = rhn_wqe_set_sges(buf, 1);
+  }
+  n.post_send(qp, buf, rhn_wqe_finish(buf, data, nullptr), false);
+}
+
+CONFORM_CASE(sq_no_doorbell, "queue.sq.no_doorbell", "queue",
+             "CAPS.SQ_DOORBELL_ON_REQUEST: an idle SQ asks for a kick in its "
+             "record and waits for it; a kick while busy takes the request "
+             "back and posts then need none; ERR asks again and flushes; "
+             "RESET clears the request") {
+  LOOP(n, l);
+  CONFORM_THAT(c, (n.r32(RHN_REG_CAPS) & RHN_CAP_SQ_DOORBELL_ON_REQUEST) != 0,
+               "CAPS.SQ_DOORBELL_ON_REQUEST", "not advertised");
+  t.settle();
+  const uint64_t word =
+      l.a.sq_record + RHN_OFFSETOF(rhn_queue_record, nic_consumer);
+  c.eq("nic_consumer of an idle SQ", RHN_SQ_RECORD_DOORBELL_WANTED,
+       n.rd32(word));
+  // Idle and asking: a post without its kick waits for the kick.
+  rhn_cqe e;
+  post_quiet(n, l.a, RHN_OP_NOP, l.src, 0);
+  t.settle();
+  c.that(!n.poll_cq(l.scq, &e), "send CQ",
+         "a NOP ran without the kick the record asked for");
+  n.kick_sq(l.a);
+  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ",
+               "no CQE for the kicked NOP");
+  t.settle();
+  c.eq("nic_consumer idle after the NOP", RHN_SQ_RECORD_DOORBELL_WANTED,
+       n.rd32(word));
+
+  // A SEND with no receive at b keeps the NIC busy (RNR retries); a
+  // second kick then takes the request back, and a SEND posted with no
+  // kick is taken when the NIC next reads the record.
+  const uint64_t kicks = n.counter(RHN_CNT_HOST_DOORBELLS);
+  post_quiet(n, l.a, RHN_OP_SEND, l.src, 0);
+  n.kick_sq(l.a);
+  t.settle();
+  n.kick_sq(l.a);
+  t.settle();
+  c.eq("nic_consumer while busy", 0, n.rd32(word));
+  post_quiet(n, l.a, RHN_OP_SEND, l.src, 64);
+  n.post_recv(l.b, l.dst.addr, 64, l.dst.key);
+  n.post_recv(l.b, l.dst.addr + 64, 64, l.dst.key);
+  for (int i = 0; i < 2; i++) {
+    CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ",
+                 "a SEND posted while busy did not complete");
+    CONFORM_EQ(c, "SEND CQE status", RHN_CQE_SUCCESS, e.status);
+  }
+  CONFORM_THAT(c, n.bytes(l.dst.addr, 128) == n.bytes(l.src.addr, 128),
+               "receive buffer", "payload differs");
+  c.eq("SQ kicks for the two SENDs", 2,
+       n.counter(RHN_CNT_HOST_DOORBELLS) - kicks);
+  t.settle();
+  c.eq("nic_consumer idle again", RHN_SQ_RECORD_DOORBELL_WANTED, n.rd32(word));
+
+  // ERR asks (it stays asked); a post with its kick is flushed.
+  CONFORM_EQ(c, "MODIFY_QP to ERR", RHN_ADMIN_OK,
+             n.modify_qp(l.a, RHN_QP_ATTR_STATE, RHN_QPS_ERR));
+  c.eq("nic_consumer in ERR", RHN_SQ_RECORD_DOORBELL_WANTED, n.rd32(word));
+  nop(n, l.a);
+  CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ",
+               "the NOP posted in ERR was not flushed");
+  CONFORM_EQ(c, "flushed CQE status", RHN_CQE_WR_FLUSH_ERR, e.status);
+  CONFORM_EQ(c, "MODIFY_QP to RESET", RHN_ADMIN_OK,
+             n.modify_qp(l.a, RHN_QP_ATTR_STATE, RHN_QPS_RESET));
+  c.eq("nic_consumer after RESET", 0, n.rd32(word));
+}
+
 CONFORM_CASE(arm_none, "queue.cq_arm.not_armed", "queue",
              "a CQ that is not armed posts no completion event") {
   LOOP(n, l);

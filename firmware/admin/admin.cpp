@@ -776,6 +776,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
           qp.msn_next = 0;
           qp.rq_consumer = qp.rq_producer = qp.rq_scan = 0;
           rq_ask_for_kicks(qp, false);
+          sq_ask_for_kicks(qp, false);
           qp.rnr_blocked = false;
           qp.rnr_count = 0;
           qp.flushing = false;

@@ -233,6 +233,8 @@ struct QpObj {
   DecodedWqe tx_wqe;
   RawWqe tx_raw;
   uint32_t prefetched_slot = kNone;  // tx_raw holds this slot's WQE
+  // RHN_SQ_RECORD_DOORBELL_WANTED is in the SQ record (as last stored).
+  bool sq_asks_kick = false;
 
   // Responder.
   uint32_t rq_consumer = 0;

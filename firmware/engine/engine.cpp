@@ -388,7 +388,7 @@ void Engine::Impl::handle_kick(Kick& k) {
       }
       QpObj& qp = qps[qn];
       if (k.kind == KickKind::kSq && k.has_inline) take_inline(qp, k);
-      if (k.kind == KickKind::kSq) qp.txw_kicked = true;
+      if (k.kind == KickKind::kSq) sq_kicked(qp);
       if (qp.state == RHN_QPS_ERR) qp.flushing = true;  // flush new posts
       if (k.kind == KickKind::kRq) modules_rq_kick(*this, qn);  // irecvs
       schedule(qn);
@@ -441,7 +441,7 @@ bool Engine::Impl::lane_kick() {
       qp.in_ready || qp.waiting_on)
     return false;
   if (k.has_inline) take_inline(qp, k);
-  qp.txw_kicked = true;
+  sq_kicked(qp);
   kicks.release();
   requester_step(qn, 16);
   return true;
@@ -510,7 +510,8 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
       // The stages' own, and what the families built in bring.
       v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
           RHN_CAP_AREA | RHN_CAP_INLINE_DB | RHN_CAP_STATUS_WORD |
-          RHN_CAP_RQ_RECORD_READ | family_caps();
+          RHN_CAP_RQ_RECORD_READ | RHN_CAP_SQ_DOORBELL_ON_REQUEST |
+          family_caps();
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;

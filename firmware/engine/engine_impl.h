@@ -490,6 +490,22 @@ struct Engine::Impl : FamilyStates {
   // A plain RQ's record word that asks software for RQ kicks (ERR) or
   // not; an endpoint's word is its tag index (ops/tag).
   void rq_ask_for_kicks(QpObj& qp, bool ask);
+  // The same for a plain SQ (a multi-producer record's word is a count):
+  // stores the word and remembers it in sq_asks_kick.
+  void sq_ask_for_kicks(QpObj& qp, bool ask);
+  // The record showed nothing new: if nothing of the SQ is uncompleted
+  // either, ask for kicks and read the record once more. True when that
+  // read found new work.
+  bool sq_idle_found_work(QpObj& qp);
+  // An SQ doorbell for the QP: one that finds the NIC busy on the SQ
+  // takes the request for kicks back.
+  void sq_kicked(QpObj& qp) {
+    qp.txw_kicked = true;
+    if (qp.sq_asks_kick && qp.state == RHN_QPS_RTS &&
+        (qp.tx_active || qp.inflight_head != qp.inflight_tail ||
+         qp.sq_fetch != qp.sq_producer))
+      sq_ask_for_kicks(qp, false);
+  }
   void message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,
                      uint16_t peer);
   // message_acked's common case, without its schedule(qpn) and its count

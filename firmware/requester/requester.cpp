@@ -217,7 +217,8 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
       }
       qp.sq_producer = rec.producer_index;
       if (qp.mp) mp_record_read(qp);
-      if (qp.sq_fetch == qp.sq_producer) return false;
+      if (qp.sq_fetch == qp.sq_producer && !sq_idle_found_work(qp))
+        return false;
     }
     const uint32_t depth = 1u << qp.sq_log;
     posted = qp.sq_producer - qp.sq_fetch;
@@ -697,6 +698,7 @@ void Engine::Impl::qp_to_error(uint32_t qpn) {
   // stored before flush_qp reads the record: a post that stored its
   // index too late for that read sees the request (queues.md).
   rq_ask_for_kicks(qp, true);
+  if (!qp.sq_asks_kick) sq_ask_for_kicks(qp, true);  // the same for sends
   qp.flushing = true;
   flush_qp(qpn);
 }
@@ -711,6 +713,35 @@ void Engine::Impl::rq_ask_for_kicks(QpObj& qp, bool ask) {
   // RESET also gives an endpoint its tag index back: 0, as rq_consumer.
   uint32_t word = ask ? RHN_RQ_RECORD_DOORBELL_WANTED : 0;
   host_dma(qp.rq_record, RHN_OFFSETOF(rhn_queue_record, nic_consumer), &word,
+           sizeof(word), true);
+}
+
+// Why this is race-free (queues.md, "Sends without doorbells"): we store
+// the request, then read producer_index; a provider stores
+// producer_index, fences, then loads the request. One of the two loads
+// sees the other side's store: our read finds the WQE, or the post kicks.
+// While anything is uncompleted we need no request: each completion
+// schedules the QP, whose next start_message reads the record again.
+bool Engine::Impl::sq_idle_found_work(QpObj& qp) {
+  if (qp.sq_asks_kick || qp.mp || qp.inflight_head != qp.inflight_tail)
+    return false;
+  sq_ask_for_kicks(qp, true);
+  rhn_queue_record rec;
+  counters.add_bus(RHN_CNT_QUEUE_RECORD_READS, 1);
+  if (!queue_dma(qp.sq_record_key, qp.sq_record, 0, &rec, sizeof(rec), false))
+    return false;  // the kick that comes reads it again, and fails there
+  qp.sq_producer = rec.producer_index;
+  return qp.sq_fetch != qp.sq_producer;
+}
+
+static_assert(RHN_SQ_RECORD_DOORBELL_WANTED > (2u << kMaxWqLog),
+              "the request is one bit no SQ index of a ring reaches");
+
+void Engine::Impl::sq_ask_for_kicks(QpObj& qp, bool ask) {
+  if (qp.mp) return;  // its nic_consumer is the count of slots done
+  qp.sq_asks_kick = ask;
+  uint32_t word = ask ? RHN_SQ_RECORD_DOORBELL_WANTED : 0;
+  host_dma(qp.sq_record, RHN_OFFSETOF(rhn_queue_record, nic_consumer), &word,
            sizeof(word), true);
 }
 

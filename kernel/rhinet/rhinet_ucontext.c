@@ -306,6 +306,8 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 		resp.comp_mask |= RHINET_UCONTEXT_RESP_PIN_ON_DEMAND;
 	if (resp.caps & RHN_CAP_RQ_RECORD_READ)
 		resp.comp_mask |= RHINET_UCONTEXT_RESP_RQ_DOORBELL_ON_REQUEST;
+	if (resp.caps & RHN_CAP_SQ_DOORBELL_ON_REQUEST)
+		resp.comp_mask |= RHINET_UCONTEXT_RESP_SQ_DOORBELL_ON_REQUEST;
 	/* Older providers' responses end before max_areas or twin_bytes. */
 	if (!udata || udata->outlen >= sizeof(resp)) {
 		resp_len = sizeof(resp);

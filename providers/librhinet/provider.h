@@ -102,6 +102,15 @@ struct Context {
   // Plain RQs' posts may leave out the kick (both the NIC and the driver
   // say so, and RHINET_RQ_DOORBELL=always did not ask for every kick).
   bool rq_kick_on_request = false;
+  // The same for plain SQs (RHINET_SQ_DOORBELL=always keeps every kick,
+  // and leaves the WQE out of the doorbell page, as before).
+  bool sq_kick_on_request = false;
+  // A kick may carry a one-slot WQE in the page's inline window.
+  bool sq_inline_db = false;
+  // The page has one window: held from its first store to the kick, so
+  // two QPs' posters never mix their WQEs in it. A poster that finds it
+  // held kicks without the window rather than wait.
+  std::atomic_flag inline_window_held = ATOMIC_FLAG_INIT;
   // The groups joined at open (RHINET_GROUPS), for rhinetdv.
   uint32_t num_groups = 0;
   uint16_t groups[RHINET_MAX_GROUPS] = {};
@@ -292,6 +301,11 @@ struct Qp {
   // Posts ring RHN_DB_RQ only when the record asks (plain RQs on a NIC
   // and driver that allow it; see rq_kick_wanted in post.cpp).
   bool rq_kick_on_request = false;
+  // Posts ring RHN_DB_SQ only when the record asks (see sq_publish).
+  bool sq_kick_on_request = false;
+  // The producer index at the last sq_publish: the first WQE not yet
+  // announced, which a kick may carry in the inline window.
+  uint32_t sq_announced = 0;
   Srq* srq = nullptr;
   // ibv_qp_ex (created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS): guarded by
   // sq_lock, which wr_start takes and wr_complete/wr_abort release.

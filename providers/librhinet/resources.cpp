@@ -646,6 +646,8 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type,
     qp->mp_credit_max = depth < cq_entries ? depth : cq_entries;
     qp->mp_credit.store(qp->mp_credit_max);
   }
+  // A multi-producer record's nic_consumer is a count: it keeps its rules.
+  qp->sq_kick_on_request = ctx->sq_kick_on_request && !mp;
   if (!qp->srq) {
     qp->rq = reinterpret_cast<rhn_recv_wqe*>(qp->buf + resp.drv.rq_offset);
     qp->rq_record = reinterpret_cast<rhn_queue_record*>(

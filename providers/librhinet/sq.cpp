@@ -121,11 +121,52 @@ int sq_mp_write(Qp* qp, uint8_t* wqe, uint32_t slots, uint64_t wr_id,
   return 0;
 }
 
+// The NIC stores the request when it goes idle on the SQ, then reads
+// producer_index; we store producer_index, fence, then load the request.
+// One of us sees the other's store: the NIC's read finds the WQE, or we
+// kick (queues.md, "Sends without doorbells").
+static bool sq_kick_wanted(const Qp* qp) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  return __atomic_load_n(&qp->sq_record->nic_consumer, __ATOMIC_RELAXED) &
+         RHN_SQ_RECORD_DOORBELL_WANTED;
+}
+
+// The kick, with the first WQE not yet announced in the inline window
+// when it is one slot: an idle NIC expects exactly that one and takes it
+// from the window instead of reading the ring (registers.md, "SQ kick").
+// The ring copy stays the truth for a NIC that expects another one.
+static void sq_kick(Context* ctx, Qp* qp, uint32_t first) {
+  const uint8_t* wqe =
+      qp->sq + (first & ((1u << qp->sq_log) - 1)) * RHN_SQ_SLOT_SIZE;
+  if (!ctx->sq_inline_db || first == qp->sq_producer ||
+      reinterpret_cast<const rhn_send_wqe*>(wqe)->ext_units != 0 ||
+      ctx->inline_window_held.test_and_set(std::memory_order_acquire)) {
+    ctx->kick(RHN_DB_SQ, qp->qpn);
+    return;
+  }
+  auto* window =
+      reinterpret_cast<volatile uint64_t*>(ctx->db + RHN_DB_INLINE_WQE);
+  for (uint32_t i = 0; i < RHN_SQ_SLOT_SIZE / 8; i++) {
+    uint64_t v;
+    memcpy(&v, wqe + i * 8, sizeof(v));
+    window[i] = v;
+  }
+  ctx->kick(RHN_DB_SQ, qp->qpn | RHN_DB_SQ_INLINE);
+  ctx->inline_window_held.clear(std::memory_order_release);
+}
+
 void sq_publish(Qp* qp) {
+  Context* ctx = to_ctx(qp->vqp.qp.context);
+  const uint32_t first = qp->sq_announced;
+  qp->sq_announced = qp->sq_producer;
   to_device_barrier();
   __atomic_store_n(&qp->sq_record->producer_index, qp->sq_producer,
                    __ATOMIC_RELEASE);
-  to_ctx(qp->vqp.qp.context)->kick(RHN_DB_SQ, qp->qpn);
+  if (!qp->sq_kick_on_request) {
+    ctx->kick(RHN_DB_SQ, qp->qpn);
+    return;
+  }
+  if (sq_kick_wanted(qp)) sq_kick(ctx, qp, first);
 }
 
 void sq_rollback(Qp* qp, uint32_t producer) {
@@ -181,7 +222,7 @@ void sq_complete(Qp* qp, uint16_t wqe_index, uint64_t* wr_id, bool* report) {
 }
 
 void sq_reset(Qp* qp) {
-  qp->sq_producer = qp->sq_consumer = 0;
+  qp->sq_producer = qp->sq_consumer = qp->sq_announced = 0;
   qp->sq_num_held = 0;
   if (qp->mp) {  // no poster runs across a RESET (the QP is not in RTS)
     qp->mp_reserve.store(0);

@@ -707,8 +707,11 @@ RHN_ASSERT_OFFSET(struct rhn_tm_op_wqe, sge, 32);
  * waits in the ring keeps its slot however many later ones complete).
  * In the RQ record of any other QP (RHN_CAP_RQ_RECORD_READ): 0, or
  * RHN_RQ_RECORD_DOORBELL_WANTED while the NIC needs an RHN_DB_RQ kick for
- * every post (queues.md, "Receives without doorbells"). Elsewhere 0, and
- * never read by the NIC.
+ * every post (queues.md, "Receives without doorbells"). In the SQ record
+ * of a plain SQ (RHN_CAP_SQ_DOORBELL_ON_REQUEST): 0, or
+ * RHN_SQ_RECORD_DOORBELL_WANTED while the NIC needs an RHN_DB_SQ kick to
+ * look at the SQ again (queues.md, "Sends without doorbells"). Elsewhere
+ * 0, and never read by the NIC.
  */
 struct rhn_queue_record {
 	__le32 producer_index;
@@ -723,6 +726,16 @@ RHN_ASSERT_SIZE(struct rhn_queue_record, 8);
  * top bit, so no RQ index (at most 2^15 WQEs) can be mistaken for it.
  */
 #define RHN_RQ_RECORD_DOORBELL_WANTED 0x80000000u
+
+/*
+ * Set by the NIC in a plain SQ's nic_consumer when it has taken and
+ * completed all it knew of (it reads producer_index once more after the
+ * store), and while the QP is in ERR; cleared by a kick that finds the
+ * NIC busy on the SQ (it reads the record again before it goes idle)
+ * and when the QP enters RESET. No SQ index (at most 2^15 slots) reaches
+ * the top bit.
+ */
+#define RHN_SQ_RECORD_DOORBELL_WANTED 0x80000000u
 
 /*
  * The SQ record of a QP created with RHN_CREATE_QP_F_MULTI_PRODUCER

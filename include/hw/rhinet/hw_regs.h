@@ -87,6 +87,8 @@ enum rhn_cap {
 	RHN_CAP_TRIGGER = 1u << 19,
 	RHN_CAP_RQ_RECORD_READ =
 		1u << 20, /* RQ posts need a kick only when the record asks */
+	RHN_CAP_SQ_DOORBELL_ON_REQUEST =
+		1u << 21, /* SQ posts need a kick only when the record asks */
 };
 
 #define RHN_NODE_ID_VALUE_SHIFT 0

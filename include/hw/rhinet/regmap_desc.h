@@ -50,6 +50,7 @@ static const struct rhn_regmap_field rhn_regmap_fields_caps[] = {
 	{"COLL_SWITCH", 18, 1},
 	{"TRIGGER", 19, 1},
 	{"RQ_RECORD_READ", 20, 1},
+	{"SQ_DOORBELL_ON_REQUEST", 21, 1},
 };
 
 static const struct rhn_regmap_field rhn_regmap_fields_node_id[] = {

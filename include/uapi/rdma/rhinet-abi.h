@@ -43,6 +43,12 @@ enum rhinet_alloc_ucontext_resp_mask {
 	 * nic_consumer holds RHN_RQ_RECORD_DOORBELL_WANTED
 	 */
 	RHINET_UCONTEXT_RESP_RQ_DOORBELL_ON_REQUEST = 1 << 3,
+	/* the NIC has RHN_CAP_SQ_DOORBELL_ON_REQUEST and this driver keeps
+	 * QP buffers NIC-writable: a post to a plain SQ (not a
+	 * multi-producer one) may leave out the RHN_DB_SQ kick unless the
+	 * SQ record's nic_consumer holds RHN_SQ_RECORD_DOORBELL_WANTED
+	 */
+	RHINET_UCONTEXT_RESP_SQ_DOORBELL_ON_REQUEST = 1 << 4,
 };
 
 /* rhinet_alloc_ucontext_cmd.comp_mask */

@@ -2484,6 +2484,11 @@ static bool check_bus_counts(void)
 	if (!expect(!!(c->r.caps & RHN_CAP_RQ_RECORD_READ) == !rq_kick,
 		    "caps %#x and comp_mask %#x disagree on RQ kicks",
 		    c->r.caps, c->r.comp_mask) ||
+	    !expect(!!(c->r.caps & RHN_CAP_SQ_DOORBELL_ON_REQUEST) ==
+			    !!(c->r.comp_mask &
+			       RHINET_UCONTEXT_RESP_SQ_DOORBELL_ON_REQUEST),
+		    "caps %#x and comp_mask %#x disagree on SQ kicks",
+		    c->r.caps, c->r.comp_mask) ||
 	    !dp_open(&d, &mem))
 		goto out;
 	/* Two windows at most, each on fresh ring slots (8 UD WQEs fit). */

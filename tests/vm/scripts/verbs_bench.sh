@@ -26,6 +26,11 @@
 #   RHINET-BUS DEVICE TEST node=N msgs=M NAME=DELTA...
 # send_rate_kick is send_rate with RHINET_RQ_DOORBELL=always (a kick per
 # receive posted, as before the NIC read RQ records on its own).
+# write_rate_sqkick and send_rate_sqkick are write_rate and send_rate with
+# RHINET_SQ_DOORBELL=always (a plain SQ kick per post, no WQE in the
+# doorbell page, as before the NIC asked for kicks in SQ records).
+# write_lat_inline is write_lat with RHINET_SQ_INLINE=1 (each kick carries
+# its one-slot WQE in the doorbell page's inline window).
 # `quick` runs fewer iterations. Any failed client on a rhinet device fails
 # the run; a failed client on a reference device (soft-RoCE) is reported as
 # FAIL in the table and listed, not counted.
@@ -175,6 +180,18 @@ for DEV in "$@"; do
 		export RHINET_RQ_DOORBELL=always
 		bench "$DEV" send_rate_kick ib_send_bw $P -n $RATE_N -s 8
 		unset RHINET_RQ_DOORBELL
+		# The 8-byte rates again with an SQ kick per post, the
+		# reference for sends posted without doorbells (queues.md):
+		# their SQ-db and SQ-WQE-rd columns against the rates'.
+		export RHINET_SQ_DOORBELL=always
+		bench "$DEV" write_rate_sqkick ib_write_bw $P -n $RATE_N -s 8
+		bench "$DEV" send_rate_sqkick ib_send_bw $P -n $RATE_N -s 8
+		unset RHINET_SQ_DOORBELL
+		# A latency test with the WQE written into the doorbell page
+		# (RHINET_SQ_INLINE=1): SQ-WQE-rd and MMIO against write_lat's.
+		export RHINET_SQ_INLINE=1
+		bench "$DEV" write_lat_inline ib_write_lat $P -n $LAT_N -s 2
+		unset RHINET_SQ_INLINE
 		if [ $QUICK = 0 ]; then
 			bench "$DEV" send_bw_1m ib_send_bw $P -n $BIG_N -s 1048576
 			for size in 64 4096 65536; do

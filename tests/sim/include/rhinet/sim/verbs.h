@@ -252,6 +252,12 @@ class SimQp {
   // The RQ record's nic_consumer word: on a plain RQ the NIC sets
   // RHN_RQ_RECORD_DOORBELL_WANTED there when posts need an RQ kick.
   uint32_t rq_nic_word() const { return rq_.nic_consumer(); }
+  // The SQ record's: RHN_SQ_RECORD_DOORBELL_WANTED while a plain SQ's
+  // posts need a kick.
+  uint32_t sq_nic_word() const { return sq_.nic_consumer(); }
+  // post_send kicks (with auto_kick) only when the record asks, as a
+  // provider on a NIC with RHN_CAP_SQ_DOORBELL_ON_REQUEST does.
+  bool sq_kick_on_request = false;
 
   uint32_t sq_posted_slots() const { return sq_pi_; }
   uint32_t sq_outstanding() const { return uint32_t(pending_.size()); }
