@@ -85,13 +85,13 @@ bin_args+=(--bin "$(command -v ethtool)" --bin "$(command -v devlink)")
 # target with a RAM-backed namespace and the host side.
 bin_args+=(--module nvmet_rdma --module nvme_rdma --module null_blk)
 # Unmodified rdma-core tools (ibverbs-utils, perftest, rdmacm-utils: rping,
-# mckey for verbs UD multicast, rdma_xserver/rdma_xclient) at their
-# own paths. libibverbs dlopens its providers (ldd does not name them), each
+# mckey for verbs UD multicast, rdma_xserver/rdma_xclient, ucmatose and
+# udaddy, the rsockets tools rstream and riostream) at their own paths. libibverbs dlopens its providers (ldd does not name them), each
 # announced by a file in /etc/libibverbs.d.
 for t in ibv_devinfo ibv_devices ibv_rc_pingpong ibv_ud_pingpong \
 	ibv_srq_pingpong ib_write_bw ib_write_lat ib_read_bw ib_read_lat \
 	ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat rping mckey \
-	rdma_xserver rdma_xclient; do
+	rdma_xserver rdma_xclient ucmatose udaddy rstream riostream; do
 	bin_args+=(--tool "/usr/bin/$t")
 done
 VERBS_LIB=/usr/lib/x86_64-linux-gnu
@@ -172,6 +172,8 @@ for t in ucx_info ucx_perftest orterun orted ompi_info fi_info fi_pingpong; do
 	app_args+=(--tool "/usr/bin/$t")
 done
 app_args+=(--link orterun:/usr/bin/mpirun)
+# rsockets under a TCP program (rdma_apps.sh): librdmacm's preload library.
+app_args+=(--tool "$LIB/rsocket/librspreload.so")
 # userlib, its launcher and its programs (they start ranks over ssh).
 UL="$BUILD/userlib"
 if [[ -f $UL/librhinet_user.so.0 ]]; then

@@ -163,6 +163,32 @@ run_pair() {
 	return 1
 }
 
+# /tmp/retry.sh OUT PATTERN COMMAND...: runs COMMAND (output to OUT) until
+# it succeeds, again every 0.5 s while OUT says PATTERN (an extended
+# regular expression: the server is not there yet), 40 times at most; then
+# prints OUT, exiting as COMMAND did. For clients whose refusal run_pair
+# does not know.
+verbs_retry_script() {
+	cat >/tmp/retry.sh <<'EOT'
+#!/bin/sh
+out=$1 pattern=$2
+shift 2
+i=0
+while :; do
+	"$@" >"$out" 2>&1 && break
+	rc=$?
+	i=$((i + 1))
+	if [ $i -ge 40 ] || ! grep -qE "$pattern" "$out"; then
+		cat "$out"
+		exit $rc
+	fi
+	usleep 500000
+done
+cat "$out"
+EOT
+	chmod +x /tmp/retry.sh
+}
+
 # The xpu (the accelerator stand-in): xpu.ko loaded, /dev/xpu0 there, and
 # XPU_EXPECT exported as what the kernel must do with its dma-bufs: p2p
 # under the debug kernel (CONFIG_PCI_P2PDMA), none under Debian's.

@@ -46,27 +46,7 @@ stat() { rdma statistic show link rhinet0/1 | tr ' ' '\n' | grep -A1 -x "$1" | t
 
 run_pair rhinet-gaps /opt/rhinet/bin/rhinet-gaps -d rhinet0 -g "$GID"
 
-# retry.sh OUT PATTERN COMMAND...: runs COMMAND (output to OUT) until it
-# succeeds, again every 0.5 s while OUT says PATTERN (the server is not
-# there yet), 40 times at most; then prints OUT, exiting as COMMAND did.
-cat >/tmp/retry.sh <<'EOT'
-#!/bin/sh
-out=$1 pattern=$2
-shift 2
-i=0
-while :; do
-	"$@" >"$out" 2>&1 && break
-	rc=$?
-	i=$((i + 1))
-	if [ $i -ge 40 ] || ! grep -q "$pattern" "$out"; then
-		cat "$out"
-		exit $rc
-	fi
-	usleep 500000
-done
-cat "$out"
-EOT
-chmod +x /tmp/retry.sh
+verbs_retry_script
 
 # rdma_xserver answers one client and exits; the client tries again while
 # the server is not listening yet (rdma_connect refused).
