@@ -84,6 +84,9 @@ bin_args+=(--bin "$(command -v ethtool)" --bin "$(command -v devlink)")
 # NVMe over Fabrics through the kernel's RDMA consumers (nvmeof.sh): the
 # target with a RAM-backed namespace and the host side.
 bin_args+=(--module nvmet_rdma --module nvme_rdma --module null_blk)
+# NFS v4.1 over RDMA (nfs_rdma.sh): the server (nfsd), the client
+# (nfsv4) and their RDMA transport (rpcrdma: svcrdma and xprtrdma).
+bin_args+=(--module nfsd --module nfsv4 --module rpcrdma)
 # Unmodified rdma-core tools (ibverbs-utils, perftest, rdmacm-utils: rping,
 # mckey for verbs UD multicast, rdma_xserver/rdma_xclient) at their
 # own paths. libibverbs dlopens its providers (ldd does not name them), each
@@ -172,6 +175,17 @@ for t in ucx_info ucx_perftest orterun orted ompi_info fi_info fi_pingpong; do
 	app_args+=(--tool "/usr/bin/$t")
 done
 app_args+=(--link orterun:/usr/bin/mpirun)
+# Open MPI's OpenSHMEM launcher (oshrun is orterun under another name) and
+# our oshmem program, built with oshcc (oshmem.sh).
+app_args+=(--link orterun:/usr/bin/oshrun)
+osh_bin="$BUILD/tests/vm/guest/rhinet-oshmem"
+[[ -x $osh_bin ]] && app_args+=(--bin "$osh_bin")
+# fio with its rdma ioengine (fio_rdma.sh); the NFS server's export table
+# tools (exportfs, rpc.mountd from nfs-kernel-server) and the client's
+# mount helper (mount.nfs4 from nfs-common), with libtirpc's netconfig.
+app_args+=(--tool /usr/bin/fio --tool /usr/sbin/exportfs
+	--tool /usr/sbin/rpc.mountd --tool /sbin/mount.nfs
+	--link mount.nfs:/sbin/mount.nfs4 --file /etc/netconfig:/etc/netconfig)
 # userlib, its launcher and its programs (they start ranks over ssh).
 UL="$BUILD/userlib"
 if [[ -f $UL/librhinet_user.so.0 ]]; then
