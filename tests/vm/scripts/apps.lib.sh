@@ -93,3 +93,12 @@ run_ranks() {
 		head -40 /tmp/run.log
 	fi
 }
+
+# apps_unpack CPIO: a test's own programs, shipped with run-cluster --file
+# as a cpio of their own (prepare.sh), unpacked at / and then removed (the
+# guest's files live in its memory).
+apps_unpack() {
+	[ -f "$1" ] || fail "no $1 (run-cluster --file from prepare.sh's output)"
+	(cd / && cpio -id <"$1" 2>/dev/null) || fail "unpacking $1"
+	rm -f "$1"
+}

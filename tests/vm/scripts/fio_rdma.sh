@@ -30,6 +30,7 @@ CORRUPT=$3
 LIB_NAME=fio_rdma
 . /test/apps.lib.sh
 apps_setup
+apps_unpack /opt/extra/fio.cpio
 # The debug kernel has no virtio-net driver: no reference there.
 REFERENCE=""
 if grep -q "/virtio_net.ko" "/lib/modules/$(uname -r)/modules.dep"; then
@@ -74,20 +75,20 @@ fio_case() {
 	fi
 	# shellcheck disable=SC2029 # expanded here on purpose
 	ssh node1 "rm -f /tmp/srv.buf && head -c $slots /dev/urandom >/tmp/srv.buf &&
-		timeout 150 fio --name=server --rw=read $srv" >/tmp/fio-server.log 2>&1 &
+		timeout -s KILL 60 fio --name=server --rw=read $srv" >/tmp/fio-server.log 2>&1 &
 	spid=$!
 	head -c $slots /dev/zero >/tmp/cli.buf
 	tx0=$(counter tx_bytes) rx0=$(counter rx_bytes)
 	tries=0
 	while :; do
 		# shellcheck disable=SC2086 # lists of options
-		timeout 120 fio --name=client --rw=write --hostname="$addr" \
-			--verb="$verb" $cli >/tmp/fio-client.log 2>&1
+		timeout -s KILL 45 fio --name=client --rw=write $cli \
+			--hostname="$addr" --verb="$verb" >/tmp/fio-client.log 2>&1
 		rc=$?
 		# Nobody listening yet: rdma_cm's connection was rejected.
 		grep -q "REJECTED\|UNREACHABLE" /tmp/fio-client.log || break
 		tries=$((tries + 1))
-		[ $tries -lt 40 ] || break
+		[ $tries -lt 20 ] || break
 		usleep 250000
 	done
 	wait $spid
@@ -134,8 +135,10 @@ fio_case() {
 }
 
 echo "fio columns: device verb block-size bandwidth (client's figure)"
-for verb in write read send; do
-	for bs in 4096 65536 1048576; do
+VERBS="write read send" SIZES="4096 65536 1048576"
+[ "$CORRUPT" = one ] && VERBS=write SIZES=65536
+for verb in $VERBS; do
+	for bs in $SIZES; do
 		fio_case 10.77.0.2 rhinet0 "$verb" "$bs"
 		[ -n "$REFERENCE" ] && [ "$bs" = 65536 ] &&
 			fio_case "$REFERENCE" vrxe0 "$verb" "$bs"

@@ -28,10 +28,16 @@ EXPORT=/srv/nfs
 PORT=20049
 apps_setup
 [ "$NODES" = 2 ] || fail "nfs_rdma runs on 2 nodes"
-modprobe rpcrdma || fail "modprobe rpcrdma"
+# The NFS tools and modules ride in their own cpio (prepare.sh); the
+# modules load in the order modprobe gave there, those already in skipped.
+apps_unpack /opt/extra/nfs.cpio
+while read -r ko; do
+	name=$(basename "$ko" .ko | tr - _)
+	[ -d "/sys/module/$name" ] && continue
+	insmod "/opt/nfs/modules/$ko" || fail "insmod $ko"
+done </opt/nfs/modules/order
 
 if [ "$NODE" = 1 ]; then
-	modprobe nfsd || fail "modprobe nfsd"
 	mkdir -p $EXPORT /var/lib/nfs/v4recovery /run/rpc_pipefs
 	# tmpfs can be exported (rootfs' ramfs cannot); fsid=0 makes it
 	# the NFSv4 pseudo root.
@@ -74,7 +80,6 @@ fi
 
 failed=""
 note_fail() { failed="$failed $*;"; echo "nfs_rdma: FAILED: $*"; }
-modprobe nfsv4 || fail "modprobe nfsv4"
 i=0
 until ssh node1 test -f /tmp/ready; do
 	i=$((i + 1))
