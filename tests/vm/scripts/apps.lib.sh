@@ -58,14 +58,18 @@ apps_finish() {
 	done
 }
 
-# Other nodes: wait for node 0's result, up to $1 seconds.
-apps_wait() {
+# Other nodes: wait for node 0's result, up to $1 seconds; apps_wait ends
+# with it, apps_await returns (a node that tears down after the run).
+apps_await() {
 	i=0
 	while [ ! -f /tmp/apps-result ]; do
 		i=$((i + 1))
 		[ $i -lt "$1" ] || { echo "$LIB_NAME: no result from node 0"; exit 1; }
 		sleep 1
 	done
+}
+apps_wait() {
+	apps_await "$1"
 	exit "$(cat /tmp/apps-result)"
 }
 

@@ -65,12 +65,7 @@ if [ "$NODE" = 1 ]; then
 		fail "nfsd not listening on rdma $PORT: $(cat /proc/fs/nfsd/portlist)"
 	echo "nfs_rdma: nfsd listening: $(tr '\n' ' ' </proc/fs/nfsd/portlist)"
 	touch /tmp/ready
-	i=0
-	while [ ! -f /tmp/apps-result ]; do
-		i=$((i + 1))
-		[ $i -lt 900 ] || fail "no result from node 0"
-		sleep 1
-	done
+	apps_await 900
 	/tmp/nfsd-stop
 	if dmesg | grep -E "WARNING|BUG|Oops"; then
 		fail "kernel complained"
