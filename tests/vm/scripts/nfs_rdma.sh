@@ -93,9 +93,10 @@ nfs_mount() {
 # back through the mount, and node 1's of its export, all equal.
 compare() {
 	(cd /tmp/src && sha256sum "$@") >/tmp/sum.src
-	(cd $MNT && sha256sum "$@") >/tmp/sum.nfs 2>&1
+	(cd $MNT && sha256sum "$@") >/tmp/sum.nfs 2>/tmp/sum.err
 	# shellcheck disable=SC2029 # the names are expanded here on purpose
-	ssh node1 "cd $EXPORT && sha256sum $*" >/tmp/sum.server 2>&1
+	# (stderr apart: dbclient's host key notice is no checksum)
+	ssh node1 "cd $EXPORT && sha256sum $*" >/tmp/sum.server 2>/tmp/sum.err
 	if ! cmp -s /tmp/sum.src /tmp/sum.nfs || ! cmp -s /tmp/sum.src /tmp/sum.server; then
 		note_fail "$1: checksums differ"
 		diff /tmp/sum.src /tmp/sum.nfs | head -5

@@ -35,8 +35,14 @@ osh_run() {
 	env="UCX_NET_DEVICES=$dev:1 UCX_TLS=rc_verbs,ud_verbs UCX_WARN_UNUSED_ENV_VARS=n SHMEM_SYMMETRIC_SIZE=64M"
 	# (see ucx_mpi.sh: rxe does not report the network header type)
 	case $dev in rxe*) env="$env UCX_UD_VERBS_ETH_DGID_CHECK=n" ;; esac
+	# Exported here and named with -x: oshrun passed "-x NAME=VALUE" on
+	# without setting it (oshmem then took its 256 MiB default heap and
+	# a 512M guest's OOM killer ended the PEs).
 	xs=""
-	for a in $env; do xs="$xs -x $a"; done
+	for a in $env; do
+		export "${a?}"
+		xs="$xs -x ${a%%=*}"
+	done
 	args="--rounds $rounds --stall 60 --label $dev"
 	[ "$CORRUPT" = corrupt ] && args="$args --corrupt"
 	t0=$(now)
