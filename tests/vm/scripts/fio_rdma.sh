@@ -79,6 +79,7 @@ fio_case() {
 	spid=$!
 	head -c $slots /dev/zero >/tmp/cli.buf
 	tx0=$(counter tx_bytes) rx0=$(counter rx_bytes)
+	failed_before=$failed
 	tries=0
 	while :; do
 		# shellcheck disable=SC2086 # lists of options
@@ -131,7 +132,9 @@ fio_case() {
 		[ "$moved" -ge "$size" ] ||
 			note_fail "rhinet0 verb=$verb bs=$bs: NIC counted $moved bytes, fio $size"
 	fi
-	echo "fio $label verb=$verb bs=$bs $(echo "$bw" | awk '{ printf "%.1f", $1 / 1024 }') MiB/s ($((size / 1048576)) MiB, checked; rhinet0 tx $tx rx $rx bytes)"
+	verdict=checked
+	[ "$failed" = "$failed_before" ] || verdict="check FAILED"
+	echo "fio $label verb=$verb bs=$bs $(echo "$bw" | awk '{ printf "%.1f", $1 / 1024 }') MiB/s ($((size / 1048576)) MiB, $verdict; rhinet0 tx $tx rx $rx bytes)"
 }
 
 echo "fio columns: device verb block-size bandwidth (client's figure)"
