@@ -58,6 +58,11 @@ PACKAGES=(
 	# libfabric 1.17's fi_pingpong and fi_info (verbs;ofi_rxm over the NIC,
 	# tests/vm/scripts/verbs_gaps.sh); its providers are in libfabric1
 	libfabric-bin
+	# fio's rdma ioengine (tests/vm/scripts/fio_rdma.sh); the kernel NFS
+	# server's and client's tools for NFS over RDMA (nfs_rdma.sh:
+	# exportfs, rpc.mountd, mount.nfs; nfs-common comes with the server)
+	fio
+	nfs-kernel-server
 	# rhinet.ko tooling: scripts/checkpatch.sh (checkpatch.pl from the
 	# linux-source package, fetched by the script itself) and the
 	# kernel_dkms_build test / scripts/dkms-install.sh

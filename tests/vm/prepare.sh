@@ -174,6 +174,11 @@ done
 app_args+=(--link orterun:/usr/bin/mpirun)
 # rsockets under a TCP program (rdma_apps.sh): librdmacm's preload library.
 app_args+=(--tool "$LIB/rsocket/librspreload.so")
+# Open MPI's OpenSHMEM launcher (oshrun is orterun under another name) and
+# our oshmem program, built with oshcc (oshmem.sh).
+app_args+=(--link orterun:/usr/bin/oshrun)
+osh_bin="$BUILD/tests/vm/guest/rhinet-oshmem"
+[[ -x $osh_bin ]] && app_args+=(--bin "$osh_bin")
 # userlib, its launcher and its programs (they start ranks over ssh).
 UL="$BUILD/userlib"
 if [[ -f $UL/librhinet_user.so.0 ]]; then
@@ -196,6 +201,33 @@ for user in dmabuf trigger xpu-modes; do
 	fi
 done
 bash "$HERE/build-initramfs.sh" "$VM/apps.cpio" "${app_args[@]}"
+
+# Extra cpios that only their own tests carry (run-cluster --file) and
+# unpack in the guest: Debian's fio links Ceph, Gluster, ICU and more
+# (about 65 MB), NFS needs its tools and 13 modules; every other guest of
+# the overlay would pay that memory. fio with its rdma ioengine
+# (fio_rdma.sh). NFS over RDMA (nfs_rdma.sh): the server's export-table
+# tools (exportfs, rpc.mountd), the client's mount helper (mount.nfs4),
+# libtirpc's netconfig, and the modules of nfsd, nfsv4 and rpcrdma with
+# their dependencies in load order (/opt/nfs/modules/order: the shared
+# image's modules.dep does not know them). Debian's kernel only: the
+# debug kernel is built without NFS, and fio needs no kernel of its own.
+if ((!DEBUG_KERNEL)); then
+	bash "$HERE/build-initramfs.sh" "$VM/fio.cpio" --overlay --tool /usr/bin/fio
+	KVER=$(bash "$HERE/kernel.sh" version)
+	nfs_args=(--overlay --tool /usr/sbin/exportfs --tool /usr/sbin/rpc.mountd
+		--tool /sbin/mount.nfs --link mount.nfs:/sbin/mount.nfs4
+		--file /etc/netconfig:/etc/netconfig)
+	: >"$VM/nfs-modules.order"
+	for ko in $(modprobe -a -S "$KVER" --show-depends nfsd nfsv4 rpcrdma |
+		awk '$1 == "insmod" { print $2 }'); do
+		grep -qxF "$(basename "$ko")" "$VM/nfs-modules.order" && continue
+		basename "$ko" >>"$VM/nfs-modules.order"
+		nfs_args+=(--file "$ko:/opt/nfs/modules/$(basename "$ko")")
+	done
+	nfs_args+=(--file "$VM/nfs-modules.order:/opt/nfs/modules/order")
+	bash "$HERE/build-initramfs.sh" "$VM/nfs.cpio" "${nfs_args[@]}"
+fi
 
 cat >"$VM/env.tmp" <<EOT
 QEMU=$QEMU

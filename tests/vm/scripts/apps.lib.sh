@@ -58,14 +58,18 @@ apps_finish() {
 	done
 }
 
-# Other nodes: wait for node 0's result, up to $1 seconds.
-apps_wait() {
+# Other nodes: wait for node 0's result, up to $1 seconds; apps_wait ends
+# with it, apps_await returns (a node that tears down after the run).
+apps_await() {
 	i=0
 	while [ ! -f /tmp/apps-result ]; do
 		i=$((i + 1))
 		[ $i -lt "$1" ] || { echo "$LIB_NAME: no result from node 0"; exit 1; }
 		sleep 1
 	done
+}
+apps_wait() {
+	apps_await "$1"
 	exit "$(cat /tmp/apps-result)"
 }
 
@@ -92,4 +96,13 @@ run_ranks() {
 		failed="$failed $1(rc=$?)"
 		head -40 /tmp/run.log
 	fi
+}
+
+# apps_unpack CPIO: a test's own programs, shipped with run-cluster --file
+# as a cpio of their own (prepare.sh), unpacked at / and then removed (the
+# guest's files live in its memory).
+apps_unpack() {
+	[ -f "$1" ] || fail "no $1 (run-cluster --file from prepare.sh's output)"
+	(cd / && cpio -id <"$1" 2>/dev/null) || fail "unpacking $1"
+	rm -f "$1"
 }

@@ -36,12 +36,7 @@ if [ "$NODE" = 1 ]; then
 	echo "nvmeof: target listening on 10.77.0.2:4420 (rdma)"
 	touch /tmp/ready
 	# Node 0 ends the run; then the port and subsystem go, cleanly.
-	i=0
-	while [ ! -f /tmp/apps-result ]; do
-		i=$((i + 1))
-		[ $i -lt 1200 ] || fail "no result from node 0"
-		sleep 1
-	done
+	apps_await 1200
 	rm $T/ports/1/subsystems/$NQN && rmdir $T/ports/1 &&
 		echo 0 >$T/subsystems/$NQN/namespaces/1/enable &&
 		rmdir $T/subsystems/$NQN/namespaces/1 && rmdir $T/subsystems/$NQN ||
