@@ -72,9 +72,9 @@ static void watchdog(int sig)
 {
 	char msg[160];
 	size_t len = 0;
-	const char *parts[] = { "RHINET-OSHMEM: STALL pe ", " no progress for ",
-				" s at round ", " ping ", " pong " };
-	long values[] = { this_pe, still_seconds + 1, rounds_done, ping, pong };
+	const char *parts[] = {"RHINET-OSHMEM: STALL pe ", " no progress for ",
+			       " s at round ", " ping ", " pong "};
+	long values[] = {this_pe, still_seconds + 1, rounds_done, ping, pong};
 
 	(void)sig;
 	if (rounds_done != last_seen) {
@@ -105,7 +105,8 @@ static int check_words(const char *what, const long *buf, long words, int pe)
 {
 	for (long i = 0; i < words; i++) {
 		if (buf[i] != pattern(pe, i)) {
-			printf("RHINET-OSHMEM: FAIL %s of %ld B: word %ld is %#lx, not %#lx\n",
+			printf("RHINET-OSHMEM: FAIL %s of %ld B: word %ld is "
+			       "%#lx, not %#lx\n",
 			       what, words * 8, i, (unsigned long)buf[i],
 			       (unsigned long)pattern(pe, i));
 			return 1;
@@ -130,7 +131,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--corrupt"))
 			corrupt = 1;
 		else {
-			fprintf(stderr, "rhinet-oshmem: unknown argument %s\n", argv[i]);
+			fprintf(stderr, "rhinet-oshmem: unknown argument %s\n",
+				argv[i]);
 			return 2;
 		}
 	}
@@ -140,7 +142,8 @@ int main(int argc, char **argv)
 	npes = shmem_n_pes();
 	if (npes != 2) {
 		if (this_pe == 0)
-			printf("RHINET-OSHMEM: FAIL needs 2 PEs, has %d\n", npes);
+			printf("RHINET-OSHMEM: FAIL needs 2 PEs, has %d\n",
+			       npes);
 		shmem_global_exit(2);
 	}
 	int peer = 1 - this_pe;
@@ -149,7 +152,9 @@ int main(int argc, char **argv)
 	long *local = malloc(MAX_WORDS * sizeof(long));
 
 	if (!target || !source || !local) {
-		printf("RHINET-OSHMEM: FAIL pe %d: shmem_malloc of 1 MiB failed\n", this_pe);
+		printf("RHINET-OSHMEM: FAIL pe %d: shmem_malloc of 1 MiB "
+		       "failed\n",
+		       this_pe);
 		shmem_global_exit(2);
 	}
 	for (long i = 0; i < MAX_WORDS; i++) {
@@ -181,8 +186,8 @@ int main(int argc, char **argv)
 		       bad ? "FAILED" : "checked", label);
 
 	/* 2. the ping-pong, under the watchdog. */
-	struct sigaction sa = { .sa_handler = watchdog };
-	struct itimerval tick = { { 1, 0 }, { 1, 0 } };
+	struct sigaction sa = {.sa_handler = watchdog};
+	struct itimerval tick = {{1, 0}, {1, 0}};
 
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
@@ -202,17 +207,19 @@ int main(int argc, char **argv)
 		}
 		rounds_done = r;
 		if (this_pe == 0 && r % step == 0)
-			printf("RHINET-OSHMEM: pingpong %ld/%ld rounds, %.1f us per round so far\n",
+			printf("RHINET-OSHMEM: pingpong %ld/%ld rounds, %.1f "
+			       "us per round so far\n",
 			       r, rounds, (now_us() - t0) / r);
 	}
 	double per_round = (now_us() - t0) / (rounds ? rounds : 1);
 
-	setitimer(ITIMER_REAL, &(struct itimerval){ 0 }, NULL);
+	setitimer(ITIMER_REAL, &(struct itimerval){0}, NULL);
 	shmem_barrier_all();
 	if (bad)
 		printf("RHINET-OSHMEM: FAIL pe %d %s\n", this_pe, label);
 	else
-		printf("RHINET-OSHMEM: PASS pe %d rounds %ld round_trip_us %.1f %s\n",
+		printf("RHINET-OSHMEM: PASS pe %d rounds %ld round_trip_us "
+		       "%.1f %s\n",
 		       this_pe, rounds, per_round, label);
 	fflush(stdout);
 	shmem_free(source);
