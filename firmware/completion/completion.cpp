@@ -54,6 +54,11 @@ void Engine::Impl::cq_arm_hit(uint32_t cqn, uint32_t n) {
     cq.mod_counted += n;
     if (cq.mod_counted < cq.mod_count) return;
   }
+  cq_raise(cqn);
+}
+
+void Engine::Impl::cq_raise(uint32_t cqn) {
+  CqObj& cq = cqs[cqn];
   cq.mod_counted = 0;
   cq.mod_deadline = 0;  // cq_mod_at may stay earlier: the scan finds none
   cq.arm = 0;
@@ -69,7 +74,7 @@ void Engine::Impl::modify_cq(uint32_t cqn, uint16_t count, uint16_t period_us) {
   // An event already owed: at once when moderation is now off or its
   // count is reached; otherwise it keeps its deadline.
   if (cq.mod_deadline && (count <= 1 || !period_us || cq.mod_counted >= count))
-    cq_arm_hit(cqn, 0);
+    cq_raise(cqn);
 }
 
 bool Engine::Impl::cq_mod_expire() {
@@ -80,10 +85,7 @@ bool Engine::Impl::cq_mod_expire() {
     CqObj& cq = cqs[n];
     if (!cq.valid || !cq.mod_deadline) continue;
     if (cq.mod_deadline <= now) {
-      cq.mod_counted = 0;
-      cq.mod_deadline = 0;
-      cq.arm = 0;
-      cq_event(n);
+      cq_raise(n);
       did = true;
     } else if (cq.mod_deadline < cq_mod_at) {
       cq_mod_at = cq.mod_deadline;

@@ -762,6 +762,9 @@ struct Engine::Impl : FamilyStates {
   // `n` completions that would raise an armed CQ's event were added:
   // raise it, or count them towards a moderated one.
   void cq_arm_hit(uint32_t cqn, uint32_t n);
+  // The armed CQ's event now: the arm used up, its moderation count and
+  // deadline cleared.
+  void cq_raise(uint32_t cqn);
   void modify_cq(uint32_t cqn, uint16_t count, uint16_t period_us);
   // Raises the moderated events whose period ended; true if any.
   bool cq_mod_expire();
