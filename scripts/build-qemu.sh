@@ -11,6 +11,8 @@
 # means a new cold build (about 10 minutes on 2 cores); the same key reuses the
 # tree. Our device and engine sources are copied in on every run, only when
 # their content changed, so ninja rebuilds just what we touched (seconds).
+# The binary printed is a copy under qemu-<key>/bin/, keyed by those
+# sources, so checkouts sharing the tree never run each other's build.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -79,6 +81,25 @@ fi
 SRC="$WORK/src"
 BUILD="$SRC/build"
 mkdir -p "$WORK"
+
+# The tree is shared by every checkout (worktrees of one machine), so its
+# binary is whatever the last build put there. Each build is therefore
+# kept as a snapshot keyed by the sources it was built from; a checkout
+# gets the snapshot of its own sources, and another checkout's build
+# cannot change the QEMU that this one's VM tests run.
+source_key() {
+	(cd "$REPO" && find qemu_device firmware include/hw/rhinet include/hw/xpu \
+		-type f \( -name '*.c' -o -name '*.h' -o -name '*.cpp' \
+		-o -name meson.build -o -name CMakeLists.txt \) -print |
+		LC_ALL=C sort | xargs sha256sum
+	sha256sum <"${BASH_SOURCE[0]}") | sha256sum | cut -c1-16
+}
+SNAPSHOT="$WORK/bin/$(source_key)/qemu-system-x86_64"
+if [[ -x $SNAPSHOT ]]; then
+	touch "$SNAPSHOT" # newest use, for the pruning below
+	echo "$SNAPSHOT"
+	exit 0
+fi
 
 # One tree fills or updates the entry at a time (two worktrees running
 # `make build` at once share it): the second waits here, then finds the
@@ -167,4 +188,13 @@ start=$(date +%s)
 log "ninja qemu-system-x86_64 (-j$JOBS)"
 ninja -C "$BUILD" -j"$JOBS" qemu-system-x86_64 >&2
 log "built in $(($(date +%s) - start)) s"
-echo "$BUILD/qemu-system-x86_64"
+snap_dir=$(dirname "$SNAPSHOT")
+rm -rf "$snap_dir.tmp"
+mkdir -p "$snap_dir.tmp"
+cp "$BUILD/qemu-system-x86_64" "$snap_dir.tmp/"
+rm -rf "$snap_dir"
+mv "$snap_dir.tmp" "$snap_dir"
+# Keep the eight snapshots used last; a running QEMU keeps its own copy
+# open, so pruning never pulls a binary from under a test.
+ls -1dt "$WORK"/bin/*/ 2>/dev/null | tail -n +9 | xargs -r rm -rf
+echo "$SNAPSHOT"
