@@ -35,6 +35,7 @@ if [ -d /stage1 ]; then
 		fi
 		cp -rs "/.images/$name"/* / 2>/dev/null
 	done
+	echo "rhinet-init: the images' files linked at $(cut -d' ' -f1 /proc/uptime) s"
 fi
 
 arg() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
