@@ -7,3 +7,6 @@ CONFIG_RHINET=y
 # reference as a user without our NIC would run it.
 CONFIG_VIRTIO_PCI=y
 CONFIG_VIRTIO_NET=y
+# Read-only disks that carry the test nodes' files (tests/vm/prepare.sh): a
+# guest reads only what it uses instead of unpacking a large initramfs.
+CONFIG_VIRTIO_BLK=y

@@ -63,6 +63,9 @@ PACKAGES=(
 	# exportfs, rpc.mountd, mount.nfs; nfs-common comes with the server)
 	fio
 	nfs-kernel-server
+	# The test nodes' files as read-only squashfs images on virtio disks
+	# (tests/vm/build-initramfs.sh --image)
+	squashfs-tools
 	# rhinet.ko tooling: scripts/checkpatch.sh (checkpatch.pl from the
 	# linux-source package, fetched by the script itself) and the
 	# kernel_dkms_build test / scripts/dkms-install.sh

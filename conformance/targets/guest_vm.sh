@@ -6,7 +6,7 @@
 # SOCKDIR/agent.sock (the target listens on all three). The guest loads
 # rhinet.ko with raw_access=1 and runs rhinet-conform-agent on the NIC.
 #   guest_vm.sh ENV_FILE SOCKDIR
-# ENV_FILE is tests/vm/prepare.sh's (QEMU VMLINUX INITRAMFS); the serial
+# ENV_FILE is tests/vm/prepare.sh's (QEMU VMLINUX INITRAMFS ROOT_IMAGE); the serial
 # console goes to SOCKDIR/guest.log. Execs QEMU: its PID is this one's.
 set -euo pipefail
 env_file=$1 dir=$2
@@ -39,4 +39,6 @@ exec "$QEMU" -M q35 -cpu max -m 256M -smp 1 -nodefaults -no-user-config \
 	-device "rhinet,wire=$dir/port1.sock,node-id=1$nic" \
 	-device "rhinet,wire=$dir/port2.sock,node-id=2$nic" \
 	-netdev "stream,id=agent,server=off,addr.type=unix,addr.path=$dir/agent.sock" \
-	-device virtio-net-pci,netdev=agent,romfile=,mac=52:54:00:52:43:41
+	-device virtio-net-pci,netdev=agent,romfile=,mac=52:54:00:52:43:41 \
+	-drive "file=$ROOT_IMAGE,if=none,id=root,format=raw,readonly=on" \
+	-device virtio-blk-pci,drive=root,serial=rhinet-root,addr=0x18

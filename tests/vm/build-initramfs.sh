@@ -21,13 +21,20 @@
 #                     modules_install root); default: Debian's installed
 #                     kernel, as tests/vm/kernel.sh names it, from /
 #   --overlay         no busybox, /init or skeleton: a cpio to append to a
-#                     full one (the kernel unpacks both, in order)
+#                     full one (the kernel unpacks both, in order), or with
+#                     OUT named *.sqfs an image beside the root's
+#   --image ROOT.sqfs the files go into ROOT.sqfs, a squashfs image that the
+#                     launcher attaches as a read-only virtio disk; OUT keeps
+#                     only /init, busybox and the modules that reach the disk,
+#                     and /init links the image's files into its root. The
+#                     guest then reads only the files it uses: a debug kernel
+#                     under TCG unpacks a cpio at about 9 MB/s.
 # A test's own script goes into a second, tiny cpio appended by the launcher.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=$1
 shift
-KVER="" KROOT="" overlay=0
+KVER="" KROOT="" overlay=0 image=""
 modules=() bins=() tools=() files=() links=() trees=()
 while (($#)); do
 	case $1 in
@@ -38,6 +45,7 @@ while (($#)); do
 	--link) links+=("$2"); shift 2 ;;
 	--tree) trees+=("$2"); shift 2 ;;
 	--overlay) overlay=1; shift ;;
+	--image) image=$2; shift 2 ;;
 	--kernel) KROOT=${2%%:*} KVER=${2#*:}; shift 2 ;;
 	*) echo "build-initramfs: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -120,6 +128,42 @@ if ((${#modules[@]})); then
 	depmod -b "$root" "$KVER"
 fi
 
+# A squashfs image of the whole tree, uncompressed: the guest's reads are
+# then plain copies, cheaper under TCG than inflating.
+make_image() { # DIR IMAGE
+	mksquashfs "$1" "$2.tmp" -noappend -all-root -no-xattrs \
+		-noI -noId -noD -noF -noX -quiet >/dev/null
+	mv "$2.tmp" "$2"
+	echo "build-initramfs: $2 ($(du -h "$2" | cut -f1))" >&2
+}
+if [[ $OUT == *.sqfs ]]; then
+	((overlay)) || { echo "build-initramfs: an image alone is an --overlay" >&2; exit 2; }
+	make_image "$root" "$OUT"
+	exit 0
+fi
+if [[ -n $image ]]; then
+	make_image "$root" "$image"
+	# What /init needs before the image is mounted: itself, busybox, and
+	# for a kernel that has them as modules, virtio's PCI transport, its
+	# block driver and squashfs, in load order (/stage1/order).
+	stage=$(mktemp -d)
+	chmod 0755 "$stage"
+	mkdir -p "$stage"/{bin,sbin,proc,sys,dev,tmp,run,test,stage1}
+	cp "$root/bin/busybox" "$stage/bin/busybox"
+	cp "$root/init" "$stage/init"
+	dirarg=()
+	[[ -n $KROOT ]] && dirarg=(-d "$KROOT")
+	: >"$stage/stage1/order"
+	for ko in $(modprobe -S "$KVER" "${dirarg[@]}" --show-depends -a \
+		virtio_pci virtio_blk squashfs | awk '$1 == "insmod" { print $2 }'); do
+		name=$(basename "$ko")
+		grep -qxF "$name" "$stage/stage1/order" && continue
+		cp "$ko" "$stage/stage1/$name"
+		echo "$name" >>"$stage/stage1/order"
+	done
+	rm -rf "$root"
+	root=$stage
+fi
 (cd "$root" && find . -print0 | LC_ALL=C sort -z |
 	cpio --null -o -H newc --owner=0:0 --quiet) >"$OUT.tmp"
 mv "$OUT.tmp" "$OUT"

@@ -3,12 +3,15 @@
 # in BUILD_DIR/vm/env for run-cluster.sh:
 #   QEMU       qemu-system-x86_64 with the rhinet device (scripts/build-qemu.sh)
 #   VMLINUX    the guest kernel, uncompressed (kernel.sh)
-#   INITRAMFS  busybox, modules, our guest programs and provider, rdma-core's
-#              tools (build-initramfs.sh)
+#   INITRAMFS  /init, busybox and what reaches the disks (build-initramfs.sh
+#              --image)
+#   ROOT_IMAGE the nodes' files, a squashfs image every node attaches as a
+#              read-only disk: modules, our guest programs and provider,
+#              rdma-core's tools
 #   SWITCH     the fabric switch
-#   APPS       an initramfs overlay with the software users run over the NIC
+#   APPS       a second image with the software users run over the NIC
 #              (UCX, Open MPI, libfabric, an ssh server, nvme-cli),
-#              appended only by the tests that ask for it (run-cluster.sh
+#              attached only by the tests that ask for it (run-cluster.sh
 #              --apps)
 #   FIRMWARE   the engine's firmware image for the soft core
 #              (run-cluster.sh --core softcore)
@@ -132,7 +135,7 @@ if [[ -f $PROV/librhinetdv.so.1 && -f $PROV/rhinet.driver ]]; then
 	[[ -x $PROV/rhinet-diag ]] &&
 		bin_args+=(--tool "$PROV/rhinet-diag:/usr/bin/rhinet-diag")
 fi
-bash "$HERE/build-initramfs.sh" "$VM/initramfs.cpio" "${bin_args[@]}"
+bash "$HERE/build-initramfs.sh" "$VM/initramfs.cpio" --image "$VM/root.sqfs" "${bin_args[@]}"
 
 # The overlay: Debian's UCX and Open MPI with every plugin they dlopen and
 # the data files they read, dropbear (sshd and client) for mpirun's remote
@@ -200,7 +203,7 @@ for user in dmabuf trigger xpu-modes; do
 		app_args+=(--tool "$prog:/usr/bin/rhinet-$user-user")
 	fi
 done
-bash "$HERE/build-initramfs.sh" "$VM/apps.cpio" "${app_args[@]}"
+bash "$HERE/build-initramfs.sh" "$VM/apps.sqfs" "${app_args[@]}"
 
 # Extra cpios that only their own tests carry (run-cluster --file) and
 # unpack in the guest: Debian's fio links Ceph, Gluster, ICU and more
@@ -233,8 +236,9 @@ cat >"$VM/env.tmp" <<EOT
 QEMU=$QEMU
 VMLINUX=$VMLINUX
 INITRAMFS=$VM/initramfs.cpio
+ROOT_IMAGE=$VM/root.sqfs
 SWITCH=$SWITCH
-APPS=$VM/apps.cpio
+APPS=$VM/apps.sqfs
 FIRMWARE=$BUILD/firmware-image/rhinet-fw.elf
 EOT
 printf '%s' "$env_extra" >>"$VM/env.tmp"

@@ -17,7 +17,7 @@
 #     --out DIR        keep logs here (default: a fresh temporary directory)
 #     --env FILE       artifact paths (default: build/vm/env, written by
 #                      tests/vm/prepare.sh)
-#     --apps           append the applications overlay (UCX, Open MPI,
+#     --apps           attach the applications image (UCX, Open MPI,
 #                      dropbear, nvme-cli: APPS in the env file)
 #     --mem SIZE       guest memory (default 256M)
 #     --restart-switch FRAMES
@@ -110,11 +110,21 @@ done
 [[ -r $env_file ]] || die "no $env_file: run tests/vm/prepare.sh (or make build) first"
 # shellcheck source=/dev/null
 source "$env_file" # QEMU VMLINUX INITRAMFS SWITCH APPS FIRMWARE [KERNEL_ARGS CHECK_KERNEL_LOG]
-extra_cpio=()
-((apps)) && extra_cpio=("${APPS:-}")
+# The nodes' files: read-only images on virtio disks, found by /init by
+# their serial numbers (build-initramfs.sh --image). Fixed slots far from
+# the NICs', so no device moves.
+[[ -n ${ROOT_IMAGE:-} ]] || die "$env_file names no ROOT_IMAGE (re-run tests/vm/prepare.sh)"
+images=("$ROOT_IMAGE")
+disks=(-drive "file=$ROOT_IMAGE,if=none,id=root,format=raw,readonly=on"
+	-device virtio-blk-pci,drive=root,serial=rhinet-root,addr=0x18)
+if ((apps)); then
+	images+=("${APPS:-}")
+	disks+=(-drive "file=${APPS:-},if=none,id=apps,format=raw,readonly=on"
+		-device virtio-blk-pci,drive=apps,serial=rhinet-apps,addr=0x19)
+fi
 core_props=""
 [[ $core == softcore ]] && core_props=",core=softcore,firmware=${FIRMWARE:-}"
-for f in "$QEMU" "$VMLINUX" "$INITRAMFS" "$SWITCH" "${extra_cpio[@]}" \
+for f in "$QEMU" "$VMLINUX" "$INITRAMFS" "$SWITCH" "${images[@]}" \
 	${core_props:+"${FIRMWARE:-}"}; do
 	[[ -e $f ]] || die "missing artifact $f (re-run tests/vm/prepare.sh)"
 done
@@ -157,7 +167,7 @@ done
 chmod 0755 "$stage"
 (cd "$stage" && find . | cpio -o -H newc --owner=0:0 --quiet) >"$out/run.cpio"
 rm -rf "$stage"
-cat "$INITRAMFS" "${extra_cpio[@]}" "$out/run.cpio" >"$out/initrd.cpio"
+cat "$INITRAMFS" "$out/run.cpio" >"$out/initrd.cpio"
 
 start_switch() {
 	local pid
@@ -216,7 +226,7 @@ run_qemu() { # node mode serial
 		-kernel "$VMLINUX" -initrd "$out/initrd.cpio" \
 		-append "console=ttyS0 quiet panic=-1 no_timer_check rhinet.node=$1 rhinet.nodes=$nodes rhinet.mode=$2 ${KERNEL_ARGS:-}" \
 		-serial "$3" -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
-		"${nic[@]}"
+		"${nic[@]}" "${disks[@]}"
 }
 
 start_ms=$(($(date +%s%N) / 1000000))

@@ -14,6 +14,30 @@ mount -t tmpfs tmpfs /tmp
 mkdir -p /dev/shm && mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 ln -sf /bin/busybox /sbin/modprobe 2>/dev/null
 
+# The node's files are on read-only squashfs disks (build-initramfs.sh
+# --image): the root image, and the applications' for the tests that ask.
+# Their files are linked into this root, which stays writable; what the
+# initramfs itself carries (the test's own files) wins over them: cp
+# cannot link over a file that exists and says so, quietly here. (Not
+# cp -n: it would skip a directory that exists, with all it holds.)
+if [ -d /stage1 ]; then
+	while read -r ko; do
+		insmod "/stage1/$ko" || echo "rhinet-init: insmod $ko failed"
+	done </stage1/order
+	for blk in /sys/block/vd*; do
+		[ -r "$blk/serial" ] || continue
+		name=$(cat "$blk/serial")
+		case $name in rhinet-*) ;; *) continue ;; esac
+		mkdir -p "/.images/$name"
+		if ! mount -t squashfs -o ro "/dev/${blk##*/}" "/.images/$name"; then
+			echo "rhinet-init: cannot mount the $name image"
+			continue
+		fi
+		cp -rs "/.images/$name"/* / 2>/dev/null
+	done
+	echo "rhinet-init: the images' files linked at $(cut -d' ' -f1 /proc/uptime) s"
+fi
+
 arg() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 NODE=$(arg rhinet.node)
 NODES=$(arg rhinet.nodes)

@@ -37,10 +37,16 @@ virtio_netdev() {
 	return 1
 }
 
-# A virtio-net NIC (vendor 0x1af4, run-cluster --virtio-link) gets its
-# driver and 10.78.0.(NODE+1); nothing happens without one.
+# A virtio-net NIC (vendor 0x1af4, class network; run-cluster
+# --virtio-link) gets its driver and 10.78.0.(NODE+1); nothing happens
+# without one. (The nodes' file images are virtio disks, class storage.)
 virtio_link_setup() {
-	grep -qx 0x1af4 /sys/bus/pci/devices/*/vendor 2>/dev/null || return 0
+	found=""
+	for dev in /sys/bus/pci/devices/*; do
+		[ "$(cat "$dev/vendor")" = 0x1af4 ] || continue
+		case $(cat "$dev/class") in 0x0200*) found=$dev ;; esac
+	done
+	[ -n "$found" ] || return 0
 	modprobe virtio_pci && modprobe virtio_net || fail "modprobe virtio_net"
 	i=0
 	until vif=$(virtio_netdev); do
