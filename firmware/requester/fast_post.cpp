@@ -44,10 +44,19 @@ bool Engine::Impl::fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots) {
   uint32_t mr_index = kNone;
   const bool in = w.flags & RHN_WQE_F_INLINE;
   const rhn_sge sge = in ? rhn_sge{} : wqe_sge(qp.tx_raw, 0);
-  if (!in && w.length &&
-      check_key_cached(qp.tx_key, sge.lkey, qp.pdn, 0, sge.addr, sge.length,
-                       &mr_index, kNone) != RHN_SYN_NONE)
-    return false;
+  if (!in && w.length) {
+    if (qp.tx_key.holds(sge.lkey, mr_epoch, sge.addr, sge.length)) {
+      mr_index = qp.tx_key.mr_index;
+    } else if (check_key_remember(qp.tx_key, sge.lkey, qp.pdn, 0, sge.addr,
+                                  sge.length, &mr_index,
+                                  kNone) != RHN_SYN_NONE ||
+               mrs[mr_index].on_demand) {
+      // An on-demand source (never kept) goes the core's way, which waits
+      // for its host to pin a page that is not, where this path would
+      // have consumed the WQE and failed it.
+      return false;
+    }
+  }
   if (qp.dest_node >= cfg.max_nodes) return false;  // beyond the fabric
   Peer& p = peers[qp.dest_node];
   if (!can_send_now(p, qp.context)) return false;
