@@ -528,6 +528,93 @@ TEST_F(LocalPin, SourceDeregisteredWhileItWaits) {
   EXPECT_EQ(dst.buf.load64(0), 0u);
 }
 
+// An endpoint's SEND into a receive buffer of pages not pinned: refused
+// PINNING while its host pins, then it lands, and the endpoint's later
+// SEND from the same source lands behind it, in order.
+TEST_F(LocalPin, EndpointSendIntoAnUnpinnedReceiveBuffer) {
+  start(2);
+  SimPinHost host(c->node(0));
+  SimBuffer mem = eps[0].ctx->alloc(4 * 4096);
+  ASSERT_TRUE(mem.valid());
+  mem.fill(0);
+  MrOptions opt;
+  opt.on_demand = true;
+  SimMr mr = eps[0].ctx->reg_mr(mem, kAllAccess, {}, opt);
+  ASSERT_TRUE(mr.ok());
+  host.add(mr);
+  ASSERT_TRUE(eps[0].qp->post_recv(21, {Sge{mem.va(), 3 * 4096, mr.key}}));
+  ASSERT_TRUE(eps[0].qp->post_recv(22, {eps[0].buf.sge(0, 64)}));
+  const std::vector<uint8_t> d = pattern(61, 3 * 4096);
+  eps[1].buf.buf.write(0, d.data(), d.size());
+  SendWr a = send_wr(1, {eps[1].buf.sge(0, 3 * 4096)});
+  a.dst_node = 0;
+  a.dst_qpn = eps[0].qp->qpn();
+  SendWr b = send_wr(2, {eps[1].buf.sge(0, 64)});
+  b.dst_node = 0;
+  b.dst_qpn = eps[0].qp->qpn();
+  ASSERT_TRUE(eps[1].qp->post_send(a));
+  ASSERT_TRUE(eps[1].qp->post_send(b));
+  const auto sent = c->wait_cqes(*eps[1].cq, 2, 100'000'000);
+  ASSERT_EQ(sent.size(), 2u) << describe(sent);
+  EXPECT_TRUE(sent[0].ok() && sent[1].ok()) << describe(sent);
+  const auto got = c->wait_cqes(*eps[0].cq, 2, 100'000'000);
+  ASSERT_EQ(got.size(), 2u) << describe(got);
+  EXPECT_EQ(got[0].wr_id, 21u) << describe(got);
+  EXPECT_EQ(got[1].wr_id, 22u) << describe(got);
+  EXPECT_TRUE(got[0].ok() && got[1].ok()) << describe(got);
+  EXPECT_EQ(mem.bytes(0, 3 * 4096), d);
+  EXPECT_EQ(host.pin_events(), 1u);
+  EXPECT_EQ(host.pinned(mr), 3u);
+  host.remove(mr);
+}
+
+// UD: a datagram that meets a receive buffer not pinned is dropped (no
+// byte lands, the receive stays posted) and its pages are pinned: the
+// next datagram lands in that receive.
+TEST(LocalPinUd, DatagramIntoAnUnpinnedReceiveBufferIsDroppedThenLands) {
+  ClusterConfig cfg;
+  cfg.nodes = 2;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  DatagramNode rx = make_datagram_node(c, 0, RHN_QP_UD, kQkey);
+  DatagramNode tx = make_datagram_node(c, 1, RHN_QP_UD, kQkey);
+  ASSERT_TRUE(rx.qp && tx.qp);
+  SimPinHost host(c.node(0));
+  SimBuffer mem = rx.ctx->alloc(2 * 4096);
+  ASSERT_TRUE(mem.valid());
+  mem.fill(0);
+  MrOptions opt;
+  opt.on_demand = true;
+  SimMr mr = rx.ctx->reg_mr(mem, kAllAccess, {}, opt);
+  ASSERT_TRUE(mr.ok());
+  host.add(mr);
+  const uint32_t room = RHN_UD_GRH_LEN + 1000;
+  ASSERT_TRUE(rx.qp->post_recv(31, {Sge{mem.va() + 4000, room, mr.key}}));
+  const std::vector<uint8_t> d = pattern(62, 1000);
+  tx.buf.buf.write(0, d.data(), d.size());
+  SendWr wr = send_wr(1, {tx.buf.sge(0, 1000)});
+  wr.dst_node = 0;
+  wr.dst_qpn = rx.qp->qpn();
+  wr.qkey = kQkey;
+  CounterSnap target(c.node(0));
+  ASSERT_TRUE(tx.qp->post_send(wr));
+  ASSERT_TRUE(wait_one(c, *tx.cq).ok());
+  c.run_for(2'000'000);
+  EXPECT_TRUE(rx.cq->poll(4).empty());
+  EXPECT_EQ(target.delta(RHN_CNT_UD_DROPS), 1u);
+  EXPECT_EQ(mem.bytes(), std::vector<uint8_t>(2 * 4096, 0));
+  EXPECT_EQ(host.pin_events(), 1u);
+  EXPECT_EQ(host.pinned(mr), 2u);
+  // Pinned now: the next datagram lands in the same receive.
+  wr.wr_id = 2;
+  ASSERT_TRUE(tx.qp->post_send(wr));
+  const Completion r = wait_one(c, *rx.cq, 100'000'000);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.wr_id, 31u);
+  EXPECT_EQ(mem.bytes(4000 + RHN_UD_GRH_LEN, 1000), d);
+  host.remove(mr);
+}
+
 TEST_F(LocalPin, DestroyingTheWaitingQpLeavesNothingBehind) {
   local_source(64 * 1024, 35);
   src_host->answer = false;
