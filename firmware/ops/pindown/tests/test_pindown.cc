@@ -812,8 +812,7 @@ TEST_P(LocalPinRc, SendIntoAnUnpinnedSrqBufferWaitsForItsHost) {
 }
 
 // The host cannot pin the receive buffer: the SEND fails at its sender
-// (NOT_PINNED), nothing lands, and the receive stays posted for the next
-// message.
+// (REM_ACCESS_ERR / NOT_PINNED) and nothing lands.
 TEST_P(LocalPinRc, ReceiveBufferTheHostCannotPin) {
   OdpMr dst = on_demand(*p.ctx_b, 1, 0);
   dst.host->limit = 0;
