@@ -885,6 +885,30 @@ TEST_P(LocalPinRc, SourceDeregisteredWhileTheSendWaits) {
   EXPECT_EQ(plain_b.buf.bytes(0, 1024), std::vector<uint8_t>(1024, 0));
 }
 
+// Unhappy: the receive buffer's MR deregistered while the SEND waits for
+// its pin: the message comes again and finds the key gone, the receive
+// completes in error, nothing lands or stays pinned.
+TEST_P(LocalPinRc, ReceiveBufferDeregisteredWhileTheSendWaits) {
+  OdpMr dst = on_demand(*p.ctx_b, 1, 0);
+  dst.host->answer = false;
+  ASSERT_TRUE(p.qp_b->post_recv(15, {dst.sge(0, 4096)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(13, {plain_a.sge(0, 1000)})));
+  c->run_for(1'000'000);
+  EXPECT_TRUE(p.cq_a->poll(1).empty());
+  EXPECT_TRUE(p.cq_b->poll(1).empty());
+  dst.host->remove(dst.mr);
+  ASSERT_TRUE(p.ctx_b->dereg_mr(dst.mr).ok());
+  dst.host->answer_deferred();  // too late
+  const Completion r = wait_one(*c, *p.cq_b, 100'000'000);
+  EXPECT_EQ(r.wr_id, 15u) << describe(r);
+  EXPECT_EQ(r.status, RHN_CQE_LOC_PROT_ERR) << describe(r);
+  const Completion s = wait_one(*c, *p.cq_a, 100'000'000);
+  EXPECT_FALSE(s.ok()) << describe(s);
+  EXPECT_NE(s.status, 0xff) << "the SEND never completed";
+  EXPECT_EQ(dst.mem.bytes(0, 4096), std::vector<uint8_t>(4096, 0));
+  EXPECT_EQ(dst.host->pinned(), 0u);
+}
+
 // Unhappy: memory the host cannot pin (a PROT_NONE mapping, beyond the
 // limit): the SEND completes LOC_PROT_ERR / NOT_PINNED.
 TEST_P(LocalPinRc, SourceTheHostCannotPin) {
