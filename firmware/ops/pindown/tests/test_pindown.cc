@@ -615,6 +615,43 @@ TEST(LocalPinUd, DatagramIntoAnUnpinnedReceiveBufferIsDroppedThenLands) {
   host.remove(mr);
 }
 
+// UD: a datagram from a source page not pinned waits for its host, then
+// goes (the core path's wait serves UD sends too).
+TEST(LocalPinUd, DatagramFromAnUnpinnedSourceWaitsForItsHost) {
+  ClusterConfig cfg;
+  cfg.nodes = 2;
+  SimCluster c(cfg);
+  ASSERT_TRUE(c.all_up());
+  DatagramNode rx = make_datagram_node(c, 0, RHN_QP_UD, kQkey);
+  DatagramNode tx = make_datagram_node(c, 1, RHN_QP_UD, kQkey);
+  ASSERT_TRUE(rx.qp && tx.qp);
+  SimPinHost host(c.node(1));
+  SimBuffer mem = tx.ctx->alloc(2 * 4096);
+  ASSERT_TRUE(mem.valid());
+  const std::vector<uint8_t> d = pattern(63, 2 * 4096);
+  mem.write(0, d.data(), d.size());
+  MrOptions opt;
+  opt.on_demand = true;
+  SimMr mr = tx.ctx->reg_mr(mem, kAllAccess, {}, opt);
+  ASSERT_TRUE(mr.ok());
+  host.add(mr);
+  ASSERT_TRUE(rx.qp->post_recv(41, {rx.buf.sge(0, RHN_UD_GRH_LEN + 1000)}));
+  SendWr wr = send_wr(1, {Sge{mem.va() + 3500, 1000, mr.key}});
+  wr.dst_node = 0;
+  wr.dst_qpn = rx.qp->qpn();
+  wr.qkey = kQkey;
+  ASSERT_TRUE(tx.qp->post_send(wr));
+  const Completion s = wait_one(c, *tx.cq, 100'000'000);
+  ASSERT_TRUE(s.ok()) << describe(s);
+  const Completion r = wait_one(c, *rx.cq, 100'000'000);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(rx.buf.buf.bytes(RHN_UD_GRH_LEN, 1000),
+            std::vector<uint8_t>(d.begin() + 3500, d.begin() + 4500));
+  EXPECT_EQ(host.pin_events(), 1u);
+  EXPECT_EQ(host.pinned(mr), 2u);
+  host.remove(mr);
+}
+
 TEST_F(LocalPin, DestroyingTheWaitingQpLeavesNothingBehind) {
   local_source(64 * 1024, 35);
   src_host->answer = false;
