@@ -4,11 +4,13 @@
 // signal, fence behind a READ or immediate), from its decode to its frame
 // on the wire in one function. It makes the checks start_message and the
 // families make for such a WQE, all before anything changes; a WQE that
-// fails one (a bad key, no room on the channel, a peer beyond the fabric,
-// anything else) goes on through start_message untouched, which does what
-// it always did (the error CQE included). What is done here is what the
-// generic path does, in the same order where order shows: the in-flight
-// entry, the send slot, the payload's DMA (and its failure), the packet.
+// fails one (a bad key, a source in an on-demand MR, no room on the
+// channel, a peer beyond the fabric, anything else) goes on through
+// start_message untouched, which does what it always did (the error CQE
+// included; for an on-demand source, the wait for its host to pin). What is
+// done here is what the generic path does, in the same order where order shows:
+// the in-flight entry, the send slot, the payload's DMA (and its failure), the
+// packet.
 #include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
