@@ -568,88 +568,90 @@ TEST_F(LocalPin, EndpointSendIntoAnUnpinnedReceiveBuffer) {
   host.remove(mr);
 }
 
+// Two UD QPs (rx on node 0, tx on node 1) and an on-demand MR of 2 pages
+// on one of them (the process wrote `seed`'s pattern, or zeros; nothing
+// pinned), served by that node's host.
+class LocalPinUd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    c = std::make_unique<SimCluster>(ClusterConfig{});
+    ASSERT_TRUE(c->all_up());
+    rx = make_datagram_node(*c, 0, RHN_QP_UD, kQkey);
+    tx = make_datagram_node(*c, 1, RHN_QP_UD, kQkey);
+    ASSERT_TRUE(rx.qp && tx.qp);
+  }
+  void on_demand(DatagramNode& d, uint16_t node, uint64_t seed) {
+    host = std::make_unique<SimPinHost>(c->node(node));
+    mem = d.ctx->alloc(2 * 4096);
+    ASSERT_TRUE(mem.valid());
+    data = seed ? pattern(seed, 2 * 4096) : std::vector<uint8_t>(2 * 4096);
+    mem.write(0, data.data(), data.size());
+    MrOptions opt;
+    opt.on_demand = true;
+    mr = d.ctx->reg_mr(mem, kAllAccess, {}, opt);
+    ASSERT_TRUE(mr.ok());
+    host->add(mr);
+  }
+  void TearDown() override {
+    if (host && mr.ok()) host->remove(mr);
+  }
+  SendWr to_rx(uint64_t wr_id, Sge sge) const {
+    SendWr wr = send_wr(wr_id, {sge});
+    wr.dst_node = 0;
+    wr.dst_qpn = rx.qp->qpn();
+    wr.qkey = kQkey;
+    return wr;
+  }
+  std::unique_ptr<SimCluster> c;
+  DatagramNode rx, tx;
+  std::unique_ptr<SimPinHost> host;
+  SimBuffer mem;
+  SimMr mr;
+  std::vector<uint8_t> data;
+};
+
 // UD: a datagram that meets a receive buffer not pinned is dropped (no
 // byte lands, the receive stays posted) and its pages are pinned: the
 // next datagram lands in that receive.
-TEST(LocalPinUd, DatagramIntoAnUnpinnedReceiveBufferIsDroppedThenLands) {
-  ClusterConfig cfg;
-  cfg.nodes = 2;
-  SimCluster c(cfg);
-  ASSERT_TRUE(c.all_up());
-  DatagramNode rx = make_datagram_node(c, 0, RHN_QP_UD, kQkey);
-  DatagramNode tx = make_datagram_node(c, 1, RHN_QP_UD, kQkey);
-  ASSERT_TRUE(rx.qp && tx.qp);
-  SimPinHost host(c.node(0));
-  SimBuffer mem = rx.ctx->alloc(2 * 4096);
-  ASSERT_TRUE(mem.valid());
-  mem.fill(0);
-  MrOptions opt;
-  opt.on_demand = true;
-  SimMr mr = rx.ctx->reg_mr(mem, kAllAccess, {}, opt);
-  ASSERT_TRUE(mr.ok());
-  host.add(mr);
+TEST_F(LocalPinUd, DatagramIntoAnUnpinnedReceiveBufferIsDroppedThenLands) {
+  on_demand(rx, 0, 0);
   const uint32_t room = RHN_UD_GRH_LEN + 1000;
   ASSERT_TRUE(rx.qp->post_recv(31, {Sge{mem.va() + 4000, room, mr.key}}));
   const std::vector<uint8_t> d = pattern(62, 1000);
   tx.buf.buf.write(0, d.data(), d.size());
-  SendWr wr = send_wr(1, {tx.buf.sge(0, 1000)});
-  wr.dst_node = 0;
-  wr.dst_qpn = rx.qp->qpn();
-  wr.qkey = kQkey;
-  CounterSnap target(c.node(0));
+  SendWr wr = to_rx(1, tx.buf.sge(0, 1000));
+  CounterSnap target(c->node(0));
   ASSERT_TRUE(tx.qp->post_send(wr));
-  ASSERT_TRUE(wait_one(c, *tx.cq).ok());
-  c.run_for(2'000'000);
+  ASSERT_TRUE(wait_one(*c, *tx.cq).ok());
+  c->run_for(2'000'000);
   EXPECT_TRUE(rx.cq->poll(4).empty());
   EXPECT_EQ(target.delta(RHN_CNT_UD_DROPS), 1u);
   EXPECT_EQ(mem.bytes(), std::vector<uint8_t>(2 * 4096, 0));
-  EXPECT_EQ(host.pin_events(), 1u);
-  EXPECT_EQ(host.pinned(mr), 2u);
+  EXPECT_EQ(host->pin_events(), 1u);
+  EXPECT_EQ(host->pinned(mr), 2u);
   // Pinned now: the next datagram lands in the same receive.
   wr.wr_id = 2;
   ASSERT_TRUE(tx.qp->post_send(wr));
-  const Completion r = wait_one(c, *rx.cq, 100'000'000);
+  const Completion r = wait_one(*c, *rx.cq, 100'000'000);
   ASSERT_TRUE(r.ok()) << describe(r);
   EXPECT_EQ(r.wr_id, 31u);
   EXPECT_EQ(mem.bytes(4000 + RHN_UD_GRH_LEN, 1000), d);
-  host.remove(mr);
 }
 
 // UD: a datagram from a source page not pinned waits for its host, then
 // goes (the core path's wait serves UD sends too).
-TEST(LocalPinUd, DatagramFromAnUnpinnedSourceWaitsForItsHost) {
-  ClusterConfig cfg;
-  cfg.nodes = 2;
-  SimCluster c(cfg);
-  ASSERT_TRUE(c.all_up());
-  DatagramNode rx = make_datagram_node(c, 0, RHN_QP_UD, kQkey);
-  DatagramNode tx = make_datagram_node(c, 1, RHN_QP_UD, kQkey);
-  ASSERT_TRUE(rx.qp && tx.qp);
-  SimPinHost host(c.node(1));
-  SimBuffer mem = tx.ctx->alloc(2 * 4096);
-  ASSERT_TRUE(mem.valid());
-  const std::vector<uint8_t> d = pattern(63, 2 * 4096);
-  mem.write(0, d.data(), d.size());
-  MrOptions opt;
-  opt.on_demand = true;
-  SimMr mr = tx.ctx->reg_mr(mem, kAllAccess, {}, opt);
-  ASSERT_TRUE(mr.ok());
-  host.add(mr);
+TEST_F(LocalPinUd, DatagramFromAnUnpinnedSourceWaitsForItsHost) {
+  on_demand(tx, 1, 63);
   ASSERT_TRUE(rx.qp->post_recv(41, {rx.buf.sge(0, RHN_UD_GRH_LEN + 1000)}));
-  SendWr wr = send_wr(1, {Sge{mem.va() + 3500, 1000, mr.key}});
-  wr.dst_node = 0;
-  wr.dst_qpn = rx.qp->qpn();
-  wr.qkey = kQkey;
-  ASSERT_TRUE(tx.qp->post_send(wr));
-  const Completion s = wait_one(c, *tx.cq, 100'000'000);
+  ASSERT_TRUE(tx.qp->post_send(to_rx(1, Sge{mem.va() + 3500, 1000, mr.key})));
+  const Completion s = wait_one(*c, *tx.cq, 100'000'000);
   ASSERT_TRUE(s.ok()) << describe(s);
-  const Completion r = wait_one(c, *rx.cq, 100'000'000);
+  const Completion r = wait_one(*c, *rx.cq, 100'000'000);
   ASSERT_TRUE(r.ok()) << describe(r);
   EXPECT_EQ(rx.buf.buf.bytes(RHN_UD_GRH_LEN, 1000),
-            std::vector<uint8_t>(d.begin() + 3500, d.begin() + 4500));
-  EXPECT_EQ(host.pin_events(), 1u);
-  EXPECT_EQ(host.pinned(mr), 2u);
-  host.remove(mr);
+            std::vector<uint8_t>(data.begin() + 3500, data.begin() + 4500));
+  EXPECT_EQ(host->pin_events(), 1u);
+  EXPECT_EQ(host->pinned(mr), 2u);
 }
 
 TEST_F(LocalPin, DestroyingTheWaitingQpLeavesNothingBehind) {
