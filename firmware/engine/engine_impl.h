@@ -693,6 +693,9 @@ struct Engine::Impl : FamilyStates {
   void send_answer(Peer& p, uint8_t wop, uint8_t syndrome,
                    const rhn_op_hdr& req, Span<const uint8_t> payload);
   bool take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m);
+  // Gives back the receive WQE take_recv_wqe just took into m (nothing
+  // else taken from its queue since): the message comes again later.
+  void untake_recv_wqe(QpObj& qp, const RxContext& m);
   void receive_raw_frame(const Packet& pkt);
   void complete_receive(RxContext& m, uint16_t src_node, uint32_t src_qpn,
                         uint8_t cqe_opcode, uint32_t imm, uint8_t flags);

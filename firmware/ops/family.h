@@ -329,6 +329,16 @@ rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
 enum class PinCheck : uint8_t { kPresent, kRefused, kHeld };
 PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
                    uint64_t len);
+// Responder: the receive WQE ctx took for a message of len bytes (from
+// ctx.length on): true when the pages it lands in are pinned; otherwise
+// its host is asked to pin them and r was refused PINNING (the
+// requester sends it again once they are in; UD: nothing, the datagram
+// is dropped). The caller puts the receive WQE back.
+bool pin_receive(Impl& m, Request& r, const RxContext& ctx, uint64_t len);
+// Requester: a READ's or atomic's local SGEs (where its answer lands):
+// true when their pages are pinned; otherwise the gather fault is left
+// for pin_local_fault (the QP waits for its host before the request goes).
+bool pin_local_targets(Impl& m, const QpObj& qp, const DecodedWqe& w);
 // For an access that no request holds (a TM rendezvous pull): true when
 // the range's pages are pinned; otherwise its host is asked to pin them
 // and the caller asks again later.

@@ -4,11 +4,13 @@
 // signal, fence behind a READ or immediate), from its decode to its frame
 // on the wire in one function. It makes the checks start_message and the
 // families make for such a WQE, all before anything changes; a WQE that
-// fails one (a bad key, no room on the channel, a peer beyond the fabric,
-// anything else) goes on through start_message untouched, which does what
-// it always did (the error CQE included). What is done here is what the
-// generic path does, in the same order where order shows: the in-flight
-// entry, the send slot, the payload's DMA (and its failure), the packet.
+// fails one (a bad key, a source in an on-demand MR, no room on the
+// channel, a peer beyond the fabric, anything else) goes on through
+// start_message untouched, which does what it always did (the error CQE
+// included; for an on-demand source, the wait for its host to pin). What is
+// done here is what the generic path does, in the same order where order shows:
+// the in-flight entry, the send slot, the payload's DMA (and its failure), the
+// packet.
 #include "core/freestanding.h"
 #include "engine/engine_impl.h"
 #include "ops/family.h"
@@ -44,10 +46,19 @@ bool Engine::Impl::fast_post(QpObj& qp, uint32_t qpn, uint32_t nslots) {
   uint32_t mr_index = kNone;
   const bool in = w.flags & RHN_WQE_F_INLINE;
   const rhn_sge sge = in ? rhn_sge{} : wqe_sge(qp.tx_raw, 0);
-  if (!in && w.length &&
-      check_key_cached(qp.tx_key, sge.lkey, qp.pdn, 0, sge.addr, sge.length,
-                       &mr_index, kNone) != RHN_SYN_NONE)
-    return false;
+  if (!in && w.length) {
+    if (qp.tx_key.holds(sge.lkey, mr_epoch, sge.addr, sge.length)) {
+      mr_index = qp.tx_key.mr_index;
+    } else if (check_key_remember(qp.tx_key, sge.lkey, qp.pdn, 0, sge.addr,
+                                  sge.length, &mr_index,
+                                  kNone) != RHN_SYN_NONE ||
+               mrs[mr_index].on_demand) {
+      // An on-demand source (never kept) goes the core's way, which waits
+      // for its host to pin a page that is not, where this path would
+      // have consumed the WQE and failed it.
+      return false;
+    }
+  }
   if (qp.dest_node >= cfg.max_nodes) return false;  // beyond the fabric
   Peer& p = peers[qp.dest_node];
   if (!can_send_now(p, qp.context)) return false;

@@ -140,6 +140,11 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
   return true;
 }
 
+void Engine::Impl::untake_recv_wqe(QpObj& qp, const RxContext& m) {
+  uint32_t& consumer = m.from_srq ? srqs[qp.srqn].consumer : qp.rq_consumer;
+  if (consumer == m.wqe_index + 1) consumer = m.wqe_index;
+}
+
 void Engine::Impl::complete_receive(RxContext& m, uint16_t src_node,
                                     uint32_t src_qpn, uint8_t cqe_opcode,
                                     uint32_t imm, uint8_t flags) {

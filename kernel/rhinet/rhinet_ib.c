@@ -60,16 +60,18 @@ static int rhinet_query_device(struct ib_device *ibdev,
 	/* Every kernel PD uses the local_dma_lkey (bus addresses). */
 	attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	if (ib->od_ring) {
-		/* ibv_reg_mr(IBV_ACCESS_ON_DEMAND) is an on-demand MR. Only
-		 * a peer's access faults and pins; a local one (lkey) needs
-		 * the pages pinned first (ibv_advise_mr), so SEND and RECV
-		 * are not claimed.
+		/* ibv_reg_mr(IBV_ACCESS_ON_DEMAND) is an on-demand MR. On
+		 * RC a peer's access and a local one (a SEND's source, a
+		 * receive's buffer, a READ's or atomic's target) fault and
+		 * wait while the pages are pinned. UD is not claimed: a
+		 * datagram that meets an unpinned receive buffer is dropped.
 		 */
 		attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
 		attr->odp_caps.general_caps = IB_ODP_SUPPORT;
 		attr->odp_caps.per_transport_caps.rc_odp_caps =
+			IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
 			IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
-			IB_ODP_SUPPORT_ATOMIC;
+			IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
 	}
 	attr->max_fast_reg_page_list_len = RHN_VPT_ENTRIES_PER_PAGE;
 	attr->max_send_sge = le32_to_cpu(hw->max_send_sges);

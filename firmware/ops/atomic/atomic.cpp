@@ -30,8 +30,10 @@ uint8_t check(Impl& m, const QpObj& qp, const DecodedWqe& w,
   return RHN_CQE_SUCCESS;
 }
 
-bool build_packet(Impl&, QpObj&, const DecodedWqe& w, uint64_t, rhn_op_hdr&,
-                  PacketOut& out) {
+bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t,
+                  rhn_op_hdr&, PacketOut& out) {
+  // Where the old value lands is pinned before it is asked for.
+  if (!pin_local_targets(m, qp, w)) return false;
   // The operands travel; the result comes back in the answer.
   memcpy(out.payload, &w.compare_add, 8);
   memcpy(out.payload + 8, &w.swap, 8);

@@ -278,6 +278,28 @@ bool pin_range(Impl& m, uint32_t mr_index, uint64_t va, uint64_t len) {
   return false;
 }
 
+bool pin_local_targets(Impl& m, const QpObj& qp, const DecodedWqe& w) {
+  if (w.flags & RHN_WQE_F_INLINE) return true;
+  for (uint32_t i = 0; i < w.num_sge; i++) {
+    const rhn_sge sge = wqe_sge(qp.tx_raw, i);
+    uint32_t mr_index;
+    // A bad key is the answer's placement to report, as it always was.
+    if (!sge.length ||
+        m.check_key(sge.lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE, sge.addr,
+                    sge.length, &mr_index) != RHN_SYN_NONE ||
+        !m.mrs[mr_index].on_demand)
+      continue;
+    const uint32_t missing = first_missing(m, mr_index, sge.addr, sge.length);
+    if (missing > page_of(m.mrs[mr_index], sge.addr + sge.length - 1)) continue;
+    // What a send's gather leaves (Impl::sge_dma): pin_local_fault waits.
+    m.pins.fault_mr = mr_index;
+    m.pins.fault_va = sge.addr;
+    m.pins.fault_len = sge.length;
+    return false;
+  }
+  return true;
+}
+
 bool pin_local_fault(Impl& m, uint32_t qpn) {
   const uint32_t mr_index = m.pins.fault_mr;
   m.pins.fault_mr = kNone;
@@ -304,18 +326,14 @@ bool pin_local_fault(Impl& m, uint32_t qpn) {
   return true;
 }
 
-PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
-                   uint64_t len) {
-  if (mr_index == kNone || len == 0 || !m.mrs[mr_index].on_demand)
-    return PinCheck::kPresent;
-  const uint32_t missing = first_missing(m, mr_index, va, len);
-  if (missing > page_of(m.mrs[mr_index], va + len - 1))
-    return PinCheck::kPresent;
-  // The rest of the message from there: a first touch is one event. No
-  // run: no record; the requester sends again after RHN_PIN_RETRY_US.
-  uint64_t end = va + len;
-  if (r.op.msg_len > r.op.msg_offset)
-    end = max(end, va + (r.op.msg_len - r.op.msg_offset));
+namespace {
+
+// Request r, which reaches MR mr_index at va, waits for pages [missing,
+// the one holding end - 1): refused PINNING (a PD_REQ held) and recorded,
+// so that its requester hears PIN_READY when they are in. No run: no
+// record; the requester sends again after RHN_PIN_RETRY_US.
+PinCheck wait_for_pins(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
+                       uint32_t missing, uint64_t end) {
   const uint32_t run = pin_run(m, mr_index, missing, end);
   PinWaiter* w = run == kNone ? nullptr : new_waiter(m, r.qp.context);
   if (w) {
@@ -333,6 +351,49 @@ PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
   }
   not_ready(m, r, RHN_SYN_PINNING);
   return PinCheck::kRefused;
+}
+
+}  // namespace
+
+PinCheck pin_check(Impl& m, Request& r, uint32_t mr_index, uint64_t va,
+                   uint64_t len) {
+  if (mr_index == kNone || len == 0 || !m.mrs[mr_index].on_demand)
+    return PinCheck::kPresent;
+  const uint32_t missing = first_missing(m, mr_index, va, len);
+  if (missing > page_of(m.mrs[mr_index], va + len - 1))
+    return PinCheck::kPresent;
+  // The rest of the message from there: a first touch is one event.
+  uint64_t end = va + len;
+  if (r.op.msg_len > r.op.msg_offset)
+    end = max(end, va + (r.op.msg_len - r.op.msg_offset));
+  return wait_for_pins(m, r, mr_index, va, missing, end);
+}
+
+bool pin_receive(Impl& m, Request& r, const RxContext& ctx, uint64_t len) {
+  uint64_t offset = ctx.length;  // where the message starts landing
+  for (uint32_t i = 0; i < ctx.num_sge && len; i++) {
+    const rhn_sge& sge = ctx.sge[i];
+    if (offset >= sge.length) {
+      offset -= sge.length;
+      continue;
+    }
+    const uint64_t take = min<uint64_t>(sge.length - offset, len);
+    const uint64_t va = sge.addr + offset;
+    const uint32_t mr_index = sge.lkey >> RHN_KEY_INDEX_SHIFT;
+    len -= take;
+    offset = 0;
+    if (mr_index >= m.mrs.size() || !m.mrs[mr_index].on_demand) continue;
+    const uint32_t missing = first_missing(m, mr_index, va, take);
+    if (missing > page_of(m.mrs[mr_index], va + take - 1)) continue;
+    // One event for this SGE's part of the message; a later SGE's
+    // missing pages are found when the message comes again.
+    if (r.qp.type == RHN_QP_UD)
+      pin_run(m, mr_index, missing, va + take);  // a datagram is not resent
+    else
+      wait_for_pins(m, r, mr_index, va, missing, va + take);
+    return false;
+  }
+  return true;
 }
 
 void pin_place(Impl& m, CardMemory& mem) {

@@ -34,6 +34,8 @@ bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
   if (w.opcode == RHN_OP_READ) {
     if (w.xfer_mode != RHN_XFER_BASIC)
       return partial::build_read_request(m, qp, w, offset, op, out);
+    // Where the data lands is pinned before it is asked for.
+    if (!pin_local_targets(m, qp, w)) return false;
     // The whole request in one packet; the data comes back as a stream.
     op.imm_data = RHN_XFER_BASIC;
     out.last = true;

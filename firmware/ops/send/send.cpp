@@ -148,6 +148,18 @@ void on_request(Impl& m, Request& r) {
     if (ctx->status == RHN_CQE_SUCCESS &&
         uint64_t{op.msg_len} - ctx->drop + skip > ctx->capacity)
       ctx->status = RHN_CQE_LOC_LEN_ERR;
+    // A receive buffer of an on-demand MR whose pages are not all pinned:
+    // the message comes again once its host has pinned them, into the
+    // same receive WQE (a TM SRQ's landing keeps its own state: not
+    // there).
+    if (ctx->status == RHN_CQE_SUCCESS &&
+        !(srq_runner && srq_runner->srq_land) &&
+        !pin_receive(m, r, *ctx, uint64_t{op.msg_len} - ctx->drop)) {
+      m.untake_recv_wqe(r.qp, *ctx);
+      if (ctx != &single) m.rx_free(p, *ctx);
+      if (ud) m.counters.add(RHN_CNT_UD_DROPS);
+      return;
+    }
     if (ctx->status != RHN_CQE_SUCCESS) {
       if (ctx->status == RHN_CQE_LOC_LEN_ERR)
         m.counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);

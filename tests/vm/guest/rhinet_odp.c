@@ -5,8 +5,8 @@
  * client (node 0) reaches it through the rkey; remote pin-down pins it.
  *
  *  - ibv_query_device_ex reports what works: IBV_ODP_SUPPORT, and on RC
- *    WRITE, READ and ATOMIC only (not SEND, RECV: a local access through
- *    the lkey does not fault), nothing on UC, UD, XRC, no implicit ODP;
+ *    SEND, RECV, SRQ_RECV, WRITE, READ and ATOMIC, nothing on UC, UD,
+ *    XRC, no implicit ODP;
  *  - registration pins nothing (pinned_pages, VmPin);
  *  - first touch: a 1 MiB WRITE into it, the READ back, a fetch-and-add
  *    on another untouched page; every byte checked on both sides; the
@@ -19,9 +19,13 @@
  *    PREFETCH_WRITE of a read-only MR (EINVAL), PREFETCH_NO_FAULT
  *    (EOPNOTSUPP); rereg of a pinned MR to on demand; nothing pinned by them;
  *    with FLUSH a range partly unmapped fails EFAULT, as a hint it does not;
- *  - a SEND from a page of an on-demand MR nobody pinned completes with
- *    LOC_PROT_ERR (local accesses do not fault yet);
- *  - deregistering gives every page back.
+ *  - local first touch: a SEND from a page of an on-demand MR nobody
+ *    pinned into a receive buffer of the peer's on-demand MR nobody
+ *    pinned, and a READ into an untouched on-demand buffer: both hosts
+ *    pin (pin events, pinned pages), every byte checked;
+ *  - a SEND from an on-demand page mapped PROT_NONE completes with
+ *    LOC_PROT_ERR (the host cannot pin it);
+ *  - deregistering gives every page back, on both nodes.
  *
  *   rhinet-odp [-d DEVICE] [-g GID_INDEX] [-p PORT]           server (node 1)
  *   rhinet-odp [-d DEVICE] [-g GID_INDEX] [-p PORT] SERVER    client (node 0)
@@ -47,6 +51,7 @@
 #define PAGE 4096u
 #define FAA_ADD 5u
 #define SEND_LEN PAGE
+#define OD_READ (16 * PAGE)
 
 /* What the server tells the client. */
 struct server_info {
@@ -122,8 +127,9 @@ static int prefetch(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 static void odp_caps(struct node *n)
 {
 	struct ibv_device_attr_ex a;
-	const uint32_t rc = IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
-			    IBV_ODP_SUPPORT_ATOMIC;
+	const uint32_t rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+			    IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+			    IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
 
 	memset(&a, 0, sizeof(a));
 	check(!ibv_query_device_ex(n->ctx, NULL, &a), "ibv_query_device_ex");
@@ -137,7 +143,8 @@ static void odp_caps(struct node *n)
 	      "general_caps %#" PRIx64 ": want IBV_ODP_SUPPORT alone",
 	      a.odp_caps.general_caps);
 	check(a.odp_caps.per_transport_caps.rc_odp_caps == rc,
-	      "rc_odp_caps %#x: want WRITE|READ|ATOMIC (%#x)",
+	      "rc_odp_caps %#x: want SEND|RECV|WRITE|READ|ATOMIC|SRQ_RECV "
+	      "(%#x)",
 	      a.odp_caps.per_transport_caps.rc_odp_caps, rc);
 	check(!a.odp_caps.per_transport_caps.uc_odp_caps &&
 		      !a.odp_caps.per_transport_caps.ud_odp_caps &&
@@ -257,9 +264,10 @@ static void server(struct node *n, int fd)
 {
 	uint8_t *touch = untouched(MIB), *prefetched = untouched(MIB);
 	uint8_t *atomic = untouched(PAGE), *unpinned = untouched(PAGE);
+	uint8_t *sealed = untouched(PAGE);
 	struct server_info me = {.qpn = n->qp->qp_num}, peer;
 	uint64_t pinned0, pinned, requests, events;
-	struct ibv_mr *touch_mr, *pre_mr, *atomic_mr, *unpinned_mr;
+	struct ibv_mr *touch_mr, *pre_mr, *atomic_mr, *unpinned_mr, *sealed_mr;
 	long vmpin0 = vmpin_kb();
 	int r;
 
@@ -268,6 +276,7 @@ static void server(struct node *n, int fd)
 	pre_mr = reg_odp(n, prefetched, MIB, kOdpAccess);
 	atomic_mr = reg_odp(n, atomic, PAGE, kOdpAccess);
 	unpinned_mr = reg_odp(n, unpinned, PAGE, kOdpAccess);
+	sealed_mr = reg_odp(n, sealed, PAGE, kOdpAccess);
 	check(stat_of(n, "pinned_pages") == pinned0 && vmpin_kb() == vmpin0,
 	      "registration on demand pinned pages");
 	refusals(n, touch_mr);
@@ -330,18 +339,42 @@ static void server(struct node *n, int fd)
 	      "the WRITE into the prefetched MR differs at %ld",
 	      pattern_differs(prefetched, MIB, 2));
 
-	/* Local use: the lkey of prefetched pages serves, of others not. */
+	/* Local use: the lkey of prefetched pages serves; of pages nobody
+	 * pinned too, its host pins them first.
+	 */
 	r = send_from(n, (uintptr_t)prefetched, pre_mr->lkey, SEND_LEN);
 	check(r == IBV_WC_SUCCESS, "SEND from a prefetched page: %d", r);
 	sync_peer(fd); /* the client checked it */
+	pattern_fill(unpinned, SEND_LEN, 3); /* mapped, written, not pinned */
+	pinned = stat_of(n, "pinned_pages");
+	events = stat_of(n, "pin_events");
 	r = send_from(n, (uintptr_t)unpinned, unpinned_mr->lkey, SEND_LEN);
+	check(r == IBV_WC_SUCCESS,
+	      "SEND from an on-demand page nobody pinned: status %d", r);
+	sync_peer(fd); /* the client checked it and READ */
+	printf("rhinet-odp server: SEND's local first touch: pin_events "
+	       "+%" PRIu64 ", pinned_pages +%" PRIu64 "\n",
+	       stat_of(n, "pin_events") - events,
+	       stat_of(n, "pinned_pages") - pinned);
+	check(stat_of(n, "pin_events") > events &&
+		      stat_of(n, "pinned_pages") - pinned == 1,
+	      "the SEND's source was not pinned on demand (pinned +%" PRIu64
+	      ")",
+	      stat_of(n, "pinned_pages") - pinned);
+
+	/* Memory the host cannot pin: a clear local error. Last: the QP goes
+	 * to error with it.
+	 */
+	check(!mprotect(sealed, PAGE, PROT_NONE), "mprotect PROT_NONE");
+	r = send_from(n, (uintptr_t)sealed, sealed_mr->lkey, SEND_LEN);
 	check(r == IBV_WC_LOC_PROT_ERR,
-	      "SEND from an on-demand page nobody pinned: status %d, want "
+	      "SEND from an on-demand page mapped PROT_NONE: status %d, want "
 	      "LOC_PROT_ERR",
 	      r);
 
 	check(!ibv_dereg_mr(touch_mr) && !ibv_dereg_mr(pre_mr) &&
-		      !ibv_dereg_mr(atomic_mr) && !ibv_dereg_mr(unpinned_mr),
+		      !ibv_dereg_mr(atomic_mr) && !ibv_dereg_mr(unpinned_mr) &&
+		      !ibv_dereg_mr(sealed_mr),
 	      "dereg the on-demand MRs");
 	check(stat_of(n, "pinned_pages") == pinned0 && vmpin_kb() == vmpin0,
 	      "pages stay pinned after dereg: %" PRIu64 ", VmPin %ld kB",
@@ -350,6 +383,7 @@ static void server(struct node *n, int fd)
 	munmap(prefetched, MIB);
 	munmap(atomic, PAGE);
 	munmap(unpinned, PAGE);
+	munmap(sealed, PAGE);
 }
 
 /* WRITE @seed's pattern to [@raddr, +MIB) and READ it back. */
@@ -388,6 +422,13 @@ static void client(struct node *n, int fd)
 				  .send_flags = IBV_SEND_SIGNALED};
 	struct ibv_sge rsge = {(uintptr_t)recv_buf, SEND_LEN, n->mr->lkey};
 	struct ibv_recv_wr rwr = {.wr_id = 4, .sg_list = &rsge, .num_sge = 1};
+	/* On demand, untouched: the second SEND lands here, a READ there. */
+	uint8_t *odp_recv = untouched(SEND_LEN), *odp_read = untouched(OD_READ);
+	uint64_t pinned0 = stat_of(n, "pinned_pages"), events;
+	struct ibv_mr *recv_mr = reg_odp(n, odp_recv, SEND_LEN, kOdpAccess);
+	struct ibv_mr *read_mr = reg_odp(n, odp_read, OD_READ, kOdpAccess);
+	struct ibv_sge osge = {(uintptr_t)odp_recv, SEND_LEN, recv_mr->lkey};
+	struct ibv_recv_wr owr = {.wr_id = 5, .sg_list = &osge, .num_sge = 1};
 	struct ibv_recv_wr *rbad;
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
@@ -395,7 +436,8 @@ static void client(struct node *n, int fd)
 	local_gid(n->ctx, n->gid_index, me.gid);
 	xfer(fd, &me, &peer, sizeof(me));
 	rc_connect(n->qp, "RC", peer.qpn, peer.gid, n->gid_index, 4);
-	if (ibv_post_recv(n->qp, &rwr, &rbad))
+	if (ibv_post_recv(n->qp, &rwr, &rbad) ||
+	    ibv_post_recv(n->qp, &owr, &rbad))
 		die("post_recv");
 	sync_peer(fd); /* connected */
 
@@ -426,6 +468,47 @@ static void client(struct node *n, int fd)
 	check(pattern_differs(recv_buf, SEND_LEN, 2) < 0,
 	      "the SEND from prefetched pages differs at %ld",
 	      pattern_differs(recv_buf, SEND_LEN, 2));
+	events = stat_of(n, "pin_events");
+	sync_peer(fd);
+
+	/* The server's SEND from pages nobody pinned (pattern 3) into ours
+	 * nobody pinned: each host pins its side.
+	 */
+	check(poll_cq_for(n->cq, &wc, 1, 20000) == 1 &&
+		      wc.status == IBV_WC_SUCCESS && wc.wr_id == 5 &&
+		      wc.byte_len == SEND_LEN,
+	      "no SEND into the untouched receive buffer arrived");
+	check(pattern_differs(odp_recv, SEND_LEN, 3) < 0,
+	      "the SEND into the untouched receive buffer differs at %ld",
+	      pattern_differs(odp_recv, SEND_LEN, 3));
+	/* A READ of the server's prefetched pages (pattern 2) into ours. */
+	if (post_rdma(n->qp, IBV_WR_RDMA_READ, 6, (uintptr_t)odp_read,
+		      read_mr->lkey, peer.prefetched_addr, peer.prefetched_rkey,
+		      OD_READ))
+		die("post READ");
+	check(poll_cq_for(n->cq, &wc, 1, 20000) == 1 &&
+		      wc.status == IBV_WC_SUCCESS,
+	      "READ into an untouched on-demand buffer: status %d", wc.status);
+	check(pattern_differs(odp_read, OD_READ, 2) < 0,
+	      "the READ into the untouched buffer differs at %ld",
+	      pattern_differs(odp_read, OD_READ, 2));
+	printf("rhinet-odp client: local first touches: pin_events +%" PRIu64
+	       ", pinned_pages +%" PRIu64 "\n",
+	       stat_of(n, "pin_events") - events,
+	       stat_of(n, "pinned_pages") - pinned0);
+	check(stat_of(n, "pin_events") - events >= 2 &&
+		      stat_of(n, "pinned_pages") - pinned0 ==
+			      (SEND_LEN + OD_READ) / PAGE,
+	      "receive and READ buffers pinned %" PRIu64 " pages, want %u",
+	      stat_of(n, "pinned_pages") - pinned0,
+	      (SEND_LEN + OD_READ) / PAGE);
+	check(!ibv_dereg_mr(recv_mr) && !ibv_dereg_mr(read_mr),
+	      "dereg the client's on-demand MRs");
+	check(stat_of(n, "pinned_pages") == pinned0,
+	      "client pages stay pinned after dereg: %" PRIu64,
+	      stat_of(n, "pinned_pages") - pinned0);
+	munmap(odp_recv, SEND_LEN);
+	munmap(odp_read, OD_READ);
 	sync_peer(fd);
 }
 

@@ -3,7 +3,10 @@
 # between two nodes over rhinet0: node 1 registers mmap()ed memory with
 # IBV_ACCESS_ON_DEMAND, node 0 WRITEs, READs and adds into it (remote
 # pin-down pins on first touch); ibv_advise_mr prefetch, its refusals,
-# odp_caps, a local access to an unpinned page. Then no page stays pinned.
+# odp_caps; local first touches (a SEND from an unpinned page into an
+# unpinned receive buffer, a READ into an unpinned buffer) pinned by each
+# node's host; a SEND from a PROT_NONE page failing LOC_PROT_ERR. Then no
+# page stays pinned on either node.
 #   verbs_odp.sh NODE NODES
 NODE=$1
 # shellcheck disable=SC2034 # read by verbs.lib.sh

@@ -528,6 +528,132 @@ TEST_F(LocalPin, SourceDeregisteredWhileItWaits) {
   EXPECT_EQ(dst.buf.load64(0), 0u);
 }
 
+// An endpoint's SEND into a receive buffer of pages not pinned: refused
+// PINNING while its host pins, then it lands, and the endpoint's later
+// SEND from the same source lands behind it, in order.
+TEST_F(LocalPin, EndpointSendIntoAnUnpinnedReceiveBuffer) {
+  start(2);
+  SimPinHost host(c->node(0));
+  SimBuffer mem = eps[0].ctx->alloc(4 * 4096);
+  ASSERT_TRUE(mem.valid());
+  mem.fill(0);
+  MrOptions opt;
+  opt.on_demand = true;
+  SimMr mr = eps[0].ctx->reg_mr(mem, kAllAccess, {}, opt);
+  ASSERT_TRUE(mr.ok());
+  host.add(mr);
+  ASSERT_TRUE(eps[0].qp->post_recv(21, {Sge{mem.va(), 3 * 4096, mr.key}}));
+  ASSERT_TRUE(eps[0].qp->post_recv(22, {eps[0].buf.sge(0, 64)}));
+  const std::vector<uint8_t> d = pattern(61, 3 * 4096);
+  eps[1].buf.buf.write(0, d.data(), d.size());
+  SendWr a = send_wr(1, {eps[1].buf.sge(0, 3 * 4096)});
+  a.dst_node = 0;
+  a.dst_qpn = eps[0].qp->qpn();
+  SendWr b = send_wr(2, {eps[1].buf.sge(0, 64)});
+  b.dst_node = 0;
+  b.dst_qpn = eps[0].qp->qpn();
+  ASSERT_TRUE(eps[1].qp->post_send(a));
+  ASSERT_TRUE(eps[1].qp->post_send(b));
+  const auto sent = c->wait_cqes(*eps[1].cq, 2, 100'000'000);
+  ASSERT_EQ(sent.size(), 2u) << describe(sent);
+  EXPECT_TRUE(sent[0].ok() && sent[1].ok()) << describe(sent);
+  const auto got = c->wait_cqes(*eps[0].cq, 2, 100'000'000);
+  ASSERT_EQ(got.size(), 2u) << describe(got);
+  EXPECT_EQ(got[0].wr_id, 21u) << describe(got);
+  EXPECT_EQ(got[1].wr_id, 22u) << describe(got);
+  EXPECT_TRUE(got[0].ok() && got[1].ok()) << describe(got);
+  EXPECT_EQ(mem.bytes(0, 3 * 4096), d);
+  EXPECT_EQ(host.pin_events(), 1u);
+  EXPECT_EQ(host.pinned(mr), 3u);
+  host.remove(mr);
+}
+
+// Two UD QPs (rx on node 0, tx on node 1) and an on-demand MR of 2 pages
+// on one of them (the process wrote `seed`'s pattern, or zeros; nothing
+// pinned), served by that node's host.
+class LocalPinUd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    c = std::make_unique<SimCluster>(ClusterConfig{});
+    ASSERT_TRUE(c->all_up());
+    rx = make_datagram_node(*c, 0, RHN_QP_UD, kQkey);
+    tx = make_datagram_node(*c, 1, RHN_QP_UD, kQkey);
+    ASSERT_TRUE(rx.qp && tx.qp);
+  }
+  void on_demand(DatagramNode& d, uint16_t node, uint64_t seed) {
+    host = std::make_unique<SimPinHost>(c->node(node));
+    mem = d.ctx->alloc(2 * 4096);
+    ASSERT_TRUE(mem.valid());
+    data = seed ? pattern(seed, 2 * 4096) : std::vector<uint8_t>(2 * 4096);
+    mem.write(0, data.data(), data.size());
+    MrOptions opt;
+    opt.on_demand = true;
+    mr = d.ctx->reg_mr(mem, kAllAccess, {}, opt);
+    ASSERT_TRUE(mr.ok());
+    host->add(mr);
+  }
+  void TearDown() override {
+    if (host && mr.ok()) host->remove(mr);
+  }
+  SendWr to_rx(uint64_t wr_id, Sge sge) const {
+    SendWr wr = send_wr(wr_id, {sge});
+    wr.dst_node = 0;
+    wr.dst_qpn = rx.qp->qpn();
+    wr.qkey = kQkey;
+    return wr;
+  }
+  std::unique_ptr<SimCluster> c;
+  DatagramNode rx, tx;
+  std::unique_ptr<SimPinHost> host;
+  SimBuffer mem;
+  SimMr mr;
+  std::vector<uint8_t> data;
+};
+
+// UD: a datagram that meets a receive buffer not pinned is dropped (no
+// byte lands, the receive stays posted) and its pages are pinned: the
+// next datagram lands in that receive.
+TEST_F(LocalPinUd, DatagramIntoAnUnpinnedReceiveBufferIsDroppedThenLands) {
+  on_demand(rx, 0, 0);
+  const uint32_t room = RHN_UD_GRH_LEN + 1000;
+  ASSERT_TRUE(rx.qp->post_recv(31, {Sge{mem.va() + 4000, room, mr.key}}));
+  const std::vector<uint8_t> d = pattern(62, 1000);
+  tx.buf.buf.write(0, d.data(), d.size());
+  SendWr wr = to_rx(1, tx.buf.sge(0, 1000));
+  CounterSnap target(c->node(0));
+  ASSERT_TRUE(tx.qp->post_send(wr));
+  ASSERT_TRUE(wait_one(*c, *tx.cq).ok());
+  c->run_for(2'000'000);
+  EXPECT_TRUE(rx.cq->poll(4).empty());
+  EXPECT_EQ(target.delta(RHN_CNT_UD_DROPS), 1u);
+  EXPECT_EQ(mem.bytes(), std::vector<uint8_t>(2 * 4096, 0));
+  EXPECT_EQ(host->pin_events(), 1u);
+  EXPECT_EQ(host->pinned(mr), 2u);
+  // Pinned now: the next datagram lands in the same receive.
+  wr.wr_id = 2;
+  ASSERT_TRUE(tx.qp->post_send(wr));
+  const Completion r = wait_one(*c, *rx.cq, 100'000'000);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.wr_id, 31u);
+  EXPECT_EQ(mem.bytes(4000 + RHN_UD_GRH_LEN, 1000), d);
+}
+
+// UD: a datagram from a source page not pinned waits for its host, then
+// goes (the core path's wait serves UD sends too).
+TEST_F(LocalPinUd, DatagramFromAnUnpinnedSourceWaitsForItsHost) {
+  on_demand(tx, 1, 63);
+  ASSERT_TRUE(rx.qp->post_recv(41, {rx.buf.sge(0, RHN_UD_GRH_LEN + 1000)}));
+  ASSERT_TRUE(tx.qp->post_send(to_rx(1, Sge{mem.va() + 3500, 1000, mr.key})));
+  const Completion s = wait_one(*c, *tx.cq, 100'000'000);
+  ASSERT_TRUE(s.ok()) << describe(s);
+  const Completion r = wait_one(*c, *rx.cq, 100'000'000);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(rx.buf.buf.bytes(RHN_UD_GRH_LEN, 1000),
+            std::vector<uint8_t>(data.begin() + 3500, data.begin() + 4500));
+  EXPECT_EQ(host->pin_events(), 1u);
+  EXPECT_EQ(host->pinned(mr), 2u);
+}
+
 TEST_F(LocalPin, DestroyingTheWaitingQpLeavesNothingBehind) {
   local_source(64 * 1024, 35);
   src_host->answer = false;
@@ -539,6 +665,311 @@ TEST_F(LocalPin, DestroyingTheWaitingQpLeavesNothingBehind) {
   // The node goes on: a new QP sends from the (now pinned) source.
   EXPECT_EQ(src_host->pinned(src_mr), 16u);
 }
+
+}  // namespace
+}  // namespace rhinet::test
+
+// ---- Verbs ODP on RC: a one-packet WRITE or SEND from, and a receive
+// into, an on-demand MR's pages not pinned yet (the fast post path, the
+// TX write block, the receive scatter of an RQ and of an SRQ).
+
+namespace rhinet::test {
+namespace {
+
+constexpr size_t kOdpBytes = 4 * 4096;
+
+// Which blocks the engines have: the core alone, or the TX write block
+// (it takes the one-packet WRITEs fast_post would take).
+struct OdpBlocks {
+  bool fast_paths = true;
+  bool tx_write = false;
+};
+
+class LocalPinRc : public ::testing::TestWithParam<OdpBlocks> {
+ protected:
+  void SetUp() override {
+    ClusterConfig cfg;
+    cfg.nodes = 2;
+    cfg.engine.fast_paths = GetParam().fast_paths;
+    if (GetParam().tx_write) {
+      cfg.engine.dma_region = true;
+      cfg.engine.mac_crc = true;
+      cfg.engine.tx_assembler = true;
+      cfg.engine.tx_write = true;
+    }
+    c = std::make_unique<SimCluster>(cfg);
+    ASSERT_TRUE(c->all_up());
+    p = make_rc_pair(*c, 0, 1);
+    ASSERT_TRUE(p.ok);
+    plain_a = make_region(*p.ctx_a, kOdpBytes, kAllAccess, 41);
+    plain_b = make_region(*p.ctx_b, kOdpBytes, kAllAccess, 0, 0);
+  }
+  // An on-demand MR over fresh memory of ctx (written by the process:
+  // nothing pinned), served by node's host.
+  struct OdpMr {
+    std::unique_ptr<SimPinHost> host;
+    SimBuffer mem;
+    SimMr mr;
+    Sge sge(size_t off, size_t len) const {
+      return Sge{mem.va() + off, uint32_t(len), mr.key};
+    }
+  };
+  OdpMr on_demand(SimContext& ctx, size_t node, uint64_t seed) {
+    OdpMr o;
+    o.host = std::make_unique<SimPinHost>(c->node(node));
+    o.mem = ctx.alloc(kOdpBytes);
+    EXPECT_TRUE(o.mem.valid());
+    if (seed) {
+      std::vector<uint8_t> d = pattern(seed, kOdpBytes);
+      o.mem.write(0, d.data(), d.size());
+    } else {
+      o.mem.fill(0);
+    }
+    MrOptions opt;
+    opt.on_demand = true;
+    o.mr = ctx.reg_mr(o.mem, kAllAccess, {}, opt);
+    EXPECT_TRUE(o.mr.ok());
+    o.host->add(o.mr);
+    return o;
+  }
+  std::unique_ptr<SimCluster> c;
+  RcPair p;
+  Region plain_a, plain_b;
+};
+
+// A one-packet WRITE (what fast_post and the TX write block take) from
+// a page not pinned: the QP waits for its host, then the data goes.
+TEST_P(LocalPinRc, OnePacketWriteFromAnUnpinnedPageWaitsForItsHost) {
+  OdpMr src = on_demand(*p.ctx_a, 0, 51);
+  // A plain WRITE first: the QP's key cache holds a plain MR (and arms
+  // the block with it) when the on-demand source comes.
+  ASSERT_TRUE(p.qp_a->post_send(rdma_wr(1, RHN_OP_WRITE, {plain_a.sge(0, 512)},
+                                        plain_b.va(), plain_b.key())));
+  ASSERT_TRUE(wait_one(*c, *p.cq_a).ok());
+  SimTxBlock* block = c->node(0).tx_block.get();
+  ASSERT_EQ(block != nullptr, GetParam().tx_write);
+  const uint64_t block_sent = block ? block->sent_frames : 0;
+  CounterSnap sender(c->node(0));
+  // Another plain one (the block's), then the on-demand one behind it.
+  ASSERT_TRUE(
+      p.qp_a->post_send(rdma_wr(2, RHN_OP_WRITE, {plain_a.sge(512, 512)},
+                                plain_b.va(512), plain_b.key())));
+  ASSERT_TRUE(
+      p.qp_a->post_send(rdma_wr(3, RHN_OP_WRITE, {src.sge(4096 + 100, 1000)},
+                                plain_b.va(8192), plain_b.key())));
+  const auto done = c->wait_cqes(*p.cq_a, 2, 100'000'000);
+  ASSERT_EQ(done.size(), 2u) << describe(done);
+  ASSERT_TRUE(done[0].ok() && done[1].ok()) << describe(done);
+  EXPECT_EQ(plain_b.buf.bytes(8192, 1000), src.mem.bytes(4096 + 100, 1000));
+  EXPECT_EQ(plain_b.buf.bytes(0, 1024), plain_a.buf.bytes(0, 1024));
+  EXPECT_EQ(sender.delta(RHN_CNT_LOCAL_PROT_ERRORS), 0u);
+  EXPECT_EQ(src.host->pin_events(), 1u);
+  // The rest of the SGE: its one page.
+  EXPECT_EQ(src.host->pinned(src.mr), 1u);
+  EXPECT_TRUE(src.host->is_pinned(src.mr, 1));
+  // The block sent the plain WRITE and left the on-demand one to the
+  // core, which waited.
+  if (block) {
+    EXPECT_EQ(block->sent_frames - block_sent, 1u);
+  }
+}
+
+TEST_P(LocalPinRc, OnePacketSendFromAnUnpinnedPageWaitsForItsHost) {
+  OdpMr src = on_demand(*p.ctx_a, 0, 52);
+  ASSERT_TRUE(p.qp_b->post_recv(7, {plain_b.sge(0, 2048)}));
+  CounterSnap sender(c->node(0));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(3, {src.sge(0, 2048)})));
+  const Completion s = wait_one(*c, *p.cq_a, 100'000'000);
+  ASSERT_TRUE(s.ok()) << describe(s);
+  const Completion r = wait_one(*c, *p.cq_b, 100'000'000);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.byte_len, 2048u);
+  EXPECT_EQ(plain_b.buf.bytes(0, 2048), src.mem.bytes(0, 2048));
+  EXPECT_EQ(sender.delta(RHN_CNT_LOCAL_PROT_ERRORS), 0u);
+  EXPECT_EQ(src.host->pin_events(), 1u);
+}
+
+// A SEND of three packets into a receive buffer of pages not pinned
+// (its RQ): the responder refuses it PINNING, its host pins the range
+// the message lands in, the requester sends again and it lands whole.
+TEST_P(LocalPinRc, SendIntoAnUnpinnedReceiveBufferWaitsForItsHost) {
+  OdpMr dst = on_demand(*p.ctx_b, 1, 0);
+  const size_t len = 2 * RHN_WIRE_MTU + 100;
+  ASSERT_LE(len + 512, kOdpBytes);
+  ASSERT_TRUE(p.qp_b->post_recv(9, {dst.sge(512, len)}));
+  CounterSnap receiver(c->node(1));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(4, {plain_a.sge(0, len)})));
+  const Completion s = wait_one(*c, *p.cq_a, 100'000'000);
+  ASSERT_TRUE(s.ok()) << describe(s);
+  const Completion r = wait_one(*c, *p.cq_b, 100'000'000);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.wr_id, 9u);
+  EXPECT_EQ(r.byte_len, len);
+  EXPECT_EQ(dst.mem.bytes(512, len), plain_a.buf.bytes(0, len));
+  // Nothing outside the receive buffer.
+  EXPECT_EQ(dst.mem.bytes(0, 512), std::vector<uint8_t>(512, 0));
+  EXPECT_EQ(dst.mem.bytes(512 + len, kOdpBytes - 512 - len),
+            std::vector<uint8_t>(kOdpBytes - 512 - len, 0));
+  EXPECT_EQ(receiver.delta(RHN_CNT_LOCAL_PROT_ERRORS), 0u);
+  EXPECT_EQ(dst.host->pin_events(), 1u);
+  EXPECT_EQ(receiver.delta(RHN_CNT_PIN_EVENTS), 1u);
+  EXPECT_EQ(dst.host->pinned(dst.mr), (512 + len + 4095) / 4096);
+  // Pinned now: the next SEND into it asks nothing.
+  ASSERT_TRUE(p.qp_b->post_recv(10, {dst.sge(512, len)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(5, {plain_a.sge(0, len)})));
+  ASSERT_TRUE(wait_one(*c, *p.cq_b, 100'000'000).ok());
+  EXPECT_EQ(dst.host->pin_events(), 1u);
+}
+
+TEST_P(LocalPinRc, SendIntoAnUnpinnedSrqBufferWaitsForItsHost) {
+  auto srq = p.ctx_b->create_srq(6);
+  auto cq = p.ctx_b->create_cq(8);
+  ASSERT_TRUE(srq && cq);
+  QpInit qi;
+  qi.send_cq = cq.get();
+  qi.srq = srq.get();
+  auto qp_b = p.ctx_b->create_qp(qi);
+  ASSERT_TRUE(qp_b);
+  // A new QP on node 0 towards it.
+  QpInit ai;
+  ai.send_cq = p.cq_a.get();
+  auto qp_a = p.ctx_a->create_qp(ai);
+  ASSERT_TRUE(qp_a);
+  ASSERT_TRUE(connect_rc(*qp_a, 1, qp_b->qpn()));
+  ASSERT_TRUE(connect_rc(*qp_b, 0, qp_a->qpn()));
+  OdpMr dst = on_demand(*p.ctx_b, 1, 0);
+  ASSERT_TRUE(srq->post_recv(11, {dst.sge(0, kOdpBytes)}));
+  ASSERT_TRUE(qp_a->post_send(send_wr(6, {plain_a.sge(0, 6000)})));
+  const Completion s = wait_one(*c, *p.cq_a, 100'000'000);
+  ASSERT_TRUE(s.ok()) << describe(s);
+  const Completion r = wait_one(*c, *cq, 100'000'000);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.wr_id, 11u);
+  EXPECT_EQ(dst.mem.bytes(0, 6000), plain_a.buf.bytes(0, 6000));
+  EXPECT_EQ(dst.host->pin_events(), 1u);
+  EXPECT_EQ(dst.host->pinned(dst.mr), 2u);
+}
+
+// The host cannot pin the receive buffer: the SEND fails at its sender
+// (REM_ACCESS_ERR / NOT_PINNED) and nothing lands.
+TEST_P(LocalPinRc, ReceiveBufferTheHostCannotPin) {
+  OdpMr dst = on_demand(*p.ctx_b, 1, 0);
+  dst.host->limit = 0;
+  ASSERT_TRUE(p.qp_b->post_recv(12, {dst.sge(0, 4096)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(7, {plain_a.sge(0, 1000)})));
+  const Completion s = wait_one(*c, *p.cq_a, 100'000'000);
+  EXPECT_EQ(s.status, RHN_CQE_REM_ACCESS_ERR) << describe(s);
+  EXPECT_EQ(s.vendor_err, uint32_t(RHN_SYN_NOT_PINNED));
+  EXPECT_EQ(dst.mem.bytes(0, 4096), std::vector<uint8_t>(4096, 0));
+  EXPECT_EQ(dst.host->pinned(), 0u);
+}
+
+// A READ and an atomic whose local target is not pinned: the QP waits
+// for its host before the request goes, then the answer lands.
+TEST_P(LocalPinRc, ReadIntoAnUnpinnedLocalBufferWaitsForItsHost) {
+  OdpMr dst = on_demand(*p.ctx_a, 0, 0);
+  const std::vector<uint8_t> d = pattern(78, kOdpBytes);
+  plain_b.buf.write(0, d.data(), d.size());
+  CounterSnap requester(c->node(0));
+  ASSERT_TRUE(p.qp_a->post_send(rdma_wr(
+      8, RHN_OP_READ, {dst.sge(100, 3 * 4096)}, plain_b.va(0), plain_b.key())));
+  const Completion w = wait_one(*c, *p.cq_a, 100'000'000);
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(dst.mem.bytes(100, 3 * 4096), plain_b.buf.bytes(0, 3 * 4096));
+  EXPECT_EQ(requester.delta(RHN_CNT_LOCAL_PROT_ERRORS), 0u);
+  EXPECT_EQ(dst.host->pin_events(), 1u);
+  EXPECT_EQ(dst.host->pinned(dst.mr), 4u);
+}
+
+TEST_P(LocalPinRc, ReadOfDataIntoAnUnpinnedLocalBuffer) {
+  OdpMr dst = on_demand(*p.ctx_a, 0, 0);
+  Region src = make_region(*p.ctx_b, 8192, kAllAccess, 77);
+  ASSERT_TRUE(p.qp_a->post_send(
+      rdma_wr(9, RHN_OP_READ, {dst.sge(4000, 6000)}, src.va(0), src.key())));
+  const Completion w = wait_one(*c, *p.cq_a, 100'000'000);
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(dst.mem.bytes(4000, 6000), src.buf.bytes(0, 6000));
+  EXPECT_EQ(dst.mem.bytes(0, 4000), std::vector<uint8_t>(4000, 0));
+}
+
+TEST_P(LocalPinRc, AtomicIntoAnUnpinnedLocalWordWaitsForItsHost) {
+  OdpMr dst = on_demand(*p.ctx_a, 0, 0);
+  plain_b.buf.store64(64, 1000);
+  SendWr wr = rdma_wr(10, RHN_OP_FETCH_ADD, {dst.sge(8192 + 8, 8)},
+                      plain_b.va(64), plain_b.key());
+  wr.compare_add = 5;
+  ASSERT_TRUE(p.qp_a->post_send(wr));
+  const Completion w = wait_one(*c, *p.cq_a, 100'000'000);
+  ASSERT_TRUE(w.ok()) << describe(w);
+  EXPECT_EQ(dst.mem.load64(8192 + 8), 1000u);
+  EXPECT_EQ(plain_b.buf.load64(64), 1005u);
+  EXPECT_EQ(dst.host->pin_events(), 1u);
+}
+
+// Unhappy: the source MR deregistered while the one-packet SEND waits for
+// its pin: an error completion, nothing left pinned.
+TEST_P(LocalPinRc, SourceDeregisteredWhileTheSendWaits) {
+  OdpMr src = on_demand(*p.ctx_a, 0, 53);
+  src.host->answer = false;
+  ASSERT_TRUE(p.qp_b->post_recv(13, {plain_b.sge(0, 1024)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(11, {src.sge(0, 1024)})));
+  c->run_for(1'000'000);
+  EXPECT_TRUE(p.cq_a->poll(1).empty());
+  src.host->remove(src.mr);
+  ASSERT_TRUE(p.ctx_a->dereg_mr(src.mr).ok());
+  src.host->answer_deferred();  // too late
+  const Completion w = wait_one(*c, *p.cq_a, 100'000'000);
+  EXPECT_EQ(w.status, RHN_CQE_LOC_PROT_ERR) << describe(w);
+  EXPECT_EQ(src.host->pinned(), 0u);
+  EXPECT_EQ(plain_b.buf.bytes(0, 1024), std::vector<uint8_t>(1024, 0));
+}
+
+// Unhappy: the receive buffer's MR deregistered while the SEND waits for
+// its pin: the message comes again and finds the key gone, the receive
+// completes in error, nothing lands or stays pinned.
+TEST_P(LocalPinRc, ReceiveBufferDeregisteredWhileTheSendWaits) {
+  OdpMr dst = on_demand(*p.ctx_b, 1, 0);
+  dst.host->answer = false;
+  ASSERT_TRUE(p.qp_b->post_recv(15, {dst.sge(0, 4096)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(13, {plain_a.sge(0, 1000)})));
+  c->run_for(1'000'000);
+  EXPECT_TRUE(p.cq_a->poll(1).empty());
+  EXPECT_TRUE(p.cq_b->poll(1).empty());
+  dst.host->remove(dst.mr);
+  ASSERT_TRUE(p.ctx_b->dereg_mr(dst.mr).ok());
+  dst.host->answer_deferred();  // too late
+  const Completion r = wait_one(*c, *p.cq_b, 100'000'000);
+  EXPECT_EQ(r.wr_id, 15u) << describe(r);
+  EXPECT_EQ(r.status, RHN_CQE_LOC_PROT_ERR) << describe(r);
+  const Completion s = wait_one(*c, *p.cq_a, 100'000'000);
+  EXPECT_FALSE(s.ok()) << describe(s);
+  EXPECT_NE(s.status, 0xff) << "the SEND never completed";
+  EXPECT_EQ(dst.mem.bytes(0, 4096), std::vector<uint8_t>(4096, 0));
+  EXPECT_EQ(dst.host->pinned(), 0u);
+}
+
+// Unhappy: memory the host cannot pin (a PROT_NONE mapping, beyond the
+// limit): the SEND completes LOC_PROT_ERR / NOT_PINNED.
+TEST_P(LocalPinRc, SourceTheHostCannotPin) {
+  OdpMr src = on_demand(*p.ctx_a, 0, 54);
+  src.host->limit = 0;
+  ASSERT_TRUE(p.qp_b->post_recv(14, {plain_b.sge(0, 1024)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(12, {src.sge(0, 1024)})));
+  const Completion w = wait_one(*c, *p.cq_a, 100'000'000);
+  EXPECT_EQ(w.status, RHN_CQE_LOC_PROT_ERR) << describe(w);
+  EXPECT_EQ(w.vendor_err, uint32_t(RHN_SYN_NOT_PINNED));
+  EXPECT_EQ(src.host->pinned(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Blocks, LocalPinRc,
+                         ::testing::Values(OdpBlocks{true, false},
+                                           OdpBlocks{false, false},
+                                           OdpBlocks{true, true}),
+                         [](const auto& i) {
+                           return std::string(i.param.tx_write     ? "TxWrite"
+                                              : i.param.fast_paths ? "FastPost"
+                                                                   : "Core");
+                         });
 
 }  // namespace
 }  // namespace rhinet::test
