@@ -693,6 +693,10 @@ struct Engine::Impl : FamilyStates {
   void send_answer(Peer& p, uint8_t wop, uint8_t syndrome,
                    const rhn_op_hdr& req, Span<const uint8_t> payload);
   bool take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m);
+  // The same from SRQ `srqn` (kNone: the QP's own RQ), for XRC.
+  bool take_recv_wqe_from(QpObj& qp, uint32_t qpn, uint32_t srqn, RxContext& m);
+  // XRC SRQ number `number` if it is a live XRC SRQ of domain `xrcd`.
+  SrqObj* xrc_srq(uint32_t number, uint32_t xrcd);
   void receive_raw_frame(const Packet& pkt);
   void complete_receive(RxContext& m, uint16_t src_node, uint32_t src_qpn,
                         uint8_t cqe_opcode, uint32_t imm, uint8_t flags);
