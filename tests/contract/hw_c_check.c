@@ -29,7 +29,8 @@ static const struct check checks[] = {
     VAL(RHN_VERSION, 0x10000),
     VAL(RHN_BAR_REGS_SIZE, 0x2000),
     VAL(RHN_DB_PAGE_SIZE, 4096),
-    VAL(RHN_CNT_COUNT, 99),
+    VAL(RHN_CNT_COUNT, 100),
+    VAL(RHN_CNT_XRC_REFUSED, 99),
     VAL(RHN_CNT_SQ_RECOVERED, 83),
     VAL(RHN_CNT_TRIGGER_REMOTE_REFUSED, 84),
     VAL(RHN_CNT_MMIO_WRITES, 85),
@@ -106,7 +107,7 @@ static const struct check checks[] = {
     SIZE(struct rhn_fw_lock_link, 32),
     SIZE(struct rhn_fw_sync_done, 24),
     OFF(struct rhn_fw_lock_link, holder_qpn, 16),
-    VAL(RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT, 0x1318),
+    VAL(RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT, 0x1320),
     VAL(RHN_CAP_TM, 0x800),
     VAL(RHN_DB_SRQ_TM_OPS, 0x80000000),
 
