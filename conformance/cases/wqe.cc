@@ -99,7 +99,7 @@ CONFORM_CASE(nop_signaled, "wqe.nop.signaled", "wqe",
   CONFORM_EQ(c, "qpn", l.a.qpn, e.qpn);
   CONFORM_EQ(c, "wqe_index", 0, e.wqe_index);
   CONFORM_EQ(c, "flags & F_SQ", RHN_CQE_F_SQ, e.flags & RHN_CQE_F_SQ);
-  CONFORM_EQ(c, "reserved0", 0, e.reserved0);
+  CONFORM_EQ(c, "xrc_srqn", 0, e.xrc_srqn);
   c.eq("reserved1", 0, e.reserved1);
 }
 

@@ -568,19 +568,28 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (st == RHN_ADMIN_OK)
         st = ref_check(c.record, sizeof(rhn_queue_record), false, 4);
       if (st != RHN_ADMIN_OK) return st;
+      // An XRC SRQ: the driver names its domain (shared by processes, so
+      // not one context's) and the CQ of its receives.
+      const bool xrc = c.flags & RHN_CREATE_SRQ_F_XRC;
+      if (xrc && (c.flags != RHN_CREATE_SRQ_F_XRC || c.xrcd == 0))
+        return detail = 5, RHN_ADMIN_BAD_PARAM;
+      if (xrc && !cq_ok(c.cqn)) return detail = 6, RHN_ADMIN_BAD_HANDLE;
       // An SRQ some family runs (a flag of its own): the family checks
       // and keeps the rest of the command.
-      const FamilyModule* owner = srq_owner(c.flags);
-      if (c.flags && !owner) return detail = 5, RHN_ADMIN_BAD_PARAM;
+      const FamilyModule* owner = xrc ? nullptr : srq_owner(c.flags);
+      if (c.flags && !xrc && !owner) return detail = 5, RHN_ADMIN_BAD_PARAM;
       if (owner) {
         st = owner->srq_check(*this, ctx, c, detail);
         if (st != RHN_ADMIN_OK) return st;
       }
       const uint32_t srqn = find_free(srqs, 0);
-      if (srqn == kNone) return RHN_ADMIN_NO_RESOURCES;
+      if (srqn == kNone || (xrc && srqn > RHN_XRC_SRQN_INDEX_MASK))
+        return RHN_ADMIN_NO_RESOURCES;
       if (owner) owner->srq_attach(*this, srqn, c);
       SrqObj& s = srqs[srqn];
+      const auto incarnation = static_cast<uint8_t>(s.incarnation + 1);
       s = SrqObj{};
+      s.incarnation = incarnation;
       s.valid = true;
       s.context = ctx;
       s.pdn = c.pdn;
@@ -593,6 +602,12 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       ref_get(s.record, 1);
       pds[c.pdn].refs++;
       result = srqn;
+      if (xrc) {
+        s.xrcd = c.xrcd;
+        s.cqn = c.cqn;
+        cqs[c.cqn].refs++;
+        result = xrc_srq_number(srqn, s);
+      }
       return RHN_ADMIN_OK;
     }
     case RHN_ADMIN_MODIFY_SRQ: {
@@ -613,6 +628,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       ref_get(s.ring, -1);
       ref_get(s.record, -1);
       pds[s.pdn].refs--;
+      if (s.xrcd) cqs[s.cqn].refs--;
       modules_srq_gone(*this, srqn);
       s.valid = false;
       return RHN_ADMIN_OK;
@@ -622,8 +638,16 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (!pd_ok(c.pdn)) return detail = 1, RHN_ADMIN_BAD_HANDLE;
       if (c.type != RHN_QP_RC && c.type != RHN_QP_UD &&
           c.type != RHN_QP_ENDPOINT && c.type != RHN_QP_RAW_ETH &&
-          c.type != RHN_QP_UC)
+          c.type != RHN_QP_UC && c.type != RHN_QP_XRC_SEND &&
+          c.type != RHN_QP_XRC_RECV)
         return detail = 2, RHN_ADMIN_BAD_PARAM;
+      // XRC QPs have no receive queue: the target's SENDs land in the XRC
+      // SRQ each names, of the domain only an XRC_RECV QP has.
+      const bool xrc = c.type == RHN_QP_XRC_SEND || c.type == RHN_QP_XRC_RECV;
+      if (xrc && (c.srqn != RHN_NO_SRQ || c.rq_log_depth))
+        return detail = 4, RHN_ADMIN_BAD_PARAM;
+      if ((c.type == RHN_QP_XRC_RECV) != (c.xrcd != 0))
+        return detail = 12, RHN_ADMIN_BAD_PARAM;
       // The raw-frame QP carries the net_device: the kernel's, and one.
       if (c.type == RHN_QP_RAW_ETH && ctx != 0)
         return detail = 2, RHN_ADMIN_NOT_PERMITTED;
@@ -651,17 +675,18 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
         return detail = 4, RHN_ADMIN_BAD_PARAM;
       if (c.sq_log_depth < 1 || c.sq_log_depth > kMaxWqLog)
         return detail = 5, RHN_ADMIN_BAD_PARAM;
-      if (!has_srq && (c.rq_log_depth < 1 || c.rq_log_depth > kMaxWqLog))
+      const bool own_rq = !has_srq && !xrc;
+      if (own_rq && (c.rq_log_depth < 1 || c.rq_log_depth > kMaxWqLog))
         return detail = 6, RHN_ADMIN_BAD_PARAM;
       rhn_admin_status st = ref_check(
           c.sq_ring, uint64_t{RHN_SQ_SLOT_SIZE} << c.sq_log_depth, false, 7);
       if (st == RHN_ADMIN_OK)
         st = mp ? ref_check(c.sq_record, sizeof(rhn_mp_queue_record), true, 8)
                 : ref_check(c.sq_record, sizeof(rhn_queue_record), false, 8);
-      if (st == RHN_ADMIN_OK && !has_srq)
+      if (st == RHN_ADMIN_OK && own_rq)
         st = ref_check(c.rq_ring, uint64_t{RHN_RQ_WQE_SIZE} << c.rq_log_depth,
                        false, 9);
-      if (st == RHN_ADMIN_OK && !has_srq)
+      if (st == RHN_ADMIN_OK && own_rq)
         st = ref_check(c.rq_record, sizeof(rhn_queue_record), false, 10);
       if (st != RHN_ADMIN_OK) return st;
       // QPN 0 is never valid, QPN 1 only for the management QP.
@@ -683,17 +708,18 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       qp.recv_cqn = c.recv_cqn;
       qp.srqn = has_srq ? c.srqn : kNone;
       qp.sq_log = c.sq_log_depth;
-      qp.rq_log = has_srq ? 0 : c.rq_log_depth;
+      qp.rq_log = own_rq ? c.rq_log_depth : 0;
+      qp.xrcd = c.xrcd;
       qp.sq_ring = to_ref(c.sq_ring);
       qp.sq_record = to_ref(c.sq_record);
       ref_get(qp.sq_ring, 1);
       ref_get(qp.sq_record, 1);
-      if (!has_srq) {
+      if (own_rq) {
         qp.rq_ring = to_ref(c.rq_ring);
         qp.rq_record = to_ref(c.rq_record);
         ref_get(qp.rq_ring, 1);
         ref_get(qp.rq_record, 1);
-      } else {
+      } else if (has_srq) {
         srqs[c.srqn].refs++;
       }
       cqs[c.send_cqn].refs++;
@@ -821,10 +847,10 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       if (qp.mp) mp_unlink(qpn);
       ref_get(qp.sq_ring, -1);
       ref_get(qp.sq_record, -1);
-      if (qp.srqn == kNone) {
+      if (has_own_rq(qp)) {
         ref_get(qp.rq_ring, -1);
         ref_get(qp.rq_record, -1);
-      } else {
+      } else if (qp.srqn != kNone) {
         srqs[qp.srqn].refs--;
       }
       cqs[qp.send_cqn].refs--;

@@ -83,9 +83,21 @@ struct EqObj {
   uint32_t defer_cursor = 0;  // where the next catch-up scan starts
 };
 
-// RC and UC QPs talk to one peer QP, set at RTR.
+// RC, UC and XRC QPs talk to one peer QP, set at RTR.
 inline bool connected_qp(uint8_t type) {
-  return type == RHN_QP_RC || type == RHN_QP_UC;
+  return type == RHN_QP_RC || type == RHN_QP_UC || type == RHN_QP_XRC_SEND ||
+         type == RHN_QP_XRC_RECV;
+}
+
+// RC and both XRC ends: acknowledged, in order, retried after RNR.
+inline bool reliable_connected_qp(uint8_t type) {
+  return type == RHN_QP_RC || type == RHN_QP_XRC_SEND ||
+         type == RHN_QP_XRC_RECV;
+}
+
+// The QP type a request of requester type `type` must find at the target.
+inline uint8_t target_qp_type(uint8_t type) {
+  return type == RHN_QP_XRC_SEND ? uint8_t{RHN_QP_XRC_RECV} : type;
 }
 
 // The largest completion event moderation (RHN_ADMIN_MODIFY_CQ).
@@ -127,7 +139,18 @@ struct SrqObj {
   // Run by a family module (its place in ops/registry.cpp's list; kNone:
   // a plain SRQ): the family keeps its own state of it by SRQ number.
   uint32_t family = kNone;
+  // An XRC SRQ: its domain (0: not XRC) and the CQ its receives complete
+  // on. Peers name it by index and incarnation; the incarnation survives
+  // the slot's reuse, so a number from an earlier life is refused.
+  uint32_t xrcd = 0;
+  uint32_t cqn = kNone;
+  uint8_t incarnation = 0;
 };
+
+// The number peers name XRC SRQ `index` by (hw_admin.h).
+inline uint32_t xrc_srq_number(uint32_t index, const SrqObj& s) {
+  return index | uint32_t{s.incarnation} << RHN_XRC_SRQN_INCARNATION_SHIFT;
+}
 
 // A piece of on-board twin memory, in RHN_TWIN_PAGE units. The
 // handle a WQE names is index | gen << 16, so work that outlives the
@@ -202,6 +225,7 @@ struct QpObj {
   uint32_t send_cqn = 0;
   uint32_t recv_cqn = 0;
   uint32_t srqn = kNone;
+  uint32_t xrcd = 0;  // RHN_QP_XRC_RECV: its XRC domain
   uint16_t dest_node = 0;
   uint32_t dest_qpn = 0;
   uint32_t qkey = 0;
@@ -277,5 +301,10 @@ struct QpObj {
   uint32_t mp_seen = 0;
   uint64_t mp_consumed = 0;
 };
+
+// A QP with a receive queue of its own (not an SRQ's user, not XRC).
+inline bool has_own_rq(const QpObj& qp) {
+  return qp.srqn == kNone && qp.rq_log != 0;
+}
 
 }  // namespace rhinet::fw

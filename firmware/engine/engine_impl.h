@@ -696,6 +696,10 @@ struct Engine::Impl : FamilyStates {
   // Gives back the receive WQE take_recv_wqe just took into m (nothing
   // else taken from its queue since): the message comes again later.
   void untake_recv_wqe(QpObj& qp, const RxContext& m);
+  // The same from SRQ `srqn` (kNone: the QP's own RQ), for XRC.
+  bool take_recv_wqe_from(QpObj& qp, uint32_t qpn, uint32_t srqn, RxContext& m);
+  // XRC SRQ number `number` if it is a live XRC SRQ of domain `xrcd`.
+  SrqObj* xrc_srq(uint32_t number, uint32_t xrcd);
   void receive_raw_frame(const Packet& pkt);
   void complete_receive(RxContext& m, uint16_t src_node, uint32_t src_qpn,
                         uint8_t cqe_opcode, uint32_t imm, uint8_t flags);

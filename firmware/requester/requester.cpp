@@ -41,6 +41,7 @@ uint8_t status_of_nak(uint8_t syndrome) {
     case RHN_SYN_BAD_WINDOW:      // a SEND_INV naming no window it may unbind
     case RHN_SYN_NOT_HELD:        // an UNLOCK not held, a BARRIER's count
     case RHN_SYN_NOT_SUBSCRIBED:  // an UNSUBSCRIBE from a non-member
+    case RHN_SYN_XRC_SRQ:         // no XRC SRQ of the target's domain
       return RHN_CQE_REM_INV_REQ_ERR;
     default:
       return RHN_CQE_REM_OP_ERR;
@@ -296,8 +297,12 @@ bool Engine::Impl::start_message(QpObj& qp, uint32_t qpn) {
     if (!family) {
       result = RHN_CQE_LOC_QP_OP_ERR;
       syndrome = RHN_SYN_BAD_OPCODE;
-    } else if (qp.type == RHN_QP_RAW_ETH && !unsequenced) {
-      // The raw-frame QP carries raw frames and nothing else.
+    } else if ((qp.type == RHN_QP_RAW_ETH && !unsequenced) ||
+               qp.type == RHN_QP_XRC_RECV ||
+               (qp.type == RHN_QP_XRC_SEND && w.opcode != RHN_OP_SEND &&
+                w.opcode != RHN_OP_SEND_IMM)) {
+      // The raw-frame QP carries raw frames and nothing else; an XRC
+      // initiator SENDs only (queues.md, "XRC"), a target sends nothing.
       result = RHN_CQE_LOC_QP_OP_ERR;
       syndrome = RHN_SYN_BAD_OPCODE;
     } else {
@@ -708,7 +713,7 @@ static_assert(sizeof(rhn_queue_record::nic_consumer) == sizeof(uint32_t) &&
               "the request is one bit no RQ index of a ring reaches");
 
 void Engine::Impl::rq_ask_for_kicks(QpObj& qp, bool ask) {
-  if (qp.srqn != kNone) return;
+  if (!has_own_rq(qp)) return;
   if (ask && qp.type == RHN_QP_ENDPOINT) return;
   // RESET also gives an endpoint its tag index back: 0, as rq_consumer.
   uint32_t word = ask ? RHN_RQ_RECORD_DOORBELL_WANTED : 0;
@@ -776,7 +781,7 @@ void Engine::Impl::flush_qp(uint32_t qpn) {
       qp.sq_complete = qp.sq_fetch;
     }
   }
-  if (qp.srqn == kNone && host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) {
+  if (has_own_rq(qp) && host_dma(qp.rq_record, 0, &rec, sizeof(rec), false)) {
     uint32_t budget = 1u << qp.rq_log;
     while (qp.rq_consumer != rec.producer_index && budget--) {
       // Irecvs (ops/tag) complete as such; one the NIC already took out
@@ -852,11 +857,11 @@ void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx, Refusal why) {
   // that endpoint (the responder refuses them too).
   const bool ordered = op_info(e.opcode).ordered_retry || pinning;
   const uint32_t end =
-      qp.type == RHN_QP_RC || ordered ? qp.inflight_tail : idx + 1;
+      reliable_connected_qp(qp.type) || ordered ? qp.inflight_tail : idx + 1;
   for (uint32_t i = idx; i != end; i++) {
     Inflight& r = entry(qpn, i);
     if (r.state == MsgState::kDone) continue;
-    if (qp.type != RHN_QP_RC && i != idx &&
+    if (!reliable_connected_qp(qp.type) && i != idx &&
         ((!pinning && r.opcode != e.opcode) || r.peer != e.peer ||
          r.dst_qpn != e.dst_qpn || r.answered))
       continue;
@@ -968,7 +973,8 @@ void Engine::Impl::handle_response(Peer& p, const Packet& pkt) {
         handle_rnr(
             qpn, idx,
             op.syndrome == RHN_SYN_BUSY ? Refusal::kBusy : Refusal::kRnr);
-      } else if (op.syndrome == RHN_SYN_BAD_QP && qp.type == RHN_QP_RC) {
+      } else if (op.syndrome == RHN_SYN_BAD_QP &&
+                 reliable_connected_qp(qp.type)) {
         handle_unanswered(qpn, idx);
       } else {
         if (qp.tx_active && qp.tx_entry == idx) abort_tx(qp);

@@ -61,6 +61,21 @@ void Engine::Impl::rx_abandon_all(Peer& p) {
 }
 
 bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
+  return take_recv_wqe_from(qp, qpn, qp.srqn, m);
+}
+
+SrqObj* Engine::Impl::xrc_srq(uint32_t number, uint32_t xrcd) {
+  const uint32_t index = number & RHN_XRC_SRQN_INDEX_MASK;
+  if (number > RHN_XRC_SRQN_MASK || index >= srqs.size()) return nullptr;
+  SrqObj& s = srqs[index];
+  if (!s.valid || s.xrcd == 0 || s.xrcd != xrcd ||
+      s.incarnation != number >> RHN_XRC_SRQN_INCARNATION_SHIFT)
+    return nullptr;
+  return &s;
+}
+
+bool Engine::Impl::take_recv_wqe_from(QpObj& qp, uint32_t qpn, uint32_t srqn,
+                                      RxContext& m) {
   HostRef ring;
   uint32_t* consumer;
   uint32_t* producer;
@@ -68,8 +83,8 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
   uint32_t log;
   uint32_t pdn = qp.pdn;
   SrqObj* srq = nullptr;
-  if (qp.srqn != kNone) {
-    srq = &srqs[qp.srqn];
+  if (srqn != kNone) {
+    srq = &srqs[srqn];
     ring = srq->ring;
     record = srq->record;
     consumer = &srq->consumer;
@@ -111,6 +126,8 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
   m.qp_gen = qp.gen;
   m.wqe_index = index;
   m.from_srq = srq != nullptr;
+  m.xrc_srq = srq && srq->xrcd ? srqn : kNone;
+  m.xrc_incarnation = srq ? srq->incarnation : 0;
   m.status = RHN_CQE_SUCCESS;
   m.capacity = 0;
   m.length = 0;
@@ -135,13 +152,15 @@ bool Engine::Impl::take_recv_wqe(QpObj& qp, uint32_t qpn, RxContext& m) {
   }
   if (srq && srq->limit && *producer - *consumer < srq->limit) {
     srq->limit = 0;  // one event per arm (MODIFY_SRQ re-arms)
-    async_event(RHN_EQE_SRQ_LIMIT, qp.srqn, 0);
+    async_event(RHN_EQE_SRQ_LIMIT, srqn, 0);
   }
   return true;
 }
 
 void Engine::Impl::untake_recv_wqe(QpObj& qp, const RxContext& m) {
-  uint32_t& consumer = m.from_srq ? srqs[qp.srqn].consumer : qp.rq_consumer;
+  // An XRC receive came from the SRQ its packet named, not the QP's.
+  const uint32_t srqn = m.xrc_srq != kNone ? m.xrc_srq : qp.srqn;
+  uint32_t& consumer = m.from_srq ? srqs[srqn].consumer : qp.rq_consumer;
   if (consumer == m.wqe_index + 1) consumer = m.wqe_index;
 }
 
@@ -156,6 +175,15 @@ void Engine::Impl::complete_receive(RxContext& m, uint16_t src_node,
   }
   QpObj& qp = qps[m.qpn];
   rhn_cqe c{};
+  uint32_t cqn = qp.recv_cqn;
+  if (m.xrc_srq != kNone) {
+    // XRC: on the SRQ's CQ, if the SRQ (which holds that CQ) still lives.
+    const SrqObj& s = srqs[m.xrc_srq];
+    if (!s.valid || s.incarnation != m.xrc_incarnation) return;
+    cqn = s.cqn;
+    c.xrc_srqn = static_cast<uint16_t>(m.xrc_srq);
+    c.ext_flags = RHN_CQE_X_XRC;
+  }
   c.qpn = m.qpn;
   c.byte_len = m.length;
   c.imm_data = imm;
@@ -168,7 +196,7 @@ void Engine::Impl::complete_receive(RxContext& m, uint16_t src_node,
   c.flags = flags;
   if (m.status != RHN_CQE_SUCCESS) counters.add(RHN_CNT_ERROR_CQES);
   counters.add(RHN_CNT_COMPLETIONS);
-  cq_push(qp.recv_cqn, c, (flags & RHN_CQE_F_SOLICITED) != 0);
+  cq_push(cqn, c, (flags & RHN_CQE_F_SOLICITED) != 0);
 }
 
 }  // namespace rhinet::fw

@@ -116,9 +116,10 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
   // An RC QP still in RESET or INIT: its peer reached RTS first (each side
   // moves its own QP). Receiver not ready: the requester tries again after
   // its RNR timer, as for a missing receive buffer.
-  const bool not_ready_qp = qp && qp->type == RHN_QP_RC &&
-                            op.qp_type == RHN_QP_RC && qp->state < RHN_QPS_RTR;
-  if (!not_ready_qp && (!qp || qp->type != op.qp_type ||
+  const uint8_t want_type = target_qp_type(op.qp_type);
+  const bool not_ready_qp = qp && reliable_connected_qp(qp->type) &&
+                            qp->type == want_type && qp->state < RHN_QPS_RTR;
+  if (!not_ready_qp && (!qp || qp->type != want_type ||
                         qp->state < RHN_QPS_RTR || qp->state == RHN_QPS_ERR ||
                         (connected_qp(qp->type) &&
                          (qp->dest_node != node || qp->dest_qpn != src_qpn)))) {
@@ -143,9 +144,11 @@ void Engine::Impl::handle_request(Peer& p, const Packet& pkt) {
     return;
   }
 
-  // Everything after this point belongs to the operation's family.
+  // Everything after this point belongs to the operation's family. An
+  // XRC target takes SENDs only (queues.md, "XRC").
   const OpFamily* family = family_of_wire(op.opcode);
-  if (!family || !family->on_request) {
+  if (!family || !family->on_request ||
+      (qp->type == RHN_QP_XRC_RECV && op.opcode != RHN_WOP_SEND)) {
     counters.add(RHN_CNT_REMOTE_INVALID_REQUESTS);
     refuse(*this, p, op, RHN_SYN_BAD_OPCODE);
     return;
@@ -170,7 +173,7 @@ void refuse(Impl& m, Request& r, rhn_syndrome syndrome) {
 
 void not_ready(Impl& m, Request& r, rhn_syndrome syndrome) {
   m.counters.add(RHN_CNT_RNR_NAKS_SENT);
-  if (r.qp.type == RHN_QP_RC) {
+  if (reliable_connected_qp(r.qp.type)) {
     r.qp.rnr_blocked = true;
     m.rxw_clear_target(r.qpn);
     r.qp.rnr_msn = r.op.msn;

@@ -74,6 +74,10 @@ struct RxContext {
   uint8_t cqe_op = RHN_CQE_OP_RECV;
   uint32_t drop = 0;
   uint32_t list_entry = kNone;
+  // A receive through an XRC SRQ (named by the SEND, not the QP's): the
+  // SRQ and its incarnation, so a completion after it is gone is dropped.
+  uint32_t xrc_srq = kNone;
+  uint8_t xrc_incarnation = 0;
 };
 
 }  // namespace rhinet::fw

@@ -90,6 +90,8 @@ static int rhinet_query_device(struct ib_device *ibdev,
 	attr->max_qp_init_rd_atom = attr->max_qp_rd_atom;
 	attr->max_res_rd_atom = attr->max_qp * attr->max_qp_rd_atom;
 	attr->atomic_cap = caps & RHN_CAP_ATOMIC ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
+	if (caps & RHN_CAP_XRC)
+		attr->device_cap_flags |= IB_DEVICE_XRC;
 	attr->max_ah = RHINET_MAX_AH;
 	attr->max_srq = le32_to_cpu(hw->max_srqs);
 	attr->max_srq_wr = attr->max_qp_wr;
@@ -372,6 +374,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.alloc_mw = rhinet_alloc_mw,
 	.alloc_pd = rhinet_alloc_pd,
 	.alloc_ucontext = rhinet_alloc_ucontext,
+	.alloc_xrcd = rhinet_alloc_xrcd,
 	.attach_mcast = rhinet_attach_mcast,
 	.create_ah = rhinet_create_ah,
 	.create_cq = rhinet_create_cq,
@@ -382,6 +385,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	.dealloc_mw = rhinet_dealloc_mw,
 	.dealloc_pd = rhinet_dealloc_pd,
 	.dealloc_ucontext = rhinet_dealloc_ucontext,
+	.dealloc_xrcd = rhinet_dealloc_xrcd,
 	.del_gid = rhinet_del_gid,
 	.dereg_mr = rhinet_dereg_mr,
 	.destroy_ah = rhinet_destroy_ah,
@@ -423,6 +427,7 @@ static const struct ib_device_ops rhinet_ib_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, rhinet_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, rhinet_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, rhinet_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, rhinet_xrcd, ibxrcd),
 };
 
 /* What users may create, after what the driver and queues hold back. */
@@ -476,6 +481,7 @@ int rhinet_ib_init(struct rhinet_dev *rdev)
 			     pci_resource_len(pdev, RHN_BAR_DOORBELL) /
 				     RHN_DB_PAGE_SIZE);
 	ida_init(&ib->contexts);
+	ida_init(&ib->xrcds);
 	xa_init(&ib->user_contexts);
 	xa_init_flags(&ib->cqs, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&ib->qps, XA_FLAGS_LOCK_IRQ);
@@ -542,6 +548,7 @@ void rhinet_ib_fini(struct rhinet_dev *rdev)
 	xa_destroy(&ib->qps);
 	xa_destroy(&ib->srqs);
 	ida_destroy(&ib->contexts);
+	ida_destroy(&ib->xrcds);
 	xa_destroy(&ib->user_contexts);
 	ib_dealloc_device(&ib->ibdev);
 }

@@ -103,6 +103,15 @@ static int rhinet_kqp_size(struct rhinet_ib *ib, struct rhinet_kqp *k,
 	u32 slots = rhinet_wqe_slots(cap, gsi);
 	u64 sq_slots = (u64)max(cap->max_send_wr, 1u) * slots;
 
+	if (attr->qp_type == IB_QPT_XRC_TGT) {
+		/* No queues of its own: the NIC's smallest SQ, never posted. */
+		if (attr->create_flags || attr->srq ||
+		    !(rhinet_read32(ib->rdev, RHN_REG_CAPS) & RHN_CAP_XRC))
+			return -EOPNOTSUPP;
+		k->sq_depth = 2;
+		memset(cap, 0, sizeof(*cap));
+		return 0;
+	}
 	if ((!gsi && attr->qp_type != IB_QPT_RC) || attr->srq ||
 	    attr->create_flags || !attr->send_cq || !attr->recv_cq)
 		return -EOPNOTSUPP;
@@ -161,25 +170,36 @@ int rhinet_kqp_create(struct rhinet_ib *ib, struct rhinet_qp *qp,
 
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_QP;
 	c = &cmd.u.create_qp;
-	if (attr->qp_type == IB_QPT_GSI) {
+	if (attr->qp_type == IB_QPT_XRC_TGT) {
+		struct rhinet_xrcd *xrcd = to_rxrcd(attr->xrcd);
+
 		c->pdn = cpu_to_le32(rdev->kernel_pdn);
-		c->type = RHN_QP_UD;
-		c->flags = RHN_CREATE_QP_F_GSI;
+		c->type = RHN_QP_XRC_RECV;
+		c->xrcd = cpu_to_le32(xrcd->xrcdn);
+		c->send_cqn = cpu_to_le32(xrcd->cq->cqn);
+		c->recv_cqn = c->send_cqn;
 	} else {
-		c->pdn = cpu_to_le32(to_rpd(qp->ibqp.pd)->pdn);
-		c->type = RHN_QP_RC;
+		if (attr->qp_type == IB_QPT_GSI) {
+			c->pdn = cpu_to_le32(rdev->kernel_pdn);
+			c->type = RHN_QP_UD;
+			c->flags = RHN_CREATE_QP_F_GSI;
+		} else {
+			c->pdn = cpu_to_le32(to_rpd(qp->ibqp.pd)->pdn);
+			c->type = RHN_QP_RC;
+		}
+		c->send_cqn = cpu_to_le32(to_rcq(attr->send_cq)->cqn);
+		c->recv_cqn = cpu_to_le32(to_rcq(attr->recv_cq)->cqn);
+		c->rq_log_depth = ilog2(k->rq_depth);
+		c->rq_ring = rhinet_phys_ref(rq_dma);
+		c->rq_record = rhinet_phys_ref(rec_dma +
+					       offsetof(struct rhinet_kqp_records,
+							rq));
 	}
-	c->send_cqn = cpu_to_le32(to_rcq(attr->send_cq)->cqn);
-	c->recv_cqn = cpu_to_le32(to_rcq(attr->recv_cq)->cqn);
 	c->srqn = cpu_to_le32(RHN_NO_SRQ);
 	c->sq_log_depth = ilog2(k->sq_depth);
-	c->rq_log_depth = ilog2(k->rq_depth);
 	c->sq_ring = rhinet_phys_ref(k->kbuf.dma);
-	c->rq_ring = rhinet_phys_ref(rq_dma);
 	c->sq_record = rhinet_phys_ref(rec_dma +
 				       offsetof(struct rhinet_kqp_records, sq));
-	c->rq_record = rhinet_phys_ref(rec_dma +
-				       offsetof(struct rhinet_kqp_records, rq));
 	ret = rhinet_ctx_exec(ib, 0, &cmd, &qp->qpn);
 	if (ret)
 		goto err;
@@ -239,11 +259,18 @@ static void rhinet_kcq_clean(struct rhinet_cq *cq, u32 qpn)
  */
 void rhinet_kqp_forget(struct rhinet_ib *ib, struct rhinet_qp *qp)
 {
-	struct rhinet_cq *scq = to_rcq(qp->ibqp.send_cq);
-	struct rhinet_cq *rcq = to_rcq(qp->ibqp.recv_cq);
-	struct rhinet_cq *first = scq < rcq ? scq : rcq;
-	struct rhinet_cq *second = scq < rcq ? rcq : scq;
+	struct rhinet_cq *scq, *rcq, *first, *second;
 	unsigned long flags;
+
+	/* An XRC target QP has no CQs that pollers reach it through. */
+	if (!qp->ibqp.send_cq) {
+		xa_erase_irq(&ib->qps, qp->qpn);
+		return;
+	}
+	scq = to_rcq(qp->ibqp.send_cq);
+	rcq = to_rcq(qp->ibqp.recv_cq);
+	first = scq < rcq ? scq : rcq;
+	second = scq < rcq ? rcq : scq;
 
 	spin_lock_irqsave(&first->k.lock, flags);
 	if (second != first)
@@ -272,4 +299,56 @@ void rhinet_kqp_free(struct rhinet_ib *ib, struct rhinet_qp *qp)
 	kfree(k->rq_wr_id);
 	kfree(k);
 	qp->k = NULL;
+}
+
+/* ---- XRC domains ------------------------------------------------------- */
+
+/* The NIC takes any nonzero number; the kernel hands out one per domain. */
+#define RHINET_MAX_XRCDS 0xffff
+
+int rhinet_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibxrcd->device);
+	struct rhinet_xrcd *xrcd = to_rxrcd(ibxrcd);
+	struct ib_cq_init_attr cq_attr = { .cqe = 1 };
+	int id, ret;
+
+	if (!(rhinet_read32(ib->rdev, RHN_REG_CAPS) & RHN_CAP_XRC))
+		return -EOPNOTSUPP;
+	id = ida_alloc_range(&ib->xrcds, 1, RHINET_MAX_XRCDS, GFP_KERNEL);
+	if (id < 0)
+		return id;
+	xrcd->cq = kzalloc(sizeof(*xrcd->cq), GFP_KERNEL);
+	if (!xrcd->cq) {
+		ret = -ENOMEM;
+		goto err_id;
+	}
+	ret = rhinet_kcq_create(ib, xrcd->cq, &cq_attr);
+	if (ret)
+		goto err_cq;
+	xrcd->xrcdn = id;
+	return 0;
+
+err_cq:
+	kfree(xrcd->cq);
+err_id:
+	ida_free(&ib->xrcds, id);
+	return ret;
+}
+
+int rhinet_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	struct rhinet_ib *ib = to_rib(ibxrcd->device);
+	struct rhinet_xrcd *xrcd = to_rxrcd(ibxrcd);
+	int ret;
+
+	/* ib_core frees a domain only once its target QPs and SRQs are
+	 * gone, so the NIC holds nothing of it.
+	 */
+	ret = rhinet_kcq_destroy(ib, xrcd->cq);
+	if (ret)
+		return ret;
+	kfree(xrcd->cq);
+	ida_free(&ib->xrcds, xrcd->xrcdn);
+	return 0;
 }

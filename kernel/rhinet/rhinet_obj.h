@@ -45,6 +45,7 @@ struct rhinet_ib {
 	phys_addr_t db_bar; /* bus address of doorbell page 0 */
 	u32 db_pages;
 	struct ida contexts; /* doorbell pages 1..db_pages-1 */
+	struct ida xrcds; /* XRC domain numbers, from 1 */
 	/* Contexts each user holds and the user's NIC account (uid ->
 	 * count << 8 | account): one user cannot take every doorbell page,
 	 * nor more than an account's share of the NIC's tables. Accounts
@@ -296,6 +297,17 @@ struct rhinet_qp {
 	u16 dest_node;
 };
 
+/*
+ * An XRC domain: the number the NIC compares between an XRC SRQ and an
+ * XRC target QP, and the kernel CQ its target QPs name (they complete
+ * nothing: they post nothing and receive into the SRQs' CQs).
+ */
+struct rhinet_xrcd {
+	struct ib_xrcd ibxrcd;
+	u32 xrcdn;
+	struct rhinet_cq *cq;
+};
+
 struct rhinet_ah {
 	struct ib_ah ibah;
 	u16 dest_node;
@@ -325,6 +337,11 @@ static inline struct rhinet_cq *to_rcq(struct ib_cq *ibcq)
 static inline struct rhinet_srq *to_rsrq(struct ib_srq *ibsrq)
 {
 	return container_of(ibsrq, struct rhinet_srq, ibsrq);
+}
+
+static inline struct rhinet_xrcd *to_rxrcd(struct ib_xrcd *ibxrcd)
+{
+	return container_of(ibxrcd, struct rhinet_xrcd, ibxrcd);
 }
 
 static inline struct rhinet_qp *to_rqp(struct ib_qp *ibqp)
@@ -412,6 +429,8 @@ int rhinet_kqp_create(struct rhinet_ib *ib, struct rhinet_qp *qp,
 		      struct ib_qp_init_attr *attr);
 void rhinet_kqp_forget(struct rhinet_ib *ib, struct rhinet_qp *qp);
 void rhinet_kqp_free(struct rhinet_ib *ib, struct rhinet_qp *qp);
+int rhinet_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int rhinet_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 
 /* rhinet_ucontext.c */
 int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata);

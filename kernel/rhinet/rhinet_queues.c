@@ -241,15 +241,18 @@ int rhinet_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 	struct rhn_admin_cmd cmd = {};
 	struct rhn_admin_create_srq *c = &cmd.u.create_srq;
 	bool tm = attr->srq_type == IB_SRQT_TM;
+	bool xrc = attr->srq_type == IB_SRQT_XRC;
 	struct rhinet_queue_buf buf;
 	u64 ring_bytes, ops_bytes = 0;
 	int ret;
 
 	if (!uc)
 		return -EOPNOTSUPP;
-	if (attr->srq_type != IB_SRQT_BASIC && !tm)
+	if (attr->srq_type != IB_SRQT_BASIC && !tm && !xrc)
 		return -EOPNOTSUPP;
 	if (tm && !(rhinet_read32(ib->rdev, RHN_REG_CAPS) & RHN_CAP_TM))
+		return -EOPNOTSUPP;
+	if (xrc && !(rhinet_read32(ib->rdev, RHN_REG_CAPS) & RHN_CAP_XRC))
 		return -EOPNOTSUPP;
 	ret = rhinet_udata_in_min(udata, &req, RHINET_CREATE_SRQ_CMD_V0_LEN,
 				  sizeof(req));
@@ -288,6 +291,18 @@ int rhinet_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 		c->cqn = cpu_to_le32(cq->cqn);
 		c->max_tags = cpu_to_le32(tags);
 	}
+	if (xrc) {
+		/* Its receives complete on ext.cq (ib_core holds it and the
+		 * domain); a peer names it by the number the NIC returns.
+		 */
+		struct rhinet_cq *cq = to_rcq(attr->ext.cq);
+
+		if (!cq->user)
+			return -EINVAL;
+		c->flags = RHN_CREATE_SRQ_F_XRC;
+		c->xrcd = cpu_to_le32(to_rxrcd(attr->ext.xrc.xrcd)->xrcdn);
+		c->cqn = cpu_to_le32(cq->cqn);
+	}
 	ring_bytes = (u64)RHN_RQ_WQE_SIZE << req.log_depth;
 	buf = (struct rhinet_queue_buf){ .va = req.buf_va, .len = req.buf_len };
 	ret = rhinet_mem_pin_queue(ib, uc, &srq->buf, &buf,
@@ -313,6 +328,10 @@ int rhinet_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 	if (ret) {
 		rhinet_mem_release(ib, &srq->buf);
 		return ret;
+	}
+	if (xrc) {
+		ibsrq->ext.xrc.srq_num = srq->srqn;
+		srq->srqn &= RHN_XRC_SRQN_INDEX_MASK;
 	}
 	srq->depth = 1u << req.log_depth;
 	srq->limit = attr->attr.srq_limit;
@@ -413,7 +432,7 @@ static int rhinet_qp_check(struct rhinet_ib *ib, struct ib_qp_init_attr *attr,
 	if (attr->srq && attr->srq->srq_type == IB_SRQT_TM &&
 	    attr->qp_type != IB_QPT_RC)
 		return -EINVAL;
-	if (attr->srq)
+	if (attr->srq || attr->qp_type == IB_QPT_XRC_INI)
 		return req->rq_log_depth ? -EINVAL : 0;
 	if (req->rq_log_depth < 1 || req->rq_log_depth > max_log ||
 	    cap->max_recv_wr > (1u << req->rq_log_depth))
@@ -437,6 +456,8 @@ static int rhinet_qp_nic_type(const struct ib_qp_init_attr *attr,
 		return RHN_QP_UC;
 	case IB_QPT_UD:
 		return RHN_QP_UD;
+	case IB_QPT_XRC_INI:
+		return RHN_QP_XRC_SEND;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -449,7 +470,8 @@ static int rhinet_qp_create_nic(struct rhinet_ib *ib,
 				struct rhinet_create_qp_resp *resp)
 {
 	u64 sq_bytes = (u64)RHN_SQ_SLOT_SIZE << req->sq_log_depth;
-	u64 rq_bytes = attr->srq ? 0 : (u64)RHN_RQ_WQE_SIZE << req->rq_log_depth;
+	bool no_rq = attr->srq || attr->qp_type == IB_QPT_XRC_INI;
+	u64 rq_bytes = no_rq ? 0 : (u64)RHN_RQ_WQE_SIZE << req->rq_log_depth;
 	bool mp = req->comp_mask & RHINET_CREATE_QP_MULTI_PRODUCER;
 	u32 sq_record_size = mp ? sizeof(struct rhn_mp_queue_record) :
 				  RHINET_QP_RECORDS_SIZE;
@@ -468,10 +490,10 @@ static int rhinet_qp_create_nic(struct rhinet_ib *ib,
 
 	resp->rq_offset = sq_bytes;
 	resp->sq_record_offset = sq_bytes + rq_bytes;
-	resp->rq_record_offset = attr->srq ? 0 :
+	resp->rq_record_offset = no_rq ? 0 :
 			resp->sq_record_offset + sq_record_size;
 	need = sq_bytes + rq_bytes + sq_record_size +
-	       (attr->srq ? 0 : RHINET_QP_RECORDS_SIZE);
+	       (no_rq ? 0 : RHINET_QP_RECORDS_SIZE);
 	ret = rhinet_mem_pin_queue(ib, uc, &qp->buf, &buf, need);
 	if (ret)
 		return ret;
@@ -480,7 +502,8 @@ static int rhinet_qp_create_nic(struct rhinet_ib *ib,
 	c = &cmd.u.create_qp;
 	c->pdn = cpu_to_le32(to_rpd(qp->ibqp.pd)->pdn);
 	c->send_cqn = cpu_to_le32(to_rcq(attr->send_cq)->cqn);
-	c->recv_cqn = cpu_to_le32(to_rcq(attr->recv_cq)->cqn);
+	/* An XRC initiator receives nothing: its send CQ stands in. */
+	c->recv_cqn = cpu_to_le32(to_rcq(attr->recv_cq ?: attr->send_cq)->cqn);
 	c->srqn = cpu_to_le32(attr->srq ? to_rsrq(attr->srq)->srqn :
 					  RHN_NO_SRQ);
 	c->type = qp->nic_type;
@@ -490,7 +513,7 @@ static int rhinet_qp_create_nic(struct rhinet_ib *ib,
 	c->rq_log_depth = req->rq_log_depth;
 	c->sq_ring = rhinet_ref(&qp->buf, va);
 	c->sq_record = rhinet_ref(&qp->buf, va + resp->sq_record_offset);
-	if (!attr->srq) {
+	if (!no_rq) {
 		c->rq_ring = rhinet_ref(&qp->buf, va + resp->rq_offset);
 		c->rq_record = rhinet_ref(&qp->buf,
 					  va + resp->rq_record_offset);
@@ -511,9 +534,16 @@ int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	struct rhinet_create_qp_cmd req;
 	int type, ret;
 
+	/* An XRC target QP is the kernel's whoever asks (ib_core lets the
+	 * processes of its domain open it), so it comes without udata.
+	 */
 	if (!uc)
 		return rhinet_kqp_create(ib, qp, attr);
-	if (attr->create_flags || !attr->send_cq || !attr->recv_cq)
+	if (attr->qp_type == IB_QPT_XRC_INI &&
+	    !(rhinet_read32(ib->rdev, RHN_REG_CAPS) & RHN_CAP_XRC))
+		return -EOPNOTSUPP;
+	if (attr->create_flags || !attr->send_cq ||
+	    (!attr->recv_cq && attr->qp_type != IB_QPT_XRC_INI))
 		return -EOPNOTSUPP;
 	ret = rhinet_udata_in_min(udata, &req, RHINET_CREATE_QP_CMD_V0_LEN,
 				  sizeof(req));
@@ -564,7 +594,7 @@ int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		attr->cap.max_send_sge = 0;
 		attr->cap.max_inline_data = 0;
 	}
-	if (!attr->srq)
+	if (!attr->srq && attr->qp_type != IB_QPT_XRC_INI)
 		attr->cap.max_recv_wr = 1u << req.rq_log_depth;
 	qp->attr.cap = attr->cap; /* for query_qp */
 	resp.qpn = qp->qpn;
@@ -691,7 +721,9 @@ static void rhinet_qp_nic_attrs(const struct rhinet_qp *qp, int mask,
 			    (a->qp_access_flags & IB_ACCESS_REMOTE_ATOMIC ?
 				     RHN_ACCESS_REMOTE_ATOMIC : 0);
 	}
-	if ((qp->nic_type == RHN_QP_RC || qp->nic_type == RHN_QP_UC) &&
+	if ((qp->nic_type == RHN_QP_RC || qp->nic_type == RHN_QP_UC ||
+	     qp->nic_type == RHN_QP_XRC_SEND ||
+	     qp->nic_type == RHN_QP_XRC_RECV) &&
 	    (mask & (IB_QP_AV | IB_QP_DEST_QPN))) {
 		nic |= RHN_QP_ATTR_DEST;
 		m->dest_node = cpu_to_le16(dest_node);

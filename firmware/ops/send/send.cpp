@@ -61,6 +61,8 @@ bool build_packet(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,
   // the kernel can set to such a "controlled" key: processes cannot reach
   // the management QP's key.
   if (qp.type == RHN_QP_UD) op.rkey = (w.qkey >> 31) != 0 ? qp.qkey : w.qkey;
+  // XRC: the target's SRQ the WQE names, where RC would have no key.
+  if (qp.type == RHN_QP_XRC_SEND) op.rkey = w.dst_qpn;
   op.msg_len = static_cast<uint32_t>(w.length) + grh_len;
   if (w.opcode == RHN_OP_SEND_INV) {
     op.rkey = w.imm_data;  // the window the responder unbinds
@@ -109,8 +111,22 @@ void on_request(Impl& m, Request& r) {
         return;
       }
     }
+    // XRC: the SEND names its SRQ, which must be a live one of the
+    // target QP's domain; the receive is counted against its owner.
+    uint32_t srqn = r.qp.srqn;
+    uint32_t owner = r.qp.context;
+    if (r.qp.type == RHN_QP_XRC_RECV) {
+      const SrqObj* s = m.xrc_srq(op.rkey, r.qp.xrcd);
+      if (!s) {
+        m.counters.add(RHN_CNT_XRC_REFUSED);
+        refuse(m, r, RHN_SYN_XRC_SRQ);
+        return;
+      }
+      srqn = op.rkey & RHN_XRC_SRQN_INDEX_MASK;
+      owner = s->context;
+    }
     if (!r.last) {
-      ctx = m.rx_alloc(p, r.qp.context);
+      ctx = m.rx_alloc(p, owner);
       if (!ctx) {
         m.counters.add(RHN_CNT_RX_CONTEXT_BUSY);
         not_ready(m, r, RHN_SYN_BUSY);
@@ -121,7 +137,7 @@ void on_request(Impl& m, Request& r) {
     // and its receive WQEs, or takes the message whole.
     bool landed;
     const FamilyModule* srq_runner =
-        r.qp.srqn != kNone ? srq_family(m, r.qp.srqn) : nullptr;
+        srqn != kNone ? srq_family(m, srqn) : nullptr;
     if (srq_runner && srq_runner->srq_land) {
       const SrqLanding l = srq_runner->srq_land(m, r, *ctx);
       if (l == SrqLanding::kConsumed) {
@@ -130,7 +146,7 @@ void on_request(Impl& m, Request& r) {
       }
       landed = l == SrqLanding::kReceive;
     } else {
-      landed = m.take_recv_wqe(r.qp, r.qpn, *ctx);
+      landed = m.take_recv_wqe_from(r.qp, r.qpn, srqn, *ctx);
     }
     if (!landed) {
       if (ctx != &single) m.rx_free(p, *ctx);

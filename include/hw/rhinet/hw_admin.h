@@ -135,6 +135,14 @@ enum rhn_qp_type {
 	RHN_QP_ENDPOINT = 3, /* reliable connectionless (PRODUCT.md) */
 	RHN_QP_RAW_ETH = 4, /* kernel only: frames for the net_device */
 	RHN_QP_UC = 5, /* connected, unacknowledged: SEND and WRITE only */
+	/* XRC (RHN_CAP_XRC, queues.md "XRC"): the initiator, RC-like, no
+	 * receive queue; each SEND names an XRC SRQ at the target
+	 */
+	RHN_QP_XRC_SEND = 6,
+	/* XRC target: no queues of its own; a SEND lands in the XRC SRQ it
+	 * names if that SRQ is of the QP's XRC domain
+	 */
+	RHN_QP_XRC_RECV = 7,
 };
 
 /* Standard QP states, values as enum ibv_qp_state. */
@@ -338,7 +346,17 @@ enum rhn_create_srq_flags {
 	 * from cqn on are valid; QPs using it must be RC.
 	 */
 	RHN_CREATE_SRQ_F_TM = 1u << 0,
+	/* An XRC SRQ (RHN_CAP_XRC): of XRC domain `xrcd`, completions on
+	 * `cqn`; the command's result is its XRC SRQ number (index in bits
+	 * 15:0, the handle other commands take; incarnation in 23:16)
+	 */
+	RHN_CREATE_SRQ_F_XRC = 1u << 1,
 };
+
+/* An XRC SRQ number: the SRQ's index and the incarnation of its slot. */
+#define RHN_XRC_SRQN_INDEX_MASK 0xffffu
+#define RHN_XRC_SRQN_INCARNATION_SHIFT 16
+#define RHN_XRC_SRQN_MASK 0x00ffffffu
 
 struct rhn_admin_create_srq {
 	struct rhn_host_ref ring;
@@ -348,9 +366,10 @@ struct rhn_admin_create_srq {
 	__u8 log_depth;
 	__u8 flags; /* enum rhn_create_srq_flags */
 	__u8 ops_log_depth; /* TM: operation ring entries, log2 */
-	__u8 reserved[5];
-	/* RHN_CREATE_SRQ_F_TM */
-	__le32 cqn; /* where tag-list operations complete */
+	__u8 reserved;
+	__le32 xrcd; /* RHN_CREATE_SRQ_F_XRC: its XRC domain, not 0 */
+	/* RHN_CREATE_SRQ_F_TM, RHN_CREATE_SRQ_F_XRC */
+	__le32 cqn; /* where tag-list operations (XRC: receives) complete */
 	__le32 max_tags; /* entries in the tag list, 1..tm_max_tags */
 	struct rhn_host_ref ops_ring; /* struct rhn_tm_op_wqe */
 	struct rhn_host_ref ops_record; /* struct rhn_queue_record */
@@ -370,7 +389,7 @@ struct rhn_admin_create_qp {
 	__u8 sq_log_depth; /* SQ slots */
 	__u8 rq_log_depth;
 	__u8 flags; /* enum rhn_create_qp_flags */
-	__le32 reserved1;
+	__le32 xrcd; /* RHN_QP_XRC_RECV: its XRC domain, not 0; else 0 */
 	struct rhn_host_ref sq_ring;
 	struct rhn_host_ref rq_ring;
 	struct rhn_host_ref sq_record;
@@ -597,6 +616,8 @@ RHN_ASSERT_SIZE(struct rhn_admin_create_mw, 8);
 RHN_ASSERT_OFFSET(struct rhn_admin_resize_cq, ring, 8);
 RHN_ASSERT_SIZE(struct rhn_admin_create_srq, 88);
 RHN_ASSERT_OFFSET(struct rhn_admin_create_srq, cqn, 48);
+RHN_ASSERT_OFFSET(struct rhn_admin_create_srq, xrcd, 44);
+RHN_ASSERT_OFFSET(struct rhn_admin_create_qp, xrcd, 20);
 RHN_ASSERT_OFFSET(struct rhn_admin_create_srq, ops_ring, 56);
 RHN_ASSERT_SIZE(struct rhn_admin_create_qp, 88);
 RHN_ASSERT_SIZE(struct rhn_admin_modify_qp, 28);

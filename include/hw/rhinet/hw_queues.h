@@ -313,7 +313,10 @@ struct rhn_send_wqe {
 	__u8 xfer_mode; /* enum rhn_xfer_mode */
 	__le16 wqe_index; /* low 16 bits of this WQE's first slot index */
 	__le16 dst_node; /* UD and endpoint: destination node */
-	__le32 dst_qpn; /* UD and endpoint: destination QPN/endpoint */
+	/* UD and endpoint: destination QPN/endpoint; XRC_SEND: the
+	 * target's XRC SRQ number
+	 */
+	__le32 dst_qpn;
 	__le32 imm_data; /* _IMM opcodes */
 	__le32 remote_key; /* rkey, or area ID with RHN_WQE_F_AREA */
 	__le16 num_sge; /* SGEs, or inline byte count with F_INLINE */
@@ -895,6 +898,10 @@ enum rhn_cqe_ext_flags {
 	RHN_CQE_X_TM_MATCH = 1u << 1, /* TM_RECV: the entry was taken */
 	RHN_CQE_X_TM_DATA_VALID = 1u << 2, /* TM_RECV: its data is in place */
 	RHN_CQE_X_TM_SYNC_REQ = 1u << 3, /* TM list op: software must sync */
+	/* A receive through an XRC SRQ: xrc_srqn is the SRQ's index, qpn the
+	 * XRC_RECV QP the SEND came through
+	 */
+	RHN_CQE_X_XRC = 1u << 4,
 };
 
 /* Values match enum ibv_wc_status so the provider passes them through. */
@@ -955,7 +962,7 @@ struct rhn_cqe {
 	__le32 vendor_err; /* enum rhn_syndrome for errors */
 	__u8 opcode; /* enum rhn_cqe_opcode */
 	__u8 status; /* enum rhn_cqe_status */
-	__le16 reserved0;
+	__le16 xrc_srqn; /* RHN_CQE_X_XRC: the XRC SRQ's index; else 0 */
 	__le16 reserved1;
 	__u8 ext_flags; /* enum rhn_cqe_ext_flags */
 	__u8 flags; /* enum rhn_cqe_flags, owner bit last */
@@ -1053,6 +1060,11 @@ enum rhn_syndrome {
 	 * added
 	 */
 	RHN_SYN_BAD_REMOTE_TRIGGER = 34,
+	/* an XRC SEND naming no live XRC SRQ of the target QP's XRC domain
+	 * (no such SRQ, an earlier incarnation's number, another domain's):
+	 * REM_INV_REQ_ERR, nothing delivered
+	 */
+	RHN_SYN_XRC_SRQ = 35,
 };
 
 /* Shared regions: the largest region (RHN_SHARE_MAX_MEMBERS, the most

@@ -89,6 +89,7 @@ enum rhn_cap {
 		1u << 20, /* RQ posts need a kick only when the record asks */
 	RHN_CAP_SQ_DOORBELL_ON_REQUEST =
 		1u << 21, /* SQ posts need a kick only when the record asks */
+	RHN_CAP_XRC = 1u << 23,
 };
 
 #define RHN_NODE_ID_VALUE_SHIFT 0
@@ -366,7 +367,9 @@ enum rhn_db_offset {
 	X(QUEUE_RECORD_READS, queue_record_reads, \
 	  "doorbell records (a queue's producer index in host memory) read by DMA; also counted in `RHN_CNT_DMA_READS`") \
 	X(MSIX_INTERRUPTS, msix_interrupts, \
-	  "MSI-X messages the NIC sent (event queues' vectors and the admin vector)")
+	  "MSI-X messages the NIC sent (event queues' vectors and the admin vector)") \
+	X(XRC_REFUSED, xrc_refused, \
+	  "XRC SENDs refused as responder: the SRQ they name is not a live XRC SRQ of the target QP's XRC domain (`RHN_SYN_XRC_SRQ`)")
 /* clang-format on */
 
 enum rhn_counter {

@@ -751,7 +751,10 @@ struct rhn_op_hdr {
 	__le32 dst_qpn;
 	__le32 src_qpn;
 	__le32 msn;
-	__le32 rkey; /* rkey, area ID, or the Q_Key of a UD SEND */
+	/* rkey, area ID, the Q_Key of a UD SEND, or the XRC SRQ number
+	 * (with incarnation) of a SEND from an RHN_QP_XRC_SEND QP
+	 */
+	__le32 rkey;
 	__le32 imm_data;
 	__le64 remote_addr;
 	__le32 msg_len; /* total message (READ: requested) length */

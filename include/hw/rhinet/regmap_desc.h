@@ -51,6 +51,7 @@ static const struct rhn_regmap_field rhn_regmap_fields_caps[] = {
 	{"TRIGGER", 19, 1},
 	{"RQ_RECORD_READ", 20, 1},
 	{"SQ_DOORBELL_ON_REQUEST", 21, 1},
+	{"XRC", 23, 1},
 };
 
 static const struct rhn_regmap_field rhn_regmap_fields_node_id[] = {
@@ -323,6 +324,9 @@ static const struct rhn_regmap_counter rhn_regmap_counters[] = {
 	 "DMA; also counted in `RHN_CNT_DMA_READS`"},
 	{"msix_interrupts", "MSI-X messages the NIC sent (event queues' "
 			    "vectors and the admin vector)"},
+	{"xrc_refused",
+	 "XRC SENDs refused as responder: the SRQ they name is not a live XRC "
+	 "SRQ of the target QP's XRC domain (`RHN_SYN_XRC_SRQ`)"},
 };
 
 #endif /* RHINET_REGMAP_DESC_H */

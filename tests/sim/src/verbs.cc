@@ -55,6 +55,7 @@ SimCq::~SimCq() {
     if (qp->recv_cq_ == this) qp->recv_cq_ = nullptr;
   }
   for (auto& [srqn, srq] : tm_srqs_) srq->tm_cq_ = nullptr;
+  for (auto& [srqn, srq] : xrc_srqs_) srq->xrc_cq_ = nullptr;
 }
 
 std::vector<Completion> SimCq::poll(size_t max) {
@@ -83,12 +84,19 @@ bool SimCq::poll_one(Completion* out) {
   c.status = cqe.status;
   c.flags = cqe.flags;
   c.ext_flags = cqe.ext_flags;
+  c.xrc_srqn = cqe.xrc_srqn;
   c.wr_id = UINT64_MAX;  // unknown QP or WQE
   auto it = qps_.find(cqe.qpn);
   const bool list_op = c.opcode == RHN_CQE_OP_TM_ADD ||
                        c.opcode == RHN_CQE_OP_TM_DEL ||
                        c.opcode == RHN_CQE_OP_TM_SYNC;
-  if (list_op) {  // qpn names a TM SRQ
+  if (c.ext_flags & RHN_CQE_X_XRC) {  // an XRC SRQ's, whatever the QP
+    auto s = xrc_srqs_.find(cqe.xrc_srqn);
+    if (s != xrc_srqs_.end()) {
+      ++s->second->ci_;
+      c.wr_id = s->second->shadow_[c.wqe_index & (s->second->depth_ - 1)];
+    }
+  } else if (list_op) {  // qpn names a TM SRQ
     auto s = tm_srqs_.find(cqe.qpn);
     if (s != tm_srqs_.end())
       c.wr_id =
@@ -141,6 +149,7 @@ bool SimSrq::post_recv(uint64_t wr_id, const std::vector<Sge>& sges) {
 
 SimSrq::~SimSrq() {
   if (tm_cq_) tm_cq_->tm_srqs_.erase(srqn_);
+  if (xrc_cq_) xrc_cq_->xrc_srqs_.erase(srqn_);
 }
 
 bool SimSrq::write_tm_op(const TmOp& op) {
@@ -394,11 +403,17 @@ AdminResult SimQp::modify(const rhn_admin_modify_qp& m) {
   return ctx_->driver().modify_qp(ctx_->index(), c);
 }
 
+// QP types connected to one peer QP at RTR (RC, UC, both XRC ends).
+static bool connected_type(uint8_t type) {
+  return type == RHN_QP_RC || type == RHN_QP_UC || type == RHN_QP_XRC_SEND ||
+         type == RHN_QP_XRC_RECV;
+}
+
 AdminResult SimQp::to_init(uint8_t access, uint32_t qkey) {
   rhn_admin_modify_qp m;
   std::memset(&m, 0, sizeof m);
   m.attr_mask = RHN_QP_ATTR_STATE | RHN_QP_ATTR_ACCESS;
-  if (type_ != RHN_QP_RC && type_ != RHN_QP_UC) m.attr_mask |= RHN_QP_ATTR_QKEY;
+  if (!connected_type(type_)) m.attr_mask |= RHN_QP_ATTR_QKEY;
   m.state = RHN_QPS_INIT;
   m.access = access;
   m.qkey = qkey;
@@ -410,7 +425,7 @@ AdminResult SimQp::to_rtr(uint16_t dest_node, uint32_t dest_qpn,
   rhn_admin_modify_qp m;
   std::memset(&m, 0, sizeof m);
   m.attr_mask = RHN_QP_ATTR_STATE | RHN_QP_ATTR_MAX_RD_ATOMIC;
-  if (type_ == RHN_QP_RC || type_ == RHN_QP_UC) m.attr_mask |= RHN_QP_ATTR_DEST;
+  if (connected_type(type_)) m.attr_mask |= RHN_QP_ATTR_DEST;
   m.state = RHN_QPS_RTR;
   m.dest_node = dest_node;
   m.dest_qpn = dest_qpn;
@@ -540,9 +555,19 @@ std::unique_ptr<SimSrq> SimContext::create_tm_srq(SimCq& cq, uint32_t max_tags,
   return make_srq(log_depth, 0, &cq, max_tags, ops_log_depth);
 }
 
+std::unique_ptr<SimSrq> SimContext::create_xrc_srq(SimCq& cq, uint32_t xrcd,
+                                                   uint8_t log_depth) {
+  return make_srq(log_depth, 0, nullptr, 0, 0, &cq, xrcd);
+}
+
+AdminResult SimContext::destroy_srq(SimSrq& srq) {
+  return driver_.destroy(RHN_ADMIN_DESTROY_SRQ, index_, srq.srqn());
+}
+
 std::unique_ptr<SimSrq> SimContext::make_srq(uint8_t log_depth, uint32_t limit,
                                              SimCq* tm_cq, uint32_t max_tags,
-                                             uint8_t ops_log_depth) {
+                                             uint8_t ops_log_depth,
+                                             SimCq* xrc_cq, uint32_t xrcd) {
   auto srq = std::make_unique<SimSrq>();
   srq->ctx_ = this;
   srq->depth_ = 1u << log_depth;
@@ -569,9 +594,20 @@ std::unique_ptr<SimSrq> SimContext::make_srq(uint8_t log_depth, uint32_t limit,
     c.ops_ring = srq->ops_mem_.ref(0);
     c.ops_record = srq->ops_mem_.record_ref();
   }
+  if (xrc_cq) {
+    c.flags = RHN_CREATE_SRQ_F_XRC;
+    c.cqn = xrc_cq->cqn();
+    c.xrcd = xrcd;
+  }
   last = driver_.create_srq(index_, c);
   if (!last.ok()) return nullptr;
   srq->srqn_ = last.result;
+  if (xrc_cq) {
+    srq->srqn_ = last.result & RHN_XRC_SRQN_INDEX_MASK;
+    srq->xrc_number_ = last.result;
+    srq->xrc_cq_ = xrc_cq;
+    xrc_cq->xrc_srqs_[srq->srqn_] = srq.get();
+  }
   if (tm_cq) {
     srq->tm_cq_ = tm_cq;
     tm_cq->tm_srqs_[srq->srqn_] = srq.get();
@@ -587,7 +623,8 @@ std::unique_ptr<SimQp> SimContext::create_qp(const QpInit& init) {
   qp->recv_cq_ = init.recv_cq ? init.recv_cq : init.send_cq;
   qp->srq_ = init.srq;
   qp->sq_depth_ = 1u << init.sq_log_depth;
-  qp->rq_depth_ = init.srq ? 0 : 1u << init.rq_log_depth;
+  const bool xrc = init.type == RHN_QP_XRC_SEND || init.type == RHN_QP_XRC_RECV;
+  qp->rq_depth_ = init.srq || xrc ? 0 : 1u << init.rq_log_depth;
   if (qp->send_cq_ == nullptr) return nullptr;
   if (!make_queue_memory(size_t(RHN_SQ_SLOT_SIZE) << init.sq_log_depth,
                          &qp->sq_))
@@ -600,10 +637,11 @@ std::unique_ptr<SimQp> SimContext::create_qp(const QpInit& init) {
   c.srqn = init.srq ? init.srq->srqn() : RHN_NO_SRQ;
   c.type = init.type;
   c.flags = init.flags;
+  c.xrcd = init.xrcd;
   c.sq_log_depth = init.sq_log_depth;
   c.sq_ring = qp->sq_.ref(0);
   c.sq_record = qp->sq_.record_ref();
-  if (init.srq == nullptr) {
+  if (init.srq == nullptr && !xrc) {
     if (!make_queue_memory(size_t(RHN_RQ_WQE_SIZE) << init.rq_log_depth,
                            &qp->rq_))
       return nullptr;

@@ -41,6 +41,7 @@ struct Completion {
   uint8_t status = 0;
   uint8_t flags = 0;
   uint8_t ext_flags = 0;
+  uint16_t xrc_srqn = 0;  // RHN_CQE_X_XRC: the XRC SRQ's index
   bool ok() const { return status == RHN_CQE_SUCCESS; }
   // TAG_RECV and a probe that found something: the 64-bit tag.
   uint64_t tag() const { return uint64_t{vendor_err} << 32 | imm_data; }
@@ -162,13 +163,16 @@ class SimCq {
   uint32_t ci_ = 0;
   QueueMemory mem_;
   std::unordered_map<uint32_t, SimQp*> qps_;
-  std::unordered_map<uint32_t, SimSrq*> tm_srqs_;  // list ops complete here
+  std::unordered_map<uint32_t, SimSrq*> tm_srqs_;   // list ops complete here
+  std::unordered_map<uint32_t, SimSrq*> xrc_srqs_;  // their receives do
 };
 
 class SimSrq {
  public:
   ~SimSrq();
   uint32_t srqn() const { return srqn_; }
+  // An XRC SRQ: the number peers name it by (index and incarnation).
+  uint32_t xrc_number() const { return xrc_number_; }
   bool post_recv(uint64_t wr_id, const std::vector<Sge>& sges);
   uint32_t posted() const { return pi_; }
   // A TM SRQ: one tag-list operation into its operation ring, then the
@@ -198,6 +202,9 @@ class SimSrq {
   QueueMemory ops_mem_;
   std::vector<uint64_t> ops_shadow_;
   std::unordered_map<uint16_t, uint64_t> tag_wr_ids_;
+  // XRC
+  SimCq* xrc_cq_ = nullptr;
+  uint32_t xrc_number_ = 0;
 };
 
 struct QpInit {
@@ -209,6 +216,7 @@ struct QpInit {
   uint8_t rq_log_depth = 7;     // WQEs
   std::optional<uint32_t> pdn;  // default: the context's PD
   uint8_t flags = 0;            // enum rhn_create_qp_flags
+  uint32_t xrcd = 0;            // RHN_QP_XRC_RECV: its XRC domain
 };
 
 class SimQp {
@@ -336,6 +344,10 @@ class SimContext {
   std::unique_ptr<SimSrq> create_tm_srq(SimCq& cq, uint32_t max_tags,
                                         uint8_t log_depth = 7,
                                         uint8_t ops_log_depth = 6);
+  // An XRC SRQ of domain `xrcd` whose receives complete on `cq`.
+  std::unique_ptr<SimSrq> create_xrc_srq(SimCq& cq, uint32_t xrcd,
+                                         uint8_t log_depth = 7);
+  AdminResult destroy_srq(SimSrq& srq);
   std::unique_ptr<SimQp> create_qp(const QpInit& init);
   // Result of the last create_* call (for tests of refused commands).
   AdminResult last;
@@ -351,7 +363,8 @@ class SimContext {
   bool make_queue_memory(size_t ring_bytes, QueueMemory* out);
   std::unique_ptr<SimSrq> make_srq(uint8_t log_depth, uint32_t limit,
                                    SimCq* tm_cq, uint32_t max_tags,
-                                   uint8_t ops_log_depth);
+                                   uint8_t ops_log_depth,
+                                   SimCq* xrc_cq = nullptr, uint32_t xrcd = 0);
 
   SimDriver& driver_;
   SimAddressSpace& as_;
