@@ -126,28 +126,11 @@ void on_request(Impl& m, Request& r) {
             {reinterpret_cast<const uint8_t*>(&old), answer});
 }
 
-void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
-  if (e.opcode != RHN_OP_ATOMIC_EXT) {
-    finish_value_answer(m, qpn, e, pkt, RHN_WOP_ATOMIC_RESP);
-    return;
-  }
-  // The check made the SGE exactly the bytes the answer carries (none
-  // without a fetch).
-  if (pkt.op.opcode != RHN_WOP_ATOMIC_RESP || pkt.payload.size() != e.length) {
-    m.counters.add(RHN_CNT_MALFORMED_PACKETS);
-    m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
-    return;
-  }
-  if (e.length && !scatter_answer(m, qpn, e, pkt.op.msg_offset, pkt.payload))
-    return;
-  m.finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
-}
-
-}  // namespace
-
-void finish_value_answer(Impl& m, uint32_t qpn, Inflight& e, const Packet& pkt,
-                         uint8_t wop) {
-  if (pkt.op.opcode != wop || pkt.payload.size() != 8) {
+// An answer of `wop` carrying `len` bytes of value: into the WQE's SGE if
+// it has one, and the WQE completes.
+void finish_answer(Impl& m, uint32_t qpn, Inflight& e, const Packet& pkt,
+                   uint8_t wop, uint32_t len) {
+  if (pkt.op.opcode != wop || pkt.payload.size() != len) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     m.finish_entry(qpn, e, RHN_CQE_BAD_RESP_ERR, RHN_SYN_NONE);
     return;
@@ -157,6 +140,20 @@ void finish_value_answer(Impl& m, uint32_t qpn, Inflight& e, const Packet& pkt,
   if (e.length && !scatter_answer(m, qpn, e, pkt.op.msg_offset, pkt.payload))
     return;
   m.finish_entry(qpn, e, RHN_CQE_SUCCESS, RHN_SYN_NONE);
+}
+
+void on_response(Impl& m, Peer&, uint32_t qpn, Inflight& e, const Packet& pkt) {
+  // An extended atomic's check made its SGE exactly the bytes the answer
+  // carries (none without a fetch); the classic pair always carry 8.
+  finish_answer(m, qpn, e, pkt, RHN_WOP_ATOMIC_RESP,
+                e.opcode == RHN_OP_ATOMIC_EXT ? e.length : 8);
+}
+
+}  // namespace
+
+void finish_value_answer(Impl& m, uint32_t qpn, Inflight& e, const Packet& pkt,
+                         uint8_t wop) {
+  finish_answer(m, qpn, e, pkt, wop, 8);
 }
 
 extern const OpFamily kAtomicFamily = {
