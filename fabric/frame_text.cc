@@ -42,6 +42,8 @@ const char* op_name(uint8_t op) {
       return "FETCH_ADD";
     case RHN_WOP_CMP_SWAP:
       return "CMP_SWAP";
+    case RHN_WOP_ATOMIC_EXT:
+      return "ATOMIC_EXT";
     case RHN_WOP_READ_RESP:
       return "READ_RESP";
     case RHN_WOP_ATOMIC_RESP:

@@ -375,6 +375,51 @@ CONFORM_CASE(rx_fetch_add, "wire.rx.fetch_add_answered", "wire",
   c.eq("target word", 42, n.rd64(r.buf.addr));
 }
 
+CONFORM_CASE(rx_atomic_ext, "wire.rx.atomic_ext_answered", "wire",
+             "an injected 32-bit ATOMIC_EXT XOR is answered by ATOMIC_RESP "
+             "with the 4-byte original value; the same frame again (a "
+             "duplicate) is not applied twice") {
+  REMOTE(n, r);
+  n.wr64(r.buf.addr, 0x99999999000000f0ull);
+  rhn_op_hdr op = r.request(RHN_WOP_ATOMIC_EXT, 4);
+  op.imm_data = RHN_AOP_XOR | RHN_AOP_F_32;
+  uint64_t operands[2] = {0xff, 0};
+  const Frame req = make_frame(r.first(), &op, operands, sizeof(operands));
+  t.inject_frame(req);
+  Frame f;
+  CONFORM_THAT(c, r.wait_frame(t, with_op(RHN_WOP_ATOMIC_RESP), &f), "wire",
+               "no ATOMIC_RESP");
+  CONFORM_EQ(c, "ATOMIC_RESP payload_len", 4, hdr_of(f).payload_len);
+  uint32_t old = 0;
+  std::memcpy(&old, f.data() + RHN_DATA_HDR_LEN, 4);
+  CONFORM_EQ(c, "original value", 0xf0u, old);
+  CONFORM_EQ(c, "target word", 0x999999990000000full, n.rd64(r.buf.addr));
+  const uint64_t dups = n.counter(RHN_CNT_DUPLICATES);
+  t.inject_frame(req);
+  t.settle();
+  t.advance(1'000'000);
+  CONFORM_EQ(c, "RHN_CNT_DUPLICATES increase", 1,
+             n.counter(RHN_CNT_DUPLICATES) - dups);
+  c.eq("target word after the duplicate", 0x999999990000000full,
+       n.rd64(r.buf.addr));
+}
+
+CONFORM_CASE(rx_atomic_ext_no_fetch, "wire.rx.atomic_ext_no_fetch", "wire",
+             "an injected ATOMIC_EXT with RHN_AOP_F_NO_FETCH is answered by "
+             "an empty ATOMIC_RESP; the word is set") {
+  REMOTE(n, r);
+  n.wr64(r.buf.addr, 1);
+  rhn_op_hdr op = r.request(RHN_WOP_ATOMIC_EXT, 0);
+  op.imm_data = RHN_AOP_SWAP | RHN_AOP_F_NO_FETCH;
+  uint64_t operands[2] = {0x4242, 0};
+  t.inject_frame(make_frame(r.first(), &op, operands, sizeof(operands)));
+  Frame f;
+  CONFORM_THAT(c, r.wait_frame(t, with_op(RHN_WOP_ATOMIC_RESP), &f), "wire",
+               "no ATOMIC_RESP");
+  CONFORM_EQ(c, "ATOMIC_RESP payload_len", 0, hdr_of(f).payload_len);
+  c.eq("target word", 0x4242, n.rd64(r.buf.addr));
+}
+
 // ---- frames in: transport errors ----
 
 CONFORM_CASE(rx_dup, "wire.rx.duplicate", "wire",

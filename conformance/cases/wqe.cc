@@ -403,6 +403,125 @@ CONFORM_CASE(atomic_align, "wqe.atomic.unaligned", "wqe",
   c.eq("vendor_err", RHN_SYN_ALIGNMENT, e.vendor_err);
 }
 
+// An extended atomic `aop` from a at dst's word at `off`; the original
+// value (if fetched) lands at src. Its CQE must say `status`.
+bool atomic_ext_step(Check& c, Nic& n, Loop& l, uint32_t aop, uint64_t operand,
+                     uint64_t swap, uint64_t off, uint8_t status, rhn_cqe* e) {
+  Wqe w(l.a, RHN_OP_ATOMIC_EXT);
+  w.w->imm_data = aop;
+  w.w->u.atomic.compare_add = operand;
+  w.w->u.atomic.swap = swap;
+  const uint32_t len = rhn_atomic_result_len(RHN_OP_ATOMIC_EXT, aop);
+  if (len) w.sge(0, l.src.addr, len, l.src.key);
+  w.remote(l.dst.addr + off, l.dst.key);
+  w.post(n, l.a);
+  return cqe_is(c, n, l.scq, "ATOMIC_EXT " + hex(aop), RHN_CQE_OP_ATOMIC_EXT,
+                status, e);
+}
+
+CONFORM_CASE(atomic_ext_64, "wqe.atomic_ext.ops64", "wqe",
+             "RHN_OP_ATOMIC_EXT on an 8-byte word: swap, fetch, and, or, "
+             "xor, add and compare-swap each return the old value (byte_len "
+             "8) and leave the documented result") {
+  LOOP(n, l, RHN_QP_RC);
+  struct Step {
+    uint32_t aop;
+    uint64_t operand, swap, before, after;
+  };
+  const Step steps[] = {
+      {RHN_AOP_SWAP, 0x1111222233334444ull, 0, 5, 0x1111222233334444ull},
+      {RHN_AOP_FETCH, 9, 9, 0x77, 0x77},
+      {RHN_AOP_AND, 0xf0f0ull, 0, 0xffffull, 0xf0f0ull},
+      {RHN_AOP_OR, 1ull << 63, 0, 1, (1ull << 63) | 1},
+      {RHN_AOP_XOR, 0xffull, 0, 0x0full, 0xf0ull},
+      {RHN_AOP_ADD, 3, 0, ~0ull, 2},
+      {RHN_AOP_CMP_SWAP, 4, 8, 4, 8},
+      {RHN_AOP_CMP_SWAP, 4, 9, 5, 5},
+  };
+  for (const Step& s : steps) {
+    n.wr64(l.dst.addr, s.before);
+    n.wr64(l.src.addr, 0xeeeeeeeeeeeeeeeeull);
+    rhn_cqe e;
+    if (!atomic_ext_step(c, n, l, s.aop, s.operand, s.swap, 0, RHN_CQE_SUCCESS,
+                         &e))
+      return;
+    const std::string what = "aop " + hex(s.aop);
+    if (!c.eq(what + " byte_len", 8, e.byte_len) ||
+        !c.eq(what + " old value", s.before, n.rd64(l.src.addr)) ||
+        !c.eq(what + " word after", s.after, n.rd64(l.dst.addr)))
+      return;
+  }
+}
+
+CONFORM_CASE(atomic_ext_32, "wqe.atomic_ext.ops32", "wqe",
+             "RHN_AOP_F_32: the operation works on the 4-byte word alone "
+             "(its neighbour unchanged), returns 4 bytes, and a 4-byte "
+             "aligned word is accepted") {
+  LOOP(n, l, RHN_QP_RC);
+  n.wr64(l.dst.addr, 0x5a5a5a5a00000010ull);
+  n.wr64(l.src.addr, 0xeeeeeeeeeeeeeeeeull);
+  rhn_cqe e;
+  // The high half of the u64 at dst: 4-byte aligned, not 8.
+  if (!atomic_ext_step(c, n, l, RHN_AOP_ADD | RHN_AOP_F_32,
+                       0xffffffff00000001ull, 0, 4, RHN_CQE_SUCCESS, &e))
+    return;
+  CONFORM_EQ(c, "byte_len", 4, e.byte_len);
+  CONFORM_EQ(c, "old value", 0x5a5a5a5au, n.rd32(l.src.addr));
+  CONFORM_EQ(c, "past the value", 0xeeeeeeeeu, n.rd32(l.src.addr + 4));
+  CONFORM_EQ(c, "word", 0x5a5a5a5b00000010ull, n.rd64(l.dst.addr));
+  if (!atomic_ext_step(c, n, l, RHN_AOP_CMP_SWAP | RHN_AOP_F_32, 0x10,
+                       0xabcdef01, 0, RHN_CQE_SUCCESS, &e))
+    return;
+  CONFORM_EQ(c, "cswap old value", 0x10u, n.rd32(l.src.addr));
+  c.eq("cswap word", 0x5a5a5a5babcdef01ull, n.rd64(l.dst.addr));
+}
+
+CONFORM_CASE(atomic_ext_no_fetch, "wqe.atomic_ext.no_fetch", "wqe",
+             "RHN_AOP_F_NO_FETCH: no SGE, byte_len 0, the word changed; "
+             "SWAP without fetch is a set") {
+  LOOP(n, l, RHN_QP_RC);
+  n.wr64(l.dst.addr, 40);
+  n.wr64(l.src.addr, 0x1234);
+  rhn_cqe e;
+  if (!atomic_ext_step(c, n, l, RHN_AOP_ADD | RHN_AOP_F_NO_FETCH, 2, 0, 0,
+                       RHN_CQE_SUCCESS, &e))
+    return;
+  CONFORM_EQ(c, "byte_len", 0, e.byte_len);
+  CONFORM_EQ(c, "word after add", 42, n.rd64(l.dst.addr));
+  if (!atomic_ext_step(c, n, l, RHN_AOP_SWAP | RHN_AOP_F_NO_FETCH, 7, 0, 0,
+                       RHN_CQE_SUCCESS, &e))
+    return;
+  CONFORM_EQ(c, "word after set", 7, n.rd64(l.dst.addr));
+  c.eq("local memory untouched", 0x1234, n.rd64(l.src.addr));
+}
+
+CONFORM_CASE(atomic_ext_align, "wqe.atomic_ext.unaligned", "wqe",
+             "a 32-bit ATOMIC_EXT on a word 2-byte but not 4-byte aligned: "
+             "REM_INV_REQ_ERR, RHN_SYN_ALIGNMENT, the word untouched") {
+  LOOP(n, l, RHN_QP_RC);
+  n.wr64(l.dst.addr, 0x0102030405060708ull);
+  rhn_cqe e;
+  if (!atomic_ext_step(c, n, l, RHN_AOP_XOR | RHN_AOP_F_32, 0xff, 0, 2,
+                       RHN_CQE_REM_INV_REQ_ERR, &e))
+    return;
+  CONFORM_EQ(c, "vendor_err", RHN_SYN_ALIGNMENT, e.vendor_err);
+  c.eq("word", 0x0102030405060708ull, n.rd64(l.dst.addr));
+}
+
+CONFORM_CASE(atomic_ext_bad_op, "wqe.atomic_ext.bad_op", "wqe",
+             "an ATOMIC_EXT naming an operation no NIC knows, or a FETCH "
+             "without fetch: LOC_QP_OP_ERR, RHN_SYN_BAD_WQE, counted in "
+             "BAD_WQES") {
+  LOOP(n, l, RHN_QP_RC);
+  const uint64_t before = n.counter(RHN_CNT_BAD_WQES);
+  rhn_cqe e;
+  if (!atomic_ext_step(c, n, l, RHN_AOP_COUNT, 1, 0, 0, RHN_CQE_LOC_QP_OP_ERR,
+                       &e))
+    return;
+  CONFORM_EQ(c, "vendor_err", RHN_SYN_BAD_WQE, e.vendor_err);
+  c.eq("RHN_CNT_BAD_WQES increase", 1, n.counter(RHN_CNT_BAD_WQES) - before);
+}
+
 CONFORM_CASE(status_word, "wqe.status_word.write", "wqe",
              "RHN_WQE_F_STATUS_WORD: DONE, status 0 and the length in one "
              "word") {
@@ -835,7 +954,7 @@ const WrongType kWrongTypes[] = {
      "shared regions: endpoints only"},
     {"wqe.opcode.raw_eth_on_ud", RHN_OP_RAW_ETH, RHN_QP_UD,
      "only the RHN_QP_RAW_ETH QP (README.md decision 12)"},
-    {"wqe.opcode.undefined_0x0c", 0x0c, RHN_QP_RC,
+    {"wqe.opcode.undefined_0x0d", 0x0d, RHN_QP_RC,
      "a number the header does not define"},
     {"wqe.opcode.undefined_0x11", 0x11, RHN_QP_RC,
      "a number the header does not define"},

@@ -250,9 +250,11 @@ rhn_syndrome decode_send_wqe(const RawWqe& raw, uint32_t slots,
     }
   }
   if (w.opcode == RHN_OP_NOP && out.length != 0) return RHN_SYN_BAD_WQE;
-  // At most one SGE, of the 8 bytes the original value takes; whether an
-  // atomic may go without is its family's rule.
-  if (atomic && (out.num_sge > 1 || out.length != 8 * out.num_sge))
+  // At most one SGE, of the bytes the original value takes (the word's
+  // width); whether an atomic may go without is its family's rule.
+  if (atomic &&
+      (out.num_sge > 1 ||
+       out.length != rhn_atomic_width(w.opcode, w.imm_data) * out.num_sge))
     return RHN_SYN_LENGTH;
   if (out.length > max_msg_size) return RHN_SYN_LENGTH;
   return RHN_SYN_NONE;

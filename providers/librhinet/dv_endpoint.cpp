@@ -216,6 +216,9 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
     a.caps |= RHINETDV_CAP_AREA;
   if ((ctx->attr.caps & RHN_CAP_ATOMIC) && (ctx->attr.caps & RHN_CAP_ENDPOINT))
     a.caps |= RHINETDV_CAP_ATOMIC;
+  if ((ctx->attr.caps & RHN_CAP_ATOMIC_EXT) &&
+      (ctx->attr.caps & RHN_CAP_ENDPOINT))
+    a.caps |= RHINETDV_CAP_ATOMIC_EXT;
   if ((ctx->attr.caps & RHN_CAP_COLLECTIVE) &&
       (ctx->attr.caps & RHN_CAP_ENDPOINT))
     a.caps |= RHINETDV_CAP_COLLECTIVE;

@@ -192,9 +192,8 @@ uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp,
 void shmem_fence(void);
 void shmem_quiet(void);
 
-/* Atomic memory operations. The standard AMO types: X(TYPENAME, TYPE). The
- * NIC's atomics are 64-bit: the 32-bit types end the program with a message
- * naming the routine. */
+/* Atomic memory operations. The standard AMO types: X(TYPENAME, TYPE). Each
+ * is one NIC atomic on the 4- or 8-byte word (shmem.md, "AMOs"). */
 #define SHMEMI_AMO_TYPES(X)        \
   X(int, int)                      \
   X(long, long)                    \

@@ -27,14 +27,17 @@
 #include <type_traits>
 
 #include "heap.hpp"
+#include "shmem_internal.hpp"
 
-namespace {
+// The state and the error paths every routine shares (amo.cc's too:
+// shmem_internal.hpp).
+namespace rhinet::shmem::internal {
 
 using rhinet::shmem::HeapAllocator;
 
-// Area ID of the symmetric heap, the communicator's ID and the NIC barrier's
-// ID: fixed so that every PE names the same ones without agreeing first.
-constexpr std::uint32_t kHeapArea = SHMEMX_HEAP_AREA_ID;
+// The communicator's ID and the NIC barrier's ID (and the heap's area,
+// shmem_internal.hpp): fixed so that every PE names the same ones without
+// agreeing first.
 constexpr std::uint16_t kWorldComm = 0x5348;
 constexpr std::uint64_t kBarrierId = 0x5348'4d45'4d00'0001ull;
 constexpr std::size_t kDefaultHeap = std::size_t{64} << 20;
@@ -77,11 +80,6 @@ void vreport(const char* routine, const char* fmt, va_list ap) {
   (void)!write(STDERR_FILENO, line, static_cast<std::size_t>(at));
 }
 
-[[noreturn]] void die(const char* routine, const char* fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-// Ends this PE (and, through oshrun, the job) after a message naming the
-// routine: RMA and AMO routines have no error return in the specification.
 [[noreturn]] void die(const char* routine, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -145,6 +143,12 @@ void complete(const char* routine, rhinet::Request& r) {
 void complete(const char* routine, const rhinet::Result<void>& r) {
   if (!r) die(routine, "%s", r.error().to_string().c_str());
 }
+
+}  // namespace rhinet::shmem::internal
+
+using namespace rhinet::shmem::internal;
+
+namespace {
 
 // ---- RMA -----------------------------------------------------------------
 
@@ -262,107 +266,6 @@ void strided(const char* routine, bool put, void* dest, const void* source,
   }
 }
 
-// ---- AMOs ------------------------------------------------------------------
-// The NIC has fetch-add and compare-and-swap on aligned 64-bit words. The
-// other 64-bit operations are compare-and-swap loops: atomic against every
-// other AMO, since all of them run in the target's NIC.
-
-std::size_t amo_offset(const char* routine, const void* dest, std::size_t bytes,
-                       int pe) {
-  group(routine);
-  check_pe(routine, pe);
-  if (bytes != 8)
-    die(routine,
-        "the NIC's atomics work on 64-bit words only: no %zu-byte atomics "
-        "(use a 64-bit type: long, int64_t, uint64_t, ...)",
-        bytes);
-  const std::size_t offset = symmetric_offset(routine, dest, 8, "dest");
-  if (offset % 8) die(routine, "dest %p is not 8-byte aligned", dest);
-  return offset;
-}
-
-std::uint64_t nic_fetch_add(const char* routine, const void* dest,
-                            std::uint64_t add, int pe) {
-  const std::size_t offset = amo_offset(routine, dest, 8, pe);
-  auto r = group(routine).fetch_add(static_cast<std::uint32_t>(pe), kHeapArea,
-                                    offset, add);
-  complete(routine, r);
-  return r.value();
-}
-
-std::uint64_t nic_compare_swap(const char* routine, const void* dest,
-                               std::uint64_t expected, std::uint64_t desired,
-                               int pe) {
-  const std::size_t offset = amo_offset(routine, dest, 8, pe);
-  auto r = group(routine).compare_swap(static_cast<std::uint32_t>(pe),
-                                       kHeapArea, offset, expected, desired);
-  complete(routine, r);
-  return r.value();
-}
-
-// Applies `f` to the word until no other atomic came in between; returns
-// the word before.
-template <typename F>
-std::uint64_t nic_update(const char* routine, const void* dest, int pe, F f) {
-  std::uint64_t seen = nic_fetch_add(routine, dest, 0, pe);
-  for (;;) {
-    const std::uint64_t before =
-        nic_compare_swap(routine, dest, seen, f(seen), pe);
-    if (before == seen) return before;
-    seen = before;
-  }
-}
-
-template <typename T>
-std::uint64_t bits_of(T v) {
-  if constexpr (sizeof(T) == 8)
-    return std::bit_cast<std::uint64_t>(v);
-  else
-    return static_cast<std::uint64_t>(v);
-}
-
-template <typename T>
-T from_bits(std::uint64_t v) {
-  if constexpr (sizeof(T) == 8)
-    return std::bit_cast<T>(v);
-  else
-    return static_cast<T>(v);
-}
-
-template <typename T>
-T amo_fetch(const char* routine, const T* source, int pe) {
-  amo_offset(routine, source, sizeof(T), pe);
-  return from_bits<T>(nic_fetch_add(routine, source, 0, pe));
-}
-
-template <typename T>
-T amo_swap(const char* routine, T* dest, T value, int pe) {
-  amo_offset(routine, dest, sizeof(T), pe);
-  return from_bits<T>(nic_update(
-      routine, dest, pe, [&](std::uint64_t) { return bits_of(value); }));
-}
-
-template <typename T>
-T amo_compare_swap(const char* routine, T* dest, T cond, T value, int pe) {
-  amo_offset(routine, dest, sizeof(T), pe);
-  return from_bits<T>(
-      nic_compare_swap(routine, dest, bits_of(cond), bits_of(value), pe));
-}
-
-template <typename T>
-T amo_fetch_add(const char* routine, T* dest, T value, int pe) {
-  amo_offset(routine, dest, sizeof(T), pe);
-  return from_bits<T>(nic_fetch_add(routine, dest, bits_of(value), pe));
-}
-
-template <typename T, typename Op>
-T amo_bitwise(const char* routine, T* dest, T value, int pe, Op op) {
-  amo_offset(routine, dest, sizeof(T), pe);
-  const std::uint64_t v = bits_of(value);
-  return from_bits<T>(
-      nic_update(routine, dest, pe, [&](std::uint64_t w) { return op(w, v); }));
-}
-
 // ---- point-to-point synchronization ---------------------------------------
 
 template <typename T>
@@ -412,7 +315,8 @@ T wait_ivar(const char* routine, T* ivar, int cmp, T value) {
 // ---- put with signal -------------------------------------------------------
 // The NIC's put-with-signal adds to a per-area count, not to a word the
 // program names, and has no SET; so the data goes first and, once it has
-// landed (its completion), the signal word is updated by a NIC atomic.
+// landed (its completion), the signal word is updated by a NIC atomic (an
+// add, or a set: amo.cc).
 
 void put_signal(const char* routine, void* dest, const void* source,
                 std::size_t bytes, std::uint64_t* sig_addr,
@@ -423,10 +327,7 @@ void put_signal(const char* routine, void* dest, const void* source,
   amo_offset(routine, sig_addr, sizeof *sig_addr, pe);
   put_bytes(routine, dest, source, bytes, pe, false);
   complete(routine, group(routine).sync());
-  if (sig_op == SHMEM_SIGNAL_ADD)
-    nic_fetch_add(routine, sig_addr, signal, pe);
-  else
-    nic_update(routine, sig_addr, pe, [&](std::uint64_t) { return signal; });
+  signal_update(routine, sig_addr, signal, sig_op == SHMEM_SIGNAL_ADD, pe);
 }
 
 // ---- collectives -----------------------------------------------------------
@@ -988,80 +889,16 @@ void shmem_quiet(void) { complete("shmem_quiet", group("shmem_quiet").sync()); }
 
 void shmem_fence(void) { complete("shmem_fence", group("shmem_fence").sync()); }
 
-// ---- AMOs
-// ------------------------------------------------------------------------
+// ---- point-to-point synchronization on the AMO types (the AMOs: amo.cc)
 
-#define RHINET_SHMEM_AMO_EXTENDED(N, T)                                  \
-  T shmem_##N##_atomic_fetch(const T* source, int pe) {                  \
-    return amo_fetch("shmem_" #N "_atomic_fetch", source, pe);           \
-  }                                                                      \
-  void shmem_##N##_atomic_fetch_nbi(T* fetch, const T* source, int pe) { \
-    *fetch = amo_fetch("shmem_" #N "_atomic_fetch_nbi", source, pe);     \
-  }                                                                      \
-  void shmem_##N##_atomic_set(T* dest, T value, int pe) {                \
-    (void)amo_swap("shmem_" #N "_atomic_set", dest, value, pe);          \
-  }                                                                      \
-  T shmem_##N##_atomic_swap(T* dest, T value, int pe) {                  \
-    return amo_swap("shmem_" #N "_atomic_swap", dest, value, pe);        \
-  }                                                                      \
-  void shmem_##N##_atomic_swap_nbi(T* fetch, T* dest, T value, int pe) { \
-    *fetch = amo_swap("shmem_" #N "_atomic_swap_nbi", dest, value, pe);  \
+#define RHINET_SHMEM_WAIT(N, T)                                       \
+  void shmem_##N##_wait_until(T* ivar, int cmp, T cmp_value) {        \
+    (void)wait_ivar("shmem_" #N "_wait_until", ivar, cmp, cmp_value); \
+  }                                                                   \
+  int shmem_##N##_test(T* ivar, int cmp, T cmp_value) {               \
+    return test_ivar("shmem_" #N "_test", ivar, cmp, cmp_value);      \
   }
-SHMEMI_AMO_EXTENDED_TYPES(RHINET_SHMEM_AMO_EXTENDED)
-
-#define RHINET_SHMEM_AMO(N, T)                                                 \
-  T shmem_##N##_atomic_compare_swap(T* dest, T cond, T value, int pe) {        \
-    return amo_compare_swap("shmem_" #N "_atomic_compare_swap", dest, cond,    \
-                            value, pe);                                        \
-  }                                                                            \
-  void shmem_##N##_atomic_compare_swap_nbi(T* fetch, T* dest, T cond, T value, \
-                                           int pe) {                           \
-    *fetch = amo_compare_swap("shmem_" #N "_atomic_compare_swap_nbi", dest,    \
-                              cond, value, pe);                                \
-  }                                                                            \
-  T shmem_##N##_atomic_fetch_inc(T* dest, int pe) {                            \
-    return amo_fetch_add("shmem_" #N "_atomic_fetch_inc", dest,                \
-                         static_cast<T>(1), pe);                               \
-  }                                                                            \
-  void shmem_##N##_atomic_fetch_inc_nbi(T* fetch, T* dest, int pe) {           \
-    *fetch = amo_fetch_add("shmem_" #N "_atomic_fetch_inc_nbi", dest,          \
-                           static_cast<T>(1), pe);                             \
-  }                                                                            \
-  void shmem_##N##_atomic_inc(T* dest, int pe) {                               \
-    (void)amo_fetch_add("shmem_" #N "_atomic_inc", dest, static_cast<T>(1),    \
-                        pe);                                                   \
-  }                                                                            \
-  T shmem_##N##_atomic_fetch_add(T* dest, T value, int pe) {                   \
-    return amo_fetch_add("shmem_" #N "_atomic_fetch_add", dest, value, pe);    \
-  }                                                                            \
-  void shmem_##N##_atomic_fetch_add_nbi(T* fetch, T* dest, T value, int pe) {  \
-    *fetch =                                                                   \
-        amo_fetch_add("shmem_" #N "_atomic_fetch_add_nbi", dest, value, pe);   \
-  }                                                                            \
-  void shmem_##N##_atomic_add(T* dest, T value, int pe) {                      \
-    (void)amo_fetch_add("shmem_" #N "_atomic_add", dest, value, pe);           \
-  }                                                                            \
-  void shmem_##N##_wait_until(T* ivar, int cmp, T cmp_value) {                 \
-    (void)wait_ivar("shmem_" #N "_wait_until", ivar, cmp, cmp_value);          \
-  }                                                                            \
-  int shmem_##N##_test(T* ivar, int cmp, T cmp_value) {                        \
-    return test_ivar("shmem_" #N "_test", ivar, cmp, cmp_value);               \
-  }
-SHMEMI_AMO_TYPES(RHINET_SHMEM_AMO)
-
-#define RHINET_SHMEM_AMO_BIT_OP(N, T, OP, FN)                             \
-  T shmem_##N##_atomic_fetch_##OP(T* dest, T value, int pe) {             \
-    return amo_bitwise("shmem_" #N "_atomic_fetch_" #OP, dest, value, pe, \
-                       FN{});                                             \
-  }                                                                       \
-  void shmem_##N##_atomic_##OP(T* dest, T value, int pe) {                \
-    (void)amo_bitwise("shmem_" #N "_atomic_" #OP, dest, value, pe, FN{}); \
-  }
-#define RHINET_SHMEM_AMO_BITWISE(N, T)               \
-  RHINET_SHMEM_AMO_BIT_OP(N, T, and, std::bit_and<>) \
-  RHINET_SHMEM_AMO_BIT_OP(N, T, or, std::bit_or<>)   \
-  RHINET_SHMEM_AMO_BIT_OP(N, T, xor, std::bit_xor<>)
-SHMEMI_AMO_BITWISE_TYPES(RHINET_SHMEM_AMO_BITWISE)
+SHMEMI_AMO_TYPES(RHINET_SHMEM_WAIT)
 
 // ---- collectives
 // -------------------------------------------------------------------

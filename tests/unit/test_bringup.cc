@@ -45,9 +45,9 @@ TEST(BringUp, RegistersDescribeTheDevice) {
        {RHN_CAP_RAW_ETH, RHN_CAP_TAG, RHN_CAP_PIN_ON_DEMAND, RHN_CAP_TM,
         RHN_CAP_SYNC, RHN_CAP_MCAST_LIST, RHN_CAP_MCAST_SWITCH, RHN_CAP_SHARE,
         RHN_CAP_UD_MCAST, RHN_CAP_COLLECTIVE, RHN_CAP_COLL_SWITCH,
-        RHN_CAP_TRIGGER})
+        RHN_CAP_TRIGGER, RHN_CAP_ATOMIC_EXT})
     EXPECT_TRUE(caps & cap) << "missing family capability bit " << cap;
-  // Bit 22 is left for another feature; XRC (23) is the last.
+  // XRC (23) is the last.
   EXPECT_EQ(caps & ~((RHN_CAP_XRC << 1) - 1), 0u);
   const uint32_t status = d.reg32(RHN_REG_STATUS);
   EXPECT_TRUE(status & RHN_STATUS_READY);

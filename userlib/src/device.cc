@@ -78,7 +78,19 @@ static_assert(
             RHINETDV_OP_SHARE_UPDATE &&
         static_cast<std::uint32_t>(Op::fetch_add) == RHINETDV_OP_FETCH_ADD &&
         static_cast<std::uint32_t>(Op::compare_swap) == RHINETDV_OP_CMP_SWAP &&
-        static_cast<std::uint32_t>(Op::trigger_add) == RHINETDV_OP_TRIGGER_ADD,
+        static_cast<std::uint32_t>(Op::trigger_add) ==
+            RHINETDV_OP_TRIGGER_ADD &&
+        static_cast<std::uint32_t>(Op::atomic) == RHINETDV_OP_ATOMIC_EXT &&
+        static_cast<std::uint32_t>(AtomicOp::fetch_add) ==
+            RHINETDV_ATOMIC_FETCH_ADD &&
+        static_cast<std::uint32_t>(AtomicOp::compare_swap) ==
+            RHINETDV_ATOMIC_CMP_SWAP &&
+        static_cast<std::uint32_t>(AtomicOp::swap) == RHINETDV_ATOMIC_SWAP &&
+        static_cast<std::uint32_t>(AtomicOp::fetch) == RHINETDV_ATOMIC_FETCH &&
+        static_cast<std::uint32_t>(AtomicOp::fetch_and) ==
+            RHINETDV_ATOMIC_AND &&
+        static_cast<std::uint32_t>(AtomicOp::fetch_or) == RHINETDV_ATOMIC_OR &&
+        static_cast<std::uint32_t>(AtomicOp::fetch_xor) == RHINETDV_ATOMIC_XOR,
     "rhinet::Op mirrors RHINETDV_OP_*");
 static_assert(wc_success == IBV_WC_SUCCESS &&
                   wc_loc_len_err == IBV_WC_LOC_LEN_ERR &&
@@ -100,14 +112,16 @@ std::string wc_name(std::uint32_t status) {
 // Operations whose WQE has no room for a status word (their operands take
 // its bytes): every outcome comes as a CQE, the old value in results[].
 bool reports_by_cqe(Op op) {
-  return op == Op::fetch_add || op == Op::compare_swap || op == Op::trigger_add;
+  return op == Op::fetch_add || op == Op::compare_swap ||
+         op == Op::trigger_add || op == Op::atomic;
 }
 
 // What a refusal for missing rights means for this operation: the access
 // the target's area (or the key's memory region) lacks.
 std::string access_hint(Op op, Target target, std::uint32_t syndrome) {
   if (syndrome != RHINETDV_SYN_ACCESS_RIGHTS) return {};
-  const bool atomic = op == Op::fetch_add || op == Op::compare_swap;
+  const bool atomic =
+      op == Op::fetch_add || op == Op::compare_swap || op == Op::atomic;
   if (!atomic && op != Op::push && op != Op::pull) return {};
   if (target == Target::key)
     return atomic           ? " (the key's memory needs remote atomic access)"

@@ -29,6 +29,56 @@ Request Group::compare_swap(std::uint32_t rank, std::uint32_t area_id,
                      on);
 }
 
+namespace {
+
+// The names of AtomicOp, for messages.
+const char* atomic_name(AtomicOp op, bool fetch) {
+  static const char* const kFetching[] = {
+      "?",     "fetch_add", "compare_swap", "swap",
+      "fetch", "fetch_and", "fetch_or",     "fetch_xor"};
+  static const char* const kNot[] = {"?", "add",     "compare_swap", "set",
+                                     "?", "bit_and", "bit_or",       "bit_xor"};
+  const auto i = static_cast<std::uint32_t>(op);
+  return i < 8 ? (fetch ? kFetching[i] : kNot[i]) : "?";
+}
+
+// What every atomic checks before it is posted: the device's capability
+// `cap` (`what` it gives), the rank among `size`, the area ID, the word's
+// alignment. 0, or the errno with *why.
+int atomic_refusal(std::uint32_t caps, std::uint32_t cap, const char* what,
+                   std::uint32_t size, std::uint32_t rank,
+                   std::uint32_t area_id, std::uint64_t offset,
+                   std::size_t width, std::string* why) {
+  if (!(caps & cap)) {
+    *why = std::string("the device (or librhinetdv) has no ") + what;
+    return EOPNOTSUPP;
+  }
+  if (rank >= size)
+    *why = "no rank " + std::to_string(rank) + " in a group of " +
+           std::to_string(size);
+  else if (area_id > 0xffff)
+    *why = "area IDs are 0..65535";
+  else if (offset & (width - 1))
+    *why = "the word must be " + std::to_string(width) + "-byte aligned";
+  else
+    return 0;
+  return EINVAL;
+}
+
+// Both atomic calls' target: the word at (area_id, offset) of the rank
+// whose table entry is `peer`.
+template <typename Attr, typename Peer>
+void aim_at_word(Attr& a, const Peer& peer, std::uint32_t group,
+                 std::uint32_t area_id, std::uint64_t offset) {
+  a.dest_node = static_cast<std::uint16_t>(peer.node_id);
+  a.dest_endpoint = peer.endpoint_id;
+  a.group_id = group;
+  a.area_id = area_id;
+  a.offset = offset;
+}
+
+}  // namespace
+
 Request Group::post_atomic(Op op, std::uint32_t rank, std::uint32_t area_id,
                            std::uint64_t offset, std::uint64_t compare_add,
                            std::uint64_t swap, const TriggerOn& on) {
@@ -42,23 +92,15 @@ Request Group::post_atomic(Op op, std::uint32_t rank, std::uint32_t area_id,
   const auto fail = [&](int e, const std::string& why) {
     return detail::Device::failed(Error(e, dev.describe(d) + ": " + why));
   };
-  if (!(dev.attr.caps & RHINETDV_CAP_ATOMIC))
-    return fail(EOPNOTSUPP,
-                "the device (or librhinetdv) has no remote atomics "
-                "(RHINETDV_CAP_ATOMIC)");
-  if (rank >= size_)
-    return fail(EINVAL, "no rank " + std::to_string(rank) + " in a group of " +
-                            std::to_string(size_));
-  if (area_id > 0xffff) return fail(EINVAL, "area IDs are 0..65535");
-  if (offset & 7) return fail(EINVAL, "the word must be 8-byte aligned");
+  std::string why;
+  if (const int e = atomic_refusal(dev.attr.caps, RHINETDV_CAP_ATOMIC,
+                                   "remote atomics (RHINETDV_CAP_ATOMIC)",
+                                   size_, rank, area_id, offset, 8, &why))
+    return fail(e, why);
   rhinetdv_atomic_attr a{};
   a.op = op == Op::fetch_add ? RHINETDV_ATOMIC_FETCH_ADD
                              : RHINETDV_ATOMIC_CMP_SWAP;
-  a.dest_node = static_cast<std::uint16_t>(table_[rank].node_id);
-  a.dest_endpoint = table_[rank].endpoint_id;
-  a.group_id = group_;
-  a.area_id = area_id;
-  a.offset = offset;
+  aim_at_word(a, table_[rank], group_, area_id, offset);
   a.compare_add = compare_add;
   a.swap = swap;
   return detail::post_triggered(dev, on, d, fail, "rhinetdv_atomic",
@@ -68,6 +110,57 @@ Request Group::post_atomic(Op op, std::uint32_t rank, std::uint32_t area_id,
                                   a.result_lkey = dev.words_mr->lkey;
                                   return rhinetdv_atomic(dev.ep, &a, sizeof(a));
                                 });
+}
+
+Request Group::atomic(std::uint32_t rank, std::uint32_t area_id,
+                      std::uint64_t offset, AtomicOp op, std::size_t width,
+                      std::uint64_t operand, std::uint64_t desired, bool fetch,
+                      const TriggerOn& on) {
+  detail::Device& dev = *dev_;
+  detail::Device::Slot d;
+  d.op = Op::atomic;
+  d.rank = rank;
+  d.area_or_rkey = area_id;
+  d.offset_or_addr = offset;
+  d.length = static_cast<std::uint32_t>(width);
+  const std::string name = atomic_name(op, fetch);
+  const auto fail = [&](int e, const std::string& why) {
+    return detail::Device::failed(
+        Error(e, name + " (" + std::to_string(width * 8) + "-bit) " +
+                     dev.describe(d) + ": " + why));
+  };
+  const auto code = static_cast<std::uint32_t>(op);
+  if (code < 1 || code > 7) return fail(EINVAL, "no such atomic operation");
+  if (width != 4 && width != 8)
+    return fail(EINVAL, "atomics work on 4- or 8-byte words, not " +
+                            std::to_string(width));
+  if (op != AtomicOp::compare_swap && desired)
+    return fail(EINVAL, "only compare_swap takes a desired value");
+  if (op == AtomicOp::fetch && !fetch)
+    return fail(EINVAL, "a fetch that does not fetch");
+  std::string why;
+  if (const int e = atomic_refusal(
+          dev.attr.caps, RHINETDV_CAP_ATOMIC_EXT,
+          "swap, fetch, and/or/xor, 32-bit or non-fetching atomics "
+          "(RHINETDV_CAP_ATOMIC_EXT)",
+          size_, rank, area_id, offset, width, &why))
+    return fail(e, why);
+  rhinetdv_atomic_ext_attr a{};
+  a.op = code;
+  a.flags = (width == 4 ? RHINETDV_ATOMIC_32 : 0) |
+            (fetch ? 0 : RHINETDV_ATOMIC_NO_FETCH);
+  aim_at_word(a, table_[rank], group_, area_id, offset);
+  a.operand = operand;
+  a.swap = desired;
+  return detail::post_triggered(
+      dev, on, d, fail, "rhinetdv_atomic_ext", [&](std::uint32_t s) {
+        // A 4-byte value fills the low half.
+        dev.results[s] = 0;
+        a.wr_id = s;
+        a.result = fetch ? &dev.results[s] : nullptr;
+        a.result_lkey = dev.words_mr->lkey;
+        return rhinetdv_atomic_ext(dev.ep, &a, sizeof(a));
+      });
 }
 
 // ---- locks and barriers -----------------------------------------------------

@@ -15,8 +15,8 @@ void finish_value_answer(Impl& m, uint32_t qpn, Inflight& e, const Packet& pkt,
                          uint8_t wop);
 inline constexpr OpClaims kAtomicClaims{
     .family = &kAtomicFamily,
-    .wqe_ops = {RHN_OP_FETCH_ADD, RHN_OP_CMP_SWAP},
-    .requests = {RHN_WOP_FETCH_ADD, RHN_WOP_CMP_SWAP},
+    .wqe_ops = {RHN_OP_FETCH_ADD, RHN_OP_CMP_SWAP, RHN_OP_ATOMIC_EXT},
+    .requests = {RHN_WOP_FETCH_ADD, RHN_WOP_CMP_SWAP, RHN_WOP_ATOMIC_EXT},
     .answers = {RHN_WOP_ATOMIC_RESP},
 };
 

@@ -56,10 +56,12 @@ enum rhn_op_flag {
 	 * key, no GRH; its operands are in the WQE's operand area.
 	 */
 	RHN_OPF_NO_DATA = 1u << 5,
-	/* Atomic: one 8-byte SGE receives the original value; the operand
-	 * area holds the operands (no status word). The decoder takes at
-	 * most one such SGE; FETCH_ADD and CMP_SWAP require it (their
-	 * family's check), TRIGGER_ADD may go without.
+	/* Atomic: one SGE of the word's width (rhn_atomic_result_len:
+	 * 8 bytes, 4 for a 32-bit ATOMIC_EXT) receives the original value;
+	 * the operand area holds the operands (no status word). The decoder
+	 * takes at most one such SGE; FETCH_ADD, CMP_SWAP and a fetching
+	 * ATOMIC_EXT require it (their family's check), a non-fetching
+	 * ATOMIC_EXT refuses it, TRIGGER_ADD may go without.
 	 */
 	RHN_OPF_ATOMIC = 1u << 6,
 	/* Posted to a receive queue, never a send WQE (the transfer modes of
@@ -149,6 +151,11 @@ enum rhn_test_family_echo {
 	  RHN_CQE_OP_CMP_SWAP, 16, "compare_swap",                         \
 	  RHN_OPF_ANSWERED | RHN_OPF_READ_CTX | RHN_OPF_ATOMIC,            \
 	  RHN_XFER_BASIC_ONLY, RHN_OPT_DATA_EXT, RHN_CAP_ATOMIC)           \
+	/* the operation and width in imm_data: not an immediate */        \
+	X(RHN_OP_ATOMIC_EXT, "atomic_ext", RHN_WOP_ATOMIC_EXT,             \
+	  RHN_CQE_OP_ATOMIC_EXT, 19, "atomic_ext",                         \
+	  RHN_OPF_ANSWERED | RHN_OPF_READ_CTX | RHN_OPF_ATOMIC,            \
+	  RHN_XFER_BASIC_ONLY, RHN_OPT_DATA_EXT, RHN_CAP_ATOMIC_EXT)       \
 	X(RHN_OP_BIND_MW, "bind_mw", 0, RHN_CQE_OP_BIND_MW, 0, "",         \
 	  RHN_OPF_NO_DATA, RHN_XFER_BASIC_ONLY, 0, 0)                      \
 	X(RHN_OP_LOCAL_INV, "local_inv", 0, RHN_CQE_OP_LOCAL_INV, 0, "",   \

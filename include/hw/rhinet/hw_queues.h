@@ -64,6 +64,12 @@ enum rhn_wqe_opcode {
 	 * remote_addr = iova, imm_data = rights); no data.
 	 */
 	RHN_OP_REG_MR = 0x0b,
+	/* The extended atomic family (RHN_CAP_ATOMIC_EXT): the operation and
+	 * its width in imm_data (enum rhn_atomic_op | RHN_AOP_F_*), operands
+	 * in u.atomic as for FETCH_ADD/CMP_SWAP, one SGE of the word's width
+	 * for the original value (none with RHN_AOP_F_NO_FETCH).
+	 */
+	RHN_OP_ATOMIC_EXT = 0x0c,
 	/* Reserved for the capabilities built on top (PRODUCT.md). */
 	RHN_OP_RAW_ETH = 0x10, /* Ethernet frame for the net_device */
 	/* Key-matched send (tag matching), endpoints only: dst_node/dst_qpn,
@@ -300,6 +306,55 @@ struct rhn_sge {
 RHN_ASSERT_SIZE(struct rhn_sge, 16);
 
 /*
+ * RHN_OP_ATOMIC_EXT's operation, in the WQE's imm_data (and the wire
+ * request's). The target word is 8 bytes, or 4 with RHN_AOP_F_32, and
+ * must be aligned to its width (RHN_SYN_ALIGNMENT otherwise). Operand
+ * u.atomic.compare_add is the addend, the new value (SWAP), the mask
+ * (AND/OR/XOR) or the value compared (CMP_SWAP, whose new value is
+ * u.atomic.swap); a 32-bit operation uses their low 32 bits. The original
+ * value comes back into the one SGE, which is exactly the word's width;
+ * with RHN_AOP_F_NO_FETCH nothing comes back and the WQE has no SGE (a
+ * SET is a SWAP with RHN_AOP_F_NO_FETCH; a FETCH cannot take it).
+ */
+enum rhn_atomic_op {
+	RHN_AOP_ADD = 0,
+	RHN_AOP_CMP_SWAP = 1,
+	RHN_AOP_SWAP = 2,
+	RHN_AOP_FETCH = 3, /* atomic read: the word is left as it is */
+	RHN_AOP_AND = 4,
+	RHN_AOP_OR = 5,
+	RHN_AOP_XOR = 6,
+	RHN_AOP_COUNT
+};
+#define RHN_AOP_OP_MASK 0xfu
+#define RHN_AOP_F_32 (1u << 8) /* a 4-byte word */
+#define RHN_AOP_F_NO_FETCH (1u << 9) /* the original value is not wanted */
+#define RHN_AOP_KNOWN_BITS (RHN_AOP_OP_MASK | RHN_AOP_F_32 | RHN_AOP_F_NO_FETCH)
+
+/* Is `aop` (RHN_OP_ATOMIC_EXT's imm_data) an operation a NIC carries out? */
+static inline int rhn_aop_valid(__u32 aop)
+{
+	return !(aop & ~RHN_AOP_KNOWN_BITS) &&
+	       (aop & RHN_AOP_OP_MASK) < RHN_AOP_COUNT &&
+	       aop != (RHN_AOP_FETCH | RHN_AOP_F_NO_FETCH) &&
+	       aop != (RHN_AOP_FETCH | RHN_AOP_F_32 | RHN_AOP_F_NO_FETCH);
+}
+
+/* The width in bytes of the word an atomic WQE works on. */
+static inline unsigned int rhn_atomic_width(unsigned int opcode, __u32 imm)
+{
+	return opcode == RHN_OP_ATOMIC_EXT && (imm & RHN_AOP_F_32) ? 4 : 8;
+}
+
+/* The bytes of original value an atomic WQE's SGE takes (0: none). */
+static inline unsigned int rhn_atomic_result_len(unsigned int opcode, __u32 imm)
+{
+	if (opcode == RHN_OP_ATOMIC_EXT && (imm & RHN_AOP_F_NO_FETCH))
+		return 0;
+	return rhn_atomic_width(opcode, imm);
+}
+
+/*
  * Base slot of a send WQE. The operand area at offset 32 is interpreted by
  * opcode: status word reference (any opcode with RHN_WQE_F_STATUS_WORD),
  * or atomic operands (atomics report through the CQE only). The last 16
@@ -362,7 +417,7 @@ struct rhn_send_wqe {
 		} reg;
 	} u;
 	union {
-		struct rhn_sge sge; /* first SGE (atomics: 8-byte result) */
+		struct rhn_sge sge; /* first SGE (atomics: the result) */
 		__u8 inline_data[RHN_WQE_BASE_INLINE];
 	} d;
 };
@@ -849,6 +904,7 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_SHARE_UPDATE = 23,
 	RHN_CQE_OP_COLLECTIVE = 24,
 	RHN_CQE_OP_TRIGGER_ADD = 25,
+	RHN_CQE_OP_ATOMIC_EXT = 26, /* byte_len: the original value's bytes */
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
@@ -987,7 +1043,7 @@ enum rhn_syndrome {
 	RHN_SYN_DMA = 11, /* host bus error */
 	RHN_SYN_RETRY_EXCEEDED = 12, /* peer node unreachable */
 	RHN_SYN_BAD_QKEY = 13,
-	RHN_SYN_ALIGNMENT = 14, /* atomics need 8-byte alignment */
+	RHN_SYN_ALIGNMENT = 14, /* an atomic's word not aligned to its width */
 	RHN_SYN_BUSY = 15, /* responder resources full, retried */
 	RHN_SYN_FLUSHED = 16,
 	RHN_SYN_BAD_WINDOW = 17, /* bind or invalidate of a window refused */

@@ -89,6 +89,8 @@ enum rhn_cap {
 		1u << 20, /* RQ posts need a kick only when the record asks */
 	RHN_CAP_SQ_DOORBELL_ON_REQUEST =
 		1u << 21, /* SQ posts need a kick only when the record asks */
+	RHN_CAP_ATOMIC_EXT = 1u
+			     << 22, /* swap, fetch, and/or/xor; 4 or 8 bytes */
 	RHN_CAP_XRC = 1u << 23,
 };
 

@@ -285,7 +285,7 @@ enum rhn_wire_op {
 	RHN_WOP_SHARE_UPDATE = 15,
 	/* Responses, responder -> requester */
 	RHN_WOP_READ_RESP = 16,
-	RHN_WOP_ATOMIC_RESP = 17, /* payload: 8-byte original value */
+	RHN_WOP_ATOMIC_RESP = 17, /* payload: the original value (or none) */
 	RHN_WOP_NAK = 18, /* syndrome says why; RHN_SYN_RNR: retry later */
 	/* The receiving NIC's answer to an RHN_WOP_TAG: imm_data = enum
 	 * rhn_tag_answer; a CTS carries the receive handle in rkey and the
@@ -338,6 +338,13 @@ enum rhn_wire_op {
 	 */
 	RHN_WOP_TRIGGER_ADD = 28,
 	RHN_WOP_TRIGGER_RESP = 29,
+	/* An extended atomic (RHN_OP_ATOMIC_EXT): addressed and with the
+	 * payload of RHN_WOP_FETCH_ADD (compare_add, swap), imm_data = the
+	 * WQE's enum rhn_atomic_op | RHN_AOP_F_*. Answered by
+	 * RHN_WOP_ATOMIC_RESP carrying the original value in the word's width
+	 * (4 or 8 bytes), or no payload with RHN_AOP_F_NO_FETCH.
+	 */
+	RHN_WOP_ATOMIC_EXT = 30,
 	/* A UD SEND to a multicast group (dst_node in the UD sub-range) is an
 	 * RHN_WOP_SEND with dst_qpn RHN_WIRE_QPN_MASK, sent outside the node
 	 * channels: seq, session and the ack fields are 0, no ACK, no resend.

@@ -51,6 +51,7 @@ static const struct rhn_regmap_field rhn_regmap_fields_caps[] = {
 	{"TRIGGER", 19, 1},
 	{"RQ_RECORD_READ", 20, 1},
 	{"SQ_DOORBELL_ON_REQUEST", 21, 1},
+	{"ATOMIC_EXT", 22, 1},
 	{"XRC", 23, 1},
 };
 

@@ -1,7 +1,8 @@
 /* 64-bit AMOs from every PE on one counter at PE 0 and on every PE's
  * words: fetch_inc/inc/fetch_add/add sum exactly, fetch_inc's values are
  * all different, compare_swap elects one winner, swap/set/fetch, and the
- * bitwise ones. */
+ * bitwise ones. Then the same on 32-bit words (int, uint32, int32, float)
+ * packed two to a 64-bit word, each word's neighbour checked untouched. */
 #include <shmem.h>
 #include <stdint.h>
 #include <string.h>
@@ -87,6 +88,59 @@ int main(void) {
   CHECK(shmem_uint64_atomic_fetch(bits, 0) == (n % 2 ? UINT64_C(1) << 63 : 0),
         "and/xor: %llx",
         (unsigned long long)shmem_uint64_atomic_fetch(bits, 0));
+  /* 32-bit: int counter and its neighbour, in one 8-byte block. */
+  int* ints = shmem_calloc(2, sizeof(int));
+  uint32_t* u32 = shmem_calloc(4, sizeof(uint32_t));
+  int32_t* i32 = shmem_calloc(2, sizeof(int32_t));
+  float* fl = shmem_calloc(2, sizeof(float));
+  CHECK(ints && u32 && i32 && fl && ticket && all, "allocation (32-bit)");
+  if (me == 0) {
+    ints[1] = 0x5a5a5a5a;
+    u32[1] = 0xffffffffu; /* fetch_and clears bits of it */
+    u32[3] = 0x6b6b6b6bu;
+  }
+  shmem_barrier_all();
+  int iv_last = -1;
+  for (int i = 0; i < kIters; i++) {
+    int v = shmem_int_atomic_fetch_inc(ints, 0);
+    CHECK(v > iv_last && v < n * kIters * 3, "int fetch_inc %d after %d", v,
+          iv_last);
+    iv_last = v;
+    shmem_int_atomic_add(ints, 2, 0);
+  }
+  /* each PE's bit: or, and-clear, xor; a uint32 swap; an int32 cswap */
+  uint32_t o = shmem_uint32_atomic_fetch_or(u32 + 2, 1u << me, 0);
+  CHECK(!(o & (1u << me)), "uint32 fetch_or: my bit was set");
+  shmem_uint32_atomic_and(u32 + 1, ~(1u << me), 0);
+  uint32_t x = shmem_uint32_atomic_fetch_xor(u32 + 0, 1u << me, 0);
+  CHECK(!(x & (1u << me)), "uint32 fetch_xor: my bit was set");
+  uint32_t sw = shmem_uint32_atomic_swap(u32 + 3, (uint32_t)me + 1, 0);
+  CHECK(sw == 0x6b6b6b6bu || (sw >= 1 && sw <= (uint32_t)n),
+        "uint32 swap returned %x", sw);
+  int32_t won = shmem_int32_atomic_compare_swap(i32, 0, -(me + 1), 0);
+  CHECK(won == 0 || (won < 0 && won >= -n), "int32 compare_swap: %d", won);
+  shmem_float_atomic_set(fl + (me % 2), 1.5f + (float)me, right);
+  shmem_barrier_all();
+  if (me == 0) {
+    CHECK(shmem_int_atomic_fetch(ints, 0) == n * kIters * 3, "int counter %d",
+          shmem_int_atomic_fetch(ints, 0));
+    CHECK(ints[1] == 0x5a5a5a5a, "int counter's neighbour %x", ints[1]);
+    const uint32_t mask = n >= 32 ? 0xffffffffu : (1u << n) - 1;
+    CHECK(u32[0] == mask, "uint32 xor word %x", u32[0]);
+    CHECK(u32[1] == ~mask, "uint32 and word %x", u32[1]);
+    CHECK(u32[2] == mask, "uint32 or word %x", u32[2]);
+    CHECK(u32[3] >= 1 && u32[3] <= (uint32_t)n, "uint32 swap word %x", u32[3]);
+    CHECK(i32[0] < 0 && i32[0] >= -n && i32[1] == 0,
+          "int32 compare_swap words %d %d", i32[0], i32[1]);
+  }
+  /* the float my left neighbour set; int32 fetch of a negative value */
+  CHECK(shmem_float_atomic_fetch(fl + (left % 2), me) == 1.5f + (float)left,
+        "float set/fetch: %g", (double)fl[left % 2]);
+  CHECK(shmem_int32_atomic_fetch(i32, 0) < 0, "int32 fetch sign");
+  uint32_t got = 0;
+  shmem_uint32_atomic_fetch_nbi(&got, u32 + 2, 0);
+  shmem_quiet();
+  CHECK(got != 0, "uint32 fetch_nbi read 0");
   /* Extended type: double swap. */
   shmem_barrier_all();
   if (me == 0) shmem_double_atomic_set(dword, 2.5, right);

@@ -12,7 +12,9 @@ int main(int argc, char** argv) {
   shmem_init();
   heap = shmem_calloc(2, sizeof(long));
   shmem_barrier_all();
-  if (!strcmp(what, "int-amo")) shmem_int_atomic_inc((int*)heap, 0);
+  /* a 32-bit AMO on a word that is not 4-byte aligned */
+  if (!strcmp(what, "int-amo"))
+    shmem_int_atomic_inc((int*)((char*)heap + 2), 0);
   if (!strcmp(what, "global")) shmem_long_p(&global_var, 1, 0);
   if (!strcmp(what, "pe")) shmem_long_p(heap, 1, shmem_n_pes());
   if (!strcmp(what, "team")) {

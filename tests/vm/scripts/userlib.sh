@@ -33,6 +33,9 @@
 # every other rank sends 200 messages into rank 0's Inbox of 4 slots at once
 # (counters wrapping), every message checked once and in order, no RNR retry
 # on any node; run with one and with two ranks per node.
+# atomics is the whole atomic family (swap, fetch, set, and/or/xor, 32-bit,
+# non-fetching) from every rank at once on rank 0's words, every word
+# exact and the refusals checked; with one and with two ranks per node.
 # collectives is allreduce, reduce, bcast and barrier executed by the NICs
 # (every op and type, 8 B to 1 MiB, a nonblocking one overlapped with
 # work, ranks that disagree, a communicator of the even ranks), every
@@ -56,7 +59,7 @@ run() { # NAME rhinet-run arguments...
 	t0=$(now)
 	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
 		echo "userlib: $name passed in $(elapsed "$t0") s"
-		grep -E "ok|rank|^transfer_modes:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:|^inbox_incast:|^collectives:" \
+		grep -E "ok|rank|^transfer_modes:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:|^inbox_incast:|^collectives:|^atomics:" \
 			/tmp/run.log | head -40
 	else
 		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
@@ -85,6 +88,9 @@ run "inbox_incast, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_inbox_incast 200 4
 run "inbox_incast, 2 ranks per node" -n $((2 * NODES)) --per-node 2 \
 	--hosts "$hosts" rhinet_inbox_incast 100 4
+run "atomics, $NODES ranks" -n "$NODES" --hosts "$hosts" rhinet_atomics 100
+run "atomics, 2 ranks per node" -n $((2 * NODES)) --per-node 2 \
+	--hosts "$hosts" rhinet_atomics 50
 run "collectives, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_collectives
 run "collectives, 2 ranks per node" -n $((2 * NODES)) --per-node 2 \

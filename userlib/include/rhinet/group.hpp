@@ -14,11 +14,13 @@
 #define RHINET_GROUP_HPP
 
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
+#include <type_traits>
 
 #include "rhinet/area.hpp"
 #include "rhinet/bootstrap.hpp"
@@ -50,6 +52,10 @@ struct BarrierOptions {
   // participant of a round must give the same count.
   std::uint32_t count = 0;
 };
+
+// The words Group's atomics work on: 4- or 8-byte integers.
+template <typename T>
+concept AtomicWord = std::integral<T> &&(sizeof(T) == 4 || sizeof(T) == 8);
 
 class Group {
  public:
@@ -220,6 +226,102 @@ class Group {
   Request compare_swap(std::uint32_t rank, std::uint32_t area_id,
                        std::uint64_t offset, std::uint64_t expected,
                        std::uint64_t desired, const TriggerOn& on = {});
+  // 32-bit forms: fetch_add<std::uint32_t>(...), compare_swap<std::int32_t>
+  // (...) on a 4-byte aligned word (the type names the width; it is never
+  // deduced, so an untyped fetch_add stays the 64-bit one).
+  template <AtomicWord T>
+  Request fetch_add(std::uint32_t rank, std::uint32_t area_id,
+                    std::uint64_t offset, std::type_identity_t<T> add) {
+    return atomic(rank, area_id, offset, AtomicOp::fetch_add, sizeof(T),
+                  bits(add));
+  }
+  template <AtomicWord T>
+  Request compare_swap(std::uint32_t rank, std::uint32_t area_id,
+                       std::uint64_t offset, std::type_identity_t<T> expected,
+                       std::type_identity_t<T> desired) {
+    return atomic(rank, area_id, offset, AtomicOp::compare_swap, sizeof(T),
+                  bits(expected), bits(desired));
+  }
+  // The whole atomic family on the aligned word of `width` bytes (4 or 8)
+  // at (rank, area_id, offset): `operand` is the addend, the new value
+  // (swap), the mask (fetch_and/or/xor) or the value compared
+  // (compare_swap, which stores `desired`); a 4-byte operation uses their
+  // low 32 bits. With fetch (the default) Request::value() is the word
+  // before the operation, zero-extended; without, nothing comes back (the
+  // answer is cheaper) and value() is 0. Atomics on one word from any
+  // ranks are serialized by its NIC and each runs once; they are not
+  // atomic against the target's CPU, and a push to the word is not an
+  // atomic (Documentation/hardware/queues.md, "Atomics"). EINVAL: width
+  // not 4 or 8, offset not aligned to it, `desired` for another operation
+  // than compare_swap, fetch without fetching; EOPNOTSUPP: no
+  // RHINETDV_CAP_ATOMIC_EXT; the target NIC's refusals as for fetch_add.
+  Request atomic(std::uint32_t rank, std::uint32_t area_id,
+                 std::uint64_t offset, AtomicOp op, std::size_t width,
+                 std::uint64_t operand, std::uint64_t desired = 0,
+                 bool fetch = true, const TriggerOn& on = {});
+  // Named forms; T (default std::uint64_t) is the word's type and width:
+  // g.swap(r, a, o, v) on 8 bytes, g.swap<std::uint32_t>(r, a, o, v) on 4.
+  // swap, fetch, fetch_and/or/xor: value() is the old word. set, add,
+  // bit_and/or/xor: no value comes back (non-fetching).
+  template <AtomicWord T = std::uint64_t>
+  Request swap(std::uint32_t rank, std::uint32_t area_id, std::uint64_t offset,
+               std::type_identity_t<T> value) {
+    return atomic(rank, area_id, offset, AtomicOp::swap, sizeof(T),
+                  bits(value));
+  }
+  template <AtomicWord T = std::uint64_t>
+  Request fetch(std::uint32_t rank, std::uint32_t area_id,
+                std::uint64_t offset) {
+    return atomic(rank, area_id, offset, AtomicOp::fetch, sizeof(T), 0);
+  }
+  template <AtomicWord T = std::uint64_t>
+  Request set(std::uint32_t rank, std::uint32_t area_id, std::uint64_t offset,
+              std::type_identity_t<T> value) {
+    return atomic(rank, area_id, offset, AtomicOp::swap, sizeof(T), bits(value),
+                  0, false);
+  }
+  template <AtomicWord T = std::uint64_t>
+  Request add(std::uint32_t rank, std::uint32_t area_id, std::uint64_t offset,
+              std::type_identity_t<T> value) {
+    return atomic(rank, area_id, offset, AtomicOp::fetch_add, sizeof(T),
+                  bits(value), 0, false);
+  }
+  template <AtomicWord T = std::uint64_t>
+  Request fetch_and(std::uint32_t rank, std::uint32_t area_id,
+                    std::uint64_t offset, std::type_identity_t<T> mask) {
+    return atomic(rank, area_id, offset, AtomicOp::fetch_and, sizeof(T),
+                  bits(mask));
+  }
+  template <AtomicWord T = std::uint64_t>
+  Request fetch_or(std::uint32_t rank, std::uint32_t area_id,
+                   std::uint64_t offset, std::type_identity_t<T> mask) {
+    return atomic(rank, area_id, offset, AtomicOp::fetch_or, sizeof(T),
+                  bits(mask));
+  }
+  template <AtomicWord T = std::uint64_t>
+  Request fetch_xor(std::uint32_t rank, std::uint32_t area_id,
+                    std::uint64_t offset, std::type_identity_t<T> mask) {
+    return atomic(rank, area_id, offset, AtomicOp::fetch_xor, sizeof(T),
+                  bits(mask));
+  }
+  template <AtomicWord T = std::uint64_t>
+  Request bit_and(std::uint32_t rank, std::uint32_t area_id,
+                  std::uint64_t offset, std::type_identity_t<T> mask) {
+    return atomic(rank, area_id, offset, AtomicOp::fetch_and, sizeof(T),
+                  bits(mask), 0, false);
+  }
+  template <AtomicWord T = std::uint64_t>
+  Request bit_or(std::uint32_t rank, std::uint32_t area_id,
+                 std::uint64_t offset, std::type_identity_t<T> mask) {
+    return atomic(rank, area_id, offset, AtomicOp::fetch_or, sizeof(T),
+                  bits(mask), 0, false);
+  }
+  template <AtomicWord T = std::uint64_t>
+  Request bit_xor(std::uint32_t rank, std::uint32_t area_id,
+                  std::uint64_t offset, std::type_identity_t<T> mask) {
+    return atomic(rank, area_id, offset, AtomicOp::fetch_xor, sizeof(T),
+                  bits(mask), 0, false);
+  }
   // By virtual address and rkey in `rank`'s memory (the other way to name
   // the target; the key is the protection, the group is not checked).
   // No signal.
@@ -516,6 +618,12 @@ class Group {
                      std::uint16_t switch_group, std::uint32_t area_id,
                      std::uint64_t offset, std::span<const std::byte> src,
                      const XferOptions& options);
+  // A word's bits as the NIC takes them (a signed value not sign-extended
+  // past its width).
+  template <AtomicWord T>
+  static std::uint64_t bits(T v) {
+    return static_cast<std::make_unsigned_t<T>>(v);
+  }
   Request post_atomic(Op op, std::uint32_t rank, std::uint32_t area_id,
                       std::uint64_t offset, std::uint64_t compare_add,
                       std::uint64_t swap, const TriggerOn& on);

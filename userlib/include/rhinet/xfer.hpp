@@ -39,6 +39,18 @@ enum class Op : std::uint32_t {
   compare_swap = 16,
   collective = 17,   // allreduce, reduce, bcast, barrier (rhinet::Communicator)
   trigger_add = 18,  // an add to a peer's trigger counter (Group::trigger_add)
+  atomic = 19,       // the whole atomic family, 4 or 8 bytes (Group::atomic)
+};
+
+// The operations of Group::atomic (values of RHINETDV_ATOMIC_*).
+enum class AtomicOp : std::uint32_t {
+  fetch_add = 1,     // word += operand
+  compare_swap = 2,  // word = desired if word == operand
+  swap = 3,          // word = operand (without fetch: a set)
+  fetch = 4,         // the word is only read
+  fetch_and = 5,     // word &= operand
+  fetch_or = 6,      // word |= operand
+  fetch_xor = 7,     // word ^= operand
 };
 
 // The partial-transfer modes (values of RHINETDV_MODE_*). Each side picks

@@ -235,6 +235,7 @@ TEST(EchoRegistry, EachOpcodeHasItsFamily) {
       {RHN_OP_READ, "rdma"},
       {RHN_OP_FETCH_ADD, "atomic"},
       {RHN_OP_CMP_SWAP, "atomic"},
+      {RHN_OP_ATOMIC_EXT, "atomic"},
       {RHN_OP_BIND_MW, "window"},
       {RHN_OP_LOCAL_INV, "window"},
       {RHN_OP_REG_MR, "window"},
@@ -256,19 +257,32 @@ TEST(EchoRegistry, EachOpcodeHasItsFamily) {
       {RHN_OP_TRIGGER_ADD, "trigger"},
       {RHN_OP_ECHO, "echo"}};
   const std::map<uint8_t, std::string> wires = {
-      {RHN_WOP_SEND, "send"},           {RHN_WOP_WRITE, "rdma"},
-      {RHN_WOP_READ_REQ, "rdma"},       {RHN_WOP_READ_RESP, "rdma"},
-      {RHN_WOP_FETCH_ADD, "atomic"},    {RHN_WOP_CMP_SWAP, "atomic"},
-      {RHN_WOP_ATOMIC_RESP, "atomic"},  {RHN_WOP_TAG, "tag"},
-      {RHN_WOP_TAG_DATA, "tag"},        {RHN_WOP_TAG_RESP, "tag"},
-      {RHN_WOP_PD_REQ, "pindown"},      {RHN_WOP_PD_RELEASE, "pindown"},
-      {RHN_WOP_PD_REPLY, "pindown"},    {RHN_WOP_TM_DATA, "tm"},
-      {RHN_WOP_LOCK, "sync"},           {RHN_WOP_UNLOCK, "sync"},
-      {RHN_WOP_BARRIER, "sync"},        {RHN_WOP_SYNC_RESP, "sync"},
-      {RHN_WOP_SHARE_REQ, "share"},     {RHN_WOP_SHARE_UPDATE, "share"},
-      {RHN_WOP_SHARE_DATA, "share"},    {RHN_WOP_ECHO, "echo"},
-      {RHN_WOP_ECHO_RESP, "echo"},      {RHN_WOP_TRIGGER_ADD, "trigger"},
-      {RHN_WOP_TRIGGER_RESP, "trigger"}};
+      {RHN_WOP_SEND, "send"},
+      {RHN_WOP_WRITE, "rdma"},
+      {RHN_WOP_READ_REQ, "rdma"},
+      {RHN_WOP_READ_RESP, "rdma"},
+      {RHN_WOP_FETCH_ADD, "atomic"},
+      {RHN_WOP_CMP_SWAP, "atomic"},
+      {RHN_WOP_ATOMIC_RESP, "atomic"},
+      {RHN_WOP_TAG, "tag"},
+      {RHN_WOP_TAG_DATA, "tag"},
+      {RHN_WOP_TAG_RESP, "tag"},
+      {RHN_WOP_PD_REQ, "pindown"},
+      {RHN_WOP_PD_RELEASE, "pindown"},
+      {RHN_WOP_PD_REPLY, "pindown"},
+      {RHN_WOP_TM_DATA, "tm"},
+      {RHN_WOP_LOCK, "sync"},
+      {RHN_WOP_UNLOCK, "sync"},
+      {RHN_WOP_BARRIER, "sync"},
+      {RHN_WOP_SYNC_RESP, "sync"},
+      {RHN_WOP_SHARE_REQ, "share"},
+      {RHN_WOP_SHARE_UPDATE, "share"},
+      {RHN_WOP_SHARE_DATA, "share"},
+      {RHN_WOP_ECHO, "echo"},
+      {RHN_WOP_ECHO_RESP, "echo"},
+      {RHN_WOP_TRIGGER_ADD, "trigger"},
+      {RHN_WOP_TRIGGER_RESP, "trigger"},
+      {RHN_WOP_ATOMIC_EXT, "atomic"}};
   for (uint32_t op = 0; op < 256; op++) {
     const fw::OpFamily* f = op_info(uint8_t(op)).family;
     const auto it = ops.find(uint8_t(op));
@@ -281,12 +295,13 @@ TEST(EchoRegistry, EachOpcodeHasItsFamily) {
     EXPECT_EQ(f ? std::string(f->name) : "",
               it == wires.end() ? "" : it->second)
         << "wire opcode " << w;
-    // Requests are numbered below the first answer, but for echo's and
-    // the remote trigger add's; a number no family claims is refused as a
-    // request, but for the NAK.
+    // Requests are numbered below the first answer, but for echo's, the
+    // remote trigger add's and the extended atomic's; a number no family
+    // claims is refused as a request, but for the NAK.
     EXPECT_EQ(wire_is_request(uint8_t(w)),
               w == RHN_WOP_ECHO || w == RHN_WOP_TRIGGER_ADD ||
-                  w < RHN_WOP_READ_RESP || (!f && w != RHN_WOP_NAK))
+                  w == RHN_WOP_ATOMIC_EXT || w < RHN_WOP_READ_RESP ||
+                  (!f && w != RHN_WOP_NAK))
         << "wire opcode " << w;
   }
 }

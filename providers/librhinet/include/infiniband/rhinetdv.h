@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.18;
+ * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.19;
  * rhinetdv 1.4 added no function, only fields: the partial-transfer modes
  * of isend and irecv, which a library has when it reports
  * RHINETDV_CAP_TAG_XFER; RHINETDV_1.5 adds sequential multicast, locks and
@@ -10,7 +10,8 @@
  * remote atomics on endpoints; RHINETDV_1.10 collectives executed by the
  * NICs; RHINETDV_1.11 the administrator's process group grants;
  * RHINETDV_1.12 queues in another device's memory; RHINETDV_1.13 trigger
- * counters and triggered work requests). What
+ * counters and triggered work requests; RHINETDV_1.19 the whole atomic
+ * family: swap, fetch, and/or/xor, 32-bit words, no fetch). What
  * ibverbs has no words for: the reliable connectionless endpoint (one per
  * process; it reaches every (node, endpoint) of the fabric), communication
  * areas registered under a group-wide area ID, PUSH and PULL addressed as
@@ -34,7 +35,8 @@
  * rhinetdv_reg_area_ex(3), rhinetdv_wait_signal(3), rhinetdv_twin_handle(3),
  * rhinetdv_isend(3), rhinetdv_pd_req(3), rhinetdv_mcast_list(3),
  * rhinetdv_mcast_switch(3), rhinetdv_set_mcast_group(3), rhinetdv_lock(3),
- * rhinetdv_subscribe(3), rhinetdv_atomic(3), rhinetdv_collective(3),
+ * rhinetdv_subscribe(3), rhinetdv_atomic(3), rhinetdv_atomic_ext(3),
+ * rhinetdv_collective(3),
  * rhinetdv_grant_group(3), rhinetdv_create_trigger(3),
  * rhinetdv_wr_set_trigger(3), rhinet-group(8).
  */
@@ -117,6 +119,10 @@ enum rhinetdv_device_caps {
 	 * rhinetdv_wr_set_trigger, rhinetdv_set_trigger (RHINETDV_1.13)
 	 */
 	RHINETDV_CAP_TRIGGER = 1 << 16,
+	/* swap, fetch, and/or/xor, 32-bit words and non-fetching atomics:
+	 * rhinetdv_atomic_ext (RHINETDV_1.19)
+	 */
+	RHINETDV_CAP_ATOMIC_EXT = 1 << 17,
 };
 
 struct rhinetdv_device_attr {
@@ -603,6 +609,7 @@ enum rhinetdv_opcode {
 	RHINETDV_OP_CMP_SWAP = 16, /* rhinetdv_atomic (1.9) */
 	RHINETDV_OP_COLLECTIVE = 17, /* rhinetdv_collective (1.10) */
 	RHINETDV_OP_TRIGGER_ADD = 18, /* rhinetdv_trigger_add_remote (1.17) */
+	RHINETDV_OP_ATOMIC_EXT = 19, /* rhinetdv_atomic_ext (1.19) */
 };
 
 /* Why an operation failed (values of the NIC's syndromes). */

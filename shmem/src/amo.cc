@@ -1,0 +1,187 @@
+// librhinet_shmem: the atomic memory operations (Documentation/userlib/
+// shmem.md, "AMOs"). Every AMO is one operation of the NIC's atomic family
+// (userlib's Group::atomic) on the 4- or 8-byte word: fetch, set, swap,
+// compare_swap, fetch_add/add/inc, and/or/xor, fetching or not. They are
+// atomic against each other, from every PE, because the target's NIC
+// serializes them; not against the target's own loads and stores.
+#include <shmem.h>
+
+#include <bit>
+#include <cstdint>
+#include <rhinet/rhinet.hpp>
+#include <type_traits>
+
+#include "shmem_internal.hpp"
+
+namespace rhinet::shmem::internal {
+
+std::size_t amo_offset(const char* routine, const void* dest, std::size_t bytes,
+                       int pe) {
+  group(routine);
+  check_pe(routine, pe);
+  if (bytes != 4 && bytes != 8)
+    die(routine,
+        "the NIC's atomics work on 4- and 8-byte words: no %zu-byte atomics",
+        bytes);
+  const std::size_t offset = symmetric_offset(routine, dest, bytes, "dest");
+  if (offset % bytes)
+    die(routine, "dest %p is not %zu-byte aligned", dest, bytes);
+  return offset;
+}
+
+namespace {
+
+// One NIC atomic on the `bytes`-byte word `dest` of PE `pe`. Fetching: it
+// completes here and returns the old word. Not fetching: it goes on
+// without waiting (shmem_quiet and the barriers wait for it) and returns 0.
+std::uint64_t nic_atomic(const char* routine, const void* dest,
+                         std::size_t bytes, rhinet::AtomicOp op,
+                         std::uint64_t operand, int pe, bool fetch = true,
+                         std::uint64_t desired = 0) {
+  const std::size_t offset = amo_offset(routine, dest, bytes, pe);
+  auto r = group(routine).atomic(static_cast<std::uint32_t>(pe), kHeapArea,
+                                 offset, op, bytes, operand, desired, fetch);
+  if (!fetch) {
+    // Its errors (none are expected once the checks above passed) end
+    // the PE at the next shmem_quiet or barrier.
+    r.detach();
+    return 0;
+  }
+  complete(routine, r);
+  return r.value();
+}
+
+// A value's bits in its width, and back (float and double included).
+template <typename T>
+using Word = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+
+template <typename T>
+std::uint64_t bits_of(T v) {
+  return std::bit_cast<Word<T>>(v);
+}
+
+template <typename T>
+T from_bits(std::uint64_t v) {
+  return std::bit_cast<T>(static_cast<Word<T>>(v));
+}
+
+template <typename T>
+T amo_fetch(const char* routine, const T* source, int pe) {
+  return from_bits<T>(
+      nic_atomic(routine, source, sizeof(T), rhinet::AtomicOp::fetch, 0, pe));
+}
+
+template <typename T>
+T amo_swap(const char* routine, T* dest, T value, int pe, bool fetch = true) {
+  return from_bits<T>(nic_atomic(routine, dest, sizeof(T),
+                                 rhinet::AtomicOp::swap, bits_of(value), pe,
+                                 fetch));
+}
+
+template <typename T>
+T amo_compare_swap(const char* routine, T* dest, T cond, T value, int pe) {
+  return from_bits<T>(nic_atomic(routine, dest, sizeof(T),
+                                 rhinet::AtomicOp::compare_swap, bits_of(cond),
+                                 pe, true, bits_of(value)));
+}
+
+template <typename T>
+T amo_fetch_add(const char* routine, T* dest, T value, int pe,
+                bool fetch = true) {
+  return from_bits<T>(nic_atomic(routine, dest, sizeof(T),
+                                 rhinet::AtomicOp::fetch_add, bits_of(value),
+                                 pe, fetch));
+}
+
+template <typename T>
+T amo_bitwise(const char* routine, T* dest, T value, int pe,
+              rhinet::AtomicOp op, bool fetch) {
+  return from_bits<T>(
+      nic_atomic(routine, dest, sizeof(T), op, bits_of(value), pe, fetch));
+}
+
+}  // namespace
+
+void signal_update(const char* routine, std::uint64_t* sig_addr,
+                   std::uint64_t signal, bool add, int pe) {
+  // Waited for: the signal is the last thing put_signal does.
+  nic_atomic(routine, sig_addr, 8,
+             add ? rhinet::AtomicOp::fetch_add : rhinet::AtomicOp::swap, signal,
+             pe);
+}
+
+}  // namespace rhinet::shmem::internal
+
+using namespace rhinet::shmem::internal;
+using rhinet::AtomicOp;
+
+extern "C" {
+
+#define RHINET_SHMEM_AMO_EXTENDED(N, T)                                  \
+  T shmem_##N##_atomic_fetch(const T* source, int pe) {                  \
+    return amo_fetch("shmem_" #N "_atomic_fetch", source, pe);           \
+  }                                                                      \
+  void shmem_##N##_atomic_fetch_nbi(T* fetch, const T* source, int pe) { \
+    *fetch = amo_fetch("shmem_" #N "_atomic_fetch_nbi", source, pe);     \
+  }                                                                      \
+  void shmem_##N##_atomic_set(T* dest, T value, int pe) {                \
+    (void)amo_swap("shmem_" #N "_atomic_set", dest, value, pe, false);   \
+  }                                                                      \
+  T shmem_##N##_atomic_swap(T* dest, T value, int pe) {                  \
+    return amo_swap("shmem_" #N "_atomic_swap", dest, value, pe);        \
+  }                                                                      \
+  void shmem_##N##_atomic_swap_nbi(T* fetch, T* dest, T value, int pe) { \
+    *fetch = amo_swap("shmem_" #N "_atomic_swap_nbi", dest, value, pe);  \
+  }
+SHMEMI_AMO_EXTENDED_TYPES(RHINET_SHMEM_AMO_EXTENDED)
+
+#define RHINET_SHMEM_AMO(N, T)                                                 \
+  T shmem_##N##_atomic_compare_swap(T* dest, T cond, T value, int pe) {        \
+    return amo_compare_swap("shmem_" #N "_atomic_compare_swap", dest, cond,    \
+                            value, pe);                                        \
+  }                                                                            \
+  void shmem_##N##_atomic_compare_swap_nbi(T* fetch, T* dest, T cond, T value, \
+                                           int pe) {                           \
+    *fetch = amo_compare_swap("shmem_" #N "_atomic_compare_swap_nbi", dest,    \
+                              cond, value, pe);                                \
+  }                                                                            \
+  T shmem_##N##_atomic_fetch_inc(T* dest, int pe) {                            \
+    return amo_fetch_add("shmem_" #N "_atomic_fetch_inc", dest,                \
+                         static_cast<T>(1), pe);                               \
+  }                                                                            \
+  void shmem_##N##_atomic_fetch_inc_nbi(T* fetch, T* dest, int pe) {           \
+    *fetch = amo_fetch_add("shmem_" #N "_atomic_fetch_inc_nbi", dest,          \
+                           static_cast<T>(1), pe);                             \
+  }                                                                            \
+  void shmem_##N##_atomic_inc(T* dest, int pe) {                               \
+    (void)amo_fetch_add("shmem_" #N "_atomic_inc", dest, static_cast<T>(1),    \
+                        pe, false);                                            \
+  }                                                                            \
+  T shmem_##N##_atomic_fetch_add(T* dest, T value, int pe) {                   \
+    return amo_fetch_add("shmem_" #N "_atomic_fetch_add", dest, value, pe);    \
+  }                                                                            \
+  void shmem_##N##_atomic_fetch_add_nbi(T* fetch, T* dest, T value, int pe) {  \
+    *fetch =                                                                   \
+        amo_fetch_add("shmem_" #N "_atomic_fetch_add_nbi", dest, value, pe);   \
+  }                                                                            \
+  void shmem_##N##_atomic_add(T* dest, T value, int pe) {                      \
+    (void)amo_fetch_add("shmem_" #N "_atomic_add", dest, value, pe, false);    \
+  }
+SHMEMI_AMO_TYPES(RHINET_SHMEM_AMO)
+
+#define RHINET_SHMEM_AMO_BIT_OP(N, T, OP)                                 \
+  T shmem_##N##_atomic_fetch_##OP(T* dest, T value, int pe) {             \
+    return amo_bitwise("shmem_" #N "_atomic_fetch_" #OP, dest, value, pe, \
+                       AtomicOp::fetch_##OP, true);                       \
+  }                                                                       \
+  void shmem_##N##_atomic_##OP(T* dest, T value, int pe) {                \
+    (void)amo_bitwise("shmem_" #N "_atomic_" #OP, dest, value, pe,        \
+                      AtomicOp::fetch_##OP, false);                       \
+  }
+#define RHINET_SHMEM_AMO_BITWISE(N, T) \
+  RHINET_SHMEM_AMO_BIT_OP(N, T, and)   \
+  RHINET_SHMEM_AMO_BIT_OP(N, T, or)    \
+  RHINET_SHMEM_AMO_BIT_OP(N, T, xor)
+SHMEMI_AMO_BITWISE_TYPES(RHINET_SHMEM_AMO_BITWISE)
+
+}  // extern "C"
