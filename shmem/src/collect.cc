@@ -25,8 +25,15 @@ int collect(const char* routine, shmem_team_t team, void* dest,
     return 0;
   }
   std::size_t before = view.me * bytes, total = n * bytes;
-  if (!fixed) {
-    // Each member's size into its slot, summed: everyone learns them all.
+  if (fixed) {
+    // No member PUSHes into a dest another still reads: its last
+    // collective's result until it enters this one.
+    auto r = view.comm->barrier();
+    if (!r) return refuse(routine, "%s", r.error().to_string().c_str());
+  } else {
+    // Each member's size into its slot, summed: everyone learns them all,
+    // and, as the NIC completes it only once every member joined, no
+    // member PUSHes into a dest another still reads.
     auto sizes = scratch().first(n * sizeof(std::uint64_t));
     auto* s = reinterpret_cast<std::uint64_t*>(sizes.data());
     std::fill(s, s + n, 0);
@@ -77,6 +84,9 @@ int alltoall(const char* routine, shmem_team_t team, void* dest,
                    static_cast<const std::byte*>(source) + i * us * elem, elem);
     return 0;
   }
+  // As in collect: every member has entered before any PUSHes.
+  if (auto r = view.comm->barrier(); !r)
+    return refuse(routine, "%s", r.error().to_string().c_str());
   if (dst == 1 && sst == 1) {
     auto r = view.comm->alltoall(bytes_of(source, n * block), heap_area(),
                                  at + view.me * block);

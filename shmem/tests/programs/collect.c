@@ -1,7 +1,11 @@
 /* collect (sizes differing per PE), fcollect, alltoall and alltoalls on
- * SHMEM_TEAM_WORLD, each result checked element by element. */
+ * SHMEM_TEAM_WORLD, each result checked element by element; and two
+ * collectives into one dest back to back while PE 0 is slow to read the
+ * first result (no PE may write into it before PE 0 enters the second). */
+#define _POSIX_C_SOURCE 199309L
 #include <shmem.h>
 #include <string.h>
+#include <time.h>
 #define PROGRAM "shmem_collect"
 #include "check.h"
 
@@ -80,6 +84,25 @@ int main(void) {
             "alltoalls: from %d [%zu] = %ld", pe, i, dst[3 * (pe * e + i)]);
       CHECK(dst[3 * (pe * e + i) + 1] == -1, "alltoalls wrote between");
     }
+  /* Back to back into one dest: fcollect, PE 0 reads its result late,
+   * then alltoall (other values) into the same dest. */
+  for (int round = 0; round < 3; round++) {
+    src[0] = me + 1000L * round;
+    CHECK(shmem_long_fcollect(SHMEM_TEAM_WORLD, dst, src, 1) == 0, "fcollect");
+    if (me == 0) {
+      const struct timespec nap = {0, 200 * 1000 * 1000};
+      nanosleep(&nap, NULL);
+    }
+    for (int pe = 0; pe < n; pe++)
+      CHECK(dst[pe] == pe + 1000L * round,
+            "back to back: fcollect result [%d] = %ld overwritten", pe,
+            dst[pe]);
+    for (int j = 0; j < n; j++) src[j] = -(me * 100L + j) - 1;
+    CHECK(shmem_long_alltoall(SHMEM_TEAM_WORLD, dst, src, 1) == 0, "alltoall");
+    for (int pe = 0; pe < n; pe++)
+      CHECK(dst[pe] == -(pe * 100L + me) - 1, "back to back: alltoall [%d]",
+            pe);
+  }
   /* Bad strides are refused. */
   CHECK(shmem_long_alltoalls(SHMEM_TEAM_WORLD, dst, src, 0, 1, e) != 0,
         "a zero stride was not refused");
