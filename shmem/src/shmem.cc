@@ -78,31 +78,11 @@ void vreport(const char* routine, const char* fmt, va_list ap) {
   (void)!write(STDERR_FILENO, line, static_cast<std::size_t>(at));
 }
 
-[[noreturn]] void die(const char* routine, const char* fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-// Ends this PE (and, through oshrun, the job) after a message naming the
-// routine: RMA and AMO routines have no error return in the specification.
-[[noreturn]] void die(const char* routine, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vreport(routine, fmt, ap);
-  va_end(ap);
-  std::fflush(nullptr);
-  _exit(1);
-}
-
-int refuse(const char* routine, const char* fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-// For routines that return an error: a message naming the routine.
-int refuse(const char* routine, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vreport(routine, fmt, ap);
-  va_end(ap);
-  return -1;
-}
+// die() and refuse() are shmem_internal.hpp's (defined at the end): RMA
+// and AMO routines have no error return in the specification, so they end
+// the PE; routines that return int refuse.
+using rhinet::shmem::internal::die;
+using rhinet::shmem::internal::refuse;
 
 rhinet::Group& group(const char* routine) {
   State& s = state();

@@ -135,6 +135,25 @@ std::size_t wait_some(const Set<T>& s, std::size_t* indices) {
     if (auto found = s.test_some(indices)) return found;
 }
 
+template <typename T>
+int test_all(const Set<T>& s) {
+  s.check();
+  return s.test_all();
+}
+
+template <typename T>
+std::size_t test_any(const Set<T>& s) {
+  s.check();
+  return s.n ? s.test_any(next_start()) : SIZE_MAX;
+}
+
+template <typename T>
+std::size_t test_some(const Set<T>& s, std::size_t* indices) {
+  s.check();
+  if (s.n && !indices) die(s.routine, "indices is NULL");
+  return s.test_some(indices);
+}
+
 }  // namespace
 
 extern "C" {
@@ -178,78 +197,36 @@ extern "C" {
   }                                                                            \
   int shmem_##N##_test_all(T* ivars, size_t nelems, const int* status,         \
                            int cmp, T cmp_value) {                             \
-    const Set<T> s{"shmem_" #N "_test_all",                                    \
-                   ivars,                                                      \
-                   nelems,                                                     \
-                   status,                                                     \
-                   cmp,                                                        \
-                   nullptr,                                                    \
-                   cmp_value};                                                 \
-    s.check();                                                                 \
-    return s.test_all();                                                       \
+    return test_all(Set<T>{"shmem_" #N "_test_all", ivars, nelems, status,     \
+                           cmp, nullptr, cmp_value});                          \
   }                                                                            \
   size_t shmem_##N##_test_any(T* ivars, size_t nelems, const int* status,      \
                               int cmp, T cmp_value) {                          \
-    const Set<T> s{"shmem_" #N "_test_any",                                    \
-                   ivars,                                                      \
-                   nelems,                                                     \
-                   status,                                                     \
-                   cmp,                                                        \
-                   nullptr,                                                    \
-                   cmp_value};                                                 \
-    s.check();                                                                 \
-    return nelems ? s.test_any(next_start()) : SIZE_MAX;                       \
+    return test_any(Set<T>{"shmem_" #N "_test_any", ivars, nelems, status,     \
+                           cmp, nullptr, cmp_value});                          \
   }                                                                            \
   size_t shmem_##N##_test_some(T* ivars, size_t nelems, size_t* indices,       \
                                const int* status, int cmp, T cmp_value) {      \
-    const Set<T> s{"shmem_" #N "_test_some",                                   \
-                   ivars,                                                      \
-                   nelems,                                                     \
-                   status,                                                     \
-                   cmp,                                                        \
-                   nullptr,                                                    \
-                   cmp_value};                                                 \
-    s.check();                                                                 \
-    if (nelems && !indices) die(s.routine, "indices is NULL");                 \
-    return s.test_some(indices);                                               \
+    return test_some(Set<T>{"shmem_" #N "_test_some", ivars, nelems, status,   \
+                            cmp, nullptr, cmp_value},                          \
+                     indices);                                                 \
   }                                                                            \
   int shmem_##N##_test_all_vector(T* ivars, size_t nelems, const int* status,  \
                                   int cmp, T* cmp_values) {                    \
-    const Set<T> s{"shmem_" #N "_test_all_vector",                             \
-                   ivars,                                                      \
-                   nelems,                                                     \
-                   status,                                                     \
-                   cmp,                                                        \
-                   cmp_values,                                                 \
-                   static_cast<T>(0)};                                         \
-    s.check();                                                                 \
-    return s.test_all();                                                       \
+    return test_all(Set<T>{"shmem_" #N "_test_all_vector", ivars, nelems,      \
+                           status, cmp, cmp_values, static_cast<T>(0)});       \
   }                                                                            \
   size_t shmem_##N##_test_any_vector(                                          \
       T* ivars, size_t nelems, const int* status, int cmp, T* cmp_values) {    \
-    const Set<T> s{"shmem_" #N "_test_any_vector",                             \
-                   ivars,                                                      \
-                   nelems,                                                     \
-                   status,                                                     \
-                   cmp,                                                        \
-                   cmp_values,                                                 \
-                   static_cast<T>(0)};                                         \
-    s.check();                                                                 \
-    return nelems ? s.test_any(next_start()) : SIZE_MAX;                       \
+    return test_any(Set<T>{"shmem_" #N "_test_any_vector", ivars, nelems,      \
+                           status, cmp, cmp_values, static_cast<T>(0)});       \
   }                                                                            \
   size_t shmem_##N##_test_some_vector(T* ivars, size_t nelems,                 \
                                       size_t* indices, const int* status,      \
                                       int cmp, T* cmp_values) {                \
-    const Set<T> s{"shmem_" #N "_test_some_vector",                            \
-                   ivars,                                                      \
-                   nelems,                                                     \
-                   status,                                                     \
-                   cmp,                                                        \
-                   cmp_values,                                                 \
-                   static_cast<T>(0)};                                         \
-    s.check();                                                                 \
-    if (nelems && !indices) die(s.routine, "indices is NULL");                 \
-    return s.test_some(indices);                                               \
+    return test_some(Set<T>{"shmem_" #N "_test_some_vector", ivars, nelems,    \
+                            status, cmp, cmp_values, static_cast<T>(0)},       \
+                     indices);                                                 \
   }
 SHMEMI_AMO_TYPES(RHINET_SHMEM_WAIT)
 
