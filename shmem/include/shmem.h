@@ -42,8 +42,8 @@ extern "C" {
 #define SHMEM_MALLOC_ATOMICS_REMOTE 1L
 #define SHMEM_MALLOC_SIGNAL_REMOTE 2L
 
-/* Teams: SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED (this PE alone: no other
- * PE's memory is load/store accessible). Splitting is not implemented. */
+/* Teams: SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED (this PE alone: no other
+ * PE's memory is load/store accessible) and teams split from them. */
 typedef struct rhinet_shmem_team* shmem_team_t;
 #define SHMEM_TEAM_INVALID ((shmem_team_t)0)
 #define SHMEM_TEAM_WORLD ((shmem_team_t)1)
@@ -51,6 +51,7 @@ typedef struct rhinet_shmem_team* shmem_team_t;
 typedef struct {
   int num_contexts;
 } shmem_team_config_t;
+#define SHMEM_TEAM_NUM_CONTEXTS 1L
 
 /* Contexts: only SHMEM_CTX_DEFAULT; shmem_ctx_create fails. */
 typedef struct rhinet_shmem_ctx* shmem_ctx_t;
@@ -294,8 +295,117 @@ SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_MAX)
 SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_SUM)
 SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_PROD)
 
+/* collect, fcollect, alltoall(s) on a team: PUSHes into the members' heaps
+ * and the team's NIC barrier. dest and source are symmetric. */
+int shmem_collectmem(shmem_team_t team, void* dest, const void* source,
+                     size_t nelems);
+int shmem_fcollectmem(shmem_team_t team, void* dest, const void* source,
+                      size_t nelems);
+int shmem_alltoallmem(shmem_team_t team, void* dest, const void* source,
+                      size_t nelems);
+int shmem_alltoallsmem(shmem_team_t team, void* dest, const void* source,
+                       ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+#define SHMEMI_DECLARE_COLLECT(N, T)                                     \
+  int shmem_##N##_collect(shmem_team_t team, T* dest, const T* source,   \
+                          size_t nelems);                                \
+  int shmem_##N##_fcollect(shmem_team_t team, T* dest, const T* source,  \
+                           size_t nelems);                               \
+  int shmem_##N##_alltoall(shmem_team_t team, T* dest, const T* source,  \
+                           size_t nelems);                               \
+  int shmem_##N##_alltoalls(shmem_team_t team, T* dest, const T* source, \
+                            ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+SHMEMI_RMA_TYPES(SHMEMI_DECLARE_COLLECT)
+
+/* Waiting on sets of words (the point-to-point synchronization types). */
+#define SHMEMI_DECLARE_WAIT(N, T)                                              \
+  void shmem_##N##_wait_until_all(T* ivars, size_t nelems, const int* status,  \
+                                  int cmp, T cmp_value);                       \
+  size_t shmem_##N##_wait_until_any(T* ivars, size_t nelems,                   \
+                                    const int* status, int cmp, T cmp_value);  \
+  size_t shmem_##N##_wait_until_some(T* ivars, size_t nelems, size_t* indices, \
+                                     const int* status, int cmp, T cmp_value); \
+  void shmem_##N##_wait_until_all_vector(                                      \
+      T* ivars, size_t nelems, const int* status, int cmp, T* cmp_values);     \
+  size_t shmem_##N##_wait_until_any_vector(                                    \
+      T* ivars, size_t nelems, const int* status, int cmp, T* cmp_values);     \
+  size_t shmem_##N##_wait_until_some_vector(                                   \
+      T* ivars, size_t nelems, size_t* indices, const int* status, int cmp,    \
+      T* cmp_values);                                                          \
+  int shmem_##N##_test_all(T* ivars, size_t nelems, const int* status,         \
+                           int cmp, T cmp_value);                              \
+  size_t shmem_##N##_test_any(T* ivars, size_t nelems, const int* status,      \
+                              int cmp, T cmp_value);                           \
+  size_t shmem_##N##_test_some(T* ivars, size_t nelems, size_t* indices,       \
+                               const int* status, int cmp, T cmp_value);       \
+  int shmem_##N##_test_all_vector(T* ivars, size_t nelems, const int* status,  \
+                                  int cmp, T* cmp_values);                     \
+  size_t shmem_##N##_test_any_vector(                                          \
+      T* ivars, size_t nelems, const int* status, int cmp, T* cmp_values);     \
+  size_t shmem_##N##_test_some_vector(T* ivars, size_t nelems,                 \
+                                      size_t* indices, const int* status,      \
+                                      int cmp, T* cmp_values);
+SHMEMI_AMO_TYPES(SHMEMI_DECLARE_WAIT)
+
+/* Locks: a symmetric long, 0 before first use, names a NIC lock. */
+void shmem_set_lock(long* lock);
+void shmem_clear_lock(long* lock);
+int shmem_test_lock(long* lock);
+
 #ifdef __cplusplus
 }
+#endif
+
+/* C11 type-generic RMA: shmem_put(dest, source, nelems, pe) and the rest
+ * pick the typed routine from dest's (get, g: source's) element type. One
+ * entry per distinct C type: int64_t, size_t and the like are typedefs of
+ * these. */
+#if !defined(__cplusplus) && defined(__STDC_VERSION__) && \
+    __STDC_VERSION__ >= 201112L
+#define SHMEMI_GENERIC(X, OP)                     \
+  _Generic((X), float                             \
+           : shmem_float_##OP, double             \
+           : shmem_double_##OP, long double       \
+           : shmem_longdouble_##OP, char          \
+           : shmem_char_##OP, signed char         \
+           : shmem_schar_##OP, short              \
+           : shmem_short_##OP, int                \
+           : shmem_int_##OP, long                 \
+           : shmem_long_##OP, long long           \
+           : shmem_longlong_##OP, unsigned char   \
+           : shmem_uchar_##OP, unsigned short     \
+           : shmem_ushort_##OP, unsigned int      \
+           : shmem_uint_##OP, unsigned long       \
+           : shmem_ulong_##OP, unsigned long long \
+           : shmem_ulonglong_##OP)
+#define shmem_put(dest, source, nelems, pe) \
+  SHMEMI_GENERIC(*(dest), put)(dest, source, nelems, pe)
+#define shmem_get(dest, source, nelems, pe) \
+  SHMEMI_GENERIC(*(dest), get)(dest, source, nelems, pe)
+#define shmem_put_nbi(dest, source, nelems, pe) \
+  SHMEMI_GENERIC(*(dest), put_nbi)(dest, source, nelems, pe)
+#define shmem_get_nbi(dest, source, nelems, pe) \
+  SHMEMI_GENERIC(*(dest), get_nbi)(dest, source, nelems, pe)
+#define shmem_p(dest, value, pe) SHMEMI_GENERIC(*(dest), p)(dest, value, pe)
+#define shmem_g(source, pe) SHMEMI_GENERIC(*(source), g)(source, pe)
+#define shmem_iput(dest, source, dst, sst, nelems, pe) \
+  SHMEMI_GENERIC(*(dest), iput)(dest, source, dst, sst, nelems, pe)
+#define shmem_iget(dest, source, dst, sst, nelems, pe) \
+  SHMEMI_GENERIC(*(dest), iget)(dest, source, dst, sst, nelems, pe)
+#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) \
+  SHMEMI_GENERIC(*(dest), put_signal)                                        \
+  (dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, \
+                             pe)                                             \
+  SHMEMI_GENERIC(*(dest), put_signal_nbi)                                    \
+  (dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_collect(team, dest, source, nelems) \
+  SHMEMI_GENERIC(*(dest), collect)(team, dest, source, nelems)
+#define shmem_fcollect(team, dest, source, nelems) \
+  SHMEMI_GENERIC(*(dest), fcollect)(team, dest, source, nelems)
+#define shmem_alltoall(team, dest, source, nelems) \
+  SHMEMI_GENERIC(*(dest), alltoall)(team, dest, source, nelems)
+#define shmem_broadcast(team, dest, source, nelems, root) \
+  SHMEMI_GENERIC(*(dest), broadcast)(team, dest, source, nelems, root)
 #endif
 
 #endif /* RHINET_SHMEM_H */

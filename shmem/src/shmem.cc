@@ -332,16 +332,7 @@ void put_signal(const char* routine, void* dest, const void* source,
 
 // ---- collectives -----------------------------------------------------------
 
-bool world_or_shared(const char* routine, shmem_team_t team) {
-  if (team == SHMEM_TEAM_WORLD) return true;
-  if (team == SHMEM_TEAM_SHARED) return false;
-  die(routine,
-      "team %p is not SHMEM_TEAM_WORLD or SHMEM_TEAM_SHARED "
-      "(other teams are not implemented)",
-      static_cast<void*>(team));
-}
-
-rhinet::Communicator& world(const char* routine) {
+rhinet::Communicator& world_of(const char* routine) {
   State& s = state();
   group(routine);
   if (!s.world)
@@ -388,16 +379,16 @@ int reduce(const char* routine, [[maybe_unused]] shmem_team_t team,
                   "the NIC reduces 32- and 64-bit integers, float and double "
                   "only; not this type");
   } else {
-    if (!world_or_shared(routine, team)) {
+    const auto view = rhinet::shmem::internal::team_view(routine, team);
+    if (!view.comm) {
       if (n && dest != source) std::memmove(dest, source, n * sizeof(T));
       return 0;
     }
     if (!n) return 0;
     symmetric_offset(routine, dest, n * sizeof(T), "dest");
     symmetric_offset(routine, source, n * sizeof(T), "source");
-    auto r =
-        world(routine).allreduce<N>({reinterpret_cast<const N*>(source), n},
-                                    {reinterpret_cast<N*>(dest), n}, op);
+    auto r = view.comm->allreduce<N>({reinterpret_cast<const N*>(source), n},
+                                     {reinterpret_cast<N*>(dest), n}, op);
     if (!r) return refuse(routine, "%s", r.error().to_string().c_str());
     return 0;
   }
@@ -467,7 +458,7 @@ void init(const char* routine) {
 
 // Collective heap routines: every PE arrives, so that no PE reuses a block
 // another still uses, or reaches a block another has not allocated yet.
-void heap_barrier(const char* routine) {
+void barrier_of_heap(const char* routine) {
   auto& g = group(routine);
   complete(routine, g.sync());
   complete(routine, g.barrier({.id = kBarrierId}));
@@ -583,63 +574,6 @@ void shmem_info_get_name(char* name) {
 
 // ---- teams and contexts
 // ------------------------------------------------------
-
-int shmem_team_my_pe(shmem_team_t team) {
-  if (team == SHMEM_TEAM_WORLD) return shmem_my_pe();
-  if (team == SHMEM_TEAM_SHARED) return 0;
-  return -1;
-}
-
-int shmem_team_n_pes(shmem_team_t team) {
-  if (team == SHMEM_TEAM_WORLD) return shmem_n_pes();
-  if (team == SHMEM_TEAM_SHARED) return 1;
-  return -1;
-}
-
-int shmem_team_translate_pe(shmem_team_t src_team, int src_pe,
-                            shmem_team_t dest_team) {
-  const int me = shmem_my_pe();
-  int world_pe = -1;
-  if (src_team == SHMEM_TEAM_WORLD && shmem_pe_accessible(src_pe))
-    world_pe = src_pe;
-  else if (src_team == SHMEM_TEAM_SHARED && src_pe == 0)
-    world_pe = me;
-  if (world_pe < 0) return -1;
-  if (dest_team == SHMEM_TEAM_WORLD) return world_pe;
-  if (dest_team == SHMEM_TEAM_SHARED) return world_pe == me ? 0 : -1;
-  return -1;
-}
-
-int shmem_team_get_config(shmem_team_t team, long, shmem_team_config_t* cfg) {
-  if (team != SHMEM_TEAM_WORLD && team != SHMEM_TEAM_SHARED)
-    return refuse("shmem_team_get_config", "not a team");
-  if (cfg) cfg->num_contexts = 0;
-  return 0;
-}
-
-int shmem_team_split_strided(shmem_team_t, int, int, int,
-                             const shmem_team_config_t*, long,
-                             shmem_team_t* new_team) {
-  if (new_team) *new_team = SHMEM_TEAM_INVALID;
-  return refuse("shmem_team_split_strided",
-                "not implemented: only SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED");
-}
-
-int shmem_team_split_2d(shmem_team_t, int, const shmem_team_config_t*, long,
-                        shmem_team_t* xaxis_team, const shmem_team_config_t*,
-                        long, shmem_team_t* yaxis_team) {
-  if (xaxis_team) *xaxis_team = SHMEM_TEAM_INVALID;
-  if (yaxis_team) *yaxis_team = SHMEM_TEAM_INVALID;
-  return refuse("shmem_team_split_2d",
-                "not implemented: only SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED");
-}
-
-void shmem_team_destroy(shmem_team_t team) {
-  if (team == SHMEM_TEAM_WORLD || team == SHMEM_TEAM_SHARED)
-    die("shmem_team_destroy",
-        "SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED are "
-        "predefined and cannot be destroyed");
-}
 
 int shmem_ctx_create(long, shmem_ctx_t* ctx) {
   if (ctx) *ctx = SHMEM_CTX_INVALID;
@@ -910,31 +844,28 @@ void shmem_sync_all(void) {
   complete("shmem_sync_all", g.barrier({.id = kBarrierId}));
 }
 
-int shmem_team_sync(shmem_team_t team) {
-  if (world_or_shared("shmem_team_sync", team)) shmem_sync_all();
-  return 0;
-}
-
-// Root's source into every PE's dest, root's included. The NIC broadcasts
-// 4-byte elements; a tail of 1 to 3 bytes goes by put from the root.
+// Root's source into every member's dest, root's included. The NIC
+// broadcasts 4-byte elements; a tail of 1 to 3 bytes goes by put from the
+// root.
 int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
                        size_t nelems, int PE_root) {
   const char* routine = "shmem_broadcastmem";
-  const bool world_team = world_or_shared(routine, team);
-  const int n = world_team ? shmem_n_pes() : 1;
+  const auto view = rhinet::shmem::internal::team_view(routine, team);
+  const int n = static_cast<int>(view.pes.size());
   if (PE_root < 0 || PE_root >= n)
-    return refuse(routine, "PE_root is not a PE of the team");
-  if (!world_team || !nelems) {
+    return refuse(routine, "PE_root %d is not a PE of the team (0 to %d)",
+                  PE_root, n - 1);
+  if (!view.comm || !nelems) {
     if (nelems && dest != source) std::memmove(dest, source, nelems);
     return 0;
   }
   symmetric_offset(routine, dest, nelems, "dest");
   symmetric_offset(routine, source, nelems, "source");
-  const bool root = shmem_my_pe() == PE_root;
+  const bool root = view.me == PE_root;
   if (root && dest != source) std::memmove(dest, source, nelems);
   const std::size_t words = nelems / 4, tail = nelems % 4;
   if (words) {
-    auto r = world(routine).bcast<std::uint32_t>(
+    auto r = view.comm->bcast<std::uint32_t>(
         {static_cast<std::uint32_t*>(dest), words},
         static_cast<std::uint32_t>(PE_root));
     if (!r) return refuse(routine, "%s", r.error().to_string().c_str());
@@ -942,9 +873,9 @@ int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
   if (tail) {
     auto* end = static_cast<std::byte*>(dest) + words * 4;
     if (root)
-      for (int pe = 0; pe < n; pe++)
-        if (pe != PE_root) put_bytes(routine, end, end, tail, pe, true);
-    heap_barrier(routine);
+      for (int i = 0; i < n; i++)
+        if (i != PE_root) put_bytes(routine, end, end, tail, view.pes[i], true);
+    rhinet::shmem::internal::team_barrier(routine, view);
   }
   return 0;
 }
@@ -974,3 +905,17 @@ SHMEMI_RMA_TYPES(RHINET_SHMEM_REDUCE_SUM)
 SHMEMI_RMA_TYPES(RHINET_SHMEM_REDUCE_PROD)
 
 }  // extern "C"
+
+// ---- for the library's other files (shmem_internal.hpp) --------------------
+
+namespace rhinet::shmem::internal {
+
+const Area& heap_area() { return *state().heap_area; }
+
+std::span<std::byte> scratch() { return {state().bounce, kBounceBytes}; }
+
+Communicator& world(const char* routine) { return world_of(routine); }
+
+void heap_barrier(const char* routine) { barrier_of_heap(routine); }
+
+}  // namespace rhinet::shmem::internal

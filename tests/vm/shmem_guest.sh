@@ -42,7 +42,8 @@ misuse() { # CASE STATUS TEXT: the PE ends with STATUS and TEXT
 # The default heap (64 MiB) once; the others with a smaller one.
 run hello
 export SHMEM_SYMMETRIC_SIZE=16M
-for p in put_get nbi_quiet atomics pingpong put_signal collectives barrier; do
+for p in put_get nbi_quiet atomics pingpong put_signal collectives barrier \
+	collect wait_set locks teams generic; do
 	run $p
 done
 # The benchmark's figures, for the log (its own check: the reduction).
@@ -60,7 +61,9 @@ misuse int-amo 1 "shmem_int_atomic_inc: dest 0x[0-9a-f]* is not 4-byte aligned"
 misuse global 1 "shmem_long_p: dest"
 misuse global 1 "is not symmetric"
 misuse pe 1 "shmem_long_p: PE 2 is not a PE of this program (0 to 1)"
-misuse team 3 "shmem_team_split_strided: not implemented"
+misuse team 3 "shmem_team_split_strided: start 0, stride 1, size 3 name PEs that are not PEs of the parent team (0 to 1)"
+misuse lock 1 "shmem_set_lock: lock"
+misuse destroyed 1 "shmem_long_sum_reduce: team"
 misuse heap 4 "shmem_malloc: no room for 1099511627776 bytes in the symmetric heap"
 SHMEM_SYMMETRIC_SIZE=lots misuse none 1 "SHMEM_SYMMETRIC_SIZE: 'lots' is not a size"
 

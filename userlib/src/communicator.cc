@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "device.hpp"
 #include "group_detail.hpp"
@@ -108,6 +111,56 @@ Communicator::Communicator(Group& group, std::vector<std::uint32_t> ranks,
 
 Request Communicator::ibarrier(const TriggerOn& on) {
   return post(kBarrier, Reduce::sum, 0, nullptr, nullptr, 0, 0, 0, on);
+}
+
+Result<void> Communicator::allgather(std::span<const std::byte> send,
+                                     const Area& recv, std::uint64_t at,
+                                     std::chrono::milliseconds timeout) {
+  return push_blocks(send, send.size(), false, recv, at, timeout);
+}
+
+Result<void> Communicator::alltoall(std::span<const std::byte> send,
+                                    const Area& recv, std::uint64_t at,
+                                    std::chrono::milliseconds timeout) {
+  if (send.size() % size_)
+    return Error(EINVAL, "alltoall: " + std::to_string(send.size()) +
+                             " bytes are not " + std::to_string(size_) +
+                             " equal blocks");
+  return push_blocks(send, send.size() / size_, true, recv, at, timeout);
+}
+
+// Member j gets block j of `send` (distinct) or all of it (the same block
+// for everyone), at `at` of its area recv.id().
+Result<void> Communicator::push_blocks(std::span<const std::byte> send,
+                                       std::size_t block, bool distinct,
+                                       const Area& recv, std::uint64_t at,
+                                       std::chrono::milliseconds timeout) {
+  const char* what = distinct ? "alltoall" : "allgather";
+  const auto local = recv.memory();
+  if (at > local.size() || block > local.size() - at)
+    return Error(EINVAL, std::string(what) + ": " + std::to_string(block) +
+                             " bytes at offset " + std::to_string(at) +
+                             " do not fit in area " +
+                             std::to_string(recv.id()) + " of " +
+                             std::to_string(local.size()) + " bytes");
+  const XferOptions opts{.inline_data = block && block <= group_->max_inline()};
+  std::vector<Request> pushes;
+  pushes.reserve(size_);
+  // Starting at the next member spreads the first PUSHes over the targets.
+  for (std::uint32_t i = 1; i < size_ && block; i++) {
+    const std::uint32_t j = (rank_ + i) % size_;
+    pushes.push_back(group_->push(ranks_[j], recv.id(), at,
+                                  send.subspan(distinct ? j * block : 0, block),
+                                  opts));
+  }
+  if (block)
+    std::memmove(local.data() + at,
+                 send.data() + (distinct ? rank_ * block : 0), block);
+  std::optional<Error> first;
+  for (auto& r : pushes)
+    if (auto done = r.wait(timeout); !done && !first) first = done.error();
+  if (first) return *first;
+  return barrier(timeout);
 }
 
 Request Communicator::post(std::uint32_t op, Reduce reduce, std::uint32_t type,

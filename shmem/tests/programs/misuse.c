@@ -19,8 +19,18 @@ int main(int argc, char** argv) {
   if (!strcmp(what, "pe")) shmem_long_p(heap, 1, shmem_n_pes());
   if (!strcmp(what, "team")) {
     shmem_team_t t = SHMEM_TEAM_INVALID;
-    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 1, NULL, 0, &t) != 0)
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, shmem_n_pes() + 1,
+                                 NULL, 0, &t) != 0)
       shmem_global_exit(3);
+  }
+  if (!strcmp(what, "lock")) shmem_set_lock(&global_var);
+  if (!strcmp(what, "destroyed")) {
+    shmem_team_t t = SHMEM_TEAM_INVALID;
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, shmem_n_pes(), NULL, 0,
+                                 &t) != 0)
+      shmem_global_exit(5);
+    shmem_team_destroy(t);
+    (void)shmem_long_sum_reduce(t, heap, heap, 1);
   }
   if (!strcmp(what, "heap")) {
     void* p = shmem_malloc((size_t)1 << 40);

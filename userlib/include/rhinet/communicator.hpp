@@ -43,6 +43,7 @@
 
 namespace rhinet {
 
+class Area;
 class Group;
 
 namespace detail {
@@ -177,6 +178,34 @@ class Communicator {
     return ibarrier().wait(timeout);
   }
 
+  // ---- gathers: PUSHes into the members' areas, then the barrier ---------
+  //
+  // The NICs' collective engine combines and broadcasts but does not
+  // concatenate, so these are built from PUSHes: this rank PUSHes its
+  // blocks into the area `recv.id()` of the other members (each registered
+  // its own under that ID, with remote write), waits for them (a PUSH
+  // completes once its data has landed), copies its own block locally and
+  // meets the others in barrier(). On return every member's blocks are in
+  // place at every member. A block of up to Group::max_inline() bytes
+  // travels inline, from any memory; a larger one lies in a registered
+  // Buffer or Area. Blocking only. Errors: EINVAL (this rank's block does
+  // not fit in `recv` at `at`; alltoall: `send` is not size() equal
+  // blocks), a PUSH's errors (the NIC's ERANGE for a block past a member's
+  // area, ...), barrier()'s.
+  //
+  // This rank's `send` at offset `at` of every member's area, this one's
+  // included. Each member passes its own `at`: rank() * send.size() for
+  // equal blocks in rank order, the sum of the lower ranks' sizes for
+  // blocks that differ in size (allgatherv).
+  Result<void> allgather(std::span<const std::byte> send, const Area& recv,
+                         std::uint64_t at,
+                         std::chrono::milliseconds timeout = forever);
+  // `send` holds size() equal blocks; block j lands at offset `at` of
+  // member j's area (rank() * block there, for the usual layout).
+  Result<void> alltoall(std::span<const std::byte> send, const Area& recv,
+                        std::uint64_t at,
+                        std::chrono::milliseconds timeout = forever);
+
  private:
   static constexpr std::uint32_t kAllreduce = 1, kReduce = 2, kBcast = 3,
                                  kBarrier = 4;
@@ -192,6 +221,9 @@ class Communicator {
   Communicator(Group& group, std::vector<std::uint32_t> ranks,
                std::uint32_t rank, const CommunicatorOptions& options,
                std::shared_ptr<const detail::McastList> members);
+  Result<void> push_blocks(std::span<const std::byte> send, std::size_t block,
+                           bool distinct, const Area& recv, std::uint64_t at,
+                           std::chrono::milliseconds timeout);
   Request post(std::uint32_t op, Reduce reduce, std::uint32_t type,
                const void* send, void* recv, std::size_t send_bytes,
                std::size_t recv_bytes, std::uint32_t root, const TriggerOn& on);

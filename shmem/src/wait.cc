@@ -1,0 +1,233 @@
+// wait_until_all/any/some, their _vector forms and test_all/any/some
+// (Documentation/userlib/shmem.md, "Waiting on memory"). The NIC writes the
+// watched words by DMA and raises no interrupt for them, so a wait reads
+// them: spinning at first, then yielding the CPU, then napping, so that a
+// long wait leaves the CPU to PEs that share it.
+#include <sched.h>
+#include <time.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "shmem_internal.hpp"
+
+using namespace rhinet::shmem::internal;
+
+namespace {
+
+template <typename T>
+bool satisfied(const char* routine, const T* ivar, int cmp, T value) {
+  const T v = __atomic_load_n(ivar, __ATOMIC_ACQUIRE);
+  switch (cmp) {
+    case SHMEM_CMP_EQ:
+      return v == value;
+    case SHMEM_CMP_NE:
+      return v != value;
+    case SHMEM_CMP_GT:
+      return v > value;
+    case SHMEM_CMP_GE:
+      return v >= value;
+    case SHMEM_CMP_LT:
+      return v < value;
+    case SHMEM_CMP_LE:
+      return v <= value;
+    default:
+      die(routine, "cmp %d is not one of SHMEM_CMP_EQ .. SHMEM_CMP_LE", cmp);
+  }
+}
+
+// One round of waiting: the first rounds spin, the next yield, later ones
+// sleep 50 us each.
+class Backoff {
+ public:
+  void pause() {
+    rounds_++;
+    if (rounds_ < kSpins) return;
+    if (rounds_ < kSpins + kYields) {
+      sched_yield();
+      return;
+    }
+    const timespec nap{0, 50'000};
+    nanosleep(&nap, nullptr);
+  }
+
+ private:
+  static constexpr unsigned kSpins = 64, kYields = 1000;
+  unsigned rounds_ = 0;
+};
+
+// The words to watch: ivars[i] with status[i] == 0 (all when status is
+// NULL); each compared to values[i] (vector forms) or to value.
+template <typename T>
+struct Set {
+  const char* routine;
+  T* ivars;
+  std::size_t n;
+  const int* status;
+  int cmp;
+  const T* values;
+  T value;
+
+  bool watched(std::size_t i) const { return !status || !status[i]; }
+  bool met(std::size_t i) const {
+    return satisfied(routine, &ivars[i], cmp, values ? values[i] : value);
+  }
+  void check() const {
+    group(routine);
+    if (n) symmetric_offset(routine, ivars, n * sizeof(T), "ivars");
+  }
+  bool any_watched() const {
+    for (std::size_t i = 0; i < n; i++)
+      if (watched(i)) return true;
+    return false;
+  }
+  // 1 when every watched word's comparison holds.
+  int test_all() const {
+    for (std::size_t i = 0; i < n; i++)
+      if (watched(i) && !met(i)) return 0;
+    return 1;
+  }
+  // A watched word whose comparison holds, or SIZE_MAX. `from` rotates the
+  // start so that one busy word does not hide the others.
+  std::size_t test_any(std::size_t from) const {
+    for (std::size_t k = 0; k < n; k++) {
+      const std::size_t i = (from + k) % n;
+      if (watched(i) && met(i)) return i;
+    }
+    return SIZE_MAX;
+  }
+  // Every watched word whose comparison holds, into indices; how many.
+  std::size_t test_some(std::size_t* indices) const {
+    std::size_t found = 0;
+    for (std::size_t i = 0; i < n; i++)
+      if (watched(i) && met(i)) indices[found++] = i;
+    return found;
+  }
+};
+
+std::size_t next_start() {
+  static std::size_t start = 0;
+  return start++;
+}
+
+template <typename T>
+void wait_all(const Set<T>& s) {
+  s.check();
+  for (Backoff b; !s.test_all(); b.pause()) {
+  }
+}
+
+template <typename T>
+std::size_t wait_any(const Set<T>& s) {
+  s.check();
+  if (!s.any_watched()) return SIZE_MAX;
+  const std::size_t from = next_start();
+  for (Backoff b;; b.pause())
+    if (auto i = s.test_any(from); i != SIZE_MAX) return i;
+}
+
+template <typename T>
+std::size_t wait_some(const Set<T>& s, std::size_t* indices) {
+  s.check();
+  if (!s.any_watched()) return 0;
+  if (!indices) die(s.routine, "indices is NULL");
+  for (Backoff b;; b.pause())
+    if (auto found = s.test_some(indices)) return found;
+}
+
+template <typename T>
+int test_all(const Set<T>& s) {
+  s.check();
+  return s.test_all();
+}
+
+template <typename T>
+std::size_t test_any(const Set<T>& s) {
+  s.check();
+  return s.n ? s.test_any(next_start()) : SIZE_MAX;
+}
+
+template <typename T>
+std::size_t test_some(const Set<T>& s, std::size_t* indices) {
+  s.check();
+  if (s.n && !indices) die(s.routine, "indices is NULL");
+  return s.test_some(indices);
+}
+
+}  // namespace
+
+extern "C" {
+
+#define RHINET_SHMEM_WAIT(N, T)                                                \
+  void shmem_##N##_wait_until_all(T* ivars, size_t nelems, const int* status,  \
+                                  int cmp, T cmp_value) {                      \
+    wait_all(Set<T>{"shmem_" #N "_wait_until_all", ivars, nelems, status, cmp, \
+                    nullptr, cmp_value});                                      \
+  }                                                                            \
+  size_t shmem_##N##_wait_until_any(T* ivars, size_t nelems,                   \
+                                    const int* status, int cmp, T cmp_value) { \
+    return wait_any(Set<T>{"shmem_" #N "_wait_until_any", ivars, nelems,       \
+                           status, cmp, nullptr, cmp_value});                  \
+  }                                                                            \
+  size_t shmem_##N##_wait_until_some(T* ivars, size_t nelems, size_t* indices, \
+                                     const int* status, int cmp,               \
+                                     T cmp_value) {                            \
+    return wait_some(Set<T>{"shmem_" #N "_wait_until_some", ivars, nelems,     \
+                            status, cmp, nullptr, cmp_value},                  \
+                     indices);                                                 \
+  }                                                                            \
+  void shmem_##N##_wait_until_all_vector(                                      \
+      T* ivars, size_t nelems, const int* status, int cmp, T* cmp_values) {    \
+    wait_all(Set<T>{"shmem_" #N "_wait_until_all_vector", ivars, nelems,       \
+                    status, cmp, cmp_values, static_cast<T>(0)});              \
+  }                                                                            \
+  size_t shmem_##N##_wait_until_any_vector(                                    \
+      T* ivars, size_t nelems, const int* status, int cmp, T* cmp_values) {    \
+    return wait_any(Set<T>{"shmem_" #N "_wait_until_any_vector", ivars,        \
+                           nelems, status, cmp, cmp_values,                    \
+                           static_cast<T>(0)});                                \
+  }                                                                            \
+  size_t shmem_##N##_wait_until_some_vector(                                   \
+      T* ivars, size_t nelems, size_t* indices, const int* status, int cmp,    \
+      T* cmp_values) {                                                         \
+    return wait_some(                                                          \
+        Set<T>{"shmem_" #N "_wait_until_some_vector", ivars, nelems, status,   \
+               cmp, cmp_values, static_cast<T>(0)},                            \
+        indices);                                                              \
+  }                                                                            \
+  int shmem_##N##_test_all(T* ivars, size_t nelems, const int* status,         \
+                           int cmp, T cmp_value) {                             \
+    return test_all(Set<T>{"shmem_" #N "_test_all", ivars, nelems, status,     \
+                           cmp, nullptr, cmp_value});                          \
+  }                                                                            \
+  size_t shmem_##N##_test_any(T* ivars, size_t nelems, const int* status,      \
+                              int cmp, T cmp_value) {                          \
+    return test_any(Set<T>{"shmem_" #N "_test_any", ivars, nelems, status,     \
+                           cmp, nullptr, cmp_value});                          \
+  }                                                                            \
+  size_t shmem_##N##_test_some(T* ivars, size_t nelems, size_t* indices,       \
+                               const int* status, int cmp, T cmp_value) {      \
+    return test_some(Set<T>{"shmem_" #N "_test_some", ivars, nelems, status,   \
+                            cmp, nullptr, cmp_value},                          \
+                     indices);                                                 \
+  }                                                                            \
+  int shmem_##N##_test_all_vector(T* ivars, size_t nelems, const int* status,  \
+                                  int cmp, T* cmp_values) {                    \
+    return test_all(Set<T>{"shmem_" #N "_test_all_vector", ivars, nelems,      \
+                           status, cmp, cmp_values, static_cast<T>(0)});       \
+  }                                                                            \
+  size_t shmem_##N##_test_any_vector(                                          \
+      T* ivars, size_t nelems, const int* status, int cmp, T* cmp_values) {    \
+    return test_any(Set<T>{"shmem_" #N "_test_any_vector", ivars, nelems,      \
+                           status, cmp, cmp_values, static_cast<T>(0)});       \
+  }                                                                            \
+  size_t shmem_##N##_test_some_vector(T* ivars, size_t nelems,                 \
+                                      size_t* indices, const int* status,      \
+                                      int cmp, T* cmp_values) {                \
+    return test_some(Set<T>{"shmem_" #N "_test_some_vector", ivars, nelems,    \
+                            status, cmp, cmp_values, static_cast<T>(0)},       \
+                     indices);                                                 \
+  }
+SHMEMI_AMO_TYPES(RHINET_SHMEM_WAIT)
+
+}  // extern "C"

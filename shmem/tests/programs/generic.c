@@ -1,0 +1,51 @@
+/* C11 type-generic RMA: shmem_put, shmem_get, shmem_p, shmem_g,
+ * shmem_iput and shmem_fcollect pick the typed routine from the pointer;
+ * each result checked (a wrong pick moves the wrong number of bytes). */
+#include <shmem.h>
+#include <stdint.h>
+#define PROGRAM "shmem_generic"
+#include "check.h"
+
+int main(void) {
+  shmem_init();
+  const int me = shmem_my_pe(), n = shmem_n_pes();
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  double* d = shmem_calloc(8, sizeof(double));
+  short* s = shmem_calloc(8, sizeof(short));
+  int64_t* w = shmem_calloc(8, sizeof(int64_t));
+  unsigned char* c = shmem_calloc(16, 1);
+  CHECK(d && s && w && c, "allocation");
+  const double dv[4] = {me + 0.25, me + 0.5, me + 0.75, me + 1.0};
+  const short sv[3] = {(short)(me * 3), (short)(me * 3 + 1), (short)-me};
+  shmem_put(d, dv, 4, right);
+  shmem_put(s, sv, 3, right);
+  shmem_p(w, (int64_t)me << 40, right);
+  shmem_p(&c[15], (unsigned char)(200 + me), right);
+  shmem_barrier_all();
+  for (int i = 0; i < 4; i++)
+    CHECK(d[i] == left + 0.25 * (i + 1), "double put [%d] = %g", i, d[i]);
+  CHECK(d[4] == 0, "double put wrote past 4 elements");
+  CHECK(s[0] == left * 3 && s[1] == left * 3 + 1 && s[2] == -left && s[3] == 0,
+        "short put %d %d %d %d", s[0], s[1], s[2], s[3]);
+  CHECK(w[0] == (int64_t)left << 40, "int64 p");
+  CHECK(c[15] == 200 + left && c[14] == 0, "uchar p");
+  CHECK(shmem_g(w, right) == (int64_t)me << 40, "int64 g");
+  double back[4];
+  shmem_get(back, d, 4, right);
+  for (int i = 0; i < 4; i++)
+    CHECK(back[i] == me + 0.25 * (i + 1), "double get [%d]", i);
+  short strided[3] = {0};
+  shmem_iget(strided, s, 1, 1, 3, right);
+  CHECK(strided[0] == me * 3 && strided[2] == -me, "short iget");
+  int64_t* all = shmem_calloc((size_t)n, sizeof(int64_t));
+  w[1] = me;
+  shmem_barrier_all();
+  CHECK(shmem_fcollect(SHMEM_TEAM_WORLD, all, &w[1], 1) == 0, "fcollect");
+  for (int pe = 0; pe < n; pe++)
+    CHECK(all[pe] == pe, "generic fcollect [%d] = %lld", pe,
+          (long long)all[pe]);
+  shmem_barrier_all();
+  PASS();
+  shmem_finalize();
+  return 0;
+}
