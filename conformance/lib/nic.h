@@ -76,6 +76,9 @@ struct QpSpec {
   uint32_t rq_log = 6;
   uint32_t srqn = RHN_NO_SRQ;
   uint8_t flags = 0;
+  // The SQ ring and record inside a translated MR (make_mapped_buf), as a
+  // user QP's are, instead of at bus addresses.
+  bool rings_in_mr = false;
 };
 
 class Nic {
@@ -138,6 +141,11 @@ class Nic {
   // A bus-address MR (levels 0) of the kernel context over `len` bytes.
   bool make_buf(uint32_t pdn, uint32_t len, Buf* b,
                 uint32_t access = kAllAccess);
+  // A one-level translated MR of the kernel context whose iova is the
+  // bus address of its (contiguous) memory: host bytes read and written
+  // at b->addr are the MR's.
+  bool make_mapped_buf(uint32_t pdn, uint32_t len, Buf* b,
+                       uint32_t access = kAllAccess);
   // A one-level translated MR of context `ctx` over a contiguous buffer;
   // its iova is `iova`.
   bool make_user_buf(uint32_t ctx, uint32_t pdn, uint32_t len, uint64_t iova,
