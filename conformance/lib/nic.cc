@@ -203,24 +203,19 @@ bool Nic::make_buf(uint32_t pdn, uint32_t len, Buf* b, uint32_t access) {
 }
 
 bool Nic::make_mapped_buf(uint32_t pdn, uint32_t len, Buf* b, uint32_t access) {
-  rhn_admin_cmd c = mr_cmd(0, pdn, 0, len, access, 1);
-  const uint32_t pages = c.u.create_mr.num_pages;
-  if (pages > RHN_VPT_ENTRIES_PER_PAGE) return error_ = "MR too large", false;
-  const uint64_t mem = alloc(uint64_t(pages) * 4096);
-  const uint64_t table = alloc(4096);
-  if (!mem || !table) return error_ = "host memory", false;
-  for (uint32_t i = 0; i < pages; i++)
-    wr64(table + 8 * i, (mem + uint64_t(i) * 4096) | RHN_VPTE_VALID);
-  c.u.create_mr.iova = mem;
-  c.u.create_mr.table_addr = table;
-  b->addr = mem;
-  b->len = len;
-  return run(c, &b->key) == RHN_ADMIN_OK;
+  return make_translated(0, pdn, len, nullptr, b, access);
 }
 
 bool Nic::make_user_buf(uint32_t ctx, uint32_t pdn, uint32_t len, uint64_t iova,
                         Buf* b, uint32_t access) {
-  const rhn_admin_cmd c = mr_cmd(ctx, pdn, iova, len, access, 1);
+  return make_translated(ctx, pdn, len, &iova, b, access);
+}
+
+bool Nic::make_translated(uint32_t ctx, uint32_t pdn, uint32_t len,
+                          const uint64_t* iova, Buf* b, uint32_t access) {
+  // The pages counted from the iova asked for, or from a page-aligned one
+  // (the memory's own address, which alloc aligns).
+  rhn_admin_cmd c = mr_cmd(ctx, pdn, iova ? *iova : 0, len, access, 1);
   const uint32_t pages = c.u.create_mr.num_pages;
   if (pages > RHN_VPT_ENTRIES_PER_PAGE) return error_ = "MR too large", false;
   const uint64_t mem = alloc(uint64_t(pages) * 4096);
@@ -228,11 +223,11 @@ bool Nic::make_user_buf(uint32_t ctx, uint32_t pdn, uint32_t len, uint64_t iova,
   if (!mem || !table) return error_ = "host memory", false;
   for (uint32_t i = 0; i < pages; i++)
     wr64(table + 8 * i, (mem + uint64_t(i) * 4096) | RHN_VPTE_VALID);
-  b->addr = iova;
+  c.u.create_mr.iova = iova ? *iova : mem;
+  c.u.create_mr.table_addr = table;
+  b->addr = c.u.create_mr.iova;
   b->len = len;
-  rhn_admin_cmd m = c;
-  m.u.create_mr.table_addr = table;
-  return run(m, &b->key) == RHN_ADMIN_OK;
+  return run(c, &b->key) == RHN_ADMIN_OK;
 }
 
 uint8_t Nic::query_device(rhn_device_attr* attr) {

@@ -192,6 +192,9 @@ class Nic {
   std::vector<uint8_t> bytes(uint64_t bus, size_t len);
 
  private:
+  // make_user_buf at *iova, or make_mapped_buf (iova null).
+  bool make_translated(uint32_t ctx, uint32_t pdn, uint32_t len,
+                       const uint64_t* iova, Buf* b, uint32_t access);
   Target& t_;
   uint64_t admin_sq_ = 0, admin_cq_ = 0;
   uint32_t admin_log_ = 0;

@@ -103,6 +103,7 @@ struct RhnSoftCore {
      * and the frames its transmit block sent. */
     RhnScBlocks *blocks;
     uint64_t txw_frames;
+    uint8_t assembled[RHN_LINK_FRAME_MAX]; /* the assembler's frame */
 };
 
 static void sc_fail(RhnSoftCore *sc, const char *fmt, ...)
@@ -588,7 +589,7 @@ static void sc_frame_out(RhnSoftCore *sc, uint8_t *frame, uint32_t len)
 static void sc_on_assemble(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
                            uint32_t len)
 {
-    static uint8_t frame[RHN_LINK_FRAME_MAX];
+    uint8_t *frame = sc->assembled;
     struct rhn_link_assemble rq;
     uint32_t hdr_len = len - (uint32_t)sizeof(rq);
     uint8_t *p;
