@@ -777,12 +777,15 @@ bool rhn_card_txw_slot_back(uint32_t *slot) {
   return true;
 }
 
-bool rhn_card_txw_record_pop(struct rhn_card_txw_record *out) {
-  if (!L.txw_recs) return false;
-  *out = L.txw_rec[L.txw_rec_head];
-  L.txw_rec_head = (L.txw_rec_head + 1) % RHN_LINK_CORE_TXW_SLOTS;
-  L.txw_recs--;
-  return true;
+uint32_t rhn_card_txw_record_pop(struct rhn_card_txw_record *out,
+                                 uint32_t max) {
+  uint32_t n = 0;
+  for (; n < max && L.txw_recs; n++) {
+    out[n] = L.txw_rec[L.txw_rec_head];
+    L.txw_rec_head = (L.txw_rec_head + 1) % RHN_LINK_CORE_TXW_SLOTS;
+    L.txw_recs--;
+  }
+  return n;
 }
 
 void rhn_card_txw_flush(void) {

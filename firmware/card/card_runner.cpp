@@ -90,8 +90,8 @@ bool CardTx::slot_push(uint32_t slot, void* frame) {
 
 bool CardTx::slot_back(uint32_t* slot) { return rhn_card_txw_slot_back(slot); }
 
-bool CardTx::record_pop(rhn_card_txw_record* out) {
-  return rhn_card_txw_record_pop(out);
+uint32_t CardTx::record_pop(rhn_card_txw_record* out, uint32_t max) {
+  return rhn_card_txw_record_pop(out, max);
 }
 
 void CardTx::flush() { rhn_card_txw_flush(); }

@@ -130,7 +130,7 @@ void rhn_scb_txw_kick(RhnScBlocks* b, uint32_t qpn, rhn_link_txw_kicked* out) {
 
 bool rhn_scb_txw_record(RhnScBlocks* b, rhn_card_txw_record* r,
                         const uint8_t** frame, uint32_t* len) {
-  if (!b->txw.record_pop(r)) return false;
+  if (!b->txw.record_pop(r, 1)) return false;
   *frame = b->frames[r->send_slot];
   *len = r->failed ? 0 : RHN_DATA_HDR_LEN + r->length;
   if (*len) rhn_scb_fill_crcs(b->frames[r->send_slot], *len);

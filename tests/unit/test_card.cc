@@ -161,7 +161,7 @@ void rhn_card_txw_grant(uint32_t, uint32_t, uint32_t) {}
 void rhn_card_txw_set_channel(uint16_t, const rhn_card_txw_channel*) {}
 bool rhn_card_txw_slot_push(uint32_t, void*) { return false; }
 bool rhn_card_txw_slot_back(uint32_t*) { return false; }
-bool rhn_card_txw_record_pop(rhn_card_txw_record*) { return false; }
+uint32_t rhn_card_txw_record_pop(rhn_card_txw_record*, uint32_t) { return 0; }
 void rhn_card_txw_flush(void) {}
 bool rhn_card_txw_kick(uint32_t) { return false; }
 

@@ -444,9 +444,9 @@ struct TxBlock final : rhinet::fw::TxSink {
     Outside o;
     return block.slot_back(slot);
   }
-  bool record_pop(rhn_card_txw_record* out) override {
+  uint32_t record_pop(rhn_card_txw_record* out, uint32_t max) override {
     Outside o;
-    return block.record_pop(out);
+    return block.record_pop(out, max);
   }
   void flush() override {
     Outside o;
