@@ -717,15 +717,19 @@ struct Side {
   Qp qp;
   Buf buf;
   uint16_t node = 0;
-  std::string make(Nic& n, uint8_t type) {
+  // translated: the QP's SQ ring and record and the buffer in translated
+  // MRs, as a user process has them.
+  std::string make(Nic& n, uint8_t type, bool translated = false) {
     std::string e = n.bring_up();
     if (!e.empty()) return e;
     node = uint16_t(n.r32(RHN_REG_NODE_ID));
     QpSpec spec;
     spec.type = type;
+    spec.rings_in_mr = translated;
     if (!n.create_eq(4, 1, &eq) || !n.create_cq(0, 6, eq.eqn, &cq) ||
         !n.create_pd(0, &pd) || !n.create_qp(0, pd, &cq, &cq, spec, &qp) ||
-        !n.make_buf(pd, 8192, &buf))
+        !(translated ? n.make_mapped_buf(pd, 8192, &buf)
+                     : n.make_buf(pd, 8192, &buf)))
       return n.error();
     return {};
   }
@@ -735,11 +739,11 @@ struct TwoNodes {
   Nic* a = nullptr;
   Nic* b = nullptr;
   Side sa, sb;
-  std::string make(Nic& na, Nic& nb, uint8_t type) {
+  std::string make(Nic& na, Nic& nb, uint8_t type, bool translated = false) {
     a = &na;
     b = &nb;
-    std::string e = sa.make(na, type);
-    if (e.empty()) e = sb.make(nb, type);
+    std::string e = sa.make(na, type, translated);
+    if (e.empty()) e = sb.make(nb, type, translated);
     if (!e.empty()) return e;
     if (sa.node == sb.node) return "both nodes read NODE_ID " + hex(sa.node);
     if (!na.activate(sa.qp, sb.node, sb.qp.qpn, 0x77) ||
@@ -775,15 +779,16 @@ struct TwoNodes {
   }
 };
 
-#define TWO(type)                                                \
+#define TWO_NODES(type, translated)                              \
   Target* p = t.peer();                                          \
   CONFORM_THAT(c, p != nullptr, "target", "has no second node"); \
   Nic na(t), nb(*p);                                             \
   TwoNodes two;                                                  \
   do {                                                           \
-    const std::string e_ = two.make(na, nb, type);               \
+    const std::string e_ = two.make(na, nb, type, translated);   \
     CONFORM_THAT(c, e_.empty(), "setup", e_);                    \
   } while (0)
+#define TWO(type) TWO_NODES(type, false)
 
 }  // namespace
 
@@ -812,6 +817,40 @@ CONFORM_CASE(two_node_rc, "wire.two_nodes.rc_send_write_read", "wire",
              ra = na.bytes(a.buf.addr + 6000, 64);
   for (size_t i = 0; i < 64; i++)
     CONFORM_EQ(c, "READ byte " + std::to_string(i), rb[i], ra[i]);
+}
+
+CONFORM_CASE(two_node_write_stream, "wire.two_nodes.rc_write_stream", "wire",
+             "RC WRITEs between two NICs from translated queues and "
+             "buffers, one and then eight on one doorbell: every byte "
+             "lands, a CQE each, in order") {
+  TWO_NODES(RHN_QP_RC, true);
+  Side& a = two.sa;
+  Side& b = two.sb;
+  constexpr uint32_t kLen = 8, kBatch = 8;
+  rhn_cqe ev;
+  na.post_one(a.qp, RHN_OP_WRITE, RHN_WQE_F_SIGNALED, a.buf.addr, kLen,
+              a.buf.key, b.buf.addr, b.buf.key);
+  if (!cqe_is(c, na, a.cq, "first WRITE CQE", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS,
+              &ev))
+    return;
+  for (uint32_t i = 1; i <= kBatch; i++) {
+    Wqe w(a.qp, RHN_OP_WRITE);
+    w.sge(0, a.buf.addr + i * 64, kLen, a.buf.key)
+        .remote(b.buf.addr + i * 64, b.buf.key);
+    const uint32_t slots = rhn_wqe_finish(w.buf, w.data, nullptr);
+    na.post_send(a.qp, w.buf, slots, i == kBatch);
+  }
+  for (uint32_t i = 1; i <= kBatch; i++)
+    if (!cqe_is(c, na, a.cq, "WRITE CQE " + std::to_string(i), RHN_CQE_OP_WRITE,
+                RHN_CQE_SUCCESS, &ev))
+      return;
+  for (uint32_t i = 0; i <= kBatch; i++) {
+    const auto want = na.bytes(a.buf.addr + i * 64, kLen);
+    const auto got = nb.bytes(b.buf.addr + i * 64, kLen);
+    for (uint32_t k = 0; k < kLen; k++)
+      CONFORM_EQ(c, "WRITE " + std::to_string(i) + " byte " + std::to_string(k),
+                 want[k], got[k]);
+  }
 }
 
 CONFORM_CASE(two_node_ud, "wire.two_nodes.ud_send", "wire",

@@ -202,9 +202,20 @@ bool Nic::make_buf(uint32_t pdn, uint32_t len, Buf* b, uint32_t access) {
   return run(mr_cmd(0, pdn, b->addr, len, access), &b->key) == RHN_ADMIN_OK;
 }
 
+bool Nic::make_mapped_buf(uint32_t pdn, uint32_t len, Buf* b, uint32_t access) {
+  return make_translated(0, pdn, len, nullptr, b, access);
+}
+
 bool Nic::make_user_buf(uint32_t ctx, uint32_t pdn, uint32_t len, uint64_t iova,
                         Buf* b, uint32_t access) {
-  const rhn_admin_cmd c = mr_cmd(ctx, pdn, iova, len, access, 1);
+  return make_translated(ctx, pdn, len, &iova, b, access);
+}
+
+bool Nic::make_translated(uint32_t ctx, uint32_t pdn, uint32_t len,
+                          const uint64_t* iova, Buf* b, uint32_t access) {
+  // The pages counted from the iova asked for, or from a page-aligned one
+  // (the memory's own address, which alloc aligns).
+  rhn_admin_cmd c = mr_cmd(ctx, pdn, iova ? *iova : 0, len, access, 1);
   const uint32_t pages = c.u.create_mr.num_pages;
   if (pages > RHN_VPT_ENTRIES_PER_PAGE) return error_ = "MR too large", false;
   const uint64_t mem = alloc(uint64_t(pages) * 4096);
@@ -212,11 +223,11 @@ bool Nic::make_user_buf(uint32_t ctx, uint32_t pdn, uint32_t len, uint64_t iova,
   if (!mem || !table) return error_ = "host memory", false;
   for (uint32_t i = 0; i < pages; i++)
     wr64(table + 8 * i, (mem + uint64_t(i) * 4096) | RHN_VPTE_VALID);
-  b->addr = iova;
+  c.u.create_mr.iova = iova ? *iova : mem;
+  c.u.create_mr.table_addr = table;
+  b->addr = c.u.create_mr.iova;
   b->len = len;
-  rhn_admin_cmd m = c;
-  m.u.create_mr.table_addr = table;
-  return run(m, &b->key) == RHN_ADMIN_OK;
+  return run(c, &b->key) == RHN_ADMIN_OK;
 }
 
 uint8_t Nic::query_device(rhn_device_attr* attr) {
@@ -298,6 +309,16 @@ bool Nic::create_qp(uint32_t ctx, uint32_t pdn, Cq* scq, Cq* rcq,
   q.sq_ring = {qp->sq, RHN_LKEY_PHYSICAL, 0};
   q.rq_ring = {qp->rq, RHN_LKEY_PHYSICAL, 0};
   q.sq_record = {qp->sq_record, RHN_LKEY_PHYSICAL, 0};
+  if (spec.rings_in_mr) {
+    // The ring's pages, then the record's, in one MR.
+    const uint32_t ring_bytes = RHN_SQ_SLOT_SIZE << spec.sq_log;
+    Buf m;
+    if (!make_mapped_buf(pdn, ring_bytes + 4096, &m)) return false;
+    qp->sq = m.addr;
+    qp->sq_record = m.addr + ring_bytes;
+    q.sq_ring = {qp->sq, m.key, 0};
+    q.sq_record = {qp->sq_record, m.key, 0};
+  }
   q.rq_record = {qp->rq_record, RHN_LKEY_PHYSICAL, 0};
   return run(c, &qp->qpn) == RHN_ADMIN_OK;
 }

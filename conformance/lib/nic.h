@@ -76,6 +76,9 @@ struct QpSpec {
   uint32_t rq_log = 6;
   uint32_t srqn = RHN_NO_SRQ;
   uint8_t flags = 0;
+  // The SQ ring and record inside a translated MR (make_mapped_buf), as a
+  // user QP's are, instead of at bus addresses.
+  bool rings_in_mr = false;
 };
 
 class Nic {
@@ -138,6 +141,11 @@ class Nic {
   // A bus-address MR (levels 0) of the kernel context over `len` bytes.
   bool make_buf(uint32_t pdn, uint32_t len, Buf* b,
                 uint32_t access = kAllAccess);
+  // A one-level translated MR of the kernel context whose iova is the
+  // bus address of its (contiguous) memory: host bytes read and written
+  // at b->addr are the MR's.
+  bool make_mapped_buf(uint32_t pdn, uint32_t len, Buf* b,
+                       uint32_t access = kAllAccess);
   // A one-level translated MR of context `ctx` over a contiguous buffer;
   // its iova is `iova`.
   bool make_user_buf(uint32_t ctx, uint32_t pdn, uint32_t len, uint64_t iova,
@@ -184,6 +192,9 @@ class Nic {
   std::vector<uint8_t> bytes(uint64_t bus, size_t len);
 
  private:
+  // make_user_buf at *iova, or make_mapped_buf (iova null).
+  bool make_translated(uint32_t ctx, uint32_t pdn, uint32_t len,
+                       const uint64_t* iova, Buf* b, uint32_t access);
   Target& t_;
   uint64_t admin_sq_ = 0, admin_cq_ = 0;
   uint32_t admin_log_ = 0;

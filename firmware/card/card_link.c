@@ -82,6 +82,21 @@ static struct {
   uint32_t read_status;
   void *read_dst;
   uint32_t read_len;
+
+  // The transmit block's state as the device's block holds it (link.h,
+  // TXW_*): the QP entries, the slots pushed and not yet taken (oldest
+  // first, with their frames), the records not yet popped, and the
+  // answer to the last kick.
+  struct {
+    bool armed;
+    struct rhn_card_txw_qp e;
+  } txw_qp[RHN_LINK_CORE_TXW_QPS];
+  uint32_t txw_slot[RHN_LINK_CORE_TXW_SLOTS];
+  void *txw_frame[RHN_LINK_CORE_TXW_SLOTS];
+  uint32_t txw_slot_head, txw_slots;
+  struct rhn_card_txw_record txw_rec[RHN_LINK_CORE_TXW_SLOTS];
+  uint32_t txw_rec_head, txw_recs;
+  struct rhn_link_txw_kicked kicked;
 } L;
 
 static uint8_t twin[RHN_LINK_CORE_TWIN_BYTES] __attribute__((aligned(64)));
@@ -230,6 +245,32 @@ static void on_fw_verdict(uint16_t tag, uint32_t body) {
   L.read_done = true;
 }
 
+// A WRITE the transmit block took: its frame into the slot it took (the
+// oldest pushed), its record queued for rhn_card_txw_record_pop.
+static void on_txw_record(uint32_t body) {
+  struct rhn_card_txw_record r;
+  read_fixed(&r, sizeof(r), body);
+  uint32_t n = body - sizeof(r);
+  if (!L.txw_slots || L.txw_recs == RHN_LINK_CORE_TXW_SLOTS ||
+      L.txw_slot[L.txw_slot_head] != r.send_slot || n > RHN_LINK_FRAME_MAX ||
+      (r.failed && n))
+    fail();
+  if (n) rhn_lt_read(L.txw_frame[L.txw_slot_head], n);
+  L.txw_slot_head = (L.txw_slot_head + 1) % RHN_LINK_CORE_TXW_SLOTS;
+  L.txw_slots--;
+  L.txw_rec[(L.txw_rec_head + L.txw_recs++) % RHN_LINK_CORE_TXW_SLOTS] = r;
+}
+
+// The end of a kick's answer: the wait of a DMA read.
+static void on_txw_kicked(uint16_t tag, uint32_t body) {
+  if (body != sizeof(L.kicked) || tag != L.read_tag || L.read_done ||
+      L.read_reply != RHN_LINK_TXW_KICKED)
+    fail();
+  rhn_lt_read(&L.kicked, sizeof(L.kicked));
+  L.read_status = RHN_CARD_OK;
+  L.read_done = true;
+}
+
 static void on_reg_write(uint32_t body) {
   struct rhn_link_reg r;
   read_fixed(&r, sizeof(r), body);
@@ -252,6 +293,12 @@ static void receive_one(void) {
       break;
     case RHN_LINK_FW_VERDICT:
       on_fw_verdict(h.tag, body);
+      break;
+    case RHN_LINK_TXW_RECORD:
+      on_txw_record(body);
+      break;
+    case RHN_LINK_TXW_KICKED:
+      on_txw_kicked(h.tag, body);
       break;
     case RHN_LINK_DOORBELL:
       on_doorbell(body);
@@ -339,9 +386,12 @@ void rhn_card_get_identity(struct rhn_card_identity *out) {
   out->entropy = L.identity.entropy;
 }
 
-// Of the optional blocks the socket link has only the trigger sums (it
-// sits where doorbells enter the core's FIFO); the firmware does the rest.
-uint32_t rhn_card_caps(void) { return RHN_CARD_CAP_TRIGGER_SUMS; }
+// The trigger sums block sits where doorbells enter the core's FIFO, so
+// the link keeps it on this side; the device says which of the others it
+// plays (link.h, RHN_LINK_DEVICE_CAPS).
+uint32_t rhn_card_caps(void) {
+  return RHN_CARD_CAP_TRIGGER_SUMS | (L.identity.caps & RHN_LINK_DEVICE_CAPS);
+}
 
 uint64_t rhn_card_trigger_set(uint32_t index, uint16_t gen, uint32_t owner) {
   if (index >= RHN_LINK_CORE_TRIGGERS) return 0;
@@ -371,32 +421,6 @@ uint32_t rhn_card_trigger_next(void) {
   return UINT32_MAX;
 }
 
-// Never called without RHN_CARD_CAP_DMA_REGION; refused if it were.
-enum rhn_card_status rhn_card_dma_region(const struct rhn_card_region *region,
-                                         uint64_t va, void *buf, size_t len,
-                                         bool write) {
-  (void)region;
-  (void)va;
-  (void)buf;
-  (void)len;
-  (void)write;
-  return RHN_CARD_BUS_ERROR;
-}
-
-// Never called without RHN_CARD_CAP_TX_ASSEMBLER; refused if it were.
-enum rhn_card_status rhn_card_tx_assemble(void *frame, uint32_t hdr_len,
-                                          const struct rhn_card_region *region,
-                                          uint64_t va, uint32_t len,
-                                          uint32_t flags) {
-  (void)frame;
-  (void)hdr_len;
-  (void)region;
-  (void)va;
-  (void)len;
-  (void)flags;
-  return RHN_CARD_BUS_ERROR;
-}
-
 // Never called without RHN_CARD_CAP_RX_WRITE: no block, nothing placed.
 void rhn_card_rxw_set_target(uint32_t qpn,
                              const struct rhn_card_rxw_target *t) {
@@ -412,38 +436,6 @@ bool rhn_card_rxw_arm(uint16_t node, uint16_t session, uint32_t next_serial) {
 void rhn_card_rxw_disarm(uint16_t node) { (void)node; }
 void rhn_card_rxw_flush(void) {}
 bool rhn_card_wire_rx_placed(void) { return false; }
-
-// Never called without RHN_CARD_CAP_TX_WRITE: no block, nothing sent.
-void rhn_card_txw_set_qp(uint32_t qpn, const struct rhn_card_txw_qp *q,
-                         struct rhn_card_txw_qp *left) {
-  (void)qpn;
-  (void)q;
-  (void)left;
-}
-void rhn_card_txw_grant(uint32_t qpn, uint32_t inflight, uint32_t slots) {
-  (void)qpn;
-  (void)inflight;
-  (void)slots;
-}
-void rhn_card_txw_set_channel(uint16_t node,
-                              const struct rhn_card_txw_channel *c) {
-  (void)node;
-  (void)c;
-}
-bool rhn_card_txw_slot_push(uint32_t slot, void *frame) {
-  (void)slot;
-  (void)frame;
-  return false;
-}
-bool rhn_card_txw_slot_back(uint32_t *slot) {
-  (void)slot;
-  return false;
-}
-bool rhn_card_txw_record_pop(struct rhn_card_txw_record *out) {
-  (void)out;
-  return false;
-}
-void rhn_card_txw_flush(void) {}
 
 void rhn_card_get_settings(struct rhn_card_settings *out) {
   out->rto_floor_us = L.identity.rto_floor_us;
@@ -688,4 +680,125 @@ uint32_t rhn_card_fw_stage(uint32_t offset, const void *data, uint32_t len) {
 uint32_t rhn_card_fw_commit(uint32_t length, uint32_t flags) {
   struct rhn_link_fw f = {length, flags};
   return request(RHN_LINK_FW_COMMIT, RHN_LINK_FW_VERDICT, &f, sizeof(f), 0, 0);
+}
+
+// ---- Region DMA and the transmit assembler (the device's) -------------
+
+static bool has_cap(uint32_t cap) { return (rhn_card_caps() & cap) != 0; }
+
+enum rhn_card_status rhn_card_dma_region(const struct rhn_card_region *region,
+                                         uint64_t va, void *buf, size_t len,
+                                         bool write) {
+  if (!has_cap(RHN_CARD_CAP_DMA_REGION)) return RHN_CARD_BUS_ERROR;
+  uint8_t *p = buf;
+  while (len) {
+    uint32_t n = len < RHN_LINK_DMA_CHUNK ? (uint32_t)len : RHN_LINK_DMA_CHUNK;
+    struct rhn_link_region_dma rq = {*region, va, n, write};
+    if (write) {
+      send(RHN_LINK_DMA_REGION, new_tag(), &rq, sizeof(rq), p, n);
+    } else {
+      L.read_dst = p;
+      L.read_len = n;
+      if (request(RHN_LINK_DMA_REGION, RHN_LINK_DMA_READ_DATA, &rq, sizeof(rq),
+                  0, 0) != RHN_CARD_OK)
+        return (enum rhn_card_status)L.read_status;
+    }
+    p += n;
+    va += n;
+    len -= n;
+  }
+  return RHN_CARD_OK;
+}
+
+enum rhn_card_status rhn_card_tx_assemble(void *frame, uint32_t hdr_len,
+                                          const struct rhn_card_region *region,
+                                          uint64_t va, uint32_t len,
+                                          uint32_t flags) {
+  if (!has_cap(RHN_CARD_CAP_TX_ASSEMBLER) || hdr_len > RHN_LINK_FRAME_MAX ||
+      len > RHN_LINK_FRAME_MAX - hdr_len)
+    return RHN_CARD_BUS_ERROR;
+  // A link down drops the frame, as rhn_card_wire_tx does; the payload
+  // still comes into the slot.
+  if (!L.link_up) flags &= ~(uint32_t)RHN_CARD_TX_SEND;
+  struct rhn_link_assemble rq = {*region, va, len, flags};
+  L.read_dst = (uint8_t *)frame + hdr_len;
+  L.read_len = len;
+  return (enum rhn_card_status)request(RHN_LINK_TX_ASSEMBLE,
+                                       RHN_LINK_DMA_READ_DATA, &rq, sizeof(rq),
+                                       frame, hdr_len);
+}
+
+// ---- The transmit block for plain WRITEs (the device's) ----------------
+
+void rhn_card_txw_set_qp(uint32_t qpn, const struct rhn_card_txw_qp *q,
+                         struct rhn_card_txw_qp *left) {
+  if (qpn >= RHN_LINK_CORE_TXW_QPS) return;  // beyond the block: never armed
+  if (left) *left = L.txw_qp[qpn].e;
+  struct rhn_link_txw_qp m;
+  memset(&m, 0, sizeof(m));
+  m.qpn = qpn;
+  m.armed = q != 0;
+  L.txw_qp[qpn].armed = q != 0;
+  if (q) L.txw_qp[qpn].e = m.q = *q;
+  send(RHN_LINK_TXW_SET_QP, 0, &m, sizeof(m), 0, 0);
+}
+
+void rhn_card_txw_grant(uint32_t qpn, uint32_t inflight, uint32_t slots) {
+  if (qpn >= RHN_LINK_CORE_TXW_QPS || !L.txw_qp[qpn].armed) return;
+  L.txw_qp[qpn].e.inflight_credit += inflight;
+  L.txw_qp[qpn].e.slot_credit += slots;
+  struct rhn_link_txw_grant m = {qpn, inflight, slots, 0};
+  send(RHN_LINK_TXW_GRANT, 0, &m, sizeof(m), 0, 0);
+}
+
+void rhn_card_txw_set_channel(uint16_t node,
+                              const struct rhn_card_txw_channel *c) {
+  struct rhn_link_txw_channel m = {node, c != 0, 0, {0}};
+  if (c) m.c = *c;
+  send(RHN_LINK_TXW_SET_CHANNEL, 0, &m, sizeof(m), 0, 0);
+}
+
+bool rhn_card_txw_slot_push(uint32_t slot, void *frame) {
+  if (L.txw_slots == RHN_LINK_CORE_TXW_SLOTS) return false;
+  uint32_t i = (L.txw_slot_head + L.txw_slots++) % RHN_LINK_CORE_TXW_SLOTS;
+  L.txw_slot[i] = slot;
+  L.txw_frame[i] = frame;
+  struct rhn_link_u64 m = {slot};
+  send(RHN_LINK_TXW_SLOT_PUSH, 0, &m, sizeof(m), 0, 0);
+  return true;
+}
+
+bool rhn_card_txw_slot_back(uint32_t *slot) {
+  if (!L.txw_slots) return false;
+  // The newest first, as the block gives them back.
+  L.txw_slots--;
+  *slot = L.txw_slot[(L.txw_slot_head + L.txw_slots) % RHN_LINK_CORE_TXW_SLOTS];
+  send(RHN_LINK_TXW_SLOT_BACK, 0, NULL, 0, 0, 0);
+  return true;
+}
+
+uint32_t rhn_card_txw_record_pop(struct rhn_card_txw_record *out,
+                                 uint32_t max) {
+  uint32_t n = 0;
+  for (; n < max && L.txw_recs; n++) {
+    out[n] = L.txw_rec[L.txw_rec_head];
+    L.txw_rec_head = (L.txw_rec_head + 1) % RHN_LINK_CORE_TXW_SLOTS;
+    L.txw_recs--;
+  }
+  return n;
+}
+
+void rhn_card_txw_flush(void) {
+  for (uint32_t i = 0; i < RHN_LINK_CORE_TXW_QPS; i++)
+    L.txw_qp[i].armed = false;
+  send(RHN_LINK_TXW_FLUSH, 0, NULL, 0, 0, 0);
+}
+
+bool rhn_card_txw_kick(uint32_t qpn) {
+  if (qpn >= RHN_LINK_CORE_TXW_QPS || !L.txw_qp[qpn].armed) return false;
+  struct rhn_link_u64 m = {qpn};
+  request(RHN_LINK_TXW_KICK, RHN_LINK_TXW_KICKED, &m, sizeof(m), 0, 0);
+  L.txw_qp[qpn].e = L.kicked.left;
+  L.txw_qp[qpn].armed = L.kicked.armed != 0;
+  return L.kicked.took_all != 0;
 }

@@ -75,6 +75,29 @@ void CardRx::disarm(uint16_t node) { rhn_card_rxw_disarm(node); }
 
 void CardRx::flush() { rhn_card_rxw_flush(); }
 
+void CardTx::set_qp(uint32_t qpn, const rhn_card_txw_qp* q,
+                    rhn_card_txw_qp* left) {
+  rhn_card_txw_set_qp(qpn, q, left);
+}
+
+void CardTx::set_channel(uint16_t node, const rhn_card_txw_channel* c) {
+  rhn_card_txw_set_channel(node, c);
+}
+
+bool CardTx::slot_push(uint32_t slot, void* frame) {
+  return rhn_card_txw_slot_push(slot, frame);
+}
+
+bool CardTx::slot_back(uint32_t* slot) { return rhn_card_txw_slot_back(slot); }
+
+uint32_t CardTx::record_pop(rhn_card_txw_record* out, uint32_t max) {
+  return rhn_card_txw_record_pop(out, max);
+}
+
+void CardTx::flush() { rhn_card_txw_flush(); }
+
+bool CardTx::kick(uint32_t qpn) { return rhn_card_txw_kick(qpn); }
+
 bool CardWire::assemble(HostBus&, const TxGather& g) {
   const rhn_card_region region = card_region(*g.region);
   return rhn_card_tx_assemble(g.frame, g.hdr_len, &region, g.va, g.len,
@@ -102,6 +125,9 @@ EngineConfig from_card(EngineConfig c) {
   // A receive placement block takes a plain WRITE's checks and placement
   // (the engine uses it only with the FIFO read in place).
   c.rx_write = (rhn_card_caps() & RHN_CARD_CAP_RX_WRITE) != 0;
+  // A transmit block takes plain WRITEs' fetch, checks and frames off the
+  // core (the engine uses it only with the three blocks above).
+  c.tx_write = (rhn_card_caps() & RHN_CARD_CAP_TX_WRITE) != 0;
   // A doorbell block that sums TRIGGER adds loses none to a full FIFO.
   c.trigger_sums = (rhn_card_caps() & RHN_CARD_CAP_TRIGGER_SUMS) != 0;
   // The power-on epoch of the node's channels: a card that restarts must
@@ -121,6 +147,7 @@ CardRunner::CardRunner(const EngineConfig& config, CardMemory& mem)
     engine_->attach_rx(rx_);
     rx_in_place_ = true;
   }
+  if (engine_ && config_.tx_write) engine_->attach_tx(tx_);
   mirror_registers(true);
 }
 

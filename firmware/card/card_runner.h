@@ -64,6 +64,20 @@ class CardRx final : public RxSource {
   void flush() override;
 };
 
+// The transmit block for plain WRITEs (RHN_CARD_CAP_TX_WRITE): the
+// engine's calls as card.h's rhn_card_txw_*.
+class CardTx final : public TxSink {
+ public:
+  void set_qp(uint32_t qpn, const rhn_card_txw_qp* q,
+              rhn_card_txw_qp* left) override;
+  void set_channel(uint16_t node, const rhn_card_txw_channel* c) override;
+  bool slot_push(uint32_t slot, void* frame) override;
+  bool slot_back(uint32_t* slot) override;
+  uint32_t record_pop(rhn_card_txw_record* out, uint32_t max) override;
+  void flush() override;
+  bool kick(uint32_t qpn) override;
+};
+
 class CardRunner {
  public:
   // Places the engine in mem with `config`, its identity and settings
@@ -89,6 +103,7 @@ class CardRunner {
   CardBus bus_;
   CardWire wire_;
   CardRx rx_;
+  CardTx tx_;
   const EngineConfig config_;
   Engine* engine_;
   bool rx_in_place_ = false;  // the engine reads the MAC's FIFO itself

@@ -14,8 +14,10 @@
 
 #include <stdint.h>
 
+#include "rhinet/fw/card.h"
+
 /* Bumped on any change of a message's layout or meaning. */
-#define RHN_LINK_VERSION 3
+#define RHN_LINK_VERSION 4
 
 /*
  * Framing: every message is a header and a body. len counts the bytes that
@@ -37,33 +39,44 @@ struct rhn_link_hdr {
 #define RHN_LINK_MAX_BODY (RHN_LINK_DMA_CHUNK + 16u)
 
 enum rhn_link_type {
-  RHN_LINK_HELLO = 1,           /* both: struct rhn_link_hello */
-  RHN_LINK_DMA_READ = 2,        /* core: struct rhn_link_dma_read */
-  RHN_LINK_DMA_READ_DATA = 3,   /* device: struct rhn_link_status, bytes */
-  RHN_LINK_DMA_WRITE = 4,       /* core: struct rhn_link_dma, bytes */
-  RHN_LINK_DMA_PUBLISH = 5,     /* core: struct rhn_link_dma, bytes */
-  RHN_LINK_DMA_STORE64 = 6,     /* core: struct rhn_link_store64 */
-  RHN_LINK_DMA_ERROR = 7,       /* device: struct rhn_link_status */
-  RHN_LINK_DOORBELL = 8,        /* device: rhn_card_doorbell [+ 512 bytes] */
-  RHN_LINK_DB_OVERFLOW = 9,     /* device: empty; doorbells were dropped */
-  RHN_LINK_REG_SET = 10,        /* core: struct rhn_link_reg */
-  RHN_LINK_REG_WRITE = 11,      /* device: struct rhn_link_reg */
-  RHN_LINK_COUNTER_ADD = 12,    /* core: struct rhn_link_reg */
-  RHN_LINK_FRAME_OUT = 13,      /* core: the frame */
-  RHN_LINK_FRAME_IN = 14,       /* device: the frame */
-  RHN_LINK_IRQ = 15,            /* core: struct rhn_link_irq */
-  RHN_LINK_TIME = 16,           /* device: struct rhn_link_u64 (now, ns) */
-  RHN_LINK_DEADLINE = 17,       /* core: struct rhn_link_u64 (deadline) */
-  RHN_LINK_BYE = 18,            /* both: struct rhn_link_status (exit code) */
-  RHN_LINK_CQ_PRODUCED = 19,    /* core: struct rhn_link_reg (cqn, index) */
-  RHN_LINK_COUNTERS_CLEAR = 20, /* core: empty; every counter back to 0 */
-  RHN_LINK_RX_CREDIT = 21,      /* core: struct rhn_link_u64 (frames) */
-  RHN_LINK_RX_DROPPED = 22,     /* device: struct rhn_link_u64 (frames) */
-  RHN_LINK_FW_STAGE = 23,       /* core: struct rhn_link_fw, bytes */
-  RHN_LINK_FW_COMMIT = 24,      /* core: struct rhn_link_fw */
-  RHN_LINK_FW_VERDICT = 25,     /* device: struct rhn_link_status */
+  RHN_LINK_HELLO = 1,            /* both: struct rhn_link_hello */
+  RHN_LINK_DMA_READ = 2,         /* core: struct rhn_link_dma_read */
+  RHN_LINK_DMA_READ_DATA = 3,    /* device: struct rhn_link_status, bytes */
+  RHN_LINK_DMA_WRITE = 4,        /* core: struct rhn_link_dma, bytes */
+  RHN_LINK_DMA_PUBLISH = 5,      /* core: struct rhn_link_dma, bytes */
+  RHN_LINK_DMA_STORE64 = 6,      /* core: struct rhn_link_store64 */
+  RHN_LINK_DMA_ERROR = 7,        /* device: struct rhn_link_status */
+  RHN_LINK_DOORBELL = 8,         /* device: rhn_card_doorbell [+ 512 bytes] */
+  RHN_LINK_DB_OVERFLOW = 9,      /* device: empty; doorbells were dropped */
+  RHN_LINK_REG_SET = 10,         /* core: struct rhn_link_reg */
+  RHN_LINK_REG_WRITE = 11,       /* device: struct rhn_link_reg */
+  RHN_LINK_COUNTER_ADD = 12,     /* core: struct rhn_link_reg */
+  RHN_LINK_FRAME_OUT = 13,       /* core: the frame */
+  RHN_LINK_FRAME_IN = 14,        /* device: the frame */
+  RHN_LINK_IRQ = 15,             /* core: struct rhn_link_irq */
+  RHN_LINK_TIME = 16,            /* device: struct rhn_link_u64 (now, ns) */
+  RHN_LINK_DEADLINE = 17,        /* core: struct rhn_link_u64 (deadline) */
+  RHN_LINK_BYE = 18,             /* both: struct rhn_link_status (exit code) */
+  RHN_LINK_CQ_PRODUCED = 19,     /* core: struct rhn_link_reg (cqn, index) */
+  RHN_LINK_COUNTERS_CLEAR = 20,  /* core: empty; every counter back to 0 */
+  RHN_LINK_RX_CREDIT = 21,       /* core: struct rhn_link_u64 (frames) */
+  RHN_LINK_RX_DROPPED = 22,      /* device: struct rhn_link_u64 (frames) */
+  RHN_LINK_FW_STAGE = 23,        /* core: struct rhn_link_fw, bytes */
+  RHN_LINK_FW_COMMIT = 24,       /* core: struct rhn_link_fw */
+  RHN_LINK_FW_VERDICT = 25,      /* device: struct rhn_link_status */
+  RHN_LINK_DMA_REGION = 26,      /* core: struct rhn_link_region_dma [bytes] */
+  RHN_LINK_TX_ASSEMBLE = 27,     /* core: struct rhn_link_assemble, headers */
+  RHN_LINK_TXW_SET_QP = 28,      /* core: struct rhn_link_txw_qp */
+  RHN_LINK_TXW_GRANT = 29,       /* core: struct rhn_link_txw_grant */
+  RHN_LINK_TXW_SET_CHANNEL = 30, /* core: struct rhn_link_txw_channel */
+  RHN_LINK_TXW_SLOT_PUSH = 31,   /* core: struct rhn_link_u64 (the slot) */
+  RHN_LINK_TXW_SLOT_BACK = 32,   /* core: empty; the newest slot back */
+  RHN_LINK_TXW_FLUSH = 33,       /* core: empty; every QP entry disarmed */
+  RHN_LINK_TXW_KICK = 34,        /* core: struct rhn_link_u64 (the QPN) */
+  RHN_LINK_TXW_RECORD = 35,      /* device: rhn_card_txw_record [+ frame] */
+  RHN_LINK_TXW_KICKED = 36,      /* device: struct rhn_link_txw_kicked */
 };
-#define RHN_LINK_TYPE_MAX RHN_LINK_FW_VERDICT
+#define RHN_LINK_TYPE_MAX RHN_LINK_TXW_KICKED
 
 /*
  * Receive flow control. The core's HELLO names its receive FIFO (rx_fifo):
@@ -104,8 +117,21 @@ struct rhn_link_hello {
   uint16_t reserved;
   uint64_t entropy;      /* device: random, new at every power-on */
   uint32_t rto_floor_us; /* device: retransmission timeout floor; 0: own */
-  uint32_t reserved1;
+  uint32_t caps;         /* device: the optional blocks it plays */
 };
+
+/*
+ * The optional blocks a device may play for the core (its HELLO's caps,
+ * enum rhn_card_cap bits; the core's rhn_card_caps adds the trigger sums,
+ * which it keeps itself). The MAC's CRCs: the device fills both CRCs of
+ * every FRAME_OUT and of every frame the transmit block sends, and checks
+ * them on every frame from the wire, counting a bad one in CRC_ERRORS and
+ * dropping it before FRAME_IN. Region DMA: DMA_REGION. The transmit
+ * assembler: TX_ASSEMBLE. The transmit block for plain WRITEs: TXW_*.
+ */
+#define RHN_LINK_DEVICE_CAPS                        \
+  (RHN_CARD_CAP_MAC_CRC | RHN_CARD_CAP_DMA_REGION | \
+   RHN_CARD_CAP_TX_ASSEMBLER | RHN_CARD_CAP_TX_WRITE)
 
 /* DMA_READ: reply DMA_READ_DATA with the same tag. */
 struct rhn_link_dma_read {
@@ -168,6 +194,71 @@ struct rhn_link_u64 {
 struct rhn_link_fw {
   uint32_t value;
   uint32_t flags;
+};
+
+/*
+ * DMA_REGION (rhn_card_dma_region): len bytes at I/O virtual address va of
+ * the region, its table walked by the device. A read (write 0) is
+ * answered with DMA_READ_DATA, same tag; a write carries its bytes and is
+ * posted (a failure comes back as DMA_ERROR, as for DMA_WRITE).
+ */
+struct rhn_link_region_dma {
+  struct rhn_card_region region;
+  uint64_t va;
+  uint32_t len; /* <= RHN_LINK_DMA_CHUNK */
+  uint32_t write;
+};
+
+/*
+ * TX_ASSEMBLE (rhn_card_tx_assemble): the frame's hdr_len header bytes
+ * follow. The device reads len payload bytes through the region and, with
+ * RHN_CARD_TX_SEND in flags, sends headers and payload as one frame (its
+ * MAC fills the CRCs). It answers with DMA_READ_DATA, same tag: the
+ * payload, which the core copies behind the headers in its slot (the
+ * frame a retransmission sends again), or the status without bytes.
+ */
+struct rhn_link_assemble {
+  struct rhn_card_region region;
+  uint64_t va;
+  uint32_t len; /* payload, <= RHN_LINK_FRAME_MAX - hdr_len */
+  uint32_t flags;
+};
+
+/*
+ * The transmit block for plain WRITEs (card.h's rhn_card_txw_*), played
+ * by the device with firmware/card/tx_write_block.h's model. Every call
+ * of the core is a posted message but the kick: TXW_KICK asks the block
+ * to take the QP's doorbell; the device answers with one TXW_RECORD per
+ * WRITE it took (the record, then the frame it sent, which the core
+ * copies into the send slot named: the block takes slots in the order
+ * pushed) and then TXW_KICKED with the same tag. The records go to the
+ * core before their frames go to the wire, so an ACK of a frame always
+ * follows its record on the link. The core answers set_qp's `left`, the
+ * slot taken back and the records from its copies of what the block
+ * holds (the block moves only within a kick, and TXW_KICKED carries the
+ * QP's entry as the kick left it).
+ */
+struct rhn_link_txw_qp {
+  uint32_t qpn;
+  uint32_t armed; /* 0: disarm (q ignored) */
+  struct rhn_card_txw_qp q;
+};
+struct rhn_link_txw_grant {
+  uint32_t qpn;
+  uint32_t inflight;
+  uint32_t slots;
+  uint32_t reserved;
+};
+struct rhn_link_txw_channel {
+  uint16_t node;
+  uint16_t armed; /* 0: disarm (c ignored) */
+  uint32_t reserved;
+  struct rhn_card_txw_channel c;
+};
+struct rhn_link_txw_kicked {
+  uint32_t took_all; /* rhn_card_txw_kick's result */
+  uint32_t armed;    /* the QP is still armed */
+  struct rhn_card_txw_qp left;
 };
 
 /*

@@ -37,6 +37,15 @@
 #ifndef RHN_LINK_CORE_RX_FRAMES
 #define RHN_LINK_CORE_RX_FRAMES 256
 #endif
+/* The transmit block's entries the core keeps copies of (link.h, TXW_*):
+ * QP entries, and send slots pushed (each with its record). As the
+ * device's block is sized (the card's configuration, card_config.h). */
+#ifndef RHN_LINK_CORE_TXW_QPS
+#define RHN_LINK_CORE_TXW_QPS 256
+#endif
+#ifndef RHN_LINK_CORE_TXW_SLOTS
+#define RHN_LINK_CORE_TXW_SLOTS 512
+#endif
 #ifndef RHN_LINK_CORE_TWIN_BYTES
 #define RHN_LINK_CORE_TWIN_BYTES 65536
 #endif

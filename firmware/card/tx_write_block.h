@@ -59,12 +59,14 @@ class TxWriteBlock {
     *slot = slots_[(slots_head_ + --slots_n_) % kSlots].slot;
     return true;
   }
-  bool record_pop(rhn_card_txw_record* out) {
-    if (!records_n_) return false;
-    *out = records_[records_head_];
-    records_head_ = (records_head_ + 1) % kRecords;
-    records_n_--;
-    return true;
+  uint32_t record_pop(rhn_card_txw_record* out, uint32_t max) {
+    uint32_t n = 0;
+    for (; n < max && records_n_; n++) {
+      out[n] = records_[records_head_];
+      records_head_ = (records_head_ + 1) % kRecords;
+      records_n_--;
+    }
+    return n;
   }
   void flush() {
     for (Qp& q : qps_) q.armed = false;

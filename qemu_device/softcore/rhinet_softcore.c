@@ -34,6 +34,7 @@
 
 #include "kept_doorbells.h"
 #include "rhinet/hw_fw.h"
+#include "softcore_blocks.h"
 #include "rhinet/hw_regs.h"
 
 /* Events (doorbells, frames) wait at most this much in the output queue;
@@ -98,6 +99,11 @@ struct RhnSoftCore {
     uint32_t regs[RHN_REG_COUNTERS / 4];
     uint64_t counters[RHN_CNT_COUNT];
     uint32_t *cq_produced; /* RHN_LINK_MAX_CQS, for CQ-arm samples */
+    /* The optional blocks the device plays (link.h, RHN_LINK_DEVICE_CAPS)
+     * and the frames its transmit block sent. */
+    RhnScBlocks *blocks;
+    uint64_t txw_frames;
+    uint8_t assembled[RHN_LINK_FRAME_MAX]; /* the assembler's frame */
 };
 
 static void sc_fail(RhnSoftCore *sc, const char *fmt, ...)
@@ -107,6 +113,10 @@ static bool sc_doorbell(RhnSoftCore *sc, const struct rhn_card_doorbell *entry,
 static void sc_release_frames(RhnSoftCore *sc);
 static void sc_send_kept(RhnSoftCore *sc);
 static void sc_tell_drops(RhnSoftCore *sc);
+static uint8_t *sc_begin_read_reply(RhnSoftCore *sc, uint16_t tag,
+                                    uint32_t len);
+static void sc_end_read_reply(RhnSoftCore *sc, uint16_t tag, uint8_t *p,
+                              int status, uint32_t len);
 
 static void sc_fail(RhnSoftCore *sc, const char *fmt, ...)
 {
@@ -380,7 +390,6 @@ static void sc_on_dma_read(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
                            uint32_t len)
 {
     struct rhn_link_dma_read rq;
-    struct rhn_link_status st = { 0, 0 };
     uint8_t *p;
 
     if (!sc_body(sc, "DMA_READ", b, len, &rq, sizeof(rq))) {
@@ -393,23 +402,13 @@ static void sc_on_dma_read(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
     }
     /* A core busy with DMA may not wait (and ask for the time) for long. */
     sc_send_time(sc, false);
-    p = sc_begin(sc, RHN_LINK_DMA_READ_DATA, tag, sizeof(st) + rq.len, false);
-    if (!p) {
-        sc_fail(sc, "soft core: no memory for a DMA read reply");
-        return;
+    p = sc_begin_read_reply(sc, tag, rq.len);
+    if (p) {
+        int st = sc->ops.dma_read(sc->opaque, rq.bus_addr,
+                                  p + sizeof(struct rhn_link_status), rq.len);
+
+        sc_end_read_reply(sc, tag, p, st, rq.len);
     }
-    st.status = (uint32_t)sc->ops.dma_read(sc->opaque, rq.bus_addr,
-                                           p + sizeof(st), rq.len);
-    memcpy(p, &st, sizeof(st));
-    if (st.status != RHN_CARD_OK) {
-        /* No data with an error; the header said more: rewrite it. */
-        struct rhn_link_hdr h = { 4 + sizeof(st), RHN_LINK_DMA_READ_DATA,
-                                  tag };
-        memcpy(p - RHN_LINK_HDR_BYTES, &h, sizeof(h));
-        sc_commit(sc, sizeof(st));
-        return;
-    }
-    sc_commit(sc, sizeof(st) + rq.len);
 }
 
 /*
@@ -503,6 +502,213 @@ static void sc_on_store64(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
                                                 s.value);
     if (st != RHN_CARD_OK) {
         sc_dma_error(sc, tag, st);
+    }
+}
+
+/*
+ * Answers a read of len bytes with DMA_READ_DATA: read(p) fills the
+ * reply's bytes and says the status.
+ */
+static uint8_t *sc_begin_read_reply(RhnSoftCore *sc, uint16_t tag,
+                                    uint32_t len)
+{
+    uint8_t *p = sc_begin(sc, RHN_LINK_DMA_READ_DATA, tag,
+                          sizeof(struct rhn_link_status) + len, false);
+
+    if (!p) {
+        sc_fail(sc, "soft core: no memory for a DMA read reply");
+    }
+    return p;
+}
+
+static void sc_end_read_reply(RhnSoftCore *sc, uint16_t tag, uint8_t *p,
+                              int status, uint32_t len)
+{
+    struct rhn_link_status st = { (uint32_t)status, 0 };
+
+    memcpy(p, &st, sizeof(st));
+    if (status != RHN_CARD_OK) {
+        /* No data with an error; the header said more: rewrite it. */
+        struct rhn_link_hdr h = { 4 + sizeof(st), RHN_LINK_DMA_READ_DATA,
+                                  tag };
+        memcpy(p - RHN_LINK_HDR_BYTES, &h, sizeof(h));
+        len = 0;
+    }
+    sc_commit(sc, sizeof(st) + len);
+}
+
+/* Region DMA: the table walked here (softcore_blocks.h). */
+static void sc_on_dma_region(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
+                             uint32_t len)
+{
+    struct rhn_link_region_dma rq;
+    uint32_t data_len = len - (uint32_t)sizeof(rq);
+    uint8_t *p;
+    int st;
+
+    if (len < sizeof(rq)) {
+        sc_fail(sc, "soft core: DMA_REGION of %u bytes", len);
+        return;
+    }
+    memcpy(&rq, b, sizeof(rq));
+    if (rq.len > RHN_LINK_DMA_CHUNK || rq.write > 1 ||
+        data_len != (rq.write ? rq.len : 0)) {
+        sc_fail(sc, "soft core: DMA_REGION of %u bytes for %u (write %u)",
+                data_len, rq.len, rq.write);
+        return;
+    }
+    if (rq.write) {
+        st = rhn_scb_region(sc->blocks, &rq.region, rq.va,
+                            (void *)(b + sizeof(rq)), rq.len, true);
+        if (st != RHN_CARD_OK) {
+            sc_dma_error(sc, tag, st);
+        }
+        return;
+    }
+    sc_send_time(sc, false);
+    p = sc_begin_read_reply(sc, tag, rq.len);
+    if (p) {
+        st = rhn_scb_region(sc->blocks, &rq.region, rq.va,
+                            p + sizeof(struct rhn_link_status), rq.len, false);
+        sc_end_read_reply(sc, tag, p, st, rq.len);
+    }
+}
+
+/* The MAC's side of a frame out: its CRCs filled, then the wire. */
+static void sc_frame_out(RhnSoftCore *sc, uint8_t *frame, uint32_t len)
+{
+    rhn_scb_fill_crcs(frame, len);
+    sc->ops.frame_out(sc->opaque, frame, len);
+}
+
+/*
+ * The transmit assembler: the payload read through the region behind the
+ * headers, the frame sent (RHN_CARD_TX_SEND), the payload back to the
+ * core for its slot.
+ */
+static void sc_on_assemble(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
+                           uint32_t len)
+{
+    uint8_t *frame = sc->assembled;
+    struct rhn_link_assemble rq;
+    uint32_t hdr_len = len - (uint32_t)sizeof(rq);
+    uint8_t *p;
+    int st;
+
+    if (len < sizeof(rq)) {
+        sc_fail(sc, "soft core: TX_ASSEMBLE of %u bytes", len);
+        return;
+    }
+    memcpy(&rq, b, sizeof(rq));
+    if (hdr_len > RHN_LINK_FRAME_MAX || rq.len > RHN_LINK_FRAME_MAX - hdr_len ||
+        (rq.flags & ~(uint32_t)RHN_CARD_TX_SEND)) {
+        sc_fail(sc, "soft core: TX_ASSEMBLE of %u + %u bytes, flags %#x",
+                hdr_len, rq.len, rq.flags);
+        return;
+    }
+    sc_send_time(sc, false);
+    p = sc_begin_read_reply(sc, tag, rq.len);
+    if (!p) {
+        return;
+    }
+    memcpy(frame, b + sizeof(rq), hdr_len);
+    st = rhn_scb_region(sc->blocks, &rq.region, rq.va, frame + hdr_len, rq.len,
+                        false);
+    memcpy(p + sizeof(struct rhn_link_status), frame + hdr_len, rq.len);
+    sc_end_read_reply(sc, tag, p, st, rq.len);
+    if (st == RHN_CARD_OK && (rq.flags & RHN_CARD_TX_SEND) && sc->link_up) {
+        sc_frame_out(sc, frame, hdr_len + rq.len);
+    }
+}
+
+/*
+ * The transmit block's kick: a TXW_RECORD (with its frame) per WRITE it
+ * took, each frame to the wire after its record went into the queue to
+ * the core, then TXW_KICKED.
+ */
+static void sc_txw_kick(RhnSoftCore *sc, uint16_t tag, uint32_t qpn)
+{
+    struct rhn_link_txw_kicked k;
+    struct rhn_card_txw_record r;
+    const uint8_t *frame;
+    uint32_t n;
+
+    rhn_scb_txw_kick(sc->blocks, qpn, &k);
+    while (rhn_scb_txw_record(sc->blocks, &r, &frame, &n)) {
+        uint8_t *p = sc_begin(sc, RHN_LINK_TXW_RECORD, 0, sizeof(r) + n,
+                              false);
+
+        if (!p) {
+            return;
+        }
+        memcpy(p, &r, sizeof(r));
+        memcpy(p + sizeof(r), frame, n);
+        sc_commit(sc, sizeof(r) + n);
+        if (n && sc->link_up) {
+            sc->ops.frame_out(sc->opaque, frame, n);
+            sc->txw_frames++;
+        }
+    }
+    sc_send(sc, RHN_LINK_TXW_KICKED, tag, &k, sizeof(k), false);
+}
+
+static void sc_on_txw(RhnSoftCore *sc, uint16_t type, uint16_t tag,
+                      const uint8_t *b, uint32_t len)
+{
+    switch (type) {
+    case RHN_LINK_TXW_SET_QP: {
+        struct rhn_link_txw_qp m;
+
+        if (sc_body(sc, "TXW_SET_QP", b, len, &m, sizeof(m))) {
+            rhn_scb_txw_set_qp(sc->blocks, m.qpn, m.armed ? &m.q : NULL);
+        }
+        return;
+    }
+    case RHN_LINK_TXW_GRANT: {
+        struct rhn_link_txw_grant m;
+
+        if (sc_body(sc, "TXW_GRANT", b, len, &m, sizeof(m))) {
+            rhn_scb_txw_grant(sc->blocks, m.qpn, m.inflight, m.slots);
+        }
+        return;
+    }
+    case RHN_LINK_TXW_SET_CHANNEL: {
+        struct rhn_link_txw_channel m;
+
+        if (sc_body(sc, "TXW_SET_CHANNEL", b, len, &m, sizeof(m))) {
+            rhn_scb_txw_set_channel(sc->blocks, m.node, m.armed ? &m.c : NULL);
+        }
+        return;
+    }
+    case RHN_LINK_TXW_SLOT_PUSH: {
+        struct rhn_link_u64 m;
+
+        if (sc_body(sc, "TXW_SLOT_PUSH", b, len, &m, sizeof(m)) &&
+            (m.value > UINT32_MAX ||
+             !rhn_scb_txw_slot_push(sc->blocks, (uint32_t)m.value))) {
+            sc_fail(sc, "soft core: TXW_SLOT_PUSH of slot %llu refused",
+                    (unsigned long long)m.value);
+        }
+        return;
+    }
+    case RHN_LINK_TXW_SLOT_BACK:
+    case RHN_LINK_TXW_FLUSH:
+        if (len) {
+            sc_fail(sc, "soft core: TXW message %u with %u bytes", type, len);
+        } else if (type == RHN_LINK_TXW_FLUSH) {
+            rhn_scb_txw_flush(sc->blocks);
+        } else if (!rhn_scb_txw_slot_back(sc->blocks)) {
+            sc_fail(sc, "soft core: TXW_SLOT_BACK with no slot queued");
+        }
+        return;
+    case RHN_LINK_TXW_KICK: {
+        struct rhn_link_u64 m;
+
+        if (sc_body(sc, "TXW_KICK", b, len, &m, sizeof(m))) {
+            sc_txw_kick(sc, tag, (uint32_t)m.value);
+        }
+        return;
+    }
     }
 }
 
@@ -617,6 +823,7 @@ static void sc_on_hello(RhnSoftCore *sc, uint16_t tag, const uint8_t *b,
     }
     mine.db_pages = sc->db_pages;
     mine.rto_floor_us = sc->rto_floor_us;
+    mine.caps = RHN_LINK_DEVICE_CAPS;
     sc->rx_credits = sc->hello.rx_fifo;
     sc->hello_done = true;
     memcpy(mine.mac, sc->mac, sizeof(mine.mac));
@@ -689,7 +896,23 @@ static void sc_on_message(RhnSoftCore *sc, uint16_t type, uint16_t tag,
             sc_fail(sc, "soft core: FRAME_OUT of %u bytes", len);
             return;
         }
-        sc->ops.frame_out(sc->opaque, b, len);
+        /* The input buffer is ours until the message is applied. */
+        sc_frame_out(sc, (uint8_t *)b, len);
+        break;
+    case RHN_LINK_DMA_REGION:
+        sc_on_dma_region(sc, tag, b, len);
+        break;
+    case RHN_LINK_TX_ASSEMBLE:
+        sc_on_assemble(sc, tag, b, len);
+        break;
+    case RHN_LINK_TXW_SET_QP:
+    case RHN_LINK_TXW_GRANT:
+    case RHN_LINK_TXW_SET_CHANNEL:
+    case RHN_LINK_TXW_SLOT_PUSH:
+    case RHN_LINK_TXW_SLOT_BACK:
+    case RHN_LINK_TXW_FLUSH:
+    case RHN_LINK_TXW_KICK:
+        sc_on_txw(sc, type, tag, b, len);
         break;
     case RHN_LINK_IRQ: {
         struct rhn_link_irq m;
@@ -1119,6 +1342,11 @@ bool rhn_sc_frame_in(RhnSoftCore *sc, const void *frame, uint32_t len)
     if (!sc->link_up || !sc->hello_done) {
         return false;
     }
+    if (rhn_scb_crc_bad(frame, len)) {
+        /* The MAC checks the CRCs (RHN_CARD_CAP_MAC_CRC). */
+        sc->counters[RHN_CNT_CRC_ERRORS]++;
+        return false;
+    }
     /* Frames go in order: none passes those held back. */
     sc_release_frames(sc);
     if (!sc_hold_frame(sc, frame, len)) {
@@ -1339,12 +1567,19 @@ static RhnSoftCore *sc_new(uint32_t db_pages, const RhnSoftCoreOps *ops,
     sc->inbuf = malloc(SC_INBUF_BYTES);
     sc->staging = calloc(db_pages ? db_pages : 1, sizeof(*sc->staging));
     sc->cq_produced = calloc(RHN_LINK_MAX_CQS, sizeof(uint32_t));
-    if (!sc->inbuf || !sc->staging || !sc->cq_produced) {
+    sc->blocks = calloc(1, rhn_scb_size());
+    if (!sc->inbuf || !sc->staging || !sc->cq_produced || !sc->blocks) {
         free(sc->inbuf);
         free(sc->staging);
         free(sc->cq_produced);
+        free(sc->blocks);
         free(sc);
         return NULL;
+    }
+    {
+        const RhnScHost host = { ops->dma_read, ops->dma_write, opaque };
+
+        rhn_scb_init(sc->blocks, &host);
     }
     sc->regs[RHN_REG_VERSION / 4] = RHN_VERSION;
     return sc;
@@ -1697,7 +1932,13 @@ void rhn_sc_free(RhnSoftCore *sc)
     free(sc->inbuf);
     free(sc->staging);
     free(sc->cq_produced);
+    free(sc->blocks);
     free(sc);
+}
+
+uint64_t rhn_sc_txw_frames(const RhnSoftCore *sc)
+{
+    return sc->txw_frames;
 }
 
 int rhn_sc_fd(const RhnSoftCore *sc)

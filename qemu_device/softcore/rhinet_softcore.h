@@ -196,6 +196,8 @@ void rhn_sc_bar2_write(RhnSoftCore *sc, uint64_t addr, uint64_t value,
                        unsigned size);
 /* A counter of the counter block (what BAR0 reads at its offset). */
 uint64_t rhn_sc_counter(const RhnSoftCore *sc, unsigned int index);
+/* Frames the transmit block for plain WRITEs sent (link.h, TXW_KICK). */
+uint64_t rhn_sc_txw_frames(const RhnSoftCore *sc);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fake_host.h"
+#include "rhinet/hw.h"
 #include "rhinet/hw_regs.h"
 
 static unsigned failed, passed;
@@ -733,6 +734,190 @@ static void test_bad_input(void) {
              "more credit than frames on the way", "RX_CREDIT of 1 frames");
 }
 
+/* ---- The blocks the device plays (softcore_blocks.h) --------------- */
+
+// The next message of type (TIME and DOORBELL, which come at any time,
+// skipped).
+static bool take_type(int fd, uint16_t type, struct rhn_link_hdr *hd,
+                      void *body, uint32_t max) {
+  while (take(fd, hd, body, max))
+    if (hd->type != RHN_LINK_TIME && hd->type != RHN_LINK_DOORBELL &&
+        hd->type != RHN_LINK_FRAME_IN)
+      return hd->type == type;
+  return false;
+}
+
+#define TXW_IOVA 0x40000000ull
+#define TXW_TABLE (HOST_BASE + 0x10000u)
+#define TXW_PAGES (HOST_BASE + 0x20000u) /* four pages behind the table */
+#define TXW_LKEY 0x1234u
+
+// A region of four pages at TXW_IOVA: the SQ ring in the first, the SQ
+// record in the second, payloads in the third and fourth.
+static struct rhn_card_region txw_region(struct fake_host *h) {
+  for (uint64_t i = 0; i < 4; i++) {
+    uint64_t pte = (TXW_PAGES + i * 4096) | RHN_VPTE_VALID;
+    memcpy(h->mem + (TXW_TABLE - HOST_BASE) + i * 8, &pte, 8);
+  }
+  struct rhn_card_region r = {TXW_TABLE, TXW_IOVA, 4, 1, 12, 0};
+  return r;
+}
+
+// One signalled WRITE of len bytes from the third page, posted in slot 0.
+static void txw_post(struct fake_host *h, uint32_t len) {
+  struct rhn_send_wqe w;
+  memset(&w, 0, sizeof(w));
+  w.opcode = RHN_OP_WRITE;
+  w.flags = RHN_WQE_F_SIGNALED;
+  w.num_sge = 1;
+  w.remote_key = 0x77;
+  w.remote_addr = 0xabc000;
+  w.d.sge.addr = TXW_IOVA + 0x2010;
+  w.d.sge.length = len;
+  w.d.sge.lkey = TXW_LKEY;
+  memcpy(h->mem + (TXW_PAGES - HOST_BASE), &w, sizeof(w));
+  struct rhn_queue_record rec = {1, 0};
+  memcpy(h->mem + (TXW_PAGES - HOST_BASE) + 4096, &rec, sizeof(rec));
+}
+
+static struct rhn_link_txw_qp txw_qp(const struct rhn_card_region *r) {
+  struct rhn_link_txw_qp m;
+  memset(&m, 0, sizeof(m));
+  m.qpn = 1;
+  m.armed = 1;
+  m.q.sq_ring = m.q.sq_record = m.q.key_region = *r;
+  m.q.sq_ring_va = TXW_IOVA;
+  m.q.sq_record_va = TXW_IOVA + 4096;
+  m.q.key_iova = TXW_IOVA;
+  m.q.key_length = 4 * 4096;
+  m.q.lkey = TXW_LKEY;
+  m.q.sq_room = 16;
+  m.q.sq_log = 4;
+  m.q.inflight_credit = 4;
+  m.q.slot_credit = 4;
+  m.q.peer_node = 2;
+  m.q.hdr[0] = RHN_WIRE_MAGIC | RHN_WIRE_VERSION << 16 | RHN_PKT_DATA << 24;
+  return m;
+}
+
+// A fake core drives the device's blocks: the capabilities in its HELLO,
+// a region read, a WRITE the transmit block takes (its record, its frame
+// sent with both CRCs, the entry as the kick left it), a frame in whose
+// CRC is wrong, and the protocol breaches the device refuses.
+static void test_blocks(void) {
+  static struct fake_host h;
+  static uint8_t body[RHN_LINK_MAX_BODY];
+  struct rhn_link_hdr hd;
+  int sv[2];
+  socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+  fake_host_init(&h);
+  RhnSoftCore *sc = rhn_sc_attach(sv[0], TEST_DB_PAGES, &fake_host_ops, &h);
+  int core = sv[1];
+  put(core, RHN_LINK_HELLO, 9, &good_hello, sizeof(good_hello));
+  rhn_sc_process(sc);
+  expect(take_type(core, RHN_LINK_HELLO, &hd, body, sizeof(body)) &&
+             ((struct rhn_link_hello *)body)->caps == RHN_LINK_DEVICE_CAPS,
+         "the device's HELLO names the blocks it plays");
+  rhn_sc_set_link(sc, true);
+
+  const struct rhn_card_region r = txw_region(&h);
+  struct rhn_link_region_dma rd = {r, TXW_IOVA + 4096 * 2 + 5, 300, 0};
+  put(core, RHN_LINK_DMA_REGION, 40, &rd, sizeof(rd));
+  rhn_sc_process(sc);
+  bool same =
+      take_type(core, RHN_LINK_DMA_READ_DATA, &hd, body, sizeof(body)) &&
+      hd.tag == 40 && hd.len == 4 + 8 + 300;
+  for (uint32_t i = 0; same && i < 300; i++)
+    same = body[8 + i] == host_pattern(TXW_PAGES + 2 * 4096 + 5 + i);
+  expect(same, "a region read walks the table (across no page)");
+  rd.va = TXW_IOVA + 4 * 4096;  // past the region's pages
+  put(core, RHN_LINK_DMA_REGION, 41, &rd, sizeof(rd));
+  rhn_sc_process(sc);
+  expect(take_type(core, RHN_LINK_DMA_READ_DATA, &hd, body, sizeof(body)) &&
+             hd.tag == 41 && hd.len == 4 + 8 &&
+             ((struct rhn_link_status *)body)->status != RHN_CARD_OK,
+         "a region read past the region fails, no bytes");
+
+  txw_post(&h, 64);
+  struct rhn_link_txw_channel ch;
+  memset(&ch, 0, sizeof(ch));
+  ch.node = 2;
+  ch.armed = 1;
+  ch.c.tx_next = 100;
+  ch.c.window = 16;
+  ch.c.session = 5;
+  put(core, RHN_LINK_TXW_SET_CHANNEL, 0, &ch, sizeof(ch));
+  struct rhn_link_u64 slot = {3};
+  put(core, RHN_LINK_TXW_SLOT_PUSH, 0, &slot, sizeof(slot));
+  struct rhn_link_txw_qp q = txw_qp(&r);
+  put(core, RHN_LINK_TXW_SET_QP, 0, &q, sizeof(q));
+  struct rhn_link_u64 kick = {1};
+  put(core, RHN_LINK_TXW_KICK, 77, &kick, sizeof(kick));
+  uint32_t frames_before = h.nframes;
+  rhn_sc_process(sc);
+  struct rhn_card_txw_record rec;
+  bool got = take_type(core, RHN_LINK_TXW_RECORD, &hd, body, sizeof(body)) &&
+             hd.len == 4 + sizeof(rec) + RHN_DATA_HDR_LEN + 64;
+  memcpy(&rec, body, sizeof(rec));
+  expect(got && rec.qpn == 1 && rec.wqe_slot == 0 && rec.serial == 100 &&
+             rec.send_slot == 3 && rec.length == 64 && !rec.failed,
+         "the block's record of the WRITE it took");
+  const uint8_t *f = body + sizeof(rec);
+  same = got && h.nframes == frames_before + 1 &&
+         h.frame_len[frames_before] == RHN_DATA_HDR_LEN + 64 &&
+         memcmp(h.frames[frames_before], f, RHN_DATA_HDR_LEN + 64) == 0;
+  for (uint32_t i = 0; same && i < 64; i++)
+    same = f[RHN_DATA_HDR_LEN + i] ==
+           host_pattern(TXW_PAGES + 2 * 4096 + 0x10 + i);
+  expect(same, "its frame went out as the core got it, the payload gathered");
+  uint32_t crc;
+  memcpy(&crc, f + RHN_OFFSETOF(struct rhn_pkt_hdr, hdr_crc), 4);
+  expect(crc != 0 && rhn_sc_counter(sc, RHN_CNT_CRC_ERRORS) == 0,
+         "its CRCs filled by the MAC");
+  // The same frame back from the wire passes the MAC; one bit off does not.
+  expect(rhn_sc_frame_in(sc, f, RHN_DATA_HDR_LEN + 64),
+         "a frame with good CRCs goes to the core");
+  memcpy(body + sizeof(rec) + 3000, f, RHN_DATA_HDR_LEN + 64);
+  body[sizeof(rec) + 3000 + RHN_DATA_HDR_LEN + 1] ^= 1;
+  expect(
+      !rhn_sc_frame_in(sc, body + sizeof(rec) + 3000, RHN_DATA_HDR_LEN + 64) &&
+          rhn_sc_counter(sc, RHN_CNT_CRC_ERRORS) == 1,
+      "a frame with a bad CRC is dropped and counted");
+  struct rhn_link_txw_kicked k;
+  got =
+      take_type(core, RHN_LINK_TXW_KICKED, &hd, &k, sizeof(k)) && hd.tag == 77;
+  expect(got && k.took_all && k.armed && k.left.sq_fetch == 1 &&
+             k.left.msn_next == 1 && k.left.inflight_credit == 3 &&
+             k.left.slot_credit == 3 && k.left.sq_producer == 1,
+         "TXW_KICKED after the records, with the entry as moved");
+  expect(rhn_sc_txw_frames(sc) == 1, "the device counted the block's frame");
+  // A WQE the block does not take (a READ): handed over, the QP disarmed.
+  h.mem[TXW_PAGES - HOST_BASE + 64] = RHN_OP_READ;
+  struct rhn_queue_record two = {2, 0};
+  memcpy(h.mem + (TXW_PAGES - HOST_BASE) + 4096, &two, sizeof(two));
+  put(core, RHN_LINK_TXW_KICK, 78, &kick, sizeof(kick));
+  rhn_sc_process(sc);
+  got =
+      take_type(core, RHN_LINK_TXW_KICKED, &hd, &k, sizeof(k)) && hd.tag == 78;
+  expect(got && !k.took_all && !k.armed && k.left.sq_fetch == 1,
+         "a WQE it does not take is the core's, the QP disarmed");
+  rhn_sc_free(sc);
+  close(core);
+
+  expect_bad(true, RHN_LINK_DMA_REGION, body, 4, "short DMA_REGION",
+             "DMA_REGION of 4 bytes");
+  struct rhn_link_assemble as = {r, TXW_IOVA, 10, 0x80};
+  expect_bad(true, RHN_LINK_TX_ASSEMBLE, &as, sizeof(as),
+             "TX_ASSEMBLE with an unknown flag", "TX_ASSEMBLE of 0 + 10");
+  slot.value = 100000;
+  expect_bad(true, RHN_LINK_TXW_SLOT_PUSH, &slot, sizeof(slot),
+             "a slot beyond the card's", "TXW_SLOT_PUSH of slot 100000");
+  expect_bad(true, RHN_LINK_TXW_SLOT_BACK, NULL, 0, "a take-back of nothing",
+             "TXW_SLOT_BACK with no slot");
+  expect_bad(true, RHN_LINK_TXW_SET_QP, &q, 8, "short TXW_SET_QP",
+             "TXW_SET_QP of 8 bytes");
+}
+
 // Random messages from a fake core: mostly well framed with random
 // contents, some corrupt. Each either is applied or breaks the link with
 // an error; the device never crashes (the test runs under AddressSanitizer
@@ -952,6 +1137,7 @@ int main(int argc, char **argv) {
   firmware = argv[1];
   signal(SIGPIPE, SIG_IGN);
   test_bad_input();
+  test_blocks();
   test_random_input();
   test_device_overflow();
   test_device_overflow_keeps();

@@ -154,6 +154,17 @@ void rhn_card_rxw_disarm(uint16_t) {}
 void rhn_card_rxw_flush(void) { g_card->rxw_flushes++; }
 bool rhn_card_wire_rx_placed(void) { return false; }
 
+// The transmit block for plain WRITEs: no model behind it; it takes no
+// kick, so the engine posts every WQE itself.
+void rhn_card_txw_set_qp(uint32_t, const rhn_card_txw_qp*, rhn_card_txw_qp*) {}
+void rhn_card_txw_grant(uint32_t, uint32_t, uint32_t) {}
+void rhn_card_txw_set_channel(uint16_t, const rhn_card_txw_channel*) {}
+bool rhn_card_txw_slot_push(uint32_t, void*) { return false; }
+bool rhn_card_txw_slot_back(uint32_t*) { return false; }
+uint32_t rhn_card_txw_record_pop(rhn_card_txw_record*, uint32_t) { return 0; }
+void rhn_card_txw_flush(void) {}
+bool rhn_card_txw_kick(uint32_t) { return false; }
+
 void rhn_card_get_identity(rhn_card_identity* out) {
   out->node_id = 7;
   const uint8_t mac[6] = {0x02, 0x52, 0x4e, 0x00, 0x00, 0x07};
@@ -533,6 +544,23 @@ TEST_F(Card, FirmwareChunksAndTheCommitReachTheShellWithItsVerdictBack) {
   ASSERT_EQ(fake.fw_commits.size(), 1u);
   EXPECT_EQ(fake.fw_commits[0],
             std::make_pair(5096u, uint32_t{RHN_FW_COMMIT_ACTIVATE}));
+}
+
+// The engine uses the transmit block only on a card that reports it (and
+// the blocks it needs, which the engine checks itself).
+TEST_F(Card, TheTransmitBlockIsUsedWhenTheCardReportsIt) {
+  std::vector<uint64_t> ram(kCardTableBytes / 8), ram2(kCardTableBytes / 8);
+  fake.caps = RHN_CARD_CAP_MAC_CRC | RHN_CARD_CAP_DMA_REGION |
+              RHN_CARD_CAP_TX_ASSEMBLER;
+  CardMemory mem(ram.data(), kCardTableBytes);
+  CardRunner without(card_config(), mem);
+  EXPECT_FALSE(without.config().tx_write);
+  fake.caps |= RHN_CARD_CAP_TX_WRITE;
+  CardMemory mem2(ram2.data(), kCardTableBytes);
+  CardRunner with(card_config(), mem2);
+  EXPECT_TRUE(with.config().tx_write);
+  EXPECT_TRUE(with.config().mac_crc && with.config().dma_region &&
+              with.config().tx_assembler);
 }
 
 TEST_F(Card, TheDevicesRetransmissionFloorReachesTheEngine) {

@@ -146,7 +146,7 @@ struct Fixture {
   std::vector<rhn_card_txw_record> records() {
     std::vector<rhn_card_txw_record> v;
     rhn_card_txw_record r;
-    while (block.record_pop(&r)) v.push_back(r);
+    while (block.record_pop(&r, 1)) v.push_back(r);
     return v;
   }
   // What the core reads back when it disarms.

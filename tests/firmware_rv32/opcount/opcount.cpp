@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "card/card_runner.h"
+#include "card/mac_crc.h"
 #include "card/rx_write_block.h"
 #include "card/tx_write_block.h"
 #include "core/crc32c.h"
@@ -361,22 +362,6 @@ bool g_rxw = false;
 // (EngineConfig::tx_write).
 bool g_txw = false;
 
-// What that MAC does to a frame on its way out (not the core's work).
-void mac_fill_crcs(uint8_t* f, size_t len) {
-  rhn_pkt_hdr h;
-  if (len < sizeof h) return;
-  memcpy(&h, f, sizeof h);
-  const size_t hdr_len =
-      h.type == RHN_PKT_DATA ? RHN_DATA_HDR_LEN : RHN_PKT_HDR_LEN;
-  if (len < hdr_len) return;
-  h.payload_crc =
-      len > hdr_len ? rhinet::fw::crc32c(0, f + hdr_len, len - hdr_len) : 0;
-  memcpy(f, &h, sizeof h);
-  h.hdr_crc = rhinet::fw::crc32c_hole(0, f, hdr_len,
-                                      RHN_OFFSETOF(rhn_pkt_hdr, hdr_crc));
-  memcpy(f, &h, sizeof h);
-}
-
 class Link final : public rhinet::fw::Wire {
  public:
   explicit Link(Mailbox& to) : to_(to) {}
@@ -424,7 +409,7 @@ class Link final : public rhinet::fw::Wire {
     }
     if (g_mac_crc) {
       Frame& f = to_.frames[(to_.head + to_.count - 1) % kMailbox];
-      mac_fill_crcs(f.data, f.len);
+      rhinet::fw::card::mac_fill_crcs(f.data, f.len);
     }
     if (to_.block) to_.arrive_last();
   }
@@ -459,9 +444,9 @@ struct TxBlock final : rhinet::fw::TxSink {
     Outside o;
     return block.slot_back(slot);
   }
-  bool record_pop(rhn_card_txw_record* out) override {
+  uint32_t record_pop(rhn_card_txw_record* out, uint32_t max) override {
     Outside o;
-    return block.record_pop(out);
+    return block.record_pop(out, max);
   }
   void flush() override {
     Outside o;

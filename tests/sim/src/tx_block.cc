@@ -23,8 +23,8 @@ bool SimTxBlock::slot_push(uint32_t slot, void* frame) {
 
 bool SimTxBlock::slot_back(uint32_t* slot) { return block_->slot_back(slot); }
 
-bool SimTxBlock::record_pop(rhn_card_txw_record* out) {
-  return block_->record_pop(out);
+uint32_t SimTxBlock::record_pop(rhn_card_txw_record* out, uint32_t max) {
+  return block_->record_pop(out, max);
 }
 
 void SimTxBlock::flush() { block_->flush(); }

@@ -481,10 +481,16 @@ void rhn_card_txw_set_channel(uint16_t node,
  * back one it did not use (false: none left). */
 bool rhn_card_txw_slot_push(uint32_t slot, void *frame);
 bool rhn_card_txw_slot_back(uint32_t *slot);
-/* The oldest record of the sent FIFO; false when empty. */
-bool rhn_card_txw_record_pop(struct rhn_card_txw_record *out);
+/* The oldest records of the sent FIFO, up to max, in one read of the
+ * FIFO (a run's records at once): how many (0 when empty). */
+uint32_t rhn_card_txw_record_pop(struct rhn_card_txw_record *out, uint32_t max);
 /* Every QP entry disarmed (admin command, reset, channel reset). */
 void rhn_card_txw_flush(void);
+/* The kick of an armed QP handed to the block (the core popped its
+ * doorbell and armed the QP for it): returns once the block took every
+ * WQE the SQ record shows (true) or stopped at one it does not take and
+ * disarmed the QP (false); the records of what it took are queued. */
+bool rhn_card_txw_kick(uint32_t qpn);
 
 /* What the hosting device sets beyond the identity (a card: straps or an
  * EEPROM); 0 in a field leaves the firmware's own value. */

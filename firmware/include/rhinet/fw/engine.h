@@ -240,9 +240,10 @@ class TxSink {
     (void)slot;
     return false;
   }
-  virtual bool record_pop(rhn_card_txw_record* out) {
+  virtual uint32_t record_pop(rhn_card_txw_record* out, uint32_t max) {
     (void)out;
-    return false;
+    (void)max;
+    return 0;
   }
   virtual void flush() {}
   virtual bool kick(uint32_t qpn) {

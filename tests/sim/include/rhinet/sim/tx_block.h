@@ -24,7 +24,7 @@ class SimTxBlock final : public fw::TxSink {
   void set_channel(uint16_t node, const rhn_card_txw_channel* c) override;
   bool slot_push(uint32_t slot, void* frame) override;
   bool slot_back(uint32_t* slot) override;
-  bool record_pop(rhn_card_txw_record* out) override;
+  uint32_t record_pop(rhn_card_txw_record* out, uint32_t max) override;
   void flush() override;
   bool kick(uint32_t qpn) override;
 
