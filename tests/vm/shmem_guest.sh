@@ -57,7 +57,8 @@ else
 	fails=$((fails + 1))
 fi
 
-misuse int-amo 1 "shmem_int_atomic_inc: dest 0x[0-9a-f]* is not 4-byte aligned"
+misuse int-amo 1 "shmem_int_atomic_inc: dest"
+misuse int-amo 1 "is not 4-byte aligned"
 misuse global 1 "shmem_long_p: dest"
 misuse global 1 "is not symmetric"
 misuse pe 1 "shmem_long_p: PE 2 is not a PE of this program (0 to 1)"

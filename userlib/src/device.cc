@@ -275,6 +275,7 @@ void Device::poll_cq() {
       else if (c[k].base.status != IBV_WC_SUCCESS ||
                c[k].base.opcode == RHINETDV_OP_FETCH_ADD ||
                c[k].base.opcode == RHINETDV_OP_CMP_SWAP ||
+               c[k].base.opcode == RHINETDV_OP_ATOMIC_EXT ||
                c[k].base.opcode == RHINETDV_OP_TRIGGER_ADD)
         complete_from_cqe(c[k].base);
     }
