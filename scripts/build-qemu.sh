@@ -110,6 +110,11 @@ exec 9>"$WORK.lock"
 if ! flock -n 9; then
 	log "waiting for another build of $WORK"
 	flock 9
+	# The other build may have been of these very sources.
+	if [[ -x $SNAPSHOT ]]; then
+		echo "$SNAPSHOT"
+		exit 0
+	fi
 fi
 
 if [[ ! -f $SRC/.rhinet-unpacked ]]; then
