@@ -398,13 +398,39 @@ class Test {
           txs.push_back(g_.isend(dst, tag, src));
         }
       }
+    // All the sends at once; each keeps its own outcome.
+    if (ok(rhinet::wait_all(txs, kWait), "all-to-all isends (wait_all)"))
+      for (auto& tx : txs)
+        expect(tx.done(), "wait_all returned with an isend in flight");
     for (auto& tx : txs) sent(tx, "all-to-all isend");
 
-    // Every exact receive got its message.
-    for (auto& r : exact)
-      if (received(r.req, src_of(r.want), r.want, r.buf.size(),
+    // Every exact receive got its message, taken as they complete: each
+    // leaves the set wait_any looks at once it is checked.
+    std::vector<Request> pending;
+    std::vector<const Rx*> of_pending;
+    for (auto& r : exact) {
+      pending.push_back(std::move(r.req));
+      of_pending.push_back(&r);
+    }
+    while (!pending.empty()) {
+      auto got = rhinet::wait_any(pending, kWait);
+      if (!expect(got.has_value(), "wait_any over %zu exact irecvs: %s",
+                  pending.size(), got ? "" : got.error().to_string().c_str()))
+        break;
+      const Rx& r = *of_pending[*got];
+      if (expect(pending[*got].done(), "wait_any gave a request in flight") &&
+          received(pending[*got], src_of(r.want), r.want, r.buf.size(),
                    "all-to-all exact irecv"))
         same(r.buf, r.want, "all-to-all exact irecv");
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(*got));
+      of_pending.erase(of_pending.begin() + static_cast<std::ptrdiff_t>(*got));
+    }
+    // An empty set is a caller's mistake, not a wait.
+    {
+      auto none = rhinet::wait_any({}, kWait);
+      expect(!none && none.error().errno_value() == EINVAL,
+             "wait_any on no requests: expected EINVAL");
+    }
     // The any-source receives got every kAny message for us once, whole,
     // and each sender's in its send order.
     std::set<std::uint64_t> seen;
@@ -544,6 +570,20 @@ class Test {
     expect(!any.test() && !from.test(), "an irecv nothing matches completed");
     expect(g_.pending_irecvs() == 2, "%zu irecvs pending, expected 2",
            g_.pending_irecvs());
+    {
+      // Nothing completes: both set waits time out and leave them pending.
+      Request both[] = {std::move(any), std::move(from)};
+      auto all = rhinet::wait_all(both, 20ms);
+      expect(!all && all.error().errno_value() == ETIMEDOUT,
+             "wait_all on unmatched irecvs: expected ETIMEDOUT");
+      auto one = rhinet::wait_any(both, 20ms);
+      expect(!one && one.error().errno_value() == ETIMEDOUT,
+             "wait_any on unmatched irecvs: expected ETIMEDOUT");
+      expect(!both[0].done() && !both[1].done() && g_.pending_irecvs() == 2,
+             "a timed-out set wait changed its requests");
+      any = std::move(both[0]);
+      from = std::move(both[1]);
+    }
     for (Request* r : {&any, &from}) {
       if (!expect(ok(r->cancel(), "cancel"), "cancel refused")) continue;
       expect(ok(r->cancel(), "cancel again"), "a second cancel refused");

@@ -124,10 +124,7 @@ Result<void> Request::wait(std::chrono::milliseconds timeout) {
     const auto deadline = net::deadline_after(timeout);
     detail::Backoff b;
     while (!test()) {
-      // Receives complete through the CQ: if it cannot be read, say so.
-      if (receive_ && dev_->poll_error)
-        return Error(dev_->poll_error->code(),
-                     describe() + ": " + dev_->poll_error->message());
+      if (auto e = stuck()) return *e;
       if (net::poll_ms(deadline) == 0)
         return Error(ETIMEDOUT, describe() + ": not complete within " +
                                     net::format_duration(timeout));
@@ -135,6 +132,58 @@ Result<void> Request::wait(std::chrono::milliseconds timeout) {
     }
   }
   return result();
+}
+
+std::optional<Error> Request::stuck() const {
+  // Receives complete through the CQ: if it cannot be read, say so.
+  if (slot_ >= 0 && receive_ && dev_->poll_error)
+    return Error(dev_->poll_error->code(),
+                 describe() + ": " + dev_->poll_error->message());
+  return std::nullopt;
+}
+
+Result<void> wait_all(std::span<Request> requests,
+                      std::chrono::milliseconds timeout) {
+  const auto deadline = net::deadline_after(timeout);
+  detail::Backoff b;
+  for (;;) {
+    std::size_t in_flight = 0;
+    for (Request& r : requests) {
+      if (r.test()) continue;
+      if (auto e = r.stuck()) return *e;
+      in_flight++;
+    }
+    if (in_flight == 0) break;
+    if (net::poll_ms(deadline) == 0)
+      return Error(ETIMEDOUT, "wait_all: " + std::to_string(in_flight) +
+                                  " of " + std::to_string(requests.size()) +
+                                  " requests not complete within " +
+                                  net::format_duration(timeout));
+    b.pause();
+  }
+  for (const Request& r : requests)
+    if (auto outcome = r.result(); !outcome) return outcome;
+  return ok();
+}
+
+Result<std::size_t> wait_any(std::span<Request> requests,
+                             std::chrono::milliseconds timeout) {
+  if (requests.empty())
+    return Error(EINVAL, "wait_any: no requests to wait for");
+  const auto deadline = net::deadline_after(timeout);
+  detail::Backoff b;
+  for (;;) {
+    for (std::size_t i = 0; i < requests.size(); i++) {
+      if (requests[i].test()) return i;
+      if (auto e = requests[i].stuck()) return *e;
+    }
+    if (net::poll_ms(deadline) == 0)
+      return Error(ETIMEDOUT, "wait_any: none of " +
+                                  std::to_string(requests.size()) +
+                                  " requests complete within " +
+                                  net::format_duration(timeout));
+    b.pause();
+  }
 }
 
 Result<void> Request::result() const {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "rhinet/message.hpp"
@@ -88,6 +89,9 @@ class [[nodiscard]] Request {
 
  private:
   friend struct detail::Device;
+  friend Result<void> wait_all(std::span<Request>, std::chrono::milliseconds);
+  friend Result<std::size_t> wait_any(std::span<Request>,
+                                      std::chrono::milliseconds);
   struct ReceiveTag {};
   Request(std::shared_ptr<detail::Device> dev, std::int32_t slot);
   Request(std::shared_ptr<detail::Device> dev, std::int32_t slot, ReceiveTag);
@@ -98,6 +102,9 @@ class [[nodiscard]] Request {
                         std::optional<Error> error, bool cancelled);
   // The owner pointer of the slot this request is in flight in.
   Request*& owner_slot() const;
+  // A receive in flight whose completion queue cannot be read: that error
+  // (it would never complete). Empty otherwise.
+  std::optional<Error> stuck() const;
   std::string describe() const;
 
   std::shared_ptr<detail::Device> dev_;
@@ -110,6 +117,22 @@ class [[nodiscard]] Request {
   std::optional<Message> message_;
   std::optional<Error> error_;
 };
+
+// Several requests at once, with one backoff for all (spinning, then
+// yielding, then napping, as Request::wait). Each request keeps its own
+// outcome (result(), message(), value()).
+//
+// wait_all: until every request is done. ETIMEDOUT when some are still in
+// flight at the deadline (they stay in flight; the message says how many);
+// otherwise the error of the first failed request, by position, or ok.
+Result<void> wait_all(std::span<Request> requests,
+                      std::chrono::milliseconds timeout = forever);
+// wait_any: until one request is done: the position of the first done one.
+// A request done before the call counts too, so a loop takes the one it
+// got out of the set before it waits again. EINVAL for an empty set,
+// ETIMEDOUT when none is done at the deadline.
+Result<std::size_t> wait_any(std::span<Request> requests,
+                             std::chrono::milliseconds timeout = forever);
 
 }  // namespace rhinet
 
