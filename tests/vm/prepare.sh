@@ -113,6 +113,8 @@ bin_args+=(--tool "$VERBS_LIB/libibverbs/librxe-rdmav34.so"
 # memory: the exporter ibv_reg_dmabuf_mr registers from (dmabuf.sh); both
 # kernels have it (debug-kernel.config).
 bin_args+=(--module vgem)
+# The debug kernel's module that leaks on purpose (vm_kmemleak_selftest).
+((DEBUG_KERNEL)) && bin_args+=(--module kmemleak-test)
 # Our provider, once it is built: librhinetdv.so.1 (direct verbs and
 # provider in one object) next to libibverbs, and the provider file
 # libibverbs dlopens as a symlink to it, so that a program linked with

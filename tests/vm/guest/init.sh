@@ -57,9 +57,10 @@ kmemleak_start() {
 }
 # Fails (status 1) and prints the report when the test leaked.
 kmemleak_check() {
-	# Objects younger than 5 s are never reported; a second scan confirms
-	# what the first found (as kmemleak's documentation advises).
-	sleep 6
+	# Objects younger than 1 s (the debug kernel's MSECS_MIN_AGE,
+	# debug-kernel.sh) are never reported; a second scan confirms what the
+	# first found (as kmemleak's documentation advises).
+	sleep 2
 	start=$(date +%s)
 	# (kmemleak turns itself off on an internal error: then it finds nothing)
 	if ! { echo scan >$KMEMLEAK && sleep 1 && echo scan >$KMEMLEAK; }; then
