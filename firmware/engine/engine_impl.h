@@ -667,7 +667,7 @@ struct Engine::Impl : FamilyStates {
   uint32_t txw_take();
   // k records of one QP, none failed, in one pass (their bytes).
   [[gnu::always_inline]] uint32_t txw_take_run(const rhn_card_txw_record* r,
-                                                uint32_t k, bool quiet_family);
+                                               uint32_t k, bool quiet_family);
   // A record whose payload the block could not read.
   void txw_take_failed(const rhn_card_txw_record& r, bool quiet_family);
 

@@ -83,18 +83,24 @@ uint32_t Engine::Impl::txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
   constexpr uint32_t kBatch = 16;
   uint32_t batch_slot[kBatch];
   void* batch_frame[kBatch];
+  // As many as take_slot would give one after another: the send memory
+  // above the responses' reserve and the context's share, counted once.
+  uint32_t avail = min(credit, shares.room_n(qp.context, Res::kTxSlots));
+  const uint32_t free_n = free_slots.size();
+  avail = free_n > response_reserve ? min(avail, free_n - response_reserve) : 0;
   uint32_t granted = 0;
   bool full = false;
-  while (!full && granted < credit) {
-    uint32_t n = 0;
-    while (n < kBatch && granted + n < credit &&
-           free_slots.size() > response_reserve &&
-           shares.room(qp.context, Res::kTxSlots)) {
-      const uint32_t slot = take_slot(qp.context);
-      batch_slot[n] = slot;
-      batch_frame[n++] = slots[slot].frame;
+  while (!full && granted < avail) {
+    const uint32_t n = min(kBatch, avail - granted);
+    for (uint32_t i = 0; i < n; i++) {
+      const uint32_t slot = free_slots.front();
+      free_slots.pop();
+      slots[slot].context = qp.context;
+      slots[slot].next = kNone;
+      batch_slot[i] = slot;
+      batch_frame[i] = slots[slot].frame;
     }
-    if (!n) break;
+    shares.charge(qp.context, Res::kTxSlots, n);
     const uint32_t pushed = tx_sink->slot_push_n(batch_slot, batch_frame, n);
     granted += pushed;
     // The FIFO full: what it did not take goes back where it came from.

@@ -140,8 +140,8 @@ inline bool Engine::Impl::retire_quiet(uint32_t qpn, uint32_t gen,
 // message completed before this one: complete_in_order would go on to
 // it, so the generic path takes both).
 inline bool quiet_retirable(const Inflight& e, uint32_t serial, uint16_t peer) {
-  return e.quiet && e.state == MsgState::kAwaitAck &&
-         e.last_serial == serial && e.peer == peer;
+  return e.quiet && e.state == MsgState::kAwaitAck && e.last_serial == serial &&
+         e.peer == peer;
 }
 
 inline void quiet_retire(Inflight& e) {
