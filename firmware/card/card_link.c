@@ -768,6 +768,14 @@ bool rhn_card_txw_slot_push(uint32_t slot, void *frame) {
   return true;
 }
 
+uint32_t rhn_card_txw_slot_push_n(const uint32_t *slot, void *const *frame,
+                                  uint32_t n) {
+  /* The link carries one message a slot; a card's FIFO takes the burst. */
+  uint32_t i = 0;
+  while (i < n && rhn_card_txw_slot_push(slot[i], frame[i])) i++;
+  return i;
+}
+
 bool rhn_card_txw_slot_back(uint32_t *slot) {
   if (!L.txw_slots) return false;
   // The newest first, as the block gives them back.

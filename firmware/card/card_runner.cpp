@@ -88,6 +88,11 @@ bool CardTx::slot_push(uint32_t slot, void* frame) {
   return rhn_card_txw_slot_push(slot, frame);
 }
 
+uint32_t CardTx::slot_push_n(const uint32_t* slot, void* const* frame,
+                             uint32_t n) {
+  return rhn_card_txw_slot_push_n(slot, frame, n);
+}
+
 bool CardTx::slot_back(uint32_t* slot) { return rhn_card_txw_slot_back(slot); }
 
 uint32_t CardTx::record_pop(rhn_card_txw_record* out, uint32_t max) {

@@ -72,6 +72,8 @@ class CardTx final : public TxSink {
               rhn_card_txw_qp* left) override;
   void set_channel(uint16_t node, const rhn_card_txw_channel* c) override;
   bool slot_push(uint32_t slot, void* frame) override;
+  uint32_t slot_push_n(const uint32_t* slot, void* const* frame,
+                       uint32_t n) override;
   bool slot_back(uint32_t* slot) override;
   uint32_t record_pop(rhn_card_txw_record* out, uint32_t max) override;
   void flush() override;

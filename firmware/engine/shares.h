@@ -91,6 +91,16 @@ class Shares {
     return ctx_used_[context][k] < ctx_limit_[k] &&
            acct_used_[account_of_[context]][k] < acct_limit_[k];
   }
+  // How many entries room() would allow one after another.
+  uint32_t room_n(uint32_t context, Res r) const {
+    if (context >= ctx_used_.size()) return ~0u;
+    const uint32_t k = idx(r);
+    const uint32_t c = ctx_used_[context][k],
+                   a = acct_used_[account_of_[context]][k];
+    const uint32_t cr = c < ctx_limit_[k] ? ctx_limit_[k] - c : 0;
+    const uint32_t ar = a < acct_limit_[k] ? acct_limit_[k] - a : 0;
+    return cr < ar ? cr : ar;
+  }
   // Charges one entry; false (nothing charged) when a share is full.
   bool take(uint32_t context, Res r) {
     if (!room(context, r)) return false;
@@ -98,11 +108,11 @@ class Shares {
     return true;
   }
   // Charges one entry whatever the shares say (an entry the NIC must keep).
-  void charge(uint32_t context, Res r) {
+  void charge(uint32_t context, Res r, uint32_t n = 1) {
     if (context >= ctx_used_.size()) return;
     const uint32_t k = idx(r);
-    ctx_used_[context][k]++;
-    acct_used_[account_of_[context]][k]++;
+    ctx_used_[context][k] += n;
+    acct_used_[account_of_[context]][k] += n;
   }
   // Gives back n entries (as n single gives: never below 0).
   void give(uint32_t context, Res r, uint32_t n = 1) {

@@ -78,17 +78,44 @@ uint32_t Engine::Impl::txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
   if (p.tx_syn || in_flight >= cfg.max_inflight_per_qp) return 0;
   const uint32_t credit = min(cfg.max_inflight_per_qp - in_flight, want);
 
-  // The send slots fast_post could take one after another now.
+  // The send slots fast_post could take one after another now, handed
+  // to the block's FIFO a batch at a time (one card access each).
+  constexpr uint32_t kBatch = 16;
+  uint32_t batch_slot[kBatch];
+  void* batch_frame[kBatch];
+  // As many as take_slot would give one after another: the send memory
+  // above the responses' reserve and the context's share, counted once.
+  uint32_t avail = min(credit, shares.room_n(qp.context, Res::kTxSlots));
+  const uint32_t free_n = free_slots.size();
+  avail = free_n > response_reserve ? min(avail, free_n - response_reserve) : 0;
   uint32_t granted = 0;
-  while (granted < credit && free_slots.size() > response_reserve &&
-         shares.room(qp.context, Res::kTxSlots)) {
-    const uint32_t slot = take_slot(qp.context);
-    tx_sink->slot_push(slot, slots[slot].frame);
-    granted++;
+  bool full = false;
+  while (!full && granted < avail) {
+    const uint32_t n = min(kBatch, avail - granted);
+    for (uint32_t i = 0; i < n; i++) {
+      const uint32_t slot = free_slots.front();
+      free_slots.pop();
+      slots[slot].context = qp.context;
+      slots[slot].next = kNone;
+      batch_slot[i] = slot;
+      batch_frame[i] = slots[slot].frame;
+    }
+    shares.charge(qp.context, Res::kTxSlots, n);
+    const uint32_t pushed = tx_sink->slot_push_n(batch_slot, batch_frame, n);
+    granted += pushed;
+    // The FIFO full: what it did not take goes back where it came from.
+    full = pushed < n;
+    for (uint32_t i = pushed; i < n; i++) {
+      shares.give(qp.context, Res::kTxSlots);
+      slots[batch_slot[i]].context = kNone;
+      free_slots.push(batch_slot[i]);
+    }
   }
   if (!granted) return 0;
 
-  rhn_card_txw_qp q{};
+  // Every field stored once (no blank entry cleared first: a kick's
+  // fixed cost); the entry has no padding (card.h asserts its layout).
+  rhn_card_txw_qp q;
   q.sq_ring = card_region(ring);
   q.sq_ring_va = qp.sq_ring.addr;
   q.sq_record = card_region(record);
@@ -110,7 +137,9 @@ uint32_t Engine::Impl::txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
   q.hdr[4] = t.src_qpn;
   q.peer_node = qp.dest_node;
   q.sq_log = qp.sq_log;
+  q.reserved = 0;
   q.sq_producer = qp.sq_producer;
+  q.reserved1 = 0;
   rhn_card_txw_channel c{};
   c.tx_next = p.tx_next;
   c.unacked = p.unacked_count;
@@ -132,14 +161,108 @@ uint32_t Engine::Impl::txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
   tx_sink->set_channel(qp.dest_node, nullptr);
   const uint32_t taken = txw_take();
   // The slots it did not use go back where take_slot found them; no one
-  // waited for a slot meanwhile, so no one is woken.
+  // waited for a slot meanwhile, so no one is woken. The FIFO held the
+  // granted slots only and each record used one (a failed one too): when
+  // every slot has a record, none is left to ask for.
   uint32_t slot;
-  while (tx_sink->slot_back(&slot)) {
+  while (taken < granted && tx_sink->slot_back(&slot)) {
     shares.give(qp.context, Res::kTxSlots);
     slots[slot].context = kNone;
     free_slots.push(slot);
   }
   return taken;
+}
+
+// The hot words fast_post writes; the rest as a blank entry has them.
+static inline void txw_entry(Inflight& e, const rhn_card_txw_record& r,
+                             const QpObj& qp, uint32_t serial, bool quiet) {
+  e = Inflight{.slot = r.wqe_slot,
+               .slots = 1,
+               .opcode = RHN_OP_WRITE,
+               .wqe_flags = r.wqe_flags,
+               .state = MsgState::kAwaitAck,
+               .peer = qp.dest_node,
+               .msn = r.msn,
+               .last_serial = serial,
+               .length = r.length,
+               .dst_qpn = qp.dest_qpn,
+               .quiet = quiet};
+}
+
+// What the QP keeps of its newest message, as fast_post leaves it.
+static inline void txw_qp_after(QpObj& qp, const rhn_card_txw_record& last,
+                                uint32_t entry_idx) {
+  qp.msn_next = last.msn + 1;
+  qp.sq_fetch = last.wqe_slot + 1;
+  // The block read the record: the core's copy is not behind it.
+  if (seq_before(qp.sq_producer, qp.sq_fetch)) qp.sq_producer = qp.sq_fetch;
+  qp.fanout_next = 0;
+  qp.tx_entry = entry_idx;
+  qp.tx_peer = qp.dest_node;
+  qp.tx_dst_qpn = qp.dest_qpn;
+}
+
+inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
+                                           uint32_t k, bool quiet_family) {
+  // What data_sent does for each packet, once for the run where it holds
+  // for all of them: the QP, its peer and its entry ring looked up once,
+  // the slots linked as one chain, the channel's counts, timers and the
+  // QP's copies moved once, after the last.
+  const uint32_t qpn = r[0].qpn;
+  QpObj& qp = qps[qpn];
+  Peer& p = peers[qp.dest_node];
+  const uint32_t gen = qp.gen;
+  const uint32_t first_idx = qp.inflight_tail;
+  const uint32_t ring = cfg.max_inflight_per_qp;
+  Inflight* const base = &inflight[size_t{qpn} * ring];
+  uint32_t pos = first_idx % ring;
+  const uint32_t first_seq = p.tx_next;
+  uint32_t tail = p.unacked_tail;
+  uint32_t bytes = 0;
+  for (uint32_t j = 0; j < k; j++) {
+    const rhn_card_txw_record& rj = r[j];
+    const bool quiet = !(rj.wqe_flags & RHN_WQE_F_SIGNALED) && quiet_family;
+    txw_entry(base[pos], rj, qp, first_seq + j, quiet);
+    if (++pos == ring) pos = 0;
+    const uint32_t id = rj.send_slot;
+    SendSlot& s = slots[id];
+    s.len = static_cast<uint16_t>(RHN_DATA_HDR_LEN + rj.length);
+    s.serial = first_seq + j;
+    s.qpn = qpn;
+    s.qp_gen = gen;
+    s.completes_message = quiet ? kCompletesQuiet : kCompletes;
+    s.next = kNone;
+    if (tail != kNone)
+      slots[tail].next = id;
+    else
+      p.unacked_head = id;
+    tail = id;
+    bytes += s.len;
+  }
+  p.unacked_tail = tail;
+  p.tx_next = first_seq + k;
+  if (p.rx_synced) {
+    // The packets carried our receive state: no separate ACK is owed.
+    p.rx_unacked = 0;
+    p.ack_deadline = 0;
+  }
+  if (!p.timing) {
+    p.timing = true;
+    p.timed_at_us = low32_div1000(now);
+    p.timed_seq = first_seq;
+  }
+  const uint32_t was = p.unacked_count;
+  p.unacked_count = was + k;
+  if (!was) {
+    p.rto_deadline = now + rto(p);
+    peer_timer(p, p.rto_deadline);
+  }
+  const rhn_card_txw_record& last = r[k - 1];
+  qp.inflight_tail = first_idx + k;
+  txw_qp_after(qp, last, first_idx + k - 1);
+  qp.tx_offset = last.length;
+  qp.tx_active = false;
+  return bytes;
 }
 
 uint32_t Engine::Impl::txw_take() {
@@ -152,50 +275,20 @@ uint32_t Engine::Impl::txw_take() {
   for (uint32_t got = kBatch; got == kBatch;) {
     got = tx_sink->record_pop(batch, kBatch);
     n += got;
-    for (uint32_t i = 0; i < got; i++) {
+    for (uint32_t i = 0; i < got;) {
       const rhn_card_txw_record& r = batch[i];
-      QpObj& qp = qps[r.qpn];
-      Peer& p = peers[qp.dest_node];
-      const uint32_t idx = qp.inflight_tail++;
-      const bool quiet = !(r.wqe_flags & RHN_WQE_F_SIGNALED) && quiet_family;
-      // The hot words fast_post writes; the rest as a blank entry has them.
-      Inflight& e = entry(r.qpn, idx);
-      e = Inflight{.slot = r.wqe_slot,
-                   .slots = 1,
-                   .opcode = RHN_OP_WRITE,
-                   .wqe_flags = r.wqe_flags,
-                   .state = MsgState::kAwaitAck,
-                   .peer = qp.dest_node,
-                   .msn = r.msn,
-                   .last_serial = p.tx_next,
-                   .length = r.length,
-                   .dst_qpn = qp.dest_qpn,
-                   .quiet = quiet};
-      qp.msn_next = r.msn + 1;
-      qp.sq_fetch = r.wqe_slot + 1;
-      // The block read the record: the core's copy is not behind it.
-      if (seq_before(qp.sq_producer, qp.sq_fetch)) qp.sq_producer = qp.sq_fetch;
-      qp.fanout_next = 0;
-      qp.tx_entry = idx;
-      qp.tx_peer = qp.dest_node;
-      qp.tx_dst_qpn = qp.dest_qpn;
       if (r.failed) {
-        // As fast_post after a failed gather.
-        qp.tx_offset = 0;
-        return_slot(r.send_slot);
-        counters.add(RHN_CNT_DMA_ERRORS);
-        counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
-        finish_entry(r.qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
+        txw_take_failed(r, quiet_family);
+        i++;
         continue;
       }
-      SendSlot& s = slots[r.send_slot];
-      s.len = static_cast<uint16_t>(RHN_DATA_HDR_LEN + r.length);
-      data_sent(p, r.send_slot, r.qpn, qp.gen,
-                quiet ? kCompletesQuiet : kCompletes);
-      packets++;
-      bytes += s.len;
-      qp.tx_offset = r.length;
-      qp.tx_active = false;
+      // The sent records that follow of the same QP: one run.
+      uint32_t k = 1;
+      while (i + k < got && batch[i + k].qpn == r.qpn && !batch[i + k].failed)
+        k++;
+      bytes += txw_take_run(&batch[i], k, quiet_family);
+      packets += k;
+      i += k;
     }
   }
   if (packets) {
@@ -203,6 +296,23 @@ uint32_t Engine::Impl::txw_take() {
     counters.add(RHN_CNT_TX_BYTES, bytes);
   }
   return n;
+}
+
+void Engine::Impl::txw_take_failed(const rhn_card_txw_record& r,
+                                   bool quiet_family) {
+  // As fast_post after a failed gather: no serial taken, the WQE failed.
+  QpObj& qp = qps[r.qpn];
+  Peer& p = peers[qp.dest_node];
+  const uint32_t idx = qp.inflight_tail++;
+  const bool quiet = !(r.wqe_flags & RHN_WQE_F_SIGNALED) && quiet_family;
+  Inflight& e = entry(r.qpn, idx);
+  txw_entry(e, r, qp, p.tx_next, quiet);
+  txw_qp_after(qp, r, idx);
+  qp.tx_offset = 0;
+  return_slot(r.send_slot);
+  counters.add(RHN_CNT_DMA_ERRORS);
+  counters.add(RHN_CNT_LOCAL_PROT_ERRORS);
+  finish_entry(r.qpn, e, RHN_CQE_LOC_PROT_ERR, RHN_SYN_DMA);
 }
 
 }  // namespace rhinet::fw

@@ -481,24 +481,44 @@ uint32_t Engine::Impl::retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
                                         uint32_t gen, uint32_t context) {
   // What release_gated does for each of them, less what holds for the
   // run: the QP valid, of that generation and not in error (nothing here
-  // changes it), the share's context, the owed schedule().
-  // The list's head is moved once, after the run.
+  // changes it), the share's context, the owed schedule(). The QP's entry
+  // ring is walked by position (no division per entry), and the QP's
+  // indexes and the list's head are moved once, after the run.
   QpObj& qp = qps[qpn];
   const uint16_t node = node_of(p);
   const uint32_t queued = p.unacked_count;
+  const uint32_t ring = cfg.max_inflight_per_qp;
+  Inflight* const base = &inflight[size_t{qpn} * ring];
+  const uint32_t tail = qp.inflight_tail;
+  uint32_t head = qp.inflight_head;
+  uint32_t pos = head % ring;
+  uint32_t complete = qp.sq_complete;
   uint32_t n = 0, id = p.unacked_head;
-  while (n < queued) {
+  while (n < queued && head != tail) {
     const SendSlot& s = slots[id];
     if (!seq_before(s.serial, ack_seq) ||
         s.completes_message != kCompletesQuiet || s.qpn != qpn ||
-        s.qp_gen != gen || s.context != context ||
-        !retire_quiet_entry(qp, qpn, s.serial, node))
+        s.qp_gen != gen || s.context != context)
       break;
+    Inflight& e = base[pos];
+    const uint32_t after = pos + 1 == ring ? 0 : pos + 1;
+    if (!quiet_retirable(e, s.serial, node) ||
+        (head + 1 != tail && base[after].state == MsgState::kDone))
+      break;
+    quiet_retire(e);
+    complete = e.slot + e.slots;
+    head++;
+    pos = after;
     const uint32_t next = s.next;
     if (p.resend == id) p.resend = next;
     free_slot(id);
     id = next;
     n++;
+  }
+  if (n) {
+    qp.rnr_count = 0;
+    qp.sq_complete = complete;
+    qp.inflight_head = head;
   }
   p.unacked_head = id;
   if (id == kNone) p.unacked_tail = kNone;

@@ -135,23 +135,32 @@ inline bool Engine::Impl::retire_quiet(uint32_t qpn, uint32_t gen,
   return retire_quiet_entry(qp, qpn, serial, peer);
 }
 
-inline bool Engine::Impl::retire_quiet_entry(QpObj& qp, uint32_t qpn,
-                                             uint32_t serial, uint16_t peer) {
-  if (qp.inflight_head == qp.inflight_tail) return false;
-  Inflight& e = entry(qpn, qp.inflight_head);
-  if (!e.quiet || e.state != MsgState::kAwaitAck || e.last_serial != serial ||
-      e.peer != peer)
-    return false;
-  // complete_in_order would go on to a later message completed before
-  // this one: let the generic path take both.
-  if (qp.inflight_head + 1 != qp.inflight_tail &&
-      entry(qpn, qp.inflight_head + 1).state == MsgState::kDone)
-    return false;
+// Whether the QP's head entry e is the quiet message of this packet and
+// still awaits it. The caller then checks the entry behind it (a later
+// message completed before this one: complete_in_order would go on to
+// it, so the generic path takes both).
+inline bool quiet_retirable(const Inflight& e, uint32_t serial, uint16_t peer) {
+  return e.quiet && e.state == MsgState::kAwaitAck && e.last_serial == serial &&
+         e.peer == peer;
+}
+
+inline void quiet_retire(Inflight& e) {
   // What finish_entry and complete_in_order do for it: no CQE, no family
   // (the caller counts the completions of a run at once).
   e.state = MsgState::kDone;
   e.status = RHN_CQE_SUCCESS;
   e.syndrome = RHN_SYN_NONE;
+}
+
+inline bool Engine::Impl::retire_quiet_entry(QpObj& qp, uint32_t qpn,
+                                             uint32_t serial, uint16_t peer) {
+  if (qp.inflight_head == qp.inflight_tail) return false;
+  Inflight& e = entry(qpn, qp.inflight_head);
+  if (!quiet_retirable(e, serial, peer)) return false;
+  if (qp.inflight_head + 1 != qp.inflight_tail &&
+      entry(qpn, qp.inflight_head + 1).state == MsgState::kDone)
+    return false;
+  quiet_retire(e);
   qp.rnr_count = 0;
   qp.sq_complete = e.slot + e.slots;
   qp.inflight_head++;

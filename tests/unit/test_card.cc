@@ -160,6 +160,9 @@ void rhn_card_txw_set_qp(uint32_t, const rhn_card_txw_qp*, rhn_card_txw_qp*) {}
 void rhn_card_txw_grant(uint32_t, uint32_t, uint32_t) {}
 void rhn_card_txw_set_channel(uint16_t, const rhn_card_txw_channel*) {}
 bool rhn_card_txw_slot_push(uint32_t, void*) { return false; }
+uint32_t rhn_card_txw_slot_push_n(const uint32_t*, void* const*, uint32_t) {
+  return 0;
+}
 bool rhn_card_txw_slot_back(uint32_t*) { return false; }
 uint32_t rhn_card_txw_record_pop(rhn_card_txw_record*, uint32_t) { return 0; }
 void rhn_card_txw_flush(void) {}

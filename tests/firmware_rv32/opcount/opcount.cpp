@@ -440,6 +440,13 @@ struct TxBlock final : rhinet::fw::TxSink {
     Outside o;
     return block.slot_push(slot, frame);
   }
+  uint32_t slot_push_n(const uint32_t* slot, void* const* frame,
+                       uint32_t n) override {
+    Outside o;
+    uint32_t i = 0;
+    while (i < n && block.slot_push(slot[i], frame[i])) i++;
+    return i;
+  }
   bool slot_back(uint32_t* slot) override {
     Outside o;
     return block.slot_back(slot);

@@ -481,6 +481,10 @@ void rhn_card_txw_set_channel(uint16_t node,
  * back one it did not use (false: none left). */
 bool rhn_card_txw_slot_push(uint32_t slot, void *frame);
 bool rhn_card_txw_slot_back(uint32_t *slot);
+/* n free send slots in one access (a kick's grant, as record_pop takes a
+ * run's records): how many the FIFO took, the first ones, in order. */
+uint32_t rhn_card_txw_slot_push_n(const uint32_t *slot, void *const *frame,
+                                  uint32_t n);
 /* The oldest records of the sent FIFO, up to max, in one read of the
  * FIFO (a run's records at once): how many (0 when empty). */
 uint32_t rhn_card_txw_record_pop(struct rhn_card_txw_record *out, uint32_t max);

@@ -236,6 +236,14 @@ class TxSink {
     (void)frame;
     return false;
   }
+  // n slots in one access (card.h's rhn_card_txw_slot_push_n): how many
+  // the FIFO took, the first ones.
+  virtual uint32_t slot_push_n(const uint32_t* slot, void* const* frame,
+                               uint32_t n) {
+    uint32_t i = 0;
+    while (i < n && slot_push(slot[i], frame[i])) i++;
+    return i;
+  }
   virtual bool slot_back(uint32_t* slot) {
     (void)slot;
     return false;
