@@ -322,6 +322,34 @@ uint64_t ib_hw_counter(const char *dev, const char *name)
 	return v;
 }
 
+uint64_t nic_counter(const char *name)
+{
+	char line[512], key[64];
+	unsigned long long v, value = 0;
+	bool in_counters = false, found = false;
+	FILE *f = popen("rhinet-diag --all", "r");
+
+	if (!f) {
+		check(false, "rhinet-diag: %s", strerror(errno));
+		return 0;
+	}
+	/* "counters" starts a section of "  NAME VALUE" lines. */
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] != ' ') {
+			in_counters = !strncmp(line, "counters", 8);
+			continue;
+		}
+		if (in_counters && sscanf(line, " %63s %llu", key, &v) == 2 &&
+		    !strcmp(key, name)) {
+			value = v;
+			found = true;
+		}
+	}
+	pclose(f);
+	check(found, "rhinet-diag shows no counter %s", name);
+	return value;
+}
+
 uint64_t eth0_tx(void)
 {
 	unsigned long long v = 0;
