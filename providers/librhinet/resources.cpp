@@ -831,6 +831,22 @@ void free_closed_qps(Context* ctx) {
   }
 }
 
+// A struct for an XRC target QP that @command (a uverbs command filling
+// in qp->vqp, returning 0 or an errno) created or opened; null with errno.
+template <typename Command>
+static ibv_qp* xrc_target_qp(Command command) {
+  Qp* qp = make<Qp>();
+  if (!qp) return errno = ENOMEM, nullptr;
+  if (int err = command(qp)) {
+    free_qp(qp);
+    errno = err;
+    return nullptr;
+  }
+  qp->xrc_target = true;
+  qp->qpn = qp->vqp.qp.qp_num;
+  return &qp->vqp.qp;
+}
+
 // An XRC target QP: the kernel makes it (ib_core shares it among the
 // domain's processes), so the command carries no queues.
 RHINET_CMD(CreateXrcTargetCmd, ib_uverbs_create_qp, rhinet_no_data);
@@ -843,22 +859,14 @@ ibv_qp* create_xrc_target(ibv_context* context, ibv_qp_init_attr_ex* attr) {
       attr->xrcd->context != context ||
       (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
     return errno = EINVAL, nullptr;
-  Qp* qp = make<Qp>();
-  if (!qp) return errno = ENOMEM, nullptr;
-  CreateXrcTargetCmd cmd{};
-  CreateXrcTargetResp resp{};
-  int err = ibv_cmd_create_qp_ex(
-      context, &qp->vqp, attr, reinterpret_cast<struct ibv_create_qp*>(&cmd),
-      sizeof(cmd), reinterpret_cast<ib_uverbs_create_qp_resp*>(resp.core),
-      sizeof(resp));
-  if (err) {
-    free_qp(qp);
-    errno = err;
-    return nullptr;
-  }
-  qp->xrc_target = true;
-  qp->qpn = qp->vqp.qp.qp_num;
-  return &qp->vqp.qp;
+  return xrc_target_qp([&](Qp* qp) {
+    CreateXrcTargetCmd cmd{};
+    CreateXrcTargetResp resp{};
+    return ibv_cmd_create_qp_ex(
+        context, &qp->vqp, attr, reinterpret_cast<struct ibv_create_qp*>(&cmd),
+        sizeof(cmd), reinterpret_cast<ib_uverbs_create_qp_resp*>(resp.core),
+        sizeof(resp));
+  });
 }
 
 RHINET_CMD(OpenQpCmd, ib_uverbs_open_qp, rhinet_no_data);
@@ -867,22 +875,14 @@ RHINET_RESP(OpenQpResp, ib_uverbs_create_qp_resp, rhinet_no_data);
 // Another process's XRC target QP of a domain this one has open: the
 // kernel checks the domain.
 ibv_qp* open_qp(ibv_context* context, ibv_qp_open_attr* attr) {
-  Qp* qp = make<Qp>();
-  if (!qp) return errno = ENOMEM, nullptr;
-  OpenQpCmd cmd{};
-  OpenQpResp resp{};
-  int err = ibv_cmd_open_qp(
-      context, &qp->vqp, sizeof(qp->vqp), attr,
-      reinterpret_cast<struct ibv_open_qp*>(&cmd), sizeof(cmd),
-      reinterpret_cast<ib_uverbs_create_qp_resp*>(resp.core), sizeof(resp));
-  if (err) {
-    free_qp(qp);
-    errno = err;
-    return nullptr;
-  }
-  qp->xrc_target = true;
-  qp->qpn = qp->vqp.qp.qp_num;
-  return &qp->vqp.qp;
+  return xrc_target_qp([&](Qp* qp) {
+    OpenQpCmd cmd{};
+    OpenQpResp resp{};
+    return ibv_cmd_open_qp(
+        context, &qp->vqp, sizeof(qp->vqp), attr,
+        reinterpret_cast<struct ibv_open_qp*>(&cmd), sizeof(cmd),
+        reinterpret_cast<ib_uverbs_create_qp_resp*>(resp.core), sizeof(resp));
+  });
 }
 
 // ---- AH -------------------------------------------------------------------

@@ -173,44 +173,27 @@ static void modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
 		die(what);
 }
 
-static void qp_init(struct ibv_qp *qp)
+/*
+ * INIT, then RTR toward @qpn; an initiator goes on to RTS. A target takes
+ * what it is sent and reads nothing back; an initiator has no responder
+ * resources, so its RTR names none.
+ */
+static void connect_xrc(struct node *n, struct ibv_qp *qp, uint32_t qpn,
+			const uint8_t gid[16], bool initiator)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
 
 	modify(qp, &a, kRcInitMask, "XRC QP to INIT");
-}
-
-/* A target: INIT, then RTR toward its initiator (it never sends). */
-static void connect_target(struct node *n, struct ibv_qp *qp, uint32_t qpn,
-			   const uint8_t gid[16])
-{
-	struct ibv_qp_attr a;
-
-	qp_init(qp);
 	rc_rtr_attr_to(&a, qpn, gid, n->gid_index, 1);
-	modify(qp, &a, kRcRtrMask, "XRC_RECV to RTR");
-}
-
-/* An initiator: INIT, RTR (it reads nothing back: no responder
- * resources), RTS.
- */
-static void connect_initiator(struct node *n, struct ibv_qp *qp, uint32_t qpn,
-			      const uint8_t gid[16])
-{
-	struct ibv_qp_attr a;
-
-	qp_init(qp);
-	rc_rtr_attr_to(&a, qpn, gid, n->gid_index, 0);
+	if (!initiator) {
+		modify(qp, &a, kRcRtrMask, "XRC_RECV to RTR");
+		return;
+	}
 	modify(qp, &a,
 	       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 		       IBV_QP_RQ_PSN,
 	       "XRC_SEND to RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
+	rc_rts_attr(&a, 1);
 	modify(qp, &a, kRcRtsMask, "XRC_SEND to RTS");
 }
 
@@ -219,8 +202,13 @@ static void connect_initiator(struct node *n, struct ibv_qp *qp, uint32_t qpn,
 static uint32_t read_u32(int fd)
 {
 	uint32_t v = 0;
+	ssize_t n = read(fd, &v, sizeof(v));
 
-	if (read(fd, &v, sizeof(v)) != sizeof(v))
+	if (n == 0) { /* the other process is gone: nothing to do */
+		printf("rhinet-xrc %s: FAIL: the peer process exited\n", role);
+		exit(1);
+	}
+	if (n != sizeof(v))
 		die("pipe read");
 	return v;
 }
@@ -231,6 +219,13 @@ static void write_u32(int fd, uint32_t v)
 		die("pipe write");
 }
 
+/* ibv_open_qp of a target QP: its number and domain go in. */
+static const struct ibv_qp_open_attr kOpenTarget = {
+	.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+		     IBV_QP_OPEN_ATTR_TYPE,
+	.qp_type = IBV_QPT_XRC_RECV,
+};
+
 /*
  * A second process of domain A: opens the server's first target QP by
  * number and receives, on its own SRQ and CQ, what comes through it.
@@ -238,11 +233,7 @@ static void write_u32(int fd, uint32_t v)
  */
 static int member(const char *dev, int in, int out)
 {
-	struct ibv_qp_open_attr oa = {
-		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
-			     IBV_QP_OPEN_ATTR_TYPE,
-		.qp_type = IBV_QPT_XRC_RECV,
-	};
+	struct ibv_qp_open_attr oa = kOpenTarget;
 	struct node n = {0};
 	struct ibv_xrcd *xa;
 	struct ibv_srq *srq;
@@ -294,11 +285,7 @@ static int member(const char *dev, int in, int out)
 /* A process with only domain C cannot open domain A's target QP. */
 static int outsider(const char *dev, int in)
 {
-	struct ibv_qp_open_attr oa = {
-		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
-			     IBV_QP_OPEN_ATTR_TYPE,
-		.qp_type = IBV_QPT_XRC_RECV,
-	};
+	struct ibv_qp_open_attr oa = kOpenTarget;
 	struct node n = {0};
 	struct ibv_qp *qp;
 
@@ -432,7 +419,7 @@ static int server(struct node *n, int port, const struct children *ch)
 	fd = tcp_connect(NULL, port);
 	xfer(fd, &me, &peer, sizeof(me));
 	for (int i = 0; i < NUM_INI; i++)
-		connect_target(n, tgt[i], peer.qpn[i], peer.gid);
+		connect_xrc(n, tgt[i], peer.qpn[i], peer.gid, false);
 	sync_peer(fd); /* targets ready */
 
 	/* Delivery: both initiators' messages in SRQ a. */
@@ -680,7 +667,7 @@ static int client(struct node *n, const char *srv, int port)
 	fd = tcp_connect(srv, port);
 	xfer(fd, &me, &peer, sizeof(me));
 	for (int i = 0; i < NUM_INI; i++)
-		connect_initiator(n, ini[i], peer.qpn[i], peer.gid);
+		connect_xrc(n, ini[i], peer.qpn[i], peer.gid, true);
 	refusals(n, ini[INI_POST], qx, peer.srqn_a);
 	sync_peer(fd); /* targets ready */
 

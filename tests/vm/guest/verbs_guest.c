@@ -237,6 +237,16 @@ void rc_rtr_attr_to(struct ibv_qp_attr *a, uint32_t qpn, const uint8_t gid[16],
 	ah_attr_to(&a->ah_attr, gid, gid_index);
 }
 
+void rc_rts_attr(struct ibv_qp_attr *a, uint8_t rd_atomic)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTS;
+	a->timeout = 14;
+	a->retry_cnt = 7;
+	a->rnr_retry = 7;
+	a->max_rd_atomic = rd_atomic;
+}
+
 static void modify_or_die(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
 			  const char *what, const char *state)
 {
@@ -263,12 +273,7 @@ void rc_connect(struct ibv_qp *qp, const char *what, uint32_t qpn,
 	modify_or_die(qp, &a, kRcInitMask, what, "INIT");
 	rc_rtr_attr_to(&a, qpn, gid, gid_index, rd_atomic);
 	modify_or_die(qp, &a, kRcRtrMask, what, "RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = rd_atomic;
+	rc_rts_attr(&a, rd_atomic);
 	modify_or_die(qp, &a, kRcRtsMask, what, "RTS");
 }
 

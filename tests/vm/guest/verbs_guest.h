@@ -87,6 +87,9 @@ void ah_attr_to(struct ibv_ah_attr *ah, const uint8_t gid[16], int gid_index);
 /* RTR toward the RC QP @qpn at @gid, with the attributes kRcRtrMask names. */
 void rc_rtr_attr_to(struct ibv_qp_attr *a, uint32_t qpn, const uint8_t gid[16],
 		    int gid_index, uint8_t rd_atomic);
+/* RTS with the retries rc_connect uses and @rd_atomic reads and atomics
+ * outstanding, for kRcRtsMask. */
+void rc_rts_attr(struct ibv_qp_attr *a, uint8_t rd_atomic);
 /* Takes @qp through INIT (remote write, read and atomics), RTR toward
  * @qpn at @gid and RTS, with @rd_atomic reads and atomics outstanding each
  * way; dies "WHAT to STATE" if a step fails. */
