@@ -189,15 +189,16 @@ void complete_tm_recv(Qp* qp, const rhn_cqe& e, Completion* c) {
   if (final_tm_recv(e)) release_tag(srq, e.wqe_index);
 }
 
+// A receive WQE of @srq completed: its wr_id, and its ring slot is free.
+void complete_srq_recv(Srq* srq, const rhn_cqe& e, Completion* c) {
+  std::lock_guard<std::mutex> g(srq->lock);
+  const uint32_t pos = e.wqe_index & (srq->depth - 1);
+  c->wr_id = srq->wr_ids[pos];
+  srq->busy[pos] = 0;
+}
+
 void complete_recv(Qp* qp, const rhn_cqe& e, Completion* c) {
-  if (qp->srq) {
-    Srq* srq = qp->srq;
-    std::lock_guard<std::mutex> g(srq->lock);
-    const uint32_t pos = e.wqe_index & (srq->depth - 1);
-    c->wr_id = srq->wr_ids[pos];
-    srq->busy[pos] = 0;
-    return;
-  }
+  if (qp->srq) return complete_srq_recv(qp->srq, e, c);
   std::lock_guard<std::mutex> g(qp->rq_lock);
   const uint32_t idx = widen(qp->rq_consumer, e.wqe_index);
   c->wr_id = qp->rq_wr_ids[idx & (qp->rq_depth - 1)];
@@ -222,8 +223,17 @@ bool poll_one(Cq* cq, Completion* out) {
       continue;
     }
 
-    Qp* qp = ctx->qps.get(e.qpn);
-    if (!qp) continue;  // not ours (cannot happen: destroy cleans the CQ)
+    // A receive through an XRC SRQ names the target QP, which may be
+    // another process's: the SRQ is found by its own number.
+    Srq* xrc_srq = nullptr;
+    Qp* qp = nullptr;
+    if (e.ext_flags & RHN_CQE_X_XRC) {
+      xrc_srq = ctx->srqs.get(e.xrc_srqn);
+      if (!xrc_srq || !xrc_srq->xrc) continue;  // destroy cleans the CQ
+    } else {
+      qp = ctx->qps.get(e.qpn);
+      if (!qp) continue;  // not ours (cannot happen: destroy cleans the CQ)
+    }
     Completion& c = *out;
     c = Completion{};
     const OpNames names = op_names(e.opcode);
@@ -240,7 +250,12 @@ bool poll_one(Cq* cq, Completion* out) {
     // An invalidated key shares imm_data's bytes.
     if (e.flags & RHN_CQE_F_INV) c.wc_flags |= IBV_WC_WITH_INV;
     if (e.flags & (RHN_CQE_F_IMM | RHN_CQE_F_INV)) c.imm_data = e.imm_data;
-    if (e.opcode == RHN_CQE_OP_SIGNAL || e.opcode == RHN_CQE_OP_TAG_RECV ||
+    if (xrc_srq) {
+      complete_srq_recv(xrc_srq, e, &c);
+      c.src_qp = e.src_qpn;
+      if (e.flags & RHN_CQE_F_GRH) c.wc_flags |= IBV_WC_GRH;
+      c.sl = roce_header_type(e.flags);
+    } else if (e.opcode == RHN_CQE_OP_SIGNAL || e.opcode == RHN_CQE_OP_TAG_RECV ||
         e.opcode == RHN_CQE_OP_IPROBE || e.opcode == RHN_CQE_OP_IRECV_CANCEL) {
       // Direct verbs' own: a signal on one of the endpoint's areas (no
       // receive WQE; wr_id = the area key, imm = the value it adds), an
@@ -338,7 +353,8 @@ void clean_cq(Cq* cq, Drop drop) {
 void clean_qp_cqes(Qp* qp, bool forget) {
   Context* ctx = to_ctx(qp->vqp.qp.context);
   Cq* scq = to_cq(qp->vqp.qp.send_cq);
-  Cq* rcq = to_cq(qp->vqp.qp.recv_cq);
+  // An XRC initiator has no receive CQ (the NIC's stand-in is the send CQ).
+  Cq* rcq = qp->vqp.qp.recv_cq ? to_cq(qp->vqp.qp.recv_cq) : scq;
   // Two CQs are locked in address order, so two cleaners cannot deadlock.
   Cq* first = scq < rcq ? scq : rcq;
   Cq* second = scq < rcq ? rcq : scq;
@@ -371,9 +387,12 @@ void clean_qp_cqes(Qp* qp, bool forget) {
 
 void clean_srq_cqes(Srq* srq) {
   Context* ctx = to_ctx(srq->vsrq.srq.context);
+  Cq* cq = srq->tm ? srq->tm_cq : srq->xrc_cq;
   {
-    std::lock_guard<std::mutex> g(srq->tm_cq->lock);
-    clean_cq(srq->tm_cq, [srq](const rhn_cqe& e) {
+    std::lock_guard<std::mutex> g(cq->lock);
+    clean_cq(cq, [srq](const rhn_cqe& e) {
+      if (srq->xrc)
+        return (e.ext_flags & RHN_CQE_X_XRC) && e.xrc_srqn == srq->srqn;
       return is_list_op(e.opcode) && e.qpn == srq->srqn;
     });
   }

@@ -90,6 +90,11 @@ const verbs_context_ops kOps = [] {
   ops.create_qp_ex = create_qp_ex;
   ops.create_srq = create_srq;
   ops.create_srq_ex = create_srq_ex;
+  // XRC: domains, their SRQs' numbers, target QPs opened by number.
+  ops.open_xrcd = open_xrcd;
+  ops.close_xrcd = close_xrcd;
+  ops.get_srq_num = get_srq_num;
+  ops.open_qp = open_qp;
   ops.dealloc_pd = dealloc_pd;
   ops.dereg_mr = dereg_mr;
   ops.destroy_ah = destroy_ah;

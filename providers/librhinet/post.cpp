@@ -16,6 +16,9 @@ namespace rhinet {
 namespace {
 
 bool is_ud(const Qp* qp) { return qp->vqp.qp.qp_type == IBV_QPT_UD; }
+bool is_xrc_send(const Qp* qp) {
+  return qp->vqp.qp.qp_type == IBV_QPT_XRC_SEND;
+}
 
 int nic_opcode(ibv_wr_opcode op) {
   if (op == kWrTriggerAdd) return RHN_OP_TRIGGER_ADD;
@@ -66,12 +69,14 @@ uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
   const int op = nic_opcode(d.opcode);
   const bool ud = is_ud(qp);
   const bool atomic = op_flags(op) & RHN_OPF_ATOMIC;
-  // UD: SENDs only; UC: no READ or atomics (nothing comes back to it),
-  // and no SEND_WITH_INV (RC only); windows bind on RC and UC.
+  // UD and XRC: SENDs only (the NIC refuses the rest over XRC too); UC:
+  // no READ or atomics (nothing comes back to it), and no SEND_WITH_INV
+  // (RC only); windows bind on RC and UC.
   const bool uc = qp->vqp.qp.qp_type == IBV_QPT_UC;
+  const bool sends_only = ud || is_xrc_send(qp);
   const bool window_op = is_window_op(op);
   *err = EINVAL;
-  if (op < 0 || (ud && (op != RHN_OP_SEND && op != RHN_OP_SEND_IMM)) ||
+  if (op < 0 || (sends_only && (op != RHN_OP_SEND && op != RHN_OP_SEND_IMM)) ||
       (uc && !carries_payload(op) && !window_op) ||
       (uc && op == RHN_OP_SEND_INV) || (ud && !d.ah) ||
       (d.inline_data && !carries_payload(op)) || (window_op && d.num_sge))
@@ -116,6 +121,8 @@ uint32_t build_wqe(const Qp* qp, const SendDesc& d, uint8_t* w, int* err) {
     h->dst_qpn = d.remote_qpn;
     h->u.status.qkey = d.remote_qkey;
     tail.grh = &d.ah->grh;  // the route: the WQE's last slot
+  } else if (is_xrc_send(qp)) {
+    h->dst_qpn = d.remote_qpn;  // the target's XRC SRQ number
   } else if (op == RHN_OP_TRIGGER_ADD) {
     h->u.trigger.addend = d.compare_add;
     h->u.trigger.handle = static_cast<uint32_t>(d.swap);
@@ -185,6 +192,7 @@ SendDesc desc_of(const Qp* qp, const ibv_send_wr* wr) {
       d.remote_addr = wr->wr.rdma.remote_addr;
       d.rkey = wr->wr.rdma.rkey;
   }
+  if (is_xrc_send(qp)) d.remote_qpn = wr->qp_type.xrc.remote_srqn;
   if (is_ud(qp) && wr->wr.ud.ah) {  // wr.ud shares its bytes with wr.rdma
     d.ah = to_ah(wr->wr.ud.ah);
     d.remote_qpn = wr->wr.ud.remote_qpn;
@@ -211,6 +219,8 @@ void describe_bind(SendDesc* d, const ibv_mw* mw, uint32_t new_rkey,
 }
 
 int enqueue_send(Qp* qp, const SendDesc& desc, uint64_t wr_id) {
+  // An XRC target is the kernel's QP: it has no send queue here.
+  if (qp->xrc_target) return EINVAL;
   // A QP without a send queue is full whatever the request (sq_write says
   // the same; checked first so that no check of the WQE answers instead).
   if (qp->no_sq) return ENOMEM;
@@ -318,8 +328,8 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   int err = 0;
   bool posted = false;
   // Receives go to a QP from INIT on (in ERR they are flushed); a QP in
-  // RESET has no receive queue yet.
-  if (qp->srq || ibqp->state == IBV_QPS_RESET) {
+  // RESET has no receive queue yet, one on an SRQ or of XRC none at all.
+  if (!qp->rq || ibqp->state == IBV_QPS_RESET) {
     *bad = wr;
     return EINVAL;
   }

@@ -116,7 +116,9 @@ struct Context {
   uint16_t groups[RHINET_MAX_GROUPS] = {};
   std::mutex table_lock;  // create/destroy of qps and srqs entries
   NumTable<Qp> qps;
-  NumTable<Srq> srqs;  // TM SRQs: their list operations complete by srqn
+  // TM SRQs (their list operations complete by srqn) and XRC SRQs (their
+  // receives complete naming the SRQ, not a QP of this process).
+  NumTable<Srq> srqs;
   // Destroyed multi-producer QPs: their structs stay (and are freed with
   // the context) so that a poster racing the destroy gets EINVAL rather
   // than touching freed memory. Under table_lock.
@@ -215,6 +217,11 @@ struct Srq {
   // Unexpected messages polled, and the count last reported with
   // IBV_OPS_TM_SYNC: too far apart, completions ask for a sync.
   uint32_t unexp_in = 0, unexp_out = 0;
+  // An XRC SRQ (IBV_SRQT_XRC): its receives complete on xrc_cq whichever
+  // target QP they came through; srqn is the index, vsrq.srq_num the
+  // number with its incarnation that peers name.
+  bool xrc = false;
+  Cq* xrc_cq = nullptr;
 };
 
 struct SendSlot {
@@ -252,6 +259,7 @@ struct SendDesc {
   uint64_t bind_length = 0;
   uint32_t invalidate_rkey = 0;
   const Ah* ah = nullptr;  // UD
+  // UD: the destination QP; XRC_SEND: the target's XRC SRQ number.
   uint32_t remote_qpn = 0, remote_qkey = 0;
   // rhinetdv_wr_set_trigger: RHN_WQE_X_* and the WQE's trigger slot.
   uint16_t xflags = 0;
@@ -265,7 +273,9 @@ struct WrBatch {
   uint32_t start = 0;  // sq_producer at wr_start
   int err = 0;         // first error; wr_complete posts nothing then
   bool staged = false;
-  bool ud_addr = false;
+  // The WR's destination was given: wr_set_ud_addr (UD) or
+  // wr_set_xrc_srqn (XRC_SEND), which those QPs' WRs need.
+  bool dest_set = false;
   uint64_t wr_id = 0;
   SendDesc desc;
   ibv_sge sges[RHN_WQE_MAX_SGES];
@@ -289,9 +299,12 @@ struct Qp {
   uint32_t sq_num_held = 0;
   uint32_t max_send_sge = 0, max_inline = 0;
   bool no_sq = false;  // created with max_send_wr 0: every post is ENOMEM
+  // An XRC target QP (IBV_QPT_XRC_RECV, created or opened): the kernel's,
+  // with no queues here; the provider only names it in commands.
+  bool xrc_target = false;
   SendSlot* sq_info = nullptr;  // per slot of a WQE's first slot
   rhn_queue_record* sq_record = nullptr;
-  // Receive queue (none with an SRQ).
+  // Receive queue (none with an SRQ, nor on an XRC initiator).
   rhn_recv_wqe* rq = nullptr;
   uint32_t rq_depth = 0;
   uint32_t rq_producer = 0, rq_consumer = 0;
@@ -389,6 +402,14 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr);
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask);
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
 int destroy_srq(ibv_srq* srq);
+// XRC (queues.md "XRC"): domains shared between processes through a file,
+// XRC SRQs (create_srq_ex) and their numbers, target QPs opened by number.
+ibv_xrcd* open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr);
+int close_xrcd(ibv_xrcd* xrcd);
+int get_srq_num(ibv_srq* srq, uint32_t* srq_num);
+ibv_qp* open_qp(ibv_context* context, ibv_qp_open_attr* attr);
+// An XRC target QP of attr->xrcd (ibv_create_qp_ex, IBV_QPT_XRC_RECV).
+ibv_qp* create_xrc_target(ibv_context* context, ibv_qp_init_attr_ex* attr);
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 // create_qp, create_qp_ex and the endpoint (attr->pd set, comp_mask
 // checked): RC/UD with driver_qp_type 0, or IBV_QPT_DRIVER of that
@@ -399,6 +420,7 @@ struct QpGeometry {
   uint32_t slots = 0;  // per WQE
   uint32_t sq_log = 0, rq_log = 0, rq_depth = 0;
   bool no_sq = false;
+  bool has_rq = false;  // not on an SRQ, not an XRC initiator
   size_t buf_len = 0;
 };
 // @mp: a multi-producer QP (its 16-byte SQ record, at least 64 slots).
@@ -474,7 +496,8 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
 // Tag-list operations of a TM SRQ (ibv_post_srq_ops(3)).
 int post_srq_ops(ibv_srq* srq, ibv_ops_wr* wr, ibv_ops_wr** bad);
-// Takes a TM SRQ's list-operation CQEs out of its CQ (destroy).
+// Takes a TM SRQ's list-operation CQEs, or an XRC SRQ's receive CQEs, out
+// of its CQ, and its entry out of the SRQ table (destroy).
 void clean_srq_cqes(Srq* srq);
 // Builds one verbs WQE and writes it with sq_write (sq_lock held); 0 or
 // errno.

@@ -41,8 +41,9 @@ void flush_staged(Qp* qp) {
   if (!b.staged) return;
   b.staged = false;
   if (b.err) return;
-  if (qp->vqp.qp.qp_type == IBV_QPT_UD && !b.ud_addr) {
-    fail(qp, EINVAL);  // a UD WR needs wr_set_ud_addr
+  const ibv_qp_type type = qp->vqp.qp.qp_type;
+  if ((type == IBV_QPT_UD || type == IBV_QPT_XRC_SEND) && !b.dest_set) {
+    fail(qp, EINVAL);  // wr_set_ud_addr / wr_set_xrc_srqn missing
     return;
   }
   const int err = enqueue_send(qp, b.desc, b.wr_id);
@@ -58,7 +59,7 @@ SendDesc* begin(ibv_qp_ex* q, ibv_wr_opcode op, uint64_t needs) {
   flush_staged(qp);
   if (needs && !(qp->send_ops & needs)) fail(qp, EOPNOTSUPP);
   b.staged = true;
-  b.ud_addr = false;
+  b.dest_set = false;
   b.wr_id = q->wr_id;
   b.desc = SendDesc{};
   b.desc.opcode = op;
@@ -142,7 +143,6 @@ void wr_send_inv(ibv_qp_ex* q, uint32_t rkey) {
 void wr_send_tso(ibv_qp_ex* q, void*, uint16_t, uint16_t) {
   fail(qp_of(q), EOPNOTSUPP);
 }
-void wr_set_xrc_srqn(ibv_qp_ex* q, uint32_t) { fail(qp_of(q), EOPNOTSUPP); }
 void wr_atomic_write(ibv_qp_ex* q, uint32_t, uint64_t, const void*) {
   fail(qp_of(q), EOPNOTSUPP);
 }
@@ -156,7 +156,17 @@ void wr_set_ud_addr(ibv_qp_ex* q, ibv_ah* ah, uint32_t remote_qpn,
   d->ah = to_ah(ah);
   d->remote_qpn = remote_qpn;
   d->remote_qkey = remote_qkey;
-  qp->wr.ud_addr = true;
+  qp->wr.dest_set = true;
+}
+
+// The XRC SRQ at the target that an XRC_SEND QP's WR goes to.
+void wr_set_xrc_srqn(ibv_qp_ex* q, uint32_t remote_srqn) {
+  Qp* qp = qp_of(q);
+  SendDesc* d = current(q);
+  if (!d) return;
+  if (qp->vqp.qp.qp_type != IBV_QPT_XRC_SEND) return fail(qp, EINVAL);
+  d->remote_qpn = remote_srqn;
+  qp->wr.dest_set = true;
 }
 
 void wr_set_sge_list(ibv_qp_ex* q, size_t n, const ibv_sge* list) {
@@ -251,21 +261,31 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
 ibv_qp* create_qp_ex_in(ibv_context* context, ibv_qp_init_attr_ex* attr,
                         const QueueBuf* buf, bool mp) {
   Context* ctx = to_ctx(context);
-  constexpr uint32_t kMask = IBV_QP_INIT_ATTR_PD |
-                             IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-                             IBV_QP_INIT_ATTR_CREATE_FLAGS;
-  if ((attr->comp_mask & ~kMask) || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD))
-    return errno = EOPNOTSUPP, nullptr;
+  constexpr uint32_t kMask =
+      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+      IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_XRCD;
+  if (attr->comp_mask & ~kMask) return errno = EOPNOTSUPP, nullptr;
   // Create flags are accepted when none is set (applications pass the
   // mask with flags 0); no flag is supported.
   if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)
     return errno = EOPNOTSUPP, nullptr;
+  // An XRC target has no queues here: the kernel's QP, on no PD.
+  if (attr->qp_type == IBV_QPT_XRC_RECV && !buf && !mp) {
+    ibv_qp_init_attr_ex core = *attr;
+    core.comp_mask &= ~uint32_t{IBV_QP_INIT_ATTR_CREATE_FLAGS};
+    return create_xrc_target(context, &core);
+  }
+  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) ||
+      (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD))
+    return errno = EOPNOTSUPP, nullptr;
   if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-      attr->qp_type != IBV_QPT_UD)
+      attr->qp_type != IBV_QPT_UD && attr->qp_type != IBV_QPT_XRC_SEND)
     return errno = EOPNOTSUPP, nullptr;
   uint64_t ops = 0;
   if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-    uint64_t can = attr->qp_type == IBV_QPT_UD   ? kUdOps
+    // An XRC initiator sends SENDs only, as UD.
+    uint64_t can = attr->qp_type == IBV_QPT_UD || attr->qp_type == IBV_QPT_XRC_SEND
+                       ? kUdOps
                    : attr->qp_type == IBV_QPT_UC ? kUcOps
                                                  : kRcOps;
     if (attr->qp_type == IBV_QPT_RC && (ctx->attr.caps & RHN_CAP_ATOMIC))

@@ -433,22 +433,34 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   return &srq->vsrq.srq;
 }
 
-// Basic SRQs and tag-matching ones (IBV_SRQT_TM): an RC QP using one
-// matches the SENDs it receives against the list ibv_post_srq_ops edits;
-// list operations complete on attr->cq. No XRC.
+// Basic SRQs, tag-matching ones (IBV_SRQT_TM: an RC QP using one matches
+// the SENDs it receives against the list ibv_post_srq_ops edits; list
+// operations complete on attr->cq) and XRC SRQs (IBV_SRQT_XRC: of
+// attr->xrcd, receives through any target QP of the domain complete on
+// attr->cq).
 ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
   Context* ctx = to_ctx(context);
   constexpr uint32_t kKnown = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
-                              IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM;
+                              IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM |
+                              IBV_SRQ_INIT_ATTR_XRCD;
   if (attr->comp_mask & ~kKnown) return errno = EOPNOTSUPP, nullptr;
   const ibv_srq_type type = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE)
                                 ? attr->srq_type
                                 : IBV_SRQT_BASIC;
   const bool tm = type == IBV_SRQT_TM;
-  if (type != IBV_SRQT_BASIC && !tm) return errno = EOPNOTSUPP, nullptr;
+  const bool xrc = type == IBV_SRQT_XRC;
+  if (type != IBV_SRQT_BASIC && !tm && !xrc)
+    return errno = EOPNOTSUPP, nullptr;
   if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || attr->pd->context != context)
     return errno = EINVAL, nullptr;
   if (tm && !(ctx->attr.caps & RHN_CAP_TM)) return errno = EOPNOTSUPP, nullptr;
+  if (xrc && !(ctx->attr.caps & RHN_CAP_XRC))
+    return errno = EOPNOTSUPP, nullptr;
+  if (xrc && (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+              !(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->cq ||
+              !attr->xrcd || attr->cq->context != context ||
+              attr->xrcd->context != context))
+    return errno = EINVAL, nullptr;
   // (The kernel checks max_num_tags against what the NIC gives a list.)
   if (tm && (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
              !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) ||
@@ -474,6 +486,11 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
   if (tm) {
     srq->tm_cq = to_cq(attr->cq);
     attr->tm_cap.max_ops = srq->ops_depth;
+  } else if (xrc) {
+    srq->xrc = true;
+    srq->xrc_cq = to_cq(attr->cq);
+  }
+  if (tm || xrc) {
     std::lock_guard<std::mutex> g(ctx->table_lock);
     if (!ctx->srqs.set(srq->srqn, srq)) {
       ibv_cmd_destroy_srq(&srq->vsrq.srq);
@@ -501,10 +518,49 @@ int destroy_srq(ibv_srq* ibsrq) {
   Srq* srq = to_srq(ibsrq);
   int err = ibv_cmd_destroy_srq(ibsrq);
   if (err) return err;
-  // The NIC has forgotten it: its list-operation CQEs go, then its entry.
-  if (srq->tm) clean_srq_cqes(srq);
+  // The NIC has forgotten it: its CQEs go, then its entry.
+  if (srq->tm || srq->xrc) clean_srq_cqes(srq);
   free_srq(srq);
   return 0;
+}
+
+int get_srq_num(ibv_srq* ibsrq, uint32_t* srq_num) {
+  Srq* srq = to_srq(ibsrq);
+  if (!srq->xrc) return EINVAL;  // only XRC SRQs are named by peers
+  *srq_num = srq->vsrq.srq_num;
+  return 0;
+}
+
+// ---- XRC domains ----------------------------------------------------------
+
+RHINET_CMD(OpenXrcdCmd, ib_uverbs_open_xrcd, rhinet_no_data);
+RHINET_RESP(OpenXrcdResp, ib_uverbs_open_xrcd_resp, rhinet_no_data);
+
+ibv_xrcd* open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr) {
+  if (!(to_ctx(context)->attr.caps & RHN_CAP_XRC))
+    return errno = EOPNOTSUPP, nullptr;
+  verbs_xrcd* x = make<verbs_xrcd>();
+  if (!x) return errno = ENOMEM, nullptr;
+  OpenXrcdCmd cmd{};
+  OpenXrcdResp resp{};
+  int err = ibv_cmd_open_xrcd(
+      context, x, sizeof(*x), attr,
+      reinterpret_cast<struct ibv_open_xrcd*>(&cmd), sizeof(cmd),
+      reinterpret_cast<ib_uverbs_open_xrcd_resp*>(resp.core), sizeof(resp));
+  if (err) {
+    destroy_obj(x);
+    errno = err;
+    return nullptr;
+  }
+  return &x->xrcd;
+}
+
+int close_xrcd(ibv_xrcd* xrcd) {
+  verbs_xrcd* x =
+      container_of_member<verbs_xrcd>(xrcd, offsetof(verbs_xrcd, xrcd));
+  int err = ibv_cmd_close_xrcd(x);
+  if (!err) destroy_obj(x);
+  return err;
 }
 
 // ---- QP -------------------------------------------------------------------
@@ -534,11 +590,16 @@ static void free_qp(Qp* qp) {
 int qp_geometry(Context* ctx, const ibv_qp_init_attr_ex* attr,
                 uint32_t driver_qp_type, QpGeometry* g, bool mp) {
   const ibv_qp_cap& cap = attr->cap;
-  if (driver_qp_type
-          ? attr->qp_type != IBV_QPT_DRIVER
-          : attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-                attr->qp_type != IBV_QPT_UD)
+  const bool xrc_send = attr->qp_type == IBV_QPT_XRC_SEND;
+  if (driver_qp_type ? attr->qp_type != IBV_QPT_DRIVER
+                     : attr->qp_type != IBV_QPT_RC &&
+                           attr->qp_type != IBV_QPT_UC &&
+                           attr->qp_type != IBV_QPT_UD && !xrc_send)
     return EOPNOTSUPP;
+  if (xrc_send && !(ctx->attr.caps & RHN_CAP_XRC)) return EOPNOTSUPP;
+  // An XRC initiator only sends: no RQ, no SRQ, nothing to receive.
+  if (xrc_send && (attr->srq || cap.max_recv_wr || cap.max_recv_sge))
+    return EINVAL;
   if (cap.max_send_sge > ctx->attr.max_send_sge ||
       cap.max_recv_sge > ctx->attr.max_recv_sge ||
       cap.max_inline_data > ctx->attr.max_inline)
@@ -567,7 +628,8 @@ int qp_geometry(Context* ctx, const ibv_qp_init_attr_ex* attr,
   if (g->sq_log < 1) g->sq_log = 1;
   g->rq_log = 0;
   g->rq_depth = 0;
-  if (!attr->srq) {
+  g->has_rq = !attr->srq && !xrc_send;
+  if (g->has_rq) {
     g->rq_log = log2_ceil(cap.max_recv_wr ? cap.max_recv_wr : 1);
     if (g->rq_log < 1) g->rq_log = 1;
     g->rq_depth = 1u << g->rq_log;
@@ -576,8 +638,8 @@ int qp_geometry(Context* ctx, const ibv_qp_init_attr_ex* attr,
   const size_t rq_bytes = size_t{RHN_RQ_WQE_SIZE} * g->rq_depth;
   const size_t sq_record =
       mp ? sizeof(rhn_mp_queue_record) : sizeof(rhn_queue_record);
-  g->buf_len = sq_bytes + rq_bytes + sq_record +
-               (attr->srq ? 0 : sizeof(rhn_queue_record));
+  g->buf_len =
+      sq_bytes + rq_bytes + sq_record + (g->has_rq ? sizeof(rhn_queue_record) : 0);
   return 0;
 }
 
@@ -648,7 +710,7 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type,
   }
   // A multi-producer record's nic_consumer is a count: it keeps its rules.
   qp->sq_kick_on_request = ctx->sq_kick_on_request && !mp;
-  if (!qp->srq) {
+  if (geo.has_rq) {
     qp->rq = reinterpret_cast<rhn_recv_wqe*>(qp->buf + resp.drv.rq_offset);
     qp->rq_record = reinterpret_cast<rhn_queue_record*>(
         qp->buf + resp.drv.rq_record_offset);
@@ -706,7 +768,8 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
   int err = ibv_cmd_modify_qp(ibqp, attr, mask,
                               reinterpret_cast<struct ibv_modify_qp*>(&cmd),
                               sizeof(cmd));
-  if (!err && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+  if (!err && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET &&
+      !to_qp(ibqp)->xrc_target) {
     // Nothing of the QP's previous life is reported after a RESET.
     clean_qp_cqes(to_qp(ibqp), false);
     reset_qp_queues(to_qp(ibqp));
@@ -724,6 +787,11 @@ int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask,
 
 int destroy_qp(ibv_qp* ibqp) {
   Qp* qp = to_qp(ibqp);
+  if (qp->xrc_target) {  // nothing of it lives here but the struct
+    int err = ibv_cmd_destroy_qp(ibqp);
+    if (!err) free_qp(qp);
+    return err;
+  }
   if (qp->mp) {
     // Posters still at work are waited for; later ones find the flag.
     qp->mp_closed.store(true, std::memory_order_seq_cst);
@@ -761,6 +829,60 @@ void free_closed_qps(Context* ctx) {
     ctx->mp_closed_qps = qp->mp_next_closed;
     free_qp(qp);
   }
+}
+
+// A struct for an XRC target QP that @command (a uverbs command filling
+// in qp->vqp, returning 0 or an errno) created or opened; null with errno.
+template <typename Command>
+static ibv_qp* xrc_target_qp(Command command) {
+  Qp* qp = make<Qp>();
+  if (!qp) return errno = ENOMEM, nullptr;
+  if (int err = command(qp)) {
+    free_qp(qp);
+    errno = err;
+    return nullptr;
+  }
+  qp->xrc_target = true;
+  qp->qpn = qp->vqp.qp.qp_num;
+  return &qp->vqp.qp;
+}
+
+// An XRC target QP: the kernel makes it (ib_core shares it among the
+// domain's processes), so the command carries no queues.
+RHINET_CMD(CreateXrcTargetCmd, ib_uverbs_create_qp, rhinet_no_data);
+RHINET_RESP(CreateXrcTargetResp, ib_uverbs_create_qp_resp, rhinet_no_data);
+
+ibv_qp* create_xrc_target(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  if (!(to_ctx(context)->attr.caps & RHN_CAP_XRC))
+    return errno = EOPNOTSUPP, nullptr;
+  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd ||
+      attr->xrcd->context != context ||
+      (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+    return errno = EINVAL, nullptr;
+  return xrc_target_qp([&](Qp* qp) {
+    CreateXrcTargetCmd cmd{};
+    CreateXrcTargetResp resp{};
+    return ibv_cmd_create_qp_ex(
+        context, &qp->vqp, attr, reinterpret_cast<struct ibv_create_qp*>(&cmd),
+        sizeof(cmd), reinterpret_cast<ib_uverbs_create_qp_resp*>(resp.core),
+        sizeof(resp));
+  });
+}
+
+RHINET_CMD(OpenQpCmd, ib_uverbs_open_qp, rhinet_no_data);
+RHINET_RESP(OpenQpResp, ib_uverbs_create_qp_resp, rhinet_no_data);
+
+// Another process's XRC target QP of a domain this one has open: the
+// kernel checks the domain.
+ibv_qp* open_qp(ibv_context* context, ibv_qp_open_attr* attr) {
+  return xrc_target_qp([&](Qp* qp) {
+    OpenQpCmd cmd{};
+    OpenQpResp resp{};
+    return ibv_cmd_open_qp(
+        context, &qp->vqp, sizeof(qp->vqp), attr,
+        reinterpret_cast<struct ibv_open_qp*>(&cmd), sizeof(cmd),
+        reinterpret_cast<ib_uverbs_create_qp_resp*>(resp.core), sizeof(resp));
+  });
 }
 
 // ---- AH -------------------------------------------------------------------

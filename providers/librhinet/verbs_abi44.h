@@ -118,7 +118,12 @@ struct verbs_mr {
 	int access;
 };
 
-struct verbs_xrcd;
+/* An XRC domain: libibverbs reads the handle to name it in commands. */
+struct verbs_xrcd {
+	struct ibv_xrcd xrcd;
+	uint32_t comp_mask;
+	uint32_t handle;
+};
 
 /* verbs_qp.comp_mask: ibv_qp_to_qp_ex() answers only with VERBS_QP_EX. */
 enum verbs_qp_mask {
@@ -174,7 +179,8 @@ struct verbs_context_ops {
 			    uint16_t lid);
 	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
 		       struct ibv_mw_bind *mw_bind);
-	verbs_op close_xrcd, cq_event;
+	int (*close_xrcd)(struct ibv_xrcd *xrcd);
+	verbs_op cq_event;
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 	verbs_op create_counters;
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
@@ -209,7 +215,8 @@ struct verbs_context_ops {
 			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
 	int (*free_dm)(struct ibv_dm *dm);
-	verbs_op get_srq_num, import_dm, import_mr, import_pd;
+	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
+	verbs_op import_dm, import_mr, import_pd;
 	int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
 	verbs_op modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -217,7 +224,11 @@ struct verbs_context_ops {
 	verbs_op modify_qp_rate_limit;
 	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr,
 			  int attr_mask);
-	verbs_op modify_wq, open_qp, open_xrcd;
+	verbs_op modify_wq;
+	struct ibv_qp *(*open_qp)(struct ibv_context *context,
+				  struct ibv_qp_open_attr *attr);
+	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *context,
+				      struct ibv_xrcd_init_attr *attr);
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
@@ -318,6 +329,8 @@ struct ibv_query_srq;
 struct ibv_create_qp;
 struct ibv_modify_qp;
 struct ibv_query_qp;
+struct ibv_open_xrcd;
+struct ibv_open_qp;
 
 /* ---- functions exported under IBVERBS_PRIVATE_34 ------------------------ */
 
@@ -435,6 +448,19 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 			 struct ibv_create_qp *cmd, size_t cmd_size,
 			 struct ib_uverbs_create_qp_resp *resp,
 			 size_t resp_size);
+/* Sets the xrcd's context, and its handle when @vxrcd_size holds one. */
+int ibv_cmd_open_xrcd(struct ibv_context *context, struct verbs_xrcd *xrcd,
+		      int vxrcd_size, struct ibv_xrcd_init_attr *attr,
+		      struct ibv_open_xrcd *cmd, size_t cmd_size,
+		      struct ib_uverbs_open_xrcd_resp *resp, size_t resp_size);
+int ibv_cmd_close_xrcd(struct verbs_xrcd *xrcd);
+/* Opens a shareable QP (an XRC target) of an xrcd by number; fills in the
+ * ibv_qp (context, handle, qp_num, type, state) and sets VERBS_QP_XRCD.
+ */
+int ibv_cmd_open_qp(struct ibv_context *context, struct verbs_qp *qp,
+		    int vqp_sz, struct ibv_qp_open_attr *attr,
+		    struct ibv_open_qp *cmd, size_t cmd_size,
+		    struct ib_uverbs_create_qp_resp *resp, size_t resp_size);
 int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
 		     int attr_mask, struct ibv_qp_init_attr *qp_init_attr,
 		     struct ibv_query_qp *cmd, size_t cmd_size);
@@ -471,6 +497,12 @@ RHINET_ABI_OFFSET(struct verbs_context_ops, create_cq_ex, 16 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, create_qp, 19 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, create_qp_ex, 20 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, free_context, 39 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, close_xrcd, 11 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, get_srq_num, 41 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, open_qp, 51 * 8);
+RHINET_ABI_OFFSET(struct verbs_context_ops, open_xrcd, 52 * 8);
+RHINET_ABI_SIZE(struct verbs_xrcd, sizeof(struct ibv_xrcd) + 8);
+RHINET_ABI_OFFSET(struct verbs_srq, srq_num, sizeof(struct ibv_srq) + 24);
 RHINET_ABI_OFFSET(struct verbs_context_ops, create_srq_ex, 23 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, modify_cq, 45 * 8);
 RHINET_ABI_OFFSET(struct verbs_context_ops, poll_cq, 53 * 8);

@@ -92,7 +92,7 @@ bin_args+=(--module nvmet_rdma --module nvme_rdma --module null_blk)
 # udaddy, the rsockets tools rstream and riostream) at their own paths. libibverbs dlopens its providers (ldd does not name them), each
 # announced by a file in /etc/libibverbs.d.
 for t in ibv_devinfo ibv_devices ibv_rc_pingpong ibv_ud_pingpong \
-	ibv_srq_pingpong ib_write_bw ib_write_lat ib_read_bw ib_read_lat \
+	ibv_srq_pingpong ibv_xsrq_pingpong ib_write_bw ib_write_lat ib_read_bw ib_read_lat \
 	ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat rping mckey \
 	rdma_xserver rdma_xclient ucmatose udaddy rstream riostream; do
 	bin_args+=(--tool "/usr/bin/$t")

@@ -237,6 +237,16 @@ void rc_rtr_attr_to(struct ibv_qp_attr *a, uint32_t qpn, const uint8_t gid[16],
 	ah_attr_to(&a->ah_attr, gid, gid_index);
 }
 
+void rc_rts_attr(struct ibv_qp_attr *a, uint8_t rd_atomic)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTS;
+	a->timeout = 14;
+	a->retry_cnt = 7;
+	a->rnr_retry = 7;
+	a->max_rd_atomic = rd_atomic;
+}
+
 static void modify_or_die(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
 			  const char *what, const char *state)
 {
@@ -263,12 +273,7 @@ void rc_connect(struct ibv_qp *qp, const char *what, uint32_t qpn,
 	modify_or_die(qp, &a, kRcInitMask, what, "INIT");
 	rc_rtr_attr_to(&a, qpn, gid, gid_index, rd_atomic);
 	modify_or_die(qp, &a, kRcRtrMask, what, "RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = rd_atomic;
+	rc_rts_attr(&a, rd_atomic);
 	modify_or_die(qp, &a, kRcRtsMask, what, "RTS");
 }
 
@@ -320,6 +325,34 @@ uint64_t ib_hw_counter(const char *dev, const char *name)
 	if (f)
 		fclose(f);
 	return v;
+}
+
+uint64_t nic_counter(const char *name)
+{
+	char line[512], key[64];
+	unsigned long long v, value = 0;
+	bool in_counters = false, found = false;
+	FILE *f = popen("rhinet-diag --all", "r");
+
+	if (!f) {
+		check(false, "rhinet-diag: %s", strerror(errno));
+		return 0;
+	}
+	/* "counters" starts a section of "  NAME VALUE" lines. */
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] != ' ') {
+			in_counters = !strncmp(line, "counters", 8);
+			continue;
+		}
+		if (in_counters && sscanf(line, " %63s %llu", key, &v) == 2 &&
+		    !strcmp(key, name)) {
+			value = v;
+			found = true;
+		}
+	}
+	pclose(f);
+	check(found, "rhinet-diag shows no counter %s", name);
+	return value;
 }
 
 uint64_t eth0_tx(void)

@@ -49,6 +49,10 @@ long pattern_differs(const volatile uint8_t *p, uint32_t len, uint32_t seed);
 /* Port 1's hw_counters/@name of @dev, read after the driver's 10 ms cache
  * expired; check fails if it cannot be read. */
 uint64_t ib_hw_counter(const char *dev, const char *name);
+/* The NIC counter @name (the contract's lower-case name) as rhinet-diag
+ * shows it through devlink, for counters that are no port statistics;
+ * check fails if it is not shown. */
+uint64_t nic_counter(const char *name);
 /* Frames rhinet.ko's eth0 sent: each rings the kernel's SQ doorbell once,
  * which the NIC counts as the host's. */
 uint64_t eth0_tx(void);
@@ -83,6 +87,9 @@ void ah_attr_to(struct ibv_ah_attr *ah, const uint8_t gid[16], int gid_index);
 /* RTR toward the RC QP @qpn at @gid, with the attributes kRcRtrMask names. */
 void rc_rtr_attr_to(struct ibv_qp_attr *a, uint32_t qpn, const uint8_t gid[16],
 		    int gid_index, uint8_t rd_atomic);
+/* RTS with the retries rc_connect uses and @rd_atomic reads and atomics
+ * outstanding, for kRcRtsMask. */
+void rc_rts_attr(struct ibv_qp_attr *a, uint8_t rd_atomic);
 /* Takes @qp through INIT (remote write, read and atomics), RTR toward
  * @qpn at @gid and RTS, with @rd_atomic reads and atomics outstanding each
  * way; dies "WHAT to STATE" if a step fails. */

@@ -12,6 +12,17 @@
 #                  receiving, a send on it failing ENOMEM; the inline
 #                  limit rounded up to what the WQE holds and reported;
 #                  max_cqe of 4M entries and a CQ of libfabric's size
+#   ibv_xsrq_pingpong  rdma-core's XRC ping-pong (XRC domain, XRC SRQs,
+#                  XRC_SEND and XRC_RECV QPs), polling and with -e
+#   rhinet-xrc     (tests/vm/guest/rhinet_xrc.c) two initiators into one
+#                  XRC SRQ through ibv_post_send and ibv_wr_set_xrc_srqn,
+#                  every message's wr_id, QPs and bytes checked; a second
+#                  process of the domain opening the target QP with
+#                  ibv_open_qp and receiving through it, a process of
+#                  another domain refused; SENDs naming another domain's
+#                  SRQ or a destroyed SRQ's number: REM_INV_REQ_ERR and
+#                  xrc_refused counting each; WRITE/READ/atomics, receives
+#                  and SRQ-less ibv_wr_* SENDs refused on an XRC_SEND QP
 #   rdma_xclient   rdmacm-utils' rdma_xserver/rdma_xclient in RC mode: the
 #                  client asks for max_inline_data 0 and posts a 16-byte
 #                  IBV_SEND_INLINE SEND
@@ -45,6 +56,11 @@ dropbear -r /etc/dropbear/dropbear_ed25519_host_key -s -p 22 -E \
 stat() { rdma statistic show link rhinet0/1 | tr ' ' '\n' | grep -A1 -x "$1" | tail -n 1; }
 
 run_pair rhinet-gaps /opt/rhinet/bin/rhinet-gaps -d rhinet0 -g "$GID"
+run_pair ibv_xsrq_pingpong ibv_xsrq_pingpong -d rhinet0 -g "$GID" -m 1024 \
+	-n 50
+run_pair ibv_xsrq_pingpong_events ibv_xsrq_pingpong -d rhinet0 -g "$GID" \
+	-m 1024 -n 20 -e
+run_pair rhinet-xrc /opt/rhinet/bin/rhinet-xrc -d rhinet0 -g "$GID"
 
 verbs_retry_script
 
