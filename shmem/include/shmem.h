@@ -518,24 +518,21 @@ int shmem_test_lock(long* lock);
 
 /* The AMOs and waits by type (the standard's generic names). int32_t and
  * int64_t are int and long here, so the bitwise ones take those. */
-#define SHMEMI_GENERIC_AMO(X, OP)                 \
-  _Generic((X), int                               \
-           : shmem_int_##OP, long                 \
-           : shmem_long_##OP, long long           \
-           : shmem_longlong_##OP, unsigned int    \
-           : shmem_uint_##OP, unsigned long       \
-           : shmem_ulong_##OP, unsigned long long \
-           : shmem_ulonglong_##OP)
-#define SHMEMI_GENERIC_AMO_EXTENDED(X, OP)        \
-  _Generic((X), float                             \
-           : shmem_float_##OP, double             \
-           : shmem_double_##OP, int               \
-           : shmem_int_##OP, long                 \
-           : shmem_long_##OP, long long           \
-           : shmem_longlong_##OP, unsigned int    \
-           : shmem_uint_##OP, unsigned long       \
-           : shmem_ulong_##OP, unsigned long long \
-           : shmem_ulonglong_##OP)
+/* The associations for int .. unsigned long long, shared by the lists. */
+/* clang-format off */
+#define SHMEMI_GENERIC_INTEGERS(OP)           \
+  int: shmem_int_##OP,                        \
+  long: shmem_long_##OP,                      \
+  long long: shmem_longlong_##OP,             \
+  unsigned int: shmem_uint_##OP,              \
+  unsigned long: shmem_ulong_##OP,            \
+  unsigned long long: shmem_ulonglong_##OP
+/* clang-format on */
+#define SHMEMI_GENERIC_AMO(X, OP) _Generic((X), SHMEMI_GENERIC_INTEGERS(OP))
+#define SHMEMI_GENERIC_AMO_EXTENDED(X, OP) \
+  _Generic((X), float                      \
+           : shmem_float_##OP, double      \
+           : shmem_double_##OP, SHMEMI_GENERIC_INTEGERS(OP))
 #define SHMEMI_GENERIC_AMO_BITWISE(X, OP)         \
   _Generic((X), int                               \
            : shmem_int32_##OP, long               \
@@ -543,16 +540,10 @@ int shmem_test_lock(long* lock);
            : shmem_uint_##OP, unsigned long       \
            : shmem_ulong_##OP, unsigned long long \
            : shmem_ulonglong_##OP)
-#define SHMEMI_GENERIC_WAIT(X, OP)                \
-  _Generic((X), short                             \
-           : shmem_short_##OP, unsigned short     \
-           : shmem_ushort_##OP, int               \
-           : shmem_int_##OP, long                 \
-           : shmem_long_##OP, long long           \
-           : shmem_longlong_##OP, unsigned int    \
-           : shmem_uint_##OP, unsigned long       \
-           : shmem_ulong_##OP, unsigned long long \
-           : shmem_ulonglong_##OP)
+#define SHMEMI_GENERIC_WAIT(X, OP)            \
+  _Generic((X), short                         \
+           : shmem_short_##OP, unsigned short \
+           : shmem_ushort_##OP, SHMEMI_GENERIC_INTEGERS(OP))
 #define shmem_atomic_fetch(source, pe) \
   SHMEMI_GENERIC_AMO_EXTENDED(*(source), atomic_fetch)(source, pe)
 #define shmem_atomic_fetch_nbi(fetch, source, pe) \

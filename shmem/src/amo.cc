@@ -131,110 +131,103 @@ using rhinet::AtomicOp;
 
 extern "C" {
 
-// Each AMO in its plain form (on SHMEM_CTX_DEFAULT) and its context form,
-// as the RMA routines in shmem.cc.
-#define RHINET_NO_CTX()
-#define RHINET_CTX() shmem_ctx_t ctx,
-#define RHINET_SHMEM_AMO_EXTENDED_FORM(N, T, NAME, CTX_PARAM, CTX)            \
-  T NAME(N##_atomic_fetch)(CTX_PARAM() const T* source, int pe) {             \
-    return amo_fetch(NAME_STR(N, "_atomic_fetch"), CTX, source, pe);          \
+// Each AMO in its plain form and its context form (RHINET_NAME and the
+// rest: shmem_internal.hpp).
+#define RHINET_SHMEM_AMO_EXTENDED_FORM(N, T, F)                               \
+  T RHINET_NAME(F, N##_atomic_fetch)(RHINET_CTX_PARAM(F) const T* source,     \
+                                     int pe) {                                \
+    return amo_fetch(RHINET_NAME_STR(F, N, "_atomic_fetch"),                  \
+                     RHINET_CTX_ARG(F), source, pe);                          \
   }                                                                           \
-  void NAME(N##_atomic_fetch_nbi)(CTX_PARAM() T * fetch, const T* source,     \
-                                  int pe) {                                   \
-    *fetch = amo_fetch(NAME_STR(N, "_atomic_fetch_nbi"), CTX, source, pe);    \
+  void RHINET_NAME(F, N##_atomic_fetch_nbi)(RHINET_CTX_PARAM(F) T * fetch,    \
+                                            const T* source, int pe) {        \
+    *fetch = amo_fetch(RHINET_NAME_STR(F, N, "_atomic_fetch_nbi"),            \
+                       RHINET_CTX_ARG(F), source, pe);                        \
   }                                                                           \
-  void NAME(N##_atomic_set)(CTX_PARAM() T * dest, T value, int pe) {          \
-    (void)amo_swap(NAME_STR(N, "_atomic_set"), CTX, dest, value, pe, false);  \
+  void RHINET_NAME(F, N##_atomic_set)(RHINET_CTX_PARAM(F) T * dest, T value,  \
+                                      int pe) {                               \
+    (void)amo_swap(RHINET_NAME_STR(F, N, "_atomic_set"), RHINET_CTX_ARG(F),   \
+                   dest, value, pe, false);                                   \
   }                                                                           \
-  T NAME(N##_atomic_swap)(CTX_PARAM() T * dest, T value, int pe) {            \
-    return amo_swap(NAME_STR(N, "_atomic_swap"), CTX, dest, value, pe);       \
+  T RHINET_NAME(F, N##_atomic_swap)(RHINET_CTX_PARAM(F) T * dest, T value,    \
+                                    int pe) {                                 \
+    return amo_swap(RHINET_NAME_STR(F, N, "_atomic_swap"), RHINET_CTX_ARG(F), \
+                    dest, value, pe);                                         \
   }                                                                           \
-  void NAME(N##_atomic_swap_nbi)(CTX_PARAM() T * fetch, T * dest, T value,    \
-                                 int pe) {                                    \
-    *fetch = amo_swap(NAME_STR(N, "_atomic_swap_nbi"), CTX, dest, value, pe); \
+  void RHINET_NAME(F, N##_atomic_swap_nbi)(RHINET_CTX_PARAM(F) T * fetch,     \
+                                           T * dest, T value, int pe) {       \
+    *fetch = amo_swap(RHINET_NAME_STR(F, N, "_atomic_swap_nbi"),              \
+                      RHINET_CTX_ARG(F), dest, value, pe);                    \
   }
 
-#define RHINET_SHMEM_AMO_FORM(N, T, NAME, CTX_PARAM, CTX)                    \
-  T NAME(N##_atomic_compare_swap)(CTX_PARAM() T * dest, T cond, T value,     \
-                                  int pe) {                                  \
-    return amo_compare_swap(NAME_STR(N, "_atomic_compare_swap"), CTX, dest,  \
-                            cond, value, pe);                                \
-  }                                                                          \
-  void NAME(N##_atomic_compare_swap_nbi)(CTX_PARAM() T * fetch, T * dest,    \
-                                         T cond, T value, int pe) {          \
-    *fetch = amo_compare_swap(NAME_STR(N, "_atomic_compare_swap_nbi"), CTX,  \
-                              dest, cond, value, pe);                        \
-  }                                                                          \
-  T NAME(N##_atomic_fetch_inc)(CTX_PARAM() T * dest, int pe) {               \
-    return amo_fetch_add(NAME_STR(N, "_atomic_fetch_inc"), CTX, dest,        \
-                         static_cast<T>(1), pe);                             \
-  }                                                                          \
-  void NAME(N##_atomic_fetch_inc_nbi)(CTX_PARAM() T * fetch, T * dest,       \
-                                      int pe) {                              \
-    *fetch = amo_fetch_add(NAME_STR(N, "_atomic_fetch_inc_nbi"), CTX, dest,  \
-                           static_cast<T>(1), pe);                           \
-  }                                                                          \
-  void NAME(N##_atomic_inc)(CTX_PARAM() T * dest, int pe) {                  \
-    (void)amo_fetch_add(NAME_STR(N, "_atomic_inc"), CTX, dest,               \
-                        static_cast<T>(1), pe, false);                       \
-  }                                                                          \
-  T NAME(N##_atomic_fetch_add)(CTX_PARAM() T * dest, T value, int pe) {      \
-    return amo_fetch_add(NAME_STR(N, "_atomic_fetch_add"), CTX, dest, value, \
-                         pe);                                                \
-  }                                                                          \
-  void NAME(N##_atomic_fetch_add_nbi)(CTX_PARAM() T * fetch, T * dest,       \
-                                      T value, int pe) {                     \
-    *fetch = amo_fetch_add(NAME_STR(N, "_atomic_fetch_add_nbi"), CTX, dest,  \
-                           value, pe);                                       \
-  }                                                                          \
-  void NAME(N##_atomic_add)(CTX_PARAM() T * dest, T value, int pe) {         \
-    (void)amo_fetch_add(NAME_STR(N, "_atomic_add"), CTX, dest, value, pe,    \
-                        false);                                              \
+#define RHINET_SHMEM_AMO_FORM(N, T, F)                                         \
+  T RHINET_NAME(F, N##_atomic_compare_swap)(RHINET_CTX_PARAM(F) T * dest,      \
+                                            T cond, T value, int pe) {         \
+    return amo_compare_swap(RHINET_NAME_STR(F, N, "_atomic_compare_swap"),     \
+                            RHINET_CTX_ARG(F), dest, cond, value, pe);         \
+  }                                                                            \
+  void RHINET_NAME(F, N##_atomic_compare_swap_nbi)(                            \
+      RHINET_CTX_PARAM(F) T * fetch, T * dest, T cond, T value, int pe) {      \
+    *fetch =                                                                   \
+        amo_compare_swap(RHINET_NAME_STR(F, N, "_atomic_compare_swap_nbi"),    \
+                         RHINET_CTX_ARG(F), dest, cond, value, pe);            \
+  }                                                                            \
+  T RHINET_NAME(F, N##_atomic_fetch_inc)(RHINET_CTX_PARAM(F) T * dest,         \
+                                         int pe) {                             \
+    return amo_fetch_add(RHINET_NAME_STR(F, N, "_atomic_fetch_inc"),           \
+                         RHINET_CTX_ARG(F), dest, static_cast<T>(1), pe);      \
+  }                                                                            \
+  void RHINET_NAME(F, N##_atomic_fetch_inc_nbi)(RHINET_CTX_PARAM(F) T * fetch, \
+                                                T * dest, int pe) {            \
+    *fetch = amo_fetch_add(RHINET_NAME_STR(F, N, "_atomic_fetch_inc_nbi"),     \
+                           RHINET_CTX_ARG(F), dest, static_cast<T>(1), pe);    \
+  }                                                                            \
+  void RHINET_NAME(F, N##_atomic_inc)(RHINET_CTX_PARAM(F) T * dest, int pe) {  \
+    (void)amo_fetch_add(RHINET_NAME_STR(F, N, "_atomic_inc"),                  \
+                        RHINET_CTX_ARG(F), dest, static_cast<T>(1), pe,        \
+                        false);                                                \
+  }                                                                            \
+  T RHINET_NAME(F, N##_atomic_fetch_add)(RHINET_CTX_PARAM(F) T * dest,         \
+                                         T value, int pe) {                    \
+    return amo_fetch_add(RHINET_NAME_STR(F, N, "_atomic_fetch_add"),           \
+                         RHINET_CTX_ARG(F), dest, value, pe);                  \
+  }                                                                            \
+  void RHINET_NAME(F, N##_atomic_fetch_add_nbi)(RHINET_CTX_PARAM(F) T * fetch, \
+                                                T * dest, T value, int pe) {   \
+    *fetch = amo_fetch_add(RHINET_NAME_STR(F, N, "_atomic_fetch_add_nbi"),     \
+                           RHINET_CTX_ARG(F), dest, value, pe);                \
+  }                                                                            \
+  void RHINET_NAME(F, N##_atomic_add)(RHINET_CTX_PARAM(F) T * dest, T value,   \
+                                      int pe) {                                \
+    (void)amo_fetch_add(RHINET_NAME_STR(F, N, "_atomic_add"),                  \
+                        RHINET_CTX_ARG(F), dest, value, pe, false);            \
   }
 
-#define RHINET_SHMEM_AMO_BIT_OP(N, T, OP, NAME, CTX_PARAM, CTX)             \
-  T NAME(N##_atomic_fetch_##OP)(CTX_PARAM() T * dest, T value, int pe) {    \
-    return amo_bitwise(NAME_STR(N, "_atomic_fetch_" #OP), CTX, dest, value, \
-                       pe, AtomicOp::fetch_##OP, true);                     \
-  }                                                                         \
-  void NAME(N##_atomic_##OP)(CTX_PARAM() T * dest, T value, int pe) {       \
-    (void)amo_bitwise(NAME_STR(N, "_atomic_" #OP), CTX, dest, value, pe,    \
-                      AtomicOp::fetch_##OP, false);                         \
+#define RHINET_SHMEM_AMO_BIT_OP(N, T, OP, F)                                  \
+  T RHINET_NAME(F, N##_atomic_fetch_##OP)(RHINET_CTX_PARAM(F) T * dest,       \
+                                          T value, int pe) {                  \
+    return amo_bitwise(RHINET_NAME_STR(F, N, "_atomic_fetch_" #OP),           \
+                       RHINET_CTX_ARG(F), dest, value, pe,                    \
+                       AtomicOp::fetch_##OP, true);                           \
+  }                                                                           \
+  void RHINET_NAME(F, N##_atomic_##OP)(RHINET_CTX_PARAM(F) T * dest, T value, \
+                                       int pe) {                              \
+    (void)amo_bitwise(RHINET_NAME_STR(F, N, "_atomic_" #OP),                  \
+                      RHINET_CTX_ARG(F), dest, value, pe,                     \
+                      AtomicOp::fetch_##OP, false);                           \
   }
-#define RHINET_SHMEM_AMO_BITWISE_FORM(N, T, NAME, CTX_PARAM, CTX) \
-  RHINET_SHMEM_AMO_BIT_OP(N, T, and, NAME, CTX_PARAM, CTX)        \
-  RHINET_SHMEM_AMO_BIT_OP(N, T, or, NAME, CTX_PARAM, CTX)         \
-  RHINET_SHMEM_AMO_BIT_OP(N, T, xor, NAME, CTX_PARAM, CTX)
+#define RHINET_SHMEM_AMO_BITWISE_FORM(N, T, F) \
+  RHINET_SHMEM_AMO_BIT_OP(N, T, and, F)        \
+  RHINET_SHMEM_AMO_BIT_OP(N, T, or, F)         \
+  RHINET_SHMEM_AMO_BIT_OP(N, T, xor, F)
 
-#define NAME(x) shmem_##x
-#define NAME_STR(x, tail) "shmem_" #x tail
 #define RHINET_SHMEM_AMO_EXTENDED(N, T) \
-  RHINET_SHMEM_AMO_EXTENDED_FORM(N, T, NAME, RHINET_NO_CTX, SHMEM_CTX_DEFAULT)
-#define RHINET_SHMEM_AMO(N, T) \
-  RHINET_SHMEM_AMO_FORM(N, T, NAME, RHINET_NO_CTX, SHMEM_CTX_DEFAULT)
+  RHINET_BOTH_FORMS(RHINET_SHMEM_AMO_EXTENDED_FORM, N, T)
+#define RHINET_SHMEM_AMO(N, T) RHINET_BOTH_FORMS(RHINET_SHMEM_AMO_FORM, N, T)
 #define RHINET_SHMEM_AMO_BITWISE(N, T) \
-  RHINET_SHMEM_AMO_BITWISE_FORM(N, T, NAME, RHINET_NO_CTX, SHMEM_CTX_DEFAULT)
+  RHINET_BOTH_FORMS(RHINET_SHMEM_AMO_BITWISE_FORM, N, T)
 SHMEMI_AMO_EXTENDED_TYPES(RHINET_SHMEM_AMO_EXTENDED)
 SHMEMI_AMO_TYPES(RHINET_SHMEM_AMO)
 SHMEMI_AMO_BITWISE_TYPES(RHINET_SHMEM_AMO_BITWISE)
-#undef NAME
-#undef NAME_STR
-#undef RHINET_SHMEM_AMO_EXTENDED
-#undef RHINET_SHMEM_AMO
-#undef RHINET_SHMEM_AMO_BITWISE
-
-#define NAME(x) shmem_ctx_##x
-#define NAME_STR(x, tail) "shmem_ctx_" #x tail
-#define RHINET_SHMEM_AMO_EXTENDED(N, T) \
-  RHINET_SHMEM_AMO_EXTENDED_FORM(N, T, NAME, RHINET_CTX, ctx)
-#define RHINET_SHMEM_AMO(N, T) \
-  RHINET_SHMEM_AMO_FORM(N, T, NAME, RHINET_CTX, ctx)
-#define RHINET_SHMEM_AMO_BITWISE(N, T) \
-  RHINET_SHMEM_AMO_BITWISE_FORM(N, T, NAME, RHINET_CTX, ctx)
-SHMEMI_AMO_EXTENDED_TYPES(RHINET_SHMEM_AMO_EXTENDED)
-SHMEMI_AMO_TYPES(RHINET_SHMEM_AMO)
-SHMEMI_AMO_BITWISE_TYPES(RHINET_SHMEM_AMO_BITWISE)
-#undef NAME
-#undef NAME_STR
 
 }  // extern "C"

@@ -779,163 +779,155 @@ void* shmemx_heap_base(void) {
 // ---- RMA
 // -----------------------------------------------------------------------
 
-// Each routine in its plain form (on SHMEM_CTX_DEFAULT) and its context
-// form: NAME(x) makes the routine's name, NAME_STR its text, CTX_PARAM()
-// the context form's leading parameter (nothing in the plain form), CTX the
-// context it works on.
-#define RHINET_SHMEM_RMA_FORM(N, T, NAME, CTX_PARAM, CTX)                      \
-  void NAME(N##_put)(CTX_PARAM() T * dest, const T* source, size_t nelems,     \
-                     int pe) {                                                 \
-    put_bytes(NAME_STR(N, "_put"), CTX, dest, source, nelems * sizeof(T), pe,  \
-              false);                                                          \
+// Each routine in its plain form and its context form (RHINET_NAME and
+// the rest: shmem_internal.hpp).
+#define RHINET_SHMEM_RMA_FORM(N, T, F)                                         \
+  void RHINET_NAME(F, N##_put)(RHINET_CTX_PARAM(F) T * dest, const T* source,  \
+                               size_t nelems, int pe) {                        \
+    put_bytes(RHINET_NAME_STR(F, N, "_put"), RHINET_CTX_ARG(F), dest, source,  \
+              nelems * sizeof(T), pe, false);                                  \
   }                                                                            \
-  void NAME(N##_get)(CTX_PARAM() T * dest, const T* source, size_t nelems,     \
-                     int pe) {                                                 \
-    get_bytes(NAME_STR(N, "_get"), CTX, dest, source, nelems * sizeof(T), pe,  \
-              false);                                                          \
+  void RHINET_NAME(F, N##_get)(RHINET_CTX_PARAM(F) T * dest, const T* source,  \
+                               size_t nelems, int pe) {                        \
+    get_bytes(RHINET_NAME_STR(F, N, "_get"), RHINET_CTX_ARG(F), dest, source,  \
+              nelems * sizeof(T), pe, false);                                  \
   }                                                                            \
-  void NAME(N##_put_nbi)(CTX_PARAM() T * dest, const T* source, size_t nelems, \
-                         int pe) {                                             \
-    put_bytes(NAME_STR(N, "_put_nbi"), CTX, dest, source, nelems * sizeof(T),  \
-              pe, true);                                                       \
+  void RHINET_NAME(F, N##_put_nbi)(RHINET_CTX_PARAM(F) T * dest,               \
+                                   const T* source, size_t nelems, int pe) {   \
+    put_bytes(RHINET_NAME_STR(F, N, "_put_nbi"), RHINET_CTX_ARG(F), dest,      \
+              source, nelems * sizeof(T), pe, true);                           \
   }                                                                            \
-  void NAME(N##_get_nbi)(CTX_PARAM() T * dest, const T* source, size_t nelems, \
-                         int pe) {                                             \
-    get_bytes(NAME_STR(N, "_get_nbi"), CTX, dest, source, nelems * sizeof(T),  \
-              pe, true);                                                       \
+  void RHINET_NAME(F, N##_get_nbi)(RHINET_CTX_PARAM(F) T * dest,               \
+                                   const T* source, size_t nelems, int pe) {   \
+    get_bytes(RHINET_NAME_STR(F, N, "_get_nbi"), RHINET_CTX_ARG(F), dest,      \
+              source, nelems * sizeof(T), pe, true);                           \
   }                                                                            \
-  void NAME(N##_p)(CTX_PARAM() T * dest, T value, int pe) {                    \
-    put_bytes(NAME_STR(N, "_p"), CTX, dest, &value, sizeof(T), pe, false);     \
+  void RHINET_NAME(F, N##_p)(RHINET_CTX_PARAM(F) T * dest, T value, int pe) {  \
+    put_bytes(RHINET_NAME_STR(F, N, "_p"), RHINET_CTX_ARG(F), dest, &value,    \
+              sizeof(T), pe, false);                                           \
   }                                                                            \
-  T NAME(N##_g)(CTX_PARAM() const T* source, int pe) {                         \
+  T RHINET_NAME(F, N##_g)(RHINET_CTX_PARAM(F) const T* source, int pe) {       \
     T value;                                                                   \
-    get_bytes(NAME_STR(N, "_g"), CTX, &value, source, sizeof(T), pe, false);   \
+    get_bytes(RHINET_NAME_STR(F, N, "_g"), RHINET_CTX_ARG(F), &value, source,  \
+              sizeof(T), pe, false);                                           \
     return value;                                                              \
   }                                                                            \
-  void NAME(N##_iput)(CTX_PARAM() T * dest, const T* source, ptrdiff_t dst,    \
-                      ptrdiff_t sst, size_t nelems, int pe) {                  \
-    strided(NAME_STR(N, "_iput"), CTX, true, dest, source, dst, sst, nelems,   \
-            sizeof(T), pe);                                                    \
+  void RHINET_NAME(F, N##_iput)(RHINET_CTX_PARAM(F) T * dest, const T* source, \
+                                ptrdiff_t dst, ptrdiff_t sst, size_t nelems,   \
+                                int pe) {                                      \
+    strided(RHINET_NAME_STR(F, N, "_iput"), RHINET_CTX_ARG(F), true, dest,     \
+            source, dst, sst, nelems, sizeof(T), pe);                          \
   }                                                                            \
-  void NAME(N##_iget)(CTX_PARAM() T * dest, const T* source, ptrdiff_t dst,    \
-                      ptrdiff_t sst, size_t nelems, int pe) {                  \
-    strided(NAME_STR(N, "_iget"), CTX, false, dest, source, dst, sst, nelems,  \
-            sizeof(T), pe);                                                    \
+  void RHINET_NAME(F, N##_iget)(RHINET_CTX_PARAM(F) T * dest, const T* source, \
+                                ptrdiff_t dst, ptrdiff_t sst, size_t nelems,   \
+                                int pe) {                                      \
+    strided(RHINET_NAME_STR(F, N, "_iget"), RHINET_CTX_ARG(F), false, dest,    \
+            source, dst, sst, nelems, sizeof(T), pe);                          \
   }                                                                            \
-  void NAME(N##_put_signal)(CTX_PARAM() T * dest, const T* source,             \
-                            size_t nelems, uint64_t* sig_addr,                 \
-                            uint64_t signal, int sig_op, int pe) {             \
-    put_signal(NAME_STR(N, "_put_signal"), CTX, dest, source,                  \
-               nelems * sizeof(T), sig_addr, signal, sig_op, pe);              \
-  }                                                                            \
-  void NAME(N##_put_signal_nbi)(CTX_PARAM() T * dest, const T* source,         \
-                                size_t nelems, uint64_t* sig_addr,             \
-                                uint64_t signal, int sig_op, int pe) {         \
-    put_signal(NAME_STR(N, "_put_signal_nbi"), CTX, dest, source,              \
-               nelems * sizeof(T), sig_addr, signal, sig_op, pe);              \
-  }
-
-#define RHINET_SHMEM_SIZED_FORM(BITS, BYTES, NAME, CTX_PARAM, CTX)             \
-  void NAME(put##BITS)(CTX_PARAM() void* dest, const void* source,             \
-                       size_t nelems, int pe) {                                \
-    put_bytes(NAME_STR(put##BITS, ""), CTX, dest, source, nelems* BYTES, pe,   \
-              false);                                                          \
-  }                                                                            \
-  void NAME(get##BITS)(CTX_PARAM() void* dest, const void* source,             \
-                       size_t nelems, int pe) {                                \
-    get_bytes(NAME_STR(get##BITS, ""), CTX, dest, source, nelems* BYTES, pe,   \
-              false);                                                          \
-  }                                                                            \
-  void NAME(put##BITS##_nbi)(CTX_PARAM() void* dest, const void* source,       \
-                             size_t nelems, int pe) {                          \
-    put_bytes(NAME_STR(put##BITS, "_nbi"), CTX, dest, source, nelems* BYTES,   \
-              pe, true);                                                       \
-  }                                                                            \
-  void NAME(get##BITS##_nbi)(CTX_PARAM() void* dest, const void* source,       \
-                             size_t nelems, int pe) {                          \
-    get_bytes(NAME_STR(get##BITS, "_nbi"), CTX, dest, source, nelems* BYTES,   \
-              pe, true);                                                       \
-  }                                                                            \
-  void NAME(iput##BITS)(CTX_PARAM() void* dest, const void* source,            \
-                        ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { \
-    strided(NAME_STR(iput##BITS, ""), CTX, true, dest, source, dst, sst,       \
-            nelems, BYTES, pe);                                                \
-  }                                                                            \
-  void NAME(iget##BITS)(CTX_PARAM() void* dest, const void* source,            \
-                        ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { \
-    strided(NAME_STR(iget##BITS, ""), CTX, false, dest, source, dst, sst,      \
-            nelems, BYTES, pe);                                                \
-  }                                                                            \
-  void NAME(put##BITS##_signal)(CTX_PARAM() void* dest, const void* source,    \
-                                size_t nelems, uint64_t* sig_addr,             \
-                                uint64_t signal, int sig_op, int pe) {         \
-    put_signal(NAME_STR(put##BITS, "_signal"), CTX, dest, source,              \
-               nelems* BYTES, sig_addr, signal, sig_op, pe);                   \
-  }                                                                            \
-  void NAME(put##BITS##_signal_nbi)(                                           \
-      CTX_PARAM() void* dest, const void* source, size_t nelems,               \
+  void RHINET_NAME(F, N##_put_signal)(                                         \
+      RHINET_CTX_PARAM(F) T * dest, const T* source, size_t nelems,            \
       uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {               \
-    put_signal(NAME_STR(put##BITS, "_signal_nbi"), CTX, dest, source,          \
-               nelems* BYTES, sig_addr, signal, sig_op, pe);                   \
+    put_signal(RHINET_NAME_STR(F, N, "_put_signal"), RHINET_CTX_ARG(F), dest,  \
+               source, nelems * sizeof(T), sig_addr, signal, sig_op, pe);      \
+  }                                                                            \
+  void RHINET_NAME(F, N##_put_signal_nbi)(                                     \
+      RHINET_CTX_PARAM(F) T * dest, const T* source, size_t nelems,            \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {               \
+    put_signal(RHINET_NAME_STR(F, N, "_put_signal_nbi"), RHINET_CTX_ARG(F),    \
+               dest, source, nelems * sizeof(T), sig_addr, signal, sig_op,     \
+               pe);                                                            \
   }
 
-#define RHINET_SHMEM_MEM_FORM(NAME, CTX_PARAM, CTX)                            \
-  void NAME(putmem)(CTX_PARAM() void* dest, const void* source, size_t nelems, \
-                    int pe) {                                                  \
-    put_bytes(NAME_STR(putmem, ""), CTX, dest, source, nelems, pe, false);     \
+#define RHINET_SHMEM_SIZED_FORM(BITS, BYTES, F)                                \
+  void RHINET_NAME(F, put##BITS)(RHINET_CTX_PARAM(F) void* dest,               \
+                                 const void* source, size_t nelems, int pe) {  \
+    put_bytes(RHINET_NAME_STR(F, put##BITS, ""), RHINET_CTX_ARG(F), dest,      \
+              source, nelems* BYTES, pe, false);                               \
   }                                                                            \
-  void NAME(getmem)(CTX_PARAM() void* dest, const void* source, size_t nelems, \
-                    int pe) {                                                  \
-    get_bytes(NAME_STR(getmem, ""), CTX, dest, source, nelems, pe, false);     \
+  void RHINET_NAME(F, get##BITS)(RHINET_CTX_PARAM(F) void* dest,               \
+                                 const void* source, size_t nelems, int pe) {  \
+    get_bytes(RHINET_NAME_STR(F, get##BITS, ""), RHINET_CTX_ARG(F), dest,      \
+              source, nelems* BYTES, pe, false);                               \
   }                                                                            \
-  void NAME(putmem_nbi)(CTX_PARAM() void* dest, const void* source,            \
-                        size_t nelems, int pe) {                               \
-    put_bytes(NAME_STR(putmem, "_nbi"), CTX, dest, source, nelems, pe, true);  \
+  void RHINET_NAME(F, put##BITS##_nbi)(RHINET_CTX_PARAM(F) void* dest,         \
+                                       const void* source, size_t nelems,      \
+                                       int pe) {                               \
+    put_bytes(RHINET_NAME_STR(F, put##BITS, "_nbi"), RHINET_CTX_ARG(F), dest,  \
+              source, nelems* BYTES, pe, true);                                \
   }                                                                            \
-  void NAME(getmem_nbi)(CTX_PARAM() void* dest, const void* source,            \
-                        size_t nelems, int pe) {                               \
-    get_bytes(NAME_STR(getmem, "_nbi"), CTX, dest, source, nelems, pe, true);  \
+  void RHINET_NAME(F, get##BITS##_nbi)(RHINET_CTX_PARAM(F) void* dest,         \
+                                       const void* source, size_t nelems,      \
+                                       int pe) {                               \
+    get_bytes(RHINET_NAME_STR(F, get##BITS, "_nbi"), RHINET_CTX_ARG(F), dest,  \
+              source, nelems* BYTES, pe, true);                                \
   }                                                                            \
-  void NAME(putmem_signal)(CTX_PARAM() void* dest, const void* source,         \
-                           size_t nelems, uint64_t* sig_addr, uint64_t signal, \
-                           int sig_op, int pe) {                               \
-    put_signal(NAME_STR(putmem, "_signal"), CTX, dest, source, nelems,         \
-               sig_addr, signal, sig_op, pe);                                  \
+  void RHINET_NAME(F, iput##BITS)(RHINET_CTX_PARAM(F) void* dest,              \
+                                  const void* source, ptrdiff_t dst,           \
+                                  ptrdiff_t sst, size_t nelems, int pe) {      \
+    strided(RHINET_NAME_STR(F, iput##BITS, ""), RHINET_CTX_ARG(F), true, dest, \
+            source, dst, sst, nelems, BYTES, pe);                              \
   }                                                                            \
-  void NAME(putmem_signal_nbi)(CTX_PARAM() void* dest, const void* source,     \
-                               size_t nelems, uint64_t* sig_addr,              \
-                               uint64_t signal, int sig_op, int pe) {          \
-    put_signal(NAME_STR(putmem, "_signal_nbi"), CTX, dest, source, nelems,     \
-               sig_addr, signal, sig_op, pe);                                  \
+  void RHINET_NAME(F, iget##BITS)(RHINET_CTX_PARAM(F) void* dest,              \
+                                  const void* source, ptrdiff_t dst,           \
+                                  ptrdiff_t sst, size_t nelems, int pe) {      \
+    strided(RHINET_NAME_STR(F, iget##BITS, ""), RHINET_CTX_ARG(F), false,      \
+            dest, source, dst, sst, nelems, BYTES, pe);                        \
+  }                                                                            \
+  void RHINET_NAME(F, put##BITS##_signal)(                                     \
+      RHINET_CTX_PARAM(F) void* dest, const void* source, size_t nelems,       \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {               \
+    put_signal(RHINET_NAME_STR(F, put##BITS, "_signal"), RHINET_CTX_ARG(F),    \
+               dest, source, nelems* BYTES, sig_addr, signal, sig_op, pe);     \
+  }                                                                            \
+  void RHINET_NAME(F, put##BITS##_signal_nbi)(                                 \
+      RHINET_CTX_PARAM(F) void* dest, const void* source, size_t nelems,       \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {               \
+    put_signal(RHINET_NAME_STR(F, put##BITS, "_signal_nbi"),                   \
+               RHINET_CTX_ARG(F), dest, source, nelems* BYTES, sig_addr,       \
+               signal, sig_op, pe);                                            \
   }
 
-// The plain forms, then the context forms.
-#define RHINET_NO_CTX()
-#define RHINET_CTX() shmem_ctx_t ctx,
-#define NAME(x) shmem_##x
-#define NAME_STR(x, tail) "shmem_" #x tail
-#define RHINET_SHMEM_RMA(N, T) \
-  RHINET_SHMEM_RMA_FORM(N, T, NAME, RHINET_NO_CTX, SHMEM_CTX_DEFAULT)
+#define RHINET_SHMEM_MEM_FORM(F)                                               \
+  void RHINET_NAME(F, putmem)(RHINET_CTX_PARAM(F) void* dest,                  \
+                              const void* source, size_t nelems, int pe) {     \
+    put_bytes(RHINET_NAME_STR(F, putmem, ""), RHINET_CTX_ARG(F), dest, source, \
+              nelems, pe, false);                                              \
+  }                                                                            \
+  void RHINET_NAME(F, getmem)(RHINET_CTX_PARAM(F) void* dest,                  \
+                              const void* source, size_t nelems, int pe) {     \
+    get_bytes(RHINET_NAME_STR(F, getmem, ""), RHINET_CTX_ARG(F), dest, source, \
+              nelems, pe, false);                                              \
+  }                                                                            \
+  void RHINET_NAME(F, putmem_nbi)(RHINET_CTX_PARAM(F) void* dest,              \
+                                  const void* source, size_t nelems, int pe) { \
+    put_bytes(RHINET_NAME_STR(F, putmem, "_nbi"), RHINET_CTX_ARG(F), dest,     \
+              source, nelems, pe, true);                                       \
+  }                                                                            \
+  void RHINET_NAME(F, getmem_nbi)(RHINET_CTX_PARAM(F) void* dest,              \
+                                  const void* source, size_t nelems, int pe) { \
+    get_bytes(RHINET_NAME_STR(F, getmem, "_nbi"), RHINET_CTX_ARG(F), dest,     \
+              source, nelems, pe, true);                                       \
+  }                                                                            \
+  void RHINET_NAME(F, putmem_signal)(                                          \
+      RHINET_CTX_PARAM(F) void* dest, const void* source, size_t nelems,       \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {               \
+    put_signal(RHINET_NAME_STR(F, putmem, "_signal"), RHINET_CTX_ARG(F), dest, \
+               source, nelems, sig_addr, signal, sig_op, pe);                  \
+  }                                                                            \
+  void RHINET_NAME(F, putmem_signal_nbi)(                                      \
+      RHINET_CTX_PARAM(F) void* dest, const void* source, size_t nelems,       \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {               \
+    put_signal(RHINET_NAME_STR(F, putmem, "_signal_nbi"), RHINET_CTX_ARG(F),   \
+               dest, source, nelems, sig_addr, signal, sig_op, pe);            \
+  }
+
+#define RHINET_SHMEM_RMA(N, T) RHINET_BOTH_FORMS(RHINET_SHMEM_RMA_FORM, N, T)
 #define RHINET_SHMEM_SIZED(BITS, BYTES) \
-  RHINET_SHMEM_SIZED_FORM(BITS, BYTES, NAME, RHINET_NO_CTX, SHMEM_CTX_DEFAULT)
+  RHINET_BOTH_FORMS(RHINET_SHMEM_SIZED_FORM, BITS, BYTES)
 SHMEMI_RMA_TYPES(RHINET_SHMEM_RMA)
 SHMEMI_RMA_SIZES(RHINET_SHMEM_SIZED)
-RHINET_SHMEM_MEM_FORM(NAME, RHINET_NO_CTX, SHMEM_CTX_DEFAULT)
-#undef NAME
-#undef NAME_STR
-#undef RHINET_SHMEM_RMA
-#undef RHINET_SHMEM_SIZED
-#define NAME(x) shmem_ctx_##x
-#define NAME_STR(x, tail) "shmem_ctx_" #x tail
-#define RHINET_SHMEM_RMA(N, T) \
-  RHINET_SHMEM_RMA_FORM(N, T, NAME, RHINET_CTX, ctx)
-#define RHINET_SHMEM_SIZED(BITS, BYTES) \
-  RHINET_SHMEM_SIZED_FORM(BITS, BYTES, NAME, RHINET_CTX, ctx)
-SHMEMI_RMA_TYPES(RHINET_SHMEM_RMA)
-SHMEMI_RMA_SIZES(RHINET_SHMEM_SIZED)
-RHINET_SHMEM_MEM_FORM(NAME, RHINET_CTX, ctx)
-#undef NAME
-#undef NAME_STR
+RHINET_SHMEM_MEM_FORM(plain)
+RHINET_SHMEM_MEM_FORM(ctx)
 
 #define RHINET_SHMEM_BROADCAST(N, T)                                     \
   int shmem_##N##_broadcast(shmem_team_t team, T* dest, const T* source, \

@@ -118,6 +118,25 @@ bool satisfied(const char* routine, const T* ivar, int cmp, T value) {
   return *met;
 }
 
+// ---- the two forms of each RMA, AMO and put-with-signal routine
+// The *_FORM(..., F) macros of shmem.cc and amo.cc write one routine in
+// form F: `plain` (shmem_..., on SHMEM_CTX_DEFAULT) or `ctx` (shmem_ctx_...,
+// with a leading context parameter).
+#define RHINET_NAME(F, x) RHINET_NAME_##F(x)
+#define RHINET_NAME_plain(x) shmem_##x
+#define RHINET_NAME_ctx(x) shmem_ctx_##x
+#define RHINET_NAME_STR(F, x, tail) RHINET_NAME_STR_##F(x, tail)
+#define RHINET_NAME_STR_plain(x, tail) "shmem_" #x tail
+#define RHINET_NAME_STR_ctx(x, tail) "shmem_ctx_" #x tail
+#define RHINET_CTX_PARAM(F) RHINET_CTX_PARAM_##F
+#define RHINET_CTX_PARAM_plain
+#define RHINET_CTX_PARAM_ctx shmem_ctx_t ctx,
+#define RHINET_CTX_ARG(F) RHINET_CTX_ARG_##F
+#define RHINET_CTX_ARG_plain SHMEM_CTX_DEFAULT
+#define RHINET_CTX_ARG_ctx ctx
+// Both forms of a FORM(A, B, F) macro, for the type lists' X(A, B).
+#define RHINET_BOTH_FORMS(FORM, A, B) FORM(A, B, plain) FORM(A, B, ctx)
+
 // ---- amo.cc
 // The heap offset of the AMO word `dest` of `bytes` (4 or 8) bytes at PE
 // `pe`, checked: a symmetric, aligned word of a PE of the job.
