@@ -93,6 +93,7 @@ int main(void) {
   if (me == 0)
     CHECK(counter[0] == n && counter[1] == 10L * n, "counters %ld %ld",
           counter[0], counter[1]);
+  shmem_barrier_all(); /* PE 0 has read them before the next adds */
   /* The generic names. */
   (void)shmem_atomic_fetch_add(&counter[0], 1L, 0);
   shmem_barrier_all();
