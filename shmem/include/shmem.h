@@ -464,49 +464,150 @@ int shmem_test_lock(long* lock);
 }
 #endif
 
-/* C11 type-generic RMA: shmem_put(dest, source, nelems, pe) and the rest
- * pick the typed routine from dest's (get, g: source's) element type. One
- * entry per distinct C type: int64_t, size_t and the like are typedefs of
- * these. */
+/* C11 type-generic names: shmem_put(dest, source, nelems, pe) and the
+ * rest pick the typed routine from dest's (get, g: source's) element type;
+ * shmem_put(ctx, dest, source, nelems, pe) and the other RMA and AMO names
+ * with a context first pick the context form. One entry per distinct C
+ * type: int64_t, size_t and the like are typedefs of these. */
 #if !defined(__cplusplus) && defined(__STDC_VERSION__) && \
     __STDC_VERSION__ >= 201112L
-#define SHMEMI_GENERIC(X, OP)                     \
-  _Generic((X), float                             \
-           : shmem_float_##OP, double             \
-           : shmem_double_##OP, long double       \
-           : shmem_longdouble_##OP, char          \
-           : shmem_char_##OP, signed char         \
-           : shmem_schar_##OP, short              \
-           : shmem_short_##OP, int                \
-           : shmem_int_##OP, long                 \
-           : shmem_long_##OP, long long           \
-           : shmem_longlong_##OP, unsigned char   \
-           : shmem_uchar_##OP, unsigned short     \
-           : shmem_ushort_##OP, unsigned int      \
-           : shmem_uint_##OP, unsigned long       \
-           : shmem_ulong_##OP, unsigned long long \
-           : shmem_ulonglong_##OP)
-#define shmem_put(dest, source, nelems, pe) \
-  SHMEMI_GENERIC(*(dest), put)(dest, source, nelems, pe)
-#define shmem_get(dest, source, nelems, pe) \
-  SHMEMI_GENERIC(*(dest), get)(dest, source, nelems, pe)
-#define shmem_put_nbi(dest, source, nelems, pe) \
-  SHMEMI_GENERIC(*(dest), put_nbi)(dest, source, nelems, pe)
-#define shmem_get_nbi(dest, source, nelems, pe) \
-  SHMEMI_GENERIC(*(dest), get_nbi)(dest, source, nelems, pe)
-#define shmem_p(dest, value, pe) SHMEMI_GENERIC(*(dest), p)(dest, value, pe)
-#define shmem_g(source, pe) SHMEMI_GENERIC(*(source), g)(source, pe)
-#define shmem_iput(dest, source, dst, sst, nelems, pe) \
-  SHMEMI_GENERIC(*(dest), iput)(dest, source, dst, sst, nelems, pe)
-#define shmem_iget(dest, source, dst, sst, nelems, pe) \
-  SHMEMI_GENERIC(*(dest), iget)(dest, source, dst, sst, nelems, pe)
-#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) \
-  SHMEMI_GENERIC(*(dest), put_signal)                                        \
-  (dest, source, nelems, sig_addr, signal, sig_op, pe)
-#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, \
-                             pe)                                             \
-  SHMEMI_GENERIC(*(dest), put_signal_nbi)                                    \
-  (dest, source, nelems, sig_addr, signal, sig_op, pe)
+/* clang-format off */
+/* The typed routine P##TYPE_##OP for X's type; P is shmem_ or shmem_ctx_. */
+#define SHMEMI_GENERIC_INTEGERS(P, OP) \
+  int: P##int_##OP,                    \
+  long: P##long_##OP,                  \
+  long long: P##longlong_##OP,         \
+  unsigned int: P##uint_##OP,          \
+  unsigned long: P##ulong_##OP,        \
+  unsigned long long: P##ulonglong_##OP
+#define SHMEMI_GENERIC_RMA(X, P, OP)                 \
+  _Generic((X), float: P##float_##OP,                \
+           double: P##double_##OP,                   \
+           long double: P##longdouble_##OP,          \
+           char: P##char_##OP,                       \
+           signed char: P##schar_##OP,               \
+           short: P##short_##OP,                     \
+           unsigned char: P##uchar_##OP,             \
+           unsigned short: P##ushort_##OP,           \
+           SHMEMI_GENERIC_INTEGERS(P, OP))
+#define SHMEMI_GENERIC_AMO(X, P, OP) \
+  _Generic((X), SHMEMI_GENERIC_INTEGERS(P, OP))
+#define SHMEMI_GENERIC_AMO_EXTENDED(X, P, OP)        \
+  _Generic((X), float: P##float_##OP,                \
+           double: P##double_##OP,                   \
+           SHMEMI_GENERIC_INTEGERS(P, OP))
+#define SHMEMI_GENERIC_AMO_BITWISE(X, P, OP)         \
+  _Generic((X), int: P##int32_##OP,                  \
+           long: P##int64_##OP,                      \
+           unsigned int: P##uint_##OP,               \
+           unsigned long: P##ulong_##OP,             \
+           unsigned long long: P##ulonglong_##OP)
+#define SHMEMI_GENERIC_WAIT(X, OP)                   \
+  _Generic((X), short: shmem_short_##OP,             \
+           unsigned short: shmem_ushort_##OP,        \
+           SHMEMI_GENERIC_INTEGERS(shmem_, OP))
+#define SHMEMI_GENERIC(X, OP) SHMEMI_GENERIC_RMA(X, shmem_, OP)
+
+/* A routine with a context form takes one more argument, the context,
+ * first: the argument count picks SHMEMI_<name>_<count>. */
+#define SHMEMI_ARGC(...) SHMEMI_ARGC_(__VA_ARGS__, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define SHMEMI_ARGC_(a1, a2, a3, a4, a5, a6, a7, a8, a9, N, ...) N
+#define SHMEMI_CAT(a, b) SHMEMI_CAT_(a, b)
+#define SHMEMI_CAT_(a, b) a##b
+#define SHMEMI_BY_ARGC(NAME, ...) \
+  SHMEMI_CAT(NAME, SHMEMI_ARGC(__VA_ARGS__))(__VA_ARGS__)
+/* Plain with N arguments, the type from the first; context with N + 1. */
+#define SHMEMI_FORMS(KIND, OP, X, ...) KIND(*(X), shmem_, OP)(X, __VA_ARGS__)
+#define SHMEMI_CTX_FORMS(KIND, OP, C, X, ...) \
+  KIND(*(X), shmem_ctx_, OP)(C, X, __VA_ARGS__)
+#define shmem_put(...) SHMEMI_BY_ARGC(SHMEMI_put_, __VA_ARGS__)
+#define SHMEMI_put_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, put, __VA_ARGS__)
+#define SHMEMI_put_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, put, __VA_ARGS__)
+#define shmem_get(...) SHMEMI_BY_ARGC(SHMEMI_get_, __VA_ARGS__)
+#define SHMEMI_get_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, get, __VA_ARGS__)
+#define SHMEMI_get_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, get, __VA_ARGS__)
+#define shmem_put_nbi(...) SHMEMI_BY_ARGC(SHMEMI_put_nbi_, __VA_ARGS__)
+#define SHMEMI_put_nbi_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, put_nbi, __VA_ARGS__)
+#define SHMEMI_put_nbi_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, put_nbi, __VA_ARGS__)
+#define shmem_get_nbi(...) SHMEMI_BY_ARGC(SHMEMI_get_nbi_, __VA_ARGS__)
+#define SHMEMI_get_nbi_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, get_nbi, __VA_ARGS__)
+#define SHMEMI_get_nbi_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, get_nbi, __VA_ARGS__)
+#define shmem_p(...) SHMEMI_BY_ARGC(SHMEMI_p_, __VA_ARGS__)
+#define SHMEMI_p_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, p, __VA_ARGS__)
+#define SHMEMI_p_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, p, __VA_ARGS__)
+#define shmem_g(...) SHMEMI_BY_ARGC(SHMEMI_g_, __VA_ARGS__)
+#define SHMEMI_g_2(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, g, __VA_ARGS__)
+#define SHMEMI_g_3(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, g, __VA_ARGS__)
+#define shmem_iput(...) SHMEMI_BY_ARGC(SHMEMI_iput_, __VA_ARGS__)
+#define SHMEMI_iput_6(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, iput, __VA_ARGS__)
+#define SHMEMI_iput_7(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, iput, __VA_ARGS__)
+#define shmem_iget(...) SHMEMI_BY_ARGC(SHMEMI_iget_, __VA_ARGS__)
+#define SHMEMI_iget_6(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, iget, __VA_ARGS__)
+#define SHMEMI_iget_7(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, iget, __VA_ARGS__)
+#define shmem_put_signal(...) SHMEMI_BY_ARGC(SHMEMI_put_signal_, __VA_ARGS__)
+#define SHMEMI_put_signal_7(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, put_signal, __VA_ARGS__)
+#define SHMEMI_put_signal_8(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, put_signal, __VA_ARGS__)
+#define shmem_put_signal_nbi(...) SHMEMI_BY_ARGC(SHMEMI_put_signal_nbi_, __VA_ARGS__)
+#define SHMEMI_put_signal_nbi_7(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, put_signal_nbi, __VA_ARGS__)
+#define SHMEMI_put_signal_nbi_8(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, put_signal_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_2(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_fetch, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_3(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_fetch, __VA_ARGS__)
+#define shmem_atomic_fetch_nbi(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_nbi_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_nbi_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_fetch_nbi, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_nbi_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_fetch_nbi, __VA_ARGS__)
+#define shmem_atomic_set(...) SHMEMI_BY_ARGC(SHMEMI_atomic_set_, __VA_ARGS__)
+#define SHMEMI_atomic_set_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_set, __VA_ARGS__)
+#define SHMEMI_atomic_set_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_set, __VA_ARGS__)
+#define shmem_atomic_swap(...) SHMEMI_BY_ARGC(SHMEMI_atomic_swap_, __VA_ARGS__)
+#define SHMEMI_atomic_swap_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_swap, __VA_ARGS__)
+#define SHMEMI_atomic_swap_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_swap, __VA_ARGS__)
+#define shmem_atomic_swap_nbi(...) SHMEMI_BY_ARGC(SHMEMI_atomic_swap_nbi_, __VA_ARGS__)
+#define SHMEMI_atomic_swap_nbi_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_swap_nbi, __VA_ARGS__)
+#define SHMEMI_atomic_swap_nbi_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_swap_nbi, __VA_ARGS__)
+#define shmem_atomic_compare_swap(...) SHMEMI_BY_ARGC(SHMEMI_atomic_compare_swap_, __VA_ARGS__)
+#define SHMEMI_atomic_compare_swap_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_compare_swap, __VA_ARGS__)
+#define SHMEMI_atomic_compare_swap_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_compare_swap, __VA_ARGS__)
+#define shmem_atomic_compare_swap_nbi(...) SHMEMI_BY_ARGC(SHMEMI_atomic_compare_swap_nbi_, __VA_ARGS__)
+#define SHMEMI_atomic_compare_swap_nbi_5(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_compare_swap_nbi, __VA_ARGS__)
+#define SHMEMI_atomic_compare_swap_nbi_6(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_compare_swap_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_inc(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_inc_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_inc_2(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_inc, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_inc_3(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_inc, __VA_ARGS__)
+#define shmem_atomic_fetch_inc_nbi(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_inc_nbi_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_inc_nbi_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_inc_nbi, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_inc_nbi_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_inc_nbi, __VA_ARGS__)
+#define shmem_atomic_inc(...) SHMEMI_BY_ARGC(SHMEMI_atomic_inc_, __VA_ARGS__)
+#define SHMEMI_atomic_inc_2(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_inc, __VA_ARGS__)
+#define SHMEMI_atomic_inc_3(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_inc, __VA_ARGS__)
+#define shmem_atomic_fetch_add(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_add_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_add_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_add, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_add_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_add, __VA_ARGS__)
+#define shmem_atomic_fetch_add_nbi(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_add_nbi_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_add_nbi_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_add_nbi, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_add_nbi_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_add_nbi, __VA_ARGS__)
+#define shmem_atomic_add(...) SHMEMI_BY_ARGC(SHMEMI_atomic_add_, __VA_ARGS__)
+#define SHMEMI_atomic_add_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_add, __VA_ARGS__)
+#define SHMEMI_atomic_add_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_add, __VA_ARGS__)
+#define shmem_atomic_fetch_and(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_and_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_and_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_fetch_and, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_and_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_fetch_and, __VA_ARGS__)
+#define shmem_atomic_and(...) SHMEMI_BY_ARGC(SHMEMI_atomic_and_, __VA_ARGS__)
+#define SHMEMI_atomic_and_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_and, __VA_ARGS__)
+#define SHMEMI_atomic_and_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_and, __VA_ARGS__)
+#define shmem_atomic_fetch_or(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_or_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_or_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_fetch_or, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_or_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_fetch_or, __VA_ARGS__)
+#define shmem_atomic_or(...) SHMEMI_BY_ARGC(SHMEMI_atomic_or_, __VA_ARGS__)
+#define SHMEMI_atomic_or_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_or, __VA_ARGS__)
+#define SHMEMI_atomic_or_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_or, __VA_ARGS__)
+#define shmem_atomic_fetch_xor(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_xor_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_xor_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_fetch_xor, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_xor_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_fetch_xor, __VA_ARGS__)
+#define shmem_atomic_xor(...) SHMEMI_BY_ARGC(SHMEMI_atomic_xor_, __VA_ARGS__)
+#define SHMEMI_atomic_xor_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_xor, __VA_ARGS__)
+#define SHMEMI_atomic_xor_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_xor, __VA_ARGS__)
+/* clang-format on */
 #define shmem_collect(team, dest, source, nelems) \
   SHMEMI_GENERIC(*(dest), collect)(team, dest, source, nelems)
 #define shmem_fcollect(team, dest, source, nelems) \
@@ -516,73 +617,7 @@ int shmem_test_lock(long* lock);
 #define shmem_broadcast(team, dest, source, nelems, root) \
   SHMEMI_GENERIC(*(dest), broadcast)(team, dest, source, nelems, root)
 
-/* The AMOs and waits by type (the standard's generic names). int32_t and
- * int64_t are int and long here, so the bitwise ones take those. */
-/* The associations for int .. unsigned long long, shared by the lists. */
-/* clang-format off */
-#define SHMEMI_GENERIC_INTEGERS(OP)           \
-  int: shmem_int_##OP,                        \
-  long: shmem_long_##OP,                      \
-  long long: shmem_longlong_##OP,             \
-  unsigned int: shmem_uint_##OP,              \
-  unsigned long: shmem_ulong_##OP,            \
-  unsigned long long: shmem_ulonglong_##OP
-/* clang-format on */
-#define SHMEMI_GENERIC_AMO(X, OP) _Generic((X), SHMEMI_GENERIC_INTEGERS(OP))
-#define SHMEMI_GENERIC_AMO_EXTENDED(X, OP) \
-  _Generic((X), float                      \
-           : shmem_float_##OP, double      \
-           : shmem_double_##OP, SHMEMI_GENERIC_INTEGERS(OP))
-#define SHMEMI_GENERIC_AMO_BITWISE(X, OP)         \
-  _Generic((X), int                               \
-           : shmem_int32_##OP, long               \
-           : shmem_int64_##OP, unsigned int       \
-           : shmem_uint_##OP, unsigned long       \
-           : shmem_ulong_##OP, unsigned long long \
-           : shmem_ulonglong_##OP)
-#define SHMEMI_GENERIC_WAIT(X, OP)            \
-  _Generic((X), short                         \
-           : shmem_short_##OP, unsigned short \
-           : shmem_ushort_##OP, SHMEMI_GENERIC_INTEGERS(OP))
-#define shmem_atomic_fetch(source, pe) \
-  SHMEMI_GENERIC_AMO_EXTENDED(*(source), atomic_fetch)(source, pe)
-#define shmem_atomic_fetch_nbi(fetch, source, pe) \
-  SHMEMI_GENERIC_AMO_EXTENDED(*(fetch), atomic_fetch_nbi)(fetch, source, pe)
-#define shmem_atomic_set(dest, value, pe) \
-  SHMEMI_GENERIC_AMO_EXTENDED(*(dest), atomic_set)(dest, value, pe)
-#define shmem_atomic_swap(dest, value, pe) \
-  SHMEMI_GENERIC_AMO_EXTENDED(*(dest), atomic_swap)(dest, value, pe)
-#define shmem_atomic_swap_nbi(fetch, dest, value, pe) \
-  SHMEMI_GENERIC_AMO_EXTENDED(*(dest), atomic_swap_nbi)(fetch, dest, value, pe)
-#define shmem_atomic_compare_swap(dest, cond, value, pe) \
-  SHMEMI_GENERIC_AMO(*(dest), atomic_compare_swap)(dest, cond, value, pe)
-#define shmem_atomic_compare_swap_nbi(fetch, dest, cond, value, pe) \
-  SHMEMI_GENERIC_AMO(*(dest), atomic_compare_swap_nbi)              \
-  (fetch, dest, cond, value, pe)
-#define shmem_atomic_fetch_inc(dest, pe) \
-  SHMEMI_GENERIC_AMO(*(dest), atomic_fetch_inc)(dest, pe)
-#define shmem_atomic_fetch_inc_nbi(fetch, dest, pe) \
-  SHMEMI_GENERIC_AMO(*(dest), atomic_fetch_inc_nbi)(fetch, dest, pe)
-#define shmem_atomic_inc(dest, pe) \
-  SHMEMI_GENERIC_AMO(*(dest), atomic_inc)(dest, pe)
-#define shmem_atomic_fetch_add(dest, value, pe) \
-  SHMEMI_GENERIC_AMO(*(dest), atomic_fetch_add)(dest, value, pe)
-#define shmem_atomic_fetch_add_nbi(fetch, dest, value, pe) \
-  SHMEMI_GENERIC_AMO(*(dest), atomic_fetch_add_nbi)(fetch, dest, value, pe)
-#define shmem_atomic_add(dest, value, pe) \
-  SHMEMI_GENERIC_AMO(*(dest), atomic_add)(dest, value, pe)
-#define shmem_atomic_fetch_and(dest, value, pe) \
-  SHMEMI_GENERIC_AMO_BITWISE(*(dest), atomic_fetch_and)(dest, value, pe)
-#define shmem_atomic_and(dest, value, pe) \
-  SHMEMI_GENERIC_AMO_BITWISE(*(dest), atomic_and)(dest, value, pe)
-#define shmem_atomic_fetch_or(dest, value, pe) \
-  SHMEMI_GENERIC_AMO_BITWISE(*(dest), atomic_fetch_or)(dest, value, pe)
-#define shmem_atomic_or(dest, value, pe) \
-  SHMEMI_GENERIC_AMO_BITWISE(*(dest), atomic_or)(dest, value, pe)
-#define shmem_atomic_fetch_xor(dest, value, pe) \
-  SHMEMI_GENERIC_AMO_BITWISE(*(dest), atomic_fetch_xor)(dest, value, pe)
-#define shmem_atomic_xor(dest, value, pe) \
-  SHMEMI_GENERIC_AMO_BITWISE(*(dest), atomic_xor)(dest, value, pe)
+/* The waits by type (they have no context form). */
 #define shmem_wait_until(ivar, cmp, value) \
   SHMEMI_GENERIC_WAIT(*(ivar), wait_until)(ivar, cmp, value)
 #define shmem_test(ivar, cmp, value) \
