@@ -192,6 +192,9 @@ int world_pe(const char* routine, const Context& c, int pe) {
 }
 
 void before_store(const char* routine, Context& c, int pe) {
+  // Entries are kept in posting order, so epochs ascend: when the oldest
+  // is from the current epoch there is no fence to honour (the usual case).
+  if (c.pending.empty() || c.pending.front().epoch == c.epoch) return;
   // Fence is per target: only this PE's stores from before the fence.
   for (auto& p : c.pending)
     if (p.store && p.pe == pe && p.epoch < c.epoch && !p.request.done())
