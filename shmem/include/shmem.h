@@ -53,7 +53,9 @@ typedef struct {
 } shmem_team_config_t;
 #define SHMEM_TEAM_NUM_CONTEXTS 1L
 
-/* Contexts: only SHMEM_CTX_DEFAULT; shmem_ctx_create fails. */
+/* Contexts: SHMEM_CTX_DEFAULT and up to 32 more per PE (shmem_ctx_create
+ * returns nonzero when they are all live). Each is its own completion
+ * domain: shmem_ctx_quiet waits for that context's operations only. */
 typedef struct rhinet_shmem_ctx* shmem_ctx_t;
 #define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
 #define SHMEM_CTX_DEFAULT ((shmem_ctx_t)1)
@@ -96,6 +98,8 @@ void shmem_team_destroy(shmem_team_t team);
 int shmem_ctx_create(long options, shmem_ctx_t* ctx);
 int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t* ctx);
 void shmem_ctx_destroy(shmem_ctx_t ctx);
+int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t* team);
+void* shmem_team_ptr(shmem_team_t team, const void* dest, int pe);
 
 /* Symmetric heap */
 void* shmem_malloc(size_t size);
@@ -132,10 +136,36 @@ void shmem_free(void* ptr);
   X(size, size_t)                  \
   X(ptrdiff, ptrdiff_t)
 
+/* The context forms: the same routines on a context, shmem_ctx_TYPE_... */
+#define SHMEMI_DECLARE_CTX_RMA(N, T)                                         \
+  void shmem_ctx_##N##_put(shmem_ctx_t ctx, T* dest, const T* source,        \
+                           size_t nelems, int pe);                           \
+  void shmem_ctx_##N##_get(shmem_ctx_t ctx, T* dest, const T* source,        \
+                           size_t nelems, int pe);                           \
+  void shmem_ctx_##N##_put_nbi(shmem_ctx_t ctx, T* dest, const T* source,    \
+                               size_t nelems, int pe);                       \
+  void shmem_ctx_##N##_get_nbi(shmem_ctx_t ctx, T* dest, const T* source,    \
+                               size_t nelems, int pe);                       \
+  void shmem_ctx_##N##_p(shmem_ctx_t ctx, T* dest, T value, int pe);         \
+  T shmem_ctx_##N##_g(shmem_ctx_t ctx, const T* source, int pe);             \
+  void shmem_ctx_##N##_iput(shmem_ctx_t ctx, T* dest, const T* source,       \
+                            ptrdiff_t dst, ptrdiff_t sst, size_t nelems,     \
+                            int pe);                                         \
+  void shmem_ctx_##N##_iget(shmem_ctx_t ctx, T* dest, const T* source,       \
+                            ptrdiff_t dst, ptrdiff_t sst, size_t nelems,     \
+                            int pe);                                         \
+  void shmem_ctx_##N##_put_signal(shmem_ctx_t ctx, T* dest, const T* source, \
+                                  size_t nelems, uint64_t* sig_addr,         \
+                                  uint64_t signal, int sig_op, int pe);      \
+  void shmem_ctx_##N##_put_signal_nbi(                                       \
+      shmem_ctx_t ctx, T* dest, const T* source, size_t nelems,              \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
+
 /* Sized RMA: X(BITS, bytes) */
 #define SHMEMI_RMA_SIZES(X) X(8, 1) X(16, 2) X(32, 4) X(64, 8) X(128, 16)
 
 #define SHMEMI_DECLARE_RMA(N, T)                                               \
+  SHMEMI_DECLARE_CTX_RMA(N, T)                                                 \
   void shmem_##N##_put(T* dest, const T* source, size_t nelems, int pe);       \
   void shmem_##N##_get(T* dest, const T* source, size_t nelems, int pe);       \
   void shmem_##N##_put_nbi(T* dest, const T* source, size_t nelems, int pe);   \
@@ -157,6 +187,7 @@ void shmem_free(void* ptr);
 SHMEMI_RMA_TYPES(SHMEMI_DECLARE_RMA)
 
 #define SHMEMI_DECLARE_SIZED(BITS, BYTES)                                      \
+  SHMEMI_DECLARE_CTX_SIZED(BITS)                                               \
   void shmem_put##BITS(void* dest, const void* source, size_t nelems, int pe); \
   void shmem_get##BITS(void* dest, const void* source, size_t nelems, int pe); \
   void shmem_put##BITS##_nbi(void* dest, const void* source, size_t nelems,    \
@@ -173,6 +204,27 @@ SHMEMI_RMA_TYPES(SHMEMI_DECLARE_RMA)
   void shmem_put##BITS##_signal_nbi(void* dest, const void* source,            \
                                     size_t nelems, uint64_t* sig_addr,         \
                                     uint64_t signal, int sig_op, int pe);
+#define SHMEMI_DECLARE_CTX_SIZED(BITS)                                       \
+  void shmem_ctx_put##BITS(shmem_ctx_t ctx, void* dest, const void* source,  \
+                           size_t nelems, int pe);                           \
+  void shmem_ctx_get##BITS(shmem_ctx_t ctx, void* dest, const void* source,  \
+                           size_t nelems, int pe);                           \
+  void shmem_ctx_put##BITS##_nbi(shmem_ctx_t ctx, void* dest,                \
+                                 const void* source, size_t nelems, int pe); \
+  void shmem_ctx_get##BITS##_nbi(shmem_ctx_t ctx, void* dest,                \
+                                 const void* source, size_t nelems, int pe); \
+  void shmem_ctx_iput##BITS(shmem_ctx_t ctx, void* dest, const void* source, \
+                            ptrdiff_t dst, ptrdiff_t sst, size_t nelems,     \
+                            int pe);                                         \
+  void shmem_ctx_iget##BITS(shmem_ctx_t ctx, void* dest, const void* source, \
+                            ptrdiff_t dst, ptrdiff_t sst, size_t nelems,     \
+                            int pe);                                         \
+  void shmem_ctx_put##BITS##_signal(                                         \
+      shmem_ctx_t ctx, void* dest, const void* source, size_t nelems,        \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);              \
+  void shmem_ctx_put##BITS##_signal_nbi(                                     \
+      shmem_ctx_t ctx, void* dest, const void* source, size_t nelems,        \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
 SHMEMI_RMA_SIZES(SHMEMI_DECLARE_SIZED)
 
 void shmem_putmem(void* dest, const void* source, size_t nelems, int pe);
@@ -185,6 +237,21 @@ void shmem_putmem_signal(void* dest, const void* source, size_t nelems,
 void shmem_putmem_signal_nbi(void* dest, const void* source, size_t nelems,
                              uint64_t* sig_addr, uint64_t signal, int sig_op,
                              int pe);
+void shmem_ctx_putmem(shmem_ctx_t ctx, void* dest, const void* source,
+                      size_t nelems, int pe);
+void shmem_ctx_getmem(shmem_ctx_t ctx, void* dest, const void* source,
+                      size_t nelems, int pe);
+void shmem_ctx_putmem_nbi(shmem_ctx_t ctx, void* dest, const void* source,
+                          size_t nelems, int pe);
+void shmem_ctx_getmem_nbi(shmem_ctx_t ctx, void* dest, const void* source,
+                          size_t nelems, int pe);
+void shmem_ctx_putmem_signal(shmem_ctx_t ctx, void* dest, const void* source,
+                             size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                             int sig_op, int pe);
+void shmem_ctx_putmem_signal_nbi(shmem_ctx_t ctx, void* dest,
+                                 const void* source, size_t nelems,
+                                 uint64_t* sig_addr, uint64_t signal,
+                                 int sig_op, int pe);
 uint64_t shmem_signal_fetch(const uint64_t* sig_addr);
 uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp,
                                  uint64_t cmp_value);
@@ -192,6 +259,8 @@ uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp,
 /* Ordering and completion */
 void shmem_fence(void);
 void shmem_quiet(void);
+void shmem_ctx_fence(shmem_ctx_t ctx);
+void shmem_ctx_quiet(shmem_ctx_t ctx);
 
 /* Atomic memory operations. The standard AMO types: X(TYPENAME, TYPE). Each
  * is one NIC atomic on the 4- or 8-byte word (shmem.md, "AMOs"). */
@@ -220,14 +289,24 @@ void shmem_quiet(void);
   X(uint64, uint64_t)
 
 #define SHMEMI_DECLARE_AMO_EXTENDED(N, T)                               \
+  SHMEMI_DECLARE_CTX_AMO_EXTENDED(N, T)                                 \
   T shmem_##N##_atomic_fetch(const T* source, int pe);                  \
   void shmem_##N##_atomic_fetch_nbi(T* fetch, const T* source, int pe); \
   void shmem_##N##_atomic_set(T* dest, T value, int pe);                \
   T shmem_##N##_atomic_swap(T* dest, T value, int pe);                  \
   void shmem_##N##_atomic_swap_nbi(T* fetch, T* dest, T value, int pe);
+#define SHMEMI_DECLARE_CTX_AMO_EXTENDED(N, T)                                 \
+  T shmem_ctx_##N##_atomic_fetch(shmem_ctx_t ctx, const T* source, int pe);   \
+  void shmem_ctx_##N##_atomic_fetch_nbi(shmem_ctx_t ctx, T* fetch,            \
+                                        const T* source, int pe);             \
+  void shmem_ctx_##N##_atomic_set(shmem_ctx_t ctx, T* dest, T value, int pe); \
+  T shmem_ctx_##N##_atomic_swap(shmem_ctx_t ctx, T* dest, T value, int pe);   \
+  void shmem_ctx_##N##_atomic_swap_nbi(shmem_ctx_t ctx, T* fetch, T* dest,    \
+                                       T value, int pe);
 SHMEMI_AMO_EXTENDED_TYPES(SHMEMI_DECLARE_AMO_EXTENDED)
 
 #define SHMEMI_DECLARE_AMO(N, T)                                               \
+  SHMEMI_DECLARE_CTX_AMO(N, T)                                                 \
   T shmem_##N##_atomic_compare_swap(T* dest, T cond, T value, int pe);         \
   void shmem_##N##_atomic_compare_swap_nbi(T* fetch, T* dest, T cond, T value, \
                                            int pe);                            \
@@ -236,18 +315,41 @@ SHMEMI_AMO_EXTENDED_TYPES(SHMEMI_DECLARE_AMO_EXTENDED)
   void shmem_##N##_atomic_inc(T* dest, int pe);                                \
   T shmem_##N##_atomic_fetch_add(T* dest, T value, int pe);                    \
   void shmem_##N##_atomic_fetch_add_nbi(T* fetch, T* dest, T value, int pe);   \
-  void shmem_##N##_atomic_add(T* dest, T value, int pe);                       \
-  void shmem_##N##_wait_until(T* ivar, int cmp, T cmp_value);                  \
-  int shmem_##N##_test(T* ivar, int cmp, T cmp_value);
+  void shmem_##N##_atomic_add(T* dest, T value, int pe);
+#define SHMEMI_DECLARE_CTX_AMO(N, T)                                      \
+  T shmem_ctx_##N##_atomic_compare_swap(shmem_ctx_t ctx, T* dest, T cond, \
+                                        T value, int pe);                 \
+  void shmem_ctx_##N##_atomic_compare_swap_nbi(                           \
+      shmem_ctx_t ctx, T* fetch, T* dest, T cond, T value, int pe);       \
+  T shmem_ctx_##N##_atomic_fetch_inc(shmem_ctx_t ctx, T* dest, int pe);   \
+  void shmem_ctx_##N##_atomic_fetch_inc_nbi(shmem_ctx_t ctx, T* fetch,    \
+                                            T* dest, int pe);             \
+  void shmem_ctx_##N##_atomic_inc(shmem_ctx_t ctx, T* dest, int pe);      \
+  T shmem_ctx_##N##_atomic_fetch_add(shmem_ctx_t ctx, T* dest, T value,   \
+                                     int pe);                             \
+  void shmem_ctx_##N##_atomic_fetch_add_nbi(shmem_ctx_t ctx, T* fetch,    \
+                                            T* dest, T value, int pe);    \
+  void shmem_ctx_##N##_atomic_add(shmem_ctx_t ctx, T* dest, T value, int pe);
 SHMEMI_AMO_TYPES(SHMEMI_DECLARE_AMO)
 
 #define SHMEMI_DECLARE_AMO_BITWISE(N, T)                    \
+  SHMEMI_DECLARE_CTX_AMO_BITWISE(N, T)                      \
   T shmem_##N##_atomic_fetch_and(T* dest, T value, int pe); \
   void shmem_##N##_atomic_and(T* dest, T value, int pe);    \
   T shmem_##N##_atomic_fetch_or(T* dest, T value, int pe);  \
   void shmem_##N##_atomic_or(T* dest, T value, int pe);     \
   T shmem_##N##_atomic_fetch_xor(T* dest, T value, int pe); \
   void shmem_##N##_atomic_xor(T* dest, T value, int pe);
+#define SHMEMI_DECLARE_CTX_AMO_BITWISE(N, T)                                  \
+  T shmem_ctx_##N##_atomic_fetch_and(shmem_ctx_t ctx, T* dest, T value,       \
+                                     int pe);                                 \
+  void shmem_ctx_##N##_atomic_and(shmem_ctx_t ctx, T* dest, T value, int pe); \
+  T shmem_ctx_##N##_atomic_fetch_or(shmem_ctx_t ctx, T* dest, T value,        \
+                                    int pe);                                  \
+  void shmem_ctx_##N##_atomic_or(shmem_ctx_t ctx, T* dest, T value, int pe);  \
+  T shmem_ctx_##N##_atomic_fetch_xor(shmem_ctx_t ctx, T* dest, T value,       \
+                                     int pe);                                 \
+  void shmem_ctx_##N##_atomic_xor(shmem_ctx_t ctx, T* dest, T value, int pe);
 SHMEMI_AMO_BITWISE_TYPES(SHMEMI_DECLARE_AMO_BITWISE)
 
 /* Collectives (on SHMEM_TEAM_WORLD over the NIC's collectives;
@@ -316,8 +418,15 @@ int shmem_alltoallsmem(shmem_team_t team, void* dest, const void* source,
                             ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 SHMEMI_RMA_TYPES(SHMEMI_DECLARE_COLLECT)
 
-/* Waiting on sets of words (the point-to-point synchronization types). */
+/* Waiting on words: the point-to-point synchronization types (the AMO
+ * types and short, unsigned short). */
+#define SHMEMI_WAIT_TYPES(X) \
+  X(short, short)            \
+  X(ushort, unsigned short)  \
+  SHMEMI_AMO_TYPES(X)
 #define SHMEMI_DECLARE_WAIT(N, T)                                              \
+  void shmem_##N##_wait_until(T* ivar, int cmp, T cmp_value);                  \
+  int shmem_##N##_test(T* ivar, int cmp, T cmp_value);                         \
   void shmem_##N##_wait_until_all(T* ivars, size_t nelems, const int* status,  \
                                   int cmp, T cmp_value);                       \
   size_t shmem_##N##_wait_until_any(T* ivars, size_t nelems,                   \
@@ -344,7 +453,7 @@ SHMEMI_RMA_TYPES(SHMEMI_DECLARE_COLLECT)
   size_t shmem_##N##_test_some_vector(T* ivars, size_t nelems,                 \
                                       size_t* indices, const int* status,      \
                                       int cmp, T* cmp_values);
-SHMEMI_AMO_TYPES(SHMEMI_DECLARE_WAIT)
+SHMEMI_WAIT_TYPES(SHMEMI_DECLARE_WAIT)
 
 /* Locks: a symmetric long, 0 before first use, names a NIC lock. */
 void shmem_set_lock(long* lock);
@@ -355,49 +464,150 @@ int shmem_test_lock(long* lock);
 }
 #endif
 
-/* C11 type-generic RMA: shmem_put(dest, source, nelems, pe) and the rest
- * pick the typed routine from dest's (get, g: source's) element type. One
- * entry per distinct C type: int64_t, size_t and the like are typedefs of
- * these. */
+/* C11 type-generic names: shmem_put(dest, source, nelems, pe) and the
+ * rest pick the typed routine from dest's (get, g: source's) element type;
+ * shmem_put(ctx, dest, source, nelems, pe) and the other RMA and AMO names
+ * with a context first pick the context form. One entry per distinct C
+ * type: int64_t, size_t and the like are typedefs of these. */
 #if !defined(__cplusplus) && defined(__STDC_VERSION__) && \
     __STDC_VERSION__ >= 201112L
-#define SHMEMI_GENERIC(X, OP)                     \
-  _Generic((X), float                             \
-           : shmem_float_##OP, double             \
-           : shmem_double_##OP, long double       \
-           : shmem_longdouble_##OP, char          \
-           : shmem_char_##OP, signed char         \
-           : shmem_schar_##OP, short              \
-           : shmem_short_##OP, int                \
-           : shmem_int_##OP, long                 \
-           : shmem_long_##OP, long long           \
-           : shmem_longlong_##OP, unsigned char   \
-           : shmem_uchar_##OP, unsigned short     \
-           : shmem_ushort_##OP, unsigned int      \
-           : shmem_uint_##OP, unsigned long       \
-           : shmem_ulong_##OP, unsigned long long \
-           : shmem_ulonglong_##OP)
-#define shmem_put(dest, source, nelems, pe) \
-  SHMEMI_GENERIC(*(dest), put)(dest, source, nelems, pe)
-#define shmem_get(dest, source, nelems, pe) \
-  SHMEMI_GENERIC(*(dest), get)(dest, source, nelems, pe)
-#define shmem_put_nbi(dest, source, nelems, pe) \
-  SHMEMI_GENERIC(*(dest), put_nbi)(dest, source, nelems, pe)
-#define shmem_get_nbi(dest, source, nelems, pe) \
-  SHMEMI_GENERIC(*(dest), get_nbi)(dest, source, nelems, pe)
-#define shmem_p(dest, value, pe) SHMEMI_GENERIC(*(dest), p)(dest, value, pe)
-#define shmem_g(source, pe) SHMEMI_GENERIC(*(source), g)(source, pe)
-#define shmem_iput(dest, source, dst, sst, nelems, pe) \
-  SHMEMI_GENERIC(*(dest), iput)(dest, source, dst, sst, nelems, pe)
-#define shmem_iget(dest, source, dst, sst, nelems, pe) \
-  SHMEMI_GENERIC(*(dest), iget)(dest, source, dst, sst, nelems, pe)
-#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) \
-  SHMEMI_GENERIC(*(dest), put_signal)                                        \
-  (dest, source, nelems, sig_addr, signal, sig_op, pe)
-#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, \
-                             pe)                                             \
-  SHMEMI_GENERIC(*(dest), put_signal_nbi)                                    \
-  (dest, source, nelems, sig_addr, signal, sig_op, pe)
+/* clang-format off */
+/* The typed routine P##TYPE_##OP for X's type; P is shmem_ or shmem_ctx_. */
+#define SHMEMI_GENERIC_INTEGERS(P, OP) \
+  int: P##int_##OP,                    \
+  long: P##long_##OP,                  \
+  long long: P##longlong_##OP,         \
+  unsigned int: P##uint_##OP,          \
+  unsigned long: P##ulong_##OP,        \
+  unsigned long long: P##ulonglong_##OP
+#define SHMEMI_GENERIC_RMA(X, P, OP)                 \
+  _Generic((X), float: P##float_##OP,                \
+           double: P##double_##OP,                   \
+           long double: P##longdouble_##OP,          \
+           char: P##char_##OP,                       \
+           signed char: P##schar_##OP,               \
+           short: P##short_##OP,                     \
+           unsigned char: P##uchar_##OP,             \
+           unsigned short: P##ushort_##OP,           \
+           SHMEMI_GENERIC_INTEGERS(P, OP))
+#define SHMEMI_GENERIC_AMO(X, P, OP) \
+  _Generic((X), SHMEMI_GENERIC_INTEGERS(P, OP))
+#define SHMEMI_GENERIC_AMO_EXTENDED(X, P, OP)        \
+  _Generic((X), float: P##float_##OP,                \
+           double: P##double_##OP,                   \
+           SHMEMI_GENERIC_INTEGERS(P, OP))
+#define SHMEMI_GENERIC_AMO_BITWISE(X, P, OP)         \
+  _Generic((X), int: P##int32_##OP,                  \
+           long: P##int64_##OP,                      \
+           unsigned int: P##uint_##OP,               \
+           unsigned long: P##ulong_##OP,             \
+           unsigned long long: P##ulonglong_##OP)
+#define SHMEMI_GENERIC_WAIT(X, OP)                   \
+  _Generic((X), short: shmem_short_##OP,             \
+           unsigned short: shmem_ushort_##OP,        \
+           SHMEMI_GENERIC_INTEGERS(shmem_, OP))
+#define SHMEMI_GENERIC(X, OP) SHMEMI_GENERIC_RMA(X, shmem_, OP)
+
+/* A routine with a context form takes one more argument, the context,
+ * first: the argument count picks SHMEMI_<name>_<count>. */
+#define SHMEMI_ARGC(...) SHMEMI_ARGC_(__VA_ARGS__, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define SHMEMI_ARGC_(a1, a2, a3, a4, a5, a6, a7, a8, a9, N, ...) N
+#define SHMEMI_CAT(a, b) SHMEMI_CAT_(a, b)
+#define SHMEMI_CAT_(a, b) a##b
+#define SHMEMI_BY_ARGC(NAME, ...) \
+  SHMEMI_CAT(NAME, SHMEMI_ARGC(__VA_ARGS__))(__VA_ARGS__)
+/* Plain with N arguments, the type from the first; context with N + 1. */
+#define SHMEMI_FORMS(KIND, OP, X, ...) KIND(*(X), shmem_, OP)(X, __VA_ARGS__)
+#define SHMEMI_CTX_FORMS(KIND, OP, C, X, ...) \
+  KIND(*(X), shmem_ctx_, OP)(C, X, __VA_ARGS__)
+#define shmem_put(...) SHMEMI_BY_ARGC(SHMEMI_put_, __VA_ARGS__)
+#define SHMEMI_put_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, put, __VA_ARGS__)
+#define SHMEMI_put_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, put, __VA_ARGS__)
+#define shmem_get(...) SHMEMI_BY_ARGC(SHMEMI_get_, __VA_ARGS__)
+#define SHMEMI_get_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, get, __VA_ARGS__)
+#define SHMEMI_get_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, get, __VA_ARGS__)
+#define shmem_put_nbi(...) SHMEMI_BY_ARGC(SHMEMI_put_nbi_, __VA_ARGS__)
+#define SHMEMI_put_nbi_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, put_nbi, __VA_ARGS__)
+#define SHMEMI_put_nbi_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, put_nbi, __VA_ARGS__)
+#define shmem_get_nbi(...) SHMEMI_BY_ARGC(SHMEMI_get_nbi_, __VA_ARGS__)
+#define SHMEMI_get_nbi_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, get_nbi, __VA_ARGS__)
+#define SHMEMI_get_nbi_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, get_nbi, __VA_ARGS__)
+#define shmem_p(...) SHMEMI_BY_ARGC(SHMEMI_p_, __VA_ARGS__)
+#define SHMEMI_p_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, p, __VA_ARGS__)
+#define SHMEMI_p_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, p, __VA_ARGS__)
+#define shmem_g(...) SHMEMI_BY_ARGC(SHMEMI_g_, __VA_ARGS__)
+#define SHMEMI_g_2(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, g, __VA_ARGS__)
+#define SHMEMI_g_3(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, g, __VA_ARGS__)
+#define shmem_iput(...) SHMEMI_BY_ARGC(SHMEMI_iput_, __VA_ARGS__)
+#define SHMEMI_iput_6(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, iput, __VA_ARGS__)
+#define SHMEMI_iput_7(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, iput, __VA_ARGS__)
+#define shmem_iget(...) SHMEMI_BY_ARGC(SHMEMI_iget_, __VA_ARGS__)
+#define SHMEMI_iget_6(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, iget, __VA_ARGS__)
+#define SHMEMI_iget_7(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, iget, __VA_ARGS__)
+#define shmem_put_signal(...) SHMEMI_BY_ARGC(SHMEMI_put_signal_, __VA_ARGS__)
+#define SHMEMI_put_signal_7(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, put_signal, __VA_ARGS__)
+#define SHMEMI_put_signal_8(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, put_signal, __VA_ARGS__)
+#define shmem_put_signal_nbi(...) SHMEMI_BY_ARGC(SHMEMI_put_signal_nbi_, __VA_ARGS__)
+#define SHMEMI_put_signal_nbi_7(...) SHMEMI_FORMS(SHMEMI_GENERIC_RMA, put_signal_nbi, __VA_ARGS__)
+#define SHMEMI_put_signal_nbi_8(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_RMA, put_signal_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_2(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_fetch, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_3(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_fetch, __VA_ARGS__)
+#define shmem_atomic_fetch_nbi(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_nbi_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_nbi_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_fetch_nbi, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_nbi_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_fetch_nbi, __VA_ARGS__)
+#define shmem_atomic_set(...) SHMEMI_BY_ARGC(SHMEMI_atomic_set_, __VA_ARGS__)
+#define SHMEMI_atomic_set_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_set, __VA_ARGS__)
+#define SHMEMI_atomic_set_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_set, __VA_ARGS__)
+#define shmem_atomic_swap(...) SHMEMI_BY_ARGC(SHMEMI_atomic_swap_, __VA_ARGS__)
+#define SHMEMI_atomic_swap_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_swap, __VA_ARGS__)
+#define SHMEMI_atomic_swap_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_swap, __VA_ARGS__)
+#define shmem_atomic_swap_nbi(...) SHMEMI_BY_ARGC(SHMEMI_atomic_swap_nbi_, __VA_ARGS__)
+#define SHMEMI_atomic_swap_nbi_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_swap_nbi, __VA_ARGS__)
+#define SHMEMI_atomic_swap_nbi_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_EXTENDED, atomic_swap_nbi, __VA_ARGS__)
+#define shmem_atomic_compare_swap(...) SHMEMI_BY_ARGC(SHMEMI_atomic_compare_swap_, __VA_ARGS__)
+#define SHMEMI_atomic_compare_swap_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_compare_swap, __VA_ARGS__)
+#define SHMEMI_atomic_compare_swap_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_compare_swap, __VA_ARGS__)
+#define shmem_atomic_compare_swap_nbi(...) SHMEMI_BY_ARGC(SHMEMI_atomic_compare_swap_nbi_, __VA_ARGS__)
+#define SHMEMI_atomic_compare_swap_nbi_5(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_compare_swap_nbi, __VA_ARGS__)
+#define SHMEMI_atomic_compare_swap_nbi_6(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_compare_swap_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_inc(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_inc_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_inc_2(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_inc, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_inc_3(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_inc, __VA_ARGS__)
+#define shmem_atomic_fetch_inc_nbi(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_inc_nbi_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_inc_nbi_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_inc_nbi, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_inc_nbi_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_inc_nbi, __VA_ARGS__)
+#define shmem_atomic_inc(...) SHMEMI_BY_ARGC(SHMEMI_atomic_inc_, __VA_ARGS__)
+#define SHMEMI_atomic_inc_2(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_inc, __VA_ARGS__)
+#define SHMEMI_atomic_inc_3(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_inc, __VA_ARGS__)
+#define shmem_atomic_fetch_add(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_add_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_add_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_add, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_add_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_add, __VA_ARGS__)
+#define shmem_atomic_fetch_add_nbi(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_add_nbi_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_add_nbi_4(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_add_nbi, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_add_nbi_5(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_fetch_add_nbi, __VA_ARGS__)
+#define shmem_atomic_add(...) SHMEMI_BY_ARGC(SHMEMI_atomic_add_, __VA_ARGS__)
+#define SHMEMI_atomic_add_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO, atomic_add, __VA_ARGS__)
+#define SHMEMI_atomic_add_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO, atomic_add, __VA_ARGS__)
+#define shmem_atomic_fetch_and(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_and_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_and_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_fetch_and, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_and_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_fetch_and, __VA_ARGS__)
+#define shmem_atomic_and(...) SHMEMI_BY_ARGC(SHMEMI_atomic_and_, __VA_ARGS__)
+#define SHMEMI_atomic_and_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_and, __VA_ARGS__)
+#define SHMEMI_atomic_and_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_and, __VA_ARGS__)
+#define shmem_atomic_fetch_or(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_or_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_or_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_fetch_or, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_or_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_fetch_or, __VA_ARGS__)
+#define shmem_atomic_or(...) SHMEMI_BY_ARGC(SHMEMI_atomic_or_, __VA_ARGS__)
+#define SHMEMI_atomic_or_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_or, __VA_ARGS__)
+#define SHMEMI_atomic_or_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_or, __VA_ARGS__)
+#define shmem_atomic_fetch_xor(...) SHMEMI_BY_ARGC(SHMEMI_atomic_fetch_xor_, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_xor_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_fetch_xor, __VA_ARGS__)
+#define SHMEMI_atomic_fetch_xor_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_fetch_xor, __VA_ARGS__)
+#define shmem_atomic_xor(...) SHMEMI_BY_ARGC(SHMEMI_atomic_xor_, __VA_ARGS__)
+#define SHMEMI_atomic_xor_3(...) SHMEMI_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_xor, __VA_ARGS__)
+#define SHMEMI_atomic_xor_4(...) SHMEMI_CTX_FORMS(SHMEMI_GENERIC_AMO_BITWISE, atomic_xor, __VA_ARGS__)
+/* clang-format on */
 #define shmem_collect(team, dest, source, nelems) \
   SHMEMI_GENERIC(*(dest), collect)(team, dest, source, nelems)
 #define shmem_fcollect(team, dest, source, nelems) \
@@ -406,6 +616,26 @@ int shmem_test_lock(long* lock);
   SHMEMI_GENERIC(*(dest), alltoall)(team, dest, source, nelems)
 #define shmem_broadcast(team, dest, source, nelems, root) \
   SHMEMI_GENERIC(*(dest), broadcast)(team, dest, source, nelems, root)
+
+/* The waits by type (they have no context form). */
+#define shmem_wait_until(ivar, cmp, value) \
+  SHMEMI_GENERIC_WAIT(*(ivar), wait_until)(ivar, cmp, value)
+#define shmem_test(ivar, cmp, value) \
+  SHMEMI_GENERIC_WAIT(*(ivar), test)(ivar, cmp, value)
+#define shmem_wait_until_all(ivars, n, status, cmp, value) \
+  SHMEMI_GENERIC_WAIT(*(ivars), wait_until_all)(ivars, n, status, cmp, value)
+#define shmem_wait_until_any(ivars, n, status, cmp, value) \
+  SHMEMI_GENERIC_WAIT(*(ivars), wait_until_any)(ivars, n, status, cmp, value)
+#define shmem_wait_until_some(ivars, n, indices, status, cmp, value) \
+  SHMEMI_GENERIC_WAIT(*(ivars), wait_until_some)                     \
+  (ivars, n, indices, status, cmp, value)
+#define shmem_test_all(ivars, n, status, cmp, value) \
+  SHMEMI_GENERIC_WAIT(*(ivars), test_all)(ivars, n, status, cmp, value)
+#define shmem_test_any(ivars, n, status, cmp, value) \
+  SHMEMI_GENERIC_WAIT(*(ivars), test_any)(ivars, n, status, cmp, value)
+#define shmem_test_some(ivars, n, indices, status, cmp, value) \
+  SHMEMI_GENERIC_WAIT(*(ivars), test_some)                     \
+  (ivars, n, indices, status, cmp, value)
 #endif
 
 #endif /* RHINET_SHMEM_H */

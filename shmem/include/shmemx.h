@@ -21,6 +21,12 @@ size_t shmemx_heap_in_use(void);
  * symmetric heap's start in this PE, and the heap's area ID in the group
  * (a symmetric object's area offset is its address minus the heap's
  * start). Valid between shmem_init and shmem_finalize. */
+/* Operations issued on `ctx` (SHMEM_CTX_DEFAULT or a created context)
+ * since its last quiet that it holds to wait for at its next quiet: puts
+ * and gets that did not complete before returning, non-fetching AMOs.
+ * Another context's quiet leaves this count alone. */
+size_t shmemx_ctx_pending(shmem_ctx_t ctx);
+
 #define SHMEMX_HEAP_AREA_ID 0x5348
 void* shmemx_rhinet_group(void);
 void* shmemx_heap_base(void);

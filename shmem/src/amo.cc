@@ -31,24 +31,36 @@ std::size_t amo_offset(const char* routine, const void* dest, std::size_t bytes,
 
 namespace {
 
-// One NIC atomic on the `bytes`-byte word `dest` of PE `pe`. Fetching: it
-// completes here and returns the old word. Not fetching: it goes on
-// without waiting (shmem_quiet and the barriers wait for it) and returns 0.
-std::uint64_t nic_atomic(const char* routine, const void* dest,
-                         std::size_t bytes, rhinet::AtomicOp op,
-                         std::uint64_t operand, int pe, bool fetch = true,
-                         std::uint64_t desired = 0) {
+// One NIC atomic on the `bytes`-byte word `dest` of world PE `pe`, on
+// context `c`. Fetching: it completes here and returns the old word. Not
+// fetching: it goes on without waiting (the context's quiet and the
+// barriers wait for it) and returns 0.
+std::uint64_t atomic_on(const char* routine, Context& c, const void* dest,
+                        std::size_t bytes, rhinet::AtomicOp op,
+                        std::uint64_t operand, int pe, bool fetch,
+                        std::uint64_t desired = 0) {
   const std::size_t offset = amo_offset(routine, dest, bytes, pe);
+  if (op != rhinet::AtomicOp::fetch) before_store(routine, c, pe);
   auto r = group(routine).atomic(static_cast<std::uint32_t>(pe), kHeapArea,
                                  offset, op, bytes, operand, desired, fetch);
   if (!fetch) {
     // Its errors (none are expected once the checks above passed) end
-    // the PE at the next shmem_quiet or barrier.
-    r.detach();
+    // the PE at the context's next quiet or a barrier.
+    track(c, std::move(r), pe, true);
     return 0;
   }
   complete(routine, r);
   return r.value();
+}
+
+// As atomic_on, with the context's handle and a PE of its team.
+std::uint64_t nic_atomic(const char* routine, shmem_ctx_t ctx, const void* dest,
+                         std::size_t bytes, rhinet::AtomicOp op,
+                         std::uint64_t operand, int team_pe, bool fetch = true,
+                         std::uint64_t desired = 0) {
+  Context& c = context(routine, ctx);
+  return atomic_on(routine, c, dest, bytes, op, operand,
+                   world_pe(routine, c, team_pe), fetch, desired);
 }
 
 // A value's bits in its width, and back (float and double included).
@@ -66,48 +78,50 @@ T from_bits(std::uint64_t v) {
 }
 
 template <typename T>
-T amo_fetch(const char* routine, const T* source, int pe) {
-  return from_bits<T>(
-      nic_atomic(routine, source, sizeof(T), rhinet::AtomicOp::fetch, 0, pe));
+T amo_fetch(const char* routine, shmem_ctx_t ctx, const T* source, int pe) {
+  return from_bits<T>(nic_atomic(routine, ctx, source, sizeof(T),
+                                 rhinet::AtomicOp::fetch, 0, pe));
 }
 
 template <typename T>
-T amo_swap(const char* routine, T* dest, T value, int pe, bool fetch = true) {
-  return from_bits<T>(nic_atomic(routine, dest, sizeof(T),
+T amo_swap(const char* routine, shmem_ctx_t ctx, T* dest, T value, int pe,
+           bool fetch = true) {
+  return from_bits<T>(nic_atomic(routine, ctx, dest, sizeof(T),
                                  rhinet::AtomicOp::swap, bits_of(value), pe,
                                  fetch));
 }
 
 template <typename T>
-T amo_compare_swap(const char* routine, T* dest, T cond, T value, int pe) {
-  return from_bits<T>(nic_atomic(routine, dest, sizeof(T),
+T amo_compare_swap(const char* routine, shmem_ctx_t ctx, T* dest, T cond,
+                   T value, int pe) {
+  return from_bits<T>(nic_atomic(routine, ctx, dest, sizeof(T),
                                  rhinet::AtomicOp::compare_swap, bits_of(cond),
                                  pe, true, bits_of(value)));
 }
 
 template <typename T>
-T amo_fetch_add(const char* routine, T* dest, T value, int pe,
+T amo_fetch_add(const char* routine, shmem_ctx_t ctx, T* dest, T value, int pe,
                 bool fetch = true) {
-  return from_bits<T>(nic_atomic(routine, dest, sizeof(T),
+  return from_bits<T>(nic_atomic(routine, ctx, dest, sizeof(T),
                                  rhinet::AtomicOp::fetch_add, bits_of(value),
                                  pe, fetch));
 }
 
 template <typename T>
-T amo_bitwise(const char* routine, T* dest, T value, int pe,
+T amo_bitwise(const char* routine, shmem_ctx_t ctx, T* dest, T value, int pe,
               rhinet::AtomicOp op, bool fetch) {
   return from_bits<T>(
-      nic_atomic(routine, dest, sizeof(T), op, bits_of(value), pe, fetch));
+      nic_atomic(routine, ctx, dest, sizeof(T), op, bits_of(value), pe, fetch));
 }
 
 }  // namespace
 
-void signal_update(const char* routine, std::uint64_t* sig_addr,
+void signal_update(const char* routine, Context& c, std::uint64_t* sig_addr,
                    std::uint64_t signal, bool add, int pe) {
   // Waited for: the signal is the last thing put_signal does.
-  nic_atomic(routine, sig_addr, 8,
-             add ? rhinet::AtomicOp::fetch_add : rhinet::AtomicOp::swap, signal,
-             pe);
+  atomic_on(routine, c, sig_addr, 8,
+            add ? rhinet::AtomicOp::fetch_add : rhinet::AtomicOp::swap, signal,
+            pe, true);
 }
 
 }  // namespace rhinet::shmem::internal
@@ -117,71 +131,103 @@ using rhinet::AtomicOp;
 
 extern "C" {
 
-#define RHINET_SHMEM_AMO_EXTENDED(N, T)                                  \
-  T shmem_##N##_atomic_fetch(const T* source, int pe) {                  \
-    return amo_fetch("shmem_" #N "_atomic_fetch", source, pe);           \
-  }                                                                      \
-  void shmem_##N##_atomic_fetch_nbi(T* fetch, const T* source, int pe) { \
-    *fetch = amo_fetch("shmem_" #N "_atomic_fetch_nbi", source, pe);     \
-  }                                                                      \
-  void shmem_##N##_atomic_set(T* dest, T value, int pe) {                \
-    (void)amo_swap("shmem_" #N "_atomic_set", dest, value, pe, false);   \
-  }                                                                      \
-  T shmem_##N##_atomic_swap(T* dest, T value, int pe) {                  \
-    return amo_swap("shmem_" #N "_atomic_swap", dest, value, pe);        \
-  }                                                                      \
-  void shmem_##N##_atomic_swap_nbi(T* fetch, T* dest, T value, int pe) { \
-    *fetch = amo_swap("shmem_" #N "_atomic_swap_nbi", dest, value, pe);  \
+// Each AMO in its plain form and its context form (RHINET_NAME and the
+// rest: shmem_internal.hpp).
+#define RHINET_SHMEM_AMO_EXTENDED_FORM(N, T, F)                               \
+  T RHINET_NAME(F, N##_atomic_fetch)(RHINET_CTX_PARAM(F) const T* source,     \
+                                     int pe) {                                \
+    return amo_fetch(RHINET_NAME_STR(F, N, "_atomic_fetch"),                  \
+                     RHINET_CTX_ARG(F), source, pe);                          \
+  }                                                                           \
+  void RHINET_NAME(F, N##_atomic_fetch_nbi)(RHINET_CTX_PARAM(F) T * fetch,    \
+                                            const T* source, int pe) {        \
+    *fetch = amo_fetch(RHINET_NAME_STR(F, N, "_atomic_fetch_nbi"),            \
+                       RHINET_CTX_ARG(F), source, pe);                        \
+  }                                                                           \
+  void RHINET_NAME(F, N##_atomic_set)(RHINET_CTX_PARAM(F) T * dest, T value,  \
+                                      int pe) {                               \
+    (void)amo_swap(RHINET_NAME_STR(F, N, "_atomic_set"), RHINET_CTX_ARG(F),   \
+                   dest, value, pe, false);                                   \
+  }                                                                           \
+  T RHINET_NAME(F, N##_atomic_swap)(RHINET_CTX_PARAM(F) T * dest, T value,    \
+                                    int pe) {                                 \
+    return amo_swap(RHINET_NAME_STR(F, N, "_atomic_swap"), RHINET_CTX_ARG(F), \
+                    dest, value, pe);                                         \
+  }                                                                           \
+  void RHINET_NAME(F, N##_atomic_swap_nbi)(RHINET_CTX_PARAM(F) T * fetch,     \
+                                           T * dest, T value, int pe) {       \
+    *fetch = amo_swap(RHINET_NAME_STR(F, N, "_atomic_swap_nbi"),              \
+                      RHINET_CTX_ARG(F), dest, value, pe);                    \
   }
-SHMEMI_AMO_EXTENDED_TYPES(RHINET_SHMEM_AMO_EXTENDED)
 
-#define RHINET_SHMEM_AMO(N, T)                                                 \
-  T shmem_##N##_atomic_compare_swap(T* dest, T cond, T value, int pe) {        \
-    return amo_compare_swap("shmem_" #N "_atomic_compare_swap", dest, cond,    \
-                            value, pe);                                        \
+#define RHINET_SHMEM_AMO_FORM(N, T, F)                                         \
+  T RHINET_NAME(F, N##_atomic_compare_swap)(RHINET_CTX_PARAM(F) T * dest,      \
+                                            T cond, T value, int pe) {         \
+    return amo_compare_swap(RHINET_NAME_STR(F, N, "_atomic_compare_swap"),     \
+                            RHINET_CTX_ARG(F), dest, cond, value, pe);         \
   }                                                                            \
-  void shmem_##N##_atomic_compare_swap_nbi(T* fetch, T* dest, T cond, T value, \
-                                           int pe) {                           \
-    *fetch = amo_compare_swap("shmem_" #N "_atomic_compare_swap_nbi", dest,    \
-                              cond, value, pe);                                \
-  }                                                                            \
-  T shmem_##N##_atomic_fetch_inc(T* dest, int pe) {                            \
-    return amo_fetch_add("shmem_" #N "_atomic_fetch_inc", dest,                \
-                         static_cast<T>(1), pe);                               \
-  }                                                                            \
-  void shmem_##N##_atomic_fetch_inc_nbi(T* fetch, T* dest, int pe) {           \
-    *fetch = amo_fetch_add("shmem_" #N "_atomic_fetch_inc_nbi", dest,          \
-                           static_cast<T>(1), pe);                             \
-  }                                                                            \
-  void shmem_##N##_atomic_inc(T* dest, int pe) {                               \
-    (void)amo_fetch_add("shmem_" #N "_atomic_inc", dest, static_cast<T>(1),    \
-                        pe, false);                                            \
-  }                                                                            \
-  T shmem_##N##_atomic_fetch_add(T* dest, T value, int pe) {                   \
-    return amo_fetch_add("shmem_" #N "_atomic_fetch_add", dest, value, pe);    \
-  }                                                                            \
-  void shmem_##N##_atomic_fetch_add_nbi(T* fetch, T* dest, T value, int pe) {  \
+  void RHINET_NAME(F, N##_atomic_compare_swap_nbi)(                            \
+      RHINET_CTX_PARAM(F) T * fetch, T * dest, T cond, T value, int pe) {      \
     *fetch =                                                                   \
-        amo_fetch_add("shmem_" #N "_atomic_fetch_add_nbi", dest, value, pe);   \
+        amo_compare_swap(RHINET_NAME_STR(F, N, "_atomic_compare_swap_nbi"),    \
+                         RHINET_CTX_ARG(F), dest, cond, value, pe);            \
   }                                                                            \
-  void shmem_##N##_atomic_add(T* dest, T value, int pe) {                      \
-    (void)amo_fetch_add("shmem_" #N "_atomic_add", dest, value, pe, false);    \
+  T RHINET_NAME(F, N##_atomic_fetch_inc)(RHINET_CTX_PARAM(F) T * dest,         \
+                                         int pe) {                             \
+    return amo_fetch_add(RHINET_NAME_STR(F, N, "_atomic_fetch_inc"),           \
+                         RHINET_CTX_ARG(F), dest, static_cast<T>(1), pe);      \
+  }                                                                            \
+  void RHINET_NAME(F, N##_atomic_fetch_inc_nbi)(RHINET_CTX_PARAM(F) T * fetch, \
+                                                T * dest, int pe) {            \
+    *fetch = amo_fetch_add(RHINET_NAME_STR(F, N, "_atomic_fetch_inc_nbi"),     \
+                           RHINET_CTX_ARG(F), dest, static_cast<T>(1), pe);    \
+  }                                                                            \
+  void RHINET_NAME(F, N##_atomic_inc)(RHINET_CTX_PARAM(F) T * dest, int pe) {  \
+    (void)amo_fetch_add(RHINET_NAME_STR(F, N, "_atomic_inc"),                  \
+                        RHINET_CTX_ARG(F), dest, static_cast<T>(1), pe,        \
+                        false);                                                \
+  }                                                                            \
+  T RHINET_NAME(F, N##_atomic_fetch_add)(RHINET_CTX_PARAM(F) T * dest,         \
+                                         T value, int pe) {                    \
+    return amo_fetch_add(RHINET_NAME_STR(F, N, "_atomic_fetch_add"),           \
+                         RHINET_CTX_ARG(F), dest, value, pe);                  \
+  }                                                                            \
+  void RHINET_NAME(F, N##_atomic_fetch_add_nbi)(RHINET_CTX_PARAM(F) T * fetch, \
+                                                T * dest, T value, int pe) {   \
+    *fetch = amo_fetch_add(RHINET_NAME_STR(F, N, "_atomic_fetch_add_nbi"),     \
+                           RHINET_CTX_ARG(F), dest, value, pe);                \
+  }                                                                            \
+  void RHINET_NAME(F, N##_atomic_add)(RHINET_CTX_PARAM(F) T * dest, T value,   \
+                                      int pe) {                                \
+    (void)amo_fetch_add(RHINET_NAME_STR(F, N, "_atomic_add"),                  \
+                        RHINET_CTX_ARG(F), dest, value, pe, false);            \
   }
-SHMEMI_AMO_TYPES(RHINET_SHMEM_AMO)
 
-#define RHINET_SHMEM_AMO_BIT_OP(N, T, OP)                                 \
-  T shmem_##N##_atomic_fetch_##OP(T* dest, T value, int pe) {             \
-    return amo_bitwise("shmem_" #N "_atomic_fetch_" #OP, dest, value, pe, \
-                       AtomicOp::fetch_##OP, true);                       \
-  }                                                                       \
-  void shmem_##N##_atomic_##OP(T* dest, T value, int pe) {                \
-    (void)amo_bitwise("shmem_" #N "_atomic_" #OP, dest, value, pe,        \
-                      AtomicOp::fetch_##OP, false);                       \
+#define RHINET_SHMEM_AMO_BIT_OP(N, T, OP, F)                                  \
+  T RHINET_NAME(F, N##_atomic_fetch_##OP)(RHINET_CTX_PARAM(F) T * dest,       \
+                                          T value, int pe) {                  \
+    return amo_bitwise(RHINET_NAME_STR(F, N, "_atomic_fetch_" #OP),           \
+                       RHINET_CTX_ARG(F), dest, value, pe,                    \
+                       AtomicOp::fetch_##OP, true);                           \
+  }                                                                           \
+  void RHINET_NAME(F, N##_atomic_##OP)(RHINET_CTX_PARAM(F) T * dest, T value, \
+                                       int pe) {                              \
+    (void)amo_bitwise(RHINET_NAME_STR(F, N, "_atomic_" #OP),                  \
+                      RHINET_CTX_ARG(F), dest, value, pe,                     \
+                      AtomicOp::fetch_##OP, false);                           \
   }
+#define RHINET_SHMEM_AMO_BITWISE_FORM(N, T, F) \
+  RHINET_SHMEM_AMO_BIT_OP(N, T, and, F)        \
+  RHINET_SHMEM_AMO_BIT_OP(N, T, or, F)         \
+  RHINET_SHMEM_AMO_BIT_OP(N, T, xor, F)
+
+#define RHINET_SHMEM_AMO_EXTENDED(N, T) \
+  RHINET_BOTH_FORMS(RHINET_SHMEM_AMO_EXTENDED_FORM, N, T)
+#define RHINET_SHMEM_AMO(N, T) RHINET_BOTH_FORMS(RHINET_SHMEM_AMO_FORM, N, T)
 #define RHINET_SHMEM_AMO_BITWISE(N, T) \
-  RHINET_SHMEM_AMO_BIT_OP(N, T, and)   \
-  RHINET_SHMEM_AMO_BIT_OP(N, T, or)    \
-  RHINET_SHMEM_AMO_BIT_OP(N, T, xor)
+  RHINET_BOTH_FORMS(RHINET_SHMEM_AMO_BITWISE_FORM, N, T)
+SHMEMI_AMO_EXTENDED_TYPES(RHINET_SHMEM_AMO_EXTENDED)
+SHMEMI_AMO_TYPES(RHINET_SHMEM_AMO)
 SHMEMI_AMO_BITWISE_TYPES(RHINET_SHMEM_AMO_BITWISE)
 
 }  // extern "C"

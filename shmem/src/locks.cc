@@ -70,7 +70,7 @@ void shmem_clear_lock(long* lock) {
   const char* routine = "shmem_clear_lock";
   const Lock l = lock_of(routine, lock);
   // The critical section's puts land before the next holder starts.
-  complete(routine, group(routine).sync());
+  quiet_all(routine);
   complete(routine, group(routine).unlock(l.id, l.manager));
   count_add(routine, l, static_cast<std::uint64_t>(-1));
 }

@@ -7,6 +7,7 @@
 // deterministic and its routines collective. Local memory outside the heap
 // reaches the NIC through inline data (small puts) or a registered bounce
 // buffer.
+#include <pthread.h>
 #include <sched.h>
 #include <shmem.h>
 #include <shmemx.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cinttypes>
 #include <cstdarg>
@@ -26,6 +28,8 @@
 #include <string>
 #include <type_traits>
 
+#include "compare.hpp"
+#include "ctx_table.hpp"
 #include "heap.hpp"
 #include "shmem_internal.hpp"
 
@@ -33,6 +37,7 @@
 // shmem_internal.hpp).
 namespace rhinet::shmem::internal {
 
+using rhinet::shmem::ContextTable;
 using rhinet::shmem::HeapAllocator;
 
 // The communicator's ID and the NIC barrier's ID (and the heap's area,
@@ -52,6 +57,9 @@ struct State {
   std::byte* heap_base = nullptr;
   std::size_t heap_size = 0;
   std::byte* bounce = nullptr;
+  Context default_ctx;
+  ContextTable ctx_table;
+  std::array<Context, ContextTable::kCapacity> contexts;
   int thread_level = SHMEM_THREAD_SINGLE;
   bool initialized = false;
   bool finalized = false;
@@ -144,6 +152,80 @@ void complete(const char* routine, const rhinet::Result<void>& r) {
   if (!r) die(routine, "%s", r.error().to_string().c_str());
 }
 
+Context& context(const char* routine, shmem_ctx_t ctx) {
+  State& s = state();
+  group(routine);
+  if (ctx == SHMEM_CTX_DEFAULT) return s.default_ctx;
+  const auto found = s.ctx_table.find(reinterpret_cast<std::uintptr_t>(ctx));
+  switch (found.found) {
+    case ContextTable::Found::live:
+      break;
+    case ContextTable::Found::destroyed:
+      die(routine, "context %p was destroyed (shmem_ctx_destroy)",
+          static_cast<void*>(ctx));
+    case ContextTable::Found::unknown:
+      die(routine,
+          "%p is not a context (SHMEM_CTX_INVALID, or never created by "
+          "shmem_ctx_create or shmem_team_create_ctx)",
+          static_cast<void*>(ctx));
+  }
+  Context& c = s.contexts[found.slot];
+  if ((c.options & SHMEM_CTX_PRIVATE) &&
+      c.owner != static_cast<unsigned long>(pthread_self()))
+    die(routine,
+        "context %p is SHMEM_CTX_PRIVATE to the thread that created it",
+        static_cast<void*>(ctx));
+  return c;
+}
+
+int world_pe(const char* routine, const Context& c, int pe) {
+  if (c.team == SHMEM_TEAM_WORLD) {
+    check_pe(routine, pe);
+    return pe;
+  }
+  const auto view = team_view(routine, c.team, false);
+  const int n = static_cast<int>(view.pes.size());
+  if (pe < 0 || pe >= n)
+    die(routine, "PE %d is not a PE of the context's team (0 to %d)", pe,
+        n - 1);
+  return view.pes[static_cast<std::size_t>(pe)];
+}
+
+void before_store(const char* routine, Context& c, int pe) {
+  // Entries are kept in posting order, so epochs ascend: when the oldest
+  // is from the current epoch there is no fence to honour (the usual case).
+  if (c.pending.empty() || c.pending.front().epoch == c.epoch) return;
+  // Fence is per target: only this PE's stores from before the fence.
+  for (auto& p : c.pending)
+    if (p.store && p.pe == pe && p.epoch < c.epoch && !p.request.done())
+      complete(routine, p.request);
+}
+
+void track(Context& c, rhinet::Request&& r, int pe, bool store) {
+  // A context that is never quieted must not grow without bound: now and
+  // then drop what has completed well (a failure stays for the quiet).
+  constexpr std::size_t kPrune = 256;
+  if (c.pending.size() >= kPrune && c.pending.size() % kPrune == 0)
+    std::erase_if(c.pending, [](Context::Pending& p) {
+      return p.request.test() && p.request.result();
+    });
+  c.pending.push_back({std::move(r), pe, store, c.epoch});
+}
+
+void quiet(const char* routine, Context& c) {
+  for (auto& p : c.pending) complete(routine, p.request);
+  c.pending.clear();
+}
+
+void quiet_all(const char* routine) {
+  State& s = state();
+  auto& g = group(routine);
+  quiet(routine, s.default_ctx);
+  for (std::size_t i = 0; i < s.contexts.size(); i++)
+    if (!s.contexts[i].pending.empty()) quiet(routine, s.contexts[i]);
+  complete(routine, g.sync());
+}
+
 }  // namespace rhinet::shmem::internal
 
 using namespace rhinet::shmem::internal;
@@ -154,10 +236,11 @@ namespace {
 
 // A put (PUSH from source to the target's dest) or a get (PULL from the
 // target's source into dest) of `bytes` contiguous bytes.
-void rma_bytes(const char* routine, bool put, void* dest, const void* source,
-               std::size_t bytes, int pe, bool nbi) {
+void rma_bytes(const char* routine, shmem_ctx_t ctx, bool put, void* dest,
+               const void* source, std::size_t bytes, int team_pe, bool nbi) {
   auto& g = group(routine);
-  check_pe(routine, pe);
+  Context& c = context(routine, ctx);
+  const int pe = world_pe(routine, c, team_pe);
   if (!bytes) return;
   const void* remote = put ? dest : source;
   auto* local = static_cast<std::byte*>(put ? const_cast<void*>(source) : dest);
@@ -172,13 +255,15 @@ void rma_bytes(const char* routine, bool put, void* dest, const void* source,
   if (put && bytes <= g.max_inline()) {
     // Copied into the work request: source is free at once, so even the
     // blocking put need not wait for the NIC.
-    post(offset, {local, bytes}, {.inline_data = true}).detach();
+    before_store(routine, c, pe);
+    track(c, post(offset, {local, bytes}, {.inline_data = true}), pe, true);
     return;
   }
+  if (put) before_store(routine, c, pe);
   if (in_heap(local, bytes)) {
     auto r = post(offset, {local, bytes}, {});
     if (nbi)
-      r.detach();
+      track(c, std::move(r), pe, put);
     else
       complete(routine, r);
     return;
@@ -195,25 +280,26 @@ void rma_bytes(const char* routine, bool put, void* dest, const void* source,
   }
 }
 
-void put_bytes(const char* routine, void* dest, const void* source,
-               std::size_t bytes, int pe, bool nbi) {
-  rma_bytes(routine, true, dest, source, bytes, pe, nbi);
+void put_bytes(const char* routine, shmem_ctx_t ctx, void* dest,
+               const void* source, std::size_t bytes, int pe, bool nbi) {
+  rma_bytes(routine, ctx, true, dest, source, bytes, pe, nbi);
 }
 
-void get_bytes(const char* routine, void* dest, const void* source,
-               std::size_t bytes, int pe, bool nbi) {
-  rma_bytes(routine, false, dest, source, bytes, pe, nbi);
+void get_bytes(const char* routine, shmem_ctx_t ctx, void* dest,
+               const void* source, std::size_t bytes, int pe, bool nbi) {
+  rma_bytes(routine, ctx, false, dest, source, bytes, pe, nbi);
 }
 
 // Strided put/get on the NIC's stride mode: nelems blocks of `elem` bytes,
 // `tst`/`sst` elements apart at the target/source. The local side is the
 // heap itself when the object lies there, else a packed copy in the bounce
 // buffer.
-void strided(const char* routine, bool put, void* dest, const void* source,
-             std::ptrdiff_t dst, std::ptrdiff_t sst, std::size_t nelems,
-             std::size_t elem, int pe) {
+void strided(const char* routine, shmem_ctx_t ctx, bool put, void* dest,
+             const void* source, std::ptrdiff_t dst, std::ptrdiff_t sst,
+             std::size_t nelems, std::size_t elem, int team_pe) {
   auto& g = group(routine);
-  check_pe(routine, pe);
+  Context& c = context(routine, ctx);
+  const int pe = world_pe(routine, c, team_pe);
   if (!nelems) return;
   if (dst < 1 || sst < 1)
     die(routine, "strides must be at least 1 element (dst %td, sst %td)", dst,
@@ -229,6 +315,7 @@ void strided(const char* routine, bool put, void* dest, const void* source,
   const std::size_t offset = symmetric_offset(
       routine, remote_obj, remote_extent, put ? "dest" : "source");
   const auto rank = static_cast<std::uint32_t>(pe);
+  if (put) before_store(routine, c, pe);
   auto xfer = [&](std::span<std::byte> span, std::uint64_t local_stride,
                   std::uint64_t at, std::size_t count) {
     const rhinet::Stride st{
@@ -266,68 +353,26 @@ void strided(const char* routine, bool put, void* dest, const void* source,
   }
 }
 
-// ---- point-to-point synchronization ---------------------------------------
-
-template <typename T>
-bool compare(const char* routine, T value, int cmp, T against) {
-  switch (cmp) {
-    case SHMEM_CMP_EQ:
-      return value == against;
-    case SHMEM_CMP_NE:
-      return value != against;
-    case SHMEM_CMP_GT:
-      return value > against;
-    case SHMEM_CMP_GE:
-      return value >= against;
-    case SHMEM_CMP_LT:
-      return value < against;
-    case SHMEM_CMP_LE:
-      return value <= against;
-    default:
-      die(routine, "cmp %d is not one of SHMEM_CMP_EQ .. SHMEM_CMP_LE", cmp);
-  }
-}
-
-template <typename T>
-T load(const T* ivar) {
-  return __atomic_load_n(ivar, __ATOMIC_ACQUIRE);
-}
-
-template <typename T>
-int test_ivar(const char* routine, T* ivar, int cmp, T value) {
-  group(routine);
-  if (!in_heap(ivar, sizeof(T)))
-    die(routine, "ivar %p is not in the symmetric heap",
-        static_cast<void*>(ivar));
-  return compare(routine, load(ivar), cmp, value) ? 1 : 0;
-}
-
-// The NIC writes the word by DMA; the CPU watches it. Spins a little, then
-// yields the CPU (two PEs may share one).
-template <typename T>
-T wait_ivar(const char* routine, T* ivar, int cmp, T value) {
-  for (unsigned spins = 0;; spins++) {
-    if (test_ivar(routine, ivar, cmp, value)) return load(ivar);
-    if (spins > 64) sched_yield();
-  }
-}
-
 // ---- put with signal -------------------------------------------------------
 // The NIC's put-with-signal adds to a per-area count, not to a word the
 // program names, and has no SET; so the data goes first and, once it has
 // landed (its completion), the signal word is updated by a NIC atomic (an
 // add, or a set: amo.cc).
 
-void put_signal(const char* routine, void* dest, const void* source,
-                std::size_t bytes, std::uint64_t* sig_addr,
-                std::uint64_t signal, int sig_op, int pe) {
+void put_signal(const char* routine, shmem_ctx_t ctx, void* dest,
+                const void* source, std::size_t bytes, std::uint64_t* sig_addr,
+                std::uint64_t signal, int sig_op, int team_pe) {
   if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
     die(routine, "sig_op %d is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD",
         sig_op);
+  Context& c = context(routine, ctx);
+  const int pe = world_pe(routine, c, team_pe);
   amo_offset(routine, sig_addr, sizeof *sig_addr, pe);
-  put_bytes(routine, dest, source, bytes, pe, false);
-  complete(routine, group(routine).sync());
-  signal_update(routine, sig_addr, signal, sig_op == SHMEM_SIGNAL_ADD, pe);
+  put_bytes(routine, ctx, dest, source, bytes, team_pe, false);
+  // The data lands before the signal: the context's own requests (an
+  // inline put is not waited for by put_bytes).
+  quiet(routine, c);
+  signal_update(routine, c, sig_addr, signal, sig_op == SHMEM_SIGNAL_ADD, pe);
 }
 
 // ---- collectives -----------------------------------------------------------
@@ -460,7 +505,7 @@ void init(const char* routine) {
 // another still uses, or reaches a block another has not allocated yet.
 void barrier_of_heap(const char* routine) {
   auto& g = group(routine);
-  complete(routine, g.sync());
+  quiet_all(routine);
   complete(routine, g.barrier({.id = kBarrierId}));
 }
 
@@ -524,6 +569,9 @@ void shmem_finalize(void) {
   State& s = state();
   if (!s.initialized) return;
   heap_barrier("shmem_finalize");
+  s.default_ctx = Context{};
+  for (auto& c : s.contexts) c = Context{};
+  s.ctx_table = ContextTable{};
   s.world.reset();
   s.bounce_buffer.reset();
   s.heap_area.reset();
@@ -575,21 +623,76 @@ void shmem_info_get_name(char* name) {
 // ---- teams and contexts
 // ------------------------------------------------------
 
-int shmem_ctx_create(long, shmem_ctx_t* ctx) {
-  if (ctx) *ctx = SHMEM_CTX_INVALID;
-  return refuse("shmem_ctx_create",
-                "not implemented: only SHMEM_CTX_DEFAULT (no contexts yet)");
+namespace {
+
+int create_ctx(const char* routine, shmem_team_t team, long options,
+               shmem_ctx_t* ctx) {
+  State& s = state();
+  group(routine);
+  if (!ctx) return refuse(routine, "ctx is NULL");
+  *ctx = SHMEM_CTX_INVALID;
+  constexpr long kKnown =
+      SHMEM_CTX_SERIALIZED | SHMEM_CTX_PRIVATE | SHMEM_CTX_NOSTORE;
+  if (options & ~kKnown)
+    return refuse(routine,
+                  "options 0x%lx has bits that are none of "
+                  "SHMEM_CTX_SERIALIZED, _PRIVATE, _NOSTORE",
+                  options);
+  if (team != SHMEM_TEAM_WORLD) team_view(routine, team, false);
+  // A full table is not an error in the specification: the program may
+  // go on with SHMEM_CTX_DEFAULT, so no message.
+  const auto handle = s.ctx_table.create();
+  if (!handle) return 1;
+  Context& c = s.contexts[s.ctx_table.find(*handle).slot];
+  c = Context{};
+  c.team = team;
+  c.options = options;
+  c.owner = static_cast<unsigned long>(pthread_self());
+  *ctx = reinterpret_cast<shmem_ctx_t>(*handle);
+  return 0;
 }
 
-int shmem_team_create_ctx(shmem_team_t, long, shmem_ctx_t* ctx) {
-  if (ctx) *ctx = SHMEM_CTX_INVALID;
-  return refuse("shmem_team_create_ctx",
-                "not implemented: only SHMEM_CTX_DEFAULT (no contexts yet)");
+}  // namespace
+
+int shmem_ctx_create(long options, shmem_ctx_t* ctx) {
+  return create_ctx("shmem_ctx_create", SHMEM_TEAM_WORLD, options, ctx);
 }
 
+int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t* ctx) {
+  if (team == SHMEM_TEAM_INVALID) {
+    if (ctx) *ctx = SHMEM_CTX_INVALID;
+    return refuse("shmem_team_create_ctx", "team is SHMEM_TEAM_INVALID");
+  }
+  return create_ctx("shmem_team_create_ctx", team, options, ctx);
+}
+
+// Completes the context's operations (the specification's implicit quiet),
+// then frees its slot; its handle stays recognisably stale.
 void shmem_ctx_destroy(shmem_ctx_t ctx) {
-  if (ctx != SHMEM_CTX_INVALID)
-    die("shmem_ctx_destroy", "SHMEM_CTX_DEFAULT cannot be destroyed");
+  const char* routine = "shmem_ctx_destroy";
+  if (ctx == SHMEM_CTX_INVALID) return;  // no operation, as specified
+  if (ctx == SHMEM_CTX_DEFAULT)
+    die(routine, "SHMEM_CTX_DEFAULT cannot be destroyed");
+  Context& c = context(routine, ctx);
+  quiet(routine, c);
+  state().ctx_table.destroy(reinterpret_cast<std::uintptr_t>(ctx));
+}
+
+int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t* team) {
+  const char* routine = "shmem_ctx_get_team";
+  if (!team) return refuse(routine, "team is NULL");
+  *team = SHMEM_TEAM_INVALID;
+  if (ctx == SHMEM_CTX_INVALID)
+    return refuse(routine, "ctx is SHMEM_CTX_INVALID");
+  *team = context(routine, ctx).team;
+  return 0;
+}
+
+void* shmem_team_ptr(shmem_team_t team, const void* dest, int pe) {
+  const char* routine = "shmem_team_ptr";
+  const auto view = team_view(routine, team, false);
+  if (pe < 0 || static_cast<std::size_t>(pe) >= view.pes.size()) return nullptr;
+  return shmem_ptr(dest, view.pes[static_cast<std::size_t>(pe)]);
 }
 
 // ---- symmetric heap
@@ -667,6 +770,10 @@ size_t shmemx_heap_in_use(void) {
 
 void* shmemx_rhinet_group(void) { return &group("shmemx_rhinet_group"); }
 
+size_t shmemx_ctx_pending(shmem_ctx_t ctx) {
+  return context("shmemx_ctx_pending", ctx).pending.size();
+}
+
 void* shmemx_heap_base(void) {
   group("shmemx_heap_base");
   return state().heap_base;
@@ -675,143 +782,163 @@ void* shmemx_heap_base(void) {
 // ---- RMA
 // -----------------------------------------------------------------------
 
-#define RHINET_SHMEM_RMA(N, T)                                                 \
-  void shmem_##N##_put(T* dest, const T* source, size_t nelems, int pe) {      \
-    put_bytes("shmem_" #N "_put", dest, source, nelems * sizeof(T), pe,        \
-              false);                                                          \
+// Each routine in its plain form and its context form (RHINET_NAME and
+// the rest: shmem_internal.hpp).
+#define RHINET_SHMEM_RMA_FORM(N, T, F)                                         \
+  void RHINET_NAME(F, N##_put)(RHINET_CTX_PARAM(F) T * dest, const T* source,  \
+                               size_t nelems, int pe) {                        \
+    put_bytes(RHINET_NAME_STR(F, N, "_put"), RHINET_CTX_ARG(F), dest, source,  \
+              nelems * sizeof(T), pe, false);                                  \
   }                                                                            \
-  void shmem_##N##_get(T* dest, const T* source, size_t nelems, int pe) {      \
-    get_bytes("shmem_" #N "_get", dest, source, nelems * sizeof(T), pe,        \
-              false);                                                          \
+  void RHINET_NAME(F, N##_get)(RHINET_CTX_PARAM(F) T * dest, const T* source,  \
+                               size_t nelems, int pe) {                        \
+    get_bytes(RHINET_NAME_STR(F, N, "_get"), RHINET_CTX_ARG(F), dest, source,  \
+              nelems * sizeof(T), pe, false);                                  \
   }                                                                            \
-  void shmem_##N##_put_nbi(T* dest, const T* source, size_t nelems, int pe) {  \
-    put_bytes("shmem_" #N "_put_nbi", dest, source, nelems * sizeof(T), pe,    \
-              true);                                                           \
+  void RHINET_NAME(F, N##_put_nbi)(RHINET_CTX_PARAM(F) T * dest,               \
+                                   const T* source, size_t nelems, int pe) {   \
+    put_bytes(RHINET_NAME_STR(F, N, "_put_nbi"), RHINET_CTX_ARG(F), dest,      \
+              source, nelems * sizeof(T), pe, true);                           \
   }                                                                            \
-  void shmem_##N##_get_nbi(T* dest, const T* source, size_t nelems, int pe) {  \
-    get_bytes("shmem_" #N "_get_nbi", dest, source, nelems * sizeof(T), pe,    \
-              true);                                                           \
+  void RHINET_NAME(F, N##_get_nbi)(RHINET_CTX_PARAM(F) T * dest,               \
+                                   const T* source, size_t nelems, int pe) {   \
+    get_bytes(RHINET_NAME_STR(F, N, "_get_nbi"), RHINET_CTX_ARG(F), dest,      \
+              source, nelems * sizeof(T), pe, true);                           \
   }                                                                            \
-  void shmem_##N##_p(T* dest, T value, int pe) {                               \
-    put_bytes("shmem_" #N "_p", dest, &value, sizeof(T), pe, false);           \
+  void RHINET_NAME(F, N##_p)(RHINET_CTX_PARAM(F) T * dest, T value, int pe) {  \
+    put_bytes(RHINET_NAME_STR(F, N, "_p"), RHINET_CTX_ARG(F), dest, &value,    \
+              sizeof(T), pe, false);                                           \
   }                                                                            \
-  T shmem_##N##_g(const T* source, int pe) {                                   \
+  T RHINET_NAME(F, N##_g)(RHINET_CTX_PARAM(F) const T* source, int pe) {       \
     T value;                                                                   \
-    get_bytes("shmem_" #N "_g", &value, source, sizeof(T), pe, false);         \
+    get_bytes(RHINET_NAME_STR(F, N, "_g"), RHINET_CTX_ARG(F), &value, source,  \
+              sizeof(T), pe, false);                                           \
     return value;                                                              \
   }                                                                            \
-  void shmem_##N##_iput(T* dest, const T* source, ptrdiff_t dst,               \
-                        ptrdiff_t sst, size_t nelems, int pe) {                \
-    strided("shmem_" #N "_iput", true, dest, source, dst, sst, nelems,         \
-            sizeof(T), pe);                                                    \
+  void RHINET_NAME(F, N##_iput)(RHINET_CTX_PARAM(F) T * dest, const T* source, \
+                                ptrdiff_t dst, ptrdiff_t sst, size_t nelems,   \
+                                int pe) {                                      \
+    strided(RHINET_NAME_STR(F, N, "_iput"), RHINET_CTX_ARG(F), true, dest,     \
+            source, dst, sst, nelems, sizeof(T), pe);                          \
   }                                                                            \
-  void shmem_##N##_iget(T* dest, const T* source, ptrdiff_t dst,               \
-                        ptrdiff_t sst, size_t nelems, int pe) {                \
-    strided("shmem_" #N "_iget", false, dest, source, dst, sst, nelems,        \
-            sizeof(T), pe);                                                    \
+  void RHINET_NAME(F, N##_iget)(RHINET_CTX_PARAM(F) T * dest, const T* source, \
+                                ptrdiff_t dst, ptrdiff_t sst, size_t nelems,   \
+                                int pe) {                                      \
+    strided(RHINET_NAME_STR(F, N, "_iget"), RHINET_CTX_ARG(F), false, dest,    \
+            source, dst, sst, nelems, sizeof(T), pe);                          \
   }                                                                            \
-  void shmem_##N##_put_signal(T* dest, const T* source, size_t nelems,         \
-                              uint64_t* sig_addr, uint64_t signal, int sig_op, \
-                              int pe) {                                        \
-    put_signal("shmem_" #N "_put_signal", dest, source, nelems * sizeof(T),    \
-               sig_addr, signal, sig_op, pe);                                  \
+  void RHINET_NAME(F, N##_put_signal)(                                         \
+      RHINET_CTX_PARAM(F) T * dest, const T* source, size_t nelems,            \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {               \
+    put_signal(RHINET_NAME_STR(F, N, "_put_signal"), RHINET_CTX_ARG(F), dest,  \
+               source, nelems * sizeof(T), sig_addr, signal, sig_op, pe);      \
   }                                                                            \
-  void shmem_##N##_put_signal_nbi(T* dest, const T* source, size_t nelems,     \
-                                  uint64_t* sig_addr, uint64_t signal,         \
-                                  int sig_op, int pe) {                        \
-    put_signal("shmem_" #N "_put_signal_nbi", dest, source,                    \
-               nelems * sizeof(T), sig_addr, signal, sig_op, pe);              \
-  }                                                                            \
-  int shmem_##N##_broadcast(shmem_team_t team, T* dest, const T* source,       \
-                            size_t nelems, int PE_root) {                      \
-    return shmem_broadcastmem(team, dest, source, nelems * sizeof(T),          \
-                              PE_root);                                        \
+  void RHINET_NAME(F, N##_put_signal_nbi)(                                     \
+      RHINET_CTX_PARAM(F) T * dest, const T* source, size_t nelems,            \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {               \
+    put_signal(RHINET_NAME_STR(F, N, "_put_signal_nbi"), RHINET_CTX_ARG(F),    \
+               dest, source, nelems * sizeof(T), sig_addr, signal, sig_op,     \
+               pe);                                                            \
   }
+
+#define RHINET_SHMEM_SIZED_FORM(BITS, BYTES, F)                                \
+  void RHINET_NAME(F, put##BITS)(RHINET_CTX_PARAM(F) void* dest,               \
+                                 const void* source, size_t nelems, int pe) {  \
+    put_bytes(RHINET_NAME_STR(F, put##BITS, ""), RHINET_CTX_ARG(F), dest,      \
+              source, nelems* BYTES, pe, false);                               \
+  }                                                                            \
+  void RHINET_NAME(F, get##BITS)(RHINET_CTX_PARAM(F) void* dest,               \
+                                 const void* source, size_t nelems, int pe) {  \
+    get_bytes(RHINET_NAME_STR(F, get##BITS, ""), RHINET_CTX_ARG(F), dest,      \
+              source, nelems* BYTES, pe, false);                               \
+  }                                                                            \
+  void RHINET_NAME(F, put##BITS##_nbi)(RHINET_CTX_PARAM(F) void* dest,         \
+                                       const void* source, size_t nelems,      \
+                                       int pe) {                               \
+    put_bytes(RHINET_NAME_STR(F, put##BITS, "_nbi"), RHINET_CTX_ARG(F), dest,  \
+              source, nelems* BYTES, pe, true);                                \
+  }                                                                            \
+  void RHINET_NAME(F, get##BITS##_nbi)(RHINET_CTX_PARAM(F) void* dest,         \
+                                       const void* source, size_t nelems,      \
+                                       int pe) {                               \
+    get_bytes(RHINET_NAME_STR(F, get##BITS, "_nbi"), RHINET_CTX_ARG(F), dest,  \
+              source, nelems* BYTES, pe, true);                                \
+  }                                                                            \
+  void RHINET_NAME(F, iput##BITS)(RHINET_CTX_PARAM(F) void* dest,              \
+                                  const void* source, ptrdiff_t dst,           \
+                                  ptrdiff_t sst, size_t nelems, int pe) {      \
+    strided(RHINET_NAME_STR(F, iput##BITS, ""), RHINET_CTX_ARG(F), true, dest, \
+            source, dst, sst, nelems, BYTES, pe);                              \
+  }                                                                            \
+  void RHINET_NAME(F, iget##BITS)(RHINET_CTX_PARAM(F) void* dest,              \
+                                  const void* source, ptrdiff_t dst,           \
+                                  ptrdiff_t sst, size_t nelems, int pe) {      \
+    strided(RHINET_NAME_STR(F, iget##BITS, ""), RHINET_CTX_ARG(F), false,      \
+            dest, source, dst, sst, nelems, BYTES, pe);                        \
+  }                                                                            \
+  void RHINET_NAME(F, put##BITS##_signal)(                                     \
+      RHINET_CTX_PARAM(F) void* dest, const void* source, size_t nelems,       \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {               \
+    put_signal(RHINET_NAME_STR(F, put##BITS, "_signal"), RHINET_CTX_ARG(F),    \
+               dest, source, nelems* BYTES, sig_addr, signal, sig_op, pe);     \
+  }                                                                            \
+  void RHINET_NAME(F, put##BITS##_signal_nbi)(                                 \
+      RHINET_CTX_PARAM(F) void* dest, const void* source, size_t nelems,       \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {               \
+    put_signal(RHINET_NAME_STR(F, put##BITS, "_signal_nbi"),                   \
+               RHINET_CTX_ARG(F), dest, source, nelems* BYTES, sig_addr,       \
+               signal, sig_op, pe);                                            \
+  }
+
+#define RHINET_SHMEM_MEM_FORM(F)                                               \
+  void RHINET_NAME(F, putmem)(RHINET_CTX_PARAM(F) void* dest,                  \
+                              const void* source, size_t nelems, int pe) {     \
+    put_bytes(RHINET_NAME_STR(F, putmem, ""), RHINET_CTX_ARG(F), dest, source, \
+              nelems, pe, false);                                              \
+  }                                                                            \
+  void RHINET_NAME(F, getmem)(RHINET_CTX_PARAM(F) void* dest,                  \
+                              const void* source, size_t nelems, int pe) {     \
+    get_bytes(RHINET_NAME_STR(F, getmem, ""), RHINET_CTX_ARG(F), dest, source, \
+              nelems, pe, false);                                              \
+  }                                                                            \
+  void RHINET_NAME(F, putmem_nbi)(RHINET_CTX_PARAM(F) void* dest,              \
+                                  const void* source, size_t nelems, int pe) { \
+    put_bytes(RHINET_NAME_STR(F, putmem, "_nbi"), RHINET_CTX_ARG(F), dest,     \
+              source, nelems, pe, true);                                       \
+  }                                                                            \
+  void RHINET_NAME(F, getmem_nbi)(RHINET_CTX_PARAM(F) void* dest,              \
+                                  const void* source, size_t nelems, int pe) { \
+    get_bytes(RHINET_NAME_STR(F, getmem, "_nbi"), RHINET_CTX_ARG(F), dest,     \
+              source, nelems, pe, true);                                       \
+  }                                                                            \
+  void RHINET_NAME(F, putmem_signal)(                                          \
+      RHINET_CTX_PARAM(F) void* dest, const void* source, size_t nelems,       \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {               \
+    put_signal(RHINET_NAME_STR(F, putmem, "_signal"), RHINET_CTX_ARG(F), dest, \
+               source, nelems, sig_addr, signal, sig_op, pe);                  \
+  }                                                                            \
+  void RHINET_NAME(F, putmem_signal_nbi)(                                      \
+      RHINET_CTX_PARAM(F) void* dest, const void* source, size_t nelems,       \
+      uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {               \
+    put_signal(RHINET_NAME_STR(F, putmem, "_signal_nbi"), RHINET_CTX_ARG(F),   \
+               dest, source, nelems, sig_addr, signal, sig_op, pe);            \
+  }
+
+#define RHINET_SHMEM_RMA(N, T) RHINET_BOTH_FORMS(RHINET_SHMEM_RMA_FORM, N, T)
+#define RHINET_SHMEM_SIZED(BITS, BYTES) \
+  RHINET_BOTH_FORMS(RHINET_SHMEM_SIZED_FORM, BITS, BYTES)
 SHMEMI_RMA_TYPES(RHINET_SHMEM_RMA)
-
-#define RHINET_SHMEM_SIZED(BITS, BYTES)                                        \
-  void shmem_put##BITS(void* dest, const void* source, size_t nelems,          \
-                       int pe) {                                               \
-    put_bytes("shmem_put" #BITS, dest, source, nelems* BYTES, pe, false);      \
-  }                                                                            \
-  void shmem_get##BITS(void* dest, const void* source, size_t nelems,          \
-                       int pe) {                                               \
-    get_bytes("shmem_get" #BITS, dest, source, nelems* BYTES, pe, false);      \
-  }                                                                            \
-  void shmem_put##BITS##_nbi(void* dest, const void* source, size_t nelems,    \
-                             int pe) {                                         \
-    put_bytes("shmem_put" #BITS "_nbi", dest, source, nelems* BYTES, pe,       \
-              true);                                                           \
-  }                                                                            \
-  void shmem_get##BITS##_nbi(void* dest, const void* source, size_t nelems,    \
-                             int pe) {                                         \
-    get_bytes("shmem_get" #BITS "_nbi", dest, source, nelems* BYTES, pe,       \
-              true);                                                           \
-  }                                                                            \
-  void shmem_iput##BITS(void* dest, const void* source, ptrdiff_t dst,         \
-                        ptrdiff_t sst, size_t nelems, int pe) {                \
-    strided("shmem_iput" #BITS, true, dest, source, dst, sst, nelems, BYTES,   \
-            pe);                                                               \
-  }                                                                            \
-  void shmem_iget##BITS(void* dest, const void* source, ptrdiff_t dst,         \
-                        ptrdiff_t sst, size_t nelems, int pe) {                \
-    strided("shmem_iget" #BITS, false, dest, source, dst, sst, nelems, BYTES,  \
-            pe);                                                               \
-  }                                                                            \
-  void shmem_put##BITS##_signal(void* dest, const void* source, size_t nelems, \
-                                uint64_t* sig_addr, uint64_t signal,           \
-                                int sig_op, int pe) {                          \
-    put_signal("shmem_put" #BITS "_signal", dest, source, nelems* BYTES,       \
-               sig_addr, signal, sig_op, pe);                                  \
-  }                                                                            \
-  void shmem_put##BITS##_signal_nbi(void* dest, const void* source,            \
-                                    size_t nelems, uint64_t* sig_addr,         \
-                                    uint64_t signal, int sig_op, int pe) {     \
-    put_signal("shmem_put" #BITS "_signal_nbi", dest, source, nelems* BYTES,   \
-               sig_addr, signal, sig_op, pe);                                  \
-  }
 SHMEMI_RMA_SIZES(RHINET_SHMEM_SIZED)
+RHINET_SHMEM_MEM_FORM(plain)
+RHINET_SHMEM_MEM_FORM(ctx)
 
-void shmem_putmem(void* dest, const void* source, size_t nelems, int pe) {
-  put_bytes("shmem_putmem", dest, source, nelems, pe, false);
-}
-
-void shmem_getmem(void* dest, const void* source, size_t nelems, int pe) {
-  get_bytes("shmem_getmem", dest, source, nelems, pe, false);
-}
-
-void shmem_putmem_nbi(void* dest, const void* source, size_t nelems, int pe) {
-  put_bytes("shmem_putmem_nbi", dest, source, nelems, pe, true);
-}
-
-void shmem_getmem_nbi(void* dest, const void* source, size_t nelems, int pe) {
-  get_bytes("shmem_getmem_nbi", dest, source, nelems, pe, true);
-}
-
-void shmem_putmem_signal(void* dest, const void* source, size_t nelems,
-                         uint64_t* sig_addr, uint64_t signal, int sig_op,
-                         int pe) {
-  put_signal("shmem_putmem_signal", dest, source, nelems, sig_addr, signal,
-             sig_op, pe);
-}
-
-void shmem_putmem_signal_nbi(void* dest, const void* source, size_t nelems,
-                             uint64_t* sig_addr, uint64_t signal, int sig_op,
-                             int pe) {
-  put_signal("shmem_putmem_signal_nbi", dest, source, nelems, sig_addr, signal,
-             sig_op, pe);
-}
-
-uint64_t shmem_signal_fetch(const uint64_t* sig_addr) {
-  group("shmem_signal_fetch");
-  symmetric_offset("shmem_signal_fetch", sig_addr, 8, "sig_addr");
-  return load(sig_addr);
-}
-
-uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp,
-                                 uint64_t cmp_value) {
-  return wait_ivar("shmem_signal_wait_until", sig_addr, cmp, cmp_value);
-}
+#define RHINET_SHMEM_BROADCAST(N, T)                                     \
+  int shmem_##N##_broadcast(shmem_team_t team, T* dest, const T* source, \
+                            size_t nelems, int PE_root) {                \
+    return shmem_broadcastmem(team, dest, source, nelems * sizeof(T),    \
+                              PE_root);                                  \
+  }
+SHMEMI_RMA_TYPES(RHINET_SHMEM_BROADCAST)
 
 // ---- ordering
 // ------------------------------------------------------------------
@@ -819,20 +946,21 @@ uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp,
 // Every put, get and AMO of this PE has completed at its target. shmem_fence
 // is the same (see shmem.md: the contract does not yet promise that two
 // WRITEs to one target land in posting order).
-void shmem_quiet(void) { complete("shmem_quiet", group("shmem_quiet").sync()); }
+void shmem_quiet(void) {
+  quiet("shmem_quiet", context("shmem_quiet", SHMEM_CTX_DEFAULT));
+}
 
-void shmem_fence(void) { complete("shmem_fence", group("shmem_fence").sync()); }
+void shmem_ctx_quiet(shmem_ctx_t ctx) {
+  quiet("shmem_ctx_quiet", context("shmem_ctx_quiet", ctx));
+}
 
-// ---- point-to-point synchronization on the AMO types (the AMOs: amo.cc)
+// A new epoch: the next store to a PE waits for the stores to that PE
+// issued before (before_store); nothing is waited for here.
+void shmem_fence(void) { context("shmem_fence", SHMEM_CTX_DEFAULT).epoch++; }
 
-#define RHINET_SHMEM_WAIT(N, T)                                       \
-  void shmem_##N##_wait_until(T* ivar, int cmp, T cmp_value) {        \
-    (void)wait_ivar("shmem_" #N "_wait_until", ivar, cmp, cmp_value); \
-  }                                                                   \
-  int shmem_##N##_test(T* ivar, int cmp, T cmp_value) {               \
-    return test_ivar("shmem_" #N "_test", ivar, cmp, cmp_value);      \
-  }
-SHMEMI_AMO_TYPES(RHINET_SHMEM_WAIT)
+void shmem_ctx_fence(shmem_ctx_t ctx) {
+  context("shmem_ctx_fence", ctx).epoch++;
+}
 
 // ---- collectives
 // -------------------------------------------------------------------
@@ -874,7 +1002,9 @@ int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
     auto* end = static_cast<std::byte*>(dest) + words * 4;
     if (root)
       for (int i = 0; i < n; i++)
-        if (i != PE_root) put_bytes(routine, end, end, tail, view.pes[i], true);
+        if (i != PE_root)
+          put_bytes(routine, SHMEM_CTX_DEFAULT, end, end, tail, view.pes[i],
+                    true);
     rhinet::shmem::internal::team_barrier(routine, view);
   }
   return 0;

@@ -14,6 +14,8 @@
 #include <span>
 #include <vector>
 
+#include "compare.hpp"
+
 namespace rhinet::shmem::internal {
 
 // Area ID of the symmetric heap on every PE.
@@ -44,7 +46,8 @@ Communicator& world(const char* routine);
 void complete(const char* routine, rhinet::Request& r);
 // The PE ends on an error.
 void complete(const char* routine, const Result<void>& r);
-// Quiet, then the NIC barrier of all PEs (shmem_barrier_all).
+// Every context's quiet, then the NIC barrier of all PEs
+// (shmem_barrier_all).
 void heap_barrier(const char* routine);
 
 // A team as the collectives see it: its members' world PEs in team
@@ -65,13 +68,83 @@ TeamView team_view(const char* routine, shmem_team_t team,
 // Quiet, then the team's barrier.
 void team_barrier(const char* routine, const TeamView& team);
 
+// ---- contexts (shmem.cc)
+// A context is its own completion domain: the requests it posted and has
+// not seen complete, kept here instead of detached into the group, so that
+// shmem_ctx_quiet waits for its own and no other context's. All contexts
+// share the group's one endpoint (a context is not collective, so it
+// cannot make a new endpoint the other PEs would have to learn), hence
+// the NIC still runs their work requests in one queue.
+struct Context {
+  struct Pending {
+    rhinet::Request request;
+    int pe = 0;          // world PE of the target
+    bool store = false;  // a put or an AMO (what fence orders)
+    std::uint64_t epoch = 0;
+  };
+  shmem_team_t team = SHMEM_TEAM_WORLD;
+  long options = 0;
+  unsigned long owner = 0;  // the creating thread (SHMEM_CTX_PRIVATE)
+  std::vector<Pending> pending;
+  // shmem_ctx_fence starts a new epoch; a store to a PE waits, first, for
+  // this context's stores to that PE from earlier epochs.
+  std::uint64_t epoch = 0;
+};
+// The live context `ctx`, or the PE ends naming the routine (an invalid,
+// destroyed or foreign handle, a private context used by another thread).
+Context& context(const char* routine, shmem_ctx_t ctx);
+// `pe` of the context's team as a world PE, checked.
+int world_pe(const char* routine, const Context& c, int pe);
+// Before a store (put, AMO that writes) on the context to world PE `pe`:
+// refuses it on a SHMEM_CTX_NOSTORE context, and waits for the
+// context's stores to that PE issued before its last fence.
+void before_store(const char* routine, Context& c, int pe);
+// Keeps `r` (in flight) with the context until its quiet.
+void track(Context& c, rhinet::Request&& r, int pe, bool store);
+// Waits for the context's requests; the PE ends on the first error.
+void quiet(const char* routine, Context& c);
+// Every context's quiet, then the group's (what barriers and locks need).
+void quiet_all(const char* routine);
+
+// ---- waits (wait.cc)
+// The word `ivar` (read with an acquire load) compared with `value` by
+// `cmp`; an unknown cmp ends the PE naming the routine.
+template <typename T>
+bool satisfied(const char* routine, const T* ivar, int cmp, T value) {
+  const auto met = rhinet::shmem::compare(
+      __atomic_load_n(ivar, __ATOMIC_ACQUIRE), cmp, value);
+  if (!met)
+    die(routine, "cmp %d is not one of SHMEM_CMP_EQ .. SHMEM_CMP_LE", cmp);
+  return *met;
+}
+
+// ---- the two forms of each RMA, AMO and put-with-signal routine
+// The *_FORM(..., F) macros of shmem.cc and amo.cc write one routine in
+// form F: `plain` (shmem_..., on SHMEM_CTX_DEFAULT) or `ctx` (shmem_ctx_...,
+// with a leading context parameter).
+#define RHINET_NAME(F, x) RHINET_NAME_##F(x)
+#define RHINET_NAME_plain(x) shmem_##x
+#define RHINET_NAME_ctx(x) shmem_ctx_##x
+#define RHINET_NAME_STR(F, x, tail) RHINET_NAME_STR_##F(x, tail)
+#define RHINET_NAME_STR_plain(x, tail) "shmem_" #x tail
+#define RHINET_NAME_STR_ctx(x, tail) "shmem_ctx_" #x tail
+#define RHINET_CTX_PARAM(F) RHINET_CTX_PARAM_##F
+#define RHINET_CTX_PARAM_plain
+#define RHINET_CTX_PARAM_ctx shmem_ctx_t ctx,
+#define RHINET_CTX_ARG(F) RHINET_CTX_ARG_##F
+#define RHINET_CTX_ARG_plain SHMEM_CTX_DEFAULT
+#define RHINET_CTX_ARG_ctx ctx
+// Both forms of a FORM(A, B, F) macro, for the type lists' X(A, B).
+#define RHINET_BOTH_FORMS(FORM, A, B) FORM(A, B, plain) FORM(A, B, ctx)
+
 // ---- amo.cc
 // The heap offset of the AMO word `dest` of `bytes` (4 or 8) bytes at PE
 // `pe`, checked: a symmetric, aligned word of a PE of the job.
 std::size_t amo_offset(const char* routine, const void* dest, std::size_t bytes,
                        int pe);
-// A put-with-signal's signal: adds `signal` to the 64-bit word, or sets it.
-void signal_update(const char* routine, std::uint64_t* sig_addr,
+// A put-with-signal's signal: adds `signal` to the 64-bit word at world PE
+// `pe`, or sets it; waited for.
+void signal_update(const char* routine, Context& c, std::uint64_t* sig_addr,
                    std::uint64_t signal, bool add, int pe);
 
 }  // namespace rhinet::shmem::internal

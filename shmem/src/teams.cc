@@ -124,7 +124,7 @@ TeamView team_view(const char* routine, shmem_team_t team, bool collective) {
 }
 
 void team_barrier(const char* routine, const TeamView& team) {
-  complete(routine, group(routine).sync());
+  quiet_all(routine);
   if (team.comm) complete(routine, team.comm->barrier());
 }
 

@@ -1,3 +1,4 @@
+// wait_until, test, signal_wait_until, and the set forms
 // wait_until_all/any/some, their _vector forms and test_all/any/some
 // (Documentation/userlib/shmem.md, "Waiting on memory"). The NIC writes the
 // watched words by DMA and raises no interrupt for them, so a wait reads
@@ -14,27 +15,6 @@
 using namespace rhinet::shmem::internal;
 
 namespace {
-
-template <typename T>
-bool satisfied(const char* routine, const T* ivar, int cmp, T value) {
-  const T v = __atomic_load_n(ivar, __ATOMIC_ACQUIRE);
-  switch (cmp) {
-    case SHMEM_CMP_EQ:
-      return v == value;
-    case SHMEM_CMP_NE:
-      return v != value;
-    case SHMEM_CMP_GT:
-      return v > value;
-    case SHMEM_CMP_GE:
-      return v >= value;
-    case SHMEM_CMP_LT:
-      return v < value;
-    case SHMEM_CMP_LE:
-      return v <= value;
-    default:
-      die(routine, "cmp %d is not one of SHMEM_CMP_EQ .. SHMEM_CMP_LE", cmp);
-  }
-}
 
 // One round of waiting: the first rounds spin, the next yield, later ones
 // sleep 50 us each.
@@ -154,11 +134,43 @@ std::size_t test_some(const Set<T>& s, std::size_t* indices) {
   return s.test_some(indices);
 }
 
+// One word: wait_until, test, signal_wait_until.
+template <typename T>
+int test_one(const char* routine, T* ivar, int cmp, T value) {
+  group(routine);
+  symmetric_offset(routine, ivar, sizeof(T), "ivar");
+  return satisfied(routine, ivar, cmp, value) ? 1 : 0;
+}
+
+template <typename T>
+T wait_one(const char* routine, T* ivar, int cmp, T value) {
+  for (Backoff b; !test_one(routine, ivar, cmp, value); b.pause()) {
+  }
+  return __atomic_load_n(ivar, __ATOMIC_ACQUIRE);
+}
+
 }  // namespace
 
 extern "C" {
 
+uint64_t shmem_signal_fetch(const uint64_t* sig_addr) {
+  group("shmem_signal_fetch");
+  symmetric_offset("shmem_signal_fetch", sig_addr, 8, "sig_addr");
+  return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+}
+
+uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp,
+                                 uint64_t cmp_value) {
+  return wait_one("shmem_signal_wait_until", sig_addr, cmp, cmp_value);
+}
+
 #define RHINET_SHMEM_WAIT(N, T)                                                \
+  void shmem_##N##_wait_until(T* ivar, int cmp, T cmp_value) {                 \
+    (void)wait_one("shmem_" #N "_wait_until", ivar, cmp, cmp_value);           \
+  }                                                                            \
+  int shmem_##N##_test(T* ivar, int cmp, T cmp_value) {                        \
+    return test_one("shmem_" #N "_test", ivar, cmp, cmp_value);                \
+  }                                                                            \
   void shmem_##N##_wait_until_all(T* ivars, size_t nelems, const int* status,  \
                                   int cmp, T cmp_value) {                      \
     wait_all(Set<T>{"shmem_" #N "_wait_until_all", ivars, nelems, status, cmp, \
@@ -228,6 +240,6 @@ extern "C" {
                             status, cmp, cmp_values, static_cast<T>(0)},       \
                      indices);                                                 \
   }
-SHMEMI_AMO_TYPES(RHINET_SHMEM_WAIT)
+SHMEMI_WAIT_TYPES(RHINET_SHMEM_WAIT)
 
 }  // extern "C"

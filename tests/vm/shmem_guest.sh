@@ -43,7 +43,7 @@ misuse() { # CASE STATUS TEXT: the PE ends with STATUS and TEXT
 run hello
 export SHMEM_SYMMETRIC_SIZE=16M
 for p in put_get nbi_quiet atomics pingpong put_signal collectives barrier \
-	collect wait_set locks teams generic; do
+	collect wait_set locks teams generic contexts ring; do
 	run $p
 done
 # The benchmark's figures, for the log (its own check: the reduction).
@@ -65,6 +65,9 @@ misuse pe 1 "shmem_long_p: PE 2 is not a PE of this program (0 to 1)"
 misuse team 3 "shmem_team_split_strided: start 0, stride 1, size 3 name PEs that are not PEs of the parent team (0 to 1)"
 misuse lock 1 "shmem_set_lock: lock"
 misuse destroyed 1 "shmem_long_sum_reduce: team"
+misuse ctx-destroyed 1 "shmem_ctx_long_p: context"
+misuse ctx-destroyed 1 "was destroyed (shmem_ctx_destroy)"
+misuse ctx-team-pe 1 "shmem_ctx_long_p: PE 2 is not a PE of the context's team (0 to 1)"
 misuse heap 4 "shmem_malloc: no room for 1099511627776 bytes in the symmetric heap"
 SHMEM_SYMMETRIC_SIZE=lots misuse none 1 "SHMEM_SYMMETRIC_SIZE: 'lots' is not a size"
 

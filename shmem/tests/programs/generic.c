@@ -1,6 +1,8 @@
 /* C11 type-generic RMA: shmem_put, shmem_get, shmem_p, shmem_g,
  * shmem_iput and shmem_fcollect pick the typed routine from the pointer;
- * each result checked (a wrong pick moves the wrong number of bytes). */
+ * each result checked (a wrong pick moves the wrong number of bytes). The
+ * same names with a context first pick the context form; the AMOs'
+ * generic names, plain and on a context. */
 #include <shmem.h>
 #include <stdint.h>
 #define PROGRAM "shmem_generic"
@@ -44,6 +46,26 @@ int main(void) {
   for (int pe = 0; pe < n; pe++)
     CHECK(all[pe] == pe, "generic fcollect [%d] = %lld", pe,
           (long long)all[pe]);
+  long* cnt = shmem_calloc(2, sizeof(long));
+  CHECK(cnt, "allocation");
+  shmem_ctx_t ctx;
+  CHECK(shmem_ctx_create(0, &ctx) == 0, "shmem_ctx_create");
+  const double dv2[2] = {me + 10.5, me + 11.5};
+  shmem_put(ctx, &d[5], dv2, 2, right);
+  shmem_p(ctx, &s[5], (short)(me + 7), right);
+  CHECK(shmem_atomic_fetch_add(ctx, &cnt[0], 2L, 0) % 2 == 0, "ctx fetch_add");
+  shmem_atomic_inc(ctx, &cnt[1], 0);
+  shmem_atomic_add(&cnt[1], 10L, 0);
+  shmem_ctx_quiet(ctx);
+  shmem_barrier_all();
+  CHECK(d[5] == left + 10.5 && d[6] == left + 11.5 && d[7] == 0,
+        "ctx double put %g %g %g", d[5], d[6], d[7]);
+  CHECK(s[5] == left + 7 && s[6] == 0, "ctx short p %d %d", s[5], s[6]);
+  CHECK(shmem_g(ctx, &s[5], right) == me + 7, "ctx short g");
+  if (me == 0)
+    CHECK(cnt[0] == 2L * n && cnt[1] == 11L * n, "generic AMOs %ld %ld", cnt[0],
+          cnt[1]);
+  shmem_ctx_destroy(ctx);
   shmem_barrier_all();
   PASS();
   shmem_finalize();

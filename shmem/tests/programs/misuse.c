@@ -32,6 +32,21 @@ int main(int argc, char** argv) {
     shmem_team_destroy(t);
     (void)shmem_long_sum_reduce(t, heap, heap, 1);
   }
+  if (!strcmp(what, "ctx-destroyed")) {
+    shmem_ctx_t ctx;
+    if (shmem_ctx_create(0, &ctx) != 0) shmem_global_exit(6);
+    shmem_ctx_destroy(ctx);
+    shmem_ctx_long_p(ctx, heap, 1, 0);
+  }
+  if (!strcmp(what, "ctx-team-pe")) {
+    shmem_team_t t = SHMEM_TEAM_INVALID;
+    shmem_ctx_t ctx;
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, shmem_n_pes(), NULL, 0,
+                                 &t) != 0 ||
+        shmem_team_create_ctx(t, 0, &ctx) != 0)
+      shmem_global_exit(7);
+    shmem_ctx_long_p(ctx, heap, 1, shmem_team_n_pes(t));
+  }
   if (!strcmp(what, "heap")) {
     void* p = shmem_malloc((size_t)1 << 40);
     shmem_global_exit(p == NULL ? 4 : 0);

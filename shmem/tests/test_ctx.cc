@@ -1,0 +1,98 @@
+// Host-side logic of contexts and waits, with no NIC: the bounded context
+// table (exhaustion, reuse, stale handles told apart) and the one
+// SHMEM_CMP_ comparison every wait and test uses.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "compare.hpp"
+#include "ctx_table.hpp"
+
+using rhinet::shmem::compare;
+using rhinet::shmem::ContextTable;
+
+TEST(ShmemContextTable, HandlesAreDistinctAndNeverTheReservedValues) {
+  ContextTable t;
+  std::set<std::uintptr_t> seen;
+  for (std::size_t i = 0; i < ContextTable::kCapacity; i++) {
+    auto h = t.create();
+    ASSERT_TRUE(h);
+    EXPECT_GE(*h, ContextTable::kFirstHandle);  // not INVALID nor DEFAULT
+    EXPECT_TRUE(seen.insert(*h).second);
+    EXPECT_EQ(t.find(*h).found, ContextTable::Found::live);
+  }
+  EXPECT_EQ(t.live(), ContextTable::kCapacity);
+}
+
+TEST(ShmemContextTable, FullTableRefusesUntilOneIsDestroyed) {
+  ContextTable t;
+  std::vector<std::uintptr_t> h;
+  while (auto n = t.create()) h.push_back(*n);
+  ASSERT_EQ(h.size(), ContextTable::kCapacity);
+  EXPECT_FALSE(t.create());
+  EXPECT_FALSE(t.create());
+  ASSERT_TRUE(t.destroy(h[5]));
+  auto again = t.create();
+  ASSERT_TRUE(again);
+  EXPECT_NE(*again, h[5]);  // same slot, new generation
+  EXPECT_EQ(t.find(*again).slot, t.find(h[5]).slot);
+  EXPECT_FALSE(t.create());
+}
+
+TEST(ShmemContextTable, DestroyedHandleStaysStaleAfterItsSlotIsReused) {
+  ContextTable t;
+  auto a = t.create();
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(t.destroy(*a));
+  EXPECT_EQ(t.find(*a).found, ContextTable::Found::destroyed);
+  EXPECT_FALSE(t.destroy(*a));  // twice: refused
+  auto b = t.create();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(t.find(*a).found, ContextTable::Found::destroyed);
+  EXPECT_EQ(t.find(*b).found, ContextTable::Found::live);
+  EXPECT_EQ(t.live(), 1u);
+}
+
+TEST(ShmemContextTable, ValuesNeverHandedOutAreUnknown) {
+  ContextTable t;
+  auto a = t.create();
+  ASSERT_TRUE(a);
+  for (std::uintptr_t v :
+       {std::uintptr_t{0}, std::uintptr_t{1}, std::uintptr_t{0xff},
+        *a + (1u << 8), *a + 1, std::uintptr_t{0xdead0000}})
+    EXPECT_EQ(t.find(v).found, ContextTable::Found::unknown) << v;
+  EXPECT_FALSE(t.destroy(0));
+  EXPECT_EQ(t.live(), 1u);
+}
+
+TEST(ShmemCompare, EveryComparisonBothWays) {
+  EXPECT_EQ(compare(3, SHMEM_CMP_EQ, 3), true);
+  EXPECT_EQ(compare(3, SHMEM_CMP_EQ, 4), false);
+  EXPECT_EQ(compare(3, SHMEM_CMP_NE, 4), true);
+  EXPECT_EQ(compare(3, SHMEM_CMP_NE, 3), false);
+  EXPECT_EQ(compare(5, SHMEM_CMP_GT, 4), true);
+  EXPECT_EQ(compare(4, SHMEM_CMP_GT, 4), false);
+  EXPECT_EQ(compare(4, SHMEM_CMP_GE, 4), true);
+  EXPECT_EQ(compare(3, SHMEM_CMP_GE, 4), false);
+  EXPECT_EQ(compare(3, SHMEM_CMP_LT, 4), true);
+  EXPECT_EQ(compare(4, SHMEM_CMP_LT, 4), false);
+  EXPECT_EQ(compare(4, SHMEM_CMP_LE, 4), true);
+  EXPECT_EQ(compare(5, SHMEM_CMP_LE, 4), false);
+}
+
+TEST(ShmemCompare, TypesKeepTheirSignedness) {
+  // short and unsigned short (the wait types this library added) compare
+  // as themselves, not as their int promotion's bits.
+  const short neg = -1;
+  const unsigned short big = 0xffff;
+  EXPECT_EQ(compare<short>(neg, SHMEM_CMP_LT, 0), true);
+  EXPECT_EQ(compare<unsigned short>(big, SHMEM_CMP_GT, 0), true);
+  EXPECT_EQ(compare<std::uint64_t>(~0ull, SHMEM_CMP_GT, 1), true);
+}
+
+TEST(ShmemCompare, UnknownComparisonIsNoAnswer) {
+  EXPECT_FALSE(compare(1, 6, 1).has_value());
+  EXPECT_FALSE(compare(1, -1, 1).has_value());
+}
