@@ -259,6 +259,10 @@ struct QpObj {
   uint32_t prefetched_slot = kNone;  // tx_raw holds this slot's WQE
   // RHN_SQ_RECORD_DOORBELL_WANTED is in the SQ record (as last stored).
   bool sq_asks_kick = false;
+  // RHN_CREATE_QP_F_SQ_EVENT_INDEX: the word carries the producer index at
+  // which the NIC went idle, sq_event_at (kNone: none stored this life).
+  bool sq_event_index = false;
+  uint32_t sq_event_at = kNone;
 
   // Responder.
   uint32_t rq_consumer = 0;
