@@ -714,7 +714,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       qp.sq_log = c.sq_log_depth;
       qp.rq_log = own_rq ? c.rq_log_depth : 0;
       qp.xrcd = c.xrcd;
-      qp.sq_event_index = event_index;
+      qp.sq_event = event_index ? SqEvent::kUnset : SqEvent::kOff;
       qp.sq_ring = to_ref(c.sq_ring);
       qp.sq_record = to_ref(c.sq_record);
       ref_get(qp.sq_ring, 1);
@@ -808,7 +808,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
           qp.rq_consumer = qp.rq_producer = qp.rq_scan = 0;
           rq_ask_for_kicks(qp, false);
           sq_ask_for_kicks(qp, false);
-          qp.sq_event_at = kNone;
+          if (qp.sq_event != SqEvent::kOff) qp.sq_event = SqEvent::kUnset;
           qp.rnr_blocked = false;
           qp.rnr_count = 0;
           qp.flushing = false;

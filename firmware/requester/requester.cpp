@@ -733,12 +733,14 @@ void Engine::Impl::rq_ask_for_kicks(QpObj& qp, bool ask) {
 bool Engine::Impl::sq_idle_found_work(QpObj& qp) {
   if (qp.sq_asks_kick || qp.mp || qp.inflight_head != qp.inflight_tail)
     return false;
-  if (!qp.sq_event_index) {
+  const auto at = static_cast<uint16_t>(qp.sq_producer);
+  if (qp.sq_event == SqEvent::kOff) {
     sq_ask_for_kicks(qp, true);
-  } else if (qp.sq_event_at != qp.sq_producer) {
-    qp.sq_event_at = qp.sq_producer;
-    uint32_t word =
-        RHN_SQ_RECORD_EVENT | (qp.sq_producer & RHN_SQ_RECORD_EVENT_INDEX);
+  } else if (qp.sq_event == SqEvent::kUnset || qp.sq_event_at != at) {
+    // The same index mod 2^16 names the same slot to the post's rule.
+    qp.sq_event = SqEvent::kStored;
+    qp.sq_event_at = at;
+    uint32_t word = RHN_SQ_RECORD_EVENT | at;
     host_dma(qp.sq_record, RHN_OFFSETOF(rhn_queue_record, nic_consumer), &word,
              sizeof(word), true);
   } else {

@@ -80,9 +80,7 @@ class SqNoKick : public ::testing::Test {
     Region src = make_region(*p.ctx_a, kLen * 2, kAllAccess, 63);
     Region dst = make_region(*p.ctx_b, kLen * 2);
     make_a_busy(src);
-    p.qp_a->kick_sq();  // a kick while busy: the request is taken back
-    c->run_for(1'000);
-    ASSERT_FALSE(wanted(*p.qp_a));
+    ASSERT_NO_FATAL_FAILURE(before_race());
     CounterSnap a(node_a());
     published_before = node_a().bus.published();
     bool post_ok = false;
@@ -104,8 +102,16 @@ class SqNoKick : public ::testing::Test {
     EXPECT_TRUE(p.cq_a->poll().empty());  // not sent twice
     EXPECT_TRUE(p.cq_b->poll().empty());
     EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
-    EXPECT_TRUE(wanted(*p.qp_a));  // idle again
+    EXPECT_TRUE(idle_after_race());
   }
+  // The word before the race: the bit taken back by a kick while busy.
+  virtual void before_race() {
+    p.qp_a->kick_sq();
+    c->run_for(1'000);
+    ASSERT_FALSE(wanted(*p.qp_a));
+  }
+  // The word once the NIC is idle again after the race's two SENDs.
+  virtual bool idle_after_race() { return wanted(*p.qp_a); }
   std::unique_ptr<SimCluster> c;
   RcPair p;
   uint64_t published_before = 0;  // entries the NIC had published
@@ -285,33 +291,45 @@ TEST_F(SqNoKick, ResetThenNewLifePostsWithoutStaleState) {
 }
 
 // A kick the full FIFO dropped: the rescan reads the record and sends.
-TEST(SqNoKickLost, DroppedDoorbellIsRecovered) {
+// Returns the SQ word once the NIC is idle again.
+uint32_t dropped_doorbell_is_recovered(uint8_t qp_flags, uint32_t word_before) {
   constexpr uint32_t kFifo = 16;
   SimCluster c(two_nodes(kFifo));
-  ASSERT_TRUE(c.all_up());
-  RcPair p = make_rc_pair(c, 0, 1);
-  ASSERT_TRUE(p.ok);
+  EXPECT_TRUE(c.all_up());
+  RcOptions opt;
+  opt.qp_flags = qp_flags;
+  RcPair p = make_rc_pair(c, 0, 1, opt);
+  EXPECT_TRUE(p.ok);
+  if (!p.ok) return 0;
   p.qp_a->sq_kick_on_request = true;
   c.run_for(100'000);
   Region src = make_region(*p.ctx_a, kLen, kAllAccess, 68);
   Region dst = make_region(*p.ctx_b, kLen);
-  ASSERT_TRUE(p.qp_b->post_recv(1, {dst.sge(0, kLen)}));
-  ASSERT_TRUE(wanted(*p.qp_a));
+  EXPECT_TRUE(p.qp_b->post_recv(1, {dst.sge(0, kLen)}));
+  EXPECT_EQ(p.qp_a->sq_nic_word(), word_before);
   CounterSnap a(c.node(0));
   auto foreign = c.node(0).open_context();
-  ASSERT_TRUE(foreign->ok());
+  EXPECT_TRUE(foreign->ok());
   auto fcq = foreign->create_cq(6);
   QpInit qi;
   qi.send_cq = fcq.get();
   auto fqp = foreign->create_qp(qi);
-  ASSERT_TRUE(fqp);
+  EXPECT_TRUE(fqp);
+  if (!fqp) return 0;
   for (uint32_t i = 0; i < 2 * kFifo; i++) fqp->kick_sq();  // fills it
-  ASSERT_TRUE(p.qp_a->post_send(send_wr(1, {src.sge(0, kLen)})));
+  EXPECT_TRUE(p.qp_a->post_send(send_wr(1, {src.sge(0, kLen)})));
   Completion r = wait_one(c, *p.cq_a);
-  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_TRUE(r.ok()) << describe(r);
   EXPECT_GE(a.delta(RHN_CNT_KICK_OVERFLOWS), 1u);  // the post's was lost
-  ASSERT_TRUE(wait_one(c, *p.cq_b).ok());
+  EXPECT_TRUE(wait_one(c, *p.cq_b).ok());
   EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
+  c.run_for(100'000);
+  return p.qp_a->sq_nic_word();
+}
+
+TEST(SqNoKickLost, DroppedDoorbellIsRecovered) {
+  EXPECT_EQ(dropped_doorbell_is_recovered(0, RHN_SQ_RECORD_DOORBELL_WANTED),
+            RHN_SQ_RECORD_DOORBELL_WANTED);
 }
 
 // UD completes each datagram as it leaves: idle after each, asking.
@@ -376,36 +394,11 @@ class SqEventIndex : public SqNoKick {
     p.qp_a->sq_kick_on_request = true;
     c->run_for(100'000);
   }
-  // make_a_busy's SEND kicked (the NIC was idle at 0) and is waiting for
-  // a receive; posts at `match` inside the idle transition that follows
-  // its completion, then counts that post's kicks.
-  void race_at(const OnNicAccess::Match& match, uint64_t want_kicks) {
-    Region src = make_region(*p.ctx_a, kLen * 2, kAllAccess, 73);
-    Region dst = make_region(*p.ctx_b, kLen * 2);
-    make_a_busy(src);
-    ASSERT_EQ(p.qp_a->sq_nic_word(), event_at(0));  // never taken back
-    CounterSnap a(node_a());
-    published_before = node_a().bus.published();
-    bool post_ok = false;
-    OnNicAccess hook(node_a().memory, match, [&] {
-      post_ok = p.qp_a->post_send(send_wr(1, {src.sge(kLen, kLen)}));
-    });
-    for (int i = 0; i < 2; ++i)
-      ASSERT_TRUE(
-          p.qp_b->post_recv(uint64_t(i), {dst.sge(size_t(i) * kLen, kLen)}));
-    auto sends = c->wait_cqes(*p.cq_a, 2);
-    ASSERT_TRUE(hook.fired);
-    ASSERT_TRUE(post_ok);
-    ASSERT_EQ(sends.size(), 2u) << describe(sends);
-    EXPECT_EQ(sends[1].wr_id, 1u);
-    EXPECT_TRUE(sends[1].ok()) << describe(sends[1]);
-    EXPECT_EQ(a.delta(RHN_CNT_HOST_DOORBELLS), want_kicks);
-    ASSERT_EQ(c->wait_cqes(*p.cq_b, 2).size(), 2u);
-    c->run_for(100'000);
-    EXPECT_TRUE(p.cq_a->poll().empty());  // not sent twice
-    EXPECT_TRUE(p.cq_b->poll().empty());
-    EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
-    EXPECT_EQ(p.qp_a->sq_nic_word(), event_at(2));  // idle again, at 2
+  // make_a_busy's SEND kicked (the NIC was idle at 0); nothing takes
+  // the event back. After the race the NIC is idle at 2.
+  void before_race() override { ASSERT_EQ(p.qp_a->sq_nic_word(), event_at(0)); }
+  bool idle_after_race() override {
+    return p.qp_a->sq_nic_word() == event_at(2);
   }
 };
 
@@ -548,39 +541,12 @@ TEST_F(SqEventIndex, ResetThenNewLife) {
   EXPECT_EQ(a.delta(RHN_CNT_HOST_DOORBELLS), 1u);  // the post after RTS
 }
 
-// The event post's kick dropped by a full kick FIFO: the rescan reads the
-// record and sends; the NIC asks again at the new index.
+// The event post's kick dropped by a full kick FIFO: the rescan reads
+// the record and sends; the NIC asks again at the new index.
 TEST(SqEventIndexLost, DroppedDoorbellIsRecovered) {
-  constexpr uint32_t kFifo = 16;
-  SimCluster c(two_nodes(kFifo));
-  ASSERT_TRUE(c.all_up());
-  RcOptions opt;
-  opt.qp_flags = RHN_CREATE_QP_F_SQ_EVENT_INDEX;
-  RcPair p = make_rc_pair(c, 0, 1, opt);
-  ASSERT_TRUE(p.ok);
-  p.qp_a->sq_kick_on_request = true;
-  c.run_for(100'000);
-  Region src = make_region(*p.ctx_a, kLen, kAllAccess, 77);
-  Region dst = make_region(*p.ctx_b, kLen);
-  ASSERT_TRUE(p.qp_b->post_recv(1, {dst.sge(0, kLen)}));
-  ASSERT_EQ(p.qp_a->sq_nic_word(), event_at(0));
-  CounterSnap a(c.node(0));
-  auto foreign = c.node(0).open_context();
-  ASSERT_TRUE(foreign->ok());
-  auto fcq = foreign->create_cq(6);
-  QpInit qi;
-  qi.send_cq = fcq.get();
-  auto fqp = foreign->create_qp(qi);
-  ASSERT_TRUE(fqp);
-  for (uint32_t i = 0; i < 2 * kFifo; i++) fqp->kick_sq();  // fills it
-  ASSERT_TRUE(p.qp_a->post_send(send_wr(1, {src.sge(0, kLen)})));
-  Completion r = wait_one(c, *p.cq_a);
-  ASSERT_TRUE(r.ok()) << describe(r);
-  EXPECT_GE(a.delta(RHN_CNT_KICK_OVERFLOWS), 1u);
-  ASSERT_TRUE(wait_one(c, *p.cq_b).ok());
-  EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
-  c.run_for(100'000);
-  EXPECT_EQ(p.qp_a->sq_nic_word(), event_at(1));
+  EXPECT_EQ(dropped_doorbell_is_recovered(RHN_CREATE_QP_F_SQ_EVENT_INDEX,
+                                          event_at(0)),
+            event_at(1));
 }
 
 // Past the 16-bit wrap of the event index on a real SQ: batches that
