@@ -656,8 +656,12 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       // The management QP: the kernel's, UD, and always QPN 1.
       const bool gsi = c.flags & RHN_CREATE_QP_F_GSI;
       const bool mp = c.flags & RHN_CREATE_QP_F_MULTI_PRODUCER;
-      if (c.flags & ~(RHN_CREATE_QP_F_GSI | RHN_CREATE_QP_F_MULTI_PRODUCER))
+      const bool event_index = c.flags & RHN_CREATE_QP_F_SQ_EVENT_INDEX;
+      if (c.flags & ~(RHN_CREATE_QP_F_GSI | RHN_CREATE_QP_F_MULTI_PRODUCER |
+                      RHN_CREATE_QP_F_SQ_EVENT_INDEX))
         return detail = 11, RHN_ADMIN_BAD_PARAM;
+      // A multi-producer record's word is a count of slots done.
+      if (mp && event_index) return detail = 11, RHN_ADMIN_BAD_PARAM;
       if (gsi && ctx != 0) return detail = 11, RHN_ADMIN_NOT_PERMITTED;
       if (gsi && c.type != RHN_QP_UD) return detail = 11, RHN_ADMIN_BAD_PARAM;
       if (gsi && qps[RHN_QPN_GSI].valid) return detail = 11, RHN_ADMIN_EXISTS;
@@ -710,6 +714,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       qp.sq_log = c.sq_log_depth;
       qp.rq_log = own_rq ? c.rq_log_depth : 0;
       qp.xrcd = c.xrcd;
+      qp.sq_event = event_index ? SqEvent::kUnset : SqEvent::kOff;
       qp.sq_ring = to_ref(c.sq_ring);
       qp.sq_record = to_ref(c.sq_record);
       ref_get(qp.sq_ring, 1);
@@ -803,6 +808,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
           qp.rq_consumer = qp.rq_producer = qp.rq_scan = 0;
           rq_ask_for_kicks(qp, false);
           sq_ask_for_kicks(qp, false);
+          if (qp.sq_event != SqEvent::kOff) qp.sq_event = SqEvent::kUnset;
           qp.rnr_blocked = false;
           qp.rnr_count = 0;
           qp.flushing = false;

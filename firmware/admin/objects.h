@@ -204,6 +204,9 @@ struct KeyCache {
   }
 };
 
+// What a plain SQ's record word holds besides the request bit.
+enum class SqEvent : uint8_t { kOff, kUnset, kStored };
+
 struct QpObj {
   bool valid = false;
   uint8_t type = 0;
@@ -259,6 +262,11 @@ struct QpObj {
   uint32_t prefetched_slot = kNone;  // tx_raw holds this slot's WQE
   // RHN_SQ_RECORD_DOORBELL_WANTED is in the SQ record (as last stored).
   bool sq_asks_kick = false;
+  // RHN_CREATE_QP_F_SQ_EVENT_INDEX: the word carries the producer index
+  // (mod 2^16) at which the NIC went idle. In the padding after the bool,
+  // so no later field moves (the soft core's offsets stay short).
+  SqEvent sq_event = SqEvent::kOff;
+  uint16_t sq_event_at = 0;  // with kStored: the index in the word
 
   // Responder.
   uint32_t rq_consumer = 0;

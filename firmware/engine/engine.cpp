@@ -511,7 +511,7 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
       v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
           RHN_CAP_AREA | RHN_CAP_INLINE_DB | RHN_CAP_STATUS_WORD |
           RHN_CAP_RQ_RECORD_READ | RHN_CAP_SQ_DOORBELL_ON_REQUEST |
-          RHN_CAP_XRC | family_caps();
+          RHN_CAP_XRC | RHN_CAP_SQ_EVENT_INDEX | family_caps();
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;

@@ -727,10 +727,25 @@ void Engine::Impl::rq_ask_for_kicks(QpObj& qp, bool ask) {
 // sees the other side's store: our read finds the WQE, or the post kicks.
 // While anything is uncompleted we need no request: each completion
 // schedules the QP, whose next start_message reads the record again.
+// With an event index the word names the slot whose post must kick, so
+// no kick needs to take it back; it is stored again only when the NIC
+// goes idle at another index.
 bool Engine::Impl::sq_idle_found_work(QpObj& qp) {
   if (qp.sq_asks_kick || qp.mp || qp.inflight_head != qp.inflight_tail)
     return false;
-  sq_ask_for_kicks(qp, true);
+  const auto at = static_cast<uint16_t>(qp.sq_producer);
+  if (qp.sq_event == SqEvent::kOff) {
+    sq_ask_for_kicks(qp, true);
+  } else if (qp.sq_event == SqEvent::kUnset || qp.sq_event_at != at) {
+    // The same index mod 2^16 names the same slot to the post's rule.
+    qp.sq_event = SqEvent::kStored;
+    qp.sq_event_at = at;
+    uint32_t word = RHN_SQ_RECORD_EVENT | at;
+    host_dma(qp.sq_record, RHN_OFFSETOF(rhn_queue_record, nic_consumer), &word,
+             sizeof(word), true);
+  } else {
+    return false;  // asked at this index already: its post kicks
+  }
   rhn_queue_record rec;
   counters.add_bus(RHN_CNT_QUEUE_RECORD_READS, 1);
   if (!queue_dma(qp.sq_record_key, qp.sq_record, 0, &rec, sizeof(rec), false))
@@ -741,6 +756,12 @@ bool Engine::Impl::sq_idle_found_work(QpObj& qp) {
 
 static_assert(RHN_SQ_RECORD_DOORBELL_WANTED > (2u << kMaxWqLog),
               "the request is one bit no SQ index of a ring reaches");
+static_assert((1u << kMaxWqLog) < RHN_SQ_RECORD_EVENT_INDEX + 1u &&
+                  !(RHN_SQ_RECORD_EVENT_INDEX &
+                    (RHN_SQ_RECORD_EVENT | RHN_SQ_RECORD_DOORBELL_WANTED)) &&
+                  RHN_SQ_RECORD_EVENT != RHN_SQ_RECORD_DOORBELL_WANTED,
+              "a post (at most a ring) cannot wrap the 16-bit event index, "
+              "and the index shares no bit with the flags");
 
 void Engine::Impl::sq_ask_for_kicks(QpObj& qp, bool ask) {
   if (qp.mp) return;  // its nic_consumer is the count of slots done

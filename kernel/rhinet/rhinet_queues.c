@@ -15,7 +15,8 @@
 
 #define RHINET_QP_RECORDS_SIZE sizeof(struct rhn_queue_record)
 #define RHINET_QP_BUF_MASK \
-	(RHINET_QUEUE_BUF_DMABUF | RHINET_CREATE_QP_MULTI_PRODUCER)
+	(RHINET_QUEUE_BUF_DMABUF | RHINET_CREATE_QP_MULTI_PRODUCER | \
+	 RHINET_CREATE_QP_SQ_EVENT_INDEX)
 
 static struct rhn_host_ref rhinet_ref(const struct rhinet_mem *mem, u64 va)
 {
@@ -428,6 +429,10 @@ static int rhinet_qp_check(struct rhinet_ib *ib, struct ib_qp_init_attr *attr,
 	    (req->sq_log_depth < RHINET_MP_MIN_SQ_LOG_DEPTH ||
 	     !cap->max_send_wr))
 		return -EINVAL;
+	/* An event index is a plain SQ's; a multi-producer word is a count. */
+	if ((req->comp_mask & RHINET_CREATE_QP_SQ_EVENT_INDEX) &&
+	    (req->comp_mask & RHINET_CREATE_QP_MULTI_PRODUCER))
+		return -EINVAL;
 	/* Tag matching (a TM SRQ) is for RC QPs. */
 	if (attr->srq && attr->srq->srq_type == IB_SRQT_TM &&
 	    attr->qp_type != IB_QPT_RC)
@@ -482,7 +487,8 @@ static int rhinet_qp_create_nic(struct rhinet_ib *ib,
 	int ret;
 
 	ret = rhinet_queue_buf_of(req->comp_mask &
-					  ~RHINET_CREATE_QP_MULTI_PRODUCER,
+					  ~(RHINET_CREATE_QP_MULTI_PRODUCER |
+					    RHINET_CREATE_QP_SQ_EVENT_INDEX),
 				  va, req->buf_len, req->dmabuf_fd,
 				  req->dmabuf_offset, req->reserved2, &buf);
 	if (ret)
@@ -509,6 +515,8 @@ static int rhinet_qp_create_nic(struct rhinet_ib *ib,
 	c->type = qp->nic_type;
 	if (mp)
 		c->flags = RHN_CREATE_QP_F_MULTI_PRODUCER;
+	if (req->comp_mask & RHINET_CREATE_QP_SQ_EVENT_INDEX)
+		c->flags |= RHN_CREATE_QP_F_SQ_EVENT_INDEX;
 	c->sq_log_depth = req->sq_log_depth;
 	c->rq_log_depth = req->rq_log_depth;
 	c->sq_ring = rhinet_ref(&qp->buf, va);
@@ -552,6 +560,11 @@ int rhinet_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	if ((req.comp_mask & ~RHINET_QP_BUF_MASK) ||
 	    memchr_inv(req.reserved, 0, sizeof(req.reserved)))
 		return -EOPNOTSUPP;
+	if ((req.comp_mask & RHINET_CREATE_QP_SQ_EVENT_INDEX) &&
+	    !(rhinet_read32(ib->rdev, RHN_REG_CAPS) & RHN_CAP_SQ_EVENT_INDEX)) {
+		ibdev_dbg(&ib->ibdev, "create qp: NIC has no SQ event index\n");
+		return -EOPNOTSUPP;
+	}
 	type = rhinet_qp_nic_type(attr, &req);
 	if (type < 0)
 		return type;

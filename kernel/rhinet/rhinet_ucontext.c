@@ -308,6 +308,9 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 		resp.comp_mask |= RHINET_UCONTEXT_RESP_RQ_DOORBELL_ON_REQUEST;
 	if (resp.caps & RHN_CAP_SQ_DOORBELL_ON_REQUEST)
 		resp.comp_mask |= RHINET_UCONTEXT_RESP_SQ_DOORBELL_ON_REQUEST;
+	if ((resp.caps & RHN_CAP_SQ_DOORBELL_ON_REQUEST) &&
+	    (resp.caps & RHN_CAP_SQ_EVENT_INDEX))
+		resp.comp_mask |= RHINET_UCONTEXT_RESP_SQ_EVENT_INDEX;
 	/* Older providers' responses end before max_areas or twin_bytes. */
 	if (!udata || udata->outlen >= sizeof(resp)) {
 		resp_len = sizeof(resp);

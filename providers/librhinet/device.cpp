@@ -187,6 +187,16 @@ bool sq_kick_on_request_allowed(const rhinet_alloc_ucontext_resp& r) {
          (r.caps & RHN_CAP_SQ_DOORBELL_ON_REQUEST);
 }
 
+// Whether plain SQs ask for an event index: the driver passes the NIC's
+// word on, and RHINET_SQ_DOORBELL=bit measures the request bit alone.
+bool sq_event_index_allowed(const rhinet_alloc_ucontext_resp& r) {
+  const char* env = getenv("RHINET_SQ_DOORBELL");
+  if (env && !strcmp(env, "bit")) return false;
+  return sq_kick_on_request_allowed(r) &&
+         (r.comp_mask & RHINET_UCONTEXT_RESP_SQ_EVENT_INDEX) &&
+         (r.caps & RHN_CAP_SQ_EVENT_INDEX);
+}
+
 verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
   auto* raw = static_cast<Context*>(_verbs_init_and_alloc_context(
       ibdev, cmd_fd, sizeof(Context),
@@ -209,6 +219,7 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
   ctx->attr = resp.drv;
   ctx->rq_kick_on_request = rq_kick_on_request_allowed(resp.drv);
   ctx->sq_kick_on_request = sq_kick_on_request_allowed(resp.drv);
+  ctx->sq_event_index = sq_event_index_allowed(resp.drv);
   if (cmd.drv.num_groups &&
       !(resp.drv.comp_mask & RHINET_UCONTEXT_RESP_GROUPS)) {
     fprintf(stderr, "librhinet: rhinet.ko does not support process groups\n");

@@ -105,6 +105,9 @@ struct Context {
   // The same for plain SQs (RHINET_SQ_DOORBELL=always keeps every kick,
   // and leaves the WQE out of the doorbell page, as before).
   bool sq_kick_on_request = false;
+  // Plain SQs are created with an event index (the driver says the NIC
+  // has one; RHINET_SQ_DOORBELL=bit keeps the request bit alone).
+  bool sq_event_index = false;
   // A kick may carry a one-slot WQE in the page's inline window.
   bool sq_inline_db = false;
   // The page has one window: held from its first store to the kick, so

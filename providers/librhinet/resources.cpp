@@ -683,6 +683,8 @@ Qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t driver_qp_type,
   cmd.drv.buf_len = qp->buf_len;
   ask_for_dmabuf(cmd.drv, qbuf);
   if (mp) cmd.drv.comp_mask |= RHINET_CREATE_QP_MULTI_PRODUCER;
+  if (ctx->sq_event_index && !mp)
+    cmd.drv.comp_mask |= RHINET_CREATE_QP_SQ_EVENT_INDEX;
   CreateQpResp resp{};
   int err = ibv_cmd_create_qp_ex(
       pd->context, &qp->vqp, attr,

@@ -121,14 +121,17 @@ int sq_mp_write(Qp* qp, uint8_t* wqe, uint32_t slots, uint64_t wr_id,
   return 0;
 }
 
-// The NIC stores the request when it goes idle on the SQ, then reads
-// producer_index; we store producer_index, fence, then load the request.
-// One of us sees the other's store: the NIC's read finds the WQE, or we
-// kick (queues.md, "Sends without doorbells").
-static bool sq_kick_wanted(const Qp* qp) {
+// The NIC stores the request (or its event index) when it goes idle on
+// the SQ, then reads producer_index; we store producer_index, fence, then
+// load the word. One of us sees the other's store: the NIC's read finds
+// the WQE, or we kick (queues.md, "Sends without doorbells"). With an
+// event index only the post that writes the slot the NIC went idle at
+// kicks; the request bit alone makes every post kick.
+static bool sq_kick_wanted(const Qp* qp, uint32_t first) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  return __atomic_load_n(&qp->sq_record->nic_consumer, __ATOMIC_RELAXED) &
-         RHN_SQ_RECORD_DOORBELL_WANTED;
+  return rhn_sq_post_must_kick(
+      __atomic_load_n(&qp->sq_record->nic_consumer, __ATOMIC_RELAXED), first,
+      qp->sq_producer);
 }
 
 // The kick, with the first WQE not yet announced in the inline window
@@ -166,7 +169,7 @@ void sq_publish(Qp* qp) {
     ctx->kick(RHN_DB_SQ, qp->qpn);
     return;
   }
-  if (sq_kick_wanted(qp)) sq_kick(ctx, qp, first);
+  if (sq_kick_wanted(qp, first)) sq_kick(ctx, qp, first);
 }
 
 void sq_rollback(Qp* qp, uint32_t producer) {

@@ -80,9 +80,7 @@ class SqNoKick : public ::testing::Test {
     Region src = make_region(*p.ctx_a, kLen * 2, kAllAccess, 63);
     Region dst = make_region(*p.ctx_b, kLen * 2);
     make_a_busy(src);
-    p.qp_a->kick_sq();  // a kick while busy: the request is taken back
-    c->run_for(1'000);
-    ASSERT_FALSE(wanted(*p.qp_a));
+    ASSERT_NO_FATAL_FAILURE(before_race());
     CounterSnap a(node_a());
     published_before = node_a().bus.published();
     bool post_ok = false;
@@ -104,8 +102,16 @@ class SqNoKick : public ::testing::Test {
     EXPECT_TRUE(p.cq_a->poll().empty());  // not sent twice
     EXPECT_TRUE(p.cq_b->poll().empty());
     EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
-    EXPECT_TRUE(wanted(*p.qp_a));  // idle again
+    EXPECT_TRUE(idle_after_race());
   }
+  // The word before the race: the bit taken back by a kick while busy.
+  virtual void before_race() {
+    p.qp_a->kick_sq();
+    c->run_for(1'000);
+    ASSERT_FALSE(wanted(*p.qp_a));
+  }
+  // The word once the NIC is idle again after the race's two SENDs.
+  virtual bool idle_after_race() { return wanted(*p.qp_a); }
   std::unique_ptr<SimCluster> c;
   RcPair p;
   uint64_t published_before = 0;  // entries the NIC had published
@@ -285,33 +291,45 @@ TEST_F(SqNoKick, ResetThenNewLifePostsWithoutStaleState) {
 }
 
 // A kick the full FIFO dropped: the rescan reads the record and sends.
-TEST(SqNoKickLost, DroppedDoorbellIsRecovered) {
+// Returns the SQ word once the NIC is idle again.
+uint32_t dropped_doorbell_is_recovered(uint8_t qp_flags, uint32_t word_before) {
   constexpr uint32_t kFifo = 16;
   SimCluster c(two_nodes(kFifo));
-  ASSERT_TRUE(c.all_up());
-  RcPair p = make_rc_pair(c, 0, 1);
-  ASSERT_TRUE(p.ok);
+  EXPECT_TRUE(c.all_up());
+  RcOptions opt;
+  opt.qp_flags = qp_flags;
+  RcPair p = make_rc_pair(c, 0, 1, opt);
+  EXPECT_TRUE(p.ok);
+  if (!p.ok) return 0;
   p.qp_a->sq_kick_on_request = true;
   c.run_for(100'000);
   Region src = make_region(*p.ctx_a, kLen, kAllAccess, 68);
   Region dst = make_region(*p.ctx_b, kLen);
-  ASSERT_TRUE(p.qp_b->post_recv(1, {dst.sge(0, kLen)}));
-  ASSERT_TRUE(wanted(*p.qp_a));
+  EXPECT_TRUE(p.qp_b->post_recv(1, {dst.sge(0, kLen)}));
+  EXPECT_EQ(p.qp_a->sq_nic_word(), word_before);
   CounterSnap a(c.node(0));
   auto foreign = c.node(0).open_context();
-  ASSERT_TRUE(foreign->ok());
+  EXPECT_TRUE(foreign->ok());
   auto fcq = foreign->create_cq(6);
   QpInit qi;
   qi.send_cq = fcq.get();
   auto fqp = foreign->create_qp(qi);
-  ASSERT_TRUE(fqp);
+  EXPECT_TRUE(fqp);
+  if (!fqp) return 0;
   for (uint32_t i = 0; i < 2 * kFifo; i++) fqp->kick_sq();  // fills it
-  ASSERT_TRUE(p.qp_a->post_send(send_wr(1, {src.sge(0, kLen)})));
+  EXPECT_TRUE(p.qp_a->post_send(send_wr(1, {src.sge(0, kLen)})));
   Completion r = wait_one(c, *p.cq_a);
-  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_TRUE(r.ok()) << describe(r);
   EXPECT_GE(a.delta(RHN_CNT_KICK_OVERFLOWS), 1u);  // the post's was lost
-  ASSERT_TRUE(wait_one(c, *p.cq_b).ok());
+  EXPECT_TRUE(wait_one(c, *p.cq_b).ok());
   EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
+  c.run_for(100'000);
+  return p.qp_a->sq_nic_word();
+}
+
+TEST(SqNoKickLost, DroppedDoorbellIsRecovered) {
+  EXPECT_EQ(dropped_doorbell_is_recovered(0, RHN_SQ_RECORD_DOORBELL_WANTED),
+            RHN_SQ_RECORD_DOORBELL_WANTED);
 }
 
 // UD completes each datagram as it leaves: idle after each, asking.
@@ -335,6 +353,262 @@ TEST(SqNoKickUd, IdleUdSqAsks) {
     c.run_for(10'000);
     EXPECT_TRUE(wanted(*e.qp));
   }
+}
+
+// ---- The event index (RHN_CREATE_QP_F_SQ_EVENT_INDEX) ------------------
+
+// The word the NIC stores when it goes idle with producer index `idx`.
+uint32_t event_at(uint32_t idx) {
+  return RHN_SQ_RECORD_EVENT | (idx & RHN_SQ_RECORD_EVENT_INDEX);
+}
+
+// The provider's rule on its own, at the 16-bit wrap: a post kicks iff it
+// writes slot E (modulo 2^16); the request bit kicks every post; 0 none.
+TEST(SqEventIndexRule, KicksOnlyThePostThatWritesTheEventSlot) {
+  EXPECT_TRUE(rhn_sq_post_must_kick(event_at(5), 5, 6));
+  EXPECT_TRUE(rhn_sq_post_must_kick(event_at(5), 3, 9));
+  EXPECT_FALSE(rhn_sq_post_must_kick(event_at(5), 6, 7));
+  EXPECT_FALSE(rhn_sq_post_must_kick(event_at(5), 2, 5));  // ends before it
+  EXPECT_FALSE(rhn_sq_post_must_kick(0, 0, 1));
+  EXPECT_TRUE(rhn_sq_post_must_kick(RHN_SQ_RECORD_DOORBELL_WANTED, 7, 8));
+  // Wrap of the 16-bit index inside a post, and of the 32-bit count.
+  EXPECT_TRUE(rhn_sq_post_must_kick(event_at(0xffff), 0xfffe, 0x10001));
+  EXPECT_TRUE(rhn_sq_post_must_kick(event_at(0), 0xfffe, 0x10001));
+  EXPECT_FALSE(rhn_sq_post_must_kick(event_at(2), 0xfffe, 0x10001));
+  EXPECT_TRUE(rhn_sq_post_must_kick(event_at(0xfffffffe), 0xfffffffe, 1));
+  EXPECT_FALSE(rhn_sq_post_must_kick(event_at(0xfffffffe), 0xffffffff, 1));
+  // A whole ring (2^15 slots) posted at once still sees its event slot.
+  EXPECT_TRUE(rhn_sq_post_must_kick(event_at(0x8000), 0x1, 0x8001));
+  EXPECT_FALSE(rhn_sq_post_must_kick(event_at(0x8001), 0x1, 0x8001));
+}
+
+class SqEventIndex : public SqNoKick {
+ protected:
+  void SetUp() override {
+    c = std::make_unique<SimCluster>(two_nodes());
+    ASSERT_TRUE(c->all_up());
+    RcOptions opt;
+    opt.qp_flags = RHN_CREATE_QP_F_SQ_EVENT_INDEX;
+    p = make_rc_pair(*c, 0, 1, opt);
+    ASSERT_TRUE(p.ok);
+    p.qp_a->sq_kick_on_request = true;
+    c->run_for(100'000);
+  }
+  // make_a_busy's SEND kicked (the NIC was idle at 0); nothing takes
+  // the event back. After the race the NIC is idle at 2.
+  void before_race() override { ASSERT_EQ(p.qp_a->sq_nic_word(), event_at(0)); }
+  bool idle_after_race() override {
+    return p.qp_a->sq_nic_word() == event_at(2);
+  }
+};
+
+TEST_F(SqEventIndex, CapabilityAndEventAtRts) {
+  EXPECT_TRUE(node_a().driver->reg32(RHN_REG_CAPS) & RHN_CAP_SQ_EVENT_INDEX);
+  EXPECT_EQ(p.qp_a->sq_nic_word(), event_at(0));
+}
+
+// The poster that outruns an idle NIC: the post that wakes it kicks, and
+// no later one does, however long the NIC stays busy (the bit protocol
+// needs a second kick to take its request back). The NIC then asks at
+// the index where it went idle.
+TEST_F(SqEventIndex, OneKickPerIdlePeriod) {
+  Region src = make_region(*p.ctx_a, kLen * kMessages, kAllAccess, 71);
+  Region dst = make_region(*p.ctx_b, kLen * kMessages);
+  CounterSnap a(node_a());
+  make_a_busy(src);
+  for (int i = 1; i < kMessages; ++i) {
+    ASSERT_TRUE(p.qp_a->post_send(
+        send_wr(uint64_t(i), {src.sge(size_t(i) * kLen, kLen)})));
+    c->run_for(1'000);  // each post is handled while the NIC is busy
+  }
+  EXPECT_EQ(a.delta(RHN_CNT_HOST_DOORBELLS), 1u);
+  EXPECT_EQ(p.qp_a->sq_nic_word(), event_at(0));
+  for (int i = 0; i < kMessages; ++i)
+    ASSERT_TRUE(p.qp_b->post_recv(uint64_t(100 + i),
+                                  {dst.sge(size_t(i) * kLen, kLen)}));
+  auto sends = c->wait_cqes(*p.cq_a, kMessages);
+  ASSERT_EQ(sends.size(), size_t(kMessages)) << describe(sends);
+  for (int i = 0; i < kMessages; ++i) {
+    EXPECT_TRUE(sends[size_t(i)].ok()) << describe(sends[size_t(i)]);
+    EXPECT_EQ(sends[size_t(i)].wr_id, uint64_t(i));
+  }
+  ASSERT_EQ(c->wait_cqes(*p.cq_b, kMessages).size(), size_t(kMessages));
+  EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
+  c->run_for(100'000);
+  EXPECT_EQ(p.qp_a->sq_nic_word(), event_at(kMessages));
+  // The next idle period: one kick again.
+  ASSERT_TRUE(p.qp_b->post_recv(200, {dst.sge(0, kLen)}));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(99, {src.sge(0, kLen)})));
+  EXPECT_TRUE(wait_one(*c, *p.cq_a).ok());
+  EXPECT_EQ(a.delta(RHN_CNT_HOST_DOORBELLS), 2u);
+}
+
+// NIC first: the post loads right after the NIC stored E=1: it writes
+// slot 1 and kicks, and the NIC's read after its store also finds it.
+TEST_F(SqEventIndex, RaceNicStoresBeforeThePostLoads) {
+  race_at([&](uint64_t at,
+              size_t len) { return at == sq_record_bus() + 4 && len == 4; },
+          1);
+}
+
+// Post first: the post loads the stale E=0 between the NIC's record read
+// that found nothing and its store of E=1; it rings nothing, and the
+// NIC's read after the store finds the WQE.
+TEST_F(SqEventIndex, RacePostLoadsBeforeTheNicStores) {
+  race_at(
+      [&](uint64_t at, size_t len) {
+        return at == sq_record_bus() && len == 8 &&
+               node_a().bus.published() > published_before &&
+               p.qp_a->sq_nic_word() == event_at(0);
+      },
+      0);
+}
+
+// The kick is needed: a post at the event slot that leaves it out waits.
+TEST_F(SqEventIndex, IdleNicWaitsForTheKickItAskedFor) {
+  Region src = make_region(*p.ctx_a, kLen, kAllAccess, 74);
+  Region dst = make_region(*p.ctx_b, kLen);
+  ASSERT_TRUE(p.qp_b->post_recv(1, {dst.sge(0, kLen)}));
+  p.qp_a->auto_kick = false;
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(1, {src.sge(0, kLen)})));
+  c->run_for(1'000'000);
+  EXPECT_TRUE(p.cq_a->poll().empty());
+  p.qp_a->kick_sq();
+  EXPECT_TRUE(wait_one(*c, *p.cq_a).ok());
+}
+
+// ERR with posts that crossed no event: entering ERR stores the request
+// bit (every post kicks) and flushes what the record shows.
+TEST_F(SqEventIndex, ErrFlushesPostsThatRangNothing) {
+  Region src = make_region(*p.ctx_a, kLen * kMessages, kAllAccess, 75);
+  make_a_busy(src);
+  CounterSnap a(node_a());
+  for (int i = 1; i < 5; ++i)
+    ASSERT_TRUE(p.qp_a->post_send(
+        send_wr(uint64_t(i), {src.sge(size_t(i) * kLen, kLen)})));
+  c->run_for(1'000);
+  EXPECT_EQ(a.delta(RHN_CNT_HOST_DOORBELLS), 0u);
+  ASSERT_TRUE(p.qp_a->to_err().ok());
+  EXPECT_EQ(p.qp_a->sq_nic_word(), RHN_SQ_RECORD_DOORBELL_WANTED);
+  auto flushed = c->wait_cqes(*p.cq_a, 5);
+  ASSERT_EQ(flushed.size(), 5u) << describe(flushed);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(flushed[size_t(i)].wr_id, uint64_t(i));
+    EXPECT_EQ(flushed[size_t(i)].status, RHN_CQE_WR_FLUSH_ERR)
+        << describe(flushed[size_t(i)]);
+  }
+  for (uint64_t i = 5; i < 7; ++i) {
+    ASSERT_TRUE(p.qp_a->post_send(send_wr(i, {src.sge(i * kLen, kLen)})));
+    Completion r = wait_one(*c, *p.cq_a);
+    EXPECT_EQ(r.wr_id, i);
+    EXPECT_EQ(r.status, RHN_CQE_WR_FLUSH_ERR) << describe(r);
+  }
+  EXPECT_EQ(a.delta(RHN_CNT_HOST_DOORBELLS), 2u);  // each post in ERR
+}
+
+// RESET stores 0 (posts before RTS ring nothing); RTS asks at 0 again,
+// nothing of the old life is sent, and the old life's event is gone.
+TEST_F(SqEventIndex, ResetThenNewLife) {
+  Region src = make_region(*p.ctx_a, kLen * 4, kAllAccess, 76);
+  Region dst = make_region(*p.ctx_b, kLen * 4);
+  make_a_busy(src);
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(1, {src.sge(kLen, kLen)})));
+  ASSERT_TRUE(p.qp_a->to_err().ok());
+  ASSERT_EQ(c->wait_cqes(*p.cq_a, 2).size(), 2u);
+  ASSERT_TRUE(p.qp_a->to_reset().ok());
+  ASSERT_TRUE(p.qp_b->to_reset().ok());
+  EXPECT_EQ(p.qp_a->sq_nic_word(), 0u);
+  ASSERT_TRUE(connect_rc(*p.qp_b, 0, p.qp_a->qpn()));
+  ASSERT_TRUE(p.qp_b->post_recv(20, {dst.sge(0, kLen)}));
+  ASSERT_TRUE(p.qp_b->post_recv(21, {dst.sge(kLen, kLen)}));
+  CounterSnap a(node_a());
+  ASSERT_TRUE(p.qp_a->to_init().ok());
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(10, {src.sge(2 * kLen, kLen)})));
+  ASSERT_TRUE(p.qp_a->to_rtr(1, p.qp_b->qpn()).ok());
+  ASSERT_TRUE(p.qp_a->to_rts().ok());
+  Completion r = wait_one(*c, *p.cq_a);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.wr_id, 10u);
+  c->run_for(100'000);
+  EXPECT_EQ(p.qp_a->sq_nic_word(), event_at(1));
+  ASSERT_TRUE(p.qp_a->post_send(send_wr(11, {src.sge(3 * kLen, kLen)})));
+  r = wait_one(*c, *p.cq_a);
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.wr_id, 11u);
+  auto recvs = c->wait_cqes(*p.cq_b, 2);
+  ASSERT_EQ(recvs.size(), 2u);
+  EXPECT_EQ(dst.buf.bytes(0, 2 * kLen), src.buf.bytes(2 * kLen, 2 * kLen));
+  EXPECT_EQ(a.delta(RHN_CNT_HOST_DOORBELLS), 1u);  // the post after RTS
+}
+
+// The event post's kick dropped by a full kick FIFO: the rescan reads
+// the record and sends; the NIC asks again at the new index.
+TEST(SqEventIndexLost, DroppedDoorbellIsRecovered) {
+  EXPECT_EQ(dropped_doorbell_is_recovered(RHN_CREATE_QP_F_SQ_EVENT_INDEX,
+                                          event_at(0)),
+            event_at(1));
+}
+
+// Past the 16-bit wrap of the event index on a real SQ: batches that
+// each find the NIC idle kick exactly once, the one whose post crosses
+// slot 65536 included, and every WRITE lands.
+TEST(SqEventIndexWrap, OneKickPerBatchAcrossTheWrap) {
+  SimCluster c(two_nodes());
+  ASSERT_TRUE(c.all_up());
+  RcOptions opt;
+  opt.qp_flags = RHN_CREATE_QP_F_SQ_EVENT_INDEX;
+  opt.sq_log_depth = 12;
+  opt.cq_log_depth = 13;
+  RcPair p = make_rc_pair(c, 0, 1, opt);
+  ASSERT_TRUE(p.ok);
+  p.qp_a->sq_kick_on_request = true;
+  c.run_for(100'000);
+  Region src = make_region(*p.ctx_a, 8, kAllAccess, 78);
+  Region dst = make_region(*p.ctx_b, 8);
+  CounterSnap a(c.node(0));
+  constexpr uint32_t kDepth = 1u << 12;
+  // A short first batch puts the wrap inside a batch, not at its edge.
+  std::vector<uint32_t> batches{100};
+  for (uint32_t total = 100; total <= 0x10000 + kDepth; total += kDepth)
+    batches.push_back(kDepth);
+  uint32_t posted = 0;
+  for (uint32_t n : batches) {
+    ASSERT_EQ(p.qp_a->sq_nic_word(), event_at(posted));
+    for (uint32_t i = 0; i < n; ++i) {
+      SendWr wr = rdma_wr(posted + i, RHN_OP_WRITE, {}, dst.va(), dst.key(),
+                          RHN_WQE_F_SIGNALED | RHN_WQE_F_INLINE);
+      wr.inline_data = src.buf.bytes(0, 8);
+      ASSERT_TRUE(p.qp_a->post_send(wr));
+    }
+    auto done = c.wait_cqes(*p.cq_a, n);
+    ASSERT_EQ(done.size(), size_t(n));
+    for (const Completion& d : done) ASSERT_TRUE(d.ok()) << describe(d);
+    posted += n;
+    c.run_for(10'000);
+  }
+  ASSERT_GT(posted, 0x10000u);
+  EXPECT_EQ(p.qp_a->sq_nic_word(), event_at(posted));
+  EXPECT_EQ(a.delta(RHN_CNT_HOST_DOORBELLS), batches.size());
+  EXPECT_EQ(dst.buf.bytes(), src.buf.bytes());
+}
+
+// The flag with a multi-producer SQ (whose word is a count) or on a NIC
+// path that does not know it is refused, not silently ignored.
+TEST(SqEventIndexCreate, MultiProducerWithEventIndexIsRefused) {
+  SimCluster c(two_nodes());
+  ASSERT_TRUE(c.all_up());
+  auto ctx = c.node(0).open_context();
+  ASSERT_TRUE(ctx->ok());
+  auto cq = ctx->create_cq(6);
+  QpInit qi;
+  qi.send_cq = cq.get();
+  qi.sq_log_depth = 8;
+  qi.flags = RHN_CREATE_QP_F_SQ_EVENT_INDEX | RHN_CREATE_QP_F_MULTI_PRODUCER;
+  EXPECT_FALSE(ctx->create_qp(qi));
+  qi.flags = RHN_CREATE_QP_F_SQ_EVENT_INDEX << 1;  // no such flag
+  EXPECT_FALSE(ctx->create_qp(qi));
+  qi.flags = RHN_CREATE_QP_F_SQ_EVENT_INDEX;
+  EXPECT_TRUE(ctx->create_qp(qi));
 }
 
 }  // namespace

@@ -184,6 +184,12 @@ enum rhn_create_qp_flags {
 	 * to find work whose doorbell was lost.
 	 */
 	RHN_CREATE_QP_F_MULTI_PRODUCER = 1u << 1,
+	/*
+	 * The SQ record's nic_consumer carries an event index, not the
+	 * request bit alone (RHN_SQ_RECORD_EVENT; queues.md, "The SQ event
+	 * index"). Needs RHN_CAP_SQ_EVENT_INDEX; not with MULTI_PRODUCER.
+	 */
+	RHN_CREATE_QP_F_SQ_EVENT_INDEX = 1u << 2,
 };
 
 /* Source GIDs of outgoing GRHs (RHN_WQE_F_GRH) are taken from this table. */

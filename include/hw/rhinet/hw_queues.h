@@ -768,7 +768,9 @@ RHN_ASSERT_OFFSET(struct rhn_tm_op_wqe, sge, 32);
  * every post (queues.md, "Receives without doorbells"). In the SQ record
  * of a plain SQ (RHN_CAP_SQ_DOORBELL_ON_REQUEST): 0, or
  * RHN_SQ_RECORD_DOORBELL_WANTED while the NIC needs an RHN_DB_SQ kick to
- * look at the SQ again (queues.md, "Sends without doorbells"). Elsewhere
+ * look at the SQ again (queues.md, "Sends without doorbells"), or, for a
+ * QP created with RHN_CREATE_QP_F_SQ_EVENT_INDEX, RHN_SQ_RECORD_EVENT and
+ * the slot whose post must kick (queues.md, "The SQ event index"). Elsewhere
  * 0, and never read by the NIC.
  */
 struct rhn_queue_record {
@@ -794,6 +796,36 @@ RHN_ASSERT_SIZE(struct rhn_queue_record, 8);
  * the top bit.
  */
 #define RHN_SQ_RECORD_DOORBELL_WANTED 0x80000000u
+
+/*
+ * The event index (RHN_CAP_SQ_EVENT_INDEX, a QP created with
+ * RHN_CREATE_QP_F_SQ_EVENT_INDEX; queues.md, "The SQ event index"). The
+ * plain SQ's nic_consumer is then 0 (no kick wanted: RESET, or not yet in
+ * RTS), RHN_SQ_RECORD_DOORBELL_WANTED (ERR: every post kicks), or
+ * RHN_SQ_RECORD_EVENT | E: the NIC went idle when producer_index was E
+ * (its low 16 bits), and the post that writes slot E must kick. The NIC
+ * never takes it back: posts after that one cross nothing until the NIC
+ * goes idle again and stores a new E.
+ */
+#define RHN_SQ_RECORD_EVENT 0x40000000u
+#define RHN_SQ_RECORD_EVENT_INDEX 0x0000ffffu
+
+/*
+ * Whether a post that moved producer_index from old_pi to new_pi (32-bit
+ * free-running slot counts) must kick, given the word it loaded after its
+ * store and a full fence. Indices compare modulo 2^16: a post covers at
+ * most a ring (2^15 slots), so "slot E lies in [old_pi, new_pi)" is exact;
+ * a stale E met again 2^16 slots later costs one kick, never a lost one.
+ */
+static inline int rhn_sq_post_must_kick(__u32 word, __u32 old_pi, __u32 new_pi)
+{
+	if (word & RHN_SQ_RECORD_DOORBELL_WANTED)
+		return 1;
+	if (!(word & RHN_SQ_RECORD_EVENT))
+		return 0;
+	return (__u16)(new_pi - (word & RHN_SQ_RECORD_EVENT_INDEX) - 1) <
+	       (__u16)(new_pi - old_pi);
+}
 
 /*
  * The SQ record of a QP created with RHN_CREATE_QP_F_MULTI_PRODUCER

@@ -92,6 +92,8 @@ enum rhn_cap {
 	RHN_CAP_ATOMIC_EXT = 1u
 			     << 22, /* swap, fetch, and/or/xor; 4 or 8 bytes */
 	RHN_CAP_XRC = 1u << 23,
+	RHN_CAP_SQ_EVENT_INDEX =
+		1u << 24, /* SQ record carries an event index on request */
 };
 
 #define RHN_NODE_ID_VALUE_SHIFT 0

@@ -53,6 +53,7 @@ static const struct rhn_regmap_field rhn_regmap_fields_caps[] = {
 	{"SQ_DOORBELL_ON_REQUEST", 21, 1},
 	{"ATOMIC_EXT", 22, 1},
 	{"XRC", 23, 1},
+	{"SQ_EVENT_INDEX", 24, 1},
 };
 
 static const struct rhn_regmap_field rhn_regmap_fields_node_id[] = {

@@ -49,6 +49,13 @@ enum rhinet_alloc_ucontext_resp_mask {
 	 * SQ record's nic_consumer holds RHN_SQ_RECORD_DOORBELL_WANTED
 	 */
 	RHINET_UCONTEXT_RESP_SQ_DOORBELL_ON_REQUEST = 1 << 4,
+	/* with RHINET_UCONTEXT_RESP_SQ_DOORBELL_ON_REQUEST, the NIC has
+	 * RHN_CAP_SQ_EVENT_INDEX: a QP created with
+	 * RHINET_CREATE_QP_SQ_EVENT_INDEX has an event index in its SQ
+	 * record's nic_consumer (rhn_sq_post_must_kick tells a post whether
+	 * to kick); a QP created without it keeps the request bit alone
+	 */
+	RHINET_UCONTEXT_RESP_SQ_EVENT_INDEX = 1 << 5,
 };
 
 /* rhinet_alloc_ucontext_cmd.comp_mask */
@@ -237,6 +244,13 @@ enum rhinet_queue_buf_mask {
 	 * or without a send queue (max_send_wr 0); on a CQ, EOPNOTSUPP.
 	 */
 	RHINET_CREATE_QP_MULTI_PRODUCER = 1 << 1,
+	/*
+	 * rhinet_create_qp_cmd only: the SQ record's nic_consumer carries
+	 * an event index (RHN_CREATE_QP_F_SQ_EVENT_INDEX). EOPNOTSUPP when
+	 * the ucontext response lacks RHINET_UCONTEXT_RESP_SQ_EVENT_INDEX;
+	 * EINVAL with RHINET_CREATE_QP_MULTI_PRODUCER.
+	 */
+	RHINET_CREATE_QP_SQ_EVENT_INDEX = 1 << 2,
 };
 
 #define RHINET_MP_MIN_SQ_LOG_DEPTH 6

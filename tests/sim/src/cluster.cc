@@ -194,6 +194,7 @@ RcPair make_rc_pair(SimCluster& c, uint16_t a, uint16_t b,
   init.type = opt.type;
   init.sq_log_depth = opt.sq_log_depth;
   init.rq_log_depth = opt.rq_log_depth;
+  init.flags = opt.qp_flags;
   init.send_cq = p.cq_a.get();
   p.qp_a = p.ctx_a->create_qp(init);
   init.send_cq = p.cq_b.get();

@@ -295,8 +295,9 @@ bool SimQp::write_and_kick(std::vector<uint8_t>& slots, uint64_t wr_id,
   pending_.push_back({first, n, wr_id});
   sq_.set_record(sq_pi_);
   if (!auto_kick) return true;
+  // One rule for both words: the request bit alone, or an event index.
   if (sq_kick_on_request &&
-      !(sq_.nic_consumer() & RHN_SQ_RECORD_DOORBELL_WANTED))
+      !rhn_sq_post_must_kick(sq_.nic_consumer(), first, sq_pi_))
     return true;
   if (inline_doorbell && slots.size() <= RHN_DB_INLINE_WQE_SIZE) {
     for (size_t off = 0; off < slots.size(); off += 8) {

@@ -1406,9 +1406,16 @@ static void qp_driver_type_7(void *req)
 	r->drv.driver_qp_type = 7;
 }
 
+/* Bit 3: the first one rhinet-abi.h does not define. */
 static void qp_comp_mask(void *req)
 {
-	((struct qp_req *)req)->drv.comp_mask = 4;
+	((struct qp_req *)req)->drv.comp_mask = 8;
+}
+
+/* The SQ event index (RHINET_CREATE_QP_SQ_EVENT_INDEX) on a plain QP. */
+static void qp_event_index(void *req)
+{
+	((struct qp_req *)req)->drv.comp_mask = RHINET_CREATE_QP_SQ_EVENT_INDEX;
 }
 
 /*
@@ -1454,7 +1461,15 @@ static void qp_mp_no_sq(void *req)
 static void qp_mp_unknown_bit(void *req)
 {
 	qp_mp(req);
-	((struct qp_req *)req)->drv.comp_mask |= 4;
+	((struct qp_req *)req)->drv.comp_mask |= 8;
+}
+
+/* A multi-producer record's word is a count, not an event index. */
+static void qp_mp_event_index(void *req)
+{
+	qp_mp(req);
+	((struct qp_req *)req)->drv.comp_mask |=
+		RHINET_CREATE_QP_SQ_EVENT_INDEX;
 }
 
 static void qp_dmabuf_stdin(void *req)
@@ -1487,14 +1502,16 @@ static const struct err_case qp_cases[] = {
 	{"an SRQ and rq_log_depth 4", qp_srq_with_rq, EINVAL, 0},
 	{"IB_QPT_XRC_INI", qp_xrc_ini, EOPNOTSUPP, EINVAL},
 	{"IB_QPT_DRIVER of driver_qp_type 7", qp_driver_type_7, EINVAL, 0},
-	{"comp_mask 4", qp_comp_mask, EOPNOTSUPP, 0},
+	{"comp_mask 8", qp_comp_mask, EOPNOTSUPP, 0},
+	{"SQ_EVENT_INDEX", qp_event_index, 0, 0},
 	{"MULTI_PRODUCER, 64 slots, 16-byte SQ record", qp_mp, 0, 0},
 	{"MULTI_PRODUCER, buf_len for an 8-byte SQ record", qp_mp_buf_short,
 	 EINVAL, 0},
 	{"MULTI_PRODUCER with 32 SQ slots", qp_mp_sq_small, EINVAL, 0},
 	{"MULTI_PRODUCER with max_send_wr 0", qp_mp_no_sq, EINVAL, 0},
-	{"MULTI_PRODUCER and comp_mask bit 4", qp_mp_unknown_bit, EOPNOTSUPP,
+	{"MULTI_PRODUCER and comp_mask bit 8", qp_mp_unknown_bit, EOPNOTSUPP,
 	 0},
+	{"MULTI_PRODUCER and SQ_EVENT_INDEX", qp_mp_event_index, EINVAL, 0},
 	{"a dma-buf that is stdin", qp_dmabuf_stdin, EINVAL, 0},
 	{"dmabuf_offset without RHINET_QUEUE_BUF_DMABUF",
 	 qp_dmabuf_offset_alone, EINVAL, 0},
@@ -2488,6 +2505,11 @@ static bool check_bus_counts(void)
 			    !!(c->r.comp_mask &
 			       RHINET_UCONTEXT_RESP_SQ_DOORBELL_ON_REQUEST),
 		    "caps %#x and comp_mask %#x disagree on SQ kicks",
+		    c->r.caps, c->r.comp_mask) ||
+	    !expect(!!(c->r.caps & RHN_CAP_SQ_EVENT_INDEX) ==
+			    !!(c->r.comp_mask &
+			       RHINET_UCONTEXT_RESP_SQ_EVENT_INDEX),
+		    "caps %#x and comp_mask %#x disagree on the SQ event index",
 		    c->r.caps, c->r.comp_mask) ||
 	    !dp_open(&d, &mem))
 		goto out;

@@ -28,7 +28,9 @@
 # receive posted, as before the NIC read RQ records on its own).
 # write_rate_sqkick and send_rate_sqkick are write_rate and send_rate with
 # RHINET_SQ_DOORBELL=always (a plain SQ kick per post, no WQE in the
-# doorbell page, as before the NIC asked for kicks in SQ records).
+# doorbell page, as before the NIC asked for kicks in SQ records);
+# write_rate_sqbit and send_rate_sqbit with RHINET_SQ_DOORBELL=bit (the
+# request bit alone, as before the SQ event index).
 # write_lat_inline is write_lat with RHINET_SQ_INLINE=1 (each kick carries
 # its one-slot WQE in the doorbell page's inline window).
 # `quick` runs fewer iterations. Any failed client on a rhinet device fails
@@ -186,6 +188,13 @@ for DEV in "$@"; do
 		export RHINET_SQ_DOORBELL=always
 		bench "$DEV" write_rate_sqkick ib_write_bw $P -n $RATE_N -s 8
 		bench "$DEV" send_rate_sqkick ib_send_bw $P -n $RATE_N -s 8
+		unset RHINET_SQ_DOORBELL
+		# And with the request bit alone (no event index), the
+		# reference for the SQ event index (queues.md): a kick that
+		# wakes the NIC leaves the request stored.
+		export RHINET_SQ_DOORBELL=bit
+		bench "$DEV" write_rate_sqbit ib_write_bw $P -n $RATE_N -s 8
+		bench "$DEV" send_rate_sqbit ib_send_bw $P -n $RATE_N -s 8
 		unset RHINET_SQ_DOORBELL
 		# A latency test with the WQE written into the doorbell page
 		# (RHINET_SQ_INLINE=1): SQ-WQE-rd and MMIO against write_lat's.

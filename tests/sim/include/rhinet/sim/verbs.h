@@ -261,7 +261,7 @@ class SimQp {
   // RHN_RQ_RECORD_DOORBELL_WANTED there when posts need an RQ kick.
   uint32_t rq_nic_word() const { return rq_.nic_consumer(); }
   // The SQ record's: RHN_SQ_RECORD_DOORBELL_WANTED while a plain SQ's
-  // posts need a kick.
+  // posts need a kick, or (RHN_CREATE_QP_F_SQ_EVENT_INDEX) the event index.
   uint32_t sq_nic_word() const { return sq_.nic_consumer(); }
   // post_send kicks (with auto_kick) only when the record asks, as a
   // provider on a NIC with RHN_CAP_SQ_DOORBELL_ON_REQUEST does.
