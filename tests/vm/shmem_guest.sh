@@ -53,6 +53,7 @@ unset SHMEM_DEBUG
 if grep -q "shmem_init: symmetric heap .* program data [1-9][0-9]* bytes" \
 	globals.out; then
 	echo "shmem_guest: ok: globals: SHMEM_DEBUG names the program data"
+	grep -o "symmetric heap .*" globals.out | head -n 1 | sed 's/^/  /'
 else
 	echo "shmem_guest: FAIL: globals: no SHMEM_DEBUG line of the program data"
 	fails=$((fails + 1))
