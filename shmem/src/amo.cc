@@ -15,18 +15,18 @@
 
 namespace rhinet::shmem::internal {
 
-std::size_t amo_offset(const char* routine, const void* dest, std::size_t bytes,
-                       int pe) {
+Symmetric amo_word(const char* routine, const void* dest, std::size_t bytes,
+                   int pe) {
   group(routine);
   check_pe(routine, pe);
   if (bytes != 4 && bytes != 8)
     die(routine,
         "the NIC's atomics work on 4- and 8-byte words: no %zu-byte atomics",
         bytes);
-  const std::size_t offset = symmetric_offset(routine, dest, bytes, "dest");
-  if (offset % bytes)
+  const Symmetric word = symmetric(routine, dest, bytes, "dest");
+  if (word.offset % bytes)
     die(routine, "dest %p is not %zu-byte aligned", dest, bytes);
-  return offset;
+  return word;
 }
 
 namespace {
@@ -39,10 +39,11 @@ std::uint64_t atomic_on(const char* routine, Context& c, const void* dest,
                         std::size_t bytes, rhinet::AtomicOp op,
                         std::uint64_t operand, int pe, bool fetch,
                         std::uint64_t desired = 0) {
-  const std::size_t offset = amo_offset(routine, dest, bytes, pe);
+  const Symmetric word = amo_word(routine, dest, bytes, pe);
   if (op != rhinet::AtomicOp::fetch) before_store(routine, c, pe);
-  auto r = group(routine).atomic(static_cast<std::uint32_t>(pe), kHeapArea,
-                                 offset, op, bytes, operand, desired, fetch);
+  auto r =
+      group(routine).atomic(static_cast<std::uint32_t>(pe), word.area->id(),
+                            word.offset, op, bytes, operand, desired, fetch);
   if (!fetch) {
     // Its errors (none are expected once the checks above passed) end
     // the PE at the context's next quiet or a barrier.

@@ -47,10 +47,10 @@ int collect(const char* routine, shmem_team_t team, void* dest,
       total += s[i];
     }
   }
-  const std::size_t at = symmetric_offset(routine, dest, total, "dest");
-  if (bytes) symmetric_offset(routine, source, bytes, "source");
-  auto r =
-      view.comm->allgather(bytes_of(source, bytes), heap_area(), at + before);
+  const Symmetric to = symmetric(routine, dest, total, "dest");
+  if (bytes) symmetric(routine, source, bytes, "source");
+  auto r = view.comm->allgather(bytes_of(source, bytes), *to.area,
+                                to.offset + before);
   if (!r) return refuse(routine, "%s", r.error().to_string().c_str());
   return 0;
 }
@@ -74,10 +74,10 @@ int alltoall(const char* routine, shmem_team_t team, void* dest,
     team_barrier(routine, view);
     return 0;
   }
-  const std::size_t at = symmetric_offset(
-      routine, dest, ((n * nelems - 1) * ud + 1) * elem, "dest");
-  symmetric_offset(routine, source, ((n * nelems - 1) * us + 1) * elem,
-                   "source");
+  const Symmetric to =
+      symmetric(routine, dest, ((n * nelems - 1) * ud + 1) * elem, "dest");
+  const std::size_t at = to.offset;
+  symmetric(routine, source, ((n * nelems - 1) * us + 1) * elem, "source");
   if (!view.comm) {
     for (std::size_t i = 0; i < nelems; i++)
       std::memmove(static_cast<std::byte*>(dest) + i * ud * elem,
@@ -88,7 +88,7 @@ int alltoall(const char* routine, shmem_team_t team, void* dest,
   if (auto r = view.comm->barrier(); !r)
     return refuse(routine, "%s", r.error().to_string().c_str());
   if (dst == 1 && sst == 1) {
-    auto r = view.comm->alltoall(bytes_of(source, n * block), heap_area(),
+    auto r = view.comm->alltoall(bytes_of(source, n * block), *to.area,
                                  at + view.me * block);
     if (!r) return refuse(routine, "%s", r.error().to_string().c_str());
     return 0;
@@ -114,7 +114,7 @@ int alltoall(const char* routine, shmem_team_t team, void* dest,
       continue;
     }
     pushes.push_back(g.push(static_cast<std::uint32_t>(view.pes[j]),
-                            heap_area().id(), remote, {from, span}, opts));
+                            to.area->id(), remote, {from, span}, opts));
   }
   for (auto& p : pushes)
     if (auto done = p.wait(); !done)

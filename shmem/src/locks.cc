@@ -1,6 +1,6 @@
 // shmem_set_lock, shmem_test_lock, shmem_clear_lock on the NIC's locks
 // (Documentation/userlib/shmem.md, "Locks"). The lock variable, a
-// symmetric long, names the NIC lock by its heap offset; its manager PE
+// symmetric long, names the NIC lock by its area and offset; its manager PE
 // (offset / 8 modulo the PEs) keeps the lock in its NIC. The variable at
 // the manager counts the PEs holding or wanting the lock, which is what
 // shmem_test_lock needs: a NIC LOCK cannot be withdrawn once posted.
@@ -12,27 +12,29 @@ using namespace rhinet::shmem::internal;
 
 namespace {
 
-constexpr std::uint64_t kLockIdBase = 0x5348'4c4f'0000'0000ull;
+// A lock's ID: its area's ID, "LO", its offset (the heap's locks keep the
+// IDs they had before the program's data became symmetric).
+constexpr std::uint64_t kLockIdTag = 0x4c4f'0000'0000ull;
 
 struct Lock {
   std::uint64_t id;
   std::uint32_t manager;
-  std::uint64_t offset;
+  Symmetric word;
 };
 
 Lock lock_of(const char* routine, const long* lock) {
   auto& g = group(routine);
-  const std::size_t offset =
-      symmetric_offset(routine, lock, sizeof *lock, "lock");
-  if (offset % 8)
+  const Symmetric word = symmetric(routine, lock, sizeof *lock, "lock");
+  if (word.offset % 8)
     die(routine, "lock %p is not 8-byte aligned",
         static_cast<const void*>(lock));
-  return {kLockIdBase + offset,
-          static_cast<std::uint32_t>((offset / 8) % g.size()), offset};
+  return {(std::uint64_t{word.area->id()} << 48 | kLockIdTag) + word.offset,
+          static_cast<std::uint32_t>((word.offset / 8) % g.size()), word};
 }
 
 std::uint64_t count_add(const char* routine, const Lock& l, std::uint64_t add) {
-  auto r = group(routine).fetch_add(l.manager, heap_area().id(), l.offset, add);
+  auto r = group(routine).fetch_add(l.manager, l.word.area->id(), l.word.offset,
+                                    add);
   complete(routine, r.wait());
   return r.value();
 }
@@ -56,8 +58,8 @@ void shmem_set_lock(long* lock) {
 int shmem_test_lock(long* lock) {
   const char* routine = "shmem_test_lock";
   const Lock l = lock_of(routine, lock);
-  auto r =
-      group(routine).compare_swap(l.manager, heap_area().id(), l.offset, 0, 1);
+  auto r = group(routine).compare_swap(l.manager, l.word.area->id(),
+                                       l.word.offset, 0, 1);
   complete(routine, r.wait());
   if (r.value() != 0) return 1;
   // Nobody holds or waits (a clear decrements after its unlock), so the

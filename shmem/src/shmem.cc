@@ -4,9 +4,12 @@
 // starts. The symmetric heap is one mmap'd region registered as area
 // kHeapArea of the group on every PE; an address in it is named remotely by
 // its offset, which is the same on every PE because the allocator is
-// deterministic and its routines collective. Local memory outside the heap
-// reaches the NIC through inline data (small puts) or a registered bounce
-// buffer.
+// deterministic and its routines collective. The program's writable data
+// (globals and statics) is area kDataArea: every PE runs the same
+// executable, so a variable's offset from that segment's start is the same
+// everywhere. Other local memory reaches the NIC through inline data (small
+// puts) or a registered bounce buffer.
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <shmem.h>
@@ -51,11 +54,14 @@ constexpr std::size_t kBounceBytes = std::size_t{1} << 20;
 struct State {
   std::unique_ptr<rhinet::Group> group;
   std::optional<rhinet::Area> heap_area;
+  std::optional<rhinet::Area> data_area;
   std::optional<rhinet::Buffer> bounce_buffer;
   std::optional<rhinet::Communicator> world;
   std::optional<HeapAllocator> heap;
   std::byte* heap_base = nullptr;
   std::size_t heap_size = 0;
+  std::byte* data_base = nullptr;
+  std::size_t data_size = 0;
   std::byte* bounce = nullptr;
   Context default_ctx;
   ContextTable ctx_table;
@@ -122,25 +128,48 @@ void check_pe(const char* routine, int pe) {
     die(routine, "PE %d is not a PE of this program (0 to %u)", pe, n - 1);
 }
 
-bool in_heap(const void* p, std::size_t bytes) {
-  const State& s = state();
+namespace {
+
+bool inside(const std::byte* base, std::size_t size, const void* p,
+            std::size_t bytes) {
   const auto* b = static_cast<const std::byte*>(p);
-  return s.heap_base && b >= s.heap_base &&
-         static_cast<std::size_t>(b - s.heap_base) <= s.heap_size &&
-         bytes <= s.heap_size - static_cast<std::size_t>(b - s.heap_base);
+  return base && b >= base && static_cast<std::size_t>(b - base) <= size &&
+         bytes <= size - static_cast<std::size_t>(b - base);
 }
 
-// The heap offset of a symmetric object of `bytes` bytes, or the end.
-std::size_t symmetric_offset(const char* routine, const void* p,
-                             std::size_t bytes, const char* what) {
-  if (!in_heap(p, bytes))
+// The area of the library holding all `bytes` bytes at `p`, if one does.
+std::optional<Symmetric> find_symmetric(const void* p, std::size_t bytes) {
+  const State& s = state();
+  const auto* b = static_cast<const std::byte*>(p);
+  if (inside(s.heap_base, s.heap_size, p, bytes))
+    return Symmetric{&*s.heap_area, static_cast<std::size_t>(b - s.heap_base)};
+  if (s.data_area && inside(s.data_base, s.data_size, p, bytes))
+    return Symmetric{&*s.data_area, static_cast<std::size_t>(b - s.data_base)};
+  return std::nullopt;
+}
+
+bool in_heap(const void* p, std::size_t bytes) {
+  const State& s = state();
+  return inside(s.heap_base, s.heap_size, p, bytes);
+}
+
+}  // namespace
+
+bool registered(const void* p, std::size_t bytes) {
+  return find_symmetric(p, bytes).has_value();
+}
+
+Symmetric symmetric(const char* routine, const void* p, std::size_t bytes,
+                    const char* what) {
+  const auto found = find_symmetric(p, bytes);
+  if (!found)
     die(routine,
-        "%s %p (%zu bytes) is not symmetric: it is not inside the symmetric "
-        "heap (shmem_malloc); global and static variables are not symmetric "
-        "in this implementation",
+        "%s %p (%zu bytes) is not symmetric: it is neither inside the "
+        "symmetric heap (shmem_malloc) nor inside the program's global and "
+        "static data (a local variable, or memory of malloc or of a shared "
+        "library, is not symmetric)",
         what, p, bytes);
-  return static_cast<std::size_t>(static_cast<const std::byte*>(p) -
-                                  state().heap_base);
+  return *found;
 }
 
 void complete(const char* routine, rhinet::Request& r) {
@@ -244,13 +273,14 @@ void rma_bytes(const char* routine, shmem_ctx_t ctx, bool put, void* dest,
   if (!bytes) return;
   const void* remote = put ? dest : source;
   auto* local = static_cast<std::byte*>(put ? const_cast<void*>(source) : dest);
-  const std::size_t offset =
-      symmetric_offset(routine, remote, bytes, put ? "dest" : "source");
+  const Symmetric target =
+      symmetric(routine, remote, bytes, put ? "dest" : "source");
+  const std::size_t offset = target.offset;
   const auto rank = static_cast<std::uint32_t>(pe);
   auto post = [&](std::uint64_t at, std::span<std::byte> span,
                   const rhinet::XferOptions& opts) {
-    return put ? g.push(rank, kHeapArea, at, span, opts)
-               : g.pull(rank, kHeapArea, at, span, opts);
+    return put ? g.push(rank, target.area->id(), at, span, opts)
+               : g.pull(rank, target.area->id(), at, span, opts);
   };
   if (put && bytes <= g.max_inline()) {
     // Copied into the work request: source is free at once, so even the
@@ -260,7 +290,7 @@ void rma_bytes(const char* routine, shmem_ctx_t ctx, bool put, void* dest,
     return;
   }
   if (put) before_store(routine, c, pe);
-  if (in_heap(local, bytes)) {
+  if (registered(local, bytes)) {
     auto r = post(offset, {local, bytes}, {});
     if (nbi)
       track(c, std::move(r), pe, put);
@@ -312,8 +342,9 @@ void strided(const char* routine, shmem_ctx_t ctx, bool put, void* dest,
       (nelems - 1) * static_cast<std::size_t>(remote_st) * elem + elem;
   const std::size_t local_extent =
       (nelems - 1) * static_cast<std::size_t>(local_st) * elem + elem;
-  const std::size_t offset = symmetric_offset(
-      routine, remote_obj, remote_extent, put ? "dest" : "source");
+  const Symmetric target =
+      symmetric(routine, remote_obj, remote_extent, put ? "dest" : "source");
+  const std::size_t offset = target.offset;
   const auto rank = static_cast<std::uint32_t>(pe);
   if (put) before_store(routine, c, pe);
   auto xfer = [&](std::span<std::byte> span, std::uint64_t local_stride,
@@ -324,11 +355,11 @@ void strided(const char* routine, shmem_ctx_t ctx, bool put, void* dest,
         .local_stride = local_stride,
         .remote_stride = static_cast<std::uint64_t>(remote_st) * elem};
     auto opts = rhinet::XferOptions::strided(st);
-    auto r = put ? g.push(rank, kHeapArea, at, span, opts)
-                 : g.pull(rank, kHeapArea, at, span, opts);
+    auto r = put ? g.push(rank, target.area->id(), at, span, opts)
+                 : g.pull(rank, target.area->id(), at, span, opts);
     complete(routine, r);
   };
-  if (in_heap(local, local_extent)) {
+  if (registered(local, local_extent)) {
     xfer({local, local_extent}, static_cast<std::uint64_t>(local_st) * elem,
          offset, nelems);
     return;
@@ -367,7 +398,7 @@ void put_signal(const char* routine, shmem_ctx_t ctx, void* dest,
         sig_op);
   Context& c = context(routine, ctx);
   const int pe = world_pe(routine, c, team_pe);
-  amo_offset(routine, sig_addr, sizeof *sig_addr, pe);
+  amo_word(routine, sig_addr, sizeof *sig_addr, pe);
   put_bytes(routine, ctx, dest, source, bytes, team_pe, false);
   // The data lands before the signal: the context's own requests (an
   // inline put is not waited for by put_bytes).
@@ -430,8 +461,8 @@ int reduce(const char* routine, [[maybe_unused]] shmem_team_t team,
       return 0;
     }
     if (!n) return 0;
-    symmetric_offset(routine, dest, n * sizeof(T), "dest");
-    symmetric_offset(routine, source, n * sizeof(T), "source");
+    symmetric(routine, dest, n * sizeof(T), "dest");
+    symmetric(routine, source, n * sizeof(T), "source");
     auto r = view.comm->allreduce<N>({reinterpret_cast<const N*>(source), n},
                                      {reinterpret_cast<N*>(dest), n}, op);
     if (!r) return refuse(routine, "%s", r.error().to_string().c_str());
@@ -443,6 +474,69 @@ std::string heap_size_text(std::size_t bytes) {
   char text[64];
   std::snprintf(text, sizeof text, "%zu bytes (%zu MiB)", bytes, bytes >> 20);
   return text;
+}
+
+// The main program's writable data: its PT_LOAD segment with PF_W (.data,
+// .bss), less the RELRO part at its start (read-only once relocated, so it
+// cannot take remote writes), widened to whole pages for the registration.
+// The main program is dl_iterate_phdr's first object.
+struct DataSegment {
+  std::byte* base = nullptr;
+  std::size_t size = 0;
+};
+
+int main_program_data(dl_phdr_info* info, std::size_t, void* out) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  std::uintptr_t start = 0, end = 0, relro_end = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const std::uintptr_t at = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W) && !end && ph.p_memsz) {
+      start = at;
+      end = at + ph.p_memsz;
+    }
+    if (ph.p_type == PT_GNU_RELRO) relro_end = at + ph.p_memsz;
+  }
+  // The loader makes read-only only the RELRO pages it covers entirely.
+  start = std::max(start & ~(page - 1), relro_end & ~(page - 1));
+  end = (end + page - 1) & ~(page - 1);
+  if (end > start)
+    *static_cast<DataSegment*>(out) = {reinterpret_cast<std::byte*>(start),
+                                       end - start};
+  return 1;
+}
+
+// SHMEM_DEBUG set to anything but 0: one line per PE of what init set up.
+void debug_note(const char* routine, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void debug_note(const char* routine, const char* fmt, ...) {
+  const char* env = std::getenv("SHMEM_DEBUG");
+  if (!env || !*env || !std::strcmp(env, "0")) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(routine, fmt, ap);
+  va_end(ap);
+}
+
+// Makes the program's globals and statics symmetric: the whole segment is
+// registered (the library cannot tell which variables the program uses
+// remotely), so its pages stay pinned while the library is initialized.
+void register_program_data(const char* routine) {
+  State& s = state();
+  DataSegment seg;
+  dl_iterate_phdr(main_program_data, &seg);
+  if (!seg.size) return;  // no writable data: nothing can name it
+  auto area =
+      s.group->area(kDataArea, {seg.base, seg.size}, rhinet::Access::all);
+  if (!area)
+    die(routine,
+        "cannot register the program's global and static data (%zu bytes "
+        "at %p) with the NIC: %s",
+        seg.size, static_cast<void*>(seg.base),
+        area.error().to_string().c_str());
+  s.data_area.emplace(std::move(*area));
+  s.data_base = seg.base;
+  s.data_size = seg.size;
 }
 
 void init(const char* routine) {
@@ -479,6 +573,13 @@ void init(const char* routine) {
         heap_size_text(heap_bytes).c_str(), area.error().to_string().c_str());
   s.heap_area.emplace(std::move(*area));
   s.heap.emplace(heap_bytes);
+  register_program_data(routine);
+  debug_note(routine,
+             "symmetric heap %s at %p (area 0x%x); program data %zu bytes at "
+             "%p (area 0x%x, registered whole)",
+             heap_size_text(heap_bytes).c_str(),
+             static_cast<void*>(s.heap_base), kHeapArea, s.data_size,
+             static_cast<void*>(s.data_base), kDataArea);
   void* bounce = mmap(nullptr, kBounceBytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (bounce == MAP_FAILED)
@@ -497,7 +598,7 @@ void init(const char* routine) {
     s.world.emplace(std::move(*comm));
   }
   s.initialized = true;
-  // Every PE's heap is registered before any PE's first access to it.
+  // Every PE's heap and data are registered before any PE's first access.
   complete(routine, s.group->barrier({.id = kBarrierId}));
 }
 
@@ -575,12 +676,15 @@ void shmem_finalize(void) {
   s.world.reset();
   s.bounce_buffer.reset();
   s.heap_area.reset();
+  s.data_area.reset();
   s.group.reset();
   munmap(s.bounce, kBounceBytes);
   munmap(s.heap_base, s.heap_size);
   s.heap.reset();
   s.heap_base = s.bounce = nullptr;
   s.heap_size = 0;
+  s.data_base = nullptr;
+  s.data_size = 0;
   s.initialized = false;
   s.finalized = true;
 }
@@ -601,12 +705,13 @@ int shmem_pe_accessible(int pe) {
 }
 
 int shmem_addr_accessible(const void* addr, int pe) {
-  return shmem_pe_accessible(pe) && in_heap(addr, 1);
+  return shmem_pe_accessible(pe) && registered(addr, 1);
 }
 
 void* shmem_ptr(const void* dest, int pe) {
   auto& g = group("shmem_ptr");
-  if (pe < 0 || static_cast<std::uint32_t>(pe) != g.rank() || !in_heap(dest, 1))
+  if (pe < 0 || static_cast<std::uint32_t>(pe) != g.rank() ||
+      !registered(dest, 1))
     return nullptr;
   return const_cast<void*>(dest);
 }
@@ -987,8 +1092,8 @@ int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
     if (nelems && dest != source) std::memmove(dest, source, nelems);
     return 0;
   }
-  symmetric_offset(routine, dest, nelems, "dest");
-  symmetric_offset(routine, source, nelems, "source");
+  symmetric(routine, dest, nelems, "dest");
+  symmetric(routine, source, nelems, "source");
   const bool root = view.me == PE_root;
   if (root && dest != source) std::memmove(dest, source, nelems);
   const std::size_t words = nelems / 4, tail = nelems % 4;
@@ -1039,8 +1144,6 @@ SHMEMI_RMA_TYPES(RHINET_SHMEM_REDUCE_PROD)
 // ---- for the library's other files (shmem_internal.hpp) --------------------
 
 namespace rhinet::shmem::internal {
-
-const Area& heap_area() { return *state().heap_area; }
 
 std::span<std::byte> scratch() { return {state().bounce, kBounceBytes}; }
 

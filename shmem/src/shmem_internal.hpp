@@ -20,6 +20,16 @@ namespace rhinet::shmem::internal {
 
 // Area ID of the symmetric heap on every PE.
 inline constexpr std::uint32_t kHeapArea = SHMEMX_HEAP_AREA_ID;
+// Area ID of the program's writable data (.data, .bss) on every PE.
+inline constexpr std::uint32_t kDataArea = 0x5344;
+
+// A symmetric object as a remote operation names it: the area holding it
+// (the heap or the program's data, the same ID on every PE) and its offset
+// there, the same on every PE.
+struct Symmetric {
+  const Area* area = nullptr;
+  std::size_t offset = 0;
+};
 
 // ---- shmem.cc
 // The group of the job; ends the PE when the library is not initialized.
@@ -32,13 +42,14 @@ Group& group(const char* routine);
 int refuse(const char* routine, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void check_pe(const char* routine, int pe);
-// The heap offset of a symmetric object, or the PE ends naming it.
-std::size_t symmetric_offset(const char* routine, const void* p,
-                             std::size_t bytes, const char* what);
-bool in_heap(const void* p, std::size_t bytes);
-// The heap's area (the same ID at every PE) and a registered scratch
-// buffer of 1 MiB for operands that are not heap memory.
-const Area& heap_area();
+// Where a symmetric object of `bytes` bytes lies, or the PE ends naming it.
+Symmetric symmetric(const char* routine, const void* p, std::size_t bytes,
+                    const char* what);
+// Inside one of the library's areas (heap, program data): registered
+// memory, so it can be the local side of a PUSH or PULL as it is.
+bool registered(const void* p, std::size_t bytes);
+// A registered scratch buffer of 1 MiB for operands that are not in the
+// library's areas.
 std::span<std::byte> scratch();
 // The communicator of all PEs; ends the PE when the NIC has none.
 Communicator& world(const char* routine);
@@ -138,10 +149,10 @@ bool satisfied(const char* routine, const T* ivar, int cmp, T value) {
 #define RHINET_BOTH_FORMS(FORM, A, B) FORM(A, B, plain) FORM(A, B, ctx)
 
 // ---- amo.cc
-// The heap offset of the AMO word `dest` of `bytes` (4 or 8) bytes at PE
+// Where the AMO word `dest` of `bytes` (4 or 8) bytes at PE
 // `pe`, checked: a symmetric, aligned word of a PE of the job.
-std::size_t amo_offset(const char* routine, const void* dest, std::size_t bytes,
-                       int pe);
+Symmetric amo_word(const char* routine, const void* dest, std::size_t bytes,
+                   int pe);
 // A put-with-signal's signal: adds `signal` to the 64-bit word at world PE
 // `pe`, or sets it; waited for.
 void signal_update(const char* routine, Context& c, std::uint64_t* sig_addr,

@@ -54,7 +54,7 @@ struct Set {
   }
   void check() const {
     group(routine);
-    if (n) symmetric_offset(routine, ivars, n * sizeof(T), "ivars");
+    if (n) symmetric(routine, ivars, n * sizeof(T), "ivars");
   }
   bool any_watched() const {
     for (std::size_t i = 0; i < n; i++)
@@ -138,7 +138,7 @@ std::size_t test_some(const Set<T>& s, std::size_t* indices) {
 template <typename T>
 int test_one(const char* routine, T* ivar, int cmp, T value) {
   group(routine);
-  symmetric_offset(routine, ivar, sizeof(T), "ivar");
+  symmetric(routine, ivar, sizeof(T), "ivar");
   return satisfied(routine, ivar, cmp, value) ? 1 : 0;
 }
 
@@ -155,7 +155,7 @@ extern "C" {
 
 uint64_t shmem_signal_fetch(const uint64_t* sig_addr) {
   group("shmem_signal_fetch");
-  symmetric_offset("shmem_signal_fetch", sig_addr, 8, "sig_addr");
+  symmetric("shmem_signal_fetch", sig_addr, 8, "sig_addr");
   return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
 }
 

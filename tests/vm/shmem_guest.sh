@@ -46,6 +46,18 @@ for p in put_get nbi_quiet atomics pingpong put_signal collectives barrier \
 	collect wait_set locks teams generic contexts ring; do
 	run $p
 done
+# Globals and statics; SHMEM_DEBUG's line gives each PE's registered data.
+export SHMEM_DEBUG=1
+run globals
+unset SHMEM_DEBUG
+if grep -q "shmem_init: symmetric heap .* program data [1-9][0-9]* bytes" \
+	globals.out; then
+	echo "shmem_guest: ok: globals: SHMEM_DEBUG names the program data"
+	grep -o "symmetric heap .*" globals.out | head -n 1 | sed 's/^/  /'
+else
+	echo "shmem_guest: FAIL: globals: no SHMEM_DEBUG line of the program data"
+	fails=$((fails + 1))
+fi
 # The benchmark's figures, for the log (its own check: the reduction).
 ./oshrun -n 4 --hosts "$hosts" --timeout 300 ./rhinet_shmem_bench 100 >bench.out 2>&1
 rc=$?
@@ -59,8 +71,8 @@ fi
 
 misuse int-amo 1 "shmem_int_atomic_inc: dest"
 misuse int-amo 1 "is not 4-byte aligned"
-misuse global 1 "shmem_long_p: dest"
-misuse global 1 "is not symmetric"
+misuse stack 1 "shmem_long_p: dest"
+misuse stack 1 "is not symmetric: it is neither inside the symmetric heap"
 misuse pe 1 "shmem_long_p: PE 2 is not a PE of this program (0 to 1)"
 misuse team 3 "shmem_team_split_strided: start 0, stride 1, size 3 name PEs that are not PEs of the parent team (0 to 1)"
 misuse lock 1 "shmem_set_lock: lock"

@@ -7,7 +7,8 @@
 
 int main(int argc, char** argv) {
   const char* what = argc > 1 ? argv[1] : "";
-  static long global_var;
+  /* Stack memory is not symmetric (globals and statics are). */
+  long local_var = 0;
   long* heap = NULL;
   shmem_init();
   heap = shmem_calloc(2, sizeof(long));
@@ -15,7 +16,7 @@ int main(int argc, char** argv) {
   /* a 32-bit AMO on a word that is not 4-byte aligned */
   if (!strcmp(what, "int-amo"))
     shmem_int_atomic_inc((int*)((char*)heap + 2), 0);
-  if (!strcmp(what, "global")) shmem_long_p(&global_var, 1, 0);
+  if (!strcmp(what, "stack")) shmem_long_p(&local_var, 1, 0);
   if (!strcmp(what, "pe")) shmem_long_p(heap, 1, shmem_n_pes());
   if (!strcmp(what, "team")) {
     shmem_team_t t = SHMEM_TEAM_INVALID;
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
                                  NULL, 0, &t) != 0)
       shmem_global_exit(3);
   }
-  if (!strcmp(what, "lock")) shmem_set_lock(&global_var);
+  if (!strcmp(what, "lock")) shmem_set_lock(&local_var);
   if (!strcmp(what, "destroyed")) {
     shmem_team_t t = SHMEM_TEAM_INVALID;
     if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, shmem_n_pes(), NULL, 0,
