@@ -5,8 +5,8 @@
  * client (node 0) reaches it through the rkey; remote pin-down pins it.
  *
  *  - ibv_query_device_ex reports what works: IBV_ODP_SUPPORT, and on RC
- *    SEND, RECV, SRQ_RECV, WRITE, READ and ATOMIC, nothing on UC, UD,
- *    XRC, no implicit ODP;
+ *    SEND, RECV, SRQ_RECV, WRITE, READ and ATOMIC, on UD SEND alone,
+ *    nothing on UC, XRC, no implicit ODP;
  *  - registration pins nothing (pinned_pages, VmPin);
  *  - first touch: a 1 MiB WRITE into it, the READ back, a fetch-and-add
  *    on another untouched page; every byte checked on both sides; the
@@ -25,7 +25,11 @@
  *    pin (pin events, pinned pages), every byte checked;
  *  - a SEND from an on-demand page mapped PROT_NONE completes with
  *    LOC_PROT_ERR (the host cannot pin it);
- *  - deregistering gives every page back, on both nodes.
+ *  - deregistering gives every page back, on both nodes;
+ *  - UD: a datagram sent from a page of an on-demand MR nobody pinned
+ *    arrives whole (its host pinned the page first); one from a PROT_NONE
+ *    page, and one from a page of a file past its end, complete
+ *    LOC_PROT_ERR, pin nothing, and nothing arrives.
  *
  *   rhinet-odp [-d DEVICE] [-g GID_INDEX] [-p PORT]           server (node 1)
  *   rhinet-odp [-d DEVICE] [-g GID_INDEX] [-p PORT] SERVER    client (node 0)
@@ -146,10 +150,11 @@ static void odp_caps(struct node *n)
 	      "rc_odp_caps %#x: want SEND|RECV|WRITE|READ|ATOMIC|SRQ_RECV "
 	      "(%#x)",
 	      a.odp_caps.per_transport_caps.rc_odp_caps, rc);
-	check(!a.odp_caps.per_transport_caps.uc_odp_caps &&
-		      !a.odp_caps.per_transport_caps.ud_odp_caps &&
-		      !a.xrc_odp_caps,
-	      "UC/UD/XRC claim on-demand paging");
+	check(a.odp_caps.per_transport_caps.ud_odp_caps == IBV_ODP_SUPPORT_SEND,
+	      "ud_odp_caps %#x: want SEND alone",
+	      a.odp_caps.per_transport_caps.ud_odp_caps);
+	check(!a.odp_caps.per_transport_caps.uc_odp_caps && !a.xrc_odp_caps,
+	      "UC/XRC claim on-demand paging");
 }
 
 /* Advice the kernel must refuse, and pin nothing for. */
@@ -512,6 +517,199 @@ static void client(struct node *n, int fd)
 	sync_peer(fd);
 }
 
+/* What each node tells the other of its UD QP. */
+struct ud_info {
+	uint32_t qpn;
+	uint8_t gid[16];
+};
+
+#define UD_QKEY 0x11111111u
+#define UD_LEN 1000u
+#define UD_GRH 40u
+
+static struct ibv_qp *ud_qp(struct node *n, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr qa = {.send_cq = cq,
+				      .recv_cq = cq,
+				      .qp_type = IBV_QPT_UD,
+				      .cap = {.max_send_wr = 4,
+					      .max_recv_wr = 4,
+					      .max_send_sge = 1,
+					      .max_recv_sge = 1}};
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY};
+	struct ibv_qp *qp = ibv_create_qp(n->pd, &qa);
+
+	if (!qp || ibv_modify_qp(qp, &a,
+				 IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					 IBV_QP_PORT | IBV_QP_QKEY))
+		die("UD QP to INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		die("UD QP to RTR");
+	a.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		die("UD QP to RTS");
+	return qp;
+}
+
+/* One datagram of UD_LEN bytes from @p (@lkey); its completion's status. */
+static int ud_send(struct ibv_cq *cq, struct ibv_qp *qp, struct ibv_ah *ah,
+		   uint32_t qpn, void *p, uint32_t lkey)
+{
+	struct ibv_sge sge = {(uintptr_t)p, UD_LEN, lkey};
+	struct ibv_send_wr wr = {.wr_id = 9,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = UD_QKEY;
+	if (ibv_post_send(qp, &wr, &bad))
+		die("post UD SEND");
+	if (poll_cq_for(cq, &wc, 1, 20000) != 1)
+		return -1;
+	return wc.status;
+}
+
+/*
+ * A datagram from @p, a page of @mr the host cannot pin: the SEND
+ * completes LOC_PROT_ERR, on a QP of its own (the error ends the QP).
+ */
+static void ud_unpinnable(struct node *n, struct ibv_cq *cq, struct ibv_ah *ah,
+			  uint32_t qpn, void *p, struct ibv_mr *mr,
+			  const char *what)
+{
+	struct ibv_qp *qp = ud_qp(n, cq);
+	uint64_t pinned = stat_of(n, "pinned_pages");
+	int r = ud_send(cq, qp, ah, qpn, p, mr->lkey);
+
+	check(r == IBV_WC_LOC_PROT_ERR,
+	      "UD SEND from an on-demand page %s: status %d, want "
+	      "LOC_PROT_ERR",
+	      what, r);
+	check(stat_of(n, "pinned_pages") == pinned,
+	      "UD SEND from a page %s pinned pages", what);
+	check(!ibv_destroy_qp(qp), "destroy UD QP");
+}
+
+/* Two pages of a memfd one page long: the second lies past its end. */
+static uint8_t *past_eof(void)
+{
+	int fd = memfd_create("rhinet-odp", 0);
+	uint8_t *p;
+
+	if (fd < 0 || ftruncate(fd, PAGE))
+		die("memfd");
+	p = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die("mmap memfd");
+	close(fd);
+	return p;
+}
+
+/*
+ * UD on demand: node 1 sends from on-demand pages nobody pinned, node 0
+ * receives into pinned memory (a UD receive into unpinned memory drops
+ * the datagram, which is why UD RECV is not claimed).
+ */
+static void ud_send_on_demand(struct node *n, int fd)
+{
+	/* Its own CQ: nothing of the RC QP's errors comes in between. */
+	struct ibv_cq *cq = ibv_create_cq(n->ctx, 8, NULL, NULL, 0);
+	struct ibv_qp *qp = cq ? ud_qp(n, cq) : NULL;
+	struct ud_info me, peer;
+	struct ibv_ah_attr aa;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	if (!qp)
+		die("UD CQ");
+	me.qpn = qp->qp_num;
+
+	local_gid(n->ctx, n->gid_index, me.gid);
+	xfer(fd, &me, &peer, sizeof(me));
+	ah_attr_to(&aa, peer.gid, n->gid_index);
+	ah = ibv_create_ah(n->pd, &aa);
+	if (!ah)
+		die("ibv_create_ah");
+	if (!strcmp(role, "client")) {
+		struct ibv_sge sge = {(uintptr_t)n->buf, UD_GRH + UD_LEN,
+				      n->mr->lkey};
+		struct ibv_recv_wr wr = {
+			.wr_id = 8, .sg_list = &sge, .num_sge = 1};
+		struct ibv_recv_wr *bad;
+
+		/* The second receive catches a datagram that should not
+		 * have been sent.
+		 */
+		memset(n->buf, 0, UD_GRH + UD_LEN);
+		if (ibv_post_recv(qp, &wr, &bad))
+			die("post UD receive");
+		sge.addr += PAGE;
+		if (ibv_post_recv(qp, &wr, &bad))
+			die("post UD receive");
+		sync_peer(fd); /* posted */
+		check(poll_cq_for(cq, &wc, 1, 20000) == 1 &&
+			      wc.status == IBV_WC_SUCCESS &&
+			      wc.byte_len == UD_GRH + UD_LEN,
+		      "no datagram from the peer's unpinned page arrived");
+		check(pattern_differs(n->buf + UD_GRH, UD_LEN, 4) < 0,
+		      "the datagram from an unpinned page differs at %ld",
+		      pattern_differs(n->buf + UD_GRH, UD_LEN, 4));
+		sync_peer(fd); /* received */
+		sync_peer(fd); /* the unpinnable ones failed */
+		check(poll_cq_for(cq, &wc, 1, 200) == 0,
+		      "a datagram from an unpinnable page arrived");
+	} else {
+		uint8_t *src = untouched(PAGE), *sealed = untouched(PAGE);
+		uint8_t *file = past_eof();
+		struct ibv_mr *src_mr = reg_odp(n, src, PAGE, kOdpAccess);
+		struct ibv_mr *sealed_mr = reg_odp(n, sealed, PAGE, kOdpAccess);
+		struct ibv_mr *file_mr = reg_odp(n, file, 2 * PAGE, kOdpAccess);
+		uint64_t pinned = stat_of(n, "pinned_pages");
+		uint64_t events = stat_of(n, "pin_events");
+		int r;
+
+		pattern_fill(src, UD_LEN, 4); /* mapped, written, not pinned */
+		sync_peer(fd); /* the peer posted its receive */
+		r = ud_send(cq, qp, ah, peer.qpn, src, src_mr->lkey);
+		check(r == IBV_WC_SUCCESS,
+		      "UD SEND from an on-demand page nobody pinned: status %d",
+		      r);
+		printf("rhinet-odp server: UD SEND's first touch: pin_events "
+		       "+%" PRIu64 ", pinned_pages +%" PRIu64 "\n",
+		       stat_of(n, "pin_events") - events,
+		       stat_of(n, "pinned_pages") - pinned);
+		check(stat_of(n, "pin_events") > events &&
+			      stat_of(n, "pinned_pages") - pinned == 1,
+		      "the UD SEND's source was not pinned on demand");
+		sync_peer(fd); /* the peer received it */
+		check(!mprotect(sealed, PAGE, PROT_NONE), "mprotect PROT_NONE");
+		ud_unpinnable(n, cq, ah, peer.qpn, sealed, sealed_mr,
+			      "mapped PROT_NONE");
+		ud_unpinnable(n, cq, ah, peer.qpn, file + PAGE, file_mr,
+			      "of a file past its end");
+		sync_peer(fd);
+		check(!ibv_dereg_mr(src_mr) && !ibv_dereg_mr(sealed_mr) &&
+			      !ibv_dereg_mr(file_mr),
+		      "dereg the UD source MRs");
+		check(stat_of(n, "pinned_pages") == pinned,
+		      "UD source pages stay pinned after dereg");
+		munmap(src, PAGE);
+		munmap(sealed, PAGE);
+		munmap(file, 2 * PAGE);
+	}
+	ibv_destroy_ah(ah);
+	check(!ibv_destroy_qp(qp), "destroy UD QP");
+	ibv_destroy_cq(cq);
+}
+
 int main(int argc, char **argv)
 {
 	struct node n = {.dev = "rhinet0"};
@@ -540,6 +738,7 @@ int main(int argc, char **argv)
 		client(&n, fd);
 	else
 		server(&n, fd);
+	ud_send_on_demand(&n, fd);
 	close(fd);
 	check(!ibv_destroy_qp(n.qp), "destroy QP");
 	ibv_destroy_cq(n.cq);
