@@ -420,6 +420,7 @@ static void client(struct node *n, int fd)
 	struct server_info me = {.qpn = n->qp->qp_num}, peer;
 	struct server_figures f;
 	struct workload w[V_N][2];
+	char title[128];
 	const char *env = getenv("RHINET_ODP_BENCH_ITERS");
 	uint32_t iters = env ? (uint32_t)atoi(env) : 32, total;
 	double t_pinned, t_cold, t_warm, t_read, t_refault;
@@ -487,10 +488,11 @@ static void client(struct node *n, int fd)
 	print_row("madvise(MADV_DONTNEED), no MR", f.dontneed_plain_us, NULL);
 	print_row("munmap, ODP MR pinned", f.munmap_odp_us, &f.munmap);
 	print_row("munmap, no MR", f.munmap_plain_us, NULL);
-	printf("registration cache on node 0, %u x (mmap 64 KiB, fill, "
-	       "register, SEND, deregister, free)\n",
-	       iters);
-	print_header("", "us/iter");
+	snprintf(title, sizeof(title),
+		 "registration cache on node 0, %u x (mmap 64 KiB, fill, "
+		 "register, SEND, deregister, free)",
+		 iters);
+	print_header(title, "us/iter");
 	for (int v = 0; v < V_N; v++)
 		for (int reuse = 0; reuse < 2; reuse++) {
 			char what[96];
@@ -499,6 +501,8 @@ static void client(struct node *n, int fd)
 				 reuse ? "same address" : "new address");
 			print_row(what, w[v][reuse].us, &w[v][reuse].d);
 		}
+	printf("irqs: all of rhinet's vectors, the TCP side channel's (eth0) "
+	       "too: compare with the pinned row\n");
 	printf("pages left pinned: node 1 %" PRId64 ", node 0 %" PRId64 "\n",
 	       f.pinned_left,
 	       (int64_t)ib_hw_counter(n->dev, "pinned_pages") - pinned0);

@@ -8,7 +8,7 @@
 # node's host; a SEND from a PROT_NONE page failing LOC_PROT_ERR. Then
 # rhinet-odp-bench prints what on-demand memory costs; no page stays
 # pinned on either node.
-#   verbs_odp.sh NODE NODES
+#   verbs_odp.sh NODE NODES [BENCH_ITERS]   (the benchmark's N, default 8)
 NODE=$1
 # shellcheck disable=SC2034 # read by verbs.lib.sh
 LIB_NAME=verbs_odp
@@ -24,7 +24,7 @@ rdma statistic show link rhinet0/1 | tr ' ' '\n' |
 	grep -A1 -x -E "pinned_pages|pin_requests|pin_refusals|pin_events" | paste -sd' '
 # What it costs (a benchmark: figures, no timed assertion; the table is
 # node 0's). Few iterations keep the test quick; see tests/vm/README.md.
-export RHINET_ODP_BENCH_ITERS=8
+export RHINET_ODP_BENCH_ITERS=${3:-8}
 run_pair rhinet-odp-bench /opt/rhinet/bin/rhinet-odp-bench -d rhinet0 -g "$GID"
 held=$(stat pinned_pages)
 [ "$held" = 0 ] || failed="$failed pinned_pages=$held"
