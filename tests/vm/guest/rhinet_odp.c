@@ -65,22 +65,11 @@ struct server_info {
 	uint32_t touch_rkey, prefetched_rkey, atomic_rkey;
 };
 
-struct node {
-	const char *dev;
-	int gid_index;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr; /* pinned, registered as any buffer */
-	uint8_t *buf;
-};
-
 static const int kOdpAccess = IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE |
 			      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			      IBV_ACCESS_REMOTE_ATOMIC;
 
-static uint64_t stat_of(const struct node *n, const char *name)
+static uint64_t stat_of(const struct rc_node *n, const char *name)
 {
 	return ib_hw_counter(n->dev, name);
 }
@@ -100,18 +89,8 @@ static long vmpin_kb(void)
 	return kb;
 }
 
-/* @len bytes only mapped, never touched. */
-static uint8_t *untouched(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		die("mmap");
-	return p;
-}
-
-static struct ibv_mr *reg_odp(struct node *n, void *p, size_t len, int access)
+static struct ibv_mr *reg_odp(struct rc_node *n, void *p, size_t len,
+			      int access)
 {
 	struct ibv_mr *mr = ibv_reg_mr(n->pd, p, len, access);
 
@@ -128,7 +107,7 @@ static int prefetch(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 	return ibv_advise_mr(pd, advice, IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
 }
 
-static void odp_caps(struct node *n)
+static void odp_caps(struct rc_node *n)
 {
 	struct ibv_device_attr_ex a;
 	const uint32_t rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
@@ -158,7 +137,7 @@ static void odp_caps(struct node *n)
 }
 
 /* Advice the kernel must refuse, and pin nothing for. */
-static void refusals(struct node *n, struct ibv_mr *odp)
+static void refusals(struct rc_node *n, struct ibv_mr *odp)
 {
 	uint64_t pinned = stat_of(n, "pinned_pages");
 	long vmpin = vmpin_kb();
@@ -166,7 +145,7 @@ static void refusals(struct node *n, struct ibv_mr *odp)
 	struct ibv_context *ctx2 = open_device(n->dev);
 	struct ibv_pd *pd2 = ibv_alloc_pd(n->ctx);
 	struct ibv_pd *foreign = ibv_alloc_pd(ctx2);
-	uint8_t *ro_buf = untouched(PAGE), *holed;
+	uint8_t *ro_buf = map_untouched(PAGE), *holed;
 	struct ibv_sge sge;
 	struct ibv_mr *ro;
 	int r;
@@ -226,7 +205,7 @@ static void refusals(struct node *n, struct ibv_mr *odp)
 	 * be pinned (EFAULT), a plain hint does not; the mapped page stays
 	 * pinned until dereg.
 	 */
-	holed = untouched(2 * PAGE);
+	holed = map_untouched(2 * PAGE);
 	ro = reg_odp(n, holed, 2 * PAGE, kOdpAccess);
 	munmap(holed + PAGE, PAGE);
 	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
@@ -253,7 +232,8 @@ static void refusals(struct node *n, struct ibv_mr *odp)
 }
 
 /* A SEND of @len bytes from @addr (@lkey); its completion's status. */
-static int send_from(struct node *n, uint64_t addr, uint32_t lkey, uint32_t len)
+static int send_from(struct rc_node *n, uint64_t addr, uint32_t lkey,
+		     uint32_t len)
 {
 	struct ibv_wc wc;
 
@@ -265,11 +245,11 @@ static int send_from(struct node *n, uint64_t addr, uint32_t lkey, uint32_t len)
 	return wc.status;
 }
 
-static void server(struct node *n, int fd)
+static void server(struct rc_node *n, int fd)
 {
-	uint8_t *touch = untouched(MIB), *prefetched = untouched(MIB);
-	uint8_t *atomic = untouched(PAGE), *unpinned = untouched(PAGE);
-	uint8_t *sealed = untouched(PAGE);
+	uint8_t *touch = map_untouched(MIB), *prefetched = map_untouched(MIB);
+	uint8_t *atomic = map_untouched(PAGE), *unpinned = map_untouched(PAGE);
+	uint8_t *sealed = map_untouched(PAGE);
 	struct server_info me = {.qpn = n->qp->qp_num}, peer;
 	uint64_t pinned0, pinned, requests, events;
 	struct ibv_mr *touch_mr, *pre_mr, *atomic_mr, *unpinned_mr, *sealed_mr;
@@ -392,7 +372,7 @@ static void server(struct node *n, int fd)
 }
 
 /* WRITE @seed's pattern to [@raddr, +MIB) and READ it back. */
-static void write_read(struct node *n, uint64_t raddr, uint32_t rkey,
+static void write_read(struct rc_node *n, uint64_t raddr, uint32_t rkey,
 		       uint32_t seed, const char *what)
 {
 	uint8_t *src = n->buf, *dst = n->buf + MIB;
@@ -414,7 +394,7 @@ static void write_read(struct node *n, uint64_t raddr, uint32_t rkey,
 	      pattern_differs(dst, MIB, seed));
 }
 
-static void client(struct node *n, int fd)
+static void client(struct rc_node *n, int fd)
 {
 	struct server_info me = {.qpn = n->qp->qp_num}, peer;
 	uint8_t *faa_result = n->buf + 2 * MIB;
@@ -428,7 +408,8 @@ static void client(struct node *n, int fd)
 	struct ibv_sge rsge = {(uintptr_t)recv_buf, SEND_LEN, n->mr->lkey};
 	struct ibv_recv_wr rwr = {.wr_id = 4, .sg_list = &rsge, .num_sge = 1};
 	/* On demand, untouched: the second SEND lands here, a READ there. */
-	uint8_t *odp_recv = untouched(SEND_LEN), *odp_read = untouched(OD_READ);
+	uint8_t *odp_recv = map_untouched(SEND_LEN),
+		*odp_read = map_untouched(OD_READ);
 	uint64_t pinned0 = stat_of(n, "pinned_pages"), events;
 	struct ibv_mr *recv_mr = reg_odp(n, odp_recv, SEND_LEN, kOdpAccess);
 	struct ibv_mr *read_mr = reg_odp(n, odp_read, OD_READ, kOdpAccess);
@@ -527,7 +508,7 @@ struct ud_info {
 #define UD_LEN 1000u
 #define UD_GRH 40u
 
-static struct ibv_qp *ud_qp(struct node *n, struct ibv_cq *cq)
+static struct ibv_qp *ud_qp(struct rc_node *n, struct ibv_cq *cq)
 {
 	struct ibv_qp_init_attr qa = {.send_cq = cq,
 				      .recv_cq = cq,
@@ -581,9 +562,9 @@ static int ud_send(struct ibv_cq *cq, struct ibv_qp *qp, struct ibv_ah *ah,
  * A datagram from @p, a page of @mr the host cannot pin: the SEND
  * completes LOC_PROT_ERR, on a QP of its own (the error ends the QP).
  */
-static void ud_unpinnable(struct node *n, struct ibv_cq *cq, struct ibv_ah *ah,
-			  uint32_t qpn, void *p, struct ibv_mr *mr,
-			  const char *what)
+static void ud_unpinnable(struct rc_node *n, struct ibv_cq *cq,
+			  struct ibv_ah *ah, uint32_t qpn, void *p,
+			  struct ibv_mr *mr, const char *what)
 {
 	struct ibv_qp *qp = ud_qp(n, cq);
 	uint64_t pinned = stat_of(n, "pinned_pages");
@@ -618,7 +599,7 @@ static uint8_t *past_eof(void)
  * receives into pinned memory (a UD receive into unpinned memory drops
  * the datagram, which is why UD RECV is not claimed).
  */
-static void ud_send_on_demand(struct node *n, int fd)
+static void ud_send_on_demand(struct rc_node *n, int fd)
 {
 	/* Its own CQ: nothing of the RC QP's errors comes in between. */
 	struct ibv_cq *cq = ibv_create_cq(n->ctx, 8, NULL, NULL, 0);
@@ -667,7 +648,8 @@ static void ud_send_on_demand(struct node *n, int fd)
 		check(poll_cq_for(cq, &wc, 1, 200) == 0,
 		      "a datagram from an unpinnable page arrived");
 	} else {
-		uint8_t *src = untouched(PAGE), *sealed = untouched(PAGE);
+		uint8_t *src = map_untouched(PAGE),
+			*sealed = map_untouched(PAGE);
 		uint8_t *file = past_eof();
 		struct ibv_mr *src_mr = reg_odp(n, src, PAGE, kOdpAccess);
 		struct ibv_mr *sealed_mr = reg_odp(n, sealed, PAGE, kOdpAccess);
@@ -712,26 +694,17 @@ static void ud_send_on_demand(struct node *n, int fd)
 
 int main(int argc, char **argv)
 {
-	struct node n = {.dev = "rhinet0"};
-	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC,
-				      .cap = {.max_send_wr = 8,
-					      .max_recv_wr = 4,
-					      .max_send_sge = 1,
-					      .max_recv_sge = 1}};
+	struct rc_node n = {.dev = "rhinet0"};
+	const struct ibv_qp_cap cap = {.max_send_wr = 8,
+				       .max_recv_wr = 4,
+				       .max_send_sge = 1,
+				       .max_recv_sge = 1};
 	int port = 18530, fd;
 	const char *srv;
 
 	program = "rhinet-odp";
 	srv = peer_args(argc, argv, &n.dev, &n.gid_index, &port);
-	n.ctx = open_device(n.dev);
-	n.mr = alloc_buffer(n.ctx, 2 * MIB + 2 * PAGE, &n.pd, &n.buf);
-	n.cq = ibv_create_cq(n.ctx, 16, NULL, NULL, 0);
-	if (!n.mr || !n.cq)
-		die("MR/CQ");
-	qa.send_cq = qa.recv_cq = n.cq;
-	n.qp = ibv_create_qp(n.pd, &qa);
-	if (!n.qp)
-		die("create RC QP");
+	rc_node_open(&n, 2 * MIB + 2 * PAGE, 16, cap);
 	odp_caps(&n);
 	fd = tcp_connect(srv, port);
 	if (srv)
@@ -740,12 +713,5 @@ int main(int argc, char **argv)
 		server(&n, fd);
 	ud_send_on_demand(&n, fd);
 	close(fd);
-	check(!ibv_destroy_qp(n.qp), "destroy QP");
-	ibv_destroy_cq(n.cq);
-	ibv_dereg_mr(n.mr);
-	ibv_dealloc_pd(n.pd);
-	ibv_close_device(n.ctx);
-	printf("rhinet-odp %s: %s (%d checks, %d failed)\n", role,
-	       failures ? "FAIL" : "PASS", checks, failures);
-	return failures ? 1 : 0;
+	return rc_node_close(&n);
 }

@@ -97,17 +97,6 @@ struct server_figures {
 	int64_t pinned_left;
 };
 
-struct node {
-	const char *dev;
-	int gid_index;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-};
-
 /* Interrupts of rhinet's vectors so far, all CPUs (/proc/interrupts). */
 static int64_t rhinet_irqs(void)
 {
@@ -136,7 +125,7 @@ static int64_t rhinet_irqs(void)
 	return sum;
 }
 
-static struct snap take(const struct node *n)
+static struct snap take(const struct rc_node *n)
 {
 	struct snap s;
 
@@ -155,17 +144,6 @@ static struct snap delta(struct snap a, struct snap b)
 	return d;
 }
 
-/* @len bytes only mapped, never touched. */
-static uint8_t *mapped(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		die("mmap");
-	return p;
-}
-
 static double us_since(double t0)
 {
 	return (now() - t0) * 1e6;
@@ -174,7 +152,7 @@ static double us_since(double t0)
 /* ---- server -------------------------------------------------------------- */
 
 /* Counts the client's step between two syncs into @d. */
-static void around_peer_step(struct node *n, int fd, struct snap *d)
+static void around_peer_step(struct rc_node *n, int fd, struct snap *d)
 {
 	struct snap a = take(n);
 
@@ -186,7 +164,7 @@ static void around_peer_step(struct node *n, int fd, struct snap *d)
 /* Keeps RECVS receives posted into the pinned buffer's second MiB until
  * @total SENDs arrived.
  */
-static void serve_sends(struct node *n, uint32_t total)
+static void serve_sends(struct rc_node *n, uint32_t total)
 {
 	for (uint32_t i = 0; i < total + RECVS; i++) {
 		struct ibv_wc wc;
@@ -214,9 +192,9 @@ static void serve_sends(struct node *n, uint32_t total)
 	}
 }
 
-static void server(struct node *n, int fd)
+static void server(struct rc_node *n, int fd)
 {
-	uint8_t *odp = mapped(MIB), *plain = mapped(MIB);
+	uint8_t *odp = map_untouched(MIB), *plain = map_untouched(MIB);
 	struct server_info me = {.qpn = n->qp->qp_num}, peer;
 	struct server_figures f;
 	int64_t pinned0 = (int64_t)ib_hw_counter(n->dev, "pinned_pages");
@@ -285,7 +263,7 @@ static void server(struct node *n, int fd)
 /* ---- client -------------------------------------------------------------- */
 
 /* One signalled WRITE (or READ) of 1 MiB; its time in microseconds. */
-static double rdma_mib(struct node *n, enum ibv_wr_opcode op, uint64_t laddr,
+static double rdma_mib(struct rc_node *n, enum ibv_wr_opcode op, uint64_t laddr,
 		       uint64_t raddr, uint32_t rkey, const char *what)
 {
 	struct ibv_wc wc;
@@ -300,7 +278,7 @@ static double rdma_mib(struct node *n, enum ibv_wr_opcode op, uint64_t laddr,
 }
 
 /* The mean of WARM_RUNS WRITEs of 1 MiB. */
-static double write_mean(struct node *n, uint64_t raddr, uint32_t rkey,
+static double write_mean(struct rc_node *n, uint64_t raddr, uint32_t rkey,
 			 const char *what)
 {
 	double sum = 0;
@@ -311,7 +289,7 @@ static double write_mean(struct node *n, uint64_t raddr, uint32_t rkey,
 	return sum / WARM_RUNS;
 }
 
-static int send_from(struct node *n, void *p, uint32_t lkey)
+static int send_from(struct rc_node *n, void *p, uint32_t lkey)
 {
 	struct ibv_wc wc;
 
@@ -332,7 +310,7 @@ struct workload {
  * variant @v; @reuse: at the same address each time, else at a new one
  * (the arena's next slot; the previous mappings are dropped at the end).
  */
-static struct workload cache_run(struct node *n, int v, bool reuse,
+static struct workload cache_run(struct rc_node *n, int v, bool reuse,
 				 uint32_t iters)
 {
 	size_t arena_len = (size_t)iters * MSG;
@@ -415,7 +393,7 @@ static void print_header(const char *title, const char *unit)
 	printf("\n");
 }
 
-static void client(struct node *n, int fd)
+static void client(struct rc_node *n, int fd)
 {
 	struct server_info me = {.qpn = n->qp->qp_num}, peer;
 	struct server_figures f;
@@ -510,38 +488,22 @@ static void client(struct node *n, int fd)
 
 int main(int argc, char **argv)
 {
-	struct node n = {.dev = "rhinet0"};
-	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC,
-				      .cap = {.max_send_wr = 8,
-					      .max_recv_wr = RECVS,
-					      .max_send_sge = 1,
-					      .max_recv_sge = 1}};
+	struct rc_node n = {.dev = "rhinet0"};
+	const struct ibv_qp_cap cap = {.max_send_wr = 8,
+				       .max_recv_wr = RECVS,
+				       .max_send_sge = 1,
+				       .max_recv_sge = 1};
 	int port = 18531, fd;
 	const char *srv;
 
 	program = "rhinet-odp-bench";
 	srv = peer_args(argc, argv, &n.dev, &n.gid_index, &port);
-	n.ctx = open_device(n.dev);
-	n.mr = alloc_buffer(n.ctx, 2 * MIB, &n.pd, &n.buf);
-	n.cq = ibv_create_cq(n.ctx, 2 * RECVS, NULL, NULL, 0);
-	if (!n.mr || !n.cq)
-		die("MR/CQ");
-	qa.send_cq = qa.recv_cq = n.cq;
-	n.qp = ibv_create_qp(n.pd, &qa);
-	if (!n.qp)
-		die("create RC QP");
+	rc_node_open(&n, 2 * MIB, 2 * RECVS, cap);
 	fd = tcp_connect(srv, port);
 	if (srv)
 		client(&n, fd);
 	else
 		server(&n, fd);
 	close(fd);
-	check(!ibv_destroy_qp(n.qp), "destroy QP");
-	ibv_destroy_cq(n.cq);
-	ibv_dereg_mr(n.mr);
-	ibv_dealloc_pd(n.pd);
-	ibv_close_device(n.ctx);
-	printf("rhinet-odp-bench %s: %s (%d checks, %d failed)\n", role,
-	       failures ? "FAIL" : "PASS", checks, failures);
-	return failures ? 1 : 0;
+	return rc_node_close(&n);
 }
