@@ -63,8 +63,9 @@ static int rhinet_query_device(struct ib_device *ibdev,
 		/* ibv_reg_mr(IBV_ACCESS_ON_DEMAND) is an on-demand MR. On
 		 * RC a peer's access and a local one (a SEND's source, a
 		 * receive's buffer, a READ's or atomic's target) fault and
-		 * wait while the pages are pinned. UD is not claimed: a
-		 * datagram that meets an unpinned receive buffer is dropped.
+		 * wait while the pages are pinned. On UD only the SEND's
+		 * source waits: a datagram that meets an unpinned receive
+		 * buffer is dropped (nobody sends it again), so no RECV.
 		 */
 		attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
 		attr->odp_caps.general_caps = IB_ODP_SUPPORT;
@@ -72,6 +73,8 @@ static int rhinet_query_device(struct ib_device *ibdev,
 			IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
 			IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
 			IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
+		attr->odp_caps.per_transport_caps.ud_odp_caps =
+			IB_ODP_SUPPORT_SEND;
 	}
 	attr->max_fast_reg_page_list_len = RHN_VPT_ENTRIES_PER_PAGE;
 	attr->max_send_sge = le32_to_cpu(hw->max_send_sges);

@@ -5,8 +5,8 @@
  * client (node 0) reaches it through the rkey; remote pin-down pins it.
  *
  *  - ibv_query_device_ex reports what works: IBV_ODP_SUPPORT, and on RC
- *    SEND, RECV, SRQ_RECV, WRITE, READ and ATOMIC, nothing on UC, UD,
- *    XRC, no implicit ODP;
+ *    SEND, RECV, SRQ_RECV, WRITE, READ and ATOMIC, on UD SEND alone,
+ *    nothing on UC, XRC, no implicit ODP;
  *  - registration pins nothing (pinned_pages, VmPin);
  *  - first touch: a 1 MiB WRITE into it, the READ back, a fetch-and-add
  *    on another untouched page; every byte checked on both sides; the
@@ -25,7 +25,11 @@
  *    pin (pin events, pinned pages), every byte checked;
  *  - a SEND from an on-demand page mapped PROT_NONE completes with
  *    LOC_PROT_ERR (the host cannot pin it);
- *  - deregistering gives every page back, on both nodes.
+ *  - deregistering gives every page back, on both nodes;
+ *  - UD: a datagram sent from a page of an on-demand MR nobody pinned
+ *    arrives whole (its host pinned the page first); one from a PROT_NONE
+ *    page, and one from a page of a file past its end, complete
+ *    LOC_PROT_ERR, pin nothing, and nothing arrives.
  *
  *   rhinet-odp [-d DEVICE] [-g GID_INDEX] [-p PORT]           server (node 1)
  *   rhinet-odp [-d DEVICE] [-g GID_INDEX] [-p PORT] SERVER    client (node 0)
@@ -61,22 +65,11 @@ struct server_info {
 	uint32_t touch_rkey, prefetched_rkey, atomic_rkey;
 };
 
-struct node {
-	const char *dev;
-	int gid_index;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr; /* pinned, registered as any buffer */
-	uint8_t *buf;
-};
-
 static const int kOdpAccess = IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE |
 			      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			      IBV_ACCESS_REMOTE_ATOMIC;
 
-static uint64_t stat_of(const struct node *n, const char *name)
+static uint64_t stat_of(const struct rc_node *n, const char *name)
 {
 	return ib_hw_counter(n->dev, name);
 }
@@ -96,18 +89,8 @@ static long vmpin_kb(void)
 	return kb;
 }
 
-/* @len bytes only mapped, never touched. */
-static uint8_t *untouched(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		die("mmap");
-	return p;
-}
-
-static struct ibv_mr *reg_odp(struct node *n, void *p, size_t len, int access)
+static struct ibv_mr *reg_odp(struct rc_node *n, void *p, size_t len,
+			      int access)
 {
 	struct ibv_mr *mr = ibv_reg_mr(n->pd, p, len, access);
 
@@ -124,7 +107,7 @@ static int prefetch(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 	return ibv_advise_mr(pd, advice, IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
 }
 
-static void odp_caps(struct node *n)
+static void odp_caps(struct rc_node *n)
 {
 	struct ibv_device_attr_ex a;
 	const uint32_t rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
@@ -146,14 +129,15 @@ static void odp_caps(struct node *n)
 	      "rc_odp_caps %#x: want SEND|RECV|WRITE|READ|ATOMIC|SRQ_RECV "
 	      "(%#x)",
 	      a.odp_caps.per_transport_caps.rc_odp_caps, rc);
-	check(!a.odp_caps.per_transport_caps.uc_odp_caps &&
-		      !a.odp_caps.per_transport_caps.ud_odp_caps &&
-		      !a.xrc_odp_caps,
-	      "UC/UD/XRC claim on-demand paging");
+	check(a.odp_caps.per_transport_caps.ud_odp_caps == IBV_ODP_SUPPORT_SEND,
+	      "ud_odp_caps %#x: want SEND alone",
+	      a.odp_caps.per_transport_caps.ud_odp_caps);
+	check(!a.odp_caps.per_transport_caps.uc_odp_caps && !a.xrc_odp_caps,
+	      "UC/XRC claim on-demand paging");
 }
 
 /* Advice the kernel must refuse, and pin nothing for. */
-static void refusals(struct node *n, struct ibv_mr *odp)
+static void refusals(struct rc_node *n, struct ibv_mr *odp)
 {
 	uint64_t pinned = stat_of(n, "pinned_pages");
 	long vmpin = vmpin_kb();
@@ -161,7 +145,7 @@ static void refusals(struct node *n, struct ibv_mr *odp)
 	struct ibv_context *ctx2 = open_device(n->dev);
 	struct ibv_pd *pd2 = ibv_alloc_pd(n->ctx);
 	struct ibv_pd *foreign = ibv_alloc_pd(ctx2);
-	uint8_t *ro_buf = untouched(PAGE), *holed;
+	uint8_t *ro_buf = map_untouched(PAGE), *holed;
 	struct ibv_sge sge;
 	struct ibv_mr *ro;
 	int r;
@@ -221,7 +205,7 @@ static void refusals(struct node *n, struct ibv_mr *odp)
 	 * be pinned (EFAULT), a plain hint does not; the mapped page stays
 	 * pinned until dereg.
 	 */
-	holed = untouched(2 * PAGE);
+	holed = map_untouched(2 * PAGE);
 	ro = reg_odp(n, holed, 2 * PAGE, kOdpAccess);
 	munmap(holed + PAGE, PAGE);
 	r = prefetch(n->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
@@ -248,7 +232,8 @@ static void refusals(struct node *n, struct ibv_mr *odp)
 }
 
 /* A SEND of @len bytes from @addr (@lkey); its completion's status. */
-static int send_from(struct node *n, uint64_t addr, uint32_t lkey, uint32_t len)
+static int send_from(struct rc_node *n, uint64_t addr, uint32_t lkey,
+		     uint32_t len)
 {
 	struct ibv_wc wc;
 
@@ -260,11 +245,11 @@ static int send_from(struct node *n, uint64_t addr, uint32_t lkey, uint32_t len)
 	return wc.status;
 }
 
-static void server(struct node *n, int fd)
+static void server(struct rc_node *n, int fd)
 {
-	uint8_t *touch = untouched(MIB), *prefetched = untouched(MIB);
-	uint8_t *atomic = untouched(PAGE), *unpinned = untouched(PAGE);
-	uint8_t *sealed = untouched(PAGE);
+	uint8_t *touch = map_untouched(MIB), *prefetched = map_untouched(MIB);
+	uint8_t *atomic = map_untouched(PAGE), *unpinned = map_untouched(PAGE);
+	uint8_t *sealed = map_untouched(PAGE);
 	struct server_info me = {.qpn = n->qp->qp_num}, peer;
 	uint64_t pinned0, pinned, requests, events;
 	struct ibv_mr *touch_mr, *pre_mr, *atomic_mr, *unpinned_mr, *sealed_mr;
@@ -387,7 +372,7 @@ static void server(struct node *n, int fd)
 }
 
 /* WRITE @seed's pattern to [@raddr, +MIB) and READ it back. */
-static void write_read(struct node *n, uint64_t raddr, uint32_t rkey,
+static void write_read(struct rc_node *n, uint64_t raddr, uint32_t rkey,
 		       uint32_t seed, const char *what)
 {
 	uint8_t *src = n->buf, *dst = n->buf + MIB;
@@ -409,7 +394,7 @@ static void write_read(struct node *n, uint64_t raddr, uint32_t rkey,
 	      pattern_differs(dst, MIB, seed));
 }
 
-static void client(struct node *n, int fd)
+static void client(struct rc_node *n, int fd)
 {
 	struct server_info me = {.qpn = n->qp->qp_num}, peer;
 	uint8_t *faa_result = n->buf + 2 * MIB;
@@ -423,7 +408,8 @@ static void client(struct node *n, int fd)
 	struct ibv_sge rsge = {(uintptr_t)recv_buf, SEND_LEN, n->mr->lkey};
 	struct ibv_recv_wr rwr = {.wr_id = 4, .sg_list = &rsge, .num_sge = 1};
 	/* On demand, untouched: the second SEND lands here, a READ there. */
-	uint8_t *odp_recv = untouched(SEND_LEN), *odp_read = untouched(OD_READ);
+	uint8_t *odp_recv = map_untouched(SEND_LEN),
+		*odp_read = map_untouched(OD_READ);
 	uint64_t pinned0 = stat_of(n, "pinned_pages"), events;
 	struct ibv_mr *recv_mr = reg_odp(n, odp_recv, SEND_LEN, kOdpAccess);
 	struct ibv_mr *read_mr = reg_odp(n, odp_read, OD_READ, kOdpAccess);
@@ -512,41 +498,220 @@ static void client(struct node *n, int fd)
 	sync_peer(fd);
 }
 
-int main(int argc, char **argv)
+/* What each node tells the other of its UD QP. */
+struct ud_info {
+	uint32_t qpn;
+	uint8_t gid[16];
+};
+
+#define UD_QKEY 0x11111111u
+#define UD_LEN 1000u
+#define UD_GRH 40u
+
+static struct ibv_qp *ud_qp(struct rc_node *n, struct ibv_cq *cq)
 {
-	struct node n = {.dev = "rhinet0"};
-	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC,
-				      .cap = {.max_send_wr = 8,
+	struct ibv_qp_init_attr qa = {.send_cq = cq,
+				      .recv_cq = cq,
+				      .qp_type = IBV_QPT_UD,
+				      .cap = {.max_send_wr = 4,
 					      .max_recv_wr = 4,
 					      .max_send_sge = 1,
 					      .max_recv_sge = 1}};
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY};
+	struct ibv_qp *qp = ibv_create_qp(n->pd, &qa);
+
+	if (!qp || ibv_modify_qp(qp, &a,
+				 IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					 IBV_QP_PORT | IBV_QP_QKEY))
+		die("UD QP to INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		die("UD QP to RTR");
+	a.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		die("UD QP to RTS");
+	return qp;
+}
+
+/* One datagram of UD_LEN bytes from @p (@lkey); its completion's status. */
+static int ud_send(struct ibv_cq *cq, struct ibv_qp *qp, struct ibv_ah *ah,
+		   uint32_t qpn, void *p, uint32_t lkey)
+{
+	struct ibv_sge sge = {(uintptr_t)p, UD_LEN, lkey};
+	struct ibv_send_wr wr = {.wr_id = 9,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = UD_QKEY;
+	if (ibv_post_send(qp, &wr, &bad))
+		die("post UD SEND");
+	if (poll_cq_for(cq, &wc, 1, 20000) != 1)
+		return -1;
+	return wc.status;
+}
+
+/*
+ * A datagram from @p, a page of @mr the host cannot pin: the SEND
+ * completes LOC_PROT_ERR, on a QP of its own (the error ends the QP).
+ */
+static void ud_unpinnable(struct rc_node *n, struct ibv_cq *cq,
+			  struct ibv_ah *ah, uint32_t qpn, void *p,
+			  struct ibv_mr *mr, const char *what)
+{
+	struct ibv_qp *qp = ud_qp(n, cq);
+	uint64_t pinned = stat_of(n, "pinned_pages");
+	int r = ud_send(cq, qp, ah, qpn, p, mr->lkey);
+
+	check(r == IBV_WC_LOC_PROT_ERR,
+	      "UD SEND from an on-demand page %s: status %d, want "
+	      "LOC_PROT_ERR",
+	      what, r);
+	check(stat_of(n, "pinned_pages") == pinned,
+	      "UD SEND from a page %s pinned pages", what);
+	check(!ibv_destroy_qp(qp), "destroy UD QP");
+}
+
+/* Two pages of a memfd one page long: the second lies past its end. */
+static uint8_t *past_eof(void)
+{
+	int fd = memfd_create("rhinet-odp", 0);
+	uint8_t *p;
+
+	if (fd < 0 || ftruncate(fd, PAGE))
+		die("memfd");
+	p = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die("mmap memfd");
+	close(fd);
+	return p;
+}
+
+/*
+ * UD on demand: node 1 sends from on-demand pages nobody pinned, node 0
+ * receives into pinned memory (a UD receive into unpinned memory drops
+ * the datagram, which is why UD RECV is not claimed).
+ */
+static void ud_send_on_demand(struct rc_node *n, int fd)
+{
+	/* Its own CQ: nothing of the RC QP's errors comes in between. */
+	struct ibv_cq *cq = ibv_create_cq(n->ctx, 8, NULL, NULL, 0);
+	struct ibv_qp *qp = cq ? ud_qp(n, cq) : NULL;
+	struct ud_info me, peer;
+	struct ibv_ah_attr aa;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	if (!qp)
+		die("UD CQ");
+	me.qpn = qp->qp_num;
+
+	local_gid(n->ctx, n->gid_index, me.gid);
+	xfer(fd, &me, &peer, sizeof(me));
+	ah_attr_to(&aa, peer.gid, n->gid_index);
+	ah = ibv_create_ah(n->pd, &aa);
+	if (!ah)
+		die("ibv_create_ah");
+	if (!strcmp(role, "client")) {
+		struct ibv_sge sge = {(uintptr_t)n->buf, UD_GRH + UD_LEN,
+				      n->mr->lkey};
+		struct ibv_recv_wr wr = {
+			.wr_id = 8, .sg_list = &sge, .num_sge = 1};
+		struct ibv_recv_wr *bad;
+
+		/* The second receive catches a datagram that should not
+		 * have been sent.
+		 */
+		memset(n->buf, 0, UD_GRH + UD_LEN);
+		if (ibv_post_recv(qp, &wr, &bad))
+			die("post UD receive");
+		sge.addr += PAGE;
+		if (ibv_post_recv(qp, &wr, &bad))
+			die("post UD receive");
+		sync_peer(fd); /* posted */
+		check(poll_cq_for(cq, &wc, 1, 20000) == 1 &&
+			      wc.status == IBV_WC_SUCCESS &&
+			      wc.byte_len == UD_GRH + UD_LEN,
+		      "no datagram from the peer's unpinned page arrived");
+		check(pattern_differs(n->buf + UD_GRH, UD_LEN, 4) < 0,
+		      "the datagram from an unpinned page differs at %ld",
+		      pattern_differs(n->buf + UD_GRH, UD_LEN, 4));
+		sync_peer(fd); /* received */
+		sync_peer(fd); /* the unpinnable ones failed */
+		check(poll_cq_for(cq, &wc, 1, 200) == 0,
+		      "a datagram from an unpinnable page arrived");
+	} else {
+		uint8_t *src = map_untouched(PAGE),
+			*sealed = map_untouched(PAGE);
+		uint8_t *file = past_eof();
+		struct ibv_mr *src_mr = reg_odp(n, src, PAGE, kOdpAccess);
+		struct ibv_mr *sealed_mr = reg_odp(n, sealed, PAGE, kOdpAccess);
+		struct ibv_mr *file_mr = reg_odp(n, file, 2 * PAGE, kOdpAccess);
+		uint64_t pinned = stat_of(n, "pinned_pages");
+		uint64_t events = stat_of(n, "pin_events");
+		int r;
+
+		pattern_fill(src, UD_LEN, 4); /* mapped, written, not pinned */
+		sync_peer(fd); /* the peer posted its receive */
+		r = ud_send(cq, qp, ah, peer.qpn, src, src_mr->lkey);
+		check(r == IBV_WC_SUCCESS,
+		      "UD SEND from an on-demand page nobody pinned: status %d",
+		      r);
+		printf("rhinet-odp server: UD SEND's first touch: pin_events "
+		       "+%" PRIu64 ", pinned_pages +%" PRIu64 "\n",
+		       stat_of(n, "pin_events") - events,
+		       stat_of(n, "pinned_pages") - pinned);
+		check(stat_of(n, "pin_events") > events &&
+			      stat_of(n, "pinned_pages") - pinned == 1,
+		      "the UD SEND's source was not pinned on demand");
+		sync_peer(fd); /* the peer received it */
+		check(!mprotect(sealed, PAGE, PROT_NONE), "mprotect PROT_NONE");
+		ud_unpinnable(n, cq, ah, peer.qpn, sealed, sealed_mr,
+			      "mapped PROT_NONE");
+		ud_unpinnable(n, cq, ah, peer.qpn, file + PAGE, file_mr,
+			      "of a file past its end");
+		sync_peer(fd);
+		check(!ibv_dereg_mr(src_mr) && !ibv_dereg_mr(sealed_mr) &&
+			      !ibv_dereg_mr(file_mr),
+		      "dereg the UD source MRs");
+		check(stat_of(n, "pinned_pages") == pinned,
+		      "UD source pages stay pinned after dereg");
+		munmap(src, PAGE);
+		munmap(sealed, PAGE);
+		munmap(file, 2 * PAGE);
+	}
+	ibv_destroy_ah(ah);
+	check(!ibv_destroy_qp(qp), "destroy UD QP");
+	ibv_destroy_cq(cq);
+}
+
+int main(int argc, char **argv)
+{
+	struct rc_node n = {.dev = "rhinet0"};
+	const struct ibv_qp_cap cap = {.max_send_wr = 8,
+				       .max_recv_wr = 4,
+				       .max_send_sge = 1,
+				       .max_recv_sge = 1};
 	int port = 18530, fd;
 	const char *srv;
 
 	program = "rhinet-odp";
 	srv = peer_args(argc, argv, &n.dev, &n.gid_index, &port);
-	n.ctx = open_device(n.dev);
-	n.mr = alloc_buffer(n.ctx, 2 * MIB + 2 * PAGE, &n.pd, &n.buf);
-	n.cq = ibv_create_cq(n.ctx, 16, NULL, NULL, 0);
-	if (!n.mr || !n.cq)
-		die("MR/CQ");
-	qa.send_cq = qa.recv_cq = n.cq;
-	n.qp = ibv_create_qp(n.pd, &qa);
-	if (!n.qp)
-		die("create RC QP");
+	rc_node_open(&n, 2 * MIB + 2 * PAGE, 16, cap);
 	odp_caps(&n);
 	fd = tcp_connect(srv, port);
 	if (srv)
 		client(&n, fd);
 	else
 		server(&n, fd);
+	ud_send_on_demand(&n, fd);
 	close(fd);
-	check(!ibv_destroy_qp(n.qp), "destroy QP");
-	ibv_destroy_cq(n.cq);
-	ibv_dereg_mr(n.mr);
-	ibv_dealloc_pd(n.pd);
-	ibv_close_device(n.ctx);
-	printf("rhinet-odp %s: %s (%d checks, %d failed)\n", role,
-	       failures ? "FAIL" : "PASS", checks, failures);
-	return failures ? 1 : 0;
+	return rc_node_close(&n);
 }

@@ -19,6 +19,10 @@
  *           anew (MAP_FIXED) while they are in flight: every PUSH
  *           succeeds, the old view does not change after the mmap
  *           returned, the new mapping ends with the last PUSH's byte
+ *   pullstream  a stream of PULLs out of the area while it is mapped anew
+ *           (new pages, new bytes): every PULL succeeds, those posted
+ *           after the remap read only the new bytes, none reads a byte
+ *           neither mapping held, nothing stays pinned
  *   loop    a thread maps the range anew 200 times while PUSHes go on:
  *           every PUSH succeeds, the old view is never written after the
  *           first replacement, a last PUSH lands in the current mapping,
@@ -75,16 +79,16 @@ static long pinned_settles(const struct od_node *n, long want)
 	return p;
 }
 
-/* Posts a PUSH of @len bytes of @src (lkey) to the node's own area at @off;
- * 0 or the error of posting.
+/* Posts a PUSH (@pull: a PULL) of @len bytes between @local (lkey) and the
+ * node's own area at @off; 0 or the error of posting.
  */
-static int post_push(struct od_node *n, const void *src, uint32_t lkey,
-		     uint64_t off, uint32_t len, uint64_t wr_id)
+static int post_xfer(struct od_node *n, bool pull, const void *local,
+		     uint32_t lkey, uint64_t off, uint32_t len, uint64_t wr_id)
 {
 	struct rhinetdv_xfer x = {0};
 
 	x.wr_id = wr_id;
-	x.local_addr = (void *)src;
+	x.local_addr = (void *)local;
 	x.length = len;
 	x.lkey = lkey;
 	x.dest_node = (uint16_t)n->ep->node_id;
@@ -92,7 +96,13 @@ static int post_push(struct od_node *n, const void *src, uint32_t lkey,
 	x.area_id = AREA_ID;
 	x.offset = off;
 	x.flags = RHINETDV_XFER_SIGNALED;
-	return rhinetdv_push(n->ep, &x);
+	return pull ? rhinetdv_pull(n->ep, &x) : rhinetdv_push(n->ep, &x);
+}
+
+static int post_push(struct od_node *n, const void *src, uint32_t lkey,
+		     uint64_t off, uint32_t len, uint64_t wr_id)
+{
+	return post_xfer(n, false, src, lkey, off, len, wr_id);
 }
 
 /* One PUSH of the whole area, waited for; its completion in *@c. */
@@ -260,7 +270,7 @@ static int remap(void)
 	return od_failures != 0;
 }
 
-/* ---- stream, loop: remapped while PUSHes are in flight ------------------ */
+/* ---- stream, pullstream, loop: remapped while transfers are in flight --- */
 
 #define STREAM_PUSHES 96u
 /* PUSHes in flight at most: most are posted after the midway remap. */
@@ -268,31 +278,33 @@ static int remap(void)
 
 /*
  * Posts @count PUSHes of the whole area, PUSH i from slot i of @src
- * (filled with byte i % 250 + 1), at most STREAM_WINDOW in flight;
- * @midway is called once, when a quarter completed, with the next ones in
- * flight. True if every one succeeded.
+ * (filled with byte i % 250 + 1), or with @pull as many PULLs of it, PULL
+ * i into slot i; at most STREAM_WINDOW in flight. @midway is called once,
+ * when a quarter completed, with the next ones in flight and the number
+ * posted so far. True if every one succeeded.
  */
-static bool stream(struct od_node *n, uint8_t *src, uint32_t lkey,
-		   uint32_t count, void (*midway)(void *), void *arg)
+static bool stream(struct od_node *n, bool pull, uint8_t *src, uint32_t lkey,
+		   uint32_t count, void (*midway)(void *, uint32_t), void *arg)
 {
+	const char *what = pull ? "PULL" : "PUSH";
 	struct rhinetdv_completion c[32];
 	uint32_t posted = 0, done = 0;
 	const uint64_t deadline = od_now_ms() + 4 * WAIT_MS;
 	bool called = false;
 
-	for (uint32_t i = 0; i < count; i++)
+	for (uint32_t i = 0; i < count && !pull; i++)
 		memset(src + (size_t)i * AREA_BYTES, (int)(i % 250 + 1),
 		       AREA_BYTES);
 	while (done < count) {
 		while (posted < count && posted - done < STREAM_WINDOW) {
-			int err =
-				post_push(n, src + (size_t)posted * AREA_BYTES,
-					  lkey, 0, AREA_BYTES, posted);
+			int err = post_xfer(n, pull,
+					    src + (size_t)posted * AREA_BYTES,
+					    lkey, 0, AREA_BYTES, posted);
 
 			if (err == ENOMEM)
 				break;
 			if (err) {
-				od_say(false, "rhinetdv_push: %s",
+				od_say(false, "posting a %s: %s", what,
 				       strerror(err));
 				return false;
 			}
@@ -301,7 +313,7 @@ static bool stream(struct od_node *n, uint8_t *src, uint32_t lkey,
 		if (!called && done >= count / 4) {
 			called = true;
 			if (midway)
-				midway(arg);
+				midway(arg, posted);
 		}
 		int k = rhinetdv_poll(n->ep, 32, c);
 
@@ -311,7 +323,7 @@ static bool stream(struct od_node *n, uint8_t *src, uint32_t lkey,
 		}
 		for (int i = 0; i < k; i++)
 			if (c[i].status != IBV_WC_SUCCESS) {
-				od_say(false, "PUSH %llu: %s syndrome %u",
+				od_say(false, "%s %llu: %s syndrome %u", what,
 				       (unsigned long long)c[i].wr_id,
 				       ibv_wc_status_str(c[i].status),
 				       c[i].syndrome);
@@ -319,8 +331,8 @@ static bool stream(struct od_node *n, uint8_t *src, uint32_t lkey,
 			}
 		done += (uint32_t)k;
 		if (od_now_ms() > deadline) {
-			od_say(false, "%u of %u PUSHes done in %d s", done,
-			       count, 4 * WAIT_MS / 1000);
+			od_say(false, "%u of %u %ses done in %d s", done, count,
+			       what, 4 * WAIT_MS / 1000);
 			return false;
 		}
 	}
@@ -333,8 +345,9 @@ struct stream_remap {
 };
 
 /* Midway through the stream: new pages, and what the old ones hold then. */
-static void stream_midway(void *arg)
+static void stream_midway(void *arg, uint32_t posted)
 {
+	(void)posted;
 	struct stream_remap *s = arg;
 
 	s->mapped = map_anew(s->mem, AREA_BYTES);
@@ -363,7 +376,8 @@ static int stream_mode(void)
 		od_say(false, "stream: on-demand area: %s", strerror(errno));
 		return 1;
 	}
-	ok = stream(&n, src, src_mr->lkey, STREAM_PUSHES, stream_midway, &s);
+	ok = stream(&n, false, src, src_mr->lkey, STREAM_PUSHES, stream_midway,
+		    &s);
 	od_say(ok && s.mapped,
 	       "stream: %u PUSHes of %lu KiB, the range mapped anew midway: "
 	       "every one succeeded",
@@ -380,6 +394,97 @@ static int stream_mode(void)
 	p = fresh_stat(&n, "pinned_pages");
 	od_say(p == p0, "stream: pinned_pages %ld after deregistration (%ld)",
 	       p, p0);
+	return od_failures != 0;
+}
+
+#define OLD_BYTE 0xaa
+#define NEW_BYTE 0x55
+
+struct pull_remap {
+	uint8_t *mem;
+	uint32_t posted; /* PULLs posted before the new pages held NEW_BYTE */
+	bool mapped;
+};
+
+/* Midway through the PULLs: new pages, filled with NEW_BYTE. */
+static void pull_midway(void *arg, uint32_t posted)
+{
+	struct pull_remap *s = arg;
+
+	s->mapped = map_anew(s->mem, AREA_BYTES);
+	if (s->mapped)
+		memset(s->mem, NEW_BYTE, AREA_BYTES);
+	s->posted = posted;
+}
+
+/*
+ * A stream of PULLs out of the area while the process maps it anew: every
+ * PULL succeeds; one posted after the new pages were filled reads them
+ * alone (never the old pages); one in flight then reads old bytes, the new
+ * mapping's zeros or its bytes, nothing else; nothing stays pinned.
+ */
+static int pullstream_mode(void)
+{
+	struct pull_remap s = {0};
+	struct ibv_mr *mr, *dst_mr;
+	long p0, p, inval0;
+	uint32_t stale = 0, strange = 0;
+	uint8_t *dst;
+	struct od_node n;
+	bool ok;
+
+	if (od_open_node(&n, true))
+		return 1;
+	s.mem = mmap(NULL, AREA_BYTES, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	dst = source(&n, (size_t)STREAM_PUSHES * AREA_BYTES, &dst_mr);
+	if (s.mem == MAP_FAILED || !dst)
+		return 1;
+	memset(s.mem, OLD_BYTE, AREA_BYTES);
+	p0 = fresh_stat(&n, "pinned_pages");
+	inval0 = fresh_stat(&n, "pin_invalidations");
+	mr = od_reg_on_demand(&n, s.mem, AREA_BYTES, AREA_ID);
+	if (!mr) {
+		od_say(false, "pullstream: on-demand area: %s",
+		       strerror(errno));
+		return 1;
+	}
+	ok = stream(&n, true, dst, dst_mr->lkey, STREAM_PUSHES, pull_midway,
+		    &s);
+	od_say(ok && s.mapped,
+	       "pullstream: %u PULLs of %lu KiB, the range mapped anew "
+	       "midway (after %u were posted): every one succeeded",
+	       STREAM_PUSHES, AREA_BYTES >> 10, s.posted);
+	for (uint32_t i = 0; i < STREAM_PUSHES; i++) {
+		const uint8_t *slot = dst + (size_t)i * AREA_BYTES;
+
+		for (size_t b = 0; b < AREA_BYTES; b++) {
+			if (i >= s.posted && slot[b] != NEW_BYTE) {
+				stale++;
+				break;
+			}
+			if (slot[b] != OLD_BYTE && slot[b] != 0 &&
+			    slot[b] != NEW_BYTE) {
+				strange++;
+				break;
+			}
+		}
+	}
+	od_say(!stale,
+	       "pullstream: every PULL posted after the remap read the new "
+	       "pages alone (%u of %u did not)",
+	       stale, STREAM_PUSHES - s.posted);
+	od_say(!strange,
+	       "pullstream: no PULL read a byte neither mapping held (%u did)",
+	       strange);
+	od_say(fresh_stat(&n, "pin_invalidations") > inval0,
+	       "pullstream: the remap counted in pin_invalidations");
+	if (ibv_dereg_mr(mr))
+		od_say(false, "ibv_dereg_mr: %s", strerror(errno));
+	p = fresh_stat(&n, "pinned_pages");
+	od_say(p == p0,
+	       "pullstream: pinned_pages %ld after deregistration (%ld)", p,
+	       p0);
 	return od_failures != 0;
 }
 
@@ -449,7 +554,7 @@ static int loop_mode(void)
 	while (!l.first_done)
 		pthread_cond_wait(&l.cond, &l.lock);
 	pthread_mutex_unlock(&l.lock);
-	ok = stream(&n, src, src_mr->lkey, LOOP_PUSHES, NULL, NULL);
+	ok = stream(&n, false, src, src_mr->lkey, LOOP_PUSHES, NULL, NULL);
 	pthread_join(t, NULL);
 	od_say(ok && l.remaps == LOOP_REMAPS,
 	       "loop: %u PUSHes while the range was mapped anew %d times: "
@@ -618,6 +723,8 @@ int main(int argc, char **argv)
 		ret = remap();
 	else if (!strcmp(mode, "stream"))
 		ret = stream_mode();
+	else if (!strcmp(mode, "pullstream"))
+		ret = pullstream_mode();
 	else if (!strcmp(mode, "loop"))
 		ret = loop_mode();
 	else if (!strcmp(mode, "fork"))
@@ -626,8 +733,8 @@ int main(int argc, char **argv)
 		ret = exit_mode();
 	else {
 		fprintf(stderr,
-			"usage: rhinet-odremap remap | stream | loop | fork | "
-			"exit\n");
+			"usage: rhinet-odremap remap | stream | pullstream | "
+			"loop | fork | exit\n");
 		return 2;
 	}
 	printf("rhinet-odremap: %s: %s\n", mode, ret ? "FAIL" : "PASS");

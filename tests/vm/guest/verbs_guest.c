@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -365,4 +366,45 @@ uint64_t eth0_tx(void)
 	if (f)
 		fclose(f);
 	return v;
+}
+
+/* ---- the two-node RC programs' node ------------------------------------- */
+
+uint8_t *map_untouched(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		die("mmap");
+	return p;
+}
+
+void rc_node_open(struct rc_node *n, size_t buf_size, int cqe,
+		  struct ibv_qp_cap cap)
+{
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC, .cap = cap};
+
+	n->ctx = open_device(n->dev);
+	n->mr = alloc_buffer(n->ctx, buf_size, &n->pd, &n->buf);
+	n->cq = ibv_create_cq(n->ctx, cqe, NULL, NULL, 0);
+	if (!n->mr || !n->cq)
+		die("MR/CQ");
+	qa.send_cq = qa.recv_cq = n->cq;
+	n->qp = ibv_create_qp(n->pd, &qa);
+	if (!n->qp)
+		die("create RC QP");
+}
+
+int rc_node_close(struct rc_node *n)
+{
+	check(!ibv_destroy_qp(n->qp), "destroy QP");
+	ibv_destroy_cq(n->cq);
+	ibv_dereg_mr(n->mr);
+	ibv_dealloc_pd(n->pd);
+	ibv_close_device(n->ctx);
+	free(n->buf);
+	printf("%s %s: %s (%d checks, %d failed)\n", program, role,
+	       failures ? "FAIL" : "PASS", checks, failures);
+	return failures ? 1 : 0;
 }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * What the verbs guest programs (rhinet-qpex, rhinet-fatal, rhinet-gaps,
- * rhinet-dmabuf, rhinet-xpu) share: checks and messages, a test pattern,
- * the TCP side channel between the two nodes, opening the device, the
- * registered buffer and RC connection set-up.
+ * rhinet-dmabuf, rhinet-xpu, rhinet-odp, rhinet-odp-bench) share: checks
+ * and messages, a test pattern, the TCP side channel between the two
+ * nodes, opening the device, the registered buffer, RC connection set-up
+ * and a node with one RC QP.
  */
 #ifndef VERBS_GUEST_H
 #define VERBS_GUEST_H
@@ -95,6 +96,32 @@ void rc_rts_attr(struct ibv_qp_attr *a, uint8_t rd_atomic);
  * way; dies "WHAT to STATE" if a step fails. */
 void rc_connect(struct ibv_qp *qp, const char *what, uint32_t qpn,
 		const uint8_t gid[16], int gid_index, uint8_t rd_atomic);
+
+/* @len bytes of private anonymous memory, only mapped, never touched
+ * (nothing backs them yet); dies if mmap fails. */
+uint8_t *map_untouched(size_t len);
+
+/* One node of a two-node RC program: device, PD, registered buffer, one
+ * CQ and an RC QP on it. */
+struct rc_node {
+	const char *dev;
+	int gid_index;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr; /* over buf, as alloc_buffer registers it */
+	uint8_t *buf;
+};
+
+/* Opens @n->dev with a buffer of @buf_size (alloc_buffer), a CQ of @cqe
+ * entries and an RC QP of @cap on it; dies if one cannot be made. */
+void rc_node_open(struct rc_node *n, size_t buf_size, int cqe,
+		  struct ibv_qp_cap cap);
+/* Destroys what rc_node_open made (the QP's destroy is a check), prints
+ * "PROGRAM ROLE: PASS" or "FAIL" with the checks' counts; the exit status
+ * (0 only if no check failed). */
+int rc_node_close(struct rc_node *n);
 
 /* Polls @cq for up to @ms milliseconds until @want completions came into
  * @wc; how many came. Dies if polling fails.

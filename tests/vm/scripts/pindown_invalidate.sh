@@ -2,9 +2,10 @@
 # On-demand MRs (remote pin-down) follow the process's mappings: an MMU
 # notifier drops the pages of a range the process unmaps or maps anew, so
 # the next PUSH lands in what it maps then (rhinet-odremap does the work
-# and says what each check saw): remap, a stream remapped midway, a tight
-# remap loop beside PUSHes, fork, exit with faults pending. One node: the
-# writer is the process's own endpoint (loopback through the NIC).
+# and says what each check saw): remap, a stream of PUSHes and one of
+# PULLs remapped midway, a tight remap loop beside PUSHes, fork, exit with
+# faults pending. One node: the writer is the process's own endpoint
+# (loopback through the NIC).
 #   pindown_invalidate.sh NODE NODES
 NODE=$1
 KO=/opt/rhinet/modules/rhinet.ko
@@ -22,7 +23,7 @@ until rdma link show rhinet0/1 2>/dev/null | grep -q " state ACTIVE "; do
 done
 
 failed=""
-for mode in remap stream loop fork exit; do
+for mode in remap stream pullstream loop fork exit; do
 	$ODR $mode || failed="$failed $mode"
 done
 rdma statistic show link rhinet0/1 | tr ' ' '\n' |
