@@ -11,7 +11,13 @@
 #              each receive 20 messages of 1000 bytes; node 0 joins as a
 #              send-only full member (-o) and sends until then
 #   rstream    rsockets (SOCK_STREAM over RC), every byte verified (-T v):
-#              blocking, nonblocking and poll-driven, 64 B .. 1 MiB
+#              blocking and nonblocking, 64 B .. 1 MiB. Not its
+#              poll-driven mode (-T a): its client counts a hang-up that
+#              rpoll reports together with the last echo (POLLIN|POLLHUP,
+#              the server closing right after its last send) as a failure
+#              (exit 16), so its verdict is a race between the server's
+#              close and the client's poll, not the NIC's (seen twice in
+#              three loaded runs, with every byte on the server verified)
 #   riostream  rsockets with riomap/riowrite (RDMA WRITE into the peer's
 #              mapped buffer), verified, 64 KiB and 1 MiB
 #   rspreload  a plain TCP program (rhinet-tcp-send) under librdmacm's
@@ -108,8 +114,8 @@ fi
 pair rstream_blocking "rstream -T v -S 64 -C 1000" "rstream -T v -S 64 -C 1000 -s"
 pair rstream_nonblocking "rstream -T v -T n -S 65536 -C 100" \
 	"rstream -T v -T n -S 65536 -C 100 -s"
-pair rstream_async "rstream -T v -T a -S 1048576 -C 10" \
-	"rstream -T v -T a -S 1048576 -C 10 -s"
+pair rstream_1m "rstream -T v -T n -S 1048576 -C 10" \
+	"rstream -T v -T n -S 1048576 -C 10 -s"
 pair riostream_64k "riostream -T v -S 65536 -C 100" \
 	"riostream -T v -S 65536 -C 100 -s"
 pair riostream_1m "riostream -T v -T n -S 1048576 -C 10" \

@@ -26,6 +26,10 @@
 #   rdma_xclient   rdmacm-utils' rdma_xserver/rdma_xclient in RC mode: the
 #                  client asks for max_inline_data 0 and posts a 16-byte
 #                  IBV_SEND_INLINE SEND
+#   rdma_xclient_xrc  the same in XRC mode (-c x): librdmacm makes the
+#                  server's XRC domain, XRC SRQ and target QP and the
+#                  client's XRC_SEND QP (rdma_create_ep); the SEND lands in
+#                  the server's SRQ
 #   fi_pingpong    libfabric 1.17, provider verbs;ofi_rxm, RDM endpoints
 #                  with libfabric's defaults (FI_UNIVERSE_SIZE 256 sizes
 #                  the CQ at 196608 entries), every size, data checked (-c)
@@ -74,6 +78,9 @@ exec /tmp/retry.sh /tmp/xclient.out rdma_connect \
 EOT
 chmod +x /tmp/xclient.sh
 run_pair rdma_xclient /tmp/xclient.sh
+sed -e 's/-c r/-c x/' /tmp/xclient.sh >/tmp/xclient_xrc.sh
+chmod +x /tmp/xclient_xrc.sh
+run_pair rdma_xclient_xrc /tmp/xclient_xrc.sh
 
 # libfabric with its defaults: no FI_* variable is set. The client tries
 # again while the server's control port is not open yet.
