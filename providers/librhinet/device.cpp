@@ -187,11 +187,14 @@ bool sq_kick_on_request_allowed(const rhinet_alloc_ucontext_resp& r) {
          (r.caps & RHN_CAP_SQ_DOORBELL_ON_REQUEST);
 }
 
-// Whether plain SQs ask for an event index: the driver passes the NIC's
-// word on, and RHINET_SQ_DOORBELL=bit measures the request bit alone.
+// Whether plain SQs ask for an event index: only with
+// RHINET_SQ_DOORBELL=event for now. Under it a post behind a message
+// whose completion waits for the peer's software (a rendezvous isend)
+// kicks nothing, and two loaded VM runs lost a send that way (an isend
+// never probed, fi_rxd hung); the request bit makes such posts kick.
 bool sq_event_index_allowed(const rhinet_alloc_ucontext_resp& r) {
   const char* env = getenv("RHINET_SQ_DOORBELL");
-  if (env && !strcmp(env, "bit")) return false;
+  if (!env || strcmp(env, "event")) return false;
   return sq_kick_on_request_allowed(r) &&
          (r.comp_mask & RHINET_UCONTEXT_RESP_SQ_EVENT_INDEX) &&
          (r.caps & RHN_CAP_SQ_EVENT_INDEX);

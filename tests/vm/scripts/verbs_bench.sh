@@ -29,8 +29,8 @@
 # write_rate_sqkick and send_rate_sqkick are write_rate and send_rate with
 # RHINET_SQ_DOORBELL=always (a plain SQ kick per post, no WQE in the
 # doorbell page, as before the NIC asked for kicks in SQ records);
-# write_rate_sqbit and send_rate_sqbit with RHINET_SQ_DOORBELL=bit (the
-# request bit alone, as before the SQ event index).
+# write_rate_sqevent and send_rate_sqevent with RHINET_SQ_DOORBELL=event
+# (the SQ event index, opt-in for now: Documentation/provider/README.md).
 # write_lat_inline is write_lat with RHINET_SQ_INLINE=1 (each kick carries
 # its one-slot WQE in the doorbell page's inline window).
 # `quick` runs fewer iterations. Any failed client on a rhinet device fails
@@ -189,12 +189,12 @@ for DEV in "$@"; do
 		bench "$DEV" write_rate_sqkick ib_write_bw $P -n $RATE_N -s 8
 		bench "$DEV" send_rate_sqkick ib_send_bw $P -n $RATE_N -s 8
 		unset RHINET_SQ_DOORBELL
-		# And with the request bit alone (no event index), the
-		# reference for the SQ event index (queues.md): a kick that
-		# wakes the NIC leaves the request stored.
-		export RHINET_SQ_DOORBELL=bit
-		bench "$DEV" write_rate_sqbit ib_write_bw $P -n $RATE_N -s 8
-		bench "$DEV" send_rate_sqbit ib_send_bw $P -n $RATE_N -s 8
+		# And with the SQ event index (queues.md), against the
+		# request bit of the rates above: a kick that wakes the NIC
+		# leaves the bit stored, an event index names one slot.
+		export RHINET_SQ_DOORBELL=event
+		bench "$DEV" write_rate_sqevent ib_write_bw $P -n $RATE_N -s 8
+		bench "$DEV" send_rate_sqevent ib_send_bw $P -n $RATE_N -s 8
 		unset RHINET_SQ_DOORBELL
 		# A latency test with the WQE written into the doorbell page
 		# (RHINET_SQ_INLINE=1): SQ-WQE-rd and MMIO against write_lat's.
