@@ -190,8 +190,8 @@ bool sq_kick_on_request_allowed(const rhinet_alloc_ucontext_resp& r) {
 // Whether plain SQs ask for an event index: only with
 // RHINET_SQ_DOORBELL=event for now. Under it a post behind a message
 // whose completion waits for the peer's software (a rendezvous isend)
-// kicks nothing, and two loaded VM runs lost a send that way (an isend
-// never probed, fi_rxd hung); the request bit makes such posts kick.
+// may kick nothing, and two loaded VM runs lost a send in a way that
+// fits this (an isend never probed, fi_rxd hung); not proven yet.
 bool sq_event_index_allowed(const rhinet_alloc_ucontext_resp& r) {
   const char* env = getenv("RHINET_SQ_DOORBELL");
   if (!env || strcmp(env, "event")) return false;
