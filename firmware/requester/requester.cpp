@@ -725,13 +725,19 @@ void Engine::Impl::rq_ask_for_kicks(QpObj& qp, bool ask) {
 // the request, then read producer_index; a provider stores
 // producer_index, fences, then loads the request. One of the two loads
 // sees the other side's store: our read finds the WQE, or the post kicks.
-// While anything is uncompleted we need no request: each completion
-// schedules the QP, whose next start_message reads the record again.
+// While anything is uncompleted on an RC, UC or UD QP we need no request:
+// the transport completes it (an ACK, a response, a retry), which
+// schedules the QP, whose next start_message reads the record again. Not
+// so on an endpoint: an isend, a lock or a barrier completes only when the
+// peers' software acts (posts the receive, releases, arrives), and it may
+// be waiting for a post behind it, so an endpoint asks whenever it has
+// taken all it knew of (Tag.IsendsBehindAnUnmatchedOne*).
 // With an event index the word names the slot whose post must kick, so
 // no kick needs to take it back; it is stored again only when the NIC
 // goes idle at another index.
 bool Engine::Impl::sq_idle_found_work(QpObj& qp) {
-  if (qp.sq_asks_kick || qp.mp || qp.inflight_head != qp.inflight_tail)
+  if (qp.sq_asks_kick || qp.mp) return false;
+  if (qp.inflight_head != qp.inflight_tail && qp.type != RHN_QP_ENDPOINT)
     return false;
   const auto at = static_cast<uint16_t>(qp.sq_producer);
   if (qp.sq_event == SqEvent::kOff) {

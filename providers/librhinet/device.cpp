@@ -188,10 +188,8 @@ bool sq_kick_on_request_allowed(const rhinet_alloc_ucontext_resp& r) {
 }
 
 // Whether plain SQs ask for an event index: only with
-// RHINET_SQ_DOORBELL=event for now. Under it a post behind a message
-// whose completion waits for the peer's software (a rendezvous isend)
-// may kick nothing, and two loaded VM runs lost a send in a way that
-// fits this (an isend never probed, fi_rxd hung); not proven yet.
+// RHINET_SQ_DOORBELL=event for now, until repeated VM runs with it are
+// clean (queues.md, "The SQ event index": one hang is unexplained).
 bool sq_event_index_allowed(const rhinet_alloc_ucontext_resp& r) {
   const char* env = getenv("RHINET_SQ_DOORBELL");
   if (!env || strcmp(env, "event")) return false;

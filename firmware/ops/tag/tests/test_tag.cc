@@ -103,6 +103,50 @@ TEST_F(Tag, UnexpectedMessagesWaitUntilAReceiveMatchesThenArriveWhole) {
   EXPECT_FALSE(p.ext_flags & RHN_CQE_X_FOUND);
 }
 
+// Posts behind an isend that waits for its receiver (unexpected there: it
+// completes only when the peer's software posts the receive) must still
+// reach the wire when the provider kicks only on the NIC's request. Each
+// isend is posted after the NIC has taken the one before, so a post
+// depends on the word the NIC left in the SQ record.
+void isends_behind_an_unmatched_one(SimCluster& c, uint8_t qp_flags,
+                                    size_t count) {
+  Ep a, b = make_ep(c, 1);
+  a.node = 0;
+  a.ctx = c.node(0).open_context();
+  a.cq = a.ctx->create_cq(14);
+  QpInit qi;
+  qi.type = RHN_QP_ENDPOINT;
+  qi.send_cq = a.cq.get();
+  qi.sq_log_depth = 10;
+  qi.rq_log_depth = 14;
+  qi.flags = qp_flags;
+  a.qp = a.ctx->create_qp(qi);
+  ASSERT_TRUE(a.qp && b.qp);
+  ASSERT_TRUE(activate_datagram(*a.qp, 0));
+  a.mem = make_region(*a.ctx, 4u << 20, kAllAccess, 0, 0);
+  a.qp->sq_kick_on_request = true;
+  c.run_for(1'000'000);  // the NIC goes idle on the new SQ
+  CounterSnap rx(c.node(1));
+  for (size_t i = 0; i < count; i++) {
+    const size_t len = i % 2 ? 300'000 : 64;  // rendezvous, eager
+    put(a.mem.buf, i << 20, payload(0, uint32_t(i), len));
+    ASSERT_TRUE(a.qp->post_send(isend(i, b, 7, a.mem.sge(i << 20, len))));
+    c.run_for(2'000'000);
+  }
+  EXPECT_EQ(rx.delta(RHN_CNT_TAG_UNEXPECTED), count)
+      << "isends queued at the target";
+}
+
+TEST_F(Tag, IsendsBehindAnUnmatchedOneGoOutWithTheRequestBit) {
+  start(2);
+  isends_behind_an_unmatched_one(*c, 0, 4);
+}
+
+TEST_F(Tag, IsendsBehindAnUnmatchedOneGoOutWithTheEventIndex) {
+  start(2);
+  isends_behind_an_unmatched_one(*c, RHN_CREATE_QP_F_SQ_EVENT_INDEX, 4);
+}
+
 TEST_F(Tag, ALongerMessageFillsTheBufferAndReportsTruncation) {
   start(2);
   Ep a = make_ep(*c, 0), b = make_ep(*c, 1);
