@@ -561,13 +561,20 @@ CONFORM_CASE(raw_send, "wqe.raw.send_frame", "wqe",
   rhn_cqe e;
   if (!cqe_is(c, n, r.cq, "send CQE", RHN_CQE_OP_RAW_ETH, RHN_CQE_SUCCESS, &e))
     return;
+  // The CQE may be seen before a guest target's capture has the frame
+  // (it arrives over the wire socket): wait for it.
   Frame f;
   bool found = false;
-  for (auto& x : t.take_tx_frames())
-    if (x.size() >= RHN_PKT_HDR_LEN && x[3] == RHN_PKT_RAW) {
-      f = x;
-      found = true;
-    }
+  t.wait_until(
+      [&] {
+        for (auto& x : t.take_tx_frames())
+          if (x.size() >= RHN_PKT_HDR_LEN && x[3] == RHN_PKT_RAW) {
+            f = x;
+            found = true;
+          }
+        return found;
+      },
+      kWaitNs);
   CONFORM_THAT(c, found, "wire", "no RAW frame");
   CONFORM_EQ(c, "frame length", RHN_PKT_HDR_LEN + 60, f.size());
   CONFORM_EQ(c, "dst_node", 50, hdr_of(f).dst_node);
