@@ -110,6 +110,9 @@ done
 [[ -r $env_file ]] || die "no $env_file: run tests/vm/prepare.sh (or make build) first"
 # shellcheck source=/dev/null
 source "$env_file" # QEMU VMLINUX INITRAMFS SWITCH APPS FIRMWARE [KERNEL_ARGS CHECK_KERNEL_LOG]
+# RHINET_DRIVER_FUNCS=1: each node lists the functions of our modules the
+# test reached (guest/init.sh, tests/vm/driver-coverage.py).
+[[ ${RHINET_DRIVER_FUNCS:-0} == 1 ]] && KERNEL_ARGS="${KERNEL_ARGS:-} rhinet.funcs=1"
 # The nodes' files: read-only images on virtio disks, found by /init by
 # their serial numbers (build-initramfs.sh --image). Fixed slots far from
 # the NICs', so no device moves.

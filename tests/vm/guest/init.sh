@@ -76,12 +76,54 @@ kmemleak_check() {
 	return 1
 }
 
+# Which functions of our modules (rhinet.ko, xpu.ko) the test reached, with
+# rhinet.funcs=1 on the command line (run-cluster.sh --driver-funcs): the
+# function tracer, limited to those modules, read as it fills so that no
+# event is overwritten; tests/vm/driver-coverage.py compares the tests by it.
+TRACING=/sys/kernel/tracing
+funcs_start() {
+	mount -t tracefs tracefs $TRACING 2>/dev/null
+	if [ ! -w $TRACING/set_ftrace_filter ]; then
+		echo "RHINET-DRIVER-FUNCS: unavailable (no function tracer)"
+		return 1
+	fi
+	# A module's filter waits for the module to load. Until then one
+	# function that never runs keeps the filter from being empty, which
+	# would trace every function of the kernel.
+	echo __x64_sys_kexec_load >$TRACING/set_ftrace_filter &&
+		echo ':mod:rhinet' >>$TRACING/set_ftrace_filter &&
+		echo ':mod:xpu' >>$TRACING/set_ftrace_filter &&
+		echo 2048 >$TRACING/buffer_size_kb &&
+		echo function >$TRACING/current_tracer || {
+		echo "RHINET-DRIVER-FUNCS: unavailable (the tracer refused the filter)"
+		return 1
+	}
+	awk '{
+		if (match($0, /: [A-Za-z0-9_.]+ <-/)) {
+			f = substr($0, RSTART + 2, RLENGTH - 5)
+			if (!(f in seen)) { seen[f] = 1; print f; fflush() }
+		}
+	}' $TRACING/trace_pipe >/tmp/driver-funcs &
+	FUNCS_READER=$!
+}
+# One line on the console: the functions reached, and whether any event was lost.
+funcs_report() {
+	echo 0 >$TRACING/tracing_on
+	sleep 1
+	kill $FUNCS_READER 2>/dev/null
+	lost=$(cat $TRACING/per_cpu/cpu*/stats | awk '/^overrun:/ { n += $2 } END { print n + 0 }')
+	echo "RHINET-DRIVER-FUNCS: lost=$lost $(tr '\n' ' ' </tmp/driver-funcs)"
+}
+
 case "$MODE" in
 batch)
 	[ -e $KMEMLEAK ] && kmemleak_start
+	funcs=
+	[ "$(arg rhinet.funcs)" = 1 ] && funcs_start && funcs=1
 	# shellcheck disable=SC2046 # one argument per line of /test/args
 	sh /test/run.sh "$NODE" "$NODES" $(cat /test/args 2>/dev/null)
 	rc=$?
+	[ -n "$funcs" ] && funcs_report
 	if [ -e $KMEMLEAK ] && ! kmemleak_check && [ $rc = 0 ]; then
 		rc=1
 	fi
