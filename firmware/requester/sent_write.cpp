@@ -67,7 +67,8 @@ uint32_t Engine::Impl::txw_run(QpObj& qp, uint32_t qpn, uint32_t budget) {
     if (got < ask || qp.state != RHN_QPS_RTS) break;
     want = qp.sq_producer - qp.sq_fetch;
   }
-  if (doorbell) qp.txw_guess = static_cast<uint8_t>(clamp<uint32_t>(taken, 1, 255));
+  if (doorbell)
+    qp.txw_guess = static_cast<uint8_t>(clamp<uint32_t>(taken, 1, 255));
   return taken;
 }
 
@@ -164,7 +165,7 @@ uint32_t Engine::Impl::txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
   if (seq_before(qp.sq_producer, left.sq_producer))
     qp.sq_producer = left.sq_producer;
   tx_sink->set_channel(qp.dest_node, nullptr);
-  const uint32_t taken = txw_take();
+  const uint32_t taken = txw_take(granted);
   // The slots it did not use go back where take_slot found them; no one
   // waited for a slot meanwhile, so no one is woken. The FIFO held the
   // granted slots only and each record used one (a failed one too): when
@@ -241,7 +242,8 @@ static inline void txw_qp_after(QpObj& qp, const rhn_card_txw_record& last,
 }
 
 inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
-                                           uint32_t k, bool quiet_family) {
+                                           uint32_t avail, bool quiet_family,
+                                           uint32_t& bytes_out) {
   // What data_sent does for each packet, once for the run where it holds
   // for all of them: the QP, its peer and its entry ring looked up once,
   // the slots linked as one chain, the channel's counts, timers and the
@@ -263,10 +265,13 @@ inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
   const uint32_t tail = p.unacked_tail;
   SendSlot* prev = tail != kNone ? &sl[tail] : nullptr;
   uint32_t bytes = 0;
-  for (uint32_t j = 0; j < k; j++) {
-    const rhn_card_txw_record& rj = r[j];
+  // The run: r[0] and the sent records after it of the same QP.
+  uint32_t k = 0;
+  for (; k < avail; k++) {
+    const rhn_card_txw_record& rj = r[k];
+    if (k && (rj.qpn != qpn || rj.failed)) break;
     const bool quiet = !(rj.wqe_flags & RHN_WQE_F_SIGNALED) && quiet_family;
-    const uint32_t serial = first_seq + j;
+    const uint32_t serial = first_seq + k;
     if (e->quiet)
       txw_entry_over_quiet(*e, rj, peer, dst_qpn, serial, quiet);
     else
@@ -311,18 +316,21 @@ inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
   txw_qp_after(qp, last, first_idx + k - 1);
   qp.tx_offset = last.length;
   qp.tx_active = false;
-  return bytes;
+  bytes_out += bytes;
+  return k;
 }
 
-uint32_t Engine::Impl::txw_take() {
+uint32_t Engine::Impl::txw_take(uint32_t granted) {
   const bool quiet_family = !op_info(RHN_OP_WRITE).family->message_done;
   uint32_t n = 0, packets = 0, bytes = 0;
   // The records in one read of the block's FIFO for up to kBatch of
   // them (a kick's run; one card access instead of one each).
   constexpr uint32_t kBatch = 16;
   rhn_card_txw_record batch[kBatch];
-  for (uint32_t got = kBatch; got == kBatch;) {
-    got = tx_sink->record_pop(batch, kBatch);
+  // Each record used one of the slots granted: with a record for every
+  // one, the FIFO holds no more (no read that would find it empty).
+  for (uint32_t got = kBatch; got == kBatch && n < granted;) {
+    got = tx_sink->record_pop(batch, min(kBatch, granted - n));
     n += got;
     for (uint32_t i = 0; i < got;) {
       const rhn_card_txw_record& r = batch[i];
@@ -331,11 +339,8 @@ uint32_t Engine::Impl::txw_take() {
         i++;
         continue;
       }
-      // The sent records that follow of the same QP: one run.
-      uint32_t k = 1;
-      while (i + k < got && batch[i + k].qpn == r.qpn && !batch[i + k].failed)
-        k++;
-      bytes += txw_take_run(&batch[i], k, quiet_family);
+      // It and the sent records that follow of the same QP: one run.
+      const uint32_t k = txw_take_run(&batch[i], got - i, quiet_family, bytes);
       packets += k;
       i += k;
     }
