@@ -51,12 +51,11 @@ uint32_t Engine::Impl::txw_run(QpObj& qp, uint32_t qpn, uint32_t budget) {
       qp.sq_ring.lkey == RHN_LKEY_PHYSICAL ||
       qp.sq_record.lkey == RHN_LKEY_PHYSICAL)
     return 0;
-  // First the WQE a doorbell brought (the block reads the producer
-  // index with it), then what that index shows, within the budget; a
-  // QP woken without a doorbell (by its ACKs, or its budget) has what
-  // the core's copy of the index shows.
-  const bool doorbell = qp.txw_kicked;
-  uint32_t want = doorbell ? qp.txw_guess : qp.sq_producer - qp.sq_fetch;
+  // After a doorbell, as many WQEs as the last step took (the block
+  // reads the producer index with them), then what that index shows,
+  // within the budget; a QP woken without a doorbell (by its ACKs, or
+  // its budget) has what the core's copy of the index shows.
+  uint32_t want = qp.txw_kicked ? qp.txw_guess : qp.sq_producer - qp.sq_fetch;
   qp.txw_kicked = false;
   uint32_t taken = 0;
   while (want && taken < budget) {
@@ -67,8 +66,7 @@ uint32_t Engine::Impl::txw_run(QpObj& qp, uint32_t qpn, uint32_t budget) {
     if (got < ask || qp.state != RHN_QPS_RTS) break;
     want = qp.sq_producer - qp.sq_fetch;
   }
-  if (doorbell)
-    qp.txw_guess = static_cast<uint8_t>(clamp<uint32_t>(taken, 1, 255));
+  qp.txw_guess = static_cast<uint8_t>(clamp<uint32_t>(taken, 1, 255));
   return taken;
 }
 
