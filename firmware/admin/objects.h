@@ -275,6 +275,13 @@ struct QpObj {
   // An SQ doorbell came since the transmit block last ran for the QP
   // (requester/sent_write.cpp): it may hold WQEs the core has not seen.
   bool txw_kicked = false;
+  // How many WQEs the block took in the QP's last requester step (at
+  // least 1; a step's budget is 16): what the next doorbell's first kick
+  // asks for, as the core cannot know the producer index the block reads
+  // with it. A run as long as the last then costs one kick fewer; a
+  // guess too high costs the slots handed back. In the padding after
+  // the bool.
+  uint8_t txw_guess = 1;
   // The mr_epoch at which the receive placement block got this QP's
   // target (RxSource::target); 0 or an older epoch: it has none.
   uint32_t rxw_epoch = 0;  // until (rnr_node, rnr_src_qpn) resends rnr_msn

@@ -663,11 +663,15 @@ struct Engine::Impl : FamilyStates {
   uint32_t txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
                     const DmaRegion& ring, const DmaRegion& record,
                     const DmaRegion& key_region);
-  // The sent FIFO's records into in-flight entries and the channel.
-  uint32_t txw_take();
-  // k records of one QP, none failed, in one pass (their bytes).
+  // The sent FIFO's records (at most one a slot granted) into in-flight
+  // entries and the channel.
+  uint32_t txw_take(uint32_t granted);
+  // r[0], not failed, and the records of its QP that follow it within
+  // avail, none failed, in one pass: how many (their bytes added).
   [[gnu::always_inline]] uint32_t txw_take_run(const rhn_card_txw_record* r,
-                                               uint32_t k, bool quiet_family);
+                                               uint32_t avail,
+                                               bool quiet_family,
+                                               uint32_t& bytes);
   // A record whose payload the block could not read.
   void txw_take_failed(const rhn_card_txw_record& r, bool quiet_family);
 

@@ -51,11 +51,11 @@ uint32_t Engine::Impl::txw_run(QpObj& qp, uint32_t qpn, uint32_t budget) {
       qp.sq_ring.lkey == RHN_LKEY_PHYSICAL ||
       qp.sq_record.lkey == RHN_LKEY_PHYSICAL)
     return 0;
-  // First the WQE a doorbell brought (the block reads the producer
-  // index with it), then what that index shows, within the budget; a
-  // QP woken without a doorbell (by its ACKs, or its budget) has what
-  // the core's copy of the index shows.
-  uint32_t want = qp.txw_kicked ? 1 : qp.sq_producer - qp.sq_fetch;
+  // After a doorbell, as many WQEs as the last step took (the block
+  // reads the producer index with them), then what that index shows,
+  // within the budget; a QP woken without a doorbell (by its ACKs, or
+  // its budget) has what the core's copy of the index shows.
+  uint32_t want = qp.txw_kicked ? qp.txw_guess : qp.sq_producer - qp.sq_fetch;
   qp.txw_kicked = false;
   uint32_t taken = 0;
   while (want && taken < budget) {
@@ -66,6 +66,7 @@ uint32_t Engine::Impl::txw_run(QpObj& qp, uint32_t qpn, uint32_t budget) {
     if (got < ask || qp.state != RHN_QPS_RTS) break;
     want = qp.sq_producer - qp.sq_fetch;
   }
+  qp.txw_guess = static_cast<uint8_t>(clamp<uint32_t>(taken, 1, 255));
   return taken;
 }
 
@@ -85,21 +86,24 @@ uint32_t Engine::Impl::txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
   void* batch_frame[kBatch];
   // As many as take_slot would give one after another: the send memory
   // above the responses' reserve and the context's share, counted once.
-  uint32_t avail = min(credit, shares.room_n(qp.context, Res::kTxSlots));
+  const uint32_t context = qp.context;
+  uint32_t avail = min(credit, shares.room_n(context, Res::kTxSlots));
   const uint32_t free_n = free_slots.size();
   avail = free_n > response_reserve ? min(avail, free_n - response_reserve) : 0;
   uint32_t granted = 0;
   bool full = false;
   while (!full && granted < avail) {
     const uint32_t n = min(kBatch, avail - granted);
+    auto take = free_slots.pop_run();  // n <= its size (avail above)
     for (uint32_t i = 0; i < n; i++) {
-      const uint32_t slot = free_slots.front();
-      free_slots.pop();
-      slots[slot].context = qp.context;
-      slots[slot].next = kNone;
+      const uint32_t slot = take.pop();
+      SendSlot& s = slots[slot];
+      s.context = context;
+      s.next = kNone;
       batch_slot[i] = slot;
-      batch_frame[i] = slots[slot].frame;
+      batch_frame[i] = s.frame;
     }
+    take.done();
     shares.charge(qp.context, Res::kTxSlots, n);
     const uint32_t pushed = tx_sink->slot_push_n(batch_slot, batch_frame, n);
     granted += pushed;
@@ -159,7 +163,7 @@ uint32_t Engine::Impl::txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
   if (seq_before(qp.sq_producer, left.sq_producer))
     qp.sq_producer = left.sq_producer;
   tx_sink->set_channel(qp.dest_node, nullptr);
-  const uint32_t taken = txw_take();
+  const uint32_t taken = txw_take(granted);
   // The slots it did not use go back where take_slot found them; no one
   // waited for a slot meanwhile, so no one is woken. The FIFO held the
   // granted slots only and each record used one (a failed one too): when
@@ -175,18 +179,51 @@ uint32_t Engine::Impl::txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
 
 // The hot words fast_post writes; the rest as a blank entry has them.
 static inline void txw_entry(Inflight& e, const rhn_card_txw_record& r,
-                             const QpObj& qp, uint32_t serial, bool quiet) {
+                             uint16_t peer, uint32_t dst_qpn, uint32_t serial,
+                             bool quiet) {
   e = Inflight{.slot = r.wqe_slot,
                .slots = 1,
                .opcode = RHN_OP_WRITE,
                .wqe_flags = r.wqe_flags,
                .state = MsgState::kAwaitAck,
-               .peer = qp.dest_node,
+               .peer = peer,
                .msn = r.msn,
                .last_serial = serial,
                .length = r.length,
-               .dst_qpn = qp.dest_qpn,
+               .dst_qpn = dst_qpn,
                .quiet = quiet};
+}
+
+// The same over an entry whose last message was a quiet one: only the
+// words a quiet message may have changed (fast_post's, the state and
+// status, a resend's) are stored. The others (a READ's context, a
+// trigger, a chain, the families' fields) are written only where an
+// entry is made blank first (start_message, park_consumed) and by the
+// families of messages that are never quiet, so a quiet message left
+// them as a blank entry has them.
+static inline void txw_entry_over_quiet(Inflight& e,
+                                        const rhn_card_txw_record& r,
+                                        uint16_t peer, uint32_t dst_qpn,
+                                        uint32_t serial, bool quiet) {
+  e.slot = r.wqe_slot;
+  e.slots = 1;
+  e.opcode = RHN_OP_WRITE;
+  e.wqe_flags = r.wqe_flags;
+  e.state = MsgState::kAwaitAck;
+  e.status = RHN_CQE_SUCCESS;
+  e.syndrome = RHN_SYN_NONE;
+  e.peer = peer;
+  e.msn = r.msn;
+  e.last_serial = serial;
+  e.length = r.length;
+  e.resend_at = 0;
+  e.status_addr = 0;
+  e.status_lkey = 0;
+  e.dst_qpn = dst_qpn;
+  e.answered = false;
+  e.quiet = quiet;
+  e.pin_wait = false;
+  e.fanout_imm = 0;
 }
 
 // What the QP keeps of its newest message, as fast_post leaves it.
@@ -203,7 +240,8 @@ static inline void txw_qp_after(QpObj& qp, const rhn_card_txw_record& last,
 }
 
 inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
-                                           uint32_t k, bool quiet_family) {
+                                           uint32_t avail, bool quiet_family,
+                                           uint32_t& bytes_out) {
   // What data_sent does for each packet, once for the run where it holds
   // for all of them: the QP, its peer and its entry ring looked up once,
   // the slots linked as one chain, the channel's counts, timers and the
@@ -215,31 +253,45 @@ inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
   const uint32_t first_idx = qp.inflight_tail;
   const uint32_t ring = cfg.max_inflight_per_qp;
   Inflight* const base = &inflight[size_t{qpn} * ring];
-  uint32_t pos = first_idx % ring;
+  Inflight* const end = base + ring;
+  Inflight* e = base + first_idx % ring;
   const uint32_t first_seq = p.tx_next;
-  uint32_t tail = p.unacked_tail;
+  // Kept in registers: the stores below could be to any of them.
+  const uint16_t peer = qp.dest_node;
+  const uint32_t dst_qpn = qp.dest_qpn;
+  SendSlot* const sl = slots.data();
+  const uint32_t tail = p.unacked_tail;
+  SendSlot* prev = tail != kNone ? &sl[tail] : nullptr;
   uint32_t bytes = 0;
-  for (uint32_t j = 0; j < k; j++) {
-    const rhn_card_txw_record& rj = r[j];
+  // The run: r[0] and the sent records after it of the same QP.
+  uint32_t k = 0;
+  for (; k < avail; k++) {
+    const rhn_card_txw_record& rj = r[k];
+    if (k && (rj.qpn != qpn || rj.failed)) break;
     const bool quiet = !(rj.wqe_flags & RHN_WQE_F_SIGNALED) && quiet_family;
-    txw_entry(base[pos], rj, qp, first_seq + j, quiet);
-    if (++pos == ring) pos = 0;
+    const uint32_t serial = first_seq + k;
+    if (e->quiet)
+      txw_entry_over_quiet(*e, rj, peer, dst_qpn, serial, quiet);
+    else
+      txw_entry(*e, rj, peer, dst_qpn, serial, quiet);
+    if (++e == end) e = base;
     const uint32_t id = rj.send_slot;
-    SendSlot& s = slots[id];
-    s.len = static_cast<uint16_t>(RHN_DATA_HDR_LEN + rj.length);
-    s.serial = first_seq + j;
+    SendSlot& s = sl[id];
+    const auto len = static_cast<uint16_t>(RHN_DATA_HDR_LEN + rj.length);
+    s.len = len;
+    s.serial = serial;
     s.qpn = qpn;
     s.qp_gen = gen;
     s.completes_message = quiet ? kCompletesQuiet : kCompletes;
     s.next = kNone;
-    if (tail != kNone)
-      slots[tail].next = id;
+    if (prev)
+      prev->next = id;
     else
       p.unacked_head = id;
-    tail = id;
-    bytes += s.len;
+    prev = &s;
+    bytes += len;
   }
-  p.unacked_tail = tail;
+  p.unacked_tail = r[k - 1].send_slot;
   p.tx_next = first_seq + k;
   if (p.rx_synced) {
     // The packets carried our receive state: no separate ACK is owed.
@@ -262,18 +314,21 @@ inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
   txw_qp_after(qp, last, first_idx + k - 1);
   qp.tx_offset = last.length;
   qp.tx_active = false;
-  return bytes;
+  bytes_out += bytes;
+  return k;
 }
 
-uint32_t Engine::Impl::txw_take() {
+uint32_t Engine::Impl::txw_take(uint32_t granted) {
   const bool quiet_family = !op_info(RHN_OP_WRITE).family->message_done;
   uint32_t n = 0, packets = 0, bytes = 0;
   // The records in one read of the block's FIFO for up to kBatch of
   // them (a kick's run; one card access instead of one each).
   constexpr uint32_t kBatch = 16;
   rhn_card_txw_record batch[kBatch];
-  for (uint32_t got = kBatch; got == kBatch;) {
-    got = tx_sink->record_pop(batch, kBatch);
+  // Each record used one of the slots granted: with a record for every
+  // one, the FIFO holds no more (no read that would find it empty).
+  for (uint32_t got = kBatch; got == kBatch && n < granted;) {
+    got = tx_sink->record_pop(batch, min(kBatch, granted - n));
     n += got;
     for (uint32_t i = 0; i < got;) {
       const rhn_card_txw_record& r = batch[i];
@@ -282,11 +337,8 @@ uint32_t Engine::Impl::txw_take() {
         i++;
         continue;
       }
-      // The sent records that follow of the same QP: one run.
-      uint32_t k = 1;
-      while (i + k < got && batch[i + k].qpn == r.qpn && !batch[i + k].failed)
-        k++;
-      bytes += txw_take_run(&batch[i], k, quiet_family);
+      // It and the sent records that follow of the same QP: one run.
+      const uint32_t k = txw_take_run(&batch[i], got - i, quiet_family, bytes);
       packets += k;
       i += k;
     }
@@ -306,7 +358,7 @@ void Engine::Impl::txw_take_failed(const rhn_card_txw_record& r,
   const uint32_t idx = qp.inflight_tail++;
   const bool quiet = !(r.wqe_flags & RHN_WQE_F_SIGNALED) && quiet_family;
   Inflight& e = entry(r.qpn, idx);
-  txw_entry(e, r, qp, p.tx_next, quiet);
+  txw_entry(e, r, qp.dest_node, qp.dest_qpn, p.tx_next, quiet);
   txw_qp_after(qp, r, idx);
   qp.tx_offset = 0;
   return_slot(r.send_slot);

@@ -482,43 +482,54 @@ uint32_t Engine::Impl::retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
   // What release_gated does for each of them, less what holds for the
   // run: the QP valid, of that generation and not in error (nothing here
   // changes it), the share's context, the owed schedule(). The QP's entry
-  // ring is walked by position (no division per entry), and the QP's
-  // indexes and the list's head are moved once, after the run.
+  // ring is walked by pointer, the free list's tail kept in a register,
+  // and the QP's indexes and the list's head are moved once, after the
+  // run.
   QpObj& qp = qps[qpn];
   const uint16_t node = node_of(p);
   const uint32_t queued = p.unacked_count;
   const uint32_t ring = cfg.max_inflight_per_qp;
   Inflight* const base = &inflight[size_t{qpn} * ring];
+  Inflight* const end = base + ring;
   const uint32_t tail = qp.inflight_tail;
   uint32_t head = qp.inflight_head;
-  uint32_t pos = head % ring;
+  Inflight* e = base + head % ring;
   uint32_t complete = qp.sq_complete;
   uint32_t n = 0, id = p.unacked_head;
+  uint32_t resend = p.resend;
+  auto free_run = free_slots.push_run();
   while (n < queued && head != tail) {
-    const SendSlot& s = slots[id];
+    SendSlot& s = slots[id];
     if (!seq_before(s.serial, ack_seq) ||
         s.completes_message != kCompletesQuiet || s.qpn != qpn ||
         s.qp_gen != gen || s.context != context)
       break;
-    Inflight& e = base[pos];
-    const uint32_t after = pos + 1 == ring ? 0 : pos + 1;
-    if (!quiet_retirable(e, s.serial, node) ||
-        (head + 1 != tail && base[after].state == MsgState::kDone))
+    Inflight* const after = e + 1 == end ? base : e + 1;
+    if (!quiet_retirable(*e, s.serial, node) ||
+        (head + 1 != tail && after->state == MsgState::kDone))
       break;
-    quiet_retire(e);
-    complete = e.slot + e.slots;
+    quiet_retire(*e);
+    complete = e->slot + e->slots;
     head++;
-    pos = after;
+    e = after;
     const uint32_t next = s.next;
-    if (p.resend == id) p.resend = next;
-    free_slot(id);
+    if (resend == id) resend = next;
+    // free_slot's stores; its wake-up once, after the run.
+    s.context = kNone;
+    s.next = kNone;
+    free_run.push(id);
     id = next;
     n++;
   }
+  free_run.done();
+  p.resend = resend;
   if (n) {
     qp.rnr_count = 0;
     qp.sq_complete = complete;
     qp.inflight_head = head;
+    // Woken by the first slot release_gated returned; nothing here adds
+    // a waiter, so this finds none unless that changes.
+    if (slot_waiters.head != kNone) wake_all(slot_waiters);
   }
   p.unacked_head = id;
   if (id == kNone) p.unacked_tail = kNone;

@@ -748,6 +748,52 @@ TEST(TxWrite, ResendsAfterLossGoFromTheEntriesMadeFromRecords) {
   EXPECT_GT(with_block.counters[0][RHN_CNT_RETRANSMITS], 0u);
 }
 
+// A doorbell's first kick asks the block for as many WQEs as the QP's
+// last doorbell brought (the core cannot see the producer index the
+// block reads): after a run, a single WRITE is granted more send slots
+// than it uses, and the rest come back. With 64 send slots, rounds of a
+// run of 16 and a single WRITE would stall within a few rounds if they
+// did not; the traffic is the core's alone.
+Trace run_runs_and_singles(bool fast, Blocks blocks, uint64_t* slots_back) {
+  Trace t;
+  ClusterConfig cfg = two_nodes(fast, blocks);
+  cfg.engine.send_packet_slots = 64;
+  SimCluster c(cfg);
+  tap_frames(c, t);
+  RcPair p = make_rc_pair(c, 0, 1);
+  EXPECT_TRUE(p.ok);
+  if (!p.ok) return t;
+  Region src = make_region(*p.ctx_a, 4096, kAllAccess, 47);
+  Region dst = make_region(*p.ctx_b, 4096, kAllAccess, 0, 0);
+  for (uint64_t round = 0; round < 40; round++) {
+    const uint64_t at = (round % 8) * 256;
+    for (uint64_t i = 0; i < 16; i++)
+      EXPECT_TRUE(p.qp_a->post_send(rdma_wr(
+          round * 100 + i, RHN_OP_WRITE, {src.sge(8 * ((round + i) % 64), 8)},
+          dst.va(at + 8 * i), dst.key(), i == 15 ? RHN_WQE_F_SIGNALED : 0)));
+    take(c, *p.cq_a, 1, t);
+    EXPECT_TRUE(p.qp_a->post_send(
+        rdma_wr(round * 100 + 50, RHN_OP_WRITE, {src.sge(8 * round, 8)},
+                dst.va(at + 128), dst.key(), RHN_WQE_F_SIGNALED)));
+    take(c, *p.cq_a, 1, t);
+  }
+  c.run_for(1'000'000);
+  if (slots_back && c.node(0).tx_block)
+    *slots_back = c.node(0).tx_block->slots_back;
+  finish(c, t, dst.buf.bytes());
+  return t;
+}
+
+TEST(TxWrite, SlotsGrantedForALongerRunComeBackUnused) {
+  uint64_t back = 0;
+  const Trace with_block = run_runs_and_singles(true, kSending, &back);
+  expect_same(with_block, run_runs_and_singles(false, kMac, nullptr), false,
+              with_block.sent);
+  EXPECT_GT(with_block.sent, 30u * 17u);
+  // Single WRITEs after runs were granted a run's slots.
+  EXPECT_GT(back, 0u);
+}
+
 // The fast decode of the common WQE gives what the generic decoder gives,
 // field by field, whatever the DecodedWqe held before (a GRH, a partial
 // transfer's slot, a family's slot of an earlier WQE); it declines every

@@ -21,7 +21,11 @@ bool SimTxBlock::slot_push(uint32_t slot, void* frame) {
   return block_->slot_push(slot, frame);
 }
 
-bool SimTxBlock::slot_back(uint32_t* slot) { return block_->slot_back(slot); }
+bool SimTxBlock::slot_back(uint32_t* slot) {
+  if (!block_->slot_back(slot)) return false;
+  slots_back++;
+  return true;
+}
 
 uint32_t SimTxBlock::record_pop(rhn_card_txw_record* out, uint32_t max) {
   return block_->record_pop(out, max);

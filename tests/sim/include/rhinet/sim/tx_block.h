@@ -29,6 +29,7 @@ class SimTxBlock final : public fw::TxSink {
   bool kick(uint32_t qpn) override;
 
   uint64_t sent_frames = 0;  // frames the block sent (or failed to gather)
+  uint64_t slots_back = 0;   // granted slots the core asked back unused
 
  private:
   // Tables as large as the simulated engines' (max_nodes, max_qps,
