@@ -141,6 +141,7 @@ struct DatagramShape {
   uint8_t sq_log_depth = QpInit{}.sq_log_depth;
   uint8_t rq_log_depth = QpInit{}.rq_log_depth;
   size_t buf_bytes = 64 * 1024;
+  uint8_t qp_flags = 0;  // enum rhn_create_qp_flags
 };
 
 // On failure the QP (or the CQ) is left empty for the caller to assert on.
@@ -157,6 +158,7 @@ inline DatagramNode make_datagram_node(SimCluster& c, uint16_t node,
   qi.send_cq = d.cq.get();
   qi.sq_log_depth = shape.sq_log_depth;
   qi.rq_log_depth = shape.rq_log_depth;
+  qi.flags = shape.qp_flags;
   d.qp = d.ctx->create_qp(qi);
   if (!d.qp || !activate_datagram(*d.qp, qkey)) d.qp.reset();
   d.buf = make_region(*d.ctx, shape.buf_bytes, kAllAccess, 0, 0);

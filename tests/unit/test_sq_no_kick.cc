@@ -4,6 +4,8 @@
 // in ERR); while it works on the SQ it reads the record again before it
 // goes idle, so posts made meanwhile need no kick
 // (Documentation/hardware/queues.md, "Sends without doorbells").
+#include <random>
+
 #include "test_helpers.h"
 
 namespace rhinet::test {
@@ -609,6 +611,262 @@ TEST(SqEventIndexCreate, MultiProducerWithEventIndexIsRefused) {
   EXPECT_FALSE(ctx->create_qp(qi));
   qi.flags = RHN_CREATE_QP_F_SQ_EVENT_INDEX;
   EXPECT_TRUE(ctx->create_qp(qi));
+}
+
+// ---- The event index on UD (RDM over UD: libfabric's ofi_rxd) ---------
+// A UD datagram completes when it has left, so the NIC goes idle on the
+// SQ right behind each one and stores a new index each time: the busiest
+// path for the store-then-read of the idle transition. These cases post
+// at every point of it, unsignalled as ofi_rxd posts, through full rings
+// and past the 16-bit wrap, and check that the NIC took every slot.
+
+constexpr uint32_t kUdQkey = 0x5151;
+
+class SqEventIndexUd : public ::testing::Test {
+ public:  // ud_race drives it
+  void SetUp() override { open(4); }
+  void open(uint8_t sq_log) {
+    c = std::make_unique<SimCluster>(two_nodes());
+    ASSERT_TRUE(c->all_up());
+    DatagramShape shape;
+    shape.sq_log_depth = sq_log;
+    shape.cq_log_depth = 12;
+    shape.qp_flags = RHN_CREATE_QP_F_SQ_EVENT_INDEX;
+    a = make_datagram_node(*c, 0, RHN_QP_UD, kUdQkey, shape);
+    ASSERT_TRUE(a.qp);
+    DatagramShape rshape;
+    rshape.rq_log_depth = 8;
+    b = make_datagram_node(*c, 1, RHN_QP_UD, kUdQkey, rshape);
+    ASSERT_TRUE(b.qp);
+    a.qp->sq_kick_on_request = true;
+    a.buf.buf.fill_pattern(81);
+    c->run_for(100'000);
+    ASSERT_EQ(a.qp->sq_nic_word(), event_at(0));
+  }
+  // A UD SEND of `len` inline bytes (1 to 4 slots) to `b`'s QP, or to a
+  // QPN nobody has (dropped there, completed here).
+  bool post(uint64_t wr_id, size_t len, bool signalled, bool to_b = false) {
+    SendWr wr = send_wr(
+        wr_id, {}, RHN_OP_SEND,
+        uint8_t(RHN_WQE_F_INLINE | (signalled ? RHN_WQE_F_SIGNALED : 0)));
+    wr.inline_data = a.buf.buf.bytes(wr_id % 64, len);
+    wr.dst_node = 1;
+    wr.dst_qpn = to_b ? b.qp->qpn() : 0x7abc;
+    wr.qkey = kUdQkey;
+    return a.qp->post_send(wr);
+  }
+  // The next SQ slot the NIC will complete (QUERY_QP).
+  uint32_t nic_sq_consumer() {
+    rhn_qp_attr attr{};
+    EXPECT_TRUE(a.qp->query(&attr).ok());
+    return attr.sq_consumer;
+  }
+  // Once the NIC has had time: it took every posted slot and went idle
+  // at the producer index, which its word names.
+  void expect_all_taken(const char* where) {
+    c->run_for(200'000);
+    const uint32_t posted = a.qp->sq_posted_slots();
+    EXPECT_EQ(nic_sq_consumer(), posted) << where;
+    EXPECT_EQ(a.qp->sq_nic_word(), event_at(posted)) << where;
+  }
+  uint64_t record_bus() {
+    QueueMemory& m = a.qp->sq_memory();
+    return m.buf.bus(m.record_offset);
+  }
+  std::unique_ptr<SimCluster> c;
+  DatagramNode a, b;
+};
+
+// Each datagram leaves the NIC idle at the next index, which it stores;
+// only the post that writes that slot kicks.
+TEST_F(SqEventIndexUd, EachDatagramLeavesTheIndexBehindIt) {
+  CounterSnap k(c->node(0));
+  for (uint64_t i = 0; i < 8; ++i) {
+    ASSERT_TRUE(post(i, 8 + 40 * (i % 4), true));
+    Completion r = wait_one(*c, *a.cq);
+    ASSERT_TRUE(r.ok()) << describe(r);
+    EXPECT_EQ(r.wr_id, i);
+    expect_all_taken("after each datagram");
+  }
+  EXPECT_EQ(k.delta(RHN_CNT_HOST_DOORBELLS), 8u);
+}
+
+// The post made inside the NIC's idle transition behind a datagram, at
+// its store of the new index (the post sees it and kicks) and at the
+// record read before that store (the post sees the old index, which it
+// does not cross, and rings nothing: the NIC's read after its store
+// finds it). Both datagrams arrive once.
+void ud_race(SqEventIndexUd& t, bool at_store, uint64_t want_kicks) {
+  Region dst = make_region(*t.b.ctx, 2 * kLen);
+  for (uint64_t i = 0; i < 2; ++i)
+    ASSERT_TRUE(t.b.qp->post_recv(
+        i, {dst.sge(size_t(i) * kLen, RHN_UD_GRH_LEN + 8 + 8 * i)}));
+  CounterSnap k(t.c->node(0));
+  const uint64_t published_before = t.c->node(0).bus.published();
+  bool post_ok = false;
+  OnNicAccess hook(
+      t.c->node(0).memory,
+      [&](uint64_t at, size_t len) {
+        if (at_store) return at == t.record_bus() + 4 && len == 4;
+        // The read that found nothing new, once the first CQE is out.
+        return at == t.record_bus() && len == 8 &&
+               t.c->node(0).bus.published() > published_before &&
+               t.a.qp->sq_nic_word() == event_at(0);
+      },
+      [&] { post_ok = t.post(1, 16, true, true); });
+  ASSERT_TRUE(t.post(0, 8, true, true));
+  auto sends = t.c->wait_cqes(*t.a.cq, 2);
+  ASSERT_TRUE(hook.fired);
+  ASSERT_TRUE(post_ok);
+  ASSERT_EQ(sends.size(), 2u) << describe(sends);
+  EXPECT_TRUE(sends[0].ok() && sends[1].ok()) << describe(sends);
+  EXPECT_EQ(sends[1].wr_id, 1u);
+  EXPECT_EQ(k.delta(RHN_CNT_HOST_DOORBELLS), want_kicks);
+  auto recvs = t.c->wait_cqes(*t.b.cq, 2);
+  ASSERT_EQ(recvs.size(), 2u) << describe(recvs);
+  for (uint64_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(recvs[i].ok()) << describe(recvs[i]);
+    EXPECT_EQ(recvs[i].byte_len, RHN_UD_GRH_LEN + 8 + 8 * i);
+    EXPECT_EQ(dst.buf.bytes(i * kLen + RHN_UD_GRH_LEN, 8 + 8 * i),
+              t.a.buf.buf.bytes(i, 8 + 8 * i));
+  }
+  t.expect_all_taken("after the race");
+  EXPECT_TRUE(t.b.cq->poll().empty());  // none sent twice
+}
+
+TEST_F(SqEventIndexUd, RaceNicStoresBeforeThePostLoads) {
+  ud_race(*this, true, 2);
+}
+
+TEST_F(SqEventIndexUd, RacePostLoadsBeforeTheNicStores) {
+  ud_race(*this, false, 1);
+}
+
+// ofi_rxd's pattern: the ring filled with unsignalled datagrams while
+// the NIC does not run, the last one signalled (its CQE retires them
+// all); the first post of each fill crosses the index and kicks, no
+// other does, the NIC drains the ring and goes idle at its end. WQEs of
+// 1 to 4 slots in a 16-slot ring, past slot 2^16, so fills end at every
+// offset and cross the wrap of the index.
+TEST_F(SqEventIndexUd, FullRingsOfUnsignalledSendsAcrossTheWrap) {
+  constexpr uint32_t kDepth = 16;
+  const std::vector<size_t> sizes{8, 56, 104, 152};
+  std::vector<uint32_t> slots_of;  // measured: slots each size takes
+  uint64_t id = 0;
+  for (size_t len : sizes) {
+    const uint32_t before = a.qp->sq_posted_slots();
+    ASSERT_TRUE(post(id++, len, true));
+    slots_of.push_back(a.qp->sq_posted_slots() - before);
+    ASSERT_TRUE(wait_one(*c, *a.cq).ok());
+  }
+  ASSERT_EQ(slots_of.front(), 1u);
+  ASSERT_GT(slots_of.back(), 2u);
+  uint64_t fills = 0;
+  while (a.qp->sq_posted_slots() < 0x10000 + 4 * kDepth) {
+    CounterSnap k(c->node(0));
+    const uint32_t start = a.qp->sq_posted_slots();
+    uint32_t used = 0;
+    for (;;) {
+      const size_t i = (id * 7 + fills) % sizes.size();
+      if (used + slots_of[i] + slots_of[0] > kDepth) break;
+      ASSERT_TRUE(post(id++, sizes[i], false));
+      used += slots_of[i];
+    }
+    ASSERT_TRUE(post(id++, sizes[0], true));
+    ASSERT_EQ(a.qp->sq_posted_slots() - start, used + slots_of[0]);
+    ASSERT_EQ(k.delta(RHN_CNT_HOST_DOORBELLS), 1u) << "fill " << fills;
+    Completion r = wait_one(*c, *a.cq);
+    ASSERT_TRUE(r.ok()) << describe(r);
+    ASSERT_EQ(r.wr_id, id - 1);
+    c->run_for(2'000);
+    ASSERT_EQ(a.qp->sq_nic_word(), event_at(a.qp->sq_posted_slots()))
+        << "fill " << fills;
+    if (++fills % 512 == 0) expect_all_taken("fill");
+  }
+  expect_all_taken("the last fill");
+  EXPECT_GT(fills, 0x10000u / kDepth);
+  EXPECT_TRUE(a.cq->poll().empty());
+}
+
+// Calls `then` after every NIC access that `match` accepts (OnNicAccess
+// fires once), never from inside its own call.
+class EveryNicAccess : public MemoryObserver {
+ public:
+  EveryNicAccess(SimMemory& mem, OnNicAccess::Match match,
+                 std::function<void()> then)
+      : mem_(mem), match_(std::move(match)), then_(std::move(then)) {
+    mem_.observer = this;
+  }
+  ~EveryNicAccess() { mem_.observer = nullptr; }
+  void access(uint64_t bus_addr, size_t len, bool nic) override {
+    if (!nic || inside_ || !match_(bus_addr, len)) return;
+    inside_ = true;
+    ++calls;
+    then_();
+    inside_ = false;
+  }
+  uint64_t calls = 0;
+
+ private:
+  SimMemory& mem_;
+  OnNicAccess::Match match_;
+  std::function<void()> then_;
+  bool inside_ = false;
+};
+
+// Posts at random points: inside the NIC's accesses to the SQ record
+// (its record reads, its store of the index and the read after it) and
+// between the NIC's steps; signalled one time in three or at random
+// (ofi_rxd signals few), 1 to 4 slots each. Whenever the NIC has had
+// time, it has taken every posted slot: no post waits for a kick it
+// was never given.
+TEST_F(SqEventIndexUd, PostsAtEveryPointOfTheIdleTransition) {
+  std::mt19937_64 rng(39);
+  const std::vector<size_t> sizes{8, 56, 104, 152};
+  uint64_t id = 0, signalled = 0, completed = 0;
+  auto post_some = [&](uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const bool sig = id % 3 == 2 || rng() % 4 == 0;
+      if (!post(id, sizes[rng() % sizes.size()], sig)) return;  // full
+      ++id;
+      signalled += sig;
+    }
+  };
+  auto drain = [&] {
+    for (const Completion& r : a.cq->poll()) {
+      ASSERT_TRUE(r.ok()) << describe(r);
+      ++completed;
+    }
+  };
+  EveryNicAccess hook(
+      c->node(0).memory,
+      [&](uint64_t at, size_t) { return at - record_bus() < 8; },
+      [&] {
+        if (rng() % 2) post_some(1 + uint32_t(rng() % 2));
+      });
+  for (int round = 0; round < 400; ++round) {
+    for (int step = 0; step < 16; ++step) {
+      switch (rng() % 3) {
+        case 0:
+          post_some(1 + uint32_t(rng() % 4));
+          break;
+        case 1:
+          c->run_for(rng() % 20'000);
+          break;
+        default:
+          ASSERT_NO_FATAL_FAILURE(drain());
+      }
+    }
+    // Quiet: the NIC must have taken everything without another kick.
+    c->run_for(200'000);
+    ASSERT_NO_FATAL_FAILURE(drain());
+    const uint32_t posted = a.qp->sq_posted_slots();
+    ASSERT_EQ(nic_sq_consumer(), posted) << "round " << round;
+    ASSERT_EQ(a.qp->sq_nic_word(), event_at(posted)) << "round " << round;
+  }
+  EXPECT_EQ(completed, signalled);
+  EXPECT_GT(hook.calls, 1000u);
+  EXPECT_GT(a.qp->sq_posted_slots(), 4000u);
 }
 
 }  // namespace
