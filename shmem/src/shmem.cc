@@ -1052,20 +1052,20 @@ int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
                       PE_root, true);
 }
 
-#define RHINET_SHMEM_REDUCE(N, T, OP)                                          \
+#define RHINET_SHMEM_REDUCE(N, T, OP, ROP)                                     \
   int shmem_##N##_##OP##_reduce(shmem_team_t team, T* dest, const T* source,   \
                                 size_t nreduce) {                              \
     const char* routine = "shmem_" #N "_" #OP "_reduce";                       \
     return reduce_on(routine, team_view(routine, team), dest, source, nreduce, \
-                     ReduceOp::OP);                                            \
+                     ReduceOp::ROP);                                           \
   }
-#define RHINET_SHMEM_REDUCE_AND(N, T) RHINET_SHMEM_REDUCE(N, T, band)
-#define RHINET_SHMEM_REDUCE_OR(N, T) RHINET_SHMEM_REDUCE(N, T, bor)
-#define RHINET_SHMEM_REDUCE_XOR(N, T) RHINET_SHMEM_REDUCE(N, T, bxor)
-#define RHINET_SHMEM_REDUCE_MIN(N, T) RHINET_SHMEM_REDUCE(N, T, min)
-#define RHINET_SHMEM_REDUCE_MAX(N, T) RHINET_SHMEM_REDUCE(N, T, max)
-#define RHINET_SHMEM_REDUCE_SUM(N, T) RHINET_SHMEM_REDUCE(N, T, sum)
-#define RHINET_SHMEM_REDUCE_PROD(N, T) RHINET_SHMEM_REDUCE(N, T, prod)
+#define RHINET_SHMEM_REDUCE_AND(N, T) RHINET_SHMEM_REDUCE(N, T, and, band)
+#define RHINET_SHMEM_REDUCE_OR(N, T) RHINET_SHMEM_REDUCE(N, T, or, bor)
+#define RHINET_SHMEM_REDUCE_XOR(N, T) RHINET_SHMEM_REDUCE(N, T, xor, bxor)
+#define RHINET_SHMEM_REDUCE_MIN(N, T) RHINET_SHMEM_REDUCE(N, T, min, min)
+#define RHINET_SHMEM_REDUCE_MAX(N, T) RHINET_SHMEM_REDUCE(N, T, max, max)
+#define RHINET_SHMEM_REDUCE_SUM(N, T) RHINET_SHMEM_REDUCE(N, T, sum, sum)
+#define RHINET_SHMEM_REDUCE_PROD(N, T) RHINET_SHMEM_REDUCE(N, T, prod, prod)
 SHMEMI_REDUCE_BITWISE_TYPES(RHINET_SHMEM_REDUCE_AND)
 SHMEMI_REDUCE_BITWISE_TYPES(RHINET_SHMEM_REDUCE_OR)
 SHMEMI_REDUCE_BITWISE_TYPES(RHINET_SHMEM_REDUCE_XOR)
