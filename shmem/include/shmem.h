@@ -362,8 +362,8 @@ int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
 
 /* Reductions: the bitwise ones on SHMEMI_REDUCE_BITWISE_TYPES, sum, prod,
  * min and max on the RMA types. The NIC reduces 32- and 64-bit integers,
- * float and double; the other types return nonzero with a message naming
- * the routine. */
+ * float and double (not prod); the other types and prod are gathered to
+ * every member and combined there. */
 #define SHMEMI_REDUCE_BITWISE_TYPES(X) \
   X(uchar, unsigned char)              \
   X(ushort, unsigned short)            \
@@ -417,6 +417,77 @@ int shmem_alltoallsmem(shmem_team_t team, void* dest, const void* source,
   int shmem_##N##_alltoalls(shmem_team_t team, T* dest, const T* source, \
                             ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 SHMEMI_RMA_TYPES(SHMEMI_DECLARE_COLLECT)
+
+/* The active-set collectives (deprecated in 1.5, still part of it): the
+ * PEs PE_start, PE_start + 2^logPE_stride, ... (PE_size of them) take
+ * part, and only they call. pSync is a symmetric array of the routine's
+ * SHMEM_*_SYNC_SIZE longs, every element SHMEM_SYNC_VALUE on every member
+ * when the call begins, and not in use by another collective; it is
+ * SHMEM_SYNC_VALUE again when the call returns. pWrk is not used. A PE
+ * outside its active set, a negative stride or a size below 1 ends the PE
+ * with a message naming the routine (shmem.md, "Active sets"). */
+#define SHMEM_SYNC_VALUE 0L
+#define SHMEM_SYNC_SIZE 4
+#define SHMEM_BARRIER_SYNC_SIZE SHMEM_SYNC_SIZE
+#define SHMEM_BCAST_SYNC_SIZE SHMEM_SYNC_SIZE
+#define SHMEM_COLLECT_SYNC_SIZE SHMEM_SYNC_SIZE
+#define SHMEM_REDUCE_SYNC_SIZE SHMEM_SYNC_SIZE
+#define SHMEM_ALLTOALL_SYNC_SIZE SHMEM_SYNC_SIZE
+#define SHMEM_ALLTOALLS_SYNC_SIZE SHMEM_SYNC_SIZE
+#define SHMEM_REDUCE_MIN_WRKDATA_SIZE 1
+#define _SHMEM_SYNC_VALUE SHMEM_SYNC_VALUE
+#define _SHMEM_SYNC_SIZE SHMEM_SYNC_SIZE
+#define _SHMEM_BARRIER_SYNC_SIZE SHMEM_BARRIER_SYNC_SIZE
+#define _SHMEM_BCAST_SYNC_SIZE SHMEM_BCAST_SYNC_SIZE
+#define _SHMEM_COLLECT_SYNC_SIZE SHMEM_COLLECT_SYNC_SIZE
+#define _SHMEM_REDUCE_SYNC_SIZE SHMEM_REDUCE_SYNC_SIZE
+#define _SHMEM_REDUCE_MIN_WRKDATA_SIZE SHMEM_REDUCE_MIN_WRKDATA_SIZE
+void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long* pSync);
+#define SHMEMI_DECLARE_ACTIVE_SET(BITS)                                     \
+  void shmem_broadcast##BITS(void* dest, const void* source, size_t nelems, \
+                             int PE_root, int PE_start, int logPE_stride,   \
+                             int PE_size, long* pSync);                     \
+  void shmem_collect##BITS(void* dest, const void* source, size_t nelems,   \
+                           int PE_start, int logPE_stride, int PE_size,     \
+                           long* pSync);                                    \
+  void shmem_fcollect##BITS(void* dest, const void* source, size_t nelems,  \
+                            int PE_start, int logPE_stride, int PE_size,    \
+                            long* pSync);                                   \
+  void shmem_alltoall##BITS(void* dest, const void* source, size_t nelems,  \
+                            int PE_start, int logPE_stride, int PE_size,    \
+                            long* pSync);                                   \
+  void shmem_alltoalls##BITS(void* dest, const void* source, ptrdiff_t dst, \
+                             ptrdiff_t sst, size_t nelems, int PE_start,    \
+                             int logPE_stride, int PE_size, long* pSync);
+SHMEMI_DECLARE_ACTIVE_SET(32)
+SHMEMI_DECLARE_ACTIVE_SET(64)
+/* shmem_TYPE_OP_to_all: and, or, xor on the bitwise types; min, max, sum,
+ * prod on the others (complex types are not provided). */
+#define SHMEMI_TO_ALL_BITWISE_TYPES(X) \
+  X(short, short)                      \
+  X(int, int)                          \
+  X(long, long)                        \
+  X(longlong, long long)
+#define SHMEMI_TO_ALL_TYPES(X)   \
+  SHMEMI_TO_ALL_BITWISE_TYPES(X) \
+  X(float, float)                \
+  X(double, double)              \
+  X(longdouble, long double)
+#define SHMEMI_DECLARE_TO_ALL(N, T, OP)                                       \
+  void shmem_##N##_##OP##_to_all(T* dest, const T* source, int nreduce,       \
+                                 int PE_start, int logPE_stride, int PE_size, \
+                                 T* pWrk, long* pSync);
+#define SHMEMI_DECLARE_TO_ALL_BITWISE(N, T) \
+  SHMEMI_DECLARE_TO_ALL(N, T, and)          \
+  SHMEMI_DECLARE_TO_ALL(N, T, or)           \
+  SHMEMI_DECLARE_TO_ALL(N, T, xor)
+#define SHMEMI_DECLARE_TO_ALL_ARITH(N, T) \
+  SHMEMI_DECLARE_TO_ALL(N, T, min)        \
+  SHMEMI_DECLARE_TO_ALL(N, T, max)        \
+  SHMEMI_DECLARE_TO_ALL(N, T, sum)        \
+  SHMEMI_DECLARE_TO_ALL(N, T, prod)
+SHMEMI_TO_ALL_BITWISE_TYPES(SHMEMI_DECLARE_TO_ALL_BITWISE)
+SHMEMI_TO_ALL_TYPES(SHMEMI_DECLARE_TO_ALL_ARITH)
 
 /* Waiting on words: the point-to-point synchronization types (the AMO
  * types and short, unsigned short). */

@@ -14,11 +14,12 @@ std::span<const std::byte> bytes_of(const void* p, std::size_t n) {
   return {static_cast<const std::byte*>(p), n};
 }
 
-// Every member's `bytes` of source, in team order, into every member's
-// dest; `fixed` says every member gives the same number (fcollect).
-int collect(const char* routine, shmem_team_t team, void* dest,
-            const void* source, std::size_t bytes, bool fixed) {
-  const auto view = team_view(routine, team);
+}  // namespace
+
+namespace rhinet::shmem::internal {
+
+int collect_on(const char* routine, const TeamView& view, void* dest,
+               const void* source, std::size_t bytes, bool fixed) {
   const std::size_t n = view.pes.size();
   if (!view.comm) {
     if (bytes && dest != source) std::memmove(dest, source, bytes);
@@ -55,12 +56,9 @@ int collect(const char* routine, shmem_team_t team, void* dest,
   return 0;
 }
 
-// Block j of source (nelems elements, sst apart) to member j's dest, at
-// this member's place (dst apart there).
-int alltoall(const char* routine, shmem_team_t team, void* dest,
-             const void* source, std::ptrdiff_t dst, std::ptrdiff_t sst,
-             std::size_t nelems, std::size_t elem) {
-  const auto view = team_view(routine, team);
+int alltoall_on(const char* routine, const TeamView& view, void* dest,
+                const void* source, std::ptrdiff_t dst, std::ptrdiff_t sst,
+                std::size_t nelems, std::size_t elem) {
   const std::size_t n = view.pes.size();
   if (dst < 1 || sst < 1)
     return refuse(routine,
@@ -122,6 +120,23 @@ int alltoall(const char* routine, shmem_team_t team, void* dest,
   auto r = view.comm->barrier();
   if (!r) return refuse(routine, "%s", r.error().to_string().c_str());
   return 0;
+}
+
+}  // namespace rhinet::shmem::internal
+
+namespace {
+
+int collect(const char* routine, shmem_team_t team, void* dest,
+            const void* source, std::size_t bytes, bool fixed) {
+  return collect_on(routine, team_view(routine, team), dest, source, bytes,
+                    fixed);
+}
+
+int alltoall(const char* routine, shmem_team_t team, void* dest,
+             const void* source, std::ptrdiff_t dst, std::ptrdiff_t sst,
+             std::size_t nelems, std::size_t elem) {
+  return alltoall_on(routine, team_view(routine, team), dest, source, dst, sst,
+                     nelems, elem);
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include "compare.hpp"
 #include "ctx_table.hpp"
 #include "heap.hpp"
+#include "reduce.hpp"
 #include "shmem_internal.hpp"
 
 // The state and the error paths every routine shares (amo.cc's too:
@@ -50,12 +51,16 @@ constexpr std::uint16_t kWorldComm = 0x5348;
 constexpr std::uint64_t kBarrierId = 0x5348'4d45'4d00'0001ull;
 constexpr std::size_t kDefaultHeap = std::size_t{64} << 20;
 constexpr std::size_t kBounceBytes = std::size_t{1} << 20;
+// The library's area: a page for the counter, then the gather scratch.
+constexpr std::size_t kLibraryScratchOffset = 4096;
+constexpr std::size_t kLibraryBytes = kLibraryScratchOffset + (256 << 10);
 
 struct State {
   std::unique_ptr<rhinet::Group> group;
   std::optional<rhinet::Area> heap_area;
   std::optional<rhinet::Area> data_area;
   std::optional<rhinet::Buffer> bounce_buffer;
+  std::optional<rhinet::Area> library_area;
   std::optional<rhinet::Communicator> world;
   std::optional<HeapAllocator> heap;
   std::byte* heap_base = nullptr;
@@ -63,6 +68,7 @@ struct State {
   std::byte* data_base = nullptr;
   std::size_t data_size = 0;
   std::byte* bounce = nullptr;
+  std::byte* library = nullptr;
   Context default_ctx;
   ContextTable ctx_table;
   std::array<Context, ContextTable::kCapacity> contexts;
@@ -416,60 +422,6 @@ rhinet::Communicator& world_of(const char* routine) {
   return *s.world;
 }
 
-template <typename T>
-constexpr bool nic_reducible =
-    std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t> ||
-    std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint64_t> ||
-    std::is_same_v<T, float> || std::is_same_v<T, double>;
-
-// The fixed-width type the NIC reduces for T (long long and long are both
-// 64-bit, char and short have none).
-template <typename T>
-auto nic_type() {
-  if constexpr (std::is_floating_point_v<T>)
-    return T{};
-  else if constexpr (sizeof(T) == 4 && std::is_signed_v<T>)
-    return std::int32_t{};
-  else if constexpr (sizeof(T) == 4)
-    return std::uint32_t{};
-  else if constexpr (sizeof(T) == 8 && std::is_signed_v<T>)
-    return std::int64_t{};
-  else if constexpr (sizeof(T) == 8)
-    return std::uint64_t{};
-  else
-    return T{};
-}
-
-template <typename T>
-int reduce(const char* routine, [[maybe_unused]] shmem_team_t team,
-           [[maybe_unused]] T* dest, [[maybe_unused]] const T* source,
-           [[maybe_unused]] std::size_t n, [[maybe_unused]] rhinet::Reduce op,
-           bool prod) {
-  using N = decltype(nic_type<T>());
-  if (prod)
-    return refuse(routine,
-                  "the NIC has no product reduction (sum, min, max, "
-                  "and, or, xor only)");
-  if constexpr (!nic_reducible<N>) {
-    return refuse(routine,
-                  "the NIC reduces 32- and 64-bit integers, float and double "
-                  "only; not this type");
-  } else {
-    const auto view = rhinet::shmem::internal::team_view(routine, team);
-    if (!view.comm) {
-      if (n && dest != source) std::memmove(dest, source, n * sizeof(T));
-      return 0;
-    }
-    if (!n) return 0;
-    symmetric(routine, dest, n * sizeof(T), "dest");
-    symmetric(routine, source, n * sizeof(T), "source");
-    auto r = view.comm->allreduce<N>({reinterpret_cast<const N*>(source), n},
-                                     {reinterpret_cast<N*>(dest), n}, op);
-    if (!r) return refuse(routine, "%s", r.error().to_string().c_str());
-    return 0;
-  }
-}
-
 std::string heap_size_text(std::size_t bytes) {
   char text[64];
   std::snprintf(text, sizeof text, "%zu bytes (%zu MiB)", bytes, bytes >> 20);
@@ -590,6 +542,17 @@ void init(const char* routine) {
     die(routine, "cannot register the bounce buffer: %s",
         buf.error().to_string().c_str());
   s.bounce_buffer.emplace(std::move(*buf));
+  void* library = mmap(nullptr, kLibraryBytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (library == MAP_FAILED)
+    die(routine, "cannot map the library's area: %s", std::strerror(errno));
+  s.library = static_cast<std::byte*>(library);
+  auto lib_area = s.group->area(kLibraryArea, {s.library, kLibraryBytes},
+                                rhinet::Access::all);
+  if (!lib_area)
+    die(routine, "cannot register the library's area (%zu bytes): %s",
+        kLibraryBytes, lib_area.error().to_string().c_str());
+  s.library_area.emplace(std::move(*lib_area));
   if (rhinet::Communicator::collectives(*s.group)) {
     auto comm = rhinet::Communicator::create(*s.group, {.id = kWorldComm});
     if (!comm)
@@ -673,12 +636,16 @@ void shmem_finalize(void) {
   s.default_ctx = Context{};
   for (auto& c : s.contexts) c = Context{};
   s.ctx_table = ContextTable{};
+  forget_active_sets();
   s.world.reset();
   s.bounce_buffer.reset();
+  s.library_area.reset();
   s.heap_area.reset();
   s.data_area.reset();
   s.group.reset();
   munmap(s.bounce, kBounceBytes);
+  munmap(s.library, kLibraryBytes);
+  s.library = nullptr;
   munmap(s.heap_base, s.heap_size);
   s.heap.reset();
   s.heap_base = s.bounce = nullptr;
@@ -1077,60 +1044,28 @@ void shmem_sync_all(void) {
   complete("shmem_sync_all", g.barrier({.id = kBarrierId}));
 }
 
-// Root's source into every member's dest, root's included. The NIC
-// broadcasts 4-byte elements; a tail of 1 to 3 bytes goes by put from the
-// root.
+// Root's source into every member's dest, root's included.
 int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source,
                        size_t nelems, int PE_root) {
   const char* routine = "shmem_broadcastmem";
-  const auto view = rhinet::shmem::internal::team_view(routine, team);
-  const int n = static_cast<int>(view.pes.size());
-  if (PE_root < 0 || PE_root >= n)
-    return refuse(routine, "PE_root %d is not a PE of the team (0 to %d)",
-                  PE_root, n - 1);
-  if (!view.comm || !nelems) {
-    if (nelems && dest != source) std::memmove(dest, source, nelems);
-    return 0;
-  }
-  symmetric(routine, dest, nelems, "dest");
-  symmetric(routine, source, nelems, "source");
-  const bool root = view.me == PE_root;
-  if (root && dest != source) std::memmove(dest, source, nelems);
-  const std::size_t words = nelems / 4, tail = nelems % 4;
-  if (words) {
-    auto r = view.comm->bcast<std::uint32_t>(
-        {static_cast<std::uint32_t*>(dest), words},
-        static_cast<std::uint32_t>(PE_root));
-    if (!r) return refuse(routine, "%s", r.error().to_string().c_str());
-  }
-  if (tail) {
-    auto* end = static_cast<std::byte*>(dest) + words * 4;
-    if (root)
-      for (int i = 0; i < n; i++)
-        if (i != PE_root)
-          put_bytes(routine, SHMEM_CTX_DEFAULT, end, end, tail, view.pes[i],
-                    true);
-    rhinet::shmem::internal::team_barrier(routine, view);
-  }
-  return 0;
+  return broadcast_on(routine, team_view(routine, team), dest, source, nelems,
+                      PE_root, true);
 }
 
-#define RHINET_SHMEM_REDUCE(N, T, OP, NIC_OP, PROD)                           \
-  int shmem_##N##_##OP##_reduce(shmem_team_t team, T* dest, const T* source,  \
-                                size_t nreduce) {                             \
-    return reduce("shmem_" #N "_" #OP "_reduce", team, dest, source, nreduce, \
-                  rhinet::Reduce::NIC_OP, PROD);                              \
+#define RHINET_SHMEM_REDUCE(N, T, OP, ROP)                                     \
+  int shmem_##N##_##OP##_reduce(shmem_team_t team, T* dest, const T* source,   \
+                                size_t nreduce) {                              \
+    const char* routine = "shmem_" #N "_" #OP "_reduce";                       \
+    return reduce_on(routine, team_view(routine, team), dest, source, nreduce, \
+                     ReduceOp::ROP);                                           \
   }
-#define RHINET_SHMEM_REDUCE_AND(N, T) \
-  RHINET_SHMEM_REDUCE(N, T, and, band, false)
-#define RHINET_SHMEM_REDUCE_OR(N, T) RHINET_SHMEM_REDUCE(N, T, or, bor, false)
-#define RHINET_SHMEM_REDUCE_XOR(N, T) \
-  RHINET_SHMEM_REDUCE(N, T, xor, bxor, false)
-#define RHINET_SHMEM_REDUCE_MIN(N, T) RHINET_SHMEM_REDUCE(N, T, min, min, false)
-#define RHINET_SHMEM_REDUCE_MAX(N, T) RHINET_SHMEM_REDUCE(N, T, max, max, false)
-#define RHINET_SHMEM_REDUCE_SUM(N, T) RHINET_SHMEM_REDUCE(N, T, sum, sum, false)
-#define RHINET_SHMEM_REDUCE_PROD(N, T) \
-  RHINET_SHMEM_REDUCE(N, T, prod, sum, true)
+#define RHINET_SHMEM_REDUCE_AND(N, T) RHINET_SHMEM_REDUCE(N, T, and, band)
+#define RHINET_SHMEM_REDUCE_OR(N, T) RHINET_SHMEM_REDUCE(N, T, or, bor)
+#define RHINET_SHMEM_REDUCE_XOR(N, T) RHINET_SHMEM_REDUCE(N, T, xor, bxor)
+#define RHINET_SHMEM_REDUCE_MIN(N, T) RHINET_SHMEM_REDUCE(N, T, min, min)
+#define RHINET_SHMEM_REDUCE_MAX(N, T) RHINET_SHMEM_REDUCE(N, T, max, max)
+#define RHINET_SHMEM_REDUCE_SUM(N, T) RHINET_SHMEM_REDUCE(N, T, sum, sum)
+#define RHINET_SHMEM_REDUCE_PROD(N, T) RHINET_SHMEM_REDUCE(N, T, prod, prod)
 SHMEMI_REDUCE_BITWISE_TYPES(RHINET_SHMEM_REDUCE_AND)
 SHMEMI_REDUCE_BITWISE_TYPES(RHINET_SHMEM_REDUCE_OR)
 SHMEMI_REDUCE_BITWISE_TYPES(RHINET_SHMEM_REDUCE_XOR)
@@ -1150,5 +1085,54 @@ std::span<std::byte> scratch() { return {state().bounce, kBounceBytes}; }
 Communicator& world(const char* routine) { return world_of(routine); }
 
 void heap_barrier(const char* routine) { barrier_of_heap(routine); }
+
+const Area& library_area() { return *state().library_area; }
+
+std::span<std::byte> library_scratch() {
+  return {state().library + kLibraryScratchOffset,
+          kLibraryBytes - kLibraryScratchOffset};
+}
+
+std::size_t library_scratch_offset() { return kLibraryScratchOffset; }
+
+// The NIC broadcasts 4-byte elements; a tail of 1 to 3 bytes goes by put
+// from the root. Without root_dest the root's source is the broadcast's
+// buffer there, so its dest is not touched.
+int broadcast_on(const char* routine, const TeamView& view, void* dest,
+                 const void* source, std::size_t nelems, int PE_root,
+                 bool root_dest) {
+  const int n = static_cast<int>(view.pes.size());
+  if (PE_root < 0 || PE_root >= n)
+    return refuse(routine, "PE_root %d is not a PE of the team (0 to %d)",
+                  PE_root, n - 1);
+  const bool root = view.me == PE_root;
+  if (!view.comm || !nelems) {
+    if (root_dest && nelems && dest != source)
+      std::memmove(dest, source, nelems);
+    return 0;
+  }
+  symmetric(routine, dest, nelems, "dest");
+  symmetric(routine, source, nelems, "source");
+  if (root && root_dest && dest != source) std::memmove(dest, source, nelems);
+  void* data = root && !root_dest ? const_cast<void*>(source) : dest;
+  const std::size_t words = nelems / 4, tail = nelems % 4;
+  if (words) {
+    auto r = view.comm->bcast<std::uint32_t>(
+        {static_cast<std::uint32_t*>(data), words},
+        static_cast<std::uint32_t>(PE_root));
+    if (!r) return refuse(routine, "%s", r.error().to_string().c_str());
+  }
+  if (tail) {
+    auto* end = static_cast<std::byte*>(dest) + words * 4;
+    const auto* from = static_cast<const std::byte*>(data) + words * 4;
+    if (root)
+      for (int i = 0; i < n; i++)
+        if (i != PE_root)
+          put_bytes(routine, SHMEM_CTX_DEFAULT, end, from, tail, view.pes[i],
+                    true);
+    team_barrier(routine, view);
+  }
+  return 0;
+}
 
 }  // namespace rhinet::shmem::internal

@@ -22,6 +22,11 @@ namespace rhinet::shmem::internal {
 inline constexpr std::uint32_t kHeapArea = SHMEMX_HEAP_AREA_ID;
 // Area ID of the program's writable data (.data, .bss) on every PE.
 inline constexpr std::uint32_t kDataArea = 0x5344;
+// Area ID of the library's own symmetric memory on every PE: a counter
+// (PE 0's numbers the active sets' communicators, active_set.cc), then the
+// scratch the gathered reductions combine in (reduce.hpp).
+inline constexpr std::uint32_t kLibraryArea = 0x534c;
+inline constexpr std::size_t kLibraryCounterOffset = 0;
 
 // A symmetric object as a remote operation names it: the area holding it
 // (the heap or the program's data, the same ID on every PE) and its offset
@@ -60,6 +65,11 @@ void complete(const char* routine, const Result<void>& r);
 // Every context's quiet, then the NIC barrier of all PEs
 // (shmem_barrier_all).
 void heap_barrier(const char* routine);
+// The library's area (kLibraryArea) and, inside it, the gather scratch
+// and its offset in the area.
+const Area& library_area();
+std::span<std::byte> library_scratch();
+std::size_t library_scratch_offset();
 
 // A team as the collectives see it: its members' world PEs in team
 // order, this PE's index, and the communicator the NIC runs its
@@ -78,6 +88,28 @@ TeamView team_view(const char* routine, shmem_team_t team,
                    bool collective = true);
 // Quiet, then the team's barrier.
 void team_barrier(const char* routine, const TeamView& team);
+
+// Drops the active sets' communicators (shmem_finalize, before the group
+// goes; active_set.cc).
+void forget_active_sets();
+
+// The collectives on a team's view, for the team routines and the
+// active-set ones; 0, or -1 with a message naming the routine.
+// broadcast: member `root`'s source into every member's dest, the root's
+// own dest too when `root_dest` (the team form; the active-set form leaves
+// it alone).
+int broadcast_on(const char* routine, const TeamView& view, void* dest,
+                 const void* source, std::size_t bytes, int root,
+                 bool root_dest);
+// Every member's `bytes` in member order into every member's dest;
+// `fixed`: every member gives the same number (fcollect).
+int collect_on(const char* routine, const TeamView& view, void* dest,
+               const void* source, std::size_t bytes, bool fixed);
+// Block j of source (nelems elements of `elem` bytes, sst apart) to member
+// j's dest at this member's place (dst apart there).
+int alltoall_on(const char* routine, const TeamView& view, void* dest,
+                const void* source, std::ptrdiff_t dst, std::ptrdiff_t sst,
+                std::size_t nelems, std::size_t elem);
 
 // ---- contexts (shmem.cc)
 // A context is its own completion domain: the requests it posted and has

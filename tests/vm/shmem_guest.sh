@@ -43,7 +43,7 @@ misuse() { # CASE STATUS TEXT: the PE ends with STATUS and TEXT
 run hello
 export SHMEM_SYMMETRIC_SIZE=16M
 for p in put_get nbi_quiet atomics pingpong put_signal collectives barrier \
-	collect wait_set locks teams generic contexts ring; do
+	collect wait_set locks teams generic contexts ring active_set; do
 	run $p
 done
 # Globals and statics; SHMEM_DEBUG's line gives each PE's registered data.
@@ -80,6 +80,9 @@ misuse destroyed 1 "shmem_long_sum_reduce: team"
 misuse ctx-destroyed 1 "shmem_ctx_long_p: context"
 misuse ctx-destroyed 1 "was destroyed (shmem_ctx_destroy)"
 misuse ctx-team-pe 1 "shmem_ctx_long_p: PE 2 is not a PE of the context's team (0 to 1)"
+misuse active-pe 1 "shmem_barrier: PE 0 is not in the active set PE_start 1, logPE_stride 0, PE_size 1"
+misuse active-stride 1 "shmem_barrier: logPE_stride -1 is not a stride (0 to 30)"
+misuse active-size 1 "shmem_barrier: PE_size 0: an active set has 1 PE or more"
 misuse heap 4 "shmem_malloc: no room for 1099511627776 bytes in the symmetric heap"
 SHMEM_SYMMETRIC_SIZE=lots misuse none 1 "SHMEM_SYMMETRIC_SIZE: 'lots' is not a size"
 

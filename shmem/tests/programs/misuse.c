@@ -5,6 +5,8 @@
 #define PROGRAM "shmem_misuse"
 #include "check.h"
 
+static long active_sync[SHMEM_BARRIER_SYNC_SIZE];
+
 int main(int argc, char** argv) {
   const char* what = argc > 1 ? argv[1] : "";
   /* Stack memory is not symmetric (globals and statics are). */
@@ -48,6 +50,10 @@ int main(int argc, char** argv) {
       shmem_global_exit(7);
     shmem_ctx_long_p(ctx, heap, 1, shmem_team_n_pes(t));
   }
+  /* Active sets: PE 0 outside its set, a negative stride, no PEs. */
+  if (!strcmp(what, "active-pe")) shmem_barrier(1, 0, 1, active_sync);
+  if (!strcmp(what, "active-stride")) shmem_barrier(0, -1, 2, active_sync);
+  if (!strcmp(what, "active-size")) shmem_barrier(0, 0, 0, active_sync);
   if (!strcmp(what, "heap")) {
     void* p = shmem_malloc((size_t)1 << 40);
     shmem_global_exit(p == NULL ? 4 : 0);
