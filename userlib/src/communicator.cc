@@ -233,7 +233,7 @@ Request Communicator::post(std::uint32_t op, Reduce reduce, std::uint32_t type,
   a.recv_lkey = recv_lkey;
   a.members = members_->dests.data();
   a.members_lkey = members_->mr->lkey;
-  a.flags = RHINETDV_COLL_STATUS_WORD;
+  a.flags = RHINETDV_COLL_STATUS_WORD | dev.signaled(RHINETDV_COLL_SIGNALED);
   if (options_.in_switch && (op == kAllreduce || op == kBarrier))
     a.flags |= RHINETDV_COLL_IN_SWITCH;
   d.keep = members_;  // the NIC may read the list until the word comes

@@ -11,6 +11,7 @@
 
 #include "group_detail.hpp"
 #include "net.hpp"
+#include "wait.hpp"
 
 namespace rhinet::detail {
 
@@ -187,20 +188,57 @@ Result<void> Device::make_pool(std::uint32_t n) {
   return ok();
 }
 
+namespace {
+
+constexpr int kLongestSleepMs = 200;
+
+// The endpoint's completion events: the NIC interrupts for the next CQE.
+class EndpointEvents final : public EventSource {
+ public:
+  explicit EndpointEvents(rhinetdv_endpoint* ep) : ep_(ep) {}
+  int arm() override { return rhinetdv_arm_event(ep_); }
+  // At most kLongestSleep at a time: an operation posted before
+  // Group::set_spin made waits sleep asked for no completion, and wakes
+  // nobody.
+  int sleep(int timeout_ms) override {
+    if (timeout_ms < 0 || timeout_ms > kLongestSleepMs)
+      timeout_ms = kLongestSleepMs;
+    return rhinetdv_wait_event(ep_, timeout_ms);
+  }
+  const char* arm_name() const override { return "rhinetdv_arm_event"; }
+  const char* sleep_name() const override { return "rhinetdv_wait_event"; }
+
+ private:
+  rhinetdv_endpoint* ep_;
+};
+
+}  // namespace
+
+int Device::wait(const std::function<bool()>& done,
+                 net::Clock::time_point deadline, const char** failed) {
+  EndpointEvents events(ep);
+  return wait_until(done, events, spin, deadline, stats, failed);
+}
+
 Result<std::uint32_t> Device::acquire(std::chrono::milliseconds timeout) {
+  // Signaled operations leave CQEs behind their status words: read them
+  // before they could fill the CQ (its depth is at least the pool's).
+  if (++posts_unread >= slots.size() / 2) poll_cq();
   if (free_slots.empty()) reap_all();
   if (free_slots.empty()) {
-    const auto deadline = net::deadline_after(timeout);
-    Backoff b;
-    while (free_slots.empty()) {
-      if (net::poll_ms(deadline) == 0)
-        return Error(ETIMEDOUT, std::to_string(slots.size()) +
-                                    " operations in flight and none "
-                                    "completed within " +
-                                    net::format_duration(timeout));
-      b.pause();
-      reap_all();  // reads the CQ too
-    }
+    const char* failed = "";
+    const int e = wait(
+        [&] {
+          reap_all();  // reads the CQ too
+          return !free_slots.empty();
+        },
+        net::deadline_after(timeout), &failed);
+    if (e == ETIMEDOUT)
+      return Error(ETIMEDOUT, std::to_string(slots.size()) +
+                                  " operations in flight and none "
+                                  "completed within " +
+                                  net::format_duration(timeout));
+    if (e) return Error(e, std::string("waiting for a free slot: ") + failed);
   }
   const std::uint32_t s = free_slots.back();
   free_slots.pop_back();
@@ -261,6 +299,7 @@ void Device::reap_all() {
 
 void Device::poll_cq() {
   constexpr int kBatch = 16;
+  posts_unread = 0;
   rhinetdv_completion_ex c[kBatch];
   for (int i = 0; i < 64; i++) {
     const int n = rhinetdv_poll_ex(ep, kBatch, c, sizeof(c[0]));

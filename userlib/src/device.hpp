@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "message_detail.hpp"
+#include "net.hpp"
 #include "registry.hpp"
 #include "rhinet/area.hpp"
 #include "rhinet/message.hpp"
@@ -30,8 +32,8 @@
 
 namespace rhinet::detail {
 
-// Spins a little, then yields, then naps: status words are host memory the
-// NIC writes, so waiting is reading memory.
+// Spins a little, then yields, then naps: for the short waits of a full
+// send queue (the waits for operations sleep: Device::wait).
 class Backoff {
  public:
   void pause();
@@ -112,6 +114,27 @@ struct Device : std::enable_shared_from_this<Device> {
   PeerIndex peers;
   // rhinetdv_poll_ex failed (receives cannot complete): wait() says so.
   std::optional<Error> poll_error;
+
+  // Waits (wait.hpp): how long they spin before they sleep, what they did.
+  std::chrono::microseconds spin = default_spin;
+  WaitStats stats;
+  // Operations posted since the CQ was last read: each may leave a CQE
+  // (they are signaled when waits sleep), so the CQ is read before they
+  // could fill it.
+  std::uint32_t posts_unread = 0;
+  // Whether waits sleep: then every operation asks for a CQE on success
+  // too (its family's SIGNALED flag), as a status word raises no
+  // interrupt.
+  bool sleeps() const { return spin.count() >= 0; }
+  // wait_until (wait.hpp) on this endpoint's completion events. 0 (done),
+  // ETIMEDOUT, or an errno with *failed naming the call.
+  int wait(const std::function<bool()>& done, net::Clock::time_point deadline,
+           const char** failed);
+  // The SIGNALED flag `flag` of an operation family when waits sleep.
+  template <typename Flag>
+  std::uint32_t signaled(Flag flag) const {
+    return sleeps() ? static_cast<std::uint32_t>(flag) : 0u;
+  }
 
   Device() = default;
   Device(const Device&) = delete;
