@@ -167,6 +167,8 @@ Device::~Device() {
   mcast_lists.clear();
   if (words_mr) ibv_dereg_mr(words_mr);
   std::free(words);
+  if (bounce_mr) ibv_dereg_mr(bounce_mr);
+  std::free(bounce);
   if (pd) ibv_dealloc_pd(pd);
   if (ctx) ibv_close_device(ctx);
 }
@@ -218,6 +220,22 @@ int Device::wait(const std::function<bool()>& done,
                  net::Clock::time_point deadline, const char** failed) {
   EndpointEvents events(ep);
   return wait_until(done, events, spin, deadline, stats, failed);
+}
+
+Result<void> Device::make_bounce() {
+  if (bounce) return ok();
+  const std::size_t bytes = slots.size() * 2 * kBounce;
+  void* p = nullptr;
+  if (posix_memalign(&p, 4096, bytes) != 0)
+    return Error(ENOMEM, "bounce memory for unregistered operands: no memory");
+  bounce_mr = ibv_reg_mr(pd, p, bytes, IBV_ACCESS_LOCAL_WRITE);
+  if (!bounce_mr) {
+    const int e = errno;
+    std::free(p);
+    return Error(e, "bounce memory for unregistered operands: ibv_reg_mr");
+  }
+  bounce = static_cast<std::byte*>(p);
+  return ok();
 }
 
 Result<std::uint32_t> Device::acquire(std::chrono::milliseconds timeout) {
@@ -278,6 +296,8 @@ bool Device::reap(std::uint32_t s) {
     bytes = 0;
     poll_cq();
   }
+  if (!err && slot.copy_out)
+    std::memcpy(slot.copy_out, bounce_for(s, true), slot.copy_len);
   if (slot.owner && !err && reports_by_cqe(slot.op))
     slot.owner->value_ = __atomic_load_n(&results[s], __ATOMIC_ACQUIRE);
   if (slot.owner)

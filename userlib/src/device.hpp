@@ -10,6 +10,7 @@
 #include <infiniband/rhinetdv.h>
 #include <infiniband/verbs.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "message_detail.hpp"
@@ -72,6 +74,10 @@ struct Device : std::enable_shared_from_this<Device> {
     std::uint64_t tag = 0;  // isend
     // What the NIC reads until the slot completes (mcast: its list).
     std::shared_ptr<const void> keep;
+    // A result the NIC wrote into the slot's bounce memory, for
+    // unregistered memory: copied there when the slot completes well.
+    void* copy_out = nullptr;
+    std::uint32_t copy_len = 0;
   };
   // A pending irecv (completes through the CQ, not a status word).
   struct RecvSlot {
@@ -97,6 +103,17 @@ struct Device : std::enable_shared_from_this<Device> {
   // An atomic's old value, one per slot (in the same MR as the words).
   std::uint64_t* results = nullptr;
   ibv_mr* words_mr = nullptr;
+  // Registered memory for small operands in unregistered memory: per
+  // slot, kBounce bytes the NIC reads and kBounce it writes. Made at the
+  // first use (bounce_for).
+  static constexpr std::size_t kBounce = 1024;
+  std::byte* bounce = nullptr;
+  ibv_mr* bounce_mr = nullptr;
+  Result<void> make_bounce();
+  // Slot s's bounce memory: what the NIC reads (out) or writes (in).
+  std::byte* bounce_for(std::uint32_t s, bool in) {
+    return bounce + (std::size_t{s} * 2 + (in ? 1 : 0)) * kBounce;
+  }
   std::vector<Slot> slots;
   std::vector<std::uint32_t> free_slots;
   Registry registry;
@@ -114,6 +131,48 @@ struct Device : std::enable_shared_from_this<Device> {
   PeerIndex peers;
   // rhinetdv_poll_ex failed (receives cannot complete): wait() says so.
   std::optional<Error> poll_error;
+
+  // One thread at a time: the thread inside a post or a wait, so that
+  // another one coming in meanwhile is told (EBUSY) instead of corrupting
+  // the slots. The same thread may enter again (a post that waits).
+  std::atomic<std::thread::id> user{};
+  unsigned user_depth = 0;
+  bool enter() {
+    const auto me = std::this_thread::get_id();
+    if (user.load(std::memory_order_relaxed) == me) {
+      user_depth++;
+      return true;
+    }
+    std::thread::id none{};
+    if (!user.compare_exchange_strong(none, me, std::memory_order_acquire))
+      return false;
+    user_depth = 1;
+    return true;
+  }
+  void leave() {
+    if (--user_depth == 0) user.store({}, std::memory_order_release);
+  }
+  // enter() for a scope; ok() false: another thread is inside.
+  class InUse {
+   public:
+    explicit InUse(Device& d) : d_(d), ok_(d.enter()) {}
+    InUse(const InUse&) = delete;
+    InUse& operator=(const InUse&) = delete;
+    ~InUse() {
+      if (ok_) d_.leave();
+    }
+    bool ok() const { return ok_; }
+
+   private:
+    Device& d_;
+    bool ok_;
+  };
+  static Error busy(const std::string& what) {
+    return Error(EBUSY, what +
+                            ": another thread is using the Group at this "
+                            "moment; a Group and what it made are used by "
+                            "one thread at a time");
+  }
 
   // Waits (wait.hpp): how long they spin before they sleep, what they did.
   std::chrono::microseconds spin = default_spin;
@@ -183,6 +242,8 @@ struct Device : std::enable_shared_from_this<Device> {
   template <class Fail, class Post>
   Request post_in_slot(const Slot& d, Fail&& fail, const std::string& call,
                        Post&& post) {
+    InUse in(*this);
+    if (!in.ok()) return failed(busy(call));
     auto slot = acquire(forever);
     if (!slot) return fail(slot.error().errno_value(), slot.error().message());
     slots[*slot] = d;

@@ -156,6 +156,8 @@ Request Group::irecv(std::uint32_t source, TagMatch match,
   if (!plan) return failed(std::move(plan).error());
   if (auto e = partial_message_refused(dev, options, what()))
     return failed(std::move(*e));
+  detail::Device::InUse in(dev);
+  if (!in.ok()) return failed(detail::Device::busy(what()));
   auto r = dev.acquire_recv();
   if (!r)
     return failed(Error(r.error().code(), what() + ": " + r.error().message()));

@@ -202,6 +202,8 @@ WaitStats Group::wait_stats() const { return dev_->stats; }
 
 Result<void> Group::sync(std::chrono::milliseconds timeout) {
   detail::Device& dev = *dev_;
+  detail::Device::InUse in(dev);
+  if (!in.ok()) return detail::Device::busy("sync");
   const char* failed = "";
   const int e = dev.wait(
       [&] {

@@ -130,6 +130,9 @@ Error wait_failed(int e, const std::string& what, const char* failed) {
 }  // namespace
 
 Result<void> Request::wait(std::chrono::milliseconds timeout) {
+  if (slot_ < 0) return result();
+  detail::Device::InUse in(*dev_);
+  if (!in.ok()) return detail::Device::busy("wait for " + describe());
   if (!test()) {
     std::optional<Error> stuck_error;
     const char* failed = "";
@@ -207,6 +210,8 @@ Result<void> wait_all(std::span<Request> requests,
     std::chrono::microseconds spin = default_spin;
     detail::Device* dev =
         device_of(requests, &spin, &Request::device_in_flight);
+    detail::Device::InUse in(*dev);
+    if (!in.ok()) return detail::Device::busy("wait_all");
     const char* failed = "";
     const auto saved = dev->spin;
     dev->spin = spin;
@@ -249,6 +254,8 @@ Result<std::size_t> wait_any(std::span<Request> requests,
     std::chrono::microseconds spin = default_spin;
     detail::Device* dev =
         device_of(requests, &spin, &Request::device_in_flight);
+    detail::Device::InUse in(*dev);
+    if (!in.ok()) return detail::Device::busy("wait_any");
     const char* failed = "";
     const auto saved = dev->spin;
     dev->spin = spin;

@@ -8,8 +8,9 @@
 // locks and barriers kept by the NIC, and shared regions (subscribe).
 //
 // A Group and everything it makes (Area, Buffer, Twin, Request) are used by
-// one thread at a time. Those objects keep the device open, so they may
-// outlive the Group; operations need the Group.
+// one thread at a time: a second thread that enters a post, irecv, a wait
+// or sync while another is inside gets EBUSY. Those objects keep the
+// device open, so they may outlive the Group; operations need the Group.
 #ifndef RHINET_GROUP_HPP
 #define RHINET_GROUP_HPP
 
