@@ -239,9 +239,11 @@ Result<void> Device::make_bounce() {
 }
 
 Result<std::uint32_t> Device::acquire(std::chrono::milliseconds timeout) {
-  // Signaled operations leave CQEs behind their status words: read them
-  // before they could fill the CQ (its depth is at least the pool's).
-  if (++posts_unread >= slots.size() / 2) poll_cq();
+  // Signaled operations leave completions behind their status words:
+  // taking them at every post keeps those the provider holds for
+  // rhinetdv_poll (its room: max_outstanding plus the irecvs) to the
+  // operations in flight, however often signal counts drain the CQ.
+  if (sleeps()) poll_cq();
   if (free_slots.empty()) reap_all();
   if (free_slots.empty()) {
     const char* failed = "";
@@ -319,7 +321,6 @@ void Device::reap_all() {
 
 void Device::poll_cq() {
   constexpr int kBatch = 16;
-  posts_unread = 0;
   rhinetdv_completion_ex c[kBatch];
   for (int i = 0; i < 64; i++) {
     const int n = rhinetdv_poll_ex(ep, kBatch, c, sizeof(c[0]));

@@ -177,10 +177,6 @@ struct Device : std::enable_shared_from_this<Device> {
   // Waits (wait.hpp): how long they spin before they sleep, what they did.
   std::chrono::microseconds spin = default_spin;
   WaitStats stats;
-  // Operations posted since the CQ was last read: each may leave a CQE
-  // (they are signaled when waits sleep), so the CQ is read before they
-  // could fill it.
-  std::uint32_t posts_unread = 0;
   // Whether waits sleep: then every operation asks for a CQE on success
   // too (its family's SIGNALED flag), as a status word raises no
   // interrupt.
