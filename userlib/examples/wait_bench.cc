@@ -11,8 +11,8 @@
 // busy wait of spin, yield and 50 us naps) to compare:
 //
 //   rhinet-run -n 2 --per-node 2 --hosts node0 rhinet_wait_bench [ROUNDS]
-//   rhinet-run -n 2 --per-node 2 --hosts node0 -x RHINET_SPIN_US=never \
-//     rhinet_wait_bench [ROUNDS]
+//   rhinet-run -n 2 --per-node 2 --hosts node0 -x RHINET_SPIN_US=never
+//       rhinet_wait_bench [ROUNDS]        (one command)
 //
 // Exit status 0 when every operation succeeded, every message came back
 // as sent, and the 1 s wait slept and was woken by the NIC (did not sleep

@@ -205,17 +205,17 @@ Result<void> Group::sync(std::chrono::milliseconds timeout) {
   detail::Device::InUse in(dev);
   if (!in.ok()) return detail::Device::busy("sync");
   const char* failed = "";
-  const int e = dev.wait(
+  const int waited = dev.wait(
       [&] {
         dev.reap_all();
         return !dev.in_flight();
       },
       net::deadline_after(timeout), &failed);
-  if (e == ETIMEDOUT)
+  if (waited == ETIMEDOUT)
     return Error(ETIMEDOUT, "sync: " + std::to_string(dev.in_flight()) +
                                 " operations still in flight after " +
                                 net::format_duration(timeout));
-  if (e) return Error(e, std::string("sync: ") + failed + " failed");
+  if (waited) return Error(waited, std::string("sync: ") + failed + " failed");
   dev.poll_cq();
   if (dev.detached_error) {
     Error e = std::move(*dev.detached_error);
