@@ -39,7 +39,7 @@ struct IrecvSlot {
 struct Endpoint {
   rhinetdv_endpoint pub;  // first: the caller's handle
   std::mutex lock;        // posting and polling; before the CQ's and SQ's
-  ibv_comp_channel* channel = nullptr;  // rhinetdv_wait_signal sleeps here
+  ibv_comp_channel* channel = nullptr;  // the sleeping waits use it
   ibv_cq* cq = nullptr;
   // Signals counted per area key (group << 16 | area).
   std::unordered_map<uint32_t, uint64_t> signals;

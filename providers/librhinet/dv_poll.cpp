@@ -206,3 +206,26 @@ RHINETDV_EXPORT int rhinetdv_wait_signal(rhinetdv_endpoint* pub,
     }
   }
 }
+
+RHINETDV_EXPORT int rhinetdv_arm_event(rhinetdv_endpoint* pub) {
+  if (!pub) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  Endpoint* ep = rhinet::to_ep(pub);
+  return ibv_req_notify_cq(ep->cq, 0) ? EIO : 0;
+}
+
+RHINETDV_EXPORT int rhinetdv_wait_event(rhinetdv_endpoint* pub,
+                                        int timeout_ms) {
+  if (!pub || timeout_ms < -1) return EINVAL;
+  if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
+  Endpoint* ep = rhinet::to_ep(pub);
+  pollfd pfd{ep->channel->fd, POLLIN, 0};
+  const int r = poll(&pfd, 1, timeout_ms);
+  if (r < 0) return errno;
+  if (r == 0) return ETIMEDOUT;
+  ibv_cq* cq;
+  void* cq_ctx;
+  if (ibv_get_cq_event(ep->channel, &cq, &cq_ctx)) return EIO;
+  ibv_ack_cq_events(cq, 1);
+  return 0;
+}

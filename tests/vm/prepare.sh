@@ -191,7 +191,8 @@ if [[ -f $UL/librhinet_user.so.0 ]]; then
 		--tool "$UL/rhinet-run:/usr/bin/rhinet-run")
 	for ex in transfer_modes twin_diff_dsm hello_push isend_irecv \
 		pin_on_demand partial_messages sync_mcast shared_region \
-		mcast_switch inbox_incast collectives triggered_push atomics; do
+		mcast_switch inbox_incast collectives triggered_push atomics \
+		wait_bench; do
 		app_args+=(--tool "$UL/rhinet_$ex:/usr/bin/rhinet_$ex")
 	done
 fi

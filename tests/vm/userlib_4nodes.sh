@@ -27,5 +27,5 @@ bash "$HERE/run-cluster.sh" -n 4 --apps --mem 512M --timeout 900 \
 	--script "$HERE/scripts/userlib.sh" "${more[@]}"
 rc=$?
 tr -d '\r' <"$out/node0.log" |
-	grep -a "^userlib:\|^transfer_modes:\|^twin_diff_dsm:\|^isend_irecv:"
+	grep -a "^userlib:\|^transfer_modes:\|^twin_diff_dsm:\|^isend_irecv:\|^wait_bench:"
 exit "$rc"

@@ -15,6 +15,10 @@
 //  (g) 8-byte allreduce latency, printed beside two references measured in
 //      the same run: the NIC's counting barrier (Group::barrier)
 //      and a collective barrier; and the same two with the switch reducing;
+//  (i) small operands in plain, unregistered memory (up to
+//      Communicator::max_unregistered bytes: allreduce, in place, reduce,
+//      broadcast, a nonblocking one), and EFAULT naming the limit one
+//      element beyond it;
 //  (h) allreduce and barrier reduced in the fabric switch
 //      (CommunicatorOptions::in_switch): int64 sums from 1 element to
 //      1 MiB, every op of int32 and double, and a reduce and a broadcast
@@ -281,6 +285,66 @@ int main() {
              r ? "succeeded" : r.error().message().c_str());
     allreduce_checked<std::int64_t>(g, comm, m, 32, Reduce::sum,
                                     "allreduce after the disagreement");
+  }
+
+  // (i) unregistered memory: copied through the library's own.
+  {
+    constexpr std::size_t k = rhinet::Communicator::max_unregistered / 8;
+    std::vector<double> send(k), recv(k, -7);
+    for (std::size_t i = 0; i < k; i++) send[i] = value<double>(me, i);
+    if (ok(comm.allreduce<double>(send, recv, Reduce::sum, kWait),
+           "allreduce of unregistered memory")) {
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < k; i++)
+        bad += recv[i] != expected<double>(Reduce::sum, n, i, comm);
+      expect(bad == 0, "unregistered allreduce: %zu of %zu elements wrong", bad,
+             k);
+    }
+    std::int32_t x[5];
+    for (std::size_t i = 0; i < 5; i++) x[i] = value<std::int32_t>(me, i);
+    if (ok(comm.allreduce<std::int32_t>(x, x, Reduce::max, kWait),
+           "unregistered in-place allreduce")) {
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < 5; i++)
+        bad += x[i] != expected<std::int32_t>(Reduce::max, n, i, comm);
+      expect(bad == 0, "unregistered in-place allreduce: %zu wrong", bad);
+    }
+    std::uint64_t r8[3] = {1, 1, 1}, s8[3];
+    for (std::size_t i = 0; i < 3; i++) s8[i] = value<std::uint64_t>(me, i);
+    if (ok(comm.reduce<std::uint64_t>(s8, r8, Reduce::bor, 0, kWait),
+           "unregistered reduce")) {
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < 3; i++)
+        bad += me == 0
+                   ? r8[i] != expected<std::uint64_t>(Reduce::bor, n, i, comm)
+                   : r8[i] != 1;
+      expect(bad == 0, "unregistered reduce to 0: %zu wrong here", bad);
+    }
+    std::uint32_t b[100];
+    for (std::size_t i = 0; i < 100; i++)
+      b[i] = me == 0 ? value<std::uint32_t>(0, i) : 0xdeadbeef;
+    if (ok(comm.bcast<std::uint32_t>(b, 0, kWait), "unregistered bcast")) {
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < 100; i++)
+        bad += b[i] != value<std::uint32_t>(0, i);
+      expect(bad == 0, "unregistered bcast from 0: %zu wrong", bad);
+    }
+    std::int64_t a[2] = {me, 1}, sum[2] = {0, 0};
+    auto req = comm.iallreduce<std::int64_t>(a, sum, Reduce::sum);
+    if (ok(req.wait(kWait), "unregistered iallreduce"))
+      expect(sum[0] == std::int64_t{n} * (n - 1) / 2 && sum[1] == n,
+             "unregistered iallreduce: %" PRId64 " %" PRId64, sum[0], sum[1]);
+    // One element beyond the limit: refused before anything is posted,
+    // at every rank alike.
+    std::vector<double> big(k + 1, 1.0), big_out(k + 1);
+    auto r = comm.allreduce<double>(big, big_out, Reduce::sum, kWait);
+    expect(
+        !r && r.error().errno_value() == EFAULT &&
+            r.error().message().find("max_unregistered") != std::string::npos,
+        "unregistered allreduce of %zu bytes: %s", (k + 1) * 8,
+        r ? "succeeded" : r.error().message().c_str());
+    allreduce_checked<std::int64_t>(g, comm, m, 16, Reduce::sum,
+                                    "allreduce after the refusal");
   }
 
   // (f) the even ranks.

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "net.hpp"
+#include "wait.hpp"
 #include "wire.hpp"
 
 namespace rhinet {
@@ -165,6 +166,9 @@ Result<BootstrapOptions> BootstrapOptions::from_env() {
     if (*t == 0) return invalid("RHINET_BOOTSTRAP_TIMEOUT=0: give seconds > 0");
     o.timeout = std::chrono::seconds(*t);
   }
+  auto spin = detail::spin_from_env(o.spin);
+  if (!spin) return std::move(spin).error();
+  o.spin = *spin;
   return o;
 }
 

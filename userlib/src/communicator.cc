@@ -196,24 +196,43 @@ Request Communicator::post(std::uint32_t op, Reduce reduce, std::uint32_t type,
       op == kAllreduce || op == kReduce || (op == kBcast && rank_ == root);
   const bool writes = op == kAllreduce || (op == kReduce && rank_ == root) ||
                       (op == kBcast && rank_ != root);
+  // Operands outside registered memory go through the slot's bounce
+  // memory when small enough.
   std::uint32_t send_lkey = 0, recv_lkey = 0;
+  bool bounce_send = false, bounce_recv = false;
+  const std::string limit =
+      " and more than " + std::to_string(max_unregistered) +
+      " bytes (Communicator::max_unregistered): register it (Group::buffer)";
   if (send_bytes && reads) {
-    const auto* reg = dev.find_region(send, send_bytes);
-    if (!reg)
+    if (const auto* reg = dev.find_region(send, send_bytes))
+      send_lkey = reg->lkey;
+    else if (send_bytes <= max_unregistered)
+      bounce_send = true;
+    else
       return fail(EFAULT,
                   "the operand is not inside one registered Buffer or Area "
-                  "of the group (Group::buffer)");
-    send_lkey = reg->lkey;
+                  "of the group" +
+                      limit);
   }
   if (send_bytes && writes) {
-    const auto* reg = dev.find_region(recv, recv_bytes);
-    if (!reg)
+    if (const auto* reg = dev.find_region(recv, recv_bytes)) {
+      if (!reg->writable)
+        return fail(EACCES, "the result is in a read-only Buffer");
+      recv_lkey = reg->lkey;
+    } else if (recv_bytes <= max_unregistered) {
+      bounce_recv = true;
+    } else {
       return fail(EFAULT,
                   "the result is not inside one registered Buffer or Area "
-                  "of the group (Group::buffer)");
-    if (!reg->writable)
-      return fail(EACCES, "the result is in a read-only Buffer");
-    recv_lkey = reg->lkey;
+                  "of the group" +
+                      limit);
+    }
+  }
+  static_assert(max_unregistered <= detail::Device::kBounce,
+                "a slot's bounce memory holds an unregistered operand");
+  if (bounce_send || bounce_recv) {
+    if (auto r = dev.make_bounce(); !r)
+      return fail(r.error().errno_value(), r.error().message());
   }
   rhinetdv_coll_attr a{};
   a.op = op;
@@ -233,13 +252,24 @@ Request Communicator::post(std::uint32_t op, Reduce reduce, std::uint32_t type,
   a.recv_lkey = recv_lkey;
   a.members = members_->dests.data();
   a.members_lkey = members_->mr->lkey;
-  a.flags = RHINETDV_COLL_STATUS_WORD;
+  a.flags = RHINETDV_COLL_STATUS_WORD | dev.signaled(RHINETDV_COLL_SIGNALED);
   if (options_.in_switch && (op == kAllreduce || op == kBarrier))
     a.flags |= RHINETDV_COLL_IN_SWITCH;
   d.keep = members_;  // the NIC may read the list until the word comes
   return detail::post_triggered(
       dev, on, d, fail, "rhinetdv_collective", [&](std::uint32_t s) {
         dev.use_word(a, s);
+        if (bounce_send) {
+          std::memcpy(dev.bounce_for(s, false), send, send_bytes);
+          a.send = dev.bounce_for(s, false);
+          a.send_lkey = dev.bounce_mr->lkey;
+        }
+        if (bounce_recv) {
+          a.recv = dev.bounce_for(s, true);
+          a.recv_lkey = dev.bounce_mr->lkey;
+          dev.slots[s].copy_out = recv;
+          dev.slots[s].copy_len = static_cast<std::uint32_t>(recv_bytes);
+        }
         return rhinetdv_collective(dev.ep, &a, sizeof(a));
       });
 }

@@ -11,6 +11,7 @@
 
 #include "group_detail.hpp"
 #include "net.hpp"
+#include "wait.hpp"
 
 namespace rhinet::detail {
 
@@ -166,6 +167,8 @@ Device::~Device() {
   mcast_lists.clear();
   if (words_mr) ibv_dereg_mr(words_mr);
   std::free(words);
+  if (bounce_mr) ibv_dereg_mr(bounce_mr);
+  std::free(bounce);
   if (pd) ibv_dealloc_pd(pd);
   if (ctx) ibv_close_device(ctx);
 }
@@ -187,20 +190,75 @@ Result<void> Device::make_pool(std::uint32_t n) {
   return ok();
 }
 
+namespace {
+
+constexpr int kLongestSleepMs = 200;
+
+// The endpoint's completion events: the NIC interrupts for the next CQE.
+class EndpointEvents final : public EventSource {
+ public:
+  explicit EndpointEvents(rhinetdv_endpoint* ep) : ep_(ep) {}
+  int arm() override { return rhinetdv_arm_event(ep_); }
+  // At most kLongestSleep at a time: an operation posted before
+  // Group::set_spin made waits sleep asked for no completion, and wakes
+  // nobody.
+  int sleep(int timeout_ms) override {
+    if (timeout_ms < 0 || timeout_ms > kLongestSleepMs)
+      timeout_ms = kLongestSleepMs;
+    return rhinetdv_wait_event(ep_, timeout_ms);
+  }
+  const char* arm_name() const override { return "rhinetdv_arm_event"; }
+  const char* sleep_name() const override { return "rhinetdv_wait_event"; }
+
+ private:
+  rhinetdv_endpoint* ep_;
+};
+
+}  // namespace
+
+int Device::wait(const std::function<bool()>& done,
+                 net::Clock::time_point deadline, const char** failed) {
+  EndpointEvents events(ep);
+  return wait_until(done, events, spin, deadline, stats, failed);
+}
+
+Result<void> Device::make_bounce() {
+  if (bounce) return ok();
+  const std::size_t bytes = slots.size() * 2 * kBounce;
+  void* p = nullptr;
+  if (posix_memalign(&p, 4096, bytes) != 0)
+    return Error(ENOMEM, "bounce memory for unregistered operands: no memory");
+  bounce_mr = ibv_reg_mr(pd, p, bytes, IBV_ACCESS_LOCAL_WRITE);
+  if (!bounce_mr) {
+    const int e = errno;
+    std::free(p);
+    return Error(e, "bounce memory for unregistered operands: ibv_reg_mr");
+  }
+  bounce = static_cast<std::byte*>(p);
+  return ok();
+}
+
 Result<std::uint32_t> Device::acquire(std::chrono::milliseconds timeout) {
+  // Signaled operations leave completions behind their status words:
+  // taking them at every post keeps those the provider holds for
+  // rhinetdv_poll (its room: max_outstanding plus the irecvs) to the
+  // operations in flight, however often signal counts drain the CQ.
+  if (sleeps()) poll_cq();
   if (free_slots.empty()) reap_all();
   if (free_slots.empty()) {
-    const auto deadline = net::deadline_after(timeout);
-    Backoff b;
-    while (free_slots.empty()) {
-      if (net::poll_ms(deadline) == 0)
-        return Error(ETIMEDOUT, std::to_string(slots.size()) +
-                                    " operations in flight and none "
-                                    "completed within " +
-                                    net::format_duration(timeout));
-      b.pause();
-      reap_all();  // reads the CQ too
-    }
+    const char* failed = "";
+    const int e = wait(
+        [&] {
+          reap_all();  // reads the CQ too
+          return !free_slots.empty();
+        },
+        net::deadline_after(timeout), &failed);
+    if (e == ETIMEDOUT)
+      return Error(ETIMEDOUT, std::to_string(slots.size()) +
+                                  " operations in flight and none "
+                                  "completed within " +
+                                  net::format_duration(timeout));
+    if (e) return Error(e, std::string("waiting for a free slot: ") + failed);
   }
   const std::uint32_t s = free_slots.back();
   free_slots.pop_back();
@@ -240,6 +298,8 @@ bool Device::reap(std::uint32_t s) {
     bytes = 0;
     poll_cq();
   }
+  if (!err && slot.copy_out)
+    std::memcpy(slot.copy_out, bounce_for(s, true), slot.copy_len);
   if (slot.owner && !err && reports_by_cqe(slot.op))
     slot.owner->value_ = __atomic_load_n(&results[s], __ATOMIC_ACQUIRE);
   if (slot.owner)

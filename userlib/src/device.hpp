@@ -10,16 +10,20 @@
 #include <infiniband/rhinetdv.h>
 #include <infiniband/verbs.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "message_detail.hpp"
+#include "net.hpp"
 #include "registry.hpp"
 #include "rhinet/area.hpp"
 #include "rhinet/message.hpp"
@@ -30,8 +34,8 @@
 
 namespace rhinet::detail {
 
-// Spins a little, then yields, then naps: status words are host memory the
-// NIC writes, so waiting is reading memory.
+// Spins a little, then yields, then naps: for the short waits of a full
+// send queue (the waits for operations sleep: Device::wait).
 class Backoff {
  public:
   void pause();
@@ -70,6 +74,10 @@ struct Device : std::enable_shared_from_this<Device> {
     std::uint64_t tag = 0;  // isend
     // What the NIC reads until the slot completes (mcast: its list).
     std::shared_ptr<const void> keep;
+    // A result the NIC wrote into the slot's bounce memory, for
+    // unregistered memory: copied there when the slot completes well.
+    void* copy_out = nullptr;
+    std::uint32_t copy_len = 0;
   };
   // A pending irecv (completes through the CQ, not a status word).
   struct RecvSlot {
@@ -95,6 +103,17 @@ struct Device : std::enable_shared_from_this<Device> {
   // An atomic's old value, one per slot (in the same MR as the words).
   std::uint64_t* results = nullptr;
   ibv_mr* words_mr = nullptr;
+  // Registered memory for small operands in unregistered memory: per
+  // slot, kBounce bytes the NIC reads and kBounce it writes. Made at the
+  // first use (bounce_for).
+  static constexpr std::size_t kBounce = 1024;
+  std::byte* bounce = nullptr;
+  ibv_mr* bounce_mr = nullptr;
+  Result<void> make_bounce();
+  // Slot s's bounce memory: what the NIC reads (out) or writes (in).
+  std::byte* bounce_for(std::uint32_t s, bool in) {
+    return bounce + (std::size_t{s} * 2 + (in ? 1 : 0)) * kBounce;
+  }
   std::vector<Slot> slots;
   std::vector<std::uint32_t> free_slots;
   Registry registry;
@@ -112,6 +131,65 @@ struct Device : std::enable_shared_from_this<Device> {
   PeerIndex peers;
   // rhinetdv_poll_ex failed (receives cannot complete): wait() says so.
   std::optional<Error> poll_error;
+
+  // One thread at a time: the thread inside a post or a wait, so that
+  // another one coming in meanwhile is told (EBUSY) instead of corrupting
+  // the slots. The same thread may enter again (a post that waits).
+  std::atomic<std::thread::id> user{};
+  unsigned user_depth = 0;
+  bool enter() {
+    const auto me = std::this_thread::get_id();
+    if (user.load(std::memory_order_relaxed) == me) {
+      user_depth++;
+      return true;
+    }
+    std::thread::id none{};
+    if (!user.compare_exchange_strong(none, me, std::memory_order_acquire))
+      return false;
+    user_depth = 1;
+    return true;
+  }
+  void leave() {
+    if (--user_depth == 0) user.store({}, std::memory_order_release);
+  }
+  // enter() for a scope; ok() false: another thread is inside.
+  class InUse {
+   public:
+    explicit InUse(Device& d) : d_(d), ok_(d.enter()) {}
+    InUse(const InUse&) = delete;
+    InUse& operator=(const InUse&) = delete;
+    ~InUse() {
+      if (ok_) d_.leave();
+    }
+    bool ok() const { return ok_; }
+
+   private:
+    Device& d_;
+    bool ok_;
+  };
+  static Error busy(const std::string& what) {
+    return Error(EBUSY, what +
+                            ": another thread is using the Group at this "
+                            "moment; a Group and what it made are used by "
+                            "one thread at a time");
+  }
+
+  // Waits (wait.hpp): how long they spin before they sleep, what they did.
+  std::chrono::microseconds spin = default_spin;
+  WaitStats stats;
+  // Whether waits sleep: then every operation asks for a CQE on success
+  // too (its family's SIGNALED flag), as a status word raises no
+  // interrupt.
+  bool sleeps() const { return spin.count() >= 0; }
+  // wait_until (wait.hpp) on this endpoint's completion events. 0 (done),
+  // ETIMEDOUT, or an errno with *failed naming the call.
+  int wait(const std::function<bool()>& done, net::Clock::time_point deadline,
+           const char** failed);
+  // The SIGNALED flag `flag` of an operation family when waits sleep.
+  template <typename Flag>
+  std::uint32_t signaled(Flag flag) const {
+    return sleeps() ? static_cast<std::uint32_t>(flag) : 0u;
+  }
 
   Device() = default;
   Device(const Device&) = delete;
@@ -160,6 +238,8 @@ struct Device : std::enable_shared_from_this<Device> {
   template <class Fail, class Post>
   Request post_in_slot(const Slot& d, Fail&& fail, const std::string& call,
                        Post&& post) {
+    InUse in(*this);
+    if (!in.ok()) return failed(busy(call));
     auto slot = acquire(forever);
     if (!slot) return fail(slot.error().errno_value(), slot.error().message());
     slots[*slot] = d;

@@ -174,6 +174,7 @@ Result<std::unique_ptr<Group>> Group::join(const BootstrapOptions& o) {
   if (!dev->ep)
     return errno_error(errno, "rhinetdv_create_endpoint on " + name);
   if (auto r = dev->make_pool(max); !r) return std::move(r).error();
+  dev->spin = o.spin;
   if (!tag) {
     dev->no_tag_reason = "the device has no tag matching (RHINETDV_CAP_TAG)";
   } else {

@@ -134,7 +134,7 @@ Request Group::post_mcast(Op op, std::span<const std::uint32_t> ranks,
     a.dests_lkey = dests->mr->lkey;
     a.num_dests = static_cast<std::uint32_t>(ranks.size());
   }
-  a.flags = RHINETDV_MCAST_STATUS_WORD;
+  a.flags = RHINETDV_MCAST_STATUS_WORD | dev.signaled(RHINETDV_MCAST_SIGNALED);
   if (inline_data) a.flags |= RHINETDV_MCAST_INLINE;
   if (o.signal) {
     a.flags |= RHINETDV_MCAST_SIGNAL;
@@ -259,7 +259,7 @@ Request Group::post_share(Op op, std::uint32_t home, std::uint32_t area_id,
   a.group_id = group_;
   a.area_id = area_id;
   a.offset = offset;
-  a.flags = RHINETDV_SHARE_STATUS_WORD;
+  a.flags = RHINETDV_SHARE_STATUS_WORD | dev.signaled(RHINETDV_SHARE_SIGNALED);
   const char* call = subscribe ? "rhinetdv_subscribe" : "rhinetdv_unsubscribe";
   return dev.post_in_slot(d, fail, call, [&](std::uint32_t slot) {
     dev.use_word(a, slot);

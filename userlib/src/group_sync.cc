@@ -197,7 +197,7 @@ Request Group::post_sync(Op op, std::uint32_t manager, std::uint64_t id,
   a.manager_endpoint = table_[manager].endpoint_id;
   a.id = id;
   a.count = op == Op::barrier ? count : 0;
-  a.flags = RHINETDV_SYNC_STATUS_WORD;
+  a.flags = RHINETDV_SYNC_STATUS_WORD | dev.signaled(RHINETDV_SYNC_SIGNALED);
   return detail::post_triggered(
       dev, on, d, fail, std::string("rhinetdv_") + op_name(op),
       [&](std::uint32_t s) {

@@ -96,7 +96,7 @@ Request Group::isend(std::uint32_t rank, std::uint64_t tag,
   a.dest_node = static_cast<std::uint16_t>(plan->peer.node_id);
   a.dest_endpoint = plan->peer.endpoint_id;
   a.tag = tag;
-  a.flags = RHINETDV_ISEND_STATUS_WORD;
+  a.flags = RHINETDV_ISEND_STATUS_WORD | dev.signaled(RHINETDV_ISEND_SIGNALED);
   if (plan->inline_data) a.flags |= RHINETDV_ISEND_INLINE;
   // The mode as push() maps it; a basic isend leaves the fields alone, so
   // that it works with a librhinetdv of before rhinetdv 1.4.
@@ -156,6 +156,8 @@ Request Group::irecv(std::uint32_t source, TagMatch match,
   if (!plan) return failed(std::move(plan).error());
   if (auto e = partial_message_refused(dev, options, what()))
     return failed(std::move(*e));
+  detail::Device::InUse in(dev);
+  if (!in.ok()) return failed(detail::Device::busy(what()));
   auto r = dev.acquire_recv();
   if (!r)
     return failed(Error(r.error().code(), what() + ": " + r.error().message()));

@@ -114,7 +114,8 @@ Request Group::post(Op op, Target target, std::uint32_t rank,
   x.base.lkey = lkey;
   x.base.dest_node = static_cast<std::uint16_t>(table_[rank].node_id);
   x.base.dest_endpoint = table_[rank].endpoint_id;
-  x.base.flags = RHINETDV_XFER_STATUS_WORD;
+  x.base.flags =
+      RHINETDV_XFER_STATUS_WORD | dev.signaled(RHINETDV_XFER_SIGNALED);
   if (inline_data) x.base.flags |= RHINETDV_XFER_INLINE;
   if (o.fence) x.base.flags |= RHINETDV_XFER_FENCE;
   if (target == Target::area) {
@@ -183,7 +184,7 @@ Request Group::post_pin(Op op, std::uint32_t rank, std::uint32_t area_id,
   a.area_id = area_id;
   a.offset = offset;
   a.length = static_cast<std::uint32_t>(length);
-  a.flags = RHINETDV_PIN_STATUS_WORD;
+  a.flags = RHINETDV_PIN_STATUS_WORD | dev.signaled(RHINETDV_PIN_SIGNALED);
   return dev.post_in_slot(
       d, fail, op == Op::pd_req ? "rhinetdv_pd_req" : "rhinetdv_pd_release",
       [&](std::uint32_t s) {
@@ -193,19 +194,28 @@ Request Group::post_pin(Op op, std::uint32_t rank, std::uint32_t area_id,
       });
 }
 
+void Group::set_spin(std::chrono::microseconds spin) { dev_->spin = spin; }
+
+std::chrono::microseconds Group::spin() const { return dev_->spin; }
+
+WaitStats Group::wait_stats() const { return dev_->stats; }
+
 Result<void> Group::sync(std::chrono::milliseconds timeout) {
   detail::Device& dev = *dev_;
-  const auto deadline = net::deadline_after(timeout);
-  detail::Backoff b;
-  for (;;) {
-    dev.reap_all();
-    if (!dev.in_flight()) break;
-    if (net::poll_ms(deadline) == 0)
-      return Error(ETIMEDOUT, "sync: " + std::to_string(dev.in_flight()) +
-                                  " operations still in flight after " +
-                                  net::format_duration(timeout));
-    b.pause();
-  }
+  detail::Device::InUse in(dev);
+  if (!in.ok()) return detail::Device::busy("sync");
+  const char* failed = "";
+  const int waited = dev.wait(
+      [&] {
+        dev.reap_all();
+        return !dev.in_flight();
+      },
+      net::deadline_after(timeout), &failed);
+  if (waited == ETIMEDOUT)
+    return Error(ETIMEDOUT, "sync: " + std::to_string(dev.in_flight()) +
+                                " operations still in flight after " +
+                                net::format_duration(timeout));
+  if (waited) return Error(waited, std::string("sync: ") + failed + " failed");
   dev.poll_cq();
   if (dev.detached_error) {
     Error e = std::move(*dev.detached_error);

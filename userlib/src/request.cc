@@ -5,6 +5,7 @@
 
 #include "device.hpp"
 #include "net.hpp"
+#include "wait.hpp"
 
 namespace rhinet {
 
@@ -119,17 +120,34 @@ bool Request::test() {
   return dev_->reap(s);
 }
 
+namespace {
+
+// The error of a wait that failed in the event source.
+Error wait_failed(int e, const std::string& what, const char* failed) {
+  return Error(e, what + ": " + failed + " failed while waiting");
+}
+
+}  // namespace
+
 Result<void> Request::wait(std::chrono::milliseconds timeout) {
+  if (slot_ < 0) return result();
+  detail::Device::InUse in(*dev_);
+  if (!in.ok()) return detail::Device::busy("wait for " + describe());
   if (!test()) {
-    const auto deadline = net::deadline_after(timeout);
-    detail::Backoff b;
-    while (!test()) {
-      if (auto e = stuck()) return *e;
-      if (net::poll_ms(deadline) == 0)
-        return Error(ETIMEDOUT, describe() + ": not complete within " +
-                                    net::format_duration(timeout));
-      b.pause();
-    }
+    std::optional<Error> stuck_error;
+    const char* failed = "";
+    const int e = dev_->wait(
+        [&] {
+          if (test()) return true;
+          stuck_error = stuck();
+          return stuck_error.has_value();
+        },
+        net::deadline_after(timeout), &failed);
+    if (stuck_error) return *stuck_error;
+    if (e == ETIMEDOUT)
+      return Error(ETIMEDOUT, describe() + ": not complete within " +
+                                  net::format_duration(timeout));
+    if (e) return wait_failed(e, describe(), failed);
   }
   return result();
 }
@@ -142,25 +160,72 @@ std::optional<Error> Request::stuck() const {
   return std::nullopt;
 }
 
+namespace {
+
+// The device whose events wake a wait for `requests` in flight, and the
+// spin budget: one device's waits sleep; requests of several Groups are
+// waited for by spinning (one endpoint's interrupt says nothing of the
+// other's), and none in flight needs no device at all.
+detail::Device* device_of(std::span<Request> requests,
+                          std::chrono::microseconds* spin,
+                          detail::Device* (*dev)(const Request&)) {
+  detail::Device* one = nullptr;
+  for (const Request& r : requests) {
+    detail::Device* d = dev(r);
+    if (!d) continue;
+    if (one && d != one) {
+      *spin = never_sleep;
+      return one;
+    }
+    one = d;
+  }
+  if (one) *spin = one->spin;
+  return one;
+}
+
+}  // namespace
+
+// Requests done hold no device (their dev_ may be gone).
+detail::Device* Request::device_in_flight(const Request& r) {
+  return r.slot_ >= 0 ? r.dev_.get() : nullptr;
+}
+
 Result<void> wait_all(std::span<Request> requests,
                       std::chrono::milliseconds timeout) {
-  const auto deadline = net::deadline_after(timeout);
-  detail::Backoff b;
-  for (;;) {
-    std::size_t in_flight = 0;
+  std::size_t in_flight = 0;
+  std::optional<Error> stuck_error;
+  const auto check = [&] {
+    in_flight = 0;
     for (Request& r : requests) {
       if (r.test()) continue;
-      if (auto e = r.stuck()) return *e;
+      if (auto e = r.stuck()) {
+        stuck_error = std::move(e);
+        return true;
+      }
       in_flight++;
     }
-    if (in_flight == 0) break;
-    if (net::poll_ms(deadline) == 0)
+    return in_flight == 0;
+  };
+  if (!check()) {
+    std::chrono::microseconds spin = default_spin;
+    detail::Device* dev =
+        device_of(requests, &spin, &Request::device_in_flight);
+    detail::Device::InUse in(*dev);
+    if (!in.ok()) return detail::Device::busy("wait_all");
+    const char* failed = "";
+    const auto saved = dev->spin;
+    dev->spin = spin;
+    const int e = dev->wait(check, net::deadline_after(timeout), &failed);
+    dev->spin = saved;
+    if (stuck_error) return *stuck_error;
+    if (e == ETIMEDOUT)
       return Error(ETIMEDOUT, "wait_all: " + std::to_string(in_flight) +
                                   " of " + std::to_string(requests.size()) +
                                   " requests not complete within " +
                                   net::format_duration(timeout));
-    b.pause();
+    if (e) return wait_failed(e, "wait_all", failed);
   }
+  if (stuck_error) return *stuck_error;
   for (const Request& r : requests)
     if (auto outcome = r.result(); !outcome) return outcome;
   return ok();
@@ -170,20 +235,43 @@ Result<std::size_t> wait_any(std::span<Request> requests,
                              std::chrono::milliseconds timeout) {
   if (requests.empty())
     return Error(EINVAL, "wait_any: no requests to wait for");
-  const auto deadline = net::deadline_after(timeout);
-  detail::Backoff b;
-  for (;;) {
+  std::optional<std::size_t> got;
+  std::optional<Error> stuck_error;
+  const auto check = [&] {
     for (std::size_t i = 0; i < requests.size(); i++) {
-      if (requests[i].test()) return i;
-      if (auto e = requests[i].stuck()) return *e;
+      if (requests[i].test()) {
+        got = i;
+        return true;
+      }
+      if (auto e = requests[i].stuck()) {
+        stuck_error = std::move(e);
+        return true;
+      }
     }
-    if (net::poll_ms(deadline) == 0)
-      return Error(ETIMEDOUT, "wait_any: none of " +
-                                  std::to_string(requests.size()) +
-                                  " requests complete within " +
-                                  net::format_duration(timeout));
-    b.pause();
+    return false;
+  };
+  if (!check()) {
+    std::chrono::microseconds spin = default_spin;
+    detail::Device* dev =
+        device_of(requests, &spin, &Request::device_in_flight);
+    detail::Device::InUse in(*dev);
+    if (!in.ok()) return detail::Device::busy("wait_any");
+    const char* failed = "";
+    const auto saved = dev->spin;
+    dev->spin = spin;
+    const int e = dev->wait(check, net::deadline_after(timeout), &failed);
+    dev->spin = saved;
+    if (!got && !stuck_error) {
+      if (e == ETIMEDOUT)
+        return Error(ETIMEDOUT, "wait_any: none of " +
+                                    std::to_string(requests.size()) +
+                                    " requests complete within " +
+                                    net::format_duration(timeout));
+      return wait_failed(e, "wait_any", failed);
+    }
   }
+  if (stuck_error) return *stuck_error;
+  return *got;
 }
 
 Result<void> Request::result() const {

@@ -666,7 +666,8 @@ class Env : public ::testing::Test {
                                           "RHINET_GROUPS",
                                           "RHINET_RENDEZVOUS",
                                           "RHINET_DEVICE",
-                                          "RHINET_BOOTSTRAP_TIMEOUT"};
+                                          "RHINET_BOOTSTRAP_TIMEOUT",
+                                          "RHINET_SPIN_US"};
 };
 
 TEST_F(Env, Parses) {
@@ -681,6 +682,11 @@ TEST_F(Env, Parses) {
   EXPECT_EQ(o->rendezvous, "10.0.0.1:4000");
   EXPECT_EQ(o->device, "rhinet1");
   EXPECT_EQ(o->timeout, 5s);
+  EXPECT_EQ(o->spin, rhinet::default_spin);
+  setenv("RHINET_SPIN_US", "0", 1);
+  EXPECT_EQ(BootstrapOptions::from_env()->spin, 0us);
+  setenv("RHINET_SPIN_US", "never", 1);
+  EXPECT_EQ(BootstrapOptions::from_env()->spin, rhinet::never_sleep);
 }
 
 TEST_F(Env, NamesWhatIsWrong) {
@@ -716,6 +722,9 @@ TEST_F(Env, NamesWhatIsWrong) {
   EXPECT_EQ(error_of(), "");
   setenv("RHINET_BOOTSTRAP_TIMEOUT", "0", 1);
   EXPECT_TRUE(has(error_of(), "RHINET_BOOTSTRAP_TIMEOUT=0"));
+  unsetenv("RHINET_BOOTSTRAP_TIMEOUT");
+  setenv("RHINET_SPIN_US", "forever", 1);
+  EXPECT_TRUE(has(error_of(), "RHINET_SPIN_US=\"forever\""));
 }
 
 TEST(SocketAddress, Parses) {

@@ -161,6 +161,17 @@ TEST(RhinetRun, DefaultsToOneLocalHost) {
   expect_consistent(r, 3, {"0/3", "1/3", "2/3"});
 }
 
+// -x reaches ranks started here too, not only those started over rsh: a
+// spin budget the library refuses fails every rank's join, naming it.
+// (Before the fix local ranks never saw it, and this run succeeded.)
+TEST(RhinetRun, ExportsReachLocalRanks) {
+  const Outcome r =
+      rhinet_run({"-n", "2", "-x", "RHINET_SPIN_US=forever", PROBE_BIN});
+  EXPECT_NE(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("RHINET_SPIN_US=\"forever\""), std::string::npos)
+      << r.err;
+}
+
 // Two documentation addresses (no DNS needed) that this machine does not
 // have, so rhinet-run takes them for other hosts.
 std::vector<std::string> foreign_hosts() {

@@ -177,15 +177,20 @@ void Launcher::start(Rank& r, const std::vector<std::string>& env) {
   std::vector<std::string> envp;
   if (r.local) {
     args = o_.command;
-    // Our environment, without what we set.
+    // Our environment, without what we set: -x's variables, then the
+    // rank's own (as a remote rank gets them through env).
     for (char** e = environ; *e; e++) {
       const std::string kv = *e;
       const std::string name = kv.substr(0, kv.find('='));
-      bool ours = false;
-      for (const auto& mine : env)
-        if (mine.compare(0, name.size() + 1, name + "=") == 0) ours = true;
+      const auto named = [&](const std::vector<std::string>& set) {
+        for (const auto& mine : set)
+          if (mine.compare(0, name.size() + 1, name + "=") == 0) return true;
+        return false;
+      };
+      const bool ours = named(o_.exports) || named(env);
       if (!ours) envp.push_back(kv);
     }
+    envp.insert(envp.end(), o_.exports.begin(), o_.exports.end());
     envp.insert(envp.end(), env.begin(), env.end());
   } else {
     args = o_.rsh;

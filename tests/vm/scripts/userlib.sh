@@ -40,6 +40,10 @@
 # (every op and type, 8 B to 1 MiB, a nonblocking one overlapped with
 # work, ranks that disagree, a communicator of the even ranks), every
 # result checked; with one and with two ranks per node.
+# wait_bench is a ping-pong, NIC and communicator barrier loops and one
+# 1 s wait by two ranks on one node, with waits that sleep (the 1 s wait
+# must be woken by the NIC) and with RHINET_SPIN_US=never (it must not
+# sleep); it prints wall and CPU time per phase.
 # Then every node holds no twin memory, and no group violation was
 # counted; the NICs' shared-region counters are printed.
 #   userlib.sh NODE NODES   (the applications overlay: run-cluster --apps)
@@ -59,7 +63,7 @@ run() { # NAME rhinet-run arguments...
 	t0=$(now)
 	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
 		echo "userlib: $name passed in $(elapsed "$t0") s"
-		grep -E "ok|rank|^transfer_modes:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:|^inbox_incast:|^collectives:|^atomics:" \
+		grep -E "ok|rank|^transfer_modes:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:|^inbox_incast:|^collectives:|^atomics:|^wait_bench:" \
 			/tmp/run.log | head -40
 	else
 		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
@@ -95,6 +99,12 @@ run "collectives, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_collectives
 run "collectives, 2 ranks per node" -n $((2 * NODES)) --per-node 2 \
 	--hosts "$hosts" rhinet_collectives
+# Two ranks sharing node 0: waits that sleep (the default spin budget)
+# and the busy wait (RHINET_SPIN_US=never), 300 rounds each.
+run "wait_bench, 2 ranks on node0" -n 2 --per-node 2 --hosts node0 \
+	rhinet_wait_bench 300
+run "wait_bench, 2 ranks on node0, never sleeping" -n 2 --per-node 2 \
+	--hosts node0 -x RHINET_SPIN_US=never rhinet_wait_bench 300
 # Needs exactly 4 ranks (home, two subscribers, a newcomer).
 if [ "$NODES" = 4 ]; then
 	run "shared_region, 4 ranks" -n 4 --hosts "$hosts" rhinet_shared_region

@@ -71,10 +71,16 @@ struct BootstrapOptions {
     std::span<std::byte> memory;
   };
   std::optional<QueueMemory> queue_memory;
+  // How long a wait (Request::wait, wait_all, wait_any, Group::sync, the
+  // collectives, a full pool of status words) spins on memory before it
+  // sleeps until the NIC interrupts: default_spin; never_sleep (negative)
+  // spins, yields and naps instead. Group::set_spin changes it later.
+  std::chrono::microseconds spin = default_spin;
 
   // From RHINET_RANK, RHINET_SIZE, RHINET_GROUP, RHINET_RENDEZVOUS
   // (required), RHINET_GROUPS (the token of RHINET_GROUP, if named),
-  // RHINET_DEVICE and RHINET_BOOTSTRAP_TIMEOUT (seconds) (optional).
+  // RHINET_DEVICE, RHINET_BOOTSTRAP_TIMEOUT (seconds) and RHINET_SPIN_US
+  // (microseconds 0..1000000, or "never") (optional).
   // Errors: EINVAL naming the variable that is missing or malformed.
   static Result<BootstrapOptions> from_env();
 };

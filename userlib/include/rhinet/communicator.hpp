@@ -22,8 +22,12 @@
 // collective fail with ECONNRESET (Syndrome::member_lost) at every rank,
 // never hang.
 //
-// Buffers (send, recv, a broadcast's data) lie inside one registered Buffer
-// or Area of the group each, and stay untouched until the Request is done.
+// Buffers (send, recv, a broadcast's data) of up to max_unregistered bytes
+// may be any memory: the library copies them through registered memory of
+// its own (one copy each way). Larger ones lie inside one registered
+// Buffer or Area of the group each. Either way they stay untouched until
+// the Request is done (an unregistered result is copied in when the
+// Request completes: test(), wait()).
 // A Communicator is used by one thread at a time, like its Group, and must
 // not outlive it.
 #pragma once
@@ -106,6 +110,9 @@ class Communicator {
   // Whether its NIC can have the switch reduce (RHINETDV_CAP_COLL_IN_SWITCH).
   static bool in_switch(const Group& group);
 
+  // Operands and results of at most this many bytes need no registration.
+  static constexpr std::size_t max_unregistered = 1024;
+
   std::uint32_t rank() const { return rank_; }
   std::uint32_t size() const { return size_; }
   // This communicator's rank r is the group's rank group_rank(r).
@@ -115,7 +122,8 @@ class Communicator {
   //
   // Errors before posting: EINVAL (spans of different sizes, more than
   // 4 GiB, a root out of range, a bitwise reduce of a floating type),
-  // EFAULT (a span not inside one registered Buffer or Area of the group),
+  // EFAULT (a span of more than max_unregistered bytes not inside one
+  // registered Buffer or Area of the group),
   // EACCES (a result into a read-only Buffer), errno of
   // rhinetdv_collective. At completion: ECONNRESET (a member lost), EPROTO
   // (the ranks disagree), ENOSPC (the NIC holds no more communicators for

@@ -8,8 +8,9 @@
 // locks and barriers kept by the NIC, and shared regions (subscribe).
 //
 // A Group and everything it makes (Area, Buffer, Twin, Request) are used by
-// one thread at a time. Those objects keep the device open, so they may
-// outlive the Group; operations need the Group.
+// one thread at a time: a second thread that enters a post, irecv, a wait
+// or sync while another is inside gets EBUSY. Those objects keep the
+// device open, so they may outlive the Group; operations need the Group.
 #ifndef RHINET_GROUP_HPP
 #define RHINET_GROUP_HPP
 
@@ -331,6 +332,18 @@ class Group {
   Request pull_from(std::uint32_t rank, std::uint64_t remote_addr,
                     std::uint32_t rkey, std::span<std::byte> dst,
                     const XferOptions& options = {});
+
+  // How its waits (Request::wait, wait_all, wait_any, sync, the
+  // collectives, a full pool of status words) wait: they spin on memory
+  // for `spin`, then sleep until the NIC interrupts (each operation then
+  // asks the NIC for a completion as well as its status word). never_sleep
+  // (negative) spins, yields and naps 50 us instead, asking for no
+  // completions. From BootstrapOptions::spin (RHINET_SPIN_US); takes
+  // effect for operations posted after the call.
+  void set_spin(std::chrono::microseconds spin);
+  std::chrono::microseconds spin() const;
+  // What its waits did so far (sleeps, wake-ups by the NIC, ...).
+  WaitStats wait_stats() const;
 
   // Waits until every PUSH, PULL and isend this process issued has
   // completed (not for receives: they complete when a message comes). Returns

@@ -41,7 +41,8 @@ class [[nodiscard]] Request {
   bool test();
   // As test(), without looking at the status word again.
   bool done() const { return slot_ < 0; }
-  // Until done (spinning, then yielding). ETIMEDOUT (the request stays in
+  // Until done: spins for the Group's spin budget (Group::set_spin), then
+  // sleeps until the NIC interrupts. ETIMEDOUT (the request stays in
   // flight), or the operation's error: for a failed completion the Error
   // carries the status and the NIC syndrome (Error::syndrome()); errors
   // found before posting come here too. A receive: EMSGSIZE (truncated:
@@ -106,6 +107,8 @@ class [[nodiscard]] Request {
   // (it would never complete). Empty otherwise.
   std::optional<Error> stuck() const;
   std::string describe() const;
+  // The device of a request in flight; null once done.
+  static detail::Device* device_in_flight(const Request& r);
 
   std::shared_ptr<detail::Device> dev_;
   // In flight: its status word, or (receive_) its receive slot; -1: done.
@@ -118,9 +121,9 @@ class [[nodiscard]] Request {
   std::optional<Error> error_;
 };
 
-// Several requests at once, with one backoff for all (spinning, then
-// yielding, then napping, as Request::wait). Each request keeps its own
-// outcome (result(), message(), value()).
+// Several requests at once, waiting as Request::wait does (requests of
+// several Groups: spinning, yielding and napping, never sleeping). Each
+// request keeps its own outcome (result(), message(), value()).
 //
 // wait_all: until every request is done. ETIMEDOUT when some are still in
 // flight at the deadline (they stay in flight; the message says how many);

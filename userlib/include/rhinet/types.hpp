@@ -23,6 +23,24 @@ struct Peer {
   friend bool operator==(const Peer&, const Peer&) = default;
 };
 
+// How long a wait spins on memory before it sleeps until the NIC
+// interrupts, unless BootstrapOptions::spin or RHINET_SPIN_US say otherwise
+// (Documentation/userlib/reference.md, "Waiting").
+inline constexpr std::chrono::microseconds default_spin{50};
+// A spin budget that never sleeps (spin, yield, then nap 50 us).
+inline constexpr std::chrono::microseconds never_sleep{-1};
+
+// What the waits of one Group did (Group::wait_stats): each count grows
+// by one per occurrence.
+struct WaitStats {
+  std::uint64_t waits = 0;    // waits that found the operation(s) not done
+  std::uint64_t sleeps = 0;   // times a wait slept after its spin budget
+  std::uint64_t wakeups = 0;  // sleeps ended by the NIC's interrupt
+  // Sleeps saved by the look after arming: what they waited for had
+  // completed between the last look and the arming.
+  std::uint64_t rechecks = 0;
+};
+
 }  // namespace rhinet
 
 #endif  // RHINET_TYPES_HPP

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.19;
+ * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.20;
  * rhinetdv 1.4 added no function, only fields: the partial-transfer modes
  * of isend and irecv, which a library has when it reports
  * RHINETDV_CAP_TAG_XFER; RHINETDV_1.5 adds sequential multicast, locks and
@@ -11,7 +11,8 @@
  * NICs; RHINETDV_1.11 the administrator's process group grants;
  * RHINETDV_1.12 queues in another device's memory; RHINETDV_1.13 trigger
  * counters and triggered work requests; RHINETDV_1.19 the whole atomic
- * family: swap, fetch, and/or/xor, 32-bit words, no fetch). What
+ * family: swap, fetch, and/or/xor, 32-bit words, no fetch; RHINETDV_1.20
+ * sleeping for the endpoint's next completion). What
  * ibverbs has no words for: the reliable connectionless endpoint (one per
  * process; it reaches every (node, endpoint) of the fabric), communication
  * areas registered under a group-wide area ID, PUSH and PULL addressed as
@@ -574,6 +575,21 @@ int rhinetdv_signal_count(struct rhinetdv_endpoint *ep, uint32_t group_id,
  */
 int rhinetdv_wait_signal(struct rhinetdv_endpoint *ep, uint32_t group_id,
 			 uint32_t area_id, uint64_t count, int timeout_ms);
+
+/*
+ * Sleeping until the endpoint's CQ gets a completion (1.20), for a waiter
+ * that has spun long enough: rhinetdv_arm_event asks for one event for the
+ * next CQE the NIC writes to the endpoint's CQ (a signaled operation's,
+ * any failure's, an irecv's, a signal's); then look at what you wait for
+ * once more (a CQE written before the arming raises no event) and, if it
+ * has not come, rhinetdv_wait_event sleeps until the event, or timeout_ms
+ * passes (-1: no limit), and takes it. A status word alone raises nothing:
+ * post with the family's SIGNALED flag what you mean to sleep for.
+ * 0, or an errno: ETIMEDOUT, EINTR (a signal handler ran), EINVAL (NULL,
+ * a timeout below -1), EIO (the completion channel failed), EOPNOTSUPP.
+ */
+int rhinetdv_arm_event(struct rhinetdv_endpoint *ep);
+int rhinetdv_wait_event(struct rhinetdv_endpoint *ep, int timeout_ms);
 
 /* The operation families, one header each (C declarations, inside the
  * extern "C" block for C++).
