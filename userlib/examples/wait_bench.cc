@@ -7,16 +7,17 @@
 // (getrusage), and what its waits did (Group::wait_stats); during the
 // 1 s wait a second thread of rank 1 calls Group::sync and must be told
 // EBUSY (one thread at a time). Run it once
-// with the default spin budget and once with RHINET_SPIN_US=never (the
-// busy wait of spin, yield and 50 us naps) to compare:
+// with a spin budget (waits that sleep) and once with RHINET_SPIN_US=never
+// (the default busy wait of spin, yield and 50 us naps) to compare:
 //
-//   rhinet-run -n 2 --per-node 2 --hosts node0 rhinet_wait_bench [ROUNDS]
+//   rhinet-run -n 2 --per-node 2 --hosts node0 -x RHINET_SPIN_US=50
+//       rhinet_wait_bench [ROUNDS]        (one command)
 //   rhinet-run -n 2 --per-node 2 --hosts node0 -x RHINET_SPIN_US=never
 //       rhinet_wait_bench [ROUNDS]        (one command)
 //
 // Exit status 0 when every operation succeeded, every message came back
 // as sent, and the 1 s wait slept and was woken by the NIC (did not sleep
-// at all with RHINET_SPIN_US=never).
+// at all without a budget).
 #include <sys/resource.h>
 
 #include <atomic>

@@ -99,10 +99,10 @@ run "collectives, $NODES ranks" -n "$NODES" --hosts "$hosts" \
 	rhinet_collectives
 run "collectives, 2 ranks per node" -n $((2 * NODES)) --per-node 2 \
 	--hosts "$hosts" rhinet_collectives
-# Two ranks sharing node 0: waits that sleep (the default spin budget)
-# and the busy wait (RHINET_SPIN_US=never), 300 rounds each.
-run "wait_bench, 2 ranks on node0" -n 2 --per-node 2 --hosts node0 \
-	rhinet_wait_bench 300
+# Two ranks sharing node 0: waits that sleep after 50 us and the busy
+# wait (the default, named here as RHINET_SPIN_US=never), 300 rounds each.
+run "wait_bench, 2 ranks on node0, sleeping after 50 us" -n 2 --per-node 2 \
+	--hosts node0 -x RHINET_SPIN_US=50 rhinet_wait_bench 300
 run "wait_bench, 2 ranks on node0, never sleeping" -n 2 --per-node 2 \
 	--hosts node0 -x RHINET_SPIN_US=never rhinet_wait_bench 300
 # Needs exactly 4 ranks (home, two subscribers, a newcomer).
