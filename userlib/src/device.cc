@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "device.hpp"
 
-#include <sched.h>
-#include <time.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -142,22 +139,6 @@ int sync_errno(Op op, std::uint32_t syndrome) {
 }
 
 }  // namespace
-
-void Backoff::pause() {
-  if (n_ < 256) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield" ::: "memory");
-#endif
-  } else if (n_ < 2048) {
-    sched_yield();
-  } else {
-    const timespec ts{0, 50 * 1000};
-    nanosleep(&ts, nullptr);
-  }
-  if (n_ < 4096) n_++;
-}
 
 Device::~Device() {
   // Operations still in flight are abandoned with the endpoint.

@@ -31,18 +31,9 @@
 #include "rhinet/result.hpp"
 #include "rhinet/types.hpp"
 #include "rhinet/xfer.hpp"
+#include "wait.hpp"
 
 namespace rhinet::detail {
-
-// Spins a little, then yields, then naps: for the short waits of a full
-// send queue (the waits for operations sleep: Device::wait).
-class Backoff {
- public:
-  void pause();
-
- private:
-  unsigned n_ = 0;
-};
 
 // A destination list of mcast (struct rhinetdv_mcast_dest per rank) in
 // registered memory the NIC reads while an mcast is in flight: kept alive

@@ -22,26 +22,19 @@ void cpu_pause() {
 #endif
 }
 
-// The old way, for a waiter that never sleeps: spin, yield, nap.
-class Backoff {
- public:
-  void pause() {
-    if (n_ < 256) {
-      cpu_pause();
-    } else if (n_ < 2048) {
-      sched_yield();
-    } else {
-      const timespec ts{0, 50 * 1000};
-      nanosleep(&ts, nullptr);
-    }
-    if (n_ < 4096) n_++;
-  }
-
- private:
-  unsigned n_ = 0;
-};
-
 }  // namespace
+
+void Backoff::pause() {
+  if (n_ < 256) {
+    cpu_pause();
+  } else if (n_ < 2048) {
+    sched_yield();
+  } else {
+    const timespec ts{0, 50 * 1000};
+    nanosleep(&ts, nullptr);
+  }
+  if (n_ < 4096) n_++;
+}
 
 int wait_until(const std::function<bool()>& done, EventSource& events,
                std::chrono::microseconds spin, net::Clock::time_point deadline,

@@ -14,6 +14,16 @@
 
 namespace rhinet::detail {
 
+// Spins a little, then yields, then naps 50 us: the waits that never sleep
+// (spin budget never_sleep) and the short waits of a full send queue.
+class Backoff {
+ public:
+  void pause();
+
+ private:
+  unsigned n_ = 0;
+};
+
 // What a sleeping waiter needs from the thing that wakes it.
 class EventSource {
  public:
