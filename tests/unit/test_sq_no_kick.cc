@@ -869,5 +869,53 @@ TEST_F(SqEventIndexUd, PostsAtEveryPointOfTheIdleTransition) {
   EXPECT_GT(a.qp->sq_posted_slots(), 4000u);
 }
 
+// ib_write_bw's message rate with the event index: 8-byte WRITEs kept 128
+// deep, one in 100 signalled, each post made after a random share of the
+// NIC's time, so that posts meet the NIC going idle, taking ACKs and
+// retiring runs at every point. Every WRITE must complete (the CQEs of
+// the signalled ones) and only posts that cross the index may kick.
+TEST(SqEventIndexStream, UnsignalledWritesKeptDeepAllComplete) {
+  SimCluster c(two_nodes());
+  ASSERT_TRUE(c.all_up());
+  RcOptions opt;
+  opt.qp_flags = RHN_CREATE_QP_F_SQ_EVENT_INDEX;
+  opt.sq_log_depth = 8;
+  opt.cq_log_depth = 9;
+  RcPair p = make_rc_pair(c, 0, 1, opt);
+  ASSERT_TRUE(p.ok);
+  p.qp_a->sq_kick_on_request = true;
+  c.run_for(100'000);
+  Region src = make_region(*p.ctx_a, 8, kAllAccess, 79);
+  Region dst = make_region(*p.ctx_b, 8);
+  constexpr uint32_t kTotal = 6000, kDepth = 128, kEvery = 100;
+  std::mt19937 rng(5);
+  uint32_t posted = 0, done = 0;
+  int idle_rounds = 0;
+  while (done < kTotal) {
+    bool progressed = false;
+    while (posted < kTotal && posted - done < kDepth) {
+      const bool signalled = (posted + 1) % kEvery == 0 || posted + 1 == kTotal;
+      SendWr wr = rdma_wr(posted, RHN_OP_WRITE, {}, dst.va(), dst.key(),
+                          RHN_WQE_F_INLINE |
+                              (signalled ? uint32_t(RHN_WQE_F_SIGNALED) : 0u));
+      wr.inline_data = src.buf.bytes(0, 8);
+      ASSERT_TRUE(p.qp_a->post_send(wr));
+      posted++;
+      progressed = true;
+      c.run_for(rng() % 3000);
+    }
+    for (const Completion& d : p.cq_a->poll()) {
+      ASSERT_TRUE(d.ok()) << describe(d);
+      done = uint32_t(d.wr_id) + 1;
+      progressed = true;
+    }
+    c.run_for(2'000);
+    idle_rounds = progressed ? 0 : idle_rounds + 1;
+    ASSERT_LT(idle_rounds, 5000)
+        << "stalled: " << done << " of " << posted << " WRITEs completed, "
+        << "NIC word " << std::hex << p.qp_a->sq_nic_word();
+  }
+}
+
 }  // namespace
 }  // namespace rhinet::test
