@@ -895,9 +895,9 @@ TEST(SqEventIndexStream, UnsignalledWritesKeptDeepAllComplete) {
     bool progressed = false;
     while (posted < kTotal && posted - done < kDepth) {
       const bool signalled = (posted + 1) % kEvery == 0 || posted + 1 == kTotal;
-      SendWr wr = rdma_wr(posted, RHN_OP_WRITE, {}, dst.va(), dst.key(),
-                          RHN_WQE_F_INLINE |
-                              (signalled ? uint32_t(RHN_WQE_F_SIGNALED) : 0u));
+      SendWr wr = rdma_wr(
+          posted, RHN_OP_WRITE, {}, dst.va(), dst.key(),
+          RHN_WQE_F_INLINE | (signalled ? uint32_t(RHN_WQE_F_SIGNALED) : 0u));
       wr.inline_data = src.buf.bytes(0, 8);
       ASSERT_TRUE(p.qp_a->post_send(wr));
       posted++;
