@@ -601,7 +601,6 @@ void PutChannel::Impl::cpu_thread(std::stop_token st, PutRunStats* stats,
         ibv_wc wc{};
         int e = ibv_post_send(qp, &wr, &bad);
         if (!e) {
-          stats->cpu_doorbells++;  // the provider rang for this post
           int n = 0;
           while (!st.stop_requested() && (n = ibv_poll_cq(cq, 1, &wc)) == 0)
             std::this_thread::yield();

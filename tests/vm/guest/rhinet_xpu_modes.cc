@@ -180,24 +180,38 @@ void measure(const char *dev, const rhinet::xpu::Device &x,
 		      "device: the NIC read WQEs and data from the xpu");
 		break;
 	case PutMode::cpu_doorbell:
+		// The thread rings once per change of the lane's kick word
+		// it sees: two asks before it looks are one ring, and a
+		// batch the NIC took before the thread looked (its record
+		// read after a completion) may end the run unrung.
 		check(peer == 0 && c[XPU_CNT_P2P_WR_COUNT] == 0 &&
-			      r->cpu_doorbells == batches && host >= batches,
-		      "cpu_doorbell: %u doorbells by the CPU (thread %" PRIu64
-		      ", NIC host %" PRIu64 "), none by the xpu (peer %" PRIu64
-		      ")",
-		      batches, r->cpu_doorbells, host, peer);
+			      r->cpu_doorbells >= 1 &&
+			      r->cpu_doorbells <= batches &&
+			      r->cpu_doorbells == r->cpu_requests &&
+			      host >= r->cpu_doorbells,
+		      "cpu_doorbell: 1 to %u doorbells by the CPU, each "
+		      "counted by the NIC (thread %" PRIu64 " of %" PRIu64
+		      " asks, NIC host %" PRIu64 "), none by the xpu (peer "
+		      "%" PRIu64 ")",
+		      batches, r->cpu_doorbells, r->cpu_requests, host, peer);
 		check(c[XPU_CNT_IN_RD_BYTES] >= kPuts * (64 + kLen),
 		      "cpu_doorbell: the NIC read WQEs and data from the xpu");
 		break;
 	default:
+		// A post while the NIC still finishes the previous put
+		// needs no kick (the provider's doorbell request), so the
+		// NIC counts between one and one host doorbell per put
+		// beyond the kernel's (whose eth0 frames need not each
+		// kick either, so the bound is loose).
 		check(peer == 0 && c[XPU_CNT_P2P_WR_COUNT] == 0 &&
-			      r->cpu_doorbells == kPuts && host >= kPuts &&
+			      r->cpu_doorbells == 0 && host >= 1 &&
 			      r->cpu_requests == kPuts &&
 			      r->staged_bytes == std::uint64_t{kPuts} * kLen,
-		      "proxy: a CPU doorbell and a staged copy per put (thread "
-		      "%" PRIu64 " doorbells, %" PRIu64 " B; NIC host %" PRIu64
-		      ", peer %" PRIu64 ")",
-		      r->cpu_doorbells, r->staged_bytes, host, peer);
+		      "proxy: a CPU request and a staged copy per put, "
+		      "posts that ring host doorbells (thread %" PRIu64
+		      " requests, %" PRIu64 " B; NIC host %" PRIu64
+		      " with eth0's %" PRIu64 ", peer %" PRIu64 ")",
+		      r->cpu_requests, r->staged_bytes, host, tx, peer);
 		check(c[XPU_CNT_IN_RD_COUNT] == 0 &&
 			      c[XPU_CNT_IN_WR_COUNT] == 0,
 		      "proxy: the NIC never touched the xpu's memory");

@@ -93,9 +93,13 @@ class PutProgram {
 struct PutRunStats {
   std::uint64_t puts = 0;           // completed, successfully
   std::uint64_t lane_commands = 0;  // commands the lane executed
-  std::uint64_t cpu_doorbells = 0;  // doorbells the library's thread rang
-  std::uint64_t cpu_requests = 0;   // requests its thread read from the lane
-  std::uint64_t staged_bytes = 0;   // bytes it copied into host memory
+  // Doorbells the library's thread rang for a lane (cpu_doorbell mode).
+  // Proxy posts go through ibv_post_send, whose provider skips the kick
+  // when the NIC is still reading the queue; the NIC's host_doorbells
+  // counter tells how many it rang.
+  std::uint64_t cpu_doorbells = 0;
+  std::uint64_t cpu_requests = 0;  // requests its thread read from the lane
+  std::uint64_t staged_bytes = 0;  // bytes it copied into host memory
 };
 
 class PutChannel {
