@@ -53,10 +53,11 @@ deps:
 
 # The fuzz tree is built first: the main tree's tests may run its binaries
 # (RHINET_FUZZ_BIN_DIR) to replay the fuzz corpora.
-build: deps
-	@$(MAKE) --no-print-directory build-fuzz
-	@$(MAKE) --no-print-directory build-main
-	@$(MAKE) --no-print-directory vm-prepare
+build:
+	@bash scripts/phase.sh deps $(MAKE) --no-print-directory deps
+	@bash scripts/phase.sh build-fuzz $(MAKE) --no-print-directory build-fuzz
+	@bash scripts/phase.sh build-main $(MAKE) --no-print-directory build-main
+	@bash scripts/phase.sh vm-prepare $(MAKE) --no-print-directory vm-prepare
 
 build-main:
 	cmake -S . -B $(BUILD_DIR) -G Ninja \
@@ -78,8 +79,13 @@ build-fuzz:
 vm-prepare:
 	bash tests/vm/prepare.sh $(BUILD_DIR)
 
-test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(CTEST_JOBS)
+# Ends with where the time went (phases, slowest tests), whatever the result.
+test:
+	@rm -f .phase-times
+	@$(MAKE) --no-print-directory build
+	@bash scripts/phase.sh ctest ctest --test-dir $(BUILD_DIR) \
+		--output-on-failure -j$(CTEST_JOBS); rc=$$?; \
+		bash scripts/time-report.sh $(BUILD_DIR); exit $$rc
 
 test-unit: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(CTEST_JOBS) -L unit
