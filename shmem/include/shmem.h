@@ -396,6 +396,14 @@ SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_MIN)
 SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_MAX)
 SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_SUM)
 SHMEMI_RMA_TYPES(SHMEMI_DECLARE_REDUCE_PROD)
+/* Sums and products of complex numbers (C's _Complex; C++ compilers take
+ * it as an extension with the same layout: real part, then imaginary). A
+ * sum is the NIC's allreduce of the parts; a product is gathered. */
+#define SHMEMI_COMPLEX_TYPES(X) \
+  X(complexf, float _Complex)   \
+  X(complexd, double _Complex)
+SHMEMI_COMPLEX_TYPES(SHMEMI_DECLARE_REDUCE_SUM)
+SHMEMI_COMPLEX_TYPES(SHMEMI_DECLARE_REDUCE_PROD)
 
 /* collect, fcollect, alltoall(s) on a team: PUSHes into the members' heaps
  * and the team's NIC barrier. dest and source are symmetric. */
@@ -462,7 +470,7 @@ void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long* pSync);
 SHMEMI_DECLARE_ACTIVE_SET(32)
 SHMEMI_DECLARE_ACTIVE_SET(64)
 /* shmem_TYPE_OP_to_all: and, or, xor on the bitwise types; min, max, sum,
- * prod on the others (complex types are not provided). */
+ * prod on the others; sum and prod on the complex types. */
 #define SHMEMI_TO_ALL_BITWISE_TYPES(X) \
   X(short, short)                      \
   X(int, int)                          \
@@ -486,8 +494,12 @@ SHMEMI_DECLARE_ACTIVE_SET(64)
   SHMEMI_DECLARE_TO_ALL(N, T, max)        \
   SHMEMI_DECLARE_TO_ALL(N, T, sum)        \
   SHMEMI_DECLARE_TO_ALL(N, T, prod)
+#define SHMEMI_DECLARE_TO_ALL_COMPLEX(N, T) \
+  SHMEMI_DECLARE_TO_ALL(N, T, sum)          \
+  SHMEMI_DECLARE_TO_ALL(N, T, prod)
 SHMEMI_TO_ALL_BITWISE_TYPES(SHMEMI_DECLARE_TO_ALL_BITWISE)
 SHMEMI_TO_ALL_TYPES(SHMEMI_DECLARE_TO_ALL_ARITH)
+SHMEMI_COMPLEX_TYPES(SHMEMI_DECLARE_TO_ALL_COMPLEX)
 
 /* Waiting on words: the point-to-point synchronization types (the AMO
  * types and short, unsigned short). */
@@ -551,16 +563,35 @@ int shmem_test_lock(long* lock);
   unsigned int: P##uint_##OP,          \
   unsigned long: P##ulong_##OP,        \
   unsigned long long: P##ulonglong_##OP
+#define SHMEMI_GENERIC_RMA_LIST(P, OP)               \
+  float: P##float_##OP,                              \
+  double: P##double_##OP,                            \
+  long double: P##longdouble_##OP,                   \
+  char: P##char_##OP,                                \
+  signed char: P##schar_##OP,                        \
+  short: P##short_##OP,                              \
+  unsigned char: P##uchar_##OP,                      \
+  unsigned short: P##ushort_##OP,                    \
+  SHMEMI_GENERIC_INTEGERS(P, OP)
 #define SHMEMI_GENERIC_RMA(X, P, OP)                 \
-  _Generic((X), float: P##float_##OP,                \
-           double: P##double_##OP,                   \
-           long double: P##longdouble_##OP,          \
-           char: P##char_##OP,                       \
-           signed char: P##schar_##OP,               \
-           short: P##short_##OP,                     \
-           unsigned char: P##uchar_##OP,             \
-           unsigned short: P##ushort_##OP,           \
-           SHMEMI_GENERIC_INTEGERS(P, OP))
+  _Generic((X), SHMEMI_GENERIC_RMA_LIST(P, OP))
+/* Reductions: and, or, xor on the bitwise types (int8_t ... int64_t are
+ * signed char, short, int and long); sum and prod also on complex. */
+#define SHMEMI_GENERIC_REDUCE_BITWISE(X, OP)         \
+  _Generic((X), unsigned char: shmem_uchar_##OP,     \
+           unsigned short: shmem_ushort_##OP,        \
+           unsigned int: shmem_uint_##OP,            \
+           unsigned long: shmem_ulong_##OP,          \
+           unsigned long long: shmem_ulonglong_##OP, \
+           signed char: shmem_int8_##OP,             \
+           short: shmem_int16_##OP,                  \
+           int: shmem_int32_##OP,                    \
+           long: shmem_int64_##OP)
+#define SHMEMI_GENERIC_REDUCE_ARITH(X, OP) SHMEMI_GENERIC_RMA(X, shmem_, OP)
+#define SHMEMI_GENERIC_REDUCE_COMPLEX(X, OP)         \
+  _Generic((X), float _Complex: shmem_complexf_##OP, \
+           double _Complex: shmem_complexd_##OP,     \
+           SHMEMI_GENERIC_RMA_LIST(shmem_, OP))
 #define SHMEMI_GENERIC_AMO(X, P, OP) \
   _Generic((X), SHMEMI_GENERIC_INTEGERS(P, OP))
 #define SHMEMI_GENERIC_AMO_EXTENDED(X, P, OP)        \
@@ -687,6 +718,24 @@ int shmem_test_lock(long* lock);
   SHMEMI_GENERIC(*(dest), alltoall)(team, dest, source, nelems)
 #define shmem_broadcast(team, dest, source, nelems, root) \
   SHMEMI_GENERIC(*(dest), broadcast)(team, dest, source, nelems, root)
+#define shmem_and_reduce(team, dest, source, nreduce) \
+  SHMEMI_GENERIC_REDUCE_BITWISE(*(dest), and_reduce)  \
+  (team, dest, source, nreduce)
+#define shmem_or_reduce(team, dest, source, nreduce) \
+  SHMEMI_GENERIC_REDUCE_BITWISE(*(dest), or_reduce)(team, dest, source, nreduce)
+#define shmem_xor_reduce(team, dest, source, nreduce) \
+  SHMEMI_GENERIC_REDUCE_BITWISE(*(dest), xor_reduce)  \
+  (team, dest, source, nreduce)
+#define shmem_min_reduce(team, dest, source, nreduce) \
+  SHMEMI_GENERIC_REDUCE_ARITH(*(dest), min_reduce)(team, dest, source, nreduce)
+#define shmem_max_reduce(team, dest, source, nreduce) \
+  SHMEMI_GENERIC_REDUCE_ARITH(*(dest), max_reduce)(team, dest, source, nreduce)
+#define shmem_sum_reduce(team, dest, source, nreduce) \
+  SHMEMI_GENERIC_REDUCE_COMPLEX(*(dest), sum_reduce)  \
+  (team, dest, source, nreduce)
+#define shmem_prod_reduce(team, dest, source, nreduce) \
+  SHMEMI_GENERIC_REDUCE_COMPLEX(*(dest), prod_reduce)  \
+  (team, dest, source, nreduce)
 
 /* The waits by type (they have no context form). */
 #define shmem_wait_until(ivar, cmp, value) \

@@ -235,4 +235,19 @@ RHINET_SHMEM_ACTIVE_SET(64)
 SHMEMI_TO_ALL_BITWISE_TYPES(RHINET_SHMEM_TO_ALL_BITWISE)
 SHMEMI_TO_ALL_TYPES(RHINET_SHMEM_TO_ALL_ARITH)
 
+// The complex ones: C's _Complex has std::complex's layout.
+#define RHINET_SHMEM_TO_ALL_COMPLEX(N, T, R, OP)                              \
+  void shmem_##N##_##OP##_to_all(T* dest, const T* source, int nreduce,       \
+                                 int PE_start, int logPE_stride, int PE_size, \
+                                 T*, long* pSync) {                           \
+    to_all("shmem_" #N "_" #OP "_to_all",                                     \
+           reinterpret_cast<std::complex<R>*>(dest),                          \
+           reinterpret_cast<const std::complex<R>*>(source), nreduce,         \
+           PE_start, logPE_stride, PE_size, pSync, ReduceOp::OP);             \
+  }
+RHINET_SHMEM_TO_ALL_COMPLEX(complexf, float _Complex, float, sum)
+RHINET_SHMEM_TO_ALL_COMPLEX(complexf, float _Complex, float, prod)
+RHINET_SHMEM_TO_ALL_COMPLEX(complexd, double _Complex, double, sum)
+RHINET_SHMEM_TO_ALL_COMPLEX(complexd, double _Complex, double, prod)
+
 }  // extern "C"

@@ -6,6 +6,7 @@
 #define RHINET_SHMEM_REDUCE_HPP
 
 #include <algorithm>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -40,11 +41,19 @@ auto nic_type() {
     return T{};
 }
 
+template <typename T>
+constexpr bool is_complex = false;
+template <typename R>
+constexpr bool is_complex<std::complex<R>> = true;
+
 // a OP b. Integer sums and products wrap (computed unsigned, so that no
-// promotion of a narrow type overflows).
+// promotion of a narrow type overflows). Complex numbers have only sum
+// and product.
 template <typename T>
 T combine(ReduceOp op, T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
+  if constexpr (is_complex<T>) {
+    return op == ReduceOp::prod ? a * b : a + b;
+  } else if constexpr (std::is_integral_v<T>) {
     using W = unsigned long long;
     switch (op) {
       case ReduceOp::band:
@@ -64,7 +73,8 @@ T combine(ReduceOp op, T a, T b) {
     if (op == ReduceOp::sum) return a + b;
     if (op == ReduceOp::prod) return a * b;
   }
-  return op == ReduceOp::min ? std::min(a, b) : std::max(a, b);
+  if constexpr (!is_complex<T>)
+    return op == ReduceOp::min ? std::min(a, b) : std::max(a, b);
 }
 
 constexpr Reduce nic_op(ReduceOp op) {
@@ -124,6 +134,14 @@ int gather_reduce(const char* routine, const TeamView& view, T* dest,
 template <typename T>
 int reduce_on(const char* routine, const TeamView& view, T* dest,
               const T* source, std::size_t n, ReduceOp op) {
+  // A complex sum is the sum of the real parts and of the imaginary ones:
+  // the NIC's, over twice as many floats or doubles.
+  if constexpr (is_complex<T>) {
+    using R = typename T::value_type;
+    if (op == ReduceOp::sum)
+      return reduce_on(routine, view, reinterpret_cast<R*>(dest),
+                       reinterpret_cast<const R*>(source), 2 * n, op);
+  }
   using N = decltype(nic_type<T>());
   if (!view.comm) {
     if (n && dest != source) std::memmove(dest, source, n * sizeof(T));

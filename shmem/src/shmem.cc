@@ -1074,6 +1074,21 @@ SHMEMI_RMA_TYPES(RHINET_SHMEM_REDUCE_MAX)
 SHMEMI_RMA_TYPES(RHINET_SHMEM_REDUCE_SUM)
 SHMEMI_RMA_TYPES(RHINET_SHMEM_REDUCE_PROD)
 
+// The complex ones: C's _Complex has std::complex's layout.
+#define RHINET_SHMEM_REDUCE_COMPLEX(N, T, R, OP)                             \
+  int shmem_##N##_##OP##_reduce(shmem_team_t team, T* dest, const T* source, \
+                                size_t nreduce) {                            \
+    const char* routine = "shmem_" #N "_" #OP "_reduce";                     \
+    return reduce_on(routine, team_view(routine, team),                      \
+                     reinterpret_cast<std::complex<R>*>(dest),               \
+                     reinterpret_cast<const std::complex<R>*>(source),       \
+                     nreduce, ReduceOp::OP);                                 \
+  }
+RHINET_SHMEM_REDUCE_COMPLEX(complexf, float _Complex, float, sum)
+RHINET_SHMEM_REDUCE_COMPLEX(complexf, float _Complex, float, prod)
+RHINET_SHMEM_REDUCE_COMPLEX(complexd, double _Complex, double, sum)
+RHINET_SHMEM_REDUCE_COMPLEX(complexd, double _Complex, double, prod)
+
 }  // extern "C"
 
 // ---- for the library's other files (shmem_internal.hpp) --------------------

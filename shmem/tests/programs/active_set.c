@@ -3,9 +3,11 @@
  * 2) run every routine, each set excluding the other's PEs: barrier
  * (orders a put to the partner), broadcast32/64 (the root's dest left
  * alone), collect32/64, fcollect32/64, alltoall32/64, alltoalls32/64 and
- * every shmem_TYPE_OP_to_all; then to_all on a set of 3 (PEs 1, 2, 3; PE
+ * every shmem_TYPE_OP_to_all (the complex sums and products too); then
+ * to_all on a set of 3 (PEs 1, 2, 3; PE
  * 0 is out) and on all 4. Every result is checked, and pSync is
  * SHMEM_SYNC_VALUE again after each call. */
+#include <complex.h>
 #include <shmem.h>
 #include <string.h>
 #define PROGRAM "shmem_active_set"
@@ -182,7 +184,10 @@ static void test_collectives(void) {
     shmem_free(dst_);                                                     \
     shmem_free(src_);                                                     \
   } while (0)
+/* Complex numbers have no order: only sum and product. */
+#define CARITH(a, b, OP) (!strcmp(#OP, "sum") ? (a) + (b) : (a) * (b))
 #define AVAL(m, i) ((m) + 1 + (i) % 3)
+#define CVAL(m, i) ((m) + 1 + (i) % 3 + ((m) - (i) % 2) * I)
 #define BVAL(m, i) ((((m) + 1) * 0x11) ^ (i))
 #define ON_PAIR(N, T, OP, C, V) TO_ALL(N, T, OP, C, V, 9, start, 1, 2, me)
 #define PAIR_BITWISE(N, T)        \
@@ -223,6 +228,10 @@ int main(void) {
   PAIR_ARITH(float, float);
   PAIR_ARITH(double, double);
   PAIR_ARITH(longdouble, long double);
+  ON_PAIR(complexf, float _Complex, sum, CARITH, CVAL);
+  ON_PAIR(complexf, float _Complex, prod, CARITH, CVAL);
+  ON_PAIR(complexd, double _Complex, sum, CARITH, CVAL);
+  ON_PAIR(complexd, double _Complex, prod, CARITH, CVAL);
   /* Chunked: more long doubles than the library's scratch holds at once. */
   TO_ALL(longdouble, long double, sum, ARITH, AVAL, 20000, start, 1, 2, me);
   /* PEs 1, 2, 3 (PE 0 is out), then all four. */
@@ -230,6 +239,7 @@ int main(void) {
   TO_ALL(int, int, prod, ARITH, AVAL, 9, 1, 0, 3, pe - 1);
   TO_ALL(double, double, max, ARITH, AVAL, 9, 0, 0, 4, pe);
   TO_ALL(short, short, xor, BITS, BVAL, 9, 0, 0, 4, pe);
+  TO_ALL(complexd, double _Complex, prod, CARITH, CVAL, 9, 1, 0, 3, pe - 1);
   PASS();
   shmem_finalize();
   return 0;

@@ -1,6 +1,8 @@
 /* broadcast (bytes, odd lengths, typed) and sum/min/max reductions on
  * SHMEM_TEAM_WORLD, each checked; what the NIC cannot reduce (short, a
- * product) is combined on the PEs. */
+ * product) is combined on the PEs. Complex sums (the NIC's, over the
+ * parts) and products (combined on the PEs). */
+#include <complex.h>
 #include <shmem.h>
 #include <string.h>
 #define PROGRAM "shmem_collectives"
@@ -83,6 +85,43 @@ int main(void) {
     long want = 1;
     for (int pe = 0; pe < n; pe++) want *= pe + 1 + i;
     CHECK(ldst[i] == want, "long prod [%d] = %ld, want %ld", i, ldst[i], want);
+  }
+  /* Complex: small whole parts, so every sum and product is exact. */
+  double _Complex* zsrc = shmem_malloc(5 * sizeof(double _Complex));
+  double _Complex* zdst = shmem_malloc(6 * sizeof(double _Complex));
+  float _Complex* fsrc = shmem_malloc(3 * sizeof(float _Complex));
+  float _Complex* fdst = shmem_malloc(4 * sizeof(float _Complex));
+  CHECK(zsrc && zdst && fsrc && fdst, "allocation");
+  for (int i = 0; i < 5; i++) zsrc[i] = (me + i) + (2.0 * me - i) * I;
+  for (int i = 0; i < 3; i++) fsrc[i] = (1.0f + i) + (float)(me % 2) * I;
+  zdst[5] = -9;
+  fdst[3] = -9;
+  CHECK(shmem_complexd_sum_reduce(SHMEM_TEAM_WORLD, zdst, zsrc, 5) == 0,
+        "complexd sum");
+  for (int i = 0; i < 5; i++) {
+    const double re = n * (n - 1) / 2.0 + (double)n * i;
+    const double im = (double)n * (n - 1) - (double)n * i;
+    CHECK(creal(zdst[i]) == re && cimag(zdst[i]) == im,
+          "complexd sum [%d] = %g%+gi, want %g%+gi", i, creal(zdst[i]),
+          cimag(zdst[i]), re, im);
+  }
+  CHECK(zdst[5] == -9, "complexd sum wrote past 5 elements");
+  CHECK(shmem_complexf_prod_reduce(SHMEM_TEAM_WORLD, fdst, fsrc, 3) == 0,
+        "complexf prod");
+  for (int i = 0; i < 3; i++) {
+    float _Complex want = 1;
+    for (int pe = 0; pe < n; pe++) want *= (1.0f + i) + (float)(pe % 2) * I;
+    CHECK(fdst[i] == want, "complexf prod [%d] = %g%+gi, want %g%+gi", i,
+          crealf(fdst[i]), cimagf(fdst[i]), crealf(want), cimagf(want));
+  }
+  CHECK(fdst[3] == -9, "complexf prod wrote past 3 elements");
+  CHECK(shmem_complexd_prod_reduce(SHMEM_TEAM_WORLD, zsrc, zsrc, 5) == 0,
+        "complexd prod in place");
+  for (int i = 0; i < 5; i++) {
+    double _Complex want = 1;
+    for (int pe = 0; pe < n; pe++) want *= (pe + i) + (2.0 * pe - i) * I;
+    CHECK(zsrc[i] == want, "complexd prod [%d] = %g%+gi, want %g%+gi", i,
+          creal(zsrc[i]), cimag(zsrc[i]), creal(want), cimag(want));
   }
   shmem_barrier_all();
   PASS();

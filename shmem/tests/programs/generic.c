@@ -2,7 +2,9 @@
  * shmem_iput and shmem_fcollect pick the typed routine from the pointer;
  * each result checked (a wrong pick moves the wrong number of bytes). The
  * same names with a context first pick the context form; the AMOs'
- * generic names, plain and on a context. */
+ * generic names, plain and on a context; the reductions' generic names
+ * (shmem_sum_reduce and the others) on integers, doubles and complex. */
+#include <complex.h>
 #include <shmem.h>
 #include <stdint.h>
 #define PROGRAM "shmem_generic"
@@ -66,6 +68,40 @@ int main(void) {
     CHECK(cnt[0] == 2L * n && cnt[1] == 11L * n, "generic AMOs %ld %ld", cnt[0],
           cnt[1]);
   shmem_ctx_destroy(ctx);
+  shmem_barrier_all();
+  long* lred = shmem_calloc(4, sizeof(long));
+  unsigned int* ured = shmem_calloc(4, sizeof(unsigned int));
+  double* dred = shmem_calloc(4, sizeof(double));
+  double _Complex* zred = shmem_calloc(4, sizeof(double _Complex));
+  CHECK(lred && ured && dred && zred, "allocation");
+  lred[0] = me + 1;
+  ured[0] = 1u << me;
+  dred[0] = me * 0.5;
+  zred[0] = me + 1.0 * I;
+  shmem_barrier_all();
+  CHECK(shmem_sum_reduce(SHMEM_TEAM_WORLD, &lred[1], &lred[0], 1) == 0 &&
+            lred[1] == (long)n * (n + 1) / 2,
+        "generic long sum_reduce = %ld", lred[1]);
+  CHECK(shmem_prod_reduce(SHMEM_TEAM_WORLD, &lred[2], &lred[0], 1) == 0,
+        "generic long prod_reduce");
+  long fact = 1;
+  for (int pe = 1; pe <= n; pe++) fact *= pe;
+  CHECK(lred[2] == fact, "generic long prod = %ld, want %ld", lred[2], fact);
+  CHECK(shmem_or_reduce(SHMEM_TEAM_WORLD, &ured[1], &ured[0], 1) == 0 &&
+            ured[1] == (1u << n) - 1,
+        "generic uint or_reduce = %#x", ured[1]);
+  CHECK(shmem_and_reduce(SHMEM_TEAM_WORLD, &ured[2], &ured[0], 1) == 0 &&
+            ured[2] == (n == 1 ? 1u : 0u),
+        "generic uint and_reduce = %#x", ured[2]);
+  CHECK(shmem_max_reduce(SHMEM_TEAM_WORLD, &dred[1], &dred[0], 1) == 0 &&
+            dred[1] == (n - 1) * 0.5,
+        "generic double max_reduce = %g", dred[1]);
+  CHECK(shmem_min_reduce(SHMEM_TEAM_WORLD, &dred[2], &dred[0], 1) == 0 &&
+            dred[2] == 0,
+        "generic double min_reduce = %g", dred[2]);
+  CHECK(shmem_sum_reduce(SHMEM_TEAM_WORLD, &zred[1], &zred[0], 1) == 0 &&
+            creal(zred[1]) == n * (n + 1) / 2.0 && cimag(zred[1]) == n,
+        "generic complexd sum_reduce = %g%+gi", creal(zred[1]), cimag(zred[1]));
   shmem_barrier_all();
   PASS();
   shmem_finalize();
