@@ -13,6 +13,7 @@
 #endif
 #include "rhinet_softcore.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -1617,6 +1618,38 @@ static char *sc_path(const char *dir, const char *what)
     return p;
 }
 
+/*
+ * A device killed between creating its files and the core's HELLO leaves
+ * them behind (the RAM file is as large as the core's RAM, in /dev/shm:
+ * memory). Their names carry the creator's PID: remove those whose
+ * creator is gone. A PID we may not signal (EPERM) is alive.
+ */
+static void sc_sweep_stale(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+
+    if (!d) {
+        return;
+    }
+    while ((e = readdir(d))) {
+        int pid, end = 0;
+        unsigned seq;
+        char *path;
+
+        if (sscanf(e->d_name, "rhinet-sc-%d-%u.%*4[a-z]%n", &pid, &seq,
+                   &end) != 2 || e->d_name[end] != '\0' || pid <= 0 ||
+            pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH) {
+            continue;
+        }
+        if (asprintf(&path, "%s/%s", dir, e->d_name) >= 0) {
+            unlink(path);
+            free(path);
+        }
+    }
+    closedir(d);
+}
+
 /* The RAM file QEMU backs the core's RAM with; the rings in its link area. */
 static bool sc_map_ram(RhnSoftCore *sc, uint32_t ram_mib, char *err,
                        size_t errlen)
@@ -1759,6 +1792,7 @@ RhnSoftCore *rhn_sc_spawn(const RhnSoftCoreConfig *cfg,
     }
     sc->shm_mode = !cfg->uart_stream;
     sc->spin_us = cfg->spin_us;
+    sc_sweep_stale(dir);
     sc->sock_path = sc_path(dir, "sock");
     sc->ram_path = sc->shm_mode ? sc_path(dir, "ram") : NULL;
     if (!sc->sock_path || (sc->shm_mode && !sc->ram_path) ||

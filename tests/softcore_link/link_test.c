@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -500,6 +501,56 @@ static void test_core_vanishes(void) {
   rhn_sc_tick(sc);
   expect(rhn_sc_process(sc) < 0, "process keeps failing");
   rhn_sc_free(sc);
+}
+
+// A device killed before its core's HELLO leaves its RAM file (64 MiB of
+// /dev/shm by default) and socket behind: the next spawn in that
+// directory removes those of processes that are gone, and nothing else.
+static void test_stale_files_swept(void) {
+  char dir[] = "/tmp/rhinet-sc-test-XXXXXX";
+  if (!mkdtemp(dir)) {
+    expect(false, "mkdtemp: %s", strerror(errno));
+    return;
+  }
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, NULL, 0);
+  char stale_ram[96], stale_sock[96], live[96], other[96];
+  snprintf(stale_ram, sizeof(stale_ram), "%s/rhinet-sc-%d-3.ram", dir,
+           (int)gone);
+  snprintf(stale_sock, sizeof(stale_sock), "%s/rhinet-sc-%d-2.sock", dir,
+           (int)gone);
+  snprintf(live, sizeof(live), "%s/rhinet-sc-%d-0.ram", dir, (int)getppid());
+  snprintf(other, sizeof(other), "%s/rhinet-sc-notes.txt", dir);
+  const char *files[] = {stale_ram, stale_sock, live, other};
+  for (unsigned i = 0; i < 4; i++) {
+    FILE *f = fopen(files[i], "w");
+    if (f) fclose(f);
+  }
+  static struct fake_host h;
+  fake_host_init(&h);
+  char err[256];
+  RhnSoftCoreConfig cfg = {.firmware = firmware,
+                           .dir = dir,
+                           .ram_mib = 16,
+                           .db_pages = TEST_DB_PAGES,
+                           .rto_floor_us = TEST_RTO_FLOOR_US};
+  RhnSoftCore *sc = rhn_sc_spawn(&cfg, &fake_host_ops, &h, err, sizeof(err));
+  expect(sc != NULL, "spawn in %s: %s", dir, sc ? "ok" : err);
+  struct stat st;
+  expect(stat(stale_ram, &st) < 0 && errno == ENOENT,
+         "the RAM file of a process that is gone was removed");
+  expect(stat(stale_sock, &st) < 0 && errno == ENOENT,
+         "the socket of a process that is gone was removed");
+  expect(stat(live, &st) == 0, "a live process's file was kept");
+  expect(stat(other, &st) == 0, "a file not named as ours was kept");
+  if (sc) {
+    expect(rhn_sc_stop(sc, 5000) == 0, "the core stops on BYE");
+    rhn_sc_free(sc);
+  }
+  for (unsigned i = 0; i < 4; i++) unlink(files[i]);
+  expect(rmdir(dir) == 0, "the spawn left nothing in %s (%s)", dir,
+         strerror(errno));
 }
 
 // The device's BYE: the core stops by itself, exit status 0. Spawned
@@ -1145,6 +1196,7 @@ int main(int argc, char **argv) {
   test_core_vanishes();
   test_device_closes();
   test_device_vanishes();
+  test_stale_files_swept();
   printf("softcore_link: %u checks passed, %u failed\n", passed, failed);
   return failed ? 1 : 0;
 }
