@@ -183,6 +183,28 @@ detail::Device* device_of(std::span<Request> requests,
   return one;
 }
 
+// Waits until check() holds on the device of the requests in flight (`dev`
+// tells a request's), with the spin budget device_of gives, for this wait
+// only. 0, ETIMEDOUT
+// or the event source's errno (*failed names the call); *busy when
+// another thread waits on that device (nothing was waited for).
+int wait_for_requests(std::span<Request> requests,
+                      detail::Device* (*dev_of)(const Request&),
+                      const std::function<bool()>& check,
+                      std::chrono::milliseconds timeout, const char** failed,
+                      bool* busy) {
+  std::chrono::microseconds spin = default_spin;
+  detail::Device* dev = device_of(requests, &spin, dev_of);
+  detail::Device::InUse in(*dev);
+  *busy = !in.ok();
+  if (*busy) return 0;
+  const auto saved = dev->spin;
+  dev->spin = spin;
+  const int e = dev->wait(check, net::deadline_after(timeout), failed);
+  dev->spin = saved;
+  return e;
+}
+
 }  // namespace
 
 // Requests done hold no device (their dev_ may be gone).
@@ -207,16 +229,11 @@ Result<void> wait_all(std::span<Request> requests,
     return in_flight == 0;
   };
   if (!check()) {
-    std::chrono::microseconds spin = default_spin;
-    detail::Device* dev =
-        device_of(requests, &spin, &Request::device_in_flight);
-    detail::Device::InUse in(*dev);
-    if (!in.ok()) return detail::Device::busy("wait_all");
     const char* failed = "";
-    const auto saved = dev->spin;
-    dev->spin = spin;
-    const int e = dev->wait(check, net::deadline_after(timeout), &failed);
-    dev->spin = saved;
+    bool busy = false;
+    const int e = wait_for_requests(requests, &Request::device_in_flight, check,
+                                    timeout, &failed, &busy);
+    if (busy) return detail::Device::busy("wait_all");
     if (stuck_error) return *stuck_error;
     if (e == ETIMEDOUT)
       return Error(ETIMEDOUT, "wait_all: " + std::to_string(in_flight) +
@@ -251,16 +268,11 @@ Result<std::size_t> wait_any(std::span<Request> requests,
     return false;
   };
   if (!check()) {
-    std::chrono::microseconds spin = default_spin;
-    detail::Device* dev =
-        device_of(requests, &spin, &Request::device_in_flight);
-    detail::Device::InUse in(*dev);
-    if (!in.ok()) return detail::Device::busy("wait_any");
     const char* failed = "";
-    const auto saved = dev->spin;
-    dev->spin = spin;
-    const int e = dev->wait(check, net::deadline_after(timeout), &failed);
-    dev->spin = saved;
+    bool busy = false;
+    const int e = wait_for_requests(requests, &Request::device_in_flight, check,
+                                    timeout, &failed, &busy);
+    if (busy) return detail::Device::busy("wait_any");
     if (!got && !stuck_error) {
       if (e == ETIMEDOUT)
         return Error(ETIMEDOUT, "wait_any: none of " +
