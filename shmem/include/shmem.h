@@ -718,24 +718,23 @@ int shmem_test_lock(long* lock);
   SHMEMI_GENERIC(*(dest), alltoall)(team, dest, source, nelems)
 #define shmem_broadcast(team, dest, source, nelems, root) \
   SHMEMI_GENERIC(*(dest), broadcast)(team, dest, source, nelems, root)
-#define shmem_and_reduce(team, dest, source, nreduce) \
-  SHMEMI_GENERIC_REDUCE_BITWISE(*(dest), and_reduce)  \
-  (team, dest, source, nreduce)
-#define shmem_or_reduce(team, dest, source, nreduce) \
-  SHMEMI_GENERIC_REDUCE_BITWISE(*(dest), or_reduce)(team, dest, source, nreduce)
-#define shmem_xor_reduce(team, dest, source, nreduce) \
-  SHMEMI_GENERIC_REDUCE_BITWISE(*(dest), xor_reduce)  \
-  (team, dest, source, nreduce)
-#define shmem_min_reduce(team, dest, source, nreduce) \
-  SHMEMI_GENERIC_REDUCE_ARITH(*(dest), min_reduce)(team, dest, source, nreduce)
-#define shmem_max_reduce(team, dest, source, nreduce) \
-  SHMEMI_GENERIC_REDUCE_ARITH(*(dest), max_reduce)(team, dest, source, nreduce)
-#define shmem_sum_reduce(team, dest, source, nreduce) \
-  SHMEMI_GENERIC_REDUCE_COMPLEX(*(dest), sum_reduce)  \
-  (team, dest, source, nreduce)
-#define shmem_prod_reduce(team, dest, source, nreduce) \
-  SHMEMI_GENERIC_REDUCE_COMPLEX(*(dest), prod_reduce)  \
-  (team, dest, source, nreduce)
+/* shmem_OP_reduce(team, dest, source, nreduce): KIND picks by dest's type. */
+#define SHMEMI_REDUCE(KIND, OP, team, dest, source, nreduce) \
+  KIND(*(dest), OP##_reduce)(team, dest, source, nreduce)
+#define shmem_and_reduce(...) \
+  SHMEMI_REDUCE(SHMEMI_GENERIC_REDUCE_BITWISE, and, __VA_ARGS__)
+#define shmem_or_reduce(...) \
+  SHMEMI_REDUCE(SHMEMI_GENERIC_REDUCE_BITWISE, or, __VA_ARGS__)
+#define shmem_xor_reduce(...) \
+  SHMEMI_REDUCE(SHMEMI_GENERIC_REDUCE_BITWISE, xor, __VA_ARGS__)
+#define shmem_min_reduce(...) \
+  SHMEMI_REDUCE(SHMEMI_GENERIC_REDUCE_ARITH, min, __VA_ARGS__)
+#define shmem_max_reduce(...) \
+  SHMEMI_REDUCE(SHMEMI_GENERIC_REDUCE_ARITH, max, __VA_ARGS__)
+#define shmem_sum_reduce(...) \
+  SHMEMI_REDUCE(SHMEMI_GENERIC_REDUCE_COMPLEX, sum, __VA_ARGS__)
+#define shmem_prod_reduce(...) \
+  SHMEMI_REDUCE(SHMEMI_GENERIC_REDUCE_COMPLEX, prod, __VA_ARGS__)
 
 /* The waits by type (they have no context form). */
 #define shmem_wait_until(ivar, cmp, value) \
