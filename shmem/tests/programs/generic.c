@@ -100,7 +100,7 @@ int main(void) {
             dred[2] == 0,
         "generic double min_reduce = %g", dred[2]);
   CHECK(shmem_sum_reduce(SHMEM_TEAM_WORLD, &zred[1], &zred[0], 1) == 0 &&
-            creal(zred[1]) == n * (n + 1) / 2.0 && cimag(zred[1]) == n,
+            creal(zred[1]) == n * (n - 1) / 2.0 && cimag(zred[1]) == n,
         "generic complexd sum_reduce = %g%+gi", creal(zred[1]), cimag(zred[1]));
   shmem_barrier_all();
   PASS();
