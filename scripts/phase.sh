@@ -3,7 +3,8 @@
 # `make test` ends with where its time went (scripts/time-report.sh).
 #   phase.sh NAME COMMAND [ARG...]
 set -u
-log=${RHINET_PHASE_LOG:-$(dirname "${BASH_SOURCE[0]}")/../.phase-times}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+log=${RHINET_PHASE_LOG:-$root/.phase-times}
 name=$1
 shift
 start=$(date +%s)

@@ -183,11 +183,11 @@ detail::Device* device_of(std::span<Request> requests,
   return one;
 }
 
-// Waits until check() holds on the device of the requests in flight (`dev`
-// tells a request's), with the spin budget device_of gives, for this wait
-// only. 0, ETIMEDOUT
-// or the event source's errno (*failed names the call); *busy when
-// another thread waits on that device (nothing was waited for).
+// Waits until check() holds on the device of the requests in flight
+// (`dev_of` tells a request's), with the spin budget device_of gives, for
+// this wait only. 0, ETIMEDOUT or the event source's errno (*failed names
+// the call); *busy when another thread waits on that device (nothing was
+// waited for).
 int wait_for_requests(std::span<Request> requests,
                       detail::Device* (*dev_of)(const Request&),
                       const std::function<bool()>& check,
