@@ -9,7 +9,9 @@
 # package version, the configure flags, the device list, the Kconfig entry and
 # TREE_RECIPE. A new key
 # means a new cold build (about 10 minutes on 2 cores); the same key reuses the
-# tree. Our device and engine sources are copied in on every run, only when
+# tree. Our few changes to QEMU itself are patches (qemu_device/patches, see
+# the README there), applied to the tree on every run like our sources. Our
+# device and engine sources are copied in on every run, only when
 # their content changed, so ninja rebuilds just what we touched (seconds).
 # The binary printed is a copy under qemu-<key>/bin/, keyed by those
 # sources, so checkouts sharing the tree never run each other's build.
@@ -90,7 +92,8 @@ mkdir -p "$WORK"
 source_key() {
 	(cd "$REPO" && find qemu_device firmware include/hw/rhinet include/hw/xpu \
 		-type f \( -name '*.c' -o -name '*.h' -o -name '*.cpp' \
-		-o -name meson.build -o -name CMakeLists.txt \) -print |
+		-o -name meson.build -o -name CMakeLists.txt -o -name '*.patch' \) \
+		-print |
 		LC_ALL=C sort | xargs sha256sum
 	sha256sum <"${BASH_SOURCE[0]}") | sha256sum | cut -c1-16
 }
@@ -153,6 +156,46 @@ sync_tree() { # src_dir dst_dir; also removes files gone from src
 		done
 	fi
 }
+# --- Our changes to QEMU itself (qemu_device/patches/*.patch) ---------------
+# Every file a patch names is made again from its pristine copy (kept under
+# .rhinet-pristine the first time a patch names it) with all the patches
+# applied in name order, and copied over only when that changes it: ninja
+# then recompiles just those files. A file no patch names any more gets its
+# pristine copy back.
+PRISTINE="$SRC/.rhinet-pristine"
+apply_patches() {
+	local tmp p f
+	tmp=$(mktemp -d)
+	for p in "$REPO"/qemu_device/patches/*.patch; do
+		[[ -e $p ]] || continue
+		for f in $(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$p"); do
+			if [[ ! -f $PRISTINE/$f ]]; then
+				mkdir -p "$(dirname "$PRISTINE/$f")"
+				cp "$SRC/$f" "$PRISTINE/$f"
+			fi
+			if [[ ! -f $tmp/$f ]]; then
+				mkdir -p "$(dirname "$tmp/$f")"
+				cp "$PRISTINE/$f" "$tmp/$f"
+			fi
+		done
+		if ! patch -s -p1 -d "$tmp" <"$p" >&2; then
+			log "$(basename "$p") does not apply to qemu $VERSION"
+			exit 1
+		fi
+	done
+	if [[ -d $PRISTINE ]]; then
+		(cd "$PRISTINE" && find . -type f -print) | while read -r f; do
+			if [[ -f $tmp/$f ]]; then
+				sync_file "$tmp/$f" "$SRC/$f"
+			else
+				sync_file "$PRISTINE/$f" "$SRC/$f"
+			fi
+		done
+	fi
+	rm -rf "$tmp"
+}
+apply_patches
+
 DEV="$SRC/hw/net/rhinet"
 mkdir -p "$DEV"
 sync_file "$REPO/qemu_device/rhinet.c" "$DEV/rhinet.c"

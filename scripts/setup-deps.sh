@@ -19,6 +19,7 @@ PACKAGES=(
 	linux-libc-dev # <linux/types.h>, <rdma/ib_user_verbs.h>
 	# QEMU 7.2 built from Debian's source package with our device
 	dpkg-dev # dpkg-source
+	patch # qemu_device/patches (build-qemu.sh)
 	meson
 	python3
 	libglib2.0-dev
