@@ -524,6 +524,12 @@ struct Engine::Impl : FamilyStates {
   // run); how many (their slots' shares are the caller's to give).
   uint32_t retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
                             uint32_t gen, uint32_t context);
+  // The run of quiet packets whose first slot, id, is at the channel's
+  // head (SendSlot::quiet_run), retired at once when ack_seq covers it
+  // all and its QP's entries are as the transmit block left them; how
+  // many (0: nothing changed; the slots' shares are the caller's).
+  // (transport/channel.cpp)
+  inline uint32_t retire_quiet_range(Peer& p, uint32_t id, uint32_t ack_seq);
   void handle_response(Peer& p, const Packet& pkt);
   // RNR: counts against rnr_retry; BUSY: retried like RNR without;
   // PINNING: like BUSY, resent when the target says its pages are in.

@@ -239,6 +239,15 @@ static inline void txw_qp_after(QpObj& qp, const rhn_card_txw_record& last,
   qp.tx_dst_qpn = qp.dest_qpn;
 }
 
+// A run of one packet is retired as any other packet.
+static inline void note_quiet_run(SendSlot& first, uint32_t n, uint32_t last,
+                                  uint16_t spoils) {
+  if (n < 2) return;
+  first.quiet_run = static_cast<uint8_t>(n);
+  first.run_last = last;
+  first.run_spoils = spoils;
+}
+
 inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
                                            uint32_t avail, bool quiet_family,
                                            uint32_t& bytes_out) {
@@ -263,6 +272,12 @@ inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
   const uint32_t tail = p.unacked_tail;
   SendSlot* prev = tail != kNone ? &sl[tail] : nullptr;
   uint32_t bytes = 0;
+  // The quiet packets among them in runs, each noted in its first slot
+  // (a signaled message ends one): an ACK that covers a run retires it
+  // at once.
+  const uint16_t spoils = qp.quiet_spoils;
+  SendSlot* run_first = nullptr;
+  uint32_t run_n = 0, run_last = kNone;
   // The run: r[0] and the sent records after it of the same QP.
   uint32_t k = 0;
   for (; k < avail; k++) {
@@ -283,7 +298,15 @@ inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
     s.qpn = qpn;
     s.qp_gen = gen;
     s.completes_message = quiet ? kCompletesQuiet : kCompletes;
+    s.quiet_run = 0;
     s.next = kNone;
+    if (quiet) {
+      if (!run_n++) run_first = &s;
+      run_last = id;
+    } else if (run_n) {
+      note_quiet_run(*run_first, run_n, run_last, spoils);
+      run_n = 0;
+    }
     if (prev)
       prev->next = id;
     else
@@ -291,6 +314,7 @@ inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
     prev = &s;
     bytes += len;
   }
+  if (run_n) note_quiet_run(*run_first, run_n, run_last, spoils);
   p.unacked_tail = r[k - 1].send_slot;
   p.tx_next = first_seq + k;
   if (p.rx_synced) {
@@ -324,6 +348,7 @@ uint32_t Engine::Impl::txw_take(uint32_t granted) {
   // The records in one read of the block's FIFO for up to kBatch of
   // them (a kick's run; one card access instead of one each).
   constexpr uint32_t kBatch = 16;
+  static_assert(kBatch <= 255, "a run's length is kept in a byte");
   rhn_card_txw_record batch[kBatch];
   // Each record used one of the slots granted: with a record for every
   // one, the FIFO holds no more (no read that would find it empty).

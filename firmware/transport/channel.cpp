@@ -403,6 +403,58 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
   release_gated(p);
 }
 
+inline uint32_t Engine::Impl::retire_quiet_range(Peer& p, uint32_t id,
+                                                 uint32_t ack_seq) {
+  SendSlot& s = slots[id];
+  const uint32_t n = s.quiet_run;
+  const uint32_t first_serial = s.serial;
+  const uint32_t last_serial = first_serial + n - 1;
+  // A resend may be inside the run: the per-packet path moves it.
+  if (!seq_before(last_serial, ack_seq) || p.resend != kNone) return 0;
+  const uint32_t qpn = s.qpn;
+  if (qpn >= qps.size()) return 0;
+  QpObj& qp = qps[qpn];
+  // Anything that completed, refused or left unanswered one of the
+  // QP's messages since the run was sent moved quiet_spoils; a reset or
+  // an error the generation and the state.
+  if (!qp.valid || qp.gen != s.qp_gen || qp.state == RHN_QPS_ERR ||
+      qp.quiet_spoils != s.run_spoils)
+    return 0;
+  const uint32_t head = qp.inflight_head;
+  if (qp.inflight_tail - head < n) return 0;
+  // The run's entries are the QP's oldest n, in order: its first and
+  // last are checked as retire_quiet checks each, and the entry behind
+  // it must not be a completed one complete_in_order would go on to.
+  const uint16_t node = node_of(p);
+  const Inflight& last = entry(qpn, head + n - 1);
+  if (!quiet_retirable(entry(qpn, head), first_serial, node) ||
+      !quiet_retirable(last, last_serial, node) ||
+      (head + n != qp.inflight_tail &&
+       entry(qpn, head + n).state == MsgState::kDone))
+    return 0;
+  // The entries are left as they are behind the head: nothing reads an
+  // entry there, and the next message to take one stores every field
+  // a quiet message may have changed (txw_entry_over_quiet) or all.
+  qp.rnr_count = 0;
+  qp.sq_complete = last.slot + last.slots;
+  qp.inflight_head = head + n;
+  const uint32_t after = slots[s.run_last].next;
+  p.unacked_head = after;
+  if (after == kNone) p.unacked_tail = kNone;
+  p.unacked_count -= n;
+  // The slots to the free list, down the run's chain; a free slot's
+  // context and link are stored when it is taken again.
+  auto free_run = free_slots.push_run();
+  for (uint32_t i = 0, slot = id; i < n; i++) {
+    free_run.push(slot);
+    slot = slots[slot].next;
+  }
+  free_run.done();
+  s.quiet_run = 0;
+  if (slot_waiters.head != kNone) wake_all(slot_waiters);
+  return n;
+}
+
 void Engine::Impl::release_gated(Peer& p) {
   bool freed = false;
   // The QP whose quiet messages were retired here and whose schedule()
@@ -428,6 +480,24 @@ void Engine::Impl::release_gated(Peer& p) {
       const uint32_t id = p.unacked_head;
       SendSlot& s = slots[id];
       if (!seq_before(s.serial, g.ack_seq)) break;
+      if (s.quiet_run) {
+        const uint32_t qpn = s.qpn, context = s.context;
+        const uint32_t run = retire_quiet_range(p, id, g.ack_seq);
+        if (run) {
+          if (context != share_ctx) {
+            if (share_n) shares.give(share_ctx, Res::kTxSlots, share_n);
+            share_ctx = context;
+            share_n = 0;
+          }
+          share_n += run;
+          if (owed != kNone && owed != qpn) schedule(owed);
+          owed = qpn;
+          quiet += run;
+          freed = true;
+          lane_only = false;
+          continue;
+        }
+      }
       unlink_acked(p, id);
       const uint8_t completes = s.completes_message;
       const uint32_t qpn = s.qpn, gen = s.qp_gen, serial = s.serial;
@@ -500,7 +570,8 @@ uint32_t Engine::Impl::retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
   auto free_run = free_slots.push_run();
   while (n < queued && head != tail) {
     SendSlot& s = slots[id];
-    if (!seq_before(s.serial, ack_seq) ||
+    // A run's first packet: retire_quiet_range's.
+    if (!seq_before(s.serial, ack_seq) || s.quiet_run ||
         s.completes_message != kCompletesQuiet || s.qpn != qpn ||
         s.qp_gen != gen || s.context != context)
       break;
@@ -733,6 +804,7 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
       Inflight& e = entry(q, i);
       if (e.peer != node || e.state == MsgState::kDone) continue;
       if (qp.tx_active && qp.tx_entry == i) abort_tx(qp);
+      qp.quiet_spoils++;
       e.state = MsgState::kDone;
       e.status = RHN_CQE_RETRY_EXC_ERR;
       e.syndrome = RHN_SYN_RETRY_EXCEEDED;

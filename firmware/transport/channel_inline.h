@@ -54,6 +54,7 @@ inline uint32_t Engine::Impl::data_sent(Peer& p, uint32_t slot, uint32_t qpn,
   s.qpn = qpn;
   s.qp_gen = qp_gen;
   s.completes_message = completes_message;
+  s.quiet_run = 0;
   s.next = kNone;
   if (p.unacked_tail != kNone)
     slots[p.unacked_tail].next = slot;

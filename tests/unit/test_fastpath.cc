@@ -362,6 +362,127 @@ Trace run_quiet(bool fast, Blocks blocks = {}) {
   return t;
 }
 
+// Runs of unsignalled WRITEs the transmit block sends together, which
+// an ACK that covers a whole run retires at once (retire_quiet_range),
+// in the cases that must go packet by packet instead: a frame lost in
+// the middle of a run (go-back-N resends from inside it, the NAK's ACK
+// covers part of it), an ACK lost (the next covers two runs and part of
+// a third), the QP destroyed with a run unacknowledged and its number
+// taken by a new QP whose runs follow, the QP reset and connected again
+// with a run unacknowledged, and a WRITE the target refuses (a NAK
+// response: an entry in the middle of a run completed with an error
+// before the run's ACK; the QP then in error).
+Trace run_quiet_ranges(bool fast, Blocks blocks = {}) {
+  Trace t;
+  ClusterConfig cfg = two_nodes(fast, blocks);
+  SimCluster c(cfg);
+  tap_frames(c, t);
+  std::vector<RcPair> pairs;
+  std::vector<Region> regions;
+  pairs.reserve(8);
+  regions.reserve(24);
+  // Which DATA frame from node 0 and which ACK from node 1 to lose
+  // (counted from 1 since the last arming; 0: none).
+  uint32_t lose_data = 0, lose_ack = 0, data_seen = 0, acks_seen = 0;
+  c.fabric().drop = [&](size_t src, std::span<const uint8_t> f) {
+    rhn_pkt_hdr h{};
+    if (f.size() < sizeof(h)) return false;
+    std::memcpy(&h, f.data(), sizeof(h));
+    if (src == 0 && h.type == RHN_PKT_DATA && lose_data &&
+        ++data_seen == lose_data)
+      return lose_data = 0, true;
+    if (src == 1 && h.type == RHN_PKT_ACK && lose_ack &&
+        ++acks_seen == lose_ack)
+      return lose_ack = 0, true;
+    return false;
+  };
+  auto drain = [&](SimCq& cq) {
+    c.run_for(20'000'000);
+    for (const Completion& x : cq.poll())
+      t.cqes.push_back(describe(x) + " wr_id=" + std::to_string(x.wr_id));
+  };
+  auto new_pair = [&](int seed) -> RcPair* {
+    RcPair& p = pairs.emplace_back(make_rc_pair(c, 0, 1));
+    EXPECT_TRUE(p.ok);
+    if (!p.ok) return nullptr;
+    regions.emplace_back(make_region(*p.ctx_a, 4096, kAllAccess, seed));
+    regions.emplace_back(make_region(*p.ctx_b, 4096, kAllAccess, 0, 0));
+    return &p;
+  };
+  // n unsignalled WRITEs, the last signalled if asked, odd to ro.
+  auto writes = [&](RcPair& p, const Region& src, const Region& to,
+                    uint64_t first, int n, bool signal_last, int odd = -1,
+                    const Region* ro = nullptr) {
+    for (int i = 0; i < n; i++) {
+      const Region& target = i == odd && ro ? *ro : to;
+      EXPECT_TRUE(p.qp_a->post_send(rdma_wr(
+          first + i, RHN_OP_WRITE, {src.sge(8 * (i % 256), 8)},
+          target.va(8 * (i % 256)), target.key(),
+          signal_last && i == n - 1 ? RHN_WQE_F_SIGNALED : 0)));
+    }
+  };
+  for (int round = 0; round < 5; round++) {
+    RcPair* pp = new_pair(70 + round);
+    if (!pp) return t;
+    RcPair& p = *pp;
+    const Region& src = regions[regions.size() - 2];
+    const Region& to = regions[regions.size() - 1];
+    const uint64_t base = 1000 * (round + 1);
+    switch (round) {
+      case 0:  // a frame lost in the middle of the second run
+        data_seen = 0;
+        lose_data = 21;
+        writes(p, src, to, base, 48, true);
+        take(c, *p.cq_a, 1, t, 10'000'000'000);
+        break;
+      case 1:  // the first ACK lost: the next covers more than a run
+        acks_seen = 0;
+        lose_ack = 1;
+        writes(p, src, to, base, 40, true);
+        take(c, *p.cq_a, 1, t, 10'000'000'000);
+        break;
+      case 2: {  // destroyed with a run unacknowledged; its number reused
+        writes(p, src, to, base, 24, false);
+        c.run_for(2'000);
+        p.qp_a.reset();
+        RcPair* again = new_pair(90);
+        if (!again) return t;
+        writes(*again, regions[regions.size() - 2], regions.back(), base + 100,
+               40, true);
+        take(c, *again->cq_a, 1, t, 10'000'000'000);
+        break;
+      }
+      case 3:  // reset and connected again with a run unacknowledged
+        writes(p, src, to, base, 24, false);
+        c.run_for(2'000);
+        EXPECT_TRUE(p.qp_a->to_err().ok());
+        drain(*p.cq_a);
+        EXPECT_TRUE(p.qp_a->to_reset().ok());
+        EXPECT_TRUE(p.qp_a->to_init().ok());
+        EXPECT_TRUE(p.qp_a->to_rtr(1, p.qp_b->qpn()).ok());
+        EXPECT_TRUE(p.qp_a->to_rts().ok());
+        writes(p, src, to, base + 100, 40, true);
+        take(c, *p.cq_a, 1, t, 10'000'000'000);
+        break;
+      case 4: {  // refused in the middle of a run
+        const Region& ro = regions.emplace_back(
+            make_region(*p.ctx_b, 4096, RHN_ACCESS_LOCAL_WRITE, 0, 0));
+        writes(p, src, to, base, 30, false, 20, &ro);
+        drain(*p.cq_a);
+        break;
+      }
+    }
+  }
+  c.run_for(1'000'000);
+  std::vector<uint8_t> memory;
+  for (const Region& r : regions) {
+    const std::vector<uint8_t> b = r.buf.bytes();
+    memory.insert(memory.end(), b.begin(), b.end());
+  }
+  finish(c, t, std::move(memory));
+  return t;
+}
+
 // tlb: also the core's TLB counters (not when one side's DMA block walks
 // the tables: its core's TLB then sees fewer lookups). The DMA request
 // counts are not compared: they are what the paths differ in (the fast
@@ -732,6 +853,16 @@ TEST(TxWrite, SameTrafficAsTheCoreAlone) {
     const Trace quiet = run_quiet(true, b);
     expect_same(quiet, run_quiet(false, kMac), false, quiet.sent);
     EXPECT_GT(quiet.sent, 0u);
+  }
+}
+
+TEST(TxWrite, RunsRetiredAtOnceOrPacketByPacketAsWithout) {
+  for (const Blocks& b : {kSending, kBoth}) {
+    const Trace with_block = run_quiet_ranges(true, b);
+    expect_same(with_block, run_quiet_ranges(false, kMac), false,
+                with_block.sent);
+    EXPECT_GT(with_block.sent, 100u);
+    EXPECT_GT(with_block.counters[0][RHN_CNT_RETRANSMITS], 0u);
   }
 }
 
