@@ -249,7 +249,7 @@ struct Engine::Impl : FamilyStates {
   // Transport.
   Table<Peer> peers;  // by node ID, cfg.max_nodes of them
   Table<SendSlot> slots;
-  Fifo<uint32_t> free_slots;
+  FreeSlots free_slots;
   uint32_t response_reserve = 0;    // slots only responses may take
   uint32_t context_slot_quota = 0;  // slots one context may hold
   uint16_t boot_session = 1;        // first session of every peer

@@ -438,18 +438,13 @@ inline uint32_t Engine::Impl::retire_quiet_range(Peer& p, uint32_t id,
   qp.rnr_count = 0;
   qp.sq_complete = last.slot + last.slots;
   qp.inflight_head = head + n;
+  // The slots, still linked in order, from the channel's list to the
+  // free list; a free slot's context is stored when it is taken again.
   const uint32_t after = slots[s.run_last].next;
   p.unacked_head = after;
   if (after == kNone) p.unacked_tail = kNone;
   p.unacked_count -= n;
-  // The slots to the free list, down the run's chain; a free slot's
-  // context and link are stored when it is taken again.
-  auto free_run = free_slots.push_run();
-  for (uint32_t i = 0, slot = id; i < n; i++) {
-    free_run.push(slot);
-    slot = slots[slot].next;
-  }
-  free_run.done();
+  free_slots.push_chain(id, s.run_last, n);
   s.quiet_run = 0;
   if (slot_waiters.head != kNone) wake_all(slot_waiters);
   return n;
@@ -565,9 +560,9 @@ uint32_t Engine::Impl::retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
   uint32_t head = qp.inflight_head;
   Inflight* e = base + head % ring;
   uint32_t complete = qp.sq_complete;
-  uint32_t n = 0, id = p.unacked_head;
+  const uint32_t first = p.unacked_head;
+  uint32_t n = 0, id = first, last = kNone;
   uint32_t resend = p.resend;
-  auto free_run = free_slots.push_run();
   while (n < queued && head != tail) {
     SendSlot& s = slots[id];
     // A run's first packet: retire_quiet_range's.
@@ -585,16 +580,16 @@ uint32_t Engine::Impl::retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
     e = after;
     const uint32_t next = s.next;
     if (resend == id) resend = next;
-    // free_slot's stores; its wake-up once, after the run.
-    s.context = kNone;
-    s.next = kNone;
-    free_run.push(id);
+    last = id;
     id = next;
     n++;
   }
-  free_run.done();
   p.resend = resend;
   if (n) {
+    // Still linked in order: to the free list at once (free_slot's
+    // wake-up below, once); a free slot's context is stored when it is
+    // taken again.
+    free_slots.push_chain(first, last, n);
     qp.rnr_count = 0;
     qp.sq_complete = complete;
     qp.inflight_head = head;

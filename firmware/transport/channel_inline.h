@@ -54,7 +54,6 @@ inline uint32_t Engine::Impl::data_sent(Peer& p, uint32_t slot, uint32_t qpn,
   s.qpn = qpn;
   s.qp_gen = qp_gen;
   s.completes_message = completes_message;
-  s.quiet_run = 0;
   s.next = kNone;
   if (p.unacked_tail != kNone)
     slots[p.unacked_tail].next = slot;
@@ -184,7 +183,7 @@ inline void Engine::Impl::unlink_acked(Peer& p, uint32_t id) {
 inline void Engine::Impl::free_slot(uint32_t slot) {
   SendSlot& s = slots[slot];
   s.context = kNone;
-  s.next = kNone;
+  s.quiet_run = 0;  // a run's first slot retired packet by packet
   free_slots.push(slot);
   if (slot_waiters.head != kNone) wake_all(slot_waiters);
 }
