@@ -620,7 +620,9 @@ struct Engine::Impl : FamilyStates {
                        uint16_t session, uint32_t seq) const;
   void accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
                    uint16_t session, uint32_t seq);
-  void release_gated(Peer& p);
+  // rto_fresh: the caller has just set rto_deadline to now + rto(p),
+  // which nothing here changes (the timeout is not computed twice).
+  void release_gated(Peer& p, bool rto_fresh = false);
   void adopt_session(Peer& p, uint16_t session);
   bool service_peer(Peer& p);
   // The channel gives up what is outstanding; timed_out: the node did

@@ -367,6 +367,7 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
     return;
   }
   p.tx_syn = false;
+  bool rto_fresh = false;
   if (seq_before(p.acked_seen, ack_seq)) {
     p.acked_seen = ack_seq;
     if (p.timing && seq_before(p.timed_seq, ack_seq)) {
@@ -375,6 +376,7 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
     }
     p.retries = 0;
     p.rto_deadline = now + rto(p);
+    rto_fresh = true;
     if (p.recover_window) {
       // Heard: twice as many go again; what this ACK covered need not.
       const uint32_t first = first_unacked(p);
@@ -400,7 +402,7 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
     p.gates[p.gate_count++] = g;
   else
     merge_gate(p.gates[kGates - 1], g);
-  release_gated(p);
+  release_gated(p, rto_fresh);
 }
 
 inline uint32_t Engine::Impl::retire_quiet_range(Peer& p, uint32_t id,
@@ -450,7 +452,7 @@ inline uint32_t Engine::Impl::retire_quiet_range(Peer& p, uint32_t id,
   return n;
 }
 
-void Engine::Impl::release_gated(Peer& p) {
+void Engine::Impl::release_gated(Peer& p, bool rto_fresh) {
   bool freed = false;
   // The QP whose quiet messages were retired here and whose schedule()
   // is owed: made once for a run of them, still before anything else
@@ -536,7 +538,10 @@ void Engine::Impl::release_gated(Peer& p) {
   if (owed != kNone) schedule(owed);
   if (quiet) counters.add(RHN_CNT_COMPLETIONS, quiet);
   if (freed) {
-    p.rto_deadline = p.unacked_count ? now + rto(p) : 0;
+    if (!p.unacked_count)
+      p.rto_deadline = 0;
+    else if (!rto_fresh)
+      p.rto_deadline = now + rto(p);
     wake_all(p.waiters);
     if (p.reads_head != kNone) peer_needs_service(p);
   }
