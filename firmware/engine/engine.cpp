@@ -168,7 +168,6 @@ void Engine::Impl::reset() {
   for (SendSlot& s : slots) {
     s.next = kNone;
     s.context = kNone;
-    s.quiet_run = 0;  // FreeSlots: no free slot holds a run's note
   }
   free_slots.place(slots.data());
   free_slots.fill(slots.size());

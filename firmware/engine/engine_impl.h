@@ -529,7 +529,8 @@ struct Engine::Impl : FamilyStates {
   // all and its QP's entries are as the transmit block left them; how
   // many (0: nothing changed; the slots' shares are the caller's).
   // (transport/channel.cpp)
-  inline uint32_t retire_quiet_range(Peer& p, uint32_t id, uint32_t ack_seq);
+  [[gnu::noinline]] uint32_t retire_quiet_range(Peer& p, uint32_t id,
+                                               uint32_t ack_seq);
   void handle_response(Peer& p, const Packet& pkt);
   // RNR: counts against rnr_retry; BUSY: retried like RNR without;
   // PINNING: like BUSY, resent when the target says its pages are in.

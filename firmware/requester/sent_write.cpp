@@ -240,13 +240,13 @@ static inline void txw_qp_after(QpObj& qp, const rhn_card_txw_record& last,
   qp.tx_dst_qpn = qp.dest_qpn;
 }
 
-// The quiet run of the n records from r on, in the first one's slot (a
-// free slot holds no note: free_slot clears it). A run of one packet is
-// retired as any other packet.
+// The quiet run of the n records from r on, in the first one's slot. A
+// run of one packet is retired as any other packet.
 static inline void note_quiet_run(SendSlot* sl, const rhn_card_txw_record* r,
                                   uint32_t n, uint16_t spoils) {
   if (n < 2) return;
   SendSlot& first = sl[r[0].send_slot];
+  first.completes_message = kCompletesQuietRun;
   first.quiet_run = static_cast<uint8_t>(n);
   first.run_last = r[n - 1].send_slot;
   first.run_spoils = spoils;

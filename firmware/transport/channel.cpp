@@ -405,7 +405,7 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
   release_gated(p, rto_fresh);
 }
 
-inline uint32_t Engine::Impl::retire_quiet_range(Peer& p, uint32_t id,
+uint32_t Engine::Impl::retire_quiet_range(Peer& p, uint32_t id,
                                                  uint32_t ack_seq) {
   SendSlot& s = slots[id];
   const uint32_t n = s.quiet_run;
@@ -447,7 +447,6 @@ inline uint32_t Engine::Impl::retire_quiet_range(Peer& p, uint32_t id,
   if (after == kNone) p.unacked_tail = kNone;
   p.unacked_count -= n;
   free_slots.push_chain(id, s.run_last, n);
-  s.quiet_run = 0;
   if (slot_waiters.head != kNone) wake_all(slot_waiters);
   return n;
 }
@@ -477,7 +476,7 @@ void Engine::Impl::release_gated(Peer& p, bool rto_fresh) {
       const uint32_t id = p.unacked_head;
       SendSlot& s = slots[id];
       if (!seq_before(s.serial, g.ack_seq)) break;
-      if (s.quiet_run) {
+      if (s.completes_message == kCompletesQuietRun) [[unlikely]] {
         const uint32_t qpn = s.qpn, context = s.context;
         const uint32_t run = retire_quiet_range(p, id, g.ack_seq);
         if (run) {
@@ -516,7 +515,7 @@ void Engine::Impl::release_gated(Peer& p, bool rto_fresh) {
         schedule(owed);
         owed = kNone;
       }
-      if (completes == kCompletesQuiet &&
+      if (completes >= kCompletesQuiet &&
           retire_quiet(qpn, gen, serial, node)) {
         owed = qpn;
         const uint32_t run =
@@ -570,8 +569,8 @@ uint32_t Engine::Impl::retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
   uint32_t resend = p.resend;
   while (n < queued && head != tail) {
     SendSlot& s = slots[id];
-    // A run's first packet: retire_quiet_range's.
-    if (!seq_before(s.serial, ack_seq) || s.quiet_run ||
+    // (A run's first packet, kCompletesQuietRun: retire_quiet_range's.)
+    if (!seq_before(s.serial, ack_seq) ||
         s.completes_message != kCompletesQuiet || s.qpn != qpn ||
         s.qp_gen != gen || s.context != context)
       break;

@@ -10,27 +10,27 @@ namespace rhinet::fw {
 
 // SendSlot::completes_message: the last packet of a request, and of one
 // whose message retires quietly (Inflight::quiet), which its ACK hands to
-// retire_quiet first.
-constexpr uint8_t kCompletes = 1, kCompletesQuiet = 2;
+// retire_quiet first; and such a packet that starts a run of them
+// (SendSlot::quiet_run), which its ACK hands to retire_quiet_range first.
+constexpr uint8_t kCompletes = 1, kCompletesQuiet = 2, kCompletesQuietRun = 3;
 
 struct SendSlot {
   uint16_t len = 0;
-  uint8_t completes_message = 0;  // 0, kCompletes or kCompletesQuiet
-  // The first packet of a run of quiet one-packet messages of one QP the
-  // transmit block sent together (consecutive serials and in-flight
-  // entries, the slots linked in order): their number (0 in every other
-  // slot), the run's last slot and the QP's quiet_spoils when it was
-  // sent. An ACK that covers the whole run retires it at once
-  // (retire_quiet_range). 0 in every free slot: taking one need not
-  // clear it.
+  uint8_t completes_message = 0;  // 0 or a kCompletes*
+  // With kCompletesQuietRun, the first packet of a run of quiet
+  // one-packet messages of one QP the transmit block sent together
+  // (consecutive serials and in-flight entries, the slots linked in
+  // order): their number, the run's last slot and the QP's quiet_spoils
+  // when it was sent. An ACK that covers the whole run retires it at
+  // once (retire_quiet_range).
   uint8_t quiet_run = 0;
   uint32_t serial = 0;
   uint32_t qpn = kNone;
   uint32_t qp_gen = 0;
   uint32_t context = kNone;  // charged to this context (kNone: firmware)
   uint32_t next = kNone;     // the peer's unacknowledged packets, in order
-  uint32_t run_last = kNone;  // with quiet_run
-  uint16_t run_spoils = 0;    // with quiet_run
+  uint32_t run_last = kNone;  // with kCompletesQuietRun
+  uint16_t run_spoils = 0;    // with kCompletesQuietRun
   alignas(64) uint8_t frame[RHN_MAX_FRAME];
 };
 
