@@ -530,7 +530,7 @@ struct Engine::Impl : FamilyStates {
   // many (0: nothing changed; the slots' shares are the caller's).
   // (transport/channel.cpp)
   [[gnu::noinline]] uint32_t retire_quiet_range(Peer& p, uint32_t id,
-                                               uint32_t ack_seq);
+                                                uint32_t ack_seq);
   void handle_response(Peer& p, const Packet& pkt);
   // RNR: counts against rnr_retry; BUSY: retried like RNR without;
   // PINNING: like BUSY, resent when the target says its pages are in.

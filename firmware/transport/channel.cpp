@@ -406,7 +406,7 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
 }
 
 uint32_t Engine::Impl::retire_quiet_range(Peer& p, uint32_t id,
-                                                 uint32_t ack_seq) {
+                                          uint32_t ack_seq) {
   SendSlot& s = slots[id];
   const uint32_t n = s.quiet_run;
   const uint32_t first_serial = s.serial;

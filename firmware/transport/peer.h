@@ -27,8 +27,8 @@ struct SendSlot {
   uint32_t serial = 0;
   uint32_t qpn = kNone;
   uint32_t qp_gen = 0;
-  uint32_t context = kNone;  // charged to this context (kNone: firmware)
-  uint32_t next = kNone;     // the peer's unacknowledged packets, in order
+  uint32_t context = kNone;   // charged to this context (kNone: firmware)
+  uint32_t next = kNone;      // the peer's unacknowledged packets, in order
   uint32_t run_last = kNone;  // with kCompletesQuietRun
   uint16_t run_spoils = 0;    // with kCompletesQuietRun
   alignas(64) uint8_t frame[RHN_MAX_FRAME];

@@ -412,10 +412,10 @@ Trace run_quiet_ranges(bool fast, Blocks blocks = {}) {
                     int odd = -1, const Region* ro = nullptr) {
     for (int i = 0; i < n; i++) {
       const Region& target = i == odd && ro ? *ro : *q.to;
-      EXPECT_TRUE(q.p->qp_a->post_send(rdma_wr(
-          first + i, RHN_OP_WRITE, {q.src->sge(8 * (i % 256), 8)},
-          target.va(8 * (i % 256)), target.key(),
-          signal_last && i == n - 1 ? RHN_WQE_F_SIGNALED : 0)));
+      EXPECT_TRUE(q.p->qp_a->post_send(
+          rdma_wr(first + i, RHN_OP_WRITE, {q.src->sge(8 * (i % 256), 8)},
+                  target.va(8 * (i % 256)), target.key(),
+                  signal_last && i == n - 1 ? RHN_WQE_F_SIGNALED : 0)));
     }
   };
   // A new pair, its first WRITE completed.
