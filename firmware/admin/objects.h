@@ -245,6 +245,12 @@ struct QpObj {
   uint32_t fanout_next = 0;
   uint8_t fanout_status = RHN_CQE_SUCCESS;
   uint8_t fanout_syndrome = RHN_SYN_NONE;
+  // Bumped whenever one of the QP's messages is completed, refused or
+  // left unanswered other than by its ACK: a run of quiet packets sent
+  // before it (SendSlot::quiet_run) may then hold a message that is no
+  // longer plain, and is retired packet by packet. In the padding before
+  // inflight_head, so no later field moves.
+  uint16_t quiet_spoils = 0;
   uint32_t inflight_head = 0, inflight_tail = 0;  // into inflight_ pool
   uint32_t outstanding_reads = 0;
   uint32_t rnr_count = 0;

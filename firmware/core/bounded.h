@@ -43,30 +43,6 @@ class Fifo {
     for (uint32_t i = 0; i < n && i < cap_; i++) push(static_cast<T>(i));
   }
 
-  // A run of pushes, or of pops, with the buffer and the index in
-  // registers (the FIFO's own fields would be read again after every
-  // store the compiler cannot tell apart from them) and the index
-  // stored once, by done(). The caller bounds the run: pushes within
-  // the room (a free list never holds more than its capacity), pops
-  // within size().
-  class Run {
-   public:
-    void push(const T& v) { buf_[index_++ & mask_] = v; }
-    T pop() { return buf_[index_++ & mask_]; }
-    void done() { stored_ = index_; }
-
-   private:
-    friend class Fifo;
-    Run(T* buf, uint32_t mask, uint32_t& index)
-        : buf_(buf), mask_(mask), index_(index), stored_(index) {}
-    T* buf_;
-    uint32_t mask_;
-    uint32_t index_;
-    uint32_t& stored_;
-  };
-  Run push_run() { return Run(buf_.data(), cap_ - 1, tail_); }
-  Run pop_run() { return Run(buf_.data(), cap_ - 1, head_); }
-
  private:
   Table<T> buf_;
   uint32_t cap_ = 0;

@@ -33,7 +33,6 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
       free_read_ctxs(config.max_qps, mem),
       free_responder_reads(config.responder_reads, mem),
       free_read_bitmaps(config.responder_bitmaps, mem),
-      free_slots(config.send_packet_slots, mem),
       ready(config.max_qps, mem),
       peer_ready(config.max_nodes, mem),
       fw_queue(config.fw_messages, mem),
@@ -170,7 +169,8 @@ void Engine::Impl::reset() {
     s.next = kNone;
     s.context = kNone;
   }
-  free_slots.fill_indices(slots.size());
+  free_slots.place(slots.data());
+  free_slots.fill(slots.size());
   fw_reset();
   modules_reset(*this);
   rx_ctxs.fill(RxContext{});

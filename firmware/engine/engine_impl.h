@@ -249,7 +249,7 @@ struct Engine::Impl : FamilyStates {
   // Transport.
   Table<Peer> peers;  // by node ID, cfg.max_nodes of them
   Table<SendSlot> slots;
-  Fifo<uint32_t> free_slots;
+  FreeSlots free_slots;
   uint32_t response_reserve = 0;    // slots only responses may take
   uint32_t context_slot_quota = 0;  // slots one context may hold
   uint16_t boot_session = 1;        // first session of every peer
@@ -524,6 +524,13 @@ struct Engine::Impl : FamilyStates {
   // run); how many (their slots' shares are the caller's to give).
   uint32_t retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
                             uint32_t gen, uint32_t context);
+  // The run of quiet packets whose first slot, id, is at the channel's
+  // head (SendSlot::quiet_run), retired at once when ack_seq covers it
+  // all and its QP's entries are as the transmit block left them; how
+  // many (0: nothing changed; the slots' shares are the caller's).
+  // (transport/channel.cpp)
+  [[gnu::noinline]] uint32_t retire_quiet_range(Peer& p, uint32_t id,
+                                                uint32_t ack_seq);
   void handle_response(Peer& p, const Packet& pkt);
   // RNR: counts against rnr_retry; BUSY: retried like RNR without;
   // PINNING: like BUSY, resent when the target says its pages are in.
@@ -614,7 +621,9 @@ struct Engine::Impl : FamilyStates {
                        uint16_t session, uint32_t seq) const;
   void accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
                    uint16_t session, uint32_t seq);
-  void release_gated(Peer& p);
+  // rto_fresh: the caller has just set rto_deadline to now + rto(p),
+  // which nothing here changes (the timeout is not computed twice).
+  void release_gated(Peer& p, bool rto_fresh = false);
   void adopt_session(Peer& p, uint16_t session);
   bool service_peer(Peer& p);
   // The channel gives up what is outstanding; timed_out: the node did

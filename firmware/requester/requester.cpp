@@ -570,6 +570,7 @@ void Engine::Impl::finish_entry(uint32_t qpn, Inflight& e, uint8_t result,
   e.state = MsgState::kDone;
   e.status = result;
   e.syndrome = syndrome;
+  if (e.quiet) qp.quiet_spoils++;  // maybe inside a run (retire_quiet_range)
   if (result == RHN_CQE_SUCCESS) qp.rnr_count = 0;
   if (const OpFamily* f = op_info(e.opcode).family; f && f->message_done)
     f->message_done(*this, qpn, e);
@@ -859,6 +860,7 @@ void Engine::Impl::message_acked(uint32_t qpn, uint32_t gen, uint32_t serial,
 void Engine::Impl::handle_rnr(uint32_t qpn, uint32_t idx, Refusal why) {
   QpObj& qp = qps[qpn];
   Inflight& e = entry(qpn, idx);
+  qp.quiet_spoils++;  // its messages go again (retire_quiet_range)
   counters.add(RHN_CNT_RNR_RETRIES);
   // BUSY (the responder had no receive context free) and PINNING (the
   // target host is pinning the pages) are retried like RNR but do not use
@@ -912,6 +914,7 @@ void Engine::Impl::handle_unanswered(uint32_t qpn, uint32_t idx) {
   QpObj& qp = qps[qpn];
   Inflight& e = entry(qpn, idx);
   if (qp.tx_active && qp.tx_entry == idx) abort_tx(qp);
+  qp.quiet_spoils++;  // no longer plain (retire_quiet_range)
   e.state = MsgState::kUnanswered;
   e.resend_at = UINT64_MAX;
   if (qp.timeout) {

@@ -94,16 +94,17 @@ uint32_t Engine::Impl::txw_kick(QpObj& qp, uint32_t qpn, uint32_t want,
   bool full = false;
   while (!full && granted < avail) {
     const uint32_t n = min(kBatch, avail - granted);
-    auto take = free_slots.pop_run();  // n <= its size (avail above)
+    // Down the free list's links: n <= its size (avail above).
+    uint32_t slot = free_slots.front();
     for (uint32_t i = 0; i < n; i++) {
-      const uint32_t slot = take.pop();
       SendSlot& s = slots[slot];
-      s.context = context;
-      s.next = kNone;
       batch_slot[i] = slot;
       batch_frame[i] = s.frame;
+      slot = s.next;
+      s.context = context;
+      s.next = kNone;
     }
-    take.done();
+    free_slots.took(slot, n);
     shares.charge(qp.context, Res::kTxSlots, n);
     const uint32_t pushed = tx_sink->slot_push_n(batch_slot, batch_frame, n);
     granted += pushed;
@@ -239,6 +240,18 @@ static inline void txw_qp_after(QpObj& qp, const rhn_card_txw_record& last,
   qp.tx_dst_qpn = qp.dest_qpn;
 }
 
+// The quiet run of the n records from r on, in the first one's slot. A
+// run of one packet is retired as any other packet.
+static inline void note_quiet_run(SendSlot* sl, const rhn_card_txw_record* r,
+                                  uint32_t n, uint16_t spoils) {
+  if (n < 2) return;
+  SendSlot& first = sl[r[0].send_slot];
+  first.completes_message = kCompletesQuietRun;
+  first.quiet_run = static_cast<uint8_t>(n);
+  first.run_last = r[n - 1].send_slot;
+  first.run_spoils = spoils;
+}
+
 inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
                                            uint32_t avail, bool quiet_family,
                                            uint32_t& bytes_out) {
@@ -263,6 +276,11 @@ inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
   const uint32_t tail = p.unacked_tail;
   SendSlot* prev = tail != kNone ? &sl[tail] : nullptr;
   uint32_t bytes = 0;
+  // The quiet packets among them in runs, each noted in its first slot
+  // (a signaled message ends one): an ACK that covers a run retires it
+  // at once.
+  const uint16_t spoils = qp.quiet_spoils;
+  uint32_t run_n = 0;  // the quiet records that end at r[k - 1]
   // The run: r[0] and the sent records after it of the same QP.
   uint32_t k = 0;
   for (; k < avail; k++) {
@@ -284,6 +302,12 @@ inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
     s.qp_gen = gen;
     s.completes_message = quiet ? kCompletesQuiet : kCompletes;
     s.next = kNone;
+    if (quiet) {
+      run_n++;
+    } else if (run_n) {
+      note_quiet_run(sl, r + k - run_n, run_n, spoils);
+      run_n = 0;
+    }
     if (prev)
       prev->next = id;
     else
@@ -291,6 +315,7 @@ inline uint32_t Engine::Impl::txw_take_run(const rhn_card_txw_record* r,
     prev = &s;
     bytes += len;
   }
+  if (run_n) note_quiet_run(sl, r + k - run_n, run_n, spoils);
   p.unacked_tail = r[k - 1].send_slot;
   p.tx_next = first_seq + k;
   if (p.rx_synced) {
@@ -324,6 +349,7 @@ uint32_t Engine::Impl::txw_take(uint32_t granted) {
   // The records in one read of the block's FIFO for up to kBatch of
   // them (a kick's run; one card access instead of one each).
   constexpr uint32_t kBatch = 16;
+  static_assert(kBatch <= 255, "a run's length is kept in a byte");
   rhn_card_txw_record batch[kBatch];
   // Each record used one of the slots granted: with a record for every
   // one, the FIFO holds no more (no read that would find it empty).

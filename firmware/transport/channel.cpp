@@ -367,6 +367,7 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
     return;
   }
   p.tx_syn = false;
+  bool rto_fresh = false;
   if (seq_before(p.acked_seen, ack_seq)) {
     p.acked_seen = ack_seq;
     if (p.timing && seq_before(p.timed_seq, ack_seq)) {
@@ -375,6 +376,7 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
     }
     p.retries = 0;
     p.rto_deadline = now + rto(p);
+    rto_fresh = true;
     if (p.recover_window) {
       // Heard: twice as many go again; what this ACK covered need not.
       const uint32_t first = first_unacked(p);
@@ -400,10 +402,56 @@ void Engine::Impl::accept_acks(Peer& p, uint32_t ack_seq, uint16_t ack_session,
     p.gates[p.gate_count++] = g;
   else
     merge_gate(p.gates[kGates - 1], g);
-  release_gated(p);
+  release_gated(p, rto_fresh);
 }
 
-void Engine::Impl::release_gated(Peer& p) {
+uint32_t Engine::Impl::retire_quiet_range(Peer& p, uint32_t id,
+                                          uint32_t ack_seq) {
+  SendSlot& s = slots[id];
+  const uint32_t n = s.quiet_run;
+  const uint32_t first_serial = s.serial;
+  const uint32_t last_serial = first_serial + n - 1;
+  // A resend may be inside the run: the per-packet path moves it.
+  if (!seq_before(last_serial, ack_seq) || p.resend != kNone) return 0;
+  const uint32_t qpn = s.qpn;
+  if (qpn >= qps.size()) return 0;
+  QpObj& qp = qps[qpn];
+  // Anything that completed, refused or left unanswered one of the
+  // QP's messages since the run was sent moved quiet_spoils; a reset or
+  // an error the generation and the state.
+  if (!qp.valid || qp.gen != s.qp_gen || qp.state == RHN_QPS_ERR ||
+      qp.quiet_spoils != s.run_spoils)
+    return 0;
+  const uint32_t head = qp.inflight_head;
+  if (qp.inflight_tail - head < n) return 0;
+  // The run's entries are the QP's oldest n, in order: its first and
+  // last are checked as retire_quiet checks each, and the entry behind
+  // it must not be a completed one complete_in_order would go on to.
+  const uint16_t node = node_of(p);
+  const Inflight& last = entry(qpn, head + n - 1);
+  if (!quiet_retirable(entry(qpn, head), first_serial, node) ||
+      !quiet_retirable(last, last_serial, node) ||
+      (head + n != qp.inflight_tail &&
+       entry(qpn, head + n).state == MsgState::kDone))
+    return 0;
+  // The entries are left as they are behind the head: nothing reads an
+  // entry there, and the next message to take one stores every field
+  // a quiet message may have changed (txw_entry_over_quiet) or all.
+  qp.rnr_count = 0;
+  qp.sq_complete = last.slot + last.slots;
+  qp.inflight_head = head + n;
+  // The slots, still linked in order, from the channel's list to the
+  // free list; a free slot's context is stored when it is taken again.
+  const uint32_t after = slots[s.run_last].next;
+  p.unacked_head = after;
+  if (after == kNone) p.unacked_tail = kNone;
+  p.unacked_count -= n;
+  free_slots.push_chain(id, s.run_last, n);
+  if (slot_waiters.head != kNone) wake_all(slot_waiters);
+  return n;
+}
+
+void Engine::Impl::release_gated(Peer& p, bool rto_fresh) {
   bool freed = false;
   // The QP whose quiet messages were retired here and whose schedule()
   // is owed: made once for a run of them, still before anything else
@@ -428,6 +476,24 @@ void Engine::Impl::release_gated(Peer& p) {
       const uint32_t id = p.unacked_head;
       SendSlot& s = slots[id];
       if (!seq_before(s.serial, g.ack_seq)) break;
+      if (s.completes_message == kCompletesQuietRun) [[unlikely]] {
+        const uint32_t qpn = s.qpn, context = s.context;
+        const uint32_t run = retire_quiet_range(p, id, g.ack_seq);
+        if (run) {
+          if (context != share_ctx) {
+            if (share_n) shares.give(share_ctx, Res::kTxSlots, share_n);
+            share_ctx = context;
+            share_n = 0;
+          }
+          share_n += run;
+          if (owed != kNone && owed != qpn) schedule(owed);
+          owed = qpn;
+          quiet += run;
+          freed = true;
+          lane_only = false;
+          continue;
+        }
+      }
       unlink_acked(p, id);
       const uint8_t completes = s.completes_message;
       const uint32_t qpn = s.qpn, gen = s.qp_gen, serial = s.serial;
@@ -449,7 +515,7 @@ void Engine::Impl::release_gated(Peer& p) {
         schedule(owed);
         owed = kNone;
       }
-      if (completes == kCompletesQuiet &&
+      if (completes >= kCompletesQuiet &&
           retire_quiet(qpn, gen, serial, node)) {
         owed = qpn;
         const uint32_t run =
@@ -471,7 +537,10 @@ void Engine::Impl::release_gated(Peer& p) {
   if (owed != kNone) schedule(owed);
   if (quiet) counters.add(RHN_CNT_COMPLETIONS, quiet);
   if (freed) {
-    p.rto_deadline = p.unacked_count ? now + rto(p) : 0;
+    if (!p.unacked_count)
+      p.rto_deadline = 0;
+    else if (!rto_fresh)
+      p.rto_deadline = now + rto(p);
     wake_all(p.waiters);
     if (p.reads_head != kNone) peer_needs_service(p);
   }
@@ -495,11 +564,12 @@ uint32_t Engine::Impl::retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
   uint32_t head = qp.inflight_head;
   Inflight* e = base + head % ring;
   uint32_t complete = qp.sq_complete;
-  uint32_t n = 0, id = p.unacked_head;
+  const uint32_t first = p.unacked_head;
+  uint32_t n = 0, id = first, last = kNone;
   uint32_t resend = p.resend;
-  auto free_run = free_slots.push_run();
   while (n < queued && head != tail) {
     SendSlot& s = slots[id];
+    // (A run's first packet, kCompletesQuietRun: retire_quiet_range's.)
     if (!seq_before(s.serial, ack_seq) ||
         s.completes_message != kCompletesQuiet || s.qpn != qpn ||
         s.qp_gen != gen || s.context != context)
@@ -514,16 +584,16 @@ uint32_t Engine::Impl::retire_quiet_run(Peer& p, uint32_t ack_seq, uint32_t qpn,
     e = after;
     const uint32_t next = s.next;
     if (resend == id) resend = next;
-    // free_slot's stores; its wake-up once, after the run.
-    s.context = kNone;
-    s.next = kNone;
-    free_run.push(id);
+    last = id;
     id = next;
     n++;
   }
-  free_run.done();
   p.resend = resend;
   if (n) {
+    // Still linked in order: to the free list at once (free_slot's
+    // wake-up below, once); a free slot's context is stored when it is
+    // taken again.
+    free_slots.push_chain(first, last, n);
     qp.rnr_count = 0;
     qp.sq_complete = complete;
     qp.inflight_head = head;
@@ -733,6 +803,7 @@ void Engine::Impl::peer_failed(Peer& p, bool timed_out) {
       Inflight& e = entry(q, i);
       if (e.peer != node || e.state == MsgState::kDone) continue;
       if (qp.tx_active && qp.tx_entry == i) abort_tx(qp);
+      qp.quiet_spoils++;
       e.state = MsgState::kDone;
       e.status = RHN_CQE_RETRY_EXC_ERR;
       e.syndrome = RHN_SYN_RETRY_EXCEEDED;

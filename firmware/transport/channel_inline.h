@@ -181,9 +181,7 @@ inline void Engine::Impl::unlink_acked(Peer& p, uint32_t id) {
 }
 
 inline void Engine::Impl::free_slot(uint32_t slot) {
-  SendSlot& s = slots[slot];
-  s.context = kNone;
-  s.next = kNone;
+  slots[slot].context = kNone;
   free_slots.push(slot);
   if (slot_waiters.head != kNone) wake_all(slot_waiters);
 }

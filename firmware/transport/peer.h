@@ -10,18 +10,71 @@ namespace rhinet::fw {
 
 // SendSlot::completes_message: the last packet of a request, and of one
 // whose message retires quietly (Inflight::quiet), which its ACK hands to
-// retire_quiet first.
-constexpr uint8_t kCompletes = 1, kCompletesQuiet = 2;
+// retire_quiet first; and such a packet that starts a run of them
+// (SendSlot::quiet_run), which its ACK hands to retire_quiet_range first.
+constexpr uint8_t kCompletes = 1, kCompletesQuiet = 2, kCompletesQuietRun = 3;
 
 struct SendSlot {
   uint16_t len = 0;
-  uint8_t completes_message = 0;  // 0, kCompletes or kCompletesQuiet
+  uint8_t completes_message = 0;  // 0 or a kCompletes*
+  // With kCompletesQuietRun, the first packet of a run of quiet
+  // one-packet messages of one QP the transmit block sent together
+  // (consecutive serials and in-flight entries, the slots linked in
+  // order): their number, the run's last slot and the QP's quiet_spoils
+  // when it was sent. An ACK that covers the whole run retires it at
+  // once (retire_quiet_range).
+  uint8_t quiet_run = 0;
   uint32_t serial = 0;
   uint32_t qpn = kNone;
   uint32_t qp_gen = 0;
-  uint32_t context = kNone;  // charged to this context (kNone: firmware)
-  uint32_t next = kNone;     // the peer's unacknowledged packets, in order
+  uint32_t context = kNone;   // charged to this context (kNone: firmware)
+  uint32_t next = kNone;      // the peer's unacknowledged packets, in order
+  uint32_t run_last = kNone;  // with kCompletesQuietRun
+  uint16_t run_spoils = 0;    // with kCompletesQuietRun
   alignas(64) uint8_t frame[RHN_MAX_FRAME];
+};
+
+// The free send slots: a stack linked through SendSlot::next, so that
+// slots already linked in order (an acknowledged run, still linked as
+// the channel's list had them) go back in one step.
+class FreeSlots {
+ public:
+  void place(SendSlot* slots) { slots_ = slots; }
+  bool empty() const { return count_ == 0; }
+  uint32_t size() const { return count_; }
+  uint32_t front() const { return head_; }
+  void pop() {
+    head_ = slots_[head_].next;
+    count_--;
+  }
+  void push(uint32_t id) {
+    slots_[id].next = head_;
+    head_ = id;
+    count_++;
+  }
+  // n slots, first to last linked in order through next.
+  void push_chain(uint32_t first, uint32_t last, uint32_t n) {
+    slots_[last].next = head_;
+    head_ = first;
+    count_ += n;
+  }
+  // The caller took n slots from the front down their links; after is
+  // the link of the last.
+  void took(uint32_t after, uint32_t n) {
+    head_ = after;
+    count_ -= n;
+  }
+  // Slots 0..n-1 free, 0 first.
+  void fill(uint32_t n) {
+    head_ = kNone;
+    count_ = 0;
+    for (uint32_t i = n; i-- > 0;) push(i);
+  }
+
+ private:
+  SendSlot* slots_ = nullptr;
+  uint32_t head_ = kNone;
+  uint32_t count_ = 0;
 };
 
 struct Gate {

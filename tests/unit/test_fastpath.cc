@@ -362,6 +362,161 @@ Trace run_quiet(bool fast, Blocks blocks = {}) {
   return t;
 }
 
+// Runs of unsignalled WRITEs the transmit block sends together, which
+// an ACK that covers a whole run retires at once (retire_quiet_range),
+// and the cases that must go packet by packet instead. Each QP first
+// completes one signalled WRITE (its key cached, its channel in step),
+// so the runs after it are the block's: a frame lost inside a run
+// (go-back-N resends from inside it), an ACK lost (the next covers two
+// runs and part of a third), the QP destroyed with a run unacknowledged
+// (the responder's delayed ACK comes after) and its number taken by a
+// new QP, the QP taken to error and reset with a run unacknowledged,
+// the last WRITE of a run refused (the NAK covers the run, whose last
+// entry completed with an error), one in the middle of a run refused,
+// and two QPs' runs to one peer, interleaved.
+Trace run_quiet_ranges(bool fast, Blocks blocks = {}) {
+  Trace t;
+  ClusterConfig cfg = two_nodes(fast, blocks);
+  SimCluster c(cfg);
+  tap_frames(c, t);
+  std::vector<RcPair> pairs;
+  std::vector<Region> regions;
+  pairs.reserve(10);
+  regions.reserve(30);
+  // Which DATA frame from node 0 and which ACK from node 1 to lose
+  // (counted from 1 since the last arming; 0: none).
+  uint32_t lose_data = 0, lose_ack = 0, data_seen = 0, acks_seen = 0;
+  c.fabric().drop = [&](size_t src, std::span<const uint8_t> f) {
+    rhn_pkt_hdr h{};
+    if (f.size() < sizeof(h)) return false;
+    std::memcpy(&h, f.data(), sizeof(h));
+    if (src == 0 && h.type == RHN_PKT_DATA && lose_data &&
+        ++data_seen == lose_data)
+      return lose_data = 0, true;
+    if (src == 1 && h.type == RHN_PKT_ACK && lose_ack &&
+        ++acks_seen == lose_ack)
+      return lose_ack = 0, true;
+    return false;
+  };
+  auto drain = [&](SimCq& cq) {
+    c.run_for(20'000'000);
+    for (const Completion& x : cq.poll())
+      t.cqes.push_back(describe(x) + " wr_id=" + std::to_string(x.wr_id));
+  };
+  struct Qp {
+    RcPair* p;
+    const Region *src, *to;
+  };
+  // n WRITEs, the last signalled if asked, odd to ro.
+  auto writes = [&](const Qp& q, uint64_t first, int n, bool signal_last,
+                    int odd = -1, const Region* ro = nullptr) {
+    for (int i = 0; i < n; i++) {
+      const Region& target = i == odd && ro ? *ro : *q.to;
+      EXPECT_TRUE(q.p->qp_a->post_send(
+          rdma_wr(first + i, RHN_OP_WRITE, {q.src->sge(8 * (i % 256), 8)},
+                  target.va(8 * (i % 256)), target.key(),
+                  signal_last && i == n - 1 ? RHN_WQE_F_SIGNALED : 0)));
+    }
+  };
+  // A new pair, its first WRITE completed.
+  auto new_qp = [&](int seed, uint64_t id) -> Qp {
+    RcPair& p = pairs.emplace_back(make_rc_pair(c, 0, 1));
+    EXPECT_TRUE(p.ok);
+    if (!p.ok) return {nullptr, nullptr, nullptr};
+    const Region& src =
+        regions.emplace_back(make_region(*p.ctx_a, 4096, kAllAccess, seed));
+    const Region& to =
+        regions.emplace_back(make_region(*p.ctx_b, 4096, kAllAccess, 0, 0));
+    Qp q{&p, &src, &to};
+    writes(q, id, 1, true);
+    take(c, *p.cq_a, 1, t);
+    return q;
+  };
+  auto reconnect = [&](RcPair& p) {
+    EXPECT_TRUE(p.qp_a->to_reset().ok());
+    EXPECT_TRUE(p.qp_a->to_init().ok());
+    EXPECT_TRUE(p.qp_a->to_rtr(1, p.qp_b->qpn()).ok());
+    EXPECT_TRUE(p.qp_a->to_rts().ok());
+  };
+  for (int round = 0; round < 7; round++) {
+    const uint64_t base = 1000 * (round + 1);
+    Qp q = new_qp(70 + round, base + 999);
+    if (!q.p) return t;
+    RcPair& p = *q.p;
+    switch (round) {
+      case 0:  // a frame lost inside a run
+        data_seen = 0;
+        lose_data = 10;
+        writes(q, base, 40, true);
+        take(c, *p.cq_a, 1, t, 10'000'000'000);
+        break;
+      case 1:  // the first ACK lost: the next covers more than a run
+        acks_seen = 0;
+        lose_ack = 1;
+        writes(q, base, 40, true);
+        take(c, *p.cq_a, 1, t, 10'000'000'000);
+        break;
+      case 2: {  // destroyed with a run unacknowledged; its number reused
+        writes(q, base, 8, false);
+        c.run_for(5'000);
+        p.qp_a.reset();
+        c.run_for(100'000);
+        Qp again = new_qp(90, base + 998);
+        if (!again.p) return t;
+        writes(again, base + 100, 40, true);
+        take(c, *again.p->cq_a, 1, t, 10'000'000'000);
+        break;
+      }
+      case 3:  // taken to error and reset with a run unacknowledged
+        writes(q, base, 8, false);
+        c.run_for(5'000);
+        EXPECT_TRUE(p.qp_a->to_err().ok());
+        drain(*p.cq_a);
+        reconnect(p);
+        writes(q, base + 100, 1, true);
+        take(c, *p.cq_a, 1, t);
+        writes(q, base + 200, 8, false);
+        c.run_for(5'000);
+        EXPECT_TRUE(p.qp_a->to_err().ok());
+        reconnect(p);
+        drain(*p.cq_a);
+        writes(q, base + 300, 40, true);
+        take(c, *p.cq_a, 1, t, 10'000'000'000);
+        break;
+      case 4:    // the last of a run refused
+      case 5: {  // one in the middle of a run refused
+        const Region& ro = regions.emplace_back(
+            make_region(*p.ctx_b, 4096, RHN_ACCESS_LOCAL_WRITE, 0, 0));
+        if (round == 4)
+          writes(q, base, 8, false, 7, &ro);
+        else
+          writes(q, base, 30, false, 20, &ro);
+        drain(*p.cq_a);
+        break;
+      }
+      case 6: {  // two QPs' runs to one peer, interleaved
+        Qp q2 = new_qp(95, base + 998);
+        if (!q2.p) return t;
+        writes(q, base, 20, false);
+        writes(q2, base + 100, 20, false);
+        writes(q, base + 200, 20, true);
+        writes(q2, base + 300, 20, true);
+        take(c, *p.cq_a, 1, t, 10'000'000'000);
+        take(c, *q2.p->cq_a, 1, t, 10'000'000'000);
+        break;
+      }
+    }
+  }
+  c.run_for(1'000'000);
+  std::vector<uint8_t> memory;
+  for (const Region& r : regions) {
+    const std::vector<uint8_t> b = r.buf.bytes();
+    memory.insert(memory.end(), b.begin(), b.end());
+  }
+  finish(c, t, std::move(memory));
+  return t;
+}
+
 // tlb: also the core's TLB counters (not when one side's DMA block walks
 // the tables: its core's TLB then sees fewer lookups). The DMA request
 // counts are not compared: they are what the paths differ in (the fast
@@ -732,6 +887,16 @@ TEST(TxWrite, SameTrafficAsTheCoreAlone) {
     const Trace quiet = run_quiet(true, b);
     expect_same(quiet, run_quiet(false, kMac), false, quiet.sent);
     EXPECT_GT(quiet.sent, 0u);
+  }
+}
+
+TEST(TxWrite, RunsRetiredAtOnceOrPacketByPacketAsWithout) {
+  for (const Blocks& b : {kSending, kBoth}) {
+    const Trace with_block = run_quiet_ranges(true, b);
+    expect_same(with_block, run_quiet_ranges(false, kMac), false,
+                with_block.sent);
+    EXPECT_GT(with_block.sent, 100u);
+    EXPECT_GT(with_block.counters[0][RHN_CNT_RETRANSMITS], 0u);
   }
 }
 
