@@ -10,6 +10,9 @@
 NODE=$1
 NODES=$2
 MIB=${3:-256}
+# The debug kernel's twin: two pieces (its checks need each path once; the
+# volume is the plain twin's).
+[ -n "${RHINET_DEBUG_KERNEL-}" ] && [ -z "${3-}" ] && MIB=64
 LIB_NAME=nvmeof
 . /test/apps.lib.sh
 NQN=nqn.2026-11.org.rhinet:test
