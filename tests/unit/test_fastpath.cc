@@ -95,6 +95,18 @@ void finish(SimCluster& c, Trace& t, std::vector<uint8_t> memory) {
   c.fabric().tap = nullptr;
 }
 
+// finish() after the stragglers, with the memory of every region in turn.
+void finish_regions(SimCluster& c, Trace& t,
+                    const std::vector<Region>& regions) {
+  c.run_for(1'000'000);
+  std::vector<uint8_t> memory;
+  for (const Region& r : regions) {
+    const std::vector<uint8_t> b = r.buf.bytes();
+    memory.insert(memory.end(), b.begin(), b.end());
+  }
+  finish(c, t, std::move(memory));
+}
+
 void tap_frames(SimCluster& c, Trace& t) {
   EXPECT_TRUE(c.all_up());
   c.fabric().tap = [&t](size_t port, std::span<const uint8_t> f) {
@@ -352,13 +364,7 @@ Trace run_quiet(bool fast, Blocks blocks = {}) {
       }
     }
   }
-  c.run_for(1'000'000);
-  std::vector<uint8_t> memory;
-  for (const Region& r : regions) {
-    const std::vector<uint8_t> b = r.buf.bytes();
-    memory.insert(memory.end(), b.begin(), b.end());
-  }
-  finish(c, t, std::move(memory));
+  finish_regions(c, t, regions);
   return t;
 }
 
@@ -507,13 +513,7 @@ Trace run_quiet_ranges(bool fast, Blocks blocks = {}) {
       }
     }
   }
-  c.run_for(1'000'000);
-  std::vector<uint8_t> memory;
-  for (const Region& r : regions) {
-    const std::vector<uint8_t> b = r.buf.bytes();
-    memory.insert(memory.end(), b.begin(), b.end());
-  }
-  finish(c, t, std::move(memory));
+  finish_regions(c, t, regions);
   return t;
 }
 
