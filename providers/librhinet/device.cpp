@@ -188,8 +188,8 @@ bool sq_kick_on_request_allowed(const rhinet_alloc_ucontext_resp& r) {
 }
 
 // Whether plain SQs ask for an event index: only with
-// RHINET_SQ_DOORBELL=event for now, until repeated VM runs with it are
-// clean (queues.md, "The SQ event index": one hang is unexplained).
+// RHINET_SQ_DOORBELL=event for now, until a full run of the VM tests
+// with it on is clean (queues.md, "The SQ event index").
 bool sq_event_index_allowed(const rhinet_alloc_ucontext_resp& r) {
   const char* env = getenv("RHINET_SQ_DOORBELL");
   if (!env || strcmp(env, "event")) return false;
