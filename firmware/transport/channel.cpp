@@ -465,6 +465,15 @@ void Engine::Impl::release_gated(Peer& p, bool rto_fresh) {
   // stream's are all one QP's), before anything else could charge one
   // (a completion's family); a signaled message's slot at once.
   uint32_t share_ctx = kNone, share_n = 0;
+  // n more slots of ctx in that batch (another context's go back first).
+  auto batch_shares = [&](uint32_t ctx, uint32_t n) {
+    if (ctx != share_ctx) {
+      if (share_n) shares.give(share_ctx, Res::kTxSlots, share_n);
+      share_ctx = ctx;
+      share_n = 0;
+    }
+    share_n += n;
+  };
   const uint16_t node = node_of(p);
   while (p.gate_count) {
     const Gate g = p.gates[0];
@@ -480,12 +489,7 @@ void Engine::Impl::release_gated(Peer& p, bool rto_fresh) {
         const uint32_t qpn = s.qpn, context = s.context;
         const uint32_t run = retire_quiet_range(p, id, g.ack_seq);
         if (run) {
-          if (context != share_ctx) {
-            if (share_n) shares.give(share_ctx, Res::kTxSlots, share_n);
-            share_ctx = context;
-            share_n = 0;
-          }
-          share_n += run;
+          batch_shares(context, run);
           if (owed != kNone && owed != qpn) schedule(owed);
           owed = qpn;
           quiet += run;
@@ -500,12 +504,7 @@ void Engine::Impl::release_gated(Peer& p, bool rto_fresh) {
       if (completes == kCompletes) {
         give_slot(id);
       } else {
-        if (s.context != share_ctx) {
-          if (share_n) shares.give(share_ctx, Res::kTxSlots, share_n);
-          share_ctx = s.context;
-          share_n = 0;
-        }
-        share_n++;
+        batch_shares(s.context, 1);
         free_slot(id);
       }
       freed = true;
