@@ -731,7 +731,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       cqs[c.recv_cqn].refs++;
       pds[c.pdn].refs++;
       if (c.type == RHN_QP_RAW_ETH) raw_qpn = qpn;
-      if (mp) mp_link(qpn);
+      qp.mp = mp;
+      if (mp || event_index) scan_link(qpn);
       result = qpn;
       return RHN_ADMIN_OK;
     }
@@ -803,7 +804,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
           qp.incarnation++;
           qp.sq_producer = qp.sq_fetch = qp.sq_complete = 0;
           qp.mp_consumed = 0;
-          qp.mp_suspect = false;
+          qp.scan_suspect = false;
           qp.msn_next = 0;
           qp.rq_consumer = qp.rq_producer = qp.rq_scan = 0;
           rq_ask_for_kicks(qp, false);
@@ -850,7 +851,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       destroy_qp_state(qpn);
       modules_qp_gone(*this, qpn, QpGone::kDestroyed);
       QpObj& qp = qps[qpn];
-      if (qp.mp) mp_unlink(qpn);
+      if (qp.scan_listed) scan_unlink(qpn);
       ref_get(qp.sq_ring, -1);
       ref_get(qp.sq_record, -1);
       if (has_own_rq(qp)) {

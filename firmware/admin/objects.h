@@ -312,14 +312,16 @@ struct QpObj {
   uint64_t wake_at = 0;
 
   // Many producers (RHN_CREATE_QP_F_MULTI_PRODUCER, requester/mprod.cpp),
-  // last so the other fields keep their offsets: the QP is on the
-  // engine's list of them (mp_prev/mp_next), the count of slots it last
-  // stored in the record's nic_consumer, and the record scan's suspicion
-  // (with sq_producer as it was when the scan saw work ahead of it).
+  // last so the other fields keep their offsets. Such a QP, and one with
+  // an SQ event index, is on the list the record scan walks
+  // (scan_prev/scan_next); then the count of slots it last stored in the
+  // record's nic_consumer, and the record scan's suspicion (with
+  // sq_producer as it was when the scan saw work ahead of it).
   bool mp = false;
-  bool mp_suspect = false;
-  uint32_t mp_prev = kNone, mp_next = kNone;
-  uint32_t mp_seen = 0;
+  bool scan_suspect = false;
+  bool scan_listed = false;  // in the padding before scan_prev
+  uint32_t scan_prev = kNone, scan_next = kNone;
+  uint32_t scan_seen = 0;
   uint64_t mp_consumed = 0;
 };
 

@@ -160,8 +160,8 @@ void Engine::Impl::reset() {
     reset_peer(peers[n], static_cast<uint16_t>(peers[n].tx_session + 1));
   busy_head = kNone;
   next_peer_deadline = UINT64_MAX;
-  mp_head = kNone;  // every QP is gone
-  mp_scan_at = UINT64_MAX;
+  scan_head = kNone;  // every QP is gone
+  scan_at = UINT64_MAX;
   cq_mod_at = UINT64_MAX;
   peer_ready.clear();
   slot_waiters = WaitList{};
@@ -458,7 +458,7 @@ void Engine::Impl::wake_later(uint32_t qpn, uint64_t at) {
 bool Engine::Impl::run_timers() {
   bool did = run_peers();
   if (now >= next_qp_wake) {
-    if (now >= mp_scan_at) did |= mp_scan();
+    if (now >= scan_at) did |= record_scan();
     if (now >= cq_mod_at) did |= cq_mod_expire();
     if (now >= next_rnr_wake) {
       // Rare (RNR waits): a scan of the QP table is fine here.
@@ -475,7 +475,7 @@ bool Engine::Impl::run_timers() {
         }
       }
     }
-    next_qp_wake = min(min(next_rnr_wake, mp_scan_at), cq_mod_at);
+    next_qp_wake = min(min(next_rnr_wake, scan_at), cq_mod_at);
   }
   return did;
 }

@@ -279,12 +279,13 @@ struct Engine::Impl : FamilyStates {
   Fifo<uint32_t> free_rx_ctxs;
   uint32_t rx_context_quota = 0;  // receive contexts one context may hold
   // Last, so the fields above keep their offsets: the earliest
-  // QpObj::wake_at; the multi-producer QPs (requester/mprod.cpp), when
-  // their record scan runs next (UINT64_MAX: no such QP) and its interval.
+  // QpObj::wake_at; the QPs the record scan reads (multi-producer and
+  // event-index SQs, requester/mprod.cpp), when it runs next
+  // (UINT64_MAX: no such QP) and its interval.
   uint64_t next_rnr_wake = UINT64_MAX;
-  uint32_t mp_head = kNone;
-  uint64_t mp_scan_at = UINT64_MAX;
-  uint64_t mp_interval = 0;
+  uint32_t scan_head = kNone;
+  uint64_t scan_at = UINT64_MAX;
+  uint64_t scan_interval = 0;
   // The earliest CqObj::mod_deadline (UINT64_MAX: none).
   uint64_t cq_mod_at = UINT64_MAX;
 
@@ -438,9 +439,10 @@ struct Engine::Impl : FamilyStates {
                     uint32_t len, uint32_t publish_at);
 
   // ---- requester/mprod.cpp: many producers on one SQ (queues.md)
-  // The QP joins or leaves the list the record scan walks.
-  void mp_link(uint32_t qpn);
-  void mp_unlink(uint32_t qpn);
+  // The QP joins or leaves the list the record scan walks (a
+  // multi-producer QP or one with an SQ event index).
+  void scan_link(uint32_t qpn);
+  void scan_unlink(uint32_t qpn);
   // The requester read the QP's record into sq_producer (it had taken
   // up to sq_fetch): nic_consumer is stored if it moved; new work brings
   // the scan back to its shortest interval.
@@ -448,9 +450,9 @@ struct Engine::Impl : FamilyStates {
   // nic_consumer = slots done, if that changed since the last store.
   void mp_store_consumer(QpObj& qp);
   // The record scan (run_timers): true if it handed work to a QP.
-  bool mp_scan();
-  // The scan runs again `mp_interval` from now (the timers see it).
-  void mp_arm(uint64_t interval);
+  bool record_scan();
+  // The scan runs again `scan_interval` from now (the timers see it).
+  void scan_arm(uint64_t interval);
 
   // ---- requester/requester.cpp
   bool requester_run(uint32_t budget);

@@ -2,10 +2,12 @@
 // Many producers on one SQ (Documentation/hardware/queues.md, "Many
 // producers on one queue"): for QPs created with
 // RHN_CREATE_QP_F_MULTI_PRODUCER the NIC tells the producers which slots
-// it is done with (the record's nic_consumer) and finds work whose
-// doorbell was lost by reading the records on a timer. Nothing here runs
-// for other QPs; the requester calls in only after it read such a QP's
-// record.
+// it is done with (the record's nic_consumer). The record scan here finds
+// work whose doorbell was lost by reading records on a timer, for those
+// QPs and for QPs with an SQ event index (queues.md, "The SQ event
+// index"), whose posts after a lost kick would never kick again. Nothing
+// here runs for other QPs; the requester calls in only after it read a
+// multi-producer QP's record.
 #include "core/freestanding.h"
 #include "engine/engine_impl.h"
 
@@ -27,32 +29,32 @@ bool store_record_word(Engine::Impl& m, const HostRef& ref, uint64_t offset,
 
 }  // namespace
 
-void Engine::Impl::mp_arm(uint64_t interval) {
-  mp_interval = interval;
-  mp_scan_at = now + interval;
-  if (mp_scan_at < next_qp_wake) next_qp_wake = mp_scan_at;
+void Engine::Impl::scan_arm(uint64_t interval) {
+  scan_interval = interval;
+  scan_at = now + interval;
+  if (scan_at < next_qp_wake) next_qp_wake = scan_at;
 }
 
-void Engine::Impl::mp_link(uint32_t qpn) {
+void Engine::Impl::scan_link(uint32_t qpn) {
   QpObj& qp = qps[qpn];
-  qp.mp = true;
-  qp.mp_prev = kNone;
-  qp.mp_next = mp_head;
-  if (mp_head != kNone) qps[mp_head].mp_prev = qpn;
-  mp_head = qpn;
-  if (mp_scan_at == UINT64_MAX) mp_arm(cfg.mp_scan_ns);
+  qp.scan_listed = true;
+  qp.scan_prev = kNone;
+  qp.scan_next = scan_head;
+  if (scan_head != kNone) qps[scan_head].scan_prev = qpn;
+  scan_head = qpn;
+  if (scan_at == UINT64_MAX) scan_arm(cfg.sq_scan_ns);
 }
 
-void Engine::Impl::mp_unlink(uint32_t qpn) {
+void Engine::Impl::scan_unlink(uint32_t qpn) {
   QpObj& qp = qps[qpn];
-  if (qp.mp_prev != kNone)
-    qps[qp.mp_prev].mp_next = qp.mp_next;
+  if (qp.scan_prev != kNone)
+    qps[qp.scan_prev].scan_next = qp.scan_next;
   else
-    mp_head = qp.mp_next;
-  if (qp.mp_next != kNone) qps[qp.mp_next].mp_prev = qp.mp_prev;
-  qp.mp = false;
-  qp.mp_prev = qp.mp_next = kNone;
-  if (mp_head == kNone) mp_scan_at = UINT64_MAX;  // no scan timer at all
+    scan_head = qp.scan_next;
+  if (qp.scan_next != kNone) qps[qp.scan_next].scan_prev = qp.scan_prev;
+  qp.mp = qp.scan_listed = false;
+  qp.scan_prev = qp.scan_next = kNone;
+  if (scan_head == kNone) scan_at = UINT64_MAX;  // no scan timer at all
 }
 
 void Engine::Impl::mp_store_consumer(QpObj& qp) {
@@ -72,23 +74,26 @@ void Engine::Impl::mp_record_read(QpObj& qp) {
   if (qp.sq_producer != qp.sq_fetch) {
     // Producers at work: whatever the scan suspected is taken now, and
     // the scan comes back to its shortest interval.
-    qp.mp_suspect = false;
-    if (mp_interval != cfg.mp_scan_ns && now + cfg.mp_scan_ns < mp_scan_at)
-      mp_arm(cfg.mp_scan_ns);
+    qp.scan_suspect = false;
+    if (scan_interval != cfg.sq_scan_ns && now + cfg.sq_scan_ns < scan_at)
+      scan_arm(cfg.sq_scan_ns);
   }
   mp_store_consumer(qp);
 }
 
-bool Engine::Impl::mp_scan() {
+bool Engine::Impl::record_scan() {
   bool took = false, suspect = false;
-  for (uint32_t q = mp_head; q != kNone; q = qps[q].mp_next) {
+  for (uint32_t q = scan_head; q != kNone; q = qps[q].scan_next) {
     QpObj& qp = qps[q];
     // Only a QP that took all it knew of and will look again by itself
     // for nothing else: a queued or busy one reads its record soon anyway.
-    if (qp.state != RHN_QPS_RTS || qp.in_ready || qp.waiting_on ||
+    // An event-index QP only once it stored its index: before that its
+    // posts kick (the word is 0 or asks for every kick).
+    if ((!qp.mp && qp.sq_event != SqEvent::kStored) ||
+        qp.state != RHN_QPS_RTS || qp.in_ready || qp.waiting_on ||
         qp.tx_active || qp.sq_fetch != qp.sq_producer ||
         qp.inflight_tail - qp.inflight_head >= cfg.max_inflight_per_qp) {
-      qp.mp_suspect = false;
+      qp.scan_suspect = false;
       continue;
     }
     rhn_queue_record rec;
@@ -96,24 +101,24 @@ bool Engine::Impl::mp_scan() {
     if (!queue_dma(qp.sq_record_key, qp.sq_record, 0, &rec, sizeof(rec),
                    false) ||
         rec.producer_index == qp.sq_producer) {
-      qp.mp_suspect = false;
+      qp.scan_suspect = false;
       continue;
     }
     // Published and not taken: a batch whose doorbell is on its way, or
     // a lost doorbell. Taken only if it is still so one interval later.
-    if (!qp.mp_suspect || qp.mp_seen != qp.sq_producer) {
-      qp.mp_suspect = true;
-      qp.mp_seen = qp.sq_producer;
+    if (!qp.scan_suspect || qp.scan_seen != qp.sq_producer) {
+      qp.scan_suspect = true;
+      qp.scan_seen = qp.sq_producer;
       suspect = true;
       continue;
     }
-    qp.mp_suspect = false;
+    qp.scan_suspect = false;
     counters.add(RHN_CNT_SQ_RECOVERED, rec.producer_index - qp.sq_producer);
     schedule(q);
     took = true;
   }
-  mp_arm(took || suspect ? cfg.mp_scan_ns
-                         : min(mp_interval * 2, cfg.mp_scan_max_ns));
+  scan_arm(took || suspect ? cfg.sq_scan_ns
+                           : min(scan_interval * 2, cfg.sq_scan_max_ns));
   return took;
 }
 

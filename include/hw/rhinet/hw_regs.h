@@ -341,7 +341,7 @@ enum rhn_db_offset {
 	X(PEER_DOORBELLS, peer_doorbells, \
 	  "SQ kicks (`RHN_DB_SQ`) a peer device wrote by peer-to-peer DMA: the doorbell write carries the device's PCIe requester ID (nonzero)") \
 	X(SQ_RECOVERED, sq_recovered, \
-	  "send-queue slots of multi-producer QPs (`RHN_CREATE_QP_F_MULTI_PRODUCER`) that the NIC's record scan found published with no doorbell (each of its doorbells lost, or never rung), and took") \
+	  "send-queue slots of multi-producer QPs (`RHN_CREATE_QP_F_MULTI_PRODUCER`) and of QPs with an SQ event index (`RHN_CREATE_QP_F_SQ_EVENT_INDEX`) that the NIC's record scan found published with no doorbell (each of its doorbells lost, or never rung), and took") \
 	X(TRIGGER_REMOTE_REFUSED, trigger_remote_refused, \
 	  "remote trigger adds (`RHN_WOP_TRIGGER_ADD`) this NIC refused as target (`RHN_SYN_BAD_REMOTE_TRIGGER`, nothing added): the handle named no live counter of the context the request reached, or the key did not match; or a malformed request") \
 	X(MMIO_WRITES, mmio_writes, \

@@ -288,10 +288,12 @@ static const struct rhn_regmap_counter rhn_regmap_counters[] = {
 	{"peer_doorbells",
 	 "SQ kicks (`RHN_DB_SQ`) a peer device wrote by peer-to-peer DMA: the "
 	 "doorbell write carries the device's PCIe requester ID (nonzero)"},
-	{"sq_recovered", "send-queue slots of multi-producer QPs "
-			 "(`RHN_CREATE_QP_F_MULTI_PRODUCER`) that the NIC's "
-			 "record scan found published with no doorbell (each "
-			 "of its doorbells lost, or never rung), and took"},
+	{"sq_recovered",
+	 "send-queue slots of multi-producer QPs "
+	 "(`RHN_CREATE_QP_F_MULTI_PRODUCER`) and of QPs with an SQ event index "
+	 "(`RHN_CREATE_QP_F_SQ_EVENT_INDEX`) that the NIC's record scan found "
+	 "published with no doorbell (each of its doorbells lost, or never "
+	 "rung), and took"},
 	{"trigger_remote_refused",
 	 "remote trigger adds (`RHN_WOP_TRIGGER_ADD`) this NIC refused as "
 	 "target (`RHN_SYN_BAD_REMOTE_TRIGGER`, nothing added): the handle "

@@ -390,12 +390,13 @@ struct EngineConfig {
   // each. Used with mac_crc, dma_region, tx_assembler and the fast
   // paths (attach_tx), not without.
   bool tx_write = false;
-  // Multi-producer SQs (RHN_CREATE_QP_F_MULTI_PRODUCER): the record scan
-  // that finds work whose doorbell was lost runs this often after any
-  // sign of their producers, doubling while it finds nothing up to the
-  // second value. Each scan reads 8 bytes per idle such QP.
-  uint64_t mp_scan_ns = 100'000;
-  uint64_t mp_scan_max_ns = 10'000'000;
+  // Multi-producer SQs (RHN_CREATE_QP_F_MULTI_PRODUCER) and SQs with an
+  // event index: the record scan that finds work whose doorbell was lost
+  // runs this often after any sign of their producers, doubling while it
+  // finds nothing up to the second value. Each scan reads 8 bytes per
+  // idle such QP.
+  uint64_t sq_scan_ns = 100'000;
+  uint64_t sq_scan_max_ns = 10'000'000;
 };
 
 // The memory a host build hands the engine (firmware/host/).
