@@ -62,11 +62,9 @@ verbs_headline() {
 	awk '/^ib_write_lat 2 B typical/ { lat = sprintf("ib_write_lat %s us (%s vs rxe0)", $6, $9) }
 	     /^ib_write_bw 64 KiB/ { bw = sprintf("ib_write_bw 64 KiB %s MB/s (%s vs rxe0)", $5, $8) }
 	     /^verbs_bench: reference failed/ { sub(/^verbs_bench: reference failed \(not counted\): */, ""); ref = $0 }
-	     /^verbs_bench: opt-in SQ event index failed/ { sub(/^verbs_bench: opt-in SQ event index failed \(not counted\): */, ""); optin = $0 }
 	     END {
 		if (lat != "" || bw != "") printf "rhinet0: %s; %s", lat, bw
 		if (ref != "") printf " (reference failed: %s)", ref
-		if (optin != "") printf " (opt-in SQ event index failed: %s)", optin
 		print ""
 	     }' "$1"
 }

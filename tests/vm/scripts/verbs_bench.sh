@@ -29,11 +29,9 @@
 # write_rate_sqkick and send_rate_sqkick are write_rate and send_rate with
 # RHINET_SQ_DOORBELL=always (a plain SQ kick per post, no WQE in the
 # doorbell page, as before the NIC asked for kicks in SQ records);
-# write_rate_sqevent and send_rate_sqevent with RHINET_SQ_DOORBELL=event
-# (the SQ event index, opt-in for now: Documentation/provider/README.md);
-# their failures are listed at the end, not counted: write_rate_sqevent
-# has hung once (2026-11-30, 3549 of 20000 WRITEs sent), as a lost kick
-# would make it, and the index has no repair for one yet.
+# write_rate_sqbit and send_rate_sqbit with RHINET_SQ_DOORBELL=bit (the
+# request bit alone, as before the SQ event index became the default:
+# Documentation/provider/README.md).
 # write_lat_inline is write_lat with RHINET_SQ_INLINE=1 (each kick carries
 # its one-slot WQE in the doorbell page's inline window).
 # `quick` runs fewer iterations. Any failed client on a rhinet device fails
@@ -54,7 +52,7 @@ fi
 [ $# -ge 1 ] || fail "name at least one device"
 
 verbs_setup
-ref_failed="" optin_failed=""
+ref_failed=""
 
 # The NIC's counters worth watching in a benchmark, as NAME=VALUE lines.
 CNT_DIR=/sys/class/infiniband/rhinet0/ports/1/hw_counters
@@ -101,14 +99,7 @@ bench() {
 		ok=0
 		# soft-RoCE is the reference, not the product: its failure is
 		# reported (FAIL in the table, listed at the end), not ours.
-		case $dev:$1 in
-		rhinet*:*_sqevent)
-			# The SQ event index is opt-in while a kick it loses
-			# is never repaired (queues.md): its rows are
-			# measured and their failures listed, not counted.
-			failed=${failed%" $1"}
-			optin_failed="$optin_failed $dev:$1"
-			;;
+		case $dev in
 		rhinet*) ;;
 		*)
 			failed=${failed%" $1"}
@@ -199,12 +190,12 @@ for DEV in "$@"; do
 		bench "$DEV" write_rate_sqkick ib_write_bw $P -n $RATE_N -s 8
 		bench "$DEV" send_rate_sqkick ib_send_bw $P -n $RATE_N -s 8
 		unset RHINET_SQ_DOORBELL
-		# And with the SQ event index (queues.md), against the
-		# request bit of the rates above: a kick that wakes the NIC
+		# And with the request bit alone (queues.md), against the SQ
+		# event index of the rates above: a kick that wakes the NIC
 		# leaves the bit stored, an event index names one slot.
-		export RHINET_SQ_DOORBELL=event
-		bench "$DEV" write_rate_sqevent ib_write_bw $P -n $RATE_N -s 8
-		bench "$DEV" send_rate_sqevent ib_send_bw $P -n $RATE_N -s 8
+		export RHINET_SQ_DOORBELL=bit
+		bench "$DEV" write_rate_sqbit ib_write_bw $P -n $RATE_N -s 8
+		bench "$DEV" send_rate_sqbit ib_send_bw $P -n $RATE_N -s 8
 		unset RHINET_SQ_DOORBELL
 		# A latency test with the WQE written into the doorbell page
 		# (RHINET_SQ_INLINE=1): SQ-WQE-rd and MMIO against write_lat's.
@@ -235,7 +226,5 @@ if grep -v "drivers/infiniband/sw/rxe/" /tmp/complaints; then
 fi
 [ -z "$ref_failed" ] ||
 	echo "verbs_bench: reference failed (not counted):$ref_failed"
-[ -z "$optin_failed" ] ||
-	echo "verbs_bench: opt-in SQ event index failed (not counted):$optin_failed"
 [ -z "$failed" ] || fail "failed:$failed"
 echo "verbs_bench: PASS on node $NODE ($*)"
