@@ -38,7 +38,8 @@
  * Fault injection (tests of a driver's dead-device handling): the QOM
  * property "fault", or a vendor capability in config space when
  * fault-injection=on, makes the NIC hang, halt with STATUS.FATAL,
- * vanish from the bus, or lose its interrupts (see RhinetFault).
+ * vanish from the bus, lose its interrupts or lose processes' SQ kicks
+ * (see RhinetFault).
  *
  * Copyright (c) 2026 RHiNET-NG developers
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -109,17 +110,19 @@ typedef enum RhinetFault {
     RHINET_FAULT_FATAL, /* as HANG, and STATUS.FATAL reads as set */
     RHINET_FAULT_GONE,  /* as HANG, and BAR0/BAR2 read ~0, writes dropped */
     RHINET_FAULT_IRQ_LOSS, /* the engine works; its MSI-X messages are lost */
+    RHINET_FAULT_SQ_KICK_LOSS, /* the engine works; user SQ kicks are lost */
     RHINET_FAULT__MAX,
 } RhinetFault;
 
 static const char *const rhinet_fault_names[RHINET_FAULT__MAX] = {
-    "none", "hang", "fatal", "gone", "irq-loss",
+    "none", "hang", "fatal", "gone", "irq-loss", "sq-kick-loss",
 };
 
 /* Faults under which the engine does nothing until they are cleared. */
 static bool rhinet_fault_stops_engine(uint32_t fault)
 {
-    return fault != RHINET_FAULT_NONE && fault != RHINET_FAULT_IRQ_LOSS;
+    return fault == RHINET_FAULT_HANG || fault == RHINET_FAULT_FATAL ||
+           fault == RHINET_FAULT_GONE;
 }
 
 /* The vendor capability: id, next, length, 0, then the fault (32 bits). */
@@ -1400,7 +1403,17 @@ static MemTxResult rhinet_doorbell_write(void *opaque, hwaddr addr,
 {
     RhinetState *s = opaque;
 
-    if (qatomic_read(&s->fault) == RHINET_FAULT_GONE) {
+    uint32_t fault = qatomic_read(&s->fault);
+
+    if (fault == RHINET_FAULT_GONE) {
+        return MEMTX_OK;
+    }
+    /*
+     * A lost SQ kick of a process's page (the kernel's page 0 keeps its
+     * kicks): what the NIC's record scan must recover (queues.md).
+     */
+    if (fault == RHINET_FAULT_SQ_KICK_LOSS && addr >= RHN_DB_PAGE_SIZE &&
+        (addr & (RHN_DB_PAGE_SIZE - 1)) == RHN_DB_SQ) {
         return MEMTX_OK;
     }
     qatomic_set(&s->core_fresh, false);
@@ -1447,7 +1460,8 @@ static void rhinet_set_fault_prop(Object *obj, const char *value, Error **errp)
             return;
         }
     }
-    error_setg(errp, "rhinet: fault must be none, hang, fatal or gone");
+    error_setg(errp, "rhinet: fault must be none, hang, fatal, gone, "
+               "irq-loss or sq-kick-loss");
 }
 
 /*

@@ -30,10 +30,11 @@ fault_find() {
 	fi
 }
 
-# fault_set none|hang|fatal|gone|irq-loss: writes the fault's number.
+# fault_set none|hang|fatal|gone|irq-loss|sq-kick-loss: writes the
+# fault's number.
 fault_set() {
 	case $1 in none) v=0 ;; hang) v=1 ;; fatal) v=2 ;; gone) v=3 ;;
-	irq-loss) v=4 ;;
+	irq-loss) v=4 ;; sq-kick-loss) v=5 ;;
 	*) fail "no fault '$1'" ;; esac
 	printf "\\$(printf %03o "$v")" |
 		dd of="$PCI/config" bs=1 seek=$((FAULT_CAP + 4)) conv=notrunc 2>/dev/null
