@@ -70,10 +70,11 @@ class Ordering : public ::testing::Test {
           {.cq_log_depth = 10, .sq_log_depth = 8, .buf_bytes = kAreaBytes}));
       ASSERT_TRUE(eps.back().qp);
     }
-    ASSERT_TRUE(eps[0]
-                    .ctx->register_area(kAreaId, eps[0].buf.mr,
-                                        eps[0].buf.va(), kAreaBytes)
-                    .ok());
+    ASSERT_TRUE(
+        eps[0]
+            .ctx
+            ->register_area(kAreaId, eps[0].buf.mr, eps[0].buf.va(), kAreaBytes)
+            .ok());
   }
   SimBuffer& target() { return eps[0].buf.buf; }
   // A PUSH of `len` bytes at `at` of the sender's buffer to `offset`.
@@ -129,9 +130,8 @@ TEST_F(Ordering, TheWatchSeesAFlagPostedBeforeTheData) {
   constexpr size_t kLen = 50000;
   const auto data = source(0, kLen, 5);
   bool data_there = true;
-  FlagWatch w(c->node(0).memory, target(), kFlagAt, 1, [&] {
-    data_there = target().bytes(0, kLen) == data;
-  });
+  FlagWatch w(c->node(0).memory, target(), kFlagAt, 1,
+              [&] { data_there = target().bytes(0, kLen) == data; });
   run_all({flag_put(1, 1), push(2, 0, kLen, 0)});
   EXPECT_TRUE(w.fired());
   EXPECT_FALSE(data_there);
@@ -151,9 +151,8 @@ TEST_F(Ordering, LargeWriteThenSmallFlagOnCleanAndLossyWires) {
     constexpr size_t kLen = 256 * 1024 + 100;
     const auto data = source(0, kLen, 40 + seed);
     bool data_there = false;
-    FlagWatch w(c->node(0).memory, target(), kFlagAt, 1, [&] {
-      data_there = target().bytes(0, kLen) == data;
-    });
+    FlagWatch w(c->node(0).memory, target(), kFlagAt, 1,
+                [&] { data_there = target().bytes(0, kLen) == data; });
     CounterSnap rx(c->node(0));
     CounterSnap tx(c->node(1));
     run_all({push(1, 0, kLen, 0), flag_put(2, 1)});
@@ -186,9 +185,8 @@ TEST_F(Ordering, FlagLostAndResentAfterTheDataStillLandsLast) {
     return false;
   };
   bool data_there = false;
-  FlagWatch w(c->node(0).memory, target(), kFlagAt, 0x77, [&] {
-    data_there = target().bytes(0, kLen) == data;
-  });
+  FlagWatch w(c->node(0).memory, target(), kFlagAt, 0x77,
+              [&] { data_there = target().bytes(0, kLen) == data; });
   run_all({push(1, 0, kLen, 0), flag_put(2, 0x77)});
   EXPECT_EQ(dropped_data, 1);
   EXPECT_EQ(dropped_flag, 1);
@@ -203,9 +201,8 @@ TEST_F(Ordering, AtomicAfterWriteOnTheNeighbouringWord) {
   constexpr size_t kLen = kFlagAt;  // up to the flag word
   const auto data = source(0, kLen, 8);
   bool data_there = false;
-  FlagWatch w(c->node(0).memory, target(), kFlagAt, 5, [&] {
-    data_there = target().bytes(0, kLen) == data;
-  });
+  FlagWatch w(c->node(0).memory, target(), kFlagAt, 5,
+              [&] { data_there = target().bytes(0, kLen) == data; });
   run_all({push(1, 0, kLen, 0), amo(2, RHN_AOP_ADD, 5)});
   EXPECT_TRUE(w.fired());
   EXPECT_TRUE(data_there);
