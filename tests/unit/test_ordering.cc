@@ -309,5 +309,109 @@ TEST_F(Ordering, RoundsOfPutsThenAnAtomicFlag) {
   EXPECT_TRUE(all_there);
 }
 
+// An RC QP on a card with every block (region DMA, MAC CRCs, transmit
+// assembler, the transmit and receive blocks for plain WRITEs), fast
+// paths on, over a lossy wire: plain WRITEs the receive block places
+// between WRITEs by area and atomics the core executes, and a plain
+// flag WRITE after each round. Every time the flag changes, the rounds
+// it names are all in place: the block never places a later frame ahead
+// of the core's writes of an earlier one.
+TEST(OrderingRc, BlockPlacedAndCorePlacedWritesInPostingOrder) {
+  for (uint64_t seed : {31ull, 32ull}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ClusterConfig cfg;
+    cfg.nodes = 2;
+    cfg.engine.fast_paths = true;
+    cfg.engine.dma_region = true;
+    cfg.engine.mac_crc = true;
+    cfg.engine.tx_assembler = true;
+    cfg.engine.rx_write = true;
+    cfg.engine.tx_write = true;
+    cfg.rx_in_place = true;
+    SimCluster c(cfg);
+    ASSERT_TRUE(c.all_up());
+    RcPair p = make_rc_pair(c, 0, 1);
+    ASSERT_TRUE(p.ok);
+    constexpr int kRounds = 24;
+    constexpr size_t kSlot = 4096, kFlag = kRounds * kSlot;
+    Region src = make_region(*p.ctx_a, kRounds * kSlot, kAllAccess, 0, 0);
+    Region dst = make_region(*p.ctx_b, kRounds * kSlot + 64, kAllAccess, 0, 0);
+    ASSERT_TRUE(
+        p.ctx_b->register_area(kAreaId, dst.mr, dst.va(), dst.buf.size()).ok());
+    Region flags = make_region(*p.ctx_a, 8 * kRounds, kAllAccess, 0, 0);
+    make_lossy(c, seed);
+    // Round r's slot: 8 bytes by a plain WRITE, 3000 by area, a counter
+    // the atomic adds r + 1 to at 3008; the flag then says r + 1.
+    std::vector<std::vector<uint8_t>> want(kRounds);
+    for (int r = 0; r < kRounds; r++) {
+      want[r] = pattern(200 + uint64_t(r), 3008);
+      src.buf.write(size_t(r) * kSlot, want[r].data(), want[r].size());
+      const uint64_t v = uint64_t(r) + 1;
+      flags.buf.write(8 * size_t(r), &v, 8);
+    }
+    int checks = 0, bad = 0;
+    uint64_t last = 0;
+    auto round_there = [&](int r) {
+      const size_t at = size_t(r) * kSlot;
+      return dst.buf.bytes(at, 3008) == want[r] &&
+             dst.buf.load64(at + 3008) == uint64_t(r) + 1;
+    };
+    struct Watch : MemoryObserver {
+      std::function<void(uint64_t, size_t)> f;
+      void access(uint64_t bus, size_t len, bool nic) override {
+        if (nic) f(bus, len);
+      }
+    } watch;
+    const uint64_t flag_bus = dst.buf.bus(kFlag);
+    watch.f = [&](uint64_t bus, size_t len) {
+      if (bus >= flag_bus + 8 || bus + len <= flag_bus) return;
+      const uint64_t now = dst.buf.load64(kFlag);
+      if (now == last) return;
+      last = now;
+      for (int r = 0; r < int(now); r++) {
+        checks++;
+        bad += !round_there(r);
+      }
+    };
+    c.node(1).memory.observer = &watch;
+    for (int r = 0; r < kRounds; r++) {
+      const size_t at = size_t(r) * kSlot;
+      ASSERT_TRUE(
+          p.qp_a->post_send(rdma_wr(10 * r + 1, RHN_OP_WRITE, {src.sge(at, 8)},
+                                    dst.va(at), dst.key(), 0)));
+      ASSERT_TRUE(p.qp_a->post_send(rdma_wr(10 * r + 2, RHN_OP_WRITE,
+                                            {src.sge(at + 8, 3000)}, at + 8,
+                                            kAreaId, RHN_WQE_F_AREA)));
+      SendWr add = rdma_wr(10 * r + 3, RHN_OP_ATOMIC_EXT, {}, dst.va(at + 3008),
+                           dst.key(), 0);
+      add.imm_data = RHN_AOP_ADD | RHN_AOP_F_NO_FETCH;
+      add.compare_add = uint64_t(r) + 1;
+      ASSERT_TRUE(p.qp_a->post_send(add));
+      ASSERT_TRUE(p.qp_a->post_send(
+          rdma_wr(10 * r + 4, RHN_OP_WRITE, {flags.sge(8 * size_t(r), 8)},
+                  dst.va(kFlag), dst.key(),
+                  r == kRounds - 1 ? RHN_WQE_F_SIGNALED : 0)));
+      // Now and then the SQ drains, so the receive block gets armed
+      // between rounds as well as in the middle of them.
+      if (r % 6 == 5 && r != kRounds - 1) {
+        SendWr mark = rdma_wr(10 * r + 5, RHN_OP_WRITE, {flags.sge(0, 8)},
+                              dst.va(kFlag + 8), dst.key());
+        ASSERT_TRUE(p.qp_a->post_send(mark));
+        const auto v = c.wait_cqes(*p.cq_a, 1, 2'000'000'000);
+        ASSERT_EQ(v.size(), 1u) << describe(v);
+        ASSERT_TRUE(v[0].ok()) << describe(v[0]);
+      }
+    }
+    const auto done = c.wait_cqes(*p.cq_a, 1, 2'000'000'000);
+    c.node(1).memory.observer = nullptr;
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_TRUE(done[0].ok()) << describe(done[0]);
+    EXPECT_EQ(last, uint64_t(kRounds));
+    EXPECT_GE(checks, kRounds);
+    EXPECT_EQ(bad, 0);
+    EXPECT_GT(c.node(1).rx_fifo->placed_frames, 0u);
+  }
+}
+
 }  // namespace
 }  // namespace rhinet::test
