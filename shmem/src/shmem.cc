@@ -1013,8 +1013,8 @@ void shmem_ctx_quiet(shmem_ctx_t ctx) {
 // atomics to one endpoint in posting order (queues.md, "Ordering"), and
 // every store of a context to a PE is posted on the context's endpoint in
 // program order. What this library splits or stages (bounce-buffer
-// chunks, strided puts, put-with-signal's data) completes before the
-// routine returns. The handle is still checked.
+// chunks, strided puts) completes before the routine returns. The handle
+// is still checked.
 void shmem_fence(void) { context("shmem_fence", SHMEM_CTX_DEFAULT); }
 
 void shmem_ctx_fence(shmem_ctx_t ctx) { context("shmem_ctx_fence", ctx); }
