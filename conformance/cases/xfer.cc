@@ -413,4 +413,50 @@ CONFORM_CASE(signal_rc, "xfer.signal.on_rc", "xfer",
   c.eq("CQE vendor_err", RHN_SYN_BAD_WQE, e.vendor_err);
 }
 
+// ---- ordering ----
+
+CONFORM_CASE(order_flag, "xfer.order.flag_after_data", "xfer",
+             "one endpoint's WRITE of 12000 bytes, an atomic add on the "
+             "area word after it and an inline flag WRITE, posted at once: "
+             "when the flag is seen in host memory the data and the sum are "
+             "already there (queues.md, Ordering)") {
+  LOOP(n, l, RHN_QP_ENDPOINT);
+  if (!area_on_dst(c, n, l)) return;
+  constexpr uint64_t kSum = 12288, kFlag = 12296;
+  n.wr64(l.dst.addr + kSum, 40);
+  Wqe(l.a, RHN_OP_WRITE, RHN_WQE_F_AREA)
+      .sge(0, l.src.addr, 12000, l.src.key)
+      .remote(0, kArea)
+      .to(l, l.b)
+      .post(n, l.a);
+  Wqe add(l.a, RHN_OP_ATOMIC_EXT, RHN_WQE_F_AREA);
+  add.w->imm_data = RHN_AOP_ADD | RHN_AOP_F_NO_FETCH;
+  add.w->u.atomic.compare_add = 2;
+  add.remote(kSum, kArea).to(l, l.b).post(n, l.a);
+  Wqe flag(l.a, RHN_OP_WRITE,
+           RHN_WQE_F_SIGNALED | RHN_WQE_F_AREA | RHN_WQE_F_INLINE);
+  const uint64_t one = 1;
+  rhn_wqe_put_inline(flag.buf, 0, &one, sizeof(one));
+  flag.data = rhn_wqe_set_inline(flag.buf, sizeof(one));
+  flag.remote(kFlag, kArea).to(l, l.b).post(n, l.a);
+  // Looked at between the NIC's steps, as a program polling the flag.
+  bool data_there = false, sum_there = false;
+  const auto want = n.bytes(l.src.addr, 12000);
+  const bool seen = t.wait_until(
+      [&] {
+        if (n.rd64(l.dst.addr + kFlag) != 1) return false;
+        data_there = n.bytes(l.dst.addr, 12000) == want;
+        sum_there = n.rd64(l.dst.addr + kSum) == 42;
+        return true;
+      },
+      kWaitNs);
+  CONFORM_THAT(c, seen, "flag", "never landed");
+  CONFORM_THAT(c, data_there, "data when the flag was seen",
+               "not all of the earlier WRITE's bytes were there");
+  CONFORM_THAT(c, sum_there, "sum when the flag was seen",
+               "the earlier atomic's result was not there");
+  rhn_cqe e;
+  cqe_is(c, n, l.scq, "flag CQE", RHN_CQE_OP_WRITE, RHN_CQE_SUCCESS, &e);
+}
+
 }  // namespace rhinet::conform

@@ -226,17 +226,7 @@ int world_pe(const char* routine, const Context& c, int pe) {
   return view.pes[static_cast<std::size_t>(pe)];
 }
 
-void before_store(const char* routine, Context& c, int pe) {
-  // Entries are kept in posting order, so epochs ascend: when the oldest
-  // is from the current epoch there is no fence to honour (the usual case).
-  if (c.pending.empty() || c.pending.front().epoch == c.epoch) return;
-  // Fence is per target: only this PE's stores from before the fence.
-  for (auto& p : c.pending)
-    if (p.store && p.pe == pe && p.epoch < c.epoch && !p.request.done())
-      complete(routine, p.request);
-}
-
-void track(Context& c, rhinet::Request&& r, int pe, bool store) {
+void track(Context& c, rhinet::Request&& r) {
   // A context that is never quieted must not grow without bound: now and
   // then drop what has completed well (a failure stays for the quiet).
   constexpr std::size_t kPrune = 256;
@@ -244,7 +234,7 @@ void track(Context& c, rhinet::Request&& r, int pe, bool store) {
     std::erase_if(c.pending, [](Context::Pending& p) {
       return p.request.test() && p.request.result();
     });
-  c.pending.push_back({std::move(r), pe, store, c.epoch});
+  c.pending.push_back({std::move(r)});
 }
 
 void quiet(const char* routine, Context& c) {
@@ -291,15 +281,13 @@ void rma_bytes(const char* routine, shmem_ctx_t ctx, bool put, void* dest,
   if (put && bytes <= g.max_inline()) {
     // Copied into the work request: source is free at once, so even the
     // blocking put need not wait for the NIC.
-    before_store(routine, c, pe);
-    track(c, post(offset, {local, bytes}, {.inline_data = true}), pe, true);
+    track(c, post(offset, {local, bytes}, {.inline_data = true}));
     return;
   }
-  if (put) before_store(routine, c, pe);
   if (registered(local, bytes)) {
     auto r = post(offset, {local, bytes}, {});
     if (nbi)
-      track(c, std::move(r), pe, put);
+      track(c, std::move(r));
     else
       complete(routine, r);
     return;
@@ -352,7 +340,6 @@ void strided(const char* routine, shmem_ctx_t ctx, bool put, void* dest,
       symmetric(routine, remote_obj, remote_extent, put ? "dest" : "source");
   const std::size_t offset = target.offset;
   const auto rank = static_cast<std::uint32_t>(pe);
-  if (put) before_store(routine, c, pe);
   auto xfer = [&](std::span<std::byte> span, std::uint64_t local_stride,
                   std::uint64_t at, std::size_t count) {
     const rhinet::Stride st{
@@ -392,9 +379,10 @@ void strided(const char* routine, shmem_ctx_t ctx, bool put, void* dest,
 
 // ---- put with signal -------------------------------------------------------
 // The NIC's put-with-signal adds to a per-area count, not to a word the
-// program names, and has no SET; so the data goes first and, once it has
-// landed (its completion), the signal word is updated by a NIC atomic (an
-// add, or a set: amo.cc).
+// program names, and has no SET; so the data goes first and then the
+// signal word is updated by a NIC atomic (an add, or a set: amo.cc) on the
+// same endpoint, which the target applies after the data (queues.md,
+// "Ordering"): nothing is waited for in between.
 
 void put_signal(const char* routine, shmem_ctx_t ctx, void* dest,
                 const void* source, std::size_t bytes, std::uint64_t* sig_addr,
@@ -406,9 +394,6 @@ void put_signal(const char* routine, shmem_ctx_t ctx, void* dest,
   const int pe = world_pe(routine, c, team_pe);
   amo_word(routine, sig_addr, sizeof *sig_addr, pe);
   put_bytes(routine, ctx, dest, source, bytes, team_pe, false);
-  // The data lands before the signal: the context's own requests (an
-  // inline put is not waited for by put_bytes).
-  quiet(routine, c);
   signal_update(routine, c, sig_addr, signal, sig_op == SHMEM_SIGNAL_ADD, pe);
 }
 
@@ -1015,9 +1000,7 @@ SHMEMI_RMA_TYPES(RHINET_SHMEM_BROADCAST)
 // ---- ordering
 // ------------------------------------------------------------------
 
-// Every put, get and AMO of this PE has completed at its target. shmem_fence
-// is the same (see shmem.md: the contract does not yet promise that two
-// WRITEs to one target land in posting order).
+// Every put, get and AMO of this PE has completed at its target.
 void shmem_quiet(void) {
   quiet("shmem_quiet", context("shmem_quiet", SHMEM_CTX_DEFAULT));
 }
@@ -1026,13 +1009,15 @@ void shmem_ctx_quiet(shmem_ctx_t ctx) {
   quiet("shmem_ctx_quiet", context("shmem_ctx_quiet", ctx));
 }
 
-// A new epoch: the next store to a PE waits for the stores to that PE
-// issued before (before_store); nothing is waited for here.
-void shmem_fence(void) { context("shmem_fence", SHMEM_CTX_DEFAULT).epoch++; }
+// Nothing to wait for: the target NIC applies one endpoint's WRITEs and
+// atomics to one endpoint in posting order (queues.md, "Ordering"), and
+// every store of a context to a PE is posted on the context's endpoint in
+// program order. What this library splits or stages (bounce-buffer
+// chunks, strided puts) completes before the routine returns. The handle
+// is still checked.
+void shmem_fence(void) { context("shmem_fence", SHMEM_CTX_DEFAULT); }
 
-void shmem_ctx_fence(shmem_ctx_t ctx) {
-  context("shmem_ctx_fence", ctx).epoch++;
-}
+void shmem_ctx_fence(shmem_ctx_t ctx) { context("shmem_ctx_fence", ctx); }
 
 // ---- collectives
 // -------------------------------------------------------------------

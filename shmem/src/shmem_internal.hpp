@@ -121,29 +121,19 @@ int alltoall_on(const char* routine, const TeamView& view, void* dest,
 struct Context {
   struct Pending {
     rhinet::Request request;
-    int pe = 0;          // world PE of the target
-    bool store = false;  // a put or an AMO (what fence orders)
-    std::uint64_t epoch = 0;
   };
   shmem_team_t team = SHMEM_TEAM_WORLD;
   long options = 0;
   unsigned long owner = 0;  // the creating thread (SHMEM_CTX_PRIVATE)
   std::vector<Pending> pending;
-  // shmem_ctx_fence starts a new epoch; a store to a PE waits, first, for
-  // this context's stores to that PE from earlier epochs.
-  std::uint64_t epoch = 0;
 };
 // The live context `ctx`, or the PE ends naming the routine (an invalid,
 // destroyed or foreign handle, a private context used by another thread).
 Context& context(const char* routine, shmem_ctx_t ctx);
 // `pe` of the context's team as a world PE, checked.
 int world_pe(const char* routine, const Context& c, int pe);
-// Before a store (put, AMO that writes) on the context to world PE `pe`:
-// refuses it on a SHMEM_CTX_NOSTORE context, and waits for the
-// context's stores to that PE issued before its last fence.
-void before_store(const char* routine, Context& c, int pe);
 // Keeps `r` (in flight) with the context until its quiet.
-void track(Context& c, rhinet::Request&& r, int pe, bool store);
+void track(Context& c, rhinet::Request&& r);
 // Waits for the context's requests; the PE ends on the first error.
 void quiet(const char* routine, Context& c);
 // Every context's quiet, then the group's (what barriers and locks need).

@@ -43,7 +43,7 @@ misuse() { # CASE STATUS TEXT: the PE ends with STATUS and TEXT
 run hello
 export SHMEM_SYMMETRIC_SIZE=16M
 for p in put_get nbi_quiet atomics pingpong put_signal collectives barrier \
-	collect wait_set locks teams generic contexts ring active_set; do
+	collect wait_set locks teams generic contexts ring active_set fence_order; do
 	run $p
 done
 # Globals and statics; SHMEM_DEBUG's line gives each PE's registered data.
