@@ -36,6 +36,9 @@ size_t shmemx_ctx_in_flight(shmem_ctx_t ctx);
  * while every endpoint of the pool was taken). */
 int shmemx_context_endpoints(void);
 int shmemx_ctx_endpoint(shmem_ctx_t ctx);
+/* The NIC node PE `pe` runs on (its node ID), -1 for a PE that is not
+ * one of the program's. PEs on one node share its NIC. */
+int shmemx_pe_node(int pe);
 
 #define SHMEMX_HEAP_AREA_ID 0x5348
 void* shmemx_rhinet_group(void);

@@ -926,6 +926,12 @@ int shmemx_ctx_endpoint(shmem_ctx_t ctx) {
   return context("shmemx_ctx_endpoint", ctx).endpoint;
 }
 
+int shmemx_pe_node(int pe) {
+  if (!shmem_pe_accessible(pe)) return -1;
+  return static_cast<int>(
+      group("shmemx_pe_node").peer(static_cast<std::uint32_t>(pe)).node_id);
+}
+
 int shmemx_context_endpoints(void) {
   group("shmemx_context_endpoints");
   return static_cast<int>(state().endpoint_pool.size());
