@@ -49,9 +49,9 @@ done
 # Contexts on endpoints of their own, then all on the default one (the
 # pool empty): each prints B's put + quiet time while A streams.
 run ctx_endpoints
-grep -h "context endpoints:" ctx_endpoints.out | sed 's/^/  /'
+grep -h "context endpoints," ctx_endpoints.out | sed 's/^/  /'
 SHMEM_CONTEXT_ENDPOINTS=0 run ctx_endpoints
-grep -h "context endpoints:" ctx_endpoints.out | sed 's/^/  /'
+grep -h "context endpoints," ctx_endpoints.out | sed 's/^/  /'
 # Globals and statics; SHMEM_DEBUG's line gives each PE's registered data.
 export SHMEM_DEBUG=1
 run globals
