@@ -26,6 +26,20 @@ size_t shmemx_heap_in_use(void);
  * and gets that did not complete before returning, non-fetching AMOs.
  * Another context's quiet leaves this count alone. */
 size_t shmemx_ctx_pending(shmem_ctx_t ctx);
+/* Of those, the ones the NIC has not completed yet (each one's status
+ * word is read). */
+size_t shmemx_ctx_in_flight(shmem_ctx_t ctx);
+/* The NIC endpoints a PE may make for contexts (SHMEM_CONTEXT_ENDPOINTS,
+ * default 4; each is made when a context first needs it), and which of
+ * them `ctx` posts on: 0 to that count - 1, or
+ * -1 when it posts on the PE's default endpoint, shared with
+ * SHMEM_CTX_DEFAULT (the default context itself, and a context created
+ * while every endpoint of the pool was taken). */
+int shmemx_context_endpoints(void);
+int shmemx_ctx_endpoint(shmem_ctx_t ctx);
+/* The NIC node PE `pe` runs on (its node ID), -1 for a PE that is not
+ * one of the program's. PEs on one node share its NIC. */
+int shmemx_pe_node(int pe);
 
 #define SHMEMX_HEAP_AREA_ID 0x5348
 void* shmemx_rhinet_group(void);

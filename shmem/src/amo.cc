@@ -40,9 +40,9 @@ std::uint64_t atomic_on(const char* routine, Context& c, const void* dest,
                         std::uint64_t operand, int pe, bool fetch,
                         std::uint64_t desired = 0) {
   const Symmetric word = amo_word(routine, dest, bytes, pe);
-  auto r =
-      group(routine).atomic(static_cast<std::uint32_t>(pe), word.area->id(),
-                            word.offset, op, bytes, operand, desired, fetch);
+  auto r = nic_of(routine, c)
+               .atomic(static_cast<std::uint32_t>(pe), word.area->id(),
+                       word.offset, op, bytes, operand, desired, fetch);
   if (!fetch) {
     // Its errors (none are expected once the checks above passed) end
     // the PE at the context's next quiet or a barrier.

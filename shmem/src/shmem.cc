@@ -33,6 +33,7 @@
 
 #include "compare.hpp"
 #include "ctx_table.hpp"
+#include "endpoint_pool.hpp"
 #include "heap.hpp"
 #include "reduce.hpp"
 #include "shmem_internal.hpp"
@@ -42,6 +43,7 @@
 namespace rhinet::shmem::internal {
 
 using rhinet::shmem::ContextTable;
+using rhinet::shmem::EndpointPool;
 using rhinet::shmem::HeapAllocator;
 
 // The communicator's ID and the NIC barrier's ID (and the heap's area,
@@ -70,6 +72,17 @@ struct State {
   std::byte* bounce = nullptr;
   std::byte* library = nullptr;
   Context default_ctx;
+  // The contexts' endpoints (up to SHMEM_CONTEXT_ENDPOINTS of them, made
+  // as contexts first need them), each with the heap, the program's data
+  // and the bounce buffer registered as its local side, and which are
+  // free.
+  struct ContextEndpoint {
+    std::unique_ptr<rhinet::Group> group;
+    std::vector<rhinet::Buffer> memory;
+  };
+  std::vector<ContextEndpoint> endpoints;  // made so far, in pool order
+  EndpointPool endpoint_pool;
+  bool endpoints_failed = false;  // one could not be made: none are tried
   ContextTable ctx_table;
   std::array<Context, ContextTable::kCapacity> contexts;
   int thread_level = SHMEM_THREAD_SINGLE;
@@ -213,6 +226,10 @@ Context& context(const char* routine, shmem_ctx_t ctx) {
   return c;
 }
 
+rhinet::Group& nic_of(const char* routine, Context& c) {
+  return c.nic ? *c.nic : group(routine);
+}
+
 int world_pe(const char* routine, const Context& c, int pe) {
   if (c.team == SHMEM_TEAM_WORLD) {
     check_pe(routine, pe);
@@ -249,6 +266,7 @@ void quiet_all(const char* routine) {
   for (std::size_t i = 0; i < s.contexts.size(); i++)
     if (!s.contexts[i].pending.empty()) quiet(routine, s.contexts[i]);
   complete(routine, g.sync());
+  for (auto& e : s.endpoints) complete(routine, e.group->sync());
 }
 
 }  // namespace rhinet::shmem::internal
@@ -263,8 +281,8 @@ namespace {
 // target's source into dest) of `bytes` contiguous bytes.
 void rma_bytes(const char* routine, shmem_ctx_t ctx, bool put, void* dest,
                const void* source, std::size_t bytes, int team_pe, bool nbi) {
-  auto& g = group(routine);
   Context& c = context(routine, ctx);
+  auto& g = nic_of(routine, c);
   const int pe = world_pe(routine, c, team_pe);
   if (!bytes) return;
   const void* remote = put ? dest : source;
@@ -321,8 +339,8 @@ void get_bytes(const char* routine, shmem_ctx_t ctx, void* dest,
 void strided(const char* routine, shmem_ctx_t ctx, bool put, void* dest,
              const void* source, std::ptrdiff_t dst, std::ptrdiff_t sst,
              std::size_t nelems, std::size_t elem, int team_pe) {
-  auto& g = group(routine);
   Context& c = context(routine, ctx);
+  auto& g = nic_of(routine, c);
   const int pe = world_pe(routine, c, team_pe);
   if (!nelems) return;
   if (dst < 1 || sst < 1)
@@ -476,6 +494,60 @@ void register_program_data(const char* routine) {
   s.data_size = seg.size;
 }
 
+// The pool of endpoints for created contexts: at init only its size
+// (SHMEM_CONTEXT_ENDPOINTS); each endpoint is made when a context first
+// needs it, so a program without contexts holds no more device contexts
+// or pinned memory than one endpoint's. Nothing is exchanged: an added
+// endpoint reaches a peer's heap through the endpoint that peer joined
+// with (the NIC finds an area through the target endpoint's process).
+void size_context_endpoints(const char* routine) {
+  State& s = state();
+  std::size_t count = EndpointPool::kDefaultEndpoints;
+  if (const char* env = std::getenv("SHMEM_CONTEXT_ENDPOINTS")) {
+    auto parsed = rhinet::shmem::parse_endpoint_count(env);
+    if (!parsed.error.empty())
+      die(routine, "SHMEM_CONTEXT_ENDPOINTS: %s", parsed.error.c_str());
+    count = parsed.count;
+  }
+  s.endpoint_pool = EndpointPool(count);
+  s.endpoints.clear();
+  s.endpoints_failed = false;
+}
+
+// The next endpoint of the pool, made now. An added endpoint is another
+// device context, so the memory a put or get reads or writes locally is
+// registered on it again. False (said once on stderr) when the NIC or the
+// kernel refuses: the context then shares the default endpoint, which
+// the specification allows, and no later context tries again.
+bool make_context_endpoint(const char* routine) {
+  State& s = state();
+  const auto refused = [&](const rhinet::Error& e) {
+    refuse(routine,
+           "cannot make NIC endpoint %zu of the %zu for contexts "
+           "(SHMEM_CONTEXT_ENDPOINTS): %s; contexts without one share the "
+           "default endpoint",
+           s.endpoints.size() + 1, s.endpoint_pool.size(),
+           e.to_string().c_str());
+    s.endpoints_failed = true;
+    return false;
+  };
+  auto e = s.group->add_endpoint();
+  if (!e) return refused(e.error());
+  State::ContextEndpoint ep{std::move(*e), {}};
+  const std::span<std::byte> local[] = {{s.heap_base, s.heap_size},
+                                        {s.data_base, s.data_size},
+                                        {s.bounce, kBounceBytes}};
+  for (const auto& m : local) {
+    if (m.empty()) continue;  // no program data
+    auto b = ep.group->buffer(m);
+    if (!b) return refused(b.error());
+    ep.memory.push_back(std::move(*b));
+  }
+  s.endpoints.push_back(std::move(ep));
+  debug_note(routine, "NIC endpoint %zu for contexts made", s.endpoints.size());
+  return true;
+}
+
 void init(const char* routine) {
   State& s = state();
   if (s.initialized) return;  // a second shmem_init is a no-op
@@ -527,6 +599,7 @@ void init(const char* routine) {
     die(routine, "cannot register the bounce buffer: %s",
         buf.error().to_string().c_str());
   s.bounce_buffer.emplace(std::move(*buf));
+  size_context_endpoints(routine);
   void* library = mmap(nullptr, kLibraryBytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (library == MAP_FAILED)
@@ -621,6 +694,8 @@ void shmem_finalize(void) {
   s.default_ctx = Context{};
   for (auto& c : s.contexts) c = Context{};
   s.ctx_table = ContextTable{};
+  s.endpoints.clear();
+  s.endpoint_pool = EndpointPool{};
   forget_active_sets();
   s.world.reset();
   s.bounce_buffer.reset();
@@ -703,6 +778,21 @@ int create_ctx(const char* routine, shmem_team_t team, long options,
   Context& c = s.contexts[s.ctx_table.find(*handle).slot];
   c = Context{};
   c.team = team;
+  // A free endpoint of the pool; none free: the group's, shared with
+  // SHMEM_CTX_DEFAULT (shmemx_ctx_endpoint says which).
+  // The pool hands out its lowest free index, so one not made yet is the
+  // next to make.
+  if (auto e = s.endpoint_pool.take()) {
+    if (*e >= s.endpoints.size() &&
+        (s.endpoints_failed || !make_context_endpoint(routine))) {
+      s.endpoint_pool.give(*e);
+      e.reset();
+    }
+    if (e) {
+      c.nic = s.endpoints[*e].group.get();
+      c.endpoint = static_cast<int>(*e);
+    }
+  }
   c.options = options;
   c.owner = static_cast<unsigned long>(pthread_self());
   *ctx = reinterpret_cast<shmem_ctx_t>(*handle);
@@ -732,6 +822,11 @@ void shmem_ctx_destroy(shmem_ctx_t ctx) {
     die(routine, "SHMEM_CTX_DEFAULT cannot be destroyed");
   Context& c = context(routine, ctx);
   quiet(routine, c);
+  // Quieted, so nothing of it is left on the endpoint for the next owner.
+  if (c.endpoint >= 0)
+    state().endpoint_pool.give(static_cast<std::size_t>(c.endpoint));
+  c.nic = nullptr;
+  c.endpoint = -1;
   state().ctx_table.destroy(reinterpret_cast<std::uintptr_t>(ctx));
 }
 
@@ -829,6 +924,28 @@ void* shmemx_rhinet_group(void) { return &group("shmemx_rhinet_group"); }
 
 size_t shmemx_ctx_pending(shmem_ctx_t ctx) {
   return context("shmemx_ctx_pending", ctx).pending.size();
+}
+
+size_t shmemx_ctx_in_flight(shmem_ctx_t ctx) {
+  std::size_t n = 0;
+  for (auto& p : context("shmemx_ctx_in_flight", ctx).pending)
+    n += !p.request.test();
+  return n;
+}
+
+int shmemx_ctx_endpoint(shmem_ctx_t ctx) {
+  return context("shmemx_ctx_endpoint", ctx).endpoint;
+}
+
+int shmemx_pe_node(int pe) {
+  if (!shmem_pe_accessible(pe)) return -1;
+  return static_cast<int>(
+      group("shmemx_pe_node").peer(static_cast<std::uint32_t>(pe)).node_id);
+}
+
+int shmemx_context_endpoints(void) {
+  group("shmemx_context_endpoints");
+  return static_cast<int>(state().endpoint_pool.size());
 }
 
 void* shmemx_heap_base(void) {

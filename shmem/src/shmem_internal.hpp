@@ -114,15 +114,21 @@ int alltoall_on(const char* routine, const TeamView& view, void* dest,
 // ---- contexts (shmem.cc)
 // A context is its own completion domain: the requests it posted and has
 // not seen complete, kept here instead of detached into the group, so that
-// shmem_ctx_quiet waits for its own and no other context's. All contexts
-// share the group's one endpoint (a context is not collective, so it
-// cannot make a new endpoint the other PEs would have to learn), hence
-// the NIC still runs their work requests in one queue.
+// shmem_ctx_quiet waits for its own and no other context's. A created
+// context posts on an endpoint of the PE's pool (shmem_init's, see
+// SHMEM_CONTEXT_ENDPOINTS) while one is free, so the NIC does not queue
+// its work behind another context's; else, like SHMEM_CTX_DEFAULT, on the
+// group's endpoint.
 struct Context {
   struct Pending {
     rhinet::Request request;
   };
   shmem_team_t team = SHMEM_TEAM_WORLD;
+  // The pool's endpoint the context posts on (an added endpoint of the
+  // group, userlib Group::add_endpoint) and its index there; null and -1
+  // when it posts on the group's own.
+  rhinet::Group* nic = nullptr;
+  int endpoint = -1;
   long options = 0;
   unsigned long owner = 0;  // the creating thread (SHMEM_CTX_PRIVATE)
   std::vector<Pending> pending;
@@ -130,6 +136,8 @@ struct Context {
 // The live context `ctx`, or the PE ends naming the routine (an invalid,
 // destroyed or foreign handle, a private context used by another thread).
 Context& context(const char* routine, shmem_ctx_t ctx);
+// The Group the context's operations are posted on.
+Group& nic_of(const char* routine, Context& c);
 // `pe` of the context's team as a world PE, checked.
 int world_pe(const char* routine, const Context& c, int pe);
 // Keeps `r` (in flight) with the context until its quiet.

@@ -1,17 +1,22 @@
 // Host-side logic of contexts and waits, with no NIC: the bounded context
-// table (exhaustion, reuse, stale handles told apart) and the one
+// table (exhaustion, reuse, stale handles told apart), the pool of context
+// endpoints and SHMEM_CONTEXT_ENDPOINTS's parser, and the one
 // SHMEM_CMP_ comparison every wait and test uses.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "compare.hpp"
 #include "ctx_table.hpp"
+#include "endpoint_pool.hpp"
 
 using rhinet::shmem::compare;
 using rhinet::shmem::ContextTable;
+using rhinet::shmem::EndpointPool;
+using rhinet::shmem::parse_endpoint_count;
 
 TEST(ShmemContextTable, HandlesAreDistinctAndNeverTheReservedValues) {
   ContextTable t;
@@ -95,4 +100,82 @@ TEST(ShmemCompare, TypesKeepTheirSignedness) {
 TEST(ShmemCompare, UnknownComparisonIsNoAnswer) {
   EXPECT_FALSE(compare(1, 6, 1).has_value());
   EXPECT_FALSE(compare(1, -1, 1).has_value());
+}
+
+TEST(ShmemEndpointPool, TakesEachEndpointOnceThenNone) {
+  EndpointPool p(3);
+  EXPECT_EQ(p.size(), 3u);
+  EXPECT_EQ(p.free(), 3u);
+  std::set<std::size_t> got;
+  for (int i = 0; i < 3; i++) {
+    auto e = p.take();
+    ASSERT_TRUE(e);
+    EXPECT_LT(*e, 3u);
+    EXPECT_TRUE(got.insert(*e).second);  // never one that is taken
+  }
+  EXPECT_EQ(p.free(), 0u);
+  EXPECT_FALSE(p.take());  // exhausted: the context shares the default
+  EXPECT_FALSE(p.take());
+}
+
+TEST(ShmemEndpointPool, GivenBackEndpointIsTakenAgain) {
+  EndpointPool p(4);
+  for (int i = 0; i < 4; i++) ASSERT_TRUE(p.take());
+  ASSERT_TRUE(p.give(2));
+  EXPECT_EQ(p.free(), 1u);
+  auto again = p.take();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, 2u);
+  EXPECT_FALSE(p.take());
+  // Many create/destroy cycles neither leak nor grow the pool.
+  for (int cycle = 0; cycle < 1000; cycle++) {
+    ASSERT_TRUE(p.give(static_cast<std::size_t>(cycle % 4)));
+    auto e = p.take();
+    ASSERT_TRUE(e);
+    EXPECT_EQ(*e, static_cast<std::size_t>(cycle % 4));
+  }
+  EXPECT_EQ(p.free(), 0u);
+}
+
+TEST(ShmemEndpointPool, GiveRefusesFreeAndForeignIndices) {
+  EndpointPool p(2);
+  EXPECT_FALSE(p.give(0));  // free already
+  auto e = p.take();
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(p.give(*e));
+  EXPECT_FALSE(p.give(*e));  // twice
+  EXPECT_FALSE(p.give(2));   // past the pool
+  EXPECT_FALSE(p.give(EndpointPool::kMaxEndpoints + 5));
+  EXPECT_EQ(p.free(), 2u);
+}
+
+TEST(ShmemEndpointPool, EmptyPoolHasNothingToTake) {
+  EndpointPool none(0);
+  EXPECT_EQ(none.size(), 0u);
+  EXPECT_FALSE(none.take());
+  EXPECT_FALSE(none.give(0));
+  EndpointPool defaulted;
+  EXPECT_FALSE(defaulted.take());
+}
+
+TEST(ShmemEndpointPool, CountParsesDecimalsUpToTheBound) {
+  EXPECT_EQ(parse_endpoint_count("0").count, 0u);
+  EXPECT_TRUE(parse_endpoint_count("0").error.empty());
+  EXPECT_EQ(parse_endpoint_count("4").count, 4u);
+  EXPECT_EQ(parse_endpoint_count("32").count, EndpointPool::kMaxEndpoints);
+  EXPECT_TRUE(parse_endpoint_count("32").error.empty());
+}
+
+TEST(ShmemEndpointPool, CountRefusesWhatIsNoCount) {
+  for (const char* bad :
+       {"", "-1", "4x", " 4", "four", "33", "99999999999999999999999", "0x4"}) {
+    const auto r = parse_endpoint_count(bad);
+    EXPECT_FALSE(r.error.empty()) << bad;
+    EXPECT_NE(r.error.find("0 to 32"), std::string::npos) << r.error;
+  }
+  EXPECT_NE(parse_endpoint_count("33").error.find("too many"),
+            std::string::npos);
+  EXPECT_NE(parse_endpoint_count("x").error.find("'x' is not a count"),
+            std::string::npos);
+  EXPECT_FALSE(parse_endpoint_count(nullptr).error.empty());
 }

@@ -46,6 +46,12 @@ for p in put_get nbi_quiet atomics pingpong put_signal collectives barrier \
 	collect wait_set locks teams generic contexts ring active_set fence_order; do
 	run $p
 done
+# Contexts on endpoints of their own, then all on the default one (the
+# pool empty): each prints B's put + quiet time while A streams.
+run ctx_endpoints
+grep -h "context endpoints," ctx_endpoints.out | sed 's/^/  /'
+SHMEM_CONTEXT_ENDPOINTS=0 run ctx_endpoints
+grep -h "context endpoints," ctx_endpoints.out | sed 's/^/  /'
 # Globals and statics; SHMEM_DEBUG's line gives each PE's registered data.
 export SHMEM_DEBUG=1
 run globals
@@ -85,6 +91,8 @@ misuse active-stride 1 "shmem_barrier: logPE_stride -1 is not a stride (0 to 30)
 misuse active-size 1 "shmem_barrier: PE_size 0: an active set has 1 PE or more"
 misuse heap 4 "shmem_malloc: no room for 1099511627776 bytes in the symmetric heap"
 SHMEM_SYMMETRIC_SIZE=lots misuse none 1 "SHMEM_SYMMETRIC_SIZE: 'lots' is not a size"
+SHMEM_CONTEXT_ENDPOINTS=lots misuse none 1 "shmem_init: SHMEM_CONTEXT_ENDPOINTS: 'lots' is not a count (0 to 32 endpoints)"
+SHMEM_CONTEXT_ENDPOINTS=33 misuse none 1 "SHMEM_CONTEXT_ENDPOINTS: '33' is too many"
 
 if [ "$fails" = 0 ]; then
 	echo "shmem_guest: PASS"

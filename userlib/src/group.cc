@@ -207,10 +207,10 @@ Result<std::unique_ptr<Group>> Group::join(const BootstrapOptions& o) {
 
 Group::Group(std::shared_ptr<detail::Device> dev, Bootstrap boot)
     : dev_(std::move(dev)), boot_(std::move(boot)) {
-  rank_ = boot_.rank();
-  size_ = boot_.size();
-  group_ = boot_.group();
-  table_ = boot_.table();
+  rank_ = boot_->rank();
+  size_ = boot_->size();
+  group_ = boot_->group();
+  table_ = boot_->table();
   local_rank_ = 0;
   local_size_ = 0;
   for (std::uint32_t r = 0; r < size_; r++)
@@ -218,6 +218,57 @@ Group::Group(std::shared_ptr<detail::Device> dev, Bootstrap boot)
       if (r < rank_) local_rank_++;
       local_size_++;
     }
+}
+
+Group::Group(std::shared_ptr<detail::Device> dev, const Group& parent)
+    : dev_(std::move(dev)),
+      added_table_(parent.table_.begin(), parent.table_.end()) {
+  rank_ = parent.rank_;
+  size_ = parent.size_;
+  group_ = parent.group_;
+  local_rank_ = parent.local_rank_;
+  local_size_ = parent.local_size_;
+  table_ = added_table_;
+}
+
+Result<std::unique_ptr<Group>> Group::add_endpoint(
+    std::uint32_t max_outstanding) {
+  if (added_endpoint())
+    return Error(EOPNOTSUPP,
+                 "add_endpoint on an added endpoint: add to the Group of "
+                 "join");
+  const detail::Device& base = *dev_;
+  // The kernel gives a device context one endpoint: the new one comes
+  // with a context of its own (its membership from RHINET_GROUPS as at
+  // join), so memory of the join's context is not its local side.
+  const std::string name = ibv_get_device_name(base.ctx->device);
+  auto dev = std::make_shared<detail::Device>();
+  dev->group = base.group;
+  dev->attr = base.attr;
+  dev->spin = base.spin;
+  dev->peers = base.peers;
+  auto ctx = open_device(name);
+  if (!ctx) return std::move(ctx).error();
+  dev->ctx = *ctx;
+  dev->pd = ibv_alloc_pd(dev->ctx);
+  if (!dev->pd)
+    return errno_error(errno, "add_endpoint: ibv_alloc_pd on " + name);
+  std::uint32_t max = max_outstanding
+                          ? max_outstanding
+                          : static_cast<std::uint32_t>(base.slots.size());
+  if (base.attr.max_outstanding && max > base.attr.max_outstanding)
+    max = base.attr.max_outstanding;
+  rhinetdv_endpoint_init_attr ea{};
+  ea.max_outstanding = max;
+  dev->ep = rhinetdv_create_endpoint(dev->pd, &ea);
+  if (!dev->ep)
+    return errno_error(errno,
+                       "add_endpoint: rhinetdv_create_endpoint on " + name);
+  if (auto r = dev->make_pool(max); !r) return std::move(r).error();
+  dev->no_tag_reason =
+      "an endpoint of Group::add_endpoint takes part in no messages (they "
+      "go through the Group of join)";
+  return std::unique_ptr<Group>(new Group(std::move(dev), *this));
 }
 
 Group::~Group() = default;
@@ -265,6 +316,13 @@ Result<Area> Group::register_area(std::uint32_t area_id,
       std::to_string(area_id) + " (" + std::to_string(memory.size()) +
       " bytes at " + hex(reinterpret_cast<std::uintptr_t>(memory.data())) + ")";
   if (area_id > 0xffff) return Error(EINVAL, what + ": area IDs are 0..65535");
+  // Peers address the endpoint of join, whose context holds their areas.
+  if (added_endpoint())
+    return Error(EOPNOTSUPP,
+                 what +
+                     ": an added endpoint has no areas (peers reach "
+                     "those of the Group of join); register its local "
+                     "side with buffer()");
   if (memory.empty()) return Error(EINVAL, what + ": empty");
   if (!(dev_->attr.caps & RHINETDV_CAP_AREA))
     return Error(EOPNOTSUPP, what + ": the device (or rhinet.ko) has no areas");
@@ -400,7 +458,11 @@ Result<void> Group::wait_signal(std::uint32_t area_id, std::uint64_t count,
 // ---- bootstrap --------------------------------------------------------------
 
 Result<void> Group::barrier_bootstrap(std::chrono::milliseconds timeout) {
-  return boot_.barrier(timeout);
+  if (!boot_)
+    return Error(EOPNOTSUPP,
+                 "barrier_bootstrap: an added endpoint has no bootstrap "
+                 "connection (use the Group of join)");
+  return boot_->barrier(timeout);
 }
 
 }  // namespace rhinet

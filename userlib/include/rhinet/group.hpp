@@ -22,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <type_traits>
+#include <vector>
 
 #include "rhinet/area.hpp"
 #include "rhinet/bootstrap.hpp"
@@ -77,6 +78,32 @@ class Group {
   // group), ERANGE (a node ID beyond 16 bits), errno of ibverbs and
   // rhinetdv, and those of Bootstrap::exchange.
   static Result<std::unique_ptr<Group>> join(const BootstrapOptions& options);
+
+  // Another NIC endpoint of this process in the group, as a Group of its
+  // own: the same rank, size, group ID and table (its operations go to
+  // the endpoints the peers joined with) on the same device, opened
+  // again (the driver gives a device context one endpoint). It has its
+  // own send queue, status words, outstanding() and sync(): what it
+  // posts does not queue behind this Group's work in the NIC, which takes
+  // turns between endpoints. Not collective, and peers learn nothing: a
+  // PUSH, PULL or atomic reaches an area of the target process through
+  // the endpoint it names (the NIC finds the area through that
+  // endpoint's context), and the answer comes back to the endpoint that
+  // asked. Its memory is its own: this Group's Buffers and Areas are not
+  // its local side; register that with buffer() on it (the same bytes
+  // may be registered on both). It has no areas (area(): EOPNOTSUPP,
+  // peers reach this Group's), takes part in no messages (isend, irecv:
+  // EOPNOTSUPP) and has no bootstrap connection (barrier_bootstrap:
+  // EOPNOTSUPP); collectives, messages and shared regions stay on the
+  // Group of join. `max_outstanding`: operations in flight at once, 0 =
+  // as many as this Group. Errors: EOPNOTSUPP (called on an added
+  // endpoint: add to the Group of join), those of opening the device
+  // (join's), errno of ibv_alloc_pd, rhinetdv_create_endpoint and
+  // ibv_reg_mr (its status words).
+  Result<std::unique_ptr<Group>> add_endpoint(
+      std::uint32_t max_outstanding = 0);
+  // Made by add_endpoint.
+  bool added_endpoint() const { return !boot_.has_value(); }
 
   Group(const Group&) = delete;
   Group& operator=(const Group&) = delete;
@@ -646,6 +673,8 @@ class Group {
                      const Area* area, std::uint64_t offset,
                      std::uint64_t length, const XferOptions& options);
   Group(std::shared_ptr<detail::Device> dev, Bootstrap boot);
+  // add_endpoint's: `parent`'s rank, size and table on `dev`.
+  Group(std::shared_ptr<detail::Device> dev, const Group& parent);
   Request post(Op op, Target target, std::uint32_t rank, std::uint64_t remote,
                std::uint32_t rkey, std::uint64_t offset,
                std::span<std::byte> local, const XferOptions& options);
@@ -655,7 +684,8 @@ class Group {
                    std::uint64_t offset, std::uint64_t length);
 
   std::shared_ptr<detail::Device> dev_;
-  Bootstrap boot_;
+  std::optional<Bootstrap> boot_;  // none for an added endpoint
+  std::vector<Peer> added_table_;  // an added endpoint's copy of the table
   std::uint32_t rank_ = 0, size_ = 0, group_ = 0;
   std::uint32_t local_rank_ = 0, local_size_ = 1;
   std::span<const Peer> table_;
