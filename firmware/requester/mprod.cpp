@@ -106,10 +106,14 @@ bool Engine::Impl::record_scan() {
     }
     // Published and not taken: a batch whose doorbell is on its way, or
     // a lost doorbell. Taken only if it is still so one interval later.
+    // Only a multi-producer suspect brings the scan back to its shortest
+    // interval: an event-index QP's kick is nearly always on its way (a
+    // latency test finds one at every post), and a scan kept short by
+    // them would read every idle QP's record each 100 us.
     if (!qp.scan_suspect || qp.scan_seen != qp.sq_producer) {
       qp.scan_suspect = true;
       qp.scan_seen = qp.sq_producer;
-      suspect = true;
+      suspect |= qp.mp;
       continue;
     }
     qp.scan_suspect = false;
