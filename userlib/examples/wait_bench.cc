@@ -2,10 +2,10 @@
 // wait_bench: what waiting costs. Two ranks (ideally on one node, where
 // they share CPUs) run a ping-pong of 8-byte isend/irecv, a loop of NIC
 // group barriers and, on a device with collectives, of communicator
-// barriers; then rank 1 waits 1 s for a message rank 0 sends late. Each
+// barriers; then rank 1 waits 1.1 s for a message rank 0 sends late. Each
 // phase prints wall time per round and the CPU time this rank used
 // (getrusage), and what its waits did (Group::wait_stats); during the
-// 1 s wait a second thread of rank 1 calls Group::sync and must be told
+// 1.1 s wait a second thread of rank 1 calls Group::sync and must be told
 // EBUSY (one thread at a time). Run it once
 // with a spin budget (waits that sleep) and once with RHINET_SPIN_US=never
 // (the default busy wait of spin, yield and 50 us naps) to compare:
@@ -16,7 +16,7 @@
 //       rhinet_wait_bench [ROUNDS]        (one command)
 //
 // Exit status 0 when every operation succeeded, every message came back
-// as sent, and the 1 s wait slept and was woken by the NIC (did not sleep
+// as sent, and the 1.1 s wait slept and was woken by the NIC (did not sleep
 // at all without a budget).
 #include <sys/resource.h>
 
@@ -154,10 +154,14 @@ int main(int argc, char** argv) {
   if (g.tag_matching()) {
     if (auto b = g.barrier_bootstrap(60s); !b)
       return fail("barrier", b.error());
-    // Rank 1 waits while rank 0 does nothing for a second.
-    Phase p(g, "one wait of 1 s");
+    // Rank 1 waits while rank 0 does nothing for 1.1 s: a sleep lasts
+    // 200 ms at most, so the message lands in the middle of the sixth,
+    // not at the end of the fifth, where the look after a timed-out
+    // sleep could find it before the NIC's interrupt (seen once on a
+    // loaded host: slept 5 times, woken 0).
+    Phase p(g, "one wait of 1.1 s");
     if (me == 0) {
-      std::this_thread::sleep_for(1s);
+      std::this_thread::sleep_for(1100ms);
       if (auto w = g.isend(peer, 3, out).wait(30s); !w)
         return fail("isend", w.error());
     } else {
@@ -191,7 +195,7 @@ int main(int argc, char** argv) {
     // never sleeps did not.
     if (me == 1 && g.spin() >= 0us && (s.sleeps == 0 || s.wakeups == 0)) {
       std::fprintf(stderr,
-                   "wait_bench: the 1 s wait slept %llu times, woken %llu\n",
+                   "wait_bench: the 1.1 s wait slept %llu times, woken %llu\n",
                    static_cast<unsigned long long>(s.sleeps),
                    static_cast<unsigned long long>(s.wakeups));
       return 1;

@@ -41,7 +41,7 @@
 # work, ranks that disagree, a communicator of the even ranks), every
 # result checked; with one and with two ranks per node.
 # wait_bench is a ping-pong, NIC and communicator barrier loops and one
-# 1 s wait by two ranks on one node, with waits that sleep (the 1 s wait
+# 1.1 s wait by two ranks on one node, with waits that sleep (the wait
 # must be woken by the NIC) and with RHINET_SPIN_US=never (it must not
 # sleep); it prints wall and CPU time per phase.
 # Then every node holds no twin memory, and no group violation was
