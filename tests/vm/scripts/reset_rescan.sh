@@ -31,10 +31,13 @@ ip link set lo up || fail "lo up"
 
 fault_find
 
-# The interface up and the port ACTIVE, within 30 s of a (re)bind.
+# The interface up and the port ACTIVE, within 30 s of a (re)bind. The
+# interface must be the new one: the old one may linger while the driver
+# tears it down, and setting it up would leave the new one down.
 device_up() {
 	i=0
-	until [ -e /sys/class/infiniband/rhinet0 ] && [ -e /sys/class/net/eth0 ]; do
+	until [ -e /sys/class/infiniband/rhinet0 ] && [ -e /sys/class/net/eth0 ] &&
+		[ "$(cat /sys/class/net/eth0/ifindex 2>/dev/null)" != "${old_ifindex:-}" ]; do
 		i=$((i + 1))
 		[ $i -lt 300 ] || fail "$1: rhinet0 did not come back"
 		usleep 100000
@@ -70,6 +73,7 @@ while [ $r -le $ROUNDS ]; do
 	[ $((r % 2)) = 0 ] && mode=rescan
 	what="round $r ($mode)"
 	dmesg -c >/dev/null
+	old_ifindex=$(cat /sys/class/net/eth0/ifindex)
 	rm -f /tmp/go
 	rhinet-fatal -r /tmp/go >/tmp/fatal.log 2>&1 &
 	user=$!
