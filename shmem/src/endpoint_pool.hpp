@@ -9,12 +9,14 @@
 #include <optional>
 #include <string>
 
+#include "ctx_table.hpp"
+
 namespace rhinet::shmem {
 
 class EndpointPool {
  public:
-  // At most one endpoint per context the table holds (ContextTable).
-  static constexpr std::size_t kMaxEndpoints = 32;
+  // At most one endpoint per context the table holds.
+  static constexpr std::size_t kMaxEndpoints = ContextTable::kCapacity;
   static constexpr std::size_t kDefaultEndpoints = 4;
 
   EndpointPool() = default;
