@@ -92,6 +92,9 @@ void Engine::Impl::admin_process() {
     } else {
       if (!++mr_epoch) mr_epoch = 1;  // any object may change
       rxw_flush();                    // and the block's targets with it
+      // A command may resize or destroy a CQ, reset or destroy a QP:
+      // every run is in its CQ first (queues.md, "Runs").
+      if (num_open_runs) cq_runs_close_all();
       st = admin_execute(cmd, result, detail);
     }
     if (st != RHN_ADMIN_OK) counters.add(RHN_CNT_BAD_ADMIN_CMDS);
@@ -498,6 +501,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       const auto& c = u.create_cq;
       if (c.eqn >= eqs.size() || !eqs[c.eqn].valid)
         return detail = 1, RHN_ADMIN_BAD_HANDLE;
+      if (c.flags & ~RHN_CREATE_CQ_F_RUNS)
+        return detail = 5, RHN_ADMIN_BAD_PARAM;
       rhn_admin_status st = cq_memory_check(c.ring, c.record, c.log_depth);
       if (st != RHN_ADMIN_OK) return st;
       const uint32_t cqn = find_free(cqs, 0);
@@ -513,6 +518,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       cq.ring = to_ref(c.ring);
       cq.record = to_ref(c.record);
       cq.eqn = c.eqn;
+      cq.runs = c.flags & RHN_CREATE_CQ_F_RUNS;
+      cq.run_max = min<uint32_t>(1u << c.log_depth, RHN_CQE_RUN_MAX);
       ref_get(cq.ring, 1);
       ref_get(cq.record, 1);
       eqs[c.eqn].refs++;

@@ -124,6 +124,15 @@ struct CqObj {
   uint16_t mod_period_us = 0;
   uint32_t mod_counted = 0;
   uint64_t mod_deadline = 0;
+  // Runs (RHN_CREATE_CQ_F_RUNS): allowed, and the open run, at most one:
+  // the completions it holds (0: none open; its entry's slot, at
+  // producer, was free when it opened) and its entry as it will be
+  // written, the last completion's CQE.
+  bool runs = false;
+  bool run_listed = false;  // in Impl::open_runs
+  uint32_t run_n = 0;
+  uint32_t run_max = 0;  // the most one run holds: depth, at most 2^16
+  rhn_cqe run_cqe{};
 };
 
 struct SrqObj {

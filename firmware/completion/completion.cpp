@@ -13,34 +13,110 @@ void Engine::Impl::publish_cq_producer(uint32_t cqn, uint32_t index) {
 #endif
 }
 
-void Engine::Impl::cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited) {
-  CqObj& cq = cqs[cqn];
-  if (!cq.valid || cq.error) return;
+namespace {
+
+// Room for the CQ's next entry, at its producer index: the full check
+// reads the consumer index software last wrote. False once the CQ
+// overflowed; it is broken from then on.
+inline bool cq_room(Engine::Impl& m, uint32_t cqn, CqObj& cq) {
   const uint32_t depth = 1u << cq.log_depth;
   if (cq.producer - cq.consumer_seen >= depth) {
-    // Looks full: read the consumer index software last wrote.
     rhn_cq_record rec;
-    if (host_dma(cq.record, 0, &rec, sizeof(rec), false) &&
+    if (m.host_dma(cq.record, 0, &rec, sizeof(rec), false) &&
         cq.producer - rec.consumer_index <= depth)
       cq.consumer_seen = rec.consumer_index;
     if (cq.producer - cq.consumer_seen >= depth) {
       cq.error = true;
-      counters.add(RHN_CNT_CQ_OVERFLOWS);
-      eq_push(cq.eqn, RHN_EQE_CQ_ERROR, cqn, 0);
-      return;
+      m.counters.add(RHN_CNT_CQ_OVERFLOWS);
+      m.eq_push(cq.eqn, RHN_EQE_CQ_ERROR, cqn, 0);
+      return false;
     }
   }
+  return true;
+}
+
+// The entry at the producer index (its room checked), owner bit last.
+inline void cq_write(Engine::Impl& m, uint32_t cqn, CqObj& cq, rhn_cqe& cqe) {
+  const uint32_t depth = 1u << cq.log_depth;
   const uint8_t owner = ((cq.producer >> cq.log_depth) & 1) ^ 1;
   cqe.flags = static_cast<uint8_t>((cqe.flags & ~RHN_CQE_F_OWNER) |
                                    (owner ? RHN_CQE_F_OWNER : 0));
   const uint64_t at = uint64_t{cq.producer & (depth - 1)} * RHN_CQE_SIZE;
   // Body, then the last 8 bytes holding the owner bit.
-  host_publish(cq.ring, at, &cqe, RHN_CQE_SIZE, 24);
+  m.host_publish(cq.ring, at, &cqe, RHN_CQE_SIZE, 24);
+  m.counters.add_bus(RHN_CNT_CQE_WRITES, 1);
   cq.producer++;
-  publish_cq_producer(cqn, cq.producer);
+  m.publish_cq_producer(cqn, cq.producer);
+}
+
+}  // namespace
+
+void Engine::Impl::cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited) {
+  CqObj& cq = cqs[cqn];
+  if (!cq.valid || cq.error) return;
+  // An open run holds earlier completions: it goes first.
+  if (cq.run_n) cq_run_close(cqn);
+  if (!cq_room(*this, cqn, cq)) return;
+  cq_write(*this, cqn, cq, cqe);
   const bool failed = cqe.status != RHN_CQE_SUCCESS;
   if (solicited || failed) cq.solicited_end = cq.producer;
   if (cq.arm == 1 || (cq.arm == 2 && (solicited || failed))) cq_arm_hit(cqn, 1);
+}
+
+void Engine::Impl::cq_push_run(uint32_t cqn, rhn_cqe& cqe) {
+  CqObj& cq = cqs[cqn];
+  if (!cq.valid || cq.error) return;
+  if (cq.run_n) {
+    // The same queue of the same QP and the same operation; a receive
+    // also takes the RQ's next WQE and has the run's length.
+    const rhn_cqe& r = cq.run_cqe;
+    const bool joins =
+        r.qpn == cqe.qpn && r.opcode == cqe.opcode && r.flags == cqe.flags &&
+        ((cqe.flags & RHN_CQE_F_SQ) ||
+         (r.byte_len == cqe.byte_len &&
+          static_cast<uint16_t>(r.wqe_index + 1) == cqe.wqe_index));
+    if (joins) {
+      cq.run_cqe = cqe;
+      counters.add(RHN_CNT_CQES_SAVED);
+      if (++cq.run_n == cq.run_max) cq_run_close(cqn);
+      // Arming counts completions, not entries (a moderated CQ counts
+      // each); an event writes the run first (cq_event).
+      if (cq.arm == 1) cq_arm_hit(cqn, 1);
+      return;
+    }
+    cq_run_close(cqn);
+  }
+  // Its entry's slot is taken now: a run is one entry, however long.
+  if (!cq_room(*this, cqn, cq)) return;
+  cq.run_cqe = cqe;
+  cq.run_n = 1;
+  if (!cq.run_listed) {
+    cq.run_listed = true;
+    open_runs[num_open_runs++] = cqn;
+  }
+  if (cq.arm == 1) cq_arm_hit(cqn, 1);
+}
+
+void Engine::Impl::cq_run_close(uint32_t cqn) {
+  CqObj& cq = cqs[cqn];
+  rhn_cqe& e = cq.run_cqe;
+  // A run of one is the plain CQE it would have been.
+  if (cq.run_n > 1) {
+    e.ext_flags = RHN_CQE_X_RUN;
+    e.run_extra = static_cast<uint16_t>(cq.run_n - 1);
+  }
+  cq.run_n = 0;
+  if (cq.valid) cq_write(*this, cqn, cq, e);
+}
+
+void Engine::Impl::cq_runs_close_all() {
+  for (uint32_t i = 0; i < num_open_runs; i++) {
+    const uint32_t cqn = open_runs[i];
+    CqObj& cq = cqs[cqn];
+    cq.run_listed = false;
+    if (cq.run_n) cq_run_close(cqn);
+  }
+  num_open_runs = 0;
 }
 
 void Engine::Impl::cq_arm_hit(uint32_t cqn, uint32_t n) {
@@ -132,6 +208,9 @@ rhn_admin_status Engine::Impl::resize_cq(uint32_t cqn, uint32_t log_depth,
 void Engine::Impl::cq_arm(uint32_t cqn, bool solicited_only,
                           uint32_t requested_at) {
   CqObj& cq = cqs[cqn];
+  // Software saw none of an open run's completions: written now, it was
+  // added after the request and raises the event below.
+  if (cq.run_n) cq_run_close(cqn);
   cq.arm = solicited_only ? 2 : 1;
   // ibv_req_notify_cq: an event for the next completion added after the
   // request; CQEs already there when it was made raise none (the software
@@ -151,7 +230,8 @@ uint32_t Engine::Impl::eq_completion_room(const EqObj& eq) const {
 
 void Engine::Impl::cq_event(uint32_t cqn) {
   CqObj& cq = cqs[cqn];
-  if (cq.event_deferred) return;  // one is owed already
+  if (cq.run_n) cq_run_close(cqn);  // the event finds every completion
+  if (cq.event_deferred) return;    // one is owed already
   if (cq.eqn >= eqs.size() || !eqs[cq.eqn].valid) return;
   EqObj& eq = eqs[cq.eqn];
   if (eq_completion_room(eq)) {
@@ -174,6 +254,7 @@ void Engine::Impl::eq_catch_up(uint32_t eqn) {
     if (!cq.event_deferred || cq.eqn != eqn) continue;
     cq.event_deferred = false;
     eq.deferred--;
+    if (cq.run_n) cq_run_close(cqn);
     if (cq.valid) eq_push(eqn, RHN_EQE_COMPLETION, cqn, 0);
   }
 }
@@ -210,6 +291,10 @@ namespace {
 // queues.md, "Status words").
 void store_status(Engine::Impl& m, const QpObj& qp, const Inflight& e,
                   uint64_t word) {
+  // A word is seen with the CQEs before it: a run on the QP's send CQ is
+  // written first.
+  if (qp.send_cqn < m.cqs.size() && m.cqs[qp.send_cqn].run_n)
+    m.cq_run_close(qp.send_cqn);
   uint32_t mr_index;
   if (m.check_key(e.status_lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE,
                   e.status_addr, sizeof(word), &mr_index) != RHN_SYN_NONE) {

@@ -40,6 +40,7 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
       free_rx_ctxs(config.rx_contexts, mem) {
   inline_staging = mem.table<RawWqe>(cfg.db_pages);
   cq_published = mem.table<Atomic<uint32_t>>(cfg.max_cqs);
+  open_runs = mem.table<uint32_t>(cfg.max_cqs);
   eq_db_lost = mem.table<Atomic<uint64_t>>(cfg.max_eqs);
   cq_arm_lost = mem.table<Atomic<uint64_t>>(cfg.max_cqs);
   cq_owner = mem.table<Atomic<uint32_t>>(cfg.max_cqs);
@@ -117,6 +118,7 @@ void Engine::Impl::reset() {
   rxw_flush();
   for (auto& o : eqs) o = EqObj{};
   for (auto& o : cqs) o = CqObj{};
+  num_open_runs = 0;  // their runs are gone with them
   for (uint32_t i = 0; i < cfg.max_cqs; i++) {
     cq_published[i].store(0, MemOrder::kRelaxed);
     cq_arm_lost[i].store(0, MemOrder::kRelaxed);
@@ -511,7 +513,8 @@ uint64_t Engine::reg_read(uint32_t offset, unsigned size) {
       v = RHN_CAP_RC | RHN_CAP_UD | RHN_CAP_ENDPOINT | RHN_CAP_SRQ |
           RHN_CAP_AREA | RHN_CAP_INLINE_DB | RHN_CAP_STATUS_WORD |
           RHN_CAP_RQ_RECORD_READ | RHN_CAP_SQ_DOORBELL_ON_REQUEST |
-          RHN_CAP_XRC | RHN_CAP_SQ_EVENT_INDEX | family_caps();
+          RHN_CAP_XRC | RHN_CAP_SQ_EVENT_INDEX | RHN_CAP_CQE_RUNS |
+          family_caps();
       break;
     case RHN_REG_NODE_ID:
       v = m.cfg.node_id;
@@ -841,6 +844,7 @@ bool Engine::poll() {
   // families, which had nothing due and were given nothing.
   if (kicked && quiet && m.cfg.fast_paths && m.lane_kick()) {
     m.next_due = 0;
+    if (m.num_open_runs) m.cq_runs_close_all();  // a run never waits
     return true;
   }
   m.lane_only = quiet && !kicked && m.cfg.fast_paths;
@@ -871,6 +875,9 @@ bool Engine::poll() {
   }
   if (!m.lane_only) did |= modules_run(m, false, 16);
   if (!m.ready.empty()) did |= m.requester_run(64);
+  // The pass's runs are written now: none waits for a later completion
+  // or a timer (queues.md, "Runs").
+  if (m.num_open_runs) m.cq_runs_close_all();
   m.next_due = did ? 0 : m.stages_due();
   return did;
 }

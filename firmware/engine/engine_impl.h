@@ -196,6 +196,10 @@ struct Engine::Impl : FamilyStates {
   // Each CQ's producer index as the doorbells see it: an arm kick records
   // it when it is written (any thread), cq_push publishes it.
   Table<Atomic<uint32_t>> cq_published;
+  // The CQs with an open run (CqObj::run_n != 0), num_open_runs of them:
+  // the end of the pass writes them.
+  Table<uint32_t> open_runs;
+  uint32_t num_open_runs = 0;
   // The net_device's raw-frame QP (kernel context only), and the buffer a
   // raw frame is built in.
   uint32_t raw_qpn = kNone;
@@ -770,6 +774,18 @@ struct Engine::Impl : FamilyStates {
 
   // ---- completion/completion.cpp
   void cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited);
+  // Runs (queues.md, "Runs: several completions in one CQE"). A
+  // successful completion the caller found may join a run (send side: a
+  // signalled SEND or WRITE without immediate, status word or ext_flags;
+  // receive side: a RECV on the QP's own RQ without imm_data, solicited,
+  // GRH or INV flags), on a CQ created with RHN_CREATE_CQ_F_RUNS: it
+  // extends the CQ's open run or opens one.
+  void cq_push_run(uint32_t cqn, rhn_cqe& cqe);
+  // Writes the CQ's open run (there is one) as one entry.
+  void cq_run_close(uint32_t cqn);
+  // The same for every CQ with an open run: at the end of each pass of
+  // poll() and before any admin command.
+  void cq_runs_close_all();
   // CQ cqn's producer index as CQ-arm doorbells see it from now on (on a
   // card, the doorbell block's copy too).
   void publish_cq_producer(uint32_t cqn, uint32_t index);

@@ -38,7 +38,7 @@ TEST(BringUp, RegistersDescribeTheDevice) {
        {RHN_CAP_RC, RHN_CAP_UD, RHN_CAP_ENDPOINT, RHN_CAP_SRQ, RHN_CAP_ATOMIC,
         RHN_CAP_AREA, RHN_CAP_INLINE_DB, RHN_CAP_STATUS_WORD,
         RHN_CAP_RQ_RECORD_READ, RHN_CAP_SQ_DOORBELL_ON_REQUEST, RHN_CAP_XRC,
-        RHN_CAP_SQ_EVENT_INDEX})
+        RHN_CAP_SQ_EVENT_INDEX, RHN_CAP_CQE_RUNS})
     EXPECT_TRUE(caps & cap) << "missing capability bit " << cap;
   // The families' bits come from the operation table and the module list:
   // every feature this engine has, and nothing beyond the last bit.
@@ -48,8 +48,8 @@ TEST(BringUp, RegistersDescribeTheDevice) {
         RHN_CAP_UD_MCAST, RHN_CAP_COLLECTIVE, RHN_CAP_COLL_SWITCH,
         RHN_CAP_TRIGGER, RHN_CAP_ATOMIC_EXT})
     EXPECT_TRUE(caps & cap) << "missing family capability bit " << cap;
-  // The SQ event index (24) is the last.
-  EXPECT_EQ(caps & ~((RHN_CAP_SQ_EVENT_INDEX << 1) - 1), 0u);
+  // Runs (26) are the last.
+  EXPECT_EQ(caps & ~((RHN_CAP_CQE_RUNS << 1) - 1), 0u);
   const uint32_t status = d.reg32(RHN_REG_STATUS);
   EXPECT_TRUE(status & RHN_STATUS_READY);
   EXPECT_TRUE(status & RHN_STATUS_ADMIN_ON);

@@ -310,12 +310,22 @@ struct rhn_admin_create_eq {
 	__u8 reserved[5];
 };
 
+/* rhn_admin_create_cq.flags */
+enum rhn_create_cq_flags {
+	/* The NIC may write runs into the CQ (RHN_CAP_CQE_RUNS): one CQE,
+	 * RHN_CQE_X_RUN, for several successful completions of one queue of
+	 * one QP (queues.md, "Runs"). BAD_PARAM without the capability.
+	 */
+	RHN_CREATE_CQ_F_RUNS = 1u << 0,
+};
+
 struct rhn_admin_create_cq {
 	struct rhn_host_ref ring;
 	struct rhn_host_ref record; /* struct rhn_cq_record */
 	__le32 eqn;
 	__u8 log_depth;
-	__u8 reserved[3];
+	__u8 flags; /* enum rhn_create_cq_flags; other bits: BAD_PARAM */
+	__u8 reserved[2];
 };
 
 /*
@@ -615,6 +625,7 @@ RHN_ASSERT_SIZE(struct rhn_admin_twin_copy, 32);
 RHN_ASSERT_OFFSET(struct rhn_admin_twin_copy, addr, 16);
 RHN_ASSERT_SIZE(struct rhn_admin_modify_mr, 16);
 RHN_ASSERT_SIZE(struct rhn_admin_create_cq, 40);
+RHN_ASSERT_OFFSET(struct rhn_admin_create_cq, flags, 37);
 RHN_ASSERT_SIZE(struct rhn_admin_resize_cq, 40);
 RHN_ASSERT_SIZE(struct rhn_admin_modify_cq, 8);
 RHN_ASSERT_OFFSET(struct rhn_admin_modify_cq, period_us, 6);

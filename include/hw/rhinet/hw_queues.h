@@ -990,7 +990,17 @@ enum rhn_cqe_ext_flags {
 	 * XRC_RECV QP the SEND came through
 	 */
 	RHN_CQE_X_XRC = 1u << 4,
+	/* A run (RHN_CAP_CQE_RUNS, a CQ created with RHN_CREATE_CQ_F_RUNS):
+	 * the entry stands for run_extra + 1 successful completions of one
+	 * queue of qpn, this one the last (queues.md, "Runs")
+	 */
+	RHN_CQE_X_RUN = 1u << 5,
 };
+
+/* The most completions one run holds (run_extra is 16 bits); a run also
+ * holds at most as many as its CQ has entries.
+ */
+#define RHN_CQE_RUN_MAX 65536u
 
 /* Values match enum ibv_wc_status so the provider passes them through. */
 enum rhn_cqe_status {
@@ -1051,13 +1061,19 @@ struct rhn_cqe {
 	__u8 opcode; /* enum rhn_cqe_opcode */
 	__u8 status; /* enum rhn_cqe_status */
 	__le16 xrc_srqn; /* RHN_CQE_X_XRC: the XRC SRQ's index; else 0 */
-	__le16 reserved1;
+	/* RHN_CQE_X_RUN: the completions the entry stands for besides its
+	 * own (it stands for run_extra + 1); else 0
+	 */
+	__le16 run_extra;
 	__u8 ext_flags; /* enum rhn_cqe_ext_flags */
 	__u8 flags; /* enum rhn_cqe_flags, owner bit last */
 };
 RHN_ASSERT_SIZE(struct rhn_cqe, RHN_CQE_SIZE);
 RHN_ASSERT_OFFSET(struct rhn_cqe, opcode, 24);
 RHN_ASSERT_OFFSET(struct rhn_cqe, flags, 31);
+RHN_ASSERT_OFFSET(struct rhn_cqe, run_extra, 28);
+RHN_STATIC_ASSERT(RHN_CQE_RUN_MAX - 1 == 0xffffu,
+		  "run_extra holds every run's count but its own");
 
 /* Why an operation failed; carried in CQE vendor_err and NAK syndromes. */
 enum rhn_syndrome {

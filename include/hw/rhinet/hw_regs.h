@@ -94,6 +94,9 @@ enum rhn_cap {
 	RHN_CAP_XRC = 1u << 23,
 	RHN_CAP_SQ_EVENT_INDEX =
 		1u << 24, /* SQ record carries an event index on request */
+	RHN_CAP_CQE_RUNS =
+		1u
+		<< 26, /* a CQE may stand for several completions on request */
 };
 
 #define RHN_NODE_ID_VALUE_SHIFT 0
@@ -373,7 +376,11 @@ enum rhn_db_offset {
 	X(MSIX_INTERRUPTS, msix_interrupts, \
 	  "MSI-X messages the NIC sent (event queues' vectors and the admin vector)") \
 	X(XRC_REFUSED, xrc_refused, \
-	  "XRC SENDs refused as responder: the SRQ they name is not a live XRC SRQ of the target QP's XRC domain (`RHN_SYN_XRC_SRQ`)")
+	  "XRC SENDs refused as responder: the SRQ they name is not a live XRC SRQ of the target QP's XRC domain (`RHN_SYN_XRC_SRQ`)") \
+	X(CQE_WRITES, cqe_writes, \
+	  "CQEs the NIC wrote into completion queues (a run is one; the admin queue's completions and a resize's copies are not counted); also counted in `RHN_CNT_DMA_WRITES`") \
+	X(CQES_SAVED, cqes_saved, \
+	  "CQE writes that runs saved: completions that joined an open run (`RHN_CQE_X_RUN`) instead of taking an entry of their own")
 /* clang-format on */
 
 enum rhn_counter {

@@ -54,6 +54,7 @@ static const struct rhn_regmap_field rhn_regmap_fields_caps[] = {
 	{"ATOMIC_EXT", 22, 1},
 	{"XRC", 23, 1},
 	{"SQ_EVENT_INDEX", 24, 1},
+	{"CQE_RUNS", 26, 1},
 };
 
 static const struct rhn_regmap_field rhn_regmap_fields_node_id[] = {
@@ -331,6 +332,13 @@ static const struct rhn_regmap_counter rhn_regmap_counters[] = {
 	{"xrc_refused",
 	 "XRC SENDs refused as responder: the SRQ they name is not a live XRC "
 	 "SRQ of the target QP's XRC domain (`RHN_SYN_XRC_SRQ`)"},
+	{"cqe_writes",
+	 "CQEs the NIC wrote into completion queues (a run is one; the admin "
+	 "queue's completions and a resize's copies are not counted); also "
+	 "counted in `RHN_CNT_DMA_WRITES`"},
+	{"cqes_saved",
+	 "CQE writes that runs saved: completions that joined an open run "
+	 "(`RHN_CQE_X_RUN`) instead of taking an entry of their own"},
 };
 
 #endif /* RHINET_REGMAP_DESC_H */

@@ -187,8 +187,8 @@ RcPair make_rc_pair(SimCluster& c, uint16_t a, uint16_t b,
   p.ctx_a = c.node(a).open_context();
   p.ctx_b = c.node(b).open_context();
   if (!p.ctx_a->ok() || !p.ctx_b->ok()) return p;
-  p.cq_a = p.ctx_a->create_cq(opt.cq_log_depth);
-  p.cq_b = p.ctx_b->create_cq(opt.cq_log_depth);
+  p.cq_a = p.ctx_a->create_cq(opt.cq_log_depth, opt.cq_flags);
+  p.cq_b = p.ctx_b->create_cq(opt.cq_log_depth, opt.cq_flags);
   if (!p.cq_a || !p.cq_b) return p;
   QpInit init;
   init.type = opt.type;

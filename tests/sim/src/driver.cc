@@ -316,12 +316,13 @@ AdminResult SimDriver::create_eq(uint16_t vector, uint8_t log_depth,
 
 AdminResult SimDriver::create_cq(uint32_t context, const rhn_host_ref& ring,
                                  const rhn_host_ref& record, uint32_t eqn,
-                                 uint8_t log_depth) {
+                                 uint8_t log_depth, uint8_t flags) {
   rhn_admin_cmd cmd = make_cmd(RHN_ADMIN_CREATE_CQ, context);
   cmd.u.create_cq.ring = ring;
   cmd.u.create_cq.record = record;
   cmd.u.create_cq.eqn = eqn;
   cmd.u.create_cq.log_depth = log_depth;
+  cmd.u.create_cq.flags = flags;
   return exec(cmd);
 }
 

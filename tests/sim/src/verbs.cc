@@ -65,12 +65,16 @@ std::vector<Completion> SimCq::poll(size_t max) {
   return out;
 }
 
-bool SimCq::poll_one(Completion* out) {
-  rhn_cqe cqe;
-  mem_.buf.read(size_t(ci_ & (depth_ - 1)) * RHN_CQE_SIZE, &cqe, sizeof cqe);
+bool SimCq::peek_entry(rhn_cqe* out) const {
+  mem_.buf.read(size_t(ci_ & (depth_ - 1)) * RHN_CQE_SIZE, out, sizeof *out);
   // Owner bit of lap k is (k & 1) ^ 1; anything else is last lap's entry.
   const uint8_t want = uint8_t(((ci_ / depth_) & 1) ^ 1);
-  if (((cqe.flags & RHN_CQE_F_OWNER) ? 1 : 0) != want) return false;
+  return ((out->flags & RHN_CQE_F_OWNER) ? 1 : 0) == want;
+}
+
+bool SimCq::poll_one(Completion* out) {
+  rhn_cqe cqe;
+  if (!peek_entry(&cqe)) return false;
 
   Completion c;
   c.qpn = cqe.qpn;
@@ -86,10 +90,14 @@ bool SimCq::poll_one(Completion* out) {
   c.ext_flags = cqe.ext_flags;
   c.xrc_srqn = cqe.xrc_srqn;
   c.wr_id = UINT64_MAX;  // unknown QP or WQE
+  if (cqe.ext_flags & RHN_CQE_X_RUN) c.run_count = uint32_t{cqe.run_extra} + 1;
   auto it = qps_.find(cqe.qpn);
   const bool list_op = c.opcode == RHN_CQE_OP_TM_ADD ||
                        c.opcode == RHN_CQE_OP_TM_DEL ||
                        c.opcode == RHN_CQE_OP_TM_SYNC;
+  // Of a run, this is completion run_given_ (0-based); the entry's own
+  // (its wqe_index) is the last.
+  const bool run_member = run_given_ + 1 < c.run_count;
   if (c.ext_flags & RHN_CQE_X_XRC) {  // an XRC SRQ's, whatever the QP
     auto s = xrc_srqs_.find(cqe.xrc_srqn);
     if (s != xrc_srqs_.end()) {
@@ -109,13 +117,26 @@ bool SimCq::poll_one(Completion* out) {
     }
   } else if (it != qps_.end()) {
     SimQp* qp = it->second;
-    c.wr_id = c.is_send() ? qp->complete_send(c.wqe_index)
-              : c.opcode == RHN_CQE_OP_TAG_RECV
-                  ? qp->complete_tag_recv(c.wqe_index)
-                  : qp->complete_recv(c.wqe_index);
+    if (run_member && c.is_send()) {
+      c.wr_id = qp->complete_next_signaled(&c.wqe_index);
+    } else if (run_member) {
+      // The receive side's WQEs are consecutive, the entry's the last.
+      c.wqe_index = uint16_t(cqe.wqe_index - (c.run_count - 1 - run_given_));
+      c.wr_id = qp->complete_recv(c.wqe_index);
+    } else {
+      c.wr_id = c.is_send() ? qp->complete_send(c.wqe_index)
+                : c.opcode == RHN_CQE_OP_TAG_RECV
+                    ? qp->complete_tag_recv(c.wqe_index)
+                    : qp->complete_recv(c.wqe_index);
+    }
   }
-  ++ci_;
-  mem_.set_record(ci_);
+  if (run_member) {
+    ++run_given_;  // the entry stays until its last completion
+  } else {
+    run_given_ = 0;
+    ++ci_;
+    mem_.set_record(ci_);
+  }
   *out = c;
   return true;
 }
@@ -292,7 +313,9 @@ bool SimQp::write_and_kick(std::vector<uint8_t>& slots, uint64_t wr_id,
                   slots.data() + size_t(i) * RHN_SQ_SLOT_SIZE,
                   RHN_SQ_SLOT_SIZE);
   sq_pi_ += n;
-  pending_.push_back({first, n, wr_id});
+  pending_.push_back(
+      {first, n, wr_id,
+       (slots[RHN_OFFSETOF(rhn_send_wqe, flags)] & RHN_WQE_F_SIGNALED) != 0});
   sq_.set_record(sq_pi_);
   if (!auto_kick) return true;
   // One rule for both words: the request bit alone, or an event index.
@@ -381,6 +404,19 @@ uint64_t SimQp::complete_send(uint16_t wqe_index) {
   for (size_t k = 0; k < pending_.size(); ++k) {
     if (uint16_t(pending_[k].first_slot) != wqe_index) continue;
     const uint64_t wr_id = pending_[k].wr_id;
+    sq_ci_ = pending_[k].first_slot + pending_[k].slots;
+    pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(k) + 1);
+    return wr_id;
+  }
+  return UINT64_MAX;
+}
+
+uint64_t SimQp::complete_next_signaled(uint16_t* wqe_index) {
+  // Unsignalled WQEs before it are retired with it.
+  for (size_t k = 0; k < pending_.size(); ++k) {
+    if (!pending_[k].signaled) continue;
+    const uint64_t wr_id = pending_[k].wr_id;
+    *wqe_index = uint16_t(pending_[k].first_slot);
     sq_ci_ = pending_[k].first_slot + pending_[k].slots;
     pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(k) + 1);
     return wr_id;
@@ -532,14 +568,14 @@ bool SimContext::make_queue_memory(size_t ring_bytes, QueueMemory* out) {
   return out->mr.ok();
 }
 
-std::unique_ptr<SimCq> SimContext::create_cq(uint8_t log_depth) {
+std::unique_ptr<SimCq> SimContext::create_cq(uint8_t log_depth, uint8_t flags) {
   auto cq = std::make_unique<SimCq>();
   cq->ctx_ = this;
   cq->depth_ = 1u << log_depth;
   if (!make_queue_memory(size_t(RHN_CQE_SIZE) << log_depth, &cq->mem_))
     return nullptr;
   last = driver_.create_cq(index_, cq->mem_.ref(0), cq->mem_.record_ref(),
-                           driver_.kernel_eqn(), log_depth);
+                           driver_.kernel_eqn(), log_depth, flags);
   if (!last.ok()) return nullptr;
   cq->cqn_ = last.result;
   return cq;

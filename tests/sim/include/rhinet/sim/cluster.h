@@ -130,6 +130,7 @@ struct RcOptions {
   uint8_t sq_log_depth = 8;
   uint8_t rq_log_depth = 7;
   uint8_t cq_log_depth = 10;
+  uint8_t cq_flags = 0;  // enum rhn_create_cq_flags
   uint8_t qp_flags = 0;  // enum rhn_create_qp_flags
 };
 

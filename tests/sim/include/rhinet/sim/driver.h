@@ -108,7 +108,7 @@ class SimDriver {
   AdminResult create_eq(uint16_t vector, uint8_t log_depth, uint64_t ring_bus);
   AdminResult create_cq(uint32_t context, const rhn_host_ref& ring,
                         const rhn_host_ref& record, uint32_t eqn,
-                        uint8_t log_depth);
+                        uint8_t log_depth, uint8_t flags = 0);
   AdminResult create_srq(uint32_t context, const rhn_admin_create_srq& c);
   AdminResult modify_srq(uint32_t context, uint32_t srqn, uint32_t limit);
   AdminResult modify_cq(uint32_t context, uint32_t cqn, uint16_t count,

@@ -42,6 +42,9 @@ struct Completion {
   uint8_t flags = 0;
   uint8_t ext_flags = 0;
   uint16_t xrc_srqn = 0;  // RHN_CQE_X_XRC: the XRC SRQ's index
+  // The completions the entry this one came from stands for: 1, or a
+  // run's (RHN_CQE_X_RUN) run_extra + 1, which SimCq hands out one by one.
+  uint32_t run_count = 1;
   bool ok() const { return status == RHN_CQE_SUCCESS; }
   // TAG_RECV and a probe that found something: the 64-bit tag.
   uint64_t tag() const { return uint64_t{vendor_err} << 32 | imm_data; }
@@ -145,9 +148,15 @@ class SimCq {
   uint32_t cqn() const { return cqn_; }
   uint32_t depth() const { return depth_; }
   // Takes up to `max` completions off the ring (owner-bit rule) and writes
-  // the new consumer index into the CQ record.
+  // the new consumer index into the CQ record. A run (RHN_CQE_X_RUN) is
+  // handed out as the completions it stands for, as a provider does: the
+  // send side's signalled WQEs up to its wqe_index, the receive side's
+  // RQ WQEs up to it; the entry is consumed with its last one.
   std::vector<Completion> poll(size_t max = 64);
   bool poll_one(Completion* out);
+  // The entry at the consumer index as the NIC wrote it, without taking
+  // anything (false: none new).
+  bool peek_entry(rhn_cqe* out) const;
   // Arms the CQ so the next completion raises an event.
   void arm(bool solicited_only = false);
   uint32_t consumer_index() const { return ci_; }
@@ -161,6 +170,7 @@ class SimCq {
   uint32_t cqn_ = 0;
   uint32_t depth_ = 0;
   uint32_t ci_ = 0;
+  uint32_t run_given_ = 0;  // of the run at ci_, completions handed out
   QueueMemory mem_;
   std::unordered_map<uint32_t, SimQp*> qps_;
   std::unordered_map<uint32_t, SimSrq*> tm_srqs_;   // list ops complete here
@@ -286,10 +296,14 @@ class SimQp {
     uint32_t first_slot;
     uint32_t slots;
     uint64_t wr_id;
+    bool signaled;
   };
   bool write_and_kick(std::vector<uint8_t>& slots, uint64_t wr_id,
                       bool inline_doorbell);
   uint64_t complete_send(uint16_t wqe_index);
+  // A run's completion before its last: the oldest signalled WQE
+  // (wqe_index: its first slot's).
+  uint64_t complete_next_signaled(uint16_t* wqe_index);
   uint64_t complete_recv(uint16_t wqe_index);
   uint64_t complete_tag_recv(uint16_t wqe_index);
 
@@ -338,7 +352,8 @@ class SimContext {
     return driver_.register_area(index_, area_id, mr.key, iova, length);
   }
 
-  std::unique_ptr<SimCq> create_cq(uint8_t log_depth = 8);
+  // flags: enum rhn_create_cq_flags (RHN_CREATE_CQ_F_RUNS).
+  std::unique_ptr<SimCq> create_cq(uint8_t log_depth = 8, uint8_t flags = 0);
   std::unique_ptr<SimSrq> create_srq(uint8_t log_depth = 7, uint32_t limit = 0);
   // A TM SRQ whose list operations complete on `cq`.
   std::unique_ptr<SimSrq> create_tm_srq(SimCq& cq, uint32_t max_tags,
