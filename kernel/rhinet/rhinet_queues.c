@@ -102,9 +102,10 @@ static int rhinet_ucq_pin(struct rhinet_ib *ib, struct rhinet_ucontext *uc,
 
 	if (ret)
 		return ret;
-	ret = rhinet_queue_buf_of(req->comp_mask, req->buf_va, req->buf_len,
-				  req->dmabuf_fd, req->dmabuf_offset,
-				  req->reserved, &buf);
+	/* Runs are the create's to ask for (rhinet_create_cq). */
+	ret = rhinet_queue_buf_of(req->comp_mask & ~RHINET_CREATE_CQ_RUNS,
+				  req->buf_va, req->buf_len, req->dmabuf_fd,
+				  req->dmabuf_offset, req->reserved, &buf);
 	if (ret)
 		return ret;
 	if (req->log_depth < 1 ||
@@ -140,8 +141,16 @@ int rhinet_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			     &ring_bytes);
 	if (ret)
 		return ret;
+	/* Only a provider that expands runs asks; kernel CQs never do. */
+	if ((req.comp_mask & RHINET_CREATE_CQ_RUNS) &&
+	    !(rhinet_read32(ib->rdev, RHN_REG_CAPS) & RHN_CAP_CQE_RUNS)) {
+		rhinet_mem_release(ib, &cq->ubuf);
+		return -EOPNOTSUPP;
+	}
 
 	cmd.hdr.opcode = RHN_ADMIN_CREATE_CQ;
+	if (req.comp_mask & RHINET_CREATE_CQ_RUNS)
+		cmd.u.create_cq.flags = RHN_CREATE_CQ_F_RUNS;
 	cmd.u.create_cq.ring = rhinet_ref(&cq->ubuf, req.buf_va);
 	cmd.u.create_cq.record = rhinet_ref(&cq->ubuf, req.buf_va + ring_bytes);
 	cmd.u.create_cq.eqn =
@@ -176,6 +185,11 @@ int rhinet_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	ret = rhinet_ucq_pin(ib, uc, udata, cqe, &req, &mem, &ring_bytes);
 	if (ret)
 		return ret;
+	/* A resized CQ keeps the runs it was created with (or not). */
+	if (req.comp_mask & RHINET_CREATE_CQ_RUNS) {
+		rhinet_mem_release(ib, &mem);
+		return -EOPNOTSUPP;
+	}
 	cmd.hdr.opcode = RHN_ADMIN_RESIZE_CQ;
 	c->cqn = cpu_to_le32(cq->cqn);
 	c->log_depth = req.log_depth;

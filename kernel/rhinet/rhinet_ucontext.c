@@ -311,6 +311,8 @@ int rhinet_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	if ((resp.caps & RHN_CAP_SQ_DOORBELL_ON_REQUEST) &&
 	    (resp.caps & RHN_CAP_SQ_EVENT_INDEX))
 		resp.comp_mask |= RHINET_UCONTEXT_RESP_SQ_EVENT_INDEX;
+	if (resp.caps & RHN_CAP_CQE_RUNS)
+		resp.comp_mask |= RHINET_UCONTEXT_RESP_CQE_RUNS;
 	/* Older providers' responses end before max_areas or twin_bytes. */
 	if (!udata || udata->outlen >= sizeof(resp)) {
 		resp_len = sizeof(resp);

@@ -56,6 +56,12 @@ enum rhinet_alloc_ucontext_resp_mask {
 	 * to kick); a QP created without it keeps the request bit alone
 	 */
 	RHINET_UCONTEXT_RESP_SQ_EVENT_INDEX = 1 << 5,
+	/* the NIC has RHN_CAP_CQE_RUNS: a CQ created with
+	 * RHINET_CREATE_CQ_RUNS may hold runs, one CQE (RHN_CQE_X_RUN) for
+	 * several successful completions of one queue of one QP; a CQ created
+	 * without it never does
+	 */
+	RHINET_UCONTEXT_RESP_CQE_RUNS = 1 << 6,
 };
 
 /* rhinet_alloc_ucontext_cmd.comp_mask */
@@ -251,6 +257,14 @@ enum rhinet_queue_buf_mask {
 	 * EINVAL with RHINET_CREATE_QP_MULTI_PRODUCER.
 	 */
 	RHINET_CREATE_QP_SQ_EVENT_INDEX = 1 << 2,
+	/*
+	 * rhinet_create_cq_cmd only, and not on a resize (EOPNOTSUPP there:
+	 * a resized CQ keeps what it was created with): the NIC may write
+	 * runs into the CQ (RHN_CREATE_CQ_F_RUNS). EOPNOTSUPP when the
+	 * ucontext response lacks RHINET_UCONTEXT_RESP_CQE_RUNS; on a QP,
+	 * EOPNOTSUPP.
+	 */
+	RHINET_CREATE_CQ_RUNS = 1 << 3,
 };
 
 #define RHINET_MP_MIN_SQ_LOG_DEPTH 6
