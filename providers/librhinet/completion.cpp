@@ -107,14 +107,21 @@ OpNames op_names(uint8_t op) {
           kDvOfCqe[op] ? int{kDvOfCqe[op]} : int{RHINETDV_OP_PUSH}};
 }
 
-void complete_send(Cq* cq, Qp* qp, const rhn_cqe& e, Completion* c) {
+// @member: a run's completion before its last, which the entry names;
+// false if it turned out the last (a run the ring does not match).
+bool complete_send(Cq* cq, Qp* qp, const rhn_cqe& e, Completion* c,
+                   bool member) {
   // A multi-producer QP's posters take the room this completion frees at
   // once, and the NIC may write their CQEs before this poll ends: it must
   // see this entry as read first, or a CQ exactly as deep as the posters'
   // credit looks full to it and overflows.
   if (qp->mp) publish_consumer(cq);
   std::lock_guard<std::mutex> g(qp->sq_lock);
+  if (member && sq_complete_run_member(qp, e.wqe_index, &c->wr_id, &c->reported,
+                                       &c->wqe_index))
+    return true;
   sq_complete(qp, e.wqe_index, &c->wr_id, &c->reported);
+  return false;
 }
 
 // ---- Tag matching (TM SRQs).
@@ -217,7 +224,20 @@ bool poll_one(Cq* cq, Completion* out) {
     if (((flags & RHN_CQE_F_OWNER) != 0) != phase) return false;
     from_device_barrier();
     const rhn_cqe e = *slot;
-    cq->consumer++;
+    // A run (queues.md, "Runs") is handed out one completion per call:
+    // this is its completion number `pos` of `n`, the entry's own the
+    // last. The entry is consumed with that one only, so a caller that
+    // asked for fewer finds the rest here next time.
+    const uint32_t n =
+        (e.ext_flags & RHN_CQE_X_RUN) ? uint32_t{e.run_extra} + 1 : 1;
+    const uint32_t pos = cq->run_given;
+    const bool member = pos + 1 < n;
+    if (member) {
+      cq->run_given++;
+    } else {
+      cq->run_given = 0;
+      cq->consumer++;
+    }
     if (is_list_op(e.opcode)) {  // qpn names a TM SRQ
       if (complete_list_op(ctx, e, out)) return true;
       continue;
@@ -271,12 +291,26 @@ bool poll_one(Cq* cq, Completion* out) {
       } else if (e.opcode == RHN_CQE_OP_TAG_RECV) {
         c.wr_id = e.wqe_index;
       } else {
-        complete_send(cq, qp, e, &c);
+        complete_send(cq, qp, e, &c, false);
       }
     } else if (e.opcode == RHN_CQE_OP_TM_RECV) {
       complete_tm_recv(qp, e, &c);
     } else if (e.flags & RHN_CQE_F_SQ) {
-      complete_send(cq, qp, e, &c);
+      // A run's: every signalled WQE from the SQ's consumer up to the
+      // one the entry names.
+      if (!complete_send(cq, qp, e, &c, member) && member) {
+        // The ring has no signalled WQE before the last: the entry is done.
+        cq->run_given = 0;
+        cq->consumer++;
+      }
+    } else if (member) {
+      // A run's receives took the RQ's WQEs in order, the entry's the last
+      // (all of one length).
+      rhn_cqe m = e;
+      m.wqe_index = static_cast<uint16_t>(e.wqe_index - (n - 1 - pos));
+      c.wqe_index = m.wqe_index;
+      complete_recv(qp, m, &c);
+      c.src_qp = e.src_qpn;
     } else {
       complete_recv(qp, e, &c);
       c.src_qp = e.src_qpn;
@@ -333,6 +367,8 @@ void clean_cq(Cq* cq, Drop drop) {
     --i;
     rhn_cqe e = cq->ring[i & mask];
     if (drop(e)) {
+      // A run partly handed out goes with the rest of it.
+      if (i == cq->consumer) cq->run_given = 0;
       removed++;
     } else if (removed) {
       // Into a slot that holds an entry of the same lap: keep its owner.

@@ -89,6 +89,11 @@ ibv_cq_ex* create_cq_ex_in(ibv_context* context, ibv_cq_init_attr_ex* attr,
   if (attr->wc_flags & ~kWcFlags) return errno = EOPNOTSUPP, nullptr;
   Cq* cq = create_cq_common(context, attr, buf);
   if (!cq) return nullptr;
+  set_cq_ex_ops(cq);
+  return &cq->vcq.cq_ex;
+}
+
+void set_cq_ex_ops(Cq* cq) {
   ibv_cq_ex& c = cq->vcq.cq_ex;
   c.start_poll = start_poll;
   c.next_poll = next_poll;
@@ -104,7 +109,6 @@ ibv_cq_ex* create_cq_ex_in(ibv_context* context, ibv_cq_init_attr_ex* attr,
   c.read_sl = read_sl;
   c.read_dlid_path_bits = read_dlid_path_bits;
   c.read_tm_info = read_tm_info;
-  return &c;
 }
 
 }  // namespace rhinet

@@ -198,6 +198,17 @@ bool sq_event_index_allowed(const rhinet_alloc_ucontext_resp& r) {
          (r.caps & RHN_CAP_SQ_EVENT_INDEX);
 }
 
+// Whether CQs ask for runs (one CQE for several completions): whenever
+// the driver and the NIC offer them. RHINET_CQE_RUNS=0 keeps every
+// completion in its own CQE (the benchmarks' reference; queues.md,
+// "Runs").
+bool cqe_runs_allowed(const rhinet_alloc_ucontext_resp& r) {
+  const char* env = getenv("RHINET_CQE_RUNS");
+  if (env && !strcmp(env, "0")) return false;
+  return (r.comp_mask & RHINET_UCONTEXT_RESP_CQE_RUNS) &&
+         (r.caps & RHN_CAP_CQE_RUNS);
+}
+
 verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
   auto* raw = static_cast<Context*>(_verbs_init_and_alloc_context(
       ibdev, cmd_fd, sizeof(Context),
@@ -221,6 +232,7 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*priv*/) {
   ctx->rq_kick_on_request = rq_kick_on_request_allowed(resp.drv);
   ctx->sq_kick_on_request = sq_kick_on_request_allowed(resp.drv);
   ctx->sq_event_index = sq_event_index_allowed(resp.drv);
+  ctx->cqe_runs = cqe_runs_allowed(resp.drv);
   if (cmd.drv.num_groups &&
       !(resp.drv.comp_mask & RHINET_UCONTEXT_RESP_GROUPS)) {
     fprintf(stderr, "librhinet: rhinet.ko does not support process groups\n");

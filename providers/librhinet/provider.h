@@ -110,6 +110,10 @@ struct Context {
   bool sq_event_index = false;
   // A kick may carry a one-slot WQE in the page's inline window.
   bool sq_inline_db = false;
+  // CQs are created with RHINET_CREATE_CQ_RUNS: the NIC may write runs,
+  // one CQE for several completions (the driver offers it and
+  // RHINET_CQE_RUNS=0 did not turn it off).
+  bool cqe_runs = false;
   // The page has one window: held from its first store to the kick, so
   // two QPs' posters never mix their WQEs in it. A poster that finds it
   // held kicks without the window rather than wait.
@@ -170,6 +174,10 @@ struct Cq {
   uint32_t cqn = 0;
   uint32_t log_depth = 0;
   uint32_t consumer = 0;  // next CQE to look at
+  // Of the run (RHN_CQE_X_RUN) at consumer, the completions handed out:
+  // a poll that asked for fewer keeps the rest here, and the entry is
+  // consumed with its last one (completion.cpp).
+  uint32_t run_given = 0;
   // ibv_cq_ex polling (cq_ex.cpp): the completion start_poll/next_poll
   // decoded last, and the consumer index when start_poll took the lock.
   Completion cur{};
@@ -231,6 +239,7 @@ struct SendSlot {
   uint64_t wr_id;
   uint8_t slots;  // slots this WQE takes
   bool report;    // its poster wants its completion (see sq_write)
+  bool signaled;  // RHN_WQE_F_SIGNALED: a run's expansion stops at it
 };
 
 // A triggered WQE not completed yet (sq_hold): what its CQE will need once
@@ -490,6 +499,13 @@ int sq_hold(Qp* qp, uint32_t first);
 // the WQE it completes; a held WQE is done alone, any other with every WQE
 // before it in the ring.
 void sq_complete(Qp* qp, uint16_t wqe_index, uint64_t* wr_id, bool* report);
+// A send-side run's completion before its last, whose WQE is @last
+// (sq_lock held): the oldest signalled WQE from the consumer on that is
+// not held, completed with the unsignalled ones before it; its wr_id,
+// report and index. False if there is none before @last (a run the ring
+// does not match): nothing moved, the caller completes @last.
+bool sq_complete_run_member(Qp* qp, uint16_t last, uint64_t* wr_id,
+                            bool* report, uint16_t* index);
 // Both indices back to 0 (the QP goes to RESET).
 void sq_reset(Qp* qp);
 
@@ -550,5 +566,8 @@ ibv_qp* create_qp_ex_in(ibv_context* context, ibv_qp_init_attr_ex* attr,
 ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);
 ibv_cq_ex* create_cq_ex_in(ibv_context* context, ibv_cq_init_attr_ex* attr,
                            const QueueBuf* buf);
+// The ibv_cq_ex calls of a created CQ (also what the unit tests poll a
+// CQ of their own with).
+void set_cq_ex_ops(Cq* cq);
 
 }  // namespace rhinet

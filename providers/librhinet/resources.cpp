@@ -245,6 +245,9 @@ Cq* create_cq_common(ibv_context* context, const ibv_cq_init_attr_ex* attr,
   cmd.drv.buf_va = reinterpret_cast<uintptr_t>(cq->buf);
   cmd.drv.buf_len = cq->buf_len;
   ask_for_dmabuf(cmd.drv, qbuf);
+  // Runs cost the poller nothing it does not do anyway (completion.cpp
+  // expands them), and save the NIC a CQE write per completion they hold.
+  if (ctx->cqe_runs) cmd.drv.comp_mask |= RHINET_CREATE_CQ_RUNS;
   CreateCqResp resp{};
   int err = ibv_cmd_create_cq_ex(
       context, attr, &cq->vcq, reinterpret_cast<struct ibv_create_cq_ex*>(&cmd),
@@ -327,7 +330,7 @@ int resize_cq(ibv_cq* ibcq, int cqe) {
   cq->ring = reinterpret_cast<rhn_cqe*>(buf);
   cq->record = reinterpret_cast<rhn_cq_record*>(buf + ring_bytes);
   cq->log_depth = log_depth;
-  cq->consumer = 0;
+  cq->consumer = 0;  // a run partly handed out moved with its entry
   return 0;
 }
 

@@ -41,7 +41,12 @@ void copy_wqe(Qp* qp, uint8_t* wqe, uint32_t slots, uint32_t at, uint64_t wr_id,
   for (uint32_t s = 0; s < slots; s++)
     memcpy(qp->sq + ((at + s) & mask) * RHN_SQ_SLOT_SIZE,
            wqe + s * RHN_SQ_SLOT_SIZE, RHN_SQ_SLOT_SIZE);
-  qp->sq_info[at & mask] = SendSlot{wr_id, static_cast<uint8_t>(slots), report};
+  // Whether the NIC completes it with a CQE, or as part of one naming a
+  // later WQE (and, in a run, of the WQEs that entry stands for).
+  const bool signaled =
+      (reinterpret_cast<rhn_send_wqe*>(wqe)->flags & RHN_WQE_F_SIGNALED) != 0;
+  qp->sq_info[at & mask] =
+      SendSlot{wr_id, static_cast<uint8_t>(slots), report, signaled};
 }
 
 // A multi-producer poster's waits are on other threads (the poster before
@@ -222,6 +227,34 @@ void sq_complete(Qp* qp, uint16_t wqe_index, uint64_t* wr_id, bool* report) {
     qp->mp_credit.fetch_add(idx + info.slots - qp->sq_consumer,
                             std::memory_order_acq_rel);
   qp->sq_consumer = idx + info.slots;
+}
+
+bool sq_complete_run_member(Qp* qp, uint16_t last, uint64_t* wr_id,
+                            bool* report, uint16_t* index) {
+  const uint32_t mask = (1u << qp->sq_log) - 1;
+  // The last WQE's full index, at or after the consumer's.
+  const uint32_t end =
+      qp->sq_consumer +
+      static_cast<uint16_t>(last - static_cast<uint16_t>(qp->sq_consumer));
+  uint32_t idx = qp->sq_consumer;
+  for (;;) {
+    if (static_cast<int32_t>(end - idx) <= 0) return false;
+    const SendSlot& info = qp->sq_info[idx & mask];
+    bool held = false;  // a triggered WQE completes by its own CQE
+    for (uint32_t i = 0; i < qp->sq_num_held && !held; i++)
+      held = qp->sq_held[i].index == idx;
+    if (info.signaled && !held) break;
+    idx += info.slots ? info.slots : 1;
+  }
+  const SendSlot& info = qp->sq_info[idx & mask];
+  *wr_id = info.wr_id;
+  *report = info.report;
+  *index = static_cast<uint16_t>(idx);
+  if (qp->mp)
+    qp->mp_credit.fetch_add(idx + info.slots - qp->sq_consumer,
+                            std::memory_order_acq_rel);
+  qp->sq_consumer = idx + info.slots;
+  return true;
 }
 
 void sq_reset(Qp* qp) {
