@@ -271,9 +271,9 @@ if [[ -n $(bus_lines) ]]; then
 	echo "node 0 is the client, node 1 the server; setup and perftest's TCP exchange on eth0 included):"
 	bus_lines | awk '
 	BEGIN {
-		split("mmio_writes host_doorbells sq_inline_doorbells rq_doorbells+srq_doorbells cq_arm_doorbells sq_wqe_fetches recv_wqe_fetches queue_record_reads dma_reads dma_read_bytes dma_writes dma_write_bytes msix_interrupts", col, " ")
-		split("MMIO SQ-db inl-db RQ-db arm-db SQ-WQE-rd RQ-WQE-rd rec-rd DMA-rd rd-B DMA-wr wr-B MSI-X", head, " ")
-		nc = 13
+		split("mmio_writes host_doorbells sq_inline_doorbells rq_doorbells+srq_doorbells cq_arm_doorbells sq_wqe_fetches recv_wqe_fetches queue_record_reads dma_reads dma_read_bytes dma_writes dma_write_bytes cqe_writes msix_interrupts", col, " ")
+		split("MMIO SQ-db inl-db RQ-db arm-db SQ-WQE-rd RQ-WQE-rd rec-rd DMA-rd rd-B DMA-wr wr-B CQE-wr MSI-X", head, " ")
+		nc = 14
 		printf "  %-14s %4s %6s", "test", "node", "msgs"
 		for (i = 1; i <= nc; i++) printf " %9s", head[i]
 		printf "\n"
@@ -294,7 +294,8 @@ if [[ -n $(bus_lines) ]]; then
 	}'
 	echo "  MMIO: BAR0/BAR2 writes (each a VM exit); SQ-db/inl-db/RQ-db/arm-db: doorbells by kind"
 	echo "  (inl-db: SQ kicks with the WQE in the doorbell page); SQ-WQE-rd/RQ-WQE-rd: WQEs read by"
-	echo "  DMA; rec-rd: doorbell records read; DMA-rd/DMA-wr: all DMA requests, rd-B/wr-B their bytes."
+	echo "  DMA; rec-rd: doorbell records read; DMA-rd/DMA-wr: all DMA requests, rd-B/wr-B their bytes;"
+	echo "  CQE-wr: CQEs written (a run of completions is one; send_rate_noruns: RHINET_CQE_RUNS=0)."
 fi
 echo
 echo "Two TCG guests (1 vCPU each) through rhinet-switch on $(nproc) host cores;" \

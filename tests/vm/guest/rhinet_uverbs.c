@@ -2511,6 +2511,10 @@ static bool check_bus_counts(void)
 			       RHINET_UCONTEXT_RESP_SQ_EVENT_INDEX),
 		    "caps %#x and comp_mask %#x disagree on the SQ event index",
 		    c->r.caps, c->r.comp_mask) ||
+	    !expect(!!(c->r.caps & RHN_CAP_CQE_RUNS) ==
+			    !!(c->r.comp_mask & RHINET_UCONTEXT_RESP_CQE_RUNS),
+		    "caps %#x and comp_mask %#x disagree on CQE runs",
+		    c->r.caps, c->r.comp_mask) ||
 	    !dp_open(&d, &mem))
 		goto out;
 	/* Two windows at most, each on fresh ring slots (8 UD WQEs fit). */

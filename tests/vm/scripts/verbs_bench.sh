@@ -34,6 +34,9 @@
 # Documentation/provider/README.md).
 # write_lat_inline is write_lat with RHINET_SQ_INLINE=1 (each kick carries
 # its one-slot WQE in the doorbell page's inline window).
+# send_rate_noruns is send_rate with RHINET_CQE_RUNS=0 (every completion in
+# a CQE of its own, as before CQs had runs: queues.md, "Runs"): its CQE-wr
+# and DMA-wr columns against send_rate's.
 # `quick` runs fewer iterations. Any failed client on a rhinet device fails
 # the run; a failed client on a reference device (soft-RoCE) is reported as
 # FAIL in the table and listed, not counted.
@@ -66,7 +69,7 @@ counters() {
 BUS_NAMES="mmio_writes host_doorbells sq_inline_doorbells rq_doorbells
 srq_doorbells cq_arm_doorbells sq_wqe_fetches sq_wqe_fetch_bytes
 recv_wqe_fetches queue_record_reads dma_reads dma_read_bytes dma_writes
-dma_write_bytes msix_interrupts completions"
+dma_write_bytes cqe_writes cqes_saved msix_interrupts completions"
 # Read from BAR0 through the driver (rhinet-diag: devlink, no MMIO write,
 # DMA or interrupt of its own); they are no port statistics (registers.md).
 bus_counters() {
@@ -202,6 +205,12 @@ for DEV in "$@"; do
 		export RHINET_SQ_INLINE=1
 		bench "$DEV" write_lat_inline ib_write_lat $P -n $LAT_N -s 2
 		unset RHINET_SQ_INLINE
+		# The 8-byte SENDs with every completion in its own CQE, the
+		# reference for runs (queues.md): CQE-wr and DMA-wr against
+		# send_rate's.
+		export RHINET_CQE_RUNS=0
+		bench "$DEV" send_rate_noruns ib_send_bw $P -n $RATE_N -s 8
+		unset RHINET_CQE_RUNS
 		if [ $QUICK = 0 ]; then
 			bench "$DEV" send_bw_1m ib_send_bw $P -n $BIG_N -s 1048576
 			for size in 64 4096 65536; do
