@@ -247,7 +247,9 @@ Cq* create_cq_common(ibv_context* context, const ibv_cq_init_attr_ex* attr,
   ask_for_dmabuf(cmd.drv, qbuf);
   // Runs cost the poller nothing it does not do anyway (completion.cpp
   // expands them), and save the NIC a CQE write per completion they hold.
-  if (ctx->cqe_runs) cmd.drv.comp_mask |= RHINET_CREATE_CQ_RUNS;
+  // Not in the application's buffer: a device's lanes or the application
+  // itself may read those CQEs, one per completion.
+  if (ctx->cqe_runs && !qbuf) cmd.drv.comp_mask |= RHINET_CREATE_CQ_RUNS;
   CreateCqResp resp{};
   int err = ibv_cmd_create_cq_ex(
       context, attr, &cq->vcq, reinterpret_cast<struct ibv_create_cq_ex*>(&cmd),
