@@ -518,8 +518,8 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       cq.ring = to_ref(c.ring);
       cq.record = to_ref(c.record);
       cq.eqn = c.eqn;
-      cq.runs = c.flags & RHN_CREATE_CQ_F_RUNS;
-      cq.run_max = min<uint32_t>(1u << c.log_depth, RHN_CQE_RUN_MAX);
+      if (c.flags & RHN_CREATE_CQ_F_RUNS) cq.run_flags = kCqRuns;
+      cq_set_slow(cq);
       ref_get(cq.ring, 1);
       ref_get(cq.record, 1);
       eqs[c.eqn].refs++;
@@ -562,6 +562,7 @@ rhn_admin_status Engine::Impl::admin_execute(const rhn_admin_cmd& cmd,
       }
       contexts[ctx].refs--;
       cq.valid = false;
+      cq_set_slow(cq);
       cq_owner[cqn].store(0);
       return RHN_ADMIN_OK;
     }

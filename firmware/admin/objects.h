@@ -104,10 +104,19 @@ inline uint8_t target_qp_type(uint8_t type) {
 constexpr uint32_t kMaxCqModCount = 0xffff;
 constexpr uint32_t kMaxCqModPeriodUs = 0xffff;
 
+// CqObj::run_flags (queues.md, "Runs: several completions in one CQE").
+constexpr uint8_t kCqRuns = 1u << 0;       // created with RHN_CREATE_CQ_F_RUNS
+constexpr uint8_t kCqRunOpen = 1u << 1;    // a run is open
+constexpr uint8_t kCqRunListed = 1u << 2;  // in Impl::open_runs
+
 struct CqObj {
   bool valid = false;
   bool error = false;
   uint8_t arm = 0;  // 0 off, 1 next completion, 2 next solicited
+  // What a push tests first: 0 while the CQ is valid, has not overflowed
+  // and takes no runs (Impl::cq_set_slow), so a plain CQ's push pays one
+  // test for the three.
+  uint8_t slow = 1;
   uint32_t context = 0;
   uint32_t log_depth = 0;
   HostRef ring, record;
@@ -115,6 +124,12 @@ struct CqObj {
   uint32_t consumer_seen = 0;
   uint32_t solicited_end = 0;   // producer after the last solicited/error CQE
   bool event_deferred = false;  // owed a completion event (its EQ was full)
+  // Runs: kCq* flags, and the open run's completions besides its first
+  // (its entry, the last completion's CQE, is Impl::run_cqes[cqn]; its
+  // slot, at producer, was free when it opened). In the padding before
+  // eqn, so the table's stride stays what the push path indexes cheaply.
+  uint8_t run_flags = 0;
+  uint16_t run_extra = 0;
   uint32_t eqn = 0;
   uint32_t refs = 0;
   // Event moderation (RHN_ADMIN_MODIFY_CQ): while armed, the event waits
@@ -124,16 +139,8 @@ struct CqObj {
   uint16_t mod_period_us = 0;
   uint32_t mod_counted = 0;
   uint64_t mod_deadline = 0;
-  // Runs (RHN_CREATE_CQ_F_RUNS): allowed, and the open run, at most one:
-  // the completions it holds (0: none open; its entry's slot, at
-  // producer, was free when it opened) and its entry as it will be
-  // written, the last completion's CQE.
-  bool runs = false;
-  bool run_listed = false;  // in Impl::open_runs
-  uint32_t run_n = 0;
-  uint32_t run_max = 0;  // the most one run holds: depth, at most 2^16
-  rhn_cqe run_cqe{};
 };
+static_assert(sizeof(CqObj) == 88, "runs live in CqObj's holes");
 
 struct SrqObj {
   bool valid = false;

@@ -27,6 +27,7 @@ inline bool cq_room(Engine::Impl& m, uint32_t cqn, CqObj& cq) {
       cq.consumer_seen = rec.consumer_index;
     if (cq.producer - cq.consumer_seen >= depth) {
       cq.error = true;
+      Engine::Impl::cq_set_slow(cq);
       m.counters.add(RHN_CNT_CQ_OVERFLOWS);
       m.eq_push(cq.eqn, RHN_EQE_CQ_ERROR, cqn, 0);
       return false;
@@ -49,63 +50,118 @@ inline void cq_write(Engine::Impl& m, uint32_t cqn, CqObj& cq, rhn_cqe& cqe) {
   m.publish_cq_producer(cqn, cq.producer);
 }
 
-}  // namespace
-
-void Engine::Impl::cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited) {
-  CqObj& cq = cqs[cqn];
-  if (!cq.valid || cq.error) return;
-  // An open run holds earlier completions: it goes first.
-  if (cq.run_n) cq_run_close(cqn);
-  if (!cq_room(*this, cqn, cq)) return;
-  cq_write(*this, cqn, cq, cqe);
+// The push of a CQ whose slow is 0, or that its slow path left to it:
+// room, the entry, the arm.
+inline void cq_push_plain(Engine::Impl& m, uint32_t cqn, CqObj& cq,
+                          rhn_cqe& cqe, bool solicited) {
+  if (!cq_room(m, cqn, cq)) return;
+  cq_write(m, cqn, cq, cqe);
   const bool failed = cqe.status != RHN_CQE_SUCCESS;
   if (solicited || failed) cq.solicited_end = cq.producer;
-  if (cq.arm == 1 || (cq.arm == 2 && (solicited || failed))) cq_arm_hit(cqn, 1);
+  if (cq.arm == 1 || (cq.arm == 2 && (solicited || failed)))
+    m.cq_arm_hit(cqn, 1);
 }
 
-void Engine::Impl::cq_push_run(uint32_t cqn, rhn_cqe& cqe) {
-  CqObj& cq = cqs[cqn];
-  if (!cq.valid || cq.error) return;
-  if (cq.run_n) {
+// A completion that may join a run (the CQ has runs), extending its open
+// run or opening one.
+void push_run(Engine::Impl& m, uint32_t cqn, CqObj& cq, const rhn_cqe& cqe) {
+  rhn_cqe& r = m.run_cqes[cqn];
+  if (cq.run_flags & kCqRunOpen) {
     // The same queue of the same QP and the same operation; a receive
     // also takes the RQ's next WQE and has the run's length.
-    const rhn_cqe& r = cq.run_cqe;
     const bool joins =
         r.qpn == cqe.qpn && r.opcode == cqe.opcode && r.flags == cqe.flags &&
         ((cqe.flags & RHN_CQE_F_SQ) ||
          (r.byte_len == cqe.byte_len &&
           static_cast<uint16_t>(r.wqe_index + 1) == cqe.wqe_index));
     if (joins) {
-      cq.run_cqe = cqe;
-      counters.add(RHN_CNT_CQES_SAVED);
-      if (++cq.run_n == cq.run_max) cq_run_close(cqn);
+      r = cqe;
+      cq.run_extra++;
+      m.counters.add(RHN_CNT_CQES_SAVED);
+      // At most the CQ's depth and what run_extra holds.
+      if (cq.run_extra + 1u ==
+          min<uint32_t>(1u << cq.log_depth, RHN_CQE_RUN_MAX))
+        m.cq_run_close(cqn);
       // Arming counts completions, not entries (a moderated CQ counts
       // each); an event writes the run first (cq_event).
-      if (cq.arm == 1) cq_arm_hit(cqn, 1);
+      if (cq.arm == 1) m.cq_arm_hit(cqn, 1);
       return;
     }
-    cq_run_close(cqn);
+    m.cq_run_close(cqn);
   }
   // Its entry's slot is taken now: a run is one entry, however long.
-  if (!cq_room(*this, cqn, cq)) return;
-  cq.run_cqe = cqe;
-  cq.run_n = 1;
-  if (!cq.run_listed) {
-    cq.run_listed = true;
-    open_runs[num_open_runs++] = cqn;
+  if (!cq_room(m, cqn, cq)) return;
+  r = cqe;
+  cq.run_extra = 0;
+  cq.run_flags |= kCqRunOpen;
+  if (!(cq.run_flags & kCqRunListed)) {
+    cq.run_flags |= kCqRunListed;
+    m.open_runs[m.num_open_runs++] = cqn;
   }
-  if (cq.arm == 1) cq_arm_hit(cqn, 1);
+  if (cq.arm == 1) m.cq_arm_hit(cqn, 1);
+}
+
+// Runs: a successful signalled plain SEND or WRITE from its SQ slots,
+// which software reports from its own record of the WQE; nothing else
+// the CQE would have to carry (an immediate, a status word, ext_flags),
+// no triggered WQE (it completes out of ring order).
+bool send_joins_runs(const rhn_cqe& c, const Inflight& e) {
+  return c.status == RHN_CQE_SUCCESS &&
+         (e.opcode == RHN_OP_SEND || e.opcode == RHN_OP_WRITE) &&
+         !(e.wqe_flags & RHN_WQE_F_STATUS_WORD) && !e.ext_flags &&
+         e.trig == kNoTrigger && !e.fanout;
+}
+
+}  // namespace
+
+void Engine::Impl::cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited) {
+  CqObj& cq = cqs[cqn];
+  if (cq.slow) {
+    if (!cq.valid || cq.error) return;
+    // An open run holds earlier completions: it goes first.
+    if (cq.run_flags & kCqRunOpen) cq_run_close(cqn);
+  }
+  cq_push_plain(*this, cqn, cq, cqe, solicited);
+}
+
+void Engine::Impl::cq_push_send(uint32_t cqn, rhn_cqe& cqe, const Inflight& e) {
+  CqObj& cq = cqs[cqn];
+  if (cq.slow) {
+    if (!cq.valid || cq.error) return;
+    if ((cq.run_flags & kCqRuns) && send_joins_runs(cqe, e))
+      return push_run(*this, cqn, cq, cqe);
+    if (cq.run_flags & kCqRunOpen) cq_run_close(cqn);
+  }
+  cq_push_plain(*this, cqn, cq, cqe, false);
+}
+
+void Engine::Impl::cq_push_recv(uint32_t cqn, rhn_cqe& cqe, bool solicited,
+                                const RxContext& m) {
+  CqObj& cq = cqs[cqn];
+  if (cq.slow) {
+    if (!cq.valid || cq.error) return;
+    // Plain receives of a connected QP's own RQ, in RQ order; a UD or
+    // endpoint receive names its sender, an SRQ's index its ring.
+    const uint8_t type = qps[m.qpn].type;
+    if ((cq.run_flags & kCqRuns) && cqe.status == RHN_CQE_SUCCESS &&
+        !cqe.flags && cqe.opcode == RHN_CQE_OP_RECV && !m.from_srq &&
+        (type == RHN_QP_RC || type == RHN_QP_UC))
+      return push_run(*this, cqn, cq, cqe);
+    if (cq.run_flags & kCqRunOpen) cq_run_close(cqn);
+  }
+  cq_push_plain(*this, cqn, cq, cqe, solicited);
 }
 
 void Engine::Impl::cq_run_close(uint32_t cqn) {
   CqObj& cq = cqs[cqn];
-  rhn_cqe& e = cq.run_cqe;
+  rhn_cqe& e = run_cqes[cqn];
   // A run of one is the plain CQE it would have been.
-  if (cq.run_n > 1) {
+  if (cq.run_extra) {
     e.ext_flags = RHN_CQE_X_RUN;
-    e.run_extra = static_cast<uint16_t>(cq.run_n - 1);
+    e.run_extra = cq.run_extra;
   }
-  cq.run_n = 0;
+  cq.run_flags &= static_cast<uint8_t>(~kCqRunOpen);
+  cq.run_extra = 0;
   if (cq.valid) cq_write(*this, cqn, cq, e);
 }
 
@@ -113,8 +169,8 @@ void Engine::Impl::cq_runs_close_all() {
   for (uint32_t i = 0; i < num_open_runs; i++) {
     const uint32_t cqn = open_runs[i];
     CqObj& cq = cqs[cqn];
-    cq.run_listed = false;
-    if (cq.run_n) cq_run_close(cqn);
+    if (cq.run_flags & kCqRunOpen) cq_run_close(cqn);
+    cq.run_flags &= static_cast<uint8_t>(~kCqRunListed);
   }
   num_open_runs = 0;
 }
@@ -210,7 +266,7 @@ void Engine::Impl::cq_arm(uint32_t cqn, bool solicited_only,
   CqObj& cq = cqs[cqn];
   // Software saw none of an open run's completions: written now, it was
   // added after the request and raises the event below.
-  if (cq.run_n) cq_run_close(cqn);
+  if (cq.run_flags & kCqRunOpen) cq_run_close(cqn);
   cq.arm = solicited_only ? 2 : 1;
   // ibv_req_notify_cq: an event for the next completion added after the
   // request; CQEs already there when it was made raise none (the software
@@ -230,8 +286,9 @@ uint32_t Engine::Impl::eq_completion_room(const EqObj& eq) const {
 
 void Engine::Impl::cq_event(uint32_t cqn) {
   CqObj& cq = cqs[cqn];
-  if (cq.run_n) cq_run_close(cqn);  // the event finds every completion
-  if (cq.event_deferred) return;    // one is owed already
+  // The event finds every completion.
+  if (cq.run_flags & kCqRunOpen) cq_run_close(cqn);
+  if (cq.event_deferred) return;  // one is owed already
   if (cq.eqn >= eqs.size() || !eqs[cq.eqn].valid) return;
   EqObj& eq = eqs[cq.eqn];
   if (eq_completion_room(eq)) {
@@ -254,7 +311,7 @@ void Engine::Impl::eq_catch_up(uint32_t eqn) {
     if (!cq.event_deferred || cq.eqn != eqn) continue;
     cq.event_deferred = false;
     eq.deferred--;
-    if (cq.run_n) cq_run_close(cqn);
+    if (cq.run_flags & kCqRunOpen) cq_run_close(cqn);
     if (cq.valid) eq_push(eqn, RHN_EQE_COMPLETION, cqn, 0);
   }
 }
@@ -293,7 +350,8 @@ void store_status(Engine::Impl& m, const QpObj& qp, const Inflight& e,
                   uint64_t word) {
   // A word is seen with the CQEs before it: a run on the QP's send CQ is
   // written first.
-  if (qp.send_cqn < m.cqs.size() && m.cqs[qp.send_cqn].run_n)
+  if (m.num_open_runs && qp.send_cqn < m.cqs.size() &&
+      (m.cqs[qp.send_cqn].run_flags & kCqRunOpen))
     m.cq_run_close(qp.send_cqn);
   uint32_t mr_index;
   if (m.check_key(e.status_lkey, kNone, qp.pdn, RHN_ACCESS_LOCAL_WRITE,

@@ -40,6 +40,7 @@ Engine::Impl::Impl(const EngineConfig& config, HostBus& host_bus,
       free_rx_ctxs(config.rx_contexts, mem) {
   inline_staging = mem.table<RawWqe>(cfg.db_pages);
   cq_published = mem.table<Atomic<uint32_t>>(cfg.max_cqs);
+  run_cqes = mem.table<rhn_cqe>(cfg.max_cqs);
   open_runs = mem.table<uint32_t>(cfg.max_cqs);
   eq_db_lost = mem.table<Atomic<uint64_t>>(cfg.max_eqs);
   cq_arm_lost = mem.table<Atomic<uint64_t>>(cfg.max_cqs);

@@ -196,8 +196,10 @@ struct Engine::Impl : FamilyStates {
   // Each CQ's producer index as the doorbells see it: an arm kick records
   // it when it is written (any thread), cq_push publishes it.
   Table<Atomic<uint32_t>> cq_published;
-  // The CQs with an open run (CqObj::run_n != 0), num_open_runs of them:
-  // the end of the pass writes them.
+  // Runs: each CQ's open run's entry, and the CQs that had a run open in
+  // this pass (kCqRunListed), num_open_runs of them: the end of the pass
+  // writes those still open.
+  Table<rhn_cqe> run_cqes;
   Table<uint32_t> open_runs;
   uint32_t num_open_runs = 0;
   // The net_device's raw-frame QP (kernel context only), and the buffer a
@@ -774,13 +776,21 @@ struct Engine::Impl : FamilyStates {
 
   // ---- completion/completion.cpp
   void cq_push(uint32_t cqn, rhn_cqe& cqe, bool solicited);
-  // Runs (queues.md, "Runs: several completions in one CQE"). A
-  // successful completion the caller found may join a run (send side: a
-  // signalled SEND or WRITE without immediate, status word or ext_flags;
-  // receive side: a RECV on the QP's own RQ without imm_data, solicited,
-  // GRH or INV flags), on a CQ created with RHN_CREATE_CQ_F_RUNS: it
-  // extends the CQ's open run or opens one.
-  void cq_push_run(uint32_t cqn, rhn_cqe& cqe);
+  // The same for a WQE's completion (not solicited) and a receive's,
+  // which may join a run on a CQ created with RHN_CREATE_CQ_F_RUNS
+  // (queues.md, "Runs: several completions in one CQE"): send side, a
+  // successful signalled SEND or WRITE without immediate, status word,
+  // ext_flags or trigger; receive side, a successful RECV on an RC or UC
+  // QP's own RQ without imm_data, solicited, GRH or INV flags. On any
+  // other CQ they are cq_push.
+  void cq_push_send(uint32_t cqn, rhn_cqe& cqe, const Inflight& e);
+  void cq_push_recv(uint32_t cqn, rhn_cqe& cqe, bool solicited,
+                    const RxContext& m);
+  // CqObj::slow from the CQ's state; after each change of valid, error
+  // or the runs flag.
+  static void cq_set_slow(CqObj& cq) {
+    cq.slow = !cq.valid || cq.error || (cq.run_flags & kCqRuns);
+  }
   // Writes the CQ's open run (there is one) as one entry.
   void cq_run_close(uint32_t cqn);
   // The same for every CQ with an open run: at the end of each pass of

@@ -602,21 +602,6 @@ void Engine::Impl::release_read_ctx(Inflight& e) {
   e.read_ctx = 0xffff;
 }
 
-namespace {
-
-// A successful signalled completion that may join a run (queues.md,
-// "Runs"): a plain SEND or WRITE from its SQ slots, which software
-// reports from its own record of the WQE; nothing else the CQE would
-// have to carry (an immediate, a status word, ext_flags), no triggered
-// WQE (it completes out of ring order).
-bool send_joins_runs(const Inflight& e) {
-  return (e.opcode == RHN_OP_SEND || e.opcode == RHN_OP_WRITE) &&
-         !(e.wqe_flags & RHN_WQE_F_STATUS_WORD) && !e.ext_flags &&
-         e.trig == kNoTrigger && !e.fanout;
-}
-
-}  // namespace
-
 void Engine::Impl::complete_in_order(uint32_t qpn) {
   QpObj& qp = qps[qpn];
   bool freed = false;
@@ -666,10 +651,7 @@ void Engine::Impl::complete_in_order(uint32_t qpn) {
         c.imm_data = static_cast<uint32_t>(e.answer_tag);
         c.vendor_err = static_cast<uint32_t>(e.answer_tag >> 32);
       }
-      if (!err && cqs[qp.send_cqn].runs && send_joins_runs(e))
-        cq_push_run(qp.send_cqn, c);
-      else
-        cq_push(qp.send_cqn, c, false);
+      cq_push_send(qp.send_cqn, c, e);  // it may join a run
     }
     if (err) {
       counters.add(RHN_CNT_ERROR_CQES);

@@ -196,15 +196,8 @@ void Engine::Impl::complete_receive(RxContext& m, uint16_t src_node,
   c.flags = flags;
   if (m.status != RHN_CQE_SUCCESS) counters.add(RHN_CNT_ERROR_CQES);
   counters.add(RHN_CNT_COMPLETIONS);
-  // A run takes plain receives of a connected QP's own RQ, in RQ order
-  // (queues.md, "Runs"); a UD or endpoint receive names its sender, an
-  // SRQ's index its ring.
-  if (cqs[cqn].runs && m.status == RHN_CQE_SUCCESS && !flags &&
-      cqe_opcode == RHN_CQE_OP_RECV && !m.from_srq &&
-      (qp.type == RHN_QP_RC || qp.type == RHN_QP_UC))
-    cq_push_run(cqn, c);
-  else
-    cq_push(cqn, c, (flags & RHN_CQE_F_SOLICITED) != 0);
+  // It may join a run (queues.md, "Runs").
+  cq_push_recv(cqn, c, (flags & RHN_CQE_F_SOLICITED) != 0, m);
 }
 
 }  // namespace rhinet::fw
