@@ -18,7 +18,8 @@ namespace {
 // Room for the CQ's next entry, at its producer index: the full check
 // reads the consumer index software last wrote. False once the CQ
 // overflowed; it is broken from then on.
-inline bool cq_room(Engine::Impl& m, uint32_t cqn, CqObj& cq) {
+[[gnu::always_inline]] inline bool cq_room(Engine::Impl& m, uint32_t cqn,
+                                           CqObj& cq) {
   const uint32_t depth = 1u << cq.log_depth;
   if (cq.producer - cq.consumer_seen >= depth) {
     rhn_cq_record rec;
@@ -37,7 +38,8 @@ inline bool cq_room(Engine::Impl& m, uint32_t cqn, CqObj& cq) {
 }
 
 // The entry at the producer index (its room checked), owner bit last.
-inline void cq_write(Engine::Impl& m, uint32_t cqn, CqObj& cq, rhn_cqe& cqe) {
+[[gnu::always_inline]] inline void cq_write(Engine::Impl& m, uint32_t cqn,
+                                            CqObj& cq, rhn_cqe& cqe) {
   const uint32_t depth = 1u << cq.log_depth;
   const uint8_t owner = ((cq.producer >> cq.log_depth) & 1) ^ 1;
   cqe.flags = static_cast<uint8_t>((cqe.flags & ~RHN_CQE_F_OWNER) |
@@ -51,9 +53,11 @@ inline void cq_write(Engine::Impl& m, uint32_t cqn, CqObj& cq, rhn_cqe& cqe) {
 }
 
 // The push of a CQ whose slow is 0, or that its slow path left to it:
-// room, the entry, the arm.
-inline void cq_push_plain(Engine::Impl& m, uint32_t cqn, CqObj& cq,
-                          rhn_cqe& cqe, bool solicited) {
+// room, the entry, the arm. Inlined into each push, as the one function
+// it was before runs: the hot path pays no call for them.
+[[gnu::always_inline]] inline void cq_push_plain(Engine::Impl& m, uint32_t cqn,
+                                                 CqObj& cq, rhn_cqe& cqe,
+                                                 bool solicited) {
   if (!cq_room(m, cqn, cq)) return;
   cq_write(m, cqn, cq, cqe);
   const bool failed = cqe.status != RHN_CQE_SUCCESS;
@@ -63,8 +67,10 @@ inline void cq_push_plain(Engine::Impl& m, uint32_t cqn, CqObj& cq,
 }
 
 // A completion that may join a run (the CQ has runs), extending its open
-// run or opening one.
-void push_run(Engine::Impl& m, uint32_t cqn, CqObj& cq, const rhn_cqe& cqe) {
+// run or opening one. Out of line, as cq_run_close: the pushes' fast
+// path keeps its registers.
+[[gnu::noinline]] void push_run(Engine::Impl& m, uint32_t cqn, CqObj& cq,
+                                const rhn_cqe& cqe) {
   rhn_cqe& r = m.run_cqes[cqn];
   if (cq.run_flags & kCqRunOpen) {
     // The same queue of the same QP and the same operation; a receive
@@ -152,7 +158,7 @@ void Engine::Impl::cq_push_recv(uint32_t cqn, rhn_cqe& cqe, bool solicited,
   cq_push_plain(*this, cqn, cq, cqe, solicited);
 }
 
-void Engine::Impl::cq_run_close(uint32_t cqn) {
+[[gnu::noinline]] void Engine::Impl::cq_run_close(uint32_t cqn) {
   CqObj& cq = cqs[cqn];
   rhn_cqe& e = run_cqes[cqn];
   // A run of one is the plain CQE it would have been.
