@@ -100,7 +100,7 @@ CONFORM_CASE(nop_signaled, "wqe.nop.signaled", "wqe",
   CONFORM_EQ(c, "wqe_index", 0, e.wqe_index);
   CONFORM_EQ(c, "flags & F_SQ", RHN_CQE_F_SQ, e.flags & RHN_CQE_F_SQ);
   CONFORM_EQ(c, "xrc_srqn", 0, e.xrc_srqn);
-  c.eq("reserved1", 0, e.reserved1);
+  c.eq("run_extra (a CQ without runs)", 0, e.run_extra);
 }
 
 CONFORM_CASE(nop_unsignaled, "wqe.nop.unsignaled", "wqe",
