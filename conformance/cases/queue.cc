@@ -135,6 +135,60 @@ CONFORM_CASE(cq_no_overflow_record, "queue.cq.record_frees_room", "queue",
        n.counter(RHN_CNT_CQ_OVERFLOWS) - before);
 }
 
+// ---- Runs: several completions in one CQE ----
+
+CONFORM_CASE(cq_runs, "queue.cq.runs", "queue",
+             "CAPS.CQE_RUNS: on a CQ created with RHN_CREATE_CQ_F_RUNS, 16 "
+             "signalled WRITEs complete in entries whose counts (run_extra "
+             "+ 1 with RHN_CQE_X_RUN, else 1) add up to 16, in order, the "
+             "last naming the last WQE; unknown CREATE_CQ flags are "
+             "BAD_PARAM") {
+  Nic n(t);
+  Loop l;
+  l.scq_flags = RHN_CREATE_CQ_F_RUNS;
+  const std::string e0 = l.make(n, RHN_QP_RC, 16384, 6);
+  CONFORM_THAT(c, e0.empty(), "setup", e0);
+  CONFORM_THAT(c, (n.r32(RHN_REG_CAPS) & RHN_CAP_CQE_RUNS) != 0,
+               "CAPS.CQE_RUNS", "not advertised");
+  // However the NIC's passes split them, the entries stand for every
+  // completion once, each run of the one QP and queue.
+  constexpr uint32_t kWrites = 16;
+  for (uint32_t i = 0; i < kWrites; i++)
+    Wqe(l.a, RHN_OP_WRITE)
+        .sge(0, l.src.addr + 8 * i, 8, l.src.key)
+        .remote(l.dst.addr + 8 * i, l.dst.key)
+        .post(n, l.a);
+  uint32_t got = 0, entries = 0;
+  int last_index = -1;
+  while (got < kWrites) {
+    rhn_cqe e;
+    CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ",
+                 "no entry after " + std::to_string(got) + " completions");
+    entries++;
+    CONFORM_EQ(c, "status", RHN_CQE_SUCCESS, e.status);
+    CONFORM_EQ(c, "opcode", RHN_CQE_OP_WRITE, e.opcode);
+    CONFORM_EQ(c, "qpn", l.a.qpn, e.qpn);
+    const bool run = (e.ext_flags & RHN_CQE_X_RUN) != 0;
+    CONFORM_THAT(c, run ? e.run_extra > 0 : e.run_extra == 0, "run_extra",
+                 "a run of " + std::to_string(e.run_extra + 1u) +
+                     (run ? " with" : " without") + " RHN_CQE_X_RUN");
+    got += run ? e.run_extra + 1u : 1u;
+    // Each entry names the last WQE it stands for.
+    CONFORM_EQ(
+        c, "wqe_index of the entry ending at completion " + std::to_string(got),
+        got - 1, e.wqe_index);
+    CONFORM_THAT(c, int(e.wqe_index) > last_index, "order",
+                 "wqe_index went back");
+    last_index = e.wqe_index;
+  }
+  c.eq("completions the entries stand for", kWrites, got);
+  c.that(entries >= 1 && entries <= kWrites, "entries",
+         std::to_string(entries));
+  Cq bad;
+  c.that(!n.create_cq(0, 4, l.eq.eqn, &bad, 0x80), "CREATE_CQ flags 0x80",
+         "accepted");
+}
+
 // ---- CQ arming and completion events ----
 
 CONFORM_CASE(arm_event, "queue.cq_arm.event", "queue",

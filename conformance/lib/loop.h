@@ -18,6 +18,7 @@ struct Loop {
   Buf src, dst;
   uint16_t node = 0;
   uint8_t rnr_retry = 7;  // a's RNR retries (7: forever)
+  uint8_t scq_flags = 0;  // a's CQ's create flags (enum rhn_create_cq_flags)
 
   // Brings the NIC up and makes everything; empty on success.
   // a_flags: a's create flags (enum rhn_create_qp_flags).
@@ -30,7 +31,8 @@ struct Loop {
     spec.type = type;
     QpSpec a_spec = spec;
     a_spec.flags = a_flags;
-    if (!n.create_eq(5, 1, &eq) || !n.create_cq(0, cq_log, eq.eqn, &scq) ||
+    if (!n.create_eq(5, 1, &eq) ||
+        !n.create_cq(0, cq_log, eq.eqn, &scq, scq_flags) ||
         !n.create_cq(0, cq_log, eq.eqn, &rcq) || !n.create_pd(0, &pd) ||
         !n.create_qp(0, pd, &scq, &scq, a_spec, &a) ||
         !n.create_qp(0, pd, &rcq, &rcq, spec, &b) ||

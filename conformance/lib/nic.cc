@@ -262,7 +262,8 @@ bool Nic::create_eq(uint32_t log_depth, uint16_t vector, Eq* eq) {
   return run(c, &eq->eqn) == RHN_ADMIN_OK;
 }
 
-bool Nic::create_cq(uint32_t ctx, uint32_t log_depth, uint32_t eqn, Cq* cq) {
+bool Nic::create_cq(uint32_t ctx, uint32_t log_depth, uint32_t eqn, Cq* cq,
+                    uint8_t flags) {
   cq->log_depth = log_depth;
   cq->entry_size = RHN_CQE_SIZE;
   cq->ring = alloc(uint64_t(RHN_CQE_SIZE) << log_depth);
@@ -276,6 +277,7 @@ bool Nic::create_cq(uint32_t ctx, uint32_t log_depth, uint32_t eqn, Cq* cq) {
   c.u.create_cq.record.lkey = RHN_LKEY_PHYSICAL;
   c.u.create_cq.eqn = eqn;
   c.u.create_cq.log_depth = static_cast<uint8_t>(log_depth);
+  c.u.create_cq.flags = flags;
   return run(c, &cq->cqn) == RHN_ADMIN_OK;
 }
 

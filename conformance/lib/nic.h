@@ -151,7 +151,9 @@ class Nic {
   bool make_user_buf(uint32_t ctx, uint32_t pdn, uint32_t len, uint64_t iova,
                      Buf* b, uint32_t access = kAllAccess);
   bool create_eq(uint32_t log_depth, uint16_t vector, Eq* eq);
-  bool create_cq(uint32_t ctx, uint32_t log_depth, uint32_t eqn, Cq* cq);
+  // flags: enum rhn_create_cq_flags.
+  bool create_cq(uint32_t ctx, uint32_t log_depth, uint32_t eqn, Cq* cq,
+                 uint8_t flags = 0);
   bool create_qp(uint32_t ctx, uint32_t pdn, Cq* scq, Cq* rcq,
                  const QpSpec& spec, Qp* qp);
   uint8_t modify_qp(const Qp& qp, uint32_t mask, uint8_t state,
