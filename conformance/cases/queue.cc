@@ -154,10 +154,8 @@ CONFORM_CASE(cq_runs, "queue.cq.runs", "queue",
   // completion once, each run of the one QP and queue.
   constexpr uint32_t kWrites = 16;
   for (uint32_t i = 0; i < kWrites; i++)
-    Wqe(l.a, RHN_OP_WRITE)
-        .sge(0, l.src.addr + 8 * i, 8, l.src.key)
-        .remote(l.dst.addr + 8 * i, l.dst.key)
-        .post(n, l.a);
+    n.post_one(l.a, RHN_OP_WRITE, RHN_WQE_F_SIGNALED, l.src.addr + 8 * i, 8,
+               l.src.key, l.dst.addr + 8 * i, l.dst.key);
   uint32_t got = 0, entries = 0;
   int last_index = -1;
   while (got < kWrites) {

@@ -109,7 +109,7 @@ static const struct check checks[] = {
     SIZE(struct rhn_fw_lock_link, 32),
     SIZE(struct rhn_fw_sync_done, 24),
     OFF(struct rhn_fw_lock_link, holder_qpn, 16),
-    VAL(RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT, 0x1320),
+    VAL(RHN_REG_COUNTERS + 8 * RHN_CNT_COUNT, 0x1330),
     VAL(RHN_CAP_TM, 0x800),
     VAL(RHN_DB_SRQ_TM_OPS, 0x80000000),
 

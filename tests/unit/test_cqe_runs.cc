@@ -67,6 +67,11 @@ class CqeRuns : public ::testing::Test {
  protected:
   void SetUp() override { start(RHN_CREATE_CQ_F_RUNS); }
   void start(uint8_t cq_flags, uint8_t cq_log_depth = 10) {
+    // A second start: what lives in the old cluster's memory goes first.
+    src = Region{};
+    dst = Region{};
+    p = RcPair{};
+    c.reset();
     ClusterConfig cfg;
     cfg.nodes = 2;
     c = std::make_unique<SimCluster>(cfg);
