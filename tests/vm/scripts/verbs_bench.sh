@@ -42,6 +42,7 @@ NODE=$1
 shift 2
 # shellcheck disable=SC2034 # read by verbs.lib.sh
 LIB_NAME=verbs_bench
+FIGURES_NEEDED=1 # a run without figures fails
 # shellcheck source=verbs.lib.sh
 . "$(dirname "$0")/verbs.lib.sh" # rides next to this script (run-cluster.sh)
 
