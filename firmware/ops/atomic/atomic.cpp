@@ -95,8 +95,9 @@ void on_request(Impl& m, Request& r) {
   const uint32_t width = (aop & RHN_AOP_F_32) ? 4 : 8;
   uint64_t va;
   uint32_t key, mr_index;
+  AreaObj* area = nullptr;
   rhn_syndrome syn = resolve_target(m, r, RHN_ACCESS_REMOTE_ATOMIC, width, &va,
-                                    &key, &mr_index);
+                                    &key, &mr_index, &area);
   if (syn == RHN_SYN_NONE && (va & (width - 1))) syn = RHN_SYN_ALIGNMENT;
   if (syn != RHN_SYN_NONE) {
     // A misaligned target is a malformed request, not a protection fault.
@@ -122,6 +123,9 @@ void on_request(Impl& m, Request& r) {
     refuse(m, r, RHN_SYN_DMA);
     return;
   }
+  // Only a word that changed wakes a watcher: one that stayed (a fetch, a
+  // compare that failed) cannot have met what it waits for.
+  if (next != old) area_landed(m, area, r, width);
   // Not wanted: an empty answer, still the one the channel replays.
   const uint32_t answer = (aop & RHN_AOP_F_NO_FETCH) ? 0 : width;
   m.respond(r.peer, RHN_WOP_ATOMIC_RESP, RHN_SYN_NONE, r.op,
