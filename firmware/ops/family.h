@@ -319,11 +319,11 @@ void not_ready(Impl& m, Request& r, rhn_syndrome syndrome);
 // caller made sure a responder read is free.
 void queue_stream(Impl& m, Peer& p, const ResponderRead& rr);
 // Responder: the target of an RDMA or atomic request, by rkey + VA or by
-// area ID + offset, checked for `right` over `len` bytes; with `area`, the
-// area it reaches when it is one (else null).
+// area ID + offset, checked for `right` over `len` bytes. By area, once
+// resolved: the area in m.resolved_area.
 rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
                             uint64_t len, uint64_t* va, uint32_t* key,
-                            uint32_t* mr_index, AreaObj** area = nullptr);
+                            uint32_t* mr_index);
 // Responder: an access to [va, va + len) of MR mr_index (resolve_target's
 // answer): kPresent, or the pages are being pinned (ops/pindown) and the
 // request was refused with PINNING (kRefused) or, a PD_REQ, held (kHeld).
@@ -348,12 +348,13 @@ bool pin_range(Impl& m, uint32_t mr_index, uint64_t va, uint64_t len);
 // with RHN_WOP_F_SIGNAL ended: a CQE on the endpoint's receive CQ, no
 // receive WQE taken.
 void deliver_signal(Impl& m, const Request& r);
-// Responder: a PUSH or an atomic that changed its word ended in area `a`
-// (resolve_target's; null: not by area): the area's watch, if one is
-// armed, fires (ops/watch). One test when none is.
+// Responder: a PUSH or an atomic that changed its word ended, its target
+// resolved by resolve_target: if it was by area, that area's watch, if
+// one is armed, fires (ops/watch). Two tests while none is.
 void watch_fire(Impl& m, AreaObj& a, const Request& r, uint32_t len);
-inline void area_landed(Impl& m, AreaObj* a, const Request& r, uint32_t len) {
-  if (a && a->watch_qpn != kNone) watch_fire(m, *a, r, len);
+inline void area_landed(Impl& m, const Request& r, uint32_t len) {
+  if ((r.op.flags & RHN_WOP_F_AREA) && m.resolved_area->watch_qpn != kNone)
+    watch_fire(m, *m.resolved_area, r, len);
 }
 // Requester: gathers `len` message bytes from `offset` (inline data or the
 // WQE's SGEs).

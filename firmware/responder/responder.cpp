@@ -200,7 +200,7 @@ void queue_stream(Impl& m, Peer& p, const ResponderRead& rr) {
 
 rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
                             uint64_t len, uint64_t* va, uint32_t* key,
-                            uint32_t* mr_index, AreaObj** area) {
+                            uint32_t* mr_index) {
   const rhn_op_hdr& op = r.op;
   *va = op.remote_addr;
   *key = op.rkey;
@@ -229,7 +229,7 @@ rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
     } else {
       *va = a->iova + op.remote_addr;
       *key = (a->mr_index << RHN_KEY_INDEX_SHIFT) | m.mrs[a->mr_index].variant;
-      if (area) *area = a;
+      m.resolved_area = a;
     }
   }
   if (right && !(r.qp.access & right)) syn = RHN_SYN_ACCESS_RIGHTS;

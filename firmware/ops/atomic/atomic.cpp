@@ -95,9 +95,8 @@ void on_request(Impl& m, Request& r) {
   const uint32_t width = (aop & RHN_AOP_F_32) ? 4 : 8;
   uint64_t va;
   uint32_t key, mr_index;
-  AreaObj* area = nullptr;
   rhn_syndrome syn = resolve_target(m, r, RHN_ACCESS_REMOTE_ATOMIC, width, &va,
-                                    &key, &mr_index, &area);
+                                    &key, &mr_index);
   if (syn == RHN_SYN_NONE && (va & (width - 1))) syn = RHN_SYN_ALIGNMENT;
   if (syn != RHN_SYN_NONE) {
     // A misaligned target is a malformed request, not a protection fault.
@@ -125,7 +124,7 @@ void on_request(Impl& m, Request& r) {
   }
   // Only a word that changed wakes a watcher: one that stayed (a fetch, a
   // compare that failed) cannot have met what it waits for.
-  if (next != old) area_landed(m, area, r, width);
+  if (next != old) area_landed(m, r, width);
   // Not wanted: an empty answer, still the one the channel replays.
   const uint32_t answer = (aop & RHN_AOP_F_NO_FETCH) ? 0 : width;
   m.respond(r.peer, RHN_WOP_ATOMIC_RESP, RHN_SYN_NONE, r.op,

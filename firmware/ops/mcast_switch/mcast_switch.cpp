@@ -535,9 +535,8 @@ Landing place(Impl& m, McastGroup& g, Peer& p, const Packet& pkt,
     extent = max<uint64_t>(extent, op.msg_len - op.msg_offset);
   uint64_t va;
   uint32_t key, mr_index;
-  AreaObj* area = nullptr;
   const rhn_syndrome syn = resolve_target(m, r, RHN_ACCESS_REMOTE_WRITE, extent,
-                                          &va, &key, &mr_index, &area);
+                                          &va, &key, &mr_index);
   if (syn != RHN_SYN_NONE) {
     m.counters.add(RHN_CNT_REMOTE_ACCESS_ERRORS);
     *syndrome = syn;
@@ -552,7 +551,7 @@ Landing place(Impl& m, McastGroup& g, Peer& p, const Packet& pkt,
     return Landing::kRefused;
   }
   if (r.last && (op.flags & RHN_WOP_F_SIGNAL)) deliver_signal(m, r);
-  if (r.last) area_landed(m, area, r, op.msg_len);
+  if (r.last) area_landed(m, r, op.msg_len);
   return Landing::kPlaced;
 }
 

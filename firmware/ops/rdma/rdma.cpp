@@ -76,15 +76,15 @@ namespace {
 // `extent` bytes (`shape`: whether that payload made sense), checked for
 // `right`; false once the request was refused and counted.
 bool target_of(Impl& m, Request& r, rhn_syndrome shape, uint32_t right,
-               uint64_t extent, uint64_t* va, uint32_t* key, uint32_t* mr_index,
-               AreaObj** area = nullptr) {
+               uint64_t extent, uint64_t* va, uint32_t* key,
+               uint32_t* mr_index) {
   if (shape != RHN_SYN_NONE) {
     m.counters.add(RHN_CNT_MALFORMED_PACKETS);
     refuse(m, r, shape);
     return false;
   }
   const rhn_syndrome syn =
-      resolve_target(m, r, right, extent, va, key, mr_index, area);
+      resolve_target(m, r, right, extent, va, key, mr_index);
   // Pages pinned on demand that are not yet: refused until they are.
   if (syn == RHN_SYN_NONE)
     return pin_check(m, r, *mr_index, *va, extent) == PinCheck::kPresent;
@@ -108,9 +108,8 @@ void write_request(Impl& m, Request& r) {
   if (r.first && shape == RHN_SYN_NONE && op.msg_len > op.msg_offset &&
       !(op.flags & (RHN_WOP_F_RUNS | RHN_WOP_F_STRIDED)))
     extent = max<uint64_t>(extent, op.msg_len - op.msg_offset);
-  AreaObj* area = nullptr;
   if (!target_of(m, r, shape, RHN_ACCESS_REMOTE_WRITE, extent, &va, &key,
-                 &mr_index, &area))
+                 &mr_index))
     return;
   if (!partial::place_write(m, op, r.data, mr_index, va)) {
     refuse(m, r, RHN_SYN_DMA);
@@ -122,9 +121,9 @@ void write_request(Impl& m, Request& r) {
     else
       m.counters.add(RHN_CNT_MALFORMED_PACKETS);  // the requester checks
   }
-  // The whole message is in place (packets of a message arrive in order):
+  // The whole message is in place (a message's packets arrive in order):
   // a watch of its area fires now, after its signal.
-  if (r.last) area_landed(m, area, r, op.msg_len);
+  if (r.last) area_landed(m, r, op.msg_len);
   if (!r.last || !(op.flags & RHN_WOP_F_IMM)) return;
   // The immediate takes a receive WQE (no data lands there).
   RxContext ctx;
