@@ -31,7 +31,7 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_REG_CAPS_WIDTH = 32;
   localparam rhn_access_e RHN_REG_CAPS_ACCESS = RHN_ACCESS_RO;
   localparam logic [63:0] RHN_REG_CAPS_RESET = 64'h0;
-  localparam logic [63:0] RHN_REG_CAPS_RESET_MASK = 64'hfe000000;
+  localparam logic [63:0] RHN_REG_CAPS_RESET_MASK = 64'hfc000000;
   localparam int unsigned RHN_CAP_RC_LSB = 0;
   localparam int unsigned RHN_CAP_RC_WIDTH = 1;
   localparam int unsigned RHN_CAP_UD_LSB = 1;
@@ -82,6 +82,8 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_CAP_XRC_WIDTH = 1;
   localparam int unsigned RHN_CAP_SQ_EVENT_INDEX_LSB = 24;
   localparam int unsigned RHN_CAP_SQ_EVENT_INDEX_WIDTH = 1;
+  localparam int unsigned RHN_CAP_WATCH_LSB = 25;
+  localparam int unsigned RHN_CAP_WATCH_WIDTH = 1;
   localparam logic [12:0] RHN_REG_NODE_ID = 13'h008;
   localparam int unsigned RHN_REG_NODE_ID_WIDTH = 32;
   localparam rhn_access_e RHN_REG_NODE_ID_ACCESS = RHN_ACCESS_RO;
@@ -220,7 +222,7 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_MSIX_ADMIN = 0;
 
   // Hardware counters: index i at RHN_REG_COUNTERS + 8 * i.
-  localparam int unsigned RHN_CNT_COUNT = 100;
+  localparam int unsigned RHN_CNT_COUNT = 103;
   localparam int unsigned RHN_CNT_TX_PACKETS = 0;
   localparam int unsigned RHN_CNT_RX_PACKETS = 1;
   localparam int unsigned RHN_CNT_TX_BYTES = 2;
@@ -321,5 +323,8 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_CNT_QUEUE_RECORD_READS = 97;
   localparam int unsigned RHN_CNT_MSIX_INTERRUPTS = 98;
   localparam int unsigned RHN_CNT_XRC_REFUSED = 99;
+  localparam int unsigned RHN_CNT_WATCHES_FIRED = 100;
+  localparam int unsigned RHN_CNT_WATCH_REFUSED = 101;
+  localparam int unsigned RHN_CNT_WATCH_STALE = 102;
 
 endpackage
