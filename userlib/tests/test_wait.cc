@@ -24,20 +24,45 @@ using rhinet::detail::wait_for_watch;
 using rhinet::detail::wait_until;
 using rhinet::detail::WatchSource;
 
-// A completion flag and an eventfd that is written for a completion only
-// while armed, the way a CQ raises an event for the next CQE after
-// ibv_req_notify_cq and for none before it.
-class ArmedFlag final : public EventSource {
+// An eventfd written only while armed, and disarmed by that write, the
+// way a CQ raises an event for the next CQE after ibv_req_notify_cq and
+// for none before it.
+class ArmedEvent {
  public:
-  ArmedFlag() : fd_(eventfd(0, EFD_CLOEXEC)) {}
-  ~ArmedFlag() override { close(fd_); }
+  ArmedEvent() : fd_(eventfd(0, EFD_CLOEXEC)) {}
+  ~ArmedEvent() { close(fd_); }
+  ArmedEvent(const ArmedEvent&) = delete;
+  ArmedEvent& operator=(const ArmedEvent&) = delete;
 
-  void complete() {
-    done_.store(true);
+  void arm() { armed_.store(true); }
+  void raise() {
     if (armed_.exchange(false)) {
       const std::uint64_t one = 1;
       EXPECT_EQ(write(fd_, &one, sizeof(one)), 8);
     }
+  }
+  // 0 once raised, ETIMEDOUT, or errno of poll.
+  int sleep(int timeout_ms) {
+    pollfd p{fd_, POLLIN, 0};
+    const int r = poll(&p, 1, timeout_ms);
+    if (r < 0) return errno;
+    if (r == 0) return ETIMEDOUT;
+    std::uint64_t v;
+    EXPECT_EQ(read(fd_, &v, sizeof(v)), 8);
+    return 0;
+  }
+
+ private:
+  int fd_;
+  std::atomic<bool> armed_{false};
+};
+
+// A completion flag whose completions raise an ArmedEvent.
+class ArmedFlag final : public EventSource {
+ public:
+  void complete() {
+    done_.store(true);
+    event_.raise();
   }
   bool done() const { return done_.load(); }
 
@@ -50,18 +75,10 @@ class ArmedFlag final : public EventSource {
       complete();
     }
     if (arm_error) return arm_error;
-    armed_.store(true);
+    event_.arm();
     return 0;
   }
-  int sleep(int timeout_ms) override {
-    pollfd p{fd_, POLLIN, 0};
-    const int r = poll(&p, 1, timeout_ms);
-    if (r < 0) return errno;
-    if (r == 0) return ETIMEDOUT;
-    std::uint64_t v;
-    EXPECT_EQ(read(fd_, &v, sizeof(v)), 8);
-    return 0;
-  }
+  int sleep(int timeout_ms) override { return event_.sleep(timeout_ms); }
   const char* arm_name() const override { return "arm"; }
   const char* sleep_name() const override { return "sleep"; }
 
@@ -70,8 +87,8 @@ class ArmedFlag final : public EventSource {
   int arm_error = 0;
 
  private:
-  int fd_;
-  std::atomic<bool> done_{false}, armed_{false};
+  ArmedEvent event_;
+  std::atomic<bool> done_{false};
 };
 
 auto deadline(std::chrono::milliseconds d) {
@@ -192,29 +209,26 @@ TEST(Wait, SpinBudgetFromEnvironment) {
 // event only while that is armed.
 class FakeWatch final : public WatchSource {
  public:
-  FakeWatch() : fd_(eventfd(0, EFD_CLOEXEC)) {}
-  ~FakeWatch() override { close(fd_); }
-
   // A write through the NIC: the word, then the watch fires if armed.
   void land(std::uint64_t v) {
     word.store(v);
     if (nic_armed_.exchange(false)) {
       fires_++;
-      raise();
+      event_.raise();
     }
   }
   // The NIC executes the arming posted last (arm_later).
   void execute_arming() {
     nic_armed_.store(true);
     state_.store(1);
-    raise();
+    event_.raise();
   }
 
   int watch() override {
     watches++;
     if (refuse) {
       state_.store(-ENOENT);
-      raise();
+      event_.raise();
       return 0;
     }
     state_.store(0);
@@ -230,18 +244,10 @@ class FakeWatch final : public WatchSource {
   int armed() override { return state_.load(); }
   std::uint64_t fired() override { return fires_.load(); }
   int arm() override {
-    ev_armed_.store(true);
+    event_.arm();
     return 0;
   }
-  int sleep(int timeout_ms) override {
-    pollfd p{fd_, POLLIN, 0};
-    const int r = poll(&p, 1, timeout_ms);
-    if (r < 0) return errno;
-    if (r == 0) return ETIMEDOUT;
-    std::uint64_t v;
-    EXPECT_EQ(read(fd_, &v, sizeof(v)), 8);
-    return 0;
-  }
+  int sleep(int timeout_ms) override { return event_.sleep(timeout_ms); }
   const char* arm_name() const override { return "arm"; }
   const char* sleep_name() const override { return "sleep"; }
   const char* watch_name() const override { return "watch"; }
@@ -254,14 +260,8 @@ class FakeWatch final : public WatchSource {
   std::uint64_t landed_value = 0;
 
  private:
-  void raise() {
-    if (ev_armed_.exchange(false)) {
-      const std::uint64_t one = 1;
-      EXPECT_EQ(write(fd_, &one, sizeof(one)), 8);
-    }
-  }
-  int fd_;
-  std::atomic<bool> ev_armed_{false}, nic_armed_{false};
+  ArmedEvent event_;
+  std::atomic<bool> nic_armed_{false};
   std::atomic<int> state_{0};
   std::atomic<std::uint64_t> fires_{0};
 };
