@@ -76,6 +76,18 @@ class Watch : public ::testing::Test {
     const Completion done = wait_one(*c, *x.cq, 50'000'000);
     ASSERT_TRUE(done.ok()) << describe(done);
   }
+  // A second endpoint of w's process, with a CQ of its own.
+  void second_endpoint(ContextEp& e) {
+    auto cq = w.ctx->create_cq(8);
+    QpInit qi;
+    qi.type = RHN_QP_ENDPOINT;
+    qi.send_cq = cq.get();
+    auto ep = w.ctx->create_qp(qi);
+    ASSERT_TRUE(ep && activate_datagram(*ep, 0));
+    e.node = 0;
+    e.cq = std::move(cq);
+    e.qp = std::move(ep);
+  }
   // Everything on `cq` after the fabric has been quiet a while.
   std::vector<Completion> settle(SimCq& cq) {
     c->run_for(2'000'000);
@@ -182,17 +194,8 @@ TEST_F(Watch, ArmingAgainAfterItFiredWorks) {
 }
 
 TEST_F(Watch, ArmingAgainReplacesTheWatch) {
-  // A second endpoint of the same process, with a CQ of its own.
-  auto cq2 = w.ctx->create_cq(8);
-  QpInit qi;
-  qi.type = RHN_QP_ENDPOINT;
-  qi.send_cq = cq2.get();
-  auto ep2 = w.ctx->create_qp(qi);
-  ASSERT_TRUE(ep2 && activate_datagram(*ep2, 0));
   ContextEp w2;
-  w2.node = 0;
-  w2.cq = std::move(cq2);
-  w2.qp = std::move(ep2);
+  ASSERT_NO_FATAL_FAILURE(second_endpoint(w2));
   ASSERT_TRUE(arm(w, kArea).ok());
   ASSERT_TRUE(arm(w2, kArea).ok());
   push(kArea, 0, 32);
@@ -206,16 +209,8 @@ TEST_F(Watch, ArmingAgainReplacesTheWatch) {
 }
 
 TEST_F(Watch, AWatchOfADestroyedEndpointIsDroppedAndCounted) {
-  auto cq2 = w.ctx->create_cq(8);
-  QpInit qi;
-  qi.type = RHN_QP_ENDPOINT;
-  qi.send_cq = cq2.get();
-  auto ep2 = w.ctx->create_qp(qi);
-  ASSERT_TRUE(ep2 && activate_datagram(*ep2, 0));
   ContextEp w2;
-  w2.node = 0;
-  w2.cq = std::move(cq2);
-  w2.qp = std::move(ep2);
+  ASSERT_NO_FATAL_FAILURE(second_endpoint(w2));
   ASSERT_TRUE(arm(w2, kArea).ok());
   const uint32_t qpn = w2.qpn();
   ASSERT_TRUE(c->node(0)
