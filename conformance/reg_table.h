@@ -34,7 +34,7 @@ inline constexpr RegSpec kRegs[] = {
      0x0ull,
      "interface version: major << 16 | minor. This contract is 1.0, i.e. "
      "0x00010000 (RHN_VERSION)."},
-    {"RHN_REG_CAPS", 0x004, 32, Access::kRO, 0xfa000000ull, 0x0ull, 0x0ull,
+    {"RHN_REG_CAPS", 0x004, 32, Access::kRO, 0xf8000000ull, 0x0ull, 0x0ull,
      "capability bits, enum rhn_cap (table below)"},
     {"RHN_REG_NODE_ID", 0x008, 32, Access::kRO, 0xffff0000ull, 0x0ull, 0x0ull,
      "this NIC's fabric node ID in bits 15:0"},

@@ -954,7 +954,9 @@ const WrongType kWrongTypes[] = {
      "shared regions: endpoints only"},
     {"wqe.opcode.raw_eth_on_ud", RHN_OP_RAW_ETH, RHN_QP_UD,
      "only the RHN_QP_RAW_ETH QP (README.md decision 12)"},
-    {"wqe.opcode.undefined_0x0d", 0x0d, RHN_QP_RC,
+    {"wqe.opcode.watch_on_rc", RHN_OP_WATCH, RHN_QP_RC,
+     "watches: endpoints only"},
+    {"wqe.opcode.undefined_0x0e", 0x0e, RHN_QP_RC,
      "a number the header does not define"},
     {"wqe.opcode.undefined_0x11", 0x11, RHN_QP_RC,
      "a number the header does not define"},
@@ -1060,6 +1062,93 @@ CONFORM_CASE(lock_with_data, "wqe.sync.lock_with_sge", "wqe",
   CONFORM_THAT(c, n.wait_cqe(l.scq, &e), "send CQ", "no CQE");
   CONFORM_EQ(c, "CQE status", RHN_CQE_LOC_QP_OP_ERR, e.status);
   c.eq("CQE vendor_err", RHN_SYN_BAD_WQE, e.vendor_err);
+}
+
+namespace {
+
+// Area 7 of context 0 over l.dst, where a's PUSHes by area land.
+constexpr uint32_t kWatchArea = RHN_AREA_KEY(0, 7);
+
+bool watch_area(Check& c, Nic& n, Loop& l) {
+  rhn_admin_cmd m = Nic::cmd(RHN_ADMIN_REGISTER_AREA);
+  m.u.register_area.area_id = kWatchArea;
+  m.u.register_area.key = l.dst.key;
+  m.u.register_area.iova = l.dst.addr;
+  m.u.register_area.length = l.dst.len;
+  return c.eq("REGISTER_AREA", RHN_ADMIN_OK, n.run(m));
+}
+
+// b arms a watch of `area`; its send completion's status and syndrome.
+bool arm_watch(Check& c, Nic& n, Loop& l, uint32_t area, uint8_t status,
+               uint8_t syndrome) {
+  Wqe w(l.b, RHN_OP_WATCH);
+  w.w->remote_key = area;
+  w.post(n, l.b);
+  rhn_cqe e;
+  if (!c.that(n.wait_cqe(l.rcq, &e), "WATCH's CQE", "none")) return false;
+  if (!c.eq("WATCH status", status, e.status)) return false;
+  if (!c.that((e.flags & RHN_CQE_F_SQ) != 0, "WATCH's CQE", "no F_SQ"))
+    return false;
+  return c.eq("WATCH opcode", RHN_CQE_OP_WATCH, e.opcode) &&
+         c.eq("WATCH vendor_err", syndrome, e.vendor_err);
+}
+
+// a PUSHes `len` bytes by area into b's area at `offset`; a's completion.
+bool push_to_area(Check& c, Nic& n, Loop& l, uint32_t offset, uint32_t len) {
+  Wqe p(l.a, RHN_OP_WRITE, RHN_WQE_F_SIGNALED | RHN_WQE_F_AREA);
+  p.to(l, l.b).sge(0, l.src.addr, len, l.src.key).remote(offset, kWatchArea);
+  p.post(n, l.a);
+  rhn_cqe e;
+  if (!c.that(n.wait_cqe(l.scq, &e), "PUSH's CQE", "none")) return false;
+  return c.eq("PUSH status", RHN_CQE_SUCCESS, e.status);
+}
+
+}  // namespace
+
+CONFORM_CASE(watch_fires, "wqe.watch.fires_once", "wqe",
+             "an endpoint's WATCH of its process's area completes; the next "
+             "PUSH by area into it writes one RHN_CQE_OP_WATCH CQE without "
+             "F_SQ on the endpoint's receive CQ (area key, length, "
+             "initiator), the next one none; RHN_CNT_WATCHES_FIRED") {
+  LOOP(n, l, RHN_QP_ENDPOINT);
+  CONFORM_THAT(c, (n.r32(RHN_REG_CAPS) & RHN_CAP_WATCH) != 0, "CAPS.WATCH",
+               "not announced");
+  if (!watch_area(c, n, l) ||
+      !arm_watch(c, n, l, kWatchArea, RHN_CQE_SUCCESS, RHN_SYN_NONE))
+    return;
+  const uint64_t fired = n.counter(RHN_CNT_WATCHES_FIRED);
+  if (!push_to_area(c, n, l, 64, 100)) return;
+  rhn_cqe e;
+  CONFORM_THAT(c, n.wait_cqe(l.rcq, &e), "watch CQE", "none");
+  CONFORM_EQ(c, "watch CQE opcode", RHN_CQE_OP_WATCH, e.opcode);
+  c.eq("watch CQE status", RHN_CQE_SUCCESS, e.status);
+  c.that((e.flags & RHN_CQE_F_SQ) == 0, "watch CQE flags", "F_SQ set");
+  c.eq("watch CQE qpn", l.b.qpn, e.qpn);
+  c.eq("watch CQE vendor_err (the area key)", kWatchArea, e.vendor_err);
+  c.eq("watch CQE byte_len", 100, e.byte_len);
+  c.eq("watch CQE src_qpn", l.a.qpn, e.src_qpn);
+  // One-shot: a second PUSH writes nothing.
+  if (!push_to_area(c, n, l, 0, 8)) return;
+  t.settle();
+  c.that(!n.poll_cq(l.rcq, &e), "receive CQ after a second PUSH",
+         "a second watch CQE");
+  c.eq("RHN_CNT_WATCHES_FIRED increase", 1,
+       n.counter(RHN_CNT_WATCHES_FIRED) - fired);
+}
+
+CONFORM_CASE(watch_no_area, "wqe.watch.no_area", "wqe",
+             "a WATCH of an area the process does not have: GENERAL_ERR, "
+             "RHN_SYN_NO_WATCH_AREA, RHN_CNT_WATCH_REFUSED; the endpoint "
+             "goes on (a WATCH of its own area then completes)") {
+  LOOP(n, l, RHN_QP_ENDPOINT);
+  if (!watch_area(c, n, l)) return;
+  const uint64_t refused = n.counter(RHN_CNT_WATCH_REFUSED);
+  if (!arm_watch(c, n, l, RHN_AREA_KEY(0, 8), RHN_CQE_GENERAL_ERR,
+                 RHN_SYN_NO_WATCH_AREA))
+    return;
+  c.eq("RHN_CNT_WATCH_REFUSED increase", 1,
+       n.counter(RHN_CNT_WATCH_REFUSED) - refused);
+  arm_watch(c, n, l, kWatchArea, RHN_CQE_SUCCESS, RHN_SYN_NONE);
 }
 
 }  // namespace rhinet::conform

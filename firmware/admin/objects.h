@@ -192,6 +192,11 @@ struct AreaObj {
   uint32_t mr_index = 0;
   uint64_t iova = 0;
   uint64_t length = 0;
+  // Its one watch (ops/watch): the endpoint that armed it and that QP's
+  // generation then, so a watch outliving its endpoint's life fires
+  // nowhere (kNone: none armed). Cleared with the area.
+  uint32_t watch_qpn = kNone;
+  uint32_t watch_gen = 0;
 };
 
 // A key check remembered (Engine::Impl::check_key_cached): the key's

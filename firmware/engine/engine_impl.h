@@ -294,6 +294,12 @@ struct Engine::Impl : FamilyStates {
   uint64_t scan_interval = 0;
   // The earliest CqObj::mod_deadline (UINT64_MAX: none).
   uint64_t cq_mod_at = UINT64_MAX;
+  // The area the last request by area resolved to (resolve_target,
+  // responder/responder.cpp): valid for a request with RHN_WOP_F_AREA
+  // whose target resolved, until the next request. A field rather than
+  // an argument, so requests by key pay nothing for it (area_landed,
+  // ops/family.h).
+  AreaObj* resolved_area = nullptr;
 
   // ---- engine/engine.cpp
   void reset();

@@ -319,7 +319,8 @@ void not_ready(Impl& m, Request& r, rhn_syndrome syndrome);
 // caller made sure a responder read is free.
 void queue_stream(Impl& m, Peer& p, const ResponderRead& rr);
 // Responder: the target of an RDMA or atomic request, by rkey + VA or by
-// area ID + offset, checked for `right` over `len` bytes.
+// area ID + offset, checked for `right` over `len` bytes. By area, once
+// resolved: the area in m.resolved_area.
 rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
                             uint64_t len, uint64_t* va, uint32_t* key,
                             uint32_t* mr_index);
@@ -347,6 +348,14 @@ bool pin_range(Impl& m, uint32_t mr_index, uint64_t va, uint64_t len);
 // with RHN_WOP_F_SIGNAL ended: a CQE on the endpoint's receive CQ, no
 // receive WQE taken.
 void deliver_signal(Impl& m, const Request& r);
+// Responder: a PUSH or an atomic that changed its word ended, its target
+// resolved by resolve_target: if it was by area, that area's watch, if
+// one is armed, fires (ops/watch). Two tests while none is.
+void watch_fire(Impl& m, AreaObj& a, const Request& r, uint32_t len);
+inline void area_landed(Impl& m, const Request& r, uint32_t len) {
+  if ((r.op.flags & RHN_WOP_F_AREA) && m.resolved_area->watch_qpn != kNone)
+    watch_fire(m, *m.resolved_area, r, len);
+}
 // Requester: gathers `len` message bytes from `offset` (inline data or the
 // WQE's SGEs).
 bool gather(Impl& m, QpObj& qp, const DecodedWqe& w, uint64_t offset,

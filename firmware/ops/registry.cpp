@@ -20,6 +20,7 @@
 #include "ops/tm/tm.h"
 #include "ops/trigger/trigger.h"
 #include "ops/ud_mcast/ud_mcast.h"
+#include "ops/watch/watch.h"
 #include "ops/window/window.h"
 #ifdef RHN_TEST_FAMILY_ECHO
 #include "ops/echo/echo.h"  // test builds only: the worked example
@@ -34,7 +35,7 @@ constexpr const OpClaims* kFamilies[] = {
     &kSendClaims,   &kRdmaClaims, &kAtomicClaims,   &kRawClaims,
     &kWindowClaims, &kTagClaims,  &kTagLocalClaims, &kPinClaims,
     &kTmClaims,     &kSyncClaims, &kMcastClaims,    &kMcastSwitchClaims,
-    &kShareClaims,  &kCollClaims, &kTriggerClaims,
+    &kShareClaims,  &kCollClaims, &kTriggerClaims,  &kWatchClaims,
 #ifdef RHN_TEST_FAMILY_ECHO
     &kEchoClaims,
 #endif

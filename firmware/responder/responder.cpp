@@ -217,7 +217,7 @@ rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
   }
   if (op.flags & RHN_WOP_F_AREA) {
     // The area of the target QP's context: its base plus the offset.
-    const AreaObj* a = m.find_area(r.qp.context, op.rkey);
+    AreaObj* a = m.find_area(r.qp.context, op.rkey);
     if (!a && !m.in_group(r.qp.context, RHN_AREA_KEY_GROUP(op.rkey))) {
       // The target process is not in the group the initiator names.
       m.counters.add(RHN_CNT_GROUP_VIOLATIONS);
@@ -229,6 +229,7 @@ rhn_syndrome resolve_target(Impl& m, const Request& r, uint32_t right,
     } else {
       *va = a->iova + op.remote_addr;
       *key = (a->mr_index << RHN_KEY_INDEX_SHIFT) | m.mrs[a->mr_index].variant;
+      m.resolved_area = a;
     }
   }
   if (right && !(r.qp.access & right)) syn = RHN_SYN_ACCESS_RIGHTS;

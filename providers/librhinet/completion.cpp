@@ -275,6 +275,14 @@ bool poll_one(Cq* cq, Completion* out) {
       c.src_qp = e.src_qpn;
       if (e.flags & RHN_CQE_F_GRH) c.wc_flags |= IBV_WC_GRH;
       c.sl = roce_header_type(e.flags);
+    } else if (e.opcode == RHN_CQE_OP_WATCH && !(e.flags & RHN_CQE_F_SQ)) {
+      // A watch fired on one of the endpoint's areas: no WQE of either
+      // queue; wr_id = the area key.
+      c.wr_id = e.vendor_err;
+      c.vendor_err = 0;
+      c.src_qp = e.src_qpn;
+      c.src_node = e.src_node;
+      c.watch_fired = true;
     } else if (e.opcode == RHN_CQE_OP_SIGNAL || e.opcode == RHN_CQE_OP_TAG_RECV ||
         e.opcode == RHN_CQE_OP_IPROBE || e.opcode == RHN_CQE_OP_IRECV_CANCEL) {
       // Direct verbs' own: a signal on one of the endpoint's areas (no

@@ -43,6 +43,8 @@ struct Endpoint {
   ibv_cq* cq = nullptr;
   // Signals counted per area key (group << 16 | area).
   std::unordered_map<uint32_t, uint64_t> signals;
+  // Watches that fired (RHN_CQE_OP_WATCH), counted per area key.
+  std::unordered_map<uint32_t, uint64_t> watches;
   ibv_qp* ibqp = nullptr;
   Qp* qp = nullptr;
   uint32_t max_inline = 0;
@@ -139,6 +141,15 @@ bool mode_taken(uint8_t opcode, uint32_t mode);
 // many were reported, or -1.
 int drain(Endpoint* ep, int n, rhinetdv_completion_ex* out);
 uint64_t now_ms();
+// Watches of area key @key that fired since the endpoint was made, after
+// taking the CQ's completions (ep->lock held).
+uint64_t watch_count_locked(Endpoint* ep, uint32_t key);
+// Sleeps on the endpoint's completion events until @count_locked (called
+// with ep->lock held) says @key's count reached @count, or @timeout_ms
+// (-1: none) passed: 0, ETIMEDOUT or an errno (rhinetdv_wait_signal,
+// rhinetdv_wait_watch).
+int wait_count(Endpoint* ep, uint64_t (*count_locked)(Endpoint*, uint32_t),
+               uint32_t key, uint64_t count, int timeout_ms);
 
 // dv_area.cpp: whether the process may declare on-demand areas and post
 // pd_req and pd_release; whether it is a member of @group.

@@ -226,6 +226,10 @@ RHINETDV_EXPORT int rhinetdv_query_device(ibv_context* context,
       (ctx->attr.caps & RHN_CAP_COLL_SWITCH))
     a.caps |= RHINETDV_CAP_COLL_IN_SWITCH;
   if (ctx->attr.caps & RHN_CAP_TRIGGER) a.caps |= RHINETDV_CAP_TRIGGER;
+  // A watch names an area of the endpoint's own process.
+  if ((ctx->attr.caps & RHN_CAP_WATCH) && (ctx->attr.caps & RHN_CAP_ENDPOINT) &&
+      (ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS))
+    a.caps |= RHINETDV_CAP_WATCH;
   a.max_areas = ctx->attr.comp_mask & RHINET_UCONTEXT_RESP_AREAS
                     ? ctx->attr.max_areas
                     : 0;

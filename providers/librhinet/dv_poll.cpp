@@ -58,6 +58,10 @@ void take_probe(Endpoint* ep, const Completion& k) {
 // nothing to report (the library signaled it and it succeeded, a signal,
 // the library's own probe or cancel).
 bool convert(Endpoint* ep, const Completion& k, rhinetdv_completion_ex* c) {
+  if (k.watch_fired) {  // counted, not reported
+    ep->watches[static_cast<uint32_t>(k.wr_id)]++;
+    return false;
+  }
   switch (k.cqe_opcode) {
     case RHN_CQE_OP_SIGNAL:  // counted, not reported
       ep->signals[static_cast<uint32_t>(k.wr_id)] += k.imm_data;
@@ -97,6 +101,44 @@ uint64_t signal_count_locked(Endpoint* ep, uint32_t key) {
 }
 
 }  // namespace
+
+uint64_t watch_count_locked(Endpoint* ep, uint32_t key) {
+  drain(ep, INT_MAX, nullptr);
+  const auto it = ep->watches.find(key);
+  return it == ep->watches.end() ? 0 : it->second;
+}
+
+int wait_count(Endpoint* ep, uint64_t (*count_locked)(Endpoint*, uint32_t),
+               uint32_t key, uint64_t count, int timeout_ms) {
+  const uint64_t deadline =
+      timeout_ms < 0 ? UINT64_MAX : now_ms() + uint64_t(timeout_ms);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> g(ep->lock);
+      if (count_locked(ep, key) >= count) return 0;
+    }
+    // Armed first, then looked at again: a CQE between the two raises
+    // the event, so the sleep below cannot miss it.
+    if (ibv_req_notify_cq(ep->cq, 0)) return EIO;
+    {
+      std::lock_guard<std::mutex> g(ep->lock);
+      if (count_locked(ep, key) >= count) return 0;
+    }
+    const uint64_t now = now_ms();
+    if (now >= deadline) return ETIMEDOUT;
+    pollfd pfd{ep->channel->fd, POLLIN, 0};
+    const int wait =
+        deadline == UINT64_MAX ? -1 : static_cast<int>(deadline - now);
+    const int r = poll(&pfd, 1, wait);
+    if (r < 0 && errno != EINTR) return errno;
+    if (r > 0) {
+      ibv_cq* cq;
+      void* cq_ctx;
+      if (ibv_get_cq_event(ep->channel, &cq, &cq_ctx)) return EIO;
+      ibv_ack_cq_events(cq, 1);
+    }
+  }
+}
 
 int drain(Endpoint* ep, int n, rhinetdv_completion_ex* out) {
   int reported = 0;
@@ -175,36 +217,8 @@ RHINETDV_EXPORT int rhinetdv_wait_signal(rhinetdv_endpoint* pub,
   if (!pub || group_id > 0xffff || area_id > 0xffff || timeout_ms < -1)
     return EINVAL;
   if (!is_rhinet_context(pub->context)) return EOPNOTSUPP;
-  Endpoint* ep = rhinet::to_ep(pub);
-  const uint32_t key = RHN_AREA_KEY(group_id, area_id);
-  const uint64_t deadline =
-      timeout_ms < 0 ? UINT64_MAX : rhinet::now_ms() + uint64_t(timeout_ms);
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> g(ep->lock);
-      if (rhinet::signal_count_locked(ep, key) >= count) return 0;
-    }
-    // Armed first, then looked at again: a signal between the two raises
-    // the event, so the sleep below cannot miss it.
-    if (ibv_req_notify_cq(ep->cq, 0)) return EIO;
-    {
-      std::lock_guard<std::mutex> g(ep->lock);
-      if (rhinet::signal_count_locked(ep, key) >= count) return 0;
-    }
-    const uint64_t now = rhinet::now_ms();
-    if (now >= deadline) return ETIMEDOUT;
-    pollfd pfd{ep->channel->fd, POLLIN, 0};
-    const int wait =
-        deadline == UINT64_MAX ? -1 : static_cast<int>(deadline - now);
-    const int r = poll(&pfd, 1, wait);
-    if (r < 0 && errno != EINTR) return errno;
-    if (r > 0) {
-      ibv_cq* cq;
-      void* cq_ctx;
-      if (ibv_get_cq_event(ep->channel, &cq, &cq_ctx)) return EIO;
-      ibv_ack_cq_events(cq, 1);
-    }
-  }
+  return rhinet::wait_count(rhinet::to_ep(pub), rhinet::signal_count_locked,
+                            RHN_AREA_KEY(group_id, area_id), count, timeout_ms);
 }
 
 RHINETDV_EXPORT int rhinetdv_arm_event(rhinetdv_endpoint* pub) {

@@ -89,6 +89,9 @@ struct Completion {
   __be32 imm_data = 0;  // or the invalidated key (IBV_WC_WITH_INV)
   uint8_t sl = 0;
   bool reported = true;  // a send the poster wants to hear of
+  // A watch fired (RHN_CQE_OP_WATCH without RHN_CQE_F_SQ): wr_id is the
+  // area key; direct verbs count it (dv_poll.cpp).
+  bool watch_fired = false;
   uint16_t wqe_index = 0;
   uint64_t tag = 0;     // direct verbs' tag operations: the message's tag
   ibv_wc_tm_info tm{};  // an IBV_WC_TM_RECV that matched an entry

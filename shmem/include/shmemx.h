@@ -41,6 +41,14 @@ int shmemx_ctx_endpoint(shmem_ctx_t ctx);
  * one of the program's. PEs on one node share its NIC. */
 int shmemx_pe_node(int pe);
 
+/* What this PE's waits (shmem_TYPE_wait_until and the set forms,
+ * shmem_signal_wait_until) did since shmem_init: how many times they slept
+ * on the NIC's watch of the words' area after spinning about 100 us, and
+ * how many of those sleeps the NIC's interrupt ended (a put or an atomic
+ * landed there). Either pointer may be NULL. Both stay 0 on a NIC without
+ * watches, whose waits back off instead. */
+void shmemx_get_wait_stats(uint64_t* sleeps, uint64_t* wakeups);
+
 #define SHMEMX_HEAP_AREA_ID 0x5348
 void* shmemx_rhinet_group(void);
 void* shmemx_heap_base(void);

@@ -1,14 +1,20 @@
 // wait_until, test, signal_wait_until, and the set forms
 // wait_until_all/any/some, their _vector forms and test_all/any/some
 // (Documentation/userlib/shmem.md, "Waiting on memory"). The NIC writes the
-// watched words by DMA and raises no interrupt for them, so a wait reads
-// them: spinning at first, then yielding the CPU, then napping, so that a
+// watched words by DMA, so a wait reads them: spinning for about 100 us,
+// then sleeping on the NIC's watch of the area that holds them (userlib's
+// Group::wait_for_area: the NIC interrupts when a put or an atomic lands
+// there), looking again after each wake-up. On a NIC without watches it
+// backs off instead: spinning, yielding the CPU, then napping, so that a
 // long wait leaves the CPU to PEs that share it.
 #include <sched.h>
 #include <time.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "shmem_internal.hpp"
 
@@ -16,8 +22,13 @@ using namespace rhinet::shmem::internal;
 
 namespace {
 
-// One round of waiting: the first rounds spin, the next yield, later ones
-// sleep 50 us each.
+// How long a wait spins on the words before it sleeps on the watch: about
+// a put's round trip between two PEs of one node, so that a word set at
+// once costs no system call, and a long wait leaves the CPU.
+constexpr std::chrono::microseconds kSpin{100};
+
+// One round of waiting without a watch: the first rounds spin, the next
+// yield, later ones sleep 50 us each.
 class Backoff {
  public:
   void pause() {
@@ -36,6 +47,29 @@ class Backoff {
   unsigned rounds_ = 0;
 };
 
+// Set when a watch was refused (it is not expected: the library registered
+// the areas itself); waits then back off, as on a NIC without watches.
+bool watch_refused = false;
+
+// Waits until met() (which may end the PE on a bad argument, before it is
+// asked again) for words that lie in `where.area`.
+void wait_for(const char* routine, const Symmetric& where,
+              const std::function<bool()>& met) {
+  if (met()) return;
+  rhinet::Group& g = group(routine);
+  if (where.area && g.area_watches() && !watch_refused) {
+    rhinet::AreaWaitOptions o;
+    o.spin = kSpin;
+    const auto waited = g.wait_for_area(where.area->id(), met, o);
+    if (waited) return;
+    // EBUSY (another thread inside the group: SHMEM_THREAD_SERIALIZED
+    // allows none) or a refused watch: look at memory instead.
+    if (waited.error().errno_value() != EBUSY) watch_refused = true;
+  }
+  for (Backoff b; !met(); b.pause()) {
+  }
+}
+
 // The words to watch: ivars[i] with status[i] == 0 (all when status is
 // NULL); each compared to values[i] (vector forms) or to value.
 template <typename T>
@@ -52,9 +86,10 @@ struct Set {
   bool met(std::size_t i) const {
     return satisfied(routine, &ivars[i], cmp, values ? values[i] : value);
   }
-  void check() const {
+  // Where the words lie (no area for an empty set).
+  Symmetric check() const {
     group(routine);
-    if (n) symmetric(routine, ivars, n * sizeof(T), "ivars");
+    return n ? symmetric(routine, ivars, n * sizeof(T), "ivars") : Symmetric{};
   }
   bool any_watched() const {
     for (std::size_t i = 0; i < n; i++)
@@ -92,27 +127,34 @@ std::size_t next_start() {
 
 template <typename T>
 void wait_all(const Set<T>& s) {
-  s.check();
-  for (Backoff b; !s.test_all(); b.pause()) {
-  }
+  const Symmetric where = s.check();
+  wait_for(s.routine, where, [&] { return s.test_all() != 0; });
 }
 
 template <typename T>
 std::size_t wait_any(const Set<T>& s) {
-  s.check();
+  const Symmetric where = s.check();
   if (!s.any_watched()) return SIZE_MAX;
   const std::size_t from = next_start();
-  for (Backoff b;; b.pause())
-    if (auto i = s.test_any(from); i != SIZE_MAX) return i;
+  std::size_t found = SIZE_MAX;
+  wait_for(s.routine, where, [&] {
+    found = s.test_any(from);
+    return found != SIZE_MAX;
+  });
+  return found;
 }
 
 template <typename T>
 std::size_t wait_some(const Set<T>& s, std::size_t* indices) {
-  s.check();
+  const Symmetric where = s.check();
   if (!s.any_watched()) return 0;
   if (!indices) die(s.routine, "indices is NULL");
-  for (Backoff b;; b.pause())
-    if (auto found = s.test_some(indices)) return found;
+  std::size_t found = 0;
+  wait_for(s.routine, where, [&] {
+    found = s.test_some(indices);
+    return found != 0;
+  });
+  return found;
 }
 
 template <typename T>
@@ -144,14 +186,23 @@ int test_one(const char* routine, T* ivar, int cmp, T value) {
 
 template <typename T>
 T wait_one(const char* routine, T* ivar, int cmp, T value) {
-  for (Backoff b; !test_one(routine, ivar, cmp, value); b.pause()) {
-  }
+  group(routine);
+  const Symmetric where = symmetric(routine, ivar, sizeof(T), "ivar");
+  wait_for(routine, where,
+           [&] { return satisfied(routine, ivar, cmp, value); });
   return __atomic_load_n(ivar, __ATOMIC_ACQUIRE);
 }
 
 }  // namespace
 
 extern "C" {
+
+void shmemx_get_wait_stats(uint64_t* sleeps, uint64_t* wakeups) {
+  const rhinet::AreaWaitStats st =
+      group("shmemx_get_wait_stats").area_wait_stats();
+  if (sleeps) *sleeps = st.sleeps;
+  if (wakeups) *wakeups = st.wakeups;
+}
 
 uint64_t shmem_signal_fetch(const uint64_t* sig_addr) {
   group("shmem_signal_fetch");

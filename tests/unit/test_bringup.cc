@@ -46,7 +46,7 @@ TEST(BringUp, RegistersDescribeTheDevice) {
        {RHN_CAP_RAW_ETH, RHN_CAP_TAG, RHN_CAP_PIN_ON_DEMAND, RHN_CAP_TM,
         RHN_CAP_SYNC, RHN_CAP_MCAST_LIST, RHN_CAP_MCAST_SWITCH, RHN_CAP_SHARE,
         RHN_CAP_UD_MCAST, RHN_CAP_COLLECTIVE, RHN_CAP_COLL_SWITCH,
-        RHN_CAP_TRIGGER, RHN_CAP_ATOMIC_EXT})
+        RHN_CAP_TRIGGER, RHN_CAP_ATOMIC_EXT, RHN_CAP_WATCH})
     EXPECT_TRUE(caps & cap) << "missing family capability bit " << cap;
   // Runs (26) are the last.
   EXPECT_EQ(caps & ~((RHN_CAP_CQE_RUNS << 1) - 1), 0u);

@@ -43,9 +43,12 @@ misuse() { # CASE STATUS TEXT: the PE ends with STATUS and TEXT
 run hello
 export SHMEM_SYMMETRIC_SIZE=16M
 for p in put_get nbi_quiet atomics pingpong put_signal collectives barrier \
-	collect wait_set locks teams generic contexts ring active_set fence_order; do
+	collect wait_set locks teams generic contexts ring active_set fence_order \
+	wait_sleep; do
 	run $p
 done
+# The waits that slept: how long, how many sleeps and wake-ups.
+grep -h "waited" wait_sleep.out | sed 's/^/  /'
 # Contexts on endpoints of their own, then all on the default one (the
 # pool empty): each prints B's put + quiet time while A streams.
 run ctx_endpoints

@@ -438,6 +438,8 @@ std::string Device::describe(const Slot& s) const {
   }
   if (s.op == Op::isend)
     return describe_message(Op::isend, s.rank, {s.tag}, s.length, s.mode);
+  if (s.op == Op::watch)
+    return "watch of this process's area " + std::to_string(s.area_or_rkey);
   if (s.op == Op::trigger_add)
     return "trigger_add of " + std::to_string(s.offset_or_addr) +
            " to counter " + hex(s.area_or_rkey) + " of rank " +

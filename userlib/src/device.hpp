@@ -168,6 +168,7 @@ struct Device : std::enable_shared_from_this<Device> {
   // Waits (wait.hpp): how long they spin before they sleep, what they did.
   std::chrono::microseconds spin = default_spin;
   WaitStats stats;
+  AreaWaitStats area_stats;  // Group::wait_for_area's
   // Whether waits sleep: then every operation asks for a CQE on success
   // too (its family's SIGNALED flag), as a status word raises no
   // interrupt.

@@ -77,6 +77,8 @@ constexpr SyndromeInfo kSyndromes[] = {
      "the peer refused the add: no live counter of the process reached has "
      "that handle and key",
      EACCES},
+    {36, "NO_WATCH_AREA", "a watch of an area this process has not registered",
+     ENOENT},
 };
 
 const SyndromeInfo* find(std::uint32_t s) {

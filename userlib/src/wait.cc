@@ -85,6 +85,110 @@ int wait_until(const std::function<bool()>& done, EventSource& events,
   }
 }
 
+namespace {
+
+// Spins (a few pauses between looks, a yield now and then so that a rank
+// sharing the CPU runs) while less than `spin` passed since `start`; true
+// as soon as done().
+bool spin_for(const std::function<bool()>& done, std::chrono::microseconds spin,
+              net::Clock::time_point start) {
+  for (unsigned n = 1;; n++) {
+    if (net::Clock::now() - start >= spin) return false;
+    if (n % 64 == 0)
+      sched_yield();
+    else
+      cpu_pause();
+    if (done()) return true;
+  }
+}
+
+// A sleep of at most `slice` before `deadline`: 0 (the wait ends), or ms.
+int slice_ms(net::Clock::time_point deadline, std::chrono::milliseconds slice) {
+  const int left = net::poll_ms(deadline);
+  const auto cap = static_cast<int>(slice.count());
+  return left < 0 || left > cap ? cap : left;
+}
+
+}  // namespace
+
+int wait_for_watch(const std::function<bool()>& done, WatchSource& source,
+                   std::chrono::microseconds spin,
+                   net::Clock::time_point deadline,
+                   std::chrono::milliseconds slice, AreaWaitStats& stats,
+                   const char** failed) {
+  if (done()) return 0;
+  stats.waits++;
+  const auto start = net::Clock::now();
+  if (spin.count() < 0) {
+    stats.polled++;
+    Backoff b;
+    while (!done()) {
+      if (net::poll_ms(deadline) == 0) return ETIMEDOUT;
+      b.pause();
+    }
+    return 0;
+  }
+  if (spin_for(done, spin, start)) return 0;
+  // One sleep on the source's events: 0, or the errno that ends the wait.
+  const auto sleep = [&](int ms) {
+    stats.sleeps++;
+    const int e = source.sleep(ms);
+    if (e == 0) stats.wakeups++;
+    if (e == 0 || e == ETIMEDOUT || e == EINTR) return 0;
+    *failed = source.sleep_name();
+    return e;
+  };
+  for (;;) {
+    // A firing of an earlier arming still to come is harmless: the loop
+    // below then looks again and arms again.
+    const std::uint64_t seen = source.fired();
+    if (const int e = source.watch()) {
+      *failed = source.watch_name();
+      return e;
+    }
+    stats.arms++;
+    // Until armed (its completion raises an event too).
+    for (;;) {
+      const int a = source.armed();
+      if (a > 0) break;
+      if (a < 0) {
+        *failed = source.watch_name();
+        return -a;
+      }
+      if (done()) return 0;
+      const int ms = slice_ms(deadline, slice);
+      if (ms == 0) return ETIMEDOUT;
+      if (const int e = source.arm()) {
+        *failed = source.arm_name();
+        return e;
+      }
+      if (source.armed() != 0) continue;
+      if (const int e = sleep(ms)) return e;
+    }
+    // A write that landed before the arming fired nothing: look again.
+    if (done()) {
+      stats.rechecks++;
+      return 0;
+    }
+    // Until it fires.
+    for (;;) {
+      if (source.fired() != seen) break;
+      const int ms = slice_ms(deadline, slice);
+      if (ms == 0) return ETIMEDOUT;
+      if (const int e = source.arm()) {
+        *failed = source.arm_name();
+        return e;
+      }
+      // A firing between the look above and the arming raised no event.
+      if (source.fired() != seen) break;
+      if (done()) return 0;  // a store that did not come through the NIC
+      if (const int e = sleep(ms)) return e;
+    }
+    stats.fired += source.fired() - seen;
+    if (done()) return 0;
+  }
+}
+
 Result<std::chrono::microseconds> spin_from_env(
     std::chrono::microseconds fallback) {
   const char* v = std::getenv("RHINET_SPIN_US");

@@ -50,6 +50,36 @@ int wait_until(const std::function<bool()>& done, EventSource& events,
                std::chrono::microseconds spin, net::Clock::time_point deadline,
                WaitStats& stats, const char** failed);
 
+// What a wait on memory needs from the NIC's watch of an area (ops/watch:
+// a one-shot watch that writes a completion, and so raises the endpoint's
+// event, when the next write lands in the area), besides the events.
+class WatchSource : public EventSource {
+ public:
+  // Posts the arming of the watch. 0, or an errno.
+  virtual int watch() = 0;
+  // The last arming: 0 while in flight, 1 once armed, or -errno when the
+  // NIC refused it.
+  virtual int armed() = 0;
+  // How many times the watch fired so far (a count that only grows).
+  virtual std::uint64_t fired() = 0;
+  virtual const char* watch_name() const = 0;
+};
+
+// Waits until done() returns true or `deadline` passes, for a condition
+// on memory that writes through the NIC make true. Spins for `spin` as
+// wait_until does; then arms the watch, waits until it is armed, calls
+// done() once more (a write that landed before the arming fired nothing)
+// and sleeps until the watch fires; looks again, arms again, and so on.
+// Each sleep lasts at most `slice` (stores that do not come through the
+// NIC fire nothing). A negative `spin` never sleeps: it spins, yields,
+// then naps 50 us (as without a watch). Returns 0 (done), ETIMEDOUT, or
+// the errno of the source with *failed naming the call.
+int wait_for_watch(const std::function<bool()>& done, WatchSource& source,
+                   std::chrono::microseconds spin,
+                   net::Clock::time_point deadline,
+                   std::chrono::milliseconds slice, AreaWaitStats& stats,
+                   const char** failed);
+
 // The spin budget of RHINET_SPIN_US when set (a number of microseconds
 // 0..1000000, or "never": never sleep), else `fallback`. EINVAL naming
 // the variable when it is malformed.

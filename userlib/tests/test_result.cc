@@ -61,6 +61,9 @@ TEST(Error, SyndromeNamesAndErrnos) {
   EXPECT_EQ(rhinet::syndrome_errno(34), EACCES);
   EXPECT_EQ(static_cast<std::uint32_t>(rhinet::Syndrome::bad_remote_trigger),
             34u);
+  EXPECT_EQ(rhinet::syndrome_name(36), "NO_WATCH_AREA");
+  EXPECT_EQ(rhinet::syndrome_errno(36), ENOENT);
+  EXPECT_EQ(static_cast<std::uint32_t>(rhinet::Syndrome::no_watch_area), 36u);
   EXPECT_EQ(rhinet::syndrome_name(99), "SYNDROME_99");
   EXPECT_EQ(rhinet::syndrome_text(99), "unknown syndrome");
   EXPECT_EQ(rhinet::syndrome_errno(19), EPERM);

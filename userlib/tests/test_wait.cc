@@ -17,24 +17,52 @@
 namespace {
 
 using namespace std::chrono_literals;
+using rhinet::AreaWaitStats;
 using rhinet::WaitStats;
 using rhinet::detail::EventSource;
+using rhinet::detail::wait_for_watch;
 using rhinet::detail::wait_until;
+using rhinet::detail::WatchSource;
 
-// A completion flag and an eventfd that is written for a completion only
-// while armed, the way a CQ raises an event for the next CQE after
-// ibv_req_notify_cq and for none before it.
-class ArmedFlag final : public EventSource {
+// An eventfd written only while armed, and disarmed by that write, the
+// way a CQ raises an event for the next CQE after ibv_req_notify_cq and
+// for none before it.
+class ArmedEvent {
  public:
-  ArmedFlag() : fd_(eventfd(0, EFD_CLOEXEC)) {}
-  ~ArmedFlag() override { close(fd_); }
+  ArmedEvent() : fd_(eventfd(0, EFD_CLOEXEC)) {}
+  ~ArmedEvent() { close(fd_); }
+  ArmedEvent(const ArmedEvent&) = delete;
+  ArmedEvent& operator=(const ArmedEvent&) = delete;
 
-  void complete() {
-    done_.store(true);
+  void arm() { armed_.store(true); }
+  void raise() {
     if (armed_.exchange(false)) {
       const std::uint64_t one = 1;
       EXPECT_EQ(write(fd_, &one, sizeof(one)), 8);
     }
+  }
+  // 0 once raised, ETIMEDOUT, or errno of poll.
+  int sleep(int timeout_ms) {
+    pollfd p{fd_, POLLIN, 0};
+    const int r = poll(&p, 1, timeout_ms);
+    if (r < 0) return errno;
+    if (r == 0) return ETIMEDOUT;
+    std::uint64_t v;
+    EXPECT_EQ(read(fd_, &v, sizeof(v)), 8);
+    return 0;
+  }
+
+ private:
+  int fd_;
+  std::atomic<bool> armed_{false};
+};
+
+// A completion flag whose completions raise an ArmedEvent.
+class ArmedFlag final : public EventSource {
+ public:
+  void complete() {
+    done_.store(true);
+    event_.raise();
   }
   bool done() const { return done_.load(); }
 
@@ -47,18 +75,10 @@ class ArmedFlag final : public EventSource {
       complete();
     }
     if (arm_error) return arm_error;
-    armed_.store(true);
+    event_.arm();
     return 0;
   }
-  int sleep(int timeout_ms) override {
-    pollfd p{fd_, POLLIN, 0};
-    const int r = poll(&p, 1, timeout_ms);
-    if (r < 0) return errno;
-    if (r == 0) return ETIMEDOUT;
-    std::uint64_t v;
-    EXPECT_EQ(read(fd_, &v, sizeof(v)), 8);
-    return 0;
-  }
+  int sleep(int timeout_ms) override { return event_.sleep(timeout_ms); }
   const char* arm_name() const override { return "arm"; }
   const char* sleep_name() const override { return "sleep"; }
 
@@ -67,8 +87,8 @@ class ArmedFlag final : public EventSource {
   int arm_error = 0;
 
  private:
-  int fd_;
-  std::atomic<bool> done_{false}, armed_{false};
+  ArmedEvent event_;
+  std::atomic<bool> done_{false};
 };
 
 auto deadline(std::chrono::milliseconds d) {
@@ -179,6 +199,230 @@ TEST(Wait, SpinBudgetFromEnvironment) {
     EXPECT_NE(r.error().message().find("RHINET_SPIN_US"), std::string::npos);
   }
   unsetenv("RHINET_SPIN_US");
+}
+
+// ---- waits on memory with the NIC's watch (wait_for_watch) -----------------
+
+// An area's word, written "by the NIC" (land), and the watch of the area
+// as the NIC keeps it: armed by watch() (at once, or when the test says),
+// fired by the next landing, once; firing or arming raises the endpoint's
+// event only while that is armed.
+class FakeWatch final : public WatchSource {
+ public:
+  // A write through the NIC: the word, then the watch fires if armed.
+  void land(std::uint64_t v) {
+    word.store(v);
+    if (nic_armed_.exchange(false)) {
+      fires_++;
+      event_.raise();
+    }
+  }
+  // The NIC executes the arming posted last (arm_later).
+  void execute_arming() {
+    nic_armed_.store(true);
+    state_.store(1);
+    event_.raise();
+  }
+
+  int watch() override {
+    watches++;
+    if (refuse) {
+      state_.store(-ENOENT);
+      event_.raise();
+      return 0;
+    }
+    state_.store(0);
+    // The write comes just before the NIC arms: it fires nothing, and only
+    // the look after the arming finds it.
+    if (land_before_arming) {
+      land_before_arming = false;
+      land(landed_value);
+    }
+    if (!arm_later) execute_arming();
+    return 0;
+  }
+  int armed() override { return state_.load(); }
+  std::uint64_t fired() override { return fires_.load(); }
+  int arm() override {
+    event_.arm();
+    return 0;
+  }
+  int sleep(int timeout_ms) override { return event_.sleep(timeout_ms); }
+  const char* arm_name() const override { return "arm"; }
+  const char* sleep_name() const override { return "sleep"; }
+  const char* watch_name() const override { return "watch"; }
+
+  std::atomic<std::uint64_t> word{0};
+  std::atomic<int> watches{0};
+  bool refuse = false;
+  bool arm_later = false;
+  bool land_before_arming = false;
+  std::uint64_t landed_value = 0;
+
+ private:
+  ArmedEvent event_;
+  std::atomic<bool> nic_armed_{false};
+  std::atomic<int> state_{0};
+  std::atomic<std::uint64_t> fires_{0};
+};
+
+TEST(WatchWait, MetAtOnceArmsNothing) {
+  FakeWatch w;
+  w.word = 1;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  EXPECT_EQ(wait_for_watch([&] { return w.word == 1; }, w, 0us, deadline(1s),
+                           200ms, st, &failed),
+            0);
+  EXPECT_EQ(st.waits, 0u);
+  EXPECT_EQ(w.watches.load(), 0);
+}
+
+TEST(WatchWait, SleepsUntilTheWatchFires) {
+  FakeWatch w;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  std::thread t([&] {
+    std::this_thread::sleep_for(50ms);
+    w.land(7);
+  });
+  // The slice is longer than the test's deadline: only the firing wakes.
+  EXPECT_EQ(wait_for_watch([&] { return w.word == 7; }, w, 0us, deadline(20s),
+                           std::chrono::hours(1), st, &failed),
+            0);
+  t.join();
+  EXPECT_EQ(st.waits, 1u);
+  EXPECT_EQ(st.arms, 1u);
+  EXPECT_EQ(st.sleeps, 1u);
+  EXPECT_EQ(st.wakeups, 1u);
+  EXPECT_EQ(st.fired, 1u);
+  EXPECT_EQ(st.rechecks, 0u);
+}
+
+// Writes that do not meet the condition fire the watch too: the wait looks,
+// arms again, and sleeps again, once per firing.
+TEST(WatchWait, ArmsAgainAfterEachFiringUntilMet) {
+  FakeWatch w;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  std::thread t([&] {
+    for (std::uint64_t v = 1; v <= 3; v++) {
+      // Each landing after the wait armed again (else it fires nothing).
+      while (w.watches.load() < static_cast<int>(v))
+        std::this_thread::sleep_for(1ms);
+      std::this_thread::sleep_for(20ms);
+      w.land(v);
+    }
+  });
+  EXPECT_EQ(wait_for_watch([&] { return w.word == 3; }, w, 0us, deadline(20s),
+                           std::chrono::hours(1), st, &failed),
+            0);
+  t.join();
+  EXPECT_EQ(st.arms, 3u);
+  EXPECT_EQ(st.fired, 3u);
+  EXPECT_EQ(st.wakeups, 3u);
+}
+
+// The race the look after arming closes: the write lands after the last
+// look but before the NIC armed the watch, which then never fires. Without
+// that look the wait sleeps to its deadline (5 s, slices of an hour) and
+// fails; with it, it returns at once.
+TEST(WatchWait, AWriteJustBeforeTheArmingIsNotMissed) {
+  FakeWatch w;
+  w.land_before_arming = true;
+  w.landed_value = 9;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  EXPECT_EQ(wait_for_watch([&] { return w.word == 9; }, w, 0us, deadline(5s),
+                           std::chrono::hours(1), st, &failed),
+            0);
+  EXPECT_EQ(st.rechecks, 1u);
+  EXPECT_EQ(st.sleeps, 0u);
+  EXPECT_EQ(st.fired, 0u);
+}
+
+// The look counts only once the watch is armed: the wait sleeps (on the
+// arming's completion) until then, and a write after the arming fires.
+TEST(WatchWait, WaitsUntilTheWatchIsArmedBeforeLookingAgain) {
+  FakeWatch w;
+  w.arm_later = true;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  std::thread t([&] {
+    while (w.watches.load() < 1) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(30ms);
+    w.execute_arming();
+    std::this_thread::sleep_for(30ms);
+    w.land(5);
+  });
+  EXPECT_EQ(wait_for_watch([&] { return w.word == 5; }, w, 0us, deadline(20s),
+                           std::chrono::hours(1), st, &failed),
+            0);
+  t.join();
+  EXPECT_EQ(st.arms, 1u);
+  EXPECT_EQ(st.sleeps, 2u);  // for the arming, then for the firing
+  EXPECT_EQ(st.wakeups, 2u);
+  EXPECT_EQ(st.fired, 1u);
+}
+
+// A store that does not come through the NIC fires nothing: the slices
+// bound how long it goes unseen.
+TEST(WatchWait, SlicesSeeStoresThatFireNothing) {
+  FakeWatch w;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  std::thread t([&] {
+    std::this_thread::sleep_for(30ms);
+    w.word.store(4);  // not land(): no firing
+  });
+  EXPECT_EQ(wait_for_watch([&] { return w.word == 4; }, w, 0us, deadline(20s),
+                           10ms, st, &failed),
+            0);
+  t.join();
+  EXPECT_GE(st.sleeps, 2u);
+  EXPECT_EQ(st.wakeups, 0u);
+  EXPECT_EQ(st.fired, 0u);
+}
+
+TEST(WatchWait, ARefusedWatchIsReportedByName) {
+  FakeWatch w;
+  w.refuse = true;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  EXPECT_EQ(wait_for_watch([&] { return w.word == 1; }, w, 0us, deadline(1s),
+                           200ms, st, &failed),
+            ENOENT);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_STREQ(failed, "watch");
+}
+
+TEST(WatchWait, TimesOut) {
+  FakeWatch w;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  EXPECT_EQ(wait_for_watch([&] { return w.word == 1; }, w, 0us, deadline(30ms),
+                           200ms, st, &failed),
+            ETIMEDOUT);
+  EXPECT_EQ(st.arms, 1u);
+  EXPECT_GE(st.sleeps, 1u);
+  EXPECT_EQ(st.wakeups, 0u);
+}
+
+TEST(WatchWait, NeverSleepPollsWithoutAWatch) {
+  FakeWatch w;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  std::thread t([&] {
+    std::this_thread::sleep_for(5ms);
+    w.land(1);
+  });
+  EXPECT_EQ(wait_for_watch([&] { return w.word == 1; }, w, rhinet::never_sleep,
+                           deadline(20s), 200ms, st, &failed),
+            0);
+  t.join();
+  EXPECT_EQ(w.watches.load(), 0);
+  EXPECT_EQ(st.polled, 1u);
+  EXPECT_EQ(st.sleeps, 0u);
 }
 
 }  // namespace

@@ -122,6 +122,9 @@ void on_request(Impl& m, Request& r) {
     refuse(m, r, RHN_SYN_DMA);
     return;
   }
+  // Only a word that changed wakes a watcher: one that stayed (a fetch, a
+  // compare that failed) cannot have met what it waits for.
+  if (next != old) area_landed(m, r, width);
   // Not wanted: an empty answer, still the one the channel replays.
   const uint32_t answer = (aop & RHN_AOP_F_NO_FETCH) ? 0 : width;
   m.respond(r.peer, RHN_WOP_ATOMIC_RESP, RHN_SYN_NONE, r.op,

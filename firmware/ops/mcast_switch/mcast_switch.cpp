@@ -551,6 +551,7 @@ Landing place(Impl& m, McastGroup& g, Peer& p, const Packet& pkt,
     return Landing::kRefused;
   }
   if (r.last && (op.flags & RHN_WOP_F_SIGNAL)) deliver_signal(m, r);
+  if (r.last) area_landed(m, r, op.msg_len);
   return Landing::kPlaced;
 }
 

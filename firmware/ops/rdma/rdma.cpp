@@ -121,6 +121,9 @@ void write_request(Impl& m, Request& r) {
     else
       m.counters.add(RHN_CNT_MALFORMED_PACKETS);  // the requester checks
   }
+  // The whole message is in place (a message's packets arrive in order):
+  // a watch of its area fires now, after its signal.
+  if (r.last) area_landed(m, r, op.msg_len);
   if (!r.last || !(op.flags & RHN_WOP_F_IMM)) return;
   // The immediate takes a receive WQE (no data lands there).
   RxContext ctx;

@@ -156,6 +156,9 @@ enum rhn_test_family_echo {
 	  RHN_CQE_OP_ATOMIC_EXT, 19, "atomic_ext",                         \
 	  RHN_OPF_ANSWERED | RHN_OPF_READ_CTX | RHN_OPF_ATOMIC,            \
 	  RHN_XFER_BASIC_ONLY, RHN_OPT_DATA_EXT, RHN_CAP_ATOMIC_EXT)       \
+	/* remote_key: one of the process's own area keys (not F_AREA) */  \
+	X(RHN_OP_WATCH, "watch", 0, RHN_CQE_OP_WATCH, 20, "watch", 0,      \
+	  RHN_XFER_BASIC_ONLY, 0, RHN_CAP_WATCH)                           \
 	X(RHN_OP_BIND_MW, "bind_mw", 0, RHN_CQE_OP_BIND_MW, 0, "",         \
 	  RHN_OPF_NO_DATA, RHN_XFER_BASIC_ONLY, 0, 0)                      \
 	X(RHN_OP_LOCAL_INV, "local_inv", 0, RHN_CQE_OP_LOCAL_INV, 0, "",   \

@@ -70,6 +70,20 @@ enum rhn_wqe_opcode {
 	 * for the original value (none with RHN_AOP_F_NO_FETCH).
 	 */
 	RHN_OP_ATOMIC_EXT = 0x0c,
+	/* Arms a one-shot watch (RHN_CAP_WATCH), endpoints only, executed by
+	 * the NIC in SQ order with nothing sent: remote_key = the key
+	 * (RHN_AREA_KEY) of one of this process's own areas, without
+	 * RHN_WQE_F_AREA; no SGE, no inline data; a status word as for other
+	 * opcodes. It completes once armed. The next PUSH (any mode) or
+	 * atomic that changes a word, by area, landing in that area then
+	 * writes one RHN_CQE_OP_WATCH CQE (without RHN_CQE_F_SQ) on this
+	 * endpoint's receive CQ, raising its completion event when armed, and
+	 * the watch is gone. One watch per area: arming again replaces it.
+	 * An area that is not the process's own (or none) fails the WQE
+	 * with GENERAL_ERR, RHN_SYN_NO_WATCH_AREA (the endpoint goes on).
+	 * Described in queues.md "Watches".
+	 */
+	RHN_OP_WATCH = 0x0d,
 	/* Reserved for the capabilities built on top (PRODUCT.md). */
 	RHN_OP_RAW_ETH = 0x10, /* Ethernet frame for the net_device */
 	/* Key-matched send (tag matching), endpoints only: dst_node/dst_qpn,
@@ -937,6 +951,13 @@ enum rhn_cqe_opcode {
 	RHN_CQE_OP_COLLECTIVE = 24,
 	RHN_CQE_OP_TRIGGER_ADD = 25,
 	RHN_CQE_OP_ATOMIC_EXT = 26, /* byte_len: the original value's bytes */
+	/* RHN_OP_WATCH: its send completion (RHN_CQE_F_SQ), and the watch
+	 * firing on the arming endpoint's receive CQ (no RHN_CQE_F_SQ, no
+	 * receive WQE used): vendor_err = the area key, byte_len = the
+	 * landing PUSH's length (an atomic's word width), src_node/src_qpn =
+	 * its initiator
+	 */
+	RHN_CQE_OP_WATCH = 27,
 	RHN_CQE_OP_RECV = 0x80,
 	RHN_CQE_OP_RECV_WRITE_IMM = 0x81,
 	RHN_CQE_OP_RECV_RAW_ETH = 0x82,
@@ -1169,6 +1190,11 @@ enum rhn_syndrome {
 	 * REM_INV_REQ_ERR, nothing delivered
 	 */
 	RHN_SYN_XRC_SRQ = 35,
+	/* a WATCH (RHN_OP_WATCH) naming no area of the posting process (none
+	 * with that key, or another process's): GENERAL_ERR, nothing armed,
+	 * the endpoint goes on
+	 */
+	RHN_SYN_NO_WATCH_AREA = 36,
 };
 
 /* Shared regions: the largest region (RHN_SHARE_MAX_MEMBERS, the most

@@ -94,6 +94,8 @@ enum rhn_cap {
 	RHN_CAP_XRC = 1u << 23,
 	RHN_CAP_SQ_EVENT_INDEX =
 		1u << 24, /* SQ record carries an event index on request */
+	RHN_CAP_WATCH =
+		1u << 25, /* RHN_OP_WATCH: a CQE when a PUSH lands in an area */
 	RHN_CAP_CQE_RUNS =
 		1u
 		<< 26, /* a CQE may stand for several completions on request */
@@ -377,6 +379,12 @@ enum rhn_db_offset {
 	  "MSI-X messages the NIC sent (event queues' vectors and the admin vector)") \
 	X(XRC_REFUSED, xrc_refused, \
 	  "XRC SENDs refused as responder: the SRQ they name is not a live XRC SRQ of the target QP's XRC domain (`RHN_SYN_XRC_SRQ`)") \
+	X(WATCHES_FIRED, watches_fired, \
+	  "watches (`RHN_OP_WATCH`) that fired: a PUSH or a word-changing atomic by area landed in a watched area, and its `RHN_CQE_OP_WATCH` CQE went to the arming endpoint's receive CQ") \
+	X(WATCH_REFUSED, watch_refused, \
+	  "WATCH WQEs refused (`RHN_SYN_NO_WATCH_AREA`): the key named no area of the posting process") \
+	X(WATCH_STALE, watch_stale, \
+	  "watches dropped when they would have fired: the arming endpoint was destroyed or reset since (its generation differs), so no CQE was written") \
 	X(CQE_WRITES, cqe_writes, \
 	  "CQEs the NIC wrote into completion queues (a run is one; the admin queue's completions and a resize's copies are not counted); also counted in `RHN_CNT_DMA_WRITES`") \
 	X(CQES_SAVED, cqes_saved, \

@@ -54,6 +54,7 @@ static const struct rhn_regmap_field rhn_regmap_fields_caps[] = {
 	{"ATOMIC_EXT", 22, 1},
 	{"XRC", 23, 1},
 	{"SQ_EVENT_INDEX", 24, 1},
+	{"WATCH", 25, 1},
 	{"CQE_RUNS", 26, 1},
 };
 
@@ -332,6 +333,15 @@ static const struct rhn_regmap_counter rhn_regmap_counters[] = {
 	{"xrc_refused",
 	 "XRC SENDs refused as responder: the SRQ they name is not a live XRC "
 	 "SRQ of the target QP's XRC domain (`RHN_SYN_XRC_SRQ`)"},
+	{"watches_fired",
+	 "watches (`RHN_OP_WATCH`) that fired: a PUSH or a word-changing "
+	 "atomic by area landed in a watched area, and its `RHN_CQE_OP_WATCH` "
+	 "CQE went to the arming endpoint's receive CQ"},
+	{"watch_refused", "WATCH WQEs refused (`RHN_SYN_NO_WATCH_AREA`): the "
+			  "key named no area of the posting process"},
+	{"watch_stale", "watches dropped when they would have fired: the "
+			"arming endpoint was destroyed or reset since (its "
+			"generation differs), so no CQE was written"},
 	{"cqe_writes",
 	 "CQEs the NIC wrote into completion queues (a run is one; the admin "
 	 "queue's completions and a resize's copies are not counted); also "

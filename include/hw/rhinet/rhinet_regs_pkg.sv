@@ -31,7 +31,7 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_REG_CAPS_WIDTH = 32;
   localparam rhn_access_e RHN_REG_CAPS_ACCESS = RHN_ACCESS_RO;
   localparam logic [63:0] RHN_REG_CAPS_RESET = 64'h0;
-  localparam logic [63:0] RHN_REG_CAPS_RESET_MASK = 64'hfa000000;
+  localparam logic [63:0] RHN_REG_CAPS_RESET_MASK = 64'hf8000000;
   localparam int unsigned RHN_CAP_RC_LSB = 0;
   localparam int unsigned RHN_CAP_RC_WIDTH = 1;
   localparam int unsigned RHN_CAP_UD_LSB = 1;
@@ -82,6 +82,8 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_CAP_XRC_WIDTH = 1;
   localparam int unsigned RHN_CAP_SQ_EVENT_INDEX_LSB = 24;
   localparam int unsigned RHN_CAP_SQ_EVENT_INDEX_WIDTH = 1;
+  localparam int unsigned RHN_CAP_WATCH_LSB = 25;
+  localparam int unsigned RHN_CAP_WATCH_WIDTH = 1;
   localparam int unsigned RHN_CAP_CQE_RUNS_LSB = 26;
   localparam int unsigned RHN_CAP_CQE_RUNS_WIDTH = 1;
   localparam logic [12:0] RHN_REG_NODE_ID = 13'h008;
@@ -222,7 +224,7 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_MSIX_ADMIN = 0;
 
   // Hardware counters: index i at RHN_REG_COUNTERS + 8 * i.
-  localparam int unsigned RHN_CNT_COUNT = 102;
+  localparam int unsigned RHN_CNT_COUNT = 105;
   localparam int unsigned RHN_CNT_TX_PACKETS = 0;
   localparam int unsigned RHN_CNT_RX_PACKETS = 1;
   localparam int unsigned RHN_CNT_TX_BYTES = 2;
@@ -323,7 +325,10 @@ package rhinet_regs_pkg;
   localparam int unsigned RHN_CNT_QUEUE_RECORD_READS = 97;
   localparam int unsigned RHN_CNT_MSIX_INTERRUPTS = 98;
   localparam int unsigned RHN_CNT_XRC_REFUSED = 99;
-  localparam int unsigned RHN_CNT_CQE_WRITES = 100;
-  localparam int unsigned RHN_CNT_CQES_SAVED = 101;
+  localparam int unsigned RHN_CNT_WATCHES_FIRED = 100;
+  localparam int unsigned RHN_CNT_WATCH_REFUSED = 101;
+  localparam int unsigned RHN_CNT_WATCH_STALE = 102;
+  localparam int unsigned RHN_CNT_CQE_WRITES = 103;
+  localparam int unsigned RHN_CNT_CQES_SAVED = 104;
 
 endpackage

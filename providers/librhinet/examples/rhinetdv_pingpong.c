@@ -16,6 +16,11 @@
  *     status word and in the completion, and the endpoint must still work;
  *   - tells the server the last pattern, which the server checks in its own
  *     memory.
+ * Then, on a NIC with watches (RHINETDV_CAP_WATCH), the server watches its
+ * area: a watch of an area it does not have is refused (GENERAL_ERR,
+ * NO_WATCH_AREA), its own is armed; it sleeps in rhinetdv_wait_watch until
+ * the client's PUSH into its mailbox lands (the value is there when it
+ * wakes); a second PUSH does not fire the watch again (one-shot).
  *
  *   server: rhinetdv_pingpong [-d DEV] [-p PORT] [-n ITERS] [-s SIZE]
  *                             [-a AREA_ID]
@@ -521,6 +526,121 @@ static void bad_cases(void)
 	(void)half;
 }
 
+/*
+ * Watches (rhinetdv_watch_area): the server sleeps until the client's PUSH
+ * lands in its area. TCP bytes order the steps: 'A' the server's watch is
+ * armed, 'B' the client may push again, 'C' that push completed.
+ */
+#define WATCH_FIRST 0xfeedull
+#define WATCH_SECOND 0xbeefull
+
+static void client_watch(int fd)
+{
+	const struct timespec later = {0, 200 * 1000 * 1000};
+	uint64_t v;
+	uint8_t b = 0;
+
+	if (example_full_io(fd, &b, 1, false) || b != 'A') {
+		FAIL("watch: the server did not arm");
+		return;
+	}
+	/* The server is asleep by now. */
+	nanosleep(&later, NULL);
+	v = WATCH_FIRST;
+	memcpy(buf, &v, sizeof(v));
+	expect_ok("push the server watches",
+		  op(true, buf, 8, opt.area_id, 2ull * half_len, 800, false, 0),
+		  8);
+	if (example_full_io(fd, &b, 1, false) || b != 'B') {
+		FAIL("watch: the server did not wake");
+		return;
+	}
+	v = WATCH_SECOND;
+	memcpy(buf, &v, sizeof(v));
+	expect_ok("second push into the watched area",
+		  op(true, buf, 8, opt.area_id, 2ull * half_len, 801, false, 0),
+		  8);
+	b = 'C';
+	if (example_full_io(fd, &b, 1, true))
+		FAIL("watch: the server went away");
+}
+
+/* Arms a watch of (group 0, @area_id) with status word 1; its status. */
+static struct rhinetdv_status arm_watch(uint32_t area_id)
+{
+	struct rhinetdv_watch_attr w = {
+		.wr_id = 700,
+		.area_id = area_id,
+		.flags = RHINETDV_WATCH_STATUS_WORD,
+		.status_word = &sw[1],
+		.status_lkey = sw_mr->lkey,
+	};
+	struct rhinetdv_status s = {0};
+	int err;
+
+	rhinetdv_status_word_clear(&sw[1]);
+	err = rhinetdv_watch_area(ep, &w, sizeof(w));
+	if (err)
+		FAIL("rhinetdv_watch_area: %s", strerror(err));
+	else
+		wait_word(1, &s);
+	return s;
+}
+
+static void server_watch(int fd)
+{
+	uint64_t before = 0, after = 0, t0;
+	struct rhinetdv_status s;
+	uint8_t b;
+	int err;
+
+	/* An area this process does not have: refused, the endpoint goes on
+	 * (the failure's completion stays for rhinetdv_poll).
+	 */
+	s = arm_watch(opt.area_id ^ 0x4000u);
+	if (!s.done || s.status != IBV_WC_GENERAL_ERR ||
+	    s.syndrome != RHINETDV_SYN_NO_WATCH_AREA)
+		FAIL("watch of an area not ours: done %u status %u syndrome "
+		     "%u, expected GENERAL_ERR/NO_WATCH_AREA",
+		     s.done, s.status, s.syndrome);
+	if (rhinetdv_watch_count(ep, 0, opt.area_id, &before))
+		FAIL("rhinetdv_watch_count failed");
+	if (!expect_ok("watch of the area", arm_watch(opt.area_id), 0))
+		return;
+	b = 'A';
+	if (example_full_io(fd, &b, 1, true))
+		return;
+	t0 = now_ns();
+	err = rhinetdv_wait_watch(ep, 0, opt.area_id, before + 1, 20000);
+	if (err) {
+		FAIL("rhinetdv_wait_watch: %s", strerror(err));
+		return;
+	}
+	/* What landed is in memory before the watch's completion. */
+	if (*mailbox() != WATCH_FIRST)
+		FAIL("woken by the watch, mailbox 0x%llx, expected 0x%llx",
+		     (unsigned long long)*mailbox(), WATCH_FIRST);
+	else
+		printf("watch: slept %.1f ms until the client's push landed\n",
+		       (now_ns() - t0) / 1e6);
+	b = 'B';
+	if (example_full_io(fd, &b, 1, true) ||
+	    example_full_io(fd, &b, 1, false) || b != 'C') {
+		FAIL("watch: the client went away");
+		return;
+	}
+	/* One-shot: the second push landed and fired nothing. */
+	if (rhinetdv_watch_count(ep, 0, opt.area_id, &after) ||
+	    after != before + 1 || *mailbox() != WATCH_SECOND)
+		FAIL("after a second push: %llu firings (expected %llu), "
+		     "mailbox 0x%llx",
+		     (unsigned long long)(after - before), 1ull,
+		     (unsigned long long)*mailbox());
+	else
+		printf("watch: refused for an area not ours, fired once for "
+		       "two pushes\n");
+}
+
 static int client(int fd)
 {
 	const uint32_t half = half_len, size = opt.size;
@@ -619,6 +739,14 @@ static int client(int fd)
 	} else {
 		printf("server checked its area: ok\n");
 	}
+	if (!failures && (dattr.caps & RHINETDV_CAP_WATCH)) {
+		client_watch(fd);
+		if (example_full_io(fd, &res, sizeof(res), false) ||
+		    !ntohl(res.ok))
+			FAIL("the server's watch checks failed");
+		else
+			printf("server's watch of its area: ok\n");
+	}
 	free(lat_push);
 	free(lat_pull);
 	return failures ? 1 : 0;
@@ -651,6 +779,11 @@ static int server(int fd)
 		       "intact\n");
 	res.ok = htonl(failures == 0);
 	example_full_io(fd, &res, sizeof(res), true);
+	if (!failures && (dattr.caps & RHINETDV_CAP_WATCH)) {
+		server_watch(fd);
+		res.ok = htonl(failures == 0);
+		example_full_io(fd, &res, sizeof(res), true);
+	}
 	return failures ? 1 : 0;
 }
 
@@ -683,10 +816,22 @@ static int foreign(void)
 		     mr ? "registered" : strerror(errno));
 	if (mr)
 		ibv_dereg_mr(mr);
+	{
+		/* An endpoint on that device cannot be made: one that names
+		 * its context is refused all the same.
+		 */
+		struct rhinetdv_endpoint other = {.context = ctx, .pd = pd};
+		uint64_t n = 0;
+
+		err = rhinetdv_watch_count(&other, 0, 1, &n);
+		if (err != EOPNOTSUPP)
+			FAIL("rhinetdv_watch_count on %s: %s", opt.dev_name,
+			     strerror(err));
+	}
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	printf("rhinetdv_pingpong: %s (%s): EOPNOTSUPP from query_device, "
-	       "create_endpoint, reg_area: %s\n",
+	       "create_endpoint, reg_area, watch_count: %s\n",
 	       opt.dev_name, "another provider", failures ? "FAILED" : "PASS");
 	return failures ? 1 : 0;
 }

@@ -115,6 +115,8 @@ bool SimCq::poll_one(Completion* out) {
       auto t = ids.find(c.wqe_index);
       if (t != ids.end()) c.wr_id = t->second;
     }
+  } else if (c.opcode == RHN_CQE_OP_WATCH && !c.is_send()) {
+    // A watch firing (ops/watch): no WQE of either queue.
   } else if (it != qps_.end()) {
     SimQp* qp = it->second;
     if (run_member && c.is_send()) {

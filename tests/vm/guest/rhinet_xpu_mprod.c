@@ -595,9 +595,13 @@ static bool phase(struct dev_side *d, uint32_t n, uint32_t drop_below,
 		      "%s: some rings skipped: %" PRIu64, name, drops);
 		/* The scan takes some work without drops too (a ring the
 		 * lane makes a round after its publishing store, a tail left
-		 * to the NIC); skipped rings must make it take much more.
+		 * to the NIC); skipped rings must make it take more. How much
+		 * more depends on how far the NIC lags the lanes: 24 times
+		 * on an idle machine, 1.9 times in a debug kernel under load,
+		 * where the phase without drops recovered 3.6 % of its WQEs.
+		 * That every WQE arrived is the client's exact check.
 		 */
-		check(rec1 - rec0 > 2 * d->recovered_ringing,
+		check(rec1 - rec0 > d->recovered_ringing,
 		      "%s: the record scan recovered the lost rings' work: "
 		      "sq_recovered +%" PRIu64 " (ringing: +%" PRIu64 ")",
 		      name, rec1 - rec0, d->recovered_ringing);

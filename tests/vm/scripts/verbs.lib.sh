@@ -16,6 +16,11 @@ CONNECT_TRIES=40               # client connection attempts, 0.5 s apart
 SYNC_PORT=18600                # the nodes compare their results here after every run
 KO=/opt/rhinet/modules/rhinet.ko
 LIB_NAME=${LIB_NAME:-verbs}    # prefix of this script's messages
+# 1 where the figures are the point (verbs_bench): a run whose clock
+# calibration failed in all its attempts fails. 0 (the function tests):
+# such a run passes when perftest completed every iteration and exited 0,
+# since only the conversion of cycles to microseconds is spoiled.
+FIGURES_NEEDED=${FIGURES_NEEDED:-0}
 failed=""
 fail() { echo "$LIB_NAME: FAIL: $*"; dmesg | tail -30; exit 1; }
 now() { cut -d' ' -f1 /proc/uptime; }
@@ -90,8 +95,10 @@ sync_status() {
 # address appended, as the client on node 0. The client retries while the
 # server is not listening yet; both run again (up to 3 times in all) when
 # either side's perftest failed its CPU clock calibration (even if it went
-# on and exited 0), which happens now and then under TCG, or when both hung
-# after the client was refused. Both print the output (left in /tmp/out);
+# on and exited 0), which happens now and then under TCG and often on a
+# loaded machine, or when both hung after the client was refused. A
+# calibration that fails three times fails the pair only with
+# FIGURES_NEEDED=1. Both print the output (left in /tmp/out);
 # a failure on
 # either side fails the pair on both nodes (added to $failed, and the
 # function returns 1).
@@ -120,8 +127,10 @@ run_pair() {
 		took=$(elapsed "$start")
 		# A failed calibration spoils the figures even when perftest
 		# goes on and exits 0 (-F): it then prints rates of 0.
+		# (calibration: exited 0 all the same; calibration-rc=N: not)
 		if grep -qF "Correlation coefficient r^2" /tmp/out; then
 			status=calibration
+			[ $rc = 0 ] || status="calibration-rc=$rc"
 		elif [ $rc = 0 ]; then
 			status=ok
 		elif [ "$NODE" = 0 ] && [ $tries -gt 0 ] &&
@@ -141,7 +150,7 @@ run_pair() {
 		echo "== $*"
 		cat /tmp/out
 		if [ $attempt -lt 3 ] &&
-			{ [ "$status" = calibration ] || [ "$PEER_STATUS" = calibration ]; }; then
+			case "$status $PEER_STATUS" in *calibration*) true ;; *) false ;; esac; then
 			attempt=$((attempt + 1))
 			echo "== $name: perftest clock calibration failed, again"
 			continue
@@ -156,6 +165,12 @@ run_pair() {
 	done
 	if [ "$status" = ok ] && [ "$PEER_STATUS" = ok ]; then
 		echo "$LIB_NAME: $name passed ($took s)"
+		return 0
+	fi
+	if [ "$FIGURES_NEEDED" = 0 ] &&
+		case "$status" in ok | calibration) true ;; *) false ;; esac &&
+		case "$PEER_STATUS" in ok | calibration) true ;; *) false ;; esac; then
+		echo "$LIB_NAME: $name passed ($took s; figures spoiled by perftest's clock calibration)"
 		return 0
 	fi
 	echo "$LIB_NAME: $name FAILED (this node: $status, peer: $PEER_STATUS)"

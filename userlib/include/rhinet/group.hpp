@@ -18,6 +18,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -53,6 +54,14 @@ struct BarrierOptions {
   // Participants of a round (1..1024); 0: every rank of the group. Every
   // participant of a round must give the same count.
   std::uint32_t count = 0;
+};
+
+// How Group::wait_for_area waits: spinning on the condition for `spin`
+// (never_sleep: never sleeping, the spin, yield and 50 us naps of
+// Backoff), then sleeping on the NIC's watch of the area, until `timeout`.
+struct AreaWaitOptions {
+  std::chrono::microseconds spin = default_area_spin;
+  std::chrono::milliseconds timeout = forever;
 };
 
 // The words Group's atomics work on: 4- or 8-byte integers.
@@ -475,6 +484,32 @@ class Group {
   // reaches `count`. ETIMEDOUT, or errno of rhinetdv_wait_signal.
   Result<void> wait_signal(std::uint32_t area_id, std::uint64_t count,
                            std::chrono::milliseconds timeout = forever);
+
+  // ---- waiting on memory (the NIC's watch of an area) ---------------------
+  //
+  // Waits until done() returns true, where done() looks at this process's
+  // area `area_id` (registered by this Group) and peers make it true by
+  // writing there (push, mcast, atomics by area). Spins on done() for
+  // options.spin; then arms the NIC's one-shot watch of the area, waits
+  // until it is armed, calls done() once more (a write that landed before
+  // the arming fired nothing) and sleeps until the NIC's interrupt says a
+  // write landed in the area; then looks, arms again, sleeps again. Every
+  // sleep lasts at most 200 ms, so stores that do not come through the
+  // NIC (this process's own) are seen too, late. On a device without
+  // watches (area_watches() false), or with spin never_sleep, it spins,
+  // yields and naps 50 us instead. One watch per area for the process: two
+  // threads (or Groups) waiting on one area at once wake each other
+  // less reliably. Errors: ETIMEDOUT (options.timeout passed), EBUSY
+  // (another thread is using the Group), ENOENT (no area `area_id` of this
+  // process: Syndrome::no_watch_area), errno of rhinetdv_watch_area and of
+  // the completion events.
+  Result<void> wait_for_area(std::uint32_t area_id,
+                             const std::function<bool()>& done,
+                             const AreaWaitOptions& options = {});
+  // The device arms watches (RHINETDV_CAP_WATCH).
+  bool area_watches() const;
+  // What wait_for_area did so far (sleeps, wake-ups by the NIC, ...).
+  AreaWaitStats area_wait_stats() const;
 
   // ---- bootstrap ----------------------------------------------------------
 

@@ -49,6 +49,7 @@ enum class Syndrome : std::uint32_t {
   trigger_gone = 33,        // the counter was destroyed while the op waited
   bad_remote_trigger = 34,  // a peer's counter refused our add (its key,
                             // handle or owner did not match)
+  no_watch_area = 36,       // a watch of an area this process did not register
 };
 
 // "BAD_GROUP", "BOUNDS", ...; "SYNDROME_<n>" for a value not listed.

@@ -44,6 +44,27 @@ struct WaitStats {
   std::uint64_t rechecks = 0;
 };
 
+// How long Group::wait_for_area spins on memory before it arms the NIC's
+// watch of the area and sleeps (Documentation/userlib/reference.md,
+// "Waiting on memory").
+inline constexpr std::chrono::microseconds default_area_spin{100};
+
+// What the waits of Group::wait_for_area did (Group::area_wait_stats):
+// each count grows by one per occurrence.
+struct AreaWaitStats {
+  std::uint64_t waits = 0;    // waits whose condition was not met at once
+  std::uint64_t arms = 0;     // watches armed (WATCH operations posted)
+  std::uint64_t sleeps = 0;   // times a wait slept after its spin budget
+  std::uint64_t wakeups = 0;  // sleeps ended by the NIC's interrupt
+  std::uint64_t fired = 0;    // watch firings seen (a write landed)
+  // Sleeps saved by the look after arming: the write had landed between
+  // the last look and the arming (the watch could not see it).
+  std::uint64_t rechecks = 0;
+  // Waits that looked at memory without a watch: never_sleep, or a
+  // device without watches (spin, yield, then nap 50 us).
+  std::uint64_t polled = 0;
+};
+
 }  // namespace rhinet
 
 #endif  // RHINET_TYPES_HPP

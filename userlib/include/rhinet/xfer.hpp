@@ -40,6 +40,7 @@ enum class Op : std::uint32_t {
   collective = 17,   // allreduce, reduce, bcast, barrier (rhinet::Communicator)
   trigger_add = 18,  // an add to a peer's trigger counter (Group::trigger_add)
   atomic = 19,       // the whole atomic family, 4 or 8 bytes (Group::atomic)
+  watch = 20,        // a watch of one of this process's areas (wait_for_area)
 };
 
 // The operations of Group::atomic (values of RHINETDV_ATOMIC_*).

@@ -236,6 +236,7 @@ TEST(EchoRegistry, EachOpcodeHasItsFamily) {
       {RHN_OP_FETCH_ADD, "atomic"},
       {RHN_OP_CMP_SWAP, "atomic"},
       {RHN_OP_ATOMIC_EXT, "atomic"},
+      {RHN_OP_WATCH, "watch"},
       {RHN_OP_BIND_MW, "window"},
       {RHN_OP_LOCAL_INV, "window"},
       {RHN_OP_REG_MR, "window"},

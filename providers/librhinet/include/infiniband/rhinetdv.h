@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * rhinetdv: direct verbs of the RHiNET-NG NIC (librhinetdv.so.1, symbol
- * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.20;
+ * versions RHINETDV_1.0 to RHINETDV_1.3 and RHINETDV_1.5 to RHINETDV_1.21;
  * rhinetdv 1.4 added no function, only fields: the partial-transfer modes
  * of isend and irecv, which a library has when it reports
  * RHINETDV_CAP_TAG_XFER; RHINETDV_1.5 adds sequential multicast, locks and
@@ -12,7 +12,8 @@
  * RHINETDV_1.12 queues in another device's memory; RHINETDV_1.13 trigger
  * counters and triggered work requests; RHINETDV_1.19 the whole atomic
  * family: swap, fetch, and/or/xor, 32-bit words, no fetch; RHINETDV_1.20
- * sleeping for the endpoint's next completion). What
+ * sleeping for the endpoint's next completion; RHINETDV_1.21 watches:
+ * sleeping until a peer writes one of the process's areas). What
  * ibverbs has no words for: the reliable connectionless endpoint (one per
  * process; it reaches every (node, endpoint) of the fabric), communication
  * areas registered under a group-wide area ID, PUSH and PULL addressed as
@@ -21,7 +22,7 @@
  *
  * This header is the one to include: the operation families' declarations
  * live in <infiniband/rhinetdv/FAMILY.h> (FAMILY: tag, pindown, mcast,
- * share, admin, sync, atomic, coll, trigger), which it includes. Every operation's
+ * share, admin, sync, atomic, coll, trigger, watch), which it includes. Every operation's
  * attributes begin with struct rhinetdv_op_common and are passed with
  * their size.
  *
@@ -39,7 +40,8 @@
  * rhinetdv_subscribe(3), rhinetdv_atomic(3), rhinetdv_atomic_ext(3),
  * rhinetdv_collective(3),
  * rhinetdv_grant_group(3), rhinetdv_create_trigger(3),
- * rhinetdv_wr_set_trigger(3), rhinet-group(8).
+ * rhinetdv_wr_set_trigger(3), rhinetdv_wait_event(3),
+ * rhinetdv_watch_area(3), rhinet-group(8).
  */
 #ifndef INFINIBAND_RHINETDV_H
 #define INFINIBAND_RHINETDV_H
@@ -124,6 +126,10 @@ enum rhinetdv_device_caps {
 	 * rhinetdv_atomic_ext (RHINETDV_1.19)
 	 */
 	RHINETDV_CAP_ATOMIC_EXT = 1 << 17,
+	/* watches of the process's own areas: rhinetdv_watch_area,
+	 * _watch_count, _wait_watch (RHINETDV_1.21)
+	 */
+	RHINETDV_CAP_WATCH = 1 << 18,
 };
 
 struct rhinetdv_device_attr {
@@ -603,6 +609,7 @@ int rhinetdv_wait_event(struct rhinetdv_endpoint *ep, int timeout_ms);
 #include <infiniband/rhinetdv/atomic.h>
 #include <infiniband/rhinetdv/coll.h>
 #include <infiniband/rhinetdv/trigger.h>
+#include <infiniband/rhinetdv/watch.h>
 
 /* ---- completions -------------------------------------------------------- */
 
@@ -626,6 +633,7 @@ enum rhinetdv_opcode {
 	RHINETDV_OP_COLLECTIVE = 17, /* rhinetdv_collective (1.10) */
 	RHINETDV_OP_TRIGGER_ADD = 18, /* rhinetdv_trigger_add_remote (1.17) */
 	RHINETDV_OP_ATOMIC_EXT = 19, /* rhinetdv_atomic_ext (1.19) */
+	RHINETDV_OP_WATCH = 20, /* rhinetdv_watch_area (1.21) */
 };
 
 /* Why an operation failed (values of the NIC's syndromes). */
@@ -671,6 +679,8 @@ enum rhinetdv_syndrome {
 	RHINETDV_SYN_COLL_NO_ROOM = 29,
 	/* RHINETDV_COLL_IN_SWITCH: the switch never answered */
 	RHINETDV_SYN_COLL_NO_SWITCH = 30,
+	/* rhinetdv_watch_area of an area this process has not registered */
+	RHINETDV_SYN_NO_WATCH_AREA = 36,
 };
 
 struct rhinetdv_completion {
