@@ -19,6 +19,11 @@
 //  (d) message-count limiting by credits: eager isends to rank 0, each after a
 //      credit; rank 0 takes them slowly with any-source irecvs and returns
 //      credits; every message checked, and still no RNR retry anywhere.
+//  (e) a receive that waits long: rank 1 sends one message into rank 0's
+//      Inbox 0.5 s late; rank 0's receive must have slept on the NIC's
+//      watch of the inbox's area and been woken by it (area_wait_stats,
+//      printed); without watches (no RHINETDV_CAP_WATCH) it must not
+//      have slept.
 //
 //   rhinet-run -n 4 --hosts node0,node1,node2,node3 rhinet_inbox_incast [K [N]]
 //
@@ -31,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <rhinet/inbox.hpp>
 #include <rhinet/rhinet.hpp>
 #include <string>
@@ -46,6 +52,7 @@ constexpr std::uint32_t kPlainArea = 31;    // read/write only
 constexpr std::uint32_t kInboxArea = 32;    // and 33
 constexpr std::uint32_t kCounterHostArea = 34;
 constexpr std::uint32_t kCreditArea = 35;
+constexpr std::uint32_t kSleepArea = 36;
 constexpr auto kWait = 60s;
 
 int checks = 0, failures = 0;
@@ -429,6 +436,62 @@ int main(int argc, char** argv) {
     }
   }
   phase(me, "barrier 9");
+  if (!g.barrier_bootstrap(120s)) return 1;
+
+  // ---- (e) a receive that sleeps -----------------------------------------
+  {
+    rhinet::InboxLayout sl;
+    sl.slots = 4;
+    sl.slot_bytes = 64;
+    std::optional<rhinet::Inbox> sin;
+    if (me == 0) {
+      auto o = rhinet::Inbox::open(g, kSleepArea, sl);
+      if (!ok(o, "open (sleeping receive)")) return 1;
+      sin.emplace(std::move(*o));
+    }
+    phase(me, "barrier 10");
+    if (!g.barrier_bootstrap(120s)) return 1;
+    const auto msg = message(me, 4242, sl.slot_bytes);
+    if (me == 0) {
+      const rhinet::AreaWaitStats before = g.area_wait_stats();
+      const auto t1 = std::chrono::steady_clock::now();
+      auto m = sin->receive(kWait);
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t1)
+              .count();
+      const rhinet::AreaWaitStats after = g.area_wait_stats();
+      const std::uint64_t sleeps = after.sleeps - before.sleeps,
+                          wakeups = after.wakeups - before.wakeups,
+                          timeouts = after.timeouts - before.timeouts,
+                          polled = after.polled - before.polled;
+      if (ok(m, "receive (sleeping)"))
+        expect(*m == message(1, 4242, sl.slot_bytes),
+               "the late message's bytes differ");
+      std::printf("inbox_incast: a receive waited %.2f s: slept %" PRIu64
+                  " times, woken %" PRIu64 " times by the NIC, %" PRIu64
+                  " slices ran out, %" PRIu64 " polled waits (watches: %s)\n",
+                  waited, sleeps, wakeups, timeouts, polled,
+                  g.area_watches() ? "yes" : "no");
+      expect(waited >= 0.3, "the receive waited only %.2f s", waited);
+      if (g.area_watches()) {
+        expect(sleeps >= 1, "the long receive did not sleep");
+        expect(wakeups >= 1,
+               "the long receive was not woken by the NIC (%" PRIu64
+               " sleeps, %" PRIu64 " ran out)",
+               sleeps, timeouts);
+        expect(polled == 0, "the receive polled with watches");
+      } else {
+        expect(sleeps == 0 && polled == 1,
+               "without watches: %" PRIu64 " sleeps, %" PRIu64 " polled",
+               sleeps, polled);
+      }
+    } else if (me == 1) {
+      std::this_thread::sleep_for(500ms);
+      rhinet::InboxSender out(g, 0, kSleepArea, sl);
+      ok(out.send(msg, kWait), "send (late)");
+    }
+  }
+  phase(me, "barrier 11");
   if (!g.barrier_bootstrap(120s)) return 1;
   expect(rnr_retries() == rnr_before,
          "rank %u: the NIC counted %" PRIu64 " RNR retries", me,

@@ -9,6 +9,7 @@
 
 #include "device.hpp"
 #include "net.hpp"
+#include "wait.hpp"
 
 namespace rhinet {
 
@@ -179,20 +180,43 @@ std::uint64_t Inbox::skipped() const { return queue_ ? queue_->skipped() : 0; }
 
 Result<std::vector<std::byte>> Inbox::receive(
     std::chrono::milliseconds timeout) {
+  AreaWaitOptions o;
+  o.timeout = timeout;
+  return receive(o);
+}
+
+Result<std::vector<std::byte>> Inbox::receive(const AreaWaitOptions& options) {
+  if (!queue_ || !area_) return Error(EINVAL, "inbox: not open (moved from)");
   auto m = peek();
   if (!m) {
-    const auto deadline = net::deadline_after(timeout);
-    detail::Backoff b;
-    while (!(m = peek())) {
-      if (net::poll_ms(deadline) == 0)
-        return Error(ETIMEDOUT, "inbox: no message within " +
-                                    net::format_duration(timeout));
-      b.pause();
+    // Every part of a message (its bytes, then its header) lands in the
+    // area by a NIC write, which fires the area's watch: the wait sleeps
+    // on it (it polls where the NIC has no watches, or with never_sleep).
+    const auto look = [&] { return (m = peek()).has_value(); };
+    auto waited = group_->wait_for_area(area_->id(), look, options);
+    if (!waited && waited.error().errno_value() == EBUSY) {
+      // Another thread is inside the group: the watch is its endpoint's
+      // to use, so look at memory without one (as before watches).
+      const auto deadline = net::deadline_after(options.timeout);
+      detail::Backoff b;
+      while (!look()) {
+        if (net::poll_ms(deadline) == 0) return timed_out(options.timeout);
+        b.pause();
+      }
+    } else if (!waited) {
+      if (waited.error().errno_value() == ETIMEDOUT)
+        return timed_out(options.timeout);
+      return waited.error();
     }
   }
   std::vector<std::byte> out(m->begin(), m->end());
   pop();
   return out;
+}
+
+Error Inbox::timed_out(std::chrono::milliseconds timeout) {
+  return Error(ETIMEDOUT,
+               "inbox: no message within " + net::format_duration(timeout));
 }
 
 // ---- sender --------------------------------------------------------------

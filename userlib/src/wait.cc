@@ -134,6 +134,7 @@ int wait_for_watch(const std::function<bool()>& done, WatchSource& source,
     stats.sleeps++;
     const int e = source.sleep(ms);
     if (e == 0) stats.wakeups++;
+    if (e == ETIMEDOUT) stats.timeouts++;
     if (e == 0 || e == ETIMEDOUT || e == EINTR) return 0;
     *failed = source.sleep_name();
     return e;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The wait of userlib (wait.hpp): spin for a budget, then arm, look again,
-// sleep. The event source here is an eventfd, armed as the NIC's CQ is:
-// a completion raises a wake-up only if it comes after the arming.
+// sleep; and the Inbox's receive on it. The event source here is an eventfd,
+// armed as the NIC's CQ is: a completion raises a wake-up only if it comes
+// after the arming.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -9,9 +10,15 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "rhinet/inbox_protocol.hpp"
 #include "wait.hpp"
 
 namespace {
@@ -212,6 +219,10 @@ class FakeWatch final : public WatchSource {
   // A write through the NIC: the word, then the watch fires if armed.
   void land(std::uint64_t v) {
     word.store(v);
+    fire();
+  }
+  // After any write the NIC made in the area: the watch fires if armed.
+  void fire() {
     if (nic_armed_.exchange(false)) {
       fires_++;
       event_.raise();
@@ -297,6 +308,7 @@ TEST(WatchWait, SleepsUntilTheWatchFires) {
   EXPECT_EQ(st.wakeups, 1u);
   EXPECT_EQ(st.fired, 1u);
   EXPECT_EQ(st.rechecks, 0u);
+  EXPECT_EQ(st.timeouts, 0u);
 }
 
 // Writes that do not meet the condition fire the watch too: the wait looks,
@@ -382,6 +394,27 @@ TEST(WatchWait, SlicesSeeStoresThatFireNothing) {
   EXPECT_GE(st.sleeps, 2u);
   EXPECT_EQ(st.wakeups, 0u);
   EXPECT_EQ(st.fired, 0u);
+  // Every one of those sleeps ended at its slice, not by the NIC.
+  EXPECT_EQ(st.timeouts, st.sleeps);
+}
+
+// A wait woken by the NIC once, after slices that ran out: the stats tell
+// the two apart (sleeps = wakeups + timeouts).
+TEST(WatchWait, SlicesThatRanOutAreCountedApartFromWakeups) {
+  FakeWatch w;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  std::thread t([&] {
+    std::this_thread::sleep_for(60ms);
+    w.land(6);
+  });
+  EXPECT_EQ(wait_for_watch([&] { return w.word == 6; }, w, 0us, deadline(20s),
+                           10ms, st, &failed),
+            0);
+  t.join();
+  EXPECT_EQ(st.wakeups, 1u);
+  EXPECT_GE(st.timeouts, 2u);
+  EXPECT_EQ(st.sleeps, st.wakeups + st.timeouts);
 }
 
 TEST(WatchWait, ARefusedWatchIsReportedByName) {
@@ -406,6 +439,7 @@ TEST(WatchWait, TimesOut) {
   EXPECT_EQ(st.arms, 1u);
   EXPECT_GE(st.sleeps, 1u);
   EXPECT_EQ(st.wakeups, 0u);
+  EXPECT_EQ(st.timeouts, st.sleeps);
 }
 
 TEST(WatchWait, NeverSleepPollsWithoutAWatch) {
@@ -420,6 +454,116 @@ TEST(WatchWait, NeverSleepPollsWithoutAWatch) {
                            deadline(20s), 200ms, st, &failed),
             0);
   t.join();
+  EXPECT_EQ(w.watches.load(), 0);
+  EXPECT_EQ(st.polled, 1u);
+  EXPECT_EQ(st.sleeps, 0u);
+}
+
+// ---- the Inbox's receive (Inbox::receive) ---------------------------------
+
+// A receiver's Inbox queue over memory, and senders that write into it as
+// the NIC does for an InboxSender (the fetch-add on SendCNT, the bytes,
+// then the header: each a NIC write into the inbox's area, which fires the
+// area's watch). Inbox::receive waits for Queue::ready with
+// Group::wait_for_area, that is wait_for_watch over the area's watch.
+struct InboxArea {
+  explicit InboxArea(rhinet::InboxLayout l)
+      : layout(l), mem(rhinet::inbox::area_bytes(l)), queue(mem, l) {
+    queue.init();
+  }
+  // One message of `bytes`, landing write by write through `w`.
+  void send(FakeWatch& w, std::span<const std::byte> bytes) {
+    using namespace rhinet::inbox;
+    auto* send_count = reinterpret_cast<std::uint64_t*>(
+        mem.data() + counter_offset(0) + kSendCount);
+    const std::uint64_t ticket =
+        __atomic_fetch_add(send_count, 1, __ATOMIC_ACQ_REL);
+    w.fire();
+    std::memcpy(mem.data() + data_offset(layout, 0, ticket), bytes.data(),
+                bytes.size());
+    w.fire();
+    const SlotHeader h{ticket, static_cast<std::uint32_t>(bytes.size()), kFull};
+    std::byte* at = mem.data() + header_offset(layout, 0, ticket);
+    std::memcpy(at, &h, offsetof(SlotHeader, full));
+    __atomic_store_n(
+        reinterpret_cast<std::uint32_t*>(at + offsetof(SlotHeader, full)),
+        kFull, __ATOMIC_RELEASE);
+    w.fire();
+  }
+  rhinet::InboxLayout layout;
+  std::vector<std::byte> mem;
+  rhinet::inbox::Queue queue;
+};
+
+// The receiver finds the inbox empty, spins its budget, arms the watch of
+// the area and sleeps; the sender's writes wake it (the ticket's
+// fetch-add and the bytes for nothing: it looks, arms again, sleeps
+// again), and it takes the whole message. The slices (an hour) are
+// longer than the test: only the NIC's firings can end its sleeps.
+TEST(InboxWait, AReceiveSleepsUntilTheMessageLands) {
+  FakeWatch w;
+  InboxArea in({.slots = 4, .slot_bytes = 64});
+  const std::string text = "woken by the watch";
+  std::thread t([&] {
+    while (w.watches.load() == 0) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(50ms);
+    in.send(w, std::as_bytes(std::span(text)));
+  });
+  std::span<const std::byte> got;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  const int e =
+      wait_for_watch([&] { return in.queue.ready(&got); }, w, 100us,
+                     deadline(20s), std::chrono::hours(1), st, &failed);
+  t.join();
+  ASSERT_EQ(e, 0);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(got.data()), got.size()),
+            text);
+  EXPECT_EQ(st.waits, 1u);
+  EXPECT_GE(st.sleeps, 1u);
+  EXPECT_GE(st.wakeups, 1u);
+  EXPECT_GE(st.fired, 1u);
+  EXPECT_EQ(st.timeouts, 0u);
+  EXPECT_EQ(st.polled, 0u);
+  in.queue.pop();
+  EXPECT_FALSE(in.queue.ready(&got));
+}
+
+// A message that is there already: no wait, no watch.
+TEST(InboxWait, AWaitingMessageIsTakenWithoutAWatch) {
+  FakeWatch w;
+  InboxArea in({.slots = 4, .slot_bytes = 64});
+  const std::string text = "here already";
+  in.send(w, std::as_bytes(std::span(text)));
+  std::span<const std::byte> got;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  EXPECT_EQ(wait_for_watch([&] { return in.queue.ready(&got); }, w, 100us,
+                           deadline(1s), 200ms, st, &failed),
+            0);
+  EXPECT_EQ(st.waits, 0u);
+  EXPECT_EQ(w.watches.load(), 0);
+}
+
+// Without watches (no RHN_CAP_WATCH: wait_for_area then passes
+// never_sleep) the receive polls as it did before: no watch, no sleep.
+TEST(InboxWait, WithoutWatchesTheReceivePolls) {
+  FakeWatch w;
+  InboxArea in({.slots = 4, .slot_bytes = 64});
+  const std::string text = "polled";
+  std::thread t([&] {
+    std::this_thread::sleep_for(20ms);
+    in.send(w, std::as_bytes(std::span(text)));
+  });
+  std::span<const std::byte> got;
+  AreaWaitStats st;
+  const char* failed = nullptr;
+  EXPECT_EQ(
+      wait_for_watch([&] { return in.queue.ready(&got); }, w,
+                     rhinet::never_sleep, deadline(20s), 200ms, st, &failed),
+      0);
+  t.join();
+  EXPECT_EQ(got.size(), text.size());
   EXPECT_EQ(w.watches.load(), 0);
   EXPECT_EQ(st.polled, 1u);
   EXPECT_EQ(st.sleeps, 0u);

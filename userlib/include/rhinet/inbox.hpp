@@ -83,9 +83,17 @@ class Inbox {
   // counters elsewhere this posts a fetch-add of 1 to the group's RecvCNT
   // (detached: Group::sync() reports a failure).
   void pop();
-  // peek(), copy, pop(), waiting up to `timeout` (ETIMEDOUT).
+  // peek(), copy, pop(), waiting up to `timeout` (ETIMEDOUT). The wait
+  // spins for default_area_spin, then sleeps on the NIC's watch of the
+  // inbox's area (Group::wait_for_area: every part of a message lands
+  // there by a NIC write); without watches it spins, yields and naps.
+  // Group::area_wait_stats() counts its sleeps.
   Result<std::vector<std::byte>> receive(
       std::chrono::milliseconds timeout = forever);
+  // The same with the spin budget (never_sleep: never sleep) and timeout
+  // of `options`. Errors besides ETIMEDOUT: those of wait_for_area; EBUSY
+  // never (with another thread in the group it looks at memory instead).
+  Result<std::vector<std::byte>> receive(const AreaWaitOptions& options);
   // A sender that dies between taking its ticket and writing its message
   // leaves a hole its group's later messages wait behind. stuck(): whether
   // a group's next message is missing while a later one is in (a hole, or
@@ -105,6 +113,7 @@ class Inbox {
 
  private:
   Inbox() = default;
+  static Error timed_out(std::chrono::milliseconds timeout);
   struct Memory {
     void operator()(std::byte* p) const;
   };

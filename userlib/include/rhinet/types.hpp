@@ -54,7 +54,7 @@ inline constexpr std::chrono::microseconds default_area_spin{100};
 struct AreaWaitStats {
   std::uint64_t waits = 0;    // waits whose condition was not met at once
   std::uint64_t arms = 0;     // watches armed (WATCH operations posted)
-  std::uint64_t sleeps = 0;   // times a wait slept after its spin budget
+  std::uint64_t sleeps = 0;   // sleeps (each slice one) after the spin
   std::uint64_t wakeups = 0;  // sleeps ended by the NIC's interrupt
   std::uint64_t fired = 0;    // watch firings seen (a write landed)
   // Sleeps saved by the look after arming: the write had landed between
@@ -63,6 +63,11 @@ struct AreaWaitStats {
   // Waits that looked at memory without a watch: never_sleep, or a
   // device without watches (spin, yield, then nap 50 us).
   std::uint64_t polled = 0;
+  // Sleeps that ended because their time ran out (a slice of at most
+  // 200 ms, or the wait's timeout), not by the NIC: sleeps = wakeups +
+  // timeouts + sleeps a signal interrupted. A wait for a store of this
+  // process's own CPU (which fires no watch) ends on one of these.
+  std::uint64_t timeouts = 0;
 };
 
 }  // namespace rhinet
