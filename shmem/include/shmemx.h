@@ -48,6 +48,23 @@ int shmemx_pe_node(int pe);
  * landed there). Either pointer may be NULL. Both stay 0 on a NIC without
  * watches, whose waits back off instead. */
 void shmemx_get_wait_stats(uint64_t* sleeps, uint64_t* wakeups);
+/* All that those waits counted since shmem_init. Each sleep lasts at most
+ * 200 ms (a store of the PE's own CPU fires no watch), so a long wait
+ * sleeps several times: sleeps = wakeups + timeouts (+ sleeps a signal
+ * interrupted). Fields are only ever added at the end:
+ * shmemx_get_wait_stats_ext fills the first `size` bytes of *stats (pass
+ * sizeof(struct shmemx_wait_stats)), so a program built with an older
+ * shmemx.h gets the fields it knows. */
+struct shmemx_wait_stats {
+  uint64_t waits;    /* waits that found the words not yet as asked */
+  uint64_t sleeps;   /* sleeps on the watch after the spin */
+  uint64_t wakeups;  /* sleeps the NIC's interrupt ended */
+  uint64_t timeouts; /* sleeps that ran out (200 ms), not ended by the NIC */
+  uint64_t arms;     /* watches armed */
+  uint64_t fired;    /* watch firings seen (a put or an AMO landed) */
+  uint64_t rechecks; /* waits the look after arming ended, unslept */
+};
+void shmemx_get_wait_stats_ext(struct shmemx_wait_stats* stats, size_t size);
 
 #define SHMEMX_HEAP_AREA_ID 0x5348
 void* shmemx_rhinet_group(void);

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <chrono>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
@@ -37,6 +38,7 @@
 #include "heap.hpp"
 #include "reduce.hpp"
 #include "shmem_internal.hpp"
+#include "wait_spin.hpp"
 
 // The state and the error paths every routine shares (amo.cc's too:
 // shmem_internal.hpp).
@@ -86,6 +88,9 @@ struct State {
   ContextTable ctx_table;
   std::array<Context, ContextTable::kCapacity> contexts;
   int thread_level = SHMEM_THREAD_SINGLE;
+  // SHMEM_WAIT_SPIN_US: the waits' spin before they sleep (negative:
+  // they never sleep).
+  std::chrono::microseconds wait_spin = rhinet::shmem::kDefaultWaitSpin;
   bool initialized = false;
   bool finalized = false;
 };
@@ -561,6 +566,13 @@ void init(const char* routine) {
     heap_bytes = parsed.bytes;
   }
   heap_bytes = (heap_bytes + 4095) & ~std::size_t{4095};
+  s.wait_spin = rhinet::shmem::kDefaultWaitSpin;
+  if (const char* env = std::getenv("SHMEM_WAIT_SPIN_US")) {
+    auto parsed = rhinet::shmem::parse_wait_spin(env);
+    if (!parsed.error.empty())
+      die(routine, "SHMEM_WAIT_SPIN_US: %s", parsed.error.c_str());
+    s.wait_spin = parsed.spin;
+  }
   auto joined = rhinet::Group::join_from_env();
   if (!joined)
     die(routine, "cannot join the job (is it started by oshrun?): %s",
@@ -1198,6 +1210,8 @@ RHINET_SHMEM_REDUCE_COMPLEX(complexd, double _Complex, double, prod)
 namespace rhinet::shmem::internal {
 
 std::span<std::byte> scratch() { return {state().bounce, kBounceBytes}; }
+
+std::chrono::microseconds wait_spin() { return state().wait_spin; }
 
 Communicator& world(const char* routine) { return world_of(routine); }
 

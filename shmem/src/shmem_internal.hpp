@@ -8,6 +8,7 @@
 #include <shmem.h>
 #include <shmemx.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <rhinet/rhinet.hpp>
@@ -56,6 +57,9 @@ bool registered(const void* p, std::size_t bytes);
 // A registered scratch buffer of 1 MiB for operands that are not in the
 // library's areas.
 std::span<std::byte> scratch();
+// How long a wait spins before it sleeps on the NIC's watch
+// (SHMEM_WAIT_SPIN_US); negative: it never sleeps.
+std::chrono::microseconds wait_spin();
 // The communicator of all PEs; ends the PE when the NIC has none.
 Communicator& world(const char* routine);
 // Waits for `r`; the PE ends on its error.

@@ -1,12 +1,13 @@
 // wait_until, test, signal_wait_until, and the set forms
 // wait_until_all/any/some, their _vector forms and test_all/any/some
 // (Documentation/userlib/shmem.md, "Waiting on memory"). The NIC writes the
-// watched words by DMA, so a wait reads them: spinning for about 100 us,
-// then sleeping on the NIC's watch of the area that holds them (userlib's
-// Group::wait_for_area: the NIC interrupts when a put or an atomic lands
-// there), looking again after each wake-up. On a NIC without watches it
-// backs off instead: spinning, yielding the CPU, then napping, so that a
-// long wait leaves the CPU to PEs that share it.
+// watched words by DMA, so a wait reads them: spinning for about 100 us
+// (SHMEM_WAIT_SPIN_US), then sleeping on the NIC's watch of the area that holds
+// them (userlib's Group::wait_for_area: the NIC interrupts when a put or an
+// atomic lands there), looking again after each wake-up. On a NIC without
+// watches it backs off instead: spinning, yielding the CPU, then napping, so
+// that a long wait leaves the CPU to PEs that share it; so it does with
+// SHMEM_WAIT_SPIN_US=never.
 #include <sched.h>
 #include <time.h>
 
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 
 #include "shmem_internal.hpp"
@@ -21,11 +23,6 @@
 using namespace rhinet::shmem::internal;
 
 namespace {
-
-// How long a wait spins on the words before it sleeps on the watch: about
-// a put's round trip between two PEs of one node, so that a word set at
-// once costs no system call, and a long wait leaves the CPU.
-constexpr std::chrono::microseconds kSpin{100};
 
 // One round of waiting without a watch: the first rounds spin, the next
 // yield, later ones sleep 50 us each.
@@ -57,9 +54,12 @@ void wait_for(const char* routine, const Symmetric& where,
               const std::function<bool()>& met) {
   if (met()) return;
   rhinet::Group& g = group(routine);
-  if (where.area && g.area_watches() && !watch_refused) {
+  // SHMEM_WAIT_SPIN_US: how long to spin before sleeping, or never sleep
+  // (negative): then the waits back off as without watches.
+  const std::chrono::microseconds spin = wait_spin();
+  if (spin.count() >= 0 && where.area && g.area_watches() && !watch_refused) {
     rhinet::AreaWaitOptions o;
-    o.spin = kSpin;
+    o.spin = spin;
     const auto waited = g.wait_for_area(where.area->id(), met, o);
     if (waited) return;
     // EBUSY (another thread inside the group: SHMEM_THREAD_SERIALIZED
@@ -202,6 +202,23 @@ void shmemx_get_wait_stats(uint64_t* sleeps, uint64_t* wakeups) {
       group("shmemx_get_wait_stats").area_wait_stats();
   if (sleeps) *sleeps = st.sleeps;
   if (wakeups) *wakeups = st.wakeups;
+}
+
+void shmemx_get_wait_stats_ext(struct shmemx_wait_stats* stats, size_t size) {
+  const rhinet::AreaWaitStats st =
+      group("shmemx_get_wait_stats_ext").area_wait_stats();
+  if (!stats) return;
+  struct shmemx_wait_stats all {};
+  all.waits = st.waits;
+  all.sleeps = st.sleeps;
+  all.wakeups = st.wakeups;
+  all.timeouts = st.timeouts;
+  all.arms = st.arms;
+  all.fired = st.fired;
+  all.rechecks = st.rechecks;
+  // A caller built with an older shmemx.h passes a smaller struct: its
+  // fields, and none beyond it.
+  std::memcpy(stats, &all, size < sizeof(all) ? size : sizeof(all));
 }
 
 uint64_t shmem_signal_fetch(const uint64_t* sig_addr) {

@@ -4,7 +4,7 @@
 # with that prefix's oshcc (C) and oshc++ (as C++), with no environment,
 # and takes librhinet_shmem from the prefix by RUNPATH; the prefix still
 # works after it is moved. A PE started without oshrun, or with a bad
-# SHMEM_SYMMETRIC_SIZE, ends with status 1 and a message naming the
+# SHMEM_SYMMETRIC_SIZE or SHMEM_WAIT_SPIN_US, ends with status 1 and a message naming the
 # routine and the problem; oshrun passes SHMEM_* on to rhinet-run.
 #
 #   check-oshcc.sh BUILD_DIR PROGRAMS_DIR
@@ -98,6 +98,11 @@ rc=$?
 [[ $rc == 1 && $out == *"shmem_init: SHMEM_SYMMETRIC_SIZE: '12Q' is not a size"* ]] ||
 	fail "a bad SHMEM_SYMMETRIC_SIZE: status $rc: $out"
 ok "bad size: $out"
+out=$(env -i SHMEM_WAIT_SPIN_US=5ms "$T/put_get" 2>&1)
+rc=$?
+[[ $rc == 1 && $out == *"shmem_init: SHMEM_WAIT_SPIN_US: '5ms' is not a number of microseconds (0 to 1000000 microseconds, or never)"* ]] ||
+	fail "a bad SHMEM_WAIT_SPIN_US: status $rc: $out"
+ok "bad wait spin: $out"
 
 # oshrun: rhinet-run beside it, its options kept; a PE that fails makes
 # oshrun fail with its status.

@@ -1,7 +1,7 @@
 // Host-side logic of contexts and waits, with no NIC: the bounded context
 // table (exhaustion, reuse, stale handles told apart), the pool of context
-// endpoints and SHMEM_CONTEXT_ENDPOINTS's parser, and the one
-// SHMEM_CMP_ comparison every wait and test uses.
+// endpoints and SHMEM_CONTEXT_ENDPOINTS's parser, SHMEM_WAIT_SPIN_US's
+// parser, and the one SHMEM_CMP_ comparison every wait and test uses.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,11 +12,13 @@
 #include "compare.hpp"
 #include "ctx_table.hpp"
 #include "endpoint_pool.hpp"
+#include "wait_spin.hpp"
 
 using rhinet::shmem::compare;
 using rhinet::shmem::ContextTable;
 using rhinet::shmem::EndpointPool;
 using rhinet::shmem::parse_endpoint_count;
+using rhinet::shmem::parse_wait_spin;
 
 TEST(ShmemContextTable, HandlesAreDistinctAndNeverTheReservedValues) {
   ContextTable t;
@@ -178,4 +180,33 @@ TEST(ShmemEndpointPool, CountRefusesWhatIsNoCount) {
   EXPECT_NE(parse_endpoint_count("x").error.find("'x' is not a count"),
             std::string::npos);
   EXPECT_FALSE(parse_endpoint_count(nullptr).error.empty());
+}
+
+TEST(ShmemWaitSpin, ParsesMicrosecondsAndNever) {
+  using std::chrono::microseconds;
+  EXPECT_EQ(parse_wait_spin("0").spin, microseconds(0));
+  EXPECT_TRUE(parse_wait_spin("0").error.empty());
+  EXPECT_EQ(parse_wait_spin("250").spin, microseconds(250));
+  EXPECT_EQ(parse_wait_spin("1000000").spin, rhinet::shmem::kMaxWaitSpin);
+  EXPECT_TRUE(parse_wait_spin("1000000").error.empty());
+  // never: a negative budget, which the waits take as "never sleep".
+  EXPECT_LT(parse_wait_spin("never").spin.count(), 0);
+  EXPECT_TRUE(parse_wait_spin("never").error.empty());
+}
+
+TEST(ShmemWaitSpin, RefusesWhatIsNoBudget) {
+  for (const char* bad : {"", "-1", "100us", " 5", "Never", "1000001",
+                          "99999999999999999999999", "0x10", "never "}) {
+    const auto r = parse_wait_spin(bad);
+    EXPECT_FALSE(r.error.empty()) << bad;
+    EXPECT_NE(r.error.find("0 to 1000000 microseconds, or never"),
+              std::string::npos)
+        << r.error;
+  }
+  EXPECT_NE(parse_wait_spin("1000001").error.find("too long"),
+            std::string::npos);
+  EXPECT_NE(
+      parse_wait_spin("x").error.find("'x' is not a number of microseconds"),
+      std::string::npos);
+  EXPECT_FALSE(parse_wait_spin(nullptr).error.empty());
 }

@@ -55,6 +55,35 @@ run ctx_endpoints
 grep -h "context endpoints," ctx_endpoints.out | sed 's/^/  /'
 SHMEM_CONTEXT_ENDPOINTS=0 run ctx_endpoints
 grep -h "context endpoints," ctx_endpoints.out | sed 's/^/  /'
+# What sleeping costs a ping-pong (shmem_long_p + shmem_long_wait_until):
+# two PEs on two nodes and on one, waits sleeping after the default spin
+# (SHMEM_WAIT_SPIN_US unset), after none (0) and never sleeping (never).
+# The round-trip times are printed, not judged.
+rtt() { # WHERE SPIN oshrun-placement...
+	where=$1
+	spin=$2
+	shift 2
+	if [ "$spin" = default ]; then
+		./oshrun -n 2 "$@" --timeout 300 ./pingpong_rtt 1000 >rtt.out 2>&1
+	else
+		SHMEM_WAIT_SPIN_US=$spin ./oshrun -n 2 "$@" --timeout 300 \
+			./pingpong_rtt 1000 >rtt.out 2>&1
+	fi
+	rc=$?
+	oks=$(grep -o "shmem_pingpong_rtt: PE [01] of 2: ok" rtt.out | sort -u | wc -l)
+	if [ "$rc" = 0 ] && [ "$oks" = 2 ]; then
+		echo "shmem_guest: ok: pingpong_rtt ($where, spin $spin)"
+		grep -h "round trips" rtt.out | sed 's/^/  /'
+	else
+		echo "shmem_guest: FAIL: pingpong_rtt ($where, spin $spin): status $rc"
+		sed 's/^/  | /' rtt.out
+		fails=$((fails + 1))
+	fi
+}
+for spin in default 0 never; do
+	[ "$NODES" -ge 2 ] && rtt "two nodes" $spin --hosts node0,node1
+	rtt "one node" $spin --hosts node0 --per-node 2
+done
 # Globals and statics; SHMEM_DEBUG's line gives each PE's registered data.
 export SHMEM_DEBUG=1
 run globals
@@ -96,6 +125,7 @@ misuse heap 4 "shmem_malloc: no room for 1099511627776 bytes in the symmetric he
 SHMEM_SYMMETRIC_SIZE=lots misuse none 1 "SHMEM_SYMMETRIC_SIZE: 'lots' is not a size"
 SHMEM_CONTEXT_ENDPOINTS=lots misuse none 1 "shmem_init: SHMEM_CONTEXT_ENDPOINTS: 'lots' is not a count (0 to 32 endpoints)"
 SHMEM_CONTEXT_ENDPOINTS=33 misuse none 1 "SHMEM_CONTEXT_ENDPOINTS: '33' is too many"
+SHMEM_WAIT_SPIN_US=5ms misuse none 1 "shmem_init: SHMEM_WAIT_SPIN_US: '5ms' is not a number of microseconds (0 to 1000000 microseconds, or never)"
 
 if [ "$fails" = 0 ]; then
 	echo "shmem_guest: PASS"

@@ -1,6 +1,7 @@
 /* Waits that sleep (Documentation/userlib/shmem.md, "Waiting on memory"):
  * a PE waits seconds for words another PE writes late, and must have
- * slept on the NIC's watch and been woken by it (shmemx_get_wait_stats),
+ * slept on the NIC's watch and been woken by it, its 200 ms slices that
+ * ran out counted apart (shmemx_get_wait_stats_ext),
  * and must see the right values. Three waits, each by half of the PEs:
  * wait_until for a put from its neighbour (me ^ 1), wait_until_any for
  * an atomic set from the PE two further on, signal_wait_until for a put
@@ -29,24 +30,38 @@ static double now_s(void) {
 }
 
 /* The wait stats before, and the check after one wait of this PE. */
-struct Stats {
-  uint64_t sleeps, wakeups;
-};
-static struct Stats stats(void) {
-  struct Stats s;
-  shmemx_get_wait_stats(&s.sleeps, &s.wakeups);
+static struct shmemx_wait_stats stats(void) {
+  struct shmemx_wait_stats s;
+  uint64_t sleeps = 0, wakeups = 0;
+  shmemx_get_wait_stats_ext(&s, sizeof(s));
+  shmemx_get_wait_stats(&sleeps, &wakeups);
+  CHECK(sleeps == s.sleeps && wakeups == s.wakeups,
+        "the two stats calls disagree: %llu/%llu and %llu/%llu",
+        (unsigned long long)sleeps, (unsigned long long)s.sleeps,
+        (unsigned long long)wakeups, (unsigned long long)s.wakeups);
   return s;
 }
-static void check_slept(const char* what, struct Stats before, double t0) {
-  const struct Stats after = stats();
-  printf("%s: PE %d: %s waited %.2f s: slept %llu times, woken %llu times\n",
-         PROGRAM, shmem_my_pe(), what, now_s() - t0,
-         (unsigned long long)(after.sleeps - before.sleeps),
-         (unsigned long long)(after.wakeups - before.wakeups));
-  CHECK(after.sleeps >= before.sleeps + 1, "%s: did not sleep", what);
-  CHECK(after.wakeups >= before.wakeups + 1,
-        "%s: no wake-up by the NIC (slept %llu times)", what,
-        (unsigned long long)(after.sleeps - before.sleeps));
+static void check_slept(const char* what, struct shmemx_wait_stats before,
+                        double t0) {
+  const struct shmemx_wait_stats after = stats();
+  const unsigned long long sleeps = after.sleeps - before.sleeps,
+                           wakeups = after.wakeups - before.wakeups,
+                           timeouts = after.timeouts - before.timeouts;
+  printf(
+      "%s: PE %d: %s waited %.2f s: slept %llu times, woken %llu times, "
+      "%llu slices ran out\n",
+      PROGRAM, shmem_my_pe(), what, now_s() - t0, sleeps, wakeups, timeouts);
+  CHECK(sleeps >= 1, "%s: did not sleep", what);
+  CHECK(wakeups >= 1, "%s: no wake-up by the NIC (slept %llu times)", what,
+        sleeps);
+  /* Each sleep ended by the NIC or by its slice (or by a signal). */
+  CHECK(wakeups + timeouts <= sleeps,
+        "%s: %llu wake-ups and %llu timeouts for %llu sleeps", what, wakeups,
+        timeouts, sleeps);
+  /* 1.5 s of 200 ms slices: several ran out before the put came (a wait
+   * that slept through only one slice and missed them would say 0). */
+  CHECK(timeouts >= 2, "%s: %llu slices ran out in a 1.5 s wait", what,
+        timeouts);
 }
 
 int main(void) {
@@ -58,14 +73,15 @@ int main(void) {
   uint64_t* sig = shmem_calloc(1, sizeof(uint64_t));
   char* data = shmem_calloc(kData, 1);
   CHECK(flag && words && sig && data, "allocation");
-  struct Stats s0 = stats();
-  CHECK(s0.sleeps == 0 && s0.wakeups == 0, "stats before any wait: %llu %llu",
-        (unsigned long long)s0.sleeps, (unsigned long long)s0.wakeups);
+  const struct shmemx_wait_stats s0 = stats();
+  CHECK(s0.sleeps == 0 && s0.wakeups == 0 && s0.timeouts == 0,
+        "stats before any wait: %llu %llu %llu", (unsigned long long)s0.sleeps,
+        (unsigned long long)s0.wakeups, (unsigned long long)s0.timeouts);
   shmem_barrier_all();
 
   /* 1. wait_until: the even PEs wait for a put of their odd neighbour. */
   if (me % 2 == 0) {
-    const struct Stats before = stats();
+    const struct shmemx_wait_stats before = stats();
     const double t0 = now_s();
     shmem_long_wait_until(flag, SHMEM_CMP_EQ, 4200 + me);
     CHECK(*flag == 4200 + me, "flag %ld", *flag);
@@ -79,7 +95,7 @@ int main(void) {
   /* 2. wait_until_any: PEs 0 and 1 wait for an atomic set of word 2 by the
    * PE two further on (another node when there are two PEs per node). */
   if (me < 2) {
-    const struct Stats before = stats();
+    const struct shmemx_wait_stats before = stats();
     const double t0 = now_s();
     const size_t i =
         shmem_long_wait_until_any(words, kWords, NULL, SHMEM_CMP_NE, 0);
@@ -95,7 +111,7 @@ int main(void) {
   /* 3. signal_wait_until: PEs 2 and 3 wait for a put with signal from
    * the PE two before; the data is there with the signal. */
   if (me >= 2) {
-    const struct Stats before = stats();
+    const struct shmemx_wait_stats before = stats();
     const double t0 = now_s();
     const uint64_t v = shmem_signal_wait_until(sig, SHMEM_CMP_EQ, 9);
     CHECK(v == 9, "signal %llu", (unsigned long long)v);
