@@ -10,11 +10,13 @@
 #include <cstring>
 
 #include "device.hpp"
+#include "device_errors.hpp"
 #include "group_detail.hpp"
 #include "net.hpp"
 
 namespace rhinet {
 
+using detail::context_refusal;
 using detail::errno_error;
 using detail::hex;
 using detail::put_mode;
@@ -55,6 +57,8 @@ Result<ibv_context*> open_device(const std::string& want) {
                               "this user on this node, or its token differs "
                               "(the administrator grants groups with "
                               "rhinet-group; rhinet-run does for its ranks)");
+    if (const std::string why = context_refusal(err); !why.empty())
+      return Error(err, "ibv_open_device " + name + ": " + why);
     return errno_error(err, "ibv_open_device " + name);
   }
   return ctx;
@@ -248,7 +252,9 @@ Result<std::unique_ptr<Group>> Group::add_endpoint(
   dev->spin = base.spin;
   dev->peers = base.peers;
   auto ctx = open_device(name);
-  if (!ctx) return std::move(ctx).error();
+  if (!ctx)
+    return Error(ctx.error().errno_value(),
+                 "add_endpoint: " + ctx.error().message());
   dev->ctx = *ctx;
   dev->pd = ibv_alloc_pd(dev->ctx);
   if (!dev->pd)

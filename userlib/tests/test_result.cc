@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "device_errors.hpp"
 #include "rhinet/result.hpp"
 
 namespace {
@@ -178,6 +179,23 @@ TEST(ResultDeathTest, ValueOfAnErrorAborts) {
   EXPECT_DEATH(v.value(), "void failure");
   auto good = half(2);
   EXPECT_DEATH((void)good.error(), "holding a value");
+}
+
+// Group::join and Group::add_endpoint open a device context; what the
+// driver refuses with a limit of its own is said by name, so that a
+// program that adds endpoints until refused learns which limit it hit.
+TEST(ContextRefusal, NamesTheDriversLimits) {
+  using rhinet::detail::context_refusal;
+  EXPECT_NE(context_refusal(EDQUOT).find("max_contexts_per_user"),
+            std::string::npos);
+  EXPECT_NE(context_refusal(EDQUOT).find("doorbell pages"), std::string::npos);
+  EXPECT_NE(context_refusal(EUSERS).find("NIC account"), std::string::npos);
+  EXPECT_NE(context_refusal(ENOSPC).find("every doorbell page"),
+            std::string::npos);
+  // Other errnos keep their own text (strerror) only.
+  EXPECT_EQ(context_refusal(ENOMEM), "");
+  EXPECT_EQ(context_refusal(EPERM), "");
+  EXPECT_EQ(context_refusal(0), "");
 }
 
 }  // namespace

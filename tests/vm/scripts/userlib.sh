@@ -44,6 +44,11 @@
 # 1.1 s wait by two ranks on one node, with waits that sleep (the wait
 # must be woken by the NIC) and with RHINET_SPIN_US=never (it must not
 # sleep); it prints wall and CPU time per phase.
+# add_endpoint adds endpoints to one rank until rhinet.ko refuses
+# (max_contexts_per_user set to 4 for it): EDQUOT with a message naming
+# the limit, every endpoint made carries a PUSH, and a destroyed one
+# makes room for the next. inbox_incast also checks that a receive
+# waiting 0.5 s slept on the NIC's watch and was woken by it.
 # Then every node holds no twin memory, and no group violation was
 # counted; the NICs' shared-region counters are printed.
 #   userlib.sh NODE NODES   (the applications overlay: run-cluster --apps)
@@ -63,7 +68,7 @@ run() { # NAME rhinet-run arguments...
 	t0=$(now)
 	if timeout 600 rhinet-run --timeout 500 "$@" >/tmp/run.log 2>&1; then
 		echo "userlib: $name passed in $(elapsed "$t0") s"
-		grep -E "ok|rank|^transfer_modes:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:|^inbox_incast:|^collectives:|^atomics:|^wait_bench:" \
+		grep -E "ok|rank|^transfer_modes:|^isend_irecv:|^pin_on_demand:|^partial_messages:|^sync_mcast:|^shared_region:|^mcast_switch:|^inbox_incast:|^collectives:|^atomics:|^wait_bench:|^add_endpoint:" \
 			/tmp/run.log | head -40
 	else
 		echo "userlib: $name FAILED (rc $?, $(elapsed "$t0") s):"
@@ -105,6 +110,15 @@ run "wait_bench, 2 ranks on node0, sleeping after 50 us" -n 2 --per-node 2 \
 	--hosts node0 -x RHINET_SPIN_US=50 rhinet_wait_bench 300
 run "wait_bench, 2 ranks on node0, never sleeping" -n 2 --per-node 2 \
 	--hosts node0 -x RHINET_SPIN_US=never rhinet_wait_bench 300
+# add_endpoint until the driver refuses: one rank on node0 with rhinet.ko's
+# max_contexts_per_user at 4 for the run (EDQUOT naming the limit, every
+# endpoint made works, a destroyed one makes room again).
+param=/sys/module/rhinet/parameters/max_contexts_per_user
+old_limit=$(cat "$param")
+echo 4 >"$param"
+run "add_endpoint refused at max_contexts_per_user=4" -n 1 --hosts node0 \
+	rhinet_add_endpoint 4
+echo "$old_limit" >"$param"
 # Needs exactly 4 ranks (home, two subscribers, a newcomer).
 if [ "$NODES" = 4 ]; then
 	run "shared_region, 4 ranks" -n 4 --hosts "$hosts" rhinet_shared_region
