@@ -115,8 +115,10 @@ int main(void) {
   fflush(stdout);
   /* On endpoints of their own B's single packet does not wait behind A's
    * megabytes; most rounds must show it. Not checked for a target on this
-   * PE's own node: there the NIC's loopback still ran B's put after A's
-   * (0 of 8 rounds in vm_shmem; the time is printed all the same). */
+   * PE's own node: the engine takes turns there too (test_endpoint_turns),
+   * but whether A's puts are still in flight when B's quiet returns then
+   * depends on how fast the loopback drains them (0 of 8 rounds in one
+   * vm_shmem run, 5 and 7 of 8 in another); the time is printed. */
   const int remote = shmemx_pe_node(right) != shmemx_pe_node(me);
   CHECK(shmemx_pe_node(me) >= 0 && shmemx_pe_node(n) == -1, "node of PE");
   if (own && remote)
