@@ -78,6 +78,7 @@
 #include "fw_shell.h"
 #include "rhinet_softcore.h"
 #include "rhinet/hw_admin.h"
+#include "rhinet/hw_queues.h"
 #include "rhinet/hw_regs.h"
 #include "rhinet/hw_wire.h"
 #include "xpu_bus.h"
@@ -833,10 +834,17 @@ static void rhinet_engine_doorbell_write(RhinetState *s, hwaddr addr,
                                          uint64_t val, unsigned size,
                                          uint16_t requester)
 {
-    rhn_fw_doorbell_write_from(s->engine, addr >> RHN_DB_PAGE_SHIFT,
-                               addr & (RHN_DB_PAGE_SIZE - 1), val, size,
-                               requester);
-    rhinet_kick_engine(s);
+    uint32_t offset = addr & (RHN_DB_PAGE_SIZE - 1);
+
+    rhn_fw_doorbell_write_from(s->engine, addr >> RHN_DB_PAGE_SHIFT, offset,
+                               val, size, requester);
+    /*
+     * An inline WQE is eight stores before its kick: waking the engine
+     * for each would cost a thread switch per store on a busy host.
+     */
+    if (!rhn_db_in_inline_window(offset, size)) {
+        rhinet_kick_engine(s);
+    }
 }
 
 /* The engine thread itself needs no kick (the wire= path). */

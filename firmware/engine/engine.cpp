@@ -632,8 +632,7 @@ void Engine::doorbell_write(uint32_t page, uint32_t offset, uint64_t value,
   Impl& m = *impl_;
   if (page >= m.cfg.db_pages || offset >= RHN_DB_PAGE_SIZE) return;
   m.counters.add_bus_shared(RHN_CNT_MMIO_WRITES);
-  if (offset >= RHN_DB_INLINE_WQE &&
-      offset + size <= RHN_DB_INLINE_WQE + RHN_DB_INLINE_WQE_SIZE) {
+  if (rhn_db_in_inline_window(offset, size)) {
     memcpy(m.inline_staging[page].bytes + (offset - RHN_DB_INLINE_WQE), &value,
            size);
     return;

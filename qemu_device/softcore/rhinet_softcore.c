@@ -36,6 +36,7 @@
 #include "kept_doorbells.h"
 #include "rhinet/hw_fw.h"
 #include "softcore_blocks.h"
+#include "rhinet/hw_queues.h"
 #include "rhinet/hw_regs.h"
 
 /* Events (doorbells, frames) wait at most this much in the output queue;
@@ -1510,8 +1511,7 @@ void rhn_sc_bar2_write(RhnSoftCore *sc, uint64_t addr, uint64_t value,
     if (size == 4) {
         value = (uint32_t)value;
     }
-    if (off >= RHN_DB_INLINE_WQE &&
-        off + size <= RHN_DB_INLINE_WQE + RHN_DB_INLINE_WQE_SIZE) {
+    if (rhn_db_in_inline_window(off, size)) {
         memcpy(&sc->staging[page][off - RHN_DB_INLINE_WQE], &value, size);
         return;
     }

@@ -11,6 +11,7 @@
 #define RHINET_HW_QUEUES_H
 
 #include "hw_common.h"
+#include "hw_regs.h"
 
 /*
  * Reference to host memory used by the NIC for queues, records and status
@@ -262,6 +263,18 @@ enum rhn_wqe_xflags {
 static inline __u64 rhn_db_trigger_value(__u32 handle, __u32 addend)
 {
 	return (__u64)handle | (__u64)addend << RHN_DB_TRIGGER_ADDEND_SHIFT;
+}
+
+/*
+ * A store that falls wholly inside a doorbell page's inline WQE window only
+ * stages bytes for the next SQ kick with RHN_DB_SQ_INLINE: the NIC has
+ * nothing to do until that kick comes, so a device need not wake its
+ * engine for the store.
+ */
+static inline int rhn_db_in_inline_window(__u32 offset, __u32 size)
+{
+	return offset >= RHN_DB_INLINE_WQE &&
+	       offset + size <= RHN_DB_INLINE_WQE + RHN_DB_INLINE_WQE_SIZE;
 }
 
 /*
