@@ -192,7 +192,7 @@ if [[ -f $UL/librhinet_user.so.0 ]]; then
 	for ex in transfer_modes twin_diff_dsm hello_push isend_irecv \
 		pin_on_demand partial_messages sync_mcast shared_region \
 		mcast_switch inbox_incast collectives triggered_push atomics \
-		wait_bench; do
+		wait_bench add_endpoint; do
 		app_args+=(--tool "$UL/rhinet_$ex:/usr/bin/rhinet_$ex")
 	done
 fi
