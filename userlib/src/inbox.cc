@@ -197,12 +197,8 @@ Result<std::vector<std::byte>> Inbox::receive(const AreaWaitOptions& options) {
     if (!waited && waited.error().errno_value() == EBUSY) {
       // Another thread is inside the group: the watch is its endpoint's
       // to use, so look at memory without one (as before watches).
-      const auto deadline = net::deadline_after(options.timeout);
-      detail::Backoff b;
-      while (!look()) {
-        if (net::poll_ms(deadline) == 0) return timed_out(options.timeout);
-        b.pause();
-      }
+      if (detail::poll_until(look, net::deadline_after(options.timeout)))
+        return timed_out(options.timeout);
     } else if (!waited) {
       if (waited.error().errno_value() == ETIMEDOUT)
         return timed_out(options.timeout);

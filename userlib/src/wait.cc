@@ -36,20 +36,23 @@ void Backoff::pause() {
   if (n_ < 4096) n_++;
 }
 
+int poll_until(const std::function<bool()>& done,
+               net::Clock::time_point deadline) {
+  Backoff b;
+  while (!done()) {
+    if (net::poll_ms(deadline) == 0) return ETIMEDOUT;
+    b.pause();
+  }
+  return 0;
+}
+
 int wait_until(const std::function<bool()>& done, EventSource& events,
                std::chrono::microseconds spin, net::Clock::time_point deadline,
                WaitStats& stats, const char** failed) {
   if (done()) return 0;
   stats.waits++;
   const auto start = net::Clock::now();
-  if (spin.count() < 0) {
-    Backoff b;
-    while (!done()) {
-      if (net::poll_ms(deadline) == 0) return ETIMEDOUT;
-      b.pause();
-    }
-    return 0;
-  }
+  if (spin.count() < 0) return poll_until(done, deadline);
   // Spinning: a few pauses between looks, a yield now and then so that a
   // rank sharing the CPU runs.
   for (unsigned n = 1;; n++) {
@@ -121,12 +124,7 @@ int wait_for_watch(const std::function<bool()>& done, WatchSource& source,
   const auto start = net::Clock::now();
   if (spin.count() < 0) {
     stats.polled++;
-    Backoff b;
-    while (!done()) {
-      if (net::poll_ms(deadline) == 0) return ETIMEDOUT;
-      b.pause();
-    }
-    return 0;
+    return poll_until(done, deadline);
   }
   if (spin_for(done, spin, start)) return 0;
   // One sleep on the source's events: 0, or the errno that ends the wait.

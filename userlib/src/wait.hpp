@@ -24,6 +24,12 @@ class Backoff {
   unsigned n_ = 0;
 };
 
+// Looks at done() until it returns true or `deadline` passes, pausing
+// with a Backoff between looks: how a wait that never sleeps waits.
+// 0 (done) or ETIMEDOUT.
+int poll_until(const std::function<bool()>& done,
+               net::Clock::time_point deadline);
+
 // What a sleeping waiter needs from the thing that wakes it.
 class EventSource {
  public:
