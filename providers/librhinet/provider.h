@@ -243,6 +243,9 @@ struct SendSlot {
   uint8_t slots;  // slots this WQE takes
   bool report;    // its poster wants its completion (see sq_write)
   bool signaled;  // RHN_WQE_F_SIGNALED: a run's expansion stops at it
+  // Triggered (sq_hold): its own CQE reports it, out of ring order, before
+  // or after the ring passed it; a run's expansion never stops at it.
+  bool triggered;
 };
 
 // A triggered WQE not completed yet (sq_hold): what its CQE will need once

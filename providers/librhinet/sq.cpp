@@ -46,7 +46,7 @@ void copy_wqe(Qp* qp, uint8_t* wqe, uint32_t slots, uint32_t at, uint64_t wr_id,
   const bool signaled =
       (reinterpret_cast<rhn_send_wqe*>(wqe)->flags & RHN_WQE_F_SIGNALED) != 0;
   qp->sq_info[at & mask] =
-      SendSlot{wr_id, static_cast<uint8_t>(slots), report, signaled};
+      SendSlot{wr_id, static_cast<uint8_t>(slots), report, signaled, false};
 }
 
 // A multi-producer poster's waits are on other threads (the poster before
@@ -198,7 +198,8 @@ int sq_hold(Qp* qp, uint32_t first) {
     if (!qp->sq_held) return ENOMEM;
   }
   if (qp->sq_num_held == kMaxHeld) return ENOMEM;
-  const SendSlot& s = qp->sq_info[first & ((1u << qp->sq_log) - 1)];
+  SendSlot& s = qp->sq_info[first & ((1u << qp->sq_log) - 1)];
+  s.triggered = true;
   qp->sq_held[qp->sq_num_held++] = HeldWqe{s.wr_id, first, s.report};
   return 0;
 }
@@ -240,10 +241,9 @@ bool sq_complete_run_member(Qp* qp, uint16_t last, uint64_t* wr_id,
   for (;;) {
     if (static_cast<int32_t>(end - idx) <= 0) return false;
     const SendSlot& info = qp->sq_info[idx & mask];
-    bool held = false;  // a triggered WQE completes by its own CQE
-    for (uint32_t i = 0; i < qp->sq_num_held && !held; i++)
-      held = qp->sq_held[i].index == idx;
-    if (info.signaled && !held) break;
+    // A triggered WQE is reported by its own CQE, whether that came
+    // already (it is no longer held) or is still to come.
+    if (info.signaled && !info.triggered) break;
     idx += info.slots ? info.slots : 1;
   }
   const SendSlot& info = qp->sq_info[idx & mask];

@@ -340,7 +340,15 @@ for ((i = 0; i < nodes; i++)); do
 		verdict="QEMU exited with $st (no result from the guest)"
 	fi
 	failed=1
-	echo "node $i: FAIL ($verdict); last lines of $out/node$i.log:" >&2
+	# A program's failed checks are often far above the log's end (later
+	# programs kept running): name them first, so a CI excerpt shows them.
+	if grep -aq 'FAIL' "$out/node$i.log"; then
+		echo "node $i: FAIL ($verdict); its failed checks (the first 30):" >&2
+		grep -a 'FAIL' "$out/node$i.log" | head -n 30 | sed 's/^/  | /' >&2
+		echo "node $i: the last lines of $out/node$i.log:" >&2
+	else
+		echo "node $i: FAIL ($verdict); last lines of $out/node$i.log:" >&2
+	fi
 	tail -n 40 "$out/node$i.log" | sed 's/^/  | /' >&2
 done
 echo "run-cluster: done in $((elapsed_ms / 1000)).$(printf %03d $((elapsed_ms % 1000)))s; switch counters:" >&2

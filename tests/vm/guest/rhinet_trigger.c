@@ -385,6 +385,7 @@ static void ring_wraps(struct node *n)
 	struct rhinetdv_trigger *t = make_trigger(n->ctx, 0);
 	struct ibv_wc wc[16];
 	int i, b, err, got, ok = 0, order = 1;
+	char first_bad[160] = "";
 
 	check(post_write(n, 0x201, 3, t, 1, NULL, &err) == 0 && !err,
 	      "parked WRITE posted");
@@ -397,12 +398,20 @@ static void ring_wraps(struct node *n)
 		      "batch %d: 16 WRITEs posted beside the parked one", b);
 		got = poll_for(n, wc, i, 2000);
 		for (int k = 0; k < got; k++) {
+			const uint64_t want = 0x1000 + b * 16 + k;
+
 			ok += wc[k].status == IBV_WC_SUCCESS;
-			order &= wc[k].wr_id == (uint64_t)(0x1000 + b * 16 + k);
+			if (order && wc[k].wr_id != want)
+				snprintf(first_bad, sizeof(first_bad),
+					 "batch %d: completion %d of %d is "
+					 "%#" PRIx64 ", not %#" PRIx64,
+					 b, k, got, wc[k].wr_id, want);
+			order &= wc[k].wr_id == want;
 		}
 	}
 	check(ok == 320, "320 plain WRITEs completed around it (%d)", ok);
-	check(order, "each with its own wr_id, in order");
+	check(order, "each with its own wr_id, in order%s%s",
+	      first_bad[0] ? ": " : "", first_bad);
 	check(!landed(n, 3), "the parked WRITE did not go");
 	rhinetdv_trigger_add(t, 1);
 	expect_one(n, 0x201, IBV_WC_SUCCESS, 0, "the parked WRITE fires");
