@@ -237,14 +237,22 @@ if want mcast && [ "$DEVICE" = rhinet0 ]; then
 	# (ibv_attach_mcast: the NIC joins the switch group). Node 1 joins
 	# with two QPs (-c 2), each must receive 20 messages; node 0 joins and
 	# sends rounds of 20 until then (UD: a round sent before node 1 joined
-	# is lost). The route lets rdma_cm resolve the group on eth0.
+	# is lost), at most 8: node 1, done, listens on port 18601 for a few
+	# seconds, and node 0 stops at the first round after which it gets
+	# through (a round takes about 4 s under TCG). The route lets rdma_cm
+	# resolve the group on eth0.
 	ip route replace 224.0.0.0/4 dev eth0 || failed="$failed mcast_route"
 	cat >/tmp/mckey.sh <<-EOT
 		#!/bin/sh
-		[ \$# = 0 ] && exec mckey -m 239.1.2.3 -b $ME -c 2 -C 20 -S 200
+		if [ \$# = 0 ]; then
+			mckey -m 239.1.2.3 -b $ME -c 2 -C 20 -S 200 || exit 1
+			timeout 20 nc -l -p 18601 </dev/null >/dev/null 2>&1
+			exit 0
+		fi
 		for i in 1 2 3 4 5 6 7 8; do
 			mckey -m 239.1.2.3 -b $ME -s -C 20 -S 200 || exit 1
 			sleep 1
+			timeout 3 nc \$1 18601 </dev/null >/dev/null 2>&1 && exit 0
 		done
 	EOT
 	chmod +x /tmp/mckey.sh
