@@ -18,7 +18,8 @@ inline constexpr std::chrono::microseconds kMaxWaitSpin{1000000};
 
 // SHMEM_WAIT_SPIN_US's value: decimal microseconds 0..kMaxWaitSpin, or
 // "never" (spin = negative: the waits never sleep; they spin, yield and
-// nap as on a NIC without watches). error is empty when it parsed, else
+// nap as on a NIC without watches), as userlib's RHINET_SPIN_US
+// (rhinet::parse_spin reads both). error is empty when it parsed, else
 // says why (without the variable's name, which the caller puts first).
 struct ParsedSpin {
   std::chrono::microseconds spin{0};

@@ -5,10 +5,13 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <string>
+
+#include "rhinet/bootstrap.hpp"
 
 namespace rhinet::detail {
 
@@ -192,15 +195,33 @@ Result<std::chrono::microseconds> spin_from_env(
     std::chrono::microseconds fallback) {
   const char* v = std::getenv("RHINET_SPIN_US");
   if (!v || !*v) return fallback;
-  if (std::strcmp(v, "never") == 0) return never_sleep;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (*v < '0' || *v > '9' || *end || errno || n > 1000000)
-    return Error(EINVAL, std::string("RHINET_SPIN_US=\"") + v +
-                             "\" is neither microseconds in 0..1000000 nor "
-                             "\"never\"");
-  return std::chrono::microseconds(static_cast<std::int64_t>(n));
+  auto spin = parse_spin(v);
+  if (!spin) return Error(EINVAL, "RHINET_SPIN_US: " + spin.error().message());
+  return *spin;
 }
 
 }  // namespace rhinet::detail
+
+namespace rhinet {
+
+Result<std::chrono::microseconds> parse_spin(const char* text) {
+  constexpr std::int64_t kMax = 1000000;  // a second: beyond, a busy wait
+  const auto bad = [&](const char* why) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg,
+                  "'%.40s' %s (0 to %lld microseconds, or never)",
+                  text ? text : "", why, static_cast<long long>(kMax));
+    return Error(EINVAL, msg);
+  };
+  if (!text || !*text) return bad("is empty");
+  if (std::strcmp(text, "never") == 0) return never_sleep;
+  std::int64_t n = 0;
+  for (const char* p = text; *p; p++) {
+    if (*p < '0' || *p > '9') return bad("is not a number of microseconds");
+    n = n * 10 + (*p - '0');
+    if (n > kMax) return bad("is too long");
+  }
+  return std::chrono::microseconds{n};
+}
+
+}  // namespace rhinet

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "rhinet/bootstrap.hpp"
 #include "rhinet/inbox_protocol.hpp"
 #include "wait.hpp"
 
@@ -188,6 +189,25 @@ TEST(Wait, NeverSleepSpinsWithoutArming) {
   t.join();
   EXPECT_EQ(f.arms.load(), 0);
   EXPECT_EQ(st.sleeps, 0u);
+}
+
+TEST(Wait, ParseSpinTakesMicrosecondsOrNever) {
+  EXPECT_EQ(*rhinet::parse_spin("0"), 0us);
+  EXPECT_EQ(*rhinet::parse_spin("1000000"), 1000000us);
+  EXPECT_EQ(*rhinet::parse_spin("never"), rhinet::never_sleep);
+  for (const char* bad : {"", "-1", "1000001", "12us", " 5", "Never", "0x10",
+                          "99999999999999999999999"}) {
+    auto r = rhinet::parse_spin(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().errno_value(), EINVAL);
+    EXPECT_NE(r.error().message().find("(0 to 1000000 microseconds, or never)"),
+              std::string::npos)
+        << r.error().message();
+  }
+  EXPECT_EQ(rhinet::parse_spin("x").error().message(),
+            "'x' is not a number of microseconds (0 to 1000000 microseconds, "
+            "or never)");
+  EXPECT_FALSE(rhinet::parse_spin(nullptr));
 }
 
 TEST(Wait, SpinBudgetFromEnvironment) {

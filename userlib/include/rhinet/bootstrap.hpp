@@ -28,6 +28,12 @@
 
 namespace rhinet {
 
+// A spin budget as people write one (RHINET_SPIN_US, a tool's option): a
+// decimal number of microseconds 0..1000000, or "never" (never_sleep).
+// EINVAL otherwise, the message quoting the text and saying what is
+// taken, for the caller to put its variable's name before.
+Result<std::chrono::microseconds> parse_spin(const char* text);
+
 // How a rank joins its group. join_from_env() fills it from the
 // environment rhinet-run sets; programs started some other way fill it
 // themselves and call Group::join(options) (or Bootstrap::exchange).
