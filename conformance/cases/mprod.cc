@@ -125,8 +125,20 @@ struct Watch {
         bad(nic.counter(RHN_CNT_BAD_DOORBELLS)) {}
   // Both rose by what the contract says.
   void expect(Check& c, uint64_t recovered_rise, uint64_t bad_rise) const {
-    if (c.eq("RHN_CNT_SQ_RECOVERED increase", recovered_rise,
-             n.counter(RHN_CNT_SQ_RECOVERED) - recovered))
+    expect_at_most(c, recovered_rise, recovered_rise, bad_rise);
+  }
+  // The same where the record scan may or may not have taken a WQE
+  // before its doorbell arrived: recovered rose by min..max.
+  void expect_at_most(Check& c, uint64_t min_recovered, uint64_t max_recovered,
+                      uint64_t bad_rise) const {
+    const uint64_t rise = n.counter(RHN_CNT_SQ_RECOVERED) - recovered;
+    const bool in_range = rise >= min_recovered && rise <= max_recovered;
+    if (min_recovered == max_recovered
+            ? c.eq("RHN_CNT_SQ_RECOVERED increase", min_recovered, rise)
+            : c.that(in_range, "RHN_CNT_SQ_RECOVERED increase",
+                     std::to_string(rise) + ", not " +
+                         std::to_string(min_recovered) + ".." +
+                         std::to_string(max_recovered)))
       c.eq("RHN_CNT_BAD_DOORBELLS increase", bad_rise,
            n.counter(RHN_CNT_BAD_DOORBELLS) - bad);
   }
@@ -152,8 +164,17 @@ CONFORM_CASE(mp_duplicate_doorbell, "mprod.duplicate_doorbell", "mprod",
   n.kick_sq(l.a);
   n.kick_sq(l.a);
   expect_cqes(n, l, c, 0, 1);
+  if (!c.ok()) return;
+  // Where a doorbell takes longer to arrive than two scans of the record
+  // (the guest target on a loaded host: the WQE is published in shared
+  // memory at once, the doorbell goes through the guest's agent), the
+  // scan took the WQE first and counted it: legitimate, and once.
+  const Watch late(n);
   n.kick_sq(l.a);  // late: its WQE completed already
-  if (c.ok() && no_more_cqes(t, n, l, c)) w.expect(c, 0, 0);
+  if (no_more_cqes(t, n, l, c)) {
+    w.expect_at_most(c, 0, 1, 0);
+    late.expect(c, 0, 0);
+  }
 }
 
 CONFORM_CASE(mp_small_record, "mprod.record_size", "mprod",
