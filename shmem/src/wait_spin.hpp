@@ -8,13 +8,15 @@
 #include <chrono>
 #include <string>
 
+#include "rhinet/types.hpp"
+
 namespace rhinet::shmem {
 
 // The budget when the variable is unset: about a put's round trip between
 // two PEs of one node, so that a word set at once costs no system call.
 inline constexpr std::chrono::microseconds kDefaultWaitSpin{100};
-// The largest budget taken (a second: beyond it a wait is a busy wait).
-inline constexpr std::chrono::microseconds kMaxWaitSpin{1000000};
+// The largest budget taken: userlib's.
+inline constexpr std::chrono::microseconds kMaxWaitSpin = rhinet::max_spin;
 
 // SHMEM_WAIT_SPIN_US's value: decimal microseconds 0..kMaxWaitSpin, or
 // "never" (spin = negative: the waits never sleep; they spin, yield and

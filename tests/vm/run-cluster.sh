@@ -342,9 +342,10 @@ for ((i = 0; i < nodes; i++)); do
 	failed=1
 	# A program's failed checks are often far above the log's end (later
 	# programs kept running): name them first, so a CI excerpt shows them.
-	if grep -aq 'FAIL' "$out/node$i.log"; then
+	fails=$(grep -a 'FAIL' "$out/node$i.log" | head -n 30)
+	if [[ -n $fails ]]; then
 		echo "node $i: FAIL ($verdict); its failed checks (the first 30):" >&2
-		grep -a 'FAIL' "$out/node$i.log" | head -n 30 | sed 's/^/  | /' >&2
+		sed 's/^/  | /' <<<"$fails" >&2
 		echo "node $i: the last lines of $out/node$i.log:" >&2
 	else
 		echo "node $i: FAIL ($verdict); last lines of $out/node$i.log:" >&2

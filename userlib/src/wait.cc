@@ -205,12 +205,11 @@ Result<std::chrono::microseconds> spin_from_env(
 namespace rhinet {
 
 Result<std::chrono::microseconds> parse_spin(const char* text) {
-  constexpr std::int64_t kMax = 1000000;  // a second: beyond, a busy wait
   const auto bad = [&](const char* why) {
     char msg[160];
-    std::snprintf(msg, sizeof msg,
-                  "'%.40s' %s (0 to %lld microseconds, or never)",
-                  text ? text : "", why, static_cast<long long>(kMax));
+    std::snprintf(
+        msg, sizeof msg, "'%.40s' %s (0 to %lld microseconds, or never)",
+        text ? text : "", why, static_cast<long long>(max_spin.count()));
     return Error(EINVAL, msg);
   };
   if (!text || !*text) return bad("is empty");
@@ -219,7 +218,7 @@ Result<std::chrono::microseconds> parse_spin(const char* text) {
   for (const char* p = text; *p; p++) {
     if (*p < '0' || *p > '9') return bad("is not a number of microseconds");
     n = n * 10 + (*p - '0');
-    if (n > kMax) return bad("is too long");
+    if (n > max_spin.count()) return bad("is too long");
   }
   return std::chrono::microseconds{n};
 }

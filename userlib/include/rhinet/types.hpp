@@ -25,6 +25,9 @@ struct Peer {
 
 // A spin budget that never sleeps (spin, yield, then nap 50 us).
 inline constexpr std::chrono::microseconds never_sleep{-1};
+// The longest spin budget parse_spin takes: beyond a second a wait is a
+// busy wait, which never_sleep says better.
+inline constexpr std::chrono::microseconds max_spin{1000000};
 // How long a wait spins on memory before it sleeps until the NIC
 // interrupts, unless BootstrapOptions::spin or RHINET_SPIN_US say otherwise
 // (Documentation/userlib/reference.md, "Waiting"). Waits do not sleep by
